@@ -1,0 +1,1 @@
+"""One module per `spectop` command; see `tui.cli`."""

@@ -1,0 +1,32 @@
+"""`spectop` with no command: the live dashboard."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="spectop.toml settings file")
+    parser.add_argument(
+        "--endpoint",
+        metavar="URL",
+        action="append",
+        default=[],
+        help="endpoint base URL or metrics URL (repeatable); works without a settings file",
+    )
+    parser.add_argument("--record", metavar="FILE", help="append every scrape and log event as JSON lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tui.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings(config_path=args.config, endpoint_urls=args.endpoint)
+    except SettingsError as error:
+        print(f"spectop: {error}")
+        return 2
+    from tui.app import SpectopApp
+
+    app = SpectopApp(settings=settings, record_path=args.record)
+    app.run()
+    return app.return_code or 0

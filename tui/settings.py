@@ -1,0 +1,208 @@
+"""Monitor settings: `spectop.toml` (endpoints, thresholds, intervals).
+
+Looked up from `--config FILE`, then `./spectop.toml`, then the user config
+folder (`$XDG_CONFIG_HOME/spectop/spectop.toml`). `--endpoint URL` works with
+no file at all. API keys are never stored here: only the *name* of the
+environment variable that holds one (`api_key_env`).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+Backend = Literal["auto", "vllm", "sglang", "llamacpp", "openai"]
+
+SETTINGS_FILE_NAME = "spectop.toml"
+
+
+class SettingsError(Exception):
+    """A settings file that cannot be used; the message names file, endpoint and field."""
+
+
+class AlertSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    acceptance_warning: float = Field(0.6, ge=0.0, le=1.0, description="warn below this acceptance rate")
+    acceptance_critical: float = Field(
+        0.3, ge=0.0, le=1.0, description="critical below this: drafting slows the server down"
+    )
+    sustained_s: float = Field(
+        30.0, ge=0.0, description="how long acceptance must stay low before the alert fires"
+    )
+
+    @model_validator(mode="after")
+    def _critical_below_warning(self) -> AlertSettings:
+        if self.acceptance_critical > self.acceptance_warning:
+            raise ValueError("acceptance_critical must not be above acceptance_warning")
+        return self
+
+
+class EndpointSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    url: str = Field(description="base URL of the server, e.g. http://127.0.0.1:8000")
+    metrics_url: str | None = Field(None, description="default: url + /metrics")
+    backend: Backend = "auto"
+    log_file: Path | None = None
+    config_file: Path | None = Field(None, description="the server's config.toml / settings.json")
+    model: str | None = None
+    api_key_env: str | None = Field(
+        None, description="NAME of the environment variable holding the API key (never the key)"
+    )
+    restart_command: list[str] | None = Field(None, description="run without a shell after a config save")
+    acceptance_threshold: float | None = Field(None, ge=0.0, le=1.0)
+
+    @field_validator("url", "metrics_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+        return value.rstrip("/")
+
+    @field_validator("restart_command", mode="before")
+    @classmethod
+    def _split_command(cls, value: object) -> object:
+        if isinstance(value, str):
+            return shlex.split(value)
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and (not value or not value.replace("_", "").isalnum()):
+            raise ValueError(
+                "expected the NAME of an environment variable (letters, digits, _), not the key itself"
+            )
+        return value
+
+    @property
+    def resolved_metrics_url(self) -> str:
+        return self.metrics_url or f"{self.url}/metrics"
+
+    def api_key(self) -> str | None:
+        """The key from the environment, or None. Never log or store the result."""
+        if not self.api_key_env:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    poll_interval_s: float = Field(2.0, gt=0.0, le=3600.0)
+    window_s: float = Field(60.0, gt=0.0, description="sliding window for derived figures")
+    history_s: float = Field(1800.0, gt=0.0, description="how much history sparklines and charts keep")
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
+    endpoints: list[EndpointSettings] = Field(default_factory=list)
+    source: Path | None = Field(None, exclude=True, description="file these settings came from")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Settings:
+        seen: set[str] = set()
+        for endpoint in self.endpoints:
+            if endpoint.name in seen:
+                raise ValueError(f"endpoint name {endpoint.name!r} is used twice")
+            seen.add(endpoint.name)
+        return self
+
+
+def endpoint_from_url(url: str, name: str | None = None) -> EndpointSettings:
+    """An endpoint from a bare URL: either the base URL or the metrics URL."""
+    url = url.rstrip("/")
+    metrics_url = None
+    if url.endswith("/metrics"):
+        metrics_url = url
+        url = url[: -len("/metrics")]
+    if "://" not in url:
+        url = f"http://{url}"
+        metrics_url = f"http://{metrics_url}" if metrics_url else None
+    host = url.split("://", 1)[1]
+    return EndpointSettings(name=name or host, url=url, metrics_url=metrics_url)
+
+
+def user_config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "spectop"
+
+
+def find_settings_file(config_path: str | os.PathLike[str] | None) -> Path | None:
+    if config_path is not None:
+        path = Path(config_path)
+        if not path.is_file():
+            raise SettingsError(f"{path}: settings file not found")
+        return path
+    for candidate in (Path.cwd() / SETTINGS_FILE_NAME, user_config_dir() / SETTINGS_FILE_NAME):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _describe_location(data: dict, location: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    if len(location) >= 2 and location[0] == "endpoints" and isinstance(location[1], int):
+        index = location[1]
+        endpoints = data.get("endpoints") or []
+        name = None
+        if index < len(endpoints) and isinstance(endpoints[index], dict):
+            name = endpoints[index].get("name")
+        parts.append(f"endpoint {name!r}" if name else f"endpoint #{index + 1}")
+        location = location[2:]
+    if location:
+        parts.append("field " + ".".join(str(item) for item in location))
+    return ", ".join(parts) or "top level"
+
+
+def parse_settings(text: str, source: Path | None = None) -> Settings:
+    label = str(source) if source else "<settings>"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(f"{label}: not valid TOML: {error}") from error
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            where = _describe_location(data, tuple(item["loc"]))
+            problems.append(f"{label}: {where}: {item['msg']}")
+        raise SettingsError("\n".join(problems)) from error
+    settings.source = source
+    if source is not None:
+        # Relative paths in the file are relative to the file, not to the cwd.
+        for endpoint in settings.endpoints:
+            for attribute in ("log_file", "config_file"):
+                path = getattr(endpoint, attribute)
+                if path is not None and not path.is_absolute():
+                    setattr(endpoint, attribute, (source.parent / path).resolve())
+    return settings
+
+
+def load_settings(
+    config_path: str | os.PathLike[str] | None = None, endpoint_urls: list[str] | None = None
+) -> Settings:
+    """Settings from the first file found, plus endpoints given as URLs on the command line."""
+    path = find_settings_file(config_path)
+    settings = parse_settings(path.read_text(encoding="utf-8"), path) if path else Settings()
+    if endpoint_urls:
+        extra = []
+        for url in endpoint_urls:
+            try:
+                extra.append(endpoint_from_url(url))
+            except ValidationError as error:
+                raise SettingsError(f"--endpoint {url}: {error.errors()[0]['msg']}") from error
+        if config_path is None:
+            # URLs on the command line replace the endpoints of a file found by lookup,
+            # and add to those of a file named with --config.
+            settings.endpoints = extra
+        else:
+            settings.endpoints = [*settings.endpoints, *extra]
+    return settings

@@ -1,0 +1,2 @@
+"""The built-in speculative-decoding simulator (vLLM, SGLang, llama.cpp
+flavours). Never imports textual."""

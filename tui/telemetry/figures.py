@@ -1,0 +1,50 @@
+"""The derived figures of one endpoint over a window, and one scrape's reading.
+
+A figure the backend does not provide, or that has no data in the window, is
+None (never 0). These names are part of spectop's JSON output (`snapshot`,
+`--record`), so keep them stable.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+BackendName = Literal["vllm", "sglang", "llamacpp", "openai", "unknown"]
+
+FIGURE_NAMES: tuple[str, ...] = (
+    "generation_tokens_per_s",
+    "prompt_tokens_per_s",
+    "requests_per_s",
+    "acceptance_rate",
+    "mean_acceptance_length",
+    "per_position_acceptance",
+    "ttft_mean_s",
+    "ttft_p50_s",
+    "ttft_p95_s",
+    "tpot_mean_s",
+    "e2e_mean_s",
+    "running",
+    "waiting",
+    "kv_cache_usage",
+    "prefix_cache_hit_rate",
+)
+
+
+class Figures(BaseModel):
+    generation_tokens_per_s: float | None = None
+    prompt_tokens_per_s: float | None = None
+    requests_per_s: float | None = None
+    acceptance_rate: float | None = Field(None, description="0..1, accepted / drafted tokens")
+    mean_acceptance_length: float | None = Field(None, description="tokens per verify step, incl. bonus")
+    per_position_acceptance: list[float] | None = Field(None, description="position 0 first")
+    ttft_mean_s: float | None = None
+    ttft_p50_s: float | None = None
+    ttft_p95_s: float | None = None
+    tpot_mean_s: float | None = Field(None, description="true per-output-token latency")
+    e2e_mean_s: float | None = None
+    running: float | None = None
+    waiting: float | None = None
+    kv_cache_usage: float | None = Field(None, description="0..1")
+    prefix_cache_hit_rate: float | None = Field(None, description="0..1")

@@ -1,0 +1,1 @@
+"""Textual widgets: render and dispatch only."""
