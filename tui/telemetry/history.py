@@ -1,0 +1,97 @@
+"""Per-endpoint ring buffers of readings, for sparklines and detail charts.
+
+Memory is bounded: each endpoint keeps at most `maxlen` samples, enough for
+`history_s` seconds at the poll interval (capped, so a silly setting cannot eat
+the machine). A figure that was unknown at a scrape is kept as None, so a chart
+shows a gap rather than a fake zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tui.telemetry.figures import Figures
+
+MAX_SAMPLES = 20_000
+SERIES_NAMES: tuple[str, ...] = (
+    "generation_tokens_per_s",
+    "ttft_p50_s",
+    "ttft_p95_s",
+    "tpot_mean_s",
+    "acceptance_rate",
+    "mean_acceptance_length",
+    "running",
+    "waiting",
+    "kv_cache_usage",
+)
+
+
+class ReadingLike(Protocol):
+    """What the UI needs from one scrape (EndpointReading and a replayed record both fit)."""
+
+    name: str
+    time: float
+    up: bool
+    error: str | None
+    backend: str | None
+    model: str | None
+    figures: Figures
+
+
+def samples_for(history_s: float, poll_interval_s: float) -> int:
+    """How many samples cover `history_s` at `poll_interval_s` (plus slack), capped."""
+    wanted = math.ceil(history_s / max(poll_interval_s, 1e-3)) + 8
+    return max(16, min(MAX_SAMPLES, wanted))
+
+
+@dataclass
+class EndpointHistory:
+    maxlen: int
+    times: deque[float] = field(init=False)
+    series: dict[str, deque[float | None]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.times = deque(maxlen=self.maxlen)
+        self.series = {name: deque(maxlen=self.maxlen) for name in SERIES_NAMES}
+
+    def add(self, time: float, figures: Figures | None) -> None:
+        self.times.append(time)
+        for name, values in self.series.items():
+            values.append(getattr(figures, name) if figures is not None else None)
+
+    def values(self, name: str, *, since: float | None = None) -> list[float | None]:
+        """The series `name` (oldest first), only samples at or after `since` when given."""
+        values = self.series[name]
+        if since is None:
+            return list(values)
+        start = 0
+        for index, time in enumerate(self.times):
+            if time >= since:
+                start = index
+                break
+        else:
+            return []
+        return list(values)[start:]
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+
+class History:
+    """Ring buffers for every endpoint, created on first use."""
+
+    def __init__(self, maxlen: int) -> None:
+        self.maxlen = maxlen
+        self._endpoints: dict[str, EndpointHistory] = {}
+
+    def endpoint(self, name: str) -> EndpointHistory:
+        history = self._endpoints.get(name)
+        if history is None:
+            history = self._endpoints[name] = EndpointHistory(self.maxlen)
+        return history
+
+    def add(self, reading: ReadingLike) -> None:
+        self.endpoint(reading.name).add(reading.time, reading.figures if reading.up else None)

@@ -1,0 +1,148 @@
+"""Text for figures: units, "–" for unknown, sparklines and small bars. Pure functions, no widgets."""
+
+from __future__ import annotations
+
+import math
+import time as time_module
+from collections.abc import Sequence
+
+UNKNOWN = "–"
+SPARK_CHARS = "▁▂▃▄▅▆▇█"
+BAR_CHARS = " ▁▂▃▄▅▆▇█"
+
+
+def _known(value: float | None) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def fmt_number(value: float | None, digits: int = 1) -> str:
+    if not _known(value):
+        return UNKNOWN
+    assert value is not None
+    if abs(value) >= 10_000:
+        return f"{value / 1000:.0f}k"
+    if abs(value) >= 1000:
+        return f"{value / 1000:.1f}k"
+    return f"{value:.{digits}f}"
+
+
+def fmt_count(value: float | None) -> str:
+    if not _known(value):
+        return UNKNOWN
+    assert value is not None
+    return f"{value:.0f}"
+
+
+def fmt_seconds(value: float | None) -> str:
+    """Latency with a unit that keeps three significant digits: 850µs, 51.4ms, 1.23s."""
+    if not _known(value):
+        return UNKNOWN
+    assert value is not None
+    if value < 0.001:
+        return f"{value * 1e6:.0f}µs"
+    if value < 1:
+        return f"{value * 1000:.3g}ms"
+    if value < 100:
+        return f"{value:.3g}s"
+    return f"{value:.0f}s"
+
+
+def fmt_ratio(value: float | None) -> str:
+    """A 0..1 rate as a two-decimal fraction (acceptance is quoted this way in every backend log)."""
+    if not _known(value):
+        return UNKNOWN
+    assert value is not None
+    return f"{value:.2f}"
+
+
+def fmt_percent(value: float | None) -> str:
+    if not _known(value):
+        return UNKNOWN
+    assert value is not None
+    return f"{value * 100:.1f}%" if value < 0.1 else f"{value * 100:.0f}%"
+
+
+def fmt_age(seconds: float | None) -> str:
+    if seconds is None:
+        return UNKNOWN
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.0f}h"
+
+
+def fmt_clock(timestamp: float | None) -> str:
+    """Local wall-clock time of day (HH:MM:SS)."""
+    if timestamp is None:
+        return UNKNOWN
+    return time_module.strftime("%H:%M:%S", time_module.localtime(timestamp))
+
+
+def sparkline(values: Sequence[float | None], width: int, low: float | None = None) -> str:
+    """The last `width` values as block characters; unknown values are blanks.
+
+    The scale runs from `low` (default: the smallest known value, or 0 when all are positive and
+    close to it) to the largest known value, so a flat line shows as a flat line.
+    """
+    if width <= 0:
+        return ""
+    tail = list(values)[-width:]
+    known = [value for value in tail if _known(value)]
+    if not known:
+        return " " * width
+    top = max(known)  # type: ignore[type-var]
+    bottom = low if low is not None else min(known)  # type: ignore[type-var]
+    span = top - bottom  # type: ignore[operator]
+    chars = []
+    for value in tail:
+        if not _known(value):
+            chars.append(" ")
+        elif span <= 0:
+            chars.append(SPARK_CHARS[len(SPARK_CHARS) // 2])
+        else:
+            level = (value - bottom) / span  # type: ignore[operator]
+            index = round(min(1.0, max(0.0, level)) * (len(SPARK_CHARS) - 1))
+            chars.append(SPARK_CHARS[index])
+    return "".join(chars).rjust(width)
+
+
+def chart_rows(
+    values: Sequence[float | None], width: int, height: int, low: float | None = None
+) -> list[str]:
+    """A block chart `height` rows tall (top row first) of the last `width` values."""
+    if width <= 0 or height <= 0:
+        return []
+    tail = list(values)[-width:]
+    known = [value for value in tail if _known(value)]
+    rows = [[" "] * len(tail) for _ in range(height)]
+    if known:
+        top = max(known)  # type: ignore[type-var]
+        bottom = low if low is not None else min(known)  # type: ignore[type-var]
+        span = top - bottom  # type: ignore[operator]
+        steps = height * 8
+        for column, value in enumerate(tail):
+            if not _known(value):
+                continue
+            level = 0.5 if span <= 0 else (value - bottom) / span  # type: ignore[operator]
+            eighths = max(1, round(min(1.0, max(0.0, level)) * steps))
+            for row in range(height):
+                filled = eighths - (height - 1 - row) * 8
+                if filled >= 8:
+                    rows[row][column] = "█"
+                elif filled > 0:
+                    rows[row][column] = BAR_CHARS[filled]
+    return ["".join(row).rjust(width) for row in rows]
+
+
+def position_bars(rates: Sequence[float] | None, limit: int = 4) -> str:
+    """Per-position acceptance as a bar and a value each: '▇.80 ▅.60'."""
+    if not rates:
+        return UNKNOWN
+    parts = []
+    for rate in list(rates)[:limit]:
+        index = round(min(1.0, max(0.0, rate)) * (len(BAR_CHARS) - 1))
+        parts.append(f"{BAR_CHARS[index] if index else '▁'}{rate:.2f}"[:5].replace("0.", "."))
+    more = "…" if len(rates) > limit else ""
+    return " ".join(parts) + more
