@@ -1,0 +1,103 @@
+"""The speculative-decoding model: per-position conditional acceptance and the step-time model.
+
+Each decode step drafts k tokens; draft position i is accepted with conditional probability p_i (given
+that every earlier position was accepted); the first rejection ends the step, and the step emits
+accepted + 1 tokens (the bonus / corrected token). Step time grows with the batch and with k, so
+drafting pays off at low load and pays less at high concurrency.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from tui.sim.config import SimConfig
+from tui.sim.tokens import content_factor
+
+
+@dataclass
+class Behaviour:
+    """Runtime-changeable model parameters (see `SimServer.control`)."""
+
+    k: int
+    acceptance: list[float]
+    content_effect: float
+    step_base_s: float
+    step_per_seq_s: float
+    verify_cost_per_draft: float
+    draft_cost_s: float
+    prefill_base_s: float
+    prefill_per_token_s: float
+    spec_prefill_overhead: float
+    speed: float
+
+    @classmethod
+    def from_config(cls, config: SimConfig) -> Behaviour:
+        sim = config.sim
+        return cls(
+            k=config.k,
+            acceptance=config.acceptance(),
+            content_effect=sim.content_effect,
+            step_base_s=sim.step_base_ms / 1000.0,
+            step_per_seq_s=sim.step_per_seq_ms / 1000.0,
+            verify_cost_per_draft=sim.verify_cost_per_draft,
+            draft_cost_s=sim.draft_cost_ms / 1000.0,
+            prefill_base_s=sim.prefill_base_ms / 1000.0,
+            prefill_per_token_s=sim.prefill_ms_per_token / 1000.0,
+            spec_prefill_overhead=sim.spec_prefill_overhead,
+            speed=sim.speed,
+        )
+
+    def set_acceptance(self, value: list[float] | float) -> None:
+        """A list replaces the per-position probabilities; a number scales the current ones."""
+        if isinstance(value, list):
+            probabilities = [float(p) for p in value]
+            if any(not 0.0 <= p <= 1.0 for p in probabilities):
+                raise ValueError("acceptance: expected probabilities between 0 and 1")
+            while len(probabilities) < self.k:
+                probabilities.append(probabilities[-1] if probabilities else 0.0)
+            self.acceptance = probabilities[: max(self.k, len(probabilities))]
+        else:
+            if not 0.0 <= float(value) <= 2.0:
+                raise ValueError("acceptance scale: expected a number between 0 and 2")
+            self.acceptance = [min(1.0, p * float(value)) for p in self.acceptance]
+
+    def request_acceptance(self, prompt_text: str, temperature: float) -> list[float]:
+        """Per-position probabilities for one request: the content factor, and a little less when sampling."""
+        factor = content_factor(prompt_text, self.content_effect)
+        if temperature > 0:
+            factor *= 1.0 - 0.08 * min(temperature, 1.5)
+        return [min(0.995, p * factor) for p in self.acceptance[: self.k]]
+
+    def decode_step_s(self, batch: int, k: int | None = None) -> float:
+        """Model time of one decode step (before the speed multiplier)."""
+        drafts = self.k if k is None else k
+        if batch <= 0:
+            return 0.0
+        verify = self.step_per_seq_s * batch * (1.0 + self.verify_cost_per_draft * drafts)
+        draft = self.draft_cost_s * drafts * (1.0 + 0.05 * batch)
+        return self.step_base_s + verify + draft
+
+    def prefill_s(self, computed_tokens: int) -> float:
+        """Model time to prefill `computed_tokens` uncached tokens (drafting adds the draft's prefill)."""
+        base = self.prefill_base_s + self.prefill_per_token_s * computed_tokens
+        return base * (1.0 + (self.spec_prefill_overhead if self.k else 0.0))
+
+
+def draw_accepted(rng: random.Random, probabilities: list[float]) -> int:
+    """How many leading draft positions the target accepts: stop at the first rejection."""
+    accepted = 0
+    for p in probabilities:
+        if rng.random() >= p:
+            break
+        accepted += 1
+    return accepted
+
+
+def expected_tokens_per_step(probabilities: list[float]) -> float:
+    """1 + E[accepted] = 1 + sum over i of prod_{j<=i} p_j (the mean acceptance length)."""
+    total, chain = 1.0, 1.0
+    for p in probabilities:
+        chain *= p
+        total += chain
+    return total

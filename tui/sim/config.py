@@ -1,0 +1,250 @@
+"""The simulator's settings, read from the same files users edit in spectop.
+
+Two kinds of server file are understood (see `sample_configs/`):
+
+* a vLLM-style `config.toml` (`[model]`, `[speculative]`, `[cache]`, `[scheduler]`), and
+* an SGLang-style `settings.json` (flat keys such as `speculative_num_steps`).
+
+Either may carry a `[sim]` section (`"sim": {...}` in JSON) with the speed model; command-line flags
+override it. This module deliberately does not depend on `tui.configs`: it reads only the few keys the
+simulator needs and ignores the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_ACCEPTANCE = (0.85, 0.70, 0.55, 0.45, 0.38, 0.32, 0.27, 0.23)
+
+
+class SimConfigError(ValueError):
+    """A config file the simulator cannot use; the message names the file, the field and what was expected."""
+
+
+class SimStartupError(RuntimeError):
+    """The simulated server failed to start (e.g. CUDA OOM from an over-ambitious config)."""
+
+
+class SimSection(BaseModel):
+    """The `[sim]` section: the speed and acceptance model. Every field is optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    acceptance: list[float] | None = Field(
+        default=None, description="conditional acceptance probability per draft position (default decaying)"
+    )
+    acceptance_scale: float = Field(default=1.0, ge=0.0, le=2.0)
+    content_effect: float = Field(default=1.0, ge=0.0, le=3.0, description="0 = acceptance ignores content")
+    step_base_ms: float = Field(default=2.5, gt=0.0, description="decode step time at batch 1, no drafting")
+    step_per_seq_ms: float = Field(default=0.1, ge=0.0, description="extra step time per running sequence")
+    verify_cost_per_draft: float = Field(
+        default=0.35, ge=0.0, description="per-seq cost factor per draft token"
+    )
+    draft_cost_ms: float = Field(
+        default=0.25, ge=0.0, description="draft model cost per draft token per step"
+    )
+    prefill_base_ms: float = Field(default=2.0, ge=0.0)
+    prefill_ms_per_token: float = Field(default=0.01, ge=0.0)
+    spec_prefill_overhead: float = Field(
+        default=0.12, ge=0.0, description="extra TTFT fraction with drafting"
+    )
+    kv_cache_tokens: int | None = Field(default=None, gt=0)
+    draft_memory_per_token: float = Field(
+        default=0.02, ge=0.0, description="GPU memory fraction each draft token needs (the OOM rule)"
+    )
+    speed: float = Field(default=1.0, gt=0.0)
+    seed: int = 0
+    log_interval_s: float = Field(default=10.0, gt=0.0)
+    decode_log_interval: int = Field(default=40, gt=0)
+    background_load_rps: float = Field(default=0.0, ge=0.0)
+
+    @field_validator("acceptance")
+    @classmethod
+    def _probabilities(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None:
+            for index, p in enumerate(value):
+                if not 0.0 <= p <= 1.0:
+                    raise ValueError(f"acceptance[{index}] = {p}: expected a probability between 0 and 1")
+        return value
+
+
+class SimConfig(BaseModel):
+    """What the simulated server runs with, whatever file it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = "defaults"
+    model: str = "deepseek-ai/DeepSeek-V3"
+    served_model_name: str | None = None
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    max_model_len: int = Field(default=32768, gt=16)
+    gpu_memory_utilization: float = Field(default=0.85, gt=0.0, le=1.0)
+    spec_enabled: bool = True
+    spec_method: str = "mtp"
+    num_speculative_tokens: int = Field(default=2, ge=0, le=32)
+    num_draft_tokens: int | None = None  # SGLang's speculative_num_draft_tokens, for the accept-rate formula
+    eagle_topk: int = 1
+    max_num_seqs: int = Field(default=64, ge=1)
+    enable_prefix_caching: bool = True
+    block_size: int = Field(default=16, ge=1)
+    chunked_prefill: bool = True
+    sim: SimSection = Field(default_factory=SimSection)
+
+    @property
+    def k(self) -> int:
+        """Draft tokens per step; 0 when speculation is off."""
+        return self.num_speculative_tokens if self.spec_enabled else 0
+
+    @property
+    def model_name(self) -> str:
+        return self.served_model_name or self.model
+
+    @property
+    def draft_memory_need(self) -> float:
+        return self.sim.draft_memory_per_token * self.k
+
+    def oom_reason(self) -> str | None:
+        """The start-up OOM rule: every draft token needs `draft_memory_per_token` of GPU memory (the draft's
+        KV cache and activations), which must fit in the headroom `gpu_memory_utilization` leaves."""
+        headroom = 1.0 - self.gpu_memory_utilization
+        need = self.draft_memory_need
+        if self.k and need > headroom + 1e-9:
+            return (
+                f"{self.k} draft tokens need {need:.2f} of GPU memory but gpu_memory_utilization="
+                f"{self.gpu_memory_utilization:.2f} leaves only {headroom:.2f}"
+            )
+        return None
+
+    def kv_cache_tokens(self) -> int:
+        if self.sim.kv_cache_tokens is not None:
+            return self.sim.kv_cache_tokens
+        usable = max(0.02, self.gpu_memory_utilization - 0.35 - self.draft_memory_need)
+        tokens = int(1_600_000 * usable * self.tensor_parallel_size**0.5)
+        return max(self.block_size, tokens - tokens % self.block_size)
+
+    def acceptance(self) -> list[float]:
+        """The configured conditional acceptance per position, `k` values long (neutral content)."""
+        base = list(self.sim.acceptance) if self.sim.acceptance else list(DEFAULT_ACCEPTANCE)
+        while len(base) < self.k:
+            base.append(max(0.05, base[-1] * 0.85))
+        return [min(1.0, p * self.sim.acceptance_scale) for p in base[: self.k]]
+
+
+def _expect(source: str, table: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    if key not in table:
+        return default
+    value = table[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise SimConfigError(f"{source}: field {key!r}: expected {kinds[0].__name__}, got {value!r}")
+    if not isinstance(value, kinds):
+        if float in kinds and isinstance(value, int):
+            return float(value)
+        raise SimConfigError(f"{source}: field {key!r}: expected {kinds[0].__name__}, got {value!r}")
+    return value
+
+
+def _section(source: str, data: dict[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise SimConfigError(f"{source}: [{name}] must be a table, got {type(value).__name__}")
+    return value
+
+
+def _from_vllm_toml(source: str, data: dict[str, Any]) -> dict[str, Any]:
+    model = _section(source, data, "model")
+    spec = _section(source, data, "speculative")
+    cache = _section(source, data, "cache")
+    sched = _section(source, data, "scheduler")
+    fields: dict[str, Any] = {
+        "model": _expect(source, model, "name", str, "deepseek-ai/DeepSeek-V3"),
+        "served_model_name": _expect(source, model, "served_model_name", str, None),
+        "tensor_parallel_size": _expect(source, model, "tensor_parallel_size", int, 1),
+        "max_model_len": _expect(source, model, "max_model_len", int, 32768),
+        "gpu_memory_utilization": _expect(source, model, "gpu_memory_utilization", float, 0.92),
+        "spec_enabled": _expect(source, spec, "enabled", bool, bool(spec)),
+        "spec_method": _expect(source, spec, "method", str, "mtp"),
+        "num_speculative_tokens": _expect(source, spec, "num_speculative_tokens", int, 2 if spec else 0),
+        "enable_prefix_caching": _expect(source, cache, "enable_prefix_caching", bool, True),
+        "block_size": _expect(source, cache, "block_size", int, 16),
+        "max_num_seqs": _expect(source, sched, "max_num_seqs", int, 256),
+        "chunked_prefill": _expect(source, sched, "chunked_prefill", bool, True),
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _from_sglang_json(source: str, data: dict[str, Any]) -> dict[str, Any]:
+    algorithm = _expect(source, data, "speculative_algorithm", (str, type(None)), None)
+    steps = _expect(source, data, "speculative_num_steps", int, 3 if algorithm else 0)
+    topk = _expect(source, data, "speculative_eagle_topk", int, 1)
+    draft_tokens = _expect(source, data, "speculative_num_draft_tokens", int, steps + 1)
+    if topk == 1:
+        draft_tokens = steps + 1  # SGLang forces this (and warns) when topk == 1
+    fields: dict[str, Any] = {
+        "model": _expect(source, data, "model_path", str, "deepseek-ai/DeepSeek-V3"),
+        "served_model_name": _expect(source, data, "served_model_name", str, None),
+        "tensor_parallel_size": _expect(source, data, "tp_size", int, 1),
+        "max_model_len": _expect(source, data, "context_length", int, 163840),
+        "gpu_memory_utilization": _expect(source, data, "mem_fraction_static", float, 0.88),
+        "spec_enabled": bool(algorithm) and steps > 0,
+        "spec_method": (algorithm or "EAGLE"),
+        "num_speculative_tokens": steps,
+        "num_draft_tokens": draft_tokens,
+        "eagle_topk": topk,
+        "enable_prefix_caching": not _expect(source, data, "disable_radix_cache", bool, False),
+        "block_size": _expect(source, data, "page_size", int, 1),
+        "max_num_seqs": _expect(source, data, "max_running_requests", int, 48 if algorithm else 256),
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _raise_validation(source: str, error: ValidationError) -> None:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    raise SimConfigError(f"{source}: field {where!r}: {first['msg']}") from None
+
+
+def load_sim_config(path: Path | None, overrides: dict[str, Any] | None = None) -> SimConfig:
+    """Read a vLLM-style TOML or SGLang-style JSON file (or defaults when `path` is None).
+
+    `overrides` are `[sim]` fields (from flags or keyword arguments) applied on top of the file.
+    """
+    fields: dict[str, Any] = {}
+    sim_fields: dict[str, Any] = {}
+    if path is not None:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise SimConfigError(f"{source}: cannot read: {error.strerror or error}") from None
+        if Path(path).suffix.lower() == ".json":
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise SimConfigError(f"{source}: line {error.lineno}: invalid JSON: {error.msg}") from None
+            if not isinstance(data, dict):
+                raise SimConfigError(f"{source}: expected a JSON object at the top level")
+            fields = _from_sglang_json(source, data)
+        else:
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as error:
+                raise SimConfigError(f"{source}: invalid TOML: {error}") from None
+            fields = _from_vllm_toml(source, data)
+        sim_fields = dict(_section(source, data, "sim"))
+        fields["source"] = source
+    sim_fields.update({key: value for key, value in (overrides or {}).items() if value is not None})
+    try:
+        sim = SimSection(**sim_fields)
+    except ValidationError as error:
+        _raise_validation(f"{fields.get('source', 'flags')} [sim]", error)
+    try:
+        return SimConfig(**fields, sim=sim)
+    except ValidationError as error:
+        _raise_validation(str(fields.get("source", "defaults")), error)
+    raise AssertionError("unreachable")

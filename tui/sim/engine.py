@@ -1,0 +1,403 @@
+"""The simulated engine: an asyncio scheduler with a running batch, a waiting queue and decode steps.
+
+One task runs the loop. Each iteration admits waiting requests up to `max_num_seqs` (and the KV
+capacity), prefills the newcomers (their first token comes out at the end of the step), and runs one
+decode step for everybody else: k drafted tokens, accepted with the behaviour model, accepted + 1
+emitted. The loop sleeps (asyncio) for the modelled step time divided by `speed`; the bookkeeping is
+done once per step. Observers (metrics recorder, log writer) see every step and every request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import random
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from tui.sim.behaviour import Behaviour, draw_accepted
+from tui.sim.config import SimConfig
+from tui.sim.faults import FaultSettings
+from tui.sim.prefix_cache import PrefixCache, block_hashes
+from tui.sim.tokens import generate, tokenize, wrong_token
+
+MAX_PROMPT_TOKENS = 262_144
+MAX_OUTPUT_TOKENS = 32_768
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Tokens `start:end` of a request's output are ready; `finished` marks the last delivery."""
+
+    start: int
+    end: int
+    finished: bool
+
+
+@dataclass(eq=False)
+class SimRequest:
+    request_id: str
+    number: int
+    endpoint: str
+    prompt_text: str
+    prompt_tokens: int
+    hashes: list[bytes]
+    max_tokens: int
+    max_tokens_given: bool
+    output: list[str]
+    natural_stop: bool
+    stop_reason: str | None
+    acceptance: list[float]
+    rng: random.Random
+    temperature: float
+    arrival: float
+    not_before: float
+    outbox: asyncio.Queue[Delivery] = field(default_factory=asyncio.Queue)
+    cached_tokens: int = 0
+    scheduled_at: float | None = None
+    first_token_at: float | None = None
+    last_token_at: float | None = None
+    finished_at: float | None = None
+    generated: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    verify_steps: int = 0
+    accepted_per_pos: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+    aborted: bool = False
+    slot: int = 0
+    prefill_s: float = 0.0
+
+    @property
+    def target_tokens(self) -> int:
+        return len(self.output)
+
+    @property
+    def computed_prompt_tokens(self) -> int:
+        return self.prompt_tokens - self.cached_tokens
+
+    def text(self, start: int = 0, end: int | None = None) -> str:
+        return "".join(self.output[start:end])
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    request: SimRequest
+    emitted: int
+    drafted: int
+    accepted: int
+    first: bool
+    gap_s: float  # time since this request's previous output (0 for the first token)
+
+
+@dataclass
+class StepReport:
+    start: float
+    end: float
+    model_s: float
+    prefilled: list[SimRequest]
+    records: list[StepRecord]
+    running: int
+    waiting: int
+    kv_used_tokens: int
+    kv_capacity_tokens: int
+
+    @property
+    def decode_records(self) -> list[StepRecord]:
+        return [record for record in self.records if not record.first]
+
+
+class EngineObserver:
+    """Hooks the engine calls synchronously; subclasses override what they need."""
+
+    def request_arrived(self, request: SimRequest) -> None:
+        return None
+
+    def request_scheduled(self, request: SimRequest) -> None:
+        return None
+
+    def step_done(self, report: StepReport) -> None:
+        return None
+
+    def request_finished(self, request: SimRequest) -> None:
+        return None
+
+
+@dataclass
+class EngineTotals:
+    """Model-time accounting, for speed comparisons that do not depend on wall-clock jitter."""
+
+    steps: int = 0
+    busy_model_s: float = 0.0
+    generated_tokens: int = 0
+    finished: int = 0
+
+
+class SimEngine:
+    def __init__(self, config: SimConfig, behaviour: Behaviour, faults: FaultSettings, seed: int = 0) -> None:
+        self.config = config
+        self.behaviour = behaviour
+        self.faults = faults
+        self.max_num_seqs = config.max_num_seqs
+        self.kv_capacity_tokens = config.kv_cache_tokens()
+        self.prefix_cache = PrefixCache(
+            self.kv_capacity_tokens // config.block_size, config.block_size, config.enable_prefix_caching
+        )
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.observers: list[EngineObserver] = []
+        self.totals = EngineTotals()
+        self._seed = seed
+        self._numbers = itertools.count(1)
+        self._lossy_rng = random.Random(seed ^ 0x5EED)
+        self._free_slots: list[int] = list(range(self.max_num_seqs - 1, -1, -1))
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._next_stall_at: float | None = None
+
+    # ---- requests -------------------------------------------------------------------------------
+    def new_request(
+        self,
+        *,
+        endpoint: str,
+        prompt_text: str,
+        prompt_tokens: int | None = None,
+        max_tokens: int | None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        stop: list[str] | None = None,
+        ignore_eos: bool = False,
+    ) -> SimRequest:
+        """Build a request (tokenize, generate its output) without submitting it."""
+        tokens = tokenize(prompt_text)[:MAX_PROMPT_TOKENS]
+        n_prompt = prompt_tokens if prompt_tokens is not None else len(tokens)
+        room = max(1, self.config.max_model_len - n_prompt)
+        limit = min(max_tokens if max_tokens is not None else room, room, MAX_OUTPUT_TOKENS)
+        output, natural = generate(
+            prompt_text, limit, temperature=temperature, seed=seed, ignore_eos=ignore_eos
+        )
+        stop_reason = None
+        if stop:
+            output, stop_reason = _apply_stop(output, stop)
+            natural = natural or stop_reason is not None
+        number = next(self._numbers)
+        now = time.monotonic()
+        rng = random.Random(hash((self._seed, number)) & 0xFFFFFFFF)
+        return SimRequest(
+            request_id=f"{number:08x}{rng.getrandbits(64):016x}",
+            number=number,
+            endpoint=endpoint,
+            prompt_text=prompt_text,
+            prompt_tokens=n_prompt,
+            hashes=block_hashes(tokens, self.config.block_size) if self.config.enable_prefix_caching else [],
+            max_tokens=limit,
+            max_tokens_given=max_tokens is not None,
+            output=output,
+            natural_stop=natural,
+            stop_reason=stop_reason,
+            acceptance=self.behaviour.request_acceptance(prompt_text, temperature),
+            rng=rng,
+            temperature=temperature,
+            arrival=now,
+            not_before=now + self.faults.slow_first_token_s,
+            accepted_per_pos=[0] * self.behaviour.k,
+        )
+
+    def submit(self, request: SimRequest) -> None:
+        self.waiting.append(request)
+        for observer in self.observers:
+            observer.request_arrived(request)
+        self._wake.set()
+
+    def abort(self, request: SimRequest) -> None:
+        """The client went away: the request leaves the engine at the next step."""
+        request.aborted = True
+        self._wake.set()
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="spectop-sim-engine")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for request in [*self.running, *self.waiting]:
+            request.finish_reason = request.finish_reason or "abort"
+            request.outbox.put_nowait(Delivery(request.generated, request.generated, True))
+        self.running.clear()
+        self.waiting.clear()
+
+    @property
+    def kv_used_tokens(self) -> int:
+        return sum(request.prompt_tokens + request.generated for request in self.running)
+
+    # ---- the loop -------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        next_at = time.monotonic()
+        while True:
+            if not self.running and not self.waiting:
+                self._wake.clear()
+                await self._wake.wait()
+                next_at = time.monotonic()
+            await self._maybe_stall()
+            now = time.monotonic()
+            self._drop_aborted(now)
+            admitted = self._admit(now)
+            decoding = list(self.running)
+            if not admitted and not decoding:
+                await self._idle_until_ready(now)
+                next_at = time.monotonic()
+                continue
+            computed = sum(request.computed_prompt_tokens for request in admitted)
+            model_s = self.behaviour.decode_step_s(len(decoding) + len(admitted))
+            if admitted:
+                model_s += self.behaviour.prefill_s(computed)
+            start = time.monotonic()
+            next_at = max(next_at, start - 0.05) + model_s / self.behaviour.speed
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            self._finish_step(start, model_s, admitted, decoding)
+
+    async def _maybe_stall(self) -> None:
+        every, length = self.faults.stall_every_s, self.faults.stall_s
+        if every <= 0 or length <= 0:
+            self._next_stall_at = None
+            return
+        now = time.monotonic()
+        if self._next_stall_at is None:
+            self._next_stall_at = now + every
+        elif now >= self._next_stall_at:
+            await asyncio.sleep(length)
+            self._next_stall_at = time.monotonic() + every
+
+    async def _idle_until_ready(self, now: float) -> None:
+        """Everything waiting is held back (slow-first-token fault or no KV room): wait a little."""
+        ready_at = min((request.not_before for request in self.waiting), default=now + 0.01)
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=max(0.001, min(0.05, ready_at - now)))
+
+    def _drop_aborted(self, now: float) -> None:
+        for request in [r for r in self.running if r.aborted]:
+            self.running.remove(request)
+            self._finish(request, "abort", now)
+        if any(request.aborted for request in self.waiting):
+            kept = [request for request in self.waiting if not request.aborted]
+            for request in self.waiting:
+                if request.aborted:
+                    self._finish(request, "abort", now)
+            self.waiting = deque(kept)
+
+    def _admit(self, now: float) -> list[SimRequest]:
+        admitted: list[SimRequest] = []
+        kv_used = self.kv_used_tokens
+        deferred: list[SimRequest] = []
+        while self.waiting and len(self.running) + len(admitted) < self.max_num_seqs:
+            request = self.waiting.popleft()
+            if request.not_before > now:
+                deferred.append(request)
+                continue
+            if kv_used + request.prompt_tokens + 1 > self.kv_capacity_tokens and (self.running or admitted):
+                self.waiting.appendleft(request)
+                break
+            request.cached_tokens = self.prefix_cache.lookup(request.hashes, request.prompt_tokens)
+            request.scheduled_at = now
+            request.slot = self._free_slots.pop() if self._free_slots else 0
+            kv_used += request.prompt_tokens
+            admitted.append(request)
+            for observer in self.observers:
+                observer.request_scheduled(request)
+        self.waiting.extendleft(reversed(deferred))
+        return admitted
+
+    def _finish_step(
+        self, start: float, model_s: float, admitted: list[SimRequest], decoding: list[SimRequest]
+    ) -> None:
+        end = time.monotonic()
+        records: list[StepRecord] = []
+        for request in admitted:
+            request.prefill_s = end - (request.scheduled_at or start)
+            request.first_token_at = end
+            request.last_token_at = end
+            request.generated = 1
+            self.prefix_cache.insert(request.hashes)
+            records.append(StepRecord(request, 1, 0, 0, True, 0.0))
+        k = self.behaviour.k
+        lossy = self.faults.lossy_rate
+        for request in decoding:
+            remaining = request.target_tokens - request.generated
+            if remaining <= 0:
+                continue
+            accepted = draw_accepted(request.rng, request.acceptance) if k else 0
+            emitted = min(accepted + 1, remaining)
+            accepted = emitted - 1
+            if k:
+                request.drafted += k
+                request.verify_steps += 1
+                request.accepted += accepted
+                for position in range(min(accepted, len(request.accepted_per_pos))):
+                    request.accepted_per_pos[position] += 1
+                if lossy > 0:
+                    for offset in range(accepted):
+                        if self._lossy_rng.random() < lossy:
+                            index = request.generated + offset
+                            request.output[index] = wrong_token(request.output[index], request.number + index)
+            gap = end - (request.last_token_at or end)
+            request.generated += emitted
+            request.last_token_at = end
+            records.append(StepRecord(request, emitted, k, accepted, False, gap))
+        self.running.extend(admitted)
+        self.totals.steps += 1
+        self.totals.busy_model_s += model_s
+        self.totals.generated_tokens += sum(record.emitted for record in records)
+        report = StepReport(
+            start=start,
+            end=end,
+            model_s=model_s,
+            prefilled=admitted,
+            records=records,
+            running=len(self.running),
+            waiting=len(self.waiting),
+            kv_used_tokens=self.kv_used_tokens,
+            kv_capacity_tokens=self.kv_capacity_tokens,
+        )
+        for observer in self.observers:
+            observer.step_done(report)
+        for record in records:
+            request = record.request
+            done = request.generated >= request.target_tokens
+            request.outbox.put_nowait(Delivery(request.generated - record.emitted, request.generated, done))
+            if done:
+                self.running.remove(request)
+                reason = "stop" if request.natural_stop else "length"
+                self._finish(request, reason, end)
+
+    def _finish(self, request: SimRequest, reason: str, now: float) -> None:
+        request.finish_reason = reason
+        request.finished_at = now
+        if request.scheduled_at is not None:
+            self._free_slots.append(request.slot)
+        if reason == "abort":
+            request.outbox.put_nowait(Delivery(request.generated, request.generated, True))
+        self.totals.finished += 1
+        for observer in self.observers:
+            observer.request_finished(request)
+
+
+def _apply_stop(output: list[str], stops: list[str]) -> tuple[list[str], str | None]:
+    """Cut the output before the first stop string; the token that contained it still counts."""
+    text = ""
+    for index, token in enumerate(output):
+        text += token
+        for stop in stops:
+            if stop and stop in text:
+                cut = text.index(stop)
+                kept = output[: index + 1]
+                kept[index] = token[: max(0, len(token) - (len(text) - cut))]
+                return kept, stop
+    return output, None

@@ -1,0 +1,476 @@
+"""vLLM's /metrics page, rendered by real prometheus_client objects on a private registry.
+
+Names, HELP text, labels, buckets and registration order follow vLLM ≈ v0.28.0 (reference `vllm.md` §1);
+counters move exactly when vLLM moves them (spec counters per request-step, prompt counters at the first
+token, per-request histograms at finish).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Summary,
+    generate_latest,
+)
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+from tui.sim.config import SimConfig
+from tui.sim.engine import SimRequest, StepReport
+from tui.sim.recorder import MetricsRecorder, one_two_five_buckets
+
+TTFT_BUCKETS = [
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+]
+ITL_BUCKETS = [
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+]
+REQUEST_LATENCY_BUCKETS = [
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+]
+ITERATION_TOKEN_BUCKETS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+HTTP_HIGHR_BUCKETS = [
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    3.0,
+    3.5,
+    4.0,
+    4.5,
+    5.0,
+    7.5,
+    10.0,
+    30.0,
+    60.0,
+]
+INSTRUMENTATOR_EXCLUDED = {"/metrics", "/health", "/load", "/ping", "/version", "/server_info"}
+FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
+LABELS = ["model_name", "engine"]
+
+
+class VllmRecorder(MetricsRecorder):
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.registry = registry = CollectorRegistry()
+        GCCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        ProcessCollector(registry=registry)
+        labels = {"model_name": config.model_name, "engine": "0"}
+        self._labels = labels
+        self.spec = config.k > 0
+        if self.spec:
+            self.num_drafts = Counter(
+                "vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", LABELS, registry=registry
+            ).labels(**labels)
+            self.draft_tokens = Counter(
+                "vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", LABELS, registry=registry
+            ).labels(**labels)
+            self.accepted_tokens = Counter(
+                "vllm:spec_decode_num_accepted_tokens",
+                "Number of accepted tokens.",
+                LABELS,
+                registry=registry,
+            ).labels(**labels)
+            per_pos = Counter(
+                "vllm:spec_decode_num_accepted_tokens_per_pos",
+                "Accepted tokens per draft position.",
+                [*LABELS, "position"],
+                registry=registry,
+            )
+            self.per_pos = [per_pos.labels(**labels, position=str(i)) for i in range(config.k)]
+        for name, what in (
+            ("flops", "number of floating point operations"),
+            ("read_bytes", "number of bytes read from memory"),
+            ("write_bytes", "number of bytes written to memory"),
+        ):
+            Counter(
+                f"vllm:estimated_{name}_per_gpu_total",
+                f"Estimated {what} per GPU (for Model Flops Utilization calculations).",
+                LABELS,
+                registry=registry,
+            ).labels(**labels)
+        self.running = Gauge(
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            LABELS,
+            registry=registry,
+        ).labels(**labels)
+        self.waiting = Gauge(
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            LABELS,
+            registry=registry,
+        ).labels(**labels)
+        by_reason = Gauge(
+            "vllm:num_requests_waiting_by_reason",
+            "Number of waiting requests by reason. Reason labels: "
+            "'capacity' = waiting for scheduling capacity; "
+            "'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). "
+            "Sum of all reasons equals vllm:num_requests_waiting.",
+            [*LABELS, "reason"],
+            registry=registry,
+        )
+        self.waiting_capacity = by_reason.labels(**labels, reason="capacity")
+        self.waiting_deferred = by_reason.labels(**labels, reason="deferred")
+        sleep = Gauge(
+            "vllm:engine_sleep_state",
+            "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
+            "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+            [*LABELS, "sleep_state"],
+            registry=registry,
+        )
+        sleep.labels(**labels, sleep_state="awake").set(1)
+        sleep.labels(**labels, sleep_state="weights_offloaded").set(0)
+        sleep.labels(**labels, sleep_state="discard_all").set(0)
+        self.kv_usage = Gauge(
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            LABELS,
+            registry=registry,
+        ).labels(**labels)
+
+        def counter(name: str, documentation: str) -> Counter:
+            return Counter(name, documentation, LABELS, registry=registry).labels(**labels)
+
+        self.prefix_queries = counter(
+            "vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens."
+        )
+        self.prefix_hits = counter(
+            "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."
+        )
+        counter(
+            "vllm:external_prefix_cache_queries",
+            "External prefix cache queries from KV connector "
+            "cross-instance cache sharing, in terms of number of queried tokens.",
+        )
+        counter(
+            "vllm:external_prefix_cache_hits",
+            "External prefix cache hits from KV connector "
+            "cross-instance cache sharing, in terms of number of cached tokens.",
+        )
+        counter("vllm:mm_cache_queries", "Multi-modal cache queries, in terms of number of queried items.")
+        counter("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items.")
+        counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.")
+        self.prompt_tokens = counter("vllm:prompt_tokens", "Number of prefill tokens processed.")
+        by_source = Counter(
+            "vllm:prompt_tokens_by_source",
+            "Number of prompt tokens by source.",
+            [*LABELS, "source"],
+            registry=registry,
+        )
+        self.prompt_computed = by_source.labels(**labels, source="local_compute")
+        self.prompt_cache_hit = by_source.labels(**labels, source="local_cache_hit")
+        by_source.labels(**labels, source="external_kv_transfer")
+        self.prompt_cached = counter(
+            "vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external)."
+        )
+        self.generation_tokens = counter("vllm:generation_tokens", "Number of generation tokens processed.")
+        success = Counter(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            [*LABELS, "finished_reason"],
+            registry=registry,
+        )
+        self.success = {
+            reason: success.labels(**labels, finished_reason=reason) for reason in FINISHED_REASONS
+        }
+
+        def histogram(name: str, documentation: str, buckets: list[float]) -> Histogram:
+            return Histogram(name, documentation, LABELS, buckets=buckets, registry=registry).labels(**labels)
+
+        token_buckets = one_two_five_buckets(config.max_model_len)
+        self.request_prompt_tokens = histogram(
+            "vllm:request_prompt_tokens", "Number of prefill tokens processed.", token_buckets
+        )
+        self.request_generation_tokens = histogram(
+            "vllm:request_generation_tokens", "Number of generation tokens processed.", token_buckets
+        )
+        self.iteration_tokens = histogram(
+            "vllm:iteration_tokens_total",
+            "Histogram of number of tokens per engine_step.",
+            ITERATION_TOKEN_BUCKETS,
+        )
+        histogram(
+            "vllm:request_max_num_generation_tokens",
+            "Histogram of maximum number of requested generation tokens.",
+            token_buckets,
+        )
+        histogram("vllm:request_params_n", "Histogram of the n request parameter.", [1, 2, 5, 10, 20])
+        self.params_max_tokens = histogram(
+            "vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", token_buckets
+        )
+        self.ttft = histogram(
+            "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS
+        )
+        self.itl = histogram(
+            "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS
+        )
+        self.tpot = histogram(
+            "vllm:request_time_per_output_token_seconds",
+            "Histogram of time_per_output_token_seconds per request.",
+            ITL_BUCKETS,
+        )
+        self.e2e = histogram(
+            "vllm:e2e_request_latency_seconds",
+            "Histogram of e2e request latency in seconds.",
+            REQUEST_LATENCY_BUCKETS,
+        )
+        self.queue_time = histogram(
+            "vllm:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.",
+            REQUEST_LATENCY_BUCKETS,
+        )
+        self.inference_time = histogram(
+            "vllm:request_inference_time_seconds",
+            "Histogram of time spent in RUNNING phase for request.",
+            REQUEST_LATENCY_BUCKETS,
+        )
+        self.prefill_time = histogram(
+            "vllm:request_prefill_time_seconds",
+            "Histogram of time spent in PREFILL phase for request.",
+            REQUEST_LATENCY_BUCKETS,
+        )
+        self.decode_time = histogram(
+            "vllm:request_decode_time_seconds",
+            "Histogram of time spent in DECODE phase for request.",
+            REQUEST_LATENCY_BUCKETS,
+        )
+        self.kv_computed = histogram(
+            "vllm:request_prefill_kv_computed_tokens",
+            "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+            token_buckets,
+        )
+        self._cache_config_info(config)
+        self._http(registry)
+
+    def _cache_config_info(self, config: SimConfig) -> None:
+        blocks = config.kv_cache_tokens() // config.block_size
+        info = {
+            "_block_size_resolved": "True",
+            "block_size": str(config.block_size),
+            "cache_dtype": "auto",
+            "enable_prefix_caching": str(config.enable_prefix_caching),
+            "engine": "0",
+            "gpu_memory_utilization": str(config.gpu_memory_utilization),
+            "is_attention_free": "False",
+            "kv_cache_dtype_skip_layers": "[]",
+            "kv_cache_max_concurrency": str(config.kv_cache_tokens() / config.max_model_len),
+            "kv_cache_memory_bytes": "None",
+            "kv_cache_size_tokens": str(blocks * config.block_size),
+            "kv_offloading_backend": "native",
+            "kv_offloading_size": "None",
+            "kv_sharing_fast_prefill": "False",
+            "mamba_block_size": "None",
+            "mamba_cache_dtype": "auto",
+            "mamba_cache_mode": "none",
+            "mamba_page_size_padded": "None",
+            "mamba_ssm_cache_dtype": "auto",
+            "num_cpu_blocks": "None",
+            "num_gpu_blocks": str(blocks),
+            "num_gpu_blocks_override": "None",
+            "prefix_cache_retention_interval": "0",
+            "prefix_caching_hash_algo": "sha256",
+            "prefix_match_unit": "None",
+            "replayssm_buffer_len": "16",
+            "skip_page_size_padded": "None",
+            "sliding_window": "None",
+            "use_kda_recoverssm": "False",
+            "use_replayssm": "False",
+            "user_specified_block_size": "False",
+            "user_specified_mamba_block_size": "False",
+        }
+        Gauge(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            list(info),
+            registry=self.registry,
+        ).labels(**info).set(1)
+
+    def _http(self, registry: CollectorRegistry) -> None:
+        self.http_total = Counter(
+            "http_requests_total",
+            "Total number of requests by method, status and handler.",
+            ["method", "status", "handler"],
+            registry=registry,
+        )
+        self.http_request_size = Summary(
+            "http_request_size_bytes",
+            "Content length of incoming requests by handler. Only value of header is "
+            "respected. Otherwise ignored. No percentile calculated. ",
+            ["handler"],
+            registry=registry,
+        )
+        self.http_response_size = Summary(
+            "http_response_size_bytes",
+            "Content length of outgoing responses by handler. Only value of header is "
+            "respected. Otherwise ignored. No percentile calculated. ",
+            ["handler"],
+            registry=registry,
+        )
+        self.http_highr = Histogram(
+            "http_request_duration_highr_seconds",
+            "Latency with many buckets but no API specific labels. Made for "
+            "more accurate percentile calculations. ",
+            buckets=HTTP_HIGHR_BUCKETS,
+            registry=registry,
+        )
+        self.http_duration = Histogram(
+            "http_request_duration_seconds",
+            "Latency with only few buckets by handler. Made to be only used if "
+            "aggregation by handler is important. ",
+            ["handler", "method"],
+            buckets=[0.1, 0.5, 1],
+            registry=registry,
+        )
+
+    # ---- engine hooks ---------------------------------------------------------------------------
+    def request_scheduled(self, request: SimRequest) -> None:
+        self.prefix_queries.inc(request.prompt_tokens)
+        self.prefix_hits.inc(request.cached_tokens)
+
+    def step_done(self, report: StepReport) -> None:
+        generated = 0
+        drafts = drafted = accepted = 0
+        per_pos = [0] * len(self.per_pos) if self.spec else []
+        for record in report.records:
+            request = record.request
+            generated += record.emitted
+            if record.first:
+                self.prompt_tokens.inc(request.prompt_tokens)
+                self.prompt_computed.inc(request.computed_prompt_tokens)
+                self.prompt_cache_hit.inc(request.cached_tokens)
+                self.prompt_cached.inc(request.cached_tokens)
+                self.ttft.observe(max(0.0, (request.first_token_at or report.end) - request.arrival))
+                continue
+            self.itl.observe(record.gap_s)
+            if record.drafted:
+                drafts += 1
+                drafted += record.drafted
+                accepted += record.accepted
+                for position in range(min(record.accepted, len(per_pos))):
+                    per_pos[position] += 1
+        self.generation_tokens.inc(generated)
+        if drafts:
+            self.num_drafts.inc(drafts)
+            self.draft_tokens.inc(drafted)
+            self.accepted_tokens.inc(accepted)
+            for child, count in zip(self.per_pos, per_pos, strict=True):
+                if count:
+                    child.inc(count)
+        computed = sum(request.computed_prompt_tokens for request in report.prefilled)
+        self.iteration_tokens.observe(computed + generated)
+        self.set_load(report.running, report.waiting, report.kv_used_tokens / report.kv_capacity_tokens)
+
+    def set_load(self, running: int, waiting: int, kv_usage: float) -> None:
+        self.running.set(running)
+        self.waiting.set(waiting)
+        self.waiting_capacity.set(waiting)
+        self.kv_usage.set(kv_usage)
+
+    def request_finished(self, request: SimRequest) -> None:
+        self.success[request.finish_reason or "abort"].inc()
+        if request.first_token_at is None or request.finished_at is None:
+            return
+        scheduled = request.scheduled_at or request.arrival
+        decode_s = request.finished_at - request.first_token_at
+        self.request_prompt_tokens.observe(request.prompt_tokens)
+        self.request_generation_tokens.observe(request.generated)
+        if request.max_tokens_given:
+            self.params_max_tokens.observe(request.max_tokens)
+        self.e2e.observe(request.finished_at - request.arrival)
+        self.queue_time.observe(scheduled - request.arrival)
+        self.inference_time.observe(request.finished_at - scheduled)
+        self.prefill_time.observe(request.first_token_at - scheduled)
+        self.decode_time.observe(decode_s)
+        self.tpot.observe(decode_s / (request.generated - 1) if request.generated > 1 else 0.0)
+        self.kv_computed.observe(request.computed_prompt_tokens)
+
+    # ---- HTTP and exposition --------------------------------------------------------------------
+    def http_request(
+        self, method: str, path: str, status: int, request_bytes: int, response_bytes: int, duration_s: float
+    ) -> None:
+        if path in INSTRUMENTATOR_EXCLUDED or path.startswith("/sim/"):
+            return
+        self.http_total.labels(method=method, status=f"{status // 100}xx", handler=path).inc()
+        self.http_request_size.labels(handler=path).observe(request_bytes)
+        self.http_response_size.labels(handler=path).observe(response_bytes)
+        self.http_highr.observe(duration_s)
+        self.http_duration.labels(handler=path, method=method).observe(duration_s)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
