@@ -1,0 +1,295 @@
+"""Round-trip config documents: read, change one key, write back every other byte unchanged.
+
+TOML goes through tomlkit (which keeps comments, order and layout); JSON is edited by
+splicing the new literal into the original text at the value's span (`json_spans`).
+Documents are immutable: a change returns a new document, which makes undo a stack of texts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+from tomlkit.items import Item
+
+from tui.configs.errors import ConfigSyntaxError, KeyPathError
+from tui.configs.json_spans import JsonObject, line_column, parse_json_tree
+from tui.configs.kinds import ConfigKind, detect_kind
+
+KeyPath = tuple[str, ...]
+
+
+def parse_key_path(dotted: str) -> KeyPath:
+    """`speculative.num_speculative_tokens` -> ("speculative", "num_speculative_tokens")."""
+    parts = tuple(part.strip() for part in dotted.split("."))
+    if not dotted.strip() or any(not part for part in parts):
+        raise KeyPathError(
+            f"bad key {dotted!r}: expected a dotted path such as speculative.num_speculative_tokens"
+        )
+    return parts
+
+
+def dotted(path: KeyPath) -> str:
+    return ".".join(path)
+
+
+def newline_of(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def lookup(data: Any, path: KeyPath) -> Any:
+    """The value at a path in plain data; KeyPathError when absent."""
+    node = data
+    for depth, key in enumerate(path):
+        if not isinstance(node, dict) or key not in node:
+            raise KeyPathError(f"no key {dotted(path[: depth + 1])!r} in this file")
+        node = node[key]
+    return node
+
+
+class ConfigDocument(ABC):
+    """One parsed config file. `text` is exactly what is (or will be) on disk."""
+
+    def __init__(self, text: str, kind: ConfigKind) -> None:
+        self.text = text
+        self.kind = kind
+
+    @property
+    @abstractmethod
+    def data(self) -> dict[str, Any]:
+        """Plain Python data (dicts, lists, scalars)."""
+
+    def get(self, path: KeyPath) -> Any:
+        return lookup(self.data, path)
+
+    def has(self, path: KeyPath) -> bool:
+        try:
+            lookup(self.data, path)
+        except KeyPathError:
+            return False
+        return True
+
+    @abstractmethod
+    def with_value(self, path: KeyPath, value: Any) -> ConfigDocument:
+        """A new document with `path` set (created when missing); the rest of the text unchanged."""
+
+    @abstractmethod
+    def without(self, path: KeyPath) -> ConfigDocument:
+        """A new document with `path` removed."""
+
+    @abstractmethod
+    def line_of(self, path: KeyPath) -> int | None:
+        """1-based line where the key is written, or None."""
+
+
+# --- TOML --------------------------------------------------------------------------------------------------
+
+_TABLE_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY_PART = r"""(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)"""
+_KEY_LINE = re.compile(rf"^\s*({_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
+
+
+def _split_toml_key(raw: str) -> KeyPath:
+    parts = re.findall(r""""([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+)""", raw)
+    return tuple(a or b or c for a, b, c in parts)
+
+
+class TomlDocument(ConfigDocument):
+    def __init__(self, text: str, kind: ConfigKind = "vllm_toml") -> None:
+        super().__init__(text, kind)
+        try:
+            self._doc = tomlkit.parse(text)
+        except tomlkit.exceptions.ParseError as error:
+            reason = str(error).split(" at line ")[0]
+            raise ConfigSyntaxError(reason, error.line, error.col) from None
+        self._data: dict[str, Any] = self._doc.unwrap()
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self._data
+
+    def _toml_item(self, value: Any) -> Item:
+        item = tomlkit.item(value)
+        if newline_of(self.text) == "\r\n":
+            item.trivia.trail = "\r\n"
+        return item
+
+    def with_value(self, path: KeyPath, value: Any) -> TomlDocument:
+        doc = tomlkit.parse(self.text)
+        container: Any = doc
+        for depth, key in enumerate(path[:-1]):
+            if key not in container:
+                container.add(key, tomlkit.table())
+            container = container[key]
+            if not isinstance(container, dict):
+                raise KeyPathError(f"{dotted(path[: depth + 1])!r} is a value, not a table")
+        if path[-1] in container:
+            container[path[-1]] = value
+        else:
+            container[path[-1]] = self._toml_item(value)
+        return TomlDocument(tomlkit.dumps(doc), self.kind)
+
+    def without(self, path: KeyPath) -> TomlDocument:
+        doc = tomlkit.parse(self.text)
+        container: Any = doc
+        for key in path[:-1]:
+            container = container[key]
+        if not isinstance(container, dict) or path[-1] not in container:
+            raise KeyPathError(f"no key {dotted(path)!r} in this file")
+        del container[path[-1]]
+        return TomlDocument(tomlkit.dumps(doc), self.kind)
+
+    def line_of(self, path: KeyPath) -> int | None:
+        table: KeyPath = ()
+        for number, line in enumerate(self.text.splitlines(), start=1):
+            header = _TABLE_HEADER.match(line)
+            if header:
+                table = _split_toml_key(header.group(1))
+                if table == path:
+                    return number
+                continue
+            key = _KEY_LINE.match(line)
+            if key:
+                full = table + _split_toml_key(key.group(1))
+                if full == path[: len(full)]:
+                    return number
+        return None
+
+
+# --- JSON --------------------------------------------------------------------------------------------------
+
+
+def _indent_unit(text: str) -> str:
+    for line in text.splitlines():
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) < len(line):
+            return line[: len(line) - len(stripped)]
+    return "  "
+
+
+def _line_indent(text: str, index: int) -> str:
+    start = text.rfind("\n", 0, index) + 1
+    end = start
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return text[start:end]
+
+
+class JsonDocument(ConfigDocument):
+    def __init__(self, text: str, kind: ConfigKind) -> None:
+        super().__init__(text, kind)
+        self._tree = parse_json_tree(text)
+        self._data: dict[str, Any] = self._tree.value
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self._data
+
+    def _literal(self, value: Any, indent: str) -> str:
+        if isinstance(value, dict | list) and value:
+            unit = _indent_unit(self.text)
+            rendered = json.dumps(value, ensure_ascii=False, indent=len(unit.expandtabs(4)))
+            if unit.startswith("\t"):
+                rendered = re.sub(r"(?m)^( {4})+", lambda m: "\t" * (len(m.group()) // 4), rendered)
+            return rendered.replace("\n", newline_of(self.text) + indent)
+        return json.dumps(value, ensure_ascii=False)
+
+    def _object_at(self, path: KeyPath) -> JsonObject:
+        node = self._tree
+        for depth, key in enumerate(path):
+            member = node.member(key)
+            if member is None or not isinstance(member.node, JsonObject):
+                raise KeyPathError(f"{dotted(path[: depth + 1])!r} is not an object in this file")
+            node = member.node
+        return node
+
+    def with_value(self, path: KeyPath, value: Any) -> JsonDocument:
+        # Find the deepest existing object on the path; create the rest as one nested value.
+        depth = 0
+        node = self._tree
+        while depth < len(path) - 1:
+            member = node.member(path[depth])
+            if member is None:
+                break
+            if not isinstance(member.node, JsonObject):
+                raise KeyPathError(f"{dotted(path[: depth + 1])!r} is a value, not an object")
+            node = member.node
+            depth += 1
+        new_value: Any = value
+        for key in reversed(path[depth + 1 :]):
+            new_value = {key: new_value}
+        key = path[depth]
+        text = self.text
+        member = node.member(key)
+        if member is not None:
+            indent = _line_indent(text, member.key_start)
+            literal = self._literal(new_value, indent)
+            text = text[: member.node.start] + literal + text[member.node.end :]
+            return JsonDocument(text, self.kind)
+        entry_key = json.dumps(key, ensure_ascii=False)
+        if node.members:
+            last = node.members[-1]
+            first = node.members[0]
+            multiline = "\n" in text[node.start : first.key_start]
+            indent = _line_indent(text, last.key_start) if multiline else ""
+            separator = text[last.key_end : last.node.start]
+            lead = newline_of(text) + indent if multiline else " "
+            entry = f",{lead}{entry_key}{separator}{self._literal(new_value, indent)}"
+            text = text[: last.node.end] + entry + text[last.node.end :]
+        elif "\n" not in text.strip():  # a one-line document stays on one line
+            entry = f"{entry_key}: {json.dumps(new_value, ensure_ascii=False)}"
+            text = text[: node.start + 1] + entry + text[node.end - 1 :]
+        else:
+            parent_indent = _line_indent(text, node.start)
+            indent = parent_indent + _indent_unit(text)
+            newline = newline_of(text)
+            literal = self._literal(new_value, indent)
+            entry = f"{newline}{indent}{entry_key}: {literal}{newline}{parent_indent}"
+            text = text[: node.start + 1] + entry + text[node.end - 1 :]
+        return JsonDocument(text, self.kind)
+
+    def without(self, path: KeyPath) -> JsonDocument:
+        node = self._object_at(path[:-1])
+        index = next((i for i, m in enumerate(node.members) if m.key == path[-1]), None)
+        if index is None:
+            raise KeyPathError(f"no key {dotted(path)!r} in this file")
+        members = node.members
+        text = self.text
+        if len(members) == 1:
+            text = text[: node.start + 1] + text[node.end - 1 :]
+        elif index < len(members) - 1:
+            text = text[: members[index].key_start] + text[members[index + 1].key_start :]
+        else:
+            text = text[: members[index - 1].node.end] + text[members[index].node.end :]
+        return JsonDocument(text, self.kind)
+
+    def line_of(self, path: KeyPath) -> int | None:
+        node: Any = self._tree
+        line = None
+        for key in path:
+            if not isinstance(node, JsonObject):
+                break
+            member = node.member(key)
+            if member is None:
+                break
+            line = line_column(self.text, member.key_start)[0]
+            node = member.node
+        return line
+
+
+def load_document(text: str, kind: ConfigKind | None = None, path: Path | None = None) -> ConfigDocument:
+    """Parse a config text. Raises ConfigSyntaxError (with line/column) or KindError."""
+    kind = kind or detect_kind(text, path)
+    if kind == "vllm_toml":
+        return TomlDocument(text, kind)
+    return JsonDocument(text, kind)
+
+
+def read_text(path: Path) -> str:
+    """Read a config file exactly: no newline translation (CRLF stays CRLF)."""
+    return path.read_bytes().decode("utf-8")

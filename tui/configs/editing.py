@@ -1,0 +1,120 @@
+"""A config file opened for editing: load, change keys with validation, diff, save safely.
+
+Shared by `spectop config set` and the editor screen.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiofiles
+
+from tui.configs.atomic import FileStamp, atomic_write, changed_on_disk
+from tui.configs.document import ConfigDocument, KeyPath, dotted, load_document
+from tui.configs.errors import ConfigError, ConfigSyntaxError
+from tui.configs.kinds import ConfigKind, detect_kind
+from tui.configs.schemas import SchemaIssue, typed_value, validate_data
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+class ChangedOnDiskError(ConfigError):
+    """The file changed on disk since it was opened; saving would lose someone's edit."""
+
+
+@dataclass
+class OpenedConfig:
+    """A file as read: its exact text, kind and stamp; `document` is None when it does not parse."""
+
+    path: Path
+    kind: ConfigKind
+    text: str
+    stamp: FileStamp
+    document: ConfigDocument | None
+    syntax_error: ConfigSyntaxError | None
+
+
+def _decode(path: Path, data: bytes) -> str:
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: {len(data)} bytes; files over {MAX_CONFIG_BYTES} bytes are refused")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start})") from None
+
+
+def _opened(path: Path, data: bytes, kind: ConfigKind | None) -> OpenedConfig:
+    text = _decode(path, data)
+    kind = kind or detect_kind(text, path)
+    stamp = FileStamp.of_bytes(path, data)
+    try:
+        document = load_document(text, kind, path)
+    except ConfigSyntaxError as error:
+        return OpenedConfig(path, kind, text, stamp, None, error)
+    return OpenedConfig(path, kind, text, stamp, document, None)
+
+
+def open_config(path: Path, kind: ConfigKind | None = None) -> OpenedConfig:
+    """Read a config file (bytes exactly, no newline translation). Raises ConfigError."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"{path}: {error.strerror or error}") from None
+    return _opened(path, data, kind)
+
+
+async def open_config_async(path: Path, kind: ConfigKind | None = None) -> OpenedConfig:
+    """`open_config` for async code: the read goes through aiofiles."""
+    try:
+        async with aiofiles.open(path, "rb") as handle:
+            data = await handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"{path}: {error.strerror or error}") from None
+    return _opened(path, data, kind)
+
+
+def unified_diff(old: str, new: str, name: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"{name} (on disk)", f"{name} (new)"
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def new_issues(
+    before: ConfigDocument, after: ConfigDocument, touched: KeyPath | None = None
+) -> list[SchemaIssue]:
+    """Schema issues `after` has that `before` did not (plus any at the touched key)."""
+    old_paths = {issue.path for issue in validate_data(before.kind, before.data)}
+    return [
+        issue
+        for issue in validate_data(after.kind, after.data)
+        if issue.path not in old_paths or (touched is not None and issue.path[: len(touched)] == touched)
+    ]
+
+
+def set_value(doc: ConfigDocument, path: KeyPath, value: Any) -> ConfigDocument:
+    """A new document with one key changed; ConfigError when that makes the file invalid."""
+    after = doc.with_value(path, value)
+    problems = new_issues(doc, after, path)
+    if problems:
+        detail = "; ".join(f"{dotted(issue.path)}: {issue.message}" for issue in problems)
+        raise ConfigError(f"{dotted(path)} = {value!r} is invalid: {detail}")
+    return after
+
+
+def set_raw_value(doc: ConfigDocument, path: KeyPath, raw: str) -> ConfigDocument:
+    """`set_value` with the value given as text (a TOML/JSON literal, else a string), typed by the schema."""
+    return set_value(doc, path, typed_value(raw, doc.kind, path))
+
+
+def save_text(
+    path: Path, text: str, kind: ConfigKind, stamp: FileStamp | None, *, force: bool = False
+) -> FileStamp:
+    """Validate `text` parses, check nobody changed the file since `stamp`, then write atomically."""
+    load_document(text, kind, path)  # raises ConfigSyntaxError: never save an unparsable file
+    if not force and changed_on_disk(path, stamp):
+        raise ChangedOnDiskError(f"{path} changed on disk since it was opened")
+    return atomic_write(path, text.encode("utf-8"))

@@ -1,0 +1,230 @@
+"""Render a config document as the command that really starts the server.
+
+vLLM: `vllm serve MODEL --flag ... --speculative-config '{json}'` or a `vllm serve --config` YAML
+(vllm.md §3). SGLang: `python -m sglang.launch_server --model-path ...` or its `--config` YAML with
+dashed keys (sglang.md §3.3). Client settings: a `curl` request that reads the key from the env variable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tui.configs.errors import ConfigError
+
+LaunchFormat = Literal["cli", "yaml"]
+
+# spectop's own keys in [speculative]: never passed to vLLM.
+_SPECTOP_ONLY = {"enabled", "acceptance_threshold"}
+# Keys vLLM no longer takes; translated into --speculative-config instead.
+_LEGACY_SPEC = {"speculative_model", "speculative_disable_by_batch_size", "disable_by_batch_size"}
+# vLLM flags that are argparse BooleanOptionalAction (so false is written --no-FLAG).
+_VLLM_OPTIONAL_BOOLS = {"enable-prefix-caching", "enable-chunked-prefill"}
+_VLLM_RENAMED = {"chunked_prefill": "enable_chunked_prefill", "name": "model"}
+
+
+@dataclass
+class LaunchCommand:
+    """A command as groups of words: the program first, then one group per option.
+
+    `prequoted` holds words that are already shell-quoted (e.g. a "$API_KEY" reference).
+    """
+
+    groups: list[list[str]]
+    prequoted: set[str] = field(default_factory=set)
+
+    @property
+    def argv(self) -> list[str]:
+        return [word for group in self.groups for word in group]
+
+    def _quote(self, word: str) -> str:
+        return word if word in self.prequoted else shlex.quote(word)
+
+    def one_line(self) -> str:
+        return " ".join(self._quote(word) for word in self.argv)
+
+    def multi_line(self) -> str:
+        """One option per line with backslash continuations, pastable into a shell."""
+        return " \\\n  ".join(" ".join(self._quote(word) for word in group) for group in self.groups)
+
+
+def _add_flag(groups: list[list[str]], key: str, value: Any, optional_bools: set[str]) -> None:
+    name = key.replace("_", "-")
+    if value is None:
+        return
+    if isinstance(value, bool):
+        if value:
+            groups.append([f"--{name}"])
+        elif name in optional_bools:
+            groups.append([f"--no-{name}"])
+        return
+    if isinstance(value, dict):
+        groups.append([f"--{name}", json.dumps(value, separators=(", ", ": "))])
+    elif isinstance(value, list):
+        groups.append([f"--{name}", *(str(item) for item in value)])
+    else:
+        groups.append([f"--{name}", str(value)])
+
+
+# --- vLLM -----------------------------------------------------------------------------------------------
+
+
+def vllm_speculative_config(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The --speculative-config object, or None when speculation is off."""
+    spec = data.get("speculative")
+    if not isinstance(spec, dict) or spec.get("enabled", True) is False:
+        return None
+    target = (data.get("model") or {}).get("name")
+    out: dict[str, Any] = {}
+    draft = spec.get("model") or spec.get("speculative_model")
+    method = spec.get("method")
+    if method is None and draft in (None, target):
+        method = "mtp"  # the seed's speculative_model == target means the model's own MTP heads
+    if method is not None:
+        out["method"] = "mtp" if str(method).endswith("_mtp") else method
+    if draft is not None and draft != target:
+        out["model"] = draft
+    for key, value in spec.items():
+        if key in _SPECTOP_ONLY or key in _LEGACY_SPEC or key in ("method", "model") or value is None:
+            continue
+        out[key] = value
+    return out
+
+
+def _vllm_options(data: dict[str, Any]) -> tuple[str | None, list[tuple[str, Any]]]:
+    model_section = data.get("model") if isinstance(data.get("model"), dict) else {}
+    model = model_section.get("name")
+    options: list[tuple[str, Any]] = []
+    for section_name, section in data.items():
+        if section_name in ("speculative", "sim") or not isinstance(section, dict):
+            continue
+        for key, value in section.items():
+            if section_name == "model" and key == "name":
+                continue
+            if key in ("num_speculative_tokens", "speculative_model"):
+                continue  # removed flags; lint says where they belong
+            options.append((_VLLM_RENAMED.get(key, key), value))
+    spec = vllm_speculative_config(data)
+    if spec is not None:
+        options.append(("speculative_config", spec))
+    return model, options
+
+
+def vllm_cli(data: dict[str, Any]) -> LaunchCommand:
+    model, options = _vllm_options(data)
+    if not model:
+        raise ConfigError("[model] name is missing: vllm serve needs a model")
+    groups = [["vllm", "serve", model]]
+    for key, value in options:
+        _add_flag(groups, key, value, _VLLM_OPTIONAL_BOOLS)
+    return LaunchCommand(groups)
+
+
+def vllm_yaml(data: dict[str, Any]) -> str:
+    model, options = _vllm_options(data)
+    if not model:
+        raise ConfigError("[model] name is missing: vllm serve needs a model")
+    lines = [f"# vllm serve --config serve.yaml\nmodel: {_yaml_scalar(model)}"]
+    for key, value in options:
+        lines.append(_yaml_entry(key.replace("_", "-"), value, ""))
+    return "\n".join(lines) + "\n"
+
+
+# --- SGLang ---------------------------------------------------------------------------------------------
+
+
+def sglang_cli(data: dict[str, Any]) -> LaunchCommand:
+    if not data.get("model_path"):
+        raise ConfigError("model_path is missing: sglang.launch_server needs --model-path")
+    groups = [["python", "-m", "sglang.launch_server"]]
+    for key, value in data.items():
+        _add_flag(groups, key, value, set())
+    return LaunchCommand(groups)
+
+
+def sglang_yaml(data: dict[str, Any]) -> str:
+    if not data.get("model_path"):
+        raise ConfigError("model_path is missing: sglang.launch_server needs --model-path")
+    lines = ["# python -m sglang.launch_server --config config.yaml  (YAML only, dashed keys)"]
+    for key, value in data.items():
+        if value is not None:
+            lines.append(_yaml_entry(key.replace("_", "-"), value, ""))
+    return "\n".join(lines) + "\n"
+
+
+# --- client ---------------------------------------------------------------------------------------------
+
+
+def client_curl(data: dict[str, Any]) -> LaunchCommand:
+    base_url = str(data.get("base_url") or "").rstrip("/")
+    if not base_url:
+        raise ConfigError("base_url is missing")
+    body: dict[str, Any] = {"model": data.get("model"), "messages": [{"role": "user", "content": "Hello"}]}
+    for key in ("stream", "temperature", "max_tokens"):
+        if data.get(key) is not None:
+            body[key] = data[key]
+    if data.get("stream"):
+        body["stream_options"] = {"include_usage": True}
+    extra = data.get("extra_body")
+    if isinstance(extra, dict):
+        body.update(extra)
+    groups = [["curl", "-sS", "-N", f"{base_url}/chat/completions"], ["-H", "Content-Type: application/json"]]
+    prequoted: set[str] = set()
+    env_name = data.get("api_key_env")
+    if isinstance(env_name, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env_name):
+        header = f'"Authorization: Bearer ${env_name}"'  # expanded by the shell; the key is never printed
+        groups.append(["-H", header])
+        prequoted.add(header)
+    if data.get("timeout") is not None:
+        groups.append(["--max-time", str(data["timeout"])])
+    groups.append(["-d", json.dumps(body, ensure_ascii=False)])
+    return LaunchCommand(groups, prequoted)
+
+
+# --- YAML (a tiny emitter for flat mappings with nested dicts and lists) --------------------------------
+
+_PLAIN = re.compile(r"^[A-Za-z_./][A-Za-z0-9_./@+-]*$")
+_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+
+
+def _yaml_scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    text = str(value)
+    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS:
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _yaml_entry(key: str, value: Any, indent: str) -> str:
+    if isinstance(value, dict) and value:
+        inner = "\n".join(_yaml_entry(str(k), v, indent + "  ") for k, v in value.items())
+        return f"{indent}{key}:\n{inner}"
+    if isinstance(value, list) and value:
+        items = "\n".join(f"{indent}  - {_yaml_scalar(item)}" for item in value)
+        return f"{indent}{key}:\n{items}"
+    if isinstance(value, dict | list):
+        return f"{indent}{key}: {'{}' if isinstance(value, dict) else '[]'}"
+    return f"{indent}{key}: {_yaml_scalar(value)}"
+
+
+def render_launch(
+    kind: str, data: dict[str, Any], fmt: LaunchFormat = "cli", *, multi_line: bool = True
+) -> str:
+    """The launch command (or YAML config) for a document's data. Raises ConfigError."""
+    if fmt == "yaml":
+        if kind == "vllm_toml":
+            return vllm_yaml(data)
+        if kind == "sglang_json":
+            return sglang_yaml(data)
+        raise ConfigError("client settings have no server YAML; use --format cli for a curl request")
+    builders = {"vllm_toml": vllm_cli, "sglang_json": sglang_cli, "client_json": client_curl}
+    command = builders[kind](data)
+    return command.multi_line() if multi_line else command.one_line()

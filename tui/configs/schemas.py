@@ -1,0 +1,352 @@
+"""One pydantic model per config kind: types, ranges and one line of help per field.
+
+Unknown keys are allowed (kept in the file untouched) and reported by `unknown_keys`.
+Semantic advice (too many draft tokens, removed keys, ...) is in `lint`, not here:
+the schema only says what a server would reject.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+import types
+from dataclasses import dataclass
+from typing import Any, Literal, Union, get_args, get_origin
+
+import annotated_types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tui.configs.document import KeyPath, dotted
+from tui.configs.kinds import ConfigKind
+
+# vLLM SpeculativeMethod (vllm.md §3.1); every *_mtp is rewritten to "mtp".
+VLLM_METHODS = (
+    "mtp", "eagle", "eagle3", "draft_model", "ngram", "ngram_gpu", "medusa", "mlp_speculator", "suffix",
+    "dflash", "dspark", "custom_class", "extract_hidden_states",
+)  # fmt: skip
+# SGLang SpeculativeAlgorithm (sglang-server-args.md §A); matching is case-insensitive.
+SGLANG_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "FROZEN_KV_MTP")
+VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+
+_SECTION = ConfigDict(extra="allow", strict=True)
+
+
+# --- vLLM-style config.toml --------------------------------------------------------------------------------
+
+
+class VllmModelSection(BaseModel):
+    model_config = _SECTION
+    name: str = Field(min_length=1, description="target model: HF repo id or local path (vllm serve MODEL)")
+    dtype: Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | None = Field(
+        None, description="weight and activation dtype (--dtype); auto picks the checkpoint's"
+    )
+    tensor_parallel_size: int | None = Field(None, ge=1, le=1024, description="GPUs per replica (-tp)")
+    max_model_len: int | None = Field(None, ge=1, description="context length in tokens (--max-model-len)")
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0.0, le=1.0, description="fraction of GPU memory vLLM may use, in (0, 1]; default 0.92"
+    )
+    served_model_name: str | None = Field(None, description="model id in the API and the metrics label")
+    trust_remote_code: bool | None = Field(None, description="run the checkpoint's own model code")
+
+
+class VllmSpeculativeSection(BaseModel):
+    model_config = _SECTION
+    enabled: bool | None = Field(None, description="speculative decoding on/off (spectop key; off = no -sc)")
+    method: str | None = Field(None, description="draft method: mtp (model MTP heads), eagle, ngram ...")
+    model: str | None = Field(None, description="draft model; leave empty for mtp (the target drafts itself)")
+    num_speculative_tokens: int | None = Field(None, ge=1, le=16, description="draft tokens per step, 1..16")
+    acceptance_threshold: float | None = Field(
+        None, ge=0.0, le=1.0, description="spectop alerts when acceptance stays below this, in [0, 1]"
+    )
+    draft_tensor_parallel_size: int | None = Field(None, ge=1, description="TP size of the draft")
+
+    @field_validator("method")
+    @classmethod
+    def _known_method(cls, value: str | None) -> str | None:
+        if value is None or value in VLLM_METHODS or value.endswith("_mtp"):
+            return value
+        expected = ", ".join(VLLM_METHODS)
+        raise ValueError(f"unknown vLLM speculative method {value!r}: expected one of {expected}")
+
+
+class VllmCacheSection(BaseModel):
+    model_config = _SECTION
+    enable_prefix_caching: bool | None = Field(None, description="reuse KV blocks of shared prompt prefixes")
+    block_size: int | None = Field(None, ge=1, le=256, description="tokens per KV block (16 on CUDA)")
+    kv_cache_dtype: str | None = Field(None, description="KV cache dtype: auto, fp8, ...")
+
+
+class VllmSchedulerSection(BaseModel):
+    model_config = _SECTION
+    max_num_seqs: int | None = Field(None, ge=1, description="max concurrent sequences per step")
+    max_num_batched_tokens: int | None = Field(None, ge=1, description="token budget per engine step")
+    chunked_prefill: bool | None = Field(None, description="split long prompts across steps")
+
+
+class VllmConfig(BaseModel):
+    model_config = _SECTION
+    model: VllmModelSection
+    speculative: VllmSpeculativeSection | None = None
+    cache: VllmCacheSection | None = None
+    scheduler: VllmSchedulerSection | None = None
+    sim: dict[str, Any] | None = Field(None, description="spectop simulator knobs (free-form)")
+
+
+# --- SGLang server settings.json ---------------------------------------------------------------------------
+
+
+class SglangConfig(BaseModel):
+    model_config = _SECTION
+    model_path: str = Field(min_length=1, description="target model: HF repo id or local path (--model-path)")
+    tp_size: int | None = Field(None, ge=1, le=1024, description="tensor parallel size (--tp-size)")
+    mem_fraction_static: float | None = Field(
+        None, gt=0.0, lt=1.0, description="GPU memory fraction for weights + KV pool, in (0, 1); default auto"
+    )
+    speculative_algorithm: str | None = Field(
+        None, description="EAGLE, EAGLE3, NEXTN (= EAGLE), STANDALONE, NGRAM, ...; empty = off"
+    )
+    speculative_draft_model_path: str | None = Field(
+        None, description="draft model; not needed for DeepSeek MTP (NextN weights are in the checkpoint)"
+    )
+    speculative_num_steps: int | None = Field(None, ge=1, description="draft steps per round; empty = auto")
+    speculative_eagle_topk: int | None = Field(None, ge=1, description="branches per draft step; 1 = chain")
+    speculative_num_draft_tokens: int | None = Field(
+        None, ge=2, description="verify tokens per round; forced to steps + 1 when topk = 1"
+    )
+    speculative_accept_threshold_single: float | None = Field(
+        None, ge=0.0, le=1.0, description="accept a draft token above this target probability (hot-updatable)"
+    )
+    speculative_accept_threshold_acc: float | None = Field(
+        None, gt=0.0, le=1.0, description="accept probability p becomes min(1, p / this) (hot-updatable)"
+    )
+    disable_radix_cache: bool | None = Field(None, description="turn off prefix (radix) KV reuse")
+    chunked_prefill_size: int | None = Field(None, ge=-1, description="prefill chunk in tokens; -1 disables")
+    max_running_requests: int | None = Field(None, ge=1, description="max concurrent requests; 48 with spec")
+    enable_metrics: bool | None = Field(None, description="expose /metrics (spectop needs it)")
+    pp_size: int | None = Field(None, ge=1, description="pipeline parallel size (not with speculation)")
+    enable_dp_attention: bool | None = Field(None, description="data-parallel attention")
+    enable_mixed_chunk: bool | None = Field(None, description="mix prefill and decode (forced off by spec)")
+    trust_remote_code: bool | None = Field(None, description="run the checkpoint's own model code")
+    host: str | None = Field(None, description="listen address (default 127.0.0.1)")
+    port: int | None = Field(None, ge=1, le=65535, description="listen port (default 30000)")
+
+    @field_validator("speculative_algorithm")
+    @classmethod
+    def _known_algorithm(cls, value: str | None) -> str | None:
+        if value is None or value.upper() in SGLANG_ALGORITHMS:
+            return value
+        hint = " (SGLang has no MTP algorithm: use EAGLE, or its alias NEXTN, for DeepSeek MTP)"
+        raise ValueError(
+            f"unknown speculative algorithm {value!r}: expected one of {', '.join(SGLANG_ALGORITHMS)}"
+            + (hint if "MTP" in value.upper() else "")
+        )
+
+
+# --- client settings.json ----------------------------------------------------------------------------------
+
+
+class ClientConfig(BaseModel):
+    model_config = _SECTION
+    base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    api_key_env: str | None = Field(None, description="NAME of the env variable with the API key")
+    model: str | None = Field(None, description="model id sent with each request")
+    timeout: float | None = Field(None, gt=0.0, description="request timeout in seconds (> 0); 120 suits MTP")
+    max_retries: int | None = Field(None, ge=0, le=100, description="retries per request; > 3 risks storms")
+    stream: bool | None = Field(None, description="stream tokens (needed to measure TTFT)")
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature, 0..2")
+    max_tokens: int | None = Field(None, ge=1, description="output token limit per request")
+    extra_body: dict[str, Any] | None = Field(None, description="extra request fields (top_p, ...)")
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not (value and value.replace("_", "").isalnum() and not value[0].isdigit()):
+            raise ValueError("expected the NAME of an environment variable (letters, digits, _), not a key")
+        return value
+
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "vllm_toml": VllmConfig,
+    "sglang_json": SglangConfig,
+    "client_json": ClientConfig,
+}
+# Fields whose content spectop does not interpret: never descended into for unknown keys.
+FREE_FORM = {("sim",), ("extra_body",)}
+
+
+# --- field descriptions for the form and for `set` ---------------------------------------------------------
+
+FieldType = Literal["bool", "int", "float", "str", "choice", "table"]
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    path: KeyPath
+    type: FieldType
+    help: str
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    range_text: str = ""
+
+    @property
+    def key(self) -> str:
+        return dotted(self.path)
+
+
+@dataclass(frozen=True)
+class SchemaIssue:
+    path: KeyPath
+    message: str
+
+
+def _strip_optional(annotation: Any) -> Any:
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [arg for arg in get_args(annotation) if arg is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def _range_text(metadata: list[Any]) -> str:
+    low = high = ""
+    low_open = high_open = False
+    for item in metadata:
+        if isinstance(item, annotated_types.Ge):
+            low = str(item.ge)
+        elif isinstance(item, annotated_types.Gt):
+            low, low_open = str(item.gt), True
+        elif isinstance(item, annotated_types.Le):
+            high = str(item.le)
+        elif isinstance(item, annotated_types.Lt):
+            high, high_open = str(item.lt), True
+    if not low and not high:
+        return ""
+    if low and not high:
+        return f"> {low}" if low_open else f">= {low}"
+    if high and not low:
+        return f"< {high}" if high_open else f"<= {high}"
+    return f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+
+
+_EXTRA_CHOICES: dict[KeyPath, tuple[str, ...]] = {
+    ("speculative", "method"): VLLM_METHODS,
+    ("speculative_algorithm",): SGLANG_ALGORITHMS,
+}
+
+
+def _specs(model: type[BaseModel], prefix: KeyPath) -> list[FieldSpec]:
+    specs: list[FieldSpec] = []
+    for name, info in model.model_fields.items():
+        path = (*prefix, name)
+        annotation = _strip_optional(info.annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            specs.extend(_specs(annotation, path))
+            continue
+        choices: tuple[str, ...] = _EXTRA_CHOICES.get(path, ())
+        if get_origin(annotation) is Literal:
+            field_type: FieldType = "choice"
+            choices = tuple(str(arg) for arg in get_args(annotation))
+        elif annotation is bool:
+            field_type = "bool"
+        elif annotation is int:
+            field_type = "int"
+        elif annotation is float:
+            field_type = "float"
+        elif annotation is str:
+            field_type = "choice" if choices else "str"
+        else:
+            field_type = "table"
+        specs.append(
+            FieldSpec(
+                path=path,
+                type=field_type,
+                help=info.description or "",
+                required=info.is_required(),
+                choices=choices,
+                range_text=_range_text(info.metadata),
+            )
+        )
+    return specs
+
+
+def field_specs(kind: ConfigKind) -> list[FieldSpec]:
+    """Every known scalar field of a kind, in schema order, sections flattened."""
+    return _specs(SCHEMAS[kind], ())
+
+
+def field_spec(kind: ConfigKind, path: KeyPath) -> FieldSpec | None:
+    return next((spec for spec in field_specs(kind) if spec.path == path), None)
+
+
+def validate_data(kind: ConfigKind, data: dict[str, Any]) -> list[SchemaIssue]:
+    """What the schema rejects, one issue per field, in file order of the error locations."""
+    try:
+        SCHEMAS[kind].model_validate(data)
+    except ValidationError as error:
+        issues = []
+        for detail in error.errors(include_url=False):
+            path = tuple(str(part) for part in detail["loc"])
+            message = detail["msg"].removeprefix("Value error, ")
+            if detail["type"] not in ("missing", "value_error"):
+                message = f"{message} (got {detail['input']!r})"
+            issues.append(SchemaIssue(path, message))
+        return issues
+    return []
+
+
+def _walk_unknown(model: type[BaseModel], data: Any, prefix: KeyPath, out: list[KeyPath]) -> None:
+    if not isinstance(data, dict):
+        return
+    for key, value in data.items():
+        path = (*prefix, key)
+        info = model.model_fields.get(key)
+        if info is None:
+            out.append(path)
+            continue
+        if path in FREE_FORM:
+            continue
+        annotation = _strip_optional(info.annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            _walk_unknown(annotation, value, path, out)
+
+
+def unknown_keys(kind: ConfigKind, data: dict[str, Any]) -> list[KeyPath]:
+    """Keys spectop does not know: kept in the file as they are, shown as unknown."""
+    out: list[KeyPath] = []
+    _walk_unknown(SCHEMAS[kind], data, (), out)
+    return out
+
+
+# --- typed values from text (`spectop config set`, the form) ----------------------------------------------
+
+
+def parse_literal(raw: str, kind: ConfigKind) -> Any:
+    """A TOML or JSON literal (by kind), falling back to the plain string."""
+    try:
+        if kind == "vllm_toml":
+            return tomllib.loads(f"v = {raw}")["v"]
+        return json.loads(raw)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError):
+        return raw
+
+
+def typed_value(raw: str, kind: ConfigKind, path: KeyPath) -> Any:
+    """`raw` typed by the schema field at `path` (unknown keys: the literal as written)."""
+    spec = field_spec(kind, path)
+    value = parse_literal(raw, kind)
+    if spec is None:
+        return value
+    if spec.type in ("str", "choice") and not isinstance(value, str):
+        if spec.choices and not isinstance(value, bool | int | float):
+            return value
+        return raw.strip()
+    if spec.type == "float" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
