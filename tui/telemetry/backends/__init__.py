@@ -1,0 +1,49 @@
+"""Per-backend knowledge of /metrics pages: one module per server.
+
+Each module has NAME, PREFIX, `extract(samples) -> Reading` and
+`derive(delta, last) -> Figures`, and may have `segment_extras(start, end,
+segment) -> dict[str, float]` for figures computed per pair of scrapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from tui.telemetry.backends import llamacpp, sglang, vllm
+from tui.telemetry.backends.base import Delta, Reading
+from tui.telemetry.figures import Figures
+from tui.telemetry.prometheus import Sample
+
+__all__ = ["BACKENDS", "Backend", "backend_module", "detect_backend"]
+
+
+class Backend(Protocol):
+    NAME: str
+    PREFIX: str
+
+    def extract(self, samples: Iterable[Sample]) -> Reading: ...
+
+    def derive(self, delta: Delta | None, last: Reading) -> Figures: ...
+
+
+BACKENDS: dict[str, Backend] = {module.NAME: module for module in (vllm, sglang, llamacpp)}  # type: ignore[misc]
+
+
+def detect_backend(samples: Iterable[Sample]) -> str | None:
+    """"vllm", "sglang" or "llamacpp" from the metric name prefixes (the most frequent wins), else None."""
+    counts = dict.fromkeys(BACKENDS, 0)
+    for sample in samples:
+        prefix, colon, _ = sample.name.partition(":")
+        if colon and prefix in counts:
+            counts[prefix] += 1
+    best = max(counts, key=lambda name: counts[name])
+    return best if counts[best] else None
+
+
+def backend_module(name: str | None) -> Backend | None:
+    return BACKENDS.get(name) if name else None
+
+
+def segment_extras_of(backend: Backend) -> Callable[[Reading, Reading, Delta], dict[str, float]] | None:
+    return getattr(backend, "segment_extras", None)

@@ -1,0 +1,214 @@
+"""What every backend module shares: the compact per-scrape `Reading`, the
+window `Delta`, and the table-driven extraction of samples into readings.
+
+A backend module (vllm, sglang, llamacpp) declares which metric names it reads
+(a `MetricTable`) and how figures are derived from a `Delta` plus the newest
+`Reading`. Readings keep counters per series (so a reset is seen per series)
+and gauges already aggregated over engines / models / ranks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from tui.telemetry.histogram import histogram_quantile
+from tui.telemetry.prometheus import Sample
+
+# (quantity, series id, bucket bound or None)
+CounterKey = tuple[str, tuple[tuple[str, str], ...], float | None]
+
+
+class Kind(Enum):
+    COUNTER = "counter"  # per-series counter; also histogram _sum / _count
+    BUCKET = "bucket"  # histogram _bucket: keyed by its numeric `le`
+    GAUGE_SUM = "gauge_sum"  # counts: summed over label sets
+    GAUGE_MEAN = "gauge_mean"  # fractions: averaged over label sets
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    kind: Kind
+    quantity: str
+    # Counters whose series differ by this label become quantity:<label value>
+    # (e.g. per-position acceptance, or a mode of realtime_tokens_total).
+    split_label: str | None = None
+
+
+MetricTable = Mapping[str, Metric]
+
+
+def histogram(base: str, quantity: str) -> dict[str, Metric]:
+    """Table entries for a histogram: quantity_bucket, quantity_sum, quantity_count."""
+    return {
+        f"{base}_bucket": Metric(Kind.BUCKET, f"{quantity}_bucket"),
+        f"{base}_sum": Metric(Kind.COUNTER, f"{quantity}_sum"),
+        f"{base}_count": Metric(Kind.COUNTER, f"{quantity}_count"),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """The part of one scrape a backend needs, small enough to keep hundreds of."""
+
+    counters: Mapping[CounterKey, float]
+    gauges: Mapping[str, float]
+    models: tuple[str, ...] = ()
+    # Changes when the server restarted (process start time, `_created` stamps).
+    restart_marker: float | None = None
+
+
+@dataclass(slots=True)
+class Delta:
+    """Counter increases over the usable segments of a window (resets excluded)."""
+
+    seconds: float
+    counters: dict[CounterKey, float] = field(default_factory=dict)
+    # Per-segment figures summed over the window (backend-specific, may be NaN = unusable).
+    extras: dict[str, float] = field(default_factory=dict)
+
+    def total(self, quantity: str) -> float | None:
+        """Sum of the increases of every series of one quantity; None when it has no series."""
+        found = False
+        total = 0.0
+        for (name, _, bound), value in self.counters.items():
+            if name == quantity and bound is None:
+                found = True
+                total += value
+        return total if found else None
+
+    def split(self, prefix: str) -> dict[str, float]:
+        """Increases of `prefix:<value>` quantities, by label value (summed over series)."""
+        marker = f"{prefix}:"
+        result: dict[str, float] = {}
+        for (name, _, bound), value in self.counters.items():
+            if bound is None and name.startswith(marker):
+                key = name[len(marker) :]
+                result[key] = result.get(key, 0.0) + value
+        return result
+
+    def buckets(self, quantity: str) -> dict[float, float]:
+        """Cumulative bucket increases of a histogram, merged over label sets by numeric bound."""
+        merged: dict[float, float] = {}
+        for (name, _, bound), value in self.counters.items():
+            if bound is not None and name == quantity:
+                merged[bound] = merged.get(bound, 0.0) + value
+        return merged
+
+
+def _series_id(labels: Mapping[str, str], drop: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(item for item in labels.items() if item[0] not in drop))
+
+
+_ALWAYS_DROPPED = frozenset({"le"})
+
+
+def extract(
+    samples: Iterable[Sample],
+    table: MetricTable,
+    *,
+    keep: Callable[[list[tuple[Sample, Metric]]], list[tuple[Sample, Metric]]] | None = None,
+    restart_names: tuple[str, ...] = (),
+) -> Reading:
+    """A Reading from the samples named in `table`; `keep` may filter duplicates (ranks)."""
+    selected: list[tuple[Sample, Metric]] = []
+    restart_marker: float | None = None
+    models: dict[str, None] = {}
+    for sample in samples:
+        metric = table.get(sample.name)
+        if metric is None:
+            if sample.name in restart_names and not math.isnan(sample.value):
+                restart_marker = max(restart_marker or sample.value, sample.value)
+            continue
+        selected.append((sample, metric))
+    if keep is not None:
+        selected = keep(selected)
+    counters: dict[CounterKey, float] = {}
+    gauge_values: dict[str, list[float]] = {}
+    gauge_kinds: dict[str, Kind] = {}
+    for sample, metric in selected:
+        value = sample.value
+        if math.isnan(value):
+            continue
+        labels = sample.labels
+        model = labels.get("model_name")
+        if model:
+            models[model] = None
+        kind = metric.kind
+        if kind is Kind.COUNTER:
+            quantity = metric.quantity
+            if metric.split_label is not None:
+                quantity = f"{quantity}:{labels.get(metric.split_label, '')}"
+            counters[(quantity, _series_id(labels, _ALWAYS_DROPPED), None)] = value
+        elif kind is Kind.BUCKET:
+            bound_text = labels.get("le")
+            if bound_text is None:
+                continue
+            try:
+                bound = float(bound_text)
+            except ValueError:
+                continue
+            if math.isnan(bound):
+                continue
+            counters[(metric.quantity, _series_id(labels, _ALWAYS_DROPPED), bound)] = value
+        else:
+            gauge_values.setdefault(metric.quantity, []).append(value)
+            gauge_kinds[metric.quantity] = kind
+    gauges: dict[str, float] = {}
+    for quantity, values in gauge_values.items():
+        total = math.fsum(values)
+        gauges[quantity] = total if gauge_kinds[quantity] is Kind.GAUGE_SUM else total / len(values)
+    return Reading(counters=counters, gauges=gauges, models=tuple(models), restart_marker=restart_marker)
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """numerator / denominator, None when either is unknown or the denominator is not positive."""
+    if numerator is None or denominator is None or denominator <= 0:
+        return None
+    result = numerator / denominator
+    return result if math.isfinite(result) else None
+
+
+def rate(delta: Delta | None, quantity: str) -> float | None:
+    if delta is None:
+        return None
+    return ratio(delta.total(quantity), delta.seconds)
+
+
+def mean(delta: Delta | None, quantity: str) -> float | None:
+    """Δsum / Δcount of a histogram."""
+    if delta is None:
+        return None
+    return ratio(delta.total(f"{quantity}_sum"), delta.total(f"{quantity}_count"))
+
+
+def quantile(delta: Delta | None, quantity: str, q: float) -> float | None:
+    if delta is None:
+        return None
+    value = histogram_quantile(q, delta.buckets(f"{quantity}_bucket"))
+    return value if value is not None and math.isfinite(value) else None
+
+
+def per_position(delta: Delta | None, quantity: str, drafts: float | None) -> list[float] | None:
+    """Δaccepted_per_pos{position=i} / Δdrafts, position 0 first; None without the family."""
+    if delta is None or drafts is None or drafts <= 0:
+        return None
+    by_position = delta.split(quantity)
+    positions: list[tuple[int, float]] = []
+    for text, value in by_position.items():
+        try:
+            positions.append((int(text), value))
+        except ValueError:
+            continue
+    if not positions:
+        return None
+    positions.sort()
+    size = positions[-1][0] + 1
+    if positions[0][0] < 0 or size > 64:
+        return None
+    values = [0.0] * size
+    for position, value in positions:
+        values[position] = value / drafts
+    return values

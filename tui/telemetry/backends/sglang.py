@@ -1,0 +1,200 @@
+"""SGLang: metric names and figure derivation.
+
+The page merges every process (prometheus_client multiprocess mode). Scheduler
+series carry `tp_rank` (plus `pp_rank`, `moe_ep_rank`, and `dp_rank` with DP
+attention); constants and some histograms are written once per TP rank. Of
+series that differ only in `tp_rank` / `moe_ep_rank` / `pid`, spectop keeps the
+lowest `tp_rank` (tp_rank 0, or the first rank of each DP group), then sums
+over DP ranks.
+
+Acceptance: mean acceptance length over the window from counters
+(Δgeneration_tokens / Δspec_verify_calls, finished requests), the rate from it
+as (L − 1) / (spec_num_draft_tokens − 1) (the current definition). Without
+those counters (older servers, or no request finished in the window) the live
+gauges `spec_accept_length` / `spec_accept_rate` are used, hidden while no
+request runs (they keep stale values when idle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tui.telemetry.backends.base import (
+    Delta,
+    Kind,
+    Metric,
+    MetricTable,
+    Reading,
+    histogram,
+    mean,
+    quantile,
+    rate,
+    ratio,
+)
+from tui.telemetry.backends.base import extract as extract_table
+from tui.telemetry.figures import Figures
+from tui.telemetry.prometheus import Sample
+
+NAME = "sglang"
+PREFIX = "sglang:"
+
+TABLE: MetricTable = {
+    "sglang:realtime_tokens_total": Metric(Kind.COUNTER, "realtime", split_label="mode"),
+    "sglang:generation_tokens_total": Metric(Kind.COUNTER, "generation_tokens"),
+    "sglang:prompt_tokens_total": Metric(Kind.COUNTER, "prompt_tokens"),
+    "sglang:spec_verify_calls_total": Metric(Kind.COUNTER, "verify_calls"),
+    "sglang:num_requests_total": Metric(Kind.COUNTER, "requests"),
+    "sglang:cached_tokens_total": Metric(Kind.COUNTER, "cached", split_label="cache_source"),
+    **histogram("sglang:time_to_first_token_seconds", "ttft"),
+    # Per token: a chunk of k tokens adds its interval to _sum and k to _count.
+    **histogram("sglang:inter_token_latency_seconds", "itl"),
+    # Removed 2025-03; the older name of the per-token histogram.
+    **histogram("sglang:time_per_output_token_seconds", "old_tpot"),
+    **histogram("sglang:e2e_request_latency_seconds", "e2e"),
+    "sglang:num_running_reqs": Metric(Kind.GAUGE_SUM, "running"),
+    "sglang:num_queue_reqs": Metric(Kind.GAUGE_SUM, "waiting"),
+    "sglang:token_usage": Metric(Kind.GAUGE_MEAN, "token_usage"),
+    "sglang:full_token_usage": Metric(Kind.GAUGE_MEAN, "full_token_usage"),
+    "sglang:swa_token_usage": Metric(Kind.GAUGE_MEAN, "swa_token_usage"),
+    "sglang:mamba_usage": Metric(Kind.GAUGE_MEAN, "mamba_usage"),
+    "sglang:kv_used_tokens": Metric(Kind.GAUGE_SUM, "kv_used_tokens"),
+    "sglang:max_total_num_tokens": Metric(Kind.GAUGE_SUM, "max_total_num_tokens"),
+    "sglang:spec_accept_length": Metric(Kind.GAUGE_MEAN, "spec_accept_length"),
+    "sglang:spec_accept_rate": Metric(Kind.GAUGE_MEAN, "spec_accept_rate"),
+    "sglang:spec_num_draft_tokens": Metric(Kind.GAUGE_MEAN, "spec_num_draft_tokens"),
+}
+
+_RANK_LABELS = frozenset({"tp_rank", "moe_ep_rank", "pid"})
+
+
+def _rank(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 1 << 30
+
+
+def keep_first_tp_rank(selected: list[tuple[Sample, Metric]]) -> list[tuple[Sample, Metric]]:
+    """Drop copies of a series written by TP ranks other than the lowest one."""
+    lowest: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+    identities: list[tuple[str, tuple[tuple[str, str], ...]] | None] = []
+    for sample, _ in selected:
+        rank_text = sample.labels.get("tp_rank")
+        if rank_text is None:
+            identities.append(None)
+            continue
+        identity = (
+            sample.name,
+            tuple(sorted(item for item in sample.labels.items() if item[0] not in _RANK_LABELS)),
+        )
+        identities.append(identity)
+        rank = _rank(rank_text)
+        if rank < lowest.get(identity, 1 << 31):
+            lowest[identity] = rank
+    kept: list[tuple[Sample, Metric]] = []
+    for (sample, metric), identity in zip(selected, identities, strict=True):
+        if identity is None or _rank(sample.labels["tp_rank"]) == lowest[identity]:
+            kept.append((sample, metric))
+    return kept
+
+
+def extract(samples: Iterable[Sample]) -> Reading:
+    return extract_table(
+        samples, TABLE, keep=keep_first_tp_rank, restart_names=("process_start_time_seconds",)
+    )
+
+
+def _spec_gauges_live(last: Reading) -> bool:
+    running = last.gauges.get("running")
+    return running is not None and running > 0
+
+
+def _acceptance(delta: Delta | None, last: Reading) -> tuple[float | None, float | None]:
+    """(acceptance rate, mean acceptance length)."""
+    length = None
+    if delta is not None:
+        length = ratio(delta.total("generation_tokens"), delta.total("verify_calls"))
+    if length is not None:
+        draft_tokens = last.gauges.get("spec_num_draft_tokens")
+        acceptance = None
+        if draft_tokens is not None and draft_tokens > 1:
+            acceptance = min(1.0, max(0.0, (length - 1.0) / (draft_tokens - 1.0)))
+        elif _spec_gauges_live(last):
+            acceptance = last.gauges.get("spec_accept_rate")
+        return acceptance, length
+    if not _spec_gauges_live(last):
+        return None, None
+    gauge_length = last.gauges.get("spec_accept_length")
+    if gauge_length is None or gauge_length <= 0:
+        return None, None  # 0 means speculative decoding is off
+    return last.gauges.get("spec_accept_rate"), gauge_length
+
+
+def _prefix_hit_rate(delta: Delta | None) -> float | None:
+    if delta is None:
+        return None
+    by_source = delta.split("cached")
+    sources = {key: value for key, value in by_source.items() if key != "total"} or by_source
+    hit_rate = None
+    if sources:
+        hit_rate = ratio(sum(sources.values()), delta.total("prompt_tokens"))
+    if hit_rate is None:
+        cache = delta.total("realtime:prefill_cache")
+        compute = delta.total("realtime:prefill_compute")
+        if cache is not None and compute is not None:
+            hit_rate = ratio(cache, cache + compute)
+    return None if hit_rate is None else min(1.0, hit_rate)
+
+
+def _kv_cache_usage(last: Reading) -> float | None:
+    pools = [
+        last.gauges[name]
+        for name in ("full_token_usage", "swa_token_usage", "mamba_usage")
+        if name in last.gauges
+    ]
+    if pools:
+        return max(pools)
+    if "token_usage" in last.gauges:
+        return last.gauges["token_usage"]
+    return ratio(last.gauges.get("kv_used_tokens"), last.gauges.get("max_total_num_tokens"))
+
+
+def _generation_rate(delta: Delta | None) -> float | None:
+    if delta is None:
+        return None
+    if delta.total("realtime:decode") is not None:
+        return rate(delta, "realtime:decode")
+    return rate(delta, "generation_tokens")
+
+
+def _prompt_rate(delta: Delta | None) -> float | None:
+    if delta is None:
+        return None
+    compute = delta.total("realtime:prefill_compute")
+    if compute is not None:
+        return ratio(compute + (delta.total("realtime:prefill_cache") or 0.0), delta.seconds)
+    return rate(delta, "prompt_tokens")
+
+
+def derive(delta: Delta | None, last: Reading) -> Figures:
+    acceptance_rate, mean_length = _acceptance(delta, last)
+    tpot = mean(delta, "itl")
+    if tpot is None and (delta is None or delta.total("itl_count") is None):
+        tpot = mean(delta, "old_tpot")
+    return Figures(
+        generation_tokens_per_s=_generation_rate(delta),
+        prompt_tokens_per_s=_prompt_rate(delta),
+        requests_per_s=rate(delta, "requests"),
+        acceptance_rate=acceptance_rate,
+        mean_acceptance_length=mean_length,
+        per_position_acceptance=None,  # SGLang exposes no per-position figures
+        ttft_mean_s=mean(delta, "ttft"),
+        ttft_p50_s=quantile(delta, "ttft", 0.5),
+        ttft_p95_s=quantile(delta, "ttft", 0.95),
+        tpot_mean_s=tpot,
+        e2e_mean_s=mean(delta, "e2e"),
+        running=last.gauges.get("running"),
+        waiting=last.gauges.get("waiting"),
+        kv_cache_usage=_kv_cache_usage(last),
+        prefix_cache_hit_rate=_prefix_hit_rate(delta),
+    )

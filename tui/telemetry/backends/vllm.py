@@ -1,0 +1,124 @@
+"""vLLM: metric names (current V1, renamed and removed ones, V0) and figure derivation.
+
+Series carry `model_name` and `engine` (one per data-parallel engine): counters
+and counts are summed over them, fractions averaged.
+
+Per-token latency (tpot_mean_s): `vllm:request_time_per_output_token_seconds`
+is true per-token TPOT (per finished request). Older servers only have the
+per-*step* histograms `vllm:inter_token_latency_seconds` or (≤ 0.15)
+`vllm:time_per_output_token_seconds`: under speculative decoding one step
+emits several tokens, so their mean is not per token. Without the per-request
+histogram (or when no request finished in the window) spectop divides the step
+time by the tokens those steps produced: Δstep_sum / (Δgeneration_tokens −
+Δfirst tokens), first tokens = ΔTTFT count. On the sample this gives 4.167 ms
+against 4.235 ms from the per-request histogram (step ITL / mean acceptance
+length gives 4.165 ms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tui.telemetry.backends.base import (
+    Delta,
+    Kind,
+    Metric,
+    MetricTable,
+    Reading,
+    histogram,
+    mean,
+    per_position,
+    quantile,
+    rate,
+    ratio,
+)
+from tui.telemetry.backends.base import extract as extract_table
+from tui.telemetry.figures import Figures
+from tui.telemetry.prometheus import Sample
+
+NAME = "vllm"
+PREFIX = "vllm:"
+
+TABLE: MetricTable = {
+    "vllm:generation_tokens_total": Metric(Kind.COUNTER, "generation_tokens"),
+    "vllm:prompt_tokens_total": Metric(Kind.COUNTER, "prompt_tokens"),
+    "vllm:request_success_total": Metric(Kind.COUNTER, "requests"),
+    "vllm:spec_decode_num_drafts_total": Metric(Kind.COUNTER, "drafts"),
+    "vllm:spec_decode_num_draft_tokens_total": Metric(Kind.COUNTER, "draft_tokens"),
+    "vllm:spec_decode_num_accepted_tokens_total": Metric(Kind.COUNTER, "accepted"),
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total": Metric(
+        Kind.COUNTER, "accepted_per_pos", split_label="position"
+    ),
+    "vllm:prefix_cache_queries_total": Metric(Kind.COUNTER, "prefix_queries"),
+    "vllm:prefix_cache_hits_total": Metric(Kind.COUNTER, "prefix_hits"),
+    # Deprecated 0.9.2, removed about 0.12 (counted blocks before 0.9.2; the ratio is still a hit rate).
+    "vllm:gpu_prefix_cache_queries_total": Metric(Kind.COUNTER, "old_prefix_queries"),
+    "vllm:gpu_prefix_cache_hits_total": Metric(Kind.COUNTER, "old_prefix_hits"),
+    **histogram("vllm:time_to_first_token_seconds", "ttft"),
+    **histogram("vllm:request_time_per_output_token_seconds", "request_tpot"),
+    **histogram("vllm:inter_token_latency_seconds", "step_latency"),
+    # Removed about 0.15; same per-step meaning as inter_token_latency_seconds.
+    **histogram("vllm:time_per_output_token_seconds", "old_step_latency"),
+    **histogram("vllm:e2e_request_latency_seconds", "e2e"),
+    "vllm:num_requests_running": Metric(Kind.GAUGE_SUM, "running"),
+    "vllm:num_requests_waiting": Metric(Kind.GAUGE_SUM, "waiting"),
+    "vllm:kv_cache_usage_perc": Metric(Kind.GAUGE_MEAN, "kv_cache_usage"),  # a 0..1 fraction
+    "vllm:gpu_cache_usage_perc": Metric(Kind.GAUGE_MEAN, "old_kv_cache_usage"),
+    # V0 engine (removed 2025-10): lifetime gauges, used only when no counter says more.
+    "vllm:spec_decode_draft_acceptance_rate": Metric(Kind.GAUGE_MEAN, "v0_acceptance_rate"),
+    "vllm:gpu_prefix_cache_hit_rate": Metric(Kind.GAUGE_MEAN, "v0_prefix_hit_rate"),
+}
+
+_RESTART_NAMES = ("process_start_time_seconds", "vllm:generation_tokens_created")
+
+
+def extract(samples: Iterable[Sample]) -> Reading:
+    return extract_table(samples, TABLE, restart_names=_RESTART_NAMES)
+
+
+def _tpot(delta: Delta | None) -> float | None:
+    per_request = mean(delta, "request_tpot")
+    if per_request is not None or delta is None:
+        return per_request
+    step_sum = delta.total("step_latency_sum")
+    if step_sum is None:
+        step_sum = delta.total("old_step_latency_sum")
+    tokens = delta.total("generation_tokens")
+    if step_sum is None or tokens is None:
+        return None
+    first_tokens = delta.total("ttft_count") or 0.0
+    return ratio(step_sum, tokens - first_tokens)
+
+
+def derive(delta: Delta | None, last: Reading) -> Figures:
+    drafts = delta.total("drafts") if delta else None
+    accepted = delta.total("accepted") if delta else None
+    acceptance_rate = ratio(accepted, delta.total("draft_tokens")) if delta else None
+    if acceptance_rate is None and (delta is None or delta.total("draft_tokens") is None):
+        acceptance_rate = last.gauges.get("v0_acceptance_rate")
+    mean_length = ratio(accepted, drafts)
+    prefix_hit_rate = None
+    if delta is not None:
+        prefix_hit_rate = ratio(delta.total("prefix_hits"), delta.total("prefix_queries"))
+        if prefix_hit_rate is None and delta.total("prefix_queries") is None:
+            prefix_hit_rate = ratio(delta.total("old_prefix_hits"), delta.total("old_prefix_queries"))
+    if prefix_hit_rate is None and (delta is None or delta.total("prefix_queries") is None):
+        prefix_hit_rate = last.gauges.get("v0_prefix_hit_rate")
+    kv_cache_usage = last.gauges.get("kv_cache_usage", last.gauges.get("old_kv_cache_usage"))
+    return Figures(
+        generation_tokens_per_s=rate(delta, "generation_tokens"),
+        prompt_tokens_per_s=rate(delta, "prompt_tokens"),
+        requests_per_s=rate(delta, "requests"),
+        acceptance_rate=acceptance_rate,
+        mean_acceptance_length=None if mean_length is None else 1.0 + mean_length,
+        per_position_acceptance=per_position(delta, "accepted_per_pos", drafts),
+        ttft_mean_s=mean(delta, "ttft"),
+        ttft_p50_s=quantile(delta, "ttft", 0.5),
+        ttft_p95_s=quantile(delta, "ttft", 0.95),
+        tpot_mean_s=_tpot(delta),
+        e2e_mean_s=mean(delta, "e2e"),
+        running=last.gauges.get("running"),
+        waiting=last.gauges.get("waiting"),
+        kv_cache_usage=kv_cache_usage,
+        prefix_cache_hit_rate=prefix_hit_rate,
+    )

@@ -1,0 +1,123 @@
+"""One scrape of one /metrics URL with the app's shared httpx client. Never raises."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from tui.telemetry.backends import detect_backend
+from tui.telemetry.prometheus import MetricsFormatError, Sample, parse_metrics_text
+
+DEFAULT_TIMEOUT_S = 5.0
+DEFAULT_MAX_BYTES = 8 * 2**20
+_ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
+
+
+@dataclass(frozen=True)
+class Scrape:
+    """One scrape of one endpoint."""
+
+    time: float  # time.time() when the response arrived
+    monotonic: float  # time.monotonic() at the same moment: use this for deltas
+    samples: tuple[Sample, ...] | None  # None when the scrape failed
+    error: str | None
+    backend: str | None  # detected from metric names: "vllm" | "sglang" | "llamacpp" | None
+    # llama.cpp's Process-Start-Time-Unix header (a monotonic µs clock): changes on restart.
+    process_start: str | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.samples is not None
+
+
+def _size_text(max_bytes: int) -> str:
+    if max_bytes >= 2**20 and max_bytes % 2**20 == 0:
+        return f"{max_bytes // 2**20} MiB"
+    if max_bytes >= 1024 and max_bytes % 1024 == 0:
+        return f"{max_bytes // 1024} KiB"
+    return f"{max_bytes} bytes"
+
+
+def _connect_error_text(error: httpx.ConnectError) -> str:
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
+            return "connection refused"
+        cause = cause.__cause__ or cause.__context__
+    text = str(error)
+    if "refused" in text.lower():
+        return "connection refused"
+    return f"cannot connect: {text}" if text else "cannot connect"
+
+
+def failed(error: str) -> Scrape:
+    return Scrape(time=time.time(), monotonic=time.monotonic(), samples=None, error=error, backend=None)
+
+
+async def _fetch(
+    client: httpx.AsyncClient, url: str, timeout_s: float, max_bytes: int, headers: dict[str, str]
+) -> tuple[bytes, str | None] | str:
+    """(body, Process-Start-Time-Unix header) or an error text."""
+    async with client.stream("GET", url, headers=headers, timeout=timeout_s) as response:
+        if response.status_code >= 400:
+            return f"HTTP {response.status_code}"
+        declared = response.headers.get("content-length")
+        too_large = f"response larger than {_size_text(max_bytes)}"
+        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+            return too_large
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                return too_large
+            chunks.append(chunk)
+        return b"".join(chunks), response.headers.get("process-start-time-unix")
+
+
+async def scrape_metrics(
+    client: httpx.AsyncClient,
+    metrics_url: str,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    headers: dict[str, str] | None = None,
+) -> Scrape:
+    """GET metrics_url and parse it. Failures come back as a Scrape with `error` set."""
+    request_headers = {"Accept": _ACCEPT, **(headers or {})}
+    timeout_text = f"timeout after {timeout_s:.1f} s"
+    try:
+        async with asyncio.timeout(timeout_s):
+            result = await _fetch(client, metrics_url, timeout_s, max_bytes, request_headers)
+    except (TimeoutError, httpx.TimeoutException):
+        return failed(timeout_text)
+    except httpx.ConnectError as error:
+        return failed(_connect_error_text(error))
+    except httpx.InvalidURL as error:
+        return failed(f"invalid URL: {error}")
+    except httpx.HTTPError as error:
+        return failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+    except OSError as error:
+        return failed(f"network error: {error}")
+    if isinstance(result, str):
+        return failed(result)
+    body, process_start = result
+    arrived = time.time()
+    arrived_monotonic = time.monotonic()
+    text = body.decode("utf-8", errors="replace")
+    try:
+        samples = parse_metrics_text(text)
+    except MetricsFormatError as error:
+        return Scrape(arrived, arrived_monotonic, None, f"not Prometheus text: {error}", None)
+    return Scrape(
+        time=arrived,
+        monotonic=arrived_monotonic,
+        samples=tuple(samples),
+        error=None,
+        backend=detect_backend(samples),
+        process_start=process_start,
+    )
