@@ -13,6 +13,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 ErrorCategory = Literal["oom", "engine_dead", "spec_config", "traceback", "other"]
+SpecScope = Literal["interval", "request", "lifetime"]
+"""What a spec_decode line's counts cover: the log interval (vLLM, SGLang), one finished
+request (llama.cpp `draft acceptance`), or the server's lifetime (vLLM V0, llama.cpp `statistics`)."""
 
 
 class StatsEvent(BaseModel):
@@ -25,6 +28,13 @@ class StatsEvent(BaseModel):
     waiting: float | None = None
     kv_cache_usage: float | None = Field(None, description="0..1")
     prefix_cache_hit_rate: float | None = Field(None, description="0..1")
+    engine: str | None = Field(None, description="vLLM `Engine 002` -> '2'; SGLang rank prefix 'DP1 TP0'")
+    phase: Literal["prefill", "decode"] | None = Field(None, description="SGLang batch kind")
+    new_tokens: int | None = Field(None, description="SGLang prefill `#new-token` (computed)")
+    cached_tokens: int | None = Field(None, description="SGLang prefill `#cached-token` (prefix hits)")
+    extra: dict[str, float | str | bool] | None = Field(
+        None, description="every other field as printed (key as in the log, percentages as 0..1)"
+    )
     line: str = ""
 
 
@@ -39,6 +49,9 @@ class SpecDecodeEvent(BaseModel):
     drafted_tokens: int | None = None
     accepted_tokens_per_s: float | None = None
     drafted_tokens_per_s: float | None = None
+    num_drafts: int | None = Field(None, description="verify steps, where the line prints them")
+    scope: SpecScope | None = None
+    engine: str | None = None
     line: str = ""
 
 

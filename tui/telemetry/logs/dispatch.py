@@ -1,0 +1,109 @@
+"""One cleaned line -> typed events, trying each backend's grammar behind cheap substring checks.
+
+Most lines of a server log are noise (access lines, start-up chatter), so every grammar is gated
+by a plain substring test before any regex or splitting runs.
+"""
+
+from __future__ import annotations
+
+from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.logs import errors, llamacpp, sglang, vllm
+from tui.telemetry.logs.prefix import clean_line, split_prefix
+
+MAX_LINE_CHARS = 16384
+MAX_MESSAGE_CHARS = 2000
+BACKENDS = frozenset({"vllm", "sglang", "llamacpp"})
+
+ParsedEvent = StatsEvent | SpecDecodeEvent | ErrorEvent
+
+
+def normalize_backend(backend: str | None) -> str | None:
+    """A backend hint spectop can use ('auto', 'openai' and unknown names mean: detect)."""
+    if backend is None:
+        return None
+    name = backend.strip().lower().replace(".", "").replace("-", "").replace("_", "")
+    return name if name in BACKENDS else None
+
+
+def prepare(raw: str) -> str:
+    """The cleaned, length-capped text of a raw line."""
+    line = raw if len(raw) <= MAX_LINE_CHARS else raw[:MAX_LINE_CHARS]
+    if "\x1b" in line or "\r" in line or "\n" in line:
+        line = clean_line(line)
+    return line
+
+
+def grammar_events(line: str) -> list[ParsedEvent]:
+    """Stats and spec_decode events of a cleaned line (empty when no grammar matches)."""
+    if "throughput" in line:
+        start = line.find(vllm.STATS_MARKER)
+        if start >= 0:
+            stats = vllm.parse_stats(line, start)
+            return [stats] if stats else []
+    if "metrics: " in line:
+        for marker in vllm.SPEC_MARKERS:
+            start = line.find(marker)
+            if start >= 0:
+                spec = vllm.parse_spec(line, start, marker)
+                return [spec] if spec else []
+    if " batch" in line or "#running-req: " in line:
+        found = sglang.find_batch(line)
+        if found is not None:
+            return list(sglang.parse_batch(line, found))
+    if "acc" in line:
+        start = line.find(llamacpp.ACCEPTANCE_MARKER)
+        if start >= 0:
+            spec = llamacpp.parse_acceptance(line, start)
+            return [spec] if spec else []
+        start = line.find(llamacpp.PER_POSITION_MARKER)
+        if start >= 0:
+            spec = llamacpp.parse_per_position(line, start)
+            return [spec] if spec else []
+        if llamacpp.STATISTICS_MARKER in line:
+            spec = llamacpp.parse_statistics(line)
+            return [spec] if spec else []
+    if "Prefix cache hit rate: GPU: " in line:
+        start = line.find(vllm.V0_PREFIX_HIT_MARKER)
+        stats = vllm.parse_v0_prefix_hit(line, start)
+        return [stats] if stats else []
+    return []
+
+
+def error_event(line: str, backend: str | None) -> ErrorEvent | None:
+    """The error event of a cleaned line, or None."""
+    if not errors.passes_gate(line):
+        return None
+    prefix = split_prefix(line)
+    category = errors.classify(prefix.message, prefix.level)
+    if category is None:
+        return None
+    return ErrorEvent.model_construct(
+        time=prefix.time,
+        backend=prefix.backend or backend,
+        category=category,
+        message=prefix.message.strip()[:MAX_MESSAGE_CHARS],
+        line=line,
+    )
+
+
+def parse_events(raw: str, backend: str | None = None) -> list[ParsedEvent]:
+    """Every event of one line (a SGLang Decode line with spec fields: a stats AND a spec_decode event)."""
+    try:
+        line = prepare(raw)
+        events = grammar_events(line)
+        if events:
+            return events
+        error = error_event(line, normalize_backend(backend))
+        return [error] if error is not None else []
+    except Exception:  # a parser must never take the monitor down; unknown shapes are skipped
+        return []
+
+
+def parse_line(line: str, backend: str | None = None) -> ParsedEvent | None:
+    """The first event of one log line, or None. Never raises.
+
+    For a SGLang `Decode batch` line with `accept len` this is the stats event; use
+    `parse_events` (or `LogParser`) to get its spec_decode event too.
+    """
+    events = parse_events(line, backend)
+    return events[0] if events else None

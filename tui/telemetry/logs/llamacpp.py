@@ -1,0 +1,109 @@
+"""llama.cpp `llama-server` log grammar (llamacpp.md §3).
+
+  `draft acceptance = 1.00000 (   56 accepted /    56 generated), mean len =  9.00`
+      print_timing, once per finished request that drafted (scope "request").
+  `acc per pos = (0.810, 0.476, ...)`
+      trace verbosity (`-lv 4`), per request: per-position rates only.
+  `statistics     draft-simple: ... #gen drafts = 21, ..., #gen tokens = 162, #acc tokens = 42,
+   #mean acc len = 3.00, #acc rate/pos = (0.810, ...), ...`
+      trace verbosity, cumulative over the server's lifetime (scope "lifetime").
+The per-step `accepted 8/ 8 draft tokens` lines of LLAMA_TRACE=1 are not turned into events: one
+per verification step would drown the request-level figures.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tui.telemetry.events import SpecDecodeEvent
+from tui.telemetry.logs.prefix import split_prefix
+from tui.telemetry.logs.values import parse_float_list
+
+ACCEPTANCE_MARKER = "draft acceptance = "
+PER_POSITION_MARKER = "acc per pos = "
+STATISTICS_MARKER = "#acc tokens = "
+
+_ACCEPTANCE = re.compile(
+    r"draft acceptance = (?P<rate>[-+\d.eE]+|nan|-?inf) \(\s*(?P<accepted>\d+) accepted /\s*(?P<drafted>\d+)"
+    r" generated\)(?:, mean len =\s*(?P<mean>[-+\d.eE]+|nan|-?inf))?"
+)
+_PER_POSITION = re.compile(r"acc per pos = \((?P<positions>[^)]*)\)")
+_STATISTICS = {
+    "drafts": re.compile(r"#gen drafts =\s*(\d+)"),
+    "drafted": re.compile(r"#gen tokens =\s*(\d+)"),
+    "accepted": re.compile(r"#acc tokens =\s*(\d+)"),
+}
+_STATISTICS_MEAN = re.compile(r"#mean acc len =\s*([\d.]+)")
+_STATISTICS_POSITIONS = re.compile(r"#acc rate/pos = \((?P<positions>[^)]*)\)")
+
+
+def _finite(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def parse_acceptance(line: str, start: int) -> SpecDecodeEvent | None:
+    match = _ACCEPTANCE.match(line, start)
+    if match is None:
+        return None
+    accepted = int(match["accepted"])
+    drafted = int(match["drafted"])
+    rate = _finite(match["rate"])
+    if rate is None and drafted:
+        rate = accepted / drafted
+    return SpecDecodeEvent.model_construct(
+        time=split_prefix(line[:start]).time,
+        backend="llamacpp",
+        mean_acceptance_length=_finite(match["mean"]),
+        acceptance_rate=rate,
+        accepted_tokens=accepted,
+        drafted_tokens=drafted,
+        scope="request",
+        line=line,
+    )
+
+
+def parse_per_position(line: str, start: int) -> SpecDecodeEvent | None:
+    match = _PER_POSITION.match(line, start)
+    if match is None:
+        return None
+    positions = parse_float_list(match["positions"])
+    if positions is None:
+        return None
+    return SpecDecodeEvent.model_construct(
+        time=split_prefix(line[:start]).time,
+        backend="llamacpp",
+        per_position_acceptance=positions,
+        scope="request",
+        line=line,
+    )
+
+
+def parse_statistics(line: str) -> SpecDecodeEvent | None:
+    counts: dict[str, int] = {}
+    for name, pattern in _STATISTICS.items():
+        match = pattern.search(line)
+        if match:
+            counts[name] = int(match[1])
+    if "accepted" not in counts or "drafted" not in counts:
+        return None
+    mean = _STATISTICS_MEAN.search(line)
+    positions = _STATISTICS_POSITIONS.search(line)
+    accepted, drafted = counts["accepted"], counts["drafted"]
+    return SpecDecodeEvent.model_construct(
+        time=split_prefix(line).time,
+        backend="llamacpp",
+        mean_acceptance_length=_finite(mean[1]) if mean else None,
+        acceptance_rate=accepted / drafted if drafted else None,
+        per_position_acceptance=parse_float_list(positions["positions"]) if positions else None,
+        accepted_tokens=accepted,
+        drafted_tokens=drafted,
+        num_drafts=counts.get("drafts"),
+        scope="lifetime",
+        line=line,
+    )

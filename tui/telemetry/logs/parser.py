@@ -1,0 +1,109 @@
+"""`LogParser`: the stateful line-by-line parser a tailer feeds.
+
+It remembers the backend it detected (used for lines that do not say, such as bare tracebacks)
+and groups a multi-line Python traceback into one `traceback` error event. The exception line of
+a traceback that names a specific failure (CUDA OOM, a dead engine, a bad spec config) is also
+reported right away as its own error event, so an alert does not wait for the traceback to end.
+A traceback is complete when a line arrives that cannot belong to it, or on `flush()`; a follower
+should call `flush()` when the log has been quiet for a moment.
+"""
+
+from __future__ import annotations
+
+from tui.telemetry.events import ErrorEvent, LogEvent
+from tui.telemetry.logs import errors
+from tui.telemetry.logs.dispatch import (
+    MAX_MESSAGE_CHARS,
+    grammar_events,
+    normalize_backend,
+    prepare,
+)
+from tui.telemetry.logs.prefix import LinePrefix, split_prefix
+from tui.telemetry.logs.tracebacks import TracebackGroup
+
+_SPECIFIC = frozenset({"oom", "engine_dead", "spec_config"})
+
+
+class LogParser:
+    """Feed it lines in order; it returns the events each line completes. Never raises."""
+
+    def __init__(self, backend: str | None = None) -> None:
+        self.backend: str | None = normalize_backend(backend)
+        self._group: TracebackGroup | None = None
+
+    @property
+    def pending(self) -> bool:
+        """True while a traceback is open (its event comes with a later line or `flush()`)."""
+        return self._group is not None
+
+    def feed(self, line: str) -> list[LogEvent]:
+        try:
+            return self._feed(line)
+        except Exception:  # never let one odd line stop the tailing
+            self._group = None
+            return []
+
+    def flush(self) -> list[LogEvent]:
+        """Events still held back (an open traceback); call at end of file or when the log goes quiet."""
+        group, self._group = self._group, None
+        return [group.event()] if group is not None else []
+
+    def _feed(self, raw: str) -> list[LogEvent]:
+        line = prepare(raw)
+        events: list[LogEvent] = []
+        found = grammar_events(line)
+        if self._group is not None:
+            if not found:
+                prefix = split_prefix(line)
+                if self._group.belongs(prefix):
+                    taken, exception = self._group.offer(line, prefix)
+                    if taken:
+                        return self._exception_events(exception, prefix, line)
+            events.extend(self.flush())
+        if found:
+            self._remember(found[0].backend)
+            events.extend(found)
+            return events
+        if not errors.passes_gate(line):
+            return events
+        prefix = split_prefix(line)
+        if errors.is_traceback_start(prefix.message) and prefix.level not in ("DEBUG", "INFO", "WARNING"):
+            self._group = TracebackGroup(line, prefix, self.backend)
+        category = errors.classify(prefix.message, prefix.level)
+        if category is not None and (self._group is None or category in _SPECIFIC):
+            events.append(self._error(category, prefix, line))
+            if self._group is not None:
+                self._group.reported_categories.add(category)
+        return events
+
+    def _exception_events(self, exception: str | None, prefix: LinePrefix, line: str) -> list[LogEvent]:
+        group = self._group
+        if exception is None or group is None:
+            return []
+        category = errors.classify(exception, None)
+        if category not in _SPECIFIC or category in group.reported_categories:
+            return []
+        group.reported_categories.add(category)
+        return [
+            ErrorEvent.model_construct(
+                time=prefix.time or group.time,
+                backend=prefix.backend or group.backend,
+                category=category,
+                message=exception,
+                line=line,
+            )
+        ]
+
+    def _error(self, category: str, prefix: LinePrefix, line: str) -> ErrorEvent:
+        self._remember(prefix.backend)
+        return ErrorEvent.model_construct(
+            time=prefix.time,
+            backend=prefix.backend or self.backend,
+            category=category,
+            message=prefix.message.strip()[:MAX_MESSAGE_CHARS],
+            line=line,
+        )
+
+    def _remember(self, backend: str | None) -> None:
+        if self.backend is None and backend is not None:
+            self.backend = backend

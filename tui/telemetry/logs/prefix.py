@@ -1,0 +1,133 @@
+"""Cleaning a raw log line and splitting off the logger prefix of each backend.
+
+Cleaning: ANSI colour codes are removed (vLLM colours the level, time and
+process prefix on a TTY) and carriage returns are resolved: vLLM ends every
+continuation line of a multi-line message in `\\r`, and progress bars redraw
+with `\\r` inside one physical line, so the last non-empty segment wins.
+
+Prefixes (see the reference, vllm.md §2.1, sglang.md §2.1, llamacpp.md §1):
+  vLLM      `(EngineCore pid=243) INFO 08-20 14:02:24 [core.py:122] msg`, older
+            `INFO 10-16 19:05:47 metrics.py:367] msg`; file:line is never keyed on.
+  SGLang    `[2026-07-20 09:50:00 TP0] msg`, optional `.123` ms and rank parts,
+            legacy `[10:00:00 TP0] msg`; there is no level name.
+  llama.cpp `0.00.640.930 I slot print_timing: ...` (elapsed time, level letter).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
+
+_VLLM_PREFIX = re.compile(
+    r"(?:\((?P<proc>[A-Za-z0-9_]+) pid=\d+\) )?"
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"(?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? "
+    r"\[?(?P<origin>[^\]\s]+:\d+)\] ?"
+)
+_VLLM_PROCESS_ONLY = re.compile(r"\((?P<proc>[A-Za-z0-9_]+) pid=\d+\) ")
+_SGLANG_PREFIX = re.compile(
+    r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?P<ms>[.,]\d{1,6})?"
+    r"(?P<ranks>(?: [A-Z_]+\d+)*)\] ?"
+)
+_SGLANG_LEGACY_PREFIX = re.compile(r"\[(?P<hms>\d\d:\d\d:\d\d)(?P<ranks>(?: [A-Z_]+\d+)*)\] ?")
+_LLAMACPP_PREFIX = re.compile(r"(?P<time>\d+\.\d\d\.\d\d\d\.\d\d\d) (?P<level>[IWEDT]) ")
+
+_LLAMACPP_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "D": "DEBUG", "T": "DEBUG"}
+
+
+def clean_line(raw: str) -> str:
+    """The printable text of one physical line: no ANSI codes, no line ending, no `\\r` redraws."""
+    line = raw
+    if "\x1b" in line:
+        line = ANSI_ESCAPE.sub("", line)
+    if "\n" in line:
+        line = line.replace("\r\n", "\n").rstrip("\n")
+        if "\n" in line:  # several physical lines given at once: keep the last one
+            line = line.rsplit("\n", 1)[1]
+    if "\r" in line:
+        segments = [segment for segment in line.split("\r") if segment.strip()]
+        line = segments[-1] if segments else ""
+    return line
+
+
+@dataclass(frozen=True, slots=True)
+class LinePrefix:
+    """What the logger prefix of a line says; `message` is the text after it."""
+
+    backend: str | None
+    time: str | None
+    level: str | None
+    source: str | None
+    message: str
+    has_prefix: bool
+    origin: str | None = None  # vLLM `file:line`; only used to tell records apart, never keyed on
+
+
+def split_prefix(line: str) -> LinePrefix:
+    """Split a cleaned line into its logger prefix and message; unknown prefixes keep the whole line."""
+    if line.startswith("("):
+        match = _VLLM_PREFIX.match(line)
+        if match:
+            return LinePrefix(
+                "vllm",
+                match["time"],
+                match["level"],
+                match["proc"],
+                line[match.end() :],
+                True,
+                match["origin"],
+            )
+        process = _VLLM_PROCESS_ONLY.match(line)
+        if process:  # raw stderr (uvicorn, tracebacks) relayed with the process prefix only
+            return LinePrefix(
+                "vllm",
+                None,
+                _uvicorn_level(line, process.end()),
+                process["proc"],
+                line[process.end() :],
+                True,
+            )
+    elif line.startswith("["):
+        match = _SGLANG_PREFIX.match(line)
+        if match:
+            time = f"{match['date']}T{match['hms']}"
+            if match["ms"]:
+                time += "." + match["ms"][1:]
+            ranks = match["ranks"].strip() or None
+            rest = line[match.end() :]
+            return LinePrefix("sglang", time, _uvicorn_level(rest, 0), ranks, rest, True)
+        legacy = _SGLANG_LEGACY_PREFIX.match(line)
+        if legacy:
+            ranks = legacy["ranks"].strip() or None
+            rest = line[legacy.end() :]
+            return LinePrefix("sglang", legacy["hms"], _uvicorn_level(rest, 0), ranks, rest, True)
+    elif line[:1].isdigit():
+        match = _LLAMACPP_PREFIX.match(line)
+        if match:
+            return LinePrefix(
+                "llamacpp", match["time"], _LLAMACPP_LEVELS[match["level"]], None, line[match.end() :], True
+            )
+    elif line[:1] in "DIWEC":
+        match = _VLLM_PREFIX.match(line)
+        if match:
+            return LinePrefix(
+                "vllm", match["time"], match["level"], None, line[match.end() :], True, match["origin"]
+            )
+    return LinePrefix(None, None, _uvicorn_level(line, 0), None, line, False)
+
+
+_UVICORN_LEVELS = ("INFO:", "WARNING:", "ERROR:", "CRITICAL:", "DEBUG:")
+
+
+def _uvicorn_level(text: str, start: int) -> str | None:
+    """uvicorn's `ERROR:    Exception in ASGI application` style level prefix, if any."""
+    if text.startswith(_UVICORN_LEVELS, start):
+        return text[start : text.index(":", start)]
+    return None
+
+
+def prefix_time(line: str) -> str | None:
+    """Only the timestamp of a line (cheaper than `split_prefix` when the message is already found)."""
+    return split_prefix(line).time

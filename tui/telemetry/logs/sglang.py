@@ -1,0 +1,121 @@
+"""SGLang log grammar: `Prefill batch` / `Decode batch` lines in every version (sglang.md §2.2, §2.3).
+
+Follows the reference's robust recipe rather than one regex per version: find the head
+(`Decode batch`, `Prefill batch`, with `.` or `,`, an optional ` [iter]`, or the pre-2024-08
+`[gpu_id=N] #running-req: ...` form), drop a trailing `, `, split on `", "` and split each item at
+its last `": "`. Field order, hybrid-pool variants (`full token usage`, `mamba usage`), PD and
+DSpark extras, graph labels (`cuda`/`cpu`/`npu`/`musa graph`) and the 2025-07 `timestamp` all
+fall out of that; fields spectop has no name for land in `extra`.
+"""
+
+from __future__ import annotations
+
+from tui.telemetry.events import SpecDecodeEvent, StatsEvent
+from tui.telemetry.logs.prefix import split_prefix
+from tui.telemetry.logs.values import parse_count, parse_field_value, parse_number
+
+DECODE_MARKER = "Decode batch"
+PREFILL_MARKER = "Prefill batch"
+LEGACY_MARKER = "#running-req: "
+
+_STATS_FIELDS = {
+    "#running-req": "running",
+    "#queue-req": "waiting",
+    "token usage": "kv_cache_usage",
+    "full token usage": "kv_cache_usage",
+    "gen throughput (token/s)": "generation_tokens_per_s",
+    "input throughput (token/s)": "prompt_tokens_per_s",
+    "cache hit rate": "prefix_cache_hit_rate",
+}
+
+
+def find_batch(line: str) -> tuple[str, int, int] | None:
+    """(phase, where the prefix ends, where the fields begin), or None when this is no batch line."""
+    for phase, marker in (("decode", DECODE_MARKER), ("prefill", PREFILL_MARKER)):
+        start = line.find(marker)
+        if start < 0:
+            continue
+        position = start + len(marker)
+        if line.startswith(" [", position):  # SGLANG_LOG_FORWARD_ITERS: `Decode batch [123],`
+            close = line.find("]", position)
+            if close < 0 or not line[position + 2 : close].isdigit():
+                return None
+            position = close + 1
+        if line[position : position + 2] not in (", ", ". "):
+            return None
+        return phase, start, position + 2
+    start = line.find(LEGACY_MARKER)
+    if start >= 0 and "gen throughput" in line:  # ≤ 2024-07: `[gpu_id=0] #running-req: ...`
+        return "decode", start, start
+    return None
+
+
+def parse_batch(line: str, found: tuple[str, int, int]) -> list[StatsEvent | SpecDecodeEvent]:
+    """The stats event of a batch line, plus a spec_decode event when it carries `accept len/rate`."""
+    phase, head_end, body_start = found
+    prefix = split_prefix(line[:head_end])
+    engine = prefix.source
+    values: dict[str, float | None] = {}
+    extra: dict[str, float | str | bool] = {}
+    new_tokens: int | None = None
+    cached_tokens: int | None = None
+    accept_length: float | None = None
+    accept_rate: float | None = None
+    body = line[body_start:].rstrip().rstrip(",").rstrip()
+    for item in body.split(", "):
+        key, separator, raw_value = item.rpartition(": ")
+        if not separator:
+            continue
+        field = _STATS_FIELDS.get(key)
+        if field is not None:
+            if field not in values or values[field] is None:
+                values[field] = parse_number(raw_value)
+        elif key == "#new-token":
+            new_tokens = parse_count(raw_value)
+        elif key == "#cached-token":
+            cached_tokens = parse_count(raw_value)
+        elif key == "accept len":
+            accept_length = parse_number(raw_value)
+        elif key == "accept rate":
+            accept_rate = parse_number(raw_value)
+        else:
+            value = parse_field_value(raw_value)
+            if value is not None:
+                extra[key] = value
+    if not values and new_tokens is None:
+        return []
+    if (
+        phase == "prefill"
+        and values.get("prefix_cache_hit_rate") is None
+        and new_tokens is not None
+        and cached_tokens is not None
+        and new_tokens + cached_tokens > 0
+    ):
+        # This batch's hit rate (the same figure as the `sglang:cache_hit_rate` gauge after a prefill).
+        values["prefix_cache_hit_rate"] = cached_tokens / (new_tokens + cached_tokens)
+    events: list[StatsEvent | SpecDecodeEvent] = [
+        StatsEvent.model_construct(
+            time=prefix.time,
+            backend="sglang",
+            engine=engine,
+            phase=phase,
+            new_tokens=new_tokens,
+            cached_tokens=cached_tokens,
+            extra=extra or None,
+            line=line,
+            **values,
+        )
+    ]
+    if accept_length is not None or accept_rate is not None:
+        events.append(
+            SpecDecodeEvent.model_construct(
+                time=prefix.time,
+                backend="sglang",
+                mean_acceptance_length=accept_length,
+                acceptance_rate=accept_rate,
+                scope="interval",
+                engine=engine,
+                line=line,
+            )
+        )
+    return events

@@ -1,0 +1,99 @@
+"""Grouping the physical lines of one Python traceback into a single `traceback` error event.
+
+A traceback starts at `Traceback (most recent call last):`. It owns the indented frame lines,
+chained-exception headers and blank lines, then the exception line(s). vLLM repeats the record's
+prefix (`(EngineCore pid=1) ERROR date [core.py:1131] `) on every line, so a prefixed line belongs
+to the traceback only when its process, level and file:line match the first line; SGLang and raw
+stderr tracebacks have no prefix at all, so there any prefixed line is a new log record.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from tui.telemetry.events import ErrorEvent
+from tui.telemetry.logs import errors
+from tui.telemetry.logs.prefix import LinePrefix
+
+MAX_HEAD_LINES = 20
+MAX_TAIL_LINES = 80
+MAX_EXCEPTION_CONTINUATION_LINES = 20
+MAX_LINES = 2000
+MAX_MESSAGE_CHARS = 2000
+
+
+class TracebackGroup:
+    """The lines of one traceback seen so far; bounded whatever the input."""
+
+    def __init__(self, line: str, prefix: LinePrefix, backend: str | None) -> None:
+        self.time = prefix.time
+        self.backend = prefix.backend or backend
+        self._key = _record_key(prefix)
+        self._head: list[str] = [line]
+        self._tail: deque[str] = deque(maxlen=MAX_TAIL_LINES)
+        self._omitted = 0
+        self._count = 1
+        self._in_exception = False
+        self._continuation_lines = 0
+        self.exception: str | None = None
+        self.reported_categories: set[str] = set()
+
+    def belongs(self, prefix: LinePrefix) -> bool:
+        """Whether a line with this prefix can be part of the traceback (by its prefix alone)."""
+        if self._count >= MAX_LINES:
+            return False
+        if not prefix.has_prefix:
+            return True
+        return prefix.backend == "vllm" and _record_key(prefix) == self._key
+
+    def offer(self, line: str, prefix: LinePrefix) -> tuple[bool, str | None]:
+        """Add the line if it continues the traceback. Returns (taken, exception text if it is one)."""
+        message = prefix.message
+        stripped = message.strip()
+        if errors.is_frame_line(message) or not stripped:
+            self._in_exception = self._in_exception and not errors.is_frame_line(message)
+            self._add(line)
+            return True, None
+        if errors.is_traceback_start(message) or errors.is_traceback_continuation(stripped):
+            self._in_exception = False
+            self._add(line)
+            return True, None
+        if not self._in_exception:
+            self._in_exception = True
+            self._continuation_lines = 0
+            self.exception = stripped[:MAX_MESSAGE_CHARS]
+            self._add(line)
+            return True, self.exception
+        # A multi-line exception message (e.g. SGLang's "Possible solutions:" list); `belongs` has
+        # already turned away prefixed lines of other records.
+        if self._continuation_lines >= MAX_EXCEPTION_CONTINUATION_LINES:
+            return False, None
+        self._continuation_lines += 1
+        self._add(line)
+        return True, None
+
+    def event(self) -> ErrorEvent:
+        lines = list(self._head)
+        if self._omitted:
+            lines.append(f"... {self._omitted} lines omitted ...")
+        lines.extend(self._tail)
+        return ErrorEvent.model_construct(
+            time=self.time,
+            backend=self.backend,
+            category="traceback",
+            message=self.exception or errors.TRACEBACK_START,
+            line="\n".join(lines),
+        )
+
+    def _add(self, line: str) -> None:
+        self._count += 1
+        if len(self._head) < MAX_HEAD_LINES:
+            self._head.append(line)
+            return
+        if len(self._tail) == self._tail.maxlen:
+            self._omitted += 1
+        self._tail.append(line)
+
+
+def _record_key(prefix: LinePrefix) -> tuple[str | None, str | None, str | None]:
+    return (prefix.source, prefix.level, prefix.origin)

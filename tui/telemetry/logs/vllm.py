@@ -1,0 +1,163 @@
+"""vLLM log grammar: the periodic stats line and the speculative-decoding line (vllm.md §2.2, §2.3).
+
+Keyed on message text only (file:line drifts between builds). Every known variant:
+  stats  V1 current `Engine 000: Avg prompt throughput: ...` with the optional Deferred, Preemptions,
+         Corrupted, External prefix cache and MM cache segments, `N Engines Aggregated: `, the early-2025
+         V1 line without the engine prefix, the V0 line (`Swapped`, `Pending`, `CPU KV cache usage`, final
+         `.`) and V0's separate `Prefix cache hit rate: GPU: x%, CPU: y%`.
+  spec   current `SpecDecoding metrics: Mean acceptance length ... Avg Draft acceptance rate: x%`, the
+         never-shipped order with `Draft acceptance rate` first, the Apr-Sep 2025 form, the Apr 2025
+         short forms, and V0's cumulative `Speculative metrics: ... Number of emitted tokens: N.`
+"""
+
+from __future__ import annotations
+
+from tui.telemetry.events import SpecDecodeEvent, StatsEvent
+from tui.telemetry.logs.prefix import split_prefix
+from tui.telemetry.logs.values import parse_count, parse_field_value, parse_float_list, parse_number
+
+STATS_MARKER = "Avg prompt throughput: "
+V0_PREFIX_HIT_MARKER = "Prefix cache hit rate: GPU: "
+SPEC_MARKERS = ("SpecDecoding metrics: ", "Speculative metrics: ")
+
+_STATS_FIELDS = {
+    "Avg prompt throughput": "prompt_tokens_per_s",
+    "Avg generation throughput": "generation_tokens_per_s",
+    "Running": "running",
+    "Waiting": "waiting",
+    "Pending": "waiting",  # V0: requests not yet scheduled
+    "GPU KV cache usage": "kv_cache_usage",
+    "Prefix cache hit rate": "prefix_cache_hit_rate",
+}
+_ENGINE_PREFIX = "Engine "
+_AGGREGATED_SUFFIX = " Engines Aggregated"
+
+
+def parse_stats(line: str, start: int) -> StatsEvent | None:
+    """The stats line whose `Avg prompt throughput` segment begins at `start`."""
+    head = line[:start]
+    prefix = split_prefix(head)
+    engine = _engine_name(prefix.message)
+    values: dict[str, float | None] = {}
+    extra: dict[str, float | str | bool] = {}
+    body = line[start:].rstrip().rstrip(".,").rstrip()
+    for item in body.split(", "):
+        key, separator, raw_value = item.partition(": ")
+        if not separator:
+            continue
+        field = _STATS_FIELDS.get(key)
+        if field is None:
+            value = parse_field_value(raw_value)
+            if value is not None:
+                extra[key] = value
+            continue
+        values[field] = parse_number(raw_value)
+    if not values:
+        return None
+    return StatsEvent.model_construct(
+        time=prefix.time,
+        backend="vllm",
+        engine=engine,
+        extra=extra or None,
+        line=line,
+        **values,
+    )
+
+
+def parse_v0_prefix_hit(line: str, start: int) -> StatsEvent | None:
+    """V0's separate `Prefix cache hit rate: GPU: 94.35%, CPU: 0.00%` line."""
+    body = line[start + len(V0_PREFIX_HIT_MARKER) :]
+    gpu, _, cpu = body.partition(", CPU: ")
+    rate = parse_number(gpu)
+    if rate is None:
+        return None
+    cpu_rate = parse_number(cpu) if cpu else None
+    return StatsEvent.model_construct(
+        time=split_prefix(line[:start]).time,
+        backend="vllm",
+        prefix_cache_hit_rate=rate,
+        extra={"CPU prefix cache hit rate": cpu_rate} if cpu_rate is not None else None,
+        line=line,
+    )
+
+
+def parse_spec(line: str, start: int, marker: str) -> SpecDecodeEvent | None:
+    """A `SpecDecoding metrics:` / `Speculative metrics:` line whose marker begins at `start`."""
+    prefix = split_prefix(line[:start])
+    body = line[start + len(marker) :].rstrip().rstrip(".,").rstrip()
+    mean_length: float | None = None
+    rate: float | None = None
+    accepted: int | None = None
+    drafted: int | None = None
+    accepted_per_s: float | None = None
+    drafted_per_s: float | None = None
+    lifetime = False
+    for item in body.split(", "):
+        key, separator, raw_value = item.partition(": ")
+        if not separator:
+            continue  # a per-position value after the first; read by _positions
+        if key == "Mean acceptance length":
+            mean_length = parse_number(raw_value)
+        elif key in ("Avg Draft acceptance rate", "Draft acceptance rate"):
+            rate = parse_number(raw_value)
+        elif key in ("Accepted", "Number of accepted tokens"):
+            accepted = parse_count(raw_value)
+        elif key in ("Drafted", "Number of draft tokens"):
+            drafted = parse_count(raw_value)
+        elif key == "Accepted throughput":
+            accepted_per_s = parse_number(raw_value)
+        elif key == "Drafted throughput":
+            drafted_per_s = parse_number(raw_value)
+        elif key in ("Number of emitted tokens", "System efficiency"):
+            lifetime = True
+    per_position = _positions(body)
+    # Until #17908 (2025-05-09) the mean length excluded the bonus token: it then equals the
+    # sum of the per-position rates instead of 1 + that sum.
+    if per_position and mean_length is not None:
+        total = sum(per_position)
+        if abs(mean_length - total) < abs(mean_length - (1.0 + total)):
+            mean_length += 1.0
+    if rate is None and accepted is not None and drafted:
+        rate = accepted / drafted
+    if mean_length is None and rate is None and accepted is None and drafted is None:
+        return None
+    return SpecDecodeEvent.model_construct(
+        time=prefix.time,
+        backend="vllm",
+        mean_acceptance_length=mean_length,
+        acceptance_rate=rate,
+        per_position_acceptance=per_position or None,
+        accepted_tokens=accepted,
+        drafted_tokens=drafted,
+        accepted_tokens_per_s=accepted_per_s,
+        drafted_tokens_per_s=drafted_per_s,
+        scope="lifetime" if lifetime else "interval",
+        engine=_engine_name(prefix.message),
+        line=line,
+    )
+
+
+def _positions(body: str) -> list[float] | None:
+    start = body.find("Per-position acceptance rate: ")
+    if start < 0:
+        return None
+    text = body[start + len("Per-position acceptance rate: ") :]
+    end = text.find(": ")
+    if end >= 0:  # another `Key: value` segment follows the list; cut at its comma
+        text = text[: text.rfind(", ", 0, end)]
+    return parse_float_list(text)
+
+
+def _engine_name(message_head: str) -> str | None:
+    """`Engine 002: ` -> '2'; `3 Engines Aggregated: ` -> 'aggregated'."""
+    head = message_head.rstrip().rstrip(":")
+    if not head:
+        return None
+    if head.endswith(_AGGREGATED_SUFFIX):
+        return "aggregated"
+    position = head.rfind(_ENGINE_PREFIX)
+    if position >= 0:
+        number = head[position + len(_ENGINE_PREFIX) :]
+        if number.isdigit():
+            return str(int(number))
+    return None
