@@ -1,0 +1,189 @@
+"""A tiny OpenAI-style streaming server with exactly known timing, for tests and benchmarks.
+
+Runs on its own event loop in a background thread (port 0). Each request: the first
+content chunk after `ttft_s`, then a chunk of `tokens_per_chunk` tokens every
+`interval_s`. Every write's time is recorded (time.perf_counter, the same clock the
+client uses), so tests compare what the client measured with what the server did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Behaviour:
+    ttft_s: float = 0.05
+    interval_s: float = 0.01
+    tokens_per_chunk: int = 1
+    chunks: int = 20
+    usage: bool = True
+    status: int = 200
+    fail_first: int = 0  # answer 503 to this many requests first
+    stall_after_chunks: int | None = None  # stop writing, keep the connection open
+    break_after_chunks: int | None = None  # close the connection mid-stream
+    error_in_stream_after: int | None = None  # send data: {"error": ...} after this many chunks
+    role_chunk: bool = True
+
+
+@dataclass
+class Record:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    received_s: float
+    writes_s: list[float] = field(default_factory=list)  # content chunks only
+    tokens: int = 0
+
+
+class TimedServer:
+    def __init__(self, behaviour: Behaviour | None = None) -> None:
+        self.behaviour = behaviour or Behaviour()
+        self.records: list[Record] = []
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._thread: threading.Thread | None = None
+        self._served = 0
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> TimedServer:
+        ready = threading.Event()
+
+        def main() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            self._server = loop.run_until_complete(
+                asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024)
+            )
+            self.port = self._server.sockets[0].getsockname()[1]
+            ready.set()
+            loop.run_forever()
+            self._server.close()
+            loop.run_until_complete(self._server.wait_closed())
+            loop.close()
+
+        self._thread = threading.Thread(target=main, daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request_line = await reader.readline()
+                if not request_line:
+                    return
+                method, path, _ = request_line.decode().split(" ", 2)
+                headers: dict[str, str] = {}
+                while True:
+                    line = await reader.readline()
+                    if line in (b"\r\n", b"\n", b""):
+                        break
+                    name, _, value = line.decode().partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length", "0"))
+                raw = await reader.readexactly(length) if length else b""
+                keep_going = await self._respond(method, path, headers, raw, writer)
+                if not keep_going:
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+
+    async def _respond(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter
+    ) -> bool:
+        b = self.behaviour
+        if method == "GET" and path.endswith("/models"):
+            payload = json.dumps({"object": "list", "data": [{"id": "timed-model"}]}).encode()
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(payload)}\r\n\r\n".encode()
+                + payload
+            )
+            await writer.drain()
+            return True
+        body = json.loads(raw) if raw else {}
+        record = Record(path=path, headers=headers, body=body, received_s=time.perf_counter())
+        with self._lock:
+            self.records.append(record)
+            self._served += 1
+            number = self._served
+        status = b.status
+        if number <= b.fail_first:
+            status = 503
+        if status != 200:
+            payload = json.dumps({"error": {"message": f"status {status} as asked", "code": status}}).encode()
+            writer.write(
+                f"HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(payload)}\r\n\r\n".encode()
+                + payload
+            )
+            await writer.drain()
+            return True
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+
+        def send(event: str) -> None:
+            data = f"data: {event}\n\n".encode()
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+
+        chat = path.endswith("/chat/completions")
+        if b.role_chunk and chat:
+            send(json.dumps({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}))
+            await writer.drain()
+        start = time.perf_counter()
+        token = 0
+        for chunk in range(b.chunks):
+            if b.break_after_chunks is not None and chunk >= b.break_after_chunks:
+                writer.transport.abort()
+                return False
+            if b.stall_after_chunks is not None and chunk >= b.stall_after_chunks:
+                await asyncio.sleep(3600)
+            if b.error_in_stream_after is not None and chunk >= b.error_in_stream_after:
+                send(json.dumps({"error": {"message": "engine died", "type": "InternalServerError"}}))
+                send("[DONE]")
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+                return True
+            due = start + b.ttft_s + chunk * b.interval_s
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            words = "".join(f"t{token + i} " for i in range(b.tokens_per_chunk))
+            token += b.tokens_per_chunk
+            if chat:
+                event = {"choices": [{"index": 0, "delta": {"content": words}, "finish_reason": None}]}
+            else:
+                event = {"choices": [{"index": 0, "text": words, "finish_reason": None}]}
+            send(json.dumps(event))
+            await writer.drain()
+            record.writes_s.append(time.perf_counter())
+        record.tokens = token
+        finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
+        send(json.dumps(finish))
+        if b.usage:
+            usage = {"prompt_tokens": 5, "completion_tokens": token, "total_tokens": token + 5}
+            send(json.dumps({"choices": [], "usage": usage}))
+        send("[DONE]")
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True

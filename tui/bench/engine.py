@@ -1,0 +1,462 @@
+"""The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers.
+
+Both arms get the same prompts in the same order; sends are interleaved A, B, A, B
+and the arm that goes first alternates by round, to cancel drift. Warm-up requests
+are sent first and left out. Each endpoint's /metrics is scraped right before and
+after its measured requests, for acceptance during the burst (windowed deltas).
+Cancelling the task running `run_burst` cancels every request in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import httpx
+
+from tui.bench.prompts import Prompt, PromptSet
+from tui.bench.request import RequestSpec, RetryBudget, endpoint_url, run_request
+from tui.bench.results import (
+    ArmResult,
+    BurstResult,
+    BurstSettingsRecord,
+    RequestResult,
+    ServerAcceptance,
+)
+from tui.bench.schedule import LoadShape, arrival_offsets
+from tui.bench.stats import percentile
+
+Api = Literal["chat", "completions"]
+MODELS_TIMEOUT_S = 10.0
+SCRAPE_TIMEOUT_S = 5.0
+PROGRESS_INTERVAL_S = 0.1
+
+
+class BurstConfigError(Exception):
+    """A burst that cannot start (missing key variable, too small connection pool, ...)."""
+
+
+@dataclass
+class ArmTarget:
+    name: str
+    base_url: str
+    metrics_url: str | None = None  # None: base URL (without /v1) + /metrics
+    model: str | None = None  # None: the first model from GET /v1/models
+    api_key_env: str | None = None
+    scrape_metrics: bool = True
+
+    def resolved_metrics_url(self) -> str:
+        if self.metrics_url:
+            return self.metrics_url
+        base = self.base_url.rstrip("/")
+        for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
+            if base.endswith(suffix):
+                base = base[: -len(suffix)]
+                break
+        return base + "/metrics"
+
+
+@dataclass
+class BurstConfig:
+    a: ArmTarget
+    prompt_set: PromptSet
+    b: ArmTarget | None = None
+    requests: int = 32  # measured requests per arm
+    load: LoadShape = field(default_factory=LoadShape)
+    rounds: int = 3
+    warmup: int = 1  # per arm, left out of the results
+    api: Api = "chat"
+    max_tokens: int = 256
+    temperature: float = 0.0
+    seed: int | None = None  # sent to the server when set
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 120.0
+    max_retries: int = 2
+    rng_seed: int = 0  # arrivals and backoff jitter
+
+    def arms(self) -> list[tuple[str, ArmTarget]]:
+        return [("a", self.a)] + ([("b", self.b)] if self.b else [])
+
+    def validate(self) -> None:
+        if self.requests < 1:
+            raise BurstConfigError(f"requests must be at least 1, got {self.requests}")
+        if self.rounds < 1:
+            raise BurstConfigError(f"rounds must be at least 1, got {self.rounds}")
+        if self.warmup < 0:
+            raise BurstConfigError(f"warmup must not be negative, got {self.warmup}")
+        if self.max_tokens < 1:
+            raise BurstConfigError(f"max_tokens must be at least 1, got {self.max_tokens}")
+        if not self.prompt_set.prompts:
+            raise BurstConfigError("the prompt set is empty")
+
+
+@dataclass
+class ArmProgress:
+    label: str
+    name: str
+    done: int = 0
+    errors: int = 0
+    total: int = 0
+    ttft_p50_s: float | None = None
+    decode_tokens_per_s_mean: float | None = None
+    output_tokens: int = 0
+
+
+@dataclass
+class BurstProgress:
+    phase: Literal["warmup", "scrape", "running", "done"]
+    done: int
+    total: int
+    elapsed_s: float
+    arms: list[ArmProgress]
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
+
+def _api_key(target: ArmTarget) -> str | None:
+    if not target.api_key_env:
+        return None
+    value = os.environ.get(target.api_key_env)
+    if not value:
+        raise BurstConfigError(
+            f"arm {target.name}: environment variable {target.api_key_env} (the API key) is not set"
+        )
+    return value
+
+
+def _pool_limit(client: httpx.AsyncClient) -> int | None:
+    pool = getattr(getattr(client, "_transport", None), "_pool", None)
+    limit = getattr(pool, "_max_connections", None)
+    return limit if isinstance(limit, int) else None
+
+
+async def resolve_model(client: httpx.AsyncClient, base_url: str, headers: dict[str, str]) -> str | None:
+    """The first served model id from GET /v1/models, or None when the server does not say."""
+    url = endpoint_url(base_url, "completions").removesuffix("/completions") + "/models"
+    try:
+        response = await client.get(url, headers=headers, timeout=MODELS_TIMEOUT_S)
+        data = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    models = data.get("data") if isinstance(data, dict) else None
+    if isinstance(models, list) and models and isinstance(models[0], dict):
+        model_id = models[0].get("id")
+        return str(model_id) if model_id else None
+    return None
+
+
+def build_body(config: BurstConfig, prompt: Prompt, model: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = dict(config.extra_body)
+    if model:
+        body["model"] = model
+    if config.api == "chat":
+        body["messages"] = prompt.chat_messages()
+    else:
+        body["prompt"] = prompt.completion_text()
+    body["max_tokens"] = config.max_tokens
+    body["temperature"] = config.temperature
+    if config.seed is not None:
+        body["seed"] = config.seed
+    body["stream"] = True
+    body["stream_options"] = {**dict(body.get("stream_options") or {}), "include_usage": True}
+    return body
+
+
+async def _scrape(client: httpx.AsyncClient, target: ArmTarget) -> Any:
+    if not target.scrape_metrics:
+        return None
+    try:
+        from tui.telemetry.scraper import scrape_metrics
+    except ImportError:
+        return None
+    return await scrape_metrics(client, target.resolved_metrics_url(), timeout_s=SCRAPE_TIMEOUT_S)
+
+
+def _acceptance(target: ArmTarget, first: Any, last: Any) -> ServerAcceptance:
+    if not target.scrape_metrics:
+        return ServerAcceptance(note="metrics scraping off")
+    if first is None or last is None:
+        return ServerAcceptance(note="telemetry core not available")
+    if not (getattr(first, "up", False) and getattr(last, "up", False)):
+        return ServerAcceptance(note=f"no /metrics at {target.resolved_metrics_url()}")
+    try:
+        from tui.telemetry.window import figures_between
+    except ImportError:
+        return ServerAcceptance(note="telemetry core not available")
+    figures = figures_between(first, last)
+    note = None
+    if figures.acceptance_rate is None and figures.mean_acceptance_length is None:
+        note = "the server reports no speculative decoding"
+    return ServerAcceptance(
+        acceptance_rate=figures.acceptance_rate,
+        mean_acceptance_length=figures.mean_acceptance_length,
+        note=note,
+    )
+
+
+class _Run:
+    """State of one burst while it runs."""
+
+    def __init__(
+        self,
+        config: BurstConfig,
+        client: httpx.AsyncClient,
+        on_progress: Callable[[BurstProgress], None] | None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.on_progress = on_progress
+        self.rng = random.Random(config.rng_seed)
+        self.t0 = time.perf_counter()
+        self.started_at = datetime.now(UTC)
+        self.burst_id = f"{random.getrandbits(32):08x}"
+        self.keys: dict[str, str | None] = {}
+        self.headers: dict[str, dict[str, str]] = {}
+        self.models: dict[str, str | None] = {}
+        self.results: dict[str, list[RequestResult]] = {label: [] for label, _ in config.arms()}
+        self.active_s: dict[str, float] = {label: 0.0 for label, _ in config.arms()}
+        budget_requests = config.requests * len(config.arms())
+        self.budget = RetryBudget.for_requests(budget_requests, config.max_retries)
+        self.phase: Literal["warmup", "scrape", "running", "done"] = "warmup"
+        self.last_progress = 0.0
+        self.progress = {
+            label: ArmProgress(label=label, name=target.name, total=config.requests)
+            for label, target in config.arms()
+        }
+
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def spec(self, label: str, target: ArmTarget, index: int, round_number: int) -> RequestSpec:
+        prompts = self.config.prompt_set.prompts
+        prompt = prompts[index % len(prompts)]
+        return RequestSpec(
+            url=endpoint_url(target.base_url, self.config.api),
+            body=build_body(self.config, prompt, self.models[label]),
+            # Unique per request, so server logs (vLLM uses X-Request-Id) can be matched to rows.
+            headers={**self.headers[label], "X-Request-Id": f"spectop-{self.burst_id}-{label}{index}"},
+            arm=label,
+            index=index,
+            round=round_number,
+            prompt_id=prompt.id,
+        )
+
+    async def send(self, label: str, target: ArmTarget, index: int, round_number: int, scheduled: float):
+        spec = self.spec(label, target, index, round_number)
+        try:
+            return await run_request(
+                self.client,
+                spec,
+                t0=self.t0,
+                scheduled_s=scheduled,
+                timeout_s=self.config.timeout_s,
+                max_retries=self.config.max_retries,
+                budget=self.budget,
+                rng=self.rng,
+                secret=self.keys[label],
+            )
+        except Exception as error:  # a bug must not take the whole burst down
+            return RequestResult(
+                arm=label,
+                index=index,
+                round=round_number,
+                prompt_id=spec.prompt_id,
+                scheduled_s=scheduled,
+                sent_s=scheduled,
+                error_kind="broken_stream",
+                error=f"internal error: {type(error).__name__}: {error}",
+            )
+
+    def report(self, force: bool = False) -> None:
+        if self.on_progress is None:
+            return
+        now = time.perf_counter()
+        if not force and now - self.last_progress < PROGRESS_INTERVAL_S:
+            return
+        self.last_progress = now
+        arms = list(self.progress.values())
+        for arm in arms:
+            results = self.results[arm.label]
+            ttfts = sorted(r.ttft_s for r in results if r.ttft_s is not None)
+            rates = [r.decode_tokens_per_s for r in results if r.decode_tokens_per_s is not None]
+            arm.ttft_p50_s = percentile(ttfts, 50)
+            arm.decode_tokens_per_s_mean = sum(rates) / len(rates) if rates else None
+        done = sum(arm.done for arm in arms)
+        total = sum(arm.total for arm in arms)
+        self.on_progress(BurstProgress(self.phase, done, total, self.now(), arms))
+
+    def record(self, result: RequestResult) -> None:
+        self.results[result.arm].append(result)
+        arm = self.progress[result.arm]
+        arm.done += 1
+        arm.errors += 0 if result.ok else 1
+        arm.output_tokens += result.output_tokens or 0
+        self.report()
+
+    async def prepare(self) -> None:
+        for label, target in self.config.arms():
+            key = _api_key(target)
+            self.keys[label] = key
+            self.headers[label] = {"Authorization": f"Bearer {key}"} if key else {}
+        limit = _pool_limit(self.client)
+        needed = self.config.load.concurrency * len(self.config.arms())
+        if limit is not None and limit < needed:
+            raise BurstConfigError(
+                f"concurrency {needed} in total is above the HTTP client's connection limit {limit}: "
+                "requests would queue inside the client and show up as server latency"
+            )
+        for label, target in self.config.arms():
+            model = target.model
+            if model is None:
+                model = await resolve_model(self.client, target.base_url, self.headers[label])
+            self.models[label] = model
+
+    async def warm_up(self) -> None:
+        if self.config.warmup <= 0:
+            return
+        concurrency = self.config.load.concurrency
+        semaphores = {label: asyncio.Semaphore(concurrency) for label, _ in self.config.arms()}
+
+        async def one(label: str, target: ArmTarget, index: int) -> None:
+            async with semaphores[label]:
+                await self.send(label, target, index, -1, self.now())
+
+        async with asyncio.TaskGroup() as group:
+            for index in range(self.config.warmup):
+                for label, target in self.config.arms():
+                    group.create_task(one(label, target, index))
+
+    async def run_round(self, round_number: int, indices: list[int], offsets: list[float]) -> None:
+        arms = self.config.arms()
+        if round_number % 2 == 1:
+            arms = list(reversed(arms))
+        round_start = self.now()
+        base_offset = offsets[indices[0]] if offsets else 0.0
+        first_send: dict[str, float] = {}
+        last_done: dict[str, float] = {}
+
+        async def request_task(
+            label: str, target: ArmTarget, index: int, scheduled: float, slot: asyncio.Semaphore
+        ) -> None:
+            try:
+                first_send.setdefault(label, self.now())
+                result = await self.send(label, target, index, round_number, scheduled)
+                last_done[label] = self.now()
+                self.record(result)
+            finally:
+                slot.release()
+
+        async def dispatcher(label: str, target: ArmTarget, group: asyncio.TaskGroup) -> None:
+            slot = asyncio.Semaphore(self.config.load.concurrency)
+            for index in indices:
+                if self.config.load.open_loop:
+                    scheduled = round_start + offsets[index] - base_offset
+                    delay = scheduled - self.now()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    await slot.acquire()  # waiting here is client-side queueing: it shows as send lag
+                else:
+                    await slot.acquire()
+                    scheduled = self.now()
+                group.create_task(request_task(label, target, index, scheduled, slot))
+                await asyncio.sleep(0)  # let the other arm's dispatcher send next: A, B, A, B
+
+        async with asyncio.TaskGroup() as group:
+            for label, target in arms:
+                group.create_task(dispatcher(label, target, group))
+        for label, _ in arms:
+            if label in first_send and label in last_done:
+                self.active_s[label] += last_done[label] - first_send[label]
+
+    def round_indices(self) -> list[list[int]]:
+        count, rounds = self.config.requests, min(self.config.rounds, self.config.requests)
+        size, extra = divmod(count, rounds)
+        groups, start = [], 0
+        for number in range(rounds):
+            end = start + size + (1 if number < extra else 0)
+            groups.append(list(range(start, end)))
+            start = end
+        return groups
+
+    async def run(self) -> BurstResult:
+        self.config.validate()
+        await self.prepare()
+        self.report(force=True)
+        await self.warm_up()
+        self.phase = "scrape"
+        self.report(force=True)
+        arms = self.config.arms()
+        before = await asyncio.gather(*(_scrape(self.client, target) for _, target in arms))
+        self.phase = "running"
+        self.report(force=True)
+        load = self.config.load
+        offsets: list[float] = []
+        if load.open_loop and load.rate is not None:
+            offsets = arrival_offsets(self.config.requests, load.rate, load.arrival, self.rng)
+        first_send = self.now()
+        for round_number, indices in enumerate(self.round_indices()):
+            await self.run_round(round_number, indices, offsets)
+        last_done = self.now()
+        self.phase = "scrape"
+        self.report(force=True)
+        after = await asyncio.gather(*(_scrape(self.client, target) for _, target in arms))
+        result = self.build(before, after, first_send, last_done)
+        self.phase = "done"
+        self.report(force=True)
+        return result
+
+    def build(self, before: list[Any], after: list[Any], first_send: float, last_done: float) -> BurstResult:
+        config = self.config
+        arm_results = []
+        for (label, target), first, last in zip(config.arms(), before, after, strict=True):
+            requests = sorted(self.results[label], key=lambda r: r.index)
+            arm_results.append(
+                ArmResult(
+                    label=label,
+                    name=target.name,
+                    url=target.base_url,
+                    model=self.models.get(label),
+                    started_s=first_send,
+                    finished_s=last_done,
+                    active_s=self.active_s[label] or None,
+                    requests=requests,
+                    server=_acceptance(target, first, last),
+                )
+            )
+        return BurstResult(
+            started_at=self.started_at,
+            duration_s=self.now(),
+            settings=BurstSettingsRecord(
+                api=config.api,
+                prompt_set=config.prompt_set.name,
+                prompt_set_digest=config.prompt_set.digest,
+                requests=config.requests,
+                concurrency=config.load.concurrency,
+                rate=config.load.rate,
+                arrival=config.load.arrival,
+                rounds=config.rounds,
+                warmup=config.warmup,
+                max_tokens=config.max_tokens,
+                temperature=config.temperature,
+                seed=config.seed,
+            ),
+            arms=arm_results,
+        )
+
+
+async def run_burst(
+    config: BurstConfig,
+    client: httpx.AsyncClient,
+    *,
+    on_progress: Callable[[BurstProgress], None] | None = None,
+) -> BurstResult:
+    """Run one burst. Raises BurstConfigError before sending anything if the burst cannot start."""
+    return await _Run(config, client, on_progress).run()

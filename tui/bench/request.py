@@ -1,0 +1,335 @@
+"""One streamed OpenAI-compatible request, timed chunk by chunk.
+
+TTFT is the first chunk that carries content (the role-only first chunk does not
+count). Tokens come from `usage` (or llama.cpp `timings.predicted_n`); only when the
+server sends neither are chunks counted and the result marked `usage_estimated`.
+Retries: connect errors and 5xx/429 only, before any byte of the body was read, with
+exponential backoff and a retry budget shared by the whole burst.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from tui.bench.results import ErrorKind, RequestResult
+
+MAX_TEXT_CHARS = 100_000
+MAX_CHUNKS = 200_000
+MAX_LINE_BYTES = 1_000_000
+MAX_ERROR_BODY_BYTES = 4_096
+MAX_BACKOFF_S = 8.0
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass
+class RetryBudget:
+    """Retries left for a whole burst, so a dead server never turns into a retry storm."""
+
+    remaining: int
+
+    @classmethod
+    def for_requests(cls, requests: int, max_retries: int) -> RetryBudget:
+        if max_retries <= 0:
+            return cls(0)
+        return cls(max(3, requests // 5))
+
+    def take(self) -> bool:
+        if self.remaining <= 0:
+            return False
+        self.remaining -= 1
+        return True
+
+
+@dataclass
+class RequestSpec:
+    url: str
+    body: dict[str, Any]
+    headers: dict[str, str] = field(repr=False)  # may hold the Authorization header: never print
+    arm: str
+    index: int
+    round: int
+    prompt_id: str
+
+
+class _Failure(Exception):
+    def __init__(self, kind: ErrorKind, message: str, status: int | None = None, retryable: bool = False):
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.status = status
+        self.retryable = retryable
+        self.retry_after_s: float | None = None
+
+
+@dataclass
+class _StreamState:
+    ttft_s: float | None = None
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_chars: list[int] = field(default_factory=list)
+    chunk_tokens: list[int | None] = field(default_factory=list)
+    text_parts: list[str] = field(default_factory=list)
+    text_chars: int = 0
+    text_truncated: bool = False
+    usage_tokens: int | None = None
+    prompt_tokens: int | None = None
+    timings_tokens: int | None = None
+    finish_reason: str | None = None
+    done: bool = False
+    end_s: float | None = None
+    on_wire: float | None = None  # perf_counter when the request body was fully written
+
+
+def endpoint_url(base_url: str, api: str) -> str:
+    """`/v1/chat/completions` or `/v1/completions` under a base URL (with or without `/v1`)."""
+    url = base_url.rstrip("/")
+    suffix = "/chat/completions" if api == "chat" else "/completions"
+    for full in ("/v1/chat/completions", "/v1/completions"):
+        if url.endswith(full):
+            url = url[: -len(full)]
+            break
+    if not url.endswith("/v1"):
+        url += "/v1"
+    return url + suffix
+
+
+def _redact(message: str, secret: str | None) -> str:
+    return message.replace(secret, "***") if secret else message
+
+
+def _error_message(raw: bytes) -> str:
+    text = raw[:MAX_ERROR_BODY_BYTES].decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[:300]
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:300]
+        if isinstance(error, str):
+            return error[:300]
+    return " ".join(text.split())[:300]
+
+
+def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
+    if payload == b"[DONE]":
+        state.done = True
+        return
+    try:
+        event = json.loads(payload)
+    except ValueError as error:
+        raise _Failure("broken_stream", f"invalid JSON in the stream: {payload[:80]!r}") from error
+    if not isinstance(event, dict):
+        raise _Failure("broken_stream", f"unexpected event in the stream: {payload[:80]!r}")
+    if "error" in event:
+        raise _Failure("broken_stream", f"server error inside the stream: {_error_message(payload)}")
+    cumulative: int | None = None
+    usage = event.get("usage")
+    if isinstance(usage, dict):
+        completion = usage.get("completion_tokens")
+        if isinstance(completion, int):
+            cumulative = completion
+        prompt = usage.get("prompt_tokens")
+        if isinstance(prompt, int):
+            state.prompt_tokens = prompt
+    timings = event.get("timings")
+    if isinstance(timings, dict) and isinstance(timings.get("predicted_n"), int):
+        state.timings_tokens = timings["predicted_n"]
+    text = ""
+    token_ids_count: int | None = None
+    choices = event.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        choice = choices[0]
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            text = (delta.get("reasoning_content") or "") + (delta.get("content") or "")
+        elif isinstance(choice.get("text"), str):
+            text = choice["text"]
+        token_ids = choice.get("token_ids")
+        if isinstance(token_ids, list):
+            token_ids_count = len(token_ids)
+        if choice.get("finish_reason"):
+            state.finish_reason = str(choice["finish_reason"])
+    if text:
+        if state.ttft_s is None:
+            state.ttft_s = now
+        if len(state.chunk_times) < MAX_CHUNKS:
+            state.chunk_times.append(now)
+            state.chunk_chars.append(len(text))
+            tokens = token_ids_count
+            if cumulative is not None:
+                tokens = cumulative - (state.usage_tokens or 0)
+            state.chunk_tokens.append(tokens)
+        if state.text_chars < MAX_TEXT_CHARS:
+            room = MAX_TEXT_CHARS - state.text_chars
+            state.text_parts.append(text[:room])
+            state.text_chars += min(room, len(text))
+            state.text_truncated = state.text_truncated or len(text) > room
+        else:
+            state.text_truncated = True
+    if cumulative is not None:
+        state.usage_tokens = cumulative
+
+
+async def _read_stream(response: httpx.Response, state: _StreamState) -> None:
+    buffer = b""
+    async for data in response.aiter_bytes():
+        now = time.perf_counter()
+        buffer += data
+        while True:
+            newline = buffer.find(b"\n")
+            if newline < 0:
+                break
+            line = buffer[:newline].rstrip(b"\r")
+            buffer = buffer[newline + 1 :]
+            if line.startswith(b"data:"):
+                _handle_event(state, line[5:].strip(), now)
+                if state.done:
+                    state.end_s = now
+                    return
+        if len(buffer) > MAX_LINE_BYTES:
+            raise _Failure("broken_stream", f"a stream line longer than {MAX_LINE_BYTES} bytes")
+    now = time.perf_counter()
+    if buffer.startswith(b"data:"):
+        _handle_event(state, buffer[5:].strip(), now)
+    state.end_s = now
+
+
+async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.Timeout) -> _StreamState:
+    state = _StreamState()
+
+    async def trace(name: str, info: dict[str, Any]) -> None:
+        if name.endswith("send_request_body.complete"):
+            state.on_wire = time.perf_counter()
+
+    try:
+        async with client.stream(
+            "POST",
+            spec.url,
+            json=spec.body,
+            headers=spec.headers,
+            timeout=timeout,
+            extensions={"trace": trace},
+        ) as response:
+            if response.status_code >= 400:
+                raw = b""
+                async for data in response.aiter_bytes():
+                    raw += data
+                    if len(raw) >= MAX_ERROR_BODY_BYTES:
+                        break
+                failure = _Failure(
+                    "http_status",
+                    f"HTTP {response.status_code}: {_error_message(raw)}",
+                    status=response.status_code,
+                    retryable=response.status_code in RETRYABLE_STATUS,
+                )
+                retry_after = response.headers.get("retry-after")
+                if retry_after and retry_after.strip().replace(".", "", 1).isdigit():
+                    failure.retry_after_s = min(MAX_BACKOFF_S, float(retry_after))
+                raise failure
+            try:
+                await _read_stream(response, state)
+            except httpx.TimeoutException as error:
+                raise _Failure("timeout", f"no data for the read timeout ({type(error).__name__})") from error
+            except httpx.HTTPError as error:
+                raise _Failure("broken_stream", f"stream broke: {type(error).__name__}: {error}") from error
+    except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+        message = f"cannot connect: {type(error).__name__}: {error}"
+        raise _Failure("connect", message, retryable=True) from error
+    except httpx.TimeoutException as error:
+        raise _Failure("timeout", f"timed out waiting for the server ({type(error).__name__})") from error
+    except httpx.HTTPError as error:
+        raise _Failure("broken_stream", f"{type(error).__name__}: {error}") from error
+    if not state.done and state.finish_reason is None:
+        raise _Failure("broken_stream", "stream ended before [DONE] or a finish_reason")
+    return state
+
+
+def _backoff_s(attempt: int, rng: random.Random) -> float:
+    return min(MAX_BACKOFF_S, 0.25 * 2**attempt) * rng.uniform(0.5, 1.0)
+
+
+async def run_request(
+    client: httpx.AsyncClient,
+    spec: RequestSpec,
+    *,
+    t0: float,
+    scheduled_s: float,
+    timeout_s: float,
+    max_retries: int,
+    budget: RetryBudget,
+    rng: random.Random | None = None,
+    secret: str | None = None,
+) -> RequestResult:
+    """Send one streamed request (retrying as allowed) and time it. Never raises except on cancel."""
+    rng = rng or random.Random()
+    timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
+    attempts = 0
+    while True:
+        attempts += 1
+        sent = time.perf_counter()
+        try:
+            state = await _attempt(client, spec, timeout)
+        except _Failure as failure:
+            if failure.retryable and attempts <= max_retries and budget.take():
+                wait = failure.retry_after_s or _backoff_s(attempts - 1, rng)
+                await asyncio.sleep(wait)
+                continue
+            return RequestResult(
+                arm=spec.arm,
+                index=spec.index,
+                round=spec.round,
+                prompt_id=spec.prompt_id,
+                scheduled_s=scheduled_s,
+                sent_s=sent - t0,
+                error_kind=failure.kind,
+                error=_redact(str(failure), secret),
+                http_status=failure.status,
+                attempts=attempts,
+            )
+        return _result_from_state(spec, state, t0=t0, sent=sent, scheduled_s=scheduled_s, attempts=attempts)
+
+
+def _result_from_state(
+    spec: RequestSpec, state: _StreamState, *, t0: float, sent: float, scheduled_s: float, attempts: int
+) -> RequestResult:
+    # Server latency is timed from the moment the request was on the wire: time spent
+    # before that (building it, a free connection, connecting) is client-side send lag.
+    if state.on_wire is not None:
+        sent = state.on_wire
+    end = state.end_s if state.end_s is not None else time.perf_counter()
+    output_tokens = state.usage_tokens if state.usage_tokens is not None else state.timings_tokens
+    estimated = output_tokens is None
+    if estimated:
+        output_tokens = len(state.chunk_times)
+    chunk_tokens: list[int] | None = None
+    if state.chunk_tokens and all(tokens is not None for tokens in state.chunk_tokens):
+        chunk_tokens = [int(tokens or 0) for tokens in state.chunk_tokens]
+    elif output_tokens == len(state.chunk_times) and not estimated:
+        chunk_tokens = [1] * len(state.chunk_times)  # one token per chunk (llama.cpp)
+    return RequestResult(
+        arm=spec.arm,
+        index=spec.index,
+        round=spec.round,
+        prompt_id=spec.prompt_id,
+        scheduled_s=scheduled_s,
+        sent_s=sent - t0,
+        ttft_s=state.ttft_s - sent if state.ttft_s is not None else None,
+        e2e_s=end - sent,
+        chunk_times_s=[moment - sent for moment in state.chunk_times],
+        chunk_chars=state.chunk_chars,
+        chunk_tokens=chunk_tokens,
+        output_tokens=output_tokens,
+        prompt_tokens=state.prompt_tokens,
+        usage_estimated=estimated,
+        finish_reason=state.finish_reason,
+        text="".join(state.text_parts),
+        text_truncated=state.text_truncated,
+        attempts=attempts,
+    )

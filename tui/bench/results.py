@@ -1,0 +1,136 @@
+"""Typed results of a burst: one request, one arm, the whole burst (also the on-disk history format)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+ErrorKind = Literal["connect", "timeout", "http_status", "broken_stream"]
+ERROR_KINDS: tuple[ErrorKind, ...] = ("connect", "timeout", "http_status", "broken_stream")
+
+
+class RequestResult(BaseModel):
+    """One measured request. Times are seconds; `*_s` offsets without `sent` are from the burst start."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    arm: str
+    index: int = Field(description="position in the arm's measured sequence (same prompt on A and B)")
+    round: int = 0
+    prompt_id: str
+    scheduled_s: float = Field(description="when the load shape wanted it sent")
+    sent_s: float = Field(description="when the attempt that produced this result was sent")
+    ttft_s: float | None = Field(None, description="sent -> first chunk carrying content")
+    e2e_s: float | None = Field(None, description="sent -> end of stream")
+    chunk_times_s: list[float] = Field(default_factory=list, description="content chunks, from sent")
+    chunk_chars: list[int] = Field(default_factory=list, description="characters in each content chunk")
+    chunk_tokens: list[int] | None = Field(None, description="tokens per content chunk, when the server says")
+    output_tokens: int | None = None
+    prompt_tokens: int | None = None
+    usage_estimated: bool = Field(False, description="no usage from the server: tokens counted from chunks")
+    finish_reason: str | None = None
+    text: str = ""
+    text_truncated: bool = False
+    error_kind: ErrorKind | None = None
+    error: str | None = None
+    http_status: int | None = None
+    attempts: int = 1
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def send_lag_s(self) -> float:
+        """Client-side delay between the scheduled and the actual send (queueing, retries)."""
+        return max(0.0, self.sent_s - self.scheduled_s)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def decode_tokens_per_s(self) -> float | None:
+        """(output tokens - 1) / (e2e - TTFT): the first token comes with the prefill."""
+        if not self.ok or self.output_tokens is None or self.output_tokens < 2:
+            return None
+        if self.ttft_s is None or self.e2e_s is None or self.e2e_s <= self.ttft_s:
+            return None
+        return (self.output_tokens - 1) / (self.e2e_s - self.ttft_s)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tpot_s(self) -> float | None:
+        """Per output token after the first (not per chunk, not per engine step)."""
+        rate = self.decode_tokens_per_s
+        return 1.0 / rate if rate else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def chunk_gap_s(self) -> float | None:
+        """Mean time between content chunks (a chunk may carry several tokens)."""
+        if not self.ok or len(self.chunk_times_s) < 2:
+            return None
+        return (self.chunk_times_s[-1] - self.chunk_times_s[0]) / (len(self.chunk_times_s) - 1)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tokens_per_chunk(self) -> float | None:
+        if not self.ok or self.output_tokens is None or not self.chunk_times_s:
+            return None
+        return self.output_tokens / len(self.chunk_times_s)
+
+
+class ServerAcceptance(BaseModel):
+    """Acceptance on the server during an arm, from /metrics deltas (None when not exposed)."""
+
+    acceptance_rate: float | None = None
+    mean_acceptance_length: float | None = None
+    note: str | None = Field(None, description="why the figures are missing, if they are")
+
+
+class ArmResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    label: str = Field(description="'a' or 'b'")
+    name: str = Field(description="endpoint name or URL as the user picked it")
+    url: str
+    model: str | None = None
+    started_s: float | None = Field(None, description="first measured send, from the burst start")
+    finished_s: float | None = Field(None, description="last measured request done, from the burst start")
+    active_s: float | None = Field(
+        None, description="time this arm had requests in flight (sum over rounds): for aggregate tokens/s"
+    )
+    requests: list[RequestResult] = Field(default_factory=list)
+    server: ServerAcceptance = Field(default_factory=ServerAcceptance)
+
+
+class BurstSettingsRecord(BaseModel):
+    """What was asked for, kept with the result (never the API key)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    api: Literal["chat", "completions"] = "chat"
+    prompt_set: str
+    prompt_set_digest: str
+    requests: int
+    concurrency: int
+    rate: float | None = None
+    arrival: Literal["poisson", "constant"] = "poisson"
+    rounds: int = 3
+    warmup: int = 0
+    max_tokens: int
+    temperature: float
+    seed: int | None = None
+
+
+class BurstResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    format: Literal["spectop-burst/1"] = "spectop-burst/1"
+    started_at: datetime
+    duration_s: float
+    settings: BurstSettingsRecord
+    arms: list[ArmResult]
+    cancelled: bool = False

@@ -1,0 +1,89 @@
+"""Percentiles, summaries and bootstrap confidence intervals (pure Python, seeded `random`)."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DEFAULT_RESAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class Summary:
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"mean": self.mean, "p50": self.p50, "p90": self.p90, "p99": self.p99}
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks; `q` in 0..100; None for no data."""
+    if not sorted_values:
+        return None
+    if len(sorted_values) == 1:
+        return float(sorted_values[0])
+    position = (len(sorted_values) - 1) * q / 100.0
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    fraction = position - low
+    return float(sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction)
+
+
+def summarize(values: Sequence[float | None]) -> Summary:
+    known = sorted(v for v in values if v is not None and math.isfinite(v))
+    if not known:
+        return Summary()
+    return Summary(
+        mean=sum(known) / len(known),
+        p50=percentile(known, 50),
+        p90=percentile(known, 90),
+        p99=percentile(known, 99),
+    )
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def bootstrap_ratio_ci(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    paired: bool = False,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
+    """CI of mean(b) / mean(a) by the percentile bootstrap.
+
+    Paired (same prompts, index by index) resamples pairs together, which removes
+    the prompt-to-prompt spread that both arms share.
+    """
+    if len(a) < 2 or len(b) < 2 or (paired and len(a) != len(b)):
+        return None
+    rng = random.Random(seed)
+    ratios: list[float] = []
+    n_a, n_b = len(a), len(b)
+    for _ in range(resamples):
+        if paired:
+            picks = [rng.randrange(n_a) for _ in range(n_a)]
+            sum_a = sum(a[i] for i in picks)
+            sum_b = sum(b[i] for i in picks)
+        else:
+            sum_a = sum(a[rng.randrange(n_a)] for _ in range(n_a)) / n_a
+            sum_b = sum(b[rng.randrange(n_b)] for _ in range(n_b)) / n_b
+        if sum_a > 0:
+            ratios.append(sum_b / sum_a)
+    if len(ratios) < resamples // 2:
+        return None
+    ratios.sort()
+    tail = (1.0 - level) / 2 * 100
+    low, high = percentile(ratios, tail), percentile(ratios, 100 - tail)
+    if low is None or high is None:
+        return None
+    return (low, high)
