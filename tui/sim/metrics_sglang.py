@@ -1,0 +1,521 @@
+"""SGLang's /metrics page: the multiprocess exposition of SGLang ≈ v0.5.15 (reference `sglang.md` §1).
+
+The page is rendered by prometheus_client's `generate_latest` from a custom collector on a private
+registry, so the text format (sorted labels, Go floats, `_total`) is the library's; the collector builds
+the families itself because multiprocess mode prints histograms as `_sum`, buckets, `_count` and has no
+`_created` series. Scheduler series carry `tp_rank`; constants and decode passes repeat for every rank.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from tui.sim.config import SimConfig
+from tui.sim.engine import SimRequest, StepReport
+from tui.sim.recorder import MetricsRecorder
+from tui.sim.tally import BucketCounts, DecodeWindow
+
+TOKEN_BUCKETS = [
+    100.0,
+    300.0,
+    500.0,
+    700.0,
+    1000.0,
+    1500.0,
+    2000.0,
+    3000.0,
+    4000.0,
+    5000.0,
+    6000.0,
+    7000.0,
+    8000.0,
+    9000.0,
+    10000.0,
+    12500.0,
+    15000.0,
+    17500.0,
+    20000.0,
+    22500.0,
+    25000.0,
+    27500.0,
+    30000.0,
+    35000.0,
+    40000.0,
+    60000.0,
+    80000.0,
+    100000.0,
+    200000.0,
+    300000.0,
+    400000.0,
+    600000.0,
+    800000.0,
+    1000000.0,
+    1100000.0,
+]
+TTFT_BUCKETS = [
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+    10.0,
+    20.0,
+    40.0,
+    60.0,
+    80.0,
+    100.0,
+    200.0,
+    400.0,
+]
+ITL_BUCKETS = [
+    0.002,
+    0.004,
+    0.006,
+    0.008,
+    0.010,
+    0.015,
+    0.020,
+    0.025,
+    0.030,
+    0.035,
+    0.040,
+    0.060,
+    0.080,
+    0.100,
+    0.200,
+    0.400,
+    0.600,
+    0.800,
+    1.000,
+    2.000,
+    4.000,
+    6.000,
+    8.000,
+]
+E2E_BUCKETS = [
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+    10.0,
+    20.0,
+    40.0,
+    60.0,
+    80.0,
+    100.0,
+    200.0,
+    400.0,
+    600.0,
+    1200.0,
+    1800.0,
+    2400.0,
+]
+QUEUE_BUCKETS = [
+    0.0,
+    0.001,
+    0.005,
+    0.01,
+    0.05,
+    0.1,
+    0.2,
+    0.5,
+    1.0,
+    2.0,
+    3.0,
+    4.0,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    70.0,
+    80.0,
+    90.0,
+    100.0,
+    200.0,
+    300.0,
+    400.0,
+    500.0,
+    600.0,
+    700.0,
+    800.0,
+    900.0,
+    1000.0,
+    1200.0,
+    1400.0,
+    1600.0,
+    1800.0,
+    2000.0,
+    2500.0,
+    3000.0,
+]
+STAGE_BUCKETS = [0.001 * 1.62**i for i in range(30)]
+ROUTING_BOUNDS = ["0", "1", "2", "3", "5", "7", "10", "20", "50", "100", "200", "+Inf"]
+
+SCHEDULER_GAUGES = (
+    ("num_running_reqs", "The number of running requests."),
+    ("num_queue_reqs", "The number of requests in the waiting queue."),
+    ("num_grammar_queue_reqs", "The number of requests in the grammar waiting queue."),
+    ("gen_throughput", "The generation throughput (token/s)."),
+    ("cache_hit_rate", "The prefix cache hit rate."),
+    ("decode_sum_seq_lens", "The sum of all sequence lengths in decode."),
+    ("token_usage", "The token usage."),
+    ("full_token_usage", "The token usage for full attention layers."),
+    ("swa_token_usage", "The token usage for SWA layers."),
+    ("mamba_usage", "The token usage for Mamba layers."),
+    ("num_used_tokens", "The number of used tokens."),
+    ("kv_available_tokens", "Number of free token slots in the KV cache pool."),
+    ("kv_evictable_tokens", "Number of evictable (radix-cached) token slots in the KV cache pool."),
+    ("kv_used_tokens", "Number of actively used token slots in the KV cache pool."),
+    ("swa_available_tokens", "Number of free token slots in the SWA pool (hybrid-SWA only)."),
+    ("swa_evictable_tokens", "Number of evictable (radix-cached) token slots in the SWA pool."),
+    ("swa_used_tokens", "Number of actively used token slots in the SWA pool."),
+    ("mamba_available_tokens", "Number of free state slots in the mamba SSM pool (hybrid-SSM only)."),
+    ("mamba_evictable_tokens", "Number of evictable (radix-cached) state slots in the mamba SSM pool."),
+    ("mamba_used_tokens", "Number of actively used state slots in the mamba SSM pool."),
+    (
+        "spec_accept_length",
+        "Mean acceptance length of speculative decoding (accepted drafts + bonus token per forward).",
+    ),
+    ("spec_accept_rate", "Speculative acceptance rate (`accepted drafts / proposed drafts` in batch)."),
+    (
+        "spec_cap_length",
+        "Mean DSpark confidence-scheduled verify window per verify step, incl the bonus slot "
+        "(0 when no cap is scheduled).",
+    ),
+    (
+        "spec_block_accept_length",
+        "Mean uncapped full-block accept length per verify step "
+        "(accept + cap-trimmed "
+        "drafts; exact only in DSpark cap-accept mode).",
+    ),
+    ("spec_num_steps", "Currently active speculative_num_steps."),
+    (
+        "spec_num_draft_tokens",
+        "Currently active speculative_num_draft_tokens (decouples from steps under topk>1).",
+    ),
+    ("num_retracted_reqs", "The number of retracted requests."),
+    ("num_paused_reqs", "The number of paused requests by async weight sync."),
+    ("num_prefill_bootstrap_queue_reqs", "The number of requests in the prefill bootstrap queue."),
+    ("num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue."),
+    ("num_decode_prealloc_queue_reqs", "The number of requests in the decode prealloc queue."),
+    ("num_decode_transfer_queue_reqs", "The number of requests in the decode transfer queue."),
+    (
+        "pending_prealloc_token_usage",
+        "The token usage for pending preallocated tokens (not preallocated yet).",
+    ),
+    ("utilization", "The utilization."),
+    ("fwd_occupancy", "Forward pass GPU occupancy percentage."),
+    ("new_token_ratio", "The new token ratio."),
+    ("is_cuda_graph", "Whether the batch is using CUDA graph."),
+    ("num_unique_running_routing_keys", "Number of unique routing keys in running batch."),
+)
+CONSTANTS = (
+    ("max_total_num_tokens", "Maximum total number of tokens in the KV cache pool."),
+    ("engine_startup_time", "The time taken for the engine to start up."),
+    ("engine_load_weights_time", "The time taken for the engine to load weights."),
+    ("page_size", "KV cache page size in tokens."),
+    ("num_pages", "Number of KV cache pages."),
+    ("context_len", "Maximum context length."),
+    ("startup_available_gpu_memory_gb", "Available GPU memory in GB at startup."),
+)
+HTTP_ENDPOINTS_IGNORED = ("/sim/",)
+
+
+class SglangRecorder(MetricsRecorder, Collector):
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.tokenizer_labels = {"engine_type": "unified", "model_name": config.model_name}
+        self.ranks = [
+            {**self.tokenizer_labels, "moe_ep_rank": "0", "pp_rank": "0", "tp_rank": str(rank)}
+            for rank in range(config.tensor_parallel_size)
+        ]
+        self.capacity = config.kv_cache_tokens()
+        self.num_draft_tokens = config.num_draft_tokens or config.k + 1
+        self.counters: dict[str, float] = {
+            "prompt_tokens": 0.0,
+            "generation_tokens": 0.0,
+            "spec_verify_calls": 0.0,
+            "cached_tokens": 0.0,
+            "num_requests": 0.0,
+            "decode_passes": 0.0,
+            "prefill_passes": 0.0,
+            "prefill_compute": 0.0,
+            "prefill_cache": 0.0,
+            "decode_tokens": 0.0,
+        }
+        self.prompt_hist = BucketCounts(TOKEN_BUCKETS)
+        self.uncached_hist = BucketCounts(TOKEN_BUCKETS)
+        self.generation_hist = BucketCounts(TOKEN_BUCKETS)
+        self.ttft = BucketCounts(TTFT_BUCKETS)
+        self.itl = BucketCounts(ITL_BUCKETS)
+        self.e2e = BucketCounts(E2E_BUCKETS)
+        self.queue_time = BucketCounts(QUEUE_BUCKETS)
+        self.stages = {
+            "prefill_forward": BucketCounts(STAGE_BUCKETS),
+            "request_process": BucketCounts(STAGE_BUCKETS),
+        }
+        self.gauges: dict[str, float] = {name: 0.0 for name, _ in SCHEDULER_GAUGES}
+        self.gauges.update(
+            fwd_occupancy=float("nan"),
+            new_token_ratio=0.7,
+            spec_num_steps=float(config.k),
+            spec_num_draft_tokens=float(self.num_draft_tokens if config.k else 0),
+            kv_available_tokens=self.capacity,
+        )
+        self.http: dict[tuple[str, str, str], float] = {}
+        self.window = DecodeWindow()
+        self.pid = str(os.getpid())
+        self.registry = CollectorRegistry()
+        self.registry.register(self)
+
+    # ---- engine hooks ---------------------------------------------------------------------------
+    def request_scheduled(self, request: SimRequest) -> None:
+        self.queue_time.observe((request.scheduled_at or request.arrival) - request.arrival)
+
+    def step_done(self, report: StepReport) -> None:
+        if report.prefilled:
+            computed = sum(request.computed_prompt_tokens for request in report.prefilled)
+            cached = sum(request.cached_tokens for request in report.prefilled)
+            self.counters["prefill_compute"] += computed
+            self.counters["prefill_cache"] += cached
+            self.counters["prefill_passes"] += 1
+            for request in report.prefilled:
+                self.stages["prefill_forward"].observe(request.prefill_s)
+                self.stages["request_process"].observe(0.0005 + request.prompt_tokens * 2e-6)
+                self.ttft.observe(max(0.0, (request.first_token_at or report.end) - request.arrival))
+            self._set_usage(report)
+            self.gauges["cache_hit_rate"] = cached / (cached + computed) if cached + computed else 0.0
+        for record in report.decode_records:
+            # SGLang's special ITL observe: the chunk's gap goes to the sum once, its k tokens to gap/k.
+            self.itl.observe(record.gap_s / record.emitted, weight=record.emitted, amount=record.gap_s)
+        if self.window.add(report):
+            self.counters["decode_passes"] += 1
+            self.counters["decode_tokens"] += sum(record.emitted for record in report.decode_records)
+            self.gauges["new_token_ratio"] = max(0.098, self.gauges["new_token_ratio"] - 0.0005)
+            if self.window.iterations % self.config.sim.decode_log_interval == 0:
+                self._decode_report(report)
+
+    def _decode_report(self, report: StepReport) -> None:
+        now = report.end
+        self.gauges["gen_throughput"] = self.window.throughput(now)
+        if self.config.k:
+            self.gauges["spec_accept_length"] = self.window.accept_length()
+            self.gauges["spec_accept_rate"] = self.window.accept_rate(self.num_draft_tokens)
+        self.gauges["cache_hit_rate"] = 0.0
+        self._set_usage(report)
+        self.window.reset(now)
+
+    def _set_usage(self, report: StepReport) -> None:
+        used = float(report.kv_used_tokens)
+        usage = used / self.capacity
+        evictable = 0.0
+        self.gauges.update(
+            num_running_reqs=report.running,
+            num_queue_reqs=report.waiting,
+            decode_sum_seq_lens=used,
+            token_usage=round(usage, 2),
+            full_token_usage=usage,
+            num_used_tokens=used,
+            kv_used_tokens=used,
+            kv_available_tokens=self.capacity - used - evictable,
+            kv_evictable_tokens=evictable,
+        )
+
+    def request_finished(self, request: SimRequest) -> None:
+        if request.first_token_at is None or request.finished_at is None:
+            return
+        self.counters["prompt_tokens"] += request.prompt_tokens
+        self.counters["generation_tokens"] += request.generated
+        self.counters["spec_verify_calls"] += request.verify_steps
+        self.counters["cached_tokens"] += request.cached_tokens
+        self.counters["num_requests"] += 1
+        self.prompt_hist.observe(request.prompt_tokens)
+        self.uncached_hist.observe(request.computed_prompt_tokens)
+        self.generation_hist.observe(request.generated)
+        self.e2e.observe(request.finished_at - request.arrival)
+
+    def http_request(
+        self, method: str, path: str, status: int, request_bytes: int, response_bytes: int, duration_s: float
+    ) -> None:
+        if path.startswith(HTTP_ENDPOINTS_IGNORED):
+            return
+        self.http[(path, method, "")] = self.http.get((path, method, ""), 0.0) + 1
+        self.http[(path, method, str(status))] = self.http.get((path, method, str(status)), 0.0) + 1
+
+    # ---- exposition -----------------------------------------------------------------------------
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def collect(self) -> Iterator[Metric]:
+        tok = self.tokenizer_labels
+        yield _counter(
+            "prompt_tokens", "Number of prefill tokens processed.", [(tok, self.counters["prompt_tokens"])]
+        )
+        yield _counter(
+            "generation_tokens",
+            "Number of generation tokens processed.",
+            [(tok, self.counters["generation_tokens"])],
+        )
+        yield _counter(
+            "spec_verify_calls",
+            "Number of speculative decoding verification calls.",
+            [(tok, self.counters["spec_verify_calls"])],
+        )
+        yield _histogram(
+            "prompt_tokens_histogram", "Histogram of prompt token length.", [(tok, self.prompt_hist)]
+        )
+        yield _histogram(
+            "uncached_prompt_tokens_histogram",
+            "Histogram of uncached (compute) prompt token length.",
+            [(tok, self.uncached_hist)],
+        )
+        yield _histogram(
+            "generation_tokens_histogram",
+            "Histogram of generation token length.",
+            [(tok, self.generation_hist)],
+        )
+        yield _counter(
+            "cached_tokens",
+            "Number of cached prompt tokens by source (device/host/storage).",
+            [({"cache_source": "device", **tok}, self.counters["cached_tokens"])],
+        )
+        yield _counter(
+            "num_requests", "Number of requests processed.", [(tok, self.counters["num_requests"])]
+        )
+        yield _histogram(
+            "time_to_first_token_seconds", "Histogram of time to first token in seconds.", [(tok, self.ttft)]
+        )
+        yield _histogram(
+            "inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", [(tok, self.itl)]
+        )
+        yield _histogram(
+            "e2e_request_latency_seconds",
+            "Histogram of End-to-end request latency in seconds",
+            [(tok, self.e2e)],
+        )
+        cpu = time.process_time()
+        yield _counter(
+            "process_cpu_seconds",
+            "Total CPU time consumed by this process (user + system)",
+            [({"component": "tokenizer"}, cpu * 0.75), ({"component": "detokenizer"}, cpu * 0.25)],
+        )
+        yield from self._http_families()
+        yield from self._scheduler_families()
+
+    def _http_families(self) -> Iterator[Metric]:
+        requests = [({"endpoint": e, "method": m}, v) for (e, m, s), v in self.http.items() if not s]
+        responses = [
+            ({"endpoint": e, "method": m, "status_code": s}, v) for (e, m, s), v in self.http.items() if s
+        ]
+        active = [(labels, 1.0 if labels["endpoint"] == "/metrics" else 0.0) for labels, _ in requests]
+        yield _counter("http_requests", "Total number of HTTP requests by endpoint and method", requests)
+        yield _counter(
+            "http_responses", "Total number of HTTP responses by endpoint and status code", responses
+        )
+        yield _gauge("http_requests_active", "Number of currently active HTTP requests", active)
+        yield _gauge("routing_keys_active", "Number of unique routing keys with active requests", [({}, 0.0)])
+
+    def _scheduler_families(self) -> Iterator[Metric]:
+        rank0 = self.ranks[0]
+        for name, documentation in SCHEDULER_GAUGES:
+            labels = (
+                {**rank0, "pid": self.pid} if name in ("num_retracted_reqs", "num_paused_reqs") else rank0
+            )
+            yield _gauge(name, documentation, [(labels, self.gauges[name])])
+            if name == "num_unique_running_routing_keys":
+                for routing in ("routing_key_running_req_count", "routing_key_all_req_count"):
+                    what = "running" if routing.startswith("routing_key_running") else "running+waiting"
+                    yield _gauge(
+                        routing,
+                        f"Distribution of routing keys by {what} request count (gt < count <= le).",
+                        [
+                            ({**rank0, "gt": gt, "le": le}, 0.0)
+                            for gt, le in itertools.pairwise(ROUTING_BOUNDS)
+                        ],
+                    )
+        passes = [
+            ({**rank, "mode": "decode_cuda_graph"}, self.counters["decode_passes"]) for rank in self.ranks
+        ]
+        passes.append(({**rank0, "mode": "prefill_none"}, self.counters["prefill_passes"]))
+        yield _counter(
+            "cuda_graph_passes", "Total number of forward passes categorized by CUDA graph.", passes
+        )
+        yield _counter(
+            "realtime_tokens",
+            "Total number of tokens processed (updated on each log interval). mode: prefill_compute, "
+            "prefill_cache, decode.",
+            [
+                ({**rank0, "mode": "prefill_compute"}, self.counters["prefill_compute"]),
+                ({**rank0, "mode": "prefill_cache"}, self.counters["prefill_cache"]),
+                ({**rank0, "mode": "decode"}, self.counters["decode_tokens"]),
+            ],
+        )
+        yield _histogram(
+            "queue_time_seconds",
+            "Histogram of queueing time in seconds.",
+            [(rank, self.queue_time) for rank in self.ranks],
+        )
+        yield _histogram(
+            "per_stage_req_latency_seconds",
+            "The latency of each stage of requests.",
+            [({**rank, "stage": stage}, hist) for rank in self.ranks for stage, hist in self.stages.items()],
+        )
+        constants = {
+            "max_total_num_tokens": float(self.capacity),
+            "engine_startup_time": 0.0,
+            "engine_load_weights_time": 0.0,
+            "page_size": float(self.config.block_size),
+            "num_pages": float(self.capacity // self.config.block_size),
+            "context_len": float(self.config.max_model_len),
+            "startup_available_gpu_memory_gb": round(84.0 * (1.0 - self.config.gpu_memory_utilization), 2),
+        }
+        for name, documentation in CONSTANTS:
+            yield _gauge(name, documentation, [(rank, constants[name]) for rank in self.ranks])
+
+
+def _counter(name: str, documentation: str, samples: list[tuple[dict[str, str], float]]) -> Metric:
+    metric = Metric(f"sglang:{name}", documentation, "counter")
+    for labels, value in samples:
+        metric.add_sample(f"sglang:{name}_total", labels, value)
+    return metric
+
+
+def _gauge(name: str, documentation: str, samples: list[tuple[dict[str, str], float]]) -> Metric:
+    metric = Metric(f"sglang:{name}", documentation, "gauge")
+    for labels, value in samples:
+        metric.add_sample(f"sglang:{name}", labels, value)
+    return metric
+
+
+def _histogram(name: str, documentation: str, series: list[tuple[dict[str, str], BucketCounts]]) -> Metric:
+    metric = Metric(f"sglang:{name}", documentation, "histogram")
+    for labels, hist in series:
+        metric.add_sample(f"sglang:{name}_sum", labels, hist.sum)
+        for bound, total in zip([*hist.bounds, float("inf")], hist.cumulative(), strict=True):
+            le = floatToGoString(bound)
+            metric.add_sample(f"sglang:{name}_bucket", {**labels, "le": le}, total)
+        metric.add_sample(f"sglang:{name}_count", labels, hist.count)
+    return metric
