@@ -1,0 +1,259 @@
+"""`spectop snapshot URL [URL ...] [--window SECONDS] [--json]`: figures over one window.
+
+Scrapes every URL at the start and at the end of the window and prints the
+derived figures: a table by default, or with --json one object per endpoint
+per line. Exit 0 when every endpoint was up, 1 when one was not, 2 on bad
+arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
+
+    from tui.settings import EndpointSettings
+    from tui.telemetry.figures import Figures
+    from tui.telemetry.scraper import Scrape
+
+DEFAULT_WINDOW_S = 5.0
+DEFAULT_TIMEOUT_S = 5.0
+WIDTH = 80
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "snapshot",
+        help="scrape endpoints over a short window and print the derived figures",
+        description="Scrape each URL at the start and at the end of the window and print the derived "
+        "figures. URL may be the server's base URL or its /metrics URL. Exit 0 when every endpoint "
+        "was up, 1 when one was not, 2 on bad arguments.",
+    )
+    parser.add_argument("urls", metavar="URL", nargs="+", help="base URL or metrics URL")
+    parser.add_argument(
+        "--window",
+        type=_positive_seconds,
+        default=DEFAULT_WINDOW_S,
+        metavar="SECONDS",
+        help=f"seconds between the two scrapes (default {DEFAULT_WINDOW_S:g})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"timeout of each scrape (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per endpoint per line")
+    parser.set_defaults(func=run)
+
+
+# --- measuring ------------------------------------------------------------------------------------------
+
+
+class _Result:
+    def __init__(self, url: str, window_s: float) -> None:
+        self.url = url
+        self.window_s = window_s
+        self.up = False
+        self.error: str | None = None
+        self.backend: str | None = None
+        self.model: str | None = None
+        self.figures: Figures | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        from tui.telemetry.figures import FIGURE_NAMES, Figures
+
+        figures = (self.figures or Figures()).model_dump()
+        record: dict[str, Any] = {
+            "url": self.url,
+            "backend": self.backend,
+            "up": self.up,
+            "model": self.model,
+            "window_s": self.window_s,
+        }
+        for name in FIGURE_NAMES:
+            record[name] = figures[name]
+        record["error"] = self.error
+        return record
+
+
+def _model_of(scrape: Scrape) -> str | None:
+    models: dict[str, None] = {}
+    for sample in scrape.samples or ():
+        model = sample.labels.get("model_name")
+        if model and ":" in sample.name:
+            models[model] = None
+    return ", ".join(models) or None
+
+
+async def _measure(endpoints: list[EndpointSettings], urls: list[str], window_s: float, timeout_s: float):
+    import asyncio
+    import time
+
+    import httpx
+
+    from tui.telemetry.monitor import fetch_model_ids
+    from tui.telemetry.scraper import scrape_metrics
+    from tui.telemetry.window import figures_between
+
+    results = [_Result(url, window_s) for url in urls]
+
+    def headers_of(endpoint: EndpointSettings) -> dict[str, str]:
+        key = endpoint.api_key()
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def scrape_all(client: httpx.AsyncClient, indexes: list[int]) -> dict[int, Scrape]:
+        scrapes = await asyncio.gather(
+            *(
+                scrape_metrics(
+                    client,
+                    endpoints[i].resolved_metrics_url,
+                    timeout_s=timeout_s,
+                    headers=headers_of(endpoints[i]),
+                )
+                for i in indexes
+            )
+        )
+        return dict(zip(indexes, scrapes, strict=True))
+
+    async with httpx.AsyncClient(follow_redirects=True) as client:
+        started = time.monotonic()
+        first = await scrape_all(client, list(range(len(endpoints))))
+        alive = [i for i, scrape in first.items() if scrape.up]
+        for i, scrape in first.items():
+            if not scrape.up:
+                results[i].error = scrape.error
+        if not alive:
+            return results
+        # The window runs from the first scrapes' start, so Δt stays close to --window.
+        await asyncio.sleep(max(0.0, window_s - (time.monotonic() - started)))
+        last = await scrape_all(client, alive)
+        for i in alive:
+            result, start, end = results[i], first[i], last[i]
+            if not end.up:
+                result.error = end.error
+                continue
+            result.up = True
+            result.backend = end.backend or start.backend
+            result.figures = figures_between(start, end)
+            result.model = _model_of(end) or endpoints[i].model
+            if result.model is None and result.backend == "llamacpp":
+                ids = await fetch_model_ids(
+                    client, endpoints[i].url, headers=headers_of(endpoints[i]), timeout_s=timeout_s
+                )
+                if isinstance(ids, list) and ids:
+                    result.model = ", ".join(ids[:3])
+    return results
+
+
+# --- printing -------------------------------------------------------------------------------------------
+
+
+def _number(value: float | None, digits: int = 1, unit: str = "") -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}{unit}"
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f} %"
+
+
+def _latency(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if value < 1.0:
+        milliseconds = value * 1000
+        return f"{milliseconds:.2f} ms" if milliseconds < 10 else f"{milliseconds:.1f} ms"
+    return f"{value:.2f} s"
+
+
+def _count(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+def _table(result: _Result) -> list[str]:
+    header = " · ".join(
+        part
+        for part in (
+            result.url,
+            result.backend or ("unknown backend" if result.up else None),
+            result.model,
+            "up" if result.up else "DOWN",
+            f"{result.window_s:g} s window" if result.up else None,
+        )
+        if part
+    )
+    lines = [header if len(header) <= WIDTH else header[: WIDTH - 1] + "…"]
+    if not result.up:
+        lines.append(f"  error: {result.error or 'unknown'}"[:WIDTH])
+        return lines
+    f = result.figures
+    assert f is not None
+    ttft = f"{_latency(f.ttft_mean_s)} / {_latency(f.ttft_p50_s)} / {_latency(f.ttft_p95_s)}"
+    cells = [
+        ("generation", _number(f.generation_tokens_per_s, 1, " tok/s")),
+        ("acceptance rate", _percent(f.acceptance_rate)),
+        ("prompt", _number(f.prompt_tokens_per_s, 1, " tok/s")),
+        ("mean accept len", _number(f.mean_acceptance_length, 2)),
+        ("requests", _number(f.requests_per_s, 2, " /s")),
+        ("TPOT mean", _latency(f.tpot_mean_s)),
+        ("running", _count(f.running)),
+        ("E2E mean", _latency(f.e2e_mean_s)),
+        ("waiting", _count(f.waiting)),
+        ("KV cache usage", _percent(f.kv_cache_usage)),
+        ("prefix cache hit", _percent(f.prefix_cache_hit_rate)),
+    ]
+    for left, right in zip(cells[0::2], [*cells[1::2], None], strict=True):
+        text = f"  {left[0]:<17}{left[1]:>19}"
+        if right is not None:
+            text += f"   {right[0]:<17}{right[1]:>19}"
+        lines.append(text.rstrip())
+    lines.append(f"  {'TTFT mean/p50/p95':<17}  {ttft}"[:WIDTH])
+    if f.per_position_acceptance is not None:
+        positions = " ".join(f"{value * 100:.0f}%" for value in f.per_position_acceptance)
+        line = f"  {'per position':<17} {positions}"
+        lines.append(line if len(line) <= WIDTH else line[: WIDTH - 1] + "…")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from pydantic import ValidationError
+
+    from tui.settings import endpoint_from_url
+
+    endpoints = []
+    for url in args.urls:
+        try:
+            endpoints.append(endpoint_from_url(url))
+        except ValidationError as error:
+            print(f"spectop snapshot: {url}: {error.errors()[0]['msg']}", file=sys.stderr)
+            return 2
+    results = asyncio.run(_measure(endpoints, list(args.urls), args.window, args.timeout))
+    if args.json:
+        for result in results:
+            print(json.dumps(result.as_json(), ensure_ascii=False))
+    else:
+        blocks = ["\n".join(_table(result)) for result in results]
+        print("\n\n".join(blocks))
+    return 0 if all(result.up for result in results) else 1

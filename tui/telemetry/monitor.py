@@ -1,0 +1,182 @@
+"""Polling one endpoint: scrape, window, figures, backoff while it is down.
+
+The app owns the httpx client and the timer; an `EndpointMonitor` says when
+its endpoint is due and turns one poll into an `EndpointReading`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from tui.settings import EndpointSettings
+from tui.telemetry.figures import Figures
+from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, scrape_metrics
+from tui.telemetry.window import ScrapeWindow
+
+BACKOFF_BASE_S = 2.0
+BACKOFF_MAX_S = 30.0
+_MODELS_MAX_BYTES = 1 * 2**20
+_METRICS_BACKENDS = ("vllm", "sglang", "llamacpp")
+
+
+class EndpointReading(BaseModel):
+    """What the dashboard renders for one endpoint after one poll."""
+
+    name: str
+    url: str
+    time: float  # time.time() of the poll
+    up: bool
+    error: str | None
+    backend: str | None
+    model: str | None
+    window_s: float  # seconds actually covered by the figures (0 until two scrapes)
+    figures: Figures
+    consecutive_failures: int
+
+
+class _ModelCard(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str
+
+
+class _ModelList(BaseModel):
+    """The body of GET /v1/models (OpenAI shape; llama.cpp adds fields we ignore)."""
+
+    model_config = ConfigDict(extra="ignore")
+    data: list[_ModelCard]
+
+
+def backoff_s(consecutive_failures: int) -> float:
+    """Seconds to wait after the n-th failure in a row: 2, 4, 8, 16, 30, 30, ..."""
+    if consecutive_failures <= 0:
+        return 0.0
+    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** min(consecutive_failures - 1, 16))
+
+
+async def fetch_model_ids(
+    client: httpx.AsyncClient,
+    base_url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> list[str] | str:
+    """Model ids from GET {base_url}/v1/models, or an error text."""
+    url = f"{base_url.rstrip('/')}/v1/models"
+    try:
+        async with asyncio.timeout(timeout_s):
+            async with client.stream("GET", url, headers=headers, timeout=timeout_s) as response:
+                if response.status_code >= 400:
+                    return f"HTTP {response.status_code}"
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > _MODELS_MAX_BYTES:
+                        return "response larger than 1 MiB"
+    except (TimeoutError, httpx.TimeoutException):
+        return f"timeout after {timeout_s:.1f} s"
+    except httpx.ConnectError:
+        return "connection refused"
+    except (httpx.HTTPError, OSError) as error:
+        return f"{type(error).__name__}: {error}"
+    try:
+        models = _ModelList.model_validate(json.loads(body.decode("utf-8", errors="replace")))
+    except (ValueError, ValidationError):
+        return f"{url}: expected a JSON object with data: [{{id: ...}}]"
+    return [card.id for card in models.data]
+
+
+class EndpointMonitor:
+    """One per endpoint: owns its ScrapeWindow; backs off while the endpoint is down."""
+
+    def __init__(self, endpoint: EndpointSettings, window_s: float) -> None:
+        self.endpoint = endpoint
+        forced = endpoint.backend if endpoint.backend in _METRICS_BACKENDS else None
+        self.window = ScrapeWindow(window_s, backend=forced)
+        self.consecutive_failures = 0
+        self._last_attempt: float | None = None
+        self._listed_model: str | None = None
+        self._models_asked = False
+        self.last_scrape: Scrape | None = None
+
+    def due(self, now_monotonic: float) -> bool:
+        """False while backing off after failures."""
+        if self._last_attempt is None or self.consecutive_failures == 0:
+            return True
+        return now_monotonic - self._last_attempt >= backoff_s(self.consecutive_failures)
+
+    def _headers(self) -> dict[str, str]:
+        key = self.endpoint.api_key()
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def _list_model(self, client: httpx.AsyncClient) -> None:
+        """Ask /v1/models once (servers without a model label, such as llama.cpp)."""
+        self._models_asked = True
+        ids = await fetch_model_ids(client, self.endpoint.url, headers=self._headers())
+        if isinstance(ids, list) and ids:
+            self._listed_model = ", ".join(ids[:3])
+
+    async def _scrape(self, client: httpx.AsyncClient) -> Scrape:
+        if self.endpoint.backend != "openai":
+            return await scrape_metrics(client, self.endpoint.resolved_metrics_url, headers=self._headers())
+        # Hosted OpenAI-compatible gateways have no /metrics: reachability is all there is.
+        ids = await fetch_model_ids(client, self.endpoint.url, headers=self._headers())
+        if isinstance(ids, str):
+            return failed(ids)
+        if ids:
+            self._listed_model = ", ".join(ids[:3])
+        self._models_asked = True
+        return Scrape(time.time(), time.monotonic(), (), None, None)
+
+    def _model(self) -> str | None:
+        if self.endpoint.model:
+            return self.endpoint.model
+        if self.window.models:
+            return ", ".join(self.window.models)
+        return self._listed_model
+
+    async def poll(self, client: httpx.AsyncClient) -> EndpointReading:
+        """Scrape once and return the reading. Never raises (except on cancellation)."""
+        self._last_attempt = time.monotonic()
+        try:
+            scrape = await self._scrape(client)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # a bug must not stop the dashboard
+            scrape = failed(f"internal error: {type(error).__name__}: {error}")
+        self.last_scrape = scrape
+        if scrape.up:
+            self.consecutive_failures = 0
+            self.window.add(scrape)
+            if not self._models_asked and not self.endpoint.model and not self.window.models:
+                try:
+                    await self._list_model(client)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    self._listed_model = None
+        else:
+            self.consecutive_failures += 1
+        try:
+            figures = self.window.figures()
+        except Exception:  # defensive: derivation must not break polling
+            figures = Figures()
+        backend = self.window.backend or scrape.backend
+        if backend is None and self.endpoint.backend == "openai":
+            backend = "openai"
+        return EndpointReading(
+            name=self.endpoint.name,
+            url=self.endpoint.url,
+            time=scrape.time,
+            up=scrape.up,
+            error=scrape.error,
+            backend=backend,
+            model=self._model(),
+            window_s=round(self.window.span_s, 3),
+            figures=figures,
+            consecutive_failures=self.consecutive_failures,
+        )
