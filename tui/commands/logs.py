@@ -1,0 +1,98 @@
+"""`spectop logs FILE [--follow] [--from-start] [--json]`: a server log as typed events."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "logs",
+        help="parse a vLLM / SGLang / llama.cpp log into stats, spec_decode and error events",
+        description="Parse a server log (the whole file, or follow it like `tail -F`) into events: "
+        "stats, spec_decode and error. One readable line per event, or JSON lines with --json.",
+    )
+    parser.add_argument("file", metavar="FILE", help="the server's log file")
+    parser.add_argument(
+        "-f", "--follow", action="store_true", help="keep following the file (survives rotation)"
+    )
+    parser.add_argument(
+        "--from-start", action="store_true", help="with --follow: read the existing lines first"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help='one JSON object per event: {"kind", "time", ...}'
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "vllm", "sglang", "llamacpp"),
+        default="auto",
+        help="log grammar to assume for lines that do not say (default: detect)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    path = Path(args.file)
+    if not args.follow and not path.is_file():
+        reason = "is a directory" if path.is_dir() else "does not exist"
+        print(f"spectop logs: {path} {reason}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_print_events(path, args))
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+async def _print_events(path: object, args: argparse.Namespace) -> None:
+    import asyncio
+
+    from tui.telemetry.logs import LogParser
+    from tui.telemetry.logs.render import event_json, event_text
+    from tui.telemetry.tailer import LogTailer
+
+    render = event_json if args.json else event_text
+    parser = LogParser(None if args.backend == "auto" else args.backend)
+    tailer = LogTailer(str(path), from_start=args.from_start)
+    out = sys.stdout
+    if not args.follow:
+        async for line in tailer.read_all():
+            for event in parser.feed(line):
+                out.write(render(event) + "\n")
+        for event in parser.flush():
+            out.write(render(event) + "\n")
+        out.flush()
+        return
+
+    # Follow: a reader task fills a bounded queue; while the log is quiet, an open traceback is flushed.
+    queue: asyncio.Queue[str] = asyncio.Queue(maxsize=10_000)
+
+    async def read() -> None:
+        async for line in tailer.lines():
+            await queue.put(line)
+
+    reader = asyncio.create_task(read())
+    try:
+        while True:
+            try:
+                line = await asyncio.wait_for(queue.get(), timeout=1.0)
+            except TimeoutError:
+                if reader.done():
+                    reader.result()  # re-raise what stopped the reader
+                    return
+                events = parser.flush()
+            else:
+                events = parser.feed(line)
+            for event in events:
+                out.write(render(event) + "\n")
+            if events and queue.empty():
+                out.flush()
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await reader

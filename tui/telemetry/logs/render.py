@@ -1,0 +1,81 @@
+"""Events as text: one JSON object per event (`spectop logs --json`), or one readable line (≤ 80 columns)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+
+UNKNOWN = "–"
+LINE_WIDTH = 80
+
+
+def event_record(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> dict[str, Any]:
+    """`{"kind", "time", ...fields}`: unknown figures left out, `kind` and `time` always there.
+
+    The raw `line` is kept for errors only (a grouped traceback's full text lives there).
+    """
+    exclude = None if isinstance(event, ErrorEvent) else {"line"}
+    fields = event.model_dump(exclude_none=True, exclude=exclude)
+    record: dict[str, Any] = {"kind": event.kind, "time": event.time}
+    for key, value in fields.items():
+        if key not in record:
+            record[key] = value
+    return record
+
+
+def event_json(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> str:
+    return json.dumps(event_record(event), ensure_ascii=False, separators=(", ", ": "))
+
+
+def event_text(event: StatsEvent | SpecDecodeEvent | ErrorEvent, width: int = LINE_WIDTH) -> str:
+    """One readable line: time, kind, the figures that are known."""
+    time = event.time or UNKNOWN
+    if isinstance(event, StatsEvent):
+        body = _stats_text(event)
+    elif isinstance(event, SpecDecodeEvent):
+        body = _spec_text(event)
+    else:
+        body = f"ERROR {event.category}: {event.message.splitlines()[0] if event.message else ''}"
+    return _fit(f"{time:<14} {body}", width)
+
+
+def _stats_text(event: StatsEvent) -> str:
+    parts = [f"{event.phase or 'stats':<5}"]
+    if event.generation_tokens_per_s is not None:
+        parts.append(f"gen {event.generation_tokens_per_s:.1f}/s")
+    if event.prompt_tokens_per_s is not None:
+        parts.append(f"prompt {event.prompt_tokens_per_s:.1f}/s")
+    if event.running is not None:
+        parts.append(f"run {event.running:g}")
+    if event.waiting is not None:
+        parts.append(f"wait {event.waiting:g}")
+    if event.kv_cache_usage is not None:
+        parts.append(f"kv {_percent(event.kv_cache_usage)}")
+    if event.prefix_cache_hit_rate is not None:
+        parts.append(f"hit {_percent(event.prefix_cache_hit_rate)}")
+    return " ".join(parts)
+
+
+def _spec_text(event: SpecDecodeEvent) -> str:
+    parts = ["spec "]
+    if event.acceptance_rate is not None:
+        parts.append(f"accept {_percent(event.acceptance_rate)}")
+    if event.mean_acceptance_length is not None:
+        parts.append(f"len {event.mean_acceptance_length:.2f}")
+    if event.accepted_tokens is not None and event.drafted_tokens is not None:
+        parts.append(f"{event.accepted_tokens}/{event.drafted_tokens} tok")
+    if event.per_position_acceptance:
+        parts.append("pos " + " ".join(f"{rate:.2f}" for rate in event.per_position_acceptance))
+    if event.scope == "lifetime":
+        parts.append("(lifetime)")
+    return " ".join(parts)
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.1f}%"
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
