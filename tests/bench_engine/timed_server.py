@@ -120,6 +120,10 @@ class TimedServer:
             )
             await writer.drain()
             return True
+        if method != "POST":
+            writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+            return True
         body = json.loads(raw) if raw else {}
         record = Record(path=path, headers=headers, body=body, received_s=time.perf_counter())
         with self._lock:

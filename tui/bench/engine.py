@@ -170,14 +170,15 @@ def build_body(config: BurstConfig, prompt: Prompt, model: str | None) -> dict[s
     return body
 
 
-async def _scrape(client: httpx.AsyncClient, target: ArmTarget) -> Any:
+async def _scrape(client: httpx.AsyncClient, target: ArmTarget, headers: dict[str, str]) -> Any:
     if not target.scrape_metrics:
         return None
     try:
         from tui.telemetry.scraper import scrape_metrics
     except ImportError:
         return None
-    return await scrape_metrics(client, target.resolved_metrics_url(), timeout_s=SCRAPE_TIMEOUT_S)
+    url = target.resolved_metrics_url()
+    return await scrape_metrics(client, url, timeout_s=SCRAPE_TIMEOUT_S, headers=headers)
 
 
 def _acceptance(target: ArmTarget, first: Any, last: Any) -> ServerAcceptance:
@@ -186,7 +187,9 @@ def _acceptance(target: ArmTarget, first: Any, last: Any) -> ServerAcceptance:
     if first is None or last is None:
         return ServerAcceptance(note="telemetry core not available")
     if not (getattr(first, "up", False) and getattr(last, "up", False)):
-        return ServerAcceptance(note=f"no /metrics at {target.resolved_metrics_url()}")
+        error = getattr(last, "error", None) or getattr(first, "error", None)
+        reason = f": {error}" if error else ""
+        return ServerAcceptance(note=f"no /metrics at {target.resolved_metrics_url()}{reason}")
     try:
         from tui.telemetry.window import figures_between
     except ImportError:
@@ -376,6 +379,11 @@ class _Run:
             if label in first_send and label in last_done:
                 self.active_s[label] += last_done[label] - first_send[label]
 
+    async def scrape_all(self) -> list[Any]:
+        arms = self.config.arms()
+        scrapes = [_scrape(self.client, target, self.headers[label]) for label, target in arms]
+        return list(await asyncio.gather(*scrapes))
+
     def round_indices(self) -> list[list[int]]:
         count, rounds = self.config.requests, min(self.config.rounds, self.config.requests)
         size, extra = divmod(count, rounds)
@@ -393,8 +401,7 @@ class _Run:
         await self.warm_up()
         self.phase = "scrape"
         self.report(force=True)
-        arms = self.config.arms()
-        before = await asyncio.gather(*(_scrape(self.client, target) for _, target in arms))
+        before = await self.scrape_all()
         self.phase = "running"
         self.report(force=True)
         load = self.config.load
@@ -407,7 +414,7 @@ class _Run:
         last_done = self.now()
         self.phase = "scrape"
         self.report(force=True)
-        after = await asyncio.gather(*(_scrape(self.client, target) for _, target in arms))
+        after = await self.scrape_all()
         result = self.build(before, after, first_send, last_done)
         self.phase = "done"
         self.report(force=True)

@@ -82,7 +82,7 @@ def _paired_rates(a: ArmResult, b: ArmResult) -> tuple[list[float], list[float]]
 
 
 def _fmt_ms_delta(seconds: float | None) -> str:
-    return DASH if seconds is None else f"{seconds * 1000:+.0f} ms"
+    return DASH if seconds is None else f"{round(seconds * 1000):+d} ms"
 
 
 def verdict_text(
