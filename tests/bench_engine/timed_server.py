@@ -51,6 +51,8 @@ class TimedServer:
         self._thread: threading.Thread | None = None
         self._served = 0
         self._lock = threading.Lock()
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._stop: asyncio.Event | None = None
 
     @property
     def base_url(self) -> str:
@@ -59,17 +61,21 @@ class TimedServer:
     def __enter__(self) -> TimedServer:
         ready = threading.Event()
 
+        async def serve() -> None:
+            self._stop = asyncio.Event()
+            self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024)
+            self.port = self._server.sockets[0].getsockname()[1]
+            ready.set()
+            await self._stop.wait()
+            self._server.close()
+            for task in list(self._handlers):
+                task.cancel()
+            await asyncio.gather(*self._handlers, return_exceptions=True)
+
         def main() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop
-            self._server = loop.run_until_complete(
-                asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024)
-            )
-            self.port = self._server.sockets[0].getsockname()[1]
-            ready.set()
-            loop.run_forever()
-            self._server.close()
-            loop.run_until_complete(self._server.wait_closed())
+            loop.run_until_complete(serve())
             loop.close()
 
         self._thread = threading.Thread(target=main, daemon=True)
@@ -79,11 +85,15 @@ class TimedServer:
 
     def __exit__(self, *exc: object) -> None:
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop.call_soon_threadsafe(self._stop.set)  # type: ignore[union-attr]
         if self._thread is not None:
             self._thread.join(10)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
         try:
             while True:
                 request_line = await reader.readline()
@@ -102,7 +112,7 @@ class TimedServer:
                 keep_going = await self._respond(method, path, headers, raw, writer)
                 if not keep_going:
                     return
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             return
         finally:
             writer.close()

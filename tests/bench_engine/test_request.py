@@ -1,0 +1,193 @@
+"""One streamed request: parsing real streams, tokens, errors by kind, bounded retries."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from conftest import SAMPLES
+from timed_server import Behaviour, TimedServer
+
+from tui.bench.request import RequestSpec, RetryBudget, endpoint_url, run_request
+
+
+def _spec(url: str, api: str = "chat", headers: dict[str, str] | None = None) -> RequestSpec:
+    body = {"model": "m", "max_tokens": 16, "stream": True}
+    body["messages" if api == "chat" else "prompt"] = (
+        [{"role": "user", "content": "hi"}] if api == "chat" else "hi"
+    )
+    return RequestSpec(
+        url=endpoint_url(url, api),
+        body=body,
+        headers=headers or {},
+        arm="a",
+        index=0,
+        round=0,
+        prompt_id="p0",
+    )
+
+
+async def _run(client: httpx.AsyncClient, spec: RequestSpec, **kwargs: object):
+    options: dict[str, object] = {"timeout_s": 5.0, "max_retries": 0, "budget": RetryBudget(10)}
+    options.update(kwargs)
+    return await run_request(client, spec, t0=time.perf_counter(), scheduled_s=0.0, **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("base", "api", "expected"),
+    [
+        ("http://h:8000", "chat", "http://h:8000/v1/chat/completions"),
+        ("http://h:8000/", "completions", "http://h:8000/v1/completions"),
+        ("http://h:8000/v1", "chat", "http://h:8000/v1/chat/completions"),
+        ("http://h/api/v1/", "completions", "http://h/api/v1/completions"),
+        ("http://h:8000/v1/chat/completions", "chat", "http://h:8000/v1/chat/completions"),
+    ],
+)
+def test_endpoint_url(base: str, api: str, expected: str) -> None:
+    assert endpoint_url(base, api) == expected
+
+
+def _sample_transport(name: str) -> httpx.MockTransport:
+    raw = (SAMPLES / name).read_bytes()
+    body = raw.split(b"\r\n\r\n", 1)[1] if raw.startswith(b"HTTP/") else raw
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    return httpx.MockTransport(handler)
+
+
+async def test_llamacpp_stream_sample_one_token_per_chunk_with_usage() -> None:
+    async with httpx.AsyncClient(transport=_sample_transport("llamacpp_stream.txt")) as client:
+        result = await _run(client, _spec("http://sample"))
+    assert result.ok
+    assert result.output_tokens == 64  # from usage.completion_tokens
+    assert result.prompt_tokens == 112
+    assert not result.usage_estimated
+    assert len(result.chunk_times_s) == 64  # role chunk and finish chunk carry no content
+    assert result.chunk_tokens == [1] * 64
+    assert result.finish_reason == "length"
+    assert result.text.startswith(" modebn modebn")
+
+
+async def test_llamacpp_stream_without_usage_counts_timings_not_chunks() -> None:
+    async with httpx.AsyncClient(transport=_sample_transport("llamacpp_stream_no_usage.txt")) as client:
+        result = await _run(client, _spec("http://sample"))
+    assert result.ok
+    assert result.output_tokens == 8  # timings.predicted_n on the finish chunk
+    assert not result.usage_estimated
+
+
+async def test_no_usage_at_all_is_marked_estimated(client: httpx.AsyncClient) -> None:
+    with TimedServer(
+        Behaviour(ttft_s=0.0, interval_s=0.0, chunks=5, tokens_per_chunk=3, usage=False)
+    ) as server:
+        result = await _run(client, _spec(server.base_url))
+    assert result.ok
+    assert result.usage_estimated
+    assert result.output_tokens == 5  # one per chunk: a lower bound, hence "estimated"
+
+
+async def test_several_tokens_per_chunk_counted_from_usage(client: httpx.AsyncClient) -> None:
+    with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, chunks=4, tokens_per_chunk=3)) as server:
+        result = await _run(client, _spec(server.base_url, api="completions"))
+    assert result.output_tokens == 12
+    assert result.tokens_per_chunk == 3
+    assert result.chunk_tokens is None  # not said per chunk by the server
+
+
+async def test_connect_error(client: httpx.AsyncClient) -> None:
+    with TimedServer() as server:
+        url = server.base_url
+    result = await _run(client, _spec(url))
+    assert result.error_kind == "connect"
+    assert result.ttft_s is None and result.decode_tokens_per_s is None
+
+
+async def test_http_status_not_retried_for_400(client: httpx.AsyncClient) -> None:
+    with TimedServer(Behaviour(status=400)) as server:
+        result = await _run(client, _spec(server.base_url), max_retries=3)
+        assert len(server.records) == 1
+    assert result.error_kind == "http_status"
+    assert result.http_status == 400
+    assert "status 400 as asked" in (result.error or "")
+    assert result.attempts == 1
+
+
+async def test_503_retried_then_succeeds(client: httpx.AsyncClient) -> None:
+    with TimedServer(Behaviour(fail_first=2, ttft_s=0.0, interval_s=0.0, chunks=3)) as server:
+        result = await _run(client, _spec(server.base_url), max_retries=2)
+    assert result.ok
+    assert result.attempts == 3
+    assert result.send_lag_s > 0  # the backoff is client-side time, not server latency
+    assert result.ttft_s is not None and result.ttft_s < 0.5
+
+
+async def test_retries_bounded_per_request_and_by_budget(client: httpx.AsyncClient) -> None:
+    with TimedServer(Behaviour(status=503)) as server:
+        one = await _run(client, _spec(server.base_url), max_retries=2)
+        assert one.attempts == 3 and len(server.records) == 3
+        budget = RetryBudget(2)
+        results = await asyncio.gather(
+            *(_run(client, _spec(server.base_url), max_retries=5, budget=budget) for _ in range(6))
+        )
+        assert len(server.records) == 3 + 6 + 2  # six first tries, two retries from the budget
+    assert all(r.error_kind == "http_status" and r.http_status == 503 for r in results)
+
+
+async def test_read_timeout(client: httpx.AsyncClient) -> None:
+    with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, stall_after_chunks=2)) as server:
+        started = time.perf_counter()
+        result = await _run(client, _spec(server.base_url), timeout_s=0.3)
+    assert result.error_kind == "timeout"
+    assert time.perf_counter() - started < 3.0
+
+
+async def test_broken_stream(client: httpx.AsyncClient) -> None:
+    with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, break_after_chunks=3)) as server:
+        result = await _run(client, _spec(server.base_url), max_retries=3)
+    assert result.error_kind == "broken_stream"
+    assert result.attempts == 1  # a stream that started is never retried
+
+
+async def test_error_inside_stream(client: httpx.AsyncClient) -> None:
+    with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, error_in_stream_after=2)) as server:
+        result = await _run(client, _spec(server.base_url))
+    assert result.error_kind == "broken_stream"
+    assert "engine died" in (result.error or "")
+
+
+async def test_invalid_json_in_stream() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b'data: {"choices": [\n\ndata: [DONE]\n\n')
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        result = await _run(client, _spec("http://x"))
+    assert result.error_kind == "broken_stream"
+    assert "invalid JSON" in (result.error or "")
+
+
+async def test_stream_cut_before_done_is_broken() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n')
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        result = await _run(client, _spec("http://x"))
+    assert result.error_kind == "broken_stream"
+
+
+async def test_api_key_sent_as_bearer_and_redacted_from_errors(client: httpx.AsyncClient) -> None:
+    secret = "sk-test-SECRET-123456"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.headers["authorization"] == f"Bearer {secret}"
+        return httpx.Response(401, json={"error": {"message": f"bad key {secret}"}})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as mock:
+        result = await _run(
+            mock, _spec("http://x", headers={"Authorization": f"Bearer {secret}"}), secret=secret
+        )
+    assert result.error_kind == "http_status"
+    assert secret not in result.model_dump_json()
