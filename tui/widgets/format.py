@@ -80,11 +80,13 @@ def fmt_clock(timestamp: float | None) -> str:
     return time_module.strftime("%H:%M:%S", time_module.localtime(timestamp))
 
 
-def sparkline(values: Sequence[float | None], width: int, low: float | None = None) -> str:
+def sparkline(
+    values: Sequence[float | None], width: int, low: float | None = None, high: float | None = None
+) -> str:
     """The last `width` values as block characters; unknown values are blanks.
 
-    The scale runs from `low` (default: the smallest known value, or 0 when all are positive and
-    close to it) to the largest known value, so a flat line shows as a flat line.
+    The scale runs from `low` to `high` (default: the smallest and largest known values), so a
+    flat line shows as a flat line.
     """
     if width <= 0:
         return ""
@@ -92,7 +94,7 @@ def sparkline(values: Sequence[float | None], width: int, low: float | None = No
     known = [value for value in tail if _known(value)]
     if not known:
         return " " * width
-    top = max(known)  # type: ignore[type-var]
+    top = high if high is not None else max(known)  # type: ignore[type-var]
     bottom = low if low is not None else min(known)  # type: ignore[type-var]
     span = top - bottom  # type: ignore[operator]
     chars = []

@@ -1,0 +1,106 @@
+"""A deterministic recording (no clocks, no randomness): three endpoints over four minutes."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.figures import Figures
+from tui.telemetry.recording import HeaderRecord, LogRecord, ReadingRecord, RecordedEndpoint
+
+START = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC
+STEP_S = 2.0
+STEPS = 120
+MODEL = "deepseek-ai/DeepSeek-V3"
+
+
+def _mtp_on(step: int) -> Figures:
+    wave = math.sin(step / 6.0)
+    acceptance = 0.72 + 0.08 * wave if step < 80 else 0.25 + 0.02 * wave  # drafting goes bad at step 80
+    return Figures(
+        generation_tokens_per_s=600 + 120 * wave,
+        prompt_tokens_per_s=1500 + 200 * math.cos(step / 5.0),
+        requests_per_s=2.0,
+        acceptance_rate=acceptance,
+        mean_acceptance_length=1 + 2 * acceptance,
+        per_position_acceptance=[min(1.0, acceptance + 0.1), max(0.0, acceptance - 0.1)],
+        ttft_mean_s=0.055 + 0.01 * wave,
+        ttft_p50_s=0.051 + 0.01 * wave,
+        ttft_p95_s=0.120 + 0.02 * wave,
+        tpot_mean_s=0.0123 + 0.001 * wave,
+        e2e_mean_s=3.2,
+        running=3 + (step % 4),
+        waiting=step % 2,
+        kv_cache_usage=0.0057 + step / 10_000,
+        prefix_cache_hit_rate=0.475892,
+    )
+
+
+def _mtp_off(step: int) -> Figures:
+    wave = math.cos(step / 8.0)
+    return Figures(
+        generation_tokens_per_s=410 + 40 * wave,
+        prompt_tokens_per_s=1450.0,
+        requests_per_s=1.9,
+        ttft_mean_s=0.06,
+        ttft_p50_s=0.058 + 0.005 * wave,
+        ttft_p95_s=0.131,
+        tpot_mean_s=0.0205,
+        e2e_mean_s=5.1,
+        running=4,
+        waiting=0,
+        kv_cache_usage=0.012,
+        prefix_cache_hit_rate=0.41,
+    )
+
+
+def recording_lines() -> list[str]:
+    header = HeaderRecord(
+        time=START,
+        endpoints=[
+            RecordedEndpoint(name="mtp-on", url="http://127.0.0.1:8000", backend="vllm", model=MODEL,
+                             acceptance_threshold=0.6),
+            RecordedEndpoint(name="mtp-off", url="http://127.0.0.1:8001", backend="vllm", model=MODEL),
+            RecordedEndpoint(name="llama-draft", url="http://127.0.0.1:8080", backend="llamacpp"),
+        ],
+    )
+    lines = [header.model_dump_json()]
+    for step in range(STEPS):
+        now = START + step * STEP_S
+        lines.append(ReadingRecord(name="mtp-on", url="http://127.0.0.1:8000", time=now, up=True,
+                                   backend="vllm", model=MODEL, window_s=60.0, figures=_mtp_on(step)
+                                   ).model_dump_json())
+        lines.append(ReadingRecord(name="mtp-off", url="http://127.0.0.1:8001", time=now + 0.1, up=True,
+                                   backend="vllm", model=MODEL, window_s=60.0, figures=_mtp_off(step)
+                                   ).model_dump_json())
+        down = 100 <= step < 110
+        lines.append(ReadingRecord(
+            name="llama-draft", url="http://127.0.0.1:8080", time=now + 0.2, up=not down,
+            error="connection refused" if down else None, backend="llamacpp", model="qwen2.5-0.5b",
+            window_s=60.0, consecutive_failures=step - 99 if down else 0,
+            figures=Figures() if down else Figures(
+                generation_tokens_per_s=52.0, acceptance_rate=1.0, mean_acceptance_length=9.0,
+                per_position_acceptance=[1.0] * 8, tpot_mean_s=0.0042, running=1, waiting=0),
+        ).model_dump_json())
+        if step % 5 == 0:
+            rate = _mtp_on(step).acceptance_rate or 0.0
+            event = SpecDecodeEvent(
+                backend="vllm", acceptance_rate=rate, mean_acceptance_length=1 + 2 * rate,
+                line=f"INFO SpecDecoding metrics: Mean acceptance length: {1 + 2 * rate:.2f}, "
+                f"Avg Draft acceptance rate: {rate * 100:.1f}%",
+            )
+            lines.append(LogRecord(endpoint="mtp-on", time=now + 0.3, event=event).model_dump_json())
+            stats = StatsEvent(backend="vllm", generation_tokens_per_s=600.0,
+                               line="INFO Avg generation throughput: 600.0 tokens/s, Running: 3 reqs")
+            lines.append(LogRecord(endpoint="mtp-on", time=now + 0.4, event=stats).model_dump_json())
+        if step == 95:
+            error = ErrorEvent(backend="llamacpp", category="oom", message="failed to allocate KV cache",
+                               line="E srv  load_model: failed to allocate KV cache (out of memory)")
+            lines.append(LogRecord(endpoint="llama-draft", time=now + 0.5, event=error).model_dump_json())
+    return lines
+
+
+def write_recording(path: Path) -> Path:
+    path.write_text("\n".join(recording_lines()) + "\n", encoding="utf-8")
+    return path

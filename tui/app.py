@@ -1,0 +1,511 @@
+"""SpectopApp: the live dashboard (and the replay of a recording).
+
+The app owns the state every screen shows: the latest reading per endpoint, the history ring
+buffers, the alert engine and a capped buffer of log lines per endpoint. Background work
+(polling, log tailing, replay) runs in workers and talks to the app through messages from
+`tui.messages`; the app then tells the screens with `EndpointUpdated`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import aiofiles
+import httpx
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from tui.messages import EndpointUpdated, LogLineReceived, ReadingReceived, ReplayFinished
+from tui.settings import EndpointSettings, Settings
+from tui.telemetry.alerts import Alert, AlertEngine, AlertRules
+from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.history import History, ReadingLike, samples_for
+from tui.telemetry.recording import (
+    HeaderRecord,
+    LogRecord,
+    ReadingRecord,
+    RecordedEndpoint,
+    RecordingError,
+    RecordingWriter,
+    ReplayClock,
+    replay,
+)
+from tui.themes import DEFAULT_THEME, load_themes, next_theme, remember_theme, remembered_theme
+from tui.widgets.card_view import CardData
+
+LOG_LINES_KEPT = 2000
+MAX_LOG_LINE_CHARS = 2000
+REPLAY_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
+MAX_REPORTED_BAD_LINES = 5
+
+LogKind = Literal["plain", "stats", "spec", "error"]
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    time: float
+    line: str
+    kind: LogKind
+
+
+def log_kind(events: Iterable[object]) -> LogKind:
+    kinds = {type(event) for event in events}
+    if ErrorEvent in kinds:
+        return "error"
+    if SpecDecodeEvent in kinds:
+        return "spec"
+    if StatsEvent in kinds:
+        return "stats"
+    return "plain"
+
+
+class SpectopApp(App[int]):
+    TITLE = "spectop"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("t", "next_theme", "Theme"),
+        Binding("s", "screenshot", "Shot"),
+        Binding("a", "alerts", "Alerts"),
+        Binding("b", "bench", "Bench"),
+        Binding("plus", "faster", "Faster", key_display="+"),
+        Binding("minus", "slower", "Slower", key_display="-"),
+    ]
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        record_path: str | os.PathLike[str] | None = None,
+        replay_path: str | os.PathLike[str] | None = None,
+        replay_speed: float = 1.0,
+        clock: Callable[[], float] = time.time,
+        theme_folders: list[Path] | None = None,
+        remember_theme_choice: bool = True,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.endpoints: list[EndpointSettings] = list(settings.endpoints)
+        self.record_path = Path(record_path) if record_path else None
+        self.replay_path = Path(replay_path) if replay_path else None
+        self.replay_clock = ReplayClock(replay_speed) if self.replay_path else None
+        self._wall_clock = clock
+        self._theme_folders = theme_folders
+        self._remember_theme_choice = remember_theme_choice
+        rules = AlertRules(
+            acceptance_warning=settings.alerts.acceptance_warning,
+            acceptance_critical=settings.alerts.acceptance_critical,
+            sustained_s=settings.alerts.sustained_s,
+        )
+        self.alerts = AlertEngine(rules)
+        self.history = History(samples_for(settings.history_s, settings.poll_interval_s))
+        self.readings: dict[str, ReadingLike] = {}
+        self.logs: dict[str, deque[LogEntry]] = {}
+        self.paused = False
+        self.replay_done = False
+        self.http_client: httpx.AsyncClient = httpx.AsyncClient()  # replaced on mount, with limits
+        self.theme_names: list[str] = []
+        self._monitors: list[tuple[EndpointSettings, Any]] = []
+        self._polling: set[str] = set()
+        self._recorder: RecordingWriter | None = None
+        self._bad_replay_lines = 0
+        for endpoint in self.endpoints:
+            self.alerts.set_threshold(endpoint.name, endpoint.acceptance_threshold)
+
+    # --- life cycle ---------------------------------------------------------------------------------------
+
+    async def on_mount(self) -> None:
+        from tui.screens.dashboard import DashboardScreen
+
+        self._load_themes()
+        await self.http_client.aclose()
+        self.http_client = httpx.AsyncClient(
+            timeout=httpx.Timeout(5.0, connect=2.0),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+            follow_redirects=False,
+        )
+        await self.push_screen(DashboardScreen())
+        if self.replay_path is not None:
+            self.run_worker(self._replay(self.replay_path), name="replay", group="replay")
+        else:
+            await self._start_live()
+        self._update_subtitle()
+        self.set_interval(1.0, self._refresh_ages)
+
+    async def _start_live(self) -> None:
+        if self.record_path is not None:
+            self._recorder = RecordingWriter(self.record_path)
+            try:
+                await self._recorder.open(self._recorded_endpoints(), now=self._wall_clock())
+            except OSError as error:
+                self.notify(f"cannot record to {self.record_path}: {error}", severity="error", timeout=10)
+                self._recorder = None
+        try:
+            from tui.telemetry.monitor import EndpointMonitor
+        except ImportError:
+            self.notify("metrics polling is not available in this build", severity="error")
+        else:
+            self._monitors = [
+                (endpoint, EndpointMonitor(endpoint, self.settings.window_s)) for endpoint in self.endpoints
+            ]
+        for endpoint in self.endpoints:
+            if endpoint.config_file is not None and endpoint.acceptance_threshold is None:
+                self.run_worker(self._read_threshold(endpoint), name=f"threshold {endpoint.name}")
+            if endpoint.log_file is not None:
+                self.run_worker(
+                    self._tail(endpoint), name=f"tail {endpoint.name}", group="tail", exit_on_error=False
+                )
+        self.set_interval(self.settings.poll_interval_s, self._poll_tick)
+        self._poll_tick()
+
+    async def on_unmount(self) -> None:
+        self.workers.cancel_all()
+        await self.http_client.aclose()
+        if self._recorder is not None:
+            await self._recorder.close()
+
+    # --- polling, tailing, replay (workers) ----------------------------------------------------------------
+
+    def _poll_tick(self) -> None:
+        """Timer callback: only starts workers. An endpoint still being polled skips this tick."""
+        if self.paused:
+            return
+        now = time.monotonic()
+        for endpoint, monitor in self._monitors:
+            if endpoint.name in self._polling or not monitor.due(now):
+                continue
+            self._polling.add(endpoint.name)
+            self.run_worker(
+                self._poll(endpoint.name, monitor),
+                name=f"poll {endpoint.name}",
+                group="poll",
+                exclusive=False,
+                exit_on_error=False,
+            )
+
+    async def _poll(self, name: str, monitor: Any) -> None:
+        try:
+            reading = await monitor.poll(self.http_client)
+            if self._recorder is not None:
+                await self._recorder.write_reading(reading)
+            self.post_message(ReadingReceived(reading))
+        finally:
+            self._polling.discard(name)
+
+    async def _tail(self, endpoint: EndpointSettings) -> None:
+        from tui.telemetry.logs import LogParser
+        from tui.telemetry.tailer import LogTailer
+
+        assert endpoint.log_file is not None
+        backend = endpoint.backend if endpoint.backend in ("vllm", "sglang", "llamacpp") else None
+        parser = LogParser(backend=backend)
+        async for raw_line in LogTailer(endpoint.log_file).lines():
+            line = raw_line.rstrip("\r\n")[:MAX_LOG_LINE_CHARS]
+            events = parser.feed(line)
+            now = self._wall_clock()
+            if self._recorder is not None:
+                for event in events:
+                    await self._recorder.write_log_event(endpoint.name, now, event)
+            self.post_message(LogLineReceived(endpoint.name, now, line, list(events)))
+
+    async def _read_threshold(self, endpoint: EndpointSettings) -> None:
+        try:
+            from tui.configs import read_acceptance_threshold  # type: ignore[attr-defined]
+        except ImportError:
+            return
+        assert endpoint.config_file is not None
+        threshold = await asyncio.to_thread(read_acceptance_threshold, endpoint.config_file)
+        if threshold is not None:
+            self.alerts.set_threshold(endpoint.name, threshold)
+            self._broadcast(EndpointUpdated(endpoint.name))
+
+    async def _replay(self, path: Path) -> None:
+        assert self.replay_clock is not None
+        async for record in replay(path, self.replay_clock, on_error=self._report_bad_line):
+            if isinstance(record, HeaderRecord):
+                for recorded in record.endpoints:
+                    self._ensure_endpoint(recorded.name, recorded)
+            elif isinstance(record, ReadingRecord):
+                self.post_message(ReadingReceived(record))
+            elif isinstance(record, LogRecord):
+                event = record.event
+                self.post_message(LogLineReceived(record.endpoint, record.time, event.line, [event]))
+        self.post_message(ReplayFinished())
+
+    def _report_bad_line(self, error: RecordingError) -> None:
+        self._bad_replay_lines += 1
+        if self._bad_replay_lines <= MAX_REPORTED_BAD_LINES:
+            self.notify(str(error), title="skipped a bad line", severity="warning", timeout=8)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place worker failures are reported; the app keeps running."""
+        worker = event.worker
+        if event.state == WorkerState.ERROR:
+            name = worker.name or "background task"
+            self.notify(f"{name} failed: {worker.error}", severity="error", timeout=10)
+        elif event.state == WorkerState.SUCCESS and worker.group == "tail":
+            self.notify(f"{worker.name}: log tailing ended", severity="warning")
+
+    # --- state updates (handlers: no network, no waiting) ---------------------------------------------------
+
+    def on_reading_received(self, message: ReadingReceived) -> None:
+        reading: ReadingLike = message.reading  # type: ignore[assignment]
+        name = reading.name
+        self._ensure_endpoint(name)
+        self.readings[name] = reading
+        self.history.add(reading)
+        acceptance = reading.figures.acceptance_rate if reading.up else None
+        changes = self.alerts.observe_reading(name, reading.time, reading.up, acceptance)
+        self._announce(changes)
+        self._broadcast(EndpointUpdated(name))
+
+    def on_log_line_received(self, message: LogLineReceived) -> None:
+        name = message.endpoint
+        self._ensure_endpoint(name)
+        entry = LogEntry(message.time, message.line, log_kind(message.events))
+        self.logs.setdefault(name, deque(maxlen=LOG_LINES_KEPT)).append(entry)
+        changes: list[Alert] = []
+        for event in message.events:
+            changes += self.alerts.observe_log_event(name, message.time, event)
+        self._announce(changes)
+        self._broadcast(EndpointUpdated(name, log_line=entry))
+
+    def on_replay_finished(self, _message: ReplayFinished) -> None:
+        self.replay_done = True
+        self._update_subtitle()
+        self.notify("end of recording", timeout=4)
+
+    def _announce(self, changes: list[Alert]) -> None:
+        if self.replay_clock is not None:
+            return  # a replay shows alerts as badges only: a burst of old toasts would bury the screen
+        for alert in changes:
+            if alert.active:
+                severity = "error" if alert.severity == "critical" else "warning"
+                self.notify(alert.message, title=alert.endpoint, severity=severity, timeout=6)
+
+    def _ensure_endpoint(self, name: str, recorded: RecordedEndpoint | None = None) -> None:
+        if any(endpoint.name == name for endpoint in self.endpoints):
+            return
+        url = (recorded.url if recorded else None) or "http://recorded.invalid"
+        try:
+            endpoint = EndpointSettings(
+                name=name,
+                url=url,
+                model=recorded.model if recorded else None,
+                acceptance_threshold=recorded.acceptance_threshold if recorded else None,
+            )
+        except ValueError:
+            endpoint = EndpointSettings(name=name, url="http://recorded.invalid")
+        self.endpoints.append(endpoint)
+        self.alerts.set_threshold(name, endpoint.acceptance_threshold)
+        self._broadcast(EndpointUpdated(name))
+
+    def _broadcast(self, message: EndpointUpdated) -> None:
+        for screen in self.screen_stack:
+            screen.post_message(EndpointUpdated(message.endpoint, message.log_line))
+
+    def _refresh_ages(self) -> None:
+        if self.paused and self.replay_clock is None:
+            return
+        for endpoint in self.endpoints:
+            self._broadcast(EndpointUpdated(endpoint.name))
+
+    def _recorded_endpoints(self) -> list[RecordedEndpoint]:
+        return [
+            RecordedEndpoint(
+                name=endpoint.name,
+                url=endpoint.url,
+                backend=endpoint.backend,
+                model=endpoint.model,
+                acceptance_threshold=endpoint.acceptance_threshold,
+            )
+            for endpoint in self.endpoints
+        ]
+
+    # --- what screens read ----------------------------------------------------------------------------------
+
+    def now(self) -> float | None:
+        """Wall time, or the recording's time during a replay (so ages are those of the recording)."""
+        if self.replay_clock is not None:
+            return self.replay_clock.now
+        return self._wall_clock()
+
+    def endpoint(self, name: str) -> EndpointSettings | None:
+        return next((endpoint for endpoint in self.endpoints if endpoint.name == name), None)
+
+    def card_data(self, name: str) -> CardData:
+        endpoint = self.endpoint(name)
+        reading = self.readings.get(name)
+        return CardData(
+            name=name,
+            backend=endpoint.backend if endpoint and endpoint.backend != "auto" else None,
+            model=endpoint.model if endpoint else None,
+            reading=reading,
+            history=self.history.endpoint(name),
+            alerts=self.alerts.active(name),
+            now=self.now(),
+            stale_after_s=max(10.0, 3 * self.settings.poll_interval_s),
+            threshold=self.alerts.threshold(name),
+            critical=self.alerts.rules.acceptance_critical,
+        )
+
+    def log_entries(self, name: str) -> list[LogEntry]:
+        return list(self.logs.get(name, ()))
+
+    # --- actions --------------------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("faster", "slower"):
+            return self.replay_clock is not None
+        if action == "bench":
+            return self.replay_clock is None
+        return True
+
+    def action_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_alerts(self) -> None:
+        from tui.screens.alerts import AlertsScreen
+
+        if not isinstance(self.screen, AlertsScreen):
+            self.push_screen(AlertsScreen())
+
+    def action_toggle_pause(self) -> None:
+        if self.replay_clock is not None:
+            self.replay_clock.paused = not self.replay_clock.paused
+            self.paused = self.replay_clock.paused
+        else:
+            self.paused = not self.paused
+        self._update_subtitle()
+        self.notify("paused" if self.paused else "resumed", timeout=2)
+
+    def action_faster(self) -> None:
+        self._change_speed(+1)
+
+    def action_slower(self) -> None:
+        self._change_speed(-1)
+
+    def _change_speed(self, step: int) -> None:
+        if self.replay_clock is None:
+            return
+        speeds = list(REPLAY_SPEEDS)
+        current = min(speeds, key=lambda speed: abs(speed - self.replay_clock.speed))  # type: ignore[union-attr]
+        index = max(0, min(len(speeds) - 1, speeds.index(current) + step))
+        self.replay_clock.speed = speeds[index]
+        self._update_subtitle()
+
+    def action_next_theme(self) -> None:
+        self.theme = next_theme(self.theme, self.theme_names)
+        self.notify(f"theme: {self.theme}", timeout=2)
+        if self._remember_theme_choice:
+            self.run_worker(self._save_theme_choice(self.theme), name="remember theme")
+
+    async def _save_theme_choice(self, name: str) -> None:
+        problem = await asyncio.to_thread(remember_theme, name)
+        if problem:
+            self.notify(problem, severity="warning")
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        svg = self.export_screenshot()
+        stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime(self._wall_clock()))
+        target = Path(path or os.getcwd()) / (filename or f"spectop_screenshot_{stamp}.svg")
+        self.run_worker(self._write_screenshot(target, svg), name="screenshot")
+
+    async def _write_screenshot(self, target: Path, svg: str) -> None:
+        try:
+            async with aiofiles.open(target, "w", encoding="utf-8") as file:
+                await file.write(svg)
+        except OSError as error:
+            self.notify(f"screenshot not saved: {error}", severity="error")
+            return
+        self.notify(f"screenshot saved: {target}", timeout=8)
+
+    def action_bench(self) -> None:
+        try:
+            from tui.screens.bench import BenchScreen  # type: ignore[import-not-found]
+        except ImportError:
+            self.notify("the A/B bench screen is not available in this build", severity="warning")
+            return
+        if self.replay_clock is not None:
+            self.notify("the bench needs live endpoints, not a replay", severity="warning")
+            return
+        self.push_screen(BenchScreen(self.endpoints))
+
+    def open_editor(self, name: str) -> None:
+        endpoint = self.endpoint(name)
+        if endpoint is None or endpoint.config_file is None:
+            self.notify(f"{name}: no config_file in the settings, nothing to edit", severity="warning")
+            return
+        try:
+            from tui.screens.editor import EditorScreen  # type: ignore[import-not-found]
+        except ImportError:
+            self.notify("the config editor is not available in this build", severity="warning")
+            return
+        self.push_screen(
+            EditorScreen(
+                endpoint.config_file,
+                restart_command=endpoint.restart_command,
+                health_url=f"{endpoint.url}/health",
+            )
+        )
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        commands = [
+            ("Pause / resume", "Stop or restart polling (or the replay)", "app.toggle_pause"),
+            ("Help", "All keys", "app.help"),
+            ("Alerts", "Active and past alerts with their times", "app.alerts"),
+            ("Next theme", "Cycle through the spectop themes (remembered)", "app.next_theme"),
+            ("Screenshot", "Save an SVG of the screen into the current folder", "app.screenshot"),
+            ("Bench", "A/B burst bench between two endpoints", "app.bench"),
+            ("Detail", "Open the focused endpoint's detail screen", "screen.open_detail"),
+            ("Edit config", "Edit the focused endpoint's config file", "screen.edit"),
+            ("Filter", "Filter the cards (or the log on the detail screen)", "screen.filter"),
+        ]
+        for title, help_text, action in commands:
+            yield SystemCommand(title, help_text, partial(self.run_action, action))
+
+    # --- themes and header ----------------------------------------------------------------------------------
+
+    def _load_themes(self) -> None:
+        folders = self._theme_folders
+        loaded = load_themes(folders) if folders is not None else load_themes()
+        for problem in loaded.problems:
+            self.notify(problem, title="theme skipped", severity="warning", timeout=10)
+        for theme in loaded.themes.values():
+            self.register_theme(theme)
+        self.theme_names = sorted(loaded.themes)
+        wanted = remembered_theme() if self._remember_theme_choice else None
+        for choice in (wanted, DEFAULT_THEME):
+            if choice and choice in self.available_themes:
+                self.theme = choice
+                break
+
+    def _update_subtitle(self) -> None:
+        parts = []
+        if self.replay_path is not None:
+            parts.append(f"replay {self.replay_path.name} ×{self.replay_clock.speed:g}")  # type: ignore[union-attr]
+            if self.replay_done:
+                parts.append("ended")
+        else:
+            parts.append(f"every {self.settings.poll_interval_s:g}s")
+            if self._recorder is not None:
+                parts.append("recording")
+        if self.paused:
+            parts.append("PAUSED")
+        self.sub_title = " · ".join(parts)

@@ -1,0 +1,66 @@
+"""Alerts, active first, with start and clear times."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header
+
+from tui.messages import EndpointUpdated
+from tui.widgets.format import fmt_clock
+
+if TYPE_CHECKING:
+    from tui.app import SpectopApp
+
+
+class AlertsScreen(Screen[None]):
+    DEFAULT_CSS = """
+    AlertsScreen DataTable { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        Binding("a", "back", "Back", show=False),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        yield DataTable(cursor_type="row", zebra_stripes=True)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("level", "endpoint", "alert", "started", "cleared")
+        self.sub_title = "alerts"
+        self._fill()
+        table.focus()
+
+    def on_endpoint_updated(self, message: EndpointUpdated) -> None:
+        if message.log_line is None or message.log_line.kind == "error":  # type: ignore[attr-defined]
+            self._fill()
+
+    def _fill(self) -> None:
+        table = self.query_one(DataTable)
+        alerts = cast("SpectopApp", self.app).alerts.all_alerts()
+        table.clear()
+        for alert in alerts:
+            style = "$error bold" if alert.severity == "critical" else "$warning bold"
+            level = "CRIT" if alert.severity == "critical" else "WARN"
+            cleared = Content.styled("active", style)
+            if alert.cleared_at is not None:
+                cleared = Content(fmt_clock(alert.cleared_at))
+            table.add_row(
+                Content.styled(level, style if alert.active else "$text-muted"),
+                alert.endpoint,
+                alert.message,
+                fmt_clock(alert.started_at),
+                cleared,
+            )
+        if not alerts:
+            table.add_row("", "", "no alerts so far", "", "")
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

@@ -1,0 +1,182 @@
+"""The dashboard: one card per endpoint, stacked on small terminals and in a grid on large ones."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Container, VerticalScroll
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Static
+
+from tui.messages import EndpointUpdated
+from tui.widgets.endpoint_card import EndpointCard
+
+if TYPE_CHECKING:
+    from tui.app import SpectopApp
+
+CARD_MIN_WIDTH = 78
+ROOMY_MIN_HEIGHT = 34
+
+
+class DashboardScreen(Screen[None]):
+    DEFAULT_CSS = """
+    DashboardScreen #cards-scroll { height: 1fr; }
+    DashboardScreen #cards { layout: grid; grid-size: 1; grid-gutter: 0 1; grid-rows: 5; height: auto; }
+    DashboardScreen #cards.roomy { grid-rows: 8; }
+    DashboardScreen #empty { color: $text-muted; padding: 1 2; }
+    DashboardScreen #card-filter { dock: bottom; display: none; }
+    DashboardScreen #card-filter.visible { display: block; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_detail", "Open", key_display="⏎"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("e", "edit", "Edit"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("down", "move(1, 0)", "Next", show=False),
+        Binding("up", "move(-1, 0)", "Previous", show=False),
+        Binding("right", "move(0, 1)", "Right", show=False),
+        Binding("left", "move(0, -1)", "Left", show=False),
+    ]
+
+    AUTO_FOCUS = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cards: dict[str, EndpointCard] = {}
+        self._columns = 1
+        self._filter = ""
+
+    @property
+    def spectop(self) -> SpectopApp:
+        return cast("SpectopApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        with VerticalScroll(id="cards-scroll", can_focus=False):
+            yield Static("No endpoints. Give one with --endpoint URL or a spectop.toml.", id="empty")
+            yield Container(id="cards")
+        yield Input(
+            placeholder="filter endpoints by name (Enter keeps it, Escape clears)",
+            id="card-filter",
+            disabled=True,
+        )
+        yield Footer(compact=True, show_command_palette=False)
+
+    async def on_mount(self) -> None:
+        cards = [self._new_card(endpoint.name) for endpoint in self.spectop.endpoints]
+        if cards:
+            await self.query_one("#cards", Container).mount_all(cards)
+        self._layout_for(self.size.width, self.size.height)
+        if cards:
+            cards[0].focus()
+
+    def _new_card(self, name: str) -> EndpointCard:
+        card = EndpointCard(self.spectop.card_data(name), id=f"card-{len(self._cards)}")
+        self._cards[name] = card
+        card.roomy = self.query_one("#cards", Container).has_class("roomy")
+        self.query_one("#empty", Static).display = False
+        return card
+
+    def _add_card(self, name: str) -> EndpointCard:
+        card = self._new_card(name)
+        self.query_one("#cards", Container).mount(card)
+        if not isinstance(self.focused, EndpointCard | Input):
+            self.call_after_refresh(card.focus)
+        return card
+
+    def on_endpoint_updated(self, message: EndpointUpdated) -> None:
+        if message.log_line is not None and message.endpoint in self._cards:
+            return  # a log line changes a card only through its alerts, which arrive with readings too
+        card = self._cards.get(message.endpoint)
+        if card is None:
+            card = self._add_card(message.endpoint)
+        card.update_data(self.spectop.card_data(message.endpoint))
+
+    def on_resize(self, event: Resize) -> None:
+        self._layout_for(event.size.width, event.size.height)
+
+    def _layout_for(self, width: int, height: int) -> None:
+        cards = self.query_one("#cards", Container)
+        self._columns = max(1, width // CARD_MIN_WIDTH)
+        cards.styles.grid_size_columns = self._columns
+        roomy = height >= ROOMY_MIN_HEIGHT
+        cards.set_class(roomy, "roomy")
+        for card in self._cards.values():
+            card.roomy = roomy
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "edit":
+            return self.spectop.replay_path is None
+        return True
+
+    def _visible_cards(self) -> list[EndpointCard]:
+        return [card for card in self._cards.values() if card.display]
+
+    def _focused_card(self) -> EndpointCard | None:
+        focused = self.focused
+        return focused if isinstance(focused, EndpointCard) else None
+
+    def action_move(self, rows: int, columns: int) -> None:
+        cards = self._visible_cards()
+        if not cards:
+            return
+        current = self._focused_card()
+        index = cards.index(current) if current in cards else 0
+        target = index + rows * self._columns + columns
+        cards[max(0, min(len(cards) - 1, target))].focus()
+
+    def action_open_detail(self) -> None:
+        card = self._focused_card()
+        if card is None:
+            return
+        from tui.screens.detail import DetailScreen
+
+        self.app.push_screen(DetailScreen(card.endpoint))
+
+    def action_edit(self) -> None:
+        card = self._focused_card()
+        if card is None:
+            self.notify("select an endpoint first", severity="warning")
+            return
+        self.spectop.open_editor(card.endpoint)
+
+    def action_filter(self) -> None:
+        box = self.query_one("#card-filter", Input)
+        box.disabled = False
+        box.add_class("visible")
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#card-filter", Input)
+        box.value = ""
+        box.remove_class("visible")
+        box.disabled = True
+        self._apply_filter("")
+        cards = self._visible_cards()
+        if cards and self._focused_card() is None:
+            cards[0].focus()
+
+    @on(Input.Changed, "#card-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._apply_filter(event.value)
+
+    @on(Input.Submitted, "#card-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        if not event.value:
+            event.input.remove_class("visible")
+            event.input.disabled = True
+        cards = self._visible_cards()
+        if cards:
+            cards[0].focus()
+
+    def _apply_filter(self, text: str) -> None:
+        self._filter = text.strip().lower()
+        for name, card in self._cards.items():
+            card.display = self._filter in name.lower()
+        cards = self._visible_cards()
+        if cards and self._focused_card() not in cards and not isinstance(self.focused, Input):
+            cards[0].focus()

@@ -1,0 +1,165 @@
+"""One endpoint in depth: charts over 1 / 5 / 30 minutes, every figure, and its log."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Static
+
+from tui.messages import EndpointUpdated
+from tui.widgets.chart import Chart
+from tui.widgets.figure_table import FigureTable
+from tui.widgets.format import fmt_number, fmt_ratio, fmt_seconds
+from tui.widgets.log_pane import LogPane
+
+if TYPE_CHECKING:
+    from tui.app import SpectopApp
+
+WINDOWS_S: dict[str, float] = {"1": 60.0, "2": 300.0, "3": 1800.0}
+WINDOW_LABELS = {60.0: "1 min", 300.0: "5 min", 1800.0: "30 min"}
+ROOMY_MIN_HEIGHT = 34
+
+
+class DetailScreen(Screen[None]):
+    DEFAULT_CSS = """
+    DetailScreen #top { height: 11; }
+    DetailScreen.roomy #top { height: 22; }
+    DetailScreen #charts { width: 1fr; padding: 0 1 0 1; }
+    DetailScreen #charts-title { height: 1; color: $text-muted; }
+    DetailScreen Chart { height: 1fr; }
+    DetailScreen #log-filter { dock: bottom; display: none; }
+    DetailScreen #log-filter.visible { display: block; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        Binding("f", "toggle_follow", "Follow"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("e", "edit", "Edit"),
+        Binding("1", "window('1')", "1m", show=False),
+        Binding("2", "window('2')", "5m", show=False),
+        Binding("3", "window('3')", "30m", show=False),
+        Binding("w", "next_window", "Window"),
+    ]
+
+    AUTO_FOCUS = None
+
+    def __init__(self, endpoint: str) -> None:
+        super().__init__()
+        self.endpoint = endpoint
+        self.window_s = 300.0
+
+    @property
+    def spectop(self) -> SpectopApp:
+        return cast("SpectopApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        with Horizontal(id="top"):
+            yield FigureTable(self.spectop.card_data(self.endpoint), id="figures")
+            with Vertical(id="charts"):
+                yield Static(id="charts-title")
+                yield Chart("gen tok/s", fmt_number, "$primary", id="chart-tps")
+                yield Chart("TTFT p50", fmt_seconds, "$secondary", id="chart-ttft")
+                yield Chart("acceptance", fmt_ratio, "$accent", id="chart-acceptance")
+        yield LogPane(id="log")
+        yield Input(
+            placeholder="show only log lines containing… (Escape clears)", id="log-filter", disabled=True
+        )
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.set_class(self.size.height >= ROOMY_MIN_HEIGHT, "roomy")
+        log = self.query_one(LogPane)
+        endpoint = self.spectop.endpoint(self.endpoint)
+        if endpoint is not None and endpoint.log_file is not None:
+            log.border_title = f"log {endpoint.log_file}"
+        elif self.spectop.replay_path is not None:
+            log.border_title = "log events from the recording"
+        else:
+            log.border_title = "no log_file for this endpoint"
+        log.set_follow(True)
+        log.show(self.spectop.log_entries(self.endpoint))
+        self._refresh_figures()
+        log.focus()
+
+    def on_resize(self, event: Resize) -> None:
+        self.set_class(event.size.height >= ROOMY_MIN_HEIGHT, "roomy")
+
+    def on_endpoint_updated(self, message: EndpointUpdated) -> None:
+        if message.endpoint != self.endpoint:
+            return
+        if message.log_line is not None:
+            self.query_one(LogPane).add(message.log_line)  # type: ignore[arg-type]
+        else:
+            self._refresh_figures()
+
+    def _refresh_figures(self) -> None:
+        data = self.spectop.card_data(self.endpoint)
+        self.sub_title = f"{data.title()} · {data.status_content().plain[2:]}"
+        self.query_one(FigureTable).set_data(data)
+        now = data.now
+        since = now - self.window_s if now is not None else None
+        history = self.spectop.history.endpoint(self.endpoint)
+        self.query_one("#chart-tps", Chart).set_values(history.values("generation_tokens_per_s", since=since))
+        self.query_one("#chart-ttft", Chart).set_values(history.values("ttft_p50_s", since=since))
+        self.query_one("#chart-acceptance", Chart).set_values(history.values("acceptance_rate", since=since))
+        label = WINDOW_LABELS.get(self.window_s, f"{self.window_s:g}s")
+        self.query_one("#charts-title", Static).update(f"last {label} · keys 1 2 3 w")
+
+    def action_back(self) -> None:
+        box = self.query_one("#log-filter", Input)
+        if box.has_class("visible"):
+            self._close_filter(clear=True)
+            return
+        self.app.pop_screen()
+
+    def action_toggle_follow(self) -> None:
+        log = self.query_one(LogPane)
+        log.set_follow(not log.follow)
+
+    def action_window(self, key: str) -> None:
+        self.window_s = WINDOWS_S[key]
+        self._refresh_figures()
+
+    def action_next_window(self) -> None:
+        windows = list(WINDOWS_S.values())
+        index = windows.index(self.window_s) if self.window_s in windows else 0
+        self.window_s = windows[(index + 1) % len(windows)]
+        self._refresh_figures()
+
+    def action_edit(self) -> None:
+        self.spectop.open_editor(self.endpoint)
+
+    def action_filter(self) -> None:
+        box = self.query_one("#log-filter", Input)
+        box.disabled = False
+        box.add_class("visible")
+        box.focus()
+
+    def action_open_detail(self) -> None:
+        """Already here (the command palette offers it everywhere)."""
+
+    @on(Input.Changed, "#log-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        log = self.query_one(LogPane)
+        log.filter_text = event.value.strip().lower()
+        log.show(self.spectop.log_entries(self.endpoint))
+        log.border_subtitle = f"filter: {event.value.strip()}" if event.value.strip() else None
+
+    @on(Input.Submitted, "#log-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self._close_filter(clear=not event.value.strip())
+
+    def _close_filter(self, *, clear: bool) -> None:
+        box = self.query_one("#log-filter", Input)
+        if clear and box.value:
+            box.value = ""
+        box.remove_class("visible")
+        box.disabled = True
+        self.query_one(LogPane).focus()

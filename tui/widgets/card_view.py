@@ -1,0 +1,206 @@
+"""What one endpoint looks like right now: status, figures and the lines of its card."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from textual.content import Content
+
+from tui.telemetry.alerts import Alert
+from tui.telemetry.figures import Figures
+from tui.telemetry.history import EndpointHistory, ReadingLike
+from tui.widgets.format import (
+    UNKNOWN,
+    fmt_age,
+    fmt_count,
+    fmt_number,
+    fmt_percent,
+    fmt_ratio,
+    fmt_seconds,
+    position_bars,
+    sparkline,
+)
+
+Status = Literal["waiting", "up", "down", "stale"]
+STATUS_STYLE: dict[Status, str] = {
+    "waiting": "$text-muted",
+    "up": "$success",
+    "down": "$error bold",
+    "stale": "$warning",
+}
+SEVERITY_BADGE = {"critical": ("CRIT", "$error bold reverse"), "warning": ("WARN", "$warning bold reverse")}
+ALERT_LABEL = {
+    "acceptance_low": "accept",
+    "acceptance_critical": "accept",
+    "down": "down",
+    "oom": "OOM",
+    "engine_error": "engine",
+    "log_error": "log",
+}
+
+
+@dataclass
+class CardData:
+    name: str
+    backend: str | None = None
+    model: str | None = None
+    reading: ReadingLike | None = None
+    history: EndpointHistory | None = None
+    alerts: list[Alert] = field(default_factory=list)
+    now: float | None = None
+    stale_after_s: float = 10.0
+    threshold: float = 0.6
+    critical: float = 0.3
+
+    @property
+    def figures(self) -> Figures:
+        if self.reading is None or not self.reading.up:
+            return Figures()
+        return self.reading.figures
+
+    @property
+    def status(self) -> Status:
+        if self.reading is None:
+            return "waiting"
+        if not self.reading.up:
+            return "down"
+        if self.age is not None and self.age > self.stale_after_s:
+            return "stale"
+        return "up"
+
+    @property
+    def age(self) -> float | None:
+        if self.reading is None or self.now is None:
+            return None
+        return max(0.0, self.now - self.reading.time)
+
+    def title(self) -> str:
+        reading = self.reading
+        backend = (reading.backend if reading is not None else None) or self.backend or "?"
+        model = (reading.model if reading is not None else None) or self.model
+        return " · ".join(part for part in (self.name, backend, model) if part)
+
+    def status_content(self) -> Content:
+        status = self.status
+        text = status if status == "waiting" else f"{status} {fmt_age(self.age)}"
+        return Content.assemble(("● ", STATUS_STYLE[status]), (text, STATUS_STYLE[status]))
+
+    def acceptance_style(self, rate: float | None) -> str:
+        if rate is None:
+            return "$text-muted"
+        if rate < self.critical:
+            return "$error bold"
+        if rate < self.threshold:
+            return "$warning bold"
+        return "$success"
+
+    def series(self, name: str) -> list[float | None]:
+        return self.history.values(name) if self.history is not None else []
+
+
+def _value(text: str) -> tuple[str, str]:
+    return (text, "$text-muted" if text == UNKNOWN else "bold")
+
+
+def _label(text: str) -> tuple[str, str]:
+    return (text, "$text-muted")
+
+
+def badge_line(data: CardData, width: int) -> Content:
+    """Alert badges, or the scrape error when down, or nothing."""
+    parts: list[str | tuple[str, str]] = []
+    for alert in sorted(data.alerts, key=lambda alert: alert.severity != "critical"):
+        label, style = SEVERITY_BADGE[alert.severity]
+        parts += [(f" {label} {ALERT_LABEL.get(alert.kind, alert.kind)} ", style), " "]
+    if data.alerts:
+        worst = min(data.alerts, key=lambda alert: alert.severity != "critical")
+        parts.append((worst.message, "$text-muted"))
+    elif not data.alerts and data.reading is not None and not data.reading.up and data.reading.error:
+        parts.append((data.reading.error, "$error"))
+    return Content.assemble(*parts).truncate(width, ellipsis=True)
+
+
+def compact_lines(data: CardData, width: int) -> list[Content]:
+    """Three lines for an 80-column terminal."""
+    figures = data.figures
+    spark = max(4, min(24, width - 66))
+    acceptance = figures.acceptance_rate
+    line1 = Content.assemble(
+        _label("tok/s "),
+        _value(fmt_number(figures.generation_tokens_per_s).rjust(6)),
+        " ",
+        (sparkline(data.series("generation_tokens_per_s"), spark), "$primary"),
+        _label("  TTFT "),
+        _value(fmt_seconds(figures.ttft_p50_s)),
+        _label("/"),
+        _value(fmt_seconds(figures.ttft_p95_s)),
+        _label("  TPOT "),
+        _value(fmt_seconds(figures.tpot_mean_s)),
+        _label("  run "),
+        _value(fmt_count(figures.running)),
+        _label(" wait "),
+        _value(fmt_count(figures.waiting)),
+    )
+    line2 = Content.assemble(
+        _label("accept"),
+        (fmt_ratio(acceptance).rjust(6), data.acceptance_style(acceptance) if acceptance is not None else ""),
+        " ",
+        (sparkline(data.series("acceptance_rate"), spark, low=0.0, high=1.0), "$accent"),
+        _label("  len "),
+        _value(fmt_ratio(figures.mean_acceptance_length)),
+        _label("  pos "),
+        _value(position_bars(figures.per_position_acceptance, limit=3)),
+        _label("  KV "),
+        _value(fmt_percent(figures.kv_cache_usage)),
+    )
+    return [line1.truncate(width), line2.truncate(width), badge_line(data, width)]
+
+
+def roomy_lines(data: CardData, width: int) -> list[Content]:
+    """Six lines with full-width sparklines, for large terminals."""
+    figures = data.figures
+    spark = max(8, width - 34)
+    acceptance = figures.acceptance_rate
+    lines = [
+        Content.assemble(
+            _label("gen tok/s   "),
+            _value(fmt_number(figures.generation_tokens_per_s).rjust(8)),
+            "  ",
+            (sparkline(data.series("generation_tokens_per_s"), spark), "$primary"),
+        ),
+        Content.assemble(
+            _label("TTFT p50    "),
+            _value(fmt_seconds(figures.ttft_p50_s).rjust(8)),
+            "  ",
+            (sparkline(data.series("ttft_p50_s"), spark), "$secondary"),
+        ),
+        Content.assemble(
+            _label("acceptance  "),
+            (fmt_ratio(acceptance).rjust(8), data.acceptance_style(acceptance)),
+            "  ",
+            (sparkline(data.series("acceptance_rate"), spark, low=0.0, high=1.0), "$accent"),
+        ),
+        Content.assemble(
+            _label("TTFT p95 "),
+            _value(fmt_seconds(figures.ttft_p95_s)),
+            _label("  TPOT "),
+            _value(fmt_seconds(figures.tpot_mean_s)),
+            _label("  mean len "),
+            _value(fmt_ratio(figures.mean_acceptance_length)),
+            _label("  per pos "),
+            _value(position_bars(figures.per_position_acceptance, limit=6)),
+        ),
+        Content.assemble(
+            _label("running "),
+            _value(fmt_count(figures.running)),
+            _label("  waiting "),
+            _value(fmt_count(figures.waiting)),
+            _label("  KV cache "),
+            _value(fmt_percent(figures.kv_cache_usage)),
+            _label("  prefix hit "),
+            _value(fmt_percent(figures.prefix_cache_hit_rate)),
+        ),
+        badge_line(data, width),
+    ]
+    return [line.truncate(width) for line in lines]

@@ -1,0 +1,176 @@
+"""Modal dialogs of the config editor: confirm, the diff before saving, restart progress."""
+
+from __future__ import annotations
+
+import shlex
+from typing import ClassVar
+
+import httpx
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Log, Static
+
+from tui.configs.restart import run_restart, wait_for_health
+from tui.messages import HealthChecked, RestartExited, RestartOutput
+
+
+class ConfirmDialog(ModalScreen[str | None]):
+    """A question answered with a key; dismisses with the key's answer (None on escape)."""
+
+    DEFAULT_CSS = """
+    ConfirmDialog { align: center middle; }
+    ConfirmDialog > Vertical { width: 72; height: auto; max-height: 20; border: thick $warning;
+                               background: $surface; padding: 0 1; }
+    ConfirmDialog .keys { color: $text-muted; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "answer('')", "cancel")]
+
+    def __init__(self, question: str, answers: dict[str, str]) -> None:
+        """`answers` maps a key to (answer): e.g. {"y": "yes", "n": ""}."""
+        super().__init__()
+        self.question = question
+        self.answers = answers
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.question, markup=False)
+            keys = "  ".join(f"[{key}] {answer or 'cancel'}" for key, answer in self.answers.items())
+            yield Static(keys + "  [esc] cancel", classes="keys", markup=False)
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key in self.answers:
+            event.stop()
+            self.dismiss(self.answers[event.key] or None)
+
+    def action_answer(self, answer: str) -> None:
+        self.dismiss(answer or None)
+
+
+def diff_text(diff: str) -> Text:
+    text = Text()
+    for line in diff.splitlines():
+        style = ""
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        text.append(line + "\n", style=style)
+    return text
+
+
+class DiffDialog(ModalScreen[bool]):
+    """The change about to be saved; y/enter saves, n/escape goes back."""
+
+    DEFAULT_CSS = """
+    DiffDialog { align: center middle; }
+    DiffDialog > Vertical { width: 100%; height: 100%; border: thick $primary; background: $surface; }
+    DiffDialog VerticalScroll { height: 1fr; }
+    DiffDialog .summary { height: auto; color: $warning; }
+    DiffDialog .keys { height: 1; color: $text-muted; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y,enter", "decide(True)", "save"),
+        Binding("n,escape", "decide(False)", "back"),
+    ]
+
+    def __init__(self, title: str, diff: str, summary: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.diff = diff
+        self.summary = summary
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.title_text, markup=False)
+            if self.summary:
+                yield Static(self.summary, classes="summary", markup=False)
+            with VerticalScroll():
+                yield Static(diff_text(self.diff), id="diff")
+            yield Static("[y/enter] save   [n/esc] back", classes="keys", markup=False)
+
+    def action_decide(self, save: bool) -> None:
+        self.dismiss(save)
+
+
+class RestartDialog(ModalScreen[None]):
+    """Runs the restart command, shows its output, then waits for /health; escape closes (and stops)."""
+
+    DEFAULT_CSS = """
+    RestartDialog { align: center middle; }
+    RestartDialog > Vertical { width: 100%; height: 100%; border: thick $accent; background: $surface; }
+    RestartDialog Log { height: 1fr; }
+    RestartDialog #restart-status { height: auto; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "close")]
+
+    def __init__(self, argv: list[str], health_url: str | None, client: httpx.AsyncClient | None) -> None:
+        super().__init__()
+        self.argv = argv
+        self.health_url = health_url
+        self.client = client
+        self.finished = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"$ {shlex.join(self.argv)}", markup=False)
+            yield Log(id="restart-log", max_lines=2000)
+            yield Static("running…", id="restart-status", markup=False)
+            yield Static("[esc] close", markup=False)
+
+    def on_mount(self) -> None:
+        self.run_worker(self._run(), exclusive=True, group="restart")
+
+    async def _run(self) -> None:
+        try:
+            code = await run_restart(self.argv, lambda line: self.post_message(RestartOutput(line)))
+        except (OSError, TimeoutError) as error:
+            self.post_message(RestartExited(None, str(error) or type(error).__name__))
+            return
+        self.post_message(RestartExited(code))
+        if code != 0 or not self.health_url or self.client is None:
+            return
+
+        def polled(back: bool, detail: str, elapsed: float) -> None:
+            self.post_message(HealthChecked(back, detail, elapsed))
+
+        if not await wait_for_health(self.client, self.health_url, polled):
+            self.post_message(HealthChecked(False, "gave up waiting", -1.0))
+
+    def on_restart_output(self, message: RestartOutput) -> None:
+        self.query_one(Log).write_line(message.line)
+
+    def on_restart_exited(self, message: RestartExited) -> None:
+        status = self.query_one("#restart-status", Static)
+        if message.returncode is None:
+            status.update(f"✗ could not run the command: {message.detail}")
+            self.finished = True
+        elif message.returncode != 0:
+            status.update(f"✗ the command exited with {message.returncode}")
+            self.finished = True
+        elif self.health_url:
+            status.update(f"command done; waiting for {self.health_url} …")
+        else:
+            status.update("✓ command done (no health URL to wait for)")
+            self.finished = True
+
+    def on_health_checked(self, message: HealthChecked) -> None:
+        status = self.query_one("#restart-status", Static)
+        if message.back:
+            status.update(f"✓ server is back ({message.detail}) after {message.elapsed_s:.0f} s")
+            self.finished = True
+        elif message.elapsed_s < 0:
+            status.update(f"✗ {self.health_url} did not answer: {message.detail}")
+            self.finished = True
+        else:
+            status.update(f"waiting for {self.health_url} … {message.detail} ({message.elapsed_s:.0f} s)")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,115 @@
+"""One row of the config editor's form: the key, an input fitting its type, and a help/error line."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widget import Widget
+from textual.widgets import Input, Label, Select, Static, Switch
+
+from tui.configs.schemas import FieldSpec
+from tui.messages import ConfigFieldEdited
+
+MISSING = object()
+
+
+def value_text(value: Any) -> str:
+    """How a value is shown in (and typed into) an Input."""
+    if value is MISSING or value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+class ConfigFieldRow(Widget):
+    """Posts ConfigFieldEdited when the user changes the value; `show` sets it from the document."""
+
+    DEFAULT_CSS = """
+    ConfigFieldRow { height: auto; padding: 0 1; }
+    ConfigFieldRow > Horizontal { height: 1; }
+    ConfigFieldRow .field-key { width: 36; }
+    ConfigFieldRow Input { width: 1fr; }
+    ConfigFieldRow Select { width: 1fr; }
+    ConfigFieldRow Switch { border: none; height: 1; padding: 0; width: auto; }
+    ConfigFieldRow .field-help { color: $text-muted; height: auto; padding-left: 2; }
+    ConfigFieldRow.-invalid .field-help { color: $error; }
+    ConfigFieldRow.-invalid .field-key { color: $error; }
+    """
+
+    def __init__(self, spec: FieldSpec, value: Any) -> None:
+        super().__init__(id="field-" + "--".join(spec.path))
+        self.spec = spec
+        self._value = value
+        self._error: str | None = None
+
+    def compose(self) -> ComposeResult:
+        spec = self.spec
+        with Horizontal():
+            yield Label(spec.path[-1] + (" *" if spec.required else ""), classes="field-key")
+            if spec.type == "bool":
+                yield Switch(value=self._value is True, id="value")
+                yield Label(" (not set)" if self._value is MISSING else "", id="unset")
+            elif spec.type == "choice":
+                options = [(choice, choice) for choice in spec.choices]
+                current = self._value if isinstance(self._value, str) else None
+                if current is not None and current not in spec.choices:
+                    options.append((f"{current} (unknown)", current))
+                yield Select(
+                    options, prompt="(not set)", allow_blank=True, value=current or Select.NULL,
+                    compact=True, id="value",
+                )  # fmt: skip
+            else:
+                placeholder = "(not set)" + (f"  {spec.range_text}" if spec.range_text else "")
+                yield Input(value_text(self._value), placeholder=placeholder, compact=True, id="value")
+        yield Static(self._help_text(), classes="field-help", markup=False)
+
+    def _help_text(self) -> str:
+        if self._error:
+            return f"✗ {self._error}"
+        limits = f"  {self.spec.range_text}" if self.spec.range_text else ""
+        return f"{self.spec.help}{limits}"
+
+    def set_error(self, error: str | None) -> None:
+        self._error = error
+        self.set_class(error is not None, "-invalid")
+        if self.is_mounted:
+            self.query_one(".field-help", Static).update(self._help_text())
+
+    def show(self, value: Any) -> None:
+        """Show the document's value (after an undo or a raw edit) without posting an edit."""
+        self._value = value
+        widget = self.query_one("#value")
+        if isinstance(widget, Switch):
+            if widget.value != (value is True):
+                with widget.prevent(Switch.Changed):
+                    widget.value = value is True
+            self.query_one("#unset", Label).update(" (not set)" if value is MISSING else "")
+        elif isinstance(widget, Select):
+            target = value if isinstance(value, str) else Select.NULL
+            if widget.value != target:
+                # a value not among the options (InvalidSelectValueError) leaves the widget as it is
+                with widget.prevent(Select.Changed), contextlib.suppress(Exception):
+                    widget.value = target
+        elif isinstance(widget, Input) and self._error is None:
+            text = value_text(value)
+            if widget.value != text:
+                with widget.prevent(Input.Changed):
+                    widget.value = text
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.post_message(ConfigFieldEdited(self.spec.path, event.value))
+
+    def on_switch_changed(self, event: Switch.Changed) -> None:
+        event.stop()
+        self.post_message(ConfigFieldEdited(self.spec.path, event.value))
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        value = None if event.value is Select.NULL else str(event.value)
+        self.post_message(ConfigFieldEdited(self.spec.path, value))

@@ -1,0 +1,62 @@
+"""One endpoint's card on the dashboard."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from tui.widgets.card_view import CardData, compact_lines, roomy_lines
+
+COMPACT_HEIGHT = 5
+ROOMY_HEIGHT = 8
+
+
+class EndpointCard(Widget, can_focus=True):
+    """A focusable card; Enter (bound on the dashboard) opens the endpoint's detail screen."""
+
+    DEFAULT_CSS = """
+    EndpointCard {
+        height: 5;
+        border: round $panel-lighten-2;
+        border-title-color: $foreground;
+        border-title-style: bold;
+        padding: 0 1;
+    }
+    EndpointCard.roomy { height: 8; }
+    EndpointCard:focus { border: round $accent; }
+    EndpointCard.alert-warning { border: round $warning; }
+    EndpointCard.alert-critical { border: round $error; }
+    EndpointCard.alert-warning:focus, EndpointCard.alert-critical:focus { border: double $accent; }
+    """
+
+    roomy: reactive[bool] = reactive(False)
+
+    def __init__(self, data: CardData, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.data = data
+        self._apply_titles()
+
+    @property
+    def endpoint(self) -> str:
+        return self.data.name
+
+    def update_data(self, data: CardData) -> None:
+        self.data = data
+        self._apply_titles()
+        severities = {alert.severity for alert in data.alerts}
+        self.set_class("critical" in severities, "alert-critical")
+        self.set_class(severities == {"warning"}, "alert-warning")
+        self.refresh()
+
+    def watch_roomy(self, roomy: bool) -> None:
+        self.set_class(roomy, "roomy")
+
+    def _apply_titles(self) -> None:
+        self.border_title = Content(self.data.title())
+        self.border_subtitle = self.data.status_content()
+
+    def render(self) -> Content:
+        width = max(10, self.content_size.width)
+        lines = roomy_lines(self.data, width) if self.roomy else compact_lines(self.data, width)
+        return Content("\n").join(lines)
