@@ -130,7 +130,7 @@ def extract(
     gauge_kinds: dict[str, Kind] = {}
     for sample, metric in selected:
         value = sample.value
-        if math.isnan(value):
+        if not math.isfinite(value):
             continue
         labels = sample.labels
         model = labels.get("model_name")

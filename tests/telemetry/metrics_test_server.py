@@ -1,0 +1,93 @@
+"""A tiny HTTP/1.1 server on a real loopback socket (port 0) for scrape tests.
+
+It answers every request with the next planned `Reply` (the last one repeats)
+and records each request's path and headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SAMPLES = Path("/work/shared/reference/samples")
+
+
+def sample_body(backend: str, name: str) -> bytes:
+    """A sample page as a server would send it (saved HTTP headers removed)."""
+    raw = (SAMPLES / backend / name).read_bytes()
+    if raw.startswith(b"HTTP/"):
+        raw = raw.split(b"\r\n\r\n", 1)[1]
+    return raw
+
+
+@dataclass
+class Reply:
+    body: bytes = b""
+    status: int = 200
+    delay_s: float = 0.0  # before the headers
+    chunked: bool = False  # send the body in chunks without Content-Length
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Request:
+    path: str
+    headers: dict[str, str]
+
+
+class ReplyServer:
+    def __init__(self, replies: list[Reply]) -> None:
+        self.replies = replies
+        self.requests: list[Request] = []
+        self._server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    async def __aenter__(self) -> ReplyServer:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            path = lines[0].split(" ")[1]
+            headers = {}
+            for line in lines[1:]:
+                if ":" in line:
+                    key, value = line.split(":", 1)
+                    headers[key.strip().lower()] = value.strip()
+            self.requests.append(Request(path, headers))
+            reply = self.replies[min(len(self.requests) - 1, len(self.replies) - 1)]
+            if reply.delay_s:
+                await asyncio.sleep(reply.delay_s)
+            extra = "".join(f"{key}: {value}\r\n" for key, value in reply.headers.items())
+            status_line = (
+                f"HTTP/1.1 {reply.status} X\r\nContent-Type: text/plain\r\n{extra}Connection: close\r\n"
+            )
+            if reply.chunked:
+                writer.write((status_line + "Transfer-Encoding: chunked\r\n\r\n").encode())
+                for start in range(0, len(reply.body), 65536):
+                    chunk = reply.body[start : start + 65536]
+                    writer.write(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                    await writer.drain()
+                writer.write(b"0\r\n\r\n")
+            else:
+                writer.write(
+                    (status_line + f"Content-Length: {len(reply.body)}\r\n\r\n").encode() + reply.body
+                )
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()

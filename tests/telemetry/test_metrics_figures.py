@@ -1,0 +1,379 @@
+"""Derived figures per backend: the sample sets' README values, label sets, old names, stale gauges."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from metrics_test_server import sample_body
+
+from tui.telemetry.backends import detect_backend
+from tui.telemetry.figures import FIGURE_NAMES
+from tui.telemetry.prometheus import MetricsFormatError, Sample, parse_metrics_text
+from tui.telemetry.scraper import Scrape
+from tui.telemetry.window import figures_between
+
+
+def scrape(text: str, at: float) -> Scrape:
+    samples = tuple(parse_metrics_text(text))
+    return Scrape(
+        time=1_700_000_000 + at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples)
+    )
+
+
+def sample_scrapes(backend: str, seconds: float) -> tuple[Scrape, Scrape]:
+    return (
+        scrape(sample_body(backend, "metrics_t0.txt").decode(), 100.0),
+        scrape(sample_body(backend, "metrics_t1.txt").decode(), 100.0 + seconds),
+    )
+
+
+def test_vllm_sample_figures() -> None:
+    first, last = sample_scrapes("vllm", 10.0)
+    assert (first.backend, last.backend) == ("vllm", "vllm")
+    f = figures_between(first, last)
+    assert f.generation_tokens_per_s == pytest.approx(594.9)
+    assert f.prompt_tokens_per_s == pytest.approx(860.7)
+    assert f.requests_per_s == pytest.approx(0.5)
+    assert f.acceptance_rate == pytest.approx(3468 / 4960)
+    assert f.mean_acceptance_length == pytest.approx(1 + 3468 / 2480)
+    assert f.per_position_acceptance == pytest.approx([1981 / 2480, 1487 / 2480])
+    assert f.ttft_mean_s == pytest.approx(0.2056565284729004 / 4)
+    assert f.ttft_p50_s == pytest.approx(0.060)
+    assert f.ttft_p95_s == pytest.approx(0.078)
+    # True per-token latency from request_time_per_output_token_seconds, not per-step ITL (9.99 ms).
+    assert f.tpot_mean_s == pytest.approx(0.021173870957087004 / 5)
+    assert f.e2e_mean_s == pytest.approx(24.449790716171265 / 5)
+    assert (f.running, f.waiting) == (2.0, 0.0)
+    assert f.kv_cache_usage == pytest.approx(0.005718747362201401)
+    assert f.prefix_cache_hit_rate == pytest.approx(4096 / 8607)
+
+
+def test_sglang_sample_figures() -> None:
+    f = figures_between(*sample_scrapes("sglang", 10.0))
+    assert f.generation_tokens_per_s == pytest.approx(2332.7)
+    assert f.prompt_tokens_per_s == pytest.approx((13442 + 2624) / 10)
+    assert f.requests_per_s == pytest.approx(0.8)
+    assert f.mean_acceptance_length == pytest.approx(27481 / 9456)
+    assert f.acceptance_rate == pytest.approx((27481 / 9456 - 1) / 3)
+    assert f.per_position_acceptance is None
+    assert f.ttft_mean_s == pytest.approx(4.008309179035109 / 9)
+    assert f.ttft_p50_s == pytest.approx(0.46)
+    assert f.tpot_mean_s == pytest.approx(320.57197711271874 / 22960)
+    assert f.e2e_mean_s == pytest.approx(400.90856586492737 / 8)
+    assert (f.running, f.waiting) == (32.0, 1.0)
+    assert f.kv_cache_usage == pytest.approx(0.1633637075134168)
+    assert f.prefix_cache_hit_rate == pytest.approx(1920 / 13250)
+
+
+def test_llamacpp_sample_figures_with_injected_delta_t() -> None:
+    first, last = sample_scrapes("llamacpp", 1.0)
+    f = figures_between(first, last)
+    assert f.generation_tokens_per_s == pytest.approx(704.0)
+    assert f.prompt_tokens_per_s == pytest.approx(187.0)
+    assert f.acceptance_rate == 1.0
+    assert f.mean_acceptance_length == pytest.approx(9.0)
+    assert f.per_position_acceptance == pytest.approx([1.0] * 8)  # family absent at t0 counts from 0
+    assert f.tpot_mean_s == pytest.approx(0.667529 / 693, rel=1e-4)
+    assert f.requests_per_s == pytest.approx(11.0)
+    assert f.prefix_cache_hit_rate == pytest.approx(163 / 350)
+    assert (f.running, f.waiting) == (0.0, 0.0)
+    for name in ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "e2e_mean_s", "kv_cache_usage"):
+        assert getattr(f, name) is None, name
+
+
+def test_llamacpp_rates_scale_with_the_window() -> None:
+    f = figures_between(*sample_scrapes("llamacpp", 0.624915))
+    assert f.generation_tokens_per_s == pytest.approx(1126.6, abs=0.05)
+
+
+def test_llamacpp_gauge_stolen_by_another_scraper_falls_back() -> None:
+    first, _last = sample_scrapes("llamacpp", 1.0)
+    text = (
+        sample_body("llamacpp", "metrics_t1.txt")
+        .decode()
+        .replace("llamacpp:predicted_tokens_seconds 1038.16", "llamacpp:predicted_tokens_seconds 0")
+    )
+    f = figures_between(first, scrape(text, 101.0))
+    assert f.requests_per_s is None
+    assert f.tpot_mean_s == pytest.approx(0.667529 / 704, rel=1e-4)
+
+
+def test_llamacpp_old_kv_cache_gauge_is_used() -> None:
+    first, _ = sample_scrapes("llamacpp", 1.0)
+    text = sample_body("llamacpp", "metrics_t1.txt").decode() + "llamacpp:kv_cache_usage_ratio 0.25\n"
+    assert figures_between(first, scrape(text, 101.0)).kv_cache_usage == 0.25
+
+
+def test_single_scrape_has_gauges_but_no_rates() -> None:
+    _, last = sample_scrapes("vllm", 10.0)
+    f = figures_between(last, last)
+    assert f.generation_tokens_per_s is None and f.acceptance_rate is None and f.ttft_p50_s is None
+    assert f.running == 2.0
+
+
+def test_down_last_scrape_gives_no_figures() -> None:
+    first, _ = sample_scrapes("vllm", 10.0)
+    down = Scrape(time=0.0, monotonic=110.0, samples=None, error="connection refused", backend=None)
+    assert all(value is None for value in figures_between(first, down).model_dump().values())
+
+
+# --- several engines and models (vLLM data parallel) ------------------------------------------------------
+
+
+def _vllm_engine_page(values: dict[tuple[str, str], dict[str, float]]) -> str:
+    lines = []
+    for (model, engine), v in values.items():
+        labels = f'engine="{engine}",model_name="{model}"'
+        lines += [
+            f"vllm:generation_tokens_total{{{labels}}} {v['gen']}",
+            f"vllm:spec_decode_num_drafts_total{{{labels}}} {v['drafts']}",
+            f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {v['drafts'] * 2}",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {v['accepted']}",
+            f'vllm:request_success_total{{{labels},finished_reason="stop"}} {v["done"]}',
+            f"vllm:num_requests_running{{{labels}}} {v['running']}",
+            f"vllm:kv_cache_usage_perc{{{labels}}} {v['kv']}",
+            f'vllm:time_to_first_token_seconds_bucket{{{labels},le="0.1"}} {v["fast"]}',
+            f'vllm:time_to_first_token_seconds_bucket{{{labels},le="1.0"}} {v["done"]}',
+            f'vllm:time_to_first_token_seconds_bucket{{{labels},le="+Inf"}} {v["done"]}',
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def test_multi_engine_multi_model_vllm_sums_counts_and_averages_fractions() -> None:
+    def state(scale: float) -> dict[tuple[str, str], dict[str, float]]:
+        return {
+            ("a", "0"): dict(
+                gen=1000 * scale,
+                drafts=400 * scale,
+                accepted=600 * scale,
+                done=10 * scale,
+                fast=5 * scale,
+                running=3,
+                kv=0.2,
+            ),
+            ("a", "1"): dict(
+                gen=3000 * scale,
+                drafts=1000 * scale,
+                accepted=1000 * scale,
+                done=30 * scale,
+                fast=30 * scale,
+                running=5,
+                kv=0.4,
+            ),
+            ("b", "0"): dict(
+                gen=500 * scale,
+                drafts=100 * scale,
+                accepted=100 * scale,
+                done=2 * scale,
+                fast=0,
+                running=1,
+                kv=0.6,
+            ),
+        }
+
+    f = figures_between(scrape(_vllm_engine_page(state(1)), 0.0), scrape(_vllm_engine_page(state(2)), 10.0))
+    assert f.generation_tokens_per_s == pytest.approx(4500 / 10)
+    assert f.requests_per_s == pytest.approx(42 / 10)
+    assert f.acceptance_rate == pytest.approx(1700 / 3000)
+    assert f.mean_acceptance_length == pytest.approx(1 + 1700 / 1500)
+    assert f.running == 9.0
+    assert f.kv_cache_usage == pytest.approx(0.4)
+    # Buckets merged over the three series: 35 of 42 under 0.1 s.
+    assert f.ttft_p50_s == pytest.approx(0.1 * 21 / 35)
+
+
+# --- SGLang ranks -------------------------------------------------------------------------------------------
+
+
+def _sglang_rank_page(decode: float, running: float, dp: bool) -> str:
+    lines = []
+    for rank in range(4):
+        dp_label = f'dp_rank="{rank}",' if dp else ""
+        labels = (
+            f'{dp_label}engine_type="unified",model_name="m",moe_ep_rank="{rank}",pp_rank="0",tp_rank="{rank}"'
+        )
+        lines += [
+            f'sglang:realtime_tokens_total{{{labels},mode="decode"}} {decode}',
+            f"sglang:num_running_reqs{{{labels}}} {running}",
+            f"sglang:max_total_num_tokens{{{labels}}} 1000.0",
+            f"sglang:kv_used_tokens{{{labels}}} 100.0",
+            f'sglang:num_retracted_reqs{{{labels},pid="{4000 + rank}"}} 0.0',
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def test_sglang_tp_ranks_are_not_double_counted() -> None:
+    f = figures_between(
+        scrape(_sglang_rank_page(1000, 8, dp=False), 0.0), scrape(_sglang_rank_page(3000, 8, dp=False), 10.0)
+    )
+    assert f.generation_tokens_per_s == pytest.approx(200.0)
+    assert f.running == 8.0
+    assert f.kv_cache_usage == pytest.approx(0.1)
+
+
+def test_sglang_dp_ranks_are_summed() -> None:
+    f = figures_between(
+        scrape(_sglang_rank_page(1000, 8, dp=True), 0.0), scrape(_sglang_rank_page(3000, 8, dp=True), 10.0)
+    )
+    assert f.generation_tokens_per_s == pytest.approx(800.0)
+    assert f.running == 32.0
+
+
+def _sglang_spec_page(running: float, verify: float, generated: float, draft_tokens: bool = True) -> str:
+    labels = 'engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"'
+    text = (
+        f"sglang:num_running_reqs{{{labels}}} {running}\n"
+        f"sglang:spec_accept_length{{{labels}}} 2.5\n"
+        f"sglang:spec_accept_rate{{{labels}}} 0.5\n"
+        f'sglang:generation_tokens_total{{engine_type="unified",model_name="m"}} {generated}\n'
+        f'sglang:spec_verify_calls_total{{engine_type="unified",model_name="m"}} {verify}\n'
+    )
+    if draft_tokens:
+        text += f"sglang:spec_num_draft_tokens{{{labels}}} 4.0\n"
+    return text
+
+
+def test_sglang_spec_gauges_hidden_when_idle() -> None:
+    f = figures_between(scrape(_sglang_spec_page(0, 10, 30), 0.0), scrape(_sglang_spec_page(0, 10, 30), 5.0))
+    assert f.acceptance_rate is None and f.mean_acceptance_length is None
+
+
+def test_sglang_spec_gauges_used_while_running_without_finished_requests() -> None:
+    f = figures_between(scrape(_sglang_spec_page(4, 10, 30), 0.0), scrape(_sglang_spec_page(4, 10, 30), 5.0))
+    assert (f.acceptance_rate, f.mean_acceptance_length) == (0.5, 2.5)
+
+
+def test_sglang_acceptance_prefers_counters() -> None:
+    f = figures_between(scrape(_sglang_spec_page(4, 10, 30), 0.0), scrape(_sglang_spec_page(4, 20, 60), 5.0))
+    assert f.mean_acceptance_length == pytest.approx(3.0)
+    assert f.acceptance_rate == pytest.approx((3.0 - 1) / 3)
+
+
+def test_sglang_old_server_without_verify_counter_uses_gauges() -> None:
+    labels = 'engine_type="unified",model_name="m",tp_rank="0"'
+    page = f"sglang:num_running_reqs{{{labels}}} 3\nsglang:spec_accept_length{{{labels}}} 2.2\n"
+    f = figures_between(scrape(page, 0.0), scrape(page, 5.0))
+    assert f.mean_acceptance_length == 2.2 and f.acceptance_rate is None
+
+
+def test_sglang_spec_off_gives_none() -> None:
+    labels = 'engine_type="unified",model_name="m",tp_rank="0"'
+    page = f"sglang:num_running_reqs{{{labels}}} 3\nsglang:spec_accept_length{{{labels}}} 0.0\n"
+    f = figures_between(scrape(page, 0.0), scrape(page, 5.0))
+    assert f.mean_acceptance_length is None and f.acceptance_rate is None
+
+
+# --- renamed and removed vLLM names ---------------------------------------------------------------------
+
+
+def _old_vllm_page(step: float) -> str:
+    labels = 'model_name="old"'
+    return (
+        f"vllm:generation_tokens_total{{{labels}}} {1000 + 300 * step}\n"
+        f"vllm:gpu_cache_usage_perc{{{labels}}} 0.42\n"
+        f"vllm:gpu_prefix_cache_queries_total{{{labels}}} {100 * step}\n"
+        f"vllm:gpu_prefix_cache_hits_total{{{labels}}} {25 * step}\n"
+        f"vllm:time_per_output_token_seconds_sum{{{labels}}} {2.9 * step}\n"
+        f"vllm:time_per_output_token_seconds_count{{{labels}}} {100 * step}\n"
+        f"vllm:time_to_first_token_seconds_count{{{labels}}} {10 * step}\n"
+        f"vllm:time_to_first_token_seconds_sum{{{labels}}} {1.0 * step}\n"
+        f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {150 * step}\n"
+        f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {200 * step}\n"
+        f"vllm:spec_decode_draft_acceptance_rate{{{labels}}} 0.9\n"
+    )
+
+
+def test_old_vllm_names() -> None:
+    f = figures_between(scrape(_old_vllm_page(1), 0.0), scrape(_old_vllm_page(2), 10.0))
+    assert f.kv_cache_usage == 0.42
+    assert f.prefix_cache_hit_rate == pytest.approx(0.25)
+    assert f.acceptance_rate == pytest.approx(0.75)  # V0 counters beat the lifetime gauge
+    assert f.mean_acceptance_length is None  # V0 has no num_drafts counter
+    # Per-step latency spread over the tokens those steps produced (300 − 10 first tokens).
+    assert f.tpot_mean_s == pytest.approx(2.9 / 290)
+
+
+def test_v0_acceptance_gauge_when_no_counters() -> None:
+    page = (
+        'vllm:spec_decode_draft_acceptance_rate{model_name="v0"} 0.8\n'
+        'vllm:num_requests_running{model_name="v0"} 1\n'
+    )
+    assert figures_between(scrape(page, 0.0), scrape(page, 1.0)).acceptance_rate == 0.8
+
+
+def test_unknown_page_gives_no_figures() -> None:
+    page = "process_cpu_seconds_total 12.5\n"
+    first, last = scrape(page, 0.0), scrape(page, 1.0)
+    assert last.backend is None
+    assert figures_between(first, last).model_dump() == dict.fromkeys(FIGURE_NAMES)
+
+
+def test_vllm_without_spec_decoding_has_no_acceptance() -> None:
+    page = 'vllm:generation_tokens_total{engine="0",model_name="m"} %s\n'
+    f = figures_between(scrape(page % 10, 0.0), scrape(page % 20, 1.0))
+    assert f.generation_tokens_per_s == 10.0
+    assert (
+        f.acceptance_rate is None and f.per_position_acceptance is None and f.mean_acceptance_length is None
+    )
+
+
+def test_idle_window_gives_zero_rate_but_no_ratios() -> None:
+    _, last = sample_scrapes("vllm", 10.0)
+    f = figures_between(last, Scrape(0.0, 200.0, last.samples, None, "vllm"))
+    assert f.generation_tokens_per_s == 0.0
+    assert f.acceptance_rate is None and f.ttft_mean_s is None and f.ttft_p50_s is None
+
+
+# --- never raise -------------------------------------------------------------------------------------------
+
+_names = st.sampled_from(
+    [
+        "vllm:generation_tokens_total",
+        "vllm:spec_decode_num_drafts_total",
+        "vllm:spec_decode_num_accepted_tokens_total",
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+        "vllm:time_to_first_token_seconds_bucket",
+        "vllm:kv_cache_usage_perc",
+        "sglang:realtime_tokens_total",
+        "sglang:num_running_reqs",
+        "sglang:spec_accept_length",
+        "sglang:time_to_first_token_seconds_bucket",
+        "llamacpp:tokens_predicted_total",
+        "llamacpp:tokens_predicted_seconds_total",
+        "llamacpp:predicted_tokens_seconds",
+        "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
+    ]
+)
+_labels = st.dictionaries(
+    st.sampled_from(["le", "position", "tp_rank", "dp_rank", "engine", "model_name", "mode", "pid"]),
+    st.one_of(
+        st.sampled_from(["0", "1", "+Inf", "1e+06", "decode", "x", "-3", "NaN", ""]), st.text(max_size=4)
+    ),
+    max_size=4,
+)
+_samples = st.lists(
+    st.builds(Sample, _names, _labels, st.floats(allow_nan=True, allow_infinity=True)), max_size=25
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_samples, _samples, st.floats(min_value=-10, max_value=1e6))
+def test_figure_derivation_never_raises(first: list[Sample], last: list[Sample], seconds: float) -> None:
+    f = figures_between(
+        Scrape(0.0, 0.0, tuple(first), None, detect_backend(first)),
+        Scrape(0.0, seconds, tuple(last), None, detect_backend(last)),
+    )
+    for name, value in f.model_dump().items():
+        if isinstance(value, float):
+            assert not math.isnan(value), name
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300), st.text(max_size=300))
+def test_arbitrary_pages_never_raise_anything_but_format_errors(first: str, last: str) -> None:
+    with contextlib.suppress(MetricsFormatError):
+        figures_between(scrape(first, 0.0), scrape(last, 1.0))

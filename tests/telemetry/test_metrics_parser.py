@@ -1,0 +1,186 @@
+"""The Prometheus text parser: real sample pages, every number/label form, clear errors, never a crash."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from metrics_test_server import SAMPLES, sample_body
+from prometheus_client.parser import text_string_to_metric_families
+
+from tui.telemetry.prometheus import MetricsFormatError, parse_metrics_text
+
+
+def _key(name: str, labels: object, value: float) -> tuple:
+    # prometheus_client renames a `counter` sample without `_total` (llama.cpp's n_tokens_max).
+    name = name.removesuffix("_total")
+    return (name, tuple(sorted(dict(labels).items())), "nan" if math.isnan(value) else value)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    "page",
+    [f"{backend}/metrics_t{index}.txt" for backend in ("vllm", "sglang", "llamacpp") for index in (0, 1)],
+)
+def test_sample_pages_match_prometheus_client(page: str) -> None:
+    backend, name = page.split("/")
+    body = sample_body(backend, name).decode()
+    ours = [_key(s.name, s.labels, s.value) for s in parse_metrics_text(body)]
+    reference = [
+        _key(s.name, s.labels, s.value)
+        for family in text_string_to_metric_families(body)
+        for s in family.samples
+    ]
+    assert len(ours) == len(reference) > 0
+    assert sorted(ours, key=repr) == sorted(reference, key=repr)
+
+
+def test_http_header_block_is_skipped() -> None:
+    raw = (SAMPLES / "llamacpp" / "metrics_t1.txt").read_bytes().decode()
+    assert raw.startswith("HTTP/1.1 200")
+    samples = parse_metrics_text(raw)
+    values = {s.name: s.value for s in samples if not s.labels}
+    assert values["llamacpp:tokens_predicted_total"] == 704
+    assert values["llamacpp:n_busy_slots_per_decode"] == pytest.approx(1.31343)
+    positions = [s for s in samples if s.name.endswith("per_pos_total")]
+    assert [s.labels["position"] for s in positions] == [str(i) for i in range(8)]
+
+
+def test_error_line_numbers_count_the_header_block() -> None:
+    page = "HTTP/1.1 200 OK\r\nServer: x\r\n\r\nok_total 1\n<html>\n"
+    with pytest.raises(MetricsFormatError, match=r"^line 5: expected a metric sample"):
+        parse_metrics_text(page)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1.440309248e+010", 1.440309248e10),
+        ("1.440309248e+10", 1.440309248e10),
+        ("2.457724e+06", 2457724.0),
+        ("1.23457e+06", 1234570.0),
+        ("-3.5E-3", -0.0035),
+        ("+Inf", math.inf),
+        ("-Inf", -math.inf),
+        ("Inf", math.inf),
+        ("7", 7.0),
+        (".5", 0.5),
+    ],
+)
+def test_number_forms(text: str, value: float) -> None:
+    (sample,) = parse_metrics_text(f"m {text}\n")
+    assert sample.value == value
+
+
+def test_nan_value() -> None:
+    (sample,) = parse_metrics_text('sglang:fwd_occupancy{tp_rank="0"} NaN\n')
+    assert math.isnan(sample.value)
+
+
+def test_labels_any_order_escapes_and_trailing_comma() -> None:
+    page = (
+        'a{z="1",b="x\\"y\\\\z\\nw",} 1\n'
+        'a{b="2" , z="}{,=" } 2 1712345678000\n'
+        "a {} 3\n"
+        'b_bucket{le="1.1e+06"} 4\n'
+        'b_bucket{le="0.0016200000000000001"} 5 # {trace_id="abc"} 0.5\n'
+        "# EOF\n"
+    )
+    first, second, third, bucket, noisy = parse_metrics_text(page)
+    assert dict(first.labels) == {"z": "1", "b": 'x"y\\z\nw'}
+    assert dict(second.labels) == {"b": "2", "z": "}{,="}
+    assert (second.value, third.value, dict(third.labels)) == (2.0, 3.0, {})
+    assert float(bucket.labels["le"]) == 1.1e6
+    assert noisy.value == 5.0 and float(noisy.labels["le"]) == pytest.approx(0.00162)
+
+
+def test_crlf_blank_lines_and_comments() -> None:
+    page = "# HELP x Something\r\n# TYPE x counter\r\n\r\n   \r\nx_total 3\r\n# a free comment\r\n"
+    (sample,) = parse_metrics_text(page)
+    assert (sample.name, sample.value) == ("x_total", 3.0)
+
+
+def test_cached_fast_path_still_rejects_bad_values() -> None:
+    parse_metrics_text('m{a="b"} 1\n')
+    with pytest.raises(MetricsFormatError, match=r"line 1: expected a number .* got '1_000'"):
+        parse_metrics_text('m{a="b"} 1_000\n')
+    with pytest.raises(MetricsFormatError, match="line 2"):
+        parse_metrics_text('m{a="b"} 2\nm{a="b"} abc\n')
+
+
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [
+        ("<!DOCTYPE html>\n<html></html>\n", r"line 1: expected a metric sample"),
+        ('{"detail": "Not Found"}', r"line 1: expected a metric sample"),
+        ("ok 1\nok 2\nbad line here\n", r"line 3: expected a number .* value of bad"),
+        ('m{a="unterminated} 1\n', r"line 1: expected a metric sample"),
+        ('m{1a="x"} 1\n', r"line 1"),
+        ("m\n", r"line 1: expected a metric sample"),
+        ("m one\n", r"line 1: expected a number"),
+        ("m 1 notatime\n", r"line 1: expected a timestamp"),
+        ("HTTP/1.1 200 OK\r\nServer: x\r\n", r"line 1: HTTP response headers without a body"),
+    ],
+)
+def test_not_prometheus_text_says_where_and_what(page: str, expected: str) -> None:
+    with pytest.raises(MetricsFormatError, match=expected):
+        parse_metrics_text(page)
+
+
+def test_error_message_quotes_long_lines_briefly() -> None:
+    with pytest.raises(MetricsFormatError) as caught:
+        parse_metrics_text("x" * 5000 + " y z w\n")
+    assert len(str(caught.value)) < 300
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_arbitrary_text_parses_or_raises_metrics_format_error(text: str) -> None:
+    try:
+        samples = parse_metrics_text(text)
+    except MetricsFormatError:
+        return
+    for sample in samples:
+        assert isinstance(sample.value, float)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary())
+def test_arbitrary_bytes_parse_or_raise_metrics_format_error(data: bytes) -> None:
+    with contextlib.suppress(MetricsFormatError):
+        parse_metrics_text(data.decode("utf-8", errors="replace"))
+
+
+_name = st.from_regex(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,12}", fullmatch=True)
+_label_value = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), max_size=8
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            _name,
+            st.dictionaries(
+                st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,6}", fullmatch=True), _label_value, max_size=3
+            ),
+            st.floats(allow_nan=False),
+        ),
+        max_size=8,
+    )
+)
+def test_round_trip_of_generated_pages(rows: list[tuple[str, dict[str, str], float]]) -> None:
+    def escape(value: str) -> str:
+        return value.replace("\\", "\\\\").replace('"', '\\"')
+
+    lines = []
+    for name, labels, value in rows:
+        block = ",".join(f'{key}="{escape(text)}"' for key, text in labels.items())
+        lines.append(f"{name}{{{block}}} {value!r}" if labels else f"{name} {value!r}")
+    samples = parse_metrics_text("\n".join(lines))
+    assert [(s.name, dict(s.labels), s.value) for s in samples] == [
+        (name, labels, float(repr(value))) for name, labels, value in rows
+    ]
