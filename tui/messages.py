@@ -46,4 +46,40 @@ class ReplayFinished(Message):
 # --- config editor ---------------------------------------------------------------------------------------
 
 
+class ConfigFieldEdited(Message):
+    """A form field of the config editor was changed by the user; `value` is text, a bool or None (unset)."""
+
+    def __init__(self, path: tuple[str, ...], value: str | bool | None) -> None:
+        super().__init__()
+        self.path = path
+        self.value = value
+
+
+class RestartOutput(Message):
+    """One line printed by the endpoint's restart command."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__()
+        self.line = line
+
+
+class RestartExited(Message):
+    """The restart command ended; `returncode` is None when it could not be started."""
+
+    def __init__(self, returncode: int | None, detail: str = "") -> None:
+        super().__init__()
+        self.returncode = returncode
+        self.detail = detail
+
+
+class HealthChecked(Message):
+    """One poll of the server's /health after a restart; `back` once it answers 2xx."""
+
+    def __init__(self, back: bool, detail: str, elapsed_s: float) -> None:
+        super().__init__()
+        self.back = back
+        self.detail = detail
+        self.elapsed_s = elapsed_s
+
+
 # --- bursts (A/B bench) ----------------------------------------------------------------------------------

@@ -106,7 +106,8 @@ class TomlDocument(ConfigDocument):
             self._doc = tomlkit.parse(text)
         except tomlkit.exceptions.ParseError as error:
             reason = str(error).split(" at line ")[0]
-            raise ConfigSyntaxError(reason, error.line, error.col) from None
+            # tomlkit counts columns from 0
+            raise ConfigSyntaxError(reason, error.line, error.col + 1) from None
         self._data: dict[str, Any] = self._doc.unwrap()
 
     @property

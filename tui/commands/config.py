@@ -1,0 +1,140 @@
+"""`spectop config show|get|set|lint|launch FILE`: the config editor without a screen."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "config",
+        help="show, query, change, lint a server/client config file, or print its launch command",
+        description="Work with a vLLM-style config.toml, an SGLang settings.json or a client settings.json "
+        "without opening the editor. Every byte you do not change stays as it was.",
+    )
+    actions = parser.add_subparsers(dest="config_action", metavar="ACTION", required=True)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = actions.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("file", type=Path, metavar="FILE")
+        sub.add_argument("--kind", help="force the kind: vllm_toml | sglang_json | client_json")
+        return sub
+
+    add("show", "print the file's kind, every known field with its value and help, and unknown keys")
+    get = add("get", "print one value")
+    get.add_argument("key", metavar="KEY", help="dotted path, e.g. speculative.num_speculative_tokens")
+    set_parser = add("set", "change one value in place (validated; prints the diff)")
+    set_parser.add_argument("key", metavar="KEY", help="dotted path, e.g. speculative.num_speculative_tokens")
+    set_parser.add_argument("value", metavar="VALUE", help='TOML/JSON literal (2, 0.85, true, "x") or text')
+    set_parser.add_argument("--dry-run", action="store_true", help="print the diff, do not write")
+    lint = add("lint", "advice with ids, severities, lines and fixes; exit 1 when an error is found")
+    lint.add_argument("--json", action="store_true", help="one JSON array of findings")
+    launch = add("launch", "print the command that starts the server (or vLLM/SGLang --config YAML)")
+    launch.add_argument("--format", choices=("cli", "yaml"), default="cli")
+    parser.set_defaults(func=run)
+
+
+def _error(message: str) -> int:
+    print(f"spectop config: {message}", file=sys.stderr)
+    return 1
+
+
+def _show_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    return json.dumps(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tui.configs.errors import ConfigError
+    from tui.configs.kinds import parse_kind
+
+    try:
+        kind = parse_kind(args.kind) if args.kind else None
+        return _ACTIONS[args.config_action](args, kind)
+    except ConfigError as error:
+        return _error(str(error))
+
+
+def _open(args: argparse.Namespace, kind: Any) -> Any:
+    from tui.configs.editing import open_config
+    from tui.configs.errors import ConfigError
+
+    opened = open_config(args.file, kind)
+    if opened.syntax_error is not None:
+        raise ConfigError(f"{args.file}: {opened.syntax_error}")
+    return opened
+
+
+def _show(args: argparse.Namespace, kind: Any) -> int:
+    from tui.configs.kinds import KIND_TITLES
+    from tui.configs.schemas import field_specs, unknown_keys
+
+    opened = _open(args, kind)
+    doc = opened.document
+    print(f"{args.file}: {KIND_TITLES[opened.kind]} [{opened.kind}]")
+    for spec in field_specs(opened.kind):
+        value = _show_value(doc.get(spec.path)) if doc.has(spec.path) else "–"
+        limits = f" {spec.range_text}" if spec.range_text else ""
+        print(f"  {spec.key:<40} {value:<24} {spec.help}{limits}")
+    unknown = unknown_keys(opened.kind, doc.data)
+    if unknown:
+        print("unknown keys (kept as they are):")
+        for path in unknown:
+            print(f"  {'.'.join(path):<40} {_show_value(doc.get(path))}")
+    return 0
+
+
+def _get(args: argparse.Namespace, kind: Any) -> int:
+    from tui.configs.document import parse_key_path
+
+    opened = _open(args, kind)
+    print(_show_value(opened.document.get(parse_key_path(args.key))))
+    return 0
+
+
+def _set(args: argparse.Namespace, kind: Any) -> int:
+    from tui.configs.document import parse_key_path
+    from tui.configs.editing import save_text, set_raw_value, unified_diff
+
+    opened = _open(args, kind)
+    changed = set_raw_value(opened.document, parse_key_path(args.key), args.value)
+    diff = unified_diff(opened.text, changed.text, str(args.file))
+    sys.stdout.write(diff or "no change\n")
+    if not args.dry_run and diff:
+        save_text(args.file, changed.text, opened.kind, opened.stamp)
+    return 0
+
+
+def _lint(args: argparse.Namespace, kind: Any) -> int:
+    from tui.configs.lint import has_errors, lint_document
+
+    opened = _open(args, kind)
+    findings = lint_document(opened.document)
+    if args.json:
+        print(json.dumps([finding.to_json() for finding in findings], indent=2, ensure_ascii=False))
+    else:
+        for finding in findings:
+            where = f"{args.file}:{finding.line}" if finding.line else str(args.file)
+            print(f"{where}: {finding.severity} [{finding.id}] {finding.key}: {finding.message}")
+            print(f"    fix: {finding.fix}")
+        if not findings:
+            print(f"{args.file}: no findings")
+    return 1 if has_errors(findings) else 0
+
+
+def _launch(args: argparse.Namespace, kind: Any) -> int:
+    from tui.configs.launch import render_launch
+
+    opened = _open(args, kind)
+    print(render_launch(opened.kind, opened.document.data, args.format).rstrip("\n"))
+    return 0
+
+
+_ACTIONS = {"show": _show, "get": _get, "set": _set, "lint": _lint, "launch": _launch}

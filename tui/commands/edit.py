@@ -1,0 +1,49 @@
+"""`spectop edit FILE`: the config editor screen on its own."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "edit",
+        help="edit a config.toml / settings.json in a form or raw view, with lint, diff and safe saves",
+        description="Open the config editor on FILE. ctrl+s saves (after showing the diff); with "
+        "--restart-command, 'Save & restart' runs it and waits for --health-url.",
+    )
+    parser.add_argument("file", type=Path, metavar="FILE")
+    parser.add_argument("--kind", help="force the kind: vllm_toml | sglang_json | client_json")
+    parser.add_argument(
+        "--restart-command",
+        metavar="CMD",
+        help="run (without a shell) by 'Save & restart', e.g. 'systemctl restart vllm'",
+    )
+    parser.add_argument("--health-url", metavar="URL", help="polled after a restart until the server answers")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tui.configs.errors import ConfigError
+    from tui.configs.kinds import parse_kind
+
+    try:
+        kind = parse_kind(args.kind) if args.kind else None
+    except ConfigError as error:
+        print(f"spectop edit: {error}", file=sys.stderr)
+        return 2
+    if not args.file.is_file():
+        print(f"spectop edit: {args.file}: no such file", file=sys.stderr)
+        return 2
+    restart = shlex.split(args.restart_command) if args.restart_command else None
+    if args.health_url and not args.health_url.startswith(("http://", "https://")):
+        print(f"spectop edit: --health-url must be an http(s) URL, got {args.health_url!r}", file=sys.stderr)
+        return 2
+    from tui.editor_app import EditorApp
+
+    app = EditorApp(args.file, kind=kind, restart_command=restart, health_url=args.health_url)
+    app.run()
+    return app.return_code or 0

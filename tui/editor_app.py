@@ -1,0 +1,41 @@
+"""A small App hosting the config editor screen for `spectop edit FILE`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from textual.app import App
+
+from tui.screens.editor import EditorScreen
+
+HTTP_TIMEOUT_S = 5.0
+
+
+class EditorApp(App[None]):
+    TITLE = "spectop edit"
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        kind: str | None = None,
+        restart_command: list[str] | None = None,
+        health_url: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.path = path
+        self.kind = kind
+        self.restart_command = restart_command
+        self.health_url = health_url
+        # Every spectop App provides one client; the editor uses it for the /health wait.
+        self.http_client = httpx.AsyncClient(timeout=HTTP_TIMEOUT_S)
+
+    def on_mount(self) -> None:
+        screen = EditorScreen(
+            self.path, kind=self.kind, restart_command=self.restart_command, health_url=self.health_url
+        )
+        self.push_screen(screen, lambda _result: self.exit())
+
+    async def on_unmount(self) -> None:
+        await self.http_client.aclose()
