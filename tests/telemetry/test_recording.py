@@ -1,0 +1,130 @@
+"""Recording and reading back: same figures, bad lines named by file and line, pacing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tui.telemetry.events import ErrorEvent, SpecDecodeEvent
+from tui.telemetry.figures import Figures
+from tui.telemetry.recording import (
+    HeaderRecord,
+    LogRecord,
+    ReadingRecord,
+    RecordedEndpoint,
+    RecordingError,
+    RecordingWriter,
+    ReplayClock,
+    parse_record,
+    read_records,
+    replay,
+)
+
+
+class _Reading:
+    """Shaped like EndpointReading, but not one: the writer must rely on attributes only."""
+
+    def __init__(self, name: str, time: float, figures: Figures, up: bool = True) -> None:
+        self.name = name
+        self.url = "http://127.0.0.1:9"
+        self.time = time
+        self.up = up
+        self.error = None if up else "connection refused"
+        self.backend = "vllm"
+        self.model = "m"
+        self.window_s = 60.0
+        self.figures = figures
+        self.consecutive_failures = 0 if up else 1
+
+
+async def test_record_then_read_gives_the_same_figures(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    figures = Figures(
+        generation_tokens_per_s=594.9, acceptance_rate=0.699194, per_position_acceptance=[0.8, 0.6]
+    )
+    event = SpecDecodeEvent(acceptance_rate=0.7, line="SpecDecoding metrics: ...")
+    writer = RecordingWriter(path)
+    await writer.open([RecordedEndpoint(name="a", url="http://127.0.0.1:9")], now=10.0)
+    await writer.write_reading(_Reading("a", 11.0, figures))
+    await writer.write_reading(_Reading("a", 13.0, Figures(), up=False))
+    await writer.write_log_event("a", 12.0, event)
+    await writer.close()
+    records = [record async for record in read_records(path)]
+    assert [record.kind for record in records] == ["header", "reading", "reading", "log"]
+    assert isinstance(records[1], ReadingRecord) and records[1].figures == figures
+    assert records[2].up is False and records[2].error == "connection refused"
+    assert isinstance(records[3], LogRecord) and records[3].event == event
+
+
+async def test_appending_keeps_earlier_sessions(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    for start in (1.0, 2.0):
+        writer = RecordingWriter(path)
+        await writer.open([], now=start)
+        await writer.write_reading(_Reading("a", start, Figures()))
+        await writer.close()
+    headers = [record async for record in read_records(path) if isinstance(record, HeaderRecord)]
+    assert [header.time for header in headers] == [1.0, 2.0]
+
+
+def test_bad_lines_name_file_line_and_field() -> None:
+    with pytest.raises(RecordingError, match=r"r.jsonl:3: not JSON"):
+        parse_record("{nope", "r.jsonl", 3)
+    with pytest.raises(RecordingError, match=r"r.jsonl:4: field reading.time"):
+        parse_record(json.dumps({"kind": "reading", "name": "a", "up": True}), "r.jsonl", 4)
+    with pytest.raises(RecordingError, match=r"r.jsonl:5: field"):
+        parse_record(json.dumps({"kind": "mystery"}), "r.jsonl", 5)
+    assert parse_record("   \n") is None
+
+
+async def test_reader_reports_bad_lines_and_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    good = ReadingRecord(name="a", time=1.0, up=True).model_dump_json()
+    path.write_text(f"{good}\ngarbage\n{good}\n", encoding="utf-8")
+    problems: list[RecordingError] = []
+    records = [record async for record in read_records(path, problems.append)]
+    assert len(records) == 2
+    assert len(problems) == 1 and ":2:" in str(problems[0])
+
+
+async def test_replay_paces_by_record_times_and_speed(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    lines = [ReadingRecord(name="a", time=100.0 + step * 0.2, up=True).model_dump_json() for step in range(4)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    clock = ReplayClock(speed=2.0)  # 0.6 s of recording → about 0.3 s
+    started = time.monotonic()
+    seen = [record.time async for record in replay(path, clock)]
+    elapsed = time.monotonic() - started
+    assert seen == pytest.approx([100.0, 100.2, 100.4, 100.6])
+    assert elapsed >= 0.25  # never faster than asked (only a lower bound: slow machines are fine)
+    assert clock.now == seen[-1]
+
+
+async def test_replay_at_speed_zero_does_not_wait_and_pause_holds(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    lines = [ReadingRecord(name="a", time=step * 3600.0, up=True).model_dump_json() for step in range(3)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    clock = ReplayClock(speed=0)
+    seen = [record async for record in replay(path, clock)]
+    assert len(seen) == 3  # hours of recording, no waiting (the test would time out otherwise)
+
+    paused = ReplayClock(speed=0)
+    paused.paused = True
+    iterator = replay(path, paused).__aiter__()
+    first = asyncio.ensure_future(iterator.__anext__())
+    await asyncio.sleep(0.2)
+    assert not first.done()
+    paused.paused = False
+    assert (await asyncio.wait_for(first, 2.0)).time == 0.0
+    await iterator.aclose()
+
+
+def test_log_record_keeps_the_event_kind() -> None:
+    record = LogRecord(endpoint="a", time=1.0, event=ErrorEvent(category="oom", line="OOM"))
+    again = parse_record(record.model_dump_json())
+    assert isinstance(again, LogRecord) and isinstance(again.event, ErrorEvent)
+    assert again.event.category == "oom"
