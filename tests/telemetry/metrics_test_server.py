@@ -41,15 +41,12 @@ class ReplyServer:
         self.replies = replies
         self.requests: list[Request] = []
         self._server: asyncio.Server | None = None
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}"
+        self.url = ""
 
     async def __aenter__(self) -> ReplyServer:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        self.url = f"http://{host}:{port}"
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -1,0 +1,193 @@
+"""scrape_metrics and EndpointMonitor against a real local socket: every failure is a Scrape, never raised."""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+import pytest
+from metrics_test_server import Reply, ReplyServer, sample_body
+
+from tui.settings import EndpointSettings
+from tui.telemetry.monitor import EndpointMonitor, backoff_s
+from tui.telemetry.scraper import scrape_metrics
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_good_page() -> None:
+    async with (
+        ReplyServer([Reply(sample_body("vllm", "metrics_t0.txt"))]) as server,
+        httpx.AsyncClient() as client,
+    ):
+        scrape = await scrape_metrics(client, f"{server.url}/metrics")
+    assert scrape.up and scrape.error is None
+    assert scrape.backend == "vllm"
+    assert scrape.samples is not None and len(scrape.samples) == 445
+    assert scrape.time > 1e9 and scrape.monotonic > 0
+
+
+async def test_connection_refused() -> None:
+    async with httpx.AsyncClient() as client:
+        scrape = await scrape_metrics(client, f"http://127.0.0.1:{closed_port()}/metrics")
+    assert not scrape.up and scrape.samples is None and scrape.backend is None
+    assert scrape.error == "connection refused"
+
+
+async def test_timeout() -> None:
+    async with ReplyServer([Reply(b"x 1\n", delay_s=5.0)]) as server, httpx.AsyncClient() as client:
+        scrape = await scrape_metrics(client, f"{server.url}/metrics", timeout_s=0.3)
+    assert not scrape.up
+    assert scrape.error == "timeout after 0.3 s"
+
+
+async def test_http_500() -> None:
+    async with ReplyServer([Reply(b"boom", status=500)]) as server, httpx.AsyncClient() as client:
+        scrape = await scrape_metrics(client, f"{server.url}/metrics")
+    assert (scrape.up, scrape.error) == (False, "HTTP 500")
+
+
+async def test_garbage_page() -> None:
+    body = b"ok_total 1\nok_total 2\n<html><body>Not metrics</body></html>\n"
+    async with ReplyServer([Reply(body)]) as server, httpx.AsyncClient() as client:
+        scrape = await scrape_metrics(client, f"{server.url}/metrics")
+    assert not scrape.up
+    assert scrape.error is not None
+    assert scrape.error.startswith("not Prometheus text: line 3: expected a metric sample")
+
+
+async def test_undecodable_bytes_are_reported_not_raised() -> None:
+    async with ReplyServer([Reply(b"\xff\xfe\x00garbage\x80\n")]) as server, httpx.AsyncClient() as client:
+        scrape = await scrape_metrics(client, f"{server.url}/metrics")
+    assert not scrape.up and scrape.error is not None and scrape.error.startswith("not Prometheus text")
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_oversized_page(chunked: bool) -> None:
+    body = b"x_total 1\n" * 200_000  # 2 MB
+    async with ReplyServer([Reply(body, chunked=chunked)]) as server, httpx.AsyncClient() as client:
+        scrape = await scrape_metrics(client, f"{server.url}/metrics", max_bytes=2**20)
+    assert not scrape.up
+    assert scrape.error == "response larger than 1 MiB"
+
+
+async def test_default_cap_is_8_mib() -> None:
+    body = b"x_total 1\n" * 900_000  # 9 MB
+    async with ReplyServer([Reply(body, chunked=True)]) as server, httpx.AsyncClient() as client:
+        scrape = await scrape_metrics(client, f"{server.url}/metrics")
+    assert scrape.error == "response larger than 8 MiB"
+
+
+async def test_headers_are_sent_and_process_start_kept() -> None:
+    reply = Reply(
+        sample_body("llamacpp", "metrics_t1.txt"), headers={"Process-Start-Time-Unix": "1040295444"}
+    )
+    async with ReplyServer([reply]) as server, httpx.AsyncClient() as client:
+        scrape = await scrape_metrics(client, f"{server.url}/metrics", headers={"Authorization": "Bearer k"})
+    assert scrape.backend == "llamacpp" and scrape.process_start == "1040295444"
+    assert server.requests[0].headers["authorization"] == "Bearer k"
+
+
+# --- EndpointMonitor ---------------------------------------------------------------------------------------
+
+
+def _counter_page(generated: float) -> bytes:
+    labels = 'engine="0",model_name="served-model"'
+    return (
+        f"vllm:generation_tokens_total{{{labels}}} {generated}\nvllm:num_requests_running{{{labels}}} 2\n"
+    ).encode()
+
+
+async def test_monitor_reading_and_counter_restart_through_the_socket(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Counters: 1000 → 2000 → restart (30) → 1030. Never negative, never a spike.
+    replies = [Reply(_counter_page(value)) for value in (1000, 2000, 30, 1030)]
+    clock = iter([100.0, 110.0, 120.0, 130.0])
+    async with ReplyServer(replies) as server, httpx.AsyncClient() as client:
+        monitor = EndpointMonitor(EndpointSettings(name="gpu0", url=server.url), window_s=60.0)
+        readings = []
+        for _ in replies:
+            moment = next(clock)
+            monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda moment=moment: moment)
+            readings.append(await monitor.poll(client))
+    rates = [reading.figures.generation_tokens_per_s for reading in readings]
+    assert rates[0] is None
+    assert rates[1] == pytest.approx(100.0)
+    assert rates[2] == pytest.approx(100.0)  # the restart segment is left out
+    assert rates[3] == pytest.approx(100.0)
+    last = readings[-1]
+    assert (last.name, last.url, last.up, last.backend, last.model) == (
+        "gpu0",
+        server.url,
+        True,
+        "vllm",
+        "served-model",
+    )
+    assert last.figures.running == 2.0 and last.window_s == pytest.approx(30.0)
+    assert server.requests[0].path == "/metrics"
+
+
+async def test_monitor_backs_off_while_down() -> None:
+    async with httpx.AsyncClient() as client:
+        endpoint = EndpointSettings(name="down", url=f"http://127.0.0.1:{closed_port()}")
+        monitor = EndpointMonitor(endpoint, window_s=60.0)
+        assert monitor.due(0.0)
+        first = await monitor.poll(client)
+        second = await monitor.poll(client)
+    assert (first.up, first.error, first.consecutive_failures) == (False, "connection refused", 1)
+    assert second.consecutive_failures == 2
+    assert all(value is None for value in second.figures.model_dump().values())
+    attempted = monitor._last_attempt
+    assert attempted is not None
+    assert not monitor.due(attempted + backoff_s(2) - 0.5)
+    assert monitor.due(attempted + backoff_s(2))
+    assert [backoff_s(n) for n in range(7)] == [0.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+
+
+async def test_monitor_sends_the_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECTOP_TEST_KEY", "s3cret")
+    async with ReplyServer([Reply(_counter_page(1))]) as server, httpx.AsyncClient() as client:
+        endpoint = EndpointSettings(name="k", url=server.url, api_key_env="SPECTOP_TEST_KEY")
+        reading = await EndpointMonitor(endpoint, window_s=60.0).poll(client)
+    assert reading.up
+    assert server.requests[0].headers["authorization"] == "Bearer s3cret"
+    assert "s3cret" not in reading.model_dump_json()
+
+
+async def test_monitor_asks_llamacpp_for_its_model_once() -> None:
+    models = b'{"object":"list","data":[{"id":"models/target.gguf","object":"model"}]}'
+    metrics = sample_body("llamacpp", "metrics_t1.txt")
+    async with (
+        ReplyServer([Reply(metrics), Reply(models), Reply(metrics)]) as server,
+        httpx.AsyncClient() as c,
+    ):
+        monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url), window_s=60.0)
+        first = await monitor.poll(c)
+        second = await monitor.poll(c)
+    assert [request.path for request in server.requests] == ["/metrics", "/v1/models", "/metrics"]
+    assert first.model == second.model == "models/target.gguf"
+    assert first.backend == "llamacpp"
+
+
+async def test_monitor_uses_the_configured_metrics_url_and_model() -> None:
+    async with ReplyServer([Reply(_counter_page(1))]) as server, httpx.AsyncClient() as client:
+        endpoint = EndpointSettings(
+            name="x", url=server.url, metrics_url=f"{server.url}/custom", model="mine"
+        )
+        reading = await EndpointMonitor(endpoint, window_s=60.0).poll(client)
+    assert server.requests[0].path == "/custom"
+    assert reading.model == "mine"
+
+
+async def test_openai_endpoint_is_probed_through_v1_models() -> None:
+    models = b'{"object":"list","data":[{"id":"gpt-x"}]}'
+    async with ReplyServer([Reply(models)]) as server, httpx.AsyncClient() as client:
+        endpoint = EndpointSettings(name="gw", url=server.url, backend="openai")
+        reading = await EndpointMonitor(endpoint, window_s=60.0).poll(client)
+    assert server.requests[0].path == "/v1/models"
+    assert (reading.up, reading.backend, reading.model) == (True, "openai", "gpt-x")
