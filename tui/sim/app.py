@@ -1,0 +1,300 @@
+"""The simulator's HTTP face: starlette routes for the OpenAI API, /metrics, /health and /sim/control."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tui.sim.config import SimConfig
+from tui.sim.engine import SimEngine, SimRequest
+from tui.sim.faults import GARBAGE_METRICS, FaultSettings
+from tui.sim.logs import VERSIONS, LogWriter
+from tui.sim.openai_shapes import ChatBody, ChunkMaker, CompletionBody, error_body
+from tui.sim.recorder import MetricsRecorder
+from tui.sim.tokens import count_tokens
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+DISCONNECT_AFTER_CHUNKS = 3
+
+
+class SimulatedDisconnect(ConnectionAbortedError):
+    """Raised inside a stream to drop the connection mid-response (the disconnect fault)."""
+
+
+class _HideSimulatedDisconnects(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], SimulatedDisconnect))
+
+
+logging.getLogger("uvicorn.error").addFilter(_HideSimulatedDisconnects())
+
+
+@dataclass
+class AppContext:
+    """Everything the routes need; the server swaps `engine`/`recorder` on restart or counter reset."""
+
+    flavor: str
+    config: SimConfig
+    engine: SimEngine
+    recorder: MetricsRecorder
+    log: LogWriter
+    faults: FaultSettings
+    control: Callable[[dict[str, Any]], dict[str, Any]]
+    api_key: str | None = None
+    accepting: bool = True
+    rng: random.Random = field(default_factory=random.Random)
+
+    @property
+    def model(self) -> str:
+        return self.config.model_name
+
+
+def _error(status: int, message: str, param: str | None = None) -> JSONResponse:
+    return JSONResponse(error_body(status, message, param), status_code=status)
+
+
+class AccessMiddleware:
+    """Access log lines (when the response starts, as uvicorn logs them) and HTTP metrics (when it ends)."""
+
+    def __init__(self, app: ASGIApp, context: AppContext) -> None:
+        self.app = app
+        self.context = context
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.monotonic()
+        status = 500
+        sent = 0
+        client = scope.get("client") or ("127.0.0.1", 0)
+        method, path = scope["method"], scope["path"]
+
+        async def counting_send(message: Message) -> None:
+            nonlocal status, sent
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                if not path.startswith("/sim/"):
+                    self.context.log.access(f"{client[0]}:{client[1]}", method, path, status)
+            elif message["type"] == "http.response.body":
+                sent += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counting_send)
+        finally:
+            length = dict(scope.get("headers") or []).get(b"content-length", b"0")
+            request_bytes = int(length) if length.isdigit() else 0
+            self.context.recorder.http_request(
+                method, path, status, request_bytes, sent, time.monotonic() - started
+            )
+
+
+def build_app(context: AppContext) -> ASGIApp:
+    flavor = context.flavor
+
+    def authorized(request: Request) -> bool:
+        if context.api_key is None:
+            return True
+        header = request.headers.get("authorization", "")
+        token = header[7:] if header.lower().startswith("bearer ") else ""
+        return hmac.compare_digest(token.encode(), context.api_key.encode())
+
+    async def read_json(request: Request) -> dict[str, Any] | JSONResponse:
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            return _error(413, f"request body is larger than {MAX_BODY_BYTES} bytes")
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            return _error(400, f"JSON decode error: {error}")
+        if not isinstance(data, dict):
+            return _error(400, "expected a JSON object")
+        return data
+
+    async def health(request: Request) -> Response:
+        if not context.accepting:
+            return Response(status_code=503)
+        if flavor == "llamacpp":
+            return JSONResponse({"status": "ok"})
+        return Response(status_code=200)
+
+    async def version(request: Request) -> Response:
+        return JSONResponse({"version": VERSIONS[flavor]})
+
+    async def models(request: Request) -> Response:
+        if not authorized(request):
+            return _error(401, "Unauthorized")
+        created = int(time.time())
+        if flavor == "llamacpp":
+            card = {
+                "id": context.model,
+                "aliases": [context.model],
+                "tags": [],
+                "object": "model",
+                "created": created,
+                "owned_by": "llamacpp",
+                "meta": {"n_ctx": context.config.max_model_len // context.config.max_num_seqs},
+            }
+        else:
+            card = {
+                "id": context.model,
+                "object": "model",
+                "created": created,
+                "owned_by": flavor,
+                "root": context.config.model,
+                "parent": None,
+                "max_model_len": context.config.max_model_len,
+            }
+        return JSONResponse({"object": "list", "data": [card]})
+
+    async def metrics(request: Request) -> Response:
+        if context.faults.garbage_metrics:
+            return Response(GARBAGE_METRICS, media_type="text/plain")
+        recorder = context.recorder
+        return Response(
+            recorder.render(), headers={**recorder.headers(), "content-type": recorder.content_type}
+        )
+
+    async def control(request: Request) -> Response:
+        data = await read_json(request)
+        if isinstance(data, JSONResponse):
+            return data
+        try:
+            applied = context.control(data)
+        except (ValidationError, ValueError, TypeError) as error:
+            return _error(400, str(error))
+        return JSONResponse({"ok": True, "applied": applied})
+
+    async def completions(request: Request) -> Response:
+        return await generate(request, "completion")
+
+    async def chat(request: Request) -> Response:
+        return await generate(request, "chat")
+
+    async def generate(request: Request, kind: str) -> Response:
+        if not authorized(request):
+            return _error(401, "Unauthorized")
+        if not context.accepting:
+            return _error(503, "The server is shutting down.")
+        data = await read_json(request)
+        if isinstance(data, JSONResponse):
+            return data
+        body: BaseModel
+        try:
+            if kind == "chat":
+                body = chat_body = ChatBody.model_validate(data)
+                prompt_text = chat_body.content_text()
+                prompt_tokens = count_tokens(chat_body.prompt_text())
+                limit = chat_body.token_limit()
+            else:
+                body = completion_body = CompletionBody.model_validate(data)
+                prompt_text, prompt_tokens = completion_body.prompt_text()
+                limit = completion_body.max_tokens
+        except ValidationError as error:
+            first = error.errors()[0]
+            param = ".".join(str(part) for part in first["loc"])
+            return _error(400, f"{param}: {first['msg']}", param)
+        except ValueError as error:
+            return _error(400, str(error), "prompt")
+        assert isinstance(body, ChatBody | CompletionBody)
+        if flavor != "llamacpp" and body.model is not None and body.model != context.model:
+            return _error(404, f"The model `{body.model}` does not exist.", "model")
+        if context.faults.error_rate and context.rng.random() < context.faults.error_rate:
+            return _error(500, "Internal server error (simulated fault)")
+        engine = context.engine
+        sim_request = engine.new_request(
+            endpoint=kind,
+            prompt_text=prompt_text,
+            prompt_tokens=prompt_tokens,
+            max_tokens=limit,
+            temperature=body.temperature,
+            seed=body.seed,
+            stop=body.stops(),
+            ignore_eos=body.ignore_eos,
+        )
+        if sim_request.prompt_tokens >= context.config.max_model_len:
+            return _error(
+                400,
+                f"This model's maximum context length is {context.config.max_model_len} tokens. "
+                f"However, your request has {sim_request.prompt_tokens} input tokens.",
+            )
+        maker = ChunkMaker(flavor, kind, context.model, sim_request)
+        engine.submit(sim_request)
+        if body.stream:
+            drop = (
+                bool(context.faults.disconnect_rate) and context.rng.random() < context.faults.disconnect_rate
+            )
+            return StreamingResponse(
+                _stream(engine, sim_request, maker, body.include_usage, drop),
+                media_type="text/event-stream",
+                headers={"X-Accel-Buffering": "no"} if flavor == "llamacpp" else None,
+            )
+        try:
+            while not (await sim_request.outbox.get()).finished:
+                pass
+        finally:
+            if sim_request.finish_reason is None:
+                engine.abort(sim_request)
+        return JSONResponse(maker.full_response())
+
+    async def _stream(
+        engine: SimEngine, sim_request: SimRequest, maker: ChunkMaker, include_usage: bool, drop: bool
+    ) -> AsyncIterator[str]:
+        def event(obj: dict[str, Any]) -> str:
+            return f"data: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+        chunks = 0
+        try:
+            if maker.kind == "chat":
+                yield event(maker.role_chunk())
+            while True:
+                delivery = await sim_request.outbox.get()
+                finish = (sim_request.finish_reason or "abort") if delivery.finished else None
+                if flavor == "llamacpp":
+                    for index in range(delivery.start, delivery.end):
+                        yield event(maker.text_chunk(sim_request.output[index]))
+                    if delivery.finished:
+                        yield event(maker.finish_chunk(finish or "abort", include_timings=not include_usage))
+                elif delivery.end > delivery.start or finish:
+                    yield event(maker.text_chunk(sim_request.text(delivery.start, delivery.end), finish))
+                chunks += 1
+                if drop and chunks >= DISCONNECT_AFTER_CHUNKS and not delivery.finished:
+                    raise SimulatedDisconnect("simulated disconnect mid-stream")
+                if delivery.finished:
+                    break
+            if include_usage:
+                yield event(maker.usage_chunk())
+            yield "data: [DONE]\n\n"
+        finally:
+            if sim_request.finish_reason is None:
+                engine.abort(sim_request)
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/version", version, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/sim/control", control, methods=["POST"]),
+    ]
+    if flavor == "vllm":
+        routes.append(Route("/ping", health, methods=["GET", "POST"]))
+    if flavor == "sglang":
+        routes.append(Route("/health_generate", health, methods=["GET"]))
+    app = Starlette(routes=routes)
+    return AccessMiddleware(app, context)

@@ -1,0 +1,566 @@
+"""Server log writers, one per flavour, in the real line formats and at the real cadence.
+
+vLLM: a stats line plus a SpecDecoding line every `log_interval_s` (10 s by default), suppressed when idle.
+SGLang: a `Prefill batch` line per prefill batch and a `Decode batch` line every `decode_log_interval` (40)
+decode iterations. llama.cpp: slot lines and `print_timing` lines per finished request. All flavours add
+their start-up, readiness, access, shutdown and OOM lines. Lines are buffered and appended to the file by
+a background task (aiofiles), so the engine never blocks on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from http import HTTPStatus
+from pathlib import Path
+
+import aiofiles
+
+from tui.sim.config import SimConfig
+from tui.sim.engine import EngineObserver, SimRequest, StepReport
+from tui.sim.tally import DecodeWindow
+
+MAX_BUFFERED_LINES = 20_000
+LoadFn = Callable[[], tuple[int, int, float]]  # running, waiting, KV usage fraction
+VERSIONS = {"vllm": "0.28.0", "sglang": "0.5.15", "llamacpp": "b0-unknown"}
+
+
+class LogWriter(EngineObserver):
+    """Base: buffering and the async flush; flavours format the lines."""
+
+    def __init__(self, path: Path | None, config: SimConfig, load: LoadFn, started: float) -> None:
+        self.path = path
+        self.config = config
+        self.load = load
+        self.started = started
+        self.pid = os.getpid()
+        self._buffer: deque[str] = deque(maxlen=MAX_BUFFERED_LINES)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # ---- plumbing -------------------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        if self.path is not None:
+            self._buffer.append(line)
+
+    async def start(self) -> None:
+        if self.path is not None:
+            self._tasks.append(asyncio.create_task(self._flush_forever(), name="spectop-sim-log-flush"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        await self.flush()
+
+    async def flush(self) -> None:
+        if self.path is None or not self._buffer:
+            return
+        lines = list(self._buffer)
+        self._buffer.clear()
+        async with aiofiles.open(self.path, "a", encoding="utf-8", newline="") as handle:
+            await handle.write("".join(line + "\n" for line in lines))
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await asyncio.sleep(0.2)
+            await self.flush()
+
+    # ---- flavour hooks --------------------------------------------------------------------------
+    def startup(self, host: str, port: int) -> None:
+        raise NotImplementedError
+
+    def ready(self, host: str, port: int) -> None:
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        return None
+
+    def oom(self) -> None:
+        raise NotImplementedError
+
+    def access(self, client: str, method: str, path: str, status: int) -> None:
+        return None
+
+
+def _status(status: int) -> str:
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
+
+
+class VllmLogWriter(LogWriter):
+    def __init__(
+        self, path: Path | None, config: SimConfig, load: LoadFn, started: float, interval_s: float
+    ) -> None:
+        super().__init__(path, config, load, started)
+        self.interval_s = interval_s
+        self.engine_pid = self.pid + 1
+        self._reset_interval(time.monotonic())
+        self._spec_started = time.monotonic()
+        self._spec = [0, 0, 0]  # drafts, drafted tokens, accepted
+        self._spec_pos = [0] * config.k
+        self._prefix_window: deque[tuple[int, int]] = deque(maxlen=1000)
+        self._previous_idle = True
+
+    def _reset_interval(self, now: float) -> None:
+        self._interval_started = now
+        self._prompt_computed = 0
+        self._generated = 0
+
+    def line(
+        self,
+        message: str,
+        *,
+        level: str = "INFO",
+        where: str = "loggers.py:310",
+        proc: str = "APIServer",
+        pid: int | None = None,
+    ) -> None:
+        stamp = time.strftime("%m-%d %H:%M:%S")
+        self.emit(f"({proc} pid={pid or self.pid}) {level} {stamp} [{where}] {message}")
+
+    def engine_line(self, message: str, where: str, level: str = "INFO") -> None:
+        self.line(message, level=level, where=where, proc="EngineCore", pid=self.engine_pid)
+
+    async def start(self) -> None:
+        await super().start()
+        if self.path is not None:
+            self._tasks.append(asyncio.create_task(self._stats_forever(), name="spectop-sim-vllm-stats"))
+
+    def startup(self, host: str, port: int) -> None:
+        c = self.config
+        logo = [
+            "",
+            "       █     █     █▄   ▄█",
+            f" ▄▄ ▄█ █     █     █ ▀▄▀ █  version {VERSIONS['vllm']}",
+            f"  █▄█▀ █     █     █     █  model   {c.model}",
+            "   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀",
+            "",
+        ]
+        for index, text in enumerate(logo):
+            stamp = time.strftime("%m-%d %H:%M:%S")
+            end = "" if index == len(logo) - 1 else "\r"
+            self.emit(f"(APIServer pid={self.pid}) INFO {stamp} [api_utils.py:333] {text}{end}")
+        args: dict[str, object] = {
+            "model_tag": c.model,
+            "host": host,
+            "port": port,
+            "model": c.model,
+            "max_model_len": c.max_model_len,
+        }
+        if c.served_model_name:
+            args["served_model_name"] = [c.served_model_name]
+        if c.k:
+            args["speculative_config"] = {"method": c.spec_method, "num_speculative_tokens": c.k}
+        self.line(f"non-default args: {args}", where="api_utils.py:272")
+        self.line("Resolved architecture: DeepseekV3ForCausalLM", where="model.py:672")
+        self.line(f"Using max model len {c.max_model_len}", where="model.py:1971")
+        if c.k > 1:
+            self.line(
+                "Enabling num_speculative_tokens > 1 will run multiple times of forward on same MTP "
+                "layer,which may result in lower acceptance rate",
+                level="WARNING",
+                where="speculative.py:975",
+            )
+        if c.chunked_prefill:
+            self.line(
+                "Chunked prefill is enabled with max_num_batched_tokens=8192.", where="scheduler.py:242"
+            )
+        spec = (
+            f"SpeculativeConfig(method='{c.spec_method}', model='{c.model}', num_spec_tokens={c.k})"
+            if c.k
+            else "None"
+        )
+        self.engine_line(
+            f"Initializing a V1 LLM engine (v{VERSIONS['vllm']}) with config: model='{c.model}', "
+            f"speculative_config={spec}, tokenizer='{c.model}', dtype=torch.bfloat16, "
+            f"max_seq_len={c.max_model_len}, "
+            f"tensor_parallel_size={c.tensor_parallel_size}, served_model_name={c.model_name}, "
+            f"enable_prefix_caching={c.enable_prefix_caching}, enable_chunked_prefill={c.chunked_prefill}",
+            "core.py:122",
+        )
+        self.engine_line(f"Starting to load model {c.model}...", "gpu_model_runner.py:5424")
+        if c.k:
+            self.engine_line("Loading drafter model...", "gpu_model_runner.py:5448")
+        self.engine_line(
+            f"Available KV cache memory: {c.kv_cache_tokens() / 7086:.2f} GiB", "gpu_worker.py:578"
+        )
+        tokens = c.kv_cache_tokens()
+        self.engine_line(
+            f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {c.max_model_len:,} "
+            "tokens per request: "
+            f"{tokens / c.max_model_len:.2f}x",
+            "kv_cache_utils.py:1916",
+        )
+
+    def ready(self, host: str, port: int) -> None:
+        self.engine_line(
+            "init engine (profile, create kv cache, warmup model) took 1.02 s (compilation: 0.00 s)",
+            "core.py:347",
+        )
+        self.line("Supported tasks: ['generate']", where="api_server.py:544")
+        self.line(f"Starting vLLM server on http://{host}:{port}", where="api_server.py:548")
+        self.line("Available routes are:", where="launcher.py:51")
+        for route, methods in (
+            ("/v1/chat/completions", "POST"),
+            ("/v1/completions", "POST"),
+            ("/v1/models", "GET"),
+            ("/health", "GET"),
+            ("/metrics", "GET"),
+            ("/version", "GET"),
+        ):
+            self.line(f"Route: {route}, Methods: {methods}", where="launcher.py:60")
+        for text in (
+            f"Started server process [{self.pid}]",
+            "Waiting for application startup.",
+            "Application startup complete.",
+        ):
+            self.emit(f"(APIServer pid={self.pid}) INFO:     {text}")
+        now = time.monotonic()
+        self._reset_interval(now)
+        self._spec_started = now
+
+    def shutdown(self) -> None:
+        for text in (
+            "Shutting down",
+            "Waiting for application shutdown.",
+            "Application shutdown complete.",
+            f"Finished server process [{self.pid}]",
+        ):
+            self.emit(f"(APIServer pid={self.pid}) INFO:     {text}")
+
+    def oom(self) -> None:
+        c = self.config
+        need = 140.0 * c.draft_memory_need
+        free = max(0.01, 140.0 * (1.0 - c.gpu_memory_utilization) * 0.5)
+        where = "core.py:1346"
+        self.engine_line("EngineCore failed to start.", where, level="ERROR")
+        for text in (
+            "Traceback (most recent call last):",
+            '  File "/usr/local/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 1337, '
+            "in run_engine_core",
+            "    engine_core = EngineCoreProc(*args, **kwargs)",
+            f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {need:.2f} GiB. GPU 0 has a "
+            f"total capacity of 139.80 GiB of which {free:.2f} GiB is free. Including non-PyTorch memory, "
+            f"this process has {139.80 - free:.2f} GiB memory in use. Of the allocated memory "
+            f"{139.80 * c.gpu_memory_utilization:.2f} GiB is allocated by PyTorch.",
+        ):
+            self.engine_line(text, where, level="ERROR")
+        self.emit(
+            f"(APIServer pid={self.pid}) RuntimeError: Engine core initialization failed. See root cause "
+            "above. Failed core proc(s): {}"
+        )
+
+    def access(self, client: str, method: str, path: str, status: int) -> None:
+        self.emit(
+            f'(APIServer pid={self.pid}) INFO:     {client} - "{method} {path} HTTP/1.1" {_status(status)}'
+        )
+
+    # ---- periodic stats -------------------------------------------------------------------------
+    def request_scheduled(self, request: SimRequest) -> None:
+        self._prefix_window.append((request.prompt_tokens, request.cached_tokens))
+
+    def step_done(self, report: StepReport) -> None:
+        self._prompt_computed += sum(request.computed_prompt_tokens for request in report.prefilled)
+        for record in report.records:
+            self._generated += record.emitted
+            if record.drafted:
+                self._spec[0] += 1
+                self._spec[1] += record.drafted
+                self._spec[2] += record.accepted
+                for position in range(min(record.accepted, len(self._spec_pos))):
+                    self._spec_pos[position] += 1
+
+    async def _stats_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            self.log_stats()
+
+    def log_stats(self) -> None:
+        now = time.monotonic()
+        elapsed = max(1e-6, now - self._interval_started)
+        prompt_tps = self._prompt_computed / elapsed
+        gen_tps = self._generated / elapsed
+        idle = prompt_tps == 0 and gen_tps == 0
+        self._reset_interval(now)
+        if idle and self._previous_idle:
+            return  # logged at DEBUG by vLLM, so not in an INFO log
+        self._previous_idle = idle
+        running, waiting, kv_usage = self.load()
+        queries = sum(q for q, _ in self._prefix_window)
+        hits = sum(h for _, h in self._prefix_window)
+        hit_rate = 100.0 * hits / queries if queries else 0.0
+        self.line(
+            f"Engine 000: Avg prompt throughput: {prompt_tps:.1f} tokens/s, Avg generation throughput: "
+            f"{gen_tps:.1f} tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, GPU KV cache usage: "
+            f"{kv_usage * 100:.1f}%, Prefix cache hit rate: {hit_rate:.1f}%"
+        )
+        drafts, drafted, accepted = self._spec
+        if not drafts:
+            return
+        spec_elapsed = max(1e-6, now - self._spec_started)  # vLLM resets this clock only after printing
+        per_pos = ", ".join(f"{count / drafts:.3f}" for count in self._spec_pos)
+        self.line(
+            f"SpecDecoding metrics: Mean acceptance length: {1 + accepted / drafts:.2f}, Accepted "
+            "throughput: "
+            f"{accepted / spec_elapsed:.2f} tokens/s, Drafted throughput: "
+            f"{drafted / spec_elapsed:.2f} tokens/s, "
+            f"Accepted: {accepted} tokens, Drafted: {drafted} tokens, Per-position acceptance rate: "
+            f"{per_pos}, "
+            f"Avg Draft acceptance rate: {100.0 * accepted / drafted:.1f}%",
+            where="metrics.py:120",
+        )
+        self._spec = [0, 0, 0]
+        self._spec_pos = [0] * len(self._spec_pos)
+        self._spec_started = now
+
+
+class SglangLogWriter(LogWriter):
+    def __init__(self, path: Path | None, config: SimConfig, load: LoadFn, started: float) -> None:
+        super().__init__(path, config, load, started)
+        self.window = DecodeWindow()
+        self.num_draft_tokens = config.num_draft_tokens or config.k + 1
+        self._last_prefill = time.monotonic()
+        self._capacity = config.kv_cache_tokens()
+
+    def line(self, message: str, *, scheduler: bool = False) -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        prefix = " TP0" if scheduler and self.config.tensor_parallel_size > 1 else ""
+        self.emit(f"[{stamp}{prefix}] {message}")
+
+    def startup(self, host: str, port: int) -> None:
+        c = self.config
+        if c.k and c.max_num_seqs == 48:
+            self.line(
+                "Max running requests is reset to 48 for speculative decoding. You can override this by "
+                "explicitly setting --max-running-requests."
+            )
+        spec = (
+            f"speculative_algorithm='{c.spec_method}', speculative_draft_model_path='{c.model}', "
+            f"speculative_num_steps={c.k}, speculative_eagle_topk={c.eagle_topk}, "
+            f"speculative_num_draft_tokens={self.num_draft_tokens}, "
+            if c.k
+            else "speculative_algorithm=None, "
+        )
+        self.line(
+            f"server_args=ServerArgs(model_path='{c.model}', tokenizer_path='{c.model}', "
+            f"host='{host}', port={port}, "
+            f"mem_fraction_static={c.gpu_memory_utilization}, max_running_requests={c.max_num_seqs}, "
+            f"chunked_prefill_size=8192, tp_size={c.tensor_parallel_size}, "
+            f"served_model_name='{c.model_name}', "
+            f"enable_metrics=True, decode_log_interval={c.sim.decode_log_interval}, {spec}"
+            f"disable_radix_cache={not c.enable_prefix_caching}, ...)"
+        )
+        self.line("Init torch distributed begin.", scheduler=True)
+        self.line("Init torch distributed ends. elapsed=2.84 s, mem usage=1.02 GB", scheduler=True)
+        self.line("Load weight begin. avail mem=138.16 GB", scheduler=True)
+        self.line(
+            "Load weight end. elapsed=8.42 s, type=DeepseekV3ForCausalLM, quant=fp8, fmt=e4m3, "
+            "avail mem=52.31 GB, mem usage=85.85 GB.",
+            scheduler=True,
+        )
+        self.line(
+            f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {self._capacity}, KV size: "
+            f"{self._capacity / 15280:.2f} GB",
+            scheduler=True,
+        )
+        if c.k:
+            self.line("Load weight begin. avail mem=14.52 GB", scheduler=True)
+            self.line(
+                "Load weight end. elapsed=6.93 s, type=DeepseekV3ForCausalLMNextN, quant=fp8, fmt=e4m3, "
+                "avail mem=12.61 GB, mem usage=1.91 GB.",
+                scheduler=True,
+            )
+
+    def ready(self, host: str, port: int) -> None:
+        c = self.config
+        available = round(84.0 * (1.0 - c.gpu_memory_utilization), 2)
+        self.line(
+            f"max_total_num_tokens={self._capacity}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+            f"max_running_requests={c.max_num_seqs}, context_len={c.max_model_len}, "
+            f"available_gpu_mem={available:.2f} GB",
+            scheduler=True,
+        )
+        for text in (
+            f"Started server process [{self.pid}]",
+            "Waiting for application startup.",
+            "Application startup complete.",
+            f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)",
+        ):
+            self.line(f"INFO:     {text}")
+        self.line("The server is fired up and ready to roll!")
+        self.window.reset(time.monotonic())
+        self._last_prefill = time.monotonic()
+
+    def shutdown(self) -> None:
+        for text in (
+            "Shutting down",
+            "Waiting for application shutdown.",
+            "Application shutdown complete.",
+            f"Finished server process [{self.pid}]",
+        ):
+            self.line(f"INFO:     {text}")
+
+    def oom(self) -> None:
+        c = self.config
+        need = 140.0 * c.draft_memory_need
+        free = max(0.01, 140.0 * (1.0 - c.gpu_memory_utilization) * 0.5)
+        self.line(
+            "Capture draft extend CUDA graph begin. backend=full, num_tokens_per_req="
+            f"{self.num_draft_tokens}, bs=[1, 2, 4, 8, 16, 32, 48], avail mem={free:.2f} GB",
+            scheduler=True,
+        )
+        self.line("Scheduler hit an exception: Traceback (most recent call last):", scheduler=True)
+        self.emit(
+            f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {need:.2f} GiB. GPU 0 "
+            "has a total "
+            f"capacity of 139.80 GiB of which {free:.2f} GiB is free."
+        )
+        self.emit("")
+        self.line("Received sigquit from a child process. It usually means the child failed.")
+
+    def access(self, client: str, method: str, path: str, status: int) -> None:
+        self.line(f'INFO:     {client} - "{method} {path} HTTP/1.1" {_status(status)}')
+
+    def step_done(self, report: StepReport) -> None:
+        now = report.end
+        if report.prefilled:
+            new = sum(request.computed_prompt_tokens for request in report.prefilled)
+            cached = sum(request.cached_tokens for request in report.prefilled)
+            throughput = new / max(1e-6, now - self._last_prefill)
+            self._last_prefill = now
+            usage = report.kv_used_tokens / self._capacity
+            self.line(
+                f"Prefill batch, #new-seq: {len(report.prefilled)}, #new-token: {new}, "
+                f"#cached-token: {cached}, "
+                f"token usage: {usage:.2f}, #running-req: {report.running - len(report.prefilled)}, "
+                f"#queue-req: {report.waiting}, #pending-token: 0, cuda graph: False, "
+                f"input throughput (token/s): {throughput:.2f}",
+                scheduler=True,
+            )
+        if self.window.add(report) and self.window.iterations % self.config.sim.decode_log_interval == 0:
+            usage = report.kv_used_tokens / self._capacity
+            spec = ""
+            if self.config.k:
+                spec = (
+                    f"accept len: {self.window.accept_length():.2f}, "
+                    f"accept rate: {self.window.accept_rate(self.num_draft_tokens):.2f}, "
+                )
+            self.line(
+                f"Decode batch, #running-req: {report.running}, #token: {report.kv_used_tokens}, "
+                f"token usage: {usage:.2f}, {spec}cuda graph: True, gen throughput (token/s): "
+                f"{self.window.throughput(now):.2f}, #queue-req: {report.waiting}",
+                scheduler=True,
+            )
+            self.window.reset(now)
+
+
+class LlamacppLogWriter(LogWriter):
+    def elapsed(self) -> str:
+        us = int((time.monotonic() - self.started) * 1e6)
+        return f"{us // 60_000_000}.{(us // 1_000_000) % 60:02d}.{(us // 1000) % 1000:03d}.{us % 1000:03d}"
+
+    def line(self, level: str, message: str) -> None:
+        self.emit(f"{self.elapsed()} {level} {message}")
+
+    def startup(self, host: str, port: int) -> None:
+        c = self.config
+        self.line("I", "srv  llama_server: initializing ...")
+        self.line(
+            "I",
+            "cmn  common_param: common_params_print_info: verbosity = 3 (adjust with the `-lv N` CLI arg)",
+        )
+        self.line("I", f"srv    load_model: loading model '{c.model}'")
+        if c.k:
+            self.line("I", f"common_speculative_init_result: loading draft model '{c.model}-draft'")
+        n_ctx = c.max_model_len // max(1, c.max_num_seqs)
+        self.line(
+            "I",
+            f"srv    load_model: initializing, n_slots = {c.max_num_seqs}, n_ctx_slot = {n_ctx}, "
+            "kv_unified = 'false'",
+        )
+
+    def ready(self, host: str, port: int) -> None:
+        self.line("I", "srv  llama_server: model loaded")
+        self.line("I", f"srv  llama_server: listening on http://{host}:{port}")
+
+    def shutdown(self) -> None:
+        self.line("I", "srv    operator(): operator(): cleaning up before exit...")
+
+    def oom(self) -> None:
+        c = self.config
+        mib = 140.0 * 1024 * c.draft_memory_need
+        self.line(
+            "E",
+            f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating {mib:.2f} MiB on device 0: "
+            "cudaMalloc failed: out of memory",
+        )
+        self.line(
+            "E",
+            "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache",
+        )
+        self.line("E", f"srv    load_model: failed to load draft model, '{c.model}-draft'")
+        self.line("E", "main: exiting due to model loading error")
+
+    def request_scheduled(self, request: SimRequest) -> None:
+        slot = f"id {request.slot:2d} | task -1 |"
+        self.line("I", f"slot get_availabl: {slot} selected slot by LRU, t_last = -1")
+        self.line(
+            "I",
+            f"slot launch_slot_: id {request.slot:2d} | task {request.number} | processing task, "
+            "is_child = 0",
+        )
+
+    def request_finished(self, request: SimRequest) -> None:
+        if request.first_token_at is None or request.finished_at is None:
+            return
+        head = f"slot print_timing: id {request.slot:2d} | task {request.number} |"
+        prompt_ms = request.prefill_s * 1000
+        computed = max(1, request.computed_prompt_tokens)
+        gen_ms = (request.finished_at - request.first_token_at) * 1000
+        steps = max(1, request.generated - 1)
+        self.line(
+            "I",
+            f"{head} prompt eval time = {prompt_ms:10.2f} ms / {computed:5d} tokens "
+            f"({prompt_ms / computed:8.2f} ms per token, {computed / max(1e-9, prompt_ms) * 1000:8.2f} "
+            "tokens per second)",
+        )
+        self.line(
+            "I",
+            f"{head}        eval time = {gen_ms:10.2f} ms / {request.generated:5d} tokens "
+            f"({gen_ms / steps:8.2f} ms per token, {steps / max(1e-9, gen_ms) * 1000:8.2f} "
+            "tokens per second)",
+        )
+        total = request.prompt_tokens + request.generated
+        self.line("I", f"{head}       total time = {prompt_ms + gen_ms:10.2f} ms / {total:5d} tokens")
+        self.line("I", f"{head}    graphs reused = {max(0, request.verify_steps - 1):10d}")
+        if request.drafted:
+            rate = request.accepted / request.drafted
+            mean = 1 + request.accepted / max(1, request.verify_steps)
+            self.line(
+                "I",
+                f"{head} draft acceptance = {rate:0.5f} ({request.accepted:5d} accepted / "
+                f"{request.drafted:5d} generated), mean len = {mean:5.2f}",
+            )
+        self.line(
+            "I",
+            f"slot      release: id {request.slot:2d} | task {request.number} | stop processing: "
+            f"n_tokens = {total - 1}, truncated = 0",
+        )
+
+
+def make_log_writer(
+    flavor: str, path: Path | None, config: SimConfig, load: LoadFn, started: float, log_interval_s: float
+) -> LogWriter:
+    if flavor == "vllm":
+        return VllmLogWriter(path, config, load, started, log_interval_s)
+    if flavor == "sglang":
+        return SglangLogWriter(path, config, load, started)
+    return LlamacppLogWriter(path, config, load, started)

@@ -1,0 +1,272 @@
+"""Request bodies and response chunks of the OpenAI-compatible API, per server flavour."""
+
+from __future__ import annotations
+
+import secrets
+import string
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tui.sim.engine import SimRequest
+
+Flavor = Literal["vllm", "sglang", "llamacpp"]
+FLAVORS: tuple[str, ...] = ("vllm", "sglang", "llamacpp")
+_ALNUM = string.ascii_letters + string.digits
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    include_usage: bool = False
+
+
+class _Common(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    model: str | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    seed: int | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    stop: str | list[str] | None = None
+    ignore_eos: bool = False
+    n: int = Field(default=1, ge=1, le=1)
+
+    def stops(self) -> list[str]:
+        if self.stop is None:
+            return []
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop)
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
+
+
+class CompletionBody(_Common):
+    prompt: str | list[str] | list[int]
+
+    def prompt_text(self) -> tuple[str, int | None]:
+        """The prompt as text, and its token count when the client sent token ids."""
+        if isinstance(self.prompt, str):
+            return self.prompt, None
+        if all(isinstance(item, int) for item in self.prompt):
+            return " ".join(str(item) for item in self.prompt), len(self.prompt)
+        if len(self.prompt) != 1:
+            raise ValueError("prompt: only one prompt per request is supported")
+        return str(self.prompt[0]), None
+
+
+class ContentPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str = "text"
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list[ContentPart] | None = None
+
+    def text(self) -> str:
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text or "" for part in self.content)
+
+
+class ChatBody(_Common):
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+
+    def prompt_text(self) -> str:
+        """The chat template, ChatML style, so prompt token counts include the role markers."""
+        turns = [f"<|im_start|>{message.role}\n{message.text()}<|im_end|>" for message in self.messages]
+        return "\n".join([*turns, "<|im_start|>assistant\n"])
+
+    def content_text(self) -> str:
+        """What the messages say, without the template (drives the content factor and the output)."""
+        return "\n".join(message.text() for message in self.messages)
+
+    def token_limit(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
+
+
+def new_id(flavor: str, kind: str) -> str:
+    if flavor == "llamacpp":
+        return "chatcmpl-" + "".join(secrets.choice(_ALNUM) for _ in range(32))
+    prefix = "chatcmpl-" if kind == "chat" else "cmpl-"
+    return prefix + secrets.token_hex(16)
+
+
+def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    kinds = {
+        400: "BadRequestError",
+        401: "AuthenticationError",
+        404: "NotFoundError",
+        413: "BadRequestError",
+        422: "UnprocessableEntityError",
+        500: "InternalServerError",
+        503: "ServiceUnavailableError",
+    }
+    return {
+        "error": {
+            "message": message,
+            "type": kinds.get(status, "InternalServerError"),
+            "param": param,
+            "code": status,
+        }
+    }
+
+
+def usage(flavor: str, request: SimRequest) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "prompt_tokens": request.prompt_tokens,
+        "total_tokens": request.prompt_tokens + request.generated,
+        "completion_tokens": request.generated,
+    }
+    if flavor == "llamacpp":
+        return {
+            "completion_tokens": request.generated,
+            "prompt_tokens": request.prompt_tokens,
+            "total_tokens": request.prompt_tokens + request.generated,
+            "prompt_tokens_details": {"cached_tokens": request.cached_tokens},
+        }
+    body["prompt_tokens_details"] = None
+    if flavor == "sglang":
+        body["reasoning_tokens"] = 0
+    return body
+
+
+def timings(request: SimRequest) -> dict[str, Any]:
+    """llama.cpp's per-request `timings` object (first token free: per-token figures use n - 1)."""
+    prompt_n = max(1, request.computed_prompt_tokens)
+    prompt_ms = request.prefill_s * 1000.0
+    predicted_ms = (
+        (request.finished_at or request.last_token_at or 0.0) - (request.first_token_at or 0.0)
+    ) * 1000.0
+    steps = max(1, request.generated - 1)
+    body: dict[str, Any] = {
+        "cache_n": request.cached_tokens,
+        "prompt_n": prompt_n,
+        "prompt_ms": round(prompt_ms, 3),
+        "prompt_per_token_ms": prompt_ms / prompt_n,
+        "prompt_per_second": prompt_n / prompt_ms * 1000.0 if prompt_ms > 0 else 0.0,
+        "predicted_n": request.generated,
+        "predicted_ms": round(predicted_ms, 3),
+        "predicted_per_token_ms": predicted_ms / steps,
+        "predicted_per_second": steps / predicted_ms * 1000.0 if predicted_ms > 0 else 0.0,
+    }
+    if request.drafted:
+        body["draft_n"] = request.drafted
+        body["draft_n_accepted"] = request.accepted
+    return body
+
+
+class ChunkMaker:
+    """Builds the JSON objects of one response, in the flavour's field order and shape."""
+
+    def __init__(self, flavor: str, kind: str, model: str, request: SimRequest) -> None:
+        self.flavor = flavor
+        self.kind = kind
+        self.model = model
+        self.request = request
+        self.id = new_id(flavor, kind)
+        self.created = int(time.time())
+
+    def _envelope(self, choices: list[dict[str, Any]], chunk: bool) -> dict[str, Any]:
+        if self.kind == "chat":
+            obj = "chat.completion.chunk" if chunk else "chat.completion"
+        else:
+            obj = "text_completion"
+        if self.flavor == "llamacpp":
+            return {
+                "choices": choices,
+                "created": self.created,
+                "id": self.id,
+                "model": self.model,
+                "system_fingerprint": "b0-unknown",
+                "object": obj,
+            }
+        return {
+            "id": self.id,
+            "object": obj,
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+        }
+
+    def _choice(self, text: str | None, finish: str | None, *, role: bool = False) -> dict[str, Any]:
+        stop_reason = self.request.stop_reason if finish == "stop" else None
+        if self.kind == "chat":
+            delta: dict[str, Any] = {}
+            if role:
+                delta["role"] = "assistant"
+                delta["content"] = None if self.flavor == "llamacpp" else ""
+            elif text is not None:
+                delta["content"] = text
+            if self.flavor == "sglang":
+                delta = {"reasoning_content": None, **delta}
+            if self.flavor == "llamacpp":
+                return {"finish_reason": finish, "index": 0, "delta": delta}
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        else:
+            if self.flavor == "llamacpp":
+                return {"text": text or "", "index": 0, "logprobs": None, "finish_reason": finish}
+            choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+        if self.flavor == "sglang":
+            choice["matched_stop"] = stop_reason if finish == "stop" else None
+        elif finish is not None or self.kind != "chat":
+            choice["stop_reason"] = stop_reason
+        return choice
+
+    def role_chunk(self) -> dict[str, Any]:
+        return self._envelope([self._choice(None, None, role=True)], chunk=True)
+
+    def text_chunk(self, text: str, finish: str | None = None) -> dict[str, Any]:
+        return self._envelope([self._choice(text, finish)], chunk=True)
+
+    def finish_chunk(self, finish: str, include_timings: bool) -> dict[str, Any]:
+        """llama.cpp's separate last chunk (empty delta / empty text)."""
+        body = self._envelope([self._choice(None if self.kind == "chat" else "", finish)], chunk=True)
+        if include_timings:
+            body["timings"] = timings(self.request)
+        return body
+
+    def usage_chunk(self) -> dict[str, Any]:
+        body = self._envelope([], chunk=True)
+        body["usage"] = usage(self.flavor, self.request)
+        if self.flavor == "llamacpp":
+            body["timings"] = timings(self.request)
+        return body
+
+    def full_response(self) -> dict[str, Any]:
+        request = self.request
+        text = request.text(0, request.generated)
+        finish = request.finish_reason or "abort"
+        if self.kind == "chat":
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if self.flavor != "llamacpp":
+                message.update(reasoning_content=None, tool_calls=[])
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": finish,
+            }
+            if self.flavor == "llamacpp":
+                choice = {"finish_reason": finish, "index": 0, "message": message}
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+            if self.flavor == "llamacpp":
+                choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": finish}
+        if self.flavor == "vllm":
+            choice["stop_reason"] = request.stop_reason
+        elif self.flavor == "sglang":
+            choice["matched_stop"] = request.stop_reason
+        body = self._envelope([choice], chunk=False)
+        body["usage"] = usage(self.flavor, request)
+        if self.flavor == "llamacpp":
+            body["timings"] = timings(request)
+        return body

@@ -1,0 +1,53 @@
+"""Running a `SimServer` as a process: ready line on stdout, SIGINT/SIGTERM stop, SIGHUP restart."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+from tui.sim.config import SimConfigError, SimStartupError
+from tui.sim.server import SimServer
+
+
+async def serve_until_signalled(server: SimServer) -> int:
+    """Start, print `spectop sim: <flavor> listening on <url>`, and serve until SIGINT/SIGTERM.
+
+    SIGHUP re-reads the config file and restarts (a simulated restart); a restart that fails like a
+    start-up (OOM) ends the process with exit code 1. Raises `SimStartupError` if the first start fails.
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    outcome = {"code": 0}
+    restarting: set[asyncio.Task[None]] = set()
+
+    async def restart() -> None:
+        try:
+            await server.restart()
+        except (SimStartupError, SimConfigError) as error:
+            print(f"spectop sim: error: {error}", file=sys.stderr, flush=True)
+            outcome["code"] = 1
+            stop.set()
+            return
+        print(f"spectop sim: {server.flavor} restarted on {server.base_url}", flush=True)
+
+    def on_hangup() -> None:
+        if not restarting:
+            task = asyncio.create_task(restart())
+            restarting.add(task)
+            task.add_done_callback(restarting.discard)
+
+    await server.start()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, on_hangup)
+    print(f"spectop sim: {server.flavor} listening on {server.base_url}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+        for task in list(restarting):
+            task.cancel()
+        await server.stop()
+    return outcome["code"]

@@ -1,0 +1,315 @@
+"""`SimServer`: the simulator as an async context manager on a loopback port, for the CLI and for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import Generator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+from pydantic import BaseModel, ConfigDict, Field
+
+from tui.sim.app import AppContext, build_app
+from tui.sim.background import run_background_load
+from tui.sim.behaviour import Behaviour
+from tui.sim.config import SimConfig, SimStartupError, load_sim_config
+from tui.sim.engine import SimEngine
+from tui.sim.faults import FaultSettings
+from tui.sim.logs import LogWriter, make_log_writer
+from tui.sim.metrics_llamacpp import LlamacppRecorder
+from tui.sim.metrics_sglang import SglangRecorder
+from tui.sim.metrics_vllm import VllmRecorder
+from tui.sim.openai_shapes import FLAVORS
+from tui.sim.recorder import MetricsRecorder
+
+FAULT_NAMES = tuple(FaultSettings.model_fields)
+
+
+class ControlChanges(BaseModel):
+    """What `SimServer.control` / `POST /sim/control` accept; anything else is rejected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    acceptance: list[float] | float | None = Field(
+        default=None, description="per-position conditional probabilities, or a factor on the current ones"
+    )
+    faults: dict[str, Any] | None = None
+    background_load_rps: float | None = Field(default=None, ge=0.0, le=1000.0)
+    reset_counters: bool = False
+    speed: float | None = Field(default=None, gt=0.0)
+    content_effect: float | None = Field(default=None, ge=0.0, le=3.0)
+    error_rate: float | None = None
+    slow_first_token_s: float | None = None
+    disconnect_rate: float | None = None
+    stall_every_s: float | None = None
+    stall_s: float | None = None
+    garbage_metrics: bool | None = None
+    counter_reset_every_s: float | None = None
+    lossy_rate: float | None = None
+
+
+def make_recorder(flavor: str, config: SimConfig) -> MetricsRecorder:
+    if flavor == "vllm":
+        return VllmRecorder(config)
+    if flavor == "sglang":
+        return SglangRecorder(config)
+    return LlamacppRecorder(config)
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling: the owner (CLI or test) decides when to stop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class SimServer:
+    """An in-process simulated vLLM / SGLang / llama.cpp server on a loopback port.
+
+    `async with SimServer(flavor="sglang") as sim:` starts it on a free port (`sim.base_url`). Keyword
+    arguments beyond the named ones are `[sim]` fields (e.g. `acceptance=[0.9, 0.6]`, `step_base_ms=1.0`).
+    """
+
+    restart_down_s = 1.0
+
+    def __init__(
+        self,
+        *,
+        flavor: str = "vllm",
+        config_path: Path | None = None,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        log_path: Path | None = None,
+        api_key: str | None = None,
+        log_interval_s: float | None = None,
+        speed: float = 1.0,
+        seed: int = 0,
+        faults: FaultSettings | None = None,
+        background_load_rps: float = 0.0,
+        **behaviour_overrides: Any,
+    ) -> None:
+        if flavor not in FLAVORS:
+            raise ValueError(f"flavor {flavor!r}: expected one of {', '.join(FLAVORS)}")
+        self.flavor = flavor
+        self.config_path = Path(config_path) if config_path is not None else None
+        self.host = host
+        self.port = port
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.api_key = api_key
+        self.faults = faults or FaultSettings()
+        self.overrides: dict[str, Any] = dict(behaviour_overrides)
+        if log_interval_s is not None:
+            self.overrides["log_interval_s"] = log_interval_s
+        if speed != 1.0:
+            self.overrides["speed"] = speed
+        if seed:
+            self.overrides["seed"] = seed
+        if background_load_rps:
+            self.overrides["background_load_rps"] = background_load_rps
+        self.config: SimConfig = load_sim_config(self.config_path, self.overrides)
+        self.background_load_rps = self.config.sim.background_load_rps
+        self.base_url = f"http://{host}:{port}"
+        self.engine: SimEngine | None = None
+        self.behaviour: Behaviour | None = None
+        self._context: AppContext | None = None
+        self._log: LogWriter | None = None
+        self._uvicorn: _Uvicorn | None = None
+        self._serve_task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._process_started = time.monotonic()
+        self.running = False
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    async def __aenter__(self) -> SimServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Read the config, write the start-up log, and listen. Raises `SimStartupError` on a start-up OOM."""
+        if self.running:
+            return
+        self.config = config = load_sim_config(self.config_path, self.overrides)
+        sock = self._bind()
+        self.port = sock.getsockname()[1]
+        self.base_url = f"http://{self.host}:{self.port}"
+        behaviour = Behaviour.from_config(config)
+        engine = SimEngine(config, behaviour, self.faults, seed=config.sim.seed)
+        log = make_log_writer(
+            self.flavor, self.log_path, config, self._load, self._process_started, config.sim.log_interval_s
+        )
+        await log.start()
+        log.startup(self.host, self.port)
+        reason = config.oom_reason()
+        if reason is not None:
+            sock.close()
+            log.oom()
+            await log.stop()
+            raise SimStartupError(f"CUDA out of memory at start-up: {reason}")
+        recorder = make_recorder(self.flavor, config)
+        engine.observers[:] = [recorder, log]
+        self.engine, self.behaviour, self._log = engine, behaviour, log
+        self._context = AppContext(
+            flavor=self.flavor,
+            config=config,
+            engine=engine,
+            recorder=recorder,
+            log=log,
+            faults=self.faults,
+            control=self._control_from_http,
+            api_key=self.api_key,
+        )
+        engine.start()
+        uv_config = uvicorn.Config(
+            build_app(self._context),
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+            timeout_keep_alive=5,
+        )
+        self._uvicorn = _Uvicorn(uv_config)
+        self._serve_task = asyncio.create_task(
+            self._uvicorn.serve(sockets=[sock]), name="spectop-sim-uvicorn"
+        )
+        while not self._uvicorn.started:
+            if self._serve_task.done():
+                await engine.stop()
+                await log.stop()
+                raise SimStartupError(f"cannot serve on {self.base_url}: {self._serve_task.exception()}")
+            await asyncio.sleep(0.01)
+        log.ready(self.host, self.port)
+        self._tasks = [
+            asyncio.create_task(
+                run_background_load(
+                    self._engine, lambda: self.background_load_rps, self._note_bg, seed=config.sim.seed
+                ),
+                name="spectop-sim-background",
+            ),
+            asyncio.create_task(self._counter_resets(), name="spectop-sim-counter-reset"),
+        ]
+        self.running = True
+
+    async def stop(self) -> None:
+        """Stop serving (connections are refused afterwards); in-flight requests end as aborted."""
+        if not self.running:
+            return
+        self.running = False
+        if self._context is not None:
+            self._context.accepting = False
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        if self.engine is not None:
+            await self.engine.stop()
+        if self._uvicorn is not None and self._serve_task is not None:
+            self._uvicorn.should_exit = True
+            try:
+                await asyncio.wait_for(asyncio.shield(self._serve_task), timeout=1.5)
+            except TimeoutError:
+                self._uvicorn.force_exit = True
+                with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                    await asyncio.wait_for(self._serve_task, timeout=1.0)
+        if self._log is not None:
+            self._log.shutdown()
+            await self._log.stop()
+
+    async def restart(self, config_path: Path | None = None) -> None:
+        """A simulated restart: down for `restart_down_s` (connections refused), then back with counters
+        reset, start-up lines in the log and the (new) config applied. Raises `SimStartupError` on OOM."""
+        await self.stop()
+        if config_path is not None:
+            self.config_path = Path(config_path)
+        await asyncio.sleep(self.restart_down_s)
+        await self.start()
+
+    def _bind(self) -> socket.socket:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as error:
+            sock.close()
+            raise SimStartupError(
+                f"cannot listen on {self.host}:{self.port}: {error.strerror or error}"
+            ) from None
+        sock.set_inheritable(False)
+        return sock
+
+    # ---- runtime control ------------------------------------------------------------------------
+    def control(self, **changes: Any) -> dict[str, Any]:
+        """Change behaviour at runtime (see `ControlChanges`); returns what was applied."""
+        parsed = ControlChanges.model_validate(changes)
+        fault_changes = dict(parsed.faults or {})
+        for name in FAULT_NAMES:
+            value = getattr(parsed, name)
+            if value is not None:
+                fault_changes[name] = value
+        if fault_changes:
+            self.faults = self.faults.merged(fault_changes)
+            if self.engine is not None:
+                self.engine.faults = self.faults
+            if self._context is not None:
+                self._context.faults = self.faults
+        if self.behaviour is not None:
+            if parsed.acceptance is not None:
+                self.behaviour.set_acceptance(parsed.acceptance)
+            if parsed.speed is not None:
+                self.behaviour.speed = parsed.speed
+            if parsed.content_effect is not None:
+                self.behaviour.content_effect = parsed.content_effect
+        if parsed.background_load_rps is not None:
+            self.background_load_rps = parsed.background_load_rps
+        if parsed.reset_counters:
+            self.reset_counters()
+        return parsed.model_dump(exclude_defaults=True)
+
+    def _control_from_http(self, changes: dict[str, Any]) -> dict[str, Any]:
+        return self.control(**changes)
+
+    def reset_counters(self) -> None:
+        """Every counter back to 0, as after a crash-restart the scraper did not notice."""
+        if self.engine is None or self._context is None or self._log is None:
+            return
+        recorder = make_recorder(self.flavor, self.config)
+        self.engine.observers[:] = [recorder, self._log]
+        self._context.recorder = recorder
+
+    async def _counter_resets(self) -> None:
+        while True:
+            every = self.faults.counter_reset_every_s
+            await asyncio.sleep(every if every > 0 else 0.5)
+            if self.faults.counter_reset_every_s > 0:
+                self.reset_counters()
+
+    def _engine(self) -> SimEngine:
+        assert self.engine is not None
+        return self.engine
+
+    def _note_bg(self) -> None:
+        if self._context is not None:
+            self._context.recorder.http_request("POST", "/v1/chat/completions", 200, 512, 0, 0.0)
+            self._context.log.access("127.0.0.1:40000", "POST", "/v1/chat/completions", 200)
+
+    def _load(self) -> tuple[int, int, float]:
+        engine = self.engine
+        if engine is None:
+            return 0, 0, 0.0
+        return len(engine.running), len(engine.waiting), engine.kv_used_tokens / engine.kv_capacity_tokens
+
+    @property
+    def model(self) -> str:
+        return self.config.model_name
