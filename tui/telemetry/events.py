@@ -32,7 +32,7 @@ class StatsEvent(BaseModel):
     phase: Literal["prefill", "decode"] | None = Field(None, description="SGLang batch kind")
     new_tokens: int | None = Field(None, description="SGLang prefill `#new-token` (computed)")
     cached_tokens: int | None = Field(None, description="SGLang prefill `#cached-token` (prefix hits)")
-    extra: dict[str, float | str | bool] | None = Field(
+    extra: dict[str, bool | int | float | str] | None = Field(
         None, description="every other field as printed (key as in the log, percentages as 0..1)"
     )
     line: str = ""

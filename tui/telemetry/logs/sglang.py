@@ -56,7 +56,7 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[StatsEvent | Spe
     prefix = split_prefix(line[:head_end])
     engine = prefix.source
     values: dict[str, float | None] = {}
-    extra: dict[str, float | str | bool] = {}
+    extra: dict[str, bool | int | float | str] = {}
     new_tokens: int | None = None
     cached_tokens: int | None = None
     accept_length: float | None = None

@@ -18,7 +18,6 @@ from tui.telemetry.logs.prefix import LinePrefix
 MAX_HEAD_LINES = 20
 MAX_TAIL_LINES = 80
 MAX_EXCEPTION_CONTINUATION_LINES = 20
-MAX_LINES = 2000
 MAX_MESSAGE_CHARS = 2000
 
 
@@ -32,7 +31,6 @@ class TracebackGroup:
         self._head: list[str] = [line]
         self._tail: deque[str] = deque(maxlen=MAX_TAIL_LINES)
         self._omitted = 0
-        self._count = 1
         self._in_exception = False
         self._continuation_lines = 0
         self.exception: str | None = None
@@ -40,8 +38,6 @@ class TracebackGroup:
 
     def belongs(self, prefix: LinePrefix) -> bool:
         """Whether a line with this prefix can be part of the traceback (by its prefix alone)."""
-        if self._count >= MAX_LINES:
-            return False
         if not prefix.has_prefix:
             return True
         return prefix.backend == "vllm" and _record_key(prefix) == self._key
@@ -86,7 +82,6 @@ class TracebackGroup:
         )
 
     def _add(self, line: str) -> None:
-        self._count += 1
         if len(self._head) < MAX_HEAD_LINES:
             self._head.append(line)
             return

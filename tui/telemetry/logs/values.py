@@ -34,7 +34,7 @@ def parse_count(text: str) -> int | None:
     return int(number)
 
 
-def parse_field_value(text: str) -> float | str | bool | None:
+def parse_field_value(text: str) -> bool | int | float | str | None:
     """A SGLang / vLLM field value as its natural type: number (percent as a fraction), bool or text."""
     value = text.strip()
     if value == "True":

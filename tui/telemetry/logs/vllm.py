@@ -39,7 +39,7 @@ def parse_stats(line: str, start: int) -> StatsEvent | None:
     prefix = split_prefix(head)
     engine = _engine_name(prefix.message)
     values: dict[str, float | None] = {}
-    extra: dict[str, float | str | bool] = {}
+    extra: dict[str, bool | int | float | str] = {}
     body = line[start:].rstrip().rstrip(".,").rstrip()
     for item in body.split(", "):
         key, separator, raw_value = item.partition(": ")

@@ -1,0 +1,174 @@
+"""Each reference sample `server.log` yields exactly the events its README lists.
+
+The logs are copies of `shared/reference/samples/*/server.log` (in `log_samples/`); expected values
+are typed in from the samples' READMEs, not computed from the files.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.logs import LogParser
+
+SAMPLES = Path(__file__).parent / "log_samples"
+
+
+def _events(name: str) -> list[StatsEvent | SpecDecodeEvent | ErrorEvent]:
+    parser = LogParser()
+    events = []
+    with open(SAMPLES / f"{name}.server.log", encoding="utf-8", errors="replace", newline="") as handle:
+        for line in handle:
+            events.extend(parser.feed(line))
+    events.extend(parser.flush())
+    return events
+
+
+# vLLM README: "Expected values parsed from server.log"
+VLLM_STATS = [
+    ("08-20 14:04:17", 387.9, 277.9, 2, 0, 0.007, 0.346),
+    ("08-20 14:04:27", 228.6, 590.0, 4, 0, 0.009, 0.499),
+    ("08-20 14:04:37", 472.2, 930.8, 5, 0, 0.013, 0.509),
+]
+VLLM_SPEC = [
+    ("08-20 14:04:17", 2.42, 39.17, 55.20, 1629, 2296, [0.807, 0.612], 0.709),
+    ("08-20 14:04:27", 2.41, 345.40, 488.80, 3454, 4888, [0.806, 0.607], 0.707),
+    ("08-20 14:04:37", 2.43, 547.90, 765.60, 5479, 7656, [0.812, 0.620], 0.716),
+]
+
+
+def test_vllm_sample_gives_three_stats_and_three_spec_events() -> None:
+    events = _events("vllm")
+    stats = [e for e in events if isinstance(e, StatsEvent)]
+    spec = [e for e in events if isinstance(e, SpecDecodeEvent)]
+    assert len(events) == 6
+    assert len(stats) == 3 and len(spec) == 3
+    for event, (time, prompt, gen, running, waiting, kv, hit) in zip(stats, VLLM_STATS, strict=True):
+        assert event.time == time
+        assert event.backend == "vllm"
+        assert event.prompt_tokens_per_s == pytest.approx(prompt)
+        assert event.generation_tokens_per_s == pytest.approx(gen)
+        assert event.running == running
+        assert event.waiting == waiting
+        assert event.kv_cache_usage == pytest.approx(kv)
+        assert event.prefix_cache_hit_rate == pytest.approx(hit)
+        assert event.engine == "0"
+    for event, row in zip(spec, VLLM_SPEC, strict=True):
+        time, mean_len, acc_tps, drf_tps, accepted, drafted, positions, rate = row
+        assert event.time == time
+        assert event.mean_acceptance_length == pytest.approx(mean_len)
+        assert event.accepted_tokens_per_s == pytest.approx(acc_tps)
+        assert event.drafted_tokens_per_s == pytest.approx(drf_tps)
+        assert event.accepted_tokens == accepted
+        assert event.drafted_tokens == drafted
+        assert event.per_position_acceptance == pytest.approx(positions)
+        assert event.acceptance_rate == pytest.approx(rate)
+        assert event.scope == "interval"
+
+
+def test_vllm_first_spec_line_counts_recompute_to_the_readme_figures() -> None:
+    first = next(e for e in _events("vllm") if isinstance(e, SpecDecodeEvent))
+    assert first.accepted_tokens / first.drafted_tokens == pytest.approx(0.7095, abs=1e-4)
+    assert 1 + first.accepted_tokens / (first.drafted_tokens / 2) == pytest.approx(2.419, abs=1e-3)
+
+
+# SGLang README: the Decode table
+SGLANG_DECODE = [
+    ("2026-07-20T09:49:58", 32, 90512, 0.16, 2.90, 0.63, 2264.12, 0),
+    ("2026-07-20T09:50:00", 32, 91874, 0.16, 2.93, 0.64, 2281.38, 0),
+    ("2026-07-20T09:50:01", 32, 92407, 0.16, 2.95, 0.65, 2298.61, 0),
+    ("2026-07-20T09:50:03", 33, 95318, 0.17, 2.91, 0.64, 2277.04, 0),
+    ("2026-07-20T09:50:04", 32, 93055, 0.16, 2.97, 0.66, 2322.50, 0),
+    ("2026-07-20T09:50:06", 33, 94811, 0.17, 2.94, 0.65, 2306.77, 0),
+    ("2026-07-20T09:50:08", 33, 96270, 0.17, 2.92, 0.64, 2290.45, 0),
+    ("2026-07-20T09:50:09", 32, 93512, 0.16, 2.96, 0.65, 2315.09, 1),
+]
+
+
+def test_sglang_sample_decode_lines_match_the_readme_table() -> None:
+    events = _events("sglang")
+    decode = [e for e in events if isinstance(e, StatsEvent) and e.phase == "decode"]
+    spec = [e for e in events if isinstance(e, SpecDecodeEvent)]
+    assert len(decode) == 8 and len(spec) == 8
+    for stats, accept, row in zip(decode, spec, SGLANG_DECODE, strict=True):
+        time, running, tokens, usage, accept_len, accept_rate, gen, queue = row
+        assert stats.time == time and accept.time == time
+        assert stats.engine == "TP0" and accept.engine == "TP0"
+        assert stats.running == running
+        assert stats.extra is not None and stats.extra["#token"] == tokens
+        assert stats.kv_cache_usage == pytest.approx(usage)
+        assert stats.generation_tokens_per_s == pytest.approx(gen)
+        assert stats.waiting == queue
+        assert accept.mean_acceptance_length == pytest.approx(accept_len)
+        assert accept.acceptance_rate == pytest.approx(accept_rate)
+        assert accept.per_position_acceptance is None  # SGLang does not print it
+
+
+def test_sglang_sample_prefill_lines_sum_to_the_realtime_token_deltas() -> None:
+    events = _events("sglang")
+    prefill = [e for e in events if isinstance(e, StatsEvent) and e.phase == "prefill"]
+    warmup, before_t0, window = prefill[0], prefill[1], prefill[2:]
+    assert warmup.time == "2026-07-20T09:15:13"
+    assert warmup.new_tokens == 7 and warmup.prompt_tokens_per_s == pytest.approx(0.04)
+    assert before_t0.time == "2026-07-20T09:49:59"
+    assert len(window) == 8
+    assert all(e.extra is not None and e.extra["cuda graph"] is False for e in prefill)
+    assert sum(e.extra["#new-seq"] for e in window) == 9  # type: ignore[index]
+    assert sum(e.new_tokens for e in window) == 13442  # type: ignore[misc]
+    assert sum(e.cached_tokens for e in window) == 2624  # type: ignore[misc]
+    last = window[-1]
+    assert last.time == "2026-07-20T09:50:10"
+    assert (last.new_tokens, last.cached_tokens, last.waiting) == (1260, 320, 1)
+    assert last.extra is not None and last.extra["#pending-token"] == 1712
+    assert last.prefix_cache_hit_rate == pytest.approx(320 / 1580)
+    assert not [e for e in events if isinstance(e, ErrorEvent)]
+
+
+def test_llamacpp_sample_gives_eleven_draft_acceptance_events() -> None:
+    events = _events("llamacpp")
+    assert len(events) == 11
+    for event in events:
+        assert isinstance(event, SpecDecodeEvent)
+        assert event.backend == "llamacpp"
+        assert (event.accepted_tokens, event.drafted_tokens) == (56, 56)
+        assert event.acceptance_rate == pytest.approx(1.0)
+        assert event.mean_acceptance_length == pytest.approx(9.0)
+        assert event.scope == "request"
+    assert events[0].time == "0.00.674.091"
+    assert sum(e.accepted_tokens for e in events) == 616  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected_kinds"),
+    [
+        ("vllm", {"stats": 3, "spec_decode": 3}),
+        ("sglang", {"stats": 18, "spec_decode": 8}),
+        ("llamacpp", {"spec_decode": 11}),
+    ],
+)
+def test_spectop_logs_json_on_each_sample(name: str, expected_kinds: dict[str, int]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tui", "logs", str(SAMPLES / f"{name}.server.log"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds: dict[str, int] = {}
+    for record in records:
+        assert "kind" in record and "time" in record
+        kinds[record["kind"]] = kinds.get(record["kind"], 0) + 1
+    assert kinds == expected_kinds
+    spec = [r for r in records if r["kind"] == "spec_decode"]
+    assert all("accepted_tokens" in r or r.get("mean_acceptance_length") for r in spec)
+    if name == "vllm":
+        assert spec[0]["acceptance_rate"] == pytest.approx(0.709)
+        assert spec[0]["per_position_acceptance"] == pytest.approx([0.807, 0.612])
+        assert records[0]["generation_tokens_per_s"] == pytest.approx(277.9)
+        assert records[0]["kv_cache_usage"] == pytest.approx(0.007)
