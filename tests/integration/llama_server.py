@@ -1,0 +1,137 @@
+"""Start, watch and stop one real `llama-server` process on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+HEALTH_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+# Flags from the reference (§1): drafting needs --spec-type draft-simple besides -md.
+DRAFT_FLAGS = ("--spec-type", "draft-simple", "--spec-draft-n-max", "8", "--spec-draft-n-min", "0",
+               "--spec-draft-p-min", "0.0")
+
+
+class LlamaServerError(RuntimeError):
+    """The server did not start, or did not become healthy in time."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LlamaServer:
+    """One llama-server: the target model, optionally a draft model, logging to `log_file`."""
+
+    name: str
+    binary: Path
+    model: Path
+    draft: Path | None
+    workdir: Path
+    threads: int = 2
+    parallel: int = 2
+    context: int = 2048
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / f"{self.name}.log"
+
+    @property
+    def stderr_file(self) -> Path:
+        return self.workdir / f"{self.name}.stderr"
+
+    def command(self) -> list[str]:
+        cmd = [str(self.binary), "-m", str(self.model)]
+        if self.draft is not None:
+            cmd += ["-md", str(self.draft), *DRAFT_FLAGS]
+        cmd += [
+            "--host", "127.0.0.1", "--port", str(self.port), "--metrics", "--slots",
+            "-c", str(self.context), "-np", str(self.parallel),
+            "-t", str(self.threads), "-tb", str(self.threads),
+            "--log-file", str(self.log_file),
+        ]
+        return cmd
+
+    def start(self, port: int | None = None) -> None:
+        """Start the process (on `port`, or the previous one, or a free one) and wait for /health."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        for attempt in range(3):
+            self.port = port or self.port or free_port()
+            stderr = self.stderr_file.open("ab")
+            try:
+                self.process = subprocess.Popen(
+                    self.command(), stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+                    start_new_session=True,
+                )
+            finally:
+                stderr.close()
+            try:
+                self.wait_healthy()
+                return
+            except LlamaServerError:
+                self.stop()
+                if port is not None or attempt == 2:
+                    raise
+                self.port = 0  # the free port may have been taken meanwhile: try another
+
+    def wait_healthy(self, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client(timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                if self.process is not None and self.process.poll() is not None:
+                    raise LlamaServerError(
+                        f"{self.name} exited with {self.process.returncode}: {self.stderr_tail()}"
+                    )
+                try:
+                    if client.get(f"{self.url}/health").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
+        raise LlamaServerError(f"{self.name} not healthy after {timeout_s} s: {self.stderr_tail()}")
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would: no clean shutdown."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=STOP_TIMEOUT_S)
+
+    def stop(self) -> None:
+        """Terminate, then kill if it does not exit in time."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start(port=self.port)
+
+    def stderr_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.stderr_file.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,110 @@
+"""Requests against llama-server and the server's own record of them (log lines, response `timings`).
+
+This is the ground truth the integration tests hold spectop's figures against, so it deliberately parses
+the log with its own regex (from the reference's format string), not with spectop's parser.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REQUEST_TIMEOUT_S = 60.0
+ACCEPTANCE_LINE = re.compile(
+    r"id\s+(?P<slot>\d+) \| task (?P<task>-?\d+) \| draft acceptance = (?P<rate>[\d.]+) "
+    r"\(\s*(?P<acc>\d+) accepted /\s*(?P<gen>\d+) generated\), mean len =\s*(?P<mal>[\d.]+)"
+)
+EVAL_LINE = re.compile(r"id\s+\d+ \| task -?\d+ \|\s+eval time =")
+
+PROMPTS = (
+    "Tell me a story about a llama",
+    "Count from one to three",
+    "What is speculative decoding?",
+    "Write a poem about the server",
+    "hello world, the model is fast",
+    "the draft token rate and mean length",
+)
+
+
+@dataclass(frozen=True)
+class AcceptanceLine:
+    """One `draft acceptance = …` line from the server log."""
+
+    slot: int
+    task: int
+    rate: float
+    accepted: int
+    generated: int
+    mean_length: float
+
+
+def complete(
+    url: str, prompt: str, max_tokens: int = 64, timeout_s: float = REQUEST_TIMEOUT_S
+) -> dict[str, Any]:
+    """A non-streamed greedy `/v1/completions` request; returns the response JSON (with `timings`)."""
+    response = httpx.post(
+        f"{url}/v1/completions",
+        json={"prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0},
+        timeout=timeout_s,
+    )
+    response.raise_for_status()
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def run_requests(url: str, count: int, max_tokens: int = 64, concurrency: int = 1) -> list[dict[str, Any]]:
+    """`count` greedy completions over PROMPTS, `concurrency` at a time; returns every response."""
+    prompts = [PROMPTS[i % len(PROMPTS)] for i in range(count)]
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(lambda p: complete(url, p, max_tokens), prompts))
+
+
+def log_size(log_file: Path) -> int:
+    try:
+        return log_file.stat().st_size
+    except OSError:
+        return 0
+
+
+def read_log(log_file: Path, offset: int = 0) -> str:
+    with log_file.open("rb") as handle:
+        handle.seek(offset)
+        return handle.read().decode("utf-8", errors="replace")
+
+
+def acceptance_lines(log_file: Path, offset: int = 0) -> list[AcceptanceLine]:
+    found = []
+    for match in ACCEPTANCE_LINE.finditer(read_log(log_file, offset)):
+        found.append(
+            AcceptanceLine(
+                slot=int(match["slot"]), task=int(match["task"]), rate=float(match["rate"]),
+                accepted=int(match["acc"]), generated=int(match["gen"]), mean_length=float(match["mal"]),
+            )
+        )
+    return found
+
+
+def wait_for_finished_requests(log_file: Path, offset: int, count: int, timeout_s: float = 10.0) -> str:
+    """Wait for `count` finished requests (`eval time` lines) in the log after `offset`; return that text.
+
+    llama.cpp writes its log from a background thread, so the lines may trail the HTTP responses a little.
+    """
+    deadline = time.monotonic() + timeout_s
+    text = read_log(log_file, offset)
+    while len(EVAL_LINE.findall(text)) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+        text = read_log(log_file, offset)
+    return text
+
+
+def timings_totals(responses: list[dict[str, Any]]) -> tuple[int, int]:
+    """(Σ draft_n_accepted, Σ draft_n) over the responses' `timings` (absent means no drafting: 0)."""
+    accepted = sum(int(r.get("timings", {}).get("draft_n_accepted", 0)) for r in responses)
+    drafted = sum(int(r.get("timings", {}).get("draft_n", 0)) for r in responses)
+    return accepted, drafted
