@@ -101,7 +101,9 @@ def _model_of(scrape: Scrape) -> str | None:
     return ", ".join(models) or None
 
 
-async def _measure(endpoints: list[EndpointSettings], urls: list[str], window_s: float, timeout_s: float):
+async def _measure(
+    endpoints: list[EndpointSettings], urls: list[str], window_s: float, timeout_s: float
+) -> list[_Result]:
     import asyncio
     import time
 
@@ -132,7 +134,6 @@ async def _measure(endpoints: list[EndpointSettings], urls: list[str], window_s:
         return dict(zip(indexes, scrapes, strict=True))
 
     async with httpx.AsyncClient(follow_redirects=True) as client:
-        started = time.monotonic()
         first = await scrape_all(client, list(range(len(endpoints))))
         alive = [i for i, scrape in first.items() if scrape.up]
         for i, scrape in first.items():
@@ -140,8 +141,9 @@ async def _measure(endpoints: list[EndpointSettings], urls: list[str], window_s:
                 results[i].error = scrape.error
         if not alive:
             return results
-        # The window runs from the first scrapes' start, so Δt stays close to --window.
-        await asyncio.sleep(max(0.0, window_s - (time.monotonic() - started)))
+        # Every endpoint's Δt is at least --window (and close to it).
+        last_arrival = max(first[i].monotonic for i in alive)
+        await asyncio.sleep(max(0.0, last_arrival + window_s - time.monotonic()))
         last = await scrape_all(client, alive)
         for i in alive:
             result, start, end = results[i], first[i], last[i]

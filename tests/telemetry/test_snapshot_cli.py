@@ -1,0 +1,171 @@
+"""`spectop snapshot` end to end: a real local HTTP server serving each sample set (t0, then t1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+from metrics_test_server import Reply, ReplyServer, sample_body
+
+from tui.telemetry.figures import FIGURE_NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def spectop(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tui",
+        *args,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+def sample_server(backend: str) -> ReplyServer:
+    return ReplyServer(
+        [Reply(sample_body(backend, "metrics_t0.txt")), Reply(sample_body(backend, "metrics_t1.txt"))]
+    )
+
+
+def assert_rate(value: float | None, increase: float, window_s: float) -> None:
+    """A rate over a window of about window_s (the real Δt is a little longer)."""
+    assert value is not None
+    assert increase / (window_s + 1.0) <= value <= increase / window_s * 1.001
+
+
+async def test_vllm_sample_through_snapshot() -> None:
+    async with sample_server("vllm") as server:
+        code, out, err = await spectop("snapshot", server.url, "--window", "1", "--json")
+    assert code == 0, err
+    (line,) = out.splitlines()
+    record = json.loads(line)
+    assert list(record)[:5] == ["url", "backend", "up", "model", "window_s"]
+    assert set(FIGURE_NAMES) <= set(record)
+    assert (record["url"], record["backend"], record["up"], record["model"]) == (
+        server.url,
+        "vllm",
+        True,
+        "mimo-7b",
+    )
+    assert record["window_s"] == 1.0 and record["error"] is None
+    assert_rate(record["generation_tokens_per_s"], 5949, 1.0)
+    assert_rate(record["prompt_tokens_per_s"], 8607, 1.0)
+    assert_rate(record["requests_per_s"], 5, 1.0)
+    assert record["acceptance_rate"] == pytest.approx(0.699194, abs=1e-6)
+    assert record["mean_acceptance_length"] == pytest.approx(2.398387, abs=1e-6)
+    assert record["per_position_acceptance"] == pytest.approx([0.798790, 0.599597], abs=1e-6)
+    assert record["ttft_mean_s"] == pytest.approx(0.051414, abs=1e-6)
+    assert record["ttft_p50_s"] == pytest.approx(0.060)
+    assert record["ttft_p95_s"] == pytest.approx(0.078)
+    assert record["tpot_mean_s"] == pytest.approx(0.004235, abs=1e-6)
+    assert record["e2e_mean_s"] == pytest.approx(4.890, abs=1e-3)
+    assert (record["running"], record["waiting"]) == (2.0, 0.0)
+    assert record["kv_cache_usage"] == pytest.approx(0.005718747)
+    assert record["prefix_cache_hit_rate"] == pytest.approx(0.475892, abs=1e-6)
+    assert [request.path for request in server.requests] == ["/metrics", "/metrics"]
+
+
+async def test_sglang_sample_through_snapshot() -> None:
+    async with sample_server("sglang") as server:
+        code, out, err = await spectop("snapshot", f"{server.url}/metrics", "--window", "1", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert (record["backend"], record["model"]) == ("sglang", "deepseek-ai/DeepSeek-V3-0324")
+    assert_rate(record["generation_tokens_per_s"], 23327, 1.0)
+    assert_rate(record["requests_per_s"], 8, 1.0)
+    assert record["mean_acceptance_length"] == pytest.approx(2.906197, abs=1e-6)
+    assert record["acceptance_rate"] == pytest.approx(0.635399, abs=1e-6)
+    assert record["per_position_acceptance"] is None
+    assert record["ttft_mean_s"] == pytest.approx(0.445368, abs=1e-6)
+    assert record["ttft_p50_s"] == pytest.approx(0.46)
+    assert record["tpot_mean_s"] == pytest.approx(0.013962, abs=1e-6)
+    assert record["e2e_mean_s"] == pytest.approx(50.114, abs=1e-3)
+    assert (record["running"], record["waiting"]) == (32.0, 1.0)
+    assert record["kv_cache_usage"] == pytest.approx(0.16336371)
+    assert record["prefix_cache_hit_rate"] == pytest.approx(0.144906, abs=1e-6)
+
+
+async def test_llamacpp_sample_through_snapshot() -> None:
+    models = b'{"object":"list","data":[{"id":"models/target.gguf"}]}'
+    replies = [
+        Reply(sample_body("llamacpp", "metrics_t0.txt")),
+        Reply(sample_body("llamacpp", "metrics_t1.txt")),
+        Reply(models),
+    ]
+    async with ReplyServer(replies) as server:
+        code, out, err = await spectop("snapshot", server.url, "--window", "0.5", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert (record["backend"], record["model"], record["up"]) == ("llamacpp", "models/target.gguf", True)
+    assert_rate(record["generation_tokens_per_s"], 704, 0.5)
+    assert_rate(record["requests_per_s"], 11, 0.5)
+    assert record["acceptance_rate"] == 1.0
+    assert record["mean_acceptance_length"] == 9.0
+    assert record["per_position_acceptance"] == [1.0] * 8
+    assert record["tpot_mean_s"] == pytest.approx(0.000963, abs=1e-6)
+    assert record["prefix_cache_hit_rate"] == pytest.approx(0.465714, abs=1e-6)
+    for name in ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "e2e_mean_s", "kv_cache_usage"):
+        assert record[name] is None, name
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_one_endpoint_down_exits_1_and_table_fits_80_columns() -> None:
+    down = f"http://127.0.0.1:{_closed_port()}"
+    async with sample_server("vllm") as server:
+        code, out, _ = await spectop("snapshot", server.url, down, "--window", "0.3")
+    assert code == 1
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "vllm · mimo-7b · up" in out
+    assert "acceptance rate" in out and "69.9 %" in out and "2.40" in out
+    assert f"{down} · DOWN" in out and "connection refused" in out
+
+
+async def test_all_down_json_and_exit_1() -> None:
+    down = f"http://127.0.0.1:{_closed_port()}/metrics"
+    code, out, _ = await spectop("snapshot", down, "--json", "--window", "30")
+    assert code == 1
+    record = json.loads(out)
+    assert (record["url"], record["up"], record["backend"], record["error"]) == (
+        down,
+        False,
+        None,
+        "connection refused",
+    )
+    assert all(record[name] is None for name in FIGURE_NAMES)
+
+
+async def test_server_answering_garbage_is_down() -> None:
+    async with ReplyServer([Reply(b"<html>hello</html>\n")]) as server:
+        code, out, _ = await spectop("snapshot", server.url, "--json", "--window", "0.2")
+    assert code == 1
+    assert json.loads(out)["error"].startswith("not Prometheus text: line 1")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["snapshot"],
+        ["snapshot", "http://127.0.0.1:1", "--window", "-1"],
+        ["snapshot", "http://127.0.0.1:1", "--window", "soon"],
+        ["snapshot", "ftp://example/metrics"],
+    ],
+)
+async def test_bad_arguments_exit_2(args: list[str]) -> None:
+    code, _, err = await spectop(*args)
+    assert code == 2
+    assert err.strip()
