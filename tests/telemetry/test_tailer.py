@@ -1,0 +1,239 @@
+"""`LogTailer` against real file operations: rotation, copytruncate, deletion and recreation, a file that
+appears later, partial and over-long lines, invalid UTF-8. Waits are bounded polling loops."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tui.telemetry.tailer import LineSplitter, LogTailer
+
+POLL_S = 0.02
+TIMEOUT_S = 20.0
+
+
+async def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + TIMEOUT_S
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+class Follower:
+    """Runs `LogTailer.lines()` in a task and collects what it yields."""
+
+    def __init__(self, path: Path, **options: object) -> None:
+        self.tailer = LogTailer(path, poll_interval_s=POLL_S, **options)  # type: ignore[arg-type]
+        self.lines: list[str] = []
+        self.task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Follower:
+        async def run() -> None:
+            async for line in self.tailer.lines():
+                self.lines.append(line)
+
+        self.task = asyncio.create_task(run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await self.task
+
+    async def wait_for(self, line: str) -> None:
+        await _until(lambda: line in self.lines, repr(line))
+        assert self.task is not None and not self.task.done()
+
+    async def sync(self, path: Path) -> None:
+        """Append marker lines until the follower shows one: it is then positioned and reading."""
+        for number in range(10_000):
+            marker = f"sync-{number}"
+            _append(path, marker + "\n")
+            try:
+                await asyncio.wait_for(self._wait_any_marker(), timeout=POLL_S * 10)
+                return
+            except TimeoutError:
+                continue
+        raise AssertionError("follower never started")
+
+    async def _wait_any_marker(self) -> None:
+        while not any(line.startswith("sync-") for line in self.lines):
+            await asyncio.sleep(0.005)
+
+    def payload(self) -> list[str]:
+        return [line for line in self.lines if not line.startswith("sync-")]
+
+
+def _append(path: Path, text: str | bytes) -> None:
+    data = text.encode() if isinstance(text, str) else text
+    with open(path, "ab") as handle:
+        handle.write(data)
+
+
+async def test_starts_at_the_end_by_default(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("old 1\nold 2\n")
+    async with Follower(log) as follower:
+        await follower.sync(log)
+        _append(log, "new 1\nnew 2\n")
+        await follower.wait_for("new 2")
+    assert follower.payload() == ["new 1", "new 2"]
+
+
+async def test_from_start_reads_existing_lines_first(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("old 1\nold 2\n")
+    async with Follower(log, from_start=True) as follower:
+        await follower.wait_for("old 2")
+        _append(log, "new 1\n")
+        await follower.wait_for("new 1")
+    assert follower.payload() == ["old 1", "old 2", "new 1"]
+
+
+async def test_file_that_does_not_exist_yet_is_read_from_its_start(tmp_path: Path) -> None:
+    log = tmp_path / "later.log"
+    async with Follower(log) as follower:
+        await asyncio.sleep(POLL_S * 3)  # a few polls find nothing
+        log.write_text("first\nsecond\n")
+        await follower.wait_for("second")
+    assert follower.lines == ["first", "second"]
+
+
+async def test_rotation_by_rename_then_new_file(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with Follower(log) as follower:
+        await follower.sync(log)
+        _append(log, "before rotation\n")
+        _append(log, "last line of old file\n")
+        os.rename(log, tmp_path / "server.log.1")
+        _append(tmp_path / "server.log.1", "written after the rename\n")  # the writer still holds it
+        log.write_text("first in new file\n")
+        await follower.wait_for("first in new file")
+        _append(log, "second in new file\n")
+        await follower.wait_for("second in new file")
+    payload = follower.payload()
+    assert payload[:2] == ["before rotation", "last line of old file"]
+    assert payload[-2:] == ["first in new file", "second in new file"]
+    assert len(payload) in (4, 5)  # the post-rename write is read if it landed before the switch
+
+
+async def test_copytruncate(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("x" * 5000 + "\n")
+    async with Follower(log) as follower:
+        await follower.sync(log)
+        _append(log, "before truncate\n")
+        await follower.wait_for("before truncate")
+        shutil.copy(log, tmp_path / "server.log.1")
+        with open(log, "r+b") as handle:
+            handle.truncate(0)
+        _append(log, "after truncate\n")
+        await follower.wait_for("after truncate")
+    assert follower.payload() == ["before truncate", "after truncate"]
+
+
+async def test_deletion_then_recreation(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with Follower(log) as follower:
+        await follower.sync(log)
+        _append(log, "old file\n")
+        await follower.wait_for("old file")
+        log.unlink()
+        await asyncio.sleep(POLL_S * 3)  # the follower polls a missing path without failing
+        log.write_text("recreated 1\nrecreated 2\n")
+        await follower.wait_for("recreated 2")
+    assert follower.payload() == ["old file", "recreated 1", "recreated 2"]
+
+
+async def test_partial_line_is_held_until_complete(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with Follower(log) as follower:
+        await follower.sync(log)
+        _append(log, "Decode batch, #running")
+        await asyncio.sleep(POLL_S * 5)  # several reads see the half line
+        assert follower.payload() == []
+        _append(log, "-req: 3\n")
+        await follower.wait_for("Decode batch, #running-req: 3")
+    assert follower.payload() == ["Decode batch, #running-req: 3"]
+
+
+async def test_over_long_line_is_truncated_and_following_lines_survive(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with Follower(log, max_line_bytes=1000) as follower:
+        await follower.sync(log)
+        for _ in range(30):  # 300 KB without a newline, in several writes
+            _append(log, "y" * 10_000)
+        _append(log, "\nnext line\n")
+        await follower.wait_for("next line")
+    payload = follower.payload()
+    assert payload == ["y" * 1000, "next line"]
+
+
+async def test_invalid_utf8_is_replaced(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"caf\xe9 \xff\xfe ok\n\xc3\xa9t\xc3\xa9\n")
+    async with Follower(log, from_start=True) as follower:
+        await follower.wait_for("été")
+    assert follower.lines == ["caf\ufffd \ufffd\ufffd ok", "été"]
+
+
+async def test_crlf_and_cr_line_endings(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"windows\r\nvllm continuation\r\n")
+    async with Follower(log, from_start=True) as follower:
+        await follower.wait_for("vllm continuation")
+    assert follower.lines == ["windows", "vllm continuation"]
+
+
+async def test_read_all_reads_once_and_keeps_the_last_partial_line(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"one\ntwo\n" + b"z" * 50 + b"\nno newline at end")
+    lines = [line async for line in LogTailer(log, max_line_bytes=20).read_all()]
+    assert lines == ["one", "two", "z" * 20, "no newline at end"]
+
+
+async def test_read_all_missing_file_raises(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        async for _ in LogTailer(tmp_path / "nope.log").read_all():
+            pass
+
+
+async def test_a_directory_at_the_path_is_polled_not_fatal(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.mkdir()
+    async with Follower(log) as follower:
+        await asyncio.sleep(POLL_S * 3)
+        log.rmdir()
+        log.write_text("now a file\n")
+        await follower.wait_for("now a file")
+
+
+def test_line_splitter_bounds_memory_on_a_newline_free_stream() -> None:
+    splitter = LineSplitter(max_line_bytes=64)
+    emitted: list[str] = []
+    for _ in range(1000):
+        emitted.extend(splitter.feed(b"a" * 1000))
+        assert len(splitter._partial) <= 65
+    emitted.extend(splitter.feed(b"\nb\n"))
+    assert emitted == ["a" * 64, "b"]
+    assert splitter.flush() is None
+
+
+def test_line_splitter_line_split_across_chunks() -> None:
+    splitter = LineSplitter(max_line_bytes=100)
+    data = "αβγ line one\nline two\n".encode()
+    lines: list[str] = []
+    for index in range(len(data)):  # one byte at a time: multi-byte characters split across chunks
+        lines.extend(splitter.feed(data[index : index + 1]))
+    assert lines == ["αβγ line one", "line two"]
