@@ -333,9 +333,9 @@ class SimEngine:
             remaining = request.target_tokens - request.generated
             if remaining <= 0:
                 continue
+            # The verifier's result counts in the spec statistics even when max_tokens cuts the output.
             accepted = draw_accepted(request.rng, request.acceptance) if k else 0
             emitted = min(accepted + 1, remaining)
-            accepted = emitted - 1
             if k:
                 request.drafted += k
                 request.verify_steps += 1
@@ -343,7 +343,7 @@ class SimEngine:
                 for position in range(min(accepted, len(request.accepted_per_pos))):
                     request.accepted_per_pos[position] += 1
                 if lossy > 0:
-                    for offset in range(accepted):
+                    for offset in range(emitted - 1):
                         if self._lossy_rng.random() < lossy:
                             index = request.generated + offset
                             request.output[index] = wrong_token(request.output[index], request.number + index)

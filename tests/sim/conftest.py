@@ -1,0 +1,73 @@
+"""Shared helpers for the simulator tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def write_vllm_config(
+    path: Path,
+    *,
+    k: int = 2,
+    enabled: bool = True,
+    gpu_memory_utilization: float = 0.85,
+    max_num_seqs: int = 64,
+    sim: str = "",
+) -> Path:
+    """A vLLM-style config.toml like sample_configs/config.toml, with an optional [sim] body."""
+    path.write_text(
+        f"""[model]
+name = "deepseek-ai/DeepSeek-V3"
+tensor_parallel_size = 1
+max_model_len = 32768
+gpu_memory_utilization = {gpu_memory_utilization}
+
+[speculative]
+enabled = {"true" if enabled else "false"}
+method = "mtp"
+num_speculative_tokens = {k}
+
+[cache]
+enable_prefix_caching = true
+block_size = 16
+
+[scheduler]
+max_num_seqs = {max_num_seqs}
+
+[sim]
+{sim}
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Every sample on a Prometheus page by sample name (parsed by prometheus_client)."""
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return out
+
+
+def value(page: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
+    matches = [v for got, v in page.get(name, []) if all(got.get(k) == w for k, w in labels.items())]
+    assert matches, f"{name} {labels} not on the page"
+    return sum(matches)
+
+
+async def scrape(base_url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    async with httpx.AsyncClient(timeout=5.0) as client:
+        response = await client.get(base_url + "/metrics")
+    response.raise_for_status()
+    return samples(response.text)
+
+
+@pytest.fixture
+def reference_samples() -> Path:
+    return Path("/work/shared/reference/samples")

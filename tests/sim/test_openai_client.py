@@ -1,0 +1,88 @@
+"""The official openai client talks to every flavour: chat and completions, streaming and not, usage exact."""
+
+from __future__ import annotations
+
+import pytest
+from openai import AsyncOpenAI
+
+from tui.sim.server import SimServer
+from tui.sim.tokens import count_tokens
+
+FLAVORS = ["vllm", "sglang", "llamacpp"]
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+async def test_chat_and_completions_streaming_and_not(flavor: str) -> None:
+    async with SimServer(flavor=flavor) as sim:
+        client = AsyncOpenAI(base_url=sim.base_url + "/v1", api_key="unused", max_retries=0)
+        models = await client.models.list()
+        model = models.data[0].id
+        assert model == sim.model
+        messages = [{"role": "user", "content": "Explain speculative decoding in two sentences."}]
+        full = await client.chat.completions.create(
+            model=model, messages=messages, max_tokens=40, temperature=0
+        )
+        assert full.usage is not None
+        assert full.usage.completion_tokens == 40
+        assert full.usage.total_tokens == full.usage.prompt_tokens + 40
+        assert full.choices[0].finish_reason == "length"
+        assert count_tokens(full.choices[0].message.content or "") == 40
+
+        stream = await client.chat.completions.create(
+            model=model,
+            messages=messages,
+            max_tokens=40,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        text, chunks, usage, finish = "", 0, None, None
+        async for chunk in stream:
+            if chunk.usage is not None:
+                assert chunk.choices == []
+                usage = chunk.usage
+            for choice in chunk.choices:
+                chunks += 1
+                text += choice.delta.content or ""
+                finish = choice.finish_reason or finish
+        assert usage is not None and usage.completion_tokens == 40
+        assert usage.prompt_tokens == full.usage.prompt_tokens
+        assert text == full.choices[0].message.content  # greedy: same text streamed or not
+        assert finish == "length"
+        if flavor == "llamacpp":
+            assert chunks >= 40  # one chunk per token
+        else:
+            assert chunks < 40  # a chunk carries every token of an engine step
+
+        completion = await client.completions.create(
+            model=model, prompt="def add(a, b):", max_tokens=12, temperature=0
+        )
+        assert completion.usage is not None and completion.usage.completion_tokens == 12
+        assert completion.usage.prompt_tokens == count_tokens("def add(a, b):")
+        streamed = await client.completions.create(
+            model=model, prompt="def add(a, b):", max_tokens=12, temperature=0, stream=True
+        )
+        pieces = [choice.text async for chunk in streamed for choice in chunk.choices]
+        assert "".join(pieces) == completion.choices[0].text
+
+
+async def test_temperature_varies_with_seed_and_stop_strings() -> None:
+    async with SimServer() as sim:
+        client = AsyncOpenAI(base_url=sim.base_url + "/v1", api_key="unused", max_retries=0)
+
+        async def ask(**kwargs: object) -> str:
+            result = await client.completions.create(
+                model=sim.model, prompt="Tell me a story", max_tokens=30, **kwargs
+            )  # type: ignore[call-overload]
+            return result.choices[0].text
+
+        assert await ask(temperature=0.8, seed=1) == await ask(temperature=0.8, seed=1)
+        assert await ask(temperature=0.8, seed=1) != await ask(temperature=0.8, seed=2)
+        full = await ask(temperature=0)
+        marker = full.split()[3]
+        cut = await client.completions.create(
+            model=sim.model, prompt="Tell me a story", max_tokens=30, temperature=0, stop=[marker]
+        )
+        assert cut.choices[0].finish_reason == "stop"
+        assert marker not in cut.choices[0].text
+        assert full.startswith(cut.choices[0].text)
