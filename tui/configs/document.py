@@ -15,7 +15,7 @@ from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
-from tomlkit.items import Item
+from tomlkit.items import Item, String, StringType
 
 from tui.configs.errors import ConfigSyntaxError, KeyPathError
 from tui.configs.json_spans import JsonObject, line_column, parse_json_tree
@@ -99,6 +99,14 @@ def _split_toml_key(raw: str) -> KeyPath:
     return tuple(a or b or c for a, b, c in parts)
 
 
+def _same_string_style(old: Any, value: Any) -> Any:
+    """A new string keeps the old one's literal ('...') quoting when it can be written that way."""
+    literal = isinstance(old, String) and old.type == StringType.SLL
+    if literal and isinstance(value, str) and "'" not in value and "\n" not in value and "\r" not in value:
+        return tomlkit.string(value, literal=True)
+    return value
+
+
 class TomlDocument(ConfigDocument):
     def __init__(self, text: str, kind: ConfigKind = "vllm_toml") -> None:
         super().__init__(text, kind)
@@ -130,7 +138,7 @@ class TomlDocument(ConfigDocument):
             if not isinstance(container, dict):
                 raise KeyPathError(f"{dotted(path[: depth + 1])!r} is a value, not a table")
         if path[-1] in container:
-            container[path[-1]] = value
+            container[path[-1]] = _same_string_style(container.get(path[-1]), value)
         else:
             container[path[-1]] = self._toml_item(value)
         return TomlDocument(tomlkit.dumps(doc), self.kind)

@@ -1,0 +1,121 @@
+"""Schema typing, OSC 52, the acceptance threshold reader, restart + /health."""
+
+from __future__ import annotations
+
+import base64
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tui.configs import read_acceptance_threshold
+from tui.configs.clipboard import osc52
+from tui.configs.restart import run_restart, wait_for_health
+from tui.configs.schemas import field_spec, field_specs, typed_value, unknown_keys, validate_data
+from tui.paths import sample_configs_dir
+
+
+def test_typed_values_follow_the_schema() -> None:
+    assert typed_value("3", "vllm_toml", ("speculative", "num_speculative_tokens")) == 3
+    assert typed_value("1", "vllm_toml", ("model", "gpu_memory_utilization")) == 1.0
+    assert isinstance(typed_value("1", "vllm_toml", ("model", "gpu_memory_utilization")), float)
+    assert typed_value("123", "vllm_toml", ("model", "name")) == "123"
+    assert typed_value('"quoted"', "vllm_toml", ("model", "name")) == "quoted"
+    assert typed_value("true", "client_json", ("stream",)) is True
+    assert typed_value("[1, 2]", "client_json", ("whatever",)) == [1, 2]
+    assert typed_value("plain text", "sglang_json", ("speculative_algorithm",)) == "plain text"
+
+
+def test_schema_ranges_and_help() -> None:
+    spec = field_spec("vllm_toml", ("speculative", "num_speculative_tokens"))
+    assert spec is not None and spec.range_text == "[1, 16]" and spec.help
+    assert field_spec("vllm_toml", ("model", "gpu_memory_utilization")).range_text == "(0.0, 1.0]"
+    assert all(
+        spec.help for kind in ("vllm_toml", "sglang_json", "client_json") for spec in field_specs(kind)
+    )
+    ok = {"model": {"name": "m", "gpu_memory_utilization": 1.0}, "speculative": {"acceptance_threshold": 0}}
+    assert validate_data("vllm_toml", ok) == []
+    bad = validate_data("vllm_toml", {"model": {"name": "m", "gpu_memory_utilization": 0}})
+    assert [issue.path for issue in bad] == [("model", "gpu_memory_utilization")]
+    assert validate_data("vllm_toml", {"speculative": {}})[0].path == ("model",)
+    assert unknown_keys(
+        "client_json", {"base_url": "http://x", "extra_body": {"anything": 1}, "typo": 2}
+    ) == [("typo",)]
+
+
+def test_osc52_sequence() -> None:
+    sequence = osc52("vllm serve m --x 'é'")
+    assert sequence.startswith("\x1b]52;c;") and sequence.endswith("\x07")
+    assert base64.b64decode(sequence[7:-1]).decode() == "vllm serve m --x 'é'"
+    wrapped = osc52("x", tmux=True)
+    assert wrapped.startswith("\x1bPtmux;\x1b\x1b]52;c;") and wrapped.endswith("\x1b\\")
+    with pytest.raises(ValueError, match="too long"):
+        osc52("x" * 100_000)
+
+
+def test_read_acceptance_threshold(tmp_path: Path) -> None:
+    assert read_acceptance_threshold(sample_configs_dir() / "config.toml") == 0.6
+    assert read_acceptance_threshold(tmp_path / "missing.toml") is None
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[speculative\n")
+    assert read_acceptance_threshold(broken) is None
+    out_of_range = tmp_path / "range.toml"
+    out_of_range.write_text('[model]\nname = "m"\n[speculative]\nacceptance_threshold = 2\n')
+    assert read_acceptance_threshold(out_of_range) is None
+    assert read_acceptance_threshold(sample_configs_dir() / "client_settings.json") is None
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    assert read_acceptance_threshold(binary) is None
+
+
+async def test_run_restart_streams_output_without_a_shell() -> None:
+    lines: list[str] = []
+    code = await run_restart(
+        [sys.executable, "-c", "import sys; print('one'); print('two', file=sys.stderr); sys.exit(3)"],
+        lines.append,
+    )
+    assert code == 3
+    assert sorted(lines) == ["one", "two"]
+    lines.clear()
+    assert await run_restart(["echo", "$HOME; rm -rf /"], lines.append) == 0
+    assert lines == ["$HOME; rm -rf /"]  # no shell: nothing expanded or chained
+    with pytest.raises(OSError):
+        await run_restart(["/nonexistent/restart-command"], lines.append)
+    with pytest.raises(TimeoutError):
+        await run_restart([sys.executable, "-c", "import time; time.sleep(30)"], lines.append, timeout_s=0.5)
+
+
+async def test_wait_for_health_until_the_server_is_back() -> None:
+    answers = iter([httpx.ConnectError("refused"), 503, 503, 200])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return httpx.Response(answer)
+
+    polls: list[tuple[bool, str]] = []
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        back = await wait_for_health(
+            client,
+            "http://127.0.0.1:1/health",
+            lambda ok, detail, _t: polls.append((ok, detail)),
+            interval_s=0.01,
+        )
+    assert back is True
+    assert polls == [(False, "ConnectError"), (False, "HTTP 503"), (False, "HTTP 503"), (True, "HTTP 200")]
+
+
+async def test_wait_for_health_gives_up() -> None:
+    async with httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(503))) as client:
+        polls: list[bool] = []
+        back = await wait_for_health(
+            client,
+            "http://127.0.0.1:1/health",
+            lambda ok, *_: polls.append(ok),
+            timeout_s=0.05,
+            interval_s=0.01,
+        )
+    assert back is False
+    assert polls and not any(polls)
