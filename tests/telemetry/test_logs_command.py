@@ -1,0 +1,149 @@
+# ruff: noqa: E501  (real log lines)
+"""`spectop logs FILE [--follow] [--from-start] [--json]` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tui.cli import main
+
+SAMPLES = Path(__file__).parent / "log_samples"
+SPEC_LINE = (
+    "(APIServer pid=1) INFO 08-20 14:04:17 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.42, "
+    "Accepted throughput: 39.17 tokens/s, Drafted throughput: 55.20 tokens/s, Accepted: 1629 tokens, Drafted: "
+    "2296 tokens, Per-position acceptance rate: 0.807, 0.612, Avg Draft acceptance rate: 70.9%\n"
+)
+
+
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["logs", str(tmp_path / "missing.log")]) == 2
+    assert "missing.log does not exist" in capsys.readouterr().err
+
+
+def test_directory_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["logs", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["vllm", "sglang", "llamacpp"])
+def test_readable_output_fits_80_columns(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["logs", str(SAMPLES / f"{name}.server.log")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+
+
+def test_readable_output_of_the_vllm_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["logs", str(SAMPLES / "vllm.server.log")])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 6
+    assert lines[0].startswith("08-20 14:04:17 stats")
+    assert "gen 277.9/s" in lines[0] and "kv 0.7%" in lines[0] and "hit 34.6%" in lines[0]
+    assert lines[1].startswith("08-20 14:04:17 spec") and "accept 70.9%" in lines[1]
+    assert "1629/2296 tok" in lines[1]
+
+
+def test_json_errors_carry_category_message_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131] Traceback (most recent call last):\n"
+        '(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131]   File "x.py", line 1, in f\n'
+        "(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory.\n"
+    )
+    assert main(["logs", str(log), "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["kind"], r["category"]) for r in records] == [("error", "oom"), ("error", "traceback")]
+    assert records[0]["message"] == "torch.OutOfMemoryError: CUDA out of memory."
+    assert records[1]["time"] == "05-01 14:39:06"
+    assert records[1]["line"].count("\n") == 2
+
+
+def test_json_time_is_null_when_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("RuntimeError: Engine core initialization failed. See root cause above.\n")
+    main(["logs", str(log), "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert record["kind"] == "error" and record["time"] is None and record["category"] == "engine_dead"
+
+
+class Spawned:
+    """`spectop logs ...` in a subprocess; its stdout lines are read by a thread so waits are bounded."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tui", "logs", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line)
+
+    def json_line(self) -> dict[str, object]:
+        try:
+            return json.loads(self._lines.get(timeout=30))
+        except queue.Empty:
+            raise AssertionError("spectop logs printed nothing within 30 s") from None
+
+    def interrupt(self) -> tuple[int, str]:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            _, stderr = self.process.communicate(timeout=30)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode, stderr
+
+
+def test_follow_prints_new_events_and_ctrl_c_exits_quietly(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(SPEC_LINE)
+    spawned = Spawned(str(log), "--follow", "--from-start", "--json")
+    try:
+        first = spawned.json_line()
+        assert first["kind"] == "spec_decode" and first["accepted_tokens"] == 1629
+        with open(log, "a") as handle:
+            handle.write(SPEC_LINE.replace("Accepted: 1629", "Accepted: 1700"))
+        second = spawned.json_line()
+        assert second["accepted_tokens"] == 1700
+        # a traceback at the end of the log is reported once the log goes quiet
+        with open(log, "a") as handle:
+            handle.write('Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: boom\n')
+        third = spawned.json_line()
+        assert third["category"] == "traceback" and third["message"] == "RuntimeError: boom"
+    finally:
+        returncode, stderr = spawned.interrupt()
+    assert returncode == 0
+    assert "Traceback" not in stderr
+
+
+def test_follow_waits_for_a_file_that_does_not_exist_yet(tmp_path: Path) -> None:
+    log = tmp_path / "later.log"
+    spawned = Spawned(str(log), "--follow", "--json")
+    try:
+        time.sleep(0.5)
+        assert spawned.process.poll() is None  # not exit 2: with --follow a missing file is waited for
+        log.write_text(SPEC_LINE)
+        assert spawned.json_line()["kind"] == "spec_decode"
+    finally:
+        returncode, _ = spawned.interrupt()
+    assert returncode == 0
