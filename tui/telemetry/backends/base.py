@@ -68,16 +68,19 @@ class Delta:
     counters: dict[CounterKey, float] = field(default_factory=dict)
     # Per-segment figures summed over the window (backend-specific, may be NaN = unusable).
     extras: dict[str, float] = field(default_factory=dict)
+    _totals: dict[str, float] | None = field(default=None, repr=False)
+    _totals_size: int = field(default=0, repr=False)
 
     def total(self, quantity: str) -> float | None:
         """Sum of the increases of every series of one quantity; None when it has no series."""
-        found = False
-        total = 0.0
-        for (name, _, bound), value in self.counters.items():
-            if name == quantity and bound is None:
-                found = True
-                total += value
-        return total if found else None
+        if self._totals is None or self._totals_size != len(self.counters):
+            totals: dict[str, float] = {}
+            for (name, _, bound), value in self.counters.items():
+                if bound is None:
+                    totals[name] = totals.get(name, 0.0) + value
+            self._totals = totals
+            self._totals_size = len(self.counters)
+        return self._totals.get(quantity)
 
     def split(self, prefix: str) -> dict[str, float]:
         """Increases of `prefix:<value>` quantities, by label value (summed over series)."""
@@ -98,11 +101,53 @@ class Delta:
         return merged
 
 
-def _series_id(labels: Mapping[str, str], drop: frozenset[str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(item for item in labels.items() if item[0] not in drop))
+def _series_id(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    # Page order of labels is stable for one server, so no sorting is needed to match scrapes.
+    if "le" in labels:
+        return tuple(item for item in labels.items() if item[0] != "le")
+    return tuple(labels.items())
 
 
-_ALWAYS_DROPPED = frozenset({"le"})
+# How one sample feeds a Reading: (kind, counter key or gauge quantity, model name); None = skip.
+_Plan = tuple[Kind, "CounterKey | str", "str | None"] | None
+
+
+def _plan(metric: Metric, labels: Mapping[str, str]) -> _Plan:
+    model = labels.get("model_name") or None
+    kind = metric.kind
+    if kind is Kind.COUNTER:
+        quantity = metric.quantity
+        if metric.split_label is not None:
+            quantity = f"{quantity}:{labels.get(metric.split_label, '')}"
+        return kind, (quantity, _series_id(labels), None), model
+    if kind is Kind.BUCKET:
+        try:
+            bound = float(labels["le"])
+        except (KeyError, ValueError):
+            return None
+        if math.isnan(bound):
+            return None
+        return kind, (metric.quantity, _series_id(labels), bound), model
+    return kind, metric.quantity, model
+
+
+# The parser hands out one shared labels object per distinct label block, so plans are
+# cached by (table, name, labels object); the cache holds the labels object, so its id
+# stays unique while cached. Bounded: cleared when full.
+_PLANS: dict[tuple[int, str, int], tuple[Mapping[str, str], _Plan]] = {}
+_PLANS_MAX = 50_000
+
+
+def _cached_plan(table: MetricTable, metric: Metric, sample: Sample) -> _Plan:
+    key = (id(table), sample.name, id(sample.labels))
+    cached = _PLANS.get(key)
+    if cached is not None and cached[0] is sample.labels:
+        return cached[1]
+    plan = _plan(metric, sample.labels)
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = (sample.labels, plan)
+    return plan
 
 
 def extract(
@@ -116,8 +161,9 @@ def extract(
     selected: list[tuple[Sample, Metric]] = []
     restart_marker: float | None = None
     models: dict[str, None] = {}
+    table_get = table.get
     for sample in samples:
-        metric = table.get(sample.name)
+        metric = table_get(sample.name)
         if metric is None:
             if sample.name in restart_names and not math.isnan(sample.value):
                 restart_marker = max(restart_marker or sample.value, sample.value)
@@ -128,34 +174,22 @@ def extract(
     counters: dict[CounterKey, float] = {}
     gauge_values: dict[str, list[float]] = {}
     gauge_kinds: dict[str, Kind] = {}
+    isfinite = math.isfinite
     for sample, metric in selected:
         value = sample.value
-        if not math.isfinite(value):
+        if not isfinite(value):
             continue
-        labels = sample.labels
-        model = labels.get("model_name")
-        if model:
+        plan = _cached_plan(table, metric, sample)
+        if plan is None:
+            continue
+        kind, target, model = plan
+        if model is not None:
             models[model] = None
-        kind = metric.kind
-        if kind is Kind.COUNTER:
-            quantity = metric.quantity
-            if metric.split_label is not None:
-                quantity = f"{quantity}:{labels.get(metric.split_label, '')}"
-            counters[(quantity, _series_id(labels, _ALWAYS_DROPPED), None)] = value
-        elif kind is Kind.BUCKET:
-            bound_text = labels.get("le")
-            if bound_text is None:
-                continue
-            try:
-                bound = float(bound_text)
-            except ValueError:
-                continue
-            if math.isnan(bound):
-                continue
-            counters[(metric.quantity, _series_id(labels, _ALWAYS_DROPPED), bound)] = value
+        if kind is Kind.COUNTER or kind is Kind.BUCKET:
+            counters[target] = value  # type: ignore[index]
         else:
-            gauge_values.setdefault(metric.quantity, []).append(value)
-            gauge_kinds[metric.quantity] = kind
+            gauge_values.setdefault(target, []).append(value)  # type: ignore[arg-type]
+            gauge_kinds[target] = kind  # type: ignore[index]
     gauges: dict[str, float] = {}
     for quantity, values in gauge_values.items():
         total = math.fsum(values)

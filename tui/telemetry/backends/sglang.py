@@ -17,7 +17,7 @@ request runs (they keep stale values when idle).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from tui.telemetry.backends.base import (
     Delta,
@@ -74,28 +74,46 @@ def _rank(text: str) -> int:
         return 1 << 30
 
 
+_Identity = tuple[str, tuple[tuple[str, str], ...]]
+# (name, labels object id) -> (labels object, identity without rank labels, tp rank); bounded.
+_IDENTITIES: dict[tuple[str, int], tuple[Mapping[str, str], _Identity, int]] = {}
+_IDENTITIES_MAX = 50_000
+
+
+def _identity(sample: Sample, rank_text: str) -> tuple[_Identity, int]:
+    key = (sample.name, id(sample.labels))
+    cached = _IDENTITIES.get(key)
+    if cached is not None and cached[0] is sample.labels:
+        return cached[1], cached[2]
+    identity = (
+        sample.name,
+        tuple(sorted(item for item in sample.labels.items() if item[0] not in _RANK_LABELS)),
+    )
+    rank = _rank(rank_text)
+    if len(_IDENTITIES) >= _IDENTITIES_MAX:
+        _IDENTITIES.clear()
+    _IDENTITIES[key] = (sample.labels, identity, rank)
+    return identity, rank
+
+
 def keep_first_tp_rank(selected: list[tuple[Sample, Metric]]) -> list[tuple[Sample, Metric]]:
     """Drop copies of a series written by TP ranks other than the lowest one."""
-    lowest: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
-    identities: list[tuple[str, tuple[tuple[str, str], ...]] | None] = []
+    lowest: dict[_Identity, int] = {}
+    ranked: list[tuple[_Identity, int] | None] = []
     for sample, _ in selected:
         rank_text = sample.labels.get("tp_rank")
         if rank_text is None:
-            identities.append(None)
+            ranked.append(None)
             continue
-        identity = (
-            sample.name,
-            tuple(sorted(item for item in sample.labels.items() if item[0] not in _RANK_LABELS)),
-        )
-        identities.append(identity)
-        rank = _rank(rank_text)
+        identity, rank = _identity(sample, rank_text)
+        ranked.append((identity, rank))
         if rank < lowest.get(identity, 1 << 31):
             lowest[identity] = rank
-    kept: list[tuple[Sample, Metric]] = []
-    for (sample, metric), identity in zip(selected, identities, strict=True):
-        if identity is None or _rank(sample.labels["tp_rank"]) == lowest[identity]:
-            kept.append((sample, metric))
-    return kept
+    return [
+        pair
+        for pair, entry in zip(selected, ranked, strict=True)
+        if entry is None or entry[1] == lowest[entry[0]]
+    ]
 
 
 def extract(samples: Iterable[Sample]) -> Reading:
