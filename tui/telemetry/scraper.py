@@ -103,6 +103,10 @@ async def scrape_metrics(
         return failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
     except OSError as error:
         return failed(f"network error: {error}")
+    except Exception as error:  # never raise: a scrape failure is data, not a crash
+        while isinstance(error, ExceptionGroup) and error.exceptions:
+            error = error.exceptions[0]
+        return failed(f"{type(error).__name__}: {error}")
     if isinstance(result, str):
         return failed(result)
     body, process_start = result
