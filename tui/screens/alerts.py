@@ -32,18 +32,23 @@ class AlertsScreen(Screen[None]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns("level", "endpoint", "alert", "started", "cleared")
         self.sub_title = "alerts"
+        tables = self.query(DataTable)
+        if not tables:
+            return  # the app is shutting down
+        tables.first().add_columns("level", "endpoint", "alert", "started", "cleared")
         self._fill()
-        table.focus()
+        tables.first().focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
         if message.log_line is None or message.log_line.kind == "error":  # type: ignore[attr-defined]
             self._fill()
 
     def _fill(self) -> None:
-        table = self.query_one(DataTable)
+        tables = self.query(DataTable)
+        if not tables or not tables.first().columns:
+            return
+        table = tables.first()
         alerts = cast("SpectopApp", self.app).alerts.all_alerts()
         table.clear()
         for alert in alerts:

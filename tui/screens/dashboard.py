@@ -49,6 +49,7 @@ class DashboardScreen(Screen[None]):
         self._cards: dict[str, EndpointCard] = {}
         self._columns = 1
         self._filter = ""
+        self._focus_pending = False
 
     @property
     def spectop(self) -> SpectopApp:
@@ -84,9 +85,16 @@ class DashboardScreen(Screen[None]):
     def _add_card(self, name: str) -> EndpointCard:
         card = self._new_card(name)
         self.query_one("#cards", Container).mount(card)
-        if not isinstance(self.focused, EndpointCard | Input):
-            self.call_after_refresh(card.focus)
+        if not self._focus_pending and not isinstance(self.focused, EndpointCard | Input):
+            self._focus_pending = True
+            self.call_after_refresh(self._focus_first_card)
         return card
+
+    def _focus_first_card(self) -> None:
+        self._focus_pending = False
+        cards = self._visible_cards()
+        if cards and not isinstance(self.focused, EndpointCard | Input):
+            cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
         if message.log_line is not None and message.endpoint in self._cards:

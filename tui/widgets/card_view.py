@@ -160,7 +160,7 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
 def roomy_lines(data: CardData, width: int) -> list[Content]:
     """Six lines with full-width sparklines, for large terminals."""
     figures = data.figures
-    spark = max(8, width - 34)
+    spark = max(8, width - 22)
     acceptance = figures.acceptance_rate
     lines = [
         Content.assemble(

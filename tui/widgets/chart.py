@@ -39,7 +39,7 @@ class Chart(Widget):
             "  ",
             (self.formatter(current), "bold" if current is not None else "$text-muted"),
             (
-                f"   min {self.formatter(min(known))}  max {self.formatter(max(known))}" if known else "",
+                f"  ({self.formatter(min(known))} – {self.formatter(max(known))})" if known else "",
                 "$text-muted",
             ),
         )

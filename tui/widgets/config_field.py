@@ -101,9 +101,26 @@ class ConfigFieldRow(Widget):
                 with widget.prevent(Input.Changed):
                     widget.value = text
 
+    @property
+    def pending_text(self) -> str | None:
+        """The Input's text when it differs from the document's value (typed but not yet applied)."""
+        widget = self.query_one("#value")
+        if isinstance(widget, Input) and widget.value != value_text(self._value):
+            return widget.value
+        return None
+
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
+        self.post_message(ConfigFieldEdited(self.spec.path, event.value, commit=False))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
         self.post_message(ConfigFieldEdited(self.spec.path, event.value))
+
+    def on_input_blurred(self, event: Input.Blurred) -> None:
+        event.stop()
+        if self.pending_text is not None:
+            self.post_message(ConfigFieldEdited(self.spec.path, event.value))
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()

@@ -22,7 +22,7 @@ def figure_rows(data: CardData) -> list[tuple[str, str]]:
     reading = data.reading
     return [
         ("status", data.status_content().plain[2:]),
-        ("window", f"{reading.window_s:g}s" if reading and getattr(reading, "window_s", None) else UNKNOWN),
+        ("window", f"{reading.window_s:.0f}s" if reading and getattr(reading, "window_s", None) else UNKNOWN),
         ("gen tok/s", fmt_number(figures.generation_tokens_per_s)),
         ("prompt t/s", fmt_number(figures.prompt_tokens_per_s)),
         ("req/s", fmt_number(figures.requests_per_s, 2)),

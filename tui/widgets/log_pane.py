@@ -18,7 +18,7 @@ class LogLine(Protocol):
 
 class LogPane(RichLog):
     DEFAULT_CSS = """
-    LogPane { height: 1fr; border: round $panel-lighten-2; }
+    LogPane { height: 1fr; border: round $panel-lighten-2; overflow-x: hidden; }
     LogPane:focus { border: round $accent; }
     """
 

@@ -1,0 +1,317 @@
+"""Pilot tests of the config editor: edit a field, see the diff, save, see the file; errors block saves."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, Log, Select, Static, TabbedContent, TextArea
+
+from tui.editor_app import EditorApp
+from tui.paths import sample_configs_dir
+from tui.screens.editor import EditorScreen
+from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
+from tui.widgets.config_field import ConfigFieldRow
+
+SIZE = (80, 24)
+
+
+@pytest.fixture
+def config_toml(tmp_path: Path) -> Path:
+    target = tmp_path / "config.toml"
+    shutil.copy(sample_configs_dir() / "config.toml", target)
+    return target
+
+
+async def wait_for(pilot: Pilot, condition: Callable[[], bool], what: str, steps: int = 200) -> None:
+    for _ in range(steps):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def opened_editor(pilot: Pilot) -> EditorScreen:
+    app = pilot.app
+    await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded, "the editor")
+    screen = app.screen
+    assert isinstance(screen, EditorScreen)
+    return screen
+
+
+def field_input(screen: EditorScreen, *path: str) -> Input:
+    return screen.query_one(f"#field-{'--'.join(path)} Input", Input)
+
+
+async def type_into(pilot: Pilot, widget: Input, text: str, *, enter: bool = True) -> None:
+    widget.focus()
+    widget.value = ""
+    await pilot.pause()
+    await pilot.press(*text)
+    if enter:
+        await pilot.press("enter")
+    await pilot.pause()
+
+
+def changed_lines(before: bytes, after: bytes) -> list[tuple[bytes, bytes]]:
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    assert len(old) == len(new)
+    return [(a, b) for a, b in zip(old, new, strict=True) if a != b]
+
+
+async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) -> None:
+    before = config_toml.read_bytes()
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "3")
+        assert "modified" in str(screen.query_one("#editor-title", Static).render())
+        assert config_toml.read_bytes() == before  # nothing written before ctrl+s
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        dialog = app.screen
+        assert isinstance(dialog, DiffDialog)
+        assert "-num_speculative_tokens = 2" in dialog.diff and "+num_speculative_tokens = 3" in dialog.diff
+        await pilot.press("y")
+        await wait_for(pilot, lambda: config_toml.read_bytes() != before, "the save")
+        assert changed_lines(before, config_toml.read_bytes()) == [
+            (b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")
+        ]
+        assert (config_toml.parent / "config.toml.bak").read_bytes() == before
+        assert isinstance(app.screen, EditorScreen)
+        assert "modified" not in str(screen.query_one("#editor-title", Static).render())
+
+
+async def test_declining_the_diff_writes_nothing(config_toml: Path) -> None:
+    before = config_toml.read_bytes()
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "32")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+        assert config_toml.read_bytes() == before
+
+
+async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None:
+    before = config_toml.read_text()
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        gpu = field_input(screen, "model", "gpu_memory_utilization")
+        await type_into(pilot, gpu, "1.5", enter=False)
+        row = screen._rows[("model", "gpu_memory_utilization")]
+        assert row.has_class("-invalid")
+        assert "less than or equal to 1" in str(row.query_one(".field-help", Static).render())
+        assert screen.document is not None and screen.document.text == before
+        await pilot.press("enter")  # an invalid value is not applied
+        assert screen.document.text == before
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffDialog)
+        status = str(screen.query_one("#editor-status", Static).render())
+        assert "cannot save: model.gpu_memory_utilization" in status
+        assert app.focused is gpu
+        await type_into(pilot, gpu, "0.8", enter=False)
+        await pilot.press("ctrl+s")  # a valid value still being typed is applied before the diff
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        assert "+gpu_memory_utilization = 0.8" in app.screen.diff
+
+
+async def test_undo_reverts_the_last_field_change(config_toml: Path) -> None:
+    before = config_toml.read_text()
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "4")
+        await type_into(pilot, field_input(screen, "model", "tensor_parallel_size"), "2")
+        assert screen.document is not None
+        assert screen.document.get(("model", "tensor_parallel_size")) == 2
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert screen.document.get(("model", "tensor_parallel_size")) == 8
+        assert screen.document.get(("speculative", "num_speculative_tokens")) == 4
+        assert field_input(screen, "model", "tensor_parallel_size").value == "8"
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert screen.document.text == before
+        assert screen.query_one("#raw", TextArea).text == before
+
+
+async def test_select_and_switch_fields(tmp_path: Path) -> None:
+    target = tmp_path / "settings.json"
+    shutil.copy(sample_configs_dir() / "sglang_settings.json", target)
+    app = EditorApp(target)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        assert screen.kind == "sglang_json"
+        select = screen.query_one("#field-speculative_algorithm Select", Select)
+        select.value = "NEXTN"
+        await pilot.pause()
+        assert screen.document is not None and screen.document.get(("speculative_algorithm",)) == "NEXTN"
+        switch_row = screen._rows[("disable_radix_cache",)]
+        switch_row.query_one("#value").toggle()
+        await pilot.pause()
+        assert screen.document.get(("disable_radix_cache",)) is True
+        text = screen.document.text
+        assert '"speculative_algorithm": "NEXTN",\n' in text and '"disable_radix_cache": true,\n' in text
+
+
+async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_bytes(b'[model]\nname = "m"\n\n[speculative]\nnum_speculative_tokens = = 2\n')
+    before = broken.read_bytes()
+    app = EditorApp(broken)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        assert screen.document is None and screen.syntax_error is not None
+        assert screen.query_one(TabbedContent).active == "raw-pane"
+        raw = screen.query_one("#raw", TextArea)
+        assert raw.cursor_location[0] == 4  # line 5, 0-based
+        assert raw.cursor_location[1] == screen.syntax_error.column - 1
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffDialog)
+        assert "cannot save" in str(screen.query_one("#editor-status", Static).render())
+        assert broken.read_bytes() == before
+        # Fixing the line in the raw view brings the form back and allows the save.
+        raw.focus()
+        raw.move_cursor((4, 0))
+        raw.action_select_line()
+        raw.replace("num_speculative_tokens = 2", raw.selection.start, raw.selection.end)
+        await wait_for(pilot, lambda: screen.document is not None and bool(screen._rows), "the form")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: broken.read_bytes() != before, "the save")
+        assert broken.read_bytes() == b'[model]\nname = "m"\n\n[speculative]\nnum_speculative_tokens = 2\n'
+
+
+async def test_raw_edit_with_a_syntax_error_blocks_the_save(config_toml: Path) -> None:
+    before = config_toml.read_bytes()
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await pilot.press("f3")
+        raw = screen.query_one("#raw", TextArea)
+        raw.move_cursor((5, 0))
+        await pilot.press(*"= [")
+        await wait_for(pilot, lambda: screen.document is None, "the syntax error")
+        await pilot.press("f2")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffDialog)
+        assert screen.query_one(TabbedContent).active == "raw-pane"
+        assert raw.cursor_location[0] == screen.syntax_error.line - 1
+        assert config_toml.read_bytes() == before
+
+
+async def test_external_change_is_not_overwritten_without_asking(config_toml: Path) -> None:
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "16")
+        external = config_toml.read_text().replace("block_size = 16", "block_size = 32")
+        config_toml.write_text(external)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the overwrite question")
+        assert "changed on disk" in app.screen.question
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+        assert config_toml.read_text() == external
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the overwrite question")
+        await pilot.press("o")
+        await wait_for(pilot, lambda: "max_num_seqs = 16" in config_toml.read_text(), "the overwrite")
+
+
+async def test_lint_and_launch_views(tmp_path: Path) -> None:
+    target = tmp_path / "seed.toml"
+    shutil.copy(Path(__file__).parents[1] / "configs" / "fixtures" / "seed_config.toml", target)
+    app = EditorApp(target)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        assert {finding.id for finding in screen.findings} >= {"removed-key", "gpu-memory-high-with-spec"}
+        await pilot.press("f4")
+        assert screen.query_one(TabbedContent).active == "lint"
+        removed = next(i for i, f in enumerate(screen.findings) if f.id == "removed-key")
+        lint_list = screen.query_one("#lint-list")
+        lint_list.highlighted = removed
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.query_one(TabbedContent).active == "raw-pane"
+        assert screen.query_one("#raw", TextArea).cursor_location[0] == screen.findings[removed].line - 1
+        await pilot.press("f5")
+        launch = str(screen.query_one("#launch-text", Static).render())
+        assert "vllm serve deepseek-ai/DeepSeek-V3" in launch and '"method": "mtp"' in launch
+        await pilot.press("c")
+        assert app.clipboard.startswith("vllm serve deepseek-ai/DeepSeek-V3 --dtype bfloat16")
+        await pilot.press("y")
+        assert "speculative-config:" in str(screen.query_one("#launch-text", Static).render())
+
+
+async def test_save_and_restart_runs_the_command_and_waits_for_health(config_toml: Path) -> None:
+    polls = {"count": 0}
+
+    def health(request: httpx.Request) -> httpx.Response:
+        polls["count"] += 1
+        return httpx.Response(200 if polls["count"] >= 2 else 503)
+
+    restart = [sys.executable, "-c", "print('restarting the server'); print('done')"]
+    app = EditorApp(config_toml, restart_command=restart, health_url="http://127.0.0.1:9/health")
+    await app.http_client.aclose()
+    app.http_client = httpx.AsyncClient(transport=httpx.MockTransport(health))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "1")
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the restart question")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, RestartDialog), "the restart dialog")
+        dialog = app.screen
+        assert isinstance(dialog, RestartDialog)
+        await wait_for(pilot, lambda: dialog.finished, "the restart to finish", steps=500)
+        assert "server is back" in str(dialog.query_one("#restart-status", Static).render())
+        assert "restarting the server" in "\n".join(dialog.query_one(Log).lines)
+        assert polls["count"] == 2
+        assert "num_speculative_tokens = 1" in config_toml.read_text()
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+
+
+async def test_close_asks_before_dropping_edits(config_toml: Path) -> None:
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "8")
+        screen.query_one("#raw", TextArea).focus()
+        await pilot.press("escape")  # leaves the text area
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the discard question")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the discard question")
+        await pilot.press("d")
+        await wait_for(pilot, lambda: not app.is_running, "the app to exit")
+    assert "max_num_seqs = 64" in config_toml.read_text()
+
+
+def test_rows_exist_for_every_known_field() -> None:
+    from tui.configs.schemas import field_specs
+
+    assert ConfigFieldRow  # the row widget is importable without an app
+    assert all(spec.path for spec in field_specs("vllm_toml"))

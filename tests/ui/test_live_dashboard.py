@@ -1,0 +1,121 @@
+"""The dashboard against real simulators (in-process SimServer, short poll interval)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from conftest import wait_for
+
+from tui.app import SpectopApp
+from tui.paths import sample_configs_dir, themes_dir
+from tui.screens.detail import DetailScreen
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.sim.server import SimServer
+from tui.telemetry.recording import ReadingRecord, read_records
+from tui.widgets.endpoint_card import EndpointCard
+from tui.widgets.log_pane import LogPane
+
+
+@pytest.fixture
+async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
+    config = tmp_path / "config.toml"
+    text = (sample_configs_dir() / "config.toml").read_text(encoding="utf-8")
+    text = text.replace("acceptance_threshold = 0.6", "acceptance_threshold = 0.7")
+    config.write_text(text, encoding="utf-8")
+    server = SimServer(
+        flavor="vllm", config_path=config, log_path=tmp_path / "sim.log", log_interval_s=0.5,
+        background_load_rps=20.0,
+    )
+    async with server:
+        yield server
+
+
+def _app(sim: SimServer, tmp_path: Path, **kwargs: object) -> SpectopApp:
+    endpoint = EndpointSettings(
+        name="sim", url=sim.base_url, backend="vllm", log_file=sim.log_path, config_file=sim.config_path
+    )
+    settings = Settings(
+        poll_interval_s=0.25,
+        window_s=1.0,
+        alerts=AlertSettings(sustained_s=0.5),
+        endpoints=[endpoint],
+    )
+    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False, **kwargs)  # type: ignore[arg-type]
+
+
+def _card(app: SpectopApp) -> EndpointCard:
+    return app.screen.query_one(EndpointCard)
+
+
+async def test_cards_appear_and_figures_update(sim: SimServer, tmp_path: Path) -> None:
+    app = _app(sim, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert _card(app).endpoint == "sim"
+        await wait_for(pilot, lambda: _card(app).data.figures.generation_tokens_per_s is not None)
+        first = len(app.history.endpoint("sim"))
+        await wait_for(pilot, lambda: len(app.history.endpoint("sim")) >= first + 3)
+        data = _card(app).data
+        assert data.status == "up"
+        assert data.reading is not None and data.reading.backend == "vllm"
+        assert "tok/s" in str(_card(app).render())
+        assert app.alerts.threshold("sim") == 0.7  # from the endpoint's config file, not the settings
+
+
+async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServer, tmp_path: Path) -> None:
+    app = _app(sim, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: _card(app).data.figures.acceptance_rate is not None)
+        sim.control(acceptance=[0.05, 0.05])
+        await wait_for(pilot, lambda: any(a.kind == "acceptance_critical" for a in app.alerts.active("sim")))
+        await wait_for(pilot, lambda: "CRIT" in str(_card(app).render()))
+        assert _card(app).has_class("alert-critical")
+        sim.control(acceptance=[0.95, 0.9])
+        await wait_for(pilot, lambda: not app.alerts.active("sim"))
+        cleared = [alert for alert in app.alerts.cleared if alert.kind == "acceptance_critical"]
+        assert cleared and cleared[0].cleared_at is not None and cleared[0].cleared_at > cleared[0].started_at
+
+
+async def test_endpoint_down_shows_down_and_comes_back(sim: SimServer, tmp_path: Path) -> None:
+    app = _app(sim, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: _card(app).data.status == "up")
+        await sim.stop()
+        await wait_for(pilot, lambda: _card(app).data.status == "down")
+        assert "down" in str(_card(app).data.status_content())
+        assert any(alert.kind == "down" for alert in app.alerts.active("sim"))
+        await sim.start()
+        await wait_for(pilot, lambda: _card(app).data.status == "up", timeout_s=60)
+        assert not any(alert.kind == "down" for alert in app.alerts.active("sim"))
+
+
+async def test_detail_screen_tails_the_log(sim: SimServer, tmp_path: Path) -> None:
+    app = _app(sim, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: _card(app).data.status == "up")
+        await pilot.press("enter")
+        assert isinstance(app.screen, DetailScreen)
+        log = app.screen.query_one(LogPane)
+        before = len(log.lines)
+        await wait_for(pilot, lambda: len(log.lines) > before + 2)
+        await wait_for(pilot, lambda: any("SpecDecoding" in line.text for line in log.lines))
+
+
+async def test_record_then_replay_gives_the_same_figures(sim: SimServer, tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    app = _app(sim, tmp_path, record_path=path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(app.history.endpoint("sim")) >= 5)
+        seen_live = app.readings["sim"].figures
+    recorded = [record async for record in read_records(path) if isinstance(record, ReadingRecord)]
+    assert len(recorded) >= 5
+    assert any(record.figures == seen_live for record in recorded)
+    replayed = SpectopApp(Settings(), replay_path=path, replay_speed=0, theme_folders=[themes_dir()],
+                          remember_theme_choice=False)
+    async with replayed.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: replayed.replay_done)
+        assert replayed.readings["sim"].figures == recorded[-1].figures
+        assert replayed.history.endpoint("sim").values("generation_tokens_per_s") == [
+            record.figures.generation_tokens_per_s if record.up else None for record in recorded
+        ]

@@ -1,0 +1,163 @@
+"""The dashboard driven by a deterministic recording: cards, figures, alerts, keys, screens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import wait_for
+from recording_factory import STEPS
+
+from tui.app import SpectopApp
+from tui.screens.alerts import AlertsScreen
+from tui.screens.dashboard import DashboardScreen
+from tui.screens.detail import DetailScreen
+from tui.screens.help import HelpScreen
+from tui.telemetry.recording import ReadingRecord, read_records
+from tui.widgets.endpoint_card import EndpointCard
+from tui.widgets.log_pane import LogPane
+
+
+def _card_text(app: SpectopApp, name: str) -> str:
+    card = next(card for card in app.screen.query(EndpointCard) if card.endpoint == name)
+    return str(card.render())
+
+
+async def test_replay_shows_one_card_per_endpoint_with_the_last_figures(
+    replay_app: Callable[..., SpectopApp], recording: Path
+) -> None:
+    app = replay_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        await pilot.pause()
+        cards = list(app.screen.query(EndpointCard))
+        assert [card.endpoint for card in cards] == ["mtp-on", "mtp-off", "llama-draft"]
+        last = {}
+        async for record in read_records(recording):
+            if isinstance(record, ReadingRecord):
+                last[record.name] = record
+        expected = f"{last['mtp-on'].figures.generation_tokens_per_s:.1f}"
+        assert expected in _card_text(app, "mtp-on")
+        mtp_off = _card_text(app, "mtp-off")
+        assert "accept     –" in mtp_off  # no drafting: a dash, never 0
+        assert len(app.history.endpoint("mtp-on")) == STEPS
+
+
+async def test_replay_raises_and_clears_alerts(replay_app: Callable[..., SpectopApp]) -> None:
+    app = replay_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        active = {(alert.endpoint, alert.kind) for alert in app.alerts.active()}
+        assert active == {("mtp-on", "acceptance_low"), ("mtp-on", "acceptance_critical")}
+        cleared = {(alert.endpoint, alert.kind) for alert in app.alerts.cleared}
+        assert ("llama-draft", "down") in cleared  # went down at step 100, back at 110
+        assert ("llama-draft", "oom") in cleared  # the restart cleared the OOM
+        assert "CRIT" in _card_text(app, "mtp-on")
+        await pilot.press("a")
+        assert isinstance(app.screen, AlertsScreen)
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_keys_move_between_cards_open_detail_and_come_back(
+    replay_app: Callable[..., SpectopApp],
+) -> None:
+    app = replay_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        assert isinstance(app.focused, EndpointCard) and app.focused.endpoint == "mtp-on"
+        await pilot.press("down")
+        assert app.focused.endpoint == "mtp-off"
+        await pilot.press("down", "down")
+        assert app.focused.endpoint == "llama-draft"
+        await pilot.press("up", "enter")
+        assert isinstance(app.screen, DetailScreen) and app.screen.endpoint == "mtp-off"
+        await pilot.press("escape")
+        await pilot.press("up", "enter")
+        detail = app.screen
+        assert isinstance(detail, DetailScreen) and detail.endpoint == "mtp-on"
+        log = detail.query_one(LogPane)
+        await wait_for(pilot, lambda: len(log.lines) > 0)
+        assert any("SpecDecoding" in line.text for line in log.lines)
+        await pilot.press("3")
+        assert detail.window_s == 1800.0
+        await pilot.press("f")
+        assert log.follow is False
+        await pilot.press("slash")
+        await pilot.press(*"throughput")
+        await pilot.pause()
+        assert log.lines and all("throughput" in line.text for line in log.lines)
+        await pilot.press("escape")  # clears the filter
+        await pilot.pause()
+        assert any("SpecDecoding" in line.text for line in log.lines)
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_help_pause_speed_and_filter(replay_app: Callable[..., SpectopApp]) -> None:
+    app = replay_app(replay_speed=1.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.press("p")
+        assert app.replay_clock is not None and app.replay_clock.paused
+        assert "PAUSED" in app.sub_title
+        await pilot.press("plus", "plus")
+        assert app.replay_clock.speed == 4.0
+        await pilot.press("minus")
+        assert app.replay_clock.speed == 2.0
+        await pilot.press("p")
+        assert not app.replay_clock.paused
+        await wait_for(pilot, lambda: len(list(app.screen.query(EndpointCard))) == 3)
+        await pilot.press("slash", *"llama", "enter")
+        visible = [card.endpoint for card in app.screen.query(EndpointCard) if card.display]
+        assert visible == ["llama-draft"]
+        await pilot.press("escape")
+        assert all(card.display for card in app.screen.query(EndpointCard))
+
+
+async def test_theme_cycles_and_is_remembered(
+    replay_app: Callable[..., SpectopApp], tmp_path: Path
+) -> None:
+    app = replay_app(remember_theme_choice=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.theme == "spectop-dark"
+        await pilot.press("t")
+        assert app.theme == "spectop-high-contrast"
+        await wait_for(pilot, lambda: (tmp_path / "config-home" / "spectop" / "state.json").is_file())
+    again = replay_app(remember_theme_choice=True)
+    async with again.run_test(size=(80, 24)):
+        assert again.theme == "spectop-high-contrast"
+
+
+async def test_screenshot_goes_into_the_current_folder(
+    replay_app: Callable[..., SpectopApp], tmp_path: Path, monkeypatch: object
+) -> None:
+    import pytest
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.chdir(tmp_path)
+    app = replay_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: any(tmp_path.glob("spectop_screenshot_*.svg")))
+    svg = next(tmp_path.glob("spectop_screenshot_*.svg")).read_text(encoding="utf-8")
+    assert "mtp-on" in svg
+
+
+async def test_a_broken_recording_line_is_reported_not_fatal(tmp_path: Path) -> None:
+    from tui.paths import themes_dir
+    from tui.settings import Settings
+
+    path = tmp_path / "bad.jsonl"
+    good = ReadingRecord(name="x", time=1.0, up=True).model_dump_json()
+    path.write_text(f"{good}\n{{oops\n{good}\n", encoding="utf-8")
+    app = SpectopApp(Settings(), replay_path=path, replay_speed=0, theme_folders=[themes_dir()],
+                     remember_theme_choice=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        messages = [notification.message for notification in app._notifications]
+        assert any("bad.jsonl:2: not JSON" in message for message in messages)
+        assert [card.endpoint for card in app.screen.query(EndpointCard)] == ["x"]
