@@ -47,12 +47,17 @@ class ReplayFinished(Message):
 
 
 class ConfigFieldEdited(Message):
-    """A form field of the config editor was changed by the user; `value` is text, a bool or None (unset)."""
+    """A form field of the config editor was changed by the user; `value` is text, a bool or None (unset).
 
-    def __init__(self, path: tuple[str, ...], value: str | bool | None) -> None:
+    `commit` is False while typing (validate only) and True on enter, on leaving the field, or for
+    switches and selects (apply to the document).
+    """
+
+    def __init__(self, path: tuple[str, ...], value: str | bool | None, commit: bool = True) -> None:
         super().__init__()
         self.path = path
         self.value = value
+        self.commit = commit
 
 
 class RestartOutput(Message):

@@ -98,6 +98,7 @@ class EditorScreen(Screen[None]):
         self._undo: list[tuple[KeyPath, Any]] = []
         self._raw_shown_text = ""
         self._rows: dict[KeyPath, ConfigFieldRow] = {}
+        self.loaded = False  # True once the file is shown (tests and callers can wait for it)
 
     # --- layout --------------------------------------------------------------------------------------------
 
@@ -147,6 +148,7 @@ class EditorScreen(Screen[None]):
         else:
             self.set_status(f"opened {self.path} ({KIND_TITLES[self.kind]})")
             self.action_show_tab("form")
+        self.loaded = True
 
     async def _build_form(self) -> None:
         form = self.query_one("#form-fields", VerticalScroll)
@@ -274,41 +276,57 @@ class EditorScreen(Screen[None]):
 
     def on_config_field_edited(self, message: ConfigFieldEdited) -> None:
         message.stop()
-        row = self._rows.get(message.path)
+        self.apply_field(message.path, message.value, commit=message.commit)
+
+    def apply_field(self, path: KeyPath, value: str | bool | None, *, commit: bool = True) -> bool:
+        """Validate a form value; when `commit`, apply it to the document. False when invalid."""
+        row = self._rows.get(path)
         if row is None or self.document is None or self.kind is None:
-            return
-        spec = field_spec(self.kind, message.path)
-        current = self._value(message.path)
-        value = message.value
+            return False
+        spec = field_spec(self.kind, path)
+        current = self._value(path)
+        message_path = path
         try:
             if value == "":
                 # Clearing an input while retyping must not move the key: it is kept until a value is typed.
                 hint = None if current is MISSING else "empty: the key keeps its value; type a new one"
                 row.set_error(hint)
-                return
+                return hint is None
             if value is None:
                 if current is MISSING:
                     row.set_error(None)
-                    return
+                    return True
                 if spec is not None and spec.required:
                     row.set_error("required: this field cannot be empty")
-                    return
-                new_document = self.document.without(message.path)
+                    return False
+                new_document = self.document.without(message_path)
             else:
-                typed = typed_value(value, self.kind, message.path) if isinstance(value, str) else value
+                typed = typed_value(value, self.kind, message_path) if isinstance(value, str) else value
                 if current is not MISSING and typed == current and type(typed) is type(current):
                     row.set_error(None)
-                    return
-                new_document = set_value(self.document, message.path, typed)
+                    return True
+                new_document = set_value(self.document, message_path, typed)
         except ConfigError as error:
-            reason = str(error).split(" is invalid: ", 1)[-1].removeprefix(f"{dotted(message.path)}: ")
+            reason = str(error).split(" is invalid: ", 1)[-1].removeprefix(f"{dotted(message_path)}: ")
             row.set_error(reason)
-            return
+            return False
         row.set_error(None)
-        if not self._undo or self._undo[-1][0] != message.path:
-            self._undo.append((message.path, current))
-        self._set_document(new_document, origin=message.path)
-        self.set_status(f"{dotted(message.path)} changed (ctrl+z undoes, ctrl+s saves)")
+        if not commit:
+            self.set_status(f"{dotted(path)}: valid; enter applies it")
+            return True
+        if not self._undo or self._undo[-1][0] != path:
+            self._undo.append((path, current))
+        self._set_document(new_document, origin=path)
+        self.set_status(f"{dotted(path)} changed (ctrl+z undoes, ctrl+s saves)")
+        return True
+
+    def _commit_pending_fields(self) -> KeyPath | None:
+        """Apply text typed into the form but not yet applied; the first invalid field, or None."""
+        for path, row in self._rows.items():
+            text = row.pending_text
+            if text is not None and not self.apply_field(path, text):
+                return path
+        return None
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         text = event.text_area.text
@@ -432,6 +450,12 @@ class EditorScreen(Screen[None]):
 
     def _blocking_issue(self) -> str | None:
         """Why the current text must not be saved (and where the cursor goes), or None."""
+        if self.document is not None:
+            invalid_field = self._commit_pending_fields()
+            if invalid_field is not None:
+                self.query_one(TabbedContent).active = "form"
+                self._rows[invalid_field].query_one("#value").focus()
+                return f"cannot save: {dotted(invalid_field)} holds an invalid value"
         if self.document is None:
             self._goto_syntax_error()
             return "cannot save: the file does not parse"
