@@ -105,3 +105,11 @@ def test_missing_model_is_a_clear_error() -> None:
         render_launch("vllm_toml", {"speculative": {}})
     with pytest.raises(ConfigError, match="model_path"):
         render_launch("sglang_json", {"tp_size": 1})
+
+
+def test_sim_section_never_reaches_a_server() -> None:
+    sglang = {"model_path": "m", "sim": {"step_base_ms": 2.0}}
+    assert "--sim" not in sglang_cli(sglang).argv
+    assert "sim" not in render_launch("sglang_json", sglang, "yaml")
+    vllm = {"model": {"name": "m"}, "sim": {"step_base_ms": 2.0}}
+    assert "sim" not in render_launch("vllm_toml", vllm, multi_line=False)

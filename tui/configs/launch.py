@@ -17,6 +17,8 @@ from tui.configs.errors import ConfigError
 
 LaunchFormat = Literal["cli", "yaml"]
 
+# spectop's own sections (the simulator's knobs): never passed to a server.
+_SPECTOP_SECTIONS = {"sim"}
 # spectop's own keys in [speculative]: never passed to vLLM.
 _SPECTOP_ONLY = {"enabled", "acceptance_threshold"}
 # Keys vLLM no longer takes; translated into --speculative-config instead.
@@ -141,7 +143,8 @@ def sglang_cli(data: dict[str, Any]) -> LaunchCommand:
         raise ConfigError("model_path is missing: sglang.launch_server needs --model-path")
     groups = [["python", "-m", "sglang.launch_server"]]
     for key, value in data.items():
-        _add_flag(groups, key, value, set())
+        if key not in _SPECTOP_SECTIONS:
+            _add_flag(groups, key, value, set())
     return LaunchCommand(groups)
 
 
@@ -150,7 +153,7 @@ def sglang_yaml(data: dict[str, Any]) -> str:
         raise ConfigError("model_path is missing: sglang.launch_server needs --model-path")
     lines = ["# python -m sglang.launch_server --config config.yaml  (YAML only, dashed keys)"]
     for key, value in data.items():
-        if value is not None:
+        if value is not None and key not in _SPECTOP_SECTIONS:
             lines.append(_yaml_entry(key.replace("_", "-"), value, ""))
     return "\n".join(lines) + "\n"
 

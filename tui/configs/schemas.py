@@ -127,8 +127,13 @@ class SglangConfig(BaseModel):
     enable_dp_attention: bool | None = Field(None, description="data-parallel attention")
     enable_mixed_chunk: bool | None = Field(None, description="mix prefill and decode (forced off by spec)")
     trust_remote_code: bool | None = Field(None, description="run the checkpoint's own model code")
+    served_model_name: str | None = Field(None, description="model id in the API and the metrics label")
+    context_length: int | None = Field(None, ge=1, description="context length in tokens (default: model's)")
+    page_size: int | None = Field(None, ge=1, description="tokens per KV page")
     host: str | None = Field(None, description="listen address (default 127.0.0.1)")
     port: int | None = Field(None, ge=1, le=65535, description="listen port (default 30000)")
+
+    sim: dict[str, Any] | None = Field(None, description="spectop simulator knobs (free-form)")
 
     @field_validator("speculative_algorithm")
     @classmethod
