@@ -377,3 +377,20 @@ def test_figure_derivation_never_raises(first: list[Sample], last: list[Sample],
 def test_arbitrary_pages_never_raise_anything_but_format_errors(first: str, last: str) -> None:
     with contextlib.suppress(MetricsFormatError):
         figures_between(scrape(first, 0.0), scrape(last, 1.0))
+
+
+def test_sglang_priority_parts_are_not_added_to_the_total() -> None:
+    def page(total: float) -> str:
+        labels = 'engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"'
+        return (
+            f'sglang:realtime_tokens_total{{{labels},mode="decode",priority=""}} {total}\n'
+            f'sglang:realtime_tokens_total{{{labels},mode="decode",priority="1"}} {total * 0.25}\n'
+            f'sglang:realtime_tokens_total{{{labels},mode="decode",priority="2"}} {total * 0.75}\n'
+            f'sglang:num_running_reqs{{{labels},priority=""}} 4\n'
+            f'sglang:num_running_reqs{{{labels},priority="1"}} 1\n'
+            f'sglang:num_running_reqs{{{labels},priority="2"}} 3\n'
+        )
+
+    f = figures_between(scrape(page(1000), 0.0), scrape(page(2000), 10.0))
+    assert f.generation_tokens_per_s == pytest.approx(100.0)
+    assert f.running == 4.0

@@ -5,7 +5,7 @@ series carry `tp_rank` (plus `pp_rank`, `moe_ep_rank`, and `dp_rank` with DP
 attention); constants and some histograms are written once per TP rank. Of
 series that differ only in `tp_rank` / `moe_ep_rank` / `pid`, spectop keeps the
 lowest `tp_rank` (tp_rank 0, or the first rank of each DP group), then sums
-over DP ranks.
+over DP ranks. With priority scheduling only the `priority=""` totals are read.
 
 Acceptance: mean acceptance length over the window from counters
 (Δgeneration_tokens / Δspec_verify_calls, finished requests), the rate from it
@@ -96,8 +96,21 @@ def _identity(sample: Sample, rank_text: str) -> tuple[_Identity, int]:
     return identity, rank
 
 
+def _drop_per_priority(selected: list[tuple[Sample, Metric]]) -> list[tuple[Sample, Metric]]:
+    """With priority scheduling the total is under priority="" and parts under priority="<n>"."""
+    with_total = {sample.name for sample, _ in selected if sample.labels.get("priority") == ""}
+    if not with_total:
+        return selected
+    return [
+        pair
+        for pair in selected
+        if pair[0].name not in with_total or not pair[0].labels.get("priority", "")
+    ]
+
+
 def keep_first_tp_rank(selected: list[tuple[Sample, Metric]]) -> list[tuple[Sample, Metric]]:
-    """Drop copies of a series written by TP ranks other than the lowest one."""
+    """Drop copies of a series written by TP ranks other than the lowest one (and per-priority parts)."""
+    selected = _drop_per_priority(selected)
     lowest: dict[_Identity, int] = {}
     ranked: list[tuple[_Identity, int] | None] = []
     for sample, _ in selected:
