@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
+from openai import AsyncOpenAI
 from prometheus_client.parser import text_string_to_metric_families
 
 
@@ -71,3 +73,20 @@ async def scrape(base_url: str) -> dict[str, list[tuple[dict[str, str], float]]]
 @pytest.fixture
 def reference_samples() -> Path:
     return Path("/work/shared/reference/samples")
+
+
+_OPEN_CLIENTS: list[AsyncOpenAI] = []
+
+
+def client_for(base_url: str, key: str = "unused") -> AsyncOpenAI:
+    """An official openai client for a sim; closed automatically when the test ends."""
+    client = AsyncOpenAI(base_url=base_url + "/v1", api_key=key, max_retries=0)
+    _OPEN_CLIENTS.append(client)
+    return client
+
+
+@pytest.fixture(autouse=True)
+async def _close_openai_clients() -> AsyncIterator[None]:
+    yield
+    while _OPEN_CLIENTS:
+        await _OPEN_CLIENTS.pop().close()

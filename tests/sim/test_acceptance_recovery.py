@@ -12,9 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
-from openai import AsyncOpenAI
 
-from tests.sim.conftest import scrape, value, write_vllm_config
+from tests.sim.conftest import client_for, scrape, value, write_vllm_config
 from tui.sim.behaviour import expected_tokens_per_step
 from tui.sim.server import SimServer
 
@@ -22,7 +21,7 @@ ACCEPTANCE = [0.8, 0.6, 0.5]
 
 
 async def _load(sim: SimServer, requests: int, concurrency: int = 8) -> None:
-    client = AsyncOpenAI(base_url=sim.base_url + "/v1", api_key="unused", max_retries=0)
+    client = client_for(sim.base_url)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(index: int) -> None:
@@ -101,7 +100,7 @@ async def test_sglang_gauges_and_counters_recover_acceptance(tmp_path: Path) -> 
     generated = value(page, "sglang:generation_tokens_total")
     verify = value(page, "sglang:spec_verify_calls_total")
     expected = expected_tokens_per_step(ACCEPTANCE)
-    # completion tokens per verify call (first token free, last step cut by max_tokens): close to the mean length
+    # completion tokens per verify call (first token free, last step cut short): close to the mean length
     assert abs(generated / verify - expected) < 0.15
     lengths = [float(m) for m in re.findall(r"accept len: ([\d.]+)", log.read_text())]
     assert len(lengths) > 10

@@ -1,4 +1,4 @@
-"""Every flavour's /metrics parses with prometheus_client and has the reference's names, HELP text and buckets."""
+"""Every flavour's /metrics parses with prometheus_client and has the reference's names, HELP and buckets."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import re
 from pathlib import Path
 
 import httpx
-from openai import AsyncOpenAI
 
-from tests.sim.conftest import samples, value, write_vllm_config
+from tests.sim.conftest import client_for, samples, value, write_vllm_config
 from tui.sim.server import SimServer
 
 REFERENCE = Path("/work/shared/reference/samples")
@@ -31,7 +30,7 @@ def _bucket_bounds(text: str, name: str) -> list[str]:
 
 
 async def _traffic(sim: SimServer, requests: int = 3) -> None:
-    client = AsyncOpenAI(base_url=sim.base_url + "/v1", api_key="unused", max_retries=0)
+    client = client_for(sim.base_url)
     for index in range(requests):
         await client.chat.completions.create(
             model=sim.model,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from openai import AsyncOpenAI
 
+from tests.sim.conftest import client_for
 from tui.sim.server import SimServer
 from tui.sim.tokens import count_tokens
 
@@ -14,7 +14,7 @@ FLAVORS = ["vllm", "sglang", "llamacpp"]
 @pytest.mark.parametrize("flavor", FLAVORS)
 async def test_chat_and_completions_streaming_and_not(flavor: str) -> None:
     async with SimServer(flavor=flavor) as sim:
-        client = AsyncOpenAI(base_url=sim.base_url + "/v1", api_key="unused", max_retries=0)
+        client = client_for(sim.base_url)
         models = await client.models.list()
         model = models.data[0].id
         assert model == sim.model
@@ -68,7 +68,7 @@ async def test_chat_and_completions_streaming_and_not(flavor: str) -> None:
 
 async def test_temperature_varies_with_seed_and_stop_strings() -> None:
     async with SimServer() as sim:
-        client = AsyncOpenAI(base_url=sim.base_url + "/v1", api_key="unused", max_retries=0)
+        client = client_for(sim.base_url)
 
         async def ask(**kwargs: object) -> str:
             result = await client.completions.create(

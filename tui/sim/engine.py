@@ -124,6 +124,10 @@ class EngineObserver:
     def request_finished(self, request: SimRequest) -> None:
         return None
 
+    def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:
+        """Between steps (e.g. an abort while idle), so gauges do not go stale."""
+        return None
+
 
 @dataclass
 class EngineTotals:
@@ -283,6 +287,7 @@ class SimEngine:
             await asyncio.wait_for(self._wake.wait(), timeout=max(0.001, min(0.05, ready_at - now)))
 
     def _drop_aborted(self, now: float) -> None:
+        dropped = any(request.aborted for request in self.running) or any(r.aborted for r in self.waiting)
         for request in [r for r in self.running if r.aborted]:
             self.running.remove(request)
             self._finish(request, "abort", now)
@@ -292,6 +297,10 @@ class SimEngine:
                 if request.aborted:
                     self._finish(request, "abort", now)
             self.waiting = deque(kept)
+        if dropped:
+            running, waiting, used = len(self.running), len(self.waiting), self.kv_used_tokens
+            for observer in self.observers:
+                observer.load_changed(running, waiting, used, self.kv_capacity_tokens)
 
     def _admit(self, now: float) -> list[SimRequest]:
         admitted: list[SimRequest] = []
@@ -352,6 +361,9 @@ class SimEngine:
             request.last_token_at = end
             records.append(StepRecord(request, emitted, k, accepted, False, gap))
         self.running.extend(admitted)
+        finished_now = [r.request for r in records if r.request.generated >= r.request.target_tokens]
+        for request in finished_now:
+            self.running.remove(request)  # stats after the step count finished requests out, as vLLM's do
         self.totals.steps += 1
         self.totals.busy_model_s += model_s
         self.totals.generated_tokens += sum(record.emitted for record in records)
@@ -373,7 +385,6 @@ class SimEngine:
             done = request.generated >= request.target_tokens
             request.outbox.put_nowait(Delivery(request.generated - record.emitted, request.generated, done))
             if done:
-                self.running.remove(request)
                 reason = "stop" if request.natural_stop else "length"
                 self._finish(request, reason, end)
 

@@ -76,6 +76,9 @@ class LlamacppRecorder(MetricsRecorder):
             self.values["n_tokens_max"] = max(self.values["n_tokens_max"], length)
         self.running, self.waiting = report.running, report.waiting
 
+    def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:
+        self.running, self.waiting = running, waiting
+
     def request_finished(self, request: SimRequest) -> None:
         if request.first_token_at is None or request.finished_at is None:
             return

@@ -344,6 +344,9 @@ class SglangRecorder(MetricsRecorder, Collector):
             kv_evictable_tokens=evictable,
         )
 
+    def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:
+        self.gauges.update(num_running_reqs=running, num_queue_reqs=waiting)
+
     def request_finished(self, request: SimRequest) -> None:
         if request.first_token_at is None or request.finished_at is None:
             return

@@ -436,6 +436,9 @@ class VllmRecorder(MetricsRecorder):
         self.iteration_tokens.observe(computed + generated)
         self.set_load(report.running, report.waiting, report.kv_used_tokens / report.kv_capacity_tokens)
 
+    def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:
+        self.set_load(running, waiting, kv_used_tokens / kv_capacity_tokens)
+
     def set_load(self, running: int, waiting: int, kv_usage: float) -> None:
         self.running.set(running)
         self.waiting.set(waiting)

@@ -1,0 +1,120 @@
+"""The behaviour model: speculation speeds decoding up at low load, less at high load; greedy output is
+identical with speculation on and off, and differs in lossy mode; content changes acceptance; queueing."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tests.sim.conftest import client_for, scrape, value, write_vllm_config
+from tui.sim.faults import FaultSettings
+from tui.sim.server import SimServer
+from tui.sim.tokens import content_factor
+
+PROMPTS = [
+    "Implement a thread-safe LRU cache in Python with expiry.",
+    "Explain the history of the printing press to a child.",
+    "def parse(line):\n    key, _, value = line.partition('=')\n    return key.strip(), value.strip()\n",
+    "List three reasons why the sky looks blue.",
+]
+
+
+async def _decode_rate(config: Path, concurrency: int, requests: int) -> float:
+    """Simulated decode tokens per model-second (independent of wall-clock jitter)."""
+    async with SimServer(config_path=config, speed=10.0) as sim:
+        client = client_for(sim.base_url)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(index: int) -> None:
+            async with gate:
+                await client.completions.create(
+                    model=sim.model,
+                    prompt=PROMPTS[index % len(PROMPTS)],
+                    max_tokens=128,
+                    temperature=0,
+                    extra_body={"ignore_eos": True},
+                )
+
+        await asyncio.gather(*(one(index) for index in range(requests)))
+        assert sim.engine is not None
+        totals = sim.engine.totals
+        return totals.generated_tokens / totals.busy_model_s
+
+
+async def test_speculation_gain_shrinks_with_concurrency(tmp_path: Path) -> None:
+    on = write_vllm_config(tmp_path / "on.toml", k=2)
+    off = write_vllm_config(tmp_path / "off.toml", k=2, enabled=False)
+    gain_low = await _decode_rate(on, 1, 6) / await _decode_rate(off, 1, 6)
+    gain_high = await _decode_rate(on, 32, 64) / await _decode_rate(off, 32, 64)
+    assert gain_low > 1.4
+    assert 1.0 < gain_high < gain_low
+
+
+async def _greedy_outputs(config: Path, faults: FaultSettings | None = None) -> list[str]:
+    async with SimServer(config_path=config, faults=faults) as sim:
+        client = client_for(sim.base_url)
+        outputs = []
+        for prompt in PROMPTS:
+            result = await client.chat.completions.create(
+                model=sim.model, messages=[{"role": "user", "content": prompt}], max_tokens=96, temperature=0
+            )
+            outputs.append(result.choices[0].message.content or "")
+        return outputs
+
+
+async def test_greedy_identical_on_and_off_but_not_in_lossy_mode(tmp_path: Path) -> None:
+    on = write_vllm_config(tmp_path / "on.toml", k=3)
+    off = write_vllm_config(tmp_path / "off.toml", enabled=False)
+    reference = await _greedy_outputs(off)
+    assert await _greedy_outputs(on) == reference
+    lossy = await _greedy_outputs(on, FaultSettings(lossy_rate=0.2))
+    assert lossy != reference
+    assert all(len(a) > 0 for a in lossy)
+
+
+def test_code_and_repetition_accept_more_than_prose() -> None:
+    code = "for item in items:\n    if item.key in cache:\n        result.append(cache[item.key])\n"
+    repeated = "the cat sat on the mat. the cat sat on the mat. the cat sat on the mat."
+    prose = "Describe how a glacier shapes a valley over many thousands of years, with examples."
+    assert content_factor(code) > content_factor(prose)
+    assert content_factor(repeated) > content_factor(prose)
+    assert content_factor(code, effect=0.0) == content_factor(prose, effect=0.0) == 1.0
+
+
+async def test_requests_beyond_max_num_seqs_wait(tmp_path: Path) -> None:
+    config = write_vllm_config(tmp_path / "c.toml", max_num_seqs=2, sim="step_base_ms = 10.0")
+    async with SimServer(config_path=config) as sim:
+        client = client_for(sim.base_url)
+        jobs = [
+            asyncio.create_task(
+                client.completions.create(
+                    model=sim.model,
+                    prompt=f"p{i}",
+                    max_tokens=300,
+                    temperature=0,
+                    extra_body={"ignore_eos": True},
+                )
+            )
+            for i in range(6)
+        ]
+        for _ in range(100):  # until all six have arrived
+            page = await scrape(sim.base_url)
+            if value(page, "vllm:num_requests_running") + value(page, "vllm:num_requests_waiting") == 6:
+                break
+            await asyncio.sleep(0.02)
+        assert value(page, "vllm:num_requests_running") == 2
+        assert value(page, "vllm:num_requests_waiting") == 4
+        await asyncio.gather(*jobs)
+        page = await scrape(sim.base_url)
+        assert value(page, "vllm:request_queue_time_seconds_count") == 6
+
+
+async def test_ttft_higher_with_speculation_and_longer_prompts(tmp_path: Path) -> None:
+    from tui.sim.behaviour import Behaviour
+    from tui.sim.config import load_sim_config
+
+    on = Behaviour.from_config(load_sim_config(write_vllm_config(tmp_path / "on.toml", k=2)))
+    off = Behaviour.from_config(load_sim_config(write_vllm_config(tmp_path / "off.toml", enabled=False)))
+    assert on.prefill_s(1000) > off.prefill_s(1000) > off.prefill_s(100)
+    assert on.decode_step_s(1) > off.decode_step_s(1)
+    assert off.decode_step_s(64) > off.decode_step_s(1)
