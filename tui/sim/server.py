@@ -189,6 +189,7 @@ class SimServer:
                 raise SimStartupError(f"cannot serve on {self.base_url}: {self._serve_task.exception()}")
             await asyncio.sleep(0.01)
         log.ready(self.host, self.port)
+        await log.flush()  # tailers see readiness at once
         self._tasks = [
             asyncio.create_task(
                 run_background_load(

@@ -1,0 +1,170 @@
+"""`spectop sim` as a process (ready line, SIGTERM, SIGHUP), restarts in-process, and sims side by side."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.sim.conftest import client_for, scrape, value, write_vllm_config
+from tui.sim.config import SimStartupError
+from tui.sim.server import SimServer
+
+READY_PREFIX = "spectop sim: "
+
+
+def _spawn(*args: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui", "sim", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if not line.startswith(READY_PREFIX):
+        process.kill()
+        _, err = process.communicate(timeout=5)
+        pytest.fail(f"no ready line: {line!r} {err!r}")
+    return process, line.rsplit(" ", 1)[1]
+
+
+def _wait_health(url: str, expect: int, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/health", timeout=1.0).status_code == expect:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    pytest.fail(f"{url}/health never answered {expect}")
+
+
+def test_sigterm_stops_within_a_second(tmp_path: Path) -> None:
+    process, url = _spawn(
+        "--flavor", "sglang", "--log-file", str(tmp_path / "s.log"), "--background-load", "20"
+    )
+    assert url.startswith("http://127.0.0.1:")
+    assert httpx.get(url + "/health", timeout=2.0).status_code == 200
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=5) == 0
+    assert time.monotonic() - started < 1.0
+    assert "The server is fired up and ready to roll!" in (tmp_path / "s.log").read_text()
+
+
+def test_sighup_restart_rereads_config_and_oom_exits(tmp_path: Path) -> None:
+    config = write_vllm_config(tmp_path / "config.toml", k=2)
+    log = tmp_path / "server.log"
+    process, url = _spawn("--config", str(config), "--log-file", str(log))
+    try:
+        httpx.post(
+            url + "/v1/completions", json={"prompt": "x", "max_tokens": 20}, timeout=5.0
+        ).raise_for_status()
+        page = httpx.get(url + "/metrics", timeout=5.0).text
+        assert "vllm:spec_decode_num_drafts_total" in page
+        write_vllm_config(config, enabled=False)  # the user turns speculation off, then restarts
+        process.send_signal(signal.SIGHUP)
+        time.sleep(0.3)
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(url + "/health", timeout=1.0)
+        _wait_health(url, 200)
+        page = httpx.get(url + "/metrics", timeout=5.0).text
+        assert "vllm:spec_decode_num_drafts_total" not in page  # new settings applied
+        assert 'vllm:generation_tokens_total{engine="0",model_name="deepseek-ai/DeepSeek-V3"} 0.0' in page
+        assert log.read_text().count("Application startup complete.") == 2
+        write_vllm_config(config, k=8, gpu_memory_utilization=0.95)
+        process.send_signal(signal.SIGHUP)
+        assert process.wait(timeout=10) == 1
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = log.read_text()
+    assert "torch.OutOfMemoryError" in text
+    assert process.stderr is not None and "out of memory" in process.stderr.read()
+
+
+def test_startup_oom_exits_non_zero(tmp_path: Path) -> None:
+    config = write_vllm_config(tmp_path / "config.toml", k=8, gpu_memory_utilization=0.93)
+    result = subprocess.run(
+        [sys.executable, "-m", "tui", "sim", "--port", "0", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1
+    assert "out of memory" in result.stderr
+    assert "listening" not in result.stdout
+
+
+async def test_in_process_restart_keeps_port_and_resets_counters(tmp_path: Path) -> None:
+    async with SimServer(flavor="llamacpp") as sim:
+        sim.restart_down_s = 0.3
+        base_url = sim.base_url
+        await client_for(sim.base_url).completions.create(model=sim.model, prompt="x", max_tokens=8)
+        assert value(await scrape(sim.base_url), "llamacpp:tokens_predicted_total") == 8
+        restart = asyncio.create_task(sim.restart())
+        await asyncio.sleep(0.15)
+        async with httpx.AsyncClient() as client:
+            with pytest.raises(httpx.ConnectError):
+                await client.get(base_url + "/health")
+        await restart
+        assert sim.base_url == base_url
+        assert value(await scrape(sim.base_url), "llamacpp:tokens_predicted_total") == 0
+        greedy = write_vllm_config(tmp_path / "greedy.toml", k=8, gpu_memory_utilization=0.97)
+        with pytest.raises(SimStartupError):
+            await sim.restart(greedy)
+
+
+async def test_many_sims_side_by_side() -> None:
+    flavors = ["vllm", "sglang", "llamacpp"] * 5 + ["vllm"]
+    sims = [SimServer(flavor=flavor, seed=index) for index, flavor in enumerate(flavors)]
+    await asyncio.gather(*(sim.start() for sim in sims))
+    try:
+        assert len({sim.base_url for sim in sims}) == 16
+        results = await asyncio.gather(
+            *(
+                client_for(sim.base_url).chat.completions.create(
+                    model=sim.model,
+                    messages=[{"role": "user", "content": "hi"}],
+                    max_tokens=16,
+                    temperature=0,
+                )
+                for sim in sims
+            )
+        )
+        assert all(result.usage is not None and result.usage.completion_tokens == 16 for result in results)
+        assert (
+            len({result.choices[0].message.content for result in results}) == 1
+        )  # greedy: same prompt, same text
+    finally:
+        await asyncio.gather(*(sim.stop() for sim in sims))
+
+
+def test_help_lists_the_flags() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tui", "sim", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    for flag in (
+        "--flavor",
+        "--background-load",
+        "--log-interval",
+        "--error-rate",
+        "--lossy",
+        "--api-key-env",
+    ):
+        assert flag in result.stdout
