@@ -14,7 +14,7 @@ from tui.telemetry.backends import detect_backend
 from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.prometheus import MetricsFormatError, Sample, parse_metrics_text
 from tui.telemetry.scraper import Scrape
-from tui.telemetry.window import figures_between
+from tui.telemetry.window import ScrapeWindow, figures_between
 
 
 def scrape(text: str, at: float) -> Scrape:
@@ -184,6 +184,17 @@ def test_multi_engine_multi_model_vllm_sums_counts_and_averages_fractions() -> N
     assert f.kv_cache_usage == pytest.approx(0.4)
     # Buckets merged over the three series: 35 of 42 under 0.1 s.
     assert f.ttft_p50_s == pytest.approx(0.1 * 21 / 35)
+
+    window = ScrapeWindow(window_s=60.0)
+    window.add(scrape(_vllm_engine_page(state(1)), 0.0))
+    window.add(scrape(_vllm_engine_page(state(2)), 10.0))
+    assert window.figures() == f
+    by_model = window.figures_by_model()
+    assert set(by_model) == {"a", "b"}
+    assert by_model["a"].generation_tokens_per_s == pytest.approx(400.0)
+    assert by_model["a"].running == 8.0 and by_model["a"].kv_cache_usage == pytest.approx(0.3)
+    assert by_model["b"].acceptance_rate == pytest.approx(0.5)
+    assert by_model["b"].running == 1.0 and by_model["b"].kv_cache_usage == pytest.approx(0.6)
 
 
 # --- SGLang ranks -------------------------------------------------------------------------------------------

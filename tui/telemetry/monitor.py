@@ -11,7 +11,7 @@ import json
 import time
 
 import httpx
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tui.settings import EndpointSettings
 from tui.telemetry.figures import Figures
@@ -37,6 +37,8 @@ class EndpointReading(BaseModel):
     window_s: float  # seconds actually covered by the figures (0 until two scrapes)
     figures: Figures
     consecutive_failures: int
+    # Figures per model_name when the server serves several models (else empty).
+    per_model: dict[str, Figures] = Field(default_factory=dict)
 
 
 class _ModelCard(BaseModel):
@@ -163,8 +165,9 @@ class EndpointMonitor:
             self.consecutive_failures += 1
         try:
             figures = self.window.figures()
+            per_model = self.window.figures_by_model()
         except Exception:  # defensive: derivation must not break polling
-            figures = Figures()
+            figures, per_model = Figures(), {}
         backend = self.window.backend or scrape.backend
         if backend is None and self.endpoint.backend == "openai":
             backend = "openai"
@@ -179,4 +182,5 @@ class EndpointMonitor:
             window_s=round(self.window.span_s, 3),
             figures=figures,
             consecutive_failures=self.consecutive_failures,
+            per_model=per_model,
         )

@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from tui.telemetry.backends import Backend, backend_module, segment_extras_of
-from tui.telemetry.backends.base import CounterKey, Delta, Reading
+from tui.telemetry.backends.base import CounterKey, Delta, Reading, delta_of_model
 from tui.telemetry.figures import Figures
 from tui.telemetry.scraper import Scrape
 
@@ -141,12 +141,31 @@ class ScrapeWindow:
         while len(self._entries) > 1 and self._entries[0].monotonic < oldest_allowed:
             self._entries.popleft()
 
+    def _delta(self) -> Delta | None:
+        segments = [entry.segment for entry in list(self._entries)[1:] if entry.segment is not None]
+        return _sum_segments(segments)
+
     def figures(self) -> Figures:
         if self._backend is None or not self._entries:
             return Figures()
-        entries = list(self._entries)
-        segments = [entry.segment for entry in entries[1:] if entry.segment is not None]
-        return self._backend.derive(_sum_segments(segments), entries[-1].reading)
+        return self._backend.derive(self._delta(), self._entries[-1].reading)
+
+    def figures_by_model(self) -> dict[str, Figures]:
+        """Figures per model_name when the server serves several models (else empty)."""
+        if self._backend is None or not self._entries:
+            return {}
+        return _figures_by_model(self._backend, self._delta(), self._entries[-1].reading)
+
+
+def _figures_by_model(backend: Backend, delta: Delta | None, last: Reading) -> dict[str, Figures]:
+    if len(last.models) < 2:
+        return {}
+    result = {}
+    for model in last.models:
+        model_delta = delta_of_model(delta, model) if delta is not None else None
+        gauges = last.model_gauges.get(model, {})
+        result[model] = backend.derive(model_delta, Reading(counters={}, gauges=gauges, models=(model,)))
+    return result
 
 
 def figures_between(first: Scrape, last: Scrape, backend: str | None = None) -> Figures:

@@ -56,6 +56,8 @@ class Reading:
     counters: Mapping[CounterKey, float]
     gauges: Mapping[str, float]
     models: tuple[str, ...] = ()
+    # Gauges per model_name, kept only when the page serves several models.
+    model_gauges: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     # Changes when the server restarted (process start time, `_created` stamps).
     restart_marker: float | None = None
 
@@ -174,6 +176,7 @@ def extract(
     counters: dict[CounterKey, float] = {}
     gauge_values: dict[str, list[float]] = {}
     gauge_kinds: dict[str, Kind] = {}
+    model_gauge_values: dict[str, dict[str, list[float]]] = {}
     isfinite = math.isfinite
     for sample, metric in selected:
         value = sample.value
@@ -190,11 +193,37 @@ def extract(
         else:
             gauge_values.setdefault(target, []).append(value)  # type: ignore[arg-type]
             gauge_kinds[target] = kind  # type: ignore[index]
+            if model is not None:
+                per_model = model_gauge_values.setdefault(model, {})
+                per_model.setdefault(target, []).append(value)  # type: ignore[arg-type]
+    model_gauges: dict[str, Mapping[str, float]] = {}
+    if len(models) > 1:
+        model_gauges = {
+            model: _aggregate(values, gauge_kinds) for model, values in model_gauge_values.items()
+        }
+    return Reading(
+        counters=counters,
+        gauges=_aggregate(gauge_values, gauge_kinds),
+        models=tuple(models),
+        restart_marker=restart_marker,
+        model_gauges=model_gauges,
+    )
+
+
+def _aggregate(values: dict[str, list[float]], kinds: dict[str, Kind]) -> dict[str, float]:
+    """Counts are summed over label sets, fractions averaged."""
     gauges: dict[str, float] = {}
-    for quantity, values in gauge_values.items():
-        total = math.fsum(values)
-        gauges[quantity] = total if gauge_kinds[quantity] is Kind.GAUGE_SUM else total / len(values)
-    return Reading(counters=counters, gauges=gauges, models=tuple(models), restart_marker=restart_marker)
+    for quantity, numbers in values.items():
+        total = math.fsum(numbers)
+        gauges[quantity] = total if kinds[quantity] is Kind.GAUGE_SUM else total / len(numbers)
+    return gauges
+
+
+def delta_of_model(delta: Delta, model: str) -> Delta:
+    """The part of a Delta from series labelled model_name=model."""
+    label = ("model_name", model)
+    counters = {key: value for key, value in delta.counters.items() if label in key[1]}
+    return Delta(seconds=delta.seconds, counters=counters, extras=dict(delta.extras))
 
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
