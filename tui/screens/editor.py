@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,6 +42,14 @@ from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
 
 _SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i"}
+
+
+@dataclass
+class _FieldChange:
+    path: KeyPath
+    value: Any  # MISSING when the key did not exist
+    text_before: str
+    text_after: str
 
 
 def _syntax_message(error: ConfigSyntaxError) -> str:
@@ -95,7 +104,8 @@ class EditorScreen(Screen[None]):
         self.stamp: FileStamp | None = None
         self.findings: list[Finding] = []
         self.launch_format = "cli"
-        self._undo: list[tuple[KeyPath, Any]] = []
+        # One entry per field change: the key, its previous value, and the texts before and after.
+        self._undo: list[_FieldChange] = []
         self._raw_shown_text = ""
         self._rows: dict[KeyPath, ConfigFieldRow] = {}
         self.loaded = False  # True once the file is shown (tests and callers can wait for it)
@@ -314,8 +324,10 @@ class EditorScreen(Screen[None]):
         if not commit:
             self.set_status(f"{dotted(path)}: valid; enter applies it")
             return True
-        if not self._undo or self._undo[-1][0] != path:
-            self._undo.append((path, current))
+        if self._undo and self._undo[-1].path == path and self._undo[-1].text_after == self.document.text:
+            self._undo[-1].text_after = new_document.text  # typing on in one field is one change
+        else:
+            self._undo.append(_FieldChange(path, current, self.document.text, new_document.text))
         self._set_document(new_document, origin=path)
         self.set_status(f"{dotted(path)} changed (ctrl+z undoes, ctrl+s saves)")
         return True
@@ -396,9 +408,13 @@ class EditorScreen(Screen[None]):
         if not self._undo or self.document is None:
             self.set_status("nothing to undo in the form")
             return
-        path, value = self._undo.pop()
+        change = self._undo.pop()
+        path, value = change.path, change.value
         try:
-            if value is MISSING:
+            if self.document.text == change.text_after:
+                # Nothing else changed since: restore the exact text (a removed key comes back in place).
+                document = load_document(change.text_before, self.document.kind, self.path)
+            elif value is MISSING:
                 document = self.document.without(path) if self.document.has(path) else self.document
             else:
                 document = self.document.with_value(path, value)
