@@ -159,3 +159,14 @@ def test_client_launch_never_prints_the_key(capsys, monkeypatch: pytest.MonkeyPa
     assert "sk-very-secret-value" not in out
     assert '"Authorization: Bearer $SPECTOP_API_KEY"' in out
     assert os.environ["SPECTOP_API_KEY"] == "sk-very-secret-value"
+
+
+def test_credentials_in_a_file_are_masked_and_flagged(tmp_path: Path, capsys) -> None:
+    target = tmp_path / "client.json"
+    target.write_text('{"base_url": "http://127.0.0.1:8000/v1", "api_key": "sk-do-not-print-me"}\n')
+    assert main(["config", "show", str(target)]) == 0
+    assert main(["config", "get", str(target), "api_key"]) == 0
+    assert main(["config", "lint", "--json", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert "sk-do-not-print-me" not in out
+    assert "****" in out and "secret-in-file" in out

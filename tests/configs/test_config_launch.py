@@ -113,3 +113,12 @@ def test_sim_section_never_reaches_a_server() -> None:
     assert "sim" not in render_launch("sglang_json", sglang, "yaml")
     vllm = {"model": {"name": "m"}, "sim": {"step_base_ms": 2.0}}
     assert "sim" not in render_launch("vllm_toml", vllm, multi_line=False)
+
+
+def test_credentials_never_appear_in_launch_output() -> None:
+    data = {"model_path": "m", "api_key": "sk-secret-1"}
+    line = render_launch("sglang_json", data, multi_line=False)
+    assert "sk-secret-1" not in line and '--api-key "$API_KEY"' in line
+    assert "sk-secret-1" not in render_launch("sglang_json", data, "yaml")
+    vllm = {"model": {"name": "m", "api_key": "sk-secret-2"}}
+    assert "sk-secret-2" not in render_launch("vllm_toml", vllm) + render_launch("vllm_toml", vllm, "yaml")

@@ -74,7 +74,7 @@ def _open(args: argparse.Namespace, kind: Any) -> Any:
 
 def _show(args: argparse.Namespace, kind: Any) -> int:
     from tui.configs.kinds import KIND_TITLES
-    from tui.configs.schemas import field_specs, unknown_keys
+    from tui.configs.schemas import field_specs, shown_value, unknown_keys
 
     opened = _open(args, kind)
     doc = opened.document
@@ -87,15 +87,17 @@ def _show(args: argparse.Namespace, kind: Any) -> int:
     if unknown:
         print("unknown keys (kept as they are):")
         for path in unknown:
-            print(f"  {'.'.join(path):<40} {_show_value(doc.get(path))}")
+            print(f"  {'.'.join(path):<40} {shown_value(path, _show_value(doc.get(path)))}")
     return 0
 
 
 def _get(args: argparse.Namespace, kind: Any) -> int:
     from tui.configs.document import parse_key_path
+    from tui.configs.schemas import shown_value
 
     opened = _open(args, kind)
-    print(_show_value(opened.document.get(parse_key_path(args.key))))
+    path = parse_key_path(args.key)
+    print(shown_value(path, _show_value(opened.document.get(path))))
     return 0
 
 

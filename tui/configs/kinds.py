@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 from tui.configs.errors import KindError
 
@@ -35,7 +35,7 @@ def parse_kind(name: str) -> ConfigKind:
     if value not in CONFIG_KINDS:
         expected = ", ".join(CONFIG_KINDS)
         raise KindError(f"unknown kind {name!r}: expected one of {expected} (or vllm, sglang, client)")
-    return value  # type: ignore[return-value]
+    return cast(ConfigKind, value)
 
 
 def _json_kind(keys: set[str]) -> ConfigKind | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tui.configs.errors import ConfigError
+from tui.configs.schemas import is_secret_key
 
 LaunchFormat = Literal["cli", "yaml"]
 
@@ -51,6 +52,19 @@ class LaunchCommand:
     def multi_line(self) -> str:
         """One option per line with backslash continuations, pastable into a shell."""
         return " \\\n  ".join(" ".join(self._quote(word) for word in group) for group in self.groups)
+
+
+def _env_reference(key: str) -> str:
+    """A shell reference that stands in for a credential, so it is never printed."""
+    return '"$' + re.sub(r"[^A-Za-z0-9]", "_", key).upper() + '"'
+
+
+def _mask_secrets(command: LaunchCommand) -> LaunchCommand:
+    for group in command.groups:
+        if len(group) == 2 and group[0].startswith("--") and is_secret_key((group[0][2:].replace("-", "_"),)):
+            group[1] = _env_reference(group[0][2:])
+            command.prequoted.add(group[1])
+    return command
 
 
 def _add_flag(groups: list[list[str]], key: str, value: Any, optional_bools: set[str]) -> None:
@@ -122,7 +136,7 @@ def vllm_cli(data: dict[str, Any]) -> LaunchCommand:
     groups = [["vllm", "serve", model]]
     for key, value in options:
         _add_flag(groups, key, value, _VLLM_OPTIONAL_BOOLS)
-    return LaunchCommand(groups)
+    return _mask_secrets(LaunchCommand(groups))
 
 
 def vllm_yaml(data: dict[str, Any]) -> str:
@@ -145,7 +159,7 @@ def sglang_cli(data: dict[str, Any]) -> LaunchCommand:
     for key, value in data.items():
         if key not in _SPECTOP_SECTIONS:
             _add_flag(groups, key, value, set())
-    return LaunchCommand(groups)
+    return _mask_secrets(LaunchCommand(groups))
 
 
 def sglang_yaml(data: dict[str, Any]) -> str:
@@ -207,6 +221,8 @@ def _yaml_scalar(value: Any) -> str:
 
 
 def _yaml_entry(key: str, value: Any, indent: str) -> str:
+    if is_secret_key((key.replace("-", "_"),)) and isinstance(value, str):
+        return f"{indent}# {key}: (a credential: pass --{key} {_env_reference(key)} on the command line)"
     if isinstance(value, dict) and value:
         inner = "\n".join(_yaml_entry(str(k), v, indent + "  ") for k, v in value.items())
         return f"{indent}{key}:\n{inner}"

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from tui.configs.document import ConfigDocument, KeyPath, dotted
-from tui.configs.schemas import unknown_keys, validate_data
+from tui.configs.schemas import is_secret_key, unknown_keys, validate_data
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -124,7 +124,11 @@ def _schema_rules(lint: _Linter) -> None:
         if lint.doc.has(path):
             lint.add("removed-key", "warning", path, message, fix)
     for path in unknown_keys(lint.doc.kind, lint.data):
-        if path not in removed:
+        if is_secret_key(path):
+            lint.add("secret-in-file", "warning", path,
+                     f"{dotted(path)} looks like a credential stored in the file",
+                     "move it to an environment variable and name that variable in api_key_env")
+        elif path not in removed:
             lint.add("unknown-key", "info", path, f"spectop does not know {dotted(path)!r}; kept as it is",
                      "check the spelling; unknown keys are passed through untouched")
 

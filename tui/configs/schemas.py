@@ -8,6 +8,7 @@ the schema only says what a server would reject.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 import types
 from dataclasses import dataclass
@@ -327,6 +328,19 @@ def unknown_keys(kind: ConfigKind, data: dict[str, Any]) -> list[KeyPath]:
     out: list[KeyPath] = []
     _walk_unknown(SCHEMAS[kind], data, (), out)
     return out
+
+
+_SECRET_NAME = re.compile(r"(api_?key|secret|password|passwd|access_token|auth_token|bearer)$", re.IGNORECASE)
+
+
+def is_secret_key(path: KeyPath) -> bool:
+    """A key whose value looks like a credential: never printed, only masked."""
+    return bool(path) and bool(_SECRET_NAME.search(path[-1]))
+
+
+def shown_value(path: KeyPath, text: str) -> str:
+    """`text` for display, masked when the key holds a credential."""
+    return "****" if is_secret_key(path) else text
 
 
 # --- typed values from text (`spectop config set`, the form) ----------------------------------------------

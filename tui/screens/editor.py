@@ -34,9 +34,9 @@ from tui.configs.editing import (
 )
 from tui.configs.errors import ConfigError, ConfigSyntaxError
 from tui.configs.kinds import KIND_TITLES, ConfigKind, parse_kind
-from tui.configs.launch import render_launch
+from tui.configs.launch import LaunchFormat, render_launch
 from tui.configs.lint import Finding, lint_document
-from tui.configs.schemas import field_spec, field_specs, typed_value, unknown_keys
+from tui.configs.schemas import field_spec, field_specs, shown_value, typed_value, unknown_keys
 from tui.messages import ConfigFieldEdited
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
@@ -103,7 +103,7 @@ class EditorScreen(Screen[None]):
         self.saved_text = ""
         self.stamp: FileStamp | None = None
         self.findings: list[Finding] = []
-        self.launch_format = "cli"
+        self.launch_format: LaunchFormat = "cli"
         # One entry per field change: the key, its previous value, and the texts before and after.
         self._undo: list[_FieldChange] = []
         self._raw_shown_text = ""
@@ -188,7 +188,7 @@ class EditorScreen(Screen[None]):
             note = "unknown keys (kept as they are; edit them in the raw view)"
             widgets.append(Static(note, classes="section"))
             for path in unknown:
-                text = value_text(self.document.get(path))
+                text = shown_value(path, value_text(self.document.get(path)))
                 widgets.append(Static(f"{dotted(path)} = {text}", classes="unknown", markup=False))
         await form.mount_all(widgets)
 
@@ -253,7 +253,7 @@ class EditorScreen(Screen[None]):
             f" ✗{errors}" if errors else ""
         )
         try:
-            launch = render_launch(self.document.kind, self.document.data, self.launch_format)  # type: ignore[arg-type]
+            launch = render_launch(self.document.kind, self.document.data, self.launch_format)
         except ConfigError as error:
             launch = f"(no launch command: {error})"
         self.query_one("#launch-text", Static).update(launch)
@@ -431,7 +431,8 @@ class EditorScreen(Screen[None]):
         if self.document is None:
             return
         try:
-            text = render_launch(self.document.kind, self.document.data, self.launch_format, multi_line=False)  # type: ignore[arg-type]
+            document = self.document
+            text = render_launch(document.kind, document.data, self.launch_format, multi_line=False)
         except ConfigError as error:
             self.set_status(str(error), error=True)
             return
