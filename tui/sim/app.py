@@ -69,9 +69,10 @@ def _error(status: int, message: str, param: str | None = None) -> JSONResponse:
 class AccessMiddleware:
     """Access log lines (when the response starts, as uvicorn logs them) and HTTP metrics (when it ends)."""
 
-    def __init__(self, app: ASGIApp, context: AppContext) -> None:
+    def __init__(self, app: ASGIApp, context: AppContext, known_paths: set[str]) -> None:
         self.app = app
         self.context = context
+        self.known_paths = known_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -98,9 +99,11 @@ class AccessMiddleware:
         finally:
             length = dict(scope.get("headers") or []).get(b"content-length", b"0")
             request_bytes = int(length) if length.isdigit() else 0
-            self.context.recorder.http_request(
-                method, path, status, request_bytes, sent, time.monotonic() - started
-            )
+            handler = (
+                path if path in self.known_paths else "none"
+            )  # bounded label values, like the instrumentator
+            elapsed = time.monotonic() - started
+            self.context.recorder.http_request(method, handler, status, request_bytes, sent, elapsed)
 
 
 def build_app(context: AppContext) -> ASGIApp:
@@ -297,4 +300,4 @@ def build_app(context: AppContext) -> ASGIApp:
     if flavor == "sglang":
         routes.append(Route("/health_generate", health, methods=["GET"]))
     app = Starlette(routes=routes)
-    return AccessMiddleware(app, context)
+    return AccessMiddleware(app, context, {route.path for route in routes})
