@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _print_events(path: object, args: argparse.Namespace) -> None:
     import asyncio
+    import os
 
     from tui.telemetry.logs import LogParser
     from tui.telemetry.logs.render import event_json, event_text
@@ -58,7 +59,8 @@ async def _print_events(path: object, args: argparse.Namespace) -> None:
 
     render = event_json if args.json else event_text
     parser = LogParser(None if args.backend == "auto" else args.backend)
-    tailer = LogTailer(str(path), from_start=args.from_start)
+    # A log that does not exist yet is read from its first line once it appears.
+    tailer = LogTailer(str(path), from_start=args.from_start or not os.path.exists(str(path)))
     out = sys.stdout
     if not args.follow:
         async for line in tailer.read_all():

@@ -7,7 +7,8 @@ by a plain substring test before any regex or splitting runs.
 from __future__ import annotations
 
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
-from tui.telemetry.logs import errors, llamacpp, sglang, vllm
+from tui.telemetry.logs import errors, fastpath, llamacpp, sglang, vllm
+from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import clean_line, split_prefix
 
 MAX_LINE_CHARS = 16384
@@ -28,6 +29,8 @@ def normalize_backend(backend: str | None) -> str | None:
 def prepare(raw: str) -> str:
     """The cleaned, length-capped text of a raw line."""
     line = raw if len(raw) <= MAX_LINE_CHARS else raw[:MAX_LINE_CHARS]
+    if line.endswith("\n"):  # as read from a file: drop the line ending without the general cleaner
+        line = line[:-2] if line.endswith("\r\n") else line[:-1]
     if "\x1b" in line or "\r" in line or "\n" in line:
         line = clean_line(line)
     return line
@@ -38,18 +41,19 @@ def grammar_events(line: str) -> list[ParsedEvent]:
     if "throughput" in line:
         start = line.find(vllm.STATS_MARKER)
         if start >= 0:
-            stats = vllm.parse_stats(line, start)
+            stats = fastpath.vllm_stats(line) or vllm.parse_stats(line, start)
             return [stats] if stats else []
     if "metrics: " in line:
         for marker in vllm.SPEC_MARKERS:
             start = line.find(marker)
             if start >= 0:
-                spec = vllm.parse_spec(line, start, marker)
+                spec = fastpath.vllm_spec(line) or vllm.parse_spec(line, start, marker)
                 return [spec] if spec else []
     if " batch" in line or "#running-req: " in line:
         found = sglang.find_batch(line)
         if found is not None:
-            return list(sglang.parse_batch(line, found))
+            fast = fastpath.sglang_decode(line) if found[0] == "decode" else fastpath.sglang_prefill(line)
+            return list(fast if fast is not None else sglang.parse_batch(line, found))
     if "acc" in line:
         start = line.find(llamacpp.ACCEPTANCE_MARKER)
         if start >= 0:
@@ -71,13 +75,14 @@ def grammar_events(line: str) -> list[ParsedEvent]:
 
 def error_event(line: str, backend: str | None) -> ErrorEvent | None:
     """The error event of a cleaned line, or None."""
-    if not errors.passes_gate(line):
+    if errors.has_quiet_level(line) or not errors.passes_gate(line):
         return None
     prefix = split_prefix(line)
     category = errors.classify(prefix.message, prefix.level)
     if category is None:
         return None
-    return ErrorEvent.model_construct(
+    return build(
+        ErrorEvent,
         time=prefix.time,
         backend=prefix.backend or backend,
         category=category,

@@ -11,24 +11,6 @@ import re
 
 from tui.telemetry.events import ErrorCategory
 
-# Cheap gate: a line containing none of these is not an error line (checked before anything else).
-ERROR_GATE = (
-    "rror",
-    "RROR",
-    "CRITICAL",
-    "xception",
-    "Traceback",
-    "memory",
-    "alloc",
-    "ailed",
-    "sigquit",
-    "watchdog",
-    "speculative",
-    "argument",
-    "died",
-    "OOM",
-)
-
 OOM_PATTERNS = (
     "out of memory",  # torch CUDA OOM, cudaMalloc, `Prefill/Decode out of memory`, CUDA driver error
     "OutOfMemoryError",
@@ -104,7 +86,45 @@ _ERROR_LEVELS = frozenset({"ERROR", "CRITICAL"})
 
 
 def passes_gate(line: str) -> bool:
-    return any(word in line for word in ERROR_GATE)
+    """False for lines that cannot be errors (no error word at all); spelled out for speed."""
+    return (
+        "rror" in line
+        or "RROR" in line
+        or "xception" in line
+        or "ailed" in line
+        or "memory" in line
+        or "alloc" in line
+        or "Traceback" in line
+        or "CRITICAL" in line
+        or "OOM" in line
+        or "speculative" in line
+        or "argument" in line
+        or "sigquit" in line
+        or "watchdog" in line
+        or "died" in line
+    )
+
+
+_QUIET_LEVELS = ("INFO", "DEBUG", "WARNING")
+
+
+def has_quiet_level(line: str) -> bool:
+    """True when the line's own prefix says INFO, DEBUG or WARNING (vLLM, uvicorn, llama.cpp I/W/D).
+
+    Such a line is never an error, whatever words it contains; checked without any regex.
+    """
+    if line.startswith("("):  # vLLM `(APIServer pid=1) INFO ...` or `(APIServer pid=1) INFO:     ...`
+        close = line.find(") ", 0, 64)
+        return close > 0 and line.startswith(_QUIET_LEVELS, close + 2)
+    if line.startswith(_QUIET_LEVELS):  # old vLLM prefix, bare uvicorn
+        return True
+    if line[:1].isdigit():  # llama.cpp `0.00.640.930 I ...`
+        space = line.find(" ", 0, 24)
+        return space > 0 and line[space + 1 : space + 3] in ("I ", "W ", "D ", "T ")
+    if line.startswith("["):  # SGLang uvicorn `[2026-07-20 09:15:12] INFO:     ...`
+        close = line.find("] ", 0, 64)
+        return close > 0 and line.startswith(("INFO:", "DEBUG:", "WARNING:"), close + 2)
+    return False
 
 
 def classify(message: str, level: str | None) -> ErrorCategory | None:

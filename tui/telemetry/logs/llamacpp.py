@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from tui.telemetry.events import SpecDecodeEvent
+from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import split_prefix
 from tui.telemetry.logs.values import parse_float_list
 
@@ -56,7 +57,8 @@ def parse_acceptance(line: str, start: int) -> SpecDecodeEvent | None:
     rate = _finite(match["rate"])
     if rate is None and drafted:
         rate = accepted / drafted
-    return SpecDecodeEvent.model_construct(
+    return build(
+        SpecDecodeEvent,
         time=split_prefix(line[:start]).time,
         backend="llamacpp",
         mean_acceptance_length=_finite(match["mean"]),
@@ -75,7 +77,8 @@ def parse_per_position(line: str, start: int) -> SpecDecodeEvent | None:
     positions = parse_float_list(match["positions"])
     if positions is None:
         return None
-    return SpecDecodeEvent.model_construct(
+    return build(
+        SpecDecodeEvent,
         time=split_prefix(line[:start]).time,
         backend="llamacpp",
         per_position_acceptance=positions,
@@ -95,7 +98,8 @@ def parse_statistics(line: str) -> SpecDecodeEvent | None:
     mean = _STATISTICS_MEAN.search(line)
     positions = _STATISTICS_POSITIONS.search(line)
     accepted, drafted = counts["accepted"], counts["drafted"]
-    return SpecDecodeEvent.model_construct(
+    return build(
+        SpecDecodeEvent,
         time=split_prefix(line).time,
         backend="llamacpp",
         mean_acceptance_length=_finite(mean[1]) if mean else None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tui.telemetry.events import ErrorEvent, LogEvent
 from tui.telemetry.logs import errors
+from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.dispatch import (
     MAX_MESSAGE_CHARS,
     grammar_events,
@@ -61,10 +62,13 @@ class LogParser:
                         return self._exception_events(exception, prefix, line)
             events.extend(self.flush())
         if found:
-            self._remember(found[0].backend)
-            events.extend(found)
-            return events
-        if not errors.passes_gate(line):
+            if self.backend is None:
+                self.backend = found[0].backend
+            if events:
+                events.extend(found)
+                return events
+            return found
+        if errors.has_quiet_level(line) or not errors.passes_gate(line):
             return events
         prefix = split_prefix(line)
         if errors.is_traceback_start(prefix.message) and prefix.level not in ("DEBUG", "INFO", "WARNING"):
@@ -85,7 +89,8 @@ class LogParser:
             return []
         group.reported_categories.add(category)
         return [
-            ErrorEvent.model_construct(
+            build(
+                ErrorEvent,
                 time=prefix.time or group.time,
                 backend=prefix.backend or group.backend,
                 category=category,
@@ -96,7 +101,8 @@ class LogParser:
 
     def _error(self, category: str, prefix: LinePrefix, line: str) -> ErrorEvent:
         self._remember(prefix.backend)
-        return ErrorEvent.model_construct(
+        return build(
+            ErrorEvent,
             time=prefix.time,
             backend=prefix.backend or self.backend,
             category=category,

@@ -11,6 +11,7 @@ fall out of that; fields spectop has no name for land in `extra`.
 from __future__ import annotations
 
 from tui.telemetry.events import SpecDecodeEvent, StatsEvent
+from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import split_prefix
 from tui.telemetry.logs.values import parse_count, parse_field_value, parse_number
 
@@ -94,7 +95,8 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[StatsEvent | Spe
         # This batch's hit rate (the same figure as the `sglang:cache_hit_rate` gauge after a prefill).
         values["prefix_cache_hit_rate"] = cached_tokens / (new_tokens + cached_tokens)
     events: list[StatsEvent | SpecDecodeEvent] = [
-        StatsEvent.model_construct(
+        build(
+            StatsEvent,
             time=prefix.time,
             backend="sglang",
             engine=engine,
@@ -108,7 +110,8 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[StatsEvent | Spe
     ]
     if accept_length is not None or accept_rate is not None:
         events.append(
-            SpecDecodeEvent.model_construct(
+            build(
+                SpecDecodeEvent,
                 time=prefix.time,
                 backend="sglang",
                 mean_acceptance_length=accept_length,

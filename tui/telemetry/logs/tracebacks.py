@@ -13,6 +13,7 @@ from collections import deque
 
 from tui.telemetry.events import ErrorEvent
 from tui.telemetry.logs import errors
+from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import LinePrefix
 
 MAX_HEAD_LINES = 20
@@ -73,7 +74,8 @@ class TracebackGroup:
         if self._omitted:
             lines.append(f"... {self._omitted} lines omitted ...")
         lines.extend(self._tail)
-        return ErrorEvent.model_construct(
+        return build(
+            ErrorEvent,
             time=self.time,
             backend=self.backend,
             category="traceback",

@@ -2,29 +2,30 @@
 
 from __future__ import annotations
 
-import math
-
-_UNIT_SUFFIXES = (" tokens/s", " tokens", " reqs", " req", " tok/s", " GB", " ms", " s")
+_INFINITIES = (float("inf"), float("-inf"))
 
 
 def parse_number(text: str) -> float | None:
-    """The number in a field value with its unit dropped; `nan`, `inf` and garbage give None."""
+    """The number in a field value with its unit dropped (`387.9 tokens/s`, `2 reqs`); a percentage
+    becomes a fraction; `nan`, `inf` and garbage give None."""
     value = text.strip()
-    for suffix in _UNIT_SUFFIXES:
-        if value.endswith(suffix):
-            value = value[: -len(suffix)]
-            break
-    percent = value.endswith("%")
-    if percent:
+    space = value.find(" ")
+    if space > 0:  # units always follow a space
+        value = value[:space]
+    scale = 1.0
+    if value.endswith("%"):
         value = value[:-1]
+        if value[-1:].isdigit() and "e" not in value and "E" not in value:
+            value += "e-2"  # scale the decimal text itself: 0.7% is 0.007 exactly, not 0.006999...
+        else:
+            scale = 0.01
     try:
         number = float(value)
     except ValueError:
         return None
-    if not math.isfinite(number):
+    if number != number or number in _INFINITIES:
         return None
-    # Round away float noise (0.7 / 100 = 0.006999...); logs print at most a few decimals.
-    return round(number / 100.0, 12) if percent else number
+    return number * scale if scale != 1.0 else number
 
 
 def parse_count(text: str) -> int | None:

@@ -13,6 +13,7 @@ Keyed on message text only (file:line drifts between builds). Every known varian
 from __future__ import annotations
 
 from tui.telemetry.events import SpecDecodeEvent, StatsEvent
+from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import split_prefix
 from tui.telemetry.logs.values import parse_count, parse_field_value, parse_float_list, parse_number
 
@@ -54,7 +55,8 @@ def parse_stats(line: str, start: int) -> StatsEvent | None:
         values[field] = parse_number(raw_value)
     if not values:
         return None
-    return StatsEvent.model_construct(
+    return build(
+        StatsEvent,
         time=prefix.time,
         backend="vllm",
         engine=engine,
@@ -72,7 +74,8 @@ def parse_v0_prefix_hit(line: str, start: int) -> StatsEvent | None:
     if rate is None:
         return None
     cpu_rate = parse_number(cpu) if cpu else None
-    return StatsEvent.model_construct(
+    return build(
+        StatsEvent,
         time=split_prefix(line[:start]).time,
         backend="vllm",
         prefix_cache_hit_rate=rate,
@@ -121,7 +124,8 @@ def parse_spec(line: str, start: int, marker: str) -> SpecDecodeEvent | None:
         rate = accepted / drafted
     if mean_length is None and rate is None and accepted is None and drafted is None:
         return None
-    return SpecDecodeEvent.model_construct(
+    return build(
+        SpecDecodeEvent,
         time=prefix.time,
         backend="vllm",
         mean_acceptance_length=mean_length,

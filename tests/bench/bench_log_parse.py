@@ -1,0 +1,186 @@
+# ruff: noqa: E501  (log line templates)
+"""Benchmark: log lines per second through `LogParser`, next to `grep -c` on the same file.
+
+Generates a 1,000,000-line mixed log (vLLM, SGLang and llama.cpp lines plus noise: access lines,
+start-up chatter, warnings, a traceback now and then) in a temporary folder, then times:
+  * `grep -c "SpecDecoding metrics"` (the baseline: a C substring scan that parses nothing),
+  * `LogParser.feed` over the file read line by line,
+  * the same through `LogTailer.read_all()` (aiofiles, the path `spectop logs` uses),
+  * `spectop logs FILE --json > /dev/null` end to end (process start, parse, JSON out).
+Prints figures only; asserts nothing about speed. Target: > 300,000 lines/s through the parser.
+
+Run: .venv/bin/python tests/bench/bench_log_parse.py [--lines N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tui.telemetry.logs import LogParser
+from tui.telemetry.tailer import LogTailer
+
+# One "block" of lines, in the proportions a busy server's log has them: parsed lines are a minority.
+TEMPLATES = [
+    # vLLM
+    "(APIServer pid=1) INFO 08-20 14:{m:02d}:{s:02d} [loggers.py:310] Engine 000: Avg prompt throughput: {f1} "
+    "tokens/s, Avg generation throughput: {f2} tokens/s, Running: {i1} reqs, Waiting: {i2} reqs, GPU KV cache "
+    "usage: {p1}%, Prefix cache hit rate: {p2}%",
+    "(APIServer pid=1) INFO 08-20 14:{m:02d}:{s:02d} [metrics.py:120] SpecDecoding metrics: Mean acceptance "
+    "length: 2.{i3:02d}, Accepted throughput: {f1} tokens/s, Drafted throughput: {f2} tokens/s, Accepted: {i4} "
+    "tokens, Drafted: {i5} tokens, Per-position acceptance rate: 0.{i3:03d}, 0.{i1:03d}, Avg Draft acceptance "
+    "rate: {p1}%",
+    '(APIServer pid=1) INFO:     10.0.3.{i1}:{i4} - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    '(APIServer pid=1) INFO:     10.0.3.{i2}:{i5} - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    '(APIServer pid=1) INFO:     10.0.9.4:{i4} - "GET /metrics HTTP/1.1" 200 OK',
+    "(EngineCore pid=243) INFO 08-20 14:{m:02d}:{s:02d} [gpu_model_runner.py:5520] Model loading took 14.62 GiB "
+    "memory and 14.081377 seconds",
+    "(APIServer pid=1) WARNING 08-20 14:{m:02d}:{s:02d} [protocol.py:112] The following fields were present in "
+    "the request but ignored: {{'foo'}}",
+    # SGLang
+    "[2026-07-20 09:{m:02d}:{s:02d} TP0] Decode batch, #running-req: {i1}, #token: {i4}, token usage: 0.{i3:02d}, "
+    "accept len: 2.{i3:02d}, accept rate: 0.{i2:02d}, cuda graph: True, gen throughput (token/s): {f2}, "
+    "#queue-req: {i2}",
+    "[2026-07-20 09:{m:02d}:{s:02d} TP0] Prefill batch, #new-seq: 1, #new-token: {i4}, #cached-token: {i5}, token "
+    "usage: 0.{i3:02d}, #running-req: {i1}, #queue-req: 0, #pending-token: 0, cuda graph: False, input "
+    "throughput (token/s): {f1}",
+    '[2026-07-20 09:{m:02d}:{s:02d}] INFO:     10.0.3.17:{i4} - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    '[2026-07-20 09:{m:02d}:{s:02d}] INFO:     10.0.9.4:{i5} - "GET /metrics HTTP/1.1" 200 OK',
+    "[2026-07-20 09:{m:02d}:{s:02d} TP0] Load weight end. elapsed=118.42 s, type=DeepseekV3ForCausalLM, quant=fp8, "
+    "fmt=e4m3, avail mem=52.31 GB, mem usage=85.85 GB.",
+    # llama.cpp
+    "0.0{m}.{i4:03d}.930 I slot print_timing: id  0 | task {i4} | prompt eval time =      22.33 ms /   {i1} tokens "
+    "(    0.20 ms per token,  5015.00 tokens per second)",
+    "0.0{m}.{i4:03d}.948 I slot print_timing: id  0 | task {i4} |        eval time =      53.50 ms /    64 tokens "
+    "(    0.85 ms per token,  1177.53 tokens per second)",
+    "0.0{m}.{i4:03d}.949 I slot print_timing: id  0 | task {i4} |       total time =      75.84 ms /   176 tokens",
+    "0.0{m}.{i4:03d}.957 I slot print_timing: id  0 | task {i4} |    graphs reused =          7",
+    "0.0{m}.{i4:03d}.963 I slot print_timing: id  0 | task {i4} | draft acceptance = 0.{i5:05d} (   {i1} accepted "
+    "/    {i4} generated), mean len =  3.{i3:02d}",
+    "0.0{m}.{i4:03d}.465 I slot      release: id  1 | task {i4} | stop processing: n_tokens = 175, truncated = 0",
+    "0.0{m}.{i4:03d}.047 I slot get_availabl: id  1 | task -1 | selected slot by LCP similarity, f_sim_best = "
+    "0.250 (> 0.100 thold), f_keep = 0.011",
+    # noise
+    "Loading safetensors checkpoint shards:  {i2}% Completed | {i1}/163 [00:{s:02d}<00:{m:02d},  3.21it/s]",
+]
+TRACEBACK = [
+    "(EngineCore pid=243) ERROR 08-20 14:{m:02d}:{s:02d} [core.py:1131] Traceback (most recent call last):",
+    '(EngineCore pid=243) ERROR 08-20 14:{m:02d}:{s:02d} [core.py:1131]   File "core.py", line 1120, in run',
+    "(EngineCore pid=243) ERROR 08-20 14:{m:02d}:{s:02d} [core.py:1131]     engine_core.run_busy_loop()",
+    "(EngineCore pid=243) ERROR 08-20 14:{m:02d}:{s:02d} [core.py:1131] torch.OutOfMemoryError: CUDA out of "
+    "memory. Tried to allocate 50.00 MiB.",
+]
+
+
+def generate(path: Path, total_lines: int) -> None:
+    rng = random.Random(20260720)
+    written = 0
+    with open(path, "w", encoding="utf-8") as handle:
+        while written < total_lines:
+            block = TRACEBACK if rng.random() < 0.001 else TEMPLATES
+            values = {
+                "m": rng.randrange(60),
+                "s": rng.randrange(60),
+                "f1": f"{rng.uniform(0, 3000):.1f}",
+                "f2": f"{rng.uniform(0, 3000):.2f}",
+                "i1": rng.randrange(1, 99),
+                "i2": rng.randrange(0, 99),
+                "i3": rng.randrange(0, 99),
+                "i4": rng.randrange(100, 999),
+                "i5": rng.randrange(1000, 9999),
+                "p1": f"{rng.uniform(0, 100):.1f}",
+                "p2": f"{rng.uniform(0, 100):.1f}",
+            }
+            lines = [template.format(**values) for template in block][: total_lines - written]
+            handle.write("\n".join(lines) + "\n")
+            written += len(lines)
+
+
+def time_grep(path: Path) -> tuple[float, int]:
+    grep = shutil.which("grep")
+    if grep is None:
+        return float("nan"), 0
+    start = time.perf_counter()
+    result = subprocess.run([grep, "-c", "SpecDecoding metrics", str(path)], capture_output=True, text=True)
+    return time.perf_counter() - start, int(result.stdout.strip() or 0)
+
+
+def time_parser(path: Path) -> tuple[float, int, int]:
+    parser = LogParser()
+    events = 0
+    lines = 0
+    start = time.perf_counter()
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            lines += 1
+            events += len(parser.feed(line))
+    events += len(parser.flush())
+    return time.perf_counter() - start, lines, events
+
+
+async def _tailer_run(path: Path) -> tuple[int, int]:
+    parser = LogParser()
+    lines = events = 0
+    async for line in LogTailer(path).read_all():
+        lines += 1
+        events += len(parser.feed(line))
+    return lines, events + len(parser.flush())
+
+
+def time_tailer(path: Path) -> tuple[float, int, int]:
+    start = time.perf_counter()
+    lines, events = asyncio.run(_tailer_run(path))
+    return time.perf_counter() - start, lines, events
+
+
+def time_command(path: Path) -> tuple[float, int]:
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "tui", "logs", str(path), "--json"], stdout=subprocess.PIPE, text=True
+    )
+    elapsed = time.perf_counter() - start
+    return elapsed, result.stdout.count("\n")
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("--lines", type=int, default=1_000_000)
+    args = options.parse_args()
+    with tempfile.TemporaryDirectory(prefix="spectop-bench-") as folder:
+        path = Path(folder) / "mixed.log"
+        start = time.perf_counter()
+        generate(path, args.lines)
+        size_mb = path.stat().st_size / 1e6
+        print(f"generated {args.lines:,} lines ({size_mb:.1f} MB) in {time.perf_counter() - start:.1f} s")
+        grep_s, spec_lines = time_grep(path)
+        print(
+            f"grep -c 'SpecDecoding metrics'     {grep_s:8.3f} s  {args.lines / grep_s:>12,.0f} lines/s"
+            f"  ({spec_lines:,} matches)"
+        )
+        parse_s, lines, events = time_parser(path)
+        print(
+            f"LogParser.feed (file iteration)    {parse_s:8.3f} s  {lines / parse_s:>12,.0f} lines/s"
+            f"  ({events:,} events)"
+        )
+        tail_s, lines, events = time_tailer(path)
+        print(
+            f"LogTailer.read_all + LogParser     {tail_s:8.3f} s  {lines / tail_s:>12,.0f} lines/s"
+            f"  ({events:,} events)"
+        )
+        command_s, printed = time_command(path)
+        print(
+            f"spectop logs --json (end to end)   {command_s:8.3f} s  {args.lines / command_s:>12,.0f} lines/s"
+            f"  ({printed:,} JSON lines)"
+        )
+        print(f"parser vs grep: {parse_s / grep_s:.0f}x slower; target > 300,000 lines/s through the parser")
+
+
+if __name__ == "__main__":
+    main()

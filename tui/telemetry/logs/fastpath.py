@@ -1,0 +1,180 @@
+"""One-regex fast paths for the line formats current servers print most often.
+
+The generic grammars (`vllm.py`, `sglang.py`) split every line into fields in Python, which is
+what makes them robust to every version; these anchored regexes do the same work in C for the
+exact current formats and give up (None) on anything else, so the generic path still decides
+every other variant. A test checks both paths give identical events on every line they share.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tui.telemetry.events import SpecDecodeEvent, StatsEvent
+from tui.telemetry.logs.construct import build
+
+_NUMBER = r"\d+(?:\.\d+)?"
+_VLLM_PREFIX = (
+    r"(?:\([A-Za-z0-9_]+ pid=\d+\) )?(?:INFO|DEBUG|WARNING) "
+    r"(?P<time>\d\d-\d\d \d\d:\d\d:\d\d) \[[^\]\s]+:\d+\] "
+)
+_VLLM_STATS = re.compile(
+    _VLLM_PREFIX + r"Engine (?P<engine>\d+): "
+    rf"Avg prompt throughput: (?P<prompt>{_NUMBER}) tokens/s, Avg generation throughput: (?P<gen>{_NUMBER}) "
+    r"tokens/s, Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs, "
+    rf"GPU KV cache usage: (?P<kv>{_NUMBER})%, Prefix cache hit rate: (?P<hit>{_NUMBER})%"
+)
+_VLLM_SPEC = re.compile(
+    _VLLM_PREFIX + r"SpecDecoding metrics: "
+    rf"Mean acceptance length: (?P<mean>{_NUMBER}), Accepted throughput: (?P<acc_tps>{_NUMBER}) tokens/s, "
+    rf"Drafted throughput: (?P<drf_tps>{_NUMBER}) tokens/s, Accepted: (?P<acc>\d+) tokens, "
+    rf"Drafted: (?P<drf>\d+) tokens, Per-position acceptance rate: (?P<pos>{_NUMBER}(?:, {_NUMBER})*), "
+    rf"Avg Draft acceptance rate: (?P<rate>{_NUMBER})%"
+)
+_SGLANG_PREFIX = (
+    r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{1,6}))?"
+    r"(?: (?P<ranks>[A-Z_]+\d+(?: [A-Z_]+\d+)*))?\] "
+)
+_GRAPH = r"(?P<graph>cuda graph|cpu graph|npu graph|musa graph): (?P<graph_on>True|False)"
+_SGLANG_DECODE = re.compile(
+    _SGLANG_PREFIX + r"Decode batch, #running-req: (?P<running>\d+), #token: (?P<tokens>\d+), "
+    rf"token usage: (?P<usage>{_NUMBER}), "
+    rf"(?:accept len: (?P<len>{_NUMBER}), accept rate: (?P<rate>{_NUMBER}), )?"
+    rf"{_GRAPH}, gen throughput \(token/s\): (?P<gen>{_NUMBER}), #queue-req: (?P<queue>\d+)"
+)
+_SGLANG_PREFILL = re.compile(
+    _SGLANG_PREFIX + r"Prefill batch, #new-seq: (?P<seqs>\d+), #new-token: (?P<new>\d+), "
+    rf"#cached-token: (?P<cached>\d+), token usage: (?P<usage>{_NUMBER}), #running-req: (?P<running>\d+), "
+    rf"#queue-req: (?P<queue>\d+), #pending-token: (?P<pending>\d+), {_GRAPH}, "
+    rf"input throughput \(token/s\): (?P<prompt>{_NUMBER})"
+)
+
+
+def _percent(text: str) -> float:
+    return float(text + "e-2")  # exact decimal scaling: "0.7" -> 0.007, not 0.006999...
+
+
+def vllm_stats(line: str) -> StatsEvent | None:
+    match = _VLLM_STATS.fullmatch(line)
+    if match is None:
+        return None
+    time, engine, prompt, gen, running, waiting, kv, hit = match.groups()
+    return build(
+        StatsEvent,
+        time=time,
+        backend="vllm",
+        engine=str(int(engine)),
+        extra=None,
+        line=line,
+        prompt_tokens_per_s=float(prompt),
+        generation_tokens_per_s=float(gen),
+        running=float(running),
+        waiting=float(waiting),
+        kv_cache_usage=_percent(kv),
+        prefix_cache_hit_rate=_percent(hit),
+    )
+
+
+def vllm_spec(line: str) -> SpecDecodeEvent | None:
+    match = _VLLM_SPEC.fullmatch(line)
+    if match is None:
+        return None
+    positions = [float(value) for value in match["pos"].split(", ")]
+    mean = float(match["mean"])
+    total = sum(positions)
+    if abs(mean - total) < abs(mean - (1.0 + total)):
+        return None  # old mean-length convention: the generic path corrects it
+    return build(
+        SpecDecodeEvent,
+        time=match["time"],
+        backend="vllm",
+        mean_acceptance_length=mean,
+        acceptance_rate=_percent(match["rate"]),
+        per_position_acceptance=positions,
+        accepted_tokens=int(match["acc"]),
+        drafted_tokens=int(match["drf"]),
+        accepted_tokens_per_s=float(match["acc_tps"]),
+        drafted_tokens_per_s=float(match["drf_tps"]),
+        scope="interval",
+        engine=None,
+        line=line,
+    )
+
+
+def _sglang_time(match: re.Match[str]) -> str:
+    time = f"{match['date']}T{match['hms']}"
+    return f"{time}.{match['ms']}" if match["ms"] else time
+
+
+def sglang_decode(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
+    match = _SGLANG_DECODE.fullmatch(line)
+    if match is None:
+        return None
+    time = _sglang_time(match)
+    engine = match["ranks"]
+    events: list[StatsEvent | SpecDecodeEvent] = [
+        build(
+            StatsEvent,
+            time=time,
+            backend="sglang",
+            engine=engine,
+            phase="decode",
+            new_tokens=None,
+            cached_tokens=None,
+            extra={"#token": int(match["tokens"]), match["graph"]: match["graph_on"] == "True"},
+            line=line,
+            running=float(match["running"]),
+            kv_cache_usage=float(match["usage"]),
+            generation_tokens_per_s=float(match["gen"]),
+            waiting=float(match["queue"]),
+        )
+    ]
+    if match["len"] is not None:
+        events.append(
+            build(
+                SpecDecodeEvent,
+                time=time,
+                backend="sglang",
+                mean_acceptance_length=float(match["len"]),
+                acceptance_rate=float(match["rate"]),
+                scope="interval",
+                engine=engine,
+                line=line,
+            )
+        )
+    return events
+
+
+def sglang_prefill(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
+    match = _SGLANG_PREFILL.fullmatch(line)
+    if match is None:
+        return None
+    new_tokens = int(match["new"])
+    cached_tokens = int(match["cached"])
+    total = new_tokens + cached_tokens
+    values = {
+        "kv_cache_usage": float(match["usage"]),
+        "running": float(match["running"]),
+        "waiting": float(match["queue"]),
+        "prompt_tokens_per_s": float(match["prompt"]),
+    }
+    if total > 0:
+        values["prefix_cache_hit_rate"] = cached_tokens / total
+    return [
+        build(
+            StatsEvent,
+            time=_sglang_time(match),
+            backend="sglang",
+            engine=match["ranks"],
+            phase="prefill",
+            new_tokens=new_tokens,
+            cached_tokens=cached_tokens,
+            extra={
+                "#new-seq": int(match["seqs"]),
+                "#pending-token": int(match["pending"]),
+                match["graph"]: match["graph_on"] == "True",
+            },
+            line=line,
+            **values,
+        )
+    ]
