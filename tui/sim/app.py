@@ -286,6 +286,83 @@ def build_app(context: AppContext) -> ASGIApp:
             if sim_request.finish_reason is None:
                 engine.abort(sim_request)
 
+    async def props(request: Request) -> Response:
+        config = context.config
+        n_ctx = config.max_model_len // config.max_num_seqs
+        types = "none"  # llama.cpp's quirk: /props says "none" even when drafting (see /slots)
+        return JSONResponse(
+            {
+                "default_generation_settings": {"params": {"speculative.types": types}, "n_ctx": n_ctx},
+                "total_slots": config.max_num_seqs,
+                "model_alias": context.model,
+                "model_path": context.model,
+                "build_info": VERSIONS["llamacpp"],
+                "is_sleeping": False,
+                "endpoint_slots": True,
+                "endpoint_props": False,
+                "endpoint_metrics": True,
+            }
+        )
+
+    async def slots(request: Request) -> Response:
+        config = context.config
+        busy = {running.slot: running for running in context.engine.running}
+        types = "none,draft-simple" if config.k else "none"
+        body = []
+        for slot in range(config.max_num_seqs):
+            entry: dict[str, Any] = {
+                "id": slot,
+                "n_ctx": config.max_model_len // config.max_num_seqs,
+                "speculative": bool(config.k),
+                "is_processing": slot in busy,
+            }
+            if slot in busy:
+                running = busy[slot]
+                entry.update(
+                    id_task=running.number,
+                    n_prompt_tokens=running.prompt_tokens + running.generated,
+                    params={"speculative.types": types},
+                    next_token=[
+                        {
+                            "has_next_token": True,
+                            "n_remain": running.target_tokens - running.generated,
+                            "n_decoded": running.generated,
+                        }
+                    ],
+                )
+            body.append(entry)
+        return JSONResponse(body)
+
+    async def server_info(request: Request) -> Response:
+        config = context.config
+        state: dict[str, Any] = {
+            "last_gen_throughput": 0.0,
+            "effective_max_running_requests_per_dp": config.max_num_seqs,
+        }
+        window = getattr(context.recorder, "gauges", None)
+        if isinstance(window, dict):
+            state["last_gen_throughput"] = window.get("gen_throughput", 0.0)
+            if config.k and window.get("spec_accept_length"):
+                state["avg_spec_accept_length"] = window["spec_accept_length"]
+        return JSONResponse(
+            {
+                "model_path": config.model,
+                "served_model_name": context.model,
+                "tp_size": config.tensor_parallel_size,
+                "mem_fraction_static": config.gpu_memory_utilization,
+                "max_running_requests": config.max_num_seqs,
+                "speculative_algorithm": config.spec_method if config.k else None,
+                "speculative_num_steps": config.k or None,
+                "speculative_eagle_topk": config.eagle_topk if config.k else None,
+                "speculative_num_draft_tokens": (config.num_draft_tokens or config.k + 1)
+                if config.k
+                else None,
+                "disable_radix_cache": not config.enable_prefix_caching,
+                "version": VERSIONS["sglang"],
+                "internal_states": [state],
+            }
+        )
+
     routes = [
         Route("/health", health, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
@@ -299,5 +376,9 @@ def build_app(context: AppContext) -> ASGIApp:
         routes.append(Route("/ping", health, methods=["GET", "POST"]))
     if flavor == "sglang":
         routes.append(Route("/health_generate", health, methods=["GET"]))
+        routes.append(Route("/server_info", server_info, methods=["GET"]))
+    if flavor == "llamacpp":
+        routes.append(Route("/props", props, methods=["GET"]))
+        routes.append(Route("/slots", slots, methods=["GET"]))
     app = Starlette(routes=routes)
     return AccessMiddleware(app, context, {route.path for route in routes})

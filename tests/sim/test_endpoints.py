@@ -1,0 +1,49 @@
+"""Flavour-specific endpoints answer in the real servers' shapes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+
+from tests.sim.conftest import client_for
+from tui.sim.server import SimServer
+
+
+async def test_health_and_models_per_flavour() -> None:
+    for flavor, health_body, owner in (
+        ("vllm", b"", "vllm"),
+        ("sglang", b"", "sglang"),
+        ("llamacpp", b'{"status":"ok"}', "llamacpp"),
+    ):
+        async with SimServer(flavor=flavor) as sim, httpx.AsyncClient(base_url=sim.base_url) as client:
+            health = await client.get("/health")
+            assert (health.status_code, health.content) == (200, health_body)
+            models = (await client.get("/v1/models")).json()
+            assert models["object"] == "list" and models["data"][0]["owned_by"] == owner
+
+
+async def test_llamacpp_slots_show_drafting_and_sglang_server_info() -> None:
+    async with SimServer(flavor="llamacpp") as sim, httpx.AsyncClient(base_url=sim.base_url) as client:
+        job = asyncio.create_task(
+            client_for(sim.base_url).completions.create(
+                model=sim.model, prompt="x", max_tokens=400, extra_body={"ignore_eos": True}
+            )
+        )
+        await asyncio.sleep(0.1)
+        slots = (await client.get("/slots")).json()
+        assert slots[0]["speculative"] is True
+        assert sum(slot["is_processing"] for slot in slots) == 1
+        assert (await client.get("/props")).json()["default_generation_settings"]["params"][
+            "speculative.types"
+        ] == "none"
+        await job
+    config = Path("sample_configs/sglang_settings.json")
+    async with (
+        SimServer(flavor="sglang", config_path=config) as sim,
+        httpx.AsyncClient(base_url=sim.base_url) as client,
+    ):
+        info = (await client.get("/server_info")).json()
+        assert info["speculative_num_steps"] == 3 and info["speculative_num_draft_tokens"] == 4
+        assert info["tp_size"] == 8
