@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,9 @@ from pathlib import Path
 from tui.telemetry.logs import LogParser
 from tui.telemetry.tailer import LogTailer
 
-# One "block" of lines, in the proportions a busy server's log has them: parsed lines are a minority.
+# One of each line kind. The "dense" mix cycles through these as they are (6 of 20 lines carry figures);
+# the "typical" mix repeats them by TYPICAL_COUNTS, closer to a busy server's log, where access lines
+# and per-request timing lines outnumber the periodic stats lines.
 TEMPLATES = [
     # vLLM
     "(APIServer pid=1) INFO 08-20 14:{m:02d}:{s:02d} [loggers.py:310] Engine 000: Avg prompt throughput: {f1} "
@@ -70,6 +73,10 @@ TEMPLATES = [
     # noise
     "Loading safetensors checkpoint shards:  {i2}% Completed | {i1}/163 [00:{s:02d}<00:{m:02d},  3.21it/s]",
 ]
+TYPICAL_COUNTS = [1, 1, 12, 12, 2, 1, 1, 1, 2, 6, 2, 1, 2, 2, 2, 2, 2, 2, 2, 1]
+TYPICAL_BLOCK = [
+    template for template, count in zip(TEMPLATES, TYPICAL_COUNTS, strict=True) for _ in range(count)
+]
 TRACEBACK = [
     "(EngineCore pid=243) ERROR 08-20 14:{m:02d}:{s:02d} [core.py:1131] Traceback (most recent call last):",
     '(EngineCore pid=243) ERROR 08-20 14:{m:02d}:{s:02d} [core.py:1131]   File "core.py", line 1120, in run',
@@ -79,12 +86,12 @@ TRACEBACK = [
 ]
 
 
-def generate(path: Path, total_lines: int) -> None:
+def generate(path: Path, total_lines: int, templates: list[str]) -> None:
     rng = random.Random(20260720)
     written = 0
     with open(path, "w", encoding="utf-8") as handle:
         while written < total_lines:
-            block = TRACEBACK if rng.random() < 0.001 else TEMPLATES
+            block = TRACEBACK if rng.random() < 0.001 else templates
             values = {
                 "m": rng.randrange(60),
                 "s": rng.randrange(60),
@@ -99,30 +106,36 @@ def generate(path: Path, total_lines: int) -> None:
                 "p2": f"{rng.uniform(0, 100):.1f}",
             }
             lines = [template.format(**values) for template in block][: total_lines - written]
+            values["i4"] = rng.randrange(100, 999)
             handle.write("\n".join(lines) + "\n")
             written += len(lines)
 
 
-def time_grep(path: Path) -> tuple[float, int]:
+def time_grep(path: Path) -> tuple[float, float, int]:
+    """Wall and CPU seconds of `grep -c` (CPU from the child's rusage)."""
     grep = shutil.which("grep")
     if grep is None:
-        return float("nan"), 0
+        return float("nan"), float("nan"), 0
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run([grep, "-c", "SpecDecoding metrics", str(path)], capture_output=True, text=True)
-    return time.perf_counter() - start, int(result.stdout.strip() or 0)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, int(result.stdout.strip() or 0)
 
 
-def time_parser(path: Path) -> tuple[float, int, int]:
+def time_parser(path: Path) -> tuple[float, float, int, int]:
     parser = LogParser()
     events = 0
     lines = 0
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             lines += 1
             events += len(parser.feed(line))
     events += len(parser.flush())
-    return time.perf_counter() - start, lines, events
+    return time.perf_counter() - start, time.process_time() - start_cpu, lines, events
 
 
 async def _tailer_run(path: Path) -> tuple[int, int]:
@@ -134,52 +147,60 @@ async def _tailer_run(path: Path) -> tuple[int, int]:
     return lines, events + len(parser.flush())
 
 
-def time_tailer(path: Path) -> tuple[float, int, int]:
-    start = time.perf_counter()
+def time_tailer(path: Path) -> tuple[float, float, int, int]:
+    start, start_cpu = time.perf_counter(), time.process_time()
     lines, events = asyncio.run(_tailer_run(path))
-    return time.perf_counter() - start, lines, events
+    return time.perf_counter() - start, time.process_time() - start_cpu, lines, events
 
 
-def time_command(path: Path) -> tuple[float, int]:
+def time_command(path: Path) -> tuple[float, float, int]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "tui", "logs", str(path), "--json"], stdout=subprocess.PIPE, text=True
     )
-    elapsed = time.perf_counter() - start
-    return elapsed, result.stdout.count("\n")
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, result.stdout.count("\n")
+
+
+def _row(name: str, lines: int, wall: float, cpu: float, note: str) -> None:
+    print(f"  {name:<34} {lines / wall:>11,.0f} lines/s wall {lines / cpu:>11,.0f} lines/s CPU  {note}")
+
+
+def run_mix(folder: Path, name: str, templates: list[str], total: int, with_command: bool) -> None:
+    path = folder / f"{name}.log"
+    generate(path, total, templates)
+    parsed_share = sum(1 for t in templates if any(m in t for m in MARKERS)) / len(templates)
+    print(
+        f"{name} mix: {total:,} lines, {path.stat().st_size / 1e6:.1f} MB, "
+        f"{parsed_share:.0%} of lines carry figures"
+    )
+    wall, cpu, matches = time_grep(path)
+    _row("grep -c 'SpecDecoding metrics'", total, wall, max(cpu, 1e-6), f"({matches:,} matches)")
+    wall, cpu, lines, events = time_parser(path)
+    _row("LogParser.feed", lines, wall, cpu, f"({events:,} events)")
+    wall, cpu, lines, events = time_tailer(path)
+    _row("LogTailer.read_all + LogParser", lines, wall, cpu, f"({events:,} events)")
+    if with_command:
+        wall, cpu, printed = time_command(path)
+        _row("spectop logs --json (end to end)", total, wall, cpu, f"({printed:,} JSON lines)")
+    path.unlink()
+
+
+MARKERS = ("Avg prompt", "SpecDecoding", " batch,", "draft acceptance")
 
 
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--lines", type=int, default=1_000_000)
     args = options.parse_args()
+    print("CPU = process time (this machine may be shared; wall time then understates the parser)")
     with tempfile.TemporaryDirectory(prefix="spectop-bench-") as folder:
-        path = Path(folder) / "mixed.log"
-        start = time.perf_counter()
-        generate(path, args.lines)
-        size_mb = path.stat().st_size / 1e6
-        print(f"generated {args.lines:,} lines ({size_mb:.1f} MB) in {time.perf_counter() - start:.1f} s")
-        grep_s, spec_lines = time_grep(path)
-        print(
-            f"grep -c 'SpecDecoding metrics'     {grep_s:8.3f} s  {args.lines / grep_s:>12,.0f} lines/s"
-            f"  ({spec_lines:,} matches)"
-        )
-        parse_s, lines, events = time_parser(path)
-        print(
-            f"LogParser.feed (file iteration)    {parse_s:8.3f} s  {lines / parse_s:>12,.0f} lines/s"
-            f"  ({events:,} events)"
-        )
-        tail_s, lines, events = time_tailer(path)
-        print(
-            f"LogTailer.read_all + LogParser     {tail_s:8.3f} s  {lines / tail_s:>12,.0f} lines/s"
-            f"  ({events:,} events)"
-        )
-        command_s, printed = time_command(path)
-        print(
-            f"spectop logs --json (end to end)   {command_s:8.3f} s  {args.lines / command_s:>12,.0f} lines/s"
-            f"  ({printed:,} JSON lines)"
-        )
-        print(f"parser vs grep: {parse_s / grep_s:.0f}x slower; target > 300,000 lines/s through the parser")
+        run_mix(Path(folder), "typical", TYPICAL_BLOCK, args.lines, with_command=True)
+        run_mix(Path(folder), "dense", TEMPLATES, args.lines, with_command=False)
+    print("target: > 300,000 lines/s through the parser")
 
 
 if __name__ == "__main__":
