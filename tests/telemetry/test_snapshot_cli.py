@@ -75,6 +75,14 @@ async def test_vllm_sample_through_snapshot() -> None:
     assert [request.path for request in server.requests] == ["/metrics", "/metrics"]
 
 
+async def test_openai_style_base_url_is_accepted() -> None:
+    async with sample_server("vllm") as server:
+        code, out, err = await spectop("snapshot", f"{server.url}/v1/", "--window", "0.2", "--json")
+    assert code == 0, err
+    assert json.loads(out)["backend"] == "vllm"
+    assert [request.path for request in server.requests] == ["/metrics", "/metrics"]
+
+
 async def test_sglang_sample_through_snapshot() -> None:
     async with sample_server("sglang") as server:
         code, out, err = await spectop("snapshot", f"{server.url}/metrics", "--window", "1", "--json")

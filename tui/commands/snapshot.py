@@ -246,8 +246,10 @@ def run(args: argparse.Namespace) -> int:
 
     endpoints = []
     for url in args.urls:
+        # An OpenAI client base URL (.../v1) names the same server.
+        base = url.rstrip("/").removesuffix("/v1")
         try:
-            endpoints.append(endpoint_from_url(url))
+            endpoints.append(endpoint_from_url(base))
         except ValidationError as error:
             print(f"spectop snapshot: {url}: {error.errors()[0]['msg']}", file=sys.stderr)
             return 2
