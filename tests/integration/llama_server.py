@@ -41,6 +41,9 @@ class LlamaServer:
     threads: int = 2
     parallel: int = 2
     context: int = 2048
+    # LLAMA_TRACE=1 logs every verification step (`accepted 8/ 8 draft tokens`): the tests' exact step count.
+    env: dict[str, str] = field(default_factory=lambda: {"LLAMA_TRACE": "1"})
+    extra_args: tuple[str, ...] = ()
     port: int = 0
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -64,7 +67,7 @@ class LlamaServer:
             "--host", "127.0.0.1", "--port", str(self.port), "--metrics", "--slots",
             "-c", str(self.context), "-np", str(self.parallel),
             "-t", str(self.threads), "-tb", str(self.threads),
-            "--log-file", str(self.log_file),
+            "--log-file", str(self.log_file), *self.extra_args,
         ]
         return cmd
 
@@ -77,7 +80,7 @@ class LlamaServer:
             try:
                 self.process = subprocess.Popen(
                     self.command(), stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
-                    start_new_session=True,
+                    env={**os.environ, **self.env}, start_new_session=True,
                 )
             finally:
                 stderr.close()

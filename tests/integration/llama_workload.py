@@ -20,7 +20,16 @@ ACCEPTANCE_LINE = re.compile(
     r"id\s+(?P<slot>\d+) \| task (?P<task>-?\d+) \| draft acceptance = (?P<rate>[\d.]+) "
     r"\(\s*(?P<acc>\d+) accepted /\s*(?P<gen>\d+) generated\), mean len =\s*(?P<mal>[\d.]+)"
 )
+# One per verification step with LLAMA_TRACE=1; a "(restore checkpoint)" step is replayed, not counted.
+STEP_LINE = re.compile(
+    r"id\s+\d+ \| task (?P<task>-?\d+) \| accepted\s+(?P<acc>\d+)/\s*(?P<gen>\d+) draft tokens$", re.MULTILINE
+)
 EVAL_LINE = re.compile(r"id\s+\d+ \| task -?\d+ \|\s+eval time =")
+PROMPT_TIME_LINE = re.compile(r"\| prompt eval time =\s*(?P<ms>[\d.]+) ms /\s*(?P<n>\d+) tokens")
+EVAL_TIME_LINE = re.compile(
+    r"\|\s+eval time =\s*(?P<ms>[\d.]+) ms /\s*(?P<n>\d+) tokens"
+    r" \(.*?,\s*(?P<rate>[\d.]+) tokens per second\)"
+)
 
 PROMPTS = (
     "Tell me a story about a llama",
@@ -90,6 +99,22 @@ def acceptance_lines(log_file: Path, offset: int = 0) -> list[AcceptanceLine]:
     return found
 
 
+@dataclass(frozen=True)
+class VerificationStep:
+    """One `accepted N/M draft tokens` trace line: a verification step of one request (task)."""
+
+    task: int
+    accepted: int
+    drafted: int
+
+
+def verification_steps(log_file: Path, offset: int = 0) -> list[VerificationStep]:
+    return [
+        VerificationStep(task=int(m["task"]), accepted=int(m["acc"]), drafted=int(m["gen"]))
+        for m in STEP_LINE.finditer(read_log(log_file, offset))
+    ]
+
+
 def wait_for_finished_requests(log_file: Path, offset: int, count: int, timeout_s: float = 10.0) -> str:
     """Wait for `count` finished requests (`eval time` lines) in the log after `offset`; return that text.
 
@@ -101,6 +126,26 @@ def wait_for_finished_requests(log_file: Path, offset: int, count: int, timeout_
         time.sleep(0.05)
         text = read_log(log_file, offset)
     return text
+
+
+@dataclass(frozen=True)
+class RequestTiming:
+    """The `print_timing` lines of one finished request: prompt and generation time as the server saw them."""
+
+    prompt_ms: float
+    eval_ms: float
+    eval_tokens: int
+    eval_tokens_per_s: float
+
+
+def request_timings(log_file: Path, offset: int = 0) -> list[RequestTiming]:
+    text = read_log(log_file, offset)
+    prompts = PROMPT_TIME_LINE.findall(text)
+    evals = EVAL_TIME_LINE.findall(text)
+    return [
+        RequestTiming(float(p_ms), float(e_ms), int(e_n), float(rate))
+        for (p_ms, _p_n), (e_ms, e_n, rate) in zip(prompts, evals, strict=False)
+    ]
 
 
 def timings_totals(responses: list[dict[str, Any]]) -> tuple[int, int]:

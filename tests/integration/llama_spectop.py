@@ -1,0 +1,42 @@
+"""Run spectop as a user does: the installed `spectop` console script (or `python -m tui`) in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def spectop_command() -> list[str]:
+    script = Path(sys.executable).parent / "spectop"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "tui"]
+
+
+def private_env(home: Path) -> dict[str, str]:
+    """The environment with spectop's config, data and state folders moved into `home` (a tmp dir)."""
+    env = dict(os.environ)
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        env[name] = str(home / name.lower())
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def run_spectop(args: list[str], home: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*spectop_command(), *args], capture_output=True, text=True, timeout=timeout_s,
+        env=private_env(home), stdin=subprocess.DEVNULL, check=False,
+    )
+
+
+def start_spectop(args: list[str], home: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*spectop_command(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=private_env(home), stdin=subprocess.DEVNULL,
+    )
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

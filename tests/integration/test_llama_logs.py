@@ -1,0 +1,64 @@
+"""`spectop logs FILE --json` turns a real llama-server log into the right `spec_decode` events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from llama_server import LlamaServer
+from llama_spectop import json_lines, run_spectop
+from llama_workload import (
+    acceptance_lines,
+    log_size,
+    run_requests,
+    verification_steps,
+    wait_for_finished_requests,
+)
+
+pytestmark = pytest.mark.llamacpp
+
+REQUESTS = 3
+
+
+@pytest.mark.parametrize("kind", ["same", "noisy", "random"])
+def test_logs_gives_one_spec_decode_event_per_finished_request(
+    llama_servers: dict[str, LlamaServer], kind: str, tmp_path: Path
+) -> None:
+    server = llama_servers[kind]
+    offset = log_size(server.log_file)
+    run_requests(server.url, REQUESTS)
+    wait_for_finished_requests(server.log_file, offset, REQUESTS)
+    log_copy = tmp_path / "server.log"
+    log_copy.write_bytes(server.log_file.read_bytes())  # a stable file: the server keeps writing its own
+    assert verification_steps(log_copy), "no LLAMA_TRACE step lines: the log would not test the skip"
+
+    done = run_spectop(["logs", str(log_copy), "--json"], tmp_path, 60)
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)
+    spec = [event for event in events if event["kind"] == "spec_decode"]
+    truth = acceptance_lines(log_copy)
+    assert len(truth) >= REQUESTS
+    # One event per `draft acceptance` line, in order; the per-step trace lines make none.
+    assert len(spec) == len(truth)
+    for event, line in zip(spec, truth, strict=True):
+        assert event["accepted_tokens"] == line.accepted
+        assert event["drafted_tokens"] == line.generated
+        assert event["acceptance_rate"] == pytest.approx(line.rate, abs=1e-5)
+        assert event["acceptance_rate"] == pytest.approx(line.accepted / line.generated, abs=1e-5)
+        assert event["mean_acceptance_length"] == pytest.approx(line.mean_length)
+        assert event["time"], event  # the elapsed-time prefix of the line
+    assert not [event for event in events if event["kind"] == "error"], "a healthy server logged no errors"
+
+
+def test_logs_of_the_no_draft_server_has_no_spec_decode_events(
+    llama_servers: dict[str, LlamaServer], tmp_path: Path
+) -> None:
+    server = llama_servers["nodraft"]
+    offset = log_size(server.log_file)
+    run_requests(server.url, 2)
+    wait_for_finished_requests(server.log_file, offset, 2)
+    done = run_spectop(["logs", str(server.log_file), "--json"], tmp_path, 60)
+    assert done.returncode == 0, done.stderr
+    kinds = {event["kind"] for event in json_lines(done.stdout)}
+    assert "spec_decode" not in kinds
+    assert "error" not in kinds

@@ -1,0 +1,145 @@
+"""`spectop snapshot --json` on real llama-servers agrees with the servers' own record of the same requests.
+
+llama.cpp adds a request's tokens and drafts to /metrics only when the request finishes, so the requests
+must start after spectop's first scrape and finish before its second. Each server sits behind a
+pass-through tap that shows when spectop scraped; the truth is the server's log (the per-request
+`draft acceptance = …` lines and, with LLAMA_TRACE=1, one line per verification step) and the responses'
+`timings`.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llama_server import LlamaServer
+from llama_spectop import json_lines, run_spectop, start_spectop
+from llama_tap import MetricsTap
+from llama_workload import (
+    acceptance_lines,
+    log_size,
+    run_requests,
+    timings_totals,
+    verification_steps,
+    wait_for_finished_requests,
+)
+
+pytestmark = pytest.mark.llamacpp
+
+KINDS = ("nodraft", "same", "noisy", "random")
+WINDOW_S = 20.0
+REQUESTS = 4
+MAX_TOKENS = 64
+DRAFT_N_MAX = 8
+
+
+def _snapshot_around_workload(
+    servers: dict[str, LlamaServer], home: Path
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]], dict[str, int], dict[str, MetricsTap]]:
+    taps = {kind: MetricsTap(servers[kind].url) for kind in KINDS}
+    with ExitStack() as stack:
+        for tap in taps.values():
+            stack.enter_context(tap)
+        offsets = {kind: log_size(servers[kind].log_file) for kind in KINDS}
+        urls = [f"{taps[kind].url}/metrics" for kind in KINDS]
+        process = start_spectop(["snapshot", *urls, "--json", "--window", str(WINDOW_S)], home)
+        try:
+            for kind, tap in taps.items():
+                assert tap.wait_for_metrics_scrapes(1, timeout_s=60), f"spectop never scraped {kind}"
+            with ThreadPoolExecutor(max_workers=len(KINDS)) as pool:
+                futures = {
+                    kind: pool.submit(run_requests, servers[kind].url, REQUESTS, MAX_TOKENS) for kind in KINDS
+                }
+                responses = {kind: future.result(timeout=WINDOW_S) for kind, future in futures.items()}
+            for kind in KINDS:
+                wait_for_finished_requests(servers[kind].log_file, offsets[kind], REQUESTS)
+            finished_at = time.monotonic()
+            stdout, stderr = process.communicate(timeout=WINDOW_S + 60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert process.returncode == 0, stderr
+    for kind, tap in taps.items():
+        scrapes = tap.metrics_scrapes()
+        assert len(scrapes) == 2, (kind, scrapes)
+        assert scrapes[1] > finished_at, f"{kind}: the workload outlasted the {WINDOW_S} s window"
+    records = {record["url"]: record for record in json_lines(stdout)}
+    by_kind = {kind: records[f"{taps[kind].url}/metrics"] for kind in KINDS}
+    return by_kind, responses, offsets, taps
+
+
+def test_snapshot_figures_agree_with_log_lines_and_timings(
+    llama_servers: dict[str, LlamaServer], tmp_path: Path
+) -> None:
+    records, responses, offsets, taps = _snapshot_around_workload(llama_servers, tmp_path)
+
+    for kind in KINDS:
+        record, server = records[kind], llama_servers[kind]
+        assert record["up"] is True and record["backend"] == "llamacpp", record
+        assert record["window_s"] == WINDOW_S
+        assert record["model"], record
+        tokens = sum(response["usage"]["completion_tokens"] for response in responses[kind])
+        assert tokens == REQUESTS * MAX_TOKENS  # random weights never sample EOS: requests run to length
+        first, second = taps[kind].metrics_scrapes()
+        assert record["generation_tokens_per_s"] == pytest.approx(tokens / (second - first), rel=0.05)
+
+        if kind == "nodraft":
+            for name in ("acceptance_rate", "mean_acceptance_length", "per_position_acceptance"):
+                assert record[name] is None, (name, record[name])  # unknown, never 0
+            assert acceptance_lines(server.log_file, offsets[kind]) == []
+            continue
+
+        lines = acceptance_lines(server.log_file, offsets[kind])
+        steps = verification_steps(server.log_file, offsets[kind])
+        assert len(lines) == REQUESTS, kind
+        accepted = sum(line.accepted for line in lines)
+        drafted = sum(line.generated for line in lines)
+        # The log, the trace steps and the responses' timings tell the same story.
+        assert (accepted, drafted) == timings_totals(responses[kind])
+        assert (accepted, drafted) == (sum(s.accepted for s in steps), sum(s.drafted for s in steps))
+        for line in lines:
+            task_steps = [step for step in steps if step.task == line.task]
+            expected_mean = 1 + line.accepted / len(task_steps)
+            assert line.mean_length == pytest.approx(expected_mean, abs=0.005), (kind, line)
+
+        assert record["acceptance_rate"] == pytest.approx(accepted / drafted, abs=1e-9), kind
+        assert record["mean_acceptance_length"] == pytest.approx(1 + accepted / len(steps), abs=1e-9), kind
+        per_position = record["per_position_acceptance"]
+        assert per_position is not None and len(per_position) == DRAFT_N_MAX, kind
+        expected_positions = [
+            sum(1 for step in steps if step.accepted > i) / len(steps) for i in range(DRAFT_N_MAX)
+        ]
+        assert per_position == pytest.approx(expected_positions, abs=1e-9), kind
+
+    assert records["same"]["acceptance_rate"] == 1.0
+    same_lines = acceptance_lines(llama_servers["same"].log_file, offsets["same"])
+    assert all(line.mean_length == 9.0 for line in same_lines)
+    assert records["same"]["mean_acceptance_length"] == pytest.approx(9.0)
+    assert records["random"]["acceptance_rate"] < 0.05
+    assert 0.05 < records["noisy"]["acceptance_rate"] < 0.95
+
+
+def test_snapshot_of_an_idle_server_reports_unknown_acceptance_not_zero(
+    llama_servers: dict[str, LlamaServer], tmp_path: Path
+) -> None:
+    done = run_spectop(["snapshot", llama_servers["same"].url, "--json", "--window", "1"], tmp_path, 60)
+    assert done.returncode == 0, done.stderr
+    [record] = json_lines(done.stdout)
+    assert record["up"] is True and record["backend"] == "llamacpp"
+    assert record["acceptance_rate"] is None
+    assert record["mean_acceptance_length"] is None
+
+
+def test_snapshot_of_a_closed_port_says_down_and_exits_1(tmp_path: Path) -> None:
+    from llama_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    done = run_spectop(["snapshot", url, "--json", "--window", "1", "--timeout", "2"], tmp_path, 60)
+    assert done.returncode == 1
+    [record] = json_lines(done.stdout)
+    assert record["up"] is False and record["error"]
