@@ -117,9 +117,14 @@ def build_app(context: AppContext) -> ASGIApp:
         return hmac.compare_digest(token.encode(), context.api_key.encode())
 
     async def read_json(request: Request) -> dict[str, Any] | JSONResponse:
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return _error(413, f"request body is larger than {MAX_BODY_BYTES} bytes")
+        parts: list[bytes] = []
+        size = 0
+        async for part in request.stream():
+            size += len(part)
+            if size > MAX_BODY_BYTES:
+                return _error(413, f"request body is larger than {MAX_BODY_BYTES} bytes")
+            parts.append(part)
+        body = b"".join(parts)
         try:
             data = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
