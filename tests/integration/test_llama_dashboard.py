@@ -1,0 +1,139 @@
+"""The dashboard (driven with Pilot, 80x24) watching the four real llama-servers under steady traffic."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from llama_server import LlamaServer
+from llama_traffic import steady_traffic
+from llama_workload import acceptance_lines, log_size
+from textual.pilot import Pilot
+
+from tui.app import SpectopApp
+from tui.paths import themes_dir
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.widgets.endpoint_card import EndpointCard
+
+pytestmark = pytest.mark.llamacpp
+
+KINDS = ("nodraft", "same", "noisy", "random")
+
+
+@pytest.fixture(autouse=True)
+def _private_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
+
+
+def dashboard_settings(servers: dict[str, LlamaServer], names: tuple[str, ...]) -> Settings:
+    return Settings(
+        poll_interval_s=0.5,
+        window_s=8.0,
+        alerts=AlertSettings(sustained_s=1.0),
+        endpoints=[
+            EndpointSettings(
+                name=name, url=servers[name].url, backend="llamacpp", log_file=servers[name].log_file
+            )
+            for name in names
+        ],
+    )
+
+
+def make_app(settings: Settings) -> SpectopApp:
+    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+
+
+def card_text(app: SpectopApp, name: str) -> str:
+    card = next(card for card in app.screen.query(EndpointCard) if card.endpoint == name)
+    return str(card.render())
+
+
+async def wait_for(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    for _ in range(int(timeout_s / 0.1)):
+        if condition():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError(f"not reached within {timeout_s} s: {what}")
+
+
+def acceptance_of(app: SpectopApp, name: str) -> float | None:
+    reading = app.readings.get(name)
+    return reading.figures.acceptance_rate if reading is not None and reading.up else None
+
+
+def alert_kinds(app: SpectopApp, name: str) -> set[str]:
+    return {alert.kind for alert in app.alerts.active(name)}
+
+
+async def test_dashboard_shows_each_servers_acceptance_and_alerts_on_the_random_draft(
+    llama_servers: dict[str, LlamaServer],
+) -> None:
+    offsets = {kind: log_size(llama_servers[kind].log_file) for kind in KINDS}
+    app = make_app(dashboard_settings(llama_servers, KINDS))
+    async with app.run_test(size=(80, 24)) as pilot:
+        with steady_traffic([llama_servers[kind].url for kind in KINDS]):
+            await wait_for(
+                pilot,
+                lambda: all(acceptance_of(app, kind) is not None for kind in ("same", "noisy", "random"))
+                and "acceptance_critical" in alert_kinds(app, "random"),
+                timeout_s=120,
+                what="acceptance on every drafting card and a critical alert on the random draft",
+            )
+            await pilot.pause(0.2)
+            texts = {kind: card_text(app, kind) for kind in KINDS}
+            rates = {kind: acceptance_of(app, kind) for kind in KINDS}
+            alerts = {kind: alert_kinds(app, kind) for kind in KINDS}
+
+    assert [card.endpoint for card in app.screen.query(EndpointCard)] == list(KINDS)
+    # Identical draft: every draft token accepted, as its log says.
+    assert all(line.rate == 1.0 for line in acceptance_lines(llama_servers["same"].log_file, offsets["same"]))
+    assert rates["same"] == 1.0
+    assert "accept  1.00" in texts["same"] and "len 9.00" in texts["same"], texts["same"]
+    # Noisy draft: the window's rate lies between the lowest and highest per-request rate the log shows.
+    noisy_lines = acceptance_lines(llama_servers["noisy"].log_file, offsets["noisy"])
+    noisy = rates["noisy"]
+    assert noisy is not None
+    lowest, highest = min(line.rate for line in noisy_lines), max(line.rate for line in noisy_lines)
+    assert lowest - 1e-5 <= noisy <= highest + 1e-5
+    assert f"accept{noisy:6.2f}" in texts["noisy"], texts["noisy"]
+    # Random draft: acceptance near 0, a critical alert on the card.
+    random_rate = rates["random"]
+    assert random_rate is not None and random_rate < 0.05
+    assert "acceptance_critical" in alerts["random"]
+    assert "CRIT" in texts["random"], texts["random"]
+    # No draft: acceptance unknown (a dash, never 0) and no alert.
+    assert rates["nodraft"] is None
+    assert "accept     –" in texts["nodraft"], texts["nodraft"]
+    assert alerts["same"] == set() and alerts["nodraft"] == set()
+    assert rates["same"] > noisy > random_rate
+
+
+async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
+    make_server: Callable[[str], LlamaServer],
+) -> None:
+    server = make_server("same")
+    app = make_app(dashboard_settings({"victim": server}, ("victim",)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        with steady_traffic([server.url]):
+            await wait_for(pilot, lambda: acceptance_of(app, "victim") == 1.0, 60, "acceptance 1.00 while up")
+            server.kill()
+            await wait_for(
+                pilot,
+                lambda: app.readings["victim"].up is False and "down" in alert_kinds(app, "victim"),
+                30, "the killed server reported down",
+            )
+            down_text = card_text(app, "victim")
+            server.start(port=server.port)
+            await wait_for(
+                pilot,
+                lambda: app.readings["victim"].up and acceptance_of(app, "victim") == 1.0,
+                60, "the restarted server up again with its acceptance",
+            )
+            up_text = card_text(app, "victim")
+            rates_seen = app.history.endpoint("victim").values("generation_tokens_per_s")
+    assert "CRIT" in down_text, down_text
+    assert "down" not in alert_kinds(app, "victim")
+    assert "CRIT" not in up_text, up_text
+    # The restart reset the server's counters: a new baseline, never a negative rate.
+    assert rates_seen and all(value is None or value >= 0 for value in rates_seen)
