@@ -1,0 +1,81 @@
+"""A llama-server killed in the middle of a burst: spectop reports errors and ends, it does not hang."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from llama_server import LlamaServer
+from llama_spectop import json_lines, run_spectop, start_spectop
+from llama_workload import EVAL_LINE, log_size, read_log
+
+pytestmark = pytest.mark.llamacpp
+
+BURST_REQUESTS = 40
+# With every request in flight failing fast, the burst must end well within this.
+BURST_DEADLINE_S = 120.0
+
+
+def wait_for_finished(server: LlamaServer, offset: int, count: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if len(EVAL_LINE.findall(read_log(server.log_file, offset))) >= count:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_bench_reports_errors_when_the_server_dies_mid_burst(
+    make_server: Callable[[str], LlamaServer], tmp_path: Path
+) -> None:
+    server = make_server("same")
+    offset = log_size(server.log_file)
+    report = tmp_path / "burst.json"
+    process = start_spectop(
+        [
+            "bench", "--a", server.url, "--requests", str(BURST_REQUESTS), "--concurrency", "2",
+            "--rounds", "1", "--warmup", "0", "--max-tokens", "256", "--temperature", "0",
+            "--timeout", "10", "--no-history", "--json", str(report),
+        ],
+        tmp_path,
+    )
+    try:
+        assert wait_for_finished(server, offset, 3, timeout_s=120), "the burst never got going"
+        server.kill()
+        killed_at = time.monotonic()
+        stdout, stderr = process.communicate(timeout=BURST_DEADLINE_S)
+        ended_after_s = time.monotonic() - killed_at
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 1, stdout + stderr  # the burst ran, some requests failed
+    summary = json.loads(report.read_text())
+    arm = summary["a"]
+    finished_on_server = len(EVAL_LINE.findall(read_log(server.log_file, offset)))
+    assert arm["requests"] == BURST_REQUESTS
+    assert 0 < arm["errors"] < BURST_REQUESTS
+    assert arm["requests"] - arm["errors"] <= finished_on_server  # no success the server never finished
+    assert set(arm["errors_by_kind"]) <= {"connect", "broken_stream", "timeout", "http_status"}, arm
+    assert "connect" in arm["errors_by_kind"] or "broken_stream" in arm["errors_by_kind"], arm
+    assert ended_after_s < BURST_DEADLINE_S
+
+
+def test_snapshot_sees_a_restarted_server_again(
+    make_server: Callable[[str], LlamaServer], tmp_path: Path
+) -> None:
+    server = make_server("same")
+    server.kill()
+    down = run_spectop(["snapshot", server.url, "--json", "--window", "1", "--timeout", "2"], tmp_path, 60)
+    assert down.returncode == 1
+    assert json_lines(down.stdout)[0]["up"] is False
+
+    server.start(port=server.port)
+    up = run_spectop(["snapshot", server.url, "--json", "--window", "1"], tmp_path, 60)
+    assert up.returncode == 0, up.stderr
+    [record] = json_lines(up.stdout)
+    assert record["up"] is True and record["backend"] == "llamacpp"
+
