@@ -980,6 +980,65 @@ LLAMACPP_ERROR_CASES: list[tuple[str, str, str]] = [
 ]
 
 
+WRAPPED_CASES: list[tuple[str, str, list[tuple[str, dict[str, Any]]]]] = [
+    (
+        "containerd CRI wrapper around SGLang",
+        "2026-07-20T09:50:00.123456789Z stdout F [2026-07-20 09:50:00 TP0] Decode batch, #running-req: 2, #token: 500, token usage: 0.01, cuda graph: True, gen throughput (token/s): 80.00, #queue-req: 0",
+        [(STATS, {"time": "2026-07-20T09:50:00", "engine": "TP0", "running": 2, "backend": "sglang"})],
+    ),
+    (
+        "journald wrapper around vLLM",
+        "Jul 20 09:50:00 gpu1 vllm[123]: (APIServer pid=1) INFO 07-20 09:50:00 [loggers.py:310] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 8 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Prefix cache hit rate: 0.0%",
+        [(STATS, {"time": "07-20 09:50:00", "engine": "0", "running": 8, "backend": "vllm"})],
+    ),
+    (
+        "docker compose wrapper around a vLLM error",
+        "web-1  | (EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory.",
+        [
+            (
+                ERROR,
+                {
+                    "category": "oom",
+                    "time": "05-01 14:39:06",
+                    "message": "torch.OutOfMemoryError: CUDA out of memory.",
+                },
+            )
+        ],
+    ),
+    (
+        "docker compose wrapper around a vLLM INFO line with error words",
+        "web-1  | (APIServer pid=1) INFO 05-01 14:39:06 [x.py:1] no error, memory is fine",
+        [],
+    ),
+    (
+        "older vLLM worker prefix",
+        "(VllmWorker rank=0 pid=9) ERROR 05-01 14:39:06 [multiproc_executor.py:500] WorkerProc hit an exception.",
+        [(ERROR, {"category": "other", "backend": "vllm"})],
+    ),
+    (
+        "Ray worker prefix",
+        "(RayWorkerWrapper pid=9, ip=10.0.0.1) ERROR 05-01 14:39:06 [worker.py:1] RuntimeError: CUDA error: out of memory",
+        [(ERROR, {"category": "oom", "backend": "vllm"})],
+    ),
+    (
+        "older llama.cpp `draft acceptance rate` without prefix or mean length",
+        "slot print_timing: id  0 | task 2 | draft acceptance rate = 0.57576 (   19 accepted /    33 generated)",
+        [
+            (
+                SPEC,
+                {
+                    "acceptance_rate": 0.57576,
+                    "accepted_tokens": 19,
+                    "drafted_tokens": 33,
+                    "mean_acceptance_length": None,
+                    "time": None,
+                },
+            )
+        ],
+    ),
+]
+
+
 def _check(line: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
     events = parse_events(line)
     assert [event.kind for event in events] == [kind for kind, _ in expected], events
@@ -1044,3 +1103,10 @@ def test_sglang_decode_line_gives_stats_first_from_parse_line() -> None:
     line = SGLANG_CASES[1][1]
     event = parse_line(line)
     assert event is not None and event.kind == "stats"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"), [c[1:] for c in WRAPPED_CASES], ids=[c[0] for c in WRAPPED_CASES]
+)
+def test_wrapped_and_older_prefixes(line: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
+    _check(line, expected)

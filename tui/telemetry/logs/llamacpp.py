@@ -1,7 +1,8 @@
 """llama.cpp `llama-server` log grammar (llamacpp.md §3).
 
   `draft acceptance = 1.00000 (   56 accepted /    56 generated), mean len =  9.00`
-      print_timing, once per finished request that drafted (scope "request").
+      print_timing, once per finished request that drafted (scope "request"); older servers print
+      `draft acceptance rate = 0.57576 (   19 accepted /    33 generated)` without the mean length.
   `acc per pos = (0.810, 0.476, ...)`
       trace verbosity (`-lv 4`), per request: per-position rates only.
   `statistics     draft-simple: ... #gen drafts = 21, ..., #gen tokens = 162, #acc tokens = 42,
@@ -20,13 +21,14 @@ from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import split_prefix
 from tui.telemetry.logs.values import parse_float_list
 
-ACCEPTANCE_MARKER = "draft acceptance = "
+ACCEPTANCE_MARKER = "draft acceptance"  # `draft acceptance = ...`; before 2025 `draft acceptance rate = ...`
 PER_POSITION_MARKER = "acc per pos = "
 STATISTICS_MARKER = "#acc tokens = "
 
 _ACCEPTANCE = re.compile(
-    r"draft acceptance = (?P<rate>[-+\d.eE]+|nan|-?inf) \(\s*(?P<accepted>\d+) accepted /\s*(?P<drafted>\d+)"
-    r" generated\)(?:, mean len =\s*(?P<mean>[-+\d.eE]+|nan|-?inf))?"
+    r"draft acceptance(?: rate)? = (?P<rate>[-+\d.eE]+|nan|-?inf) "
+    r"\(\s*(?P<accepted>\d+) accepted /\s*(?P<drafted>\d+) generated\)"
+    r"(?:, mean len =\s*(?P<mean>[-+\d.eE]+|nan|-?inf))?"
 )
 _PER_POSITION = re.compile(r"acc per pos = \((?P<positions>[^)]*)\)")
 _STATISTICS = {

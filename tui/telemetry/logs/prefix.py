@@ -20,13 +20,16 @@ from dataclasses import dataclass
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
 
+# The process part: `(APIServer pid=1)`, `(EngineCore_DP0 pid=7)`, older `(VllmWorker rank=0 pid=9)`,
+# Ray `(RayWorkerWrapper pid=9, ip=10.0.0.1)`.
+_PROCESS = r"\((?P<proc>[A-Za-z0-9_]+)[^()]*?\bpid=\d+[^()]*\) "
 _VLLM_PREFIX = re.compile(
-    r"(?:\((?P<proc>[A-Za-z0-9_]+) pid=\d+\) )?"
+    rf"(?:{_PROCESS})?"
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
     r"(?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? "
     r"\[?(?P<origin>[^\]\s]+:\d+)\] ?"
 )
-_VLLM_PROCESS_ONLY = re.compile(r"\((?P<proc>[A-Za-z0-9_]+) pid=\d+\) ")
+_VLLM_PROCESS_ONLY = re.compile(_PROCESS)
 _SGLANG_PREFIX = re.compile(
     r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?P<ms>[.,]\d{1,6})?"
     r"(?P<ranks>(?: [A-Z_]+\d+)*)\] ?"
@@ -115,7 +118,26 @@ def split_prefix(line: str) -> LinePrefix:
             return LinePrefix(
                 "vllm", match["time"], match["level"], None, line[match.end() :], True, match["origin"]
             )
-    return LinePrefix(None, None, _uvicorn_level(line, 0), None, line, False)
+    return _wrapped(line) or LinePrefix(None, None, _uvicorn_level(line, 0), None, line, False)
+
+
+_WRAPPER_WINDOW = 160
+
+
+def _wrapped(line: str) -> LinePrefix | None:
+    """A backend prefix behind a wrapper's own (docker/CRI `2026-...Z stdout F `, journald `host vllm[1]: `,
+    a custom VLLM_LOGGING_PREFIX): found by searching the start of the line instead of anchoring."""
+    window = line[:_WRAPPER_WINDOW]
+    if "[" not in window and "INFO" not in window and "ERROR" not in window and " I " not in window:
+        return None
+    for pattern in (_VLLM_PREFIX, _SGLANG_PREFIX, _LLAMACPP_PREFIX):
+        match = pattern.search(window, 1)
+        if match is None:
+            continue
+        inner = split_prefix(line[match.start() :])
+        if inner.has_prefix:
+            return inner
+    return None
 
 
 _UVICORN_LEVELS = ("INFO:", "WARNING:", "ERROR:", "CRITICAL:", "DEBUG:")
