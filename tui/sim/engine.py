@@ -401,14 +401,18 @@ class SimEngine:
 
 
 def _apply_stop(output: list[str], stops: list[str]) -> tuple[list[str], str | None]:
-    """Cut the output before the first stop string; the token that contained it still counts."""
+    """Cut the output before the first stop string; the token that completed it still counts."""
     text = ""
     for index, token in enumerate(output):
         text += token
-        for stop in stops:
-            if stop and stop in text:
-                cut = text.index(stop)
-                kept = output[: index + 1]
-                kept[index] = token[: max(0, len(token) - (len(text) - cut))]
-                return kept, stop
+        found = [(text.find(stop), stop) for stop in stops if stop and stop in text]
+        if not found:
+            continue
+        cut, stop = min(found)
+        kept: list[str] = []
+        length = 0
+        for piece in output[: index + 1]:
+            kept.append(piece[: max(0, cut - length)])
+            length += len(piece)
+        return kept, stop
     return output, None

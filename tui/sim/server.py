@@ -38,7 +38,7 @@ class ControlChanges(BaseModel):
     acceptance: list[float] | float | None = Field(
         default=None, description="per-position conditional probabilities, or a factor on the current ones"
     )
-    faults: dict[str, Any] | None = None
+    faults: FaultSettings | dict[str, Any] | None = None
     background_load_rps: float | None = Field(default=None, ge=0.0, le=1000.0)
     reset_counters: bool = False
     speed: float | None = Field(default=None, gt=0.0)
@@ -254,7 +254,10 @@ class SimServer:
     def control(self, **changes: Any) -> dict[str, Any]:
         """Change behaviour at runtime (see `ControlChanges`); returns what was applied."""
         parsed = ControlChanges.model_validate(changes)
-        fault_changes = dict(parsed.faults or {})
+        if isinstance(parsed.faults, FaultSettings):
+            fault_changes: dict[str, Any] = parsed.faults.model_dump()
+        else:
+            fault_changes = dict(parsed.faults or {})
         for name in FAULT_NAMES:
             value = getattr(parsed, name)
             if value is not None:
