@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,7 +36,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
-    from pathlib import Path
 
     path = Path(args.file)
     if not args.follow and not path.is_file():
@@ -46,10 +46,13 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(_print_events(path, args))
     except KeyboardInterrupt:
         return 0
+    except OSError as error:  # unreadable file (permissions, I/O error)
+        print(f"spectop logs: cannot read {path}: {error.strerror or error}", file=sys.stderr)
+        return 2
     return 0
 
 
-async def _print_events(path: object, args: argparse.Namespace) -> None:
+async def _print_events(path: Path, args: argparse.Namespace) -> None:
     import asyncio
     import os
 
@@ -72,7 +75,7 @@ async def _print_events(path: object, args: argparse.Namespace) -> None:
         return
 
     # Follow: a reader task fills a bounded queue; while the log is quiet, an open traceback is flushed.
-    queue: asyncio.Queue[str] = asyncio.Queue(maxsize=10_000)
+    queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1_000)  # ≤ 16 MB of capped lines
 
     async def read() -> None:
         async for line in tailer.lines():
