@@ -10,6 +10,18 @@ from pathlib import Path
 HELP = "run a simulated vLLM / SGLang / llama.cpp server (speculative decoding, realistic metrics and logs)"
 
 
+FAULT_FLAGS = {
+    "error_rate": "--error-rate",
+    "slow_first_token_s": "--slow-first-token",
+    "disconnect_rate": "--disconnect-rate",
+    "stall_every_s": "--stall-every",
+    "stall_s": "--stall",
+    "garbage_metrics": "--garbage-metrics",
+    "counter_reset_every_s": "--counter-reset-every",
+    "lossy_rate": "--lossy",
+}
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser("sim", help=HELP, description=HELP + ".")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -95,9 +107,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         try:
             overrides["acceptance"] = [float(part) for part in args.acceptance.split(",") if part.strip()]
         except ValueError:
-            raise SystemExit(  # noqa: B904 - argparse-style exit, the ValueError adds nothing
-                f"spectop sim: error: --acceptance {args.acceptance!r}: expected numbers like 0.8,0.6"
-            )
+            raise ValueError(f"--acceptance {args.acceptance!r}: expected numbers like 0.8,0.6") from None
     if args.step_ms is not None:
         overrides["step_base_ms"] = args.step_ms
     if args.decode_log_interval is not None:
@@ -140,7 +150,12 @@ def run(args: argparse.Namespace) -> int:
             faults=faults,
             **_overrides(args),
         )
-    except (SimConfigError, ValidationError, ValueError) as error:
+    except ValidationError as error:
+        first = error.errors()[0]
+        flag = FAULT_FLAGS.get(str(first["loc"][0]), "flags") if first["loc"] else "flags"
+        print(f"spectop sim: error: {flag}: {first['msg']}", file=sys.stderr)
+        return 2
+    except (SimConfigError, ValueError) as error:
         print(f"spectop sim: error: {error}", file=sys.stderr)
         return 2
     try:
