@@ -148,3 +148,21 @@ def test_bad_config_files_get_specific_errors(tmp_path: Path) -> None:
         assert config.oom_reason() is None
     assert load_sim_config(Path("sample_configs/config_mtp_off.toml")).k == 0
     assert load_sim_config(Path("sample_configs/sglang_settings.json")).k == 3
+
+
+async def test_periodic_counter_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tui.sim.metrics_sglang as sglang_metrics
+
+    monkeypatch.setattr(sglang_metrics, "IDLE_REPUBLISH_S", 0.4)
+    async with SimServer(flavor="sglang", decode_log_interval=5) as sim:
+        await client_for(sim.base_url).completions.create(model=sim.model, prompt="x", max_tokens=60)
+        page = await scrape(sim.base_url)
+        assert value(page, "sglang:generation_tokens_total") == 60
+        assert value(page, "sglang:gen_throughput") > 0
+        await asyncio.sleep(1.2)  # idle: SGLang re-publishes gen_throughput as 0, spec gauges stay
+        page = await scrape(sim.base_url)
+        assert value(page, "sglang:gen_throughput") == 0
+        assert value(page, "sglang:spec_accept_length") > 1
+        sim.control(counter_reset_every_s=0.5)
+        await asyncio.sleep(1.2)
+        assert value(await scrape(sim.base_url), "sglang:generation_tokens_total") == 0

@@ -242,6 +242,7 @@ CONSTANTS = (
     ("startup_available_gpu_memory_gb", "Available GPU memory in GB at startup."),
 )
 HTTP_ENDPOINTS_IGNORED = ("/sim/",)
+IDLE_REPUBLISH_S = 30.0
 
 
 class SglangRecorder(MetricsRecorder, Collector):
@@ -287,6 +288,7 @@ class SglangRecorder(MetricsRecorder, Collector):
         )
         self.http: dict[tuple[str, str, str], float] = {}
         self.window = DecodeWindow()
+        self.last_report = time.monotonic()
         self.pid = str(os.getpid())
         self.registry = CollectorRegistry()
         self.registry.register(self)
@@ -327,6 +329,7 @@ class SglangRecorder(MetricsRecorder, Collector):
         self.gauges["cache_hit_rate"] = 0.0
         self._set_usage(report)
         self.window.reset(now)
+        self.last_report = now
 
     def _set_usage(self, report: StepReport) -> None:
         used = float(report.kv_used_tokens)
@@ -343,6 +346,13 @@ class SglangRecorder(MetricsRecorder, Collector):
             kv_available_tokens=self.capacity - used - evictable,
             kv_evictable_tokens=evictable,
         )
+
+    def idle_tick(self, now: float, running: int, waiting: int) -> None:
+        # SGLang re-publishes its gauges every ~30 s when idle: gen_throughput drops to 0, the spec
+        # gauges keep their last values (stale), running/queue are refreshed.
+        if running == 0 and now - self.last_report >= IDLE_REPUBLISH_S:
+            self.gauges.update(gen_throughput=0.0, num_running_reqs=0, num_queue_reqs=waiting)
+            self.last_report = now
 
     def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:
         self.gauges.update(num_running_reqs=running, num_queue_reqs=waiting)

@@ -16,6 +16,10 @@ class MetricsRecorder(EngineObserver):
     def headers(self) -> dict[str, str]:
         return {}
 
+    def idle_tick(self, now: float, running: int, waiting: int) -> None:
+        """Called about once a second, for servers that re-publish gauges while idle."""
+        return None
+
     def http_request(
         self, method: str, path: str, status: int, request_bytes: int, response_bytes: int, duration_s: float
     ) -> None:

@@ -197,7 +197,7 @@ class SimServer:
                 ),
                 name="spectop-sim-background",
             ),
-            asyncio.create_task(self._counter_resets(), name="spectop-sim-counter-reset"),
+            asyncio.create_task(self._maintenance(), name="spectop-sim-maintenance"),
         ]
         self.running = True
 
@@ -292,12 +292,18 @@ class SimServer:
         self.engine.observers[:] = [recorder, self._log]
         self._context.recorder = recorder
 
-    async def _counter_resets(self) -> None:
+    async def _maintenance(self) -> None:
+        """Once every half second: scheduled counter resets (fault) and idle gauge re-publishing."""
+        last_reset = time.monotonic()
         while True:
+            await asyncio.sleep(0.5)
+            now = time.monotonic()
             every = self.faults.counter_reset_every_s
-            await asyncio.sleep(every if every > 0 else 0.5)
-            if self.faults.counter_reset_every_s > 0:
+            if every > 0 and now - last_reset >= every:
                 self.reset_counters()
+                last_reset = now
+            if self.engine is not None and self._context is not None:
+                self._context.recorder.idle_tick(now, len(self.engine.running), len(self.engine.waiting))
 
     def _engine(self) -> SimEngine:
         assert self.engine is not None
