@@ -184,3 +184,8 @@ def test_round_trip_of_generated_pages(rows: list[tuple[str, dict[str, str], flo
     assert [(s.name, dict(s.labels), s.value) for s in samples] == [
         (name, labels, float(repr(value))) for name, labels, value in rows
     ]
+
+
+def test_lone_carriage_return_at_the_end() -> None:
+    assert [s.value for s in parse_metrics_text('a{x="y"} 2\r\na{x="y"} 3\r')] == [2.0, 3.0]
+    assert [s.value for s in parse_metrics_text("b 1 123\r")] == [1.0]

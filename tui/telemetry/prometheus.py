@@ -40,10 +40,10 @@ _LABEL = rf"[ \t]*[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*{_LABEL_VALUE}[ \t]*"
 _SAMPLE_RE = re.compile(
     r"([a-zA-Z_:][a-zA-Z0-9_:]*)"  # metric name
     rf"(?:[ \t]*\{{((?:{_LABEL}(?:,{_LABEL})*,?)?[ \t]*)\}})?"  # optional label block
-    r"[ \t]+([^ \t#]+)"  # value
-    r"(?:[ \t]+([^ \t#]+))?"  # optional timestamp
+    r"[ \t]+([^ \t\r#]+)"  # value
+    r"(?:[ \t]+([^ \t\r#]+))?"  # optional timestamp
     r"(?:[ \t]+#.*)?"  # optional OpenMetrics exemplar
-    r"[ \t]*"
+    r"[ \t\r]*"  # a lone \r can end the last line
 )
 _LABEL_PAIR_RE = re.compile(rf"([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*({_LABEL_VALUE})")
 _ESCAPE_RE = re.compile(r"\\(.)")
@@ -170,11 +170,12 @@ def parse_metrics_text(text: str) -> list[Sample]:
     """
     start, skipped_lines = _body_start(text)
     body = text[start:] if start else text
+    if "\r" in body:
+        body = body.replace("\r\n", "\n")
     samples: list[Sample] = []
     append = samples.append
     head_cache = _HEAD_CACHE
-    for index, raw_line in enumerate(body.split("\n")):
-        line = raw_line[:-1] if raw_line.endswith("\r") else raw_line
+    for index, line in enumerate(body.split("\n")):
         if not line or line[0] == "#":
             continue
         # Fast path: the `name{labels}` part of the line was validated on an earlier scrape.

@@ -31,10 +31,10 @@ BACKENDS: dict[str, Backend] = {module.NAME: module for module in (vllm, sglang,
 
 
 def detect_backend(samples: Iterable[Sample]) -> str | None:
-    """"vllm", "sglang" or "llamacpp" from the metric name prefixes (the most frequent wins), else None."""
+    """"vllm", "sglang" or "llamacpp" from the metric name prefixes (most names win), else None."""
     counts = dict.fromkeys(BACKENDS, 0)
-    for sample in samples:
-        prefix, colon, _ = sample.name.partition(":")
+    for name in {sample.name for sample in samples}:  # distinct names are enough to vote
+        prefix, colon, _ = name.partition(":")
         if colon and prefix in counts:
             counts[prefix] += 1
     best = max(counts, key=lambda name: counts[name])
