@@ -191,3 +191,11 @@ async def test_openai_endpoint_is_probed_through_v1_models() -> None:
         reading = await EndpointMonitor(endpoint, window_s=60.0).poll(client)
     assert server.requests[0].path == "/v1/models"
     assert (reading.up, reading.backend, reading.model) == (True, "openai", "gpt-x")
+
+
+async def test_redirect_is_followed() -> None:
+    replies = [Reply(b"", status=307, headers={"Location": "/metrics/"}), Reply(_counter_page(5))]
+    async with ReplyServer(replies) as server, httpx.AsyncClient() as client:
+        scrape = await scrape_metrics(client, f"{server.url}/metrics")
+    assert scrape.up and scrape.backend == "vllm"
+    assert [request.path for request in server.requests] == ["/metrics", "/metrics/"]

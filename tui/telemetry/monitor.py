@@ -71,7 +71,9 @@ async def fetch_model_ids(
     url = f"{base_url.rstrip('/')}/v1/models"
     try:
         async with asyncio.timeout(timeout_s):
-            async with client.stream("GET", url, headers=headers, timeout=timeout_s) as response:
+            async with client.stream(
+                "GET", url, headers=headers, timeout=timeout_s, follow_redirects=True
+            ) as response:
                 if response.status_code >= 400:
                     return f"HTTP {response.status_code}"
                 body = bytearray()

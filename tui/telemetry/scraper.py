@@ -62,7 +62,9 @@ async def _fetch(
     client: httpx.AsyncClient, url: str, timeout_s: float, max_bytes: int, headers: dict[str, str]
 ) -> tuple[bytes, str | None] | str:
     """(body, Process-Start-Time-Unix header) or an error text."""
-    async with client.stream("GET", url, headers=headers, timeout=timeout_s) as response:
+    async with client.stream(
+        "GET", url, headers=headers, timeout=timeout_s, follow_redirects=True
+    ) as response:
         if response.status_code >= 400:
             return f"HTTP {response.status_code}"
         declared = response.headers.get("content-length")
