@@ -173,6 +173,11 @@ class TomlDocument(ConfigDocument):
 # --- JSON --------------------------------------------------------------------------------------------------
 
 
+def _escape_line_breaks(literal: str) -> str:
+    """Escape characters some editors treat as line ends (they can only occur inside JSON strings)."""
+    return literal.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
 def _indent_unit(text: str) -> str:
     for line in text.splitlines():
         stripped = line.lstrip(" \t")
@@ -200,7 +205,11 @@ class JsonDocument(ConfigDocument):
         return self._data
 
     def _literal(self, value: Any, indent: str) -> str:
-        if isinstance(value, dict | list) and value:
+        return _escape_line_breaks(self._layout_literal(value, indent))
+
+    def _layout_literal(self, value: Any, indent: str) -> str:
+        one_line_document = "\n" not in self.text.strip()
+        if isinstance(value, dict | list) and value and not one_line_document:
             unit = _indent_unit(self.text)
             rendered = json.dumps(value, ensure_ascii=False, indent=len(unit.expandtabs(4)))
             if unit.startswith("\t"):
