@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from metrics_test_server import Reply, ReplyServer, sample_body
+from metrics_test_server import SAMPLES, Reply, ReplyServer, sample_body
 
 from tui.telemetry.figures import FIGURE_NAMES
 
@@ -177,3 +177,13 @@ async def test_bad_arguments_exit_2(args: list[str]) -> None:
     code, _, err = await spectop(*args)
     assert code == 2
     assert err.strip()
+
+
+async def test_llamacpp_capture_served_with_its_saved_headers_in_the_body() -> None:
+    raw = [Reply((SAMPLES / "llamacpp" / name).read_bytes()) for name in ("metrics_t0.txt", "metrics_t1.txt")]
+    async with ReplyServer(raw) as server:
+        code, out, err = await spectop("snapshot", server.url, "--window", "0.3", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert (record["backend"], record["mean_acceptance_length"]) == ("llamacpp", 9.0)
+    assert record["prefix_cache_hit_rate"] == pytest.approx(0.465714, abs=1e-6)
