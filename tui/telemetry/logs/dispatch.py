@@ -28,9 +28,9 @@ def normalize_backend(backend: str | None) -> str | None:
 
 def prepare(raw: str) -> str:
     """The cleaned, length-capped text of a raw line."""
-    line = raw if len(raw) <= MAX_LINE_CHARS else raw[:MAX_LINE_CHARS]
-    if line.endswith("\n"):  # as read from a file: drop the line ending without the general cleaner
-        line = line[:-2] if line.endswith("\r\n") else line[:-1]
+    # The line ending (and vLLM's continuation `\r`) goes in one C call; the general cleaner runs
+    # only for lines that still hold colour codes or carriage returns.
+    line = (raw if len(raw) <= MAX_LINE_CHARS else raw[:MAX_LINE_CHARS]).rstrip("\r\n")
     if "\x1b" in line or "\r" in line or "\n" in line:
         line = clean_line(line)
     return line

@@ -73,7 +73,7 @@ _ARGUMENT_ERROR = re.compile(r"(?:^|: )error(?: while handling argument|: (?:arg
 _EXCEPTION_LINE = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning)?(?:\([^)]*\))?: \S"
 )
-_EXCEPTION_NAME = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b")
+_EXCEPTION_NAME = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception)\b")
 
 TRACEBACK_START = "Traceback (most recent call last):"
 TRACEBACK_CONTINUATIONS = (
