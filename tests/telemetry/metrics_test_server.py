@@ -41,6 +41,7 @@ class ReplyServer:
         self.replies = replies
         self.requests: list[Request] = []
         self._server: asyncio.Server | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
         self.url = ""
 
     async def __aenter__(self) -> ReplyServer:
@@ -51,10 +52,16 @@ class ReplyServer:
 
     async def __aexit__(self, *exc_info: object) -> None:
         assert self._server is not None
+        for task in list(self._handlers):  # slow replies must not hold up the test
+            task.cancel()
         self._server.close()
         await self._server.wait_closed()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
