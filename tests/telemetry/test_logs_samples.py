@@ -69,6 +69,7 @@ def test_vllm_sample_gives_three_stats_and_three_spec_events() -> None:
         assert event.per_position_acceptance == pytest.approx(positions)
         assert event.acceptance_rate == pytest.approx(rate)
         assert event.scope == "interval"
+        assert event.engine == "0"  # from the stats line it follows
 
 
 def test_vllm_first_spec_line_counts_recompute_to_the_readme_figures() -> None:

@@ -10,11 +10,12 @@ should call `flush()` when the log has been quiet for a moment.
 
 from __future__ import annotations
 
-from tui.telemetry.events import ErrorEvent, LogEvent
+from tui.telemetry.events import ErrorEvent, LogEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import errors
 from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.dispatch import (
     MAX_MESSAGE_CHARS,
+    ParsedEvent,
     grammar_events,
     normalize_backend,
     prepare,
@@ -31,6 +32,7 @@ class LogParser:
     def __init__(self, backend: str | None = None) -> None:
         self.backend: str | None = normalize_backend(backend)
         self._group: TracebackGroup | None = None
+        self._last_stats: StatsEvent | None = None  # vLLM: the stats line a SpecDecoding line follows
 
     @property
     def pending(self) -> bool:
@@ -62,8 +64,11 @@ class LogParser:
                         return self._exception_events(exception, prefix, line)
             events.extend(self.flush())
         if found:
+            first = found[0]
             if self.backend is None:
-                self.backend = found[0].backend
+                self.backend = first.backend
+            if first.backend == "vllm":
+                self._attribute_engine(first)
             if events:
                 events.extend(found)
                 return events
@@ -79,6 +84,22 @@ class LogParser:
             if self._group is not None:
                 self._group.reported_categories.add(category)
         return events
+
+    def _attribute_engine(self, event: ParsedEvent) -> None:
+        """vLLM prints `Engine 002: Avg prompt throughput ...` and then, from the same logger call, a
+        SpecDecoding line without the engine: give it the engine of the stats line just before it."""
+        if isinstance(event, StatsEvent):
+            self._last_stats = event
+            return
+        last, self._last_stats = self._last_stats, None
+        if (
+            isinstance(event, SpecDecodeEvent)
+            and event.engine is None
+            and last is not None
+            and last.engine is not None
+            and last.time == event.time
+        ):
+            event.engine = last.engine
 
     def _exception_events(self, exception: str | None, prefix: LinePrefix, line: str) -> list[LogEvent]:
         group = self._group

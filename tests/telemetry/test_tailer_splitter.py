@@ -1,0 +1,38 @@
+"""Property tests of the tailer's line splitter: chunk boundaries never change the lines."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tui.telemetry.tailer import LineSplitter
+
+
+def _reference(data: bytes, max_line_bytes: int) -> list[str]:
+    pieces = data.split(b"\n")
+    tail = pieces.pop()
+    lines = [piece[:max_line_bytes].removesuffix(b"\r").decode("utf-8", "replace") for piece in pieces]
+    if tail:
+        lines.append(tail[:max_line_bytes].removesuffix(b"\r").decode("utf-8", "replace"))
+    return lines
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(st.sampled_from([b"a", b"\n", b"\r", "é".encode(), b"\xff", b"xyz" * 7]), max_size=80).map(
+        b"".join
+    ),
+    cuts=st.lists(st.integers(0, 600), max_size=12),
+    max_line_bytes=st.integers(1, 40),
+)
+def test_any_chunking_gives_the_same_lines(data: bytes, cuts: list[int], max_line_bytes: int) -> None:
+    splitter = LineSplitter(max_line_bytes)
+    lines: list[str] = []
+    start = 0
+    for cut in [*sorted(cut for cut in cuts if cut <= len(data)), len(data)]:
+        lines.extend(splitter.feed(data[start:cut]))
+        start = cut
+    tail = splitter.flush()
+    if tail is not None:
+        lines.append(tail)
+    assert lines == _reference(data, max_line_bytes)
