@@ -23,6 +23,8 @@ def test_typed_values_follow_the_schema() -> None:
     assert typed_value("123", "vllm_toml", ("model", "name")) == "123"
     assert typed_value('"quoted"', "vllm_toml", ("model", "name")) == "quoted"
     assert typed_value("true", "client_json", ("stream",)) is True
+    assert typed_value("90", "client_json", ("timeout",)) == 90
+    assert isinstance(typed_value("90", "client_json", ("timeout",)), int)
     assert typed_value("[1, 2]", "client_json", ("whatever",)) == [1, 2]
     assert typed_value("plain text", "sglang_json", ("speculative_algorithm",)) == "plain text"
 

@@ -366,6 +366,7 @@ def typed_value(raw: str, kind: ConfigKind, path: KeyPath) -> Any:
         if spec.choices and not isinstance(value, bool | int | float):
             return value
         return raw.strip()
-    if spec.type == "float" and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if spec.type == "float" and kind == "vllm_toml" and is_int:
+        return float(value)  # TOML tells 1 from 1.0; JSON numbers stay as typed
     return value

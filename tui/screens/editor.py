@@ -359,9 +359,10 @@ class EditorScreen(Screen[None]):
                 self.run_worker(self._build_form(), group="editor-form")
             return
         had_form = self.document is not None
+        unknown_before = unknown_keys(self.kind, self.document.data) if self.document is not None else None
         self._set_document(document, from_raw=True)
         self.set_status("raw text parses")
-        if not had_form:
+        if not had_form or unknown_keys(self.kind, document.data) != unknown_before:
             self.run_worker(self._build_form(), group="editor-form")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
