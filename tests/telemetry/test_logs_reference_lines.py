@@ -819,7 +819,11 @@ SGLANG_ERROR_CASES: list[tuple[str, str, str]] = [
     ),
     ("ValueError: Config file must be YAML format, got: .json", "other", "ValueError: Config file"),
     # an illegal memory access is a crash, not an out-of-memory condition
-    ("RuntimeError: CUDA error: an illegal memory access was encountered", "other", "RuntimeError: CUDA error"),
+    (
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "other",
+        "RuntimeError: CUDA error",
+    ),
     ("[2026-07-20 09:50:00] Error: detokenizer stopped", "other", "Error: detokenizer"),
     ("[2026-07-20 09:50:00] ERROR:    Exception in ASGI application", "other", "ERROR:"),
 ]

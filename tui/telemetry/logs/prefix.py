@@ -148,8 +148,3 @@ def _uvicorn_level(text: str, start: int) -> str | None:
     if text.startswith(_UVICORN_LEVELS, start):
         return text[start : text.index(":", start)]
     return None
-
-
-def prefix_time(line: str) -> str | None:
-    """Only the timestamp of a line (cheaper than `split_prefix` when the message is already found)."""
-    return split_prefix(line).time
