@@ -1,18 +1,22 @@
 """A tiny OpenAI-style streaming server with exactly known timing, for tests and benchmarks.
 
-Runs on its own event loop in a background thread (port 0). Each request: the first
-content chunk after `ttft_s`, then a chunk of `tokens_per_chunk` tokens every
-`interval_s`. Every write's time is recorded (time.perf_counter, the same clock the
-client uses), so tests compare what the client measured with what the server did.
+Runs in its own process (port 0), so it never competes with the client for the GIL.
+Each request: the first content chunk after `ttft_s`, then a chunk of
+`tokens_per_chunk` tokens every `interval_s`. Every write's time is recorded with
+time.perf_counter (CLOCK_MONOTONIC: the same clock in every process on the host), so
+tests compare what the client measured with what the server did (`records`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 import time
-from dataclasses import dataclass, field
+import urllib.request
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -41,7 +45,7 @@ class Record:
     tokens: int = 0
 
 
-class TimedServer:
+class _ServerCore:
     def __init__(self, behaviour: Behaviour | None = None) -> None:
         self.behaviour = behaviour or Behaviour()
         self.records: list[Record] = []
@@ -58,7 +62,7 @@ class TimedServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> TimedServer:
+    def __enter__(self) -> _ServerCore:
         ready = threading.Event()
 
         async def serve() -> None:
@@ -121,6 +125,16 @@ class TimedServer:
         self, method: str, path: str, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter
     ) -> bool:
         b = self.behaviour
+        if method == "GET" and path == "/_records":
+            with self._lock:
+                payload = json.dumps([asdict(record) for record in self.records]).encode()
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(payload)}\r\n\r\n".encode()
+                + payload
+            )
+            await writer.drain()
+            return True
         if method == "GET" and path.endswith("/models"):
             payload = json.dumps({"object": "list", "data": [{"id": "timed-model"}]}).encode()
             writer.write(
@@ -201,3 +215,53 @@ class TimedServer:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
+
+
+class TimedServer:
+    """The server in a child process; `records` are fetched from it on access."""
+
+    def __init__(self, behaviour: Behaviour | None = None) -> None:
+        self.behaviour = behaviour or Behaviour()
+        self.port = 0
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def records(self) -> list[Record]:
+        with urllib.request.urlopen(f"{self.base_url}/_records", timeout=10) as response:
+            return [Record(**item) for item in json.loads(response.read())]
+
+    def __enter__(self) -> TimedServer:
+        self._process = subprocess.Popen(
+            [sys.executable, __file__, json.dumps(asdict(self.behaviour))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        self.port = int(self._process.stdout.readline())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._process is None:
+            return
+        assert self._process.stdin is not None
+        self._process.stdin.close()  # the child exits when its stdin closes
+        try:
+            self._process.wait(5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(5)
+
+
+def _child_main(behaviour_json: str) -> None:
+    with _ServerCore(Behaviour(**json.loads(behaviour_json))) as core:
+        print(core.port, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1])

@@ -440,6 +440,7 @@ class _Run:
             )
         return BurstResult(
             started_at=self.started_at,
+            clock_origin_s=self.t0,
             duration_s=self.now(),
             settings=BurstSettingsRecord(
                 api=config.api,

@@ -82,7 +82,7 @@ class _StreamState:
     finish_reason: str | None = None
     done: bool = False
     end_s: float | None = None
-    on_wire: float | None = None  # perf_counter when the request body was fully written
+    on_wire: float | None = None  # perf_counter right before the request's first byte was written
 
 
 def endpoint_url(base_url: str, api: str) -> str:
@@ -205,7 +205,7 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
     state = _StreamState()
 
     async def trace(name: str, info: dict[str, Any]) -> None:
-        if name.endswith("send_request_body.complete"):
+        if name.endswith("send_request_headers.started"):
             state.on_wire = time.perf_counter()
 
     try:

@@ -130,6 +130,9 @@ class BurstResult(BaseModel):
 
     format: Literal["spectop-burst/1"] = "spectop-burst/1"
     started_at: datetime
+    clock_origin_s: float | None = Field(
+        None, description="time.perf_counter() at the burst start, to match same-host server records"
+    )
     duration_s: float
     settings: BurstSettingsRecord
     arms: list[ArmResult]

@@ -1,0 +1,115 @@
+"""`spectop bench`: flags, JSON summary names, exports, exit codes, no key in any output."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from timed_server import Behaviour, TimedServer
+
+from tui.cli import main
+
+FAST = Behaviour(ttft_s=0.01, interval_s=0.003, chunks=8)
+ARM_KEYS = {
+    "url", "requests", "errors", "ttft_s", "tpot_s", "chunk_gap_s", "e2e_s", "decode_tokens_per_s",
+    "output_tokens_per_s", "tokens_per_chunk", "acceptance_rate", "mean_acceptance_length", "requests_detail",
+}  # fmt: skip
+
+
+def test_ab_bench_writes_json_csv_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    with (
+        TimedServer(FAST) as a,
+        TimedServer(Behaviour(ttft_s=0.01, interval_s=0.003, chunks=4, tokens_per_chunk=2)) as b,
+    ):
+        code = main(
+            [
+                "bench", "--a", a.base_url + "/v1", "--b", b.base_url, "--requests", "6",
+                "--concurrency", "2",
+                "--prompts", "chat", "--max-tokens", "8", "--temperature", "0", "--warmup", "1",
+                "--json", str(out / "r.json"), "--csv", str(out / "r.csv"), "--markdown", str(out / "r.md"),
+            ]
+        )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "decode tok/s mean" in printed
+    assert "B is" in printed or "no significant" in printed
+    data = json.loads((out / "r.json").read_text(encoding="utf-8"))
+    assert set(data["a"]) >= ARM_KEYS
+    assert set(data["b"]) >= ARM_KEYS
+    assert set(data["a"]["ttft_s"]) == {"mean", "p50", "p90", "p99"}
+    assert set(data["a"]["decode_tokens_per_s"]) == {"mean", "p50"}
+    assert {"decode_tokens_per_s_ratio", "ci95", "throughput_ratio", "ttft_p50_delta_s", "verdict"} <= set(
+        data["comparison"]
+    )
+    assert {"compared", "identical", "divergences"} <= set(data["equivalence"])
+    assert data["equivalence"]["identical"] == 6  # same words, two per chunk on B
+    assert len(data["a"]["requests_detail"]) == 6
+    rows = list(csv.DictReader((out / "r.csv").open(encoding="utf-8")))
+    assert len(rows) == 12 and {r["arm"] for r in rows} == {"a", "b"}
+    assert "| TTFT p50 |" in (out / "r.md").read_text(encoding="utf-8")
+
+
+def test_one_arm_bench_with_client_settings_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-cli-NEVER-PRINT-ME-42"
+    monkeypatch.setenv("BENCH_TEST_KEY", secret)
+    settings = tmp_path / "settings.json"
+    with TimedServer(FAST) as server:
+        settings.write_text(
+            json.dumps({"base_url": server.base_url, "api_key_env": "BENCH_TEST_KEY", "max_tokens": 5}),
+            encoding="utf-8",
+        )
+        code = main(
+            [
+                "bench",
+                "--client-settings",
+                str(settings),
+                "--requests",
+                "3",
+                "--json",
+                str(tmp_path / "o.json"),
+            ]
+        )
+        assert server.records[-1].headers["authorization"] == f"Bearer {secret}"
+        assert server.records[-1].body["max_tokens"] == 5
+    captured = capsys.readouterr()
+    assert code == 0
+    data = json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))
+    assert data["b"] is None and data["comparison"] is None
+    everything = captured.out + captured.err + (tmp_path / "o.json").read_text(encoding="utf-8")
+    for path in Path(tmp_path / "xdg-data").rglob("*.json"):
+        everything += path.read_text(encoding="utf-8")
+    assert secret not in everything
+
+
+def test_failed_requests_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    with TimedServer(Behaviour(status=404)) as server:
+        code = main(["bench", "--a", server.base_url, "--requests", "2", "--warmup", "0", "--no-metrics"])
+    assert code == 1
+    assert "http_status 2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench"],
+        ["bench", "--a", "localhost:8000"],
+        ["bench", "--a", "http://x", "--requests", "0"],
+        ["bench", "--a", "http://x", "--prompts", "no-such-set"],
+        ["bench", "--a", "http://x", "--concurrency", "0"],
+        ["bench", "--a", "http://x", "--client-settings", "/no/such/file.json"],
+    ],
+)
+def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert "spectop bench:" in capsys.readouterr().err
+
+
+def test_concurrency_and_rate_are_exclusive() -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "--a", "http://x", "--concurrency", "2", "--rate", "3"])
+    assert exit_info.value.code == 2

@@ -1,0 +1,162 @@
+"""The burst engine: A/B interleaving, rounds, warm-up, load shapes, cancellation, secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from timed_server import Behaviour, TimedServer
+
+from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, BurstProgress, run_burst
+from tui.bench.prompts import load_prompt_set
+from tui.bench.report import burst_summary, export, render_text
+from tui.bench.schedule import LoadShape, arrival_offsets
+
+FAST = Behaviour(ttft_s=0.01, interval_s=0.002, chunks=5)
+
+
+def _config(a: str, b: str | None = None, **overrides: object) -> BurstConfig:
+    options: dict[str, object] = {
+        "a": ArmTarget("A", a, model="m", scrape_metrics=False),
+        "b": ArmTarget("B", b, model="m", scrape_metrics=False) if b else None,
+        "prompt_set": load_prompt_set("mixed"),
+        "requests": 6,
+        "warmup": 0,
+    }
+    options.update(overrides)
+    return BurstConfig(**options)  # type: ignore[arg-type]
+
+
+async def test_ab_same_prompts_same_order_interleaved_and_rounds_alternate(client: httpx.AsyncClient) -> None:
+    with TimedServer(FAST) as server_a, TimedServer(FAST) as server_b:
+        result = await run_burst(_config(server_a.base_url, server_b.base_url, requests=6, rounds=3), client)
+    a, b = result.arms
+    assert [r.prompt_id for r in a.requests] == [r.prompt_id for r in b.requests]
+    assert [r.round for r in a.requests] == [0, 0, 1, 1, 2, 2]
+    for first_index, a_first in ((0, True), (2, False), (4, True)):
+        a_sent, b_sent = a.requests[first_index].sent_s, b.requests[first_index].sent_s
+        assert (a_sent < b_sent) == a_first, f"round of request {first_index}: wrong arm went first"
+
+
+async def test_warmup_requests_are_sent_but_left_out(client: httpx.AsyncClient) -> None:
+    with TimedServer(FAST) as server:
+        result = await run_burst(_config(server.base_url, requests=4, warmup=3), client)
+        assert len(server.records) == 7
+    assert [r.index for r in result.arms[0].requests] == [0, 1, 2, 3]
+
+
+async def test_model_from_v1_models_when_not_given(client: httpx.AsyncClient) -> None:
+    with TimedServer(FAST) as server:
+        config = _config(server.base_url, requests=1)
+        config.a.model = None
+        result = await run_burst(config, client)
+        assert server.records[0].body["model"] == "timed-model"
+    assert result.arms[0].model == "timed-model"
+
+
+async def test_body_passes_sampling_and_extra_body(client: httpx.AsyncClient) -> None:
+    with TimedServer(FAST) as server:
+        config = _config(
+            server.base_url, requests=1, max_tokens=77, temperature=0.5, seed=9, extra_body={"top_p": 0.9}
+        )
+        await run_burst(config, client)
+        body = server.records[0].body
+    assert body["max_tokens"] == 77 and body["temperature"] == 0.5 and body["seed"] == 9
+    assert body["top_p"] == 0.9
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+
+
+def test_arrival_offsets() -> None:
+    import random
+
+    constant = arrival_offsets(5, 10.0, "constant", random.Random(0))
+    assert constant == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
+    poisson = arrival_offsets(2000, 50.0, "poisson", random.Random(1))
+    assert poisson == sorted(poisson)
+    assert poisson[-1] / 1999 == pytest.approx(1 / 50, rel=0.1)  # mean gap 1/rate
+
+
+async def test_open_loop_queueing_shows_as_send_lag_not_ttft(client: httpx.AsyncClient) -> None:
+    slow = Behaviour(ttft_s=0.1, interval_s=0.001, chunks=2)
+    with TimedServer(slow) as server:
+        load = LoadShape(concurrency=1, rate=50.0, arrival="constant")  # 5x faster than the server can take
+        result = await run_burst(_config(server.base_url, requests=8, rounds=1, load=load), client)
+    requests = result.arms[0].requests
+    assert [r.scheduled_s - requests[0].scheduled_s for r in requests] == pytest.approx(
+        [i * 0.02 for i in range(8)], abs=0.005
+    )
+    assert requests[-1].send_lag_s > 0.5  # waited for the cap: ~7 * (0.1 - 0.02)
+    assert all((r.ttft_s or 0) < 0.1 + 0.05 for r in requests)  # the server's latency stays 0.1 s
+
+
+async def test_cancel_stops_every_request_within_a_second(client: httpx.AsyncClient) -> None:
+    stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
+    progress: list[BurstProgress] = []
+    with TimedServer(stalled) as server_a, TimedServer(stalled) as server_b:
+        config = _config(
+            server_a.base_url, server_b.base_url, requests=16, rounds=1, load=LoadShape(concurrency=8)
+        )
+        task = asyncio.create_task(run_burst(config, client, on_progress=progress.append))
+        while len(server_a.records) + len(server_b.records) < 16:
+            await asyncio.sleep(0.01)
+        started = time.perf_counter()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.perf_counter() - started < 1.0
+    assert progress and progress[-1].phase == "running"
+
+
+async def test_progress_reports_live_figures(client: httpx.AsyncClient) -> None:
+    seen: list[BurstProgress] = []
+    with TimedServer(FAST) as server:
+        await run_burst(_config(server.base_url, requests=5), client, on_progress=seen.append)
+    assert seen[-1].phase == "done"
+    assert seen[-1].done == seen[-1].total == 5
+    assert seen[-1].arms[0].ttft_p50_s is not None
+
+
+async def test_api_key_from_env_is_sent_and_never_exported(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    secret = "sk-live-DO-NOT-LEAK-0123456789"
+    monkeypatch.setenv("SPECTOP_TEST_KEY", secret)
+    with TimedServer(FAST) as server:
+        config = _config(server.base_url, requests=3)
+        config.a.api_key_env = "SPECTOP_TEST_KEY"
+        config.a.model = None
+        result = await run_burst(config, client)
+        assert all(r.headers.get("authorization") == f"Bearer {secret}" for r in server.records)
+    outputs = [render_text(burst_summary(result)), result.model_dump_json()]
+    for kind in ("json", "csv", "markdown"):
+        outputs.append(export(result, kind, tmp_path / f"out.{kind}").read_text(encoding="utf-8"))
+    assert all(secret not in text for text in outputs)
+
+
+async def test_missing_key_variable_is_a_config_error(client: httpx.AsyncClient, monkeypatch) -> None:
+    monkeypatch.delenv("SPECTOP_NO_SUCH_KEY", raising=False)
+    config = _config("http://127.0.0.1:9", requests=1)
+    config.a.api_key_env = "SPECTOP_NO_SUCH_KEY"
+    with pytest.raises(BurstConfigError, match="SPECTOP_NO_SUCH_KEY"):
+        await run_burst(config, client)
+
+
+async def test_concurrency_above_the_client_pool_is_refused() -> None:
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=10)) as small:
+        config = _config("http://127.0.0.1:9", "http://127.0.0.1:9", load=LoadShape(concurrency=8))
+        with pytest.raises(BurstConfigError, match="connection limit 10"):
+            await run_burst(config, small)
+
+
+async def test_failed_requests_are_counted_by_kind(client: httpx.AsyncClient) -> None:
+    with TimedServer(Behaviour(status=500)) as server:
+        config = _config(server.base_url, requests=4, max_retries=1)
+        result = await run_burst(config, client)
+        # Every request tried at most twice; the shared budget (min 3) bounds the total further.
+        assert len(server.records) <= 4 + 3
+    summary = burst_summary(result)
+    assert summary["a"]["errors"] == 4
+    assert summary["a"]["errors_by_kind"] == {"http_status": 4}
+    assert summary["a"]["ttft_s"]["p50"] is None  # unknown stays None, never 0

@@ -1,0 +1,67 @@
+"""Bursts kept on disk, listed, loaded and compared (before/after)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from timed_server import Behaviour, TimedServer
+
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.history import (
+    HistoryError,
+    bursts_dir,
+    compare_bursts,
+    list_bursts,
+    load_burst,
+    save_burst,
+)
+from tui.bench.prompts import load_prompt_set
+
+
+async def _burst(client: httpx.AsyncClient, behaviour: Behaviour, prompts: str = "code-en"):
+    with TimedServer(behaviour) as server:
+        config = BurstConfig(
+            a=ArmTarget("srv", server.base_url, model="m", scrape_metrics=False),
+            prompt_set=load_prompt_set(prompts),
+            requests=6,
+            warmup=0,
+        )
+        return await run_burst(config, client)
+
+
+async def test_before_after_comparison_from_history(client: httpx.AsyncClient) -> None:
+    before = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.006, chunks=12))
+    after = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.006, chunks=6, tokens_per_chunk=2))
+    first, second = save_burst(before), save_burst(after)
+    assert first.parent == bursts_dir() and str(bursts_dir()).endswith("spectop/bursts")
+    entries = list_bursts()
+    assert [e.path for e in entries] == [second, first]  # newest first
+    loaded = load_burst(first)
+    assert loaded.arms[0].requests[0].ttft_s == before.arms[0].requests[0].ttft_s
+    summary = compare_bursts(load_burst(first), load_burst(second))
+    comparison = summary["comparison"]
+    # Before: 11 tokens after the first in 11 gaps; after: 11 in 5 gaps -> 11/5 = 2.2x.
+    assert comparison["decode_tokens_per_s_ratio"] == pytest.approx(2.2, rel=0.1)
+    assert comparison["ci95"][0] > 1.0
+    assert comparison["verdict"].startswith("B is")
+    # Same words at temperature 0, just two per chunk: equivalence is 100%.
+    assert summary["equivalence"]["identical"] == summary["equivalence"]["compared"] == 6
+
+
+async def test_different_prompt_sets_are_not_compared(client: httpx.AsyncClient) -> None:
+    fast = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3)
+    one, two = await _burst(client, fast, "code-en"), await _burst(client, fast, "chat-en")
+    with pytest.raises(HistoryError, match="different prompt sets"):
+        compare_bursts(one, two)
+
+
+def test_broken_files_are_skipped_in_the_list_and_named_on_load(tmp_path: Path) -> None:
+    folder = bursts_dir()
+    folder.mkdir(parents=True)
+    bad = folder / "burst-20260101-000000-000000.json"
+    bad.write_text('{"format": "spectop-burst/1"}', encoding="utf-8")
+    assert list_bursts() == []
+    with pytest.raises(HistoryError, match="not a spectop burst"):
+        load_burst(bad)

@@ -1,0 +1,63 @@
+"""Percentiles, summaries, bootstrap CIs and the verdict line."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tui.bench.report import verdict_text
+from tui.bench.stats import bootstrap_ratio_ci, percentile, summarize
+
+
+def test_percentile_interpolates_between_ranks() -> None:
+    values = [10.0, 20.0, 30.0, 40.0, 50.0]
+    assert percentile(values, 0) == 10.0
+    assert percentile(values, 50) == 30.0
+    assert percentile(values, 90) == pytest.approx(46.0)
+    assert percentile(values, 100) == 50.0
+    assert percentile([], 50) is None
+    assert percentile([7.0], 99) == 7.0
+
+
+def test_summarize_skips_unknown_and_keeps_none_for_nothing() -> None:
+    summary = summarize([None, 1.0, 3.0, None])
+    assert summary.mean == 2.0 and summary.p50 == 2.0
+    empty = summarize([None, None])
+    assert empty.mean is None and empty.p99 is None
+
+
+def test_bootstrap_ci_covers_the_true_ratio_and_is_seeded() -> None:
+    rng = random.Random(42)
+    a = [rng.gauss(100, 10) for _ in range(60)]
+    b = [rng.gauss(180, 15) for _ in range(60)]
+    ci = bootstrap_ratio_ci(a, b, seed=3)
+    assert ci is not None
+    assert ci[0] < 1.8 < ci[1]
+    assert ci[1] - ci[0] < 0.2
+    assert bootstrap_ratio_ci(a, b, seed=3) == ci  # same seed, same interval
+
+
+def test_paired_bootstrap_is_narrower_when_prompts_drive_the_spread() -> None:
+    rng = random.Random(7)
+    prompt_speed = [rng.uniform(50, 150) for _ in range(40)]
+    a = [speed * rng.uniform(0.98, 1.02) for speed in prompt_speed]
+    b = [speed * 1.5 * rng.uniform(0.98, 1.02) for speed in prompt_speed]
+    paired = bootstrap_ratio_ci(a, b, paired=True, seed=1)
+    independent = bootstrap_ratio_ci(a, b, seed=1)
+    assert paired and independent
+    assert paired[1] - paired[0] < (independent[1] - independent[0]) / 3
+    assert paired[0] < 1.5 < paired[1]
+
+
+def test_too_few_values_give_no_interval() -> None:
+    assert bootstrap_ratio_ci([1.0], [2.0, 3.0]) is None
+
+
+def test_verdict_lines() -> None:
+    assert verdict_text(1.8, (1.7, 1.9), 0.012, "acceptance 71%") == (
+        "B is 1.80x faster (95% CI 1.70-1.90), TTFT +12 ms, acceptance 71%"
+    )
+    assert verdict_text(1.02, (0.95, 1.09), -0.003, None).startswith("no significant difference")
+    assert verdict_text(0.5, (0.45, 0.55), 0.0, None).startswith("B is 2.00x slower")
+    assert "no comparison" in verdict_text(None, None, None, None)

@@ -1,0 +1,75 @@
+"""Measured TTFT, TPOT and decode tokens/s against a server whose timing is exactly known.
+
+The server runs in its own process and records every write with time.perf_counter
+(CLOCK_MONOTONIC, shared by all processes on the host), so each request's truth is
+known: server TTFT = first content write - request received. The client can never
+measure less than that (its send stamp precedes the request's first byte); what it
+adds on top is the time to notice an arrival, which grows when 64 streams deliver
+their first chunk at the same instant on a shared 2-core box. Decode rates are
+compared with the server's write spacing.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import httpx
+import pytest
+from timed_server import Behaviour, TimedServer
+
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.prompts import load_prompt_set
+from tui.bench.schedule import LoadShape
+
+TTFT_S, INTERVAL_S, TOKENS_PER_CHUNK, CHUNKS = 0.08, 0.02, 3, 15
+# Median client overhead allowed on TTFT: a few ms alone; at 64 simultaneous first chunks
+# the last one is noticed after the other 63 were handled (~0.5 ms each on a busy core).
+TTFT_OVERHEAD_S = {1: 0.005, 64: 0.035}
+
+
+@pytest.mark.parametrize("concurrency", [1, 64])
+async def test_measured_timing_matches_the_server(client: httpx.AsyncClient, concurrency: int) -> None:
+    behaviour = Behaviour(
+        ttft_s=TTFT_S, interval_s=INTERVAL_S, tokens_per_chunk=TOKENS_PER_CHUNK, chunks=CHUNKS
+    )
+    requests = 64 if concurrency == 64 else 8
+    with TimedServer(behaviour) as server:
+        config = BurstConfig(
+            a=ArmTarget("timed", server.base_url, model="m", scrape_metrics=False),
+            prompt_set=load_prompt_set("mixed"),
+            requests=requests,
+            warmup=concurrency,
+            rounds=1,
+            load=LoadShape(concurrency=concurrency),
+        )
+        result = await run_burst(config, client)
+        records = {r.headers["x-request-id"].rsplit("-", 1)[1]: r for r in server.records}
+    measured = result.arms[0].requests
+    assert len(measured) == requests and all(r.ok for r in measured)
+    assert result.clock_origin_s is not None
+    tokens = TOKENS_PER_CHUNK * CHUNKS
+    overheads, decode_errors, gap_errors = [], [], []
+    for request in measured:
+        record = records[f"a{request.index}"]
+        assert request.output_tokens == tokens
+        assert request.tokens_per_chunk == TOKENS_PER_CHUNK
+        assert request.ttft_s is not None and request.tpot_s is not None
+        on_wire = result.clock_origin_s + request.sent_s
+        assert on_wire <= record.received_s  # the send stamp precedes the request reaching the server
+        server_ttft = record.writes_s[0] - record.received_s
+        assert server_ttft >= TTFT_S - 0.002
+        assert request.ttft_s >= server_ttft - 0.001  # never less than the truth
+        overheads.append(request.ttft_s - (record.writes_s[0] - on_wire))
+        server_decode = (tokens - 1) / (record.writes_s[-1] - record.writes_s[0])
+        decode_errors.append((request.decode_tokens_per_s or 0) / server_decode - 1)
+        assert request.tpot_s == pytest.approx(1 / (request.decode_tokens_per_s or 1))
+        server_gap = (record.writes_s[-1] - record.writes_s[0]) / (CHUNKS - 1)
+        gap_errors.append((request.chunk_gap_s or 0) / server_gap - 1)
+    assert 0 <= statistics.median(overheads) < TTFT_OVERHEAD_S[concurrency]
+    assert abs(statistics.median(decode_errors)) < 0.05
+    assert abs(statistics.median(gap_errors)) < 0.05
+    # And against the design values (sleeps on a busy box only ever run late).
+    assert statistics.median(r.ttft_s or 0 for r in measured) == pytest.approx(TTFT_S, abs=0.04)
+    assert statistics.median(r.tpot_s or 0 for r in measured) == pytest.approx(
+        INTERVAL_S / TOKENS_PER_CHUNK, rel=0.1
+    )
