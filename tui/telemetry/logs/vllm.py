@@ -28,7 +28,9 @@ _STATS_FIELDS = {
     "Waiting": "waiting",
     "Pending": "waiting",  # V0: requests not yet scheduled
     "GPU KV cache usage": "kv_cache_usage",
+    "KV cache usage": "kv_cache_usage",  # spelled without "GPU" by some builds and platform forks
     "Prefix cache hit rate": "prefix_cache_hit_rate",
+    "GPU prefix cache hit rate": "prefix_cache_hit_rate",
 }
 _ENGINE_PREFIX = "Engine "
 _AGGREGATED_SUFFIX = " Engines Aggregated"
