@@ -118,8 +118,8 @@ async def test_monitor_reading_and_counter_restart_through_the_socket(
     rates = [reading.figures.generation_tokens_per_s for reading in readings]
     assert rates[0] is None
     assert rates[1] == pytest.approx(100.0)
-    assert rates[2] == pytest.approx(100.0)  # the restart segment is left out
-    assert rates[3] == pytest.approx(100.0)
+    assert rates[2] == pytest.approx(1000 / 20)  # the restart segment adds time, no tokens
+    assert rates[3] == pytest.approx(2000 / 30)
     last = readings[-1]
     assert (last.name, last.url, last.up, last.backend, last.model) == (
         "gpu0",

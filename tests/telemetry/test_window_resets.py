@@ -61,8 +61,8 @@ def test_counter_reset_starts_a_new_baseline() -> None:
     window.add(scrape(page(40.0, 2, 3), 10.0))  # the server restarted
     window.add(scrape(page(540.0, 22, 33), 15.0))
     f = window.figures()
-    # Two usable segments of 5 s with +500 tokens each; the restart segment is left out.
-    assert f.generation_tokens_per_s == pytest.approx(100.0)
+    # +500 tokens in each of two 5 s segments; the restart segment counts time but no tokens.
+    assert f.generation_tokens_per_s == pytest.approx(1000 / 15)
     assert f.acceptance_rate == pytest.approx(60 / 80)
 
 
@@ -72,7 +72,7 @@ def test_reset_right_after_the_first_scrape_is_not_negative_nor_a_spike() -> Non
     window.add(scrape(page(50.0), 2.0))
     assert window.figures().generation_tokens_per_s is None
     window.add(scrape(page(250.0), 4.0))
-    assert window.figures().generation_tokens_per_s == pytest.approx(100.0)
+    assert window.figures().generation_tokens_per_s == pytest.approx(200 / 4)
 
 
 def test_restart_seen_by_created_timestamp_even_when_counters_grew() -> None:

@@ -3,11 +3,12 @@
 Each successful scrape is reduced to a backend `Reading` (a few hundred
 numbers). Between consecutive readings a *segment* holds the counter increases;
 a segment in which any counter went down, or the server's start marker
-changed, is a restart: it is left out (the later reading is the new baseline),
-so a restart never shows as a negative rate or a spike. A series missing at the
-start of a segment counts from 0 (llama.cpp prints its per-position family only
-after the first speculative request). Rates divide by the time of the usable
-segments only, like Prometheus `increase()` without extrapolation.
+changed, is a restart: its increases are not counted (the later reading is the
+new baseline), so a restart never shows as a negative rate or a spike. A series
+missing at the start of a segment counts from 0 (llama.cpp prints its
+per-position family only after the first speculative request). Rates are the
+summed increases over the window's whole time span, like Prometheus
+`increase()` without extrapolation.
 """
 
 from __future__ import annotations
@@ -52,8 +53,11 @@ def _segment(
     backend: Backend, before: _Entry, reading: Reading, process_start: str | None, monotonic: float
 ) -> _Segment | None:
     seconds = monotonic - before.monotonic
-    if seconds <= 0 or _restarted(before, reading, process_start):
+    if seconds <= 0:
         return None
+    restart = _Segment(seconds, {}, {})  # time passes, nothing is counted: a new baseline
+    if _restarted(before, reading, process_start):
+        return restart
     previous = before.reading.counters
     increases: dict[CounterKey, float] = {}
     shared = 0
@@ -65,10 +69,10 @@ def _segment(
         shared += 1
         increase = value - old
         if increase < 0:
-            return None  # counter reset: the server restarted
+            return restart  # a counter went down: the server restarted
         increases[key] = increase
     if previous and reading.counters and shared == 0:
-        return None  # no series in common: a different server or a restart with new labels
+        return restart  # no series in common: a different server or a restart with new labels
     extras: dict[str, float] = {}
     segment_extras = segment_extras_of(backend)
     if segment_extras is not None:

@@ -68,7 +68,7 @@ def segment_extras(start: Reading, end: Reading, segment: Delta) -> dict[str, fl
     tokens = segment.total("tokens_predicted")
     seconds = segment.total("tokens_predicted_seconds")
     if tokens is None or seconds is None:
-        return dict(_UNKNOWN)
+        return {}  # a restart: nothing to count
     if tokens == 0:
         return {"requests": 0.0, "decode_tokens": 0.0}
     gauge = end.gauges.get("predicted_tokens_seconds")
