@@ -88,3 +88,38 @@ class HealthChecked(Message):
 
 
 # --- bursts (A/B bench) ----------------------------------------------------------------------------------
+
+
+class BurstProgressed(Message):
+    """A burst moved on: `progress` is a tui.bench.engine.BurstProgress."""
+
+    def __init__(self, progress: object) -> None:
+        super().__init__()
+        self.progress = progress
+
+
+class BurstFinished(Message):
+    """A burst (or a comparison of past bursts) is done; `summary` as tui.bench.report.build_summary."""
+
+    def __init__(self, summary: dict[str, object], result: object | None, saved_to: str | None) -> None:
+        super().__init__()
+        self.summary = summary
+        self.result = result  # tui.bench.results.BurstResult, None for a comparison of past bursts
+        self.saved_to = saved_to
+
+
+class BurstFailed(Message):
+    """A burst could not start or stopped; `error` says why in one line."""
+
+    def __init__(self, error: str, cancelled: bool = False) -> None:
+        super().__init__()
+        self.error = error
+        self.cancelled = cancelled
+
+
+class BurstHistoryLoaded(Message):
+    """The list of past bursts (tui.bench.history.BurstEntry, newest first)."""
+
+    def __init__(self, entries: list[object]) -> None:
+        super().__init__()
+        self.entries = entries
