@@ -237,3 +237,34 @@ def test_line_splitter_line_split_across_chunks() -> None:
     for index in range(len(data)):  # one byte at a time: multi-byte characters split across chunks
         lines.extend(splitter.feed(data[index : index + 1]))
     assert lines == ["αβγ line one", "line two"]
+
+
+async def test_follow_events_flushes_a_traceback_when_the_log_goes_quiet(tmp_path: Path) -> None:
+    from tui.telemetry.logs import LogParser
+    from tui.telemetry.logs.follow import follow_events
+
+    log = tmp_path / "server.log"
+    log.write_text('Traceback (most recent call last):\n  File "x.py", line 1, in f\nRuntimeError: boom\n')
+    received: list[tuple[str | None, list[object]]] = []
+
+    async def consume() -> None:
+        async for item in follow_events(
+            log, LogParser(), from_start=True, poll_interval_s=POLL_S, idle_flush_s=0.2
+        ):
+            received.append(item)
+
+    task = asyncio.create_task(consume())
+    try:
+        await _until(lambda: any(line is None for line, _ in received), "the idle flush")
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert [line for line, _ in received] == [
+        "Traceback (most recent call last):",
+        '  File "x.py", line 1, in f',
+        "RuntimeError: boom",
+        None,
+    ]
+    flushed = received[-1][1]
+    assert len(flushed) == 1 and flushed[0].category == "traceback"  # type: ignore[attr-defined]

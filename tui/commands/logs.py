@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from pathlib import Path
 
@@ -53,20 +52,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _print_events(path: Path, args: argparse.Namespace) -> None:
-    import asyncio
     import os
 
     from tui.telemetry.logs import LogParser
+    from tui.telemetry.logs.follow import follow_events
     from tui.telemetry.logs.render import event_json, event_text
     from tui.telemetry.tailer import LogTailer
 
     render = event_json if args.json else event_text
     parser = LogParser(None if args.backend == "auto" else args.backend)
-    # A log that does not exist yet is read from its first line once it appears.
-    tailer = LogTailer(str(path), from_start=args.from_start or not os.path.exists(str(path)))
     out = sys.stdout
     if not args.follow:
-        async for line in tailer.read_all():
+        async for line in LogTailer(path).read_all():
             for event in parser.feed(line):
                 out.write(render(event) + "\n")
         for event in parser.flush():
@@ -74,30 +71,10 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
         out.flush()
         return
 
-    # Follow: a reader task fills a bounded queue; while the log is quiet, an open traceback is flushed.
-    queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1_000)  # ≤ 16 MB of capped lines
-
-    async def read() -> None:
-        async for line in tailer.lines():
-            await queue.put(line)
-
-    reader = asyncio.create_task(read())
-    try:
-        while True:
-            try:
-                line = await asyncio.wait_for(queue.get(), timeout=1.0)
-            except TimeoutError:
-                if reader.done():
-                    reader.result()  # re-raise what stopped the reader
-                    return
-                events = parser.flush()
-            else:
-                events = parser.feed(line)
-            for event in events:
-                out.write(render(event) + "\n")
-            if events and queue.empty():
-                out.flush()
-    finally:
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await reader
+    # A log that does not exist yet is read from its first line once it appears.
+    from_start = args.from_start or not os.path.exists(path)
+    async for _, events in follow_events(path, parser, from_start=from_start):
+        for event in events:
+            out.write(render(event) + "\n")
+        if events:
+            out.flush()

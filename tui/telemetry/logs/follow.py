@@ -1,0 +1,61 @@
+"""Following a log as events: `LogTailer` + `LogParser`, flushing an open traceback when the log is quiet.
+
+`LogTailer.lines()` yields nothing while the file is idle, so a traceback at the end of a log would
+wait for the next line to be reported. `follow_events` reads the tailer in a task and, when no line
+arrives for `idle_flush_s`, yields `(None, parser.flush())`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from tui.telemetry.events import LogEvent
+from tui.telemetry.logs.parser import LogParser
+from tui.telemetry.tailer import LogTailer
+
+QUEUE_LINES = 1_000  # with 16 KB lines at most, the queue holds ≤ 16 MB
+
+
+async def follow_events(
+    path: str | Path,
+    parser: LogParser,
+    *,
+    from_start: bool = False,
+    poll_interval_s: float = 0.25,
+    idle_flush_s: float = 1.0,
+    max_line_bytes: int = 16384,
+) -> AsyncIterator[tuple[str | None, list[LogEvent]]]:
+    """(line, its events) for every new line, and (None, held-back events) after a quiet spell.
+
+    Runs until the consuming task is cancelled (or the iteration is closed); the reader task is
+    cancelled with it.
+    """
+    tailer = LogTailer(
+        path, from_start=from_start, poll_interval_s=poll_interval_s, max_line_bytes=max_line_bytes
+    )
+    queue: asyncio.Queue[str] = asyncio.Queue(maxsize=QUEUE_LINES)
+
+    async def read() -> None:
+        async for line in tailer.lines():
+            await queue.put(line)
+
+    reader = asyncio.create_task(read(), name=f"spectop-tail {path}")
+    try:
+        while True:
+            try:
+                line = await asyncio.wait_for(queue.get(), timeout=idle_flush_s)
+            except TimeoutError:
+                if reader.done():
+                    reader.result()  # re-raise whatever stopped the reader
+                    return
+                if parser.pending:
+                    yield None, parser.flush()
+                continue
+            yield line, parser.feed(line)
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await reader
