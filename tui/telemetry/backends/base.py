@@ -214,8 +214,9 @@ def _aggregate(values: dict[str, list[float]], kinds: dict[str, Kind]) -> dict[s
     """Counts are summed over label sets, fractions averaged."""
     gauges: dict[str, float] = {}
     for quantity, numbers in values.items():
-        total = math.fsum(numbers)
-        gauges[quantity] = total if kinds[quantity] is Kind.GAUGE_SUM else total / len(numbers)
+        total = sum(numbers)
+        if math.isfinite(total):
+            gauges[quantity] = total if kinds[quantity] is Kind.GAUGE_SUM else total / len(numbers)
     return gauges
 
 

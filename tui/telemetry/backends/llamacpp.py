@@ -75,6 +75,8 @@ def segment_extras(start: Reading, end: Reading, segment: Delta) -> dict[str, fl
     if gauge is None or seconds <= 0 or gauge <= 0:
         return dict(_UNKNOWN)
     requests = tokens - gauge * seconds
+    if not math.isfinite(requests):
+        return dict(_UNKNOWN)
     whole = round(requests)
     # Printed values carry 6 significant digits: allow for that rounding.
     magnitude = max(abs(value) for key, value in end.counters.items() if key[0] == "tokens_predicted")
