@@ -19,7 +19,7 @@ from tui.telemetry.prometheus import parse_metrics_text
 from tui.telemetry.scraper import Scrape
 from tui.telemetry.window import ScrapeWindow, figures_between
 
-SAMPLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "telemetry" / "metrics_samples"
 FALLBACK_SAMPLES = Path("/work/shared/reference/samples")
 
 

@@ -10,7 +10,8 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SAMPLES = Path("/work/shared/reference/samples")
+# Copies of shared/reference/samples/*/metrics_t{0,1}.txt (see metrics_samples/README.md).
+SAMPLES = Path(__file__).parent / "metrics_samples"
 
 
 def sample_body(backend: str, name: str) -> bytes:
