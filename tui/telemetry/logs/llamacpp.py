@@ -30,6 +30,7 @@ _ACCEPTANCE = re.compile(
     r"\(\s*(?P<accepted>\d+) accepted /\s*(?P<drafted>\d+) generated\)"
     r"(?:, mean len =\s*(?P<mean>[-+\d.eE]+|nan|-?inf))?"
 )
+_ELAPSED = re.compile(r"(\d+\.\d\d\.\d\d\d\.\d\d\d) [IWEDT] ")
 _PER_POSITION = re.compile(r"acc per pos = \((?P<positions>[^)]*)\)")
 _STATISTICS = {
     "drafts": re.compile(r"#gen drafts =\s*(\d+)"),
@@ -59,9 +60,10 @@ def parse_acceptance(line: str, start: int) -> SpecDecodeEvent | None:
     rate = _finite(match["rate"])
     if rate is None and drafted:
         rate = accepted / drafted
+    elapsed = _ELAPSED.match(line)  # the usual `0.00.640.963 I slot print_timing: ...` needs no full split
     return build(
         SpecDecodeEvent,
-        time=split_prefix(line[:start]).time,
+        time=elapsed[1] if elapsed else split_prefix(line[:start]).time,
         backend="llamacpp",
         mean_acceptance_length=_finite(match["mean"]),
         acceptance_rate=rate,
