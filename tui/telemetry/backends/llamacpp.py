@@ -92,6 +92,7 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
     requests_per_s = None
     tpot = None
     prefix_hit_rate = None
+    prompt_rate = None
     if delta is not None:
         requests = delta.extras.get("requests", math.nan)
         if not math.isnan(requests):
@@ -107,10 +108,13 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
         computed = delta.total("prompt_tokens")
         if cached is not None and computed is not None:
             prefix_hit_rate = ratio(cached, cached + computed)
+        if computed is not None:
+            # Like vLLM and SGLang: prompt tokens including those served from the cache.
+            prompt_rate = ratio(computed + (cached or 0.0), delta.seconds)
     mean_length = ratio(accepted, drafts)
     return Figures(
         generation_tokens_per_s=rate(delta, "tokens_predicted"),
-        prompt_tokens_per_s=rate(delta, "prompt_tokens"),
+        prompt_tokens_per_s=prompt_rate,
         requests_per_s=requests_per_s,
         acceptance_rate=ratio(accepted, delta.total("draft_tokens")) if delta else None,
         mean_acceptance_length=None if mean_length is None else 1.0 + mean_length,
