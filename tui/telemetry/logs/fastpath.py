@@ -79,39 +79,39 @@ def vllm_spec(line: str) -> SpecDecodeEvent | None:
     match = _VLLM_SPEC.fullmatch(line)
     if match is None:
         return None
-    positions = [float(value) for value in match["pos"].split(", ")]
-    mean = float(match["mean"])
+    time, mean_text, accepted_per_s, drafted_per_s, accepted, drafted, positions_text, rate = match.groups()
+    positions = [float(value) for value in positions_text.split(", ")]
+    mean = float(mean_text)
     total = sum(positions)
     if abs(mean - total) < abs(mean - (1.0 + total)):
         return None  # old mean-length convention: the generic path corrects it
     return build(
         SpecDecodeEvent,
-        time=match["time"],
+        time=time,
         backend="vllm",
         mean_acceptance_length=mean,
-        acceptance_rate=_percent(match["rate"]),
+        acceptance_rate=_percent(rate),
         per_position_acceptance=positions,
-        accepted_tokens=int(match["acc"]),
-        drafted_tokens=int(match["drf"]),
-        accepted_tokens_per_s=float(match["acc_tps"]),
-        drafted_tokens_per_s=float(match["drf_tps"]),
+        accepted_tokens=int(accepted),
+        drafted_tokens=int(drafted),
+        accepted_tokens_per_s=float(accepted_per_s),
+        drafted_tokens_per_s=float(drafted_per_s),
         scope="interval",
         engine=None,
         line=line,
     )
 
 
-def _sglang_time(match: re.Match[str]) -> str:
-    time = f"{match['date']}T{match['hms']}"
-    return f"{time}.{match['ms']}" if match["ms"] else time
+def _sglang_time(date: str, hms: str, ms: str | None) -> str:
+    return f"{date}T{hms}.{ms}" if ms else f"{date}T{hms}"
 
 
 def sglang_decode(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
     match = _SGLANG_DECODE.fullmatch(line)
     if match is None:
         return None
-    time = _sglang_time(match)
-    engine = match["ranks"]
+    date, hms, ms, engine, running, tokens, usage, length, rate, graph, graph_on, gen, queue = match.groups()
+    time = _sglang_time(date, hms, ms)
     events: list[StatsEvent | SpecDecodeEvent] = [
         build(
             StatsEvent,
@@ -121,22 +121,22 @@ def sglang_decode(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
             phase="decode",
             new_tokens=None,
             cached_tokens=None,
-            extra={"#token": int(match["tokens"]), match["graph"]: match["graph_on"] == "True"},
+            extra={"#token": int(tokens), graph: graph_on == "True"},
             line=line,
-            running=float(match["running"]),
-            kv_cache_usage=float(match["usage"]),
-            generation_tokens_per_s=float(match["gen"]),
-            waiting=float(match["queue"]),
+            running=float(running),
+            kv_cache_usage=float(usage),
+            generation_tokens_per_s=float(gen),
+            waiting=float(queue),
         )
     ]
-    if match["len"] is not None:
+    if length is not None:
         events.append(
             build(
                 SpecDecodeEvent,
                 time=time,
                 backend="sglang",
-                mean_acceptance_length=float(match["len"]),
-                acceptance_rate=float(match["rate"]),
+                mean_acceptance_length=float(length),
+                acceptance_rate=float(rate),
                 scope="interval",
                 engine=engine,
                 line=line,
@@ -149,31 +149,30 @@ def sglang_prefill(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
     match = _SGLANG_PREFILL.fullmatch(line)
     if match is None:
         return None
-    new_tokens = int(match["new"])
-    cached_tokens = int(match["cached"])
+    date, hms, ms, engine, seqs, new, cached, usage, running, queue, pending, graph, graph_on, prompt = (
+        match.groups()
+    )
+    new_tokens = int(new)
+    cached_tokens = int(cached)
     total = new_tokens + cached_tokens
     values = {
-        "kv_cache_usage": float(match["usage"]),
-        "running": float(match["running"]),
-        "waiting": float(match["queue"]),
-        "prompt_tokens_per_s": float(match["prompt"]),
+        "kv_cache_usage": float(usage),
+        "running": float(running),
+        "waiting": float(queue),
+        "prompt_tokens_per_s": float(prompt),
     }
     if total > 0:
         values["prefix_cache_hit_rate"] = cached_tokens / total
     return [
         build(
             StatsEvent,
-            time=_sglang_time(match),
+            time=_sglang_time(date, hms, ms),
             backend="sglang",
-            engine=match["ranks"],
+            engine=engine,
             phase="prefill",
             new_tokens=new_tokens,
             cached_tokens=cached_tokens,
-            extra={
-                "#new-seq": int(match["seqs"]),
-                "#pending-token": int(match["pending"]),
-                match["graph"]: match["graph_on"] == "True",
-            },
+            extra={"#new-seq": int(seqs), "#pending-token": int(pending), graph: graph_on == "True"},
             line=line,
             **values,
         )
