@@ -59,16 +59,16 @@ TEMPLATES = [
     "[2026-07-20 09:{m:02d}:{s:02d} TP0] Load weight end. elapsed=118.42 s, type=DeepseekV3ForCausalLM, quant=fp8, "
     "fmt=e4m3, avail mem=52.31 GB, mem usage=85.85 GB.",
     # llama.cpp
-    "0.0{m}.{i4:03d}.930 I slot print_timing: id  0 | task {i4} | prompt eval time =      22.33 ms /   {i1} tokens "
+    "{m}.{s:02d}.{i4:03d}.930 I slot print_timing: id  0 | task {i4} | prompt eval time =      22.33 ms /   {i1} tokens "
     "(    0.20 ms per token,  5015.00 tokens per second)",
-    "0.0{m}.{i4:03d}.948 I slot print_timing: id  0 | task {i4} |        eval time =      53.50 ms /    64 tokens "
+    "{m}.{s:02d}.{i4:03d}.948 I slot print_timing: id  0 | task {i4} |        eval time =      53.50 ms /    64 tokens "
     "(    0.85 ms per token,  1177.53 tokens per second)",
-    "0.0{m}.{i4:03d}.949 I slot print_timing: id  0 | task {i4} |       total time =      75.84 ms /   176 tokens",
-    "0.0{m}.{i4:03d}.957 I slot print_timing: id  0 | task {i4} |    graphs reused =          7",
-    "0.0{m}.{i4:03d}.963 I slot print_timing: id  0 | task {i4} | draft acceptance = 0.{i5:05d} (   {i1} accepted "
+    "{m}.{s:02d}.{i4:03d}.949 I slot print_timing: id  0 | task {i4} |       total time =      75.84 ms /   176 tokens",
+    "{m}.{s:02d}.{i4:03d}.957 I slot print_timing: id  0 | task {i4} |    graphs reused =          7",
+    "{m}.{s:02d}.{i4:03d}.963 I slot print_timing: id  0 | task {i4} | draft acceptance = 0.{i5:05d} (   {i1} accepted "
     "/    {i4} generated), mean len =  3.{i3:02d}",
-    "0.0{m}.{i4:03d}.465 I slot      release: id  1 | task {i4} | stop processing: n_tokens = 175, truncated = 0",
-    "0.0{m}.{i4:03d}.047 I slot get_availabl: id  1 | task -1 | selected slot by LCP similarity, f_sim_best = "
+    "{m}.{s:02d}.{i4:03d}.465 I slot      release: id  1 | task {i4} | stop processing: n_tokens = 175, truncated = 0",
+    "{m}.{s:02d}.{i4:03d}.047 I slot get_availabl: id  1 | task -1 | selected slot by LCP similarity, f_sim_best = "
     "0.250 (> 0.100 thold), f_keep = 0.011",
     # noise
     "Loading safetensors checkpoint shards:  {i2}% Completed | {i1}/163 [00:{s:02d}<00:{m:02d},  3.21it/s]",
