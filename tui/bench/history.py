@@ -15,7 +15,7 @@ from typing import Any
 import aiofiles
 from pydantic import ValidationError
 
-from tui.bench.report import build_summary
+from tui.bench.report import burst_summary
 from tui.bench.results import ArmResult, BurstResult
 
 MAX_BURST_FILE_BYTES = 200_000_000
@@ -136,16 +136,32 @@ def pick_arm(result: BurstResult, label: str = "a") -> ArmResult:
     raise HistoryError(f"the burst of {result.started_at:%Y-%m-%d %H:%M:%S} has no arm {label!r}")
 
 
-def compare_bursts(
+def combine_bursts(
     before: BurstResult, after: BurstResult, *, before_arm: str = "a", after_arm: str = "a"
-) -> dict[str, Any]:
-    """Summary of `before` (as A) against `after` (as B); both must use the same prompt set."""
+) -> BurstResult:
+    """One A/B result from two bursts of the same prompt set: `before` as A, `after` as B."""
     if before.settings.prompt_set_digest != after.settings.prompt_set_digest:
         raise HistoryError(
             f"different prompt sets ({before.settings.prompt_set} vs {after.settings.prompt_set}): "
             "only bursts of the same prompts can be compared"
         )
-    same_temperature = before.settings.temperature == after.settings.temperature
+    arms = []
+    for label, arm in (("a", pick_arm(before, before_arm)), ("b", pick_arm(after, after_arm))):
+        requests = [request.model_copy(update={"arm": label}) for request in arm.requests]
+        arms.append(arm.model_copy(update={"label": label, "requests": requests}))
     # Greedy equivalence only means something when both ran at temperature 0.
-    temperature = before.settings.temperature if same_temperature else 1.0
-    return build_summary(pick_arm(before, before_arm), pick_arm(after, after_arm), temperature=temperature)
+    temperature = max(before.settings.temperature, after.settings.temperature)
+    return BurstResult(
+        started_at=after.started_at,
+        duration_s=after.duration_s,
+        settings=after.settings.model_copy(update={"temperature": temperature}),
+        arms=arms,
+    )
+
+
+def compare_bursts(
+    before: BurstResult, after: BurstResult, *, before_arm: str = "a", after_arm: str = "a"
+) -> dict[str, Any]:
+    """Summary of `before` (as A) against `after` (as B); both must use the same prompt set."""
+    combined = combine_bursts(before, after, before_arm=before_arm, after_arm=after_arm)
+    return burst_summary(combined)
