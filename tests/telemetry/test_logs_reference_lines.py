@@ -454,6 +454,22 @@ VLLM_ERROR_CASES: list[tuple[str, str, str]] = [
     ),
     ("(APIServer pid=1) ERROR:    Exception in ASGI application", "other", "ERROR:"),
     (
+        "ERROR 10-16 19:05:47 async_llm_engine.py:61] Engine background task failed",
+        "other",
+        "Engine background task failed",
+    ),
+    (
+        "vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already.",
+        "engine_dead",
+        "vllm.engine.async_llm_engine.AsyncEngineDeadError",
+    ),
+    (
+        "[rank0]:[E1120 10:00:00.000000 123 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
+        "engine_dead",
+        "[rank0]",
+    ),
+    (
         "(APIServer pid=1) ERROR 08-20 14:05:00 [serving_chat.py:300] Error in preprocessing prompt inputs",
         "other",
         "Error in preprocessing",

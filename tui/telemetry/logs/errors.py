@@ -43,6 +43,9 @@ ENGINE_DEAD_PATTERNS = (
     "Health check failed. Server couldn't get a response",
     "Detokenizer hit an exception",
     "TokenizerManager hit an exception",
+    "Engine loop has died",  # vLLM V0 AsyncLLMEngine
+    "Background loop has errored",
+    "Watchdog caught collective operation timeout",  # NCCL: a rank is stuck, the engine with it
 )
 SPEC_CONFIG_PATTERNS = (
     "num_speculative_tokens was provided but without speculative model",
@@ -100,7 +103,7 @@ def passes_gate(line: str) -> bool:
         or "speculative" in line
         or "argument" in line
         or "sigquit" in line
-        or "watchdog" in line
+        or "atchdog" in line
         or "died" in line
     )
 
