@@ -38,6 +38,11 @@ def prepare(raw: str) -> str:
 
 def grammar_events(line: str) -> list[ParsedEvent]:
     """Stats and spec_decode events of a cleaned line (empty when no grammar matches)."""
+    if " batch" in line or "#running-req: " in line:  # SGLang first: its lines also say "throughput"
+        found = sglang.find_batch(line)
+        if found is not None:
+            fast = fastpath.sglang_decode(line) if found[0] == "decode" else fastpath.sglang_prefill(line)
+            return fast if fast is not None else sglang.parse_batch(line, found)
     if "throughput" in line:
         start = line.find(vllm.STATS_MARKER)
         if start >= 0:
@@ -49,11 +54,6 @@ def grammar_events(line: str) -> list[ParsedEvent]:
             if start >= 0:
                 spec = fastpath.vllm_spec(line) or vllm.parse_spec(line, start, marker)
                 return [spec] if spec else []
-    if " batch" in line or "#running-req: " in line:
-        found = sglang.find_batch(line)
-        if found is not None:
-            fast = fastpath.sglang_decode(line) if found[0] == "decode" else fastpath.sglang_prefill(line)
-            return list(fast if fast is not None else sglang.parse_batch(line, found))
     if "acc" in line:
         start = line.find(llamacpp.ACCEPTANCE_MARKER)
         if start >= 0:

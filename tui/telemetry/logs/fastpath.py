@@ -64,7 +64,6 @@ def vllm_stats(line: str) -> StatsEvent | None:
         time=time,
         backend="vllm",
         engine=str(int(engine)),
-        extra=None,
         line=line,
         prompt_tokens_per_s=float(prompt),
         generation_tokens_per_s=float(gen),
@@ -97,7 +96,6 @@ def vllm_spec(line: str) -> SpecDecodeEvent | None:
         accepted_tokens_per_s=float(accepted_per_s),
         drafted_tokens_per_s=float(drafted_per_s),
         scope="interval",
-        engine=None,
         line=line,
     )
 
@@ -119,8 +117,6 @@ def sglang_decode(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
             backend="sglang",
             engine=engine,
             phase="decode",
-            new_tokens=None,
-            cached_tokens=None,
             extra={"#token": int(tokens), graph: graph_on == "True"},
             line=line,
             running=float(running),
