@@ -5,8 +5,8 @@ Four models share one vocabulary, so any of the last three can draft for the fir
   * `draft_same.gguf`   a byte copy of the target: every draft token is accepted;
   * `draft_noisy.gguf`  the target's weights plus Gaussian noise: partial acceptance;
   * `draft_random.gguf` unrelated random weights, 2 layers, hidden 128: acceptance near 0.
-Greedy decoding with random weights never picks EOS in practice (its output row is zero while the other
-rows are random), so every generation runs to `max_tokens` and `finish_reason` is "length".
+Greedy decoding never picks a special or byte token (their output rows are zero while the others are
+random), so every generation runs to `max_tokens` and `finish_reason` is "length".
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ CHATML_TEMPLATE = (
 )
 SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>")
 UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
+FIRST_NORMAL_ID = len(SPECIAL_TOKENS) + 256
 WORDS = (
     "the", "model", "draft", "token", "accept", "speculative", "decode", "hello", "world", "server",
     "llama", "fast", "slow", "rate", "length", "mean", "batch", "cache", "prompt", "user", "assistant",
     "system", "what", "is", "a", "an", "of", "to", "and", "in", "on", "for", "with", "you", "it", "that",
     "this", "tell", "me", "story", "about", "count", "from", "one", "two", "three", "write", "poem",
 )
-NOISY_DRAFT_NOISE = 0.05
+NOISY_DRAFT_NOISE = 0.07  # about 0.4 acceptance: between the default warning (0.6) and critical (0.3)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,9 @@ def random_weights(shape: ModelShape, n_vocab: int, seed: int) -> dict[str, np.n
         "output_norm.weight": np.ones(shape.n_embd, dtype=np.float32),
     }
     output = matrix(n_vocab, shape.n_embd) * 4.0
-    output[EOS_ID] = 0.0
+    # Zero rows give logit 0 while ~150 random rows compete: greedy decoding never picks a special token
+    # (llama.cpp ends generation on </s> and <|im_end|>) nor a byte token (partial UTF-8 would merge chunks).
+    output[:FIRST_NORMAL_ID] = 0.0
     tensors["output.weight"] = output
     for i in range(shape.n_layer):
         tensors[f"blk.{i}.attn_norm.weight"] = np.ones(shape.n_embd, dtype=np.float32)
