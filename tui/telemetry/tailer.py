@@ -23,6 +23,8 @@ import aiofiles
 import aiofiles.os
 from aiofiles.threadpool.binary import AsyncBufferedReader
 
+_fstat = aiofiles.os.wrap(os.fstat)  # in a worker thread, like every other file call here
+
 FOLLOW_CHUNK_BYTES = 256 * 1024
 READ_ALL_CHUNK_BYTES = 1024 * 1024
 
@@ -119,7 +121,7 @@ class LogTailer:
                         at_start_of_run = False  # appeared later: read it from its start
                         await asyncio.sleep(self.poll_interval_s)
                         continue
-                    status = os.fstat(handle.fileno())
+                    status = await _fstat(handle.fileno())
                     identity = (status.st_dev, status.st_ino)
                     position = 0
                     if at_start_of_run and not self.from_start:
