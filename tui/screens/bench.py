@@ -444,6 +444,7 @@ class BenchScreen(Screen[None]):
         self.query_one("#verdict", Static).update("\n".join(lines) or "one arm: no comparison")
         self.query_one("#phase", Static).update("done")
         self.query_one("#switcher", ContentSwitcher).current = "results"
+        table.focus()  # so j / c / m export instead of typing into a field
         saved = " · kept in the history (h)" if message.saved_to else ""
         self.set_status(f"j / c / m: export JSON / CSV / Markdown{saved}")
 

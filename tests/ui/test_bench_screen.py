@@ -1,0 +1,148 @@
+"""The A/B burst screen in a tiny app that provides `http_client`, at 80x24, keyboard only."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from textual.app import App
+from textual.widgets import DataTable, Input, Select, Static
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench_engine"))
+from timed_server import Behaviour, TimedServer
+
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.history import list_bursts, save_burst
+from tui.bench.prompts import load_prompt_set
+from tui.screens.bench import BenchScreen
+from tui.settings import EndpointSettings
+
+SLOW = Behaviour(ttft_s=0.02, interval_s=0.004, chunks=10)
+FAST = Behaviour(ttft_s=0.02, interval_s=0.004, chunks=5, tokens_per_chunk=2)
+
+
+class BenchTestApp(App[None]):
+    def __init__(self, endpoints: list[EndpointSettings]) -> None:
+        super().__init__()
+        self.endpoints = endpoints
+        self.http_client = httpx.AsyncClient(limits=httpx.Limits(max_connections=100))
+
+    def on_mount(self) -> None:
+        self.push_screen(BenchScreen(self.endpoints))
+
+    async def on_unmount(self) -> None:
+        await self.http_client.aclose()
+
+
+@pytest.fixture(autouse=True)
+def _private_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.chdir(tmp_path)
+
+
+def _endpoints(*servers: TimedServer) -> list[EndpointSettings]:
+    names = ["mtp-off", "mtp-on"]
+    return [
+        EndpointSettings(name=names[i], url=server.base_url, model="m") for i, server in enumerate(servers)
+    ]
+
+
+async def _until(pilot, condition, timeout_s: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            screen = pilot.app.screen
+            status = [str(screen.query_one(s, Static).render()) for s in ("#phase", "#status")]
+            raise AssertionError(f"timed out waiting for the screen; phase/status: {status}")
+        await pilot.pause(0.05)
+
+
+def _text(screen: BenchScreen, selector: str) -> str:
+    return str(screen.query_one(selector, Static).render())
+
+
+async def _set_requests(screen: BenchScreen, pilot, value: str) -> None:  # type: ignore[no-untyped-def]
+    field = screen.query_one("#requests", Input)
+    field.focus()
+    await pilot.press("ctrl+a", "ctrl+k", *value)
+
+
+async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_path: Path) -> None:
+    with TimedServer(SLOW) as server_a, TimedServer(FAST) as server_b:
+        app = BenchTestApp(_endpoints(server_a, server_b))
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, BenchScreen)
+            assert screen.query_one("#a-select", Select).value == "ep:mtp-off"
+            assert screen.query_one("#b-select", Select).value == "ep:mtp-on"
+            await _set_requests(screen, pilot, "6")
+            await pilot.press("enter")  # enter in a field starts the burst
+            await _until(pilot, lambda: screen.summary is not None)
+            table = screen.query_one("#results-table", DataTable)
+            assert table.row_count >= 16
+            assert table.get_row_at(0)[1:] == ["6", "6"]
+            verdict = _text(screen, "#verdict")
+            assert "B is" in verdict and "faster" in verdict  # 2 tokens per chunk at the same pace
+            assert "6/6 identical" in verdict
+            await _until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 1)
+            await pilot.press("j")
+            await _until(pilot, lambda: "json written to" in _text(screen, "#status"))
+    assert len(list(tmp_path.glob("spectop-burst-*.json"))) == 1
+    assert len(list_bursts()) == 1
+
+
+async def test_bad_form_value_names_the_field() -> None:
+    app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BenchScreen)
+        await _set_requests(screen, pilot, "abc")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "n (requests): expected a whole number" in _text(screen, "#status")
+        assert screen.query_one("#status").has_class("error")
+
+
+async def test_escape_cancels_a_running_burst_within_a_second() -> None:
+    stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
+    with TimedServer(stalled) as server:
+        app = BenchTestApp(_endpoints(server))
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, BenchScreen)
+            await pilot.press("ctrl+r")
+            await _until(pilot, lambda: len(server.records) > 0)  # the warm-up request is stuck
+            started = asyncio.get_running_loop().time()
+            await pilot.press("escape")
+            await _until(pilot, lambda: "cancelled" in _text(screen, "#phase"), timeout_s=1.0)
+            assert asyncio.get_running_loop().time() - started < 1.0
+            assert not screen.running
+            assert isinstance(app.screen, BenchScreen)  # escape while running cancels, it does not leave
+
+
+async def test_two_past_bursts_are_compared_from_the_history() -> None:
+    async with httpx.AsyncClient() as client:
+        for behaviour in (SLOW, FAST):
+            with TimedServer(behaviour) as server:
+                config = BurstConfig(
+                    a=ArmTarget("srv", server.base_url, model="m", scrape_metrics=False),
+                    prompt_set=load_prompt_set("mixed"),
+                    requests=5,
+                    warmup=0,
+                )
+                save_burst(await run_burst(config, client))
+    app = BenchTestApp([])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BenchScreen)
+        await _until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 2)
+        await pilot.press("h")  # history; newest (FAST) first
+        await pilot.press("b", "down", "a")
+        assert str(screen.query_one("#a-select", Select).value).startswith("burst:")
+        assert str(screen.query_one("#b-select", Select).value).startswith("burst:")
+        await pilot.press("ctrl+r")
+        await _until(pilot, lambda: screen.summary is not None)
+        assert "faster" in _text(screen, "#verdict")
