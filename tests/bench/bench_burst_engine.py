@@ -1,0 +1,152 @@
+"""Benchmark of the burst engine (prints figures; not a test).
+
+Run: .venv/bin/python tests/bench/bench_burst_engine.py [--quick]
+
+1. Throughput: how many concurrent streams and chunks per second the engine handles,
+   and its client CPU cost per chunk (chunks per CPU-second = what one core sustains),
+   next to a plain httpx loop (stream + aiter_lines + json.loads) in the same run.
+2. TTFT overhead: how many ms the engine adds to the TTFT it measures, against a server
+   (own process) whose per-request truth is recorded: first content write - request
+   received, compared with the client's TTFT. Median and p90 over the requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench_engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from timed_server import Behaviour, TimedServer
+
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.prompts import load_prompt_set
+from tui.bench.schedule import LoadShape
+
+
+def _client(concurrency: int) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
+    return httpx.AsyncClient(limits=limits, timeout=60)
+
+
+async def engine_run(url: str, concurrency: int, requests: int) -> tuple[float, float, int, list]:
+    """Wall s, CPU s, chunks received, per-request results."""
+    async with _client(concurrency) as client:
+        config = BurstConfig(
+            a=ArmTarget("bench", url, model="m", scrape_metrics=False),
+            prompt_set=load_prompt_set("mixed"),
+            requests=requests,
+            warmup=0,
+            rounds=1,
+            load=LoadShape(concurrency=concurrency),
+        )
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = await run_burst(config, client)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    measured = result.arms[0].requests
+    chunks = sum(len(r.chunk_times_s) for r in measured)
+    return wall, cpu, chunks, measured
+
+
+async def plain_httpx_run(url: str, concurrency: int, requests: int) -> tuple[float, float, int, list]:
+    """The baseline: what a simple benchmark script does. Returns per-request (send, ttft, id)."""
+    prompts = load_prompt_set("mixed").prompts
+    results: list[tuple[float, float | None, str]] = []
+    chunks = 0
+    semaphore = asyncio.Semaphore(concurrency)
+    async with _client(concurrency) as client:
+
+        async def one(index: int) -> None:
+            nonlocal chunks
+            body = {
+                "model": "m",
+                "messages": prompts[index % len(prompts)].chat_messages(),
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
+            request_id = f"plain-a{index}"
+            async with semaphore:
+                sent = time.perf_counter()
+                ttft = None
+                async with client.stream(
+                    "POST", f"{url}/v1/chat/completions", json=body, headers={"X-Request-Id": request_id}
+                ) as response:
+                    async for line in response.aiter_lines():
+                        if not line.startswith("data:") or line == "data: [DONE]":
+                            continue
+                        event = json.loads(line[5:])
+                        choices = event.get("choices") or []
+                        if choices and (choices[0].get("delta") or {}).get("content"):
+                            chunks += 1
+                            if ttft is None:
+                                ttft = time.perf_counter() - sent
+                results.append((sent, ttft, request_id))
+
+        wall, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(one(i) for i in range(requests)))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return wall, cpu, chunks, results
+
+
+def throughput(quick: bool) -> None:
+    print("1. Streams and chunks/s (server: own process, a 1-token chunk every 5 ms, 100 chunks)")
+    print(f"{'client':12}{'streams':>8}{'chunks/s':>10}{'CPU %':>7}{'chunks/CPU-s':>14}")
+    levels = (1, 16, 64) if quick else (1, 16, 64, 128, 256)
+    behaviour = Behaviour(ttft_s=0.01, interval_s=0.005, chunks=100)
+    with TimedServer(behaviour) as server:
+        for concurrency in levels:
+            requests = max(4, concurrency * 2)
+            for name, runner in (("spectop", engine_run), ("plain httpx", plain_httpx_run)):
+                wall, cpu, chunks, _ = asyncio.run(runner(server.base_url, concurrency, requests))
+                print(
+                    f"{name:12}{concurrency:>8}{chunks / wall:>10.0f}{cpu / wall * 100:>7.0f}"
+                    f"{chunks / cpu if cpu else 0:>14.0f}"
+                )
+
+
+def ttft_overhead(quick: bool) -> None:
+    print()
+    print("2. ms added to the measured TTFT (server truth: first write - request received; 80 ms)")
+    print(f"{'client':12}{'streams':>8}{'median ms':>11}{'p90 ms':>8}")
+    behaviour = Behaviour(ttft_s=0.08, interval_s=0.02, chunks=10)
+    for concurrency in (1, 64):
+        requests = 16 if concurrency == 1 else (64 if quick else 128)
+        for name in ("spectop", "plain httpx"):
+            with TimedServer(behaviour) as server:
+                if name == "spectop":
+                    _, _, _, measured = asyncio.run(engine_run(server.base_url, concurrency, requests))
+                    truth = {r.headers["x-request-id"].rsplit("-", 1)[1]: r for r in server.records}
+                    added = [
+                        (m.ttft_s or 0) - (truth[f"a{m.index}"].writes_s[0] - truth[f"a{m.index}"].received_s)
+                        for m in measured
+                    ]
+                else:
+                    _, _, _, results = asyncio.run(plain_httpx_run(server.base_url, concurrency, requests))
+                    truth = {r.headers["x-request-id"]: r for r in server.records}
+                    added = [
+                        (ttft or 0) - (truth[rid].writes_s[0] - truth[rid].received_s)
+                        for _, ttft, rid in results
+                    ]
+            added.sort()
+            p90 = added[int(0.9 * (len(added) - 1))]
+            print(f"{name:12}{concurrency:>8}{statistics.median(added) * 1000:>11.2f}{p90 * 1000:>8.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer levels, for a smoke run")
+    args = parser.parse_args()
+    throughput(args.quick)
+    ttft_overhead(args.quick)
+
+
+if __name__ == "__main__":
+    main()
