@@ -9,8 +9,6 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-SAMPLES = Path(__file__).parent / "samples"  # copies of shared/reference/samples/llamacpp/stream*.txt
-
 
 @pytest.fixture
 def timed_server() -> Iterator[TimedServer]:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import httpx
 import pytest
-from conftest import SAMPLES
 from timed_server import Behaviour, TimedServer
 
 from tui.bench.request import RequestSpec, RetryBudget, endpoint_url, run_request
+
+SAMPLES = Path(__file__).parent / "samples"  # copies of shared/reference/samples/llamacpp/stream*.txt
 
 
 def _spec(url: str, api: str = "chat", headers: dict[str, str] | None = None) -> RequestSpec:
