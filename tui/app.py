@@ -45,6 +45,7 @@ from tui.widgets.card_view import CardData
 
 LOG_LINES_KEPT = 2000
 MAX_LOG_LINE_CHARS = 2000
+LOG_POLL_INTERVAL_S = 0.5  # how often each log file is checked for new lines
 REPLAY_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 MAX_REPORTED_BAD_LINES = 5
 
@@ -98,6 +99,7 @@ class SpectopApp(App[int]):
         super().__init__()
         self.settings = settings
         self.endpoints: list[EndpointSettings] = list(settings.endpoints)
+        self._endpoint_names = {endpoint.name for endpoint in self.endpoints}
         self.record_path = Path(record_path) if record_path else None
         self.replay_path = Path(replay_path) if replay_path else None
         self.replay_clock = ReplayClock(replay_speed) if self.replay_path else None
@@ -112,6 +114,7 @@ class SpectopApp(App[int]):
         self.alerts = AlertEngine(rules)
         self.history = History(samples_for(settings.history_s, settings.poll_interval_s))
         self.readings: dict[str, ReadingLike] = {}
+        self.alerts_version = 0  # bumped whenever an alert starts or clears
         self.logs: dict[str, deque[LogEntry]] = {}
         self.paused = False
         self.replay_done = False
@@ -126,9 +129,12 @@ class SpectopApp(App[int]):
 
     # --- life cycle ---------------------------------------------------------------------------------------
 
-    async def on_mount(self) -> None:
+    def get_default_screen(self) -> Screen[Any]:
         from tui.screens.dashboard import DashboardScreen
 
+        return DashboardScreen()
+
+    async def on_mount(self) -> None:
         self._load_themes()
         await self.http_client.aclose()
         self.http_client = httpx.AsyncClient(
@@ -136,13 +142,11 @@ class SpectopApp(App[int]):
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
             follow_redirects=False,
         )
-        await self.push_screen(DashboardScreen())
         if self.replay_path is not None:
             self.run_worker(self._replay(self.replay_path), name="replay", group="replay")
         else:
             await self._start_live()
         self._update_subtitle()
-        self.set_interval(1.0, self._refresh_ages)
 
     async def _start_live(self) -> None:
         if self.record_path is not None:
@@ -179,21 +183,28 @@ class SpectopApp(App[int]):
     # --- polling, tailing, replay (workers) ----------------------------------------------------------------
 
     def _poll_tick(self) -> None:
-        """Timer callback: only starts workers. An endpoint still being polled skips this tick."""
+        """Timer callback: only starts a worker. An endpoint still being polled skips this tick."""
         if self.paused:
             return
         now = time.monotonic()
-        for endpoint, monitor in self._monitors:
-            if endpoint.name in self._polling or not monitor.due(now):
-                continue
-            self._polling.add(endpoint.name)
-            self.run_worker(
-                self._poll(endpoint.name, monitor),
-                name=f"poll {endpoint.name}",
-                group="poll",
-                exclusive=False,
-                exit_on_error=False,
-            )
+        due = [
+            (endpoint.name, monitor)
+            for endpoint, monitor in self._monitors
+            if endpoint.name not in self._polling and monitor.due(now)
+        ]
+        if not due:
+            return
+        self._polling.update(name for name, _ in due)
+        # One worker per tick for every due endpoint (not one per endpoint): a slow endpoint only
+        # holds back itself, since the next tick's worker skips just the endpoints still in flight.
+        self.run_worker(self._poll_all(due), name="poll", group="poll", exclusive=False, exit_on_error=False)
+
+    async def _poll_all(self, due: list[tuple[str, Any]]) -> None:
+        polls = (self._poll(name, monitor) for name, monitor in due)
+        results = await asyncio.gather(*polls, return_exceptions=True)
+        for result in results:
+            if isinstance(result, Exception):
+                raise result  # reported once, in on_worker_state_changed
 
     async def _poll(self, name: str, monitor: Any) -> None:
         try:
@@ -211,7 +222,7 @@ class SpectopApp(App[int]):
         assert endpoint.log_file is not None
         backend = endpoint.backend if endpoint.backend in ("vllm", "sglang", "llamacpp") else None
         parser = LogParser(backend=backend)
-        async for raw_line in LogTailer(endpoint.log_file).lines():
+        async for raw_line in LogTailer(endpoint.log_file, poll_interval_s=LOG_POLL_INTERVAL_S).lines():
             line = raw_line.rstrip("\r\n")[:MAX_LOG_LINE_CHARS]
             events = parser.feed(line)
             now = self._wall_clock()
@@ -264,12 +275,16 @@ class SpectopApp(App[int]):
         reading: ReadingLike = message.reading  # type: ignore[assignment]
         name = reading.name
         self._ensure_endpoint(name)
+        first = name not in self.readings
         self.readings[name] = reading
         self.history.add(reading)
         acceptance = reading.figures.acceptance_rate if reading.up else None
         changes = self.alerts.observe_reading(name, reading.time, reading.up, acceptance)
         self._announce(changes)
-        self._broadcast(EndpointUpdated(name))
+        if changes or first:
+            self._broadcast(EndpointUpdated(name))
+        # Otherwise the screens pick the new figures up on their own redraw timer: one frame per
+        # second for all endpoints rather than one per reading.
 
     def on_log_line_received(self, message: LogLineReceived) -> None:
         name = message.endpoint
@@ -281,13 +296,19 @@ class SpectopApp(App[int]):
             changes += self.alerts.observe_log_event(name, message.time, event)
         self._announce(changes)
         self._broadcast(EndpointUpdated(name, log_line=entry))
+        if changes:
+            self._broadcast(EndpointUpdated(name))
 
     def on_replay_finished(self, _message: ReplayFinished) -> None:
         self.replay_done = True
         self._update_subtitle()
+        for endpoint in self.endpoints:
+            self._broadcast(EndpointUpdated(endpoint.name))
         self.notify("end of recording", timeout=4)
 
     def _announce(self, changes: list[Alert]) -> None:
+        if changes:
+            self.alerts_version += 1
         if self.replay_clock is not None:
             return  # a replay shows alerts as badges only: a burst of old toasts would bury the screen
         for alert in changes:
@@ -296,7 +317,7 @@ class SpectopApp(App[int]):
                 self.notify(alert.message, title=alert.endpoint, severity=severity, timeout=6)
 
     def _ensure_endpoint(self, name: str, recorded: RecordedEndpoint | None = None) -> None:
-        if any(endpoint.name == name for endpoint in self.endpoints):
+        if name in self._endpoint_names:
             return
         url = (recorded.url if recorded else None) or "http://recorded.invalid"
         try:
@@ -309,18 +330,15 @@ class SpectopApp(App[int]):
         except ValueError:
             endpoint = EndpointSettings(name=name, url="http://recorded.invalid")
         self.endpoints.append(endpoint)
+        self._endpoint_names.add(name)
         self.alerts.set_threshold(name, endpoint.acceptance_threshold)
         self._broadcast(EndpointUpdated(name))
 
     def _broadcast(self, message: EndpointUpdated) -> None:
+        """Tell the screens; log lines only go to screens that show a log (most lines change nothing else)."""
         for screen in self.screen_stack:
-            screen.post_message(EndpointUpdated(message.endpoint, message.log_line))
-
-    def _refresh_ages(self) -> None:
-        if self.paused and self.replay_clock is None:
-            return
-        for endpoint in self.endpoints:
-            self._broadcast(EndpointUpdated(endpoint.name))
+            if message.log_line is None or getattr(screen, "SHOWS_LOG_LINES", False):
+                screen.post_message(EndpointUpdated(message.endpoint, message.log_line))
 
     def _recorded_endpoints(self) -> list[RecordedEndpoint]:
         return [

@@ -26,6 +26,8 @@ class AlertsScreen(Screen[None]):
         Binding("a", "back", "Back", show=False),
     ]
 
+    _shown_version = -1
+
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
         yield DataTable(cursor_type="row", zebra_stripes=True)
@@ -41,7 +43,7 @@ class AlertsScreen(Screen[None]):
         tables.first().focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
-        if message.log_line is None or message.log_line.kind == "error":  # type: ignore[attr-defined]
+        if cast("SpectopApp", self.app).alerts_version != self._shown_version:
             self._fill()
 
     def _fill(self) -> None:
@@ -49,6 +51,7 @@ class AlertsScreen(Screen[None]):
         if not tables or not tables.first().columns:
             return
         table = tables.first()
+        self._shown_version = cast("SpectopApp", self.app).alerts_version
         alerts = cast("SpectopApp", self.app).alerts.all_alerts()
         table.clear()
         for alert in alerts:

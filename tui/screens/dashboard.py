@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from tui.app import SpectopApp
 
 CARD_MIN_WIDTH = 78
+FLUSH_INTERVAL_S = 1.0  # redraw timer; ages are shown in whole seconds
 ROOMY_MIN_HEIGHT = 34
 
 
@@ -74,6 +75,7 @@ class DashboardScreen(Screen[None]):
         self._layout_for(self.size.width, self.size.height)
         if cards:
             cards[0].focus()
+        self.set_interval(FLUSH_INTERVAL_S, self._flush)
 
     def _new_card(self, name: str) -> EndpointCard:
         card = EndpointCard(self.spectop.card_data(name), id=f"card-{len(self._cards)}")
@@ -97,12 +99,19 @@ class DashboardScreen(Screen[None]):
             cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
-        if message.log_line is not None and message.endpoint in self._cards:
-            return  # a log line changes a card only through its alerts, which arrive with readings too
+        """A new endpoint, an alert that started or cleared, or the end of a replay: redraw now."""
         card = self._cards.get(message.endpoint)
         if card is None:
             card = self._add_card(message.endpoint)
         card.update_data(self.spectop.card_data(message.endpoint))
+
+    def _flush(self) -> None:
+        """Redraw timer: new figures and ages, one frame for every endpoint (unchanged cards are skipped)."""
+        for endpoint in self.spectop.endpoints:
+            if endpoint.name not in self._cards:
+                self._add_card(endpoint.name)
+        for name, card in self._cards.items():
+            card.update_data(self.spectop.card_data(name))
 
     def on_resize(self, event: Resize) -> None:
         self._layout_for(event.size.width, event.size.height)

@@ -48,6 +48,7 @@ class DetailScreen(Screen[None]):
     ]
 
     AUTO_FOCUS = None
+    SHOWS_LOG_LINES = True
 
     def __init__(self, endpoint: str) -> None:
         super().__init__()
@@ -87,6 +88,7 @@ class DetailScreen(Screen[None]):
         log.show(self.spectop.log_entries(self.endpoint))
         self._refresh_figures()
         log.focus()
+        self.set_interval(1.0, self._refresh_figures)
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.height >= ROOMY_MIN_HEIGHT, "roomy")

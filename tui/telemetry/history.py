@@ -76,6 +76,13 @@ class EndpointHistory:
             return []
         return list(values)[start:]
 
+    def tail(self, name: str, count: int) -> list[float | None]:
+        """The newest `count` values of series `name`, oldest first."""
+        values = self.series[name]
+        if count >= len(values):
+            return list(values)
+        return [values[index] for index in range(len(values) - count, len(values))]
+
     def __len__(self) -> int:
         return len(self.times)
 

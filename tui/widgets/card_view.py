@@ -75,6 +75,19 @@ class CardData:
             return None
         return max(0.0, self.now - self.reading.time)
 
+    def render_key(self) -> tuple[object, ...]:
+        """Everything the card shows, cheaply: equal keys mean an identical card."""
+        reading = self.reading
+        return (
+            id(reading),
+            reading.time if reading is not None else None,
+            self.status,
+            fmt_age(self.age),
+            tuple((alert.kind, alert.started_at) for alert in self.alerts),
+            self.threshold,
+            len(self.history) if self.history is not None else 0,
+        )
+
     def title(self) -> str:
         reading = self.reading
         backend = (reading.backend if reading is not None else None) or self.backend or "?"
@@ -95,8 +108,8 @@ class CardData:
             return "$warning bold"
         return "$success"
 
-    def series(self, name: str) -> list[float | None]:
-        return self.history.values(name) if self.history is not None else []
+    def series(self, name: str, count: int) -> list[float | None]:
+        return self.history.tail(name, count) if self.history is not None else []
 
 
 def _value(text: str) -> tuple[str, str]:
@@ -130,7 +143,7 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         _label("tok/s "),
         _value(fmt_number(figures.generation_tokens_per_s).rjust(6)),
         " ",
-        (sparkline(data.series("generation_tokens_per_s"), spark), "$primary"),
+        (sparkline(data.series("generation_tokens_per_s", spark), spark), "$primary"),
         _label("  TTFT "),
         _value(fmt_seconds(figures.ttft_p50_s)),
         _label("/"),
@@ -146,7 +159,7 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         _label("accept"),
         (fmt_ratio(acceptance).rjust(6), data.acceptance_style(acceptance) if acceptance is not None else ""),
         " ",
-        (sparkline(data.series("acceptance_rate"), spark, low=0.0, high=1.0), "$accent"),
+        (sparkline(data.series("acceptance_rate", spark), spark, low=0.0, high=1.0), "$accent"),
         _label("  len "),
         _value(fmt_ratio(figures.mean_acceptance_length)),
         _label("  pos "),
@@ -167,19 +180,19 @@ def roomy_lines(data: CardData, width: int) -> list[Content]:
             _label("gen tok/s   "),
             _value(fmt_number(figures.generation_tokens_per_s).rjust(8)),
             "  ",
-            (sparkline(data.series("generation_tokens_per_s"), spark), "$primary"),
+            (sparkline(data.series("generation_tokens_per_s", spark), spark), "$primary"),
         ),
         Content.assemble(
             _label("TTFT p50    "),
             _value(fmt_seconds(figures.ttft_p50_s).rjust(8)),
             "  ",
-            (sparkline(data.series("ttft_p50_s"), spark), "$secondary"),
+            (sparkline(data.series("ttft_p50_s", spark), spark), "$secondary"),
         ),
         Content.assemble(
             _label("acceptance  "),
             (fmt_ratio(acceptance).rjust(8), data.acceptance_style(acceptance)),
             "  ",
-            (sparkline(data.series("acceptance_rate"), spark, low=0.0, high=1.0), "$accent"),
+            (sparkline(data.series("acceptance_rate", spark), spark, low=0.0, high=1.0), "$accent"),
         ),
         Content.assemble(
             _label("TTFT p95 "),

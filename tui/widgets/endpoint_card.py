@@ -7,6 +7,16 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from tui.widgets.card_view import CardData, compact_lines, roomy_lines
+from tui.widgets.palette import Palette
+
+_palettes: dict[str, Palette] = {}
+
+
+def palette_for(theme: str, variables: dict[str, str]) -> Palette:
+    palette = _palettes.get(theme)
+    if palette is None:
+        palette = _palettes[theme] = Palette(variables)
+    return palette
 
 COMPACT_HEIGHT = 5
 ROOMY_HEIGHT = 8
@@ -35,6 +45,7 @@ class EndpointCard(Widget, can_focus=True):
     def __init__(self, data: CardData, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.data = data
+        self._render_key: tuple[object, ...] | None = None
         self._apply_titles()
 
     @property
@@ -42,6 +53,10 @@ class EndpointCard(Widget, can_focus=True):
         return self.data.name
 
     def update_data(self, data: CardData) -> None:
+        key = data.render_key()
+        if key == self._render_key:
+            return  # nothing on the card would change: skip the redraw
+        self._render_key = key
         self.data = data
         self._apply_titles()
         severities = {alert.severity for alert in data.alerts}
@@ -59,4 +74,5 @@ class EndpointCard(Widget, can_focus=True):
     def render(self) -> Content:
         width = max(10, self.content_size.width)
         lines = roomy_lines(self.data, width) if self.roomy else compact_lines(self.data, width)
-        return Content("\n").join(lines)
+        palette = palette_for(self.app.theme, self.app.theme_variables)
+        return palette.apply(Content("\n").join(lines))
