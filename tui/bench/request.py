@@ -10,9 +10,11 @@ exponential backoff and a retry budget shared by the whole burst.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ MAX_CHUNKS = 200_000
 MAX_LINE_BYTES = 1_000_000
 MAX_ERROR_BODY_BYTES = 4_096
 MAX_BACKOFF_S = 8.0
+DRAIN_TIMEOUT_S = 0.05
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
@@ -179,7 +182,8 @@ def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
 
 async def _read_stream(response: httpx.Response, state: _StreamState) -> None:
     buffer = b""
-    async for data in response.aiter_bytes():
+    chunks = response.aiter_bytes()
+    async for data in chunks:
         now = time.perf_counter()
         buffer += data
         while True:
@@ -192,6 +196,7 @@ async def _read_stream(response: httpx.Response, state: _StreamState) -> None:
                 _handle_event(state, line[5:].strip(), now)
                 if state.done:
                     state.end_s = now
+                    await _drain(chunks)
                     return
         if len(buffer) > MAX_LINE_BYTES:
             raise _Failure("broken_stream", f"a stream line longer than {MAX_LINE_BYTES} bytes")
@@ -199,6 +204,14 @@ async def _read_stream(response: httpx.Response, state: _StreamState) -> None:
     if buffer.startswith(b"data:"):
         _handle_event(state, buffer[5:].strip(), now)
     state.end_s = now
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read the rest of the body (the chunked-encoding end) so the connection can be reused."""
+    with contextlib.suppress(TimeoutError, httpx.HTTPError):
+        async with asyncio.timeout(DRAIN_TIMEOUT_S):
+            async for _ in chunks:
+                pass
 
 
 async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.Timeout) -> _StreamState:
