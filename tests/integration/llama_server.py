@@ -38,7 +38,9 @@ class LlamaServer:
     model: Path
     draft: Path | None
     workdir: Path
-    threads: int = 2
+    # One thread: ggml's worker threads spin while they wait, so four servers with -t 2 on a shared 2-core
+    # machine starve each other (random draft: ~250 tok/s with -t 1, ~100 with -t 2 under load).
+    threads: int = 1
     parallel: int = 2
     context: int = 2048
     # LLAMA_TRACE=1 logs every verification step (`accepted 8/ 8 draft tokens`): the tests' exact step count.
@@ -67,6 +69,9 @@ class LlamaServer:
             "--host", "127.0.0.1", "--port", str(self.port), "--metrics", "--slots",
             "-c", str(self.context), "-np", str(self.parallel),
             "-t", str(self.threads), "-tb", str(self.threads),
+            # CPU flash attention accumulates V in f16 along a different path for a 1-token draft step than
+            # for a 9-token verification batch; near-ties then flip, and an identical draft stops being 100%.
+            "-fa", "off",
             "--log-file", str(self.log_file), *self.extra_args,
         ]
         return cmd
