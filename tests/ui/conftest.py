@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -42,13 +41,3 @@ def replay_app(recording: Path) -> Callable[..., SpectopApp]:
         return SpectopApp(Settings(), **options)  # type: ignore[arg-type]
 
     return make
-
-
-async def wait_for(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    """Let the app run until `condition` holds (counted in small pauses, not wall-clock asserts)."""
-    steps = int(timeout_s / 0.05)
-    for _ in range(steps):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not reached")

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from ui_waiting import wait_for
 
 from tui.app import SpectopApp
 from tui.paths import sample_configs_dir, themes_dir

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import wait_for
 from recording_factory import STEPS
+from ui_waiting import wait_for
 
 from tui.app import SpectopApp
 from tui.screens.alerts import AlertsScreen

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conftest import wait_for
 from textual.pilot import Pilot
+from ui_waiting import wait_for
 
 from tui.app import SpectopApp
 
