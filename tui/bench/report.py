@@ -237,6 +237,19 @@ def equivalence_line(summary: dict[str, Any]) -> str | None:
     return line
 
 
+def note_lines(summary: dict[str, Any]) -> list[str]:
+    """Caveats under the table: estimated token counts, errors by kind, missing server figures."""
+    lines = []
+    arms = [(label, summary.get(label)) for label in ("a", "b") if summary.get(label)]
+    if any(arm.get("usage_estimated") for _, arm in arms):
+        lines.append("tokens counted from chunks: the server sent no usage (estimated)")
+    for label, arm in arms:
+        if arm.get("errors_by_kind"):
+            kinds = ", ".join(f"{kind} {count}" for kind, count in arm["errors_by_kind"].items())
+            lines.append(f"{label.upper()} errors: {kinds}")
+    return lines
+
+
 def render_text(summary: dict[str, Any]) -> str:
     """The summary table for a terminal (fits 80 columns)."""
     has_b = summary.get("b") is not None
@@ -246,13 +259,7 @@ def render_text(summary: dict[str, Any]) -> str:
         f"{_short(summary['b']['url']):>16}" if has_b else ""))  # fmt: skip
     for label, a_text, b_text in table_rows(summary):
         lines.append(f"{label:22}{a_text:>16}" + (f"{b_text:>16}" if has_b else ""))
-    if summary.get("a", {}).get("usage_estimated") or (has_b and summary["b"].get("usage_estimated")):
-        lines.append("tokens counted from chunks: the server sent no usage (estimated)")
-    for label in ("a", "b"):
-        arm = summary.get(label)
-        if arm and arm.get("errors_by_kind"):
-            kinds = ", ".join(f"{kind} {count}" for kind, count in arm["errors_by_kind"].items())
-            lines.append(f"{label.upper()} errors: {kinds}")
+    lines += note_lines(summary)
     if summary.get("comparison"):
         lines.append("")
         lines.append(summary["comparison"]["verdict"])

@@ -30,7 +30,15 @@ from tui.bench.history import (
     save_burst,
 )
 from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError, aload_prompt_set, builtin_set_names
-from tui.bench.report import DASH, burst_summary, equivalence_line, export, export_name, table_rows
+from tui.bench.report import (
+    DASH,
+    burst_summary,
+    equivalence_line,
+    export,
+    export_name,
+    note_lines,
+    table_rows,
+)
 from tui.bench.results import BurstResult
 from tui.bench.schedule import LoadShape
 from tui.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
@@ -114,7 +122,7 @@ class BenchScreen(Screen[None]):
     BenchScreen #status.error { color: $error; }
     BenchScreen #switcher { height: 1fr; }
     BenchScreen #results-table, BenchScreen #history-table { height: 1fr; }
-    BenchScreen #verdict { height: auto; max-height: 3; text-style: bold; }
+    BenchScreen #verdict { height: auto; max-height: 4; text-style: bold; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -441,6 +449,7 @@ class BenchScreen(Screen[None]):
         equivalence = equivalence_line(message.summary)
         if equivalence:
             lines.append(equivalence)
+        lines += note_lines(message.summary)
         self.query_one("#verdict", Static).update("\n".join(lines) or "one arm: no comparison")
         self.query_one("#phase", Static).update("done")
         self.query_one("#switcher", ContentSwitcher).current = "results"
