@@ -32,8 +32,8 @@ async def _burst(client: httpx.AsyncClient, behaviour: Behaviour, prompts: str =
 
 
 async def test_before_after_comparison_from_history(client: httpx.AsyncClient) -> None:
-    before = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.006, chunks=12))
-    after = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.006, chunks=6, tokens_per_chunk=2))
+    before = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.02, chunks=12))
+    after = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.02, chunks=6, tokens_per_chunk=2))
     first, second = save_burst(before), save_burst(after)
     assert first.parent == bursts_dir() and str(bursts_dir()).endswith("spectop/bursts")
     entries = list_bursts()
