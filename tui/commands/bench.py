@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-EXIT_OK, EXIT_REQUEST_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
+EXIT_OK, EXIT_REQUEST_FAILED, EXIT_BAD_ARGUMENTS, EXIT_CANCELLED = 0, 1, 2, 130
 
 
 def register(subparsers: Any) -> None:
@@ -135,6 +135,9 @@ def run(args: argparse.Namespace) -> int:
         result = asyncio.run(burst())
     except BurstConfigError as error:
         return _fail(str(error))
+    except KeyboardInterrupt:
+        print("\nspectop bench: cancelled; every request in flight was closed", file=sys.stderr)
+        return EXIT_CANCELLED
     if sys.stderr.isatty():
         print(file=sys.stderr)
     summary = burst_summary(result, with_detail=False)
