@@ -430,8 +430,11 @@ class SpectopApp(App[int]):
     def action_next_theme(self) -> None:
         self.theme = next_theme(self.theme, self.theme_names)
         self.notify(f"theme: {self.theme}", timeout=2)
-        if self._remember_theme_choice:
-            self.run_worker(self._save_theme_choice(self.theme), name="remember theme")
+
+    def _theme_changed(self, theme: Any) -> None:
+        """Any theme change (t, or the palette's theme picker) is remembered for the next run."""
+        if self._remember_theme_choice and self.is_running:
+            self.run_worker(self._save_theme_choice(theme.name), name="remember theme")
 
     async def _save_theme_choice(self, name: str) -> None:
         problem = await asyncio.to_thread(remember_theme, name)
@@ -483,7 +486,9 @@ class SpectopApp(App[int]):
         )
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title != "Screenshot":  # ours (below) saves into the current folder
+                yield command
         commands = [
             ("Pause / resume", "Stop or restart polling (or the replay)", "app.toggle_pause"),
             ("Help", "All keys", "app.help"),
@@ -513,6 +518,7 @@ class SpectopApp(App[int]):
             if choice and choice in self.available_themes:
                 self.theme = choice
                 break
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
 
     def _update_subtitle(self) -> None:
         parts = []

@@ -59,3 +59,15 @@ def test_chart_rows_stack_blocks_from_the_bottom() -> None:
 def test_position_bars_limits_positions() -> None:
     assert position_bars([0.8, 0.6]) == "▆.80 ▅.60"
     assert position_bars([1.0] * 8, limit=3).endswith("…")
+
+
+def test_bucketed_averages_slices_fills_between_polls_and_keeps_outages() -> None:
+    from tui.widgets.format import bucketed
+
+    times = [0.0, 1.0, 2.0, 6.0, 7.0]
+    values: list[float | None] = [1.0, 3.0, None, 5.0, 7.0]
+    assert bucketed(times, values, 0.0, 8.0, 4) == [2.0, None, None, 6.0]
+    # columns narrower than the poll interval repeat the slice before (no comb of gaps)
+    assert bucketed([0.0, 2.0], [1.0, 2.0], 0.0, 4.0, 4) == [1.0, 1.0, 2.0, 2.0]
+    # nothing before the first sample
+    assert bucketed([3.0], [1.0], 0.0, 4.0, 4) == [None, None, None, 1.0]

@@ -105,12 +105,16 @@ class DetailScreen(Screen[None]):
         data = self.spectop.card_data(self.endpoint)
         self.sub_title = f"{data.title()} · {data.status_content().plain[2:]}"
         self.query_one(FigureTable).set_data(data)
-        now = data.now
-        since = now - self.window_s if now is not None else None
         history = self.spectop.history.endpoint(self.endpoint)
-        self.query_one("#chart-tps", Chart).set_values(history.values("generation_tokens_per_s", since=since))
-        self.query_one("#chart-ttft", Chart).set_values(history.values("ttft_p50_s", since=since))
-        self.query_one("#chart-acceptance", Chart).set_values(history.values("acceptance_rate", since=since))
+        end = data.now if data.now is not None else (history.times[-1] if history.times else 0.0)
+        start = end - self.window_s
+        for chart_id, series in (
+            ("#chart-tps", "generation_tokens_per_s"),
+            ("#chart-ttft", "ttft_p50_s"),
+            ("#chart-acceptance", "acceptance_rate"),
+        ):
+            times, values = history.window(series, start)
+            self.query_one(chart_id, Chart).set_values(times, values, start, end)
         label = WINDOW_LABELS.get(self.window_s, f"{self.window_s:g}s")
         self.query_one("#charts-title", Static).update(f"last {label} · keys 1 2 3 w")
 

@@ -8,6 +8,7 @@ shows a gap rather than a fake zero.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -75,6 +76,13 @@ class EndpointHistory:
         else:
             return []
         return list(values)[start:]
+
+    def window(self, name: str, since: float) -> tuple[list[float], list[float | None]]:
+        """Times and values of series `name` at or after `since` (oldest first)."""
+        times = list(self.times)
+        values = list(self.series[name])
+        start = bisect.bisect_left(times, since)
+        return times[start:], values[start:]
 
     def tail(self, name: str, count: int) -> list[float | None]:
         """The newest `count` values of series `name`, oldest first."""

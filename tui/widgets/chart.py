@@ -7,7 +7,7 @@ from collections.abc import Callable
 from textual.content import Content
 from textual.widget import Widget
 
-from tui.widgets.format import UNKNOWN, chart_rows
+from tui.widgets.format import UNKNOWN, bucketed, chart_rows
 
 
 class Chart(Widget):
@@ -22,18 +22,22 @@ class Chart(Widget):
         self.label = label
         self.formatter = formatter
         self.style = style
+        self.times: list[float] = []
         self.values: list[float | None] = []
+        self.start = 0.0
+        self.end = 0.0
 
-    def set_values(self, values: list[float | None]) -> None:
-        self.values = values
+    def set_values(self, times: list[float], values: list[float | None], start: float, end: float) -> None:
+        """Samples at `times`, drawn over the window [start, end] (one column per slice of it)."""
+        self.times, self.values, self.start, self.end = times, values, start, end
         self.refresh()
 
     def render(self) -> Content:
         width = max(1, self.content_size.width)
         height = max(1, self.content_size.height - 1)
-        tail = self.values[-width:]
-        known = [value for value in tail if value is not None]
-        current = tail[-1] if tail else None
+        tail = bucketed(self.times, self.values, self.start, self.end, width)
+        known = [value for value in self.values if value is not None]
+        current = next((value for value in reversed(self.values) if value is not None), None)
         title = Content.assemble(
             (self.label, "bold"),
             "  ",

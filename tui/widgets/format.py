@@ -110,6 +110,41 @@ def sparkline(
     return "".join(chars).rjust(width)
 
 
+def bucketed(
+    times: Sequence[float], values: Sequence[float | None], start: float, end: float, columns: int
+) -> list[float | None]:
+    """`columns` means over equal slices of [start, end].
+
+    A slice with samples but no known value (endpoint down, figure missing) is None; a slice with
+    no sample at all (columns narrower than the poll interval) repeats the slice before it.
+    """
+    if columns <= 0 or end <= start:
+        return []
+    sums = [0.0] * columns
+    counts = [0] * columns
+    sampled = [False] * columns
+    width = (end - start) / columns
+    for time, value in zip(times, values, strict=False):
+        if time < start or time > end:
+            continue
+        column = min(columns - 1, int((time - start) / width))
+        sampled[column] = True
+        if _known(value):
+            sums[column] += value  # type: ignore[operator]
+            counts[column] += 1
+    result: list[float | None] = []
+    previous: float | None = None
+    started = False
+    for column in range(columns):
+        if sampled[column]:
+            started = True
+            previous = sums[column] / counts[column] if counts[column] else None
+            result.append(previous)
+        else:
+            result.append(previous if started else None)
+    return result
+
+
 def chart_rows(
     values: Sequence[float | None], width: int, height: int, low: float | None = None
 ) -> list[str]:
