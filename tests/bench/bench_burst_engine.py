@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -56,7 +55,24 @@ async def engine_run(url: str, concurrency: int, requests: int) -> tuple[float, 
     return wall, cpu, chunks, measured
 
 
-async def plain_httpx_run(url: str, concurrency: int, requests: int) -> tuple[float, float, int, list]:
+async def engine_timed(url: str, concurrency: int, requests: int) -> tuple[float, list]:
+    """The engine's clock origin and measured requests, after one warm-up request per slot."""
+    async with _client(concurrency) as client:
+        config = BurstConfig(
+            a=ArmTarget("bench", url, model="m", scrape_metrics=False),
+            prompt_set=load_prompt_set("mixed"),
+            requests=requests,
+            warmup=concurrency,
+            rounds=1,
+            load=LoadShape(concurrency=concurrency),
+        )
+        result = await run_burst(config, client)
+    return result.clock_origin_s or 0.0, result.arms[0].requests
+
+
+async def plain_httpx_run(
+    url: str, concurrency: int, requests: int, warmup: int = 0
+) -> tuple[float, float, int, list]:
     """The baseline: what a simple benchmark script does. Returns per-request (send, ttft, id)."""
     prompts = load_prompt_set("mixed").prompts
     results: list[tuple[float, float | None, str]] = []
@@ -72,7 +88,7 @@ async def plain_httpx_run(url: str, concurrency: int, requests: int) -> tuple[fl
                 "stream": True,
                 "stream_options": {"include_usage": True},
             }
-            request_id = f"plain-a{index}"
+            request_id = f"plain-{index}"
             async with semaphore:
                 sent = time.perf_counter()
                 ttft = None
@@ -90,6 +106,10 @@ async def plain_httpx_run(url: str, concurrency: int, requests: int) -> tuple[fl
                                 ttft = time.perf_counter() - sent
                 results.append((sent, ttft, request_id))
 
+        if warmup:
+            await asyncio.gather(*(one(-1 - i) for i in range(warmup)))
+            results.clear()
+            chunks = 0
         wall, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(one(i) for i in range(requests)))
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -112,32 +132,48 @@ def throughput(quick: bool) -> None:
                 )
 
 
+def _ms(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[int(q * (len(ordered) - 1))] * 1000
+
+
 def ttft_overhead(quick: bool) -> None:
     print()
-    print("2. ms added to the measured TTFT (server truth: first write - request received; 80 ms)")
-    print(f"{'client':12}{'streams':>8}{'median ms':>11}{'p90 ms':>8}")
+    print("2. ms the client adds to the TTFT it measures (server: own process, first chunk after 80 ms)")
+    print("   total = client TTFT - server truth (first write - request received), split into")
+    print("   send side (request received - client send stamp) and read side (client arrival - first write)")
+    columns = ("total p50", "p90", "send p50", "p90", "read p50", "p90")
+    print(f"{'client':12}{'streams':>8}" + "".join(f"{c:>10}" for c in columns))
     behaviour = Behaviour(ttft_s=0.08, interval_s=0.02, chunks=10)
     for concurrency in (1, 64):
         requests = 16 if concurrency == 1 else (64 if quick else 128)
         for name in ("spectop", "plain httpx"):
+            send_side: list[float] = []
+            read_side: list[float] = []
             with TimedServer(behaviour) as server:
                 if name == "spectop":
-                    _, _, _, measured = asyncio.run(engine_run(server.base_url, concurrency, requests))
+                    origin, measured = asyncio.run(engine_timed(server.base_url, concurrency, requests))
                     truth = {r.headers["x-request-id"].rsplit("-", 1)[1]: r for r in server.records}
-                    added = [
-                        (m.ttft_s or 0) - (truth[f"a{m.index}"].writes_s[0] - truth[f"a{m.index}"].received_s)
-                        for m in measured
-                    ]
+                    for m in measured:
+                        record, sent = truth[f"a{m.index}"], origin + m.sent_s
+                        send_side.append(record.received_s - sent)
+                        read_side.append(sent + (m.ttft_s or 0) - record.writes_s[0])
+                    lags = [m.send_lag_s for m in measured]
                 else:
-                    _, _, _, results = asyncio.run(plain_httpx_run(server.base_url, concurrency, requests))
+                    _, _, _, results = asyncio.run(
+                        plain_httpx_run(server.base_url, concurrency, requests, warmup=concurrency)
+                    )
                     truth = {r.headers["x-request-id"]: r for r in server.records}
-                    added = [
-                        (ttft or 0) - (truth[rid].writes_s[0] - truth[rid].received_s)
-                        for _, ttft, rid in results
-                    ]
-            added.sort()
-            p90 = added[int(0.9 * (len(added) - 1))]
-            print(f"{name:12}{concurrency:>8}{statistics.median(added) * 1000:>11.2f}{p90 * 1000:>8.2f}")
+                    for sent, ttft, request_id in results:
+                        record = truth[request_id]
+                        send_side.append(record.received_s - sent)
+                        read_side.append(sent + (ttft or 0) - record.writes_s[0])
+            total = [a + b for a, b in zip(send_side, read_side, strict=True)]
+            figures = [_ms(values, q) for values in (total, send_side, read_side) for q in (0.5, 0.9)]
+            print(f"{name:12}{concurrency:>8}" + "".join(f"{f:>10.2f}" for f in figures))
+            if name == "spectop":
+                lag = f"p50 {_ms(lags, 0.5):.2f} ms, p90 {_ms(lags, 0.9):.2f} ms"
+                print(f"{'':20}(client-side time before the wire, reported apart as send lag: {lag})")
 
 
 def main() -> None:
