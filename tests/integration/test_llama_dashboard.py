@@ -44,9 +44,18 @@ def make_app(settings: Settings) -> SpectopApp:
     return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
 
 
+def card_of(app: SpectopApp, name: str) -> EndpointCard:
+    return next(card for card in app.screen.query(EndpointCard) if card.endpoint == name)
+
+
 def card_text(app: SpectopApp, name: str) -> str:
-    card = next(card for card in app.screen.query(EndpointCard) if card.endpoint == name)
-    return str(card.render())
+    return str(card_of(app, name).render())
+
+
+def card_state(app: SpectopApp, name: str) -> tuple[str, float | None, set[str]]:
+    """What one card shows, with the reading and alerts it was drawn from (the app may already hold newer)."""
+    card = card_of(app, name)
+    return str(card.render()), card.data.figures.acceptance_rate, {alert.kind for alert in card.data.alerts}
 
 
 async def wait_for(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -75,17 +84,20 @@ async def test_dashboard_shows_each_servers_acceptance_and_alerts_on_the_random_
         with steady_traffic([llama_servers[kind].url for kind in KINDS]):
             await wait_for(
                 pilot,
-                lambda: all(acceptance_of(app, kind) is not None for kind in ("same", "noisy", "random"))
-                and "acceptance_critical" in alert_kinds(app, "random"),
+                lambda: all(card_state(app, kind)[1] is not None for kind in ("same", "noisy", "random"))
+                and "acceptance_critical" in card_state(app, "random")[2]
+                and "acceptance_low" in card_state(app, "noisy")[2],
                 timeout_s=120,
-                what="acceptance on every drafting card and a critical alert on the random draft",
+                what="acceptance on every drafting card, a critical alert on the random draft and a warning "
+                "on the noisy one (about 0.4, below the default 0.6)",
             )
-            await pilot.pause(0.2)
-            texts = {kind: card_text(app, kind) for kind in KINDS}
-            rates = {kind: acceptance_of(app, kind) for kind in KINDS}
-            alerts = {kind: alert_kinds(app, kind) for kind in KINDS}
+            states = {kind: card_state(app, kind) for kind in KINDS}
+            texts = {kind: state[0] for kind, state in states.items()}
+            rates = {kind: state[1] for kind, state in states.items()}
+            alerts = {kind: state[2] for kind, state in states.items()}
+            cards = [card.endpoint for card in app.screen.query(EndpointCard)]
 
-    assert [card.endpoint for card in app.screen.query(EndpointCard)] == list(KINDS)
+    assert cards == list(KINDS)
     # Identical draft: every draft token accepted, as its log says.
     assert all(line.rate == 1.0 for line in acceptance_lines(llama_servers["same"].log_file, offsets["same"]))
     assert rates["same"] == 1.0
@@ -97,6 +109,7 @@ async def test_dashboard_shows_each_servers_acceptance_and_alerts_on_the_random_
     lowest, highest = min(line.rate for line in noisy_lines), max(line.rate for line in noisy_lines)
     assert lowest - 1e-5 <= noisy <= highest + 1e-5
     assert f"accept{noisy:6.2f}" in texts["noisy"], texts["noisy"]
+    assert "WARN" in texts["noisy"] and alerts["noisy"] == {"acceptance_low"}, texts["noisy"]
     # Random draft: acceptance near 0, a critical alert on the card.
     random_rate = rates["random"]
     assert random_rate is not None and random_rate < 0.05
@@ -120,15 +133,20 @@ async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
             server.kill()
             await wait_for(
                 pilot,
-                lambda: app.readings["victim"].up is False and "down" in alert_kinds(app, "victim"),
-                30, "the killed server reported down",
+                lambda: app.readings["victim"].up is False
+                and "down" in alert_kinds(app, "victim")
+                and "CRIT" in card_text(app, "victim"),
+                30, "the killed server reported down on its card",
             )
             down_text = card_text(app, "victim")
             server.start(port=server.port)
             await wait_for(
                 pilot,
-                lambda: app.readings["victim"].up and acceptance_of(app, "victim") == 1.0,
-                60, "the restarted server up again with its acceptance",
+                lambda: app.readings["victim"].up
+                and acceptance_of(app, "victim") == 1.0
+                and "accept  1.00" in card_text(app, "victim")
+                and "CRIT" not in card_text(app, "victim"),
+                60, "the restarted server up again with its acceptance on the card",
             )
             up_text = card_text(app, "victim")
             rates_seen = app.history.endpoint("victim").values("generation_tokens_per_s")
