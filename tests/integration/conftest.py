@@ -20,11 +20,18 @@ THIS_FOLDER = Path(__file__).parent
 SERVER_DRAFTS = ("nodraft", "same", "noisy", "random")
 
 
+BED_CHECKS = "test_llama_servers.py"  # the test bed's own checks run first: a broken bed fails there
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def is_bed_check(item: pytest.Item) -> bool:
+        return Path(str(item.fspath)) == THIS_FOLDER / BED_CHECKS
+
     for item in items:
         if THIS_FOLDER in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.llamacpp)
+    items.sort(key=lambda item: not is_bed_check(item))  # stable: everything else keeps its order
 
 
 @pytest.fixture(scope="session")
