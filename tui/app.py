@@ -275,16 +275,12 @@ class SpectopApp(App[int]):
         reading: ReadingLike = message.reading  # type: ignore[assignment]
         name = reading.name
         self._ensure_endpoint(name)
-        first = name not in self.readings
         self.readings[name] = reading
         self.history.add(reading)
         acceptance = reading.figures.acceptance_rate if reading.up else None
         changes = self.alerts.observe_reading(name, reading.time, reading.up, acceptance)
         self._announce(changes)
-        if changes or first:
-            self._broadcast(EndpointUpdated(name))
-        # Otherwise the screens pick the new figures up on their own redraw timer: one frame per
-        # second for all endpoints rather than one per reading.
+        self._broadcast(EndpointUpdated(name))
 
     def on_log_line_received(self, message: LogLineReceived) -> None:
         name = message.endpoint

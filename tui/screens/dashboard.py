@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from tui.app import SpectopApp
 
 CARD_MIN_WIDTH = 78
-FLUSH_INTERVAL_S = 1.0  # redraw timer; ages are shown in whole seconds
+BATCH_DELAY_S = 0.25
+AGE_TICK_S = 1.0  # ages are shown in whole seconds
 ROOMY_MIN_HEIGHT = 34
 
 
@@ -51,6 +52,8 @@ class DashboardScreen(Screen[None]):
         self._columns = 1
         self._filter = ""
         self._focus_pending = False
+        self._flush_pending = False
+        self._dirty: set[str] = set()
 
     @property
     def spectop(self) -> SpectopApp:
@@ -75,7 +78,7 @@ class DashboardScreen(Screen[None]):
         self._layout_for(self.size.width, self.size.height)
         if cards:
             cards[0].focus()
-        self.set_interval(FLUSH_INTERVAL_S, self._flush)
+        self.set_interval(AGE_TICK_S, self._tick_ages)
 
     def _new_card(self, name: str) -> EndpointCard:
         card = EndpointCard(self.spectop.card_data(name), id=f"card-{len(self._cards)}")
@@ -99,19 +102,36 @@ class DashboardScreen(Screen[None]):
             cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
-        """A new endpoint, an alert that started or cleared, or the end of a replay: redraw now."""
-        card = self._cards.get(message.endpoint)
-        if card is None:
-            card = self._add_card(message.endpoint)
-        card.update_data(self.spectop.card_data(message.endpoint))
+        """New figures, an alert, a new endpoint: redraw soon, batched.
 
-    def _flush(self) -> None:
-        """Redraw timer: new figures and ages, one frame for every endpoint (unchanged cards are skipped)."""
-        for endpoint in self.spectop.endpoints:
-            if endpoint.name not in self._cards:
-                self._add_card(endpoint.name)
+        Every endpoint is polled on the same tick, so their readings arrive within milliseconds of
+        each other: one redraw `BATCH_DELAY_S` after the first covers them all (one frame per tick
+        instead of one per endpoint).
+        """
+        if message.endpoint not in self._cards:
+            self._add_card(message.endpoint)
+        self._dirty.add(message.endpoint)
+        if self.spectop.replay_done:
+            self._flush_dirty()
+        elif not self._flush_pending:
+            self._flush_pending = True
+            self.set_timer(BATCH_DELAY_S, self._flush_dirty)
+
+    def _flush_dirty(self) -> None:
+        self._flush_pending = False
+        dirty, self._dirty = self._dirty, set()
+        for name in dirty:
+            card = self._cards.get(name)
+            if card is not None:
+                card.update_data(self.spectop.card_data(name))
+
+    def _tick_ages(self) -> None:
+        """Once a second: cards whose last scrape is late show their growing age (and turn stale)."""
+        late_after = self.spectop.settings.poll_interval_s + 1.0
         for name, card in self._cards.items():
-            card.update_data(self.spectop.card_data(name))
+            data = self.spectop.card_data(name)
+            if data.age is None or data.age >= late_after:
+                card.update_data(data)
 
     def on_resize(self, event: Resize) -> None:
         self._layout_for(event.size.width, event.size.height)

@@ -88,7 +88,7 @@ class DetailScreen(Screen[None]):
         log.show(self.spectop.log_entries(self.endpoint))
         self._refresh_figures()
         log.focus()
-        self.set_interval(1.0, self._refresh_figures)
+        self.set_interval(1.0, self._refresh_figures)  # ages, and the chart window moving on
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.height >= ROOMY_MIN_HEIGHT, "roomy")
