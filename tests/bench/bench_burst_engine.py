@@ -5,6 +5,8 @@ Run: .venv/bin/python tests/bench/bench_burst_engine.py [--quick]
 1. Throughput: how many concurrent streams and chunks per second the engine handles,
    and its client CPU cost per chunk (chunks per CPU-second = what one core sustains),
    next to a plain httpx loop (stream + aiter_lines + json.loads) in the same run.
+   "spectop" uses the client `spectop bench` makes (tui.bench.transport: pools of 16
+   connections); "spectop 1pool" one plain httpx pool, like a shared app client.
 2. TTFT overhead: how many ms the engine adds to the TTFT it measures, against a server
    (own process) whose per-request truth is recorded: first content write - request
    received, compared with the client's TTFT. Median and p90 over the requests.
@@ -29,6 +31,11 @@ from timed_server import Behaviour, TimedServer
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.schedule import LoadShape
+from tui.bench.transport import burst_client
+
+
+def _engine_client(concurrency: int) -> httpx.AsyncClient:
+    return burst_client(concurrency + 8, timeout_s=60)  # what `spectop bench` uses: pools of 16
 
 
 def _client(concurrency: int) -> httpx.AsyncClient:
@@ -36,9 +43,11 @@ def _client(concurrency: int) -> httpx.AsyncClient:
     return httpx.AsyncClient(limits=limits, timeout=60)
 
 
-async def engine_run(url: str, concurrency: int, requests: int) -> tuple[float, float, int, list]:
+async def engine_run(
+    url: str, concurrency: int, requests: int, sharded: bool = True
+) -> tuple[float, float, int, list]:
     """Wall s, CPU s, chunks received, per-request results."""
-    async with _client(concurrency) as client:
+    async with (_engine_client if sharded else _client)(concurrency) as client:
         config = BurstConfig(
             a=ArmTarget("bench", url, model="m", scrape_metrics=False),
             prompt_set=load_prompt_set("mixed"),
@@ -55,9 +64,9 @@ async def engine_run(url: str, concurrency: int, requests: int) -> tuple[float, 
     return wall, cpu, chunks, measured
 
 
-async def engine_timed(url: str, concurrency: int, requests: int) -> tuple[float, list]:
+async def engine_timed(url: str, concurrency: int, requests: int, sharded: bool) -> tuple[float, list]:
     """The engine's clock origin and measured requests, after one warm-up request per slot."""
-    async with _client(concurrency) as client:
+    async with (_engine_client if sharded else _client)(concurrency) as client:
         config = BurstConfig(
             a=ArmTarget("bench", url, model="m", scrape_metrics=False),
             prompt_set=load_prompt_set("mixed"),
@@ -124,7 +133,8 @@ def throughput(quick: bool) -> None:
     with TimedServer(behaviour) as server:
         for concurrency in levels:
             requests = max(4, concurrency * 2)
-            for name, runner in (("spectop", engine_run), ("plain httpx", plain_httpx_run)):
+            for name in ("spectop", "plain httpx"):
+                runner = engine_run if name == "spectop" else plain_httpx_run
                 wall, cpu, chunks, _ = asyncio.run(runner(server.base_url, concurrency, requests))
                 print(
                     f"{name:12}{concurrency:>8}{chunks / wall:>10.0f}{cpu / wall * 100:>7.0f}"
@@ -147,12 +157,15 @@ def ttft_overhead(quick: bool) -> None:
     behaviour = Behaviour(ttft_s=0.08, interval_s=0.02, chunks=10)
     for concurrency in (1, 64):
         requests = 16 if concurrency == 1 else (64 if quick else 128)
-        for name in ("spectop", "plain httpx"):
+        for name in ("spectop", "spectop 1pool", "plain httpx"):
             send_side: list[float] = []
             read_side: list[float] = []
             with TimedServer(behaviour) as server:
-                if name == "spectop":
-                    origin, measured = asyncio.run(engine_timed(server.base_url, concurrency, requests))
+                if name.startswith("spectop"):
+                    sharded = name == "spectop"
+                    origin, measured = asyncio.run(
+                        engine_timed(server.base_url, concurrency, requests, sharded)
+                    )
                     truth = {r.headers["x-request-id"].rsplit("-", 1)[1]: r for r in server.records}
                     for m in measured:
                         record, sent = truth[f"a{m.index}"], origin + m.sent_s
@@ -171,7 +184,7 @@ def ttft_overhead(quick: bool) -> None:
             total = [a + b for a, b in zip(send_side, read_side, strict=True)]
             figures = [_ms(values, q) for values in (total, send_side, read_side) for q in (0.5, 0.9)]
             print(f"{name:12}{concurrency:>8}" + "".join(f"{f:>10.2f}" for f in figures))
-            if name == "spectop":
+            if name.startswith("spectop"):
                 lag = f"p50 {_ms(lags, 0.5):.2f} ms, p90 {_ms(lags, 0.9):.2f} ms"
                 print(f"{'':20}(client-side time before the wire, reported apart as send lag: {lag})")
 

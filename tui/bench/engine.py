@@ -133,7 +133,11 @@ def _api_key(target: ArmTarget) -> str | None:
 
 
 def _pool_limit(client: httpx.AsyncClient) -> int | None:
-    pool = getattr(getattr(client, "_transport", None), "_pool", None)
+    transport = getattr(client, "_transport", None)
+    sharded = getattr(transport, "max_connections", None)  # tui.bench.transport.ShardedTransport
+    if isinstance(sharded, int):
+        return sharded
+    pool = getattr(transport, "_pool", None)
     limit = getattr(pool, "_max_connections", None)
     return limit if isinstance(limit, int) else None
 

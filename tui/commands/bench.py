@@ -64,14 +64,13 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    import httpx
-
     from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
     from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, run_burst
     from tui.bench.history import save_burst
     from tui.bench.prompts import PromptSetError, load_prompt_set
     from tui.bench.report import burst_summary, export, render_text
     from tui.bench.schedule import LoadShape
+    from tui.bench.transport import burst_client
 
     try:
         settings = load_client_settings(args.client_settings) if args.client_settings else ClientSettings()
@@ -127,8 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def burst() -> Any:
         connections = load.concurrency * (2 if args.b else 1) + 8
-        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-        async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+        async with burst_client(connections, timeout_s=timeout) as client:
             return await run_burst(config, client, on_progress=_progress_printer())
 
     try:
