@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from timed_server import Behaviour, TimedServer
 
 from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, run_burst
