@@ -113,3 +113,18 @@ def test_concurrency_and_rate_are_exclusive() -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "--a", "http://x", "--concurrency", "2", "--rate", "3"])
     assert exit_info.value.code == 2
+
+
+def test_history_and_compare_of_kept_bursts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for behaviour in (FAST, Behaviour(ttft_s=0.01, interval_s=0.003, chunks=4, tokens_per_chunk=2)):
+        with TimedServer(behaviour) as server:
+            assert main(["bench", "--a", server.base_url, "--requests", "3", "--prompts", "math-en"]) == 0
+    capsys.readouterr()
+    assert main(["bench", "--history"]) == 0
+    paths = [line.split("  ", 1)[0] for line in capsys.readouterr().out.splitlines()]
+    assert len(paths) == 2
+    assert main(["bench", "--compare", paths[1], paths[0], "--markdown", str(tmp_path / "c.md")]) == 0
+    printed = capsys.readouterr().out
+    assert "decode tok/s mean" in printed and "greedy equivalence: 3/3 identical" in printed
+    assert (tmp_path / "c.md").is_file()
+    assert main(["bench", "--compare", paths[0], str(tmp_path / "nope.json")]) == 2

@@ -24,7 +24,7 @@ def test_sample_client_settings() -> None:
         ('{"api_key_env": "sk-abc123-xyz"}', "NAME of an environment variable"),
         ('{"base_url": "localhost:8000"}', "field base_url"),
         ('{"timeot": 5}', "field timeot"),
-        ("{\n  \"a\": ,\n}", "line 2"),
+        ('{\n  "a": ,\n}', "line 2"),
         ("[]", "JSON object"),
     ],
 )

@@ -38,6 +38,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per connect / read")
     parser.add_argument("--no-metrics", action="store_true", help="do not scrape /metrics")
     parser.add_argument("--no-history", action="store_true", help="do not keep this burst in the history")
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("BEFORE", "AFTER"),
+        help="compare two kept bursts (files from --history) instead of running one",
+    )
+    parser.add_argument("--history", action="store_true", help="list the kept bursts, newest first")
     parser.add_argument("--json", metavar="FILE", help="every request's timings and the summary")
     parser.add_argument("--csv", metavar="FILE", help="one row per request")
     parser.add_argument("--markdown", metavar="FILE", help="the summary table")
@@ -60,6 +67,38 @@ def _progress_printer() -> Any:
     return show
 
 
+def _list_history() -> int:
+    from tui.bench.history import bursts_dir, list_bursts
+
+    entries = list_bursts()
+    if not entries:
+        print(f"no bursts kept yet in {bursts_dir()}")
+    for entry in entries:
+        print(f"{entry.path}  {entry.label}  n={entry.requests} T={entry.temperature:g}")
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tui.bench.history import HistoryError, combine_bursts, load_burst
+    from tui.bench.report import burst_summary, export, render_text
+
+    try:
+        combined = combine_bursts(load_burst(Path(args.compare[0])), load_burst(Path(args.compare[1])))
+    except HistoryError as error:
+        return _fail(str(error))
+    print(render_text(burst_summary(combined, with_detail=False)))
+    for kind, destination in (("json", args.json), ("csv", args.csv), ("markdown", args.markdown)):
+        if destination:
+            try:
+                print(f"{kind} written to {export(combined, kind, Path(destination))}", file=sys.stderr)
+            except OSError as error:
+                print(f"spectop bench: cannot write {destination}: {error}", file=sys.stderr)
+                return EXIT_REQUEST_FAILED
+    return EXIT_OK
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
@@ -72,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
     from tui.bench.schedule import LoadShape
     from tui.bench.transport import burst_client
 
+    if args.history:
+        return _list_history()
+    if args.compare:
+        return _compare(args)
     try:
         settings = load_client_settings(args.client_settings) if args.client_settings else ClientSettings()
     except ClientSettingsError as error:
