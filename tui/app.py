@@ -45,7 +45,7 @@ from tui.widgets.card_view import CardData
 
 LOG_LINES_KEPT = 2000
 MAX_LOG_LINE_CHARS = 2000
-LOG_POLL_INTERVAL_S = 0.5  # how often each log file is checked for new lines
+LOG_POLL_INTERVAL_S = 1.0  # how often each log file is checked for new lines
 REPLAY_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 MAX_REPORTED_BAD_LINES = 5
 
