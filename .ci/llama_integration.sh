@@ -10,4 +10,5 @@ started=$(date +%s)
 timeout 3000 .venv/bin/python tests/integration/llama_build.py
 echo "llama-server ready after $(( $(date +%s) - started )) s"
 
-timeout 1800 .venv/bin/python -m pytest tests/integration -m llamacpp -o addopts="" -v -p no:cacheprovider
+# -m llamacpp on the command line overrides the -m "not llamacpp" of pyproject's addopts.
+timeout 1800 .venv/bin/python -m pytest tests/integration -m llamacpp -v -p no:cacheprovider

@@ -2,7 +2,7 @@
 
 Every test collected under this folder gets the `llamacpp` marker, which pyproject's default `addopts`
 deselects, so the unit suite never builds or starts anything. Run this suite alone with:
-    .venv/bin/python -m pytest tests/integration -m llamacpp -o addopts="" -v
+    .venv/bin/python -m pytest tests/integration -m llamacpp -v
 The first run on a machine builds llama-server (about 8 minutes on 2 cores); later runs reuse the cache.
 """
 
