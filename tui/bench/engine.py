@@ -244,17 +244,24 @@ class _Run:
 
     def spec(self, label: str, target: ArmTarget, index: int, round_number: int) -> RequestSpec:
         prompts = self.config.prompt_set.prompts
-        prompt = prompts[index % len(prompts)]
+        if round_number < 0:  # warm-up: not a measured prompt, so its prefix is not cached for them
+            prompt = Prompt(f"warmup-{index}", (("user", f"Warm-up {index}: say hello in one sentence."),))
+        else:
+            prompt = prompts[index % len(prompts)]
         return RequestSpec(
             url=endpoint_url(target.base_url, self.config.api),
             body=build_body(self.config, prompt, self.models[label]),
             # Unique per request, so server logs (vLLM uses X-Request-Id) can be matched to rows.
-            headers={**self.headers[label], "X-Request-Id": f"spectop-{self.burst_id}-{label}{index}"},
+            headers={**self.headers[label], "X-Request-Id": self.request_id(label, index, round_number)},
             arm=label,
             index=index,
             round=round_number,
             prompt_id=prompt.id,
         )
+
+    def request_id(self, label: str, index: int, round_number: int) -> str:
+        warmup = "w" if round_number < 0 else ""
+        return f"spectop-{self.burst_id}-{warmup}{label}{index}"
 
     async def send(self, label: str, target: ArmTarget, index: int, round_number: int, scheduled: float):
         spec = self.spec(label, target, index, round_number)

@@ -130,7 +130,7 @@ def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
         raise _Failure("broken_stream", f"invalid JSON in the stream: {payload[:80]!r}") from error
     if not isinstance(event, dict):
         raise _Failure("broken_stream", f"unexpected event in the stream: {payload[:80]!r}")
-    if "error" in event:
+    if event.get("error"):
         raise _Failure("broken_stream", f"server error inside the stream: {_error_message(payload)}")
     cumulative: int | None = None
     usage = event.get("usage")
