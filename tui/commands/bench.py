@@ -14,23 +14,36 @@ def register(subparsers: Any) -> None:
         "bench",
         help="A/B request burst: is B faster than A for these prompts, and at what TTFT cost",
         description="Fire streamed requests at one or two OpenAI-compatible servers and compare decode "
-        "tokens/s, TTFT, TPOT and throughput (with a bootstrap 95%% CI). URL is the server's base URL "
+        "tokens/s, TTFT, TPOT and throughput (with a bootstrap 95% CI). URL is the server's base URL "
         "(with or without /v1). Exit 0 when the burst ran, 1 when any request failed, 2 on bad arguments.",
     )
     parser.add_argument("--a", metavar="URL", help="arm A base URL (default: base_url of --client-settings)")
     parser.add_argument("--b", metavar="URL", help="arm B base URL; without it, a plain one-arm benchmark")
-    parser.add_argument("--requests", type=int, default=32, metavar="N", help="measured requests per arm")
+    parser.add_argument(
+        "--requests", type=int, default=32, metavar="N", help="measured requests per arm (default 32)"
+    )
     load = parser.add_mutually_exclusive_group()
     load.add_argument("--concurrency", type=int, metavar="C", help="requests in flight per arm (default 1)")
     load.add_argument("--rate", type=float, metavar="R", help="requests per second per arm (open loop)")
     parser.add_argument("--arrival", choices=("poisson", "constant"), default="poisson", help="with --rate")
     parser.add_argument("--max-concurrency", type=int, default=64, metavar="C", help="cap with --rate")
-    parser.add_argument("--max-tokens", type=int, metavar="M")
-    parser.add_argument("--temperature", type=float, metavar="T")
+    parser.add_argument("--max-tokens", type=int, metavar="M", help="default: client settings, else 512")
+    parser.add_argument(
+        "--temperature", type=float, metavar="T", help="default: client settings, else 0 (outputs compared)"
+    )
     parser.add_argument("--seed", type=int, metavar="S", help="sampling seed sent to the server")
-    parser.add_argument("--prompts", default="mixed", metavar="SET|FILE", help="built-in set or JSONL file")
-    parser.add_argument("--rounds", type=int, default=3, metavar="K", help="rounds; arm order alternates")
-    parser.add_argument("--warmup", type=int, default=1, metavar="W", help="warm-up requests per arm")
+    parser.add_argument(
+        "--prompts",
+        default="mixed",
+        metavar="SET|FILE",
+        help="built-in set (mixed, code, chat, math, prose; -en / -zh) or a JSONL file (default mixed)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, metavar="K", help="rounds; arm order alternates (default 3)"
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=1, metavar="W", help="warm-up requests per arm, left out (default 1)"
+    )
     parser.add_argument("--api", choices=("chat", "completions"), default="chat")
     parser.add_argument("--model", metavar="NAME", help="default: the first model from /v1/models")
     parser.add_argument("--api-key-env", metavar="NAME", help="environment variable that holds the API key")
