@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import queue
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from llama_server import LlamaServer
-from llama_spectop import json_lines, run_spectop
+from llama_spectop import json_lines, run_spectop, start_spectop
 from llama_workload import (
     acceptance_lines,
     log_size,
@@ -62,3 +67,39 @@ def test_logs_of_the_no_draft_server_has_no_spec_decode_events(
     kinds = {event["kind"] for event in json_lines(done.stdout)}
     assert "spec_decode" not in kinds
     assert "error" not in kinds
+
+
+def test_logs_follow_sees_requests_as_the_server_finishes_them(
+    llama_servers: dict[str, LlamaServer], tmp_path: Path
+) -> None:
+    server = llama_servers["noisy"]
+    process = start_spectop(["logs", str(server.log_file), "--follow", "--json"], tmp_path)
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()], daemon=True)
+    reader.start()
+    try:
+        time.sleep(1.0)  # let it reach the end of the file: --follow starts there
+        offset = log_size(server.log_file)
+        run_requests(server.url, REQUESTS)
+        wait_for_finished_requests(server.log_file, offset, REQUESTS)
+        truth = acceptance_lines(server.log_file, offset)
+        events: list[dict[str, object]] = []
+        deadline = time.monotonic() + 30
+        while len(events) < len(truth) and time.monotonic() < deadline:
+            try:
+                event = json.loads(lines.get(timeout=0.5))
+            except queue.Empty:
+                continue
+            if event["kind"] == "spec_decode":
+                events.append(event)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        reader.join(timeout=10)
+    assert [(e["accepted_tokens"], e["drafted_tokens"]) for e in events] == [
+        (line.accepted, line.generated) for line in truth
+    ]
