@@ -73,16 +73,15 @@ def test_logs_follow_sees_requests_as_the_server_finishes_them(
     llama_servers: dict[str, LlamaServer], tmp_path: Path
 ) -> None:
     server = llama_servers["noisy"]
-    process = start_spectop(["logs", str(server.log_file), "--follow", "--json"], tmp_path)
+    process = start_spectop(["logs", str(server.log_file), "--follow", "--from-start", "--json"], tmp_path)
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()], daemon=True)
     reader.start()
     try:
-        time.sleep(1.0)  # let it reach the end of the file: --follow starts there
         offset = log_size(server.log_file)
         run_requests(server.url, REQUESTS)
         wait_for_finished_requests(server.log_file, offset, REQUESTS)
-        truth = acceptance_lines(server.log_file, offset)
+        truth = acceptance_lines(server.log_file)  # the lines before (read first) and the new ones
         events: list[dict[str, object]] = []
         deadline = time.monotonic() + 30
         while len(events) < len(truth) and time.monotonic() < deadline:
