@@ -73,24 +73,34 @@ def test_logs_follow_sees_requests_as_the_server_finishes_them(
     llama_servers: dict[str, LlamaServer], tmp_path: Path
 ) -> None:
     server = llama_servers["noisy"]
+    offset = log_size(server.log_file)
+    run_requests(server.url, 1)  # at least one event already in the file
+    wait_for_finished_requests(server.log_file, offset, 1)
+    existing = len(acceptance_lines(server.log_file))
     process = start_spectop(["logs", str(server.log_file), "--follow", "--from-start", "--json"], tmp_path)
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()], daemon=True)
     reader.start()
-    try:
-        offset = log_size(server.log_file)
-        run_requests(server.url, REQUESTS)
-        wait_for_finished_requests(server.log_file, offset, REQUESTS)
-        truth = acceptance_lines(server.log_file)  # the lines before (read first) and the new ones
-        events: list[dict[str, object]] = []
-        deadline = time.monotonic() + 30
-        while len(events) < len(truth) and time.monotonic() < deadline:
+    events: list[dict[str, object]] = []
+
+    def read_events_until(count: int, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while len(events) < count and time.monotonic() < deadline:
             try:
                 event = json.loads(lines.get(timeout=0.5))
             except queue.Empty:
                 continue
             if event["kind"] == "spec_decode":
                 events.append(event)
+
+    try:
+        read_events_until(existing, 60)
+        assert len(events) == existing, "the existing lines were not read"
+        offset = log_size(server.log_file)
+        run_requests(server.url, REQUESTS)  # only now: these lines are followed, not read at start
+        wait_for_finished_requests(server.log_file, offset, REQUESTS)
+        truth = acceptance_lines(server.log_file)
+        read_events_until(len(truth), 30)
     finally:
         process.terminate()
         try:
@@ -99,6 +109,7 @@ def test_logs_follow_sees_requests_as_the_server_finishes_them(
             process.kill()
             process.wait(timeout=10)
         reader.join(timeout=10)
+    assert len(truth) == existing + REQUESTS
     assert [(e["accepted_tokens"], e["drafted_tokens"]) for e in events] == [
         (line.accepted, line.generated) for line in truth
     ]
