@@ -3,7 +3,7 @@
 Four models share one vocabulary, so any of the last three can draft for the first:
   * `target.gguf`       4 layers, hidden 256, 4 heads / 2 KV heads, ff 704 (about 12.7 MB, F32);
   * `draft_same.gguf`   a byte copy of the target: every draft token is accepted;
-  * `draft_noisy.gguf`  the target's weights plus Gaussian noise: partial acceptance;
+  * `draft_noisy.gguf`  the target's weights plus 7 % Gaussian noise: partial acceptance (about 0.4);
   * `draft_random.gguf` unrelated random weights, 2 layers, hidden 128: acceptance near 0.
 Greedy decoding never picks a special or byte token (their output rows are zero while the others are
 random), so every generation runs to `max_tokens` and `finish_reason` is "length".
