@@ -132,6 +132,11 @@ def run(args: argparse.Namespace) -> int:
         settings = load_client_settings(args.client_settings) if args.client_settings else ClientSettings()
     except ClientSettingsError as error:
         return _fail(str(error))
+    if not settings.stream:
+        print(
+            "spectop bench: stream=false in the client settings is ignored: TTFT needs streaming",
+            file=sys.stderr,
+        )
     url_a = args.a or settings.base_url
     if not url_a:
         return _fail("--a URL is required (or base_url in --client-settings)")
