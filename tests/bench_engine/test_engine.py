@@ -31,7 +31,8 @@ def _config(a: str, b: str | None = None, **overrides: object) -> BurstConfig:
 
 async def test_ab_same_prompts_same_order_interleaved_and_rounds_alternate(client: httpx.AsyncClient) -> None:
     with TimedServer(FAST) as server_a, TimedServer(FAST) as server_b:
-        config = _config(server_a.base_url, server_b.base_url, requests=6, rounds=3, warmup=1)  # warm connections
+        # A warm-up opens the connections, so no connect race decides the send order.
+        config = _config(server_a.base_url, server_b.base_url, requests=6, rounds=3, warmup=1)
         result = await run_burst(config, client)
     a, b = result.arms
     assert [r.prompt_id for r in a.requests] == [r.prompt_id for r in b.requests]
