@@ -1,9 +1,8 @@
 """SpectopApp: the live dashboard (and the replay of a recording).
 
-The app owns the state every screen shows: the latest reading per endpoint, the history ring
-buffers, the alert engine and a capped buffer of log lines per endpoint. Background work
-(polling, log tailing, replay) runs in workers and talks to the app through messages from
-`tui.messages`; the app then tells the screens with `EndpointUpdated`.
+The state every screen shows lives in a `Board` (plain data). Background work (polling, log
+tailing, replay) runs in workers and talks to the app through messages from `tui.messages`;
+the app updates the board and tells the screens with `EndpointUpdated`.
 """
 
 from __future__ import annotations
@@ -11,12 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import aiofiles
 import httpx
@@ -25,16 +22,15 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from tui.board import Board, LogEntry
 from tui.messages import EndpointUpdated, LogLineReceived, ReadingReceived, ReplayFinished
 from tui.settings import EndpointSettings, Settings
-from tui.telemetry.alerts import Alert, AlertEngine, AlertRules
-from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
-from tui.telemetry.history import History, ReadingLike, samples_for
+from tui.telemetry.alerts import Alert, AlertEngine
+from tui.telemetry.history import History, ReadingLike
 from tui.telemetry.recording import (
     HeaderRecord,
     LogRecord,
     ReadingRecord,
-    RecordedEndpoint,
     RecordingError,
     RecordingWriter,
     ReplayClock,
@@ -43,31 +39,10 @@ from tui.telemetry.recording import (
 from tui.themes import DEFAULT_THEME, load_themes, next_theme, remember_theme, remembered_theme
 from tui.widgets.card_view import CardData
 
-LOG_LINES_KEPT = 2000
 MAX_LOG_LINE_CHARS = 2000
 LOG_POLL_INTERVAL_S = 1.0  # how often each log file is checked for new lines
 REPLAY_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 MAX_REPORTED_BAD_LINES = 5
-
-LogKind = Literal["plain", "stats", "spec", "error"]
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    time: float
-    line: str
-    kind: LogKind
-
-
-def log_kind(events: Iterable[object]) -> LogKind:
-    kinds = {type(event) for event in events}
-    if ErrorEvent in kinds:
-        return "error"
-    if SpecDecodeEvent in kinds:
-        return "spec"
-    if StatsEvent in kinds:
-        return "stats"
-    return "plain"
 
 
 class SpectopApp(App[int]):
@@ -98,34 +73,42 @@ class SpectopApp(App[int]):
     ) -> None:
         super().__init__()
         self.settings = settings
-        self.endpoints: list[EndpointSettings] = list(settings.endpoints)
-        self._endpoint_names = {endpoint.name for endpoint in self.endpoints}
+        self.board = Board(settings)
         self.record_path = Path(record_path) if record_path else None
         self.replay_path = Path(replay_path) if replay_path else None
         self.replay_clock = ReplayClock(replay_speed) if self.replay_path else None
         self._wall_clock = clock
         self._theme_folders = theme_folders
         self._remember_theme_choice = remember_theme_choice
-        rules = AlertRules(
-            acceptance_warning=settings.alerts.acceptance_warning,
-            acceptance_critical=settings.alerts.acceptance_critical,
-            sustained_s=settings.alerts.sustained_s,
-        )
-        self.alerts = AlertEngine(rules)
-        self.history = History(samples_for(settings.history_s, settings.poll_interval_s))
-        self.readings: dict[str, ReadingLike] = {}
-        self.alerts_version = 0  # bumped whenever an alert starts or clears
-        self.logs: dict[str, deque[LogEntry]] = {}
         self.paused = False
         self.replay_done = False
-        self.http_client: httpx.AsyncClient = httpx.AsyncClient()  # replaced on mount, with limits
+        self.http_client: httpx.AsyncClient  # created on mount (timeouts, limits), closed on unmount
         self.theme_names: list[str] = []
         self._monitors: list[tuple[EndpointSettings, Any]] = []
         self._polling: set[str] = set()
         self._recorder: RecordingWriter | None = None
         self._bad_replay_lines = 0
-        for endpoint in self.endpoints:
-            self.alerts.set_threshold(endpoint.name, endpoint.acceptance_threshold)
+
+    # The board's state, under the names screens and tests use.
+    @property
+    def endpoints(self) -> list[EndpointSettings]:
+        return self.board.endpoints
+
+    @property
+    def readings(self) -> dict[str, ReadingLike]:
+        return self.board.readings
+
+    @property
+    def history(self) -> History:
+        return self.board.history
+
+    @property
+    def alerts(self) -> AlertEngine:
+        return self.board.alerts
+
+    @property
+    def alerts_version(self) -> int:
+        return self.board.alerts_version
 
     # --- life cycle ---------------------------------------------------------------------------------------
 
@@ -136,7 +119,6 @@ class SpectopApp(App[int]):
 
     async def on_mount(self) -> None:
         self._load_themes()
-        await self.http_client.aclose()
         self.http_client = httpx.AsyncClient(
             timeout=httpx.Timeout(5.0, connect=2.0),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
@@ -152,7 +134,7 @@ class SpectopApp(App[int]):
         if self.record_path is not None:
             self._recorder = RecordingWriter(self.record_path)
             try:
-                await self._recorder.open(self._recorded_endpoints(), now=self._wall_clock())
+                await self._recorder.open(self.board.recorded_endpoints(), now=self._wall_clock())
             except OSError as error:
                 self.notify(f"cannot record to {self.record_path}: {error}", severity="error", timeout=10)
                 self._recorder = None
@@ -176,7 +158,8 @@ class SpectopApp(App[int]):
 
     async def on_unmount(self) -> None:
         self.workers.cancel_all()
-        await self.http_client.aclose()
+        if hasattr(self, "http_client"):
+            await self.http_client.aclose()
         if self._recorder is not None:
             await self._recorder.close()
 
@@ -239,7 +222,7 @@ class SpectopApp(App[int]):
         assert endpoint.config_file is not None
         threshold = await asyncio.to_thread(read_acceptance_threshold, endpoint.config_file)
         if threshold is not None:
-            self.alerts.set_threshold(endpoint.name, threshold)
+            self.board.set_threshold(endpoint.name, threshold)
             self._broadcast(EndpointUpdated(endpoint.name))
 
     async def _replay(self, path: Path) -> None:
@@ -247,7 +230,8 @@ class SpectopApp(App[int]):
         async for record in replay(path, self.replay_clock, on_error=self._report_bad_line):
             if isinstance(record, HeaderRecord):
                 for recorded in record.endpoints:
-                    self._ensure_endpoint(recorded.name, recorded)
+                    if self.board.ensure_endpoint(recorded.name, recorded):
+                        self._broadcast(EndpointUpdated(recorded.name))
             elif isinstance(record, ReadingRecord):
                 self.post_message(ReadingReceived(record))
             elif isinstance(record, LogRecord):
@@ -273,23 +257,12 @@ class SpectopApp(App[int]):
 
     def on_reading_received(self, message: ReadingReceived) -> None:
         reading: ReadingLike = message.reading  # type: ignore[assignment]
-        name = reading.name
-        self._ensure_endpoint(name)
-        self.readings[name] = reading
-        self.history.add(reading)
-        acceptance = reading.figures.acceptance_rate if reading.up else None
-        changes = self.alerts.observe_reading(name, reading.time, reading.up, acceptance)
-        self._announce(changes)
-        self._broadcast(EndpointUpdated(name))
+        self._announce(self.board.add_reading(reading))
+        self._broadcast(EndpointUpdated(reading.name))
 
     def on_log_line_received(self, message: LogLineReceived) -> None:
         name = message.endpoint
-        self._ensure_endpoint(name)
-        entry = LogEntry(message.time, message.line, log_kind(message.events))
-        self.logs.setdefault(name, deque(maxlen=LOG_LINES_KEPT)).append(entry)
-        changes: list[Alert] = []
-        for event in message.events:
-            changes += self.alerts.observe_log_event(name, message.time, event)
+        entry, changes = self.board.add_log_line(name, message.time, message.line, message.events)
         self._announce(changes)
         self._broadcast(EndpointUpdated(name, log_line=entry))
         if changes:
@@ -303,8 +276,6 @@ class SpectopApp(App[int]):
         self.notify("end of recording", timeout=4)
 
     def _announce(self, changes: list[Alert]) -> None:
-        if changes:
-            self.alerts_version += 1
         if self.replay_clock is not None:
             return  # a replay shows alerts as badges only: a burst of old toasts would bury the screen
         for alert in changes:
@@ -312,41 +283,11 @@ class SpectopApp(App[int]):
                 severity = "error" if alert.severity == "critical" else "warning"
                 self.notify(alert.message, title=alert.endpoint, severity=severity, timeout=6)
 
-    def _ensure_endpoint(self, name: str, recorded: RecordedEndpoint | None = None) -> None:
-        if name in self._endpoint_names:
-            return
-        url = (recorded.url if recorded else None) or "http://recorded.invalid"
-        try:
-            endpoint = EndpointSettings(
-                name=name,
-                url=url,
-                model=recorded.model if recorded else None,
-                acceptance_threshold=recorded.acceptance_threshold if recorded else None,
-            )
-        except ValueError:
-            endpoint = EndpointSettings(name=name, url="http://recorded.invalid")
-        self.endpoints.append(endpoint)
-        self._endpoint_names.add(name)
-        self.alerts.set_threshold(name, endpoint.acceptance_threshold)
-        self._broadcast(EndpointUpdated(name))
-
     def _broadcast(self, message: EndpointUpdated) -> None:
         """Tell the screens; log lines only go to screens that show a log (most lines change nothing else)."""
         for screen in self.screen_stack:
             if message.log_line is None or getattr(screen, "SHOWS_LOG_LINES", False):
                 screen.post_message(EndpointUpdated(message.endpoint, message.log_line))
-
-    def _recorded_endpoints(self) -> list[RecordedEndpoint]:
-        return [
-            RecordedEndpoint(
-                name=endpoint.name,
-                url=endpoint.url,
-                backend=endpoint.backend,
-                model=endpoint.model,
-                acceptance_threshold=endpoint.acceptance_threshold,
-            )
-            for endpoint in self.endpoints
-        ]
 
     # --- what screens read ----------------------------------------------------------------------------------
 
@@ -357,7 +298,7 @@ class SpectopApp(App[int]):
         return self._wall_clock()
 
     def endpoint(self, name: str) -> EndpointSettings | None:
-        return next((endpoint for endpoint in self.endpoints if endpoint.name == name), None)
+        return self.board.endpoint(name)
 
     def card_data(self, name: str) -> CardData:
         endpoint = self.endpoint(name)
@@ -376,7 +317,7 @@ class SpectopApp(App[int]):
         )
 
     def log_entries(self, name: str) -> list[LogEntry]:
-        return list(self.logs.get(name, ()))
+        return self.board.log_entries(name)
 
     # --- actions --------------------------------------------------------------------------------------------
 

@@ -1,0 +1,49 @@
+"""The dashboard's plain state: bounded log buffer, endpoints first seen in data, alert counting."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tui.board import LOG_LINES_KEPT, Board, log_kind
+from tui.settings import EndpointSettings, Settings
+from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.recording import ReadingRecord, RecordedEndpoint
+
+
+def test_log_buffer_is_bounded_and_lines_are_classified() -> None:
+    board = Board(Settings(endpoints=[EndpointSettings(name="a", url="http://127.0.0.1:9")]))
+    for index in range(LOG_LINES_KEPT + 50):
+        board.add_log_line("a", float(index), f"line {index}", [])
+    entries = board.log_entries("a")
+    assert len(entries) == LOG_LINES_KEPT
+    assert entries[-1].line == f"line {LOG_LINES_KEPT + 49}"
+    assert log_kind([StatsEvent(), SpecDecodeEvent()]) == "spec"
+    assert log_kind([ErrorEvent(), StatsEvent()]) == "error"
+    assert log_kind([]) == "plain"
+
+
+def test_endpoints_first_seen_in_a_recording_are_added_once() -> None:
+    board = Board(Settings())
+    recorded = RecordedEndpoint(name="x", url="not a url", acceptance_threshold=0.8)
+    assert board.ensure_endpoint("x", recorded) is True
+    assert board.ensure_endpoint("x") is False
+    assert [endpoint.name for endpoint in board.endpoints] == ["x"]
+    assert board.alerts.threshold("x") == 0.6  # the bad URL made the recorded details unusable
+    board.add_reading(ReadingRecord(name="y", time=1.0, up=True))
+    assert [endpoint.name for endpoint in board.endpoints] == ["x", "y"]
+
+
+def test_alert_changes_bump_the_version() -> None:
+    board = Board(Settings())
+    before = board.alerts_version
+    board.add_reading(ReadingRecord(name="a", time=1.0, up=False))
+    assert board.alerts_version == before + 1
+    board.add_reading(ReadingRecord(name="a", time=2.0, up=False))
+    assert board.alerts_version == before + 1
+
+
+def test_board_does_not_import_textual() -> None:
+    code = "import sys, tui.board; print(any(m.startswith('textual') for m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
