@@ -193,3 +193,22 @@ async def test_api_key_sent_as_bearer_and_redacted_from_errors(client: httpx.Asy
         )
     assert result.error_kind == "http_status"
     assert secret not in result.model_dump_json()
+
+
+async def test_connection_dropped_before_a_response_is_retried() -> None:
+    calls = 0
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request
+            )
+        return httpx.Response(
+            200, content=b'data: {"choices": [{"delta": {"content": "a"}}]}\n\ndata: [DONE]\n\n'
+        )
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        result = await _run(client, _spec("http://x"), max_retries=2)
+    assert result.ok and result.attempts == 2 and calls == 2

@@ -182,7 +182,10 @@ async def _scrape(client: httpx.AsyncClient, target: ArmTarget, headers: dict[st
     except ImportError:
         return None
     url = target.resolved_metrics_url()
-    return await scrape_metrics(client, url, timeout_s=SCRAPE_TIMEOUT_S, headers=headers)
+    scrape = await scrape_metrics(client, url, timeout_s=SCRAPE_TIMEOUT_S, headers=headers)
+    if not scrape.up:  # once more: a keep-alive connection the server just dropped fails the first try
+        scrape = await scrape_metrics(client, url, timeout_s=SCRAPE_TIMEOUT_S, headers=headers)
+    return scrape
 
 
 def _acceptance(target: ArmTarget, first: Any, last: Any) -> ServerAcceptance:

@@ -28,6 +28,7 @@ MAX_LINE_BYTES = 1_000_000
 MAX_ERROR_BODY_BYTES = 4_096
 MAX_BACKOFF_S = 8.0
 DRAIN_TIMEOUT_S = 0.05
+STALE_RETRY_S = 0.01
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
@@ -257,6 +258,13 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
         raise _Failure("connect", message, retryable=True) from error
     except httpx.TimeoutException as error:
         raise _Failure("timeout", f"timed out waiting for the server ({type(error).__name__})") from error
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as error:
+        # Closed before any response: typically a keep-alive connection the server had just
+        # dropped. Nothing was answered, so a retry on a fresh connection is safe.
+        failure = _Failure("connect", f"connection closed before a response: {type(error).__name__}: {error}")
+        failure.retryable = True
+        failure.retry_after_s = STALE_RETRY_S
+        raise failure from error
     except httpx.HTTPError as error:
         raise _Failure("broken_stream", f"{type(error).__name__}: {error}") from error
     if not state.done and state.finish_reason is None:
