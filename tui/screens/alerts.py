@@ -38,9 +38,11 @@ class AlertsScreen(Screen[None]):
         tables = self.query(DataTable)
         if not tables:
             return  # the app is shutting down
-        tables.first().add_columns("level", "endpoint", "alert", "started", "cleared")
+        table = tables.first()
+        for label, width in (("level", 5), ("endpoint", 16), ("started", 8), ("cleared", 8), ("alert", None)):
+            table.add_column(label, width=width)
         self._fill()
-        tables.first().focus()
+        table.focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
         if cast("SpectopApp", self.app).alerts_version != self._shown_version:
@@ -63,12 +65,12 @@ class AlertsScreen(Screen[None]):
             table.add_row(
                 Content.styled(level, style if alert.active else "$text-muted"),
                 alert.endpoint,
-                alert.message,
                 fmt_clock(alert.started_at),
                 cleared,
+                alert.message,
             )
         if not alerts:
-            table.add_row("", "", "no alerts so far", "", "")
+            table.add_row("", "", "", "", "no alerts so far")
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -118,6 +118,11 @@ class DetailScreen(Screen[None]):
         label = WINDOW_LABELS.get(self.window_s, f"{self.window_s:g}s")
         self.query_one("#charts-title", Static).update(f"last {label} · keys 1 2 3 w")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "edit":
+            return self.spectop.replay_path is None
+        return True
+
     def action_back(self) -> None:
         box = self.query_one("#log-filter", Input)
         if box.has_class("visible"):
