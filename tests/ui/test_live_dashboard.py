@@ -119,3 +119,16 @@ async def test_record_then_replay_gives_the_same_figures(sim: SimServer, tmp_pat
         assert replayed.history.endpoint("sim").values("generation_tokens_per_s") == [
             record.figures.generation_tokens_per_s if record.up else None for record in recorded
         ]
+
+
+async def test_a_garbage_metrics_page_is_shown_not_fatal(sim: SimServer, tmp_path: Path) -> None:
+    app = _app(sim, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: _card(app).data.status == "up")
+        sim.control(garbage_metrics=True)
+        await wait_for(pilot, lambda: _card(app).data.status == "down")
+        reading = app.readings["sim"]
+        assert reading.error  # the scrape's own explanation, shown on the card
+        await wait_for(pilot, lambda: reading.error[:20] in str(_card(app).render()))
+        sim.control(garbage_metrics=False)
+        await wait_for(pilot, lambda: _card(app).data.status == "up", timeout_s=60)

@@ -126,11 +126,12 @@ def badge_line(data: CardData, width: int) -> Content:
     for alert in sorted(data.alerts, key=lambda alert: alert.severity != "critical"):
         label, style = SEVERITY_BADGE[alert.severity]
         parts += [(f" {label} {ALERT_LABEL.get(alert.kind, alert.kind)} ", style), " "]
-    if data.alerts:
+    reading = data.reading
+    if reading is not None and not reading.up and reading.error:
+        parts.append((reading.error, "$error"))  # why it is down says more than "endpoint down"
+    elif data.alerts:
         worst = min(data.alerts, key=lambda alert: alert.severity != "critical")
         parts.append((worst.message, "$text-muted"))
-    elif not data.alerts and data.reading is not None and not data.reading.up and data.reading.error:
-        parts.append((data.reading.error, "$error"))
     return Content.assemble(*parts).truncate(width, ellipsis=True)
 
 
