@@ -214,6 +214,14 @@ class SpectopApp(App[int]):
                     await self._recorder.write_log_event(endpoint.name, now, event)
             self.post_message(LogLineReceived(endpoint.name, now, line, list(events)))
 
+    def reread_thresholds(self) -> None:
+        """After the config editor closes: a saved `acceptance_threshold` applies at once."""
+        if self.replay_clock is not None:
+            return
+        for endpoint in self.endpoints:
+            if endpoint.config_file is not None and endpoint.acceptance_threshold is None:
+                self.run_worker(self._read_threshold(endpoint), name=f"threshold {endpoint.name}")
+
     async def _read_threshold(self, endpoint: EndpointSettings) -> None:
         try:
             from tui.configs import read_acceptance_threshold  # type: ignore[attr-defined]
@@ -221,8 +229,9 @@ class SpectopApp(App[int]):
             return
         assert endpoint.config_file is not None
         threshold = await asyncio.to_thread(read_acceptance_threshold, endpoint.config_file)
-        if threshold is not None:
-            self.board.set_threshold(endpoint.name, threshold)
+        wanted = threshold if threshold is not None else self.alerts.rules.acceptance_warning
+        if self.alerts.threshold(endpoint.name) != wanted:
+            self.board.set_threshold(endpoint.name, threshold)  # None: back to the settings' value
             self._broadcast(EndpointUpdated(endpoint.name))
 
     async def _replay(self, path: Path) -> None:
@@ -402,7 +411,10 @@ class SpectopApp(App[int]):
         if self.replay_clock is not None:
             self.notify("the bench needs live endpoints, not a replay", severity="warning")
             return
-        self.push_screen(BenchScreen(self.endpoints))
+        # The endpoint in view (focused card, or the detail screen's) is side A.
+        in_view = getattr(self.screen.focused, "endpoint", None) or getattr(self.screen, "endpoint", None)
+        default_a = in_view if isinstance(in_view, str) else None
+        self.push_screen(BenchScreen(self.endpoints, default_a=default_a))
 
     def open_editor(self, name: str) -> None:
         endpoint = self.endpoint(name)

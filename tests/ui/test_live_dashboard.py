@@ -132,3 +132,21 @@ async def test_a_garbage_metrics_page_is_shown_not_fatal(sim: SimServer, tmp_pat
         await wait_for(pilot, lambda: reading.error[:20] in str(_card(app).render()))
         sim.control(garbage_metrics=False)
         await wait_for(pilot, lambda: _card(app).data.status == "up", timeout_s=60)
+
+
+async def test_threshold_follows_the_config_file_after_another_screen(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    sample = (sample_configs_dir() / "config.toml").read_text(encoding="utf-8")
+    config.write_text(sample, encoding="utf-8")
+    endpoint = EndpointSettings(name="e", url="http://127.0.0.1:9", config_file=config)  # nothing listens
+    settings = Settings(endpoints=[endpoint])
+    app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.readings.get("e") is not None)
+        assert app.alerts.threshold("e") == 0.6
+        text = sample.replace("acceptance_threshold = 0.6", "acceptance_threshold = 0.45")
+        config.write_text(text, encoding="utf-8")
+        await pilot.press("question_mark")  # any other screen, e.g. the editor, then back
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.alerts.threshold("e") == 0.45)
+        assert app.readings["e"].up is False

@@ -133,6 +133,10 @@ class DashboardScreen(Screen[None]):
             if data.age is None or data.age >= late_after:
                 card.update_data(data)
 
+    def on_screen_resume(self) -> None:
+        if self._cards:  # coming back from another screen (the editor may have changed a threshold)
+            self.spectop.reread_thresholds()
+
     def on_resize(self, event: Resize) -> None:
         self._layout_for(event.size.width, event.size.height)
 
