@@ -285,6 +285,8 @@ class SpectopApp(App[int]):
         self.notify("end of recording", timeout=4)
 
     def _announce(self, changes: list[Alert]) -> None:
+        if changes:
+            self._update_subtitle()
         if self.replay_clock is not None:
             return  # a replay shows alerts as badges only: a burst of old toasts would bury the screen
         for alert in changes:
@@ -481,4 +483,7 @@ class SpectopApp(App[int]):
                 parts.append("recording")
         if self.paused:
             parts.append("PAUSED")
+        active = len(self.alerts.active())
+        if active:
+            parts.append(f"{active} alert{'s' if active > 1 else ''} (a)")
         self.sub_title = " · ".join(parts)
