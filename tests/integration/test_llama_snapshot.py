@@ -143,3 +143,24 @@ def test_snapshot_of_a_closed_port_says_down_and_exits_1(tmp_path: Path) -> None
     assert done.returncode == 1
     [record] = json_lines(done.stdout)
     assert record["up"] is False and record["error"]
+
+
+def test_snapshot_table_fits_80_columns_and_shows_acceptance(
+    llama_servers: dict[str, LlamaServer], tmp_path: Path
+) -> None:
+    server = llama_servers["noisy"]
+    process = start_spectop(["snapshot", server.url, "--window", "8"], tmp_path)
+    try:
+        time.sleep(2.0)  # past the first scrape (a slow start only shortens the traffic inside the window)
+        run_requests(server.url, 2)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr
+    lines = stdout.splitlines()
+    assert lines and all(len(line) <= 80 for line in lines), stdout
+    # (The header's "up" can be cut off: llama.cpp names the model by its -m path, long here.)
+    assert lines[0].startswith(f"{server.url} · llamacpp"), lines[0]
+    assert any("acceptance rate" in line for line in lines), stdout
