@@ -69,7 +69,7 @@ async def _watch(urls: list[str], folder: Path, seconds: float) -> dict[str, flo
         cpu = time.process_time() - cpu_start
         wall = time.monotonic() - wall_start
         polls = sum(len(app.history.endpoint(endpoint.name)) for endpoint in endpoints) - polls_start
-        log_lines = sum(len(app.logs.get(endpoint.name, ())) for endpoint in endpoints)
+        log_lines = sum(len(app.log_entries(endpoint.name)) for endpoint in endpoints)
     return {
         "cpu_s": cpu,
         "wall_s": wall,
