@@ -1,8 +1,7 @@
 """Session fixtures for the llama-server integration suite.
 
-Every test collected under this folder gets the `llamacpp` marker, which pyproject's default `addopts`
-deselects, so the unit suite never builds or starts anything. Run this suite alone with:
-    .venv/bin/python -m pytest tests/integration -m llamacpp -v
+Every test collected under this folder gets the `llamacpp` marker and runs after the unit tests. Run this
+suite alone with `.venv/bin/python -m pytest tests/integration -v`, or leave it out with `-m "not llamacpp"`.
 The first run on a machine builds llama-server (about 8 minutes on 2 cores); later runs reuse the cache.
 """
 
@@ -31,7 +30,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if THIS_FOLDER in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.llamacpp)
-    items.sort(key=lambda item: not is_bed_check(item))  # stable: everything else keeps its order
+    def is_integration(item: pytest.Item) -> bool:
+        return THIS_FOLDER in Path(str(item.fspath)).parents
+
+    # Stable sort: the unit tests first, then the test bed's own checks, then the rest of this suite.
+    items.sort(key=lambda item: (is_integration(item), not is_bed_check(item)))
 
 
 @pytest.fixture(scope="session")
