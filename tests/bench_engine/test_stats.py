@@ -7,7 +7,7 @@ import random
 import pytest
 
 from tui.bench.report import verdict_text
-from tui.bench.stats import bootstrap_ratio_ci, percentile, summarize
+from tui.bench.stats import bootstrap_pooled_ratio_ci, bootstrap_ratio_ci, percentile, pooled_rate, summarize
 
 
 def test_percentile_interpolates_between_ranks() -> None:
@@ -61,3 +61,21 @@ def test_verdict_lines() -> None:
     assert verdict_text(1.02, (0.95, 1.09), -0.003, None).startswith("no significant difference")
     assert verdict_text(0.5, (0.45, 0.55), 0.0, None).startswith("B is 2.00x slower")
     assert "no comparison" in verdict_text(None, None, None, None)
+
+
+def test_pooled_ratio_ignores_a_stream_read_all_at_once() -> None:
+    # Eight requests per arm: B decodes 100 tokens in 1 s, A in 2 s (B is 2x faster). One A
+    # stream was read all at once by a busy client: its decode time looks like 1 ms.
+    a = [(100.0, 2.0)] * 7 + [(100.0, 0.001)]
+    b = [(100.0, 1.0)] * 8
+    mean_ratio = (sum(t / d for t, d in b) / 8) / (sum(t / d for t, d in a) / 8)
+    assert mean_ratio < 0.1  # the per-request mean says B is 10x slower
+    pooled = pooled_rate(b) / pooled_rate(a)
+    assert pooled == pytest.approx(1.75, rel=0.01)  # 800/8 s over 800/14.001 s
+    low, high = bootstrap_pooled_ratio_ci(a, b, paired=True, seed=0)
+    assert 1.0 < low <= pooled <= high
+
+
+def test_pooled_rate_without_duration_is_unknown() -> None:
+    assert pooled_rate([]) is None
+    assert pooled_rate([(5.0, 0.0)]) is None

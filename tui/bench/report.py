@@ -12,7 +12,7 @@ from typing import Any
 
 from tui.bench.equivalence import compare_outputs
 from tui.bench.results import ERROR_KINDS, ArmResult, BurstResult, RequestResult
-from tui.bench.stats import bootstrap_ratio_ci, summarize
+from tui.bench.stats import bootstrap_pooled_ratio_ci, pooled_rate, summarize
 
 DASH = "–"
 CSV_FIELDS = (
@@ -70,13 +70,16 @@ def arm_summary(arm: ArmResult, *, with_detail: bool = True) -> dict[str, Any]:
     return summary
 
 
-def _paired_rates(a: ArmResult, b: ArmResult) -> tuple[list[float], list[float]] | None:
-    b_rates = {r.index: (r.prompt_id, r.decode_tokens_per_s) for r in b.requests}
+def _paired_samples(
+    a: ArmResult, b: ArmResult
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]] | None:
+    b_samples = {r.index: (r.prompt_id, r.decode_sample()) for r in b.requests}
     left, right = [], []
     for result in a.requests:
-        other = b_rates.get(result.index)
-        if other and other[0] == result.prompt_id and result.decode_tokens_per_s and other[1]:
-            left.append(result.decode_tokens_per_s)
+        other = b_samples.get(result.index)
+        sample = result.decode_sample()
+        if other and other[0] == result.prompt_id and sample and other[1]:
+            left.append(sample)
             right.append(other[1])
     return (left, right) if len(left) >= 2 else None
 
@@ -111,16 +114,19 @@ def _acceptance_words(a: ArmResult, b: ArmResult) -> str | None:
 
 
 def comparison(a: ArmResult, b: ArmResult, *, seed: int = 0) -> dict[str, Any]:
-    a_rates = [r.decode_tokens_per_s for r in a.requests if r.decode_tokens_per_s]
-    b_rates = [r.decode_tokens_per_s for r in b.requests if r.decode_tokens_per_s]
+    # Pooled decode rate, Σ(tokens - 1) / Σ(e2e - TTFT) per arm: a ratio of per-request means
+    # lets one stream read all at once (near-zero decode time) swing the verdict.
+    a_samples = [sample for r in a.requests if (sample := r.decode_sample())]
+    b_samples = [sample for r in b.requests if (sample := r.decode_sample())]
     ratio = ci = None
-    if a_rates and b_rates:
-        ratio = (sum(b_rates) / len(b_rates)) / (sum(a_rates) / len(a_rates))
-        paired = _paired_rates(a, b)
-        if paired is not None and len(paired[0]) >= 0.8 * min(len(a_rates), len(b_rates)):
-            ci = bootstrap_ratio_ci(paired[0], paired[1], paired=True, seed=seed)
+    a_rate, b_rate = pooled_rate(a_samples), pooled_rate(b_samples)
+    if a_rate and b_rate:
+        ratio = b_rate / a_rate
+        paired = _paired_samples(a, b)
+        if paired is not None and len(paired[0]) >= 0.8 * min(len(a_samples), len(b_samples)):
+            ci = bootstrap_pooled_ratio_ci(paired[0], paired[1], paired=True, seed=seed)
         else:
-            ci = bootstrap_ratio_ci(a_rates, b_rates, seed=seed)
+            ci = bootstrap_pooled_ratio_ci(a_samples, b_samples, seed=seed)
     a_throughput, b_throughput = aggregate_tokens_per_s(a), aggregate_tokens_per_s(b)
     throughput_ratio = b_throughput / a_throughput if a_throughput and b_throughput else None
     a_ttft = summarize([r.ttft_s for r in a.requests if r.ok]).p50

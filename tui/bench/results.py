@@ -59,6 +59,13 @@ class RequestResult(BaseModel):
             return None
         return (self.output_tokens - 1) / (self.e2e_s - self.ttft_s)
 
+    def decode_sample(self) -> tuple[float, float] | None:
+        """(output tokens - 1, e2e - TTFT), the parts of decode_tokens_per_s, for pooled rates."""
+        if self.decode_tokens_per_s is None:
+            return None
+        assert self.output_tokens is not None and self.ttft_s is not None and self.e2e_s is not None
+        return (self.output_tokens - 1, self.e2e_s - self.ttft_s)
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def tpot_s(self) -> float | None:

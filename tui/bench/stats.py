@@ -50,16 +50,27 @@ def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def bootstrap_ratio_ci(
-    a: Sequence[float],
-    b: Sequence[float],
+RateSample = tuple[float, float]
+"""(amount, duration) of one request, e.g. (decode tokens, decode seconds)."""
+
+
+def pooled_rate(samples: Sequence[RateSample]) -> float | None:
+    """Σ amount / Σ duration: each request weighs by its duration, so one stream whose
+    chunks the client happened to read all at once (tiny duration) cannot swing it."""
+    duration = sum(d for _, d in samples)
+    return sum(a for a, _ in samples) / duration if duration > 0 else None
+
+
+def bootstrap_pooled_ratio_ci(
+    a: Sequence[RateSample],
+    b: Sequence[RateSample],
     *,
     paired: bool = False,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float] | None:
-    """CI of mean(b) / mean(a) by the percentile bootstrap.
+    """CI of pooled_rate(b) / pooled_rate(a) by the percentile bootstrap.
 
     Paired (same prompts, index by index) resamples pairs together, which removes
     the prompt-to-prompt spread that both arms share.
@@ -70,15 +81,12 @@ def bootstrap_ratio_ci(
     ratios: list[float] = []
     n_a, n_b = len(a), len(b)
     for _ in range(resamples):
-        if paired:
-            picks = [rng.randrange(n_a) for _ in range(n_a)]
-            sum_a = sum(a[i] for i in picks)
-            sum_b = sum(b[i] for i in picks)
-        else:
-            sum_a = sum(a[rng.randrange(n_a)] for _ in range(n_a)) / n_a
-            sum_b = sum(b[rng.randrange(n_b)] for _ in range(n_b)) / n_b
-        if sum_a > 0:
-            ratios.append(sum_b / sum_a)
+        picks_a = [rng.randrange(n_a) for _ in range(n_a)]
+        picks_b = picks_a if paired else [rng.randrange(n_b) for _ in range(n_b)]
+        rate_a = pooled_rate([a[i] for i in picks_a])
+        rate_b = pooled_rate([b[i] for i in picks_b])
+        if rate_a and rate_b is not None:
+            ratios.append(rate_b / rate_a)
     if len(ratios) < resamples // 2:
         return None
     ratios.sort()
@@ -87,3 +95,23 @@ def bootstrap_ratio_ci(
     if low is None or high is None:
         return None
     return (low, high)
+
+
+def bootstrap_ratio_ci(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    paired: bool = False,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
+    """CI of mean(b) / mean(a) by the percentile bootstrap (see bootstrap_pooled_ratio_ci)."""
+    return bootstrap_pooled_ratio_ci(
+        [(value, 1.0) for value in a],
+        [(value, 1.0) for value in b],
+        paired=paired,
+        resamples=resamples,
+        seed=seed,
+        level=level,
+    )
