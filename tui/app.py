@@ -381,7 +381,8 @@ class SpectopApp(App[int]):
 
     def _theme_changed(self, theme: Any) -> None:
         """Any theme change (t, or the palette's theme picker) is remembered for the next run."""
-        if self._remember_theme_choice and self.is_running:
+        if self._remember_theme_choice and self.is_running and theme.name != self._saved_theme:
+            self._saved_theme = theme.name
             self.run_worker(self._save_theme_choice(theme.name), name="remember theme")
 
     async def _save_theme_choice(self, name: str) -> None:
@@ -469,6 +470,7 @@ class SpectopApp(App[int]):
             if choice and choice in self.available_themes:
                 self.theme = choice
                 break
+        self._saved_theme = wanted or self.theme
         self.theme_changed_signal.subscribe(self, self._theme_changed)
 
     def _update_subtitle(self) -> None:

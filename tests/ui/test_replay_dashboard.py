@@ -161,3 +161,13 @@ async def test_a_broken_recording_line_is_reported_not_fatal(tmp_path: Path) -> 
         messages = [notification.message for notification in app._notifications]
         assert any("bad.jsonl:2: not JSON" in message for message in messages)
         assert [card.endpoint for card in app.screen.query(EndpointCard)] == ["x"]
+
+
+async def test_starting_up_does_not_write_the_theme_state(
+    replay_app: Callable[..., SpectopApp], tmp_path: Path
+) -> None:
+    app = replay_app(remember_theme_choice=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        await pilot.pause(0.2)
+    assert not (tmp_path / "config-home" / "spectop" / "state.json").exists()
