@@ -45,6 +45,8 @@ REPLAY_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 MAX_REPORTED_BAD_LINES = 5
 
 
+HTTP_MAX_CONNECTIONS = 160  # a 64 + 64 stream A/B burst plus the dashboard's scrapes
+
 class SpectopApp(App[int]):
     TITLE = "spectop"
     ENABLE_COMMAND_PALETTE = True
@@ -119,9 +121,13 @@ class SpectopApp(App[int]):
 
     async def on_mount(self) -> None:
         self._load_themes()
+        from tui.bench.transport import ShardedTransport
+
+        # One client for the app: scrapes, health checks and A/B bursts. Sharded pools keep a
+        # burst's many concurrent streams from queueing inside httpx (see tui/bench/transport.py).
         self.http_client = httpx.AsyncClient(
+            transport=ShardedTransport(HTTP_MAX_CONNECTIONS),
             timeout=httpx.Timeout(5.0, connect=2.0),
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
             follow_redirects=False,
         )
         if self.replay_path is not None:
