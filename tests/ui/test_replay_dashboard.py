@@ -171,3 +171,18 @@ async def test_starting_up_does_not_write_the_theme_state(
         await wait_for(pilot, lambda: app.replay_done)
         await pilot.pause(0.2)
     assert not (tmp_path / "config-home" / "spectop" / "state.json").exists()
+
+
+async def test_cards_are_roomy_only_when_all_of_them_fit(replay_app: Callable[..., SpectopApp]) -> None:
+    # Three cards: 3 x 8 roomy rows + header + footer = 26 rows. 80x24 is too short for that,
+    # so the cards stay compact (every card visible); 80x30 has room for the roomy layout.
+    app = replay_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        await pilot.pause()
+        cards = list(app.screen.query(EndpointCard))
+        assert len(cards) == 3 and not any(card.roomy for card in cards)
+        assert "TTFT p50" not in _card_text(app, "mtp-on")  # compact: "TTFT p50/p95" on one line
+        await pilot.resize_terminal(80, 30)
+        await wait_for(pilot, lambda: all(card.roomy for card in app.screen.query(EndpointCard)))
+        assert "TTFT p50" in _card_text(app, "mtp-on")

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 CARD_MIN_WIDTH = 78
 BATCH_DELAY_S = 0.25
 AGE_TICK_S = 1.0  # ages are shown in whole seconds
-ROOMY_MIN_HEIGHT = 34
+ROOMY_CARD_ROWS = 8
+CHROME_ROWS = 2  # header and footer
 
 
 class DashboardScreen(Screen[None]):
@@ -90,6 +91,7 @@ class DashboardScreen(Screen[None]):
     def _add_card(self, name: str) -> EndpointCard:
         card = self._new_card(name)
         self.query_one("#cards", Container).mount(card)
+        self._layout_for(self.size.width, self.size.height)
         if not self._focus_pending and not isinstance(self.focused, EndpointCard | Input):
             self._focus_pending = True
             self.call_after_refresh(self._focus_first_card)
@@ -144,7 +146,10 @@ class DashboardScreen(Screen[None]):
         cards = self.query_one("#cards", Container)
         self._columns = max(1, width // CARD_MIN_WIDTH)
         cards.styles.grid_size_columns = self._columns
-        roomy = height >= ROOMY_MIN_HEIGHT
+        # Roomy cards (full-width sparklines, every figure) whenever they all fit without
+        # scrolling, e.g. the two endpoints of `spectop demo` in 80x24; compact otherwise.
+        card_rows = -(-max(1, len(self._cards)) // self._columns)
+        roomy = height - CHROME_ROWS >= card_rows * ROOMY_CARD_ROWS
         cards.set_class(roomy, "roomy")
         for card in self._cards.values():
             card.roomy = roomy
