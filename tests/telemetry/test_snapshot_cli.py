@@ -138,7 +138,7 @@ async def test_one_endpoint_down_exits_1_and_table_fits_80_columns() -> None:
         code, out, _ = await spectop("snapshot", server.url, down, "--window", "0.3")
     assert code == 1
     assert all(len(line) <= 80 for line in out.splitlines())
-    assert "vllm · mimo-7b · up" in out
+    assert "· up · vllm ·" in out and "· mimo-7b" in out
     assert "acceptance rate" in out and "69.9 %" in out and "2.40" in out
     assert f"{down} · DOWN" in out and "connection refused" in out
 
@@ -187,3 +187,16 @@ async def test_llamacpp_capture_served_with_its_saved_headers_in_the_body() -> N
     record = json.loads(out)
     assert (record["backend"], record["mean_acceptance_length"]) == ("llamacpp", 9.0)
     assert record["prefix_cache_hit_rate"] == pytest.approx(0.465714, abs=1e-6)
+
+
+def test_table_header_keeps_the_status_when_the_model_path_is_long() -> None:
+    from tui.commands.snapshot import _Result, _table
+    from tui.telemetry.figures import Figures
+
+    result = _Result("http://127.0.0.1:8091", 5.0)
+    result.up, result.backend, result.figures = True, "llamacpp", Figures()
+    result.model = "/models/" + "very-long-directory-name/" * 4 + "target.gguf"
+    header = _table(result)[0]
+    assert len(header) <= 80
+    assert header.startswith("http://127.0.0.1:8091 · up · llamacpp · 5 s window · /models/")
+    assert header.endswith("…")

@@ -196,10 +196,10 @@ def _table(result: _Result) -> list[str]:
         part
         for part in (
             result.url,
-            result.backend or ("unknown backend" if result.up else None),
-            result.model,
             "up" if result.up else "DOWN",
+            result.backend or ("unknown backend" if result.up else None),
             f"{result.window_s:g} s window" if result.up else None,
+            result.model,  # last: a long model path is what gets cut at 80 columns
         )
         if part
     )
