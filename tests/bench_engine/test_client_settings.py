@@ -20,10 +20,11 @@ def test_sample_client_settings() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('{"max_retries": 50}', "field max_retries"),
-        ('{"api_key_env": "sk-abc123-xyz"}', "NAME of an environment variable"),
+        ('{"base_url": "http://h:8000/v1", "max_retries": 50}', "field max_retries"),
+        ('{"base_url": "http://h:8000/v1", "api_key_env": "sk-abc123-xyz"}', "NAME of an environment"),
         ('{"base_url": "localhost:8000"}', "field base_url"),
-        ('{"timeot": 5}', "field timeot"),
+        ('{"base_url": "http://h:8000/v1", "timeot": 5}', "field timeot: not a client setting"),
+        ('{"timeout": 5}', "field base_url"),
         ('{\n  "a": ,\n}', "line 2"),
         ("[]", "JSON object"),
     ],
@@ -36,3 +37,10 @@ def test_bad_settings_name_the_field(text: str, expected: str) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ClientSettingsError, match="cannot read"):
         load_client_settings(tmp_path / "nope.json")
+
+
+def test_defaults_fill_what_the_file_leaves_out() -> None:
+    settings = parse_client_settings('{"base_url": "http://h:8000/v1", "temperature": 0.7}')
+    assert settings.temperature == 0.7
+    assert (settings.timeout, settings.max_retries) == (120.0, 2)
+    assert (settings.max_tokens, settings.stream) == (512, True)

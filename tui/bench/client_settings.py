@@ -9,9 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tui.configs.schemas import ClientConfig
 
 MAX_SETTINGS_BYTES = 1_000_000
+KNOWN_KEYS = frozenset(ClientConfig.model_fields)
 
 
 class ClientSettingsError(Exception):
@@ -19,33 +22,23 @@ class ClientSettingsError(Exception):
 
 
 class ClientSettings(BaseModel):
+    """What a burst takes from the client `settings.json`, with defaults filled in.
+
+    The file itself is validated by `tui.configs.schemas.ClientConfig`, the one model of
+    that format (the editor and `spectop config lint` use it too).
+    """
+
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str | None = Field(None, description="server base URL, with or without /v1")
-    api_key_env: str | None = Field(None, description="NAME of the environment variable holding the key")
+    base_url: str | None = None
+    api_key_env: str | None = None
     model: str | None = None
-    timeout: float = Field(120.0, gt=0.0, le=86_400.0, description="seconds per connect / read")
-    max_retries: int = Field(2, ge=0, le=10, description="retries of connect errors and 5xx/429 only")
+    timeout: float = 120.0
+    max_retries: int = 2
     stream: bool = True
-    temperature: float = Field(0.0, ge=0.0, le=5.0)
-    max_tokens: int = Field(512, ge=1, le=1_000_000)
-    extra_body: dict[str, Any] = Field(default_factory=dict, description="merged into every request body")
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value.rstrip("/") if value else value
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        if value is not None and (not value or not value.replace("_", "").isalnum()):
-            raise ValueError(
-                "expected the NAME of an environment variable (letters, digits, _), not the key itself"
-            )
-        return value
+    temperature: float = 0.0
+    max_tokens: int = 512
+    extra_body: dict[str, Any] = Field(default_factory=dict)
 
 
 def parse_client_settings(text: str, label: str = "<client settings>") -> ClientSettings:
@@ -57,14 +50,20 @@ def parse_client_settings(text: str, label: str = "<client settings>") -> Client
         ) from error
     if not isinstance(data, dict):
         raise ClientSettingsError(f"{label}: expected a JSON object at the top level")
+    problems = [
+        f"{label}: field {key}: not a client setting (a typo?)" for key in data if key not in KNOWN_KEYS
+    ]
     try:
-        return ClientSettings.model_validate(data)
+        config = ClientConfig.model_validate(data)
     except ValidationError as error:
-        problems = [
+        problems += [
             f"{label}: field {'.'.join(str(part) for part in item['loc']) or '(top level)'}: {item['msg']}"
             for item in error.errors()
         ]
-        raise ClientSettingsError("\n".join(problems)) from error
+    if problems:
+        raise ClientSettingsError("\n".join(problems))
+    given = {key: value for key, value in config.model_dump().items() if value is not None}
+    return ClientSettings(**given)
 
 
 def load_client_settings(path: str | Path) -> ClientSettings:

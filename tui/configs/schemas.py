@@ -157,7 +157,7 @@ class ClientConfig(BaseModel):
     api_key_env: str | None = Field(None, description="NAME of the env variable with the API key")
     model: str | None = Field(None, description="model id sent with each request")
     timeout: float | None = Field(None, gt=0.0, description="request timeout in seconds (> 0); 120 suits MTP")
-    max_retries: int | None = Field(None, ge=0, le=100, description="retries per request; > 3 risks storms")
+    max_retries: int | None = Field(None, ge=0, le=10, description="retries per request; > 3 risks storms")
     stream: bool | None = Field(None, description="stream tokens (needed to measure TTFT)")
     temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature, 0..2")
     max_tokens: int | None = Field(None, ge=1, description="output token limit per request")
