@@ -10,7 +10,7 @@ CORE_PACKAGES = ("tui.telemetry", "tui.configs", "tui.bench", "tui.sim")
 
 
 def _core_modules() -> list[str]:
-    names = ["tui.settings", "tui.paths"]
+    names = ["tui.settings", "tui.paths", "tui.validators"]
     for package_name in CORE_PACKAGES:
         package = __import__(package_name, fromlist=["_"])
         names.append(package_name)

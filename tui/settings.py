@@ -16,6 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from tui.validators import check_env_var_name, check_http_url
+
 Backend = Literal["auto", "vllm", "sglang", "llamacpp", "openai"]
 
 SETTINGS_FILE_NAME = "spectop.toml"
@@ -62,11 +64,7 @@ class EndpointSettings(BaseModel):
     @field_validator("url", "metrics_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value.rstrip("/")
+        return None if value is None else check_http_url(value).rstrip("/")
 
     @field_validator("restart_command", mode="before")
     @classmethod
@@ -78,11 +76,7 @@ class EndpointSettings(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
-        if value is not None and (not value or not value.replace("_", "").isalnum()):
-            raise ValueError(
-                "expected the NAME of an environment variable (letters, digits, _), not the key itself"
-            )
-        return value
+        return None if value is None else check_env_var_name(value)
 
     @property
     def resolved_metrics_url(self) -> str:
@@ -173,7 +167,8 @@ def parse_settings(text: str, source: Path | None = None) -> Settings:
         problems = []
         for item in error.errors():
             where = _describe_location(data, tuple(item["loc"]))
-            problems.append(f"{label}: {where}: {item['msg']}")
+            message = item["msg"].removeprefix("Value error, ")
+            problems.append(f"{label}: {where}: {message}")
         raise SettingsError("\n".join(problems)) from error
     settings.source = source
     if source is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(config_path=args.config, endpoint_urls=args.endpoint)
     except SettingsError as error:
-        print(f"spectop: {error}")
+        print(f"spectop: {error}", file=sys.stderr)
         return 2
     from tui.app import SpectopApp
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tui.configs.document import KeyPath, dotted
 from tui.configs.kinds import ConfigKind
+from tui.validators import check_env_var_name, check_http_url
 
 # vLLM SpeculativeMethod (vllm.md §3.1); every *_mtp is rewritten to "mtp".
 VLLM_METHODS = (
@@ -166,16 +167,12 @@ class ClientConfig(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value
+        return check_http_url(value)
 
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
-        if value is not None and not (value and value.replace("_", "").isalnum() and not value[0].isdigit()):
-            raise ValueError("expected the NAME of an environment variable (letters, digits, _), not a key")
-        return value
+        return None if value is None else check_env_var_name(value)
 
 
 SCHEMAS: dict[str, type[BaseModel]] = {
