@@ -156,3 +156,20 @@ def test_follow_waits_for_a_file_that_does_not_exist_yet(tmp_path: Path) -> None
     finally:
         returncode, _ = spawned.interrupt()
     assert returncode == 0
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path: Path) -> None:
+    # `spectop logs big.log --json | head -1`: the pipe closes under spectop's feet.
+    log = tmp_path / "big.log"
+    lines = (SAMPLES / "vllm.server.log").read_text(encoding="utf-8").splitlines(keepends=True)
+    log.write_text("".join(lines * 2000), encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui", "logs", str(log), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert json.loads(process.stdout.readline())["kind"]
+    process.stdout.close()
+    assert process.wait(timeout=60) == 0
+    assert process.stderr.read() == b""

@@ -45,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(_print_events(path, args))
     except KeyboardInterrupt:
         return 0
+    except BrokenPipeError:  # `spectop logs big.log | head`: the reader is gone, not the file
+        sys.stderr.close()
+        return 0
     except OSError as error:  # unreadable file (permissions, I/O error)
         print(f"spectop logs: cannot read {path}: {error.strerror or error}", file=sys.stderr)
         return 2
