@@ -38,6 +38,7 @@ from tui.telemetry.recording import (
 )
 from tui.themes import DEFAULT_THEME, load_themes, next_theme, remember_theme, remembered_theme
 from tui.widgets.card_view import CardData
+from tui.worker_errors import report_worker_failure
 
 MAX_LOG_LINE_CHARS = 2000
 LOG_POLL_INTERVAL_S = 1.0  # how often each log file is checked for new lines
@@ -263,8 +264,7 @@ class SpectopApp(App[int]):
         """The one place worker failures are reported; the app keeps running."""
         worker = event.worker
         if event.state == WorkerState.ERROR:
-            name = worker.name or "background task"
-            self.notify(f"{name} failed: {worker.error}", severity="error", timeout=10)
+            report_worker_failure(self, worker)
         elif event.state == WorkerState.SUCCESS and worker.group == "tail":
             self.notify(f"{worker.name}: log tailing ended", severity="warning")
 

@@ -8,11 +8,12 @@ import httpx
 from textual.app import App
 
 from tui.screens.editor import EditorScreen
+from tui.worker_errors import ReportsWorkerFailures
 
 HTTP_TIMEOUT_S = 5.0
 
 
-class EditorApp(App[None]):
+class EditorApp(ReportsWorkerFailures, App[None]):
     TITLE = "spectop edit"
 
     def __init__(

@@ -43,6 +43,7 @@ from tui.bench.results import BurstResult
 from tui.bench.schedule import LoadShape
 from tui.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
 from tui.settings import EndpointSettings
+from tui.worker_errors import ReportsWorkerFailures
 
 NO_B = "none"
 MAX_USER_PROMPT_FILES = 20
@@ -104,7 +105,7 @@ class BurstHistoryTable(DataTable[str]):
             screen.use_past_burst(str(row_key.value), side)
 
 
-class BenchScreen(Screen[None]):
+class BenchScreen(ReportsWorkerFailures, Screen[None]):
     DEFAULT_CSS = """
     BenchScreen { layout: vertical; }
     BenchScreen #bench-title { height: 1; color: $accent; text-style: bold; }

@@ -40,6 +40,7 @@ from tui.configs.schemas import field_spec, field_specs, shown_value, typed_valu
 from tui.messages import ConfigFieldEdited
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
+from tui.worker_errors import ReportsWorkerFailures
 
 _SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i"}
 
@@ -56,7 +57,7 @@ def _syntax_message(error: ConfigSyntaxError) -> str:
     return f"syntax error at line {error.line}, column {error.column}: {error.reason}"
 
 
-class EditorScreen(Screen[None]):
+class EditorScreen(ReportsWorkerFailures, Screen[None]):
     DEFAULT_CSS = """
     EditorScreen #editor-title { height: 1; background: $primary; color: $text; padding: 0 1; }
     EditorScreen #editor-status { height: 1; padding: 0 1; color: $text-muted; }
@@ -131,7 +132,7 @@ class EditorScreen(Screen[None]):
     def on_mount(self) -> None:
         self.load_file()
 
-    @work(exclusive=True, group="editor-load")
+    @work(exclusive=True, group="editor-load", exit_on_error=False)
     async def load_file(self) -> None:
         try:
             opened = await open_config_async(self.path, self.forced_kind)
@@ -356,14 +357,14 @@ class EditorScreen(Screen[None]):
             self._refresh_views()
             self.set_status(_syntax_message(error), error=True)
             if had_form:
-                self.run_worker(self._build_form(), group="editor-form")
+                self.run_worker(self._build_form(), group="editor-form", exit_on_error=False)
             return
         had_form = self.document is not None
         unknown_before = unknown_keys(self.kind, self.document.data) if self.document is not None else None
         self._set_document(document, from_raw=True)
         self.set_status("raw text parses")
         if not had_form or unknown_keys(self.kind, document.data) != unknown_before:
-            self.run_worker(self._build_form(), group="editor-form")
+            self.run_worker(self._build_form(), group="editor-form", exit_on_error=False)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         option_id = event.option.id
@@ -495,7 +496,7 @@ class EditorScreen(Screen[None]):
             return f"cannot save: {dotted(first.path)}: {first.message}"
         return None
 
-    @work(exclusive=True, group="editor-save")
+    @work(exclusive=True, group="editor-save", exit_on_error=False)
     async def save_flow(self, restart: bool) -> None:
         problem = self._blocking_issue()
         if problem is not None:

@@ -16,6 +16,7 @@ from textual.widgets import Log, Static
 
 from tui.configs.restart import run_restart, wait_for_health
 from tui.messages import HealthChecked, RestartExited, RestartOutput
+from tui.worker_errors import ReportsWorkerFailures
 
 
 class ConfirmDialog(ModalScreen[str | None]):
@@ -100,7 +101,7 @@ class DiffDialog(ModalScreen[bool]):
         self.dismiss(save)
 
 
-class RestartDialog(ModalScreen[None]):
+class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
     """Runs the restart command, shows its output, then waits for /health; escape closes (and stops)."""
 
     DEFAULT_CSS = """
@@ -126,7 +127,7 @@ class RestartDialog(ModalScreen[None]):
             yield Static("[esc] close", markup=False)
 
     def on_mount(self) -> None:
-        self.run_worker(self._run(), exclusive=True, group="restart")
+        self.run_worker(self._run(), exclusive=True, group="restart", exit_on_error=False)
 
     async def _run(self) -> None:
         try:

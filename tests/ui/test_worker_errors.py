@@ -1,0 +1,51 @@
+"""An exception inside a background worker is reported once and never takes the app down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ui_waiting import wait_for
+
+from tui.editor_app import EditorApp
+from tui.paths import sample_configs_dir
+
+
+async def test_the_editor_reports_a_failing_load_and_keeps_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken_open(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("tui.screens.editor.open_config_async", broken_open)
+    path = tmp_path / "config.toml"
+    path.write_bytes((sample_configs_dir() / "config.toml").read_bytes())
+    app = EditorApp(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: any("disk on fire" in n.message for n in app._notifications))
+        assert app.is_running
+        assert app.return_code is None
+
+
+async def test_the_dashboard_reports_a_failing_poll_and_keeps_polling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tui.app import SpectopApp
+    from tui.settings import Settings, endpoint_from_url
+    from tui.telemetry.monitor import EndpointMonitor
+
+    calls = 0
+
+    async def broken_poll(self: EndpointMonitor, client: object) -> None:
+        nonlocal calls
+        calls += 1
+        raise RuntimeError("monitor bug")
+
+    monkeypatch.setattr(EndpointMonitor, "poll", broken_poll)
+    settings = Settings(poll_interval_s=0.05, endpoints=[endpoint_from_url("http://127.0.0.1:9")])
+    app = SpectopApp(settings, remember_theme_choice=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: any("monitor bug" in n.message for n in app._notifications))
+        polls_then = calls
+        await wait_for(pilot, lambda: calls > polls_then)  # the next ticks poll again
+        assert app.is_running
