@@ -161,6 +161,6 @@ def test_snapshot_table_fits_80_columns_and_shows_acceptance(
     assert process.returncode == 0, stderr
     lines = stdout.splitlines()
     assert lines and all(len(line) <= 80 for line in lines), stdout
-    # (The header's "up" can be cut off: llama.cpp names the model by its -m path, long here.)
-    assert lines[0].startswith(f"{server.url} · llamacpp"), lines[0]
+    # llama.cpp names the model by its -m path (long here): the status comes before it, never cut off.
+    assert lines[0].startswith(f"{server.url} · up · llamacpp"), lines[0]
     assert any("acceptance rate" in line for line in lines), stdout
