@@ -145,3 +145,26 @@ def test_build_equals_validation() -> None:
     error = build(ErrorEvent, category="oom", message="m")
     assert error == ErrorEvent(category="oom", message="m")
     assert error.kind == "error" and error.time is None
+
+
+def test_sglang_batch_dispatch_agrees_with_find_batch() -> None:
+    """`sglang_batch` skips `find_batch`; on every line it takes, `find_batch` names the same phase."""
+    sample_lines = (SAMPLES / "sglang.server.log").read_text().splitlines()
+    tricky = [
+        "[2026-07-20 09:50:00 TP0] Prefill batch, #new-seq: 1, Decode batch, #running-req: 1",
+        "[2026-07-20 09:50:00 TP0] Decode batch [12], #running-req: 1, #token: 2, token usage: 0.01, cuda "
+        "graph: True, gen throughput (token/s): 1.00, #queue-req: 0",
+    ]
+    lines = sample_lines + _generated_lines(200) + tricky
+    taken = 0
+    for line in lines:
+        fast = fastpath.sglang_batch(line)
+        if fast is None:
+            continue
+        taken += 1
+        found = sglang.find_batch(line)
+        assert found is not None, line
+        expected = fastpath.sglang_decode(line) if found[0] == "decode" else fastpath.sglang_prefill(line)
+        assert expected is not None, line
+        assert [event.model_dump() for event in fast] == [event.model_dump() for event in expected], line
+    assert taken >= 400  # every generated Decode and Prefill line

@@ -39,10 +39,12 @@ def prepare(raw: str) -> str:
 def grammar_events(line: str) -> list[ParsedEvent]:
     """Stats and spec_decode events of a cleaned line (empty when no grammar matches)."""
     if " batch" in line or "#running-req: " in line:  # SGLang first: its lines also say "throughput"
+        fast = fastpath.sglang_batch(line)
+        if fast is not None:
+            return fast
         found = sglang.find_batch(line)
         if found is not None:
-            fast = fastpath.sglang_decode(line) if found[0] == "decode" else fastpath.sglang_prefill(line)
-            return fast if fast is not None else sglang.parse_batch(line, found)
+            return sglang.parse_batch(line, found)
     if "throughput" in line:
         start = line.find(vllm.STATS_MARKER)
         if start >= 0:

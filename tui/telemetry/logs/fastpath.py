@@ -104,6 +104,16 @@ def _sglang_time(date: str, hms: str, ms: str | None) -> str:
     return f"{date}T{hms}.{ms}" if ms else f"{date}T{hms}"
 
 
+def sglang_batch(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
+    """The events of a current-format `Decode batch` or `Prefill batch` line, without `find_batch`: a line
+    either regex matches has its one batch marker right after the prefix, so `find_batch` would agree."""
+    if "] Decode batch, " in line:
+        return sglang_decode(line)
+    if "] Prefill batch, " in line:
+        return sglang_prefill(line)
+    return None
+
+
 def sglang_decode(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
     match = _SGLANG_DECODE.fullmatch(line)
     if match is None:
