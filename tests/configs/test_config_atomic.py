@@ -85,11 +85,9 @@ def test_killed_saver_leaves_a_whole_file(tmp_path: Path) -> None:
         deadline = time.monotonic() + 30
         needed = 3 + round_number * 7  # kill at different points of the loop
         while time.monotonic() < deadline:
-            if (
-                counter.exists()
-                and counter.read_text().strip().isdigit()
-                and int(counter.read_text()) >= needed
-            ):
+            # Read once: the child rewrites the counter, so a second read may see it empty.
+            count = counter.read_text().strip() if counter.exists() else ""
+            if count.isdigit() and int(count) >= needed:
                 break
             time.sleep(0.01)
         child.send_signal(signal.SIGKILL)
