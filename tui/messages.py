@@ -6,7 +6,14 @@ owned by the feature that posts it; add new messages inside your section.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from tui.board import LogEntry
+    from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+    from tui.telemetry.history import ReadingLike
 
 # --- dashboard / telemetry -------------------------------------------------------------------------------
 
@@ -14,7 +21,7 @@ from textual.message import Message
 class ReadingReceived(Message):
     """One scrape of one endpoint (an EndpointReading, or a ReadingRecord during replay)."""
 
-    def __init__(self, reading: object) -> None:
+    def __init__(self, reading: ReadingLike) -> None:
         super().__init__()
         self.reading = reading
 
@@ -22,7 +29,9 @@ class ReadingReceived(Message):
 class LogLineReceived(Message):
     """One line of an endpoint's log and the events parsed from it; `time` is when spectop read it."""
 
-    def __init__(self, endpoint: str, time: float, line: str, events: list[object]) -> None:
+    def __init__(
+        self, endpoint: str, time: float, line: str, events: list[StatsEvent | SpecDecodeEvent | ErrorEvent]
+    ) -> None:
         super().__init__()
         self.endpoint = endpoint
         self.time = time
@@ -33,7 +42,7 @@ class LogLineReceived(Message):
 class EndpointUpdated(Message):
     """The app's state for `endpoint` changed (new reading, log line or alert): views redraw."""
 
-    def __init__(self, endpoint: str, log_line: object | None = None) -> None:
+    def __init__(self, endpoint: str, log_line: LogEntry | None = None) -> None:
         super().__init__()
         self.endpoint = endpoint
         self.log_line = log_line
