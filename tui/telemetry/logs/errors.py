@@ -114,20 +114,20 @@ _QUIET_LEVELS = ("INFO", "DEBUG", "WARNING")
 def has_quiet_level(line: str) -> bool:
     """True when the line's own prefix says INFO, DEBUG or WARNING (vLLM, uvicorn, llama.cpp I/W/D).
 
-    Such a line is never an error, whatever words it contains; checked without any regex.
+    Such a line is never an error, whatever words it contains; checked without any regex, by the
+    first character (the prefixes below start with different ones).
     """
-    if line.startswith("("):  # vLLM `(APIServer pid=1) INFO ...` or `(APIServer pid=1) INFO:     ...`
+    first = line[:1]
+    if first == "(":  # vLLM `(APIServer pid=1) INFO ...` or `(APIServer pid=1) INFO:     ...`
         close = line.find(") ", 0, 64)
         return close > 0 and line.startswith(_QUIET_LEVELS, close + 2)
-    if line.startswith(_QUIET_LEVELS):  # old vLLM prefix, bare uvicorn
-        return True
-    if line[:1].isdigit():  # llama.cpp `0.00.640.930 I ...`
-        space = line.find(" ", 0, 24)
-        return space > 0 and line[space + 1 : space + 3] in ("I ", "W ", "D ", "T ")
-    if line.startswith("["):  # SGLang uvicorn `[2026-07-20 09:15:12] INFO:     ...`
+    if first == "[":  # SGLang uvicorn `[2026-07-20 09:15:12] INFO:     ...`
         close = line.find("] ", 0, 64)
         return close > 0 and line.startswith(("INFO:", "DEBUG:", "WARNING:"), close + 2)
-    return False
+    if first.isdigit():  # llama.cpp `0.00.640.930 I ...`
+        space = line.find(" ", 0, 24)
+        return space > 0 and line[space + 1 : space + 3] in ("I ", "W ", "D ", "T ")
+    return line.startswith(_QUIET_LEVELS)  # old vLLM prefix, bare uvicorn
 
 
 def classify(message: str, level: str | None) -> ErrorCategory | None:
