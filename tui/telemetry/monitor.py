@@ -14,6 +14,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tui.settings import EndpointSettings
+from tui.telemetry.backends import BackendDetector
 from tui.telemetry.figures import Figures
 from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, scrape_metrics
 from tui.telemetry.window import ScrapeWindow
@@ -106,6 +107,7 @@ class EndpointMonitor:
         self._listed_model: str | None = None
         self._models_asked = False
         self.last_scrape: Scrape | None = None
+        self._detector = BackendDetector()
 
     def due(self, now_monotonic: float) -> bool:
         """False while backing off after failures."""
@@ -126,7 +128,9 @@ class EndpointMonitor:
 
     async def _scrape(self, client: httpx.AsyncClient) -> Scrape:
         if self.endpoint.backend != "openai":
-            return await scrape_metrics(client, self.endpoint.resolved_metrics_url, headers=self._headers())
+            return await scrape_metrics(
+                client, self.endpoint.resolved_metrics_url, headers=self._headers(), detector=self._detector
+            )
         # Hosted OpenAI-compatible gateways have no /metrics: reachability is all there is.
         ids = await fetch_model_ids(client, self.endpoint.url, headers=self._headers())
         if isinstance(ids, str):

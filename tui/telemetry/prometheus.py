@@ -68,6 +68,13 @@ _LABEL_CACHE_MAX = 20_000
 # `name{labels}` text of a line -> (name, labels), for lines already seen in full.
 _HEAD_CACHE: dict[str, tuple[str, Mapping[str, str]]] = {}
 _MAX_QUOTED_LINE = 120
+# Whole sample line -> its Sample: most lines of a page (buckets, gauges, idle counters) are the
+# same on the next scrape, and a frozen Sample can be handed out again. Two generations: when the
+# new one is full it becomes the old one, so lines still in use survive the turnover.
+_LINE_CACHE: dict[str, Sample] = {}
+_OLD_LINE_CACHE: dict[str, Sample] = {}
+_LINE_CACHE_MAX = 20_000
+_MAX_CACHED_LINE = 512
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -175,19 +182,38 @@ def parse_metrics_text(text: str) -> list[Sample]:
     samples: list[Sample] = []
     append = samples.append
     head_cache = _HEAD_CACHE
+    line_cache = _LINE_CACHE
     for index, line in enumerate(body.split("\n")):
         if not line or line[0] == "#":
             continue
-        # Fast path: the `name{labels}` part of the line was validated on an earlier scrape.
-        head, _, value_text = line.rpartition(" ")
-        known = head_cache.get(head)
-        if known is not None and "_" not in value_text and value_text.isascii():
-            try:
-                append(Sample(known[0], known[1], float(value_text)))
-                continue
-            except ValueError:
-                pass
-        sample = _parse_line(line, index + 1 + skipped_lines)
+        # Fastest path: the very same line was on an earlier page.
+        sample = line_cache.get(line)
         if sample is not None:
             append(sample)
+            continue
+        sample = _OLD_LINE_CACHE.get(line)
+        if sample is None:
+            # Fast path: the `name{labels}` part of the line was validated on an earlier scrape.
+            head, _, value_text = line.rpartition(" ")
+            known = head_cache.get(head)
+            if known is not None and "_" not in value_text and value_text.isascii():
+                try:
+                    sample = Sample(known[0], known[1], float(value_text))
+                except ValueError:
+                    sample = None  # the careful path below names the problem
+            if sample is None:
+                sample = _parse_line(line, index + 1 + skipped_lines)
+                if sample is None:
+                    continue
+        if len(line) <= _MAX_CACHED_LINE:
+            _remember_line(line, sample)
+        append(sample)
     return samples
+
+
+def _remember_line(line: str, sample: Sample) -> None:
+    global _LINE_CACHE, _OLD_LINE_CACHE
+    if len(_LINE_CACHE) >= _LINE_CACHE_MAX:
+        _OLD_LINE_CACHE = _LINE_CACHE
+        _LINE_CACHE = {}
+    _LINE_CACHE[line] = sample

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from tui.telemetry.backends import detect_backend
+from tui.telemetry.backends import BackendDetector, detect_backend
 from tui.telemetry.prometheus import MetricsFormatError, Sample, parse_metrics_text
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -88,8 +88,12 @@ async def scrape_metrics(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_bytes: int = DEFAULT_MAX_BYTES,
     headers: dict[str, str] | None = None,
+    detector: BackendDetector | None = None,
 ) -> Scrape:
-    """GET metrics_url and parse it. Failures come back as a Scrape with `error` set."""
+    """GET metrics_url and parse it. Failures come back as a Scrape with `error` set.
+
+    `detector` (one per endpoint) remembers the detected backend between scrapes.
+    """
     request_headers = {"Accept": _ACCEPT, **(headers or {})}
     timeout_text = f"timeout after {timeout_s:.1f} s"
     try:
@@ -116,14 +120,14 @@ async def scrape_metrics(
     arrived_monotonic = time.monotonic()
     text = body.decode("utf-8", errors="replace")
     try:
-        samples = parse_metrics_text(text)
+        samples = tuple(parse_metrics_text(text))
     except MetricsFormatError as error:
         return Scrape(arrived, arrived_monotonic, None, f"not Prometheus text: {error}", None)
     return Scrape(
         time=arrived,
         monotonic=arrived_monotonic,
-        samples=tuple(samples),
+        samples=samples,
         error=None,
-        backend=detect_backend(samples),
+        backend=detect_backend(samples) if detector is None else detector.detect(samples),
         process_start=process_start,
     )

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import reduce
+from operator import add
 
 from tui.telemetry.backends import Backend, backend_module, segment_extras_of
 from tui.telemetry.backends.base import CounterKey, Delta, Reading, delta_of_model
@@ -30,6 +32,11 @@ class _Segment:
     seconds: float
     counters: dict[CounterKey, float]
     extras: dict[str, float]
+    # The counter keys in order: segments of one server share them, so they can be summed by column.
+    keys: tuple[CounterKey, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", tuple(self.counters))
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +88,22 @@ def _segment(
 
 
 def _sum_segments(segments: list[_Segment]) -> Delta | None:
+    """Every key summed oldest segment first (0.0 + first + second + ...), keys in first-seen order."""
     if not segments:
         return None
     delta = Delta(seconds=0.0)
     counters = delta.counters
     extras = delta.extras
+    keys = segments[0].keys
+    if all(segment.keys == keys for segment in segments):
+        # The usual case (no restart, no new series): add column by column, in C.
+        columns = zip(*(segment.counters.values() for segment in segments), strict=True)
+        counters.update(zip(keys, (reduce(add, column, 0.0) for column in columns), strict=True))
+        for segment in segments:
+            delta.seconds += segment.seconds
+            for key, value in segment.extras.items():
+                extras[key] = extras.get(key, 0.0) + value
+        return delta
     for segment in segments:
         delta.seconds += segment.seconds
         for key, value in segment.counters.items():
@@ -105,6 +123,9 @@ class ScrapeWindow:
         self._forced_backend = backend_module(backend)
         self._backend: Backend | None = self._forced_backend
         self._entries: deque[_Entry] = deque(maxlen=max(2, max_scrapes))
+        # The window's Delta, summed once per change (figures and per-model figures both read it).
+        self._delta_cache: Delta | None = None
+        self._delta_cached = False
 
     @property
     def backend(self) -> str | None:
@@ -131,6 +152,7 @@ class ScrapeWindow:
         backend = self._forced_backend or backend_module(scrape.backend)
         if backend is None:
             return
+        self._delta_cached = False
         if self._backend is not None and backend is not self._backend:
             self._entries.clear()  # a different server now answers on this URL
         self._backend = backend
@@ -146,8 +168,11 @@ class ScrapeWindow:
             self._entries.popleft()
 
     def _delta(self) -> Delta | None:
-        segments = [entry.segment for entry in list(self._entries)[1:] if entry.segment is not None]
-        return _sum_segments(segments)
+        if not self._delta_cached:
+            segments = [entry.segment for entry in list(self._entries)[1:] if entry.segment is not None]
+            self._delta_cache = _sum_segments(segments)
+            self._delta_cached = True
+        return self._delta_cache
 
     def figures(self) -> Figures:
         if self._backend is None or not self._entries:
@@ -156,7 +181,7 @@ class ScrapeWindow:
 
     def figures_by_model(self) -> dict[str, Figures]:
         """Figures per model_name when the server serves several models (else empty)."""
-        if self._backend is None or not self._entries:
+        if self._backend is None or not self._entries or len(self._entries[-1].reading.models) < 2:
             return {}
         return _figures_by_model(self._backend, self._delta(), self._entries[-1].reading)
 

@@ -7,7 +7,8 @@ segment) -> dict[str, float]` for figures computed per pair of scrapes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 from typing import Protocol
 
 from tui.telemetry.backends import llamacpp, sglang, vllm
@@ -15,7 +16,7 @@ from tui.telemetry.backends.base import Delta, Reading
 from tui.telemetry.figures import Figures
 from tui.telemetry.prometheus import Sample
 
-__all__ = ["BACKENDS", "Backend", "backend_module", "detect_backend"]
+__all__ = ["BACKENDS", "Backend", "BackendDetector", "backend_module", "detect_backend"]
 
 
 class Backend(Protocol):
@@ -39,6 +40,32 @@ def detect_backend(samples: Iterable[Sample]) -> str | None:
             counts[prefix] += 1
     best = max(counts, key=lambda name: counts[name])
     return best if counts[best] else None
+
+
+_sample_name = attrgetter("name")
+
+
+class BackendDetector:
+    """`detect_backend` for one endpoint, remembering the answer while the page keeps its names.
+
+    A server prints the same metric names in the same order on every scrape, so the names of a
+    page are compared with the last page's (the parser hands out the same name objects, so this
+    is mostly identity checks) and only a page with other names is counted again: a different
+    server answering after a restart is noticed on its first scrape.
+    """
+
+    __slots__ = ("_backend", "_names")
+
+    def __init__(self) -> None:
+        self._names: tuple[str, ...] | None = None
+        self._backend: str | None = None
+
+    def detect(self, samples: Sequence[Sample]) -> str | None:
+        names = tuple(map(_sample_name, samples))
+        if names != self._names:
+            self._names = names
+            self._backend = detect_backend(samples)
+        return self._backend
 
 
 def backend_module(name: str | None) -> Backend | None:
