@@ -32,10 +32,8 @@ def build(model: type[Model], **values: Any) -> Model:
         defaults = _DEFAULTS[model] = {
             name: field.get_default(call_default_factory=True) for name, field in model.model_fields.items()
         }
-    data = defaults.copy()
-    data.update(values)
     instance = _new(model)
-    _set_dict(instance, data)
+    _set_dict(instance, defaults | values)  # the defaults' key order, as pydantic's own __dict__
     _set_fields_set(instance, set(values))
     _set_extra(instance, None)
     _set_private(instance, None)
