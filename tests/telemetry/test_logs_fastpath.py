@@ -168,3 +168,27 @@ def test_sglang_batch_dispatch_agrees_with_find_batch() -> None:
         assert expected is not None, line
         assert [event.model_dump() for event in fast] == [event.model_dump() for event in expected], line
     assert taken >= 400  # every generated Decode and Prefill line
+
+
+@pytest.mark.parametrize(
+    ("model", "values"),
+    [
+        (StatsEvent, {"line": "l", "time": "t", "running": 1.0, "extra": {"#token": 5}, "backend": "sglang"}),
+        (
+            SpecDecodeEvent,
+            {"scope": "interval", "per_position_acceptance": [0.5, 0.25], "accepted_tokens": 3},
+        ),
+        (ErrorEvent, {"message": "m", "category": "oom", "line": "l"}),
+    ],
+)
+def test_build_keeps_field_order_and_set(
+    model: type[StatsEvent | SpecDecodeEvent | ErrorEvent], values: dict
+) -> None:
+    built = build(model, **values)
+    validated = model.model_validate(values)
+    assert repr(built) == repr(validated)  # repr follows __dict__ order: the declared field order
+    assert list(built.__dict__) == list(validated.__dict__)
+    assert built.model_fields_set == validated.model_fields_set
+    if "engine" in model.model_fields:  # assignment (the parser's engine attribution) still tracks fields_set
+        built.engine = "1"
+        assert "engine" in built.model_fields_set
