@@ -95,7 +95,7 @@ def _sum_segments(segments: list[_Segment]) -> Delta | None:
     counters = delta.counters
     extras = delta.extras
     keys = segments[0].keys
-    if all(segment.keys == keys for segment in segments):
+    if [segment.keys for segment in segments].count(keys) == len(segments):
         # The usual case (no restart, no new series): add column by column, in C.
         columns = zip(*(segment.counters.values() for segment in segments), strict=True)
         counters.update(zip(keys, (reduce(add, column, 0.0) for column in columns), strict=True))
