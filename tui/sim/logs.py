@@ -29,6 +29,16 @@ LoadFn = Callable[[], tuple[int, int, float]]  # running, waiting, KV usage frac
 VERSIONS = {"vllm": "0.28.0", "sglang": "0.5.15", "llamacpp": "b0-unknown"}
 
 
+def uvicorn_shutdown_lines(pid: int) -> tuple[str, ...]:
+    """What uvicorn prints on a clean stop (vLLM and SGLang both serve through it)."""
+    return (
+        "Shutting down",
+        "Waiting for application shutdown.",
+        "Application shutdown complete.",
+        f"Finished server process [{pid}]",
+    )
+
+
 class LogWriter(EngineObserver):
     """Base: buffering and the async flush; flavours format the lines."""
 
@@ -228,12 +238,7 @@ class VllmLogWriter(LogWriter):
         self._spec_started = now
 
     def shutdown(self) -> None:
-        for text in (
-            "Shutting down",
-            "Waiting for application shutdown.",
-            "Application shutdown complete.",
-            f"Finished server process [{self.pid}]",
-        ):
+        for text in uvicorn_shutdown_lines(self.pid):
             self.emit(f"(APIServer pid={self.pid}) INFO:     {text}")
 
     def oom(self) -> None:
@@ -400,12 +405,7 @@ class SglangLogWriter(LogWriter):
         self._last_prefill = time.monotonic()
 
     def shutdown(self) -> None:
-        for text in (
-            "Shutting down",
-            "Waiting for application shutdown.",
-            "Application shutdown complete.",
-            f"Finished server process [{self.pid}]",
-        ):
+        for text in uvicorn_shutdown_lines(self.pid):
             self.line(f"INFO:     {text}")
 
     def oom(self) -> None:
