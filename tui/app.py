@@ -48,6 +48,7 @@ MAX_REPORTED_BAD_LINES = 5
 
 HTTP_MAX_CONNECTIONS = 160  # a 64 + 64 stream A/B burst plus the dashboard's scrapes
 
+
 class SpectopApp(App[int]):
     TITLE = "spectop"
     ENABLE_COMMAND_PALETTE = True

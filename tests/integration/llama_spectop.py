@@ -26,15 +26,24 @@ def private_env(home: Path) -> dict[str, str]:
 
 def run_spectop(args: list[str], home: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*spectop_command(), *args], capture_output=True, text=True, timeout=timeout_s,
-        env=private_env(home), stdin=subprocess.DEVNULL, check=False,
+        [*spectop_command(), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=private_env(home),
+        stdin=subprocess.DEVNULL,
+        check=False,
     )
 
 
 def start_spectop(args: list[str], home: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*spectop_command(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=private_env(home), stdin=subprocess.DEVNULL,
+        [*spectop_command(), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=private_env(home),
+        stdin=subprocess.DEVNULL,
     )
 
 

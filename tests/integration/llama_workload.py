@@ -92,8 +92,12 @@ def acceptance_lines(log_file: Path, offset: int = 0) -> list[AcceptanceLine]:
     for match in ACCEPTANCE_LINE.finditer(read_log(log_file, offset)):
         found.append(
             AcceptanceLine(
-                slot=int(match["slot"]), task=int(match["task"]), rate=float(match["rate"]),
-                accepted=int(match["acc"]), generated=int(match["gen"]), mean_length=float(match["mal"]),
+                slot=int(match["slot"]),
+                task=int(match["task"]),
+                rate=float(match["rate"]),
+                accepted=int(match["acc"]),
+                generated=int(match["gen"]),
+                mean_length=float(match["mal"]),
             )
         )
     return found

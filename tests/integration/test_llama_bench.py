@@ -30,16 +30,36 @@ def test_bench_ab_no_draft_vs_identical_draft(llama_servers: dict[str, LlamaServ
     report = tmp_path / "burst.json"
     done = run_spectop(
         [
-            "bench", "--a", a.url, "--b", b.url, "--requests", str(REQUESTS), "--rounds", "2",
-            "--warmup", "0", "--temperature", "0", "--max-tokens", str(MAX_TOKENS),
-            "--timeout", "60", "--no-history", "--json", str(report),
+            "bench",
+            "--a",
+            a.url,
+            "--b",
+            b.url,
+            "--requests",
+            str(REQUESTS),
+            "--rounds",
+            "2",
+            "--warmup",
+            "0",
+            "--temperature",
+            "0",
+            "--max-tokens",
+            str(MAX_TOKENS),
+            "--timeout",
+            "60",
+            "--no-history",
+            "--json",
+            str(report),
         ],
-        tmp_path, timeout_s=300,
+        tmp_path,
+        timeout_s=300,
     )
     summary = json.loads(report.read_text())
     failures = [
         (request["error_kind"], request["error"])
-        for arm in ("a", "b") for request in summary[arm]["requests_detail"] if request.get("error_kind")
+        for arm in ("a", "b")
+        for request in summary[arm]["requests_detail"]
+        if request.get("error_kind")
     ]
     # This llama-server now and then closes a keep-alive connection right after a streamed response; the
     # next request sent on it fails before any byte comes back (about 1 in 7 back-to-back streams with a
@@ -77,7 +97,9 @@ def test_bench_ab_no_draft_vs_identical_draft(llama_servers: dict[str, LlamaServ
         client_decode = arm["decode_tokens_per_s"]["p50"]
         # The client sees the stream a little later than the server computes it, never much faster.
         assert 0.3 * server_decode <= client_decode <= 1.5 * server_decode, (
-            arm_name, client_decode, server_decode
+            arm_name,
+            client_decode,
+            server_decode,
         )
 
     assert summary["a"]["acceptance_rate"] is None  # no drafting: unknown, not 0

@@ -85,9 +85,11 @@ async def test_dashboard_shows_each_servers_acceptance_and_alerts_on_the_random_
         with steady_traffic([llama_servers[kind].url for kind in KINDS]):
             await wait_for(
                 pilot,
-                lambda: all(card_state(app, kind)[1] is not None for kind in ("same", "noisy", "random"))
-                and "acceptance_critical" in card_state(app, "random")[2]
-                and "acceptance_low" in card_state(app, "noisy")[2],
+                lambda: (
+                    all(card_state(app, kind)[1] is not None for kind in ("same", "noisy", "random"))
+                    and "acceptance_critical" in card_state(app, "random")[2]
+                    and "acceptance_low" in card_state(app, "noisy")[2]
+                ),
                 timeout_s=120,
                 what="acceptance on every drafting card, a critical alert on the random draft and a warning "
                 "on the noisy one (about 0.4, below the default 0.6)",
@@ -134,20 +136,26 @@ async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
             server.kill()
             await wait_for(
                 pilot,
-                lambda: app.readings["victim"].up is False
-                and "down" in alert_kinds(app, "victim")
-                and "CRIT" in card_text(app, "victim"),
-                30, "the killed server reported down on its card",
+                lambda: (
+                    app.readings["victim"].up is False
+                    and "down" in alert_kinds(app, "victim")
+                    and "CRIT" in card_text(app, "victim")
+                ),
+                30,
+                "the killed server reported down on its card",
             )
             down_text = card_text(app, "victim")
             server.start(port=server.port)
             await wait_for(
                 pilot,
-                lambda: app.readings["victim"].up
-                and acceptance_of(app, "victim") == 1.0
-                and re.search(r"accept(ance)? +1\.00", card_text(app, "victim"))  # compact or roomy card
-                and "CRIT" not in card_text(app, "victim"),
-                60, "the restarted server up again with its acceptance on the card",
+                lambda: (
+                    app.readings["victim"].up
+                    and acceptance_of(app, "victim") == 1.0
+                    and re.search(r"accept(ance)? +1\.00", card_text(app, "victim"))  # compact or roomy card
+                    and "CRIT" not in card_text(app, "victim")
+                ),
+                60,
+                "the restarted server up again with its acceptance on the card",
             )
             up_text = card_text(app, "victim")
             rates_seen = app.history.endpoint("victim").values("generation_tokens_per_s")

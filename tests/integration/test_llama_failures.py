@@ -36,9 +36,26 @@ def test_bench_reports_errors_when_the_server_dies_mid_burst(
     report = tmp_path / "burst.json"
     process = start_spectop(
         [
-            "bench", "--a", server.url, "--requests", str(BURST_REQUESTS), "--concurrency", "2",
-            "--rounds", "1", "--warmup", "0", "--max-tokens", "256", "--temperature", "0",
-            "--timeout", "10", "--no-history", "--json", str(report),
+            "bench",
+            "--a",
+            server.url,
+            "--requests",
+            str(BURST_REQUESTS),
+            "--concurrency",
+            "2",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--max-tokens",
+            "256",
+            "--temperature",
+            "0",
+            "--timeout",
+            "10",
+            "--no-history",
+            "--json",
+            str(report),
         ],
         tmp_path,
     )
@@ -78,4 +95,3 @@ def test_snapshot_sees_a_restarted_server_again(
     assert up.returncode == 0, up.stderr
     [record] = json_lines(up.stdout)
     assert record["up"] is True and record["backend"] == "llamacpp"
-

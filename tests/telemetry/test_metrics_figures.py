@@ -205,7 +205,8 @@ def _sglang_rank_page(decode: float, running: float, dp: bool) -> str:
     for rank in range(4):
         dp_label = f'dp_rank="{rank}",' if dp else ""
         labels = (
-            f'{dp_label}engine_type="unified",model_name="m",moe_ep_rank="{rank}",pp_rank="0",tp_rank="{rank}"'
+            f'{dp_label}engine_type="unified",model_name="m",'
+            f'moe_ep_rank="{rank}",pp_rank="0",tp_rank="{rank}"'
         )
         lines += [
             f'sglang:realtime_tokens_total{{{labels},mode="decode"}} {decode}',

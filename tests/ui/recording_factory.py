@@ -59,8 +59,13 @@ def recording_lines() -> list[str]:
     header = HeaderRecord(
         time=START,
         endpoints=[
-            RecordedEndpoint(name="mtp-on", url="http://127.0.0.1:8000", backend="vllm", model=MODEL,
-                             acceptance_threshold=0.6),
+            RecordedEndpoint(
+                name="mtp-on",
+                url="http://127.0.0.1:8000",
+                backend="vllm",
+                model=MODEL,
+                acceptance_threshold=0.6,
+            ),
             RecordedEndpoint(name="mtp-off", url="http://127.0.0.1:8001", backend="vllm", model=MODEL),
             RecordedEndpoint(name="llama-draft", url="http://127.0.0.1:8080", backend="llamacpp"),
         ],
@@ -68,35 +73,78 @@ def recording_lines() -> list[str]:
     lines = [header.model_dump_json()]
     for step in range(STEPS):
         now = START + step * STEP_S
-        lines.append(ReadingRecord(name="mtp-on", url="http://127.0.0.1:8000", time=now, up=True,
-                                   backend="vllm", model=MODEL, window_s=60.0, figures=_mtp_on(step)
-                                   ).model_dump_json())
-        lines.append(ReadingRecord(name="mtp-off", url="http://127.0.0.1:8001", time=now + 0.1, up=True,
-                                   backend="vllm", model=MODEL, window_s=60.0, figures=_mtp_off(step)
-                                   ).model_dump_json())
+        lines.append(
+            ReadingRecord(
+                name="mtp-on",
+                url="http://127.0.0.1:8000",
+                time=now,
+                up=True,
+                backend="vllm",
+                model=MODEL,
+                window_s=60.0,
+                figures=_mtp_on(step),
+            ).model_dump_json()
+        )
+        lines.append(
+            ReadingRecord(
+                name="mtp-off",
+                url="http://127.0.0.1:8001",
+                time=now + 0.1,
+                up=True,
+                backend="vllm",
+                model=MODEL,
+                window_s=60.0,
+                figures=_mtp_off(step),
+            ).model_dump_json()
+        )
         down = 100 <= step < 110
-        lines.append(ReadingRecord(
-            name="llama-draft", url="http://127.0.0.1:8080", time=now + 0.2, up=not down,
-            error="connection refused" if down else None, backend="llamacpp", model="qwen2.5-0.5b",
-            window_s=60.0, consecutive_failures=step - 99 if down else 0,
-            figures=Figures() if down else Figures(
-                generation_tokens_per_s=52.0, acceptance_rate=1.0, mean_acceptance_length=9.0,
-                per_position_acceptance=[1.0] * 8, tpot_mean_s=0.0042, running=1, waiting=0),
-        ).model_dump_json())
+        lines.append(
+            ReadingRecord(
+                name="llama-draft",
+                url="http://127.0.0.1:8080",
+                time=now + 0.2,
+                up=not down,
+                error="connection refused" if down else None,
+                backend="llamacpp",
+                model="qwen2.5-0.5b",
+                window_s=60.0,
+                consecutive_failures=step - 99 if down else 0,
+                figures=Figures()
+                if down
+                else Figures(
+                    generation_tokens_per_s=52.0,
+                    acceptance_rate=1.0,
+                    mean_acceptance_length=9.0,
+                    per_position_acceptance=[1.0] * 8,
+                    tpot_mean_s=0.0042,
+                    running=1,
+                    waiting=0,
+                ),
+            ).model_dump_json()
+        )
         if step % 5 == 0:
             rate = _mtp_on(step).acceptance_rate or 0.0
             event = SpecDecodeEvent(
-                backend="vllm", acceptance_rate=rate, mean_acceptance_length=1 + 2 * rate,
+                backend="vllm",
+                acceptance_rate=rate,
+                mean_acceptance_length=1 + 2 * rate,
                 line=f"INFO SpecDecoding metrics: Mean acceptance length: {1 + 2 * rate:.2f}, "
                 f"Avg Draft acceptance rate: {rate * 100:.1f}%",
             )
             lines.append(LogRecord(endpoint="mtp-on", time=now + 0.3, event=event).model_dump_json())
-            stats = StatsEvent(backend="vllm", generation_tokens_per_s=600.0,
-                               line="INFO Avg generation throughput: 600.0 tokens/s, Running: 3 reqs")
+            stats = StatsEvent(
+                backend="vllm",
+                generation_tokens_per_s=600.0,
+                line="INFO Avg generation throughput: 600.0 tokens/s, Running: 3 reqs",
+            )
             lines.append(LogRecord(endpoint="mtp-on", time=now + 0.4, event=stats).model_dump_json())
         if step == 95:
-            error = ErrorEvent(backend="llamacpp", category="oom", message="failed to allocate KV cache",
-                               line="E srv  load_model: failed to allocate KV cache (out of memory)")
+            error = ErrorEvent(
+                backend="llamacpp",
+                category="oom",
+                message="failed to allocate KV cache",
+                line="E srv  load_model: failed to allocate KV cache (out of memory)",
+            )
             lines.append(LogRecord(endpoint="llama-draft", time=now + 0.5, event=error).model_dump_json())
     return lines
 

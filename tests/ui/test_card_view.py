@@ -14,8 +14,14 @@ from tui.widgets.card_view import CardData, badge_line, compact_lines, roomy_lin
 
 
 def _reading(time: float, up: bool = True, **figures: float) -> ReadingRecord:
-    return ReadingRecord(name="a", time=time, up=up, error=None if up else "connection refused",
-                         backend="vllm", figures=Figures(**figures))  # type: ignore[arg-type]
+    return ReadingRecord(
+        name="a",
+        time=time,
+        up=up,
+        error=None if up else "connection refused",
+        backend="vllm",
+        figures=Figures(**figures),
+    )  # type: ignore[arg-type]
 
 
 def test_status_waiting_up_stale_down() -> None:

@@ -25,7 +25,10 @@ async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
     text = text.replace("acceptance_threshold = 0.6", "acceptance_threshold = 0.7")
     config.write_text(text, encoding="utf-8")
     server = SimServer(
-        flavor="vllm", config_path=config, log_path=tmp_path / "sim.log", log_interval_s=0.5,
+        flavor="vllm",
+        config_path=config,
+        log_path=tmp_path / "sim.log",
+        log_interval_s=0.5,
         background_load_rps=20.0,
     )
     async with server:
@@ -111,8 +114,13 @@ async def test_record_then_replay_gives_the_same_figures(sim: SimServer, tmp_pat
     recorded = [record async for record in read_records(path) if isinstance(record, ReadingRecord)]
     assert len(recorded) >= 5
     assert any(record.figures == seen_live for record in recorded)
-    replayed = SpectopApp(Settings(), replay_path=path, replay_speed=0, theme_folders=[themes_dir()],
-                          remember_theme_choice=False)
+    replayed = SpectopApp(
+        Settings(),
+        replay_path=path,
+        replay_speed=0,
+        theme_folders=[themes_dir()],
+        remember_theme_choice=False,
+    )
     async with replayed.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: replayed.replay_done)
         assert replayed.readings["sim"].figures == recorded[-1].figures

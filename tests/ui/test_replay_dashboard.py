@@ -117,9 +117,7 @@ async def test_help_pause_speed_and_filter(replay_app: Callable[..., SpectopApp]
         assert all(card.display for card in app.screen.query(EndpointCard))
 
 
-async def test_theme_cycles_and_is_remembered(
-    replay_app: Callable[..., SpectopApp], tmp_path: Path
-) -> None:
+async def test_theme_cycles_and_is_remembered(replay_app: Callable[..., SpectopApp], tmp_path: Path) -> None:
     app = replay_app(remember_theme_choice=True)
     async with app.run_test(size=(80, 24)) as pilot:
         assert app.theme == "spectop-dark"
@@ -154,8 +152,13 @@ async def test_a_broken_recording_line_is_reported_not_fatal(tmp_path: Path) -> 
     path = tmp_path / "bad.jsonl"
     good = ReadingRecord(name="x", time=1.0, up=True).model_dump_json()
     path.write_text(f"{good}\n{{oops\n{good}\n", encoding="utf-8")
-    app = SpectopApp(Settings(), replay_path=path, replay_speed=0, theme_folders=[themes_dir()],
-                     remember_theme_choice=False)
+    app = SpectopApp(
+        Settings(),
+        replay_path=path,
+        replay_speed=0,
+        theme_folders=[themes_dir()],
+        remember_theme_choice=False,
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.replay_done)
         messages = [notification.message for notification in app._notifications]

@@ -23,9 +23,30 @@ MAX_SANE_RETRIES = 3
 
 # Model families whose checkpoints ship MTP / NextN heads trained with the target (vllm.md §3.1,
 # sglang-server-args.md §A). Matched case-insensitively against the model name.
-MTP_FAMILIES = ("deepseek-v3", "deepseek-r1", "deepseek-v4", "mimo", "glm-4.5", "glm-4.6", "glm-4.7", "glm-5",
-                "qwen3-next", "qwen3.5", "ernie-4.5", "longcat", "kimi-k2", "step3", "gemma-4", "gemma4",
-                "nemotron-h", "exaone", "bailing", "ling-", "minimax", "pangu")
+MTP_FAMILIES = (
+    "deepseek-v3",
+    "deepseek-r1",
+    "deepseek-v4",
+    "mimo",
+    "glm-4.5",
+    "glm-4.6",
+    "glm-4.7",
+    "glm-5",
+    "qwen3-next",
+    "qwen3.5",
+    "ernie-4.5",
+    "longcat",
+    "kimi-k2",
+    "step3",
+    "gemma-4",
+    "gemma4",
+    "nemotron-h",
+    "exaone",
+    "bailing",
+    "ling-",
+    "minimax",
+    "pangu",
+)
 
 
 @dataclass(frozen=True)
@@ -125,12 +146,21 @@ def _schema_rules(lint: _Linter) -> None:
             lint.add("removed-key", "warning", path, message, fix)
     for path in unknown_keys(lint.doc.kind, lint.data):
         if is_secret_key(path):
-            lint.add("secret-in-file", "warning", path,
-                     f"{dotted(path)} looks like a credential stored in the file",
-                     "move it to an environment variable and name that variable in api_key_env")
+            lint.add(
+                "secret-in-file",
+                "warning",
+                path,
+                f"{dotted(path)} looks like a credential stored in the file",
+                "move it to an environment variable and name that variable in api_key_env",
+            )
         elif path not in removed:
-            lint.add("unknown-key", "info", path, f"spectop does not know {dotted(path)!r}; kept as it is",
-                     "check the spelling; unknown keys are passed through untouched")
+            lint.add(
+                "unknown-key",
+                "info",
+                path,
+                f"spectop does not know {dotted(path)!r}; kept as it is",
+                "check the spelling; unknown keys are passed through untouched",
+            )
 
 
 # --- vLLM config.toml -----------------------------------------------------------------------------------
@@ -145,41 +175,70 @@ def _vllm_rules(lint: _Linter) -> None:
     spec_on = _vllm_spec_on(lint)
     tokens = lint.value(("speculative", "num_speculative_tokens"))
     if spec_on and isinstance(tokens, int) and tokens > MAX_USEFUL_DRAFT_TOKENS:
-        lint.add("too-many-draft-tokens", "warning", ("speculative", "num_speculative_tokens"),
-                 f"{tokens} draft tokens: above {MAX_USEFUL_DRAFT_TOKENS}, acceptance falls faster than "
-                 "throughput rises", "start at 2, step up to 4 while watching the acceptance curve")
+        lint.add(
+            "too-many-draft-tokens",
+            "warning",
+            ("speculative", "num_speculative_tokens"),
+            f"{tokens} draft tokens: above {MAX_USEFUL_DRAFT_TOKENS}, acceptance falls faster than "
+            "throughput rises",
+            "start at 2, step up to 4 while watching the acceptance curve",
+        )
     method = lint.value(("speculative", "method"))
     target = lint.value(("model", "name"))
     draft = lint.value(("speculative", "model")) or lint.value(("speculative", "speculative_model"))
     if spec_on and isinstance(target, str):
         is_mtp = method in (None, "mtp") or (isinstance(method, str) and method.endswith("_mtp"))
         if is_mtp and draft in (None, target) and not _model_has_mtp(target):
-            lint.add("untrained-draft", "warning", ("speculative", "method") if method else ("speculative",),
-                     f"{target} has no MTP heads trained with it: drafting will mostly be rejected "
-                     "(acceptance < 0.3 makes it slower)",
-                     "use a model with native MTP (DeepSeek-V3/R1, MiMo, ...) or an EAGLE/draft model "
-                     "trained for this target")
+            lint.add(
+                "untrained-draft",
+                "warning",
+                ("speculative", "method") if method else ("speculative",),
+                f"{target} has no MTP heads trained with it: drafting will mostly be rejected "
+                "(acceptance < 0.3 makes it slower)",
+                "use a model with native MTP (DeepSeek-V3/R1, MiMo, ...) or an EAGLE/draft model "
+                "trained for this target",
+            )
         if isinstance(method, str) and method.endswith("_mtp"):
-            lint.add("deprecated-method", "info", ("speculative", "method"),
-                     f"vLLM rewrites method {method!r} to 'mtp' with a deprecation warning",
-                     'write method = "mtp"')
+            lint.add(
+                "deprecated-method",
+                "info",
+                ("speculative", "method"),
+                f"vLLM rewrites method {method!r} to 'mtp' with a deprecation warning",
+                'write method = "mtp"',
+            )
         if is_mtp and isinstance(tokens, int) and tokens > 1:
-            lint.add("mtp-layer-reuse", "info", ("speculative", "num_speculative_tokens"),
-                     "with k > 1, vLLM runs the same MTP layer k times, which may lower acceptance",
-                     "compare k = 1 and k = 2 on the dashboard")
+            lint.add(
+                "mtp-layer-reuse",
+                "info",
+                ("speculative", "num_speculative_tokens"),
+                "with k > 1, vLLM runs the same MTP layer k times, which may lower acceptance",
+                "compare k = 1 and k = 2 on the dashboard",
+            )
     memory = lint.value(("model", "gpu_memory_utilization"))
     if spec_on and isinstance(memory, int | float) and memory >= 0.9:
-        lint.add("gpu-memory-high-with-spec", "warning", ("model", "gpu_memory_utilization"),
-                 f"gpu_memory_utilization {memory} with speculation on: drafting needs extra KV cache "
-                 "(OOM risk)", f"try {SAFE_GPU_MEMORY}, or halve scheduler.max_num_seqs")
+        lint.add(
+            "gpu-memory-high-with-spec",
+            "warning",
+            ("model", "gpu_memory_utilization"),
+            f"gpu_memory_utilization {memory} with speculation on: drafting needs extra KV cache (OOM risk)",
+            f"try {SAFE_GPU_MEMORY}, or halve scheduler.max_num_seqs",
+        )
     if lint.doc.has(("speculative", "acceptance_threshold")):
-        lint.add("spectop-only-key", "info", ("speculative", "acceptance_threshold"),
-                 "no server falls back to plain decoding on low acceptance; spectop alerts instead",
-                 "keep it: spectop's dashboard warns when acceptance stays below it")
+        lint.add(
+            "spectop-only-key",
+            "info",
+            ("speculative", "acceptance_threshold"),
+            "no server falls back to plain decoding on low acceptance; spectop alerts instead",
+            "keep it: spectop's dashboard warns when acceptance stays below it",
+        )
     if spec_on and lint.value(("model", "enable_lora")) is True:
-        lint.add("spec-feature-conflict", "warning", ("model", "enable_lora"),
-                 "LoRA with speculative decoding needs a larger token budget and may fail at start-up",
-                 "raise scheduler.max_num_batched_tokens or lower num_speculative_tokens")
+        lint.add(
+            "spec-feature-conflict",
+            "warning",
+            ("model", "enable_lora"),
+            "LoRA with speculative decoding needs a larger token budget and may fail at start-up",
+            "raise scheduler.max_num_batched_tokens or lower num_speculative_tokens",
+        )
 
 
 # --- SGLang settings.json -------------------------------------------------------------------------------
@@ -194,46 +253,84 @@ def _sglang_rules(lint: _Linter) -> None:
         return
     name = str(algorithm).upper()
     if steps is None and (topk is not None or draft_tokens is not None):
-        lint.add("sglang-auto-choice", "error", ("speculative_eagle_topk",) if topk is not None
-                 else ("speculative_num_draft_tokens",),
-                 "speculative_num_steps is omitted, so topk and num_draft_tokens must be omitted too "
-                 "(SGLang stops with an AssertionError)",
-                 "set speculative_num_steps, or remove topk and num_draft_tokens to let SGLang choose")
+        lint.add(
+            "sglang-auto-choice",
+            "error",
+            ("speculative_eagle_topk",) if topk is not None else ("speculative_num_draft_tokens",),
+            "speculative_num_steps is omitted, so topk and num_draft_tokens must be omitted too "
+            "(SGLang stops with an AssertionError)",
+            "set speculative_num_steps, or remove topk and num_draft_tokens to let SGLang choose",
+        )
     if topk == 1 and isinstance(steps, int) and draft_tokens is not None and draft_tokens != steps + 1:
-        lint.add("sglang-draft-tokens-adjusted", "warning", ("speculative_num_draft_tokens",),
-                 f"with speculative_eagle_topk = 1 SGLang forces num_draft_tokens = num_steps + 1 = "
-                 f"{steps + 1} (not {draft_tokens})",
-                 f"set speculative_num_draft_tokens to {steps + 1}, or raise topk for a tree")
+        lint.add(
+            "sglang-draft-tokens-adjusted",
+            "warning",
+            ("speculative_num_draft_tokens",),
+            f"with speculative_eagle_topk = 1 SGLang forces num_draft_tokens = num_steps + 1 = "
+            f"{steps + 1} (not {draft_tokens})",
+            f"set speculative_num_draft_tokens to {steps + 1}, or raise topk for a tree",
+        )
     if isinstance(steps, int) and steps > MAX_USEFUL_DRAFT_TOKENS:
-        lint.add("too-many-draft-tokens", "warning", ("speculative_num_steps",),
-                 f"{steps} draft steps: above {MAX_USEFUL_DRAFT_TOKENS}, acceptance falls faster than "
-                 "throughput rises", "DeepSeek's default is 3 steps, topk 1, 4 draft tokens")
+        lint.add(
+            "too-many-draft-tokens",
+            "warning",
+            ("speculative_num_steps",),
+            f"{steps} draft steps: above {MAX_USEFUL_DRAFT_TOKENS}, acceptance falls faster than "
+            "throughput rises",
+            "DeepSeek's default is 3 steps, topk 1, 4 draft tokens",
+        )
     model = lint.value(("model_path",))
     needs_draft = name in ("EAGLE", "NEXTN", "EAGLE3") and not lint.value(("speculative_draft_model_path",))
     if needs_draft and isinstance(model, str) and not _model_has_mtp(model):
-        lint.add("untrained-draft", "warning", ("speculative_algorithm",),
-                 f"{model} ships no NextN/MTP heads: {name} needs a draft trained with this target",
-                 "set speculative_draft_model_path to an EAGLE draft for this model")
+        lint.add(
+            "untrained-draft",
+            "warning",
+            ("speculative_algorithm",),
+            f"{model} ships no NextN/MTP heads: {name} needs a draft trained with this target",
+            "set speculative_draft_model_path to an EAGLE draft for this model",
+        )
     memory = lint.value(("mem_fraction_static",))
     if isinstance(memory, int | float) and memory >= 0.9:
-        lint.add("gpu-memory-high-with-spec", "warning", ("mem_fraction_static",),
-                 f"mem_fraction_static {memory} with speculation on leaves little room for CUDA graphs "
-                 "and the draft", f"try {SAFE_GPU_MEMORY} or lower max_running_requests")
+        lint.add(
+            "gpu-memory-high-with-spec",
+            "warning",
+            ("mem_fraction_static",),
+            f"mem_fraction_static {memory} with speculation on leaves little room for CUDA graphs "
+            "and the draft",
+            f"try {SAFE_GPU_MEMORY} or lower max_running_requests",
+        )
     pp_size = lint.value(("pp_size",))
     if isinstance(pp_size, int) and pp_size > 1:
-        lint.add("spec-feature-conflict", "error", ("pp_size",),
-                 "SGLang rejects pipeline parallelism with speculative decoding",
-                 "set pp_size to 1 or turn speculation off")
+        lint.add(
+            "spec-feature-conflict",
+            "error",
+            ("pp_size",),
+            "SGLang rejects pipeline parallelism with speculative decoding",
+            "set pp_size to 1 or turn speculation off",
+        )
     if lint.value(("enable_mixed_chunk",)) is True:
-        lint.add("spec-feature-conflict", "warning", ("enable_mixed_chunk",),
-                 "SGLang turns mixed chunked prefill off under speculative decoding",
-                 "remove enable_mixed_chunk")
+        lint.add(
+            "spec-feature-conflict",
+            "warning",
+            ("enable_mixed_chunk",),
+            "SGLang turns mixed chunked prefill off under speculative decoding",
+            "remove enable_mixed_chunk",
+        )
     if lint.value(("enable_dp_attention",)) is True and name in ("STANDALONE", "NGRAM", "DFLASH"):
-        lint.add("spec-feature-conflict", "error", ("enable_dp_attention",),
-                 f"{name} does not support DP attention", "use EAGLE or turn enable_dp_attention off")
-    lint.add("sglang-config-format", "info", ("speculative_algorithm",),
-             "SGLang's --config takes YAML with dashed keys, not this JSON",
-             "run `spectop config launch FILE --format yaml` for a file SGLang accepts")
+        lint.add(
+            "spec-feature-conflict",
+            "error",
+            ("enable_dp_attention",),
+            f"{name} does not support DP attention",
+            "use EAGLE or turn enable_dp_attention off",
+        )
+    lint.add(
+        "sglang-config-format",
+        "info",
+        ("speculative_algorithm",),
+        "SGLang's --config takes YAML with dashed keys, not this JSON",
+        "run `spectop config launch FILE --format yaml` for a file SGLang accepts",
+    )
 
 
 # --- client settings.json -------------------------------------------------------------------------------
@@ -243,20 +340,34 @@ def _client_rules(lint: _Linter) -> None:
     timeout = lint.value(("timeout",))
     short = isinstance(timeout, int | float) and timeout < MIN_STREAM_TIMEOUT_S
     if lint.value(("stream",)) is True and short:
-        lint.add("client-timeout-short", "warning", ("timeout",),
-                 f"a {timeout} s timeout with streaming: slow first tokens (MTP adds a forward pass) "
-                 "look like failures", "use 120 s")
+        lint.add(
+            "client-timeout-short",
+            "warning",
+            ("timeout",),
+            f"a {timeout} s timeout with streaming: slow first tokens (MTP adds a forward pass) "
+            "look like failures",
+            "use 120 s",
+        )
     retries = lint.value(("max_retries",))
     if isinstance(retries, int) and retries > MAX_SANE_RETRIES:
-        lint.add("client-retries-high", "warning", ("max_retries",),
-                 f"{retries} retries multiply load on an overloaded server (retry storms)",
-                 "use 2, with backoff")
+        lint.add(
+            "client-retries-high",
+            "warning",
+            ("max_retries",),
+            f"{retries} retries multiply load on an overloaded server (retry storms)",
+            "use 2, with backoff",
+        )
     extra = lint.value(("extra_body",))
     if isinstance(extra, dict):
         for key in ("min_p", "logit_bias"):
             if key in extra:
-                lint.add("spec-feature-conflict", "info", ("extra_body", key),
-                         f"vLLM ignores {key} under speculative decoding", f"drop {key} when comparing")
+                lint.add(
+                    "spec-feature-conflict",
+                    "info",
+                    ("extra_body", key),
+                    f"vLLM ignores {key} under speculative decoding",
+                    f"drop {key} when comparing",
+                )
 
 
 _KIND_RULES: dict[str, Callable[[_Linter], None]] = {

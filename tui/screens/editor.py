@@ -388,7 +388,10 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         tab_id = "raw-pane" if tab == "raw" else tab
         self.query_one(TabbedContent).active = tab_id
         targets = {
-            "form": "#form-fields", "raw-pane": "#raw", "lint": "#lint-list", "launch": "#launch-scroll"
+            "form": "#form-fields",
+            "raw-pane": "#raw",
+            "lint": "#lint-list",
+            "launch": "#launch-scroll",
         }
         widget = self.query_one(targets[tab_id])
         if tab_id == "form":

@@ -44,7 +44,7 @@ def help_text() -> Content:
     lines += [
         Content(""),
         Content.styled("Acceptance below the endpoint's threshold for a while → WARN;", "$text-muted"),
-        Content.styled("below the critical level → CRIT. \"–\" means the backend lacks it.", "$text-muted"),
+        Content.styled('below the critical level → CRIT. "–" means the backend lacks it.', "$text-muted"),
         Content.styled("escape, q or ? closes this help", "$text-muted"),
     ]
     return Content("\n").join(lines)

@@ -132,7 +132,7 @@ def _body_start(text: str) -> tuple[int, int]:
 
 def _format_error(line_number: int, line: str) -> MetricsFormatError:
     return MetricsFormatError(
-        f"line {line_number}: expected a metric sample `name{{label=\"value\"}} value` "
+        f'line {line_number}: expected a metric sample `name{{label="value"}} value` '
         f"or a # comment, got {_quote(line)}"
     )
 

@@ -18,6 +18,7 @@ def palette_for(theme: str, variables: dict[str, str]) -> Palette:
         palette = _palettes[theme] = Palette(variables)
     return palette
 
+
 COMPACT_HEIGHT = 5
 ROOMY_HEIGHT = 8
 

@@ -32,7 +32,7 @@ BACKENDS: dict[str, Backend] = {module.NAME: module for module in (vllm, sglang,
 
 
 def detect_backend(samples: Iterable[Sample]) -> str | None:
-    """"vllm", "sglang" or "llamacpp" from the metric name prefixes (most names win), else None."""
+    """ "vllm", "sglang" or "llamacpp" from the metric name prefixes (most names win), else None."""
     counts = dict.fromkeys(BACKENDS, 0)
     for name in {sample.name for sample in samples}:  # distinct names are enough to vote
         prefix, colon, _ = name.partition(":")

@@ -102,9 +102,7 @@ def _drop_per_priority(selected: list[tuple[Sample, Metric]]) -> list[tuple[Samp
     if not with_total:
         return selected
     return [
-        pair
-        for pair in selected
-        if pair[0].name not in with_total or not pair[0].labels.get("priority", "")
+        pair for pair in selected if pair[0].name not in with_total or not pair[0].labels.get("priority", "")
     ]
 
 
