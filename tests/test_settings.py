@@ -66,14 +66,15 @@ def test_api_key_comes_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('[[endpoints]]\nname = "a"\nurl = "localhost:8000"\n', "endpoint 'a', field url: expected an http"),
+        ('[[endpoints]]\nname = "a"\nurl = "ftp://host"\n', "endpoint 'a', field url: expected an http"),
         ('[[endpoints]]\nname = "a"\nurl = "http://x"\napi_key_env = "sk-12-ab"\n', "field api_key_env"),
         ('[[endpoints]]\nname = "a"\nurl = "http://x"\nbackend = "tgi"\n', "endpoint 'a', field backend"),
-        ('[[endpoints]]\nurl = "http://x"\n', "endpoint #1, field name: Field required"),
-        ("poll_interval_s = -1\n", "field poll_interval_s"),
+        ('[[endpoints]]\nurl = "http://x"\n', "endpoint #1, field name: required, but not given"),
+        ("poll_interval_s = -1\n", "field poll_interval_s: must be greater than 0"),
         ("[alerts]\nacceptance_warning = 0.2\n", "acceptance_critical must not be above"),
         ('[[endpoints]]\nname="a"\nurl="http://x"\n[[endpoints]]\nname="a"\nurl="http://y"\n', "used twice"),
-        ("pol_interval = 3\n", "field pol_interval: Extra inputs are not permitted"),
+        ("pol_interval = 3\n", "field pol_interval: not a known field \\(did you mean 'poll_interval_s'\\?\\)"),
+        ('[alerts]\nsustained = 3\n', "field alerts.sustained: not a known field \\(did you mean 'sustained_s'\\?\\)"),
         ("poll_interval_s = \n", "not valid TOML"),
     ],
 )
@@ -82,6 +83,27 @@ def test_errors_name_the_file_the_endpoint_and_the_field(text: str, expected: st
     with pytest.raises(SettingsError, match=expected) as error:
         parse_settings(text, path)
     assert str(error.value).startswith(str(path))
+
+
+def test_messages_are_in_spectops_words_without_validator_prefixes(tmp_path: Path) -> None:
+    text = '[[endpoints]]\nname = "a"\nurl = "http://x"\nacceptance_threshold = 2\n[alerts]\nacceptance_warning = 0.2\n'
+    with pytest.raises(SettingsError) as error:
+        parse_settings(text, tmp_path / "s.toml")
+    message = str(error.value)
+    assert "must be at most 1" in message
+    for prefix in ("Value error", "Input should", "Extra inputs", "Field required"):
+        assert prefix not in message
+
+
+def test_a_url_without_scheme_gets_http_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "spectop.toml"
+    settings = parse_settings('[[endpoints]]\nname = "a"\nurl = "localhost:8000/"\n', path)
+    assert settings.endpoints[0].url == "http://localhost:8000"
+    assert settings.notes == [f"{path}: endpoint 'a': url 'localhost:8000/' has no scheme; using http://localhost:8000"]
+    from_flag = load_settings(endpoint_urls=["localhost:8000"])
+    assert from_flag.endpoints[0].url == "http://localhost:8000"
+    assert from_flag.notes == ["--endpoint localhost:8000: no scheme given; using http://localhost:8000"]
+    assert parse_settings('[[endpoints]]\nname = "a"\nurl = "https://h"\n', path).notes == []
 
 
 def test_lookup_order(tmp_path: Path) -> None:
@@ -123,7 +145,7 @@ def test_the_dashboard_refuses_a_bad_settings_file_with_exit_2(tmp_path: Path) -
     import sys
 
     bad = tmp_path / "bad.toml"
-    bad.write_text('[[endpoints]]\nname = "gpu1"\nurl = "gpu1:8000"\n')
+    bad.write_text('[[endpoints]]\nname = "gpu1"\nurl = "ftp://gpu1:8000"\n')
     result = subprocess.run(
         [sys.executable, "-m", "tui", "--config", str(bad)], capture_output=True, text=True, timeout=60
     )

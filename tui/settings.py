@@ -16,7 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from tui.validators import check_env_var_name, check_http_url
+import difflib
+
+from tui.validators import check_env_var_name, friendly_message, normalize_http_url, scheme_was_added
 
 Backend = Literal["auto", "vllm", "sglang", "llamacpp", "openai"]
 
@@ -64,7 +66,7 @@ class EndpointSettings(BaseModel):
     @field_validator("url", "metrics_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        return None if value is None else check_http_url(value).rstrip("/")
+        return None if value is None else normalize_http_url(value)
 
     @field_validator("restart_command", mode="before")
     @classmethod
@@ -98,6 +100,7 @@ class Settings(BaseModel):
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     endpoints: list[EndpointSettings] = Field(default_factory=list)
     source: Path | None = Field(None, exclude=True, description="file these settings came from")
+    notes: list[str] = Field(default_factory=list, exclude=True, description="what spectop assumed")
 
     @model_validator(mode="after")
     def _unique_names(self) -> Settings:
@@ -111,16 +114,16 @@ class Settings(BaseModel):
 
 def endpoint_from_url(url: str, name: str | None = None) -> EndpointSettings:
     """An endpoint from a bare URL: either the base URL or the metrics URL."""
-    url = url.rstrip("/")
+    url = url.strip().rstrip("/")
     metrics_url = None
     if url.endswith("/metrics"):
         metrics_url = url
         url = url[: -len("/metrics")]
-    if "://" not in url:
-        url = f"http://{url}"
-        metrics_url = f"http://{metrics_url}" if metrics_url else None
-    host = url.split("://", 1)[1]
-    return EndpointSettings(name=name or host, url=url, metrics_url=metrics_url)
+    normalized = normalize_http_url(url)  # the same rule as the settings file: host:port gets http://
+    if metrics_url is not None:
+        metrics_url = f"{normalized}/metrics"
+    host = normalized.split("://", 1)[1]
+    return EndpointSettings(name=name or host, url=normalized, metrics_url=metrics_url)
 
 
 def user_config_dir() -> Path:
@@ -155,6 +158,42 @@ def _describe_location(data: dict, location: tuple[int | str, ...]) -> str:
     return ", ".join(parts) or "top level"
 
 
+def _model_at(location: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The settings model that holds the field at `location` (for "did you mean")."""
+    parent = location[:-1]
+    if not parent:
+        return Settings
+    if parent == ("alerts",):
+        return AlertSettings
+    if len(parent) == 2 and parent[0] == "endpoints":
+        return EndpointSettings
+    return None
+
+
+def _describe_problem(item: dict) -> str:
+    message = friendly_message(item)
+    location = tuple(item["loc"])
+    if item.get("type") == "extra_forbidden" and location:
+        model = _model_at(location)
+        if model is not None:
+            known = [name for name, field in model.model_fields.items() if not field.exclude]
+            close = difflib.get_close_matches(str(location[-1]), known, n=1, cutoff=0.6)
+            message += f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(known)}"
+    return message
+
+
+def _url_notes(data: dict, settings: Settings) -> list[str]:
+    notes = []
+    raw_endpoints = data.get("endpoints") if isinstance(data.get("endpoints"), list) else []
+    for raw, endpoint in zip(raw_endpoints, settings.endpoints, strict=False):
+        for field_name in ("url", "metrics_url"):
+            given = raw.get(field_name) if isinstance(raw, dict) else None
+            used = getattr(endpoint, field_name)
+            if isinstance(given, str) and used and scheme_was_added(given, used):
+                notes.append(f"endpoint {endpoint.name!r}: {field_name} {given!r} has no scheme; using {used}")
+    return notes
+
+
 def parse_settings(text: str, source: Path | None = None) -> Settings:
     label = str(source) if source else "<settings>"
     try:
@@ -167,10 +206,10 @@ def parse_settings(text: str, source: Path | None = None) -> Settings:
         problems = []
         for item in error.errors():
             where = _describe_location(data, tuple(item["loc"]))
-            message = item["msg"].removeprefix("Value error, ")
-            problems.append(f"{label}: {where}: {message}")
+            problems.append(f"{label}: {where}: {_describe_problem(dict(item))}")
         raise SettingsError("\n".join(problems)) from error
     settings.source = source
+    settings.notes = [f"{label}: {note}" for note in _url_notes(data, settings)]
     if source is not None:
         # Relative paths in the file are relative to the file, not to the cwd.
         for endpoint in settings.endpoints:
@@ -191,9 +230,13 @@ def load_settings(
         extra = []
         for url in endpoint_urls:
             try:
-                extra.append(endpoint_from_url(url))
-            except ValidationError as error:
-                raise SettingsError(f"--endpoint {url}: {error.errors()[0]['msg']}") from error
+                endpoint = endpoint_from_url(url)
+            except (ValidationError, ValueError) as error:
+                reason = friendly_message(dict(error.errors()[0])) if isinstance(error, ValidationError) else error
+                raise SettingsError(f"--endpoint {url}: {reason}") from error
+            if scheme_was_added(url, endpoint.url):
+                settings.notes.append(f"--endpoint {url}: no scheme given; using {endpoint.url}")
+            extra.append(endpoint)
         if config_path is None:
             # URLs on the command line replace the endpoints of a file found by lookup,
             # and add to those of a file named with --config.

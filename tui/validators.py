@@ -1,11 +1,48 @@
-"""Field checks shared by the pydantic models of the files spectop reads."""
+"""Field checks shared by the pydantic models of the files spectop reads, and their messages.
+
+One URL rule everywhere (`--endpoint`, `spectop.toml`, `spectop snapshot`, `spectop bench`): an
+http(s) URL; a bare `host:port` gets `http://` in front (and the caller says so); any other scheme
+is refused. Validation errors are told in spectop's words, without pydantic's prefixes.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def normalize_http_url(value: str) -> str:
+    """`value` as an http(s) URL without a trailing slash; `host:port` becomes `http://host:port`."""
+    text = value.strip()
+    if not text:
+        raise ValueError("expected an http:// or https:// URL, got an empty value")
+    if not _SCHEME.match(text):
+        text = f"http://{text}"
+    scheme = text.split("://", 1)[0].lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    try:
+        host = urlsplit(text).hostname
+    except ValueError as error:  # e.g. an unclosed [ in an IPv6 literal
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r} ({error})") from None
+    if not host:
+        raise ValueError(f"expected an http:// or https:// URL with a host, got {value!r}")
+    return text.rstrip("/")
+
+
+def scheme_was_added(original: str, normalized: str) -> bool:
+    return not _SCHEME.match(original.strip()) and normalized.startswith("http://")
+
 
 def check_http_url(value: str) -> str:
-    if not value.startswith(("http://", "https://")):
-        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    """For fields that are kept as written (config files): the URL must carry its scheme."""
+    normalized = normalize_http_url(value)
+    if scheme_was_added(value, normalized):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r} (did you mean {normalized!r}?)")
     return value
 
 
@@ -16,3 +53,50 @@ def check_env_var_name(value: str) -> str:
             "expected the NAME of an environment variable (letters, digits, _), not the key itself"
         )
     return value
+
+
+# pydantic's error types → spectop's words. `ctx` carries the bound of a range error.
+_MESSAGES: dict[str, str] = {
+    "missing": "required, but not given",
+    "extra_forbidden": "not a known field",
+    "greater_than": "must be greater than {gt}",
+    "greater_than_equal": "must be at least {ge}",
+    "less_than": "must be less than {lt}",
+    "less_than_equal": "must be at most {le}",
+    "string_too_short": "must not be empty",
+    "float_parsing": "expected a number",
+    "float_type": "expected a number",
+    "int_parsing": "expected a whole number",
+    "int_type": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "bool_parsing": "expected true or false",
+    "bool_type": "expected true or false",
+    "string_type": "expected text (a quoted string)",
+    "list_type": "expected a list",
+    "dict_type": "expected a table / object",
+    "model_type": "expected a table / object",
+    "finite_number": "expected a finite number",
+}
+
+
+def friendly_message(error: dict[str, Any]) -> str:
+    """One pydantic error (an item of `ValidationError.errors()`) as spectop says it."""
+    kind = str(error.get("type", ""))
+    message = str(error.get("msg", ""))
+    if kind == "value_error" or message.startswith(("Value error, ", "Assertion failed, ")):
+        return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if kind == "literal_error":
+        expected = (error.get("ctx") or {}).get("expected")
+        got = error.get("input")
+        return f"expected one of {expected}, got {got!r}" if expected else message
+    template = _MESSAGES.get(kind)
+    if template is None:
+        return message
+    try:
+        return template.format(**(error.get("ctx") or {}))
+    except (KeyError, IndexError):
+        return message
+
+
+def field_path(location: Sequence[int | str]) -> str:
+    return ".".join(str(part) for part in location) or "(top level)"
