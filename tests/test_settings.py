@@ -73,8 +73,8 @@ def test_api_key_comes_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) 
         ("poll_interval_s = -1\n", "field poll_interval_s: must be greater than 0"),
         ("[alerts]\nacceptance_warning = 0.2\n", "acceptance_critical must not be above"),
         ('[[endpoints]]\nname="a"\nurl="http://x"\n[[endpoints]]\nname="a"\nurl="http://y"\n', "used twice"),
-        ("pol_interval = 3\n", "field pol_interval: not a known field \\(did you mean 'poll_interval_s'\\?\\)"),
-        ('[alerts]\nsustained = 3\n', "field alerts.sustained: not a known field \\(did you mean 'sustained_s'\\?\\)"),
+        ("pol_interval = 3\n", r"field pol_interval: not a known field \(did you mean 'poll_interval_s'\?\)"),
+        ("[alerts]\nsustained = 3\n", r"alerts.sustained: not a known field \(did you mean 'sustained_s'"),
         ("poll_interval_s = \n", "not valid TOML"),
     ],
 )
@@ -86,7 +86,10 @@ def test_errors_name_the_file_the_endpoint_and_the_field(text: str, expected: st
 
 
 def test_messages_are_in_spectops_words_without_validator_prefixes(tmp_path: Path) -> None:
-    text = '[[endpoints]]\nname = "a"\nurl = "http://x"\nacceptance_threshold = 2\n[alerts]\nacceptance_warning = 0.2\n'
+    text = (
+        '[[endpoints]]\nname = "a"\nurl = "http://x"\nacceptance_threshold = 2\n'
+        "[alerts]\nacceptance_warning = 0.2\n"
+    )
     with pytest.raises(SettingsError) as error:
         parse_settings(text, tmp_path / "s.toml")
     message = str(error.value)
@@ -99,7 +102,9 @@ def test_a_url_without_scheme_gets_http_and_says_so(tmp_path: Path) -> None:
     path = tmp_path / "spectop.toml"
     settings = parse_settings('[[endpoints]]\nname = "a"\nurl = "localhost:8000/"\n', path)
     assert settings.endpoints[0].url == "http://localhost:8000"
-    assert settings.notes == [f"{path}: endpoint 'a': url 'localhost:8000/' has no scheme; using http://localhost:8000"]
+    assert settings.notes == [
+        f"{path}: endpoint 'a': url 'localhost:8000/' has no scheme; using http://localhost:8000"
+    ]
     from_flag = load_settings(endpoint_urls=["localhost:8000"])
     assert from_flag.endpoints[0].url == "http://localhost:8000"
     assert from_flag.notes == ["--endpoint localhost:8000: no scheme given; using http://localhost:8000"]

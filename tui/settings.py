@@ -8,6 +8,7 @@ environment variable that holds one (`api_key_env`).
 
 from __future__ import annotations
 
+import difflib
 import os
 import shlex
 import tomllib
@@ -15,8 +16,6 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-import difflib
 
 from tui.validators import check_env_var_name, friendly_message, normalize_http_url, scheme_was_added
 
@@ -190,7 +189,8 @@ def _url_notes(data: dict, settings: Settings) -> list[str]:
             given = raw.get(field_name) if isinstance(raw, dict) else None
             used = getattr(endpoint, field_name)
             if isinstance(given, str) and used and scheme_was_added(given, used):
-                notes.append(f"endpoint {endpoint.name!r}: {field_name} {given!r} has no scheme; using {used}")
+                where = f"endpoint {endpoint.name!r}: {field_name} {given!r}"
+                notes.append(f"{where} has no scheme; using {used}")
     return notes
 
 
@@ -232,7 +232,10 @@ def load_settings(
             try:
                 endpoint = endpoint_from_url(url)
             except (ValidationError, ValueError) as error:
-                reason = friendly_message(dict(error.errors()[0])) if isinstance(error, ValidationError) else error
+                if isinstance(error, ValidationError):
+                    reason: object = friendly_message(dict(error.errors()[0]))
+                else:
+                    reason = error
                 raise SettingsError(f"--endpoint {url}: {reason}") from error
             if scheme_was_added(url, endpoint.url):
                 settings.notes.append(f"--endpoint {url}: no scheme given; using {endpoint.url}")
