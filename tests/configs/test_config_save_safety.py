@@ -332,3 +332,31 @@ def test_missing_file_exits_2(tmp_path: Path, action: list[str], capsys) -> None
     missing = str(tmp_path / "nonexistent.toml")
     assert main(["config", action[0], missing, *action[1:]]) == 2
     assert "No such file" in capsys.readouterr().err
+
+
+# --- what else a rename would drop ------------------------------------------------------------------------
+
+
+def test_extended_attributes_are_kept(config_toml: Path, monkeypatch, capsys) -> None:
+    try:
+        os.setxattr(config_toml, "user.spectop-test", b"kept")
+    except OSError:
+        pytest.skip("no user xattrs on this filesystem")
+    assert main(["config", "set", str(config_toml), KEY, "3"]) == 0
+    assert os.getxattr(config_toml, "user.spectop-test") == b"kept"
+    assert os.getxattr(config_toml.with_name("config.toml.bak"), "user.spectop-test") == b"kept"
+
+    def refused(*args: object) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(atomic.os, "setxattr", refused)
+    assert main(["config", "set", str(config_toml), KEY, "4"]) == 0
+    assert "extended attributes not kept (not permitted): user.spectop-test" in capsys.readouterr().err
+
+
+def test_hard_links_are_reported(config_toml: Path, capsys) -> None:
+    other = config_toml.with_name("copy.toml")
+    os.link(config_toml, other)
+    assert main(["config", "set", str(config_toml), KEY, "3"]) == 0
+    assert "1 other hard link(s); they still hold the previous version" in capsys.readouterr().err
+    assert _tokens(config_toml) == 3 and _tokens(other) == 2

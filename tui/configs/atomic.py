@@ -248,10 +248,28 @@ def _describe(error: OSError) -> str:
     return error.strerror or str(error)
 
 
+def _keep_xattrs(fd: int, source: Path) -> str | None:
+    """Copy the extended attributes of `source` (POSIX ACLs, SELinux label, user.*); warn of any lost."""
+    if not hasattr(os, "listxattr"):
+        return None
+    try:
+        names = os.listxattr(source)
+    except OSError:  # the filesystem has none
+        return None
+    lost = []
+    for name in names:
+        try:
+            os.setxattr(fd, name, os.getxattr(source, name))
+        except OSError:
+            lost.append(name)
+    return f"extended attributes not kept (not permitted): {', '.join(lost)}" if lost else None
+
+
 def _replace_with(
     target: Path, data: bytes, original: os.stat_result | None, saving: Path, what: str = ""
 ) -> tuple[str, ...]:
-    """Write `data` to a temp file beside `target` with the original's metadata, then rename it over.
+    """Write `data` to a temp file beside `target` with the metadata of the file `saving` resolves to
+    (`original`, its stat), then rename it over `target`.
 
     Errors name `saving` (the file the user saves) and `what` was being written when it is not that file.
     """
@@ -268,9 +286,10 @@ def _replace_with(
         try:
             _write_all(fd, data)
             if original is not None:
-                warning = _keep_owner(fd, original)
-                if warning:
-                    warnings.append(f"{target}: {warning}")
+                source = resolve_target(saving)
+                for warning in (_keep_owner(fd, original), _keep_xattrs(fd, source)):
+                    if warning:
+                        warnings.append(f"{source}: {warning}")
             mode = stat.S_IMODE(original.st_mode) if original is not None else NEW_FILE_MODE
             os.fchmod(fd, mode)  # after the chown, which may clear setuid/setgid bits
             os.fsync(fd)
@@ -320,6 +339,9 @@ def atomic_write(
         _write_backup(target, original, Path(path))
     warnings = _replace_with(target, data, original, Path(path))
     _fsync_dir(target.parent)
+    if original is not None and original.st_nlink > 1:
+        others = original.st_nlink - 1
+        warnings += (f"{target}: had {others} other hard link(s); they still hold the previous version",)
     return SaveResult(FileStamp.of_bytes(target, data), target, warnings)
 
 
