@@ -126,7 +126,7 @@ def _set(args: argparse.Namespace, kind: Any) -> int:
         try:
             result = save_text(args.file, changed.text, opened.kind, opened.stamp, allow_read_only=args.force)
         except ReadOnlyFileError as error:
-            return _error(f"{error} (--force replaces it anyway)")
+            return _error(f"{error}: not saved (--force replaces it anyway)")
         for warning in result.warnings:
             print(f"spectop config: warning: {warning}", file=sys.stderr)
     return 0

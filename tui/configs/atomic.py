@@ -112,9 +112,7 @@ def read_only_reason(path: Path, info: os.stat_result) -> str | None:
     """Why the current user must not replace the file (None when it is writable)."""
     if mode_allows_write(info.st_mode, info.st_uid, info.st_gid, os.geteuid(), _user_groups()):
         return None
-    return (
-        f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}, owner {_owner_text(info)}): not saved"
-    )
+    return f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}, owner {_owner_text(info)})"
 
 
 # --- owner and group ----------------------------------------------------------------------------------------
@@ -278,8 +276,7 @@ def _replace_with(
         fd, temp = _create_temp(folder, name)
     except OSError as error:
         raise SaveError(
-            f"{saving}: not saved: cannot create a temporary file in {folder}: {_describe(error)}; "
-            "the file is unchanged"
+            f"{saving}: cannot create a temporary file in {folder}: {_describe(error)}; the file is unchanged"
         ) from None
     warnings: list[str] = []
     try:
@@ -300,7 +297,7 @@ def _replace_with(
         with contextlib.suppress(OSError):
             temp.unlink()
         if isinstance(error, OSError) and not isinstance(error, ConfigError):
-            raise SaveError(f"{saving}: not saved: {what}{_describe(error)}; the file is unchanged") from None
+            raise SaveError(f"{saving}: {what}{_describe(error)}; the file is unchanged") from None
         raise
     return tuple(warnings)
 
@@ -326,9 +323,9 @@ def atomic_write(
     except FileNotFoundError:
         original = None
     except OSError as error:
-        raise SaveError(f"{path}: cannot read its status: {_describe(error)}; not saved") from None
+        raise SaveError(f"{path}: cannot read its status: {_describe(error)}") from None
     if original is not None and not stat.S_ISREG(original.st_mode):
-        raise SaveError(f"{target} is not a regular file; not saved")
+        raise SaveError(f"{target} is not a regular file")
     if original is not None and not allow_read_only:
         reason = read_only_reason(target, original)
         if reason:
@@ -351,6 +348,6 @@ def _write_backup(target: Path, original: os.stat_result, saving: Path) -> None:
     try:
         data = target.read_bytes()
     except OSError as error:
-        raise SaveError(f"{saving}: not saved: cannot read it for the backup: {_describe(error)}") from None
+        raise SaveError(f"{saving}: cannot read it for the backup: {_describe(error)}") from None
     # Owner warnings are reported once, for the file itself.
     _replace_with(backup, data, original, saving, f"writing the backup {backup.name}: ")
