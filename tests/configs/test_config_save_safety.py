@@ -200,6 +200,27 @@ def test_full_disk_is_a_one_line_error(config_toml: Path, monkeypatch, capsys, c
     assert _temps(config_toml.parent) == []
 
 
+def test_full_disk_after_the_backup_keeps_the_file_and_a_whole_backup(config_toml: Path, monkeypatch) -> None:
+    real_fsync = os.fsync
+    temps_synced: list[int] = []
+
+    def full_on_the_second_temp(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
+            temps_synced.append(fd)
+            if len(temps_synced) == 2:  # the backup's temp went through; the file's own fails
+                raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", full_on_the_second_temp)
+    before = config_toml.read_bytes()
+    opened = open_config(config_toml)
+    with pytest.raises(atomic.SaveError, match="no space left on the device; the file is unchanged"):
+        save_text(config_toml, opened.text.replace("= 2", "= 3"), opened.kind, opened.stamp)
+    assert config_toml.read_bytes() == before
+    assert config_toml.with_name("config.toml.bak").read_bytes() == before
+    assert _temps(config_toml.parent) == []
+
+
 def test_full_disk_in_a_real_process_prints_no_traceback(config_toml: Path) -> None:
     """The whole CLI in a child process, with fsync failing there: exit 1, one line, no traceback."""
     before = config_toml.read_bytes()
