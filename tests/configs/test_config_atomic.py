@@ -32,7 +32,7 @@ def test_exception_between_write_and_rename_keeps_the_old_file(tmp_path: Path, m
         real_replace(src, dst)
 
     monkeypatch.setattr(atomic.os, "replace", failing_replace)
-    with pytest.raises(OSError, match="injected"):
+    with pytest.raises(atomic.SaveError, match="injected"):
         atomic_write(target, NEW)
     assert target.read_bytes() == OLD
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "config.toml.bak"]  # no temp left
@@ -103,11 +103,11 @@ def test_permissions_and_backup_are_kept(tmp_path: Path) -> None:
     target = tmp_path / "config.toml"
     target.write_bytes(OLD)
     target.chmod(0o600)
-    stamp = atomic_write(target, NEW)
+    result = atomic_write(target, NEW)
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert target.read_bytes() == NEW
     assert (tmp_path / "config.toml.bak").read_bytes() == OLD
-    assert stamp == stamp_file(target)
+    assert result.stamp == stamp_file(target) and result.warnings == ()
 
 
 def test_external_change_is_detected(tmp_path: Path) -> None:

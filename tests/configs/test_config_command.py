@@ -123,7 +123,7 @@ def test_get_show_and_forced_kind(config_toml: Path, tmp_path: Path, capsys) -> 
     assert "sglang_json" in capsys.readouterr().out
     assert main(["config", "show", "--kind", "yaml", str(odd)]) == 1
     assert "unknown kind" in capsys.readouterr().err
-    assert main(["config", "show", str(tmp_path / "missing.toml")]) == 1
+    assert main(["config", "show", str(tmp_path / "missing.toml")]) == 2  # README: unreadable file -> 2
 
 
 def test_lint_json_output_and_exit_codes(capsys) -> None:

@@ -31,6 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     set_parser.add_argument("key", metavar="KEY", help="dotted path, e.g. speculative.num_speculative_tokens")
     set_parser.add_argument("value", metavar="VALUE", help='TOML/JSON literal (2, 0.85, true, "x") or text')
     set_parser.add_argument("--dry-run", action="store_true", help="print the diff, do not write")
+    set_parser.add_argument(
+        "--new-key",
+        action="store_true",
+        help="add a key the schema does not know (else refused as a typo)",
+    )
+    set_parser.add_argument(
+        "--force", action="store_true", help="replace the file even when its mode makes it read-only"
+    )
     lint = add("lint", "advice with ids, severities, lines and fixes; exit 1 when an error is found")
     lint.add_argument("--json", action="store_true", help="one JSON array of findings")
     launch = add("launch", "print the command that starts the server (or vLLM/SGLang --config YAML)")
@@ -52,12 +60,15 @@ def _show_value(value: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui.configs.errors import ConfigError
+    from tui.configs.errors import ConfigError, UnreadableFileError
     from tui.configs.kinds import parse_kind
 
     try:
         kind = parse_kind(args.kind) if args.kind else None
         return _ACTIONS[args.config_action](args, kind)
+    except UnreadableFileError as error:
+        _error(str(error))
+        return 2  # like any command given a file it cannot read (README: exit codes)
     except ConfigError as error:
         return _error(str(error))
 
@@ -93,24 +104,31 @@ def _show(args: argparse.Namespace, kind: Any) -> int:
 
 def _get(args: argparse.Namespace, kind: Any) -> int:
     from tui.configs.document import parse_key_path
+    from tui.configs.editing import get_value
     from tui.configs.schemas import shown_value
 
     opened = _open(args, kind)
     path = parse_key_path(args.key)
-    print(shown_value(path, _show_value(opened.document.get(path))))
+    print(shown_value(path, _show_value(get_value(opened.document, path))))
     return 0
 
 
 def _set(args: argparse.Namespace, kind: Any) -> int:
+    from tui.configs.atomic import ReadOnlyFileError
     from tui.configs.document import parse_key_path
     from tui.configs.editing import save_text, set_raw_value, unified_diff
 
     opened = _open(args, kind)
-    changed = set_raw_value(opened.document, parse_key_path(args.key), args.value)
+    changed = set_raw_value(opened.document, parse_key_path(args.key), args.value, new_key=args.new_key)
     diff = unified_diff(opened.text, changed.text, str(args.file))
     sys.stdout.write(diff or "no change\n")
     if not args.dry_run and diff:
-        save_text(args.file, changed.text, opened.kind, opened.stamp)
+        try:
+            result = save_text(args.file, changed.text, opened.kind, opened.stamp, allow_read_only=args.force)
+        except ReadOnlyFileError as error:
+            return _error(f"{error}: not saved (--force replaces it anyway)")
+        for warning in result.warnings:
+            print(f"spectop config: warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -1,22 +1,42 @@
 """Atomic saves that never leave a half-written file, plus change-on-disk detection.
 
-The new bytes go to a temporary file in the same folder, are fsynced, get the
-original's permissions, and replace the original with one `os.replace` (a rename).
-The previous version is kept as `FILE.bak`. A crash at any point leaves either the
-old or the new file whole.
+The new bytes go to a temporary file beside the file (beside a symlink's target: the link is kept and
+its target edited), are fsynced, get the original's owner, group and permissions, and replace the
+original with one `os.replace` (a rename). The previous version is kept as `FILE.bak`. A crash at any
+point leaves either the old or the new file whole; temp files a killed save left behind are removed by
+the next save of the same file. Every failure is a `SaveError` with one line saying what happened; the
+file is then unchanged and no temp file is left.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
+import re
+import secrets
 import stat
-import tempfile
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tui.configs.errors import ConfigError
+
 BACKUP_SUFFIX = ".bak"
+TEMP_SUFFIX = ".tmp"
+# A temp file this old belongs to no running save (a save takes milliseconds).
+STALE_TEMP_AGE_S = 600.0
+NEW_FILE_MODE = 0o644
+
+
+class SaveError(ConfigError):
+    """A save that did not happen; the file on disk is unchanged."""
+
+
+class ReadOnlyFileError(SaveError):
+    """The file's mode gives the user no write permission; replacing it needs an explicit override."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +51,15 @@ class FileStamp:
     def of_bytes(cls, path: Path, data: bytes) -> FileStamp:
         info = path.stat()
         return cls(info.st_mtime_ns, info.st_size, hashlib.sha256(data).hexdigest())
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    """A finished save: the new stamp, the file really written, and what could not be kept."""
+
+    stamp: FileStamp
+    written: Path
+    warnings: tuple[str, ...] = ()
 
 
 def stamp_file(path: Path) -> FileStamp | None:
@@ -57,6 +86,151 @@ def changed_on_disk(path: Path, stamp: FileStamp | None) -> bool:
     return hashlib.sha256(path.read_bytes()).hexdigest() != stamp.sha256
 
 
+# --- who may write ------------------------------------------------------------------------------------------
+
+
+def mode_allows_write(mode: int, file_uid: int, file_gid: int, uid: int, groups: Iterable[int]) -> bool:
+    """Whether the permission bits give user `uid` (in `groups`) write access.
+
+    Decided by the mode alone, not by `os.access`: root may write anything, but a file nobody may write
+    (e.g. 0444) is read-only on purpose, so for root any write bit counts and none means refused.
+    """
+    if uid == 0:
+        return bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    if uid == file_uid:
+        return bool(mode & stat.S_IWUSR)
+    if file_gid in set(groups):
+        return bool(mode & stat.S_IWGRP)
+    return bool(mode & stat.S_IWOTH)
+
+
+def _user_groups() -> set[int]:
+    return {os.getegid(), *os.getgroups()}
+
+
+def read_only_reason(path: Path, info: os.stat_result) -> str | None:
+    """Why the current user must not replace the file (None when it is writable)."""
+    if mode_allows_write(info.st_mode, info.st_uid, info.st_gid, os.geteuid(), _user_groups()):
+        return None
+    return f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}, owner {_owner_text(info)})"
+
+
+# --- owner and group ----------------------------------------------------------------------------------------
+
+
+def _name_of_uid(uid: int) -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+def _name_of_gid(gid: int) -> str:
+    try:
+        import grp
+
+        return grp.getgrgid(gid).gr_name
+    except (ImportError, KeyError):
+        return str(gid)
+
+
+def _owner_text(info: os.stat_result) -> str:
+    return f"{_name_of_uid(info.st_uid)}:{_name_of_gid(info.st_gid)}"
+
+
+def _keep_owner(fd: int, original: os.stat_result) -> str | None:
+    """Give the open temp file the original's owner and group; a warning when not permitted."""
+    current = os.fstat(fd)
+    if (current.st_uid, current.st_gid) == (original.st_uid, original.st_gid):
+        return None
+    if not hasattr(os, "fchown"):
+        return f"owner {_owner_text(original)} not kept: this platform cannot change owners"
+    try:
+        os.fchown(fd, original.st_uid, original.st_gid)
+        return None
+    except PermissionError:
+        pass
+    with contextlib.suppress(PermissionError):
+        os.fchown(fd, -1, original.st_gid)  # a group the user belongs to can still be kept
+    now = os.fstat(fd)
+    return (
+        f"owner {_owner_text(original)} not kept (not permitted): the file is now {_owner_text(now)}; "
+        f"run as root or chown it back"
+    )
+
+
+# --- temp files ---------------------------------------------------------------------------------------------
+
+_LEGACY_TEMP = r"[a-z0-9_]{8}"  # tempfile.mkstemp's names, written by older spectop versions
+
+
+def _temp_pattern(name: str) -> re.Pattern[str]:
+    """Exactly the temp names this module writes for `name`: `.NAME.PID.RANDOM.tmp` (or the older
+    `.NAME.RANDOM.tmp`)."""
+    escaped, suffix = re.escape(name), re.escape(TEMP_SUFFIX)
+    return re.compile(rf"^\.{escaped}\.(?:(?P<pid>\d+)\.[0-9a-f]{{8}}|{_LEGACY_TEMP}){suffix}$")
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: someone else's live process
+        return True
+    return True
+
+
+def remove_stale_temps(folder: Path, name: str, *, now: float | None = None) -> list[Path]:
+    """Delete temp files of `name` a killed save left: only this module's own names, only regular files,
+    and only when the writing process is gone or the file is older than STALE_TEMP_AGE_S. Never raises."""
+    pattern = _temp_pattern(name)
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match is None:
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        pid = match.group("pid")
+        old = now - info.st_mtime > STALE_TEMP_AGE_S
+        if old or (pid is not None and not _pid_alive(int(pid))):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
+def _create_temp(folder: Path, name: str) -> tuple[int, Path]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        temp = folder / f".{name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        try:
+            return os.open(temp, flags, 0o600), temp
+        except FileExistsError:
+            continue
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
 def _fsync_dir(folder: Path) -> None:
     with contextlib.suppress(OSError):  # not supported on every platform / filesystem
         fd = os.open(folder, os.O_RDONLY)
@@ -66,47 +240,114 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, backup: bool = True) -> FileStamp:
-    """Replace `path` with `data` atomically; keep the old version as `path.bak`. Returns the new stamp."""
-    path = Path(path)
-    folder = path.parent
+def _describe(error: OSError) -> str:
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "no space left on the device"
+    return error.strerror or str(error)
+
+
+def _keep_xattrs(fd: int, source: Path) -> str | None:
+    """Copy the extended attributes of `source` (POSIX ACLs, SELinux label, user.*); warn of any lost."""
+    if not hasattr(os, "listxattr"):
+        return None
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-        existed = True
-    except FileNotFoundError:
-        mode, existed = 0o644, False
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    temp = Path(temp_name)
+        names = os.listxattr(source)
+    except OSError:  # the filesystem has none
+        return None
+    lost = []
+    for name in names:
+        try:
+            os.setxattr(fd, name, os.getxattr(source, name))
+        except OSError:
+            lost.append(name)
+    return f"extended attributes not kept (not permitted): {', '.join(lost)}" if lost else None
+
+
+def _replace_with(
+    target: Path, data: bytes, original: os.stat_result | None, saving: Path, what: str = ""
+) -> tuple[str, ...]:
+    """Write `data` to a temp file beside `target` with the metadata of the file `saving` resolves to
+    (`original`, its stat), then rename it over `target`.
+
+    Errors name `saving` (the file the user saves) and `what` was being written when it is not that file.
+    """
+    folder, name = target.parent, target.name
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        if backup and existed:
-            _write_backup(path)
-        os.replace(temp, path)
-    except BaseException:
+        fd, temp = _create_temp(folder, name)
+    except OSError as error:
+        raise SaveError(
+            f"{saving}: cannot create a temporary file in {folder}: {_describe(error)}; the file is unchanged"
+        ) from None
+    warnings: list[str] = []
+    try:
+        try:
+            _write_all(fd, data)
+            if original is not None:
+                source = resolve_target(saving)
+                for warning in (_keep_owner(fd, original), _keep_xattrs(fd, source)):
+                    if warning:
+                        warnings.append(f"{source}: {warning}")
+            mode = stat.S_IMODE(original.st_mode) if original is not None else NEW_FILE_MODE
+            os.fchmod(fd, mode)  # after the chown, which may clear setuid/setgid bits
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, target)
+    except BaseException as error:
         with contextlib.suppress(OSError):
             temp.unlink()
+        if isinstance(error, OSError) and not isinstance(error, ConfigError):
+            raise SaveError(f"{saving}: {what}{_describe(error)}; the file is unchanged") from None
         raise
-    _fsync_dir(folder)
-    return FileStamp.of_bytes(path, data)
+    return tuple(warnings)
 
 
-def _write_backup(path: Path) -> None:
-    """Copy the current file to FILE.bak, itself atomically (the original stays in place)."""
-    backup = path.with_name(path.name + BACKUP_SUFFIX)
-    data = path.read_bytes()
-    fd, temp_name = tempfile.mkstemp(prefix=f".{backup.name}.", suffix=".tmp", dir=path.parent)
+def resolve_target(path: Path) -> Path:
+    """The file a save really changes: a symlink's final target (the link itself stays)."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def atomic_write(
+    path: Path, data: bytes, *, backup: bool = True, allow_read_only: bool = False
+) -> SaveResult:
+    """Replace `path` with `data` atomically; keep the old version as `FILE.bak`.
+
+    A symlink is followed: its target is replaced (temp file and backup beside the target) and the link
+    is kept. Owner, group and mode are kept (a warning in the result when the owner cannot be). A file
+    the user may not write is refused with ReadOnlyFileError unless `allow_read_only`. Raises SaveError.
+    """
+    target = resolve_target(Path(path))
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, stat.S_IMODE(path.stat().st_mode))
-        os.replace(temp_name, backup)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
+        original: os.stat_result | None = target.stat()
+    except FileNotFoundError:
+        original = None
+    except OSError as error:
+        raise SaveError(f"{path}: cannot read its status: {_describe(error)}") from None
+    if original is not None and not stat.S_ISREG(original.st_mode):
+        raise SaveError(f"{target} is not a regular file")
+    if original is not None and not allow_read_only:
+        reason = read_only_reason(target, original)
+        if reason:
+            raise ReadOnlyFileError(reason)
+    remove_stale_temps(target.parent, target.name)
+    remove_stale_temps(target.parent, target.name + BACKUP_SUFFIX)
+    if backup and original is not None:
+        _write_backup(target, original, Path(path))
+    warnings = _replace_with(target, data, original, Path(path))
+    _fsync_dir(target.parent)
+    if original is not None and original.st_nlink > 1:
+        others = original.st_nlink - 1
+        warnings += (f"{target}: had {others} other hard link(s); they still hold the previous version",)
+    return SaveResult(FileStamp.of_bytes(target, data), target, warnings)
+
+
+def _write_backup(target: Path, original: os.stat_result, saving: Path) -> None:
+    """Copy the current file to FILE.bak, itself atomically (the original stays in place)."""
+    backup = target.with_name(target.name + BACKUP_SUFFIX)
+    try:
+        data = target.read_bytes()
+    except OSError as error:
+        raise SaveError(f"{saving}: cannot read it for the backup: {_describe(error)}") from None
+    # Owner warnings are reported once, for the file itself.
+    _replace_with(backup, data, original, saving, f"writing the backup {backup.name}: ")

@@ -12,11 +12,11 @@ from typing import Any
 
 import aiofiles
 
-from tui.configs.atomic import FileStamp, atomic_write, changed_on_disk
+from tui.configs.atomic import FileStamp, SaveResult, atomic_write, changed_on_disk
 from tui.configs.document import ConfigDocument, KeyPath, dotted, load_document
-from tui.configs.errors import ConfigError, ConfigSyntaxError
+from tui.configs.errors import ConfigError, ConfigSyntaxError, KeyPathError, UnreadableFileError
 from tui.configs.kinds import ConfigKind, detect_kind
-from tui.configs.schemas import SchemaIssue, typed_value, validate_data
+from tui.configs.schemas import SchemaIssue, did_you_mean, schema_knows, typed_value, validate_data
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -62,7 +62,7 @@ def open_config(path: Path, kind: ConfigKind | None = None) -> OpenedConfig:
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise ConfigError(f"{path}: {error.strerror or error}") from None
+        raise UnreadableFileError(f"{path}: {error.strerror or error}") from None
     return _opened(path, data, kind)
 
 
@@ -72,7 +72,7 @@ async def open_config_async(path: Path, kind: ConfigKind | None = None) -> Opene
         async with aiofiles.open(path, "rb") as handle:
             data = await handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as error:
-        raise ConfigError(f"{path}: {error.strerror or error}") from None
+        raise UnreadableFileError(f"{path}: {error.strerror or error}") from None
     return _opened(path, data, kind)
 
 
@@ -95,9 +95,26 @@ def new_issues(
     ]
 
 
-def set_value(doc: ConfigDocument, path: KeyPath, value: Any) -> ConfigDocument:
-    """A new document with one key changed; ConfigError when that makes the file invalid."""
+def get_value(doc: ConfigDocument, path: KeyPath) -> Any:
+    """The value at `path`; KeyPathError (with "did you mean ...?" when a key is close) when absent."""
+    try:
+        return doc.get(path)
+    except KeyPathError as error:
+        raise KeyPathError(f"{error}{did_you_mean(doc.kind, path, doc.data, in_file_only=True)}") from None
+
+
+def set_value(doc: ConfigDocument, path: KeyPath, value: Any, *, new_key: bool = False) -> ConfigDocument:
+    """A new document with one key changed; ConfigError when that makes the file invalid.
+
+    A key the schema does not know and the file does not have yet (a typo, most likely) is refused
+    with "did you mean ...?" unless `new_key`.
+    """
     after = doc.with_value(path, value)
+    if not new_key and not doc.has(path) and not schema_knows(doc.kind, path):
+        raise KeyPathError(
+            f"unknown key {dotted(path)!r}: spectop's schema does not know it and the file does not have it"
+            f"{did_you_mean(doc.kind, path, doc.data)} (to add it anyway: --new-key)"
+        )
     problems = new_issues(doc, after, path)
     if problems:
         detail = "; ".join(f"{dotted(issue.path)}: {issue.message}" for issue in problems)
@@ -105,16 +122,27 @@ def set_value(doc: ConfigDocument, path: KeyPath, value: Any) -> ConfigDocument:
     return after
 
 
-def set_raw_value(doc: ConfigDocument, path: KeyPath, raw: str) -> ConfigDocument:
+def set_raw_value(doc: ConfigDocument, path: KeyPath, raw: str, *, new_key: bool = False) -> ConfigDocument:
     """`set_value` with the value given as text (a TOML/JSON literal, else a string), typed by the schema."""
-    return set_value(doc, path, typed_value(raw, doc.kind, path))
+    return set_value(doc, path, typed_value(raw, doc.kind, path), new_key=new_key)
 
 
 def save_text(
-    path: Path, text: str, kind: ConfigKind, stamp: FileStamp | None, *, force: bool = False
-) -> FileStamp:
-    """Validate `text` parses, check nobody changed the file since `stamp`, then write atomically."""
+    path: Path,
+    text: str,
+    kind: ConfigKind,
+    stamp: FileStamp | None,
+    *,
+    force: bool = False,
+    allow_read_only: bool = False,
+) -> SaveResult:
+    """Validate `text` parses, check nobody changed the file since `stamp`, then write atomically.
+
+    `force` overwrites a file changed on disk; `allow_read_only` replaces a file the user may not write.
+    Raises SaveError (ReadOnlyFileError) when nothing was written; the result's warnings say what could
+    not be kept (e.g. the owner).
+    """
     load_document(text, kind, path)  # raises ConfigSyntaxError: never save an unparsable file
     if not force and changed_on_disk(path, stamp):
         raise ChangedOnDiskError(f"{path} changed on disk since it was opened")
-    return atomic_write(path, text.encode("utf-8"))
+    return atomic_write(path, text.encode("utf-8"), allow_read_only=allow_read_only)

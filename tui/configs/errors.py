@@ -23,3 +23,7 @@ class KindError(ConfigError):
 
 class KeyPathError(ConfigError):
     """A dotted key that does not exist or cannot be set."""
+
+
+class UnreadableFileError(ConfigError):
+    """The file cannot be read at all (missing, a folder, no permission)."""

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from tui.configs.document import ConfigDocument, KeyPath, dotted
-from tui.configs.schemas import is_secret_key, unknown_keys, validate_data
+from tui.configs.schemas import did_you_mean, is_secret_key, unknown_keys, validate_data
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -154,11 +154,14 @@ def _schema_rules(lint: _Linter) -> None:
                 "move it to an environment variable and name that variable in api_key_env",
             )
         elif path not in removed:
+            # Reported only in sections the schema knows (never inside unknown or free-form tables):
+            # there an unknown key is most likely a typo that the server rejects or silently ignores.
+            hint = did_you_mean(lint.doc.kind, path, lint.data).removeprefix("; ")
             lint.add(
                 "unknown-key",
-                "info",
+                "warning",
                 path,
-                f"spectop does not know {dotted(path)!r}; kept as it is",
+                f"spectop does not know {dotted(path)!r}; kept as it is" + (f" ({hint})" if hint else ""),
                 "check the spelling; unknown keys are passed through untouched",
             )
 

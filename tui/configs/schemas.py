@@ -7,6 +7,7 @@ the schema only says what a server would reject.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import tomllib
@@ -318,6 +319,79 @@ def _walk_unknown(model: type[BaseModel], data: Any, prefix: KeyPath, out: list[
         annotation = _strip_optional(info.annotation)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             _walk_unknown(annotation, value, path, out)
+
+
+def section_model(kind: ConfigKind, path: KeyPath) -> type[BaseModel] | None:
+    """The schema model of the section at `path` (`()` is the whole file), or None when it is not one."""
+    model = SCHEMAS[kind]
+    for depth, key in enumerate(path):
+        info = model.model_fields.get(key)
+        if info is None or path[: depth + 1] in FREE_FORM:
+            return None
+        annotation = _strip_optional(info.annotation)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model
+
+
+def schema_knows(kind: ConfigKind, path: KeyPath) -> bool:
+    """Whether the schema has this key (a field, a section, or anything inside a free-form table)."""
+    if not path:
+        return True
+    if any(path[:depth] in FREE_FORM for depth in range(1, len(path))):
+        return SCHEMAS[kind].model_fields.get(path[0]) is not None
+    parent = section_model(kind, path[:-1])
+    return parent is not None and path[-1] in parent.model_fields
+
+
+def _schema_paths(model: type[BaseModel], prefix: KeyPath) -> list[KeyPath]:
+    paths: list[KeyPath] = []
+    for name, info in model.model_fields.items():
+        path = (*prefix, name)
+        paths.append(path)
+        annotation = _strip_optional(info.annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            paths.extend(_schema_paths(annotation, path))
+    return paths
+
+
+def _data_paths(data: Any, prefix: KeyPath = ()) -> list[KeyPath]:
+    paths: list[KeyPath] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            path = (*prefix, str(key))
+            paths.append(path)
+            paths.extend(_data_paths(value, path))
+    return paths
+
+
+SUGGESTION_CUTOFF = 0.8
+
+
+def close_keys(
+    kind: ConfigKind, path: KeyPath, data: dict[str, Any], *, in_file_only: bool = False
+) -> list[str]:
+    """Known keys `path` was probably meant to be: the same key name in another section, or a close
+    spelling in the same section. Schema keys and the file's keys (only the file's with `in_file_only`)."""
+    candidates = list(
+        dict.fromkeys(_data_paths(data) + ([] if in_file_only else _schema_paths(SCHEMAS[kind], ())))
+    )
+    candidates = [candidate for candidate in candidates if candidate != path]
+    last = path[-1].lower()
+    same_name = [candidate for candidate in candidates if candidate[-1].lower() == last]
+    siblings = {candidate[-1].lower(): candidate for candidate in candidates if candidate[:-1] == path[:-1]}
+    spelled = difflib.get_close_matches(last, list(siblings), n=3, cutoff=SUGGESTION_CUTOFF)
+    found = same_name + [siblings[name] for name in spelled]
+    return list(dict.fromkeys(dotted(candidate) for candidate in found))[:3]
+
+
+def did_you_mean(kind: ConfigKind, path: KeyPath, data: dict[str, Any], *, in_file_only: bool = False) -> str:
+    """`; did you mean 'a'?` for an error message, or "" when nothing is close."""
+    keys = close_keys(kind, path, data, in_file_only=in_file_only)
+    if not keys:
+        return ""
+    return "; did you mean " + " or ".join(repr(key) for key in keys) + "?"
 
 
 def unknown_keys(kind: ConfigKind, data: dict[str, Any]) -> list[KeyPath]:

@@ -544,9 +544,8 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
                 return False
             force = True
         try:
-            self.stamp = await asyncio.to_thread(
-                save_text, self.path, text, self.kind, self.stamp, force=force
-            )
+            result = await asyncio.to_thread(save_text, self.path, text, self.kind, self.stamp, force=force)
+            self.stamp = result.stamp
         except ChangedOnDiskError as error:
             self.set_status(f"not saved: {error}", error=True)
             return False
@@ -557,4 +556,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         self.saved_text = text
         self._refresh_views()
         self.set_status(f"saved {self.path} (previous version: {self.path.name}{BACKUP_SUFFIX})")
+        for warning in result.warnings:  # e.g. the owner could not be kept
+            self.set_status(f"saved, but {warning}", error=True)
+            self.notify(warning, severity="warning")
         return True
