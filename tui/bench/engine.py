@@ -233,8 +233,11 @@ class _Run:
         self.models: dict[str, str | None] = {}
         self.results: dict[str, list[RequestResult]] = {label: [] for label, _ in config.arms()}
         self.active_s: dict[str, float] = {label: 0.0 for label, _ in config.arms()}
-        budget_requests = config.requests * len(config.arms())
-        self.budget = RetryBudget.for_requests(budget_requests, config.max_retries)
+        # Per arm: a storm on one server must not leave the other arm without retries.
+        self.budgets = {
+            label: RetryBudget.for_requests(config.requests + config.warmup, config.max_retries)
+            for label, _ in config.arms()
+        }
         self.phase: Literal["warmup", "scrape", "running", "done"] = "warmup"
         self.last_progress = 0.0
         self.progress = {
@@ -276,7 +279,7 @@ class _Run:
                 scheduled_s=scheduled,
                 timeout_s=self.config.timeout_s,
                 max_retries=self.config.max_retries,
-                budget=self.budget,
+                budget=self.budgets[label],
                 rng=self.rng,
                 secret=self.keys[label],
             )
