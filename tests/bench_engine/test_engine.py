@@ -13,7 +13,14 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, BurstProgress, run_burst
+from tui.bench.engine import (
+    ArmTarget,
+    ArmUnreachable,
+    BurstConfig,
+    BurstConfigError,
+    BurstProgress,
+    run_burst,
+)
 from tui.bench.prompts import load_prompt_set
 from tui.bench.report import burst_summary, export, render_text, table_rows
 from tui.bench.request import RetryBudget
@@ -217,3 +224,16 @@ async def test_a_storm_on_one_arm_leaves_the_other_arms_retries(client: httpx.As
     cap = RetryBudget.for_requests(16, max_retries=2).remaining
     assert a_attempts == 16 + cap < 16 * 3  # bounded by the arm's cap, below 2 retries for each request
     assert "retry cap" in (a.requests[-1].error or "")
+
+
+async def test_every_unreachable_arm_is_named_before_anything_is_sent(client: httpx.AsyncClient) -> None:
+    with TimedServer(FAST) as gone_a, TimedServer(FAST) as gone_b:
+        a_url, b_url = gone_a.base_url, gone_b.base_url
+    config = _config(a_url, b_url)
+    config.b.name = "mtp-on"  # type: ignore[union-attr]
+    with pytest.raises(ArmUnreachable) as raised:
+        await run_burst(config, client)
+    assert str(raised.value) == (
+        f"arm A {a_url} is not reachable: connection refused; "
+        f"arm B (mtp-on) {b_url} is not reachable: connection refused"
+    )
