@@ -108,6 +108,7 @@ class ArmProgress:
     name: str
     done: int = 0
     errors: int = 0
+    retries: int = 0
     total: int = 0
     ttft_p50_s: float | None = None
     decode_tokens_per_s_mean: float | None = None
@@ -348,6 +349,7 @@ class _Run:
         arm = self.progress[result.arm]
         arm.done += 1
         arm.errors += 0 if result.ok else 1
+        arm.retries += result.attempts - 1
         arm.output_tokens += result.output_tokens or 0
         self.report()
 

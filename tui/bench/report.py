@@ -109,10 +109,11 @@ def verdict_text(
 
 
 def _acceptance_words(a: ArmResult, b: ArmResult) -> str | None:
-    for label, arm in (("", b), ("A ", a)):
-        if arm.server.acceptance_rate is not None:
-            return f"acceptance {label}{arm.server.acceptance_rate * 100:.0f}%"
-    return None
+    """Both arms' server acceptance, A → B ("–" for an arm whose server did not say)."""
+    rates = (a.server.acceptance_rate, b.server.acceptance_rate)
+    if all(rate is None for rate in rates):
+        return None
+    return "acceptance " + " → ".join(DASH if rate is None else f"{rate * 100:.0f}%" for rate in rates)
 
 
 def comparison(a: ArmResult, b: ArmResult, *, seed: int = 0) -> dict[str, Any]:
