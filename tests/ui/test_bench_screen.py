@@ -189,3 +189,17 @@ async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
                 ["errors", "0"],
                 ["retries", "3"],
             ]
+
+
+async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
+    app = BenchTestApp([EndpointSettings(name="gone", url="http://127.0.0.1:1", model="m")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BenchScreen)
+        await pilot.press("ctrl+r")
+        await _until(pilot, lambda: "failed" in _text(screen, "#phase"))
+        assert "arm A (gone) http://127.0.0.1:1 is not reachable: connection refused" in _text(
+            screen, "#status"
+        )
+        assert screen.query_one("#results-table", DataTable).row_count == 0
+    assert list_bursts() == []

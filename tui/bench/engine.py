@@ -1,5 +1,6 @@
 """The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers.
 
+Every arm must answer GET /v1/models first (ArmUnreachable otherwise: nothing is sent).
 Both arms get the same prompts in the same order; sends are interleaved A, B, A, B
 and the arm that goes first alternates by round, to cancel drift. Warm-up requests
 are sent first and left out. Each endpoint's /metrics is scraped right before and
