@@ -128,3 +128,16 @@ def test_history_and_compare_of_kept_bursts(tmp_path: Path, capsys: pytest.Captu
     assert "decode tok/s mean" in printed and "greedy equivalence: 3/3 identical" in printed
     assert (tmp_path / "c.md").is_file()
     assert main(["bench", "--compare", paths[0], str(tmp_path / "nope.json")]) == 2
+
+
+def test_unreachable_arm_fails_fast_and_keeps_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with TimedServer(FAST) as b:
+        code = main(["bench", "--a", "http://127.0.0.1:1", "--b", b.base_url, "--requests", "32"])
+        assert b.records == []  # not one request sent to the arm that is up
+    assert code == 1
+    captured = capsys.readouterr()
+    assert "spectop bench: arm A http://127.0.0.1:1 is not reachable: connection refused" in captured.err
+    assert "decode tok/s" not in captured.out  # no table of 32 connection errors
+    assert not list((tmp_path / "xdg-data").rglob("*.json"))  # nothing kept in the history

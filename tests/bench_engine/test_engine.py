@@ -1,17 +1,29 @@
-"""The burst engine: A/B interleaving, rounds, warm-up, load shapes, cancellation, secrets."""
+"""The burst engine: A/B interleaving, rounds, warm-up, load shapes, cancellation, secrets, retries."""
 
 from __future__ import annotations
 
 import asyncio
+import csv
+import json
 import time
+from dataclasses import replace
+from pathlib import Path
 
 import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, BurstProgress, run_burst
+from tui.bench.engine import (
+    ArmTarget,
+    ArmUnreachable,
+    BurstConfig,
+    BurstConfigError,
+    BurstProgress,
+    run_burst,
+)
 from tui.bench.prompts import load_prompt_set
-from tui.bench.report import burst_summary, export, render_text
+from tui.bench.report import burst_summary, export, render_text, table_rows
+from tui.bench.request import RetryBudget
 from tui.bench.schedule import LoadShape, arrival_offsets
 
 FAST = Behaviour(ttft_s=0.01, interval_s=0.002, chunks=5)
@@ -156,9 +168,72 @@ async def test_failed_requests_are_counted_by_kind(client: httpx.AsyncClient) ->
     with TimedServer(Behaviour(status=500)) as server:
         config = _config(server.base_url, requests=4, max_retries=1)
         result = await run_burst(config, client)
-        # Every request tried at most twice; the shared budget (min 3) bounds the total further.
-        assert len(server.records) <= 4 + 3
+        # Every request tried at most twice (max_retries 1), within the arm's retry cap.
+        assert len(server.records) == 4 + 4
     summary = burst_summary(result)
     assert summary["a"]["errors"] == 4
     assert summary["a"]["errors_by_kind"] == {"http_status": 4}
+    assert summary["a"]["retries"] == 4
     assert summary["a"]["ttft_s"]["p50"] is None  # unknown stays None, never 0
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "concurrency"),
+    [(None, 8), ("0", 1), ("1", 32), ("http-date+1", 32)],
+    ids=["no-retry-after", "retry-after-0", "retry-after-1", "retry-after-http-date"],
+)
+async def test_429_once_per_request_every_request_succeeds(
+    client: httpx.AsyncClient, tmp_path: Path, retry_after: str | None, concurrency: int
+) -> None:
+    limited = replace(FAST, first_attempt_status=429, retry_after=retry_after)
+    with TimedServer(limited) as server_a, TimedServer(limited) as server_b:
+        config = _config(
+            server_a.base_url, server_b.base_url, requests=32, load=LoadShape(concurrency=concurrency)
+        )
+        result = await run_burst(config, client)
+        assert len(server_a.records) == len(server_b.records) == 64  # each request: one 429, one 200
+    for arm in result.arms:
+        assert len(arm.requests) == 32
+        assert all(r.ok and r.attempts == 2 for r in arm.requests), [r.error for r in arm.requests if r.error]
+        if retry_after == "1":
+            # The wait the server asked for is client-side time (send lag), never server latency.
+            assert all(r.send_lag_s >= 1.0 for r in arm.requests)
+            assert all((r.ttft_s or 1.0) < 0.5 for r in arm.requests)
+    summary = burst_summary(result)
+    assert summary["a"]["retries"] == summary["b"]["retries"] == 32
+    assert summary["a"]["errors"] == summary["b"]["errors"] == 0
+    assert ("retries", "32", "32") in table_rows(summary)
+    assert any(line.split()[:3] == ["retries", "32", "32"] for line in render_text(summary).splitlines())
+    data = json.loads(export(result, "json", tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert data["a"]["retries"] == data["b"]["retries"] == 32
+    markdown = export(result, "markdown", tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "| retries | 32 | 32 |" in markdown
+    rows = list(csv.DictReader(export(result, "csv", tmp_path / "r.csv").open(encoding="utf-8")))
+    assert [int(row["attempts"]) for row in rows] == [2] * 64
+
+
+async def test_a_storm_on_one_arm_leaves_the_other_arms_retries(client: httpx.AsyncClient) -> None:
+    dead = Behaviour(status=503, retry_after="0")
+    limited = replace(FAST, first_attempt_status=429, retry_after="0")
+    with TimedServer(dead) as server_a, TimedServer(limited) as server_b:
+        result = await run_burst(_config(server_a.base_url, server_b.base_url, requests=16), client)
+        a_attempts = len(server_a.records)
+    a, b = result.arms
+    assert all(r.ok for r in b.requests)  # A used up its own cap, not B's
+    assert not any(r.ok for r in a.requests)
+    cap = RetryBudget.for_requests(16, max_retries=2).remaining
+    assert a_attempts == 16 + cap < 16 * 3  # bounded by the arm's cap, below 2 retries for each request
+    assert "retry cap" in (a.requests[-1].error or "")
+
+
+async def test_every_unreachable_arm_is_named_before_anything_is_sent(client: httpx.AsyncClient) -> None:
+    with TimedServer(FAST) as gone_a, TimedServer(FAST) as gone_b:
+        a_url, b_url = gone_a.base_url, gone_b.base_url
+    config = _config(a_url, b_url)
+    config.b.name = "mtp-on"  # type: ignore[union-attr]
+    with pytest.raises(ArmUnreachable) as raised:
+        await run_burst(config, client)
+    assert str(raised.value) == (
+        f"arm A {a_url} is not reachable: connection refused; "
+        f"arm B (mtp-on) {b_url} is not reachable: connection refused"
+    )

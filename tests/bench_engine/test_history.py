@@ -18,6 +18,8 @@ from tui.bench.history import (
     save_burst,
 )
 from tui.bench.prompts import load_prompt_set
+from tui.bench.results import BurstResult, ServerAcceptance
+from tui.cli import main
 
 
 async def _burst(client: httpx.AsyncClient, behaviour: Behaviour, prompts: str = "code-en"):
@@ -65,3 +67,34 @@ def test_broken_files_are_skipped_in_the_list_and_named_on_load(tmp_path: Path) 
     assert list_bursts() == []
     with pytest.raises(HistoryError, match="not a spectop burst"):
         load_burst(bad)
+
+
+def _with_acceptance(result: BurstResult, rate: float | None) -> BurstResult:
+    arm = result.arms[0].model_copy(update={"server": ServerAcceptance(acceptance_rate=rate)})
+    return result.model_copy(update={"arms": [arm]})
+
+
+@pytest.mark.parametrize(
+    ("before_rate", "after_rate", "words"),
+    [
+        (0.54, 0.71, "acceptance 54% → 71%"),
+        (None, 0.71, "acceptance – → 71%"),
+        (0.54, None, "acceptance 54% → –"),
+    ],
+)
+async def test_compare_verdict_names_the_acceptance_of_both_arms(
+    client: httpx.AsyncClient,
+    capsys: pytest.CaptureFixture[str],
+    before_rate: float | None,
+    after_rate: float | None,
+    words: str,
+) -> None:
+    before = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.01, chunks=8))
+    after = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.01, chunks=4, tokens_per_chunk=2))
+    first = save_burst(_with_acceptance(before, before_rate))
+    second = save_burst(_with_acceptance(after, after_rate))
+    capsys.readouterr()
+    assert main(["bench", "--compare", str(first), str(second)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    verdict = lines[lines.index("") + 1]  # the verdict follows the table after a blank line
+    assert verdict.endswith(f", {words}")

@@ -1,4 +1,4 @@
-"""One streamed request: parsing real streams, tokens, errors by kind, bounded retries."""
+"""One streamed request: parsing real streams, tokens, errors by kind, bounded retries, redirects."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.request import RequestSpec, RetryBudget, endpoint_url, run_request
+from tui.bench.request import MAX_RETRY_AFTER_S, RequestSpec, RetryBudget, endpoint_url, run_request
 
 SAMPLES = Path(__file__).parent / "samples"  # copies of shared/reference/samples/llamacpp/stream*.txt
 
@@ -212,3 +212,49 @@ async def test_connection_dropped_before_a_response_is_retried() -> None:
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
         result = await _run(client, _spec("http://x"), max_retries=2)
     assert result.ok and result.attempts == 2 and calls == 2
+
+
+async def test_retries_per_request_bounded_by_max_retries(client: httpx.AsyncClient) -> None:
+    with TimedServer(Behaviour(status=429, retry_after="0")) as server:
+        result = await _run(client, _spec(server.base_url), max_retries=3)
+        assert len(server.records) == 4
+    assert result.attempts == 4 and result.http_status == 429
+
+
+@pytest.mark.parametrize("retry_after", ["3600", "http-date+7200"])
+async def test_huge_retry_after_fails_at_once_with_a_clear_error(
+    client: httpx.AsyncClient, retry_after: str
+) -> None:
+    with TimedServer(Behaviour(status=429, retry_after=retry_after)) as server:
+        started = time.perf_counter()
+        result = await _run(client, _spec(server.base_url), max_retries=2)
+        assert len(server.records) == 1
+    assert time.perf_counter() - started < 3.0  # neither the asked hour nor a capped wait
+    assert result.error_kind == "http_status" and result.http_status == 429 and result.attempts == 1
+    assert f"more than the {MAX_RETRY_AFTER_S:g} s" in (result.error or "")
+    assert "not retried" in (result.error or "")
+
+
+async def test_redirect_is_named_and_not_followed_with_the_key(client: httpx.AsyncClient) -> None:
+    secret = "sk-redirect-NEVER-FORWARD"
+    with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3)) as elsewhere:
+        target = elsewhere.base_url + "/v1/chat/completions"
+        with TimedServer(Behaviour(redirect_to=target)) as server:
+            spec = _spec(server.base_url, headers={"Authorization": f"Bearer {secret}"})
+            result = await _run(client, spec, max_retries=2, secret=secret)
+            assert len(server.records) == 1  # a redirect is not retried either
+        assert elsewhere.records == []  # the key never went to the other host
+    assert result.error_kind == "http_status" and result.http_status == 302
+    assert result.error == f"redirected (302) to {target}; not followed (it would carry the API key)"
+
+
+async def test_redirect_not_followed_even_by_a_client_that_follows_redirects() -> None:
+    with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3)) as elsewhere:
+        moved = Behaviour(redirect_to=elsewhere.base_url + "/v1/chat/completions", redirect_status=307)
+        with TimedServer(moved) as server:
+            async with httpx.AsyncClient(follow_redirects=True) as following:
+                result = await _run(following, _spec(server.base_url), max_retries=2)
+        assert elsewhere.records == []  # a 307 would have sent the same POST there
+    assert result.http_status == 307 and result.error == (
+        f"redirected (307) to {elsewhere.base_url}/v1/chat/completions; not followed"
+    )

@@ -10,6 +10,7 @@ tests compare what the client measured with what the server did (`records`).
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import subprocess
 import sys
@@ -33,6 +34,10 @@ class Behaviour:
     break_after_chunks: int | None = None  # close the connection mid-stream
     error_in_stream_after: int | None = None  # send data: {"error": ...} after this many chunks
     role_chunk: bool = True
+    first_attempt_status: int | None = None  # answer this to the first attempt of each X-Request-Id
+    retry_after: str | None = None  # Retry-After on error answers; "http-date+N": an HTTP-date N s ahead
+    redirect_to: str | None = None  # answer every POST with `redirect_status` to this Location
+    redirect_status: int = 302
 
 
 @dataclass
@@ -54,6 +59,7 @@ class _ServerCore:
         self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
         self._served = 0
+        self._seen_ids: set[str] = set()
         self._lock = threading.Lock()
         self._handlers: set[asyncio.Task[None]] = set()
         self._stop: asyncio.Event | None = None
@@ -150,17 +156,36 @@ class _ServerCore:
             return True
         body = json.loads(raw) if raw else {}
         record = Record(path=path, headers=headers, body=body, received_s=time.perf_counter())
+        request_id = headers.get("x-request-id", raw.decode(errors="replace"))
         with self._lock:
             self.records.append(record)
             self._served += 1
             number = self._served
+            first_attempt = request_id not in self._seen_ids
+            self._seen_ids.add(request_id)
         status = b.status
         if number <= b.fail_first:
             status = 503
+        if first_attempt and b.first_attempt_status is not None:
+            status = b.first_attempt_status
+        if b.redirect_to is not None:
+            writer.write(
+                f"HTTP/1.1 {b.redirect_status} Redirect\r\nLocation: {b.redirect_to}\r\n"
+                "Content-Length: 0\r\n\r\n".encode()
+            )
+            await writer.drain()
+            return True
         if status != 200:
             payload = json.dumps({"error": {"message": f"status {status} as asked", "code": status}}).encode()
+            extra = ""
+            if b.retry_after is not None:
+                value = b.retry_after
+                if value.startswith("http-date+"):
+                    ahead = float(value.removeprefix("http-date+"))
+                    value = email.utils.formatdate(time.time() + ahead, usegmt=True)
+                extra = f"Retry-After: {value}\r\n"
             writer.write(
-                f"HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n"
+                f"HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n{extra}"
                 f"Content-Length: {len(payload)}\r\n\r\n".encode()
                 + payload
             )

@@ -146,3 +146,60 @@ async def test_two_past_bursts_are_compared_from_the_history() -> None:
         await pilot.press("ctrl+r")
         await _until(pilot, lambda: screen.summary is not None)
         assert "faster" in _text(screen, "#verdict")
+
+
+async def test_a_cancelled_burst_does_not_leave_the_previous_result_on_screen() -> None:
+    stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
+    with TimedServer(FAST) as quick, TimedServer(stalled) as stuck:
+        app = BenchTestApp(_endpoints(quick, stuck))
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, BenchScreen)
+            screen.query_one("#b-select", Select).value = "none"
+            await _set_requests(screen, pilot, "2")
+            await pilot.press("enter")
+            await _until(pilot, lambda: screen.summary is not None)
+            table = screen.query_one("#results-table", DataTable)
+            assert table.row_count > 0 and "one arm" in _text(screen, "#verdict")
+            screen.query_one("#a-select", Select).value = "ep:mtp-on"
+            await pilot.press("ctrl+r")
+            await _until(pilot, lambda: len(stuck.records) > 0)
+            await pilot.press("escape")
+            await _until(pilot, lambda: "cancelled" in _text(screen, "#phase"))
+            assert table.row_count == 0  # not the previous burst's figures under "cancelled"
+            assert _text(screen, "#verdict") == "no result: the burst was cancelled"
+            await pilot.press("j")
+            assert "nothing to export" in _text(screen, "#status")
+
+
+async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
+    limited = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3, first_attempt_status=429, retry_after="0")
+    with TimedServer(limited) as server:
+        app = BenchTestApp(_endpoints(server))
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, BenchScreen)
+            await _set_requests(screen, pilot, "3")
+            await pilot.press("enter")
+            await _until(pilot, lambda: screen.summary is not None)
+            assert "err 0   retry 3" in _text(screen, "#live")
+            rows = screen.query_one("#results-table", DataTable)
+            assert [rows.get_row_at(i)[:2] for i in range(3)] == [
+                ["requests", "3"],
+                ["errors", "0"],
+                ["retries", "3"],
+            ]
+
+
+async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
+    app = BenchTestApp([EndpointSettings(name="gone", url="http://127.0.0.1:1", model="m")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BenchScreen)
+        await pilot.press("ctrl+r")
+        await _until(pilot, lambda: "failed" in _text(screen, "#phase"))
+        assert "arm A (gone) http://127.0.0.1:1 is not reachable: connection refused" in _text(
+            screen, "#status"
+        )
+        assert screen.query_one("#results-table", DataTable).row_count == 0
+    assert list_bursts() == []

@@ -1,5 +1,6 @@
 """The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers.
 
+Every arm must answer GET /v1/models first (ArmUnreachable otherwise: nothing is sent).
 Both arms get the same prompts in the same order; sends are interleaved A, B, A, B
 and the arm that goes first alternates by round, to cancel drift. Warm-up requests
 are sent first and left out. Each endpoint's /metrics is scraped right before and
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,12 +36,17 @@ from tui.bench.stats import percentile
 
 Api = Literal["chat", "completions"]
 MODELS_TIMEOUT_S = 10.0
+PROBE_CONNECT_TIMEOUT_S = 5.0
 SCRAPE_TIMEOUT_S = 5.0
 PROGRESS_INTERVAL_S = 0.1
 
 
 class BurstConfigError(Exception):
     """A burst that cannot start (missing key variable, too small connection pool, ...)."""
+
+
+class ArmUnreachable(BurstConfigError):
+    """An arm's server does not accept connections: checked before anything is sent or kept."""
 
 
 @dataclass
@@ -102,6 +109,7 @@ class ArmProgress:
     name: str
     done: int = 0
     errors: int = 0
+    retries: int = 0
     total: int = 0
     ttft_p50_s: float | None = None
     decode_tokens_per_s_mean: float | None = None
@@ -142,14 +150,38 @@ def _pool_limit(client: httpx.AsyncClient) -> int | None:
     return limit if isinstance(limit, int) else None
 
 
-async def resolve_model(client: httpx.AsyncClient, base_url: str, headers: dict[str, str]) -> str | None:
-    """The first served model id from GET /v1/models, or None when the server does not say."""
-    url = endpoint_url(base_url, "completions").removesuffix("/completions") + "/models"
+def _unreachable_reason(error: httpx.HTTPError) -> str:
+    if isinstance(error, httpx.ConnectTimeout):
+        return f"no connection within {PROBE_CONNECT_TIMEOUT_S:g} s"
+    cause: BaseException | None = error
+    for _ in range(10):  # httpx -> httpcore -> OSError -> the socket error
+        if cause is None:
+            break
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return f"cannot resolve the host name ({cause.strerror or cause})"
+        cause = cause.__cause__ or cause.__context__
+    return str(error) or type(error).__name__
+
+
+async def probe_arm(
+    client: httpx.AsyncClient, label: str, target: ArmTarget, headers: dict[str, str]
+) -> str | None:
+    """GET /v1/models once before the burst: raises ArmUnreachable when nothing accepts the
+    connection; returns the first served model id, or None when the server does not say."""
+    url = endpoint_url(target.base_url, "completions").removesuffix("/completions") + "/models"
+    timeout = httpx.Timeout(MODELS_TIMEOUT_S, connect=PROBE_CONNECT_TIMEOUT_S)
     try:
-        response = await client.get(url, headers=headers, timeout=MODELS_TIMEOUT_S)
+        response = await client.get(url, headers=headers, timeout=timeout, follow_redirects=False)
         data = response.json() if response.status_code == 200 else None
+    except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+        named = f" ({target.name})" if target.name.lower() != label.lower() else ""
+        raise ArmUnreachable(
+            f"arm {label.upper()}{named} {target.base_url} is not reachable: {_unreachable_reason(error)}"
+        ) from error
     except (httpx.HTTPError, ValueError):
-        return None
+        return None  # it answered: what the requests get is theirs to report
     models = data.get("data") if isinstance(data, dict) else None
     if isinstance(models, list) and models and isinstance(models[0], dict):
         model_id = models[0].get("id")
@@ -233,8 +265,11 @@ class _Run:
         self.models: dict[str, str | None] = {}
         self.results: dict[str, list[RequestResult]] = {label: [] for label, _ in config.arms()}
         self.active_s: dict[str, float] = {label: 0.0 for label, _ in config.arms()}
-        budget_requests = config.requests * len(config.arms())
-        self.budget = RetryBudget.for_requests(budget_requests, config.max_retries)
+        # Per arm: a storm on one server must not leave the other arm without retries.
+        self.budgets = {
+            label: RetryBudget.for_requests(config.requests + config.warmup, config.max_retries)
+            for label, _ in config.arms()
+        }
         self.phase: Literal["warmup", "scrape", "running", "done"] = "warmup"
         self.last_progress = 0.0
         self.progress = {
@@ -276,7 +311,7 @@ class _Run:
                 scheduled_s=scheduled,
                 timeout_s=self.config.timeout_s,
                 max_retries=self.config.max_retries,
-                budget=self.budget,
+                budget=self.budgets[label],
                 rng=self.rng,
                 secret=self.keys[label],
             )
@@ -315,6 +350,7 @@ class _Run:
         arm = self.progress[result.arm]
         arm.done += 1
         arm.errors += 0 if result.ok else 1
+        arm.retries += result.attempts - 1
         arm.output_tokens += result.output_tokens or 0
         self.report()
 
@@ -330,11 +366,17 @@ class _Run:
                 f"concurrency {needed} in total is above the HTTP client's connection limit {limit}: "
                 "requests would queue inside the client and show up as server latency"
             )
-        for label, target in self.config.arms():
-            model = target.model
-            if model is None:
-                model = await resolve_model(self.client, target.base_url, self.headers[label])
-            self.models[label] = model
+        # Every arm answers before anything is sent: a dead URL fails fast, with no burst to keep.
+        arms = self.config.arms()
+        probes = [probe_arm(self.client, label, target, self.headers[label]) for label, target in arms]
+        served = await asyncio.gather(*probes, return_exceptions=True)
+        unreachable = [str(error) for error in served if isinstance(error, ArmUnreachable)]
+        if unreachable:
+            raise ArmUnreachable("; ".join(unreachable))
+        for (label, target), model in zip(arms, served, strict=True):
+            if isinstance(model, BaseException):
+                raise model
+            self.models[label] = target.model if target.model is not None else model
 
     async def warm_up(self) -> None:
         if self.config.warmup <= 0:

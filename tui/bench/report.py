@@ -52,6 +52,8 @@ def arm_summary(arm: ArmResult, *, with_detail: bool = True) -> dict[str, Any]:
         "requests": len(arm.requests),
         "errors": len(arm.requests) - len(ok),
         "errors_by_kind": {kind: count for kind, count in errors_by_kind.items() if count},
+        "retries": sum(r.attempts - 1 for r in arm.requests),
+        "retried_requests": sum(1 for r in arm.requests if r.attempts > 1),
         "ttft_s": summarize([r.ttft_s for r in ok]).as_dict(),
         "tpot_s": summarize([r.tpot_s for r in ok]).as_dict(),
         "chunk_gap_s": summarize([r.chunk_gap_s for r in ok]).as_dict(),
@@ -107,10 +109,11 @@ def verdict_text(
 
 
 def _acceptance_words(a: ArmResult, b: ArmResult) -> str | None:
-    for label, arm in (("", b), ("A ", a)):
-        if arm.server.acceptance_rate is not None:
-            return f"acceptance {label}{arm.server.acceptance_rate * 100:.0f}%"
-    return None
+    """Both arms' server acceptance, A → B ("–" for an arm whose server did not say)."""
+    rates = (a.server.acceptance_rate, b.server.acceptance_rate)
+    if all(rate is None for rate in rates):
+        return None
+    return "acceptance " + " → ".join(DASH if rate is None else f"{rate * 100:.0f}%" for rate in rates)
 
 
 def comparison(a: ArmResult, b: ArmResult, *, seed: int = 0) -> dict[str, Any]:
@@ -190,6 +193,10 @@ def _pct(value: float | None) -> str:
     return DASH if value is None else f"{value * 100:.1f}%"
 
 
+def _count(value: int | None) -> str:
+    return DASH if value is None else str(value)
+
+
 def _get(arm: dict[str, Any] | None, *path: str) -> Any:
     value: Any = arm
     for key in path:
@@ -201,8 +208,9 @@ def _get(arm: dict[str, Any] | None, *path: str) -> Any:
 
 Row = tuple[str, tuple[str, ...], Callable[[Any], str]]
 TABLE_ROWS: tuple[Row, ...] = (
-    ("requests", ("requests",), lambda v: DASH if v is None else str(v)),
-    ("errors", ("errors",), lambda v: DASH if v is None else str(v)),
+    ("requests", ("requests",), _count),
+    ("errors", ("errors",), _count),
+    ("retries", ("retries",), _count),
     ("TTFT mean", ("ttft_s", "mean"), _ms),
     ("TTFT p50", ("ttft_s", "p50"), _ms),
     ("TTFT p90", ("ttft_s", "p90"), _ms),

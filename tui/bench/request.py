@@ -3,19 +3,24 @@
 TTFT is the first chunk that carries content (the role-only first chunk does not
 count). Tokens come from `usage` (or llama.cpp `timings.predicted_n`); only when the
 server sends neither are chunks counted and the result marked `usage_estimated`.
-Retries: connect errors and 5xx/429 only, before any byte of the body was read, with
-exponential backoff and a retry budget shared by the whole burst.
+Retries: connect errors and 5xx/429 only, before any byte of the body was read, at most
+`max_retries` per request and within a cap per arm (against retry storms). The wait is the
+server's `Retry-After` (seconds or an HTTP-date; more than MAX_RETRY_AFTER_S fails the request
+instead) or exponential backoff. Redirects are never followed: they would carry the API key.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import json
+import math
 import random
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -27,6 +32,8 @@ MAX_CHUNKS = 200_000
 MAX_LINE_BYTES = 1_000_000
 MAX_ERROR_BODY_BYTES = 4_096
 MAX_BACKOFF_S = 8.0
+MAX_RETRY_AFTER_S = 30.0  # a longer Retry-After fails the request rather than stall the burst
+MAX_LOCATION_CHARS = 300
 DRAIN_TIMEOUT_S = 0.05
 STALE_RETRY_S = 0.01
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -34,15 +41,20 @@ RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 @dataclass
 class RetryBudget:
-    """Retries left for a whole burst, so a dead server never turns into a retry storm."""
+    """Retries left for one arm, so a dead or overloaded server never turns into a retry storm.
+
+    On top of `max_retries` per request: one retry per request on average (at least 3), so
+    a server that rate-limits every request once still completes the burst, while a dead one
+    gets at most twice the requests.
+    """
 
     remaining: int
+    cap: int | None = None
 
     @classmethod
     def for_requests(cls, requests: int, max_retries: int) -> RetryBudget:
-        if max_retries <= 0:
-            return cls(0)
-        return cls(max(3, requests // 5))
+        cap = 0 if max_retries <= 0 else max(3, requests)
+        return cls(cap, cap)
 
     def take(self) -> bool:
         if self.remaining <= 0:
@@ -69,6 +81,9 @@ class _Failure(Exception):
         self.status = status
         self.retryable = retryable
         self.retry_after_s: float | None = None
+
+    def add(self, words: str) -> None:
+        self.args = (f"{self}{words}",)
 
 
 @dataclass
@@ -100,6 +115,44 @@ def endpoint_url(base_url: str, api: str) -> str:
     if not url.endswith("/v1"):
         url += "/v1"
     return url + suffix
+
+
+def parse_retry_after(value: str) -> float | None:
+    """Seconds to wait from a Retry-After header (delay-seconds or an HTTP-date); None if unreadable."""
+    text = value.strip()[:100]
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _printable(text: str, limit: int) -> str:
+    clean = "".join(char if char.isprintable() else "?" for char in text)
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+
+
+def _redirect_failure(response: httpx.Response, spec: RequestSpec) -> _Failure:
+    status = response.status_code
+    location = response.headers.get("location")
+    if location:
+        try:
+            where = str(response.url.join(location))
+        except (httpx.InvalidURL, ValueError):
+            where = location
+        said = f"redirected ({status}) to {_printable(where, MAX_LOCATION_CHARS)}"
+    else:
+        said = f"redirected ({status}) without a Location"
+    keyed = any(name.lower() == "authorization" for name in spec.headers)
+    return _Failure(
+        "http_status", f"{said}; not followed" + (" (it would carry the API key)" if keyed else ""), status
+    )
 
 
 def _redact(message: str, secret: str | None) -> str:
@@ -230,7 +283,10 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
             headers=spec.headers,
             timeout=timeout,
             extensions={"trace": trace},
+            follow_redirects=False,
         ) as response:
+            if 300 <= response.status_code < 400:
+                raise _redirect_failure(response, spec)
             if response.status_code >= 400:
                 raw = b""
                 async for data in response.aiter_bytes():
@@ -243,9 +299,17 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
                     status=response.status_code,
                     retryable=response.status_code in RETRYABLE_STATUS,
                 )
-                retry_after = response.headers.get("retry-after")
-                if retry_after and retry_after.strip().replace(".", "", 1).isdigit():
-                    failure.retry_after_s = min(MAX_BACKOFF_S, float(retry_after))
+                header = response.headers.get("retry-after")
+                retry_after = parse_retry_after(header) if header else None
+                if failure.retryable and retry_after is not None:
+                    if retry_after > MAX_RETRY_AFTER_S:
+                        failure.retryable = False
+                        failure.add(
+                            f"; the server asks to retry after {retry_after:.0f} s, more than "
+                            f"the {MAX_RETRY_AFTER_S:g} s spectop waits: not retried"
+                        )
+                    else:
+                        failure.retry_after_s = retry_after
                 raise failure
             try:
                 await _read_stream(response, state)
@@ -298,10 +362,15 @@ async def run_request(
         try:
             state = await _attempt(client, spec, timeout)
         except _Failure as failure:
-            if failure.retryable and attempts <= max_retries and budget.take():
-                wait = failure.retry_after_s or _backoff_s(attempts - 1, rng)
-                await asyncio.sleep(wait)
-                continue
+            if failure.retryable and attempts <= max_retries:
+                if budget.take():
+                    wait = failure.retry_after_s
+                    await asyncio.sleep(_backoff_s(attempts - 1, rng) if wait is None else wait)
+                    continue
+                cap = f" ({budget.cap})" if budget.cap is not None else ""
+                failure.add(f"; not retried: the arm's retry cap{cap} is used up")
+            elif failure.retryable and attempts > 1:
+                failure.add(f" (after {attempts} attempts)")
             return RequestResult(
                 arm=spec.arm,
                 index=spec.index,

@@ -15,7 +15,8 @@ def register(subparsers: Any) -> None:
         help="A/B request burst: is B faster than A for these prompts, and at what TTFT cost",
         description="Fire streamed requests at one or two OpenAI-compatible servers and compare decode "
         "tokens/s, TTFT, TPOT and throughput (with a bootstrap 95% CI). URL is the server's base URL "
-        "(with or without /v1). Exit 0 when the burst ran, 1 when any request failed, 2 on bad arguments.",
+        "(with or without /v1). Exit 0 when the burst ran, 1 when any request failed or an arm is not "
+        "reachable (checked first; nothing is kept), 2 on bad arguments.",
     )
     parser.add_argument("--a", metavar="URL", help="arm A base URL (default: base_url of --client-settings)")
     parser.add_argument("--b", metavar="URL", help="arm B base URL; without it, a plain one-arm benchmark")
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
-    from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, run_burst
+    from tui.bench.engine import ArmTarget, ArmUnreachable, BurstConfig, BurstConfigError, run_burst
     from tui.bench.history import save_burst
     from tui.bench.prompts import PromptSetError, load_prompt_set
     from tui.bench.report import burst_summary, export, render_text
@@ -192,6 +193,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = asyncio.run(burst())
+    except ArmUnreachable as error:
+        print(f"spectop bench: {error}", file=sys.stderr)
+        return EXIT_REQUEST_FAILED
     except BurstConfigError as error:
         return _fail(str(error))
     except KeyboardInterrupt:

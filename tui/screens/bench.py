@@ -88,8 +88,8 @@ def _float_field(text: str, name: str, low: float, high: float) -> float:
 def arm_line(label: str, arm: Any) -> str:
     ttft = DASH if arm.ttft_p50_s is None else f"{arm.ttft_p50_s * 1000:.0f} ms"
     rate = DASH if arm.decode_tokens_per_s_mean is None else f"{arm.decode_tokens_per_s_mean:.1f}"
-    counts = f"{arm.done:>4}/{arm.total:<4} err {arm.errors:<3}"
-    return f"{label} {arm.name[:14]:14} {counts} TTFT p50 {ttft:>7}  decode {rate:>7} tok/s"
+    counts = f"{arm.done:>4}/{arm.total:<4} err {arm.errors:<3} retry {arm.retries:<3}"
+    return f"{label} {arm.name[:10]:10} {counts} TTFT p50 {ttft:>7} decode {rate:>7} tok/s"
 
 
 class BurstHistoryTable(DataTable[str]):
@@ -249,6 +249,14 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         status.update(text)
         status.set_class(error, "error")
 
+    def clear_results(self) -> None:
+        """Forget the shown burst, so a cancelled or failed one never leaves the previous table in view."""
+        self.result = None
+        self.summary = None
+        self.query_one("#results-table", DataTable).clear()
+        self.query_one("#verdict", Static).update("")
+        self.query_one("#live", Static).update("")
+
     @property
     def running(self) -> bool:
         return self._worker is not None and self._worker.is_running
@@ -292,6 +300,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             work = self._compare_past(form)
         else:
             work = self._run(form)
+        self.clear_results()
         self.query_one("#phase", Static).update("starting")
         self.set_status("")
         self._worker = self.run_worker(work, group="burst", exclusive=True, exit_on_error=False)
@@ -461,6 +470,9 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     @on(BurstFailed)
     def _failed(self, message: BurstFailed) -> None:
         self.query_one("#phase", Static).update("cancelled" if message.cancelled else "failed")
+        if self.summary is None:
+            outcome = "was cancelled" if message.cancelled else "failed"
+            self.query_one("#verdict", Static).update(f"no result: the burst {outcome}")
         self.set_status(message.error, error=not message.cancelled)
 
     @on(BurstHistoryLoaded)
@@ -490,6 +502,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     @on(DataTable.RowSelected, "#history-table")
     def _history_row(self, event: DataTable.RowSelected) -> None:
         path = str(event.row_key.value)
+        self.clear_results()
         self._worker = self.run_worker(
             self._show_past(path), group="burst", exclusive=True, exit_on_error=False
         )
