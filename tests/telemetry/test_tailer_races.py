@@ -170,3 +170,36 @@ async def test_a_rotation_wakes_the_tailer_before_its_next_poll(tmp_path: Path) 
         log.write_text("new\n")
         await follower.wait_for("new")
     assert follower.lines == ["old", "new"]
+
+
+async def test_rotations_seen_one_by_one_read_each_file_once(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        for index in range(3):
+            _write_lines(log, [f"file {index}"])
+            await follower.wait_for(f"file {index}")
+            for number in range(index, 0, -1):
+                os.rename(tmp_path / f"server.log.{number}", tmp_path / f"server.log.{number + 1}")
+            os.rename(log, tmp_path / "server.log.1")
+            log.write_text("")
+        _write_lines(log, ["last"])
+        await follower.wait_for("last")
+        await follower.sync(log)  # a few more polls: nothing read twice
+    assert follower.payload() == ["file 0", "file 1", "file 2", "last"]
+
+
+async def test_other_files_named_like_the_log_are_not_read(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        _write_lines(tmp_path / "server.log.lock", ["not a log"])
+        _write_lines(tmp_path / "server.log_stderr", ["not this one either"])
+        _write_lines(tmp_path / "server.log.1.gz", ["compressed"])
+        _write_lines(log, ["before"])
+        os.rename(log, tmp_path / "server.log.1")
+        _write_lines(log, ["after"])
+        await follower.wait_for("after")
+    assert follower.payload() == ["before", "after"]

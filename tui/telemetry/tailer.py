@@ -5,7 +5,7 @@
 * The open file is held: rotation (rename, then a new file at the path) drains the old file to its end
   first, then reads the new one from its start. Rotated files that came and went between two looks
   (two rotations within one poll: `log` → `log.1` → `log.2`) are found among the path's siblings
-  (`NAME.*`, `NAME-*`, `NAME_*`, not compressed) by inode, first bytes and change time, and read in order.
+  (`NAME.1`, `NAME-20261201`, …, not compressed) by inode, first bytes and change time, read in order.
   Deletion: the open file is kept until a file appears at the path again.
 * Truncation in place (copytruncate) is seen by size, and by fingerprint when the new content already
   grew past the old offset: the first bytes of the file and the bytes just before the offset are
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import stat
 import time
 from collections.abc import AsyncIterator, Callable
@@ -45,6 +46,7 @@ WATCH_RETRY_S = 5.0  # a folder that could not be watched is tried again this of
 ROTATED_SLACK_S = 2.0  # file time granularity (coarse kernel clock, FAT, NFS) when finding rotated files
 MAX_ROTATED_FOUND = 16  # rotated files read from one rotation at most
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+ROTATED_SUFFIX = re.compile(r"[.-]\d")  # what follows the log's name in a rotated file's name
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip", ".z", ".lzma", ".br")
 
 
@@ -167,7 +169,7 @@ class _Follower:
         self.from_start = from_start
         self.current: _Source | None = None
         self.queue: list[_Source] = []  # files still to read after `current`, the live one last
-        self.known: dict[Identity, _Sibling] = {}  # rotated siblings already accounted for
+        self.known: dict[Identity, bytes] = {}  # rotated siblings accounted for → their first bytes
         self.verified_at = time.time()  # when the path last held `current` (or nothing new)
         self.started = False
         self.said_waiting = False
@@ -220,7 +222,8 @@ class _Follower:
                 step.notices.append(f"waiting for {self.path} to appear")
             self.started = True
             return False
-        self.known = self._siblings(exclude={source.identity})
+        siblings = self._siblings(exclude={source.identity})
+        self.known = {identity: sibling.head for identity, sibling in siblings.items()}
         if not self.started and not self.from_start:
             source.position_at_end()
         elif self.said_waiting:
@@ -254,7 +257,9 @@ class _Follower:
         self.said_gone = False
         siblings = self._siblings(exclude={self.current.identity, new.identity})
         self.queue = [*self._missed(siblings), new]
-        self.known = siblings
+        # what is there now, and the file being drained: never read again (unless its first bytes change)
+        self.known = {identity: sibling.head for identity, sibling in siblings.items()}
+        self.known[self.current.identity] = self.current.head
         self.verified_at = time.time()
         return True  # the caller drains `current`, then goes through the queue
 
@@ -264,7 +269,7 @@ class _Follower:
         since = self.verified_at - ROTATED_SLACK_S
         for identity, sibling in siblings.items():
             known = self.known.get(identity)
-            if known is not None and sibling.head.startswith(known.head):
+            if known is not None and sibling.head.startswith(known):
                 continue  # seen before (renamed along since), or read already
             status = sibling.status
             if max(status.st_mtime, status.st_ctime) < since or len(found) >= MAX_ROTATED_FOUND:
@@ -281,7 +286,8 @@ class _Follower:
         return [source for _, source in sorted(found, key=lambda item: item[0])]
 
     def _siblings(self, exclude: set[Identity]) -> dict[Identity, _Sibling]:
-        """Regular files next to the path named like its rotations (NAME.1, NAME-2026…), not compressed."""
+        """Regular files next to the path named like its rotations, not compressed: NAME.1 (logrotate,
+        RotatingFileHandler), NAME-20261201 (dateext), NAME.2026-12-01 (TimedRotatingFileHandler)."""
         found: dict[Identity, _Sibling] = {}
         base = self.path.name
         try:
@@ -290,12 +296,8 @@ class _Follower:
             return found
         for entry in entries:
             name = entry.name
-            if (
-                len(name) <= len(base)
-                or not name.startswith(base)
-                or name[len(base)] not in ".-_"
-                or name.lower().endswith(COMPRESSED_SUFFIXES)
-            ):
+            suffix = name[len(base) :] if name.startswith(base) else ""
+            if not ROTATED_SUFFIX.match(suffix) or name.lower().endswith(COMPRESSED_SUFFIXES):
                 continue
             try:
                 status = entry.stat(follow_symlinks=False)
