@@ -203,3 +203,20 @@ async def test_other_files_named_like_the_log_are_not_read(tmp_path: Path) -> No
         _write_lines(log, ["after"])
         await follower.wait_for("after")
     assert follower.payload() == ["before", "after"]
+
+
+async def test_lines_written_to_the_rotated_file_before_the_writer_reopens_are_read(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        _write_lines(log, ["old 1"])
+        os.rename(log, tmp_path / "server.log.1")  # logrotate: rename, create, then signal the server
+        _write_lines(log, ["new 1"])
+        await follower.wait_for("new 1")  # the tailer has moved to the new file
+        _write_lines(tmp_path / "server.log.1", ["old 2, before the server reopened its log"])
+        _write_lines(log, ["new 2"])
+        await follower.wait_for("old 2, before the server reopened its log")  # read within LINGER_S
+        await follower.wait_for("new 2")
+    late = "old 2, before the server reopened its log"
+    assert sorted(follower.payload()) == sorted(["old 1", "new 1", late, "new 2"])

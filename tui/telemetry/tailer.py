@@ -3,9 +3,11 @@
 * Starts at the end of the file (or at its start with `from_start=True`); a file that does not
   exist yet is waited for (said once through `on_notice`) and then read from its start.
 * The open file is held: rotation (rename, then a new file at the path) drains the old file to its end
-  first, then reads the new one from its start. Rotated files that came and went between two looks
-  (two rotations within one poll: `log` → `log.1` → `log.2`) are found among the path's siblings
-  (`NAME.1`, `NAME-20261201`, …, not compressed) by inode, first bytes and change time, read in order.
+  first, then reads the new one from its start; the old file is still read until it has been quiet for
+  `LINGER_S` (a server writes on into it until it reopens its log), each file's lines split on their own.
+  Rotated files that came and went between two looks (two rotations within one poll: `log` → `log.1` →
+  `log.2`) are found among the path's siblings (`NAME.1`, `NAME-20261201`, …, not compressed) by inode,
+  first bytes and change time, and read in order.
   Deletion: the open file is kept until a file appears at the path again.
 * Truncation in place (copytruncate) is seen by size, and by fingerprint when the new content already
   grew past the old offset: the first bytes of the file and the bytes just before the offset are
@@ -25,6 +27,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import re
 import stat
@@ -45,6 +48,8 @@ MIN_WAKE_INTERVAL_S = 0.02  # inotify wake-ups at most this often (a busy log is
 WATCH_RETRY_S = 5.0  # a folder that could not be watched is tried again this often
 ROTATED_SLACK_S = 2.0  # file time granularity (coarse kernel clock, FAT, NFS) when finding rotated files
 MAX_ROTATED_FOUND = 16  # rotated files read from one rotation at most
+LINGER_S = 5.0  # a rotated file is still read until it has been quiet this long
+MAX_LINGERING = 8  # rotated files still read at once at most (the oldest is let go first)
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 ROTATED_SUFFIX = re.compile(r"[.-]\d")  # what follows the log's name in a rotated file's name
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip", ".z", ".lzma", ".br")
@@ -101,6 +106,7 @@ def _decode(data: bytes) -> str:
 
 
 Identity = tuple[int, int]  # (st_dev, st_ino)
+_SOURCE_KEYS = itertools.count()
 
 
 @dataclass
@@ -110,6 +116,7 @@ class _Source:
     fd: int
     identity: Identity
     name: str
+    key: int = field(default_factory=lambda: next(_SOURCE_KEYS))
     position: int = 0
     head: bytes = b""  # its first bytes (up to FINGERPRINT_BYTES) as read
     recent: bytes = b""  # the bytes just before `position` (up to FINGERPRINT_BYTES)
@@ -149,14 +156,15 @@ class _Sibling:
     head: bytes  # first bytes: an inode number reused by a new file is not the file we knew
 
 
-# What a step hands to the async side, in order: bytes to split, or one of these markers.
-BOUNDARY = "boundary"  # the file changed: a held partial line will not be completed
+# What a step hands to the async side, in order: (what, source key, bytes), each source split on its own.
+DATA = "data"
+END = "end"  # done with that file: a held partial line will not be completed
 RESTART = "restart"  # the same file was truncated: drop the partial line
 
 
 @dataclass
 class _Step:
-    items: list[bytes | str] = field(default_factory=list)
+    items: list[tuple[str, int, bytes]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     more: bool = False  # stopped at the byte budget: step again without waiting
 
@@ -169,6 +177,8 @@ class _Follower:
         self.from_start = from_start
         self.current: _Source | None = None
         self.queue: list[_Source] = []  # files still to read after `current`, the live one last
+        # rotated files, drained, still read until quiet for LINGER_S (the server writes on until it reopens)
+        self.lingering: list[tuple[_Source, float]] = []
         self.known: dict[Identity, bytes] = {}  # rotated siblings accounted for → their first bytes
         self.verified_at = time.time()  # when the path last held `current` (or nothing new)
         self.started = False
@@ -176,10 +186,10 @@ class _Follower:
         self.said_gone = False
 
     def close(self) -> None:
-        for source in [self.current, *self.queue]:
+        for source in [self.current, *self.queue, *(source for source, _ in self.lingering)]:
             if source is not None:
                 source.close()
-        self.current, self.queue = None, []
+        self.current, self.queue, self.lingering = None, [], []
 
     def step(self) -> _Step:
         step = _Step()
@@ -187,22 +197,39 @@ class _Follower:
         if self.current is None and not self._open_first(step):
             return step
         assert self.current is not None
-        while True:
+        budget = self._read_lingering(step, budget)
+        while budget > 0:
             if not self.queue and self.current.position and self.current.rewritten():
                 step.notices.append(f"{self.path} was truncated; reading it from its start")
-                step.items.append(RESTART)
+                step.items.append((RESTART, self.current.key, b""))
                 self.current.position, self.current.head, self.current.recent = 0, b"", b""
             budget = self._read(self.current, step, budget)
             if budget <= 0:
-                step.more = True
-                return step
+                break
             if self.queue:  # `current` is a rotated file, now drained: on to the next one
-                self.current.close()
+                self.lingering.append((self.current, time.monotonic() + LINGER_S))
                 self.current = self.queue.pop(0)
-                step.items.append(BOUNDARY)
                 continue
             if not self._rotated(step):
                 return step
+        step.more = True
+        return step
+
+    def _read_lingering(self, step: _Step, budget: int) -> int:
+        now = time.monotonic()
+        still: list[tuple[_Source, float]] = []
+        for index, (source, until) in enumerate(self.lingering):
+            before = source.position
+            budget = self._read(source, step, budget)
+            if source.position > before:
+                until = now + LINGER_S
+            if now < until and len(self.lingering) - index <= MAX_LINGERING:
+                still.append((source, until))
+            else:
+                step.items.append((END, source.key, b""))
+                source.close()
+        self.lingering = still
+        return budget
 
     def _read(self, source: _Source, step: _Step, budget: int) -> int:
         while budget > 0:
@@ -210,7 +237,7 @@ class _Follower:
             if not chunk:
                 break
             source.remember(chunk)
-            step.items.append(chunk)
+            step.items.append((DATA, source.key, chunk))
             budget -= len(chunk)
         return budget
 
@@ -356,7 +383,7 @@ class LogTailer:
 
     async def lines(self) -> AsyncIterator[str]:
         """Lines as they are written, forever (until the task is cancelled)."""
-        splitter = LineSplitter(self.max_line_bytes)
+        splitters: dict[int, LineSplitter] = {}  # one per open file: lines never mix across files
         follower = _Follower(self.path, self.from_start)
         watch: DirectoryWatch | None = None
         watch_tried = -WATCH_RETRY_S
@@ -368,16 +395,18 @@ class LogTailer:
                 for notice in step.notices:
                     if self.on_notice is not None:
                         self.on_notice(notice)
-                for item in step.items:
-                    if item == BOUNDARY:
-                        tail = splitter.flush()
+                for what, key, data in step.items:
+                    if what == DATA:
+                        if key not in splitters:
+                            splitters[key] = LineSplitter(self.max_line_bytes)
+                        for line in splitters[key].feed(data):
+                            yield line
+                    elif what == END and key in splitters:
+                        tail = splitters.pop(key).flush()
                         if tail is not None:
                             yield tail
-                    elif item == RESTART:
-                        splitter.reset()
-                    else:
-                        for line in splitter.feed(item):  # type: ignore[arg-type]
-                            yield line
+                    elif what == RESTART and key in splitters:
+                        splitters[key].reset()
                 if step.more:
                     continue
                 if watch is None and self.watch and loop.time() - watch_tried >= WATCH_RETRY_S:
