@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import ctypes.util
+import functools
 import os
 import struct
 import sys
@@ -78,28 +78,28 @@ class DirectoryWatch:
             self._fd = -1
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols: libc, without a search
     except OSError:
         return None
-
-
-_LIBC = _libc()
+    return libc if hasattr(libc, "inotify_init1") else None
 
 
 def open_watch(path: Path) -> DirectoryWatch | None:
     """A watch on the folder of `path` for changes to names starting with its name, or None."""
-    if _LIBC is None or not hasattr(_LIBC, "inotify_init1"):
+    libc = _libc()
+    if libc is None:
         return None
     loop = asyncio.get_running_loop()
-    fd = _LIBC.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+    fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
     if fd < 0:
         return None
     folder = os.fsencode(path.parent if str(path.parent) else Path("."))
-    if _LIBC.inotify_add_watch(fd, folder, WATCH_MASK) < 0:
+    if libc.inotify_add_watch(fd, folder, WATCH_MASK) < 0:
         os.close(fd)
         return None
     try:
