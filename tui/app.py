@@ -28,6 +28,7 @@ from tui.settings import EndpointSettings, Settings
 from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.history import History, ReadingLike
 from tui.telemetry.recording import (
+    DEFAULT_MAX_MB,
     HeaderRecord,
     LogRecord,
     ReadingRecord,
@@ -69,6 +70,7 @@ class SpectopApp(App[int]):
         settings: Settings,
         *,
         record_path: str | os.PathLike[str] | None = None,
+        record_max_mb: float = DEFAULT_MAX_MB,
         replay_path: str | os.PathLike[str] | None = None,
         replay_speed: float = 1.0,
         clock: Callable[[], float] = time.time,
@@ -79,6 +81,7 @@ class SpectopApp(App[int]):
         self.settings = settings
         self.board = Board(settings)
         self.record_path = Path(record_path) if record_path else None
+        self.record_max_mb = record_max_mb
         self.replay_path = Path(replay_path) if replay_path else None
         self.replay_clock = ReplayClock(replay_speed) if self.replay_path else None
         self._wall_clock = clock
@@ -140,7 +143,11 @@ class SpectopApp(App[int]):
 
     async def _start_live(self) -> None:
         if self.record_path is not None:
-            self._recorder = RecordingWriter(self.record_path)
+            self._recorder = RecordingWriter(
+                self.record_path,
+                max_bytes=int(self.record_max_mb * 1024 * 1024),  # 0: no cap
+                on_rotate=lambda rotated: self.notify(f"recording rotated to {rotated}", timeout=8),
+            )
             try:
                 await self._recorder.open(self.board.recorded_endpoints(), now=self._wall_clock())
             except OSError as error:

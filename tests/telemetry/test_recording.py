@@ -19,8 +19,10 @@ from tui.telemetry.recording import (
     RecordingError,
     RecordingWriter,
     ReplayClock,
+    check_recording,
     parse_record,
     read_records,
+    recording_parts,
     replay,
 )
 
@@ -128,3 +130,100 @@ def test_log_record_keeps_the_event_kind() -> None:
     again = parse_record(record.model_dump_json())
     assert isinstance(again, LogRecord) and isinstance(again.event, ErrorEvent)
     assert again.event.category == "oom"
+
+
+def _event(number: int) -> SpecDecodeEvent:
+    return SpecDecodeEvent(acceptance_rate=0.7, accepted_tokens=number, line=f"SpecDecoding {number}")
+
+
+async def test_writes_are_buffered_until_a_flush_and_all_there_after_close(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    writer = RecordingWriter(path, flush_interval_s=3600)  # no timed flush during the test
+    await writer.open([], now=0.0)
+    for number in range(500):  # ~180 KB: under the batch size
+        await writer.write_log_event("a", float(number), _event(number))
+    on_disk = path.read_text(encoding="utf-8").splitlines()
+    assert len(on_disk) == 1 and json.loads(on_disk[0])["kind"] == "header"  # one write for the batch
+    await writer.close()
+    records = [record async for record in read_records(path)]
+    assert [record.event.accepted_tokens for record in records[1:]] == list(range(500))  # type: ignore[union-attr]
+
+
+async def test_buffered_records_reach_the_disk_within_the_flush_interval(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    writer = RecordingWriter(path, flush_interval_s=0.05)
+    await writer.open([], now=0.0)
+    await writer.write_log_event("a", 1.0, _event(1))
+    deadline = time.monotonic() + 20
+    while len(path.read_text(encoding="utf-8").splitlines()) < 2:
+        assert time.monotonic() < deadline, "never flushed"
+        await asyncio.sleep(0.02)
+    await writer.close()
+
+
+async def test_the_file_is_rotated_at_the_cap_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    rotated: list[Path] = []
+    cap = 20_000
+    writer = RecordingWriter(path, max_bytes=cap, on_rotate=rotated.append)
+    await writer.open([RecordedEndpoint(name="a")], now=0.0)
+    for number in range(600):  # ~200 KB: several rotations
+        await writer.write_log_event("a", float(number), _event(number))
+    await writer.close()
+    assert sorted(file.name for file in tmp_path.iterdir()) == ["r.jsonl", "r.jsonl.1"]  # keep=1
+    assert rotated and set(rotated) == {tmp_path / "r.jsonl.1"} and writer.rotations == len(rotated) >= 3
+    for file in (path, tmp_path / "r.jsonl.1"):
+        assert file.stat().st_size <= cap
+        first = parse_record(file.read_text(encoding="utf-8").splitlines()[0])
+        assert isinstance(first, HeaderRecord) and first.endpoints == [RecordedEndpoint(name="a")]
+    first_of_current = parse_record(path.read_text(encoding="utf-8").splitlines()[0])
+    assert isinstance(first_of_current, HeaderRecord) and first_of_current.continues
+
+
+async def test_replay_plays_a_rotated_set_oldest_first(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    writer = RecordingWriter(path, max_bytes=20_000, keep=3)
+    await writer.open([RecordedEndpoint(name="a")], now=0.0)
+    for number in range(1000):
+        await writer.write_log_event("a", float(number), _event(number))
+    await writer.close()
+    assert recording_parts(path) == [tmp_path / f"r.jsonl.{n}" for n in (3, 2, 1)] + [path]
+    played = [record async for record in replay(path, ReplayClock(speed=0)) if isinstance(record, LogRecord)]
+    numbers = [record.event.accepted_tokens for record in played]  # type: ignore[union-attr]
+    in_current = [record async for record in read_records(path) if isinstance(record, LogRecord)]
+    assert len(numbers) > 3 * len(in_current)
+    assert numbers == list(range(1000 - len(numbers), 1000))  # the newest, in order, none twice
+
+
+async def test_a_recording_that_was_never_rotated_is_one_part(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    (tmp_path / "r.jsonl.1").write_text(HeaderRecord(time=0.0).model_dump_json() + "\n", encoding="utf-8")
+    writer = RecordingWriter(path)
+    await writer.open([], now=5.0)
+    await writer.close()
+    assert recording_parts(path) == [path]  # a stale FILE.1 is not part of it: FILE does not continue it
+
+
+def test_check_recording_names_the_first_bad_line(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('\n[model]\nname = "x"\n', encoding="utf-8")
+    with pytest.raises(RecordingError, match=r"^line 2: not JSON"):
+        check_recording(config)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(RecordingError, match="no records"):
+        check_recording(empty)
+    other_json = tmp_path / "other.jsonl"
+    other_json.write_text('{"kind": "mystery"}\n', encoding="utf-8")
+    with pytest.raises(RecordingError, match=r"^line 1: field"):
+        check_recording(other_json)
+    good = tmp_path / "good.jsonl"
+    good.write_text(HeaderRecord(time=1.0).model_dump_json() + "\n", encoding="utf-8")
+    check_recording(good)
+
+
+def test_the_cli_default_cap_is_the_writer_default() -> None:
+    from tui.commands.replay import DEFAULT_RECORD_MAX_MB
+    from tui.telemetry.recording import DEFAULT_MAX_MB
+
+    assert DEFAULT_RECORD_MAX_MB == DEFAULT_MAX_MB

@@ -14,7 +14,7 @@ import pytest
 from tui.telemetry.tailer import LineSplitter, LogTailer
 
 POLL_S = 0.02
-TIMEOUT_S = 20.0
+TIMEOUT_S = 20.0  # shorter than any poll interval a test sets to show a wake-up
 
 
 async def _until(condition: Callable[[], bool], what: str) -> None:

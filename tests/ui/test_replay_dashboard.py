@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,11 +12,14 @@ from recording_factory import STEPS
 from ui_waiting import wait_for
 
 from tui.app import SpectopApp
+from tui.paths import themes_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
-from tui.telemetry.recording import ReadingRecord, read_records
+from tui.settings import Settings
+from tui.telemetry.events import ErrorEvent
+from tui.telemetry.recording import ReadingRecord, check_recording, read_records
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.log_pane import LogPane
 
@@ -189,3 +195,44 @@ async def test_cards_are_roomy_only_when_all_of_them_fit(replay_app: Callable[..
         await pilot.resize_terminal(80, 30)
         await wait_for(pilot, lambda: all(card.roomy for card in app.screen.query(EndpointCard)))
         assert "TTFT p50" in _card_text(app, "mtp-on")
+
+
+def test_replaying_a_file_that_is_not_a_recording_exits_2_before_any_screen(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[model]\nname = "x"\n', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "tui", "replay", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "TERM": "dumb"},
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"spectop replay: {config} is not a spectop recording (line 1: not JSON")
+    assert done.stdout == ""  # no screen drawn
+
+
+def test_the_replay_command_accepts_a_real_recording(recording: Path) -> None:
+    check_recording(recording)  # what `spectop replay` checks before it opens the dashboard
+
+
+async def test_a_live_recording_rotated_at_its_cap_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    app = SpectopApp(
+        Settings(),
+        record_path=path,
+        record_max_mb=0.02,  # 20 KB
+        theme_folders=[themes_dir()],
+        remember_theme_choice=False,
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        recorder = app._recorder
+        assert recorder is not None
+        for number in range(300):
+            await recorder.write_log_event("a", float(number), ErrorEvent(category="oom", line="x" * 200))
+        await recorder.flush()
+        await wait_for(pilot, lambda: recorder.rotations > 0)
+        messages = [notification.message for notification in app._notifications]
+        assert f"recording rotated to {tmp_path / 'live.jsonl.1'}" in messages
+    assert path.stat().st_size <= 20 * 1024 and (tmp_path / "live.jsonl.1").stat().st_size <= 20 * 1024

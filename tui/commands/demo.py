@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tui.commands.replay import add_record_max_mb_argument
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings, Settings
 
@@ -67,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument("--poll-interval", type=float, default=1.0, metavar="S", help="default 1 s")
     parser.add_argument("--record", metavar="FILE", help="append every scrape and log event as JSON lines")
+    add_record_max_mb_argument(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, configs)")
     parser.set_defaults(func=run)
 
@@ -148,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
             from tui.app import SpectopApp
 
             settings = Settings(poll_interval_s=args.poll_interval, endpoints=sims.endpoints)
-            app = SpectopApp(settings=settings, record_path=args.record)
+            app = SpectopApp(settings=settings, record_path=args.record, record_max_mb=args.record_max_mb)
             app.run()
             if args.keep:
                 print(f"spectop demo: logs and configs kept in {sims.folder}")

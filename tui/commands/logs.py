@@ -76,7 +76,11 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
 
     # A log that does not exist yet is read from its first line once it appears.
     from_start = args.from_start or not os.path.exists(path)
-    async for _, events in follow_events(path, parser, from_start=from_start):
+
+    def notice(text: str) -> None:  # "waiting for FILE to appear", rotations, truncations (like tail -F)
+        print(f"spectop logs: {text}", file=sys.stderr, flush=True)
+
+    async for _, events in follow_events(path, parser, from_start=from_start, on_notice=notice):
         for event in events:
             out.write(render(event) + "\n")
         if events:

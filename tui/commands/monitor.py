@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tui.commands.replay import add_record_max_mb_argument
+
 
 def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="spectop.toml settings file")
@@ -16,6 +18,7 @@ def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
         help="endpoint base URL or metrics URL (repeatable); works without a settings file",
     )
     parser.add_argument("--record", metavar="FILE", help="append every scrape and log event as JSON lines")
+    add_record_max_mb_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,6 +31,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from tui.app import SpectopApp
 
-    app = SpectopApp(settings=settings, record_path=args.record)
+    app = SpectopApp(settings=settings, record_path=args.record, record_max_mb=args.record_max_mb)
     app.run()
     return app.return_code or 0

@@ -1,9 +1,24 @@
-"""`spectop replay FILE`: play a `--record` recording back in the dashboard."""
+"""`spectop replay FILE`: play a `--record` recording back in the dashboard; and `--record-max-mb`."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+# = tui.telemetry.recording.DEFAULT_MAX_MB (a test checks), not imported: `spectop --help` stays light
+DEFAULT_RECORD_MAX_MB = 256
+
+
+def add_record_max_mb_argument(parser: argparse.ArgumentParser) -> None:
+    """`--record-max-mb MB` next to `--record FILE` (the dashboard and `spectop demo`)."""
+    parser.add_argument(
+        "--record-max-mb",
+        type=float,
+        default=DEFAULT_RECORD_MAX_MB,
+        metavar="MB",
+        help=f"rotate the recording to FILE.1 past this size (default {DEFAULT_RECORD_MAX_MB}; 0: no cap)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -28,17 +43,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
-        print(f"spectop replay: {path}: no such file")
+        print(f"spectop replay: {path}: no such file", file=sys.stderr)
         return 2
     if args.speed < 0:
-        print(f"spectop replay: --speed must be 0 or more, got {args.speed}")
+        print(f"spectop replay: --speed must be 0 or more, got {args.speed}", file=sys.stderr)
+        return 2
+    from tui.telemetry.recording import RecordingError, check_recording
+
+    try:
+        check_recording(path)  # before any screen: a config file or a log given by mistake is said so
+    except RecordingError as error:
+        print(f"spectop replay: {path} is not a spectop recording ({error})", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"spectop replay: cannot read {path}: {error.strerror or error}", file=sys.stderr)
         return 2
     from tui.settings import Settings, SettingsError, load_settings
 
     try:
         settings = load_settings(config_path=args.config) if args.config else Settings()
     except SettingsError as error:
-        print(f"spectop replay: {error}")
+        print(f"spectop replay: {error}", file=sys.stderr)
         return 2
     settings.endpoints = []  # the recording names its endpoints
     from tui.app import SpectopApp

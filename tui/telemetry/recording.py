@@ -5,16 +5,24 @@ One JSON object per line, told apart by `kind`:
 - `reading`: one scrape of one endpoint (the fields of EndpointReading, figures by FIGURE_NAMES);
 - `log`: one log event of one endpoint, with the time spectop read it.
 Times are Unix seconds. A bad line is reported with its file and line number and skipped by the replayer.
+
+Writing is batched: records are buffered and written by a worker thread when 256 KB are waiting, every
+second, and at `close()` (so a killed spectop loses at most the last second). A file that would grow past
+`max_bytes` is rotated: FILE → FILE.1 (FILE.1 → FILE.2 … up to `keep` old files, the oldest removed) and
+the new FILE starts with a header marked `continues`, so `recording_parts(FILE)` (and the replay) finds
+the rotated set and plays it in order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import time as time_module
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, BinaryIO, Literal
 
 import aiofiles
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
@@ -24,6 +32,10 @@ from tui.telemetry.figures import Figures
 
 FORMAT_VERSION = 1
 MAX_LINE_CHARS = 1_000_000
+DEFAULT_MAX_MB = 256  # `--record-max-mb`: a day of a busy server's log events is well under this
+DEFAULT_KEEP = 1  # rotated files kept next to the recording (FILE.1): at most 2 × the cap on disk
+FLUSH_BYTES = 256 * 1024
+FLUSH_INTERVAL_S = 1.0
 
 
 class RecordedEndpoint(BaseModel):
@@ -39,6 +51,8 @@ class HeaderRecord(BaseModel):
     version: int = FORMAT_VERSION
     time: float
     endpoints: list[RecordedEndpoint] = Field(default_factory=list)
+    # True when this file was started by a rotation: it continues FILE.1 (FILE.1 continues FILE.2, …)
+    continues: bool = False
 
 
 class ReadingRecord(BaseModel):
@@ -92,34 +106,143 @@ def reading_record(reading: object) -> ReadingRecord:
 
 
 class RecordingWriter:
-    """Appends records to a JSONL file. Writes are small and buffered by the OS; flushed per line."""
+    """Appends records to a JSONL file: buffered, written off the event loop, rotated at `max_bytes`.
 
-    def __init__(self, path: str | Path) -> None:
+    `on_rotate(rotated_path)` is called (on the event loop) after each rotation, to say so.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_bytes: int | None = DEFAULT_MAX_MB * 1024 * 1024,
+        keep: int = DEFAULT_KEEP,
+        on_rotate: Callable[[Path], None] | None = None,
+        flush_interval_s: float = FLUSH_INTERVAL_S,
+    ) -> None:
         self.path = Path(path)
-        self._file: Any = None
+        self.max_bytes = max_bytes if max_bytes and max_bytes > 0 else None
+        self.keep = max(1, keep)
+        self.on_rotate = on_rotate
+        self.flush_interval_s = flush_interval_s
+        self.flush_bytes = FLUSH_BYTES if self.max_bytes is None else min(FLUSH_BYTES, self.max_bytes // 16)
+        self.rotations = 0
+        self._file: BinaryIO | None = None
+        self._size = 0
+        self._buffer: list[bytes] = []
+        self._buffered = 0
+        self._endpoints: list[RecordedEndpoint] = []
+        self._last_time = 0.0
+        self._lock = asyncio.Lock()
+        self._flusher: asyncio.Task[None] | None = None
+        self._error: OSError | None = None
 
     async def open(self, endpoints: Iterable[RecordedEndpoint], now: float | None = None) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = await aiofiles.open(self.path, "a", encoding="utf-8")
-        header = HeaderRecord(time=now if now is not None else time_module.time(), endpoints=list(endpoints))
-        await self._write(header)
+        self._endpoints = list(endpoints)
+        self._file = await asyncio.to_thread(self._open_file)
+        header = HeaderRecord(time=now if now is not None else time_module.time(), endpoints=self._endpoints)
+        self._add(header.model_dump_json(), header.time)
+        await self.flush()  # the header is on disk at once: the file is a recording from the start
+        self._flusher = asyncio.create_task(self._flush_periodically(), name=f"spectop-record {self.path}")
 
     async def write_reading(self, reading: object) -> None:
-        await self._write(reading_record(reading))
+        record = reading_record(reading)
+        await self._write(record.model_dump_json(), record.time)
 
     async def write_log_event(self, endpoint: str, time: float, event: BaseModel) -> None:
-        await self._write(LogRecord.model_validate({"endpoint": endpoint, "time": time, "event": event}))
+        record = LogRecord.model_validate({"endpoint": endpoint, "time": time, "event": event})
+        await self._write(record.model_dump_json(), record.time)
+
+    async def flush(self) -> None:
+        """Write what is buffered (in a worker thread); rotate first if it would pass the cap."""
+        async with self._lock:
+            if not self._buffer or self._file is None:
+                return
+            data = b"".join(self._buffer)
+            self._buffer, self._buffered = [], 0
+            rotated = await asyncio.to_thread(self._write_blocking, data)
+        if rotated is not None:
+            self.rotations += 1
+            if self.on_rotate is not None:
+                self.on_rotate(rotated)
 
     async def close(self) -> None:
-        if self._file is not None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+            self._flusher = None
+        if self._file is None:
+            return
+        try:
+            await self.flush()
+        finally:
             file, self._file = self._file, None
-            await file.close()
+            await asyncio.to_thread(file.close)
 
-    async def _write(self, record: BaseModel) -> None:
+    async def _write(self, line: str, time: float) -> None:
         if self._file is None:
             raise RecordingError(f"{self.path}: recording is not open")
-        await self._file.write(record.model_dump_json() + "\n")
-        await self._file.flush()
+        if self._error is not None:
+            raise self._error
+        self._add(line, time)
+        if self._buffered >= self.flush_bytes:
+            await self.flush()
+
+    def _add(self, line: str, time: float) -> None:
+        data = (line + "\n").encode("utf-8")
+        self._buffer.append(data)
+        self._buffered += len(data)
+        self._last_time = time
+
+    async def _flush_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_interval_s)
+            try:
+                await self.flush()
+            except OSError as error:  # disk full, file gone: the next write raises it
+                self._error = error
+                return
+
+    # --- in a worker thread ---------------------------------------------------------------------------------
+
+    def _open_file(self) -> BinaryIO:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        file = open(self.path, "ab")  # noqa: SIM115 (closed in close())
+        self._size = file.seek(0, os.SEEK_END)
+        return file
+
+    def _write_blocking(self, data: bytes) -> Path | None:
+        assert self._file is not None
+        rotated = None
+        if self.max_bytes is not None and self._size > 0 and self._size + len(data) > self.max_bytes:
+            rotated = self._rotate_blocking()
+        self._file.write(data)
+        self._file.flush()
+        self._size += len(data)
+        return rotated
+
+    def _rotate_blocking(self) -> Path:
+        assert self._file is not None
+        self._file.close()
+        oldest = _part(self.path, self.keep)
+        if oldest.exists():
+            oldest.unlink()
+        for number in range(self.keep - 1, 0, -1):
+            if _part(self.path, number).exists():
+                _part(self.path, number).replace(_part(self.path, number + 1))
+        rotated = _part(self.path, 1)
+        self.path.replace(rotated)
+        self._file = self._open_file()
+        header = HeaderRecord(time=self._last_time, endpoints=self._endpoints, continues=True)
+        data = (header.model_dump_json() + "\n").encode("utf-8")
+        self._file.write(data)
+        self._size += len(data)
+        return rotated
+
+
+def _part(path: Path, number: int) -> Path:
+    return path.with_name(f"{path.name}.{number}")
 
 
 def parse_record(line: str, path: str | Path = "<recording>", line_number: int = 0) -> Record | None:
@@ -161,6 +284,57 @@ async def read_records(
                 yield record
 
 
+def first_record(path: str | Path) -> Record | None:
+    """The first record of a file (None if it has none); RecordingError naming the line if it is not one.
+
+    Blocking, and reads one line at most (capped): for checking a file before anything starts.
+    """
+    with open(path, encoding="utf-8", errors="replace") as file:
+        for line_number, line in enumerate(iter(lambda: file.readline(MAX_LINE_CHARS + 1), ""), start=1):
+            if len(line) > MAX_LINE_CHARS:
+                raise RecordingError(f"{path}:{line_number}: line longer than {MAX_LINE_CHARS} characters")
+            record = parse_record(line, path, line_number)
+            if record is not None:
+                return record
+    return None
+
+
+def check_recording(path: str | Path) -> None:
+    """RecordingError("line N: why") unless the file starts like a spectop recording (blocking)."""
+    try:
+        record = first_record(path)
+    except RecordingError as error:
+        raise RecordingError("line " + str(error).removeprefix(f"{path}:")) from error  # "line 1: not JSON…"
+    if record is None:
+        raise RecordingError("no records in it")
+
+
+def recording_parts(path: str | Path) -> list[Path]:
+    """The files of a rotated recording, oldest first: FILE.2, FILE.1, FILE as far as each `continues`."""
+    path = Path(path)
+    parts = [path]
+    for number in range(1, 1000):
+        try:
+            record = first_record(parts[0])
+        except (OSError, RecordingError):
+            break
+        if not isinstance(record, HeaderRecord) or not record.continues:
+            break
+        previous = _part(path, number)
+        if not previous.is_file():
+            break
+        parts.insert(0, previous)
+    return parts
+
+
+async def _read_parts(
+    parts: list[Path], on_error: Callable[[RecordingError], None] | None
+) -> AsyncIterator[Record]:
+    for part in parts:
+        async for record in read_records(part, on_error):
+            yield record
+
+
 class ReplayClock:
     """Recording time as it plays back: speed factor (0 = as fast as possible), pause, current time."""
 
@@ -178,10 +352,12 @@ async def replay(
 ) -> AsyncIterator[Record]:
     """Yield records paced by their times; speed and pause changes apply at once.
 
-    A gap longer than `max_gap_s` of real time (a recording left idle overnight) is shortened.
+    A gap longer than `max_gap_s` of real time (a recording left idle overnight) is shortened. A rotated
+    recording is played from its oldest part (see `recording_parts`).
     """
     previous: float | None = None
-    async for record in read_records(path, on_error):
+    parts = await asyncio.to_thread(recording_parts, path)
+    async for record in _read_parts(parts, on_error):
         gap_left = 0.0 if previous is None else max(0.0, record.time - previous)
         while True:
             if clock.paused:

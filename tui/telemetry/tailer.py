@@ -1,32 +1,58 @@
-"""Async log follower with `tail -F` semantics, by polling (no inotify dependency).
+"""Async log follower with `tail -F` semantics: by inode, woken by inotify, polling as the fallback.
 
 * Starts at the end of the file (or at its start with `from_start=True`); a file that does not
-  exist yet is waited for and then read from its start.
-* Rotation (rename, then a new file at the path): the old file is drained, then the new one is
-  read from its start. Deletion: the open file is kept until a file appears at the path again.
-* Truncation in place (copytruncate): reading restarts at offset 0.
+  exist yet is waited for (said once through `on_notice`) and then read from its start.
+* The open file is held: rotation (rename, then a new file at the path) drains the old file to its end
+  first, then reads the new one from its start; the old file is still read until it has been quiet for
+  `LINGER_S` (a server writes on into it until it reopens its log), each file's lines split on their own.
+  Rotated files that came and went between two looks (two rotations within one poll: `log` → `log.1` →
+  `log.2`) are found among the path's siblings (`NAME.1`, `NAME-20261201`, …, not compressed) by inode,
+  first bytes and change time, and read in order.
+  Deletion: the open file is kept until a file appears at the path again.
+* Truncation in place (copytruncate) is seen by size, and by fingerprint when the new content already
+  grew past the old offset: the first bytes of the file and the bytes just before the offset are
+  checked against what was read. Reading then restarts at offset 0.
+* Wake-ups: Linux inotify on the folder (`tui.telemetry.dirwatch`) wakes the tailer as soon as a file
+  named like the log is created, renamed or deleted, so the window for a missed rotation shrinks from
+  the poll interval to milliseconds; appends are read on the next poll (every `poll_interval_s`, also
+  the fallback on other systems and network filesystems). Residual limit: a rotated file
+  deleted (or compressed) before the tailer looked is lost, as it is for `tail -F`.
 * Lines are capped at `max_line_bytes` (the rest of an over-long line is dropped), undecodable bytes
   become U+FFFD, and a partial last line is held until its newline arrives. Memory stays bounded by
-  the cap and the read chunk size whatever the file holds.
-* Every read goes through aiofiles and every wait is `asyncio.sleep`, so nothing blocks the loop;
-  the follow loop runs until its task is cancelled.
+  the cap and the read budget of one step whatever the file holds.
+* All file work of one step runs in one worker thread call (`asyncio.to_thread`) and every wait is
+  on the event loop, so nothing blocks the loop; the follow loop runs until its task is cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
-from collections.abc import AsyncIterator
+import re
+import stat
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiofiles
-import aiofiles.os
-from aiofiles.threadpool.binary import AsyncBufferedReader
 
-_fstat = aiofiles.os.wrap(os.fstat)  # in a worker thread, like every other file call here
+from tui.telemetry.dirwatch import DirectoryWatch, open_watch
 
 FOLLOW_CHUNK_BYTES = 256 * 1024
+STEP_BYTES = 4 * FOLLOW_CHUNK_BYTES  # read at most this much per step (bounds memory)
 READ_ALL_CHUNK_BYTES = 1024 * 1024
+FINGERPRINT_BYTES = 64
+MIN_WAKE_INTERVAL_S = 0.02  # inotify wake-ups at most this often (a busy log is read in batches)
+WATCH_RETRY_S = 5.0  # a folder that could not be watched is tried again this often
+ROTATED_SLACK_S = 2.0  # file time granularity (coarse kernel clock, FAT, NFS) when finding rotated files
+MAX_ROTATED_FOUND = 16  # rotated files read from one rotation at most
+LINGER_S = 5.0  # a rotated file is still read until it has been quiet this long
+MAX_LINGERING = 8  # rotated files still read at once at most (the oldest is let go first)
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+ROTATED_SUFFIX = re.compile(r"[.-]\d")  # what follows the log's name in a rotated file's name
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip", ".z", ".lzma", ".br")
 
 
 class LineSplitter:
@@ -79,6 +105,251 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+Identity = tuple[int, int]  # (st_dev, st_ino)
+_SOURCE_KEYS = itertools.count()
+
+
+@dataclass
+class _Source:
+    """One open file: where we are in it and what its bytes looked like (to tell a truncation)."""
+
+    fd: int
+    identity: Identity
+    name: str
+    key: int = field(default_factory=lambda: next(_SOURCE_KEYS))
+    position: int = 0
+    head: bytes = b""  # its first bytes (up to FINGERPRINT_BYTES) as read
+    recent: bytes = b""  # the bytes just before `position` (up to FINGERPRINT_BYTES)
+
+    def pread(self, size: int, offset: int) -> bytes:
+        return os.pread(self.fd, size, offset) if size > 0 else b""
+
+    def remember(self, chunk: bytes) -> None:
+        if len(self.head) < FINGERPRINT_BYTES and self.position < FINGERPRINT_BYTES:
+            self.head = (self.head + chunk)[:FINGERPRINT_BYTES]
+        self.position += len(chunk)
+        self.recent = (self.recent + chunk[-FINGERPRINT_BYTES:])[-FINGERPRINT_BYTES:]
+
+    def position_at_end(self) -> None:
+        self.position = os.fstat(self.fd).st_size
+        self.head = self.pread(FINGERPRINT_BYTES, 0)
+        start = max(0, self.position - FINGERPRINT_BYTES)
+        self.recent = self.pread(self.position - start, start)
+
+    def rewritten(self) -> bool:
+        """Truncated (copytruncate), even when the new content already grew past our offset."""
+        if os.fstat(self.fd).st_size < self.position:
+            return True
+        if self.head and self.pread(len(self.head), 0) != self.head:
+            return True
+        start = self.position - len(self.recent)
+        return bool(self.recent) and self.pread(len(self.recent), start) != self.recent
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+@dataclass
+class _Sibling:
+    path: Path
+    status: os.stat_result
+    head: bytes  # first bytes: an inode number reused by a new file is not the file we knew
+
+
+# What a step hands to the async side, in order: (what, source key, bytes), each source split on its own.
+DATA = "data"
+END = "end"  # done with that file: a held partial line will not be completed
+RESTART = "restart"  # the same file was truncated: drop the partial line
+
+
+@dataclass
+class _Step:
+    items: list[tuple[str, int, bytes]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    more: bool = False  # stopped at the byte budget: step again without waiting
+
+
+class _Follower:
+    """The blocking half of `LogTailer.lines()`: one `step()` at a time, in a worker thread."""
+
+    def __init__(self, path: Path, from_start: bool) -> None:
+        self.path = path
+        self.from_start = from_start
+        self.current: _Source | None = None
+        self.queue: list[_Source] = []  # files still to read after `current`, the live one last
+        # rotated files, drained, still read until quiet for LINGER_S (the server writes on until it reopens)
+        self.lingering: list[tuple[_Source, float]] = []
+        self.known: dict[Identity, bytes] = {}  # rotated siblings accounted for → their first bytes
+        self.verified_at = time.time()  # when the path last held `current` (or nothing new)
+        self.started = False
+        self.said_waiting = False
+        self.said_gone = False
+
+    def close(self) -> None:
+        for source in [self.current, *self.queue, *(source for source, _ in self.lingering)]:
+            if source is not None:
+                source.close()
+        self.current, self.queue, self.lingering = None, [], []
+
+    def step(self) -> _Step:
+        step = _Step()
+        budget = STEP_BYTES
+        if self.current is None and not self._open_first(step):
+            return step
+        assert self.current is not None
+        budget = self._read_lingering(step, budget)
+        while budget > 0:
+            if not self.queue and self.current.position and self.current.rewritten():
+                step.notices.append(f"{self.path} was truncated; reading it from its start")
+                step.items.append((RESTART, self.current.key, b""))
+                self.current.position, self.current.head, self.current.recent = 0, b"", b""
+            budget = self._read(self.current, step, budget)
+            if budget <= 0:
+                break
+            if self.queue:  # `current` is a rotated file, now drained: on to the next one
+                self.lingering.append((self.current, time.monotonic() + LINGER_S))
+                self.current = self.queue.pop(0)
+                continue
+            if not self._rotated(step):
+                return step
+        step.more = True
+        return step
+
+    def _read_lingering(self, step: _Step, budget: int) -> int:
+        now = time.monotonic()
+        still: list[tuple[_Source, float]] = []
+        for index, (source, until) in enumerate(self.lingering):
+            before = source.position
+            budget = self._read(source, step, budget)
+            if source.position > before:
+                until = now + LINGER_S
+            if now < until and len(self.lingering) - index <= MAX_LINGERING:
+                still.append((source, until))
+            else:
+                step.items.append((END, source.key, b""))
+                source.close()
+        self.lingering = still
+        return budget
+
+    def _read(self, source: _Source, step: _Step, budget: int) -> int:
+        while budget > 0:
+            chunk = os.pread(source.fd, min(FOLLOW_CHUNK_BYTES, budget), source.position)
+            if not chunk:
+                break
+            source.remember(chunk)
+            step.items.append((DATA, source.key, chunk))
+            budget -= len(chunk)
+        return budget
+
+    def _open_first(self, step: _Step) -> bool:
+        source = self._open_path()
+        if source is None:
+            if not self.said_waiting:
+                self.said_waiting = True
+                step.notices.append(f"waiting for {self.path} to appear")
+            self.started = True
+            return False
+        siblings = self._siblings(exclude={source.identity})
+        self.known = {identity: sibling.head for identity, sibling in siblings.items()}
+        if not self.started and not self.from_start:
+            source.position_at_end()
+        elif self.said_waiting:
+            step.notices.append(f"{self.path} has appeared; following it")
+        self.started = True
+        self.current = source
+        self.verified_at = time.time()
+        return True
+
+    def _rotated(self, step: _Step) -> bool:
+        """True when the path now holds another file: the rotated ones and the new one are queued."""
+        assert self.current is not None
+        try:
+            status = os.stat(self.path)
+        except OSError:
+            if not self.said_gone:
+                self.said_gone = True
+                step.notices.append(f"{self.path} has gone; reading what is open, waiting for a new file")
+            return False
+        if (status.st_dev, status.st_ino) == self.current.identity:
+            self.verified_at = time.time()
+            return False
+        if stat.S_ISDIR(status.st_mode):
+            return False
+        new = self._open_path()
+        if new is None or new.identity == self.current.identity:
+            if new is not None:
+                new.close()
+            return False
+        step.notices.append(f"{self.path} was replaced (rotated); following the new file")
+        self.said_gone = False
+        siblings = self._siblings(exclude={self.current.identity, new.identity})
+        self.queue = [*self._missed(siblings), new]
+        # what is there now, and the file being drained: never read again (unless its first bytes change)
+        self.known = {identity: sibling.head for identity, sibling in siblings.items()}
+        self.known[self.current.identity] = self.current.head
+        self.verified_at = time.time()
+        return True  # the caller drains `current`, then goes through the queue
+
+    def _missed(self, siblings: dict[Identity, _Sibling]) -> list[_Source]:
+        """Rotated files that appeared and were rotated away between two looks, oldest first."""
+        found: list[tuple[int, _Source]] = []
+        since = self.verified_at - ROTATED_SLACK_S
+        for identity, sibling in siblings.items():
+            known = self.known.get(identity)
+            if known is not None and sibling.head.startswith(known):
+                continue  # seen before (renamed along since), or read already
+            status = sibling.status
+            if max(status.st_mtime, status.st_ctime) < since or len(found) >= MAX_ROTATED_FOUND:
+                continue  # an old file that happens to be new to us
+            try:
+                fd = os.open(sibling.path, os.O_RDONLY | O_CLOEXEC)
+            except OSError:
+                continue
+            opened = os.fstat(fd)
+            if (opened.st_dev, opened.st_ino) != identity:
+                os.close(fd)
+                continue
+            found.append((status.st_mtime_ns, _Source(fd, identity, str(sibling.path))))
+        return [source for _, source in sorted(found, key=lambda item: item[0])]
+
+    def _siblings(self, exclude: set[Identity]) -> dict[Identity, _Sibling]:
+        """Regular files next to the path named like its rotations, not compressed: NAME.1 (logrotate,
+        RotatingFileHandler), NAME-20261201 (dateext), NAME.2026-12-01 (TimedRotatingFileHandler)."""
+        found: dict[Identity, _Sibling] = {}
+        base = self.path.name
+        try:
+            entries = list(os.scandir(self.path.parent))
+        except OSError:
+            return found
+        for entry in entries:
+            name = entry.name
+            suffix = name[len(base) :] if name.startswith(base) else ""
+            if not ROTATED_SUFFIX.match(suffix) or name.lower().endswith(COMPRESSED_SUFFIXES):
+                continue
+            try:
+                status = entry.stat(follow_symlinks=False)
+                identity = (status.st_dev, status.st_ino)
+                if not stat.S_ISREG(status.st_mode) or identity in exclude:
+                    continue
+                with open(entry.path, "rb") as handle:
+                    head = handle.read(FINGERPRINT_BYTES)
+            except OSError:
+                continue
+            found[identity] = _Sibling(Path(entry.path), status, head)
+        return found
+
+    def _open_path(self) -> _Source | None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | O_CLOEXEC)
+        except OSError:  # missing, no permission yet: poll again
+            return None
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):  # a directory at the path: poll again
+            os.close(fd)
+            return None
+        return _Source(fd, (status.st_dev, status.st_ino), str(self.path))
+
+
 class LogTailer:
     """Follow (`lines`) or read once (`read_all`) a log file, line by line."""
 
@@ -89,11 +360,15 @@ class LogTailer:
         from_start: bool = False,
         poll_interval_s: float = 0.25,
         max_line_bytes: int = 16384,
+        on_notice: Callable[[str], None] | None = None,
+        watch: bool = True,
     ) -> None:
         self.path = Path(path)
         self.from_start = from_start
         self.poll_interval_s = max(0.001, poll_interval_s)
         self.max_line_bytes = max_line_bytes
+        self.on_notice = on_notice  # "waiting for FILE to appear", "FILE was truncated; …"
+        self.watch = watch  # inotify wake-ups when available (polling either way)
 
     async def read_all(self) -> AsyncIterator[str]:
         """Every line of the file once, then stop. Raises FileNotFoundError if there is no file."""
@@ -108,62 +383,40 @@ class LogTailer:
 
     async def lines(self) -> AsyncIterator[str]:
         """Lines as they are written, forever (until the task is cancelled)."""
-        splitter = LineSplitter(self.max_line_bytes)
-        handle: AsyncBufferedReader | None = None
-        identity: tuple[int, int] | None = None
-        position = 0
-        at_start_of_run = True
+        splitters: dict[int, LineSplitter] = {}  # one per open file: lines never mix across files
+        follower = _Follower(self.path, self.from_start)
+        watch: DirectoryWatch | None = None
+        watch_tried = -WATCH_RETRY_S
+        loop = asyncio.get_running_loop()
         try:
             while True:
-                if handle is None:
-                    handle = await self._open()
-                    if handle is None:
-                        at_start_of_run = False  # appeared later: read it from its start
-                        await asyncio.sleep(self.poll_interval_s)
-                        continue
-                    status = await _fstat(handle.fileno())
-                    identity = (status.st_dev, status.st_ino)
-                    position = 0
-                    if at_start_of_run and not self.from_start:
-                        position = await handle.seek(0, os.SEEK_END)
-                    at_start_of_run = False
-                chunk = await handle.read(FOLLOW_CHUNK_BYTES)
-                if chunk:
-                    position += len(chunk)
-                    for line in splitter.feed(chunk):
-                        yield line
-                    continue
-                status_now = await self._stat()
-                if status_now is None:  # deleted: wait for a new file, keep what is open
-                    await asyncio.sleep(self.poll_interval_s)
-                    continue
-                if (status_now.st_dev, status_now.st_ino) != identity:  # rotated
-                    while chunk := await handle.read(FOLLOW_CHUNK_BYTES):  # written just before the rename
-                        for line in splitter.feed(chunk):
+                started = loop.time()
+                step = await asyncio.to_thread(follower.step)
+                for notice in step.notices:
+                    if self.on_notice is not None:
+                        self.on_notice(notice)
+                for what, key, data in step.items:
+                    if what == DATA:
+                        if key not in splitters:
+                            splitters[key] = LineSplitter(self.max_line_bytes)
+                        for line in splitters[key].feed(data):
                             yield line
-                    tail = splitter.flush()
-                    if tail is not None:
-                        yield tail
-                    await handle.close()
-                    handle = None
+                    elif what == END and key in splitters:
+                        tail = splitters.pop(key).flush()
+                        if tail is not None:
+                            yield tail
+                    elif what == RESTART and key in splitters:
+                        splitters[key].reset()
+                if step.more:
                     continue
-                if status_now.st_size < position:  # truncated in place (copytruncate)
-                    splitter.reset()
-                    position = await handle.seek(0)
-                    continue
-                await asyncio.sleep(self.poll_interval_s)
+                if watch is None and self.watch and loop.time() - watch_tried >= WATCH_RETRY_S:
+                    watch_tried = loop.time()
+                    watch = open_watch(self.path)
+                if watch is None:
+                    await asyncio.sleep(self.poll_interval_s)
+                elif await watch.wait(self.poll_interval_s):
+                    await asyncio.sleep(max(0.0, started + MIN_WAKE_INTERVAL_S - loop.time()))
         finally:
-            if handle is not None:
-                await handle.close()
-
-    async def _open(self) -> AsyncBufferedReader | None:
-        try:
-            return await aiofiles.open(self.path, "rb")  # type: ignore[return-value]
-        except OSError:  # missing, a directory, no permission yet: poll again
-            return None
-
-    async def _stat(self) -> os.stat_result | None:
-        try:
-            return await aiofiles.os.stat(self.path)
-        except OSError:
-            return None
+            if watch is not None:
+                watch.close()
+            follower.close()

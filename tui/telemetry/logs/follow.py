@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from tui.telemetry.events import LogEvent
@@ -27,14 +27,19 @@ async def follow_events(
     poll_interval_s: float = 0.25,
     idle_flush_s: float = 1.0,
     max_line_bytes: int = 16384,
+    on_notice: Callable[[str], None] | None = None,
 ) -> AsyncIterator[tuple[str | None, list[LogEvent]]]:
     """(line, its events) for every new line, and (None, held-back events) after a quiet spell.
 
     Runs until the consuming task is cancelled (or the iteration is closed); the reader task is
-    cancelled with it.
+    cancelled with it. `on_notice` gets the tailer's notices (waiting for the file, rotated, truncated).
     """
     tailer = LogTailer(
-        path, from_start=from_start, poll_interval_s=poll_interval_s, max_line_bytes=max_line_bytes
+        path,
+        from_start=from_start,
+        poll_interval_s=poll_interval_s,
+        max_line_bytes=max_line_bytes,
+        on_notice=on_notice,
     )
     queue: asyncio.Queue[str] = asyncio.Queue(maxsize=QUEUE_LINES)
 

@@ -1,0 +1,222 @@
+"""`LogTailer` in the races `tail -F` survives: two rotations between two polls, a copytruncate whose new
+content grows past the old offset before the next poll, a file that does not exist yet (and says so).
+
+The tailer runs with its default poll interval (250 ms) and each file operation sequence is done without
+yielding to the event loop, so it lands between two polls (or in the middle of one read: either way no line
+may be lost). Waits are bounded polling loops."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from test_tailer import Follower, _append, _until
+
+from tui.telemetry.tailer import LogTailer
+
+
+def _numbered(prefix: str, count: int) -> list[str]:
+    return [f"{prefix} line {number:04d} " + "x" * 40 for number in range(count)]
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    _append(path, "".join(line + "\n" for line in lines))
+
+
+class DefaultPollFollower(Follower):
+    """`Follower` with the tailer's own default poll interval (the one the CLI and dashboard use)."""
+
+    def __init__(self, path: Path, **options: object) -> None:
+        super().__init__(path, **options)
+        self.tailer = LogTailer(path, **options)  # type: ignore[arg-type]
+
+
+async def test_two_rotations_between_polls_lose_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    first, middle, last = _numbered("first", 500), _numbered("middle", 500), _numbered("last", 500)
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        _write_lines(log, first)
+        os.rename(log, tmp_path / "server.log.1")  # rotation 1: first → .1, a new file (middle)
+        _write_lines(log, middle)
+        os.rename(tmp_path / "server.log.1", tmp_path / "server.log.2")  # rotation 2: .1 → .2, middle → .1
+        os.rename(log, tmp_path / "server.log.1")
+        _write_lines(log, last)
+        await follower.wait_for(last[-1])
+    assert follower.payload() == first + middle + last
+
+
+async def test_rotated_files_present_before_the_start_are_not_replayed(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    _write_lines(tmp_path / "server.log.2", ["from an older rotation 2"])
+    _write_lines(tmp_path / "server.log.1", ["from an older rotation 1"])
+    log.write_text("")
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        _write_lines(log, ["before"])
+        os.rename(tmp_path / "server.log.1", tmp_path / "server.log.2")
+        os.rename(log, tmp_path / "server.log.1")
+        _write_lines(log, ["after"])
+        await follower.wait_for("after")
+        _write_lines(log, ["later"])
+        await follower.wait_for("later")
+    assert follower.payload() == ["before", "after", "later"]
+
+
+async def test_copytruncate_regrowing_past_the_old_offset_loses_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    before, after = _numbered("before", 100), _numbered("after", 400)
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        _write_lines(log, before)
+        await follower.wait_for(before[-1])
+        shutil.copy(log, tmp_path / "server.log.1")
+        with open(log, "r+b") as handle:
+            handle.truncate(0)
+        _write_lines(log, after)  # 4× the old size, before the tailer looks again
+        await follower.wait_for(after[-1])
+    assert follower.payload() == before + after
+
+
+async def test_copytruncate_with_the_same_first_bytes_is_still_seen(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    banner = "=" * 100 + " server starting " + "=" * 100
+    log.write_text(banner + "\n")
+    before, after = _numbered("before", 50), _numbered("after", 200)
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        _write_lines(log, before)
+        await follower.wait_for(before[-1])
+        with open(log, "r+b") as handle:
+            handle.truncate(0)
+        _write_lines(log, [banner, *after])  # starts like the old content, then differs
+        await follower.wait_for(after[-1])
+    assert follower.payload() == [*before, banner, *after]
+
+
+async def test_a_missing_file_is_waited_for_and_the_wait_is_reported(tmp_path: Path) -> None:
+    log = tmp_path / "later.log"
+    notices: list[str] = []
+    async with Follower(log, on_notice=notices.append) as follower:
+        await _until(lambda: bool(notices), "a notice")
+        assert "waiting for" in notices[0] and "later.log" in notices[0]
+        log.write_text("first\n")
+        await follower.wait_for("first")
+    assert follower.lines == ["first"]
+    assert len(notices) == 2 and "appeared" in notices[1]
+
+
+def test_logs_follow_on_a_missing_file_says_it_is_waiting(tmp_path: Path) -> None:
+    log = tmp_path / "missing.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui", "logs", "--follow", str(log)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        first = lines.get(timeout=30)
+        assert "waiting for" in first and "missing.log" in first, first
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize("rotations", [3])
+async def test_several_rotations_between_polls_keep_file_order(tmp_path: Path, rotations: int) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    batches = [_numbered(f"file{index}", 50) for index in range(rotations + 1)]
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        for index, batch in enumerate(batches):
+            _write_lines(log, batch)
+            if index == rotations:
+                break
+            for number in range(index, 0, -1):  # .n → .n+1, then the live file → .1 (logrotate's order)
+                os.rename(tmp_path / f"server.log.{number}", tmp_path / f"server.log.{number + 1}")
+            os.rename(log, tmp_path / "server.log.1")
+        await follower.wait_for(batches[-1][-1])
+    assert follower.payload() == [line for batch in batches for line in batch]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify wake-ups are Linux only")
+async def test_a_rotation_wakes_the_tailer_before_its_next_poll(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("old\n")
+    async with Follower(log, from_start=True) as follower:
+        follower.tailer.poll_interval_s = 60.0  # longer than the wait below: only inotify can wake it
+        await follower.wait_for("old")
+        await asyncio.sleep(0.2)  # the first step is over and the tailer waits
+        os.rename(log, tmp_path / "server.log.1")
+        log.write_text("new\n")
+        await follower.wait_for("new")
+    assert follower.lines == ["old", "new"]
+
+
+async def test_rotations_seen_one_by_one_read_each_file_once(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        for index in range(3):
+            _write_lines(log, [f"file {index}"])
+            await follower.wait_for(f"file {index}")
+            for number in range(index, 0, -1):
+                os.rename(tmp_path / f"server.log.{number}", tmp_path / f"server.log.{number + 1}")
+            os.rename(log, tmp_path / "server.log.1")
+            log.write_text("")
+        _write_lines(log, ["last"])
+        await follower.wait_for("last")
+        await follower.sync(log)  # a few more polls: nothing read twice
+    assert follower.payload() == ["file 0", "file 1", "file 2", "last"]
+
+
+async def test_other_files_named_like_the_log_are_not_read(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        _write_lines(tmp_path / "server.log.lock", ["not a log"])
+        _write_lines(tmp_path / "server.log_stderr", ["not this one either"])
+        _write_lines(tmp_path / "server.log.1.gz", ["compressed"])
+        _write_lines(log, ["before"])
+        os.rename(log, tmp_path / "server.log.1")
+        _write_lines(log, ["after"])
+        await follower.wait_for("after")
+    assert follower.payload() == ["before", "after"]
+
+
+async def test_lines_written_to_the_rotated_file_before_the_writer_reopens_are_read(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        _write_lines(log, ["old 1"])
+        os.rename(log, tmp_path / "server.log.1")  # logrotate: rename, create, then signal the server
+        _write_lines(log, ["new 1"])
+        await follower.wait_for("new 1")  # the tailer has moved to the new file
+        _write_lines(tmp_path / "server.log.1", ["old 2, before the server reopened its log"])
+        _write_lines(log, ["new 2"])
+        await follower.wait_for("old 2, before the server reopened its log")  # read within LINGER_S
+        await follower.wait_for("new 2")
+    late = "old 2, before the server reopened its log"
+    assert sorted(follower.payload()) == sorted(["old 1", "new 1", late, "new 2"])
