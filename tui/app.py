@@ -38,7 +38,7 @@ from tui.telemetry.recording import (
 )
 from tui.themes import DEFAULT_THEME, load_themes, next_theme, remember_theme, remembered_theme
 from tui.widgets.card_view import CardData
-from tui.worker_errors import report_worker_failure
+from tui.worker_errors import WritesRecoveryCopies, report_worker_failure
 
 MAX_LOG_LINE_CHARS = 2000
 LOG_POLL_INTERVAL_S = 1.0  # how often each log file is checked for new lines
@@ -49,7 +49,7 @@ MAX_REPORTED_BAD_LINES = 5
 HTTP_MAX_CONNECTIONS = 160  # a 64 + 64 stream A/B burst plus the dashboard's scrapes
 
 
-class SpectopApp(App[int]):
+class SpectopApp(WritesRecoveryCopies, App[int]):
     TITLE = "spectop"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -8,12 +8,12 @@ import httpx
 from textual.app import App
 
 from tui.screens.editor import EditorScreen
-from tui.worker_errors import ReportsWorkerFailures
+from tui.worker_errors import ReportsWorkerFailures, WritesRecoveryCopies
 
 HTTP_TIMEOUT_S = 5.0
 
 
-class EditorApp(ReportsWorkerFailures, App[None]):
+class EditorApp(WritesRecoveryCopies, ReportsWorkerFailures, App[None]):
     TITLE = "spectop edit"
 
     def __init__(

@@ -8,6 +8,8 @@ c copy the launch command (OSC 52), y launch as CLI/YAML, escape close.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,18 @@ from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
 from tui.worker_errors import ReportsWorkerFailures
 
 _SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i"}
+RECOVERY_SUFFIX = ".spectop-recovery"
+
+
+def recovery_path(path: Path) -> Path:
+    """Where unsaved edits of `path` go when the editor fails: `FILE.spectop-recovery` beside it."""
+    return path.with_name(path.name + RECOVERY_SUFFIX)
+
+
+def fallback_recovery_path(path: Path) -> Path:
+    """When the file's folder is not writable: `$XDG_DATA_HOME/spectop/recovery/FILE.spectop-recovery`."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "spectop" / "recovery" / (path.name + RECOVERY_SUFFIX)
 
 
 @dataclass
@@ -109,6 +123,8 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         self._undo: list[_FieldChange] = []
         self._raw_shown_text = ""
         self._rows: dict[KeyPath, ConfigFieldRow] = {}
+        self._form_lock = asyncio.Lock()
+        self._form_wanted = False
         self.loaded = False  # True once the file is shown (tests and callers can wait for it)
 
     # --- layout --------------------------------------------------------------------------------------------
@@ -159,12 +175,32 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         else:
             self.set_status(f"opened {self.path} ({KIND_TITLES[self.kind]})")
             self.action_show_tab("form")
+        recovery = recovery_path(self.path)
+        if await asyncio.to_thread(recovery.exists):
+            self.notify(
+                f"unsaved edits from a failed session are in {recovery} (compare and delete it)",
+                severity="warning",
+                timeout=15,
+            )
         self.loaded = True
 
     async def _build_form(self) -> None:
+        """Rebuild the form from the document; returns once a build that started after the call is done.
+
+        Raw edits arrive while a build is under way (a key typed then erased within 0.1 s): builds run
+        one at a time, and `_rows` holds only rows of a finished build, so an update never reaches a
+        row that is being removed or not yet composed.
+        """
+        self._form_wanted = True
+        async with self._form_lock:
+            while self._form_wanted:
+                self._form_wanted = False
+                await self._build_form_once()
+
+    async def _build_form_once(self) -> None:
         form = self.query_one("#form-fields", VerticalScroll)
+        self._rows = {}
         await form.remove_children()
-        self._rows.clear()
         assert self.kind is not None
         if self.document is None:
             error = self.syntax_error
@@ -174,6 +210,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
             )
             return
         widgets: list[Any] = []
+        rows: dict[KeyPath, ConfigFieldRow] = {}
         section: tuple[str, ...] = ()
         for spec in field_specs(self.kind):
             if spec.type == "table":
@@ -182,7 +219,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
                 section = spec.path[:-1]
                 widgets.append(Static(f"[{dotted(section)}]", classes="section", markup=False))
             row = ConfigFieldRow(spec, self._value(spec.path))
-            self._rows[spec.path] = row
+            rows[spec.path] = row
             widgets.append(row)
         unknown = unknown_keys(self.kind, self.document.data)
         if unknown:
@@ -192,6 +229,9 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
                 text = shown_value(path, value_text(self.document.get(path)))
                 widgets.append(Static(f"{dotted(path)} = {text}", classes="unknown", markup=False))
         await form.mount_all(widgets)
+        self._rows = rows
+        for path, row in rows.items():  # the document may have changed while the rows were mounted
+            row.show(self._value(path))
 
     def _value(self, path: KeyPath) -> Any:
         if self.document is None or not self.document.has(path):
@@ -263,6 +303,34 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         if self.document is not None:
             return self.document.text
         return self.query_one("#raw", TextArea).text
+
+    def unsaved_text(self) -> str | None:
+        """The text with the user's edits when it differs from the saved file, else None."""
+        candidates = []
+        with contextlib.suppress(Exception):  # also called while the app is failing
+            candidates.append(self.query_one("#raw", TextArea).text)
+        if self.document is not None:
+            candidates.append(self.document.text)
+        return next((text for text in candidates if text != self.saved_text), None)
+
+    def write_recovery_copy(self) -> str | None:
+        """Write the unsaved text beside the file (or in the recovery folder); a note saying where."""
+        text = self.unsaved_text()
+        if text is None or not self.loaded:
+            return None
+        problems = []
+        for target in (recovery_path(self.path), fallback_recovery_path(self.path)):
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")  # synchronous on purpose: the app is going down
+            except OSError as error:
+                problems.append(f"{target}: {error.strerror or error}")
+                continue
+            return (
+                f"spectop: the editor failed; your unsaved edits of {self.path} were saved to {target} "
+                f"(compare: diff {self.path} {target})"
+            )
+        return f"spectop: the editor failed and the unsaved edits could not be saved ({'; '.join(problems)})"
 
     def set_status(self, message: str, *, error: bool = False) -> None:
         status = self.query_one("#editor-status", Static)
