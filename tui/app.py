@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from tui.board import Board, LogEntry
 from tui.messages import EndpointUpdated, LogLineReceived, ReadingReceived, ReplayFinished
+from tui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.settings import EndpointSettings, Settings
 from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.history import History, ReadingLike
@@ -49,7 +50,7 @@ MAX_REPORTED_BAD_LINES = 5
 HTTP_MAX_CONNECTIONS = 160  # a 64 + 64 stream A/B burst plus the dashboard's scrapes
 
 
-class SpectopApp(WritesRecoveryCopies, App[int]):
+class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
     TITLE = "spectop"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -62,6 +63,7 @@ class SpectopApp(WritesRecoveryCopies, App[int]):
         Binding("b", "bench", "Bench"),
         Binding("plus", "faster", "Faster", key_display="+"),
         Binding("minus", "slower", "Slower", key_display="-"),
+        *QUIT_BINDINGS,
     ]
 
     def __init__(

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 from textual.app import App
+from textual.binding import BindingType
 
+from tui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.screens.editor import EditorScreen
 from tui.worker_errors import ReportsWorkerFailures, WritesRecoveryCopies
 
 HTTP_TIMEOUT_S = 5.0
 
 
-class EditorApp(WritesRecoveryCopies, ReportsWorkerFailures, App[None]):
+class EditorApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures, App[None]):
     TITLE = "spectop edit"
+    BINDINGS: ClassVar[list[BindingType]] = list(QUIT_BINDINGS)
 
     def __init__(
         self,

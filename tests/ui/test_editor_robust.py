@@ -6,11 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from textual.widgets import TextArea
+from textual.widgets import Input, TextArea
 
 from tui.editor_app import EditorApp
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
+from tui.widgets.config_dialogs import ConfirmDialog
 from tui.widgets.config_field import ConfigFieldRow
 
 SIZE = (80, 24)
@@ -103,3 +104,104 @@ async def test_opening_a_file_with_a_recovery_copy_says_so(config_toml: Path) ->
                 break
             await pilot.pause(0.02)
         assert any(str(recovery_path(config_toml)) in n.message for n in app._notifications)
+
+
+async def edit_a_field(pilot, screen: EditorScreen, value: str) -> None:  # type: ignore[no-untyped-def]
+    field = screen.query_one("#field-scheduler--max_num_seqs Input", Input)
+    field.focus()
+    field.value = ""
+    await pilot.pause()
+    await pilot.press(*value, "enter")
+    await pilot.pause()
+
+
+async def wait_for_screen(pilot, kind: type) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(250):
+        if isinstance(pilot.app.screen, kind):
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"no {kind.__name__}")
+
+
+@pytest.mark.parametrize("key", ["ctrl+q", "ctrl+c"])
+async def test_quitting_spectop_edit_asks_and_saves(config_toml: Path, key: str) -> None:
+    """Issue 11 item 8: ctrl+q quit at once and the edits were lost."""
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await edit_a_field(pilot, screen, "8")
+        await pilot.press(key)
+        await wait_for_screen(pilot, ConfirmDialog)
+        assert "unsaved changes" in app.screen.question  # type: ignore[attr-defined]
+        await pilot.press("n")  # cancel: still editing
+        await wait_for_screen(pilot, EditorScreen)
+        assert app.is_running
+        await pilot.press(key)
+        await wait_for_screen(pilot, ConfirmDialog)
+        await pilot.press("s")
+        for _ in range(250):
+            if not app.is_running:
+                break
+            await pilot.pause(0.02)
+        assert not app.is_running
+    assert "max_num_seqs = 8\n" in config_toml.read_text()
+
+
+async def test_the_quit_action_and_escape_ask_too(config_toml: Path) -> None:
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await edit_a_field(pilot, screen, "8")
+        await app.run_action("quit")  # the command palette's "Quit"
+        await wait_for_screen(pilot, ConfirmDialog)
+        await pilot.press("escape")
+        await wait_for_screen(pilot, EditorScreen)
+        screen.query_one("#lint-list").focus()
+        await pilot.press("escape")
+        await wait_for_screen(pilot, ConfirmDialog)
+        await pilot.press("d")
+        for _ in range(250):
+            if not app.is_running:
+                break
+            await pilot.pause(0.02)
+        assert not app.is_running
+    assert "max_num_seqs = 64\n" in config_toml.read_text()
+
+
+async def test_quitting_the_dashboard_with_the_editor_open_asks(config_toml: Path) -> None:
+    from tui.app import SpectopApp
+    from tui.settings import EndpointSettings, Settings
+
+    endpoint = EndpointSettings(name="sim", url="http://127.0.0.1:9", config_file=config_toml)
+    app = SpectopApp(Settings(poll_interval_s=60, endpoints=[endpoint]), remember_theme_choice=False)
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_editor("sim")
+        screen = await opened_editor(pilot)
+        await edit_a_field(pilot, screen, "12")
+        await pilot.press("ctrl+q")
+        await wait_for_screen(pilot, ConfirmDialog)
+        await pilot.press("n")
+        await wait_for_screen(pilot, EditorScreen)
+        await pilot.press("ctrl+c")
+        await wait_for_screen(pilot, ConfirmDialog)
+        await pilot.press("s")
+        for _ in range(250):
+            if not app.is_running:
+                break
+            await pilot.pause(0.02)
+        assert not app.is_running
+    assert "max_num_seqs = 12\n" in config_toml.read_text()
+
+
+async def test_ctrl_c_quits_the_dashboard_like_q() -> None:
+    from tui.app import SpectopApp
+    from tui.settings import Settings
+
+    app = SpectopApp(Settings(poll_interval_s=60), remember_theme_choice=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        for _ in range(100):
+            if not app.is_running:
+                break
+            await pilot.pause(0.02)
+        assert not app.is_running

@@ -2,7 +2,8 @@
 
 Keys: F2 form, F3 raw, F4 lint, F5 launch (ctrl+o flips form/raw), ctrl+s save (after the diff),
 ctrl+r save & restart, ctrl+z undo (the last form field change; in the raw view the text's own undo),
-c copy the launch command (OSC 52), y launch as CLI/YAML, escape close.
+c copy the launch command (OSC 52), y launch as CLI/YAML, escape close. Closing, and quitting the app
+(ctrl+q, ctrl+c), ask save / discard / cancel while there are unsaved changes.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         self._rows: dict[KeyPath, ConfigFieldRow] = {}
         self._form_lock = asyncio.Lock()
         self._form_wanted = False
+        self._leave_question_open = False
         self.loaded = False  # True once the file is shown (tests and callers can wait for it)
 
     # --- layout --------------------------------------------------------------------------------------------
@@ -516,19 +518,64 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         self.launch_format = "yaml" if self.launch_format == "cli" else "cli"
         self._refresh_views()
 
+    def has_unsaved_changes(self) -> bool:
+        """Edits not written to the file, including text typed into a field but not yet applied."""
+        if not self.loaded:
+            return False
+        pending = any(row.pending_text is not None for row in self._rows.values())
+        return pending or self.unsaved_text() is not None
+
     def action_close(self) -> None:
-        if self.current_text() == self.saved_text:
+        if self.has_unsaved_changes():
+            self._ask_to_leave(quit_app=False)
+        elif not self._leave_question_open:
             self.dismiss(None)
-            return
 
-        def answered(answer: str | None) -> None:
-            if answer == "discard":
-                self.dismiss(None)
+    def ask_before_quitting(self) -> bool:
+        """The app's quit (ctrl+q, ctrl+c, the palette): True when the editor asks first."""
+        if self._leave_question_open:
+            return True  # the question is on screen already
+        if not self.has_unsaved_changes():
+            return False
+        self._ask_to_leave(quit_app=True)
+        return True
 
-        self.app.push_screen(
-            ConfirmDialog("Close the editor and discard unsaved changes?", {"d": "discard", "n": ""}),
-            answered,
-        )
+    def _ask_to_leave(self, *, quit_app: bool) -> None:
+        if not self._leave_question_open:
+            self._leave_question_open = True  # set at once: a second key must not ask twice
+            self._leave(quit_app)
+
+    @work(group="editor-leave", exit_on_error=False)
+    async def _leave(self, quit_app: bool) -> None:
+        """Close the editor (or quit the app) after asking: save, discard, or stay."""
+        try:
+            going = "Quit spectop" if quit_app else "Close the editor"
+            question = f"{self.path} has unsaved changes. {going}?"
+            answers = {"s": "save", "d": "discard", "n": ""}
+            answer = await self.app.push_screen_wait(ConfirmDialog(question, answers))
+            if answer is None:
+                self.set_status("still editing: nothing was saved or discarded")
+                return
+            if answer == "save" and not await self._save_now():
+                return
+        finally:
+            self._leave_question_open = False
+        if quit_app:
+            self.app.exit()
+        else:
+            self.dismiss(None)
+
+    async def _save_now(self) -> bool:
+        """Save without the diff (the user asked to save on the way out); False when it did not happen."""
+        problem = self._blocking_issue()
+        if problem is not None:
+            self.set_status(problem, error=True)
+            self.notify(problem, severity="error")
+            return False
+        assert self.document is not None
+        if self.document.text == self.saved_text:
+            return True
+        return await self._write(self.document.text)
 
     def action_save(self) -> None:
         self.save_flow(restart=False)
