@@ -123,6 +123,28 @@ async def wait_for_screen(pilot, kind: type) -> None:  # type: ignore[no-untyped
     raise AssertionError(f"no {kind.__name__}")
 
 
+async def wait_for_exit(pilot) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(250):
+        if not pilot.app.is_running:
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("the app did not exit")
+
+
+async def ask_cancel_ask_answer(pilot, first_key: str, second_key: str, answer: str) -> None:  # type: ignore[no-untyped-def]
+    """Quit with `first_key`, cancel the question, quit with `second_key`, answer `answer`; the app ends."""
+    await pilot.press(first_key)
+    await wait_for_screen(pilot, ConfirmDialog)
+    assert "unsaved changes" in pilot.app.screen.question
+    await pilot.press("n")  # cancel: still editing
+    await wait_for_screen(pilot, EditorScreen)
+    assert pilot.app.is_running
+    await pilot.press(second_key)
+    await wait_for_screen(pilot, ConfirmDialog)
+    await pilot.press(answer)
+    await wait_for_exit(pilot)
+
+
 @pytest.mark.parametrize("key", ["ctrl+q", "ctrl+c"])
 async def test_quitting_spectop_edit_asks_and_saves(config_toml: Path, key: str) -> None:
     """Issue 11 item 8: ctrl+q quit at once and the edits were lost."""
@@ -130,20 +152,7 @@ async def test_quitting_spectop_edit_asks_and_saves(config_toml: Path, key: str)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
         await edit_a_field(pilot, screen, "8")
-        await pilot.press(key)
-        await wait_for_screen(pilot, ConfirmDialog)
-        assert "unsaved changes" in app.screen.question  # type: ignore[attr-defined]
-        await pilot.press("n")  # cancel: still editing
-        await wait_for_screen(pilot, EditorScreen)
-        assert app.is_running
-        await pilot.press(key)
-        await wait_for_screen(pilot, ConfirmDialog)
-        await pilot.press("s")
-        for _ in range(250):
-            if not app.is_running:
-                break
-            await pilot.pause(0.02)
-        assert not app.is_running
+        await ask_cancel_ask_answer(pilot, key, key, "s")
     assert "max_num_seqs = 8\n" in config_toml.read_text()
 
 
@@ -160,11 +169,7 @@ async def test_the_quit_action_and_escape_ask_too(config_toml: Path) -> None:
         await pilot.press("escape")
         await wait_for_screen(pilot, ConfirmDialog)
         await pilot.press("d")
-        for _ in range(250):
-            if not app.is_running:
-                break
-            await pilot.pause(0.02)
-        assert not app.is_running
+        await wait_for_exit(pilot)
     assert "max_num_seqs = 64\n" in config_toml.read_text()
 
 
@@ -178,18 +183,7 @@ async def test_quitting_the_dashboard_with_the_editor_open_asks(config_toml: Pat
         app.open_editor("sim")
         screen = await opened_editor(pilot)
         await edit_a_field(pilot, screen, "12")
-        await pilot.press("ctrl+q")
-        await wait_for_screen(pilot, ConfirmDialog)
-        await pilot.press("n")
-        await wait_for_screen(pilot, EditorScreen)
-        await pilot.press("ctrl+c")
-        await wait_for_screen(pilot, ConfirmDialog)
-        await pilot.press("s")
-        for _ in range(250):
-            if not app.is_running:
-                break
-            await pilot.pause(0.02)
-        assert not app.is_running
+        await ask_cancel_ask_answer(pilot, "ctrl+q", "ctrl+c", "s")
     assert "max_num_seqs = 12\n" in config_toml.read_text()
 
 
@@ -200,8 +194,4 @@ async def test_ctrl_c_quits_the_dashboard_like_q() -> None:
     app = SpectopApp(Settings(poll_interval_s=60), remember_theme_choice=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+c")
-        for _ in range(100):
-            if not app.is_running:
-                break
-            await pilot.pause(0.02)
-        assert not app.is_running
+        await wait_for_exit(pilot)
