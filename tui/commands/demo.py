@@ -23,6 +23,7 @@ from pathlib import Path
 
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings, Settings
+from tui.terminal import require_terminal
 
 LISTENING = re.compile(r"listening on (http://\S+)")
 DEMO_ENDPOINTS = (("mtp-on", "config.toml"), ("mtp-off", "config_mtp_off.toml"))
@@ -140,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
     if args.background_load < 0 or args.poll_interval <= 0:
         print("spectop demo: --background-load must be >= 0 and --poll-interval > 0")
         return 2
+    require_terminal("demo")
     print("spectop demo: starting two simulated vLLM servers …", flush=True)
     # SIGTERM or SIGHUP (a closing SSH session) must still run the cleanup below.
     previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}

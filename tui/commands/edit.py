@@ -7,6 +7,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from tui.terminal import require_terminal
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -42,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.health_url and not args.health_url.startswith(("http://", "https://")):
         print(f"spectop edit: --health-url must be an http(s) URL, got {args.health_url!r}", file=sys.stderr)
         return 2
+    require_terminal("edit")
     from tui.editor_app import EditorApp
 
     app = EditorApp(args.file, kind=kind, restart_command=restart, health_url=args.health_url)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tui.terminal import require_terminal
+
 
 def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="spectop.toml settings file")
@@ -26,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as error:
         print(f"spectop: {error}", file=sys.stderr)
         return 2
+    require_terminal("the dashboard")
     from tui.app import SpectopApp
 
     app = SpectopApp(settings=settings, record_path=args.record)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tui.terminal import require_terminal
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
@@ -41,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectop replay: {error}")
         return 2
     settings.endpoints = []  # the recording names its endpoints
+    require_terminal("replay")
     from tui.app import SpectopApp
 
     app = SpectopApp(settings=settings, replay_path=path, replay_speed=args.speed)
