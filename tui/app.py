@@ -443,6 +443,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
                 endpoint.config_file,
                 restart_command=endpoint.restart_command,
                 health_url=f"{endpoint.url}/health",
+                log_file=endpoint.log_file,
             )
         )
 

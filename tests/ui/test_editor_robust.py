@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import shutil
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, TextArea
+from textual.widgets import Input, Static, TextArea
 
 from tui.editor_app import EditorApp
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
-from tui.widgets.config_dialogs import ConfirmDialog
+from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import ConfigFieldRow
 
 SIZE = (80, 24)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def recovery_path(path: Path) -> Path:
@@ -195,3 +199,57 @@ async def test_ctrl_c_quits_the_dashboard_like_q() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+c")
         await wait_for_exit(pilot)
+
+
+def oom_log(tmp_path: Path) -> Path:
+    """A real `spectop sim` start-up OOM (k=16 needs more than 1 - gpu_memory_utilization)."""
+    config = tmp_path / "k16.toml"
+    text = (sample_configs_dir() / "config.toml").read_text(encoding="utf-8")
+    config.write_text(text.replace("num_speculative_tokens = 2", "num_speculative_tokens = 16"), "utf-8")
+    log = tmp_path / "server.log"
+    command = [sys.executable, "-m", "tui", "sim", "--flavor", "vllm", "--port", "0"]
+    command += ["--config", str(config), "--log-file", str(log)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert result.returncode == 1, result.stderr
+    return log
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
+    config_toml: Path, tmp_path: Path
+) -> None:
+    """Issue 11 item 12: the wait ran for minutes and said nothing about why."""
+    assert RestartDialog(["true"], None, None).health_timeout_s <= 60  # never minutes by default
+    crash = oom_log(tmp_path)
+    log = tmp_path / "endpoint.log"
+    log.write_text("ERROR 12-01 08:00:00 [api_server.py:1] an old error, before the restart\n", "utf-8")
+    # The restart "succeeds" and the server then dies with a CUDA OOM in its log.
+    copy = f"import shutil; shutil.copyfileobj(open({str(crash)!r}), open({str(log)!r}, 'a'))"
+    restart = [sys.executable, "-c", copy]
+    url = f"http://127.0.0.1:{closed_port()}/health"
+    app = EditorApp(config_toml, restart_command=restart, health_url=url, log_file=log, health_timeout_s=0.5)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await opened_editor(pilot)
+        await edit_a_field(pilot, screen, "8")
+        await pilot.press("ctrl+r")
+        await wait_for_screen(pilot, DiffDialog)
+        await pilot.press("y")
+        await wait_for_screen(pilot, ConfirmDialog)
+        await pilot.press("y")
+        await wait_for_screen(pilot, RestartDialog)
+        dialog = app.screen
+        assert isinstance(dialog, RestartDialog)
+        for _ in range(250):
+            if dialog.finished:
+                break
+            await pilot.pause(0.02)
+        status = str(dialog.query_one("#restart-status", Static).render())
+        assert "did not answer" in status and "within 0.5 s" in status
+        assert f"last errors in {log}" in status
+        assert "torch.OutOfMemoryError: CUDA out of memory" in status
+        assert "an old error" not in status

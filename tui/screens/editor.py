@@ -39,6 +39,7 @@ from tui.configs.errors import ConfigError, ConfigSyntaxError
 from tui.configs.kinds import KIND_TITLES, ConfigKind, parse_kind
 from tui.configs.launch import LaunchFormat, render_launch
 from tui.configs.lint import Finding, lint_document
+from tui.configs.restart import HEALTH_TIMEOUT_S
 from tui.configs.schemas import field_spec, field_specs, shown_value, typed_value, unknown_keys
 from tui.messages import ConfigFieldEdited
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
@@ -107,9 +108,13 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         kind: str | None = None,
         restart_command: list[str] | None = None,
         health_url: str | None = None,
+        log_file: Path | None = None,
+        health_timeout_s: float = HEALTH_TIMEOUT_S,
     ) -> None:
         super().__init__()
         self.path = Path(path)
+        self.log_file = log_file  # the endpoint's log: its error lines explain a failed restart
+        self.health_timeout_s = health_timeout_s
         self.forced_kind: ConfigKind | None = parse_kind(kind) if kind else None
         self.restart_command = restart_command or None
         self.health_url = health_url
@@ -642,7 +647,14 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
             if await self.app.push_screen_wait(ConfirmDialog(question, {"y": "run", "n": ""})) != "run":
                 return
             client = getattr(self.app, "http_client", None)
-            await self.app.push_screen(RestartDialog(self.restart_command, self.health_url, client))
+            dialog = RestartDialog(
+                self.restart_command,
+                self.health_url,
+                client,
+                log_file=self.log_file,
+                health_timeout_s=self.health_timeout_s,
+            )
+            await self.app.push_screen(dialog)
 
     async def _write(self, text: str) -> bool:
         assert self.kind is not None
