@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from textual.widgets import Input, Static, TextArea
@@ -253,3 +254,31 @@ async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
         assert f"last errors in {log}" in status
         assert "torch.OutOfMemoryError: CUDA out of memory" in status
         assert "an old error" not in status
+
+
+async def test_a_screen_that_uses_ctrl_c_keeps_it() -> None:
+    """The bench screen cancels a burst with ctrl+c: the app's ctrl+c-quits must not take that away."""
+    from textual.binding import Binding, BindingType
+    from textual.screen import Screen
+
+    from tui.app import SpectopApp
+    from tui.settings import Settings
+
+    class Cancellable(Screen[None]):
+        BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+c", "cancel", "Cancel", priority=True)]
+        cancelled = 0
+
+        def action_cancel(self) -> None:
+            self.cancelled += 1
+
+    app = SpectopApp(Settings(poll_interval_s=60), remember_theme_choice=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = Cancellable()
+        await app.push_screen(screen)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert screen.cancelled == 1 and app.is_running
+        app.pop_screen()
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await wait_for_exit(pilot)
