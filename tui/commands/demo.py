@@ -122,6 +122,10 @@ class DemoSims:
             )
         with self._lock:
             sim.process, sim.exit_noticed = process, False
+            stopping = self._stopping.is_set()
+        if stopping:  # quit during a restart: stop() may have missed this one
+            _end(process)
+            raise DemoError(f"simulator {sim.name}: not started, the demo is stopping")
         sim.url = _wait_for_url(sim)
 
     def watch(self) -> None:
@@ -219,17 +223,25 @@ class DemoSims:
         for thread in self._threads:
             thread.join(timeout=STOP_TIMEOUT_S)
         self._threads.clear()
-        processes = self.processes
+        with self._lock:
+            processes = self.processes
         for process in processes:
             if process.poll() is None:
                 process.terminate()
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for process in processes:
-            try:
-                process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _end(process, max(0.1, deadline - time.monotonic()))
+
+
+def _end(process: subprocess.Popen[bytes], timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Terminate (if still running), wait up to `timeout_s`, then kill; the process is reaped."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class _ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
