@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from tui.board import Board, LogEntry
 from tui.messages import EndpointUpdated, LogLineReceived, ReadingReceived, ReplayFinished
+from tui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.settings import EndpointSettings, Settings
 from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.history import History, ReadingLike
@@ -39,7 +40,7 @@ from tui.telemetry.recording import (
 )
 from tui.themes import DEFAULT_THEME, load_themes, next_theme, remember_theme, remembered_theme
 from tui.widgets.card_view import CardData
-from tui.worker_errors import report_worker_failure
+from tui.worker_errors import WritesRecoveryCopies, report_worker_failure
 
 MAX_LOG_LINE_CHARS = 2000
 LOG_POLL_INTERVAL_S = 1.0  # how often each log file is checked for new lines
@@ -50,7 +51,7 @@ MAX_REPORTED_BAD_LINES = 5
 HTTP_MAX_CONNECTIONS = 160  # a 64 + 64 stream A/B burst plus the dashboard's scrapes
 
 
-class SpectopApp(App[int]):
+class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
     TITLE = "spectop"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -63,6 +64,7 @@ class SpectopApp(App[int]):
         Binding("b", "bench", "Bench"),
         Binding("plus", "faster", "Faster", key_display="+"),
         Binding("minus", "slower", "Slower", key_display="-"),
+        *QUIT_BINDINGS,
     ]
 
     def __init__(
@@ -448,6 +450,7 @@ class SpectopApp(App[int]):
                 endpoint.config_file,
                 restart_command=endpoint.restart_command,
                 health_url=f"{endpoint.url}/health",
+                log_file=endpoint.log_file,
             )
         )
 

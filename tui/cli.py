@@ -13,6 +13,7 @@ import importlib
 import sys
 
 from tui import __version__
+from tui.terminal import NoTerminalError
 
 # Order is the order shown in `spectop --help`.
 COMMAND_MODULES = (
@@ -55,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except NoTerminalError as error:
+        print(error, file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

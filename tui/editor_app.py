@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 from textual.app import App
+from textual.binding import BindingType
 
+from tui.configs.restart import HEALTH_TIMEOUT_S
+from tui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.screens.editor import EditorScreen
-from tui.worker_errors import ReportsWorkerFailures
+from tui.worker_errors import ReportsWorkerFailures, WritesRecoveryCopies
 
 HTTP_TIMEOUT_S = 5.0
 
 
-class EditorApp(ReportsWorkerFailures, App[None]):
+class EditorApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures, App[None]):
     TITLE = "spectop edit"
+    BINDINGS: ClassVar[list[BindingType]] = list(QUIT_BINDINGS)
 
     def __init__(
         self,
@@ -23,18 +28,27 @@ class EditorApp(ReportsWorkerFailures, App[None]):
         kind: str | None = None,
         restart_command: list[str] | None = None,
         health_url: str | None = None,
+        log_file: Path | None = None,
+        health_timeout_s: float = HEALTH_TIMEOUT_S,
     ) -> None:
         super().__init__()
         self.path = path
         self.kind = kind
         self.restart_command = restart_command
         self.health_url = health_url
+        self.log_file = log_file
+        self.health_timeout_s = health_timeout_s
         # Every spectop App provides one client; the editor uses it for the /health wait.
         self.http_client = httpx.AsyncClient(timeout=HTTP_TIMEOUT_S)
 
     def on_mount(self) -> None:
         screen = EditorScreen(
-            self.path, kind=self.kind, restart_command=self.restart_command, health_url=self.health_url
+            self.path,
+            kind=self.kind,
+            restart_command=self.restart_command,
+            health_url=self.health_url,
+            log_file=self.log_file,
+            health_timeout_s=self.health_timeout_s,
         )
         self.push_screen(screen, lambda _result: self.exit())
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -31,7 +33,9 @@ def test_demo_starts_two_sims_on_free_ports_and_stops_them() -> None:
             ports.add(endpoint.url.rsplit(":", 1)[1])
             assert endpoint.config_file is not None and endpoint.config_file.parent == folder
             assert endpoint.log_file is not None and endpoint.log_file.parent == folder
-            assert endpoint.restart_command == ["kill", "-HUP", str(process.pid)]
+            assert process.poll() is None
+            control = str(folder / "control.sock")
+            assert endpoint.restart_command[-4:] == ["tui.commands.demo", "restart", control, endpoint.name]
             page = httpx.get(f"{endpoint.url}/metrics", timeout=5.0).text
             assert "vllm:generation_tokens_total" in page
         assert len(ports) == 2
@@ -57,3 +61,53 @@ def test_a_sim_that_cannot_start_is_reported_and_nothing_is_left(
     folder.mkdir()
     with pytest.raises(DemoError, match="mtp-on exited"):
         start_sims(folder)
+
+
+def _run_restart_command(command: list[str]) -> subprocess.CompletedProcess[str]:
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=repo, env=env)
+
+
+def _reaped(pid: int) -> bool:
+    """Gone from the process table (a zombie still has /proc/PID with state Z)."""
+    return not Path(f"/proc/{pid}").exists()
+
+
+def test_a_sim_that_dies_is_reaped_reported_and_started_again_once_fixed() -> None:
+    """Issue 11 item 12: k=16 + save & restart left a zombie that `kill -HUP` "restarted"."""
+    deaths: list[str] = []
+    with demo_sims(background_load_rps=0.5) as sims:
+        sims.on_exit = deaths.append
+        endpoint = sims.endpoints[0]
+        assert endpoint.config_file is not None and endpoint.restart_command is not None
+        config = endpoint.config_file.read_text(encoding="utf-8")
+        dead_pid = sims.processes[0].pid
+        endpoint.config_file.write_text(
+            config.replace("num_speculative_tokens = 2", "num_speculative_tokens = 16"), encoding="utf-8"
+        )
+        result = _run_restart_command(endpoint.restart_command)  # save & restart with k=16
+        assert result.returncode != 0, result.stdout
+        assert "CUDA out of memory" in result.stdout  # the reason, from the sim's log
+        for _ in range(200):  # the watcher polls every 0.2 s
+            if deaths and _reaped(dead_pid):
+                break
+            time.sleep(0.05)
+        assert _reaped(dead_pid)
+        assert len(deaths) == 1 and deaths[0].startswith("mtp-on: ") and "out of memory" in deaths[0]
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{endpoint.url}/health", timeout=2.0)
+
+        endpoint.config_file.write_text(config, encoding="utf-8")  # fixed: k=2 again
+        result = _run_restart_command(endpoint.restart_command)
+        assert result.returncode == 0, result.stdout
+        assert "started again" in result.stdout
+        assert httpx.get(f"{endpoint.url}/health", timeout=5.0).status_code == 200  # same URL
+        new_pid = sims.processes[0].pid
+        assert new_pid != dead_pid
+        # A live sim is restarted with SIGHUP, and the command waits until it is back.
+        result = _run_restart_command(endpoint.restart_command)
+        assert result.returncode == 0 and "restarted on" in result.stdout, result.stdout
+        assert sims.processes[0].pid == new_pid
+    assert _reaped(new_pid)
+    assert deaths[1:] == []

@@ -2,8 +2,13 @@
 
 The sims are `spectop sim` subprocesses on free loopback ports, started from copies of the
 sample configs in a temporary folder (so edits from the dashboard never touch the repository),
-with their logs in that folder and a gentle background load. Each endpoint's restart command is
-`kill -HUP <pid>` (the sim re-reads its config on SIGHUP). Quitting stops everything it started.
+with their logs in that folder and a gentle background load. Quitting stops everything it started.
+
+A sim can die (a config with k=16 makes it OOM, like a real vLLM): a watcher thread reaps the
+children at once (no zombies) and tells the dashboard why, from the error lines of the sim's log.
+Each endpoint's restart command asks the demo, over a Unix socket in the folder, to restart that
+sim: a live sim gets SIGHUP (it re-reads its config) and the command waits until it is back or dead;
+a dead one is started again on its port. The command's output and exit code say which.
 """
 
 from __future__ import annotations
@@ -13,46 +18,273 @@ import contextlib
 import re
 import shutil
 import signal
+import socket
+import socketserver
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui.commands.replay import add_record_max_mb_argument
+from tui.configs.restart import last_errors
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings, Settings
+from tui.terminal import require_terminal
 
 LISTENING = re.compile(r"listening on (http://\S+)")
+RESTARTED = "restarted on "
 DEMO_ENDPOINTS = (("mtp-on", "config.toml"), ("mtp-off", "config_mtp_off.toml"))
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
+WATCH_INTERVAL_S = 0.2
+CONTROL_SOCKET = "control.sock"
 
 
 class DemoError(Exception):
     """A simulator that did not start; the message says which and why."""
 
 
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+@dataclass
+class DemoSim:
+    """One simulator: its files and its current process (a new one after a restart from dead)."""
+
+    name: str
+    config: Path
+    log_file: Path
+    stdout_path: Path
+    stderr_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    url: str = ""
+    log_start: int = 0  # where the current run's lines start in the log
+    exit_noticed: bool = False
+    restarting: bool = False
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def why_it_exited(self) -> str:
+        """The exit code and the error lines the run left in its log (or its stderr)."""
+        assert self.process is not None
+        errors = last_errors(self.log_file, 3, start=self.log_start)
+        if not errors:
+            stderr = _read(self.stderr_path).strip().splitlines()
+            errors = stderr[-1:] or ["no error in its log"]
+        return f"exited with code {self.process.returncode}: " + " | ".join(errors)
+
+
 @dataclass
 class DemoSims:
     folder: Path
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    background_load_rps: float = 1.5
+    sims: list[DemoSim] = field(default_factory=list)
     endpoints: list[EndpointSettings] = field(default_factory=list)
+    on_exit: Callable[[str], None] | None = None  # told "NAME: exited with code …" once per death
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _server: socketserver.BaseServer | None = None
+
+    @property
+    def processes(self) -> list[subprocess.Popen[bytes]]:
+        return [sim.process for sim in self.sims if sim.process is not None]
+
+    def sim(self, name: str) -> DemoSim | None:
+        return next((sim for sim in self.sims if sim.name == name), None)
+
+    # --- starting -----------------------------------------------------------------------------------------
+
+    def start(self, sim: DemoSim, port: int = 0) -> None:
+        """Start `sim` (on `port`, 0 for a free one) and wait for its 'listening on'; DemoError if not."""
+        command = [
+            sys.executable, "-m", "tui", "sim", "--flavor", "vllm", "--port", str(port),
+            "--config", str(sim.config), "--log-file", str(sim.log_file),
+            "--background-load", f"{self.background_load_rps:g}",
+        ]  # fmt: skip
+        sim.log_start = _size(sim.log_file)
+        with sim.stdout_path.open("wb") as stdout, sim.stderr_path.open("wb") as stderr:
+            process = subprocess.Popen(
+                command, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+        with self._lock:
+            sim.process, sim.exit_noticed = process, False
+            stopping = self._stopping.is_set()
+        if stopping:  # quit during a restart: stop() may have missed this one
+            _end(process)
+            raise DemoError(f"simulator {sim.name}: not started, the demo is stopping")
+        sim.url = _wait_for_url(sim)
+
+    def watch(self) -> None:
+        """Reap dead sims at once and report each death; the control socket takes restart requests."""
+        server = _ControlServer(str(self.folder / CONTROL_SOCKET), _ControlHandler)
+        server.sims = self
+        self._server = server
+        for target in (server.serve_forever, self._watch_loop):
+            thread = threading.Thread(target=target, name=f"demo-{target.__name__}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def restart_command(self, name: str) -> list[str]:
+        control = str(self.folder / CONTROL_SOCKET)
+        return [sys.executable, "-m", "tui.commands.demo", "restart", control, name]
+
+    def _watch_loop(self) -> None:
+        while not self._stopping.wait(WATCH_INTERVAL_S):
+            for message in self.check():
+                if self.on_exit is not None:
+                    with contextlib.suppress(Exception):  # the dashboard may be closing
+                        self.on_exit(message)
+
+    def check(self) -> list[str]:
+        """Poll every sim (which reaps an exited one); one message per death not reported yet."""
+        messages = []
+        with self._lock:
+            for sim in self.sims:
+                if sim.process is None or sim.exit_noticed or sim.alive:
+                    continue
+                sim.exit_noticed = True
+                messages.append(f"{sim.name}: the simulator {sim.why_it_exited()}")
+        return messages
+
+    # --- restarting (from the control socket) -------------------------------------------------------------
+
+    def restart(self, name: str, say: Callable[[str], None]) -> bool:
+        """Restart sim `name`; `say` gets progress lines. True once it serves again."""
+        sim = self.sim(name)
+        if sim is None:
+            say(f"no demo simulator named {name!r}")
+            return False
+        with self._lock:
+            if sim.restarting:
+                say(f"{name}: a restart is already under way")
+                return False
+            sim.restarting = True
+        try:
+            return self._restart(sim, say)
+        finally:
+            with self._lock:
+                sim.restarting = False
+
+    def _restart(self, sim: DemoSim, say: Callable[[str], None]) -> bool:
+        port = int(sim.url.rsplit(":", 1)[1]) if sim.url else 0
+        if sim.alive:
+            assert sim.process is not None
+            restarts_before = _read(sim.stdout_path).count(RESTARTED)
+            sim.log_start = _size(sim.log_file)
+            say(f"{sim.name}: sending SIGHUP to pid {sim.process.pid} (re-reads {sim.config.name})")
+            sim.process.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while time.monotonic() < deadline:
+                if _read(sim.stdout_path).count(RESTARTED) > restarts_before:
+                    say(f"{sim.name}: restarted on {sim.url}")
+                    return True
+                if not sim.alive:
+                    say(f"{sim.name}: the simulator {sim.why_it_exited()}")
+                    say("fix the config and save & restart again: the demo starts it again")
+                    return False
+                time.sleep(0.05)
+            say(f"{sim.name}: not back within {START_TIMEOUT_S:.0f} s")
+            return False
+        if sim.process is not None:
+            say(f"{sim.name}: the simulator had {sim.why_it_exited()}")
+        say(f"{sim.name}: starting it again on port {port}")
+        try:
+            self.start(sim, port)
+        except DemoError as error:
+            say(str(error) if sim.alive else f"{sim.name}: the simulator {sim.why_it_exited()}")
+            return False
+        assert sim.process is not None
+        say(f"{sim.name}: started again as pid {sim.process.pid}, listening on {sim.url}")
+        return True
+
+    # --- stopping -----------------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Terminate every sim, wait, kill what is left. Safe to call twice."""
-        for process in self.processes:
+        """Stop the watcher, terminate every sim, wait, kill what is left. Safe to call twice."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        for thread in self._threads:
+            thread.join(timeout=STOP_TIMEOUT_S)
+        self._threads.clear()
+        with self._lock:
+            processes = self.processes
+        for process in processes:
             if process.poll() is None:
                 process.terminate()
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        for process in self.processes:
-            try:
-                process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        for process in processes:
+            _end(process, max(0.1, deadline - time.monotonic()))
+
+
+def _end(process: subprocess.Popen[bytes], timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Terminate (if still running), wait up to `timeout_s`, then kill; the process is reaped."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class _ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    sims: DemoSims
+
+
+class _ControlHandler(socketserver.StreamRequestHandler):
+    """One request line `restart NAME`; answers progress lines, then `ok` or `failed`."""
+
+    def handle(self) -> None:
+        server = self.server
+        assert isinstance(server, _ControlServer)
+        request = self.rfile.readline(200).decode("utf-8", "replace").split()
+
+        def say(line: str) -> None:
+            self.wfile.write((line.replace("\n", " ") + "\n").encode("utf-8"))
+            self.wfile.flush()
+
+        if len(request) == 2 and request[0] == "restart":
+            say("ok" if server.sims.restart(request[1], say) else "failed")
+        else:
+            say("unknown request (expected: restart NAME)")
+            say("failed")
+
+
+def restart_client(control: str, name: str) -> int:
+    """The demo endpoints' restart command: ask the demo to restart `name`; 0 once it serves again."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(START_TIMEOUT_S + 10)
+            connection.connect(control)
+            connection.sendall(f"restart {name}\n".encode())
+            last = ""
+            for raw in connection.makefile("rb"):
+                last = raw.decode("utf-8", "replace").rstrip("\n")
+                if last not in ("ok", "failed"):
+                    print(last, flush=True)
+    except OSError as error:
+        print(f"cannot reach the demo at {control}: {error.strerror or error} (is `spectop demo` running?)")
+        return 1
+    return 0 if last == "ok" else 1
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -73,51 +305,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(func=run)
 
 
-def _wait_for_url(process: subprocess.Popen[bytes], stdout_path: Path, stderr_path: Path, name: str) -> str:
+def _wait_for_url(sim: DemoSim) -> str:
     deadline = time.monotonic() + START_TIMEOUT_S
+    process = sim.process
+    assert process is not None
     while time.monotonic() < deadline:
-        text = stdout_path.read_text(encoding="utf-8", errors="replace") if stdout_path.exists() else ""
-        match = LISTENING.search(text)
+        match = LISTENING.search(_read(sim.stdout_path))
         if match:
             return match.group(1)
         if process.poll() is not None:
-            error = stderr_path.read_text(encoding="utf-8", errors="replace").strip()[-2000:]
-            raise DemoError(f"simulator {name} exited with code {process.returncode}: {error or 'no output'}")
+            error = _read(sim.stderr_path).strip()[-2000:]
+            raise DemoError(
+                f"simulator {sim.name} exited with code {process.returncode}: {error or 'no output'}"
+            )
         time.sleep(0.05)  # startup only, before any event loop runs
-    raise DemoError(f"simulator {name} did not say 'listening on' within {START_TIMEOUT_S:.0f} s")
+    raise DemoError(f"simulator {sim.name} did not say 'listening on' within {START_TIMEOUT_S:.0f} s")
 
 
 def start_sims(folder: Path, background_load_rps: float = 1.5) -> DemoSims:
-    """Start the demo sims in `folder`; on any failure, stop the ones already started and raise."""
-    sims = DemoSims(folder)
+    """Start the demo sims in `folder` and their watcher; on any failure, stop what started and raise."""
+    sims = DemoSims(folder, background_load_rps)
     try:
         for name, config_name in DEMO_ENDPOINTS:
             config = folder / config_name
             shutil.copyfile(sample_configs_dir() / config_name, config)
-            log_file = folder / f"{name}.log"
-            stdout_path = folder / f"{name}.stdout"
-            stderr_path = folder / f"{name}.stderr"
-            command = [
-                sys.executable, "-m", "tui", "sim", "--flavor", "vllm", "--port", "0",
-                "--config", str(config), "--log-file", str(log_file),
-                "--background-load", f"{background_load_rps:g}",
-            ]  # fmt: skip
-            with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
-                process = subprocess.Popen(
-                    command, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True
-                )
-            sims.processes.append(process)
-            url = _wait_for_url(process, stdout_path, stderr_path, name)
+            sim = DemoSim(
+                name, config, folder / f"{name}.log", folder / f"{name}.stdout", folder / f"{name}.stderr"
+            )
+            sims.sims.append(sim)
+            sims.start(sim)
             sims.endpoints.append(
                 EndpointSettings(
                     name=name,
-                    url=url,
+                    url=sim.url,
                     backend="vllm",
-                    log_file=log_file,
+                    log_file=sim.log_file,
                     config_file=config,
-                    restart_command=["kill", "-HUP", str(process.pid)],
+                    restart_command=sims.restart_command(name),
                 )
             )
+        sims.watch()
     except BaseException:
         sims.stop()
         raise
@@ -142,6 +369,7 @@ def run(args: argparse.Namespace) -> int:
     if args.background_load < 0 or args.poll_interval <= 0:
         print("spectop demo: --background-load must be >= 0 and --poll-interval > 0")
         return 2
+    require_terminal("demo")
     print("spectop demo: starting two simulated vLLM servers …", flush=True)
     # SIGTERM or SIGHUP (a closing SSH session) must still run the cleanup below.
     previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
@@ -151,7 +379,13 @@ def run(args: argparse.Namespace) -> int:
 
             settings = Settings(poll_interval_s=args.poll_interval, endpoints=sims.endpoints)
             app = SpectopApp(settings=settings, record_path=args.record, record_max_mb=args.record_max_mb)
+
+            def tell(message: str) -> None:  # from the watcher thread: notify only posts a message
+                app.notify(message, title="simulator down", severity="error", timeout=30, markup=False)
+
+            sims.on_exit = tell
             app.run()
+            sims.on_exit = None
             if args.keep:
                 print(f"spectop demo: logs and configs kept in {sims.folder}")
             return app.return_code or 0
@@ -165,3 +399,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+if __name__ == "__main__":  # the endpoints' restart command: python -m tui.commands.demo restart SOCKET NAME
+    if len(sys.argv) == 4 and sys.argv[1] == "restart":
+        raise SystemExit(restart_client(sys.argv[2], sys.argv[3]))
+    print("usage: python -m tui.commands.demo restart SOCKET NAME", file=sys.stderr)
+    raise SystemExit(2)

@@ -7,6 +7,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from tui.terminal import require_terminal
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -23,6 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run (without a shell) by 'Save & restart', e.g. 'systemctl restart vllm'",
     )
     parser.add_argument("--health-url", metavar="URL", help="polled after a restart until the server answers")
+    parser.add_argument(
+        "--health-timeout", type=float, default=30.0, metavar="S", help="stop waiting after S s (default 30)"
+    )
+    parser.add_argument("--log-file", type=Path, metavar="FILE", help="server log, shown on failure")
     parser.set_defaults(func=run)
 
 
@@ -42,8 +48,19 @@ def run(args: argparse.Namespace) -> int:
     if args.health_url and not args.health_url.startswith(("http://", "https://")):
         print(f"spectop edit: --health-url must be an http(s) URL, got {args.health_url!r}", file=sys.stderr)
         return 2
+    if args.health_timeout <= 0:
+        print("spectop edit: --health-timeout must be > 0", file=sys.stderr)
+        return 2
+    require_terminal("edit")
     from tui.editor_app import EditorApp
 
-    app = EditorApp(args.file, kind=kind, restart_command=restart, health_url=args.health_url)
+    app = EditorApp(
+        args.file,
+        kind=kind,
+        restart_command=restart,
+        health_url=args.health_url,
+        log_file=args.log_file,
+        health_timeout_s=args.health_timeout,
+    )
     app.run()
     return app.return_code or 0

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from tui.commands.replay import add_record_max_mb_argument
+from tui.terminal import require_terminal
 
 
 def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as error:
         print(f"spectop: {error}", file=sys.stderr)
         return 2
+    require_terminal("the dashboard")
     from tui.app import SpectopApp
 
     app = SpectopApp(settings=settings, record_path=args.record, record_max_mb=args.record_max_mb)

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from tui.terminal import require_terminal
+
 # = tui.telemetry.recording.DEFAULT_MAX_MB (a test checks), not imported: `spectop --help` stays light
 DEFAULT_RECORD_MAX_MB = 256
 
@@ -66,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectop replay: {error}", file=sys.stderr)
         return 2
     settings.endpoints = []  # the recording names its endpoints
+    require_terminal("replay")
     from tui.app import SpectopApp
 
     app = SpectopApp(settings=settings, replay_path=path, replay_speed=args.speed)

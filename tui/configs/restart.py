@@ -1,4 +1,8 @@
-"""Run an endpoint's restart command (no shell) and wait for its /health to answer again."""
+"""Run an endpoint's restart command (no shell) and wait for its /health to answer again.
+
+Every wait has a timeout (HEALTH_TIMEOUT_S by default); when the server does not come back,
+`last_errors` picks the error lines of the endpoint's log (a CUDA OOM, a dead engine) to show why.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,17 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
+from tui.telemetry.events import ErrorEvent
+from tui.telemetry.logs import LogParser
+
 MAX_OUTPUT_LINE = 2000
 RESTART_TIMEOUT_S = 300.0
+HEALTH_TIMEOUT_S = 30.0
+LOG_TAIL_BYTES = 256 * 1024  # how much of the end of a log `last_errors` reads
 
 
 async def run_restart(
@@ -56,7 +66,7 @@ async def wait_for_health(
     url: str,
     on_poll: Callable[[bool, str, float], None],
     *,
-    timeout_s: float = 180.0,
+    timeout_s: float = HEALTH_TIMEOUT_S,
     interval_s: float = 1.0,
     request_timeout_s: float = 3.0,
 ) -> bool:
@@ -76,3 +86,35 @@ async def wait_for_health(
         if elapsed + interval_s > timeout_s:
             return False
         await asyncio.sleep(interval_s)
+
+
+def _printable(text: str) -> str:
+    """A log line is untrusted: no escape sequences or other control characters reach the screen."""
+    return "".join(char if char.isprintable() else "\ufffd" for char in text)
+
+
+def last_errors(path: Path, count: int = 5, *, start: int = 0) -> list[str]:
+    """The last `count` error messages (OOM, dead engine, tracebacks, ERROR lines) of the log at `path`
+    from byte `start` on (only its last LOG_TAIL_BYTES are read); [] when there are none or no file."""
+    try:
+        with path.open("rb") as file:
+            size = file.seek(0, 2)
+            if start > size:
+                start = 0  # the log was rotated or truncated since
+            offset = max(start, size - LOG_TAIL_BYTES)
+            file.seek(offset)
+            data = file.read()
+    except OSError:
+        return []
+    lines = data.decode("utf-8", "replace").splitlines()
+    if offset > start and lines:
+        lines = lines[1:]  # the first line read is cut
+    parser = LogParser()
+    events = [event for line in lines for event in parser.feed(line)] + parser.flush()
+    messages: list[str] = []
+    for event in events:
+        if isinstance(event, ErrorEvent):
+            message = _printable(event.message or event.line)[:MAX_OUTPUT_LINE]
+            if message and message not in messages[-1:]:
+                messages.append(message)
+    return messages[-count:]

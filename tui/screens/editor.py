@@ -2,12 +2,15 @@
 
 Keys: F2 form, F3 raw, F4 lint, F5 launch (ctrl+o flips form/raw), ctrl+s save (after the diff),
 ctrl+r save & restart, ctrl+z undo (the last form field change; in the raw view the text's own undo),
-c copy the launch command (OSC 52), y launch as CLI/YAML, escape close.
+c copy the launch command (OSC 52), y launch as CLI/YAML, escape close. Closing, and quitting the app
+(ctrl+q, ctrl+c), ask save / discard / cancel while there are unsaved changes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +39,7 @@ from tui.configs.errors import ConfigError, ConfigSyntaxError
 from tui.configs.kinds import KIND_TITLES, ConfigKind, parse_kind
 from tui.configs.launch import LaunchFormat, render_launch
 from tui.configs.lint import Finding, lint_document
+from tui.configs.restart import HEALTH_TIMEOUT_S
 from tui.configs.schemas import field_spec, field_specs, shown_value, typed_value, unknown_keys
 from tui.messages import ConfigFieldEdited
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
@@ -43,6 +47,18 @@ from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
 from tui.worker_errors import ReportsWorkerFailures
 
 _SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i"}
+RECOVERY_SUFFIX = ".spectop-recovery"
+
+
+def recovery_path(path: Path) -> Path:
+    """Where unsaved edits of `path` go when the editor fails: `FILE.spectop-recovery` beside it."""
+    return path.with_name(path.name + RECOVERY_SUFFIX)
+
+
+def fallback_recovery_path(path: Path) -> Path:
+    """When the file's folder is not writable: `$XDG_DATA_HOME/spectop/recovery/FILE.spectop-recovery`."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "spectop" / "recovery" / (path.name + RECOVERY_SUFFIX)
 
 
 @dataclass
@@ -92,9 +108,13 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         kind: str | None = None,
         restart_command: list[str] | None = None,
         health_url: str | None = None,
+        log_file: Path | None = None,
+        health_timeout_s: float = HEALTH_TIMEOUT_S,
     ) -> None:
         super().__init__()
         self.path = Path(path)
+        self.log_file = log_file  # the endpoint's log: its error lines explain a failed restart
+        self.health_timeout_s = health_timeout_s
         self.forced_kind: ConfigKind | None = parse_kind(kind) if kind else None
         self.restart_command = restart_command or None
         self.health_url = health_url
@@ -109,6 +129,9 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         self._undo: list[_FieldChange] = []
         self._raw_shown_text = ""
         self._rows: dict[KeyPath, ConfigFieldRow] = {}
+        self._form_lock = asyncio.Lock()
+        self._form_wanted = False
+        self._leave_question_open = False
         self.loaded = False  # True once the file is shown (tests and callers can wait for it)
 
     # --- layout --------------------------------------------------------------------------------------------
@@ -159,12 +182,32 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         else:
             self.set_status(f"opened {self.path} ({KIND_TITLES[self.kind]})")
             self.action_show_tab("form")
+        recovery = recovery_path(self.path)
+        if await asyncio.to_thread(recovery.exists):
+            self.notify(
+                f"unsaved edits from a failed session are in {recovery} (compare and delete it)",
+                severity="warning",
+                timeout=15,
+            )
         self.loaded = True
 
     async def _build_form(self) -> None:
+        """Rebuild the form from the document; returns once a build that started after the call is done.
+
+        Raw edits arrive while a build is under way (a key typed then erased within 0.1 s): builds run
+        one at a time, and `_rows` holds only rows of a finished build, so an update never reaches a
+        row that is being removed or not yet composed.
+        """
+        self._form_wanted = True
+        async with self._form_lock:
+            while self._form_wanted:
+                self._form_wanted = False
+                await self._build_form_once()
+
+    async def _build_form_once(self) -> None:
         form = self.query_one("#form-fields", VerticalScroll)
+        self._rows = {}
         await form.remove_children()
-        self._rows.clear()
         assert self.kind is not None
         if self.document is None:
             error = self.syntax_error
@@ -174,6 +217,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
             )
             return
         widgets: list[Any] = []
+        rows: dict[KeyPath, ConfigFieldRow] = {}
         section: tuple[str, ...] = ()
         for spec in field_specs(self.kind):
             if spec.type == "table":
@@ -182,7 +226,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
                 section = spec.path[:-1]
                 widgets.append(Static(f"[{dotted(section)}]", classes="section", markup=False))
             row = ConfigFieldRow(spec, self._value(spec.path))
-            self._rows[spec.path] = row
+            rows[spec.path] = row
             widgets.append(row)
         unknown = unknown_keys(self.kind, self.document.data)
         if unknown:
@@ -192,6 +236,9 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
                 text = shown_value(path, value_text(self.document.get(path)))
                 widgets.append(Static(f"{dotted(path)} = {text}", classes="unknown", markup=False))
         await form.mount_all(widgets)
+        self._rows = rows
+        for path, row in rows.items():  # the document may have changed while the rows were mounted
+            row.show(self._value(path))
 
     def _value(self, path: KeyPath) -> Any:
         if self.document is None or not self.document.has(path):
@@ -263,6 +310,34 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         if self.document is not None:
             return self.document.text
         return self.query_one("#raw", TextArea).text
+
+    def unsaved_text(self) -> str | None:
+        """The text with the user's edits when it differs from the saved file, else None."""
+        candidates = []
+        with contextlib.suppress(Exception):  # also called while the app is failing
+            candidates.append(self.query_one("#raw", TextArea).text)
+        if self.document is not None:
+            candidates.append(self.document.text)
+        return next((text for text in candidates if text != self.saved_text), None)
+
+    def write_recovery_copy(self) -> str | None:
+        """Write the unsaved text beside the file (or in the recovery folder); a note saying where."""
+        text = self.unsaved_text()
+        if text is None or not self.loaded:
+            return None
+        problems = []
+        for target in (recovery_path(self.path), fallback_recovery_path(self.path)):
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")  # synchronous on purpose: the app is going down
+            except OSError as error:
+                problems.append(f"{target}: {error.strerror or error}")
+                continue
+            return (
+                f"spectop: the editor failed; your unsaved edits of {self.path} were saved to {target} "
+                f"(compare: diff {self.path} {target})"
+            )
+        return f"spectop: the editor failed and the unsaved edits could not be saved ({'; '.join(problems)})"
 
     def set_status(self, message: str, *, error: bool = False) -> None:
         status = self.query_one("#editor-status", Static)
@@ -448,19 +523,64 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         self.launch_format = "yaml" if self.launch_format == "cli" else "cli"
         self._refresh_views()
 
+    def has_unsaved_changes(self) -> bool:
+        """Edits not written to the file, including text typed into a field but not yet applied."""
+        if not self.loaded:
+            return False
+        pending = any(row.pending_text is not None for row in self._rows.values())
+        return pending or self.unsaved_text() is not None
+
     def action_close(self) -> None:
-        if self.current_text() == self.saved_text:
+        if self.has_unsaved_changes():
+            self._ask_to_leave(quit_app=False)
+        elif not self._leave_question_open:
             self.dismiss(None)
-            return
 
-        def answered(answer: str | None) -> None:
-            if answer == "discard":
-                self.dismiss(None)
+    def ask_before_quitting(self) -> bool:
+        """The app's quit (ctrl+q, ctrl+c, the palette): True when the editor asks first."""
+        if self._leave_question_open:
+            return True  # the question is on screen already
+        if not self.has_unsaved_changes():
+            return False
+        self._ask_to_leave(quit_app=True)
+        return True
 
-        self.app.push_screen(
-            ConfirmDialog("Close the editor and discard unsaved changes?", {"d": "discard", "n": ""}),
-            answered,
-        )
+    def _ask_to_leave(self, *, quit_app: bool) -> None:
+        if not self._leave_question_open:
+            self._leave_question_open = True  # set at once: a second key must not ask twice
+            self._leave(quit_app)
+
+    @work(group="editor-leave", exit_on_error=False)
+    async def _leave(self, quit_app: bool) -> None:
+        """Close the editor (or quit the app) after asking: save, discard, or stay."""
+        try:
+            going = "Quit spectop" if quit_app else "Close the editor"
+            question = f"{self.path} has unsaved changes. {going}?"
+            answers = {"s": "save", "d": "discard", "n": ""}
+            answer = await self.app.push_screen_wait(ConfirmDialog(question, answers))
+            if answer is None:
+                self.set_status("still editing: nothing was saved or discarded")
+                return
+            if answer == "save" and not await self._save_now():
+                return
+        finally:
+            self._leave_question_open = False
+        if quit_app:
+            self.app.exit()
+        else:
+            self.dismiss(None)
+
+    async def _save_now(self) -> bool:
+        """Save without the diff (the user asked to save on the way out); False when it did not happen."""
+        problem = self._blocking_issue()
+        if problem is not None:
+            self.set_status(problem, error=True)
+            self.notify(problem, severity="error")
+            return False
+        assert self.document is not None
+        if self.document.text == self.saved_text:
+            return True
+        return await self._write(self.document.text)
 
     def action_save(self) -> None:
         self.save_flow(restart=False)
@@ -527,7 +647,14 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
             if await self.app.push_screen_wait(ConfirmDialog(question, {"y": "run", "n": ""})) != "run":
                 return
             client = getattr(self.app, "http_client", None)
-            await self.app.push_screen(RestartDialog(self.restart_command, self.health_url, client))
+            dialog = RestartDialog(
+                self.restart_command,
+                self.health_url,
+                client,
+                log_file=self.log_file,
+                health_timeout_s=self.health_timeout_s,
+            )
+            await self.app.push_screen(dialog)
 
     async def _write(self, text: str) -> bool:
         assert self.kind is not None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import shlex
+from pathlib import Path
 from typing import ClassVar
 
 import httpx
@@ -14,7 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Log, Static
 
-from tui.configs.restart import run_restart, wait_for_health
+from tui.configs.restart import HEALTH_TIMEOUT_S, last_errors, run_restart, wait_for_health
 from tui.messages import HealthChecked, RestartExited, RestartOutput
 from tui.worker_errors import ReportsWorkerFailures
 
@@ -102,21 +104,34 @@ class DiffDialog(ModalScreen[bool]):
 
 
 class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
-    """Runs the restart command, shows its output, then waits for /health; escape closes (and stops)."""
+    """Runs the restart command, shows its output, then waits for /health (with a timeout); escape
+    closes (and stops). When the command fails or the server does not come back, the error lines of
+    the endpoint's log since the restart say why."""
 
     DEFAULT_CSS = """
     RestartDialog { align: center middle; }
     RestartDialog > Vertical { width: 100%; height: 100%; border: thick $accent; background: $surface; }
     RestartDialog Log { height: 1fr; }
-    RestartDialog #restart-status { height: auto; }
+    RestartDialog #restart-status { height: auto; max-height: 8; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "close")]
 
-    def __init__(self, argv: list[str], health_url: str | None, client: httpx.AsyncClient | None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        health_url: str | None,
+        client: httpx.AsyncClient | None,
+        *,
+        log_file: Path | None = None,
+        health_timeout_s: float = HEALTH_TIMEOUT_S,
+    ) -> None:
         super().__init__()
         self.argv = argv
         self.health_url = health_url
         self.client = client
+        self.log_file = log_file
+        self.health_timeout_s = health_timeout_s
+        self.log_errors: list[str] = []
         self.finished = False
 
     def compose(self) -> ComposeResult:
@@ -130,20 +145,41 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
         self.run_worker(self._run(), exclusive=True, group="restart", exit_on_error=False)
 
     async def _run(self) -> None:
+        log_start = await asyncio.to_thread(_size_of, self.log_file)
         try:
             code = await run_restart(self.argv, lambda line: self.post_message(RestartOutput(line)))
         except (OSError, TimeoutError) as error:
+            await self._read_log_errors(log_start)
             self.post_message(RestartExited(None, str(error) or type(error).__name__))
             return
+        if code != 0:
+            await self._read_log_errors(log_start)
         self.post_message(RestartExited(code))
         if code != 0 or not self.health_url or self.client is None:
             return
 
+        last_detail = "no answer"
+
         def polled(back: bool, detail: str, elapsed: float) -> None:
+            nonlocal last_detail
+            last_detail = detail
             self.post_message(HealthChecked(back, detail, elapsed))
 
-        if not await wait_for_health(self.client, self.health_url, polled):
-            self.post_message(HealthChecked(False, "gave up waiting", -1.0))
+        timeout_s = self.health_timeout_s
+        if not await wait_for_health(self.client, self.health_url, polled, timeout_s=timeout_s):
+            await self._read_log_errors(log_start)
+            self.post_message(HealthChecked(False, f"no answer within {timeout_s:g} s ({last_detail})", -1.0))
+
+    async def _read_log_errors(self, start: int) -> None:
+        if self.log_file is not None:
+            self.log_errors = await asyncio.to_thread(last_errors, self.log_file, start=start)
+
+    def _failed(self, status: str) -> str:
+        self.finished = True
+        if not self.log_errors:
+            return status
+        lines = "\n".join(f"  {line}" for line in self.log_errors)
+        return f"{status}\nlast errors in {self.log_file}:\n{lines}"
 
     def on_restart_output(self, message: RestartOutput) -> None:
         self.query_one(Log).write_line(message.line)
@@ -151,11 +187,9 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
     def on_restart_exited(self, message: RestartExited) -> None:
         status = self.query_one("#restart-status", Static)
         if message.returncode is None:
-            status.update(f"✗ could not run the command: {message.detail}")
-            self.finished = True
+            status.update(self._failed(f"✗ could not run the command: {message.detail}"))
         elif message.returncode != 0:
-            status.update(f"✗ the command exited with {message.returncode}")
-            self.finished = True
+            status.update(self._failed(f"✗ the command exited with {message.returncode}"))
         elif self.health_url:
             status.update(f"command done; waiting for {self.health_url} …")
         else:
@@ -168,10 +202,20 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
             status.update(f"✓ server is back ({message.detail}) after {message.elapsed_s:.0f} s")
             self.finished = True
         elif message.elapsed_s < 0:
-            status.update(f"✗ {self.health_url} did not answer: {message.detail}")
-            self.finished = True
+            status.update(self._failed(f"✗ {self.health_url} did not answer: {message.detail}"))
         else:
-            status.update(f"waiting for {self.health_url} … {message.detail} ({message.elapsed_s:.0f} s)")
+            status.update(
+                f"waiting for {self.health_url} … {message.detail} "
+                f"({message.elapsed_s:.0f} s of {self.health_timeout_s:g} s)"
+            )
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def _size_of(path: Path | None) -> int:
+    """Where the restart's own log lines start (0 without a log, or when it cannot be read)."""
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0

@@ -74,21 +74,29 @@ class ConfigFieldRow(Widget):
         limits = f"  {self.spec.range_text}" if self.spec.range_text else ""
         return f"{self.spec.help}{limits}"
 
+    # A row being removed (the form is rebuilt after a raw edit) or not yet composed has no children:
+    # updates then only change the row's state, which compose() shows if the row is still to be built.
+
     def set_error(self, error: str | None) -> None:
         self._error = error
         self.set_class(error is not None, "-invalid")
-        if self.is_mounted:
-            self.query_one(".field-help", Static).update(self._help_text())
+        help_line = self.query_one_optional(".field-help", Static)
+        if help_line is not None:
+            help_line.update(self._help_text())
 
     def show(self, value: Any) -> None:
         """Show the document's value (after an undo or a raw edit) without posting an edit."""
         self._value = value
-        widget = self.query_one("#value")
+        widget = self.query_one_optional("#value")
+        if widget is None:
+            return
         if isinstance(widget, Switch):
             if widget.value != (value is True):
                 with widget.prevent(Switch.Changed):
                     widget.value = value is True
-            self.query_one("#unset", Label).update(" (not set)" if value is MISSING else "")
+            unset = self.query_one_optional("#unset", Label)
+            if unset is not None:
+                unset.update(" (not set)" if value is MISSING else "")
         elif isinstance(widget, Select):
             target = value if isinstance(value, str) else Select.NULL
             if widget.value != target:
@@ -104,7 +112,7 @@ class ConfigFieldRow(Widget):
     @property
     def pending_text(self) -> str | None:
         """The Input's text when it differs from the document's value (typed but not yet applied)."""
-        widget = self.query_one("#value")
+        widget = self.query_one_optional("#value")
         if isinstance(widget, Input) and widget.value != value_text(self._value):
             return widget.value
         return None

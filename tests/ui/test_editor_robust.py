@@ -1,0 +1,284 @@
+"""The editor never loses unsaved edits: fast raw edits during a form rebuild, any crash, every way out."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from textual.widgets import Input, Static, TextArea
+
+from tui.editor_app import EditorApp
+from tui.paths import sample_configs_dir
+from tui.screens.editor import EditorScreen
+from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
+from tui.widgets.config_field import ConfigFieldRow
+
+SIZE = (80, 24)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def recovery_path(path: Path) -> Path:
+    """Where the error message says the unsaved edits went (the user-facing contract)."""
+    return path.with_name(path.name + ".spectop-recovery")
+
+
+@pytest.fixture
+def config_toml(tmp_path: Path) -> Path:
+    target = tmp_path / "config.toml"
+    shutil.copy(sample_configs_dir() / "config.toml", target)
+    return target
+
+
+async def opened_editor(pilot) -> EditorScreen:  # type: ignore[no-untyped-def]
+    app = pilot.app
+    for _ in range(250):
+        if isinstance(app.screen, EditorScreen) and app.screen.loaded:
+            return app.screen
+        await pilot.pause(0.02)
+    raise AssertionError("the editor did not open")
+
+
+def line_of(raw: TextArea, prefix: str) -> int:
+    return next(i for i, line in enumerate(raw.text.splitlines()) if line.startswith(prefix))
+
+
+async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(config_toml: Path) -> None:
+    """Issue 11 item 7: a key typed and erased at once over a key line raised NoMatches('.field-help')."""
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await pilot.press("f3")
+        raw = screen.query_one("#raw", TextArea)
+        row = line_of(raw, "num_speculative_tokens")
+        raw.move_cursor((row, len(raw.document.get_line(row))))
+        raw.insert("x")  # "= 2x" does not parse: the form is being taken down …
+        await pilot.pause(0)
+        raw.action_delete_left()  # … when the text parses again
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if screen._rows and len(screen.query(ConfigFieldRow)) == len(screen._rows):
+                break
+        assert app.is_running
+        assert screen.document is not None and screen.document.text == config_toml.read_text()
+        rows = list(screen.query(ConfigFieldRow))
+        assert len(rows) == len(screen._rows)  # one build's rows, none left over
+        assert screen._rows[("speculative", "num_speculative_tokens")].pending_text is None
+
+
+async def test_a_crash_in_the_editor_writes_a_recovery_copy_of_the_unsaved_text(
+    config_toml: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tui.screens.editor as editor
+
+    real_lint = editor.lint_document
+
+    def lint_that_breaks(document: object) -> object:
+        if "max_num_seqs = 77" in document.text:  # type: ignore[attr-defined]
+            raise RuntimeError("lint bug")
+        return real_lint(document)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(editor, "lint_document", lint_that_breaks)
+    before = config_toml.read_text()
+    app = EditorApp(config_toml)
+    with pytest.raises(RuntimeError, match="lint bug"):
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await opened_editor(pilot)
+            raw = screen.query_one("#raw", TextArea)
+            row = line_of(raw, "max_num_seqs")
+            raw.replace("max_num_seqs = 77", (row, 0), (row, len(raw.document.get_line(row))))
+            for _ in range(100):
+                await pilot.pause(0.02)
+    assert config_toml.read_text() == before  # never saved without asking
+    recovered = recovery_path(config_toml)
+    assert "max_num_seqs = 77" in recovered.read_text()
+    assert any(str(recovered) in note for note in getattr(app, "recovery_notes", ()))
+
+
+async def test_opening_a_file_with_a_recovery_copy_says_so(config_toml: Path) -> None:
+    recovery_path(config_toml).write_text("left over", encoding="utf-8")
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened_editor(pilot)
+        for _ in range(50):
+            if any("spectop-recovery" in n.message for n in app._notifications):
+                break
+            await pilot.pause(0.02)
+        assert any(str(recovery_path(config_toml)) in n.message for n in app._notifications)
+
+
+async def edit_a_field(pilot, screen: EditorScreen, value: str) -> None:  # type: ignore[no-untyped-def]
+    field = screen.query_one("#field-scheduler--max_num_seqs Input", Input)
+    field.focus()
+    field.value = ""
+    await pilot.pause()
+    await pilot.press(*value, "enter")
+    await pilot.pause()
+
+
+async def wait_for_screen(pilot, kind: type) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(250):
+        if isinstance(pilot.app.screen, kind):
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"no {kind.__name__}")
+
+
+async def wait_for_exit(pilot) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(250):
+        if not pilot.app.is_running:
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("the app did not exit")
+
+
+async def ask_cancel_ask_answer(pilot, first_key: str, second_key: str, answer: str) -> None:  # type: ignore[no-untyped-def]
+    """Quit with `first_key`, cancel the question, quit with `second_key`, answer `answer`; the app ends."""
+    await pilot.press(first_key)
+    await wait_for_screen(pilot, ConfirmDialog)
+    assert "unsaved changes" in pilot.app.screen.question
+    await pilot.press("n")  # cancel: still editing
+    await wait_for_screen(pilot, EditorScreen)
+    assert pilot.app.is_running
+    await pilot.press(second_key)
+    await wait_for_screen(pilot, ConfirmDialog)
+    await pilot.press(answer)
+    await wait_for_exit(pilot)
+
+
+@pytest.mark.parametrize("key", ["ctrl+q", "ctrl+c"])
+async def test_quitting_spectop_edit_asks_and_saves(config_toml: Path, key: str) -> None:
+    """Issue 11 item 8: ctrl+q quit at once and the edits were lost."""
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await edit_a_field(pilot, screen, "8")
+        await ask_cancel_ask_answer(pilot, key, key, "s")
+    assert "max_num_seqs = 8\n" in config_toml.read_text()
+
+
+async def test_the_quit_action_and_escape_ask_too(config_toml: Path) -> None:
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await edit_a_field(pilot, screen, "8")
+        await app.run_action("quit")  # the command palette's "Quit"
+        await wait_for_screen(pilot, ConfirmDialog)
+        await pilot.press("escape")
+        await wait_for_screen(pilot, EditorScreen)
+        screen.query_one("#lint-list").focus()
+        await pilot.press("escape")
+        await wait_for_screen(pilot, ConfirmDialog)
+        await pilot.press("d")
+        await wait_for_exit(pilot)
+    assert "max_num_seqs = 64\n" in config_toml.read_text()
+
+
+async def test_quitting_the_dashboard_with_the_editor_open_asks(config_toml: Path) -> None:
+    from tui.app import SpectopApp
+    from tui.settings import EndpointSettings, Settings
+
+    endpoint = EndpointSettings(name="sim", url="http://127.0.0.1:9", config_file=config_toml)
+    app = SpectopApp(Settings(poll_interval_s=60, endpoints=[endpoint]), remember_theme_choice=False)
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_editor("sim")
+        screen = await opened_editor(pilot)
+        await edit_a_field(pilot, screen, "12")
+        await ask_cancel_ask_answer(pilot, "ctrl+q", "ctrl+c", "s")
+    assert "max_num_seqs = 12\n" in config_toml.read_text()
+
+
+async def test_ctrl_c_quits_the_dashboard_like_q() -> None:
+    from tui.app import SpectopApp
+    from tui.settings import Settings
+
+    app = SpectopApp(Settings(poll_interval_s=60), remember_theme_choice=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await wait_for_exit(pilot)
+
+
+def oom_log(tmp_path: Path) -> Path:
+    """A real `spectop sim` start-up OOM (k=16 needs more than 1 - gpu_memory_utilization)."""
+    config = tmp_path / "k16.toml"
+    text = (sample_configs_dir() / "config.toml").read_text(encoding="utf-8")
+    config.write_text(text.replace("num_speculative_tokens = 2", "num_speculative_tokens = 16"), "utf-8")
+    log = tmp_path / "server.log"
+    command = [sys.executable, "-m", "tui", "sim", "--flavor", "vllm", "--port", "0"]
+    command += ["--config", str(config), "--log-file", str(log)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert result.returncode == 1, result.stderr
+    return log
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
+    config_toml: Path, tmp_path: Path
+) -> None:
+    """Issue 11 item 12: the wait ran for minutes and said nothing about why."""
+    assert RestartDialog(["true"], None, None).health_timeout_s <= 60  # never minutes by default
+    crash = oom_log(tmp_path)
+    log = tmp_path / "endpoint.log"
+    log.write_text("ERROR 12-01 08:00:00 [api_server.py:1] an old error, before the restart\n", "utf-8")
+    # The restart "succeeds" and the server then dies with a CUDA OOM in its log.
+    copy = f"import shutil; shutil.copyfileobj(open({str(crash)!r}), open({str(log)!r}, 'a'))"
+    restart = [sys.executable, "-c", copy]
+    url = f"http://127.0.0.1:{closed_port()}/health"
+    app = EditorApp(config_toml, restart_command=restart, health_url=url, log_file=log, health_timeout_s=0.5)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await opened_editor(pilot)
+        await edit_a_field(pilot, screen, "8")
+        await pilot.press("ctrl+r")
+        await wait_for_screen(pilot, DiffDialog)
+        await pilot.press("y")
+        await wait_for_screen(pilot, ConfirmDialog)
+        await pilot.press("y")
+        await wait_for_screen(pilot, RestartDialog)
+        dialog = app.screen
+        assert isinstance(dialog, RestartDialog)
+        for _ in range(250):
+            if dialog.finished:
+                break
+            await pilot.pause(0.02)
+        status = str(dialog.query_one("#restart-status", Static).render())
+        assert "did not answer" in status and "within 0.5 s" in status
+        assert f"last errors in {log}" in status
+        assert "torch.OutOfMemoryError: CUDA out of memory" in status
+        assert "an old error" not in status
+
+
+async def test_a_screen_that_uses_ctrl_c_keeps_it() -> None:
+    """The bench screen cancels a burst with ctrl+c: the app's ctrl+c-quits must not take that away."""
+    from textual.binding import Binding, BindingType
+    from textual.screen import Screen
+
+    from tui.app import SpectopApp
+    from tui.settings import Settings
+
+    class Cancellable(Screen[None]):
+        BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+c", "cancel", "Cancel", priority=True)]
+        cancelled = 0
+
+        def action_cancel(self) -> None:
+            self.cancelled += 1
+
+    app = SpectopApp(Settings(poll_interval_s=60), remember_theme_choice=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = Cancellable()
+        await app.push_screen(screen)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert screen.cancelled == 1 and app.is_running
+        app.pop_screen()
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await wait_for_exit(pilot)
