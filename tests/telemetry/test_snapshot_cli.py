@@ -110,7 +110,7 @@ async def test_llamacpp_sample_through_snapshot() -> None:
         Reply(sample_body("llamacpp", "metrics_t1.txt")),
         Reply(models),
     ]
-    async with ReplyServer(replies) as server:
+    async with ReplyServer(replies, routes={"/slots": Reply(b"", status=501)}) as server:
         code, out, err = await spectop("snapshot", server.url, "--window", "0.5", "--json")
     assert code == 0, err
     record = json.loads(out)
@@ -181,7 +181,7 @@ async def test_bad_arguments_exit_2(args: list[str]) -> None:
 
 async def test_llamacpp_capture_served_with_its_saved_headers_in_the_body() -> None:
     raw = [Reply((SAMPLES / "llamacpp" / name).read_bytes()) for name in ("metrics_t0.txt", "metrics_t1.txt")]
-    async with ReplyServer(raw) as server:
+    async with ReplyServer(raw, routes={"/slots": Reply(b"", status=501)}) as server:
         code, out, err = await spectop("snapshot", server.url, "--window", "0.3", "--json")
     assert code == 0, err
     record = json.loads(out)
