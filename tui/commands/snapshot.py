@@ -3,8 +3,8 @@
 Scrapes every URL at the start and at the end of the window and prints the
 derived figures: a table by default, or with --json one object per endpoint
 per line, with why a figure is what it is (`notes`, `restarted_in_window`,
-`quantile_bounds`). Exit 0 when every endpoint was up, 1 when one was not, 2
-on bad arguments.
+`quantile_bounds`). Exit 0 when every endpoint was up, 1 when one was not (or
+served an inconsistent page), 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -334,4 +334,4 @@ def run(args: argparse.Namespace) -> int:
     else:
         blocks = ["\n".join(_table(result)) for result in results]
         print("\n\n".join(blocks))
-    return 0 if all(result.up for result in results) else 1
+    return 0 if all(result.up and not result.error for result in results) else 1

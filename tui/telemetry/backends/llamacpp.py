@@ -16,7 +16,10 @@ within the printed precision of the three values (six significant digits
 each); when it is not, another scraper (Prometheus, a second spectop) reset
 the gauge in between, and spectop shows no request rate and falls back to
 Δseconds / Δtokens for the latency (noted). When the printed precision cannot
-tell integers apart at all (huge counters), the count is unknown too.
+tell integers apart at all (huge counters), the count is unknown too. The
+prompt gauge `prompt_tokens_seconds` is reset by the same GET and must equal
+Δprompt_tokens / Δprompt_seconds exactly: when it does not (within printed
+precision), someone else reset the gauges, and the count is unknown as well.
 
 Live tokens: with `/slots` (`--slots`), the monitor adds Σ n_decoded of the
 slots still generating; `tokens_predicted_total` + that is a live token count
@@ -51,6 +54,8 @@ PREFIX = "llamacpp:"
 TABLE: MetricTable = {
     "llamacpp:prompt_tokens_total": Metric(Kind.COUNTER, "prompt_tokens"),  # excludes cached tokens
     "llamacpp:prompt_tokens_cached_total": Metric(Kind.COUNTER, "prompt_tokens_cached"),
+    "llamacpp:prompt_seconds_total": Metric(Kind.COUNTER, "prompt_seconds"),
+    "llamacpp:prompt_tokens_seconds": Metric(Kind.GAUGE_MEAN, "prompt_tokens_seconds"),
     "llamacpp:tokens_predicted_total": Metric(Kind.COUNTER, "tokens_predicted"),
     "llamacpp:tokens_predicted_seconds_total": Metric(Kind.COUNTER, "tokens_predicted_seconds"),
     "llamacpp:spec_decode_num_draft_tokens_total": Metric(Kind.COUNTER, "draft_tokens"),
@@ -103,6 +108,28 @@ def _counter(reading: Reading, quantity: str) -> float:
     return reading.counters.get((quantity, (), None), 0.0)
 
 
+def _uncertainty(start: Reading, end: Reading, quantity: str) -> float:
+    """How far off a counter's increase can be from the printed digits of its two values."""
+    return printed_uncertainty(_counter(start, quantity)) + printed_uncertainty(_counter(end, quantity))
+
+
+def _prompt_gauge_matches(start: Reading, end: Reading, segment: Delta) -> bool:
+    """False when the prompt gauge does not cover this segment's prompts (another scraper reset it)."""
+    tokens = segment.total("prompt_tokens")
+    seconds = segment.total("prompt_seconds")
+    gauge = end.gauges.get("prompt_tokens_seconds")
+    if not tokens or seconds is None or seconds <= 0 or gauge is None:
+        return True  # no prompt processed, or an older build: nothing to compare
+    expected = gauge * seconds
+    tolerance = (
+        _uncertainty(start, end, "prompt_tokens")
+        + gauge * _uncertainty(start, end, "prompt_seconds")
+        + seconds * printed_uncertainty(gauge)
+        + 1e-6 * tokens
+    )
+    return abs(expected - tokens) <= tolerance
+
+
 def segment_extras(start: Reading, end: Reading, segment: Delta) -> dict[str, float]:
     """Finished requests and decode tokens between two consecutive scrapes (NaN when unknown)."""
     tokens = segment.total("tokens_predicted")
@@ -121,18 +148,15 @@ def segment_extras(start: Reading, end: Reading, segment: Delta) -> dict[str, fl
     # How far off the printed values can make `requests`: each of the four printed counters and the
     # gauge is exact to half a unit in its sixth significant digit (and no better).
     uncertainty = (
-        printed_uncertainty(_counter(start, "tokens_predicted"))
-        + printed_uncertainty(_counter(end, "tokens_predicted"))
-        + gauge
-        * (
-            printed_uncertainty(_counter(start, "tokens_predicted_seconds"))
-            + printed_uncertainty(_counter(end, "tokens_predicted_seconds"))
-        )
+        _uncertainty(start, end, "tokens_predicted")
+        + gauge * _uncertainty(start, end, "tokens_predicted_seconds")
         + seconds * printed_uncertainty(gauge)
     )
     tolerance = uncertainty + 1e-6 * max(1.0, tokens)  # float noise of the arithmetic itself
     if tolerance >= 0.25 or whole < 1 or whole > tokens or abs(requests - whole) > tolerance:
         return dict(_UNKNOWN)  # another scraper reset the gauge, or the printed digits cannot tell
+    if not _prompt_gauge_matches(start, end, segment):
+        return dict(_UNKNOWN)
     return {"requests": float(whole), "decode_tokens": tokens - whole}
 
 
