@@ -158,3 +158,22 @@ def test_quantile_in_a_narrow_bucket_has_no_bound_and_the_inf_bucket_is_a_lower_
     assert f.ttft_p50_s == pytest.approx(0.8)
     assert "ttft_p50_s" not in f.quantile_bounds
     assert f.ttft_p95_s == pytest.approx(2.0) and f.quantile_bounds["ttft_p95_s"] == (2.0, float("inf"))
+
+
+def test_one_series_reset_alone_counts_from_zero_without_restarting_the_window() -> None:
+    # Engine 1 of two restarts on its own (data parallel): engine 0's history stays.
+    def page(zero: float, one: float) -> str:
+        return (
+            f'vllm:generation_tokens_total{{engine="0",model_name="m"}} {zero}\n'
+            f'vllm:generation_tokens_total{{engine="1",model_name="m"}} {one}\n'
+            f'vllm:request_success_total{{engine="0",model_name="m"}} {zero / 100}\n'
+            f'vllm:request_success_total{{engine="1",model_name="m"}} 7\n'
+        )
+
+    window = ScrapeWindow(window_s=60.0)
+    window.add(scrape(page(1e6, 5e5), 0.0))
+    window.add(scrape(page(1e6 + 1000, 5e5 + 500), 10.0))
+    window.add(scrape(page(1e6 + 2000, 200), 20.0))  # engine 1 reset: 200 tokens since
+    f = window.figures()
+    assert f.generation_tokens_per_s == pytest.approx((2000 + 500 + 200) / 20)
+    assert not f.restarted_in_window and f.covered_s == pytest.approx(20.0)

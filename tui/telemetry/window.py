@@ -3,14 +3,17 @@
 Each successful scrape is reduced to a backend `Reading` (a few hundred
 numbers). Between consecutive readings a *segment* holds the counter increases.
 
-Restarts: a segment in which a counter went down, or the server's start marker
-changed, is a restart. Like Prometheus' `increase()`, its counters count from
+Restarts: a segment in which the server's start marker changed, or most
+counters went down, is a restart. Like Prometheus' `increase()`, its counters count from
 0 (the new process' values are the increase), and the figures start afresh
 from that segment: nothing before it is mixed in (a restart is how k changes,
 so old and new draft positions never share a window). `restarted_in_window`
 says so, and `window_short` while the fresh window is under half the
 configured one. A change in the set of draft positions without a visible
 restart also starts afresh (that segment is a baseline).
+
+A single series that went down (the rest going on) was reset on its own: it
+counts from 0 in that segment, and the window goes on.
 
 Missing series: a series absent from a reading (not printed, or NaN) keeps its
 last value, so it is compared with that when it comes back. A series that
@@ -117,6 +120,7 @@ def _segment(
     shared = 0
     carried: dict[CounterKey, float] | None = None
     positions_changed = False
+    went_down = 0
     for key, value in current.items():
         old = previous.get(key)
         if old is None:
@@ -135,8 +139,12 @@ def _segment(
                 carried[key] = old
                 increases[key] = 0.0
                 continue
-            return _counted_from_zero(backend, before, reading, seconds)  # a counter went down: a reset
+            went_down += 1
+            increase = max(value, 0.0)  # this series was reset: like increase(), count from zero
         increases[key] = increase
+    if went_down and 2 * went_down >= sum(1 for value in previous.values() if value > 0):
+        # Most counters went down: the server restarted without a visible start marker.
+        return _counted_from_zero(backend, before, reading, seconds)
     if previous and current and shared == 0:
         # No series in common: a different server, or a restart with new labels. Start afresh.
         return _Segment(seconds, {}, {}, fresh_after=True), current
