@@ -285,23 +285,21 @@ class ScrapeWindow:
         return self._delta_cache
 
     def _qualified(self, figures: Figures) -> Figures:
-        """The figures with what they cover and why (restart, short window, inconsistent page)."""
+        """The (freshly derived) figures, told what they cover and why: restart, short window."""
         delta = self._delta()
-        notes = dict(figures.notes)
-        update: dict[str, object] = {"covered_s": round(self._covered_s, 3) if delta is not None else None}
+        figures.covered_s = round(self._covered_s, 3) if delta is not None else None
         why: list[str] = []
         if self._restart_at is not None:
             ago = self._entries[-1].monotonic - self._restart_at
-            update["restarted_in_window"] = True
-            update["restarted_s_ago"] = round(ago, 3)
+            figures.restarted_in_window = True
+            figures.restarted_s_ago = round(ago, 3)
             why.append(f"restarted during the window ({ago:.0f} s ago), counted from zero")
         if math.isfinite(self.window_s) and self._covered_s < 0.5 * self.window_s:
-            update["window_short"] = True
+            figures.window_short = True
             why.append(f"window still short: {self._covered_s:.0f} s of {self.window_s:.0f} s")
         if why:
-            notes["window"] = "; ".join(why)
-        update["notes"] = notes
-        return figures.model_copy(update=update)
+            figures.notes["window"] = "; ".join(why)
+        return figures
 
     def figures(self) -> Figures:
         if self.inconsistent:

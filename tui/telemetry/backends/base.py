@@ -182,31 +182,31 @@ def extract(
     isfinite = math.isfinite
     seen_gauges: set[int] = set()  # one plan object per distinct (name, label block)
     duplicate: str | None = None
+    counter_samples = 0
     for sample, metric in selected:
         value = sample.value
+        if not isfinite(value):
+            continue
         plan = _cached_plan(table, metric, sample)
         if plan is None:
             continue
         kind, target, model = plan
+        if model is not None:
+            models[model] = None
         if kind is Kind.COUNTER or kind is Kind.BUCKET:
-            if target in counters:
-                duplicate = duplicate or _describe(sample)
-            if not isfinite(value):
-                continue
             counters[target] = value  # type: ignore[index]
+            counter_samples += 1
         else:
             if id(plan) in seen_gauges:
                 duplicate = duplicate or _describe(sample)
             seen_gauges.add(id(plan))
-            if not isfinite(value):
-                continue
             gauge_values.setdefault(target, []).append(value)  # type: ignore[arg-type]
             gauge_kinds[target] = kind  # type: ignore[index]
-        if model is not None:
-            models[model] = None
-            if kind is Kind.GAUGE_SUM or kind is Kind.GAUGE_MEAN:
+            if model is not None:
                 per_model = model_gauge_values.setdefault(model, {})
                 per_model.setdefault(target, []).append(value)  # type: ignore[arg-type]
+    if counter_samples != len(counters) and duplicate is None:
+        duplicate = _duplicate_counter(table, selected)
     model_gauges: dict[str, Mapping[str, float]] = {}
     if len(models) > 1:
         model_gauges = {
@@ -220,6 +220,19 @@ def extract(
         model_gauges=model_gauges,
         duplicate=duplicate,
     )
+
+
+def _duplicate_counter(table: MetricTable, selected: list[tuple[Sample, Metric]]) -> str | None:
+    """The first counter series printed twice (the slow path, only when there is one)."""
+    seen: set[CounterKey] = set()
+    for sample, metric in selected:
+        plan = _cached_plan(table, metric, sample) if math.isfinite(sample.value) else None
+        if plan is None or plan[0] not in (Kind.COUNTER, Kind.BUCKET):
+            continue
+        if plan[1] in seen:
+            return _describe(sample)
+        seen.add(plan[1])  # type: ignore[arg-type]
+    return None
 
 
 def _describe(sample: Sample) -> str:
