@@ -8,6 +8,7 @@ from metrics_test_server import Reply, ReplyServer, sample_body
 
 from tui.settings import EndpointSettings
 from tui.telemetry.backends import detect_backend
+from tui.telemetry.figures import Figures
 from tui.telemetry.monitor import EndpointMonitor
 from tui.telemetry.prometheus import parse_metrics_text
 from tui.telemetry.scraper import Scrape
@@ -157,7 +158,8 @@ def test_quantile_in_a_narrow_bucket_has_no_bound_and_the_inf_bucket_is_a_lower_
     f = window.figures()
     assert f.ttft_p50_s == pytest.approx(0.8)
     assert "ttft_p50_s" not in f.quantile_bounds
-    assert f.ttft_p95_s == pytest.approx(2.0) and f.quantile_bounds["ttft_p95_s"] == (2.0, float("inf"))
+    assert f.ttft_p95_s == pytest.approx(2.0) and f.quantile_bounds["ttft_p95_s"] == (2.0, None)
+    assert Figures.model_validate_json(f.model_dump_json()) == f  # recordings and JSON keep the bound
 
 
 def test_one_series_reset_alone_counts_from_zero_without_restarting_the_window() -> None:

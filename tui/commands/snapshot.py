@@ -210,7 +210,7 @@ def _quantile(figures: Figures, name: str) -> str:
     if value is None or bounds is None:
         return _latency(value)
     lower, upper = bounds
-    if math.isinf(upper):
+    if upper is None or math.isinf(upper):
         return f"> {_latency(lower)}"
     if lower == 0:
         return f"< {_latency(upper)}"

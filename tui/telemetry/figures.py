@@ -61,8 +61,8 @@ class Figures(BaseModel):
     window_short: bool = Field(False, description="the figures cover less than half the configured window")
     restarted_in_window: bool = False
     restarted_s_ago: float | None = Field(None, description="seconds before the newest scrape")
-    quantile_bounds: dict[str, tuple[float, float]] = Field(
+    quantile_bounds: dict[str, tuple[float, float | None]] = Field(
         default_factory=dict,
         description="quantile figure -> (lower, upper) bound of the bucket holding it, when the "
-        "interpolated value says little (first bucket, a bucket wider than the value, or +Inf)",
+        "interpolated value says little (first bucket, a bucket wider than the value, or +Inf: upper None)",
     )

@@ -47,13 +47,13 @@ def fmt_seconds(value: float | None) -> str:
     return f"{value:.0f}s"
 
 
-def fmt_quantile(value: float | None, bounds: tuple[float, float] | None = None) -> str:
+def fmt_quantile(value: float | None, bounds: tuple[float, float | None] | None = None) -> str:
     """A histogram quantile, or the bound it really is: "<100ms" in the first bucket, ">10.0s" in
     the +Inf bucket, "~850ms" inside a bucket wider than the value (see Figures.quantile_bounds)."""
     if not _known(value) or bounds is None:
         return fmt_seconds(value)
     lower, upper = bounds
-    if math.isinf(upper):
+    if upper is None or math.isinf(upper):
         return f">{fmt_seconds(lower)}"
     if lower == 0:
         return f"<{fmt_seconds(upper)}"

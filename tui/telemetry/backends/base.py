@@ -299,7 +299,7 @@ def quantile_figure(
         return None
     value, lower, upper = result
     if is_vague(value, lower, upper):
-        bounds[figure] = (lower, upper)
+        bounds[figure] = (lower, None if math.isinf(upper) else upper)  # None: the +Inf bucket
         if math.isinf(upper):
             notes[figure] = f"above the highest bucket bound ({lower:g} s): at least {lower:g} s"
         elif lower == 0:

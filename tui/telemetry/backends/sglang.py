@@ -211,7 +211,7 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
     if tpot is None and (delta is None or delta.total("itl_count") is None):
         tpot = mean(delta, "old_tpot")
     notes: dict[str, str] = {}
-    bounds: dict[str, tuple[float, float]] = {}
+    bounds: dict[str, tuple[float, float | None]] = {}
     return Figures(
         generation_tokens_per_s=_generation_rate(delta),
         prompt_tokens_per_s=_prompt_rate(delta),

@@ -106,7 +106,7 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
         prefix_hit_rate = last.gauges.get("v0_prefix_hit_rate")
     kv_cache_usage = last.gauges.get("kv_cache_usage", last.gauges.get("old_kv_cache_usage"))
     notes: dict[str, str] = {}
-    bounds: dict[str, tuple[float, float]] = {}
+    bounds: dict[str, tuple[float, float | None]] = {}
     return Figures(
         generation_tokens_per_s=rate(delta, "generation_tokens"),
         prompt_tokens_per_s=rate(delta, "prompt_tokens"),
