@@ -159,3 +159,18 @@ async def test_k_change_with_restart_starts_per_position_afresh() -> None:
     assert figures.restarted_in_window and figures.window_short
     assert figures.covered_s == pytest.approx(10.0)
     assert "window still short: 10 s of 60 s" in figures.notes["window"]
+
+
+async def test_slots_answering_only_part_of_the_window_falls_back_to_finished_tokens() -> None:
+    window = ScrapeWindow(window_s=60.0)
+    async with FakeLlamaServer(tokens=1000, seconds=1.0) as server, httpx.AsyncClient() as client:
+        window.add(await _scrape_at(client, server, 0.0))  # /slots not answering yet (timed out)
+        server.finish(100, 0.1)
+        second = await _scrape_at(client, server, 10.0)
+        window.add(dataclasses.replace(second, extra_counters={"slots_decoded": 0.0}))
+        server.finish(100, 0.1)
+        third = await _scrape_at(client, server, 20.0)
+        window.add(dataclasses.replace(third, extra_counters={"slots_decoded": 0.0}))
+    figures = window.figures()
+    assert figures.generation_tokens_per_s == pytest.approx(200 / 20)  # not 100 tokens over 20 s
+    assert "finished requests only" in figures.notes["generation_tokens_per_s"]

@@ -131,7 +131,14 @@ def _prompt_gauge_matches(start: Reading, end: Reading, segment: Delta) -> bool:
 
 
 def segment_extras(start: Reading, end: Reading, segment: Delta) -> dict[str, float]:
-    """Finished requests and decode tokens between two consecutive scrapes (NaN when unknown)."""
+    """Per pair of scrapes: finished requests and decode tokens (NaN when unknown), and whether
+    the live token count covers it (`live_segments` of `segments`)."""
+    live = _LIVE_KEY in end.counters and (_LIVE_KEY in start.counters or not start.counters)
+    coverage = {"segments": 1.0, "live_segments": 1.0 if live else 0.0}
+    return coverage | _finished_requests(start, end, segment)
+
+
+def _finished_requests(start: Reading, end: Reading, segment: Delta) -> dict[str, float]:
     tokens = segment.total("tokens_predicted")
     seconds = segment.total("tokens_predicted_seconds")
     if tokens is None or seconds is None:
@@ -199,7 +206,8 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
         if computed is not None:
             # Like vLLM and SGLang: prompt tokens including those served from the cache.
             prompt_rate = ratio(computed + (cached or 0.0), delta.seconds)
-        if delta.total("live_tokens") is not None:
+        segments = delta.extras.get("segments", 0.0)
+        if segments and delta.extras.get("live_segments") == segments:  # /slots answered all along
             generation_rate = rate(delta, "live_tokens")
         else:
             generation_rate = rate(delta, "tokens_predicted")
