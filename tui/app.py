@@ -341,6 +341,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
             stale_after_s=max(10.0, 3 * self.settings.poll_interval_s),
             threshold=self.alerts.threshold(name),
             critical=self.alerts.rules.acceptance_critical,
+            window_s=self.settings.window_s,
         )
 
     def log_entries(self, name: str) -> list[LogEntry]:

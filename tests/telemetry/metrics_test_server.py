@@ -1,7 +1,7 @@
 """A tiny HTTP/1.1 server on a real loopback socket (port 0) for scrape tests.
 
-It answers every request with the next planned `Reply` (the last one repeats)
-and records each request's path and headers.
+It answers every request with the next planned `Reply` (the last one repeats),
+or with a fixed reply for a routed path, and records each request's path and headers.
 """
 
 from __future__ import annotations
@@ -38,8 +38,11 @@ class Request:
 
 
 class ReplyServer:
-    def __init__(self, replies: list[Reply]) -> None:
+    def __init__(self, replies: list[Reply], routes: dict[str, Reply] | None = None) -> None:
         self.replies = replies
+        # Fixed replies by path (e.g. "/slots"); they do not use up the planned replies.
+        self.routes = routes or {}
+        self._planned = 0
         self.requests: list[Request] = []
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
@@ -73,7 +76,10 @@ class ReplyServer:
                     key, value = line.split(":", 1)
                     headers[key.strip().lower()] = value.strip()
             self.requests.append(Request(path, headers))
-            reply = self.replies[min(len(self.requests) - 1, len(self.replies) - 1)]
+            reply = self.routes.get(path)
+            if reply is None:
+                self._planned += 1
+                reply = self.replies[min(self._planned - 1, len(self.replies) - 1)]
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             extra = "".join(f"{key}: {value}\r\n" for key, value in reply.headers.items())

@@ -9,6 +9,7 @@ import pytest
 from metrics_test_server import Reply, ReplyServer, sample_body
 
 from tui.settings import EndpointSettings
+from tui.telemetry.figures import Figures
 from tui.telemetry.monitor import EndpointMonitor, backoff_s
 from tui.telemetry.scraper import scrape_metrics
 
@@ -118,8 +119,10 @@ async def test_monitor_reading_and_counter_restart_through_the_socket(
     rates = [reading.figures.generation_tokens_per_s for reading in readings]
     assert rates[0] is None
     assert rates[1] == pytest.approx(100.0)
-    assert rates[2] == pytest.approx(1000 / 20)  # the restart segment adds time, no tokens
-    assert rates[3] == pytest.approx(2000 / 30)
+    # Like increase(): the restart segment counts from zero, and the figures start afresh there.
+    assert rates[2] == pytest.approx(30 / 10)
+    assert rates[3] == pytest.approx(1030 / 20)
+    assert readings[3].figures.restarted_in_window
     last = readings[-1]
     assert (last.name, last.url, last.up, last.backend, last.model) == (
         "gpu0",
@@ -128,7 +131,7 @@ async def test_monitor_reading_and_counter_restart_through_the_socket(
         "vllm",
         "served-model",
     )
-    assert last.figures.running == 2.0 and last.window_s == pytest.approx(30.0)
+    assert last.figures.running == 2.0 and last.window_s == pytest.approx(20.0)  # since the restart
     assert server.requests[0].path == "/metrics"
 
 
@@ -141,7 +144,7 @@ async def test_monitor_backs_off_while_down() -> None:
         second = await monitor.poll(client)
     assert (first.up, first.error, first.consecutive_failures) == (False, "connection refused", 1)
     assert second.consecutive_failures == 2
-    assert all(value is None for value in second.figures.model_dump().values())
+    assert second.figures == Figures()
     attempted = monitor._last_attempt
     assert attempted is not None
     assert not monitor.due(attempted + backoff_s(2) - 0.5)
@@ -163,13 +166,16 @@ async def test_monitor_asks_llamacpp_for_its_model_once() -> None:
     models = b'{"object":"list","data":[{"id":"models/target.gguf","object":"model"}]}'
     metrics = sample_body("llamacpp", "metrics_t1.txt")
     async with (
-        ReplyServer([Reply(metrics), Reply(models), Reply(metrics)]) as server,
+        ReplyServer([Reply(metrics), Reply(b"", status=501), Reply(models), Reply(metrics)]) as server,
         httpx.AsyncClient() as c,
     ):
         monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url), window_s=60.0)
         first = await monitor.poll(c)
         second = await monitor.poll(c)
-    assert [request.path for request in server.requests] == ["/metrics", "/v1/models", "/metrics"]
+    # /slots is disabled (501, no --slots): not asked again for a while.
+    paths = ["/metrics", "/slots", "/v1/models", "/metrics"]
+    assert [request.path for request in server.requests] == paths
+    assert monitor.slots_error == "HTTP 501"
     assert first.model == second.model == "models/target.gguf"
     assert first.backend == "llamacpp"
 

@@ -110,7 +110,7 @@ async def test_llamacpp_sample_through_snapshot() -> None:
         Reply(sample_body("llamacpp", "metrics_t1.txt")),
         Reply(models),
     ]
-    async with ReplyServer(replies) as server:
+    async with ReplyServer(replies, routes={"/slots": Reply(b"", status=501)}) as server:
         code, out, err = await spectop("snapshot", server.url, "--window", "0.5", "--json")
     assert code == 0, err
     record = json.loads(out)
@@ -181,7 +181,7 @@ async def test_bad_arguments_exit_2(args: list[str]) -> None:
 
 async def test_llamacpp_capture_served_with_its_saved_headers_in_the_body() -> None:
     raw = [Reply((SAMPLES / "llamacpp" / name).read_bytes()) for name in ("metrics_t0.txt", "metrics_t1.txt")]
-    async with ReplyServer(raw) as server:
+    async with ReplyServer(raw, routes={"/slots": Reply(b"", status=501)}) as server:
         code, out, err = await spectop("snapshot", server.url, "--window", "0.3", "--json")
     assert code == 0, err
     record = json.loads(out)
@@ -200,3 +200,74 @@ def test_table_header_keeps_the_status_when_the_model_path_is_long() -> None:
     assert len(header) <= 80
     assert header.startswith("http://127.0.0.1:8091 · up · llamacpp · 5 s window · /models/")
     assert header.endswith("…")
+
+
+def _vllm_counter_page(generated: float, started: float) -> bytes:
+    labels = 'engine="0",model_name="m"'
+    return (
+        f"process_start_time_seconds {started}\n"
+        f"vllm:generation_tokens_total{{{labels}}} {generated}\n"
+        f"vllm:num_requests_running{{{labels}}} 1\n"
+    ).encode()
+
+
+async def test_restart_inside_the_snapshot_window_counts_from_zero_and_says_so() -> None:
+    # 1,000,000 tokens before; the server restarted and generated 300 since.
+    replies = [Reply(_vllm_counter_page(1e6, 1.7e9)), Reply(_vllm_counter_page(300, 1.7e9 + 100))]
+    async with ReplyServer(list(replies)) as server:
+        code, out, err = await spectop("snapshot", server.url, "--window", "0.5", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["error"] is None
+    assert_rate(record["generation_tokens_per_s"], 300, 0.5)
+    assert record["restarted_in_window"] is True
+    assert "restarted during the window" in record["notes"]["window"]
+    async with ReplyServer(list(replies)) as server:
+        code, out, _ = await spectop("snapshot", server.url, "--window", "0.5")
+    assert code == 0 and "restarted during the window" in out
+    assert all(len(line) <= 80 for line in out.splitlines())
+
+
+async def test_duplicated_page_is_reported_inconsistent() -> None:
+    page = sample_body("vllm", "metrics_t1.txt")
+    async with ReplyServer([Reply(sample_body("vllm", "metrics_t0.txt")), Reply(page + page)]) as server:
+        code, out, _ = await spectop("snapshot", server.url, "--window", "0.2", "--json")
+    record = json.loads(out)
+    assert code == 1 and record["up"] is True
+    assert record["error"].startswith("inconsistent page")
+    assert record["kv_cache_usage"] is None and record["running"] is None
+
+
+async def test_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECTOP_SNAPSHOT_KEY", "s3cret-key")
+    async with sample_server("vllm") as server:
+        code, out, err = await spectop(
+            "snapshot", server.url, "--window", "0.2", "--json", "--api-key-env", "SPECTOP_SNAPSHOT_KEY"
+        )
+    assert code == 0, err
+    assert [request.headers.get("authorization") for request in server.requests] == ["Bearer s3cret-key"] * 2
+    assert "s3cret-key" not in out + err
+
+
+@pytest.mark.parametrize("name", ["SPECTOP_UNSET_KEY_NAME", "sk-12 34"])
+async def test_api_key_env_unset_or_not_a_name_exits_2(name: str) -> None:
+    code, _, err = await spectop("snapshot", "http://127.0.0.1:1", "--api-key-env", name)
+    assert code == 2 and "--api-key-env" in err
+
+
+def test_table_labels_say_prompt_includes_cached_and_show_quantile_bounds() -> None:
+    from tui.commands.snapshot import _Result, _table
+    from tui.telemetry.figures import Figures
+
+    result = _Result("http://127.0.0.1:8091", 5.0)
+    result.up, result.backend = True, "sglang"
+    result.figures = Figures(
+        ttft_mean_s=0.0065,
+        ttft_p50_s=0.05,
+        quantile_bounds={"ttft_p50_s": (0.0, 0.1)},
+        notes={"ttft_p50_s": "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated"},
+    )
+    text = "\n".join(_table(result))
+    assert "prompt incl cache" in text
+    assert "6.50 ms / < 100.0 ms / –" in text
+    assert "TTFT p50: inside the first bucket" in text

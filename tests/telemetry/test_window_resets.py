@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tui.telemetry.backends import detect_backend
+from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.prometheus import parse_metrics_text
 from tui.telemetry.scraper import Scrape
 from tui.telemetry.window import ScrapeWindow
@@ -54,32 +55,36 @@ def test_old_scrapes_leave_the_window() -> None:
     assert window.span_s == pytest.approx(10.0)
 
 
-def test_counter_reset_starts_a_new_baseline() -> None:
+def test_counter_reset_counts_from_zero_and_starts_the_figures_afresh() -> None:
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(page(10_000.0, 400, 600), 0.0))
     window.add(scrape(page(10_500.0, 420, 630), 5.0))
     window.add(scrape(page(40.0, 2, 3), 10.0))  # the server restarted
     window.add(scrape(page(540.0, 22, 33), 15.0))
     f = window.figures()
-    # +500 tokens in each of two 5 s segments; the restart segment counts time but no tokens.
-    assert f.generation_tokens_per_s == pytest.approx(1000 / 15)
-    assert f.acceptance_rate == pytest.approx(60 / 80)
+    # Like increase(): the restart segment counts the new process' 40 tokens, then +500; nothing before.
+    assert f.generation_tokens_per_s == pytest.approx(540 / 10)
+    assert f.acceptance_rate == pytest.approx(33 / 44)
+    assert f.restarted_in_window and f.restarted_s_ago == pytest.approx(5.0)
+    assert f.covered_s == pytest.approx(10.0)
+    assert "restarted during the window" in f.notes["window"]
 
 
 def test_reset_right_after_the_first_scrape_is_not_negative_nor_a_spike() -> None:
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(page(1e6), 0.0))
     window.add(scrape(page(50.0), 2.0))
-    assert window.figures().generation_tokens_per_s is None
+    assert window.figures().generation_tokens_per_s == pytest.approx(50 / 2)
     window.add(scrape(page(250.0), 4.0))
-    assert window.figures().generation_tokens_per_s == pytest.approx(200 / 4)
+    assert window.figures().generation_tokens_per_s == pytest.approx(250 / 4)
 
 
 def test_restart_seen_by_created_timestamp_even_when_counters_grew() -> None:
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(page(100.0, created=1.7e9), 0.0))
     window.add(scrape(page(5000.0, created=1.7e9 + 60), 10.0))  # restarted and already past 100
-    assert window.figures().generation_tokens_per_s is None
+    f = window.figures()
+    assert f.generation_tokens_per_s == pytest.approx(5000 / 10) and f.restarted_in_window
 
 
 def test_restart_seen_by_llamacpp_process_start_header() -> None:
@@ -89,7 +94,8 @@ def test_restart_seen_by_llamacpp_process_start_header() -> None:
     window.add(Scrape(0.0, 0.0, first.samples, None, "llamacpp", process_start="1000"))
     second = scrape(text.format(900), 1.0)
     window.add(Scrape(1.0, 1.0, second.samples, None, "llamacpp", process_start="2000"))
-    assert window.figures().generation_tokens_per_s is None
+    f = window.figures()
+    assert f.generation_tokens_per_s == pytest.approx(900.0) and f.restarted_in_window
 
 
 def test_failed_scrapes_are_skipped() -> None:
@@ -103,9 +109,9 @@ def test_failed_scrapes_are_skipped() -> None:
 
 def test_no_data_is_none_not_zero() -> None:
     window = ScrapeWindow(window_s=60.0)
-    assert all(value is None for value in window.figures().model_dump().values())
+    assert all(getattr(window.figures(), name) is None for name in FIGURE_NAMES)
     window.add(down(0.0))
-    assert all(value is None for value in window.figures().model_dump().values())
+    assert all(getattr(window.figures(), name) is None for name in FIGURE_NAMES)
     window.add(scrape(page(10.0), 1.0))
     f = window.figures()
     assert f.generation_tokens_per_s is None and f.running == 1.0
@@ -151,8 +157,9 @@ def test_rates_are_never_negative_nor_above_the_largest_segment_rate(
     largest = 0.0
     for value, gap in points:
         now += gap
-        if previous is not None and value >= previous:
-            largest = max(largest, (value - previous) / gap)
+        if previous is not None:
+            # After a reset the new value is the increase (counted from zero).
+            largest = max(largest, (value - previous if value >= previous else value) / gap)
         previous = value
         window.add(scrape(page(value), now))
     rate = window.figures().generation_tokens_per_s

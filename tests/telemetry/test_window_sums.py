@@ -109,4 +109,7 @@ def test_sample_pages_give_the_same_figures_as_the_plain_sums() -> None:
     backend = window._backend
     assert backend is not None
     plain = backend.derive(_one_by_one(segments), window._entries[-1].reading)
-    assert window.figures() == plain
+    figures = window.figures()
+    assert figures.model_copy(update={"notes": plain.notes}) == plain.model_copy(
+        update={"covered_s": figures.covered_s, "window_short": figures.window_short}
+    )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ui_waiting import wait_for
+
 from tui.app import SpectopApp
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
@@ -65,3 +69,76 @@ def test_every_shown_key_is_in_the_help_screen() -> None:
             if getattr(binding, "show", False):
                 shown = binding.key_display or binding.key
                 assert shown in documented or binding.key in documented, f"{owner.__name__}: {shown}"
+
+
+# --- why a figure is what it is: bounds, restarts, short windows, finished requests -------------------
+
+
+def _qualified_figures() -> Figures:
+    return Figures(
+        generation_tokens_per_s=120.0,
+        ttft_mean_s=0.0065,
+        ttft_p50_s=0.05,
+        ttft_p95_s=0.095,
+        quantile_bounds={"ttft_p50_s": (0.0, 0.1), "ttft_p95_s": (0.0, 0.1)},
+        notes={
+            "ttft_p50_s": "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated",
+            "window": "restarted during the window (12 s ago), counted from zero; "
+            "window still short: 8 s of 60 s",
+        },
+        covered_s=8.0,
+        window_short=True,
+        restarted_in_window=True,
+        restarted_s_ago=12.0,
+        running=1.0,
+    )
+
+
+def test_card_shows_quantile_bounds_and_the_restart() -> None:
+    reading = _reading(1.0)
+    reading.figures = _qualified_figures()
+    data = CardData(name="a", reading=reading, now=1.0, window_s=60.0)
+    for lines in (compact_lines(data, 80), roomy_lines(data, 100)):
+        text = "\n".join(line.plain for line in lines)
+        assert "<100ms" in text and "50.0ms" not in text
+        assert "restarted 12s ago · window 8s of 60s" in text
+
+
+def test_card_says_acceptance_comes_from_finished_requests_while_one_runs() -> None:
+    reading = _reading(1.0, running=1.0)
+    reading.figures.notes = {
+        "acceptance_rate": "from finished requests only (llama.cpp counts a request when it ends)"
+    }
+    assert (
+        "acceptance from finished requests only" in badge_line(CardData(name="a", reading=reading), 80).plain
+    )
+
+
+def test_inconsistent_page_error_shows_although_up() -> None:
+    reading = _reading(1.0)
+    reading.error = "inconsistent page: the series vllm:num_requests_running{} appears more than once"
+    assert "inconsistent page" in badge_line(CardData(name="a", reading=reading, now=1.0), 80).plain
+
+
+async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> None:
+    from tui.settings import Settings
+    from tui.telemetry.recording import HeaderRecord, RecordedEndpoint
+    from tui.widgets.figure_table import FigureTable
+
+    header = HeaderRecord(time=100.0, endpoints=[RecordedEndpoint(name="a", url="http://127.0.0.1:1")])
+    record = ReadingRecord(
+        name="a", time=101.0, up=True, backend="sglang", window_s=8.0, figures=_qualified_figures()
+    )  # type: ignore[call-arg]
+    path = tmp_path / "run.jsonl"
+    path.write_text(header.model_dump_json() + "\n" + record.model_dump_json() + "\n")
+    app = SpectopApp(Settings(), replay_path=path, replay_speed=0.0, remember_theme_choice=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        screen = app.screen
+        assert "restarted 12s ago" in screen.sub_title
+        table = screen.query_one(FigureTable).render().plain
+        assert "<100ms" in table and "8/60s" in table
+        assert "TTFT p50: inside the first bucket" in table
+        assert "restarted during the window" in table

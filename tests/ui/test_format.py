@@ -71,3 +71,15 @@ def test_bucketed_averages_slices_fills_between_polls_and_keeps_outages() -> Non
     assert bucketed([0.0, 2.0], [1.0, 2.0], 0.0, 4.0, 4) == [1.0, 1.0, 2.0, 2.0]
     # nothing before the first sample
     assert bucketed([3.0], [1.0], 0.0, 4.0, 4) == [None, None, None, 1.0]
+
+
+def test_quantile_bounds_read_as_bounds() -> None:
+    from tui.widgets.format import fmt_quantile, window_text
+
+    assert fmt_quantile(0.05, (0.0, 0.1)) == "<100ms"
+    assert fmt_quantile(10.0, (10.0, None)) == ">10s"
+    assert fmt_quantile(1.2, (0.5, 2.5)) == "~1.2s"
+    assert fmt_quantile(0.06, None) == fmt_seconds(0.06)
+    assert fmt_quantile(None, (0.0, 0.1)) == UNKNOWN
+    assert window_text(8.0, 60.0, 12.0) == "restarted 12s ago · window 8s of 60s"
+    assert window_text(50.0, 60.0, None) is None

@@ -1,9 +1,10 @@
-"""`spectop snapshot URL [URL ...] [--window SECONDS] [--json]`: figures over one window.
+"""`spectop snapshot URL [URL ...] [--window SECONDS] [--json] [--api-key-env NAME]`: figures over one window.
 
 Scrapes every URL at the start and at the end of the window and prints the
 derived figures: a table by default, or with --json one object per endpoint
-per line. Exit 0 when every endpoint was up, 1 when one was not, 2 on bad
-arguments.
+per line, with why a figure is what it is (`notes`, `restarted_in_window`,
+`quantile_bounds`). Exit 0 when every endpoint was up, 1 when one was not (or
+served an inconsistent page), 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,6 +61,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"timeout of each scrape (default {DEFAULT_TIMEOUT_S:g})",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per endpoint per line")
+    parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="environment variable holding the API key, sent as a Bearer token (the key itself is "
+        "never an argument)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -88,6 +96,8 @@ class _Result:
         }
         for name in FIGURE_NAMES:
             record[name] = figures[name]
+        for name in ("notes", "covered_s", "restarted_in_window", "restarted_s_ago", "quantile_bounds"):
+            record[name] = figures[name]
         record["error"] = self.error
         return record
 
@@ -105,13 +115,14 @@ async def _measure(
     endpoints: list[EndpointSettings], urls: list[str], window_s: float, timeout_s: float
 ) -> list[_Result]:
     import asyncio
+    import dataclasses
     import time
 
     import httpx
 
     from tui.telemetry.monitor import fetch_model_ids
-    from tui.telemetry.scraper import scrape_metrics
-    from tui.telemetry.window import figures_between
+    from tui.telemetry.scraper import fetch_slots_decoded, scrape_metrics
+    from tui.telemetry.window import ScrapeWindow
 
     results = [_Result(url, window_s) for url in urls]
 
@@ -119,18 +130,20 @@ async def _measure(
         key = endpoint.api_key()
         return {"Authorization": f"Bearer {key}"} if key else {}
 
+    async def scrape_one(client: httpx.AsyncClient, endpoint: EndpointSettings) -> Scrape:
+        headers = headers_of(endpoint)
+        url = endpoint.resolved_metrics_url
+        scrape = await scrape_metrics(client, url, timeout_s=timeout_s, headers=headers)
+        if scrape.backend != "llamacpp":
+            return scrape
+        # Right after /metrics: the tokens of requests still running (needs --slots).
+        decoded = await fetch_slots_decoded(client, endpoint.url, headers=headers, timeout_s=timeout_s)
+        if isinstance(decoded, str):
+            return scrape
+        return dataclasses.replace(scrape, extra_counters={"slots_decoded": decoded})
+
     async def scrape_all(client: httpx.AsyncClient, indexes: list[int]) -> dict[int, Scrape]:
-        scrapes = await asyncio.gather(
-            *(
-                scrape_metrics(
-                    client,
-                    endpoints[i].resolved_metrics_url,
-                    timeout_s=timeout_s,
-                    headers=headers_of(endpoints[i]),
-                )
-                for i in indexes
-            )
-        )
+        scrapes = await asyncio.gather(*(scrape_one(client, endpoints[i]) for i in indexes))
         return dict(zip(indexes, scrapes, strict=True))
 
     async with httpx.AsyncClient(follow_redirects=True) as client:
@@ -152,7 +165,12 @@ async def _measure(
                 continue
             result.up = True
             result.backend = end.backend or start.backend
-            result.figures = figures_between(start, end)
+            window = ScrapeWindow(window_s=math.inf, max_scrapes=2, backend=result.backend)
+            window.add(start)
+            first_problem = window.inconsistent
+            window.add(end)
+            result.figures = window.figures()
+            result.error = window.inconsistent or first_problem
             result.model = _model_of(end) or endpoints[i].model
             if result.model is None and result.backend == "llamacpp":
                 ids = await fetch_model_ids(
@@ -185,6 +203,47 @@ def _latency(value: float | None) -> str:
     return f"{value:.2f} s"
 
 
+def _quantile(figures: Figures, name: str) -> str:
+    """A quantile, or the bound it really is ("< 100 ms") when its histogram bucket says more."""
+    value = getattr(figures, name)
+    bounds = figures.quantile_bounds.get(name)
+    if value is None or bounds is None:
+        return _latency(value)
+    lower, upper = bounds
+    if upper is None or math.isinf(upper):
+        return f"> {_latency(lower)}"
+    if lower == 0:
+        return f"< {_latency(upper)}"
+    return f"~{_latency(value)}"
+
+
+_NOTE_LABELS = {
+    "window": "window",
+    "generation_tokens_per_s": "generation",
+    "prompt_tokens_per_s": "prompt",
+    "requests_per_s": "requests",
+    "acceptance_rate": "acceptance rate",
+    "mean_acceptance_length": "mean accept len",
+    "per_position_acceptance": "per position",
+    "tpot_mean_s": "TPOT",
+    "ttft_p50_s": "TTFT p50",
+    "ttft_p95_s": "TTFT p95",
+}
+
+
+def note_lines(notes: dict[str, str], width: int = WIDTH) -> list[str]:
+    """Notes grouped by text ("acceptance rate, TPOT: from finished requests only"), wrapped."""
+    by_text: dict[str, list[str]] = {}
+    for name, text in notes.items():
+        by_text.setdefault(text, []).append(_NOTE_LABELS.get(name, name))
+    lines = []
+    for text, names in by_text.items():
+        lines += textwrap.wrap(
+            f"{', '.join(names)}: {text}", width=width, initial_indent="  * ", subsequent_indent="    "
+        )
+    return lines
+
+
 def _count(value: float | None) -> str:
     if value is None:
         return "–"
@@ -204,16 +263,17 @@ def _table(result: _Result) -> list[str]:
         if part
     )
     lines = [header if len(header) <= WIDTH else header[: WIDTH - 1] + "…"]
-    if not result.up:
+    if not result.up or result.error:
         lines.append(f"  error: {result.error or 'unknown'}"[:WIDTH])
+    if not result.up:
         return lines
     f = result.figures
     assert f is not None
-    ttft = f"{_latency(f.ttft_mean_s)} / {_latency(f.ttft_p50_s)} / {_latency(f.ttft_p95_s)}"
+    ttft = f"{_latency(f.ttft_mean_s)} / {_quantile(f, 'ttft_p50_s')} / {_quantile(f, 'ttft_p95_s')}"
     cells = [
         ("generation", _number(f.generation_tokens_per_s, 1, " tok/s")),
         ("acceptance rate", _percent(f.acceptance_rate)),
-        ("prompt", _number(f.prompt_tokens_per_s, 1, " tok/s")),
+        ("prompt incl cache", _number(f.prompt_tokens_per_s, 1, " tok/s")),
         ("mean accept len", _number(f.mean_acceptance_length, 2)),
         ("requests", _number(f.requests_per_s, 2, " /s")),
         ("TPOT mean", _latency(f.tpot_mean_s)),
@@ -233,7 +293,7 @@ def _table(result: _Result) -> list[str]:
         positions = " ".join(f"{value * 100:.0f}%" for value in f.per_position_acceptance)
         line = f"  {'per position':<17} {positions}"
         lines.append(line if len(line) <= WIDTH else line[: WIDTH - 1] + "…")
-    return lines
+    return lines + note_lines(f.notes)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -253,6 +313,20 @@ def run(args: argparse.Namespace) -> int:
         except ValidationError as error:
             print(f"spectop snapshot: {url}: {error.errors()[0]['msg']}", file=sys.stderr)
             return 2
+    if args.api_key_env is not None:
+        import os
+
+        from tui.validators import check_env_var_name
+
+        try:
+            name = check_env_var_name(args.api_key_env)
+        except ValueError as error:
+            print(f"spectop snapshot: --api-key-env: {error}", file=sys.stderr)
+            return 2
+        if not os.environ.get(name):
+            print(f"spectop snapshot: --api-key-env: {name} is not set (or empty)", file=sys.stderr)
+            return 2
+        endpoints = [endpoint.model_copy(update={"api_key_env": name}) for endpoint in endpoints]
     results = asyncio.run(_measure(endpoints, list(args.urls), args.window, args.timeout))
     if args.json:
         for result in results:
@@ -260,4 +334,4 @@ def run(args: argparse.Namespace) -> int:
     else:
         blocks = ["\n".join(_table(result)) for result in results]
         print("\n\n".join(blocks))
-    return 0 if all(result.up for result in results) else 1
+    return 0 if all(result.up and not result.error for result in results) else 1

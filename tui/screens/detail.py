@@ -103,7 +103,10 @@ class DetailScreen(Screen[None]):
 
     def _refresh_figures(self) -> None:
         data = self.spectop.card_data(self.endpoint)
-        self.sub_title = f"{data.title()} · {data.status_content().plain[2:]}"
+        caveat = data.caveat()
+        self.sub_title = " · ".join(
+            part for part in (data.title(), data.status_content().plain[2:], caveat) if part
+        )
         self.query_one(FigureTable).set_data(data)
         history = self.spectop.history.endpoint(self.endpoint)
         end = data.now if data.now is not None else (history.times[-1] if history.times else 0.0)

@@ -3,6 +3,11 @@
 A figure the backend does not provide, or that has no data in the window, is
 None (never 0). These names are part of spectop's JSON output (`snapshot`,
 `--record`), so keep them stable.
+
+Why a figure is what it is travels with it as data: `notes` (figure name, or
+"window", -> a short reason), the window the figures cover, whether the
+server restarted inside it, and bounds for histogram quantiles that only say
+"below the first bucket's bound" or "inside a bucket wider than the value".
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ FIGURE_NAMES: tuple[str, ...] = (
 
 class Figures(BaseModel):
     generation_tokens_per_s: float | None = None
-    prompt_tokens_per_s: float | None = None
+    prompt_tokens_per_s: float | None = Field(None, description="prompt tokens incl. those served from cache")
     requests_per_s: float | None = None
     acceptance_rate: float | None = Field(None, description="0..1, accepted / drafted tokens")
     mean_acceptance_length: float | None = Field(None, description="tokens per verify step, incl. bonus")
@@ -48,3 +53,16 @@ class Figures(BaseModel):
     waiting: float | None = None
     kv_cache_usage: float | None = Field(None, description="0..1")
     prefix_cache_hit_rate: float | None = Field(None, description="0..1")
+    # --- why: reasons and qualifiers (all optional, so older recordings still load) ---
+    notes: dict[str, str] = Field(
+        default_factory=dict, description='figure name (or "window") -> why it is None, partial or a bound'
+    )
+    covered_s: float | None = Field(None, description="seconds of the window the figures cover")
+    window_short: bool = Field(False, description="the figures cover less than half the configured window")
+    restarted_in_window: bool = False
+    restarted_s_ago: float | None = Field(None, description="seconds before the newest scrape")
+    quantile_bounds: dict[str, tuple[float, float | None]] = Field(
+        default_factory=dict,
+        description="quantile figure -> (lower, upper) bound of the bucket holding it, when the "
+        "interpolated value says little (first bucket, a bucket wider than the value, or +Inf: upper None)",
+    )

@@ -31,12 +31,23 @@ def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None
     Counts that dip (float noise, merged series) are made monotonic first.
     Returns None (instead of NaN) when there are no observations.
     """
+    result = quantile_in_bucket(q, buckets)
+    return None if result is None else result[0]
+
+
+def quantile_in_bucket(q: float, buckets: Mapping[float, float]) -> tuple[float, float, float] | None:
+    """(`histogram_quantile`, lower bound, upper bound of the bucket holding the rank), or None.
+
+    The bounds say how much the interpolated value is worth: inside the first bucket
+    (lower bound 0) every sample may be far below the value, and in the +Inf bucket
+    (upper bound inf) the value is only the highest finite bound.
+    """
     if math.isnan(q):
         return None
     if q < 0:
-        return -math.inf
+        return -math.inf, -math.inf, -math.inf
     if q > 1:
-        return math.inf
+        return math.inf, math.inf, math.inf
     points = sorted((bound, count) for bound, count in buckets.items() if not math.isnan(bound))
     if len(points) < 2 or points[-1][0] != math.inf:
         return None
@@ -54,9 +65,9 @@ def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None
     rank = q * total
     index = next(i for i, count in enumerate(counts) if count >= rank)
     if index == len(counts) - 1:
-        return bounds[-2]
+        return bounds[-2], bounds[-2], math.inf
     if index == 0 and bounds[0] <= 0:
-        return bounds[0]
+        return bounds[0], bounds[0], bounds[0]
     start = 0.0
     count = counts[index]
     if index > 0:
@@ -64,5 +75,11 @@ def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None
         count -= counts[index - 1]
         rank -= counts[index - 1]
     if count <= 0:
-        return bounds[index]
-    return start + (bounds[index] - start) * (rank / count)
+        return bounds[index], start, bounds[index]
+    return start + (bounds[index] - start) * (rank / count), start, bounds[index]
+
+
+def is_vague(value: float, lower: float, upper: float) -> bool:
+    """True when the bucket says more than the interpolated value: the first bucket (from 0),
+    the +Inf bucket, or a bucket wider than the value itself."""
+    return lower == 0 or math.isinf(upper) or (upper - lower) > abs(value)

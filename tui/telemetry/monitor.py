@@ -7,6 +7,7 @@ its endpoint is due and turns one poll into an `EndpointReading`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 
@@ -16,13 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tui.settings import EndpointSettings
 from tui.telemetry.backends import BackendDetector
 from tui.telemetry.figures import Figures
-from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, scrape_metrics
+from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, fetch_slots_decoded, scrape_metrics
 from tui.telemetry.window import ScrapeWindow
 
 BACKOFF_BASE_S = 2.0
 BACKOFF_MAX_S = 30.0
 _MODELS_MAX_BYTES = 1 * 2**20
 _METRICS_BACKENDS = ("vllm", "sglang", "llamacpp")
+SLOTS_RETRY_S = 60.0
 
 
 class EndpointReading(BaseModel):
@@ -35,7 +37,7 @@ class EndpointReading(BaseModel):
     error: str | None
     backend: str | None
     model: str | None
-    window_s: float  # seconds actually covered by the figures (0 until two scrapes)
+    window_s: float  # seconds actually covered by the figures (0 until two scrapes; less after a restart)
     figures: Figures
     consecutive_failures: int
     # Figures per model_name when the server serves several models (else empty).
@@ -108,6 +110,9 @@ class EndpointMonitor:
         self._models_asked = False
         self.last_scrape: Scrape | None = None
         self._detector = BackendDetector()
+        # llama.cpp /slots: why it gave nothing, and when it was last asked.
+        self.slots_error: str | None = None
+        self._slots_failed_at: float | None = None
 
     def due(self, now_monotonic: float) -> bool:
         """False while backing off after failures."""
@@ -126,11 +131,29 @@ class EndpointMonitor:
         if isinstance(ids, list) and ids:
             self._listed_model = ", ".join(ids[:3])
 
+    async def _with_slots(self, client: httpx.AsyncClient, scrape: Scrape) -> Scrape:
+        """llama.cpp: add Σ n_decoded of running slots from /slots (read after /metrics) for live tok/s."""
+        backend = self.window.backend or scrape.backend
+        if not scrape.up or backend != "llamacpp":
+            return scrape
+        now = time.monotonic()
+        if self._slots_failed_at is not None and now - self._slots_failed_at < SLOTS_RETRY_S:
+            return scrape
+        decoded = await fetch_slots_decoded(client, self.endpoint.url, headers=self._headers())
+        if isinstance(decoded, str):
+            self.slots_error = decoded
+            self._slots_failed_at = now
+            return scrape
+        self.slots_error = None
+        self._slots_failed_at = None
+        return dataclasses.replace(scrape, extra_counters={"slots_decoded": decoded})
+
     async def _scrape(self, client: httpx.AsyncClient) -> Scrape:
         if self.endpoint.backend != "openai":
-            return await scrape_metrics(
+            scrape = await scrape_metrics(
                 client, self.endpoint.resolved_metrics_url, headers=self._headers(), detector=self._detector
             )
+            return await self._with_slots(client, scrape)
         # Hosted OpenAI-compatible gateways have no /metrics: reachability is all there is.
         ids = await fetch_model_ids(client, self.endpoint.url, headers=self._headers())
         if isinstance(ids, str):
@@ -175,6 +198,12 @@ class EndpointMonitor:
         except Exception:  # defensive: derivation must not break polling
             figures, per_model = Figures(), {}
         backend = self.window.backend or scrape.backend
+        error = scrape.error
+        if scrape.up and self.window.inconsistent:
+            error = self.window.inconsistent
+        if backend == "llamacpp" and self.slots_error and "generation_tokens_per_s" in figures.notes:
+            note = f"{figures.notes['generation_tokens_per_s']} (/slots: {self.slots_error})"
+            figures.notes["generation_tokens_per_s"] = note
         if backend is None and self.endpoint.backend == "openai":
             backend = "openai"
         return EndpointReading(
@@ -182,10 +211,10 @@ class EndpointMonitor:
             url=self.endpoint.url,
             time=scrape.time,
             up=scrape.up,
-            error=scrape.error,
+            error=error,
             backend=backend,
             model=self._model(),
-            window_s=round(self.window.span_s, 3),
+            window_s=round(self.window.covered_s, 3),
             figures=figures,
             consecutive_failures=self.consecutive_failures,
             per_model=per_model,

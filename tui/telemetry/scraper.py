@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import errno
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from tui.telemetry.backends import BackendDetector, detect_backend
 from tui.telemetry.prometheus import MetricsFormatError, Sample, parse_metrics_text
@@ -28,6 +30,9 @@ class Scrape:
     backend: str | None  # detected from metric names: "vllm" | "sglang" | "llamacpp" | None
     # llama.cpp's Process-Start-Time-Unix header (a monotonic µs clock): changes on restart.
     process_start: str | None = None
+    # Live figures from another endpoint of the same server, read right after /metrics: llama.cpp's
+    # /slots gives {"slots_decoded": Σ n_decoded of the slots still generating}.
+    extra_counters: Mapping[str, float] | None = None
 
     @property
     def up(self) -> bool:
@@ -131,3 +136,54 @@ async def scrape_metrics(
         backend=detect_backend(samples) if detector is None else detector.detect(samples),
         process_start=process_start,
     )
+
+
+_SLOTS_MAX_BYTES = 4 * 2**20
+
+
+class _NextToken(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    n_decoded: int = Field(0, ge=0)
+
+
+class _Slot(BaseModel):
+    """One entry of llama-server's GET /slots (a never-used slot has no next_token)."""
+
+    model_config = ConfigDict(extra="ignore")
+    is_processing: bool = False
+    next_token: list[_NextToken] = Field(default_factory=list)
+
+
+_SLOTS = TypeAdapter(list[_Slot])
+
+
+async def fetch_slots_decoded(
+    client: httpx.AsyncClient,
+    base_url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> float | str:
+    """Σ n_decoded of the slots still generating, from llama-server's GET /slots; else an error text.
+
+    /slots needs `--slots` (else HTTP 501) and the API key when one is set (else 401).
+    """
+    url = f"{base_url.rstrip('/')}/slots"
+    try:
+        async with asyncio.timeout(timeout_s):
+            request_headers = {"Accept": "application/json", **(headers or {})}
+            result = await _fetch(client, url, timeout_s, _SLOTS_MAX_BYTES, request_headers)
+    except (TimeoutError, httpx.TimeoutException):
+        return f"timeout after {timeout_s:.1f} s"
+    except httpx.ConnectError as error:
+        return _connect_error_text(error)
+    except (httpx.HTTPError, OSError) as error:
+        return f"{type(error).__name__}: {error}"
+    if isinstance(result, str):
+        return result
+    try:
+        slots = _SLOTS.validate_json(result[0])
+    except ValidationError:
+        return "not the JSON list of slots llama-server sends"
+    running = (slot for slot in slots if slot.is_processing)
+    return float(sum(sum(token.n_decoded for token in slot.next_token) for slot in running))

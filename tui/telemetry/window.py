@@ -1,20 +1,36 @@
 """Derived figures over a sliding window of scrapes.
 
 Each successful scrape is reduced to a backend `Reading` (a few hundred
-numbers). Between consecutive readings a *segment* holds the counter increases;
-a segment in which any counter went down, or the server's start marker
-changed, is a restart: its increases are not counted (the later reading is the
-new baseline), so a restart never shows as a negative rate or a spike. A series
-missing at the start of a segment counts from 0 (llama.cpp prints its
-per-position family only after the first speculative request). Rates are the
-summed increases over the window's whole time span, like Prometheus
-`increase()` without extrapolation.
+numbers). Between consecutive readings a *segment* holds the counter increases.
+
+Restarts: a segment in which the server's start marker changed, or most
+counters went down, is a restart. Like Prometheus' `increase()`, its counters count from
+0 (the new process' values are the increase), and the figures start afresh
+from that segment: nothing before it is mixed in (a restart is how k changes,
+so old and new draft positions never share a window). `restarted_in_window`
+says so, and `window_short` while the fresh window is under half the
+configured one. A change in the set of draft positions without a visible
+restart also starts afresh (that segment is a baseline).
+
+A single series that went down (the rest going on) was reset on its own: it
+counts from 0 in that segment, and the window goes on.
+
+Missing series: a series absent from a reading (not printed, or NaN) keeps its
+last value, so it is compared with that when it comes back. A series that
+appears is a baseline (its first value is not an increase), except where the
+server documents that it starts at 0 (`Backend.ZERO_START`, llama.cpp's
+per-position family), or after a restart. Rates are the summed increases over
+the covered time, like `increase()` without extrapolation.
+
+Inconsistent pages (the same series twice, e.g. a proxy merging pages) are not
+added: `inconsistent` names the duplicate and the figures are unknown.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import reduce
 from operator import add
@@ -25,6 +41,7 @@ from tui.telemetry.figures import Figures
 from tui.telemetry.scraper import Scrape
 
 _EMPTY_READING = Reading(counters={}, gauges={})
+_POSITIONS = "accepted_per_pos:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +49,10 @@ class _Segment:
     seconds: float
     counters: dict[CounterKey, float]
     extras: dict[str, float]
+    # A restart: counted from zero, and the figures start with this segment.
+    restart: bool = False
+    # The figures start after this segment (a baseline: nothing counted), e.g. the draft positions changed.
+    fresh_after: bool = False
     # The counter keys in order: segments of one server share them, so they can be summed by column.
     keys: tuple[CounterKey, ...] = field(init=False)
 
@@ -44,7 +65,9 @@ class _Entry:
     monotonic: float
     reading: Reading
     process_start: str | None
-    segment: _Segment | None  # from the previous entry; None after a restart or for the first
+    segment: _Segment | None  # from the previous entry; None for the first
+    # The reading's counters plus the last value of series missing from it (compared on the next scrape).
+    counters: Mapping[CounterKey, float]
 
 
 def _restarted(before: _Entry, after_reading: Reading, after_start: str | None) -> bool:
@@ -56,35 +79,88 @@ def _restarted(before: _Entry, after_reading: Reading, after_start: str | None) 
     return before.process_start != after_start
 
 
+def _zero_start(backend: Backend) -> tuple[str, ...]:
+    return getattr(backend, "ZERO_START", ())
+
+
+def _running_max(backend: Backend) -> tuple[str, ...]:
+    return getattr(backend, "RUNNING_MAX", ())
+
+
+def _new_position(name: str, previous: Mapping[CounterKey, float]) -> bool:
+    """True when `previous` has draft positions but not this one."""
+    names = {key[0] for key in previous if key[0].startswith(_POSITIONS)}
+    return bool(names) and name not in names
+
+
+def _counted_from_zero(
+    backend: Backend, before: _Entry, reading: Reading, seconds: float
+) -> tuple[_Segment, Mapping[CounterKey, float]]:
+    """The segment of a restart: the new process' counters are the increase."""
+    increases = {key: max(value, 0.0) for key, value in reading.counters.items()}
+    extras: dict[str, float] = {}
+    segment_extras = segment_extras_of(backend)
+    if segment_extras is not None:
+        extras = segment_extras(_EMPTY_READING, reading, Delta(seconds, increases))
+    return _Segment(seconds, increases, extras, restart=True), reading.counters
+
+
 def _segment(
     backend: Backend, before: _Entry, reading: Reading, process_start: str | None, monotonic: float
-) -> _Segment | None:
+) -> tuple[_Segment | None, Mapping[CounterKey, float]]:
+    """The segment from `before` to `reading`, and the counters to compare the next reading with."""
     seconds = monotonic - before.monotonic
     if seconds <= 0:
-        return None
-    restart = _Segment(seconds, {}, {})  # time passes, nothing is counted: a new baseline
+        return None, reading.counters
     if _restarted(before, reading, process_start):
-        return restart
-    previous = before.reading.counters
+        return _counted_from_zero(backend, before, reading, seconds)
+    previous = before.counters
+    current = reading.counters
     increases: dict[CounterKey, float] = {}
     shared = 0
-    for key, value in reading.counters.items():
+    carried: dict[CounterKey, float] | None = None
+    positions_changed = False
+    went_down = 0
+    for key, value in current.items():
         old = previous.get(key)
         if old is None:
-            increases[key] = max(value, 0.0)
-            continue
+            name = key[0]
+            if name.startswith(_POSITIONS) and _new_position(name, previous):
+                positions_changed = True  # k changed: old and new positions must not share a window
+            if name.startswith(_zero_start(backend)):
+                increases[key] = max(value, 0.0)  # documented to appear at 0
+            continue  # otherwise a new series is a baseline: its first value is not an increase
         shared += 1
         increase = value - old
         if increase < 0:
-            return restart  # a counter went down: the server restarted
+            if key[0] in _running_max(backend):
+                # Not monotonic by construction (two requests, not one snapshot): keep the highest.
+                carried = dict(current) if carried is None else carried
+                carried[key] = old
+                increases[key] = 0.0
+                continue
+            went_down += 1
+            increase = max(value, 0.0)  # this series was reset: like increase(), count from zero
         increases[key] = increase
-    if previous and reading.counters and shared == 0:
-        return restart  # no series in common: a different server or a restart with new labels
+    if went_down and 2 * went_down >= sum(1 for value in previous.values() if value > 0):
+        # Most counters went down: the server restarted without a visible start marker.
+        return _counted_from_zero(backend, before, reading, seconds)
+    if previous and current and shared == 0:
+        # No series in common: a different server, or a restart with new labels. Start afresh.
+        return _Segment(seconds, {}, {}, fresh_after=True), current
+    if positions_changed:
+        return _Segment(seconds, {}, {}, fresh_after=True), current
+    if len(previous) > shared:
+        # Series missing from this reading (not printed, or NaN) keep their last value.
+        missing = {key: value for key, value in previous.items() if key not in current}
+        if missing:
+            carried = dict(current) if carried is None else carried
+            carried.update(missing)
     extras: dict[str, float] = {}
     segment_extras = segment_extras_of(backend)
     if segment_extras is not None:
         extras = segment_extras(before.reading, reading, Delta(seconds, increases))
-    return _Segment(seconds, increases, extras)
+    return _Segment(seconds, increases, extras), current if carried is None else carried
 
 
 def _sum_segments(segments: list[_Segment]) -> Delta | None:
@@ -126,6 +202,10 @@ class ScrapeWindow:
         # The window's Delta, summed once per change (figures and per-model figures both read it).
         self._delta_cache: Delta | None = None
         self._delta_cached = False
+        self._covered_s = 0.0
+        self._restart_at: float | None = None  # monotonic time of the newest restart in the window
+        # Why the newest page was not used (the same series twice); None when it was.
+        self.inconsistent: str | None = None
 
     @property
     def backend(self) -> str | None:
@@ -142,6 +222,12 @@ class ScrapeWindow:
             return 0.0
         return self._entries[-1].monotonic - self._entries[0].monotonic
 
+    @property
+    def covered_s(self) -> float:
+        """Seconds the figures cover: the window, or less after a restart inside it."""
+        self._delta()
+        return self._covered_s
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -157,33 +243,79 @@ class ScrapeWindow:
             self._entries.clear()  # a different server now answers on this URL
         self._backend = backend
         reading = backend.extract(scrape.samples)
+        live = getattr(backend, "live_counters", None)
+        if live is not None and scrape.extra_counters:
+            reading = live(reading, scrape.extra_counters)
+        self.inconsistent = reading.duplicate and f"inconsistent page: {reading.duplicate}"
+        if self.inconsistent:
+            return  # summing or averaging two copies of a series gives wrong figures
         segment = None
+        counters: Mapping[CounterKey, float] = reading.counters
         if self._entries:
-            segment = _segment(backend, self._entries[-1], reading, scrape.process_start, scrape.monotonic)
+            segment, counters = _segment(
+                backend, self._entries[-1], reading, scrape.process_start, scrape.monotonic
+            )
             if scrape.monotonic <= self._entries[-1].monotonic:
                 self._entries.clear()  # clock went backwards: start over
-        self._entries.append(_Entry(scrape.monotonic, reading, scrape.process_start, segment))
+                segment, counters = None, reading.counters
+        self._entries.append(_Entry(scrape.monotonic, reading, scrape.process_start, segment, counters))
         oldest_allowed = scrape.monotonic - self.window_s * (1 + 1e-6)
         while len(self._entries) > 1 and self._entries[0].monotonic < oldest_allowed:
             self._entries.popleft()
 
     def _delta(self) -> Delta | None:
         if not self._delta_cached:
-            segments = [entry.segment for entry in list(self._entries)[1:] if entry.segment is not None]
+            segments: list[_Segment] = []
+            restart_at = None
+            for entry in list(self._entries)[1:]:
+                segment = entry.segment
+                if segment is None:
+                    continue
+                if segment.restart:
+                    segments = []  # start afresh: counted from zero in this segment
+                    restart_at = entry.monotonic
+                elif segment.fresh_after:
+                    segments = []
+                    continue
+                segments.append(segment)
             self._delta_cache = _sum_segments(segments)
+            self._covered_s = self._delta_cache.seconds if self._delta_cache is not None else 0.0
+            self._restart_at = restart_at
             self._delta_cached = True
         return self._delta_cache
 
+    def _qualified(self, figures: Figures) -> Figures:
+        """The (freshly derived) figures, told what they cover and why: restart, short window."""
+        delta = self._delta()
+        figures.covered_s = round(self._covered_s, 3) if delta is not None else None
+        why: list[str] = []
+        if self._restart_at is not None:
+            ago = self._entries[-1].monotonic - self._restart_at
+            figures.restarted_in_window = True
+            figures.restarted_s_ago = round(ago, 3)
+            why.append(f"restarted during the window ({ago:.0f} s ago), counted from zero")
+        if math.isfinite(self.window_s) and self._covered_s < 0.5 * self.window_s:
+            figures.window_short = True
+            why.append(f"window still short: {self._covered_s:.0f} s of {self.window_s:.0f} s")
+        if why:
+            figures.notes["window"] = "; ".join(why)
+        return figures
+
     def figures(self) -> Figures:
+        if self.inconsistent:
+            return Figures(notes={"window": self.inconsistent})
         if self._backend is None or not self._entries:
             return Figures()
-        return self._backend.derive(self._delta(), self._entries[-1].reading)
+        return self._qualified(self._backend.derive(self._delta(), self._entries[-1].reading))
 
     def figures_by_model(self) -> dict[str, Figures]:
         """Figures per model_name when the server serves several models (else empty)."""
+        if self.inconsistent:
+            return {}
         if self._backend is None or not self._entries or len(self._entries[-1].reading.models) < 2:
             return {}
-        return _figures_by_model(self._backend, self._delta(), self._entries[-1].reading)
+        by_model = _figures_by_model(self._backend, self._delta(), self._entries[-1].reading)
+        return {model: self._qualified(figures) for model, figures in by_model.items()}
 
 
 def _figures_by_model(backend: Backend, delta: Delta | None, last: Reading) -> dict[str, Figures]:

@@ -16,10 +16,12 @@ from tui.widgets.format import (
     fmt_count,
     fmt_number,
     fmt_percent,
+    fmt_quantile,
     fmt_ratio,
     fmt_seconds,
     position_bars,
     sparkline,
+    window_text,
 )
 
 Status = Literal["waiting", "up", "down", "stale"]
@@ -52,6 +54,7 @@ class CardData:
     stale_after_s: float = 10.0
     threshold: float = 0.6
     critical: float = 0.3
+    window_s: float | None = None  # the configured window, to say when the figures cover less
 
     @property
     def figures(self) -> Figures:
@@ -108,6 +111,24 @@ class CardData:
             return "$warning bold"
         return "$success"
 
+    def quantile(self, name: str) -> str:
+        """A TTFT quantile, or its bound ("<100ms") when its histogram bucket says more."""
+        figures = self.figures
+        return fmt_quantile(getattr(figures, name), figures.quantile_bounds.get(name))
+
+    def caveat(self) -> str | None:
+        """Why the figures cover less than usual or lag: a restart, a short window, finished requests."""
+        figures = self.figures
+        window_s = self.window_s if figures.window_short else None
+        text = window_text(figures.covered_s, window_s, figures.restarted_s_ago)
+        if (
+            text is None
+            and figures.running
+            and "finished requests only" in figures.notes.get("acceptance_rate", "")
+        ):
+            text = "acceptance from finished requests only"
+        return text
+
     def series(self, name: str, count: int) -> list[float | None]:
         return self.history.tail(name, count) if self.history is not None else []
 
@@ -127,11 +148,15 @@ def badge_line(data: CardData, width: int) -> Content:
         label, style = SEVERITY_BADGE[alert.severity]
         parts += [(f" {label} {ALERT_LABEL.get(alert.kind, alert.kind)} ", style), " "]
     reading = data.reading
-    if reading is not None and not reading.up and reading.error:
-        parts.append((reading.error, "$error"))  # why it is down says more than "endpoint down"
+    caveat = data.caveat()
+    if reading is not None and reading.error:
+        # Why it is down (or its page inconsistent) says more than "endpoint down".
+        parts.append((reading.error, "$error"))
     elif data.alerts:
         worst = min(data.alerts, key=lambda alert: alert.severity != "critical")
         parts.append((worst.message, "$text-muted"))
+    elif caveat is not None:
+        parts.append((caveat, "$warning"))
     return Content.assemble(*parts).truncate(width, ellipsis=True)
 
 
@@ -146,9 +171,9 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         " ",
         (sparkline(data.series("generation_tokens_per_s", spark), spark), "$primary"),
         _label("  TTFT "),
-        _value(fmt_seconds(figures.ttft_p50_s)),
+        _value(data.quantile("ttft_p50_s")),
         _label("/"),
-        _value(fmt_seconds(figures.ttft_p95_s)),
+        _value(data.quantile("ttft_p95_s")),
         _label("  TPOT "),
         _value(fmt_seconds(figures.tpot_mean_s)),
         _label("  run "),
@@ -185,7 +210,7 @@ def roomy_lines(data: CardData, width: int) -> list[Content]:
         ),
         Content.assemble(
             _label("TTFT p50    "),
-            _value(fmt_seconds(figures.ttft_p50_s).rjust(8)),
+            _value(data.quantile("ttft_p50_s").rjust(8)),
             "  ",
             (sparkline(data.series("ttft_p50_s", spark), spark), "$secondary"),
         ),
@@ -197,7 +222,7 @@ def roomy_lines(data: CardData, width: int) -> list[Content]:
         ),
         Content.assemble(
             _label("TTFT p95 "),
-            _value(fmt_seconds(figures.ttft_p95_s)),
+            _value(data.quantile("ttft_p95_s")),
             _label("  TPOT "),
             _value(fmt_seconds(figures.tpot_mean_s)),
             _label("  mean len "),

@@ -47,6 +47,29 @@ def fmt_seconds(value: float | None) -> str:
     return f"{value:.0f}s"
 
 
+def fmt_quantile(value: float | None, bounds: tuple[float, float | None] | None = None) -> str:
+    """A histogram quantile, or the bound it really is: "<100ms" in the first bucket, ">10.0s" in
+    the +Inf bucket, "~850ms" inside a bucket wider than the value (see Figures.quantile_bounds)."""
+    if not _known(value) or bounds is None:
+        return fmt_seconds(value)
+    lower, upper = bounds
+    if upper is None or math.isinf(upper):
+        return f">{fmt_seconds(lower)}"
+    if lower == 0:
+        return f"<{fmt_seconds(upper)}"
+    return f"~{fmt_seconds(value)}"
+
+
+def window_text(covered_s: float | None, window_s: float | None, restarted_s_ago: float | None) -> str | None:
+    """ "restarted 12s ago · window 8s of 60s" when the figures cover less than usual, else None."""
+    parts = []
+    if restarted_s_ago is not None:
+        parts.append(f"restarted {fmt_age(restarted_s_ago)} ago")
+    if covered_s is not None and window_s is not None and covered_s < 0.5 * window_s:
+        parts.append(f"window {covered_s:.0f}s of {window_s:.0f}s")
+    return " · ".join(parts) or None
+
+
 def fmt_ratio(value: float | None) -> str:
     """A 0..1 rate as a two-decimal fraction (acceptance is quoted this way in every backend log)."""
     if not _known(value):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from tui.telemetry.histogram import histogram_quantile
+from tui.telemetry.histogram import histogram_quantile, is_vague, quantile_in_bucket
 from tui.telemetry.prometheus import Sample
 
 # (quantity, series id, bucket bound or None)
@@ -60,6 +60,8 @@ class Reading:
     model_gauges: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     # Changes when the server restarted (process start time, `_created` stamps).
     restart_marker: float | None = None
+    # The first series printed twice on the page (a proxy merging pages): the page is inconsistent.
+    duplicate: str | None = None
 
 
 @dataclass(slots=True)
@@ -178,6 +180,9 @@ def extract(
     gauge_kinds: dict[str, Kind] = {}
     model_gauge_values: dict[str, dict[str, list[float]]] = {}
     isfinite = math.isfinite
+    seen_gauges: set[int] = set()  # one plan object per distinct (name, label block)
+    duplicate: str | None = None
+    counter_samples = 0
     for sample, metric in selected:
         value = sample.value
         if not isfinite(value):
@@ -190,12 +195,18 @@ def extract(
             models[model] = None
         if kind is Kind.COUNTER or kind is Kind.BUCKET:
             counters[target] = value  # type: ignore[index]
+            counter_samples += 1
         else:
+            if id(plan) in seen_gauges:
+                duplicate = duplicate or _describe(sample)
+            seen_gauges.add(id(plan))
             gauge_values.setdefault(target, []).append(value)  # type: ignore[arg-type]
             gauge_kinds[target] = kind  # type: ignore[index]
             if model is not None:
                 per_model = model_gauge_values.setdefault(model, {})
                 per_model.setdefault(target, []).append(value)  # type: ignore[arg-type]
+    if counter_samples != len(counters) and duplicate is None:
+        duplicate = _duplicate_counter(table, selected)
     model_gauges: dict[str, Mapping[str, float]] = {}
     if len(models) > 1:
         model_gauges = {
@@ -207,7 +218,29 @@ def extract(
         models=tuple(models),
         restart_marker=restart_marker,
         model_gauges=model_gauges,
+        duplicate=duplicate,
     )
+
+
+def _duplicate_counter(table: MetricTable, selected: list[tuple[Sample, Metric]]) -> str | None:
+    """The first counter series printed twice (the slow path, only when there is one)."""
+    seen: set[CounterKey] = set()
+    for sample, metric in selected:
+        plan = _cached_plan(table, metric, sample) if math.isfinite(sample.value) else None
+        if plan is None or plan[0] not in (Kind.COUNTER, Kind.BUCKET):
+            continue
+        if plan[1] in seen:
+            return _describe(sample)
+        seen.add(plan[1])  # type: ignore[arg-type]
+    return None
+
+
+def _describe(sample: Sample) -> str:
+    labels = ",".join(f'{key}="{value}"' for key, value in sample.labels.items())
+    text = f"{sample.name}{{{labels}}}" if labels else sample.name
+    if len(text) > 100:
+        text = text[:99] + "…"
+    return f"the series {text} appears more than once"
 
 
 def _aggregate(values: dict[str, list[float]], kinds: dict[str, Kind]) -> dict[str, float]:
@@ -253,6 +286,27 @@ def quantile(delta: Delta | None, quantity: str, q: float) -> float | None:
         return None
     value = histogram_quantile(q, delta.buckets(f"{quantity}_bucket"))
     return value if value is not None and math.isfinite(value) else None
+
+
+def quantile_figure(
+    delta: Delta | None, quantity: str, q: float, figure: str, notes: dict[str, str], bounds: dict
+) -> float | None:
+    """`quantile`, recording in `bounds` / `notes` when its bucket says more than the value."""
+    if delta is None:
+        return None
+    result = quantile_in_bucket(q, delta.buckets(f"{quantity}_bucket"))
+    if result is None or not math.isfinite(result[0]):
+        return None
+    value, lower, upper = result
+    if is_vague(value, lower, upper):
+        bounds[figure] = (lower, None if math.isinf(upper) else upper)  # None: the +Inf bucket
+        if math.isinf(upper):
+            notes[figure] = f"above the highest bucket bound ({lower:g} s): at least {lower:g} s"
+        elif lower == 0:
+            notes[figure] = f"inside the first bucket (≤ {upper:g} s): below {upper:g} s, interpolated"
+        else:
+            notes[figure] = f"inside one wide bucket ({lower:g}–{upper:g} s): interpolated"
+    return value
 
 
 def per_position(delta: Delta | None, quantity: str, drafts: float | None) -> list[float] | None:

@@ -11,15 +11,28 @@ Finished requests and per-token latency: the gauge `predicted_tokens_seconds`
 covers exactly the requests finished since the previous scrape and counts
 n − 1 decode tokens per request over their generation time. So for each pair
 of consecutive scrapes, decode tokens = gauge × Δtokens_predicted_seconds and
-finished requests = Δtokens_predicted − decode tokens (an integer; when it is
-not, another scraper reset the gauge and spectop falls back to
-Δseconds / Δtokens for the latency and shows no request rate).
+finished requests = Δtokens_predicted − decode tokens. That is an integer
+within the printed precision of the three values (six significant digits
+each); when it is not, another scraper (Prometheus, a second spectop) reset
+the gauge in between, and spectop shows no request rate and falls back to
+Δseconds / Δtokens for the latency (noted). When the printed precision cannot
+tell integers apart at all (huge counters), the count is unknown too. The
+prompt gauge `prompt_tokens_seconds` is reset by the same GET and must equal
+Δprompt_tokens / Δprompt_seconds exactly: when it does not (within printed
+precision), someone else reset the gauges, and the count is unknown as well.
+
+Live tokens: with `/slots` (`--slots`), the monitor adds Σ n_decoded of the
+slots still generating; `tokens_predicted_total` + that is a live token count
+(`live_tokens`), so the token rate moves during a long generation. The two GETs
+are not atomic, so a request finishing in between makes that sum dip for one
+scrape: it is kept as a running maximum, never taken for a restart.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from tui.telemetry.backends.base import (
     Delta,
@@ -41,6 +54,8 @@ PREFIX = "llamacpp:"
 TABLE: MetricTable = {
     "llamacpp:prompt_tokens_total": Metric(Kind.COUNTER, "prompt_tokens"),  # excludes cached tokens
     "llamacpp:prompt_tokens_cached_total": Metric(Kind.COUNTER, "prompt_tokens_cached"),
+    "llamacpp:prompt_seconds_total": Metric(Kind.COUNTER, "prompt_seconds"),
+    "llamacpp:prompt_tokens_seconds": Metric(Kind.GAUGE_MEAN, "prompt_tokens_seconds"),
     "llamacpp:tokens_predicted_total": Metric(Kind.COUNTER, "tokens_predicted"),
     "llamacpp:tokens_predicted_seconds_total": Metric(Kind.COUNTER, "tokens_predicted_seconds"),
     "llamacpp:spec_decode_num_draft_tokens_total": Metric(Kind.COUNTER, "draft_tokens"),
@@ -57,18 +72,77 @@ TABLE: MetricTable = {
 }
 
 _UNKNOWN = {"requests": math.nan, "decode_tokens": math.nan}
+# Documented to appear only after the first speculative request finished: counts from 0.
+ZERO_START = ("accepted_per_pos:",)
+RUNNING_MAX = ("live_tokens",)
+_LIVE_KEY = ("live_tokens", (), None)
+FINISHED_ONLY = "from finished requests only (llama.cpp counts a request when it ends)"
+_FINISHED_FIGURES = ("acceptance_rate", "mean_acceptance_length", "per_position_acceptance", "tpot_mean_s")
+_SIGNIFICANT_DIGITS = 6
 
 
 def extract(samples: Iterable[Sample]) -> Reading:
     return extract_table(samples, TABLE)
 
 
+def live_counters(reading: Reading, extra: Mapping[str, float]) -> Reading:
+    """The reading with `live_tokens` = tokens_predicted_total + Σ n_decoded of running slots."""
+    decoded = extra.get("slots_decoded")
+    finished = reading.counters.get(("tokens_predicted", (), None))
+    if decoded is None or finished is None or not math.isfinite(decoded) or decoded < 0:
+        return reading
+    return replace(reading, counters={**reading.counters, _LIVE_KEY: finished + decoded})
+
+
+def printed_uncertainty(value: float) -> float:
+    """Half a unit in the last printed digit of a value llama.cpp prints with 6 significant digits."""
+    if value == 0 or not math.isfinite(value):
+        return 0.0
+    if value.is_integer() and abs(value) < 10**_SIGNIFICANT_DIGITS:
+        return 0.0  # printed in full
+    exponent = math.floor(math.log10(abs(value)))
+    return 0.5 * 10.0 ** (exponent - _SIGNIFICANT_DIGITS + 1)
+
+
+def _counter(reading: Reading, quantity: str) -> float:
+    return reading.counters.get((quantity, (), None), 0.0)
+
+
+def _uncertainty(start: Reading, end: Reading, quantity: str) -> float:
+    """How far off a counter's increase can be from the printed digits of its two values."""
+    return printed_uncertainty(_counter(start, quantity)) + printed_uncertainty(_counter(end, quantity))
+
+
+def _prompt_gauge_matches(start: Reading, end: Reading, segment: Delta) -> bool:
+    """False when the prompt gauge does not cover this segment's prompts (another scraper reset it)."""
+    tokens = segment.total("prompt_tokens")
+    seconds = segment.total("prompt_seconds")
+    gauge = end.gauges.get("prompt_tokens_seconds")
+    if not tokens or seconds is None or seconds <= 0 or gauge is None:
+        return True  # no prompt processed, or an older build: nothing to compare
+    expected = gauge * seconds
+    tolerance = (
+        _uncertainty(start, end, "prompt_tokens")
+        + gauge * _uncertainty(start, end, "prompt_seconds")
+        + seconds * printed_uncertainty(gauge)
+        + 1e-6 * tokens
+    )
+    return abs(expected - tokens) <= tolerance
+
+
 def segment_extras(start: Reading, end: Reading, segment: Delta) -> dict[str, float]:
-    """Finished requests and decode tokens between two consecutive scrapes (NaN when unknown)."""
+    """Per pair of scrapes: finished requests and decode tokens (NaN when unknown), and whether
+    the live token count covers it (`live_segments` of `segments`)."""
+    live = _LIVE_KEY in end.counters and (_LIVE_KEY in start.counters or not start.counters)
+    coverage = {"segments": 1.0, "live_segments": 1.0 if live else 0.0}
+    return coverage | _finished_requests(start, end, segment)
+
+
+def _finished_requests(start: Reading, end: Reading, segment: Delta) -> dict[str, float]:
     tokens = segment.total("tokens_predicted")
     seconds = segment.total("tokens_predicted_seconds")
     if tokens is None or seconds is None:
-        return {}  # a restart: nothing to count
+        return {}  # a new baseline: nothing to count
     if tokens == 0:
         return {"requests": 0.0, "decode_tokens": 0.0}
     gauge = end.gauges.get("predicted_tokens_seconds")
@@ -78,12 +152,25 @@ def segment_extras(start: Reading, end: Reading, segment: Delta) -> dict[str, fl
     if not math.isfinite(requests):
         return dict(_UNKNOWN)
     whole = round(requests)
-    # Printed values carry 6 significant digits: allow for that rounding.
-    magnitude = max(abs(value) for key, value in end.counters.items() if key[0] == "tokens_predicted")
-    tolerance = 0.1 + 1e-5 * (magnitude + gauge * seconds)
-    if whole < 1 or whole > tokens or abs(requests - whole) > tolerance:
+    # How far off the printed values can make `requests`: each of the four printed counters and the
+    # gauge is exact to half a unit in its sixth significant digit (and no better).
+    uncertainty = (
+        _uncertainty(start, end, "tokens_predicted")
+        + gauge * _uncertainty(start, end, "tokens_predicted_seconds")
+        + seconds * printed_uncertainty(gauge)
+    )
+    tolerance = uncertainty + 1e-6 * max(1.0, tokens)  # float noise of the arithmetic itself
+    if tolerance >= 0.25 or whole < 1 or whole > tokens or abs(requests - whole) > tolerance:
+        return dict(_UNKNOWN)  # another scraper reset the gauge, or the printed digits cannot tell
+    if not _prompt_gauge_matches(start, end, segment):
         return dict(_UNKNOWN)
     return {"requests": float(whole), "decode_tokens": tokens - whole}
+
+
+_GAUGE_RESET = (
+    "unknown: another client also scrapes /metrics (llama.cpp resets predicted_tokens_seconds on every "
+    "GET), or the printed digits are too few to count finished requests"
+)
 
 
 def derive(delta: Delta | None, last: Reading) -> Figures:
@@ -93,17 +180,25 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
     tpot = None
     prefix_hit_rate = None
     prompt_rate = None
+    notes: dict[str, str] = {}
+    generation_rate = None
     if delta is not None:
         requests = delta.extras.get("requests", math.nan)
         if not math.isnan(requests):
             requests_per_s = ratio(requests, delta.seconds)
+        elif delta.total("tokens_predicted"):
+            notes["requests_per_s"] = _GAUGE_RESET
         seconds = delta.total("tokens_predicted_seconds")
         decode_tokens = delta.extras.get("decode_tokens", math.nan)
-        tpot = (
-            ratio(seconds, delta.total("tokens_predicted"))
-            if math.isnan(decode_tokens)
-            else ratio(seconds, decode_tokens)
-        )
+        if math.isnan(decode_tokens):
+            tpot = ratio(seconds, delta.total("tokens_predicted"))
+            if tpot is not None:
+                notes["tpot_mean_s"] = (
+                    "approximate: generation time / all tokens (the first token of each request is "
+                    "included, as finished requests cannot be counted)"
+                )
+        else:
+            tpot = ratio(seconds, decode_tokens)
         cached = delta.total("prompt_tokens_cached")
         computed = delta.total("prompt_tokens")
         if cached is not None and computed is not None:
@@ -111,9 +206,15 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
         if computed is not None:
             # Like vLLM and SGLang: prompt tokens including those served from the cache.
             prompt_rate = ratio(computed + (cached or 0.0), delta.seconds)
+        segments = delta.extras.get("segments", 0.0)
+        if segments and delta.extras.get("live_segments") == segments:  # /slots answered all along
+            generation_rate = rate(delta, "live_tokens")
+        else:
+            generation_rate = rate(delta, "tokens_predicted")
+            notes["generation_tokens_per_s"] = FINISHED_ONLY + "; live with --slots"
     mean_length = ratio(accepted, drafts)
-    return Figures(
-        generation_tokens_per_s=rate(delta, "tokens_predicted"),
+    figures = Figures(
+        generation_tokens_per_s=generation_rate,
         prompt_tokens_per_s=prompt_rate,
         requests_per_s=requests_per_s,
         acceptance_rate=ratio(accepted, delta.total("draft_tokens")) if delta else None,
@@ -125,3 +226,8 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
         kv_cache_usage=last.gauges.get("kv_cache_usage"),
         prefix_cache_hit_rate=prefix_hit_rate,
     )
+    if delta is not None:
+        for name in _FINISHED_FIGURES:
+            notes.setdefault(name, FINISHED_ONLY)
+    figures.notes = notes
+    return figures

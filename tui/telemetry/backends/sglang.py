@@ -27,7 +27,7 @@ from tui.telemetry.backends.base import (
     Reading,
     histogram,
     mean,
-    quantile,
+    quantile_figure,
     rate,
     ratio,
 )
@@ -210,6 +210,8 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
     tpot = mean(delta, "itl")
     if tpot is None and (delta is None or delta.total("itl_count") is None):
         tpot = mean(delta, "old_tpot")
+    notes: dict[str, str] = {}
+    bounds: dict[str, tuple[float, float | None]] = {}
     return Figures(
         generation_tokens_per_s=_generation_rate(delta),
         prompt_tokens_per_s=_prompt_rate(delta),
@@ -218,12 +220,14 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
         mean_acceptance_length=mean_length,
         per_position_acceptance=None,  # SGLang exposes no per-position figures
         ttft_mean_s=mean(delta, "ttft"),
-        ttft_p50_s=quantile(delta, "ttft", 0.5),
-        ttft_p95_s=quantile(delta, "ttft", 0.95),
+        ttft_p50_s=quantile_figure(delta, "ttft", 0.5, "ttft_p50_s", notes, bounds),
+        ttft_p95_s=quantile_figure(delta, "ttft", 0.95, "ttft_p95_s", notes, bounds),
         tpot_mean_s=tpot,
         e2e_mean_s=mean(delta, "e2e"),
         running=last.gauges.get("running"),
         waiting=last.gauges.get("waiting"),
         kv_cache_usage=_kv_cache_usage(last),
         prefix_cache_hit_rate=_prefix_hit_rate(delta),
+        notes=notes,
+        quantile_bounds=bounds,
     )

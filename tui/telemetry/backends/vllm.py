@@ -28,7 +28,7 @@ from tui.telemetry.backends.base import (
     histogram,
     mean,
     per_position,
-    quantile,
+    quantile_figure,
     rate,
     ratio,
 )
@@ -105,6 +105,8 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
     if prefix_hit_rate is None and (delta is None or delta.total("prefix_queries") is None):
         prefix_hit_rate = last.gauges.get("v0_prefix_hit_rate")
     kv_cache_usage = last.gauges.get("kv_cache_usage", last.gauges.get("old_kv_cache_usage"))
+    notes: dict[str, str] = {}
+    bounds: dict[str, tuple[float, float | None]] = {}
     return Figures(
         generation_tokens_per_s=rate(delta, "generation_tokens"),
         prompt_tokens_per_s=rate(delta, "prompt_tokens"),
@@ -113,12 +115,14 @@ def derive(delta: Delta | None, last: Reading) -> Figures:
         mean_acceptance_length=None if mean_length is None else 1.0 + mean_length,
         per_position_acceptance=per_position(delta, "accepted_per_pos", drafts),
         ttft_mean_s=mean(delta, "ttft"),
-        ttft_p50_s=quantile(delta, "ttft", 0.5),
-        ttft_p95_s=quantile(delta, "ttft", 0.95),
+        ttft_p50_s=quantile_figure(delta, "ttft", 0.5, "ttft_p50_s", notes, bounds),
+        ttft_p95_s=quantile_figure(delta, "ttft", 0.95, "ttft_p95_s", notes, bounds),
         tpot_mean_s=_tpot(delta),
         e2e_mean_s=mean(delta, "e2e"),
         running=last.gauges.get("running"),
         waiting=last.gauges.get("waiting"),
         kv_cache_usage=kv_cache_usage,
         prefix_cache_hit_rate=prefix_hit_rate,
+        notes=notes,
+        quantile_bounds=bounds,
     )

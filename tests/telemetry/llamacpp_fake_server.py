@@ -1,0 +1,148 @@
+"""A llama-server stand-in on a real loopback socket: /metrics and /slots as llama.cpp serves them.
+
+Like llama-server it resets the gauges `predicted_tokens_seconds` and `prompt_tokens_seconds` on
+every GET /metrics (whoever sends it), counts a request in the counters only when it finishes,
+prints every value with six significant digits (C++ stream default), and counts n − 1 decode
+tokens per request in the generation gauge. The test drives it: `finish(...)` ends a request,
+`decode(...)` advances a running slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+
+
+def _printed(value: float) -> str:
+    return f"{value:.6g}"
+
+
+@dataclass
+class FakeLlamaServer:
+    tokens: float = 0.0
+    seconds: float = 0.0
+    prompt_tokens: float = 0.0
+    prompt_seconds: float = 0.0
+    drafts: float = 0.0
+    draft_tokens: float = 0.0
+    accepted: float = 0.0
+    # Accepted tokens per draft position (printed only once non-empty, as llama.cpp does).
+    per_position: list[float] = field(default_factory=list)
+    slots_enabled: bool = True
+    process_start: str = "1000"
+    running: dict[int, int] = field(default_factory=dict)  # slot id -> n_decoded
+    paths: list[str] = field(default_factory=list)
+    # Since the last GET /metrics (by anyone): what the two gauges cover.
+    _decode_tokens: float = 0.0
+    _decode_seconds: float = 0.0
+    _bucket_prompt_tokens: float = 0.0
+    _bucket_prompt_seconds: float = 0.0
+    _server: asyncio.Server | None = None
+    url: str = ""
+
+    def finish(
+        self, tokens: int, seconds: float, prompt_tokens: int = 20, prompt_seconds: float = 0.01
+    ) -> None:
+        """A request ends: its tokens reach the counters (and leave its slot)."""
+        self.tokens += tokens
+        self.seconds += seconds
+        self._decode_tokens += tokens - 1
+        self._decode_seconds += seconds
+        self.prompt_tokens += prompt_tokens
+        self.prompt_seconds += prompt_seconds
+        self._bucket_prompt_tokens += prompt_tokens
+        self._bucket_prompt_seconds += prompt_seconds
+
+    def restart(self, process_start: str) -> None:
+        """A new process: every counter from zero."""
+        self.tokens = self.seconds = self.prompt_tokens = self.prompt_seconds = 0.0
+        self.drafts = self.draft_tokens = self.accepted = 0.0
+        self.per_position = []
+        self._decode_tokens = self._decode_seconds = 0.0
+        self._bucket_prompt_tokens = self._bucket_prompt_seconds = 0.0
+        self.running = {}
+        self.process_start = process_start
+
+    def metrics_page(self) -> str:
+        gauge = self._decode_tokens / self._decode_seconds if self._decode_seconds else 0.0
+        prompt_gauge = (
+            self._bucket_prompt_tokens / self._bucket_prompt_seconds if self._bucket_prompt_seconds else 0.0
+        )
+        self._decode_tokens = self._decode_seconds = 0.0
+        self._bucket_prompt_tokens = self._bucket_prompt_seconds = 0.0
+        values = {
+            "prompt_tokens_total": self.prompt_tokens,
+            "prompt_seconds_total": self.prompt_seconds,
+            "tokens_predicted_total": self.tokens,
+            "tokens_predicted_seconds_total": self.seconds,
+            "spec_decode_num_draft_tokens_total": self.draft_tokens,
+            "spec_decode_num_accepted_tokens_total": self.accepted,
+            "spec_decode_num_drafts_total": self.drafts,
+            "prompt_tokens_seconds": prompt_gauge,
+            "predicted_tokens_seconds": gauge,
+            "requests_processing": float(len(self.running)),
+            "requests_deferred": 0.0,
+        }
+        lines = [f"llamacpp:{name} {_printed(value)}" for name, value in values.items()]
+        for position, value in enumerate(self.per_position):
+            name = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+            lines.append(f'{name}{{position="{position}"}} {_printed(value)}')
+        return "\n".join(lines) + "\n"
+
+    def slots_body(self) -> str:
+        slots = [
+            {
+                "id": slot,
+                "n_ctx": 1024,
+                "speculative": True,
+                "is_processing": slot in self.running,
+                "next_token": [
+                    {"has_next_token": True, "n_remain": 100, "n_decoded": self.running.get(slot, 0)}
+                ],
+            }
+            for slot in range(2)
+        ]
+        return json.dumps(slots)
+
+    async def __aenter__(self) -> FakeLlamaServer:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        self.url = f"http://{host}:{port}"
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            path = head.decode("latin-1").split(" ")[1]
+            self.paths.append(path)
+            status, body, kind = 404, "", "text/plain"
+            if path == "/metrics":
+                status, body, kind = 200, self.metrics_page(), "text/plain; version=0.0.4"
+            elif path == "/slots":
+                if self.slots_enabled:
+                    status, body, kind = 200, self.slots_body(), "application/json"
+                else:
+                    status, body = (
+                        501,
+                        '{"error":{"code":501,"message":"This server does not support slots endpoint."}}',
+                    )
+            data = body.encode()
+            writer.write(
+                (
+                    f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\n"
+                    f"Process-Start-Time-Unix: {self.process_start}\r\n"
+                    f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+                ).encode()
+                + data
+            )
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()

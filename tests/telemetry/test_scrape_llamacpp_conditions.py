@@ -1,0 +1,176 @@
+"""llama.cpp under production conditions, through real sockets: a second scraper, restarts, /slots."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import httpx
+import pytest
+from llamacpp_fake_server import FakeLlamaServer
+
+from tui.settings import EndpointSettings
+from tui.telemetry.monitor import EndpointMonitor
+from tui.telemetry.scraper import Scrape, scrape_metrics
+from tui.telemetry.window import ScrapeWindow
+
+
+async def _scrape_at(client: httpx.AsyncClient, server: FakeLlamaServer, at: float) -> Scrape:
+    scrape = await scrape_metrics(client, f"{server.url}/metrics")
+    assert scrape.up, scrape.error
+    return dataclasses.replace(scrape, time=at, monotonic=at)
+
+
+async def _run(server: FakeLlamaServer, *, second_scraper: bool, rounds: int = 12) -> list[tuple]:
+    """Per spectop scrape: (figures, true requests, true decode time per token) over its window."""
+    rng = random.Random(7)
+    window = ScrapeWindow(window_s=6.0)  # two scrapes per window: each figure covers one round
+    results = []
+    async with httpx.AsyncClient() as client:
+        window.add(await _scrape_at(client, server, 0.0))
+        for round_ in range(1, rounds + 1):
+            durations = [rng.uniform(0.04, 0.09) for _ in range(3)]
+            for index, seconds in enumerate(durations):
+                server.finish(
+                    64, seconds, prompt_tokens=rng.randint(10, 40), prompt_seconds=rng.uniform(0.005, 0.02)
+                )
+                if second_scraper and index == 0:
+                    # Prometheus scrapes too: llama-server resets its gauges for everyone.
+                    assert (await client.get(f"{server.url}/metrics")).status_code == 200
+            window.add(await _scrape_at(client, server, 5.0 * round_))
+            results.append((window.figures(), 3, sum(durations) / (3 * 63)))
+    return results
+
+
+async def test_second_scraper_never_gives_a_wrong_request_rate() -> None:
+    # Past 40k tokens the old tolerance grew with the counter and let every stolen gauge through.
+    async with FakeLlamaServer(
+        tokens=50_000, seconds=52.345, prompt_tokens=9000, prompt_seconds=3.1
+    ) as server:
+        results = await _run(server, second_scraper=True)
+    for figures, requests, _ in results:
+        assert figures.requests_per_s is None, (figures.requests_per_s, requests / 5.0)
+        assert "another client" in figures.notes["requests_per_s"]
+        assert "approximate" in figures.notes["tpot_mean_s"]
+        assert figures.generation_tokens_per_s == pytest.approx(3 * 64 / 5.0)
+
+
+async def test_only_spectop_scraping_counts_requests_exactly() -> None:
+    async with FakeLlamaServer(
+        tokens=50_000, seconds=52.345, prompt_tokens=9000, prompt_seconds=3.1
+    ) as server:
+        results = await _run(server, second_scraper=False)
+    for figures, requests, tpot in results:
+        assert figures.requests_per_s == pytest.approx(requests / 5.0)
+        assert figures.tpot_mean_s == pytest.approx(tpot, rel=2e-3)  # Δseconds from 6 printed digits
+        assert "requests_per_s" not in figures.notes
+
+
+async def test_counters_too_coarse_to_count_requests_give_none() -> None:
+    # 20,000 s of generation print as 20000.0: ±0.05 s, times ~1000 tok/s is ±50 tokens: no count.
+    async with FakeLlamaServer(tokens=900_000, seconds=20_000.0) as server:
+        results = await _run(server, second_scraper=False, rounds=3)
+    assert all(figures.requests_per_s is None for figures, _, _ in results)
+
+
+async def test_slots_give_a_live_token_rate_during_a_long_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter(float(second) for second in range(100, 200))
+    moments: list[float] = []
+
+    def poll_moment() -> None:
+        moment = next(clock)
+        moments.append(moment)
+        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
+
+    async with FakeLlamaServer(tokens=704, seconds=0.6) as server, httpx.AsyncClient() as client:
+        monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
+        poll_moment()
+        await monitor.poll(client)
+        rates = []
+        for decoded in (40, 80, 120):  # a long request is generating: the counters do not move
+            server.running = {0: decoded}
+            poll_moment()
+            rates.append((await monitor.poll(client)).figures)
+        server.running = {}
+        server.finish(150, 1.5)  # it ends with 150 tokens: the counters jump, its slot is free
+        poll_moment()
+        done = (await monitor.poll(client)).figures
+    assert [figures.generation_tokens_per_s for figures in rates] == pytest.approx([40.0, 40.0, 40.0])
+    assert rates[-1].running == 1.0 and rates[-1].acceptance_rate is None
+    assert "finished requests only" in rates[-1].notes["acceptance_rate"]
+    assert "generation_tokens_per_s" not in rates[-1].notes
+    # No double count when the request moves from /slots into the counters.
+    assert done.generation_tokens_per_s == pytest.approx(150 / (moments[-1] - moments[0]))
+    assert not done.restarted_in_window
+    assert "/slots" in server.paths
+
+
+async def test_a_request_ending_between_metrics_and_slots_is_no_restart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # /metrics is read before the request ended, /slots after: the live sum dips for one scrape.
+    window = ScrapeWindow(window_s=60.0)
+    async with FakeLlamaServer(tokens=1000, seconds=1.0) as server, httpx.AsyncClient() as client:
+        server.running = {0: 90}
+        first = await _scrape_at(client, server, 0.0)
+        window.add(dataclasses.replace(first, extra_counters={"slots_decoded": 90.0}))
+        second = await _scrape_at(client, server, 1.0)  # still 1000 finished tokens
+        window.add(dataclasses.replace(second, extra_counters={"slots_decoded": 0.0}))  # already ended
+        server.finish(100, 0.1)
+        third = await _scrape_at(client, server, 2.0)
+        window.add(dataclasses.replace(third, extra_counters={"slots_decoded": 0.0}))
+    figures = window.figures()
+    assert not figures.restarted_in_window
+    assert figures.generation_tokens_per_s == pytest.approx(10 / 2.0)  # 1090 → 1100 live tokens
+
+
+async def test_slots_disabled_marks_the_rate_finished_only() -> None:
+    async with (
+        FakeLlamaServer(tokens=704, seconds=0.6, slots_enabled=False) as server,
+        httpx.AsyncClient() as c,
+    ):
+        monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
+        await monitor.poll(c)
+        server.finish(64, 0.06)
+        reading = await monitor.poll(c)
+    assert monitor.slots_error == "HTTP 501"
+    note = reading.figures.notes["generation_tokens_per_s"]
+    assert "finished requests only" in note and "HTTP 501" in note
+
+
+async def test_k_change_with_restart_starts_per_position_afresh() -> None:
+    # k = 2 for a long time, then save & restart with k = 4: no mix of old and new positions.
+    window = ScrapeWindow(window_s=60.0)
+    async with FakeLlamaServer(tokens=5000, seconds=5.0) as server, httpx.AsyncClient() as client:
+        server.drafts, server.draft_tokens, server.accepted = 1000.0, 2000.0, 1500.0
+        server.per_position = [880.0, 620.0]
+        window.add(await _scrape_at(client, server, 0.0))
+        server.drafts, server.draft_tokens, server.accepted = 1100.0, 2200.0, 1650.0
+        server.per_position = [968.0, 682.0]
+        window.add(await _scrape_at(client, server, 10.0))
+        server.restart("2000")
+        server.finish(64, 0.06)
+        server.drafts, server.draft_tokens, server.accepted = 20.0, 80.0, 40.0
+        server.per_position = [16.0, 12.0, 8.0, 4.0]
+        window.add(await _scrape_at(client, server, 20.0))
+    figures = window.figures()
+    assert figures.per_position_acceptance == pytest.approx([16 / 20, 12 / 20, 8 / 20, 4 / 20])
+    assert figures.acceptance_rate == pytest.approx(40 / 80)
+    assert figures.restarted_in_window and figures.window_short
+    assert figures.covered_s == pytest.approx(10.0)
+    assert "window still short: 10 s of 60 s" in figures.notes["window"]
+
+
+async def test_slots_answering_only_part_of_the_window_falls_back_to_finished_tokens() -> None:
+    window = ScrapeWindow(window_s=60.0)
+    async with FakeLlamaServer(tokens=1000, seconds=1.0) as server, httpx.AsyncClient() as client:
+        window.add(await _scrape_at(client, server, 0.0))  # /slots not answering yet (timed out)
+        server.finish(100, 0.1)
+        second = await _scrape_at(client, server, 10.0)
+        window.add(dataclasses.replace(second, extra_counters={"slots_decoded": 0.0}))
+        server.finish(100, 0.1)
+        third = await _scrape_at(client, server, 20.0)
+        window.add(dataclasses.replace(third, extra_counters={"slots_decoded": 0.0}))
+    figures = window.figures()
+    assert figures.generation_tokens_per_s == pytest.approx(200 / 20)  # not 100 tokens over 20 s
+    assert "finished requests only" in figures.notes["generation_tokens_per_s"]

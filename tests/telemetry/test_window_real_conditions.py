@@ -1,0 +1,181 @@
+"""ScrapeWindow under real conditions: NaN or missing series, new series, duplicates, quantile bounds."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from metrics_test_server import Reply, ReplyServer, sample_body
+
+from tui.settings import EndpointSettings
+from tui.telemetry.backends import detect_backend
+from tui.telemetry.figures import Figures
+from tui.telemetry.monitor import EndpointMonitor
+from tui.telemetry.prometheus import parse_metrics_text
+from tui.telemetry.scraper import Scrape
+from tui.telemetry.window import ScrapeWindow
+
+LABELS = 'engine="0",model_name="m"'
+LIFETIME = 10_000_000.0
+
+
+def vllm_page(generated: float | str | None, drafts: float, accepted: float, extra: str = "") -> str:
+    lines = [
+        f"vllm:spec_decode_num_drafts_total{{{LABELS}}} {drafts}",
+        f"vllm:spec_decode_num_draft_tokens_total{{{LABELS}}} {drafts * 2}",
+        f"vllm:spec_decode_num_accepted_tokens_total{{{LABELS}}} {accepted}",
+        f"vllm:num_requests_running{{{LABELS}}} 3",
+    ]
+    if generated is not None:
+        lines.append(f"vllm:generation_tokens_total{{{LABELS}}} {generated}")
+    return "\n".join(lines) + "\n" + extra
+
+
+def scrape(text: str, at: float) -> Scrape:
+    samples = tuple(parse_metrics_text(text))
+    return Scrape(time=at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples))
+
+
+def steady_window(gap: str) -> ScrapeWindow:
+    """100 tok/s and 10 drafts/s on lifetime counters near 10 M; in scrape 5 the counters are `gap`."""
+    window = ScrapeWindow(window_s=60.0)
+    for second in range(10):
+        generated, drafts, accepted = (LIFETIME + rate * second for rate in (100.0, 10.0, 12.0))
+        text = vllm_page(generated, drafts, accepted)
+        if second == 5 and gap == "NaN":  # every counter of the page NaN in one scrape
+            text = "\n".join(
+                line.rsplit(" ", 1)[0] + " NaN" if "_total" in line else line for line in text.splitlines()
+            )
+        elif second == 5:
+            text = vllm_page(None, drafts, accepted)  # one series missing from one page
+        window.add(scrape(text, float(second)))
+    return window
+
+
+@pytest.mark.parametrize("gap", ["NaN", "missing"])
+def test_one_nan_or_missing_series_does_not_inflate_the_window(gap: str) -> None:
+    f = steady_window(gap).figures()
+    assert f.generation_tokens_per_s == pytest.approx(100.0)
+    assert f.acceptance_rate == pytest.approx(12 / 20)
+    assert f.mean_acceptance_length == pytest.approx(1 + 12 / 10)
+
+
+def test_a_new_series_is_a_baseline_not_an_increase() -> None:
+    # A second engine's lifetime counter shows up (e.g. a proxy now reaches it): not 5 M tokens in 1 s.
+    window = ScrapeWindow(window_s=60.0)
+    other = 'vllm:generation_tokens_total{engine="1",model_name="m"} '
+    for second in range(6):
+        extra = f"{other}{5e6 + 50 * second}\n" if second >= 3 else ""
+        window.add(
+            scrape(vllm_page(1000.0 + 100 * second, 10.0 * second, 12.0 * second, extra), float(second))
+        )
+    # 100 tok/s all along, plus engine 1's 50 tok/s over its two segments.
+    assert window.figures().generation_tokens_per_s == pytest.approx((500 + 100) / 5)
+    assert not window.figures().restarted_in_window
+
+
+def test_llamacpp_per_position_family_appearing_counts_from_zero() -> None:
+    base = "llamacpp:spec_decode_num_drafts_total {d}\nllamacpp:spec_decode_num_accepted_tokens_total {a}\n"
+    family = 'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} {v}\n'
+    window = ScrapeWindow(window_s=60.0)
+    window.add(scrape(base.format(d=0, a=0), 0.0))
+    text = base.format(d=10, a=15) + family.format(i=0, v=9) + family.format(i=1, v=6)
+    window.add(scrape(text, 1.0))
+    assert window.figures().per_position_acceptance == pytest.approx([0.9, 0.6])
+
+
+def test_draft_positions_changing_without_a_visible_restart_start_afresh() -> None:
+    family = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {v}\n'
+
+    def page(drafts: float, positions: list[float]) -> str:
+        extra = "".join(family.format(labels=LABELS, i=i, v=v) for i, v in enumerate(positions))
+        return vllm_page(drafts * 3, drafts, sum(positions), extra)
+
+    window = ScrapeWindow(window_s=60.0)
+    window.add(scrape(page(1000, [880, 650]), 0.0))
+    window.add(scrape(page(1100, [968, 715]), 10.0))
+    window.add(scrape(page(1200, [1056, 780, 10, 5]), 20.0))  # k 2 → 4
+    window.add(scrape(page(1300, [1144, 845, 70, 25]), 30.0))
+    assert window.figures().per_position_acceptance == pytest.approx([0.88, 0.65, 0.60, 0.20])
+    assert window.figures().covered_s == pytest.approx(10.0)
+
+
+async def test_duplicate_series_make_the_page_inconsistent() -> None:
+    # A proxy concatenating two copies of one page: "KV cache 250%", "running 27" before.
+    page = sample_body("vllm", "metrics_t1.txt")
+    replies = [Reply(sample_body("vllm", "metrics_t0.txt")), Reply(page + page)]
+    async with ReplyServer(replies) as server, httpx.AsyncClient() as client:
+        monitor = EndpointMonitor(EndpointSettings(name="gpu", url=server.url), window_s=60.0)
+        await monitor.poll(client)
+        reading = await monitor.poll(client)
+    assert reading.up and reading.error is not None
+    assert (
+        reading.error.startswith("inconsistent page: the series vllm:") and "more than once" in reading.error
+    )
+    figures = reading.figures
+    assert (figures.kv_cache_usage, figures.running, figures.generation_tokens_per_s) == (None, None, None)
+    assert figures.notes["window"] == reading.error
+
+
+def test_duplicate_gauge_line_alone_is_found() -> None:
+    text = vllm_page(10.0, 1.0, 1.0) + f"vllm:kv_cache_usage_perc{{{LABELS}}} 0.5\n" * 2
+    window = ScrapeWindow(window_s=60.0)
+    window.add(scrape(text, 0.0))
+    assert window.inconsistent is not None and "vllm:kv_cache_usage_perc" in window.inconsistent
+    assert window.figures().kv_cache_usage is None
+
+
+def _sglang_ttft(counts: list[float], total_s: float) -> str:
+    bounds = ["0.1", "0.2", "0.4", "0.6", "0.8", "1.0", "2.0", "+Inf"]
+    labels = 'model_name="m",tp_rank="0"'
+    lines = [
+        f'sglang:time_to_first_token_seconds_bucket{{{labels},le="{bound}"}} {count}'
+        for bound, count in zip(bounds, counts, strict=True)
+    ]
+    lines += [
+        f"sglang:time_to_first_token_seconds_sum{{{labels}}} {total_s}",
+        f"sglang:time_to_first_token_seconds_count{{{labels}}} {counts[-1]}",
+        f"sglang:num_running_reqs{{{labels}}} 1",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_quantile_inside_the_first_bucket_is_a_bound() -> None:
+    # Every TTFT fell in the first bucket (≤ 100 ms) with a mean of 6.5 ms: p50 "50 ms" says nothing.
+    window = ScrapeWindow(window_s=60.0)
+    window.add(scrape(_sglang_ttft([0] * 8, 0.0), 0.0))
+    window.add(scrape(_sglang_ttft([40] * 8, 40 * 0.0065), 10.0))
+    f = window.figures()
+    assert f.ttft_mean_s == pytest.approx(0.0065)
+    assert f.quantile_bounds["ttft_p50_s"] == (0.0, 0.1)
+    assert f.quantile_bounds["ttft_p95_s"] == (0.0, 0.1)
+    assert "first bucket" in f.notes["ttft_p50_s"]
+
+
+def test_quantile_in_a_narrow_bucket_has_no_bound_and_the_inf_bucket_is_a_lower_bound() -> None:
+    window = ScrapeWindow(window_s=60.0)
+    window.add(scrape(_sglang_ttft([0] * 8, 0.0), 0.0))
+    window.add(scrape(_sglang_ttft([0, 0, 0, 0, 10, 10, 10, 20], 30.0), 10.0))
+    f = window.figures()
+    assert f.ttft_p50_s == pytest.approx(0.8)
+    assert "ttft_p50_s" not in f.quantile_bounds
+    assert f.ttft_p95_s == pytest.approx(2.0) and f.quantile_bounds["ttft_p95_s"] == (2.0, None)
+    assert Figures.model_validate_json(f.model_dump_json()) == f  # recordings and JSON keep the bound
+
+
+def test_one_series_reset_alone_counts_from_zero_without_restarting_the_window() -> None:
+    # Engine 1 of two restarts on its own (data parallel): engine 0's history stays.
+    def page(zero: float, one: float) -> str:
+        return (
+            f'vllm:generation_tokens_total{{engine="0",model_name="m"}} {zero}\n'
+            f'vllm:generation_tokens_total{{engine="1",model_name="m"}} {one}\n'
+            f'vllm:request_success_total{{engine="0",model_name="m"}} {zero / 100}\n'
+            f'vllm:request_success_total{{engine="1",model_name="m"}} 7\n'
+        )
+
+    window = ScrapeWindow(window_s=60.0)
+    window.add(scrape(page(1e6, 5e5), 0.0))
+    window.add(scrape(page(1e6 + 1000, 5e5 + 500), 10.0))
+    window.add(scrape(page(1e6 + 2000, 200), 20.0))  # engine 1 reset: 200 tokens since
+    f = window.figures()
+    assert f.generation_tokens_per_s == pytest.approx((2000 + 500 + 200) / 20)
+    assert not f.restarted_in_window and f.covered_s == pytest.approx(20.0)
