@@ -303,16 +303,23 @@ def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from tui.settings import endpoint_from_url
+    from tui.validators import friendly_message, scheme_was_added
 
     endpoints = []
     for url in args.urls:
         # An OpenAI client base URL (.../v1) names the same server.
         base = url.rstrip("/").removesuffix("/v1")
         try:
-            endpoints.append(endpoint_from_url(base))
+            endpoint = endpoint_from_url(base)
         except ValidationError as error:
-            print(f"spectop snapshot: {url}: {error.errors()[0]['msg']}", file=sys.stderr)
+            print(f"spectop snapshot: {url}: {friendly_message(dict(error.errors()[0]))}", file=sys.stderr)
             return 2
+        except ValueError as error:
+            print(f"spectop snapshot: {url}: {error}", file=sys.stderr)
+            return 2
+        if scheme_was_added(base, endpoint.url):
+            print(f"spectop snapshot: {url}: no scheme given; using {endpoint.url}", file=sys.stderr)
+        endpoints.append(endpoint)
     if args.api_key_env is not None:
         import os
 
