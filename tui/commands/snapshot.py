@@ -192,6 +192,8 @@ def _count(value: float | None) -> str:
 
 
 def _table(result: _Result) -> list[str]:
+    from tui.sanitize import safe_line
+
     header = " · ".join(
         part
         for part in (
@@ -203,9 +205,10 @@ def _table(result: _Result) -> list[str]:
         )
         if part
     )
+    header = safe_line(header)
     lines = [header if len(header) <= WIDTH else header[: WIDTH - 1] + "…"]
     if not result.up:
-        lines.append(f"  error: {result.error or 'unknown'}"[:WIDTH])
+        lines.append(safe_line(f"  error: {result.error or 'unknown'}")[:WIDTH])
         return lines
     f = result.figures
     assert f is not None
@@ -242,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
+    from tui.sanitize import json_safe
     from tui.settings import endpoint_from_url
 
     endpoints = []
@@ -256,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
     results = asyncio.run(_measure(endpoints, list(args.urls), args.window, args.timeout))
     if args.json:
         for result in results:
-            print(json.dumps(result.as_json(), ensure_ascii=False))
+            print(json_safe(json.dumps(result.as_json(), ensure_ascii=False)))
     else:
         blocks = ["\n".join(_table(result)) for result in results]
         print("\n\n".join(blocks))

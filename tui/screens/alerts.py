@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 
 from tui.messages import EndpointUpdated
+from tui.sanitize import safe_line
 from tui.widgets.format import fmt_clock
 
 if TYPE_CHECKING:
@@ -64,10 +65,10 @@ class AlertsScreen(Screen[None]):
                 cleared = Content(fmt_clock(alert.cleared_at))
             table.add_row(
                 Content.styled(level, style if alert.active else "$text-muted"),
-                alert.endpoint,
+                Content(safe_line(alert.endpoint)),
                 fmt_clock(alert.started_at),
                 cleared,
-                alert.message,
+                Content(safe_line(alert.message)),
             )
         if not alerts:
             table.add_row("", "", "", "", "no alerts so far")

@@ -7,6 +7,7 @@ from typing import Literal
 
 from textual.content import Content
 
+from tui.sanitize import safe_line
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.history import EndpointHistory, ReadingLike
@@ -92,7 +93,7 @@ class CardData:
         reading = self.reading
         backend = (reading.backend if reading is not None else None) or self.backend or "?"
         model = (reading.model if reading is not None else None) or self.model
-        return " · ".join(part for part in (self.name, backend, model) if part)
+        return safe_line(" · ".join(part for part in (self.name, backend, model) if part))
 
     def status_content(self) -> Content:
         status = self.status
@@ -128,10 +129,10 @@ def badge_line(data: CardData, width: int) -> Content:
         parts += [(f" {label} {ALERT_LABEL.get(alert.kind, alert.kind)} ", style), " "]
     reading = data.reading
     if reading is not None and not reading.up and reading.error:
-        parts.append((reading.error, "$error"))  # why it is down says more than "endpoint down"
+        parts.append((safe_line(reading.error), "$error"))  # why it is down says more than "endpoint down"
     elif data.alerts:
         worst = min(data.alerts, key=lambda alert: alert.severity != "critical")
-        parts.append((worst.message, "$text-muted"))
+        parts.append((safe_line(worst.message), "$text-muted"))
     return Content.assemble(*parts).truncate(width, ellipsis=True)
 
 

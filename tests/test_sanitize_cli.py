@@ -1,0 +1,82 @@
+"""No control sequence from a server or a file reaches stdout: `spectop snapshot` and `spectop logs`, text and
+JSON, run as subprocesses against a real local /metrics server and a real log file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "telemetry"))
+
+from metrics_test_server import Reply, ReplyServer, sample_body
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;aGVsbG8=\x07evil\x9b31m\u202e"
+RAW_CONTROLS = (b"\x1b", b"\x07", b"\x9b", "\u202e".encode())
+
+
+def hostile_page(name: str) -> bytes:
+    """The vLLM sample page with the hostile string as the model name (the exposition needs no escape)."""
+    return sample_body("vllm", name).replace(b'model_name="mimo-7b"', f'model_name="{HOSTILE}"'.encode())
+
+
+def hostile_log(path: Path) -> Path:
+    path.write_text(
+        "(APIServer pid=1) INFO 05-01 14:39:05 [api_server.py:1] Starting vLLM API server\n"
+        f"(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory. "
+        f"{HOSTILE}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+async def spectop(*args: str) -> tuple[int, bytes, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tui",
+        *args,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return process.returncode, stdout, stderr.decode()
+
+
+def assert_no_raw_controls(out: bytes) -> None:
+    for raw in RAW_CONTROLS:
+        assert raw not in out, (raw, out)
+
+
+@pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
+async def test_snapshot_prints_no_control_sequence(json_output: bool) -> None:
+    replies = [Reply(hostile_page("metrics_t0.txt")), Reply(hostile_page("metrics_t1.txt"))]
+    async with ReplyServer(replies) as server:
+        code, out, err = await spectop(
+            "snapshot", server.url, "--window", "0.2", *(["--json"] if json_output else [])
+        )
+    assert code == 0, err
+    assert_no_raw_controls(out)
+    if json_output:
+        assert json.loads(out)["model"] == HOSTILE  # escaped, not lost
+    else:
+        assert b"evil" in out
+
+
+@pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
+async def test_logs_prints_no_control_sequence(tmp_path: Path, json_output: bool) -> None:
+    log = hostile_log(tmp_path / "server.log")
+    code, out, err = await spectop("logs", str(log), *(["--json"] if json_output else []))
+    assert code == 0, err
+    assert_no_raw_controls(out)
+    if json_output:
+        (record,) = [json.loads(line) for line in out.splitlines()]
+        assert record["category"] == "oom" and "evil\x9b31m\u202e" in record["message"]
+    else:
+        assert b"ERROR oom" in out and b"evil" in out
