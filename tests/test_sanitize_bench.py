@@ -58,10 +58,14 @@ def hostile_arm(label: str, reply: str) -> ArmResult:
 
 
 def hostile_burst(prompt_set: str = "mixed", replies: tuple[str, ...] = ("A", "Bx")) -> BurstResult:
-    settings = BurstSettingsRecord(prompt_set=prompt_set, prompt_set_digest=prompt_set, requests=4,
-                                   concurrency=1, max_tokens=8, temperature=0.0)  # fmt: skip
-    return BurstResult(started_at=datetime(2026, 12, 1, tzinfo=UTC), duration_s=4.0, settings=settings,
-                       arms=[hostile_arm(label, HOSTILE + reply) for label, reply in zip("ab", replies)])  # fmt: skip
+    settings = BurstSettingsRecord(
+        prompt_set=prompt_set, prompt_set_digest=prompt_set, requests=4, concurrency=1, max_tokens=8,
+        temperature=0.0,
+    )  # fmt: skip
+    arms = [hostile_arm(label, HOSTILE + reply) for label, reply in zip("ab", replies, strict=False)]
+    return BurstResult(
+        started_at=datetime(2026, 12, 1, tzinfo=UTC), duration_s=4.0, settings=settings, arms=arms
+    )
 
 
 def test_report_text_has_no_control_sequence() -> None:
