@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
@@ -65,10 +66,10 @@ class AlertsScreen(Screen[None]):
                 cleared = Content(fmt_clock(alert.cleared_at))
             table.add_row(
                 Content.styled(level, style if alert.active else "$text-muted"),
-                Content(safe_line(alert.endpoint)),
+                Text(safe_line(alert.endpoint)),  # Text: no markup, measured for the column width
                 fmt_clock(alert.started_at),
                 cleared,
-                Content(safe_line(alert.message)),
+                Text(safe_line(alert.message)),
             )
         if not alerts:
             table.add_row("", "", "", "", "no alerts so far")
