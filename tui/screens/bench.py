@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -91,7 +92,7 @@ def arm_line(label: str, arm: Any) -> str:
     ttft = DASH if arm.ttft_p50_s is None else f"{arm.ttft_p50_s * 1000:.0f} ms"
     rate = DASH if arm.decode_tokens_per_s_mean is None else f"{arm.decode_tokens_per_s_mean:.1f}"
     counts = f"{arm.done:>4}/{arm.total:<4} err {arm.errors:<3}"
-    return f"{label} {arm.name[:14]:14} {counts} TTFT p50 {ttft:>7}  decode {rate:>7} tok/s"
+    return f"{label} {safe_line(arm.name)[:14]:14} {counts} TTFT p50 {ttft:>7}  decode {rate:>7} tok/s"
 
 
 class BurstHistoryTable(DataTable[str]):
@@ -477,8 +478,8 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         for entry in self.history:
             table.add_row(
                 f"{entry.started_at:%Y-%m-%d %H:%M:%S}",
-                Content(safe_line(entry.prompt_set[:16])),
-                Content(safe_line(" vs ".join(name[:14] for name in entry.arm_names))),
+                Text(safe_line(entry.prompt_set)[:16]),  # Text: no markup, measured for the width
+                Text(" vs ".join(safe_line(name)[:14] for name in entry.arm_names)),
                 str(entry.requests),
                 f"{entry.temperature:g}",
                 key=str(entry.path),
