@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from tui.sanitize import REPLACEMENT, json_safe, safe_line, safe_text, strip_escapes
+from tui.sanitize import REPLACEMENT, drop_controls, json_safe, safe_line, safe_text, strip_escapes
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;aGVsbG8=\x07evil\x9b31m\u202e"
 
@@ -103,3 +103,24 @@ def test_json_safe_is_lossless_and_leaves_no_raw_control() -> None:
     assert dangerous(text) == []
     assert "\u2028" not in text
     assert json_safe("ünï") == "ünï"
+
+
+def test_drop_controls_keeps_the_cells() -> None:
+    from rich.cells import cell_len
+
+    assert drop_controls(HOSTILE) == "]0;PWNED[2J]52;c;aGVsbG8=evil31m"
+    every = "".join(chr(code) for code in [*range(0xA0), *range(0x2020, 0x2070)])
+    assert cell_len(drop_controls(every)) == cell_len(every) and dangerous(drop_controls(every)) == []
+    assert drop_controls("plain ünï") == "plain ünï"
+
+
+def test_core_module_imports_no_ui() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tui.sanitize\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

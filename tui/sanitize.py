@@ -17,6 +17,10 @@ The rules:
 - tab is kept; `safe_text` keeps `\\n` too (and turns `\\r\\n` into `\\n`), `safe_line` shows it as `␊`.
   U+2028 / U+2029 (line / paragraph separator) count as line breaks: `␤` in `safe_line`.
 
+Editable widgets (the config editor's fields and raw view) must show the file's text as it is, and a
+terminal cell per character they measured: there `drop_controls` removes the controls from what is drawn
+(they take no cell anyway), the text itself keeps them.
+
 JSON output needs no stripping (the data stays as it is): `json.dumps` escapes C0 itself, and
 `json_safe` escapes what it leaves raw (DEL, C1, bidi controls, U+2028/U+2029) as `\\uXXXX`.
 
@@ -53,6 +57,9 @@ _LINE_TABLE = dict(_TEXT_TABLE)
 _LINE_TABLE[0x0A] = "\u240a"
 _LINE_TABLE.update({code: "\u2424" for code in _LINE_SEPARATORS})
 
+_DROP_CODES = [*range(0x20), *range(0x7F, 0xA0), *_BIDI_CONTROLS, *_LINE_SEPARATORS]
+_DROP_TABLE: dict[int, None] = dict.fromkeys(_DROP_CODES)
+
 _JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -82,6 +89,11 @@ def safe_line(text: str) -> str:
     if "\x1b" in text:
         text = _ESCAPE_SEQUENCE.sub("", text)
     return text.translate(_LINE_TABLE)
+
+
+def drop_controls(text: str) -> str:
+    """`text` without any control character or bidi control (all zero-width): for drawn text only."""
+    return text if text.isprintable() else text.translate(_DROP_TABLE)
 
 
 def json_safe(text: str) -> str:

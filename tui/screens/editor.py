@@ -40,6 +40,7 @@ from tui.configs.schemas import field_spec, field_specs, shown_value, typed_valu
 from tui.messages import ConfigFieldEdited
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
+from tui.widgets.safe_editing import SafeTextArea
 from tui.worker_errors import ReportsWorkerFailures
 
 _SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i"}
@@ -119,7 +120,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
             with TabPane("Form", id="form"):
                 yield VerticalScroll(id="form-fields")
             with TabPane("Raw", id="raw-pane"):
-                yield TextArea.code_editor("", id="raw", soft_wrap=False)
+                yield SafeTextArea.code_editor("", id="raw", soft_wrap=False)
             with TabPane("Lint", id="lint"):
                 yield OptionList(id="lint-list")
             with TabPane("Launch", id="launch"):

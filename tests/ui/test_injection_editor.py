@@ -1,0 +1,50 @@
+"""Control characters in a config file do not reach the terminal raw from the config editor: not from the raw
+view (a file with raw ESC bytes is a TOML syntax error, so it opens there) and not from the field view (a
+valid file can spell ESC as an escape, `\\u001b`, which the field then holds as the character)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_injection import FROM_THE_DATA, HOSTILE, region_text, terminal_output
+from textual.widget import Widget
+from textual.widgets import TabbedContent, TextArea
+from ui_waiting import wait_for
+
+from tui.editor_app import EditorApp
+from tui.screens.editor import EditorScreen
+
+# The editor shows the file's text as it is (PWNED is text there); only the control characters must go.
+CONTROLS = tuple(raw for raw in FROM_THE_DATA if not raw.isprintable())
+
+
+def assert_nothing_raw(app: EditorApp, widget: Widget, shown: str) -> None:
+    drawn = region_text(app, widget)  # type: ignore[arg-type]
+    assert shown in drawn
+    for text in (drawn, terminal_output(app)):  # type: ignore[arg-type]
+        for raw in CONTROLS:
+            assert raw not in text, (raw, text)
+
+
+async def test_raw_view_of_a_file_with_control_bytes(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[model]\nname = "{HOSTILE}"\n', encoding="utf-8")
+    app = EditorApp(config)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        screen = app.screen
+        assert screen.query_one(TabbedContent).active == "raw-pane"
+        await pilot.pause(0.1)
+        assert_nothing_raw(app, screen.query_one("#raw", TextArea), "]0;PWNED[2J]52;c;aGVsbG8=evil")
+
+
+async def test_field_view_of_an_escaped_control_character(tmp_path: Path) -> None:
+    escaped = "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in HOSTILE)
+    config = tmp_path / "config.toml"
+    config.write_text(f'[model]\nname = "{escaped}"\n', encoding="utf-8")
+    app = EditorApp(config)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        assert app.screen.document is not None  # type: ignore[attr-defined]
+        await pilot.pause(0.1)
+        assert_nothing_raw(app, app.screen.query_one("#field-model--name Input"), "aGVsbG8=evil31m")
