@@ -78,5 +78,6 @@ async def test_logs_prints_no_control_sequence(tmp_path: Path, json_output: bool
     if json_output:
         (record,) = [json.loads(line) for line in out.splitlines()]
         assert record["category"] == "oom" and "evil\x9b31m\u202e" in record["message"]
+        assert "PWNED" not in record["message"]  # the OSC went with the colour codes when the line was read
     else:
         assert b"ERROR oom" in out and b"evil" in out
