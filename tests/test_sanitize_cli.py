@@ -81,3 +81,23 @@ async def test_logs_prints_no_control_sequence(tmp_path: Path, json_output: bool
         assert "PWNED" not in record["message"]  # the OSC went with the colour codes when the line was read
     else:
         assert b"ERROR oom" in out and b"evil" in out
+
+
+def hostile_config(path: Path) -> Path:
+    """A valid TOML file that spells the hostile string with escapes, in a value and in an unknown key."""
+    escaped = "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in HOSTILE)
+    path.write_text(f'[model]\nname = "{escaped}"\n"odd{escaped}" = 2\n', encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "action",
+    [["show"], ["get", "model.name"], ["lint"], ["lint", "--json"], ["launch"]],
+    ids=lambda action: "-".join(action),
+)  # fmt: skip
+async def test_config_prints_no_control_sequence(tmp_path: Path, action: list[str]) -> None:
+    config = hostile_config(tmp_path / "config.toml")
+    code, out, err = await spectop("config", action[0], str(config), *action[1:])
+    assert code in (0, 1), err
+    assert_no_raw_controls(out + err.encode())
+    assert b"evil" in out or b"\\u001b" in out
