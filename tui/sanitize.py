@@ -77,6 +77,8 @@ def safe_text(text: str) -> str:
         return text
     if "\x1b" in text:
         text = _ESCAPE_SEQUENCE.sub("", text)
+        if text.isprintable():
+            return text
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
     return text.translate(_TEXT_TABLE)
@@ -88,6 +90,8 @@ def safe_line(text: str) -> str:
         return text
     if "\x1b" in text:
         text = _ESCAPE_SEQUENCE.sub("", text)
+        if text.isprintable():  # colour codes only (vLLM on a TTY)
+            return text
     return text.translate(_LINE_TABLE)
 
 
