@@ -48,3 +48,15 @@ async def test_field_view_of_an_escaped_control_character(tmp_path: Path) -> Non
         assert app.screen.document is not None  # type: ignore[attr-defined]
         await pilot.pause(0.1)
         assert_nothing_raw(app, app.screen.query_one("#field-model--name Input"), "aGVsbG8=evil31m")
+
+
+async def test_launch_tab_of_an_escaped_control_character(tmp_path: Path) -> None:
+    escaped = "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in HOSTILE)
+    config = tmp_path / "config.toml"
+    config.write_text(f'[model]\nname = "{escaped}"\n', encoding="utf-8")
+    app = EditorApp(config)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        app.screen.query_one(TabbedContent).active = "launch"
+        await pilot.pause(0.2)
+        assert_nothing_raw(app, app.screen.query_one("#launch-text"), "evil")

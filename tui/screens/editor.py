@@ -38,6 +38,7 @@ from tui.configs.launch import LaunchFormat, render_launch
 from tui.configs.lint import Finding, lint_document
 from tui.configs.schemas import field_spec, field_specs, shown_value, typed_value, unknown_keys
 from tui.messages import ConfigFieldEdited
+from tui.sanitize import safe_text
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
 from tui.widgets.safe_editing import SafeTextArea
@@ -258,7 +259,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
             launch = render_launch(self.document.kind, self.document.data, self.launch_format)
         except ConfigError as error:
             launch = f"(no launch command: {error})"
-        self.query_one("#launch-text", Static).update(launch)
+        self.query_one("#launch-text", Static).update(safe_text(launch))
 
     def current_text(self) -> str:
         if self.document is not None:
