@@ -12,6 +12,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -63,7 +64,15 @@ def region_text(app: SpectopApp, widget: Widget) -> str:
     return "\n".join("".join(s.text for s in line.crop(region.x, region.right)) for line in lines)
 
 
-def assert_nothing_injected(app: SpectopApp, widget: Widget, shown: str) -> None:
+async def assert_nothing_injected(pilot: Pilot[Any], widget: Widget, shown: str) -> None:
+    """Once `shown` (or anything raw) is drawn in `widget`: the text is there and nothing raw anywhere."""
+    app = pilot.app
+
+    def settled() -> bool:
+        drawn = region_text(app, widget)
+        return shown in drawn or any(raw in drawn for raw in FROM_THE_DATA)
+
+    await wait_for(pilot, settled, timeout_s=10.0)
     drawn = region_text(app, widget)
     assert shown in drawn  # the hostile text was drawn there, made harmless
     for text in (drawn, terminal_output(app)):
@@ -89,49 +98,42 @@ def _app(server: ReplyServer, log: Path) -> SpectopApp:
 @asynccontextmanager
 async def hostile_app(server: ReplyServer, tmp_path: Path) -> AsyncIterator[tuple[SpectopApp, Pilot[int]]]:
     """The app once the hostile model name is on the card and the hostile OOM line raised its alert."""
-    log = tmp_path / "server.log"
-    log.write_text("(APIServer pid=1) INFO 05-01 14:39:05 [api_server.py:1] Starting vLLM API server\n")
+    log = tmp_path / "server.log"  # appears once the app runs: the tailer then reads it from its start
     app = _app(server, log)
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
         card = app.screen.query_one(EndpointCard)
         await wait_for(pilot, lambda: "evil" in card.data.title())
-        await pilot.pause(0.3)  # the tailer is at the end of the file by now
-        with log.open("a", encoding="utf-8") as handle:
-            handle.write(OOM_LINE + "\n" + f"(APIServer pid=1) INFO 05-01 14:39:07 [x.py:1] {HOSTILE}\n")
+        log.write_text(OOM_LINE + "\n" + f"(APIServer pid=1) INFO 05-01 14:39:07 [x.py:1] {HOSTILE}\n")
         await wait_for(pilot, lambda: any(alert.kind == "oom" for alert in app.alerts.active("x")))
         await wait_for(pilot, lambda: "CUDA out of memory" in str(card.render()))
-        await pilot.pause(0.1)
         yield app, pilot
 
 
 async def test_card(server: ReplyServer, tmp_path: Path) -> None:
-    async with hostile_app(server, tmp_path) as (app, _pilot):
+    async with hostile_app(server, tmp_path) as (app, pilot):
         card = app.screen.query_one(EndpointCard)
-        assert_nothing_injected(app, card, "x · vllm · evil")  # the title: the model name
-        assert_nothing_injected(app, card, "CUDA out of memory. evil")  # the badge line: the alert
+        await assert_nothing_injected(pilot, card, "x · vllm · evil")  # the title: the model name
+        await assert_nothing_injected(pilot, card, "CUDA out of memory. evil")  # the badge line: the alert
 
 
 async def test_toast(server: ReplyServer, tmp_path: Path) -> None:
     async with hostile_app(server, tmp_path) as (app, pilot):
         await wait_for(pilot, lambda: bool(app.screen.query(Toast)))
-        await pilot.pause(0.2)
-        assert_nothing_injected(app, app.screen.query(Toast).last(), "memory. evil")
+        await assert_nothing_injected(pilot, app.screen.query(Toast).last(), "memory. evil")
 
 
 async def test_detail_screen_and_log_pane(server: ReplyServer, tmp_path: Path) -> None:
     async with hostile_app(server, tmp_path) as (app, pilot):
-        app.push_screen(DetailScreen("x"))
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
-        await pilot.pause(0.2)
-        assert_nothing_injected(app, app.screen.query_one(Header), "x · vllm · evil")
+        await app.push_screen(DetailScreen("x"))
+        await wait_for(pilot, lambda: bool(app.screen.query(LogPane) and app.screen.query("HeaderTitle")))
+        await assert_nothing_injected(pilot, app.screen.query_one(Header), "x · vllm · evil")
         log = app.screen.query_one(LogPane)
-        assert_nothing_injected(app, log, "CUDA out of memory. evil")
-        assert_nothing_injected(app, log, "[x.py:1] evil")
+        await assert_nothing_injected(pilot, log, "CUDA out of memory. evil")
+        await assert_nothing_injected(pilot, log, "[x.py:1] evil")
 
 
 async def test_alerts_screen(server: ReplyServer, tmp_path: Path) -> None:
     async with hostile_app(server, tmp_path) as (app, pilot):
-        app.push_screen(AlertsScreen())
-        await wait_for(pilot, lambda: isinstance(app.screen, AlertsScreen))
-        await pilot.pause(0.2)
-        assert_nothing_injected(app, app.screen.query_one(DataTable), "CUDA out of memory. evil")
+        await app.push_screen(AlertsScreen())
+        await wait_for(pilot, lambda: bool(app.screen.query(DataTable)))
+        await assert_nothing_injected(pilot, app.screen.query_one(DataTable), "CUDA out of memory. evil")

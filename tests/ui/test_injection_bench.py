@@ -54,8 +54,7 @@ async def test_bench_history_table() -> None:
     async with BenchTestApp().run_test(size=(100, 30)) as pilot:
         screen = await _shown(pilot)
         await pilot.press("h")
-        await pilot.pause(0.1)
-        assert_nothing_injected(pilot.app, screen.query_one("#history-table"), "mixevil")  # type: ignore[arg-type]
+        await assert_nothing_injected(pilot, screen.query_one("#history-table"), "mixevil")  # type: ignore[arg-type]
 
 
 async def test_bench_verdict() -> None:
@@ -66,7 +65,7 @@ async def test_bench_verdict() -> None:
         await wait_for(pilot, lambda: screen.summary is not None)
         await pilot.pause(0.1)
         verdict = screen.query_one("#verdict")
-        assert_nothing_injected(pilot.app, verdict, "first divergence in p0evil")  # type: ignore[arg-type]
+        await assert_nothing_injected(pilot, verdict, "first divergence in p0evil")  # type: ignore[arg-type]
 
 
 async def test_bench_status_line() -> None:
@@ -74,5 +73,4 @@ async def test_bench_status_line() -> None:
     async with BenchTestApp().run_test(size=(100, 30)) as pilot:
         screen = await _shown(pilot)
         screen.post_message(BurstFailed(f"HTTP 500: {HOSTILE}"))
-        await pilot.pause(0.1)
-        assert_nothing_injected(pilot.app, screen.query_one("#status"), "HTTP 500: evil")  # type: ignore[arg-type]
+        await assert_nothing_injected(pilot, screen.query_one("#status"), "HTTP 500: evil")  # type: ignore[arg-type]

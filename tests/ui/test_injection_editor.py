@@ -5,8 +5,10 @@ valid file can spell ESC as an escape, `\\u001b`, which the field then holds as 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from test_injection import FROM_THE_DATA, HOSTILE, region_text, terminal_output
+from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TextArea
 from ui_waiting import wait_for
@@ -18,7 +20,14 @@ from tui.screens.editor import EditorScreen
 CONTROLS = tuple(raw for raw in FROM_THE_DATA if not raw.isprintable())
 
 
-def assert_nothing_raw(app: EditorApp, widget: Widget, shown: str) -> None:
+async def assert_nothing_raw(pilot: Pilot[Any], widget: Widget, shown: str) -> None:
+    app = pilot.app
+
+    def settled() -> bool:
+        drawn = region_text(app, widget)  # type: ignore[arg-type]
+        return shown in drawn or any(raw in drawn for raw in CONTROLS)
+
+    await wait_for(pilot, settled, timeout_s=10.0)
     drawn = region_text(app, widget)  # type: ignore[arg-type]
     assert shown in drawn
     for text in (drawn, terminal_output(app)):  # type: ignore[arg-type]
@@ -34,8 +43,7 @@ async def test_raw_view_of_a_file_with_control_bytes(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
         screen = app.screen
         assert screen.query_one(TabbedContent).active == "raw-pane"
-        await pilot.pause(0.1)
-        assert_nothing_raw(app, screen.query_one("#raw", TextArea), "]0;PWNED[2J]52;c;aGVsbG8=evil")
+        await assert_nothing_raw(pilot, screen.query_one("#raw", TextArea), "]0;PWNED[2J]52;c;aGVsbG8=evil")
 
 
 async def test_field_view_of_an_escaped_control_character(tmp_path: Path) -> None:
@@ -46,8 +54,7 @@ async def test_field_view_of_an_escaped_control_character(tmp_path: Path) -> Non
     async with app.run_test(size=(100, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
         assert app.screen.document is not None  # type: ignore[attr-defined]
-        await pilot.pause(0.1)
-        assert_nothing_raw(app, app.screen.query_one("#field-model--name Input"), "aGVsbG8=evil31m")
+        await assert_nothing_raw(pilot, app.screen.query_one("#field-model--name Input"), "aGVsbG8=evil31m")
 
 
 async def test_launch_tab_of_an_escaped_control_character(tmp_path: Path) -> None:
@@ -57,6 +64,5 @@ async def test_launch_tab_of_an_escaped_control_character(tmp_path: Path) -> Non
     app = EditorApp(config)
     async with app.run_test(size=(100, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
-        app.screen.query_one(TabbedContent).active = "launch"
-        await pilot.pause(0.2)
-        assert_nothing_raw(app, app.screen.query_one("#launch-text"), "evil")
+        await pilot.press("f5")  # the launch tab
+        await assert_nothing_raw(pilot, app.screen.query_one("#launch-text"), "evil")
