@@ -3,25 +3,16 @@ JSON), whether a burst was just run or read back from kept burst files by `spect
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from test_sanitize import HOSTILE
+from test_sanitize_cli import assert_no_raw_controls, spectop
 
 from tui.bench.report import burst_summary, export, render_text
 from tui.bench.results import ArmResult, BurstResult, BurstSettingsRecord, RequestResult
-
-ROOT = Path(__file__).resolve().parents[1]
-HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;aGVsbG8=\x07evil\x9b31m\u202e"
-RAW_CONTROLS = (b"\x1b", b"\x07", b"\x9b", "\u202e".encode())
-
-
-def assert_no_raw_controls(out: bytes) -> None:
-    for raw in RAW_CONTROLS:
-        assert raw not in out, (raw, out)
 
 
 def hostile_arm(label: str, reply: str) -> ArmResult:
@@ -71,28 +62,18 @@ def hostile_burst(prompt_set: str = "mixed", replies: tuple[str, ...] = ("A", "B
 def test_report_text_has_no_control_sequence() -> None:
     text = render_text(burst_summary(hostile_burst(), with_detail=False))
     assert "greedy equivalence: 0/3 identical; first divergence in p0evil" in text
-    assert_no_raw_controls(text.encode())
+    assert_no_raw_controls(text)
 
 
 @pytest.mark.parametrize("kind", ["csv", "markdown", "json"])
 def test_exports_have_no_raw_control_sequence(tmp_path: Path, kind: str) -> None:
     burst = hostile_burst()
-    raw = export(burst, kind, tmp_path / f"burst.{kind}").read_bytes()
+    raw = export(burst, kind, tmp_path / f"burst.{kind}").read_text(encoding="utf-8")
     assert_no_raw_controls(raw)
     if kind == "json":  # escaped, not lost
         assert BurstResult.model_validate(json.loads(raw)["burst"]) == burst
     else:
-        assert b"evil" in raw
-
-
-async def spectop(*args: str) -> tuple[int, bytes, bytes]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tui", *args, cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
-    assert process.returncode is not None
-    return process.returncode, stdout, stderr
+        assert "evil" in raw
 
 
 async def test_bench_compare_prints_no_control_sequence(tmp_path: Path) -> None:
@@ -101,7 +82,7 @@ async def test_bench_compare_prints_no_control_sequence(tmp_path: Path) -> None:
     after.write_text(hostile_burst(replies=("Bx",)).model_dump_json())
     code, out, err = await spectop("bench", "--compare", str(before), str(after))
     assert code == 0, err
-    assert b"first divergence in p0evil" in out
+    assert "first divergence in p0evil" in out
     assert_no_raw_controls(out + err)
 
 
@@ -110,5 +91,5 @@ async def test_bench_compare_error_prints_no_control_sequence(tmp_path: Path) ->
     before.write_text(hostile_burst(f"one{HOSTILE}").model_dump_json())
     after.write_text(hostile_burst("two").model_dump_json())
     code, out, err = await spectop("bench", "--compare", str(before), str(after))
-    assert code != 0 and b"different prompt sets (oneevil" in err
+    assert code != 0 and "different prompt sets (oneevil" in err
     assert_no_raw_controls(out + err)

@@ -3,7 +3,6 @@ JSON, run as subprocesses against a real local /metrics server and a real log fi
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -13,10 +12,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "telemetry"))
 
 from metrics_test_server import Reply, ReplyServer, sample_body
+from test_sanitize import HOSTILE
+from test_snapshot_cli import spectop
 
-ROOT = Path(__file__).resolve().parents[1]
-HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;aGVsbG8=\x07evil\x9b31m\u202e"
-RAW_CONTROLS = (b"\x1b", b"\x07", b"\x9b", "\u202e".encode())
+OOM_LINE = (
+    "(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory. "
+    + HOSTILE
+)
+RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")  # stdout is decoded as UTF-8: a lone 0x9b byte fails too
 
 
 def hostile_page(name: str) -> bytes:
@@ -26,30 +29,13 @@ def hostile_page(name: str) -> bytes:
 
 def hostile_log(path: Path) -> Path:
     path.write_text(
-        "(APIServer pid=1) INFO 05-01 14:39:05 [api_server.py:1] Starting vLLM API server\n"
-        f"(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory. "
-        f"{HOSTILE}\n",
+        f"(APIServer pid=1) INFO 05-01 14:39:05 [api_server.py:1] Starting vLLM API server\n{OOM_LINE}\n",
         encoding="utf-8",
     )
     return path
 
 
-async def spectop(*args: str) -> tuple[int, bytes, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tui",
-        *args,
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
-    assert process.returncode is not None
-    return process.returncode, stdout, stderr.decode()
-
-
-def assert_no_raw_controls(out: bytes) -> None:
+def assert_no_raw_controls(out: str) -> None:
     for raw in RAW_CONTROLS:
         assert raw not in out, (raw, out)
 
@@ -66,7 +52,7 @@ async def test_snapshot_prints_no_control_sequence(json_output: bool) -> None:
     if json_output:
         assert json.loads(out)["model"] == HOSTILE  # escaped, not lost
     else:
-        assert b"evil" in out
+        assert "evil" in out
 
 
 @pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
@@ -80,7 +66,7 @@ async def test_logs_prints_no_control_sequence(tmp_path: Path, json_output: bool
         assert record["category"] == "oom" and "evil\x9b31m\u202e" in record["message"]
         assert "PWNED" not in record["message"]  # the OSC went with the colour codes when the line was read
     else:
-        assert b"ERROR oom" in out and b"evil" in out
+        assert "ERROR oom" in out and "evil" in out
 
 
 def hostile_config(path: Path) -> Path:
@@ -99,5 +85,5 @@ async def test_config_prints_no_control_sequence(tmp_path: Path, action: list[st
     config = hostile_config(tmp_path / "config.toml")
     code, out, err = await spectop("config", action[0], str(config), *action[1:])
     assert code in (0, 1), err
-    assert_no_raw_controls(out + err.encode())
-    assert b"evil" in out or b"\\u001b" in out
+    assert_no_raw_controls(out + err)
+    assert "evil" in out or "\\u001b" in out

@@ -22,9 +22,11 @@ from textual.widgets import DataTable, Header
 from textual.widgets._toast import Toast
 from ui_waiting import wait_for
 
+sys.path.insert(0, str(Path(__file__).parents[1]))
 sys.path.insert(0, str(Path(__file__).parents[1] / "telemetry"))
 
-from metrics_test_server import Reply, ReplyServer, sample_body
+from metrics_test_server import Reply, ReplyServer
+from test_sanitize_cli import HOSTILE, OOM_LINE, hostile_page
 
 from tui.app import SpectopApp
 from tui.paths import themes_dir
@@ -34,17 +36,8 @@ from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.log_pane import LogPane
 
-HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;aGVsbG8=\x07evil\x9b31m\u202e"
 # What the data would put on the terminal; Textual's own output is CSI colour / cursor codes only.
 FROM_THE_DATA = ("\x1b]", "\x1b[2J", "\x07", "\x9b", "\u202e", "PWNED", "aGVsbG8=")
-OOM_LINE = (
-    "(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory. "
-    + HOSTILE
-)
-
-
-def hostile_page(name: str) -> bytes:
-    return sample_body("vllm", name).replace(b'model_name="mimo-7b"', f'model_name="{HOSTILE}"'.encode())
 
 
 def terminal_output(app: SpectopApp) -> str:

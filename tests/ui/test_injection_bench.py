@@ -6,10 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import httpx
-import pytest
+from test_bench_screen import BenchTestApp, _private_folders  # noqa: F401 (an autouse fixture)
 from test_injection import HOSTILE, assert_nothing_injected
-from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from ui_waiting import wait_for
@@ -23,24 +21,6 @@ from tui.messages import BurstFailed
 from tui.screens.bench import BenchScreen
 
 
-class BenchTestApp(App[None]):
-    def __init__(self) -> None:
-        super().__init__()
-        self.http_client = httpx.AsyncClient()
-
-    def on_mount(self) -> None:
-        self.push_screen(BenchScreen([]))
-
-    async def on_unmount(self) -> None:
-        await self.http_client.aclose()
-
-
-@pytest.fixture(autouse=True)
-def _private_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.chdir(tmp_path)
-
-
 async def _shown(pilot: Pilot[None]) -> BenchScreen:
     """The burst screen with the hostile burst kept in its history."""
     screen = pilot.app.screen
@@ -51,7 +31,7 @@ async def _shown(pilot: Pilot[None]) -> BenchScreen:
 
 async def test_bench_history_table() -> None:
     save_burst(hostile_burst(prompt_set=f"mix{HOSTILE}"))
-    async with BenchTestApp().run_test(size=(100, 30)) as pilot:
+    async with BenchTestApp([]).run_test(size=(100, 30)) as pilot:
         screen = await _shown(pilot)
         await pilot.press("h")
         await assert_nothing_injected(pilot, screen.query_one("#history-table"), "mixevil")  # type: ignore[arg-type]
@@ -59,7 +39,7 @@ async def test_bench_history_table() -> None:
 
 async def test_bench_verdict() -> None:
     save_burst(hostile_burst())
-    async with BenchTestApp().run_test(size=(100, 30)) as pilot:
+    async with BenchTestApp([]).run_test(size=(100, 30)) as pilot:
         screen = await _shown(pilot)
         await pilot.press("h", "enter")  # show that burst
         await wait_for(pilot, lambda: screen.summary is not None)
@@ -70,7 +50,7 @@ async def test_bench_verdict() -> None:
 
 async def test_bench_status_line() -> None:
     save_burst(hostile_burst())
-    async with BenchTestApp().run_test(size=(100, 30)) as pilot:
+    async with BenchTestApp([]).run_test(size=(100, 30)) as pilot:
         screen = await _shown(pilot)
         screen.post_message(BurstFailed(f"HTTP 500: {HOSTILE}"))
         await assert_nothing_injected(pilot, screen.query_one("#status"), "HTTP 500: evil")  # type: ignore[arg-type]

@@ -1,9 +1,12 @@
 """Control characters in a config file do not reach the terminal raw from the config editor: not from the raw
-view (a file with raw ESC bytes is a TOML syntax error, so it opens there) and not from the field view (a
-valid file can spell ESC as an escape, `\\u001b`, which the field then holds as the character)."""
+view (a file with raw ESC bytes is a TOML syntax error, so it opens there), not from the field view and not
+from the launch tab (a valid file can spell ESC as an escape, `\\u001b`, which the value then holds)."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,10 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TextArea
 from ui_waiting import wait_for
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+
+from test_sanitize_cli import hostile_config
 
 from tui.editor_app import EditorApp
 from tui.screens.editor import EditorScreen
@@ -35,34 +42,30 @@ async def assert_nothing_raw(pilot: Pilot[Any], widget: Widget, shown: str) -> N
             assert raw not in text, (raw, text)
 
 
-async def test_raw_view_of_a_file_with_control_bytes(tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
-    config.write_text(f'[model]\nname = "{HOSTILE}"\n', encoding="utf-8")
+@asynccontextmanager
+async def editing(config: Path) -> AsyncIterator[tuple[Pilot[Any], EditorScreen]]:
     app = EditorApp(config)
     async with app.run_test(size=(100, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
-        screen = app.screen
+        assert isinstance(app.screen, EditorScreen)
+        yield pilot, app.screen
+
+
+async def test_raw_view_of_a_file_with_control_bytes(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[model]\nname = "{HOSTILE}"\n', encoding="utf-8")
+    async with editing(config) as (pilot, screen):
         assert screen.query_one(TabbedContent).active == "raw-pane"
         await assert_nothing_raw(pilot, screen.query_one("#raw", TextArea), "]0;PWNED[2J]52;c;aGVsbG8=evil")
 
 
 async def test_field_view_of_an_escaped_control_character(tmp_path: Path) -> None:
-    escaped = "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in HOSTILE)
-    config = tmp_path / "config.toml"
-    config.write_text(f'[model]\nname = "{escaped}"\n', encoding="utf-8")
-    app = EditorApp(config)
-    async with app.run_test(size=(100, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
-        assert app.screen.document is not None  # type: ignore[attr-defined]
-        await assert_nothing_raw(pilot, app.screen.query_one("#field-model--name Input"), "aGVsbG8=evil31m")
+    async with editing(hostile_config(tmp_path / "config.toml")) as (pilot, screen):
+        assert screen.document is not None
+        await assert_nothing_raw(pilot, screen.query_one("#field-model--name Input"), "aGVsbG8=evil31m")
 
 
 async def test_launch_tab_of_an_escaped_control_character(tmp_path: Path) -> None:
-    escaped = "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in HOSTILE)
-    config = tmp_path / "config.toml"
-    config.write_text(f'[model]\nname = "{escaped}"\n', encoding="utf-8")
-    app = EditorApp(config)
-    async with app.run_test(size=(100, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+    async with editing(hostile_config(tmp_path / "config.toml")) as (pilot, screen):
         await pilot.press("f5")  # the launch tab
-        await assert_nothing_raw(pilot, app.screen.query_one("#launch-text"), "evil")
+        await assert_nothing_raw(pilot, screen.query_one("#launch-text"), "evil")
