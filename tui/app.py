@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 from tui.board import Board, LogEntry
 from tui.messages import EndpointUpdated, LogLineReceived, ReadingReceived, ReplayFinished
 from tui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
+from tui.sanitize import safe_line
 from tui.settings import EndpointSettings, Settings
 from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.history import History, ReadingLike
@@ -268,7 +269,9 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
     def _report_bad_line(self, error: RecordingError) -> None:
         self._bad_replay_lines += 1
         if self._bad_replay_lines <= MAX_REPORTED_BAD_LINES:
-            self.notify(str(error), title="skipped a bad line", severity="warning", timeout=8)
+            self.notify(
+                safe_line(str(error)), title="skipped a bad line", severity="warning", timeout=8, markup=False
+            )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker failures are reported; the app keeps running."""
@@ -308,7 +311,8 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
         for alert in changes:
             if alert.active:
                 severity = "error" if alert.severity == "critical" else "warning"
-                self.notify(alert.message, title=alert.endpoint, severity=severity, timeout=6)
+                message, title = safe_line(alert.message), safe_line(alert.endpoint)
+                self.notify(message, title=title, severity=severity, timeout=6, markup=False)
 
     def _broadcast(self, message: EndpointUpdated) -> None:
         """Tell the screens; log lines only go to screens that show a log (most lines change nothing else)."""

@@ -14,10 +14,12 @@ import sys
 from textual.app import App
 from textual.worker import Worker, WorkerState
 
+from tui.sanitize import safe_text
+
 
 def report_worker_failure(app: App[object], worker: Worker[object]) -> None:
     name = worker.name or "background task"
-    app.notify(f"{name} failed: {worker.error}", severity="error", timeout=10)
+    app.notify(safe_text(f"{name} failed: {worker.error}"), severity="error", timeout=10, markup=False)
 
 
 class ReportsWorkerFailures:

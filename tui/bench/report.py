@@ -13,6 +13,7 @@ from typing import Any
 from tui.bench.equivalence import compare_outputs
 from tui.bench.results import ERROR_KINDS, ArmResult, BurstResult, RequestResult
 from tui.bench.stats import bootstrap_pooled_ratio_ci, pooled_rate, summarize
+from tui.sanitize import json_safe, safe_line
 
 DASH = "–"
 CSV_FIELDS = (
@@ -280,7 +281,7 @@ def render_text(summary: dict[str, Any]) -> str:
     equivalence = equivalence_line(summary)
     if equivalence:
         lines.append(equivalence)
-    return "\n".join(lines)
+    return "\n".join(safe_line(line) for line in lines)
 
 
 def _short(url: str, width: int = 15) -> str:
@@ -308,7 +309,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
                 f"- `{item['prompt_id']}` at char {item['char_position']}: "
                 f"A `{_md_code(item['a_snippet'])}` / B `{_md_code(item['b_snippet'])}`"
             )
-    return "\n".join(lines) + "\n"
+    return "\n".join(safe_line(line) for line in lines) + "\n"
 
 
 def _md_code(text: str) -> str:
@@ -323,8 +324,8 @@ def render_csv(result: BurstResult) -> str:
         for r in arm.requests:
             writer.writerow(
                 {
-                    "arm": r.arm, "name": arm.name, "index": r.index, "round": r.round,
-                    "prompt_id": r.prompt_id, "ok": r.ok, "error_kind": r.error_kind or "",
+                    "arm": r.arm, "name": safe_line(arm.name), "index": r.index, "round": r.round,
+                    "prompt_id": safe_line(r.prompt_id), "ok": r.ok, "error_kind": r.error_kind or "",
                     "http_status": r.http_status or "", "attempts": r.attempts,
                     "scheduled_s": r.scheduled_s, "sent_s": r.sent_s, "send_lag_s": r.send_lag_s,
                     "ttft_s": _blank(r.ttft_s), "e2e_s": _blank(r.e2e_s),
@@ -332,7 +333,7 @@ def render_csv(result: BurstResult) -> str:
                     "chunks": len(r.chunk_times_s), "tokens_per_chunk": _blank(r.tokens_per_chunk),
                     "tpot_s": _blank(r.tpot_s), "chunk_gap_s": _blank(r.chunk_gap_s),
                     "decode_tokens_per_s": _blank(r.decode_tokens_per_s),
-                    "finish_reason": r.finish_reason or "", "error": r.error or "",
+                    "finish_reason": safe_line(r.finish_reason or ""), "error": safe_line(r.error or ""),
                 }
             )  # fmt: skip
     return out.getvalue()
@@ -346,7 +347,7 @@ def render_json(result: BurstResult) -> str:
     """Every request's raw timings (and outputs) plus the summary."""
     payload = burst_summary(result)
     payload["burst"] = result.model_dump(mode="json")
-    return json.dumps(payload, ensure_ascii=False, indent=1, default=str)
+    return json_safe(json.dumps(payload, ensure_ascii=False, indent=1, default=str))
 
 
 def export_name(kind: str, when: datetime) -> str:

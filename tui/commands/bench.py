@@ -66,7 +66,9 @@ def register(subparsers: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"spectop bench: {message}", file=sys.stderr)
+    from tui.sanitize import safe_line
+
+    print(f"spectop bench: {safe_line(message)}", file=sys.stderr)
     return EXIT_BAD_ARGUMENTS
 
 
@@ -83,12 +85,13 @@ def _progress_printer() -> Any:
 
 def _list_history() -> int:
     from tui.bench.history import bursts_dir, list_bursts
+    from tui.sanitize import safe_line
 
     entries = list_bursts()
     if not entries:
         print(f"no bursts kept yet in {bursts_dir()}")
     for entry in entries:
-        print(f"{entry.path}  {entry.label}  n={entry.requests} T={entry.temperature:g}")
+        print(safe_line(f"{entry.path}  {entry.label}  n={entry.requests} T={entry.temperature:g}"))
     return EXIT_OK
 
 

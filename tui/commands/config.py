@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tui.sanitize import json_safe, safe_line, safe_text
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -47,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _error(message: str) -> int:
-    print(f"spectop config: {message}", file=sys.stderr)
+    print(f"spectop config: {safe_text(message)}", file=sys.stderr)
     return 1
 
 
@@ -89,16 +91,16 @@ def _show(args: argparse.Namespace, kind: Any) -> int:
 
     opened = _open(args, kind)
     doc = opened.document
-    print(f"{args.file}: {KIND_TITLES[opened.kind]} [{opened.kind}]")
+    print(safe_line(f"{args.file}: {KIND_TITLES[opened.kind]} [{opened.kind}]"))
     for spec in field_specs(opened.kind):
         value = _show_value(doc.get(spec.path)) if doc.has(spec.path) else "–"
         limits = f" {spec.range_text}" if spec.range_text else ""
-        print(f"  {spec.key:<40} {value:<24} {spec.help}{limits}")
+        print(safe_text(f"  {spec.key:<40} {value:<24} {spec.help}{limits}"))
     unknown = unknown_keys(opened.kind, doc.data)
     if unknown:
         print("unknown keys (kept as they are):")
         for path in unknown:
-            print(f"  {'.'.join(path):<40} {shown_value(path, _show_value(doc.get(path)))}")
+            print(safe_text(f"  {'.'.join(path):<40} {shown_value(path, _show_value(doc.get(path)))}"))
     return 0
 
 
@@ -109,7 +111,7 @@ def _get(args: argparse.Namespace, kind: Any) -> int:
 
     opened = _open(args, kind)
     path = parse_key_path(args.key)
-    print(shown_value(path, _show_value(get_value(opened.document, path))))
+    print(safe_text(shown_value(path, _show_value(get_value(opened.document, path)))))
     return 0
 
 
@@ -121,7 +123,7 @@ def _set(args: argparse.Namespace, kind: Any) -> int:
     opened = _open(args, kind)
     changed = set_raw_value(opened.document, parse_key_path(args.key), args.value, new_key=args.new_key)
     diff = unified_diff(opened.text, changed.text, str(args.file))
-    sys.stdout.write(diff or "no change\n")
+    sys.stdout.write(safe_text(diff) or "no change\n")
     if not args.dry_run and diff:
         try:
             result = save_text(args.file, changed.text, opened.kind, opened.stamp, allow_read_only=args.force)
@@ -138,14 +140,16 @@ def _lint(args: argparse.Namespace, kind: Any) -> int:
     opened = _open(args, kind)
     findings = lint_document(opened.document)
     if args.json:
-        print(json.dumps([finding.to_json() for finding in findings], indent=2, ensure_ascii=False))
+        print(
+            json_safe(json.dumps([finding.to_json() for finding in findings], indent=2, ensure_ascii=False))
+        )
     else:
         for finding in findings:
             where = f"{args.file}:{finding.line}" if finding.line else str(args.file)
-            print(f"{where}: {finding.severity} [{finding.id}] {finding.key}: {finding.message}")
-            print(f"    fix: {finding.fix}")
+            print(safe_line(f"{where}: {finding.severity} [{finding.id}] {finding.key}: {finding.message}"))
+            print(safe_line(f"    fix: {finding.fix}"))
         if not findings:
-            print(f"{args.file}: no findings")
+            print(safe_line(f"{args.file}: no findings"))
     return 1 if has_errors(findings) else 0
 
 
@@ -153,7 +157,7 @@ def _launch(args: argparse.Namespace, kind: Any) -> int:
     from tui.configs.launch import render_launch
 
     opened = _open(args, kind)
-    print(render_launch(opened.kind, opened.document.data, args.format).rstrip("\n"))
+    print(safe_text(render_launch(opened.kind, opened.document.data, args.format).rstrip("\n")))
     return 0
 
 

@@ -251,6 +251,8 @@ def _count(value: float | None) -> str:
 
 
 def _table(result: _Result) -> list[str]:
+    from tui.sanitize import safe_line
+
     header = " · ".join(
         part
         for part in (
@@ -262,9 +264,10 @@ def _table(result: _Result) -> list[str]:
         )
         if part
     )
+    header = safe_line(header)
     lines = [header if len(header) <= WIDTH else header[: WIDTH - 1] + "…"]
     if not result.up or result.error:
-        lines.append(f"  error: {result.error or 'unknown'}"[:WIDTH])
+        lines.append(safe_line(f"  error: {result.error or 'unknown'}")[:WIDTH])
     if not result.up:
         return lines
     f = result.figures
@@ -302,6 +305,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
+    from tui.sanitize import json_safe
     from tui.settings import endpoint_from_url
     from tui.validators import friendly_message, scheme_was_added
 
@@ -337,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
     results = asyncio.run(_measure(endpoints, list(args.urls), args.window, args.timeout))
     if args.json:
         for result in results:
-            print(json.dumps(result.as_json(), ensure_ascii=False))
+            print(json_safe(json.dumps(result.as_json(), ensure_ascii=False)))
     else:
         blocks = ["\n".join(_table(result)) for result in results]
         print("\n\n".join(blocks))

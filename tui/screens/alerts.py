@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
@@ -11,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 
 from tui.messages import EndpointUpdated
+from tui.sanitize import safe_line
 from tui.widgets.format import fmt_clock
 
 if TYPE_CHECKING:
@@ -64,10 +66,10 @@ class AlertsScreen(Screen[None]):
                 cleared = Content(fmt_clock(alert.cleared_at))
             table.add_row(
                 Content.styled(level, style if alert.active else "$text-muted"),
-                alert.endpoint,
+                Text(safe_line(alert.endpoint)),  # Text: no markup, measured for the column width
                 fmt_clock(alert.started_at),
                 cleared,
-                alert.message,
+                Text(safe_line(alert.message)),
             )
         if not alerts:
             table.add_row("", "", "", "", "no alerts so far")

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker
@@ -42,6 +44,7 @@ from tui.bench.report import (
 from tui.bench.results import BurstResult
 from tui.bench.schedule import LoadShape
 from tui.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
+from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
 from tui.worker_errors import ReportsWorkerFailures
 
@@ -89,7 +92,7 @@ def arm_line(label: str, arm: Any) -> str:
     ttft = DASH if arm.ttft_p50_s is None else f"{arm.ttft_p50_s * 1000:.0f} ms"
     rate = DASH if arm.decode_tokens_per_s_mean is None else f"{arm.decode_tokens_per_s_mean:.1f}"
     counts = f"{arm.done:>4}/{arm.total:<4} err {arm.errors:<3} retry {arm.retries:<3}"
-    return f"{label} {arm.name[:10]:10} {counts} TTFT p50 {ttft:>7} decode {rate:>7} tok/s"
+    return f"{label} {safe_line(arm.name)[:10]:10} {counts} TTFT p50 {ttft:>7} decode {rate:>7} tok/s"
 
 
 class BurstHistoryTable(DataTable[str]):
@@ -156,20 +159,22 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     # --- layout ---------------------------------------------------------------------------------------
 
     def _endpoint_options(self) -> list[tuple[str, str]]:
-        return [(f"{e.name}  {e.url.split('://', 1)[-1]}", f"ep:{e.name}") for e in self.endpoints]
+        return [(safe_line(f"{e.name}  {e.url.split('://', 1)[-1]}"), f"ep:{e.name}") for e in self.endpoints]
 
     def _past_options(self) -> list[tuple[str, str]]:
         options = []
         for entry in self.history[:30]:
             for label, name in zip("ab", entry.arm_names, strict=False):
-                text = f"◷ {entry.started_at:%m-%d %H:%M} {entry.prompt_set} {label.upper()}:{name}"
+                text = safe_line(
+                    f"◷ {entry.started_at:%m-%d %H:%M} {entry.prompt_set} {label.upper()}:{name}"
+                )
                 options.append((text, f"burst:{entry.path}#{label}"))
         return options
 
     def _prompt_options(self) -> list[tuple[str, str]]:
         names = [(name, name) for name in builtin_set_names()]
         files = sorted(Path.cwd().glob("*.jsonl"))[:MAX_USER_PROMPT_FILES]
-        return names + [(path.name, str(path)) for path in files]
+        return names + [(safe_line(path.name), str(path)) for path in files]
 
     def _default(self, wanted: str | None, index: int) -> str | None:
         names = [e.name for e in self.endpoints]
@@ -246,7 +251,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
 
     def set_status(self, text: str, *, error: bool = False) -> None:
         status = self.query_one("#status", Static)
-        status.update(text)
+        status.update(Content(safe_line(text)))
         status.set_class(error, "error")
 
     def clear_results(self) -> None:
@@ -442,7 +447,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             f"{phases[progress.phase]} · {progress.done}/{progress.total} · {progress.elapsed_s:.1f} s"
         )
         lines = [arm_line(self._live_labels.get(arm.label, arm.label).upper(), arm) for arm in progress.arms]
-        self.query_one("#live", Static).update("\n".join(lines))
+        self.query_one("#live", Static).update(Content(safe_text("\n".join(lines))))
 
     @on(BurstFinished)
     def _finished(self, message: BurstFinished) -> None:
@@ -460,7 +465,9 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         if equivalence:
             lines.append(equivalence)
         lines += note_lines(message.summary)
-        self.query_one("#verdict", Static).update("\n".join(lines) or "one arm: no comparison")
+        self.query_one("#verdict", Static).update(
+            Content(safe_text("\n".join(lines) or "one arm: no comparison"))
+        )
         self.query_one("#phase", Static).update("done")
         self.query_one("#switcher", ContentSwitcher).current = "results"
         table.focus()  # so j / c / m export instead of typing into a field
@@ -483,8 +490,8 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         for entry in self.history:
             table.add_row(
                 f"{entry.started_at:%Y-%m-%d %H:%M:%S}",
-                entry.prompt_set[:16],
-                " vs ".join(name[:14] for name in entry.arm_names),
+                Text(safe_line(entry.prompt_set)[:16]),  # Text: no markup, measured for the width
+                Text(" vs ".join(safe_line(name)[:14] for name in entry.arm_names)),
                 str(entry.requests),
                 f"{entry.temperature:g}",
                 key=str(entry.path),

@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
 from tui.messages import EndpointUpdated
+from tui.sanitize import safe_line
 from tui.widgets.chart import Chart
 from tui.widgets.figure_table import FigureTable
 from tui.widgets.format import fmt_number, fmt_ratio, fmt_seconds
@@ -79,7 +80,7 @@ class DetailScreen(Screen[None]):
         log = self.query_one(LogPane)
         endpoint = self.spectop.endpoint(self.endpoint)
         if endpoint is not None and endpoint.log_file is not None:
-            log.border_title = f"log {endpoint.log_file}"
+            log.border_title = safe_line(f"log {endpoint.log_file}")
         elif self.spectop.replay_path is not None:
             log.border_title = "log events from the recording"
         else:

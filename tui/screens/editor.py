@@ -42,8 +42,10 @@ from tui.configs.lint import Finding, lint_document
 from tui.configs.restart import HEALTH_TIMEOUT_S
 from tui.configs.schemas import field_spec, field_specs, shown_value, typed_value, unknown_keys
 from tui.messages import ConfigFieldEdited
+from tui.sanitize import safe_text
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
+from tui.widgets.safe_editing import SafeTextArea
 from tui.worker_errors import ReportsWorkerFailures
 
 _SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i"}
@@ -142,7 +144,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
             with TabPane("Form", id="form"):
                 yield VerticalScroll(id="form-fields")
             with TabPane("Raw", id="raw-pane"):
-                yield TextArea.code_editor("", id="raw", soft_wrap=False)
+                yield SafeTextArea.code_editor("", id="raw", soft_wrap=False)
             with TabPane("Lint", id="lint"):
                 yield OptionList(id="lint-list")
             with TabPane("Launch", id="launch"):
@@ -304,7 +306,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
             launch = render_launch(self.document.kind, self.document.data, self.launch_format)
         except ConfigError as error:
             launch = f"(no launch command: {error})"
-        self.query_one("#launch-text", Static).update(launch)
+        self.query_one("#launch-text", Static).update(safe_text(launch))
 
     def current_text(self) -> str:
         if self.document is not None:

@@ -7,6 +7,7 @@ from typing import Literal
 
 from textual.content import Content
 
+from tui.sanitize import safe_line
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.history import EndpointHistory, ReadingLike
@@ -95,7 +96,7 @@ class CardData:
         reading = self.reading
         backend = (reading.backend if reading is not None else None) or self.backend or "?"
         model = (reading.model if reading is not None else None) or self.model
-        return " · ".join(part for part in (self.name, backend, model) if part)
+        return safe_line(" · ".join(part for part in (self.name, backend, model) if part))
 
     def status_content(self) -> Content:
         status = self.status
@@ -151,10 +152,10 @@ def badge_line(data: CardData, width: int) -> Content:
     caveat = data.caveat()
     if reading is not None and reading.error:
         # Why it is down (or its page inconsistent) says more than "endpoint down".
-        parts.append((reading.error, "$error"))
+        parts.append((safe_line(reading.error), "$error"))
     elif data.alerts:
         worst = min(data.alerts, key=lambda alert: alert.severity != "critical")
-        parts.append((worst.message, "$text-muted"))
+        parts.append((safe_line(worst.message), "$text-muted"))
     elif caveat is not None:
         parts.append((caveat, "$warning"))
     return Content.assemble(*parts).truncate(width, ellipsis=True)

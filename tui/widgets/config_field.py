@@ -13,6 +13,7 @@ from textual.widgets import Input, Label, Select, Static, Switch
 
 from tui.configs.schemas import FieldSpec
 from tui.messages import ConfigFieldEdited
+from tui.widgets.safe_editing import SafeInput
 
 MISSING = object()
 
@@ -65,7 +66,7 @@ class ConfigFieldRow(Widget):
                 )  # fmt: skip
             else:
                 placeholder = "(not set)" + (f"  {spec.range_text}" if spec.range_text else "")
-                yield Input(value_text(self._value), placeholder=placeholder, compact=True, id="value")
+                yield SafeInput(value_text(self._value), placeholder=placeholder, compact=True, id="value")
         yield Static(self._help_text(), classes="field-help", markup=False)
 
     def _help_text(self) -> str:

@@ -8,6 +8,8 @@ from typing import Protocol
 from rich.text import Text
 from textual.widgets import RichLog
 
+from tui.sanitize import safe_line
+
 PANE_MAX_LINES = 2000
 
 
@@ -41,7 +43,9 @@ class LogPane(RichLog):
 
     def add(self, entry: LogLine) -> None:
         if self.matches(entry):
-            self.write(Text(entry.line, style=self._styles().get(entry.kind, "")), scroll_end=self.follow)
+            self.write(
+                Text(safe_line(entry.line), style=self._styles().get(entry.kind, "")), scroll_end=self.follow
+            )
 
     def show(self, entries: Iterable[LogLine]) -> None:
         """Redraw from the app's buffer (after a filter change or on opening)."""
@@ -49,7 +53,7 @@ class LogPane(RichLog):
         styles = self._styles()
         for entry in entries:
             if self.matches(entry):
-                self.write(Text(entry.line, style=styles.get(entry.kind, "")), scroll_end=False)
+                self.write(Text(safe_line(entry.line), style=styles.get(entry.kind, "")), scroll_end=False)
         if self.follow:
             self.scroll_end(animate=False)
 

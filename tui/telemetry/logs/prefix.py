@@ -1,6 +1,6 @@
 """Cleaning a raw log line and splitting off the logger prefix of each backend.
 
-Cleaning: ANSI colour codes are removed (vLLM colours the level, time and
+Cleaning: ANSI colour codes (any complete escape sequence) are removed (vLLM colours the level, time and
 process prefix on a TTY) and carriage returns are resolved: vLLM ends every
 continuation line of a multi-line message in `\\r`, and progress bars redraw
 with `\\r` inside one physical line, so the last non-empty segment wins.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
+from tui.sanitize import strip_escapes
 
 # The process part: `(APIServer pid=1)`, `(EngineCore_DP0 pid=7)`, older `(VllmWorker rank=0 pid=9)`,
 # Ray `(RayWorkerWrapper pid=9, ip=10.0.0.1)`.
@@ -44,7 +44,7 @@ def clean_line(raw: str) -> str:
     """The printable text of one physical line: no ANSI codes, no line ending, no `\\r` redraws."""
     line = raw
     if "\x1b" in line:
-        line = ANSI_ESCAPE.sub("", line)
+        line = strip_escapes(line)  # every complete escape sequence (OSC too), not only colours
     if "\n" in line:
         line = line.replace("\r\n", "\n").rstrip("\n")
         if "\n" in line:  # several physical lines given at once: keep the last one

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.sanitize import json_safe, safe_line
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 
 UNKNOWN = "–"
@@ -30,9 +31,9 @@ def event_json(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> str:
     exclude = None if isinstance(event, ErrorEvent) else _NO_LINE
     text = event.model_dump_json(exclude_none=True, exclude=exclude)
     if event.time is not None:
-        return text
+        return json_safe(text)
     head = f'{{"kind":"{event.kind}"'  # `kind` is every event's first field; `time` goes right after it
-    return head + ',"time":null' + text[len(head) :]
+    return json_safe(head + ',"time":null' + text[len(head) :])
 
 
 def event_text(event: StatsEvent | SpecDecodeEvent | ErrorEvent, width: int = LINE_WIDTH) -> str:
@@ -44,7 +45,7 @@ def event_text(event: StatsEvent | SpecDecodeEvent | ErrorEvent, width: int = LI
         body = _spec_text(event)
     else:
         body = f"ERROR {event.category}: {event.message.splitlines()[0] if event.message else ''}"
-    return _fit(f"{time:<14} {body}", width)
+    return _fit(safe_line(f"{time:<14} {body}"), width)
 
 
 def _stats_text(event: StatsEvent) -> str:
