@@ -20,6 +20,8 @@ def normalize_http_url(value: str) -> str:
     text = value.strip()
     if not text:
         raise ValueError("expected an http:// or https:// URL, got an empty value")
+    if any(character.isspace() or not character.isprintable() for character in text):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r} (spaces or control characters)")
     if not _SCHEME.match(text):
         text = f"http://{text}"
     scheme = text.split("://", 1)[0].lower()
