@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.sim.conftest import samples, value
+from tests.sim.conftest import samples, spawn_sim, value
 
 REQUESTS = 8
 # The sim's figure and the client's differ by the HTTP and SSE overhead on loopback (well under a
@@ -27,22 +24,6 @@ TTFT_SUM = {
     "vllm": "vllm:time_to_first_token_seconds_sum",
     "sglang": "sglang:time_to_first_token_seconds_sum",
 }
-
-
-def _spawn_sim(flavor: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tui", "sim", "--port", "0", "--flavor", flavor],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline().strip()
-    if not line.startswith("spectop sim: "):
-        process.kill()
-        pytest.fail(f"no ready line: {line!r}")
-    return process, line.rsplit(" ", 1)[1]
 
 
 async def _client_ttft(client: httpx.AsyncClient) -> float:
@@ -70,7 +51,7 @@ async def _sim_ttft_sum(client: httpx.AsyncClient, flavor: str) -> tuple[float, 
 
 @pytest.mark.parametrize("flavor", ["vllm", "sglang"])
 async def test_kept_alive_client_ttft_matches_the_sims_own(flavor: str) -> None:
-    process, url = _spawn_sim(flavor)
+    process, url = spawn_sim("--flavor", flavor)
     try:
         async with httpx.AsyncClient(base_url=url, timeout=10.0) as client:
             await _client_ttft(client)  # warm-up: imports, first connection
