@@ -12,7 +12,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "logs",
         help="parse a vLLM / SGLang / llama.cpp log into stats, spec_decode and error events",
         description="Parse a server log (the whole file, or follow it like `tail -F`) into events: "
-        "stats, spec_decode and error. One readable line per event, or JSON lines with --json.",
+        "stats, spec_decode and error. One readable line per event, or JSON lines with --json. Events with "
+        "impossible figures (a garbled line) are dropped; their count goes to stderr at the end.",
     )
     parser.add_argument("file", metavar="FILE", help="the server's log file")
     parser.add_argument(
@@ -65,19 +66,29 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
     render = event_json if args.json else event_text
     parser = LogParser(None if args.backend == "auto" else args.backend)
     out = sys.stdout
-    if not args.follow:
-        async for line in LogTailer(path).read_all():
-            for event in parser.feed(line):
+    try:
+        if not args.follow:
+            async for line in LogTailer(path).read_all():
+                for event in parser.feed(line):
+                    out.write(render(event) + "\n")
+            for event in parser.flush():
                 out.write(render(event) + "\n")
-        for event in parser.flush():
-            out.write(render(event) + "\n")
-        out.flush()
-        return
-
-    # A log that does not exist yet is read from its first line once it appears.
-    from_start = args.from_start or not os.path.exists(path)
-    async for _, events in follow_events(path, parser, from_start=from_start):
-        for event in events:
-            out.write(render(event) + "\n")
-        if events:
             out.flush()
+            return
+
+        # A log that does not exist yet is read from its first line once it appears.
+        from_start = args.from_start or not os.path.exists(path)
+        async for _, events in follow_events(path, parser, from_start=from_start):
+            for event in events:
+                out.write(render(event) + "\n")
+            if events:
+                out.flush()
+    finally:
+        _report_unread(parser.unread)
+
+
+def _report_unread(unread: int) -> None:
+    """Events dropped for an impossible figure (garbled lines) are never printed; say how many on stderr."""
+    if unread:
+        noun = "event" if unread == 1 else "events"
+        print(f"spectop logs: {unread} {noun} unread (impossible figures in garbled lines)", file=sys.stderr)
