@@ -23,7 +23,15 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from tui.board import Board, LogEntry
-from tui.messages import EndpointUpdated, LogLineReceived, ReadingReceived, ReplayFinished
+from tui.messages import (
+    EndpointUpdated,
+    HealthChecked,
+    LogLineReceived,
+    ReadingReceived,
+    ReplayFinished,
+    RestartExited,
+    RestartStarted,
+)
 from tui.settings import EndpointSettings, Settings
 from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.history import History, ReadingLike
@@ -82,6 +90,7 @@ class SpectopApp(App[int]):
         self.replay_path = Path(replay_path) if replay_path else None
         self.replay_clock = ReplayClock(replay_speed) if self.replay_path else None
         self._wall_clock = clock
+        self._restarting: str | None = None  # the endpoint of a planned restart under way
         self._theme_folders = theme_folders
         self._remember_theme_choice = remember_theme_choice
         self.paused = False
@@ -291,6 +300,33 @@ class SpectopApp(App[int]):
             self._broadcast(EndpointUpdated(endpoint.name))
         self.notify("end of recording", timeout=4)
 
+    # A planned restart (save & restart in the config editor): "restarting", and "down" only if it fails.
+    def on_restart_started(self, message: RestartStarted) -> None:
+        self._restarting = next(
+            (e.name for e in self.endpoints if message.health_url == f"{e.url}/health"), None
+        )
+        if self._restarting is not None:
+            self.alerts.begin_restart(self._restarting, self._wall_clock())
+            self._broadcast(EndpointUpdated(self._restarting))
+
+    def on_restart_exited(self, message: RestartExited) -> None:
+        if message.returncode is None:
+            self._end_restart(False, f"could not run the command: {message.detail}")
+        elif message.returncode != 0:
+            self._end_restart(False, f"the command exited with {message.returncode}")
+
+    def on_health_checked(self, message: HealthChecked) -> None:
+        if message.back:
+            self._end_restart(True, "")
+        elif message.elapsed_s < 0:
+            self._end_restart(False, f"/health did not answer: {message.detail}")
+
+    def _end_restart(self, ok: bool, detail: str) -> None:
+        name, self._restarting = self._restarting, None
+        if name is not None:
+            self._announce(self.board.end_restart(name, self._wall_clock(), ok, detail))
+            self._broadcast(EndpointUpdated(name))
+
     def _announce(self, changes: list[Alert]) -> None:
         if changes:
             self._update_subtitle()
@@ -332,6 +368,7 @@ class SpectopApp(App[int]):
             stale_after_s=max(10.0, 3 * self.settings.poll_interval_s),
             threshold=self.alerts.threshold(name),
             critical=self.alerts.rules.acceptance_critical,
+            restarting=self.alerts.restarting(name),
         )
 
     def log_entries(self, name: str) -> list[LogEntry]:

@@ -22,11 +22,12 @@ from tui.widgets.format import (
     sparkline,
 )
 
-Status = Literal["waiting", "up", "down", "stale"]
+Status = Literal["waiting", "up", "down", "restarting", "stale"]
 STATUS_STYLE: dict[Status, str] = {
     "waiting": "$text-muted",
     "up": "$success",
     "down": "$error bold",
+    "restarting": "$warning",
     "stale": "$warning",
 }
 SEVERITY_BADGE = {"critical": ("CRIT", "$error bold reverse"), "warning": ("WARN", "$warning bold reverse")}
@@ -52,6 +53,7 @@ class CardData:
     stale_after_s: float = 10.0
     threshold: float = 0.6
     critical: float = 0.3
+    restarting: bool = False  # a planned restart (save & restart) is under way
 
     @property
     def figures(self) -> Figures:
@@ -64,7 +66,7 @@ class CardData:
         if self.reading is None:
             return "waiting"
         if not self.reading.up:
-            return "down"
+            return "restarting" if self.restarting else "down"
         if self.age is not None and self.age > self.stale_after_s:
             return "stale"
         return "up"
@@ -83,7 +85,7 @@ class CardData:
             reading.time if reading is not None else None,
             self.status,
             fmt_age(self.age),
-            tuple((alert.kind, alert.started_at) for alert in self.alerts),
+            tuple((alert.kind, alert.severity, alert.message, alert.started_at) for alert in self.alerts),
             self.threshold,
             len(self.history) if self.history is not None else 0,
         )
