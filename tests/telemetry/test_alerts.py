@@ -56,10 +56,12 @@ def test_warning_escalates_to_critical_in_place() -> None:
         engine.observe_reading("a", time, True, 0.5)
     (warning,) = engine.active("a")
     engine.observe_reading("a", 12.0, True, 0.2)
-    assert engine.active("a") == [warning] and warning.severity == "warning"  # not sustained yet
-    escalated = engine.observe_reading("a", 22.0, True, 0.2)
-    assert escalated == [warning] and warning.severity == "critical" and warning.kind == "acceptance_critical"
-    assert len(engine.active("a")) == 1
+    assert [alert.severity for alert in engine.active("a")] == ["warning"]  # not sustained yet
+    (escalated,) = engine.observe_reading("a", 22.0, True, 0.2)
+    assert (escalated.severity, escalated.kind) == ("critical", "acceptance_critical")
+    assert escalated.started_at == warning.started_at  # the same condition, escalated in place
+    assert warning.severity == "warning"  # what a card was given earlier does not change under it
+    assert engine.active("a") == [escalated]
 
 
 def test_the_text_follows_the_current_figure() -> None:
@@ -70,6 +72,7 @@ def test_the_text_follows_the_current_figure() -> None:
     assert alert.message.startswith("acceptance 0.54 below 0.60")
     version = engine.version
     assert engine.observe_reading("a", 12.0, True, 0.41) == []  # no new alert, no toast
+    (alert,) = engine.active("a")
     assert alert.message.startswith("acceptance 0.41 below 0.60")
     assert engine.version > version  # an alert screen knows to redraw
 

@@ -22,7 +22,7 @@ Every alert keeps its start time and, once over, its clear time. Times are Unix 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tui.telemetry.events import ErrorEvent
@@ -106,8 +106,10 @@ class AlertEngine:
         return self._state(endpoint).threshold
 
     def active(self, endpoint: str | None = None) -> list[Alert]:
+        """Copies of the active alerts, oldest first: an active alert's text and severity follow its
+        figure, and a card must not see that change before it is told to redraw."""
         states = [self._state(endpoint)] if endpoint is not None else list(self._endpoints.values())
-        alerts = [alert for state in states for alert in state.active.values()]
+        alerts = [replace(alert) for state in states for alert in state.active.values()]
         return sorted(alerts, key=lambda alert: alert.started_at)
 
     def all_alerts(self) -> list[Alert]:

@@ -10,6 +10,7 @@ from textual.content import Content
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.history import EndpointHistory, ReadingLike
+from tui.widgets.chart import RANGE_COLUMNS, SECONDS_FLOOR, TOKENS_PER_S_FLOOR, spark, spark_with_range
 from tui.widgets.format import (
     UNKNOWN,
     fmt_age,
@@ -19,7 +20,6 @@ from tui.widgets.format import (
     fmt_ratio,
     fmt_seconds,
     position_bars,
-    sparkline,
 )
 
 Status = Literal["waiting", "up", "down", "restarting", "stale"]
@@ -140,13 +140,13 @@ def badge_line(data: CardData, width: int) -> Content:
 def compact_lines(data: CardData, width: int) -> list[Content]:
     """Three lines for an 80-column terminal."""
     figures = data.figures
-    spark = max(4, min(24, width - 66))
+    columns = max(4, min(24, width - 66))
     acceptance = figures.acceptance_rate
     line1 = Content.assemble(
         _label("tok/s "),
         _value(fmt_number(figures.generation_tokens_per_s).rjust(6)),
         " ",
-        (sparkline(data.series("generation_tokens_per_s", spark), spark), "$primary"),
+        (spark(data.series("generation_tokens_per_s", columns), columns, TOKENS_PER_S_FLOOR)[0], "$primary"),
         _label("  TTFT "),
         _value(fmt_seconds(figures.ttft_p50_s)),
         _label("/"),
@@ -162,7 +162,7 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         _label("accept"),
         (fmt_ratio(acceptance).rjust(6), data.acceptance_style(acceptance) if acceptance is not None else ""),
         " ",
-        (sparkline(data.series("acceptance_rate", spark), spark, low=0.0, high=1.0), "$accent"),
+        (spark(data.series("acceptance_rate", columns), columns, low=0.0, high=1.0)[0], "$accent"),
         _label("  len "),
         _value(fmt_ratio(figures.mean_acceptance_length)),
         _label("  pos "),
@@ -176,26 +176,36 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
 def roomy_lines(data: CardData, width: int) -> list[Content]:
     """Six lines with full-width sparklines, for large terminals."""
     figures = data.figures
-    spark = max(8, width - 22)
+    columns = max(8, width - 22 - RANGE_COLUMNS)
     acceptance = figures.acceptance_rate
     lines = [
         Content.assemble(
             _label("gen tok/s   "),
             _value(fmt_number(figures.generation_tokens_per_s).rjust(8)),
             "  ",
-            (sparkline(data.series("generation_tokens_per_s", spark), spark), "$primary"),
+            *spark_with_range(
+                data.series("generation_tokens_per_s", columns),
+                columns,
+                fmt_number,
+                "$primary",
+                TOKENS_PER_S_FLOOR,
+            ),
         ),
         Content.assemble(
             _label("TTFT p50    "),
             _value(fmt_seconds(figures.ttft_p50_s).rjust(8)),
             "  ",
-            (sparkline(data.series("ttft_p50_s", spark), spark), "$secondary"),
+            *spark_with_range(
+                data.series("ttft_p50_s", columns), columns, fmt_seconds, "$secondary", SECONDS_FLOOR
+            ),
         ),
         Content.assemble(
             _label("acceptance  "),
             (fmt_ratio(acceptance).rjust(8), data.acceptance_style(acceptance)),
             "  ",
-            (sparkline(data.series("acceptance_rate", spark), spark, low=0.0, high=1.0), "$accent"),
+            *spark_with_range(
+                data.series("acceptance_rate", columns), columns, fmt_ratio, "$accent", low=0.0, high=1.0
+            ),
         ),
         Content.assemble(
             _label("TTFT p95 "),
