@@ -87,6 +87,7 @@ def error_event(line: str, backend: str | None) -> ErrorEvent | None:
     return build(
         ErrorEvent,
         time=prefix.time,
+        uptime=prefix.uptime,
         backend=prefix.backend or backend,
         category=category,
         message=prefix.message.strip()[:MAX_MESSAGE_CHARS],

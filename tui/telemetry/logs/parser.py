@@ -131,6 +131,7 @@ class LogParser:
             build(
                 ErrorEvent,
                 time=prefix.time or group.time,
+                uptime=prefix.uptime,
                 backend=prefix.backend or group.backend,
                 category=category,
                 message=exception,
@@ -143,6 +144,7 @@ class LogParser:
         return build(
             ErrorEvent,
             time=prefix.time,
+            uptime=prefix.uptime,
             backend=prefix.backend or self.backend,
             category=category,
             message=prefix.message.strip()[:MAX_MESSAGE_CHARS],
