@@ -112,10 +112,34 @@ def test_a_planned_restart_is_restarting_not_down() -> None:
     assert engine.observe_reading("a", 2.0, False, None) == []
     assert engine.observe_reading("a", 4.0, False, None) == []
     assert engine.active("a") == []
-    assert engine.end_restart("a", 5.0, ok=True) == []
+    assert engine.end_restart("a", 5.0, ok=True) == []  # /health answers ...
+    engine.observe_reading("a", 6.0, True, 0.8)  # ... and the next scrape is good: over
     assert not engine.restarting("a")
-    engine.observe_reading("a", 6.0, True, 0.8)
     assert engine.active("a") == [] and list(engine.cleared) == []
+
+
+def test_health_answering_before_the_server_went_down_does_not_end_the_restart() -> None:
+    engine = AlertEngine(RULES)  # `kill -HUP` returns at once: /health may answer before the server stops
+    engine.observe_reading("a", 0.0, True, 0.8)
+    engine.begin_restart("a", 1.0)
+    engine.end_restart("a", 1.1, ok=True)
+    assert engine.restarting("a")
+    assert engine.observe_reading("a", 1.5, False, None) == []  # it goes down now: still the restart
+    assert engine.restarting("a")
+    engine.observe_reading("a", 3.0, True, 0.8)  # back after the down: the restart is over
+    assert not engine.restarting("a")
+    assert [alert.kind for alert in engine.observe_reading("a", 4.0, False, None)] == ["down"]
+
+
+def test_a_restart_that_never_went_down_ends_after_the_settle_time() -> None:
+    engine = AlertEngine(AlertRules(sustained_s=10.0, restart_settle_s=5.0))
+    engine.begin_restart("a", 0.0)
+    engine.observe_reading("a", 0.5, True, 0.8)
+    engine.end_restart("a", 1.0, ok=True)
+    engine.observe_reading("a", 3.0, True, 0.8)
+    assert engine.restarting("a")
+    engine.observe_reading("a", 6.0, True, 0.8)
+    assert not engine.restarting("a")
 
 
 def test_a_failed_restart_raises_down() -> None:

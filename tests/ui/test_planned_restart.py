@@ -67,8 +67,9 @@ async def test_a_planned_restart_shows_restarting_and_raises_no_down_alert(
     sim_process: tuple[int, str, Path],
 ) -> None:
     pid, url, config = sim_process
-    # SIGHUP: the sim stops, stays down for a second, and comes back; the command returns once it is down.
-    app = _app(url, config, _signal_command(pid, "SIGHUP", sleep_s=0.3, exit_code=0))
+    # SIGHUP, as `spectop demo` restarts: the sim stops, stays down for a second and comes back; the command
+    # returns at once, so /health may answer before the sim even went down.
+    app = _app(url, config, _signal_command(pid, "SIGHUP", sleep_s=0.0, exit_code=0))
     seen: set[str] = set()
     async with app.run_test(size=(100, 30)) as pilot:
         dashboard = app.screen

@@ -11,7 +11,10 @@ Rules (per endpoint):
 - endpoint down (a failed scrape) → critical, clears on the next good scrape. During a planned restart
   (`begin_restart` … `end_restart`, the config editor's save & restart) a failed scrape is not an alert:
   the endpoint is "restarting"; it becomes "endpoint down" only if the restart fails (the command
-  fails, or /health never answers) or the restart outlasts `restart_grace_s`.
+  fails, or /health never answers) or the restart outlasts `restart_grace_s`. A /health that answers
+  before the server even went down (`kill -HUP` returns at once) does not end the restart early: it
+  ends at the first good scrape after the endpoint was seen down, or `restart_settle_s` after /health
+  answered with the endpoint up all along.
 - OOM or engine error in the log → critical; a traceback → warning. A log alert clears when the
   endpoint is seen up again after being down (a restart), or after `log_hold_s` without a new one.
 
@@ -67,6 +70,7 @@ class AlertRules:
     sustained_s: float = 30.0
     log_hold_s: float = 300.0
     restart_grace_s: float = 600.0  # a restart never reported as over is "down" after this long
+    restart_settle_s: float = 10.0  # after /health answered: how long a not-yet-seen down may still come
 
 
 @dataclass
@@ -78,6 +82,8 @@ class _EndpointState:
     last_log_error: float | None = None
     active: dict[AlertKind, Alert] = field(default_factory=dict)
     restart_began: float | None = None  # a planned restart is under way
+    restart_back_at: float | None = None  # when its /health answered again
+    restart_saw_down: bool = False
     last_up: bool | None = None
     k: int | None = None  # draft tokens per step (per-position count), when known
     mean_length: float | None = None
@@ -125,21 +131,30 @@ class AlertEngine:
     def begin_restart(self, endpoint: str, time: float) -> None:
         """A planned restart starts (save & restart): failed scrapes until `end_restart` raise nothing."""
         state = self._state(endpoint)
-        state.restart_began = time
+        state.restart_began, state.restart_back_at, state.restart_saw_down = time, None, False
         self.version += 1
 
     def end_restart(self, endpoint: str, time: float, ok: bool, detail: str = "") -> list[Alert]:
-        """The restart is over: `ok` once /health answered again. A failed restart of an endpoint that is
-        down raises "endpoint down" at once (with `detail`, e.g. "/health never answered")."""
+        """The restart command and health wait are over: `ok` once /health answered again. A failed
+        restart of an endpoint that is down raises "endpoint down" at once (with `detail`)."""
         state = self._state(endpoint)
         if state.restart_began is None:
             return []
-        state.restart_began = None
-        self.version += 1
-        if ok or state.last_up is not False:
+        if ok:
+            state.restart_back_at = time
+            if state.restart_saw_down and state.last_up:
+                self._restart_over(state)
+            return []
+        self._restart_over(state)
+        if state.last_up is not False:
             return []
         message = f"endpoint down: restart failed ({detail})" if detail else "endpoint down: restart failed"
         return self._raise(state, endpoint, "down", "critical", message[:200], time)
+
+    def _restart_over(self, state: _EndpointState) -> None:
+        state.restart_began = state.restart_back_at = None
+        state.restart_saw_down = False
+        self.version += 1
 
     # ---- observations -----------------------------------------------------------------------------
     def observe_reading(
@@ -164,9 +179,14 @@ class AlertEngine:
             changed += self._clear(state, (ACCEPTANCE,), time)
             began = state.restart_began
             if began is not None and time - began < self.rules.restart_grace_s:
+                state.restart_saw_down = True
                 return changed  # planned: "restarting", not "down"
-            state.restart_began = None
+            if began is not None:
+                self._restart_over(state)
             return changed + self._raise(state, endpoint, "down", "critical", "endpoint down", time)
+        back = state.restart_back_at
+        if back is not None and (state.restart_saw_down or time - back >= self.rules.restart_settle_s):
+            self._restart_over(state)  # back after being seen down, or up all along since /health answered
         changed += self._clear(state, ("down",), time)
         if state.last_log_error is not None and (
             state.was_down or time - state.last_log_error >= self.rules.log_hold_s
