@@ -152,11 +152,18 @@ def test_a_failed_restart_raises_down() -> None:
     assert not engine.restarting("a")
 
 
-def test_a_failed_restart_of_an_endpoint_that_is_up_raises_nothing() -> None:
+def test_a_failed_restart_of_an_endpoint_that_is_up_raises_nothing_until_it_is_seen_down() -> None:
     engine = AlertEngine(RULES)
     engine.begin_restart("a", 1.0)
-    engine.observe_reading("a", 2.0, True, 0.8)  # the command failed before stopping anything
+    engine.observe_reading("a", 2.0, True, 0.8)  # no failed scrape yet
     assert engine.end_restart("a", 3.0, ok=False, detail="the command exited with 1") == []
+    (down,) = engine.observe_reading("a", 3.5, False, None)  # the next scrape finds it down: says why
+    assert down.kind == "down" and down.message == "endpoint down: restart failed (the command exited with 1)"
+    later = AlertEngine(RULES)
+    later.begin_restart("a", 1.0)
+    later.end_restart("a", 3.0, ok=False, detail="the command exited with 1")
+    later.observe_reading("a", 4.0, True, 0.8)  # it was up after all: the failure is old news
+    assert later.observe_reading("a", 500.0, False, None)[0].message == "endpoint down"
 
 
 def test_a_restart_never_reported_over_becomes_down_after_the_grace_time() -> None:

@@ -84,6 +84,7 @@ class _EndpointState:
     restart_began: float | None = None  # a planned restart is under way
     restart_back_at: float | None = None  # when its /health answered again
     restart_saw_down: bool = False
+    restart_failed: tuple[float, str] | None = None  # when and why the last restart failed
     last_up: bool | None = None
     k: int | None = None  # draft tokens per step (per-position count), when known
     mean_length: float | None = None
@@ -146,10 +147,17 @@ class AlertEngine:
                 self._restart_over(state)
             return []
         self._restart_over(state)
+        state.restart_failed = (time, detail)
         if state.last_up is not False:
-            return []
-        message = f"endpoint down: restart failed ({detail})" if detail else "endpoint down: restart failed"
-        return self._raise(state, endpoint, "down", "critical", message[:200], time)
+            return []  # the next failed scrape says why (see `_down_message`)
+        return self._raise(state, endpoint, "down", "critical", self._down_message(state, time), time)
+
+    def _down_message(self, state: _EndpointState, time: float) -> str:
+        failed = state.restart_failed
+        if failed is None or time - failed[0] > self.rules.restart_settle_s:
+            return "endpoint down"
+        message = "endpoint down: restart failed"
+        return f"{message} ({failed[1]})"[:200] if failed[1] else message
 
     def _restart_over(self, state: _EndpointState) -> None:
         state.restart_began = state.restart_back_at = None
@@ -183,7 +191,9 @@ class AlertEngine:
                 return changed  # planned: "restarting", not "down"
             if began is not None:
                 self._restart_over(state)
-            return changed + self._raise(state, endpoint, "down", "critical", "endpoint down", time)
+            message = self._down_message(state, time)
+            return changed + self._raise(state, endpoint, "down", "critical", message, time)
+        state.restart_failed = None
         back = state.restart_back_at
         if back is not None and (state.restart_saw_down or time - back >= self.rules.restart_settle_s):
             self._restart_over(state)  # back after being seen down, or up all along since /health answered
