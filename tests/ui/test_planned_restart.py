@@ -84,7 +84,10 @@ async def test_a_planned_restart_shows_restarting_and_raises_no_down_alert(
         assert "server is back" in str(dialog.query_one("#restart-status").render())
         assert "restarting" in seen  # the card said so while the sim was down
         await pilot.press("escape")
-        back = lambda: app.card_data("sim").status == "up" and not app.alerts.restarting("sim")  # noqa: E731
+
+        def back() -> bool:
+            return app.card_data("sim").status == "up" and not app.alerts.restarting("sim")
+
         await wait_for(pilot, back, timeout_s=20)
         down = [alert for alert in app.alerts.all_alerts() if alert.kind == "down"]
         assert down == []  # a planned restart is not an outage
