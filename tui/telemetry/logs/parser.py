@@ -61,8 +61,9 @@ class LogParser:
         line = prepare(raw)
         events: list[LogEvent] = []
         found = grammar_events(line)
-        if found and not all(plausible(event) for event in found):
-            return self._drop_implausible(found)
+        for event in found:
+            if not plausible(event):
+                return self._drop_implausible(found)
         if self._group is not None:
             if not found:
                 prefix = split_prefix(line)

@@ -10,52 +10,46 @@ from __future__ import annotations
 
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 
-_STATS_FRACTIONS = ("kv_cache_usage", "prefix_cache_hit_rate")
-_STATS_NON_NEGATIVE = (
-    "prompt_tokens_per_s",
+_SPEC_COUNTS = ("accepted_tokens_per_s", "drafted_tokens_per_s", "num_drafts")
+_STATS_COUNTS = (
     "generation_tokens_per_s",
+    "prompt_tokens_per_s",
     "running",
     "waiting",
     "new_tokens",
     "cached_tokens",
 )
-_SPEC_NON_NEGATIVE = (
-    "accepted_tokens",
-    "drafted_tokens",
-    "accepted_tokens_per_s",
-    "drafted_tokens_per_s",
-    "num_drafts",
-)
-
-
-def _fraction(value: float | None) -> bool:
-    return value is None or 0.0 <= value <= 1.0
 
 
 def plausible(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> bool:
     """False when the event holds a value no server prints (see the module doc)."""
-    values = event.__dict__  # plain attribute reads: this runs for every figure-carrying line
-    if isinstance(event, SpecDecodeEvent):
-        if not _fraction(values["acceptance_rate"]):
+    values = event.__dict__  # plain reads, no calls: this runs for every figure-carrying line
+    kind = values["kind"]
+    if kind == "spec_decode":
+        rate = values["acceptance_rate"]
+        if rate is not None and not 0.0 <= rate <= 1.0:
             return False
         mean = values["mean_acceptance_length"]
         if mean is not None and mean < 1.0:
             return False
         positions = values["per_position_acceptance"]
-        if positions and not all(0.0 <= rate <= 1.0 for rate in positions):
+        if positions and (min(positions) < 0.0 or max(positions) > 1.0):
             return False
-        for name in _SPEC_NON_NEGATIVE:
-            value = values[name]
-            if value is not None and value < 0:
-                return False
         accepted, drafted = values["accepted_tokens"], values["drafted_tokens"]
-        return accepted is None or drafted is None or accepted <= drafted
-    if isinstance(event, StatsEvent):
-        for name in _STATS_FRACTIONS:
-            if not _fraction(values[name]):
-                return False
-        for name in _STATS_NON_NEGATIVE:
-            value = values[name]
-            if value is not None and value < 0:
-                return False
+        if accepted is not None and (accepted < 0 or (drafted is not None and accepted > drafted)):
+            return False
+        if drafted is not None and drafted < 0:
+            return False
+        names = _SPEC_COUNTS
+    elif kind == "stats":
+        usage, hit = values["kv_cache_usage"], values["prefix_cache_hit_rate"]
+        if (usage is not None and not 0.0 <= usage <= 1.0) or (hit is not None and not 0.0 <= hit <= 1.0):
+            return False
+        names = _STATS_COUNTS
+    else:
+        return True
+    for name in names:  # never negative
+        value = values[name]
+        if value is not None and value < 0:
+            return False
     return True
