@@ -1,4 +1,4 @@
-"""A client's TTFT against an idle `spectop sim` matches the sim's own figure, on a kept-alive connection too.
+"""A client's TTFT against an idle `spectop sim` matches the sim's own figure, kept-alive or not.
 
 The regression: the listening socket was made without `IPPROTO_TCP`, so asyncio never set `TCP_NODELAY` on
 the accepted connections; after the response headers, Nagle held every SSE chunk until the client's delayed
@@ -49,14 +49,22 @@ async def _sim_ttft_sum(client: httpx.AsyncClient, flavor: str) -> tuple[float, 
     return value(page, name), value(page, name.replace("_sum", "_count"))
 
 
+async def _fresh_client_ttft(url: str) -> float:
+    async with httpx.AsyncClient(base_url=url, timeout=10.0) as client:
+        return await _client_ttft(client)
+
+
+@pytest.mark.parametrize("kept_alive", [True, False], ids=["kept-alive", "fresh-connection"])
 @pytest.mark.parametrize("flavor", ["vllm", "sglang"])
-async def test_kept_alive_client_ttft_matches_the_sims_own(flavor: str) -> None:
+async def test_client_ttft_matches_the_sims_own(flavor: str, kept_alive: bool) -> None:
     process, url = spawn_sim("--flavor", flavor)
     try:
         async with httpx.AsyncClient(base_url=url, timeout=10.0) as client:
             await _client_ttft(client)  # warm-up: imports, first connection
             sum_before, count_before = await _sim_ttft_sum(client, flavor)
-            client_ttfts = [await _client_ttft(client) for _ in range(REQUESTS)]  # concurrency 1
+            client_ttfts = []  # concurrency 1, one connection for all or a new one for each
+            for _ in range(REQUESTS):
+                client_ttfts.append(await (_client_ttft(client) if kept_alive else _fresh_client_ttft(url)))
             sum_after, count_after = await _sim_ttft_sum(client, flavor)
     finally:
         process.terminate()
