@@ -23,7 +23,15 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from tui.board import Board, LogEntry
-from tui.messages import EndpointUpdated, LogLineReceived, ReadingReceived, ReplayFinished
+from tui.messages import (
+    EndpointUpdated,
+    HealthChecked,
+    LogLineReceived,
+    ReadingReceived,
+    ReplayFinished,
+    RestartExited,
+    RestartStarted,
+)
 from tui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.sanitize import safe_line
 from tui.settings import EndpointSettings, Settings
@@ -88,6 +96,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
         self.replay_path = Path(replay_path) if replay_path else None
         self.replay_clock = ReplayClock(replay_speed) if self.replay_path else None
         self._wall_clock = clock
+        self._restarting: str | None = None  # the endpoint of a planned restart under way
         self._theme_folders = theme_folders
         self._remember_theme_choice = remember_theme_choice
         self.paused = False
@@ -303,6 +312,33 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
             self._broadcast(EndpointUpdated(endpoint.name))
         self.notify("end of recording", timeout=4)
 
+    # A planned restart (save & restart in the config editor): "restarting", and "down" only if it fails.
+    def on_restart_started(self, message: RestartStarted) -> None:
+        self._restarting = next(
+            (e.name for e in self.endpoints if message.health_url == f"{e.url}/health"), None
+        )
+        if self._restarting is not None:
+            self.alerts.begin_restart(self._restarting, self._wall_clock())
+            self._broadcast(EndpointUpdated(self._restarting))
+
+    def on_restart_exited(self, message: RestartExited) -> None:
+        if message.returncode is None:
+            self._end_restart(False, f"could not run the command: {message.detail}")
+        elif message.returncode != 0:
+            self._end_restart(False, f"the command exited with {message.returncode}")
+
+    def on_health_checked(self, message: HealthChecked) -> None:
+        if message.back:
+            self._end_restart(True, "")
+        elif message.elapsed_s < 0:
+            self._end_restart(False, f"/health did not answer: {message.detail}")
+
+    def _end_restart(self, ok: bool, detail: str) -> None:
+        name, self._restarting = self._restarting, None
+        if name is not None:
+            self._announce(self.board.end_restart(name, self._wall_clock(), ok, detail))
+            self._broadcast(EndpointUpdated(name))
+
     def _announce(self, changes: list[Alert]) -> None:
         if changes:
             self._update_subtitle()
@@ -346,6 +382,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
             threshold=self.alerts.threshold(name),
             critical=self.alerts.rules.acceptance_critical,
             window_s=self.settings.window_s,
+            restarting=self.alerts.restarting(name),
         )
 
     def log_entries(self, name: str) -> list[LogEntry]:

@@ -91,8 +91,13 @@ class Board:
         self.ensure_endpoint(reading.name)
         self.readings[reading.name] = reading
         self.history.add(reading)
-        acceptance = reading.figures.acceptance_rate if reading.up else None
-        return self._counted(self.alerts.observe_reading(reading.name, reading.time, reading.up, acceptance))
+        figures = reading.figures
+        acceptance = figures.acceptance_rate if reading.up else None
+        k = len(figures.per_position_acceptance) if figures.per_position_acceptance else None
+        changes = self.alerts.observe_reading(
+            reading.name, reading.time, reading.up, acceptance, figures.mean_acceptance_length, k
+        )
+        return self._counted(changes)
 
     def add_log_line(
         self, name: str, time: float, line: str, events: Iterable[object]
@@ -105,6 +110,10 @@ class Board:
         for event in events:
             changes += self.alerts.observe_log_event(name, time, event)
         return entry, self._counted(changes)
+
+    def end_restart(self, name: str, time: float, ok: bool, detail: str) -> list[Alert]:
+        """A planned restart is over; a failed one of an endpoint that is down raises "endpoint down"."""
+        return self._counted(self.alerts.end_restart(name, time, ok, detail))
 
     def set_threshold(self, name: str, threshold: float | None) -> None:
         self.alerts.set_threshold(name, threshold)

@@ -77,6 +77,14 @@ class RestartOutput(Message):
         self.line = line
 
 
+class RestartStarted(Message):
+    """A planned restart (the config editor's save & restart) begins; its server answers at `health_url`."""
+
+    def __init__(self, health_url: str | None) -> None:
+        super().__init__()
+        self.health_url = health_url
+
+
 class RestartExited(Message):
     """The restart command ended; `returncode` is None when it could not be started."""
 

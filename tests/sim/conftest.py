@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -46,6 +48,24 @@ max_num_seqs = {max_num_seqs}
         encoding="utf-8",
     )
     return path
+
+
+def spawn_sim(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """`spectop sim --port 0 ARGS` as a process; returns it and its base URL from the ready line."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui", "sim", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if not line.startswith("spectop sim: "):
+        process.kill()
+        _, err = process.communicate(timeout=5)
+        pytest.fail(f"no ready line: {line!r} {err!r}")
+    return process, line.rsplit(" ", 1)[1]
 
 
 def samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:

@@ -13,28 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.sim.conftest import client_for, scrape, value, write_vllm_config
+from tests.sim.conftest import client_for, scrape, spawn_sim, value, write_vllm_config
 from tui.sim.config import SimStartupError
 from tui.sim.server import SimServer
-
-READY_PREFIX = "spectop sim: "
-
-
-def _spawn(*args: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tui", "sim", "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline().strip()
-    if not line.startswith(READY_PREFIX):
-        process.kill()
-        _, err = process.communicate(timeout=5)
-        pytest.fail(f"no ready line: {line!r} {err!r}")
-    return process, line.rsplit(" ", 1)[1]
 
 
 def _wait_health(url: str, expect: int, timeout: float = 5.0) -> None:
@@ -50,7 +31,7 @@ def _wait_health(url: str, expect: int, timeout: float = 5.0) -> None:
 
 
 def test_sigterm_stops_within_a_second(tmp_path: Path) -> None:
-    process, url = _spawn(
+    process, url = spawn_sim(
         "--flavor", "sglang", "--log-file", str(tmp_path / "s.log"), "--background-load", "20"
     )
     assert url.startswith("http://127.0.0.1:")
@@ -65,7 +46,7 @@ def test_sigterm_stops_within_a_second(tmp_path: Path) -> None:
 def test_sighup_restart_rereads_config_and_oom_exits(tmp_path: Path) -> None:
     config = write_vllm_config(tmp_path / "config.toml", k=2)
     log = tmp_path / "server.log"
-    process, url = _spawn("--config", str(config), "--log-file", str(log))
+    process, url = spawn_sim("--config", str(config), "--log-file", str(log))
     try:
         httpx.post(
             url + "/v1/completions", json={"prompt": "x", "max_tokens": 20}, timeout=5.0

@@ -35,15 +35,144 @@ def test_a_dip_shorter_than_the_period_raises_nothing() -> None:
     assert _kinds(engine) == {"acceptance_low"}
 
 
-def test_critical_acceptance_raises_both_levels() -> None:
+def test_critical_acceptance_is_one_alert_at_the_worst_severity() -> None:
     engine = AlertEngine(RULES)
     engine.observe_reading("a", 0.0, True, 0.2)
-    engine.observe_reading("a", 10.0, True, 0.2)
-    assert _kinds(engine) == {"acceptance_low", "acceptance_critical"}
-    critical = next(alert for alert in engine.active("a") if alert.kind == "acceptance_critical")
-    assert critical.severity == "critical"
+    changed = engine.observe_reading("a", 10.0, True, 0.2)
+    assert [(alert.kind, alert.severity) for alert in changed] == [("acceptance_critical", "critical")]
+    assert [(alert.kind, alert.severity) for alert in engine.active("a")] == [
+        ("acceptance_critical", "critical")
+    ]  # never a WARN next to the CRIT of the same condition
     engine.observe_reading("a", 11.0, True, 0.45)  # back above critical, still below the threshold
-    assert _kinds(engine) == {"acceptance_low"}
+    (alert,) = engine.active("a")
+    assert (alert.kind, alert.severity, alert.worst) == ("acceptance_low", "warning", "critical")
+    assert alert.message.startswith("acceptance 0.45 below 0.60")
+    assert alert.started_at == 0.0  # the same condition, not a new alert
+
+
+def test_warning_escalates_to_critical_in_place() -> None:
+    engine = AlertEngine(RULES)
+    for time in (0.0, 10.0):
+        engine.observe_reading("a", time, True, 0.5)
+    (warning,) = engine.active("a")
+    engine.observe_reading("a", 12.0, True, 0.2)
+    assert [alert.severity for alert in engine.active("a")] == ["warning"]  # not sustained yet
+    (escalated,) = engine.observe_reading("a", 22.0, True, 0.2)
+    assert (escalated.severity, escalated.kind) == ("critical", "acceptance_critical")
+    assert escalated.started_at == warning.started_at  # the same condition, escalated in place
+    assert warning.severity == "warning"  # what a card was given earlier does not change under it
+    assert engine.active("a") == [escalated]
+
+
+def test_the_text_follows_the_current_figure() -> None:
+    engine = AlertEngine(RULES)
+    for time in (0.0, 10.0):
+        engine.observe_reading("a", time, True, 0.54)
+    (alert,) = engine.active("a")
+    assert alert.message.startswith("acceptance 0.54 below 0.60")
+    version = engine.version
+    assert engine.observe_reading("a", 12.0, True, 0.41) == []  # no new alert, no toast
+    (alert,) = engine.active("a")
+    assert alert.message.startswith("acceptance 0.41 below 0.60")
+    assert engine.version > version  # an alert screen knows to redraw
+
+
+def test_acceptance_text_gives_the_mean_length_and_the_k_change() -> None:
+    engine = AlertEngine(RULES)
+    engine.observe_reading("a", 0.0, True, 0.75, mean_length=2.53, k=2)  # fine at k=2
+    engine.observe_reading("a", 5.0, False, None)  # the user raises k to 4 and restarts
+    for time in (10.0, 20.0):
+        engine.observe_reading("a", time, True, 0.54, mean_length=3.15, k=4)
+    (alert,) = engine.active("a")
+    assert alert.message == (
+        "acceptance 0.54 below 0.60; k 2→4: mean length 2.53→3.15, up (more tokens per step)"
+    )
+
+
+def test_critical_text_says_drafting_slows_only_when_the_mean_length_did_not_rise() -> None:
+    engine = AlertEngine(RULES)
+    engine.observe_reading("a", 0.0, True, 0.7, mean_length=2.4, k=3)
+    for time in (1.0, 11.0):
+        engine.observe_reading("a", time, True, 0.2, mean_length=1.6, k=3)
+    (alert,) = engine.active("a")
+    assert alert.message == "acceptance 0.20 below 0.30: drafting slows; mean length 2.40→1.60, down"
+    rising = AlertEngine(RULES)
+    rising.observe_reading("a", 0.0, True, 0.7, mean_length=1.8, k=1)
+    for time in (1.0, 11.0):
+        rising.observe_reading("a", time, True, 0.25, mean_length=2.0, k=8)
+    assert "drafting slows" not in rising.active("a")[0].message
+    assert "k 1→8" in rising.active("a")[0].message
+
+
+def test_a_planned_restart_is_restarting_not_down() -> None:
+    engine = AlertEngine(RULES)
+    engine.observe_reading("a", 0.0, True, 0.8)
+    engine.begin_restart("a", 1.0)
+    assert engine.restarting("a")
+    assert engine.observe_reading("a", 2.0, False, None) == []
+    assert engine.observe_reading("a", 4.0, False, None) == []
+    assert engine.active("a") == []
+    assert engine.end_restart("a", 5.0, ok=True) == []  # /health answers ...
+    engine.observe_reading("a", 6.0, True, 0.8)  # ... and the next scrape is good: over
+    assert not engine.restarting("a")
+    assert engine.active("a") == [] and list(engine.cleared) == []
+
+
+def test_health_answering_before_the_server_went_down_does_not_end_the_restart() -> None:
+    engine = AlertEngine(RULES)  # `kill -HUP` returns at once: /health may answer before the server stops
+    engine.observe_reading("a", 0.0, True, 0.8)
+    engine.begin_restart("a", 1.0)
+    engine.end_restart("a", 1.1, ok=True)
+    assert engine.restarting("a")
+    assert engine.observe_reading("a", 1.5, False, None) == []  # it goes down now: still the restart
+    assert engine.restarting("a")
+    engine.observe_reading("a", 3.0, True, 0.8)  # back after the down: the restart is over
+    assert not engine.restarting("a")
+    assert [alert.kind for alert in engine.observe_reading("a", 4.0, False, None)] == ["down"]
+
+
+def test_a_restart_that_never_went_down_ends_after_the_settle_time() -> None:
+    engine = AlertEngine(AlertRules(sustained_s=10.0, restart_settle_s=5.0))
+    engine.begin_restart("a", 0.0)
+    engine.observe_reading("a", 0.5, True, 0.8)
+    engine.end_restart("a", 1.0, ok=True)
+    engine.observe_reading("a", 3.0, True, 0.8)
+    assert engine.restarting("a")
+    engine.observe_reading("a", 6.0, True, 0.8)
+    assert not engine.restarting("a")
+
+
+def test_a_failed_restart_raises_down() -> None:
+    engine = AlertEngine(RULES)
+    engine.begin_restart("a", 1.0)
+    engine.observe_reading("a", 2.0, False, None)
+    raised = engine.end_restart("a", 60.0, ok=False, detail="/health never answered")
+    assert [(alert.kind, alert.severity) for alert in raised] == [("down", "critical")]
+    assert "restart failed" in raised[0].message and "/health never answered" in raised[0].message
+    assert not engine.restarting("a")
+
+
+def test_a_failed_restart_of_an_endpoint_that_is_up_raises_nothing_until_it_is_seen_down() -> None:
+    engine = AlertEngine(RULES)
+    engine.begin_restart("a", 1.0)
+    engine.observe_reading("a", 2.0, True, 0.8)  # no failed scrape yet
+    assert engine.end_restart("a", 3.0, ok=False, detail="the command exited with 1") == []
+    (down,) = engine.observe_reading("a", 3.5, False, None)  # the next scrape finds it down: says why
+    assert down.kind == "down" and down.message == "endpoint down: restart failed (the command exited with 1)"
+    later = AlertEngine(RULES)
+    later.begin_restart("a", 1.0)
+    later.end_restart("a", 3.0, ok=False, detail="the command exited with 1")
+    later.observe_reading("a", 4.0, True, 0.8)  # it was up after all: the failure is old news
+    assert later.observe_reading("a", 500.0, False, None)[0].message == "endpoint down"
+
+
+def test_a_restart_never_reported_over_becomes_down_after_the_grace_time() -> None:
+    rules = AlertRules(sustained_s=10.0, restart_grace_s=100.0)
+    engine = AlertEngine(rules)
+    engine.begin_restart("a", 0.0)
+    assert engine.observe_reading("a", 50.0, False, None) == []
+    assert [alert.kind for alert in engine.observe_reading("a", 101.0, False, None)] == ["down"]
+    assert not engine.restarting("a")
 
 
 def test_per_endpoint_threshold_from_its_config() -> None:

@@ -140,7 +140,7 @@ def test_llamacpp_sample_gives_eleven_draft_acceptance_events() -> None:
         assert event.acceptance_rate == pytest.approx(1.0)
         assert event.mean_acceptance_length == pytest.approx(9.0)
         assert event.scope == "request"
-    assert events[0].time == "0.00.674.091"
+    assert events[0].time is None and events[0].uptime == "0.00.674.091"  # time since start, not wall time
     assert sum(e.accepted_tokens for e in events) == 616  # type: ignore[misc]
 
 

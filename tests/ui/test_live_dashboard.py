@@ -76,7 +76,7 @@ async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServ
         assert _card(app).has_class("alert-critical")
         sim.control(acceptance=[0.95, 0.9])
         await wait_for(pilot, lambda: not app.alerts.active("sim"))
-        cleared = [alert for alert in app.alerts.cleared if alert.kind == "acceptance_critical"]
+        cleared = [alert for alert in app.alerts.cleared if alert.worst == "critical"]
         assert cleared and cleared[0].cleared_at is not None and cleared[0].cleared_at > cleared[0].started_at
 
 

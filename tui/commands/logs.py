@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tui.telemetry.events import LogEvent
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -12,7 +17,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "logs",
         help="parse a vLLM / SGLang / llama.cpp log into stats, spec_decode and error events",
         description="Parse a server log (the whole file, or follow it like `tail -F`) into events: "
-        "stats, spec_decode and error. One readable line per event, or JSON lines with --json.",
+        "stats, spec_decode and error. One readable line per event, or JSON lines with --json. Events with "
+        "impossible figures (a garbled line) are dropped; their count goes to stderr at the end. llama.cpp "
+        "prints only the time since it started: that is `uptime`; `time` is the wall time when known (a "
+        "docker/journald prefix, or a line read live with --follow), else unknown.",
     )
     parser.add_argument("file", metavar="FILE", help="the server's log file")
     parser.add_argument(
@@ -65,23 +73,43 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
     render = event_json if args.json else event_text
     parser = LogParser(None if args.backend == "auto" else args.backend)
     out = sys.stdout
-    if not args.follow:
-        async for line in LogTailer(path).read_all():
-            for event in parser.feed(line):
+    try:
+        if not args.follow:
+            async for line in LogTailer(path).read_all():
+                for event in parser.feed(line):
+                    out.write(render(event) + "\n")
+            for event in parser.flush():
                 out.write(render(event) + "\n")
-        for event in parser.flush():
-            out.write(render(event) + "\n")
-        out.flush()
-        return
-
-    # A log that does not exist yet is read from its first line once it appears.
-    from_start = args.from_start or not os.path.exists(path)
-
-    def notice(text: str) -> None:  # "waiting for FILE to appear", rotations, truncations (like tail -F)
-        print(f"spectop logs: {text}", file=sys.stderr, flush=True)
-
-    async for _, events in follow_events(path, parser, from_start=from_start, on_notice=notice):
-        for event in events:
-            out.write(render(event) + "\n")
-        if events:
             out.flush()
+            return
+
+        # A log that does not exist yet is read from its first line once it appears.
+        from_start = args.from_start or not os.path.exists(path)
+
+        def notice(text: str) -> None:  # "waiting for FILE to appear", rotations, truncations (like tail -F)
+            print(f"spectop logs: {text}", file=sys.stderr, flush=True)
+
+        async for _, events in follow_events(path, parser, from_start=from_start, on_notice=notice):
+            for event in events:
+                if not from_start:
+                    _stamp_wall_time(event)
+                out.write(render(event) + "\n")
+            if events:
+                out.flush()
+    finally:
+        _report_unread(parser.unread)
+
+
+def _stamp_wall_time(event: LogEvent) -> None:
+    """A llama.cpp line prints only its time since start (`uptime`); one read live, as it was written,
+    gets the wall time it was read at (local, ISO 8601, to the millisecond). Lines that were already
+    in the file (`--from-start`) keep `time` unknown."""
+    if event.time is None and getattr(event, "uptime", None) is not None:
+        event.time = datetime.now().astimezone().isoformat(timespec="milliseconds")
+
+
+def _report_unread(unread: int) -> None:
+    """Events dropped for an impossible figure (garbled lines) are never printed; say how many on stderr."""
+    if unread:
+        noun = "event" if unread == 1 else "events"
+        print(f"spectop logs: {unread} {noun} unread (impossible figures in garbled lines)", file=sys.stderr)

@@ -47,7 +47,8 @@ class AlertsScreen(Screen[None]):
         table.focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
-        if cast("SpectopApp", self.app).alerts_version != self._shown_version:
+        # The engine's version also moves when an active alert's text or severity follows its figure.
+        if cast("SpectopApp", self.app).alerts.version != self._shown_version:
             self._fill()
 
     def _fill(self) -> None:
@@ -55,12 +56,13 @@ class AlertsScreen(Screen[None]):
         if not tables or not tables.first().columns:
             return
         table = tables.first()
-        self._shown_version = cast("SpectopApp", self.app).alerts_version
+        self._shown_version = cast("SpectopApp", self.app).alerts.version
         alerts = cast("SpectopApp", self.app).alerts.all_alerts()
         table.clear()
         for alert in alerts:
-            style = "$error bold" if alert.severity == "critical" else "$warning bold"
-            level = "CRIT" if alert.severity == "critical" else "WARN"
+            severity = alert.severity if alert.active else alert.worst  # a past alert: the worst it got
+            style = "$error bold" if severity == "critical" else "$warning bold"
+            level = "CRIT" if severity == "critical" else "WARN"
             cleared = Content.styled("active", style)
             if alert.cleared_at is not None:
                 cleared = Content(fmt_clock(alert.cleared_at))

@@ -14,7 +14,7 @@ from textual.widgets import Footer, Header, Input, Static
 
 from tui.messages import EndpointUpdated
 from tui.sanitize import safe_line
-from tui.widgets.chart import Chart
+from tui.widgets.chart import SECONDS_FLOOR, TOKENS_PER_S_FLOOR, Chart
 from tui.widgets.figure_table import FigureTable
 from tui.widgets.format import fmt_number, fmt_ratio, fmt_seconds
 from tui.widgets.log_pane import LogPane
@@ -66,9 +66,9 @@ class DetailScreen(Screen[None]):
             yield FigureTable(self.spectop.card_data(self.endpoint), id="figures")
             with Vertical(id="charts"):
                 yield Static(id="charts-title")
-                yield Chart("gen tok/s", fmt_number, "$primary", id="chart-tps")
-                yield Chart("TTFT p50", fmt_seconds, "$secondary", id="chart-ttft")
-                yield Chart("acceptance", fmt_ratio, "$accent", id="chart-acceptance")
+                yield Chart("gen tok/s", fmt_number, "$primary", id="chart-tps", floor=TOKENS_PER_S_FLOOR)
+                yield Chart("TTFT p50", fmt_seconds, "$secondary", id="chart-ttft", floor=SECONDS_FLOOR)
+                yield Chart("acceptance", fmt_ratio, "$accent", id="chart-acceptance", low=0.0, high=1.0)
         yield LogPane(id="log")
         yield Input(
             placeholder="show only log lines containing… (Escape clears)", id="log-filter", disabled=True

@@ -1,9 +1,20 @@
 """Alert rules: plain logic over readings and log events, no UI.
 
 Rules (per endpoint):
-- acceptance below the endpoint's threshold for `sustained_s` → warning;
-- acceptance below `acceptance_critical` for `sustained_s` → critical (drafting now slows the server down);
-- endpoint down (a failed scrape) → critical, clears on the next good scrape;
+- acceptance below the endpoint's threshold for `sustained_s` → warning; below `acceptance_critical` for
+  `sustained_s` → critical (drafting now slows the server down). It is ONE alert per condition: its
+  severity is the worst that holds now (never a WARN and a CRIT side by side), and its text follows the
+  current figure on every reading while it stays active. The text also gives the mean acceptance length
+  and how it moved since acceptance was last fine, and a change of k (draft length) in between: after
+  k 2→4 acceptance falls but the mean length rises, and the user must not be told to undo a change
+  that helped.
+- endpoint down (a failed scrape) → critical, clears on the next good scrape. During a planned restart
+  (`begin_restart` … `end_restart`, the config editor's save & restart) a failed scrape is not an alert:
+  the endpoint is "restarting"; it becomes "endpoint down" only if the restart fails (the command
+  fails, or /health never answers) or the restart outlasts `restart_grace_s`. A /health that answers
+  before the server even went down (`kill -HUP` returns at once) does not end the restart early: it
+  ends at the first good scrape after the endpoint was seen down, or `restart_settle_s` after /health
+  answered with the endpoint up all along.
 - OOM or engine error in the log → critical; a traceback → warning. A log alert clears when the
   endpoint is seen up again after being down (a restart), or after `log_hold_s` without a new one.
 
@@ -14,13 +25,14 @@ Every alert keeps its start time and, once over, its clear time. Times are Unix 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tui.telemetry.events import ErrorEvent
 
 AlertKind = Literal["acceptance_low", "acceptance_critical", "down", "oom", "engine_error", "log_error"]
 Severity = Literal["warning", "critical"]
+ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
 
 MAX_CLEARED_ALERTS = 500
 LOG_ALERT_KINDS: dict[str, tuple[AlertKind, Severity, str]] = {
@@ -32,12 +44,19 @@ LOG_ALERT_KINDS: dict[str, tuple[AlertKind, Severity, str]] = {
 
 @dataclass
 class Alert:
+    """One condition on one endpoint; `kind`, `severity` and `message` describe it as it is now."""
+
     endpoint: str
     kind: AlertKind
     severity: Severity
     message: str
     started_at: float
     cleared_at: float | None = None
+    worst: Severity | None = None  # the worst severity it reached (set on creation)
+
+    def __post_init__(self) -> None:
+        if self.worst is None:
+            self.worst = self.severity
 
     @property
     def active(self) -> bool:
@@ -50,6 +69,8 @@ class AlertRules:
     acceptance_critical: float = 0.3
     sustained_s: float = 30.0
     log_hold_s: float = 300.0
+    restart_grace_s: float = 600.0  # a restart never reported as over is "down" after this long
+    restart_settle_s: float = 10.0  # after /health answered: how long a not-yet-seen down may still come
 
 
 @dataclass
@@ -60,15 +81,27 @@ class _EndpointState:
     was_down: bool = False
     last_log_error: float | None = None
     active: dict[AlertKind, Alert] = field(default_factory=dict)
+    restart_began: float | None = None  # a planned restart is under way
+    restart_back_at: float | None = None  # when its /health answered again
+    restart_saw_down: bool = False
+    restart_failed: tuple[float, str] | None = None  # when and why the last restart failed
+    last_up: bool | None = None
+    k: int | None = None  # draft tokens per step (per-position count), when known
+    mean_length: float | None = None
+    baseline: tuple[int | None, float] | None = None  # (k, mean length) when acceptance was last fine
 
 
 class AlertEngine:
-    """Feed it readings and log events; it keeps the active alerts and a bounded list of cleared ones."""
+    """Feed it readings and log events; it keeps the active alerts and a bounded list of cleared ones.
+
+    `version` grows on every change an alert screen shows (start, clear, severity, text).
+    """
 
     def __init__(self, rules: AlertRules | None = None) -> None:
         self.rules = rules or AlertRules()
         self._endpoints: dict[str, _EndpointState] = {}
         self.cleared: deque[Alert] = deque(maxlen=MAX_CLEARED_ALERTS)
+        self.version = 0
 
     def set_threshold(self, endpoint: str, threshold: float | None) -> None:
         """The warning threshold of one endpoint (from its config file); None → the rules' default."""
@@ -80,8 +113,10 @@ class AlertEngine:
         return self._state(endpoint).threshold
 
     def active(self, endpoint: str | None = None) -> list[Alert]:
+        """Copies of the active alerts, oldest first: an active alert's text and severity follow its
+        figure, and a card must not see that change before it is told to redraw."""
         states = [self._state(endpoint)] if endpoint is not None else list(self._endpoints.values())
-        alerts = [alert for state in states for alert in state.active.values()]
+        alerts = [replace(alert) for state in states for alert in state.active.values()]
         return sorted(alerts, key=lambda alert: alert.started_at)
 
     def all_alerts(self) -> list[Alert]:
@@ -89,18 +124,79 @@ class AlertEngine:
         active = sorted(self.active(), key=lambda alert: alert.started_at, reverse=True)
         return active + sorted(self.cleared, key=lambda alert: alert.started_at, reverse=True)
 
-    def observe_reading(
-        self, endpoint: str, time: float, up: bool, acceptance_rate: float | None
-    ) -> list[Alert]:
-        """Apply one scrape; returns the alerts that started or cleared because of it."""
+    # ---- planned restarts -------------------------------------------------------------------------
+    def restarting(self, endpoint: str) -> bool:
+        """True while a planned restart of the endpoint is under way."""
+        return self._state(endpoint).restart_began is not None
+
+    def begin_restart(self, endpoint: str, time: float) -> None:
+        """A planned restart starts (save & restart): failed scrapes until `end_restart` raise nothing."""
         state = self._state(endpoint)
+        state.restart_began, state.restart_back_at, state.restart_saw_down = time, None, False
+        self.version += 1
+
+    def end_restart(self, endpoint: str, time: float, ok: bool, detail: str = "") -> list[Alert]:
+        """The restart command and health wait are over: `ok` once /health answered again. A failed
+        restart of an endpoint that is down raises "endpoint down" at once (with `detail`)."""
+        state = self._state(endpoint)
+        if state.restart_began is None:
+            return []
+        if ok:
+            state.restart_back_at = time
+            if state.restart_saw_down and state.last_up:
+                self._restart_over(state)
+            return []
+        self._restart_over(state)
+        state.restart_failed = (time, detail)
+        if state.last_up is not False:
+            return []  # the next failed scrape says why (see `_down_message`)
+        return self._raise(state, endpoint, "down", "critical", self._down_message(state, time), time)
+
+    def _down_message(self, state: _EndpointState, time: float) -> str:
+        failed = state.restart_failed
+        if failed is None or time - failed[0] > self.rules.restart_settle_s:
+            return "endpoint down"
+        message = "endpoint down: restart failed"
+        return f"{message} ({failed[1]})"[:200] if failed[1] else message
+
+    def _restart_over(self, state: _EndpointState) -> None:
+        state.restart_began = state.restart_back_at = None
+        state.restart_saw_down = False
+        self.version += 1
+
+    # ---- observations -----------------------------------------------------------------------------
+    def observe_reading(
+        self,
+        endpoint: str,
+        time: float,
+        up: bool,
+        acceptance_rate: float | None,
+        mean_length: float | None = None,
+        k: int | None = None,
+    ) -> list[Alert]:
+        """Apply one scrape; returns the alerts that started, cleared or became critical because of it.
+
+        `mean_length` (mean acceptance length) and `k` (draft tokens per step) only shape the text.
+        """
+        state = self._state(endpoint)
+        state.last_up = up
         changed: list[Alert] = []
         if not up:
-            changed += self._raise(state, endpoint, "down", "critical", "endpoint down", time)
             state.was_down = True
             state.low_since = state.critical_since = None
-            changed += self._clear(state, ("acceptance_low", "acceptance_critical"), time)
-            return changed
+            changed += self._clear(state, (ACCEPTANCE,), time)
+            began = state.restart_began
+            if began is not None and time - began < self.rules.restart_grace_s:
+                state.restart_saw_down = True
+                return changed  # planned: "restarting", not "down"
+            if began is not None:
+                self._restart_over(state)
+            message = self._down_message(state, time)
+            return changed + self._raise(state, endpoint, "down", "critical", message, time)
+        state.restart_failed = None
+        back = state.restart_back_at
+        if back is not None and (state.restart_saw_down or time - back >= self.rules.restart_settle_s):
+            self._restart_over(state)  # back after being seen down, or up all along since /health answered
         changed += self._clear(state, ("down",), time)
         if state.last_log_error is not None and (
             state.was_down or time - state.last_log_error >= self.rules.log_hold_s
@@ -108,6 +204,10 @@ class AlertEngine:
             state.last_log_error = None
             changed += self._clear(state, ("oom", "engine_error", "log_error"), time)
         state.was_down = False
+        if k is not None:
+            state.k = k
+        if mean_length is not None:
+            state.mean_length = mean_length
         changed += self._acceptance(state, endpoint, time, acceptance_rate)
         return changed
 
@@ -120,44 +220,81 @@ class AlertEngine:
         detail = f"{message}: {event.message}" if event.message else message
         return self._raise(state, endpoint, kind, severity, detail[:200], time)
 
+    # ---- acceptance ---------------------------------------------------------------------------------
     def _acceptance(
         self, state: _EndpointState, endpoint: str, time: float, rate: float | None
     ) -> list[Alert]:
-        changed: list[Alert] = []
-        sustained = self.rules.sustained_s
         if rate is None or rate >= state.threshold:
-            state.low_since = None
-            changed += self._clear(state, ("acceptance_low",), time)
-        else:
-            state.low_since = state.low_since if state.low_since is not None else time
-            if time - state.low_since >= sustained:
-                message = f"acceptance {rate:.2f} below {state.threshold:.2f}"
-                changed += self._raise(state, endpoint, "acceptance_low", "warning", message, state.low_since)
-        if rate is None or rate >= self.rules.acceptance_critical:
+            state.low_since = state.critical_since = None
+            if rate is not None and state.mean_length is not None:
+                state.baseline = (state.k, state.mean_length)
+            return self._clear(state, (ACCEPTANCE,), time)
+        if state.low_since is None:
+            state.low_since = time
+        if rate >= self.rules.acceptance_critical:
             state.critical_since = None
-            changed += self._clear(state, ("acceptance_critical",), time)
-        else:
-            state.critical_since = state.critical_since if state.critical_since is not None else time
-            if time - state.critical_since >= sustained:
-                message = f"acceptance {rate:.2f} below {self.rules.acceptance_critical:.2f}: drafting slows"
-                changed += self._raise(
-                    state, endpoint, "acceptance_critical", "critical", message, state.critical_since
-                )
-        return changed
+        elif state.critical_since is None:
+            state.critical_since = time
+        sustained = self.rules.sustained_s
+        severity: Severity | None = None
+        if state.critical_since is not None and time - state.critical_since >= sustained:
+            severity = "critical"
+        elif time - state.low_since >= sustained:
+            severity = "warning"
+        alert = state.active.get(ACCEPTANCE)
+        if severity is None:
+            if alert is None:
+                return []
+            severity = "warning"  # back above critical, not yet for `sustained_s` under it again
+        kind: AlertKind = "acceptance_critical" if severity == "critical" else "acceptance_low"
+        message = self._acceptance_text(state, rate, severity)
+        if alert is None:
+            return self._raise(state, endpoint, ACCEPTANCE, severity, message, state.low_since, kind)
+        escalated = severity == "critical" and alert.severity != "critical"
+        if (alert.kind, alert.severity, alert.message) != (kind, severity, message):
+            alert.kind, alert.severity, alert.message = kind, severity, message
+            if severity == "critical":
+                alert.worst = "critical"
+            self.version += 1
+        return [alert] if escalated else []
 
+    def _acceptance_text(self, state: _EndpointState, rate: float, severity: Severity) -> str:
+        """`acceptance 0.54 below 0.60; k 2→4: mean length 2.53→3.15, up (more tokens per step)`."""
+        limit = self.rules.acceptance_critical if severity == "critical" else state.threshold
+        text = f"acceptance {rate:.2f} below {limit:.2f}"
+        mean = state.mean_length
+        if mean is None:
+            return text + (": drafting slows" if severity == "critical" else "")
+        baseline = state.baseline
+        if baseline is None:
+            context, rose = f"mean length {mean:.2f}", False
+        else:
+            old_k, old_mean = baseline
+            rose = mean > old_mean + 0.005
+            trend = "up (more tokens per step)" if rose else "down" if mean < old_mean - 0.005 else "flat"
+            context = f"mean length {old_mean:.2f}→{mean:.2f}, {trend}"
+            if old_k is not None and state.k is not None and old_k != state.k:
+                context = f"k {old_k}→{state.k}: {context}"
+        if severity == "critical" and not rose:
+            text += ": drafting slows"
+        return f"{text}; {context}"
+
+    # ---- bookkeeping --------------------------------------------------------------------------------
     def _raise(
         self,
         state: _EndpointState,
         endpoint: str,
-        kind: AlertKind,
+        key: AlertKind,
         severity: Severity,
         message: str,
         started_at: float,
+        kind: AlertKind | None = None,
     ) -> list[Alert]:
-        if kind in state.active:
+        if key in state.active:
             return []
-        alert = Alert(endpoint, kind, severity, message, started_at)
-        state.active[kind] = alert
+        alert = Alert(endpoint, kind or key, severity, message, started_at)
+        state.active[key] = alert
+        self.version += 1
         return [alert]
 
     def _clear(self, state: _EndpointState, kinds: tuple[AlertKind, ...], time: float) -> list[Alert]:
@@ -168,6 +305,7 @@ class AlertEngine:
                 alert.cleared_at = time
                 self.cleared.append(alert)
                 changed.append(alert)
+                self.version += 1
         return changed
 
     def _state(self, endpoint: str) -> _EndpointState:

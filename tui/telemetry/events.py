@@ -1,9 +1,12 @@
 """Typed events parsed from server log lines.
 
 `kind` is one of "stats", "spec_decode", "error". `time` is the line's own
-timestamp as an ISO-8601 string when the line carries a full date, else the
-time text as printed (vLLM prints no year, llama.cpp prints time since start),
-else None. Field names follow `tui.telemetry.figures` where they apply.
+wall-clock timestamp as an ISO-8601 string when the line carries a full date,
+else the time text as printed (vLLM prints no year), else None. llama.cpp
+prints no wall time, only the time since the server started: that stamp is
+`uptime` ("6.16.143.218"), and `time` stays None unless a wrapper's prefix
+(docker, journald) or a live follower knows the wall time.
+Field names follow `tui.telemetry.figures` where they apply.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class StatsEvent(BaseModel):
 class SpecDecodeEvent(BaseModel):
     kind: Literal["spec_decode"] = "spec_decode"
     time: str | None = None
+    uptime: str | None = Field(None, description="llama.cpp: time since start as printed, not a wall time")
     backend: str | None = None
     mean_acceptance_length: float | None = None
     acceptance_rate: float | None = Field(None, description="0..1")
@@ -58,6 +62,7 @@ class SpecDecodeEvent(BaseModel):
 class ErrorEvent(BaseModel):
     kind: Literal["error"] = "error"
     time: str | None = None
+    uptime: str | None = Field(None, description="llama.cpp: time since start as printed, not a wall time")
     backend: str | None = None
     category: ErrorCategory = "other"
     message: str = ""

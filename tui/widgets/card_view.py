@@ -11,6 +11,7 @@ from tui.sanitize import safe_line
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.history import EndpointHistory, ReadingLike
+from tui.widgets.chart import RANGE_COLUMNS, SECONDS_FLOOR, TOKENS_PER_S_FLOOR, spark, spark_with_range
 from tui.widgets.format import (
     UNKNOWN,
     fmt_age,
@@ -21,15 +22,15 @@ from tui.widgets.format import (
     fmt_ratio,
     fmt_seconds,
     position_bars,
-    sparkline,
     window_text,
 )
 
-Status = Literal["waiting", "up", "down", "stale"]
+Status = Literal["waiting", "up", "down", "restarting", "stale"]
 STATUS_STYLE: dict[Status, str] = {
     "waiting": "$text-muted",
     "up": "$success",
     "down": "$error bold",
+    "restarting": "$warning",
     "stale": "$warning",
 }
 SEVERITY_BADGE = {"critical": ("CRIT", "$error bold reverse"), "warning": ("WARN", "$warning bold reverse")}
@@ -56,6 +57,7 @@ class CardData:
     threshold: float = 0.6
     critical: float = 0.3
     window_s: float | None = None  # the configured window, to say when the figures cover less
+    restarting: bool = False  # a planned restart (save & restart) is under way
 
     @property
     def figures(self) -> Figures:
@@ -68,7 +70,7 @@ class CardData:
         if self.reading is None:
             return "waiting"
         if not self.reading.up:
-            return "down"
+            return "restarting" if self.restarting else "down"
         if self.age is not None and self.age > self.stale_after_s:
             return "stale"
         return "up"
@@ -87,7 +89,7 @@ class CardData:
             reading.time if reading is not None else None,
             self.status,
             fmt_age(self.age),
-            tuple((alert.kind, alert.started_at) for alert in self.alerts),
+            tuple((alert.kind, alert.severity, alert.message, alert.started_at) for alert in self.alerts),
             self.threshold,
             len(self.history) if self.history is not None else 0,
         )
@@ -164,13 +166,13 @@ def badge_line(data: CardData, width: int) -> Content:
 def compact_lines(data: CardData, width: int) -> list[Content]:
     """Three lines for an 80-column terminal."""
     figures = data.figures
-    spark = max(4, min(24, width - 66))
+    columns = max(4, min(24, width - 66))
     acceptance = figures.acceptance_rate
     line1 = Content.assemble(
         _label("tok/s "),
         _value(fmt_number(figures.generation_tokens_per_s).rjust(6)),
         " ",
-        (sparkline(data.series("generation_tokens_per_s", spark), spark), "$primary"),
+        (spark(data.series("generation_tokens_per_s", columns), columns, TOKENS_PER_S_FLOOR)[0], "$primary"),
         _label("  TTFT "),
         _value(data.quantile("ttft_p50_s")),
         _label("/"),
@@ -186,7 +188,7 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         _label("accept"),
         (fmt_ratio(acceptance).rjust(6), data.acceptance_style(acceptance) if acceptance is not None else ""),
         " ",
-        (sparkline(data.series("acceptance_rate", spark), spark, low=0.0, high=1.0), "$accent"),
+        (spark(data.series("acceptance_rate", columns), columns, low=0.0, high=1.0)[0], "$accent"),
         _label("  len "),
         _value(fmt_ratio(figures.mean_acceptance_length)),
         _label("  pos "),
@@ -200,26 +202,36 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
 def roomy_lines(data: CardData, width: int) -> list[Content]:
     """Six lines with full-width sparklines, for large terminals."""
     figures = data.figures
-    spark = max(8, width - 22)
+    columns = max(8, width - 22 - RANGE_COLUMNS)
     acceptance = figures.acceptance_rate
     lines = [
         Content.assemble(
             _label("gen tok/s   "),
             _value(fmt_number(figures.generation_tokens_per_s).rjust(8)),
             "  ",
-            (sparkline(data.series("generation_tokens_per_s", spark), spark), "$primary"),
+            *spark_with_range(
+                data.series("generation_tokens_per_s", columns),
+                columns,
+                fmt_number,
+                "$primary",
+                TOKENS_PER_S_FLOOR,
+            ),
         ),
         Content.assemble(
             _label("TTFT p50    "),
             _value(data.quantile("ttft_p50_s").rjust(8)),
             "  ",
-            (sparkline(data.series("ttft_p50_s", spark), spark), "$secondary"),
+            *spark_with_range(
+                data.series("ttft_p50_s", columns), columns, fmt_seconds, "$secondary", SECONDS_FLOOR
+            ),
         ),
         Content.assemble(
             _label("acceptance  "),
             (fmt_ratio(acceptance).rjust(8), data.acceptance_style(acceptance)),
             "  ",
-            (sparkline(data.series("acceptance_rate", spark), spark, low=0.0, high=1.0), "$accent"),
+            *spark_with_range(
+                data.series("acceptance_rate", columns), columns, fmt_ratio, "$accent", low=0.0, high=1.0
+            ),
         ),
         Content.assemble(
             _label("TTFT p95 "),

@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Log, Static
 
 from tui.configs.restart import HEALTH_TIMEOUT_S, last_errors, run_restart, wait_for_health
-from tui.messages import HealthChecked, RestartExited, RestartOutput
+from tui.messages import HealthChecked, RestartExited, RestartOutput, RestartStarted
 from tui.worker_errors import ReportsWorkerFailures
 
 
@@ -145,6 +145,7 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
         self.run_worker(self._run(), exclusive=True, group="restart", exit_on_error=False)
 
     async def _run(self) -> None:
+        self.post_message(RestartStarted(self.health_url))  # the app shows "restarting", not "down"
         log_start = await asyncio.to_thread(_size_of, self.log_file)
         try:
             code = await run_restart(self.argv, lambda line: self.post_message(RestartOutput(line)))

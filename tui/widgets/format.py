@@ -169,16 +169,20 @@ def bucketed(
 
 
 def chart_rows(
-    values: Sequence[float | None], width: int, height: int, low: float | None = None
+    values: Sequence[float | None],
+    width: int,
+    height: int,
+    low: float | None = None,
+    high: float | None = None,
 ) -> list[str]:
-    """A block chart `height` rows tall (top row first) of the last `width` values."""
+    """A block chart `height` rows tall (top row first) of the last `width` values (axis `low`..`high`)."""
     if width <= 0 or height <= 0:
         return []
     tail = list(values)[-width:]
     known = [value for value in tail if _known(value)]
     rows = [[" "] * len(tail) for _ in range(height)]
     if known:
-        top = max(known)  # type: ignore[type-var]
+        top = high if high is not None else max(known)  # type: ignore[type-var]
         bottom = low if low is not None else min(known)  # type: ignore[type-var]
         span = top - bottom  # type: ignore[operator]
         steps = height * 8

@@ -9,6 +9,7 @@ from __future__ import annotations
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import errors, fastpath, llamacpp, sglang, vllm
 from tui.telemetry.logs.construct import build
+from tui.telemetry.logs.plausible import plausible
 from tui.telemetry.logs.prefix import clean_line, split_prefix
 
 MAX_LINE_CHARS = 16384
@@ -86,6 +87,7 @@ def error_event(line: str, backend: str | None) -> ErrorEvent | None:
     return build(
         ErrorEvent,
         time=prefix.time,
+        uptime=prefix.uptime,
         backend=prefix.backend or backend,
         category=category,
         message=prefix.message.strip()[:MAX_MESSAGE_CHARS],
@@ -94,12 +96,14 @@ def error_event(line: str, backend: str | None) -> ErrorEvent | None:
 
 
 def parse_events(raw: str, backend: str | None = None) -> list[ParsedEvent]:
-    """Every event of one line (a SGLang Decode line with spec fields: a stats AND a spec_decode event)."""
+    """Every event of one line (a SGLang Decode line with spec fields: a stats AND a spec_decode event).
+
+    An event with an impossible value (`plausible`) is left out."""
     try:
         line = prepare(raw)
         events = grammar_events(line)
         if events:
-            return events
+            return [event for event in events if plausible(event)]
         error = error_event(line, normalize_backend(backend))
         return [error] if error is not None else []
     except Exception:  # a parser must never take the monitor down; unknown shapes are skipped

@@ -10,6 +10,8 @@
       trace verbosity, cumulative over the server's lifetime (scope "lifetime").
 The per-step `accepted 8/ 8 draft tokens` lines of LLAMA_TRACE=1 are not turned into events: one
 per verification step would drown the request-level figures.
+The line's `0.00.640.963` stamp is the time since the server started: it goes to `uptime`, never to
+`time` (a wall time, known only from a wrapper's prefix such as docker's).
 """
 
 from __future__ import annotations
@@ -61,9 +63,15 @@ def parse_acceptance(line: str, start: int) -> SpecDecodeEvent | None:
     if rate is None and drafted:
         rate = accepted / drafted
     elapsed = _ELAPSED.match(line)  # the usual `0.00.640.963 I slot print_timing: ...` needs no full split
+    if elapsed:
+        time, uptime = None, elapsed[1]
+    else:
+        prefix = split_prefix(line[:start])
+        time, uptime = prefix.time, prefix.uptime
     return build(
         SpecDecodeEvent,
-        time=elapsed[1] if elapsed else split_prefix(line[:start]).time,
+        time=time,
+        uptime=uptime,
         backend="llamacpp",
         mean_acceptance_length=_finite(match["mean"]),
         acceptance_rate=rate,
@@ -81,9 +89,11 @@ def parse_per_position(line: str, start: int) -> SpecDecodeEvent | None:
     positions = parse_float_list(match["positions"])
     if positions is None:
         return None
+    prefix = split_prefix(line[:start])
     return build(
         SpecDecodeEvent,
-        time=split_prefix(line[:start]).time,
+        time=prefix.time,
+        uptime=prefix.uptime,
         backend="llamacpp",
         per_position_acceptance=positions,
         scope="request",
@@ -102,9 +112,11 @@ def parse_statistics(line: str) -> SpecDecodeEvent | None:
     mean = _STATISTICS_MEAN.search(line)
     positions = _STATISTICS_POSITIONS.search(line)
     accepted, drafted = counts["accepted"], counts["drafted"]
+    prefix = split_prefix(line)
     return build(
         SpecDecodeEvent,
-        time=split_prefix(line).time,
+        time=prefix.time,
+        uptime=prefix.uptime,
         backend="llamacpp",
         mean_acceptance_length=_finite(mean[1]) if mean else None,
         acceptance_rate=accepted / drafted if drafted else None,

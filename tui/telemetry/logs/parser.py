@@ -20,6 +20,7 @@ from tui.telemetry.logs.dispatch import (
     normalize_backend,
     prepare,
 )
+from tui.telemetry.logs.plausible import plausible
 from tui.telemetry.logs.prefix import LinePrefix, split_prefix
 from tui.telemetry.logs.tracebacks import TracebackGroup
 
@@ -27,12 +28,17 @@ _SPECIFIC = frozenset({"oom", "engine_dead", "spec_config"})
 
 
 class LogParser:
-    """Feed it lines in order; it returns the events each line completes. Never raises."""
+    """Feed it lines in order; it returns the events each line completes. Never raises.
+
+    `unread` counts the events it dropped because a figure was impossible (acceptance outside [0, 1],
+    a negative rate, a mean acceptance length below 1: a garbled line, see `plausible`).
+    """
 
     def __init__(self, backend: str | None = None) -> None:
         self.backend: str | None = normalize_backend(backend)
         self._group: TracebackGroup | None = None
         self._last_stats: StatsEvent | None = None  # vLLM: the stats line a SpecDecoding line follows
+        self.unread = 0  # events dropped for an impossible value (garbled lines); see `plausible`
 
     @property
     def pending(self) -> bool:
@@ -55,6 +61,9 @@ class LogParser:
         line = prepare(raw)
         events: list[LogEvent] = []
         found = grammar_events(line)
+        for event in found:
+            if not plausible(event):
+                return self._drop_implausible(found)
         if self._group is not None:
             if not found:
                 prefix = split_prefix(line)
@@ -85,6 +94,16 @@ class LogParser:
                 self._group.reported_categories.add(category)
         return events
 
+    def _drop_implausible(self, found: list[ParsedEvent]) -> list[LogEvent]:
+        """A figure line with an impossible value: its bad events are counted as unread, never returned."""
+        kept = [event for event in found if plausible(event)]
+        self.unread += len(found) - len(kept)
+        events = self.flush()  # the line still ends an open traceback
+        for event in kept:
+            if event.backend == "vllm":
+                self._attribute_engine(event)
+        return events + kept
+
     def _attribute_engine(self, event: ParsedEvent) -> None:
         """vLLM prints `Engine 002: Avg prompt throughput ...` and then, from the same logger call, a
         SpecDecoding line without the engine: give it the engine of the stats line just before it."""
@@ -113,6 +132,7 @@ class LogParser:
             build(
                 ErrorEvent,
                 time=prefix.time or group.time,
+                uptime=prefix.uptime,
                 backend=prefix.backend or group.backend,
                 category=category,
                 message=exception,
@@ -125,6 +145,7 @@ class LogParser:
         return build(
             ErrorEvent,
             time=prefix.time,
+            uptime=prefix.uptime,
             backend=prefix.backend or self.backend,
             category=category,
             message=prefix.message.strip()[:MAX_MESSAGE_CHARS],

@@ -66,6 +66,7 @@ class LinePrefix:
     message: str
     has_prefix: bool
     origin: str | None = None  # vLLM `file:line`; only used to tell records apart, never keyed on
+    uptime: str | None = None  # llama.cpp's time since start (`time` is wall time only)
 
 
 def split_prefix(line: str) -> LinePrefix:
@@ -109,9 +110,8 @@ def split_prefix(line: str) -> LinePrefix:
     elif line[:1].isdigit():
         match = _LLAMACPP_PREFIX.match(line)
         if match:
-            return LinePrefix(
-                "llamacpp", match["time"], _LLAMACPP_LEVELS[match["level"]], None, line[match.end() :], True
-            )
+            level = _LLAMACPP_LEVELS[match["level"]]
+            return LinePrefix("llamacpp", None, level, None, line[match.end() :], True, uptime=match["time"])
     elif line[:1] in "DIWEC":
         match = _VLLM_PREFIX.match(line)
         if match:
@@ -122,6 +122,8 @@ def split_prefix(line: str) -> LinePrefix:
 
 
 _WRAPPER_WINDOW = 160
+# docker / CRI `2026-07-20T09:50:00.123456789Z stdout F `, journald's `--output=short-iso` and the like.
+_WRAPPER_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?")
 
 
 def _wrapped(line: str) -> LinePrefix | None:
@@ -136,6 +138,9 @@ def _wrapped(line: str) -> LinePrefix | None:
             continue
         inner = split_prefix(line[match.start() :])
         if inner.has_prefix:
+            if inner.backend == "llamacpp":  # it prints no wall time: the wrapper's own stamp is one
+                wall = _WRAPPER_TIME.search(line, 0, match.start())
+                inner.time = wall[0] if wall else None
             return inner
     return None
 

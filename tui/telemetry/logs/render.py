@@ -45,6 +45,9 @@ def event_text(event: StatsEvent | SpecDecodeEvent | ErrorEvent, width: int = LI
         body = _spec_text(event)
     else:
         body = f"ERROR {event.category}: {event.message.splitlines()[0] if event.message else ''}"
+    uptime = getattr(event, "uptime", None)  # llama.cpp's time since start: shown apart from wall time
+    if uptime is not None:
+        body += f"  (up {uptime})"
     return _fit(safe_line(f"{time:<14} {body}"), width)
 
 

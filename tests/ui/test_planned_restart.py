@@ -1,0 +1,109 @@
+"""Save & restart in the config editor: the card says "restarting", and "endpoint down" is raised only if the
+restart fails (issue 10, item 10). Against a real `spectop sim` process restarted by SIGHUP."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from ui_waiting import wait_for
+
+from tests.sim.conftest import spawn_sim
+from tui.app import SpectopApp
+from tui.paths import sample_configs_dir, themes_dir
+from tui.screens.editor import EditorScreen
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.widgets.config_dialogs import ConfirmDialog, RestartDialog
+from tui.widgets.endpoint_card import EndpointCard
+
+
+@pytest.fixture
+def sim_process(tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
+    config = tmp_path / "config.toml"
+    shutil.copy(sample_configs_dir() / "config.toml", config)
+    process, url = spawn_sim("--config", str(config))
+    try:
+        yield process.pid, url, config
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
+
+
+def _app(url: str, config: Path, restart: list[str]) -> SpectopApp:
+    endpoint = EndpointSettings(
+        name="sim", url=url, backend="vllm", config_file=config, restart_command=restart
+    )
+    settings = Settings(
+        poll_interval_s=0.25, window_s=1.0, alerts=AlertSettings(sustained_s=0.5), endpoints=[endpoint]
+    )
+    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)  # type: ignore[arg-type]
+
+
+def _signal_command(pid: int, signal_name: str, sleep_s: float, exit_code: int) -> list[str]:
+    """A restart command: signal the sim, wait until it is down, exit with `exit_code`."""
+    code = (
+        f"import os, signal, time; os.kill({pid}, signal.{signal_name}); "
+        f"time.sleep({sleep_s}); exit({exit_code})"
+    )
+    return [sys.executable, "-c", code]
+
+
+async def _save_and_restart(pilot: Pilot[object], app: SpectopApp) -> RestartDialog:
+    app.open_editor("sim")
+    await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+    await pilot.press("ctrl+r")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+    await pilot.press("y")
+    await wait_for(pilot, lambda: isinstance(app.screen, RestartDialog))
+    assert isinstance(app.screen, RestartDialog)
+    return app.screen
+
+
+async def test_a_planned_restart_shows_restarting_and_raises_no_down_alert(
+    sim_process: tuple[int, str, Path],
+) -> None:
+    pid, url, config = sim_process
+    # SIGHUP, as `spectop demo` restarts: the sim stops, stays down for a second and comes back; the command
+    # returns at once, so /health may answer before the sim even went down.
+    app = _app(url, config, _signal_command(pid, "SIGHUP", sleep_s=0.0, exit_code=0))
+    seen: set[str] = set()
+    async with app.run_test(size=(100, 30)) as pilot:
+        dashboard = app.screen
+        await wait_for(pilot, lambda: app.card_data("sim").status == "up")
+        dialog = await _save_and_restart(pilot, app)
+
+        def finished() -> bool:
+            seen.add(app.card_data("sim").status)
+            return dialog.finished
+
+        await wait_for(pilot, finished, timeout_s=30)
+        assert "server is back" in str(dialog.query_one("#restart-status").render())
+        assert "restarting" in seen  # the card said so while the sim was down
+        await pilot.press("escape")
+
+        def back() -> bool:
+            return app.card_data("sim").status == "up" and not app.alerts.restarting("sim")
+
+        await wait_for(pilot, back, timeout_s=20)
+        down = [alert for alert in app.alerts.all_alerts() if alert.kind == "down"]
+        assert down == []  # a planned restart is not an outage
+        assert dashboard.query_one(EndpointCard) is not None
+
+
+async def test_a_restart_whose_command_fails_raises_down(sim_process: tuple[int, str, Path]) -> None:
+    pid, url, config = sim_process
+    # The command takes the server down for good (SIGTERM) and then fails.
+    app = _app(url, config, _signal_command(pid, "SIGTERM", sleep_s=0.6, exit_code=3))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.card_data("sim").status == "up")
+        dialog = await _save_and_restart(pilot, app)
+        await wait_for(pilot, lambda: dialog.finished, timeout_s=30)
+        await wait_for(pilot, lambda: any(alert.kind == "down" for alert in app.alerts.active("sim")))
+        (down,) = [alert for alert in app.alerts.active("sim") if alert.kind == "down"]
+        assert down.severity == "critical" and "restart failed" in down.message
+        assert "exited with 3" in down.message
+        assert app.card_data("sim").status == "down"
