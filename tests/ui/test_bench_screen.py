@@ -14,10 +14,11 @@ from textual.widgets import DataTable, Input, Select, Static
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench_engine"))
 from timed_server import Behaviour, TimedServer
 
+from tui.bench.burst_store import list_bursts, save_burst
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
-from tui.bench.history import list_bursts, save_burst
 from tui.bench.prompts import load_prompt_set
-from tui.screens.bench import BenchScreen
+from tui.bench.session import EndpointArm, PastArm
+from tui.screens.bench import NO_B, BenchScreen
 from tui.settings import EndpointSettings
 
 SLOW = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=10)  # 9 tokens after the first in 180 ms
@@ -76,8 +77,9 @@ async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_pa
         async with app.run_test(size=(80, 24)) as pilot:
             screen = app.screen
             assert isinstance(screen, BenchScreen)
-            assert screen.query_one("#a-select", Select).value == "ep:mtp-off"
-            assert screen.query_one("#b-select", Select).value == "ep:mtp-on"
+            a, b = (screen.query_one(f"#{side}-select", Select).value for side in "ab")
+            assert isinstance(a, EndpointArm) and a.name == "mtp-off" and a.base_url == server_a.base_url
+            assert isinstance(b, EndpointArm) and b.name == "mtp-on"
             await _set_requests(screen, pilot, "6")
             await pilot.press("enter")  # enter in a field starts the burst
             await _until(pilot, lambda: screen.summary is not None)
@@ -141,8 +143,8 @@ async def test_two_past_bursts_are_compared_from_the_history() -> None:
         await _until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 2)
         await pilot.press("h")  # history; newest (FAST) first
         await pilot.press("b", "down", "a")
-        assert str(screen.query_one("#a-select", Select).value).startswith("burst:")
-        assert str(screen.query_one("#b-select", Select).value).startswith("burst:")
+        assert isinstance(screen.query_one("#a-select", Select).value, PastArm)
+        assert isinstance(screen.query_one("#b-select", Select).value, PastArm)
         await pilot.press("ctrl+r")
         await _until(pilot, lambda: screen.summary is not None)
         assert "faster" in _text(screen, "#verdict")
@@ -155,13 +157,13 @@ async def test_a_cancelled_burst_does_not_leave_the_previous_result_on_screen() 
         async with app.run_test(size=(80, 24)) as pilot:
             screen = app.screen
             assert isinstance(screen, BenchScreen)
-            screen.query_one("#b-select", Select).value = "none"
+            screen.query_one("#b-select", Select).value = NO_B
             await _set_requests(screen, pilot, "2")
             await pilot.press("enter")
             await _until(pilot, lambda: screen.summary is not None)
             table = screen.query_one("#results-table", DataTable)
             assert table.row_count > 0 and "one arm" in _text(screen, "#verdict")
-            screen.query_one("#a-select", Select).value = "ep:mtp-on"
+            screen.query_one("#a-select", Select).value = EndpointArm.from_settings(app.endpoints[1])
             await pilot.press("ctrl+r")
             await _until(pilot, lambda: len(stuck.records) > 0)
             await pilot.press("escape")

@@ -95,23 +95,3 @@ def bootstrap_pooled_ratio_ci(
     if low is None or high is None:
         return None
     return (low, high)
-
-
-def bootstrap_ratio_ci(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    paired: bool = False,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
-    level: float = 0.95,
-) -> tuple[float, float] | None:
-    """CI of mean(b) / mean(a) by the percentile bootstrap (see bootstrap_pooled_ratio_ci)."""
-    return bootstrap_pooled_ratio_ci(
-        [(value, 1.0) for value in a],
-        [(value, 1.0) for value in b],
-        paired=paired,
-        resamples=resamples,
-        seed=seed,
-        level=level,
-    )
