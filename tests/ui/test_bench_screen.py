@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -205,3 +206,73 @@ async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
         )
         assert screen.query_one("#results-table", DataTable).row_count == 0
     assert list_bursts() == []
+
+
+async def _set(screen: BenchScreen, pilot, field_id: str, value: str) -> None:  # type: ignore[no-untyped-def]
+    field = screen.query_one(f"#{field_id}", Input)
+    field.focus()
+    await pilot.press("ctrl+a", "ctrl+k", *value)
+
+
+async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_UI_KEY", "sk-ui-secret")
+    settings = tmp_path / "settings.json"
+    with TimedServer(FAST) as server:
+        values = {"base_url": server.base_url, "api_key_env": "BENCH_UI_KEY", "max_tokens": 5}
+        settings.write_text(json.dumps({**values, "extra_body": {"top_k": 7}}), encoding="utf-8")
+        app = BenchTestApp([EndpointSettings(name="srv", url=server.base_url, model="m")])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, BenchScreen)
+            for field_id, value in (
+                ("requests", "4"), ("rounds", "2"), ("warmup", "2"), ("max-tokens", ""),
+                ("client-settings", str(settings)),
+            ):  # fmt: skip
+                await _set(screen, pilot, field_id, value)
+            await pilot.press("enter")
+            await _until(pilot, lambda: screen.summary is not None)
+            records = list(server.records)
+    assert screen.outcome is not None and screen.outcome.ran is not None
+    kept = screen.outcome.ran.settings
+    assert (kept.rounds, kept.warmup, kept.max_tokens) == (2, 2, 5)  # tok empty: the client settings'
+    warm_up = [r for r in records if "-wa" in r.headers.get("x-request-id", "")]
+    assert len(warm_up) == 2 and len(records) == 2 + 4
+    assert {r.body["top_k"] for r in records} == {7}
+    assert {r.headers["authorization"] for r in records} == {"Bearer sk-ui-secret"}
+
+
+@pytest.mark.parametrize(
+    ("field_id", "value", "message"),
+    [
+        ("rounds", "0", "rounds: must be at least 1, got 0"),
+        ("warmup", "x", "warm-up: expected a whole number, got 'x'"),
+        ("temperature", "9", "T (temperature): must be at most 5"),
+        ("client-settings", "/no/such/settings.json", "client settings: /no/such/settings.json: cannot read"),
+    ],
+)
+async def test_the_new_fields_are_checked_by_the_one_validation(
+    field_id: str, value: str, message: str
+) -> None:
+    app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BenchScreen)
+        await _set(screen, pilot, field_id, value)
+        await pilot.press("enter")
+        await _until(pilot, lambda: message in _text(screen, "#status"), timeout_s=5.0)
+        assert screen.query_one("#status").has_class("error")
+
+
+async def test_every_field_fits_80x24() -> None:
+    app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BenchScreen)
+        await pilot.pause()
+        for widget in [*screen.query(Input), *screen.query(Select)]:
+            region = widget.region
+            assert region.width >= 6 and region.height == 1, widget.id
+            assert region.right <= 80 and region.bottom <= 24, widget.id
+        assert screen.query_one("#results-table", DataTable).region.height >= 10

@@ -33,10 +33,8 @@ from tui.validators import check_env_var_name, friendly_message, normalize_http_
 
 Side = Literal["a", "b"]
 ExportKind = Literal["json", "csv", "markdown"]
-_WITH_INPUT = frozenset(
-    {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "int_parsing", "float_parsing",
-     "int_from_float", "finite_number"}
-)  # fmt: skip
+_OUT_OF_RANGE = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+_NOT_A_NUMBER = frozenset({"int_parsing", "float_parsing", "int_from_float", "finite_number"})
 
 
 class BurstRequestError(ValueError):
@@ -149,7 +147,9 @@ class BurstRequest(BaseModel):
             first = error.errors()[0]
             field = str(first["loc"][0]) if first["loc"] else "request"
             message = friendly_message(first)
-            if first["type"] in _WITH_INPUT:
+            if first["type"] in _OUT_OF_RANGE:
+                message += f", got {first['input']}"
+            elif first["type"] in _NOT_A_NUMBER:
                 message += f", got {first['input']!r}"
             raise BurstRequestError(field, message) from None
 

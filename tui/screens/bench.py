@@ -363,8 +363,8 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             self.post_message(BurstFailed(str(error)))
             return
         self.post_message(BurstFinished(outcome.summary, outcome, str(saved) if saved else None))
-        if saved:
-            await self._load_history()
+        if saved:  # in a worker of its own: the burst is over, a new one may start at once
+            self.run_worker(self._load_history(), group="history", exit_on_error=False)
 
     # --- messages -------------------------------------------------------------------------------------
 
