@@ -66,10 +66,14 @@ def _text(screen: BenchScreen, selector: str) -> str:
     return str(screen.query_one(selector, Static).render())
 
 
-async def _set_requests(screen: BenchScreen, pilot, value: str) -> None:  # type: ignore[no-untyped-def]
-    field = screen.query_one("#requests", Input)
+async def _set(screen: BenchScreen, pilot, field_id: str, value: str) -> None:  # type: ignore[no-untyped-def]
+    field = screen.query_one(f"#{field_id}", Input)
     field.focus()
     await pilot.press("ctrl+a", "ctrl+k", *value)
+
+
+async def _set_requests(screen: BenchScreen, pilot, value: str) -> None:  # type: ignore[no-untyped-def]
+    await _set(screen, pilot, "requests", value)
 
 
 async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_path: Path) -> None:
@@ -206,12 +210,6 @@ async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
         )
         assert screen.query_one("#results-table", DataTable).row_count == 0
     assert list_bursts() == []
-
-
-async def _set(screen: BenchScreen, pilot, field_id: str, value: str) -> None:  # type: ignore[no-untyped-def]
-    field = screen.query_one(f"#{field_id}", Input)
-    field.focus()
-    await pilot.press("ctrl+a", "ctrl+k", *value)
 
 
 async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
