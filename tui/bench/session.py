@@ -146,7 +146,7 @@ class BurstRequest(BaseModel):
         except ValidationError as error:
             first = error.errors()[0]
             field = str(first["loc"][0]) if first["loc"] else "request"
-            message = friendly_message(first)
+            message = friendly_message(dict(first))
             if first["type"] in _OUT_OF_RANGE:
                 message += f", got {first['input']}"
             elif first["type"] in _NOT_A_NUMBER:
@@ -216,7 +216,11 @@ ProgressCallback = Callable[[BurstProgress], None]
 
 
 class BurstSession:
-    """Runs one `BurstRequest`: `run` (or `compare` for two past arms), then `save` and `export`."""
+    """Runs one `BurstRequest`: `run` (two past arms: compared, nothing sent), then `save` and
+    `export`; `BurstSession.compare(before, after)` and `.open(path)` for kept bursts alone."""
+
+    compare = staticmethod(compare)
+    open = staticmethod(open_burst)
 
     def __init__(self, request: BurstRequest, client: httpx.AsyncClient | None = None) -> None:
         self.request = request

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tui.bench.engine import ArmUnreachable, BurstConfigError
     from tui.bench.report import render_text
-    from tui.bench.session import BurstRequestError, BurstSession, PastArm, compare
+    from tui.bench.session import BurstRequestError, BurstSession, PastArm
 
     if args.history:
         return _list_history()
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         if args.compare:
             flags = {"a": "BEFORE", "b": "AFTER"}
             before, after = (PastArm(path=Path(path)) for path in args.compare)
-            outcome = compare(before, after)
+            outcome = BurstSession.compare(before, after)
             print(render_text(outcome.summary))
             return _write_exports(outcome, args)
         request = _request(args)

@@ -347,9 +347,12 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             return
         self.set_status(f"{kind} written to {written}")
 
+    def _progress(self, progress: BurstProgress) -> None:
+        self.post_message(BurstProgressed(progress))
+
     async def _run(self, session: BurstSession, cancel: asyncio.Event) -> None:
         try:
-            outcome = await session.run(lambda p: self.post_message(BurstProgressed(p)), cancel)
+            outcome = await session.run(self._progress, cancel)
             saved = await asyncio.to_thread(session.save)
         except (asyncio.CancelledError, BurstCancelled):
             self.post_message(BurstFailed("cancelled: every request in flight was closed", cancelled=True))
@@ -432,7 +435,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         for side in ("a", "b"):
             select = self.query_one(f"#{side}-select", Select)
             current = select.value
-            options = self._endpoint_options() + self._past_options()
+            options: list[tuple[str, ArmChoice | OneArm]] = [*self._endpoint_options(), *self._past_options()]
             if side == "b":
                 options = [("(none: one arm)", NO_B), *options]
             select.set_options(options)
