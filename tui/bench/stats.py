@@ -17,9 +17,6 @@ class Summary:
     p90: float | None = None
     p99: float | None = None
 
-    def as_dict(self) -> dict[str, float | None]:
-        return {"mean": self.mean, "p50": self.p50, "p90": self.p90, "p99": self.p99}
-
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     """Linear interpolation between closest ranks; `q` in 0..100; None for no data."""
@@ -44,10 +41,6 @@ def summarize(values: Sequence[float | None]) -> Summary:
         p90=percentile(known, 90),
         p99=percentile(known, 99),
     )
-
-
-def mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 RateSample = tuple[float, float]
