@@ -115,13 +115,12 @@ async def _measure(
     endpoints: list[EndpointSettings], urls: list[str], window_s: float, timeout_s: float
 ) -> list[_Result]:
     import asyncio
-    import dataclasses
     import time
 
     import httpx
 
     from tui.telemetry.monitor import fetch_model_ids
-    from tui.telemetry.scraper import fetch_slots_decoded, scrape_metrics
+    from tui.telemetry.scraper import scrape_with_slots
     from tui.telemetry.window import ScrapeWindow
 
     results = [_Result(url, window_s) for url in urls]
@@ -130,17 +129,22 @@ async def _measure(
         key = endpoint.api_key()
         return {"Authorization": f"Bearer {key}"} if key else {}
 
+    known: dict[str, str | None] = {}
+
     async def scrape_one(client: httpx.AsyncClient, endpoint: EndpointSettings) -> Scrape:
-        headers = headers_of(endpoint)
+        # llama.cpp: also the tokens of requests still running, from /slots (needs --slots).
         url = endpoint.resolved_metrics_url
-        scrape = await scrape_metrics(client, url, timeout_s=timeout_s, headers=headers)
-        if scrape.backend != "llamacpp":
-            return scrape
-        # Right after /metrics: the tokens of requests still running (needs --slots).
-        decoded = await fetch_slots_decoded(client, endpoint.url, headers=headers, timeout_s=timeout_s)
-        if isinstance(decoded, str):
-            return scrape
-        return dataclasses.replace(scrape, extra_counters={"slots_decoded": decoded})
+        scrape, _ = await scrape_with_slots(
+            client,
+            endpoint.url,
+            url,
+            known_backend=known.get(url),
+            timeout_s=timeout_s,
+            headers=headers_of(endpoint),
+        )
+        if scrape.up:
+            known[url] = scrape.backend
+        return scrape
 
     async def scrape_all(client: httpx.AsyncClient, indexes: list[int]) -> dict[int, Scrape]:
         scrapes = await asyncio.gather(*(scrape_one(client, endpoints[i]) for i in indexes))
