@@ -40,8 +40,11 @@ def test_in_use_memory_that_does_not_fit_the_headroom(tmp_path: Path) -> None:
     (finding,) = gpu_findings(_doc(path), _gpus(2, 12))
     assert finding.id == "gpu-headroom-too-small" and finding.severity == "warning"
     assert finding.key == "model.gpu_memory_utilization" and finding.line == 5
-    assert "GPU 1" in finding.message and "68.0 GiB is free" in finding.message
-    assert "0.85" in finding.fix  # 68 / 80 rounded down
+    assert finding.message.startswith("gpu_memory_utilization 0.9 leaves 8.0 GiB of GPU 1 (80.0 GiB)")
+    assert "12.0 GiB is in use now" in finding.message and "also" not in finding.message
+    assert "0.85 at most" in finding.fix  # 68 GiB free of 80, rounded down
+    (both,) = gpu_findings(_doc(path), _gpus(12, 9))
+    assert "of GPU 0" in both.message and "(also on GPU 1)" in both.message
     assert gpu_findings(_doc(path), _gpus(2, 7)) == []  # 73 GiB free: fits
 
 

@@ -122,3 +122,17 @@ def test_uuids_follow_the_port_and_the_counter_survives_a_restart() -> None:
     after = parse_dcgm_page(gpus.render(now=5.0))[0]
     assert after.uuid == before.uuid and (after.energy_j or 0) > (before.energy_j or 0)
     assert (after.memory_used_bytes or 0) < (before.memory_used_bytes or 0)  # the new config's pool
+
+
+async def test_demo_sims_serve_their_gpus_to_the_endpoints() -> None:
+    from tui.commands.demo import demo_sims
+
+    with demo_sims(background_load_rps=0.5) as sims:
+        async with httpx.AsyncClient() as client:
+            readings = [
+                await DcgmSource(client, endpoint.gpu_metrics_url or "").read() for endpoint in sims.endpoints
+            ]
+    assert all(isinstance(reading, GpuReading) for reading in readings)
+    on, off = (reading.gpus for reading in readings if isinstance(reading, GpuReading))
+    assert len(on) == len(off) == 8  # the sample configs' tensor_parallel_size
+    assert {gpu.uuid for gpu in on}.isdisjoint({gpu.uuid for gpu in off})  # two servers, not shared GPUs

@@ -24,6 +24,7 @@ from pathlib import Path
 from tui.commands.replay import add_record_max_mb_argument
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings, Settings
+from tui.sim.gpu_page import GPU_METRICS_PATH
 
 LISTENING = re.compile(r"listening on (http://\S+)")
 DEMO_ENDPOINTS = (("mtp-on", "config.toml"), ("mtp-off", "config_mtp_off.toml"))
@@ -100,7 +101,7 @@ def start_sims(folder: Path, background_load_rps: float = 1.5) -> DemoSims:
             command = [
                 sys.executable, "-m", "tui", "sim", "--flavor", "vllm", "--port", "0",
                 "--config", str(config), "--log-file", str(log_file),
-                "--background-load", f"{background_load_rps:g}",
+                "--background-load", f"{background_load_rps:g}", "--gpu",
             ]  # fmt: skip
             with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
                 process = subprocess.Popen(
@@ -112,6 +113,7 @@ def start_sims(folder: Path, background_load_rps: float = 1.5) -> DemoSims:
                 EndpointSettings(
                     name=name,
                     url=url,
+                    gpu_metrics_url=url + GPU_METRICS_PATH,
                     backend="vllm",
                     log_file=log_file,
                     config_file=config,

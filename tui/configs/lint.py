@@ -415,7 +415,7 @@ def gpu_findings(doc: ConfigDocument, gpus: Sequence[GpuSample]) -> list[Finding
         return []
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1:
         return []  # absent (SGLang's auto) or invalid: the schema rules report the latter
-    for problem in headroom_problems(float(fraction), dotted(path), gpus, spec_on):
+    for problem in headroom_problems(float(fraction), path[-1], gpus, spec_on):
         lint.add(problem.id, problem.severity, path, problem.message, problem.fix)
     return lint.findings
 

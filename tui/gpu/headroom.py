@@ -56,19 +56,20 @@ def headroom_problems(
         elif speculation_on and used / total >= MEMORY_HIGH_FRACTION:
             too_full.append((gpu, used / total))
     if too_small:
-        gpu, claim, free, used = min(too_small, key=lambda item: item[2] - item[1])
+        worst = min(too_small, key=lambda item: item[2] - item[1])
+        gpu, claim, free, used = worst
         total = float(gpu.memory_total_bytes or 0)
         fits = math.floor((free / total) * 100) / 100
-        others = ", ".join(item[0].label for item in too_small[1:])
+        others = ", ".join(item[0].label for item in too_small if item is not worst)
         problems.append(
             HeadroomProblem(
                 "gpu-headroom-too-small",
                 "warning",
-                f"{fraction_key} {fraction} claims {_gib(claim)} of {gpu.label} ({_gib(total)}) but only "
-                f"{_gib(free)} is free now ({_gib(used)} in use): the server would not start"
-                + (f"; also {others}" if others else "")
-                + " (memory of this server's own running process is freed on restart)",
-                f"free the memory, or lower {fraction_key} to {fits:.2f} at most",
+                f"{fraction_key} {fraction} leaves {_gib(total - claim)} of {gpu.label} ({_gib(total)}) for "
+                f"everything else, but {_gib(used)} is in use now"
+                + (f" (also on {others})" if others else "")
+                + ": the server will not start beside it, unless that memory is its own (freed on restart)",
+                f"stop what holds the memory, or lower {fraction_key} to {fits:.2f} at most",
             )
         )
     if too_full:
