@@ -161,3 +161,34 @@ def energy_ratio_text(
     if arm_joules_per_token is None or not baseline_joules_per_token:
         return None
     return f"uses {arm_joules_per_token / baseline_joules_per_token:.1f}x the energy per token"
+
+
+@dataclass(frozen=True)
+class ArmEnergy:
+    """One burst arm's energy: from the GPUs' history over the arm's time span and its output tokens."""
+
+    energy: EnergyFigure
+    output_tokens: int
+
+    @property
+    def joules_per_token(self) -> float | None:
+        return energy_per_token(self.energy.joules, self.output_tokens)
+
+    @property
+    def tokens_per_joule(self) -> float | None:
+        return tokens_per_joule(self.energy.joules, self.output_tokens)
+
+
+def arm_energy(
+    history: GpuHistory, start: float, end: float, output_tokens: int, keys: Iterable[str] | None = None
+) -> ArmEnergy | None:
+    """The arm's energy, or None when the GPUs' readings do not cover [start, end]."""
+    energy = history.energy_between(start, end, keys)
+    return None if energy is None else ArmEnergy(energy, output_tokens)
+
+
+def energy_verdict(arm: ArmEnergy | None, baseline: ArmEnergy | None) -> str | None:
+    """The verdict's energy clause for `arm` against `baseline` ("uses 0.6x the energy per token")."""
+    if arm is None or baseline is None:
+        return None
+    return energy_ratio_text(arm.joules_per_token, baseline.joules_per_token)
