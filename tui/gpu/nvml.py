@@ -40,6 +40,7 @@ class NvmlSource:
     def __init__(self, module_name: str = "pynvml") -> None:
         self.module_name = module_name
         self._nvml: ModuleType | None = None
+        self._load_error: str | None = None  # the bindings are not retried on every poll
         self._initialized = False
         self._lock = threading.Lock()
 
@@ -61,14 +62,14 @@ class NvmlSource:
             self._initialized = False
 
     def _load(self) -> ModuleType | str:
-        if self._nvml is None:
+        if self._nvml is None and self._load_error is None:
             try:
                 self._nvml = importlib.import_module(self.module_name)
             except ImportError:
-                return f"NVML bindings not installed ({INSTALL_HINT})"
+                self._load_error = f"NVML bindings not installed ({INSTALL_HINT})"
             except Exception as error:  # a broken install
-                return f"NVML bindings cannot be imported: {_error_text(error)}"
-        return self._nvml
+                self._load_error = f"NVML bindings cannot be imported: {_error_text(error)}"
+        return self._nvml if self._nvml is not None else self._load_error or "NVML bindings not loaded"
 
     def _read(self) -> GpuReading | GpuUnavailable:
         nvml = self._load()
@@ -137,15 +138,4 @@ def _error_text(error: BaseException) -> str:
     return text or type(error).__name__
 
 
-_shared: NvmlSource | None = None
-
-
-def local_gpus() -> NvmlSource:
-    """The process-wide NVML source (NVML is initialised once per process)."""
-    global _shared
-    if _shared is None:
-        _shared = NvmlSource()
-    return _shared
-
-
-__all__ = ["INSTALL_HINT", "NvmlSource", "local_gpus"]
+__all__ = ["INSTALL_HINT", "NvmlSource"]
