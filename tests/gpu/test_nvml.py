@@ -35,6 +35,23 @@ async def test_no_driver_and_no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(result, GpuUnavailable) and "no NVIDIA GPU" in result.reason
 
 
+async def test_a_lost_gpu_is_listed_with_every_figure_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeNvml(devices=[FakeDevice(), FakeDevice()])
+    module = fake.module()
+
+    def handle(index: int) -> FakeDevice:
+        if index == 1:
+            raise RuntimeError("GPU is lost")
+        return fake.devices[index]
+
+    module.nvmlDeviceGetHandleByIndex = handle  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+    result = await NvmlSource().read()
+    assert isinstance(result, GpuReading)
+    lost = result.gpus[1]
+    assert lost.index == 1 and lost.memory_used_bytes is None and lost.power_w is None
+
+
 async def test_a_call_that_blows_up_is_still_a_reading_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeNvml(devices=[FakeDevice()])
     module = fake.module()

@@ -88,7 +88,10 @@ class NvmlSource:
         return GpuReading("nvml", time.time(), time.monotonic(), gpus, "NVML")
 
     def _device(self, nvml: Any, index: int) -> GpuSample:
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        except Exception:  # a GPU that fell off the bus: listed, every figure unknown
+            return GpuSample(index=index, uuid=None)
 
         def get(call: Callable[[], T]) -> T | None:
             try:
