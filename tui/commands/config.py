@@ -143,12 +143,13 @@ def _gpu_lint(args: argparse.Namespace, document: Any) -> tuple[list[Any], str |
     import asyncio
 
     from tui.configs.lint import GPU_CHECKED_KINDS, gpu_findings
+    from tui.gpu.models import GpuUnavailable
     from tui.gpu.once import read_once
 
     if args.no_gpu or document.kind not in GPU_CHECKED_KINDS:
         return [], None
     reading = asyncio.run(read_once(args.gpu_metrics_url))
-    if not reading.available:
+    if isinstance(reading, GpuUnavailable):
         return [], f"GPU headroom not checked: {reading.reason}"
     return gpu_findings(document, reading.gpus), None
 

@@ -73,12 +73,12 @@ def headroom_problems(
             )
         )
     if too_full:
-        gpu, worst = max(too_full, key=lambda item: item[1])
+        full_gpu, fullest = max(too_full, key=lambda item: item[1])
         problems.append(
             HeadroomProblem(
                 "gpu-memory-full-with-spec",
                 "warning",
-                f"{gpu.label} is at {worst:.0%} of its memory now with speculation on: drafting needs KV "
+                f"{full_gpu.label} is at {fullest:.0%} of its memory now with speculation on: drafting needs KV "
                 "cache beyond this (OOM risk)",
                 f"lower {fraction_key} to 0.85, or halve the maximum number of running sequences",
             )
