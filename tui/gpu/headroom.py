@@ -78,8 +78,8 @@ def headroom_problems(
             HeadroomProblem(
                 "gpu-memory-full-with-spec",
                 "warning",
-                f"{full_gpu.label} is at {fullest:.0%} of its memory now with speculation on: drafting needs KV "
-                "cache beyond this (OOM risk)",
+                f"{full_gpu.label} is at {fullest:.0%} of its memory now with speculation on: drafting "
+                "needs KV cache beyond this (OOM risk)",
                 f"lower {fraction_key} to 0.85, or halve the maximum number of running sequences",
             )
         )
