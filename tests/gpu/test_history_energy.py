@@ -21,19 +21,27 @@ def _history(points: list[tuple[float, dict[str, float | None]]], index: int = 0
 
 def test_counter_energy_is_read_at_the_interval_edges() -> None:
     history = _history([(0, {"energy_j": 1000.0}), (10, {"energy_j": 1500.0}), (20, {"energy_j": 2600.0})])
-    figure = history.energy_between(5, 15)
+    figure = history.energy_between(5, 15, max_gap_s=10)
     assert figure is not None and figure.method == "counter"
     # Halfway through each reading gap: half of 500 J plus half of 1100 J.
     assert figure.joules == pytest.approx(500 / 2 + 1100 / 2)
     assert figure.seconds == 10 and figure.mean_power_w == pytest.approx(80.0)
+    assert history.energy_between(5, 15) is None  # 10 s between readings: the edges would be guesses
+    assert history.energy_between(0, 20) is not None  # edges on readings: the counter is exact
+
+
+def test_sparse_power_readings_are_not_integrated() -> None:
+    history = _history([(0, {"power_w": 100.0}), (4, {"power_w": 100.0}), (20, {"power_w": 600.0})])
+    assert history.energy_between(0, 4) is not None
+    assert history.energy_between(0, 20) is None  # 16 s without a power reading
 
 
 def test_power_is_integrated_without_a_counter() -> None:
     history = _history([(0, {"power_w": 100.0}), (10, {"power_w": 300.0})])
-    figure = history.energy_between(0, 10)
+    figure = history.energy_between(0, 10, max_gap_s=10)
     assert figure is not None and figure.method == "power"
     assert figure.joules == pytest.approx((100 + 300) / 2 * 10)  # a linear ramp: the trapezoid
-    part = history.energy_between(5, 10)  # power at 5 s is 200 W
+    part = history.energy_between(5, 10, max_gap_s=10)  # power at 5 s is 200 W
     assert part is not None and part.joules == pytest.approx((200 + 300) / 2 * 5)
 
 
@@ -45,14 +53,14 @@ def test_a_counter_reset_falls_back_to_power() -> None:
             (20, {"energy_j": 2010.0, "power_w": 200.0}),
         ]
     )
-    figure = history.energy_between(0, 20)
+    figure = history.energy_between(0, 20, max_gap_s=10)
     assert figure is not None and figure.method == "power" and figure.joules == pytest.approx(4000.0)
 
 
 def test_an_interval_the_readings_do_not_cover_has_no_energy() -> None:
     history = _history([(10, {"energy_j": 100.0}), (20, {"energy_j": 200.0})])
-    assert history.energy_between(5, 15) is None  # started before the first reading
-    assert history.energy_between(15, 25) is None  # ends after the last one
+    assert history.energy_between(5, 15, max_gap_s=10) is None  # started before the first reading
+    assert history.energy_between(15, 25, max_gap_s=10) is None  # ends after the last one
     assert history.energy_between(15, 15) is None
     assert GpuHistory().energy_between(0, 1) is None
 
@@ -88,3 +96,18 @@ def test_history_window_and_series() -> None:
     assert history.series("GPU-0", "energy_j") == []  # unknown figures are gaps, not zeros
     history.add_sample(100.0, _gpu(power_w=1.0))  # out of order: ignored
     assert history.latest("GPU-0") == points[-1][1]
+
+
+def test_a_cached_exporter_sample_served_again_is_not_a_new_reading() -> None:
+    history = GpuHistory()
+    same = _gpu(energy_j=1000.0, power_w=300.0)
+    history.add_sample(0.0, same, cached=True)
+    history.add_sample(10.0, same, cached=True)  # dcgm-exporter between two DCGM collections
+    history.add_sample(20.0, _gpu(energy_j=7000.0, power_w=300.0), cached=True)
+    assert [time for time, _ in history.points("GPU-0")] == [0.0, 20.0]
+    figure = history.energy_between(0.0, 20.0)
+    assert figure is not None and figure.joules == pytest.approx(6000.0)
+    live = GpuHistory()  # NVML reads the hardware each time: the same figures twice are two readings
+    live.add_sample(0.0, same)
+    live.add_sample(10.0, same)
+    assert len(live.points("GPU-0")) == 2

@@ -5,6 +5,7 @@ Energy over [start, end] comes from the energy counter when every GPU has one (t
 power (trapezoids over the readings, clipped to the interval). Either needs readings at or before
 `start` and at or after `end`: an interval the readings do not cover has no energy (None), never a
 part of it passed off as the whole. A counter that goes down (driver reload) falls back to power.
+A dcgm-exporter reading identical to the previous one (its cached sample served again) is not a new point.
 Times are `time.time()` seconds, as in the rest of spectop.
 """
 
@@ -19,6 +20,10 @@ from typing import Literal
 from tui.gpu.models import GpuReading, GpuSample
 
 DEFAULT_HISTORY_S = 1800.0
+# Readings further apart than this are too sparse to interpolate a counter at an interval's edge or to
+# integrate power over: the energy is unknown rather than a guess (dcgm-exporter collects every 30 s
+# unless told otherwise, e.g. `-c 1000`).
+DEFAULT_MAX_GAP_S = 5.0
 MAX_POINTS_PER_GPU = 20_000
 
 
@@ -42,12 +47,17 @@ class GpuHistory:
 
     def add(self, reading: GpuReading) -> None:
         for gpu in reading.gpus:
-            self.add_sample(reading.time, gpu)
+            self.add_sample(reading.time, gpu, cached=reading.source == "dcgm")
 
-    def add_sample(self, time: float, gpu: GpuSample) -> None:
+    def add_sample(self, time: float, gpu: GpuSample, *, cached: bool = False) -> None:
+        """`cached`: the source serves a cached sample between collections (dcgm-exporter)."""
         points = self._points.setdefault(gpu.key, deque(maxlen=MAX_POINTS_PER_GPU))
         if points and time < points[-1][0]:
             return  # out of order (a clock step back): keep the series monotonic
+        if cached and points and points[-1][1] == gpu:
+            # The very same figures again: dcgm-exporter serves its cached sample until DCGM collects
+            # the next one (every 30 s by default). Kept at the time first seen, not passed off as new.
+            return
         points.append((time, gpu))
         cutoff = time - self.history_s
         while points and points[0][0] < cutoff:
@@ -77,9 +87,17 @@ class GpuHistory:
         return [gpu for time, gpu in self._points.get(key, ()) if start <= time <= end]
 
     def energy_between(
-        self, start: float, end: float, keys: Iterable[str] | None = None
+        self,
+        start: float,
+        end: float,
+        keys: Iterable[str] | None = None,
+        *,
+        max_gap_s: float = DEFAULT_MAX_GAP_S,
     ) -> EnergyFigure | None:
-        """Joules used by the GPUs (all, or `keys`) from `start` to `end`; None when it cannot be known."""
+        """Joules used by the GPUs (all, or `keys`) from `start` to `end`; None when it cannot be known.
+
+        `max_gap_s`: the widest gap between readings that an edge of the interval (counter) or any
+        part of it (power) may fall in."""
         if end <= start:
             return None
         chosen = list(self._points) if keys is None else list(keys)
@@ -89,9 +107,9 @@ class GpuHistory:
         method: Literal["counter", "power"] = "counter"
         for key in chosen:
             points = list(self._points.get(key, ()))
-            joules = _counter_energy(points, start, end)
+            joules = _counter_energy(points, start, end, max_gap_s)
             if joules is None:
-                joules = _power_energy(points, start, end)
+                joules = _power_energy(points, start, end, max_gap_s)
                 method = "power"
             if joules is None:
                 return None
@@ -124,18 +142,28 @@ def _values(points: list[tuple[float, GpuSample]], figure: str) -> list[tuple[fl
     return [(t, float(value)) for t, gpu in points if (value := getattr(gpu, figure)) is not None]
 
 
-def _counter_energy(points: list[tuple[float, GpuSample]], start: float, end: float) -> float | None:
+def _counter_energy(
+    points: list[tuple[float, GpuSample]], start: float, end: float, max_gap_s: float
+) -> float | None:
     span = _span(_values(points, "energy_j"), start, end)
     if not _covering(span, start, end):
         return None
+    start_gap = span[1][0] - span[0][0] if span[0][0] < start else 0.0
+    end_gap = span[-1][0] - span[-2][0] if span[-1][0] > end else 0.0
+    if max(start_gap, end_gap) > max_gap_s:
+        return None  # the counter at an edge would be a guess
     if any(v1 < v0 for (_, v0), (_, v1) in itertools.pairwise(span)):
         return None  # the counter was reset inside the interval
     return _at(span, end) - _at(span, start)
 
 
-def _power_energy(points: list[tuple[float, GpuSample]], start: float, end: float) -> float | None:
+def _power_energy(
+    points: list[tuple[float, GpuSample]], start: float, end: float, max_gap_s: float
+) -> float | None:
     span = _span(_values(points, "power_w"), start, end)
-    if not _covering(span, start, end):
+    if not _covering(span, start, end) or any(
+        t1 - t0 > max_gap_s for (t0, _), (t1, _) in itertools.pairwise(span)
+    ):
         return None
     inner = [(start, _at(span, start))] + [p for p in span if start < p[0] < end] + [(end, _at(span, end))]
     return sum((t1 - t0) * (v0 + v1) / 2 for (t0, v0), (t1, v1) in itertools.pairwise(inner))
@@ -180,10 +208,18 @@ class ArmEnergy:
 
 
 def arm_energy(
-    history: GpuHistory, start: float, end: float, output_tokens: int, keys: Iterable[str] | None = None
+    history: GpuHistory,
+    start: float,
+    end: float,
+    output_tokens: int,
+    keys: Iterable[str] | None = None,
+    *,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
 ) -> ArmEnergy | None:
-    """The arm's energy, or None when the GPUs' readings do not cover [start, end]."""
-    energy = history.energy_between(start, end, keys)
+    """The arm's energy, or None when the GPUs' readings do not cover [start, end] closely enough.
+
+    Read the GPUs right before and right after the arm (`GpuMonitor.poll()`) so its edges are readings."""
+    energy = history.energy_between(start, end, keys, max_gap_s=max_gap_s)
     return None if energy is None else ArmEnergy(energy, output_tokens)
 
 
