@@ -6,7 +6,7 @@ import sys
 
 import tui
 
-CORE_PACKAGES = ("tui.telemetry", "tui.configs", "tui.bench", "tui.sim")
+CORE_PACKAGES = ("tui.telemetry", "tui.configs", "tui.bench", "tui.sim", "tui.gpu")
 
 
 def _core_modules() -> list[str]:

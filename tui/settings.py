@@ -61,8 +61,10 @@ class EndpointSettings(BaseModel):
     )
     restart_command: list[str] | None = Field(None, description="run without a shell after a config save")
     acceptance_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    gpu_metrics_url: str | None = Field(None, description="a DCGM exporter page with this server's GPUs")
+    gpus: list[int | str] | None = Field(None, description="the server's GPUs: NVML indices or UUIDs")
 
-    @field_validator("url", "metrics_url")
+    @field_validator("url", "metrics_url", "gpu_metrics_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         return None if value is None else normalize_http_url(value)
