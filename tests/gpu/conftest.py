@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.sim.conftest import write_vllm_config
-from tests.sim.test_process_and_restart import _spawn as spawn_sim
+from tests.sim.conftest import spawn_sim
 
 SIM_GPU_MEMORY = 0.85
 
