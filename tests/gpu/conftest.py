@@ -7,8 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.sim.conftest import write_vllm_config
-from tests.sim.conftest import spawn_sim
+from tests.sim.conftest import spawn_sim, write_vllm_config
 
 SIM_GPU_MEMORY = 0.85
 
