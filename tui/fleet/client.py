@@ -26,6 +26,7 @@ from tui.telemetry.scraper import _connect_error_text
 
 DEFAULT_MAX_BYTES = 32 * 2**20
 _POST_PATHS = frozenset({"/api/v1/query", "/api/v1/query_range", "/api/v1/series"})
+_STALE_CONNECTION = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 __all__ = [
@@ -186,13 +187,19 @@ class PrometheusClient:
         self.requests += 1
         try:
             async with asyncio.timeout(self.timeout_s):
-                status, body = await self._read(path, params)
+                try:
+                    status, body = await self._read(path, params)
+                except _STALE_CONNECTION:
+                    # A kept-alive connection the server closed (e.g. Prometheus restarted): once more.
+                    status, body = await self._read(path, params)
         except PrometheusError:
             raise
         except (TimeoutError, httpx.TimeoutException):
             raise PrometheusError(f"Prometheus timeout after {self.timeout_s:g} s") from None
         except httpx.ConnectError as error:
             raise PrometheusError(f"Prometheus unreachable: {_connect_error_text(error)}") from None
+        except _STALE_CONNECTION as error:
+            raise PrometheusError(f"Prometheus: connection lost ({type(error).__name__})") from None
         except httpx.HTTPError as error:
             raise PrometheusError(f"Prometheus: {type(error).__name__}") from None
         except OSError as error:

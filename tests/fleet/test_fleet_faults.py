@@ -1,0 +1,203 @@
+"""Fleet faults against a fake Prometheus on 127.0.0.1: down, slow, `status: error`, NaN, up == 0,
+stale, a failed figure, oversized or non-JSON answers, and auth headers. Never 0, never a crash."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.fleet.conftest import free_port
+from tests.fleet.fake_prometheus import Answer, FakePrometheus, vector
+from tui.fleet.client import PrometheusClient, PrometheusError
+from tui.fleet.poller import FleetPoller
+from tui.fleet.queries import figure_queries
+from tui.settings import PrometheusSettings
+from tui.telemetry.figures import Figures
+
+WINDOW_S = 30.0
+FIGURE_OF = {query.expr: query.figure for query in figure_queries("", WINDOW_S)}
+A, B = "10.0.0.1:8000", "10.0.0.2:8000"
+
+
+def healthy(
+    *,
+    up: dict[str, str] | None = None,
+    scraped_age_s: float = 1.0,
+    figures: dict[str, dict[str, str]] | None = None,
+    broken: Callable[[str], Answer | None] = lambda query: None,
+) -> Callable[[str, dict[str, str]], Answer]:
+    """A Prometheus that knows two vLLM instances A and B."""
+    up = {A: "1", B: "1"} if up is None else up
+    values = figures or {"generation_tokens_per_s": {A: "120.5", B: "80"}, "acceptance_rate": {A: "0.7", B: "NaN"}}
+
+    def answer(path: str, form: dict[str, str]) -> Answer:
+        query = form.get("query", "")
+        special = broken(query)
+        if special is not None:
+            return special
+        if path != "/api/v1/query":
+            return 404, {"status": "error", "errorType": "not_found", "error": "no"}, 0.0
+        if query.startswith("count by (instance, job, backend"):
+            rows = [({"instance": i, "job": "vllm", "backend": "vllm", "model_name": "m"}, "16") for i in (A, B)]
+            return 200, vector(*rows), 0.0
+        if query == "up":
+            return 200, vector(*(({"instance": i, "job": "vllm"}, v) for i, v in up.items())), 0.0
+        if query.startswith("timestamp(up"):
+            stamp = f"{time.time() - scraped_age_s:.3f}"
+            return 200, vector(*(({"instance": i, "job": "vllm"}, stamp) for i in up)), 0.0
+        figure = FIGURE_OF.get(query)
+        rows = [({"instance": i}, v) for i, v in values.get(figure or "", {}).items()]
+        return 200, vector(*rows), 0.0
+
+    return answer
+
+
+def settings(url: str, **extra: Any) -> PrometheusSettings:
+    return PrometheusSettings(url=url, timeout_s=extra.pop("timeout_s", 2.0), **extra)
+
+
+async def test_healthy_fleet_gives_readings_and_nan_is_unknown() -> None:
+    async with FakePrometheus(healthy()) as fake, FleetPoller(settings(fake.url), WINDOW_S) as poller:
+        refresh = await poller.refresh()
+    assert refresh.error is None
+    assert refresh.queries == poller.queries_per_refresh
+    readings = {reading.instance: reading for reading in refresh.readings}
+    assert set(readings) == {A, B}
+    assert readings[A].up and readings[A].backend == "vllm" and readings[A].model == "m"
+    assert readings[A].group == "vllm"  # group_by defaults to job
+    assert readings[A].figures.generation_tokens_per_s == pytest.approx(120.5)
+    assert readings[A].figures.acceptance_rate == pytest.approx(0.7)
+    assert readings[B].figures.acceptance_rate is None  # NaN from an empty window: unknown, not 0
+    assert readings[B].figures.running is None  # no answer for the figure: unknown, not 0
+
+
+async def test_prometheus_down_before_and_after_first_refresh() -> None:
+    closed = f"http://127.0.0.1:{free_port()}"
+    async with FleetPoller(settings(closed), WINDOW_S) as poller:
+        refresh = await poller.refresh()
+    assert refresh.readings == []
+    assert refresh.error is not None and "unreachable" in refresh.error
+
+    fake = FakePrometheus(healthy())
+    await fake.__aenter__()
+    async with FleetPoller(settings(fake.url), WINDOW_S) as poller:
+        assert all(reading.up for reading in (await poller.refresh()).readings)
+        await fake.close()  # Prometheus goes away: the known instances stay, as unknown
+        refresh = await poller.refresh()
+    assert refresh.error is not None and "unreachable" in refresh.error
+    assert {reading.instance for reading in refresh.readings} == {A, B}
+    for reading in refresh.readings:
+        assert not reading.up and reading.error == refresh.error
+        assert reading.figures == Figures()  # every figure None, none 0
+        assert reading.consecutive_failures == 1
+
+
+async def test_status_error_is_shown_with_its_type() -> None:
+    def broken(query: str) -> Answer | None:
+        if query == "up":
+            return 422, {"status": "error", "errorType": "bad_data", "error": "parse error at char 3"}, 0.0
+        return None
+
+    async with FakePrometheus(healthy(broken=broken)) as fake, FleetPoller(settings(fake.url), WINDOW_S) as poller:
+        refresh = await poller.refresh()
+    assert refresh.error == "Prometheus error (bad_data): parse error at char 3"
+
+
+async def test_slow_prometheus_times_out() -> None:
+    def slow(query: str) -> Answer | None:
+        return (200, vector(), 5.0) if query == "up" else None
+
+    async with FakePrometheus(healthy(broken=slow)) as fake:
+        async with FleetPoller(settings(fake.url, timeout_s=0.3), WINDOW_S) as poller:
+            started = time.monotonic()
+            refresh = await poller.refresh()
+            elapsed = time.monotonic() - started
+    assert refresh.error == "Prometheus timeout after 0.3 s"
+    assert elapsed < 3.0
+
+
+async def test_one_failed_figure_is_unknown_and_named() -> None:
+    ttft = next(expr for expr, figure in FIGURE_OF.items() if figure == "ttft_p95_s")
+
+    def broken(query: str) -> Answer | None:
+        if query == ttft:
+            return 503, {"status": "error", "errorType": "timeout", "error": "query timed out"}, 0.0
+        return None
+
+    async with FakePrometheus(healthy(broken=broken)) as fake, FleetPoller(settings(fake.url), WINDOW_S) as poller:
+        refresh = await poller.refresh()
+    assert refresh.error is None
+    assert refresh.figure_errors == {"ttft_p95_s": "Prometheus error (timeout): query timed out"}
+    reading = next(reading for reading in refresh.readings if reading.instance == A)
+    assert reading.up and reading.figures.generation_tokens_per_s == pytest.approx(120.5)
+    assert reading.figures.ttft_p95_s is None
+    assert reading.error is not None and "ttft_p95_s" in reading.error
+
+
+async def test_target_down_and_stale_target() -> None:
+    async with FakePrometheus(healthy(up={A: "0", B: "1"})) as fake:
+        async with FleetPoller(settings(fake.url), WINDOW_S) as poller:
+            refresh = await poller.refresh()
+    readings = {reading.instance: reading for reading in refresh.readings}
+    assert not readings[A].up and "target down" in (readings[A].error or "")
+    assert readings[B].up
+
+    async with FakePrometheus(healthy(scraped_age_s=300)) as fake:
+        async with FleetPoller(settings(fake.url), WINDOW_S, stale_after_s=60) as poller:
+            refresh = await poller.refresh()
+    for reading in refresh.readings:
+        assert not reading.up and (reading.error or "").startswith("stale: last scraped 300 s ago")
+        assert reading.last_scrape_age_s == pytest.approx(300, abs=5)
+
+
+async def test_non_json_oversized_and_wrong_shape_answers() -> None:
+    def proxy_page(query: str) -> Answer | None:
+        return 502, b"<html>Bad Gateway</html>", 0.0
+
+    async with FakePrometheus(healthy(broken=proxy_page)) as fake, PrometheusClient(settings(fake.url)) as client:
+        with pytest.raises(PrometheusError, match=r"^Prometheus: HTTP 502$"):
+            await client.query("up")
+
+    def huge(query: str) -> Answer | None:
+        return 200, vector(*(({"instance": str(i)}, "1") for i in range(5000))), 0.0
+
+    async with FakePrometheus(healthy(broken=huge)) as fake:
+        async with PrometheusClient(settings(fake.url), max_bytes=64 * 1024) as client:
+            with pytest.raises(PrometheusError, match="larger than"):
+                await client.query("up")
+
+    def matrix_for_instant(query: str) -> Answer | None:
+        return 200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, 0.0
+
+    async with FakePrometheus(healthy(broken=matrix_for_instant)) as fake:
+        async with PrometheusClient(settings(fake.url)) as client:
+            with pytest.raises(PrometheusError, match="unexpected answer"):
+                await client.query("up")
+
+
+async def test_bearer_token_and_basic_auth_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLEET_TEST_TOKEN", "tok-s3cret")
+    monkeypatch.setenv("FLEET_TEST_PASSWORD", "pw-s3cret")
+    async with FakePrometheus(healthy()) as fake:
+        bearer = settings(fake.url, bearer_token_env="FLEET_TEST_TOKEN")
+        async with PrometheusClient(bearer) as client:
+            await client.query("up")
+        basic = settings(fake.url, basic_auth_user="ops", basic_auth_password_env="FLEET_TEST_PASSWORD")
+        async with PrometheusClient(basic) as client:
+            await client.query("up")
+    assert fake.seen[0].headers["authorization"] == "Bearer tok-s3cret"
+    assert fake.seen[1].headers["authorization"] == "Basic b3BzOnB3LXMzY3JldA=="  # ops:pw-s3cret
+    for text in (repr(bearer), repr(basic), bearer.model_dump_json(), basic.model_dump_json()):
+        assert "s3cret" not in text  # settings hold the variable's name only
+
+
+async def test_missing_secret_is_named_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FLEET_TEST_TOKEN", raising=False)
+    async with FakePrometheus(healthy()) as fake:
+        async with PrometheusClient(settings(fake.url, bearer_token_env="FLEET_TEST_TOKEN")) as client:
+            assert client.missing_secrets() == ["FLEET_TEST_TOKEN"]
+            await client.query("up")
+    assert "authorization" not in fake.seen[0].headers
