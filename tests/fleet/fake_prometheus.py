@@ -81,10 +81,8 @@ class FakePrometheus:
                     await asyncio.sleep(delay)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 kind = "text/html" if isinstance(payload, bytes) else "application/json"
-                writer.write(
-                    f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {len(data)}\r\n\r\n".encode()
-                    + data
-                )
+                head = f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {len(data)}\r\n\r\n"
+                writer.write(head.encode() + data)
                 await writer.drain()
         except (asyncio.CancelledError, ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass

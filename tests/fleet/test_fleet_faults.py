@@ -12,7 +12,7 @@ import pytest
 from tests.fleet.conftest import free_port
 from tests.fleet.fake_prometheus import Answer, FakePrometheus, vector
 from tui.fleet.client import PrometheusClient, PrometheusError
-from tui.fleet.poller import FleetPoller
+from tui.fleet.poller import FleetPoller, FleetRefresh
 from tui.fleet.queries import figure_queries
 from tui.settings import PrometheusSettings
 from tui.telemetry.figures import Figures
@@ -31,7 +31,10 @@ def healthy(
 ) -> Callable[[str, dict[str, str]], Answer]:
     """A Prometheus that knows two vLLM instances A and B."""
     up = {A: "1", B: "1"} if up is None else up
-    values = figures or {"generation_tokens_per_s": {A: "120.5", B: "80"}, "acceptance_rate": {A: "0.7", B: "NaN"}}
+    values = figures or {
+        "generation_tokens_per_s": {A: "120.5", B: "80"},
+        "acceptance_rate": {A: "0.7", B: "NaN"},
+    }
 
     def answer(path: str, form: dict[str, str]) -> Answer:
         query = form.get("query", "")
@@ -41,7 +44,9 @@ def healthy(
         if path != "/api/v1/query":
             return 404, {"status": "error", "errorType": "not_found", "error": "no"}, 0.0
         if query.startswith("count by (instance, job, backend"):
-            rows = [({"instance": i, "job": "vllm", "backend": "vllm", "model_name": "m"}, "16") for i in (A, B)]
+            rows = [
+                ({"instance": i, "job": "vllm", "backend": "vllm", "model_name": "m"}, "16") for i in (A, B)
+            ]
             return 200, vector(*rows), 0.0
         if query == "up":
             return 200, vector(*(({"instance": i, "job": "vllm"}, v) for i, v in up.items())), 0.0
@@ -59,11 +64,30 @@ def settings(url: str, **extra: Any) -> PrometheusSettings:
     return PrometheusSettings(url=url, timeout_s=extra.pop("timeout_s", 2.0), **extra)
 
 
+async def refresh_with(answer: Callable[[str, dict[str, str]], Answer], **extra: Any) -> FleetRefresh:
+    """One refresh of a FleetPoller against a fake Prometheus answering with `answer`."""
+    stale_after_s = extra.pop("stale_after_s", 60.0)
+    async with FakePrometheus(answer) as fake:
+        url = extra.pop("url_override", fake.url)
+        poller = FleetPoller(settings(url, **extra), WINDOW_S, stale_after_s=stale_after_s)
+        async with poller:
+            return await poller.refresh()
+
+
+async def query_with(answer: Callable[[str, dict[str, str]], Answer], **extra: Any) -> FakePrometheus:
+    """One `up` query of a PrometheusClient against a fake Prometheus; returns the fake (requests seen)."""
+    max_bytes = extra.pop("max_bytes", 2**20)
+    async with FakePrometheus(answer) as fake:
+        client = PrometheusClient(settings(fake.url, **extra), max_bytes=max_bytes)
+        async with client:
+            await client.query("up")
+    return fake
+
+
 async def test_healthy_fleet_gives_readings_and_nan_is_unknown() -> None:
-    async with FakePrometheus(healthy()) as fake, FleetPoller(settings(fake.url), WINDOW_S) as poller:
-        refresh = await poller.refresh()
+    refresh = await refresh_with(healthy())
     assert refresh.error is None
-    assert refresh.queries == poller.queries_per_refresh
+    assert refresh.queries == 18  # discovery, up, scrape times and one query per figure
     readings = {reading.instance: reading for reading in refresh.readings}
     assert set(readings) == {A, B}
     assert readings[A].up and readings[A].backend == "vllm" and readings[A].model == "m"
@@ -75,9 +99,7 @@ async def test_healthy_fleet_gives_readings_and_nan_is_unknown() -> None:
 
 
 async def test_prometheus_down_before_and_after_first_refresh() -> None:
-    closed = f"http://127.0.0.1:{free_port()}"
-    async with FleetPoller(settings(closed), WINDOW_S) as poller:
-        refresh = await poller.refresh()
+    refresh = await refresh_with(healthy(), url_override=f"http://127.0.0.1:{free_port()}")
     assert refresh.readings == []
     assert refresh.error is not None and "unreachable" in refresh.error
 
@@ -101,8 +123,7 @@ async def test_status_error_is_shown_with_its_type() -> None:
             return 422, {"status": "error", "errorType": "bad_data", "error": "parse error at char 3"}, 0.0
         return None
 
-    async with FakePrometheus(healthy(broken=broken)) as fake, FleetPoller(settings(fake.url), WINDOW_S) as poller:
-        refresh = await poller.refresh()
+    refresh = await refresh_with(healthy(broken=broken))
     assert refresh.error == "Prometheus error (bad_data): parse error at char 3"
 
 
@@ -110,13 +131,10 @@ async def test_slow_prometheus_times_out() -> None:
     def slow(query: str) -> Answer | None:
         return (200, vector(), 5.0) if query == "up" else None
 
-    async with FakePrometheus(healthy(broken=slow)) as fake:
-        async with FleetPoller(settings(fake.url, timeout_s=0.3), WINDOW_S) as poller:
-            started = time.monotonic()
-            refresh = await poller.refresh()
-            elapsed = time.monotonic() - started
+    started = time.monotonic()
+    refresh = await refresh_with(healthy(broken=slow), timeout_s=0.3)
     assert refresh.error == "Prometheus timeout after 0.3 s"
-    assert elapsed < 3.0
+    assert time.monotonic() - started < 3.0
 
 
 async def test_one_failed_figure_is_unknown_and_named() -> None:
@@ -127,8 +145,7 @@ async def test_one_failed_figure_is_unknown_and_named() -> None:
             return 503, {"status": "error", "errorType": "timeout", "error": "query timed out"}, 0.0
         return None
 
-    async with FakePrometheus(healthy(broken=broken)) as fake, FleetPoller(settings(fake.url), WINDOW_S) as poller:
-        refresh = await poller.refresh()
+    refresh = await refresh_with(healthy(broken=broken))
     assert refresh.error is None
     assert refresh.figure_errors == {"ttft_p95_s": "Prometheus error (timeout): query timed out"}
     reading = next(reading for reading in refresh.readings if reading.instance == A)
@@ -138,16 +155,12 @@ async def test_one_failed_figure_is_unknown_and_named() -> None:
 
 
 async def test_target_down_and_stale_target() -> None:
-    async with FakePrometheus(healthy(up={A: "0", B: "1"})) as fake:
-        async with FleetPoller(settings(fake.url), WINDOW_S) as poller:
-            refresh = await poller.refresh()
+    refresh = await refresh_with(healthy(up={A: "0", B: "1"}))
     readings = {reading.instance: reading for reading in refresh.readings}
     assert not readings[A].up and "target down" in (readings[A].error or "")
     assert readings[B].up
 
-    async with FakePrometheus(healthy(scraped_age_s=300)) as fake:
-        async with FleetPoller(settings(fake.url), WINDOW_S, stale_after_s=60) as poller:
-            refresh = await poller.refresh()
+    refresh = await refresh_with(healthy(scraped_age_s=300), stale_after_s=60)
     for reading in refresh.readings:
         assert not reading.up and (reading.error or "").startswith("stale: last scraped 300 s ago")
         assert reading.last_scrape_age_s == pytest.approx(300, abs=5)
@@ -157,47 +170,38 @@ async def test_non_json_oversized_and_wrong_shape_answers() -> None:
     def proxy_page(query: str) -> Answer | None:
         return 502, b"<html>Bad Gateway</html>", 0.0
 
-    async with FakePrometheus(healthy(broken=proxy_page)) as fake, PrometheusClient(settings(fake.url)) as client:
-        with pytest.raises(PrometheusError, match=r"^Prometheus: HTTP 502$"):
-            await client.query("up")
+    with pytest.raises(PrometheusError, match=r"^Prometheus: HTTP 502$"):
+        await query_with(healthy(broken=proxy_page))
 
     def huge(query: str) -> Answer | None:
         return 200, vector(*(({"instance": str(i)}, "1") for i in range(5000))), 0.0
 
-    async with FakePrometheus(healthy(broken=huge)) as fake:
-        async with PrometheusClient(settings(fake.url), max_bytes=64 * 1024) as client:
-            with pytest.raises(PrometheusError, match="larger than"):
-                await client.query("up")
+    with pytest.raises(PrometheusError, match="larger than"):
+        await query_with(healthy(broken=huge), max_bytes=64 * 1024)
 
     def matrix_for_instant(query: str) -> Answer | None:
         return 200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, 0.0
 
-    async with FakePrometheus(healthy(broken=matrix_for_instant)) as fake:
-        async with PrometheusClient(settings(fake.url)) as client:
-            with pytest.raises(PrometheusError, match="unexpected answer"):
-                await client.query("up")
+    with pytest.raises(PrometheusError, match="unexpected answer"):
+        await query_with(healthy(broken=matrix_for_instant))
 
 
 async def test_bearer_token_and_basic_auth_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FLEET_TEST_TOKEN", "tok-s3cret")
     monkeypatch.setenv("FLEET_TEST_PASSWORD", "pw-s3cret")
-    async with FakePrometheus(healthy()) as fake:
-        bearer = settings(fake.url, bearer_token_env="FLEET_TEST_TOKEN")
-        async with PrometheusClient(bearer) as client:
-            await client.query("up")
-        basic = settings(fake.url, basic_auth_user="ops", basic_auth_password_env="FLEET_TEST_PASSWORD")
-        async with PrometheusClient(basic) as client:
-            await client.query("up")
-    assert fake.seen[0].headers["authorization"] == "Bearer tok-s3cret"
-    assert fake.seen[1].headers["authorization"] == "Basic b3BzOnB3LXMzY3JldA=="  # ops:pw-s3cret
-    for text in (repr(bearer), repr(basic), bearer.model_dump_json(), basic.model_dump_json()):
+    bearer = await query_with(healthy(), bearer_token_env="FLEET_TEST_TOKEN")
+    basic = await query_with(healthy(), basic_auth_user="ops", basic_auth_password_env="FLEET_TEST_PASSWORD")
+    assert bearer.seen[0].headers["authorization"] == "Bearer tok-s3cret"
+    assert basic.seen[0].headers["authorization"] == "Basic b3BzOnB3LXMzY3JldA=="  # ops:pw-s3cret
+    configured = settings("http://127.0.0.1:9", bearer_token_env="FLEET_TEST_TOKEN", basic_auth_user="ops")
+    for text in (repr(configured), configured.model_dump_json()):
         assert "s3cret" not in text  # settings hold the variable's name only
 
 
 async def test_missing_secret_is_named_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FLEET_TEST_TOKEN", raising=False)
-    async with FakePrometheus(healthy()) as fake:
-        async with PrometheusClient(settings(fake.url, bearer_token_env="FLEET_TEST_TOKEN")) as client:
-            assert client.missing_secrets() == ["FLEET_TEST_TOKEN"]
-            await client.query("up")
+    client = PrometheusClient(settings("http://127.0.0.1:9", bearer_token_env="FLEET_TEST_TOKEN"))
+    assert client.missing_secrets() == ["FLEET_TEST_TOKEN"]
+    await client.aclose()
+    fake = await query_with(healthy(), bearer_token_env="FLEET_TEST_TOKEN")
     assert "authorization" not in fake.seen[0].headers

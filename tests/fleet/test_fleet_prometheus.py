@@ -13,7 +13,6 @@ import sys
 import time
 
 import httpx
-import pytest
 
 from tests.fleet.conftest import NEEDS_PROMETHEUS, ROOT, Fleet, stop
 from tui.fleet.poller import FleetPoller
@@ -48,7 +47,12 @@ async def test_discovers_every_backend_and_its_model(fleet: Fleet) -> None:
         refresh = await poller.refresh()
     assert refresh.error is None, refresh.error
     readings = {reading.instance: reading for reading in refresh.readings}
-    for name, backend in (("vllm", "vllm"), ("sglang", "sglang"), ("llamacpp", "llamacpp"), ("victim", "vllm")):
+    for name, backend in (
+        ("vllm", "vllm"),
+        ("sglang", "sglang"),
+        ("llamacpp", "llamacpp"),
+        ("victim", "vllm"),
+    ):
         reading = readings[fleet.instance(name)]
         assert reading.backend == backend
         assert reading.up, reading.error
@@ -74,10 +78,14 @@ async def test_fleet_figures_agree_with_direct_scrapes(fleet: Fleet) -> None:
     for name in BACKENDS:
         got, want = fleet_figures[fleet.instance(name)], direct[name]
         checks = {
-            "generation_tokens_per_s": close(got.generation_tokens_per_s, want.generation_tokens_per_s, rel=0.3),
+            "generation_tokens_per_s": close(
+                got.generation_tokens_per_s, want.generation_tokens_per_s, rel=0.3
+            ),
             "prompt_tokens_per_s": close(got.prompt_tokens_per_s, want.prompt_tokens_per_s, rel=0.4),
             "acceptance_rate": close(got.acceptance_rate, want.acceptance_rate, abs_=0.08),
-            "mean_acceptance_length": close(got.mean_acceptance_length, want.mean_acceptance_length, abs_=0.25),
+            "mean_acceptance_length": close(
+                got.mean_acceptance_length, want.mean_acceptance_length, abs_=0.25
+            ),
             "tpot_mean_s": close(got.tpot_mean_s, want.tpot_mean_s, rel=0.3),
             "prefix_cache_hit_rate": close(got.prefix_cache_hit_rate, want.prefix_cache_hit_rate, abs_=0.15),
         }
@@ -95,8 +103,11 @@ async def test_fleet_figures_agree_with_direct_scrapes(fleet: Fleet) -> None:
         # Gauges are instantaneous: only known-ness and the range are comparable.
         for gauge in ("running", "waiting", "kv_cache_usage"):
             checks[gauge] = (getattr(got, gauge) is None) == (getattr(want, gauge) is None)
-        problems += [f"{name}.{figure}: fleet {getattr(got, figure)} direct {getattr(want, figure)}"
-                     for figure, ok in checks.items() if not ok]
+        problems += [
+            f"{name}.{figure}: fleet {getattr(got, figure)} direct {getattr(want, figure)}"
+            for figure, ok in checks.items()
+            if not ok
+        ]
     assert not problems, "\n".join(problems)
 
 
@@ -126,14 +137,23 @@ def snapshot(*args: str) -> tuple[int, list[dict[str, object]], str]:
     result = subprocess.run(
         [sys.executable, "-m", "tui", "snapshot", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
-    rows = [json.loads(line) for line in result.stdout.splitlines() if line.strip()] if "--json" in args else []
+    rows = (
+        [json.loads(line) for line in result.stdout.splitlines() if line.strip()] if "--json" in args else []
+    )
     return result.returncode, rows, result.stdout + result.stderr
 
 
 async def test_snapshot_through_prometheus(fleet: Fleet) -> None:
     await wait_for_data(fleet, 5.0)
     code, rows, output = await asyncio.to_thread(
-        snapshot, "--prometheus", fleet.prometheus.url, "--match", '{job=~"sglang|llamacpp"}', "--window", "4", "--json"
+        snapshot,
+        "--prometheus",
+        fleet.prometheus.url,
+        "--match",
+        '{job=~"sglang|llamacpp"}',
+        "--window",
+        "4",
+        "--json",
     )
     assert code == 0, output
     assert [row["url"] for row in rows] == sorted([fleet.instance("sglang"), fleet.instance("llamacpp")])
@@ -142,7 +162,10 @@ async def test_snapshot_through_prometheus(fleet: Fleet) -> None:
         assert row["up"] is True and row["window_s"] == 4
         assert isinstance(row["generation_tokens_per_s"], float) and row["generation_tokens_per_s"] > 0
     code, _, output = await asyncio.to_thread(snapshot, "--prometheus", fleet.prometheus.url, "--window", "4")
-    assert fleet.instance("sglang") in output and "acceptance" in output
+    lines = output.splitlines()
+    assert lines[1].split()[:5] == ["instance", "status", "backend", "tok/s", "accept"]
+    for name in BACKENDS:  # one row per instance
+        assert any(line.startswith(fleet.instance(name)) for line in lines[2:])
 
 
 async def test_killed_sim_shows_down(fleet: Fleet) -> None:

@@ -1,0 +1,123 @@
+"""`spectop snapshot --prometheus URL [--match SELECTOR] --window S [--json]`: one row per instance.
+
+Prometheus already holds the window, so nothing is waited for: the figures are PromQL over the
+last S seconds (S should span at least two of Prometheus' scrapes, else the rates are unknown).
+With --json each line has the same fields as a direct snapshot's, `url` being the instance.
+Exit 0 when every instance was up, 1 when one was not or Prometheus failed, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from tui.fleet.options import prometheus_settings
+from tui.fleet.poller import FleetPoller, FleetReading
+from tui.settings import SettingsError, find_settings_file, parse_settings
+from tui.telemetry.figures import FIGURE_NAMES
+
+
+def row(reading: FleetReading) -> dict[str, Any]:
+    """The fields of a direct snapshot's JSON line, in the same order."""
+    figures = reading.figures.model_dump()
+    record: dict[str, Any] = {
+        "url": reading.instance,
+        "backend": reading.backend,
+        "up": reading.up,
+        "model": reading.model,
+        "window_s": reading.window_s,
+    }
+    for name in FIGURE_NAMES:
+        record[name] = figures[name]
+    record["error"] = reading.error
+    return record
+
+
+def _cell(value: float | None, text: str) -> str:
+    return "–" if value is None else text
+
+
+def table(readings: list[FleetReading]) -> list[str]:
+    columns = (
+        "instance",
+        "status",
+        "backend",
+        "tok/s",
+        "accept",
+        "len",
+        "TTFT p95",
+        "run/wait",
+        "KV",
+        "model",
+    )
+    rows = []
+    for reading in readings:
+        f = reading.figures
+        run_wait = f"{_cell(f.running, f'{f.running or 0:.0f}')}/{_cell(f.waiting, f'{f.waiting or 0:.0f}')}"
+        rows.append(
+            (
+                reading.instance,
+                "up" if reading.up else "DOWN",
+                reading.backend or "?",
+                _cell(f.generation_tokens_per_s, f"{f.generation_tokens_per_s or 0:,.1f}"),
+                _cell(f.acceptance_rate, f"{(f.acceptance_rate or 0) * 100:.1f} %"),
+                _cell(f.mean_acceptance_length, f"{f.mean_acceptance_length or 0:.2f}"),
+                _cell(f.ttft_p95_s, f"{(f.ttft_p95_s or 0) * 1000:.1f} ms"),
+                run_wait,
+                _cell(f.kv_cache_usage, f"{(f.kv_cache_usage or 0) * 100:.1f} %"),
+                reading.model or "–",
+            )
+        )
+    widths = [max(len(str(line[i])) for line in (columns, *rows)) for i in range(len(columns))]
+    lines = []
+    for line in (columns, *rows):
+        cells = [
+            str(cell).ljust(width) if i in (0, 1, 2, 9) else str(cell).rjust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    for reading in readings:
+        if reading.error:
+            lines.append(f"{reading.instance}: {reading.error}")
+    return lines
+
+
+async def _refresh(poller: FleetPoller) -> Any:
+    async with poller:
+        return await poller.refresh()
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    if args.urls:
+        print("spectop snapshot: give URLs or --prometheus URL, not both", file=sys.stderr)
+        return 2
+    try:
+        path = find_settings_file(getattr(args, "config", None))
+        base = parse_settings(path.read_text(encoding="utf-8"), path).prometheus if path else None
+        settings = prometheus_settings(base, args.prometheus, args.match)
+    except (SettingsError, OSError) as error:
+        print(f"spectop snapshot: {error}", file=sys.stderr)
+        return 2
+    assert settings is not None
+    settings = settings.model_copy(update={"timeout_s": args.timeout})
+    refresh = asyncio.run(_refresh(FleetPoller(settings, args.window)))
+    if refresh.error is not None:
+        print(f"spectop snapshot: {settings.url}: {refresh.error}", file=sys.stderr)
+        return 1
+    if not refresh.readings:
+        where = f" matching {{{settings.match}}}" if settings.match else ""
+        print(
+            f"spectop snapshot: {settings.url}: no vLLM, SGLang or llama.cpp instance{where} in Prometheus",
+            file=sys.stderr,
+        )
+        return 1
+    if args.json:
+        for reading in refresh.readings:
+            print(json.dumps(row(reading), ensure_ascii=False))
+    else:
+        print(f"{settings.url} · {len(refresh.readings)} instances · {args.window:g} s window")
+        print("\n".join(table(refresh.readings)))
+    return 0 if all(reading.up for reading in refresh.readings) else 1
