@@ -87,7 +87,7 @@ async def query_with(answer: Callable[[str, dict[str, str]], Answer], **extra: A
 async def test_healthy_fleet_gives_readings_and_nan_is_unknown() -> None:
     refresh = await refresh_with(healthy())
     assert refresh.error is None
-    assert refresh.queries == 18  # discovery, up, scrape times and one query per figure
+    assert refresh.queries == 3 + len(FIGURE_OF) + 2  # discovery, up, scrape times, figures, engines
     readings = {reading.instance: reading for reading in refresh.readings}
     assert set(readings) == {A, B}
     assert readings[A].up and readings[A].backend == "vllm" and readings[A].model == "m"

@@ -21,11 +21,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pydantic import Field
+
 from tui.fleet.client import InstantSample, PrometheusClient, PrometheusError, number
 from tui.fleet.queries import (
     FLEET_FIGURES,
     FigureQuery,
     discovery_query,
+    engine_queries,
     figure_queries,
     up_query,
     up_timestamp_query,
@@ -48,6 +51,8 @@ class FleetReading(EndpointReading):
     job: str | None = None
     group: str | None = None  # the value of the settings' group_by label
     last_scrape_age_s: float | None = None
+    # vLLM with several data-parallel engines: acceptance and tokens/s per `engine` label.
+    engines: dict[str, Figures] = Field(default_factory=dict)
 
 
 @dataclass
@@ -151,6 +156,7 @@ class FleetPoller:
         self._instances: dict[str, _Instance] = {}
         self._discovered_once = False
         self._queries = figure_queries(self.matchers, window_s)
+        self._engine_queries = engine_queries(self.matchers, window_s)
         self._semaphore = asyncio.Semaphore(MAX_CONCURRENT_QUERIES)
         self.last_refresh: FleetRefresh | None = None
 
@@ -166,7 +172,7 @@ class FleetPoller:
 
     @property
     def queries_per_refresh(self) -> int:
-        return 3 + len(self._queries)
+        return 3 + len(self._queries) + len(self._engine_queries)
 
     async def _query(self, expr: str, at: float) -> list[InstantSample] | PrometheusError:
         async with self._semaphore:
@@ -190,11 +196,13 @@ class FleetPoller:
         requests_before = self.client.requests
         at = time.time()
         fixed = [self._discovery(), up_query(self.matchers), up_timestamp_query(self.matchers)]
+        queries = [*self._queries, *self._engine_queries]
         answers = await asyncio.gather(
-            *(self._query(expr, at) for expr in fixed), *(self._query(q.expr, at) for q in self._queries)
+            *(self._query(expr, at) for expr in fixed), *(self._query(q.expr, at) for q in queries)
         )
         discovery, up, scraped_at = answers[:3]
-        figure_answers = dict(zip(self._queries, answers[3:], strict=True))
+        figure_answers = dict(zip(self._queries, answers[3 : 3 + len(self._queries)], strict=True))
+        engine_answers = dict(zip(self._engine_queries, answers[3 + len(self._queries) :], strict=True))
         error = next(
             (answer for answer in (discovery, up, scraped_at) if isinstance(answer, PrometheusError)), None
         )
@@ -213,6 +221,7 @@ class FleetPoller:
                     found.consecutive_failures = known.consecutive_failures
                 self._instances[instance] = found
             result = self._readings(at, _by_instance(up), _by_instance(scraped_at), figure_answers)
+            _add_engines(result.readings, engine_answers)
         result.queries = self.client.requests - requests_before
         result.elapsed_s = time.monotonic() - started
         self.last_refresh = result
@@ -335,6 +344,30 @@ class FleetPoller:
             instance: [(stamp, Figures.model_validate(by_time[stamp])) for stamp in sorted(by_time)]
             for instance, by_time in points.items()
         }
+
+
+def _add_engines(
+    readings: list[FleetReading], answers: dict[FigureQuery, list[InstantSample] | PrometheusError]
+) -> None:
+    """Per-engine figures of instances with two or more `engine` labels (a failed query adds nothing)."""
+    engines: dict[str, dict[str, dict[str, float]]] = {}
+    for query, answer in answers.items():
+        if isinstance(answer, PrometheusError):
+            continue
+        for sample in answer:
+            instance, engine, value = (
+                sample.metric.get("instance"),
+                sample.metric.get("engine"),
+                sample.number,
+            )
+            if instance is not None and engine is not None and value is not None:
+                engines.setdefault(instance, {}).setdefault(engine, {})[query.figure] = value
+    for reading in readings:
+        found = engines.get(reading.instance, {})
+        if len(found) >= 2:
+            reading.engines = {
+                engine: Figures.model_validate(values) for engine, values in sorted(found.items())
+            }
 
 
 def fill_history(history: History, loaded: dict[str, list[tuple[float, Figures]]]) -> None:

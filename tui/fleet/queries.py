@@ -305,3 +305,15 @@ def up_query(matchers: str) -> str:
 def up_timestamp_query(matchers: str) -> str:
     """When Prometheus last scraped each target (to tell a stale series from a live one)."""
     return f"timestamp({selector('up', matchers)})"
+
+
+def engine_queries(matchers: str, window_s: float) -> list[FigureQuery]:
+    """vLLM per data-parallel engine: acceptance and tokens/s `by (instance, engine)` (for imbalance)."""
+    m = _Forms(matchers, duration(window_s), vllm.PREFIX)
+    by = "instance, engine"
+    accepted = _sum(m.rate("spec_decode_num_accepted_tokens_total"), by)
+    drafted = _sum(m.rate("spec_decode_num_draft_tokens_total"), by)
+    return [
+        FigureQuery("acceptance_rate", _ratio(accepted, drafted)),
+        FigureQuery("generation_tokens_per_s", _sum(m.rate("generation_tokens_total"), by)),
+    ]
