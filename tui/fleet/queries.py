@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from tui.fleet.selector import selector
 from tui.telemetry.backends import llamacpp, sglang, vllm
+from tui.telemetry.figures import FIGURE_NAMES
 
 BACKEND_NAMES: tuple[str, ...] = ("vllm", "sglang", "llamacpp")
 _SGLANG_RANKS = "tp_rank, moe_ep_rank, pid"
@@ -233,23 +234,8 @@ _BUILDERS: dict[str, tuple[str, bool, Callable[[_Forms], dict[str, str]]]] = {
     "llamacpp": (llamacpp.PREFIX, False, _llamacpp),
 }
 
-FLEET_FIGURES: tuple[str, ...] = (
-    "generation_tokens_per_s",
-    "prompt_tokens_per_s",
-    "requests_per_s",
-    "acceptance_rate",
-    "mean_acceptance_length",
-    "per_position_acceptance",
-    "ttft_mean_s",
-    "ttft_p50_s",
-    "ttft_p95_s",
-    "tpot_mean_s",
-    "e2e_mean_s",
-    "running",
-    "waiting",
-    "kv_cache_usage",
-    "prefix_cache_hit_rate",
-)
+# Every figure of direct scraping has its PromQL form (llama.cpp and SGLang lack some, as direct).
+FLEET_FIGURES: tuple[str, ...] = FIGURE_NAMES
 
 
 def figure_queries(

@@ -17,23 +17,16 @@ from typing import Any
 from tui.fleet.options import prometheus_settings
 from tui.fleet.poller import FleetPoller, FleetReading
 from tui.settings import SettingsError, find_settings_file, parse_settings
-from tui.telemetry.figures import FIGURE_NAMES
 
 
 def row(reading: FleetReading) -> dict[str, Any]:
-    """The fields of a direct snapshot's JSON line, in the same order."""
-    figures = reading.figures.model_dump()
-    record: dict[str, Any] = {
-        "url": reading.instance,
-        "backend": reading.backend,
-        "up": reading.up,
-        "model": reading.model,
-        "window_s": reading.window_s,
-    }
-    for name in FIGURE_NAMES:
-        record[name] = figures[name]
-    record["error"] = reading.error
-    return record
+    """A direct snapshot's JSON line (the same record type, so the same fields), url = the instance."""
+    from tui.commands.snapshot import _Result
+
+    result = _Result(reading.instance, reading.window_s)
+    result.up, result.error, result.backend = reading.up, reading.error, reading.backend
+    result.model, result.figures = reading.model, reading.figures
+    return result.as_json()
 
 
 def _cell(value: float | None, text: str) -> str:

@@ -5,7 +5,7 @@ members "far off" the others. Far off means more than `rel` of the median away A
 away (so identical idle replicas, or small absolute differences, never count), judged only with at
 least three known members (with two, neither can be told to be the odd one). Unknown values (None)
 take no part: they are not 0. `ImbalanceAlerts` turns an outlier that stays one for `sustained_s`
-into an alert shaped like `tui.telemetry.alerts.Alert`, and clears it when it is back in line.
+into a `tui.telemetry.alerts.Alert` (kind "imbalance"), and clears it when it is back in line.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tui.fleet.poller import FleetReading
+from tui.telemetry.alerts import Alert
+
+IMBALANCE = "imbalance"  # an Alert kind the dashboard's AlertKind does not list yet
 
 # figure -> (relative, absolute) distance from the median that counts as far off
 DEFAULT_LIMITS: dict[str, tuple[float, float]] = {
@@ -100,35 +103,19 @@ def engine_spreads(
 
 
 @dataclass
-class ImbalanceAlert:
-    """Same fields as `tui.telemetry.alerts.Alert`, kind "imbalance"."""
-
-    endpoint: str  # the outlying member
-    kind: str
-    severity: str
-    message: str
-    started_at: float
-    cleared_at: float | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.cleared_at is None
-
-
-@dataclass
 class ImbalanceAlerts:
     """Alerts for members that stay far off their group for `sustained_s` seconds."""
 
     sustained_s: float = 30.0
     _since: dict[tuple[str, str], float] = field(default_factory=dict)
-    _active: dict[tuple[str, str], ImbalanceAlert] = field(default_factory=dict)
+    _active: dict[tuple[str, str], Alert] = field(default_factory=dict)
 
-    def active(self) -> list[ImbalanceAlert]:
+    def active(self) -> list[Alert]:
         return sorted(self._active.values(), key=lambda alert: alert.started_at)
 
-    def observe(self, time: float, spreads: Iterable[Spread]) -> list[ImbalanceAlert]:
+    def observe(self, time: float, spreads: Iterable[Spread]) -> list[Alert]:
         """Apply one refresh's spreads; returns the alerts that started or cleared."""
-        changed: list[ImbalanceAlert] = []
+        changed: list[Alert] = []
         seen: set[tuple[str, str]] = set()
         for spread in spreads:
             for outlier in spread.outliers:
@@ -141,7 +128,7 @@ class ImbalanceAlerts:
                         f"{name} {outlier.value:.3g} vs median {spread.median:.3g} of {spread.members} "
                         f"in {spread.group or 'the fleet'} ({outlier.deviation:+.0%})"
                     )
-                    alert = ImbalanceAlert(outlier.member, "imbalance", "warning", message, since)
+                    alert = Alert(outlier.member, IMBALANCE, "warning", message, since)  # type: ignore[arg-type]
                     self._active[key] = alert
                     changed.append(alert)
         for key in [key for key in self._since if key not in seen]:
