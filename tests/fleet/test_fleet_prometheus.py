@@ -15,9 +15,11 @@ import time
 import httpx
 
 from tests.fleet.conftest import NEEDS_PROMETHEUS, ROOT, Fleet, stop
-from tui.fleet.poller import FleetPoller
+from tui.fleet.client import PrometheusClient
+from tui.fleet.poller import FleetPoller, fill_history
 from tui.settings import PrometheusSettings
-from tui.telemetry.figures import FIGURE_NAMES, Figures
+from tui.telemetry.figures import FIGURE_NAMES
+from tui.telemetry.history import History
 from tui.telemetry.scraper import scrape_metrics
 from tui.telemetry.window import figures_between
 
@@ -122,6 +124,23 @@ async def test_history_fills_sparklines_at_start(fleet: Fleet) -> None:
         assert len(points) >= 5
         assert sum(rate is not None for rate in rates) >= 4
         assert [stamp for stamp, _ in points] == sorted(stamp for stamp, _ in points)
+    buffers = History(maxlen=100)
+    fill_history(buffers, history)
+    vllm_history = buffers.endpoint(fleet.instance("vllm"))
+    assert len(vllm_history) == len(history[fleet.instance("vllm")])
+    assert vllm_history.values("generation_tokens_per_s") == [
+        figures.generation_tokens_per_s for _, figures in history[fleet.instance("vllm")]
+    ]
+
+
+async def test_series_and_label_values(fleet: Fleet) -> None:
+    async with PrometheusClient(PrometheusSettings(url=fleet.prometheus.url)) as client:
+        series = await client.series(['up{job="sglang"}'], start=time.time() - 60, end=time.time())
+        jobs = await client.label_values("job")
+        sglang_instances = await client.label_values("instance", ['up{job="sglang"}'])
+    assert [labels["instance"] for labels in series] == [fleet.instance("sglang")]
+    assert {"vllm", "sglang", "llamacpp"} <= set(jobs)
+    assert sglang_instances == [fleet.instance("sglang")]
 
 
 async def test_queries_per_refresh_do_not_depend_on_instances(fleet: Fleet) -> None:
@@ -184,4 +203,7 @@ async def test_killed_sim_shows_down(fleet: Fleet) -> None:
     assert "target down" in (readings[victim].error or "")
     assert readings[victim].figures.running is None  # its gauges went stale: unknown, not 0
     assert all(readings[fleet.instance(name)].up for name in BACKENDS)
-    assert isinstance(readings[victim].figures, Figures)
+    # A dashboard started after the kill still lists it (discovery looks back over the window), as down.
+    async with poller_for(fleet, 30.0) as fresh:
+        late = {reading.instance: reading for reading in (await fresh.refresh()).readings}
+    assert victim in late and not late[victim].up and late[victim].backend == "vllm"
