@@ -136,7 +136,7 @@ class PrometheusClient:
                 password = env.get(settings.basic_auth_password_env, "")
             auth = httpx.BasicAuth(settings.basic_auth_user, password)
         self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(verify=settings.tls_verify, trust_env=False)
+        self._http = http or httpx.AsyncClient(verify=settings.tls_verify)
         self._auth = auth
 
     def missing_secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
@@ -209,7 +209,7 @@ class PrometheusClient:
         try:
             answer = _Response.model_validate(json.loads(body.decode("utf-8", errors="replace")))
         except (ValueError, ValidationError):
-            if status >= 400:
+            if status >= 300:  # an error page, or a redirect (to a login page): not followed
                 raise PrometheusError(f"Prometheus: HTTP {status}") from None
             raise PrometheusError("Prometheus: the answer is not Prometheus API JSON") from None
         if answer.status == "error":

@@ -174,16 +174,19 @@ class FleetPoller:
     def queries_per_refresh(self) -> int:
         return 3 + len(self._queries) + len(self._engine_queries)
 
-    async def _query(self, expr: str, at: float) -> list[InstantSample] | PrometheusError:
-        async with self._semaphore:
-            try:
+    async def _query(self, expr: str, at: float, deadline: float) -> list[InstantSample] | PrometheusError:
+        try:
+            # One budget for the whole refresh: queries waiting for a slot do not each get a new one.
+            async with asyncio.timeout_at(deadline), self._semaphore:
                 return await self.client.query(expr, at)
-            except PrometheusError as error:
-                return error
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # a bug must not stop the dashboard
-                return PrometheusError(f"internal error: {type(error).__name__}: {error}")
+        except PrometheusError as error:
+            return error
+        except TimeoutError:
+            return PrometheusError(f"Prometheus timeout after {self.client.timeout_s:g} s")
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # a bug must not stop the dashboard
+            return PrometheusError(f"internal error: {type(error).__name__}: {error}")
 
     def _discovery(self) -> str:
         # The first refresh looks back over the window, so a target already down is listed too.
@@ -197,8 +200,10 @@ class FleetPoller:
         at = time.time()
         fixed = [self._discovery(), up_query(self.matchers), up_timestamp_query(self.matchers)]
         queries = [*self._queries, *self._engine_queries]
+        deadline = asyncio.get_running_loop().time() + self.client.timeout_s
         answers = await asyncio.gather(
-            *(self._query(expr, at) for expr in fixed), *(self._query(q.expr, at) for q in queries)
+            *(self._query(expr, at, deadline) for expr in fixed),
+            *(self._query(query.expr, at, deadline) for query in queries),
         )
         discovery, up, scraped_at = answers[:3]
         figure_answers = dict(zip(self._queries, answers[3 : 3 + len(self._queries)], strict=True))
