@@ -212,3 +212,24 @@ async def test_missing_secret_is_named_not_sent(monkeypatch: pytest.MonkeyPatch)
     await client.aclose()
     fake = await query_with(healthy(), bearer_token_env="FLEET_TEST_TOKEN")
     assert "authorization" not in fake.seen[0].headers
+
+
+async def test_an_instance_whose_metrics_vanish_stays_listed_and_says_so() -> None:
+    gone: set[str] = set()
+    base = healthy()
+
+    def answer(path: str, form: dict[str, str]) -> Answer:
+        status, payload, delay = base(path, form)
+        if form.get("query", "").startswith("count by (instance, job, backend"):
+            rows = [row for row in payload["data"]["result"] if row["metric"]["instance"] not in gone]
+            payload = {"status": "success", "data": {"resultType": "vector", "result": rows}}
+        return status, payload, delay
+
+    async with FakePrometheus(answer) as fake, FleetPoller(settings(fake.url), WINDOW_S) as poller:
+        first = await poller.refresh()
+        gone.add(B)  # B still answers scrapes (up == 1) but exposes no vLLM metrics any more
+        second = await poller.refresh()
+    assert [r.error for r in first.readings] == [None, None]
+    readings = {reading.instance: reading for reading in second.readings}
+    assert readings[A].error is None
+    assert readings[B].error == "no vllm metrics in Prometheus now" and readings[B].backend == "vllm"

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
 
 from pydantic import Field
 
@@ -38,6 +40,7 @@ from tui.telemetry.figures import Figures
 from tui.telemetry.history import SERIES_NAMES, History
 from tui.telemetry.monitor import EndpointReading
 
+_T = TypeVar("_T")
 DEFAULT_STALE_AFTER_S = 60.0
 MAX_CONCURRENT_QUERIES = 4
 _MAX_POSITIONS = 64
@@ -174,11 +177,12 @@ class FleetPoller:
     def queries_per_refresh(self) -> int:
         return 3 + len(self._queries) + len(self._engine_queries)
 
-    async def _query(self, expr: str, at: float, deadline: float) -> list[InstantSample] | PrometheusError:
+    async def _guarded(self, call: Callable[[], Awaitable[_T]], deadline: float) -> _T | PrometheusError:
+        """`call()` with a slot among the concurrent queries; every failure comes back as data."""
         try:
             # One budget for the whole refresh: queries waiting for a slot do not each get a new one.
             async with asyncio.timeout_at(deadline), self._semaphore:
-                return await self.client.query(expr, at)
+                return await call()
         except PrometheusError as error:
             return error
         except TimeoutError:
@@ -202,8 +206,8 @@ class FleetPoller:
         queries = [*self._queries, *self._engine_queries]
         deadline = asyncio.get_running_loop().time() + self.client.timeout_s
         answers = await asyncio.gather(
-            *(self._query(expr, at, deadline) for expr in fixed),
-            *(self._query(query.expr, at, deadline) for query in queries),
+            *(self._guarded(partial(self.client.query, expr, at), deadline) for expr in fixed),
+            *(self._guarded(partial(self.client.query, query.expr, at), deadline) for query in queries),
         )
         discovery, up, scraped_at = answers[:3]
         figure_answers = dict(zip(self._queries, answers[3 : 3 + len(self._queries)], strict=True))
@@ -220,12 +224,15 @@ class FleetPoller:
             assert not isinstance(discovery, PrometheusError)
             assert not isinstance(up, PrometheusError) and not isinstance(scraped_at, PrometheusError)
             self._discovered_once = True
-            for instance, found in _instance_rows(discovery, self.settings.group_by).items():
+            discovered = _instance_rows(discovery, self.settings.group_by)
+            for instance, found in discovered.items():
                 known = self._instances.get(instance)
                 if known is not None:
                     found.consecutive_failures = known.consecutive_failures
                 self._instances[instance] = found
-            result = self._readings(at, _by_instance(up), _by_instance(scraped_at), figure_answers)
+            result = self._readings(
+                at, _by_instance(up), _by_instance(scraped_at), figure_answers, set(discovered)
+            )
             _add_engines(result.readings, engine_answers)
         result.queries = self.client.requests - requests_before
         result.elapsed_s = time.monotonic() - started
@@ -274,6 +281,7 @@ class FleetPoller:
         up: dict[str, float],
         scraped_at: dict[str, float],
         answers: dict[FigureQuery, list[InstantSample] | PrometheusError],
+        discovered: set[str],
     ) -> FleetRefresh:
         values: dict[str, dict[str, float | list[float]]] = {}
         figure_errors: dict[str, str] = {}
@@ -298,7 +306,10 @@ class FleetPoller:
             else:
                 error = None
             is_up = error is None
-            if figure_errors and is_up:
+            if is_up and instance not in discovered:
+                # Scraped fine, but its server's metric families are gone (another server there now?).
+                error = f"no {known.backend or 'known'} metrics in Prometheus now"
+            elif figure_errors and is_up:
                 error = "; ".join(f"{name}: {text}" for name, text in sorted(figure_errors.items()))
             known.consecutive_failures = 0 if is_up else known.consecutive_failures + 1
             figures = Figures.model_validate(values.get(instance, {}))
@@ -320,18 +331,13 @@ class FleetPoller:
         wanted = tuple(name for name in names if name in FLEET_FIGURES)
         queries = figure_queries(self.matchers, self.window_s, wanted)
 
-        async def one(query: FigureQuery) -> list | PrometheusError:
-            async with self._semaphore:
-                try:
-                    return await self.client.query_range(query.expr, start, end, step_s)
-                except PrometheusError as error:
-                    return error
-                except asyncio.CancelledError:
-                    raise
-                except Exception as error:  # history is a nicety: never a crash
-                    return PrometheusError(f"internal error: {type(error).__name__}: {error}")
-
-        answers = await asyncio.gather(*(one(query) for query in queries))
+        deadline = asyncio.get_running_loop().time() + self.client.timeout_s
+        answers = await asyncio.gather(
+            *(
+                self._guarded(partial(self.client.query_range, query.expr, start, end, step_s), deadline)
+                for query in queries
+            )
+        )
         points: dict[str, dict[float, dict[str, float]]] = {}
         for query, answer in zip(queries, answers, strict=True):
             if isinstance(answer, PrometheusError) or query.by_position:
