@@ -176,11 +176,18 @@ def test_snapshot_argument_errors_exit_2() -> None:
     assert result.returncode == 2 and "--match: expected label matchers" in result.stderr
 
 
-def test_snapshot_with_prometheus_down_exits_1() -> None:
+def test_snapshot_with_prometheus_down_exits_1(tmp_path: Path) -> None:
     from tests.fleet.conftest import free_port
 
-    result = spectop("snapshot", "--prometheus", f"http://127.0.0.1:{free_port()}", "--timeout", "2")
+    url = f"http://127.0.0.1:{free_port()}"
+    (tmp_path / "spectop.toml").write_text(
+        f'[prometheus]\nurl = "{url}"\nbearer_token_env = "FLEET_UNSET_TOKEN"\n'
+    )
+    result = spectop(
+        "--config", str(tmp_path / "spectop.toml"), "snapshot", "--prometheus", url, "--timeout", "2"
+    )
     assert result.returncode == 1 and "Prometheus unreachable" in result.stderr
+    assert "environment variable FLEET_UNSET_TOKEN is not set" in result.stderr
     assert "Traceback" not in result.stderr
 
 

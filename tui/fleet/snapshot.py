@@ -96,7 +96,10 @@ def run_fleet(args: argparse.Namespace) -> int:
         return 2
     assert settings is not None
     settings = settings.model_copy(update={"timeout_s": args.timeout})
-    refresh = asyncio.run(_refresh(FleetPoller(settings, args.window)))
+    poller = FleetPoller(settings, args.window)
+    for name in poller.client.missing_secrets():
+        print(f"spectop snapshot: environment variable {name} is not set; asking without it", file=sys.stderr)
+    refresh = asyncio.run(_refresh(poller))
     if refresh.error is not None:
         print(f"spectop snapshot: {settings.url}: {refresh.error}", file=sys.stderr)
         return 1
