@@ -4,84 +4,26 @@ stale, a failed figure, oversized or non-JSON answers, and auth headers. Never 0
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from tests.fleet.conftest import free_port
-from tests.fleet.fake_prometheus import Answer, FakePrometheus, vector
+from tests.fleet.fake_prometheus import (
+    FIGURE_OF,
+    WINDOW_S,
+    A,
+    Answer,
+    B,
+    FakePrometheus,
+    healthy,
+    query_with,
+    refresh_with,
+    settings,
+    vector,
+)
 from tui.fleet.client import PrometheusClient, PrometheusError
-from tui.fleet.poller import FleetPoller, FleetRefresh
-from tui.fleet.queries import figure_queries
-from tui.settings import PrometheusSettings
+from tui.fleet.poller import FleetPoller
 from tui.telemetry.figures import Figures
-
-WINDOW_S = 30.0
-FIGURE_OF = {query.expr: query.figure for query in figure_queries("", WINDOW_S)}
-A, B = "10.0.0.1:8000", "10.0.0.2:8000"
-
-
-def healthy(
-    *,
-    up: dict[str, str] | None = None,
-    scraped_age_s: float = 1.0,
-    figures: dict[str, dict[str, str]] | None = None,
-    broken: Callable[[str], Answer | None] = lambda query: None,
-) -> Callable[[str, dict[str, str]], Answer]:
-    """A Prometheus that knows two vLLM instances A and B."""
-    up = {A: "1", B: "1"} if up is None else up
-    values = figures or {
-        "generation_tokens_per_s": {A: "120.5", B: "80"},
-        "acceptance_rate": {A: "0.7", B: "NaN"},
-    }
-
-    def answer(path: str, form: dict[str, str]) -> Answer:
-        query = form.get("query", "")
-        special = broken(query)
-        if special is not None:
-            return special
-        if path != "/api/v1/query":
-            return 404, {"status": "error", "errorType": "not_found", "error": "no"}, 0.0
-        if query.startswith("count by (instance, job, backend"):
-            rows = [
-                ({"instance": i, "job": "vllm", "backend": "vllm", "model_name": "m"}, "16") for i in (A, B)
-            ]
-            return 200, vector(*rows), 0.0
-        if query == "up":
-            return 200, vector(*(({"instance": i, "job": "vllm"}, v) for i, v in up.items())), 0.0
-        if query.startswith("timestamp(up"):
-            stamp = f"{time.time() - scraped_age_s:.3f}"
-            return 200, vector(*(({"instance": i, "job": "vllm"}, stamp) for i in up)), 0.0
-        figure = FIGURE_OF.get(query)
-        rows = [({"instance": i}, v) for i, v in values.get(figure or "", {}).items()]
-        return 200, vector(*rows), 0.0
-
-    return answer
-
-
-def settings(url: str, **extra: Any) -> PrometheusSettings:
-    return PrometheusSettings(url=url, timeout_s=extra.pop("timeout_s", 2.0), **extra)
-
-
-async def refresh_with(answer: Callable[[str, dict[str, str]], Answer], **extra: Any) -> FleetRefresh:
-    """One refresh of a FleetPoller against a fake Prometheus answering with `answer`."""
-    stale_after_s = extra.pop("stale_after_s", 60.0)
-    async with FakePrometheus(answer) as fake:
-        url = extra.pop("url_override", fake.url)
-        poller = FleetPoller(settings(url, **extra), WINDOW_S, stale_after_s=stale_after_s)
-        async with poller:
-            return await poller.refresh()
-
-
-async def query_with(answer: Callable[[str, dict[str, str]], Answer], **extra: Any) -> FakePrometheus:
-    """One `up` query of a PrometheusClient against a fake Prometheus; returns the fake (requests seen)."""
-    max_bytes = extra.pop("max_bytes", 2**20)
-    async with FakePrometheus(answer) as fake:
-        client = PrometheusClient(settings(fake.url, **extra), max_bytes=max_bytes)
-        async with client:
-            await client.query("up")
-    return fake
 
 
 async def test_healthy_fleet_gives_readings_and_nan_is_unknown() -> None:

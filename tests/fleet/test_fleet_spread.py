@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fleet.fake_prometheus import Answer, vector
-from tests.fleet.test_fleet_faults import refresh_with
+from tests.fleet.fake_prometheus import A, Answer, healthy, refresh_with, vector
 from tui.fleet.poller import FleetReading
 from tui.fleet.queries import engine_queries
 from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads, spread_of
@@ -81,8 +80,6 @@ def test_alert_after_sustained_and_cleared_when_back() -> None:
 
 
 async def test_engines_of_one_vllm_come_from_one_query_and_show_an_imbalance() -> None:
-    from tests.fleet.test_fleet_faults import A, healthy
-
     acceptance_expr, tokens_expr = (query.expr for query in engine_queries("", 30.0))
     engines = {"0": ("0.72", "300"), "1": ("0.70", "310"), "2": ("0.71", "305"), "3": ("0.30", "120")}
 
