@@ -207,3 +207,11 @@ async def test_killed_sim_shows_down(fleet: Fleet) -> None:
     async with poller_for(fleet, 30.0) as fresh:
         late = {reading.instance: reading for reading in (await fresh.refresh()).readings}
     assert victim in late and not late[victim].up and late[victim].backend == "vllm"
+    # The snapshot of a down instance has no figures, as a direct snapshot of a down endpoint.
+    match = f'{{instance="{victim}"}}'
+    code, rows, output = await asyncio.to_thread(
+        snapshot, "--prometheus", fleet.prometheus.url, "--match", match, "--window", "30", "--json"
+    )
+    assert code == 1, output
+    assert [(row["url"], row["up"]) for row in rows] == [(victim, False)]
+    assert all(rows[0][name] is None for name in FIGURE_NAMES) and "target down" in str(rows[0]["error"])

@@ -42,6 +42,7 @@ from tui.telemetry.monitor import EndpointReading
 
 _T = TypeVar("_T")
 DEFAULT_STALE_AFTER_S = 60.0
+DISCOVERY_LOOKBACK_S = 300.0
 MAX_CONCURRENT_QUERIES = 4
 _MAX_POSITIONS = 64
 _MAX_POINTS = 11_000  # Prometheus refuses a range query with more points per series
@@ -193,8 +194,9 @@ class FleetPoller:
             return PrometheusError(f"internal error: {type(error).__name__}: {error}")
 
     def _discovery(self) -> str:
-        # The first refresh looks back over the window, so a target already down is listed too.
-        lookback = None if self._discovered_once else self.window_s
+        # The first refresh looks back (over Prometheus' 5-minute lookback, or the window if longer),
+        # so a target already down is listed too; later ones remember what they saw.
+        lookback = None if self._discovered_once else max(self.window_s, DISCOVERY_LOOKBACK_S)
         return discovery_query(self.matchers, (self.settings.group_by,), lookback)
 
     async def refresh(self) -> FleetRefresh:

@@ -17,6 +17,7 @@ from typing import Any
 from tui.fleet.options import prometheus_settings
 from tui.fleet.poller import FleetPoller, FleetReading
 from tui.settings import SettingsError, find_settings_file, parse_settings
+from tui.telemetry.figures import Figures
 
 
 def row(reading: FleetReading) -> dict[str, Any]:
@@ -25,50 +26,48 @@ def row(reading: FleetReading) -> dict[str, Any]:
 
     result = _Result(reading.instance, reading.window_s)
     result.up, result.error, result.backend = reading.up, reading.error, reading.backend
-    result.model, result.figures = reading.model, reading.figures
+    result.model, result.figures = reading.model, _shown(reading)
     return result.as_json()
 
 
-def _cell(value: float | None, text: str) -> str:
-    return "–" if value is None else text
+def _shown(reading: FleetReading) -> Figures:
+    """Like a direct snapshot: a down instance has no figures (not the window's last ones)."""
+    return reading.figures if reading.up else Figures()
+
+
+def _cell(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> str:
+    """A figure as text; "–" when unknown (never 0)."""
+    return "–" if value is None else f"{value * scale:{spec}}{unit}"
+
+
+_COLUMNS = ("instance", "status", "backend", "tok/s", "accept", "len", "TTFT p95", "run/wait", "KV", "model")
+_LEFT = {0, 1, 2, 9}  # text columns; figures are right-aligned
 
 
 def table(readings: list[FleetReading]) -> list[str]:
-    columns = (
-        "instance",
-        "status",
-        "backend",
-        "tok/s",
-        "accept",
-        "len",
-        "TTFT p95",
-        "run/wait",
-        "KV",
-        "model",
-    )
     rows = []
     for reading in readings:
-        f = reading.figures
-        run_wait = f"{_cell(f.running, f'{f.running or 0:.0f}')}/{_cell(f.waiting, f'{f.waiting or 0:.0f}')}"
+        f = _shown(reading)
         rows.append(
             (
                 reading.instance,
                 "up" if reading.up else "DOWN",
                 reading.backend or "?",
-                _cell(f.generation_tokens_per_s, f"{f.generation_tokens_per_s or 0:,.1f}"),
-                _cell(f.acceptance_rate, f"{(f.acceptance_rate or 0) * 100:.1f} %"),
-                _cell(f.mean_acceptance_length, f"{f.mean_acceptance_length or 0:.2f}"),
-                _cell(f.ttft_p95_s, f"{(f.ttft_p95_s or 0) * 1000:.1f} ms"),
-                run_wait,
-                _cell(f.kv_cache_usage, f"{(f.kv_cache_usage or 0) * 100:.1f} %"),
+                _cell(f.generation_tokens_per_s, ",.1f"),
+                _cell(f.acceptance_rate, ".1f", 100, " %"),
+                _cell(f.mean_acceptance_length, ".2f"),
+                _cell(f.ttft_p95_s, ".1f", 1000, " ms"),
+                f"{_cell(f.running, '.0f')}/{_cell(f.waiting, '.0f')}",
+                _cell(f.kv_cache_usage, ".1f", 100, " %"),
                 reading.model or "–",
             )
         )
-    widths = [max(len(str(line[i])) for line in (columns, *rows)) for i in range(len(columns))]
+    columns = _COLUMNS
+    widths = [max(len(line[i]) for line in (columns, *rows)) for i in range(len(columns))]
     lines = []
     for line in (columns, *rows):
         cells = [
-            str(cell).ljust(width) if i in (0, 1, 2, 9) else str(cell).rjust(width)
+            cell.ljust(width) if i in _LEFT else cell.rjust(width)
             for i, (cell, width) in enumerate(zip(line, widths, strict=True))
         ]
         lines.append("  ".join(cells).rstrip())
@@ -110,6 +109,12 @@ def run_fleet(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if not any(reading.figures.generation_tokens_per_s is not None for reading in refresh.readings):
+        print(
+            f"spectop snapshot: no rate over the last {args.window:g} s; "
+            "the window must span at least two of Prometheus' scrapes",
+            file=sys.stderr,
+        )
     if args.json:
         for reading in refresh.readings:
             print(json.dumps(row(reading), ensure_ascii=False))
