@@ -7,7 +7,7 @@ import pytest
 from tests.fleet.fake_prometheus import A, Answer, healthy, refresh_with, vector
 from tui.fleet.poller import FleetReading
 from tui.fleet.queries import engine_queries
-from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads, spread_of
+from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads, group_summaries, spread_of
 from tui.telemetry.figures import Figures
 
 LIMITS = (0.2, 0.1)
@@ -98,3 +98,19 @@ async def test_engines_of_one_vllm_come_from_one_query_and_show_an_imbalance() -
     assert [o.member for o in spreads["acceptance_rate"].outliers] == [f"{A} engine=3"]
     assert [o.member for o in spreads["generation_tokens_per_s"].outliers] == [f"{A} engine=3"]
     assert all(not r.engines for r in refresh.readings if r.instance != A)
+
+
+def test_group_summary_rows() -> None:
+    readings = [
+        reading("a", "vllm", acceptance=0.7, tokens=300),
+        reading("b", "vllm", acceptance=0.8, tokens=100),
+        reading("c", "vllm", acceptance=0.6, tokens=None),
+        reading("d", "vllm", acceptance=0.1, tokens=999, up=False),  # down: counted, its figures not
+        reading("e", "sglang", acceptance=None, tokens=None),
+    ]
+    summaries = {summary.group: summary for summary in group_summaries(readings)}
+    vllm_row, sglang_row = summaries["vllm"], summaries["sglang"]
+    assert (vllm_row.instances, vllm_row.up) == (4, 3)
+    assert vllm_row.generation_tokens_per_s == 400 and vllm_row.acceptance_rate == pytest.approx(0.7)
+    assert (sglang_row.instances, sglang_row.up) == (1, 1)
+    assert sglang_row.generation_tokens_per_s is None and sglang_row.acceptance_rate is None  # not 0

@@ -1,4 +1,5 @@
-"""Data-parallel imbalance: how far apart the replicas of a group (or the engines of one vLLM) are.
+"""Per group of the fleet: its summary row, and data-parallel imbalance (how far apart the replicas
+of a group, or the engines of one vLLM, are).
 
 For acceptance and tokens/s, a group's `Spread` gives the median, lowest and highest value and the
 members "far off" the others. Far off means more than `rel` of the median away AND more than `abs_`
@@ -138,3 +139,64 @@ class ImbalanceAlerts:
                 alert.cleared_at = time
                 changed.append(alert)
         return changed
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """The summary row of one group in the fleet table. Unknown (None) values take no part;
+    a figure no member knows stays None."""
+
+    group: str
+    instances: int
+    up: int
+    generation_tokens_per_s: float | None  # sum over the group
+    running: float | None  # sum
+    waiting: float | None  # sum
+    acceptance_rate: float | None  # median of the replicas
+    mean_acceptance_length: float | None  # median
+    ttft_p95_s: float | None  # the worst replica's
+    kv_cache_usage: float | None  # the fullest replica's
+
+
+def _known(values: Iterable[float | None]) -> list[float]:
+    return [value for value in values if value is not None]
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    known = _known(values)
+    return sum(known) if known else None
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    known = _known(values)
+    return statistics.median(known) if known else None
+
+
+def _highest(values: Iterable[float | None]) -> float | None:
+    known = _known(values)
+    return max(known) if known else None
+
+
+def group_summaries(readings: Iterable[FleetReading]) -> list[GroupSummary]:
+    """One summary per group (group_by label), from the up instances' figures."""
+    groups: dict[str, list[FleetReading]] = {}
+    for reading in readings:
+        groups.setdefault(reading.group or "", []).append(reading)
+    summaries = []
+    for group, members in sorted(groups.items()):
+        live = [reading.figures for reading in members if reading.up]
+        summaries.append(
+            GroupSummary(
+                group=group,
+                instances=len(members),
+                up=len(live),
+                generation_tokens_per_s=_total(f.generation_tokens_per_s for f in live),
+                running=_total(f.running for f in live),
+                waiting=_total(f.waiting for f in live),
+                acceptance_rate=_median(f.acceptance_rate for f in live),
+                mean_acceptance_length=_median(f.mean_acceptance_length for f in live),
+                ttft_p95_s=_highest(f.ttft_p95_s for f in live),
+                kv_cache_usage=_highest(f.kv_cache_usage for f in live),
+            )
+        )
+    return summaries
