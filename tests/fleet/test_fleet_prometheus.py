@@ -143,6 +143,19 @@ async def test_series_and_label_values(fleet: Fleet) -> None:
     assert sglang_instances == [fleet.instance("sglang")]
 
 
+async def test_a_window_shorter_than_two_scrapes_is_unknown_not_zero(fleet: Fleet) -> None:
+    async with poller_for(fleet, 0.5) as poller:  # Prometheus scrapes every second: rate() has no pair
+        refresh = await poller.refresh()
+    assert refresh.error is None
+    for name in BACKENDS:
+        reading = next(r for r in refresh.readings if r.instance == fleet.instance(name))
+        assert reading.up
+        figures = reading.figures
+        assert figures.generation_tokens_per_s is None and figures.prompt_tokens_per_s is None
+        assert figures.ttft_p95_s is None and figures.tpot_mean_s is None
+        assert figures.running is not None  # gauges are still known
+
+
 async def test_queries_per_refresh_do_not_depend_on_instances(fleet: Fleet) -> None:
     async with poller_for(fleet, 5.0) as every, poller_for(fleet, 5.0, match='{job="sglang"}') as one:
         all_refresh, one_refresh = await every.refresh(), await one.refresh()
