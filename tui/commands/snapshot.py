@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "figures. URL may be the server's base URL or its /metrics URL. Exit 0 when every endpoint "
         "was up, 1 when one was not, 2 on bad arguments.",
     )
-    parser.add_argument("urls", metavar="URL", nargs="+", help="base URL or metrics URL")
+    parser.add_argument("urls", metavar="URL", nargs="*", help="base URL or metrics URL")
     parser.add_argument(
         "--window",
         type=_positive_seconds,
@@ -67,6 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="environment variable holding the API key, sent as a Bearer token (the key itself is "
         "never an argument)",
     )
+    from tui.fleet.flags import add_fleet_arguments  # fleet mode: tui/fleet/snapshot.py
+
+    add_fleet_arguments(parser, group_by=False)
     parser.set_defaults(func=run)
 
 
@@ -313,6 +316,13 @@ def run(args: argparse.Namespace) -> int:
     from tui.settings import endpoint_from_url
     from tui.validators import friendly_message, scheme_was_added
 
+    if args.prometheus or args.match:
+        from tui.fleet.snapshot import run_fleet
+
+        return run_fleet(args)
+    if not args.urls:
+        print("spectop snapshot: give at least one URL, or --prometheus URL", file=sys.stderr)
+        return 2
     endpoints = []
     for url in args.urls:
         # An OpenAI client base URL (.../v1) names the same server.
