@@ -190,7 +190,9 @@ async def test_snapshot_through_prometheus(fleet: Fleet) -> None:
     assert code == 0, output
     assert [row["url"] for row in rows] == sorted([fleet.instance("sglang"), fleet.instance("llamacpp")])
     for row in rows:
-        assert list(row) == ["url", "backend", "up", "model", "window_s", *FIGURE_NAMES, "error"]
+        # The same fields as a direct snapshot's rows: figures, then why they are what they are, then error.
+        why = ["notes", "covered_s", "restarted_in_window", "restarted_s_ago", "quantile_bounds"]
+        assert list(row) == ["url", "backend", "up", "model", "window_s", *FIGURE_NAMES, *why, "error"]
         assert row["up"] is True and row["window_s"] == 4
         assert isinstance(row["generation_tokens_per_s"], float) and row["generation_tokens_per_s"] > 0
     code, _, output = await asyncio.to_thread(snapshot, "--prometheus", fleet.prometheus.url, "--window", "4")
