@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
+from tui.format import fmt_latency
 from tui.telemetry.figures import Figures
 from tui.telemetry.history import EndpointHistory
 from tui.telemetry.recording import ReadingRecord
 from tui.widgets.card_view import CardData, compact_lines, roomy_lines
-from tui.format import fmt_latency
 from tui.widgets.chart import GUTTER, SECONDS_FLOOR, SPARK_CHARS, Chart, ChartSpec, scale_for
 
 BOTTOM, TOP = SPARK_CHARS[0], SPARK_CHARS[-1]

@@ -37,7 +37,17 @@ ALERT_LABEL = {
     "engine_error": "engine",
     "log_error": "log",
 }
-MODEL_SEPARATORS = "/-_.:"
+MODEL_SEPARATORS = "/-_:"
+
+
+def _tail(model: str, keep: int, limit: int) -> str:
+    """ "…" and the last `keep` characters of `model`, from a separator on when one is before `limit`."""
+    begin = len(model) - keep
+    if model[begin - 1] not in MODEL_SEPARATORS:
+        after = next((i for i in range(begin, min(limit, len(model))) if model[i] in MODEL_SEPARATORS), None)
+        if after is not None:
+            begin = after + 1
+    return "…" + model[begin:]
 
 
 def short_model(model: str, width: int, peers: Sequence[str] = ()) -> str:
@@ -51,11 +61,11 @@ def short_model(model: str, width: int, peers: Sequence[str] = ()) -> str:
     others = [peer for peer in peers if peer and peer != model]
     shared = max((len(os.path.commonprefix([model, peer])) for peer in others), default=0)  # noqa: RUF071
     if shared == 0:
-        return "…" + model[-keep:]
+        return _tail(model, keep, len(model))
     # the differing part starts after the last separator of the shared prefix ("Llama-3.1-" | "70B-…")
     start = max(model.rfind(char, 0, shared) for char in MODEL_SEPARATORS) + 1
     if len(model) - start <= keep:
-        return "…" + model[-keep:]
+        return _tail(model, keep, start)
     return "…" + model[start : start + keep - 1] + "…"  # the differing part alone is too long: its start
 
 

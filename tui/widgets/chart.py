@@ -314,18 +314,19 @@ def time_axis(start: float, end: float, width: int, markers: Sequence[Marker] = 
     for column, kind in marker_columns(markers, start, end, columns).items():
         cells[column] = (MARKER_LETTERS.get(kind, "?"), "$warning bold")
 
-    def place(column: int, text: str) -> None:
+    def place(column: int, text: str) -> bool:
         if column < 0 or column + len(text) > columns:
-            return
+            return False
         lo, hi = max(0, column - 1), min(columns, column + len(text) + 1)
         if any(cell is not None for cell in cells[lo:hi]):
-            return
+            return False
         for offset, char in enumerate(text):
             cells[column + offset] = (char, "$text-muted")
+        return True
 
     span = end - start
     if span > 0:
-        place(columns - 3, "now")
+        any(place(columns - 3 - shift, "now") for shift in range(4))  # left of a marker at the end
         place(0, _ago(span))
         step = next((step for step in TICK_STEPS_S if step / span * columns >= TICK_SPACING), None)
         if step is not None:
