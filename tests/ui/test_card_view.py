@@ -55,12 +55,12 @@ def test_lines_fit_the_width_and_unknowns_are_dashes() -> None:
 
 def test_badges_put_critical_first_with_its_message() -> None:
     alerts = [
-        Alert("a", "acceptance_low", "warning", "acceptance 0.45 below 0.60", 1.0),
-        Alert("a", "acceptance_critical", "critical", "acceptance 0.25 below 0.30", 2.0),
+        Alert("a", "acceptance_low", "warning", "acceptance 45% below 60%", 1.0),
+        Alert("a", "acceptance_critical", "critical", "acceptance 25% below 30%", 2.0),
     ]
     line = badge_line(CardData(name="a", alerts=alerts), 80).plain
     assert line.index("CRIT") < line.index("WARN")
-    assert "below 0.30" in line
+    assert "below 30%" in line
 
 
 def test_every_shown_key_is_in_the_help_screen() -> None:
