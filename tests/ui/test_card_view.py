@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ui_waiting import wait_for
 
@@ -13,9 +14,11 @@ from tui.screens.detail import DetailScreen
 from tui.screens.help import KEYS
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
-from tui.telemetry.history import EndpointHistory
 from tui.telemetry.recording import ReadingRecord
 from tui.widgets.card_view import CardData, badge_line, compact_lines, roomy_lines
+
+if TYPE_CHECKING:
+    from tui.telemetry.history import EndpointHistory
 
 
 def _reading(time: float, up: bool = True, **figures: float) -> ReadingRecord:
@@ -149,6 +152,8 @@ async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> N
 
 
 def _history(spells: list[tuple[float, bool]]) -> EndpointHistory:
+    from tui.telemetry.history import EndpointHistory
+
     history = EndpointHistory(256)
     for time, up in spells:
         history.add(time, Figures(generation_tokens_per_s=10.0) if up else None)
