@@ -319,6 +319,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
         )
         if self._restarting is not None:
             self.alerts.begin_restart(self._restarting, self._wall_clock())
+            self.history.endpoint(self._restarting).mark(self._wall_clock(), "config")  # a chart marker
             self._broadcast(EndpointUpdated(self._restarting))
 
     def on_restart_exited(self, message: RestartExited) -> None:
@@ -374,6 +375,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
             name=name,
             backend=endpoint.backend if endpoint and endpoint.backend != "auto" else None,
             model=endpoint.model if endpoint else None,
+            url=endpoint.url if endpoint else None,
             reading=reading,
             history=self.history.endpoint(name),
             alerts=self.alerts.active(name),

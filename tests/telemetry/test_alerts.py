@@ -46,7 +46,7 @@ def test_critical_acceptance_is_one_alert_at_the_worst_severity() -> None:
     engine.observe_reading("a", 11.0, True, 0.45)  # back above critical, still below the threshold
     (alert,) = engine.active("a")
     assert (alert.kind, alert.severity, alert.worst) == ("acceptance_low", "warning", "critical")
-    assert alert.message.startswith("acceptance 0.45 below 0.60")
+    assert alert.message.startswith("acceptance 45% below 60%")
     assert alert.started_at == 0.0  # the same condition, not a new alert
 
 
@@ -69,11 +69,11 @@ def test_the_text_follows_the_current_figure() -> None:
     for time in (0.0, 10.0):
         engine.observe_reading("a", time, True, 0.54)
     (alert,) = engine.active("a")
-    assert alert.message.startswith("acceptance 0.54 below 0.60")
+    assert alert.message.startswith("acceptance 54% below 60%")
     version = engine.version
     assert engine.observe_reading("a", 12.0, True, 0.41) == []  # no new alert, no toast
     (alert,) = engine.active("a")
-    assert alert.message.startswith("acceptance 0.41 below 0.60")
+    assert alert.message.startswith("acceptance 41% below 60%")
     assert engine.version > version  # an alert screen knows to redraw
 
 
@@ -85,7 +85,7 @@ def test_acceptance_text_gives_the_mean_length_and_the_k_change() -> None:
         engine.observe_reading("a", time, True, 0.54, mean_length=3.15, k=4)
     (alert,) = engine.active("a")
     assert alert.message == (
-        "acceptance 0.54 below 0.60; k 2→4: mean length 2.53→3.15, up (more tokens per step)"
+        "acceptance 54% below 60%; k 2→4: mean length 2.53→3.15, up (more tokens per step)"
     )
 
 
@@ -95,7 +95,7 @@ def test_critical_text_says_drafting_slows_only_when_the_mean_length_did_not_ris
     for time in (1.0, 11.0):
         engine.observe_reading("a", time, True, 0.2, mean_length=1.6, k=3)
     (alert,) = engine.active("a")
-    assert alert.message == "acceptance 0.20 below 0.30: drafting slows; mean length 2.40→1.60, down"
+    assert alert.message == "acceptance 20% below 30%: drafting slows; mean length 2.40→1.60, down"
     rising = AlertEngine(RULES)
     rising.observe_reading("a", 0.0, True, 0.7, mean_length=1.8, k=1)
     for time in (1.0, 11.0):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ui_waiting import wait_for
 
@@ -15,6 +16,9 @@ from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.recording import ReadingRecord
 from tui.widgets.card_view import CardData, badge_line, compact_lines, roomy_lines
+
+if TYPE_CHECKING:
+    from tui.telemetry.history import EndpointHistory
 
 
 def _reading(time: float, up: bool = True, **figures: float) -> ReadingRecord:
@@ -34,7 +38,7 @@ def test_status_waiting_up_stale_down() -> None:
     assert CardData(name="a", reading=_reading(80.0), now=100.0, stale_after_s=10).status == "stale"
     down = CardData(name="a", reading=_reading(99.0, up=False), now=100.0)
     assert down.status == "down"
-    assert down.status_content().plain == "● down 1s"
+    assert down.status_content().plain == "● down 1 s"
     assert "connection refused" in badge_line(down, 80).plain
 
 
@@ -49,17 +53,17 @@ def test_lines_fit_the_width_and_unknowns_are_dashes() -> None:
     for lines in (compact_lines(data, 76), roomy_lines(data, 95)):
         assert all(line.cell_length <= 95 for line in lines)
         text = "\n".join(line.plain for line in lines)
-        assert "594.9" in text and "–" in text and " 0.00" not in text
+        assert "594.9" in text and "–" in text and " 0%" not in text
 
 
 def test_badges_put_critical_first_with_its_message() -> None:
     alerts = [
-        Alert("a", "acceptance_low", "warning", "acceptance 0.45 below 0.60", 1.0),
-        Alert("a", "acceptance_critical", "critical", "acceptance 0.25 below 0.30", 2.0),
+        Alert("a", "acceptance_low", "warning", "acceptance 45% below 60%", 1.0),
+        Alert("a", "acceptance_critical", "critical", "acceptance 25% below 30%", 2.0),
     ]
     line = badge_line(CardData(name="a", alerts=alerts), 80).plain
     assert line.index("CRIT") < line.index("WARN")
-    assert "below 0.30" in line
+    assert "below 30%" in line
 
 
 def test_every_shown_key_is_in_the_help_screen() -> None:
@@ -100,8 +104,8 @@ def test_card_shows_quantile_bounds_and_the_restart() -> None:
     data = CardData(name="a", reading=reading, now=1.0, window_s=60.0)
     for lines in (compact_lines(data, 80), roomy_lines(data, 100)):
         text = "\n".join(line.plain for line in lines)
-        assert "<100ms" in text and "50.0ms" not in text
-        assert "restarted 12s ago · window 8s of 60s" in text
+        assert "< 100 ms" in text and "50 ms" not in text
+        assert "restarted 12 s ago · window 8 s of 1 min" in text
 
 
 def test_card_says_acceptance_comes_from_finished_requests_while_one_runs() -> None:
@@ -137,8 +141,128 @@ async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> N
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
         screen = app.screen
-        assert "restarted 12s ago" in screen.sub_title
+        assert "restarted 12 s ago" in screen.sub_title
         table = screen.query_one(FigureTable).render().plain
-        assert "<100ms" in table and "8/60s" in table
+        assert "< 100 ms" in table and "8/60 s" in table
         assert "TTFT p50: inside the first bucket" in table
         assert "restarted during the window" in table
+
+
+# --- issue 13, item 3: down for how long and where, "scraped … ago", badges at 80 columns, model names ----
+
+
+def _history(spells: list[tuple[float, bool]]) -> EndpointHistory:
+    from tui.telemetry.history import EndpointHistory
+
+    history = EndpointHistory(256)
+    for time, up in spells:
+        history.add(time, Figures(generation_tokens_per_s=10.0) if up else None)
+    return history
+
+
+def test_a_down_endpoint_says_for_how_long_since_its_first_failed_scrape_and_its_url() -> None:
+    # up until 9 s, down from 10 s (every second), now 100 s: down for 90 s, not "last scraped 1 s ago"
+    spells = [(float(t), True) for t in range(10)] + [(float(t), False) for t in range(10, 100)]
+    data = CardData(
+        name="a",
+        reading=_reading(99.0, up=False),
+        history=_history(spells),
+        now=100.0,
+        url="http://10.0.0.5:8000",
+    )
+    assert data.down_for == 90.0
+    assert data.status_content().plain == "● down 1 min"
+    for lines in (compact_lines(data, 76), roomy_lines(data, 116)):
+        assert lines[0].plain.startswith("down 1 min · http://10.0.0.5:8000")
+        assert "connection refused" in lines[-1].plain
+    # the spell is the latest one: an earlier outage does not count
+    again = [(0.0, False), (1.0, True), (2.0, False), (3.0, False)]
+    assert (
+        CardData(name="a", reading=_reading(3.0, up=False), history=_history(again), now=5.0).down_for == 3.0
+    )
+
+
+def test_an_up_endpoint_says_when_it_was_scraped_not_an_uptime() -> None:
+    data = CardData(name="a", reading=_reading(99.6), now=100.0)
+    assert data.status_content().plain == "● up · scraped 0 s ago"
+    stale = CardData(name="a", reading=_reading(40.0), now=100.0, stale_after_s=10)
+    assert stale.status_content().plain == "● stale · scraped 1 min ago"
+
+
+def _alerts() -> list[Alert]:
+    return [
+        Alert("a", "log_error", "warning", "CUDA error: an illegal memory access was encountered", 1.0),
+        Alert("a", "engine_error", "warning", "engine core died", 1.5),
+        Alert("a", "acceptance_critical", "critical", "acceptance 25% below 30% for 60 s", 2.0),
+        Alert("a", "oom", "critical", "out of memory", 3.0),
+    ]
+
+
+def test_badges_are_never_cut_and_those_that_do_not_fit_are_counted() -> None:
+    data = CardData(name="a", alerts=_alerts())
+    for width in (76, 36, 20):  # an 80-column card, a half-width card, a tiny one
+        line = badge_line(data, width).plain
+        assert len(line) <= width
+        assert line.startswith(" CRIT accept ")  # the critical badge whole, first
+        shown = [
+            badge for badge in (" CRIT accept ", " CRIT OOM ", " WARN log ", " WARN engine ") if badge in line
+        ]
+        hidden = 4 - len(shown)
+        assert (f"+{hidden}" in line) == bool(hidden)
+        assert " WARN" not in line.replace(" WARN log ", "").replace(" WARN engine ", "")  # no half badge
+
+
+async def test_crit_badge_fits_on_a_card_at_80_columns() -> None:
+    from textual.app import App, ComposeResult
+
+    from tui.widgets.endpoint_card import EndpointCard
+
+    reading = _reading(1.0, acceptance_rate=0.25)
+    data = CardData(name="a", reading=reading, alerts=_alerts(), now=1.0)
+
+    class CardApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield EndpointCard(data)
+
+    app = CardApp()
+    async with app.run_test(size=(80, 8)) as pilot:
+        await pilot.pause()
+        card = app.query_one(EndpointCard)
+        lines = card.render().plain.splitlines()
+        assert card.content_size.width == 76
+        assert lines[-1].startswith(" CRIT accept ") and " CRIT OOM " in lines[-1]
+        assert all(len(line) <= 76 for line in lines)
+
+
+def test_long_model_names_keep_their_tail_or_the_part_that_differs() -> None:
+    from tui.widgets.card_view import short_model
+
+    assert short_model("deepseek-ai/DeepSeek-V3-0324", 40) == "deepseek-ai/DeepSeek-V3-0324"
+    assert short_model("deepseek-ai/DeepSeek-V3-0324", 18) == "…DeepSeek-V3-0324"
+    peers = ["meta-llama/Llama-3.1-8B-Instruct-FP8-dynamic"]
+    seventy = "meta-llama/Llama-3.1-70B-Instruct-FP8-dynamic"
+    assert short_model(seventy, 28, peers) == "…70B-Instruct-FP8-dynamic"
+    short = short_model(seventy, 12, peers)
+    assert short.startswith("…70B") and len(short) == 12  # the differing part, even when cut
+    assert short_model(seventy, 12) == "…FP8-dynamic"
+    assert len(short_model("x" * 50, 1)) == 1
+
+
+async def test_card_title_shortens_the_model_from_the_left() -> None:
+    from textual.app import App, ComposeResult
+
+    from tui.widgets.endpoint_card import EndpointCard
+
+    model = "/models/huggingface/hub/deepseek-ai/DeepSeek-V3-0324-FP8-dynamic-quantized"
+    data = CardData(name="mtp-on", backend="vllm", model=model, reading=_reading(1.0), now=1.0)
+
+    class CardApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield EndpointCard(data)
+
+    app = CardApp()
+    async with app.run_test(size=(80, 8)) as pilot:
+        await pilot.pause()
+        title = str(app.query_one(EndpointCard).border_title)
+        assert title.startswith("mtp-on · vllm · …") and title.endswith("FP8-dynamic-quantized")
+        assert len(title) <= 76

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
+from tui.format import fmt_latency
 from tui.telemetry.figures import Figures
 from tui.telemetry.history import EndpointHistory
 from tui.telemetry.recording import ReadingRecord
 from tui.widgets.card_view import CardData, compact_lines, roomy_lines
-from tui.widgets.chart import SECONDS_FLOOR, Chart, scale_for
-from tui.widgets.format import SPARK_CHARS, fmt_seconds
+from tui.widgets.chart import GUTTER, SECONDS_FLOOR, SPARK_CHARS, Chart, ChartSpec, scale_for
 
 BOTTOM, TOP = SPARK_CHARS[0], SPARK_CHARS[-1]
 
@@ -46,7 +46,7 @@ def test_a_fraction_of_a_millisecond_of_noise_is_not_a_cliff() -> None:
     assert max(levels) - min(levels) <= 2  # a ripple in the middle, not bottom-to-top
     scale = scale_for(ttft, SECONDS_FLOOR)
     assert scale is not None and scale.high - scale.low >= 0.2 * max(ttft)
-    assert scale.text(fmt_seconds) in line
+    assert scale.text(fmt_latency) in line
 
 
 def test_a_real_change_still_spans_the_height() -> None:
@@ -65,7 +65,7 @@ def test_scale_never_goes_below_zero_for_a_non_negative_series() -> None:
 
 class _ChartApp(App[None]):
     def compose(self) -> ComposeResult:
-        yield Chart("TTFT p50", fmt_seconds, "$secondary", id="chart", floor=SECONDS_FLOOR)
+        yield Chart(ChartSpec("ttft_p50_s", "$secondary", floor=SECONDS_FLOOR), id="chart")
 
 
 async def test_detail_chart_of_ttft_is_not_a_solid_block_from_zero() -> None:
@@ -78,7 +78,7 @@ async def test_detail_chart_of_ttft_is_not_a_solid_block_from_zero() -> None:
         chart.set_values(times, values, 0.0, 39.0)
         await pilot.pause()
         lines = str(chart.render()).splitlines()
-        title, rows = lines[0], lines[1:]
-        assert "(35ms–45ms)" in title  # the axis it is drawn on
+        rows = [line[GUTTER:] for line in lines[1:]]
+        assert lines[1].startswith("  45 ms ") and lines[-1].startswith("  35 ms ")  # the axis it is drawn on
         assert not all(char == "█" for char in rows[-1].strip())  # the lows do not fill the bottom row
         assert any(char == "█" for char in rows[0])  # the highs reach the top

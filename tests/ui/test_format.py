@@ -1,85 +1,98 @@
-"""Figure text: "–" for unknown (never 0), units, sparklines and bars."""
+"""One figure vocabulary: the same Figures read the same on the card, the detail table, the detail chart
+and in `spectop snapshot`'s table (issue 12)."""
 
 from __future__ import annotations
 
-import math
+import re
 
-from tui.widgets.format import (
-    UNKNOWN,
-    chart_rows,
-    fmt_count,
-    fmt_number,
-    fmt_percent,
-    fmt_ratio,
-    fmt_seconds,
-    position_bars,
-    sparkline,
+from tui.commands.snapshot import _Result, _table
+from tui.telemetry.figures import Figures
+from tui.telemetry.history import EndpointHistory
+from tui.telemetry.recording import ReadingRecord
+from tui.widgets.card_view import CardData, compact_lines, roomy_lines
+from tui.widgets.chart import ChartSpec, chart_lines
+from tui.widgets.figure_table import figure_rows
+
+FIGURES = Figures(
+    generation_tokens_per_s=2332.7,
+    acceptance_rate=0.7123,
+    mean_acceptance_length=2.4,
+    per_position_acceptance=[0.8, 0.6],
+    ttft_mean_s=0.0498,
+    ttft_p50_s=0.0514,
+    ttft_p95_s=0.0781,
+    tpot_mean_s=0.0065,
+    running=1.0,
+    waiting=0.0,
+    kv_cache_usage=0.25,
 )
+VALUE = r"(?:[<>~] ?)?(?:-?[\d.]+(?: ms| s|%|k)?|–)"
 
 
-def test_unknown_is_a_dash_and_zero_is_zero() -> None:
-    for formatter in (fmt_number, fmt_count, fmt_ratio, fmt_percent, fmt_seconds):
-        assert formatter(None) == UNKNOWN
-        assert formatter(math.nan) == UNKNOWN
-        assert formatter(0.0) != UNKNOWN
-    assert position_bars(None) == UNKNOWN
+def _after(text: str, label: str) -> str:
+    match = re.search(rf"{re.escape(label)}\s+({VALUE})", text)
+    assert match is not None, f"{label!r} not in {text!r}"
+    return match.group(1)
 
 
-def test_units() -> None:
-    assert fmt_seconds(0.0514) == "51.4ms"
-    assert fmt_seconds(0.000_8) == "800µs"
-    assert fmt_seconds(1.234) == "1.23s"
-    assert fmt_number(594.94) == "594.9"
-    assert fmt_number(2332.7) == "2.3k"
-    assert fmt_percent(0.0057) == "0.6%"
-    assert fmt_percent(0.475892) == "48%"
-    assert fmt_ratio(0.699194) == "0.70"
+def _card() -> CardData:
+    history = EndpointHistory(8)
+    history.add(1.0, FIGURES)
+    reading = ReadingRecord(name="a", time=1.0, up=True, backend="vllm", figures=FIGURES)  # type: ignore[arg-type]
+    return CardData(name="a", reading=reading, history=history, now=1.0)
 
 
-def test_sparkline_scales_between_min_and_max_and_leaves_gaps() -> None:
-    line = sparkline([1.0, None, 2.0, 3.0], 6)
-    assert len(line) == 6
-    assert line == "  ▁ ▅█"
-    assert sparkline([], 4) == "    "
-    assert sparkline([5.0, 5.0], 2) == "▅▅"  # flat stays flat, mid-height
-    assert sparkline([0.5], 1, low=0.0, high=1.0) == "▅"
+def test_acceptance_ttft_and_mean_length_read_the_same_everywhere() -> None:
+    data = _card()
+    compact = "\n".join(line.plain for line in compact_lines(data, 76))
+    roomy = "\n".join(line.plain for line in roomy_lines(data, 116))
+    table = dict(figure_rows(data))
+    result = _Result("http://127.0.0.1:8000", 5.0)
+    result.up, result.backend, result.figures = True, "vllm", FIGURES
+    snapshot = "\n".join(_table(result))
+    snapshot_p50 = re.search(rf"TTFT mean/p50/p95\s+{VALUE} / ({VALUE}) /", snapshot)
+    assert snapshot_p50 is not None
+    charts = {
+        key: chart_lines(ChartSpec(key, "$accent"), [1.0], [getattr(FIGURES, key)], 0.0, 2.0, 40, 3)[0].plain
+        for key in ("acceptance_rate", "ttft_p50_s", "mean_acceptance_length")
+    }
+    surfaces = {
+        "acceptance": {
+            "card": _after(compact, "accept"),
+            "roomy card": _after(roomy, "acceptance"),
+            "detail table": table["acceptance"],
+            "chart": _after(charts["acceptance_rate"], "acceptance"),
+            "snapshot": _after(snapshot, "acceptance"),
+        },
+        "TTFT p50": {
+            "card": _after(compact, "TTFT"),
+            "roomy card": _after(roomy, "TTFT p50"),
+            "detail table": table["TTFT p50"],
+            "chart": _after(charts["ttft_p50_s"], "TTFT p50"),
+            "snapshot": snapshot_p50.group(1),
+        },
+        "mean length": {
+            "card": _after(compact, "len"),
+            "roomy card": _after(roomy, "mean len"),
+            "detail table": table["mean len"],
+            "chart": _after(charts["mean_acceptance_length"], "mean len"),
+            "snapshot": _after(snapshot, "mean len"),
+        },
+    }
+    for figure, texts in surfaces.items():
+        assert len(set(texts.values())) == 1, f"{figure} reads differently: {texts}"
+    # the style picked for each kind: rates as %, latencies in ms, lengths with two decimals
+    assert [next(iter(texts.values())) for texts in surfaces.values()] == ["71%", "51 ms", "2.40"]
 
 
-def test_sparkline_keeps_only_the_newest_values() -> None:
-    assert sparkline([9.0, 1.0, 2.0], 2) == "▁█"
-
-
-def test_chart_rows_stack_blocks_from_the_bottom() -> None:
-    rows = chart_rows([0.0, 1.0], 2, 2, low=0.0)
-    assert rows[1][1] == "█" and rows[0][1] == "█"
-    assert rows[0][0] == " "
-    assert chart_rows([None], 1, 2) == [" ", " "]
-
-
-def test_position_bars_limits_positions() -> None:
-    assert position_bars([0.8, 0.6]) == "▆.80 ▅.60"
-    assert position_bars([1.0] * 8, limit=3).endswith("…")
-
-
-def test_bucketed_averages_slices_fills_between_polls_and_keeps_outages() -> None:
-    from tui.widgets.format import bucketed
-
-    times = [0.0, 1.0, 2.0, 6.0, 7.0]
-    values: list[float | None] = [1.0, 3.0, None, 5.0, 7.0]
-    assert bucketed(times, values, 0.0, 8.0, 4) == [2.0, None, None, 6.0]
-    # columns narrower than the poll interval repeat the slice before (no comb of gaps)
-    assert bucketed([0.0, 2.0], [1.0, 2.0], 0.0, 4.0, 4) == [1.0, 1.0, 2.0, 2.0]
-    # nothing before the first sample
-    assert bucketed([3.0], [1.0], 0.0, 4.0, 4) == [None, None, None, 1.0]
-
-
-def test_quantile_bounds_read_as_bounds() -> None:
-    from tui.widgets.format import fmt_quantile, window_text
-
-    assert fmt_quantile(0.05, (0.0, 0.1)) == "<100ms"
-    assert fmt_quantile(10.0, (10.0, None)) == ">10s"
-    assert fmt_quantile(1.2, (0.5, 2.5)) == "~1.2s"
-    assert fmt_quantile(0.06, None) == fmt_seconds(0.06)
-    assert fmt_quantile(None, (0.0, 0.1)) == UNKNOWN
-    assert window_text(8.0, 60.0, 12.0) == "restarted 12s ago · window 8s of 60s"
-    assert window_text(50.0, 60.0, None) is None
+def test_per_position_acceptance_reads_as_percent_everywhere() -> None:
+    data = _card()
+    result = _Result("http://127.0.0.1:8000", 5.0)
+    result.up, result.backend, result.figures = True, "vllm", FIGURES
+    snapshot = "\n".join(_table(result))
+    for text in (
+        dict(figure_rows(data))["per pos"],
+        "\n".join(line.plain for line in roomy_lines(data, 116)),
+    ):
+        assert "80%" in text and "60%" in text and ".80" not in text
+    assert "80% 60%" in snapshot

@@ -191,70 +191,14 @@ async def _measure(
 # --- printing -------------------------------------------------------------------------------------------
 
 
-def _number(value: float | None, digits: int = 1, unit: str = "") -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.{digits}f}{unit}"
-
-
-def _percent(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.1f} %"
-
-
-def _latency(value: float | None) -> str:
-    if value is None:
-        return "–"
-    if value < 1.0:
-        milliseconds = value * 1000
-        return f"{milliseconds:.2f} ms" if milliseconds < 10 else f"{milliseconds:.1f} ms"
-    return f"{value:.2f} s"
-
-
-def _quantile(figures: Figures, name: str) -> str:
-    """A quantile, or the bound it really is ("< 100 ms") when its histogram bucket says more."""
-    value = getattr(figures, name)
-    bounds = figures.quantile_bounds.get(name)
-    if value is None or bounds is None:
-        return _latency(value)
-    lower, upper = bounds
-    if upper is None or math.isinf(upper):
-        return f"> {_latency(lower)}"
-    if lower == 0:
-        return f"< {_latency(upper)}"
-    return f"~{_latency(value)}"
-
-
-_NOTE_LABELS = {
-    "window": "window",
-    "generation_tokens_per_s": "generation",
-    "prompt_tokens_per_s": "prompt",
-    "requests_per_s": "requests",
-    "acceptance_rate": "acceptance rate",
-    "mean_acceptance_length": "mean accept len",
-    "per_position_acceptance": "per position",
-    "tpot_mean_s": "TPOT",
-    "ttft_p50_s": "TTFT p50",
-    "ttft_p95_s": "TTFT p95",
-}
-
-
 def note_lines(notes: dict[str, str], width: int = WIDTH) -> list[str]:
-    """Notes grouped by text ("acceptance rate, TPOT: from finished requests only"), wrapped."""
-    by_text: dict[str, list[str]] = {}
-    for name, text in notes.items():
-        by_text.setdefault(text, []).append(_NOTE_LABELS.get(name, name))
+    """Notes grouped by text ("acceptance, TPOT: from finished requests only"), wrapped."""
+    from tui.format import note_lines as grouped
+
     lines = []
-    for text, names in by_text.items():
-        lines += textwrap.wrap(
-            f"{', '.join(names)}: {text}", width=width, initial_indent="  * ", subsequent_indent="    "
-        )
+    for line in grouped(notes):
+        lines += textwrap.wrap(line, width=width, initial_indent="  * ", subsequent_indent="    ")
     return lines
-
-
-def _count(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
 
 
 def _table(result: _Result) -> list[str]:
@@ -279,20 +223,23 @@ def _table(result: _Result) -> list[str]:
         return lines
     f = result.figures
     assert f is not None
-    ttft = f"{_latency(f.ttft_mean_s)} / {_quantile(f, 'ttft_p50_s')} / {_quantile(f, 'ttft_p95_s')}"
-    cells = [
-        ("generation", _number(f.generation_tokens_per_s, 1, " tok/s")),
-        ("acceptance rate", _percent(f.acceptance_rate)),
-        ("prompt incl cache", _number(f.prompt_tokens_per_s, 1, " tok/s")),
-        ("mean accept len", _number(f.mean_acceptance_length, 2)),
-        ("requests", _number(f.requests_per_s, 2, " /s")),
-        ("TPOT mean", _latency(f.tpot_mean_s)),
-        ("running", _count(f.running)),
-        ("E2E mean", _latency(f.e2e_mean_s)),
-        ("waiting", _count(f.waiting)),
-        ("KV cache usage", _percent(f.kv_cache_usage)),
-        ("prefix cache hit", _percent(f.prefix_cache_hit_rate)),
-    ]
+    from tui.format import FIGURES, figure_text
+
+    ttft = " / ".join(figure_text(f, key) for key in ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s"))
+    keys = (
+        "generation_tokens_per_s",
+        "acceptance_rate",
+        "prompt_tokens_per_s",
+        "mean_acceptance_length",
+        "requests_per_s",
+        "tpot_mean_s",
+        "running",
+        "e2e_mean_s",
+        "waiting",
+        "kv_cache_usage",
+        "prefix_cache_hit_rate",
+    )
+    cells = [(FIGURES[key].label, figure_text(f, key)) for key in keys]
     for left, right in zip(cells[0::2], [*cells[1::2], None], strict=True):
         text = f"  {left[0]:<17}{left[1]:>19}"
         if right is not None:
@@ -300,8 +247,9 @@ def _table(result: _Result) -> list[str]:
         lines.append(text.rstrip())
     lines.append(f"  {'TTFT mean/p50/p95':<17}  {ttft}"[:WIDTH])
     if f.per_position_acceptance is not None:
-        positions = " ".join(f"{value * 100:.0f}%" for value in f.per_position_acceptance)
-        line = f"  {'per position':<17} {positions}"
+        word = FIGURES["per_position_acceptance"]
+        positions = " ".join(word.format(value) for value in f.per_position_acceptance)
+        line = f"  {word.label:<17} {positions}"
         lines.append(line if len(line) <= WIDTH else line[: WIDTH - 1] + "…")
     return lines + note_lines(f.notes)
 

@@ -11,9 +11,9 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 
+from tui.format import fmt_clock
 from tui.messages import EndpointUpdated
 from tui.sanitize import safe_line
-from tui.widgets.format import fmt_clock
 
 if TYPE_CHECKING:
     from tui.app import SpectopApp

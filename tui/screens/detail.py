@@ -14,9 +14,8 @@ from textual.widgets import Footer, Header, Input, Static
 
 from tui.messages import EndpointUpdated
 from tui.sanitize import safe_line
-from tui.widgets.chart import SECONDS_FLOOR, TOKENS_PER_S_FLOOR, Chart
+from tui.widgets.chart import SECONDS_FLOOR, TOKENS_PER_S_FLOOR, Chart, ChartSpec, TimeAxis
 from tui.widgets.figure_table import FigureTable
-from tui.widgets.format import fmt_number, fmt_ratio, fmt_seconds
 from tui.widgets.log_pane import LogPane
 
 if TYPE_CHECKING:
@@ -25,6 +24,12 @@ if TYPE_CHECKING:
 WINDOWS_S: dict[str, float] = {"1": 60.0, "2": 300.0, "3": 1800.0}
 WINDOW_LABELS = {60.0: "1 min", 300.0: "5 min", 1800.0: "30 min"}
 ROOMY_MIN_HEIGHT = 34
+CHARTS: dict[str, ChartSpec] = {  # chart id -> what it shows (the key is also its history series)
+    "chart-tps": ChartSpec("generation_tokens_per_s", "$primary", floor=TOKENS_PER_S_FLOOR),
+    "chart-ttft": ChartSpec("ttft_p50_s", "$secondary", floor=SECONDS_FLOOR),
+    "chart-acceptance": ChartSpec("acceptance_rate", "$accent", low=0.0, high=1.0),
+}
+MARKER_LEGEND = "R restart · C config change"
 
 
 class DetailScreen(Screen[None]):
@@ -66,9 +71,9 @@ class DetailScreen(Screen[None]):
             yield FigureTable(self.spectop.card_data(self.endpoint), id="figures")
             with Vertical(id="charts"):
                 yield Static(id="charts-title")
-                yield Chart("gen tok/s", fmt_number, "$primary", id="chart-tps", floor=TOKENS_PER_S_FLOOR)
-                yield Chart("TTFT p50", fmt_seconds, "$secondary", id="chart-ttft", floor=SECONDS_FLOOR)
-                yield Chart("acceptance", fmt_ratio, "$accent", id="chart-acceptance", low=0.0, high=1.0)
+                for chart_id, spec in CHARTS.items():
+                    yield Chart(spec, id=chart_id)
+                yield TimeAxis(id="time-axis")
         yield LogPane(id="log")
         yield Input(
             placeholder="show only log lines containing… (Escape clears)", id="log-filter", disabled=True
@@ -105,22 +110,19 @@ class DetailScreen(Screen[None]):
     def _refresh_figures(self) -> None:
         data = self.spectop.card_data(self.endpoint)
         caveat = data.caveat()
-        self.sub_title = " · ".join(
-            part for part in (data.title(), data.status_content().plain[2:], caveat) if part
-        )
+        self.sub_title = " · ".join(part for part in (data.title(), data.status_short(), caveat) if part)
         self.query_one(FigureTable).set_data(data)
         history = self.spectop.history.endpoint(self.endpoint)
         end = data.now if data.now is not None else (history.times[-1] if history.times else 0.0)
         start = end - self.window_s
-        for chart_id, series in (
-            ("#chart-tps", "generation_tokens_per_s"),
-            ("#chart-ttft", "ttft_p50_s"),
-            ("#chart-acceptance", "acceptance_rate"),
-        ):
-            times, values = history.window(series, start)
-            self.query_one(chart_id, Chart).set_values(times, values, start, end)
+        markers = [marker for marker in getattr(history, "markers", ()) if start <= marker[0] <= end]
+        for chart_id, spec in CHARTS.items():
+            times, values = history.window(spec.key, start)
+            self.query_one(f"#{chart_id}", Chart).set_values(times, values, start, end, markers)
+        self.query_one(TimeAxis).set_window(start, end, markers)
         label = WINDOW_LABELS.get(self.window_s, f"{self.window_s:g}s")
-        self.query_one("#charts-title", Static).update(f"last {label} · keys 1 2 3 w")
+        legend = f" · {MARKER_LEGEND}" if markers else ""
+        self.query_one("#charts-title", Static).update(f"last {label} · keys 1 2 3 w{legend}")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":

@@ -28,6 +28,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from tui.format import fmt_rate
 from tui.telemetry.events import ErrorEvent
 
 AlertKind = Literal["acceptance_low", "acceptance_critical", "down", "oom", "engine_error", "log_error"]
@@ -259,9 +260,9 @@ class AlertEngine:
         return [alert] if escalated else []
 
     def _acceptance_text(self, state: _EndpointState, rate: float, severity: Severity) -> str:
-        """`acceptance 0.54 below 0.60; k 2→4: mean length 2.53→3.15, up (more tokens per step)`."""
+        """`acceptance 54% below 60%; k 2→4: mean length 2.53→3.15, up (more tokens per step)`."""
         limit = self.rules.acceptance_critical if severity == "critical" else state.threshold
-        text = f"acceptance {rate:.2f} below {limit:.2f}"
+        text = f"acceptance {fmt_rate(rate)} below {fmt_rate(limit)}"
         mean = state.mean_length
         if mean is None:
             return text + (": drafting slows" if severity == "critical" else "")

@@ -28,6 +28,7 @@ SERIES_NAMES: tuple[str, ...] = (
     "waiting",
     "kv_cache_usage",
 )
+MAX_MARKERS = 64
 
 
 class ReadingLike(Protocol):
@@ -53,13 +54,25 @@ class EndpointHistory:
     maxlen: int
     times: deque[float] = field(init=False)
     series: dict[str, deque[float | None]] = field(init=False)
+    up: deque[bool] = field(init=False)  # per sample: was the endpoint up
+    markers: deque[tuple[float, str]] = field(init=False)  # (time, "restart" | "config"), for the charts
 
     def __post_init__(self) -> None:
         self.times = deque(maxlen=self.maxlen)
         self.series = {name: deque(maxlen=self.maxlen) for name in SERIES_NAMES}
+        self.up = deque(maxlen=self.maxlen)
+        self.markers = deque(maxlen=MAX_MARKERS)
+
+    def mark(self, time: float, kind: str) -> None:
+        """A restart (seen in the counters) or a config change (save & restart) at `time`, once."""
+        if not any(seen == kind and abs(at - time) < 1.0 for at, seen in self.markers):
+            self.markers.append((time, kind))
 
     def add(self, time: float, figures: Figures | None) -> None:
         self.times.append(time)
+        self.up.append(figures is not None)
+        if figures is not None and figures.restarted_s_ago is not None:
+            self.mark(time - figures.restarted_s_ago, "restart")
         for name, values in self.series.items():
             values.append(getattr(figures, name) if figures is not None else None)
 

@@ -1,29 +1,24 @@
-"""What one endpoint looks like right now: status, figures and the lines of its card."""
+"""What one endpoint looks like right now: status, figures and the lines of its card.
+
+Every figure reads as the vocabulary (`tui.format`) says, here as on every other screen.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from textual.content import Content
 
+from tui.board import PLACEHOLDER_URL
+from tui.format import FIGURES, UNKNOWN, figure_text, fmt_duration, window_text
 from tui.sanitize import safe_line
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.history import EndpointHistory, ReadingLike
 from tui.widgets.chart import RANGE_COLUMNS, SECONDS_FLOOR, TOKENS_PER_S_FLOOR, spark, spark_with_range
-from tui.widgets.format import (
-    UNKNOWN,
-    fmt_age,
-    fmt_count,
-    fmt_number,
-    fmt_percent,
-    fmt_quantile,
-    fmt_ratio,
-    fmt_seconds,
-    position_bars,
-    window_text,
-)
 
 Status = Literal["waiting", "up", "down", "restarting", "stale"]
 STATUS_STYLE: dict[Status, str] = {
@@ -42,6 +37,36 @@ ALERT_LABEL = {
     "engine_error": "engine",
     "log_error": "log",
 }
+MODEL_SEPARATORS = "/-_:"
+
+
+def _tail(model: str, keep: int, limit: int) -> str:
+    """ "…" and the last `keep` characters of `model`, from a separator on when one is before `limit`."""
+    begin = len(model) - keep
+    if model[begin - 1] not in MODEL_SEPARATORS:
+        after = next((i for i in range(begin, min(limit, len(model))) if model[i] in MODEL_SEPARATORS), None)
+        if after is not None:
+            begin = after + 1
+    return "…" + model[begin:]
+
+
+def short_model(model: str, width: int, peers: Sequence[str] = ()) -> str:
+    """`model` in `width` columns, shortened from the left ("…DeepSeek-V3-0324"); when `peers` (the other
+    endpoints' models) share a long prefix with it, the part that differs is kept ("…70B-Instruct")."""
+    if len(model) <= width:
+        return model
+    if width < 2:
+        return "…"[:width]
+    keep = width - 1
+    others = [peer for peer in peers if peer and peer != model]
+    shared = max((len(os.path.commonprefix([model, peer])) for peer in others), default=0)  # noqa: RUF071
+    if shared == 0:
+        return _tail(model, keep, len(model))
+    # the differing part starts after the last separator of the shared prefix ("Llama-3.1-" | "70B-…")
+    start = max(model.rfind(char, 0, shared) for char in MODEL_SEPARATORS) + 1
+    if len(model) - start <= keep:
+        return _tail(model, keep, start)
+    return "…" + model[start : start + keep - 1] + "…"  # the differing part alone is too long: its start
 
 
 @dataclass
@@ -58,6 +83,7 @@ class CardData:
     critical: float = 0.3
     window_s: float | None = None  # the configured window, to say when the figures cover less
     restarting: bool = False  # a planned restart (save & restart) is under way
+    url: str | None = None  # the endpoint's base URL, shown when it is down
 
     @property
     def figures(self) -> Figures:
@@ -77,9 +103,50 @@ class CardData:
 
     @property
     def age(self) -> float | None:
+        """Seconds since the newest scrape."""
         if self.reading is None or self.now is None:
             return None
         return max(0.0, self.now - self.reading.time)
+
+    @property
+    def down_for(self) -> float | None:
+        """Seconds since the first failed scrape of this down spell (from the history); None when up."""
+        reading = self.reading
+        if reading is None or reading.up or self.now is None:
+            return None
+        since = reading.time
+        history = self.history
+        ups = getattr(history, "up", None)
+        if history is not None and ups is not None and len(ups) == len(history.times):
+            for time, up in zip(reversed(history.times), reversed(ups), strict=True):
+                if up:
+                    break
+                since = min(since, time)
+        return max(0.0, self.now - since)
+
+    @property
+    def model_name(self) -> str | None:
+        reading = self.reading
+        return (reading.model if reading is not None else None) or self.model
+
+    @property
+    def shown_url(self) -> str | None:
+        """The URL to show: not the placeholder of an endpoint known only from a recording."""
+        return safe_line(self.url) if self.url and self.url != PLACEHOLDER_URL else None
+
+    def status_text(self) -> str:
+        """ "up · scraped 0 s ago" (an age, not an uptime), "down 1 min" (since the first failed scrape)."""
+        status = self.status
+        if status == "waiting":
+            return status
+        if status in ("down", "restarting"):
+            return f"{status} {fmt_duration(self.down_for)}"
+        return f"{status} · scraped {fmt_duration(self.age)} ago"
+
+    def status_short(self) -> str:
+        """ "up", "stale", "down 1 min": the status for a table cell or a screen's subtitle."""
+        status = self.status
+        return f"{status} {fmt_duration(self.down_for)}" if status in ("down", "restarting") else status
 
     def render_key(self) -> tuple[object, ...]:
         """Everything the card shows, cheaply: equal keys mean an identical card."""
@@ -87,23 +154,28 @@ class CardData:
         return (
             id(reading),
             reading.time if reading is not None else None,
-            self.status,
-            fmt_age(self.age),
+            self.status_text(),
             tuple((alert.kind, alert.severity, alert.message, alert.started_at) for alert in self.alerts),
             self.threshold,
             len(self.history) if self.history is not None else 0,
         )
 
-    def title(self) -> str:
+    def title(self, width: int | None = None, peers: Sequence[str] = ()) -> str:
+        """ "name · backend · model"; in `width` columns the model is cut from the left (`short_model`)."""
         reading = self.reading
         backend = (reading.backend if reading is not None else None) or self.backend or "?"
-        model = (reading.model if reading is not None else None) or self.model
-        return safe_line(" · ".join(part for part in (self.name, backend, model) if part))
+        head = " · ".join((self.name, backend))
+        model = self.model_name
+        if model is None:
+            return safe_line(head)
+        model = safe_line(model)
+        if width is not None:
+            model = short_model(model, max(8, width - len(head) - 3), [safe_line(peer) for peer in peers])
+        return safe_line(f"{head} · {model}")
 
     def status_content(self) -> Content:
-        status = self.status
-        text = status if status == "waiting" else f"{status} {fmt_age(self.age)}"
-        return Content.assemble(("● ", STATUS_STYLE[status]), (text, STATUS_STYLE[status]))
+        style = STATUS_STYLE[self.status]
+        return Content.assemble(("● ", style), (self.status_text(), style))
 
     def acceptance_style(self, rate: float | None) -> str:
         if rate is None:
@@ -114,10 +186,13 @@ class CardData:
             return "$warning bold"
         return "$success"
 
+    def text(self, key: str, positions: int = 8) -> str:
+        """Figure `key` as the vocabulary writes it (quantiles as their bound when it says more)."""
+        return figure_text(self.figures, key, positions=positions)
+
     def quantile(self, name: str) -> str:
-        """A TTFT quantile, or its bound ("<100ms") when its histogram bucket says more."""
-        figures = self.figures
-        return fmt_quantile(getattr(figures, name), figures.quantile_bounds.get(name))
+        """A TTFT quantile, or its bound ("< 100 ms") when its histogram bucket says more."""
+        return self.text(name)
 
     def caveat(self) -> str | None:
         """Why the figures cover less than usual or lag: a restart, a short window, finished requests."""
@@ -145,11 +220,24 @@ def _label(text: str) -> tuple[str, str]:
 
 
 def badge_line(data: CardData, width: int) -> Content:
-    """Alert badges, or the scrape error when down, or nothing."""
-    parts: list[str | tuple[str, str]] = []
+    """Alert badges, then the scrape error when down (or the worst alert's message, or the caveat).
+
+    Badges are never cut: those that do not fit in `width` are counted ("+2"), and the message gets what
+    is left."""
+    badges: list[tuple[str, str]] = []
     for alert in sorted(data.alerts, key=lambda alert: alert.severity != "critical"):
         label, style = SEVERITY_BADGE[alert.severity]
-        parts += [(f" {label} {ALERT_LABEL.get(alert.kind, alert.kind)} ", style), " "]
+        badges.append((f" {label} {ALERT_LABEL.get(alert.kind, alert.kind)} ", style))
+    parts: list[str | tuple[str, str]] = []
+    used = 0
+    for index, badge in enumerate(badges):
+        rest = len(badges) - index - 1
+        more = len(f"+{rest} ") if rest else 0
+        if used + len(badge[0]) + 1 + more > width:
+            parts.append((f"+{len(badges) - index}", "$text-muted"))
+            return Content.assemble(*parts).truncate(width)
+        parts += [badge, " "]
+        used += len(badge[0]) + 1
     reading = data.reading
     caveat = data.caveat()
     if reading is not None and reading.error:
@@ -163,96 +251,91 @@ def badge_line(data: CardData, width: int) -> Content:
     return Content.assemble(*parts).truncate(width, ellipsis=True)
 
 
+def down_line(data: CardData, width: int) -> Content:
+    """A down (or restarting) endpoint: for how long, and where ("down 1 min · http://10.0.0.5:8000")."""
+    status = data.status
+    parts: list[str | tuple[str, str]] = [(data.status_text(), STATUS_STYLE[status])]
+    if data.shown_url:
+        parts += [_label(" · "), data.shown_url]
+    return Content.assemble(*parts).truncate(width, ellipsis=True)
+
+
 def compact_lines(data: CardData, width: int) -> list[Content]:
-    """Three lines for an 80-column terminal."""
+    """Three lines for an 80-column terminal; a down endpoint's first line says for how long and where."""
     figures = data.figures
-    columns = max(4, min(24, width - 66))
+    columns = max(4, min(24, width - 70))
     acceptance = figures.acceptance_rate
     line1 = Content.assemble(
         _label("tok/s "),
-        _value(fmt_number(figures.generation_tokens_per_s).rjust(6)),
+        _value(data.text("generation_tokens_per_s").rjust(6)),
         " ",
         (spark(data.series("generation_tokens_per_s", columns), columns, TOKENS_PER_S_FLOOR)[0], "$primary"),
         _label("  TTFT "),
-        _value(data.quantile("ttft_p50_s")),
+        _value(data.text("ttft_p50_s")),
         _label("/"),
-        _value(data.quantile("ttft_p95_s")),
+        _value(data.text("ttft_p95_s")),
         _label("  TPOT "),
-        _value(fmt_seconds(figures.tpot_mean_s)),
+        _value(data.text("tpot_mean_s")),
         _label("  run "),
-        _value(fmt_count(figures.running)),
+        _value(data.text("running")),
         _label(" wait "),
-        _value(fmt_count(figures.waiting)),
+        _value(data.text("waiting")),
     )
+    if data.status in ("down", "restarting"):
+        line1 = down_line(data, width)
     line2 = Content.assemble(
         _label("accept"),
-        (fmt_ratio(acceptance).rjust(6), data.acceptance_style(acceptance) if acceptance is not None else ""),
+        (data.text("acceptance_rate").rjust(6), data.acceptance_style(acceptance)),
         " ",
         (spark(data.series("acceptance_rate", columns), columns, low=0.0, high=1.0)[0], "$accent"),
         _label("  len "),
-        _value(fmt_ratio(figures.mean_acceptance_length)),
+        _value(data.text("mean_acceptance_length")),
         _label("  pos "),
-        _value(position_bars(figures.per_position_acceptance, limit=3)),
+        _value(data.text("per_position_acceptance", positions=3)),
         _label("  KV "),
-        _value(fmt_percent(figures.kv_cache_usage)),
+        _value(data.text("kv_cache_usage")),
     )
     return [line1.truncate(width), line2.truncate(width), badge_line(data, width)]
 
 
+def _roomy_spark(data: CardData, key: str, columns: int, style: str, **scale: float) -> list[tuple[str, str]]:
+    """ "label     value  ▁▂▅█ low–high": a figure, its sparkline and the range it is drawn on."""
+    word = FIGURES[key]
+    value = data.text(key)
+    value_part = (
+        (value.rjust(8), data.acceptance_style(data.figures.acceptance_rate))
+        if key == "acceptance_rate"
+        else _value(value.rjust(8))
+    )
+    return [
+        _label(word.label.ljust(12)),
+        value_part,
+        ("  ", ""),
+        *spark_with_range(data.series(key, columns), columns, word.format, style, **scale),
+    ]
+
+
+def _pairs(data: CardData, keys: Sequence[str], positions: int = 6) -> Content:
+    parts: list[tuple[str, str]] = []
+    for index, key in enumerate(keys):
+        label = ("  " if index else "") + FIGURES[key].label + " "
+        parts += [_label(label), _value(data.text(key, positions))]
+    return Content.assemble(*parts)
+
+
 def roomy_lines(data: CardData, width: int) -> list[Content]:
     """Six lines with full-width sparklines, for large terminals."""
-    figures = data.figures
     columns = max(8, width - 22 - RANGE_COLUMNS)
-    acceptance = figures.acceptance_rate
     lines = [
         Content.assemble(
-            _label("gen tok/s   "),
-            _value(fmt_number(figures.generation_tokens_per_s).rjust(8)),
-            "  ",
-            *spark_with_range(
-                data.series("generation_tokens_per_s", columns),
-                columns,
-                fmt_number,
-                "$primary",
-                TOKENS_PER_S_FLOOR,
-            ),
+            *_roomy_spark(data, "generation_tokens_per_s", columns, "$primary", floor=TOKENS_PER_S_FLOOR)
         ),
-        Content.assemble(
-            _label("TTFT p50    "),
-            _value(data.quantile("ttft_p50_s").rjust(8)),
-            "  ",
-            *spark_with_range(
-                data.series("ttft_p50_s", columns), columns, fmt_seconds, "$secondary", SECONDS_FLOOR
-            ),
-        ),
-        Content.assemble(
-            _label("acceptance  "),
-            (fmt_ratio(acceptance).rjust(8), data.acceptance_style(acceptance)),
-            "  ",
-            *spark_with_range(
-                data.series("acceptance_rate", columns), columns, fmt_ratio, "$accent", low=0.0, high=1.0
-            ),
-        ),
-        Content.assemble(
-            _label("TTFT p95 "),
-            _value(data.quantile("ttft_p95_s")),
-            _label("  TPOT "),
-            _value(fmt_seconds(figures.tpot_mean_s)),
-            _label("  mean len "),
-            _value(fmt_ratio(figures.mean_acceptance_length)),
-            _label("  per pos "),
-            _value(position_bars(figures.per_position_acceptance, limit=6)),
-        ),
-        Content.assemble(
-            _label("running "),
-            _value(fmt_count(figures.running)),
-            _label("  waiting "),
-            _value(fmt_count(figures.waiting)),
-            _label("  KV cache "),
-            _value(fmt_percent(figures.kv_cache_usage)),
-            _label("  prefix hit "),
-            _value(fmt_percent(figures.prefix_cache_hit_rate)),
-        ),
+        Content.assemble(*_roomy_spark(data, "ttft_p50_s", columns, "$secondary", floor=SECONDS_FLOOR)),
+        Content.assemble(*_roomy_spark(data, "acceptance_rate", columns, "$accent", low=0.0, high=1.0)),
+        _pairs(data, ("ttft_p95_s", "tpot_mean_s", "mean_acceptance_length", "per_position_acceptance")),
+        _pairs(data, ("running", "waiting", "kv_cache_usage", "prefix_cache_hit_rate")),
         badge_line(data, width),
     ]
+    if data.status in ("down", "restarting"):
+        lines[0] = down_line(data, width)
     return [line.truncate(width) for line in lines]

@@ -7,7 +7,12 @@ The scale (`scale_for`) is what keeps a picture honest:
 - zero at the bottom: a flat 0.0 (an idle endpoint) is drawn at the floor of the chart, never at
   mid-height, and a series that is never negative is never drawn against a negative axis;
 - not from zero either: TTFT at 40 ± 5 ms is drawn on 35..45 ms, not as a solid block from 0.
-The range it used is printed next to the picture (`Scale.text`) so the height means something.
+The range it used is printed next to the picture (`Scale.text`) so the height means something: after a
+card's sparkline, and at the left of the detail charts (top and bottom value), with a time axis under them
+("-5 min … now") and markers for restarts (R) and config changes (C) at the time they happened.
+
+The drawing (`sparkline`, `bucketed`, `chart_rows`, `chart_lines`, `time_axis`) is pure text; only
+`Chart` and `TimeAxis` are widgets.
 """
 
 from __future__ import annotations
@@ -19,13 +24,16 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.widget import Widget
 
-from tui.widgets.format import UNKNOWN, bucketed, chart_rows, sparkline
+from tui.format import BAR_CHARS, FIGURES, UNKNOWN, fmt_duration, known
 
 RELATIVE_FLOOR = 0.2  # the axis spans at least a fifth of the largest value
 DEFAULT_FLOOR = 1.0  # an all-zero series with no floor of its own: [0, 1]
 TOKENS_PER_S_FLOOR = 1.0  # tok/s: an idle endpoint is 0 on a 0..1 axis
 SECONDS_FLOOR = 0.001  # latencies: at least 1 ms from bottom to top
-RANGE_COLUMNS = 16  # " 5.85ms–7.15ms" after a card's sparkline
+RANGE_COLUMNS = 18  # " 5.9 ms–7.2 ms" after a card's sparkline
+GUTTER = 8  # the detail charts' y labels ("45 ms" top and bottom), right-aligned, and a space
+SPARK_CHARS = "▁▂▃▄▅▆▇█"
+MARKER_LETTERS = {"restart": "R", "config": "C"}
 
 
 @dataclass(frozen=True)
@@ -95,53 +103,301 @@ def spark_with_range(
     return (line, style), (label[:RANGE_COLUMNS].ljust(RANGE_COLUMNS), "$text-muted")
 
 
+Marker = tuple[float, str]  # (time, kind): kind is "restart" or "config" (a save & restart from the editor)
+
+
+# --- drawing (pure text) --------------------------------------------------------------------------------
+
+
+def sparkline(
+    values: Sequence[float | None], width: int, low: float | None = None, high: float | None = None
+) -> str:
+    """The last `width` values as block characters; unknown values are blanks.
+
+    The scale runs from `low` to `high` (default: the smallest and largest known values), so a
+    flat line shows as a flat line.
+    """
+    if width <= 0:
+        return ""
+    tail = list(values)[-width:]
+    known_values = [value for value in tail if known(value)]
+    if not known_values:
+        return " " * width
+    top = high if high is not None else max(known_values)  # type: ignore[type-var]
+    bottom = low if low is not None else min(known_values)  # type: ignore[type-var]
+    span = top - bottom  # type: ignore[operator]
+    chars = []
+    for value in tail:
+        if not known(value):
+            chars.append(" ")
+        elif span <= 0:
+            chars.append(SPARK_CHARS[len(SPARK_CHARS) // 2])
+        else:
+            level = (value - bottom) / span  # type: ignore[operator]
+            index = round(min(1.0, max(0.0, level)) * (len(SPARK_CHARS) - 1))
+            chars.append(SPARK_CHARS[index])
+    return "".join(chars).rjust(width)
+
+
+def _column(time: float, start: float, end: float, columns: int) -> int:
+    return min(columns - 1, int((time - start) / ((end - start) / columns)))
+
+
+def bucketed(
+    times: Sequence[float], values: Sequence[float | None], start: float, end: float, columns: int
+) -> list[float | None]:
+    """`columns` means over equal slices of [start, end].
+
+    A slice with samples but no known value (endpoint down, figure missing) is None; a slice with
+    no sample at all (columns narrower than the poll interval) repeats the slice before it.
+    """
+    if columns <= 0 or end <= start:
+        return []
+    sums = [0.0] * columns
+    counts = [0] * columns
+    sampled = [False] * columns
+    for time, value in zip(times, values, strict=False):
+        if time < start or time > end:
+            continue
+        column = _column(time, start, end, columns)
+        sampled[column] = True
+        if known(value):
+            sums[column] += value  # type: ignore[operator]
+            counts[column] += 1
+    result: list[float | None] = []
+    previous: float | None = None
+    started = False
+    for column in range(columns):
+        if sampled[column]:
+            started = True
+            previous = sums[column] / counts[column] if counts[column] else None
+            result.append(previous)
+        else:
+            result.append(previous if started else None)
+    return result
+
+
+def marker_columns(markers: Sequence[Marker], start: float, end: float, columns: int) -> dict[int, str]:
+    """column -> kind of the markers inside [start, end], on the columns of `bucketed` (a restart wins
+    over a config change in the same column)."""
+    if columns <= 0 or end <= start:
+        return {}
+    result: dict[int, str] = {}
+    for time, kind in markers:
+        if start <= time <= end:
+            column = _column(time, start, end, columns)
+            if result.get(column) != "restart":
+                result[column] = kind
+    return result
+
+
+def chart_rows(
+    values: Sequence[float | None],
+    width: int,
+    height: int,
+    low: float | None = None,
+    high: float | None = None,
+) -> list[str]:
+    """A block chart `height` rows tall (top row first) of the last `width` values (axis `low`..`high`)."""
+    if width <= 0 or height <= 0:
+        return []
+    tail = list(values)[-width:]
+    known_values = [value for value in tail if known(value)]
+    rows = [[" "] * len(tail) for _ in range(height)]
+    if known_values:
+        top = high if high is not None else max(known_values)  # type: ignore[type-var]
+        bottom = low if low is not None else min(known_values)  # type: ignore[type-var]
+        span = top - bottom  # type: ignore[operator]
+        steps = height * 8
+        for column, value in enumerate(tail):
+            if not known(value):
+                continue
+            level = 0.5 if span <= 0 else (value - bottom) / span  # type: ignore[operator]
+            eighths = max(1, round(min(1.0, max(0.0, level)) * steps))
+            for row in range(height):
+                filled = eighths - (height - 1 - row) * 8
+                if filled >= 8:
+                    rows[row][column] = "█"
+                elif filled > 0:
+                    rows[row][column] = BAR_CHARS[filled]
+    return ["".join(row).rjust(width) for row in rows]
+
+
+def _with_markers(row: str, columns: dict[int, str], style: str) -> Content:
+    """A chart row with the marker columns drawn over it: a line in the blanks, the bars in warning colour."""
+    parts: list[tuple[str, str]] = []
+    for column, char in enumerate(row):
+        if column in columns:
+            parts.append(("│" if char == " " else char, "$warning"))
+        elif parts and parts[-1][1] == style:
+            parts[-1] = (parts[-1][0] + char, style)
+        else:
+            parts.append((char, style))
+    return Content.assemble(*parts)
+
+
+def _gutter(text: str) -> tuple[str, str]:
+    return (text[: GUTTER - 1].rjust(GUTTER - 1) + " ", "$text-muted")
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """What a detail chart shows: a figure (and history series) `key`, in its style, on its scale; its label
+    and the text of its values and axis are the vocabulary's (`tui.format.FIGURES`)."""
+
+    key: str
+    style: str
+    floor: float = 0.0
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def label(self) -> str:
+        return FIGURES[self.key].label
+
+    def formatter(self, value: float | None) -> str:
+        return FIGURES[self.key].format(value)
+
+
+def chart_lines(
+    spec: ChartSpec,
+    times: Sequence[float],
+    values: Sequence[float | None],
+    start: float,
+    end: float,
+    width: int,
+    height: int,
+    markers: Sequence[Marker] = (),
+) -> list[Content]:
+    """A detail chart `height` lines tall: a title (label, current value), then the chart with its y range
+    at the left (top and bottom value; in the title when the chart is one row), markers as columns."""
+    rows_count = max(1, height - 1)
+    columns = max(1, width - GUTTER)
+    tail = bucketed(times, values, start, end, columns)
+    current = next((value for value in reversed(values) if known(value)), None)
+    scale = scale_for(tail, spec.floor, spec.low, spec.high)
+    in_title = scale is not None and rows_count == 1
+    title = Content.assemble(
+        (spec.label, "bold"),
+        "  ",
+        (spec.formatter(current), "bold" if current is not None else "$text-muted"),
+        (f"  ({scale.text(spec.formatter)})" if in_title and scale is not None else "", "$text-muted"),
+    )
+    if scale is None:
+        rows = [" " * columns for _ in range(rows_count)]
+        rows[-1] = f"{UNKNOWN} no data in this window".ljust(columns)[:columns]
+    else:
+        rows = chart_rows(tail, columns, rows_count, low=scale.low, high=scale.high)
+    labels = [""] * rows_count
+    if scale is not None and rows_count >= 2:
+        labels[0], labels[-1] = spec.formatter(scale.high), spec.formatter(scale.low)
+    marked = marker_columns(markers, start, end, columns)
+    lines = [title.truncate(width)]
+    for label, row in zip(labels, rows, strict=True):
+        lines.append(Content.assemble(_gutter(label), _with_markers(row, marked, spec.style)).truncate(width))
+    return lines
+
+
+TICK_STEPS_S = (5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200)
+TICK_SPACING = 9  # columns between two ticks, at least
+
+
+def _ago(seconds: float) -> str:
+    return f"-{fmt_duration(seconds)}"
+
+
+def time_axis(start: float, end: float, width: int, markers: Sequence[Marker] = ()) -> Content:
+    """The time axis under the charts (same gutter and columns): "-5 min  -4 min … now", and the markers'
+    letters (R restart, C config change) at their columns; a tick that would overlap a marker is left out."""
+    columns = max(1, width - GUTTER)
+    cells: list[tuple[str, str] | None] = [None] * columns
+    for column, kind in marker_columns(markers, start, end, columns).items():
+        cells[column] = (MARKER_LETTERS.get(kind, "?"), "$warning bold")
+
+    def place(column: int, text: str) -> bool:
+        if column < 0 or column + len(text) > columns:
+            return False
+        lo, hi = max(0, column - 1), min(columns, column + len(text) + 1)
+        if any(cell is not None for cell in cells[lo:hi]):
+            return False
+        for offset, char in enumerate(text):
+            cells[column + offset] = (char, "$text-muted")
+        return True
+
+    span = end - start
+    if span > 0:
+        any(place(columns - 3 - shift, "now") for shift in range(4))  # left of a marker at the end
+        place(0, _ago(span))
+        step = next((step for step in TICK_STEPS_S if step / span * columns >= TICK_SPACING), None)
+        if step is not None:
+            ago = float(step)
+            while ago < span:
+                label = _ago(ago)
+                # the label starts at its time's column, or ends there when it would not fit
+                column = _column(end - ago, start, end, columns)
+                place(column if column + len(label) <= columns - 4 else column - len(label) + 1, label)
+                ago += step
+    parts = [(" " * GUTTER, "")]
+    for cell in cells:
+        parts.append(cell if cell is not None else (" ", ""))
+    return Content.assemble(*parts).truncate(width)
+
+
+# --- widgets --------------------------------------------------------------------------------------------
+
+
 class Chart(Widget):
     DEFAULT_CSS = """
     Chart { height: 3; }
     """
 
-    def __init__(
-        self,
-        label: str,
-        formatter: Callable[[float | None], str],
-        style: str,
-        *,
-        id: str | None = None,
-        floor: float = 0.0,
-        low: float | None = None,
-        high: float | None = None,
-    ) -> None:
+    def __init__(self, spec: ChartSpec, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.label = label
-        self.formatter = formatter
-        self.style = style
-        self.floor, self.low, self.high = floor, low, high
+        self.spec = spec
         self.times: list[float] = []
         self.values: list[float | None] = []
+        self.markers: list[Marker] = []
         self.start = 0.0
         self.end = 0.0
 
-    def set_values(self, times: list[float], values: list[float | None], start: float, end: float) -> None:
+    def set_values(
+        self,
+        times: list[float],
+        values: list[float | None],
+        start: float,
+        end: float,
+        markers: Sequence[Marker] = (),
+    ) -> None:
         """Samples at `times`, drawn over the window [start, end] (one column per slice of it)."""
         self.times, self.values, self.start, self.end = times, values, start, end
+        self.markers = list(markers)
         self.refresh()
 
     def render(self) -> Content:
-        width = max(1, self.content_size.width)
-        height = max(1, self.content_size.height - 1)
-        tail = bucketed(self.times, self.values, self.start, self.end, width)
-        current = next((value for value in reversed(self.values) if value is not None), None)
-        scale = scale_for(tail, self.floor, self.low, self.high)
-        title = Content.assemble(
-            (self.label, "bold"),
-            "  ",
-            (self.formatter(current), "bold" if current is not None else "$text-muted"),
-            (f"  ({scale.text(self.formatter)})" if scale is not None else "", "$text-muted"),  # the axis
+        width = max(GUTTER + 1, self.content_size.width)
+        height = max(2, self.content_size.height)
+        lines = chart_lines(
+            self.spec, self.times, self.values, self.start, self.end, width, height, self.markers
         )
-        if scale is None:
-            rows = [" " * width for _ in range(height)]
-            rows[-1] = f"{UNKNOWN} no data in this window".ljust(width)[:width]
-        else:
-            rows = chart_rows(tail, width, height, low=scale.low, high=scale.high)
-        lines = [title.truncate(width)] + [Content.styled(row, self.style) for row in rows]
         return Content("\n").join(lines)
+
+
+class TimeAxis(Widget):
+    """The time axis under the detail charts, with the restart / config-change markers' letters."""
+
+    DEFAULT_CSS = """
+    TimeAxis { height: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.start = 0.0
+        self.end = 0.0
+        self.markers: list[Marker] = []
+
+    def set_window(self, start: float, end: float, markers: Sequence[Marker] = ()) -> None:
+        self.start, self.end, self.markers = start, end, list(markers)
+        self.refresh()
+
+    def render(self) -> Content:
+        return time_axis(self.start, self.end, max(GUTTER + 1, self.content_size.width), self.markers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.content import Content
+from textual.events import Resize
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -17,10 +18,6 @@ def palette_for(theme: str, variables: dict[str, str]) -> Palette:
     if palette is None:
         palette = _palettes[theme] = Palette(variables)
     return palette
-
-
-COMPACT_HEIGHT = 5
-ROOMY_HEIGHT = 8
 
 
 class EndpointCard(Widget, can_focus=True):
@@ -68,8 +65,19 @@ class EndpointCard(Widget, can_focus=True):
     def watch_roomy(self, roomy: bool) -> None:
         self.set_class(roomy, "roomy")
 
+    def on_resize(self, _event: Resize) -> None:
+        self._apply_titles()
+
+    def _peer_models(self) -> list[str]:
+        """The models of the other cards on the screen (a long shared prefix is dropped from the title)."""
+        if not self.is_attached:
+            return []
+        cards = self.screen.query(EndpointCard)
+        return [model for card in cards if card is not self and (model := card.data.model_name)]
+
     def _apply_titles(self) -> None:
-        self.border_title = Content(self.data.title())
+        width = self.size.width or None
+        self.border_title = Content(self.data.title(width - 4 if width else None, self._peer_models()))
         self.border_subtitle = self.data.status_content()
 
     def render(self) -> Content:

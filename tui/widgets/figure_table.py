@@ -7,29 +7,18 @@ import textwrap
 from textual.content import Content
 from textual.widget import Widget
 
+from tui.format import FIGURES, UNKNOWN, fmt_duration, fmt_rate, note_lines
 from tui.widgets.card_view import CardData
-from tui.widgets.format import (
-    UNKNOWN,
-    fmt_count,
-    fmt_number,
-    fmt_percent,
-    fmt_ratio,
-    fmt_seconds,
-    position_bars,
-)
 
-NOTE_LABELS = {
-    "window": "window",
-    "generation_tokens_per_s": "gen tok/s",
-    "prompt_tokens_per_s": "prompt",
-    "requests_per_s": "req/s",
-    "acceptance_rate": "acceptance",
-    "mean_acceptance_length": "mean len",
-    "per_position_acceptance": "per pos",
-    "tpot_mean_s": "TPOT",
-    "ttft_p50_s": "TTFT p50",
-    "ttft_p95_s": "TTFT p95",
-}
+TABLE_FIGURES = (
+    "generation_tokens_per_s",
+    "prompt_tokens_per_s",
+    "requests_per_s",
+    "acceptance_rate",
+    "mean_acceptance_length",
+)
+LATENCY_FIGURES = ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "tpot_mean_s", "e2e_mean_s")
+LOAD_FIGURES = ("running", "waiting", "kv_cache_usage", "prefix_cache_hit_rate")
 
 
 def _window(data: CardData) -> str:
@@ -38,45 +27,28 @@ def _window(data: CardData) -> str:
     if not covered:
         return UNKNOWN
     if data.figures.window_short and data.window_s:
-        return f"{covered:.0f}/{data.window_s:.0f}s"  # short: after a restart, or just started
-    return f"{covered:.0f}s"
+        return f"{covered:.0f}/{data.window_s:.0f} s"  # short: after a restart, or just started
+    return fmt_duration(covered)
 
 
 def note_rows(data: CardData) -> list[str]:
     """Why figures are unknown, partial or bounds: one line per reason, figures sharing it grouped."""
-    by_text: dict[str, list[str]] = {}
-    for name, text in data.figures.notes.items():
-        by_text.setdefault(text, []).append(NOTE_LABELS.get(name, name))
-    return [f"{', '.join(names)}: {text}" for text, names in by_text.items()]
+    return note_lines(data.figures.notes)
 
 
 def figure_rows(data: CardData) -> list[tuple[str, str]]:
-    figures = data.figures
-    return [
-        ("status", data.status_content().plain[2:]),
-        ("window", _window(data)),
-        ("gen tok/s", fmt_number(figures.generation_tokens_per_s)),
-        ("prompt+cache", fmt_number(figures.prompt_tokens_per_s)),
-        ("req/s", fmt_number(figures.requests_per_s, 2)),
-        ("acceptance", fmt_ratio(figures.acceptance_rate)),
-        ("mean len", fmt_ratio(figures.mean_acceptance_length)),
-        ("threshold", fmt_ratio(data.threshold)),
-        ("TTFT mean", fmt_seconds(figures.ttft_mean_s)),
-        ("TTFT p50", data.quantile("ttft_p50_s")),
-        ("TTFT p95", data.quantile("ttft_p95_s")),
-        ("TPOT", fmt_seconds(figures.tpot_mean_s)),
-        ("e2e mean", fmt_seconds(figures.e2e_mean_s)),
-        ("running", fmt_count(figures.running)),
-        ("waiting", fmt_count(figures.waiting)),
-        ("KV cache", fmt_percent(figures.kv_cache_usage)),
-        ("prefix hit", fmt_percent(figures.prefix_cache_hit_rate)),
-        ("per pos", position_bars(figures.per_position_acceptance, limit=8)),
-    ]
+    """(label, text) of every figure, in the vocabulary's words; per-position bars last (a full row)."""
+    rows = [("status", data.status_short()), ("window", _window(data))]
+    rows += [(FIGURES[key].label, data.text(key)) for key in TABLE_FIGURES]
+    rows.append(("threshold", fmt_rate(data.threshold)))
+    rows += [(FIGURES[key].label, data.text(key)) for key in (*LATENCY_FIGURES, *LOAD_FIGURES)]
+    rows.append((FIGURES["per_position_acceptance"].label, data.text("per_position_acceptance")))
+    return rows
 
 
 class FigureTable(Widget):
     DEFAULT_CSS = """
-    FigureTable { width: 42; height: 100%; padding: 0 1; }
+    FigureTable { width: 44; height: 100%; padding: 0 1; }
     """
 
     def __init__(self, data: CardData, *, id: str | None = None) -> None:
@@ -91,15 +63,15 @@ class FigureTable(Widget):
         width = max(10, self.content_size.width)
         rows = figure_rows(self.data)
         half = max(1, (width - 1) // 2)
-        label_width = 12
         lines: list[Content] = []
         single = rows[-1:]  # per-position bars need a full row
         pairs = rows[:-1]
+        label_widths = [max(len(label) for label, _ in pairs[column::2]) + 1 for column in (0, 1)]
         for index in range(0, len(pairs), 2):
             cells = []
-            for label, value in pairs[index : index + 2]:
+            for column, (label, value) in enumerate(pairs[index : index + 2]):
                 cell = Content.assemble(
-                    (label.ljust(label_width)[:label_width] + " ", "$text-muted"),
+                    (label.ljust(label_widths[column]), "$text-muted"),
                     (value, "$text-muted" if value == UNKNOWN else "bold"),
                 )
                 cells.append(cell.truncate(half, pad=True))
@@ -107,7 +79,7 @@ class FigureTable(Widget):
         for label, value in single:
             lines.append(
                 Content.assemble(
-                    (label.ljust(label_width) + " ", "$text-muted"),
+                    (label.ljust(label_widths[0]), "$text-muted"),
                     (value, "$text-muted" if value == UNKNOWN else "bold"),
                 ).truncate(width)
             )

@@ -1,0 +1,127 @@
+"""Detail charts with axes (issue 13, item 5): the y range at the left, a time axis under them, and markers
+for restarts and config changes at the time they happened. Pure drawing functions, no app; then the app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ui_waiting import wait_for
+
+from tui.format import fmt_latency, fmt_rate
+from tui.telemetry.figures import Figures
+from tui.telemetry.history import EndpointHistory
+from tui.widgets.chart import (
+    GUTTER,
+    ChartSpec,
+    bucketed,
+    chart_lines,
+    chart_rows,
+    marker_columns,
+    scale_for,
+    sparkline,
+    time_axis,
+)
+
+TTFT = ChartSpec("ttft_p50_s", "$secondary", floor=0.001)
+ACCEPTANCE = ChartSpec("acceptance_rate", "$accent", low=0.0, high=1.0)
+
+
+def test_sparkline_scales_between_min_and_max_and_leaves_gaps() -> None:
+    assert sparkline([1.0, None, 2.0, 3.0], 6) == "  ▁ ▅█"
+    assert sparkline([], 4) == "    "
+    assert sparkline([5.0, 5.0], 2) == "▅▅"  # flat stays flat, mid-height
+    assert sparkline([9.0, 1.0, 2.0], 2) == "▁█"  # the newest values only
+
+
+def test_chart_rows_stack_blocks_from_the_bottom() -> None:
+    rows = chart_rows([0.0, 1.0], 2, 2, low=0.0)
+    assert rows[1][1] == "█" and rows[0][1] == "█" and rows[0][0] == " "
+    assert chart_rows([None], 1, 2) == [" ", " "]
+
+
+def test_bucketed_averages_slices_fills_between_polls_and_keeps_outages() -> None:
+    values: list[float | None] = [1.0, 3.0, None, 5.0, 7.0]
+    assert bucketed([0.0, 1.0, 2.0, 6.0, 7.0], values, 0.0, 8.0, 4) == [2.0, None, None, 6.0]
+    assert bucketed([0.0, 2.0], [1.0, 2.0], 0.0, 4.0, 4) == [1.0, 1.0, 2.0, 2.0]
+    assert bucketed([3.0], [1.0], 0.0, 4.0, 4) == [None, None, None, 1.0]
+
+
+def test_the_y_range_is_at_the_left_top_and_bottom() -> None:
+    times = [float(t) for t in range(60)]
+    values: list[float | None] = [0.040 + (0.005 if t % 4 < 2 else -0.005) for t in range(60)]
+    lines = [line.plain for line in chart_lines(TTFT, times, values, 0.0, 60.0, 40, 4)]
+    assert len(lines) == 4 and all(len(line) <= 40 for line in lines)
+    scale = scale_for(bucketed(times, values, 0.0, 60.0, 40 - GUTTER), 0.001)
+    assert scale is not None
+    assert lines[1][:GUTTER].strip() == fmt_latency(scale.high)
+    assert lines[-1][:GUTTER].strip() == fmt_latency(scale.low)
+    assert lines[2][:GUTTER].strip() == ""
+    assert lines[0].startswith("TTFT p50  ") and "(" not in lines[0]
+    # one row: no room at the left for two labels, the range goes in the title
+    one = [line.plain for line in chart_lines(ACCEPTANCE, times, [0.7] * 60, 0.0, 60.0, 40, 2)]
+    assert f"({fmt_rate(0.0)}–{fmt_rate(1.0)})" in one[0]
+    # nothing known: said so, no axis
+    empty = [line.plain for line in chart_lines(TTFT, times, [None] * 60, 0.0, 60.0, 40, 3)]
+    assert "no data in this window" in empty[-1] and empty[1][:GUTTER].strip() == ""
+
+
+def test_markers_sit_at_the_column_of_their_time_in_the_chart_and_on_the_axis() -> None:
+    start, end, width = 0.0, 300.0, 8 + 60  # 60 columns of 5 s
+    markers = [(100.0, "restart"), (250.0, "config"), (400.0, "config")]  # the last is outside the window
+    assert marker_columns(markers, start, end, 60) == {20: "restart", 50: "config"}
+    times = [float(t) for t in range(0, 300, 5)]
+    values: list[float | None] = [0.5] * 20 + [None] * 5 + [0.8] * 35  # down for 25 s after the restart
+    lines = [line.plain for line in chart_lines(ACCEPTANCE, times, values, start, end, width, 4, markers)]
+    for line in lines[1:]:
+        assert line[GUTTER + 20] in "│▁▂▃▄▅▆▇█" and line[GUTTER + 50] in "│▁▂▃▄▅▆▇█"
+    assert lines[1][GUTTER + 20] == "│"  # in the gap above the bars: a line
+    assert lines[1][GUTTER + 19] == " "
+    axis = time_axis(start, end, width, markers).plain
+    assert len(axis) == width
+    assert axis[GUTTER + 20] == "R" and axis[GUTTER + 50] == "C"
+    assert axis.rstrip().endswith("now")
+    assert axis[GUTTER:].startswith("-5 min")
+    assert "-1 min" in axis or "-2 min" in axis  # ticks in between
+    # a same-column restart wins over a config change (a save & restart also resets the counters)
+    assert marker_columns([(100.0, "config"), (101.0, "restart")], start, end, 60) == {20: "restart"}
+
+
+def test_axis_ticks_do_not_overlap_and_fit_narrow_charts() -> None:
+    for width, span in ((20, 60.0), (36, 300.0), (60, 1800.0), (112, 300.0)):
+        axis = time_axis(0.0, span, width).plain
+        assert len(axis) == width and axis.rstrip().endswith("now")
+        words = axis.split()
+        assert all(word == "now" or word.startswith("-") or word in ("min", "s", "h") for word in words)
+
+
+def test_history_keeps_restart_and_config_markers_once() -> None:
+    history = EndpointHistory(16)
+    history.add(10.0, Figures())
+    history.add(11.0, Figures(restarted_in_window=True, restarted_s_ago=0.5))
+    history.add(12.0, Figures(restarted_in_window=True, restarted_s_ago=1.5))  # the same restart, later
+    history.mark(12.2, "config")
+    history.mark(12.2, "config")
+    assert list(history.markers) == [(10.5, "restart"), (12.2, "config")]
+    history.add(13.0, None)
+    assert list(history.up) == [True, True, True, False]
+
+
+async def test_detail_screen_draws_axis_and_markers_of_a_config_change(tmp_path: Path) -> None:
+    from tui.app import SpectopApp
+    from tui.messages import RestartStarted
+    from tui.screens.detail import DetailScreen
+    from tui.settings import EndpointSettings, Settings
+    from tui.widgets.chart import TimeAxis
+
+    endpoint = EndpointSettings(name="a", url="http://127.0.0.1:9")  # nothing listens: down, no network
+    app = SpectopApp(Settings(endpoints=[endpoint]), remember_theme_choice=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: len(app.history.endpoint("a")) > 0)
+        app.post_message(RestartStarted(health_url="http://127.0.0.1:9/health"))
+        await wait_for(pilot, lambda: any(kind == "config" for _, kind in app.history.endpoint("a").markers))
+        app.push_screen(DetailScreen("a"))
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await pilot.pause()
+        axis = app.screen.query_one(TimeAxis).render().plain
+        assert "C" in axis and "now" in axis
+        assert "C config change" in str(app.screen.query_one("#charts-title").render())

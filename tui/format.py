@@ -1,0 +1,232 @@
+"""One figure vocabulary: how every figure reads, on every screen and in every text export.
+
+One function per kind of figure, one rule each:
+- rates and fractions (acceptance, KV cache, prefix hits, per position) as whole percent: "71%"
+  ("<1%" for a rate above 0 that would round to "0%");
+- lengths (mean acceptance length, tokens per chunk) with two decimals: "2.40";
+- latencies in ms below a second ("51 ms", "6.5 ms" below 10 ms, "0.85 ms" below 1 ms), in seconds
+  with three significant digits from a second on ("1.20 s", "12.5 s", "120 s");
+- token rates with one decimal below 1000, then in thousands: "45.3", "2.33k";
+- request rates with two decimals: "0.25"; counts as integers ("3"; "2.5" when not whole);
+- durations and ages, rounded down: "8 s", "3 min", "2 h 5 min", "3 d";
+- histogram bounds (`Figures.quantile_bounds`) as the bound they are: "< 100 ms", "> 10 s", "~850 ms".
+
+A figure that cannot be known (None, NaN, infinite) reads "–" (`UNKNOWN`), never 0; why it is unknown
+is in `Figures.notes` (`reason`). `FIGURES` maps each figure of `Figures` to its label and formatter;
+cards, the detail table, `spectop snapshot` and exports go through it. JSON stays raw numbers.
+Pure functions, no textual.
+"""
+
+from __future__ import annotations
+
+import math
+import time as time_module
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tui.telemetry.figures import Figures
+
+UNKNOWN = "–"
+BAR_CHARS = " ▁▂▃▄▅▆▇█"
+QUANTILES = ("ttft_p50_s", "ttft_p95_s")
+
+
+def known(value: float | None) -> bool:
+    """A finite number (None, NaN and infinities are unknown)."""
+    return value is not None and math.isfinite(value)
+
+
+def fmt_rate(value: float | None) -> str:
+    """A 0..1 rate or fraction as whole percent: "71%"; "<1%" when above 0 but below half a percent."""
+    if not known(value):
+        return UNKNOWN
+    assert value is not None
+    percent = value * 100
+    if 0 < percent < 0.5:
+        return "<1%"
+    return f"{percent:.0f}%"
+
+
+def fmt_length(value: float | None) -> str:
+    """A length in tokens (mean acceptance length, tokens per chunk): "2.40"."""
+    if not known(value):
+        return UNKNOWN
+    assert value is not None
+    return f"{value:.2f}"
+
+
+def fmt_latency(value: float | None) -> str:
+    """Seconds: "0.85 ms", "6.5 ms", "51 ms" below a second, then "1.20 s", "12.5 s", "120 s"."""
+    if not known(value):
+        return UNKNOWN
+    assert value is not None
+    size = abs(value)
+    if size < 1:
+        milliseconds = value * 1000
+        digits = 2 if size < 0.001 else 1 if size < 0.01 else 0
+        return f"{milliseconds:.{digits}f} ms"
+    digits = 2 if size < 10 else 1 if size < 100 else 0
+    return f"{value:.{digits}f} s"
+
+
+def fmt_latency_delta(value: float | None) -> str:
+    """A signed latency difference: "+12 ms", "-1.20 s"."""
+    text = fmt_latency(value)
+    return text if text == UNKNOWN or text.startswith("-") else f"+{text}"
+
+
+def fmt_bound(seconds: float) -> str:
+    """A histogram bucket edge, exact as configured: "100 ms", "2.5 s", "10 s"."""
+    if seconds < 1:
+        return f"{seconds * 1000:g} ms"
+    return f"{seconds:g} s"
+
+
+def fmt_quantile(value: float | None, bounds: tuple[float, float | None] | None = None) -> str:
+    """A histogram quantile, or the bound it really is: "< 100 ms" in the first bucket, "> 10 s" in the
+    +Inf bucket, "~850 ms" inside a bucket wider than the value (see `Figures.quantile_bounds`)."""
+    if not known(value) or bounds is None:
+        return fmt_latency(value)
+    lower, upper = bounds
+    if upper is None or math.isinf(upper):
+        return f"> {fmt_bound(lower)}"
+    if lower == 0:
+        return f"< {fmt_bound(upper)}"
+    return f"~{fmt_latency(value)}"
+
+
+def fmt_tokens_per_s(value: float | None) -> str:
+    """Tokens per second: "45.3", "812.4", then thousands with three significant digits: "2.33k", "12.3k"."""
+    if not known(value):
+        return UNKNOWN
+    assert value is not None
+    size = abs(value)
+    if size < 1000:
+        return f"{value:.1f}"
+    thousands = value / 1000
+    digits = 2 if size < 10_000 else 1 if size < 100_000 else 0
+    return f"{thousands:.{digits}f}k"
+
+
+def fmt_per_s(value: float | None) -> str:
+    """Requests per second: "0.25"."""
+    if not known(value):
+        return UNKNOWN
+    assert value is not None
+    return f"{value:.2f}"
+
+
+def fmt_count(value: float | None) -> str:
+    """A count: "3"; a mean over a window that is not whole keeps one decimal: "2.5"."""
+    if not known(value):
+        return UNKNOWN
+    assert value is not None
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """An age or a duration, rounded down: "8 s", "3 min", "2 h 5 min", "3 d"; never negative."""
+    if not known(seconds):
+        return UNKNOWN
+    assert seconds is not None
+    whole = int(max(0.0, seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min"
+    if whole < 86400:
+        hours, minutes = divmod(whole // 60, 60)
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{whole // 86400} d"
+
+
+def fmt_clock(timestamp: float | None) -> str:
+    """Local wall-clock time of day (HH:MM:SS)."""
+    if not known(timestamp):
+        return UNKNOWN
+    assert timestamp is not None
+    return time_module.strftime("%H:%M:%S", time_module.localtime(timestamp))
+
+
+def position_bars(rates: Sequence[float] | None, limit: int = 4) -> str:
+    """Per-position acceptance, a bar and a percent each: "▆80% ▅60%"."""
+    if not rates:
+        return UNKNOWN
+    parts = []
+    for rate in list(rates)[:limit]:
+        if not known(rate):
+            parts.append(UNKNOWN)
+            continue
+        index = round(min(1.0, max(0.0, rate)) * (len(BAR_CHARS) - 1))
+        parts.append(f"{BAR_CHARS[index] if index else '▁'}{fmt_rate(rate)}")
+    more = "…" if len(rates) > limit else ""
+    return " ".join(parts) + more
+
+
+def window_text(covered_s: float | None, window_s: float | None, restarted_s_ago: float | None) -> str | None:
+    """ "restarted 12 s ago · window 8 s of 60 s" when the figures cover less than usual, else None."""
+    parts = []
+    if restarted_s_ago is not None:
+        parts.append(f"restarted {fmt_duration(restarted_s_ago)} ago")
+    if covered_s is not None and window_s is not None and covered_s < 0.5 * window_s:
+        parts.append(f"window {fmt_duration(covered_s)} of {fmt_duration(window_s)}")
+    return " · ".join(parts) or None
+
+
+# --- the vocabulary: figure -> label, unit, formatter ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FigureWord:
+    """How one figure of `Figures` reads: a short label, the unit its text carries (for headers), and
+    its formatter."""
+
+    label: str
+    unit: str
+    format: Callable[[float | None], str]
+
+
+FIGURES: dict[str, FigureWord] = {
+    "generation_tokens_per_s": FigureWord("gen tok/s", "tok/s", fmt_tokens_per_s),
+    "prompt_tokens_per_s": FigureWord("prompt+cache", "tok/s", fmt_tokens_per_s),
+    "requests_per_s": FigureWord("req/s", "/s", fmt_per_s),
+    "acceptance_rate": FigureWord("acceptance", "%", fmt_rate),
+    "mean_acceptance_length": FigureWord("mean len", "tokens", fmt_length),
+    "per_position_acceptance": FigureWord("per pos", "%", fmt_rate),
+    "ttft_mean_s": FigureWord("TTFT mean", "ms", fmt_latency),
+    "ttft_p50_s": FigureWord("TTFT p50", "ms", fmt_latency),
+    "ttft_p95_s": FigureWord("TTFT p95", "ms", fmt_latency),
+    "tpot_mean_s": FigureWord("TPOT", "ms", fmt_latency),
+    "e2e_mean_s": FigureWord("e2e mean", "ms", fmt_latency),
+    "running": FigureWord("running", "", fmt_count),
+    "waiting": FigureWord("waiting", "", fmt_count),
+    "kv_cache_usage": FigureWord("KV cache", "%", fmt_rate),
+    "prefix_cache_hit_rate": FigureWord("prefix hit", "%", fmt_rate),
+}
+NOTE_LABELS: dict[str, str] = {"window": "window", **{key: word.label for key, word in FIGURES.items()}}
+
+
+def figure_text(figures: Figures, key: str, *, positions: int = 8) -> str:
+    """The text of figure `key` of `figures`: quantiles as their bound when the bucket says more,
+    per-position acceptance as bars (`positions` of them)."""
+    if key == "per_position_acceptance":
+        return position_bars(figures.per_position_acceptance, limit=positions)
+    value = getattr(figures, key)
+    if key in QUANTILES:
+        return fmt_quantile(value, figures.quantile_bounds.get(key))
+    return FIGURES[key].format(value)
+
+
+def reason(figures: Figures, key: str) -> str | None:
+    """Why figure `key` is unknown, partial or a bound (its note), or None."""
+    return figures.notes.get(key)
+
+
+def note_lines(notes: dict[str, str]) -> list[str]:
+    """Notes grouped by text, figures by their label: "acceptance, TPOT: from finished requests only"."""
+    by_text: dict[str, list[str]] = {}
+    for name, text in notes.items():
+        by_text.setdefault(text, []).append(NOTE_LABELS.get(name, name))
+    return [f"{', '.join(names)}: {text}" for text, names in by_text.items()]
