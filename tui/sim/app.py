@@ -23,6 +23,7 @@ from tui.sim.engine import SimEngine, SimRequest
 from tui.sim.faults import GARBAGE_METRICS, FaultSettings
 from tui.sim.logs import VERSIONS, LogWriter
 from tui.sim.openai_shapes import ChatBody, ChunkMaker, CompletionBody, error_body
+from tui.sim.per_request import ResponseOptions, StepLog, decorate, native_generate_route
 from tui.sim.recorder import MetricsRecorder
 from tui.sim.tokens import count_tokens
 
@@ -56,6 +57,8 @@ class AppContext:
     api_key: str | None = None
     accepting: bool = True
     rng: random.Random = field(default_factory=random.Random)
+    responses: ResponseOptions = field(default_factory=ResponseOptions)  # per-request figures
+    step_log: StepLog | None = None
 
     @property
     def model(self) -> str:
@@ -257,7 +260,9 @@ def build_app(context: AppContext) -> ASGIApp:
         finally:
             if sim_request.finish_reason is None:
                 engine.abort(sim_request)
-        return JSONResponse(maker.full_response())
+        return JSONResponse(
+            decorate(maker.full_response(), flavor, sim_request, context.responses, context.step_log)
+        )
 
     async def _stream(
         engine: SimEngine, sim_request: SimRequest, maker: ChunkMaker, include_usage: bool, drop: bool
@@ -285,7 +290,8 @@ def build_app(context: AppContext) -> ASGIApp:
                 if delivery.finished:
                     break
             if include_usage:
-                yield event(maker.usage_chunk())
+                usage = maker.usage_chunk()
+                yield event(decorate(usage, flavor, sim_request, context.responses, context.step_log))
             yield "data: [DONE]\n\n"
         finally:
             if sim_request.finish_reason is None:
@@ -382,6 +388,7 @@ def build_app(context: AppContext) -> ASGIApp:
     if flavor == "sglang":
         routes.append(Route("/health_generate", health, methods=["GET"]))
         routes.append(Route("/server_info", server_info, methods=["GET"]))
+        routes.append(native_generate_route(context, read_json, authorized))
     if flavor == "llamacpp":
         routes.append(Route("/props", props, methods=["GET"]))
         routes.append(Route("/slots", slots, methods=["GET"]))
