@@ -464,11 +464,8 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
         self.notify(f"screenshot saved: {target}", timeout=8)
 
     def action_bench(self) -> None:
-        try:
-            from tui.screens.bench import BenchScreen  # type: ignore[import-not-found]
-        except ImportError:
-            self.notify("the A/B bench screen is not available in this build", severity="warning")
-            return
+        from tui.screens.bench import BenchScreen
+
         if self.replay_clock is not None:
             self.notify("the bench needs live endpoints, not a replay", severity="warning")
             return
