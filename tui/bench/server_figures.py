@@ -15,6 +15,7 @@ llama.cpp request without `draft_n` may not have drafted at all, which is not th
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -251,3 +252,40 @@ def figures_from_body(body: Any) -> ServerFigures:
     if isinstance(body, dict):
         reader.feed(body)
     return reader.figures()
+
+
+# ---- /metrics counters to reconcile with --------------------------------------------------------
+
+COUNTERS: dict[str, dict[str, str]] = {
+    "draft_tokens": {
+        "vllm": "vllm:spec_decode_num_draft_tokens_total",
+        "llamacpp": "llamacpp:spec_decode_num_draft_tokens_total",
+    },
+    "accepted_tokens": {
+        "vllm": "vllm:spec_decode_num_accepted_tokens_total",
+        "llamacpp": "llamacpp:spec_decode_num_accepted_tokens_total",
+    },
+    "verify_steps": {
+        "vllm": "vllm:spec_decode_num_drafts_total",
+        "llamacpp": "llamacpp:spec_decode_num_drafts_total",
+        "sglang": "sglang:spec_verify_calls_total",
+    },
+}
+
+
+def counter_deltas(
+    first: Sequence[Any] | None, last: Sequence[Any] | None, backend: str | None
+) -> dict[str, float | None]:
+    """Increase of the draft counters between two scrapes' samples (None: not on the page, or it
+    went down, i.e. the server restarted or reset its counters in between)."""
+    out: dict[str, float | None] = {}
+    for quantity, names in COUNTERS.items():
+        name = names.get(backend or "")
+        if name is None or first is None or last is None:
+            out[quantity] = None
+            continue
+        before = [s.value for s in first if s.name == name and math.isfinite(s.value)]
+        after = [s.value for s in last if s.name == name and math.isfinite(s.value)]
+        increase = sum(after) - sum(before) if before and after else None
+        out[quantity] = increase if increase is not None and increase >= 0 else None
+    return out
