@@ -108,10 +108,7 @@ def choose_schedule(requested: str | None, url_a: str, url_b: str | None) -> tup
         raise OptionError(f"--schedule {requested!r}: expected alternate or parallel")
     if requested == "alternate":
         return "alternate", f"alternate (asked for; {where})"
-    return "alternate", (
-        f"alternate (default; {where}): the arms never overlap, so neither measures the other's load; "
-        "--schedule parallel for arms on separate machines"
-    )
+    return "alternate", f"alternate (default; {where}): arms never overlap; parallel: separate machines"
 
 
 def arms_differ_by(

@@ -317,6 +317,7 @@ class _Run:
             round=round_number,
             prompt_id=prompt.id,
             category=prompt.category,
+            prompt_snippet=prompt.messages[-1][1][:80] if prompt.messages else "",
         )
 
     def request_id(self, label: str, index: int, round_number: int) -> str:

@@ -74,6 +74,7 @@ class RequestSpec:
     round: int
     prompt_id: str
     category: str | None = None
+    prompt_snippet: str = ""
 
 
 class _Failure(Exception):
@@ -407,6 +408,7 @@ async def run_request(
                 round=spec.round,
                 prompt_id=spec.prompt_id,
                 category=spec.category,
+                prompt_snippet=spec.prompt_snippet,
                 scheduled_s=scheduled_s,
                 sent_s=sent - t0,
                 error_kind=failure.kind,
@@ -441,6 +443,7 @@ def _result_from_state(
         round=spec.round,
         prompt_id=spec.prompt_id,
         category=spec.category,
+        prompt_snippet=spec.prompt_snippet,
         scheduled_s=scheduled_s,
         sent_s=sent - t0,
         ttft_s=state.ttft_s - sent if state.ttft_s is not None else None,

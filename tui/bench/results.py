@@ -40,6 +40,7 @@ class RequestResult(BaseModel):
     http_status: int | None = None
     attempts: int = 1
     category: str | None = Field(None, description="the prompt's category (built-in set or JSONL field)")
+    prompt_snippet: str = Field("", description="the start of the prompt, to name outliers")
     server: ServerFigures | None = Field(None, description="what the server said about this request")
 
     @computed_field  # type: ignore[prop-decorator]
