@@ -23,7 +23,13 @@ from tui.sim.engine import SimEngine, SimRequest
 from tui.sim.faults import GARBAGE_METRICS, FaultSettings
 from tui.sim.logs import VERSIONS, LogWriter
 from tui.sim.openai_shapes import ChatBody, ChunkMaker, CompletionBody, error_body
-from tui.sim.per_request import ResponseOptions, StepLog, decorate, native_generate_route
+from tui.sim.per_request import (
+    ResponseOptions,
+    StepLog,
+    decorate,
+    flush_cache_route,
+    native_generate_route,
+)
 from tui.sim.recorder import MetricsRecorder
 from tui.sim.tokens import count_tokens
 
@@ -385,10 +391,12 @@ def build_app(context: AppContext) -> ASGIApp:
     ]
     if flavor == "vllm":
         routes.append(Route("/ping", health, methods=["GET", "POST"]))
+        routes.append(flush_cache_route(context, "/reset_prefix_cache", authorized))  # dev mode only in vLLM
     if flavor == "sglang":
         routes.append(Route("/health_generate", health, methods=["GET"]))
         routes.append(Route("/server_info", server_info, methods=["GET"]))
         routes.append(native_generate_route(context, read_json, authorized))
+        routes.append(flush_cache_route(context, "/flush_cache", authorized))
     if flavor == "llamacpp":
         routes.append(Route("/props", props, methods=["GET"]))
         routes.append(Route("/slots", slots, methods=["GET"]))

@@ -288,3 +288,17 @@ def native_generate_route(
                 context.engine.abort(sim_request)
 
     return Route("/generate", generate, methods=["POST"])
+
+
+def flush_cache_route(context: AppContext, path: str, authorized: Callable[[Request], bool]) -> Route:
+    """vLLM's `POST /reset_prefix_cache` (dev mode) or SGLang's `POST /flush_cache`: drop the prefix cache."""
+
+    async def flush(request: Request) -> Response:
+        if not authorized(request):
+            return JSONResponse(error_body(401, "Unauthorized"), status_code=401)
+        context.engine.prefix_cache.clear()
+        if path == "/flush_cache":
+            return Response("Cache flushed.\nPlease check backend logs for more details. ", status_code=200)
+        return Response(status_code=200)
+
+    return Route(path, flush, methods=["POST"])
