@@ -21,6 +21,7 @@ LOW_ACCEPTANCE = 0.03  # mean length within ~3% of k of 1.0: garbled / off-distr
 HIGH_ACCEPTANCE = 0.97  # mean length near k + 1: a repetition loop
 CACHE_WARN_POINTS = 10.0
 ROUNDS_DISAGREE_WIDTH = 1.5  # the rounds' CI this much wider than the requests' one: rounds disagree
+ROUNDS_DISAGREE_SPREAD = 1.10  # ... and the fastest round's ratio more than 10% above the slowest's
 
 
 @dataclass(frozen=True)
@@ -444,8 +445,8 @@ def bootstrap_rounds(
     round the arms' requests are resampled as pairs when they are the same prompts (same count, same order).
 
     With one round it equals the requests-only interval. `disagree` when the rounds' interval is more
-    than ROUNDS_DISAGREE_WIDTH times wider than the requests-only one: the spread between rounds is
-    larger than the requests explain."""
+    than ROUNDS_DISAGREE_WIDTH times wider than the requests-only one (the spread between rounds is
+    larger than the requests explain) and the rounds' ratios are more than 10% apart."""
     rounds_a, rounds_b = _by_round(a), _by_round(b)
     numbers = sorted(set(rounds_a) & set(rounds_b))
     round_ratios = []
@@ -459,9 +460,11 @@ def bootstrap_rounds(
     within = interval_of(False)
     interval = interval_of(True) if len(numbers) >= 2 else within
     disagree = False
-    if interval is not None and within is not None and len(numbers) >= 2:
+    known = [ratio for ratio in round_ratios if ratio]
+    if interval is not None and within is not None and len(known) >= 2:
         inner, outer = within[1] - within[0], interval[1] - interval[0]
-        disagree = inner > 0 and outer > ROUNDS_DISAGREE_WIDTH * inner
+        spread = max(known) / min(known)  # rounds a few percent apart are not worth a warning
+        disagree = inner > 0 and outer > ROUNDS_DISAGREE_WIDTH * inner and spread > ROUNDS_DISAGREE_SPREAD
     return RoundsInterval(len(numbers), interval, within, round_ratios, disagree)
 
 

@@ -582,6 +582,15 @@ def explain_lines(summary: BurstSummary) -> list[str]:
     return lines
 
 
+def explain_block(summary: BurstSummary) -> list[str]:
+    """The per-category table and the explanation lines, for a screen's explain view."""
+    lines = _category_text(summary)[1:]
+    explained = explain_lines(summary)
+    if explained:
+        lines += ([""] if lines else []) + explained
+    return lines
+
+
 def _category_text(summary: BurstSummary) -> list[str]:
     rows = category_rows(summary)
     if not rows:
@@ -632,16 +641,16 @@ def render_text(summary: BurstSummary) -> str:
     for label, a_text, b_text in table_rows(summary):
         lines.append(f"{label:22}{a_text:>16}" + (f"{b_text:>16}" if has_b else ""))
     lines += note_lines(summary)
-    lines += _category_text(summary)
-    explained = explain_lines(summary)
-    if explained:
-        lines += ["", *explained]
     if summary.comparison:
         lines.append("")
         lines.append(summary.comparison.verdict)
     equivalence = equivalence_line(summary)
     if equivalence:
         lines.append(equivalence)
+    lines += _category_text(summary)
+    explained = explain_lines(summary)
+    if explained:
+        lines += ["", *explained]
     return "\n".join(safe_line(line) for line in lines)
 
 
