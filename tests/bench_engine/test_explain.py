@@ -115,6 +115,9 @@ def test_reconciliation() -> None:
     assert "exceed" in reconcile(ours, 100.0, 50.0).message
     assert reconcile(ours, None, None).other_share is None
     assert reconcile([_req(None, None)], 10.0, 5.0).message.startswith("no per-request")
+    steps = [_req(None, None, 10), _req(None, None, 5)]
+    assert reconcile(steps, None, None, server_steps=15.0).exact
+    assert reconcile(steps, None, None, server_steps=30.0).other_share == pytest.approx(0.5)
     # One URL for both arms: the other arm's requests are ours too.
     assert reconcile(ours, 580.0, 320.0, shared_with=ours).exact
 

@@ -188,6 +188,9 @@ async def test_sglang_native_api_reports_meta_info_per_request(
     explained = burst_summary(result).a.explain
     assert explained is not None and explained.acceptance.pooled is not None
     assert explained.acceptance.per_position is not None
+    # SGLang's page has no draft counters: the verification steps reconcile instead.
+    assert explained.reconciliation is not None and explained.reconciliation.exact, explained.reconciliation
+    assert "verification steps" in explained.reconciliation.message
 
 
 @pytest.mark.parametrize("flavor", ["vllm", "llamacpp"])

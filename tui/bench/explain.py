@@ -277,10 +277,14 @@ def reconcile(
     *,
     shared_with: Sequence[RequestFigures] = (),
     incomplete: str | None = None,
+    server_steps: float | None = None,
 ) -> Reconciliation:
     """`shared_with`: the other arm's requests when both arms read the same /metrics (one URL).
 
-    `incomplete`: why some requests did not report (errors, aborts), which makes a match impossible."""
+    `incomplete`: why some requests did not report (errors, aborts), which makes a match impossible.
+    `server_steps`: the verification-step counter, used when the page has no draft counters (SGLang)."""
+    if server_drafted is None and server_steps is not None:
+        return _reconcile_steps([*requests, *shared_with], server_steps, incomplete)
     ours = [r for r in [*requests, *shared_with] if r.drafted is not None and r.accepted is not None]
     drafted = sum(r.drafted or 0 for r in ours) if ours else None
     accepted = sum(r.accepted or 0 for r in ours) if ours else None
@@ -307,6 +311,29 @@ def reconcile(
     if incomplete:
         message += f" (or {incomplete})"
     return result(share, False, message)
+
+
+def _reconcile_steps(
+    requests: Sequence[RequestFigures], server_steps: float, incomplete: str | None
+) -> Reconciliation:
+    known = [r for r in requests if r.spec_steps is not None]
+    steps = sum(r.spec_steps or 0 for r in known) if known else None
+
+    def result(share: float | None, exact: bool, message: str) -> Reconciliation:
+        return Reconciliation(None, None, None, None, share, exact, message)
+
+    if steps is None:
+        return result(None, False, "no per-request verification steps: nothing to reconcile")
+    if steps == round(server_steps):
+        return result(0.0, True, f"Σ per-request = /metrics: {steps} verification steps")
+    if steps > server_steps:
+        return result(
+            None, False, f"per-request steps exceed /metrics ({steps} vs {server_steps:.0f}): counters reset?"
+        )
+    share = 1.0 - steps / server_steps if server_steps > 0 else None
+    said = f"{share:.0%} of verification steps were not ours" if share is not None else "the steps differ"
+    message = f"{said} ({steps} of {server_steps:.0f}): the server was serving other load"
+    return result(share, False, message + (f" (or {incomplete})" if incomplete else ""))
 
 
 # ---- prefix cache ---------------------------------------------------------------------------------

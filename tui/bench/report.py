@@ -119,6 +119,7 @@ def arm_explain(
             server.accepted_tokens,
             shared_with=other,
             incomplete=f"{failed} failed requests" if failed else None,
+            server_steps=server.verify_steps,
         )
     slo = parse_slo(settings.slo) if settings.slo else None
     qs = tuple(settings.percentiles or DEFAULT_QS)
