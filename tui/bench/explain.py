@@ -21,7 +21,7 @@ LOW_ACCEPTANCE = 0.03  # mean length within ~3% of k of 1.0: garbled / off-distr
 HIGH_ACCEPTANCE = 0.97  # mean length near k + 1: a repetition loop
 CACHE_WARN_POINTS = 10.0
 ROUNDS_DISAGREE_WIDTH = 1.5  # the rounds' CI this much wider than the requests' one: rounds disagree
-ROUNDS_DISAGREE_SPREAD = 1.10  # ... and the fastest round's ratio more than 10% above the slowest's
+ROUNDS_DISAGREE_SPREAD = 1.25  # ... and the fastest round's ratio more than 25% above the slowest's
 
 
 @dataclass(frozen=True)
@@ -473,7 +473,7 @@ def bootstrap_rounds(
 
     With one round it equals the requests-only interval. `disagree` when the rounds' interval is more
     than ROUNDS_DISAGREE_WIDTH times wider than the requests-only one (the spread between rounds is
-    larger than the requests explain) and the rounds' ratios are more than 10% apart."""
+    larger than the requests explain) and the rounds' ratios are more than 25% apart."""
     rounds_a, rounds_b = _by_round(a), _by_round(b)
     numbers = sorted(set(rounds_a) & set(rounds_b))
     round_ratios = []
