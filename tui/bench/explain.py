@@ -106,9 +106,9 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
     mean_length = None
     if with_steps and len(with_steps) == len(counted) and steps > 0:
         mean_length = 1.0 + accepted / steps
-    note = None
+    partial: str | None = None
     if len(counted) < sum(1 for r in requests if r.ok):
-        note = f"{len(counted)} of {sum(1 for r in requests if r.ok)} requests carried draft figures"
+        partial = f"{len(counted)} of {sum(1 for r in requests if r.ok)} requests carried draft figures"
     return AcceptanceFigures(
         requests=len(counted),
         drafted=drafted,
@@ -119,7 +119,7 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
         p90=_pct(rates, 90),
         mean_length=mean_length,
         per_position=per_position(counted),
-        note=note,
+        note=partial,
     )
 
 

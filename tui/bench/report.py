@@ -509,15 +509,12 @@ def _percentile_rows(summary: BurstSummary) -> tuple[Row, ...]:
     """Rows for --percentiles beyond the table's own p50 / p90 / p99."""
     qs = [q for q in summary.settings.percentiles or () if q not in DEFAULT_QS]
     rows: list[Row] = []
+
+    def getter(key: str, q: float) -> Callable[[ArmExplain], float | None]:
+        return lambda e: e.percentiles.get(key, {}).get(f"{q:g}")
+
     for name, key, formatter in (("TTFT", "ttft_s", _ms), ("TPOT", "tpot_s", _ms), ("e2e", "e2e_s", _s)):
-        for q in qs:
-            rows.append(
-                (
-                    f"{name} p{q:g}",
-                    _x(lambda e, k=key, q=q: e.percentiles.get(k, {}).get(f"{q:g}")),
-                    formatter,
-                )
-            )
+        rows += [(f"{name} p{q:g}", _x(getter(key, q)), formatter) for q in qs]
     return tuple(rows)
 
 

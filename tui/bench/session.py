@@ -333,8 +333,9 @@ class BurstSession:
             raise BurstRequestError(
                 "prompts", f"the prompt set {spec} changed since that burst: not comparable"
             )
-        sides = sides or ["a", "b"][: len(live)]
-        targets = [self._target(arm, side) for arm, side in zip(live, sides, strict=True)]
+        both: list[Side] = ["a", "b"]
+        arm_sides = sides or both[: len(live)]
+        targets = [self._target(arm, side) for arm, side in zip(live, arm_sides, strict=True)]
         b_url = targets[1].base_url if len(targets) > 1 else None
         schedule, reason = choose_schedule(request.schedule, targets[0].base_url, b_url)
         return BurstConfig(
