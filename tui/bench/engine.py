@@ -1,8 +1,10 @@
 """The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers.
 
 Every arm must answer GET /v1/models first (ArmUnreachable otherwise: nothing is sent).
-Both arms get the same prompts in the same order; sends are interleaved A, B, A, B
-and the arm that goes first alternates by round, to cancel drift. Warm-up requests
+Both arms get the same prompts in the same order. Schedule "alternate" (the default) runs A's
+round, then B's, so the arms never overlap (two servers on one host would otherwise measure each
+other's load); "parallel" interleaves sends A, B, A, B. Either way the arm that goes first
+alternates by round, to cancel drift. Warm-up requests
 are sent first and left out. Each endpoint's /metrics is scraped right before and
 after its measured requests, for acceptance during the burst (windowed deltas).
 Cancelling the task running `run_burst` cancels every request in flight.
@@ -32,11 +34,14 @@ from tui.bench.results import (
     ServerAcceptance,
 )
 from tui.bench.schedule import LoadShape, arrival_offsets
+from tui.bench.server_figures import counter_deltas
 from tui.bench.stats import percentile
 from tui.telemetry.scraper import Scrape, scrape_metrics
 from tui.telemetry.window import figures_between
 
-Api = Literal["chat", "completions"]
+Api = Literal["chat", "completions", "sglang"]
+Schedule = Literal["alternate", "parallel"]
+FLUSH_PATHS = ("/reset_prefix_cache", "/flush_cache")  # vLLM (dev mode), SGLang
 MODELS_TIMEOUT_S = 10.0
 PROBE_CONNECT_TIMEOUT_S = 5.0
 SCRAPE_TIMEOUT_S = 5.0
@@ -59,6 +64,7 @@ class ArmTarget:
     model: str | None = None  # None: the first model from GET /v1/models
     api_key_env: str | None = None
     scrape_metrics: bool = True
+    extra_body: dict[str, Any] = field(default_factory=dict)  # this arm's own request fields
 
     def resolved_metrics_url(self) -> str:
         if self.metrics_url:
@@ -88,6 +94,12 @@ class BurstConfig:
     timeout_s: float = 120.0
     max_retries: int = 2
     rng_seed: int = 0  # arrivals and backoff jitter
+    schedule: Schedule = "alternate"
+    schedule_reason: str | None = None
+    prime_cache: bool = False  # each prompt once per arm before measuring: both caches start equal
+    flush_cache: bool = False  # ask each server to drop its prefix cache before measuring
+    slo: str | None = None  # recorded with the result: the summary computes goodput from it
+    percentiles: tuple[float, ...] | None = None
 
     def arms(self) -> list[tuple[str, ArmTarget]]:
         return [("a", self.a)] + ([("b", self.b)] if self.b else [])
@@ -191,8 +203,16 @@ async def probe_arm(
     return None
 
 
-def build_body(config: BurstConfig, prompt: Prompt, model: str | None) -> dict[str, Any]:
-    body: dict[str, Any] = dict(config.extra_body)
+def build_body(
+    config: BurstConfig, prompt: Prompt, model: str | None, arm_extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {**config.extra_body, **(arm_extra or {})}
+    if config.api == "sglang":  # SGLang's native /generate
+        params: dict[str, Any] = {**dict(body.pop("sampling_params", None) or {})}
+        params.update(max_new_tokens=config.max_tokens, temperature=config.temperature)
+        if config.seed is not None:
+            params["sampling_seed"] = config.seed
+        return {**body, "text": prompt.completion_text(), "sampling_params": params, "stream": True}
     if model:
         body["model"] = model
     if config.api == "chat":
@@ -219,6 +239,14 @@ async def _scrape(client: httpx.AsyncClient, target: ArmTarget, headers: dict[st
 
 
 def _acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) -> ServerAcceptance:
+    acceptance = _window_acceptance(target, first, last)
+    if first is not None and last is not None and first.up and last.up:
+        deltas = counter_deltas(first.samples, last.samples, last.backend or first.backend)
+        acceptance = acceptance.model_copy(update=deltas)
+    return acceptance
+
+
+def _window_acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) -> ServerAcceptance:
     if not target.scrape_metrics:
         return ServerAcceptance(note="metrics scraping off")
     if first is None or last is None or not (first.up and last.up):
@@ -262,6 +290,7 @@ class _Run:
             label: RetryBudget.for_requests(config.requests + config.warmup, config.max_retries)
             for label, _ in config.arms()
         }
+        self.arm_notes: dict[str, list[str]] = {label: [] for label, _ in config.arms()}
         self.phase: Literal["warmup", "scrape", "running", "done"] = "warmup"
         self.last_progress = 0.0
         self.progress = {
@@ -280,13 +309,15 @@ class _Run:
             prompt = prompts[index % len(prompts)]
         return RequestSpec(
             url=endpoint_url(target.base_url, self.config.api),
-            body=build_body(self.config, prompt, self.models[label]),
+            body=build_body(self.config, prompt, self.models[label], target.extra_body),
             # Unique per request, so server logs (vLLM uses X-Request-Id) can be matched to rows.
             headers={**self.headers[label], "X-Request-Id": self.request_id(label, index, round_number)},
             arm=label,
             index=index,
             round=round_number,
             prompt_id=prompt.id,
+            category=prompt.category,
+            prompt_snippet=prompt.messages[-1][1][:80] if prompt.messages else "",
         )
 
     def request_id(self, label: str, index: int, round_number: int) -> str:
@@ -420,12 +451,72 @@ class _Run:
                 group.create_task(request_task(label, target, index, scheduled, slot))
                 await asyncio.sleep(0)  # let the other arm's dispatcher send next: A, B, A, B
 
-        async with asyncio.TaskGroup() as group:
+        if self.config.schedule == "parallel":
+            async with asyncio.TaskGroup() as group:
+                for label, target in arms:
+                    group.create_task(dispatcher(label, target, group))
+        else:  # alternate: one arm's round, then the other's; they never overlap
             for label, target in arms:
-                group.create_task(dispatcher(label, target, group))
+                round_start = self.now()
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(dispatcher(label, target, group))
         for label, _ in arms:
             if label in first_send and label in last_done:
                 self.active_s[label] += last_done[label] - first_send[label]
+
+    async def flush_caches(self) -> None:
+        """POST the servers' cache-flush endpoint (vLLM dev mode, SGLang); say what happened."""
+        for label, target in self.config.arms():
+            base = endpoint_url(target.base_url, "completions").removesuffix("/v1/completions")
+            said = "no cache-flush endpoint answered (vLLM needs VLLM_SERVER_DEV_MODE=1)"
+            for path in FLUSH_PATHS:
+                try:
+                    response = await self.client.post(
+                        base + path, headers=self.headers[label], timeout=SCRAPE_TIMEOUT_S
+                    )
+                except httpx.HTTPError as error:
+                    said = f"cache flush failed: {type(error).__name__}"
+                    break
+                if response.status_code < 300:
+                    said = f"prefix cache flushed (POST {path})"
+                    break
+            self.arm_notes[label].append(said)
+
+    async def prime_caches(self) -> None:
+        """Each measured prompt once per arm (1 token, left out), so both prefix caches hold the same
+        prompts when measuring starts; arms one after the other with the alternate schedule."""
+        prompts = self.config.prompt_set.prompts
+        count = min(self.config.requests, len(prompts))
+        concurrency = self.config.load.concurrency
+
+        async def arm(label: str, target: ArmTarget) -> None:
+            gate = asyncio.Semaphore(concurrency)
+
+            async def one(index: int) -> None:
+                async with gate:
+                    spec = self.spec(label, target, index, 0)
+                    spec.body = {**spec.body, **_one_token(self.config.api, spec.body)}
+                    request_id = f"spectop-{self.burst_id}-p{label}{index}"
+                    spec.headers = {**spec.headers, "X-Request-Id": request_id}
+                    timeout = self.config.timeout_s
+                    await run_request(
+                        self.client, spec, t0=self.t0, scheduled_s=self.now(), timeout_s=timeout,
+                        max_retries=0, budget=RetryBudget(0), rng=self.rng, secret=self.keys[label],
+                    )  # fmt: skip
+
+            async with asyncio.TaskGroup() as group:
+                for index in range(count):
+                    group.create_task(one(index))
+
+        if self.config.schedule == "parallel":
+            async with asyncio.TaskGroup() as group:
+                for label, target in self.config.arms():
+                    group.create_task(arm(label, target))
+        else:
+            for label, target in self.config.arms():
+                await arm(label, target)
+        for label, _ in self.config.arms():
+            self.arm_notes[label].append(f"prefix cache primed with the {count} prompts")
 
     async def scrape_all(self) -> list[Scrape | None]:
         arms = self.config.arms()
@@ -447,6 +538,10 @@ class _Run:
         await self.prepare()
         self.report(force=True)
         await self.warm_up()
+        if self.config.flush_cache:
+            await self.flush_caches()
+        if self.config.prime_cache:
+            await self.prime_caches()
         self.phase = "scrape"
         self.report(force=True)
         before = await self.scrape_all()
@@ -486,6 +581,9 @@ class _Run:
                     active_s=self.active_s[label] or None,
                     requests=requests,
                     server=_acceptance(target, first, last),
+                    extra_body=dict(target.extra_body),
+                    metrics_url=target.resolved_metrics_url() if target.scrape_metrics else None,
+                    notes=self.arm_notes[label],
                 )
             )
         return BurstResult(
@@ -505,9 +603,21 @@ class _Run:
                 max_tokens=config.max_tokens,
                 temperature=config.temperature,
                 seed=config.seed,
+                schedule=config.schedule if config.b is not None else None,
+                schedule_reason=config.schedule_reason,
+                slo=config.slo,
+                percentiles=list(config.percentiles) if config.percentiles else None,
+                prime_cache=config.prime_cache,
+                flush_cache=config.flush_cache,
             ),
             arms=arm_results,
         )
+
+
+def _one_token(api: str, body: dict[str, Any]) -> dict[str, Any]:
+    if api == "sglang":
+        return {"sampling_params": {**body.get("sampling_params", {}), "max_new_tokens": 1}}
+    return {"max_tokens": 1}
 
 
 async def run_burst(

@@ -2,7 +2,8 @@
 
 A user file has one JSON value per line: a string (the prompt), `{"prompt": "..."}`
 or `{"messages": [{"role": "user", "content": "..."}, ...]}`, each optionally with
-`"id"`. Blank lines and lines starting with `#` are skipped.
+`"id"` and `"category"` (the burst reports acceptance and speed per category; the
+built-in sets are categories). Blank lines and lines starting with `#` are skipped.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class PromptLine(BaseModel):
 
     id: str | None = None
     lang: str | None = None
+    category: str | None = Field(None, min_length=1, max_length=40)
     prompt: str | None = Field(None, min_length=1)
     messages: list[ChatMessage] | None = Field(None, min_length=1)
 
@@ -54,6 +56,7 @@ class PromptLine(BaseModel):
 class Prompt:
     id: str
     messages: tuple[tuple[str, str], ...]  # (role, content)
+    category: str | None = None  # a built-in set's name (code, chat, ...) or the JSONL field
 
     def chat_messages(self) -> list[dict[str, str]]:
         return [{"role": role, "content": content} for role, content in self.messages]
@@ -83,7 +86,9 @@ def builtin_set_names() -> list[str]:
     return names
 
 
-def parse_prompt_lines(text: str, label: str, name: str | None = None) -> PromptSet:
+def parse_prompt_lines(
+    text: str, label: str, name: str | None = None, category: str | None = None
+) -> PromptSet:
     prompts: list[Prompt] = []
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
@@ -109,7 +114,9 @@ def parse_prompt_lines(text: str, label: str, name: str | None = None) -> Prompt
             messages = tuple((m.role, m.content) for m in item.messages)
         else:
             messages = (("user", item.prompt or ""),)
-        prompts.append(Prompt(id=item.id or f"line-{number}", messages=messages))
+        prompts.append(
+            Prompt(id=item.id or f"line-{number}", messages=messages, category=item.category or category)
+        )
         if len(prompts) > MAX_PROMPTS:
             raise PromptSetError(f"{label}: more than {MAX_PROMPTS} prompts")
     if not prompts:
@@ -135,7 +142,7 @@ def _builtin(name: str) -> PromptSet | None:
             for line in path.read_text(encoding="utf-8").splitlines()
             if not lang or json.loads(line).get("lang") == lang
         ]
-        per_category.append(list(parse_prompt_lines("\n".join(lines), str(path)).prompts))
+        per_category.append(list(parse_prompt_lines("\n".join(lines), str(path), category=item).prompts))
     # Interleave categories so a short burst of "mixed" still covers every kind.
     mixed = [prompt for group in zip(*per_category, strict=False) for prompt in group]
     return PromptSet(name=name, prompts=tuple(mixed))

@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, FieldSerializationInfo, field_serializer
 
+from tui.bench import explain
+from tui.bench.burst_options import arms_differ_by, parse_slo
 from tui.bench.equivalence import Equivalence, compare_outputs
 from tui.bench.results import ERROR_KINDS, ArmResult, BurstResult, BurstSettingsRecord, RequestResult
 from tui.bench.stats import Summary, bootstrap_pooled_ratio_ci, pooled_rate, summarize
@@ -26,7 +28,10 @@ CSV_FIELDS = (
     "arm", "name", "index", "round", "prompt_id", "ok", "error_kind", "http_status", "attempts",
     "scheduled_s", "sent_s", "send_lag_s", "ttft_s", "e2e_s", "output_tokens", "usage_estimated",
     "chunks", "tokens_per_chunk", "tpot_s", "chunk_gap_s", "decode_tokens_per_s", "finish_reason", "error",
+    "category", "server_drafted", "server_accepted", "server_acceptance", "server_mean_length",
+    "cached_tokens", "prompt_tokens", "server_ttft_ms", "queue_ms",
 )  # fmt: skip
+DEFAULT_QS = (50.0, 90.0, 99.0)
 
 
 def aggregate_tokens_per_s(arm: ArmResult) -> float | None:
@@ -55,6 +60,95 @@ class DecodeRate(BaseModel):
     p50: float | None = None
 
 
+class ArmExplain(BaseModel):
+    """What explains an arm's figures: the servers' per-request figures, SLOs, cache, /metrics."""
+
+    model_config = ConfigDict(frozen=True)
+
+    acceptance: explain.AcceptanceFigures
+    categories: list[explain.CategoryRow]
+    outliers: list[explain.Outlier]
+    timing: explain.TimingFigures
+    cache: explain.CacheFigures
+    reconciliation: explain.Reconciliation | None = None
+    goodput: explain.Goodput | None = None
+    slo: str | None = None
+    percentiles: dict[str, dict[str, float | None]] = {}  # "ttft_s" -> {"99.9": value}
+    request_throughput: float | None = None  # successful requests/s of the arm's active time
+    decode_tokens_per_s_pooled: float | None = None  # Σ(tokens - 1) / Σ decode time: the verdict's figure
+    notes: list[str] = []
+
+
+def request_figures(result: RequestResult) -> explain.RequestFigures:
+    server = result.server
+    return explain.RequestFigures(
+        ok=result.ok,
+        round=result.round,
+        prompt_id=result.prompt_id,
+        category=result.category,
+        snippet=result.prompt_snippet,
+        drafted=server.drafted if server else None,
+        accepted=server.accepted if server else None,
+        spec_steps=server.spec_steps if server else None,
+        spec_tokens=server.spec_tokens if server else None,
+        histogram=server.acceptance_histogram if server else None,
+        cached_tokens=server.cached_tokens if server else None,
+        prompt_tokens=(server.prompt_tokens if server else None) or result.prompt_tokens,
+        client_ttft_s=result.ttft_s,
+        server_ttft_ms=server.server_ttft_ms if server else None,
+        queue_ms=server.queue_ms if server else None,
+        e2e_s=result.e2e_s,
+        tpot_s=result.tpot_s,
+        decode=result.decode_sample(),
+    )
+
+
+def arm_explain(
+    arm: ArmResult, settings: BurstSettingsRecord, shared_with: ArmResult | None = None
+) -> ArmExplain:
+    """`shared_with`: the other arm, when both read the same /metrics (its requests count there too)."""
+    figures = [request_figures(r) for r in arm.requests]
+    server = arm.server
+    reconciliation = None
+    if server.note != "metrics scraping off":
+        other = [request_figures(r) for r in shared_with.requests] if shared_with else []
+        failed = sum(1 for r in [*arm.requests, *(shared_with.requests if shared_with else [])] if not r.ok)
+        reconciliation = explain.reconcile(
+            figures,
+            server.draft_tokens,
+            server.accepted_tokens,
+            shared_with=other,
+            incomplete=f"{failed} failed requests" if failed else None,
+            server_steps=server.verify_steps,
+        )
+    slo = parse_slo(settings.slo) if settings.slo else None
+    qs = tuple(settings.percentiles or DEFAULT_QS)
+    ok = [r for r in arm.requests if r.ok]
+    percentiles = {
+        name: {f"{q:g}": value for q, value in explain.percentiles(values, qs).items()}
+        for name, values in (
+            ("ttft_s", [r.ttft_s for r in ok]),
+            ("tpot_s", [r.tpot_s for r in ok]),
+            ("e2e_s", [r.e2e_s for r in ok]),
+        )
+    }
+    samples = [sample for r in ok if (sample := r.decode_sample())]
+    return ArmExplain(
+        acceptance=explain.acceptance(figures),
+        categories=explain.categories(figures),
+        outliers=explain.outliers(figures),
+        timing=explain.timing(figures),
+        cache=explain.cache(figures),
+        reconciliation=reconciliation,
+        goodput=explain.goodput(figures, slo, arm.active_s) if slo else None,
+        slo=slo.describe() if slo else None,
+        percentiles=percentiles,
+        request_throughput=explain.request_throughput(figures, arm.active_s),
+        decode_tokens_per_s_pooled=pooled_rate(samples),
+        notes=list(arm.notes),
+    )
+
+
 class ArmSummary(BaseModel):
     """One arm's figures; None where the burst could not know them (never 0)."""
 
@@ -80,6 +174,7 @@ class ArmSummary(BaseModel):
     acceptance_rate: float | None
     mean_acceptance_length: float | None
     acceptance_note: str | None
+    explain: ArmExplain | None = None
     requests_detail: tuple[RequestResult, ...] | None = None  # every request (without text), for JSON
 
     @field_serializer("requests_detail")
@@ -89,7 +184,13 @@ class ArmSummary(BaseModel):
         return None if requests is None else [_request_detail(r, info.mode) for r in requests]
 
 
-def arm_summary(arm: ArmResult, *, with_detail: bool = True) -> ArmSummary:
+def arm_summary(
+    arm: ArmResult,
+    *,
+    with_detail: bool = True,
+    settings: BurstSettingsRecord | None = None,
+    shared_with: ArmResult | None = None,
+) -> ArmSummary:
     ok = [r for r in arm.requests if r.ok]
     decode = summarize([r.decode_tokens_per_s for r in ok])
     errors_by_kind = {kind: sum(1 for r in arm.requests if r.error_kind == kind) for kind in ERROR_KINDS}
@@ -114,6 +215,7 @@ def arm_summary(arm: ArmResult, *, with_detail: bool = True) -> ArmSummary:
         acceptance_rate=arm.server.acceptance_rate,
         mean_acceptance_length=arm.server.mean_acceptance_length,
         acceptance_note=arm.server.note,
+        explain=arm_explain(arm, settings, shared_with) if settings is not None else None,
         requests_detail=tuple(arm.requests) if with_detail else None,
     )
 
@@ -137,11 +239,17 @@ def _fmt_ms_delta(seconds: float | None) -> str:
 
 
 def verdict_text(
-    ratio: float | None, ci: tuple[float, float] | None, ttft_delta_s: float | None, acceptance: str | None
+    ratio: float | None,
+    ci: tuple[float, float] | None,
+    ttft_delta_s: float | None,
+    acceptance: str | None,
+    ttft_caveat: str | None = None,
 ) -> str:
     if ratio is None:
         return "no comparison: an arm has no successful request with 2+ tokens"
     tail = f", TTFT {_fmt_ms_delta(ttft_delta_s)}"
+    if ttft_caveat:
+        tail += f" ({ttft_caveat})"
     if acceptance:
         tail += f", {acceptance}"
     if ci is None:
@@ -168,26 +276,67 @@ class Comparison(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     decode_tokens_per_s_ratio: float | None
-    ci95: tuple[float, float] | None
+    ci95: tuple[float, float] | None  # rounds and requests resampled (requests only with one round)
     throughput_ratio: float | None
     ttft_p50_delta_s: float | None
     verdict: str
+    ci95_within_burst: tuple[float, float] | None = None  # requests only: this burst's rounds as they ran
+    round_ratios: list[float | None] = []
+    warnings: list[str] = []  # what the verdict must be read with (cache state, rounds, schedule)
+    arms_differ_by: str | None = None
 
 
-def comparison(a: ArmResult, b: ArmResult, *, seed: int = 0) -> Comparison:
+def _round_samples(arm: ArmResult) -> list[tuple[int, tuple[float, float]]]:
+    ordered = sorted(arm.requests, key=lambda r: r.index)
+    return [(r.round, sample) for r in ordered if (sample := r.decode_sample())]
+
+
+def _cache_caveat(a: ArmResult, b: ArmResult) -> tuple[str | None, str | None]:
+    """(a short TTFT caveat for the verdict, the warning line) when the arms' caches differ."""
+    cache_a = explain.cache([request_figures(r) for r in a.requests])
+    cache_b = explain.cache([request_figures(r) for r in b.requests])
+    warning = explain.cache_warning(cache_a, cache_b)
+    if warning is None or cache_a.share is None or cache_b.share is None:
+        return None, None
+    caveat = f"prompt cached A {cache_a.share:.0%} / B {cache_b.share:.0%}: cache state, not speculation"
+    return caveat, warning
+
+
+def comparison(
+    a: ArmResult, b: ArmResult, *, seed: int = 0, settings: BurstSettingsRecord | None = None
+) -> Comparison:
     # Pooled decode rate, Σ(tokens - 1) / Σ(e2e - TTFT) per arm: a ratio of per-request means
     # lets one stream read all at once (near-zero decode time) swing the verdict.
     a_samples = [sample for r in a.requests if (sample := r.decode_sample())]
     b_samples = [sample for r in b.requests if (sample := r.decode_sample())]
-    ratio = ci = None
+    ratio = ci = within = None
+    warnings: list[str] = []
+    round_ratios: list[float | None] = []
     a_rate, b_rate = pooled_rate(a_samples), pooled_rate(b_samples)
     if a_rate and b_rate:
         ratio = b_rate / a_rate
         paired = _paired_samples(a, b)
         if paired is not None and len(paired[0]) >= 0.8 * min(len(a_samples), len(b_samples)):
-            ci = bootstrap_pooled_ratio_ci(paired[0], paired[1], paired=True, seed=seed)
+            within = bootstrap_pooled_ratio_ci(paired[0], paired[1], paired=True, seed=seed)
         else:
-            ci = bootstrap_pooled_ratio_ci(a_samples, b_samples, seed=seed)
+            within = bootstrap_pooled_ratio_ci(a_samples, b_samples, seed=seed)
+        ci = within
+        rounds = explain.bootstrap_rounds(_round_samples(a), _round_samples(b), seed=seed)
+        round_ratios = rounds.round_ratios
+        if rounds.rounds >= 2 and rounds.interval is not None:
+            ci = rounds.interval  # rounds resampled too: drift between rounds widens it
+        elif within is not None:
+            warnings.append("one round: the interval is within this burst only")
+        warning = rounds.warning()
+        if warning:
+            warnings.append(warning)
+    caveat, cache_warning = _cache_caveat(a, b)
+    if cache_warning:
+        warnings.append(cache_warning)
+    reason = settings.schedule_reason if settings is not None else None
+    if settings is not None and settings.schedule == "parallel" and reason and "compete" in reason:
+        warnings.append(f"schedule {reason}")
+    differ = arms_differ_by(a.url, b.url, dict(a.extra_body), dict(b.extra_body))
     a_throughput, b_throughput = aggregate_tokens_per_s(a), aggregate_tokens_per_s(b)
     throughput_ratio = b_throughput / a_throughput if a_throughput and b_throughput else None
     a_ttft = summarize([r.ttft_s for r in a.requests if r.ok]).p50
@@ -198,7 +347,11 @@ def comparison(a: ArmResult, b: ArmResult, *, seed: int = 0) -> Comparison:
         ci95=ci,
         throughput_ratio=throughput_ratio,
         ttft_p50_delta_s=ttft_delta,
-        verdict=verdict_text(ratio, ci, ttft_delta, _acceptance_words(a, b)),
+        verdict=verdict_text(ratio, ci, ttft_delta, _acceptance_words(a, b), caveat),
+        ci95_within_burst=within,
+        round_ratios=round_ratios,
+        warnings=warnings,
+        arms_differ_by=differ,
     )
 
 
@@ -231,10 +384,14 @@ def burst_summary(result: BurstResult, *, with_detail: bool = True) -> BurstSumm
     equivalence = None
     if b is not None and result.settings.temperature == 0.0:
         equivalence = compare_outputs(a.requests, b.requests)
+    shared = b is not None and a.metrics_url is not None and a.metrics_url == b.metrics_url
+    settings = result.settings
     return BurstSummary(
-        a=arm_summary(a, with_detail=with_detail),
-        b=arm_summary(b, with_detail=with_detail) if b else None,
-        comparison=comparison(a, b) if b else None,
+        a=arm_summary(a, with_detail=with_detail, settings=settings, shared_with=b if shared else None),
+        b=arm_summary(b, with_detail=with_detail, settings=settings, shared_with=a if shared else None)
+        if b
+        else None,
+        comparison=comparison(a, b, settings=settings) if b else None,
         equivalence=equivalence,
         settings=result.settings,
         started_at=result.started_at,
@@ -292,13 +449,157 @@ TABLE_ROWS: tuple[Row, ...] = (
 )
 
 
+def _x(get: Callable[[ArmExplain], Any]) -> Callable[[ArmSummary], Any]:
+    return lambda arm: get(arm.explain) if arm.explain is not None else None
+
+
+def _spread(value: tuple[float | None, float | None, float | None] | None) -> str:
+    if value is None or any(v is None for v in value):
+        return DASH
+    return "/".join(f"{(v or 0.0) * 100:.0f}" for v in value) + "%"
+
+
+def _goodput(value: explain.Goodput | None) -> str:
+    if value is None or value.fraction is None:
+        return DASH
+    rate = f" {value.per_s:.2f}/s" if value.per_s is not None else ""
+    return f"{value.fraction * 100:.0f}%{rate}"
+
+
+def _plain_ms(value: float | None) -> str:
+    return DASH if value is None else f"{value:.1f} ms"
+
+
+# Rows from the servers' per-request figures, the SLOs and the cache: shown when an arm has them.
+EXPLAIN_ROWS: tuple[Row, ...] = (
+    ("decode tok/s pooled", _x(lambda e: e.decode_tokens_per_s_pooled), _rate),
+    ("requests/s", _x(lambda e: e.request_throughput), _ratio),
+    ("goodput (SLO)", _x(lambda e: e.goodput), _goodput),
+    ("accept/request pooled", _x(lambda e: e.acceptance.pooled), _pct),
+    ("accept/req p10/50/90", _x(lambda e: (e.acceptance.p10, e.acceptance.p50, e.acceptance.p90)), _spread),
+    ("accept length/request", _x(lambda e: e.acceptance.mean_length), _ratio),
+    ("TTFT server p50", _x(lambda e: e.timing.server_ttft_p50_ms), _plain_ms),
+    ("TTFT client-server p50", _x(lambda e: e.timing.overhead_p50_ms), _plain_ms),
+    ("queue (server) p50", _x(lambda e: e.timing.queue_p50_ms), _plain_ms),
+    ("prompt cached", _x(lambda e: e.cache.share), _pct),
+)
+_ALWAYS = frozenset({"decode tok/s pooled", "requests/s"})
+
+
+def _rows_for(
+    summary: BurstSummary, rows: tuple[Row, ...], *, skip_empty: bool
+) -> list[tuple[str, str, str]]:
+    out = []
+    for label, figure, formatter in rows:
+        values = [figure(arm) for _, arm in summary.arms]
+        if skip_empty and label not in _ALWAYS and all(_empty(value) for value in values):
+            continue
+        texts = [formatter(value) for value in values]
+        out.append((label, texts[0], texts[1] if len(texts) > 1 else ""))
+    return out
+
+
+def _empty(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(item is None for item in value)
+    return value is None
+
+
+def _percentile_rows(summary: BurstSummary) -> tuple[Row, ...]:
+    """Rows for --percentiles beyond the table's own p50 / p90 / p99."""
+    qs = [q for q in summary.settings.percentiles or () if q not in DEFAULT_QS]
+    rows: list[Row] = []
+
+    def getter(key: str, q: float) -> Callable[[ArmExplain], float | None]:
+        return lambda e: e.percentiles.get(key, {}).get(f"{q:g}")
+
+    for name, key, formatter in (("TTFT", "ttft_s", _ms), ("TPOT", "tpot_s", _ms), ("e2e", "e2e_s", _s)):
+        rows += [(f"{name} p{q:g}", _x(getter(key, q)), formatter) for q in qs]
+    return tuple(rows)
+
+
 def table_rows(summary: BurstSummary) -> list[tuple[str, str, str]]:
-    """(figure, A, B) rows; B is "" in a one-arm burst."""
-    rows = []
-    for label, figure, formatter in TABLE_ROWS:
-        b_text = formatter(figure(summary.b)) if summary.b else ""
-        rows.append((label, formatter(figure(summary.a)), b_text))
+    """(figure, A, B) rows; B is "" in a one-arm burst. Rows of per-request server figures that no
+    arm has are left out (the notes say why)."""
+    rows = _rows_for(summary, TABLE_ROWS, skip_empty=False)
+    rows += _rows_for(summary, _percentile_rows(summary), skip_empty=False)
+    rows += _rows_for(summary, EXPLAIN_ROWS, skip_empty=True)
     return rows
+
+
+def category_rows(summary: BurstSummary) -> list[tuple[str, ...]]:
+    """(category, A acceptance, A decode tok/s[, B acceptance, B decode tok/s]) per prompt category."""
+    tables = [
+        {row.category: row for row in arm.explain.categories} if arm.explain else {}
+        for _, arm in summary.arms
+    ]
+    names = list(dict.fromkeys(name for table in tables for name in table))
+    if len(names) < 2 and not any(row.acceptance is not None for t in tables for row in t.values()):
+        return []
+    out = []
+    for name in names:
+        cells: list[str] = [name]
+        for table in tables:
+            row = table.get(name)
+            cells += [_pct(row.acceptance if row else None), _rate(row.decode_tokens_per_s if row else None)]
+        out.append(tuple(cells))
+    return out
+
+
+def explain_lines(summary: BurstSummary) -> list[str]:
+    """Under the table: the schedule, what the arms differ by, warnings, reconciliation, outliers."""
+    lines: list[str] = []
+    settings, comparison_ = summary.settings, summary.comparison
+    if settings.schedule_reason:
+        lines.append(f"schedule: {settings.schedule_reason}")
+    if comparison_ is not None:
+        if comparison_.arms_differ_by:
+            lines.append(comparison_.arms_differ_by)
+        lines += [f"warning: {warning}" for warning in comparison_.warnings]
+    for label, arm in summary.arms:
+        extra = arm.explain
+        if extra is None:
+            continue
+        name = label.upper()
+        lines += [f"{name}: {note}" for note in extra.notes]
+        if extra.acceptance.note and extra.acceptance.note != "no request succeeded":
+            lines.append(f"{name}: {extra.acceptance.note}")
+        if extra.acceptance.per_position:
+            shown = " ".join(f"{value * 100:.0f}%" for value in extra.acceptance.per_position[:8])
+            lines.append(f"{name} acceptance by position (per-request histograms): {shown}")
+        if extra.reconciliation is not None and extra.acceptance.requests:
+            lines.append(f"{name} /metrics: {extra.reconciliation.message}")
+        if extra.goodput is not None and extra.slo:
+            lines.append(
+                f"{name} SLO {extra.slo}: {extra.goodput.good}/{extra.goodput.requests} requests met all"
+            )
+        for outlier in extra.outliers[:5]:
+            lines.append(f"{name} outlier {outlier.describe()}")
+        if len(extra.outliers) > 5:
+            lines.append(f"{name}: {len(extra.outliers) - 5} more outliers (see the JSON export)")
+    return lines
+
+
+def explain_block(summary: BurstSummary) -> list[str]:
+    """The per-category table and the explanation lines, for a screen's explain view."""
+    lines = _category_text(summary)[1:]
+    explained = explain_lines(summary)
+    if explained:
+        lines += ([""] if lines else []) + explained
+    return lines
+
+
+def _category_text(summary: BurstSummary) -> list[str]:
+    rows = category_rows(summary)
+    if not rows:
+        return []
+    head = f"{'category':14}{'A accept':>10}{'A tok/s':>10}"
+    if summary.b is not None:
+        head += f"{'B accept':>10}{'B tok/s':>10}"
+    lines = ["", head]
+    for row in rows:
+        lines.append(f"{row[0][:14]:14}" + "".join(f"{cell:>10}" for cell in row[1:]))
+    return lines
 
 
 def equivalence_line(summary: BurstSummary) -> str | None:
@@ -344,6 +645,10 @@ def render_text(summary: BurstSummary) -> str:
     equivalence = equivalence_line(summary)
     if equivalence:
         lines.append(equivalence)
+    lines += _category_text(summary)
+    explained = explain_lines(summary)
+    if explained:
+        lines += ["", *explained]
     return "\n".join(safe_line(line) for line in lines)
 
 
@@ -362,6 +667,15 @@ def render_markdown(summary: BurstSummary) -> str:
     lines.append(f"| endpoint | {summary.a.url} |" + (f" {summary.b.url} |" if summary.b else ""))
     for label, a_text, b_text in table_rows(summary):
         lines.append(f"| {label} | {a_text} |" + (f" {b_text} |" if has_b else ""))
+    categories_ = category_rows(summary)
+    if categories_:
+        arms = ["A"] + (["B"] if has_b else [])
+        lines += ["", "| category | " + " | ".join(f"{arm} accept | {arm} tok/s" for arm in arms) + " |"]
+        lines.append("| --- |" + " --- | --- |" * len(arms))
+        lines += ["| " + " | ".join(_md_code(cell) for cell in row) + " |" for row in categories_]
+    explained = explain_lines(summary)
+    if explained:
+        lines += [""] + [f"- {_md_code(line)}" for line in explained]
     if summary.comparison:
         lines += ["", f"**Verdict:** {summary.comparison.verdict}"]
     equivalence = equivalence_line(summary)
@@ -397,9 +711,23 @@ def render_csv(result: BurstResult) -> str:
                     "tpot_s": _blank(r.tpot_s), "chunk_gap_s": _blank(r.chunk_gap_s),
                     "decode_tokens_per_s": _blank(r.decode_tokens_per_s),
                     "finish_reason": safe_line(r.finish_reason or ""), "error": safe_line(r.error or ""),
+                    **_server_columns(r),
                 }
             )  # fmt: skip
     return out.getvalue()
+
+
+def _server_columns(r: RequestResult) -> dict[str, object]:
+    server = r.server
+    if server is None:
+        return {"category": safe_line(r.category or "")}
+    return {
+        "category": safe_line(r.category or ""), "server_drafted": _blank(server.drafted),
+        "server_accepted": _blank(server.accepted), "server_acceptance": _blank(server.acceptance_rate),
+        "server_mean_length": _blank(server.mean_acceptance_length),
+        "cached_tokens": _blank(server.cached_tokens), "prompt_tokens": _blank(server.prompt_tokens),
+        "server_ttft_ms": _blank(server.server_ttft_ms), "queue_ms": _blank(server.queue_ms),
+    }  # fmt: skip
 
 
 def _blank(value: object) -> object:

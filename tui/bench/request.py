@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from tui.bench.results import ErrorKind, RequestResult
+from tui.bench.server_figures import FigureReader
 
 MAX_TEXT_CHARS = 100_000
 MAX_CHUNKS = 200_000
@@ -72,6 +73,8 @@ class RequestSpec:
     index: int
     round: int
     prompt_id: str
+    category: str | None = None
+    prompt_snippet: str = ""
 
 
 class _Failure(Exception):
@@ -102,6 +105,8 @@ class _StreamState:
     done: bool = False
     end_s: float | None = None
     on_wire: float | None = None  # perf_counter right before the request's first byte was written
+    figures: FigureReader = field(default_factory=FigureReader)  # what the server says per request
+    native_chars: int = 0  # SGLang native /generate: characters of the cumulative text seen so far
 
 
 def bearer_headers(api_key: str | None) -> dict[str, str]:
@@ -110,8 +115,11 @@ def bearer_headers(api_key: str | None) -> dict[str, str]:
 
 
 def endpoint_url(base_url: str, api: str) -> str:
-    """`/v1/chat/completions` or `/v1/completions` under a base URL (with or without `/v1`)."""
+    """`/v1/chat/completions` or `/v1/completions` under a base URL (with or without `/v1`);
+    SGLang's native `/generate` (api "sglang") beside `/v1`."""
     url = base_url.rstrip("/")
+    if api == "sglang":
+        return endpoint_url(base_url, "completions").removesuffix("/v1/completions") + "/generate"
     suffix = "/chat/completions" if api == "chat" else "/completions"
     for full in ("/v1/chat/completions", "/v1/completions"):
         if url.endswith(full):
@@ -191,7 +199,12 @@ def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
         raise _Failure("broken_stream", f"unexpected event in the stream: {payload[:80]!r}")
     if event.get("error"):
         raise _Failure("broken_stream", f"server error inside the stream: {_error_message(payload)}")
+    state.figures.feed(event)
     cumulative: int | None = None
+    text = ""
+    meta = event.get("meta_info")
+    if isinstance(meta, dict) and isinstance(event.get("text"), str):
+        text, cumulative = _native_event(state, event["text"], meta)
     usage = event.get("usage")
     if isinstance(usage, dict):
         completion = usage.get("completion_tokens")
@@ -203,7 +216,6 @@ def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
     timings = event.get("timings")
     if isinstance(timings, dict) and isinstance(timings.get("predicted_n"), int):
         state.timings_tokens = timings["predicted_n"]
-    text = ""
     token_ids_count: int | None = None
     choices = event.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
@@ -237,6 +249,20 @@ def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
             state.text_truncated = True
     if cumulative is not None:
         state.usage_tokens = cumulative
+
+
+def _native_event(state: _StreamState, text: str, meta: dict[str, Any]) -> tuple[str, int | None]:
+    """SGLang native /generate: the text is cumulative, the token count in `meta_info`."""
+    new = text[state.native_chars :] if len(text) >= state.native_chars else ""
+    state.native_chars = max(state.native_chars, len(text))
+    completion, prompt = meta.get("completion_tokens"), meta.get("prompt_tokens")
+    if isinstance(prompt, int) and not isinstance(prompt, bool):
+        state.prompt_tokens = prompt
+    finish = meta.get("finish_reason")
+    if isinstance(finish, dict) and isinstance(finish.get("type"), str):
+        state.finish_reason = finish["type"][:40]
+    counted = isinstance(completion, int) and not isinstance(completion, bool) and completion >= 0
+    return new, completion if counted else None
 
 
 async def _read_stream(response: httpx.Response, state: _StreamState) -> None:
@@ -381,6 +407,8 @@ async def run_request(
                 index=spec.index,
                 round=spec.round,
                 prompt_id=spec.prompt_id,
+                category=spec.category,
+                prompt_snippet=spec.prompt_snippet,
                 scheduled_s=scheduled_s,
                 sent_s=sent - t0,
                 error_kind=failure.kind,
@@ -399,6 +427,7 @@ def _result_from_state(
     if state.on_wire is not None:
         sent = state.on_wire
     end = state.end_s if state.end_s is not None else time.perf_counter()
+    figures = state.figures.figures()
     output_tokens = state.usage_tokens if state.usage_tokens is not None else state.timings_tokens
     estimated = output_tokens is None
     if estimated:
@@ -413,6 +442,8 @@ def _result_from_state(
         index=spec.index,
         round=spec.round,
         prompt_id=spec.prompt_id,
+        category=spec.category,
+        prompt_snippet=spec.prompt_snippet,
         scheduled_s=scheduled_s,
         sent_s=sent - t0,
         ttft_s=state.ttft_s - sent if state.ttft_s is not None else None,
@@ -427,4 +458,5 @@ def _result_from_state(
         text="".join(state.text_parts),
         text_truncated=state.text_truncated,
         attempts=attempts,
+        server=None if figures.empty else figures,
     )

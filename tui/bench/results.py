@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from tui.bench.server_figures import ServerFigures
+
 ErrorKind = Literal["connect", "timeout", "http_status", "broken_stream"]
 ERROR_KINDS: tuple[ErrorKind, ...] = ("connect", "timeout", "http_status", "broken_stream")
 
@@ -37,6 +39,9 @@ class RequestResult(BaseModel):
     error: str | None = None
     http_status: int | None = None
     attempts: int = 1
+    category: str | None = Field(None, description="the prompt's category (built-in set or JSONL field)")
+    prompt_snippet: str = Field("", description="the start of the prompt, to name outliers")
+    server: ServerFigures | None = Field(None, description="what the server said about this request")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -95,6 +100,10 @@ class ServerAcceptance(BaseModel):
     acceptance_rate: float | None = None
     mean_acceptance_length: float | None = None
     note: str | None = Field(None, description="why the figures are missing, if they are")
+    # Raw /metrics deltas over the arm's window, to reconcile with the per-request figures.
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    verify_steps: float | None = None
 
 
 class ArmResult(BaseModel):
@@ -111,6 +120,9 @@ class ArmResult(BaseModel):
     )
     requests: list[RequestResult] = Field(default_factory=list)
     server: ServerAcceptance = Field(default_factory=ServerAcceptance)
+    extra_body: dict[str, object] = Field(default_factory=dict, description="this arm's own request fields")
+    metrics_url: str | None = None
+    notes: list[str] = Field(default_factory=list, description="what happened to this arm (cache flush, ...)")
 
 
 class BurstSettingsRecord(BaseModel):
@@ -118,7 +130,7 @@ class BurstSettingsRecord(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    api: Literal["chat", "completions"] = "chat"
+    api: Literal["chat", "completions", "sglang"] = "chat"
     prompt_set: str
     prompt_set_digest: str
     requests: int
@@ -130,6 +142,14 @@ class BurstSettingsRecord(BaseModel):
     max_tokens: int
     temperature: float
     seed: int | None = None
+    schedule: Literal["alternate", "parallel"] | None = Field(
+        None, description="None: kept by an older spectop (arms ran in parallel)"
+    )
+    schedule_reason: str | None = None
+    slo: str | None = Field(None, description="--slo as given, e.g. ttft=500ms,tpot=40ms")
+    percentiles: list[float] | None = None
+    prime_cache: bool = False
+    flush_cache: bool = False
 
 
 class BurstResult(BaseModel):

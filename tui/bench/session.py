@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,13 @@ from typing import Annotated, Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tui.bench.burst_options import (
+    OptionError,
+    choose_schedule,
+    parse_extra,
+    parse_percentiles,
+    parse_slo,
+)
 from tui.bench.burst_store import BurstFileError, combine_bursts, load_burst, save_burst
 from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
 from tui.bench.engine import ArmTarget, BurstConfig, BurstProgress, run_burst
@@ -113,7 +121,7 @@ class BurstRequest(BaseModel):
     arrival: Arrival = "poisson"
     rounds: int = Field(3, ge=1, le=1000)  # the arm that goes first alternates by round
     warmup: int = Field(1, ge=0, le=10_000)  # per arm, left out
-    api: Literal["chat", "completions"] = "chat"
+    api: Literal["chat", "completions", "sglang"] = "chat"  # sglang: SGLang's native /generate
     model: str | None = None
     max_tokens: int | None = Field(None, ge=1, le=1_000_000)  # None: client settings, else 512
     temperature: float | None = Field(None, ge=0, le=5)  # None: client settings, else 0
@@ -122,6 +130,52 @@ class BurstRequest(BaseModel):
     client_settings: Path | None = None  # a client settings.json
     api_key_env: str | None = None  # None: the arm's, else the client settings'
     scrape_metrics: bool = True
+    schedule: Literal["alternate", "parallel"] | None = None  # None: alternate (see choose_schedule)
+    slo: str | None = None  # ttft=500ms,tpot=40ms,e2e=10s
+    percentiles: str | None = None  # 50,90,99,99.9
+    a_extra: dict[str, Any] | None = None  # request fields for A only (a JSON object as text is accepted)
+    b_extra: dict[str, Any] | None = None
+    prime_cache: bool = False
+    flush_cache: bool = False
+
+    @field_validator("slo")
+    @classmethod
+    def _slo(cls, value: str | None) -> str | None:
+        if value is not None and value.strip():
+            try:
+                parse_slo(value)
+            except OptionError as error:
+                raise ValueError(str(error).removeprefix("--slo ")) from None
+            return value.strip()
+        return None
+
+    @field_validator("percentiles")
+    @classmethod
+    def _percentiles(cls, value: str | None) -> str | None:
+        if value is not None and value.strip():
+            try:
+                parse_percentiles(value)
+            except OptionError as error:
+                raise ValueError(str(error).removeprefix("--percentiles ")) from None
+            return value.strip()
+        return None
+
+    @field_validator("a_extra", "b_extra", mode="before")
+    @classmethod
+    def _extra(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            try:
+                return parse_extra(value, "fields")
+            except OptionError as error:
+                raise ValueError(str(error).removeprefix("fields: ")) from None
+        if isinstance(value, dict):
+            try:
+                return parse_extra(json.dumps(value), "fields")
+            except (OptionError, TypeError) as error:
+                raise ValueError(str(error).removeprefix("fields: ")) from None
+        return value
 
     @field_validator("a", "b")
     @classmethod
@@ -251,9 +305,11 @@ class BurstSession:
             )
         return EndpointArm(name="A", base_url=normalize_http_url(self.settings.base_url))
 
-    def _target(self, arm: EndpointArm) -> ArmTarget:
+    def _target(self, arm: EndpointArm, side: Side = "a") -> ArmTarget:
         request, settings = self.request, self.settings
+        extra = request.a_extra if side == "a" else request.b_extra
         return ArmTarget(
+            extra_body=dict(extra or {}),
             name=arm.name,
             base_url=arm.base_url,
             metrics_url=arm.metrics_url,
@@ -262,8 +318,11 @@ class BurstSession:
             scrape_metrics=request.scrape_metrics,
         )
 
-    async def config(self, live: list[EndpointArm], past: BurstResult | None = None) -> BurstConfig:
-        """The engine's config for the live arms (on the past burst's prompts, when there is one)."""
+    async def config(
+        self, live: list[EndpointArm], past: BurstResult | None = None, sides: list[Side] | None = None
+    ) -> BurstConfig:
+        """The engine's config for the live arms (on the past burst's prompts, when there is one);
+        `sides`: which of the request's arms each live one is (default a, b), for its own fields."""
         request, settings = self.request, self.settings
         spec = past.settings.prompt_set if past is not None else request.prompts
         try:
@@ -274,8 +333,18 @@ class BurstSession:
             raise BurstRequestError(
                 "prompts", f"the prompt set {spec} changed since that burst: not comparable"
             )
-        targets = [self._target(arm) for arm in live]
+        both: list[Side] = ["a", "b"]
+        arm_sides = sides or both[: len(live)]
+        targets = [self._target(arm, side) for arm, side in zip(live, arm_sides, strict=True)]
+        b_url = targets[1].base_url if len(targets) > 1 else None
+        schedule, reason = choose_schedule(request.schedule, targets[0].base_url, b_url)
         return BurstConfig(
+            schedule=schedule,
+            schedule_reason=reason if b_url else None,
+            slo=request.slo,
+            percentiles=parse_percentiles(request.percentiles) if request.percentiles else None,
+            prime_cache=request.prime_cache,
+            flush_cache=request.flush_cache,
             a=targets[0],
             b=targets[1] if len(targets) > 1 else None,
             prompt_set=prompt_set,
@@ -312,7 +381,7 @@ class BurstSession:
         if past:
             side, arm = past[0]
             kept = (side, await asyncio.to_thread(_past, side, arm), arm.arm)
-        config = await self.config([arm for _, arm in live], kept[1] if kept else None)
+        config = await self.config([arm for _, arm in live], kept[1] if kept else None, [s for s, _ in live])
         labels = {"a": "b"} if kept and kept[0] == "a" else {}  # a live B runs as the engine's arm a
         ran = await self._run(config, _relabelled(on_progress, labels), cancel)
         result = ran

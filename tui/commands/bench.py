@@ -45,7 +45,41 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--warmup", type=int, default=1, metavar="W", help="warm-up requests per arm, left out (default 1)"
     )
-    parser.add_argument("--api", choices=("chat", "completions"), default="chat")
+    parser.add_argument(
+        "--api",
+        choices=("chat", "completions", "sglang"),
+        default="chat",
+        help="chat / completions (OpenAI API), or sglang: SGLang's native /generate, whose meta_info "
+        "carries per-request acceptance",
+    )
+    parser.add_argument(
+        "--schedule",
+        choices=("alternate", "parallel"),
+        help="alternate (default): A's round, then B's, never overlapping; parallel: both at once "
+        "(only for arms on separate machines)",
+    )
+    parser.add_argument(
+        "--slo",
+        metavar="SPEC",
+        help="e.g. ttft=500ms,tpot=40ms,e2e=10s: share of requests meeting all, goodput",
+    )
+    parser.add_argument("--percentiles", metavar="LIST", help="extra percentiles, e.g. 50,90,99,99.9")
+    parser.add_argument(
+        "--a-extra", metavar="JSON", help='request fields for A only, e.g. {"enable_speculative": true}'
+    )
+    parser.add_argument(
+        "--b-extra", metavar="JSON", help="request fields for B only (A and B may be one URL)"
+    )
+    parser.add_argument(
+        "--prime-cache",
+        action="store_true",
+        help="send each prompt once to each arm first (left out), so both prefix caches start equal",
+    )
+    parser.add_argument(
+        "--flush-cache",
+        action="store_true",
+        help="ask each server to drop its prefix cache first (SGLang /flush_cache, vLLM /reset_prefix_cache)",
+    )
     parser.add_argument("--model", metavar="NAME", help="default: the first model from /v1/models")
     parser.add_argument("--api-key-env", metavar="NAME", help="environment variable that holds the API key")
     parser.add_argument("--client-settings", metavar="FILE", help="client settings.json")
@@ -69,7 +103,8 @@ FLAGS = {
     "a": "--a", "b": "--b", "prompts": "--prompts", "requests": "--requests", "concurrency": "--concurrency",
     "rate": "--rate", "rounds": "--rounds", "warmup": "--warmup", "max_tokens": "--max-tokens",
     "temperature": "--temperature", "timeout_s": "--timeout", "client_settings": "--client-settings",
-    "api_key_env": "--api-key-env", "model": "--model", "seed": "--seed",
+    "api_key_env": "--api-key-env", "model": "--model", "seed": "--seed", "slo": "--slo",
+    "percentiles": "--percentiles", "a_extra": "--a-extra", "b_extra": "--b-extra", "schedule": "--schedule",
 }  # fmt: skip
 
 
@@ -130,6 +165,13 @@ def _request(args: argparse.Namespace) -> Any:
         "client_settings": args.client_settings,
         "api_key_env": args.api_key_env,
         "scrape_metrics": not args.no_metrics,
+        "schedule": args.schedule,
+        "slo": args.slo,
+        "percentiles": args.percentiles,
+        "a_extra": args.a_extra,
+        "b_extra": args.b_extra,
+        "prime_cache": args.prime_cache,
+        "flush_cache": args.flush_cache,
     }
     return BurstRequest.parse(values)
 

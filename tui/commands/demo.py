@@ -116,6 +116,9 @@ class DemoSims:
             sys.executable, "-m", "tui", "sim", "--flavor", "vllm", "--port", str(port),
             "--config", str(sim.config), "--log-file", str(sim.log_file),
             "--background-load", f"{self.background_load_rps:g}", "--gpu",
+            # Per-request figures, as a vLLM started with these flags sends them (spectop bench reads them).
+            "--per-request-spec-decode-metrics", "summary", "--enable-per-request-metrics",
+            "--enable-prompt-tokens-details",
         ]  # fmt: skip
         sim.log_start = _size(sim.log_file)
         with sim.stdout_path.open("wb") as stdout, sim.stderr_path.open("wb") as stderr:

@@ -65,6 +65,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         action="store_true",
         help="also serve a DCGM exporter page of simulated GPUs at /sim/gpu/metrics (for gpu_metrics_url)",
     )
+    figures = parser.add_argument_group("per-request figures in responses (as the real servers' flags)")
+    figures.add_argument(
+        "--per-request-spec-decode-metrics",
+        choices=("none", "summary", "detailed"),
+        default="none",
+        help="vLLM: `metrics.speculative_decoding` in each response (detailed adds per-step lists)",
+    )
+    figures.add_argument(
+        "--enable-per-request-metrics",
+        action="store_true",
+        help="vLLM: timing in `metrics` (time_to_first_token_ms, queue_time_ms, ...)",
+    )
+    figures.add_argument(
+        "--enable-prompt-tokens-details",
+        "--enable-cache-report",
+        dest="prompt_tokens_details",
+        action="store_true",
+        help="vLLM / SGLang: usage.prompt_tokens_details.cached_tokens (llama.cpp always sends it)",
+    )
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
         "--error-rate", type=float, metavar="P", help="answer this share of requests with HTTP 500"
@@ -133,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tui.sim.config import SimConfigError, SimStartupError
     from tui.sim.faults import FaultSettings
+    from tui.sim.per_request import ResponseOptions
     from tui.sim.runner import serve_until_signalled
     from tui.sim.server import SimServer
 
@@ -154,6 +174,11 @@ def run(args: argparse.Namespace) -> int:
             log_interval_s=args.log_interval,
             faults=faults,
             gpu=args.gpu,
+            responses=ResponseOptions(
+                spec_metrics=args.per_request_spec_decode_metrics,
+                timing_metrics=args.enable_per_request_metrics,
+                prompt_tokens_details=args.prompt_tokens_details,
+            ),
             **_overrides(args),
         )
     except ValidationError as error:

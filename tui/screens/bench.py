@@ -17,7 +17,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Label, ProgressBar, Select, Static
@@ -30,6 +30,7 @@ from tui.bench.report import (
     DASH,
     BurstSummary,
     equivalence_line,
+    explain_block,
     export_name,
     note_lines,
     table_rows,
@@ -64,7 +65,8 @@ ArmChoice = EndpointArm | PastArm
 FIELD_LABELS = {
     "a": "A", "b": "B", "prompts": "set", "requests": "n (requests)", "concurrency": "conc", "rate": "rate",
     "max_tokens": "tok (max_tokens)", "temperature": "T (temperature)", "rounds": "rounds",
-    "warmup": "warm-up", "client_settings": "client settings",
+    "warmup": "warm-up", "client_settings": "client settings", "a_extra": "A fields", "b_extra": "B fields",
+    "slo": "SLO", "schedule": "schedule",
 }  # fmt: skip
 # (label, input id, request field, default, tooltip); an empty field is the request's default.
 FORM_FIELDS = (
@@ -78,6 +80,13 @@ MORE_FIELDS = (
     ("rounds", "rounds", "rounds", "3", "rounds; the arm that goes first alternates"),
     ("warm-up", "warmup", "warmup", "1", "warm-up requests per arm, left out of the figures"),
 )
+# Per-arm request fields (A and B may then be one URL) and SLOs: free text, checked by BurstRequest.
+ARM_FIELDS = (
+    ("A+", "a-extra", "a_extra", '{"enable_speculative": true}', "JSON object of request fields for A only"),
+    ("B+", "b-extra", "b_extra", '{"enable_speculative": false}', "JSON object of request fields for B only"),
+    ("SLO", "slo", "slo", "ttft=500ms,tpot=40ms", "SLOs: share of requests meeting all, and goodput"),
+)
+SCHEDULES = (("alternate", "alternate"), ("parallel", "parallel"))
 
 
 def arm_line(label: str, arm: Any) -> str:
@@ -111,6 +120,10 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     BenchScreen #prompts-select { width: 16; }
     BenchScreen .form-row Input { width: 7; }
     BenchScreen .form-row #client-settings { width: 1fr; }
+    BenchScreen .form-row #a-extra, BenchScreen .form-row #b-extra { width: 1fr; }
+    BenchScreen .form-row #slo { width: 16; }
+    BenchScreen #schedule-select { width: 13; margin-left: 1; }
+    BenchScreen #explain { height: 1fr; }
     BenchScreen #progress-row { height: 1; }
     BenchScreen #progress-row ProgressBar { width: 44; }
     BenchScreen #phase { width: 1fr; padding: 0 1; }
@@ -127,6 +140,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         Binding("ctrl+c", "cancel", "Cancel", priority=True, show=False),
         Binding("ctrl+r", "start", "Start"),
         Binding("h", "toggle_history", "History"),
+        Binding("e", "toggle_explain", "Explain"),
         Binding("j", "export('json')", "JSON"),
         Binding("c", "export('csv')", "CSV"),
         Binding("m", "export('markdown')", "MD"),
@@ -226,6 +240,19 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             settings = Input(placeholder="settings.json (optional)", id="client-settings", compact=True)
             settings.tooltip = "client settings.json: api_key_env, model, timeout, retries, extra_body"
             yield settings
+        with Horizontal(classes="form-row"):
+            for index, (label, field_id, _, placeholder, tooltip) in enumerate(ARM_FIELDS):
+                yield Label(label, classes="gap" if index else "")
+                field = Input(placeholder=placeholder, id=field_id, compact=True)
+                field.tooltip = tooltip
+                yield field
+            schedule = Select(
+                SCHEDULES, value="alternate", allow_blank=False, id="schedule-select", compact=True
+            )
+            schedule.tooltip = (
+                "alternate: A's round, then B's (never overlapping); parallel: separate machines"
+            )
+            yield schedule
         with Horizontal(id="progress-row"):
             yield ProgressBar(total=1, show_eta=False, id="progress")
             yield Static("ready", id="phase")
@@ -236,6 +263,10 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
                 yield DataTable(id="results-table", cursor_type="row", zebra_stripes=True)
                 yield Static("", id="verdict")
             yield BurstHistoryTable(id="history-table", cursor_type="row")
+            with VerticalScroll(id="explain"):
+                yield Static(
+                    "run a burst: per-category acceptance, outliers and /metrics show here", id="explain-text"
+                )
         yield Footer()
 
     def on_mount(self) -> None:
@@ -260,6 +291,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.summary = None
         self.query_one("#results-table", DataTable).clear()
         self.query_one("#verdict", Static).update("")
+        self.query_one("#explain-text", Static).update("")
         self.query_one("#live", Static).update("")
 
     @property
@@ -283,6 +315,11 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
                 values[name] = text  # converted (and checked) by BurstRequest
         settings = self.query_one("#client-settings", Input).value.strip()
         values["client_settings"] = Path(settings).expanduser() if settings else None
+        for _, field_id, name, _, _ in ARM_FIELDS:
+            text = self.query_one(f"#{field_id}", Input).value.strip()
+            if text:
+                values[name] = text
+        values["schedule"] = self.query_one("#schedule-select", Select).value
         return BurstRequest.parse(values)
 
     # --- actions --------------------------------------------------------------------------------------
@@ -326,6 +363,13 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         if switcher.current == "history-table":
             self.query_one("#history-table", BurstHistoryTable).focus()
             self.set_status("history: enter shows a burst · a / b use it as A / B · h back")
+
+    def action_toggle_explain(self) -> None:
+        switcher = self.query_one("#switcher", ContentSwitcher)
+        switcher.current = "explain" if switcher.current != "explain" else "results"
+        if switcher.current == "explain":
+            self.query_one("#explain", VerticalScroll).focus()
+            self.set_status("explain: categories, outliers, server vs client, /metrics · e back")
 
     def action_export(self, kind: str) -> None:
         if self.outcome is None:
@@ -411,12 +455,16 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.query_one("#verdict", Static).update(
             Content(safe_text("\n".join(lines) or "one arm: no comparison"))
         )
+        explained = explain_block(message.summary)
+        self.query_one("#explain-text", Static).update(
+            Content(safe_text("\n".join(explained) or "the servers sent no per-request figures"))
+        )
         self.query_one("#phase", Static).update("done")
         self.query_one("#switcher", ContentSwitcher).current = "results"
         table.focus()  # so j / c / m export instead of typing into a field
         saved = " · kept in the history (h)" if message.saved_to else ""
         notes = "".join(f" · {note}" for note in message.result.notes)
-        self.set_status(f"j / c / m: export JSON / CSV / Markdown{saved}{notes}")
+        self.set_status(f"j / c / m: export JSON / CSV / Markdown · e: explain{saved}{notes}")
 
     @on(BurstFailed)
     def _failed(self, message: BurstFailed) -> None:

@@ -25,6 +25,13 @@ from tui.sim.gpu_page import CONTENT_TYPE as GPU_CONTENT_TYPE
 from tui.sim.gpu_page import GPU_METRICS_PATH, SimGpus
 from tui.sim.logs import VERSIONS, LogWriter
 from tui.sim.openai_shapes import ChatBody, ChunkMaker, CompletionBody, error_body
+from tui.sim.per_request import (
+    ResponseOptions,
+    StepLog,
+    decorate,
+    flush_cache_route,
+    native_generate_route,
+)
 from tui.sim.recorder import MetricsRecorder
 from tui.sim.tokens import count_tokens
 
@@ -59,6 +66,8 @@ class AppContext:
     gpu: SimGpus | None = None  # `spectop sim --gpu`
     accepting: bool = True
     rng: random.Random = field(default_factory=random.Random)
+    responses: ResponseOptions = field(default_factory=ResponseOptions)  # per-request figures
+    step_log: StepLog | None = None
 
     @property
     def model(self) -> str:
@@ -264,7 +273,9 @@ def build_app(context: AppContext) -> ASGIApp:
         finally:
             if sim_request.finish_reason is None:
                 engine.abort(sim_request)
-        return JSONResponse(maker.full_response())
+        return JSONResponse(
+            decorate(maker.full_response(), flavor, sim_request, context.responses, context.step_log)
+        )
 
     async def _stream(
         engine: SimEngine, sim_request: SimRequest, maker: ChunkMaker, include_usage: bool, drop: bool
@@ -292,7 +303,8 @@ def build_app(context: AppContext) -> ASGIApp:
                 if delivery.finished:
                     break
             if include_usage:
-                yield event(maker.usage_chunk())
+                usage = maker.usage_chunk()
+                yield event(decorate(usage, flavor, sim_request, context.responses, context.step_log))
             yield "data: [DONE]\n\n"
         finally:
             if sim_request.finish_reason is None:
@@ -388,9 +400,12 @@ def build_app(context: AppContext) -> ASGIApp:
         routes.append(Route(GPU_METRICS_PATH, gpu_metrics, methods=["GET"]))
     if flavor == "vllm":
         routes.append(Route("/ping", health, methods=["GET", "POST"]))
+        routes.append(flush_cache_route(context, "/reset_prefix_cache", authorized))  # dev mode only in vLLM
     if flavor == "sglang":
         routes.append(Route("/health_generate", health, methods=["GET"]))
         routes.append(Route("/server_info", server_info, methods=["GET"]))
+        routes.append(native_generate_route(context, read_json, authorized))
+        routes.append(flush_cache_route(context, "/flush_cache", authorized))
     if flavor == "llamacpp":
         routes.append(Route("/props", props, methods=["GET"]))
         routes.append(Route("/slots", slots, methods=["GET"]))

@@ -26,6 +26,8 @@ from tui.sim.metrics_llamacpp import LlamacppRecorder
 from tui.sim.metrics_sglang import SglangRecorder
 from tui.sim.metrics_vllm import VllmRecorder
 from tui.sim.openai_shapes import FLAVORS
+from tui.sim.per_request import ResponseOptions
+from tui.sim.per_request import observers as per_request_observers
 from tui.sim.recorder import MetricsRecorder
 
 FAULT_NAMES = tuple(FaultSettings.model_fields)
@@ -94,6 +96,7 @@ class SimServer:
         faults: FaultSettings | None = None,
         background_load_rps: float = 0.0,
         gpu: bool = False,
+        responses: ResponseOptions | None = None,
         **behaviour_overrides: Any,
     ) -> None:
         if flavor not in FLAVORS:
@@ -105,6 +108,7 @@ class SimServer:
         self.log_path = Path(log_path) if log_path is not None else None
         self.api_key = api_key
         self.faults = faults or FaultSettings()
+        self.responses = responses or ResponseOptions()  # per-request figures in responses
         self.overrides: dict[str, Any] = dict(behaviour_overrides)
         if log_interval_s is not None:
             self.overrides["log_interval_s"] = log_interval_s
@@ -161,7 +165,8 @@ class SimServer:
             await log.stop()
             raise SimStartupError(f"CUDA out of memory at start-up: {reason}")
         recorder = make_recorder(self.flavor, config)
-        engine.observers[:] = [recorder, log]
+        extra, step_log = per_request_observers(self.responses)
+        engine.observers[:] = [recorder, log, *extra]
         self.engine, self.behaviour, self._log = engine, behaviour, log
         self._context = AppContext(
             flavor=self.flavor,
@@ -173,6 +178,8 @@ class SimServer:
             control=self._control_from_http,
             api_key=self.api_key,
             gpu=self.gpu,
+            responses=self.responses,
+            step_log=step_log,
         )
         if self.gpu is not None:
             self.gpu.configure(config, self.port)
@@ -300,7 +307,7 @@ class SimServer:
         if self.engine is None or self._context is None or self._log is None:
             return
         recorder = make_recorder(self.flavor, self.config)
-        self.engine.observers[:] = [recorder, self._log]
+        self.engine.observers[:] = [recorder, self._log, *self.engine.observers[2:]]
         self._context.recorder = recorder
 
     async def _maintenance(self) -> None:

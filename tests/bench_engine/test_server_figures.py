@@ -1,0 +1,157 @@
+"""Per-request server figures parsed from real response shapes (reference samples and per-request.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tui.bench.server_figures import FigureReader, figures_from_body
+
+SAMPLES = Path("/work/shared/reference/samples/llamacpp")
+
+# The example of reference per-request.md (vLLM `metrics`), verbatim.
+VLLM_METRICS = {
+    "time_to_first_token_ms": 85.2,
+    "generation_time_ms": 1240.5,
+    "queue_time_ms": 12.3,
+    "mean_itl_ms": 9.1,
+    "tokens_per_second": 103.2,
+    "speculative_decoding": {
+        "mean_acceptance_length": 1.2325581395348837,
+        "draft_acceptance_rate": 0.07751937984496124,
+        "acceptance_histogram": [39, 1, 0, 3],
+        "acceptance_histogram_by_draft_length": {"3": [39, 1, 0, 3]},
+        "num_spec_steps": 43,
+        "num_accepted_draft_tokens": 10,
+        "num_draft_tokens": 129,
+        "num_spec_tokens": 3,
+    },
+}
+
+
+def _stream_events(path: Path) -> list[dict]:
+    events = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            events.append(json.loads(line[5:]))
+    return events
+
+
+def test_vllm_metrics_on_the_final_usage_chunk() -> None:
+    reader = FigureReader()
+    reader.feed({"choices": [{"delta": {"content": "hi"}}]})
+    reader.feed(
+        {
+            "choices": [],
+            "usage": {
+                "prompt_tokens": 142,
+                "completion_tokens": 44,
+                "prompt_tokens_details": {"cached_tokens": 141},
+            },
+            "metrics": VLLM_METRICS,
+        }
+    )
+    figures = reader.figures()
+    assert figures.source == "vllm"
+    assert (figures.drafted, figures.accepted, figures.spec_steps, figures.spec_tokens) == (129, 10, 43, 3)
+    assert figures.acceptance_histogram == [39, 1, 0, 3]
+    assert figures.mean_acceptance_length == pytest.approx(
+        VLLM_METRICS["speculative_decoding"]["mean_acceptance_length"]
+    )
+    assert figures.acceptance_rate == pytest.approx(
+        VLLM_METRICS["speculative_decoding"]["draft_acceptance_rate"]
+    )
+    assert (figures.server_ttft_ms, figures.queue_ms, figures.generation_ms) == (85.2, 12.3, 1240.5)
+    assert (figures.cached_tokens, figures.prompt_tokens) == (141, 142)
+
+
+def test_llamacpp_stream_sample_timings() -> None:
+    reader = FigureReader()
+    for event in _stream_events(SAMPLES / "stream.txt"):
+        reader.feed(event)
+    figures = reader.figures()
+    assert figures.source == "llamacpp"
+    assert (figures.drafted, figures.accepted) == (56, 56)
+    assert figures.cached_tokens == 111 and figures.prompt_tokens == 112
+    assert figures.spec_steps is None and figures.mean_acceptance_length is None  # llama.cpp does not say
+
+
+def test_llamacpp_completion_body_and_the_no_usage_stream() -> None:
+    body = json.loads((SAMPLES / "completion.json").read_text(encoding="utf-8"))
+    figures = figures_from_body(body)
+    assert (figures.drafted, figures.accepted, figures.cached_tokens, figures.prompt_tokens) == (56, 56, 2, 8)
+    assert figures.server_ttft_ms == 2.979 and figures.generation_ms == 44.285
+    assert figures.mean_itl_ms == pytest.approx(44.285 / 63)
+    reader = FigureReader()
+    for event in _stream_events(SAMPLES / "stream_chat_no_usage_draft_same.txt"):
+        reader.feed(event)
+    no_usage = reader.figures()
+    assert (no_usage.drafted, no_usage.accepted) == (6, 6)
+    assert no_usage.cached_tokens is not None  # from timings.cache_n when usage is absent
+
+
+def test_no_draft_fields_means_unknown_not_zero() -> None:
+    figures = figures_from_body(
+        {"timings": {"cache_n": 0, "prompt_n": 5, "predicted_n": 9, "predicted_ms": 3.0}}
+    )
+    assert figures.drafted is None and figures.accepted is None and figures.acceptance_rate is None
+    assert (
+        figures_from_body({"usage": {"prompt_tokens": 5, "prompt_tokens_details": None}}).cached_tokens
+        is None
+    )
+
+
+def test_sglang_meta_info_running_values_keep_the_last() -> None:
+    reader = FigureReader()
+    reader.feed({"text": "a", "meta_info": {"spec_verify_ct": 1, "spec_num_correct_drafts": 1}})
+    reader.feed(
+        {
+            "text": "abc",
+            "meta_info": {
+                "prompt_tokens": 20,
+                "completion_tokens": 30,
+                "cached_tokens": 16,
+                "e2e_latency": 0.5,
+                "spec_verify_ct": 10,
+                "spec_accept_length": 3.0,
+                "spec_accept_rate": 0.5,
+                "spec_num_correct_drafts": 20,
+                "spec_num_proposed_drafts": 40,
+                "spec_correct_drafts_histogram": [2, 2, 2, 2, 2],
+            },
+        }
+    )
+    figures = reader.figures()
+    assert figures.source == "sglang"
+    assert (figures.drafted, figures.accepted, figures.spec_steps, figures.spec_tokens) == (40, 20, 10, 4)
+    assert figures.mean_acceptance_length == 3.0 and figures.server_e2e_ms == 500.0
+    assert (figures.cached_tokens, figures.prompt_tokens) == (16, 20)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"num_draft_tokens": -3, "num_accepted_draft_tokens": 1, "num_spec_steps": 1},
+        {"num_draft_tokens": "9", "num_accepted_draft_tokens": 1, "num_spec_steps": 3},
+        {
+            "num_draft_tokens": 3,
+            "num_accepted_draft_tokens": 9,
+            "num_spec_steps": 1,
+        },  # more accepted than drafted
+        {"num_draft_tokens": True, "num_accepted_draft_tokens": 0, "num_spec_steps": 1},
+    ],
+)
+def test_untrusted_counts_are_dropped_not_guessed(spec: dict) -> None:
+    figures = figures_from_body({"metrics": {"speculative_decoding": spec, "queue_time_ms": float("nan")}})
+    assert figures.drafted is None and figures.acceptance_rate is None
+    assert figures.queue_ms is None
+
+
+def test_a_histogram_that_does_not_add_up_is_dropped() -> None:
+    spec = {**VLLM_METRICS["speculative_decoding"], "acceptance_histogram": [1, 1, 1, 1]}
+    figures = figures_from_body({"metrics": {"speculative_decoding": spec}})
+    assert figures.acceptance_histogram is None and figures.drafted == 129
+    junk = figures_from_body({"metrics": "nope", "timings": [1], "meta_info": {"spec_verify_ct": {"x": 1}}})
+    assert junk.drafted is None and junk.spec_steps is None

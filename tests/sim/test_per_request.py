@@ -1,0 +1,195 @@
+"""Per-request figures in the sim's responses agree with its /metrics to the token and with the model.
+
+vLLM: `metrics` (final usage chunk / body) behind `--per-request-spec-decode-metrics` and
+`--enable-per-request-metrics`; llama.cpp: `timings`; SGLang: native `POST /generate` with `meta_info`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.sim.conftest import scrape, spawn_sim, value, write_vllm_config
+from tui.sim.per_request import ResponseOptions
+from tui.sim.server import SimServer
+
+ACCEPTANCE = [0.8, 0.6, 0.5]
+ALL_FIGURES = ResponseOptions(spec_metrics="summary", timing_metrics=True, prompt_tokens_details=True)
+
+
+def _events(text: str) -> list[dict[str, Any]]:
+    events = []
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            events.append(json.loads(line[5:]))
+    return events
+
+
+async def _chat(client: httpx.AsyncClient, base_url: str, index: int, stream: bool = True) -> list[dict]:
+    body: dict[str, Any] = {
+        "messages": [{"role": "user", "content": f"Request {index}: explain prefix caches in detail."}],
+        "max_tokens": 120,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream": stream,
+    }
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    response = await client.post(base_url + "/v1/chat/completions", json=body)
+    response.raise_for_status()
+    return _events(response.text) if stream else [response.json()]
+
+
+async def _burst(base_url: str, requests: int, stream: bool = True) -> list[list[dict]]:
+    async with httpx.AsyncClient(timeout=30.0) as client:
+        gate = asyncio.Semaphore(8)
+
+        async def one(index: int) -> list[dict]:
+            async with gate:
+                return await _chat(client, base_url, index, stream)
+
+        return list(await asyncio.gather(*(one(index) for index in range(requests))))
+
+
+def _config(tmp_path: Path) -> Path:
+    return write_vllm_config(tmp_path / "config.toml", k=3, sim="content_effect = 0.0\nspeed = 4.0")
+
+
+async def test_vllm_metrics_ride_the_final_usage_chunk_and_sum_to_the_counters(tmp_path: Path) -> None:
+    async with SimServer(
+        flavor="vllm", config_path=_config(tmp_path), acceptance=ACCEPTANCE, responses=ALL_FIGURES
+    ) as sim:
+        before = await scrape(sim.base_url)
+        responses = await _burst(sim.base_url, 40)
+        after = await scrape(sim.base_url)
+    specs = []
+    for events in responses:
+        with_metrics = [event for event in events if "metrics" in event]
+        assert len(with_metrics) == 1 and with_metrics[0] is events[-1] and events[-1]["choices"] == []
+        metrics = with_metrics[0]["metrics"]
+        assert metrics["time_to_first_token_ms"] >= 0 and metrics["queue_time_ms"] >= 0
+        assert metrics["generation_time_ms"] > 0 and metrics["mean_itl_ms"] > 0
+        spec = metrics["speculative_decoding"]
+        assert spec["num_spec_tokens"] == 3 and spec["num_draft_tokens"] == 3 * spec["num_spec_steps"]
+        assert sum(spec["acceptance_histogram"]) == spec["num_spec_steps"]
+        accepted = sum(j * n for j, n in enumerate(spec["acceptance_histogram"]))
+        assert accepted == spec["num_accepted_draft_tokens"]
+        assert spec["acceptance_histogram_by_draft_length"] == {"3": spec["acceptance_histogram"]}
+        assert math.isclose(
+            spec["mean_acceptance_length"], 1 + spec["num_accepted_draft_tokens"] / spec["num_spec_steps"]
+        )
+        assert events[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] >= 0
+        specs.append(spec)
+
+    def delta(name: str) -> float:
+        return value(after, name) - value(before, name)
+
+    assert sum(s["num_draft_tokens"] for s in specs) == delta("vllm:spec_decode_num_draft_tokens_total")
+    assert sum(s["num_accepted_draft_tokens"] for s in specs) == delta(
+        "vllm:spec_decode_num_accepted_tokens_total"
+    )
+    assert sum(s["num_spec_steps"] for s in specs) == delta("vllm:spec_decode_num_drafts_total")
+    # Per-position acceptance from the pooled histograms follows the model (binomial error, 4 sigma).
+    buckets = [sum(s["acceptance_histogram"][j] for s in specs) for j in range(4)]
+    steps = sum(buckets)
+    chain = 1.0
+    for position, p in enumerate(ACCEPTANCE):
+        chain *= p
+        observed = sum(buckets[position + 1 :]) / steps
+        assert abs(observed - chain) < 4 * math.sqrt(chain * (1 - chain) / steps) + 1e-9
+
+
+async def test_vllm_metrics_are_off_by_default_and_in_the_body_when_not_streaming(tmp_path: Path) -> None:
+    async with SimServer(flavor="vllm", config_path=_config(tmp_path)) as sim:
+        plain = await _burst(sim.base_url, 1)
+    assert all("metrics" not in event for event in plain[0])
+    assert plain[0][-1]["usage"]["prompt_tokens_details"] is None
+    detailed = ResponseOptions(spec_metrics="detailed")
+    async with SimServer(flavor="vllm", config_path=_config(tmp_path), responses=detailed) as sim:
+        bodies = await _burst(sim.base_url, 3, stream=False)
+    for (body,) in bodies:
+        spec = body["metrics"]["speculative_decoding"]
+        assert "time_to_first_token_ms" not in body["metrics"]  # timing needs its own flag
+        assert len(spec["per_step_accepted"]) == spec["num_spec_steps"]
+        assert sum(spec["per_step_accepted"]) == spec["num_accepted_draft_tokens"]
+        assert sum(spec["per_step_drafted"]) == spec["num_draft_tokens"]
+
+
+async def test_llamacpp_timings_sum_to_the_counters(tmp_path: Path) -> None:
+    async with SimServer(flavor="llamacpp", config_path=_config(tmp_path), acceptance=ACCEPTANCE) as sim:
+        before = await scrape(sim.base_url)
+        responses = await _burst(sim.base_url, 20)
+        after = await scrape(sim.base_url)
+    timings = [events[-1]["timings"] for events in responses]
+    drafted = sum(t["draft_n"] for t in timings)
+    accepted = sum(t["draft_n_accepted"] for t in timings)
+    assert drafted == value(after, "llamacpp:spec_decode_num_draft_tokens_total") - value(
+        before, "llamacpp:spec_decode_num_draft_tokens_total"
+    )
+    assert accepted == value(after, "llamacpp:spec_decode_num_accepted_tokens_total") - value(
+        before, "llamacpp:spec_decode_num_accepted_tokens_total"
+    )
+    for events, t in zip(responses, timings, strict=True):
+        assert events[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] == t["cache_n"]
+
+
+async def _generate(client: httpx.AsyncClient, base_url: str, index: int, stream: bool) -> list[dict]:
+    body = {
+        "text": f"Request {index}: explain prefix caches in detail.",
+        "sampling_params": {"max_new_tokens": 100, "temperature": 0, "ignore_eos": True},
+        "stream": stream,
+    }
+    response = await client.post(base_url + "/generate", json=body)
+    response.raise_for_status()
+    return _events(response.text) if stream else [response.json()]
+
+
+async def test_sglang_native_generate_streams_meta_info_that_sums_to_the_counters(tmp_path: Path) -> None:
+    async with SimServer(flavor="sglang", config_path=_config(tmp_path), acceptance=ACCEPTANCE) as sim:
+        before = await scrape(sim.base_url)
+        async with httpx.AsyncClient(timeout=30.0) as client:
+            streams = await asyncio.gather(*(_generate(client, sim.base_url, i, True) for i in range(12)))
+            (body,) = await _generate(client, sim.base_url, 99, False)
+        after = await scrape(sim.base_url)
+    verify = 0
+    for events in streams:
+        texts = [event["text"] for event in events]
+        assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(texts))
+        assert [e["meta_info"]["finish_reason"] for e in events[:-1]] == [None] * (len(events) - 1)
+        meta = events[-1]["meta_info"]
+        assert meta["finish_reason"] == {"type": "length", "length": 100}
+        assert meta["completion_tokens"] == 100 and meta["cached_tokens"] >= 0 and meta["e2e_latency"] > 0
+        assert sum(meta["spec_correct_drafts_histogram"]) == meta["spec_verify_ct"]
+        assert meta["spec_num_proposed_drafts"] == 3 * meta["spec_verify_ct"]
+        mean_length = 1 + meta["spec_num_correct_drafts"] / meta["spec_verify_ct"]
+        assert math.isclose(meta["spec_accept_length"], mean_length)
+        verify += meta["spec_verify_ct"]
+    verify += body["meta_info"]["spec_verify_ct"]
+    assert body["meta_info"]["completion_tokens"] == 100 and body["text"]
+    calls = value(after, "sglang:spec_verify_calls_total") - value(before, "sglang:spec_verify_calls_total")
+    assert verify == calls
+
+
+def test_cli_flags_turn_the_figures_on() -> None:
+    process, url = spawn_sim(
+        "--flavor",
+        "vllm",
+        "--per-request-spec-decode-metrics",
+        "summary",
+        "--enable-per-request-metrics",
+        "--enable-prompt-tokens-details",
+    )
+    try:
+        events = asyncio.run(_burst(url, 1))[0]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert "speculative_decoding" in events[-1]["metrics"]
+    assert "queue_time_ms" in events[-1]["metrics"]
+    assert "cached_tokens" in events[-1]["usage"]["prompt_tokens_details"]

@@ -1,0 +1,535 @@
+"""Figures that explain a burst: per-request acceptance, server vs client timing, reconciliation with
+/metrics, prefix-cache state, SLO goodput and a bootstrap over rounds. Pure functions, no I/O.
+
+Inputs are `RequestFigures` (what one request measured, client and server side), so the functions do
+not depend on how a burst stores its results. A figure that cannot be known is None, with a reason
+where the caller shows one.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tui.bench.stats import DEFAULT_RESAMPLES, RateSample, percentile, pooled_rate
+
+SNIPPET_CHARS = 60
+MIN_OUTLIER_DRAFTS = 16  # fewer drafted tokens say little about one request's acceptance
+LOW_ACCEPTANCE = 0.03  # mean length within ~3% of k of 1.0: garbled / off-distribution output
+HIGH_ACCEPTANCE = 0.97  # mean length near k + 1: a repetition loop
+CACHE_WARN_POINTS = 10.0
+ROUNDS_DISAGREE_WIDTH = 1.5  # the rounds' CI this much wider than the requests' one: rounds disagree
+ROUNDS_DISAGREE_SPREAD = 1.25  # ... and the fastest round's ratio more than 25% above the slowest's
+
+
+@dataclass(frozen=True)
+class RequestFigures:
+    """One measured request: client-side timing plus what the server said (None: not known)."""
+
+    ok: bool
+    round: int = 0
+    prompt_id: str = ""
+    category: str | None = None
+    snippet: str = ""
+    drafted: int | None = None
+    accepted: int | None = None
+    spec_steps: int | None = None
+    spec_tokens: int | None = None
+    histogram: list[int] | None = None
+    cached_tokens: int | None = None
+    prompt_tokens: int | None = None
+    client_ttft_s: float | None = None
+    server_ttft_ms: float | None = None
+    queue_ms: float | None = None
+    e2e_s: float | None = None
+    tpot_s: float | None = None
+    decode: RateSample | None = None  # (decode tokens, decode seconds)
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        if self.drafted is None or self.accepted is None or self.drafted <= 0:
+            return None
+        return self.accepted / self.drafted
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        if self.accepted is None or not self.spec_steps:
+            return None
+        return 1.0 + self.accepted / self.spec_steps
+
+
+def _known(values: Sequence[float | None]) -> list[float]:
+    return sorted(v for v in values if v is not None and math.isfinite(v))
+
+
+def _pct(values: Sequence[float | None], q: float) -> float | None:
+    return percentile(_known(values), q)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = _known(values)
+    return sum(known) / len(known) if known else None
+
+
+# ---- acceptance -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AcceptanceFigures:
+    """Per-request acceptance of one arm. `requests` counts the requests whose server said."""
+
+    requests: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    pooled: float | None = None  # Σaccepted / Σdrafted
+    p10: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    mean_length: float | None = None  # 1 + Σaccepted / Σsteps (bonus token included)
+    per_position: list[float] | None = None  # position i accepted in this share of steps (pooled)
+    note: str | None = None
+
+
+def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
+    counted = [r for r in requests if r.ok and r.drafted is not None and r.accepted is not None]
+    if not counted:
+        ok = sum(1 for r in requests if r.ok)
+        note = "no request carried per-request draft figures" if ok else "no request succeeded"
+        return AcceptanceFigures(note=note)
+    drafted = sum(r.drafted or 0 for r in counted)
+    accepted = sum(r.accepted or 0 for r in counted)
+    rates = [r.acceptance_rate for r in counted]
+    with_steps = [r for r in counted if r.spec_steps is not None]
+    steps = sum(r.spec_steps or 0 for r in with_steps)
+    mean_length = None
+    if with_steps and len(with_steps) == len(counted) and steps > 0:
+        mean_length = 1.0 + accepted / steps
+    partial: str | None = None
+    if len(counted) < sum(1 for r in requests if r.ok):
+        partial = f"{len(counted)} of {sum(1 for r in requests if r.ok)} requests carried draft figures"
+    return AcceptanceFigures(
+        requests=len(counted),
+        drafted=drafted,
+        accepted=accepted,
+        pooled=accepted / drafted if drafted > 0 else None,
+        p10=_pct(rates, 10),
+        p50=_pct(rates, 50),
+        p90=_pct(rates, 90),
+        mean_length=mean_length,
+        per_position=per_position(counted),
+        note=partial,
+    )
+
+
+def per_position(requests: Sequence[RequestFigures]) -> list[float] | None:
+    """Pooled per-position acceptance from the histograms: position i (0-based) was accepted in
+    Σ_r Σ_{j>i} hist_r[j] of Σ_r steps_r steps. None unless every counted request has a histogram."""
+    histograms = [r.histogram for r in requests if r.ok and r.drafted is not None]
+    if not histograms or any(h is None for h in histograms):
+        return None
+    width = max(len(h or []) for h in histograms)
+    if width < 2:
+        return None
+    totals = [0] * width
+    for histogram in histograms:
+        for index, count in enumerate(histogram or []):
+            totals[index] += count
+    steps = sum(totals)
+    if steps <= 0:
+        return None
+    return [sum(totals[j] for j in range(i + 1, width)) / steps for i in range(width - 1)]
+
+
+# ---- categories -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CategoryRow:
+    category: str
+    requests: int
+    acceptance: float | None  # pooled over the category's requests
+    mean_length: float | None
+    decode_tokens_per_s: float | None  # pooled
+
+
+def categories(requests: Sequence[RequestFigures]) -> list[CategoryRow]:
+    """Acceptance and decode speed per prompt category, in first-seen order (SPEED-Bench's matrix)."""
+    groups: dict[str, list[RequestFigures]] = {}
+    for request in requests:
+        groups.setdefault(request.category or "(none)", []).append(request)
+    rows = []
+    for name, members in groups.items():
+        figures = acceptance(members)
+        samples = [r.decode for r in members if r.ok and r.decode is not None]
+        rows.append(
+            CategoryRow(
+                category=name,
+                requests=sum(1 for r in members if r.ok),
+                acceptance=figures.pooled,
+                mean_length=figures.mean_length,
+                decode_tokens_per_s=pooled_rate(samples),
+            )
+        )
+    return rows
+
+
+# ---- outliers -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outlier:
+    prompt_id: str
+    round: int
+    kind: str  # "low" (mean length ≈ 1.0) or "high" (≈ k + 1)
+    acceptance: float
+    mean_length: float | None
+    snippet: str
+
+    def describe(self) -> str:
+        length = f"mean length {self.mean_length:.2f}" if self.mean_length is not None else "mean length –"
+        why = "garbled or off-distribution output?" if self.kind == "low" else "a repetition loop?"
+        return f"{self.prompt_id}: {length}, acceptance {self.acceptance:.0%} ({why}) «{self.snippet}»"
+
+
+def outliers(requests: Sequence[RequestFigures]) -> list[Outlier]:
+    """Requests whose acceptance is near 0 (mean length ≈ 1.0) or near 1 (≈ k + 1)."""
+    found = []
+    for request in requests:
+        rate = request.acceptance_rate
+        if not request.ok or rate is None or (request.drafted or 0) < MIN_OUTLIER_DRAFTS:
+            continue
+        kind = "low" if rate <= LOW_ACCEPTANCE else "high" if rate >= HIGH_ACCEPTANCE else None
+        if kind is None:
+            continue
+        found.append(
+            Outlier(
+                prompt_id=request.prompt_id,
+                round=request.round,
+                kind=kind,
+                acceptance=rate,
+                mean_length=request.mean_acceptance_length,
+                snippet=snippet(request.snippet),
+            )
+        )
+    return found
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    clean = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+
+
+# ---- server vs client timing ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimingFigures:
+    """Milliseconds. `overhead` = client TTFT - server TTFT per request (network + HTTP + client)."""
+
+    requests: int = 0  # requests with a server-side TTFT
+    client_ttft_p50_ms: float | None = None
+    server_ttft_p50_ms: float | None = None
+    overhead_p50_ms: float | None = None
+    overhead_mean_ms: float | None = None
+    queue_p50_ms: float | None = None
+    queue_mean_ms: float | None = None
+
+
+def timing(requests: Sequence[RequestFigures]) -> TimingFigures:
+    ok = [r for r in requests if r.ok]
+    paired = [r for r in ok if r.server_ttft_ms is not None and r.client_ttft_s is not None]
+    overheads = [(r.client_ttft_s or 0.0) * 1000.0 - (r.server_ttft_ms or 0.0) for r in paired]
+    client = [r.client_ttft_s * 1000.0 for r in ok if r.client_ttft_s is not None]
+    queues = [r.queue_ms for r in ok]
+    return TimingFigures(
+        requests=len(paired),
+        client_ttft_p50_ms=_pct(client, 50),
+        server_ttft_p50_ms=_pct([r.server_ttft_ms for r in ok], 50),
+        overhead_p50_ms=_pct(overheads, 50),
+        overhead_mean_ms=_mean(overheads),
+        queue_p50_ms=_pct(queues, 50),
+        queue_mean_ms=_mean(queues),
+    )
+
+
+# ---- reconciliation with /metrics -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """Σ per-request figures against the arm's /metrics deltas over the same window."""
+
+    ours_drafted: int | None
+    server_drafted: float | None
+    ours_accepted: int | None
+    server_accepted: float | None
+    other_share: float | None  # share of the server's drafts that were not this burst's
+    exact: bool
+    message: str
+
+
+def reconcile(
+    requests: Sequence[RequestFigures],
+    server_drafted: float | None,
+    server_accepted: float | None,
+    *,
+    shared_with: Sequence[RequestFigures] = (),
+    incomplete: str | None = None,
+    server_steps: float | None = None,
+) -> Reconciliation:
+    """`shared_with`: the other arm's requests when both arms read the same /metrics (one URL).
+
+    `incomplete`: why some requests did not report (errors, aborts), which makes a match impossible.
+    `server_steps`: the verification-step counter, used when the page has no draft counters (SGLang)."""
+    if server_drafted is None and server_steps is not None:
+        return _reconcile_steps([*requests, *shared_with], server_steps, incomplete)
+    ours = [r for r in [*requests, *shared_with] if r.drafted is not None and r.accepted is not None]
+    drafted = sum(r.drafted or 0 for r in ours) if ours else None
+    accepted = sum(r.accepted or 0 for r in ours) if ours else None
+
+    def result(share: float | None, exact: bool, message: str) -> Reconciliation:
+        return Reconciliation(drafted, server_drafted, accepted, server_accepted, share, exact, message)
+
+    if server_drafted is None or server_accepted is None:
+        return result(None, False, "no draft counters on /metrics: nothing to reconcile with")
+    if drafted is None or accepted is None:
+        return result(None, False, "no per-request draft figures: nothing to reconcile")
+    if drafted == round(server_drafted) and accepted == round(server_accepted):
+        return result(0.0, True, f"Σ per-request = /metrics: {drafted} drafted, {accepted} accepted")
+    if drafted > server_drafted or accepted > server_accepted:
+        return result(
+            None,
+            False,
+            f"per-request figures exceed /metrics ({drafted} vs {server_drafted:.0f} drafted): "
+            "counters reset or another server answered",
+        )
+    share = 1.0 - drafted / server_drafted if server_drafted > 0 else None
+    said = f"{share:.0%} of drafts were not ours" if share is not None else "the drafts differ"
+    message = f"{said} ({drafted} of {server_drafted:.0f}): the server was serving other load"
+    if incomplete:
+        message += f" (or {incomplete})"
+    return result(share, False, message)
+
+
+def _reconcile_steps(
+    requests: Sequence[RequestFigures], server_steps: float, incomplete: str | None
+) -> Reconciliation:
+    known = [r for r in requests if r.spec_steps is not None]
+    steps = sum(r.spec_steps or 0 for r in known) if known else None
+
+    def result(share: float | None, exact: bool, message: str) -> Reconciliation:
+        return Reconciliation(None, None, None, None, share, exact, message)
+
+    if steps is None:
+        return result(None, False, "no per-request verification steps: nothing to reconcile")
+    if steps == round(server_steps):
+        return result(0.0, True, f"Σ per-request = /metrics: {steps} verification steps")
+    if steps > server_steps:
+        return result(
+            None, False, f"per-request steps exceed /metrics ({steps} vs {server_steps:.0f}): counters reset?"
+        )
+    share = 1.0 - steps / server_steps if server_steps > 0 else None
+    said = f"{share:.0%} of verification steps were not ours" if share is not None else "the steps differ"
+    message = f"{said} ({steps} of {server_steps:.0f}): the server was serving other load"
+    return result(share, False, message + (f" (or {incomplete})" if incomplete else ""))
+
+
+# ---- prefix cache ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CacheFigures:
+    requests: int = 0  # requests whose server reported cached tokens
+    cached_tokens: int = 0
+    prompt_tokens: int = 0
+
+    @property
+    def share(self) -> float | None:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens > 0 else None
+
+
+def cache(requests: Sequence[RequestFigures]) -> CacheFigures:
+    known = [r for r in requests if r.ok and r.cached_tokens is not None and r.prompt_tokens]
+    return CacheFigures(
+        requests=len(known),
+        cached_tokens=sum(r.cached_tokens or 0 for r in known),
+        prompt_tokens=sum(r.prompt_tokens or 0 for r in known),
+    )
+
+
+def cache_warning(a: CacheFigures, b: CacheFigures, names: tuple[str, str] = ("A", "B")) -> str | None:
+    """A warning when the arms' cached prompt shares differ by more than CACHE_WARN_POINTS points."""
+    if a.share is None or b.share is None:
+        return None
+    points = abs(a.share - b.share) * 100.0
+    if points <= CACHE_WARN_POINTS:
+        return None
+    return (
+        f"prefix cache differs: {names[0]} had {a.share:.0%} of prompt tokens cached "
+        f"({a.cached_tokens}/{a.prompt_tokens}), {names[1]} {b.share:.0%} "
+        f"({b.cached_tokens}/{b.prompt_tokens}): "
+        "TTFT differences are cache state, not speculation"
+    )
+
+
+# ---- SLOs and goodput -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Slo:
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.ttft_s is None and self.tpot_s is None and self.e2e_s is None
+
+    def describe(self) -> str:
+        parts = [
+            f"{name}≤{value * 1000:g}ms" if value < 1 else f"{name}≤{value:g}s"
+            for name, value in (("TTFT", self.ttft_s), ("TPOT", self.tpot_s), ("e2e", self.e2e_s))
+            if value is not None
+        ]
+        return ", ".join(parts)
+
+    def met(self, request: RequestFigures) -> bool:
+        """Every given SLO met; a figure that is unknown (e.g. TPOT of a 1-token answer) does not meet it."""
+        if not request.ok:
+            return False
+        for limit, value in ((self.ttft_s, request.client_ttft_s), (self.tpot_s, request.tpot_s)):
+            if limit is not None and (value is None or value > limit):
+                return False
+        return not (self.e2e_s is not None and (request.e2e_s is None or request.e2e_s > self.e2e_s))
+
+
+@dataclass(frozen=True)
+class Goodput:
+    requests: int
+    good: int
+    fraction: float | None  # good / sent (failed requests are not good)
+    per_s: float | None  # good requests per second of the arm's active time
+
+
+def goodput(requests: Sequence[RequestFigures], slo: Slo, active_s: float | None) -> Goodput:
+    good = sum(1 for r in requests if slo.met(r))
+    fraction = good / len(requests) if requests else None
+    per_s = good / active_s if active_s and active_s > 0 else None
+    return Goodput(len(requests), good, fraction, per_s)
+
+
+def request_throughput(requests: Sequence[RequestFigures], active_s: float | None) -> float | None:
+    """Successful requests per second of the arm's active time."""
+    if not active_s or active_s <= 0:
+        return None
+    return sum(1 for r in requests if r.ok) / active_s
+
+
+def percentiles(values: Sequence[float | None], qs: Sequence[float]) -> dict[float, float | None]:
+    known = _known(values)
+    return {q: percentile(known, q) for q in qs}
+
+
+# ---- bootstrap over rounds ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoundsInterval:
+    """The pooled-ratio CI with rounds resampled as well as requests, next to the requests-only one."""
+
+    rounds: int
+    interval: tuple[float, float] | None  # rounds and requests resampled
+    within_burst: tuple[float, float] | None  # requests only
+    round_ratios: list[float | None] = field(default_factory=list)
+    disagree: bool = False
+
+    def warning(self) -> str | None:
+        if not self.disagree:
+            return None
+        shown = ", ".join("–" if r is None else f"{r:.2f}x" for r in self.round_ratios)
+        return f"rounds disagree (ratio per round {shown}): the arms' speed drifted during the burst"
+
+
+def _by_round(samples: Sequence[tuple[int, RateSample]]) -> dict[int, list[RateSample]]:
+    rounds: dict[int, list[RateSample]] = {}
+    for number, sample in samples:
+        rounds.setdefault(number, []).append(sample)
+    return rounds
+
+
+def bootstrap_rounds(
+    a: Sequence[tuple[int, RateSample]],
+    b: Sequence[tuple[int, RateSample]],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> RoundsInterval:
+    """CI of pooled_rate(b) / pooled_rate(a), resampling rounds (the same rounds for both arms, which
+    ran them back to back) and then requests within each picked round (a two-stage bootstrap); within a
+    round the arms' requests are resampled as pairs when they are the same prompts (same count, same order).
+
+    With one round it equals the requests-only interval. `disagree` when the rounds' interval is more
+    than ROUNDS_DISAGREE_WIDTH times wider than the requests-only one (the spread between rounds is
+    larger than the requests explain) and the rounds' ratios are more than 25% apart."""
+    rounds_a, rounds_b = _by_round(a), _by_round(b)
+    numbers = sorted(set(rounds_a) & set(rounds_b))
+    round_ratios = []
+    for number in numbers:
+        rate_a, rate_b = pooled_rate(rounds_a[number]), pooled_rate(rounds_b[number])
+        round_ratios.append(rate_b / rate_a if rate_a and rate_b is not None else None)
+
+    def interval_of(resample_rounds: bool) -> tuple[float, float] | None:
+        return _two_stage(rounds_a, rounds_b, numbers, resample_rounds, resamples, seed, level)
+
+    within = interval_of(False)
+    interval = interval_of(True) if len(numbers) >= 2 else within
+    disagree = False
+    known = [ratio for ratio in round_ratios if ratio]
+    if interval is not None and within is not None and len(known) >= 2:
+        inner, outer = within[1] - within[0], interval[1] - interval[0]
+        spread = max(known) / min(known)  # rounds a few percent apart are not worth a warning
+        disagree = inner > 0 and outer > ROUNDS_DISAGREE_WIDTH * inner and spread > ROUNDS_DISAGREE_SPREAD
+    return RoundsInterval(len(numbers), interval, within, round_ratios, disagree)
+
+
+def _two_stage(
+    rounds_a: dict[int, list[RateSample]],
+    rounds_b: dict[int, list[RateSample]],
+    numbers: list[int],
+    resample_rounds: bool,
+    resamples: int,
+    seed: int,
+    level: float,
+) -> tuple[float, float] | None:
+    if (
+        not numbers
+        or sum(len(rounds_a[n]) for n in numbers) < 2
+        or sum(len(rounds_b[n]) for n in numbers) < 2
+    ):
+        return None
+    rng = random.Random(seed)
+    ratios: list[float] = []
+    for _ in range(resamples):
+        picked = [rng.choice(numbers) for _ in numbers] if resample_rounds else numbers
+        sample_a: list[RateSample] = []
+        sample_b: list[RateSample] = []
+        for number in picked:
+            group_a, group_b = rounds_a[number], rounds_b[number]
+            picks_a = [rng.randrange(len(group_a)) for _ in group_a]
+            # Same prompts in the same order on both arms: resample them as pairs.
+            paired = len(group_a) == len(group_b)
+            picks_b = picks_a if paired else [rng.randrange(len(group_b)) for _ in group_b]
+            sample_a += [group_a[i] for i in picks_a]
+            sample_b += [group_b[i] for i in picks_b]
+        rate_a, rate_b = pooled_rate(sample_a), pooled_rate(sample_b)
+        if rate_a and rate_b is not None:
+            ratios.append(rate_b / rate_a)
+    if len(ratios) < resamples // 2:
+        return None
+    ratios.sort()
+    tail = (1.0 - level) / 2 * 100
+    low, high = percentile(ratios, tail), percentile(ratios, 100 - tail)
+    return None if low is None or high is None else (low, high)

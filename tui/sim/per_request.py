@@ -1,0 +1,304 @@
+"""Per-request figures in the simulator's responses, shaped as the real servers put them.
+
+* vLLM: a top-level `metrics` object (`--per-request-spec-decode-metrics summary|detailed` for
+  `speculative_decoding`, `--enable-per-request-metrics` for the timing fields), on the final usage
+  chunk when streaming and in the body otherwise (reference `per-request.md`).
+* llama.cpp: `timings` with `draft_n` / `draft_n_accepted` / `cache_n` (built in `openai_shapes.timings`).
+* SGLang: the native `POST /generate` (streamed or not) whose `meta_info` carries `spec_verify_ct`,
+  `spec_accept_length`, `spec_accept_rate`, the correct-drafts histogram and `cached_tokens`.
+* `usage.prompt_tokens_details.cached_tokens` when the server is started to report it
+  (vLLM `--enable-prompt-tokens-details`, SGLang `--enable-cache-report`; llama.cpp always does).
+
+Every count comes from the same `SimRequest` fields the `/metrics` recorders add up, so the sum over
+requests equals the `/metrics` delta to the token when nothing else ran.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from tui.sim.engine import EngineObserver, SimRequest, StepReport
+from tui.sim.openai_shapes import error_body
+from tui.sim.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from tui.sim.app import AppContext
+
+SpecMetrics = Literal["none", "summary", "detailed"]
+SPEC_METRICS: tuple[str, ...] = ("none", "summary", "detailed")
+
+
+@dataclass(frozen=True)
+class ResponseOptions:
+    """Which per-request figures the simulated server puts in its responses (server start-up flags)."""
+
+    spec_metrics: SpecMetrics = "none"  # vLLM --per-request-spec-decode-metrics
+    timing_metrics: bool = False  # vLLM --enable-per-request-metrics
+    prompt_tokens_details: bool = False  # vLLM --enable-prompt-tokens-details / SGLang --enable-cache-report
+
+
+# ---- per-step record (only `detailed` needs it) ---------------------------------------------------
+
+
+class StepLog(EngineObserver):
+    """Accepted drafts per verification step of every request, for vLLM's `detailed` figures."""
+
+    def __init__(self) -> None:
+        self.steps: weakref.WeakKeyDictionary[SimRequest, list[tuple[int, int]]] = weakref.WeakKeyDictionary()
+
+    def step_done(self, report: StepReport) -> None:
+        for record in report.decode_records:
+            if record.drafted:
+                self.steps.setdefault(record.request, []).append((record.accepted, record.drafted))
+
+
+def observers(options: ResponseOptions) -> tuple[list[EngineObserver], StepLog | None]:
+    """The engine observers these options need, and the step log among them (or None)."""
+    if options.spec_metrics == "detailed":
+        log = StepLog()
+        return [log], log
+    return [], None
+
+
+# ---- shared figures -------------------------------------------------------------------------------
+
+
+def acceptance_histogram(request: SimRequest) -> list[int]:
+    """Index j = verification steps that accepted exactly j drafts (bonus token excluded), k+1 long.
+
+    Acceptance stops at the first rejection, so `accepted_per_pos[i]` counts the steps that accepted
+    more than i drafts, and the histogram follows from it exactly."""
+    per_pos = list(request.accepted_per_pos)
+    k = len(per_pos)
+    above = [request.verify_steps, *per_pos, 0]  # above[j] = steps that accepted at least j drafts
+    return [above[j] - above[j + 1] for j in range(k + 1)]
+
+
+def _ratio(part: float, whole: float) -> float | None:
+    return part / whole if whole else None
+
+
+def _ms(start: float | None, end: float | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return round(max(0.0, end - start) * 1000.0, 3)
+
+
+def vllm_metrics(request: SimRequest, options: ResponseOptions, steps: StepLog | None) -> dict[str, Any]:
+    """vLLM's top-level `metrics` object for one request (empty when no flag asks for it)."""
+    body: dict[str, Any] = {}
+    k = len(request.accepted_per_pos)
+    if options.timing_metrics:
+        generation_ms = _ms(request.first_token_at, request.last_token_at)
+        decode_tokens = max(0, request.generated - 1)
+        body.update(
+            time_to_first_token_ms=_ms(request.scheduled_at, request.first_token_at),
+            generation_time_ms=generation_ms,
+            queue_time_ms=_ms(request.arrival, request.scheduled_at),
+            mean_itl_ms=generation_ms / decode_tokens
+            if generation_ms is not None and decode_tokens
+            else None,
+            tokens_per_second=decode_tokens / generation_ms * 1000.0 if generation_ms else None,
+        )
+    if options.spec_metrics != "none" and k:
+        histogram = acceptance_histogram(request)
+        spec: dict[str, Any] = {
+            "mean_acceptance_length": 1.0 + request.accepted / request.verify_steps
+            if request.verify_steps
+            else None,
+            "draft_acceptance_rate": _ratio(request.accepted, request.drafted),
+            "acceptance_histogram": histogram,
+            "acceptance_histogram_by_draft_length": {str(k): histogram},
+            "num_spec_steps": request.verify_steps,
+            "num_accepted_draft_tokens": request.accepted,
+            "num_draft_tokens": request.drafted,
+            "num_spec_tokens": k,
+        }
+        if options.spec_metrics == "detailed":
+            record = steps.steps.get(request, []) if steps is not None else []
+            spec["per_step_accepted"] = [accepted for accepted, _ in record]
+            spec["per_step_drafted"] = [drafted for _, drafted in record]
+        body["speculative_decoding"] = spec
+    return body
+
+
+def decorate(
+    body: dict[str, Any],
+    flavor: str,
+    request: SimRequest,
+    options: ResponseOptions,
+    steps: StepLog | None = None,
+) -> dict[str, Any]:
+    """Add the per-request figures to a final usage chunk or a full (non-streamed) response."""
+    usage = body.get("usage")
+    if options.prompt_tokens_details and flavor != "llamacpp" and isinstance(usage, dict):
+        usage["prompt_tokens_details"] = {"cached_tokens": request.cached_tokens}
+    if flavor == "vllm":
+        metrics = vllm_metrics(request, options, steps)
+        if metrics:
+            body["metrics"] = metrics
+    return body
+
+
+# ---- SGLang native /generate ----------------------------------------------------------------------
+
+
+class SamplingParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    max_new_tokens: int | None = Field(default=128, ge=1)
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    stop: str | list[str] | None = None
+    ignore_eos: bool = False
+    seed: int | None = Field(default=None, alias="sampling_seed")
+
+    def stops(self) -> list[str]:
+        if self.stop is None:
+            return []
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop)
+
+
+class GenerateBody(BaseModel):
+    """The body of SGLang's native `POST /generate` (one prompt as text)."""
+
+    model_config = ConfigDict(extra="allow")
+    text: str
+    sampling_params: SamplingParams = Field(default_factory=SamplingParams)
+    stream: bool = False
+    rid: str | None = None
+
+
+def _finish(request: SimRequest) -> dict[str, Any] | None:
+    reason = request.finish_reason
+    if reason is None:
+        return None
+    if reason == "stop":
+        if request.stop_reason is not None:
+            return {"type": "stop", "matched": request.stop_reason}
+        return {"type": "stop", "matched": 151645}  # the EOS token id, as SGLang reports it
+    if reason == "length":
+        return {"type": "length", "length": request.generated}
+    return {"type": "abort", "message": "client disconnected"}
+
+
+def sglang_meta_info(request: SimRequest, rid: str) -> dict[str, Any]:
+    """`meta_info` of a native /generate response (the running values while streaming)."""
+    k = len(request.accepted_per_pos)
+    meta: dict[str, Any] = {
+        "id": rid,
+        "finish_reason": _finish(request),
+        "prompt_tokens": request.prompt_tokens,
+        "weight_version": "default",
+        "completion_tokens": request.generated,
+        "cached_tokens": request.cached_tokens,
+    }
+    if k:
+        proposed = request.verify_steps * k  # topk = 1: num_draft_tokens - 1 = k proposals per step
+        meta.update(
+            spec_accept_rate=_ratio(request.accepted, proposed) or 0.0,
+            spec_accept_length=(request.accepted + request.verify_steps) / request.verify_steps
+            if request.verify_steps
+            else 1.0,
+            spec_verify_ct=request.verify_steps,
+            spec_num_correct_drafts=request.accepted,
+            spec_num_proposed_drafts=proposed,
+            spec_correct_drafts_histogram=acceptance_histogram(request),
+        )
+    finished = request.finished_at
+    if finished is not None:
+        meta["e2e_latency"] = max(0.0, finished - request.arrival)
+    return meta
+
+
+ReadJson = Callable[[Request], Awaitable[dict[str, Any] | JSONResponse]]
+
+
+def native_generate_route(
+    context: AppContext, read_json: ReadJson, authorized: Callable[[Request], bool]
+) -> Route:
+    """SGLang's `POST /generate`: cumulative text per streamed chunk, `meta_info` on every chunk."""
+
+    def error(status: int, message: str) -> JSONResponse:
+        return JSONResponse(error_body(status, message), status_code=status)
+
+    async def generate(request: Request) -> Response:
+        if not authorized(request):
+            return error(401, "Unauthorized")
+        if not context.accepting:
+            return error(503, "The server is shutting down.")
+        data = await read_json(request)
+        if isinstance(data, JSONResponse):
+            return data
+        try:
+            body = GenerateBody.model_validate(data)
+        except ValidationError as problem:
+            first = problem.errors()[0]
+            return error(400, f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}")
+        params = body.sampling_params
+        engine = context.engine
+        sim_request = engine.new_request(
+            endpoint="generate",
+            prompt_text=body.text,
+            prompt_tokens=count_tokens(body.text),
+            max_tokens=params.max_new_tokens,
+            temperature=params.temperature,
+            seed=params.seed,
+            stop=params.stops(),
+            ignore_eos=params.ignore_eos,
+        )
+        if sim_request.prompt_tokens >= context.config.max_model_len:
+            return error(400, f"The input ({sim_request.prompt_tokens} tokens) is longer than the model's "
+                         f"context length ({context.config.max_model_len} tokens).")  # fmt: skip
+        rid = body.rid or sim_request.request_id
+        engine.submit(sim_request)
+        if body.stream:
+            return StreamingResponse(_stream(sim_request, rid), media_type="text/event-stream")
+        try:
+            while not (await sim_request.outbox.get()).finished:
+                pass
+        finally:
+            if sim_request.finish_reason is None:
+                engine.abort(sim_request)
+        return JSONResponse({"text": sim_request.text(), "meta_info": sglang_meta_info(sim_request, rid)})
+
+    async def _stream(sim_request: SimRequest, rid: str) -> AsyncIterator[str]:
+        try:
+            while True:
+                delivery = await sim_request.outbox.get()
+                if delivery.end > delivery.start or delivery.finished:
+                    chunk = {
+                        "text": sim_request.text(0, delivery.end),
+                        "meta_info": sglang_meta_info(sim_request, rid),
+                        "index": 0,
+                    }
+                    yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+                if delivery.finished:
+                    break
+            yield "data: [DONE]\n\n"
+        finally:
+            if sim_request.finish_reason is None:
+                context.engine.abort(sim_request)
+
+    return Route("/generate", generate, methods=["POST"])
+
+
+def flush_cache_route(context: AppContext, path: str, authorized: Callable[[Request], bool]) -> Route:
+    """vLLM's `POST /reset_prefix_cache` (dev mode) or SGLang's `POST /flush_cache`: drop the prefix cache."""
+
+    async def flush(request: Request) -> Response:
+        if not authorized(request):
+            return JSONResponse(error_body(401, "Unauthorized"), status_code=401)
+        context.engine.prefix_cache.clear()
+        if path == "/flush_cache":
+            return Response("Cache flushed.\nPlease check backend logs for more details. ", status_code=200)
+        return Response(status_code=200)
+
+    return Route(path, flush, methods=["POST"])
