@@ -13,12 +13,12 @@ from tui.screens.detail import DetailScreen
 from tui.screens.help import KEYS
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
-from tui.telemetry.recording import ReadingRecord
+from tui.telemetry.reading import EndpointReading
 from tui.widgets.card_view import CardData, badge_line, compact_lines, roomy_lines
 
 
-def _reading(time: float, up: bool = True, **figures: float) -> ReadingRecord:
-    return ReadingRecord(
+def _reading(time: float, up: bool = True, **figures: float) -> EndpointReading:
+    return EndpointReading(
         name="a",
         time=time,
         up=up,
@@ -126,7 +126,7 @@ async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> N
     from tui.widgets.figure_table import FigureTable
 
     header = HeaderRecord(time=100.0, endpoints=[RecordedEndpoint(name="a", url="http://127.0.0.1:1")])
-    record = ReadingRecord(
+    record = EndpointReading(
         name="a", time=101.0, up=True, backend="sglang", window_s=8.0, figures=_qualified_figures()
     )  # type: ignore[call-arg]
     path = tmp_path / "run.jsonl"

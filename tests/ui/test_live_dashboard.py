@@ -13,7 +13,8 @@ from tui.paths import sample_configs_dir, themes_dir
 from tui.screens.detail import DetailScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.sim.server import SimServer
-from tui.telemetry.recording import ReadingRecord, read_records
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import read_records
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.log_pane import LogPane
 
@@ -57,8 +58,8 @@ async def test_cards_appear_and_figures_update(sim: SimServer, tmp_path: Path) -
     async with app.run_test(size=(80, 24)) as pilot:
         assert _card(app).endpoint == "sim"
         await wait_for(pilot, lambda: _card(app).data.figures.generation_tokens_per_s is not None)
-        first = len(app.history.endpoint("sim"))
-        await wait_for(pilot, lambda: len(app.history.endpoint("sim")) >= first + 3)
+        first = len(app.series.endpoint("sim"))
+        await wait_for(pilot, lambda: len(app.series.endpoint("sim")) >= first + 3)
         data = _card(app).data
         assert data.status == "up"
         assert data.reading is not None and data.reading.backend == "vllm"
@@ -109,9 +110,9 @@ async def test_record_then_replay_gives_the_same_figures(sim: SimServer, tmp_pat
     path = tmp_path / "session.jsonl"
     app = _app(sim, tmp_path, record_path=path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: len(app.history.endpoint("sim")) >= 5)
+        await wait_for(pilot, lambda: len(app.series.endpoint("sim")) >= 5)
         seen_live = app.readings["sim"].figures
-    recorded = [record async for record in read_records(path) if isinstance(record, ReadingRecord)]
+    recorded = [record async for record in read_records(path) if isinstance(record, EndpointReading)]
     assert len(recorded) >= 5
     assert any(record.figures == seen_live for record in recorded)
     replayed = SpectopApp(
@@ -124,7 +125,7 @@ async def test_record_then_replay_gives_the_same_figures(sim: SimServer, tmp_pat
     async with replayed.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: replayed.replay_done)
         assert replayed.readings["sim"].figures == recorded[-1].figures
-        assert replayed.history.endpoint("sim").values("generation_tokens_per_s") == [
+        assert replayed.series.endpoint("sim").values("generation_tokens_per_s") == [
             record.figures.generation_tokens_per_s if record.up else None for record in recorded
         ]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,10 +13,8 @@ from textual.widgets import DataTable, Footer, Header
 
 from tui.messages import EndpointUpdated
 from tui.sanitize import safe_line
+from tui.telemetry.alerts import AlertEngine
 from tui.widgets.format import fmt_clock
-
-if TYPE_CHECKING:
-    from tui.app import SpectopApp
 
 
 class AlertsScreen(Screen[None]):
@@ -29,6 +27,10 @@ class AlertsScreen(Screen[None]):
     ]
 
     _shown_version = -1
+
+    def __init__(self, alerts: AlertEngine) -> None:
+        super().__init__()
+        self.alerts = alerts
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -48,7 +50,7 @@ class AlertsScreen(Screen[None]):
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
         # The engine's version also moves when an active alert's text or severity follows its figure.
-        if cast("SpectopApp", self.app).alerts.version != self._shown_version:
+        if self.alerts.version != self._shown_version:
             self._fill()
 
     def _fill(self) -> None:
@@ -56,8 +58,8 @@ class AlertsScreen(Screen[None]):
         if not tables or not tables.first().columns:
             return
         table = tables.first()
-        self._shown_version = cast("SpectopApp", self.app).alerts.version
-        alerts = cast("SpectopApp", self.app).alerts.all_alerts()
+        self._shown_version = self.alerts.version
+        alerts = self.alerts.all_alerts()
         table.clear()
         for alert in alerts:
             severity = alert.severity if alert.active else alert.worst  # a past alert: the worst it got
