@@ -159,3 +159,38 @@ async def test_threshold_follows_the_config_file_after_another_screen(tmp_path: 
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.alerts.threshold("e") == 0.45)
         assert app.readings["e"].up is False
+
+
+# A dying vLLM server: stats, then a traceback whose exception names no specific failure (so no line
+# of it raises an alert by itself); it is the last thing the log says.
+DYING_LOG = [
+    "(APIServer pid=1) INFO 08-20 14:04:17 [loggers.py:310] Engine 000: Avg prompt throughput: 120.5 "
+    "tokens/s, Avg generation throughput: 277.9 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache "
+    "usage: 0.7%, Prefix cache hit rate: 34.6%",
+    "(EngineCore_DP0 pid=2) ERROR 08-20 14:05:01 [core.py:710] Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=2) ERROR 08-20 14:05:01 [core.py:710]   File "/opt/vllm/v1/engine/core.py", '
+    "line 701, in run_engine_core",
+    "(EngineCore_DP0 pid=2) ERROR 08-20 14:05:01 [core.py:710]     engine_core.run_busy_loop()",
+    "(EngineCore_DP0 pid=2) ERROR 08-20 14:05:01 [core.py:710] ValueError: token id 151936 out of range",
+]
+
+
+async def test_a_traceback_that_ends_the_log_raises_its_alert(tmp_path: Path) -> None:
+    """The real tailer on a real file: the parser is flushed once the log goes quiet."""
+    log = tmp_path / "server.log"
+    log.write_text("(APIServer pid=1) INFO 08-20 14:04:00 [api_server.py:1] starting\n", encoding="utf-8")
+    endpoint = EndpointSettings(name="e", url="http://127.0.0.1:9", backend="vllm", log_file=log)
+    app = SpectopApp(
+        Settings(poll_interval_s=60, endpoints=[endpoint]),
+        theme_folders=[themes_dir()],
+        remember_theme_choice=False,
+    )
+    long_line = "(APIServer pid=1) INFO 08-20 14:04:16 [x.py:1] " + "x" * 5000  # the tailer allows 16 KB
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)  # the tailer starts at the end of the file: what follows is new
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write("\n".join([long_line, *DYING_LOG]) + "\n")
+        await wait_for(pilot, lambda: any(alert.kind == "log_error" for alert in app.alerts.active("e")))
+        (alert,) = [alert for alert in app.alerts.active("e") if alert.kind == "log_error"]
+        assert alert.severity == "warning"
+        assert any(len(entry.line) == len(long_line) for entry in app.log_entries("e"))
