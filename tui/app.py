@@ -46,13 +46,15 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", tooltip="quit spectop"),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="the keys of this screen"),
-        Binding("p", "toggle_pause", "Pause", tooltip="pause / resume polling (or the replay)"),
-        Binding("t", "next_theme", "Theme", tooltip="next theme (remembered)"),
-        Binding("s", "screenshot", "Shot", tooltip="screenshot (SVG into the current folder)"),
-        Binding("a", "alerts", "Alerts", tooltip="alerts, active and past, with times"),
-        Binding("b", "bench", "Bench", tooltip="A/B burst bench (side A: the endpoint in view)"),
-        Binding("plus", "faster", "Faster", key_display="+", tooltip="replay faster"),
-        Binding("minus", "slower", "Slower", key_display="-", tooltip="replay slower"),
+        Binding("f1", "help", "Help", show=False, tooltip="the keys of this screen"),
+        Binding("p", "toggle_pause", "Pause", tooltip="pause / resume"),
+        Binding("t", "next_theme", "Theme", show=False, tooltip="next theme (remembered)"),
+        Binding("s", "screenshot", "Shot", show=False, tooltip="save an SVG screenshot"),
+        Binding("a", "alerts", "Alerts", tooltip="alerts, active and past"),
+        Binding("b", "bench", "Bench", tooltip="A/B burst bench"),
+        # One footer item for both speed keys (the detail screen's footer is full at 80 columns).
+        Binding("plus", "faster", "Speed", key_display="+/-", tooltip="replay faster (+) / slower (-)"),
+        Binding("minus", "slower", "", show=False),
         *QUIT_BINDINGS,
     ]
 

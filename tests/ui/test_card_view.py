@@ -7,10 +7,7 @@ from pathlib import Path
 from ui_waiting import wait_for
 
 from tui.app import SpectopApp
-from tui.screens.alerts import AlertsScreen
-from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
-from tui.screens.help import KEYS
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
@@ -60,15 +57,6 @@ def test_badges_put_critical_first_with_its_message() -> None:
     line = badge_line(CardData(name="a", alerts=alerts), 80).plain
     assert line.index("CRIT") < line.index("WARN")
     assert "below 0.30" in line
-
-
-def test_every_shown_key_is_in_the_help_screen() -> None:
-    documented = {token for _, keys, _ in KEYS for token in keys.split()}
-    for owner in (SpectopApp, DashboardScreen, DetailScreen, AlertsScreen):
-        for binding in owner.BINDINGS:
-            if getattr(binding, "show", False):
-                shown = binding.key_display or binding.key
-                assert shown in documented or binding.key in documented, f"{owner.__name__}: {shown}"
 
 
 # --- why a figure is what it is: bounds, restarts, short windows, finished requests -------------------

@@ -22,8 +22,8 @@ class AlertsScreen(Screen[None]):
     AlertsScreen DataTable { height: 1fr; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back"),
-        Binding("a", "back", "Back", show=False),
+        Binding("escape", "back", "Back", tooltip="back to the screen before"),
+        Binding("a", "back", "Back", show=False, tooltip="back to the screen before"),
     ]
 
     _shown_version = -1
@@ -35,7 +35,7 @@ class AlertsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
         yield DataTable(cursor_type="row", zebra_stripes=True)
-        yield Footer(compact=True, show_command_palette=False)
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.sub_title = "alerts"

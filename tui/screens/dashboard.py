@@ -32,14 +32,14 @@ class DashboardScreen(EndpointScreen):
     DashboardScreen #card-filter.visible { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open_detail", "Open", key_display="⏎"),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("e", "edit", "Edit"),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
-        Binding("down", "move(1, 0)", "Next", show=False),
-        Binding("up", "move(-1, 0)", "Previous", show=False),
-        Binding("right", "move(0, 1)", "Right", show=False),
-        Binding("left", "move(0, -1)", "Left", show=False),
+        Binding("enter", "open_detail", "Open", key_display="⏎", tooltip="detail screen of the card"),
+        Binding("slash", "filter", "Filter", key_display="/", tooltip="filter the cards by name"),
+        Binding("e", "edit", "Edit", tooltip="edit the config file"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
+        Binding("down", "move(1, 0)", "Next", show=False, tooltip="move between the cards"),
+        Binding("up", "move(-1, 0)", "Previous", show=False, tooltip="move between the cards"),
+        Binding("right", "move(0, 1)", "Right", show=False, tooltip="move between the cards"),
+        Binding("left", "move(0, -1)", "Left", show=False, tooltip="move between the cards"),
     ]
 
     AUTO_FOCUS = None
@@ -68,7 +68,7 @@ class DashboardScreen(EndpointScreen):
             id="card-filter",
             disabled=True,
         )
-        yield Footer(compact=True, show_command_palette=False)
+        yield Footer(compact=True)
 
     async def on_mount(self) -> None:
         cards = [self._new_card(endpoint.name) for endpoint in self.context.board.endpoints]

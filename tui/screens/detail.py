@@ -35,14 +35,14 @@ class DetailScreen(EndpointScreen):
     DetailScreen #log-filter.visible { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back"),
-        Binding("f", "toggle_follow", "Follow"),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("e", "edit", "Edit"),
-        Binding("1", "window('1')", "1m", show=False),
-        Binding("2", "window('2')", "5m", show=False),
-        Binding("3", "window('3')", "30m", show=False),
-        Binding("w", "next_window", "Window"),
+        Binding("escape", "back", "Back", tooltip="back (or clear the filter)"),
+        Binding("f", "toggle_follow", "Follow", tooltip="follow the log / hold it"),
+        Binding("slash", "filter", "Filter", key_display="/", tooltip="filter the log"),
+        Binding("e", "edit", "Edit", show=False, tooltip="edit the config file"),
+        Binding("1", "window('1')", "1m", show=False, tooltip="charts over 1 min"),
+        Binding("2", "window('2')", "5m", show=False, tooltip="charts over 5 min"),
+        Binding("3", "window('3')", "30m", show=False, tooltip="charts over 30 min"),
+        Binding("w", "next_window", "Window", show=False, tooltip="next chart window"),
     ]
 
     AUTO_FOCUS = None
@@ -70,7 +70,7 @@ class DetailScreen(EndpointScreen):
         yield Input(
             placeholder="show only log lines containing… (Escape clears)", id="log-filter", disabled=True
         )
-        yield Footer(compact=True, show_command_palette=False)
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.set_class(self.size.height >= ROOMY_MIN_HEIGHT, "roomy")
