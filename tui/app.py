@@ -20,6 +20,7 @@ import aiofiles
 import httpx
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -198,7 +199,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
             return
         for alert in changes:
             if alert.active:
-                severity = "error" if alert.severity == "critical" else "warning"
+                severity: SeverityLevel = "error" if alert.severity == "critical" else "warning"
                 message, title = safe_line(alert.message), safe_line(alert.endpoint)
                 self.notify(message, title=title, severity=severity, timeout=6, markup=False)
 

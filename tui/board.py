@@ -23,7 +23,7 @@ from tui.sources.updates import (
     Update,
 )
 from tui.telemetry.alerts import Alert, AlertEngine, AlertRules
-from tui.telemetry.events import ErrorEvent, LogEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import RecordedEndpoint
 from tui.telemetry.series import SeriesStore, samples_for
@@ -161,7 +161,7 @@ class Board:
         self.logs.setdefault(name, deque(maxlen=LOG_LINES_KEPT)).append(entry)
         return entry, self.add_log_events(name, time, events)
 
-    def add_log_events(self, name: str, time: float, events: Iterable[LogEvent]) -> list[Alert]:
+    def add_log_events(self, name: str, time: float, events: Iterable[object]) -> list[Alert]:
         """Events without a line of their own (a traceback completed when the log went quiet)."""
         self.ensure_endpoint(name)
         changes: list[Alert] = []

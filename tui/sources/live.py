@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
@@ -54,7 +55,7 @@ class LiveSource(Source):
         self,
         settings: Settings,
         *,
-        record_path: str | Path | None = None,
+        record_path: str | os.PathLike[str] | None = None,
         record_max_mb: float = DEFAULT_MAX_MB,
         clock: Callable[[], float] = time.time,
         http_client: httpx.AsyncClient | None = None,
@@ -63,7 +64,8 @@ class LiveSource(Source):
     ) -> None:
         self.settings = settings
         self.endpoints = list(settings.endpoints)
-        self.clock = WallClock(clock)
+        self._wall_clock = WallClock(clock)
+        self.clock = self._wall_clock
         self.record_path = Path(record_path) if record_path else None
         self.record_max_mb = record_max_mb
         self.recorder: RecordingWriter | None = None
@@ -175,7 +177,7 @@ class LiveSource(Source):
             path, parser, poll_interval_s=self.log_poll_interval_s, idle_flush_s=self.log_quiet_s
         )
         async for line, events in follow:
-            now = self.clock.time()
+            now = self._wall_clock.time()
             if self.recorder is not None:
                 for event in events:
                     await self.recorder.write_log_event(endpoint.name, now, event)
@@ -209,7 +211,7 @@ class LiveSource(Source):
             on_rotate=lambda rotated: self._put(Notice(f"recording rotated to {rotated}")),
         )
         try:
-            await recorder.open(self.recorded_endpoints(), now=self.clock.time())
+            await recorder.open(self.recorded_endpoints(), now=self._wall_clock.time())
         except OSError as error:
             self._put(Notice(f"cannot record to {path}: {error}", "error", timeout_s=10))
             return
