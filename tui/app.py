@@ -40,6 +40,8 @@ from tui.themes import DEFAULT_THEME, load_themes, next_theme, remember_theme, r
 from tui.widgets.card_view import CardData
 from tui.worker_errors import ReportsWorkerFailures, WritesRecoveryCopies
 
+YIELD_EVERY = 200  # updates applied in a row at most before the screens get a turn
+
 
 class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures, App[int]):
     TITLE = "spectop"
@@ -141,8 +143,12 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
         await self.source.close()
 
     async def _follow_source(self) -> None:
+        applied = 0
         async for update in self.source.updates():
             self.apply(update)
+            applied += 1
+            if applied % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # a backlog of updates (a burst of log lines) never starves the screen
 
     def apply(self, update: Update) -> None:
         """One update of the source: into the board, then the screens and the header are told."""
