@@ -48,3 +48,14 @@ def test_board_does_not_import_textual() -> None:
     code = "import sys, tui.board; print(any(m.startswith('textual') for m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_a_threshold_read_from_a_config_file_applies_once() -> None:
+    from tui.sources.updates import ThresholdRead
+
+    board = Board(Settings(endpoints=[EndpointSettings(name="a", url="http://127.0.0.1:9")]))
+    assert board.apply(ThresholdRead("a", 0.7)).changed == ("a",)
+    assert board.alerts.threshold("a") == 0.7
+    assert board.apply(ThresholdRead("a", 0.7)).changed == ()  # the same value: nothing to redraw
+    assert board.apply(ThresholdRead("a", None)).changed == ("a",)  # unset: the settings' value again
+    assert board.alerts.threshold("a") == board.alerts.rules.acceptance_warning
