@@ -1,4 +1,4 @@
-"""The core (telemetry, configs, bench, sim, settings) must never import textual."""
+"""The core (telemetry, configs, bench, sim, sources, board, settings) must never import textual."""
 
 import pkgutil
 import subprocess
@@ -6,11 +6,13 @@ import sys
 
 import tui
 
-CORE_PACKAGES = ("tui.telemetry", "tui.configs", "tui.bench", "tui.sim", "tui.gpu")
+CORE_PACKAGES = (
+    "tui.telemetry", "tui.configs", "tui.bench", "tui.sim", "tui.sources", "tui.gpu", "tui.fleet",
+)  # fmt: skip
 
 
 def _core_modules() -> list[str]:
-    names = ["tui.settings", "tui.paths", "tui.validators"]
+    names = ["tui.settings", "tui.paths", "tui.validators", "tui.board"]
     for package_name in CORE_PACKAGES:
         package = __import__(package_name, fromlist=["_"])
         names.append(package_name)

@@ -1,23 +1,32 @@
-"""What the dashboard knows, as plain data: endpoints, latest readings, history, alerts, log lines.
+"""What the dashboard knows, as plain data: endpoints, latest readings, figure series, alerts, log lines.
 
-No Textual here: the app feeds it readings and log lines and the screens read it. Memory is
-bounded (history ring buffers, `LOG_LINES_KEPT` lines per endpoint, a capped list of cleared alerts).
+No Textual here: a source's updates go in through `apply` and the screens read it. Memory is
+bounded (ring buffers of figures, `LOG_LINES_KEPT` lines per endpoint, a capped list of cleared alerts).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import ValidationError
 
 from tui.settings import EndpointSettings, Settings
+from tui.sources.updates import (
+    EndpointsNamed,
+    Finished,
+    LogLineArrived,
+    ReadingArrived,
+    ThresholdRead,
+    Update,
+)
 from tui.telemetry.alerts import Alert, AlertEngine, AlertRules
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
-from tui.telemetry.history import History, ReadingLike, samples_for
+from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import RecordedEndpoint
+from tui.telemetry.series import SeriesStore, samples_for
 
 LOG_LINES_KEPT = 2000
 PLACEHOLDER_URL = "http://recorded.invalid"
@@ -30,6 +39,15 @@ class LogEntry:
     time: float
     line: str
     kind: LogKind
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one update changed: endpoints to redraw, the log line to show, alerts started or cleared."""
+
+    changed: tuple[str, ...] = ()
+    log_line: tuple[str, LogEntry] | None = None
+    alerts: list[Alert] = field(default_factory=list)
 
 
 def log_kind(events: Iterable[object]) -> LogKind:
@@ -56,8 +74,8 @@ class Board:
             )
         )
         self.alerts_version = 0  # bumped whenever an alert starts or clears
-        self.history = History(samples_for(settings.history_s, settings.poll_interval_s))
-        self.readings: dict[str, ReadingLike] = {}
+        self.series = SeriesStore(samples_for(settings.history_s, settings.poll_interval_s))
+        self.readings: dict[str, EndpointReading] = {}
         self.logs: dict[str, deque[LogEntry]] = {}
         for endpoint in settings.endpoints:
             self._add(endpoint)
@@ -86,11 +104,46 @@ class Board:
         self._add(endpoint)
         return True
 
-    def add_reading(self, reading: ReadingLike) -> list[Alert]:
+    def apply(self, update: Update) -> Applied:
+        """One update from a source (a notice changes nothing here)."""
+        if isinstance(update, ReadingArrived):
+            alerts = self.add_reading(update.reading)
+            return Applied(changed=(update.reading.name,), alerts=alerts)
+        if isinstance(update, LogLineArrived):
+            return self._apply_log(update)
+        if isinstance(update, EndpointsNamed):
+            added = [
+                recorded.name
+                for recorded in update.endpoints
+                if self.ensure_endpoint(recorded.name, recorded)
+            ]
+            return Applied(changed=tuple(added))
+        if isinstance(update, ThresholdRead):
+            wanted = (
+                update.threshold if update.threshold is not None else self.alerts.rules.acceptance_warning
+            )
+            if self.alerts.threshold(update.endpoint) == wanted:
+                return Applied()
+            self.set_threshold(update.endpoint, update.threshold)  # None: back to the settings' value
+            return Applied(changed=(update.endpoint,))
+        if isinstance(update, Finished):
+            return Applied(changed=tuple(endpoint.name for endpoint in self.endpoints))
+        return Applied()
+
+    def _apply_log(self, update: LogLineArrived) -> Applied:
+        name = update.endpoint
+        new = self.ensure_endpoint(name)
+        if update.line is None:  # events held back until the log went quiet: no new line to show
+            alerts = self.add_log_events(name, update.time, update.events)
+            return Applied(changed=(name,) if alerts or new else (), alerts=alerts)
+        entry, alerts = self.add_log_line(name, update.time, update.line, update.events)
+        return Applied(changed=(name,) if alerts or new else (), log_line=(name, entry), alerts=alerts)
+
+    def add_reading(self, reading: EndpointReading) -> list[Alert]:
         """Store one scrape; returns the alerts it started or cleared."""
         self.ensure_endpoint(reading.name)
         self.readings[reading.name] = reading
-        self.history.add(reading)
+        self.series.add(reading)
         figures = reading.figures
         acceptance = figures.acceptance_rate if reading.up else None
         k = len(figures.per_position_acceptance) if figures.per_position_acceptance else None
@@ -106,10 +159,15 @@ class Board:
         events = list(events)
         entry = LogEntry(time, line, log_kind(events))
         self.logs.setdefault(name, deque(maxlen=LOG_LINES_KEPT)).append(entry)
+        return entry, self.add_log_events(name, time, events)
+
+    def add_log_events(self, name: str, time: float, events: Iterable[object]) -> list[Alert]:
+        """Events without a line of their own (a traceback completed when the log went quiet)."""
+        self.ensure_endpoint(name)
         changes: list[Alert] = []
         for event in events:
             changes += self.alerts.observe_log_event(name, time, event)
-        return entry, self._counted(changes)
+        return self._counted(changes)
 
     def end_restart(self, name: str, time: float, ok: bool, detail: str) -> list[Alert]:
         """A planned restart is over; a failed one of an endpoint that is down raises "endpoint down"."""
@@ -120,18 +178,6 @@ class Board:
 
     def log_entries(self, name: str) -> list[LogEntry]:
         return list(self.logs.get(name, ()))
-
-    def recorded_endpoints(self) -> list[RecordedEndpoint]:
-        return [
-            RecordedEndpoint(
-                name=endpoint.name,
-                url=endpoint.url,
-                backend=endpoint.backend,
-                model=endpoint.model,
-                acceptance_threshold=endpoint.acceptance_threshold,
-            )
-            for endpoint in self.endpoints
-        ]
 
     def _counted(self, changes: list[Alert]) -> list[Alert]:
         if changes:

@@ -12,44 +12,21 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from tui.board import LogEntry
-    from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
-    from tui.telemetry.history import ReadingLike
 
 # --- dashboard / telemetry -------------------------------------------------------------------------------
 
 
-class ReadingReceived(Message):
-    """One scrape of one endpoint (an EndpointReading, or a ReadingRecord during replay)."""
-
-    def __init__(self, reading: ReadingLike) -> None:
-        super().__init__()
-        self.reading = reading
-
-
-class LogLineReceived(Message):
-    """One line of an endpoint's log and the events parsed from it; `time` is when spectop read it."""
-
-    def __init__(
-        self, endpoint: str, time: float, line: str, events: list[StatsEvent | SpecDecodeEvent | ErrorEvent]
-    ) -> None:
-        super().__init__()
-        self.endpoint = endpoint
-        self.time = time
-        self.line = line
-        self.events = events
-
-
 class EndpointUpdated(Message):
-    """The app's state for `endpoint` changed (new reading, log line or alert): views redraw."""
+    """The board's state for `endpoint` changed (new reading, log line or alert): views redraw.
 
-    def __init__(self, endpoint: str, log_line: LogEntry | None = None) -> None:
+    `immediate`: redraw now rather than batched with the next updates (the source has finished).
+    """
+
+    def __init__(self, endpoint: str, log_line: LogEntry | None = None, *, immediate: bool = False) -> None:
         super().__init__()
         self.endpoint = endpoint
         self.log_line = log_line
-
-
-class ReplayFinished(Message):
-    """A replayed recording has no more records."""
+        self.immediate = immediate
 
 
 # --- config editor ---------------------------------------------------------------------------------------

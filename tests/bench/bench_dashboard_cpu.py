@@ -64,11 +64,11 @@ async def _watch(urls: list[str], folder: Path, seconds: float) -> dict[str, flo
                 break
             await pilot.pause(0.1)
         cpu_start, wall_start = time.process_time(), time.monotonic()
-        polls_start = sum(len(app.history.endpoint(endpoint.name)) for endpoint in endpoints)
+        polls_start = sum(len(app.series.endpoint(endpoint.name)) for endpoint in endpoints)
         await asyncio.sleep(seconds)
         cpu = time.process_time() - cpu_start
         wall = time.monotonic() - wall_start
-        polls = sum(len(app.history.endpoint(endpoint.name)) for endpoint in endpoints) - polls_start
+        polls = sum(len(app.series.endpoint(endpoint.name)) for endpoint in endpoints) - polls_start
         log_lines = sum(len(app.log_entries(endpoint.name)) for endpoint in endpoints)
     return {
         "cpu_s": cpu,

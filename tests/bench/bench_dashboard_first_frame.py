@@ -26,17 +26,18 @@ ROOT = Path(__file__).resolve().parents[2]
 def _child(url: str) -> None:
     sys.path.insert(0, str(ROOT))
     from tui.app import SpectopApp
-    from tui.messages import ReadingReceived
     from tui.settings import EndpointSettings, Settings
+    from tui.sources.updates import ReadingArrived, Update
 
     class TimedApp(SpectopApp):
         async def on_mount(self) -> None:
             await super().on_mount()
             self.call_after_refresh(lambda: print(f"PAINT {time.time()}", flush=True))
 
-        def on_reading_received(self, message: ReadingReceived) -> None:
-            super().on_reading_received(message)
-            self.call_after_refresh(self._report)
+        def apply(self, update: Update) -> None:
+            super().apply(update)
+            if isinstance(update, ReadingArrived):
+                self.call_after_refresh(self._report)
 
         def _report(self) -> None:
             print(f"DATA {time.time()}", flush=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tui.telemetry.figures import Figures
 from tui.telemetry.logs import LogParser
+from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import RecordedEndpoint, RecordingWriter
 
 LINES = [
@@ -32,11 +33,18 @@ LINES = [
 ]
 
 
-class _Reading:
-    def __init__(self, time: float) -> None:
-        self.name, self.url, self.time, self.up, self.error = "a", "http://127.0.0.1:9", time, True, None
-        self.backend, self.model, self.window_s, self.consecutive_failures = "vllm", "m", 60.0, 0
-        self.figures = Figures(generation_tokens_per_s=277.9, acceptance_rate=0.709)
+def _reading(time: float) -> EndpointReading:
+    figures = Figures(generation_tokens_per_s=277.9, acceptance_rate=0.709)
+    return EndpointReading(
+        name="a",
+        url="http://127.0.0.1:9",
+        time=time,
+        up=True,
+        backend="vllm",
+        model="m",
+        window_s=60.0,
+        figures=figures,
+    )
 
 
 async def _run(path: Path, count: int, max_mb: float | None) -> float:
@@ -51,7 +59,7 @@ async def _run(path: Path, count: int, max_mb: float | None) -> float:
     for number in range(count):
         await writer.write_log_event("a", float(number), events[number % len(events)])
         if number % 100 == 0:
-            await writer.write_reading(_Reading(float(number)))
+            await writer.write_reading(_reading(float(number)))
     await writer.close()
     return time.perf_counter() - started
 

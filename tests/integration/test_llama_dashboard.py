@@ -158,7 +158,7 @@ async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
                 "the restarted server up again with its acceptance on the card",
             )
             up_text = card_text(app, "victim")
-            rates_seen = app.history.endpoint("victim").values("generation_tokens_per_s")
+            rates_seen = app.series.endpoint("victim").values("generation_tokens_per_s")
     assert "CRIT" in down_text, down_text
     assert "down" not in alert_kinds(app, "victim")
     assert "CRIT" not in up_text, up_text

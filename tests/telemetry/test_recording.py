@@ -11,10 +11,10 @@ import pytest
 
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent
 from tui.telemetry.figures import Figures
+from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import (
     HeaderRecord,
     LogRecord,
-    ReadingRecord,
     RecordedEndpoint,
     RecordingError,
     RecordingWriter,
@@ -27,20 +27,19 @@ from tui.telemetry.recording import (
 )
 
 
-class _Reading:
-    """Shaped like EndpointReading, but not one: the writer must rely on attributes only."""
-
-    def __init__(self, name: str, time: float, figures: Figures, up: bool = True) -> None:
-        self.name = name
-        self.url = "http://127.0.0.1:9"
-        self.time = time
-        self.up = up
-        self.error = None if up else "connection refused"
-        self.backend = "vllm"
-        self.model = "m"
-        self.window_s = 60.0
-        self.figures = figures
-        self.consecutive_failures = 0 if up else 1
+def _reading(name: str, time: float, figures: Figures, up: bool = True) -> EndpointReading:
+    return EndpointReading(
+        name=name,
+        url="http://127.0.0.1:9",
+        time=time,
+        up=up,
+        error=None if up else "connection refused",
+        backend="vllm",
+        model="m",
+        window_s=60.0,
+        figures=figures,
+        consecutive_failures=0 if up else 1,
+    )
 
 
 async def test_record_then_read_gives_the_same_figures(tmp_path: Path) -> None:
@@ -51,13 +50,13 @@ async def test_record_then_read_gives_the_same_figures(tmp_path: Path) -> None:
     event = SpecDecodeEvent(acceptance_rate=0.7, line="SpecDecoding metrics: ...")
     writer = RecordingWriter(path)
     await writer.open([RecordedEndpoint(name="a", url="http://127.0.0.1:9")], now=10.0)
-    await writer.write_reading(_Reading("a", 11.0, figures))
-    await writer.write_reading(_Reading("a", 13.0, Figures(), up=False))
+    await writer.write_reading(_reading("a", 11.0, figures))
+    await writer.write_reading(_reading("a", 13.0, Figures(), up=False))
     await writer.write_log_event("a", 12.0, event)
     await writer.close()
     records = [record async for record in read_records(path)]
     assert [record.kind for record in records] == ["header", "reading", "reading", "log"]
-    assert isinstance(records[1], ReadingRecord) and records[1].figures == figures
+    assert isinstance(records[1], EndpointReading) and records[1].figures == figures
     assert records[2].up is False and records[2].error == "connection refused"
     assert isinstance(records[3], LogRecord) and records[3].event == event
 
@@ -67,7 +66,7 @@ async def test_appending_keeps_earlier_sessions(tmp_path: Path) -> None:
     for start in (1.0, 2.0):
         writer = RecordingWriter(path)
         await writer.open([], now=start)
-        await writer.write_reading(_Reading("a", start, Figures()))
+        await writer.write_reading(_reading("a", start, Figures()))
         await writer.close()
     headers = [record async for record in read_records(path) if isinstance(record, HeaderRecord)]
     assert [header.time for header in headers] == [1.0, 2.0]
@@ -85,7 +84,7 @@ def test_bad_lines_name_file_line_and_field() -> None:
 
 async def test_reader_reports_bad_lines_and_goes_on(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    good = ReadingRecord(name="a", time=1.0, up=True).model_dump_json()
+    good = EndpointReading(name="a", time=1.0, up=True).model_dump_json()
     path.write_text(f"{good}\ngarbage\n{good}\n", encoding="utf-8")
     problems: list[RecordingError] = []
     records = [record async for record in read_records(path, problems.append)]
@@ -95,7 +94,9 @@ async def test_reader_reports_bad_lines_and_goes_on(tmp_path: Path) -> None:
 
 async def test_replay_paces_by_record_times_and_speed(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    lines = [ReadingRecord(name="a", time=100.0 + step * 0.2, up=True).model_dump_json() for step in range(4)]
+    lines = [
+        EndpointReading(name="a", time=100.0 + step * 0.2, up=True).model_dump_json() for step in range(4)
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     clock = ReplayClock(speed=2.0)  # 0.6 s of recording → about 0.3 s
     started = time.monotonic()
@@ -108,7 +109,7 @@ async def test_replay_paces_by_record_times_and_speed(tmp_path: Path) -> None:
 
 async def test_replay_at_speed_zero_does_not_wait_and_pause_holds(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    lines = [ReadingRecord(name="a", time=step * 3600.0, up=True).model_dump_json() for step in range(3)]
+    lines = [EndpointReading(name="a", time=step * 3600.0, up=True).model_dump_json() for step in range(3)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     clock = ReplayClock(speed=0)
     seen = [record async for record in replay(path, clock)]

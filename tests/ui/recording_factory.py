@@ -7,7 +7,8 @@ from pathlib import Path
 
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.figures import Figures
-from tui.telemetry.recording import HeaderRecord, LogRecord, ReadingRecord, RecordedEndpoint
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import HeaderRecord, LogRecord, RecordedEndpoint
 
 START = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC
 STEP_S = 2.0
@@ -74,7 +75,7 @@ def recording_lines() -> list[str]:
     for step in range(STEPS):
         now = START + step * STEP_S
         lines.append(
-            ReadingRecord(
+            EndpointReading(
                 name="mtp-on",
                 url="http://127.0.0.1:8000",
                 time=now,
@@ -86,7 +87,7 @@ def recording_lines() -> list[str]:
             ).model_dump_json()
         )
         lines.append(
-            ReadingRecord(
+            EndpointReading(
                 name="mtp-off",
                 url="http://127.0.0.1:8001",
                 time=now + 0.1,
@@ -99,7 +100,7 @@ def recording_lines() -> list[str]:
         )
         down = 100 <= step < 110
         lines.append(
-            ReadingRecord(
+            EndpointReading(
                 name="llama-draft",
                 url="http://127.0.0.1:8080",
                 time=now + 0.2,

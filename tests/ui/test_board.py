@@ -8,7 +8,8 @@ import sys
 from tui.board import LOG_LINES_KEPT, Board, log_kind
 from tui.settings import EndpointSettings, Settings
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
-from tui.telemetry.recording import ReadingRecord, RecordedEndpoint
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import RecordedEndpoint
 
 
 def test_log_buffer_is_bounded_and_lines_are_classified() -> None:
@@ -30,16 +31,16 @@ def test_endpoints_first_seen_in_a_recording_are_added_once() -> None:
     assert board.ensure_endpoint("x") is False
     assert [endpoint.name for endpoint in board.endpoints] == ["x"]
     assert board.alerts.threshold("x") == 0.6  # the bad URL made the recorded details unusable
-    board.add_reading(ReadingRecord(name="y", time=1.0, up=True))
+    board.add_reading(EndpointReading(name="y", time=1.0, up=True))
     assert [endpoint.name for endpoint in board.endpoints] == ["x", "y"]
 
 
 def test_alert_changes_bump_the_version() -> None:
     board = Board(Settings())
     before = board.alerts_version
-    board.add_reading(ReadingRecord(name="a", time=1.0, up=False))
+    board.add_reading(EndpointReading(name="a", time=1.0, up=False))
     assert board.alerts_version == before + 1
-    board.add_reading(ReadingRecord(name="a", time=2.0, up=False))
+    board.add_reading(EndpointReading(name="a", time=2.0, up=False))
     assert board.alerts_version == before + 1
 
 
@@ -47,3 +48,14 @@ def test_board_does_not_import_textual() -> None:
     code = "import sys, tui.board; print(any(m.startswith('textual') for m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_a_threshold_read_from_a_config_file_applies_once() -> None:
+    from tui.sources.updates import ThresholdRead
+
+    board = Board(Settings(endpoints=[EndpointSettings(name="a", url="http://127.0.0.1:9")]))
+    assert board.apply(ThresholdRead("a", 0.7)).changed == ("a",)
+    assert board.alerts.threshold("a") == 0.7
+    assert board.apply(ThresholdRead("a", 0.7)).changed == ()  # the same value: nothing to redraw
+    assert board.apply(ThresholdRead("a", None)).changed == ("a",)  # unset: the settings' value again
+    assert board.alerts.threshold("a") == board.alerts.rules.acceptance_warning

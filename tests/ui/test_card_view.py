@@ -8,21 +8,18 @@ from typing import TYPE_CHECKING
 from ui_waiting import wait_for
 
 from tui.app import SpectopApp
-from tui.screens.alerts import AlertsScreen
-from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
-from tui.screens.help import KEYS
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
-from tui.telemetry.recording import ReadingRecord
+from tui.telemetry.reading import EndpointReading
 from tui.widgets.card_view import CardData, badge_line, compact_lines, roomy_lines
 
 if TYPE_CHECKING:
-    from tui.telemetry.history import EndpointHistory
+    from tui.telemetry.series import EndpointSeries
 
 
-def _reading(time: float, up: bool = True, **figures: float) -> ReadingRecord:
-    return ReadingRecord(
+def _reading(time: float, up: bool = True, **figures: float) -> EndpointReading:
+    return EndpointReading(
         name="a",
         time=time,
         up=up,
@@ -64,15 +61,6 @@ def test_badges_put_critical_first_with_its_message() -> None:
     line = badge_line(CardData(name="a", alerts=alerts), 80).plain
     assert line.index("CRIT") < line.index("WARN")
     assert "below 30%" in line
-
-
-def test_every_shown_key_is_in_the_help_screen() -> None:
-    documented = {token for _, keys, _ in KEYS for token in keys.split()}
-    for owner in (SpectopApp, DashboardScreen, DetailScreen, AlertsScreen):
-        for binding in owner.BINDINGS:
-            if getattr(binding, "show", False):
-                shown = binding.key_display or binding.key
-                assert shown in documented or binding.key in documented, f"{owner.__name__}: {shown}"
 
 
 # --- why a figure is what it is: bounds, restarts, short windows, finished requests -------------------
@@ -130,7 +118,7 @@ async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> N
     from tui.widgets.figure_table import FigureTable
 
     header = HeaderRecord(time=100.0, endpoints=[RecordedEndpoint(name="a", url="http://127.0.0.1:1")])
-    record = ReadingRecord(
+    record = EndpointReading(
         name="a", time=101.0, up=True, backend="sglang", window_s=8.0, figures=_qualified_figures()
     )  # type: ignore[call-arg]
     path = tmp_path / "run.jsonl"
@@ -151,10 +139,10 @@ async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> N
 # --- issue 13, item 3: down for how long and where, "scraped … ago", badges at 80 columns, model names ----
 
 
-def _history(spells: list[tuple[float, bool]]) -> EndpointHistory:
-    from tui.telemetry.history import EndpointHistory
+def _history(spells: list[tuple[float, bool]]) -> EndpointSeries:
+    from tui.telemetry.series import EndpointSeries
 
-    history = EndpointHistory(256)
+    history = EndpointSeries(256)
     for time, up in spells:
         history.add(time, Figures(generation_tokens_per_s=10.0) if up else None)
     return history

@@ -9,7 +9,7 @@ from ui_waiting import wait_for
 
 from tui.format import fmt_latency, fmt_rate
 from tui.telemetry.figures import Figures
-from tui.telemetry.history import EndpointHistory
+from tui.telemetry.series import EndpointSeries
 from tui.widgets.chart import (
     GUTTER,
     ChartSpec,
@@ -95,7 +95,7 @@ def test_axis_ticks_do_not_overlap_and_fit_narrow_charts() -> None:
 
 
 def test_history_keeps_restart_and_config_markers_once() -> None:
-    history = EndpointHistory(16)
+    history = EndpointSeries(16)
     history.add(10.0, Figures())
     history.add(11.0, Figures(restarted_in_window=True, restarted_s_ago=0.5))
     history.add(12.0, Figures(restarted_in_window=True, restarted_s_ago=1.5))  # the same restart, later
@@ -116,9 +116,9 @@ async def test_detail_screen_draws_axis_and_markers_of_a_config_change(tmp_path:
     endpoint = EndpointSettings(name="a", url="http://127.0.0.1:9")  # nothing listens: down, no network
     app = SpectopApp(Settings(endpoints=[endpoint]), remember_theme_choice=False)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: len(app.history.endpoint("a")) > 0)
+        await wait_for(pilot, lambda: len(app.series.endpoint("a")) > 0)
         app.post_message(RestartStarted(health_url="http://127.0.0.1:9/health"))
-        await wait_for(pilot, lambda: any(kind == "config" for _, kind in app.history.endpoint("a").markers))
+        await wait_for(pilot, lambda: any(kind == "config" for _, kind in app.series.endpoint("a").markers))
         app.push_screen(DetailScreen("a"))
         await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
         await pilot.pause()

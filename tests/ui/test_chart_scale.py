@@ -7,8 +7,8 @@ from textual.app import App, ComposeResult
 
 from tui.format import fmt_latency
 from tui.telemetry.figures import Figures
-from tui.telemetry.history import EndpointHistory
-from tui.telemetry.recording import ReadingRecord
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.series import EndpointSeries
 from tui.widgets.card_view import CardData, compact_lines, roomy_lines
 from tui.widgets.chart import GUTTER, SECONDS_FLOOR, SPARK_CHARS, Chart, ChartSpec, scale_for
 
@@ -16,10 +16,10 @@ BOTTOM, TOP = SPARK_CHARS[0], SPARK_CHARS[-1]
 
 
 def _card(series: list[dict[str, float]]) -> CardData:
-    history = EndpointHistory(64)
+    history = EndpointSeries(64)
     for index, figures in enumerate(series):
         history.add(float(index), Figures(**figures))
-    last = ReadingRecord(name="a", time=float(len(series) - 1), up=True, figures=Figures(**series[-1]))  # type: ignore[arg-type]
+    last = EndpointReading(name="a", time=float(len(series) - 1), up=True, figures=Figures(**series[-1]))  # type: ignore[arg-type]
     return CardData(name="a", reading=last, history=history, now=float(len(series)))
 
 

@@ -7,8 +7,8 @@ import re
 
 from tui.commands.snapshot import _Result, _table
 from tui.telemetry.figures import Figures
-from tui.telemetry.history import EndpointHistory
-from tui.telemetry.recording import ReadingRecord
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.series import EndpointSeries
 from tui.widgets.card_view import CardData, compact_lines, roomy_lines
 from tui.widgets.chart import ChartSpec, chart_lines
 from tui.widgets.figure_table import figure_rows
@@ -36,9 +36,9 @@ def _after(text: str, label: str) -> str:
 
 
 def _card() -> CardData:
-    history = EndpointHistory(8)
+    history = EndpointSeries(8)
     history.add(1.0, FIGURES)
-    reading = ReadingRecord(name="a", time=1.0, up=True, backend="vllm", figures=FIGURES)  # type: ignore[arg-type]
+    reading = EndpointReading(name="a", time=1.0, up=True, backend="vllm", figures=FIGURES)  # type: ignore[arg-type]
     return CardData(name="a", reading=reading, history=history, now=1.0)
 
 

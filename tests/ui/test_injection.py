@@ -117,7 +117,7 @@ async def test_toast(server: ReplyServer, tmp_path: Path) -> None:
 
 async def test_detail_screen_and_log_pane(server: ReplyServer, tmp_path: Path) -> None:
     async with hostile_app(server, tmp_path) as (app, pilot):
-        await app.push_screen(DetailScreen("x"))
+        await app.push_screen(DetailScreen(app.context, "x"))
         await wait_for(pilot, lambda: bool(app.screen.query(LogPane) and app.screen.query("HeaderTitle")))
         await assert_nothing_injected(pilot, app.screen.query_one(Header), "x · vllm · evil")
         log = app.screen.query_one(LogPane)
@@ -127,6 +127,6 @@ async def test_detail_screen_and_log_pane(server: ReplyServer, tmp_path: Path) -
 
 async def test_alerts_screen(server: ReplyServer, tmp_path: Path) -> None:
     async with hostile_app(server, tmp_path) as (app, pilot):
-        await app.push_screen(AlertsScreen())
+        await app.push_screen(AlertsScreen(app.board.alerts))
         await wait_for(pilot, lambda: bool(app.screen.query(DataTable)))
         await assert_nothing_injected(pilot, app.screen.query_one(DataTable), "CUDA out of memory. evil")

@@ -13,7 +13,8 @@ from tui.paths import sample_configs_dir, themes_dir
 from tui.screens.detail import DetailScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.sim.server import SimServer
-from tui.telemetry.recording import ReadingRecord, read_records
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import read_records
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.log_pane import LogPane
 
@@ -57,8 +58,8 @@ async def test_cards_appear_and_figures_update(sim: SimServer, tmp_path: Path) -
     async with app.run_test(size=(80, 24)) as pilot:
         assert _card(app).endpoint == "sim"
         await wait_for(pilot, lambda: _card(app).data.figures.generation_tokens_per_s is not None)
-        first = len(app.history.endpoint("sim"))
-        await wait_for(pilot, lambda: len(app.history.endpoint("sim")) >= first + 3)
+        first = len(app.series.endpoint("sim"))
+        await wait_for(pilot, lambda: len(app.series.endpoint("sim")) >= first + 3)
         data = _card(app).data
         assert data.status == "up"
         assert data.reading is not None and data.reading.backend == "vllm"
@@ -109,9 +110,9 @@ async def test_record_then_replay_gives_the_same_figures(sim: SimServer, tmp_pat
     path = tmp_path / "session.jsonl"
     app = _app(sim, tmp_path, record_path=path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: len(app.history.endpoint("sim")) >= 5)
+        await wait_for(pilot, lambda: len(app.series.endpoint("sim")) >= 5)
         seen_live = app.readings["sim"].figures
-    recorded = [record async for record in read_records(path) if isinstance(record, ReadingRecord)]
+    recorded = [record async for record in read_records(path) if isinstance(record, EndpointReading)]
     assert len(recorded) >= 5
     assert any(record.figures == seen_live for record in recorded)
     replayed = SpectopApp(
@@ -124,7 +125,7 @@ async def test_record_then_replay_gives_the_same_figures(sim: SimServer, tmp_pat
     async with replayed.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: replayed.replay_done)
         assert replayed.readings["sim"].figures == recorded[-1].figures
-        assert replayed.history.endpoint("sim").values("generation_tokens_per_s") == [
+        assert replayed.series.endpoint("sim").values("generation_tokens_per_s") == [
             record.figures.generation_tokens_per_s if record.up else None for record in recorded
         ]
 
@@ -158,3 +159,38 @@ async def test_threshold_follows_the_config_file_after_another_screen(tmp_path: 
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.alerts.threshold("e") == 0.45)
         assert app.readings["e"].up is False
+
+
+# A dying vLLM server: stats, then a traceback whose exception names no specific failure (so no line
+# of it raises an alert by itself); it is the last thing the log says.
+DYING_LOG = [
+    "(APIServer pid=1) INFO 08-20 14:04:17 [loggers.py:310] Engine 000: Avg prompt throughput: 120.5 "
+    "tokens/s, Avg generation throughput: 277.9 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache "
+    "usage: 0.7%, Prefix cache hit rate: 34.6%",
+    "(EngineCore_DP0 pid=2) ERROR 08-20 14:05:01 [core.py:710] Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=2) ERROR 08-20 14:05:01 [core.py:710]   File "/opt/vllm/v1/engine/core.py", '
+    "line 701, in run_engine_core",
+    "(EngineCore_DP0 pid=2) ERROR 08-20 14:05:01 [core.py:710]     engine_core.run_busy_loop()",
+    "(EngineCore_DP0 pid=2) ERROR 08-20 14:05:01 [core.py:710] ValueError: token id 151936 out of range",
+]
+
+
+async def test_a_traceback_that_ends_the_log_raises_its_alert(tmp_path: Path) -> None:
+    """The real tailer on a real file: the parser is flushed once the log goes quiet."""
+    log = tmp_path / "server.log"
+    log.write_text("(APIServer pid=1) INFO 08-20 14:04:00 [api_server.py:1] starting\n", encoding="utf-8")
+    endpoint = EndpointSettings(name="e", url="http://127.0.0.1:9", backend="vllm", log_file=log)
+    app = SpectopApp(
+        Settings(poll_interval_s=60, endpoints=[endpoint]),
+        theme_folders=[themes_dir()],
+        remember_theme_choice=False,
+    )
+    long_line = "(APIServer pid=1) INFO 08-20 14:04:16 [x.py:1] " + "x" * 5000  # the tailer allows 16 KB
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)  # the tailer starts at the end of the file: what follows is new
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write("\n".join([long_line, *DYING_LOG]) + "\n")
+        await wait_for(pilot, lambda: any(alert.kind == "log_error" for alert in app.alerts.active("e")))
+        (alert,) = [alert for alert in app.alerts.active("e") if alert.kind == "log_error"]
+        assert alert.severity == "warning"
+        assert any(len(entry.line) == len(long_line) for entry in app.log_entries("e"))

@@ -18,8 +18,10 @@ from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
 from tui.settings import Settings
+from tui.sources import LiveSource, ReplaySource
 from tui.telemetry.events import ErrorEvent
-from tui.telemetry.recording import ReadingRecord, check_recording, read_records
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import check_recording, read_records
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.log_pane import LogPane
 
@@ -40,13 +42,13 @@ async def test_replay_shows_one_card_per_endpoint_with_the_last_figures(
         assert [card.endpoint for card in cards] == ["mtp-on", "mtp-off", "llama-draft"]
         last = {}
         async for record in read_records(recording):
-            if isinstance(record, ReadingRecord):
+            if isinstance(record, EndpointReading):
                 last[record.name] = record
         expected = f"{last['mtp-on'].figures.generation_tokens_per_s:.1f}"
         assert expected in _card_text(app, "mtp-on")
         mtp_off = _card_text(app, "mtp-off")
         assert "accept     –" in mtp_off  # no drafting: a dash, never 0
-        assert len(app.history.endpoint("mtp-on")) == STEPS
+        assert len(app.series.endpoint("mtp-on")) == STEPS
 
 
 async def test_replay_raises_and_clears_alerts(replay_app: Callable[..., SpectopApp]) -> None:
@@ -107,14 +109,15 @@ async def test_help_pause_speed_and_filter(replay_app: Callable[..., SpectopApp]
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
         await pilot.press("p")
-        assert app.replay_clock is not None and app.replay_clock.paused
+        source = app.source
+        assert isinstance(source, ReplaySource) and source.paused
         assert "PAUSED" in app.sub_title
         await pilot.press("plus", "plus")
-        assert app.replay_clock.speed == 4.0
+        assert source.replay_clock.speed == 4.0
         await pilot.press("minus")
-        assert app.replay_clock.speed == 2.0
+        assert source.replay_clock.speed == 2.0
         await pilot.press("p")
-        assert not app.replay_clock.paused
+        assert not source.paused
         await wait_for(pilot, lambda: len(list(app.screen.query(EndpointCard))) == 3)
         await pilot.press("slash", *"llama", "enter")
         visible = [card.endpoint for card in app.screen.query(EndpointCard) if card.display]
@@ -156,7 +159,7 @@ async def test_a_broken_recording_line_is_reported_not_fatal(tmp_path: Path) -> 
     from tui.settings import Settings
 
     path = tmp_path / "bad.jsonl"
-    good = ReadingRecord(name="x", time=1.0, up=True).model_dump_json()
+    good = EndpointReading(name="x", time=1.0, up=True).model_dump_json()
     path.write_text(f"{good}\n{{oops\n{good}\n", encoding="utf-8")
     app = SpectopApp(
         Settings(),
@@ -227,7 +230,8 @@ async def test_a_live_recording_rotated_at_its_cap_says_so(tmp_path: Path) -> No
         remember_theme_choice=False,
     )
     async with app.run_test(size=(80, 24)) as pilot:
-        recorder = app._recorder
+        assert isinstance(app.source, LiveSource)
+        recorder = app.source.recorder
         assert recorder is not None
         for number in range(300):
             await recorder.write_log_event("a", float(number), ErrorEvent(category="oom", line="x" * 200))

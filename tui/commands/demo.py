@@ -381,9 +381,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         with demo_sims(args.background_load, keep=args.keep) as sims:
             from tui.app import SpectopApp
+            from tui.sources import LiveSource
 
             settings = Settings(poll_interval_s=args.poll_interval, endpoints=sims.endpoints)
-            app = SpectopApp(settings=settings, record_path=args.record, record_max_mb=args.record_max_mb)
+            source = LiveSource(settings, record_path=args.record, record_max_mb=args.record_max_mb)
+            app = SpectopApp(settings, source=source)
 
             def tell(message: str) -> None:  # from the watcher thread: notify only posts a message
                 app.notify(message, title="simulator down", severity="error", timeout=30, markup=False)

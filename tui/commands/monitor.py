@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     require_terminal("the dashboard")
     from tui.app import SpectopApp
+    from tui.sources import LiveSource
 
-    app = SpectopApp(settings=settings, record_path=args.record, record_max_mb=args.record_max_mb)
+    source = LiveSource(settings, record_path=args.record, record_max_mb=args.record_max_mb)
+    app = SpectopApp(settings, source=source)
     app.run()
     return app.return_code or 0

@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     settings.endpoints = []  # the recording names its endpoints
     require_terminal("replay")
     from tui.app import SpectopApp
+    from tui.sources import ReplaySource
 
-    app = SpectopApp(settings=settings, replay_path=path, replay_speed=args.speed)
+    app = SpectopApp(settings, source=ReplaySource(path, args.speed))
     app.run()
     return app.return_code or 0

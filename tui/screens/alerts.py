@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,9 +14,7 @@ from textual.widgets import DataTable, Footer, Header
 from tui.format import fmt_clock
 from tui.messages import EndpointUpdated
 from tui.sanitize import safe_line
-
-if TYPE_CHECKING:
-    from tui.app import SpectopApp
+from tui.telemetry.alerts import AlertEngine
 
 
 class AlertsScreen(Screen[None]):
@@ -24,16 +22,20 @@ class AlertsScreen(Screen[None]):
     AlertsScreen DataTable { height: 1fr; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back"),
-        Binding("a", "back", "Back", show=False),
+        Binding("escape", "back", "Back", tooltip="back to the screen before"),
+        Binding("a", "back", "Back", show=False, tooltip="back to the screen before"),
     ]
 
     _shown_version = -1
 
+    def __init__(self, alerts: AlertEngine) -> None:
+        super().__init__()
+        self.alerts = alerts
+
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
         yield DataTable(cursor_type="row", zebra_stripes=True)
-        yield Footer(compact=True, show_command_palette=False)
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.sub_title = "alerts"
@@ -48,7 +50,7 @@ class AlertsScreen(Screen[None]):
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
         # The engine's version also moves when an active alert's text or severity follows its figure.
-        if cast("SpectopApp", self.app).alerts.version != self._shown_version:
+        if self.alerts.version != self._shown_version:
             self._fill()
 
     def _fill(self) -> None:
@@ -56,8 +58,8 @@ class AlertsScreen(Screen[None]):
         if not tables or not tables.first().columns:
             return
         table = tables.first()
-        self._shown_version = cast("SpectopApp", self.app).alerts.version
-        alerts = cast("SpectopApp", self.app).alerts.all_alerts()
+        self._shown_version = self.alerts.version
+        alerts = self.alerts.all_alerts()
         table.clear()
         for alert in alerts:
             severity = alert.severity if alert.active else alert.worst  # a past alert: the worst it got

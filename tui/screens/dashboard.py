@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, VerticalScroll
 from textual.events import Resize
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
 from tui.messages import EndpointUpdated
+from tui.screens.context import EndpointScreen, ScreenContext
 from tui.widgets.endpoint_card import EndpointCard
-
-if TYPE_CHECKING:
-    from tui.app import SpectopApp
 
 CARD_MIN_WIDTH = 78
 BATCH_DELAY_S = 0.25
@@ -25,7 +22,7 @@ ROOMY_CARD_ROWS = 8
 CHROME_ROWS = 2  # header and footer
 
 
-class DashboardScreen(Screen[None]):
+class DashboardScreen(EndpointScreen):
     DEFAULT_CSS = """
     DashboardScreen #cards-scroll { height: 1fr; }
     DashboardScreen #cards { layout: grid; grid-size: 1; grid-gutter: 0 1; grid-rows: 5; height: auto; }
@@ -35,20 +32,20 @@ class DashboardScreen(Screen[None]):
     DashboardScreen #card-filter.visible { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open_detail", "Open", key_display="⏎"),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("e", "edit", "Edit"),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
-        Binding("down", "move(1, 0)", "Next", show=False),
-        Binding("up", "move(-1, 0)", "Previous", show=False),
-        Binding("right", "move(0, 1)", "Right", show=False),
-        Binding("left", "move(0, -1)", "Left", show=False),
+        Binding("enter", "open_detail", "Open", key_display="⏎", tooltip="detail screen of the card"),
+        Binding("slash", "filter", "Filter", key_display="/", tooltip="filter the cards by name"),
+        Binding("e", "edit", "Edit", tooltip="edit the config file"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
+        Binding("down", "move(1, 0)", "Next", show=False, tooltip="move between the cards"),
+        Binding("up", "move(-1, 0)", "Previous", show=False, tooltip="move between the cards"),
+        Binding("right", "move(0, 1)", "Right", show=False, tooltip="move between the cards"),
+        Binding("left", "move(0, -1)", "Left", show=False, tooltip="move between the cards"),
     ]
 
     AUTO_FOCUS = None
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, context: ScreenContext) -> None:
+        super().__init__(context)
         self._cards: dict[str, EndpointCard] = {}
         self._columns = 1
         self._filter = ""
@@ -57,8 +54,9 @@ class DashboardScreen(Screen[None]):
         self._dirty: set[str] = set()
 
     @property
-    def spectop(self) -> SpectopApp:
-        return cast("SpectopApp", self.app)
+    def endpoint_in_view(self) -> str | None:
+        card = self._focused_card()
+        return card.endpoint if card is not None else None
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -70,10 +68,10 @@ class DashboardScreen(Screen[None]):
             id="card-filter",
             disabled=True,
         )
-        yield Footer(compact=True, show_command_palette=False)
+        yield Footer(compact=True)
 
     async def on_mount(self) -> None:
-        cards = [self._new_card(endpoint.name) for endpoint in self.spectop.endpoints]
+        cards = [self._new_card(endpoint.name) for endpoint in self.context.board.endpoints]
         if cards:
             await self.query_one("#cards", Container).mount_all(cards)
         self._layout_for(self.size.width, self.size.height)
@@ -82,7 +80,7 @@ class DashboardScreen(Screen[None]):
         self.set_interval(AGE_TICK_S, self._tick_ages)
 
     def _new_card(self, name: str) -> EndpointCard:
-        card = EndpointCard(self.spectop.card_data(name), id=f"card-{len(self._cards)}")
+        card = EndpointCard(self.context.card_data(name), id=f"card-{len(self._cards)}")
         self._cards[name] = card
         card.roomy = self.query_one("#cards", Container).has_class("roomy")
         self.query_one("#empty", Static).display = False
@@ -113,7 +111,7 @@ class DashboardScreen(Screen[None]):
         if message.endpoint not in self._cards:
             self._add_card(message.endpoint)
         self._dirty.add(message.endpoint)
-        if self.spectop.replay_done:
+        if message.immediate:
             self._flush_dirty()
         elif not self._flush_pending:
             self._flush_pending = True
@@ -125,19 +123,19 @@ class DashboardScreen(Screen[None]):
         for name in dirty:
             card = self._cards.get(name)
             if card is not None:
-                card.update_data(self.spectop.card_data(name))
+                card.update_data(self.context.card_data(name))
 
     def _tick_ages(self) -> None:
         """Once a second: cards whose last scrape is late show their growing age (and turn stale)."""
-        late_after = self.spectop.settings.poll_interval_s + 1.0
+        late_after = self.context.board.settings.poll_interval_s + 1.0
         for name, card in self._cards.items():
-            data = self.spectop.card_data(name)
+            data = self.context.card_data(name)
             if data.age is None or data.age >= late_after:
                 card.update_data(data)
 
     def on_screen_resume(self) -> None:
         if self._cards:  # coming back from another screen (the editor may have changed a threshold)
-            self.spectop.reread_thresholds()
+            self.context.reread_thresholds()
 
     def on_resize(self, event: Resize) -> None:
         self._layout_for(event.size.width, event.size.height)
@@ -156,7 +154,7 @@ class DashboardScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":
-            return self.spectop.replay_path is None
+            return self.context.editable
         return True
 
     def _visible_cards(self) -> list[EndpointCard]:
@@ -181,14 +179,14 @@ class DashboardScreen(Screen[None]):
             return
         from tui.screens.detail import DetailScreen
 
-        self.app.push_screen(DetailScreen(card.endpoint))
+        self.app.push_screen(DetailScreen(self.context, card.endpoint))
 
     def action_edit(self) -> None:
         card = self._focused_card()
         if card is None:
             self.notify("select an endpoint first", severity="warning")
             return
-        self.spectop.open_editor(card.endpoint)
+        self.context.open_editor(card.endpoint)
 
     def action_filter(self) -> None:
         box = self.query_one("#card-filter", Input)

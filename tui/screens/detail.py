@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
 from tui.messages import EndpointUpdated
 from tui.sanitize import safe_line
+from tui.screens.context import EndpointScreen, ScreenContext
 from tui.widgets.chart import SECONDS_FLOOR, TOKENS_PER_S_FLOOR, Chart, ChartSpec, TimeAxis
 from tui.widgets.figure_table import FigureTable
 from tui.widgets.log_pane import LogPane
-
-if TYPE_CHECKING:
-    from tui.app import SpectopApp
 
 WINDOWS_S: dict[str, float] = {"1": 60.0, "2": 300.0, "3": 1800.0}
 WINDOW_LABELS = {60.0: "1 min", 300.0: "5 min", 1800.0: "30 min"}
@@ -32,7 +29,7 @@ CHARTS: dict[str, ChartSpec] = {  # chart id -> what it shows (the key is also i
 MARKER_LEGEND = "R restart · C config change"
 
 
-class DetailScreen(Screen[None]):
+class DetailScreen(EndpointScreen):
     DEFAULT_CSS = """
     DetailScreen #top { height: 11; }
     DetailScreen.roomy #top { height: 22; }
@@ -43,32 +40,32 @@ class DetailScreen(Screen[None]):
     DetailScreen #log-filter.visible { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back"),
-        Binding("f", "toggle_follow", "Follow"),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("e", "edit", "Edit"),
-        Binding("1", "window('1')", "1m", show=False),
-        Binding("2", "window('2')", "5m", show=False),
-        Binding("3", "window('3')", "30m", show=False),
-        Binding("w", "next_window", "Window"),
+        Binding("escape", "back", "Back", tooltip="back (or clear the filter)"),
+        Binding("f", "toggle_follow", "Follow", tooltip="follow the log / hold it"),
+        Binding("slash", "filter", "Filter", key_display="/", tooltip="filter the log"),
+        Binding("e", "edit", "Edit", show=False, tooltip="edit the config file"),
+        Binding("1", "window('1')", "1m", show=False, tooltip="charts over 1 min"),
+        Binding("2", "window('2')", "5m", show=False, tooltip="charts over 5 min"),
+        Binding("3", "window('3')", "30m", show=False, tooltip="charts over 30 min"),
+        Binding("w", "next_window", "Window", show=False, tooltip="next chart window"),
     ]
 
     AUTO_FOCUS = None
-    SHOWS_LOG_LINES = True
+    shows_log_lines: ClassVar[bool] = True
 
-    def __init__(self, endpoint: str) -> None:
-        super().__init__()
+    def __init__(self, context: ScreenContext, endpoint: str) -> None:
+        super().__init__(context)
         self.endpoint = endpoint
         self.window_s = 300.0
 
     @property
-    def spectop(self) -> SpectopApp:
-        return cast("SpectopApp", self.app)
+    def endpoint_in_view(self) -> str | None:
+        return self.endpoint
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
         with Horizontal(id="top"):
-            yield FigureTable(self.spectop.card_data(self.endpoint), id="figures")
+            yield FigureTable(self.context.card_data(self.endpoint), id="figures")
             with Vertical(id="charts"):
                 yield Static(id="charts-title")
                 for chart_id, spec in CHARTS.items():
@@ -78,20 +75,20 @@ class DetailScreen(Screen[None]):
         yield Input(
             placeholder="show only log lines containing… (Escape clears)", id="log-filter", disabled=True
         )
-        yield Footer(compact=True, show_command_palette=False)
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.set_class(self.size.height >= ROOMY_MIN_HEIGHT, "roomy")
         log = self.query_one(LogPane)
-        endpoint = self.spectop.endpoint(self.endpoint)
+        endpoint = self.context.board.endpoint(self.endpoint)
         if endpoint is not None and endpoint.log_file is not None:
             log.border_title = safe_line(f"log {endpoint.log_file}")
-        elif self.spectop.replay_path is not None:
+        elif not self.context.editable:
             log.border_title = "log events from the recording"
         else:
             log.border_title = "no log_file for this endpoint"
         log.set_follow(True)
-        log.show(self.spectop.log_entries(self.endpoint))
+        log.show(self.context.log_entries(self.endpoint))
         self._refresh_figures()
         log.focus()
         self.set_interval(1.0, self._refresh_figures)  # ages, and the chart window moving on
@@ -108,11 +105,11 @@ class DetailScreen(Screen[None]):
             self._refresh_figures()
 
     def _refresh_figures(self) -> None:
-        data = self.spectop.card_data(self.endpoint)
+        data = self.context.card_data(self.endpoint)
         caveat = data.caveat()
         self.sub_title = " · ".join(part for part in (data.title(), data.status_short(), caveat) if part)
         self.query_one(FigureTable).set_data(data)
-        history = self.spectop.history.endpoint(self.endpoint)
+        history = self.context.board.series.endpoint(self.endpoint)
         end = data.now if data.now is not None else (history.times[-1] if history.times else 0.0)
         start = end - self.window_s
         markers = [marker for marker in getattr(history, "markers", ()) if start <= marker[0] <= end]
@@ -126,7 +123,7 @@ class DetailScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":
-            return self.spectop.replay_path is None
+            return self.context.editable
         return True
 
     def action_back(self) -> None:
@@ -151,7 +148,7 @@ class DetailScreen(Screen[None]):
         self._refresh_figures()
 
     def action_edit(self) -> None:
-        self.spectop.open_editor(self.endpoint)
+        self.context.open_editor(self.endpoint)
 
     def action_filter(self) -> None:
         box = self.query_one("#log-filter", Input)
@@ -166,7 +163,7 @@ class DetailScreen(Screen[None]):
     def _filter_changed(self, event: Input.Changed) -> None:
         log = self.query_one(LogPane)
         log.filter_text = event.value.strip().lower()
-        log.show(self.spectop.log_entries(self.endpoint))
+        log.show(self.context.log_entries(self.endpoint))
         log.border_subtitle = f"filter: {event.value.strip()}" if event.value.strip() else None
 
     @on(Input.Submitted, "#log-filter")

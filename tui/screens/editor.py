@@ -90,14 +90,15 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
     EditorScreen #launch-keys { color: $text-muted; padding: 0 1; height: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
+        # f4 / f5 come before the rest: the footer keeps them in sight at 80 columns (f2 / f3: ctrl+o).
         Binding("ctrl+s", "save", "save", priority=True),
         Binding("ctrl+r", "save_restart", "save & restart", priority=True),
-        Binding("ctrl+z", "undo", "undo", priority=True),
-        Binding("ctrl+o", "flip_view", "form/raw"),
-        Binding("f2", "show_tab('form')", "form"),
-        Binding("f3", "show_tab('raw')", "raw"),
         Binding("f4", "show_tab('lint')", "lint"),
         Binding("f5", "show_tab('launch')", "launch"),
+        Binding("ctrl+z", "undo", "undo", priority=True),
+        Binding("ctrl+o", "flip_view", "form/raw"),
+        Binding("f2", "show_tab('form')", "form", show=False),
+        Binding("f3", "show_tab('raw')", "raw", show=False),
         Binding("c", "copy_launch", "copy"),
         Binding("y", "toggle_launch_format", "cli/yaml"),
         Binding("escape", "close", "close"),
@@ -152,7 +153,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
                     yield Static("", id="launch-text", markup=False)
                 yield Static("[c] copy (OSC 52)   [y] CLI / YAML", id="launch-keys", markup=False)
         yield Static("", id="editor-status", markup=False)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.load_file()
@@ -471,6 +472,8 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
             "launch": "#launch-scroll",
         }
         widget = self.query_one(targets[tab_id])
+        if isinstance(widget, OptionList) and widget.highlighted is None and widget.option_count:
+            widget.highlighted = 0  # enter on the first finding jumps to its line at once
         if tab_id == "form":
             rows = list(self._rows.values())
             if rows:

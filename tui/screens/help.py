@@ -1,52 +1,84 @@
-"""Every key, in one place."""
+"""The keys of the screen in view, generated from its bindings and the app's (never typed twice).
+
+Each binding's `tooltip` (or its footer `description`) says what it does; keys of one action, or with
+the same text, share a row. Bindings that do not apply here (`check_action` says no: + / - live,
+the bench in a replay) are left out. Two columns, so every screen's keys fit 80x24; the close hint
+is in the frame, visible without scrolling.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
+from textual.dom import DOMNode
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-KEYS: tuple[tuple[str, str, str], ...] = (
-    ("everywhere", "q", "quit"),
-    ("everywhere", "?", "this help"),
-    ("everywhere", "p", "pause / resume polling (or the replay)"),
-    ("everywhere", "t", "next theme (remembered)"),
-    ("everywhere", "s", "screenshot (SVG into the current folder)"),
-    ("everywhere", "a", "alerts, active and past, with times"),
-    ("everywhere", "b", "A/B burst bench"),
-    ("everywhere", "ctrl+p", "command palette"),
-    ("replay", "+ / -", "faster / slower"),
-    ("dashboard", "↑ ↓ ← → tab", "move between endpoint cards"),
-    ("dashboard", "enter", "detail screen of the card"),
-    ("dashboard", "/", "filter cards by name"),
-    ("dashboard", "e", "edit the endpoint's config file"),
-    ("detail", "escape", "back to the dashboard"),
-    ("detail", "1 2 3 / w", "chart window 1, 5, 30 min / next"),
-    ("detail", "f", "follow the log / pause it"),
-    ("detail", "/", "filter the log"),
-    ("detail", "e", "edit the endpoint's config file"),
+from tui.screens.context import EndpointScreen
+
+CLOSE_HINT = "escape, q or ? closes this help"
+NOTES = (
+    "Acceptance under the endpoint's threshold for a while → WARN; under the critical level → CRIT.",
+    '"–": a figure that is not known (the backend lacks it, or too few scrapes yet).',
 )
+KEY_WIDTH = 9
+TEXT_WIDTH = 26  # two columns of key + text in the 78 columns of the frame
+TEXTUAL_SCREEN_ACTIONS = frozenset({"app.focus_next", "app.focus_previous", "screen.copy_text"})
 
 
-def help_text() -> Content:
-    lines: list[Content] = [Content.styled("spectop keys", "bold $accent"), Content("")]
-    section = ""
-    for where, key, what in KEYS:
-        if where != section:
-            section = where
-            lines.append(Content.styled(where, "bold"))
-        lines.append(Content.assemble("  ", (key.ljust(14), "bold $primary"), what))
-    lines += [
-        Content(""),
-        Content.styled("Acceptance below the endpoint's threshold for a while → WARN;", "$text-muted"),
-        Content.styled('below the critical level → CRIT. "–" means the backend lacks it.', "$text-muted"),
-        Content.styled("escape, q or ? closes this help", "$text-muted"),
+@dataclass
+class KeyRow:
+    keys: list[str]
+    text: str
+    section: str  # "screen" (this screen's keys) or "app" (everywhere)
+
+
+def _spectops(node: DOMNode) -> list[Binding]:
+    """The node's own bindings, without those every Textual screen has (focus moves, copying)."""
+    return [
+        binding
+        for bindings in node._bindings.key_to_bindings.values()
+        for binding in bindings
+        if binding.action not in TEXTUAL_SCREEN_ACTIONS
     ]
+
+
+def key_rows(screen: Screen[Any]) -> list[KeyRow]:
+    """This screen's keys first, then the app's; one row per action (keys with the same text merged)."""
+    app = screen.app
+    rows: dict[tuple[str, str], KeyRow] = {}
+    for section, node in (("screen", screen), ("app", app)):
+        for binding in _spectops(node):
+            text = binding.tooltip or binding.description
+            if not text or app._check_action_state(binding.action, node) is False:
+                continue  # not a key of this screen now (+ / - live, the bench in a replay)
+            row = rows.get((section, binding.action)) or rows.get((section, text))
+            if row is None:
+                row = rows[(section, text)] = KeyRow([], text, section)
+            rows[(section, binding.action)] = row
+            display = app.get_key_display(binding)
+            if display not in row.keys:
+                row.keys.append(display)
+            if binding.tooltip:
+                row.text = binding.tooltip
+    unique = list({id(row): row for row in rows.values()}.values())
+    for row in unique:
+        row.keys.sort(key=len)  # q before ^q
+    return [row for row in unique if row.section == "screen"] + [
+        row for row in unique if row.section == "app"
+    ]
+
+
+def _column(title: str, rows: list[KeyRow]) -> Content:
+    lines = [Content.styled(title, "bold")]
+    for row in rows:
+        text = row.text if len(row.text) <= TEXT_WIDTH else row.text[: TEXT_WIDTH - 1] + "…"
+        lines.append(Content.assemble((" ".join(row.keys).ljust(KEY_WIDTH), "bold $primary"), " ", text))
     return Content("\n").join(lines)
 
 
@@ -54,9 +86,13 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen VerticalScroll {
-        width: 74; max-width: 100%; height: auto; max-height: 100%;
-        border: round $accent; background: $surface; padding: 0 1;
+        width: 78; max-width: 100%; height: auto; max-height: 100%;
+        border: round $accent; border-subtitle-color: $text-muted; background: $surface; padding: 0 1;
     }
+    HelpScreen Horizontal { height: auto; }
+    HelpScreen .keys { width: 1fr; height: auto; }
+    HelpScreen #screen-keys { margin-right: 2; }
+    HelpScreen #notes { color: $text-muted; margin-top: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
@@ -64,9 +100,26 @@ class HelpScreen(ModalScreen[None]):
         Binding("question_mark", "close", "Close", show=False),
     ]
 
+    def __init__(self, shown_for: Screen[Any]) -> None:
+        super().__init__()
+        self.shown_for = shown_for
+        self.rows = key_rows(shown_for)
+
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(help_text())
+        name = type(self.shown_for).__name__.removesuffix("Screen").lower() or "screen"
+        screen_rows = [row for row in self.rows if row.section == "screen"]
+        app_rows = [row for row in self.rows if row.section == "app"]
+        with VerticalScroll() as frame:
+            frame.border_title = f"spectop keys · {name}"
+            frame.border_subtitle = CLOSE_HINT
+            with Horizontal():
+                if screen_rows:
+                    yield Static(
+                        _column(f"on this screen ({name})", screen_rows), id="screen-keys", classes="keys"
+                    )
+                yield Static(_column("everywhere", app_rows), id="app-keys", classes="keys")
+            if isinstance(self.shown_for, EndpointScreen):  # the screens that show figures and alerts
+                yield Static(Content("\n").join(Content(note) for note in NOTES), id="notes")
 
     def action_close(self) -> None:
         self.dismiss()

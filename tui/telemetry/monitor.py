@@ -1,6 +1,6 @@
 """Polling one endpoint: scrape, window, figures, backoff while it is down.
 
-The app owns the httpx client and the timer; an `EndpointMonitor` says when
+The live source owns the httpx client and the timer; an `EndpointMonitor` says when
 its endpoint is due and turns one poll into an `EndpointReading`.
 """
 
@@ -11,11 +11,12 @@ import json
 import time
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tui.settings import EndpointSettings
 from tui.telemetry.backends import BackendDetector
 from tui.telemetry.figures import Figures
+from tui.telemetry.reading import EndpointReading
 from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, scrape_with_slots
 from tui.telemetry.window import ScrapeWindow
 
@@ -24,23 +25,6 @@ BACKOFF_MAX_S = 30.0
 _MODELS_MAX_BYTES = 1 * 2**20
 _METRICS_BACKENDS = ("vllm", "sglang", "llamacpp")
 SLOTS_RETRY_S = 60.0
-
-
-class EndpointReading(BaseModel):
-    """What the dashboard renders for one endpoint after one poll."""
-
-    name: str
-    url: str
-    time: float  # time.time() of the poll
-    up: bool
-    error: str | None
-    backend: str | None
-    model: str | None
-    window_s: float  # seconds actually covered by the figures (0 until two scrapes; less after a restart)
-    figures: Figures
-    consecutive_failures: int
-    # Figures per model_name when the server serves several models (else empty).
-    per_model: dict[str, Figures] = Field(default_factory=dict)
 
 
 class _ModelCard(BaseModel):

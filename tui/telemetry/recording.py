@@ -2,7 +2,7 @@
 
 One JSON object per line, told apart by `kind`:
 - `header`: written when recording starts (a file may hold several sessions, appended);
-- `reading`: one scrape of one endpoint (the fields of EndpointReading, figures by FIGURE_NAMES);
+- `reading`: one scrape of one endpoint: the JSON of its `EndpointReading` (tui/telemetry/reading.py);
 - `log`: one log event of one endpoint, with the time spectop read it.
 Times are Unix seconds. A bad line is reported with its file and line number and skipped by the replayer.
 
@@ -28,7 +28,7 @@ import aiofiles
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from tui.telemetry.events import LogEvent
-from tui.telemetry.figures import Figures
+from tui.telemetry.reading import EndpointReading
 
 FORMAT_VERSION = 1
 MAX_LINE_CHARS = 1_000_000
@@ -55,22 +55,6 @@ class HeaderRecord(BaseModel):
     continues: bool = False
 
 
-class ReadingRecord(BaseModel):
-    """One scrape. Field names match EndpointReading, so the dashboard can show either."""
-
-    kind: Literal["reading"] = "reading"
-    name: str
-    url: str | None = None
-    time: float
-    up: bool
-    error: str | None = None
-    backend: str | None = None
-    model: str | None = None
-    window_s: float | None = None
-    figures: Figures = Field(default_factory=Figures)
-    consecutive_failures: int = 0
-
-
 class LogRecord(BaseModel):
     kind: Literal["log"] = "log"
     endpoint: str
@@ -78,31 +62,12 @@ class LogRecord(BaseModel):
     event: LogEvent
 
 
-Record = Annotated[HeaderRecord | ReadingRecord | LogRecord, Field(discriminator="kind")]
+Record = Annotated[HeaderRecord | EndpointReading | LogRecord, Field(discriminator="kind")]
 _RECORD = TypeAdapter(Record)
 
 
 class RecordingError(Exception):
     """A recording line that cannot be used; the message names file and line."""
-
-
-def reading_record(reading: object) -> ReadingRecord:
-    """A record from anything shaped like EndpointReading (attributes, not a particular class)."""
-    figures = getattr(reading, "figures", None)
-    if not isinstance(figures, Figures):
-        figures = Figures.model_validate(figures or {})
-    return ReadingRecord(
-        name=str(reading.name),  # type: ignore[attr-defined]
-        url=getattr(reading, "url", None),
-        time=float(reading.time),  # type: ignore[attr-defined]
-        up=bool(reading.up),  # type: ignore[attr-defined]
-        error=getattr(reading, "error", None),
-        backend=getattr(reading, "backend", None),
-        model=getattr(reading, "model", None),
-        window_s=getattr(reading, "window_s", None),
-        figures=figures,
-        consecutive_failures=int(getattr(reading, "consecutive_failures", 0) or 0),
-    )
 
 
 class RecordingWriter:
@@ -145,9 +110,8 @@ class RecordingWriter:
         await self.flush()  # the header is on disk at once: the file is a recording from the start
         self._flusher = asyncio.create_task(self._flush_periodically(), name=f"spectop-record {self.path}")
 
-    async def write_reading(self, reading: object) -> None:
-        record = reading_record(reading)
-        await self._write(record.model_dump_json(), record.time)
+    async def write_reading(self, reading: EndpointReading) -> None:
+        await self._write(reading.model_dump_json(), reading.time)
 
     async def write_log_event(self, endpoint: str, time: float, event: BaseModel) -> None:
         record = LogRecord.model_validate({"endpoint": endpoint, "time": time, "event": event})
@@ -342,6 +306,10 @@ class ReplayClock:
         self.speed = speed
         self.paused = False
         self.now: float | None = None
+
+    def time(self) -> float | None:
+        """The time of the record played last (None before the first): a `tui.sources.Clock`."""
+        return self.now
 
 
 async def replay(

@@ -17,7 +17,8 @@ from tui.format import FIGURES, UNKNOWN, figure_text, fmt_duration, window_text
 from tui.sanitize import safe_line
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
-from tui.telemetry.history import EndpointHistory, ReadingLike
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.series import EndpointSeries
 from tui.widgets.chart import RANGE_COLUMNS, SECONDS_FLOOR, TOKENS_PER_S_FLOOR, spark, spark_with_range
 
 Status = Literal["waiting", "up", "down", "restarting", "stale"]
@@ -74,8 +75,8 @@ class CardData:
     name: str
     backend: str | None = None
     model: str | None = None
-    reading: ReadingLike | None = None
-    history: EndpointHistory | None = None
+    reading: EndpointReading | None = None
+    history: EndpointSeries | None = None
     alerts: list[Alert] = field(default_factory=list)
     now: float | None = None
     stale_after_s: float = 10.0

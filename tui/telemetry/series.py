@@ -1,4 +1,4 @@
-"""Per-endpoint ring buffers of readings, for sparklines and detail charts.
+"""Per-endpoint time series (ring buffers) of readings' figures, for sparklines and detail charts.
 
 Memory is bounded: each endpoint keeps at most `maxlen` samples, enough for
 `history_s` seconds at the poll interval (capped, so a silly setting cannot eat
@@ -12,9 +12,9 @@ import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from tui.telemetry.figures import Figures
+from tui.telemetry.reading import EndpointReading
 
 MAX_SAMPLES = 20_000
 SERIES_NAMES: tuple[str, ...] = (
@@ -31,18 +31,6 @@ SERIES_NAMES: tuple[str, ...] = (
 MAX_MARKERS = 64
 
 
-class ReadingLike(Protocol):
-    """What the UI needs from one scrape (EndpointReading and a replayed record both fit)."""
-
-    name: str
-    time: float
-    up: bool
-    error: str | None
-    backend: str | None
-    model: str | None
-    figures: Figures
-
-
 def samples_for(history_s: float, poll_interval_s: float) -> int:
     """How many samples cover `history_s` at `poll_interval_s` (plus slack), capped."""
     wanted = math.ceil(history_s / max(poll_interval_s, 1e-3)) + 8
@@ -50,7 +38,7 @@ def samples_for(history_s: float, poll_interval_s: float) -> int:
 
 
 @dataclass
-class EndpointHistory:
+class EndpointSeries:
     maxlen: int
     times: deque[float] = field(init=False)
     series: dict[str, deque[float | None]] = field(init=False)
@@ -108,18 +96,18 @@ class EndpointHistory:
         return len(self.times)
 
 
-class History:
-    """Ring buffers for every endpoint, created on first use."""
+class SeriesStore:
+    """The ring buffers of every endpoint, created on first use."""
 
     def __init__(self, maxlen: int) -> None:
         self.maxlen = maxlen
-        self._endpoints: dict[str, EndpointHistory] = {}
+        self._endpoints: dict[str, EndpointSeries] = {}
 
-    def endpoint(self, name: str) -> EndpointHistory:
-        history = self._endpoints.get(name)
-        if history is None:
-            history = self._endpoints[name] = EndpointHistory(self.maxlen)
-        return history
+    def endpoint(self, name: str) -> EndpointSeries:
+        series = self._endpoints.get(name)
+        if series is None:
+            series = self._endpoints[name] = EndpointSeries(self.maxlen)
+        return series
 
-    def add(self, reading: ReadingLike) -> None:
+    def add(self, reading: EndpointReading) -> None:
         self.endpoint(reading.name).add(reading.time, reading.figures if reading.up else None)

@@ -1,0 +1,139 @@
+"""Help generated from each screen's bindings, fitting 80x24; the footers at 80 columns; F4 enter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.app import App
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TextArea
+from textual.widgets._footer import FooterKey
+from ui_waiting import wait_for
+
+from tui.app import SpectopApp
+from tui.paths import sample_configs_dir, themes_dir
+from tui.screens.alerts import AlertsScreen
+from tui.screens.dashboard import DashboardScreen
+from tui.screens.detail import DetailScreen
+from tui.screens.help import CLOSE_HINT, HelpScreen
+from tui.settings import EndpointSettings, Settings
+
+SIZE = (80, 24)
+
+
+def _shown_keys(app: App[object], screen: Screen[object]) -> set[str]:
+    """The keys the footer of `screen` may show (its own and the app's), as the footer displays them."""
+    return {
+        app.get_key_display(binding)
+        for node in (screen, app)
+        for bindings in node._bindings.key_to_bindings.values()
+        for binding in bindings
+        if binding.show and app._check_action_state(binding.action, node) is not False
+    }
+
+
+async def _help_of(pilot: object, app: App[object], key: str = "f1") -> HelpScreen:
+    shown_for = app.screen
+    await pilot.press(key)  # type: ignore[attr-defined]
+    await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))  # type: ignore[arg-type]
+    await pilot.pause()  # type: ignore[attr-defined]
+    help_screen = app.screen
+    assert isinstance(help_screen, HelpScreen) and help_screen.shown_for is shown_for
+    return help_screen
+
+
+def _check_help(app: App[object], help_screen: HelpScreen) -> set[str]:
+    listed = {key for row in help_screen.rows for key in row.keys}
+    missing = _shown_keys(app, help_screen.shown_for) - listed
+    assert not missing, f"{type(help_screen.shown_for).__name__}: {missing} not in its help"
+    frame = help_screen.query_one(VerticalScroll)
+    assert frame.max_scroll_y == 0, "the help needs scrolling at 80x24"
+    assert frame.region.bottom <= SIZE[1] and frame.border_subtitle == CLOSE_HINT  # in sight, in the frame
+    return listed
+
+
+async def test_each_dashboard_screen_has_its_own_help(replay_app: Callable[..., SpectopApp]) -> None:
+    app = replay_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        seen: dict[type, set[str]] = {}
+        for opener, screen_type in (("", DashboardScreen), ("enter", DetailScreen), ("a", AlertsScreen)):
+            if opener:
+                await pilot.press(opener)
+                await wait_for(pilot, lambda: isinstance(app.screen, screen_type))  # noqa: B023
+            help_screen = await _help_of(pilot, app, "question_mark" if opener != "a" else "f1")
+            seen[screen_type] = _check_help(app, help_screen)
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
+            if screen_type is DetailScreen:
+                await pilot.press("escape")
+        assert {"1", "2", "3", "w", "f"} <= seen[DetailScreen] and "w" not in seen[DashboardScreen]
+        assert "+/-" in seen[DashboardScreen]  # a replay: the speed keys, and no bench
+        assert "b" not in seen[DashboardScreen]
+
+
+@pytest.fixture
+def live_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SpectopApp:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    config = tmp_path / "config.toml"
+    config.write_text((sample_configs_dir() / "config.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    endpoint = EndpointSettings(
+        name="e", url="http://127.0.0.1:9", config_file=config, restart_command=["true"]
+    )  # nothing listens
+    settings = Settings(poll_interval_s=60, endpoints=[endpoint])
+    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+
+
+def _footer_keys(app: App[object]) -> dict[str, FooterKey]:
+    footer = app.screen.query_one(Footer)
+    return {key.key_display: key for key in footer.query(FooterKey)}
+
+
+def _in_sight(key: FooterKey, palette: FooterKey) -> bool:
+    region = key.region
+    return region.width > 0 and region.right <= palette.region.x
+
+
+async def test_the_editor_and_bench_list_their_keys_and_the_footers_keep_theirs(live_app: SpectopApp) -> None:
+    app = live_app
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
+        )
+        await wait_for(pilot, lambda: "^p" in _footer_keys(app))  # the command palette is in the footer
+        keys = _footer_keys(app)
+        assert all(_in_sight(keys[shown], keys["^p"]) for shown in ("⏎", "/", "e", "q", "?", "b"))
+        await pilot.press("e")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded)  # type: ignore[attr-defined]
+        await wait_for(pilot, lambda: "f4" in _footer_keys(app))
+        keys = _footer_keys(app)
+        assert _in_sight(keys["f4"], keys["^p"]) and _in_sight(
+            keys["f5"], keys["^p"]
+        )  # with ^r save & restart
+        listed = _check_help(app, await _help_of(pilot, app))
+        assert {"f4", "f5", "^s", "^r"} <= listed
+        await pilot.press("escape")
+        await pilot.press("escape")  # closes the editor (nothing changed)
+        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await pilot.press("b")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "BenchScreen")
+        await pilot.pause()
+        listed = _check_help(app, await _help_of(pilot, app))
+        assert "^r" in listed  # start a burst
+
+
+async def test_f4_then_enter_jumps_to_the_findings_line(live_app: SpectopApp) -> None:
+    app = live_app
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
+        await pilot.press("e")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded)  # type: ignore[attr-defined]
+        editor = app.screen
+        findings = [finding for finding in editor.findings if finding.line]  # type: ignore[attr-defined]
+        assert findings, "the sample config has findings with a line"
+        await pilot.press("f4", "enter")
+        await wait_for(pilot, lambda: editor.query_one(TabbedContent).active == "raw-pane")
+        assert editor.query_one("#raw", TextArea).cursor_location[0] == findings[0].line - 1

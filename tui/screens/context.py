@@ -1,0 +1,68 @@
+"""What the dashboard's screens are given when they are made: the board, the clock and what they may ask.
+
+Screens never reach into the app for their data: the dashboard, detail and alerts screens take a
+`ScreenContext`. A screen that shows one endpoint says which (`EndpointScreen.endpoint_in_view`, the
+bench's side A); one that shows log lines says so (`shows_log_lines`), so the app sends it each line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual.screen import Screen
+
+from tui.board import Board, LogEntry
+from tui.sources.clock import Clock
+from tui.widgets.card_view import CardData
+
+
+def _nothing(*_args: object) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ScreenContext:
+    board: Board
+    clock: Clock
+    editable: bool = True  # the endpoints' config files can be edited (live endpoints, not a replay)
+    open_editor: Callable[[str], None] = _nothing  # the config editor for an endpoint
+    reread_thresholds: Callable[[], None] = _nothing  # after the editor: config files may have changed
+
+    def card_data(self, name: str) -> CardData:
+        """The view model of one endpoint's card (and the detail screen's figures)."""
+        board = self.board
+        endpoint = board.endpoint(name)
+        return CardData(
+            name=name,
+            backend=endpoint.backend if endpoint and endpoint.backend != "auto" else None,
+            model=endpoint.model if endpoint else None,
+            url=endpoint.url if endpoint else None,
+            reading=board.readings.get(name),
+            history=board.series.endpoint(name),
+            alerts=board.alerts.active(name),
+            now=self.clock.time(),
+            stale_after_s=max(10.0, 3 * board.settings.poll_interval_s),
+            threshold=board.alerts.threshold(name),
+            critical=board.alerts.rules.acceptance_critical,
+            window_s=board.settings.window_s,
+            restarting=board.alerts.restarting(name),
+        )
+
+    def log_entries(self, name: str) -> list[LogEntry]:
+        return self.board.log_entries(name)
+
+
+class EndpointScreen(Screen[None]):
+    """A screen of the dashboard that may have one endpoint in view."""
+
+    shows_log_lines: ClassVar[bool] = False
+
+    def __init__(self, context: ScreenContext) -> None:
+        super().__init__()
+        self.context = context
+
+    @property
+    def endpoint_in_view(self) -> str | None:
+        return None

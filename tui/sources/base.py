@@ -1,0 +1,61 @@
+"""`Source`: where the dashboard's data comes from, live endpoints or a recording.
+
+A source yields typed updates (`tui.sources.updates`) from `updates()`; the app applies each to its
+`Board` and redraws. What differs between live and replay (what pause means, speed keys, whether the
+bench and the editor make sense, the subtitle, whether alerts pop up as toasts) are properties of the
+source, so nothing else has to ask which kind it is.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from typing import ClassVar
+
+import httpx
+
+from tui.sources.clock import Clock
+from tui.sources.updates import Update
+
+
+class Source(ABC):
+    # Whether the A/B bench (needs live servers) and the config editor (needs their files) apply.
+    allows_bench: ClassVar[bool] = False
+    allows_editing: ClassVar[bool] = False
+    # Whether alerts pop up as toasts (a replay shows badges only: old toasts would bury the screen).
+    toasts_alerts: ClassVar[bool] = False
+    # Whether + / - change the speed.
+    has_speed: ClassVar[bool] = False
+
+    clock: Clock
+    # The client for live servers (scrapes, health checks, bursts); None when there are none.
+    http_client: httpx.AsyncClient | None = None
+    finished: bool = False  # True once the source has nothing more to say
+
+    async def start(self) -> None:  # noqa: B027 (a hook: most sources need nothing)
+        """Open what the source needs before its first update (the live recording file)."""
+
+    @abstractmethod
+    def updates(self) -> AsyncIterator[Update]:
+        """Every update, in order, until the source is finished or the consuming task is cancelled."""
+
+    @property
+    @abstractmethod
+    def paused(self) -> bool: ...
+
+    @abstractmethod
+    def toggle_pause(self) -> None:
+        """Live: stop / restart polling (logs are still followed). Replay: stop / restart the playback."""
+
+    def change_speed(self, step: int) -> None:  # noqa: B027 (a hook)
+        """One step faster (+1) or slower (-1) when the source has a speed."""
+
+    @abstractmethod
+    def status(self) -> list[str]:
+        """What the header's subtitle says about the source ("every 1s", "recording", "replay F ×2")."""
+
+    def reread_thresholds(self) -> None:  # noqa: B027 (a hook)
+        """The endpoints' config files may have changed (the editor closed): read their thresholds again."""
+
+    async def close(self) -> None:  # noqa: B027 (a hook)
+        """Stop everything and release files and connections; safe to call more than once."""

@@ -1,0 +1,258 @@
+"""`LiveSource`: the endpoints polled, their logs followed, and both recorded when asked.
+
+* Polling: every `poll_interval_s` one task scrapes every endpoint that is due (an endpoint still being
+  polled, or backing off while it is down, skips the tick), with the one shared httpx client.
+* Logs: `follow_events` per log file; when a log goes quiet the parser is flushed, so a traceback that
+  is the last thing a dying server printed still becomes an event (and its alert).
+* Recording (`--record FILE`): every reading and log event, batched and rotated by `RecordingWriter`.
+* A failing task is said once as a notice; the others keep running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
+
+from tui.bench.transport import ShardedTransport
+from tui.configs import read_acceptance_threshold
+from tui.settings import EndpointSettings, Settings
+from tui.sources.base import Source
+from tui.sources.clock import WallClock
+from tui.sources.updates import LogLineArrived, Notice, ReadingArrived, ThresholdRead, Update
+from tui.telemetry.logs import LogParser
+from tui.telemetry.logs.follow import follow_events
+from tui.telemetry.monitor import EndpointMonitor
+from tui.telemetry.recording import DEFAULT_MAX_MB, RecordedEndpoint, RecordingWriter
+
+HTTP_MAX_CONNECTIONS = 160  # a 64 + 64 stream A/B burst plus the dashboard's scrapes
+LOG_POLL_INTERVAL_S = 1.0  # how often each log file is checked for new lines (inotify wakes it on rotation)
+LOG_QUIET_S = 2.0  # a log quiet this long has its parser flushed (an open traceback becomes an event)
+LOG_BACKENDS = ("vllm", "sglang", "llamacpp")
+
+
+def shared_client() -> httpx.AsyncClient:
+    """One client for the app: scrapes, health checks and A/B bursts. Sharded pools keep a burst's many
+    concurrent streams from queueing inside httpx (see tui/bench/transport.py)."""
+    return httpx.AsyncClient(
+        transport=ShardedTransport(HTTP_MAX_CONNECTIONS),
+        timeout=httpx.Timeout(5.0, connect=2.0),
+        follow_redirects=False,
+    )
+
+
+class LiveSource(Source):
+    allows_bench: ClassVar[bool] = True
+    allows_editing: ClassVar[bool] = True
+    toasts_alerts: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        record_path: str | os.PathLike[str] | None = None,
+        record_max_mb: float = DEFAULT_MAX_MB,
+        clock: Callable[[], float] = time.time,
+        http_client: httpx.AsyncClient | None = None,
+        log_poll_interval_s: float = LOG_POLL_INTERVAL_S,
+        log_quiet_s: float = LOG_QUIET_S,
+    ) -> None:
+        self.settings = settings
+        self.endpoints = list(settings.endpoints)
+        self._wall_clock = WallClock(clock)
+        self.clock = self._wall_clock
+        self.record_path = Path(record_path) if record_path else None
+        self.record_max_mb = record_max_mb
+        self.recorder: RecordingWriter | None = None
+        self._own_client = http_client is None
+        self._client = http_client if http_client is not None else shared_client()
+        self.http_client = self._client
+        self.log_poll_interval_s = log_poll_interval_s
+        self.log_quiet_s = log_quiet_s
+        self.monitors = [
+            (endpoint, EndpointMonitor(endpoint, settings.window_s)) for endpoint in self.endpoints
+        ]
+        self._paused = False
+        self._polling: set[str] = set()
+        self._queue: asyncio.Queue[Update] = asyncio.Queue()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._started = False
+        self._running = False
+        self._closed = False
+
+    # --- the updates --------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if not self._started:
+            self._started = True
+            await self._open_recorder()
+
+    async def updates(self) -> AsyncIterator[Update]:
+        await self.start()
+        self._running = True
+        self._spawn("poll ticks", self._tick_forever())
+        for endpoint in self.endpoints:
+            if endpoint.log_file is not None:
+                self._spawn(f"tail {endpoint.name}", self._tail(endpoint, endpoint.log_file))
+        self.reread_thresholds()
+        try:
+            while True:
+                yield await self._queue.get()
+        finally:
+            self._running = False
+            self._cancel_tasks()
+
+    def _put(self, update: Update) -> None:
+        self._queue.put_nowait(update)
+
+    def _spawn(self, name: str, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(self._guarded(name, work), name=f"spectop {name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _guarded(self, name: str, work: Coroutine[Any, Any, None]) -> None:
+        """A failing task is said once (as a failed worker was); the source and the other tasks go on."""
+        try:
+            await work
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            self._put(Notice(f"{name} failed: {error}", "error", timeout_s=10))
+
+    def _cancel_tasks(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+    # --- polling ------------------------------------------------------------------------------------------
+
+    async def _tick_forever(self) -> None:
+        while True:
+            self.poll_due()
+            await asyncio.sleep(self.settings.poll_interval_s)
+
+    def poll_due(self) -> None:
+        """Start one task for every endpoint that is due; one still in flight skips this tick."""
+        if self._paused:
+            return
+        now = time.monotonic()
+        due = [
+            (endpoint.name, monitor)
+            for endpoint, monitor in self.monitors
+            if endpoint.name not in self._polling and monitor.due(now)
+        ]
+        if not due:
+            return
+        self._polling.update(name for name, _ in due)
+        # One task per tick for every due endpoint (not one per endpoint): a slow endpoint only holds
+        # back itself, since the next tick's task skips just the endpoints still in flight.
+        self._spawn("poll", self._poll_all(due))
+
+    async def _poll_all(self, due: list[tuple[str, EndpointMonitor]]) -> None:
+        results = await asyncio.gather(
+            *(self._poll(name, monitor) for name, monitor in due), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, Exception):
+                raise result  # said once, by _guarded
+
+    async def _poll(self, name: str, monitor: EndpointMonitor) -> None:
+        try:
+            reading = await monitor.poll(self._client)
+            if self.recorder is not None:
+                await self.recorder.write_reading(reading)
+            self._put(ReadingArrived(reading))
+        finally:
+            self._polling.discard(name)
+
+    # --- logs ---------------------------------------------------------------------------------------------
+
+    async def _tail(self, endpoint: EndpointSettings, path: Path) -> None:
+        parser = LogParser(backend=endpoint.backend if endpoint.backend in LOG_BACKENDS else None)
+        follow = follow_events(
+            path, parser, poll_interval_s=self.log_poll_interval_s, idle_flush_s=self.log_quiet_s
+        )
+        async for line, events in follow:
+            now = self._wall_clock.time()
+            if self.recorder is not None:
+                for event in events:
+                    await self.recorder.write_log_event(endpoint.name, now, event)
+            self._put(LogLineArrived(endpoint.name, now, line, list(events)))
+        self._put(Notice(f"tail {endpoint.name}: log tailing ended", "warning", timeout_s=5))
+
+    # --- thresholds from the config files -------------------------------------------------------------------
+
+    def reread_thresholds(self) -> None:
+        if not self._running:
+            return
+        for endpoint in self.endpoints:
+            if endpoint.config_file is not None and endpoint.acceptance_threshold is None:
+                self._spawn(
+                    f"threshold {endpoint.name}", self._read_threshold(endpoint.name, endpoint.config_file)
+                )
+
+    async def _read_threshold(self, name: str, config_file: Path) -> None:
+        threshold = await asyncio.to_thread(read_acceptance_threshold, config_file)
+        self._put(ThresholdRead(name, threshold))
+
+    # --- recording ----------------------------------------------------------------------------------------
+
+    async def _open_recorder(self) -> None:
+        if self.record_path is None:
+            return
+        path = self.record_path
+        recorder = RecordingWriter(
+            path,
+            max_bytes=int(self.record_max_mb * 1024 * 1024),  # 0: no cap
+            on_rotate=lambda rotated: self._put(Notice(f"recording rotated to {rotated}")),
+        )
+        try:
+            await recorder.open(self.recorded_endpoints(), now=self._wall_clock.time())
+        except OSError as error:
+            self._put(Notice(f"cannot record to {path}: {error}", "error", timeout_s=10))
+            return
+        self.recorder = recorder
+
+    def recorded_endpoints(self) -> list[RecordedEndpoint]:
+        return [
+            RecordedEndpoint(
+                name=endpoint.name,
+                url=endpoint.url,
+                backend=endpoint.backend,
+                model=endpoint.model,
+                acceptance_threshold=endpoint.acceptance_threshold,
+            )
+            for endpoint in self.endpoints
+        ]
+
+    # --- the rest of the interface --------------------------------------------------------------------------
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def toggle_pause(self) -> None:
+        self._paused = not self._paused
+
+    def status(self) -> list[str]:
+        parts = [f"every {self.settings.poll_interval_s:g}s"]
+        if self.recorder is not None:
+            parts.append("recording")
+        return parts
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._cancel_tasks()
+        tasks = list(self._tasks)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self.recorder is not None:
+            await self.recorder.close()
+        if self._own_client:
+            await self._client.aclose()

@@ -1,0 +1,67 @@
+"""`ReplaySource`: a `--record` recording played back in its own time (pause, speed)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import ClassVar
+
+from tui.sources.base import Source
+from tui.sources.updates import EndpointsNamed, Finished, LogLineArrived, Notice, ReadingArrived, Update
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import HeaderRecord, LogRecord, RecordingError, ReplayClock, replay
+
+REPLAY_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
+MAX_REPORTED_BAD_LINES = 5
+
+
+class ReplaySource(Source):
+    has_speed: ClassVar[bool] = True
+
+    def __init__(self, path: str | Path, speed: float = 1.0) -> None:
+        self.path = Path(path)
+        self.replay_clock = ReplayClock(speed)
+        self.clock = self.replay_clock
+        self.bad_lines = 0
+        self.finished = False
+
+    async def updates(self) -> AsyncIterator[Update]:
+        said: list[Update] = []
+
+        def bad_line(error: RecordingError) -> None:
+            self.bad_lines += 1
+            if self.bad_lines <= MAX_REPORTED_BAD_LINES:
+                said.append(Notice(str(error), "warning", title="skipped a bad line"))
+
+        async for record in replay(self.path, self.replay_clock, on_error=bad_line):
+            while said:
+                yield said.pop(0)
+            if isinstance(record, HeaderRecord):
+                yield EndpointsNamed(record.endpoints)
+            elif isinstance(record, EndpointReading):
+                yield ReadingArrived(record)
+            elif isinstance(record, LogRecord):
+                yield LogLineArrived(record.endpoint, record.time, record.event.line, [record.event])
+        while said:
+            yield said.pop(0)
+        self.finished = True
+        yield Finished()
+
+    @property
+    def paused(self) -> bool:
+        return self.replay_clock.paused
+
+    def toggle_pause(self) -> None:
+        self.replay_clock.paused = not self.replay_clock.paused
+
+    def change_speed(self, step: int) -> None:
+        speeds = list(REPLAY_SPEEDS)
+        current = min(speeds, key=lambda speed: abs(speed - self.replay_clock.speed))
+        index = max(0, min(len(speeds) - 1, speeds.index(current) + step))
+        self.replay_clock.speed = speeds[index]
+
+    def status(self) -> list[str]:
+        parts = [f"replay {self.path.name} ×{self.replay_clock.speed:g}"]
+        if self.finished:
+            parts.append("ended")
+        return parts

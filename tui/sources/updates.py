@@ -1,0 +1,61 @@
+"""What a source tells the dashboard, one typed update at a time (plain data, no Textual)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tui.telemetry.events import LogEvent
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import RecordedEndpoint
+
+
+@dataclass(frozen=True)
+class ReadingArrived:
+    """One scrape of one endpoint (live, or a recorded one played back)."""
+
+    reading: EndpointReading
+
+
+@dataclass(frozen=True)
+class LogLineArrived:
+    """A log line and the events it completed; `line` is None for events held back until the log went
+    quiet (a traceback that was the last thing the log said). `time` is when spectop read it."""
+
+    endpoint: str
+    time: float
+    line: str | None
+    events: list[LogEvent] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EndpointsNamed:
+    """The endpoints a recording's header names (a replay learns its endpoints from the file)."""
+
+    endpoints: list[RecordedEndpoint]
+
+
+@dataclass(frozen=True)
+class ThresholdRead:
+    """An endpoint's `acceptance_threshold` as its config file says now (None: the settings' value)."""
+
+    endpoint: str
+    threshold: float | None
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something to say once (a toast): a rotated recording, a skipped line, a task that ended."""
+
+    message: str
+    severity: Literal["information", "warning", "error"] = "information"
+    title: str = ""
+    timeout_s: float = 8.0
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The source has nothing more to say (the end of a recording)."""
+
+
+Update = ReadingArrived | LogLineArrived | EndpointsNamed | ThresholdRead | Notice | Finished

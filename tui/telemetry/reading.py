@@ -1,0 +1,32 @@
+"""`EndpointReading`: one scrape of one endpoint, as the dashboard shows it and as a recording stores it.
+
+Its JSON is the recording's `reading` line (`kind: "reading"`). Every field but `name`, `time` and
+`up` has a default, so the lines of older recordings (without `url`, `window_s` or `per_model`) still read.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from tui.telemetry.figures import Figures
+
+
+class EndpointReading(BaseModel):
+    """What the dashboard renders for one endpoint after one poll (live or replayed)."""
+
+    kind: Literal["reading"] = "reading"
+    name: str
+    url: str | None = None
+    time: float  # time.time() of the poll
+    up: bool
+    error: str | None = None
+    backend: str | None = None
+    model: str | None = None
+    # Seconds actually covered by the figures (0 until two scrapes; less after a restart); None: not recorded.
+    window_s: float | None = None
+    figures: Figures = Field(default_factory=Figures)
+    consecutive_failures: int = 0
+    # Figures per model_name when the server serves several models (else empty).
+    per_model: dict[str, Figures] = Field(default_factory=dict)
