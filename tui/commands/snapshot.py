@@ -87,22 +87,17 @@ class _Result:
         self.figures: Figures | None = None
 
     def as_json(self) -> dict[str, Any]:
-        from tui.telemetry.figures import FIGURE_NAMES, Figures
+        from tui.telemetry.snapshot_record import snapshot_record
 
-        figures = (self.figures or Figures()).model_dump()
-        record: dict[str, Any] = {
-            "url": self.url,
-            "backend": self.backend,
-            "up": self.up,
-            "model": self.model,
-            "window_s": self.window_s,
-        }
-        for name in FIGURE_NAMES:
-            record[name] = figures[name]
-        for name in ("notes", "covered_s", "restarted_in_window", "restarted_s_ago", "quantile_bounds"):
-            record[name] = figures[name]
-        record["error"] = self.error
-        return record
+        return snapshot_record(
+            url=self.url,
+            backend=self.backend,
+            up=self.up,
+            model=self.model,
+            window_s=self.window_s,
+            figures=self.figures,
+            error=self.error,
+        )
 
 
 def _model_of(scrape: Scrape) -> str | None:

@@ -18,16 +18,20 @@ from tui.fleet.options import prometheus_settings
 from tui.fleet.poller import FleetPoller, FleetReading
 from tui.settings import SettingsError, find_settings_file, parse_settings
 from tui.telemetry.figures import Figures
+from tui.telemetry.snapshot_record import snapshot_record
 
 
 def row(reading: FleetReading) -> dict[str, Any]:
     """A direct snapshot's JSON line (the same record type, so the same fields), url = the instance."""
-    from tui.commands.snapshot import _Result
-
-    result = _Result(reading.instance, reading.window_s)
-    result.up, result.error, result.backend = reading.up, reading.error, reading.backend
-    result.model, result.figures = reading.model, _shown(reading)
-    return result.as_json()
+    return snapshot_record(
+        url=reading.instance,
+        backend=reading.backend,
+        up=reading.up,
+        model=reading.model,
+        window_s=reading.window_s,
+        figures=_shown(reading),
+        error=reading.error,
+    )
 
 
 def _shown(reading: FleetReading) -> Figures:

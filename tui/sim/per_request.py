@@ -19,19 +19,30 @@ import json
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tui.sim.engine import EngineObserver, SimRequest, StepReport
+from tui.sim.config import SimConfig
+from tui.sim.engine import EngineObserver, SimEngine, SimRequest, StepReport
 from tui.sim.openai_shapes import error_body
 from tui.sim.tokens import count_tokens
 
-if TYPE_CHECKING:
-    from tui.sim.app import AppContext
+
+class AppContext(Protocol):
+    """What these routes read of the simulator app's context (`tui.sim.app.AppContext`, which imports
+    this module: a protocol here keeps the two free of an import cycle)."""
+
+    @property
+    def accepting(self) -> bool: ...
+    @property
+    def engine(self) -> SimEngine: ...
+    @property
+    def config(self) -> SimConfig: ...
+
 
 SpecMetrics = Literal["none", "summary", "detailed"]
 SPEC_METRICS: tuple[str, ...] = ("none", "summary", "detailed")
