@@ -119,7 +119,7 @@ async def test_detail_screen_draws_axis_and_markers_of_a_config_change(tmp_path:
         await wait_for(pilot, lambda: len(app.series.endpoint("a")) > 0)
         app.post_message(RestartStarted(health_url="http://127.0.0.1:9/health"))
         await wait_for(pilot, lambda: any(kind == "config" for _, kind in app.series.endpoint("a").markers))
-        app.push_screen(DetailScreen("a"))
+        app.push_screen(DetailScreen(app.context, "a"))
         await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
         await pilot.pause()
         axis = app.screen.query_one(TimeAxis).render().plain
