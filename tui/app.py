@@ -165,14 +165,11 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
             except OSError as error:
                 self.notify(f"cannot record to {self.record_path}: {error}", severity="error", timeout=10)
                 self._recorder = None
-        try:
-            from tui.telemetry.monitor import EndpointMonitor
-        except ImportError:
-            self.notify("metrics polling is not available in this build", severity="error")
-        else:
-            self._monitors = [
-                (endpoint, EndpointMonitor(endpoint, self.settings.window_s)) for endpoint in self.endpoints
-            ]
+        from tui.telemetry.monitor import EndpointMonitor
+
+        self._monitors = [
+            (endpoint, EndpointMonitor(endpoint, self.settings.window_s)) for endpoint in self.endpoints
+        ]
         for endpoint in self.endpoints:
             if endpoint.config_file is not None and endpoint.acceptance_threshold is None:
                 self.run_worker(self._read_threshold(endpoint), name=f"threshold {endpoint.name}")
@@ -250,10 +247,8 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
                 self.run_worker(self._read_threshold(endpoint), name=f"threshold {endpoint.name}")
 
     async def _read_threshold(self, endpoint: EndpointSettings) -> None:
-        try:
-            from tui.configs import read_acceptance_threshold  # type: ignore[attr-defined]
-        except ImportError:
-            return
+        from tui.configs import read_acceptance_threshold
+
         assert endpoint.config_file is not None
         threshold = await asyncio.to_thread(read_acceptance_threshold, endpoint.config_file)
         wanted = threshold if threshold is not None else self.alerts.rules.acceptance_warning
@@ -482,11 +477,8 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
         if endpoint is None or endpoint.config_file is None:
             self.notify(f"{name}: no config_file in the settings, nothing to edit", severity="warning")
             return
-        try:
-            from tui.screens.editor import EditorScreen  # type: ignore[import-not-found]
-        except ImportError:
-            self.notify("the config editor is not available in this build", severity="warning")
-            return
+        from tui.screens.editor import EditorScreen
+
         self.push_screen(
             EditorScreen(
                 endpoint.config_file,
