@@ -231,12 +231,12 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
         parser = LogParser(backend=backend)
         async for raw_line in LogTailer(endpoint.log_file, poll_interval_s=LOG_POLL_INTERVAL_S).lines():
             line = raw_line.rstrip("\r\n")[:MAX_LOG_LINE_CHARS]
-            events = parser.feed(line)
+            events = parser.feed_guarded(line)  # a line the parser raised on is counted, not fatal
             now = self._wall_clock()
             if self._recorder is not None:
                 for event in events:
                     await self._recorder.write_log_event(endpoint.name, now, event)
-            self.post_message(LogLineReceived(endpoint.name, now, line, list(events)))
+            self.post_message(LogLineReceived(endpoint.name, now, line, list(events), parser.failed_lines))
 
     def reread_thresholds(self) -> None:
         """After the config editor closes: a saved `acceptance_threshold` applies at once."""
@@ -294,7 +294,9 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
 
     def on_log_line_received(self, message: LogLineReceived) -> None:
         name = message.endpoint
-        entry, changes = self.board.add_log_line(name, message.time, message.line, message.events)
+        entry, changes = self.board.add_log_line(
+            name, message.time, message.line, message.events, failed_lines=message.failed_lines
+        )
         self._announce(changes)
         self._broadcast(EndpointUpdated(name, log_line=entry))
         if changes:

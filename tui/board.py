@@ -59,6 +59,7 @@ class Board:
         self.history = History(samples_for(settings.history_s, settings.poll_interval_s))
         self.readings: dict[str, ReadingLike] = {}
         self.logs: dict[str, deque[LogEntry]] = {}
+        self.log_failed_lines: dict[str, int] = {}  # lines of an endpoint's log the parser could not read
         for endpoint in settings.endpoints:
             self._add(endpoint)
 
@@ -100,9 +101,11 @@ class Board:
         return self._counted(changes)
 
     def add_log_line(
-        self, name: str, time: float, line: str, events: Iterable[object]
+        self, name: str, time: float, line: str, events: Iterable[object], failed_lines: int = 0
     ) -> tuple[LogEntry, list[Alert]]:
         self.ensure_endpoint(name)
+        if failed_lines:
+            self.log_failed_lines[name] = failed_lines
         events = list(events)
         entry = LogEntry(time, line, log_kind(events))
         self.logs.setdefault(name, deque(maxlen=LOG_LINES_KEPT)).append(entry)

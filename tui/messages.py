@@ -27,16 +27,23 @@ class ReadingReceived(Message):
 
 
 class LogLineReceived(Message):
-    """One line of an endpoint's log and the events parsed from it; `time` is when spectop read it."""
+    """One line of an endpoint's log and the events parsed from it; `time` is when spectop read it.
+    `failed_lines`: how many lines of this log the parser could not read so far (`LogParser.failed_lines`)."""
 
     def __init__(
-        self, endpoint: str, time: float, line: str, events: list[StatsEvent | SpecDecodeEvent | ErrorEvent]
+        self,
+        endpoint: str,
+        time: float,
+        line: str,
+        events: list[StatsEvent | SpecDecodeEvent | ErrorEvent],
+        failed_lines: int = 0,
     ) -> None:
         super().__init__()
         self.endpoint = endpoint
         self.time = time
         self.line = line
         self.events = events
+        self.failed_lines = failed_lines
 
 
 class EndpointUpdated(Message):

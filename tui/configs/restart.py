@@ -110,7 +110,7 @@ def last_errors(path: Path, count: int = 5, *, start: int = 0) -> list[str]:
     if offset > start and lines:
         lines = lines[1:]  # the first line read is cut
     parser = LogParser()
-    events = [event for line in lines for event in parser.feed(line)] + parser.flush()
+    events = [event for line in lines for event in parser.feed_guarded(line)] + parser.flush()
     messages: list[str] = []
     for event in events:
         if isinstance(event, ErrorEvent):
