@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tui.settings import EndpointSettings
 from tui.telemetry.backends import BackendDetector
 from tui.telemetry.figures import Figures
+from tui.telemetry.prometheus import MetricsParser
 from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, fetch_slots_decoded, scrape_metrics
 from tui.telemetry.window import ScrapeWindow
 
@@ -110,6 +111,7 @@ class EndpointMonitor:
         self._models_asked = False
         self.last_scrape: Scrape | None = None
         self._detector = BackendDetector()
+        self._parser = MetricsParser()  # this endpoint's: what repeats between its pages
         # llama.cpp /slots: why it gave nothing, and when it was last asked.
         self.slots_error: str | None = None
         self._slots_failed_at: float | None = None
@@ -151,7 +153,11 @@ class EndpointMonitor:
     async def _scrape(self, client: httpx.AsyncClient) -> Scrape:
         if self.endpoint.backend != "openai":
             scrape = await scrape_metrics(
-                client, self.endpoint.resolved_metrics_url, headers=self._headers(), detector=self._detector
+                client,
+                self.endpoint.resolved_metrics_url,
+                headers=self._headers(),
+                detector=self._detector,
+                parser=self._parser,
             )
             return await self._with_slots(client, scrape)
         # Hosted OpenAI-compatible gateways have no /metrics: reachability is all there is.

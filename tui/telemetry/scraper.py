@@ -12,7 +12,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from tui.telemetry.backends import BackendDetector, detect_backend
-from tui.telemetry.prometheus import MetricsFormatError, Sample, parse_metrics_text
+from tui.telemetry.prometheus import MetricsFormatError, MetricsParser, Sample, parse_metrics_text
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MAX_BYTES = 8 * 2**20
@@ -94,10 +94,12 @@ async def scrape_metrics(
     max_bytes: int = DEFAULT_MAX_BYTES,
     headers: dict[str, str] | None = None,
     detector: BackendDetector | None = None,
+    parser: MetricsParser | None = None,
 ) -> Scrape:
     """GET metrics_url and parse it. Failures come back as a Scrape with `error` set.
 
-    `detector` (one per endpoint) remembers the detected backend between scrapes.
+    `detector` (one per endpoint) remembers the detected backend between scrapes, `parser` (one
+    per endpoint) what repeats between its pages.
     """
     request_headers = {"Accept": _ACCEPT, **(headers or {})}
     timeout_text = f"timeout after {timeout_s:.1f} s"
@@ -125,7 +127,7 @@ async def scrape_metrics(
     arrived_monotonic = time.monotonic()
     text = body.decode("utf-8", errors="replace")
     try:
-        samples = tuple(parse_metrics_text(text))
+        samples = tuple(parse_metrics_text(text, parser))
     except MetricsFormatError as error:
         return Scrape(arrived, arrived_monotonic, None, f"not Prometheus text: {error}", None)
     return Scrape(
