@@ -19,6 +19,7 @@ import aiofiles
 import httpx
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -99,6 +100,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
         self._restarting: str | None = None  # the endpoint of a planned restart under way
         self._theme_folders = theme_folders
         self._remember_theme_choice = remember_theme_choice
+        self._saved_theme: str | None = None  # the theme last written to the state file
         self.paused = False
         self.replay_done = False
         self.http_client: httpx.AsyncClient  # created on mount (timeouts, limits), closed on unmount
@@ -288,7 +290,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
     # --- state updates (handlers: no network, no waiting) ---------------------------------------------------
 
     def on_reading_received(self, message: ReadingReceived) -> None:
-        reading: ReadingLike = message.reading  # type: ignore[assignment]
+        reading: ReadingLike = message.reading
         self._announce(self.board.add_reading(reading))
         self._broadcast(EndpointUpdated(reading.name))
 
@@ -343,7 +345,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
             return  # a replay shows alerts as badges only: a burst of old toasts would bury the screen
         for alert in changes:
             if alert.active:
-                severity = "error" if alert.severity == "critical" else "warning"
+                severity: SeverityLevel = "error" if alert.severity == "critical" else "warning"
                 message, title = safe_line(alert.message), safe_line(alert.endpoint)
                 self.notify(message, title=title, severity=severity, timeout=6, markup=False)
 
@@ -462,7 +464,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
 
     def action_bench(self) -> None:
         try:
-            from tui.screens.bench import BenchScreen  # type: ignore[import-not-found]
+            from tui.screens.bench import BenchScreen
         except ImportError:
             self.notify("the A/B bench screen is not available in this build", severity="warning")
             return

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from tui.telemetry.events import LogEvent
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "logs",
         help="parse a vLLM / SGLang / llama.cpp log into stats, spec_decode and error events",

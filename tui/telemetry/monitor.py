@@ -204,9 +204,9 @@ class EndpointMonitor:
         except Exception:  # defensive: derivation must not break polling
             figures, per_model = Figures(), {}
         backend = self.window.backend or scrape.backend
-        error = scrape.error
+        problem = scrape.error
         if scrape.up and self.window.inconsistent:
-            error = self.window.inconsistent
+            problem = self.window.inconsistent
         if backend == "llamacpp" and self.slots_error and "generation_tokens_per_s" in figures.notes:
             note = f"{figures.notes['generation_tokens_per_s']} (/slots: {self.slots_error})"
             figures.notes["generation_tokens_per_s"] = note
@@ -217,7 +217,7 @@ class EndpointMonitor:
             url=self.endpoint.url,
             time=scrape.time,
             up=scrape.up,
-            error=error,
+            error=problem,
             backend=backend,
             model=self._model(),
             window_s=round(self.window.covered_s, 3),

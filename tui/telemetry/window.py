@@ -182,8 +182,8 @@ def _sum_segments(segments: list[_Segment]) -> Delta | None:
         return delta
     for segment in segments:
         delta.seconds += segment.seconds
-        for key, value in segment.counters.items():
-            counters[key] = counters.get(key, 0.0) + value
+        for counter, value in segment.counters.items():
+            counters[counter] = counters.get(counter, 0.0) + value
         for key, value in segment.extras.items():
             extras[key] = extras.get(key, 0.0) + value
     return delta

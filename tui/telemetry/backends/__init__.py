@@ -29,7 +29,7 @@ class Backend(Protocol):
     def derive(self, delta: Delta | None, last: Reading) -> Figures: ...
 
 
-BACKENDS: dict[str, Backend] = {module.NAME: module for module in (vllm, sglang, llamacpp)}  # type: ignore[misc]
+BACKENDS: dict[str, Backend] = {module.NAME: module for module in (vllm, sglang, llamacpp)}
 
 
 def detect_backend(samples: Iterable[Sample]) -> str | None:

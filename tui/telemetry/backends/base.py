@@ -112,7 +112,8 @@ def _series_id(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(labels.items())
 
 
-# How one sample feeds a Reading: (kind, counter key or gauge quantity, model name); None = skip.
+# How one sample feeds a Reading: (kind, counter key (counters, buckets) or gauge quantity (gauges),
+# model name); None = skip.
 _Plan = tuple[Kind, "CounterKey | str", "str | None"] | None
 
 
@@ -220,18 +221,18 @@ def extract(
         kind, target, model = plan
         if model is not None:
             models[model] = None
-        if kind is Kind.COUNTER or kind is Kind.BUCKET:
-            counters[target] = value  # type: ignore[index]
+        if not isinstance(target, str):  # a counter or bucket: keyed per series
+            counters[target] = value
             counter_samples += 1
         else:
             if sample.series in seen_gauges:
                 duplicate = duplicate or _describe(sample)
             seen_gauges.add(sample.series)
-            gauge_values.setdefault(target, []).append(value)  # type: ignore[arg-type]
-            gauge_kinds[target] = kind  # type: ignore[index]
+            gauge_values.setdefault(target, []).append(value)
+            gauge_kinds[target] = kind
             if model is not None:
                 per_model = model_gauge_values.setdefault(model, {})
-                per_model.setdefault(target, []).append(value)  # type: ignore[arg-type]
+                per_model.setdefault(target, []).append(value)
     if counter_samples != len(counters) and duplicate is None:
         duplicate = _duplicate_counter(plans, selected)
     model_gauges: dict[str, Mapping[str, float]] = {}
@@ -254,11 +255,11 @@ def _duplicate_counter(plans: dict[str, _Plan], selected: list[tuple[Sample, Met
     seen: set[CounterKey] = set()
     for sample, metric in selected:
         plan = _planned(plans, metric, sample) if math.isfinite(sample.value) else None
-        if plan is None or plan[0] not in (Kind.COUNTER, Kind.BUCKET):
+        if plan is None or isinstance(plan[1], str):  # gauges: counted in `extract`
             continue
         if plan[1] in seen:
             return _describe(sample)
-        seen.add(plan[1])  # type: ignore[arg-type]
+        seen.add(plan[1])
     return None
 
 
