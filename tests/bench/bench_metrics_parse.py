@@ -76,7 +76,6 @@ def main() -> None:
         ) -> object:
             # Every value moved since the last scrape; label sets repeat, as on a live server.
             parser._lines.clear()
-            parser._old_lines.clear()
             return parse_and_derive(text, first)
 
         def parse_and_derive_first(text: str = last_text, first: Scrape = first) -> object:

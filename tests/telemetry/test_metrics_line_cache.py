@@ -54,15 +54,24 @@ def test_a_bad_line_still_fails_after_good_ones_with_its_name() -> None:
         parser.parse('y_total{a="1"} 3\ny_total{a="1"} three\n')
 
 
-def test_generations_turn_over_and_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(prometheus, "_LINE_CACHE_MAX", 8)
+def test_about_one_page_is_kept() -> None:
+    """However long an endpoint is watched, its parser holds about a page of lines, not every value it saw."""
     parser = MetricsParser()
     stable = "".join(f'stable{{i="{i}"}} {i}\n' for i in range(4))
     for step in range(50):
         text = stable + "".join(f'moving{{i="{i}"}} {step * 10 + i}\n' for i in range(3))
         samples = parser.parse(text)
         assert [s.value for s in samples] == [0, 1, 2, 3, step * 10, step * 10 + 1, step * 10 + 2]
-        assert len(parser._lines) <= 8 and len(parser._old_lines) <= 8
+        assert len(parser._lines) <= 2 * len(samples) + prometheus._SPARE_LINES
+    assert set(text.splitlines()) <= set(parser._lines)
+
+
+def test_a_page_that_fails_keeps_the_previous_lines() -> None:
+    parser = MetricsParser()
+    first = parser.parse("a 1\nb 2\n")
+    with pytest.raises(MetricsFormatError):
+        parser.parse("a 1\nb two\n")
+    assert [a is b for a, b in zip(first, parser.parse("a 1\nb 2\n"), strict=True)] == [True, True]
 
 
 def test_very_long_lines_are_not_kept() -> None:

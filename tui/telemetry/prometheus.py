@@ -64,9 +64,9 @@ _SPECIAL_VALUES = {
 }
 _NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
-# A parser's caches are bounded: each is cleared (the line cache: turned over) when full.
+# A parser's label and head caches are bounded: each is cleared when full.
 _LABEL_CACHE_MAX = 20_000
-_LINE_CACHE_MAX = 20_000
+_SPARE_LINES = 64  # lines kept beyond two pages' worth before the line cache is pruned
 _MAX_QUOTED_LINE = 120
 _MAX_CACHED_LINE = 512
 
@@ -163,17 +163,17 @@ class MetricsParser:
     endpoint (the monitor owns it), so one busy server never evicts another's entries.
 
     Caches: label block -> labels (one shared object per block); `name{labels}` head -> (name,
-    labels, series) for heads validated in full; whole line -> its frozen Sample, in two generations
-    (when the new one is full it becomes the old one, so lines still in use survive the turnover).
+    labels, series) for heads validated in full (both bounded, cleared when full); and whole lines
+    -> their frozen Samples, pruned to the current page's once they outnumber two pages, so an
+    endpoint holds about a page of lines however long it is watched.
     """
 
-    __slots__ = ("_heads", "_labels", "_lines", "_old_lines")
+    __slots__ = ("_heads", "_labels", "_lines")
 
     def __init__(self) -> None:
         self._labels: dict[str, Mapping[str, str]] = {}
         self._heads: dict[str, tuple[str, Mapping[str, str], str]] = {}
         self._lines: dict[str, Sample] = {}
-        self._old_lines: dict[str, Sample] = {}
 
     def parse(self, text: str) -> list[Sample]:
         """Every sample on a /metrics page, in page order; MetricsFormatError for a page that is not
@@ -186,16 +186,12 @@ class MetricsParser:
         append = samples.append
         heads = self._heads
         lines = self._lines
-        old_lines = self._old_lines
-        for index, line in enumerate(body.split("\n")):
+        page = body.split("\n")
+        for index, line in enumerate(page):
             if not line or line[0] == "#":
                 continue
             # Fastest path: the very same line was on an earlier page.
             sample = lines.get(line)
-            if sample is not None:
-                append(sample)
-                continue
-            sample = old_lines.get(line)
             if sample is None:
                 # Fast path: the `name{labels}` part of the line was validated on an earlier scrape.
                 head, _, value_text = line.rpartition(" ")
@@ -209,12 +205,11 @@ class MetricsParser:
                     sample = self._careful(line, index + 1 + skipped_lines)
                     if sample is None:
                         continue
-            if len(line) <= _MAX_CACHED_LINE:
-                if len(lines) >= _LINE_CACHE_MAX:
-                    self._old_lines = old_lines = lines
-                    self._lines = lines = {}
-                lines[line] = sample
+                if len(line) <= _MAX_CACHED_LINE:
+                    lines[line] = sample
             append(sample)
+        if len(lines) > 2 * len(samples) + _SPARE_LINES:  # values that moved left lines no page has now
+            self._lines = {line: lines[line] for line in page if line in lines}
         return samples
 
     def _careful(self, line: str, line_number: int) -> Sample | None:
