@@ -77,6 +77,7 @@ class Board:
         self.series = SeriesStore(samples_for(settings.history_s, settings.poll_interval_s))
         self.readings: dict[str, EndpointReading] = {}
         self.logs: dict[str, deque[LogEntry]] = {}
+        self.log_failed_lines: dict[str, int] = {}  # lines of an endpoint's log the parser could not read
         for endpoint in settings.endpoints:
             self._add(endpoint)
 
@@ -136,7 +137,9 @@ class Board:
         if update.line is None:  # events held back until the log went quiet: no new line to show
             alerts = self.add_log_events(name, update.time, update.events)
             return Applied(changed=(name,) if alerts or new else (), alerts=alerts)
-        entry, alerts = self.add_log_line(name, update.time, update.line, update.events)
+        entry, alerts = self.add_log_line(
+            name, update.time, update.line, update.events, failed_lines=update.failed_lines
+        )
         return Applied(changed=(name,) if alerts or new else (), log_line=(name, entry), alerts=alerts)
 
     def add_reading(self, reading: EndpointReading) -> list[Alert]:
@@ -153,9 +156,11 @@ class Board:
         return self._counted(changes)
 
     def add_log_line(
-        self, name: str, time: float, line: str, events: Iterable[object]
+        self, name: str, time: float, line: str, events: Iterable[object], failed_lines: int = 0
     ) -> tuple[LogEntry, list[Alert]]:
         self.ensure_endpoint(name)
+        if failed_lines:
+            self.log_failed_lines[name] = failed_lines
         events = list(events)
         entry = LogEntry(time, line, log_kind(events))
         self.logs.setdefault(name, deque(maxlen=LOG_LINES_KEPT)).append(entry)

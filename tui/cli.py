@@ -41,13 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(func=monitor.run)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name == module_name:
-                continue  # command not built yet
-            raise
-        module.register(subparsers)
+        # Every command ships with spectop: one that fails to import is a bug, never a missing command.
+        importlib.import_module(module_name).register(subparsers)
     return parser
 
 

@@ -231,7 +231,8 @@ def _describe_problem(item: dict) -> str:
 
 def _url_notes(data: dict, settings: Settings) -> list[str]:
     notes = []
-    raw_endpoints = data.get("endpoints") if isinstance(data.get("endpoints"), list) else []
+    endpoints = data.get("endpoints")
+    raw_endpoints = endpoints if isinstance(endpoints, list) else []
     for raw, endpoint in zip(raw_endpoints, settings.endpoints, strict=False):
         for field_name in ("url", "metrics_url"):
             given = raw.get(field_name) if isinstance(raw, dict) else None

@@ -10,6 +10,7 @@ Any other unhandled exception does end the app; `WritesRecoveryCopies` saves uns
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from textual.app import App
 from textual.worker import Worker, WorkerState
@@ -17,7 +18,7 @@ from textual.worker import Worker, WorkerState
 from tui.sanitize import safe_text
 
 
-def report_worker_failure(app: App[object], worker: Worker[object]) -> None:
+def report_worker_failure(app: App[Any], worker: Worker[Any]) -> None:
     name = worker.name or "background task"
     app.notify(safe_text(f"{name} failed: {worker.error}"), severity="error", timeout=10, markup=False)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tui.telemetry import prometheus
 from tui.telemetry.backends import detect_backend
-from tui.telemetry.prometheus import parse_metrics_text
+from tui.telemetry.backends.base import SeriesMemo
+from tui.telemetry.prometheus import MetricsParser, parse_metrics_text
 from tui.telemetry.scraper import Scrape
 from tui.telemetry.window import ScrapeWindow, figures_between
 
@@ -55,28 +55,32 @@ def main() -> None:
         first_samples = tuple(parse_metrics_text(first_text))
         first = Scrape(0.0, 0.0, first_samples, None, detect_backend(first_samples))
         body = last_text.split("\r\n\r\n", 1)[1] if last_text.startswith("HTTP/") else last_text
+        # A live endpoint's state, as its monitor keeps it: its parser and its window's series memo.
+        endpoint_parser, endpoint_memo = MetricsParser(), SeriesMemo()
 
-        def parse_only(text: str = last_text) -> object:
-            return parse_metrics_text(text)
+        def parse_only(text: str = last_text, parser: MetricsParser = endpoint_parser) -> object:
+            return parser.parse(text)
 
-        def parse_and_derive(text: str = last_text, first: Scrape = first) -> object:
-            samples = tuple(parse_metrics_text(text))
+        def parse_and_derive(
+            text: str = last_text,
+            first: Scrape = first,
+            parser: MetricsParser = endpoint_parser,
+            memo: SeriesMemo = endpoint_memo,
+        ) -> object:
+            samples = tuple(parser.parse(text))
             last = Scrape(10.0, 10.0, samples, None, detect_backend(samples))
-            return figures_between(first, last)
+            return figures_between(first, last, memo=memo)
 
-        def parse_and_derive_new_values(text: str = last_text, first: Scrape = first) -> object:
+        def parse_and_derive_new_values(
+            text: str = last_text, first: Scrape = first, parser: MetricsParser = endpoint_parser
+        ) -> object:
             # Every value moved since the last scrape; label sets repeat, as on a live server.
-            prometheus._LINE_CACHE.clear()
-            prometheus._OLD_LINE_CACHE.clear()
+            parser._lines.clear()
             return parse_and_derive(text, first)
 
         def parse_and_derive_first(text: str = last_text, first: Scrape = first) -> object:
             # The first scrape of a server: nothing cached.
-            for cache in (prometheus._LINE_CACHE, prometheus._OLD_LINE_CACHE):
-                cache.clear()
-            prometheus._LABEL_CACHE.clear()
-            prometheus._HEAD_CACHE.clear()
-            return parse_and_derive(text, first)
+            return parse_and_derive(text, first, MetricsParser(), SeriesMemo())
 
         def prometheus_client_parse(text: str = body) -> object:
             return [family.samples for family in text_string_to_metric_families(text)]

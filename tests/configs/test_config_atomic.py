@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tui.configs import atomic
-from tui.configs.atomic import FileStamp, atomic_write, changed_on_disk, stamp_file
+from tui.configs.atomic import FileStamp, atomic_write, changed_on_disk
 from tui.configs.editing import ChangedOnDiskError, open_config, save_text
 
 OLD = b'[model]\nname = "old"\n' + b"# padding\n" * 2000
@@ -107,7 +107,7 @@ def test_permissions_and_backup_are_kept(tmp_path: Path) -> None:
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert target.read_bytes() == NEW
     assert (tmp_path / "config.toml.bak").read_bytes() == OLD
-    assert result.stamp == stamp_file(target) and result.warnings == ()
+    assert result.stamp == FileStamp.of_bytes(target, target.read_bytes()) and result.warnings == ()
 
 
 def test_external_change_is_detected(tmp_path: Path) -> None:
@@ -134,5 +134,5 @@ def test_save_text_refuses_unparsable_text(tmp_path: Path) -> None:
     target = tmp_path / "config.toml"
     target.write_bytes(OLD)
     with pytest.raises(ConfigSyntaxError):
-        save_text(target, "[model\n", "vllm_toml", stamp_file(target))
+        save_text(target, "[model\n", "vllm_toml", FileStamp.of_bytes(target, OLD))
     assert target.read_bytes() == OLD

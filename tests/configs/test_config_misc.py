@@ -1,8 +1,7 @@
-"""Schema typing, OSC 52, the acceptance threshold reader, restart + /health."""
+"""Schema typing, the acceptance threshold reader, restart + /health."""
 
 from __future__ import annotations
 
-import base64
 import sys
 from pathlib import Path
 
@@ -10,7 +9,6 @@ import httpx
 import pytest
 
 from tui.configs import read_acceptance_threshold
-from tui.configs.clipboard import osc52
 from tui.configs.restart import run_restart, wait_for_health
 from tui.configs.schemas import field_spec, field_specs, typed_value, unknown_keys, validate_data
 from tui.paths import sample_configs_dir
@@ -44,16 +42,6 @@ def test_schema_ranges_and_help() -> None:
     assert unknown_keys(
         "client_json", {"base_url": "http://x", "extra_body": {"anything": 1}, "typo": 2}
     ) == [("typo",)]
-
-
-def test_osc52_sequence() -> None:
-    sequence = osc52("vllm serve m --x 'é'")
-    assert sequence.startswith("\x1b]52;c;") and sequence.endswith("\x07")
-    assert base64.b64decode(sequence[7:-1]).decode() == "vllm serve m --x 'é'"
-    wrapped = osc52("x", tmux=True)
-    assert wrapped.startswith("\x1bPtmux;\x1b\x1b]52;c;") and wrapped.endswith("\x1b\\")
-    with pytest.raises(ValueError, match="too long"):
-        osc52("x" * 100_000)
 
 
 def test_read_acceptance_threshold(tmp_path: Path) -> None:

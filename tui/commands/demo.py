@@ -291,7 +291,7 @@ def restart_client(control: str, name: str) -> int:
     return 0 if last == "ok" else 1
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="two simulated vLLM servers (MTP on / off) and the dashboard on them",

@@ -12,13 +12,14 @@ if TYPE_CHECKING:
     from tui.telemetry.events import LogEvent
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "logs",
         help="parse a vLLM / SGLang / llama.cpp log into stats, spec_decode and error events",
         description="Parse a server log (the whole file, or follow it like `tail -F`) into events: "
         "stats, spec_decode and error. One readable line per event, or JSON lines with --json. Events with "
-        "impossible figures (a garbled line) are dropped; their count goes to stderr at the end. llama.cpp "
+        "impossible figures (a garbled line) are dropped, and so are lines the parser fails on; both counts "
+        "go to stderr at the end. llama.cpp "
         "prints only the time since it started: that is `uptime`; `time` is the wall time when known (a "
         "docker/journald prefix, or a line read live with --follow), else unknown.",
     )
@@ -76,7 +77,7 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
     try:
         if not args.follow:
             async for line in LogTailer(path).read_all():
-                for event in parser.feed(line):
+                for event in parser.feed_guarded(line):
                     out.write(render(event) + "\n")
             for event in parser.flush():
                 out.write(render(event) + "\n")
@@ -98,6 +99,7 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
                 out.flush()
     finally:
         _report_unread(parser.unread)
+        _report_failed(parser.failed_lines, parser.last_failure)
 
 
 def _stamp_wall_time(event: LogEvent) -> None:
@@ -113,3 +115,14 @@ def _report_unread(unread: int) -> None:
     if unread:
         noun = "event" if unread == 1 else "events"
         print(f"spectop logs: {unread} {noun} unread (impossible figures in garbled lines)", file=sys.stderr)
+
+
+def _report_failed(failed: int, last_failure: str | None) -> None:
+    """Lines the parser raised on (a spectop bug, not the server's) give no events; say how many on stderr."""
+    if failed:
+        noun = "line" if failed == 1 else "lines"
+        print(
+            f"spectop logs: {failed} {noun} unreadable (the parser failed on them, a spectop bug; last: "
+            f"{last_failure})",
+            file=sys.stderr,
+        )

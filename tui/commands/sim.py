@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 HELP = "run a simulated vLLM / SGLang / llama.cpp server (speculative decoding, realistic metrics and logs)"
 
@@ -22,7 +23,7 @@ FAULT_FLAGS = {
 }
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("sim", help=HELP, description=HELP + ".")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
@@ -111,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(func=run)
 
 
-def _faults(args: argparse.Namespace) -> dict[str, object]:
+def _faults(args: argparse.Namespace) -> dict[str, Any]:
     pairs = {
         "error_rate": args.error_rate,
         "slow_first_token_s": args.slow_first_token,
@@ -125,8 +126,8 @@ def _faults(args: argparse.Namespace) -> dict[str, object]:
     return {key: value for key, value in pairs.items() if value is not None}
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, object]:
-    overrides: dict[str, object] = {}
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
     if args.acceptance:
         try:
             overrides["acceptance"] = [float(part) for part in args.acceptance.split(",") if part.strip()]

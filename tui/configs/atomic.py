@@ -62,15 +62,6 @@ class SaveResult:
     warnings: tuple[str, ...] = ()
 
 
-def stamp_file(path: Path) -> FileStamp | None:
-    """The file's current stamp, or None when it does not exist."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return FileStamp.of_bytes(path, data)
-
-
 def changed_on_disk(path: Path, stamp: FileStamp | None) -> bool:
     """True when the file differs from `stamp` (content, or deleted/created since)."""
     try:

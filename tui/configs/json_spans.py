@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # there at run time; typeshed omits it
 from typing import Any
 
 from tui.configs.errors import ConfigSyntaxError

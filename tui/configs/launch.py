@@ -26,7 +26,7 @@ _SPECTOP_ONLY = {"enabled", "acceptance_threshold"}
 _LEGACY_SPEC = {"speculative_model", "speculative_disable_by_batch_size", "disable_by_batch_size"}
 # vLLM flags that are argparse BooleanOptionalAction (so false is written --no-FLAG).
 _VLLM_OPTIONAL_BOOLS = {"enable-prefix-caching", "enable-chunked-prefill"}
-_VLLM_RENAMED = {"chunked_prefill": "enable_chunked_prefill", "name": "model"}
+_VLLM_RENAMED: dict[str, str] = {"chunked_prefill": "enable_chunked_prefill", "name": "model"}
 
 
 @dataclass
@@ -111,7 +111,8 @@ def vllm_speculative_config(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _vllm_options(data: dict[str, Any]) -> tuple[str | None, list[tuple[str, Any]]]:
-    model_section = data.get("model") if isinstance(data.get("model"), dict) else {}
+    model_entry = data.get("model")
+    model_section: dict[str, Any] = model_entry if isinstance(model_entry, dict) else {}
     model = model_section.get("name")
     options: list[tuple[str, Any]] = []
     for section_name, section in data.items():
@@ -122,7 +123,8 @@ def _vllm_options(data: dict[str, Any]) -> tuple[str | None, list[tuple[str, Any
                 continue
             if key in ("num_speculative_tokens", "speculative_model"):
                 continue  # removed flags; lint says where they belong
-            options.append((_VLLM_RENAMED.get(key, key), value))
+            name = str(key)  # TOML keys are strings
+            options.append((_VLLM_RENAMED.get(name, name), value))
     spec = vllm_speculative_config(data)
     if spec is not None:
         options.append(("speculative_config", spec))

@@ -6,7 +6,7 @@ backend references (see /work/shared/reference: seed-summary.md §5, vllm.md §3
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -426,7 +426,3 @@ def sort_findings(findings: list[Finding]) -> list[Finding]:
 
 def has_errors(findings: list[Finding]) -> bool:
     return any(finding.severity == "error" for finding in findings)
-
-
-def iter_errors(findings: list[Finding]) -> Iterator[Finding]:
-    return (finding for finding in findings if finding.severity == "error")

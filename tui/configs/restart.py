@@ -24,7 +24,7 @@ LOG_TAIL_BYTES = 256 * 1024  # how much of the end of a log `last_errors` reads
 
 
 async def run_restart(
-    argv: list[str], on_line: Callable[[str], None], *, timeout_s: float = RESTART_TIMEOUT_S
+    argv: list[str], on_line: Callable[[str], object], *, timeout_s: float = RESTART_TIMEOUT_S
 ) -> int:
     """Run `argv` without a shell, passing each output line (stdout+stderr) to `on_line`.
 
@@ -37,14 +37,15 @@ async def run_restart(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
-    assert process.stdout is not None
+    stdout = process.stdout
+    assert stdout is not None
 
     async def pump() -> None:
         while True:
             try:
-                line = await process.stdout.readline()
+                line = await stdout.readline()
             except ValueError:  # a line over the stream limit: read what is there
-                line = await process.stdout.read(MAX_OUTPUT_LINE)
+                line = await stdout.read(MAX_OUTPUT_LINE)
             if not line:
                 return
             on_line(line.decode("utf-8", "replace").rstrip("\r\n")[:MAX_OUTPUT_LINE])
@@ -110,7 +111,7 @@ def last_errors(path: Path, count: int = 5, *, start: int = 0) -> list[str]:
     if offset > start and lines:
         lines = lines[1:]  # the first line read is cut
     parser = LogParser()
-    events = [event for line in lines for event in parser.feed(line)] + parser.flush()
+    events = [event for line in lines for event in parser.feed_guarded(line)] + parser.flush()
     messages: list[str] = []
     for event in events:
         if isinstance(event, ErrorEvent):

@@ -29,7 +29,6 @@ VLLM_METHODS = (
 )  # fmt: skip
 # SGLang SpeculativeAlgorithm (sglang-server-args.md §A); matching is case-insensitive.
 SGLANG_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "FROZEN_KV_MTP")
-VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 
 _SECTION = ConfigDict(extra="allow", strict=True)
 

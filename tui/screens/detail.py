@@ -100,7 +100,7 @@ class DetailScreen(EndpointScreen):
         if message.endpoint != self.endpoint:
             return
         if message.log_line is not None:
-            self.query_one(LogPane).add(message.log_line)  # type: ignore[arg-type]
+            self.query_one(LogPane).add(message.log_line)
         else:
             self._refresh_figures()
 

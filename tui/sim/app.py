@@ -218,6 +218,7 @@ def build_app(context: AppContext) -> ASGIApp:
         if isinstance(data, JSONResponse):
             return data
         body: BaseModel
+        prompt_tokens: int | None  # None: the engine counts the prompt text
         try:
             if kind == "chat":
                 body = chat_body = ChatBody.model_validate(data)

@@ -7,6 +7,8 @@ token, per-request histograms at finish).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -250,7 +252,7 @@ class VllmRecorder(MetricsRecorder):
             reason: success.labels(**labels, finished_reason=reason) for reason in FINISHED_REASONS
         }
 
-        def histogram(name: str, documentation: str, buckets: list[float]) -> Histogram:
+        def histogram(name: str, documentation: str, buckets: Sequence[float]) -> Histogram:
             return Histogram(name, documentation, LABELS, buckets=buckets, registry=registry).labels(**labels)
 
         token_buckets = one_two_five_buckets(config.max_model_len)

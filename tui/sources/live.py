@@ -181,7 +181,7 @@ class LiveSource(Source):
             if self.recorder is not None:
                 for event in events:
                     await self.recorder.write_log_event(endpoint.name, now, event)
-            self._put(LogLineArrived(endpoint.name, now, line, list(events)))
+            self._put(LogLineArrived(endpoint.name, now, line, list(events), parser.failed_lines))
         self._put(Notice(f"tail {endpoint.name}: log tailing ended", "warning", timeout_s=5))
 
     # --- thresholds from the config files -------------------------------------------------------------------

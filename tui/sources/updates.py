@@ -26,6 +26,7 @@ class LogLineArrived:
     time: float
     line: str | None
     events: list[LogEvent] = field(default_factory=list)
+    failed_lines: int = 0  # lines of this log the parser could not read so far (`LogParser.failed_lines`)
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,7 @@ server restarted inside it, and bounds for histogram quantiles that only say
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
-
-BackendName = Literal["vllm", "sglang", "llamacpp", "openai", "unknown"]
 
 FIGURE_NAMES: tuple[str, ...] = (
     "generation_tokens_per_s",

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from tui.settings import EndpointSettings
 from tui.telemetry.backends import BackendDetector
 from tui.telemetry.figures import Figures
+from tui.telemetry.prometheus import MetricsParser
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, scrape_with_slots
 from tui.telemetry.window import ScrapeWindow
@@ -93,6 +94,7 @@ class EndpointMonitor:
         self._models_asked = False
         self.last_scrape: Scrape | None = None
         self._detector = BackendDetector()
+        self._parser = MetricsParser()  # this endpoint's: what repeats between its pages
         # llama.cpp /slots: why it gave nothing, and when it was last asked.
         self.slots_error: str | None = None
         self._slots_failed_at: float | None = None
@@ -126,6 +128,7 @@ class EndpointMonitor:
             ask_slots=ask_slots,
             headers=self._headers(),
             detector=self._detector,
+            parser=self._parser,
         )
         if slots_error is not None:
             self.slots_error = slots_error
@@ -182,9 +185,9 @@ class EndpointMonitor:
         except Exception:  # defensive: derivation must not break polling
             figures, per_model = Figures(), {}
         backend = self.window.backend or scrape.backend
-        error = scrape.error
+        problem = scrape.error
         if scrape.up and self.window.inconsistent:
-            error = self.window.inconsistent
+            problem = self.window.inconsistent
         if backend == "llamacpp" and self.slots_error and "generation_tokens_per_s" in figures.notes:
             note = f"{figures.notes['generation_tokens_per_s']} (/slots: {self.slots_error})"
             figures.notes["generation_tokens_per_s"] = note
@@ -195,7 +198,7 @@ class EndpointMonitor:
             url=self.endpoint.url,
             time=scrape.time,
             up=scrape.up,
-            error=error,
+            error=problem,
             backend=backend,
             model=self._model(),
             window_s=round(self.window.covered_s, 3),

@@ -13,7 +13,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from tui.telemetry.backends import BackendDetector, detect_backend
-from tui.telemetry.prometheus import MetricsFormatError, Sample, parse_metrics_text
+from tui.telemetry.prometheus import MetricsFormatError, MetricsParser, Sample, parse_metrics_text
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MAX_BYTES = 8 * 2**20
@@ -95,10 +95,12 @@ async def scrape_metrics(
     max_bytes: int = DEFAULT_MAX_BYTES,
     headers: dict[str, str] | None = None,
     detector: BackendDetector | None = None,
+    parser: MetricsParser | None = None,
 ) -> Scrape:
     """GET metrics_url and parse it. Failures come back as a Scrape with `error` set.
 
-    `detector` (one per endpoint) remembers the detected backend between scrapes.
+    `detector` (one per endpoint) remembers the detected backend between scrapes, `parser` (one
+    per endpoint) what repeats between its pages.
     """
     request_headers = {"Accept": _ACCEPT, **(headers or {})}
     timeout_text = f"timeout after {timeout_s:.1f} s"
@@ -126,7 +128,7 @@ async def scrape_metrics(
     arrived_monotonic = time.monotonic()
     text = body.decode("utf-8", errors="replace")
     try:
-        samples = tuple(parse_metrics_text(text))
+        samples = tuple(parse_metrics_text(text, parser))
     except MetricsFormatError as error:
         return Scrape(arrived, arrived_monotonic, None, f"not Prometheus text: {error}", None)
     return Scrape(
@@ -200,6 +202,7 @@ async def scrape_with_slots(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     headers: dict[str, str] | None = None,
     detector: BackendDetector | None = None,
+    parser: MetricsParser | None = None,
 ) -> tuple[Scrape, str | None]:
     """A scrape with llama.cpp's live Σ n_decoded from /slots; also the reason /slots gave none.
 
@@ -213,18 +216,20 @@ async def scrape_with_slots(
     if known_backend == "llamacpp" and ask_slots:
         decoded = await fetch_slots_decoded(client, base_url, headers=headers, timeout_s=timeout_s)
         scrape = await scrape_metrics(
-            client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector
+            client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector, parser=parser
         )
         return _with_decoded(scrape, decoded)
     scrape = await scrape_metrics(
-        client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector
+        client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector, parser=parser
     )
     if not ask_slots or known_backend is not None or not scrape.up or scrape.backend != "llamacpp":
         return scrape, None
     decoded = await fetch_slots_decoded(client, base_url, headers=headers, timeout_s=timeout_s)
     if isinstance(decoded, str):
         return scrape, decoded
-    again = await scrape_metrics(client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector)
+    again = await scrape_metrics(
+        client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector, parser=parser
+    )
     return _with_decoded(again, decoded) if again.up else (scrape, None)
 
 

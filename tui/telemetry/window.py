@@ -36,7 +36,7 @@ from functools import reduce
 from operator import add
 
 from tui.telemetry.backends import Backend, backend_module, segment_extras_of
-from tui.telemetry.backends.base import CounterKey, Delta, Reading, delta_of_model
+from tui.telemetry.backends.base import CounterKey, Delta, Reading, SeriesMemo, delta_of_model
 from tui.telemetry.figures import Figures
 from tui.telemetry.scraper import Scrape
 
@@ -182,8 +182,8 @@ def _sum_segments(segments: list[_Segment]) -> Delta | None:
         return delta
     for segment in segments:
         delta.seconds += segment.seconds
-        for key, value in segment.counters.items():
-            counters[key] = counters.get(key, 0.0) + value
+        for counter, value in segment.counters.items():
+            counters[counter] = counters.get(counter, 0.0) + value
         for key, value in segment.extras.items():
             extras[key] = extras.get(key, 0.0) + value
     return delta
@@ -192,10 +192,20 @@ def _sum_segments(segments: list[_Segment]) -> Delta | None:
 class ScrapeWindow:
     """The last `window_s` seconds of scrapes of one endpoint (bounded; resets handled)."""
 
-    def __init__(self, window_s: float, max_scrapes: int = 2048, *, backend: str | None = None) -> None:
+    def __init__(
+        self,
+        window_s: float,
+        max_scrapes: int = 2048,
+        *,
+        backend: str | None = None,
+        memo: SeriesMemo | None = None,
+    ) -> None:
         if window_s <= 0:
             raise ValueError("window_s must be positive")
         self.window_s = window_s
+        # What each series of this endpoint means to its backend (`memo`: shared with another window
+        # of the same endpoint).
+        self._memo = memo or SeriesMemo()
         self._forced_backend = backend_module(backend)
         self._backend: Backend | None = self._forced_backend
         self._entries: deque[_Entry] = deque(maxlen=max(2, max_scrapes))
@@ -242,7 +252,7 @@ class ScrapeWindow:
         if self._backend is not None and backend is not self._backend:
             self._entries.clear()  # a different server now answers on this URL
         self._backend = backend
-        reading = backend.extract(scrape.samples)
+        reading = backend.extract(scrape.samples, self._memo)
         live = getattr(backend, "live_counters", None)
         if live is not None and scrape.extra_counters:
             reading = live(reading, scrape.extra_counters)
@@ -329,12 +339,15 @@ def _figures_by_model(backend: Backend, delta: Delta | None, last: Reading) -> d
     return result
 
 
-def figures_between(first: Scrape, last: Scrape, backend: str | None = None) -> Figures:
-    """Figures from two scrapes (e.g. before and after an A/B run); gauges from `last`."""
+def figures_between(
+    first: Scrape, last: Scrape, backend: str | None = None, *, memo: SeriesMemo | None = None
+) -> Figures:
+    """Figures from two scrapes (e.g. before and after an A/B run); gauges from `last`.
+    `memo`: the endpoint's, when the caller keeps one between calls."""
     if not last.up:
         return Figures()
     name = backend or last.backend or first.backend
-    window = ScrapeWindow(window_s=math.inf, max_scrapes=2, backend=name)
+    window = ScrapeWindow(window_s=math.inf, max_scrapes=2, backend=name, memo=memo)
     window.add(first)
     window.add(last)
     return window.figures()

@@ -14,8 +14,10 @@ PANE_MAX_LINES = 2000
 
 
 class LogLine(Protocol):
-    line: str
-    kind: str
+    @property
+    def line(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
 
 
 class LogPane(RichLog):

@@ -1,7 +1,15 @@
-"""Theme variables ("$success", "$text-muted") resolved to concrete colours once per theme.
+"""Card styles with theme variables ("$success", "$text-muted bold") resolved by Textual itself.
 
-Textual resolves `$variables` in content styles on every render; for cards redrawn every second
-on 16 endpoints that is most of the drawing cost, so cards resolve them once per theme here.
+`textual.markup.parse_style` with the theme's variables (`App.theme_variables`: Textual's
+`Theme.to_color_system().generate()` plus the theme's own) is what Textual does for a `$variable` in a
+content style; `Palette` keeps each resolved style for one theme, so a card redrawn every second does
+not parse its styles again.
+
+One gap is filled here: Textual 8 drops the alpha of a variable such as `text-muted: auto 60%` in
+content styles (it tokenizes variable values as CSS, where `60%` is a scalar the content-style parser
+skips), so muted text would draw at full contrast. Such a variable is made concrete the way Textual's
+CSS does for `color: $text-muted`: the contrast text of the background at that alpha, over the
+theme's `$background`.
 """
 
 from __future__ import annotations
@@ -10,41 +18,39 @@ from collections.abc import Mapping
 
 from textual.color import Color, ColorParseError
 from textual.content import Content, Span
+from textual.markup import parse_style
+from textual.style import Style
+
+
+def _concrete(value: str, background: Color) -> str:
+    """An `auto N%` variable as the colour Textual's CSS draws it on `background`; others unchanged."""
+    if not value.startswith("auto"):
+        return value
+    colour = parse_style(value).foreground  # read directly, Textual keeps the alpha
+    if colour is None or not colour.auto:
+        return value
+    return (background + background.get_contrast_text(colour.a)).hex
 
 
 class Palette:
+    """The card styles of one theme (`variables`: `App.theme_variables`)."""
+
     def __init__(self, variables: Mapping[str, str]) -> None:
-        self._colours: dict[str, str] = {}
-        background = self._parse(variables.get("background")) or Color(0, 0, 0)
-        for name, value in variables.items():
-            colour = self._parse(value)
-            if colour is None and value.startswith("auto"):
-                foreground = self._parse(variables.get("foreground")) or background.get_contrast_text()
-                alpha = float(value.split()[1].rstrip("%")) / 100 if " " in value else 1.0
-                colour = background.blend(foreground, alpha)
-            if colour is not None:
-                self._colours[name] = colour.hex
-        self._styles: dict[str, str] = {}
-
-    @staticmethod
-    def _parse(value: str | None) -> Color | None:
-        if not value:
-            return None
         try:
-            return Color.parse(value)
+            background = Color.parse(variables.get("background", ""))
         except ColorParseError:
-            return None
+            background = Color(0, 0, 0)
+        self._variables = {name: _concrete(value, background) for name, value in variables.items()}
+        self._styles: dict[str, Style] = {}
 
-    def style(self, style: str) -> str:
+    def style(self, style: str) -> Style:
         resolved = self._styles.get(style)
         if resolved is None:
-            words = []
-            for word in style.split():
-                if word.startswith("$"):
-                    word = self._colours.get(word[1:], "")
-                if word:
-                    words.append(word)
-            resolved = self._styles[style] = " ".join(words)
+            try:
+                resolved = parse_style(style, self._variables)
+            except Exception:  # as Textual does (`Widget._get_style`): a style it cannot read draws plain
+                resolved = Style.null()
+            self._styles[style] = resolved
         return resolved
 
     def apply(self, content: Content) -> Content:

@@ -1,6 +1,7 @@
 """Per-backend knowledge of /metrics pages: one module per server.
 
-Each module has NAME, PREFIX, `extract(samples) -> Reading` and
+Each module has NAME, PREFIX, `extract(samples, memo) -> Reading` (`memo`: the endpoint's
+`SeriesMemo`) and
 `derive(delta, last) -> Figures`, and may have `segment_extras(start, end,
 segment) -> dict[str, float]` for figures computed per pair of scrapes.
 """
@@ -12,7 +13,7 @@ from operator import attrgetter
 from typing import Protocol
 
 from tui.telemetry.backends import llamacpp, sglang, vllm
-from tui.telemetry.backends.base import Delta, Reading
+from tui.telemetry.backends.base import Delta, Reading, SeriesMemo
 from tui.telemetry.figures import Figures
 from tui.telemetry.prometheus import Sample
 
@@ -23,12 +24,12 @@ class Backend(Protocol):
     NAME: str
     PREFIX: str
 
-    def extract(self, samples: Iterable[Sample]) -> Reading: ...
+    def extract(self, samples: Iterable[Sample], memo: SeriesMemo | None = None) -> Reading: ...
 
     def derive(self, delta: Delta | None, last: Reading) -> Figures: ...
 
 
-BACKENDS: dict[str, Backend] = {module.NAME: module for module in (vllm, sglang, llamacpp)}  # type: ignore[misc]
+BACKENDS: dict[str, Backend] = {module.NAME: module for module in (vllm, sglang, llamacpp)}
 
 
 def detect_backend(samples: Iterable[Sample]) -> str | None:

@@ -40,6 +40,7 @@ from tui.telemetry.backends.base import (
     Metric,
     MetricTable,
     Reading,
+    SeriesMemo,
     per_position,
     rate,
     ratio,
@@ -81,8 +82,8 @@ _FINISHED_FIGURES = ("acceptance_rate", "mean_acceptance_length", "per_position_
 _SIGNIFICANT_DIGITS = 6
 
 
-def extract(samples: Iterable[Sample]) -> Reading:
-    return extract_table(samples, TABLE)
+def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> Reading:
+    return extract_table(samples, TABLE, memo=memo)
 
 
 def live_counters(reading: Reading, extra: Mapping[str, float]) -> Reading:

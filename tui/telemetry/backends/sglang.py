@@ -17,7 +17,7 @@ request runs (they keep stale values when idle).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from tui.telemetry.backends.base import (
     Delta,
@@ -25,6 +25,7 @@ from tui.telemetry.backends.base import (
     Metric,
     MetricTable,
     Reading,
+    SeriesMemo,
     histogram,
     mean,
     quantile_figure,
@@ -75,25 +76,19 @@ def _rank(text: str) -> int:
 
 
 _Identity = tuple[str, tuple[tuple[str, str], ...]]
-# (name, labels object id) -> (labels object, identity without rank labels, tp rank); bounded.
-_IDENTITIES: dict[tuple[str, int], tuple[Mapping[str, str], _Identity, int]] = {}
-_IDENTITIES_MAX = 50_000
 
 
-def _identity(sample: Sample, rank_text: str) -> tuple[_Identity, int]:
-    key = (sample.name, id(sample.labels))
-    cached = _IDENTITIES.get(key)
-    if cached is not None and cached[0] is sample.labels:
-        return cached[1], cached[2]
+def _identity(sample: Sample, rank_text: str, memo: SeriesMemo) -> tuple[_Identity, int]:
+    """The series without its rank labels, and its TP rank; worked out once per series (`memo`)."""
+    known = memo.identities.get(sample.series)
+    if known is not None:
+        return known
     identity = (
         sample.name,
         tuple(sorted(item for item in sample.labels.items() if item[0] not in _RANK_LABELS)),
     )
-    rank = _rank(rank_text)
-    if len(_IDENTITIES) >= _IDENTITIES_MAX:
-        _IDENTITIES.clear()
-    _IDENTITIES[key] = (sample.labels, identity, rank)
-    return identity, rank
+    known = memo.identities[sample.series] = (identity, _rank(rank_text))
+    return known
 
 
 def _drop_per_priority(selected: list[tuple[Sample, Metric]]) -> list[tuple[Sample, Metric]]:
@@ -106,7 +101,9 @@ def _drop_per_priority(selected: list[tuple[Sample, Metric]]) -> list[tuple[Samp
     ]
 
 
-def keep_first_tp_rank(selected: list[tuple[Sample, Metric]]) -> list[tuple[Sample, Metric]]:
+def keep_first_tp_rank(
+    selected: list[tuple[Sample, Metric]], memo: SeriesMemo
+) -> list[tuple[Sample, Metric]]:
     """Drop copies of a series written by TP ranks other than the lowest one (and per-priority parts)."""
     selected = _drop_per_priority(selected)
     lowest: dict[_Identity, int] = {}
@@ -116,7 +113,7 @@ def keep_first_tp_rank(selected: list[tuple[Sample, Metric]]) -> list[tuple[Samp
         if rank_text is None:
             ranked.append(None)
             continue
-        identity, rank = _identity(sample, rank_text)
+        identity, rank = _identity(sample, rank_text, memo)
         ranked.append((identity, rank))
         if rank < lowest.get(identity, 1 << 31):
             lowest[identity] = rank
@@ -127,9 +124,9 @@ def keep_first_tp_rank(selected: list[tuple[Sample, Metric]]) -> list[tuple[Samp
     ]
 
 
-def extract(samples: Iterable[Sample]) -> Reading:
+def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> Reading:
     return extract_table(
-        samples, TABLE, keep=keep_first_tp_rank, restart_names=("process_start_time_seconds",)
+        samples, TABLE, memo=memo, keep=keep_first_tp_rank, restart_names=("process_start_time_seconds",)
     )
 
 

@@ -25,6 +25,7 @@ from tui.telemetry.backends.base import (
     Metric,
     MetricTable,
     Reading,
+    SeriesMemo,
     histogram,
     mean,
     per_position,
@@ -72,8 +73,8 @@ TABLE: MetricTable = {
 _RESTART_NAMES = ("process_start_time_seconds", "vllm:generation_tokens_created")
 
 
-def extract(samples: Iterable[Sample]) -> Reading:
-    return extract_table(samples, TABLE, restart_names=_RESTART_NAMES)
+def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> Reading:
+    return extract_table(samples, TABLE, memo=memo, restart_names=_RESTART_NAMES)
 
 
 def _tpot(delta: Delta | None) -> float | None:

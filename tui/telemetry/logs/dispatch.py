@@ -98,20 +98,18 @@ def error_event(line: str, backend: str | None) -> ErrorEvent | None:
 def parse_events(raw: str, backend: str | None = None) -> list[ParsedEvent]:
     """Every event of one line (a SGLang Decode line with spec fields: a stats AND a spec_decode event).
 
-    An event with an impossible value (`plausible`) is left out."""
-    try:
-        line = prepare(raw)
-        events = grammar_events(line)
-        if events:
-            return [event for event in events if plausible(event)]
-        error = error_event(line, normalize_backend(backend))
-        return [error] if error is not None else []
-    except Exception:  # a parser must never take the monitor down; unknown shapes are skipped
-        return []
+    An event with an impossible value (`plausible`) is left out. A grammar bug raises: lines from a
+    file go through `LogParser.feed_guarded`, the one place that turns an exception into a count."""
+    line = prepare(raw)
+    events = grammar_events(line)
+    if events:
+        return [event for event in events if plausible(event)]
+    error = error_event(line, normalize_backend(backend))
+    return [error] if error is not None else []
 
 
 def parse_line(line: str, backend: str | None = None) -> ParsedEvent | None:
-    """The first event of one log line, or None. Never raises.
+    """The first event of one log line, or None.
 
     For a SGLang `Decode batch` line with `accept len` this is the stats event; use
     `parse_events` (or `LogParser`) to get its spec_decode event too.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from tui.telemetry.events import SpecDecodeEvent, StatsEvent
+from tui.telemetry.events import LogEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs.construct import build
 
 _NUMBER = r"\d+(?:\.\d+)?"
@@ -104,7 +104,7 @@ def _sglang_time(date: str, hms: str, ms: str | None) -> str:
     return f"{date}T{hms}.{ms}" if ms else f"{date}T{hms}"
 
 
-def sglang_batch(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
+def sglang_batch(line: str) -> list[LogEvent] | None:
     """The events of a current-format `Decode batch` or `Prefill batch` line, without `find_batch`: a line
     either regex matches has its one batch marker right after the prefix, so `find_batch` would agree."""
     if "] Decode batch, " in line:
@@ -114,13 +114,13 @@ def sglang_batch(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
     return None
 
 
-def sglang_decode(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
+def sglang_decode(line: str) -> list[LogEvent] | None:
     match = _SGLANG_DECODE.fullmatch(line)
     if match is None:
         return None
     date, hms, ms, engine, running, tokens, usage, length, rate, graph, graph_on, gen, queue = match.groups()
     time = _sglang_time(date, hms, ms)
-    events: list[StatsEvent | SpecDecodeEvent] = [
+    events: list[LogEvent] = [
         build(
             StatsEvent,
             time=time,
@@ -151,7 +151,7 @@ def sglang_decode(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
     return events
 
 
-def sglang_prefill(line: str) -> list[StatsEvent | SpecDecodeEvent] | None:
+def sglang_prefill(line: str) -> list[LogEvent] | None:
     match = _SGLANG_PREFILL.fullmatch(line)
     if match is None:
         return None

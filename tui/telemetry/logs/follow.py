@@ -2,7 +2,8 @@
 
 `LogTailer.lines()` yields nothing while the file is idle, so a traceback at the end of a log would
 wait for the next line to be reported. `follow_events` reads the tailer in a task and, when no line
-arrives for `idle_flush_s`, yields `(None, parser.flush())`.
+arrives for `idle_flush_s`, yields `(None, parser.flush())`. Lines enter the parser through
+`LogParser.feed_guarded`: a line it raised on gives no events and is counted in `parser.failed_lines`.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ async def follow_events(
                 if parser.pending:
                     yield None, parser.flush()
                 continue
-            yield line, parser.feed(line)
+            yield line, parser.feed_guarded(line)  # the safety net: a line that raised is counted
     finally:
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -28,10 +28,11 @@ _SPECIFIC = frozenset({"oom", "engine_dead", "spec_config"})
 
 
 class LogParser:
-    """Feed it lines in order; it returns the events each line completes. Never raises.
+    """Feed it lines in order; it returns the events each line completes.
 
     `unread` counts the events it dropped because a figure was impossible (acceptance outside [0, 1],
-    a negative rate, a mean acceptance length below 1: a garbled line, see `plausible`).
+    a negative rate, a mean acceptance length below 1: a garbled line, see `plausible`). A tailer feeds
+    lines with `feed_guarded`, which counts a line the parser raised on in `failed_lines` instead.
     """
 
     def __init__(self, backend: str | None = None) -> None:
@@ -39,6 +40,8 @@ class LogParser:
         self._group: TracebackGroup | None = None
         self._last_stats: StatsEvent | None = None  # vLLM: the stats line a SpecDecoding line follows
         self.unread = 0  # events dropped for an impossible value (garbled lines); see `plausible`
+        self.failed_lines = 0  # lines `feed_guarded` could not read (the parser raised: a bug)
+        self.last_failure: str | None = None  # the last of those errors, "TypeName: message"
 
     @property
     def pending(self) -> bool:
@@ -46,10 +49,21 @@ class LogParser:
         return self._group is not None
 
     def feed(self, line: str) -> list[LogEvent]:
+        """The events `line` completes. A grammar bug raises here (tests see it); see `feed_guarded`."""
+        return self._feed(line)
+
+    def feed_guarded(self, line: str) -> list[LogEvent]:
+        """`feed` for a line from a file: the one safety net between a log and the parser.
+
+        A line the parser could not read (it raised: a grammar bug, never a server's fault) gives no
+        events and is counted in `failed_lines`, with the last error in `last_failure`, so a monitor
+        keeps going and the count is shown (`spectop logs`, the detail screen), never silent."""
         try:
             return self._feed(line)
-        except Exception:  # never let one odd line stop the tailing
+        except Exception as error:
             self._group = None
+            self.failed_lines += 1
+            self.last_failure = f"{type(error).__name__}: {error}"[:MAX_MESSAGE_CHARS]
             return []
 
     def flush(self) -> list[LogEvent]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 
-_SPEC_COUNTS = ("accepted_tokens_per_s", "drafted_tokens_per_s", "num_drafts")
+_SPEC_COUNTS: tuple[str, ...] = ("accepted_tokens_per_s", "drafted_tokens_per_s", "num_drafts")
 _STATS_COUNTS = (
     "generation_tokens_per_s",
     "prompt_tokens_per_s",

@@ -8,7 +8,7 @@ from tui.sanitize import json_safe, safe_line
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 
 UNKNOWN = "–"
-_NO_LINE = frozenset({"line"})
+_NO_LINE: set[str] = {"line"}  # pydantic takes a set (or a mapping) of field names
 LINE_WIDTH = 80
 
 

@@ -10,7 +10,7 @@ fall out of that; fields spectop has no name for land in `extra`.
 
 from __future__ import annotations
 
-from tui.telemetry.events import SpecDecodeEvent, StatsEvent
+from tui.telemetry.events import LogEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import split_prefix
 from tui.telemetry.logs.values import parse_count, parse_field_value, parse_number
@@ -51,7 +51,7 @@ def find_batch(line: str) -> tuple[str, int, int] | None:
     return None
 
 
-def parse_batch(line: str, found: tuple[str, int, int]) -> list[StatsEvent | SpecDecodeEvent]:
+def parse_batch(line: str, found: tuple[str, int, int]) -> list[LogEvent]:
     """The stats event of a batch line, plus a spec_decode event when it carries `accept len/rate`."""
     phase, head_end, body_start = found
     prefix = split_prefix(line[:head_end])
@@ -94,7 +94,7 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[StatsEvent | Spe
     ):
         # This batch's hit rate (the same figure as the `sglang:cache_hit_rate` gauge after a prefill).
         values["prefix_cache_hit_rate"] = cached_tokens / (new_tokens + cached_tokens)
-    events: list[StatsEvent | SpecDecodeEvent] = [
+    events: list[LogEvent] = [
         build(
             StatsEvent,
             time=prefix.time,
