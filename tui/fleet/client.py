@@ -167,7 +167,7 @@ class PrometheusClient:
             "POST" if post else "GET",
             f"{self.base_url}{path}",
             content=urlencode(params).encode("ascii") if post else None,
-            params=None if post else params,
+            params=None if post else httpx.QueryParams(urlencode(params)),
             headers=headers,
             auth=self._auth or httpx.USE_CLIENT_DEFAULT,
             timeout=self.timeout_s,

@@ -134,10 +134,10 @@ class ImbalanceAlerts:
                     changed.append(alert)
         for key in [key for key in self._since if key not in seen]:
             del self._since[key]
-            alert = self._active.pop(key, None)
-            if alert is not None:
-                alert.cleared_at = time
-                changed.append(alert)
+            cleared = self._active.pop(key, None)
+            if cleared is not None:
+                cleared.cleared_at = time
+                changed.append(cleared)
         return changed
 
 

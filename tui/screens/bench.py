@@ -96,7 +96,7 @@ def arm_line(label: str, arm: Any) -> str:
     return f"{label} {safe_line(arm.name)[:10]:10} {counts} TTFT p50 {ttft:>7} decode {rate:>7} tok/s"
 
 
-class BurstHistoryTable(DataTable[str]):
+class BurstHistoryTable(DataTable[str | Text]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "use('a')", "As A"),
         Binding("b", "use('b')", "As B"),

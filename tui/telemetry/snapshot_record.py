@@ -16,7 +16,7 @@ def snapshot_record(
     backend: str | None,
     up: bool,
     model: str | None,
-    window_s: float,
+    window_s: float | None,
     figures: Figures | None,
     error: str | None,
 ) -> dict[str, Any]:
