@@ -29,6 +29,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("detail", "1 2 3 / w", "chart window 1, 5, 30 min / next"),
     ("detail", "f", "follow the log / pause it"),
     ("detail", "/", "filter the log"),
+    ("detail", "h", "show / hide access-log lines (GET /metrics …)"),
     ("detail", "e", "edit the endpoint's config file"),
 )
 
