@@ -75,6 +75,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
         Binding("minus", "slower", "Slower", key_display="-"),
         *QUIT_BINDINGS,
     ]
+    intro: str | None = None  # a line the dashboard shows until the first key (`spectop demo`'s story)
 
     def __init__(
         self,

@@ -8,7 +8,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, VerticalScroll
-from textual.events import Resize
+from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
@@ -27,6 +27,7 @@ CHROME_ROWS = 2  # header and footer
 
 class DashboardScreen(Screen[None]):
     DEFAULT_CSS = """
+    DashboardScreen #intro { height: auto; padding: 0 1; background: $boost; color: $text; }
     DashboardScreen #cards-scroll { height: 1fr; }
     DashboardScreen #cards { layout: grid; grid-size: 1; grid-gutter: 0 1; grid-rows: 5; height: auto; }
     DashboardScreen #cards.roomy { grid-rows: 8; }
@@ -62,6 +63,9 @@ class DashboardScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
+        intro = Static(self.spectop.intro or "", id="intro", markup=False)
+        intro.display = bool(self.spectop.intro)
+        yield intro
         with VerticalScroll(id="cards-scroll", can_focus=False):
             yield Static("No endpoints. Give one with --endpoint URL or a spectop.toml.", id="empty")
             yield Container(id="cards")
@@ -134,6 +138,13 @@ class DashboardScreen(Screen[None]):
             data = self.spectop.card_data(name)
             if data.age is None or data.age >= late_after:
                 card.update_data(data)
+
+    def on_key(self, event: Key) -> None:
+        """The intro line (`spectop demo`) goes at the first key; the key does what it does anyway."""
+        intro = self.query_one("#intro", Static)
+        if intro.display:
+            intro.display = False
+            self.spectop.intro = None
 
     def on_screen_resume(self) -> None:
         if self._cards:  # coming back from another screen (the editor may have changed a threshold)
