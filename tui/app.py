@@ -47,7 +47,14 @@ from tui.telemetry.recording import (
     ReplayClock,
     replay,
 )
-from tui.themes import DEFAULT_THEME, load_themes, next_theme, remember_theme, remembered_theme
+from tui.themes import (
+    DEFAULT_THEME,
+    honour_no_color,
+    load_themes,
+    next_theme,
+    remember_theme,
+    remembered_theme,
+)
 from tui.widgets.card_view import CardData
 from tui.worker_errors import WritesRecoveryCopies, report_worker_failure
 
@@ -90,6 +97,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, App[int]):
         remember_theme_choice: bool = True,
     ) -> None:
         super().__init__()
+        honour_no_color(self)
         self.settings = settings
         self.board = Board(settings)
         self.record_path = Path(record_path) if record_path else None
