@@ -50,7 +50,7 @@ async def test_dashboard_and_detail_have_no_colour_under_no_color(
         await pilot.pause()
         assert _coloured(_screen_strips(app)) == []
         card = app.screen.query(EndpointCard).first()
-        assert card.has_focus
+        assert card.has_focus, app.focused
         top_left = _screen_strips(app)[card.region.y].text[card.region.x]
         assert top_left == "┏"  # focus is a heavy border, not a shade of grey
         await pilot.press("enter")
