@@ -25,7 +25,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("dashboard", "enter", "detail screen of the card"),
     ("dashboard", "/", "filter cards by name"),
     ("dashboard", "e", "edit the endpoint's config file"),
-    ("dashboard", "v", "table view / cards (the table comes by itself when cards do not fit)"),
+    ("dashboard", "v", "table view ⇄ cards (by itself when cards do not fit)"),
     ("table", "< > i", "sort by the previous / next column, invert the order"),
     ("detail", "escape", "back to the dashboard"),
     ("detail", "1 2 3 / w", "chart window 1, 5, 30 min / next"),

@@ -129,9 +129,12 @@ class EndpointTable(DataTable[Text]):
     def on_resize(self, event: Resize) -> None:
         wide = event.size.width >= WIDE_TABLE
         if wide != self.wide:
+            selected = self.selected_endpoint
             self.wide = wide
             self._build_columns()
             self._sync(set(self._rows))
+            if selected is not None:
+                self.select(selected)
 
     def _styles(self) -> dict[str, str]:
         theme = self.app.current_theme
