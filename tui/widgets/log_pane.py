@@ -123,7 +123,8 @@ class LogPane(RichLog):
             self.border_subtitle = self._follow_text()
 
     def _follow_text(self) -> str:
-        return "following" if self.follow else "paused (f to follow)"
+        text = "following" if self.follow else "paused (f to follow)"
+        return f"filter: {self.filter_text} · {text}" if self.filter_text else text
 
     def on_resize(self, event: Resize) -> None:
         super().on_resize(event)
