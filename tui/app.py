@@ -36,7 +36,14 @@ from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import DEFAULT_MAX_MB
 from tui.telemetry.series import SeriesStore
-from tui.themes import DEFAULT_THEME, load_themes, next_theme, remember_theme, remembered_theme
+from tui.themes import (
+    DEFAULT_THEME,
+    honour_no_color,
+    load_themes,
+    next_theme,
+    remember_theme,
+    remembered_theme,
+)
 from tui.widgets.card_view import CardData
 from tui.worker_errors import ReportsWorkerFailures, WritesRecoveryCopies
 
@@ -73,9 +80,12 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
         clock: Callable[[], float] = time.time,
         theme_folders: list[Path] | None = None,
         remember_theme_choice: bool = True,
+        intro: str | None = None,
     ) -> None:
-        """`source` as given, else a replay of `replay_path`, else the live endpoints of `settings`."""
+        """`source` as given, else a replay of `replay_path`, else the live endpoints of `settings`.
+        `intro`: a line the dashboard shows until the first key (`spectop demo`'s story)."""
         super().__init__()
+        honour_no_color(self)
         self.settings = settings
         self.board = Board(settings)
         if source is None and replay_path is not None:
@@ -89,6 +99,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
             editable=source.allows_editing,
             open_editor=self.open_editor,
             reread_thresholds=source.reread_thresholds,
+            intro=intro,
         )
         self._wall_clock = clock
         self._restarting: str | None = None  # the endpoint of a planned restart under way

@@ -28,13 +28,53 @@ COMMAND_MODULES = (
 )
 
 
+def installed_version() -> str:
+    """The installed package's version (its metadata), or the source tree's when it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("spectop")
+    except PackageNotFoundError:
+        return __version__
+
+
+class _CompletionAction(argparse.Action):
+    """`--completion SHELL`: print the completion script for the whole parser, then exit (like --version)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option: object = None,
+    ) -> None:
+        from tui.completion import completion_script
+
+        sys.stdout.write(completion_script(parser, str(values)))
+        parser.exit(0)
+
+
+def add_meta_arguments(parser: argparse.ArgumentParser) -> None:
+    from tui.completion import SHELLS
+
+    parser.add_argument("--version", action="version", version=f"spectop {installed_version()}")
+    parser.add_argument(
+        "--completion",
+        action=_CompletionAction,
+        choices=SHELLS,
+        metavar="SHELL",
+        help="print a completion script for bash, zsh or fish and exit "
+        '(e.g. eval "$(spectop --completion bash)")',
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spectop",
         description="Watch and tune speculative decoding on vLLM, SGLang, llama.cpp and "
         "OpenAI-compatible servers. Without a command, opens the live dashboard.",
     )
-    parser.add_argument("--version", action="version", version=f"spectop {__version__}")
+    add_meta_arguments(parser)
     from tui.commands import monitor
 
     monitor.add_monitor_arguments(parser)

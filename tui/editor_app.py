@@ -12,6 +12,7 @@ from textual.binding import BindingType
 from tui.configs.restart import HEALTH_TIMEOUT_S
 from tui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.screens.editor import EditorScreen
+from tui.themes import honour_no_color
 from tui.worker_errors import ReportsWorkerFailures, WritesRecoveryCopies
 
 HTTP_TIMEOUT_S = 5.0
@@ -32,6 +33,7 @@ class EditorApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures,
         health_timeout_s: float = HEALTH_TIMEOUT_S,
     ) -> None:
         super().__init__()
+        honour_no_color(self)
         self.path = path
         self.kind = kind
         self.restart_command = restart_command

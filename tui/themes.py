@@ -3,8 +3,12 @@
 Themes come from `tui.paths.themes_dir()` (shipped) and then the user's
 `$XDG_CONFIG_HOME/spectop/themes/` (a user theme with a shipped name replaces it).
 A broken file is reported (file and field) and skipped. The chosen theme is kept
-in `$XDG_CONFIG_HOME/spectop/state.json`. NO_COLOR is honoured by Textual itself
-(monochrome output); spectop never relies on colour alone (status words, badges).
+in `$XDG_CONFIG_HOME/spectop/state.json`.
+
+NO_COLOR (https://no-color.org): Textual alone turns colours into greys, still 256/true-colour codes, and
+a focused card is then only a lighter grey. `honour_no_color` makes the output carry no colour at all
+(the terminal's default foreground and background) and marks focus with shapes and reverse video
+instead; spectop never relies on colour alone otherwise (status words, badges, switches say on/off).
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from textual.app import App
 from textual.color import Color, ColorParseError
+from textual.filter import Monochrome, NoColor
 from textual.theme import Theme
 
 from tui.paths import themes_dir
@@ -156,3 +162,23 @@ def next_theme(current: str, names: list[str]) -> str:
     if current not in names:
         return names[0]
     return names[(names.index(current) + 1) % len(names)]
+
+
+# Focus and selection without colour: a heavy border, reverse video. Loaded only under NO_COLOR.
+NO_COLOR_CSS = """
+EndpointCard:focus, LogPane:focus, EndpointTable:focus, DataTable:focus { border: heavy; }
+EndpointCard:focus { border-title-style: bold reverse; }
+DataTable > .datatable--cursor, DataTable > .datatable--fixed-cursor { text-style: bold reverse; }
+OptionList > .option-list--option-highlighted { text-style: bold reverse; }
+Switch:focus, Button:focus, Input:focus, Select:focus > SelectCurrent { text-style: reverse; }
+Tab.-active { text-style: bold reverse; }
+"""
+
+
+def honour_no_color(app: App[object]) -> None:
+    """Under NO_COLOR: no colour codes (Textual's greys become the terminal's defaults), focus shown by
+    shape and reverse video. Call from the App's `__init__`."""
+    if not app.no_color:
+        return
+    app._filters[:] = [NoColor() if isinstance(item, Monochrome) else item for item in app._filters]
+    app.stylesheet.add_source(NO_COLOR_CSS, read_from=(__file__, "NO_COLOR_CSS"), is_default_css=False)

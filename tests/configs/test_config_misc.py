@@ -30,7 +30,7 @@ def test_typed_values_follow_the_schema() -> None:
 def test_schema_ranges_and_help() -> None:
     spec = field_spec("vllm_toml", ("speculative", "num_speculative_tokens"))
     assert spec is not None and spec.range_text == "[1, 16]" and spec.help
-    assert field_spec("vllm_toml", ("model", "gpu_memory_utilization")).range_text == "(0.0, 1.0]"
+    assert field_spec("vllm_toml", ("model", "gpu_memory_utilization")).range_text == "(0, 1]"
     assert all(
         spec.help for kind in ("vllm_toml", "sglang_json", "client_json") for spec in field_specs(kind)
     )

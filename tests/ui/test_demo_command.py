@@ -26,7 +26,10 @@ def test_demo_starts_two_sims_on_free_ports_and_stops_them() -> None:
     samples_before = {path.name: path.read_bytes() for path in sample_configs_dir().iterdir()}
     with demo_sims(background_load_rps=0.5) as sims:
         folder = sims.folder
-        assert [endpoint.name for endpoint in sims.endpoints] == ["mtp-on", "mtp-off"]
+        assert [endpoint.name for endpoint in sims.endpoints] == [
+            "mtp-off",
+            "mtp-on",
+        ]  # A = MTP off, B = MTP on
         ports = set()
         for endpoint, process in zip(sims.endpoints, sims.processes, strict=True):
             assert endpoint.url.startswith("http://127.0.0.1:")
@@ -79,10 +82,10 @@ def test_a_sim_that_dies_is_reaped_reported_and_started_again_once_fixed() -> No
     deaths: list[str] = []
     with demo_sims(background_load_rps=0.5) as sims:
         sims.on_exit = deaths.append
-        endpoint = sims.endpoints[0]
+        endpoint = sims.endpoints[1]  # mtp-on
         assert endpoint.config_file is not None and endpoint.restart_command is not None
         config = endpoint.config_file.read_text(encoding="utf-8")
-        dead_pid = sims.processes[0].pid
+        dead_pid = sims.processes[1].pid
         endpoint.config_file.write_text(
             config.replace("num_speculative_tokens = 2", "num_speculative_tokens = 16"), encoding="utf-8"
         )
@@ -103,11 +106,11 @@ def test_a_sim_that_dies_is_reaped_reported_and_started_again_once_fixed() -> No
         assert result.returncode == 0, result.stdout
         assert "started again" in result.stdout
         assert httpx.get(f"{endpoint.url}/health", timeout=5.0).status_code == 200  # same URL
-        new_pid = sims.processes[0].pid
+        new_pid = sims.processes[1].pid
         assert new_pid != dead_pid
         # A live sim is restarted with SIGHUP, and the command waits until it is back.
         result = _run_restart_command(endpoint.restart_command)
         assert result.returncode == 0 and "restarted on" in result.stdout, result.stdout
-        assert sims.processes[0].pid == new_pid
+        assert sims.processes[1].pid == new_pid
     assert _reaped(new_pid)
     assert deaths[1:] == []

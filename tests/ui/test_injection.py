@@ -122,7 +122,7 @@ async def test_detail_screen_and_log_pane(server: ReplyServer, tmp_path: Path) -
         await assert_nothing_injected(pilot, app.screen.query_one(Header), "x · vllm · evil")
         log = app.screen.query_one(LogPane)
         await assert_nothing_injected(pilot, log, "CUDA out of memory. evil")
-        await assert_nothing_injected(pilot, log, "[x.py:1] evil")
+        await assert_nothing_injected(pilot, log, "14:39:07 evil")
 
 
 async def test_alerts_screen(server: ReplyServer, tmp_path: Path) -> None:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from ui_waiting import wait_for
 
 from tui.app import SpectopApp
+from tui.editor_app import EditorApp
+from tui.paths import sample_configs_dir
+from tui.screens.editor import EditorScreen
 
 
 async def _settled(pilot: Pilot[Any]) -> None:
@@ -35,3 +41,67 @@ def test_detail_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) 
         await pilot.pause()
 
     assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=open_detail)
+
+
+# --- issue 13: every screen at 80x24, 120x36 and 200x50 ---------------------------------------------------
+
+SIZES = [(80, 24), (120, 36), (200, 50)]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_dashboard_cards_at_each_size(
+    snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
+) -> None:
+    assert snap_compare(replay_app(), terminal_size=size, run_before=_settled)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_dashboard_table_at_each_size(
+    snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
+) -> None:
+    async def table(pilot: Pilot[Any]) -> None:
+        await _settled(pilot)
+        await pilot.press("v")
+        await pilot.pause()
+
+    assert snap_compare(replay_app(), terminal_size=size, run_before=table)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_detail_at_each_size(
+    snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
+) -> None:
+    async def open_detail(pilot: Pilot[Any]) -> None:
+        await _settled(pilot)
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(replay_app(), terminal_size=size, run_before=open_detail)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_help_at_each_size(
+    snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
+) -> None:
+    async def open_help(pilot: Pilot[Any]) -> None:
+        await _settled(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(replay_app(), terminal_size=size, run_before=open_help)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_editor_at_each_size(
+    snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the header names the file as given: the same in every run
+    target = Path("config.toml")
+    shutil.copy(sample_configs_dir() / "config.toml", target)
+
+    async def loaded(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await pilot.pause()
+
+    assert snap_compare(EditorApp(target), terminal_size=size, run_before=loaded)

@@ -40,12 +40,12 @@ class VllmModelSection(BaseModel):
     model_config = _SECTION
     name: str = Field(min_length=1, description="target model: HF repo id or local path (vllm serve MODEL)")
     dtype: Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | None = Field(
-        None, description="weight and activation dtype (--dtype); auto picks the checkpoint's"
+        None, description="weight and activation dtype (--dtype); auto = the checkpoint's dtype"
     )
     tensor_parallel_size: int | None = Field(None, ge=1, le=1024, description="GPUs per replica (-tp)")
     max_model_len: int | None = Field(None, ge=1, description="context length in tokens (--max-model-len)")
     gpu_memory_utilization: float | None = Field(
-        None, gt=0.0, le=1.0, description="fraction of GPU memory vLLM may use, in (0, 1]; default 0.92"
+        None, gt=0.0, le=1.0, description="fraction of GPU memory vLLM may use; default 0.92"
     )
     served_model_name: str | None = Field(None, description="model id in the API and the metrics label")
     trust_remote_code: bool | None = Field(None, description="run the checkpoint's own model code")
@@ -56,9 +56,9 @@ class VllmSpeculativeSection(BaseModel):
     enabled: bool | None = Field(None, description="speculative decoding on/off (spectop key; off = no -sc)")
     method: str | None = Field(None, description="draft method: mtp (model MTP heads), eagle, ngram ...")
     model: str | None = Field(None, description="draft model; leave empty for mtp (the target drafts itself)")
-    num_speculative_tokens: int | None = Field(None, ge=1, le=16, description="draft tokens per step, 1..16")
+    num_speculative_tokens: int | None = Field(None, ge=1, le=16, description="draft tokens per step")
     acceptance_threshold: float | None = Field(
-        None, ge=0.0, le=1.0, description="spectop alerts when acceptance stays below this, in [0, 1]"
+        None, ge=0.0, le=1.0, description="spectop alerts when acceptance stays below this"
     )
     draft_tensor_parallel_size: int | None = Field(None, ge=1, description="TP size of the draft")
 
@@ -102,7 +102,7 @@ class SglangConfig(BaseModel):
     model_path: str = Field(min_length=1, description="target model: HF repo id or local path (--model-path)")
     tp_size: int | None = Field(None, ge=1, le=1024, description="tensor parallel size (--tp-size)")
     mem_fraction_static: float | None = Field(
-        None, gt=0.0, lt=1.0, description="GPU memory fraction for weights + KV pool, in (0, 1); default auto"
+        None, gt=0.0, lt=1.0, description="GPU memory fraction for weights + KV pool; default auto"
     )
     speculative_algorithm: str | None = Field(
         None, description="EAGLE, EAGLE3, NEXTN (= EAGLE), STANDALONE, NGRAM, ...; empty = off"
@@ -157,10 +157,10 @@ class ClientConfig(BaseModel):
     base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     api_key_env: str | None = Field(None, description="NAME of the env variable with the API key")
     model: str | None = Field(None, description="model id sent with each request")
-    timeout: float | None = Field(None, gt=0.0, description="request timeout in seconds (> 0); 120 suits MTP")
+    timeout: float | None = Field(None, gt=0.0, description="request timeout in seconds; 120 suits MTP")
     max_retries: int | None = Field(None, ge=0, le=10, description="retries per request; > 3 risks storms")
     stream: bool | None = Field(None, description="stream tokens (needed to measure TTFT)")
-    temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature, 0..2")
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature")
     max_tokens: int | None = Field(None, ge=1, description="output token limit per request")
     extra_body: dict[str, Any] | None = Field(None, description="extra request fields (top_p, ...)")
 
@@ -217,18 +217,23 @@ def _strip_optional(annotation: Any) -> Any:
     return annotation
 
 
+def _bound(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)  # 0.0 → 0, 1.0 → 1
+
+
 def _range_text(metadata: list[Any]) -> str:
+    """The allowed values, said once (descriptions do not repeat them): `[1, 16]`, `(0, 1]`, `>= 1`."""
     low = high = ""
     low_open = high_open = False
     for item in metadata:
         if isinstance(item, annotated_types.Ge):
-            low = str(item.ge)
+            low = _bound(item.ge)
         elif isinstance(item, annotated_types.Gt):
-            low, low_open = str(item.gt), True
+            low, low_open = _bound(item.gt), True
         elif isinstance(item, annotated_types.Le):
-            high = str(item.le)
+            high = _bound(item.le)
         elif isinstance(item, annotated_types.Lt):
-            high, high_open = str(item.lt), True
+            high, high_open = _bound(item.lt), True
     if not low and not high:
         return ""
     if low and not high:

@@ -29,6 +29,7 @@ class ScreenContext:
     editable: bool = True  # the endpoints' config files can be edited (live endpoints, not a replay)
     open_editor: Callable[[str], None] = _nothing  # the config editor for an endpoint
     reread_thresholds: Callable[[], None] = _nothing  # after the editor: config files may have changed
+    intro: str | None = None  # a line at the top of the dashboard until the first key (`spectop demo`)
 
     def card_data(self, name: str) -> CardData:
         """The view model of one endpoint's card (and the detail screen's figures)."""

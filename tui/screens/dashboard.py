@@ -1,4 +1,5 @@
-"""The dashboard: one card per endpoint, stacked on small terminals and in a grid on large ones."""
+"""The dashboard: one card per endpoint, stacked on small terminals and in a grid on large ones; a table
+(one row per endpoint, sortable) when the cards do not fit, or on `v`."""
 
 from __future__ import annotations
 
@@ -8,26 +9,53 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, VerticalScroll
-from textual.events import Resize
-from textual.widgets import Footer, Header, Input, Static
+from textual.events import Key, Resize
+from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from tui.messages import EndpointUpdated
 from tui.screens.context import EndpointScreen, ScreenContext
+from tui.telemetry.endpoint_row import EndpointRow, endpoint_row
+from tui.widgets.card_view import CardData
 from tui.widgets.endpoint_card import EndpointCard
+from tui.widgets.endpoint_table import TREND_COLUMNS, EndpointTable
 
-CARD_MIN_WIDTH = 78
+CARD_MIN_WIDTH = 78  # a compact card's three lines
+ROOMY_CARD_MIN_WIDTH = 60  # a roomy card's (sparklines shrink): two columns from 120 on
 BATCH_DELAY_S = 0.25
 AGE_TICK_S = 1.0  # ages are shown in whole seconds
 ROOMY_CARD_ROWS = 8
+COMPACT_CARD_ROWS = 5
 CHROME_ROWS = 2  # header and footer
+
+
+def card_layout(width: int, height: int, count: int) -> tuple[int, bool] | None:
+    """(columns, roomy) for `count` cards in `width` x `height`, or None when they do not fit.
+
+    Roomy cards (sparklines with their ranges, every figure) in as many columns as fit, when all of
+    them fit without scrolling; else compact cards; else None: the table view shows them all.
+    """
+    room = height - CHROME_ROWS
+    cards = max(1, count)
+    for min_width, card_rows, roomy in (
+        (ROOMY_CARD_MIN_WIDTH, ROOMY_CARD_ROWS, True),
+        (CARD_MIN_WIDTH, COMPACT_CARD_ROWS, False),
+    ):
+        columns = max(1, min(cards, width // min_width))
+        if -(-cards // columns) * card_rows <= room:
+            return columns, roomy
+    return None
 
 
 class DashboardScreen(EndpointScreen):
     DEFAULT_CSS = """
+    DashboardScreen #intro { height: auto; padding: 0 1; background: $boost; color: $text; }
     DashboardScreen #cards-scroll { height: 1fr; }
     DashboardScreen #cards { layout: grid; grid-size: 1; grid-gutter: 0 1; grid-rows: 5; height: auto; }
     DashboardScreen #cards.roomy { grid-rows: 8; }
     DashboardScreen #empty { color: $text-muted; padding: 1 2; }
+    DashboardScreen #table { display: none; }
+    DashboardScreen.table-view #table { display: block; }
+    DashboardScreen.table-view #cards-scroll { display: none; }
     DashboardScreen #card-filter { dock: bottom; display: none; }
     DashboardScreen #card-filter.visible { display: block; }
     """
@@ -35,6 +63,9 @@ class DashboardScreen(EndpointScreen):
         Binding("enter", "open_detail", "Open", key_display="⏎", tooltip="detail screen of the card"),
         Binding("slash", "filter", "Filter", key_display="/", tooltip="filter the cards by name"),
         Binding("e", "edit", "Edit", tooltip="edit the config file"),
+        Binding(
+            "v", "toggle_view", "Table/cards", tooltip="table view ⇄ cards (by itself when cards do not fit)"
+        ),
         Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
         Binding("down", "move(1, 0)", "Next", show=False, tooltip="move between the cards"),
         Binding("up", "move(-1, 0)", "Previous", show=False, tooltip="move between the cards"),
@@ -52,6 +83,8 @@ class DashboardScreen(EndpointScreen):
         self._focus_pending = False
         self._flush_pending = False
         self._dirty: set[str] = set()
+        self._chosen_view: str | None = None  # "cards" / "table" after `v`; None: by what fits
+        self.view = "cards"
 
     @property
     def endpoint_in_view(self) -> str | None:
@@ -60,9 +93,13 @@ class DashboardScreen(EndpointScreen):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
+        intro = Static(self.context.intro or "", id="intro", markup=False)
+        intro.display = bool(self.context.intro)
+        yield intro
         with VerticalScroll(id="cards-scroll", can_focus=False):
             yield Static("No endpoints. Give one with --endpoint URL or a spectop.toml.", id="empty")
             yield Container(id="cards")
+        yield EndpointTable(id="table")
         yield Input(
             placeholder="filter endpoints by name (Enter keeps it, Escape clears)",
             id="card-filter",
@@ -75,7 +112,7 @@ class DashboardScreen(EndpointScreen):
         if cards:
             await self.query_one("#cards", Container).mount_all(cards)
         self._layout_for(self.size.width, self.size.height)
-        if cards:
+        if cards and self.view == "cards":
             cards[0].focus()
         self.set_interval(AGE_TICK_S, self._tick_ages)
 
@@ -90,7 +127,8 @@ class DashboardScreen(EndpointScreen):
         card = self._new_card(name)
         self.query_one("#cards", Container).mount(card)
         self._layout_for(self.size.width, self.size.height)
-        if not self._focus_pending and not isinstance(self.focused, EndpointCard | Input):
+        in_view = EndpointTable if self.view == "table" else EndpointCard
+        if not self._focus_pending and not isinstance(self.focused, in_view | Input):
             self._focus_pending = True
             self.call_after_refresh(self._focus_first_card)
         return card
@@ -98,7 +136,10 @@ class DashboardScreen(EndpointScreen):
     def _focus_first_card(self) -> None:
         self._focus_pending = False
         cards = self._visible_cards()
-        if cards and not isinstance(self.focused, EndpointCard | Input):
+        if self.view == "table":
+            if not isinstance(self.focused, EndpointTable | Input):
+                self.query_one(EndpointTable).focus()
+        elif cards and not isinstance(self.focused, EndpointCard | Input):
             cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
@@ -120,18 +161,32 @@ class DashboardScreen(EndpointScreen):
     def _flush_dirty(self) -> None:
         self._flush_pending = False
         dirty, self._dirty = self._dirty, set()
+        rows = []
         for name in dirty:
             card = self._cards.get(name)
             if card is not None:
-                card.update_data(self.context.card_data(name))
+                data = self.context.card_data(name)
+                card.update_data(data)
+                rows.append(_table_entry(data))
+        self.query_one(EndpointTable).set_rows(rows)
 
     def _tick_ages(self) -> None:
         """Once a second: cards whose last scrape is late show their growing age (and turn stale)."""
         late_after = self.context.board.settings.poll_interval_s + 1.0
+        rows = []
         for name, card in self._cards.items():
             data = self.context.card_data(name)
             if data.age is None or data.age >= late_after:
                 card.update_data(data)
+                rows.append(_table_entry(data))
+        if rows:
+            self.query_one(EndpointTable).set_rows(rows)
+
+    def on_key(self, event: Key) -> None:
+        """The intro line (`spectop demo`) goes at the first key; the key does what it does anyway."""
+        intro = self.query_one("#intro", Static)
+        if intro.display:
+            intro.display = False
 
     def on_screen_resume(self) -> None:
         if self._cards:  # coming back from another screen (the editor may have changed a threshold)
@@ -141,16 +196,48 @@ class DashboardScreen(EndpointScreen):
         self._layout_for(event.size.width, event.size.height)
 
     def _layout_for(self, width: int, height: int) -> None:
+        if width <= 0 or height <= 0:
+            return  # not laid out yet
         cards = self.query_one("#cards", Container)
-        self._columns = max(1, width // CARD_MIN_WIDTH)
+        # Roomy cards whenever they all fit without scrolling (the two endpoints of `spectop demo`
+        # in 80x24), in a grid from 120 columns on; compact otherwise; the table when even those do not.
+        fitting = card_layout(width, height, len(self._cards))
+        self._columns, roomy = fitting or (max(1, width // CARD_MIN_WIDTH), False)
         cards.styles.grid_size_columns = self._columns
-        # Roomy cards (full-width sparklines, every figure) whenever they all fit without
-        # scrolling, e.g. the two endpoints of `spectop demo` in 80x24; compact otherwise.
-        card_rows = -(-max(1, len(self._cards)) // self._columns)
-        roomy = height - CHROME_ROWS >= card_rows * ROOMY_CARD_ROWS
         cards.set_class(roomy, "roomy")
         for card in self._cards.values():
             card.roomy = roomy
+        self._show_view(self._chosen_view or ("cards" if fitting else "table"))
+
+    def _show_view(self, view: str) -> None:
+        if view == self.view:
+            return
+        self.view = view
+        self.set_class(view == "table", "table-view")
+        table = self.query_one(EndpointTable)
+        if view == "table":
+            card = self._focused_card()
+            table.set_rows([_table_entry(self.context.card_data(name)) for name in self._cards])
+            if card is not None:  # the table's cursor on the card that had the focus
+                table.select(card.endpoint)
+            if not isinstance(self.focused, Input):
+                table.focus()
+        elif isinstance(self.focused, EndpointTable):
+            selected = self._cards.get(table.selected_endpoint or "")
+            cards = self._visible_cards()
+            target = selected if selected in cards else (cards[0] if cards else None)
+            if target is not None:
+                target.focus()
+
+    @on(DataTable.RowSelected, "#table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a table row: that endpoint's detail, as Enter on its card."""
+        event.stop()
+        self.action_open_detail()
+
+    def action_toggle_view(self) -> None:
+        self._chosen_view = "cards" if self.view == "table" else "table"
+        self._show_view(self._chosen_view)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":
@@ -162,6 +249,8 @@ class DashboardScreen(EndpointScreen):
 
     def _focused_card(self) -> EndpointCard | None:
         focused = self.focused
+        if isinstance(focused, EndpointTable):  # the table view: its cursor row's card
+            return self._cards.get(focused.selected_endpoint or "")
         return focused if isinstance(focused, EndpointCard) else None
 
     def action_move(self, rows: int, columns: int) -> None:
@@ -201,7 +290,9 @@ class DashboardScreen(EndpointScreen):
         box.disabled = True
         self._apply_filter("")
         cards = self._visible_cards()
-        if cards and self._focused_card() is None:
+        if self.view == "table":
+            self.query_one(EndpointTable).focus()
+        elif cards and self._focused_card() is None:
             cards[0].focus()
 
     @on(Input.Changed, "#card-filter")
@@ -214,13 +305,30 @@ class DashboardScreen(EndpointScreen):
             event.input.remove_class("visible")
             event.input.disabled = True
         cards = self._visible_cards()
-        if cards:
+        if self.view == "table":
+            self.query_one(EndpointTable).focus()
+        elif cards:
             cards[0].focus()
 
     def _apply_filter(self, text: str) -> None:
         self._filter = text.strip().lower()
+        self.query_one(EndpointTable).set_filter(self._filter)
         for name, card in self._cards.items():
             card.display = self._filter in name.lower()
         cards = self._visible_cards()
-        if cards and self._focused_card() not in cards and not isinstance(self.focused, Input):
+        if self.view == "table" or isinstance(self.focused, Input):
+            return
+        if cards and self._focused_card() not in cards:
             cards[0].focus()
+
+
+def _table_entry(data: CardData) -> tuple[EndpointRow, list[float | None]]:
+    row = endpoint_row(
+        data.name,
+        data.reading,
+        status=data.status,
+        backend=data.backend,
+        model=data.model,
+        alert_severities=[alert.severity for alert in data.alerts],
+    )
+    return row, data.series("generation_tokens_per_s", TREND_COLUMNS)

@@ -27,6 +27,13 @@ def value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def switch_text(value: Any) -> str:
+    """A switch's state in words (colour alone does not say it, and NO_COLOR has none)."""
+    if value is MISSING or value is None:
+        return " off (not set)"
+    return " on" if value is True else " off"
+
+
 class ConfigFieldRow(Widget):
     """Posts ConfigFieldEdited when the user changes the value; `show` sets it from the document."""
 
@@ -54,7 +61,7 @@ class ConfigFieldRow(Widget):
             yield Label(spec.path[-1] + (" *" if spec.required else ""), classes="field-key")
             if spec.type == "bool":
                 yield Switch(value=self._value is True, id="value")
-                yield Label(" (not set)" if self._value is MISSING else "", id="unset")
+                yield Label(switch_text(self._value), id="unset")
             elif spec.type == "choice":
                 options = [(choice, choice) for choice in spec.choices]
                 current = self._value if isinstance(self._value, str) else None
@@ -97,7 +104,7 @@ class ConfigFieldRow(Widget):
                     widget.value = value is True
             unset = self.query_one_optional("#unset", Label)
             if unset is not None:
-                unset.update(" (not set)" if value is MISSING else "")
+                unset.update(switch_text(value))
         elif isinstance(widget, Select):
             target = value if isinstance(value, str) else Select.NULL
             if widget.value != target:
@@ -133,6 +140,9 @@ class ConfigFieldRow(Widget):
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()
+        unset = self.query_one_optional("#unset", Label)
+        if unset is not None:
+            unset.update(switch_text(event.value))
         self.post_message(ConfigFieldEdited(self.spec.path, event.value))
 
     def on_select_changed(self, event: Select.Changed) -> None:

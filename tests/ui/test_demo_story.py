@@ -1,0 +1,87 @@
+"""`spectop demo` tells its story: A = MTP off, B = MTP on; an intro line until the first key; the KV-cache
+figure moves with the load; the sample configs explain themselves."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import tomllib
+from pathlib import Path
+
+from tui.app import SpectopApp
+from tui.commands.demo import DEMO_ENDPOINTS, DEMO_INTRO, copy_demo_config
+from tui.paths import sample_configs_dir
+from tui.settings import EndpointSettings, Settings
+from tui.sim.behaviour import Behaviour
+from tui.sim.config import load_sim_config
+from tui.sim.engine import EngineObserver, SimEngine, StepReport
+from tui.sim.faults import FaultSettings
+
+
+def test_a_is_mtp_off_and_b_is_mtp_on() -> None:
+    (a_name, a_file), (b_name, b_file) = DEMO_ENDPOINTS
+    assert (a_name, b_name) == ("mtp-off", "mtp-on")
+    a = tomllib.loads((sample_configs_dir() / a_file).read_text(encoding="utf-8"))
+    b = tomllib.loads((sample_configs_dir() / b_file).read_text(encoding="utf-8"))
+    assert a["speculative"]["enabled"] is False and b["speculative"]["enabled"] is True
+
+
+class _Usage(EngineObserver):
+    def __init__(self) -> None:
+        self.usage: list[float] = []
+
+    def step_done(self, report: StepReport) -> None:
+        self.usage.append(report.kv_used_tokens / report.kv_capacity_tokens)
+
+
+async def _peak_usage(config_path: Path, requests: int) -> tuple[float, float]:
+    config = load_sim_config(config_path, {"speed": 20.0})
+    engine = SimEngine(config, Behaviour.from_config(config), FaultSettings())
+    observer = _Usage()
+    engine.observers.append(observer)
+    engine.start()
+    try:
+        batch = [
+            engine.new_request(endpoint="chat", prompt_text="tell a story " * 40, max_tokens=300, seed=seed)
+            for seed in range(requests)
+        ]
+        for request in batch:
+            engine.submit(request)
+        for request in batch:
+            while not (await request.outbox.get()).finished:
+                pass
+        await asyncio.sleep(0)
+    finally:
+        await engine.stop()
+    return max(observer.usage), observer.usage[-1]
+
+
+async def test_the_demo_kv_cache_moves_with_load(tmp_path: Path) -> None:
+    demo = tmp_path / "config.toml"
+    copy_demo_config(sample_configs_dir() / "config.toml", demo)
+    assert tomllib.loads(demo.read_text(encoding="utf-8"))["model"]["name"]  # still valid TOML
+    light, _ = await _peak_usage(demo, 2)
+    heavy, after = await _peak_usage(demo, 16)
+    assert f"{light:.1%}" != "0.0%"  # what the card shows at demo load is not a flat 0.0%
+    assert heavy > 3 * light  # more requests, more KV in use
+    assert after < heavy
+
+
+async def test_the_intro_line_shows_until_the_first_key() -> None:
+    app = SpectopApp(
+        Settings(endpoints=[EndpointSettings(name="x", url="http://127.0.0.1:9")]), intro=DEMO_INTRO
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        intro = app.screen.query_one("#intro")
+        assert intro.display and "A = mtp-off, B = mtp-on" in str(intro.render())
+        assert intro.region.width >= 78 and intro.region.height >= 1
+        await pilot.press("down")
+        await pilot.pause()
+        assert not intro.display
+
+
+def test_sample_configs_speak_of_themselves() -> None:
+    for path in sample_configs_dir().iterdir():
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"\bseed\b(?! *=)|article", text, re.IGNORECASE), path.name

@@ -1,0 +1,133 @@
+"""Room on the dashboard: a grid of cards from 120 columns, and the table view (sortable, updated cell by
+cell) when the cards do not fit or on `v`."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import pytest
+from textual.widgets import DataTable
+from ui_waiting import wait_for
+
+from tui.app import SpectopApp
+from tui.screens.dashboard import DashboardScreen, card_layout
+from tui.screens.detail import DetailScreen
+from tui.settings import EndpointSettings, Settings
+from tui.telemetry.endpoint_row import EndpointRow, sorted_rows
+from tui.widgets.endpoint_card import EndpointCard
+from tui.widgets.endpoint_table import EndpointTable
+
+
+@pytest.mark.parametrize(
+    ("size", "count", "layout"),
+    [
+        ((80, 24), 2, (1, True)),  # the demo: two roomy cards
+        ((80, 24), 3, (1, False)),  # compact, stacked
+        ((120, 36), 3, (2, True)),  # a grid from 120 columns on
+        ((200, 50), 3, (3, True)),
+        ((200, 50), 12, (3, True)),
+        ((160, 50), 16, (2, False)),
+        ((80, 24), 6, None),  # cards do not fit: the table
+    ],
+)
+def test_card_layout_uses_the_room(
+    size: tuple[int, int], count: int, layout: tuple[int, bool] | None
+) -> None:
+    assert card_layout(*size, count) == layout
+
+
+def test_rows_sort_with_unknown_figures_last_either_way() -> None:
+    rows = [
+        EndpointRow("b", "up", tokens_per_s=10.0),
+        EndpointRow("a", "down"),
+        EndpointRow("c", "up", tokens_per_s=30.0, worst_alert="critical", alerts=1),
+    ]
+    assert [row.name for row in sorted_rows(rows, "tokens_per_s")] == ["b", "c", "a"]
+    assert [row.name for row in sorted_rows(rows, "tokens_per_s", reverse=True)] == ["c", "b", "a"]
+    assert [row.name for row in sorted_rows(rows, "status")] == ["a", "c", "b"]  # worst first
+
+
+def _column_texts(table: EndpointTable, column: str) -> list[str]:
+    return [table.get_cell(name, column).plain.strip() for name in table.endpoints]
+
+
+async def test_table_view_sorts_and_opens_the_detail(replay_app: Callable[..., SpectopApp]) -> None:
+    app = replay_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen) and screen.view == "cards"
+        await pilot.press("v")
+        await pilot.pause()
+        table = screen.query_one(EndpointTable)
+        assert screen.view == "table" and table.has_focus and table.row_count == 3
+        assert table.endpoints[0] == "mtp-on"  # the critical alert first (status sort)
+        await pilot.press(">", ">", ">")  # status → name → model → tok/s
+        await pilot.pause()
+        assert table.sort_column == "tokens_per_s"
+        speeds = [float(text) for text in _column_texts(table, "tokens_per_s")]
+        assert speeds == sorted(speeds)
+        await pilot.press("i")
+        await pilot.pause()
+        assert table.endpoints == ["mtp-on", "mtp-off", "llama-draft"]
+        assert "▼" in str(table.columns["tokens_per_s"].label)  # type: ignore[index]
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.endpoint == "mtp-off"
+        await pilot.press("escape", "v")
+        await pilot.pause()
+        assert screen.view == "cards" and isinstance(app.focused, EndpointCard)
+
+
+async def test_a_tick_redraws_only_the_cells_that_changed(
+    replay_app: Callable[..., SpectopApp], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = replay_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        await pilot.press("v")
+        await pilot.pause()
+        table = screen.query_one(EndpointTable)
+        updates: list[tuple[object, object]] = []
+        added: list[object] = []
+        real_update, real_add = DataTable.update_cell, DataTable.add_row
+
+        def update_cell(
+            self: DataTable, row: object, column: object, value: object, **kwargs: object
+        ) -> None:
+            updates.append((row, column))
+            real_update(self, row, column, value, **kwargs)  # type: ignore[arg-type]
+
+        def add_row(self: DataTable, *cells: object, **kwargs: object) -> object:
+            added.append(kwargs.get("key"))
+            return real_add(self, *cells, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(DataTable, "update_cell", update_cell)
+        monkeypatch.setattr(DataTable, "add_row", add_row)
+        entries = [(row, table._trends[name]) for name, row in table._rows.items()]
+        table.set_rows(entries)  # the same figures again
+        assert updates == [] and added == []
+        mtp_off, trend = next(entry for entry in entries if entry[0].name == "mtp-off")
+        faster = dataclasses.replace(mtp_off, tokens_per_s=999.0)
+        table.set_rows([(faster, trend)])
+        assert updates == [("mtp-off", "tokens_per_s")] and added == []
+
+
+async def test_the_table_comes_by_itself_when_cards_do_not_fit() -> None:
+    endpoints = [
+        EndpointSettings(name=f"node-{index:02}", url=f"http://127.0.0.1:{9 + index}") for index in range(8)
+    ]
+    app = SpectopApp(Settings(endpoints=endpoints), remember_theme_choice=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        assert screen.view == "table"
+        assert screen.query_one(EndpointTable).row_count == 8
+        await pilot.resize_terminal(200, 50)
+        await pilot.pause()
+        assert screen.view == "cards"
