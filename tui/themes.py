@@ -18,6 +18,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from textual.app import App
@@ -175,7 +176,7 @@ Tab.-active { text-style: bold reverse; }
 """
 
 
-def honour_no_color(app: App[object]) -> None:
+def honour_no_color(app: App[Any]) -> None:
     """Under NO_COLOR: no colour codes (Textual's greys become the terminal's defaults), focus shown by
     shape and reverse video. Call from the App's `__init__`."""
     if not app.no_color:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tui.telemetry.history import ReadingLike
+from tui.telemetry.reading import EndpointReading
 
 SortColumn = Literal[
     "status", "name", "model", "tokens_per_s", "ttft_p95", "acceptance", "mean_length", "running", "kv"
@@ -42,7 +42,7 @@ class EndpointRow:
 
 def endpoint_row(
     name: str,
-    reading: ReadingLike | None,
+    reading: EndpointReading | None,
     *,
     status: str,
     backend: str | None = None,

@@ -16,12 +16,10 @@ from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import DataTable
 
+from tui.format import UNKNOWN, fmt_count, fmt_latency, fmt_length, fmt_rate, fmt_tokens_per_s
 from tui.sanitize import safe_line
 from tui.telemetry.endpoint_row import SORT_COLUMNS, EndpointRow, SortColumn, sorted_rows
 from tui.widgets.chart import TOKENS_PER_S_FLOOR, spark
-
-# All figure formatting of the table is here, so moving to the shared figure vocabulary is one edit.
-from tui.widgets.format import UNKNOWN, fmt_count, fmt_number, fmt_percent, fmt_ratio, fmt_seconds
 
 TREND_COLUMNS = 12
 WIDE_TABLE = 114  # from this width on, the model and a tok/s trend are shown too
@@ -42,12 +40,12 @@ class Column:
 NARROW_COLUMNS: tuple[Column, ...] = (
     Column("status", "status", 12),
     Column("name", "endpoint", 14),
-    Column("tokens_per_s", "tok/s", 8, lambda row: fmt_number(row.tokens_per_s)),
-    Column("ttft_p95", "TTFT95", 9, lambda row: fmt_seconds(row.ttft_p95_s)),
-    Column("acceptance", "accept", 9, lambda row: fmt_ratio(row.acceptance_rate)),
-    Column("mean_length", "len", 6, lambda row: fmt_ratio(row.mean_acceptance_length)),
+    Column("tokens_per_s", "tok/s", 8, lambda row: fmt_tokens_per_s(row.tokens_per_s)),
+    Column("ttft_p95", "TTFT95", 9, lambda row: fmt_latency(row.ttft_p95_s)),
+    Column("acceptance", "accept", 9, lambda row: fmt_rate(row.acceptance_rate)),
+    Column("mean_length", "len", 6, lambda row: fmt_length(row.mean_acceptance_length)),
     Column("running", "run/wt", 9, lambda row: f"{fmt_count(row.running)}/{fmt_count(row.waiting)}"),
-    Column("kv", "KV", 7, lambda row: fmt_percent(row.kv_cache_usage)),
+    Column("kv", "KV", 7, lambda row: fmt_rate(row.kv_cache_usage)),
 )
 WIDE_COLUMNS: tuple[Column, ...] = (
     *NARROW_COLUMNS[:2],
