@@ -298,30 +298,30 @@ class TuneRun:
                 restart_timeout_s=self.options.restart_timeout_s,
                 on_line=self.on_line,
             )
+            # The sweep watches `cancel` itself (between steps, and inside each burst): a restart under
+            # way is never killed half-way, so the final restart does not race it.
             sweep = asyncio.ensure_future(self._sweep(changer, client, cancel))
-            stopper = asyncio.ensure_future(cancel.wait())
             try:
-                await asyncio.wait((sweep, stopper), return_when=asyncio.FIRST_COMPLETED)
-            except asyncio.CancelledError:
+                await sweep
+            except TuneCancelled:
+                pass
+            except asyncio.CancelledError:  # the caller's task was cancelled (e.g. a closing screen)
                 cancel.set()
+                sweep.cancel()
+                with contextlib.suppress(asyncio.CancelledError, TuneCancelled):
+                    await sweep
             finally:
-                stopper.cancel()
-                if not sweep.done():
-                    sweep.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, TuneCancelled):
-                        await sweep
                 if cancel.is_set():
                     self.result.cancelled = True
                 # Shielded: a second Ctrl-C must not leave the file half-way.
                 await asyncio.shield(self._finish(changer, apply=self.options.apply and not cancel.is_set()))
-            failure = sweep.exception() if sweep.done() and not sweep.cancelled() else None
-            if failure is not None and not isinstance(failure, TuneCancelled):
-                raise failure
         return self.result
 
     async def _sweep(self, changer: Changer, client: httpx.AsyncClient, cancel: asyncio.Event) -> None:
         assert self.result is not None
         for value in self.order:
+            if cancel.is_set():
+                raise TuneCancelled
             outcome = ValueOutcome(value=value, started=False, diff=self.diff_for(value))
             self.result.outcomes.append(outcome)
             self._progress("restart", value, None, f"setting {self.result.key} = {value}, restarting")
@@ -343,6 +343,8 @@ class TuneRun:
                 continue
             outcome.started = True
             for concurrency in self.options.concurrencies:
+                if cancel.is_set():
+                    raise TuneCancelled
                 await self._measure(outcome, value, concurrency, client, cancel)
                 self._done_steps += 1
                 self._update()
