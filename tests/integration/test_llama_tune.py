@@ -142,7 +142,7 @@ def test_tune_sweeps_llama_draft_max_and_reports_acceptance_from_the_server(
             "--no-history",
             "--json",
             str(report),
-        ],  # fmt: skip
+        ],
         tmp_path,
         timeout_s=900,
     )
