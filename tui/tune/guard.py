@@ -6,18 +6,26 @@ off and `auto` does it, through the same change-and-verify step as `spectop tune
 health wait, diff shown). Never twice within the cool-down; a speculation that is already off, a
 restart under way, an endpoint without a config file or restart command: no action.
 
-`decide` is pure (no I/O, no clock): the caller passes the alert state and the time, and keeps the
-`GuardRecord`s it returns in the alerts list and the recording.
+`decide` is pure (no I/O, no clock): the caller passes the alert state and the time. The action is
+`switch_speculation_off`; the caller keeps the `GuardRecord` it returns in the alerts list and the
+recording.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
+import httpx
+
+from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
+from tui.configs.editing import open_config_async, unified_diff
 from tui.configs.errors import ConfigError
+from tui.settings import EndpointSettings
 from tui.tune.plan import TuneKey, TunePlanError, default_key, edited
+from tui.tune.runner import Changer
 
 GuardMode = Literal["off", "ask", "auto"]
 GuardAction = Literal["offer", "switch_off"]
@@ -104,3 +112,48 @@ def speculation_on(doc: ConfigDocument) -> bool | None:
         return None
     value = key.current(doc)
     return None if value is None else value > 0
+
+
+async def switch_speculation_off(
+    endpoint: EndpointSettings,
+    client: httpx.AsyncClient,
+    decision: GuardDecision,
+    *,
+    now: float,
+    acceptance: float | None,
+    threshold: float,
+    health_timeout_s: float = 60.0,
+) -> GuardRecord:
+    """The guard's action: speculation off in the endpoint's config file (the diff kept in the record),
+    restart, wait for /health and /metrics. The record says `switched_off` or `failed` and why."""
+
+    def record(action: str, diff: str = "", detail: str = "") -> GuardRecord:
+        return GuardRecord(endpoint.name, now, action, decision.reason, acceptance, threshold, diff, detail)
+
+    if endpoint.config_file is None or not endpoint.restart_command:
+        return record("failed", detail="no config file or restart command")
+    try:
+        opened = await open_config_async(endpoint.config_file)
+        if opened.document is None:
+            return record("failed", detail=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
+        text, _ = speculation_off_text(opened.document)
+    except (ConfigError, TunePlanError) as error:
+        return record("failed", detail=str(error))
+    diff = unified_diff(opened.text, text, endpoint.config_file.name)
+    changer = Changer(
+        endpoint.config_file,
+        endpoint.restart_command,
+        client,
+        health_url=endpoint.url + "/health",
+        metrics_url=endpoint.resolved_metrics_url,
+        log_file=endpoint.log_file,
+        health_timeout_s=health_timeout_s,
+    )
+    try:
+        await asyncio.to_thread(changer.write, text.encode("utf-8"))
+    except (SaveError, OSError) as error:
+        return record("failed", diff, f"cannot write {endpoint.config_file}: {error}")
+    change = await changer.restart()
+    if not change.ok:
+        return record("failed", diff, change.reason or "the server did not come back")
+    return record("switched_off", diff, "speculation off; the server is back")
