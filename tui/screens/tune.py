@@ -252,7 +252,8 @@ class TuneScreen(Screen[None]):
         if best is None:
             self._say("nothing to apply: no value was measured", error=True)
             return
-        diff = self.tune.diff_for(best)
+        changed = [line for line in self.tune.diff_for(best).splitlines() if line[:1] in "+-@"]
+        diff = "\n".join(changed)  # only what changes: it must fit at 80x24
         self.pending_apply = best
         self.query_one("#diff", Static).update(safe_text(diff or "(the file already says so: no change)"))
         self.query_one("#diff", Static).add_class("shown")

@@ -239,6 +239,8 @@ def value_label(result: TuneResult, value: int) -> str:
 def schedule_text(result: TuneResult) -> str:
     if not result.schedule:
         return "no schedule: no value was measured"
+    if len(result.schedule) == 1:
+        return f"k={result.schedule[0].value} at every measured concurrency"
     parts = []
     for step in result.schedule:
         limit = "beyond" if step.up_to_concurrency is None else f"up to {step.up_to_concurrency}"
