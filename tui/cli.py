@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "tui.commands.config",
     "tui.commands.edit",
     "tui.commands.bench",
+    "tui.commands.tune",
     "tui.commands.replay",
 )
 

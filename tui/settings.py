@@ -61,6 +61,10 @@ class EndpointSettings(BaseModel):
     )
     restart_command: list[str] | None = Field(None, description="run without a shell after a config save")
     acceptance_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    guard: Literal["off", "ask", "auto"] = Field(
+        "off", description="when acceptance stays below the threshold: offer (ask) or switch (auto) spec off"
+    )
+    guard_cooldown_s: float = Field(600.0, ge=0.0, description="the guard never acts twice within this")
     gpu_metrics_url: str | None = Field(None, description="a DCGM exporter page with this server's GPUs")
     gpus: list[int | str] | None = Field(None, description="the server's GPUs: NVML indices or UUIDs")
 

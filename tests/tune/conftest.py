@@ -1,0 +1,88 @@
+"""Shared fixtures for the tune tests: a real `spectop sim` process, restarted through the demo's
+control socket (a live sim gets SIGHUP, a dead one is started again), with a known speed model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tui.commands.demo import DemoSim, DemoSims
+
+# The speed model: acceptance per position, step costs, no content effect. With it k=2 is best at
+# concurrency 1 and speculation off (k=0) is best at concurrency 8 (computed in the tests).
+SIM_MODEL = """acceptance = [0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3]
+content_effect = 0.0
+step_base_ms = 10.0
+step_per_seq_ms = 8.0
+verify_cost_per_draft = 1.0
+draft_cost_ms = 1.0
+prefill_base_ms = 1.0
+prefill_ms_per_token = 0.001
+spec_prefill_overhead = 0.0
+draft_memory_per_token = 0.02
+seed = 7
+"""
+
+
+def write_config(path: Path, *, k: int = 2, enabled: bool = True) -> Path:
+    """A vLLM-style config.toml; gpu_memory_utilization 0.85 leaves room for up to 7 draft tokens."""
+    path.write_text(
+        f"""# a tune test config: comments and layout must survive
+[model]
+name = "deepseek-ai/DeepSeek-V3"
+tensor_parallel_size = 1
+max_model_len = 32768
+gpu_memory_utilization = 0.85
+
+[speculative]
+enabled = {"true" if enabled else "false"}
+method = "mtp"
+num_speculative_tokens = {k}   # draft tokens per step
+
+[scheduler]
+max_num_seqs = 64
+
+[sim]
+{SIM_MODEL}""",
+        encoding="utf-8",
+    )
+    return path
+
+
+@dataclass
+class TuneSim:
+    sims: DemoSims
+    sim: DemoSim
+    config: Path
+
+    @property
+    def url(self) -> str:
+        return self.sim.url
+
+    @property
+    def restart_command(self) -> list[str]:
+        return self.sims.restart_command(self.sim.name)
+
+
+@pytest.fixture
+def tune_sim(tmp_path: Path) -> Iterator[TuneSim]:
+    folder = tmp_path / "sim"
+    folder.mkdir()
+    config = write_config(folder / "config.toml")
+    sims = DemoSims(folder, background_load_rps=0.0)
+    sim = DemoSim("tuned", config, folder / "tuned.log", folder / "tuned.stdout", folder / "tuned.stderr")
+    sims.sims.append(sim)
+    try:
+        sims.start(sim)
+        sims.watch()
+        yield TuneSim(sims, sim, config)
+    finally:
+        sims.stop()
+
+
+@pytest.fixture(autouse=True)
+def _private_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))

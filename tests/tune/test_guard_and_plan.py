@@ -1,0 +1,165 @@
+"""The fallback guard's decision, the settings field, and how a swept value becomes one edit."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from tui.configs.document import load_document
+from tui.paths import sample_configs_dir
+from tui.settings import EndpointSettings
+from tui.tune.guard import GuardInput, decide, speculation_off_text, speculation_on
+from tui.tune.plan import TunePlanError, default_key, edited, parse_int_list
+from tui.tune.result import TuneCell, TuneResult, analyse, render_csv, render_markdown, render_text
+
+LOW = GuardInput(
+    mode="ask",
+    now=1000.0,
+    acceptance_alert_active=True,
+    acceptance=0.4,
+    threshold=0.6,
+    low_since=960.0,
+    speculation_on=True,
+    can_change=True,
+)
+
+
+def test_ask_offers_and_auto_switches_off_when_acceptance_stays_low() -> None:
+    offer = decide(LOW)
+    assert (
+        offer.action == "offer" and "40%" in offer.reason and "60%" in offer.reason and "40 s" in offer.reason
+    )
+    assert decide(dataclasses.replace(LOW, mode="auto")).action == "switch_off"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"mode": "off"},
+        {"acceptance_alert_active": False},
+        {"speculation_on": False},
+        {"can_change": False},
+        {"restarting": True},
+        {"last_action_at": 900.0},  # inside the 600 s cool-down
+    ],
+)
+def test_the_guard_holds_back(change: dict[str, object]) -> None:
+    decision = decide(dataclasses.replace(LOW, **change))  # type: ignore[arg-type]
+    assert decision.action is None and decision.reason
+
+
+def test_the_cool_down_ends() -> None:
+    assert decide(dataclasses.replace(LOW, last_action_at=1000.0 - 601)).action == "offer"
+
+
+def test_guard_setting_defaults_off_and_rejects_unknown_modes() -> None:
+    endpoint = EndpointSettings(name="a", url="http://127.0.0.1:1")
+    assert endpoint.guard == "off" and endpoint.guard_cooldown_s == 600
+    assert EndpointSettings(name="a", url="http://127.0.0.1:1", guard="auto").guard == "auto"
+    with pytest.raises(ValueError):
+        EndpointSettings(name="a", url="http://127.0.0.1:1", guard="sometimes")  # type: ignore[arg-type]
+
+
+def _lines(before: str, after: str) -> list[tuple[str, str]]:
+    return [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
+
+
+def test_speculation_off_is_one_line_of_the_vllm_file() -> None:
+    text = (sample_configs_dir() / "config.toml").read_text(encoding="utf-8")
+    doc = load_document(text, "vllm_toml")
+    assert speculation_on(doc) is True
+    off, _ = speculation_off_text(doc)
+    assert _lines(text, off) == [("enabled = true", "enabled = false")]
+    assert speculation_on(load_document(off, "vllm_toml")) is False
+
+
+def test_sglang_steps_keep_draft_tokens_consistent_for_topk_1() -> None:
+    text = (sample_configs_dir() / "sglang_settings.json").read_text(encoding="utf-8")
+    doc = load_document(text, "sglang_json", Path("settings.json"))
+    key = default_key(doc)
+    assert key.name == "speculative_num_steps" and key.current(doc) == 3
+    after = edited(doc, key, 5, doc)
+    assert after.data["speculative_num_steps"] == 5 and after.data["speculative_num_draft_tokens"] == 6
+    off = edited(doc, key, 0, doc)
+    assert off.data["speculative_algorithm"] is None and key.current(off) == 0
+    back = edited(off, key, 2, doc)
+    assert back.data["speculative_algorithm"] == "EAGLE" and back.data["speculative_num_draft_tokens"] == 3
+
+
+def test_an_explicit_key_must_be_a_whole_number_in_the_file() -> None:
+    doc = load_document('[draft]\nmax = 4\nname = "x"\n', "vllm_toml")
+    assert default_key(doc, "draft.max").current(doc) == 4
+    with pytest.raises(TunePlanError):
+        default_key(doc, "draft.name")
+    with pytest.raises(TunePlanError):
+        default_key(doc, "draft.min")
+
+
+def test_value_lists() -> None:
+    assert parse_int_list("0, 2,2,4", "--values", minimum=0) == (0, 2, 4)
+    with pytest.raises(TunePlanError, match="--concurrency"):
+        parse_int_list("0", "--concurrency", minimum=1)
+    with pytest.raises(TunePlanError):
+        parse_int_list("two", "--values", minimum=0)
+
+
+def _result(rates: dict[tuple[int, int], float | None]) -> TuneResult:
+    from datetime import UTC, datetime
+
+    from tui.tune.result import ValueOutcome
+
+    values = sorted({v for v, _ in rates})
+    concurrencies = sorted({c for _, c in rates})
+    outcomes = [
+        ValueOutcome(
+            value=v,
+            started=True,
+            cells=[
+                TuneCell(value=v, concurrency=c, ok=True, decode_tokens_per_s=rates[(v, c)])
+                for c in concurrencies
+            ],
+        )
+        for v in values
+    ]
+    return TuneResult(
+        started_at=datetime.now(UTC), config_file="c.toml", kind="vllm_toml", key="k", endpoint="http://x",
+        restart_command=["true"], values=values, concurrencies=concurrencies, original_value=2,
+        baseline_value=0, requests=8, max_tokens=16, prompts="mixed", outcomes=outcomes,
+    )  # fmt: skip
+
+
+def test_schedule_and_break_even_from_the_best_values() -> None:
+    result = analyse(
+        _result(
+            {
+                (0, 1): 10,
+                (2, 1): 20,
+                (4, 1): 25,
+                (0, 4): 10,
+                (2, 4): 14,
+                (4, 4): 12,
+                (0, 16): 10,
+                (2, 16): 9,
+                (4, 16): None,
+                (0, 32): 10,
+                (2, 32): 8,
+                (4, 32): 7,
+            }
+        )
+    )
+    assert result.best == {1: 4, 4: 2, 16: 0, 32: 0}
+    assert [(s.value, s.up_to_concurrency) for s in result.schedule] == [(4, 1), (2, 4), (0, None)]
+    assert result.break_even_concurrency == 16
+    text = render_text(result)
+    assert "k=4 up to 1, k=2 up to 4, k=0 beyond" in text and "stops paying at concurrency 16" in text
+    assert "–" in text  # the unmeasured cell: a dash, never 0
+    assert "| 4 | 16 |" in render_markdown(result)
+    assert render_csv(result).count("\n") == 1 + 12
+
+
+def test_no_break_even_when_speculation_always_pays() -> None:
+    result = analyse(_result({(0, 1): 10, (2, 1): 20, (0, 8): 10, (2, 8): 11}))
+    assert result.break_even_concurrency is None
+    assert "pays at every measured concurrency" in render_text(result)

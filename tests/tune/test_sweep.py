@@ -1,0 +1,222 @@
+"""`spectop tune` against a real simulator with a known speed model (content effect 0)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import TuneSim, write_config
+
+from tui.sim.behaviour import Behaviour, expected_tokens_per_step
+from tui.sim.config import load_sim_config
+from tui.tune.result import list_tunes, load_tune, save_tune
+from tui.tune.runner import TuneOptions, TuneRun
+
+ROOT = Path(__file__).resolve().parents[2]
+VALUES = (0, 2, 4)
+CONCURRENCIES = (1, 8)
+
+
+def model_for(config: Path, k: int) -> Behaviour:
+    """The simulator's own behaviour model for the file with `k` draft tokens (0 = off)."""
+    text = config.read_text(encoding="utf-8")
+    probe = config.with_name(f"probe-{k}.toml")
+    probe.write_text(text, encoding="utf-8")
+    sim = load_sim_config(probe)
+    sim = sim.model_copy(update={"num_speculative_tokens": max(k, 1), "spec_enabled": k > 0})
+    return Behaviour.from_config(sim)
+
+
+def expected_rate(config: Path, k: int, concurrency: int) -> float:
+    """Tokens per second per sequence: expected tokens per step / step time at this batch."""
+    behaviour = model_for(config, k)
+    tokens = expected_tokens_per_step(behaviour.acceptance[: behaviour.k])
+    return tokens / behaviour.decode_step_s(concurrency)
+
+
+def accepted_moments(probabilities: list[float]) -> tuple[float, float]:
+    """Mean and variance of the accepted drafts in one step (stop at the first rejection)."""
+    chain, distribution = 1.0, []
+    for p in probabilities:
+        distribution.append(chain * (1 - p))
+        chain *= p
+    distribution.append(chain)
+    mean = sum(j * q for j, q in enumerate(distribution))
+    return mean, sum((j - mean) ** 2 * q for j, q in enumerate(distribution))
+
+
+def health(url: str) -> int:
+    return httpx.get(url + "/health", timeout=5).status_code
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+    return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
+async def test_sweep_finds_the_models_best_k_and_restores_the_file(tune_sim: TuneSim) -> None:
+    original = tune_sim.config.read_bytes()
+    expected_best = {}
+    for concurrency in CONCURRENCIES:
+        rates = {k: expected_rate(tune_sim.config, k, concurrency) for k in VALUES}
+        ranked = sorted(rates, key=rates.__getitem__, reverse=True)
+        assert rates[ranked[0]] > 1.1 * rates[ranked[1]], "the model must separate the values"
+        expected_best[concurrency] = ranked[0]
+    assert len(set(expected_best.values())) == 2  # the best k changes with the load
+    options = TuneOptions(
+        config_file=tune_sim.config,
+        endpoint=tune_sim.url,
+        restart_command=tune_sim.restart_command,
+        values=VALUES,
+        concurrencies=CONCURRENCIES,
+        requests=12,
+        max_tokens=24,
+        log_file=tune_sim.sim.log_file,
+        health_timeout_s=15,
+    )
+    result = await TuneRun(options).run()
+
+    assert result.best == expected_best
+    assert result.final_restart_ok is True and result.restored and not result.cancelled
+    assert tune_sim.config.read_bytes() == original
+    assert health(tune_sim.url) == 200
+    # The schedule and the break-even follow from the best values.
+    assert [(step.value, step.up_to_concurrency) for step in result.schedule] == [
+        (expected_best[1], 1),
+        (expected_best[8], None),
+    ]
+    assert result.break_even_concurrency == (8 if expected_best[8] == 0 else None)
+    # Acceptance per k matches the model within sampling error.
+    for k in (2, 4):
+        behaviour = model_for(tune_sim.config, k)
+        probabilities = behaviour.acceptance[:k]
+        mean, variance = accepted_moments(probabilities)
+        tokens = expected_tokens_per_step(probabilities)
+        for concurrency in CONCURRENCIES:
+            cell = result.cell(k, concurrency)
+            assert cell is not None and cell.acceptance_rate is not None
+            steps = (
+                (cell.requests + 1) * 23 / tokens
+            )  # measured requests (+ warm-up), about 23 after the first
+            tolerance = 4 * math.sqrt(variance / steps) / k + 0.01
+            assert abs(cell.acceptance_rate - mean / k) < tolerance
+            assert cell.mean_acceptance_length is not None
+            assert abs(cell.mean_acceptance_length - tokens) < 4 * math.sqrt(variance / steps) + 0.05
+            assert cell.per_position_acceptance is not None and len(cell.per_position_acceptance) == k
+            assert cell.per_position_acceptance[0] == pytest.approx(probabilities[0], abs=tolerance * k)
+    # Speculation off has no acceptance: "–", never 0.
+    off = result.cell(0, 1)
+    assert off is not None and off.acceptance_rate is None and off.speedup == pytest.approx(1.0)
+    speculative = result.cell(expected_best[1], 1)
+    assert speculative is not None and speculative.speedup is not None and speculative.speedup > 1
+    assert speculative.speedup_ci95 is not None and speculative.speedup_ci95[0] > 1
+    # Every burst is kept in the history, and the tune beside them.
+    assert speculative.burst_file is not None and Path(speculative.burst_file).is_file()
+    kept = save_tune(result)
+    assert list_tunes() == [kept] and load_tune(kept).best == expected_best
+
+
+def run_cli(tune_sim: TuneSim, *extra: str) -> subprocess.Popen[str]:
+    command = [
+        sys.executable, "-m", "tui", "tune", str(tune_sim.config), "--endpoint", tune_sim.url,
+        "--restart-command", shlex.join(tune_sim.restart_command), "--log-file", str(tune_sim.sim.log_file),
+        "--health-timeout", "15", "--max-tokens", "24", *extra,
+    ]  # fmt: skip
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_an_oom_value_fails_with_the_reason_the_sweep_goes_on_and_apply_changes_one_line(
+    tune_sim: TuneSim, tmp_path: Path
+) -> None:
+    write_config(tune_sim.config, k=1)  # the file says 1; k=2 is best at concurrency 1
+    before = tune_sim.config.read_text(encoding="utf-8")
+    assert expected_rate(tune_sim.config, 2, 1) > 1.1 * expected_rate(tune_sim.config, 0, 1)
+    out = tmp_path / "tune.json"
+    process = run_cli(
+        tune_sim, "--values", "0,8,2", "--concurrency", "1", "--requests", "8", "--apply", "--json", str(out)
+    )
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    result = json.loads(out.read_text(encoding="utf-8"))
+    by_value = {outcome["value"]: outcome for outcome in result["outcomes"]}
+    assert by_value[8]["started"] is False
+    assert "out of memory" in by_value[8]["failure"].lower()
+    assert by_value[2]["started"] and by_value[2]["cells"][0]["decode_tokens_per_s"] > 0
+    assert "k=8 failed" in stdout
+    # --apply: the best value for concurrency 1, exactly one line changed, and the diff shown.
+    after = tune_sim.config.read_text(encoding="utf-8")
+    assert changed_lines(before, after) == [
+        "-num_speculative_tokens = 1   # draft tokens per step",
+        "+num_speculative_tokens = 2   # draft tokens per step",
+    ]
+    assert "+num_speculative_tokens = 2" in stdout
+    assert result["applied"]["value"] == 2
+    assert health(tune_sim.url) == 200
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_sweep_leaves_the_original_file_and_a_running_server(
+    tune_sim: TuneSim, signal_number: int
+) -> None:
+    original = tune_sim.config.read_bytes()
+    process = run_cli(tune_sim, "--values", "0,2,4", "--concurrency", "1", "--requests", "200")
+    deadline = time.monotonic() + 60
+    while tune_sim.config.read_bytes() == original and time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    assert tune_sim.config.read_bytes() != original  # mid-sweep: the file says k=0 now
+    time.sleep(1.0)
+    process.send_signal(signal_number)
+    _, stderr = process.communicate(timeout=90)
+    assert process.returncode == 130, stderr
+    assert "restored" in stderr
+    assert tune_sim.config.read_bytes() == original
+    assert health(tune_sim.url) == 200
+    page = httpx.get(tune_sim.url + "/metrics", timeout=5).text
+    assert 'position="1"' in page  # the server runs the original file again: k=2
+
+
+async def test_the_guard_switches_speculation_off_and_the_server_restarts_without_it(
+    tune_sim: TuneSim,
+) -> None:
+    from tui.settings import EndpointSettings
+    from tui.tune.guard import decide, switch_speculation_off
+
+    endpoint = EndpointSettings(
+        name="tuned", url=tune_sim.url, config_file=tune_sim.config, log_file=tune_sim.sim.log_file,
+        restart_command=tune_sim.restart_command, guard="auto",
+    )  # fmt: skip
+    before = tune_sim.config.read_text(encoding="utf-8")
+    decision = decide(_low_acceptance(endpoint))
+    assert decision.action == "switch_off"
+    async with httpx.AsyncClient() as client:
+        record = await switch_speculation_off(
+            endpoint, client, decision, now=1000.0, acceptance=0.3, threshold=0.6, health_timeout_s=15
+        )
+        page = (await client.get(tune_sim.url + "/metrics")).text
+    assert record.action == "switched_off", record.detail
+    assert "-enabled = true" in record.diff and "+enabled = false" in record.diff
+    assert changed_lines(before, tune_sim.config.read_text(encoding="utf-8")) == [
+        "-enabled = true",
+        "+enabled = false",
+    ]
+    assert "spec_decode" not in page  # restarted without speculation
+    assert "acceptance 30% below 60%" in record.line()
+
+
+def _low_acceptance(endpoint):  # type: ignore[no-untyped-def]
+    from tui.tune.guard import GuardInput
+
+    return GuardInput(
+        mode=endpoint.guard, now=1000.0, acceptance_alert_active=True, acceptance=0.3, threshold=0.6,
+        low_since=950.0, speculation_on=True, can_change=True,
+    )  # fmt: skip

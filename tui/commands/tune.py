@@ -1,0 +1,234 @@
+"""`spectop tune`: sweep a speculative-decoding knob (restart, measure each load), recommend, apply."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_CANCELLED = 0, 1, 2, 130
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "tune",
+        help="sweep num_speculative_tokens (or any numeric key): restart, measure, recommend, apply",
+        description="For each value: set it in CONFIG (only that line changes), save atomically, run the "
+        "restart command (no shell), wait for /health and /metrics, then fire a burst at each concurrency. "
+        "Prints decode tokens/s and the speedup over the baseline (value 0 = speculation off, else the "
+        "file's value) with a 95%% interval, acceptance per value, the best value per concurrency, the "
+        "schedule and the break-even concurrency. The file is restored byte for byte at the end (also on "
+        "Ctrl-C, SIGTERM or an error) and the server restarted on it; --apply writes the best value instead. "
+        "Exit 0 when done, 1 when the final restart failed or nothing could be measured, 2 on bad "
+        "arguments, 130 when cancelled (restored).",
+    )
+    parser.add_argument("config", metavar="CONFIG", help="the server's config file (edited in place)")
+    parser.add_argument("--endpoint", required=True, metavar="URL", help="the server's base URL")
+    parser.add_argument(
+        "--restart-command",
+        required=True,
+        metavar="CMD",
+        help="restarts the server (split like a shell, run without one)",
+    )
+    parser.add_argument(
+        "--key",
+        metavar="KEY",
+        help="dotted key to sweep (default speculative.num_speculative_tokens; SGLang speculative_num_steps)",
+    )
+    parser.add_argument("--values", default="0,1,2,3,4", metavar="LIST", help="default 0,1,2,3,4")
+    parser.add_argument("--concurrency", default="1,8,32", metavar="LIST", help="default 1,8,32")
+    parser.add_argument("--requests", type=int, default=32, metavar="N", help="per burst (default 32)")
+    parser.add_argument("--rounds", type=int, default=1, metavar="R", help="rounds per burst (default 1)")
+    parser.add_argument(
+        "--warmup", type=int, default=1, metavar="W", help="warm-up requests per burst (default 1)"
+    )
+    parser.add_argument(
+        "--prompts",
+        default="mixed",
+        metavar="SET|FILE",
+        help="built-in prompt set or a JSONL file (default mixed)",
+    )
+    parser.add_argument("--max-tokens", type=int, default=128, metavar="M", help="default 128")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed (default 0)")
+    parser.add_argument("--model", metavar="NAME", help="default: the first model from /v1/models")
+    parser.add_argument("--api-key-env", metavar="NAME", help="environment variable that holds the API key")
+    parser.add_argument("--metrics-url", metavar="URL", help="default: URL/metrics")
+    parser.add_argument("--health-url", metavar="URL", help="default: URL/health")
+    parser.add_argument("--log-file", metavar="FILE", help="the server's log: why a value failed to start")
+    parser.add_argument(
+        "--health-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="wait for /health after a restart (60)",
+    )
+    parser.add_argument("--apply", action="store_true", help="write the best value instead of restoring")
+    parser.add_argument(
+        "--apply-at",
+        type=int,
+        metavar="C",
+        help="the concurrency whose best value --apply writes (default: first)",
+    )
+    parser.add_argument("--no-history", action="store_true", help="keep neither the bursts nor the tune")
+    parser.add_argument("--json", metavar="FILE", help="the whole result")
+    parser.add_argument("--csv", metavar="FILE", help="one row per value and concurrency")
+    parser.add_argument("--markdown", metavar="FILE", help="the tables and the verdict")
+    parser.set_defaults(func=run)
+
+
+def _say(message: str) -> None:
+    from tui.sanitize import safe_line
+
+    print(f"spectop tune: {safe_line(message)}", file=sys.stderr, flush=True)
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "ETA –"
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    return f"ETA {minutes}:{secs:02d}"
+
+
+def _progress_printer() -> Any:
+    tty = sys.stderr.isatty()
+    last: dict[str, Any] = {"key": None}
+
+    def show(progress: Any) -> None:
+        where = f"[{progress.step}/{progress.steps}] {progress.message}"
+        if progress.phase == "burst":
+            where += f" {progress.burst_fraction * 100:3.0f}%"
+        line = f"{where}  {progress.elapsed_s:5.0f} s  {_eta(progress.eta_s)}"
+        if tty:
+            print(f"\r\x1b[K{line}", end="", file=sys.stderr, flush=True)
+            return
+        key = (progress.phase, progress.value, progress.concurrency)
+        if key != last["key"]:  # not a terminal: one line per step, no carriage returns
+            last["key"] = key
+            print(line, file=sys.stderr, flush=True)
+
+    return show
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from pathlib import Path
+
+    from tui.tune.plan import TunePlanError, parse_int_list
+    from tui.tune.runner import TuneOptions
+    from tui.validators import normalize_http_url
+
+    command = shlex.split(args.restart_command)
+    if not command:
+        raise TunePlanError("--restart-command: empty")
+    for name, number in (
+        ("--requests", args.requests),
+        ("--rounds", args.rounds),
+        ("--max-tokens", args.max_tokens),
+    ):
+        if number < 1:
+            raise TunePlanError(f"{name}: must be at least 1, got {number}")
+    try:
+        endpoint = normalize_http_url(args.endpoint)
+        metrics = normalize_http_url(args.metrics_url) if args.metrics_url else None
+        health = normalize_http_url(args.health_url) if args.health_url else None
+    except ValueError as error:
+        raise TunePlanError(str(error)) from None
+    return TuneOptions(
+        config_file=Path(args.config),
+        endpoint=endpoint,
+        restart_command=command,
+        key=args.key,
+        values=parse_int_list(args.values, "--values", minimum=0),
+        concurrencies=parse_int_list(args.concurrency, "--concurrency", minimum=1),
+        requests=args.requests,
+        rounds=args.rounds,
+        warmup=max(0, args.warmup),
+        prompts=args.prompts,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        metrics_url=metrics,
+        health_url=health,
+        log_file=Path(args.log_file) if args.log_file else None,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        health_timeout_s=args.health_timeout,
+        apply=args.apply,
+        apply_at=args.apply_at,
+        keep_history=not args.no_history,
+    )
+
+
+async def _run(tune: Any) -> Any:
+    import asyncio
+    import signal
+
+    loop = asyncio.get_running_loop()
+    cancel = asyncio.Event()
+    signals: list[int] = []
+
+    def stop(number: int) -> None:
+        if not cancel.is_set():
+            print(file=sys.stderr)
+            _say(f"{signal.Signals(number).name}: stopping; restoring the config file, restarting the server")
+        cancel.set()
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(number, stop, number)
+        signals.append(number)
+    try:
+        return await tune.run(cancel)
+    finally:
+        for number in signals:
+            loop.remove_signal_handler(number)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from tui.configs.errors import ConfigError
+    from tui.tune.plan import TunePlanError
+    from tui.tune.result import export, render_text, save_tune
+    from tui.tune.runner import TuneRun
+
+    try:
+        options = _options(args)
+        tune = TuneRun(options, on_progress=_progress_printer())
+        asyncio.run(tune.prepare())
+    except (TunePlanError, ConfigError) as error:
+        _say(str(error))
+        return EXIT_BAD_ARGUMENTS
+    result = asyncio.run(_run(tune))
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    print(render_text(result))
+    if result.applied is not None:
+        print(f"\napplied k={result.applied.value} (best at concurrency {result.applied.concurrency}):")
+        print(result.applied.diff, end="")
+    if not args.no_history:
+        try:
+            _say(f"kept in the burst history: {save_tune(result)}")
+        except OSError as error:
+            _say(f"could not keep the tune in the history: {error}")
+    for kind, destination in (("json", args.json), ("csv", args.csv), ("markdown", args.markdown)):
+        if destination:
+            try:
+                _say(f"{kind} written to {export(result, kind, Path(destination))}")
+            except OSError as error:
+                _say(f"cannot write {destination}: {error}")
+    if result.final_restart_ok is False:
+        command = shlex.join(options.restart_command)
+        print(
+            f"\n!!! spectop tune: the server did not come back after the final restart.\n"
+            f"!!! {options.config_file} is {'the applied value' if result.applied else 'restored'}; "
+            f"run by hand:\n!!!   {command}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    if result.cancelled:
+        _say("cancelled: the config file was restored and the server restarted on it")
+        return EXIT_CANCELLED
+    measured = any(
+        cell.decode_tokens_per_s is not None for outcome in result.outcomes for cell in outcome.cells
+    )
+    return EXIT_OK if measured else EXIT_FAILED

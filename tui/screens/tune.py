@@ -1,0 +1,304 @@
+"""The tune screen (`T` on an endpoint with a config file and a restart command).
+
+Choose the values and loads, run (ctrl+r), watch the table and the curves fill in (decode tokens/s and
+acceptance per value, one line per concurrency), cancel (escape: the file is restored and the server
+restarted), then "apply best" (a): the diff is shown, y writes it and restarts. Everything the screen
+needs comes through its constructor; the sweep itself is `tui.tune.runner.TuneRun`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import ClassVar
+
+import httpx
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Label, Static
+
+from tui.configs.errors import ConfigError
+from tui.sanitize import safe_line, safe_text
+from tui.settings import EndpointSettings
+from tui.tune.plan import DEFAULT_VALUES, TunePlanError, parse_int_list
+from tui.tune.result import DASH, TuneResult, break_even_text, schedule_text, value_label
+from tui.tune.runner import Changer, TuneOptions, TuneProgress, TuneRun
+from tui.widgets.chart import spark
+
+DEFAULT_LOADS = "1,8"
+SPARK_WIDTH = 12
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "ETA –"
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    return f"ETA {minutes}:{secs:02d}"
+
+
+class TuneScreen(Screen[None]):
+    """A sweep of one endpoint's speculative knob; `on_finished` gets each finished (or applied) result."""
+
+    DEFAULT_CSS = """
+    TuneScreen { layout: vertical; }
+    TuneScreen #form { height: 3; }
+    TuneScreen #form Label { padding: 1 0 0 1; }
+    TuneScreen #form Input { width: 1fr; }
+    TuneScreen #tune-table { height: 1fr; min-height: 5; }
+    TuneScreen #curves { height: auto; max-height: 5; }
+    TuneScreen #progress, TuneScreen #verdict { height: auto; }
+    TuneScreen #diff { height: auto; max-height: 8; display: none; }
+    TuneScreen #diff.shown { display: block; }
+    TuneScreen .error { color: $error; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+r", "run", "run"),
+        Binding("escape", "cancel_or_close", "cancel / close"),
+        Binding("a", "apply_best", "apply best"),
+        Binding("y", "confirm_apply", "yes, apply", show=False),
+        Binding("n", "decline_apply", "no", show=False),
+    ]
+
+    def __init__(
+        self,
+        endpoint: EndpointSettings,
+        *,
+        on_finished: Callable[[TuneResult], None] | None = None,
+        requests: int = 16,
+        max_tokens: int = 64,
+        health_timeout_s: float = 60.0,
+    ) -> None:
+        super().__init__()
+        self.endpoint = endpoint
+        self.on_finished = on_finished
+        self.requests = requests
+        self.max_tokens = max_tokens
+        self.health_timeout_s = health_timeout_s
+        self.result: TuneResult | None = None
+        self.tune: TuneRun | None = None
+        self.cancel = asyncio.Event()
+        self.running = False
+        self.applying = False
+        self.pending_apply: int | None = None  # the value whose diff is shown, waiting for y / n
+
+    def compose(self) -> ComposeResult:
+        title = f"tune {self.endpoint.name}: {self.endpoint.config_file or DASH}"
+        yield Static(safe_line(title), id="title", markup=False)
+        with Horizontal(id="form"):
+            yield Label("values")
+            yield Input(",".join(str(v) for v in DEFAULT_VALUES), id="values")
+            yield Label("loads")
+            yield Input(DEFAULT_LOADS, id="loads")
+            yield Label("n")
+            yield Input(str(self.requests), id="requests")
+        yield Static(
+            "ctrl+r: run   escape: cancel (restores) / close   a: apply best", id="progress", markup=False
+        )
+        yield DataTable(id="tune-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="curves", markup=False)
+        yield Static("", id="verdict", markup=False)
+        yield Static("", id="diff", markup=False)
+        yield Footer()
+
+    # --- helpers ----------------------------------------------------------------------------------------
+
+    def _say(self, text: str, *, error: bool = False) -> None:
+        widget = self.query_one("#progress", Static)
+        widget.update(safe_line(text))
+        widget.set_class(error, "error")
+
+    def _options(self, apply: bool = False) -> TuneOptions:
+        endpoint = self.endpoint
+        if endpoint.config_file is None or not endpoint.restart_command:
+            raise TunePlanError(
+                f"{endpoint.name}: tuning needs config_file and restart_command in spectop.toml"
+            )
+        values = parse_int_list(self.query_one("#values", Input).value, "values", minimum=0)
+        loads = parse_int_list(self.query_one("#loads", Input).value, "loads", minimum=1)
+        try:
+            requests = int(self.query_one("#requests", Input).value)
+        except ValueError:
+            raise TunePlanError("n: expected a whole number") from None
+        if requests < 1:
+            raise TunePlanError("n: at least 1")
+        return TuneOptions(
+            config_file=endpoint.config_file,
+            endpoint=endpoint.url,
+            restart_command=list(endpoint.restart_command),
+            values=values,
+            concurrencies=loads,
+            requests=requests,
+            max_tokens=self.max_tokens,
+            metrics_url=endpoint.metrics_url,
+            log_file=endpoint.log_file,
+            model=endpoint.model,
+            api_key_env=endpoint.api_key_env,
+            health_timeout_s=self.health_timeout_s,
+            apply=apply,
+        )
+
+    # --- live updates (called on the app's loop by the sweep) -----------------------------------------------
+
+    def _progress(self, progress: TuneProgress) -> None:
+        where = f"[{progress.step}/{progress.steps}] {progress.message}"
+        if progress.phase == "burst":
+            where += f" {progress.burst_fraction * 100:3.0f}%"
+        self._say(f"{where}   {progress.elapsed_s:.0f} s   {_eta(progress.eta_s)}")
+
+    def _update(self, result: TuneResult) -> None:
+        self.result = result
+        table = self.query_one("#tune-table", DataTable)
+        table.clear(columns=True)
+        table.add_column("value")
+        for concurrency in result.concurrencies:
+            table.add_column(f"c={concurrency} tok/s")
+            table.add_column("×base")
+        table.add_column("accept")
+        for outcome in result.outcomes:
+            row = [value_label(result, outcome.value)]
+            for concurrency in result.concurrencies:
+                cell = result.cell(outcome.value, concurrency)
+                if not outcome.started and outcome.failure:
+                    row += ["failed", DASH]
+                elif cell is None or cell.decode_tokens_per_s is None:
+                    row += [DASH, DASH]
+                else:
+                    speedup = DASH if cell.speedup is None else f"{cell.speedup:.2f}x"
+                    row += [f"{cell.decode_tokens_per_s:.1f}", speedup]
+            accepts = [c.acceptance_rate for c in outcome.cells if c.acceptance_rate is not None]
+            row.append(f"{sum(accepts) / len(accepts) * 100:.0f}%" if accepts else DASH)
+            table.add_row(*row)
+        self.query_one("#curves", Static).update(self._curves(result))
+        failures = [
+            f"k={o.value} failed: {o.failure}" for o in result.outcomes if not o.started and o.failure
+        ]
+        best = ", ".join(f"c={c}: k={v}" for c, v in result.best.items() if v is not None) or DASH
+        lines = [f"best {best}", f"schedule: {schedule_text(result)}", break_even_text(result), *failures]
+        self.query_one("#verdict", Static).update(safe_text("\n".join(lines)))
+
+    def _curves(self, result: TuneResult) -> str:
+        values = sorted(o.value for o in result.outcomes)
+        lines = [f"{'':8}{'tok/s by k ' + ' '.join(map(str, values)):<{SPARK_WIDTH + 14}}acceptance by k"]
+        for concurrency in result.concurrencies:
+            rates, accepts = [], []
+            for value in values:
+                cell = result.cell(value, concurrency)
+                rates.append(cell.decode_tokens_per_s if cell else None)
+                accepts.append(cell.acceptance_rate if cell else None)
+            rate_line, _ = spark(rates, len(values))
+            accept_line, _ = spark(accepts, len(values), low=0.0, high=1.0)
+            lines.append(f"c={concurrency:<6}{rate_line:<{SPARK_WIDTH + 14}}{accept_line}")
+        return "\n".join(lines)
+
+    # --- actions ----------------------------------------------------------------------------------------
+
+    def action_run(self) -> None:
+        if self.running or self.applying:
+            return
+        try:
+            options = self._options()
+        except (TunePlanError, ConfigError) as error:
+            self._say(str(error), error=True)
+            return
+        self.cancel = asyncio.Event()
+        self.pending_apply = None
+        self.query_one("#diff", Static).remove_class("shown")
+        self.tune = TuneRun(options, on_progress=self._progress, on_update=self._update)
+        self.running = True
+        self.query_one("#tune-table", DataTable).focus()  # a / y / n are keys of the screen, not text
+        self.run_worker(self._sweep(self.tune), exclusive=True, group="tune")
+
+    async def _sweep(self, tune: TuneRun) -> None:
+        try:
+            result = await tune.run(self.cancel)
+        except (TunePlanError, ConfigError, OSError) as error:
+            self._say(str(error), error=True)
+            return
+        finally:
+            self.running = False
+        self._update(result)
+        if result.final_restart_ok is False:
+            command = " ".join(tune.options.restart_command)
+            self._say(f"the server did not come back: run by hand: {command}", error=True)
+        elif result.cancelled:
+            self._say("cancelled: the config file was restored and the server restarted on it")
+        else:
+            self._say("done: the config file was restored; a: apply the best value")
+        if self.on_finished is not None:
+            self.on_finished(result)
+
+    def action_cancel_or_close(self) -> None:
+        if self.pending_apply is not None:
+            self.action_decline_apply()
+        elif self.running:
+            self.cancel.set()
+            self._say("cancelling: restoring the config file and restarting the server …")
+        elif not self.applying:
+            self.dismiss()
+
+    def _apply_concurrency(self) -> int | None:
+        if self.result is None or not self.result.concurrencies:
+            return None
+        return self.result.concurrencies[0]
+
+    def action_apply_best(self) -> None:
+        if self.running or self.applying or self.result is None or self.tune is None:
+            return
+        concurrency = self._apply_concurrency()
+        best = self.result.best.get(concurrency) if concurrency is not None else None
+        if best is None:
+            self._say("nothing to apply: no value was measured", error=True)
+            return
+        changed = [line for line in self.tune.diff_for(best).splitlines() if line[:1] in "+-@"]
+        diff = "\n".join(changed)  # only what changes: it must fit at 80x24
+        self.pending_apply = best
+        self.query_one("#diff", Static).update(safe_text(diff or "(the file already says so: no change)"))
+        self.query_one("#diff", Static).add_class("shown")
+        self._say(f"apply k={best} (best at concurrency {concurrency})? y: write and restart, n: no")
+
+    def action_decline_apply(self) -> None:
+        if self.pending_apply is None:
+            return
+        self.pending_apply = None
+        self.query_one("#diff", Static).remove_class("shown")
+        self._say("not applied: the file stays as it was")
+
+    def action_confirm_apply(self) -> None:
+        if self.pending_apply is None or self.tune is None or self.applying:
+            return
+        value, self.pending_apply = self.pending_apply, None
+        self.applying = True
+        self.run_worker(self._apply(self.tune, value), exclusive=True, group="tune")
+
+    async def _apply(self, tune: TuneRun, value: int) -> None:
+        options = tune.options
+        self._say(f"writing k={value} and restarting …")
+        try:
+            async with httpx.AsyncClient(timeout=10.0) as client:
+                changer = Changer(
+                    options.config_file,
+                    options.restart_command,
+                    client,
+                    health_url=options.resolved_health_url,
+                    metrics_url=options.resolved_metrics_url,
+                    log_file=options.log_file,
+                    health_timeout_s=options.health_timeout_s,
+                )
+                await asyncio.to_thread(changer.write, tune.text_for(value).encode("utf-8"))
+                change = await changer.restart()
+        except (OSError, ConfigError) as error:
+            self._say(f"could not apply: {error}", error=True)
+            return
+        finally:
+            self.applying = False
+        if change.ok:
+            self._say(f"applied k={value}: the server is back")
+        else:
+            command = " ".join(options.restart_command)
+            self._say(
+                f"applied k={value} but the server did not come back ({change.reason}); run: {command}",
+                error=True,
+            )

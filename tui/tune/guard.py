@@ -1,0 +1,159 @@
+"""The fallback guard (the article's `acceptance_threshold`): plain decoding when acceptance stays low.
+
+No server falls back by itself. Per endpoint, `guard = "off" | "ask" | "auto"` in spectop.toml: when the
+acceptance alert (below the threshold for `sustained_s`) is active, `ask` offers to switch speculation
+off and `auto` does it, through the same change-and-verify step as `spectop tune` (config edit, restart,
+health wait, diff shown). Never twice within the cool-down; a speculation that is already off, a
+restart under way, an endpoint without a config file or restart command: no action.
+
+`decide` is pure (no I/O, no clock): the caller passes the alert state and the time. The action is
+`switch_speculation_off`; the caller keeps the `GuardRecord` it returns in the alerts list and the
+recording.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Literal
+
+import httpx
+
+from tui.configs.atomic import SaveError
+from tui.configs.document import ConfigDocument
+from tui.configs.editing import open_config_async, unified_diff
+from tui.configs.errors import ConfigError
+from tui.settings import EndpointSettings
+from tui.tune.plan import TuneKey, TunePlanError, default_key, edited
+from tui.tune.runner import Changer
+
+GuardMode = Literal["off", "ask", "auto"]
+GuardAction = Literal["offer", "switch_off"]
+DEFAULT_COOLDOWN_S = 600.0
+
+
+@dataclass(frozen=True)
+class GuardInput:
+    """What the guard looks at, for one endpoint at one moment."""
+
+    mode: GuardMode
+    now: float  # Unix seconds
+    acceptance_alert_active: bool  # the sustained acceptance alert (warning or critical) is on
+    acceptance: float | None  # the current acceptance rate (None: unknown)
+    threshold: float
+    low_since: float | None  # when acceptance went below the threshold
+    speculation_on: bool | None  # from the config file; None: unknown
+    can_change: bool  # a config file and a restart command are set
+    restarting: bool = False
+    last_action_at: float | None = None  # the last guard action (offer answered or switch done)
+    cooldown_s: float = DEFAULT_COOLDOWN_S
+
+
+@dataclass(frozen=True)
+class GuardDecision:
+    action: GuardAction | None
+    reason: str  # why (also when there is no action), for the log and the screen
+
+
+def decide(state: GuardInput) -> GuardDecision:
+    """`offer` (ask mode) or `switch_off` (auto mode) when the sustained low-acceptance alert is on."""
+    if state.mode == "off":
+        return GuardDecision(None, "guard off")
+    if not state.acceptance_alert_active:
+        return GuardDecision(None, "acceptance is not low for long enough")
+    if state.speculation_on is False:
+        return GuardDecision(None, "speculation is already off")
+    if not state.can_change:
+        return GuardDecision(
+            None, "no config file or restart command: the guard cannot switch speculation off"
+        )
+    if state.restarting:
+        return GuardDecision(None, "a restart is under way")
+    if state.last_action_at is not None and state.now - state.last_action_at < state.cooldown_s:
+        left = state.cooldown_s - (state.now - state.last_action_at)
+        return GuardDecision(None, f"cool-down: {left:.0f} s left")
+    acceptance = "–" if state.acceptance is None else f"{state.acceptance * 100:.0f}%"
+    since = "" if state.low_since is None else f" for {state.now - state.low_since:.0f} s"
+    reason = f"acceptance {acceptance} below {state.threshold * 100:.0f}%{since}"
+    return GuardDecision("offer" if state.mode == "ask" else "switch_off", reason)
+
+
+@dataclass(frozen=True)
+class GuardRecord:
+    """One guard action as logged: when, the figures, what was done and the diff."""
+
+    endpoint: str
+    time: float
+    action: str  # "offered" | "declined" | "switched_off" | "failed"
+    reason: str
+    acceptance: float | None
+    threshold: float
+    diff: str = ""
+    detail: str = ""
+
+    def line(self) -> str:
+        text = f"guard {self.action}: {self.reason}"
+        return text + (f" ({self.detail})" if self.detail else "")
+
+
+def speculation_off_text(doc: ConfigDocument) -> tuple[str, TuneKey]:
+    """The file with speculation off (the same edit as a tune's value 0); ConfigError / TunePlanError."""
+    key = default_key(doc)
+    if key.style == "plain":
+        raise TunePlanError("the guard needs a vLLM-style or SGLang config to switch speculation off")
+    return edited(doc, key, 0, doc).text, key
+
+
+def speculation_on(doc: ConfigDocument) -> bool | None:
+    """Whether the file has speculation on (None when it cannot tell)."""
+    try:
+        key = default_key(doc)
+    except (TunePlanError, ConfigError):
+        return None
+    value = key.current(doc)
+    return None if value is None else value > 0
+
+
+async def switch_speculation_off(
+    endpoint: EndpointSettings,
+    client: httpx.AsyncClient,
+    decision: GuardDecision,
+    *,
+    now: float,
+    acceptance: float | None,
+    threshold: float,
+    health_timeout_s: float = 60.0,
+) -> GuardRecord:
+    """The guard's action: speculation off in the endpoint's config file (the diff kept in the record),
+    restart, wait for /health and /metrics. The record says `switched_off` or `failed` and why."""
+
+    def record(action: str, diff: str = "", detail: str = "") -> GuardRecord:
+        return GuardRecord(endpoint.name, now, action, decision.reason, acceptance, threshold, diff, detail)
+
+    if endpoint.config_file is None or not endpoint.restart_command:
+        return record("failed", detail="no config file or restart command")
+    try:
+        opened = await open_config_async(endpoint.config_file)
+        if opened.document is None:
+            return record("failed", detail=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
+        text, _ = speculation_off_text(opened.document)
+    except (ConfigError, TunePlanError) as error:
+        return record("failed", detail=str(error))
+    diff = unified_diff(opened.text, text, endpoint.config_file.name)
+    changer = Changer(
+        endpoint.config_file,
+        endpoint.restart_command,
+        client,
+        health_url=endpoint.url + "/health",
+        metrics_url=endpoint.resolved_metrics_url,
+        log_file=endpoint.log_file,
+        health_timeout_s=health_timeout_s,
+    )
+    try:
+        await asyncio.to_thread(changer.write, text.encode("utf-8"))
+    except (SaveError, OSError) as error:
+        return record("failed", diff, f"cannot write {endpoint.config_file}: {error}")
+    change = await changer.restart()
+    if not change.ok:
+        return record("failed", diff, change.reason or "the server did not come back")
+    return record("switched_off", diff, "speculation off; the server is back")

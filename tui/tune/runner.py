@@ -1,0 +1,483 @@
+"""Running a tune: for each value, change the file, restart, wait, measure every load; then restore.
+
+The change-and-verify step (`Changer.change`) is shared with the fallback guard: write the new text
+atomically (only the key's line changes), run the restart command without a shell, wait for
+`/health` (with a timeout) and for a first `/metrics` page. A value the server cannot start with is
+a failed `ValueOutcome` with the reason (the endpoint log's last errors, else the restart command's
+last lines) and the sweep goes on.
+
+Whatever way `TuneRun.run` ends (done, cancelled, an exception), `finish` puts the original bytes back
+(or, with `apply`, the best value for the chosen load), restarts the server on it and waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from tui.bench.burst_store import save_burst
+from tui.bench.engine import ArmUnreachable, BurstConfigError, BurstProgress
+from tui.bench.results import ArmResult
+from tui.bench.session import BurstCancelled, BurstRequest, BurstRequestError, BurstSession, EndpointArm
+from tui.configs.atomic import SaveError, atomic_write
+from tui.configs.document import ConfigDocument
+from tui.configs.editing import ChangedOnDiskError, OpenedConfig, open_config_async, unified_diff
+from tui.configs.errors import ConfigError
+from tui.configs.restart import HEALTH_TIMEOUT_S, RESTART_TIMEOUT_S, last_errors, run_restart, wait_for_health
+from tui.telemetry.scraper import Scrape, scrape_metrics
+from tui.telemetry.window import figures_between
+from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited
+from tui.tune.result import (
+    AppliedChange,
+    TuneCell,
+    TuneResult,
+    ValueOutcome,
+    analyse,
+    cell_from_arm,
+    with_speedup,
+)
+
+RESTART_OUTPUT_LINES = 40
+METRICS_POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    config_file: Path
+    endpoint: str  # the server's base URL
+    restart_command: list[str]
+    key: str | None = None
+    values: tuple[int, ...] = (0, 1, 2, 3, 4)
+    concurrencies: tuple[int, ...] = (1, 8, 32)
+    requests: int = 32
+    rounds: int = 1
+    warmup: int = 1
+    prompts: str = "mixed"
+    max_tokens: int | None = 128
+    seed: int | None = 0
+    metrics_url: str | None = None
+    health_url: str | None = None
+    log_file: Path | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    health_timeout_s: float = HEALTH_TIMEOUT_S
+    restart_timeout_s: float = RESTART_TIMEOUT_S
+    apply: bool = False
+    apply_at: int | None = None  # the concurrency whose best value --apply writes (default: the first)
+    keep_history: bool = True
+    history_dir: Path | None = None
+
+    @property
+    def resolved_metrics_url(self) -> str:
+        return self.metrics_url or self.endpoint.rstrip("/") + "/metrics"
+
+    @property
+    def resolved_health_url(self) -> str:
+        return self.health_url or self.endpoint.rstrip("/") + "/health"
+
+
+@dataclass
+class TuneProgress:
+    """Where the sweep is: which value, which load, what it is doing, and the time left (None: unknown)."""
+
+    phase: str  # "restart" | "health" | "burst" | "restore" | "apply" | "done"
+    value: int | None
+    concurrency: int | None
+    step: int  # bursts done
+    steps: int  # bursts planned
+    elapsed_s: float
+    eta_s: float | None
+    message: str = ""
+    burst_fraction: float = 0.0
+
+
+@dataclass
+class ChangeOutcome:
+    ok: bool
+    reason: str | None
+    output: list[str] = field(default_factory=list)
+
+
+class Changer:
+    """Writes a text to the config file, restarts the server and waits for it (shared with the guard)."""
+
+    def __init__(
+        self,
+        path: Path,
+        restart_command: Sequence[str],
+        client: httpx.AsyncClient,
+        *,
+        health_url: str,
+        metrics_url: str,
+        log_file: Path | None = None,
+        health_timeout_s: float = HEALTH_TIMEOUT_S,
+        restart_timeout_s: float = RESTART_TIMEOUT_S,
+        on_line: Callable[[str], None] | None = None,
+    ) -> None:
+        self.path = path
+        self.restart_command = list(restart_command)
+        self.client = client
+        self.health_url = health_url
+        self.metrics_url = metrics_url
+        self.log_file = log_file
+        self.health_timeout_s = health_timeout_s
+        self.restart_timeout_s = restart_timeout_s
+        self.on_line = on_line
+
+    def write(self, data: bytes) -> None:
+        """Atomically, symlink and owner kept; the file's bytes are exactly `data`."""
+        if self.path.read_bytes() != data:
+            atomic_write(self.path, data, backup=False)
+
+    async def restart(self) -> ChangeOutcome:
+        """Restart, then wait for /health and a first /metrics page; the reason when it did not come back."""
+        log_start = _size(self.log_file)
+        output: list[str] = []
+
+        def line(text: str) -> None:
+            output.append(text)
+            del output[:-RESTART_OUTPUT_LINES]
+            if self.on_line is not None:
+                self.on_line(text)
+
+        try:
+            code = await run_restart(self.restart_command, line, timeout_s=self.restart_timeout_s)
+        except OSError as error:
+            return ChangeOutcome(False, f"the restart command cannot run: {error.strerror or error}", output)
+        except TimeoutError:
+            return ChangeOutcome(False, f"the restart command ran over {self.restart_timeout_s:g} s", output)
+        if code != 0:
+            return ChangeOutcome(
+                False, self._why(f"the restart command exited with code {code}", output, log_start), output
+            )
+        healthy = await wait_for_health(
+            self.client, self.health_url, lambda *_: None, timeout_s=self.health_timeout_s, interval_s=0.25
+        )
+        if not healthy:
+            reason = f"{self.health_url} not OK within {self.health_timeout_s:g} s"
+            return ChangeOutcome(False, self._why(reason, output, log_start), output)
+        if not await self.first_metrics():
+            reason = f"no /metrics page at {self.metrics_url} within {self.health_timeout_s:g} s"
+            return ChangeOutcome(False, self._why(reason, output, log_start), output)
+        return ChangeOutcome(True, None, output)
+
+    async def first_metrics(self) -> bool:
+        deadline = time.monotonic() + self.health_timeout_s
+        while True:
+            scrape = await scrape_metrics(self.client, self.metrics_url, timeout_s=3.0)
+            if scrape.up:
+                return True
+            if time.monotonic() + METRICS_POLL_S > deadline:
+                return False
+            await asyncio.sleep(METRICS_POLL_S)
+
+    def _why(self, what: str, output: list[str], log_start: int) -> str:
+        errors = last_errors(self.log_file, 3, start=log_start) if self.log_file else []
+        if not errors:
+            errors = [text for text in output if text.strip()][-2:]
+        return what + (": " + " | ".join(errors) if errors else "")
+
+
+def _size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path else 0
+    except OSError:
+        return 0
+
+
+class TuneCancelled(Exception):
+    """The sweep was cancelled (Ctrl-C, SIGTERM, the screen's cancel)."""
+
+
+class TuneRun:
+    """One sweep. `prepare()` reads the file and plans; `run(cancel)` sweeps and always finishes."""
+
+    def __init__(
+        self,
+        options: TuneOptions,
+        *,
+        on_progress: Callable[[TuneProgress], None] | None = None,
+        on_update: Callable[[TuneResult], None] | None = None,
+        on_line: Callable[[str], None] | None = None,
+    ) -> None:
+        self.options = options
+        self.on_progress = on_progress
+        self.on_update = on_update
+        self.on_line = on_line
+        self.opened: OpenedConfig | None = None
+        self.original_bytes = b""
+        self.key: TuneKey | None = None
+        self.result: TuneResult | None = None
+        self.order: list[int] = []
+        self._arms: dict[tuple[int, int], ArmResult] = {}
+        self._started = time.monotonic()
+        self._done_steps = 0
+        self._touched = False  # the server was restarted on another text than the original
+        self._written_stamp_bytes: bytes | None = None
+
+    # --- planning -------------------------------------------------------------------------------------
+
+    async def prepare(self) -> TuneResult:
+        """Read the config and plan; TunePlanError / ConfigError when the sweep cannot be done."""
+        options = self.options
+        self.opened = await open_config_async(options.config_file)
+        if self.opened.document is None:
+            assert self.opened.syntax_error is not None
+            raise TunePlanError(f"{options.config_file}: {self.opened.syntax_error}")
+        self.original_bytes = options.config_file.read_bytes()
+        doc = self.opened.document
+        self.key = default_key(doc, options.key)
+        check_values(self.key, options.values)
+        for value in options.values:  # every value must make a valid file before anything restarts
+            try:
+                edited(doc, self.key, value, doc)
+            except ConfigError as error:
+                raise TunePlanError(f"--values {value}: {error}") from None
+        original = self.key.current(doc)
+        values = list(options.values)
+        baseline = 0 if 0 in values else original
+        if baseline is None:
+            raise TunePlanError("no baseline: sweep value 0, or give the file a value for the key")
+        if baseline not in values:
+            values.append(baseline)
+        self.order = [baseline] + [value for value in values if value != baseline]
+        if options.apply_at is not None and options.apply_at not in options.concurrencies:
+            raise TunePlanError(f"--apply-at {options.apply_at}: not one of --concurrency")
+        self.result = TuneResult(
+            started_at=datetime.now(UTC),
+            config_file=str(options.config_file),
+            kind=doc.kind,
+            key=self.key.name,
+            endpoint=options.endpoint,
+            restart_command=list(options.restart_command),
+            values=values,
+            concurrencies=list(options.concurrencies),
+            original_value=original,
+            baseline_value=baseline,
+            requests=options.requests,
+            max_tokens=options.max_tokens,
+            prompts=options.prompts,
+        )
+        return self.result
+
+    def text_for(self, value: int) -> str:
+        assert self.opened is not None and self.opened.document is not None and self.key is not None
+        doc: ConfigDocument = self.opened.document
+        return edited(doc, self.key, value, doc).text
+
+    def diff_for(self, value: int) -> str:
+        assert self.opened is not None
+        return unified_diff(self.opened.text, self.text_for(value), self.options.config_file.name)
+
+    # --- running --------------------------------------------------------------------------------------
+
+    async def run(self, cancel: asyncio.Event | None = None) -> TuneResult:
+        """Sweep every value; cancelled when `cancel` is set. The file is restored (or the best applied)
+        and the server restarted on it however this ends; `result.final_restart_ok` says if it came back."""
+        if self.result is None:
+            await self.prepare()
+        assert self.result is not None
+        cancel = cancel or asyncio.Event()
+        self._started = time.monotonic()
+        async with httpx.AsyncClient(timeout=10.0) as client:
+            changer = Changer(
+                self.options.config_file,
+                self.options.restart_command,
+                client,
+                health_url=self.options.resolved_health_url,
+                metrics_url=self.options.resolved_metrics_url,
+                log_file=self.options.log_file,
+                health_timeout_s=self.options.health_timeout_s,
+                restart_timeout_s=self.options.restart_timeout_s,
+                on_line=self.on_line,
+            )
+            # The sweep watches `cancel` itself (between steps, and inside each burst): a restart under
+            # way is never killed half-way, so the final restart does not race it.
+            sweep = asyncio.ensure_future(self._sweep(changer, client, cancel))
+            try:
+                await sweep
+            except TuneCancelled:
+                pass
+            except asyncio.CancelledError:  # the caller's task was cancelled (e.g. a closing screen)
+                cancel.set()
+                sweep.cancel()
+                with contextlib.suppress(asyncio.CancelledError, TuneCancelled):
+                    await sweep
+            finally:
+                if cancel.is_set():
+                    self.result.cancelled = True
+                # Shielded: a second Ctrl-C must not leave the file half-way.
+                await asyncio.shield(self._finish(changer, apply=self.options.apply and not cancel.is_set()))
+        return self.result
+
+    async def _sweep(self, changer: Changer, client: httpx.AsyncClient, cancel: asyncio.Event) -> None:
+        assert self.result is not None
+        for value in self.order:
+            if cancel.is_set():
+                raise TuneCancelled
+            outcome = ValueOutcome(value=value, started=False, diff=self.diff_for(value))
+            self.result.outcomes.append(outcome)
+            self._progress("restart", value, None, f"setting {self.result.key} = {value}, restarting")
+            text = self.text_for(value)
+            try:
+                self._save(changer, text.encode("utf-8"))
+            except (ChangedOnDiskError, SaveError) as error:
+                outcome.failure = f"cannot save: {error}"
+                self.result.notes.append(f"sweep stopped: {error}")
+                self._update()
+                return
+            self._touched = True
+            change = await changer.restart()
+            outcome.restart_output = change.output[-10:]
+            if not change.ok:
+                outcome.failure = change.reason
+                self._done_steps += len(self.options.concurrencies)
+                self._update()
+                continue
+            outcome.started = True
+            for concurrency in self.options.concurrencies:
+                if cancel.is_set():
+                    raise TuneCancelled
+                await self._measure(outcome, value, concurrency, client, cancel)
+                self._done_steps += 1
+                self._update()
+
+    def _save(self, changer: Changer, data: bytes) -> None:
+        path = self.options.config_file
+        if self._written_stamp_bytes is not None and path.read_bytes() != self._written_stamp_bytes:
+            raise ChangedOnDiskError(f"{path} changed on disk during the tune (someone else edited it)")
+        changer.write(data)
+        self._written_stamp_bytes = data
+
+    async def _measure(
+        self,
+        outcome: ValueOutcome,
+        value: int,
+        concurrency: int,
+        client: httpx.AsyncClient,
+        cancel: asyncio.Event,
+    ) -> None:
+        assert self.result is not None
+        options = self.options
+        request = BurstRequest.parse(
+            {
+                "a": EndpointArm(
+                    name=f"k={value}",
+                    base_url=options.endpoint,
+                    metrics_url=options.metrics_url,
+                    model=options.model,
+                ),
+                "prompts": options.prompts,
+                "requests": max(options.requests, concurrency),
+                "concurrency": concurrency,
+                "rounds": options.rounds,
+                "warmup": max(options.warmup, 0),
+                "max_tokens": options.max_tokens,
+                "temperature": 0.0,
+                "seed": options.seed,
+                "api_key_env": options.api_key_env,
+            }
+        )
+        self._progress("burst", value, concurrency, f"k={value} at concurrency {concurrency}")
+        before = await scrape_metrics(client, options.resolved_metrics_url, timeout_s=3.0)
+        session = BurstSession(request)
+
+        def progress(burst: BurstProgress) -> None:
+            self._progress(
+                "burst", value, concurrency, f"k={value} at concurrency {concurrency}", burst.fraction
+            )
+
+        try:
+            ran = await session.run(on_progress=progress, cancel=cancel)
+        except BurstCancelled:
+            raise TuneCancelled from None
+        except (BurstRequestError, BurstConfigError, ArmUnreachable) as error:
+            outcome.cells.append(TuneCell(value=value, concurrency=concurrency, ok=False, failure=str(error)))
+            return
+        after = await scrape_metrics(client, options.resolved_metrics_url, timeout_s=3.0)
+        assert ran.ran is not None
+        arm = ran.ran.arms[0]
+        cell = cell_from_arm(value, concurrency, arm)
+        cell = cell.model_copy(update={"per_position_acceptance": _per_position(before, after)})
+        self._arms[(value, concurrency)] = arm
+        cell = with_speedup(cell, self._arms.get((self.result.baseline_value, concurrency)), arm)
+        if options.keep_history:
+            try:
+                cell.burst_file = str(save_burst(ran.ran, options.history_dir))
+            except OSError as error:
+                self.result.notes.append(f"a burst could not be kept in the history: {error}")
+        outcome.cells.append(cell)
+
+    async def _finish(self, changer: Changer, *, apply: bool) -> None:
+        """Restore the original bytes (or apply the best value), restart on them, wait for the server."""
+        result = self.result
+        assert result is not None
+        self.result = result = analyse(result)
+        path = self.options.config_file
+        target = self.original_bytes
+        if apply:
+            concurrency = self.options.apply_at or self.options.concurrencies[0]
+            best = result.best.get(concurrency)
+            if best is None:
+                result.notes.append(f"--apply: nothing measured at concurrency {concurrency}; file restored")
+            else:
+                target = self.text_for(best).encode("utf-8")
+                result.applied = AppliedChange(value=best, concurrency=concurrency, diff=self.diff_for(best))
+        self._progress("apply" if result.applied else "restore", None, None, "restoring the config file")
+        try:
+            on_disk = path.read_bytes()
+        except OSError as error:
+            on_disk = None
+            result.notes.append(f"cannot read {path}: {error}")
+        if (
+            on_disk is not None
+            and self._written_stamp_bytes is not None
+            and on_disk != self._written_stamp_bytes
+        ):
+            result.notes.append(f"{path} was changed by someone else during the tune: left as it is")
+            target = on_disk
+        try:
+            changer.write(target)
+            result.restored = target == self.original_bytes
+        except (SaveError, OSError) as error:
+            result.notes.append(f"could not write {path}: {error}")
+        if self._touched or result.applied:
+            change = await changer.restart()
+            result.final_restart_ok = change.ok
+            if not change.ok:
+                result.notes.append(f"the final restart failed: {change.reason}")
+        result.duration_s = time.monotonic() - self._started
+        self._progress("done", None, None, "done")
+        self._update()
+
+    # --- reporting ------------------------------------------------------------------------------------
+
+    def _progress(
+        self, phase: str, value: int | None, concurrency: int | None, message: str, fraction: float = 0.0
+    ) -> None:
+        if self.on_progress is None:
+            return
+        steps = len(self.order) * len(self.options.concurrencies)
+        done = self._done_steps + fraction
+        elapsed = time.monotonic() - self._started
+        eta = elapsed / done * (steps - done) if done > 0 else None
+        self.on_progress(
+            TuneProgress(phase, value, concurrency, self._done_steps, steps, elapsed, eta, message, fraction)
+        )
+
+    def _update(self) -> None:
+        if self.on_update is not None and self.result is not None:
+            self.on_update(analyse(self.result))
+
+
+def _per_position(before: Scrape, after: Scrape) -> list[float] | None:
+    if not (before.up and after.up):
+        return None
+    return figures_between(before, after).per_position_acceptance
