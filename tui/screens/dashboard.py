@@ -1,4 +1,5 @@
-"""The dashboard: one card per endpoint, stacked on small terminals and in a grid on large ones."""
+"""The dashboard: one card per endpoint, stacked on small terminals and in a grid on large ones; in fleet
+mode (`table` given) a table of the instances whenever their cards do not fit."""
 
 from __future__ import annotations
 
@@ -9,16 +10,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, VerticalScroll
 from textual.events import Resize
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from tui.messages import EndpointUpdated
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.widgets.endpoint_card import EndpointCard
+from tui.widgets.fleet_table import FleetTable
 
 CARD_MIN_WIDTH = 78
 BATCH_DELAY_S = 0.25
 AGE_TICK_S = 1.0  # ages are shown in whole seconds
 ROOMY_CARD_ROWS = 8
+COMPACT_CARD_ROWS = 5
 CHROME_ROWS = 2  # header and footer
 
 
@@ -28,6 +31,9 @@ class DashboardScreen(EndpointScreen):
     DashboardScreen #cards { layout: grid; grid-size: 1; grid-gutter: 0 1; grid-rows: 5; height: auto; }
     DashboardScreen #cards.roomy { grid-rows: 8; }
     DashboardScreen #empty { color: $text-muted; padding: 1 2; }
+    DashboardScreen #fleet-table { display: none; }
+    DashboardScreen.table-view #fleet-table { display: block; }
+    DashboardScreen.table-view #cards-scroll { display: none; }
     DashboardScreen #card-filter { dock: bottom; display: none; }
     DashboardScreen #card-filter.visible { display: block; }
     """
@@ -44,8 +50,9 @@ class DashboardScreen(EndpointScreen):
 
     AUTO_FOCUS = None
 
-    def __init__(self, context: ScreenContext) -> None:
+    def __init__(self, context: ScreenContext, table: FleetTable | None = None) -> None:
         super().__init__(context)
+        self._table = table  # fleet mode: shown instead of the cards when they do not fit
         self._cards: dict[str, EndpointCard] = {}
         self._columns = 1
         self._filter = ""
@@ -63,6 +70,8 @@ class DashboardScreen(EndpointScreen):
         with VerticalScroll(id="cards-scroll", can_focus=False):
             yield Static("No endpoints. Give one with --endpoint URL or a spectop.toml.", id="empty")
             yield Container(id="cards")
+        if self._table is not None:
+            yield self._table
         yield Input(
             placeholder="filter endpoints by name (Enter keeps it, Escape clears)",
             id="card-filter",
@@ -98,7 +107,7 @@ class DashboardScreen(EndpointScreen):
     def _focus_first_card(self) -> None:
         self._focus_pending = False
         cards = self._visible_cards()
-        if cards and not isinstance(self.focused, EndpointCard | Input):
+        if cards and not isinstance(self.focused, Input) and self.focused not in cards:
             cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
@@ -124,6 +133,8 @@ class DashboardScreen(EndpointScreen):
             card = self._cards.get(name)
             if card is not None:
                 card.update_data(self.context.card_data(name))
+        if self._table is not None and dirty:
+            self._table.refresh_rows()
 
     def _tick_ages(self) -> None:
         """Once a second: cards whose last scrape is late show their growing age (and turn stale)."""
@@ -151,17 +162,33 @@ class DashboardScreen(EndpointScreen):
         cards.set_class(roomy, "roomy")
         for card in self._cards.values():
             card.roomy = roomy
+        if self._table is not None:
+            table_view = card_rows * COMPACT_CARD_ROWS > height - CHROME_ROWS
+            if table_view != self.has_class("table-view"):
+                self.set_class(table_view, "table-view")
+                self.call_after_refresh(self._focus_first_card)
+
+    @on(DataTable.RowSelected, "#fleet-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on an instance's row: its detail screen, as Enter on its card."""
+        event.stop()
+        self.action_open_detail()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":
             return self.context.editable
         return True
 
-    def _visible_cards(self) -> list[EndpointCard]:
+    def _visible_cards(self) -> list[EndpointCard] | list[FleetTable]:
+        """What focus goes to: the cards shown, or the fleet table in the table view."""
+        if self._table is not None and self.has_class("table-view"):
+            return [self._table]
         return [card for card in self._cards.values() if card.display]
 
     def _focused_card(self) -> EndpointCard | None:
         focused = self.focused
+        if isinstance(focused, FleetTable):  # the table view: the card of the instance under the cursor
+            return self._cards.get(focused.selected_endpoint or "")
         return focused if isinstance(focused, EndpointCard) else None
 
     def action_move(self, rows: int, columns: int) -> None:
@@ -219,6 +246,8 @@ class DashboardScreen(EndpointScreen):
 
     def _apply_filter(self, text: str) -> None:
         self._filter = text.strip().lower()
+        if self._table is not None:
+            self._table.set_filter(self._filter)
         for name, card in self._cards.items():
             card.display = self._filter in name.lower()
         cards = self._visible_cards()
