@@ -119,17 +119,17 @@ class ScriptedPoller(FleetPoller):
         return self.last_refresh
 
     async def load_history(self, *_args: Any, **_kwargs: Any) -> dict[str, list[tuple[float, Figures]]]:
-        return {
-            reading.name: [
-                (
-                    NOW - 2 * (12 - step),
-                    Figures(generation_tokens_per_s=reading.figures.generation_tokens_per_s),
-                )
-                for step in range(12)
-            ]
-            for reading in self.readings
-            if reading.up and reading.figures.generation_tokens_per_s is not None
-        }
+        """Twelve points of a rising tok/s per instance that is up (the sparklines are full at once)."""
+        loaded = {}
+        for reading in self.readings:
+            tokens = reading.figures.generation_tokens_per_s
+            if reading.up and tokens is not None:
+                rising = [tokens * (0.5 + step / 24) for step in range(12)]
+                loaded[reading.name] = [
+                    (NOW - 2 * (12 - step), Figures(generation_tokens_per_s=value))
+                    for step, value in enumerate(rising)
+                ]
+        return loaded
 
 
 def scripted_readings(count: int = 40) -> list[FleetReading]:

@@ -11,6 +11,7 @@ table, tui/telemetry/endpoint_row.py), so the two can become one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -125,9 +126,14 @@ def instance_row(instance: Instance, spreads: Sequence[Spread]) -> FleetRow:
     )
 
 
-_SORT_VALUE: dict[SortColumn, Callable[[FleetRow], float | str | None]] = {
+def natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A name's sort key with its numbers as numbers: 10.1.0.2:8000 before 10.1.0.10:8000."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text.lower()))
+
+
+_SORT_VALUE: dict[SortColumn, Callable[[FleetRow], object]] = {
     "status": lambda row: STATUS_ORDER.get(row.status, 9) - (0.5 if row.worst_alert == "critical" else 0),
-    "name": lambda row: row.name.lower(),
+    "name": lambda row: natural(row.name),
     "model": lambda row: (row.model or "").lower() or None,
     "tokens_per_s": lambda row: row.tokens_per_s,
     "ttft_p95": lambda row: row.ttft_p95_s,
@@ -141,9 +147,9 @@ _SORT_VALUE: dict[SortColumn, Callable[[FleetRow], float | str | None]] = {
 def sorted_rows(rows: Sequence[FleetRow], column: SortColumn, *, reverse: bool = False) -> list[FleetRow]:
     """Rows by `column` (name breaks ties); unknown values last in either direction."""
     value = _SORT_VALUE[column]
-    known = sorted((row for row in rows if value(row) is not None), key=lambda row: row.name.lower())
+    known = sorted((row for row in rows if value(row) is not None), key=lambda row: natural(row.name))
     known.sort(key=value, reverse=reverse)  # type: ignore[arg-type]  # stable: ties stay by name
-    unknown = sorted((row for row in rows if value(row) is None), key=lambda row: row.name.lower())
+    unknown = sorted((row for row in rows if value(row) is None), key=lambda row: natural(row.name))
     return known + unknown
 
 

@@ -144,12 +144,8 @@ class FleetSource(Source):
 
     def status(self) -> list[str]:
         parts = [f"fleet {self.prometheus.url}", f"every {self.settings.poll_interval_s:g}s"]
-        refresh = self.last_refresh
-        if refresh is not None:
-            up = sum(reading.up for reading in refresh.readings)
-            parts.append(f"{up}/{len(refresh.readings)} up")
-        if self.error is not None:
-            parts.append(f"Prometheus DOWN: {self.error}")
+        if self.error is not None:  # first: the rest may be cut off in 80 columns
+            parts.insert(0, f"Prometheus DOWN: {self.error}")
         return parts
 
     async def close(self) -> None:

@@ -29,7 +29,7 @@ from tui.widgets.chart import TOKENS_PER_S_FLOOR, spark
 from tui.widgets.format import UNKNOWN, fmt_count, fmt_number, fmt_percent, fmt_ratio, fmt_seconds
 
 TREND_COLUMNS = 12
-WIDE_TABLE = 114  # from this width on, the model and a tok/s trend are shown too
+WIDE_TABLE = 130  # from this width on, the model and a tok/s trend are shown too
 
 
 @dataclass(frozen=True)
@@ -48,20 +48,21 @@ def _queue(row: FleetRow) -> str:
     return f"{fmt_count(row.running)}/{fmt_count(row.waiting)}"
 
 
-NARROW_COLUMNS: tuple[Column, ...] = (
+NARROW_COLUMNS: tuple[Column, ...] = (  # 78 cells: 80 columns less the scrollbar
     Column("status", "status", 12),
-    Column("name", "instance", 17),
+    Column("name", "instance", 20),
     Column("tokens_per_s", "tok/s", 7, lambda row: fmt_number(row.tokens_per_s)),
-    Column("ttft_p95", "TTFT95", 8, lambda row: fmt_seconds(row.ttft_p95_s)),
-    Column("acceptance", "accept", 8, lambda row: fmt_ratio(row.acceptance_rate)),
-    Column("mean_length", "len", 6, lambda row: fmt_ratio(row.mean_acceptance_length)),
-    Column("running", "run/wt", 8, _queue),
-    Column("kv", "KV", 6, lambda row: fmt_percent(row.kv_cache_usage)),
-    Column(None, " off", 10),
+    Column("ttft_p95", "TTFT95", 7, lambda row: fmt_seconds(row.ttft_p95_s)),
+    Column("acceptance", "accept", 7, lambda row: fmt_ratio(row.acceptance_rate)),
+    Column("mean_length", "len", 5, lambda row: fmt_ratio(row.mean_acceptance_length)),
+    Column("running", "run/wt", 7, _queue),
+    Column("kv", "KV", 5, lambda row: fmt_percent(row.kv_cache_usage)),
+    Column(None, " off", 8),
 )
 WIDE_COLUMNS: tuple[Column, ...] = (
-    *NARROW_COLUMNS[:2],
-    Column("model", "model", 26),
+    Column("status", "status", 12),
+    Column("name", "instance", 30),
+    Column("model", "model", 28),
     *NARROW_COLUMNS[2:],
     Column(None, "  trend tok/s", TREND_COLUMNS + 2),
 )
@@ -110,7 +111,7 @@ def _status_cell(row: FleetRow, styles: dict[str, str]) -> Text:
     if row.summary:
         return Text(row.status, style="bold")
     status = Text(f"● {row.status}", style=styles.get(STATUS_STYLE.get(row.status, ""), ""))
-    if row.worst_alert is not None:
+    if row.worst_alert is not None and row.status != "no data":  # not one alert per instance then
         critical = row.worst_alert == "critical"
         status.append(
             " CRIT" if critical else " WARN", style=f"bold {styles['critical' if critical else 'warning']}"
@@ -272,10 +273,12 @@ class FleetTable(DataTable[Text]):
         for column in self.layout_columns:
             if column.key not in self.columns:
                 continue
-            label = column.header
-            if column.sort == self.sort_column:
-                label += " ▼" if self.sort_reverse else " ▲"
-            label = (label.rjust(column.width - 1) + " ") if column.figure is not None else label
+            arrow = ("▼" if self.sort_reverse else "▲") if column.sort == self.sort_column else ""
+            if column.figure is not None:  # right-aligned, the arrow in front (it fits the width)
+                text = arrow + column.header
+                label = (text + " ").rjust(column.width) if len(text) < column.width else text
+            else:
+                label = f"{column.header} {arrow}".rstrip()
             style = "bold reverse" if column.sort == self.sort_column else "bold"
             self.columns[column.key].label = Text(label, style=style)  # type: ignore[index]
         self._require_update_dimensions = True
