@@ -36,20 +36,21 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as error:
         print(f"spectop: {error}", file=sys.stderr)
         return 2
+    fleet = settings.prometheus is not None  # fleet mode: every instance Prometheus scrapes
+    if fleet and (args.endpoint or args.record):
+        print(
+            "spectop: --prometheus reads the fleet from Prometheus: no --endpoint, no --record",
+            file=sys.stderr,
+        )
+        return 2
     require_terminal("the dashboard")
     from tui.app import SpectopApp
     from tui.sources import LiveSource, Source
 
     source: Source
-    if settings.prometheus is not None:  # fleet mode: every instance Prometheus scrapes
+    if fleet:
         from tui.sources.fleet import FleetSource
 
-        if args.endpoint or args.record:
-            print(
-                "spectop: --prometheus reads the fleet from Prometheus: no --endpoint / --record",
-                file=sys.stderr,
-            )
-            return 2
         settings.endpoints = []  # the fleet is what Prometheus knows, not the file's endpoints
         source = FleetSource(settings)
     else:
