@@ -14,16 +14,18 @@ from tui.sources.fleet import FleetSource
 from tui.sources.updates import ImbalanceSeen, Notice, ReadingArrived, SeriesLoaded, Update
 
 OUTLIER = "10.1.0.7:8000"
+GONE = "10.9.9.9:8000"
 
 
 def with_history(fleet: Fleet40) -> Any:
-    """The fake, answering query_range with three points of tok/s for instance 1."""
+    """The fake, answering query_range with three points of tok/s for instance 1 and for an instance
+    gone since (in the history, not in the refresh)."""
 
     def answer(path: str, form: dict[str, str]) -> Any:
         if path == "/api/v1/query_range" and "generation_tokens" in form.get("query", ""):
             start = float(form["start"])
             values = [[start + step, str(50.0 + step)] for step in range(3)]
-            result = [{"metric": {"instance": "10.1.0.1:8000"}, "values": values}]
+            result = [{"metric": {"instance": name}, "values": values} for name in ("10.1.0.1:8000", GONE)]
             return 200, {"status": "success", "data": {"resultType": "matrix", "result": result}}, 0.0
         return fleet.answer(path, form)
 
@@ -44,6 +46,7 @@ async def test_history_first_then_a_reading_per_instance_into_the_board() -> Non
         updates = source.updates()
         first = await anext(updates)
         assert isinstance(first, SeriesLoaded)
+        assert list(first.points) == ["10.1.0.1:8000"]  # not the instance Prometheus no longer lists
         board.apply(first)
         assert board.series.endpoint("10.1.0.1:8000").values("generation_tokens_per_s") == [50.0, 51.0, 52.0]
         readings = [update for update in await take(updates, 40) if isinstance(update, ReadingArrived)]

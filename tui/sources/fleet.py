@@ -1,6 +1,7 @@
 """`FleetSource`: the dashboard fed by a Prometheus server that scrapes the fleet (`--prometheus URL`).
 
-* At start, the window's history from `query_range` (one `SeriesLoaded`), so sparklines are full at once.
+* At start, the history from `query_range` of the instances the first refresh lists (one `SeriesLoaded`,
+  before their first readings), so sparklines are full at once.
 * Every `poll_interval_s`: one `FleetPoller.refresh()` (never two in flight: the next waits for the
   last), a `ReadingArrived` per instance (an instance first seen joins the board through it).
 * Faults are data: Prometheus down, slow or answering an error makes every instance down with that
@@ -72,17 +73,24 @@ class FleetSource(Source):
         return self.prometheus.group_by
 
     async def updates(self) -> AsyncIterator[Update]:
+        loop = asyncio.get_running_loop()
+        first: FleetRefresh | None = None
         if self._load_history:
-            loaded = await self._history()
+            # With the first refresh: the history of the instances it lists (not of every instance the
+            # whole history saw), and before their first readings (series keep their time order).
+            first, loaded = await asyncio.gather(self.poller.refresh(), self._history())
             if isinstance(loaded, str):
                 yield Notice(f"history not loaded: {loaded}", "warning", title="Prometheus", timeout_s=10)
-            elif loaded:
-                yield SeriesLoaded(loaded)
-        loop = asyncio.get_running_loop()
+            else:
+                listed = {reading.name for reading in first.readings}
+                loaded = {name: points for name, points in loaded.items() if name in listed and points}
+                if loaded:
+                    yield SeriesLoaded(loaded)
         while True:
             started = loop.time()
-            if not self._paused:
-                refresh = await self.poller.refresh()  # one at a time: the loop waits for it
+            if first is not None or not self._paused:
+                refresh = first or await self.poller.refresh()  # one at a time: the loop waits for it
+                first = None
                 for update in self.updates_of(refresh):
                     yield update
             self._wake.clear()
