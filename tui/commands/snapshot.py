@@ -319,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
     if args.prometheus or args.match:
         from tui.fleet.snapshot import run_fleet
 
-        return run_fleet(args)
+        return run_fleet(args, _Result)
     if not args.urls:
         print("spectop snapshot: give at least one URL, or --prometheus URL", file=sys.stderr)
         return 2

@@ -12,7 +12,8 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from tui.fleet.options import prometheus_settings
 from tui.fleet.poller import FleetPoller, FleetReading
@@ -20,11 +21,24 @@ from tui.settings import SettingsError, find_settings_file, parse_settings
 from tui.telemetry.figures import Figures
 
 
-def row(reading: FleetReading) -> dict[str, Any]:
-    """A direct snapshot's JSON line (the same record type, so the same fields), url = the instance."""
-    from tui.commands.snapshot import _Result
+class SnapshotRecord(Protocol):
+    """A direct snapshot's result (`tui.commands.snapshot`, which passes its class in: no import cycle)."""
 
-    result = _Result(reading.instance, reading.window_s)
+    up: bool
+    error: str | None
+    backend: str | None
+    model: str | None
+    figures: Figures | None
+
+    def as_json(self) -> dict[str, Any]: ...
+
+
+RecordType = Callable[..., SnapshotRecord]  # (url, window_s)
+
+
+def row(reading: FleetReading, record_type: RecordType) -> dict[str, Any]:
+    """A direct snapshot's JSON line (the same record type, so the same fields), url = the instance."""
+    result = record_type(reading.instance, reading.window_s)
     result.up, result.error, result.backend = reading.up, reading.error, reading.backend
     result.model, result.figures = reading.model, _shown(reading)
     return result.as_json()
@@ -82,7 +96,7 @@ async def _refresh(poller: FleetPoller) -> Any:
         return await poller.refresh()
 
 
-def run_fleet(args: argparse.Namespace) -> int:
+def run_fleet(args: argparse.Namespace, record_type: RecordType) -> int:
     if args.urls:
         print("spectop snapshot: give URLs or --prometheus URL, not both", file=sys.stderr)
         return 2
@@ -117,7 +131,7 @@ def run_fleet(args: argparse.Namespace) -> int:
         )
     if args.json:
         for reading in refresh.readings:
-            print(json.dumps(row(reading), ensure_ascii=False))
+            print(json.dumps(row(reading, record_type), ensure_ascii=False))
     else:
         print(f"{settings.url} · {len(refresh.readings)} instances · {args.window:g} s window")
         print("\n".join(table(refresh.readings)))
