@@ -140,7 +140,12 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
 
     def get_default_screen(self) -> Screen[Any]:
         from tui.screens.dashboard import DashboardScreen
+        from tui.sources.fleet import FleetSource
 
+        if isinstance(self.source, FleetSource):  # fleet mode: the instances' table when cards do not fit
+            from tui.widgets.fleet_table import FleetTable
+
+            return DashboardScreen(self.context, table=FleetTable(self.context))
         return DashboardScreen(self.context)
 
     async def on_mount(self) -> None:
@@ -168,6 +173,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
             self.notify(
                 message, title=title, severity=update.severity, timeout=update.timeout_s, markup=False
             )
+            self._update_subtitle()  # a notice may change what the source says (Prometheus down)
             return
         applied = self.board.apply(update)
         self._announce(applied.alerts)

@@ -17,8 +17,10 @@ from tui.settings import EndpointSettings, Settings
 from tui.sources.updates import (
     EndpointsNamed,
     Finished,
+    ImbalanceSeen,
     LogLineArrived,
     ReadingArrived,
+    SeriesLoaded,
     ThresholdRead,
     Update,
 )
@@ -129,6 +131,18 @@ class Board:
             return Applied(changed=(update.endpoint,))
         if isinstance(update, Finished):
             return Applied(changed=tuple(endpoint.name for endpoint in self.endpoints))
+        if isinstance(update, SeriesLoaded):
+            for name, points in update.points.items():
+                self.ensure_endpoint(name)
+                series = self.series.endpoint(name)
+                for time, figures in points:
+                    series.add(time, figures)
+            return Applied(changed=tuple(update.points))
+        if isinstance(update, ImbalanceSeen):
+            alerts = self._counted(
+                self.alerts.observe_imbalance(update.endpoint, update.time, update.message)
+            )
+            return Applied(changed=(update.endpoint,) if alerts else (), alerts=alerts)
         return Applied()
 
     def _apply_log(self, update: LogLineArrived) -> Applied:

@@ -11,17 +11,22 @@ import asyncio
 import json
 import sys
 import time
+from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.fleet.conftest import NEEDS_PROMETHEUS, ROOT, Fleet, stop
+from tests.fleet.fake_fleet import fleet_app
+from tests.ui.ui_waiting import wait_for
 from tui.fleet.client import PrometheusClient
 from tui.fleet.poller import FleetPoller, fill_history
-from tui.settings import PrometheusSettings
+from tui.settings import PrometheusSettings, Settings
 from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.scraper import scrape_metrics
 from tui.telemetry.series import SeriesStore
 from tui.telemetry.window import figures_between
+from tui.widgets.fleet_table import FleetTable
 
 pytestmark = NEEDS_PROMETHEUS
 
@@ -230,3 +235,57 @@ async def test_killed_sim_shows_down(fleet: Fleet) -> None:
     assert code == 1, output
     assert [(row["url"], row["up"]) for row in rows] == [(victim, False)]
     assert all(rows[0][name] is None for name in FIGURE_NAMES) and "target down" in str(rows[0]["error"])
+
+
+async def test_the_dashboard_rows_match_direct_scrapes(
+    fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`spectop --prometheus URL` as a user runs it: its table's rows against direct scrapes."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
+    settings = Settings(
+        prometheus=PrometheusSettings(url=fleet.prometheus.url, timeout_s=5.0),
+        window_s=WINDOW_S,
+        poll_interval_s=1.0,
+    )
+    app = fleet_app(settings)
+    async with app.run_test(size=(200, 50)) as pilot:
+        async with httpx.AsyncClient() as client:
+            first = {name: await scrape_metrics(client, fleet.url(name) + "/metrics") for name in BACKENDS}
+            started = time.time()
+            await asyncio.sleep(WINDOW_S)
+            last = {name: await scrape_metrics(client, fleet.url(name) + "/metrics") for name in BACKENDS}
+            ended = time.time()
+        direct = {name: figures_between(first[name], last[name]) for name in BACKENDS}
+        table = app.screen.query_one(FleetTable)
+
+        def fresh() -> bool:
+            rows = {row.name: row for row in table.rows_shown}
+            for name in BACKENDS:
+                reading = app.readings.get(fleet.instance(name))
+                row = rows.get(fleet.instance(name))
+                if reading is None or row is None or reading.time < ended:
+                    return False
+                if row.tokens_per_s != reading.figures.generation_tokens_per_s:
+                    return False  # the table has not redrawn this refresh yet
+            return True
+
+        await wait_for(pilot, fresh)
+        rows = {row.name: row for row in table.rows_shown}
+    assert ended - started >= WINDOW_S
+    problems = []
+    for name in BACKENDS:
+        row, want = rows[fleet.instance(name)], direct[name]
+        assert row.status == "up", row
+        checks = {
+            "tok/s": close(row.tokens_per_s, want.generation_tokens_per_s, rel=0.3),
+            "acceptance": close(row.acceptance_rate, want.acceptance_rate, abs_=0.08),
+            "mean length": close(row.mean_acceptance_length, want.mean_acceptance_length, abs_=0.25),
+            "running known": (row.running is None) == (want.running is None),
+            "KV known": (row.kv_cache_usage is None) == (want.kv_cache_usage is None),
+        }
+        if name != "llamacpp":  # no TTFT histogram in llama.cpp
+            checks["TTFT p95 known"] = row.ttft_p95_s is not None and want.ttft_p95_s is not None
+        problems += [f"{name} {figure}: {row} vs {want}" for figure, ok in checks.items() if not ok]
+    assert not problems, problems
+    summary = {row.group: row for row in rows.values() if row.summary}
+    assert summary["vllm"].members == 2  # the vllm job: the vllm sim and the victim

@@ -159,10 +159,12 @@ def spectop(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_dashboard_with_prometheus_says_the_fleet_dashboard_is_coming() -> None:
-    result = spectop("--prometheus", "http://127.0.0.1:9")
+def test_dashboard_with_prometheus_opens_the_fleet_dashboard() -> None:
+    result = spectop("--prometheus", "http://127.0.0.1:9")  # no terminal here: it says so, as any dashboard
     assert result.returncode == 2
-    assert "fleet dashboard" in result.stderr and "spectop snapshot --prometheus" in result.stderr
+    assert "terminal" in result.stderr and "coming" not in result.stderr and "not wired" not in result.stderr
+    result = spectop("--prometheus", "http://127.0.0.1:9", "--endpoint", "http://127.0.0.1:8000")
+    assert result.returncode == 2 and "no --endpoint" in result.stderr
     result = spectop("--match", '{job="x"}')
     assert result.returncode == 2 and "need --prometheus" in result.stderr
 

@@ -36,16 +36,25 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as error:
         print(f"spectop: {error}", file=sys.stderr)
         return 2
-    if settings.prometheus is not None:
-        from tui.fleet.flags import FLEET_DASHBOARD_PENDING  # hook: open the fleet dashboard here
-
-        print(f"spectop: {FLEET_DASHBOARD_PENDING}", file=sys.stderr)
+    fleet = settings.prometheus is not None  # fleet mode: every instance Prometheus scrapes
+    if fleet and (args.endpoint or args.record):
+        print(
+            "spectop: --prometheus reads the fleet from Prometheus: no --endpoint, no --record",
+            file=sys.stderr,
+        )
         return 2
     require_terminal("the dashboard")
     from tui.app import SpectopApp
-    from tui.sources import LiveSource
+    from tui.sources import LiveSource, Source
 
-    source = LiveSource(settings, record_path=args.record, record_max_mb=args.record_max_mb)
+    source: Source
+    if fleet:
+        from tui.sources.fleet import FleetSource
+
+        settings.endpoints = []  # the fleet is what Prometheus knows, not the file's endpoints
+        source = FleetSource(settings)
+    else:
+        source = LiveSource(settings, record_path=args.record, record_max_mb=args.record_max_mb)
     app = SpectopApp(settings, source=source)
     app.run()
     return app.return_code or 0

@@ -164,9 +164,9 @@ async def _run(tune: Any) -> Any:
 
     loop = asyncio.get_running_loop()
     cancel = asyncio.Event()
-    signals: list[int] = []
+    signals: list[signal.Signals] = []
 
-    def stop(number: int) -> None:
+    def stop(number: signal.Signals) -> None:
         if not cancel.is_set():
             print(file=sys.stderr)
             _say(f"{signal.Signals(number).name}: stopping; restoring the config file, restarting the server")

@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-FLEET_DASHBOARD_PENDING = (
-    "the fleet dashboard (--prometheus) is not wired into the dashboard yet; "
-    "use `spectop snapshot --prometheus URL` meanwhile"
-)
-
 
 def add_fleet_arguments(parser: argparse.ArgumentParser, *, group_by: bool = True) -> None:
     parser.add_argument(

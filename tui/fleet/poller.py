@@ -37,7 +37,7 @@ from tui.fleet.queries import (
 )
 from tui.settings import PrometheusSettings
 from tui.telemetry.figures import Figures
-from tui.telemetry.monitor import EndpointReading
+from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import SERIES_NAMES, SeriesStore
 
 _T = TypeVar("_T")
@@ -55,6 +55,8 @@ class FleetReading(EndpointReading):
     job: str | None = None
     group: str | None = None  # the value of the settings' group_by label
     last_scrape_age_s: float | None = None
+    # True when Prometheus itself failed (down, slow, an error): nothing is known of the target then.
+    prometheus_error: bool = False
     # vLLM with several data-parallel engines: acceptance and tokens/s per `engine` label.
     engines: dict[str, Figures] = Field(default_factory=dict)
 
@@ -247,7 +249,9 @@ class FleetPoller:
 
     def _unknown(self, instance: str, known: _Instance, at: float, error: str) -> FleetReading:
         known.consecutive_failures += 1
-        return self._reading(instance, known, at, up=False, error=error, figures=Figures())
+        reading = self._reading(instance, known, at, up=False, error=error, figures=Figures())
+        reading.prometheus_error = True
+        return reading
 
     def _reading(
         self,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from tui.fleet.poller import FleetReading
 from tui.telemetry.alerts import Alert
 
-IMBALANCE = "imbalance"  # an Alert kind the dashboard's AlertKind does not list yet
+IMBALANCE = "imbalance"  # the Alert kind (tui.telemetry.alerts.AlertKind)
 
 # figure -> (relative, absolute) distance from the median that counts as far off
 DEFAULT_LIMITS: dict[str, tuple[float, float]] = {
@@ -129,7 +129,7 @@ class ImbalanceAlerts:
                         f"{name} {outlier.value:.3g} vs median {spread.median:.3g} of {spread.members} "
                         f"in {spread.group or 'the fleet'} ({outlier.deviation:+.0%})"
                     )
-                    alert = Alert(outlier.member, IMBALANCE, "warning", message, since)  # type: ignore[arg-type]
+                    alert = Alert(outlier.member, "imbalance", "warning", message, since)
                     self._active[key] = alert
                     changed.append(alert)
         for key in [key for key in self._since if key not in seen]:

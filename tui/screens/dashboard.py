@@ -1,5 +1,6 @@
 """The dashboard: one card per endpoint, stacked on small terminals and in a grid on large ones; a table
-(one row per endpoint, sortable) when the cards do not fit, or on `v`."""
+(one row per endpoint, sortable) when the cards do not fit, or on `v`. In fleet mode the table is the
+fleet's (`FleetTable`: grouped by model or job, with summary rows and the imbalance marks)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tui.telemetry.endpoint_row import EndpointRow, endpoint_row
 from tui.widgets.card_view import CardData
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import TREND_COLUMNS, EndpointTable
+from tui.widgets.fleet_table import FleetTable
 
 CARD_MIN_WIDTH = 78  # a compact card's three lines
 ROOMY_CARD_MIN_WIDTH = 60  # a roomy card's (sparklines shrink): two columns from 120 on
@@ -53,8 +55,8 @@ class DashboardScreen(EndpointScreen):
     DashboardScreen #cards { layout: grid; grid-size: 1; grid-gutter: 0 1; grid-rows: 5; height: auto; }
     DashboardScreen #cards.roomy { grid-rows: 8; }
     DashboardScreen #empty { color: $text-muted; padding: 1 2; }
-    DashboardScreen #table { display: none; }
-    DashboardScreen.table-view #table { display: block; }
+    DashboardScreen #table, DashboardScreen #fleet-table { display: none; }
+    DashboardScreen.table-view #table, DashboardScreen.table-view #fleet-table { display: block; }
     DashboardScreen.table-view #cards-scroll { display: none; }
     DashboardScreen #card-filter { dock: bottom; display: none; }
     DashboardScreen #card-filter.visible { display: block; }
@@ -75,8 +77,9 @@ class DashboardScreen(EndpointScreen):
 
     AUTO_FOCUS = None
 
-    def __init__(self, context: ScreenContext) -> None:
+    def __init__(self, context: ScreenContext, table: FleetTable | None = None) -> None:
         super().__init__(context)
+        self._fleet = table  # fleet mode: the fleet's table instead of the endpoints' one
         self._cards: dict[str, EndpointCard] = {}
         self._columns = 1
         self._filter = ""
@@ -99,7 +102,7 @@ class DashboardScreen(EndpointScreen):
         with VerticalScroll(id="cards-scroll", can_focus=False):
             yield Static("No endpoints. Give one with --endpoint URL or a spectop.toml.", id="empty")
             yield Container(id="cards")
-        yield EndpointTable(id="table")
+        yield self._fleet if self._fleet is not None else EndpointTable(id="table")
         yield Input(
             placeholder="filter endpoints by name (Enter keeps it, Escape clears)",
             id="card-filter",
@@ -127,7 +130,7 @@ class DashboardScreen(EndpointScreen):
         card = self._new_card(name)
         self.query_one("#cards", Container).mount(card)
         self._layout_for(self.size.width, self.size.height)
-        in_view = EndpointTable if self.view == "table" else EndpointCard
+        in_view = (EndpointTable | FleetTable) if self.view == "table" else EndpointCard
         if not self._focus_pending and not isinstance(self.focused, in_view | Input):
             self._focus_pending = True
             self.call_after_refresh(self._focus_first_card)
@@ -137,8 +140,8 @@ class DashboardScreen(EndpointScreen):
         self._focus_pending = False
         cards = self._visible_cards()
         if self.view == "table":
-            if not isinstance(self.focused, EndpointTable | Input):
-                self.query_one(EndpointTable).focus()
+            if not isinstance(self.focused, EndpointTable | FleetTable | Input):
+                self._table().focus()
         elif cards and not isinstance(self.focused, EndpointCard | Input):
             cards[0].focus()
 
@@ -168,7 +171,7 @@ class DashboardScreen(EndpointScreen):
                 data = self.context.card_data(name)
                 card.update_data(data)
                 rows.append(_table_entry(data))
-        self.query_one(EndpointTable).set_rows(rows)
+        self._set_rows(rows)
 
     def _tick_ages(self) -> None:
         """Once a second: cards whose last scrape is late show their growing age (and turn stale)."""
@@ -180,7 +183,7 @@ class DashboardScreen(EndpointScreen):
                 card.update_data(data)
                 rows.append(_table_entry(data))
         if rows:
-            self.query_one(EndpointTable).set_rows(rows)
+            self._set_rows(rows)
 
     def on_key(self, event: Key) -> None:
         """The intro line (`spectop demo`) goes at the first key; the key does what it does anyway."""
@@ -214,26 +217,37 @@ class DashboardScreen(EndpointScreen):
             return
         self.view = view
         self.set_class(view == "table", "table-view")
-        table = self.query_one(EndpointTable)
+        table = self._table()
         if view == "table":
             card = self._focused_card()
-            table.set_rows([_table_entry(self.context.card_data(name)) for name in self._cards])
-            if card is not None:  # the table's cursor on the card that had the focus
+            self._set_rows([_table_entry(self.context.card_data(name)) for name in self._cards])
+            if card is not None and isinstance(table, EndpointTable):  # the cursor on the focused card
                 table.select(card.endpoint)
             if not isinstance(self.focused, Input):
                 table.focus()
-        elif isinstance(self.focused, EndpointTable):
+        elif isinstance(self.focused, EndpointTable | FleetTable):
             selected = self._cards.get(table.selected_endpoint or "")
             cards = self._visible_cards()
             target = selected if selected in cards else (cards[0] if cards else None)
             if target is not None:
                 target.focus()
 
-    @on(DataTable.RowSelected, "#table")
+    @on(DataTable.RowSelected, "#table, #fleet-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a table row: that endpoint's detail, as Enter on its card."""
         event.stop()
         self.action_open_detail()
+
+    def _table(self) -> EndpointTable | FleetTable:
+        return self._fleet if self._fleet is not None else self.query_one(EndpointTable)
+
+    def _set_rows(self, rows: list[tuple[EndpointRow, list[float | None]]]) -> None:
+        """New figures for the table: the endpoints' table takes rows, the fleet's reads the board itself."""
+        table = self._table()
+        if isinstance(table, FleetTable):
+            table.refresh_rows()
+        else:
+            table.set_rows(rows)
 
     def action_toggle_view(self) -> None:
         self._chosen_view = "cards" if self.view == "table" else "table"
@@ -249,7 +263,7 @@ class DashboardScreen(EndpointScreen):
 
     def _focused_card(self) -> EndpointCard | None:
         focused = self.focused
-        if isinstance(focused, EndpointTable):  # the table view: its cursor row's card
+        if isinstance(focused, EndpointTable | FleetTable):  # the table view: its cursor row's card
             return self._cards.get(focused.selected_endpoint or "")
         return focused if isinstance(focused, EndpointCard) else None
 
@@ -291,7 +305,7 @@ class DashboardScreen(EndpointScreen):
         self._apply_filter("")
         cards = self._visible_cards()
         if self.view == "table":
-            self.query_one(EndpointTable).focus()
+            self._table().focus()
         elif cards and self._focused_card() is None:
             cards[0].focus()
 
@@ -306,13 +320,13 @@ class DashboardScreen(EndpointScreen):
             event.input.disabled = True
         cards = self._visible_cards()
         if self.view == "table":
-            self.query_one(EndpointTable).focus()
+            self._table().focus()
         elif cards:
             cards[0].focus()
 
     def _apply_filter(self, text: str) -> None:
         self._filter = text.strip().lower()
-        self.query_one(EndpointTable).set_filter(self._filter)
+        self._table().set_filter(self._filter)
         for name, card in self._cards.items():
             card.display = self._filter in name.lower()
         cards = self._visible_cards()

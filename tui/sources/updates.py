@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tui.telemetry.events import LogEvent
+from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import RecordedEndpoint
 
@@ -55,8 +56,34 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class SeriesLoaded:
+    """Past figures of endpoints (fleet mode: Prometheus' `query_range` at start), oldest first per
+    endpoint, for the series only: sparklines are full at once. A point's None figure stays a gap."""
+
+    points: dict[str, list[tuple[float, Figures]]]
+
+
+@dataclass(frozen=True)
+class ImbalanceSeen:
+    """Fleet mode: an endpoint is far off its group (`message` says how), or back in line (None)."""
+
+    endpoint: str
+    time: float
+    message: str | None
+
+
+@dataclass(frozen=True)
 class Finished:
     """The source has nothing more to say (the end of a recording)."""
 
 
-Update = ReadingArrived | LogLineArrived | EndpointsNamed | ThresholdRead | Notice | Finished
+Update = (
+    ReadingArrived
+    | LogLineArrived
+    | EndpointsNamed
+    | ThresholdRead
+    | Notice
+    | Finished
+    | SeriesLoaded
+    | ImbalanceSeen
+)

@@ -17,6 +17,9 @@ Rules (per endpoint):
   answered with the endpoint up all along.
 - OOM or engine error in the log → critical; a traceback → warning. A log alert clears when the
   endpoint is seen up again after being down (a restart), or after `log_hold_s` without a new one.
+- imbalance (fleet mode) → warning: a replica whose acceptance or tokens/s stays far off the others of
+  its group (or one data-parallel engine off the others of its vLLM); `observe_imbalance` raises it
+  with the text `tui.fleet.spread` gives, follows that text, and clears it when the replica is back.
 
 Unknown acceptance (None: idle, or speculative decoding off) is not "low": it ends the condition.
 Every alert keeps its start time and, once over, its clear time. Times are Unix seconds.
@@ -31,7 +34,9 @@ from typing import Literal
 from tui.format import fmt_rate
 from tui.telemetry.events import ErrorEvent
 
-AlertKind = Literal["acceptance_low", "acceptance_critical", "down", "oom", "engine_error", "log_error"]
+AlertKind = Literal[
+    "acceptance_low", "acceptance_critical", "down", "oom", "engine_error", "log_error", "imbalance"
+]
 Severity = Literal["warning", "critical"]
 ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
 
@@ -220,6 +225,19 @@ class AlertEngine:
         state.last_log_error = time
         detail = f"{message}: {event.message}" if event.message else message
         return self._raise(state, endpoint, kind, severity, detail[:200], time)
+
+    def observe_imbalance(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
+        """Fleet mode: the endpoint is far off its group (`message` says how) or, with None, back in line."""
+        state = self._state(endpoint)
+        if message is None:
+            return self._clear(state, ("imbalance",), time)
+        alert = state.active.get("imbalance")
+        if alert is None:
+            return self._raise(state, endpoint, "imbalance", "warning", message[:200], time)
+        if alert.message != message[:200]:
+            alert.message = message[:200]
+            self.version += 1
+        return []
 
     # ---- acceptance ---------------------------------------------------------------------------------
     def _acceptance(

@@ -1,0 +1,43 @@
+"""Snapshots of the fleet table from deterministic data (a scripted poller, a fixed clock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from tests.fleet.fake_fleet import scripted_app
+from tests.ui.ui_waiting import wait_for
+from tui.app import SpectopApp
+from tui.widgets.fleet_table import FleetTable
+
+
+@pytest.fixture(autouse=True)
+def _private_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
+
+
+async def _settled(pilot: Pilot[Any]) -> None:
+    app = pilot.app
+    assert isinstance(app, SpectopApp)
+    await wait_for(pilot, lambda: len(app.readings) == 40)
+    table = app.screen.query_one(FleetTable)
+    await wait_for(pilot, lambda: len(table.endpoints) == 40)
+    await pilot.pause()
+    app.clear_notifications()
+    await pilot.pause()
+
+
+def test_fleet_table_80x24(snap_compare: Any) -> None:
+    assert snap_compare(scripted_app(), terminal_size=(80, 24), run_before=_settled)
+
+
+def test_fleet_table_200x50_sorted_by_acceptance(snap_compare: Any) -> None:
+    async def sorted_by_acceptance(pilot: Pilot[Any]) -> None:
+        await _settled(pilot)
+        await pilot.press("A")
+        await pilot.pause()
+
+    assert snap_compare(scripted_app(), terminal_size=(200, 50), run_before=sorted_by_acceptance)
