@@ -6,7 +6,11 @@ import sys
 
 import tui
 
+<<<<<<< HEAD
 CORE_PACKAGES = ("tui.telemetry", "tui.configs", "tui.bench", "tui.sim", "tui.sources")
+=======
+CORE_PACKAGES = ("tui.telemetry", "tui.configs", "tui.bench", "tui.sim", "tui.gpu")
+>>>>>>> main
 
 
 def _core_modules() -> list[str]:

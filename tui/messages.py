@@ -93,12 +93,12 @@ class BurstProgressed(Message):
 
 
 class BurstFinished(Message):
-    """A burst (or a comparison of past bursts) is done; `summary` as tui.bench.report.build_summary."""
+    """A burst (or a comparison of past bursts) is done; `summary` is a tui.bench.report.BurstSummary."""
 
-    def __init__(self, summary: dict[str, object], result: object | None, saved_to: str | None) -> None:
+    def __init__(self, summary: object, result: object | None, saved_to: str | None) -> None:
         super().__init__()
         self.summary = summary
-        self.result = result  # tui.bench.results.BurstResult, None for a comparison of past bursts
+        self.result = result  # tui.bench.session.BurstOutcome
         self.saved_to = saved_to
 
 
@@ -112,7 +112,7 @@ class BurstFailed(Message):
 
 
 class BurstHistoryLoaded(Message):
-    """The list of past bursts (tui.bench.history.BurstEntry, newest first)."""
+    """The list of past bursts (tui.bench.burst_store.BurstEntry, newest first)."""
 
     def __init__(self, entries: list[object]) -> None:
         super().__init__()

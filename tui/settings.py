@@ -61,8 +61,10 @@ class EndpointSettings(BaseModel):
     )
     restart_command: list[str] | None = Field(None, description="run without a shell after a config save")
     acceptance_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    gpu_metrics_url: str | None = Field(None, description="a DCGM exporter page with this server's GPUs")
+    gpus: list[int | str] | None = Field(None, description="the server's GPUs: NVML indices or UUIDs")
 
-    @field_validator("url", "metrics_url")
+    @field_validator("url", "metrics_url", "gpu_metrics_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         return None if value is None else normalize_http_url(value)
@@ -90,6 +92,49 @@ class EndpointSettings(BaseModel):
         return os.environ.get(self.api_key_env) or None
 
 
+class PrometheusSettings(BaseModel):
+    """Fleet mode: read a Prometheus server instead of scraping each endpoint (`prometheus = {...}`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(description="base URL of the Prometheus server, e.g. http://prometheus:9090")
+    match: str | None = Field(None, description='label matchers that select the instances, e.g. {job="vllm"}')
+    group_by: str = Field(
+        "job",
+        pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$",
+        description="label that groups instances in the table ('model' = the model name)",
+    )
+    bearer_token_env: str | None = Field(None, description="NAME of the env variable holding a bearer token")
+    basic_auth_user: str | None = None
+    basic_auth_password_env: str | None = Field(
+        None, description="NAME of the env variable holding the password"
+    )
+    tls_verify: bool = True
+    timeout_s: float = Field(10.0, gt=0.0, le=300.0, description="timeout of each Prometheus request")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        url = normalize_http_url(value)
+        if "@" in url.split("://", 1)[1].split("/", 1)[0]:
+            raise ValueError(
+                "put no user or password in the URL: use basic_auth_user and basic_auth_password_env"
+            )
+        return url
+
+    @field_validator("match")
+    @classmethod
+    def _matchers(cls, value: str | None) -> str | None:
+        from tui.fleet.selector import parse_matchers  # the PromQL label-matcher rule lives there
+
+        return None if value is None else parse_matchers(value)
+
+    @field_validator("bearer_token_env", "basic_auth_password_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        return None if value is None else check_env_var_name(value)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -98,6 +143,7 @@ class Settings(BaseModel):
     history_s: float = Field(1800.0, gt=0.0, description="how much history sparklines and charts keep")
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     endpoints: list[EndpointSettings] = Field(default_factory=list)
+    prometheus: PrometheusSettings | None = Field(None, description="fleet mode: read this Prometheus")
     source: Path | None = Field(None, exclude=True, description="file these settings came from")
     notes: list[str] = Field(default_factory=list, exclude=True, description="what spectop assumed")
 
@@ -164,6 +210,8 @@ def _model_at(location: tuple[int | str, ...]) -> type[BaseModel] | None:
         return Settings
     if parent == ("alerts",):
         return AlertSettings
+    if parent == ("prometheus",):
+        return PrometheusSettings
     if len(parent) == 2 and parent[0] == "endpoints":
         return EndpointSettings
     return None

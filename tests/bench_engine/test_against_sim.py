@@ -42,18 +42,19 @@ async def test_mtp_on_is_faster_at_low_concurrency_and_outputs_match(client: htt
     ):
         result = await run_burst(_config(off.base_url, on.base_url), client)
     summary = burst_summary(result)
-    assert summary["a"]["errors"] == 0 and summary["b"]["errors"] == 0
-    comparison = summary["comparison"]
-    assert comparison["decode_tokens_per_s_ratio"] > 1.2
-    assert comparison["ci95"][0] > 1.0
-    assert comparison["verdict"].startswith("B is")
-    assert summary["b"]["tokens_per_chunk"] > 1.2  # several tokens per chunk under speculation
-    assert summary["equivalence"]["compared"] == 8
-    assert summary["equivalence"]["identical"] == 8
+    a, b, comparison, equivalence = summary.a, summary.b, summary.comparison, summary.equivalence
+    assert b is not None and comparison is not None and equivalence is not None
+    assert a.errors == 0 and b.errors == 0
+    assert comparison.decode_tokens_per_s_ratio is not None and comparison.decode_tokens_per_s_ratio > 1.2
+    assert comparison.ci95 is not None and comparison.ci95[0] > 1.0
+    assert comparison.verdict.startswith("B is")
+    assert b.tokens_per_chunk is not None and b.tokens_per_chunk > 1.2  # several tokens per chunk
+    assert equivalence.compared == 8
+    assert equivalence.identical == 8
     # Server-side acceptance during the burst, from /metrics deltas through the telemetry core.
-    assert summary["b"]["acceptance_rate"] is not None and 0.0 < summary["b"]["acceptance_rate"] <= 1.0
-    assert summary["b"]["mean_acceptance_length"] is not None and summary["b"]["mean_acceptance_length"] > 1.0
-    assert summary["a"]["acceptance_rate"] is None  # no drafting on A: unknown, not 0
+    assert b.acceptance_rate is not None and 0.0 < b.acceptance_rate <= 1.0
+    assert b.mean_acceptance_length is not None and b.mean_acceptance_length > 1.0
+    assert a.acceptance_rate is None  # no drafting on A: unknown, not 0
 
 
 async def test_lossy_mode_diverges_and_the_position_is_right(client: httpx.AsyncClient) -> None:
@@ -64,19 +65,20 @@ async def test_lossy_mode_diverges_and_the_position_is_right(client: httpx.Async
     ):
         result = await run_burst(_config(off.base_url, on.base_url, requests=6), client)
     summary = burst_summary(result)
-    equivalence = summary["equivalence"]
-    assert equivalence["compared"] == 6
-    assert equivalence["identical"] < 6
+    equivalence = summary.equivalence
+    assert equivalence is not None
+    assert equivalence.compared == 6
+    assert equivalence.identical < 6
     a_by_index = {r.index: r for r in result.arms[0].requests}
     b_by_index = {r.index: r for r in result.arms[1].requests}
-    for divergence in equivalence["divergences"]:
-        a, b = a_by_index[divergence["index"]], b_by_index[divergence["index"]]
-        position = divergence["char_position"]
+    for divergence in equivalence.divergences:
+        a, b = a_by_index[divergence.index], b_by_index[divergence.index]
+        position = divergence.char_position
         assert a.text[:position] == b.text[:position]
         assert a.text[position : position + 1] != b.text[position : position + 1]
         # llama.cpp streams one token per chunk, so the token position is exact: every chunk
         # before it is the same on both arms, and the chunk at it differs.
-        token = divergence["token_position"]
+        token = divergence.token_position
         assert token is not None
 
         def chunks(result):  # type: ignore[no-untyped-def]

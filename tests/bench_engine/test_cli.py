@@ -97,7 +97,8 @@ def test_failed_requests_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     "argv",
     [
         ["bench"],
-        ["bench", "--a", "localhost:8000"],
+        ["bench", "--a", "ftp://x"],
+        ["bench", "--a", "http://x", "--b", "ftp://y"],
         ["bench", "--a", "http://x", "--requests", "0"],
         ["bench", "--a", "http://x", "--prompts", "no-such-set"],
         ["bench", "--a", "http://x", "--concurrency", "0"],
@@ -107,6 +108,23 @@ def test_failed_requests_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert "spectop bench:" in capsys.readouterr().err
+
+
+def test_a_url_without_scheme_is_taken_as_http_and_said(capsys: pytest.CaptureFixture[str]) -> None:
+    # One URL rule (tui.validators.normalize_http_url): host:port gets http://, and the CLI says so.
+    with TimedServer(FAST) as server:
+        bare = server.base_url.removeprefix("http://")
+        code = main(["bench", "--a", bare, "--requests", "2", "--warmup", "0", "--no-metrics"])
+        assert len(server.records) == 2  # the two requests went to the server named without scheme
+    assert code == 0
+    assert f"spectop bench: A: no scheme given, using http://{bare}" in capsys.readouterr().err
+
+
+def test_one_validation_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--a", "http://x", "--rounds", "0"]) == 2
+    assert "spectop bench: --rounds: must be at least 1, got 0" in capsys.readouterr().err
+    assert main(["bench", "--a", "http://x", "--rate", "2", "--max-concurrency", "0"]) == 2
+    assert "spectop bench: --max-concurrency: must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_concurrency_and_rate_are_exclusive() -> None:

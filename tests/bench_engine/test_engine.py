@@ -171,10 +171,10 @@ async def test_failed_requests_are_counted_by_kind(client: httpx.AsyncClient) ->
         # Every request tried at most twice (max_retries 1), within the arm's retry cap.
         assert len(server.records) == 4 + 4
     summary = burst_summary(result)
-    assert summary["a"]["errors"] == 4
-    assert summary["a"]["errors_by_kind"] == {"http_status": 4}
-    assert summary["a"]["retries"] == 4
-    assert summary["a"]["ttft_s"]["p50"] is None  # unknown stays None, never 0
+    assert summary.a.errors == 4
+    assert summary.a.errors_by_kind == {"http_status": 4}
+    assert summary.a.retries == 4
+    assert summary.a.ttft_s.p50 is None  # unknown stays None, never 0
 
 
 @pytest.mark.parametrize(
@@ -200,8 +200,9 @@ async def test_429_once_per_request_every_request_succeeds(
             assert all(r.send_lag_s >= 1.0 for r in arm.requests)
             assert all((r.ttft_s or 1.0) < 0.5 for r in arm.requests)
     summary = burst_summary(result)
-    assert summary["a"]["retries"] == summary["b"]["retries"] == 32
-    assert summary["a"]["errors"] == summary["b"]["errors"] == 0
+    assert summary.b is not None
+    assert summary.a.retries == summary.b.retries == 32
+    assert summary.a.errors == summary.b.errors == 0
     assert ("retries", "32", "32") in table_rows(summary)
     assert any(line.split()[:3] == ["retries", "32", "32"] for line in render_text(summary).splitlines())
     data = json.loads(export(result, "json", tmp_path / "r.json").read_text(encoding="utf-8"))

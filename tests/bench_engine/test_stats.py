@@ -7,7 +7,12 @@ import random
 import pytest
 
 from tui.bench.report import verdict_text
-from tui.bench.stats import bootstrap_pooled_ratio_ci, bootstrap_ratio_ci, percentile, pooled_rate, summarize
+from tui.bench.stats import RateSample, bootstrap_pooled_ratio_ci, percentile, pooled_rate, summarize
+
+
+def _per_request(values: list[float]) -> list[RateSample]:
+    """One unit of time per value: the pooled rate is then the plain mean."""
+    return [(value, 1.0) for value in values]
 
 
 def test_percentile_interpolates_between_ranks() -> None:
@@ -31,11 +36,13 @@ def test_bootstrap_ci_covers_the_true_ratio_and_is_seeded() -> None:
     rng = random.Random(42)
     a = [rng.gauss(100, 10) for _ in range(60)]
     b = [rng.gauss(180, 15) for _ in range(60)]
-    ci = bootstrap_ratio_ci(a, b, seed=3)
+    ci = bootstrap_pooled_ratio_ci(_per_request(a), _per_request(b), seed=3)
     assert ci is not None
     assert ci[0] < 1.8 < ci[1]
     assert ci[1] - ci[0] < 0.2
-    assert bootstrap_ratio_ci(a, b, seed=3) == ci  # same seed, same interval
+    assert (
+        bootstrap_pooled_ratio_ci(_per_request(a), _per_request(b), seed=3) == ci
+    )  # same seed, same interval
 
 
 def test_paired_bootstrap_is_narrower_when_prompts_drive_the_spread() -> None:
@@ -43,15 +50,15 @@ def test_paired_bootstrap_is_narrower_when_prompts_drive_the_spread() -> None:
     prompt_speed = [rng.uniform(50, 150) for _ in range(40)]
     a = [speed * rng.uniform(0.98, 1.02) for speed in prompt_speed]
     b = [speed * 1.5 * rng.uniform(0.98, 1.02) for speed in prompt_speed]
-    paired = bootstrap_ratio_ci(a, b, paired=True, seed=1)
-    independent = bootstrap_ratio_ci(a, b, seed=1)
+    paired = bootstrap_pooled_ratio_ci(_per_request(a), _per_request(b), paired=True, seed=1)
+    independent = bootstrap_pooled_ratio_ci(_per_request(a), _per_request(b), seed=1)
     assert paired and independent
     assert paired[1] - paired[0] < (independent[1] - independent[0]) / 3
     assert paired[0] < 1.5 < paired[1]
 
 
 def test_too_few_values_give_no_interval() -> None:
-    assert bootstrap_ratio_ci([1.0], [2.0, 3.0]) is None
+    assert bootstrap_pooled_ratio_ci(_per_request([1.0]), _per_request([2.0, 3.0])) is None
 
 
 def test_verdict_lines() -> None:

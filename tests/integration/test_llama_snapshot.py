@@ -49,7 +49,9 @@ def _snapshot_around_workload(
         process = start_spectop(["snapshot", *urls, "--json", "--window", str(WINDOW_S)], home)
         try:
             for kind, tap in taps.items():
-                assert tap.wait_for_metrics_scrapes(1, timeout_s=60), f"spectop never scraped {kind}"
+                # The first GET tells spectop it is llama.cpp; /slots and a second GET make the window's first
+                # reading (so a token decoded between /metrics and /slots is never taken from the window).
+                assert tap.wait_for_metrics_scrapes(2, timeout_s=60), f"spectop never scraped {kind}"
             with ThreadPoolExecutor(max_workers=len(KINDS)) as pool:
                 futures = {
                     kind: pool.submit(run_requests, servers[kind].url, REQUESTS, MAX_TOKENS) for kind in KINDS
@@ -66,8 +68,8 @@ def _snapshot_around_workload(
     assert process.returncode == 0, stderr
     for kind, tap in taps.items():
         scrapes = tap.metrics_scrapes()
-        assert len(scrapes) == 2, (kind, scrapes)
-        assert scrapes[1] > finished_at, f"{kind}: the workload outlasted the {WINDOW_S} s window"
+        assert len(scrapes) == 3, (kind, scrapes)
+        assert scrapes[2] > finished_at, f"{kind}: the workload outlasted the {WINDOW_S} s window"
     records = {record["url"]: record for record in json_lines(stdout)}
     by_kind = {kind: records[f"{taps[kind].url}/metrics"] for kind in KINDS}
     return by_kind, responses, offsets, taps
@@ -85,7 +87,7 @@ def test_snapshot_figures_agree_with_log_lines_and_timings(
         assert record["model"], record
         tokens = sum(response["usage"]["completion_tokens"] for response in responses[kind])
         assert tokens == REQUESTS * MAX_TOKENS  # random weights never sample EOS: requests run to length
-        first, second = taps[kind].metrics_scrapes()
+        _, first, second = taps[kind].metrics_scrapes()
         assert record["generation_tokens_per_s"] == pytest.approx(tokens / (second - first), rel=0.05)
 
         if kind == "nodraft":

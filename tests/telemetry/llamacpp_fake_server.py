@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -33,6 +34,8 @@ class FakeLlamaServer:
     process_start: str = "1000"
     running: dict[int, int] = field(default_factory=dict)  # slot id -> n_decoded
     paths: list[str] = field(default_factory=list)
+    # Called after each GET /metrics was answered: what the server did before the next request came.
+    after_metrics: Callable[[], None] | None = None
     # Since the last GET /metrics (by anyone): what the two gauges cover.
     _decode_tokens: float = 0.0
     _decode_seconds: float = 0.0
@@ -124,6 +127,8 @@ class FakeLlamaServer:
             status, body, kind = 404, "", "text/plain"
             if path == "/metrics":
                 status, body, kind = 200, self.metrics_page(), "text/plain; version=0.0.4"
+                if self.after_metrics is not None:
+                    self.after_metrics()
             elif path == "/slots":
                 if self.slots_enabled:
                     status, body, kind = 200, self.slots_body(), "application/json"

@@ -105,6 +105,42 @@ async def test_slots_give_a_live_token_rate_during_a_long_generation(monkeypatch
     assert "/slots" in server.paths
 
 
+async def test_tokens_decoded_between_the_two_gets_are_not_taken_from_the_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Requests start the moment /metrics was read (as when a load test starts right after a scrape):
+    # by the time /slots is read they decoded 50 tokens. Read /slots first, and those tokens belong to
+    # the window; read it after /metrics, and the window's first reading claims them.
+    clock = iter(float(second) for second in range(100, 200))
+    moments: list[float] = []
+
+    def poll_moment() -> None:
+        moment = next(clock)
+        moments.append(moment)
+        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
+
+    async with FakeLlamaServer(tokens=704, seconds=0.6) as server, httpx.AsyncClient() as client:
+        monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
+
+        def start_a_request() -> None:
+            server.running = {0: 50}
+            server.after_metrics = None
+
+        poll_moment()
+        await monitor.poll(client)  # learns it is llama.cpp: /metrics, /slots, then /metrics again
+        assert server.paths == ["/metrics", "/slots", "/metrics"]
+        server.finish(10, 0.1)  # this one ended before the window's first reading below
+        server.after_metrics = start_a_request
+        poll_moment()
+        await monitor.poll(client)  # the window's first reading: /slots, then /metrics
+        assert server.paths[3:] == ["/slots", "/metrics"]
+        server.running = {}
+        server.finish(100, 1.0)
+        poll_moment()
+        figures = (await monitor.poll(client)).figures
+    assert figures.generation_tokens_per_s == pytest.approx(110 / (moments[-1] - moments[0]))
+
+
 async def test_a_request_ending_between_metrics_and_slots_is_no_restart(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

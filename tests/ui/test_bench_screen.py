@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -14,10 +15,11 @@ from textual.widgets import DataTable, Input, Select, Static
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench_engine"))
 from timed_server import Behaviour, TimedServer
 
+from tui.bench.burst_store import list_bursts, save_burst
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
-from tui.bench.history import list_bursts, save_burst
 from tui.bench.prompts import load_prompt_set
-from tui.screens.bench import BenchScreen
+from tui.bench.session import EndpointArm, PastArm
+from tui.screens.bench import NO_B, BenchScreen
 from tui.settings import EndpointSettings
 
 SLOW = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=10)  # 9 tokens after the first in 180 ms
@@ -64,10 +66,14 @@ def _text(screen: BenchScreen, selector: str) -> str:
     return str(screen.query_one(selector, Static).render())
 
 
-async def _set_requests(screen: BenchScreen, pilot, value: str) -> None:  # type: ignore[no-untyped-def]
-    field = screen.query_one("#requests", Input)
+async def _set(screen: BenchScreen, pilot, field_id: str, value: str) -> None:  # type: ignore[no-untyped-def]
+    field = screen.query_one(f"#{field_id}", Input)
     field.focus()
     await pilot.press("ctrl+a", "ctrl+k", *value)
+
+
+async def _set_requests(screen: BenchScreen, pilot, value: str) -> None:  # type: ignore[no-untyped-def]
+    await _set(screen, pilot, "requests", value)
 
 
 async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_path: Path) -> None:
@@ -76,8 +82,9 @@ async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_pa
         async with app.run_test(size=(80, 24)) as pilot:
             screen = app.screen
             assert isinstance(screen, BenchScreen)
-            assert screen.query_one("#a-select", Select).value == "ep:mtp-off"
-            assert screen.query_one("#b-select", Select).value == "ep:mtp-on"
+            a, b = (screen.query_one(f"#{side}-select", Select).value for side in "ab")
+            assert isinstance(a, EndpointArm) and a.name == "mtp-off" and a.base_url == server_a.base_url
+            assert isinstance(b, EndpointArm) and b.name == "mtp-on"
             await _set_requests(screen, pilot, "6")
             await pilot.press("enter")  # enter in a field starts the burst
             await _until(pilot, lambda: screen.summary is not None)
@@ -141,8 +148,8 @@ async def test_two_past_bursts_are_compared_from_the_history() -> None:
         await _until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 2)
         await pilot.press("h")  # history; newest (FAST) first
         await pilot.press("b", "down", "a")
-        assert str(screen.query_one("#a-select", Select).value).startswith("burst:")
-        assert str(screen.query_one("#b-select", Select).value).startswith("burst:")
+        assert isinstance(screen.query_one("#a-select", Select).value, PastArm)
+        assert isinstance(screen.query_one("#b-select", Select).value, PastArm)
         await pilot.press("ctrl+r")
         await _until(pilot, lambda: screen.summary is not None)
         assert "faster" in _text(screen, "#verdict")
@@ -155,13 +162,13 @@ async def test_a_cancelled_burst_does_not_leave_the_previous_result_on_screen() 
         async with app.run_test(size=(80, 24)) as pilot:
             screen = app.screen
             assert isinstance(screen, BenchScreen)
-            screen.query_one("#b-select", Select).value = "none"
+            screen.query_one("#b-select", Select).value = NO_B
             await _set_requests(screen, pilot, "2")
             await pilot.press("enter")
             await _until(pilot, lambda: screen.summary is not None)
             table = screen.query_one("#results-table", DataTable)
             assert table.row_count > 0 and "one arm" in _text(screen, "#verdict")
-            screen.query_one("#a-select", Select).value = "ep:mtp-on"
+            screen.query_one("#a-select", Select).value = EndpointArm.from_settings(app.endpoints[1])
             await pilot.press("ctrl+r")
             await _until(pilot, lambda: len(stuck.records) > 0)
             await pilot.press("escape")
@@ -203,3 +210,67 @@ async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
         )
         assert screen.query_one("#results-table", DataTable).row_count == 0
     assert list_bursts() == []
+
+
+async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_UI_KEY", "sk-ui-secret")
+    settings = tmp_path / "settings.json"
+    with TimedServer(FAST) as server:
+        values = {"base_url": server.base_url, "api_key_env": "BENCH_UI_KEY", "max_tokens": 5}
+        settings.write_text(json.dumps({**values, "extra_body": {"top_k": 7}}), encoding="utf-8")
+        app = BenchTestApp([EndpointSettings(name="srv", url=server.base_url, model="m")])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, BenchScreen)
+            for field_id, value in (
+                ("requests", "4"), ("rounds", "2"), ("warmup", "2"), ("max-tokens", ""),
+                ("client-settings", str(settings)),
+            ):  # fmt: skip
+                await _set(screen, pilot, field_id, value)
+            await pilot.press("enter")
+            await _until(pilot, lambda: screen.summary is not None)
+            records = list(server.records)
+    assert screen.outcome is not None and screen.outcome.ran is not None
+    kept = screen.outcome.ran.settings
+    assert (kept.rounds, kept.warmup, kept.max_tokens) == (2, 2, 5)  # tok empty: the client settings'
+    warm_up = [r for r in records if "-wa" in r.headers.get("x-request-id", "")]
+    assert len(warm_up) == 2 and len(records) == 2 + 4
+    assert {r.body["top_k"] for r in records} == {7}
+    assert {r.headers["authorization"] for r in records} == {"Bearer sk-ui-secret"}
+
+
+@pytest.mark.parametrize(
+    ("field_id", "value", "message"),
+    [
+        ("rounds", "0", "rounds: must be at least 1, got 0"),
+        ("warmup", "x", "warm-up: expected a whole number, got 'x'"),
+        ("temperature", "9", "T (temperature): must be at most 5"),
+        ("client-settings", "/no/such/settings.json", "client settings: /no/such/settings.json: cannot read"),
+    ],
+)
+async def test_the_new_fields_are_checked_by_the_one_validation(
+    field_id: str, value: str, message: str
+) -> None:
+    app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BenchScreen)
+        await _set(screen, pilot, field_id, value)
+        await pilot.press("enter")
+        await _until(pilot, lambda: message in _text(screen, "#status"), timeout_s=5.0)
+        assert screen.query_one("#status").has_class("error")
+
+
+async def test_every_field_fits_80x24() -> None:
+    app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BenchScreen)
+        await pilot.pause()
+        for widget in [*screen.query(Input), *screen.query(Select)]:
+            region = widget.region
+            assert region.width >= 6 and region.height == 1, widget.id
+            assert region.right <= 80 and region.bottom <= 24, widget.id
+        assert screen.query_one("#results-table", DataTable).region.height >= 10

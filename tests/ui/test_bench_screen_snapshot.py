@@ -12,7 +12,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from tui.bench.history import save_burst
+from tui.bench.burst_store import save_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.results import ArmResult, BurstResult, BurstSettingsRecord, RequestResult, ServerAcceptance
 from tui.screens.bench import BenchScreen

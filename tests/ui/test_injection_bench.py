@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from test_sanitize_bench import hostile_burst
 
-from tui.bench.history import save_burst
+from tui.bench.burst_store import save_burst
 from tui.messages import BurstFailed
 from tui.screens.bench import BenchScreen
 

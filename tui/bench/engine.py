@@ -23,7 +23,7 @@ from typing import Any, Literal
 import httpx
 
 from tui.bench.prompts import Prompt, PromptSet
-from tui.bench.request import RequestSpec, RetryBudget, endpoint_url, run_request
+from tui.bench.request import RequestSpec, RetryBudget, bearer_headers, endpoint_url, run_request
 from tui.bench.results import (
     ArmResult,
     BurstResult,
@@ -33,6 +33,8 @@ from tui.bench.results import (
 )
 from tui.bench.schedule import LoadShape, arrival_offsets
 from tui.bench.stats import percentile
+from tui.telemetry.scraper import Scrape, scrape_metrics
+from tui.telemetry.window import figures_between
 
 Api = Literal["chat", "completions"]
 MODELS_TIMEOUT_S = 10.0
@@ -206,12 +208,8 @@ def build_body(config: BurstConfig, prompt: Prompt, model: str | None) -> dict[s
     return body
 
 
-async def _scrape(client: httpx.AsyncClient, target: ArmTarget, headers: dict[str, str]) -> Any:
+async def _scrape(client: httpx.AsyncClient, target: ArmTarget, headers: dict[str, str]) -> Scrape | None:
     if not target.scrape_metrics:
-        return None
-    try:
-        from tui.telemetry.scraper import scrape_metrics
-    except ImportError:
         return None
     url = target.resolved_metrics_url()
     scrape = await scrape_metrics(client, url, timeout_s=SCRAPE_TIMEOUT_S, headers=headers)
@@ -220,19 +218,13 @@ async def _scrape(client: httpx.AsyncClient, target: ArmTarget, headers: dict[st
     return scrape
 
 
-def _acceptance(target: ArmTarget, first: Any, last: Any) -> ServerAcceptance:
+def _acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) -> ServerAcceptance:
     if not target.scrape_metrics:
         return ServerAcceptance(note="metrics scraping off")
-    if first is None or last is None:
-        return ServerAcceptance(note="telemetry core not available")
-    if not (getattr(first, "up", False) and getattr(last, "up", False)):
-        error = getattr(last, "error", None) or getattr(first, "error", None)
+    if first is None or last is None or not (first.up and last.up):
+        error = (last.error if last else None) or (first.error if first else None)
         reason = f": {error}" if error else ""
         return ServerAcceptance(note=f"no /metrics at {target.resolved_metrics_url()}{reason}")
-    try:
-        from tui.telemetry.window import figures_between
-    except ImportError:
-        return ServerAcceptance(note="telemetry core not available")
     figures = figures_between(first, last)
     note = None
     if figures.acceptance_rate is None and figures.mean_acceptance_length is None:
@@ -358,7 +350,7 @@ class _Run:
         for label, target in self.config.arms():
             key = _api_key(target)
             self.keys[label] = key
-            self.headers[label] = {"Authorization": f"Bearer {key}"} if key else {}
+            self.headers[label] = bearer_headers(key)
         limit = _pool_limit(self.client)
         needed = self.config.load.concurrency * len(self.config.arms())
         if limit is not None and limit < needed:
@@ -435,7 +427,7 @@ class _Run:
             if label in first_send and label in last_done:
                 self.active_s[label] += last_done[label] - first_send[label]
 
-    async def scrape_all(self) -> list[Any]:
+    async def scrape_all(self) -> list[Scrape | None]:
         arms = self.config.arms()
         scrapes = [_scrape(self.client, target, self.headers[label]) for label, target in arms]
         return list(await asyncio.gather(*scrapes))
@@ -476,7 +468,9 @@ class _Run:
         self.report(force=True)
         return result
 
-    def build(self, before: list[Any], after: list[Any], first_send: float, last_done: float) -> BurstResult:
+    def build(
+        self, before: list[Scrape | None], after: list[Scrape | None], first_send: float, last_done: float
+    ) -> BurstResult:
         config = self.config
         arm_results = []
         for (label, target), first, last in zip(config.arms(), before, after, strict=True):

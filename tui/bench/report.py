@@ -1,4 +1,8 @@
-"""Burst summaries, the verdict line, and JSON / CSV / Markdown / plain-text renderings."""
+"""Burst summaries (typed), the verdict line, and JSON / CSV / Markdown / plain-text renderings.
+
+A summary's JSON (`BurstSummary.model_dump(mode="json")`) is the head of the JSON export:
+{"a": ARM, "b": ARM|None, "comparison": ..., "equivalence": ..., "settings", "started_at", ...}.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,13 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from tui.bench.equivalence import compare_outputs
-from tui.bench.results import ERROR_KINDS, ArmResult, BurstResult, RequestResult
-from tui.bench.stats import bootstrap_pooled_ratio_ci, pooled_rate, summarize
+from pydantic import BaseModel, ConfigDict, FieldSerializationInfo, field_serializer
+
+from tui.bench.equivalence import Equivalence, compare_outputs
+from tui.bench.results import ERROR_KINDS, ArmResult, BurstResult, BurstSettingsRecord, RequestResult
+from tui.bench.stats import Summary, bootstrap_pooled_ratio_ci, pooled_rate, summarize
 from tui.sanitize import json_safe, safe_line
 
 DASH = "–"
@@ -36,41 +42,80 @@ def tokens_per_chunk(arm: ArmResult) -> float | None:
     return sum(r.output_tokens or 0 for r in ok) / chunks if chunks else None
 
 
-def _request_detail(result: RequestResult) -> dict[str, Any]:
-    detail = result.model_dump(exclude={"text"})
+def _request_detail(result: RequestResult, mode: Literal["json", "python"] | str) -> dict[str, Any]:
+    detail = result.model_dump(mode=mode, exclude={"text"})
     detail["text_chars"] = len(result.text)
     return detail
 
 
-def arm_summary(arm: ArmResult, *, with_detail: bool = True) -> dict[str, Any]:
+class DecodeRate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    mean: float | None = None
+    p50: float | None = None
+
+
+class ArmSummary(BaseModel):
+    """One arm's figures; None where the burst could not know them (never 0)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    url: str
+    model: str | None
+    requests: int
+    errors: int
+    errors_by_kind: dict[str, int]
+    retries: int
+    retried_requests: int
+    ttft_s: Summary
+    tpot_s: Summary
+    chunk_gap_s: Summary
+    e2e_s: Summary
+    decode_tokens_per_s: DecodeRate
+    output_tokens_per_s: float | None
+    tokens_per_chunk: float | None
+    send_lag_s: Summary
+    usage_estimated: bool
+    acceptance_rate: float | None
+    mean_acceptance_length: float | None
+    acceptance_note: str | None
+    requests_detail: tuple[RequestResult, ...] | None = None  # every request (without text), for JSON
+
+    @field_serializer("requests_detail")
+    def _dump_detail(
+        self, requests: tuple[RequestResult, ...] | None, info: FieldSerializationInfo
+    ) -> list[dict[str, Any]] | None:
+        return None if requests is None else [_request_detail(r, info.mode) for r in requests]
+
+
+def arm_summary(arm: ArmResult, *, with_detail: bool = True) -> ArmSummary:
     ok = [r for r in arm.requests if r.ok]
     decode = summarize([r.decode_tokens_per_s for r in ok])
     errors_by_kind = {kind: sum(1 for r in arm.requests if r.error_kind == kind) for kind in ERROR_KINDS}
-    summary: dict[str, Any] = {
-        "name": arm.name,
-        "url": arm.url,
-        "model": arm.model,
-        "requests": len(arm.requests),
-        "errors": len(arm.requests) - len(ok),
-        "errors_by_kind": {kind: count for kind, count in errors_by_kind.items() if count},
-        "retries": sum(r.attempts - 1 for r in arm.requests),
-        "retried_requests": sum(1 for r in arm.requests if r.attempts > 1),
-        "ttft_s": summarize([r.ttft_s for r in ok]).as_dict(),
-        "tpot_s": summarize([r.tpot_s for r in ok]).as_dict(),
-        "chunk_gap_s": summarize([r.chunk_gap_s for r in ok]).as_dict(),
-        "e2e_s": summarize([r.e2e_s for r in ok]).as_dict(),
-        "decode_tokens_per_s": {"mean": decode.mean, "p50": decode.p50},
-        "output_tokens_per_s": aggregate_tokens_per_s(arm),
-        "tokens_per_chunk": tokens_per_chunk(arm),
-        "send_lag_s": summarize([r.send_lag_s for r in arm.requests]).as_dict(),
-        "usage_estimated": any(r.usage_estimated for r in ok),
-        "acceptance_rate": arm.server.acceptance_rate,
-        "mean_acceptance_length": arm.server.mean_acceptance_length,
-        "acceptance_note": arm.server.note,
-    }
-    if with_detail:
-        summary["requests_detail"] = [_request_detail(r) for r in arm.requests]
-    return summary
+    return ArmSummary(
+        name=arm.name,
+        url=arm.url,
+        model=arm.model,
+        requests=len(arm.requests),
+        errors=len(arm.requests) - len(ok),
+        errors_by_kind={kind: count for kind, count in errors_by_kind.items() if count},
+        retries=sum(r.attempts - 1 for r in arm.requests),
+        retried_requests=sum(1 for r in arm.requests if r.attempts > 1),
+        ttft_s=summarize([r.ttft_s for r in ok]),
+        tpot_s=summarize([r.tpot_s for r in ok]),
+        chunk_gap_s=summarize([r.chunk_gap_s for r in ok]),
+        e2e_s=summarize([r.e2e_s for r in ok]),
+        decode_tokens_per_s=DecodeRate(mean=decode.mean, p50=decode.p50),
+        output_tokens_per_s=aggregate_tokens_per_s(arm),
+        tokens_per_chunk=tokens_per_chunk(arm),
+        send_lag_s=summarize([r.send_lag_s for r in arm.requests]),
+        usage_estimated=any(r.usage_estimated for r in ok),
+        acceptance_rate=arm.server.acceptance_rate,
+        mean_acceptance_length=arm.server.mean_acceptance_length,
+        acceptance_note=arm.server.note,
+        requests_detail=tuple(arm.requests) if with_detail else None,
+    )
 
 
 def _paired_samples(
@@ -117,7 +162,19 @@ def _acceptance_words(a: ArmResult, b: ArmResult) -> str | None:
     return "acceptance " + " → ".join(DASH if rate is None else f"{rate * 100:.0f}%" for rate in rates)
 
 
-def comparison(a: ArmResult, b: ArmResult, *, seed: int = 0) -> dict[str, Any]:
+class Comparison(BaseModel):
+    """B against A: the pooled decode-rate ratio with its bootstrap 95% CI, and the verdict line."""
+
+    model_config = ConfigDict(frozen=True)
+
+    decode_tokens_per_s_ratio: float | None
+    ci95: tuple[float, float] | None
+    throughput_ratio: float | None
+    ttft_p50_delta_s: float | None
+    verdict: str
+
+
+def comparison(a: ArmResult, b: ArmResult, *, seed: int = 0) -> Comparison:
     # Pooled decode rate, Σ(tokens - 1) / Σ(e2e - TTFT) per arm: a ratio of per-request means
     # lets one stream read all at once (near-zero decode time) swing the verdict.
     a_samples = [sample for r in a.requests if (sample := r.decode_sample())]
@@ -136,39 +193,54 @@ def comparison(a: ArmResult, b: ArmResult, *, seed: int = 0) -> dict[str, Any]:
     a_ttft = summarize([r.ttft_s for r in a.requests if r.ok]).p50
     b_ttft = summarize([r.ttft_s for r in b.requests if r.ok]).p50
     ttft_delta = b_ttft - a_ttft if a_ttft is not None and b_ttft is not None else None
-    return {
-        "decode_tokens_per_s_ratio": ratio,
-        "ci95": list(ci) if ci else None,
-        "throughput_ratio": throughput_ratio,
-        "ttft_p50_delta_s": ttft_delta,
-        "verdict": verdict_text(ratio, ci, ttft_delta, _acceptance_words(a, b)),
-    }
+    return Comparison(
+        decode_tokens_per_s_ratio=ratio,
+        ci95=ci,
+        throughput_ratio=throughput_ratio,
+        ttft_p50_delta_s=ttft_delta,
+        verdict=verdict_text(ratio, ci, ttft_delta, _acceptance_words(a, b)),
+    )
 
 
-def build_summary(
-    a: ArmResult, b: ArmResult | None, *, temperature: float, with_detail: bool = True
-) -> dict[str, Any]:
-    """The JSON summary: {"a": ARM, "b": ARM|None, "comparison": ..., "equivalence": ...}."""
-    summary: dict[str, Any] = {
-        "a": arm_summary(a, with_detail=with_detail),
-        "b": arm_summary(b, with_detail=with_detail) if b else None,
-        "comparison": comparison(a, b) if b else None,
-        "equivalence": None,
-    }
-    if b is not None and temperature == 0.0:
-        summary["equivalence"] = compare_outputs(a.requests, b.requests).model_dump()
-    return summary
+class BurstSummary(BaseModel):
+    """What the table, the verdict and the exports show of one burst (or of two compared)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    a: ArmSummary
+    b: ArmSummary | None
+    comparison: Comparison | None
+    equivalence: Equivalence | None  # greedy equivalence: A/B at temperature 0 only
+    settings: BurstSettingsRecord
+    started_at: datetime
+    duration_s: float
+    cancelled: bool
+
+    @field_serializer("started_at")
+    def _dump_started_at(self, value: datetime) -> str:
+        return value.isoformat()
+
+    @property
+    def arms(self) -> list[tuple[str, ArmSummary]]:
+        return [("a", self.a)] + ([("b", self.b)] if self.b else [])
 
 
-def burst_summary(result: BurstResult, *, with_detail: bool = True) -> dict[str, Any]:
+def burst_summary(result: BurstResult, *, with_detail: bool = True) -> BurstSummary:
     a = result.arms[0]
     b = result.arms[1] if len(result.arms) > 1 else None
-    summary = build_summary(a, b, temperature=result.settings.temperature, with_detail=with_detail)
-    summary["settings"] = result.settings.model_dump()
-    summary["started_at"] = result.started_at.isoformat()
-    summary["duration_s"] = result.duration_s
-    summary["cancelled"] = result.cancelled
-    return summary
+    equivalence = None
+    if b is not None and result.settings.temperature == 0.0:
+        equivalence = compare_outputs(a.requests, b.requests)
+    return BurstSummary(
+        a=arm_summary(a, with_detail=with_detail),
+        b=arm_summary(b, with_detail=with_detail) if b else None,
+        comparison=comparison(a, b) if b else None,
+        equivalence=equivalence,
+        settings=result.settings,
+        started_at=result.started_at,
+        duration_s=result.duration_s,
+        cancelled=result.cancelled,
+    )
 
 
 # --- rendering ---------------------------------------------------------------------------------------
@@ -198,86 +270,77 @@ def _count(value: int | None) -> str:
     return DASH if value is None else str(value)
 
 
-def _get(arm: dict[str, Any] | None, *path: str) -> Any:
-    value: Any = arm
-    for key in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
-
-
-Row = tuple[str, tuple[str, ...], Callable[[Any], str]]
+Row = tuple[str, Callable[[ArmSummary], Any], Callable[[Any], str]]
 TABLE_ROWS: tuple[Row, ...] = (
-    ("requests", ("requests",), _count),
-    ("errors", ("errors",), _count),
-    ("retries", ("retries",), _count),
-    ("TTFT mean", ("ttft_s", "mean"), _ms),
-    ("TTFT p50", ("ttft_s", "p50"), _ms),
-    ("TTFT p90", ("ttft_s", "p90"), _ms),
-    ("TTFT p99", ("ttft_s", "p99"), _ms),
-    ("TPOT (per token) p50", ("tpot_s", "p50"), _ms),
-    ("chunk gap p50", ("chunk_gap_s", "p50"), _ms),
-    ("e2e p50", ("e2e_s", "p50"), _s),
-    ("decode tok/s mean", ("decode_tokens_per_s", "mean"), _rate),
-    ("decode tok/s p50", ("decode_tokens_per_s", "p50"), _rate),
-    ("output tok/s (all)", ("output_tokens_per_s",), _rate),
-    ("tokens per chunk", ("tokens_per_chunk",), _ratio),
-    ("send lag p99", ("send_lag_s", "p99"), _ms),
-    ("acceptance (server)", ("acceptance_rate",), _pct),
-    ("mean accept length", ("mean_acceptance_length",), _ratio),
+    ("requests", lambda arm: arm.requests, _count),
+    ("errors", lambda arm: arm.errors, _count),
+    ("retries", lambda arm: arm.retries, _count),
+    ("TTFT mean", lambda arm: arm.ttft_s.mean, _ms),
+    ("TTFT p50", lambda arm: arm.ttft_s.p50, _ms),
+    ("TTFT p90", lambda arm: arm.ttft_s.p90, _ms),
+    ("TTFT p99", lambda arm: arm.ttft_s.p99, _ms),
+    ("TPOT (per token) p50", lambda arm: arm.tpot_s.p50, _ms),
+    ("chunk gap p50", lambda arm: arm.chunk_gap_s.p50, _ms),
+    ("e2e p50", lambda arm: arm.e2e_s.p50, _s),
+    ("decode tok/s mean", lambda arm: arm.decode_tokens_per_s.mean, _rate),
+    ("decode tok/s p50", lambda arm: arm.decode_tokens_per_s.p50, _rate),
+    ("output tok/s (all)", lambda arm: arm.output_tokens_per_s, _rate),
+    ("tokens per chunk", lambda arm: arm.tokens_per_chunk, _ratio),
+    ("send lag p99", lambda arm: arm.send_lag_s.p99, _ms),
+    ("acceptance (server)", lambda arm: arm.acceptance_rate, _pct),
+    ("mean accept length", lambda arm: arm.mean_acceptance_length, _ratio),
 )
 
 
-def table_rows(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
+def table_rows(summary: BurstSummary) -> list[tuple[str, str, str]]:
     """(figure, A, B) rows; B is "" in a one-arm burst."""
     rows = []
-    for label, path, formatter in TABLE_ROWS:
-        b_text = formatter(_get(summary.get("b"), *path)) if summary.get("b") else ""
-        rows.append((label, formatter(_get(summary["a"], *path)), b_text))
+    for label, figure, formatter in TABLE_ROWS:
+        b_text = formatter(figure(summary.b)) if summary.b else ""
+        rows.append((label, formatter(figure(summary.a)), b_text))
     return rows
 
 
-def equivalence_line(summary: dict[str, Any]) -> str | None:
-    equivalence = summary.get("equivalence")
+def equivalence_line(summary: BurstSummary) -> str | None:
+    equivalence = summary.equivalence
     if not equivalence:
         return None
-    line = f"greedy equivalence: {equivalence['identical']}/{equivalence['compared']} identical"
-    divergences = equivalence.get("divergences") or []
+    line = f"greedy equivalence: {equivalence.identical}/{equivalence.compared} identical"
+    divergences = equivalence.divergences
     if divergences:
         first = divergences[0]
-        token = first.get("token_position")
-        where = f"char {first['char_position']}" + (f", token {token}" if token is not None else "")
-        line += f"; first divergence in {first['prompt_id']} at {where}"
+        token = first.token_position
+        where = f"char {first.char_position}" + (f", token {token}" if token is not None else "")
+        line += f"; first divergence in {first.prompt_id} at {where}"
     return line
 
 
-def note_lines(summary: dict[str, Any]) -> list[str]:
+def note_lines(summary: BurstSummary) -> list[str]:
     """Caveats under the table: estimated token counts, errors by kind, missing server figures."""
     lines = []
-    arms = [(label, summary.get(label)) for label in ("a", "b") if summary.get(label)]
-    if any(arm.get("usage_estimated") for _, arm in arms):
+    arms = summary.arms
+    if any(arm.usage_estimated for _, arm in arms):
         lines.append("tokens counted from chunks: the server sent no usage (estimated)")
     for label, arm in arms:
-        if arm.get("errors_by_kind"):
-            kinds = ", ".join(f"{kind} {count}" for kind, count in arm["errors_by_kind"].items())
+        if arm.errors_by_kind:
+            kinds = ", ".join(f"{kind} {count}" for kind, count in arm.errors_by_kind.items())
             lines.append(f"{label.upper()} errors: {kinds}")
     return lines
 
 
-def render_text(summary: dict[str, Any]) -> str:
+def render_text(summary: BurstSummary) -> str:
     """The summary table for a terminal (fits 80 columns)."""
-    has_b = summary.get("b") is not None
+    has_b = summary.b is not None
     header = f"{'':22}{'A':>16}" + (f"{'B':>16}" if has_b else "")
     lines = [header]
-    lines.append(f"{'endpoint':22}{_short(summary['a']['url']):>16}" + (
-        f"{_short(summary['b']['url']):>16}" if has_b else ""))  # fmt: skip
+    lines.append(f"{'endpoint':22}{_short(summary.a.url):>16}" + (
+        f"{_short(summary.b.url):>16}" if summary.b else ""))  # fmt: skip
     for label, a_text, b_text in table_rows(summary):
         lines.append(f"{label:22}{a_text:>16}" + (f"{b_text:>16}" if has_b else ""))
     lines += note_lines(summary)
-    if summary.get("comparison"):
+    if summary.comparison:
         lines.append("")
-        lines.append(summary["comparison"]["verdict"])
+        lines.append(summary.comparison.verdict)
     equivalence = equivalence_line(summary)
     if equivalence:
         lines.append(equivalence)
@@ -289,25 +352,25 @@ def _short(url: str, width: int = 15) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
-def render_markdown(summary: dict[str, Any]) -> str:
-    has_b = summary.get("b") is not None
+def render_markdown(summary: BurstSummary) -> str:
+    has_b = summary.b is not None
     lines = ["# spectop burst", ""]
-    if summary.get("started_at"):
-        lines += [f"Started {summary['started_at']}", ""]
+    if summary.started_at:
+        lines += [f"Started {summary.started_at.isoformat()}", ""]
     lines.append("| figure | A |" + (" B |" if has_b else ""))
     lines.append("| --- | --- |" + (" --- |" if has_b else ""))
-    lines.append(f"| endpoint | {summary['a']['url']} |" + (f" {summary['b']['url']} |" if has_b else ""))
+    lines.append(f"| endpoint | {summary.a.url} |" + (f" {summary.b.url} |" if summary.b else ""))
     for label, a_text, b_text in table_rows(summary):
         lines.append(f"| {label} | {a_text} |" + (f" {b_text} |" if has_b else ""))
-    if summary.get("comparison"):
-        lines += ["", f"**Verdict:** {summary['comparison']['verdict']}"]
+    if summary.comparison:
+        lines += ["", f"**Verdict:** {summary.comparison.verdict}"]
     equivalence = equivalence_line(summary)
-    if equivalence:
+    if equivalence and summary.equivalence:
         lines += ["", equivalence]
-        for item in (summary["equivalence"].get("divergences") or [])[:20]:
+        for item in summary.equivalence.divergences[:20]:
             lines.append(
-                f"- `{item['prompt_id']}` at char {item['char_position']}: "
-                f"A `{_md_code(item['a_snippet'])}` / B `{_md_code(item['b_snippet'])}`"
+                f"- `{item.prompt_id}` at char {item.char_position}: "
+                f"A `{_md_code(item.a_snippet)}` / B `{_md_code(item.b_snippet)}`"
             )
     return "\n".join(safe_line(line) for line in lines) + "\n"
 
@@ -345,7 +408,7 @@ def _blank(value: object) -> object:
 
 def render_json(result: BurstResult) -> str:
     """Every request's raw timings (and outputs) plus the summary."""
-    payload = burst_summary(result)
+    payload = burst_summary(result).model_dump(mode="json")
     payload["burst"] = result.model_dump(mode="json")
     return json_safe(json.dumps(payload, ensure_ascii=False, indent=1, default=str))
 

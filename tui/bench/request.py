@@ -104,6 +104,11 @@ class _StreamState:
     on_wire: float | None = None  # perf_counter right before the request's first byte was written
 
 
+def bearer_headers(api_key: str | None) -> dict[str, str]:
+    """The Authorization header for an API key (none without a key): every burst request and probe."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 def endpoint_url(base_url: str, api: str) -> str:
     """`/v1/chat/completions` or `/v1/completions` under a base URL (with or without `/v1`)."""
     url = base_url.rstrip("/")

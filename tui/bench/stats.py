@@ -17,9 +17,6 @@ class Summary:
     p90: float | None = None
     p99: float | None = None
 
-    def as_dict(self) -> dict[str, float | None]:
-        return {"mean": self.mean, "p50": self.p50, "p90": self.p90, "p99": self.p99}
-
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     """Linear interpolation between closest ranks; `q` in 0..100; None for no data."""
@@ -44,10 +41,6 @@ def summarize(values: Sequence[float | None]) -> Summary:
         p90=percentile(known, 90),
         p99=percentile(known, 99),
     )
-
-
-def mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 RateSample = tuple[float, float]
@@ -95,23 +88,3 @@ def bootstrap_pooled_ratio_ci(
     if low is None or high is None:
         return None
     return (low, high)
-
-
-def bootstrap_ratio_ci(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    paired: bool = False,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
-    level: float = 0.95,
-) -> tuple[float, float] | None:
-    """CI of mean(b) / mean(a) by the percentile bootstrap (see bootstrap_pooled_ratio_ci)."""
-    return bootstrap_pooled_ratio_ci(
-        [(value, 1.0) for value in a],
-        [(value, 1.0) for value in b],
-        paired=paired,
-        resamples=resamples,
-        seed=seed,
-        level=level,
-    )

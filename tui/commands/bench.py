@@ -65,6 +65,14 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+FLAGS = {
+    "a": "--a", "b": "--b", "prompts": "--prompts", "requests": "--requests", "concurrency": "--concurrency",
+    "rate": "--rate", "rounds": "--rounds", "warmup": "--warmup", "max_tokens": "--max-tokens",
+    "temperature": "--temperature", "timeout_s": "--timeout", "client_settings": "--client-settings",
+    "api_key_env": "--api-key-env", "model": "--model", "seed": "--seed",
+}  # fmt: skip
+
+
 def _fail(message: str) -> int:
     from tui.sanitize import safe_line
 
@@ -84,7 +92,7 @@ def _progress_printer() -> Any:
 
 
 def _list_history() -> int:
-    from tui.bench.history import bursts_dir, list_bursts
+    from tui.bench.burst_store import bursts_dir, list_bursts
     from tui.sanitize import safe_line
 
     entries = list_bursts()
@@ -95,21 +103,44 @@ def _list_history() -> int:
     return EXIT_OK
 
 
-def _compare(args: argparse.Namespace) -> int:
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _request(args: argparse.Namespace) -> Any:
+    """The BurstRequest of these flags (BurstRequestError when one cannot be used)."""
+    from tui.bench.session import BurstRequest, EndpointArm
+
+    values: dict[str, Any] = {
+        "a": EndpointArm(name="A", base_url=args.a) if args.a is not None else None,
+        "b": EndpointArm(name="B", base_url=args.b) if args.b is not None else None,
+        "prompts": args.prompts,
+        "requests": args.requests,
+        "concurrency": args.max_concurrency if args.rate is not None else _or(args.concurrency, 1),
+        "rate": args.rate,
+        "arrival": args.arrival,
+        "rounds": args.rounds,
+        "warmup": args.warmup,
+        "api": args.api,
+        "model": args.model,
+        "max_tokens": args.max_tokens,
+        "temperature": args.temperature,
+        "seed": args.seed,
+        "timeout_s": args.timeout,
+        "client_settings": args.client_settings,
+        "api_key_env": args.api_key_env,
+        "scrape_metrics": not args.no_metrics,
+    }
+    return BurstRequest.parse(values)
+
+
+def _write_exports(outcome: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from tui.bench.history import HistoryError, combine_bursts, load_burst
-    from tui.bench.report import burst_summary, export, render_text
-
-    try:
-        combined = combine_bursts(load_burst(Path(args.compare[0])), load_burst(Path(args.compare[1])))
-    except HistoryError as error:
-        return _fail(str(error))
-    print(render_text(burst_summary(combined, with_detail=False)))
     for kind, destination in (("json", args.json), ("csv", args.csv), ("markdown", args.markdown)):
         if destination:
             try:
-                print(f"{kind} written to {export(combined, kind, Path(destination))}", file=sys.stderr)
+                print(f"{kind} written to {outcome.export(kind, Path(destination))}", file=sys.stderr)
             except OSError as error:
                 print(f"spectop bench: cannot write {destination}: {error}", file=sys.stderr)
                 return EXIT_REQUEST_FAILED
@@ -120,82 +151,27 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
-    from tui.bench.engine import ArmTarget, ArmUnreachable, BurstConfig, BurstConfigError, run_burst
-    from tui.bench.history import save_burst
-    from tui.bench.prompts import PromptSetError, load_prompt_set
-    from tui.bench.report import burst_summary, export, render_text
-    from tui.bench.schedule import LoadShape
-    from tui.bench.transport import burst_client
+    from tui.bench.engine import ArmUnreachable, BurstConfigError
+    from tui.bench.report import render_text
+    from tui.bench.session import BurstRequestError, BurstSession, PastArm
 
     if args.history:
         return _list_history()
-    if args.compare:
-        return _compare(args)
+    flags = dict(FLAGS, concurrency="--max-concurrency" if args.rate is not None else "--concurrency")
     try:
-        settings = load_client_settings(args.client_settings) if args.client_settings else ClientSettings()
-    except ClientSettingsError as error:
-        return _fail(str(error))
-    if not settings.stream:
-        print(
-            "spectop bench: stream=false in the client settings is ignored: TTFT needs streaming",
-            file=sys.stderr,
-        )
-    url_a = args.a or settings.base_url
-    if not url_a:
-        return _fail("--a URL is required (or base_url in --client-settings)")
-    for flag, url in (("--a", url_a), ("--b", args.b)):
-        if url is not None and not url.startswith(("http://", "https://")):
-            return _fail(f"{flag}: expected an http:// or https:// URL, got {url!r}")
-    if args.requests < 1:
-        return _fail(f"--requests must be at least 1, got {args.requests}")
-    if args.rounds < 1 or args.warmup < 0:
-        return _fail("--rounds must be at least 1 and --warmup not negative")
-    max_tokens = args.max_tokens if args.max_tokens is not None else settings.max_tokens
-    temperature = args.temperature if args.temperature is not None else settings.temperature
-    timeout = args.timeout if args.timeout is not None else settings.timeout
-    if max_tokens < 1 or temperature < 0 or timeout <= 0:
-        return _fail("--max-tokens must be >= 1, --temperature >= 0 and --timeout > 0")
-    try:
-        if args.rate is not None:
-            load = LoadShape(concurrency=args.max_concurrency, rate=args.rate, arrival=args.arrival)
-        else:
-            load = LoadShape(concurrency=args.concurrency if args.concurrency is not None else 1)
-        prompt_set = load_prompt_set(args.prompts)
-    except (ValueError, PromptSetError) as error:
-        return _fail(str(error))
-    api_key_env = args.api_key_env or settings.api_key_env
-    model = args.model or settings.model
-
-    def target(name: str, url: str) -> ArmTarget:
-        return ArmTarget(
-            name=name, base_url=url, model=model, api_key_env=api_key_env, scrape_metrics=not args.no_metrics
-        )
-
-    config = BurstConfig(
-        a=target("A", url_a),
-        b=target("B", args.b) if args.b else None,
-        prompt_set=prompt_set,
-        requests=args.requests,
-        load=load,
-        rounds=args.rounds,
-        warmup=args.warmup,
-        api=args.api,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        seed=args.seed,
-        extra_body=settings.extra_body,
-        timeout_s=timeout,
-        max_retries=settings.max_retries,
-    )
-
-    async def burst() -> Any:
-        connections = load.concurrency * (2 if args.b else 1) + 8
-        async with burst_client(connections, timeout_s=timeout) as client:
-            return await run_burst(config, client, on_progress=_progress_printer())
-
-    try:
-        result = asyncio.run(burst())
+        if args.compare:
+            flags = {"a": "BEFORE", "b": "AFTER"}
+            before, after = (PastArm(path=Path(path)) for path in args.compare)
+            outcome = BurstSession.compare(before, after)
+            print(render_text(outcome.summary))
+            return _write_exports(outcome, args)
+        request = _request(args)
+        for note in request.notes:
+            print(f"spectop bench: {note}", file=sys.stderr)
+        session = BurstSession(request)
+        outcome = asyncio.run(session.run(on_progress=_progress_printer()))
+    except BurstRequestError as error:
+        return _fail(error.described(flags))
     except ArmUnreachable as error:
         print(f"spectop bench: {error}", file=sys.stderr)
         return EXIT_REQUEST_FAILED
@@ -206,21 +182,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CANCELLED
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    summary = burst_summary(result, with_detail=False)
-    print(render_text(summary))
+    for note in outcome.notes:
+        print(f"spectop bench: {note}", file=sys.stderr)
+    print(render_text(outcome.summary))
     if not args.no_history:
         try:
-            path = save_burst(result)
-            print(f"kept in the burst history: {path}", file=sys.stderr)
+            print(f"kept in the burst history: {session.save()}", file=sys.stderr)
         except OSError as error:
             print(f"spectop bench: could not keep the burst in the history: {error}", file=sys.stderr)
-    for kind, destination in (("json", args.json), ("csv", args.csv), ("markdown", args.markdown)):
-        if destination:
-            try:
-                written = export(result, kind, Path(destination))
-                print(f"{kind} written to {written}", file=sys.stderr)
-            except OSError as error:
-                print(f"spectop bench: cannot write {destination}: {error}", file=sys.stderr)
-                return EXIT_REQUEST_FAILED
-    failed = any(not request.ok for arm in result.arms for request in arm.requests)
-    return EXIT_REQUEST_FAILED if failed else EXIT_OK
+    written = _write_exports(outcome, args)
+    if written != EXIT_OK:
+        return written
+    return EXIT_REQUEST_FAILED if outcome.failed else EXIT_OK

@@ -43,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     lint = add("lint", "advice with ids, severities, lines and fixes; exit 1 when an error is found")
     lint.add_argument("--json", action="store_true", help="one JSON array of findings")
+    lint.add_argument(
+        "--gpu-metrics-url",
+        metavar="URL",
+        help="check the memory headroom against the GPUs on this DCGM exporter page (default: NVML)",
+    )
+    lint.add_argument("--no-gpu", action="store_true", help="do not read the GPUs for the headroom check")
     launch = add("launch", "print the command that starts the server (or vLLM/SGLang --config YAML)")
     launch.add_argument("--format", choices=("cli", "yaml"), default="cli")
     parser.set_defaults(func=run)
@@ -134,11 +140,30 @@ def _set(args: argparse.Namespace, kind: Any) -> int:
     return 0
 
 
+def _gpu_lint(args: argparse.Namespace, document: Any) -> tuple[list[Any], str | None]:
+    """Headroom findings against the node's GPUs, or (no findings, why they were not checked)."""
+    import asyncio
+
+    from tui.configs.lint import GPU_CHECKED_KINDS, gpu_findings
+    from tui.gpu.models import GpuUnavailable
+    from tui.gpu.once import read_once
+
+    if args.no_gpu or document.kind not in GPU_CHECKED_KINDS:
+        return [], None
+    reading = asyncio.run(read_once(args.gpu_metrics_url))
+    if isinstance(reading, GpuUnavailable):
+        return [], f"GPU headroom not checked: {reading.reason}"
+    return gpu_findings(document, reading.gpus), None
+
+
 def _lint(args: argparse.Namespace, kind: Any) -> int:
-    from tui.configs.lint import has_errors, lint_document
+    from tui.configs.lint import has_errors, lint_document, sort_findings
 
     opened = _open(args, kind)
-    findings = lint_document(opened.document)
+    gpu_found, not_checked = _gpu_lint(args, opened.document)
+    findings = sort_findings([*lint_document(opened.document), *gpu_found])
+    if not_checked is not None:
+        print(f"{args.file}: info: {not_checked}", file=sys.stderr)
     if args.json:
         print(
             json_safe(json.dumps([finding.to_json() for finding in findings], indent=2, ensure_ascii=False))

@@ -33,6 +33,7 @@ from tui.commands.replay import add_record_max_mb_argument
 from tui.configs.restart import last_errors
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings, Settings
+from tui.sim.gpu_page import GPU_METRICS_PATH
 from tui.terminal import require_terminal
 
 LISTENING = re.compile(r"listening on (http://\S+)")
@@ -114,7 +115,7 @@ class DemoSims:
         command = [
             sys.executable, "-m", "tui", "sim", "--flavor", "vllm", "--port", str(port),
             "--config", str(sim.config), "--log-file", str(sim.log_file),
-            "--background-load", f"{self.background_load_rps:g}",
+            "--background-load", f"{self.background_load_rps:g}", "--gpu",
         ]  # fmt: skip
         sim.log_start = _size(sim.log_file)
         with sim.stdout_path.open("wb") as stdout, sim.stderr_path.open("wb") as stderr:
@@ -338,6 +339,7 @@ def start_sims(folder: Path, background_load_rps: float = 1.5) -> DemoSims:
                 EndpointSettings(
                     name=name,
                     url=sim.url,
+                    gpu_metrics_url=sim.url + GPU_METRICS_PATH,
                     backend="vllm",
                     log_file=sim.log_file,
                     config_file=config,

@@ -20,6 +20,9 @@ def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--record", metavar="FILE", help="append every scrape and log event as JSON lines")
     add_record_max_mb_argument(parser)
+    from tui.fleet.flags import add_fleet_arguments
+
+    add_fleet_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,8 +30,16 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         settings = load_settings(config_path=args.config, endpoint_urls=args.endpoint)
+        from tui.fleet.options import apply_fleet_flags
+
+        apply_fleet_flags(settings, args)  # --prometheus / --match / --group-by → settings.prometheus
     except SettingsError as error:
         print(f"spectop: {error}", file=sys.stderr)
+        return 2
+    if settings.prometheus is not None:
+        from tui.fleet.flags import FLEET_DASHBOARD_PENDING  # hook: open the fleet dashboard here
+
+        print(f"spectop: {FLEET_DASHBOARD_PENDING}", file=sys.stderr)
         return 2
     require_terminal("the dashboard")
     from tui.app import SpectopApp

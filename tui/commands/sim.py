@@ -60,6 +60,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--step-ms", type=float, metavar="MS", help="decode step time at batch 1 (default 2.5)"
     )
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="also serve a DCGM exporter page of simulated GPUs at /sim/gpu/metrics (for gpu_metrics_url)",
+    )
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
         "--error-rate", type=float, metavar="P", help="answer this share of requests with HTTP 500"
@@ -148,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
             api_key=api_key,
             log_interval_s=args.log_interval,
             faults=faults,
+            gpu=args.gpu,
             **_overrides(args),
         )
     except ValidationError as error:

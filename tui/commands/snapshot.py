@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "figures. URL may be the server's base URL or its /metrics URL. Exit 0 when every endpoint "
         "was up, 1 when one was not, 2 on bad arguments.",
     )
-    parser.add_argument("urls", metavar="URL", nargs="+", help="base URL or metrics URL")
+    parser.add_argument("urls", metavar="URL", nargs="*", help="base URL or metrics URL")
     parser.add_argument(
         "--window",
         type=_positive_seconds,
@@ -67,6 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="environment variable holding the API key, sent as a Bearer token (the key itself is "
         "never an argument)",
     )
+    from tui.fleet.flags import add_fleet_arguments  # fleet mode: tui/fleet/snapshot.py
+
+    add_fleet_arguments(parser, group_by=False)
     parser.set_defaults(func=run)
 
 
@@ -115,13 +118,12 @@ async def _measure(
     endpoints: list[EndpointSettings], urls: list[str], window_s: float, timeout_s: float
 ) -> list[_Result]:
     import asyncio
-    import dataclasses
     import time
 
     import httpx
 
     from tui.telemetry.monitor import fetch_model_ids
-    from tui.telemetry.scraper import fetch_slots_decoded, scrape_metrics
+    from tui.telemetry.scraper import scrape_with_slots
     from tui.telemetry.window import ScrapeWindow
 
     results = [_Result(url, window_s) for url in urls]
@@ -130,17 +132,22 @@ async def _measure(
         key = endpoint.api_key()
         return {"Authorization": f"Bearer {key}"} if key else {}
 
+    known: dict[str, str | None] = {}
+
     async def scrape_one(client: httpx.AsyncClient, endpoint: EndpointSettings) -> Scrape:
-        headers = headers_of(endpoint)
+        # llama.cpp: also the tokens of requests still running, from /slots (needs --slots).
         url = endpoint.resolved_metrics_url
-        scrape = await scrape_metrics(client, url, timeout_s=timeout_s, headers=headers)
-        if scrape.backend != "llamacpp":
-            return scrape
-        # Right after /metrics: the tokens of requests still running (needs --slots).
-        decoded = await fetch_slots_decoded(client, endpoint.url, headers=headers, timeout_s=timeout_s)
-        if isinstance(decoded, str):
-            return scrape
-        return dataclasses.replace(scrape, extra_counters={"slots_decoded": decoded})
+        scrape, _ = await scrape_with_slots(
+            client,
+            endpoint.url,
+            url,
+            known_backend=known.get(url),
+            timeout_s=timeout_s,
+            headers=headers_of(endpoint),
+        )
+        if scrape.up:
+            known[url] = scrape.backend
+        return scrape
 
     async def scrape_all(client: httpx.AsyncClient, indexes: list[int]) -> dict[int, Scrape]:
         scrapes = await asyncio.gather(*(scrape_one(client, endpoints[i]) for i in indexes))
@@ -309,6 +316,13 @@ def run(args: argparse.Namespace) -> int:
     from tui.settings import endpoint_from_url
     from tui.validators import friendly_message, scheme_was_added
 
+    if args.prometheus or args.match:
+        from tui.fleet.snapshot import run_fleet
+
+        return run_fleet(args)
+    if not args.urls:
+        print("spectop snapshot: give at least one URL, or --prometheus URL", file=sys.stderr)
+        return 2
     endpoints = []
     for url in args.urls:
         # An OpenAI client base URL (.../v1) names the same server.

@@ -6,12 +6,14 @@ backend references (see /work/shared/reference: seed-summary.md §5, vllm.md §3
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from tui.configs.document import ConfigDocument, KeyPath, dotted
 from tui.configs.schemas import did_you_mean, is_secret_key, unknown_keys, validate_data
+from tui.gpu.headroom import headroom_problems
+from tui.gpu.models import GpuSample
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -20,6 +22,9 @@ MAX_USEFUL_DRAFT_TOKENS = 4
 SAFE_GPU_MEMORY = 0.85
 MIN_STREAM_TIMEOUT_S = 60.0
 MAX_SANE_RETRIES = 3
+VLLM_DEFAULT_GPU_MEMORY = 0.92  # vllm.md §5: 0.92 since 2026-04-21 (0.9 before)
+# Kinds whose memory fraction can be checked against the GPUs of the node (`gpu_findings`).
+GPU_CHECKED_KINDS = ("vllm_toml", "sglang_json")
 
 # Model families whose checkpoints ship MTP / NextN heads trained with the target (vllm.md §3.1,
 # sglang-server-args.md §A). Matched case-insensitively against the model name.
@@ -385,7 +390,38 @@ def lint_document(doc: ConfigDocument) -> list[Finding]:
     lint = _Linter(doc)
     _schema_rules(lint)
     _KIND_RULES[doc.kind](lint)
-    return sorted(lint.findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.line or 0, f.id))
+    return sort_findings(lint.findings)
+
+
+def gpu_findings(doc: ConfigDocument, gpus: Sequence[GpuSample]) -> list[Finding]:
+    """The config's memory fraction against the node's GPUs as they are now (see `tui.gpu.headroom`).
+
+    vLLM without `gpu_memory_utilization` claims its default; SGLang without `mem_fraction_static`
+    computes its own, which spectop cannot know: nothing to check then.
+    """
+    lint = _Linter(doc)
+    path: KeyPath
+    if doc.kind == "vllm_toml":
+        path = ("model", "gpu_memory_utilization")
+        fraction = lint.value(path)
+        if fraction is None:
+            fraction = VLLM_DEFAULT_GPU_MEMORY
+        spec_on = _vllm_spec_on(lint)
+    elif doc.kind == "sglang_json":
+        path = ("mem_fraction_static",)
+        fraction = lint.value(path)
+        spec_on = bool(lint.value(("speculative_algorithm",)))
+    else:
+        return []
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1:
+        return []  # absent (SGLang's auto) or invalid: the schema rules report the latter
+    for problem in headroom_problems(float(fraction), path[-1], gpus, spec_on):
+        lint.add(problem.id, problem.severity, path, problem.message, problem.fix)
+    return lint.findings
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.line or 0, f.id))
 
 
 def has_errors(findings: list[Finding]) -> bool:

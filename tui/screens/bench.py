@@ -1,14 +1,15 @@
 """The A/B burst screen: pick A and B, run a burst, read the verdict, keep and export it.
 
-A and B are endpoints from the settings or arms of past bursts (before/after). The
-burst runs in a worker on the app's shared httpx client and reports through the
-"bursts" messages; statistics and file formats live in `tui.bench`.
+A and B are endpoints from the settings or arms of past bursts (before/after). The form
+becomes a `tui.bench.session.BurstRequest` (its one validation) and a `BurstSession` runs
+it in a worker on the app's shared httpx client, reporting through the "bursts" messages;
+orchestration, statistics and file formats live in `tui.bench`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,70 +23,61 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker
 
-from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, BurstProgress, run_burst
-from tui.bench.history import (
-    BurstEntry,
-    HistoryError,
-    alist_bursts,
-    aload_burst,
-    combine_bursts,
-    save_burst,
-)
-from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError, aload_prompt_set, builtin_set_names
+from tui.bench.burst_store import BurstEntry, alist_bursts
+from tui.bench.engine import BurstConfigError, BurstProgress
+from tui.bench.prompts import DEFAULT_PROMPT_SET, builtin_set_names
 from tui.bench.report import (
     DASH,
-    burst_summary,
+    BurstSummary,
     equivalence_line,
-    export,
     export_name,
     note_lines,
     table_rows,
 )
-from tui.bench.results import BurstResult
-from tui.bench.schedule import LoadShape
+from tui.bench.session import (
+    BurstCancelled,
+    BurstOutcome,
+    BurstRequest,
+    BurstRequestError,
+    BurstSession,
+    EndpointArm,
+    PastArm,
+    open_burst,
+)
 from tui.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
 from tui.worker_errors import ReportsWorkerFailures
 
-NO_B = "none"
 MAX_USER_PROMPT_FILES = 20
 
 
-class FormError(ValueError):
-    """A form value that cannot be used; the message names the field."""
+class OneArm(Enum):
+    """B's value for a plain one-arm benchmark."""
+
+    NONE = "none"
 
 
-@dataclass(frozen=True)
-class BurstForm:
-    a: str
-    b: str
-    prompts: str
-    requests: int
-    concurrency: int
-    rate: float | None
-    max_tokens: int
-    temperature: float
-
-
-def _int_field(text: str, name: str, low: int, high: int) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise FormError(f"{name}: expected a whole number, got {text!r}") from None
-    if not low <= value <= high:
-        raise FormError(f"{name}: expected {low}..{high}, got {value}")
-    return value
-
-
-def _float_field(text: str, name: str, low: float, high: float) -> float:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise FormError(f"{name}: expected a number, got {text!r}") from None
-    if not low <= value <= high:
-        raise FormError(f"{name}: expected {low:g}..{high:g}, got {value:g}")
-    return value
+NO_B = OneArm.NONE
+ArmChoice = EndpointArm | PastArm
+# The form's names for the request's fields, in the errors of BurstRequest.parse.
+FIELD_LABELS = {
+    "a": "A", "b": "B", "prompts": "set", "requests": "n (requests)", "concurrency": "conc", "rate": "rate",
+    "max_tokens": "tok (max_tokens)", "temperature": "T (temperature)", "rounds": "rounds",
+    "warmup": "warm-up", "client_settings": "client settings",
+}  # fmt: skip
+# (label, input id, request field, default, tooltip); an empty field is the request's default.
+FORM_FIELDS = (
+    ("n", "requests", "requests", "32", "measured requests per arm"),
+    ("conc", "concurrency", "concurrency", "1", "requests in flight per arm"),
+    ("rate", "rate", "rate", "", "requests/s per arm (empty: closed loop at the concurrency)"),
+    ("tok", "max-tokens", "max_tokens", "256", "max_tokens (empty: client settings, else 512)"),
+    ("T", "temperature", "temperature", "0", "temperature (0: greedy, outputs compared)"),
+)
+MORE_FIELDS = (
+    ("rounds", "rounds", "rounds", "3", "rounds; the arm that goes first alternates"),
+    ("warm-up", "warmup", "warmup", "1", "warm-up requests per arm, left out of the figures"),
+)
 
 
 def arm_line(label: str, arm: Any) -> str:
@@ -118,6 +110,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     BenchScreen #a-select, BenchScreen #b-select { width: 36; }
     BenchScreen #prompts-select { width: 16; }
     BenchScreen .form-row Input { width: 7; }
+    BenchScreen .form-row #client-settings { width: 1fr; }
     BenchScreen #progress-row { height: 1; }
     BenchScreen #progress-row ProgressBar { width: 44; }
     BenchScreen #phase { width: 1fr; padding: 0 1; }
@@ -151,24 +144,27 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.default_a = default_a
         self.default_b = default_b
         self.history: list[BurstEntry] = []
-        self.result: BurstResult | None = None
-        self.summary: dict[str, Any] | None = None
+        self.outcome: BurstOutcome | None = None
+        self.summary: BurstSummary | None = None
         self._worker: Worker[None] | None = None
-        self._live_labels: dict[str, str] = {}  # engine arm -> side shown (a live B against a past A)
+        self._cancel = asyncio.Event()
 
     # --- layout ---------------------------------------------------------------------------------------
 
-    def _endpoint_options(self) -> list[tuple[str, str]]:
-        return [(safe_line(f"{e.name}  {e.url.split('://', 1)[-1]}"), f"ep:{e.name}") for e in self.endpoints]
+    def _endpoint_options(self) -> list[tuple[str, ArmChoice]]:
+        return [
+            (safe_line(f"{e.name}  {e.url.split('://', 1)[-1]}"), EndpointArm.from_settings(e))
+            for e in self.endpoints
+        ]
 
-    def _past_options(self) -> list[tuple[str, str]]:
-        options = []
+    def _past_options(self) -> list[tuple[str, ArmChoice]]:
+        options: list[tuple[str, ArmChoice]] = []
         for entry in self.history[:30]:
             for label, name in zip("ab", entry.arm_names, strict=False):
                 text = safe_line(
                     f"◷ {entry.started_at:%m-%d %H:%M} {entry.prompt_set} {label.upper()}:{name}"
                 )
-                options.append((text, f"burst:{entry.path}#{label}"))
+                options.append((text, PastArm(path=entry.path, arm="a" if label == "a" else "b")))
         return options
 
     def _prompt_options(self) -> list[tuple[str, str]]:
@@ -176,11 +172,11 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         files = sorted(Path.cwd().glob("*.jsonl"))[:MAX_USER_PROMPT_FILES]
         return names + [(safe_line(path.name), str(path)) for path in files]
 
-    def _default(self, wanted: str | None, index: int) -> str | None:
-        names = [e.name for e in self.endpoints]
-        if wanted in names:
-            return f"ep:{wanted}"
-        return f"ep:{names[index]}" if len(names) > index else None
+    def _default(self, wanted: str | None, index: int) -> EndpointArm | None:
+        chosen = next((e for e in self.endpoints if e.name == wanted), None)
+        if chosen is None and len(self.endpoints) > index:
+            chosen = self.endpoints[index]
+        return EndpointArm.from_settings(chosen) if chosen else None
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -215,17 +211,21 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
                 id="prompts-select",
                 compact=True,
             )
-            for label, field_id, value, tooltip in (
-                ("n", "requests", "32", "measured requests per arm"),
-                ("conc", "concurrency", "1", "requests in flight per arm"),
-                ("rate", "rate", "", "requests/s per arm (empty: closed loop at the concurrency)"),
-                ("tok", "max-tokens", "256", "max_tokens"),
-                ("T", "temperature", "0", "temperature (0: greedy, outputs compared)"),
-            ):
+            for label, field_id, _, value, tooltip in FORM_FIELDS:
                 yield Label(label, classes="gap")
                 field = Input(value=value, id=field_id, compact=True)
                 field.tooltip = tooltip
                 yield field
+        with Horizontal(classes="form-row"):
+            for index, (label, field_id, _, value, tooltip) in enumerate(MORE_FIELDS):
+                yield Label(label, classes="gap" if index else "")
+                field = Input(value=value, id=field_id, compact=True)
+                field.tooltip = tooltip
+                yield field
+            yield Label("client settings", classes="gap")
+            settings = Input(placeholder="settings.json (optional)", id="client-settings", compact=True)
+            settings.tooltip = "client settings.json: api_key_env, model, timeout, retries, extra_body"
+            yield settings
         with Horizontal(id="progress-row"):
             yield ProgressBar(total=1, show_eta=False, id="progress")
             yield Static("ready", id="phase")
@@ -256,7 +256,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
 
     def clear_results(self) -> None:
         """Forget the shown burst, so a cancelled or failed one never leaves the previous table in view."""
-        self.result = None
+        self.outcome = None
         self.summary = None
         self.query_one("#results-table", DataTable).clear()
         self.query_one("#verdict", Static).update("")
@@ -266,29 +266,24 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     def running(self) -> bool:
         return self._worker is not None and self._worker.is_running
 
-    def read_form(self) -> BurstForm:
+    def read_form(self) -> BurstRequest:
+        """The form as a BurstRequest (BurstRequestError names the field that cannot be used)."""
         a = self.query_one("#a-select", Select).value
-        if a is Select.NULL:
-            raise FormError("A: pick an endpoint or a past burst")
-        rate_text = self.query_one("#rate", Input).value.strip()
-        return BurstForm(
-            a=str(a),
-            b=str(self.query_one("#b-select", Select).value),
-            prompts=str(self.query_one("#prompts-select", Select).value),
-            requests=_int_field(self.query_one("#requests", Input).value, "n (requests)", 1, 100_000),
-            concurrency=_int_field(self.query_one("#concurrency", Input).value, "conc", 1, 4096),
-            rate=_float_field(rate_text, "rate", 0.001, 100_000) if rate_text else None,
-            max_tokens=_int_field(
-                self.query_one("#max-tokens", Input).value, "tok (max_tokens)", 1, 1_000_000
-            ),
-            temperature=_float_field(
-                self.query_one("#temperature", Input).value, "T (temperature)", 0.0, 5.0
-            ),
-        )
-
-    def endpoint(self, value: str) -> EndpointSettings | None:
-        name = value.removeprefix("ep:")
-        return next((e for e in self.endpoints if e.name == name), None)
+        if not isinstance(a, EndpointArm | PastArm):
+            raise BurstRequestError("a", "pick an endpoint or a past burst")
+        b = self.query_one("#b-select", Select).value
+        values: dict[str, Any] = {
+            "a": a,
+            "b": b if isinstance(b, EndpointArm | PastArm) else None,
+            "prompts": self.query_one("#prompts-select", Select).value,
+        }
+        for _, field_id, name, _, _ in FORM_FIELDS + MORE_FIELDS:
+            text = self.query_one(f"#{field_id}", Input).value.strip()
+            if text:
+                values[name] = text  # converted (and checked) by BurstRequest
+        settings = self.query_one("#client-settings", Input).value.strip()
+        values["client_settings"] = Path(settings).expanduser() if settings else None
+        return BurstRequest.parse(values)
 
     # --- actions --------------------------------------------------------------------------------------
 
@@ -297,17 +292,15 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             self.set_status("a burst is already running (esc cancels it)")
             return
         try:
-            form = self.read_form()
-        except FormError as error:
-            self.set_status(str(error), error=True)
+            request = self.read_form()
+        except BurstRequestError as error:
+            self.set_status(error.described(FIELD_LABELS), error=True)
             return
-        if form.a.startswith("burst:") and form.b.startswith("burst:"):
-            work = self._compare_past(form)
-        else:
-            work = self._run(form)
         self.clear_results()
         self.query_one("#phase", Static).update("starting")
-        self.set_status("")
+        self.set_status(" · ".join(request.notes))
+        self._cancel = asyncio.Event()
+        work = self._run(BurstSession(request, self.app.http_client), self._cancel)  # type: ignore[attr-defined]
         self._worker = self.run_worker(work, group="burst", exclusive=True, exit_on_error=False)
 
     @on(Input.Submitted)
@@ -316,7 +309,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
 
     def action_cancel(self) -> None:
         if self.running and self._worker is not None:
-            self._worker.cancel()
+            self._cancel.set()
             self.set_status("cancelling: every request in flight is being closed")
         else:
             self.set_status("nothing to cancel (esc goes back)")
@@ -335,15 +328,15 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             self.set_status("history: enter shows a burst · a / b use it as A / B · h back")
 
     def action_export(self, kind: str) -> None:
-        if self.result is None:
+        if self.outcome is None:
             self.set_status("nothing to export yet: run a burst or open one from the history", error=True)
             return
-        path = Path.cwd() / export_name(kind, self.result.started_at)
-        self.run_worker(self._export(self.result, kind, path), group="export", exit_on_error=False)
+        path = Path.cwd() / export_name(kind, self.outcome.result.started_at)
+        self.run_worker(self._export(self.outcome, kind, path), group="export", exit_on_error=False)
 
     def use_past_burst(self, path: str, side: str) -> None:
         select = self.query_one(f"#{side}-select", Select)
-        value = f"burst:{path}#a"
+        value = PastArm(path=Path(path), arm="a")
         select.value = value
         self.set_status(f"{side.upper()} is now the past burst {Path(path).name} (arm A of it)")
 
@@ -352,87 +345,35 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     async def _load_history(self) -> None:
         self.post_message(BurstHistoryLoaded(list(await alist_bursts())))
 
-    async def _export(self, result: BurstResult, kind: str, path: Path) -> None:
+    async def _export(self, outcome: BurstOutcome, kind: str, path: Path) -> None:
         try:
-            written = await asyncio.to_thread(export, result, kind, path)
+            written = await asyncio.to_thread(outcome.export, kind, path)
         except OSError as error:
             self.set_status(f"{kind} export failed: {error}", error=True)
             return
         self.set_status(f"{kind} written to {written}")
 
-    async def _past(self, value: str) -> tuple[BurstResult, str]:
-        path, _, label = value.removeprefix("burst:").rpartition("#")
-        return await aload_burst(Path(path)), label or "a"
+    def _progress(self, progress: BurstProgress) -> None:
+        self.post_message(BurstProgressed(progress))
 
-    async def _compare_past(self, form: BurstForm) -> None:
+    async def _run(self, session: BurstSession, cancel: asyncio.Event) -> None:
         try:
-            before, before_arm = await self._past(form.a)
-            after, after_arm = await self._past(form.b)
-            combined = combine_bursts(before, after, before_arm=before_arm, after_arm=after_arm)
-            summary = await asyncio.to_thread(burst_summary, combined, with_detail=False)
-        except HistoryError as error:
-            self.post_message(BurstFailed(str(error)))
-            return
-        self.post_message(BurstFinished(summary, combined, None))
-
-    def _target(self, endpoint: EndpointSettings) -> ArmTarget:
-        return ArmTarget(
-            name=endpoint.name,
-            base_url=endpoint.url,
-            metrics_url=endpoint.resolved_metrics_url,
-            model=endpoint.model,
-            api_key_env=endpoint.api_key_env,
-        )
-
-    async def _run(self, form: BurstForm) -> None:
-        past: tuple[BurstResult, str] | None = None
-        past_side = None
-        try:
-            prompts_spec = form.prompts
-            for side, value in (("a", form.a), ("b", form.b)):
-                if value.startswith("burst:"):
-                    past, past_side = await self._past(value), side
-                    prompts_spec = past[0].settings.prompt_set  # before/after: the same prompts
-            live = [v for v in (form.a, form.b) if v.startswith("ep:")]
-            self._live_labels = {"a": "b"} if past_side == "a" else {}
-            if not live:
-                raise BurstConfigError("pick at least one endpoint")
-            targets = []
-            for value in live:
-                endpoint = self.endpoint(value)
-                if endpoint is None:
-                    raise BurstConfigError(f"endpoint {value.removeprefix('ep:')} is not in the settings")
-                targets.append(self._target(endpoint))
-            prompt_set = await aload_prompt_set(prompts_spec)
-            if past is not None and prompt_set.digest != past[0].settings.prompt_set_digest:
-                raise HistoryError(f"the prompt set {prompts_spec} changed since that burst: not comparable")
-            load = LoadShape(concurrency=form.concurrency, rate=form.rate)
-            config = BurstConfig(
-                a=targets[0],
-                b=targets[1] if len(targets) > 1 else None,
-                prompt_set=prompt_set,
-                requests=form.requests,
-                load=load,
-                max_tokens=form.max_tokens,
-                temperature=form.temperature,
-            )
-            client = self.app.http_client  # type: ignore[attr-defined]
-            result = await run_burst(
-                config, client, on_progress=lambda p: self.post_message(BurstProgressed(p))
-            )
-            saved = await asyncio.to_thread(save_burst, result)
-            if past is not None:
-                before, after = (past, (result, "a")) if past_side == "a" else ((result, "a"), past)
-                result = combine_bursts(before[0], after[0], before_arm=before[1], after_arm=after[1])
-            summary = await asyncio.to_thread(burst_summary, result, with_detail=False)
-        except asyncio.CancelledError:
+            outcome = await session.run(self._progress, cancel)
+            saved = await asyncio.to_thread(session.save)
+        except (asyncio.CancelledError, BurstCancelled):
             self.post_message(BurstFailed("cancelled: every request in flight was closed", cancelled=True))
-            raise
-        except (BurstConfigError, PromptSetError, HistoryError, ValueError, OSError) as error:
+            if not cancel.is_set():
+                raise  # the worker itself was cancelled (the screen is closing)
+            return
+        except BurstRequestError as error:
+            self.post_message(BurstFailed(error.described(FIELD_LABELS)))
+            return
+        except (BurstConfigError, ValueError, OSError) as error:
             self.post_message(BurstFailed(str(error)))
             return
-        self.post_message(BurstFinished(summary, result, str(saved)))
-        await self._load_history()
+        self.post_message(BurstFinished(outcome.summary, outcome, str(saved) if saved else None))
+        if saved:  # in a worker of its own: the burst is over, a new one may start at once
+            self.run_worker(self._load_history(), group="history", exit_on_error=False)
 
     # --- messages -------------------------------------------------------------------------------------
 
@@ -446,21 +387,23 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.query_one("#phase", Static).update(
             f"{phases[progress.phase]} · {progress.done}/{progress.total} · {progress.elapsed_s:.1f} s"
         )
-        lines = [arm_line(self._live_labels.get(arm.label, arm.label).upper(), arm) for arm in progress.arms]
+        lines = [arm_line(arm.label.upper(), arm) for arm in progress.arms]
         self.query_one("#live", Static).update(Content(safe_text("\n".join(lines))))
 
     @on(BurstFinished)
     def _finished(self, message: BurstFinished) -> None:
+        if not isinstance(message.summary, BurstSummary) or not isinstance(message.result, BurstOutcome):
+            return
         self.summary = message.summary
-        self.result = message.result if isinstance(message.result, BurstResult) else None
+        self.outcome = message.result
         table = self.query_one("#results-table", DataTable)
         table.clear()
         for figure, a_text, b_text in table_rows(message.summary):
             table.add_row(figure, a_text, b_text)
-        comparison = message.summary.get("comparison")
+        comparison = message.summary.comparison
         lines = []
-        if isinstance(comparison, dict):
-            lines.append(str(comparison.get("verdict")))
+        if comparison is not None:
+            lines.append(comparison.verdict)
         equivalence = equivalence_line(message.summary)
         if equivalence:
             lines.append(equivalence)
@@ -472,7 +415,8 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.query_one("#switcher", ContentSwitcher).current = "results"
         table.focus()  # so j / c / m export instead of typing into a field
         saved = " · kept in the history (h)" if message.saved_to else ""
-        self.set_status(f"j / c / m: export JSON / CSV / Markdown{saved}")
+        notes = "".join(f" · {note}" for note in message.result.notes)
+        self.set_status(f"j / c / m: export JSON / CSV / Markdown{saved}{notes}")
 
     @on(BurstFailed)
     def _failed(self, message: BurstFailed) -> None:
@@ -499,7 +443,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         for side in ("a", "b"):
             select = self.query_one(f"#{side}-select", Select)
             current = select.value
-            options = self._endpoint_options() + self._past_options()
+            options: list[tuple[str, ArmChoice | OneArm]] = [*self._endpoint_options(), *self._past_options()]
             if side == "b":
                 options = [("(none: one arm)", NO_B), *options]
             select.set_options(options)
@@ -516,9 +460,8 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
 
     async def _show_past(self, path: str) -> None:
         try:
-            result = await aload_burst(Path(path))
-        except HistoryError as error:
-            self.post_message(BurstFailed(str(error)))
+            outcome = await asyncio.to_thread(open_burst, Path(path))
+        except BurstRequestError as error:
+            self.post_message(BurstFailed(error.message))
             return
-        summary = await asyncio.to_thread(burst_summary, result, with_detail=False)
-        self.post_message(BurstFinished(summary, result, None))
+        self.post_message(BurstFinished(outcome.summary, outcome, None))

@@ -21,6 +21,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tui.sim.config import SimConfig
 from tui.sim.engine import SimEngine, SimRequest
 from tui.sim.faults import GARBAGE_METRICS, FaultSettings
+from tui.sim.gpu_page import CONTENT_TYPE as GPU_CONTENT_TYPE
+from tui.sim.gpu_page import GPU_METRICS_PATH, SimGpus
 from tui.sim.logs import VERSIONS, LogWriter
 from tui.sim.openai_shapes import ChatBody, ChunkMaker, CompletionBody, error_body
 from tui.sim.recorder import MetricsRecorder
@@ -54,6 +56,7 @@ class AppContext:
     faults: FaultSettings
     control: Callable[[dict[str, Any]], dict[str, Any]]
     api_key: str | None = None
+    gpu: SimGpus | None = None  # `spectop sim --gpu`
     accepting: bool = True
     rng: random.Random = field(default_factory=random.Random)
 
@@ -176,6 +179,10 @@ def build_app(context: AppContext) -> ASGIApp:
         return Response(
             recorder.render(), headers={**recorder.headers(), "content-type": recorder.content_type}
         )
+
+    async def gpu_metrics(request: Request) -> Response:
+        assert context.gpu is not None
+        return Response(context.gpu.render(), headers={"content-type": GPU_CONTENT_TYPE})
 
     async def control(request: Request) -> Response:
         data = await read_json(request)
@@ -377,6 +384,8 @@ def build_app(context: AppContext) -> ASGIApp:
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/sim/control", control, methods=["POST"]),
     ]
+    if context.gpu is not None:
+        routes.append(Route(GPU_METRICS_PATH, gpu_metrics, methods=["GET"]))
     if flavor == "vllm":
         routes.append(Route("/ping", health, methods=["GET", "POST"]))
     if flavor == "sglang":

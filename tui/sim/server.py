@@ -20,6 +20,7 @@ from tui.sim.behaviour import Behaviour
 from tui.sim.config import SimConfig, SimStartupError, load_sim_config
 from tui.sim.engine import SimEngine
 from tui.sim.faults import FaultSettings
+from tui.sim.gpu_page import SimGpus
 from tui.sim.logs import LogWriter, make_log_writer
 from tui.sim.metrics_llamacpp import LlamacppRecorder
 from tui.sim.metrics_sglang import SglangRecorder
@@ -92,6 +93,7 @@ class SimServer:
         seed: int = 0,
         faults: FaultSettings | None = None,
         background_load_rps: float = 0.0,
+        gpu: bool = False,
         **behaviour_overrides: Any,
     ) -> None:
         if flavor not in FLAVORS:
@@ -114,6 +116,8 @@ class SimServer:
             self.overrides["background_load_rps"] = background_load_rps
         self.config: SimConfig = load_sim_config(self.config_path, self.overrides)
         self.background_load_rps = self.config.sim.background_load_rps
+        # `--gpu`: a DCGM exporter page at /sim/gpu/metrics (kept across restarts: the energy counter)
+        self.gpu = SimGpus(self.config, self._load, seed=self.config.sim.seed) if gpu else None
         self.base_url = f"http://{host}:{port}"
         self.engine: SimEngine | None = None
         self.behaviour: Behaviour | None = None
@@ -168,7 +172,10 @@ class SimServer:
             faults=self.faults,
             control=self._control_from_http,
             api_key=self.api_key,
+            gpu=self.gpu,
         )
+        if self.gpu is not None:
+            self.gpu.configure(config, self.port)
         engine.start()
         uv_config = uvicorn.Config(
             build_app(self._context),
@@ -308,6 +315,8 @@ class SimServer:
                 last_reset = now
             if self.engine is not None and self._context is not None:
                 self._context.recorder.idle_tick(now, len(self.engine.running), len(self.engine.waiting))
+            if self.gpu is not None:
+                self.gpu.tick(now)
 
     def _engine(self) -> SimEngine:
         assert self.engine is not None

@@ -7,7 +7,6 @@ its endpoint is due and turns one poll into an `EndpointReading`.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import time
 
@@ -18,7 +17,7 @@ from tui.settings import EndpointSettings
 from tui.telemetry.backends import BackendDetector
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
-from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, fetch_slots_decoded, scrape_metrics
+from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, scrape_with_slots
 from tui.telemetry.window import ScrapeWindow
 
 BACKOFF_BASE_S = 2.0
@@ -115,29 +114,30 @@ class EndpointMonitor:
         if isinstance(ids, list) and ids:
             self._listed_model = ", ".join(ids[:3])
 
-    async def _with_slots(self, client: httpx.AsyncClient, scrape: Scrape) -> Scrape:
-        """llama.cpp: add Σ n_decoded of running slots from /slots (read after /metrics) for live tok/s."""
-        backend = self.window.backend or scrape.backend
-        if not scrape.up or backend != "llamacpp":
-            return scrape
+    async def _scrape_metrics(self, client: httpx.AsyncClient) -> Scrape:
+        """/metrics, and for llama.cpp its /slots (live Σ n_decoded), asked again a minute after a refusal."""
         now = time.monotonic()
-        if self._slots_failed_at is not None and now - self._slots_failed_at < SLOTS_RETRY_S:
-            return scrape
-        decoded = await fetch_slots_decoded(client, self.endpoint.url, headers=self._headers())
-        if isinstance(decoded, str):
-            self.slots_error = decoded
+        ask_slots = self._slots_failed_at is None or now - self._slots_failed_at >= SLOTS_RETRY_S
+        scrape, slots_error = await scrape_with_slots(
+            client,
+            self.endpoint.url,
+            self.endpoint.resolved_metrics_url,
+            known_backend=self.window.backend,
+            ask_slots=ask_slots,
+            headers=self._headers(),
+            detector=self._detector,
+        )
+        if slots_error is not None:
+            self.slots_error = slots_error
             self._slots_failed_at = now
-            return scrape
-        self.slots_error = None
-        self._slots_failed_at = None
-        return dataclasses.replace(scrape, extra_counters={"slots_decoded": decoded})
+        elif scrape.extra_counters:
+            self.slots_error = None
+            self._slots_failed_at = None
+        return scrape
 
     async def _scrape(self, client: httpx.AsyncClient) -> Scrape:
         if self.endpoint.backend != "openai":
-            scrape = await scrape_metrics(
-                client, self.endpoint.resolved_metrics_url, headers=self._headers(), detector=self._detector
-            )
-            return await self._with_slots(client, scrape)
+            return await self._scrape_metrics(client)
         # Hosted OpenAI-compatible gateways have no /metrics: reachability is all there is.
         ids = await fetch_model_ids(client, self.endpoint.url, headers=self._headers())
         if isinstance(ids, str):

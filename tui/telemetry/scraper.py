@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import time
 from collections.abc import Mapping
@@ -187,3 +188,49 @@ async def fetch_slots_decoded(
         return "not the JSON list of slots llama-server sends"
     running = (slot for slot in slots if slot.is_processing)
     return float(sum(sum(token.n_decoded for token in slot.next_token) for slot in running))
+
+
+async def scrape_with_slots(
+    client: httpx.AsyncClient,
+    base_url: str,
+    metrics_url: str,
+    *,
+    known_backend: str | None,
+    ask_slots: bool = True,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    headers: dict[str, str] | None = None,
+    detector: BackendDetector | None = None,
+) -> tuple[Scrape, str | None]:
+    """A scrape with llama.cpp's live Σ n_decoded from /slots; also the reason /slots gave none.
+
+    /slots is read just BEFORE /metrics: the two GETs are not atomic, and in this order a token decoded
+    between them is simply not counted yet (the next reading counts it), where /metrics first would put
+    it in this reading, and so take it from a window that starts here. (A request finishing in between
+    counts twice for one reading in this order and not at all in the other: the window keeps a running
+    maximum either way.) Until the backend is known (the first scrape) the page is read first; when it
+    is llama.cpp's, /slots and then the page again make the reading.
+    """
+    if known_backend == "llamacpp" and ask_slots:
+        decoded = await fetch_slots_decoded(client, base_url, headers=headers, timeout_s=timeout_s)
+        scrape = await scrape_metrics(
+            client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector
+        )
+        return _with_decoded(scrape, decoded)
+    scrape = await scrape_metrics(
+        client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector
+    )
+    if not ask_slots or known_backend is not None or not scrape.up or scrape.backend != "llamacpp":
+        return scrape, None
+    decoded = await fetch_slots_decoded(client, base_url, headers=headers, timeout_s=timeout_s)
+    if isinstance(decoded, str):
+        return scrape, decoded
+    again = await scrape_metrics(client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector)
+    return _with_decoded(again, decoded) if again.up else (scrape, None)
+
+
+def _with_decoded(scrape: Scrape, decoded: float | str) -> tuple[Scrape, str | None]:
+    if isinstance(decoded, str):
+        return scrape, decoded
+    if not scrape.up or scrape.backend != "llamacpp":
+        return scrape, None
+    return dataclasses.replace(scrape, extra_counters={"slots_decoded": decoded}), None

@@ -1,4 +1,4 @@
-"""Bursts kept on disk, listed, loaded and compared (before/after)."""
+"""Burst files: bursts kept on disk, listed, loaded and compared (before/after)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,18 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
-from tui.bench.history import (
-    HistoryError,
+from tui.bench.burst_store import (
+    BurstFileError,
     bursts_dir,
-    compare_bursts,
+    combine_bursts,
     list_bursts,
     load_burst,
     save_burst,
 )
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.results import BurstResult, ServerAcceptance
+from tui.bench.session import PastArm, compare
 from tui.cli import main
 
 
@@ -42,21 +43,23 @@ async def test_before_after_comparison_from_history(client: httpx.AsyncClient) -
     assert [e.path for e in entries] == [second, first]  # newest first
     loaded = load_burst(first)
     assert loaded.arms[0].requests[0].ttft_s == before.arms[0].requests[0].ttft_s
-    summary = compare_bursts(load_burst(first), load_burst(second))
-    comparison = summary["comparison"]
+    summary = compare(PastArm(path=first), PastArm(path=second)).summary
+    comparison = summary.comparison
+    assert comparison is not None and comparison.ci95 is not None
     # Before: 11 tokens after the first in 11 gaps; after: 11 in 5 gaps -> 11/5 = 2.2x.
-    assert comparison["decode_tokens_per_s_ratio"] == pytest.approx(2.2, rel=0.1)
-    assert comparison["ci95"][0] > 1.0
-    assert comparison["verdict"].startswith("B is")
+    assert comparison.decode_tokens_per_s_ratio == pytest.approx(2.2, rel=0.1)
+    assert comparison.ci95[0] > 1.0
+    assert comparison.verdict.startswith("B is")
     # Same words at temperature 0, just two per chunk: equivalence is 100%.
-    assert summary["equivalence"]["identical"] == summary["equivalence"]["compared"] == 6
+    assert summary.equivalence is not None
+    assert summary.equivalence.identical == summary.equivalence.compared == 6
 
 
 async def test_different_prompt_sets_are_not_compared(client: httpx.AsyncClient) -> None:
     fast = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3)
     one, two = await _burst(client, fast, "code-en"), await _burst(client, fast, "chat-en")
-    with pytest.raises(HistoryError, match="different prompt sets"):
-        compare_bursts(one, two)
+    with pytest.raises(BurstFileError, match="different prompt sets"):
+        combine_bursts(one, two)
 
 
 def test_broken_files_are_skipped_in_the_list_and_named_on_load(tmp_path: Path) -> None:
@@ -65,7 +68,7 @@ def test_broken_files_are_skipped_in_the_list_and_named_on_load(tmp_path: Path) 
     bad = folder / "burst-20260101-000000-000000.json"
     bad.write_text('{"format": "spectop-burst/1"}', encoding="utf-8")
     assert list_bursts() == []
-    with pytest.raises(HistoryError, match="not a spectop burst"):
+    with pytest.raises(BurstFileError, match="not a spectop burst"):
         load_burst(bad)
 
 

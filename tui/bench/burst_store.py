@@ -1,4 +1,4 @@
-"""Bursts kept on disk (`$XDG_DATA_HOME/spectop/bursts/`), listed, loaded and compared.
+"""Burst files: bursts kept on disk (`$XDG_DATA_HOME/spectop/bursts/`), listed, loaded, combined.
 
 Any two bursts of the same prompt set (same digest) can be compared, e.g. one server
 before and after a config change: arm `a` of each by default.
@@ -10,19 +10,17 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import aiofiles
 from pydantic import ValidationError
 
-from tui.bench.report import burst_summary
 from tui.bench.results import ArmResult, BurstResult
 
 MAX_BURST_FILE_BYTES = 200_000_000
 MAX_LISTED = 200
 
 
-class HistoryError(Exception):
+class BurstFileError(Exception):
     """A burst file that cannot be read, or two bursts that cannot be compared."""
 
 
@@ -63,20 +61,20 @@ def save_burst(result: BurstResult, folder: Path | None = None) -> Path:
 
 def parse_burst(raw: bytes, path: Path) -> BurstResult:
     if len(raw) > MAX_BURST_FILE_BYTES:
-        raise HistoryError(f"{path}: larger than {MAX_BURST_FILE_BYTES} bytes")
+        raise BurstFileError(f"{path}: larger than {MAX_BURST_FILE_BYTES} bytes")
     try:
         return BurstResult.model_validate_json(raw)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise HistoryError(f"{path}: not a spectop burst: field {where}: {first['msg']}") from error
+        raise BurstFileError(f"{path}: not a spectop burst: field {where}: {first['msg']}") from error
 
 
 def load_burst(path: Path) -> BurstResult:
     try:
         raw = path.read_bytes()
     except OSError as error:
-        raise HistoryError(f"{path}: cannot read: {error.strerror or error}") from error
+        raise BurstFileError(f"{path}: cannot read: {error.strerror or error}") from error
     return parse_burst(raw, path)
 
 
@@ -85,7 +83,7 @@ async def aload_burst(path: Path) -> BurstResult:
         async with aiofiles.open(path, "rb") as handle:
             raw = await handle.read(MAX_BURST_FILE_BYTES + 1)
     except OSError as error:
-        raise HistoryError(f"{path}: cannot read: {error.strerror or error}") from error
+        raise BurstFileError(f"{path}: cannot read: {error.strerror or error}") from error
     return parse_burst(raw, path)
 
 
@@ -114,7 +112,7 @@ def list_bursts(folder: Path | None = None) -> list[BurstEntry]:
     for path in _candidates(folder):
         try:
             entries.append(_entry(path, load_burst(path)))
-        except HistoryError:
+        except BurstFileError:
             continue
     return entries
 
@@ -124,7 +122,7 @@ async def alist_bursts(folder: Path | None = None) -> list[BurstEntry]:
     for path in _candidates(folder):
         try:
             entries.append(_entry(path, await aload_burst(path)))
-        except HistoryError:
+        except BurstFileError:
             continue
     return entries
 
@@ -133,7 +131,7 @@ def pick_arm(result: BurstResult, label: str = "a") -> ArmResult:
     for arm in result.arms:
         if arm.label == label:
             return arm
-    raise HistoryError(f"the burst of {result.started_at:%Y-%m-%d %H:%M:%S} has no arm {label!r}")
+    raise BurstFileError(f"the burst of {result.started_at:%Y-%m-%d %H:%M:%S} has no arm {label!r}")
 
 
 def combine_bursts(
@@ -141,7 +139,7 @@ def combine_bursts(
 ) -> BurstResult:
     """One A/B result from two bursts of the same prompt set: `before` as A, `after` as B."""
     if before.settings.prompt_set_digest != after.settings.prompt_set_digest:
-        raise HistoryError(
+        raise BurstFileError(
             f"different prompt sets ({before.settings.prompt_set} vs {after.settings.prompt_set}): "
             "only bursts of the same prompts can be compared"
         )
@@ -157,11 +155,3 @@ def combine_bursts(
         settings=after.settings.model_copy(update={"temperature": temperature}),
         arms=arms,
     )
-
-
-def compare_bursts(
-    before: BurstResult, after: BurstResult, *, before_arm: str = "a", after_arm: str = "a"
-) -> dict[str, Any]:
-    """Summary of `before` (as A) against `after` (as B); both must use the same prompt set."""
-    combined = combine_bursts(before, after, before_arm=before_arm, after_arm=after_arm)
-    return burst_summary(combined)

@@ -1,0 +1,177 @@
+"""Fleet faults against a fake Prometheus on 127.0.0.1: down, slow, `status: error`, NaN, up == 0,
+stale, a failed figure, oversized or non-JSON answers, and auth headers. Never 0, never a crash."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.fleet.conftest import free_port
+from tests.fleet.fake_prometheus import (
+    FIGURE_OF,
+    WINDOW_S,
+    A,
+    Answer,
+    B,
+    FakePrometheus,
+    healthy,
+    query_with,
+    refresh_with,
+    settings,
+    vector,
+)
+from tui.fleet.client import PrometheusClient, PrometheusError
+from tui.fleet.poller import FleetPoller
+from tui.telemetry.figures import Figures
+
+
+async def test_healthy_fleet_gives_readings_and_nan_is_unknown() -> None:
+    refresh = await refresh_with(healthy())
+    assert refresh.error is None
+    assert refresh.queries == 3 + len(FIGURE_OF) + 2  # discovery, up, scrape times, figures, engines
+    readings = {reading.instance: reading for reading in refresh.readings}
+    assert set(readings) == {A, B}
+    assert readings[A].up and readings[A].backend == "vllm" and readings[A].model == "m"
+    assert readings[A].group == "vllm"  # group_by defaults to job
+    assert readings[A].figures.generation_tokens_per_s == pytest.approx(120.5)
+    assert readings[A].figures.acceptance_rate == pytest.approx(0.7)
+    assert readings[B].figures.acceptance_rate is None  # NaN from an empty window: unknown, not 0
+    assert readings[B].figures.running is None  # no answer for the figure: unknown, not 0
+
+
+async def test_prometheus_down_before_and_after_first_refresh() -> None:
+    refresh = await refresh_with(healthy(), url_override=f"http://127.0.0.1:{free_port()}")
+    assert refresh.readings == []
+    assert refresh.error is not None and "unreachable" in refresh.error
+
+    fake = FakePrometheus(healthy())
+    await fake.__aenter__()
+    async with FleetPoller(settings(fake.url), WINDOW_S) as poller:
+        assert all(reading.up for reading in (await poller.refresh()).readings)
+        await fake.close()  # Prometheus goes away: the known instances stay, as unknown
+        refresh = await poller.refresh()
+    assert refresh.error is not None and "unreachable" in refresh.error
+    assert {reading.instance for reading in refresh.readings} == {A, B}
+    for reading in refresh.readings:
+        assert not reading.up and reading.error == refresh.error
+        assert reading.figures == Figures()  # every figure None, none 0
+        assert reading.consecutive_failures == 1
+
+
+async def test_status_error_is_shown_with_its_type() -> None:
+    def broken(query: str) -> Answer | None:
+        if query == "up":
+            return 422, {"status": "error", "errorType": "bad_data", "error": "parse error at char 3"}, 0.0
+        return None
+
+    refresh = await refresh_with(healthy(broken=broken))
+    assert refresh.error == "Prometheus error (bad_data): parse error at char 3"
+
+
+async def test_slow_prometheus_times_out_within_one_budget_per_refresh() -> None:
+    def slow(query: str) -> Answer | None:
+        return 200, vector(), 3.0
+
+    started = time.monotonic()
+    refresh = await refresh_with(healthy(broken=slow), timeout_s=0.4)
+    assert refresh.error == "Prometheus timeout after 0.4 s"
+    # 20 queries, 4 at a time: one 0.4 s budget for the refresh, not 0.4 s per round of queries.
+    assert time.monotonic() - started < 1.2
+
+
+async def test_one_failed_figure_is_unknown_and_named() -> None:
+    ttft = next(expr for expr, figure in FIGURE_OF.items() if figure == "ttft_p95_s")
+
+    def broken(query: str) -> Answer | None:
+        if query == ttft:
+            return 503, {"status": "error", "errorType": "timeout", "error": "query timed out"}, 0.0
+        return None
+
+    refresh = await refresh_with(healthy(broken=broken))
+    assert refresh.error is None
+    assert refresh.figure_errors == {"ttft_p95_s": "Prometheus error (timeout): query timed out"}
+    reading = next(reading for reading in refresh.readings if reading.instance == A)
+    assert reading.up and reading.figures.generation_tokens_per_s == pytest.approx(120.5)
+    assert reading.figures.ttft_p95_s is None
+    assert reading.error is not None and "ttft_p95_s" in reading.error
+
+
+async def test_target_down_and_stale_target() -> None:
+    refresh = await refresh_with(healthy(up={A: "0", B: "1"}))
+    readings = {reading.instance: reading for reading in refresh.readings}
+    assert not readings[A].up and "target down" in (readings[A].error or "")
+    assert readings[B].up
+
+    refresh = await refresh_with(healthy(scraped_age_s=300), stale_after_s=60)
+    for reading in refresh.readings:
+        assert not reading.up and (reading.error or "").startswith("stale: last scraped 300 s ago")
+        assert reading.last_scrape_age_s == pytest.approx(300, abs=5)
+
+
+async def test_non_json_oversized_and_wrong_shape_answers() -> None:
+    def proxy_page(query: str) -> Answer | None:
+        return 502, b"<html>Bad Gateway</html>", 0.0
+
+    with pytest.raises(PrometheusError, match=r"^Prometheus: HTTP 502$"):
+        await query_with(healthy(broken=proxy_page))
+
+    def login_redirect(query: str) -> Answer | None:
+        return 302, b"", 0.0
+
+    with pytest.raises(PrometheusError, match=r"^Prometheus: HTTP 302$"):
+        await query_with(healthy(broken=login_redirect))
+
+    def huge(query: str) -> Answer | None:
+        return 200, vector(*(({"instance": str(i)}, "1") for i in range(5000))), 0.0
+
+    with pytest.raises(PrometheusError, match="larger than"):
+        await query_with(healthy(broken=huge), max_bytes=64 * 1024)
+
+    def matrix_for_instant(query: str) -> Answer | None:
+        return 200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, 0.0
+
+    with pytest.raises(PrometheusError, match="unexpected answer"):
+        await query_with(healthy(broken=matrix_for_instant))
+
+
+async def test_bearer_token_and_basic_auth_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLEET_TEST_TOKEN", "tok-s3cret")
+    monkeypatch.setenv("FLEET_TEST_PASSWORD", "pw-s3cret")
+    bearer = await query_with(healthy(), bearer_token_env="FLEET_TEST_TOKEN")
+    basic = await query_with(healthy(), basic_auth_user="ops", basic_auth_password_env="FLEET_TEST_PASSWORD")
+    assert bearer.seen[0].headers["authorization"] == "Bearer tok-s3cret"
+    assert basic.seen[0].headers["authorization"] == "Basic b3BzOnB3LXMzY3JldA=="  # ops:pw-s3cret
+    configured = settings("http://127.0.0.1:9", bearer_token_env="FLEET_TEST_TOKEN", basic_auth_user="ops")
+    for text in (repr(configured), configured.model_dump_json()):
+        assert "s3cret" not in text  # settings hold the variable's name only
+
+
+async def test_missing_secret_is_named_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FLEET_TEST_TOKEN", raising=False)
+    client = PrometheusClient(settings("http://127.0.0.1:9", bearer_token_env="FLEET_TEST_TOKEN"))
+    assert client.missing_secrets() == ["FLEET_TEST_TOKEN"]
+    await client.aclose()
+    fake = await query_with(healthy(), bearer_token_env="FLEET_TEST_TOKEN")
+    assert "authorization" not in fake.seen[0].headers
+
+
+async def test_an_instance_whose_metrics_vanish_stays_listed_and_says_so() -> None:
+    gone: set[str] = set()
+    base = healthy()
+
+    def answer(path: str, form: dict[str, str]) -> Answer:
+        status, payload, delay = base(path, form)
+        if form.get("query", "").startswith("count by (instance, job, backend"):
+            rows = [row for row in payload["data"]["result"] if row["metric"]["instance"] not in gone]
+            payload = {"status": "success", "data": {"resultType": "vector", "result": rows}}
+        return status, payload, delay
+
+    async with FakePrometheus(answer) as fake, FleetPoller(settings(fake.url), WINDOW_S) as poller:
+        first = await poller.refresh()
+        gone.add(B)  # B still answers scrapes (up == 1) but exposes no vLLM metrics any more
+        second = await poller.refresh()
+    assert [r.error for r in first.readings] == [None, None]
+    readings = {reading.instance: reading for reading in second.readings}
+    assert readings[A].error is None
+    assert readings[B].error == "no vllm metrics in Prometheus now" and readings[B].backend == "vllm"

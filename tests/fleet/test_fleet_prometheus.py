@@ -1,0 +1,232 @@
+"""Fleet mode against a real Prometheus scraping real `spectop sim` servers every second.
+
+Skips (saying why) without the prometheus binary. The fleet's figures are compared with spectop's
+own direct scrapes of the same sims over the same window: they differ only by sampling (Prometheus
+scrapes on its own 1 s grid and `rate()` extrapolates to the window's edges), hence the tolerances.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+
+import httpx
+
+from tests.fleet.conftest import NEEDS_PROMETHEUS, ROOT, Fleet, stop
+from tui.fleet.client import PrometheusClient
+from tui.fleet.poller import FleetPoller, fill_history
+from tui.settings import PrometheusSettings
+from tui.telemetry.figures import FIGURE_NAMES
+from tui.telemetry.history import History
+from tui.telemetry.scraper import scrape_metrics
+from tui.telemetry.window import figures_between
+
+pytestmark = NEEDS_PROMETHEUS
+
+WINDOW_S = 12.0
+BACKENDS = ("vllm", "sglang", "llamacpp")
+
+
+def poller_for(fleet: Fleet, window_s: float, **extra: object) -> FleetPoller:
+    return FleetPoller(PrometheusSettings(url=fleet.prometheus.url, timeout_s=5.0, **extra), window_s)  # type: ignore[arg-type]
+
+
+async def wait_for_data(fleet: Fleet, seconds: float) -> None:
+    """Prometheus needs `seconds` of scrapes before a window of that length is full."""
+    await asyncio.sleep(max(0.0, fleet.started + seconds - time.time()))
+
+
+def close(fleet_value: float | None, direct: float | None, *, rel: float = 0.0, abs_: float = 0.0) -> bool:
+    if fleet_value is None or direct is None:
+        return False
+    return abs(fleet_value - direct) <= max(abs_, rel * abs(direct))
+
+
+async def test_discovers_every_backend_and_its_model(fleet: Fleet) -> None:
+    async with poller_for(fleet, 5.0) as poller:
+        refresh = await poller.refresh()
+    assert refresh.error is None, refresh.error
+    readings = {reading.instance: reading for reading in refresh.readings}
+    for name, backend in (
+        ("vllm", "vllm"),
+        ("sglang", "sglang"),
+        ("llamacpp", "llamacpp"),
+        ("victim", "vllm"),
+    ):
+        reading = readings[fleet.instance(name)]
+        assert reading.backend == backend
+        assert reading.up, reading.error
+        assert reading.group == ("vllm" if backend == "vllm" else backend)  # grouped by job
+    assert readings[fleet.instance("vllm")].model == "deepseek-ai/DeepSeek-V3"
+    assert readings[fleet.instance("sglang")].model == "deepseek-ai/DeepSeek-V3"
+    assert readings[fleet.instance("llamacpp")].model is None  # llama.cpp has no model label
+
+
+async def test_fleet_figures_agree_with_direct_scrapes(fleet: Fleet) -> None:
+    async with httpx.AsyncClient() as client:
+        first = {name: await scrape_metrics(client, fleet.url(name) + "/metrics") for name in BACKENDS}
+        started = time.time()
+        await asyncio.sleep(WINDOW_S)
+        last = {name: await scrape_metrics(client, fleet.url(name) + "/metrics") for name in BACKENDS}
+        window_s = time.time() - started
+    direct = {name: figures_between(first[name], last[name]) for name in BACKENDS}
+    async with poller_for(fleet, window_s) as poller:
+        refresh = await poller.refresh()
+    assert refresh.error is None and not refresh.figure_errors
+    fleet_figures = {reading.instance: reading.figures for reading in refresh.readings}
+    problems = []
+    for name in BACKENDS:
+        got, want = fleet_figures[fleet.instance(name)], direct[name]
+        checks = {
+            "generation_tokens_per_s": close(
+                got.generation_tokens_per_s, want.generation_tokens_per_s, rel=0.3
+            ),
+            "prompt_tokens_per_s": close(got.prompt_tokens_per_s, want.prompt_tokens_per_s, rel=0.4),
+            "acceptance_rate": close(got.acceptance_rate, want.acceptance_rate, abs_=0.08),
+            "mean_acceptance_length": close(
+                got.mean_acceptance_length, want.mean_acceptance_length, abs_=0.25
+            ),
+            "tpot_mean_s": close(got.tpot_mean_s, want.tpot_mean_s, rel=0.3),
+            "prefix_cache_hit_rate": close(got.prefix_cache_hit_rate, want.prefix_cache_hit_rate, abs_=0.15),
+        }
+        if name != "llamacpp":  # llama.cpp has no TTFT histogram and no request counter
+            checks["ttft_mean_s"] = close(got.ttft_mean_s, want.ttft_mean_s, rel=0.5)
+            checks["requests_per_s"] = close(got.requests_per_s, want.requests_per_s, rel=0.5)
+            checks["e2e_mean_s"] = close(got.e2e_mean_s, want.e2e_mean_s, rel=0.5)
+            # Quantiles interpolate in the same buckets: a few requests more or less move them little.
+            checks["ttft_p95_s"] = got.ttft_p95_s is not None and want.ttft_p95_s is not None
+        if want.per_position_acceptance is not None:
+            pairs = zip(got.per_position_acceptance or [], want.per_position_acceptance, strict=False)
+            checks["per_position_acceptance"] = len(got.per_position_acceptance or []) == len(
+                want.per_position_acceptance
+            ) and all(abs(a - b) <= 0.1 for a, b in pairs)
+        # Gauges are instantaneous: only known-ness and the range are comparable.
+        for gauge in ("running", "waiting", "kv_cache_usage"):
+            checks[gauge] = (getattr(got, gauge) is None) == (getattr(want, gauge) is None)
+        problems += [
+            f"{name}.{figure}: fleet {getattr(got, figure)} direct {getattr(want, figure)}"
+            for figure, ok in checks.items()
+            if not ok
+        ]
+    assert not problems, "\n".join(problems)
+
+
+async def test_history_fills_sparklines_at_start(fleet: Fleet) -> None:
+    await wait_for_data(fleet, 8.0)
+    async with poller_for(fleet, 3.0) as poller:
+        history = await poller.load_history(history_s=8.0, step_s=1.0)
+        assert poller.client.requests == 9  # one range query per sparkline figure
+    for name in BACKENDS:
+        points = history[fleet.instance(name)]
+        rates = [figures.generation_tokens_per_s for _, figures in points]
+        assert len(points) >= 5
+        assert sum(rate is not None for rate in rates) >= 4
+        assert [stamp for stamp, _ in points] == sorted(stamp for stamp, _ in points)
+    buffers = History(maxlen=100)
+    fill_history(buffers, history)
+    vllm_history = buffers.endpoint(fleet.instance("vllm"))
+    assert len(vllm_history) == len(history[fleet.instance("vllm")])
+    assert vllm_history.values("generation_tokens_per_s") == [
+        figures.generation_tokens_per_s for _, figures in history[fleet.instance("vllm")]
+    ]
+
+
+async def test_series_and_label_values(fleet: Fleet) -> None:
+    async with PrometheusClient(PrometheusSettings(url=fleet.prometheus.url)) as client:
+        series = await client.series(['up{job="sglang"}'], start=time.time() - 60, end=time.time())
+        jobs = await client.label_values("job")
+        sglang_instances = await client.label_values("instance", ['up{job="sglang"}'])
+    assert [labels["instance"] for labels in series] == [fleet.instance("sglang")]
+    assert {"vllm", "sglang", "llamacpp"} <= set(jobs)
+    assert sglang_instances == [fleet.instance("sglang")]
+
+
+async def test_a_window_shorter_than_two_scrapes_is_unknown_not_zero(fleet: Fleet) -> None:
+    async with poller_for(fleet, 0.5) as poller:  # Prometheus scrapes every second: rate() has no pair
+        refresh = await poller.refresh()
+    assert refresh.error is None
+    for name in BACKENDS:
+        reading = next(r for r in refresh.readings if r.instance == fleet.instance(name))
+        assert reading.up
+        figures = reading.figures
+        assert figures.generation_tokens_per_s is None and figures.prompt_tokens_per_s is None
+        assert figures.ttft_p95_s is None and figures.tpot_mean_s is None
+        assert figures.running is not None  # gauges are still known
+
+
+async def test_queries_per_refresh_do_not_depend_on_instances(fleet: Fleet) -> None:
+    async with poller_for(fleet, 5.0) as every, poller_for(fleet, 5.0, match='{job="sglang"}') as one:
+        all_refresh, one_refresh = await every.refresh(), await one.refresh()
+    assert len(all_refresh.readings) >= 3 and [r.backend for r in one_refresh.readings] == ["sglang"]
+    assert all_refresh.queries == one_refresh.queries == every.queries_per_refresh
+
+
+def snapshot(*args: str) -> tuple[int, list[dict[str, object]], str]:
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-m", "tui", "snapshot", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    rows = (
+        [json.loads(line) for line in result.stdout.splitlines() if line.strip()] if "--json" in args else []
+    )
+    return result.returncode, rows, result.stdout + result.stderr
+
+
+async def test_snapshot_through_prometheus(fleet: Fleet) -> None:
+    await wait_for_data(fleet, 5.0)
+    code, rows, output = await asyncio.to_thread(
+        snapshot,
+        "--prometheus",
+        fleet.prometheus.url,
+        "--match",
+        '{job=~"sglang|llamacpp"}',
+        "--window",
+        "4",
+        "--json",
+    )
+    assert code == 0, output
+    assert [row["url"] for row in rows] == sorted([fleet.instance("sglang"), fleet.instance("llamacpp")])
+    for row in rows:
+        # The same fields as a direct snapshot's rows: figures, then why they are what they are, then error.
+        why = ["notes", "covered_s", "restarted_in_window", "restarted_s_ago", "quantile_bounds"]
+        assert list(row) == ["url", "backend", "up", "model", "window_s", *FIGURE_NAMES, *why, "error"]
+        assert row["up"] is True and row["window_s"] == 4
+        assert isinstance(row["generation_tokens_per_s"], float) and row["generation_tokens_per_s"] > 0
+    code, _, output = await asyncio.to_thread(snapshot, "--prometheus", fleet.prometheus.url, "--window", "4")
+    lines = output.splitlines()
+    assert lines[1].split()[:5] == ["instance", "status", "backend", "tok/s", "accept"]
+    for name in BACKENDS:  # one row per instance
+        assert any(line.startswith(fleet.instance(name)) for line in lines[2:])
+
+
+async def test_killed_sim_shows_down(fleet: Fleet) -> None:
+    victim = fleet.instance("victim")
+    async with poller_for(fleet, 5.0) as poller:
+        before = {reading.instance: reading for reading in (await poller.refresh()).readings}
+        assert before[victim].up
+        stop(fleet.sims["victim"][0])
+        deadline = time.monotonic() + 10.0
+        while True:
+            readings = {reading.instance: reading for reading in (await poller.refresh()).readings}
+            if not readings[victim].up or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+    assert not readings[victim].up
+    assert "target down" in (readings[victim].error or "")
+    assert readings[victim].figures.running is None  # its gauges went stale: unknown, not 0
+    assert all(readings[fleet.instance(name)].up for name in BACKENDS)
+    # A dashboard started after the kill still lists it (discovery looks back over the window), as down.
+    async with poller_for(fleet, 30.0) as fresh:
+        late = {reading.instance: reading for reading in (await fresh.refresh()).readings}
+    assert victim in late and not late[victim].up and late[victim].backend == "vllm"
+    # The snapshot of a down instance has no figures, as a direct snapshot of a down endpoint.
+    match = f'{{instance="{victim}"}}'
+    code, rows, output = await asyncio.to_thread(
+        snapshot, "--prometheus", fleet.prometheus.url, "--match", match, "--window", "30", "--json"
+    )
+    assert code == 1, output
+    assert [(row["url"], row["up"]) for row in rows] == [(victim, False)]
+    assert all(rows[0][name] is None for name in FIGURE_NAMES) and "target down" in str(rows[0]["error"])

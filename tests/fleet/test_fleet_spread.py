@@ -1,0 +1,116 @@
+"""Data-parallel imbalance: spread across a group's replicas and across one vLLM's engines, and its alert."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fleet.fake_prometheus import A, Answer, healthy, refresh_with, vector
+from tui.fleet.poller import FleetReading
+from tui.fleet.queries import engine_queries
+from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads, group_summaries, spread_of
+from tui.telemetry.figures import Figures
+
+LIMITS = (0.2, 0.1)
+
+
+def reading(instance: str, group: str, *, acceptance: float | None, tokens: float | None, up: bool = True):
+    return FleetReading(
+        name=instance,
+        url=instance,
+        instance=instance,
+        time=0.0,
+        up=up,
+        error=None,
+        backend="vllm",
+        model="m",
+        window_s=60.0,
+        figures=Figures(acceptance_rate=acceptance, generation_tokens_per_s=tokens),
+        consecutive_failures=0,
+        group=group,
+    )
+
+
+def test_one_replica_far_off_is_named() -> None:
+    spread = spread_of("g", "acceptance_rate", {"a": 0.72, "b": 0.70, "c": 0.74, "d": 0.31}, LIMITS)
+    assert spread is not None
+    assert (spread.members, spread.median, spread.low, spread.high) == (4, pytest.approx(0.71), 0.31, 0.74)
+    assert [(o.member, o.value) for o in spread.outliers] == [("d", 0.31)]
+    assert spread.outliers[0].deviation == pytest.approx((0.31 - 0.71) / 0.71)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"a": 0.72, "b": 0.31},  # two members: neither is "the odd one"
+        {"a": 0.72, "b": 0.70, "c": 0.66},  # within 0.1 of each other
+        {"a": 0.0, "b": 0.0, "c": 0.05},  # tiny absolute differences do not count
+        {"a": 0.7, "b": None, "c": None, "d": 0.7},  # unknown is not 0
+    ],
+)
+def test_no_outlier_without_a_clear_odd_one(values: dict[str, float | None]) -> None:
+    spread = spread_of("g", "acceptance_rate", values, LIMITS)
+    assert spread is not None and spread.outliers == ()
+
+
+def test_group_spreads_per_group_and_only_up_instances() -> None:
+    readings = [
+        reading("a", "vllm", acceptance=0.7, tokens=300),
+        reading("b", "vllm", acceptance=0.71, tokens=310),
+        reading("c", "vllm", acceptance=0.69, tokens=90),
+        reading("d", "vllm", acceptance=0.1, tokens=0, up=False),  # down: not part of the comparison
+        reading("e", "sglang", acceptance=None, tokens=None),
+    ]
+    spreads = {(s.group, s.figure): s for s in group_spreads(readings)}
+    assert set(spreads) == {("vllm", "acceptance_rate"), ("vllm", "generation_tokens_per_s")}
+    assert spreads["vllm", "acceptance_rate"].outliers == ()
+    assert [o.member for o in spreads["vllm", "generation_tokens_per_s"].outliers] == ["c"]
+
+
+def test_alert_after_sustained_and_cleared_when_back() -> None:
+    alerts = ImbalanceAlerts(sustained_s=30)
+    far = [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": 0.2}, LIMITS)]
+    assert alerts.observe(0.0, far) == []
+    assert alerts.observe(20.0, far) == []
+    started = alerts.observe(31.0, far)
+    assert [(a.endpoint, a.kind, a.active, a.started_at) for a in started] == [("c", "imbalance", True, 0.0)]
+    assert "acceptance 0.2 vs median 0.7 of 3 in g" in started[0].message
+    back = [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": 0.68}, LIMITS)]
+    cleared = alerts.observe(40.0, back)
+    assert cleared == started and not cleared[0].active and alerts.active() == []
+
+
+async def test_engines_of_one_vllm_come_from_one_query_and_show_an_imbalance() -> None:
+    acceptance_expr, tokens_expr = (query.expr for query in engine_queries("", 30.0))
+    engines = {"0": ("0.72", "300"), "1": ("0.70", "310"), "2": ("0.71", "305"), "3": ("0.30", "120")}
+
+    def per_engine(query: str) -> Answer | None:
+        if query in (acceptance_expr, tokens_expr):
+            column = 0 if query == acceptance_expr else 1
+            rows = [({"instance": A, "engine": engine}, values[column]) for engine, values in engines.items()]
+            return 200, vector(*rows), 0.0
+        return None
+
+    refresh = await refresh_with(healthy(broken=per_engine))
+    by_instance = {r.instance: r for r in refresh.readings}
+    assert list(by_instance[A].engines) == ["0", "1", "2", "3"]
+    assert by_instance[A].engines["3"].acceptance_rate == pytest.approx(0.30)
+    spreads = {s.figure: s for s in engine_spreads(by_instance[A])}
+    assert [o.member for o in spreads["acceptance_rate"].outliers] == [f"{A} engine=3"]
+    assert [o.member for o in spreads["generation_tokens_per_s"].outliers] == [f"{A} engine=3"]
+    assert all(not r.engines for r in refresh.readings if r.instance != A)
+
+
+def test_group_summary_rows() -> None:
+    readings = [
+        reading("a", "vllm", acceptance=0.7, tokens=300),
+        reading("b", "vllm", acceptance=0.8, tokens=100),
+        reading("c", "vllm", acceptance=0.6, tokens=None),
+        reading("d", "vllm", acceptance=0.1, tokens=999, up=False),  # down: counted, its figures not
+        reading("e", "sglang", acceptance=None, tokens=None),
+    ]
+    summaries = {summary.group: summary for summary in group_summaries(readings)}
+    vllm_row, sglang_row = summaries["vllm"], summaries["sglang"]
+    assert (vllm_row.instances, vllm_row.up) == (4, 3)
+    assert vllm_row.generation_tokens_per_s == 400 and vllm_row.acceptance_rate == pytest.approx(0.7)
+    assert (sglang_row.instances, sglang_row.up) == (1, 1)
+    assert sglang_row.generation_tokens_per_s is None and sglang_row.acceptance_rate is None  # not 0

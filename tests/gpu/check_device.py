@@ -1,0 +1,64 @@
+"""Device check, run by hand on a machine with an NVIDIA GPU: read NVML and print the GPU panel.
+
+    python tests/gpu/check_device.py             # local GPUs through NVML (pip install 'spectop[gpu]')
+    python tests/gpu/check_device.py --dcgm URL  # or a dcgm-exporter page
+
+It reads twice, a second apart, and prints each GPU's line (what the dashboard's GPU panel shows) and
+the energy used between the two reads (from the energy counter, else the integrated power). Where there
+is no GPU it prints why and exits 0, so it is safe anywhere; `tests/gpu/test_check_device.py` runs it
+and is skipped, with the reason, when there is no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
+
+from tui.gpu.history import GpuHistory
+from tui.gpu.models import GpuReading
+from tui.gpu.once import read_once
+from tui.gpu.text import panel_lines
+
+NO_GPU_PREFIX = "no GPU: "
+
+
+async def check(dcgm_url: str | None, gap_s: float) -> int:
+    first = await read_once(dcgm_url)
+    if not isinstance(first, GpuReading):
+        print(f"{NO_GPU_PREFIX}{first.reason}")
+        return 0
+    await asyncio.sleep(gap_s)
+    second = await read_once(dcgm_url)
+    reading = second if isinstance(second, GpuReading) else first
+    for line in panel_lines(reading):
+        print(line)
+    if isinstance(second, GpuReading):
+        history = GpuHistory()
+        history.add(first)
+        history.add(second)
+        for gpu in second.gpus:
+            energy = history.energy_between(first.time, second.time, keys=[gpu.key])
+            if energy is None:
+                print(f"{gpu.label}: energy – (no energy counter and no power reading)")
+            else:
+                print(
+                    f"{gpu.label}: {energy.joules:.1f} J in {energy.seconds:.2f} s "
+                    f"(mean {energy.mean_power_w or 0:.0f} W, from the {energy.method})"
+                )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dcgm", metavar="URL", help="read this dcgm-exporter page instead of NVML")
+    parser.add_argument("--gap", type=float, default=1.0, metavar="S", help="seconds between the reads")
+    args = parser.parse_args(argv)
+    return asyncio.run(check(args.dcgm, args.gap))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""A `spectop sim --gpu` process for the GPU tests (the way a user starts it)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from tests.sim.conftest import spawn_sim, write_vllm_config
+
+SIM_GPU_MEMORY = 0.85
+
+
+@pytest.fixture(scope="module")
+def gpu_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of a vLLM sim with --gpu (k = 2, gpu_memory_utilization 0.85), stopped afterwards."""
+    config = write_vllm_config(
+        tmp_path_factory.mktemp("gpu_sim") / "config.toml", k=2, gpu_memory_utilization=SIM_GPU_MEMORY
+    )
+    process, url = spawn_sim("--gpu", "--config", str(config))
+    try:
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

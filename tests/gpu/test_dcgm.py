@@ -1,0 +1,124 @@
+"""dcgm-exporter pages: the parser on both exporter layouts, and the source over a real socket."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.telemetry.metrics_test_server import Reply, ReplyServer
+from tui.gpu.dcgm import DEFAULT_MAX_BYTES, DcgmSource, parse_dcgm_page, read_dcgm
+from tui.gpu.models import REASON_SW_POWER_CAP, GpuReading, GpuUnavailable
+from tui.telemetry.prometheus import MetricsFormatError
+
+SAMPLES = Path(__file__).parent / "samples"
+MIB = 2**20
+
+
+def _reference(text: str) -> dict[tuple[str, str], float]:
+    """(field, gpu index) -> value, read by prometheus_client (whole GPUs only), for the cross-check."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if "GPU_I_ID" not in sample.labels:
+                out[(family.name, sample.labels["gpu"])] = sample.value  # a counter sample gets _total
+    return out
+
+
+def test_exporter_3x_page_two_gpus_with_every_label() -> None:
+    text = (SAMPLES / "dcgm_exporter_3.3_h100x2.prom").read_text()
+    reference = _reference(text)
+    gpus = parse_dcgm_page(text)
+    assert [gpu.index for gpu in gpus] == [0, 1]
+    for gpu in gpus:
+        index = str(gpu.index)
+        used, free = reference[("DCGM_FI_DEV_FB_USED", index)], reference[("DCGM_FI_DEV_FB_FREE", index)]
+        reserved = reference[("DCGM_FI_DEV_FB_RESERVED", index)]
+        assert gpu.memory_used_bytes == used * MIB
+        assert gpu.memory_total_bytes == (used + free + reserved) * MIB  # MiB -> bytes, reserved counted
+        assert gpu.power_w == reference[("DCGM_FI_DEV_POWER_USAGE", index)]
+        assert gpu.energy_j == pytest.approx(
+            reference[("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", index)] / 1000
+        )
+        assert gpu.utilization_pct == reference[("DCGM_FI_DEV_GPU_UTIL", index)]
+        assert gpu.sm_clock_mhz == reference[("DCGM_FI_DEV_SM_CLOCK", index)]
+        assert gpu.temperature_c == reference[("DCGM_FI_DEV_GPU_TEMP", index)]
+        assert gpu.dram_active == reference[("DCGM_FI_PROF_DRAM_ACTIVE", index)]
+        assert gpu.name == "NVIDIA H100 80GB HBM3" and gpu.hostname == "gpu-node-07"
+        assert gpu.uuid is not None and gpu.uuid.startswith("GPU-") and gpu.pci_bus_id
+    assert gpus[0].throttling is False
+    assert gpus[1].throttle_reasons == REASON_SW_POWER_CAP and gpus[1].throttle_text == "power cap"
+    assert gpus[0].memory_fraction is not None and gpus[0].memory_fraction > 0.95
+
+
+def test_exporter_2x_page_mig_lines_blank_sentinels_and_missing_fields() -> None:
+    text = (SAMPLES / "dcgm_exporter_2.x_a100_mig.prom").read_text()
+    reference = _reference(text)
+    (gpu,) = parse_dcgm_page(text)  # the MIG instance is not a second GPU
+    assert gpu.uuid == "GPU-34319582-d595-d1c7-d1d2-179bcfa61660" and gpu.index == 0
+    assert gpu.memory_used_bytes == reference[("DCGM_FI_DEV_FB_USED", "0")] * MIB  # not the MIG slice's
+    assert gpu.dram_active == reference[("DCGM_FI_PROF_DRAM_ACTIVE", "0")]
+    assert gpu.utilization_pct is None  # 2147483632: DCGM's int32 blank
+    assert gpu.name is None and gpu.pci_bus_id is None  # 2.x has no modelName / pci_bus_id labels
+    assert gpu.throttle_reasons is None and gpu.throttling is None  # not a default counter
+    assert gpu.hostname == "ub20-a100-k8s" and gpu.temperature_c == 61
+
+
+def test_readme_layout_spaces_in_labels_and_nan() -> None:
+    # The layout of the exporter README's quick start: every HELP/TYPE first, `gpu="0", UUID=...`.
+    text = (
+        "# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).\n"
+        "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n"
+        "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n"
+        "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
+        'DCGM_FI_DEV_SM_CLOCK{gpu="0", UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"} 139\n'
+        'DCGM_FI_DEV_POWER_USAGE{gpu="0", UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"} NaN\n'
+        'DCGM_FI_DEV_FB_USED{gpu="0", UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"} 1024\n'
+        'DCGM_FI_DEV_GPU_TEMP{gpu="0", UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"} +Inf\n'
+        "DCGM_FI_DEV_COUNT 1\n"
+    )
+    (gpu,) = parse_dcgm_page(text)
+    assert gpu.sm_clock_mhz == 139 and gpu.memory_used_bytes == 1024 * MIB
+    assert gpu.power_w is None and gpu.temperature_c is None  # NaN / Inf are unknown, not numbers
+    assert gpu.memory_total_bytes is None and gpu.memory_fraction is None  # no FB_FREE: total unknown
+    assert gpu.energy_j is None and gpu.utilization_pct is None
+
+
+def test_not_prometheus_text_raises_for_the_caller() -> None:
+    with pytest.raises(MetricsFormatError):
+        parse_dcgm_page("<html>login</html>\n")
+    assert parse_dcgm_page("# nothing here\n") == []
+
+
+async def test_source_over_a_real_socket() -> None:
+    body = (SAMPLES / "dcgm_exporter_3.3_h100x2.prom").read_bytes()
+    async with ReplyServer([Reply(body)]) as server, httpx.AsyncClient() as client:
+        result = await DcgmSource(client, server.url + "/metrics").read()
+    assert isinstance(result, GpuReading) and result.source == "dcgm"
+    assert [gpu.index for gpu in result.gpus] == [0, 1] and result.where.endswith("/metrics")
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (Reply(b"oops", status=500), "HTTP 500"),
+        (Reply(b"not { prometheus\n"), "not Prometheus text"),
+        (Reply(b"vllm:num_requests_running 1\n"), "no DCGM_FI_DEV_* GPU samples"),
+        (Reply(b"x" * (DEFAULT_MAX_BYTES + 1), chunked=True), "larger than"),
+        (Reply(b"", delay_s=5.0), "timeout"),
+    ],
+)
+async def test_source_failures_are_reasons(reply: Reply, reason: str) -> None:
+    async with ReplyServer([reply]) as server, httpx.AsyncClient() as client:
+        result = await read_dcgm(client, server.url + "/metrics", timeout_s=0.5)
+    assert isinstance(result, GpuUnavailable) and reason in result.reason and server.url in result.reason
+
+
+async def test_refused_connection_is_a_reason() -> None:
+    async with ReplyServer([Reply(b"")]) as server:
+        url = server.url
+    async with httpx.AsyncClient() as client:
+        result = await read_dcgm(client, url + "/metrics")
+    assert isinstance(result, GpuUnavailable) and "refused" in result.reason

@@ -1,0 +1,86 @@
+"""GpuMonitor: each source read once per poll, endpoints mapped to their GPUs, energy per endpoint and arm."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.gpu.fake_pynvml import FakeDevice, FakeNvml
+from tests.telemetry.metrics_test_server import Reply, ReplyServer
+from tui.gpu.history import arm_energy, energy_verdict
+from tui.gpu.monitor import GpuMonitor
+from tui.settings import EndpointSettings
+
+SAMPLE = Path(__file__).parent / "samples" / "dcgm_exporter_3.3_h100x2.prom"
+UUID_1 = "GPU-edc718f8-e593-6468-b9f9-563d508366ed"
+
+
+async def test_endpoints_on_one_exporter_and_on_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeNvml(devices=[FakeDevice(uuid="GPU-local-0"), FakeDevice(uuid="GPU-local-1")])
+    monkeypatch.setitem(sys.modules, "pynvml", fake.module())
+    async with ReplyServer([Reply(SAMPLE.read_bytes())]) as server, httpx.AsyncClient() as client:
+        page = server.url + "/metrics"
+        endpoints = [
+            EndpointSettings(name="all", url="http://10.0.0.5:8000", gpu_metrics_url=page),
+            EndpointSettings(name="one", url="http://10.0.0.5:8001", gpu_metrics_url=page, gpus=[UUID_1]),
+            EndpointSettings(name="gone", url="http://10.0.0.5:8002", gpu_metrics_url=page, gpus=[5]),
+            EndpointSettings(name="local", url="http://127.0.0.1:8000", gpus=[1]),
+            EndpointSettings(name="remote", url="http://10.0.0.6:8000"),
+        ]
+        monitor = GpuMonitor(endpoints, client)
+        views = await monitor.poll()
+        monitor.close()
+    assert len(server.requests) == 1  # three endpoints, one exporter: one read
+    assert [gpu.index for gpu in views["all"].gpus] == [0, 1]
+    assert views["one"].keys == (UUID_1,)
+    assert not views["gone"].available and views["gone"].reason is not None
+    assert "gpus 5 not found" in views["gone"].reason and views["gone"].missing == ("5",)
+    assert views["local"].source == "NVML" and views["local"].keys == ("GPU-local-1",)
+    assert views["remote"].reason is not None and "gpu_metrics_url" in views["remote"].reason
+    assert monitor.shared_keys() == {UUID_1}  # "all" and "one" both show GPU 1
+    assert fake.shutdown_calls == 1
+
+
+async def test_an_unreachable_exporter_is_the_endpoints_reason() -> None:
+    async with ReplyServer([Reply(b"")]) as server:
+        url = server.url + "/metrics"
+    async with httpx.AsyncClient() as client:
+        monitor = GpuMonitor([EndpointSettings(name="a", url="http://h:1", gpu_metrics_url=url)], client)
+        view = (await monitor.poll())["a"]
+    assert not view.available and view.reason is not None and "refused" in view.reason
+    assert monitor.energy_between("a", 0, time.time()) is None
+
+
+async def test_energy_and_throttling_of_an_endpoint_between_polls() -> None:
+    pages = [
+        SAMPLE.read_bytes(),
+        SAMPLE.read_bytes()
+        .replace(b"} 1893412554012", b"} 1893413154012")  # GPU 0: +600 J
+        .replace(b"} 1876022117890", b"} 1876022517890"),  # GPU 1: +400 J
+    ]
+    async with ReplyServer([Reply(body) for body in pages]) as server, httpx.AsyncClient() as client:
+        endpoints = [EndpointSettings(name="a", url="http://h:1", gpu_metrics_url=server.url + "/metrics")]
+        monitor = GpuMonitor(endpoints, client)
+        await monitor.poll()
+        start = time.time()
+        await monitor.poll()
+        end = time.time()
+    history, keys = monitor.history("a") or (None, ())
+    assert history is not None and len(keys) == 2
+    points = [history.points(key) for key in keys]
+    first, last = points[0][0][0], points[0][-1][0]
+    energy = monitor.energy_between("a", first, last)
+    assert energy is not None and energy.method == "counter" and energy.joules == pytest.approx(1000.0)
+    assert monitor.energy_between("a", first - 1, last) is None  # before the first reading: unknown
+    condition = monitor.throttling_between("a", start - 60, end)
+    assert condition is not None and condition.gpus == ("GPU 1",)  # the sample's GPU 1 is power capped
+    on = arm_energy(history, first, last, output_tokens=4000)
+    off = arm_energy(history, first, last, output_tokens=2400)
+    assert on is not None and on.joules_per_token == pytest.approx(0.25)
+    assert on.tokens_per_joule == pytest.approx(4.0)
+    assert energy_verdict(on, off) == "uses 0.6x the energy per token"
+    assert energy_verdict(on, None) is None and arm_energy(history, first - 1, last, 10) is None

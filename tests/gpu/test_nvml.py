@@ -1,0 +1,105 @@
+"""NVML through `nvidia-ml-py` (pynvml): absent, failing and present (a fake module, tests only)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+
+from tests.gpu.fake_pynvml import FakeDevice, FakeNvml
+from tui.gpu.models import REASON_HW_THERMAL, REASON_SW_POWER_CAP, GpuReading, GpuUnavailable
+from tui.gpu.nvml import NvmlSource
+from tui.gpu.once import read_once
+from tui.gpu.text import panel_lines
+
+
+def _install(monkeypatch: pytest.MonkeyPatch, fake: FakeNvml) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake.module())
+
+
+async def test_bindings_not_installed_is_a_reason_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # `import pynvml` raises ImportError
+    result = await NvmlSource().read()
+    assert isinstance(result, GpuUnavailable)
+    assert "spectop[gpu]" in result.reason
+    assert panel_lines(result) == [f"no GPU panel: {result.reason}"]
+
+
+async def test_no_driver_and_no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    _install(monkeypatch, FakeNvml(init_error="NVML Shared Library Not Found"))
+    result = await NvmlSource().read()
+    assert isinstance(result, GpuUnavailable) and "NVML Shared Library Not Found" in result.reason
+    _install(monkeypatch, FakeNvml(devices=[]))
+    result = await NvmlSource().read()
+    assert isinstance(result, GpuUnavailable) and "no NVIDIA GPU" in result.reason
+
+
+async def test_a_lost_gpu_is_listed_with_every_figure_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeNvml(devices=[FakeDevice(), FakeDevice()])
+    module = fake.module()
+
+    def handle(index: int) -> FakeDevice:
+        if index == 1:
+            raise RuntimeError("GPU is lost")
+        return fake.devices[index]
+
+    module.nvmlDeviceGetHandleByIndex = handle  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+    result = await NvmlSource().read()
+    assert isinstance(result, GpuReading)
+    lost = result.gpus[1]
+    assert lost.index == 1 and lost.memory_used_bytes is None and lost.power_w is None
+
+
+async def test_a_call_that_blows_up_is_still_a_reading_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeNvml(devices=[FakeDevice()])
+    module = fake.module()
+
+    def broken() -> int:
+        raise RuntimeError("GPU is lost")
+
+    module.nvmlDeviceGetCount = broken  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+    result = await NvmlSource().read()
+    assert isinstance(result, GpuUnavailable) and "GPU is lost" in result.reason
+
+
+async def test_present_gpus_with_nvml_units_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = FakeDevice(uuid="GPU-aaaa", used=77 * 2**30, total=80 * 2**30, power_mw=612_345, reasons=0)
+    second = FakeDevice(
+        uuid="GPU-bbbb", power_mw=None, energy_mj=None, reasons=REASON_SW_POWER_CAP | REASON_HW_THERMAL
+    )
+    fake = FakeNvml(devices=[first, second])
+    _install(monkeypatch, fake)
+    source = NvmlSource()
+    result = await source.read()
+    assert isinstance(result, GpuReading) and result.source == "nvml"
+    gpu0, gpu1 = result.gpus
+    assert (gpu0.index, gpu0.uuid, gpu0.name) == (0, "GPU-aaaa", first.name)
+    assert gpu0.memory_used_bytes == first.used and gpu0.memory_total_bytes == first.total
+    assert gpu0.power_w == pytest.approx(first.power_mw / 1000)  # mW -> W
+    assert gpu0.energy_j == pytest.approx(first.energy_mj / 1000)  # mJ -> J
+    assert gpu0.utilization_pct == first.gpu_util and gpu0.temperature_c == first.temperature
+    assert gpu0.sm_clock_mhz == first.sm_clock and gpu0.pci_bus_id == first.bus_id
+    assert gpu0.throttling is False and gpu0.dram_active is None  # NVML has no DRAM-active ratio
+    # A figure the board does not support is unknown, not 0.
+    assert gpu1.power_w is None and gpu1.energy_j is None
+    assert gpu1.throttling is True and gpu1.throttle_text == "power cap, thermal (hardware)"
+    assert threading.get_ident() not in fake.threads  # every NVML call ran in a worker thread
+    await source.read()
+    assert fake.init_calls == 1  # NVML is initialised once
+    source.close()
+    assert fake.shutdown_calls == 1
+    lines = panel_lines(result)
+    assert lines[1].startswith("GPU 0 NVIDIA H100 80GB HBM3 · mem 77.0 / 80.0 GiB") and "612 W" in lines[1]
+    assert "– W" not in lines[1] and " – · " in lines[2] and "throttled: power cap" in lines[2]
+
+
+async def test_older_bindings_without_the_event_reasons_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    _install(
+        monkeypatch, FakeNvml(devices=[FakeDevice(reasons=REASON_SW_POWER_CAP)], event_reasons_api=False)
+    )
+    result = await read_once()
+    assert isinstance(result, GpuReading)
+    assert result.gpus[0].throttle_reasons == REASON_SW_POWER_CAP

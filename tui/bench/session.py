@@ -1,0 +1,377 @@
+"""One burst session: a typed request, validated once, then run / compared / kept / exported.
+
+`spectop bench` and the burst screen both build a `BurstRequest` (from argparse values or from
+the form's text) and hand it to a `BurstSession`; neither orchestrates a burst itself. An arm is
+a live endpoint (`EndpointArm`) or an arm of a kept burst (`PastArm`): two past arms are compared
+without a request sent; one live arm against a past one runs the live arm on the past burst's
+prompt set and compares the two (before/after).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tui.bench.burst_store import BurstFileError, combine_bursts, load_burst, save_burst
+from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
+from tui.bench.engine import ArmTarget, BurstConfig, BurstProgress, run_burst
+from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError, aload_prompt_set
+from tui.bench.report import BurstSummary, burst_summary, export
+from tui.bench.results import BurstResult
+from tui.bench.schedule import Arrival, LoadShape
+from tui.bench.transport import burst_client
+from tui.settings import EndpointSettings
+from tui.validators import check_env_var_name, friendly_message, normalize_http_url, scheme_was_added
+
+Side = Literal["a", "b"]
+ExportKind = Literal["json", "csv", "markdown"]
+_OUT_OF_RANGE = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+_NOT_A_NUMBER = frozenset({"int_parsing", "float_parsing", "int_from_float", "finite_number"})
+
+
+class BurstRequestError(ValueError):
+    """A burst that cannot be asked for: `field` names the request field, `message` says why.
+
+    Each front end names the field its own way (`--requests` in the CLI, `n (requests)` on the
+    screen): `described(labels)`.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+    def described(self, labels: Mapping[str, str]) -> str:
+        return f"{labels.get(self.field, self.field)}: {self.message}"
+
+
+class BurstCancelled(Exception):
+    """The burst was cancelled: every request in flight was closed, nothing is kept."""
+
+    def __init__(self) -> None:
+        super().__init__("cancelled: every request in flight was closed")
+
+
+class EndpointArm(BaseModel):
+    """A live OpenAI-compatible server. `model` / `api_key_env` None: the request's, else the
+    client settings', else (model) the first from GET /v1/models."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["endpoint"] = "endpoint"
+    name: str
+    base_url: str
+    metrics_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    scheme_added: bool = Field(False, description="set by validation: host:port was taken as http://")
+
+    @classmethod
+    def from_settings(cls, endpoint: EndpointSettings) -> EndpointArm:
+        return cls(
+            name=endpoint.name,
+            base_url=endpoint.url,
+            metrics_url=endpoint.resolved_metrics_url,
+            model=endpoint.model,
+            api_key_env=endpoint.api_key_env,
+        )
+
+
+class PastArm(BaseModel):
+    """One arm (`a` or `b`) of a burst kept in the burst files."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["past"] = "past"
+    path: Path
+    arm: Side = "a"
+
+
+Arm = Annotated[EndpointArm | PastArm, Field(discriminator="kind")]
+
+
+class BurstRequest(BaseModel):
+    """What a burst is asked to do, from the CLI's flags or the screen's form (text is accepted
+    and converted: the screen hands its fields over as typed). `parse` is the one validation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    a: Arm | None = None  # None: base_url of the client settings
+    b: Arm | None = None  # None: a plain one-arm benchmark
+    prompts: str = Field(DEFAULT_PROMPT_SET, min_length=1)  # a built-in set name or a JSONL file
+    requests: int = Field(32, ge=1, le=100_000)  # measured, per arm
+    concurrency: int = Field(1, ge=1, le=4096)  # in flight per arm (the cap, with a rate)
+    rate: float | None = Field(None, gt=0, le=100_000)  # requests/s per arm: open loop
+    arrival: Arrival = "poisson"
+    rounds: int = Field(3, ge=1, le=1000)  # the arm that goes first alternates by round
+    warmup: int = Field(1, ge=0, le=10_000)  # per arm, left out
+    api: Literal["chat", "completions"] = "chat"
+    model: str | None = None
+    max_tokens: int | None = Field(None, ge=1, le=1_000_000)  # None: client settings, else 512
+    temperature: float | None = Field(None, ge=0, le=5)  # None: client settings, else 0
+    seed: int | None = None
+    timeout_s: float | None = Field(None, gt=0, le=3600)  # None: client settings, else 120
+    client_settings: Path | None = None  # a client settings.json
+    api_key_env: str | None = None  # None: the arm's, else the client settings'
+    scrape_metrics: bool = True
+
+    @field_validator("a", "b")
+    @classmethod
+    def _arm_url(cls, arm: EndpointArm | PastArm | None) -> EndpointArm | PastArm | None:
+        if not isinstance(arm, EndpointArm):
+            return arm
+        url = normalize_http_url(arm.base_url)
+        metrics = normalize_http_url(arm.metrics_url) if arm.metrics_url else None
+        added = arm.scheme_added or scheme_was_added(arm.base_url, url)
+        return arm.model_copy(update={"base_url": url, "metrics_url": metrics, "scheme_added": added})
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        return None if value is None else check_env_var_name(value)
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any]) -> BurstRequest:
+        """The request, or BurstRequestError naming the first field that cannot be used."""
+        try:
+            return cls.model_validate(dict(values))
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = str(first["loc"][0]) if first["loc"] else "request"
+            message = friendly_message(dict(first))
+            if first["type"] in _OUT_OF_RANGE:
+                message += f", got {first['input']}"
+            elif first["type"] in _NOT_A_NUMBER:
+                message += f", got {first['input']!r}"
+            raise BurstRequestError(field, message) from None
+
+    @property
+    def notes(self) -> list[str]:
+        """What the caller should say about the request as it was understood."""
+        return [
+            f"{side.upper()}: no scheme given, using {arm.base_url}"
+            for side, arm in (("a", self.a), ("b", self.b))
+            if isinstance(arm, EndpointArm) and arm.scheme_added
+        ]
+
+
+@dataclass(frozen=True)
+class BurstOutcome:
+    """A finished burst (or comparison): what is shown, exported and kept."""
+
+    result: BurstResult  # shown and exported: two bursts combined when an arm is a past burst
+    summary: BurstSummary
+    ran: BurstResult | None  # the burst that ran live (what `save` keeps); None: past bursts only
+    notes: tuple[str, ...] = ()  # found while running, for the caller to say (besides `request.notes`)
+
+    @property
+    def failed(self) -> bool:
+        """Any request of the live burst failed."""
+        ran = self.ran
+        return ran is not None and any(not r.ok for arm in ran.arms for r in arm.requests)
+
+    def export(self, kind: ExportKind | str, path: Path) -> Path:
+        return export(self.result, kind, path)
+
+
+def _past(side: str, arm: PastArm) -> BurstResult:
+    try:
+        return load_burst(arm.path)
+    except BurstFileError as error:
+        raise BurstRequestError(side, str(error)) from None
+
+
+def _combined(side: str, before: tuple[BurstResult, str], after: tuple[BurstResult, str]) -> BurstResult:
+    try:
+        return combine_bursts(before[0], after[0], before_arm=before[1], after_arm=after[1])
+    except BurstFileError as error:
+        raise BurstRequestError(side, str(error)) from None
+
+
+def _outcome(result: BurstResult, ran: BurstResult | None) -> BurstOutcome:
+    return BurstOutcome(result=result, summary=burst_summary(result, with_detail=False), ran=ran)
+
+
+def compare(before: PastArm, after: PastArm) -> BurstOutcome:
+    """Two kept bursts of the same prompt set: `before` as A, `after` as B. Nothing is sent.
+    Reads files and bootstraps (CPU): from async code, in a thread."""
+    first, second = _past("a", before), _past("b", after)
+    return _outcome(_combined("b", (first, before.arm), (second, after.arm)), None)
+
+
+def open_burst(path: Path) -> BurstOutcome:
+    """A kept burst as it ran (from async code, in a thread)."""
+    return _outcome(_past("a", PastArm(path=path)), None)
+
+
+ProgressCallback = Callable[[BurstProgress], None]
+
+
+class BurstSession:
+    """Runs one `BurstRequest`: `run` (two past arms: compared, nothing sent), then `save` and
+    `export`; `BurstSession.compare(before, after)` and `.open(path)` for kept bursts alone."""
+
+    compare = staticmethod(compare)
+    open = staticmethod(open_burst)
+
+    def __init__(self, request: BurstRequest, client: httpx.AsyncClient | None = None) -> None:
+        self.request = request
+        self.client = client  # None: a client of its own, sized for the burst (tui.bench.transport)
+        self.settings = ClientSettings()
+        self._notes: list[str] = []
+        self.outcome: BurstOutcome | None = None
+        self.saved_to: Path | None = None
+
+    async def _client_settings(self) -> ClientSettings:
+        path = self.request.client_settings
+        if path is None:
+            return ClientSettings()
+        try:
+            settings = await asyncio.to_thread(load_client_settings, path)
+        except ClientSettingsError as error:
+            raise BurstRequestError("client_settings", str(error)) from None
+        if not settings.stream:
+            self._notes.append("stream=false in the client settings is ignored: TTFT needs streaming")
+        return settings
+
+    def _arm_a(self) -> EndpointArm | PastArm:
+        if self.request.a is not None:
+            return self.request.a
+        if not self.settings.base_url:
+            raise BurstRequestError(
+                "a", "required: an endpoint or a past burst (or base_url in client settings)"
+            )
+        return EndpointArm(name="A", base_url=normalize_http_url(self.settings.base_url))
+
+    def _target(self, arm: EndpointArm) -> ArmTarget:
+        request, settings = self.request, self.settings
+        return ArmTarget(
+            name=arm.name,
+            base_url=arm.base_url,
+            metrics_url=arm.metrics_url,
+            model=arm.model or request.model or settings.model,
+            api_key_env=arm.api_key_env or request.api_key_env or settings.api_key_env,
+            scrape_metrics=request.scrape_metrics,
+        )
+
+    async def config(self, live: list[EndpointArm], past: BurstResult | None = None) -> BurstConfig:
+        """The engine's config for the live arms (on the past burst's prompts, when there is one)."""
+        request, settings = self.request, self.settings
+        spec = past.settings.prompt_set if past is not None else request.prompts
+        try:
+            prompt_set = await aload_prompt_set(spec)
+        except PromptSetError as error:
+            raise BurstRequestError("prompts", str(error)) from None
+        if past is not None and prompt_set.digest != past.settings.prompt_set_digest:
+            raise BurstRequestError(
+                "prompts", f"the prompt set {spec} changed since that burst: not comparable"
+            )
+        targets = [self._target(arm) for arm in live]
+        return BurstConfig(
+            a=targets[0],
+            b=targets[1] if len(targets) > 1 else None,
+            prompt_set=prompt_set,
+            requests=request.requests,
+            load=LoadShape(concurrency=request.concurrency, rate=request.rate, arrival=request.arrival),
+            rounds=request.rounds,
+            warmup=request.warmup,
+            api=request.api,
+            max_tokens=request.max_tokens if request.max_tokens is not None else settings.max_tokens,
+            temperature=request.temperature if request.temperature is not None else settings.temperature,
+            seed=request.seed,
+            extra_body=settings.extra_body,
+            timeout_s=request.timeout_s if request.timeout_s is not None else settings.timeout,
+            max_retries=settings.max_retries,
+        )
+
+    async def run(
+        self, on_progress: ProgressCallback | None = None, cancel: asyncio.Event | None = None
+    ) -> BurstOutcome:
+        """Run the burst (BurstRequestError, the engine's BurstConfigError / ArmUnreachable before
+        anything is sent; BurstCancelled once `cancel` is set). Nothing is kept until `save`."""
+        self.settings = await self._client_settings()
+        arms: list[tuple[Side, EndpointArm | PastArm]] = [("a", self._arm_a())]
+        if self.request.b is not None:
+            arms.append(("b", self.request.b))
+        past = [(side, arm) for side, arm in arms if isinstance(arm, PastArm)]
+        live = [(side, arm) for side, arm in arms if isinstance(arm, EndpointArm)]
+        if not live:
+            assert len(past) == 2
+            outcome = await asyncio.to_thread(compare, past[0][1], past[1][1])
+            self.outcome = dataclasses.replace(outcome, notes=tuple(self._notes))
+            return self.outcome
+        kept: tuple[Side, BurstResult, str] | None = None
+        if past:
+            side, arm = past[0]
+            kept = (side, await asyncio.to_thread(_past, side, arm), arm.arm)
+        config = await self.config([arm for _, arm in live], kept[1] if kept else None)
+        labels = {"a": "b"} if kept and kept[0] == "a" else {}  # a live B runs as the engine's arm a
+        ran = await self._run(config, _relabelled(on_progress, labels), cancel)
+        result = ran
+        if kept is not None:
+            before, after = ((kept[1], kept[2]), (ran, "a"))
+            if kept[0] == "b":
+                before, after = after, before
+            result = _combined(kept[0], before, after)
+        outcome = await asyncio.to_thread(_outcome, result, ran)  # the bootstrap: CPU
+        self.outcome = dataclasses.replace(outcome, notes=tuple(self._notes))
+        return self.outcome
+
+    async def _run(
+        self, config: BurstConfig, on_progress: ProgressCallback | None, cancel: asyncio.Event | None
+    ) -> BurstResult:
+        async with contextlib.AsyncExitStack() as stack:
+            client = self.client
+            if client is None:
+                connections = config.load.concurrency * len(config.arms()) + 8
+                client = await stack.enter_async_context(
+                    burst_client(connections, timeout_s=config.timeout_s)
+                )
+            burst = asyncio.ensure_future(run_burst(config, client, on_progress=on_progress))
+            if cancel is None:
+                return await burst
+            cancelled = asyncio.ensure_future(cancel.wait())
+            try:
+                await asyncio.wait((burst, cancelled), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                cancelled.cancel()
+                if not burst.done():
+                    burst.cancel()  # closes every request in flight
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await burst
+            if burst.cancelled():
+                raise BurstCancelled
+            return burst.result()
+        raise AssertionError("unreachable")  # for the type checker: the stack does not swallow
+
+    def save(self) -> Path | None:
+        """Keep the live burst in the burst files; None when nothing ran live."""
+        if self.outcome is None or self.outcome.ran is None:
+            return None
+        self.saved_to = save_burst(self.outcome.ran)
+        return self.saved_to
+
+    def export(self, kind: ExportKind | str, path: Path) -> Path:
+        if self.outcome is None:
+            raise RuntimeError("nothing to export: the burst has not run")
+        return self.outcome.export(kind, path)
+
+
+def _relabelled(on_progress: ProgressCallback | None, labels: dict[str, str]) -> ProgressCallback | None:
+    """Progress with the arms named as the caller shows them (a live B against a past A)."""
+    if on_progress is None or not labels:
+        return on_progress
+
+    def show(progress: BurstProgress) -> None:
+        arms = [dataclasses.replace(arm, label=labels.get(arm.label, arm.label)) for arm in progress.arms]
+        on_progress(dataclasses.replace(progress, arms=arms))
+
+    return show

@@ -1,0 +1,281 @@
+"""A small client of the Prometheus HTTP API (`/api/v1/query`, `query_range`, `series`, label values).
+
+Everything Prometheus answers is untrusted: the body is size-capped, parsed into pydantic models,
+and every failure (connection refused, timeout, HTTP error, `status: error`, a body that is not
+the API's JSON) raises `PrometheusError` with a short text for the dashboard. Every request has a
+timeout. Secrets (bearer token, basic-auth password) come from environment variables named in the
+settings; they go into request headers only and never into a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tui.settings import PrometheusSettings
+from tui.telemetry.scraper import _connect_error_text
+
+DEFAULT_MAX_BYTES = 32 * 2**20
+_POST_PATHS = frozenset({"/api/v1/query", "/api/v1/query_range", "/api/v1/series"})
+_STALE_CONNECTION = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+__all__ = [
+    "InstantSample",
+    "PrometheusClient",
+    "PrometheusError",
+    "RangeSeries",
+    "number",
+]
+
+
+class PrometheusError(Exception):
+    """Prometheus could not answer a request; str() is the text the dashboard shows."""
+
+
+class _Response(BaseModel):
+    """The envelope of every /api/v1 answer."""
+
+    model_config = ConfigDict(extra="ignore")
+    status: Literal["success", "error"]
+    data: Any = None
+    errorType: str | None = None
+    error: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class InstantSample(BaseModel):
+    """One series of an instant vector: labels and [unix time, "value"]."""
+
+    model_config = ConfigDict(extra="ignore")
+    metric: dict[str, str] = Field(default_factory=dict)
+    value: tuple[float, str]
+
+    @property
+    def number(self) -> float | None:
+        return number(self.value[1])
+
+
+class RangeSeries(BaseModel):
+    """One series of a range vector (matrix)."""
+
+    model_config = ConfigDict(extra="ignore")
+    metric: dict[str, str] = Field(default_factory=dict)
+    values: list[tuple[float, str]] = Field(default_factory=list)
+
+
+class _Vector(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    resultType: Literal["vector"]
+    result: list[InstantSample]
+
+
+class _Scalar(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    resultType: Literal["scalar"]
+    result: tuple[float, str]
+
+
+class _Matrix(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    resultType: Literal["matrix"]
+    result: list[RangeSeries]
+
+
+def number(text: str) -> float | None:
+    """A Prometheus sample value ("1.5", "NaN", "+Inf") as a finite float, else None (never 0)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _size_text(max_bytes: int) -> str:
+    return f"{max_bytes // 2**20} MiB" if max_bytes >= 2**20 else f"{max_bytes} bytes"
+
+
+class PrometheusClient:
+    """One Prometheus server. Use as `async with PrometheusClient(settings) as client:`.
+
+    `requests` counts the HTTP requests sent (the benchmark reports queries per refresh).
+    """
+
+    def __init__(
+        self,
+        settings: PrometheusSettings,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        http: httpx.AsyncClient | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.base_url = settings.url.rstrip("/")
+        self.timeout_s = settings.timeout_s
+        self.max_bytes = max_bytes
+        self.requests = 0
+        env = os.environ if environ is None else environ
+        self._headers = {"Accept": "application/json"}
+        auth: httpx.BasicAuth | None = None
+        if settings.bearer_token_env:
+            token = env.get(settings.bearer_token_env)
+            if token:
+                self._headers["Authorization"] = f"Bearer {token}"
+        if settings.basic_auth_user is not None:
+            password = ""
+            if settings.basic_auth_password_env:
+                password = env.get(settings.basic_auth_password_env, "")
+            auth = httpx.BasicAuth(settings.basic_auth_user, password)
+        self._owns_http = http is None
+        self._http = http or httpx.AsyncClient(verify=settings.tls_verify)
+        self._auth = auth
+
+    def missing_secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """Names of environment variables the settings name but that are not set (never their values)."""
+        env = os.environ if environ is None else environ
+        names = [self.settings.bearer_token_env, self.settings.basic_auth_password_env]
+        return [name for name in names if name and not env.get(name)]
+
+    async def __aenter__(self) -> PrometheusClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    # --- transport --------------------------------------------------------------------------------------
+
+    async def _read(self, path: str, params: list[tuple[str, str]]) -> tuple[int, bytes]:
+        # Queries go as a POST form (long PromQL does not fit a URL); label lookups as GET.
+        post = path in _POST_PATHS
+        headers = self._headers
+        if post:
+            headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+        async with self._http.stream(
+            "POST" if post else "GET",
+            f"{self.base_url}{path}",
+            content=urlencode(params).encode("ascii") if post else None,
+            params=None if post else params,
+            headers=headers,
+            auth=self._auth or httpx.USE_CLIENT_DEFAULT,
+            timeout=self.timeout_s,
+        ) as response:
+            declared = response.headers.get("content-length")
+            too_large = f"Prometheus answer larger than {_size_text(self.max_bytes)}"
+            if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+                raise PrometheusError(too_large)
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > self.max_bytes:
+                    raise PrometheusError(too_large)
+            return response.status_code, bytes(body)
+
+    async def _get(self, path: str, params: list[tuple[str, str]]) -> _Response:
+        self.requests += 1
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                try:
+                    status, body = await self._read(path, params)
+                except _STALE_CONNECTION:
+                    # A kept-alive connection the server closed (e.g. Prometheus restarted): once more.
+                    status, body = await self._read(path, params)
+        except PrometheusError:
+            raise
+        except (TimeoutError, httpx.TimeoutException):
+            raise PrometheusError(f"Prometheus timeout after {self.timeout_s:g} s") from None
+        except httpx.ConnectError as error:
+            raise PrometheusError(f"Prometheus unreachable: {_connect_error_text(error)}") from None
+        except _STALE_CONNECTION as error:
+            raise PrometheusError(f"Prometheus: connection lost ({type(error).__name__})") from None
+        except httpx.HTTPError as error:
+            raise PrometheusError(f"Prometheus: {type(error).__name__}") from None
+        except OSError as error:
+            raise PrometheusError(
+                f"Prometheus: network error: {error.strerror or type(error).__name__}"
+            ) from None
+        try:
+            answer = _Response.model_validate(json.loads(body.decode("utf-8", errors="replace")))
+        except (ValueError, ValidationError):
+            if status >= 300:  # an error page, or a redirect (to a login page): not followed
+                raise PrometheusError(f"Prometheus: HTTP {status}") from None
+            raise PrometheusError("Prometheus: the answer is not Prometheus API JSON") from None
+        if answer.status == "error":
+            kind = answer.errorType or f"HTTP {status}"
+            text = (answer.error or "no message")[:300]
+            raise PrometheusError(f"Prometheus error ({kind}): {text}")
+        if status >= 400:
+            raise PrometheusError(f"Prometheus: HTTP {status}")
+        return answer
+
+    # --- API ----------------------------------------------------------------------------------------------
+
+    async def query(self, expr: str, at: float | None = None) -> list[InstantSample]:
+        """An instant query; a scalar answer comes back as one sample without labels."""
+        params = [("query", expr)]
+        if at is not None:
+            params.append(("time", f"{at:.3f}"))
+        params.append(("timeout", f"{self.timeout_s:g}s"))
+        answer = await self._get("/api/v1/query", params)
+        data = answer.data if isinstance(answer.data, dict) else {}
+        try:
+            if data.get("resultType") == "scalar":
+                scalar = _Scalar.model_validate(data)
+                return [InstantSample(metric={}, value=scalar.result)]
+            return _Vector.model_validate(data).result
+        except ValidationError:
+            raise PrometheusError(f"Prometheus: unexpected answer to {expr[:60]!r}") from None
+
+    async def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[RangeSeries]:
+        params = [
+            ("query", expr),
+            ("start", f"{start:.3f}"),
+            ("end", f"{end:.3f}"),
+            ("step", f"{step_s:g}"),
+            ("timeout", f"{self.timeout_s:g}s"),
+        ]
+        answer = await self._get("/api/v1/query_range", params)
+        try:
+            return _Matrix.model_validate(answer.data).result
+        except ValidationError:
+            raise PrometheusError(f"Prometheus: unexpected answer to {expr[:60]!r}") from None
+
+    async def series(
+        self, matchers: list[str], start: float | None = None, end: float | None = None
+    ) -> list[dict[str, str]]:
+        """The label sets of the series matching any of `matchers` (`/api/v1/series`)."""
+        params = [("match[]", matcher) for matcher in matchers]
+        if start is not None:
+            params.append(("start", f"{start:.3f}"))
+        if end is not None:
+            params.append(("end", f"{end:.3f}"))
+        answer = await self._get("/api/v1/series", params)
+        if not isinstance(answer.data, list):
+            raise PrometheusError("Prometheus: unexpected answer to a series request")
+        return [
+            {str(key): str(value) for key, value in item.items()}
+            for item in answer.data
+            if isinstance(item, dict)
+        ]
+
+    async def label_values(self, label: str, matchers: list[str] | None = None) -> list[str]:
+        """The values of one label (`/api/v1/label/<label>/values`), within `matchers` when given."""
+        if not _LABEL_NAME.match(label):
+            raise PrometheusError(f"not a label name: {label!r}")
+        params = [("match[]", matcher) for matcher in matchers or []]
+        answer = await self._get(f"/api/v1/label/{label}/values", params)
+        if not isinstance(answer.data, list):
+            raise PrometheusError("Prometheus: unexpected answer to a label request")
+        return [str(value) for value in answer.data]

@@ -1,0 +1,391 @@
+"""One refresh of a whole fleet through Prometheus: a constant number of queries, a reading per instance.
+
+`FleetPoller.refresh()` sends, concurrently and all evaluated at the same instant: the discovery
+query (which backend each `instance` runs, by its metric families), `up`, the time of each target's
+last scrape, and one query per figure. It returns a `FleetRefresh` whose readings are
+`FleetReading`s, i.e. `EndpointReading`s (name and url = the instance) with the same `Figures` the
+dashboard shows for a directly scraped endpoint, so the dashboard renders them unchanged.
+
+Faults are data, never a crash and never 0: Prometheus unreachable, slow or answering
+`status: error` makes every known instance `up=False` with that text and unknown figures; a target
+with `up == 0` is down ("target down"); a target whose last scrape is older than `stale_after_s` is
+"stale"; a figure whose query failed, or that Prometheus answers with NaN (an empty window), is None.
+Instances once seen stay listed (down) when their series disappear. `load_history()` fills
+sparklines at start-up from `query_range`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
+
+from pydantic import Field
+
+from tui.fleet.client import InstantSample, PrometheusClient, PrometheusError, number
+from tui.fleet.queries import (
+    FLEET_FIGURES,
+    FigureQuery,
+    discovery_query,
+    engine_queries,
+    figure_queries,
+    up_query,
+    up_timestamp_query,
+)
+from tui.settings import PrometheusSettings
+from tui.telemetry.figures import Figures
+from tui.telemetry.history import SERIES_NAMES, History
+from tui.telemetry.monitor import EndpointReading
+
+_T = TypeVar("_T")
+DEFAULT_STALE_AFTER_S = 60.0
+DISCOVERY_LOOKBACK_S = 300.0
+MAX_CONCURRENT_QUERIES = 4
+_MAX_POSITIONS = 64
+_MAX_POINTS = 11_000  # Prometheus refuses a range query with more points per series
+
+
+class FleetReading(EndpointReading):
+    """An EndpointReading from Prometheus, plus where the instance belongs."""
+
+    instance: str
+    job: str | None = None
+    group: str | None = None  # the value of the settings' group_by label
+    last_scrape_age_s: float | None = None
+    # vLLM with several data-parallel engines: acceptance and tokens/s per `engine` label.
+    engines: dict[str, Figures] = Field(default_factory=dict)
+
+
+@dataclass
+class FleetRefresh:
+    time: float  # the evaluation time of every query of this refresh
+    readings: list[FleetReading]
+    error: str | None = None  # Prometheus itself failed (down, slow, status error)
+    queries: int = 0  # HTTP requests sent for this refresh
+    elapsed_s: float = 0.0
+    figure_errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is unknown
+
+
+@dataclass
+class _Instance:
+    backend: str | None
+    model: str | None
+    job: str | None
+    group: str | None
+    consecutive_failures: int = 0
+
+
+def _by_instance(samples: Iterable[InstantSample]) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for sample in samples:
+        instance = sample.metric.get("instance")
+        value = sample.number
+        if instance is not None and value is not None:
+            values[instance] = value
+    return values
+
+
+def _positions(samples: Iterable[InstantSample]) -> dict[str, list[float]]:
+    """Per-position acceptance by instance, position 0 first (a missing position counts 0, as direct)."""
+    found: dict[str, dict[int, float]] = {}
+    for sample in samples:
+        instance = sample.metric.get("instance")
+        value = sample.number
+        try:
+            position = int(sample.metric.get("position", ""))
+        except ValueError:
+            continue
+        if instance is None or value is None or not 0 <= position < _MAX_POSITIONS:
+            continue
+        found.setdefault(instance, {})[position] = value
+    result = {}
+    for instance, by_position in found.items():
+        values = [0.0] * (max(by_position) + 1)
+        for position, value in by_position.items():
+            values[position] = value
+        result[instance] = values
+    return result
+
+
+def _instance_rows(samples: list[InstantSample], group_label: str) -> dict[str, _Instance]:
+    """Discovery answer → instances: the backend with the most family names wins (as `detect_backend`)."""
+    votes: dict[str, dict[str, float]] = {}
+    models: dict[str, dict[str, None]] = {}
+    labels: dict[str, dict[str, str]] = {}
+    for sample in samples:
+        instance = sample.metric.get("instance")
+        backend = sample.metric.get("backend")
+        count = sample.number
+        if instance is None or backend is None or count is None:
+            continue
+        backend_votes = votes.setdefault(instance, {})
+        backend_votes[backend] = max(backend_votes.get(backend, 0.0), count)
+        model = sample.metric.get("model_name")
+        if model:
+            models.setdefault(instance, {})[model] = None
+        labels.setdefault(instance, dict(sample.metric))
+    result = {}
+    for instance, backend_votes in votes.items():
+        backend = max(sorted(backend_votes), key=lambda name: backend_votes[name])
+        names = list(models.get(instance, {}))
+        model = ", ".join(names[:3]) or None
+        metric = labels[instance]
+        group = model if group_label == "model" else metric.get(group_label)
+        result[instance] = _Instance(backend, model, metric.get("job"), group)
+    return result
+
+
+class FleetPoller:
+    """Everything Prometheus knows about the fleet, one `refresh()` at a time. Never raises."""
+
+    def __init__(
+        self,
+        settings: PrometheusSettings,
+        window_s: float,
+        *,
+        client: PrometheusClient | None = None,
+        stale_after_s: float = DEFAULT_STALE_AFTER_S,
+    ) -> None:
+        if window_s <= 0:
+            raise ValueError("window_s must be positive")
+        self.settings = settings
+        self.window_s = window_s
+        self.stale_after_s = stale_after_s
+        self.matchers = settings.match or ""
+        self.client = client or PrometheusClient(settings)
+        self._owns_client = client is None
+        self._instances: dict[str, _Instance] = {}
+        self._discovered_once = False
+        self._queries = figure_queries(self.matchers, window_s)
+        self._engine_queries = engine_queries(self.matchers, window_s)
+        self._semaphore = asyncio.Semaphore(MAX_CONCURRENT_QUERIES)
+        self.last_refresh: FleetRefresh | None = None
+
+    async def __aenter__(self) -> FleetPoller:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self.client.aclose()
+
+    @property
+    def queries_per_refresh(self) -> int:
+        return 3 + len(self._queries) + len(self._engine_queries)
+
+    async def _guarded(self, call: Callable[[], Awaitable[_T]], deadline: float) -> _T | PrometheusError:
+        """`call()` with a slot among the concurrent queries; every failure comes back as data."""
+        try:
+            # One budget for the whole refresh: queries waiting for a slot do not each get a new one.
+            async with asyncio.timeout_at(deadline), self._semaphore:
+                return await call()
+        except PrometheusError as error:
+            return error
+        except TimeoutError:
+            return PrometheusError(f"Prometheus timeout after {self.client.timeout_s:g} s")
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # a bug must not stop the dashboard
+            return PrometheusError(f"internal error: {type(error).__name__}: {error}")
+
+    def _discovery(self) -> str:
+        # The first refresh looks back (over Prometheus' 5-minute lookback, or the window if longer),
+        # so a target already down is listed too; later ones remember what they saw.
+        lookback = None if self._discovered_once else max(self.window_s, DISCOVERY_LOOKBACK_S)
+        return discovery_query(self.matchers, (self.settings.group_by,), lookback)
+
+    async def refresh(self) -> FleetRefresh:
+        """One refresh of every instance (a constant number of queries). Never raises (but on cancel)."""
+        started = time.monotonic()
+        requests_before = self.client.requests
+        at = time.time()
+        fixed = [self._discovery(), up_query(self.matchers), up_timestamp_query(self.matchers)]
+        queries = [*self._queries, *self._engine_queries]
+        deadline = asyncio.get_running_loop().time() + self.client.timeout_s
+        answers = await asyncio.gather(
+            *(self._guarded(partial(self.client.query, expr, at), deadline) for expr in fixed),
+            *(self._guarded(partial(self.client.query, query.expr, at), deadline) for query in queries),
+        )
+        discovery, up, scraped_at = answers[:3]
+        figure_answers = dict(zip(self._queries, answers[3 : 3 + len(self._queries)], strict=True))
+        engine_answers = dict(zip(self._engine_queries, answers[3 + len(self._queries) :], strict=True))
+        error = next(
+            (answer for answer in (discovery, up, scraped_at) if isinstance(answer, PrometheusError)), None
+        )
+        if error is not None:
+            readings = [
+                self._unknown(instance, known, at, str(error)) for instance, known in self._instances.items()
+            ]
+            result = FleetRefresh(at, readings, error=str(error))
+        else:
+            assert not isinstance(discovery, PrometheusError)
+            assert not isinstance(up, PrometheusError) and not isinstance(scraped_at, PrometheusError)
+            self._discovered_once = True
+            discovered = _instance_rows(discovery, self.settings.group_by)
+            for instance, found in discovered.items():
+                known = self._instances.get(instance)
+                if known is not None:
+                    found.consecutive_failures = known.consecutive_failures
+                self._instances[instance] = found
+            result = self._readings(
+                at, _by_instance(up), _by_instance(scraped_at), figure_answers, set(discovered)
+            )
+            _add_engines(result.readings, engine_answers)
+        result.queries = self.client.requests - requests_before
+        result.elapsed_s = time.monotonic() - started
+        self.last_refresh = result
+        return result
+
+    async def poll(self) -> list[FleetReading]:
+        """`refresh()`, readings only (like `EndpointMonitor.poll` for every instance at once)."""
+        return (await self.refresh()).readings
+
+    def _unknown(self, instance: str, known: _Instance, at: float, error: str) -> FleetReading:
+        known.consecutive_failures += 1
+        return self._reading(instance, known, at, up=False, error=error, figures=Figures())
+
+    def _reading(
+        self,
+        instance: str,
+        known: _Instance,
+        at: float,
+        *,
+        up: bool,
+        error: str | None,
+        figures: Figures,
+        age: float | None = None,
+    ) -> FleetReading:
+        return FleetReading(
+            name=instance,
+            url=instance,
+            instance=instance,
+            time=at,
+            up=up,
+            error=error,
+            backend=known.backend,
+            model=known.model,
+            window_s=self.window_s,
+            figures=figures,
+            consecutive_failures=known.consecutive_failures,
+            job=known.job,
+            group=known.group,
+            last_scrape_age_s=age,
+        )
+
+    def _readings(
+        self,
+        at: float,
+        up: dict[str, float],
+        scraped_at: dict[str, float],
+        answers: dict[FigureQuery, list[InstantSample] | PrometheusError],
+        discovered: set[str],
+    ) -> FleetRefresh:
+        values: dict[str, dict[str, float | list[float]]] = {}
+        figure_errors: dict[str, str] = {}
+        for query, answer in answers.items():
+            if isinstance(answer, PrometheusError):
+                figure_errors[query.figure] = str(answer)
+                continue
+            found: dict[str, float] | dict[str, list[float]] = (
+                _positions(answer) if query.by_position else _by_instance(answer)
+            )
+            for instance, value in found.items():
+                values.setdefault(instance, {})[query.figure] = value
+        readings = []
+        for instance, known in sorted(self._instances.items()):
+            age = at - scraped_at[instance] if instance in scraped_at else None
+            if instance not in up:
+                error: str | None = "no up series: Prometheus does not scrape this target now"
+            elif up[instance] < 1:
+                error = "target down (up == 0): Prometheus cannot scrape it"
+            elif age is not None and age > self.stale_after_s:
+                error = f"stale: last scraped {age:.0f} s ago"
+            else:
+                error = None
+            is_up = error is None
+            if is_up and instance not in discovered:
+                # Scraped fine, but its server's metric families are gone (another server there now?).
+                error = f"no {known.backend or 'known'} metrics in Prometheus now"
+            elif figure_errors and is_up:
+                error = "; ".join(f"{name}: {text}" for name, text in sorted(figure_errors.items()))
+            known.consecutive_failures = 0 if is_up else known.consecutive_failures + 1
+            figures = Figures.model_validate(values.get(instance, {}))
+            readings.append(
+                self._reading(instance, known, at, up=is_up, error=error, figures=figures, age=age)
+            )
+        return FleetRefresh(at, readings, figure_errors=figure_errors)
+
+    async def load_history(
+        self, history_s: float, step_s: float, *, names: tuple[str, ...] = SERIES_NAMES
+    ) -> dict[str, list[tuple[float, Figures]]]:
+        """Figures of every instance at every `step_s` over the last `history_s` seconds (query_range).
+
+        One range query per figure; a figure that fails or has no data at a step stays None there.
+        """
+        end = time.time()
+        step_s = max(step_s, history_s / _MAX_POINTS, 0.001)
+        start = end - history_s
+        wanted = tuple(name for name in names if name in FLEET_FIGURES)
+        queries = figure_queries(self.matchers, self.window_s, wanted)
+
+        deadline = asyncio.get_running_loop().time() + self.client.timeout_s
+        answers = await asyncio.gather(
+            *(
+                self._guarded(partial(self.client.query_range, query.expr, start, end, step_s), deadline)
+                for query in queries
+            )
+        )
+        points: dict[str, dict[float, dict[str, float]]] = {}
+        for query, answer in zip(queries, answers, strict=True):
+            if isinstance(answer, PrometheusError) or query.by_position:
+                continue
+            for series in answer:
+                instance = series.metric.get("instance")
+                if instance is None:
+                    continue
+                by_time = points.setdefault(instance, {})
+                for stamp, text in series.values:
+                    value = number(text)
+                    if value is not None:
+                        by_time.setdefault(round(stamp, 3), {})[query.figure] = value
+        return {
+            instance: [(stamp, Figures.model_validate(by_time[stamp])) for stamp in sorted(by_time)]
+            for instance, by_time in points.items()
+        }
+
+
+def _add_engines(
+    readings: list[FleetReading], answers: dict[FigureQuery, list[InstantSample] | PrometheusError]
+) -> None:
+    """Per-engine figures of instances with two or more `engine` labels (a failed query adds nothing)."""
+    engines: dict[str, dict[str, dict[str, float]]] = {}
+    for query, answer in answers.items():
+        if isinstance(answer, PrometheusError):
+            continue
+        for sample in answer:
+            instance, engine, value = (
+                sample.metric.get("instance"),
+                sample.metric.get("engine"),
+                sample.number,
+            )
+            if instance is not None and engine is not None and value is not None:
+                engines.setdefault(instance, {}).setdefault(engine, {})[query.figure] = value
+    for reading in readings:
+        found = engines.get(reading.instance, {})
+        if len(found) >= 2:
+            reading.engines = {
+                engine: Figures.model_validate(values) for engine, values in sorted(found.items())
+            }
+
+
+def fill_history(history: History, loaded: dict[str, list[tuple[float, Figures]]]) -> None:
+    """Put `load_history()`'s answer into the dashboard's ring buffers (sparklines full at once)."""
+    for instance, points in loaded.items():
+        endpoint = history.endpoint(instance)
+        for stamp, figures in points:
+            endpoint.add(stamp, figures)

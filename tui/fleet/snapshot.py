@@ -1,0 +1,124 @@
+"""`spectop snapshot --prometheus URL [--match SELECTOR] --window S [--json]`: one row per instance.
+
+Prometheus already holds the window, so nothing is waited for: the figures are PromQL over the
+last S seconds (S should span at least two of Prometheus' scrapes, else the rates are unknown).
+With --json each line has the same fields as a direct snapshot's, `url` being the instance.
+Exit 0 when every instance was up, 1 when one was not or Prometheus failed, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from tui.fleet.options import prometheus_settings
+from tui.fleet.poller import FleetPoller, FleetReading
+from tui.settings import SettingsError, find_settings_file, parse_settings
+from tui.telemetry.figures import Figures
+
+
+def row(reading: FleetReading) -> dict[str, Any]:
+    """A direct snapshot's JSON line (the same record type, so the same fields), url = the instance."""
+    from tui.commands.snapshot import _Result
+
+    result = _Result(reading.instance, reading.window_s)
+    result.up, result.error, result.backend = reading.up, reading.error, reading.backend
+    result.model, result.figures = reading.model, _shown(reading)
+    return result.as_json()
+
+
+def _shown(reading: FleetReading) -> Figures:
+    """Like a direct snapshot: a down instance has no figures (not the window's last ones)."""
+    return reading.figures if reading.up else Figures()
+
+
+def _cell(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> str:
+    """A figure as text; "–" when unknown (never 0)."""
+    return "–" if value is None else f"{value * scale:{spec}}{unit}"
+
+
+_COLUMNS = ("instance", "status", "backend", "tok/s", "accept", "len", "TTFT p95", "run/wait", "KV", "model")
+_LEFT = {0, 1, 2, 9}  # text columns; figures are right-aligned
+
+
+def table(readings: list[FleetReading]) -> list[str]:
+    rows = []
+    for reading in readings:
+        f = _shown(reading)
+        rows.append(
+            (
+                reading.instance,
+                "up" if reading.up else "DOWN",
+                reading.backend or "?",
+                _cell(f.generation_tokens_per_s, ",.1f"),
+                _cell(f.acceptance_rate, ".1f", 100, " %"),
+                _cell(f.mean_acceptance_length, ".2f"),
+                _cell(f.ttft_p95_s, ".1f", 1000, " ms"),
+                f"{_cell(f.running, '.0f')}/{_cell(f.waiting, '.0f')}",
+                _cell(f.kv_cache_usage, ".1f", 100, " %"),
+                reading.model or "–",
+            )
+        )
+    columns = _COLUMNS
+    widths = [max(len(line[i]) for line in (columns, *rows)) for i in range(len(columns))]
+    lines = []
+    for line in (columns, *rows):
+        cells = [
+            cell.ljust(width) if i in _LEFT else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    for reading in readings:
+        if reading.error:
+            lines.append(f"{reading.instance}: {reading.error}")
+    return lines
+
+
+async def _refresh(poller: FleetPoller) -> Any:
+    async with poller:
+        return await poller.refresh()
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    if args.urls:
+        print("spectop snapshot: give URLs or --prometheus URL, not both", file=sys.stderr)
+        return 2
+    try:
+        path = find_settings_file(getattr(args, "config", None))
+        base = parse_settings(path.read_text(encoding="utf-8"), path).prometheus if path else None
+        settings = prometheus_settings(base, args.prometheus, args.match)
+    except (SettingsError, OSError) as error:
+        print(f"spectop snapshot: {error}", file=sys.stderr)
+        return 2
+    assert settings is not None
+    settings = settings.model_copy(update={"timeout_s": args.timeout})
+    poller = FleetPoller(settings, args.window)
+    for name in poller.client.missing_secrets():
+        print(f"spectop snapshot: environment variable {name} is not set; asking without it", file=sys.stderr)
+    refresh = asyncio.run(_refresh(poller))
+    if refresh.error is not None:
+        print(f"spectop snapshot: {settings.url}: {refresh.error}", file=sys.stderr)
+        return 1
+    if not refresh.readings:
+        where = f" matching {{{settings.match}}}" if settings.match else ""
+        print(
+            f"spectop snapshot: {settings.url}: no vLLM, SGLang or llama.cpp instance{where} in Prometheus",
+            file=sys.stderr,
+        )
+        return 1
+    if not any(reading.figures.generation_tokens_per_s is not None for reading in refresh.readings):
+        print(
+            f"spectop snapshot: no rate over the last {args.window:g} s; "
+            "the window must span at least two of Prometheus' scrapes",
+            file=sys.stderr,
+        )
+    if args.json:
+        for reading in refresh.readings:
+            print(json.dumps(row(reading), ensure_ascii=False))
+    else:
+        print(f"{settings.url} · {len(refresh.readings)} instances · {args.window:g} s window")
+        print("\n".join(table(refresh.readings)))
+    return 0 if all(reading.up for reading in refresh.readings) else 1

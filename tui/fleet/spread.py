@@ -1,0 +1,202 @@
+"""Per group of the fleet: its summary row, and data-parallel imbalance (how far apart the replicas
+of a group, or the engines of one vLLM, are).
+
+For acceptance and tokens/s, a group's `Spread` gives the median, lowest and highest value and the
+members "far off" the others. Far off means more than `rel` of the median away AND more than `abs_`
+away (so identical idle replicas, or small absolute differences, never count), judged only with at
+least three known members (with two, neither can be told to be the odd one). Unknown values (None)
+take no part: they are not 0. `ImbalanceAlerts` turns an outlier that stays one for `sustained_s`
+into a `tui.telemetry.alerts.Alert` (kind "imbalance"), and clears it when it is back in line.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tui.fleet.poller import FleetReading
+from tui.telemetry.alerts import Alert
+
+IMBALANCE = "imbalance"  # an Alert kind the dashboard's AlertKind does not list yet
+
+# figure -> (relative, absolute) distance from the median that counts as far off
+DEFAULT_LIMITS: dict[str, tuple[float, float]] = {
+    "acceptance_rate": (0.2, 0.1),
+    "generation_tokens_per_s": (0.5, 1.0),
+}
+MIN_MEMBERS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Outlier:
+    member: str  # an instance, or "instance engine=N"
+    value: float
+    deviation: float  # (value - median) / median; -0.5 = half the median
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    group: str  # the group's label value, or the instance for engines
+    figure: str
+    members: int  # members with a known value
+    median: float
+    low: float
+    high: float
+    outliers: tuple[Outlier, ...]
+
+
+def spread_of(
+    group: str, figure: str, values: dict[str, float | None], limits: tuple[float, float]
+) -> Spread | None:
+    """The spread of one figure over named members; None without a known value."""
+    known = {member: value for member, value in values.items() if value is not None}
+    if not known:
+        return None
+    median = statistics.median(known.values())
+    rel, abs_ = limits
+    outliers: list[Outlier] = []
+    if len(known) >= MIN_MEMBERS:
+        for member, value in sorted(known.items()):
+            distance = abs(value - median)
+            if distance > abs_ and distance > rel * abs(median):
+                deviation = (value - median) / median if median else float("inf")
+                outliers.append(Outlier(member, value, deviation))
+    return Spread(
+        group, figure, len(known), median, min(known.values()), max(known.values()), tuple(outliers)
+    )
+
+
+def group_spreads(
+    readings: Iterable[FleetReading], limits: dict[str, tuple[float, float]] | None = None
+) -> list[Spread]:
+    """Spread of acceptance and tokens/s across the up instances of each group (group_by label)."""
+    limits = limits or DEFAULT_LIMITS
+    groups: dict[str, list[FleetReading]] = {}
+    for reading in readings:
+        if reading.up:
+            groups.setdefault(reading.group or "", []).append(reading)
+    spreads = []
+    for group, members in sorted(groups.items()):
+        for figure, figure_limits in limits.items():
+            values = {reading.instance: getattr(reading.figures, figure) for reading in members}
+            spread = spread_of(group, figure, values, figure_limits)
+            if spread is not None:
+                spreads.append(spread)
+    return spreads
+
+
+def engine_spreads(
+    reading: FleetReading, limits: dict[str, tuple[float, float]] | None = None
+) -> list[Spread]:
+    """Spread across the `engine` labels (data-parallel ranks) of one vLLM instance."""
+    limits = limits or DEFAULT_LIMITS
+    spreads = []
+    for figure, figure_limits in limits.items():
+        values = {
+            f"{reading.instance} engine={engine}": getattr(figures, figure)
+            for engine, figures in reading.engines.items()
+        }
+        spread = spread_of(reading.instance, figure, values, figure_limits)
+        if spread is not None:
+            spreads.append(spread)
+    return spreads
+
+
+@dataclass
+class ImbalanceAlerts:
+    """Alerts for members that stay far off their group for `sustained_s` seconds."""
+
+    sustained_s: float = 30.0
+    _since: dict[tuple[str, str], float] = field(default_factory=dict)
+    _active: dict[tuple[str, str], Alert] = field(default_factory=dict)
+
+    def active(self) -> list[Alert]:
+        return sorted(self._active.values(), key=lambda alert: alert.started_at)
+
+    def observe(self, time: float, spreads: Iterable[Spread]) -> list[Alert]:
+        """Apply one refresh's spreads; returns the alerts that started or cleared."""
+        changed: list[Alert] = []
+        seen: set[tuple[str, str]] = set()
+        for spread in spreads:
+            for outlier in spread.outliers:
+                key = (outlier.member, spread.figure)
+                seen.add(key)
+                since = self._since.setdefault(key, time)
+                if key not in self._active and time - since >= self.sustained_s:
+                    name = "acceptance" if spread.figure == "acceptance_rate" else "tokens/s"
+                    message = (
+                        f"{name} {outlier.value:.3g} vs median {spread.median:.3g} of {spread.members} "
+                        f"in {spread.group or 'the fleet'} ({outlier.deviation:+.0%})"
+                    )
+                    alert = Alert(outlier.member, IMBALANCE, "warning", message, since)  # type: ignore[arg-type]
+                    self._active[key] = alert
+                    changed.append(alert)
+        for key in [key for key in self._since if key not in seen]:
+            del self._since[key]
+            alert = self._active.pop(key, None)
+            if alert is not None:
+                alert.cleared_at = time
+                changed.append(alert)
+        return changed
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """The summary row of one group in the fleet table. Unknown (None) values take no part;
+    a figure no member knows stays None."""
+
+    group: str
+    instances: int
+    up: int
+    generation_tokens_per_s: float | None  # sum over the group
+    running: float | None  # sum
+    waiting: float | None  # sum
+    acceptance_rate: float | None  # median of the replicas
+    mean_acceptance_length: float | None  # median
+    ttft_p95_s: float | None  # the worst replica's
+    kv_cache_usage: float | None  # the fullest replica's
+
+
+def _known(values: Iterable[float | None]) -> list[float]:
+    return [value for value in values if value is not None]
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    known = _known(values)
+    return sum(known) if known else None
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    known = _known(values)
+    return statistics.median(known) if known else None
+
+
+def _highest(values: Iterable[float | None]) -> float | None:
+    known = _known(values)
+    return max(known) if known else None
+
+
+def group_summaries(readings: Iterable[FleetReading]) -> list[GroupSummary]:
+    """One summary per group (group_by label), from the up instances' figures."""
+    groups: dict[str, list[FleetReading]] = {}
+    for reading in readings:
+        groups.setdefault(reading.group or "", []).append(reading)
+    summaries = []
+    for group, members in sorted(groups.items()):
+        live = [reading.figures for reading in members if reading.up]
+        summaries.append(
+            GroupSummary(
+                group=group,
+                instances=len(members),
+                up=len(live),
+                generation_tokens_per_s=_total(f.generation_tokens_per_s for f in live),
+                running=_total(f.running for f in live),
+                waiting=_total(f.waiting for f in live),
+                acceptance_rate=_median(f.acceptance_rate for f in live),
+                mean_acceptance_length=_median(f.mean_acceptance_length for f in live),
+                ttft_p95_s=_highest(f.ttft_p95_s for f in live),
+                kv_cache_usage=_highest(f.kv_cache_usage for f in live),
+            )
+        )
+    return summaries

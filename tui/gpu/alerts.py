@@ -1,0 +1,86 @@
+"""GPU alert rules as pure functions, for the alert engine to call on each reading or burst.
+
+- Memory ≥ 95% with speculation on (the article's rule: "don't switch MTP on when GPU memory is already
+  at 95%"): drafts need KV cache and activations beyond what is left → OOM risk.
+- Clock throttling during a burst: a power cap or thermal slowdown in one arm and not the other
+  confounds an A/B comparison.
+
+Unknown is not "fine" and not "bad": speculation unknown (None), memory unknown or no throttle reasons
+from the source give no alert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tui.gpu.history import GpuHistory
+from tui.gpu.models import REASON_GPU_IDLE, THROTTLING_REASONS, GpuSample, reason_names
+
+MEMORY_HIGH_FRACTION = 0.95
+
+GpuAlertKind = Literal["gpu_memory_high", "gpu_throttling"]
+
+
+@dataclass(frozen=True)
+class GpuCondition:
+    """A condition the alert engine turns into an alert (it keeps start / clear times)."""
+
+    kind: GpuAlertKind
+    severity: Literal["warning", "critical"]
+    message: str
+    gpus: tuple[str, ...]  # labels of the GPUs concerned ("GPU 0", ...)
+
+
+def memory_high_with_speculation(
+    gpus: Sequence[GpuSample], speculation_on: bool | None, threshold: float = MEMORY_HIGH_FRACTION
+) -> GpuCondition | None:
+    """A warning when speculation is on and any GPU's memory is at or above `threshold` of its total."""
+    if speculation_on is not True:
+        return None
+    high = [
+        (gpu, fraction)
+        for gpu in gpus
+        if (fraction := gpu.memory_fraction) is not None and fraction >= threshold
+    ]
+    if not high:
+        return None
+    worst_gpu, worst = max(high, key=lambda item: item[1])
+    where = ", ".join(gpu.label for gpu, _ in high)
+    return GpuCondition(
+        "gpu_memory_high",
+        "warning",
+        f"GPU memory at {worst:.0%} ({worst_gpu.label}) with speculation on: drafts need KV cache "
+        f"beyond this (OOM risk); lower gpu_memory_utilization to 0.85 or halve max_num_seqs [{where}]",
+        tuple(gpu.label for gpu, _ in high),
+    )
+
+
+def throttled_samples(samples: Iterable[GpuSample]) -> list[GpuSample]:
+    return [gpu for gpu in samples if gpu.throttling]
+
+
+def throttling_during_burst(
+    history: GpuHistory, start: float, end: float, keys: Iterable[str] | None = None
+) -> GpuCondition | None:
+    """A warning when any reading of the GPUs (all, or `keys`) between `start` and `end` shows a
+    throttling reason (power cap, thermal, hardware slowdown, sync boost, power brake)."""
+    chosen = history.keys() if keys is None else list(keys)
+    mask = 0
+    labels: list[str] = []
+    for key in chosen:
+        throttled = throttled_samples(history.samples_between(key, start, end))
+        if throttled:
+            labels.append(throttled[0].label)
+            for gpu in throttled:
+                mask |= (gpu.throttle_reasons or 0) & THROTTLING_REASONS & ~REASON_GPU_IDLE
+    if not labels:
+        return None
+    return GpuCondition(
+        "gpu_throttling",
+        "warning",
+        f"clocks throttled during the burst ({', '.join(reason_names(mask))} on {', '.join(labels)}): "
+        "the arms did not run at the same clocks, so the comparison is confounded",
+        tuple(labels),
+    )

@@ -1,0 +1,86 @@
+"""Does a config's memory fraction fit the GPUs as they are now? (for `spectop config lint` on the node)
+
+`gpu_memory_utilization` (vLLM) / `mem_fraction_static` (SGLang) is the share of each GPU's total memory
+the server claims at start-up. Two cases, told apart by what is in use now:
+
+* less in use than the claim: the server is not running (or runs smaller). vLLM refuses to start when
+  the free memory is below `fraction × total` ("Free memory on device ... is less than desired GPU
+  memory utilization"), so what is in use must fit in the headroom `(1 − fraction) × total`;
+* at least the claim in use: the server is probably running with it. At ≥ 95% of the memory with
+  speculation on, drafts leave no room (the article's rule).
+
+Memory in use that belongs to the running server itself is freed on restart: the messages say so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tui.gpu.alerts import MEMORY_HIGH_FRACTION
+from tui.gpu.models import GpuSample
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class HeadroomProblem:
+    id: str
+    severity: Literal["error", "warning", "info"]
+    message: str
+    fix: str
+
+
+def _gib(value: float) -> str:
+    return f"{value / GIB:.1f} GiB"
+
+
+def headroom_problems(
+    fraction: float, fraction_key: str, gpus: Sequence[GpuSample], speculation_on: bool
+) -> list[HeadroomProblem]:
+    """Problems of `fraction` (the config's value of `fraction_key`) on these GPUs; [] when it fits."""
+    known = [gpu for gpu in gpus if gpu.memory_used_bytes is not None and gpu.memory_total_bytes]
+    problems: list[HeadroomProblem] = []
+    too_small: list[tuple[GpuSample, float, float, float]] = []
+    too_full: list[tuple[GpuSample, float]] = []
+    for gpu in known:
+        total = float(gpu.memory_total_bytes or 0)
+        used = float(gpu.memory_used_bytes or 0)
+        claim = fraction * total
+        if used < claim:
+            free = total - used
+            if free < claim:
+                too_small.append((gpu, claim, free, used))
+        elif speculation_on and used / total >= MEMORY_HIGH_FRACTION:
+            too_full.append((gpu, used / total))
+    if too_small:
+        worst = min(too_small, key=lambda item: item[2] - item[1])
+        gpu, claim, free, used = worst
+        total = float(gpu.memory_total_bytes or 0)
+        fits = math.floor((free / total) * 100) / 100
+        others = ", ".join(item[0].label for item in too_small if item is not worst)
+        problems.append(
+            HeadroomProblem(
+                "gpu-headroom-too-small",
+                "warning",
+                f"{fraction_key} {fraction} leaves {_gib(total - claim)} of {gpu.label} ({_gib(total)}) for "
+                f"everything else, but {_gib(used)} is in use now"
+                + (f" (also on {others})" if others else "")
+                + ": the server will not start beside it, unless that memory is its own (freed on restart)",
+                f"stop what holds the memory, or lower {fraction_key} to {fits:.2f} at most",
+            )
+        )
+    if too_full:
+        full_gpu, fullest = max(too_full, key=lambda item: item[1])
+        problems.append(
+            HeadroomProblem(
+                "gpu-memory-full-with-spec",
+                "warning",
+                f"{full_gpu.label} is at {fullest:.0%} of its memory now with speculation on: drafting "
+                "needs KV cache beyond this (OOM risk)",
+                f"lower {fraction_key} to 0.85, or halve the maximum number of running sequences",
+            )
+        )
+    return problems

@@ -1,0 +1,144 @@
+"""The local GPUs through NVML (`nvidia-ml-py`, NVIDIA's bindings, imported as `pynvml`).
+
+Optional: `pip install 'spectop[gpu]'`. The module is imported on the first read, never at start-up,
+and every NVML call runs in a worker thread (`asyncio.to_thread`): NVML blocks, sometimes for tens of
+milliseconds. No bindings, no driver, no GPU: a `GpuUnavailable` with the reason, never an exception.
+A figure one GPU does not support (power on some boards, the energy counter before Volta) is None.
+
+NVML units: memory in bytes, power in mW, energy in mJ since the driver was loaded, clocks in MHz.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import threading
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, TypeVar
+
+from tui.gpu.models import GpuReading, GpuSample, GpuUnavailable
+
+INSTALL_HINT = "pip install 'spectop[gpu]'"
+NVML_TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
+NVML_CLOCK_SM = 1  # nvmlClockType_t
+
+T = TypeVar("T")
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    return value.strip() or None if isinstance(value, str) else None
+
+
+class NvmlSource:
+    """`await NvmlSource().read()` → every local GPU, or why there are none. `close()` shuts NVML down."""
+
+    def __init__(self, module_name: str = "pynvml") -> None:
+        self.module_name = module_name
+        self._nvml: ModuleType | None = None
+        self._load_error: str | None = None  # the bindings are not retried on every poll
+        self._initialized = False
+        self._lock = threading.Lock()
+
+    async def read(self) -> GpuReading | GpuUnavailable:
+        return await asyncio.to_thread(self.read_blocking)
+
+    def read_blocking(self) -> GpuReading | GpuUnavailable:
+        with self._lock:
+            try:
+                return self._read()
+            except Exception as error:  # a reading that fails is data, not a crash
+                return GpuUnavailable("nvml", f"NVML: {_error_text(error)}", "NVML")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._initialized and self._nvml is not None:
+                with contextlib.suppress(Exception):  # shutting down what is gone is fine
+                    self._nvml.nvmlShutdown()
+            self._initialized = False
+
+    def _load(self) -> ModuleType | str:
+        if self._nvml is None and self._load_error is None:
+            try:
+                self._nvml = importlib.import_module(self.module_name)
+            except ImportError:
+                self._load_error = f"NVML bindings not installed ({INSTALL_HINT})"
+            except Exception as error:  # a broken install
+                self._load_error = f"NVML bindings cannot be imported: {_error_text(error)}"
+        return self._nvml if self._nvml is not None else self._load_error or "NVML bindings not loaded"
+
+    def _read(self) -> GpuReading | GpuUnavailable:
+        nvml = self._load()
+        if isinstance(nvml, str):
+            return GpuUnavailable("nvml", nvml, "NVML")
+        if not self._initialized:
+            try:
+                nvml.nvmlInit()
+            except Exception as error:
+                return GpuUnavailable("nvml", f"NVML cannot start: {_error_text(error)}", "NVML")
+            self._initialized = True
+        count = int(nvml.nvmlDeviceGetCount())
+        if count <= 0:
+            return GpuUnavailable("nvml", "NVML sees no NVIDIA GPU", "NVML")
+        gpus = tuple(self._device(nvml, index) for index in range(count))
+        return GpuReading("nvml", time.time(), time.monotonic(), gpus, "NVML")
+
+    def _device(self, nvml: Any, index: int) -> GpuSample:
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        except Exception:  # a GPU that fell off the bus: listed, every figure unknown
+            return GpuSample(index=index, uuid=None)
+
+        def get(call: Callable[[], T]) -> T | None:
+            try:
+                return call()
+            except Exception:  # NVMLError_NotSupported / NoPermission / GpuIsLost: unknown, not 0
+                return None
+
+        memory = get(lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
+        utilization = get(lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
+        power_mw = get(lambda: nvml.nvmlDeviceGetPowerUsage(handle))
+        energy_mj = get(lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(handle))
+        pci = get(lambda: nvml.nvmlDeviceGetPciInfo(handle))
+        reasons_call = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
+        reasons = get(lambda: reasons_call(handle)) if reasons_call is not None else None
+        return GpuSample(
+            index=index,
+            uuid=_text(get(lambda: nvml.nvmlDeviceGetUUID(handle))),
+            name=_text(get(lambda: nvml.nvmlDeviceGetName(handle))),
+            memory_used_bytes=_int(getattr(memory, "used", None)),
+            memory_total_bytes=_int(getattr(memory, "total", None)) or None,
+            utilization_pct=_number(getattr(utilization, "gpu", None)),
+            power_w=None if _number(power_mw) is None else float(power_mw) / 1000.0,  # type: ignore[arg-type]
+            energy_j=None if _number(energy_mj) is None else float(energy_mj) / 1000.0,  # type: ignore[arg-type]
+            temperature_c=_number(get(lambda: nvml.nvmlDeviceGetTemperature(handle, NVML_TEMPERATURE_GPU))),
+            sm_clock_mhz=_number(get(lambda: nvml.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM))),
+            throttle_reasons=_int(reasons),
+            dram_active=None,  # NVML has no DRAM-active ratio (utilization.memory is another figure)
+            pci_bus_id=_text(getattr(pci, "busId", None)),
+        )
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0:
+        return None
+    return float(value)
+
+
+def _int(value: object) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
+
+
+def _error_text(error: BaseException) -> str:
+    text = str(error).strip()
+    return text or type(error).__name__
+
+
+__all__ = ["INSTALL_HINT", "NvmlSource"]

@@ -1,0 +1,57 @@
+"""Plain-text GPU lines: what the GPU panel shows, for commands and the device check (no textual)."""
+
+from __future__ import annotations
+
+from tui.gpu.models import GpuReading, GpuSample, GpuUnavailable
+
+DASH = "–"
+GIB = 2**30
+BAR_WIDTH = 10
+
+
+def memory_bar(fraction: float | None, width: int = BAR_WIDTH) -> str:
+    """`███████░░░` for 0.7; dots when the fraction is unknown."""
+    if fraction is None:
+        return "·" * width
+    filled = round(max(0.0, min(1.0, fraction)) * width)
+    return "█" * filled + "░" * (width - filled)
+
+
+def _number(value: float | None, unit: str, digits: int = 0) -> str:
+    return DASH if value is None else f"{value:.{digits}f}{unit}"
+
+
+def memory_text(gpu: GpuSample) -> str:
+    used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
+    if used is None or total is None:
+        return f"mem {_number(None if used is None else used / GIB, ' GiB', 1)} / {DASH}"
+    fraction = gpu.memory_fraction
+    percent = DASH if fraction is None else f"{fraction:.0%}"
+    return f"mem {used / GIB:.1f} / {total / GIB:.1f} GiB {memory_bar(fraction)} {percent}"
+
+
+def throttle_text(gpu: GpuSample) -> str:
+    if gpu.throttle_reasons is None:
+        return f"clocks {DASH}"
+    return f"throttled: {gpu.throttle_text}" if gpu.throttling else "clocks ok"
+
+
+def gpu_line(gpu: GpuSample) -> str:
+    """One GPU: `GPU 0 NVIDIA H100 · mem 75.9 / 79.6 GiB █████████░ 95% · util 97% · 612 W · 61 °C · …`."""
+    parts = [
+        f"{gpu.label} {gpu.name or ''}".rstrip(),
+        memory_text(gpu),
+        f"util {_number(gpu.utilization_pct, '%')}",
+        _number(gpu.power_w, " W"),
+        _number(gpu.temperature_c, " °C"),
+        f"SM {_number(gpu.sm_clock_mhz, ' MHz')}",
+        throttle_text(gpu),
+    ]
+    return " · ".join(parts)
+
+
+def panel_lines(result: GpuReading | GpuUnavailable) -> list[str]:
+    """The panel as text: one line per GPU, or the one line saying why there is no panel."""
+    if isinstance(result, GpuUnavailable):
+        return [f"no GPU panel: {result.reason}"]
+    return [f"GPUs from {result.where}:", *(gpu_line(gpu) for gpu in result.gpus)]
