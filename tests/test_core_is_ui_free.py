@@ -6,11 +6,15 @@ import sys
 
 import tui
 
-<<<<<<< HEAD
-CORE_PACKAGES = ("tui.telemetry", "tui.configs", "tui.bench", "tui.sim", "tui.sources")
-=======
-CORE_PACKAGES = ("tui.telemetry", "tui.configs", "tui.bench", "tui.sim", "tui.gpu")
->>>>>>> main
+CORE_PACKAGES = (
+    "tui.telemetry",
+    "tui.configs",
+    "tui.bench",
+    "tui.sim",
+    "tui.sources",
+    "tui.gpu",
+    "tui.fleet",
+)
 
 
 def _core_modules() -> list[str]:

@@ -264,11 +264,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
     def action_bench(self) -> None:
         from tui.screens.bench import BenchScreen
 
-<<<<<<< HEAD
         if not self.source.allows_bench:
-=======
-        if self.replay_clock is not None:
->>>>>>> main
             self.notify("the bench needs live endpoints, not a replay", severity="warning")
             return
         screen = self.screen

@@ -13,13 +13,13 @@ import sys
 import time
 
 import httpx
+from tui.telemetry.history import History
 
 from tests.fleet.conftest import NEEDS_PROMETHEUS, ROOT, Fleet, stop
 from tui.fleet.client import PrometheusClient
 from tui.fleet.poller import FleetPoller, fill_history
 from tui.settings import PrometheusSettings
 from tui.telemetry.figures import FIGURE_NAMES
-from tui.telemetry.history import History
 from tui.telemetry.scraper import scrape_metrics
 from tui.telemetry.window import figures_between
 
