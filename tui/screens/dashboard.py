@@ -14,6 +14,7 @@ from textual.widgets import Footer, Header, Input, Static
 from tui.messages import EndpointUpdated
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.widgets.endpoint_card import EndpointCard
+from tui.widgets.gpu_panel import GpuStrip
 
 CARD_MIN_WIDTH = 78
 BATCH_DELAY_S = 0.25
@@ -27,6 +28,8 @@ class DashboardScreen(EndpointScreen):
     DashboardScreen #cards-scroll { height: 1fr; }
     DashboardScreen #cards { layout: grid; grid-size: 1; grid-gutter: 0 1; grid-rows: 5; height: auto; }
     DashboardScreen #cards.roomy { grid-rows: 8; }
+    DashboardScreen #cards.gpu { grid-rows: 6; }
+    DashboardScreen #cards.roomy.gpu { grid-rows: 9; }
     DashboardScreen #empty { color: $text-muted; padding: 1 2; }
     DashboardScreen #card-filter { dock: bottom; display: none; }
     DashboardScreen #card-filter.visible { display: block; }
@@ -52,6 +55,7 @@ class DashboardScreen(EndpointScreen):
         self._focus_pending = False
         self._flush_pending = False
         self._dirty: set[str] = set()
+        self._gpu_rows = (0, False)  # the GPU strip's rows, and whether any card has a GPU line
 
     @property
     def endpoint_in_view(self) -> str | None:
@@ -60,6 +64,7 @@ class DashboardScreen(EndpointScreen):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
+        yield GpuStrip(id="gpu-strip")
         with VerticalScroll(id="cards-scroll", can_focus=False):
             yield Static("No endpoints. Give one with --endpoint URL or a spectop.toml.", id="empty")
             yield Container(id="cards")
@@ -124,6 +129,17 @@ class DashboardScreen(EndpointScreen):
             card = self._cards.get(name)
             if card is not None:
                 card.update_data(self.context.card_data(name))
+        self._refresh_gpu()
+
+    def _refresh_gpu(self) -> None:
+        """The GPU strip at the top, and one more row per card when any card shows a GPU line."""
+        board = self.context.board
+        rows = self.query_one(GpuStrip).show(board.gpus, board.gpu_shared)
+        gpu_rows = (rows, any(card.has_class("gpu") for card in self._cards.values()))
+        if gpu_rows != self._gpu_rows:
+            self._gpu_rows = gpu_rows
+            self.query_one("#cards", Container).set_class(gpu_rows[1], "gpu")
+            self._layout_for(self.size.width, self.size.height)
 
     def _tick_ages(self) -> None:
         """Once a second: cards whose last scrape is late show their growing age (and turn stale)."""
@@ -147,7 +163,8 @@ class DashboardScreen(EndpointScreen):
         # Roomy cards (full-width sparklines, every figure) whenever they all fit without
         # scrolling, e.g. the two endpoints of `spectop demo` in 80x24; compact otherwise.
         card_rows = -(-max(1, len(self._cards)) // self._columns)
-        roomy = height - CHROME_ROWS >= card_rows * ROOMY_CARD_ROWS
+        strip_rows, gpu_line = self._gpu_rows
+        roomy = height - CHROME_ROWS - strip_rows >= card_rows * (ROOMY_CARD_ROWS + gpu_line)
         cards.set_class(roomy, "roomy")
         for card in self._cards.values():
             card.roomy = roomy

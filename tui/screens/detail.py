@@ -17,6 +17,7 @@ from tui.screens.context import EndpointScreen, ScreenContext
 from tui.widgets.chart import SECONDS_FLOOR, TOKENS_PER_S_FLOOR, Chart
 from tui.widgets.figure_table import FigureTable
 from tui.widgets.format import fmt_number, fmt_ratio, fmt_seconds
+from tui.widgets.gpu_panel import GpuCharts
 from tui.widgets.log_pane import LogPane
 
 WINDOWS_S: dict[str, float] = {"1": 60.0, "2": 300.0, "3": 1800.0}
@@ -66,6 +67,7 @@ class DetailScreen(EndpointScreen):
                 yield Chart("gen tok/s", fmt_number, "$primary", id="chart-tps", floor=TOKENS_PER_S_FLOOR)
                 yield Chart("TTFT p50", fmt_seconds, "$secondary", id="chart-ttft", floor=SECONDS_FLOOR)
                 yield Chart("acceptance", fmt_ratio, "$accent", id="chart-acceptance", low=0.0, high=1.0)
+        yield GpuCharts(id="gpu-charts")
         yield LogPane(id="log")
         yield Input(
             placeholder="show only log lines containing… (Escape clears)", id="log-filter", disabled=True
@@ -116,8 +118,14 @@ class DetailScreen(EndpointScreen):
         ):
             times, values = history.window(series, start)
             self.query_one(chart_id, Chart).set_values(times, values, start, end)
+        self._refresh_gpu(start, end)
         label = WINDOW_LABELS.get(self.window_s, f"{self.window_s:g}s")
         self.query_one("#charts-title", Static).update(f"last {label} · keys 1 2 3 w")
+
+    def _refresh_gpu(self, start: float, end: float) -> None:
+        """The GPU section: memory, power and utilisation of the endpoint's GPUs over the window."""
+        board = self.context.board
+        self.query_one(GpuCharts).show(board.gpus.get(self.endpoint), board.gpu_history, start, end)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tui.gpu.monitor import EndpointGpus
 from tui.telemetry.events import LogEvent
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import RecordedEndpoint
@@ -58,4 +59,14 @@ class Finished:
     """The source has nothing more to say (the end of a recording)."""
 
 
-Update = ReadingArrived | LogLineArrived | EndpointsNamed | ThresholdRead | Notice | Finished
+@dataclass(frozen=True)
+class GpusPolled:
+    """One poll of every endpoint's GPU sources (`GpuMonitor.poll()`): each endpoint's GPUs or why it has
+    none, and the keys of GPUs that more than one endpoint shows (then one strip at the top)."""
+
+    time: float
+    views: dict[str, EndpointGpus]
+    shared: frozenset[str] = frozenset()
+
+
+Update = ReadingArrived | LogLineArrived | EndpointsNamed | ThresholdRead | Notice | Finished | GpusPolled

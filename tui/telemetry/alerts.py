@@ -15,6 +15,8 @@ Rules (per endpoint):
   before the server even went down (`kill -HUP` returns at once) does not end the restart early: it
   ends at the first good scrape after the endpoint was seen down, or `restart_settle_s` after /health
   answered with the endpoint up all along.
+- GPU memory ≥ 95% with speculation on → warning (`observe_gpu_memory`, the rule in tui/gpu/alerts.py);
+  clears when a GPU reading no longer shows it.
 - OOM or engine error in the log → critical; a traceback → warning. A log alert clears when the
   endpoint is seen up again after being down (a restart), or after `log_hold_s` without a new one.
 
@@ -30,7 +32,9 @@ from typing import Literal
 
 from tui.telemetry.events import ErrorEvent
 
-AlertKind = Literal["acceptance_low", "acceptance_critical", "down", "oom", "engine_error", "log_error"]
+AlertKind = Literal[
+    "acceptance_low", "acceptance_critical", "down", "oom", "engine_error", "log_error", "gpu_memory_high"
+]
 Severity = Literal["warning", "critical"]
 ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
 
@@ -219,6 +223,20 @@ class AlertEngine:
         state.last_log_error = time
         detail = f"{message}: {event.message}" if event.message else message
         return self._raise(state, endpoint, kind, severity, detail[:200], time)
+
+    def observe_gpu_memory(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
+        """One GPU reading of the endpoint: `message` when memory is high with speculation on (its text
+        follows the figure while active), None when it is not (or no longer known): clears."""
+        state = self._state(endpoint)
+        if message is None:
+            return self._clear(state, ("gpu_memory_high",), time)
+        alert = state.active.get("gpu_memory_high")
+        if alert is None:
+            return self._raise(state, endpoint, "gpu_memory_high", "warning", message[:200], time)
+        if alert.message != message[:200]:
+            alert.message = message[:200]
+            self.version += 1
+        return []
 
     # ---- acceptance ---------------------------------------------------------------------------------
     def _acceptance(

@@ -7,6 +7,7 @@ from typing import Literal
 
 from textual.content import Content
 
+from tui.gpu.monitor import EndpointGpus
 from tui.sanitize import safe_line
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
@@ -25,6 +26,8 @@ from tui.widgets.format import (
     position_bars,
     window_text,
 )
+from tui.widgets.gpu_panel import card_gpu_line
+from tui.widgets.gpu_panel import render_key as gpu_render_key
 
 Status = Literal["waiting", "up", "down", "restarting", "stale"]
 STATUS_STYLE: dict[Status, str] = {
@@ -42,6 +45,7 @@ ALERT_LABEL = {
     "oom": "OOM",
     "engine_error": "engine",
     "log_error": "log",
+    "gpu_memory_high": "GPU mem",
 }
 
 
@@ -59,6 +63,9 @@ class CardData:
     critical: float = 0.3
     window_s: float | None = None  # the configured window, to say when the figures cover less
     restarting: bool = False  # a planned restart (save & restart) is under way
+    gpu: EndpointGpus | None = None  # its GPUs at the last GPU poll (None: no poll yet)
+    gpu_shared: frozenset[str] = frozenset()  # GPU keys shown in the dashboard's strip instead
+    gpu_views: dict[str, EndpointGpus] = field(default_factory=dict)  # every endpoint's, for the strip rule
 
     @property
     def figures(self) -> Figures:
@@ -93,7 +100,13 @@ class CardData:
             tuple((alert.kind, alert.severity, alert.message, alert.started_at) for alert in self.alerts),
             self.threshold,
             len(self.history) if self.history is not None else 0,
+            gpu_render_key(self.gpu),
         )
+
+    def gpu_line(self, width: int) -> list[Content]:
+        """The card's GPU line (tui/widgets/gpu_panel.py), or none."""
+        line = card_gpu_line(self.gpu, self.gpu_shared, self.gpu_views, width)
+        return [] if line is None else [line]
 
     def title(self) -> str:
         reading = self.reading
@@ -197,7 +210,7 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         _label("  KV "),
         _value(fmt_percent(figures.kv_cache_usage)),
     )
-    return [line1.truncate(width), line2.truncate(width), badge_line(data, width)]
+    return [line1.truncate(width), line2.truncate(width), *data.gpu_line(width), badge_line(data, width)]
 
 
 def roomy_lines(data: CardData, width: int) -> list[Content]:
@@ -254,6 +267,7 @@ def roomy_lines(data: CardData, width: int) -> list[Content]:
             _label("  prefix hit "),
             _value(fmt_percent(figures.prefix_cache_hit_rate)),
         ),
+        *data.gpu_line(width),
         badge_line(data, width),
     ]
     return [line.truncate(width) for line in lines]
