@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, FieldSerializationInfo, field_serial
 from tui.bench.equivalence import Equivalence, compare_outputs
 from tui.bench.results import ERROR_KINDS, ArmResult, BurstResult, BurstSettingsRecord, RequestResult
 from tui.bench.stats import Summary, bootstrap_pooled_ratio_ci, pooled_rate, summarize
+from tui.gpu.history import energy_ratio_text
+from tui.gpu.records import ArmGpuRecord
 from tui.sanitize import json_safe, safe_line
 
 DASH = "–"
@@ -80,6 +82,12 @@ class ArmSummary(BaseModel):
     acceptance_rate: float | None
     mean_acceptance_length: float | None
     acceptance_note: str | None
+    # The arm's GPUs (tui/gpu/burst.py), None when not watched or unknown (`gpu.note` says why).
+    energy_j: float | None = None
+    energy_per_token_j: float | None = None
+    tokens_per_joule: float | None = None
+    throttled: bool | None = None
+    gpu: ArmGpuRecord | None = None
     requests_detail: tuple[RequestResult, ...] | None = None  # every request (without text), for JSON
 
     @field_serializer("requests_detail")
@@ -114,6 +122,7 @@ def arm_summary(arm: ArmResult, *, with_detail: bool = True) -> ArmSummary:
         acceptance_rate=arm.server.acceptance_rate,
         mean_acceptance_length=arm.server.mean_acceptance_length,
         acceptance_note=arm.server.note,
+        **_gpu_fields(arm.gpu),
         requests_detail=tuple(arm.requests) if with_detail else None,
     )
 
@@ -134,6 +143,25 @@ def _paired_samples(
 
 def _fmt_ms_delta(seconds: float | None) -> str:
     return DASH if seconds is None else f"{round(seconds * 1000):+d} ms"
+
+
+def _gpu_fields(gpu: ArmGpuRecord | None) -> dict[str, Any]:
+    if gpu is None:
+        return {}
+    return {
+        "energy_j": gpu.energy_j,
+        "energy_per_token_j": gpu.energy_per_token_j,
+        "tokens_per_joule": gpu.tokens_per_joule,
+        "throttled": gpu.throttled,
+        "gpu": gpu,
+    }
+
+
+def energy_words(a: ArmResult, b: ArmResult) -> str | None:
+    """The verdict's energy clause, B against A ("uses 0.6x the energy per token"), when both are known."""
+    a_jpt = a.gpu.energy_per_token_j if a.gpu else None
+    b_jpt = b.gpu.energy_per_token_j if b.gpu else None
+    return energy_ratio_text(b_jpt, a_jpt)
 
 
 def verdict_text(
@@ -198,8 +226,13 @@ def comparison(a: ArmResult, b: ArmResult, *, seed: int = 0) -> Comparison:
         ci95=ci,
         throughput_ratio=throughput_ratio,
         ttft_p50_delta_s=ttft_delta,
-        verdict=verdict_text(ratio, ci, ttft_delta, _acceptance_words(a, b)),
+        verdict=_with_energy(verdict_text(ratio, ci, ttft_delta, _acceptance_words(a, b)), a, b),
     )
+
+
+def _with_energy(verdict: str, a: ArmResult, b: ArmResult) -> str:
+    energy = energy_words(a, b)
+    return f"{verdict} and {energy}" if energy else verdict
 
 
 class BurstSummary(BaseModel):
@@ -292,10 +325,19 @@ TABLE_ROWS: tuple[Row, ...] = (
 )
 
 
+GPU_ROWS: tuple[Row, ...] = (  # shown when an arm's GPUs were watched
+    ("GPU energy", lambda arm: arm.energy_j, lambda value: DASH if value is None else f"{value:.0f} J"),
+    ("energy per token", lambda arm: arm.energy_per_token_j, lambda v: DASH if v is None else f"{v:.3g} J"),
+    ("tokens per joule", lambda arm: arm.tokens_per_joule, lambda v: DASH if v is None else f"{v:.3g}"),
+    ("clocks throttled", lambda arm: arm.throttled, lambda v: DASH if v is None else "yes" if v else "no"),
+)
+
+
 def table_rows(summary: BurstSummary) -> list[tuple[str, str, str]]:
     """(figure, A, B) rows; B is "" in a one-arm burst."""
     rows = []
-    for label, figure, formatter in TABLE_ROWS:
+    gpu_rows = GPU_ROWS if any(arm.gpu is not None for _, arm in summary.arms) else ()
+    for label, figure, formatter in TABLE_ROWS + gpu_rows:
         b_text = formatter(figure(summary.b)) if summary.b else ""
         rows.append((label, formatter(figure(summary.a)), b_text))
     return rows
@@ -325,6 +367,11 @@ def note_lines(summary: BurstSummary) -> list[str]:
         if arm.errors_by_kind:
             kinds = ", ".join(f"{kind} {count}" for kind, count in arm.errors_by_kind.items())
             lines.append(f"{label.upper()} errors: {kinds}")
+    for label, arm in arms:
+        if arm.gpu is not None and arm.gpu.throttle_note:
+            lines.append(f"WARNING {label.upper()} GPU: {arm.gpu.throttle_note}")
+        elif arm.gpu is not None and arm.gpu.note:
+            lines.append(f"{label.upper()} GPU: {arm.gpu.note}")
     return lines
 
 

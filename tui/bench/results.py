@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from tui.gpu.records import ArmGpuRecord
+
 ErrorKind = Literal["connect", "timeout", "http_status", "broken_stream"]
 ERROR_KINDS: tuple[ErrorKind, ...] = ("connect", "timeout", "http_status", "broken_stream")
 
@@ -111,6 +113,9 @@ class ArmResult(BaseModel):
     )
     requests: list[RequestResult] = Field(default_factory=list)
     server: ServerAcceptance = Field(default_factory=ServerAcceptance)
+    gpu: ArmGpuRecord | None = Field(
+        None, description="the arm's GPUs' energy and throttling, if watched"
+    )
 
 
 class BurstSettingsRecord(BaseModel):
