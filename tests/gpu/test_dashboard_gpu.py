@@ -121,3 +121,18 @@ async def test_memory_alert_with_speculation_on_at_95_percent(sim: SimServer) ->
             fraction = board.gpus["sim"].gpus[0].memory_fraction
             assert fraction is not None and fraction >= 0.95
             await wait_for(pilot, lambda: app.screen.query_one(EndpointCard).has_class("alert-warning"))
+
+
+async def test_shared_gpus_are_one_strip_at_the_top() -> None:
+    async with ReplyServer(_busy_pages()) as exporter:
+        page = exporter.url + "/metrics"
+        app = _app(
+            EndpointSettings(name="a", url="http://127.0.0.1:1", gpu_metrics_url=page),
+            EndpointSettings(name="b", url="http://127.0.0.1:2", gpu_metrics_url=page),
+        )
+        async with app.run_test(size=(80, 24)) as pilot:
+            strip = app.screen.query_one(GpuStrip)
+            await wait_for(pilot, lambda: strip.has_class("visible"))
+            text = str(strip.render())
+            assert text.startswith("GPU0 mem") and "shared: a, b" in text
+            assert all(not card.data.gpu_line(76) for card in app.screen.query(EndpointCard))

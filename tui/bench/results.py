@@ -113,9 +113,7 @@ class ArmResult(BaseModel):
     )
     requests: list[RequestResult] = Field(default_factory=list)
     server: ServerAcceptance = Field(default_factory=ServerAcceptance)
-    gpu: ArmGpuRecord | None = Field(
-        None, description="the arm's GPUs' energy and throttling, if watched"
-    )
+    gpu: ArmGpuRecord | None = Field(None, description="the arm's GPUs' energy and throttling, if watched")
 
 
 class BurstSettingsRecord(BaseModel):

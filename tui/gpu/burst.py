@@ -56,6 +56,7 @@ class BurstGpuWatch:
                 await self._task
             self._task = None
         await self.monitor.poll()
+        self.monitor.close()  # the figures are in the histories now: NVML is not needed any more
 
     def close(self) -> None:
         self.monitor.close()
@@ -99,3 +100,13 @@ class BurstGpuWatch:
 
     def _other_keys(self, name: str | None) -> set[str]:
         return {key for other, view in self.monitor.latest.items() if other != name for key in view.keys}
+
+
+def watch_for(
+    arm_urls: Sequence[str], endpoints: Sequence[EndpointSettings], client: httpx.AsyncClient
+) -> BurstGpuWatch | None:
+    """A watch of the GPUs of the endpoints the arms are (by base URL) that have a `gpu_metrics_url`;
+    None when no arm has one (the burst then has no GPU figures, and its table no GPU rows)."""
+    wanted = {url.rstrip("/") for url in arm_urls}
+    arms = [e for e in endpoints if e.url.rstrip("/") in wanted and e.gpu_metrics_url]
+    return BurstGpuWatch(arms, client) if arms else None
