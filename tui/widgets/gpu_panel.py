@@ -201,10 +201,10 @@ CHARTS = (
 
 class GpuCharts(Horizontal):
     """The detail screen's GPU section: memory (the fullest GPU), power (summed) and utilisation (mean)
-    over the window; one line saying why when the endpoint has no GPU data."""
+    over the window; one line saying why when the endpoint has no GPU data; hidden before any GPU poll."""
 
     DEFAULT_CSS = """
-    GpuCharts { height: 4; padding: 0 1; }
+    GpuCharts { height: 4; padding: 0 1; display: none; }
     GpuCharts.absent { height: 1; }
     GpuCharts Chart { height: 4; width: 1fr; margin-right: 1; }
     GpuCharts.absent Chart { display: none; }
@@ -218,8 +218,11 @@ class GpuCharts(Horizontal):
             yield Chart(label, formatter, style, id=chart_id, low=low, high=high)
 
     def show(self, view: EndpointGpus | None, history: GpuHistory, start: float, end: float) -> None:
-        if view is None or not view.available:
-            reason = "waiting for the first GPU reading" if view is None else view.reason or "no GPU source"
+        self.display = view is not None  # no GPU poll yet (or a replay: GPUs are not recorded): nothing
+        if view is None:
+            return
+        if not view.available:
+            reason = view.reason or "no GPU source"
             self.add_class("absent")
             self.query_one("#gpu-absent", Static).update(
                 Content(f"{UNKNOWN} no GPU charts: {safe_line(reason)}")
