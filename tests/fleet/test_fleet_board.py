@@ -13,10 +13,10 @@ from tui.telemetry.figures import Figures
 async def test_fleet_readings_feed_the_board_history_and_alerts() -> None:
     refresh = await refresh_with(healthy(up={A: "1", B: "0"}))
     board = Board(Settings())
-    fill_history(board.history, {A: [(refresh.time - 4, Figures(generation_tokens_per_s=100.0))]})
+    fill_history(board.series, {A: [(refresh.time - 4, Figures(generation_tokens_per_s=100.0))]})
     changes = [alert for reading in refresh.readings for alert in board.add_reading(reading)]
     assert [endpoint.name for endpoint in board.endpoints] == [A, B]
     assert board.readings[A].figures.generation_tokens_per_s == 120.5
-    assert board.history.endpoint(A).values("generation_tokens_per_s") == [100.0, 120.5]
-    assert board.history.endpoint(B).values("generation_tokens_per_s") == [None]  # down: a gap, not 0
+    assert board.series.endpoint(A).values("generation_tokens_per_s") == [100.0, 120.5]
+    assert board.series.endpoint(B).values("generation_tokens_per_s") == [None]  # down: a gap, not 0
     assert [(alert.endpoint, alert.kind) for alert in changes] == [(B, "down")]

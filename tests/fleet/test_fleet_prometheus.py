@@ -13,7 +13,6 @@ import sys
 import time
 
 import httpx
-from tui.telemetry.history import History
 
 from tests.fleet.conftest import NEEDS_PROMETHEUS, ROOT, Fleet, stop
 from tui.fleet.client import PrometheusClient
@@ -21,6 +20,7 @@ from tui.fleet.poller import FleetPoller, fill_history
 from tui.settings import PrometheusSettings
 from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.scraper import scrape_metrics
+from tui.telemetry.series import SeriesStore
 from tui.telemetry.window import figures_between
 
 pytestmark = NEEDS_PROMETHEUS
@@ -124,7 +124,7 @@ async def test_history_fills_sparklines_at_start(fleet: Fleet) -> None:
         assert len(points) >= 5
         assert sum(rate is not None for rate in rates) >= 4
         assert [stamp for stamp, _ in points] == sorted(stamp for stamp, _ in points)
-    buffers = History(maxlen=100)
+    buffers = SeriesStore(maxlen=100)
     fill_history(buffers, history)
     vllm_history = buffers.endpoint(fleet.instance("vllm"))
     assert len(vllm_history) == len(history[fleet.instance("vllm")])

@@ -37,8 +37,8 @@ from tui.fleet.queries import (
 )
 from tui.settings import PrometheusSettings
 from tui.telemetry.figures import Figures
-from tui.telemetry.history import SERIES_NAMES, History
 from tui.telemetry.monitor import EndpointReading
+from tui.telemetry.series import SERIES_NAMES, SeriesStore
 
 _T = TypeVar("_T")
 DEFAULT_STALE_AFTER_S = 60.0
@@ -383,7 +383,7 @@ def _add_engines(
             }
 
 
-def fill_history(history: History, loaded: dict[str, list[tuple[float, Figures]]]) -> None:
+def fill_history(history: SeriesStore, loaded: dict[str, list[tuple[float, Figures]]]) -> None:
     """Put `load_history()`'s answer into the dashboard's ring buffers (sparklines full at once)."""
     for instance, points in loaded.items():
         endpoint = history.endpoint(instance)
