@@ -100,7 +100,7 @@ class CardData:
             tuple((alert.kind, alert.severity, alert.message, alert.started_at) for alert in self.alerts),
             self.threshold,
             len(self.history) if self.history is not None else 0,
-            gpu_render_key(self.gpu),
+            gpu_render_key(self.gpu, self.gpu_shared, self.gpu_views),
         )
 
     def gpu_line(self, width: int) -> list[Content]:

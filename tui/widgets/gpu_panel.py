@@ -155,11 +155,13 @@ def strip_lines(views: Mapping[str, EndpointGpus], shared: frozenset[str], width
     return lines
 
 
-def render_key(view: EndpointGpus | None) -> object:
+def render_key(
+    view: EndpointGpus | None, shared: frozenset[str], views: Mapping[str, EndpointGpus]
+) -> object:
     """What the card's GPU line depends on (equal keys: the same line)."""
     if view is None:
         return None
-    return (view.reason, view.gpus)
+    return (view.reason, view.gpus, shared, all_same_reason(views) is None)
 
 
 class GpuStrip(Static):
