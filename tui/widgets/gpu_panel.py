@@ -196,7 +196,7 @@ def _util(value: float | None) -> str:
 # (chart id, label, GpuSample figure, how several GPUs combine, formatter, style, low, high)
 CHARTS = (
     ("gpu-chart-memory", "GPU mem", "memory_fraction", "max", _percent, "$warning", 0.0, 1.0),
-    ("gpu-chart-power", "GPU W", "power_w", "sum", _watts, "$error", None, None),
+    ("gpu-chart-power", "GPU W", "power_w", "sum", _watts, "$error", 0.0, None),
     ("gpu-chart-util", "GPU util", "utilization_pct", "mean", _util, "$success", 0.0, 100.0),
 )
 
