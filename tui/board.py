@@ -13,10 +13,14 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from tui.gpu.alerts import memory_high_with_speculation
+from tui.gpu.history import GpuHistory
+from tui.gpu.monitor import EndpointGpus
 from tui.settings import EndpointSettings, Settings
 from tui.sources.updates import (
     EndpointsNamed,
     Finished,
+    GpusPolled,
     ImbalanceSeen,
     LogLineArrived,
     ReadingArrived,
@@ -80,6 +84,10 @@ class Board:
         self.readings: dict[str, EndpointReading] = {}
         self.logs: dict[str, deque[LogEntry]] = {}
         self.log_failed_lines: dict[str, int] = {}  # lines of an endpoint's log the parser could not read
+        self.gpus: dict[str, EndpointGpus] = {}  # each endpoint's GPUs at the last GPU poll, or why none
+        self.gpu_shared: frozenset[str] = frozenset()  # GPU keys more than one endpoint shows
+        self.gpu_history = GpuHistory(settings.history_s)  # every GPU's readings, by key
+        self.drafting: dict[str, bool] = {}  # endpoints whose figures have shown drafting (since up)
         for endpoint in settings.endpoints:
             self._add(endpoint)
 
@@ -143,6 +151,8 @@ class Board:
                 self.alerts.observe_imbalance(update.endpoint, update.time, update.message)
             )
             return Applied(changed=(update.endpoint,) if alerts else (), alerts=alerts)
+        if isinstance(update, GpusPolled):
+            return self.add_gpus(update)
         return Applied()
 
     def _apply_log(self, update: LogLineArrived) -> Applied:
@@ -167,6 +177,7 @@ class Board:
         changes = self.alerts.observe_reading(
             reading.name, reading.time, reading.up, acceptance, figures.mean_acceptance_length, k
         )
+        self._note_drafting(reading)
         return self._counted(changes)
 
     def add_log_line(
@@ -194,6 +205,42 @@ class Board:
 
     def set_threshold(self, name: str, threshold: float | None) -> None:
         self.alerts.set_threshold(name, threshold)
+
+    # --- GPUs --------------------------------------------------------------------------------------------
+
+    def add_gpus(self, update: GpusPolled) -> Applied:
+        """One GPU poll: each endpoint's GPUs and their series; the memory-with-speculation alert."""
+        self.gpu_shared = update.shared
+        seen: set[str] = set()
+        changes: list[Alert] = []
+        for name, view in update.views.items():
+            self.ensure_endpoint(name)
+            self.gpus[name] = view
+            for gpu in view.gpus:
+                if gpu.key not in seen:
+                    seen.add(gpu.key)
+                    self.gpu_history.add_sample(update.time, gpu, cached=view.source != "NVML")
+            condition = memory_high_with_speculation(view.gpus, self.speculation_on(name))
+            message = None if condition is None else condition.message
+            changes += self.alerts.observe_gpu_memory(name, update.time, message)
+        return Applied(changed=tuple(update.views), alerts=self._counted(changes))
+
+    def speculation_on(self, name: str) -> bool | None:
+        """True once the endpoint's figures showed drafting (acceptance, mean length or per-position
+        acceptance known) since it was last seen up; None (unknown) otherwise, never a guess of False."""
+        return True if self.drafting.get(name) else None
+
+    def _note_drafting(self, reading: EndpointReading) -> None:
+        if not reading.up:
+            self.drafting.pop(reading.name, None)  # a restart may change the config
+            return
+        figures = reading.figures
+        if (
+            figures.acceptance_rate is not None
+            or figures.mean_acceptance_length is not None
+            or figures.per_position_acceptance
+        ):
+            self.drafting[reading.name] = True
 
     def log_entries(self, name: str) -> list[LogEntry]:
         return list(self.logs.get(name, ()))

@@ -21,6 +21,8 @@ from tui.bench.burst_options import arms_differ_by, parse_slo
 from tui.bench.equivalence import Equivalence, compare_outputs
 from tui.bench.results import ERROR_KINDS, ArmResult, BurstResult, BurstSettingsRecord, RequestResult
 from tui.bench.stats import Summary, bootstrap_pooled_ratio_ci, pooled_rate, summarize
+from tui.gpu.history import energy_ratio_text
+from tui.gpu.records import ArmGpuRecord
 from tui.sanitize import json_safe, safe_line
 
 DASH = "–"
@@ -175,6 +177,12 @@ class ArmSummary(BaseModel):
     mean_acceptance_length: float | None
     acceptance_note: str | None
     explain: ArmExplain | None = None
+    # The arm's GPUs (tui/gpu/burst.py), None when not watched or unknown (`gpu.note` says why).
+    energy_j: float | None = None
+    energy_per_token_j: float | None = None
+    tokens_per_joule: float | None = None
+    throttled: bool | None = None
+    gpu: ArmGpuRecord | None = None
     requests_detail: tuple[RequestResult, ...] | None = None  # every request (without text), for JSON
 
     @field_serializer("requests_detail")
@@ -216,6 +224,7 @@ def arm_summary(
         mean_acceptance_length=arm.server.mean_acceptance_length,
         acceptance_note=arm.server.note,
         explain=arm_explain(arm, settings, shared_with) if settings is not None else None,
+        **_gpu_fields(arm.gpu),
         requests_detail=tuple(arm.requests) if with_detail else None,
     )
 
@@ -236,6 +245,25 @@ def _paired_samples(
 
 def _fmt_ms_delta(seconds: float | None) -> str:
     return DASH if seconds is None else f"{round(seconds * 1000):+d} ms"
+
+
+def _gpu_fields(gpu: ArmGpuRecord | None) -> dict[str, Any]:
+    if gpu is None:
+        return {}
+    return {
+        "energy_j": gpu.energy_j,
+        "energy_per_token_j": gpu.energy_per_token_j,
+        "tokens_per_joule": gpu.tokens_per_joule,
+        "throttled": gpu.throttled,
+        "gpu": gpu,
+    }
+
+
+def energy_words(a: ArmResult, b: ArmResult) -> str | None:
+    """The verdict's energy clause, B against A ("uses 0.6x the energy per token"), when both are known."""
+    a_jpt = a.gpu.energy_per_token_j if a.gpu else None
+    b_jpt = b.gpu.energy_per_token_j if b.gpu else None
+    return energy_ratio_text(b_jpt, a_jpt)
 
 
 def verdict_text(
@@ -347,12 +375,17 @@ def comparison(
         ci95=ci,
         throughput_ratio=throughput_ratio,
         ttft_p50_delta_s=ttft_delta,
-        verdict=verdict_text(ratio, ci, ttft_delta, _acceptance_words(a, b), caveat),
+        verdict=_with_energy(verdict_text(ratio, ci, ttft_delta, _acceptance_words(a, b), caveat), a, b),
         ci95_within_burst=within,
         round_ratios=round_ratios,
         warnings=warnings,
         arms_differ_by=differ,
     )
+
+
+def _with_energy(verdict: str, a: ArmResult, b: ArmResult) -> str:
+    energy = energy_words(a, b)
+    return f"{verdict} and {energy}" if energy else verdict
 
 
 class BurstSummary(BaseModel):
@@ -518,12 +551,22 @@ def _percentile_rows(summary: BurstSummary) -> tuple[Row, ...]:
     return tuple(rows)
 
 
+GPU_ROWS: tuple[Row, ...] = (  # shown when an arm's GPUs were watched
+    ("GPU energy", lambda arm: arm.energy_j, lambda value: DASH if value is None else f"{value:.0f} J"),
+    ("energy per token", lambda arm: arm.energy_per_token_j, lambda v: DASH if v is None else f"{v:.3g} J"),
+    ("tokens per joule", lambda arm: arm.tokens_per_joule, lambda v: DASH if v is None else f"{v:.3g}"),
+    ("clocks throttled", lambda arm: arm.throttled, lambda v: DASH if v is None else "yes" if v else "no"),
+)
+
+
 def table_rows(summary: BurstSummary) -> list[tuple[str, str, str]]:
     """(figure, A, B) rows; B is "" in a one-arm burst. Rows of per-request server figures that no
     arm has are left out (the notes say why)."""
     rows = _rows_for(summary, TABLE_ROWS, skip_empty=False)
     rows += _rows_for(summary, _percentile_rows(summary), skip_empty=False)
     rows += _rows_for(summary, EXPLAIN_ROWS, skip_empty=True)
+    if any(arm.gpu is not None for _, arm in summary.arms):  # shown when an arm's GPUs were watched
+        rows += _rows_for(summary, GPU_ROWS, skip_empty=False)
     return rows
 
 
@@ -626,6 +669,11 @@ def note_lines(summary: BurstSummary) -> list[str]:
         if arm.errors_by_kind:
             kinds = ", ".join(f"{kind} {count}" for kind, count in arm.errors_by_kind.items())
             lines.append(f"{label.upper()} errors: {kinds}")
+    for label, arm in arms:
+        if arm.gpu is not None and arm.gpu.throttle_note:
+            lines.append(f"WARNING {label.upper()} GPU: {arm.gpu.throttle_note}")
+        elif arm.gpu is not None and arm.gpu.note:
+            lines.append(f"{label.upper()} GPU: {arm.gpu.note}")
     return lines
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from tui.bench.server_figures import ServerFigures
+from tui.gpu.records import ArmGpuRecord
 
 ErrorKind = Literal["connect", "timeout", "http_status", "broken_stream"]
 ERROR_KINDS: tuple[ErrorKind, ...] = ("connect", "timeout", "http_status", "broken_stream")
@@ -123,6 +124,7 @@ class ArmResult(BaseModel):
     extra_body: dict[str, object] = Field(default_factory=dict, description="this arm's own request fields")
     metrics_url: str | None = None
     notes: list[str] = Field(default_factory=list, description="what happened to this arm (cache flush, ...)")
+    gpu: ArmGpuRecord | None = Field(None, description="the arm's GPUs' energy and throttling, if watched")
 
 
 class BurstSettingsRecord(BaseModel):

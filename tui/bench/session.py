@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -36,6 +36,7 @@ from tui.bench.report import BurstSummary, burst_summary, export
 from tui.bench.results import BurstResult
 from tui.bench.schedule import Arrival, LoadShape
 from tui.bench.transport import burst_client
+from tui.gpu.records import ArmGpuRecord
 from tui.settings import EndpointSettings
 from tui.validators import check_env_var_name, friendly_message, normalize_http_url, scheme_was_added
 
@@ -269,6 +270,27 @@ def open_burst(path: Path) -> BurstOutcome:
 ProgressCallback = Callable[[BurstProgress], None]
 
 
+class GpuWatch(Protocol):
+    """The arms' GPUs read right before, during and right after the burst (tui/gpu/burst.py)."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    def record(self, url: str, start: float, end: float, output_tokens: int) -> ArmGpuRecord | None: ...
+
+
+def with_gpu(result: BurstResult, watch: GpuWatch) -> BurstResult:
+    """Each arm with its GPUs' energy and throttling over its measured time (first send, last done)."""
+    origin = result.started_at.timestamp()
+    arms = []
+    for arm in result.arms:
+        tokens = sum(r.output_tokens or 0 for r in arm.requests if r.ok)
+        record = None
+        if arm.started_s is not None and arm.finished_s is not None:
+            record = watch.record(arm.url, origin + arm.started_s, origin + arm.finished_s, tokens)
+        arms.append(arm.model_copy(update={"gpu": record}))
+    return result.model_copy(update={"arms": arms})
+
+
 class BurstSession:
     """Runs one `BurstRequest`: `run` (two past arms: compared, nothing sent), then `save` and
     `export`; `BurstSession.compare(before, after)` and `.open(path)` for kept bursts alone."""
@@ -276,8 +298,11 @@ class BurstSession:
     compare = staticmethod(compare)
     open = staticmethod(open_burst)
 
-    def __init__(self, request: BurstRequest, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self, request: BurstRequest, client: httpx.AsyncClient | None = None, gpu: GpuWatch | None = None
+    ) -> None:
         self.request = request
+        self.gpu = gpu  # the arms' GPUs: energy per token and throttling per arm (None: not watched)
         self.client = client  # None: a client of its own, sized for the burst (tui.bench.transport)
         self.settings = ClientSettings()
         self._notes: list[str] = []
@@ -383,7 +408,7 @@ class BurstSession:
             kept = (side, await asyncio.to_thread(_past, side, arm), arm.arm)
         config = await self.config([arm for _, arm in live], kept[1] if kept else None, [s for s, _ in live])
         labels = {"a": "b"} if kept and kept[0] == "a" else {}  # a live B runs as the engine's arm a
-        ran = await self._run(config, _relabelled(on_progress, labels), cancel)
+        ran = await self._watched(config, _relabelled(on_progress, labels), cancel)
         result = ran
         if kept is not None:
             before, after = ((kept[1], kept[2]), (ran, "a"))
@@ -393,6 +418,19 @@ class BurstSession:
         outcome = await asyncio.to_thread(_outcome, result, ran)  # the bootstrap: CPU
         self.outcome = dataclasses.replace(outcome, notes=tuple(self._notes))
         return self.outcome
+
+    async def _watched(
+        self, config: BurstConfig, on_progress: ProgressCallback | None, cancel: asyncio.Event | None
+    ) -> BurstResult:
+        """The burst, with the GPU watch (when there is one) read before, during and after it."""
+        if self.gpu is None:
+            return await self._run(config, on_progress, cancel)
+        await self.gpu.start()
+        try:
+            ran = await self._run(config, on_progress, cancel)
+        finally:
+            await self.gpu.stop()
+        return with_gpu(ran, self.gpu)
 
     async def _run(
         self, config: BurstConfig, on_progress: ProgressCallback | None, cancel: asyncio.Event | None

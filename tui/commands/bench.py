@@ -86,6 +86,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per connect / read")
     parser.add_argument("--no-metrics", action="store_true", help="do not scrape /metrics")
     parser.add_argument("--no-history", action="store_true", help="do not keep this burst in the history")
+    gpu = parser.add_argument_group("GPU energy (energy per output token, tokens per joule, throttling)")
+    gpu.add_argument("--gpu-metrics-url", metavar="URL", help="dcgm-exporter page of both arms' GPUs")
+    gpu.add_argument("--a-gpu-metrics-url", metavar="URL", help="dcgm-exporter page of arm A's GPUs")
+    gpu.add_argument("--b-gpu-metrics-url", metavar="URL", help="dcgm-exporter page of arm B's GPUs")
     parser.add_argument(
         "--compare",
         nargs=2,
@@ -189,6 +193,49 @@ def _write_exports(outcome: Any, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _gpu_arms(args: argparse.Namespace, request: Any) -> list[Any]:
+    """The live arms whose GPUs to watch: those with an exporter URL, and local ones when NVML is there."""
+    import importlib.util
+
+    from pydantic import ValidationError
+
+    from tui.bench.session import EndpointArm
+    from tui.gpu.mapping import plan_for_endpoint
+    from tui.settings import EndpointSettings
+
+    nvml = importlib.util.find_spec("pynvml") is not None
+    arms = []
+    for side, arm in (("a", request.a), ("b", request.b)):
+        if not isinstance(arm, EndpointArm):
+            continue
+        url = getattr(args, f"{side}_gpu_metrics_url") or args.gpu_metrics_url
+        if not url and not (nvml and plan_for_endpoint(arm.base_url, None, None).kind == "nvml"):
+            continue
+        try:
+            arms.append(EndpointSettings(name=side.upper(), url=arm.base_url, gpu_metrics_url=url))
+        except ValidationError as error:
+            raise ValueError(f"--{side}-gpu-metrics-url: {error.errors()[0]['msg']}") from None
+    return arms
+
+
+async def _run_session(session: Any, args: argparse.Namespace) -> Any:
+    """The burst, with the arms' GPUs watched when there are any to watch."""
+    import httpx
+
+    from tui.gpu.burst import BurstGpuWatch
+
+    arms = _gpu_arms(args, session.request)
+    if not arms:
+        return await session.run(on_progress=_progress_printer())
+    async with httpx.AsyncClient(timeout=httpx.Timeout(5.0, connect=2.0)) as client:
+        watch = BurstGpuWatch(arms, client)
+        session.gpu = watch
+        try:
+            return await session.run(on_progress=_progress_printer())
+        finally:
+            watch.close()
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
@@ -211,13 +258,13 @@ def run(args: argparse.Namespace) -> int:
         for note in request.notes:
             print(f"spectop bench: {note}", file=sys.stderr)
         session = BurstSession(request)
-        outcome = asyncio.run(session.run(on_progress=_progress_printer()))
+        outcome = asyncio.run(_run_session(session, args))
     except BurstRequestError as error:
         return _fail(error.described(flags))
     except ArmUnreachable as error:
         print(f"spectop bench: {error}", file=sys.stderr)
         return EXIT_REQUEST_FAILED
-    except BurstConfigError as error:
+    except (BurstConfigError, ValueError) as error:
         return _fail(str(error))
     except KeyboardInterrupt:
         print("\nspectop bench: cancelled; every request in flight was closed", file=sys.stderr)

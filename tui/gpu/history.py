@@ -228,3 +228,26 @@ def energy_verdict(arm: ArmEnergy | None, baseline: ArmEnergy | None) -> str | N
     if arm is None or baseline is None:
         return None
     return energy_ratio_text(arm.joules_per_token, baseline.joules_per_token)
+
+
+def combined_series(
+    history: GpuHistory, keys: Sequence[str], figure: str, how: Literal["max", "sum", "mean"], since: float
+) -> tuple[list[float], list[float | None]]:
+    """One figure of several GPUs as one series (times, values) since `since`: at each reading's time
+    every GPU's latest value then (a cached exporter sample holds), combined; None until all have one."""
+    series = {key: history.series(key, figure) for key in keys}
+    times = sorted({time for points in series.values() for time, _ in points if time >= since})
+    held: dict[str, float] = {}
+    cursor = dict.fromkeys(keys, 0)
+    values: list[float | None] = []
+    for time in times:
+        for key, points in series.items():
+            while cursor[key] < len(points) and points[cursor[key]][0] <= time:
+                held[key] = points[cursor[key]][1]
+                cursor[key] += 1
+        if len(held) < len(keys):
+            values.append(None)
+            continue
+        found = [held[key] for key in keys]
+        values.append(max(found) if how == "max" else sum(found) if how == "sum" else sum(found) / len(found))
+    return times, values

@@ -45,6 +45,7 @@ from tui.bench.session import (
     PastArm,
     open_burst,
 )
+from tui.gpu.burst import watch_for
 from tui.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
@@ -337,7 +338,10 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.query_one("#phase", Static).update("starting")
         self.set_status(" · ".join(request.notes))
         self._cancel = asyncio.Event()
-        work = self._run(BurstSession(request, self.app.http_client), self._cancel)  # type: ignore[attr-defined]
+        client = self.app.http_client  # type: ignore[attr-defined]
+        arms = [arm.base_url for arm in (request.a, request.b) if isinstance(arm, EndpointArm)]
+        gpu = watch_for(arms, self.endpoints, client)  # the endpoints' gpu_metrics_url: energy per arm
+        work = self._run(BurstSession(request, client, gpu), self._cancel)
         self._worker = self.run_worker(work, group="burst", exclusive=True, exit_on_error=False)
 
     @on(Input.Submitted)

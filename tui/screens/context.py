@@ -49,6 +49,9 @@ class ScreenContext:
             critical=board.alerts.rules.acceptance_critical,
             window_s=board.settings.window_s,
             restarting=board.alerts.restarting(name),
+            gpu=board.gpus.get(name),
+            gpu_shared=board.gpu_shared,
+            gpu_views=board.gpus,
         )
 
     def log_entries(self, name: str) -> list[LogEntry]:

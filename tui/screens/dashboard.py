@@ -20,6 +20,7 @@ from tui.widgets.card_view import CardData
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import TREND_COLUMNS, EndpointTable
 from tui.widgets.fleet_table import FleetTable
+from tui.widgets.gpu_panel import GpuStrip
 
 CARD_MIN_WIDTH = 78  # a compact card's three lines
 ROOMY_CARD_MIN_WIDTH = 60  # a roomy card's (sparklines shrink): two columns from 120 on
@@ -30,7 +31,7 @@ COMPACT_CARD_ROWS = 5
 CHROME_ROWS = 2  # header and footer
 
 
-def card_layout(width: int, height: int, count: int) -> tuple[int, bool] | None:
+def card_layout(width: int, height: int, count: int, extra_rows: int = 0) -> tuple[int, bool] | None:
     """(columns, roomy) for `count` cards in `width` x `height`, or None when they do not fit.
 
     Roomy cards (sparklines with their ranges, every figure) in as many columns as fit, when all of
@@ -43,7 +44,7 @@ def card_layout(width: int, height: int, count: int) -> tuple[int, bool] | None:
         (CARD_MIN_WIDTH, COMPACT_CARD_ROWS, False),
     ):
         columns = max(1, min(cards, width // min_width))
-        if -(-cards // columns) * card_rows <= room:
+        if -(-cards // columns) * (card_rows + extra_rows) <= room:
             return columns, roomy
     return None
 
@@ -54,6 +55,8 @@ class DashboardScreen(EndpointScreen):
     DashboardScreen #cards-scroll { height: 1fr; }
     DashboardScreen #cards { layout: grid; grid-size: 1; grid-gutter: 0 1; grid-rows: 5; height: auto; }
     DashboardScreen #cards.roomy { grid-rows: 8; }
+    DashboardScreen #cards.gpu { grid-rows: 6; }
+    DashboardScreen #cards.roomy.gpu { grid-rows: 9; }
     DashboardScreen #empty { color: $text-muted; padding: 1 2; }
     DashboardScreen #table, DashboardScreen #fleet-table { display: none; }
     DashboardScreen.table-view #table, DashboardScreen.table-view #fleet-table { display: block; }
@@ -88,6 +91,7 @@ class DashboardScreen(EndpointScreen):
         self._dirty: set[str] = set()
         self._chosen_view: str | None = None  # "cards" / "table" after `v`; None: by what fits
         self.view = "cards"
+        self._gpu_rows = (0, False)  # the GPU strip's rows, and whether any card has a GPU line
 
     @property
     def endpoint_in_view(self) -> str | None:
@@ -99,6 +103,7 @@ class DashboardScreen(EndpointScreen):
         intro = Static(self.context.intro or "", id="intro", markup=False)
         intro.display = bool(self.context.intro)
         yield intro
+        yield GpuStrip(id="gpu-strip")
         with VerticalScroll(id="cards-scroll", can_focus=False):
             yield Static("No endpoints. Give one with --endpoint URL or a spectop.toml.", id="empty")
             yield Container(id="cards")
@@ -172,6 +177,17 @@ class DashboardScreen(EndpointScreen):
                 card.update_data(data)
                 rows.append(_table_entry(data))
         self._set_rows(rows)
+        self._refresh_gpu()
+
+    def _refresh_gpu(self) -> None:
+        """The GPU strip at the top, and one more row per card when any card shows a GPU line."""
+        board = self.context.board
+        rows = self.query_one(GpuStrip).show(board.gpus, board.gpu_shared)
+        gpu_rows = (rows, any(card.has_class("gpu") for card in self._cards.values()))
+        if gpu_rows != self._gpu_rows:
+            self._gpu_rows = gpu_rows
+            self.query_one("#cards", Container).set_class(gpu_rows[1], "gpu")
+            self._layout_for(self.size.width, self.size.height)
 
     def _tick_ages(self) -> None:
         """Once a second: cards whose last scrape is late show their growing age (and turn stale)."""
@@ -204,7 +220,8 @@ class DashboardScreen(EndpointScreen):
         cards = self.query_one("#cards", Container)
         # Roomy cards whenever they all fit without scrolling (the two endpoints of `spectop demo`
         # in 80x24), in a grid from 120 columns on; compact otherwise; the table when even those do not.
-        fitting = card_layout(width, height, len(self._cards))
+        strip_rows, gpu_line = self._gpu_rows  # the GPU strip at the top; a GPU line on the cards
+        fitting = card_layout(width, height - strip_rows, len(self._cards), extra_rows=int(gpu_line))
         self._columns, roomy = fitting or (max(1, width // CARD_MIN_WIDTH), False)
         cards.styles.grid_size_columns = self._columns
         cards.set_class(roomy, "roomy")

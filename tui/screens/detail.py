@@ -16,6 +16,7 @@ from tui.sanitize import safe_line
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.widgets.chart import SECONDS_FLOOR, TOKENS_PER_S_FLOOR, Chart, ChartSpec, TimeAxis
 from tui.widgets.figure_table import FigureTable
+from tui.widgets.gpu_panel import GpuCharts
 from tui.widgets.log_pane import LogPane
 
 WINDOWS_S: dict[str, float] = {"1": 60.0, "2": 300.0, "3": 1800.0}
@@ -71,6 +72,7 @@ class DetailScreen(EndpointScreen):
                 for chart_id, spec in CHARTS.items():
                     yield Chart(spec, id=chart_id)
                 yield TimeAxis(id="time-axis")
+        yield GpuCharts(id="gpu-charts")
         yield LogPane(id="log")
         yield Input(
             placeholder="show only log lines containing… (Escape clears)", id="log-filter", disabled=True
@@ -117,9 +119,15 @@ class DetailScreen(EndpointScreen):
             times, values = history.window(spec.key, start)
             self.query_one(f"#{chart_id}", Chart).set_values(times, values, start, end, markers)
         self.query_one(TimeAxis).set_window(start, end, markers)
+        self._refresh_gpu(start, end)
         label = WINDOW_LABELS.get(self.window_s, f"{self.window_s:g}s")
         legend = f" · {MARKER_LEGEND}" if markers else ""
         self.query_one("#charts-title", Static).update(f"last {label} · keys 1 2 3 w{legend}")
+
+    def _refresh_gpu(self, start: float, end: float) -> None:
+        """The GPU section: memory, power and utilisation of the endpoint's GPUs over the window."""
+        board = self.context.board
+        self.query_one(GpuCharts).show(board.gpus.get(self.endpoint), board.gpu_history, start, end)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":

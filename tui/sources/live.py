@@ -21,10 +21,11 @@ import httpx
 
 from tui.bench.transport import ShardedTransport
 from tui.configs import read_acceptance_threshold
+from tui.gpu.monitor import GpuMonitor
 from tui.settings import EndpointSettings, Settings
 from tui.sources.base import Source
 from tui.sources.clock import WallClock
-from tui.sources.updates import LogLineArrived, Notice, ReadingArrived, ThresholdRead, Update
+from tui.sources.updates import GpusPolled, LogLineArrived, Notice, ReadingArrived, ThresholdRead, Update
 from tui.telemetry.logs import LogParser
 from tui.telemetry.logs.follow import follow_events
 from tui.telemetry.monitor import EndpointMonitor
@@ -77,6 +78,8 @@ class LiveSource(Source):
         self.monitors = [
             (endpoint, EndpointMonitor(endpoint, settings.window_s)) for endpoint in self.endpoints
         ]
+        self.gpu_monitor = GpuMonitor(self.endpoints, self._client, history_s=settings.history_s)
+        self._gpu_polling = False
         self._paused = False
         self._polling: set[str] = set()
         self._queue: asyncio.Queue[Update] = asyncio.Queue()
@@ -133,6 +136,7 @@ class LiveSource(Source):
     async def _tick_forever(self) -> None:
         while True:
             self.poll_due()
+            self.poll_gpus_due()
             await asyncio.sleep(self.settings.poll_interval_s)
 
     def poll_due(self) -> None:
@@ -168,6 +172,22 @@ class LiveSource(Source):
             self._put(ReadingArrived(reading))
         finally:
             self._polling.discard(name)
+
+    # --- GPUs --------------------------------------------------------------------------------------------
+
+    def poll_gpus_due(self) -> None:
+        """Read every endpoint's GPU sources once (one task per tick; skipped while one is in flight)."""
+        if self._paused or self._gpu_polling:
+            return
+        self._gpu_polling = True
+        self._spawn("GPU poll", self._poll_gpus())
+
+    async def _poll_gpus(self) -> None:
+        try:
+            views = await self.gpu_monitor.poll()  # never raises: a failing source is its reason
+            self._put(GpusPolled(self._wall_clock.time(), views, frozenset(self.gpu_monitor.shared_keys())))
+        finally:
+            self._gpu_polling = False
 
     # --- logs ---------------------------------------------------------------------------------------------
 
@@ -254,5 +274,6 @@ class LiveSource(Source):
             await asyncio.gather(*tasks, return_exceptions=True)
         if self.recorder is not None:
             await self.recorder.close()
+        self.gpu_monitor.close()
         if self._own_client:
             await self._client.aclose()

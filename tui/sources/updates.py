@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tui.gpu.monitor import EndpointGpus
 from tui.telemetry.events import LogEvent
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
@@ -77,6 +78,16 @@ class Finished:
     """The source has nothing more to say (the end of a recording)."""
 
 
+@dataclass(frozen=True)
+class GpusPolled:
+    """One poll of every endpoint's GPU sources (`GpuMonitor.poll()`): each endpoint's GPUs or why it has
+    none, and the keys of GPUs that more than one endpoint shows (then one strip at the top)."""
+
+    time: float
+    views: dict[str, EndpointGpus]
+    shared: frozenset[str] = frozenset()
+
+
 Update = (
     ReadingArrived
     | LogLineArrived
@@ -86,4 +97,5 @@ Update = (
     | Finished
     | SeriesLoaded
     | ImbalanceSeen
+    | GpusPolled
 )

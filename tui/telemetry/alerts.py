@@ -15,6 +15,8 @@ Rules (per endpoint):
   before the server even went down (`kill -HUP` returns at once) does not end the restart early: it
   ends at the first good scrape after the endpoint was seen down, or `restart_settle_s` after /health
   answered with the endpoint up all along.
+- GPU memory ≥ 95% with speculation on → warning (`observe_gpu_memory`, the rule in tui/gpu/alerts.py);
+  clears when a GPU reading no longer shows it.
 - OOM or engine error in the log → critical; a traceback → warning. A log alert clears when the
   endpoint is seen up again after being down (a restart), or after `log_hold_s` without a new one.
 - imbalance (fleet mode) → warning: a replica whose acceptance or tokens/s stays far off the others of
@@ -35,7 +37,14 @@ from tui.format import fmt_rate
 from tui.telemetry.events import ErrorEvent
 
 AlertKind = Literal[
-    "acceptance_low", "acceptance_critical", "down", "oom", "engine_error", "log_error", "imbalance"
+    "acceptance_low",
+    "acceptance_critical",
+    "down",
+    "oom",
+    "engine_error",
+    "log_error",
+    "imbalance",
+    "gpu_memory_high",
 ]
 Severity = Literal["warning", "critical"]
 ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
@@ -234,6 +243,20 @@ class AlertEngine:
         alert = state.active.get("imbalance")
         if alert is None:
             return self._raise(state, endpoint, "imbalance", "warning", message[:200], time)
+        if alert.message != message[:200]:
+            alert.message = message[:200]
+            self.version += 1
+        return []
+
+    def observe_gpu_memory(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
+        """One GPU reading of the endpoint: `message` when memory is high with speculation on (its text
+        follows the figure while active), None when it is not (or no longer known): clears."""
+        state = self._state(endpoint)
+        if message is None:
+            return self._clear(state, ("gpu_memory_high",), time)
+        alert = state.active.get("gpu_memory_high")
+        if alert is None:
+            return self._raise(state, endpoint, "gpu_memory_high", "warning", message[:200], time)
         if alert.message != message[:200]:
             alert.message = message[:200]
             self.version += 1

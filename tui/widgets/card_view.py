@@ -14,12 +14,15 @@ from textual.content import Content
 
 from tui.board import PLACEHOLDER_URL
 from tui.format import FIGURES, UNKNOWN, figure_text, fmt_duration, window_text
+from tui.gpu.monitor import EndpointGpus
 from tui.sanitize import safe_line
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
 from tui.widgets.chart import RANGE_COLUMNS, SECONDS_FLOOR, TOKENS_PER_S_FLOOR, spark, spark_with_range
+from tui.widgets.gpu_panel import card_gpu_line
+from tui.widgets.gpu_panel import render_key as gpu_render_key
 
 Status = Literal["waiting", "up", "down", "restarting", "stale"]
 STATUS_STYLE: dict[Status, str] = {
@@ -37,6 +40,7 @@ ALERT_LABEL = {
     "oom": "OOM",
     "engine_error": "engine",
     "log_error": "log",
+    "gpu_memory_high": "GPU mem",
 }
 MODEL_SEPARATORS = "/-_:"
 
@@ -85,6 +89,9 @@ class CardData:
     window_s: float | None = None  # the configured window, to say when the figures cover less
     restarting: bool = False  # a planned restart (save & restart) is under way
     url: str | None = None  # the endpoint's base URL, shown when it is down
+    gpu: EndpointGpus | None = None  # its GPUs at the last GPU poll (None: no poll yet)
+    gpu_shared: frozenset[str] = frozenset()  # GPU keys shown in the dashboard's strip instead
+    gpu_views: dict[str, EndpointGpus] = field(default_factory=dict)  # every endpoint's, for the strip rule
 
     @property
     def figures(self) -> Figures:
@@ -159,7 +166,13 @@ class CardData:
             tuple((alert.kind, alert.severity, alert.message, alert.started_at) for alert in self.alerts),
             self.threshold,
             len(self.history) if self.history is not None else 0,
+            gpu_render_key(self.gpu, self.gpu_shared, self.gpu_views),
         )
+
+    def gpu_line(self, width: int) -> list[Content]:
+        """The card's GPU line (tui/widgets/gpu_panel.py), or none."""
+        line = card_gpu_line(self.gpu, self.gpu_shared, self.gpu_views, width)
+        return [] if line is None else [line]
 
     def title(self, width: int | None = None, peers: Sequence[str] = ()) -> str:
         """ "name · backend · model"; in `width` columns the model is cut from the left (`short_model`)."""
@@ -296,7 +309,7 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         _label("  KV "),
         _value(data.text("kv_cache_usage")),
     )
-    return [line1.truncate(width), line2.truncate(width), badge_line(data, width)]
+    return [line1.truncate(width), line2.truncate(width), *data.gpu_line(width), badge_line(data, width)]
 
 
 def _roomy_spark(data: CardData, key: str, columns: int, style: str, **scale: float) -> list[tuple[str, str]]:
@@ -335,6 +348,7 @@ def roomy_lines(data: CardData, width: int) -> list[Content]:
         Content.assemble(*_roomy_spark(data, "acceptance_rate", columns, "$accent", low=0.0, high=1.0)),
         _pairs(data, ("ttft_p95_s", "tpot_mean_s", "mean_acceptance_length", "per_position_acceptance")),
         _pairs(data, ("running", "waiting", "kv_cache_usage", "prefix_cache_hit_rate")),
+        *data.gpu_line(width),
         badge_line(data, width),
     ]
     if data.status in ("down", "restarting"):

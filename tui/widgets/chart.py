@@ -250,13 +250,16 @@ class ChartSpec:
     floor: float = 0.0
     low: float | None = None
     high: float | None = None
+    # A chart of something that is not a figure of the vocabulary (the GPU charts): its label and text.
+    title: str | None = None
+    text: Callable[[float | None], str] | None = None
 
     @property
     def label(self) -> str:
-        return FIGURES[self.key].label
+        return self.title if self.title is not None else FIGURES[self.key].label
 
     def formatter(self, value: float | None) -> str:
-        return FIGURES[self.key].format(value)
+        return self.text(value) if self.text is not None else FIGURES[self.key].format(value)
 
 
 def chart_lines(

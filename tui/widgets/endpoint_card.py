@@ -32,6 +32,8 @@ class EndpointCard(Widget, can_focus=True):
         padding: 0 1;
     }
     EndpointCard.roomy { height: 8; }
+    EndpointCard.gpu { height: 6; }
+    EndpointCard.roomy.gpu { height: 9; }
     EndpointCard:focus { border: round $accent; }
     EndpointCard.alert-warning { border: round $warning; }
     EndpointCard.alert-critical { border: round $error; }
@@ -60,6 +62,7 @@ class EndpointCard(Widget, can_focus=True):
         severities = {alert.severity for alert in data.alerts}
         self.set_class("critical" in severities, "alert-critical")
         self.set_class(severities == {"warning"}, "alert-warning")
+        self.set_class(bool(data.gpu_line(80)), "gpu")  # one more row for the GPU line
         self.refresh()
 
     def watch_roomy(self, roomy: bool) -> None:

@@ -1,0 +1,99 @@
+"""Burst energy per arm against `spectop sim --gpu` arms: `spectop bench --a-gpu-metrics-url/--b-…`
+gives each arm's energy per output token and tokens per joule, and the verdict names the ratio."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.sim.conftest import spawn_sim, write_vllm_config
+from tui.sim.gpu_page import GPU_METRICS_PATH
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def two_gpu_sims(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A (no speculation) and B (k = 3, which draws more power: the sim caps it) with --gpu."""
+    folder = tmp_path_factory.mktemp("burst_energy")
+    off = write_vllm_config(folder / "off.toml", enabled=False, k=0)
+    on = write_vllm_config(folder / "on.toml", k=3)
+    a, a_url = spawn_sim("--gpu", "--config", str(off))
+    try:
+        b, b_url = spawn_sim("--gpu", "--config", str(on))
+    except BaseException:
+        _stop(a)
+        raise
+    try:
+        yield a_url, b_url
+    finally:
+        _stop(a)
+        _stop(b)
+
+
+def test_bench_energy_per_token_per_arm_and_verdict(two_gpu_sims: tuple[str, str], tmp_path: Path) -> None:
+    a_url, b_url = two_gpu_sims
+    out = tmp_path / "burst.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui",
+            "bench",
+            "--a",
+            a_url,
+            "--b",
+            b_url,
+            "--a-gpu-metrics-url",
+            a_url + GPU_METRICS_PATH,
+            "--b-gpu-metrics-url",
+            b_url + GPU_METRICS_PATH,
+            "--requests",
+            "32",
+            "--concurrency",
+            "8",
+            "--rounds",
+            "2",
+            "--warmup",
+            "0",
+            "--max-tokens",
+            "256",
+            "--prompts",
+            "chat",
+            "--no-history",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    summary = data
+    a, b = summary["a"], summary["b"]
+    for arm in (a, b):
+        assert arm["energy_j"] is not None and arm["energy_j"] > 0, arm["gpu"]
+        assert arm["energy_per_token_j"] is not None
+        assert arm["tokens_per_joule"] == pytest.approx(1 / arm["energy_per_token_j"])
+    ratio = b["energy_per_token_j"] / a["energy_per_token_j"]
+    assert f"uses {ratio:.1f}x the energy per token" in summary["comparison"]["verdict"]
+    assert "energy per token" in done.stdout and "tokens per joule" in done.stdout
+    # The sim's page has clock event reasons: whether each arm was throttled is known (a power-capped arm's
+    # warning: tests/gpu/test_burst_watch.py).
+    assert a["throttled"] is not None and b["throttled"] is not None

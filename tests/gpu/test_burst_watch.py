@@ -1,0 +1,81 @@
+"""BurstGpuWatch against fake exporter pages (rendered by the sim's GPU model): a power-capped arm is
+throttled with a warning under the burst table, arms on the same GPUs have no energy (not a split guess),
+an arm without a GPU source says why."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+
+import httpx
+
+from tests.telemetry.metrics_test_server import Reply, ReplyServer
+from tui.bench.report import burst_summary, note_lines
+from tui.bench.results import ArmResult, BurstResult, BurstSettingsRecord
+from tui.gpu.burst import BurstGpuWatch
+from tui.settings import EndpointSettings
+from tui.sim.config import SimConfig
+from tui.sim.gpu_page import SimGpus
+
+
+def _pages(k: int, running: int, count: int = 60) -> list[Reply]:
+    gpus = SimGpus(SimConfig(num_speculative_tokens=k), lambda: (running, 0, 0.5))
+    return [Reply(gpus.render(now=step * 0.1).encode()) for step in range(count)]
+
+
+async def _watched(watch: BurstGpuWatch) -> tuple[float, float]:
+    await watch.start()
+    start = time.time()
+    await asyncio.sleep(0.4)
+    end = time.time()
+    await watch.stop()
+    watch.close()
+    return start, end
+
+
+def _summary_notes(record: object) -> list[str]:
+    settings = BurstSettingsRecord(
+        prompt_set="chat", prompt_set_digest="x", requests=1, concurrency=1, max_tokens=8, temperature=0.0
+    )
+    arm = ArmResult(label="a", name="A", url="http://a", gpu=record)  # type: ignore[arg-type]
+    result = BurstResult(started_at=datetime.now(UTC), duration_s=1.0, settings=settings, arms=[arm])
+    return note_lines(burst_summary(result))
+
+
+async def test_a_power_capped_arm_is_throttled_with_a_warning() -> None:
+    async with ReplyServer(_pages(k=3, running=16)) as capped, httpx.AsyncClient() as client:
+        arm = EndpointSettings(name="B", url="http://10.1.2.3:8000", gpu_metrics_url=capped.url + "/metrics")
+        watch = BurstGpuWatch([arm], client, interval_s=0.05)
+        start, end = await _watched(watch)
+        record = watch.record("http://10.1.2.3:8000/", start, end, output_tokens=1000)
+    assert record is not None and record.throttled is True
+    assert record.throttle_note is not None and "power cap" in record.throttle_note
+    assert record.energy_j is not None and record.energy_per_token_j == record.energy_j / 1000
+    assert any(line.startswith("WARNING A GPU: clocks throttled") for line in _summary_notes(record))
+
+
+async def test_an_unthrottled_arm_is_not_and_shared_gpus_have_no_energy() -> None:
+    async with ReplyServer(_pages(k=0, running=4)) as page, httpx.AsyncClient() as client:
+        url = page.url + "/metrics"
+        arms = [
+            EndpointSettings(name="A", url="http://10.1.2.3:8000", gpu_metrics_url=url),
+            EndpointSettings(name="B", url="http://10.1.2.3:8001", gpu_metrics_url=url),
+        ]
+        watch = BurstGpuWatch(arms, client, interval_s=0.05)
+        start, end = await _watched(watch)
+        record = watch.record("http://10.1.2.3:8000", start, end, output_tokens=1000)
+    assert record is not None and record.throttled is False
+    assert record.energy_j is None and record.energy_per_token_j is None and record.tokens_per_joule is None
+    assert record.note is not None and "same GPUs" in record.note
+
+
+async def test_an_arm_without_gpu_source_says_why() -> None:
+    async with httpx.AsyncClient() as client:
+        arm = EndpointSettings(name="A", url="http://10.1.2.3:8000")  # another host, no exporter
+        watch = BurstGpuWatch([arm], client, interval_s=0.05)
+        start, end = await _watched(watch)
+        record = watch.record("http://10.1.2.3:8000", start, end, output_tokens=10)
+    assert record is not None and record.energy_j is None and record.throttled is None
+    assert record.note is not None and "gpu_metrics_url" in record.note
+    assert any("A GPU:" in line and "gpu_metrics_url" in line for line in _summary_notes(record))

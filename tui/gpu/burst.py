@@ -1,0 +1,112 @@
+"""The GPUs during an A/B burst: energy per output token, tokens per joule and clock throttling per arm.
+
+`BurstGpuWatch` reads the arms' GPU sources (one `GpuMonitor`) right before the burst, every
+`interval_s` while it runs (energy needs readings close together, see tui/gpu/history.py) and right
+after; `record(url, start, end, output_tokens)` then gives one arm's `ArmGpuRecord`. The burst session
+calls it through a small protocol (tui/bench/session.py `GpuWatch`), so the bench needs no NVML or
+exporter of its own. Both arms of a burst run at the same time (interleaved rounds): when they share
+GPUs, each arm's energy cannot be told apart and is unknown (None, with the reason), never a split guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+
+import httpx
+
+from tui.gpu.history import energy_per_token, tokens_per_joule
+from tui.gpu.monitor import GpuMonitor
+from tui.gpu.records import ArmGpuRecord
+from tui.settings import EndpointSettings
+
+WATCH_INTERVAL_S = 0.5
+
+
+class BurstGpuWatch:
+    """Polls the GPU sources of the arms (by base URL) while a burst runs."""
+
+    def __init__(
+        self,
+        arms: Sequence[EndpointSettings],
+        client: httpx.AsyncClient,
+        *,
+        interval_s: float = WATCH_INTERVAL_S,
+        monitor: GpuMonitor | None = None,
+    ) -> None:
+        self.urls = {endpoint.url.rstrip("/"): endpoint.name for endpoint in arms}
+        self.monitor = monitor or GpuMonitor(arms, client)
+        self.interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.monitor.poll()
+        self._task = asyncio.create_task(self._poll_forever(), name="spectop burst GPU watch")
+
+    async def _poll_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            await self.monitor.poll()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.monitor.poll()
+        self.monitor.close()  # the figures are in the histories now: NVML is not needed any more
+
+    def close(self) -> None:
+        self.monitor.close()
+
+    def record(self, url: str, start: float, end: float, output_tokens: int) -> ArmGpuRecord | None:
+        """The arm at `url` between two `time.time()` moments; None when it has no GPU source at all."""
+        name = self.urls.get(url.rstrip("/"))
+        view = self.monitor.latest.get(name) if name is not None else None
+        if view is None:
+            return None
+        if not view.available:
+            return ArmGpuRecord(note=view.reason or "no GPU source")
+        labels = [gpu.label for gpu in view.gpus]
+        throttling = self.monitor.throttling_between(view.endpoint, start, end)
+        history = self.monitor.history(view.endpoint)
+        throttled = None
+        if history is not None:
+            samples = [s for key in history[1] for s in history[0].samples_between(key, start, end)]
+            reasons_known = bool(samples) and all(s.throttle_reasons is not None for s in samples)
+            throttled = True if throttling is not None else (False if reasons_known else None)
+        others = set(view.keys) & self._other_keys(name)
+        note = None
+        energy = None
+        if others:
+            note = "both arms ran on the same GPUs at the same time: each arm's energy is unknown"
+        else:
+            energy = self.monitor.energy_between(view.endpoint, start, end)
+            if energy is None:
+                note = "GPU readings too sparse over the arm for its energy (exporter collect interval?)"
+        joules = energy.joules if energy is not None else None
+        return ArmGpuRecord(
+            energy_j=joules,
+            energy_per_token_j=energy_per_token(joules, output_tokens),
+            tokens_per_joule=tokens_per_joule(joules, output_tokens),
+            energy_method=energy.method if energy is not None else None,
+            throttled=throttled,
+            throttle_note=throttling.message if throttling is not None else None,
+            note=note,
+            gpus=labels,
+        )
+
+    def _other_keys(self, name: str | None) -> set[str]:
+        return {key for other, view in self.monitor.latest.items() if other != name for key in view.keys}
+
+
+def watch_for(
+    arm_urls: Sequence[str], endpoints: Sequence[EndpointSettings], client: httpx.AsyncClient
+) -> BurstGpuWatch | None:
+    """A watch of the GPUs of the endpoints the arms are (by base URL) that have a `gpu_metrics_url`;
+    None when no arm has one (the burst then has no GPU figures, and its table no GPU rows)."""
+    wanted = {url.rstrip("/") for url in arm_urls}
+    arms = [e for e in endpoints if e.url.rstrip("/") in wanted and e.gpu_metrics_url]
+    return BurstGpuWatch(arms, client) if arms else None
