@@ -98,6 +98,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
             source.clock,
             editable=source.allows_editing,
             open_editor=self.open_editor,
+            open_tune=self.open_tune,
             reread_thresholds=source.reread_thresholds,
             intro=intro,
         )
@@ -313,6 +314,16 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
                 log_file=endpoint.log_file,
             )
         )
+
+    def open_tune(self, name: str) -> None:
+        """`T`: sweep the endpoint's speculative parameter with restarts (needs its config and restart)."""
+        from tui.screens.tune import TuneScreen
+
+        endpoint: EndpointSettings | None = self.board.endpoint(name)
+        if endpoint is None or endpoint.config_file is None or not endpoint.restart_command:
+            self.notify(f"{name}: tuning needs a config_file and a restart_command", severity="warning")
+            return
+        self.push_screen(TuneScreen(endpoint, on_finished=lambda _result: self.source.reread_thresholds()))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         for command in super().get_system_commands(screen):

@@ -28,6 +28,7 @@ class ScreenContext:
     clock: Clock
     editable: bool = True  # the endpoints' config files can be edited (live endpoints, not a replay)
     open_editor: Callable[[str], None] = _nothing  # the config editor for an endpoint
+    open_tune: Callable[[str], None] = _nothing  # the tune screen (sweep k with restarts) for an endpoint
     reread_thresholds: Callable[[], None] = _nothing  # after the editor: config files may have changed
     intro: str | None = None  # a line at the top of the dashboard until the first key (`spectop demo`)
 

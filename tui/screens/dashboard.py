@@ -69,6 +69,9 @@ class DashboardScreen(EndpointScreen):
         Binding("slash", "filter", "Filter", key_display="/", tooltip="filter the cards by name"),
         Binding("e", "edit", "Edit", tooltip="edit the config file"),
         Binding(
+            "T", "tune", "Tune", show=False, tooltip="sweep k with restarts, recommend, apply (tune screen)"
+        ),
+        Binding(
             "v", "toggle_view", "Table/cards", tooltip="table view ⇄ cards (by itself when cards do not fit)"
         ),
         Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
@@ -271,7 +274,7 @@ class DashboardScreen(EndpointScreen):
         self._show_view(self._chosen_view)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "edit":
+        if action in ("edit", "tune"):
             return self.context.editable
         return True
 
@@ -307,6 +310,13 @@ class DashboardScreen(EndpointScreen):
             self.notify("select an endpoint first", severity="warning")
             return
         self.context.open_editor(card.endpoint)
+
+    def action_tune(self) -> None:
+        card = self._focused_card()
+        if card is None:
+            self.notify("select an endpoint first", severity="warning")
+            return
+        self.context.open_tune(card.endpoint)
 
     def action_filter(self) -> None:
         box = self.query_one("#card-filter", Input)
