@@ -57,7 +57,7 @@ shift
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
-        (["spectop", ""], "demo snapshot logs sim config edit bench replay"),
+        (["spectop", ""], "demo snapshot logs sim config edit bench tune replay"),
         (["spectop", "si"], "sim"),
         (["spectop", "sim", "--flavor", ""], "vllm sglang llamacpp"),
         (["spectop", "config", ""], "show get set lint launch"),

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from tui.widgets.format import UNKNOWN
+from tui.format import UNKNOWN
 
 from tests.fleet.fake_fleet import Fleet40, fleet_app, fleet_settings
 from tests.fleet.fake_prometheus import FakePrometheus
@@ -117,7 +117,7 @@ async def test_group_summary_rows_and_the_imbalance_marker() -> None:
             # ... and alerted on through the alert engine.
             kinds = {(alert.endpoint, alert.kind) for alert in app.alerts.active()}
             assert ("10.1.0.7:8000", "imbalance") in kinds
-            assert table.wide  # 200 columns: the model and trend columns too
+            await wait_for(pilot, lambda: table.wide)  # 200 columns: the model and trend columns too
 
 
 async def test_filter_and_enter_opens_the_detail_screen() -> None:

@@ -198,7 +198,13 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             "A/B burst · ctrl+r or enter in a field starts · esc cancels / goes back", id="bench-title"
         )
         a_default = self._default(self.default_a, 0)
-        b_default = self._default(self.default_b, 1) if self.default_b or len(self.endpoints) > 1 else NO_B
+        b_default: EndpointArm | OneArm | None = NO_B
+        if self.default_b:
+            b_default = self._default(self.default_b, 1)
+        else:  # B: the first endpoint that is not A (never the same server twice by default)
+            others = [e for e in self.endpoints if a_default is None or e.name != a_default.name]
+            if others:
+                b_default = EndpointArm.from_settings(others[0])
         with Horizontal(classes="form-row"):
             yield Label("A")
             yield Select(
