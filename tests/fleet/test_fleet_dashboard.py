@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from tui.format import UNKNOWN
 
 from tests.fleet.fake_fleet import Fleet40, fleet_app, fleet_settings
 from tests.fleet.fake_prometheus import FakePrometheus
 from tests.ui.ui_waiting import wait_for
 from tui.app import SpectopApp
 from tui.fleet.table_rows import FleetRow
+from tui.format import UNKNOWN
 from tui.screens.detail import DetailScreen
 from tui.widgets.fleet_table import FleetTable
 
