@@ -104,11 +104,12 @@ async def test_the_editor_and_bench_list_their_keys_and_the_footers_keep_theirs(
             pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
         )
         await wait_for(pilot, lambda: "^p" in _footer_keys(app))  # the command palette is in the footer
+        await wait_for(pilot, lambda: _footer_keys(app)["^p"].region.width > 0)  # laid out
         keys = _footer_keys(app)
         assert all(_in_sight(keys[shown], keys["^p"]) for shown in ("⏎", "/", "e", "q", "?", "b"))
         await pilot.press("e")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded)  # type: ignore[attr-defined]
-        await wait_for(pilot, lambda: "f4" in _footer_keys(app))
+        await wait_for(pilot, lambda: "f4" in _footer_keys(app) and _footer_keys(app)["^p"].region.width > 0)
         keys = _footer_keys(app)
         assert _in_sight(keys["f4"], keys["^p"]) and _in_sight(
             keys["f5"], keys["^p"]
