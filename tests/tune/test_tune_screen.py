@@ -92,3 +92,40 @@ async def test_run_cancel_run_apply_from_the_keyboard(tune_sim: TuneSim) -> None
     ]
     assert len(changed) == 2  # one line out, one line in
     assert httpx.get(tune_sim.url + "/health", timeout=5).status_code == 200
+
+
+async def test_the_sweeps_restarts_are_planned_restarts_not_an_endpoint_down(tune_sim: TuneSim) -> None:
+    """The dashboard keeps polling during a tune: its restarts read "restarting", never "endpoint down"."""
+    from tui.app import SpectopApp
+    from tui.settings import Settings
+
+    write_config(tune_sim.config, k=1)
+    endpoint = EndpointSettings(
+        name="tuned",
+        url=tune_sim.url,
+        config_file=tune_sim.config,
+        log_file=tune_sim.sim.log_file,
+        restart_command=tune_sim.restart_command,
+    )
+    app = SpectopApp(Settings(poll_interval_s=0.25, endpoints=[endpoint]), remember_theme_choice=False)
+    seen_restarting: list[bool] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: "tuned" in app.readings and app.readings["tuned"].up)
+        await pilot.press("T")
+        await _until(pilot, lambda: isinstance(app.screen, TuneScreen))
+        screen = app.screen
+        assert isinstance(screen, TuneScreen)
+        await _set(screen, pilot, "values", "0,2")
+        await _set(screen, pilot, "loads", "1")
+        await _set(screen, pilot, "requests", "8")
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.2)
+
+        def finished() -> bool:
+            seen_restarting.append(app.alerts.restarting("tuned"))
+            return not screen.running
+
+        await _until(pilot, finished)
+        await _until(pilot, lambda: not app.alerts.restarting("tuned"))
+    assert any(seen_restarting)
+    assert [alert.kind for alert in app.alerts.all_alerts() if alert.kind == "down"] == []

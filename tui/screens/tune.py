@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from tui.configs.errors import ConfigError
+from tui.messages import HealthChecked, RestartStarted
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
 from tui.tune.plan import DEFAULT_VALUES, TunePlanError, parse_int_list
@@ -83,6 +84,7 @@ class TuneScreen(Screen[None]):
         self.running = False
         self.applying = False
         self.pending_apply: int | None = None  # the value whose diff is shown, waiting for y / n
+        self._restarting = False  # the app was told a planned restart is under way (not "down")
 
     def compose(self) -> ComposeResult:
         title = f"tune {self.endpoint.name}: {self.endpoint.config_file or DASH}"
@@ -142,7 +144,19 @@ class TuneScreen(Screen[None]):
 
     # --- live updates (called on the app's loop by the sweep) -----------------------------------------------
 
+    def _planned_restart(self, under_way: bool, ok: bool = True, detail: str = "") -> None:
+        """Tell the app a restart of ours is under way (the card says "restarting", no down alert) or over."""
+        if under_way and not self._restarting:
+            self.post_message(RestartStarted(f"{self.endpoint.url}/health"))
+        elif not under_way and self._restarting:
+            self.post_message(HealthChecked(True, "", 0.0) if ok else HealthChecked(False, detail, -1.0))
+        self._restarting = under_way
+
     def _progress(self, progress: TuneProgress) -> None:
+        if progress.phase in ("restart", "restore", "apply"):
+            self._planned_restart(True)
+        elif progress.phase == "burst":
+            self._planned_restart(False)
         where = f"[{progress.step}/{progress.steps}] {progress.message}"
         if progress.phase == "burst":
             where += f" {progress.burst_fraction * 100:3.0f}%"
@@ -215,10 +229,12 @@ class TuneScreen(Screen[None]):
         try:
             result = await tune.run(self.cancel)
         except (TunePlanError, ConfigError, OSError) as error:
+            self._planned_restart(False, False, str(error))
             self._say(str(error), error=True)
             return
         finally:
             self.running = False
+        self._planned_restart(False, result.final_restart_ok is not False, "the final restart failed")
         self._update(result)
         if result.final_restart_ok is False:
             command = " ".join(tune.options.restart_command)
@@ -288,12 +304,15 @@ class TuneScreen(Screen[None]):
                     health_timeout_s=options.health_timeout_s,
                 )
                 await asyncio.to_thread(changer.write, tune.text_for(value).encode("utf-8"))
+                self._planned_restart(True)
                 change = await changer.restart()
         except (OSError, ConfigError) as error:
+            self._planned_restart(False, False, str(error))
             self._say(f"could not apply: {error}", error=True)
             return
         finally:
             self.applying = False
+        self._planned_restart(False, change.ok, change.reason or "the server did not come back")
         if change.ok:
             self._say(f"applied k={value}: the server is back")
         else:
