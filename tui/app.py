@@ -323,7 +323,13 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
         if endpoint is None or endpoint.config_file is None or not endpoint.restart_command:
             self.notify(f"{name}: tuning needs a config_file and a restart_command", severity="warning")
             return
-        self.push_screen(TuneScreen(endpoint, on_finished=lambda _result: self.source.reread_thresholds()))
+        self.push_screen(
+            TuneScreen(
+                endpoint,
+                on_finished=lambda _result: self.source.reread_thresholds(),
+                client=self.http_client,
+            )
+        )
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         for command in super().get_system_commands(screen):

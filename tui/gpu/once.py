@@ -12,7 +12,7 @@ from tui.gpu.nvml import NvmlSource
 async def read_once(gpu_metrics_url: str | None = None) -> GpuReading | GpuUnavailable:
     """The exporter page at `gpu_metrics_url`, else the local GPUs through NVML. Never raises."""
     if gpu_metrics_url:
-        async with httpx.AsyncClient() as client:
+        async with httpx.AsyncClient(timeout=5.0) as client:
             return await read_dcgm(client, gpu_metrics_url)
     source = NvmlSource()
     try:

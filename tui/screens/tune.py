@@ -9,6 +9,7 @@ needs comes through its constructor; the sweep itself is `tui.tune.runner.TuneRu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -71,9 +72,11 @@ class TuneScreen(Screen[None]):
         requests: int = 16,
         max_tokens: int = 64,
         health_timeout_s: float = 60.0,
+        client: httpx.AsyncClient | None = None,
     ) -> None:
         super().__init__()
         self.endpoint = endpoint
+        self.client = client  # the app's (None: the sweep opens its own)
         self.on_finished = on_finished
         self.requests = requests
         self.max_tokens = max_tokens
@@ -227,7 +230,7 @@ class TuneScreen(Screen[None]):
 
     async def _sweep(self, tune: TuneRun) -> None:
         try:
-            result = await tune.run(self.cancel)
+            result = await tune.run(self.cancel, self.client)
         except (TunePlanError, ConfigError, OSError) as error:
             self._planned_restart(False, False, str(error))
             self._say(str(error), error=True)
@@ -293,7 +296,10 @@ class TuneScreen(Screen[None]):
         options = tune.options
         self._say(f"writing k={value} and restarting …")
         try:
-            async with httpx.AsyncClient(timeout=10.0) as client:
+            async with contextlib.AsyncExitStack() as stack:
+                client = self.client
+                if client is None:
+                    client = await stack.enter_async_context(httpx.AsyncClient(timeout=10.0))
                 changer = Changer(
                     options.config_file,
                     options.restart_command,

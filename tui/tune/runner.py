@@ -278,15 +278,21 @@ class TuneRun:
 
     # --- running --------------------------------------------------------------------------------------
 
-    async def run(self, cancel: asyncio.Event | None = None) -> TuneResult:
+    async def run(
+        self, cancel: asyncio.Event | None = None, client: httpx.AsyncClient | None = None
+    ) -> TuneResult:
         """Sweep every value; cancelled when `cancel` is set. The file is restored (or the best applied)
-        and the server restarted on it however this ends; `result.final_restart_ok` says if it came back."""
+        and the server restarted on it however this ends; `result.final_restart_ok` says if it came back.
+        `client` (the app's, for the health waits and scrapes; the bursts have their own pool) or one of
+        its own."""
         if self.result is None:
             await self.prepare()
         assert self.result is not None
         cancel = cancel or asyncio.Event()
         self._started = time.monotonic()
-        async with httpx.AsyncClient(timeout=10.0) as client:
+        async with contextlib.AsyncExitStack() as stack:
+            if client is None:
+                client = await stack.enter_async_context(httpx.AsyncClient(timeout=10.0))
             changer = Changer(
                 self.options.config_file,
                 self.options.restart_command,
