@@ -19,6 +19,9 @@ Rules (per endpoint):
   clears when a GPU reading no longer shows it.
 - OOM or engine error in the log → critical; a traceback → warning. A log alert clears when the
   endpoint is seen up again after being down (a restart), or after `log_hold_s` without a new one.
+- source down (fleet mode: Prometheus unreachable) → critical, ONE alert for the source
+  (`observe_source`), not one "down" per instance: nothing is known of them then (their readings do
+  not raise or clear alerts of their own, `EndpointReading.source_failed`); clears when it answers.
 - imbalance (fleet mode) → warning: a replica whose acceptance or tokens/s stays far off the others of
   its group (or one data-parallel engine off the others of its vLLM); `observe_imbalance` raises it
   with the text `tui.fleet.spread` gives, follows that text, and clears it when the replica is back.
@@ -45,6 +48,7 @@ AlertKind = Literal[
     "log_error",
     "imbalance",
     "gpu_memory_high",
+    "source_down",
 ]
 Severity = Literal["warning", "critical"]
 ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
@@ -243,6 +247,20 @@ class AlertEngine:
         alert = state.active.get("imbalance")
         if alert is None:
             return self._raise(state, endpoint, "imbalance", "warning", message[:200], time)
+        if alert.message != message[:200]:
+            alert.message = message[:200]
+            self.version += 1
+        return []
+
+    def observe_source(self, source: str, time: float, message: str | None) -> list[Alert]:
+        """Fleet mode: the source itself (`source`: Prometheus) failed (`message` says how), or, with
+        None, answers again. Its text follows the latest failure while active."""
+        state = self._state(source)
+        if message is None:
+            return self._clear(state, ("source_down",), time)
+        alert = state.active.get("source_down")
+        if alert is None:
+            return self._raise(state, source, "source_down", "critical", message[:200], time)
         if alert.message != message[:200]:
             alert.message = message[:200]
             self.version += 1
