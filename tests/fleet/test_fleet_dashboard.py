@@ -20,6 +20,7 @@ from tui.app import SpectopApp
 from tui.fleet.table_rows import FleetRow
 from tui.format import UNKNOWN
 from tui.screens.detail import DetailScreen
+from tui.sources.fleet import SOURCE_NAME
 from tui.widgets.fleet_table import FleetTable
 from tui.widgets.log_pane import LogPane
 
@@ -163,6 +164,9 @@ async def test_prometheus_failing_shows_as_such_never_as_zero(
             fleet.failing = failure
         await wait_for(pilot, lambda: all(row.status == "no data" for row in members(table, "qwen-7b")))
         assert "Prometheus DOWN" in app.sub_title
+        kinds = [(alert.endpoint, alert.kind) for alert in app.alerts.active()]
+        assert kinds.count((SOURCE_NAME, "source_down")) == 1  # one alert for Prometheus
+        assert [kind for kind in kinds if kind[1] == "down"] == [("10.1.0.40:8000", "down")]  # up == 0
         for row in table.rows_shown:
             cells = [cell.plain.strip() for cell in table.get_row(row.key)]
             figures = cells[2:8]  # tok/s .. KV
@@ -171,6 +175,7 @@ async def test_prometheus_failing_shows_as_such_never_as_zero(
         if failure is not None:  # back: figures again, and the subtitle says so
             await wait_for(pilot, lambda: any(row.status == "up" for row in members(table, "qwen-7b")))
             assert "Prometheus DOWN" not in app.sub_title
+            await wait_for(pilot, lambda: all(a.kind != "source_down" for a in app.alerts.active()))
 
 
 async def test_a_target_down_and_nan_are_not_zero(fleet40_app: SpectopApp) -> None:

@@ -57,7 +57,7 @@ def fleet_status(reading: EndpointReading | None, card_status: str) -> str:
     """The card's status, saying why an instance is not up: Prometheus failed, or the target is stale."""
     if reading is None or reading.up:
         return card_status
-    if isinstance(reading, FleetReading) and reading.prometheus_error:
+    if reading.source_failed:  # Prometheus failed: nothing known of the instance
         return "no data"
     if (reading.error or "").startswith("stale"):
         return "stale"

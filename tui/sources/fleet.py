@@ -37,10 +37,12 @@ SOURCE_NAME = "Prometheus"  # the "endpoint" of the alert that says Prometheus i
 
 
 def source_alert_text(url: str, error: str) -> str:
-    """ "Prometheus at URL unreachable: connection refused" from the client's error text."""
-    for prefix, verb in (("Prometheus unreachable: ", "unreachable"), ("Prometheus timeout ", "timeout")):
-        if error.startswith(prefix):
-            return f"Prometheus at {url} {verb}: {error.removeprefix(prefix)}"
+    """ "Prometheus at URL unreachable: connection refused" (or "… failing: HTTP 503") from the client's
+    error text."""
+    if error.startswith("Prometheus unreachable: "):
+        return f"Prometheus at {url} unreachable: {error.removeprefix('Prometheus unreachable: ')}"
+    if error.startswith("Prometheus timeout "):
+        return f"Prometheus at {url} unreachable: {error.removeprefix('Prometheus ')}"
     return f"Prometheus at {url} failing: {error.removeprefix('Prometheus').lstrip(': ')}"
 
 

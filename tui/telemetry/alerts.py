@@ -241,26 +241,23 @@ class AlertEngine:
 
     def observe_imbalance(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
         """Fleet mode: the endpoint is far off its group (`message` says how) or, with None, back in line."""
-        state = self._state(endpoint)
-        if message is None:
-            return self._clear(state, ("imbalance",), time)
-        alert = state.active.get("imbalance")
-        if alert is None:
-            return self._raise(state, endpoint, "imbalance", "warning", message[:200], time)
-        if alert.message != message[:200]:
-            alert.message = message[:200]
-            self.version += 1
-        return []
+        return self._follow(endpoint, "imbalance", "warning", time, message)
 
     def observe_source(self, source: str, time: float, message: str | None) -> list[Alert]:
         """Fleet mode: the source itself (`source`: Prometheus) failed (`message` says how), or, with
         None, answers again. Its text follows the latest failure while active."""
-        state = self._state(source)
+        return self._follow(source, "source_down", "critical", time, message)
+
+    def _follow(
+        self, endpoint: str, kind: AlertKind, severity: Severity, time: float, message: str | None
+    ) -> list[Alert]:
+        """A condition told by its text: raised with `message`, its text following it, cleared by None."""
+        state = self._state(endpoint)
         if message is None:
-            return self._clear(state, ("source_down",), time)
-        alert = state.active.get("source_down")
+            return self._clear(state, (kind,), time)
+        alert = state.active.get(kind)
         if alert is None:
-            return self._raise(state, source, "source_down", "critical", message[:200], time)
+            return self._raise(state, endpoint, kind, severity, message[:200], time)
         if alert.message != message[:200]:
             alert.message = message[:200]
             self.version += 1
@@ -269,16 +266,7 @@ class AlertEngine:
     def observe_gpu_memory(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
         """One GPU reading of the endpoint: `message` when memory is high with speculation on (its text
         follows the figure while active), None when it is not (or no longer known): clears."""
-        state = self._state(endpoint)
-        if message is None:
-            return self._clear(state, ("gpu_memory_high",), time)
-        alert = state.active.get("gpu_memory_high")
-        if alert is None:
-            return self._raise(state, endpoint, "gpu_memory_high", "warning", message[:200], time)
-        if alert.message != message[:200]:
-            alert.message = message[:200]
-            self.version += 1
-        return []
+        return self._follow(endpoint, "gpu_memory_high", "warning", time, message)
 
     # ---- acceptance ---------------------------------------------------------------------------------
     def _acceptance(
