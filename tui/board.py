@@ -25,6 +25,7 @@ from tui.sources.updates import (
     LogLineArrived,
     ReadingArrived,
     SeriesLoaded,
+    SourceDown,
     ThresholdRead,
     Update,
 )
@@ -151,6 +152,9 @@ class Board:
                 self.alerts.observe_imbalance(update.endpoint, update.time, update.message)
             )
             return Applied(changed=(update.endpoint,) if alerts else (), alerts=alerts)
+        if isinstance(update, SourceDown):
+            alerts = self._counted(self.alerts.observe_source(update.source, update.time, update.message))
+            return Applied(alerts=alerts)
         if isinstance(update, GpusPolled):
             return self.add_gpus(update)
         return Applied()
@@ -171,6 +175,8 @@ class Board:
         self.ensure_endpoint(reading.name)
         self.readings[reading.name] = reading
         self.series.add(reading)
+        if reading.source_failed:  # nothing known of the endpoint: no alert of its own starts or clears
+            return []
         figures = reading.figures
         acceptance = figures.acceptance_rate if reading.up else None
         k = len(figures.per_position_acceptance) if figures.per_position_acceptance else None

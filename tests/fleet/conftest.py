@@ -13,12 +13,17 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.fleet.fake_fleet import Fleet40, fleet_app, fleet_settings
+from tests.fleet.fake_prometheus import FakePrometheus
+from tui.app import SpectopApp
 
 ROOT = Path(__file__).resolve().parents[2]
 READY_PREFIX = "spectop sim: "
@@ -166,33 +171,73 @@ class Fleet:
         return self.sims[name][1]
 
 
-@pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    """Three sims (vLLM, SGLang, llama.cpp) plus a vLLM one to kill, scraped every second."""
+@contextmanager
+def running_fleet(directory: Path, sims: dict[str, str], jobs: dict[str, list[str]]) -> Iterator[Fleet]:
+    """`sims` (name → flavor) as `spectop sim` processes, scraped every second by a Prometheus whose
+    jobs are `jobs` (job → sim names); everything stopped on the way out."""
     if prometheus_binary() is None:
         pytest.skip("needs the prometheus binary (Debian package `prometheus`)")
-    directory = tmp_path_factory.mktemp("fleet")
-    sims: dict[str, tuple[subprocess.Popen[str], str]] = {}
+    started: dict[str, tuple[subprocess.Popen[str], str]] = {}
     try:
-        for name, flavor in (
-            ("vllm", "vllm"),
-            ("sglang", "sglang"),
-            ("llamacpp", "llamacpp"),
-            ("victim", "vllm"),
-        ):
-            sims[name] = spawn_sim(flavor, "--background-load", "2", "--seed", "7")
+        for name, flavor in sims.items():
+            started[name] = spawn_sim(flavor, "--background-load", "2", "--seed", "7")
         targets = {
-            "vllm": [sims["vllm"][1].removeprefix("http://"), sims["victim"][1].removeprefix("http://")],
-            "sglang": [sims["sglang"][1].removeprefix("http://")],
-            "llamacpp": [sims["llamacpp"][1].removeprefix("http://")],
+            job: [started[name][1].removeprefix("http://") for name in names] for job, names in jobs.items()
         }
         config = write_config(directory / "prometheus.yml", targets)
         prometheus = start_prometheus(config, directory)
         try:
-            wait_targets_up(prometheus.url, len(sims))
-            yield Fleet(prometheus, sims, time.time())
+            wait_targets_up(prometheus.url, len(started))
+            yield Fleet(prometheus, started, time.time())
         finally:
             prometheus.stop()
     finally:
-        for process, _ in sims.values():
+        for process, _ in started.values():
             stop(process)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    """Three sims (vLLM, SGLang, llama.cpp) plus a vLLM one to kill, scraped every second."""
+    sims = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp", "victim": "vllm"}
+    jobs = {"vllm": ["vllm", "victim"], "sglang": ["sglang"], "llamacpp": ["llamacpp"]}
+    with running_fleet(tmp_path_factory.mktemp("fleet"), sims, jobs) as running:
+        yield running
+
+
+@pytest.fixture
+def own_fleet(tmp_path: Path) -> Iterator[Fleet]:
+    """Three vLLM sims (a, b, c) in one job and a Prometheus of the test's own (it may stop it)."""
+    with running_fleet(
+        tmp_path, {"a": "vllm", "b": "vllm", "c": "vllm"}, {"vllm": ["a", "b", "c"]}
+    ) as running:
+        yield running
+
+
+# --- the dashboard on 40 instances behind the fake Prometheus (tests/fleet/fake_fleet.py) ----------------
+
+
+@pytest.fixture
+def private_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The app's config folder (the remembered theme) in the test's tmp folder, not the user's."""
+    home = tmp_path / "config-home"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def fleet40() -> Fleet40:
+    """The 40 instances whose figures the fake Prometheus answers (switch `failing` to break it)."""
+    return Fleet40()
+
+
+@pytest.fixture
+async def fleet40_prometheus(fleet40: Fleet40) -> AsyncIterator[FakePrometheus]:
+    async with FakePrometheus(fleet40.answer) as fake:
+        yield fake
+
+
+@pytest.fixture
+def fleet40_app(fleet40_prometheus: FakePrometheus, private_config_home: Path) -> SpectopApp:
+    """`spectop --prometheus URL` on the 40 instances (grouped by model), not started yet."""
+    return fleet_app(fleet_settings(fleet40_prometheus.url))

@@ -1,31 +1,28 @@
 """The fleet dashboard (`spectop --prometheus URL`) on 40 instances behind a fake Prometheus.
 
 What the table must say is computed from the fake's own figures (`Fleet40`), never from the table.
+The fake, its Prometheus and the app are tests/fleet/conftest.py's fixtures (`fleet40`, `fleet40_app`).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 
-from tests.fleet.fake_fleet import Fleet40, fleet_app, fleet_settings
+from tests.fleet.fake_fleet import Fleet40
 from tests.fleet.fake_prometheus import FakePrometheus
 from tests.ui.ui_waiting import wait_for
 from tui.app import SpectopApp
 from tui.fleet.table_rows import FleetRow
 from tui.format import UNKNOWN
 from tui.screens.detail import DetailScreen
+from tui.sources.fleet import SOURCE_NAME
 from tui.widgets.fleet_table import FleetTable
-
-
-@pytest.fixture(autouse=True)
-def _private_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
+from tui.widgets.log_pane import LogPane
 
 
 def table_of(app: SpectopApp) -> FleetTable:
@@ -61,91 +58,88 @@ def expected_order(fleet: Fleet40, group: str, figure: str, *, reverse: bool = F
     return [m.name for m in ordered + rest]
 
 
-async def test_forty_instances_open_as_a_sorted_grouped_table() -> None:
-    fleet = Fleet40()
-    async with FakePrometheus(fleet.answer) as fake:
-        app = fleet_app(fleet_settings(fake.url))
-        async with app.run_test(size=(80, 24)) as pilot:
-            table = await filled(pilot)
-            assert app.screen.has_class("table-view")  # 40 cards do not fit in 80x24
-            assert isinstance(app.focused, FleetTable)
-            groups = [row.name for row in table.rows_shown if row.summary]
-            assert groups == ["llama-8b", "qwen-7b"]
+async def test_forty_instances_open_as_a_sorted_grouped_table(
+    fleet40: Fleet40, fleet40_app: SpectopApp
+) -> None:
+    fleet, app = fleet40, fleet40_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = await filled(pilot)
+        assert app.screen.has_class("table-view")  # 40 cards do not fit in 80x24
+        assert isinstance(app.focused, FleetTable)
+        groups = [row.name for row in table.rows_shown if row.summary]
+        assert groups == ["llama-8b", "qwen-7b"]
 
-            await pilot.press("T")  # tok/s, ascending
-            for group in groups:
-                got = [row.name for row in members(table, group)]
-                assert got == expected_order(fleet, group, "generation_tokens_per_s")
-            await pilot.press("T")  # again: the other way round
-            for group in groups:
-                got = [row.name for row in members(table, group)]
-                assert got == expected_order(fleet, group, "generation_tokens_per_s", reverse=True)
+        await pilot.press("T")  # tok/s, ascending
+        for group in groups:
+            got = [row.name for row in members(table, group)]
+            assert got == expected_order(fleet, group, "generation_tokens_per_s")
+        await pilot.press("T")  # again: the other way round
+        for group in groups:
+            got = [row.name for row in members(table, group)]
+            assert got == expected_order(fleet, group, "generation_tokens_per_s", reverse=True)
 
-            await pilot.press("A")  # acceptance: NaN (#39) and the down target (#40) last, not as 0
-            for group in groups:
-                got = [row.name for row in members(table, group)]
-                assert got == expected_order(fleet, group, "acceptance_rate")
-            await pilot.press(">")  # the next column: mean length
-            assert table.sort_column == "mean_length"
-            assert table.columns["mean_length"].label.plain.strip().startswith("▲")  # type: ignore[index]
-
-
-async def test_group_summary_rows_and_the_imbalance_marker() -> None:
-    fleet = Fleet40()
-    async with FakePrometheus(fleet.answer) as fake:
-        app = fleet_app(fleet_settings(fake.url))
-        async with app.run_test(size=(200, 50)) as pilot:
-            table = await filled(pilot)
-            await wait_for(pilot, lambda: bool(app.alerts.active()))
-            summary = {row.group: row for row in table.rows_shown if row.summary}
-            for group in ("llama-8b", "qwen-7b"):
-                up = [m for m in fleet.members if m.model == group and m.up]
-                row = summary[group]
-                assert row.status == f"{len(up)}/{len([m for m in fleet.members if m.model == group])} up"
-                want_tokens = sum(m.figures["generation_tokens_per_s"] for m in up)
-                assert row.tokens_per_s == pytest.approx(want_tokens)
-                known = [
-                    m.figures["acceptance_rate"] for m in up if not math.isnan(m.figures["acceptance_rate"])
-                ]
-                assert row.acceptance_rate == pytest.approx(statistics.median(known))
-            # Instance 7 is far off the llama group's acceptance: marked on its row and its group's.
-            outlier = next(row for row in table.rows_shown if row.name == "10.1.0.7:8000")
-            assert outlier.off.startswith("acc-")
-            assert summary["llama-8b"].off == "1 off" and summary["qwen-7b"].off == "even"
-            cells = [cell.plain for cell in table.get_row(summary["llama-8b"].key)]
-            assert "1 off" in " ".join(cells)
-            # ... and alerted on through the alert engine.
-            kinds = {(alert.endpoint, alert.kind) for alert in app.alerts.active()}
-            assert ("10.1.0.7:8000", "imbalance") in kinds
-            await wait_for(pilot, lambda: table.wide)  # 200 columns: the model and trend columns too
+        await pilot.press("A")  # acceptance: NaN (#39) and the down target (#40) last, not as 0
+        for group in groups:
+            got = [row.name for row in members(table, group)]
+            assert got == expected_order(fleet, group, "acceptance_rate")
+        await pilot.press(">")  # the next column: mean length
+        assert table.sort_column == "mean_length"
+        assert table.columns["mean_length"].label.plain.strip().startswith("▲")  # type: ignore[index]
 
 
-async def test_filter_and_enter_opens_the_detail_screen() -> None:
-    fleet = Fleet40()
-    async with FakePrometheus(fleet.answer) as fake:
-        app = fleet_app(fleet_settings(fake.url))
-        async with app.run_test(size=(80, 24)) as pilot:
-            table = await filled(pilot)
-            await pilot.press("slash", *"qwen")
-            await pilot.pause()
-            assert {row.group for row in table.rows_shown} == {"qwen-7b"}
-            assert len(table.endpoints) == len([m for m in fleet.members if m.model == "qwen-7b"])
-            await pilot.press("enter")  # keep the filter, back to the table
-            await pilot.press("escape")  # clears it
-            await pilot.pause()
-            assert len(table.endpoints) == 40
-            await pilot.press("slash", *"10.1.0.1")
-            await pilot.press("enter")
-            await pilot.pause()
-            want = sorted(m.name for m in fleet.members if "10.1.0.1" in m.name)
-            assert sorted(table.endpoints) == want
-            assert isinstance(app.focused, FleetTable)
-            await pilot.press("down")  # from the group's summary row to its first instance
-            selected = table.selected_endpoint
-            assert selected in want
-            await pilot.press("enter")
-            await pilot.pause()
-            assert isinstance(app.screen, DetailScreen) and app.screen.endpoint == selected
+async def test_group_summary_rows_and_the_imbalance_marker(fleet40: Fleet40, fleet40_app: SpectopApp) -> None:
+    fleet, app = fleet40, fleet40_app
+    async with app.run_test(size=(200, 50)) as pilot:
+        table = await filled(pilot)
+        await wait_for(pilot, lambda: bool(app.alerts.active()))
+        summary = {row.group: row for row in table.rows_shown if row.summary}
+        for group in ("llama-8b", "qwen-7b"):
+            up = [m for m in fleet.members if m.model == group and m.up]
+            row = summary[group]
+            assert row.status == f"{len(up)}/{len([m for m in fleet.members if m.model == group])} up"
+            want_tokens = sum(m.figures["generation_tokens_per_s"] for m in up)
+            assert row.tokens_per_s == pytest.approx(want_tokens)
+            known = [m.figures["acceptance_rate"] for m in up if not math.isnan(m.figures["acceptance_rate"])]
+            assert row.acceptance_rate == pytest.approx(statistics.median(known))
+        # Instance 7 is far off the llama group's acceptance: marked on its row and its group's.
+        outlier = next(row for row in table.rows_shown if row.name == "10.1.0.7:8000")
+        assert outlier.off.startswith("acc-")
+        assert summary["llama-8b"].off == "1 off" and summary["qwen-7b"].off == "even"
+        cells = [cell.plain for cell in table.get_row(summary["llama-8b"].key)]
+        assert "1 off" in " ".join(cells)
+        # ... and alerted on through the alert engine.
+        kinds = {(alert.endpoint, alert.kind) for alert in app.alerts.active()}
+        assert ("10.1.0.7:8000", "imbalance") in kinds
+        await wait_for(pilot, lambda: table.wide)  # 200 columns: the model and trend columns too
+
+
+async def test_filter_and_enter_opens_the_detail_screen(fleet40: Fleet40, fleet40_app: SpectopApp) -> None:
+    fleet, app = fleet40, fleet40_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = await filled(pilot)
+        await pilot.press("slash", *"qwen")
+        await pilot.pause()
+        assert {row.group for row in table.rows_shown} == {"qwen-7b"}
+        assert len(table.endpoints) == len([m for m in fleet.members if m.model == "qwen-7b"])
+        await pilot.press("enter")  # keep the filter, back to the table
+        await pilot.press("escape")  # clears it
+        await pilot.pause()
+        assert len(table.endpoints) == 40
+        await pilot.press("slash", *"10.1.0.1")
+        await pilot.press("enter")
+        await pilot.pause()
+        want = sorted(m.name for m in fleet.members if "10.1.0.1" in m.name)
+        assert sorted(table.endpoints) == want
+        assert isinstance(app.focused, FleetTable)
+        await pilot.press("down")  # from the group's summary row to its first instance
+        selected = table.selected_endpoint
+        assert selected in want
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.endpoint == selected
+        title = str(app.screen.query_one(LogPane).border_title)
+        assert "fleet mode" in title and "metrics only" in title  # no log: Prometheus has none
+        assert "recording" not in title
 
 
 @pytest.mark.parametrize(
@@ -158,36 +152,38 @@ async def test_filter_and_enter_opens_the_detail_screen() -> None:
     ],
     ids=["http-503", "status-error", "slow", "down"],
 )
-async def test_prometheus_failing_shows_as_such_never_as_zero(failure: Any) -> None:
-    fleet = Fleet40()
-    async with FakePrometheus(fleet.answer) as fake:
-        app = fleet_app(fleet_settings(fake.url))
-        async with app.run_test(size=(80, 24)) as pilot:
-            table = await filled(pilot)
-            if failure is None:
-                await fake.close()
-            else:
-                fleet.failing = failure
-            await wait_for(pilot, lambda: all(row.status == "no data" for row in members(table, "qwen-7b")))
-            assert "Prometheus DOWN" in app.sub_title
-            for row in table.rows_shown:
-                cells = [cell.plain.strip() for cell in table.get_row(row.key)]
-                figures = cells[2:8]  # tok/s .. KV
-                assert all(cell in (UNKNOWN, f"{UNKNOWN}/{UNKNOWN}") for cell in figures), cells
-            fleet.failing = None
-            if failure is not None:  # back: figures again, and the subtitle says so
-                await wait_for(pilot, lambda: any(row.status == "up" for row in members(table, "qwen-7b")))
-                assert "Prometheus DOWN" not in app.sub_title
+async def test_prometheus_failing_shows_as_such_never_as_zero(
+    failure: Any, fleet40: Fleet40, fleet40_app: SpectopApp, fleet40_prometheus: FakePrometheus
+) -> None:
+    fleet, app = fleet40, fleet40_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = await filled(pilot)
+        if failure is None:
+            await fleet40_prometheus.close()
+        else:
+            fleet.failing = failure
+        await wait_for(pilot, lambda: all(row.status == "no data" for row in members(table, "qwen-7b")))
+        assert "Prometheus DOWN" in app.sub_title
+        kinds = [(alert.endpoint, alert.kind) for alert in app.alerts.active()]
+        assert kinds.count((SOURCE_NAME, "source_down")) == 1  # one alert for Prometheus
+        assert [kind for kind in kinds if kind[1] == "down"] == [("10.1.0.40:8000", "down")]  # up == 0
+        for row in table.rows_shown:
+            cells = [cell.plain.strip() for cell in table.get_row(row.key)]
+            figures = cells[2:8]  # tok/s .. KV
+            assert all(cell in (UNKNOWN, f"{UNKNOWN}/{UNKNOWN}") for cell in figures), cells
+        fleet.failing = None
+        if failure is not None:  # back: figures again, and the subtitle says so
+            await wait_for(pilot, lambda: any(row.status == "up" for row in members(table, "qwen-7b")))
+            assert "Prometheus DOWN" not in app.sub_title
+            await wait_for(pilot, lambda: all(a.kind != "source_down" for a in app.alerts.active()))
 
 
-async def test_a_target_down_and_nan_are_not_zero() -> None:
-    fleet = Fleet40()
-    async with FakePrometheus(fleet.answer) as fake:
-        app = fleet_app(fleet_settings(fake.url))
-        async with app.run_test(size=(80, 24)) as pilot:
-            table = await filled(pilot)
-            rows = {row.name: row for row in table.rows_shown}
-            assert rows["10.1.0.40:8000"].status == "down" and rows["10.1.0.40:8000"].tokens_per_s is None
-            assert rows["10.1.0.39:8000"].status == "up" and rows["10.1.0.39:8000"].acceptance_rate is None
-            cells = [cell.plain.strip() for cell in table.get_row("10.1.0.39:8000")]
-            assert cells[4] == UNKNOWN  # acceptance: "–", not 0
+async def test_a_target_down_and_nan_are_not_zero(fleet40_app: SpectopApp) -> None:
+    app = fleet40_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = await filled(pilot)
+        rows = {row.name: row for row in table.rows_shown}
+        assert rows["10.1.0.40:8000"].status == "down" and rows["10.1.0.40:8000"].tokens_per_s is None
+        assert rows["10.1.0.39:8000"].status == "up" and rows["10.1.0.39:8000"].acceptance_rate is None
+        cells = [cell.plain.strip() for cell in table.get_row("10.1.0.39:8000")]
+        assert cells[4] == UNKNOWN  # acceptance: "–", not 0

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.fleet.conftest import NEEDS_PROMETHEUS, ROOT, Fleet, stop
 from tests.fleet.fake_fleet import fleet_app
@@ -237,11 +236,8 @@ async def test_killed_sim_shows_down(fleet: Fleet) -> None:
     assert all(rows[0][name] is None for name in FIGURE_NAMES) and "target down" in str(rows[0]["error"])
 
 
-async def test_the_dashboard_rows_match_direct_scrapes(
-    fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_dashboard_rows_match_direct_scrapes(fleet: Fleet, private_config_home: Path) -> None:
     """`spectop --prometheus URL` as a user runs it: its table's rows against direct scrapes."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
     settings = Settings(
         prometheus=PrometheusSettings(url=fleet.prometheus.url, timeout_s=5.0),
         window_s=WINDOW_S,

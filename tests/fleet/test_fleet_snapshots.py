@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +12,7 @@ from tests.ui.ui_waiting import wait_for
 from tui.app import SpectopApp
 from tui.widgets.fleet_table import FleetTable
 
-
-@pytest.fixture(autouse=True)
-def _private_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
+pytestmark = pytest.mark.usefixtures("private_config_home")  # tests/fleet/conftest.py
 
 
 async def _settled(pilot: Pilot[Any]) -> None:

@@ -11,12 +11,15 @@ from textual.widgets import DataTable
 from ui_waiting import wait_for
 
 from tui.app import SpectopApp
+from tui.fleet.table_rows import FleetRow
 from tui.screens.dashboard import DashboardScreen, card_layout
 from tui.screens.detail import DetailScreen
 from tui.settings import EndpointSettings, Settings
 from tui.telemetry.endpoint_row import EndpointRow, sorted_rows
+from tui.widgets import endpoint_table, fleet_table
 from tui.widgets.endpoint_card import EndpointCard
-from tui.widgets.endpoint_table import EndpointTable
+from tui.widgets.endpoint_table import Column, EndpointTable
+from tui.widgets.fleet_table import FleetTable
 
 
 @pytest.mark.parametrize(
@@ -46,6 +49,24 @@ def test_rows_sort_with_unknown_figures_last_either_way() -> None:
     assert [row.name for row in sorted_rows(rows, "tokens_per_s")] == ["b", "c", "a"]
     assert [row.name for row in sorted_rows(rows, "tokens_per_s", reverse=True)] == ["c", "b", "a"]
     assert [row.name for row in sorted_rows(rows, "status")] == ["a", "c", "b"]  # worst first
+
+
+def test_names_sort_with_their_numbers_as_numbers() -> None:
+    rows = [EndpointRow(name, "up") for name in ("node-10", "Node-2", "node-1")]
+    assert [row.name for row in sorted_rows(rows, "name")] == ["node-1", "Node-2", "node-10"]
+
+
+def test_the_fleet_table_is_the_endpoint_table_extended() -> None:
+    """One table: the fleet's rows are endpoint rows with extras, its figure columns the same columns."""
+    assert issubclass(FleetTable, EndpointTable) and issubclass(FleetRow, EndpointRow)
+
+    def figures(columns: tuple[Column, ...]) -> list[tuple[object, ...]]:
+        return [(column.sort, column.header, column.figure) for column in columns if column.figure]
+
+    assert figures(fleet_table.NARROW_COLUMNS) == figures(endpoint_table.NARROW_COLUMNS)
+    assert figures(fleet_table.WIDE_COLUMNS) == figures(endpoint_table.WIDE_COLUMNS)
+    row = FleetRow(name="10.1.0.2:8000", status="up", key="10.1.0.2:8000", group="g", tokens_per_s=12.0)
+    assert sorted_rows([row], "tokens_per_s") == [row]  # the endpoint rows' sorting
 
 
 def _column_texts(table: EndpointTable, column: str) -> list[str]:

@@ -60,6 +60,10 @@ class FleetReading(EndpointReading):
     # vLLM with several data-parallel engines: acceptance and tokens/s per `engine` label.
     engines: dict[str, Figures] = Field(default_factory=dict)
 
+    @property
+    def source_failed(self) -> bool:
+        return self.prometheus_error
+
 
 @dataclass
 class FleetRefresh:

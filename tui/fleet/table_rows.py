@@ -5,51 +5,38 @@ label (`FleetReading.group`), each group's summary row first (tui.fleet.spread: 
 queue, median acceptance and mean length, the worst TTFT p95 and KV use), then its instances by the
 sort column; unknown figures (None, "–") sort after every known one whichever the direction. The
 `off` marker says how far an instance is off its group (or one of its engines off the others), and
-on a group's row how many of its members are. The field names follow `EndpointRow` (the dashboard's
-table, tui/telemetry/endpoint_row.py), so the two can become one.
+on a group's row how many of its members are. `FleetRow` is the dashboard's `EndpointRow`
+(tui/telemetry/endpoint_row.py) with the fleet's extras, sorted by the same `sorted_rows`.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 from tui.fleet.poller import FleetReading
 from tui.fleet.spread import Spread, engine_spreads, group_spreads, group_summaries
+from tui.telemetry.endpoint_row import (
+    EndpointRow,
+    SortColumn,
+    endpoint_row,
+    row_figures,
+    sorted_rows,
+)
 from tui.telemetry.reading import EndpointReading
 
-SortColumn = Literal[
-    "status", "name", "model", "tokens_per_s", "ttft_p95", "acceptance", "mean_length", "running", "kv"
-]
-SORT_COLUMNS: tuple[SortColumn, ...] = (
-    "status", "name", "model", "tokens_per_s", "ttft_p95", "acceptance", "mean_length", "running", "kv",
-)  # fmt: skip
-# Worst first when sorted ascending: what needs a look comes to the top.
-STATUS_ORDER = {"down": 0, "no data": 1, "stale": 2, "restarting": 2, "waiting": 3, "up": 4}
 GROUP_KEY_PREFIX = "\x00group:"  # row keys of summary rows (an instance name never starts so)
 SHORT_FIGURE = {"acceptance_rate": "acc", "generation_tokens_per_s": "tok"}
 
 
-@dataclass(frozen=True, slots=True)
-class FleetRow:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetRow(EndpointRow):
+    """An instance's row (status: up, down, stale, no data (Prometheus failed), waiting) or a group's
+    summary row (status "3/4 up")."""
+
     key: str  # the instance (the board's endpoint name), or GROUP_KEY_PREFIX + group
-    name: str
-    status: str  # up, down, stale, no data (Prometheus failed), waiting; a group's: "3/4 up"
     group: str
     summary: bool = False
-    backend: str | None = None
-    model: str | None = None
-    tokens_per_s: float | None = None
-    ttft_p95_s: float | None = None
-    acceptance_rate: float | None = None
-    mean_acceptance_length: float | None = None
-    running: float | None = None
-    waiting: float | None = None
-    kv_cache_usage: float | None = None
-    alerts: int = 0
-    worst_alert: str | None = None  # "critical" / "warning"
     off: str = ""  # the spread / imbalance marker
     off_far: bool = False  # the marker names an outlier (shown as a warning)
     up: int = 0  # a group's: members up
@@ -70,7 +57,7 @@ def fleet_status(reading: EndpointReading | None, card_status: str) -> str:
     """The card's status, saying why an instance is not up: Prometheus failed, or the target is stale."""
     if reading is None or reading.up:
         return card_status
-    if isinstance(reading, FleetReading) and reading.prometheus_error:
+    if reading.source_failed:  # Prometheus failed: nothing known of the instance
         return "no data"
     if (reading.error or "").startswith("stale"):
         return "stale"
@@ -90,9 +77,6 @@ def _marker(spread: Spread, member: str) -> str | None:
 
 def instance_row(instance: Instance, spreads: Sequence[Spread]) -> FleetRow:
     reading = instance.reading
-    severities = instance.alert_severities
-    worst = "critical" if "critical" in severities else ("warning" if severities else None)
-    figures = reading.figures if reading is not None and reading.up else None
     off = ""
     for spread in spreads:  # acceptance before tokens/s (the order of DEFAULT_LIMITS)
         marker = _marker(spread, instance.name)
@@ -105,52 +89,14 @@ def instance_row(instance: Instance, spreads: Sequence[Spread]) -> FleetRow:
                 engine = spread.outliers[0].member.rpartition("engine=")[2]
                 off = f"eng{engine} {SHORT_FIGURE.get(spread.figure, '')}".strip()
                 break
-    return FleetRow(
-        key=instance.name,
-        name=instance.name,
+    row = endpoint_row(
+        instance.name,
+        reading,
         status=fleet_status(reading, instance.status),
-        group=group_of(reading),
-        backend=reading.backend if reading is not None else None,
-        model=reading.model if reading is not None else None,
-        tokens_per_s=figures.generation_tokens_per_s if figures else None,
-        ttft_p95_s=figures.ttft_p95_s if figures else None,
-        acceptance_rate=figures.acceptance_rate if figures else None,
-        mean_acceptance_length=figures.mean_acceptance_length if figures else None,
-        running=figures.running if figures else None,
-        waiting=figures.waiting if figures else None,
-        kv_cache_usage=figures.kv_cache_usage if figures else None,
-        alerts=len(severities),
-        worst_alert=worst,
-        off=off,
-        off_far=bool(off),
+        alert_severities=instance.alert_severities,
     )
-
-
-def natural(text: str) -> tuple[tuple[int, int | str], ...]:
-    """A name's sort key with its numbers as numbers: 10.1.0.2:8000 before 10.1.0.10:8000."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text.lower()))
-
-
-_SORT_VALUE: dict[SortColumn, Callable[[FleetRow], object]] = {
-    "status": lambda row: STATUS_ORDER.get(row.status, 9) - (0.5 if row.worst_alert == "critical" else 0),
-    "name": lambda row: natural(row.name),
-    "model": lambda row: (row.model or "").lower() or None,
-    "tokens_per_s": lambda row: row.tokens_per_s,
-    "ttft_p95": lambda row: row.ttft_p95_s,
-    "acceptance": lambda row: row.acceptance_rate,
-    "mean_length": lambda row: row.mean_acceptance_length,
-    "running": lambda row: row.running,
-    "kv": lambda row: row.kv_cache_usage,
-}
-
-
-def sorted_rows(rows: Sequence[FleetRow], column: SortColumn, *, reverse: bool = False) -> list[FleetRow]:
-    """Rows by `column` (name breaks ties); unknown values last in either direction."""
-    value = _SORT_VALUE[column]
-    known = sorted((row for row in rows if value(row) is not None), key=lambda row: natural(row.name))
-    known.sort(key=value, reverse=reverse)  # type: ignore[arg-type]  # stable: ties stay by name
-    unknown = sorted((row for row in rows if value(row) is None), key=lambda row: natural(row.name))
-    return known + unknown
+    shared = {field.name: getattr(row, field.name) for field in fields(EndpointRow)}
+    return FleetRow(**shared, key=instance.name, group=group_of(reading), off=off, off_far=bool(off))
 
 
 def matches(row: FleetRow, text: str) -> bool:
@@ -196,13 +142,7 @@ def fleet_rows(
                 status=f"{up}/{len(members)} up",
                 group=group,
                 summary=True,
-                tokens_per_s=head.generation_tokens_per_s if head else None,
-                ttft_p95_s=head.ttft_p95_s if head else None,
-                acceptance_rate=head.acceptance_rate if head else None,
-                mean_acceptance_length=head.mean_acceptance_length if head else None,
-                running=head.running if head else None,
-                waiting=head.waiting if head else None,
-                kv_cache_usage=head.kv_cache_usage if head else None,
+                **row_figures(head),  # type: ignore[arg-type]  # the figure fields only
                 off=f"{far} off" if far else even,
                 off_far=bool(far),
                 up=up,

@@ -85,6 +85,8 @@ class DetailScreen(EndpointScreen):
         endpoint = self.context.board.endpoint(self.endpoint)
         if endpoint is not None and endpoint.log_file is not None:
             log.border_title = safe_line(f"log {endpoint.log_file}")
+        elif self.context.board.settings.prometheus is not None:
+            log.border_title = "no logs in fleet mode: Prometheus gives metrics only"
         elif not self.context.editable:
             log.border_title = "log events from the recording"
         else:

@@ -4,8 +4,11 @@
   before their first readings), so sparklines are full at once.
 * Every `poll_interval_s`: one `FleetPoller.refresh()` (never two in flight: the next waits for the
   last), a `ReadingArrived` per instance (an instance first seen joins the board through it).
-* Faults are data: Prometheus down, slow or answering an error makes every instance down with that
-  text (never 0); the subtitle says "Prometheus DOWN" and a notice says it once, and once it is back.
+* Faults are data: Prometheus down, slow or answering an error leaves every instance unknown with that
+  text (figures None, never 0, and not "down": nothing is known of them), raises ONE alert
+  "Prometheus at URL unreachable: …" (`SourceDown`, not one per instance); the subtitle says
+  "Prometheus DOWN" and a notice says it once, and once it is back. A target whose `up` is 0 while
+  Prometheus answers is down (its own alert).
 * Data-parallel imbalance: a replica far off its group for `sustained_s` (tui.fleet.spread) raises an
   "imbalance" alert through the board's alert engine (`ImbalanceSeen`), cleared when back in line.
 * No local config: no bench, no editor. Alerts do not pop up one by one (a Prometheus outage would
@@ -25,11 +28,22 @@ from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads
 from tui.settings import PrometheusSettings, Settings
 from tui.sources.base import Source
 from tui.sources.clock import WallClock
-from tui.sources.updates import ImbalanceSeen, Notice, ReadingArrived, SeriesLoaded, Update
+from tui.sources.updates import ImbalanceSeen, Notice, ReadingArrived, SeriesLoaded, SourceDown, Update
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 
 HISTORY_TIMEOUT_S = 30.0  # the start-up range queries may take longer than one refresh's budget
+SOURCE_NAME = "Prometheus"  # the "endpoint" of the alert that says Prometheus itself failed
+
+
+def source_alert_text(url: str, error: str) -> str:
+    """ "Prometheus at URL unreachable: connection refused" (or "… failing: HTTP 503") from the client's
+    error text."""
+    if error.startswith("Prometheus unreachable: "):
+        return f"Prometheus at {url} unreachable: {error.removeprefix('Prometheus unreachable: ')}"
+    if error.startswith("Prometheus timeout "):
+        return f"Prometheus at {url} unreachable: {error.removeprefix('Prometheus ')}"
+    return f"Prometheus at {url} failing: {error.removeprefix('Prometheus').lstrip(': ')}"
 
 
 def imbalance_messages(alerts: list[Alert]) -> dict[str, str]:
@@ -121,6 +135,8 @@ class FleetSource(Source):
             else:
                 updates.append(Notice("Prometheus answers again", title="Prometheus", timeout_s=5))
             self.error = refresh.error
+            text = None if refresh.error is None else source_alert_text(self.prometheus.url, refresh.error)
+            updates.append(SourceDown(SOURCE_NAME, refresh.time, text))
         updates += [ReadingArrived(reading) for reading in refresh.readings]
         if refresh.error is None:
             updates += self._imbalance(refresh.time, refresh.readings)

@@ -74,6 +74,16 @@ class ImbalanceSeen:
 
 
 @dataclass(frozen=True)
+class SourceDown:
+    """Fleet mode: the source itself (`source`: "Prometheus") failed (`message` says how), or answers
+    again (None). One alert for it, not one per endpoint it reads."""
+
+    source: str
+    time: float
+    message: str | None
+
+
+@dataclass(frozen=True)
 class Finished:
     """The source has nothing more to say (the end of a recording)."""
 
@@ -97,5 +107,6 @@ Update = (
     | Finished
     | SeriesLoaded
     | ImbalanceSeen
+    | SourceDown
     | GpusPolled
 )

@@ -19,6 +19,9 @@ Rules (per endpoint):
   clears when a GPU reading no longer shows it.
 - OOM or engine error in the log → critical; a traceback → warning. A log alert clears when the
   endpoint is seen up again after being down (a restart), or after `log_hold_s` without a new one.
+- source down (fleet mode: Prometheus unreachable) → critical, ONE alert for the source
+  (`observe_source`), not one "down" per instance: nothing is known of them then (their readings do
+  not raise or clear alerts of their own, `EndpointReading.source_failed`); clears when it answers.
 - imbalance (fleet mode) → warning: a replica whose acceptance or tokens/s stays far off the others of
   its group (or one data-parallel engine off the others of its vLLM); `observe_imbalance` raises it
   with the text `tui.fleet.spread` gives, follows that text, and clears it when the replica is back.
@@ -45,6 +48,7 @@ AlertKind = Literal[
     "log_error",
     "imbalance",
     "gpu_memory_high",
+    "source_down",
 ]
 Severity = Literal["warning", "critical"]
 ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
@@ -237,12 +241,23 @@ class AlertEngine:
 
     def observe_imbalance(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
         """Fleet mode: the endpoint is far off its group (`message` says how) or, with None, back in line."""
+        return self._follow(endpoint, "imbalance", "warning", time, message)
+
+    def observe_source(self, source: str, time: float, message: str | None) -> list[Alert]:
+        """Fleet mode: the source itself (`source`: Prometheus) failed (`message` says how), or, with
+        None, answers again. Its text follows the latest failure while active."""
+        return self._follow(source, "source_down", "critical", time, message)
+
+    def _follow(
+        self, endpoint: str, kind: AlertKind, severity: Severity, time: float, message: str | None
+    ) -> list[Alert]:
+        """A condition told by its text: raised with `message`, its text following it, cleared by None."""
         state = self._state(endpoint)
         if message is None:
-            return self._clear(state, ("imbalance",), time)
-        alert = state.active.get("imbalance")
+            return self._clear(state, (kind,), time)
+        alert = state.active.get(kind)
         if alert is None:
-            return self._raise(state, endpoint, "imbalance", "warning", message[:200], time)
+            return self._raise(state, endpoint, kind, severity, message[:200], time)
         if alert.message != message[:200]:
             alert.message = message[:200]
             self.version += 1
@@ -251,16 +266,7 @@ class AlertEngine:
     def observe_gpu_memory(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
         """One GPU reading of the endpoint: `message` when memory is high with speculation on (its text
         follows the figure while active), None when it is not (or no longer known): clears."""
-        state = self._state(endpoint)
-        if message is None:
-            return self._clear(state, ("gpu_memory_high",), time)
-        alert = state.active.get("gpu_memory_high")
-        if alert is None:
-            return self._raise(state, endpoint, "gpu_memory_high", "warning", message[:200], time)
-        if alert.message != message[:200]:
-            alert.message = message[:200]
-            self.version += 1
-        return []
+        return self._follow(endpoint, "gpu_memory_high", "warning", time, message)
 
     # ---- acceptance ---------------------------------------------------------------------------------
     def _acceptance(

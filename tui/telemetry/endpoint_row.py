@@ -1,15 +1,17 @@
 """One endpoint as one row of a table: the figures an overview sorts on, from its latest reading.
 
-Used by the dashboard's table view and meant for a fleet view (hundreds of instances): plain data, no
-UI, cheap to build and to compare (a row that did not change is not redrawn). Unknown figures stay
-`None` (shown as "–"), and sort after every known one whichever the direction.
+Used by the dashboard's table view and, extended (`tui.fleet.table_rows.FleetRow`), by the fleet's
+(hundreds of instances): plain data, no UI, cheap to build and to compare (a row that did not change is
+not redrawn). Unknown figures stay `None` (shown as "–"), and sort after every known one whichever the
+direction; names sort with their numbers as numbers (node-2 before node-10).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from tui.telemetry.reading import EndpointReading
 
@@ -20,7 +22,8 @@ SORT_COLUMNS: tuple[SortColumn, ...] = (
     "status", "name", "model", "tokens_per_s", "ttft_p95", "acceptance", "mean_length", "running", "kv",
 )  # fmt: skip
 # Worst first when sorted ascending: what needs a look comes to the top.
-STATUS_ORDER = {"down": 0, "restarting": 1, "stale": 2, "waiting": 3, "up": 4}
+# "no data": fleet mode, Prometheus failed (nothing known of the instance).
+STATUS_ORDER = {"down": 0, "restarting": 1, "no data": 1, "stale": 2, "waiting": 3, "up": 4}
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,26 @@ class EndpointRow:
     worst_alert: str | None = None  # "critical" / "warning"
 
 
+Row = TypeVar("Row", bound=EndpointRow)
+ROW_FIGURES = {  # a row's figure field → the figure it shows
+    "tokens_per_s": "generation_tokens_per_s",
+    "ttft_p95_s": "ttft_p95_s",
+    "acceptance_rate": "acceptance_rate",
+    "mean_acceptance_length": "mean_acceptance_length",
+    "running": "running",
+    "waiting": "waiting",
+    "kv_cache_usage": "kv_cache_usage",
+}
+
+
+def row_figures(figures: object | None) -> dict[str, float | None]:
+    """The figure fields of a row from a reading's `Figures`, or anything with their names (a fleet
+    group's summary); None: every figure unknown."""
+    if figures is None:
+        return dict.fromkeys(ROW_FIGURES)
+    return {field: getattr(figures, source) for field, source in ROW_FIGURES.items()}
+
+
 def endpoint_row(
     name: str,
     reading: EndpointReading | None,
@@ -56,27 +79,25 @@ def endpoint_row(
         return EndpointRow(
             name, status, backend, model, alerts=len(alert_severities), worst_alert=worst
         )  # fmt: skip
-    figures = reading.figures if reading.up else None
     return EndpointRow(
         name=name,
         status=status,
         backend=reading.backend or backend,
         model=reading.model or model,
-        tokens_per_s=figures.generation_tokens_per_s if figures else None,
-        ttft_p95_s=figures.ttft_p95_s if figures else None,
-        acceptance_rate=figures.acceptance_rate if figures else None,
-        mean_acceptance_length=figures.mean_acceptance_length if figures else None,
-        running=figures.running if figures else None,
-        waiting=figures.waiting if figures else None,
-        kv_cache_usage=figures.kv_cache_usage if figures else None,
+        **row_figures(reading.figures if reading.up else None),
         alerts=len(alert_severities),
         worst_alert=worst,
     )
 
 
-_SORT_VALUE: dict[SortColumn, Callable[[EndpointRow], float | str | None]] = {
+def natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A name's sort key with its numbers as numbers: 10.1.0.2:8000 before 10.1.0.10:8000."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text.lower()))
+
+
+_SORT_VALUE: dict[SortColumn, Callable[[EndpointRow], object]] = {
     "status": lambda row: STATUS_ORDER.get(row.status, 9) - (0.5 if row.worst_alert == "critical" else 0),
-    "name": lambda row: row.name.lower(),
+    "name": lambda row: natural(row.name),
     "model": lambda row: (row.model or "").lower() or None,
     "tokens_per_s": lambda row: row.tokens_per_s,
     "ttft_p95": lambda row: row.ttft_p95_s,
@@ -87,14 +108,10 @@ _SORT_VALUE: dict[SortColumn, Callable[[EndpointRow], float | str | None]] = {
 }
 
 
-def sorted_rows(
-    rows: Sequence[EndpointRow], column: SortColumn, *, reverse: bool = False
-) -> list[EndpointRow]:
+def sorted_rows(rows: Sequence[Row], column: SortColumn, *, reverse: bool = False) -> list[Row]:
     """Rows by `column` (name breaks ties); unknown values last in either direction."""
     value = _SORT_VALUE[column]
-    known = [row for row in rows if value(row) is not None]
-    unknown = [row for row in rows if value(row) is None]
-    known.sort(key=lambda row: row.name.lower())
+    known = sorted((row for row in rows if value(row) is not None), key=lambda row: natural(row.name))
     known.sort(key=value, reverse=reverse)  # type: ignore[arg-type]  # stable: ties stay by name
-    unknown.sort(key=lambda row: row.name.lower())
+    unknown = sorted((row for row in rows if value(row) is None), key=lambda row: natural(row.name))
     return known + unknown

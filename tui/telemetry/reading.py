@@ -30,3 +30,9 @@ class EndpointReading(BaseModel):
     consecutive_failures: int = 0
     # Figures per model_name when the server serves several models (else empty).
     per_model: dict[str, Figures] = Field(default_factory=dict)
+
+    @property
+    def source_failed(self) -> bool:
+        """True when what reads the endpoint failed, not the endpoint (fleet mode: Prometheus is down):
+        nothing is known of it then, not even that it is down."""
+        return False

@@ -24,13 +24,14 @@ from tui.widgets.chart import RANGE_COLUMNS, SECONDS_FLOOR, TOKENS_PER_S_FLOOR, 
 from tui.widgets.gpu_panel import card_gpu_line
 from tui.widgets.gpu_panel import render_key as gpu_render_key
 
-Status = Literal["waiting", "up", "down", "restarting", "stale"]
+Status = Literal["waiting", "up", "down", "restarting", "stale", "no data"]
 STATUS_STYLE: dict[Status, str] = {
     "waiting": "$text-muted",
     "up": "$success",
     "down": "$error bold",
     "restarting": "$warning",
     "stale": "$warning",
+    "no data": "$warning",  # fleet mode, Prometheus failed: nothing known of the instance
 }
 SEVERITY_BADGE = {"critical": ("CRIT", "$error bold reverse"), "warning": ("WARN", "$warning bold reverse")}
 ALERT_LABEL = {
@@ -104,6 +105,8 @@ class CardData:
         if self.reading is None:
             return "waiting"
         if not self.reading.up:
+            if self.reading.source_failed:
+                return "no data"
             return "restarting" if self.restarting else "down"
         if self.age is not None and self.age > self.stale_after_s:
             return "stale"
@@ -145,7 +148,7 @@ class CardData:
     def status_text(self) -> str:
         """ "up · scraped 0 s ago" (an age, not an uptime), "down 1 min" (since the first failed scrape)."""
         status = self.status
-        if status == "waiting":
+        if status in ("waiting", "no data"):
             return status
         if status in ("down", "restarting"):
             return f"{status} {fmt_duration(self.down_for)}"
