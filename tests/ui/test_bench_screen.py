@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 from bench_fixtures import BenchTestApp, bench_screen, text_of, type_into, until
+from rich.color import ColorType
 from textual.widgets import DataTable, Footer, Input, Select
 from textual.widgets._footer import FooterKey
 from ui_waiting import wait_for
@@ -254,7 +255,7 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
 
             prime.focus()
             await pilot.press("space")
-            assert "space turns it on / off" in text_of(screen, "#status")
+            assert "space on/off · each prompt once per arm" in text_of(screen, "#status")
             await pilot.press("tab", "space")  # on to flush
             assert flush.has_focus and (prime.value, flush.value) == (True, True)
             assert (str(prime.render()), str(flush.render())) == (
@@ -304,3 +305,40 @@ async def test_in_the_app_the_footer_keeps_the_keys_in_sight_at_80_and_b_opens_n
         await pilot.press("b")  # the app's key: a second burst screen on top of this one
         await pilot.pause()
         assert app.screen is screen and "this is the burst screen" in text_of(screen, "#status")
+
+
+async def test_under_no_color_the_toggles_read_on_and_off_and_focus_shows_without_colour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = SpectopApp(
+        Settings(poll_interval_s=60, endpoints=[EndpointSettings(name="e", url="http://127.0.0.1:9")]),
+        theme_folders=[themes_dir()],
+        remember_theme_choice=False,
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen))
+        screen = bench_screen(app)
+        prime = screen.query_one("#prime-cache", OnOff)
+        prime.focus()
+        await pilot.press("space")
+        await pilot.pause()
+        strips = screen._compositor.render_strips()
+        row = strips[prime.region.y]
+        assert "prime on " in row.text and "flush off" in row.text
+        toggle = row.crop(prime.region.x, prime.region.right)
+        assert toggle.text == "prime on "
+        assert all(s.style is not None and s.style.reverse for s in toggle)  # focus: reverse video
+        colours = [
+            segment.text
+            for strip in strips
+            for segment in strip
+            if segment.style is not None
+            and any(
+                c is not None and c.type is not ColorType.DEFAULT
+                for c in (segment.style.color, segment.style.bgcolor)
+            )
+        ]
+        assert colours == []

@@ -94,10 +94,8 @@ BEFORE_A_BURST = "no burst yet: ctrl+r runs one; figures and verdict show here Â
 APIS = (("chat", "chat"), ("completions", "completions"), ("sglang", "sglang"))
 # (label, toggle id, request field, tooltip): `spectop bench --prime-cache / --flush-cache`.
 TOGGLES = (
-    ("prime", "prime-cache", "prime_cache",
-     "prime the prefix caches: each prompt once per arm first, left out, so both start equal"),
-    ("flush", "flush-cache", "flush_cache",
-     "flush the prefix caches first (SGLang /flush_cache, vLLM /reset_prefix_cache)"),
+    ("prime", "prime-cache", "prime_cache", "each prompt once per arm first (left out): equal prefix caches"),
+    ("flush", "flush-cache", "flush_cache", "POST /flush_cache (SGLang) or /reset_prefix_cache (vLLM) first"),
 )  # fmt: skip
 
 
@@ -110,8 +108,9 @@ def arm_line(label: str, arm: Any) -> str:
 
 class BurstHistoryTable(DataTable[str | Text]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "use('a')", "As A"),
-        Binding("b", "use('b')", "As B"),
+        # Out of the footer (the status line says them), so ? stays in sight at 80 columns.
+        Binding("a", "use('a')", "As A", show=False, tooltip="use the burst as A"),
+        Binding("b", "use('b')", "As B", show=False, tooltip="use the burst as B"),
     ]
 
     def action_use(self, side: str) -> None:
@@ -151,15 +150,16 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back_or_cancel", "Back", tooltip="cancel a running burst, else back"),
-        Binding("ctrl+c", "cancel", "Cancel", priority=True, show=False),
-        Binding("ctrl+r", "start", "Start", tooltip="start the burst (or enter in a field)"),
-        Binding("h", "toggle_history", "History", tooltip="past bursts: open one, or use it as A / B"),
-        Binding("e", "toggle_explain", "Explain", tooltip="categories, outliers, server vs client, /metrics"),
-        # One footer item for the three exports (the footer is full at 80 columns).
-        Binding("j", "export('json')", "Export", key_display="j/c/m", tooltip="export JSON"),
-        Binding("c", "export('csv')", "CSV", show=False, tooltip="export CSV"),
-        Binding("m", "export('markdown')", "MD", show=False, tooltip="export Markdown"),
+        # Tooltips: the help screen's text (26 columns at 80).
+        Binding("escape", "back_or_cancel", "Back", tooltip="cancel the burst, or back"),
+        Binding("ctrl+c", "cancel", "Cancel", priority=True, show=False, tooltip="cancel the burst"),
+        Binding("ctrl+r", "start", "Start", tooltip="start the burst (or enter)"),
+        Binding("h", "toggle_history", "History", tooltip="past bursts: show, A / B"),
+        Binding("e", "toggle_explain", "Explain", tooltip="explain: per category"),
+        # One footer item (and help row) for the three exports: the footer is full at 80 columns.
+        Binding("j", "export('json')", "Export", key_display="j/c/m", tooltip="export JSON, CSV, Markdown"),
+        Binding("c", "export('csv')", show=False),
+        Binding("m", "export('markdown')", show=False),
         # The app's keys, kept but out of the footer (it keeps esc .. ? in sight at 80 columns); its b
         # would open a second burst screen.
         Binding("p", "app.toggle_pause", show=False),
@@ -391,7 +391,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     @on(DescendantFocus)
     def _focused(self, event: DescendantFocus) -> None:
         if isinstance(event.widget, OnOff):  # its key is not in the footer (full at 80 columns)
-            self.set_status(f"space turns it on / off: {event.widget.tooltip}")
+            self.set_status(f"space on/off Â· {event.widget.tooltip}")
 
     @on(Input.Submitted)
     def _submitted(self) -> None:
