@@ -11,6 +11,7 @@ import httpx
 import pytest
 from bench_fixtures import BenchTestApp, bench_screen, text_of, type_into, until
 from rich.color import ColorType
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Footer, Input, Select
 from textual.widgets._footer import FooterKey
 from ui_waiting import wait_for
@@ -280,18 +281,25 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
     ]
 
 
-async def test_in_the_app_the_footer_keeps_the_keys_in_sight_at_80_and_b_opens_no_second_screen() -> None:
+def _spectop() -> SpectopApp:
     endpoint = EndpointSettings(name="e", url="http://127.0.0.1:9")  # nothing listens
-    app = SpectopApp(
-        Settings(poll_interval_s=60, endpoints=[endpoint]),
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-    )
+    settings = Settings(poll_interval_s=60, endpoints=[endpoint])
+    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+
+
+async def _opened_with_b(pilot: Pilot[None]) -> BenchScreen:
+    """The burst screen as a user opens it: b on the dashboard."""
+    app = pilot.app
+    await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
+    await pilot.press("b")
+    await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen))
+    return bench_screen(app)
+
+
+async def test_in_the_app_the_footer_keeps_the_keys_in_sight_at_80_and_b_opens_no_second_screen() -> None:
+    app = _spectop()
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
-        await pilot.press("b")
-        await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen))
-        screen = bench_screen(app)
+        screen = await _opened_with_b(pilot)
         screen.query_one("#results-table", DataTable).focus()
         footer = screen.query_one(Footer)
         await wait_for(
@@ -311,16 +319,9 @@ async def test_under_no_color_the_toggles_read_on_and_off_and_focus_shows_withou
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = SpectopApp(
-        Settings(poll_interval_s=60, endpoints=[EndpointSettings(name="e", url="http://127.0.0.1:9")]),
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-    )
+    app = _spectop()
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
-        await pilot.press("b")
-        await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen))
-        screen = bench_screen(app)
+        screen = await _opened_with_b(pilot)
         prime = screen.query_one("#prime-cache", OnOff)
         prime.focus()
         await pilot.press("space")
