@@ -10,9 +10,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from bench_fixtures import mtp_burst, replaying
 from recording_factory import write_recording
 
 from tui.app import SpectopApp
+from tui.bench.results import BurstResult
 from tui.paths import themes_dir
 from tui.settings import Settings
 
@@ -41,3 +43,23 @@ def replay_app(recording: Path) -> Callable[..., SpectopApp]:
         return SpectopApp(Settings(), **options)  # type: ignore[arg-type]
 
     return make
+
+
+# --- the burst screen (tests/ui/test_bench_screen*.py; helpers in bench_fixtures.py) -------------------
+
+
+@pytest.fixture
+def bench_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The burst history and the export files in the test's own folders (the cwd is tmp_path)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def recorded_run(bench_folders: Path, monkeypatch: pytest.MonkeyPatch) -> BurstResult:
+    """ctrl+r runs the real session on a recorded A/B burst (A = MTP off, B = MTP on): nothing is sent,
+    the figures and dates are fixed, the burst is kept in the history like a live one."""
+    result = mtp_burst()
+    monkeypatch.setattr("tui.bench.session.run_burst", replaying(result))
+    return result

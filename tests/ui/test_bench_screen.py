@@ -9,40 +9,31 @@ from pathlib import Path
 
 import httpx
 import pytest
-from textual.app import App
-from textual.widgets import DataTable, Input, Select, Static
+from bench_fixtures import BenchTestApp, bench_screen, text_of, type_into, until
+from rich.color import ColorType
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Footer, Input, Select
+from textual.widgets._footer import FooterKey
+from ui_waiting import wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench_engine"))
 from timed_server import Behaviour, TimedServer
 
+from tui.app import SpectopApp
 from tui.bench.burst_store import list_bursts, save_burst
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.session import EndpointArm, PastArm
+from tui.paths import themes_dir
 from tui.screens.bench import NO_B, BenchScreen
-from tui.settings import EndpointSettings
+from tui.settings import EndpointSettings, Settings
+from tui.widgets.on_off import OnOff
 
 SLOW = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=10)  # 9 tokens after the first in 180 ms
 FAST = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=5, tokens_per_chunk=2)  # ... in 80 ms: 2.25x
 
 
-class BenchTestApp(App[None]):
-    def __init__(self, endpoints: list[EndpointSettings]) -> None:
-        super().__init__()
-        self.endpoints = endpoints
-        self.http_client = httpx.AsyncClient(limits=httpx.Limits(max_connections=100))
-
-    def on_mount(self) -> None:
-        self.push_screen(BenchScreen(self.endpoints))
-
-    async def on_unmount(self) -> None:
-        await self.http_client.aclose()
-
-
-@pytest.fixture(autouse=True)
-def _private_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("bench_folders")
 
 
 def _endpoints(*servers: TimedServer) -> list[EndpointSettings]:
@@ -52,51 +43,26 @@ def _endpoints(*servers: TimedServer) -> list[EndpointSettings]:
     ]
 
 
-async def _until(pilot, condition, timeout_s: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            screen = pilot.app.screen
-            status = [str(screen.query_one(s, Static).render()) for s in ("#phase", "#status")]
-            raise AssertionError(f"timed out waiting for the screen; phase/status: {status}")
-        await pilot.pause(0.05)
-
-
-def _text(screen: BenchScreen, selector: str) -> str:
-    return str(screen.query_one(selector, Static).render())
-
-
-async def _set(screen: BenchScreen, pilot, field_id: str, value: str) -> None:  # type: ignore[no-untyped-def]
-    field = screen.query_one(f"#{field_id}", Input)
-    field.focus()
-    await pilot.press("ctrl+a", "ctrl+k", *value)
-
-
-async def _set_requests(screen: BenchScreen, pilot, value: str) -> None:  # type: ignore[no-untyped-def]
-    await _set(screen, pilot, "requests", value)
-
-
 async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_path: Path) -> None:
     with TimedServer(SLOW) as server_a, TimedServer(FAST) as server_b:
         app = BenchTestApp(_endpoints(server_a, server_b))
         async with app.run_test(size=(80, 24)) as pilot:
-            screen = app.screen
-            assert isinstance(screen, BenchScreen)
+            screen = bench_screen(app)
             a, b = (screen.query_one(f"#{side}-select", Select).value for side in "ab")
             assert isinstance(a, EndpointArm) and a.name == "mtp-off" and a.base_url == server_a.base_url
             assert isinstance(b, EndpointArm) and b.name == "mtp-on"
-            await _set_requests(screen, pilot, "6")
+            await type_into(screen, pilot, "requests", "6")
             await pilot.press("enter")  # enter in a field starts the burst
-            await _until(pilot, lambda: screen.summary is not None)
+            await until(pilot, lambda: screen.summary is not None)
             table = screen.query_one("#results-table", DataTable)
             assert table.row_count >= 16
             assert table.get_row_at(0)[1:] == ["6", "6"]
-            verdict = _text(screen, "#verdict")
+            verdict = text_of(screen, "#verdict")
             assert "B is" in verdict and "faster" in verdict  # 2 tokens per chunk at the same pace
             assert "6/6 identical" in verdict
-            await _until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 1)
+            await until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 1)
             await pilot.press("j")
-            await _until(pilot, lambda: "json written to" in _text(screen, "#status"))
+            await until(pilot, lambda: "json written to" in text_of(screen, "#status"))
     assert len(list(tmp_path.glob("spectop-burst-*.json"))) == 1
     assert len(list_bursts()) == 1
 
@@ -104,12 +70,11 @@ async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_pa
 async def test_bad_form_value_names_the_field() -> None:
     app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, BenchScreen)
-        await _set_requests(screen, pilot, "abc")
+        screen = bench_screen(app)
+        await type_into(screen, pilot, "requests", "abc")
         await pilot.press("enter")
         await pilot.pause()
-        assert "n (requests): expected a whole number" in _text(screen, "#status")
+        assert "n (requests): expected a whole number" in text_of(screen, "#status")
         assert screen.query_one("#status").has_class("error")
 
 
@@ -118,13 +83,12 @@ async def test_escape_cancels_a_running_burst_within_a_second() -> None:
     with TimedServer(stalled) as server:
         app = BenchTestApp(_endpoints(server))
         async with app.run_test(size=(80, 24)) as pilot:
-            screen = app.screen
-            assert isinstance(screen, BenchScreen)
+            screen = bench_screen(app)
             await pilot.press("ctrl+r")
-            await _until(pilot, lambda: len(server.records) > 0)  # the warm-up request is stuck
+            await until(pilot, lambda: len(server.records) > 0)  # the warm-up request is stuck
             started = asyncio.get_running_loop().time()
             await pilot.press("escape")
-            await _until(pilot, lambda: "cancelled" in _text(screen, "#phase"), timeout_s=1.0)
+            await until(pilot, lambda: "cancelled" in text_of(screen, "#phase"), timeout_s=1.0)
             assert asyncio.get_running_loop().time() - started < 1.0
             assert not screen.running
             assert isinstance(app.screen, BenchScreen)  # escape while running cancels, it does not leave
@@ -143,16 +107,15 @@ async def test_two_past_bursts_are_compared_from_the_history() -> None:
                 save_burst(await run_burst(config, client))
     app = BenchTestApp([])
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, BenchScreen)
-        await _until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 2)
+        screen = bench_screen(app)
+        await until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 2)
         await pilot.press("h")  # history; newest (FAST) first
         await pilot.press("b", "down", "a")
         assert isinstance(screen.query_one("#a-select", Select).value, PastArm)
         assert isinstance(screen.query_one("#b-select", Select).value, PastArm)
         await pilot.press("ctrl+r")
-        await _until(pilot, lambda: screen.summary is not None)
-        assert "faster" in _text(screen, "#verdict")
+        await until(pilot, lambda: screen.summary is not None)
+        assert "faster" in text_of(screen, "#verdict")
 
 
 async def test_a_cancelled_burst_does_not_leave_the_previous_result_on_screen() -> None:
@@ -160,23 +123,22 @@ async def test_a_cancelled_burst_does_not_leave_the_previous_result_on_screen() 
     with TimedServer(FAST) as quick, TimedServer(stalled) as stuck:
         app = BenchTestApp(_endpoints(quick, stuck))
         async with app.run_test(size=(80, 24)) as pilot:
-            screen = app.screen
-            assert isinstance(screen, BenchScreen)
+            screen = bench_screen(app)
             screen.query_one("#b-select", Select).value = NO_B
-            await _set_requests(screen, pilot, "2")
+            await type_into(screen, pilot, "requests", "2")
             await pilot.press("enter")
-            await _until(pilot, lambda: screen.summary is not None)
+            await until(pilot, lambda: screen.summary is not None)
             table = screen.query_one("#results-table", DataTable)
-            assert table.row_count > 0 and "one arm" in _text(screen, "#verdict")
+            assert table.row_count > 0 and "one arm" in text_of(screen, "#verdict")
             screen.query_one("#a-select", Select).value = EndpointArm.from_settings(app.endpoints[1])
             await pilot.press("ctrl+r")
-            await _until(pilot, lambda: len(stuck.records) > 0)
+            await until(pilot, lambda: len(stuck.records) > 0)
             await pilot.press("escape")
-            await _until(pilot, lambda: "cancelled" in _text(screen, "#phase"))
+            await until(pilot, lambda: "cancelled" in text_of(screen, "#phase"))
             assert table.row_count == 0  # not the previous burst's figures under "cancelled"
-            assert _text(screen, "#verdict") == "no result: the burst was cancelled"
+            assert text_of(screen, "#verdict") == "no result: the burst was cancelled"
             await pilot.press("j")
-            assert "nothing to export" in _text(screen, "#status")
+            assert "nothing to export" in text_of(screen, "#status")
 
 
 async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
@@ -184,12 +146,11 @@ async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
     with TimedServer(limited) as server:
         app = BenchTestApp(_endpoints(server))
         async with app.run_test(size=(80, 24)) as pilot:
-            screen = app.screen
-            assert isinstance(screen, BenchScreen)
-            await _set_requests(screen, pilot, "3")
+            screen = bench_screen(app)
+            await type_into(screen, pilot, "requests", "3")
             await pilot.press("enter")
-            await _until(pilot, lambda: screen.summary is not None)
-            assert "err 0   retry 3" in _text(screen, "#live")
+            await until(pilot, lambda: screen.summary is not None)
+            assert "err 0   retry 3" in text_of(screen, "#live")
             rows = screen.query_one("#results-table", DataTable)
             assert [rows.get_row_at(i)[:2] for i in range(3)] == [
                 ["requests", "3"],
@@ -201,11 +162,10 @@ async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
 async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
     app = BenchTestApp([EndpointSettings(name="gone", url="http://127.0.0.1:1", model="m")])
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, BenchScreen)
+        screen = bench_screen(app)
         await pilot.press("ctrl+r")
-        await _until(pilot, lambda: "failed" in _text(screen, "#phase"))
-        assert "arm A (gone) http://127.0.0.1:1 is not reachable: connection refused" in _text(
+        await until(pilot, lambda: "failed" in text_of(screen, "#phase"))
+        assert "arm A (gone) http://127.0.0.1:1 is not reachable: connection refused" in text_of(
             screen, "#status"
         )
         assert screen.query_one("#results-table", DataTable).row_count == 0
@@ -222,15 +182,14 @@ async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
         settings.write_text(json.dumps({**values, "extra_body": {"top_k": 7}}), encoding="utf-8")
         app = BenchTestApp([EndpointSettings(name="srv", url=server.base_url, model="m")])
         async with app.run_test(size=(80, 24)) as pilot:
-            screen = app.screen
-            assert isinstance(screen, BenchScreen)
+            screen = bench_screen(app)
             for field_id, value in (
                 ("requests", "4"), ("rounds", "2"), ("warmup", "2"), ("max-tokens", ""),
                 ("client-settings", str(settings)),
             ):  # fmt: skip
-                await _set(screen, pilot, field_id, value)
+                await type_into(screen, pilot, field_id, value)
             await pilot.press("enter")
-            await _until(pilot, lambda: screen.summary is not None)
+            await until(pilot, lambda: screen.summary is not None)
             records = list(server.records)
     assert screen.outcome is not None and screen.outcome.ran is not None
     kept = screen.outcome.ran.settings
@@ -255,22 +214,132 @@ async def test_the_new_fields_are_checked_by_the_one_validation(
 ) -> None:
     app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, BenchScreen)
-        await _set(screen, pilot, field_id, value)
+        screen = bench_screen(app)
+        await type_into(screen, pilot, field_id, value)
         await pilot.press("enter")
-        await _until(pilot, lambda: message in _text(screen, "#status"), timeout_s=5.0)
+        await until(pilot, lambda: message in text_of(screen, "#status"), timeout_s=5.0)
         assert screen.query_one("#status").has_class("error")
 
 
 async def test_every_field_fits_80x24() -> None:
     app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, BenchScreen)
+        screen = bench_screen(app)
         await pilot.pause()
         for widget in [*screen.query(Input), *screen.query(Select)]:
             region = widget.region
             assert region.width >= 6 and region.height == 1, widget.id
             assert region.right <= 80 and region.bottom <= 24, widget.id
         assert screen.query_one("#results-table", DataTable).region.height >= 10
+
+
+def _run(server: TimedServer, start: int) -> tuple[list[str], list[str]]:
+    """The paths and request ids the server received from record `start` on."""
+    records = list(server.records)[start:]
+    return [r.path for r in records], [r.headers.get("x-request-id", "") for r in records]
+
+
+async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_sent() -> None:
+    with TimedServer(FAST) as server:
+        app = BenchTestApp([EndpointSettings(name="srv", url=server.base_url, model="m")])
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = bench_screen(app)
+            for field_id, value in (("requests", "2"), ("rounds", "1"), ("warmup", "0")):
+                await type_into(screen, pilot, field_id, value)
+            prime, flush = screen.query_one("#prime-cache", OnOff), screen.query_one("#flush-cache", OnOff)
+            assert (str(prime.render()), str(flush.render())) == ("prime off", "flush off")
+            await pilot.press("ctrl+r")  # as the form opens: chat, no priming, no flush
+            await until(pilot, lambda: screen.summary is not None)
+            paths, ids = _run(server, 0)
+            assert paths == ["/v1/chat/completions"] * 2
+            before = len(server.records)
+
+            prime.focus()
+            await pilot.press("space")
+            assert "space on/off · each prompt once per arm" in text_of(screen, "#status")
+            await pilot.press("tab", "space")  # on to flush
+            assert flush.has_focus and (prime.value, flush.value) == (True, True)
+            assert (str(prime.render()), str(flush.render())) == (
+                "prime on ",
+                "flush on ",
+            )  # words, not colour
+            screen.query_one("#api-select", Select).focus()
+            await pilot.press("enter", "down", "enter")  # chat -> completions
+            assert screen.query_one("#api-select", Select).value == "completions"
+            await pilot.press("ctrl+r")
+            await until(pilot, lambda: screen.summary is not None)
+            paths, ids = _run(server, before)
+    assert paths[0] == "/reset_prefix_cache"  # flushed first, then primed, then measured
+    assert [request_id.rsplit("-", 1)[-1] for request_id in ids[1:3]] == ["pa0", "pa1"]
+    assert paths[1:] == ["/v1/completions"] * 4
+    assert screen.outcome is not None and screen.outcome.ran is not None
+    kept = screen.outcome.ran.settings
+    assert (kept.api, kept.prime_cache, kept.flush_cache) == ("completions", True, True)
+    assert screen.outcome.ran.arms[0].notes == [
+        "prefix cache flushed (POST /reset_prefix_cache)",
+        "prefix cache primed with the 2 prompts",
+    ]
+
+
+def _spectop() -> SpectopApp:
+    endpoint = EndpointSettings(name="e", url="http://127.0.0.1:9")  # nothing listens
+    settings = Settings(poll_interval_s=60, endpoints=[endpoint])
+    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+
+
+async def _opened_with_b(pilot: Pilot[None]) -> BenchScreen:
+    """The burst screen as a user opens it: b on the dashboard."""
+    app = pilot.app
+    await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
+    await pilot.press("b")
+    await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen))
+    return bench_screen(app)
+
+
+async def test_in_the_app_the_footer_keeps_the_keys_in_sight_at_80_and_b_opens_no_second_screen() -> None:
+    app = _spectop()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _opened_with_b(pilot)
+        screen.query_one("#results-table", DataTable).focus()
+        footer = screen.query_one(Footer)
+        await wait_for(
+            pilot,
+            lambda: any(key.key_display == "^p" and key.region.width for key in footer.query(FooterKey)),
+        )
+        keys = {key.key_display: key.region for key in footer.query(FooterKey)}
+        palette = keys["^p"]
+        for shown in ("esc", "^r", "h", "e", "j/c/m", "q", "?"):
+            assert shown in keys and keys[shown].width > 0 and keys[shown].right <= palette.x, shown
+        await pilot.press("b")  # the app's key: a second burst screen on top of this one
+        await pilot.pause()
+        assert app.screen is screen and "this is the burst screen" in text_of(screen, "#status")
+
+
+async def test_under_no_color_the_toggles_read_on_and_off_and_focus_shows_without_colour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = _spectop()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _opened_with_b(pilot)
+        prime = screen.query_one("#prime-cache", OnOff)
+        prime.focus()
+        await pilot.press("space")
+        await pilot.pause()
+        strips = screen._compositor.render_strips()
+        row = strips[prime.region.y]
+        assert "prime on " in row.text and "flush off" in row.text
+        toggle = row.crop(prime.region.x, prime.region.right)
+        assert toggle.text == "prime on "
+        assert all(s.style is not None and s.style.reverse for s in toggle)  # focus: reverse video
+        colours = [
+            segment.text
+            for strip in strips
+            for segment in strip
+            if segment.style is not None
+            and any(
+                c is not None and c.type is not ColorType.DEFAULT
+                for c in (segment.style.color, segment.style.bgcolor)
+            )
+        ]
+        assert colours == []

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from test_bench_screen import BenchTestApp, _private_folders  # noqa: F401 (an autouse fixture)
+import pytest
+from bench_fixtures import BenchTestApp
 from test_injection import HOSTILE, assert_nothing_injected
 from textual.pilot import Pilot
 from textual.widgets import DataTable
@@ -19,6 +20,8 @@ from test_sanitize_bench import hostile_burst
 from tui.bench.burst_store import save_burst
 from tui.messages import BurstFailed
 from tui.screens.bench import BenchScreen
+
+pytestmark = pytest.mark.usefixtures("bench_folders")
 
 
 async def _shown(pilot: Pilot[None]) -> BenchScreen:

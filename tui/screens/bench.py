@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.events import DescendantFocus
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker
@@ -49,6 +50,7 @@ from tui.gpu.burst import watch_for
 from tui.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
+from tui.widgets.on_off import OnOff
 from tui.worker_errors import ReportsWorkerFailures
 
 MAX_USER_PROMPT_FILES = 20
@@ -67,7 +69,7 @@ FIELD_LABELS = {
     "a": "A", "b": "B", "prompts": "set", "requests": "n (requests)", "concurrency": "conc", "rate": "rate",
     "max_tokens": "tok (max_tokens)", "temperature": "T (temperature)", "rounds": "rounds",
     "warmup": "warm-up", "client_settings": "client settings", "a_extra": "A fields", "b_extra": "B fields",
-    "slo": "SLO", "schedule": "schedule",
+    "slo": "SLO", "schedule": "schedule", "api": "api", "prime_cache": "prime", "flush_cache": "flush",
 }  # fmt: skip
 # (label, input id, request field, default, tooltip); an empty field is the request's default.
 FORM_FIELDS = (
@@ -85,9 +87,16 @@ MORE_FIELDS = (
 ARM_FIELDS = (
     ("A+", "a-extra", "a_extra", '{"enable_speculative": true}', "JSON object of request fields for A only"),
     ("B+", "b-extra", "b_extra", '{"enable_speculative": false}', "JSON object of request fields for B only"),
-    ("SLO", "slo", "slo", "ttft=500ms,tpot=40ms", "SLOs: share of requests meeting all, and goodput"),
 )
+SLO_FIELD = ("SLO", "slo", "slo", "ttft=500ms,tpot=40ms", "SLOs: share of requests meeting all, and goodput")
 SCHEDULES = (("alternate", "alternate"), ("parallel", "parallel"))
+BEFORE_A_BURST = "no burst yet: ctrl+r runs one; figures and verdict show here · h: past bursts"
+APIS = (("chat", "chat"), ("completions", "completions"), ("sglang", "sglang"))
+# (label, toggle id, request field, tooltip): `spectop bench --prime-cache / --flush-cache`.
+TOGGLES = (
+    ("prime", "prime-cache", "prime_cache", "each prompt once per arm first (left out): equal prefix caches"),
+    ("flush", "flush-cache", "flush_cache", "POST /flush_cache (SGLang) or /reset_prefix_cache (vLLM) first"),
+)  # fmt: skip
 
 
 def arm_line(label: str, arm: Any) -> str:
@@ -99,8 +108,9 @@ def arm_line(label: str, arm: Any) -> str:
 
 class BurstHistoryTable(DataTable[str | Text]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "use('a')", "As A"),
-        Binding("b", "use('b')", "As B"),
+        # Out of the footer (the status line says them), so ? stays in sight at 80 columns.
+        Binding("a", "use('a')", "As A", show=False, tooltip="use the burst as A"),
+        Binding("b", "use('b')", "As B", show=False, tooltip="use the burst as B"),
     ]
 
     def action_use(self, side: str) -> None:
@@ -121,9 +131,11 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     BenchScreen #prompts-select { width: 16; }
     BenchScreen .form-row Input { width: 7; }
     BenchScreen .form-row #client-settings { width: 1fr; }
-    BenchScreen .form-row #a-extra, BenchScreen .form-row #b-extra { width: 1fr; }
-    BenchScreen .form-row #slo { width: 16; }
+    BenchScreen .form-row #a-extra, BenchScreen .form-row #b-extra { width: 1fr; max-width: 40; }
+    BenchScreen .form-row #slo { width: 22; }
     BenchScreen #schedule-select { width: 13; margin-left: 1; }
+    BenchScreen #api-select { width: 15; }
+    BenchScreen .form-row OnOff { margin-left: 2; }
     BenchScreen #explain { height: 1fr; }
     BenchScreen #progress-row { height: 1; }
     BenchScreen #progress-row ProgressBar { width: 44; }
@@ -134,17 +146,25 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     BenchScreen #switcher { height: 1fr; }
     BenchScreen #results-table, BenchScreen #history-table { height: 1fr; }
     BenchScreen #verdict { height: auto; max-height: 4; text-style: bold; }
+    BenchScreen #verdict.hint { text-style: none; color: $text-muted; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back_or_cancel", "Back/Cancel"),
-        Binding("ctrl+c", "cancel", "Cancel", priority=True, show=False),
-        Binding("ctrl+r", "start", "Start"),
-        Binding("h", "toggle_history", "History"),
-        Binding("e", "toggle_explain", "Explain"),
-        Binding("j", "export('json')", "JSON"),
-        Binding("c", "export('csv')", "CSV"),
-        Binding("m", "export('markdown')", "MD"),
+        # Tooltips: the help screen's text (26 columns at 80).
+        Binding("escape", "back_or_cancel", "Back", tooltip="cancel the burst, or back"),
+        Binding("ctrl+c", "cancel", "Cancel", priority=True, show=False, tooltip="cancel the burst"),
+        Binding("ctrl+r", "start", "Start", tooltip="start the burst (or enter)"),
+        Binding("h", "toggle_history", "History", tooltip="past bursts: show, A / B"),
+        Binding("e", "toggle_explain", "Explain", tooltip="explain: per category"),
+        # One footer item (and help row) for the three exports: the footer is full at 80 columns.
+        Binding("j", "export('json')", "Export", key_display="j/c/m", tooltip="export JSON, CSV, Markdown"),
+        Binding("c", "export('csv')", show=False),
+        Binding("m", "export('markdown')", show=False),
+        # The app's keys, kept but out of the footer (it keeps esc .. ? in sight at 80 columns); its b
+        # would open a second burst screen.
+        Binding("p", "app.toggle_pause", show=False),
+        Binding("a", "app.alerts", show=False),
+        Binding("b", "already_here", show=False),
     ]
 
     def __init__(
@@ -243,10 +263,14 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
                 field = Input(value=value, id=field_id, compact=True)
                 field.tooltip = tooltip
                 yield field
-            yield Label("client settings", classes="gap")
-            settings = Input(placeholder="settings.json (optional)", id="client-settings", compact=True)
-            settings.tooltip = "client settings.json: api_key_env, model, timeout, retries, extra_body"
-            yield settings
+            yield Label("api", classes="gap")
+            api = Select(APIS, value="chat", allow_blank=False, id="api-select", compact=True)
+            api.tooltip = "chat / completions (OpenAI API), or sglang: SGLang's native /generate"
+            yield api
+            for label, toggle_id, _, tooltip in TOGGLES:
+                toggle = OnOff(label, id=toggle_id)
+                toggle.tooltip = tooltip
+                yield toggle
         with Horizontal(classes="form-row"):
             for index, (label, field_id, _, placeholder, tooltip) in enumerate(ARM_FIELDS):
                 yield Label(label, classes="gap" if index else "")
@@ -260,6 +284,16 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
                 "alternate: A's round, then B's (never overlapping); parallel: separate machines"
             )
             yield schedule
+        with Horizontal(classes="form-row"):
+            label, field_id, _, placeholder, tooltip = SLO_FIELD
+            yield Label(label)
+            slo = Input(placeholder=placeholder, id=field_id, compact=True)
+            slo.tooltip = tooltip
+            yield slo
+            yield Label("client settings", classes="gap")
+            settings = Input(placeholder="settings.json (optional)", id="client-settings", compact=True)
+            settings.tooltip = "client settings.json: api_key_env, model, timeout, retries, extra_body"
+            yield settings
         with Horizontal(id="progress-row"):
             yield ProgressBar(total=1, show_eta=False, id="progress")
             yield Static("ready", id="phase")
@@ -268,13 +302,13 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         with ContentSwitcher(initial="results", id="switcher"):
             with Vertical(id="results"):
                 yield DataTable(id="results-table", cursor_type="row", zebra_stripes=True)
-                yield Static("", id="verdict")
+                yield Static(BEFORE_A_BURST, id="verdict", classes="hint")
             yield BurstHistoryTable(id="history-table", cursor_type="row")
             with VerticalScroll(id="explain"):
                 yield Static(
                     "run a burst: per-category acceptance, outliers and /metrics show here", id="explain-text"
                 )
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#results-table", DataTable)
@@ -298,6 +332,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.summary = None
         self.query_one("#results-table", DataTable).clear()
         self.query_one("#verdict", Static).update("")
+        self.query_one("#verdict", Static).remove_class("hint")
         self.query_one("#explain-text", Static).update("")
         self.query_one("#live", Static).update("")
 
@@ -322,11 +357,14 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
                 values[name] = text  # converted (and checked) by BurstRequest
         settings = self.query_one("#client-settings", Input).value.strip()
         values["client_settings"] = Path(settings).expanduser() if settings else None
-        for _, field_id, name, _, _ in ARM_FIELDS:
+        for _, field_id, name, _, _ in (*ARM_FIELDS, SLO_FIELD):
             text = self.query_one(f"#{field_id}", Input).value.strip()
             if text:
                 values[name] = text
         values["schedule"] = self.query_one("#schedule-select", Select).value
+        values["api"] = self.query_one("#api-select", Select).value
+        for _, toggle_id, name, _ in TOGGLES:
+            values[name] = self.query_one(f"#{toggle_id}", OnOff).value
         return BurstRequest.parse(values)
 
     # --- actions --------------------------------------------------------------------------------------
@@ -350,6 +388,11 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         work = self._run(BurstSession(request, client, gpu), self._cancel)
         self._worker = self.run_worker(work, group="burst", exclusive=True, exit_on_error=False)
 
+    @on(DescendantFocus)
+    def _focused(self, event: DescendantFocus) -> None:
+        if isinstance(event.widget, OnOff):  # its key is not in the footer (full at 80 columns)
+            self.set_status(f"space on/off · {event.widget.tooltip}")
+
     @on(Input.Submitted)
     def _submitted(self) -> None:
         self.action_start()
@@ -366,6 +409,9 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             self.action_cancel()
         else:
             self.app.pop_screen()
+
+    def action_already_here(self) -> None:
+        self.set_status("this is the burst screen (esc goes back)")
 
     def action_toggle_history(self) -> None:
         switcher = self.query_one("#switcher", ContentSwitcher)
@@ -465,11 +511,13 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.query_one("#verdict", Static).update(
             Content(safe_text("\n".join(lines) or "one arm: no comparison"))
         )
+        self.query_one("#verdict", Static).remove_class("hint")
         explained = explain_block(message.summary)
         self.query_one("#explain-text", Static).update(
             Content(safe_text("\n".join(explained) or "the servers sent no per-request figures"))
         )
-        self.query_one("#phase", Static).update("done")
+        nothing_sent = message.result.ran is None  # past bursts compared, or one opened from the history
+        self.query_one("#phase", Static).update("done: past bursts, nothing sent" if nothing_sent else "done")
         self.query_one("#switcher", ContentSwitcher).current = "results"
         table.focus()  # so j / c / m export instead of typing into a field
         saved = " · kept in the history (h)" if message.saved_to else ""
