@@ -30,6 +30,9 @@ class Behaviour:
     prefill_per_token_s: float
     spec_prefill_overhead: float
     speed: float
+    # SGLang topk > 1: the target verifies a tree of num_draft_tokens - 1 drafts, while acceptance still
+    # follows the chain of `k` = num_steps positions (the sim does not model what a wider tree gains).
+    verify_drafts: int | None = None
 
     @classmethod
     def from_config(cls, config: SimConfig) -> Behaviour:
@@ -46,6 +49,7 @@ class Behaviour:
             prefill_per_token_s=sim.prefill_ms_per_token / 1000.0,
             spec_prefill_overhead=sim.spec_prefill_overhead,
             speed=sim.speed,
+            verify_drafts=config.num_draft_tokens - 1 if config.k and config.num_draft_tokens else None,
         )
 
     def set_acceptance(self, value: list[float] | float) -> None:
@@ -74,7 +78,8 @@ class Behaviour:
         drafts = self.k if k is None else k
         if batch <= 0:
             return 0.0
-        verify = self.step_per_seq_s * batch * (1.0 + self.verify_cost_per_draft * drafts)
+        verified = self.verify_drafts if k is None and self.verify_drafts is not None else drafts
+        verify = self.step_per_seq_s * batch * (1.0 + self.verify_cost_per_draft * verified)
         draft = self.draft_cost_s * drafts * (1.0 + 0.05 * batch)
         return self.step_base_s + verify + draft
 
