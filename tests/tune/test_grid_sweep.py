@@ -97,6 +97,7 @@ def test_grid_sweep_finds_the_models_best_point_and_applies_only_its_lines(
 ) -> None:
     config = sglang_sim.config
     before = config.read_text(encoding="utf-8")
+    before_bytes = config.read_bytes()
     key = grid_key(load_document(before, "sglang_json", config), GRID)
     labels = {value: key.label(value) for value in key.values}
     assert list(labels.values()) == ["off", "steps 3 · topk 1 · draft 4", "steps 3 · topk 4 · draft 9"]
@@ -148,4 +149,7 @@ def test_grid_sweep_finds_the_models_best_point_and_applies_only_its_lines(
         '+  "speculative_eagle_topk": 1,',
         '+  "speculative_num_draft_tokens": 4,',
     ]
+    after = before_bytes.replace(b'"speculative_eagle_topk": 4,', b'"speculative_eagle_topk": 1,')
+    after = after.replace(b'"speculative_num_draft_tokens": 9,', b'"speculative_num_draft_tokens": 4,')
+    assert config.read_bytes() == after  # every other byte is the original's
     assert health(sglang_sim.url) == 200
