@@ -1,8 +1,8 @@
 """`spectop tune --grid` against a real simulator reading an SGLang-style settings.json (known model).
 
 The simulator maps SGLang's `speculative_num_steps` to its chain of k drafts; with topk > 1 its target
-verifies `speculative_num_draft_tokens - 1` drafts per step (slower) while acceptance still follows the
-chain: it does not model what a wider tree gains, so here a tree never pays.
+verifies `speculative_num_draft_tokens - 1` drafts per step while acceptance follows a chain of
+min(steps, draft tokens - 1) positions: it does not model what a wider tree gains, so a tree never pays.
 """
 
 from __future__ import annotations
@@ -90,6 +90,9 @@ def test_a_tree_costs_the_sim_its_verify_tokens() -> None:
     assert tree.decode_step_s(1) > chain.decode_step_s(1)
     plain = Behaviour.from_config(sim.model_copy(update={"eagle_topk": 1}))
     assert chain.decode_step_s(1) == plain.decode_step_s(1)
+    # A tree of 1 draft token accepts at most one, however many steps draft it.
+    small = Behaviour.from_config(sim.model_copy(update={"num_draft_tokens": 2}))
+    assert small.k == 1 and small.decode_step_s(1) < chain.decode_step_s(1)
 
 
 def test_grid_sweep_finds_the_models_best_point_and_applies_only_its_lines(
