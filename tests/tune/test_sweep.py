@@ -139,6 +139,7 @@ def test_an_oom_value_fails_with_the_reason_the_sweep_goes_on_and_apply_changes_
 ) -> None:
     write_config(tune_sim.config, k=1)  # the file says 1; k=2 is best at concurrency 1
     before = tune_sim.config.read_text(encoding="utf-8")
+    before_bytes = tune_sim.config.read_bytes()
     assert expected_rate(tune_sim.config, 2, 1) > 1.1 * expected_rate(tune_sim.config, 0, 1)
     out = tmp_path / "tune.json"
     process = run_cli(
@@ -158,6 +159,9 @@ def test_an_oom_value_fails_with_the_reason_the_sweep_goes_on_and_apply_changes_
         "-num_speculative_tokens = 1   # draft tokens per step",
         "+num_speculative_tokens = 2   # draft tokens per step",
     ]
+    # ... and every other byte (line endings, the last newline) is the original's.
+    old, new = b"num_speculative_tokens = 1   #", b"num_speculative_tokens = 2   #"
+    assert before_bytes.count(old) == 1 and tune_sim.config.read_bytes() == before_bytes.replace(old, new)
     assert "+num_speculative_tokens = 2" in stdout
     assert result["applied"]["value"] == 2
     assert health(tune_sim.url) == 200

@@ -20,6 +20,12 @@ def register(subparsers: Any) -> None:
         "file's value) with a 95%% interval, acceptance per value, the best value per concurrency, the "
         "schedule and the break-even concurrency. The file is restored byte for byte at the end (also on "
         "Ctrl-C, SIGTERM or an error) and the server restarted on it; --apply writes the best value instead. "
+        "An SGLang file can be swept over a grid instead: --grid steps=1,2,3 topk=1,4 draft=2,4,8 tries "
+        "every (steps, topk, draft tokens) SGLang runs as written (each point edits only those three lines) "
+        "and lists the others as skipped with the reason: with topk 1 SGLang forces draft = steps + 1, and a "
+        "tree offers at most topk + (steps-1)*topk^2 draft tokens. steps=0 adds speculation off as the "
+        "baseline (else the file's own point); a left-out topk is the file's, a left-out draft is steps + 1 "
+        "for topk 1 and the file's otherwise. "
         "Exit 0 when done, 1 when the final restart failed or nothing could be measured, 2 on bad "
         "arguments, 130 when cancelled (restored).",
     )
@@ -36,7 +42,13 @@ def register(subparsers: Any) -> None:
         metavar="KEY",
         help="dotted key to sweep (default speculative.num_speculative_tokens; SGLang speculative_num_steps)",
     )
-    parser.add_argument("--values", default="0,1,2,3,4", metavar="LIST", help="default 0,1,2,3,4")
+    parser.add_argument("--values", metavar="LIST", help="default 0,1,2,3,4")
+    parser.add_argument(
+        "--grid",
+        nargs="+",
+        metavar="AXIS=LIST",
+        help="SGLang only, instead of --key/--values: steps=0,1,2,3 topk=1,4 draft=2,4,8 (put CONFIG first)",
+    )
     parser.add_argument("--concurrency", default="1,8,32", metavar="LIST", help="default 1,8,32")
     parser.add_argument("--requests", type=int, default=32, metavar="N", help="per burst (default 32)")
     parser.add_argument("--rounds", type=int, default=1, metavar="R", help="rounds per burst (default 1)")
@@ -120,6 +132,8 @@ def _options(args: argparse.Namespace) -> Any:
     command = shlex.split(args.restart_command)
     if not command:
         raise TunePlanError("--restart-command: empty")
+    if args.grid and (args.key or args.values):
+        raise TunePlanError("--grid sweeps steps × topk × draft tokens: leave out --key and --values")
     for name, number in (
         ("--requests", args.requests),
         ("--rounds", args.rounds),
@@ -138,7 +152,8 @@ def _options(args: argparse.Namespace) -> Any:
         endpoint=endpoint,
         restart_command=command,
         key=args.key,
-        values=parse_int_list(args.values, "--values", minimum=0),
+        grid=tuple(args.grid) if args.grid else None,
+        values=parse_int_list(args.values or "0,1,2,3,4", "--values", minimum=0),
         concurrencies=parse_int_list(args.concurrency, "--concurrency", minimum=1),
         requests=args.requests,
         rounds=args.rounds,
@@ -203,7 +218,8 @@ def run(args: argparse.Namespace) -> int:
         print(file=sys.stderr)
     print(render_text(result))
     if result.applied is not None:
-        print(f"\napplied k={result.applied.value} (best at concurrency {result.applied.concurrency}):")
+        name = result.name(result.applied.value)
+        print(f"\napplied {name} (best at concurrency {result.applied.concurrency}):")
         print(result.applied.diff, end="")
     if not args.no_history:
         try:

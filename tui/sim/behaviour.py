@@ -30,12 +30,16 @@ class Behaviour:
     prefill_per_token_s: float
     spec_prefill_overhead: float
     speed: float
+    # SGLang topk > 1: the target verifies a tree of num_draft_tokens - 1 drafts; acceptance follows a chain
+    # of min(num_steps, num_draft_tokens - 1) positions (the sim does not model what a wider tree gains).
+    verify_drafts: int | None = None
 
     @classmethod
     def from_config(cls, config: SimConfig) -> Behaviour:
         sim = config.sim
+        tree = config.num_draft_tokens - 1 if config.k and config.num_draft_tokens else None
         return cls(
-            k=config.k,
+            k=config.k if tree is None else min(config.k, tree),
             acceptance=config.acceptance(),
             content_effect=sim.content_effect,
             step_base_s=sim.step_base_ms / 1000.0,
@@ -46,6 +50,7 @@ class Behaviour:
             prefill_per_token_s=sim.prefill_ms_per_token / 1000.0,
             spec_prefill_overhead=sim.spec_prefill_overhead,
             speed=sim.speed,
+            verify_drafts=tree,
         )
 
     def set_acceptance(self, value: list[float] | float) -> None:
@@ -74,7 +79,8 @@ class Behaviour:
         drafts = self.k if k is None else k
         if batch <= 0:
             return 0.0
-        verify = self.step_per_seq_s * batch * (1.0 + self.verify_cost_per_draft * drafts)
+        verified = self.verify_drafts if k is None and self.verify_drafts is not None else drafts
+        verify = self.step_per_seq_s * batch * (1.0 + self.verify_cost_per_draft * verified)
         draft = self.draft_cost_s * drafts * (1.0 + 0.05 * batch)
         return self.step_base_s + verify + draft
 

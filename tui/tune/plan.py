@@ -8,18 +8,25 @@ The key defaults by config kind:
   `speculative_eagle_topk` is 1 (SGLang forces it); value 0 is `speculative_algorithm = null`;
 * anything else: the numeric key given explicitly (e.g. a llama.cpp launch file's `draft_max`).
 
+An SGLang file can instead be swept over a grid (`--grid steps=1,2,3 topk=1,4 draft=2,4,8`): each valid
+(steps, topk, draft tokens) point is one value of the sweep (numbered 1.., 0 = speculation off when the
+grid's steps include 0), and writing it edits the lines of those three keys only. A point SGLang would
+not run as written is skipped with the reason (`grid_problem`).
+
 Only the lines of the keys involved change; every other byte stays (round-trip documents).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import product
 from typing import Any
 
 from tui.configs.document import ConfigDocument, KeyPath, dotted, parse_key_path
 from tui.configs.editing import set_value
 from tui.configs.errors import ConfigError
+from tui.tune.result import SkippedPoint, SweepPoint
 
 VLLM_K: KeyPath = ("speculative", "num_speculative_tokens")
 VLLM_ENABLED: KeyPath = ("speculative", "enabled")
@@ -64,10 +71,15 @@ class TuneKey:
 
     path: KeyPath
     style: str  # "vllm" | "sglang" | "plain"
+    points: tuple[SweepPoint, ...] = ()  # a grid's points (none for one key)
+    skipped: tuple[SkippedPoint, ...] = ()
 
     @property
     def name(self) -> str:
         return dotted(self.path)
+
+    def label(self, value: int) -> str:
+        return f"k={value}"
 
     def current(self, doc: ConfigDocument) -> int | None:
         """The value the file has now (0 when speculation is off); None when it has none."""
@@ -153,4 +165,166 @@ def check_values(key: TuneKey, values: Sequence[int]) -> None:
         raise TunePlanError("--values: vLLM takes 1..16 draft tokens (0 = speculation off)")
 
 
-__all__ = ["ConfigError", "TuneKey", "TunePlanError", "default_key", "edited", "parse_int_list"]
+# --- the SGLang grid: steps × topk × draft tokens -------------------------------------------------------
+
+GRID_AXES: dict[str, KeyPath] = {"steps": SGLANG_STEPS, "topk": SGLANG_TOPK, "draft": SGLANG_DRAFT_TOKENS}
+GRID_MINIMUM = {"steps": 0, "topk": 1, "draft": 2}
+MAX_GRID_POINTS = 64
+
+
+def parse_grid(words: Sequence[str] | str) -> dict[str, tuple[int, ...]]:
+    """`steps=1,2,3 topk=1,4 draft=2,4,8` -> {"steps": (1, 2, 3), ...}; axes may be left out."""
+    if isinstance(words, str):
+        words = [words]
+    axes: dict[str, tuple[int, ...]] = {}
+    for word in (part for text in words for part in text.split()):
+        name, sep, values = word.partition("=")
+        name = name.strip().lower()
+        if not sep or name not in GRID_AXES:
+            raise TunePlanError(
+                f"--grid: {word!r} is not AXIS=LIST (axes: steps, topk, draft; e.g. steps=1,2,3 topk=1,4)"
+            )
+        if name in axes:
+            raise TunePlanError(f"--grid: {name} given twice")
+        axes[name] = parse_int_list(values, f"--grid {name}", minimum=GRID_MINIMUM[name])
+    if "steps" not in axes:
+        raise TunePlanError("--grid: steps=LIST is needed (0 = speculation off, the baseline)")
+    return axes
+
+
+def tree_candidates(steps: int, topk: int) -> int:
+    """Draft tokens an EAGLE tree of `steps` steps and `topk` branches can offer: topk at the first step,
+    topk² at each later one (SGLang keeps the best num_draft_tokens − 1 of them)."""
+    return topk + (steps - 1) * topk * topk
+
+
+def grid_problem(steps: int, topk: int, draft_tokens: int) -> str | None:
+    """Why SGLang would not run this point as written (None: it would)."""
+    if topk == 1 and draft_tokens != steps + 1:
+        return (
+            f"with topk 1 SGLang forces draft tokens = steps + 1 = {steps + 1} "
+            f"(it would run steps {steps} · topk 1 · draft {steps + 1})"
+        )
+    if draft_tokens < 2:
+        return "SGLang needs at least 2 draft tokens (1 draft + the bonus token)"
+    candidates = tree_candidates(steps, topk)
+    if draft_tokens - 1 > candidates:
+        return (
+            f"a tree of {steps} step{'s' if steps != 1 else ''} with topk {topk} offers only {candidates} "
+            f"candidates for {draft_tokens - 1} draft tokens (needs draft ≤ {candidates + 1})"
+        )
+    return None
+
+
+def _number(doc: ConfigDocument, path: KeyPath) -> int | None:
+    value = doc.get(path) if doc.has(path) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def file_point(doc: ConfigDocument) -> tuple[int, int, int] | None:
+    """The (steps, topk, draft tokens) SGLang runs this file with; None when speculation is off or the
+    file leaves the choice to SGLang (no steps)."""
+    if not (doc.get(SGLANG_ALGORITHM) if doc.has(SGLANG_ALGORITHM) else None):
+        return None
+    steps = _number(doc, SGLANG_STEPS)
+    if steps is None:
+        return None
+    topk = _number(doc, SGLANG_TOPK) or 1
+    draft = steps + 1 if topk == 1 else _number(doc, SGLANG_DRAFT_TOKENS)
+    return None if draft is None else (steps, topk, draft)
+
+
+@dataclass(frozen=True)
+class GridKey(TuneKey):
+    """An SGLang steps × topk × draft-tokens grid: value n is `points[n - 1]`, 0 is speculation off."""
+
+    values: tuple[int, ...] = field(default=())  # the swept values, in the grid's order
+
+    @property
+    def name(self) -> str:
+        return "speculative_num_steps × speculative_eagle_topk × speculative_num_draft_tokens"
+
+    def point(self, value: int) -> SweepPoint | None:
+        return next((point for point in self.points if point.value == value), None)
+
+    def label(self, value: int) -> str:
+        point = self.point(value)
+        return point.label if point is not None else "off" if value == 0 else f"point {value}"
+
+    def current(self, doc: ConfigDocument) -> int | None:
+        here = file_point(doc)
+        if here is None:
+            return 0 if not (doc.get(SGLANG_ALGORITHM) if doc.has(SGLANG_ALGORITHM) else None) else None
+        return next((p.value for p in self.points if (p.steps, p.topk, p.draft_tokens) == here), None)
+
+    def changes(self, doc: ConfigDocument, value: int, original: ConfigDocument) -> list[tuple[KeyPath, Any]]:
+        if value == 0:
+            edits: list[tuple[KeyPath, Any]] = [(SGLANG_ALGORITHM, None)]
+        else:
+            point = self.point(value)
+            if point is None:
+                raise TunePlanError(f"the grid has no point {value}")
+            edits = [(SGLANG_TOPK, point.topk), (SGLANG_STEPS, point.steps)]
+            # SGLang derives the draft tokens of a chain: a file without the key keeps going without it.
+            if point.topk != 1 or doc.has(SGLANG_DRAFT_TOKENS):
+                edits.append((SGLANG_DRAFT_TOKENS, point.draft_tokens))
+            if not (doc.get(SGLANG_ALGORITHM) if doc.has(SGLANG_ALGORITHM) else None):
+                algorithm = original.get(SGLANG_ALGORITHM) if original.has(SGLANG_ALGORITHM) else None
+                edits.append((SGLANG_ALGORITHM, algorithm or "EAGLE"))
+        # A file without topk runs a chain: topk 1 needs no new line.
+        edits = [edit for edit in edits if not (edit == (SGLANG_TOPK, 1) and not doc.has(SGLANG_TOPK))]
+        return [(path, new) for path, new in edits if not (doc.has(path) and _same(doc.get(path), new))]
+
+
+def grid_key(doc: ConfigDocument, words: Sequence[str] | str) -> GridKey:
+    """The points of `--grid` for this SGLang file: valid ones numbered 1.. in the grid's order (steps,
+    then topk, then draft tokens), the others skipped with the reason, and the file's own point (if it is
+    not in the grid) numbered after them so it can be the baseline."""
+    if doc.kind != "sglang_json":
+        raise TunePlanError(f"--grid sweeps SGLang's steps × topk × draft tokens: {doc.kind} is not SGLang")
+    axes = parse_grid(words)
+    here = file_point(doc)
+    file_topk = _number(doc, SGLANG_TOPK) or 1
+    file_draft = _number(doc, SGLANG_DRAFT_TOKENS)
+    off = 0 in axes["steps"]
+    points: list[SweepPoint] = []
+    skipped: list[SkippedPoint] = []
+    seen: set[tuple[int, int, int]] = set()
+    for steps, topk in product([s for s in axes["steps"] if s > 0], axes.get("topk", (file_topk,))):
+        drafts = axes.get("draft")
+        if drafts is None:  # not swept: a chain's own, else the file's
+            drafts = (steps + 1,) if topk == 1 else (file_draft,) if file_draft is not None else ()
+            if not drafts:
+                raise TunePlanError(f"--grid: topk {topk} needs draft=LIST (the file has no draft tokens)")
+        for draft in drafts:
+            if (steps, topk, draft) in seen:
+                continue
+            seen.add((steps, topk, draft))
+            problem = grid_problem(steps, topk, draft)
+            if problem is not None:
+                skipped.append(SkippedPoint(steps=steps, topk=topk, draft_tokens=draft, reason=problem))
+            else:
+                points.append(SweepPoint(value=len(points) + 1, steps=steps, topk=topk, draft_tokens=draft))
+    if not points and not off:
+        raise TunePlanError("--grid: no valid point (" + "; ".join(s.line() for s in skipped[:3]) + ")")
+    if len(points) > MAX_GRID_POINTS:
+        raise TunePlanError(f"--grid: {len(points)} points; at most {MAX_GRID_POINTS}")
+    values = ((0,) if off else ()) + tuple(point.value for point in points)
+    if here is not None and all((p.steps, p.topk, p.draft_tokens) != here for p in points):
+        steps, topk, draft = here
+        points.append(SweepPoint(value=len(points) + 1, steps=steps, topk=topk, draft_tokens=draft))
+    return GridKey(SGLANG_STEPS, "grid", tuple(points), tuple(skipped), values)
+
+
+__all__ = [
+    "ConfigError",
+    "GridKey",
+    "TuneKey",
+    "TunePlanError",
+    "default_key",
+    "edited",
+    "grid_key",
+    "grid_problem",
+    "parse_grid",
+    "parse_int_list",
+]

@@ -5,6 +5,10 @@ same concurrency (pooled decode tokens/s ratio with its bootstrap 95% interval, 
 `tui.bench.report.comparison`). Then the best value per concurrency, the schedule it implies
 (vLLM's `num_speculative_tokens_per_batch_size` style: which k up to which batch size) and the
 break-even concurrency, where speculation stops paying. A figure that could not be measured is None.
+
+A grid sweep (SGLang steps × topk × draft tokens) numbers its points: `value` n is `points` entry n
+(0 is speculation off), rows are labelled by the point ("steps 3 · topk 1 · draft 4") and the CSV
+carries its parts; `skipped` lists the grid's points SGLang would not run, with the reason.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from tui.bench.burst_store import bursts_dir
 from tui.bench.report import arm_summary, comparison
@@ -30,8 +34,36 @@ CSV_FIELDS = (
     "value", "concurrency", "ok", "requests", "errors", "decode_tokens_per_s", "output_tokens_per_s",
     "ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "acceptance_rate", "mean_acceptance_length",
     "per_position_acceptance", "speedup", "speedup_ci_low", "speedup_ci_high", "best", "failure",
-    "burst_file",
+    "burst_file", "label", "steps", "topk", "draft_tokens",
 )  # fmt: skip
+
+
+class SweepPoint(BaseModel):
+    """One point of a grid sweep: the SGLang steps, topk and draft tokens written for `value`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    value: int
+    steps: int
+    topk: int
+    draft_tokens: int
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        return f"steps {self.steps} · topk {self.topk} · draft {self.draft_tokens}"
+
+
+class SkippedPoint(BaseModel):
+    """A grid point that was not swept, and why (SGLang would not run it as written)."""
+
+    steps: int
+    topk: int
+    draft_tokens: int
+    reason: str
+
+    def line(self) -> str:
+        return f"steps {self.steps} · topk {self.topk} · draft {self.draft_tokens} skipped: {self.reason}"
 
 
 class TuneCell(BaseModel):
@@ -102,6 +134,8 @@ class TuneResult(BaseModel):
     requests: int
     max_tokens: int | None
     prompts: str
+    points: list[SweepPoint] = Field(default_factory=list, description="a grid's points; [] for one key")
+    skipped: list[SkippedPoint] = Field(default_factory=list)
     outcomes: list[ValueOutcome] = Field(default_factory=list)
     best: dict[int, int | None] = Field(default_factory=dict, description="concurrency -> best value")
     schedule: list[ScheduleStep] = Field(default_factory=list)
@@ -124,6 +158,23 @@ class TuneResult(BaseModel):
 
     def outcome(self, value: int) -> ValueOutcome | None:
         return next((outcome for outcome in self.outcomes if outcome.value == value), None)
+
+    def point(self, value: int) -> SweepPoint | None:
+        return next((point for point in self.points if point.value == value), None)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def best_points(self) -> dict[int, SweepPoint]:
+        """A grid's recommendation with its parts: concurrency -> the best point (speculation off: absent)."""
+        points = {c: self.point(value) for c, value in self.best.items() if value is not None}
+        return {c: point for c, point in points.items() if point is not None}
+
+    def name(self, value: int) -> str:
+        """How a value reads in a sentence: "k=2", or a grid's "steps 3 · topk 1 · draft 4" / "off"."""
+        if not self.points:
+            return f"k={value}"
+        point = self.point(value)
+        return point.label if point is not None else "off" if value == 0 else f"point {value}"
 
 
 # --- figures of one burst ---------------------------------------------------------------------------
@@ -233,18 +284,23 @@ def value_label(result: TuneResult, value: int) -> str:
         tags.append("base")
     if value == result.original_value:
         tags.append("file")
-    return f"{value}" + (f" ({', '.join(tags)})" if tags else "")
+    text = result.name(value) if result.points else f"{value}"
+    return text + (f" ({', '.join(tags)})" if tags else "")
+
+
+def _label_width(result: TuneResult) -> int:
+    return max([12] + [len(value_label(result, outcome.value)) + 2 for outcome in result.outcomes])
 
 
 def schedule_text(result: TuneResult) -> str:
     if not result.schedule:
         return "no schedule: no value was measured"
     if len(result.schedule) == 1:
-        return f"k={result.schedule[0].value} at every measured concurrency"
+        return f"{result.name(result.schedule[0].value)} at every measured concurrency"
     parts = []
     for step in result.schedule:
         limit = "beyond" if step.up_to_concurrency is None else f"up to {step.up_to_concurrency}"
-        parts.append(f"k={step.value} {limit}")
+        parts.append(f"{result.name(step.value)} {limit}")
     return ", ".join(parts)
 
 
@@ -268,26 +324,28 @@ def summary_lines(result: TuneResult) -> list[str]:
         cell = result.cell(value, concurrency)
         speed = ""
         if cell and cell.speedup and value != result.baseline_value:
-            speed = f", {_speedup(cell)} over k={result.baseline_value}"
+            speed = f", {_speedup(cell)} over {result.name(result.baseline_value)}"
         elif value == result.baseline_value:
             speed = " (the baseline)"
-        lines.append(f"best at concurrency {concurrency}: k={value}{speed}")
+        lines.append(f"best at concurrency {concurrency}: {result.name(value)}{speed}")
     lines.append("schedule: " + schedule_text(result))
     lines.append(break_even_text(result))
     for outcome in result.outcomes:
         if not outcome.started:
-            lines.append(f"k={outcome.value} failed: {outcome.failure or 'no reason known'}")
+            lines.append(f"{result.name(outcome.value)} failed: {outcome.failure or 'no reason known'}")
+    lines += [skipped.line() for skipped in result.skipped]
     return lines
 
 
 def render_text(result: TuneResult) -> str:
     """Decode tokens/s and speedup per value × concurrency, acceptance per value, the verdict."""
-    width = 24
+    width, label = 24, _label_width(result)
     lines = [f"spectop tune {result.config_file}: {result.key} on {result.endpoint}", ""]
-    header = f"{'value':12}" + "".join(f"{f'c={c} tok/s, speedup':>{width}}" for c in result.concurrencies)
+    columns = "".join(f"{f'c={c} tok/s, speedup':>{width}}" for c in result.concurrencies)
+    header = f"{'value':{label}}" + columns
     lines.append(header)
     for outcome in result.outcomes:
-        row = f"{value_label(result, outcome.value):12}"
+        row = f"{value_label(result, outcome.value):{label}}"
         for concurrency in result.concurrencies:
             cell = result.cell(outcome.value, concurrency)
             if not outcome.started:
@@ -298,11 +356,14 @@ def render_text(result: TuneResult) -> str:
                 text = f"{_num(cell.decode_tokens_per_s)} {_speedup(cell)}"
             row += f"{text:>{width}}"
         lines.append(row)
-    lines += ["", f"{'value':12}{'c':>5}{'accept':>8}{'length':>8}{'TTFT p50':>10}{'p95':>8}  per position %"]
+    lines += [
+        "",
+        f"{'value':{label}}{'c':>5}{'accept':>8}{'length':>8}{'TTFT p50':>10}{'p95':>8}  per position %",
+    ]
     for outcome in result.outcomes:
         for cell in outcome.cells:
             lines.append(
-                f"{value_label(result, outcome.value):12}{cell.concurrency:>5}"
+                f"{value_label(result, outcome.value):{label}}{cell.concurrency:>5}"
                 f"{_pct(cell.acceptance_rate):>8}{_num(cell.mean_acceptance_length, 2):>8}"
                 f"{_ms(cell.ttft_p50_s):>10}{_ms(cell.ttft_p95_s):>8}"
                 f"  {_positions(cell.per_position_acceptance)}"
@@ -330,7 +391,8 @@ def render_markdown(result: TuneResult) -> str:
     for outcome in result.outcomes:
         for cell in outcome.cells:
             lines.append(
-                f"| {outcome.value} | {cell.concurrency} | {_pct(cell.acceptance_rate)} | "
+                f"| {result.name(outcome.value) if result.points else outcome.value} | {cell.concurrency} | "
+                f"{_pct(cell.acceptance_rate)} | "
                 f"{_num(cell.mean_acceptance_length, 2)} | {_ms(cell.ttft_p50_s)} | {_ms(cell.ttft_p95_s)} | "
                 f"{_positions(cell.per_position_acceptance)} |"
             )
@@ -346,8 +408,15 @@ def render_csv(result: TuneResult) -> str:
         cells = outcome.cells or [
             TuneCell(value=outcome.value, concurrency=c, ok=False) for c in result.concurrencies
         ]
+        point = result.point(outcome.value)
         for cell in cells:
             ci = cell.speedup_ci95
+            parts = {
+                "label": result.name(outcome.value) if result.points else "",
+                "steps": "" if point is None else point.steps,
+                "topk": "" if point is None else point.topk,
+                "draft_tokens": "" if point is None else point.draft_tokens,
+            }
             writer.writerow(
                 {
                     "value": cell.value, "concurrency": cell.concurrency, "ok": cell.ok and outcome.started,
@@ -363,6 +432,7 @@ def render_csv(result: TuneResult) -> str:
                     "best": result.best.get(cell.concurrency) == cell.value,
                     "failure": safe_line(cell.failure or outcome.failure or ""),
                     "burst_file": cell.burst_file or "",
+                    **parts,
                 }
             )  # fmt: skip
     return out.getvalue()

@@ -33,7 +33,7 @@ from tui.configs.errors import ConfigError
 from tui.configs.restart import HEALTH_TIMEOUT_S, RESTART_TIMEOUT_S, last_errors, run_restart, wait_for_health
 from tui.telemetry.scraper import Scrape, scrape_metrics
 from tui.telemetry.window import figures_between
-from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited
+from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, grid_key
 from tui.tune.result import (
     AppliedChange,
     TuneCell,
@@ -54,6 +54,7 @@ class TuneOptions:
     endpoint: str  # the server's base URL
     restart_command: list[str]
     key: str | None = None
+    grid: tuple[str, ...] | None = None  # SGLang `steps=1,2,3 topk=1,4 draft=2,4,8` (replaces key/values)
     values: tuple[int, ...] = (0, 1, 2, 3, 4)
     concurrencies: tuple[int, ...] = (1, 8, 32)
     requests: int = 32
@@ -233,15 +234,20 @@ class TuneRun:
             raise TunePlanError(f"{options.config_file}: {self.opened.syntax_error}")
         self.original_bytes = options.config_file.read_bytes()
         doc = self.opened.document
-        self.key = default_key(doc, options.key)
-        check_values(self.key, options.values)
-        for value in options.values:  # every value must make a valid file before anything restarts
+        if options.grid:
+            self.key = grid_key(doc, options.grid)
+            swept = self.key.values
+        else:
+            self.key = default_key(doc, options.key)
+            check_values(self.key, options.values)
+            swept = options.values
+        for value in swept:  # every value must make a valid file before anything restarts
             try:
                 edited(doc, self.key, value, doc)
             except ConfigError as error:
-                raise TunePlanError(f"--values {value}: {error}") from None
+                raise TunePlanError(f"{self.key.label(value)}: {error}") from None
         original = self.key.current(doc)
-        values = list(options.values)
+        values = list(swept)
         baseline = 0 if 0 in values else original
         if baseline is None:
             raise TunePlanError("no baseline: sweep value 0, or give the file a value for the key")
@@ -264,6 +270,8 @@ class TuneRun:
             requests=options.requests,
             max_tokens=options.max_tokens,
             prompts=options.prompts,
+            points=list(self.key.points),
+            skipped=list(self.key.skipped),
         )
         return self.result
 
@@ -330,7 +338,7 @@ class TuneRun:
                 raise TuneCancelled
             outcome = ValueOutcome(value=value, started=False, diff=self.diff_for(value))
             self.result.outcomes.append(outcome)
-            self._progress("restart", value, None, f"setting {self.result.key} = {value}, restarting")
+            self._progress("restart", value, None, f"writing {self.key.label(value)}, restarting")
             text = self.text_for(value)
             try:
                 self._save(changer, text.encode("utf-8"))
@@ -370,12 +378,13 @@ class TuneRun:
         client: httpx.AsyncClient,
         cancel: asyncio.Event,
     ) -> None:
-        assert self.result is not None
+        assert self.result is not None and self.key is not None
         options = self.options
+        label = self.key.label(value)
         request = BurstRequest.parse(
             {
                 "a": EndpointArm(
-                    name=f"k={value}",
+                    name=label,
                     base_url=options.endpoint,
                     metrics_url=options.metrics_url,
                     model=options.model,
@@ -391,14 +400,13 @@ class TuneRun:
                 "api_key_env": options.api_key_env,
             }
         )
-        self._progress("burst", value, concurrency, f"k={value} at concurrency {concurrency}")
+        self._progress("burst", value, concurrency, f"{label} at concurrency {concurrency}")
         before = await scrape_metrics(client, options.resolved_metrics_url, timeout_s=3.0)
         session = BurstSession(request)
 
         def progress(burst: BurstProgress) -> None:
-            self._progress(
-                "burst", value, concurrency, f"k={value} at concurrency {concurrency}", burst.fraction
-            )
+            where = f"{label} at concurrency {concurrency}"
+            self._progress("burst", value, concurrency, where, burst.fraction)
 
         try:
             ran = await session.run(on_progress=progress, cancel=cancel)
