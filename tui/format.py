@@ -8,6 +8,8 @@ One function per kind of figure, one rule each:
   with three significant digits from a second on ("1.20 s", "12.5 s", "120 s");
 - token rates with one decimal below 1000, then in thousands: "45.3", "2.33k";
 - request rates with two decimals: "0.25"; counts as integers ("3"; "2.5" when not whole);
+- ratios of two figures (B against A, speedups) with two decimals and an "x": "1.80x" ("1.70-1.90" for
+  the interval);
 - durations and ages, rounded down: "8 s", "3 min", "2 h 5 min", "3 d";
 - histogram bounds (`Figures.quantile_bounds`) as the bound they are: "< 100 ms", "> 10 s", "~850 ms".
 
@@ -75,6 +77,21 @@ def fmt_latency_delta(value: float | None) -> str:
     """A signed latency difference: "+12 ms", "-1.20 s"."""
     text = fmt_latency(value)
     return text if text == UNKNOWN or text.startswith("-") else f"+{text}"
+
+
+def fmt_times(value: float | None) -> str:
+    """A ratio of two figures (B against A, a speedup) with two decimals: "1.80x"."""
+    if not known(value):
+        return UNKNOWN
+    assert value is not None
+    return f"{value:.2f}x"
+
+
+def fmt_times_interval(interval: tuple[float, float] | None) -> str:
+    """A confidence interval of a ratio, in the ratio's words without the "x": "1.70-1.90"."""
+    if interval is None or not (known(interval[0]) and known(interval[1])):
+        return UNKNOWN
+    return f"{interval[0]:.2f}-{interval[1]:.2f}"
 
 
 def fmt_bound(seconds: float) -> str:

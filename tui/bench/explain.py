@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tui.bench.stats import DEFAULT_RESAMPLES, RateSample, percentile, pooled_rate
+from tui.format import fmt_length, fmt_rate
 
 SNIPPET_CHARS = 60
 MIN_OUTLIER_DRAFTS = 16  # fewer drafted tokens say little about one request's acceptance
@@ -188,9 +189,9 @@ class Outlier:
     snippet: str
 
     def describe(self) -> str:
-        length = f"mean length {self.mean_length:.2f}" if self.mean_length is not None else "mean length –"
+        length = f"mean length {fmt_length(self.mean_length)}"
         why = "garbled or off-distribution output?" if self.kind == "low" else "a repetition loop?"
-        return f"{self.prompt_id}: {length}, acceptance {self.acceptance:.0%} ({why}) «{self.snippet}»"
+        return f"{self.prompt_id}: {length}, acceptance {fmt_rate(self.acceptance)} ({why}) «{self.snippet}»"
 
 
 def outliers(requests: Sequence[RequestFigures]) -> list[Outlier]:
@@ -306,7 +307,7 @@ def reconcile(
             "counters reset or another server answered",
         )
     share = 1.0 - drafted / server_drafted if server_drafted > 0 else None
-    said = f"{share:.0%} of drafts were not ours" if share is not None else "the drafts differ"
+    said = f"{fmt_rate(share)} of drafts were not ours" if share is not None else "the drafts differ"
     message = f"{said} ({drafted} of {server_drafted:.0f}): the server was serving other load"
     if incomplete:
         message += f" (or {incomplete})"
@@ -331,7 +332,9 @@ def _reconcile_steps(
             None, False, f"per-request steps exceed /metrics ({steps} vs {server_steps:.0f}): counters reset?"
         )
     share = 1.0 - steps / server_steps if server_steps > 0 else None
-    said = f"{share:.0%} of verification steps were not ours" if share is not None else "the steps differ"
+    said = (
+        f"{fmt_rate(share)} of verification steps were not ours" if share is not None else "the steps differ"
+    )
     message = f"{said} ({steps} of {server_steps:.0f}): the server was serving other load"
     return result(share, False, message + (f" (or {incomplete})" if incomplete else ""))
 
@@ -367,8 +370,8 @@ def cache_warning(a: CacheFigures, b: CacheFigures, names: tuple[str, str] = ("A
     if points <= CACHE_WARN_POINTS:
         return None
     return (
-        f"prefix cache differs: {names[0]} had {a.share:.0%} of prompt tokens cached "
-        f"({a.cached_tokens}/{a.prompt_tokens}), {names[1]} {b.share:.0%} "
+        f"prefix cache differs: {names[0]} had {fmt_rate(a.share)} of prompt tokens cached "
+        f"({a.cached_tokens}/{a.prompt_tokens}), {names[1]} {fmt_rate(b.share)} "
         f"({b.cached_tokens}/{b.prompt_tokens}): "
         "TTFT differences are cache state, not speculation"
     )
