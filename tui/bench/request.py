@@ -109,11 +109,6 @@ class _StreamState:
     native_chars: int = 0  # SGLang native /generate: characters of the cumulative text seen so far
 
 
-def bearer_headers(api_key: str | None) -> dict[str, str]:
-    """The Authorization header for an API key (none without a key): every burst request and probe."""
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-
 def endpoint_url(base_url: str, api: str) -> str:
     """`/v1/chat/completions` or `/v1/completions` under a base URL (with or without `/v1`);
     SGLang's native `/generate` (api "sglang") beside `/v1`."""
