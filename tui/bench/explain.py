@@ -13,6 +13,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tui.bench import server_figures
 from tui.bench.stats import DEFAULT_RESAMPLES, RateSample, percentile, pooled_rate
 from tui.format import fmt_length, fmt_rate
 
@@ -50,15 +51,11 @@ class RequestFigures:
 
     @property
     def acceptance_rate(self) -> float | None:
-        if self.drafted is None or self.accepted is None or self.drafted <= 0:
-            return None
-        return self.accepted / self.drafted
+        return server_figures.acceptance_rate(self.accepted, self.drafted)
 
     @property
     def mean_acceptance_length(self) -> float | None:
-        if self.accepted is None or not self.spec_steps:
-            return None
-        return 1.0 + self.accepted / self.spec_steps
+        return server_figures.mean_acceptance_length(self.accepted, self.spec_steps)
 
 
 def _known(values: Sequence[float | None]) -> list[float]:
@@ -105,8 +102,8 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
     with_steps = [r for r in counted if r.spec_steps is not None]
     steps = sum(r.spec_steps or 0 for r in with_steps)
     mean_length = None
-    if with_steps and len(with_steps) == len(counted) and steps > 0:
-        mean_length = 1.0 + accepted / steps
+    if with_steps and len(with_steps) == len(counted):
+        mean_length = server_figures.mean_acceptance_length(accepted, steps)
     partial: str | None = None
     if len(counted) < sum(1 for r in requests if r.ok):
         partial = f"{len(counted)} of {sum(1 for r in requests if r.ok)} requests carried draft figures"
@@ -114,7 +111,7 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
         requests=len(counted),
         drafted=drafted,
         accepted=accepted,
-        pooled=accepted / drafted if drafted > 0 else None,
+        pooled=server_figures.acceptance_rate(accepted, drafted),
         p10=_pct(rates, 10),
         p50=_pct(rates, 50),
         p90=_pct(rates, 90),
