@@ -21,6 +21,7 @@ Pure functions, no textual.
 
 from __future__ import annotations
 
+import functools
 import math
 import time as time_module
 from collections.abc import Callable, Sequence
@@ -40,30 +41,34 @@ def known(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
 
 
-def fmt_rate(value: float | None) -> str:
+def _figure(format_known: Callable[[float], str]) -> Callable[[float | None], str]:
+    """A formatter of known numbers as one that reads `UNKNOWN` for None, NaN and infinities."""
+
+    @functools.wraps(format_known)
+    def format_figure(value: float | None) -> str:
+        return format_known(value) if value is not None and math.isfinite(value) else UNKNOWN
+
+    return format_figure
+
+
+@_figure
+def fmt_rate(value: float) -> str:
     """A 0..1 rate or fraction as whole percent: "71%"; "<1%" when above 0 but below half a percent."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     percent = value * 100
     if 0 < percent < 0.5:
         return "<1%"
     return f"{percent:.0f}%"
 
 
-def fmt_length(value: float | None) -> str:
+@_figure
+def fmt_length(value: float) -> str:
     """A length in tokens (mean acceptance length, tokens per chunk): "2.40"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     return f"{value:.2f}"
 
 
-def fmt_latency(value: float | None) -> str:
+@_figure
+def fmt_latency(value: float) -> str:
     """Seconds: "0.85 ms", "6.5 ms", "51 ms" below a second, then "1.20 s", "12.5 s", "120 s"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     size = abs(value)
     if size < 1:
         milliseconds = value * 1000
@@ -73,17 +78,16 @@ def fmt_latency(value: float | None) -> str:
     return f"{value:.{digits}f} s"
 
 
-def fmt_latency_delta(value: float | None) -> str:
+@_figure
+def fmt_latency_delta(value: float) -> str:
     """A signed latency difference: "+12 ms", "-1.20 s"."""
     text = fmt_latency(value)
-    return text if text == UNKNOWN or text.startswith("-") else f"+{text}"
+    return text if text.startswith("-") else f"+{text}"
 
 
-def fmt_times(value: float | None) -> str:
+@_figure
+def fmt_times(value: float) -> str:
     """A ratio of two figures (B against A, a speedup) with two decimals: "1.80x"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     return f"{value:.2f}x"
 
 
@@ -114,11 +118,9 @@ def fmt_quantile(value: float | None, bounds: tuple[float, float | None] | None 
     return f"~{fmt_latency(value)}"
 
 
-def fmt_tokens_per_s(value: float | None) -> str:
+@_figure
+def fmt_tokens_per_s(value: float) -> str:
     """Tokens per second: "45.3", "812.4", then thousands with three significant digits: "2.33k", "12.3k"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     size = abs(value)
     if size < 1000:
         return f"{value:.1f}"
@@ -127,27 +129,21 @@ def fmt_tokens_per_s(value: float | None) -> str:
     return f"{thousands:.{digits}f}k"
 
 
-def fmt_per_s(value: float | None) -> str:
+@_figure
+def fmt_per_s(value: float) -> str:
     """Requests per second: "0.25"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     return f"{value:.2f}"
 
 
-def fmt_count(value: float | None) -> str:
+@_figure
+def fmt_count(value: float) -> str:
     """A count: "3"; a mean over a window that is not whole keeps one decimal: "2.5"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
 
 
-def fmt_duration(seconds: float | None) -> str:
+@_figure
+def fmt_duration(seconds: float) -> str:
     """An age or a duration, rounded down: "8 s", "3 min", "2 h 5 min", "3 d"; never negative."""
-    if not known(seconds):
-        return UNKNOWN
-    assert seconds is not None
     whole = int(max(0.0, seconds))
     if whole < 60:
         return f"{whole} s"
@@ -159,11 +155,9 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{whole // 86400} d"
 
 
-def fmt_clock(timestamp: float | None) -> str:
+@_figure
+def fmt_clock(timestamp: float) -> str:
     """Local wall-clock time of day (HH:MM:SS)."""
-    if not known(timestamp):
-        return UNKNOWN
-    assert timestamp is not None
     return time_module.strftime("%H:%M:%S", time_module.localtime(timestamp))
 
 
