@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tui.bench import server_figures
-from tui.bench.stats import DEFAULT_RESAMPLES, RateSample, percentile, pooled_rate
+from tui.bench.stats import DEFAULT_RESAMPLES, RateSample, percentile, percentile_interval, pooled_rate
 from tui.format import fmt_length, fmt_rate
 
 SNIPPET_CHARS = 60
@@ -527,9 +527,4 @@ def _two_stage(
         rate_a, rate_b = pooled_rate(sample_a), pooled_rate(sample_b)
         if rate_a and rate_b is not None:
             ratios.append(rate_b / rate_a)
-    if len(ratios) < resamples // 2:
-        return None
-    ratios.sort()
-    tail = (1.0 - level) / 2 * 100
-    low, high = percentile(ratios, tail), percentile(ratios, 100 - tail)
-    return None if low is None or high is None else (low, high)
+    return percentile_interval(ratios, resamples, level)
