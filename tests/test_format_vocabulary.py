@@ -19,6 +19,8 @@ from tui.format import (
     fmt_per_s,
     fmt_quantile,
     fmt_rate,
+    fmt_times,
+    fmt_times_interval,
     fmt_tokens_per_s,
     note_lines,
     position_bars,
@@ -36,6 +38,7 @@ FORMATTERS = (
     fmt_per_s,
     fmt_count,
     fmt_duration,
+    fmt_times,
 )
 
 
@@ -136,3 +139,10 @@ def test_the_vocabulary_covers_every_figure_and_reasons_come_from_notes() -> Non
     assert reason(figures, "mean_acceptance_length") == "the server exports no verify steps"
     assert reason(figures, "acceptance_rate") is None
     assert note_lines({"a": "x", "tpot_mean_s": "x", "window": "short"}) == ["a, TPOT: x", "window: short"]
+
+
+def test_ratios_of_two_figures_have_two_decimals_and_an_x() -> None:
+    assert fmt_times(1.8) == "1.80x"
+    assert fmt_times(0.5) == "0.50x"
+    assert fmt_times_interval((1.7, 1.9)) == "1.70-1.90"
+    assert fmt_times_interval(None) == fmt_times_interval((math.nan, 1.0)) == UNKNOWN

@@ -8,6 +8,8 @@ One function per kind of figure, one rule each:
   with three significant digits from a second on ("1.20 s", "12.5 s", "120 s");
 - token rates with one decimal below 1000, then in thousands: "45.3", "2.33k";
 - request rates with two decimals: "0.25"; counts as integers ("3"; "2.5" when not whole);
+- ratios of two figures (B against A, speedups) with two decimals and an "x": "1.80x" ("1.70-1.90" for
+  the interval);
 - durations and ages, rounded down: "8 s", "3 min", "2 h 5 min", "3 d";
 - histogram bounds (`Figures.quantile_bounds`) as the bound they are: "< 100 ms", "> 10 s", "~850 ms".
 
@@ -19,6 +21,7 @@ Pure functions, no textual.
 
 from __future__ import annotations
 
+import functools
 import math
 import time as time_module
 from collections.abc import Callable, Sequence
@@ -38,30 +41,34 @@ def known(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
 
 
-def fmt_rate(value: float | None) -> str:
+def _figure(format_known: Callable[[float], str]) -> Callable[[float | None], str]:
+    """A formatter of known numbers as one that reads `UNKNOWN` for None, NaN and infinities."""
+
+    @functools.wraps(format_known)
+    def format_figure(value: float | None) -> str:
+        return format_known(value) if value is not None and math.isfinite(value) else UNKNOWN
+
+    return format_figure
+
+
+@_figure
+def fmt_rate(value: float) -> str:
     """A 0..1 rate or fraction as whole percent: "71%"; "<1%" when above 0 but below half a percent."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     percent = value * 100
     if 0 < percent < 0.5:
         return "<1%"
     return f"{percent:.0f}%"
 
 
-def fmt_length(value: float | None) -> str:
+@_figure
+def fmt_length(value: float) -> str:
     """A length in tokens (mean acceptance length, tokens per chunk): "2.40"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     return f"{value:.2f}"
 
 
-def fmt_latency(value: float | None) -> str:
+@_figure
+def fmt_latency(value: float) -> str:
     """Seconds: "0.85 ms", "6.5 ms", "51 ms" below a second, then "1.20 s", "12.5 s", "120 s"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     size = abs(value)
     if size < 1:
         milliseconds = value * 1000
@@ -71,10 +78,24 @@ def fmt_latency(value: float | None) -> str:
     return f"{value:.{digits}f} s"
 
 
-def fmt_latency_delta(value: float | None) -> str:
+@_figure
+def fmt_latency_delta(value: float) -> str:
     """A signed latency difference: "+12 ms", "-1.20 s"."""
     text = fmt_latency(value)
-    return text if text == UNKNOWN or text.startswith("-") else f"+{text}"
+    return text if text.startswith("-") else f"+{text}"
+
+
+@_figure
+def fmt_times(value: float) -> str:
+    """A ratio of two figures (B against A, a speedup) with two decimals: "1.80x"."""
+    return f"{value:.2f}x"
+
+
+def fmt_times_interval(interval: tuple[float, float] | None) -> str:
+    """A confidence interval of a ratio, in the ratio's words without the "x": "1.70-1.90"."""
+    if interval is None or not (known(interval[0]) and known(interval[1])):
+        return UNKNOWN
+    return f"{interval[0]:.2f}-{interval[1]:.2f}"
 
 
 def fmt_bound(seconds: float) -> str:
@@ -97,11 +118,9 @@ def fmt_quantile(value: float | None, bounds: tuple[float, float | None] | None 
     return f"~{fmt_latency(value)}"
 
 
-def fmt_tokens_per_s(value: float | None) -> str:
+@_figure
+def fmt_tokens_per_s(value: float) -> str:
     """Tokens per second: "45.3", "812.4", then thousands with three significant digits: "2.33k", "12.3k"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     size = abs(value)
     if size < 1000:
         return f"{value:.1f}"
@@ -110,27 +129,21 @@ def fmt_tokens_per_s(value: float | None) -> str:
     return f"{thousands:.{digits}f}k"
 
 
-def fmt_per_s(value: float | None) -> str:
+@_figure
+def fmt_per_s(value: float) -> str:
     """Requests per second: "0.25"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     return f"{value:.2f}"
 
 
-def fmt_count(value: float | None) -> str:
+@_figure
+def fmt_count(value: float) -> str:
     """A count: "3"; a mean over a window that is not whole keeps one decimal: "2.5"."""
-    if not known(value):
-        return UNKNOWN
-    assert value is not None
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
 
 
-def fmt_duration(seconds: float | None) -> str:
+@_figure
+def fmt_duration(seconds: float) -> str:
     """An age or a duration, rounded down: "8 s", "3 min", "2 h 5 min", "3 d"; never negative."""
-    if not known(seconds):
-        return UNKNOWN
-    assert seconds is not None
     whole = int(max(0.0, seconds))
     if whole < 60:
         return f"{whole} s"
@@ -142,11 +155,9 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{whole // 86400} d"
 
 
-def fmt_clock(timestamp: float | None) -> str:
+@_figure
+def fmt_clock(timestamp: float) -> str:
     """Local wall-clock time of day (HH:MM:SS)."""
-    if not known(timestamp):
-        return UNKNOWN
-    assert timestamp is not None
     return time_module.strftime("%H:%M:%S", time_module.localtime(timestamp))
 
 

@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from tui.auth import api_key_from_env
 from tui.validators import check_env_var_name, friendly_message, normalize_http_url, scheme_was_added
 
 Backend = Literal["auto", "vllm", "sglang", "llamacpp", "openai"]
@@ -91,9 +92,7 @@ class EndpointSettings(BaseModel):
 
     def api_key(self) -> str | None:
         """The key from the environment, or None. Never log or store the result."""
-        if not self.api_key_env:
-            return None
-        return os.environ.get(self.api_key_env) or None
+        return api_key_from_env(self.api_key_env)
 
 
 class PrometheusSettings(BaseModel):

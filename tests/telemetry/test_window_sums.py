@@ -108,7 +108,7 @@ def test_sample_pages_give_the_same_figures_as_the_plain_sums() -> None:
     segments = [entry.segment for entry in list(window._entries)[1:] if entry.segment is not None]
     backend = window._backend
     assert backend is not None
-    plain = backend.derive(_one_by_one(segments), window._entries[-1].reading)
+    plain = backend.derive(_one_by_one(segments), window._entries[-1].page)
     figures = window.figures()
     assert figures.model_copy(update={"notes": plain.notes}) == plain.model_copy(
         update={"covered_s": figures.covered_s, "window_short": figures.window_short}

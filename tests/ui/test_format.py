@@ -4,8 +4,14 @@ and in `spectop snapshot`'s table (issue 12)."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
+from tui.bench.report import burst_summary, render_text, table_rows
+from tui.bench.results import ArmResult, BurstResult, BurstSettingsRecord, RequestResult, ServerAcceptance
 from tui.commands.snapshot import _Result, _table
+from tui.fleet.poller import FleetReading
+from tui.fleet.snapshot import table as fleet_table
+from tui.format import figure_text, fmt_latency
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
@@ -96,3 +102,71 @@ def test_per_position_acceptance_reads_as_percent_everywhere() -> None:
     ):
         assert "80%" in text and "60%" in text and ".80" not in text
     assert "80% 60%" in snapshot
+
+
+def _burst() -> BurstResult:
+    """One arm whose server said what FIGURES say: acceptance, mean length, and a TTFT p50 of 51.4 ms."""
+    requests = [
+        RequestResult(
+            arm="a", index=index, prompt_id=f"p{index}", scheduled_s=index, sent_s=index,
+            ttft_s=FIGURES.ttft_p50_s, e2e_s=1.0, chunk_times_s=[FIGURES.ttft_p50_s or 0.0, 1.0],
+            chunk_chars=[4, 4], output_tokens=8,
+        )
+        for index in range(3)
+    ]  # fmt: skip
+    server = ServerAcceptance(
+        acceptance_rate=FIGURES.acceptance_rate, mean_acceptance_length=FIGURES.mean_acceptance_length
+    )
+    arm = ArmResult(
+        label="a", name="a", url="http://127.0.0.1:1", active_s=3.0, requests=requests, server=server
+    )
+    settings = BurstSettingsRecord(
+        prompt_set="mixed",
+        prompt_set_digest="mixed",
+        requests=3,
+        concurrency=1,
+        max_tokens=8,
+        temperature=0.0,
+    )
+    return BurstResult(
+        started_at=datetime(2026, 12, 1, tzinfo=UTC), duration_s=3.0, settings=settings, arms=[arm]
+    )
+
+
+def test_a_burst_report_and_the_fleet_table_read_like_the_card_and_the_snapshot() -> None:
+    """The bench report (table and text), the fleet snapshot table, the card and `spectop snapshot` give
+    one figure one text: acceptance as whole percent, TTFT in ms, mean length with two decimals."""
+    compact = "\n".join(line.plain for line in compact_lines(_card(), 76))
+    result = _Result("http://127.0.0.1:8000", 5.0)
+    result.up, result.backend, result.figures = True, "vllm", FIGURES
+    snapshot = "\n".join(_table(result))
+    summary = burst_summary(_burst())
+    rows = {label: a for label, a, _ in table_rows(summary)}
+    text = render_text(summary)
+    fleet = FleetReading(
+        instance="10.0.0.1:8000", name="a", time=1.0, up=True, backend="vllm", figures=FIGURES
+    )
+    header, line = fleet_table([fleet])[:2]
+    fleet_cells = dict(zip(re.split(r"\s{2,}", header), re.split(r"\s{2,}", line), strict=True))
+    acceptance = {
+        "card": _after(compact, "accept"),
+        "snapshot": _after(snapshot, "acceptance"),
+        "bench table": rows["acceptance (server)"],
+        "bench text": _after(text, "acceptance (server)"),
+        "fleet": fleet_cells["accept"],
+    }
+    length = {
+        "card": _after(compact, "len"),
+        "snapshot": _after(snapshot, "mean len"),
+        "bench table": rows["mean accept length"],
+        "bench text": _after(text, "mean accept length"),
+        "fleet": fleet_cells["len"],
+    }
+    ttft_p50 = {
+        "card": _after(compact, "TTFT"),
+        "bench table": rows["TTFT p50"],
+        "bench text": _after(text, "TTFT p50"),
+    }
+    for texts in (acceptance, length, ttft_p50):
+        assert len(set(texts.values())) == 1, f"reads differently: {texts}"
+    assert fmt_latency(FIGURES.ttft_p95_s) == figure_text(FIGURES, "ttft_p95_s") == fleet_cells["TTFT p95"]

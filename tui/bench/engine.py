@@ -13,7 +13,6 @@ Cancelling the task running `run_burst` cancels every request in flight.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import socket
 import time
@@ -24,8 +23,9 @@ from typing import Any, Literal
 
 import httpx
 
+from tui.auth import api_key_from_env, bearer_headers
 from tui.bench.prompts import Prompt, PromptSet
-from tui.bench.request import RequestSpec, RetryBudget, bearer_headers, endpoint_url, run_request
+from tui.bench.request import RequestSpec, RetryBudget, endpoint_url, run_request
 from tui.bench.results import (
     ArmResult,
     BurstResult,
@@ -146,7 +146,7 @@ class BurstProgress:
 def _api_key(target: ArmTarget) -> str | None:
     if not target.api_key_env:
         return None
-    value = os.environ.get(target.api_key_env)
+    value = api_key_from_env(target.api_key_env)
     if not value:
         raise BurstConfigError(
             f"arm {target.name}: environment variable {target.api_key_env} (the API key) is not set"

@@ -13,7 +13,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tui.bench.stats import DEFAULT_RESAMPLES, RateSample, percentile, pooled_rate
+from tui.bench import server_figures
+from tui.bench.stats import DEFAULT_RESAMPLES, RateSample, percentile, percentile_interval, pooled_rate
+from tui.format import fmt_length, fmt_rate
 
 SNIPPET_CHARS = 60
 MIN_OUTLIER_DRAFTS = 16  # fewer drafted tokens say little about one request's acceptance
@@ -49,15 +51,11 @@ class RequestFigures:
 
     @property
     def acceptance_rate(self) -> float | None:
-        if self.drafted is None or self.accepted is None or self.drafted <= 0:
-            return None
-        return self.accepted / self.drafted
+        return server_figures.acceptance_rate(self.accepted, self.drafted)
 
     @property
     def mean_acceptance_length(self) -> float | None:
-        if self.accepted is None or not self.spec_steps:
-            return None
-        return 1.0 + self.accepted / self.spec_steps
+        return server_figures.mean_acceptance_length(self.accepted, self.spec_steps)
 
 
 def _known(values: Sequence[float | None]) -> list[float]:
@@ -104,8 +102,8 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
     with_steps = [r for r in counted if r.spec_steps is not None]
     steps = sum(r.spec_steps or 0 for r in with_steps)
     mean_length = None
-    if with_steps and len(with_steps) == len(counted) and steps > 0:
-        mean_length = 1.0 + accepted / steps
+    if with_steps and len(with_steps) == len(counted):
+        mean_length = server_figures.mean_acceptance_length(accepted, steps)
     partial: str | None = None
     if len(counted) < sum(1 for r in requests if r.ok):
         partial = f"{len(counted)} of {sum(1 for r in requests if r.ok)} requests carried draft figures"
@@ -113,7 +111,7 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
         requests=len(counted),
         drafted=drafted,
         accepted=accepted,
-        pooled=accepted / drafted if drafted > 0 else None,
+        pooled=server_figures.acceptance_rate(accepted, drafted),
         p10=_pct(rates, 10),
         p50=_pct(rates, 50),
         p90=_pct(rates, 90),
@@ -188,9 +186,9 @@ class Outlier:
     snippet: str
 
     def describe(self) -> str:
-        length = f"mean length {self.mean_length:.2f}" if self.mean_length is not None else "mean length –"
+        length = f"mean length {fmt_length(self.mean_length)}"
         why = "garbled or off-distribution output?" if self.kind == "low" else "a repetition loop?"
-        return f"{self.prompt_id}: {length}, acceptance {self.acceptance:.0%} ({why}) «{self.snippet}»"
+        return f"{self.prompt_id}: {length}, acceptance {fmt_rate(self.acceptance)} ({why}) «{self.snippet}»"
 
 
 def outliers(requests: Sequence[RequestFigures]) -> list[Outlier]:
@@ -306,7 +304,7 @@ def reconcile(
             "counters reset or another server answered",
         )
     share = 1.0 - drafted / server_drafted if server_drafted > 0 else None
-    said = f"{share:.0%} of drafts were not ours" if share is not None else "the drafts differ"
+    said = f"{fmt_rate(share)} of drafts were not ours" if share is not None else "the drafts differ"
     message = f"{said} ({drafted} of {server_drafted:.0f}): the server was serving other load"
     if incomplete:
         message += f" (or {incomplete})"
@@ -331,7 +329,9 @@ def _reconcile_steps(
             None, False, f"per-request steps exceed /metrics ({steps} vs {server_steps:.0f}): counters reset?"
         )
     share = 1.0 - steps / server_steps if server_steps > 0 else None
-    said = f"{share:.0%} of verification steps were not ours" if share is not None else "the steps differ"
+    said = (
+        f"{fmt_rate(share)} of verification steps were not ours" if share is not None else "the steps differ"
+    )
     message = f"{said} ({steps} of {server_steps:.0f}): the server was serving other load"
     return result(share, False, message + (f" (or {incomplete})" if incomplete else ""))
 
@@ -367,8 +367,8 @@ def cache_warning(a: CacheFigures, b: CacheFigures, names: tuple[str, str] = ("A
     if points <= CACHE_WARN_POINTS:
         return None
     return (
-        f"prefix cache differs: {names[0]} had {a.share:.0%} of prompt tokens cached "
-        f"({a.cached_tokens}/{a.prompt_tokens}), {names[1]} {b.share:.0%} "
+        f"prefix cache differs: {names[0]} had {fmt_rate(a.share)} of prompt tokens cached "
+        f"({a.cached_tokens}/{a.prompt_tokens}), {names[1]} {fmt_rate(b.share)} "
         f"({b.cached_tokens}/{b.prompt_tokens}): "
         "TTFT differences are cache state, not speculation"
     )
@@ -527,9 +527,4 @@ def _two_stage(
         rate_a, rate_b = pooled_rate(sample_a), pooled_rate(sample_b)
         if rate_a and rate_b is not None:
             ratios.append(rate_b / rate_a)
-    if len(ratios) < resamples // 2:
-        return None
-    ratios.sort()
-    tail = (1.0 - level) / 2 * 100
-    low, high = percentile(ratios, tail), percentile(ratios, 100 - tail)
-    return None if low is None or high is None else (low, high)
+    return percentile_interval(ratios, resamples, level)

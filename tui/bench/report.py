@@ -21,11 +21,22 @@ from tui.bench.burst_options import arms_differ_by, parse_slo
 from tui.bench.equivalence import Equivalence, compare_outputs
 from tui.bench.results import ERROR_KINDS, ArmResult, BurstResult, BurstSettingsRecord, RequestResult
 from tui.bench.stats import Summary, bootstrap_pooled_ratio_ci, pooled_rate, summarize
+from tui.format import (
+    UNKNOWN,
+    fmt_count,
+    fmt_latency,
+    fmt_latency_delta,
+    fmt_length,
+    fmt_per_s,
+    fmt_rate,
+    fmt_times,
+    fmt_times_interval,
+    fmt_tokens_per_s,
+)
 from tui.gpu.history import energy_ratio_text
 from tui.gpu.records import ArmGpuRecord
 from tui.sanitize import json_safe, safe_line
 
-DASH = "–"
 CSV_FIELDS = (
     "arm", "name", "index", "round", "prompt_id", "ok", "error_kind", "http_status", "attempts",
     "scheduled_s", "sent_s", "send_lag_s", "ttft_s", "e2e_s", "output_tokens", "usage_estimated",
@@ -243,10 +254,6 @@ def _paired_samples(
     return (left, right) if len(left) >= 2 else None
 
 
-def _fmt_ms_delta(seconds: float | None) -> str:
-    return DASH if seconds is None else f"{round(seconds * 1000):+d} ms"
-
-
 def _gpu_fields(gpu: ArmGpuRecord | None) -> dict[str, Any]:
     if gpu is None:
         return {}
@@ -275,19 +282,19 @@ def verdict_text(
 ) -> str:
     if ratio is None:
         return "no comparison: an arm has no successful request with 2+ tokens"
-    tail = f", TTFT {_fmt_ms_delta(ttft_delta_s)}"
+    tail = f", TTFT {fmt_latency_delta(ttft_delta_s)}"
     if ttft_caveat:
         tail += f" ({ttft_caveat})"
     if acceptance:
         tail += f", {acceptance}"
     if ci is None:
-        return f"B/A {ratio:.2f}x (too few requests for a confidence interval){tail}"
-    interval = f"95% CI {ci[0]:.2f}-{ci[1]:.2f}"
+        return f"B/A {fmt_times(ratio)} (too few requests for a confidence interval){tail}"
+    interval = f"95% CI {fmt_times_interval(ci)}"
     if ci[0] <= 1.0 <= ci[1]:
-        return f"no significant difference (B/A {ratio:.2f}x, {interval}){tail}"
+        return f"no significant difference (B/A {fmt_times(ratio)}, {interval}){tail}"
     if ratio >= 1.0:
-        return f"B is {ratio:.2f}x faster ({interval}){tail}"
-    return f"B is {1 / ratio:.2f}x slower ({ratio:.2f}x, {interval}){tail}"
+        return f"B is {fmt_times(ratio)} faster ({interval}){tail}"
+    return f"B is {fmt_times(1 / ratio)} slower ({fmt_times(ratio)}, {interval}){tail}"
 
 
 def _acceptance_words(a: ArmResult, b: ArmResult) -> str | None:
@@ -295,7 +302,7 @@ def _acceptance_words(a: ArmResult, b: ArmResult) -> str | None:
     rates = (a.server.acceptance_rate, b.server.acceptance_rate)
     if all(rate is None for rate in rates):
         return None
-    return "acceptance " + " → ".join(DASH if rate is None else f"{rate * 100:.0f}%" for rate in rates)
+    return "acceptance " + " → ".join(fmt_rate(rate) for rate in rates)
 
 
 class Comparison(BaseModel):
@@ -326,7 +333,8 @@ def _cache_caveat(a: ArmResult, b: ArmResult) -> tuple[str | None, str | None]:
     warning = explain.cache_warning(cache_a, cache_b)
     if warning is None or cache_a.share is None or cache_b.share is None:
         return None, None
-    caveat = f"prompt cached A {cache_a.share:.0%} / B {cache_b.share:.0%}: cache state, not speculation"
+    shares = f"A {fmt_rate(cache_a.share)} / B {fmt_rate(cache_b.share)}"
+    caveat = f"prompt cached {shares}: cache state, not speculation"
     return caveat, warning
 
 
@@ -436,49 +444,25 @@ def burst_summary(result: BurstResult, *, with_detail: bool = True) -> BurstSumm
 # --- rendering ---------------------------------------------------------------------------------------
 
 
-def _ms(value: float | None) -> str:
-    return DASH if value is None else f"{value * 1000:.1f} ms"
-
-
-def _s(value: float | None) -> str:
-    return DASH if value is None else f"{value:.2f} s"
-
-
-def _rate(value: float | None) -> str:
-    return DASH if value is None else f"{value:.1f}"
-
-
-def _ratio(value: float | None) -> str:
-    return DASH if value is None else f"{value:.2f}"
-
-
-def _pct(value: float | None) -> str:
-    return DASH if value is None else f"{value * 100:.1f}%"
-
-
-def _count(value: int | None) -> str:
-    return DASH if value is None else str(value)
-
-
 Row = tuple[str, Callable[[ArmSummary], Any], Callable[[Any], str]]
 TABLE_ROWS: tuple[Row, ...] = (
-    ("requests", lambda arm: arm.requests, _count),
-    ("errors", lambda arm: arm.errors, _count),
-    ("retries", lambda arm: arm.retries, _count),
-    ("TTFT mean", lambda arm: arm.ttft_s.mean, _ms),
-    ("TTFT p50", lambda arm: arm.ttft_s.p50, _ms),
-    ("TTFT p90", lambda arm: arm.ttft_s.p90, _ms),
-    ("TTFT p99", lambda arm: arm.ttft_s.p99, _ms),
-    ("TPOT (per token) p50", lambda arm: arm.tpot_s.p50, _ms),
-    ("chunk gap p50", lambda arm: arm.chunk_gap_s.p50, _ms),
-    ("e2e p50", lambda arm: arm.e2e_s.p50, _s),
-    ("decode tok/s mean", lambda arm: arm.decode_tokens_per_s.mean, _rate),
-    ("decode tok/s p50", lambda arm: arm.decode_tokens_per_s.p50, _rate),
-    ("output tok/s (all)", lambda arm: arm.output_tokens_per_s, _rate),
-    ("tokens per chunk", lambda arm: arm.tokens_per_chunk, _ratio),
-    ("send lag p99", lambda arm: arm.send_lag_s.p99, _ms),
-    ("acceptance (server)", lambda arm: arm.acceptance_rate, _pct),
-    ("mean accept length", lambda arm: arm.mean_acceptance_length, _ratio),
+    ("requests", lambda arm: arm.requests, fmt_count),
+    ("errors", lambda arm: arm.errors, fmt_count),
+    ("retries", lambda arm: arm.retries, fmt_count),
+    ("TTFT mean", lambda arm: arm.ttft_s.mean, fmt_latency),
+    ("TTFT p50", lambda arm: arm.ttft_s.p50, fmt_latency),
+    ("TTFT p90", lambda arm: arm.ttft_s.p90, fmt_latency),
+    ("TTFT p99", lambda arm: arm.ttft_s.p99, fmt_latency),
+    ("TPOT (per token) p50", lambda arm: arm.tpot_s.p50, fmt_latency),
+    ("chunk gap p50", lambda arm: arm.chunk_gap_s.p50, fmt_latency),
+    ("e2e p50", lambda arm: arm.e2e_s.p50, fmt_latency),
+    ("decode tok/s mean", lambda arm: arm.decode_tokens_per_s.mean, fmt_tokens_per_s),
+    ("decode tok/s p50", lambda arm: arm.decode_tokens_per_s.p50, fmt_tokens_per_s),
+    ("output tok/s (all)", lambda arm: arm.output_tokens_per_s, fmt_tokens_per_s),
+    ("tokens per chunk", lambda arm: arm.tokens_per_chunk, fmt_length),
+    ("send lag p99", lambda arm: arm.send_lag_s.p99, fmt_latency),
+    ("acceptance (server)", lambda arm: arm.acceptance_rate, fmt_rate),
+    ("mean accept length", lambda arm: arm.mean_acceptance_length, fmt_length),
 )
 
 
@@ -488,33 +472,34 @@ def _x(get: Callable[[ArmExplain], Any]) -> Callable[[ArmSummary], Any]:
 
 def _spread(value: tuple[float | None, float | None, float | None] | None) -> str:
     if value is None or any(v is None for v in value):
-        return DASH
-    return "/".join(f"{(v or 0.0) * 100:.0f}" for v in value) + "%"
+        return UNKNOWN
+    return "/".join(fmt_rate(v) for v in value)
 
 
 def _goodput(value: explain.Goodput | None) -> str:
     if value is None or value.fraction is None:
-        return DASH
-    rate = f" {value.per_s:.2f}/s" if value.per_s is not None else ""
-    return f"{value.fraction * 100:.0f}%{rate}"
+        return UNKNOWN
+    rate = f" {fmt_per_s(value.per_s)}/s" if value.per_s is not None else ""
+    return f"{fmt_rate(value.fraction)}{rate}"
 
 
-def _plain_ms(value: float | None) -> str:
-    return DASH if value is None else f"{value:.1f} ms"
+def _milliseconds(value: float | None) -> str:
+    """A latency the server reports in ms, in the vocabulary's latency words."""
+    return fmt_latency(None if value is None else value / 1000)
 
 
 # Rows from the servers' per-request figures, the SLOs and the cache: shown when an arm has them.
 EXPLAIN_ROWS: tuple[Row, ...] = (
-    ("decode tok/s pooled", _x(lambda e: e.decode_tokens_per_s_pooled), _rate),
-    ("requests/s", _x(lambda e: e.request_throughput), _ratio),
+    ("decode tok/s pooled", _x(lambda e: e.decode_tokens_per_s_pooled), fmt_tokens_per_s),
+    ("requests/s", _x(lambda e: e.request_throughput), fmt_per_s),
     ("goodput (SLO)", _x(lambda e: e.goodput), _goodput),
-    ("accept/request pooled", _x(lambda e: e.acceptance.pooled), _pct),
+    ("accept/request pooled", _x(lambda e: e.acceptance.pooled), fmt_rate),
     ("accept/req p10/50/90", _x(lambda e: (e.acceptance.p10, e.acceptance.p50, e.acceptance.p90)), _spread),
-    ("accept length/request", _x(lambda e: e.acceptance.mean_length), _ratio),
-    ("TTFT server p50", _x(lambda e: e.timing.server_ttft_p50_ms), _plain_ms),
-    ("TTFT client-server p50", _x(lambda e: e.timing.overhead_p50_ms), _plain_ms),
-    ("queue (server) p50", _x(lambda e: e.timing.queue_p50_ms), _plain_ms),
-    ("prompt cached", _x(lambda e: e.cache.share), _pct),
+    ("accept length/request", _x(lambda e: e.acceptance.mean_length), fmt_length),
+    ("TTFT server p50", _x(lambda e: e.timing.server_ttft_p50_ms), _milliseconds),
+    ("TTFT client-server p50", _x(lambda e: e.timing.overhead_p50_ms), _milliseconds),
+    ("queue (server) p50", _x(lambda e: e.timing.queue_p50_ms), _milliseconds),
+    ("prompt cached", _x(lambda e: e.cache.share), fmt_rate),
 )
 _ALWAYS = frozenset({"decode tok/s pooled", "requests/s"})
 
@@ -546,16 +531,21 @@ def _percentile_rows(summary: BurstSummary) -> tuple[Row, ...]:
     def getter(key: str, q: float) -> Callable[[ArmExplain], float | None]:
         return lambda e: e.percentiles.get(key, {}).get(f"{q:g}")
 
-    for name, key, formatter in (("TTFT", "ttft_s", _ms), ("TPOT", "tpot_s", _ms), ("e2e", "e2e_s", _s)):
-        rows += [(f"{name} p{q:g}", _x(getter(key, q)), formatter) for q in qs]
+    for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("e2e", "e2e_s")):
+        rows += [(f"{name} p{q:g}", _x(getter(key, q)), fmt_latency) for q in qs]
     return tuple(rows)
 
 
+def _gpu(spec: str, unit: str = "") -> Callable[[float | None], str]:
+    """GPU energy figures (joules, tokens per joule): not in the live vocabulary, "–" when unknown."""
+    return lambda value: UNKNOWN if value is None else f"{value:{spec}}{unit}"
+
+
 GPU_ROWS: tuple[Row, ...] = (  # shown when an arm's GPUs were watched
-    ("GPU energy", lambda arm: arm.energy_j, lambda value: DASH if value is None else f"{value:.0f} J"),
-    ("energy per token", lambda arm: arm.energy_per_token_j, lambda v: DASH if v is None else f"{v:.3g} J"),
-    ("tokens per joule", lambda arm: arm.tokens_per_joule, lambda v: DASH if v is None else f"{v:.3g}"),
-    ("clocks throttled", lambda arm: arm.throttled, lambda v: DASH if v is None else "yes" if v else "no"),
+    ("GPU energy", lambda arm: arm.energy_j, _gpu(".0f", " J")),
+    ("energy per token", lambda arm: arm.energy_per_token_j, _gpu(".3g", " J")),
+    ("tokens per joule", lambda arm: arm.tokens_per_joule, _gpu(".3g")),
+    ("clocks throttled", lambda arm: arm.throttled, lambda v: UNKNOWN if v is None else "yes" if v else "no"),
 )
 
 
@@ -584,7 +574,10 @@ def category_rows(summary: BurstSummary) -> list[tuple[str, ...]]:
         cells: list[str] = [name]
         for table in tables:
             row = table.get(name)
-            cells += [_pct(row.acceptance if row else None), _rate(row.decode_tokens_per_s if row else None)]
+            cells += [
+                fmt_rate(row.acceptance if row else None),
+                fmt_tokens_per_s(row.decode_tokens_per_s if row else None),
+            ]
         out.append(tuple(cells))
     return out
 
@@ -608,7 +601,7 @@ def explain_lines(summary: BurstSummary) -> list[str]:
         if extra.acceptance.note and extra.acceptance.note != "no request succeeded":
             lines.append(f"{name}: {extra.acceptance.note}")
         if extra.acceptance.per_position:
-            shown = " ".join(f"{value * 100:.0f}%" for value in extra.acceptance.per_position[:8])
+            shown = " ".join(fmt_rate(value) for value in extra.acceptance.per_position[:8])
             lines.append(f"{name} acceptance by position (per-request histograms): {shown}")
         if extra.reconciliation is not None and extra.acceptance.requests:
             lines.append(f"{name} /metrics: {extra.reconciliation.message}")

@@ -76,6 +76,17 @@ class RequestSpec:
     category: str | None = None
     prompt_snippet: str = ""
 
+    def result_fields(self) -> dict[str, Any]:
+        """What every RequestResult of this request carries, whatever became of it."""
+        return {
+            "arm": self.arm,
+            "index": self.index,
+            "round": self.round,
+            "prompt_id": self.prompt_id,
+            "category": self.category,
+            "prompt_snippet": self.prompt_snippet,
+        }
+
 
 class _Failure(Exception):
     def __init__(self, kind: ErrorKind, message: str, status: int | None = None, retryable: bool = False):
@@ -107,11 +118,6 @@ class _StreamState:
     on_wire: float | None = None  # perf_counter right before the request's first byte was written
     figures: FigureReader = field(default_factory=FigureReader)  # what the server says per request
     native_chars: int = 0  # SGLang native /generate: characters of the cumulative text seen so far
-
-
-def bearer_headers(api_key: str | None) -> dict[str, str]:
-    """The Authorization header for an API key (none without a key): every burst request and probe."""
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 def endpoint_url(base_url: str, api: str) -> str:
@@ -403,12 +409,7 @@ async def run_request(
             elif failure.retryable and attempts > 1:
                 failure.add(f" (after {attempts} attempts)")
             return RequestResult(
-                arm=spec.arm,
-                index=spec.index,
-                round=spec.round,
-                prompt_id=spec.prompt_id,
-                category=spec.category,
-                prompt_snippet=spec.prompt_snippet,
+                **spec.result_fields(),
                 scheduled_s=scheduled_s,
                 sent_s=sent - t0,
                 error_kind=failure.kind,
@@ -438,12 +439,7 @@ def _result_from_state(
     elif output_tokens == len(state.chunk_times) and not estimated:
         chunk_tokens = [1] * len(state.chunk_times)  # one token per chunk (llama.cpp)
     return RequestResult(
-        arm=spec.arm,
-        index=spec.index,
-        round=spec.round,
-        prompt_id=spec.prompt_id,
-        category=spec.category,
-        prompt_snippet=spec.prompt_snippet,
+        **spec.result_fields(),
         scheduled_s=scheduled_s,
         sent_s=sent - t0,
         ttft_s=state.ttft_s - sent if state.ttft_s is not None else None,

@@ -99,6 +99,20 @@ class SglangMetaInfo(_Lenient):
     spec_correct_drafts_histogram: Histogram = None
 
 
+def acceptance_rate(accepted: int | None, drafted: int | None) -> float | None:
+    """Accepted / drafted draft tokens; None when either is unknown or nothing was drafted."""
+    if drafted is None or accepted is None or drafted <= 0:
+        return None
+    return accepted / drafted
+
+
+def mean_acceptance_length(accepted: int | None, steps: int | None) -> float | None:
+    """1 + accepted / verification steps (the bonus token included); None without a step count."""
+    if accepted is None or not steps:
+        return None
+    return 1.0 + accepted / steps
+
+
 class ServerFigures(BaseModel):
     """One request's figures as its server reported them (None: the server did not say)."""
 
@@ -124,16 +138,11 @@ class ServerFigures(BaseModel):
 
     @property
     def acceptance_rate(self) -> float | None:
-        if self.drafted is None or self.accepted is None or self.drafted <= 0:
-            return None
-        return self.accepted / self.drafted
+        return acceptance_rate(self.accepted, self.drafted)
 
     @property
     def mean_acceptance_length(self) -> float | None:
-        """1 + accepted / steps (the bonus token included); None without a step count."""
-        if self.accepted is None or not self.spec_steps:
-            return None
-        return 1.0 + self.accepted / self.spec_steps
+        return mean_acceptance_length(self.accepted, self.spec_steps)
 
     @property
     def empty(self) -> bool:

@@ -80,11 +80,15 @@ def bootstrap_pooled_ratio_ci(
         rate_b = pooled_rate([b[i] for i in picks_b])
         if rate_a and rate_b is not None:
             ratios.append(rate_b / rate_a)
+    return percentile_interval(ratios, resamples, level)
+
+
+def percentile_interval(ratios: list[float], resamples: int, level: float) -> tuple[float, float] | None:
+    """The percentile bootstrap's interval of `ratios` (sorted in place); None when fewer than half of
+    the `resamples` gave a ratio (the rest had an arm without decode time)."""
     if len(ratios) < resamples // 2:
         return None
     ratios.sort()
     tail = (1.0 - level) / 2 * 100
     low, high = percentile(ratios, tail), percentile(ratios, 100 - tail)
-    if low is None or high is None:
-        return None
-    return (low, high)
+    return None if low is None or high is None else (low, high)

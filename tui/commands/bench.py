@@ -202,6 +202,7 @@ def _gpu_arms(args: argparse.Namespace, request: Any) -> list[Any]:
     from tui.bench.session import EndpointArm
     from tui.gpu.mapping import plan_for_endpoint
     from tui.settings import EndpointSettings
+    from tui.validators import friendly_message
 
     nvml = importlib.util.find_spec("pynvml") is not None
     arms = []
@@ -214,7 +215,8 @@ def _gpu_arms(args: argparse.Namespace, request: Any) -> list[Any]:
         try:
             arms.append(EndpointSettings(name=side.upper(), url=arm.base_url, gpu_metrics_url=url))
         except ValidationError as error:
-            raise ValueError(f"--{side}-gpu-metrics-url: {error.errors()[0]['msg']}") from None
+            message = friendly_message(dict(error.errors()[0]))
+            raise ValueError(f"--{side}-gpu-metrics-url: {message}") from None
     return arms
 
 

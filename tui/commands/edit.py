@@ -45,9 +45,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectop edit: {args.file}: no such file", file=sys.stderr)
         return 2
     restart = shlex.split(args.restart_command) if args.restart_command else None
-    if args.health_url and not args.health_url.startswith(("http://", "https://")):
-        print(f"spectop edit: --health-url must be an http(s) URL, got {args.health_url!r}", file=sys.stderr)
-        return 2
+    health_url = None
+    if args.health_url is not None:
+        from tui.validators import normalize_http_url, scheme_was_added
+
+        try:
+            health_url = normalize_http_url(args.health_url)  # the one URL rule (settings, snapshot, bench)
+        except ValueError as error:
+            print(f"spectop edit: --health-url: {error}", file=sys.stderr)
+            return 2
+        if scheme_was_added(args.health_url, health_url):
+            print(f"spectop edit: --health-url: no scheme given; using {health_url}", file=sys.stderr)
     if args.health_timeout <= 0:
         print("spectop edit: --health-timeout must be > 0", file=sys.stderr)
         return 2
@@ -58,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         args.file,
         kind=kind,
         restart_command=restart,
-        health_url=args.health_url,
+        health_url=health_url,
         log_file=args.log_file,
         health_timeout_s=args.health_timeout,
     )

@@ -117,16 +117,12 @@ async def _measure(
 
     import httpx
 
+    from tui.auth import endpoint_headers
     from tui.telemetry.monitor import fetch_model_ids
     from tui.telemetry.scraper import scrape_with_slots
     from tui.telemetry.window import ScrapeWindow
 
     results = [_Result(url, window_s) for url in urls]
-
-    def headers_of(endpoint: EndpointSettings) -> dict[str, str]:
-        key = endpoint.api_key()
-        return {"Authorization": f"Bearer {key}"} if key else {}
-
     known: dict[str, str | None] = {}
 
     async def scrape_one(client: httpx.AsyncClient, endpoint: EndpointSettings) -> Scrape:
@@ -138,7 +134,7 @@ async def _measure(
             url,
             known_backend=known.get(url),
             timeout_s=timeout_s,
-            headers=headers_of(endpoint),
+            headers=endpoint_headers(endpoint),
         )
         if scrape.up:
             known[url] = scrape.backend
@@ -176,7 +172,7 @@ async def _measure(
             result.model = _model_of(end) or endpoints[i].model
             if result.model is None and result.backend == "llamacpp":
                 ids = await fetch_model_ids(
-                    client, endpoints[i].url, headers=headers_of(endpoints[i]), timeout_s=timeout_s
+                    client, endpoints[i].url, headers=endpoint_headers(endpoints[i]), timeout_s=timeout_s
                 )
                 if isinstance(ids, list) and ids:
                     result.model = ", ".join(ids[:3])

@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tui.auth import api_key_from_env, bearer_headers
 from tui.settings import PrometheusSettings
 from tui.telemetry.scraper import _connect_error_text
 
@@ -127,9 +128,7 @@ class PrometheusClient:
         self._headers = {"Accept": "application/json"}
         auth: httpx.BasicAuth | None = None
         if settings.bearer_token_env:
-            token = env.get(settings.bearer_token_env)
-            if token:
-                self._headers["Authorization"] = f"Bearer {token}"
+            self._headers.update(bearer_headers(api_key_from_env(settings.bearer_token_env, env)))
         if settings.basic_auth_user is not None:
             password = ""
             if settings.basic_auth_password_env:

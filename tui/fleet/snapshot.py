@@ -16,6 +16,7 @@ from typing import Any
 
 from tui.fleet.options import prometheus_settings
 from tui.fleet.poller import FleetPoller, FleetReading
+from tui.format import UNKNOWN, figure_text
 from tui.settings import SettingsError, find_settings_file, parse_settings
 from tui.telemetry.figures import Figures
 from tui.telemetry.snapshot_record import snapshot_record
@@ -39,12 +40,8 @@ def _shown(reading: FleetReading) -> Figures:
     return reading.figures if reading.up else Figures()
 
 
-def _cell(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> str:
-    """A figure as text; "–" when unknown (never 0)."""
-    return "–" if value is None else f"{value * scale:{spec}}{unit}"
-
-
 _COLUMNS = ("instance", "status", "backend", "tok/s", "accept", "len", "TTFT p95", "run/wait", "KV", "model")
+_FIGURES = ("generation_tokens_per_s", "acceptance_rate", "mean_acceptance_length", "ttft_p95_s")
 _LEFT = {0, 1, 2, 9}  # text columns; figures are right-aligned
 
 
@@ -57,13 +54,10 @@ def table(readings: list[FleetReading]) -> list[str]:
                 reading.instance,
                 "up" if reading.up else "DOWN",
                 reading.backend or "?",
-                _cell(f.generation_tokens_per_s, ",.1f"),
-                _cell(f.acceptance_rate, ".1f", 100, " %"),
-                _cell(f.mean_acceptance_length, ".2f"),
-                _cell(f.ttft_p95_s, ".1f", 1000, " ms"),
-                f"{_cell(f.running, '.0f')}/{_cell(f.waiting, '.0f')}",
-                _cell(f.kv_cache_usage, ".1f", 100, " %"),
-                reading.model or "–",
+                *(figure_text(f, key) for key in _FIGURES),
+                f"{figure_text(f, 'running')}/{figure_text(f, 'waiting')}",
+                figure_text(f, "kv_cache_usage"),
+                reading.model or UNKNOWN,
             )
         )
     columns = _COLUMNS

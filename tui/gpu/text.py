@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from tui.format import UNKNOWN as DASH
+from tui.format import fmt_rate
 from tui.gpu.models import GpuReading, GpuSample, GpuUnavailable
 
-DASH = "–"
 GIB = 2**30
 BAR_WIDTH = 10
 
@@ -26,7 +27,7 @@ def memory_text(gpu: GpuSample) -> str:
     if used is None or total is None:
         return f"mem {_number(None if used is None else used / GIB, ' GiB', 1)} / {DASH}"
     fraction = gpu.memory_fraction
-    percent = DASH if fraction is None else f"{fraction:.0%}"
+    percent = fmt_rate(fraction)
     return f"mem {used / GIB:.1f} / {total / GIB:.1f} GiB {memory_bar(fraction)} {percent}"
 
 

@@ -28,7 +28,6 @@ from tui.bench.burst_store import BurstEntry, alist_bursts
 from tui.bench.engine import BurstConfigError, BurstProgress
 from tui.bench.prompts import DEFAULT_PROMPT_SET, builtin_set_names
 from tui.bench.report import (
-    DASH,
     BurstSummary,
     equivalence_line,
     explain_block,
@@ -46,6 +45,7 @@ from tui.bench.session import (
     PastArm,
     open_burst,
 )
+from tui.format import fmt_latency, fmt_tokens_per_s
 from tui.gpu.burst import watch_for
 from tui.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
 from tui.sanitize import safe_line, safe_text
@@ -100,8 +100,7 @@ TOGGLES = (
 
 
 def arm_line(label: str, arm: Any) -> str:
-    ttft = DASH if arm.ttft_p50_s is None else f"{arm.ttft_p50_s * 1000:.0f} ms"
-    rate = DASH if arm.decode_tokens_per_s_mean is None else f"{arm.decode_tokens_per_s_mean:.1f}"
+    ttft, rate = fmt_latency(arm.ttft_p50_s), fmt_tokens_per_s(arm.decode_tokens_per_s_mean)
     counts = f"{arm.done:>4}/{arm.total:<4} err {arm.errors:<3} retry {arm.retries:<3}"
     return f"{label} {safe_line(arm.name)[:10]:10} {counts} TTFT p50 {ttft:>7} decode {rate:>7} tok/s"
 

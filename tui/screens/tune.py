@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from tui.configs.errors import ConfigError
+from tui.format import fmt_rate, fmt_times, fmt_tokens_per_s
 from tui.messages import HealthChecked, RestartStarted
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
@@ -183,10 +184,9 @@ class TuneScreen(Screen[None]):
                 elif cell is None or cell.decode_tokens_per_s is None:
                     row += [DASH, DASH]
                 else:
-                    speedup = DASH if cell.speedup is None else f"{cell.speedup:.2f}x"
-                    row += [f"{cell.decode_tokens_per_s:.1f}", speedup]
+                    row += [fmt_tokens_per_s(cell.decode_tokens_per_s), fmt_times(cell.speedup)]
             accepts = [c.acceptance_rate for c in outcome.cells if c.acceptance_rate is not None]
-            row.append(f"{sum(accepts) / len(accepts) * 100:.0f}%" if accepts else DASH)
+            row.append(fmt_rate(sum(accepts) / len(accepts)) if accepts else DASH)
             table.add_row(*row)
         self.query_one("#curves", Static).update(self._curves(result))
         failures = [

@@ -13,6 +13,7 @@ import time
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from tui.auth import endpoint_headers
 from tui.settings import EndpointSettings
 from tui.telemetry.backends import BackendDetector
 from tui.telemetry.figures import Figures
@@ -106,8 +107,7 @@ class EndpointMonitor:
         return now_monotonic - self._last_attempt >= backoff_s(self.consecutive_failures)
 
     def _headers(self) -> dict[str, str]:
-        key = self.endpoint.api_key()
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        return endpoint_headers(self.endpoint)
 
     async def _list_model(self, client: httpx.AsyncClient) -> None:
         """Ask /v1/models once (servers without a model label, such as llama.cpp)."""

@@ -1,7 +1,7 @@
 """Derived figures over a sliding window of scrapes.
 
-Each successful scrape is reduced to a backend `Reading` (a few hundred
-numbers). Between consecutive readings a *segment* holds the counter increases.
+Each successful scrape is reduced to a backend `PageSnapshot` (a few hundred
+numbers). Between consecutive page snapshots a *segment* holds the counter increases.
 
 Restarts: a segment in which the server's start marker changed, or most
 counters went down, is a restart. Like Prometheus' `increase()`, its counters count from
@@ -15,7 +15,7 @@ restart also starts afresh (that segment is a baseline).
 A single series that went down (the rest going on) was reset on its own: it
 counts from 0 in that segment, and the window goes on.
 
-Missing series: a series absent from a reading (not printed, or NaN) keeps its
+Missing series: a series absent from a page (not printed, or NaN) keeps its
 last value, so it is compared with that when it comes back. A series that
 appears is a baseline (its first value is not an increase), except where the
 server documents that it starts at 0 (`Backend.ZERO_START`, llama.cpp's
@@ -36,11 +36,11 @@ from functools import reduce
 from operator import add
 
 from tui.telemetry.backends import Backend, backend_module, segment_extras_of
-from tui.telemetry.backends.base import CounterKey, Delta, Reading, SeriesMemo, delta_of_model
+from tui.telemetry.backends.base import CounterKey, Delta, PageSnapshot, SeriesMemo, delta_of_model
 from tui.telemetry.figures import Figures
 from tui.telemetry.scraper import Scrape
 
-_EMPTY_READING = Reading(counters={}, gauges={})
+_EMPTY_PAGE = PageSnapshot(counters={}, gauges={})
 _POSITIONS = "accepted_per_pos:"
 
 
@@ -63,15 +63,15 @@ class _Segment:
 @dataclass(frozen=True, slots=True)
 class _Entry:
     monotonic: float
-    reading: Reading
+    page: PageSnapshot
     process_start: str | None
     segment: _Segment | None  # from the previous entry; None for the first
-    # The reading's counters plus the last value of series missing from it (compared on the next scrape).
+    # The page's counters plus the last value of series missing from it (compared on the next scrape).
     counters: Mapping[CounterKey, float]
 
 
-def _restarted(before: _Entry, after_reading: Reading, after_start: str | None) -> bool:
-    old, new = before.reading.restart_marker, after_reading.restart_marker
+def _restarted(before: _Entry, after_page: PageSnapshot, after_start: str | None) -> bool:
+    old, new = before.page.restart_marker, after_page.restart_marker
     if old is not None and new is not None and not math.isclose(old, new, rel_tol=0, abs_tol=1e-3):
         return True
     if before.process_start is None or after_start is None:
@@ -94,28 +94,28 @@ def _new_position(name: str, previous: Mapping[CounterKey, float]) -> bool:
 
 
 def _counted_from_zero(
-    backend: Backend, before: _Entry, reading: Reading, seconds: float
+    backend: Backend, before: _Entry, page: PageSnapshot, seconds: float
 ) -> tuple[_Segment, Mapping[CounterKey, float]]:
     """The segment of a restart: the new process' counters are the increase."""
-    increases = {key: max(value, 0.0) for key, value in reading.counters.items()}
+    increases = {key: max(value, 0.0) for key, value in page.counters.items()}
     extras: dict[str, float] = {}
     segment_extras = segment_extras_of(backend)
     if segment_extras is not None:
-        extras = segment_extras(_EMPTY_READING, reading, Delta(seconds, increases))
-    return _Segment(seconds, increases, extras, restart=True), reading.counters
+        extras = segment_extras(_EMPTY_PAGE, page, Delta(seconds, increases))
+    return _Segment(seconds, increases, extras, restart=True), page.counters
 
 
 def _segment(
-    backend: Backend, before: _Entry, reading: Reading, process_start: str | None, monotonic: float
+    backend: Backend, before: _Entry, page: PageSnapshot, process_start: str | None, monotonic: float
 ) -> tuple[_Segment | None, Mapping[CounterKey, float]]:
-    """The segment from `before` to `reading`, and the counters to compare the next reading with."""
+    """The segment from `before` to `page`, and the counters to compare the next page with."""
     seconds = monotonic - before.monotonic
     if seconds <= 0:
-        return None, reading.counters
-    if _restarted(before, reading, process_start):
-        return _counted_from_zero(backend, before, reading, seconds)
+        return None, page.counters
+    if _restarted(before, page, process_start):
+        return _counted_from_zero(backend, before, page, seconds)
     previous = before.counters
-    current = reading.counters
+    current = page.counters
     increases: dict[CounterKey, float] = {}
     shared = 0
     carried: dict[CounterKey, float] | None = None
@@ -144,14 +144,14 @@ def _segment(
         increases[key] = increase
     if went_down and 2 * went_down >= sum(1 for value in previous.values() if value > 0):
         # Most counters went down: the server restarted without a visible start marker.
-        return _counted_from_zero(backend, before, reading, seconds)
+        return _counted_from_zero(backend, before, page, seconds)
     if previous and current and shared == 0:
         # No series in common: a different server, or a restart with new labels. Start afresh.
         return _Segment(seconds, {}, {}, fresh_after=True), current
     if positions_changed:
         return _Segment(seconds, {}, {}, fresh_after=True), current
     if len(previous) > shared:
-        # Series missing from this reading (not printed, or NaN) keep their last value.
+        # Series missing from this page (not printed, or NaN) keep their last value.
         missing = {key: value for key, value in previous.items() if key not in current}
         if missing:
             carried = dict(current) if carried is None else carried
@@ -159,7 +159,7 @@ def _segment(
     extras: dict[str, float] = {}
     segment_extras = segment_extras_of(backend)
     if segment_extras is not None:
-        extras = segment_extras(before.reading, reading, Delta(seconds, increases))
+        extras = segment_extras(before.page, page, Delta(seconds, increases))
     return _Segment(seconds, increases, extras), current if carried is None else carried
 
 
@@ -223,7 +223,7 @@ class ScrapeWindow:
 
     @property
     def models(self) -> tuple[str, ...]:
-        return self._entries[-1].reading.models if self._entries else ()
+        return self._entries[-1].page.models if self._entries else ()
 
     @property
     def span_s(self) -> float:
@@ -252,23 +252,23 @@ class ScrapeWindow:
         if self._backend is not None and backend is not self._backend:
             self._entries.clear()  # a different server now answers on this URL
         self._backend = backend
-        reading = backend.extract(scrape.samples, self._memo)
+        page = backend.extract(scrape.samples, self._memo)
         live = getattr(backend, "live_counters", None)
         if live is not None and scrape.extra_counters:
-            reading = live(reading, scrape.extra_counters)
-        self.inconsistent = reading.duplicate and f"inconsistent page: {reading.duplicate}"
+            page = live(page, scrape.extra_counters)
+        self.inconsistent = page.duplicate and f"inconsistent page: {page.duplicate}"
         if self.inconsistent:
             return  # summing or averaging two copies of a series gives wrong figures
         segment = None
-        counters: Mapping[CounterKey, float] = reading.counters
+        counters: Mapping[CounterKey, float] = page.counters
         if self._entries:
             segment, counters = _segment(
-                backend, self._entries[-1], reading, scrape.process_start, scrape.monotonic
+                backend, self._entries[-1], page, scrape.process_start, scrape.monotonic
             )
             if scrape.monotonic <= self._entries[-1].monotonic:
                 self._entries.clear()  # clock went backwards: start over
-                segment, counters = None, reading.counters
-        self._entries.append(_Entry(scrape.monotonic, reading, scrape.process_start, segment, counters))
+                segment, counters = None, page.counters
+        self._entries.append(_Entry(scrape.monotonic, page, scrape.process_start, segment, counters))
         oldest_allowed = scrape.monotonic - self.window_s * (1 + 1e-6)
         while len(self._entries) > 1 and self._entries[0].monotonic < oldest_allowed:
             self._entries.popleft()
@@ -316,26 +316,26 @@ class ScrapeWindow:
             return Figures(notes={"window": self.inconsistent})
         if self._backend is None or not self._entries:
             return Figures()
-        return self._qualified(self._backend.derive(self._delta(), self._entries[-1].reading))
+        return self._qualified(self._backend.derive(self._delta(), self._entries[-1].page))
 
     def figures_by_model(self) -> dict[str, Figures]:
         """Figures per model_name when the server serves several models (else empty)."""
         if self.inconsistent:
             return {}
-        if self._backend is None or not self._entries or len(self._entries[-1].reading.models) < 2:
+        if self._backend is None or not self._entries or len(self._entries[-1].page.models) < 2:
             return {}
-        by_model = _figures_by_model(self._backend, self._delta(), self._entries[-1].reading)
+        by_model = _figures_by_model(self._backend, self._delta(), self._entries[-1].page)
         return {model: self._qualified(figures) for model, figures in by_model.items()}
 
 
-def _figures_by_model(backend: Backend, delta: Delta | None, last: Reading) -> dict[str, Figures]:
+def _figures_by_model(backend: Backend, delta: Delta | None, last: PageSnapshot) -> dict[str, Figures]:
     if len(last.models) < 2:
         return {}
     result = {}
     for model in last.models:
         model_delta = delta_of_model(delta, model) if delta is not None else None
         gauges = last.model_gauges.get(model, {})
-        result[model] = backend.derive(model_delta, Reading(counters={}, gauges=gauges, models=(model,)))
+        result[model] = backend.derive(model_delta, PageSnapshot(counters={}, gauges=gauges, models=(model,)))
     return result
 
 

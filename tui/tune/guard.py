@@ -23,6 +23,7 @@ from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import open_config_async, unified_diff
 from tui.configs.errors import ConfigError
+from tui.format import fmt_rate
 from tui.settings import EndpointSettings
 from tui.tune.plan import TuneKey, TunePlanError, default_key, edited
 from tui.tune.runner import Changer
@@ -72,7 +73,7 @@ def decide(state: GuardInput) -> GuardDecision:
     if state.last_action_at is not None and state.now - state.last_action_at < state.cooldown_s:
         left = state.cooldown_s - (state.now - state.last_action_at)
         return GuardDecision(None, f"cool-down: {left:.0f} s left")
-    acceptance = "–" if state.acceptance is None else f"{state.acceptance * 100:.0f}%"
+    acceptance = fmt_rate(state.acceptance)
     since = "" if state.low_since is None else f" for {state.now - state.low_since:.0f} s"
     reason = f"acceptance {acceptance} below {state.threshold * 100:.0f}%{since}"
     return GuardDecision("offer" if state.mode == "ask" else "switch_off", reason)

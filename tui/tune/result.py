@@ -27,9 +27,10 @@ from tui.bench.burst_store import bursts_dir
 from tui.bench.report import arm_summary, comparison
 from tui.bench.results import ArmResult
 from tui.bench.stats import percentile, pooled_rate
+from tui.format import UNKNOWN as DASH
+from tui.format import fmt_latency, fmt_length, fmt_rate, fmt_times, fmt_times_interval, fmt_tokens_per_s
 from tui.sanitize import json_safe, safe_line
 
-DASH = "–"
 CSV_FIELDS = (
     "value", "concurrency", "ok", "requests", "errors", "decode_tokens_per_s", "output_tokens_per_s",
     "ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "acceptance_rate", "mean_acceptance_length",
@@ -253,29 +254,17 @@ def analyse(result: TuneResult) -> TuneResult:
 # --- rendering --------------------------------------------------------------------------------------
 
 
-def _num(value: float | None, digits: int = 1) -> str:
-    return DASH if value is None else f"{value:.{digits}f}"
-
-
-def _pct(value: float | None) -> str:
-    return DASH if value is None else f"{value * 100:.0f}%"
-
-
-def _ms(value: float | None) -> str:
-    return DASH if value is None else f"{value * 1000:.0f}ms"
-
-
 def _speedup(cell: TuneCell) -> str:
     if cell.speedup is None:
         return DASH
-    text = f"{cell.speedup:.2f}x"
+    text = fmt_times(cell.speedup)
     if cell.speedup_ci95 is not None:
-        text += f" ({cell.speedup_ci95[0]:.2f}-{cell.speedup_ci95[1]:.2f})"
+        text += f" ({fmt_times_interval(cell.speedup_ci95)})"
     return text
 
 
 def _positions(values: list[float] | None) -> str:
-    return DASH if not values else " ".join(f"{p * 100:.0f}" for p in values)
+    return DASH if not values else " ".join(fmt_rate(p) for p in values)
 
 
 def value_label(result: TuneResult, value: int) -> str:
@@ -353,7 +342,7 @@ def render_text(result: TuneResult) -> str:
             elif cell is None or not cell.ok:
                 text = "failed" if cell else DASH
             else:
-                text = f"{_num(cell.decode_tokens_per_s)} {_speedup(cell)}"
+                text = f"{fmt_tokens_per_s(cell.decode_tokens_per_s)} {_speedup(cell)}"
             row += f"{text:>{width}}"
         lines.append(row)
     lines += [
@@ -364,8 +353,8 @@ def render_text(result: TuneResult) -> str:
         for cell in outcome.cells:
             lines.append(
                 f"{value_label(result, outcome.value):{label}}{cell.concurrency:>5}"
-                f"{_pct(cell.acceptance_rate):>8}{_num(cell.mean_acceptance_length, 2):>8}"
-                f"{_ms(cell.ttft_p50_s):>10}{_ms(cell.ttft_p95_s):>8}"
+                f"{fmt_rate(cell.acceptance_rate):>8}{fmt_length(cell.mean_acceptance_length):>8}"
+                f"{fmt_latency(cell.ttft_p50_s):>10}{fmt_latency(cell.ttft_p95_s):>8}"
                 f"  {_positions(cell.per_position_acceptance)}"
             )
     lines += ["", *summary_lines(result), *result.notes]
@@ -384,7 +373,8 @@ def render_markdown(result: TuneResult) -> str:
             if not outcome.started:
                 cells.append("failed to start")
             else:
-                cells.append(DASH if cell is None else f"{_num(cell.decode_tokens_per_s)} ({_speedup(cell)})")
+                rate = None if cell is None else fmt_tokens_per_s(cell.decode_tokens_per_s)
+                cells.append(DASH if cell is None else f"{rate} ({_speedup(cell)})")
         lines.append(f"| {value_label(result, outcome.value)} | " + " | ".join(cells) + " |")
     lines += ["", "| value | c | acceptance | mean length | TTFT p50 | TTFT p95 | per position % |"]
     lines.append("| --- | --- | --- | --- | --- | --- | --- |")
@@ -392,8 +382,9 @@ def render_markdown(result: TuneResult) -> str:
         for cell in outcome.cells:
             lines.append(
                 f"| {result.name(outcome.value) if result.points else outcome.value} | {cell.concurrency} | "
-                f"{_pct(cell.acceptance_rate)} | "
-                f"{_num(cell.mean_acceptance_length, 2)} | {_ms(cell.ttft_p50_s)} | {_ms(cell.ttft_p95_s)} | "
+                f"{fmt_rate(cell.acceptance_rate)} | "
+                f"{fmt_length(cell.mean_acceptance_length)} | {fmt_latency(cell.ttft_p50_s)} | "
+                f"{fmt_latency(cell.ttft_p95_s)} | "
                 f"{_positions(cell.per_position_acceptance)} |"
             )
     lines += [""] + [f"- {line}" for line in summary_lines(result) + list(result.notes)]

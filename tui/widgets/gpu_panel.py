@@ -15,7 +15,7 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.widgets import Static
 
-from tui.format import UNKNOWN
+from tui.format import UNKNOWN, fmt_rate
 from tui.gpu.history import GpuHistory, combined_series
 from tui.gpu.models import REASON_GPU_IDLE, THROTTLING_REASONS, GpuSample, reason_names
 from tui.gpu.monitor import EndpointGpus
@@ -76,7 +76,7 @@ def gpu_segments(gpus: Sequence[GpuSample]) -> list[tuple[str, str]]:
         (memory_bar(fraction, BAR_WIDTH), memory_style),
         (" ", ""),
         (
-            UNKNOWN if fraction is None else f"{fraction:.0%}",
+            fmt_rate(fraction),
             memory_style if fraction is not None else "$text-muted",
         ),
         _label(" util "),
@@ -181,10 +181,6 @@ class GpuStrip(Static):
         return len(lines)
 
 
-def _percent(value: float | None) -> str:
-    return UNKNOWN if value is None else f"{value:.0%}"
-
-
 def _watts(value: float | None) -> str:
     return UNKNOWN if value is None else f"{value:.0f} W"
 
@@ -195,7 +191,7 @@ def _util(value: float | None) -> str:
 
 # (chart id, label, GpuSample figure, how several GPUs combine, formatter, style, low, high)
 CHARTS = (
-    ("gpu-chart-memory", "GPU mem", "memory_fraction", "max", _percent, "$warning", 0.0, 1.0),
+    ("gpu-chart-memory", "GPU mem", "memory_fraction", "max", fmt_rate, "$warning", 0.0, 1.0),
     ("gpu-chart-power", "GPU W", "power_w", "sum", _watts, "$error", 0.0, None),
     ("gpu-chart-util", "GPU util", "utilization_pct", "mean", _util, "$success", 0.0, 100.0),
 )

@@ -1,6 +1,6 @@
 """Per-backend knowledge of /metrics pages: one module per server.
 
-Each module has NAME, PREFIX, `extract(samples, memo) -> Reading` (`memo`: the endpoint's
+Each module has NAME, PREFIX, `extract(samples, memo) -> PageSnapshot` (`memo`: the endpoint's
 `SeriesMemo`) and
 `derive(delta, last) -> Figures`, and may have `segment_extras(start, end,
 segment) -> dict[str, float]` for figures computed per pair of scrapes.
@@ -13,7 +13,7 @@ from operator import attrgetter
 from typing import Protocol
 
 from tui.telemetry.backends import llamacpp, sglang, vllm
-from tui.telemetry.backends.base import Delta, Reading, SeriesMemo
+from tui.telemetry.backends.base import Delta, PageSnapshot, SeriesMemo
 from tui.telemetry.figures import Figures
 from tui.telemetry.prometheus import Sample
 
@@ -24,9 +24,9 @@ class Backend(Protocol):
     NAME: str
     PREFIX: str
 
-    def extract(self, samples: Iterable[Sample], memo: SeriesMemo | None = None) -> Reading: ...
+    def extract(self, samples: Iterable[Sample], memo: SeriesMemo | None = None) -> PageSnapshot: ...
 
-    def derive(self, delta: Delta | None, last: Reading) -> Figures: ...
+    def derive(self, delta: Delta | None, last: PageSnapshot) -> Figures: ...
 
 
 BACKENDS: dict[str, Backend] = {module.NAME: module for module in (vllm, sglang, llamacpp)}
@@ -73,5 +73,8 @@ def backend_module(name: str | None) -> Backend | None:
     return BACKENDS.get(name) if name else None
 
 
-def segment_extras_of(backend: Backend) -> Callable[[Reading, Reading, Delta], dict[str, float]] | None:
+SegmentExtras = Callable[[PageSnapshot, PageSnapshot, Delta], dict[str, float]]
+
+
+def segment_extras_of(backend: Backend) -> SegmentExtras | None:
     return getattr(backend, "segment_extras", None)

@@ -1,9 +1,9 @@
-"""What every backend module shares: the compact per-scrape `Reading`, the
-window `Delta`, and the table-driven extraction of samples into readings.
+"""What every backend module shares: the compact per-scrape `PageSnapshot`, the
+window `Delta`, and the table-driven extraction of samples into page snapshots.
 
 A backend module (vllm, sglang, llamacpp) declares which metric names it reads
 (a `MetricTable`) and how figures are derived from a `Delta` plus the newest
-`Reading`. Readings keep counters per series (so a reset is seen per series)
+`PageSnapshot`. Page snapshots keep counters per series (so a reset is seen per series)
 and gauges already aggregated over engines / models / ranks.
 """
 
@@ -50,7 +50,7 @@ def histogram(base: str, quantity: str) -> dict[str, Metric]:
 
 
 @dataclass(frozen=True, slots=True)
-class Reading:
+class PageSnapshot:
     """The part of one scrape a backend needs, small enough to keep hundreds of."""
 
     counters: Mapping[CounterKey, float]
@@ -112,7 +112,7 @@ def _series_id(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(labels.items())
 
 
-# How one sample feeds a Reading: (kind, counter key (counters, buckets) or gauge quantity (gauges),
+# How one sample feeds a PageSnapshot: (kind, counter key (counters, buckets) or gauge quantity (gauges),
 # model name); None = skip.
 _Plan = tuple[Kind, "CounterKey | str", "str | None"] | None
 
@@ -184,8 +184,8 @@ def extract(
     memo: SeriesMemo | None = None,
     keep: Callable[[list[tuple[Sample, Metric]], SeriesMemo], list[tuple[Sample, Metric]]] | None = None,
     restart_names: tuple[str, ...] = (),
-) -> Reading:
-    """A Reading from the samples named in `table`; `keep` may filter duplicates (ranks).
+) -> PageSnapshot:
+    """A PageSnapshot from the samples named in `table`; `keep` may filter duplicates (ranks).
 
     `memo`: the endpoint's (its window's), so a series' plan is worked out once."""
     memo = memo or SeriesMemo()
@@ -240,7 +240,7 @@ def extract(
         model_gauges = {
             model: _aggregate(values, gauge_kinds) for model, values in model_gauge_values.items()
         }
-    return Reading(
+    return PageSnapshot(
         counters=counters,
         gauges=_aggregate(gauge_values, gauge_kinds),
         models=tuple(models),

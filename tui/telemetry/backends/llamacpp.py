@@ -39,7 +39,7 @@ from tui.telemetry.backends.base import (
     Kind,
     Metric,
     MetricTable,
-    Reading,
+    PageSnapshot,
     SeriesMemo,
     per_position,
     rate,
@@ -82,17 +82,17 @@ _FINISHED_FIGURES = ("acceptance_rate", "mean_acceptance_length", "per_position_
 _SIGNIFICANT_DIGITS = 6
 
 
-def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> Reading:
+def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> PageSnapshot:
     return extract_table(samples, TABLE, memo=memo)
 
 
-def live_counters(reading: Reading, extra: Mapping[str, float]) -> Reading:
-    """The reading with `live_tokens` = tokens_predicted_total + Σ n_decoded of running slots."""
+def live_counters(page: PageSnapshot, extra: Mapping[str, float]) -> PageSnapshot:
+    """The page with `live_tokens` = tokens_predicted_total + Σ n_decoded of running slots."""
     decoded = extra.get("slots_decoded")
-    finished = reading.counters.get(("tokens_predicted", (), None))
+    finished = page.counters.get(("tokens_predicted", (), None))
     if decoded is None or finished is None or not math.isfinite(decoded) or decoded < 0:
-        return reading
-    return replace(reading, counters={**reading.counters, _LIVE_KEY: finished + decoded})
+        return page
+    return replace(page, counters={**page.counters, _LIVE_KEY: finished + decoded})
 
 
 def printed_uncertainty(value: float) -> float:
@@ -105,16 +105,16 @@ def printed_uncertainty(value: float) -> float:
     return 0.5 * 10.0 ** (exponent - _SIGNIFICANT_DIGITS + 1)
 
 
-def _counter(reading: Reading, quantity: str) -> float:
-    return reading.counters.get((quantity, (), None), 0.0)
+def _counter(page: PageSnapshot, quantity: str) -> float:
+    return page.counters.get((quantity, (), None), 0.0)
 
 
-def _uncertainty(start: Reading, end: Reading, quantity: str) -> float:
+def _uncertainty(start: PageSnapshot, end: PageSnapshot, quantity: str) -> float:
     """How far off a counter's increase can be from the printed digits of its two values."""
     return printed_uncertainty(_counter(start, quantity)) + printed_uncertainty(_counter(end, quantity))
 
 
-def _prompt_gauge_matches(start: Reading, end: Reading, segment: Delta) -> bool:
+def _prompt_gauge_matches(start: PageSnapshot, end: PageSnapshot, segment: Delta) -> bool:
     """False when the prompt gauge does not cover this segment's prompts (another scraper reset it)."""
     tokens = segment.total("prompt_tokens")
     seconds = segment.total("prompt_seconds")
@@ -131,7 +131,7 @@ def _prompt_gauge_matches(start: Reading, end: Reading, segment: Delta) -> bool:
     return abs(expected - tokens) <= tolerance
 
 
-def segment_extras(start: Reading, end: Reading, segment: Delta) -> dict[str, float]:
+def segment_extras(start: PageSnapshot, end: PageSnapshot, segment: Delta) -> dict[str, float]:
     """Per pair of scrapes: finished requests and decode tokens (NaN when unknown), and whether
     the live token count covers it (`live_segments` of `segments`)."""
     live = _LIVE_KEY in end.counters and (_LIVE_KEY in start.counters or not start.counters)
@@ -139,7 +139,7 @@ def segment_extras(start: Reading, end: Reading, segment: Delta) -> dict[str, fl
     return coverage | _finished_requests(start, end, segment)
 
 
-def _finished_requests(start: Reading, end: Reading, segment: Delta) -> dict[str, float]:
+def _finished_requests(start: PageSnapshot, end: PageSnapshot, segment: Delta) -> dict[str, float]:
     tokens = segment.total("tokens_predicted")
     seconds = segment.total("tokens_predicted_seconds")
     if tokens is None or seconds is None:
@@ -174,7 +174,7 @@ _GAUGE_RESET = (
 )
 
 
-def derive(delta: Delta | None, last: Reading) -> Figures:
+def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
     drafts = delta.total("drafts") if delta else None
     accepted = delta.total("accepted") if delta else None
     requests_per_s = None

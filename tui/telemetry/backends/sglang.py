@@ -24,7 +24,7 @@ from tui.telemetry.backends.base import (
     Kind,
     Metric,
     MetricTable,
-    Reading,
+    PageSnapshot,
     SeriesMemo,
     histogram,
     mean,
@@ -124,18 +124,18 @@ def keep_first_tp_rank(
     ]
 
 
-def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> Reading:
+def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> PageSnapshot:
     return extract_table(
         samples, TABLE, memo=memo, keep=keep_first_tp_rank, restart_names=("process_start_time_seconds",)
     )
 
 
-def _spec_gauges_live(last: Reading) -> bool:
+def _spec_gauges_live(last: PageSnapshot) -> bool:
     running = last.gauges.get("running")
     return running is not None and running > 0
 
 
-def _acceptance(delta: Delta | None, last: Reading) -> tuple[float | None, float | None]:
+def _acceptance(delta: Delta | None, last: PageSnapshot) -> tuple[float | None, float | None]:
     """(acceptance rate, mean acceptance length)."""
     length = None
     if delta is not None:
@@ -172,7 +172,7 @@ def _prefix_hit_rate(delta: Delta | None) -> float | None:
     return None if hit_rate is None else min(1.0, hit_rate)
 
 
-def _kv_cache_usage(last: Reading) -> float | None:
+def _kv_cache_usage(last: PageSnapshot) -> float | None:
     pools = [
         last.gauges[name]
         for name in ("full_token_usage", "swa_token_usage", "mamba_usage")
@@ -202,7 +202,7 @@ def _prompt_rate(delta: Delta | None) -> float | None:
     return rate(delta, "prompt_tokens")
 
 
-def derive(delta: Delta | None, last: Reading) -> Figures:
+def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
     acceptance_rate, mean_length = _acceptance(delta, last)
     tpot = mean(delta, "itl")
     if tpot is None and (delta is None or delta.total("itl_count") is None):

@@ -24,7 +24,7 @@ from tui.telemetry.backends.base import (
     Kind,
     Metric,
     MetricTable,
-    Reading,
+    PageSnapshot,
     SeriesMemo,
     histogram,
     mean,
@@ -73,7 +73,7 @@ TABLE: MetricTable = {
 _RESTART_NAMES = ("process_start_time_seconds", "vllm:generation_tokens_created")
 
 
-def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> Reading:
+def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> PageSnapshot:
     return extract_table(samples, TABLE, memo=memo, restart_names=_RESTART_NAMES)
 
 
@@ -91,7 +91,7 @@ def _tpot(delta: Delta | None) -> float | None:
     return ratio(step_sum, tokens - first_tokens)
 
 
-def derive(delta: Delta | None, last: Reading) -> Figures:
+def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
     drafts = delta.total("drafts") if delta else None
     accepted = delta.total("accepted") if delta else None
     acceptance_rate = ratio(accepted, delta.total("draft_tokens")) if delta else None
