@@ -338,6 +338,7 @@ class TuneRun:
                 raise TuneCancelled
             outcome = ValueOutcome(value=value, started=False, diff=self.diff_for(value))
             self.result.outcomes.append(outcome)
+            assert self.key is not None  # prepare() set it
             self._progress("restart", value, None, f"writing {self.key.label(value)}, restarting")
             text = self.text_for(value)
             try:

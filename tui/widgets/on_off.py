@@ -25,7 +25,7 @@ class OnOff(Widget, can_focus=True):
     OnOff.-on:focus { text-style: bold reverse; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "toggle", "Toggle", show=False, tooltip="turn the focused option on / off"),
+        Binding("space", "flip", "Toggle", show=False, tooltip="turn the focused option on / off"),
     ]
 
     value: reactive[bool] = reactive(False)
@@ -53,8 +53,8 @@ class OnOff(Widget, can_focus=True):
         self.set_class(value, "-on")
         self.post_message(self.Changed(self, value))
 
-    def action_toggle(self) -> None:
+    def action_flip(self) -> None:
         self.value = not self.value
 
     def on_click(self) -> None:
-        self.action_toggle()
+        self.action_flip()
