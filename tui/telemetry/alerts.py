@@ -22,6 +22,8 @@ Rules (per endpoint):
 - imbalance (fleet mode) → warning: a replica whose acceptance or tokens/s stays far off the others of
   its group (or one data-parallel engine off the others of its vLLM); `observe_imbalance` raises it
   with the text `tui.fleet.spread` gives, follows that text, and clears it when the replica is back.
+- a fallback-guard action (tui/tune/guard.py: offered, declined, switched off, failed) → `note`: an
+  event over as it happens, kept with the cleared alerts (its diff with it), never counted as active.
 
 Unknown acceptance (None: idle, or speculative decoding off) is not "low": it ends the condition.
 Every alert keeps its start time and, once over, its clear time. Times are Unix seconds.
@@ -45,6 +47,7 @@ AlertKind = Literal[
     "log_error",
     "imbalance",
     "gpu_memory_high",
+    "guard",
 ]
 Severity = Literal["warning", "critical"]
 ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
@@ -68,6 +71,7 @@ class Alert:
     started_at: float
     cleared_at: float | None = None
     worst: Severity | None = None  # the worst severity it reached (set on creation)
+    diff: str = ""  # a guard action's config diff (kind "guard")
 
     def __post_init__(self) -> None:
         if self.worst is None:
@@ -261,6 +265,13 @@ class AlertEngine:
             alert.message = message[:200]
             self.version += 1
         return []
+
+    def note(self, endpoint: str, time: float, message: str, diff: str = "") -> Alert:
+        """An event for the alerts list (a guard action): over as it happens, kept with the cleared ones."""
+        alert = Alert(endpoint, "guard", "warning", message[:300], time, cleared_at=time, diff=diff)
+        self.cleared.append(alert)
+        self.version += 1
+        return alert
 
     # ---- acceptance ---------------------------------------------------------------------------------
     def _acceptance(
