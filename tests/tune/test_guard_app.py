@@ -19,6 +19,7 @@ from tui.app import SpectopApp
 from tui.commands.demo import RESTARTED, DemoSim, DemoSims
 from tui.paths import themes_dir
 from tui.screens.alerts import AlertsScreen
+from tui.screens.editor import EditorScreen
 from tui.screens.guard import GuardDialog
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.telemetry.alerts import Alert
@@ -198,3 +199,21 @@ async def test_auto_switches_without_a_dialog_and_records_it(guard_sim: GuardSim
         assert "enabled = false" in guard_sim.sim.config.read_text(encoding="utf-8")
         assert guard_sim.restarts() == 1
     assert [line["action"] for line in _recorded(record)] == ["switched_off"]
+
+
+async def test_the_guard_waits_while_the_user_edits_the_endpoint_config(
+    guard_sim: GuardSim, tmp_path: Path
+) -> None:
+    app = _app(guard_sim.endpoint("ask"), tmp_path / "rec.jsonl")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _acceptance_known(pilot, app)
+        app.open_editor("guarded")
+        await _until(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        guard_sim.lower_acceptance()
+        await _until(pilot, lambda: bool(app.alerts.active("guarded")))
+        polled = app.readings["guarded"].time
+        await _until(pilot, lambda: app.readings["guarded"].time > polled + 1.0)
+        assert isinstance(app.screen, EditorScreen) and not _actions(app)  # its write would race the editor's
+        await pilot.press("escape")
+        await _until(pilot, lambda: isinstance(app.screen, GuardDialog))
+        assert _actions(app) == ["guard offered"]

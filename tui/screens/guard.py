@@ -64,7 +64,7 @@ class GuardDialog(ModalScreen[bool]):
     @classmethod
     def offering(cls, endpoint: str, reason: str, diff: str) -> GuardDialog:
         """The offer: `reason` is the guard decision's (the figures: acceptance, threshold, how long)."""
-        title = f"guard · {endpoint}: switch speculative decoding off? (edit, restart, health wait)"
+        title = f"guard · {endpoint}: switch speculative decoding off?"
         return cls(endpoint, title, reason, diff)
 
     @classmethod
@@ -77,8 +77,8 @@ class GuardDialog(ModalScreen[bool]):
             yield Static(safe_line(self.figures), classes="figures", markup=False)
             with VerticalScroll():
                 yield Static(diff_text(safe_text(self.diff)) if self.diff else "(no diff)", id="guard-diff")
-            keys = "[y/enter] switch off   [n/esc] decline" if self.offer else "[esc] close"
-            yield Static(keys, classes="keys", markup=False)
+            keys = "[y/enter] switch off (save, restart, /health)   [n/esc] decline"
+            yield Static(keys if self.offer else "[esc] close", classes="keys", markup=False)
 
     def action_answer(self, switch_off: bool) -> None:
         self.dismiss(switch_off and self.offer)
@@ -129,11 +129,24 @@ class GuardDriver:
                 self.board.alerts,
                 self.board.readings.get(name),
                 now=self.clock(),
-                restarting=self.restarting(name),
+                restarting=self._changing(endpoint),
             )
             if state is not None:
                 self.book.begin(name, "checking")
                 self._work(self._check(endpoint), name)
+
+    def _changing(self, endpoint: EndpointSettings) -> bool:
+        """A restart under way, or the user at the endpoint's config (the editor's buffer, a tune's sweep):
+        the guard holds back (its write would race theirs, and a sweep's low acceptance is expected)."""
+        from tui.screens.editor import EditorScreen
+        from tui.screens.tune import TuneScreen
+
+        for screen in self.app.screen_stack:
+            if isinstance(screen, TuneScreen) and screen.endpoint.name == endpoint.name:
+                return True
+            if isinstance(screen, EditorScreen) and screen.path == endpoint.config_file:
+                return True
+        return self.restarting(endpoint.name)
 
     def _work(self, work: Coroutine[Any, Any, None], name: str) -> None:
         self.app.run_worker(work, name=f"guard {name}", group="guard", exit_on_error=False)
@@ -147,7 +160,7 @@ class GuardDriver:
             self.board.alerts,
             self.board.readings.get(name),
             now=self.clock(),
-            restarting=self.restarting(name),
+            restarting=self._changing(endpoint),
             speculation_on=prepared.speculation_on,
             last_action_at=self.book.last_action_at.get(name),
         )
