@@ -411,7 +411,7 @@ def run(args: argparse.Namespace) -> int:
 
             settings = Settings(poll_interval_s=args.poll_interval, endpoints=sims.endpoints)
             source = LiveSource(settings, record_path=args.record, record_max_mb=args.record_max_mb)
-            app = SpectopApp(settings, source=source, intro=DEMO_INTRO)
+            app = SpectopApp(settings, source=source, intro=DEMO_INTRO + guard_hint(sims))
 
             def tell(message: str) -> None:  # from the watcher thread: notify only posts a message
                 app.notify(message, title="simulator down", severity="error", timeout=30, markup=False)
@@ -428,6 +428,14 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def guard_hint(sims: DemoSims) -> str:
+    """The intro's last part: how to make the guarded sim's acceptance fall (and see the guard's offer)."""
+    sim = next((sim for sim in sims.sims if sim.name in DEMO_GUARD), None)
+    if sim is None:
+        return ""
+    return f" · guard: curl -d '{{\"acceptance\": 0.5}}' {sim.url}/sim/control (offer in ~1 min)"
 
 
 def _interrupt(signum: int, _frame: object) -> None:
