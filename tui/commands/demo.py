@@ -435,7 +435,7 @@ def guard_hint(sims: DemoSims) -> str:
     sim = next((sim for sim in sims.sims if sim.name in DEMO_GUARD), None)
     if sim is None:
         return ""
-    return f" · guard: curl -d '{{\"acceptance\": 0.5}}' {sim.url}/sim/control (offer in ~1 min)"
+    return f" · guard: curl -d '{{\"acceptance\": 0.5}}' {sim.url}/sim/control"
 
 
 def _interrupt(signum: int, _frame: object) -> None:
