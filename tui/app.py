@@ -29,6 +29,7 @@ from tui.messages import EndpointUpdated, HealthChecked, RestartExited, RestartS
 from tui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.sanitize import safe_line, safe_text
 from tui.screens.context import EndpointScreen, ScreenContext
+from tui.screens.guard import GuardDriver
 from tui.settings import EndpointSettings, Settings
 from tui.sources import LiveSource, ReplaySource, Source
 from tui.sources.updates import Finished, Notice, Update
@@ -104,6 +105,16 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
         )
         self._wall_clock = clock
         self._restarting: str | None = None  # the endpoint of a planned restart under way
+        self.guard = GuardDriver(  # the fallback guard: `ask` offers a dialog, `auto` switches spec off
+            self,
+            self.board,
+            source,
+            clock,
+            restarting=lambda name: self._restarting is not None or self.alerts.restarting(name),
+            restart_began=lambda health_url: self.on_restart_started(RestartStarted(health_url)),
+            restart_ended=self._end_restart,
+            changed=self._guard_noted,
+        )
         self._theme_folders = theme_folders
         self._remember_theme_choice = remember_theme_choice
         self.theme_names: list[str] = []
@@ -184,6 +195,7 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
         immediate = isinstance(update, Finished)
         for name in applied.changed:
             self._broadcast(EndpointUpdated(name, immediate=immediate))
+        self.guard.watch(applied.changed)
         if immediate:
             self._update_subtitle()
             self.notify("end of recording", timeout=4)
@@ -227,6 +239,10 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
                 severity: SeverityLevel = "error" if alert.severity == "critical" else "warning"
                 message, title = safe_line(alert.message), safe_line(alert.endpoint)
                 self.notify(message, title=title, severity=severity, timeout=6, markup=False)
+
+    def _guard_noted(self, name: str) -> None:
+        self._update_subtitle()
+        self._broadcast(EndpointUpdated(name))  # the alerts screen shows the guard's record
 
     def _broadcast(self, message: EndpointUpdated) -> None:
         """Tell the screens; log lines only go to screens that show a log (most lines change nothing else)."""

@@ -21,6 +21,7 @@ from tui.sources.updates import (
     EndpointsNamed,
     Finished,
     GpusPolled,
+    GuardReplayed,
     ImbalanceSeen,
     LogLineArrived,
     ReadingArrived,
@@ -157,6 +158,11 @@ class Board:
             return Applied(alerts=alerts)
         if isinstance(update, GpusPolled):
             return self.add_gpus(update)
+        if isinstance(update, GuardReplayed):
+            record = update.record
+            self.ensure_endpoint(record.endpoint)
+            self.alerts.note(record.endpoint, record.time, record.message, record.diff)
+            return Applied(changed=(record.endpoint,))
         return Applied()
 
     def _apply_log(self, update: LogLineArrived) -> Applied:

@@ -53,6 +53,9 @@ DEMO_INTRO = (
     "demo · A = mtp-off, B = mtp-on · try: e on mtp-on → num_speculative_tokens = 4 → ctrl+r (save & restart)"
     " · b → ctrl+r (burst A vs B) · any key hides this"
 )
+# The fallback guard in the demo: mtp-on asks to switch speculation off when acceptance stays under 50% (its
+# usual ~70% never does; lower it with `curl -d '{"acceptance": 0.5}' URL/sim/control` to see the offer).
+DEMO_GUARD: dict[str, dict[str, object]] = {"mtp-on": {"guard": "ask", "acceptance_threshold": 0.5}}
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 WATCH_INTERVAL_S = 0.2
@@ -361,6 +364,7 @@ def start_sims(folder: Path, background_load_rps: float = 1.5) -> DemoSims:
                     log_file=sim.log_file,
                     config_file=config,
                     restart_command=sims.restart_command(name),
+                    **DEMO_GUARD.get(name, {}),  # type: ignore[arg-type]
                 )
             )
         sims.watch()
@@ -407,7 +411,7 @@ def run(args: argparse.Namespace) -> int:
 
             settings = Settings(poll_interval_s=args.poll_interval, endpoints=sims.endpoints)
             source = LiveSource(settings, record_path=args.record, record_max_mb=args.record_max_mb)
-            app = SpectopApp(settings, source=source, intro=DEMO_INTRO)
+            app = SpectopApp(settings, source=source, intro=DEMO_INTRO + guard_hint(sims))
 
             def tell(message: str) -> None:  # from the watcher thread: notify only posts a message
                 app.notify(message, title="simulator down", severity="error", timeout=30, markup=False)
@@ -424,6 +428,14 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def guard_hint(sims: DemoSims) -> str:
+    """The intro's last part: how to make the guarded sim's acceptance fall (and see the guard's offer)."""
+    sim = next((sim for sim in sims.sims if sim.name in DEMO_GUARD), None)
+    if sim is None:
+        return ""
+    return f" · guard: curl -d '{{\"acceptance\": 0.5}}' {sim.url}/sim/control"
 
 
 def _interrupt(signum: int, _frame: object) -> None:

@@ -1,4 +1,5 @@
-"""Alerts, active first, with start and clear times."""
+"""Alerts, active first, with start and clear times; the fallback guard's actions with them (enter shows
+a guard action's diff)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from textual.widgets import DataTable, Footer, Header
 from tui.format import fmt_clock
 from tui.messages import EndpointUpdated
 from tui.sanitize import safe_line
-from tui.telemetry.alerts import AlertEngine
+from tui.screens.guard import GuardDialog
+from tui.telemetry.alerts import Alert, AlertEngine
 
 
 class AlertsScreen(Screen[None]):
@@ -31,6 +33,7 @@ class AlertsScreen(Screen[None]):
     def __init__(self, alerts: AlertEngine) -> None:
         super().__init__()
         self.alerts = alerts
+        self._rows: list[Alert] = []  # the alerts as the table shows them, row by row
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -60,13 +63,16 @@ class AlertsScreen(Screen[None]):
         table = tables.first()
         self._shown_version = self.alerts.version
         alerts = self.alerts.all_alerts()
+        self._rows = alerts
         table.clear()
         for alert in alerts:
             severity = alert.severity if alert.active else alert.worst  # a past alert: the worst it got
             style = "$error bold" if severity == "critical" else "$warning bold"
-            level = "CRIT" if severity == "critical" else "WARN"
+            level = "CRIT" if severity == "critical" else "GUARD" if alert.kind == "guard" else "WARN"
             cleared = Content.styled("active", style)
-            if alert.cleared_at is not None:
+            if alert.kind == "guard":
+                cleared = Content("diff ⏎" if alert.diff else "")  # an action, not a condition
+            elif alert.cleared_at is not None:
                 cleared = Content(fmt_clock(alert.cleared_at))
             table.add_row(
                 Content.styled(level, style if alert.active else "$text-muted"),
@@ -77,6 +83,14 @@ class AlertsScreen(Screen[None]):
             )
         if not alerts:
             table.add_row("", "", "", "", "no alerts so far")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        row = event.cursor_row
+        if 0 <= row < len(self._rows) and self._rows[row].kind == "guard":
+            alert = self._rows[row]
+            self.app.push_screen(
+                GuardDialog.showing(alert.endpoint, alert.started_at, alert.message, alert.diff)
+            )
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -16,6 +16,7 @@ import httpx
 
 from tui.sources.clock import Clock
 from tui.sources.updates import Update
+from tui.telemetry.recording import GuardLogRecord
 
 
 class Source(ABC):
@@ -56,6 +57,9 @@ class Source(ABC):
 
     def reread_thresholds(self) -> None:  # noqa: B027 (a hook)
         """The endpoints' config files may have changed (the editor closed): read their thresholds again."""
+
+    async def record_guard(self, record: GuardLogRecord) -> None:  # noqa: B027 (a hook)
+        """A fallback-guard action, into the recording when there is one (OSError if it cannot be written)."""
 
     async def close(self) -> None:  # noqa: B027 (a hook)
         """Stop everything and release files and connections; safe to call more than once."""

@@ -29,7 +29,7 @@ from tui.sources.updates import GpusPolled, LogLineArrived, Notice, ReadingArriv
 from tui.telemetry.logs import LogParser
 from tui.telemetry.logs.follow import follow_events
 from tui.telemetry.monitor import EndpointMonitor
-from tui.telemetry.recording import DEFAULT_MAX_MB, RecordedEndpoint, RecordingWriter
+from tui.telemetry.recording import DEFAULT_MAX_MB, GuardLogRecord, RecordedEndpoint, RecordingWriter
 
 HTTP_MAX_CONNECTIONS = 160  # a 64 + 64 stream A/B burst plus the dashboard's scrapes
 LOG_POLL_INTERVAL_S = 1.0  # how often each log file is checked for new lines (inotify wakes it on rotation)
@@ -236,6 +236,10 @@ class LiveSource(Source):
             self._put(Notice(f"cannot record to {path}: {error}", "error", timeout_s=10))
             return
         self.recorder = recorder
+
+    async def record_guard(self, record: GuardLogRecord) -> None:
+        if self.recorder is not None:
+            await self.recorder.write_guard(record)
 
     def recorded_endpoints(self) -> list[RecordedEndpoint]:
         return [

@@ -7,9 +7,24 @@ from pathlib import Path
 from typing import ClassVar
 
 from tui.sources.base import Source
-from tui.sources.updates import EndpointsNamed, Finished, LogLineArrived, Notice, ReadingArrived, Update
+from tui.sources.updates import (
+    EndpointsNamed,
+    Finished,
+    GuardReplayed,
+    LogLineArrived,
+    Notice,
+    ReadingArrived,
+    Update,
+)
 from tui.telemetry.reading import EndpointReading
-from tui.telemetry.recording import HeaderRecord, LogRecord, RecordingError, ReplayClock, replay
+from tui.telemetry.recording import (
+    GuardLogRecord,
+    HeaderRecord,
+    LogRecord,
+    RecordingError,
+    ReplayClock,
+    replay,
+)
 
 REPLAY_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 MAX_REPORTED_BAD_LINES = 5
@@ -42,6 +57,8 @@ class ReplaySource(Source):
                 yield ReadingArrived(record)
             elif isinstance(record, LogRecord):
                 yield LogLineArrived(record.endpoint, record.time, record.event.line, [record.event])
+            elif isinstance(record, GuardLogRecord):
+                yield GuardReplayed(record)
         while said:
             yield said.pop(0)
         self.finished = True

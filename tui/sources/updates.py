@@ -9,7 +9,7 @@ from tui.gpu.monitor import EndpointGpus
 from tui.telemetry.events import LogEvent
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
-from tui.telemetry.recording import RecordedEndpoint
+from tui.telemetry.recording import GuardLogRecord, RecordedEndpoint
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,13 @@ class GpusPolled:
     shared: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class GuardReplayed:
+    """A recorded fallback-guard action played back: into the alerts list as it was logged."""
+
+    record: GuardLogRecord
+
+
 Update = (
     ReadingArrived
     | LogLineArrived
@@ -109,4 +116,5 @@ Update = (
     | ImbalanceSeen
     | SourceDown
     | GpusPolled
+    | GuardReplayed
 )

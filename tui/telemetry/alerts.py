@@ -25,6 +25,8 @@ Rules (per endpoint):
 - imbalance (fleet mode) → warning: a replica whose acceptance or tokens/s stays far off the others of
   its group (or one data-parallel engine off the others of its vLLM); `observe_imbalance` raises it
   with the text `tui.fleet.spread` gives, follows that text, and clears it when the replica is back.
+- a fallback-guard action (tui/tune/guard.py: offered, declined, switched off, failed) → `note`: an
+  event over as it happens, kept with the cleared alerts (its diff with it), never counted as active.
 
 Unknown acceptance (None: idle, or speculative decoding off) is not "low": it ends the condition.
 Every alert keeps its start time and, once over, its clear time. Times are Unix seconds.
@@ -49,6 +51,7 @@ AlertKind = Literal[
     "imbalance",
     "gpu_memory_high",
     "source_down",
+    "guard",
 ]
 Severity = Literal["warning", "critical"]
 ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
@@ -72,6 +75,7 @@ class Alert:
     started_at: float
     cleared_at: float | None = None
     worst: Severity | None = None  # the worst severity it reached (set on creation)
+    diff: str = ""  # a guard action's config diff (kind "guard")
 
     def __post_init__(self) -> None:
         if self.worst is None:
@@ -267,6 +271,13 @@ class AlertEngine:
         """One GPU reading of the endpoint: `message` when memory is high with speculation on (its text
         follows the figure while active), None when it is not (or no longer known): clears."""
         return self._follow(endpoint, "gpu_memory_high", "warning", time, message)
+
+    def note(self, endpoint: str, time: float, message: str, diff: str = "") -> Alert:
+        """An event for the alerts list (a guard action): over as it happens, kept with the cleared ones."""
+        alert = Alert(endpoint, "guard", "warning", message[:300], time, cleared_at=time, diff=diff)
+        self.cleared.append(alert)
+        self.version += 1
+        return alert
 
     # ---- acceptance ---------------------------------------------------------------------------------
     def _acceptance(

@@ -3,7 +3,8 @@
 One JSON object per line, told apart by `kind`:
 - `header`: written when recording starts (a file may hold several sessions, appended);
 - `reading`: one scrape of one endpoint: the JSON of its `EndpointReading` (tui/telemetry/reading.py);
-- `log`: one log event of one endpoint, with the time spectop read it.
+- `log`: one log event of one endpoint, with the time spectop read it;
+- `guard`: one action of the fallback guard (offered, declined, switched_off, failed) with its figures.
 Times are Unix seconds. A bad line is reported with its file and line number and skipped by the replayer.
 
 Writing is batched: records are buffered and written by a worker thread when 256 KB are waiting, every
@@ -62,7 +63,22 @@ class LogRecord(BaseModel):
     event: LogEvent
 
 
-Record = Annotated[HeaderRecord | EndpointReading | LogRecord, Field(discriminator="kind")]
+class GuardLogRecord(BaseModel):
+    """One fallback-guard action (tui/tune/guard.py's `GuardRecord`): when, what, why, the diff."""
+
+    kind: Literal["guard"] = "guard"
+    endpoint: str
+    time: float
+    action: str
+    reason: str
+    message: str = ""  # the alerts list's line (`GuardRecord.line()`)
+    acceptance: float | None = None
+    threshold: float | None = None
+    diff: str = ""
+    detail: str = ""
+
+
+Record = Annotated[HeaderRecord | EndpointReading | LogRecord | GuardLogRecord, Field(discriminator="kind")]
 _RECORD = TypeAdapter(Record)
 
 
@@ -115,6 +131,9 @@ class RecordingWriter:
 
     async def write_log_event(self, endpoint: str, time: float, event: BaseModel) -> None:
         record = LogRecord.model_validate({"endpoint": endpoint, "time": time, "event": event})
+        await self._write(record.model_dump_json(), record.time)
+
+    async def write_guard(self, record: GuardLogRecord) -> None:
         await self._write(record.model_dump_json(), record.time)
 
     async def flush(self) -> None:

@@ -1,0 +1,219 @@
+"""The fallback guard in the running dashboard, against a real `spectop sim` restarted by the demo's
+control socket: acceptance lowered through `/sim/control` → the sustained alert → `ask` offers (diff shown)
+or `auto` switches speculation off; every action in the alerts list and the recording."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import write_config
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+from tui.app import SpectopApp
+from tui.commands.demo import RESTARTED, DemoSim, DemoSims
+from tui.paths import themes_dir
+from tui.screens.alerts import AlertsScreen
+from tui.screens.editor import EditorScreen
+from tui.screens.guard import GuardDialog
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.telemetry.alerts import Alert
+
+
+class GuardSim:
+    def __init__(self, sims: DemoSims, sim: DemoSim) -> None:
+        self.sims, self.sim = sims, sim
+
+    def restarts(self) -> int:
+        return self.sim.stdout_path.read_text(encoding="utf-8", errors="replace").count(RESTARTED)
+
+    def endpoint(self, guard: str, cooldown_s: float = 600.0) -> EndpointSettings:
+        return EndpointSettings(
+            name="guarded",
+            url=self.sim.url,
+            backend="vllm",
+            config_file=self.sim.config,
+            log_file=self.sim.log_file,
+            restart_command=self.sims.restart_command(self.sim.name),
+            acceptance_threshold=0.5,  # the file's ~68% is fine; lowered to ~20% it is not
+            guard=guard,  # type: ignore[arg-type]
+            guard_cooldown_s=cooldown_s,
+        )
+
+    def lower_acceptance(self) -> None:
+        response = httpx.post(self.sim.url + "/sim/control", json={"acceptance": 0.3}, timeout=5)
+        assert response.status_code == 200, response.text
+
+
+@pytest.fixture
+def guard_sim(tmp_path: Path) -> Iterator[GuardSim]:
+    folder = tmp_path / "sim"
+    folder.mkdir()
+    config = write_config(folder / "config.toml")
+    sims = DemoSims(folder, background_load_rps=8.0)
+    sim = DemoSim("guarded", config, folder / "g.log", folder / "g.stdout", folder / "g.stderr")
+    sims.sims.append(sim)
+    try:
+        sims.start(sim)
+        sims.watch()
+        yield GuardSim(sims, sim)
+    finally:
+        sims.stop()
+
+
+def _app(endpoint: EndpointSettings, record: Path) -> SpectopApp:
+    settings = Settings(
+        poll_interval_s=0.2, window_s=1.5, alerts=AlertSettings(sustained_s=0.5), endpoints=[endpoint]
+    )
+    return SpectopApp(
+        settings,
+        record_path=record,
+        theme_folders=[themes_dir()],  # type: ignore[arg-type]
+        remember_theme_choice=False,
+    )
+
+
+async def _until(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float = 40.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached")
+        await pilot.pause(0.05)
+
+
+def _guard_alerts(app: SpectopApp) -> list[Alert]:
+    return [alert for alert in app.alerts.all_alerts() if alert.kind == "guard"]
+
+
+def _actions(app: SpectopApp) -> list[str]:
+    return [alert.message.split(":", 1)[0] for alert in reversed(_guard_alerts(app))]  # oldest first
+
+
+def _recorded(path: Path) -> list[dict[str, object]]:
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [line for line in lines if line.get("kind") == "guard"]
+
+
+async def _acceptance_known(pilot: Pilot[object], app: SpectopApp) -> None:
+    def known() -> bool:
+        reading = app.readings.get("guarded")
+        return reading is not None and reading.figures.acceptance_rate is not None
+
+    await _until(pilot, known)
+    assert not app.alerts.active("guarded")  # fine before it is lowered: nothing to guard
+
+
+async def test_ask_offers_the_diff_and_a_yes_switches_speculation_off(
+    guard_sim: GuardSim, tmp_path: Path
+) -> None:
+    record = tmp_path / "rec.jsonl"
+    app = _app(guard_sim.endpoint("ask"), record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _acceptance_known(pilot, app)
+        assert not isinstance(app.screen, GuardDialog)
+        guard_sim.lower_acceptance()
+        await _until(pilot, lambda: isinstance(app.screen, GuardDialog))
+        dialog = app.screen
+        assert isinstance(dialog, GuardDialog)
+        assert "-enabled = true" in dialog.diff and "+enabled = false" in dialog.diff
+        assert "below 50%" in dialog.figures
+        before = guard_sim.restarts()
+        await pilot.press("y")
+        await _until(pilot, lambda: "guard switched_off" in _actions(app), timeout_s=60)
+        assert not isinstance(app.screen, GuardDialog)
+        assert "enabled = false" in guard_sim.sim.config.read_text(encoding="utf-8")
+        assert guard_sim.restarts() == before + 1  # the restart command ran: the sim re-read its config
+        assert _actions(app) == ["guard offered", "guard switched_off"]
+        # The server is back without speculation: no acceptance any more, so nothing to guard.
+        await _until(pilot, lambda: not app.alerts.restarting("guarded"))
+        await _until(pilot, lambda: not app.alerts.active("guarded"))
+        await pilot.press("a")
+        await _until(pilot, lambda: isinstance(app.screen, AlertsScreen))
+        table = app.screen.query_one(DataTable)
+        rows = [[str(cell) for cell in table.get_row_at(index)] for index in range(table.row_count)]
+        guard_rows = [row for row in rows if row[0] == "GUARD"]
+        assert len(guard_rows) == 2 and "switched_off" in guard_rows[0][4]
+        table.move_cursor(row=rows.index(guard_rows[0]))
+        await pilot.press("enter")
+        await _until(pilot, lambda: isinstance(app.screen, GuardDialog))
+        assert "+enabled = false" in app.screen.diff  # type: ignore[attr-defined]
+        await pilot.press("escape")
+    recorded = _recorded(record)
+    assert [line["action"] for line in recorded] == ["offered", "switched_off"]
+    assert "+enabled = false" in str(recorded[1]["diff"]) and recorded[1]["threshold"] == 0.5
+    replay = SpectopApp(
+        Settings(),
+        replay_path=record,
+        replay_speed=0.0,
+        theme_folders=[themes_dir()],  # type: ignore[arg-type]
+        remember_theme_choice=False,
+    )
+    async with replay.run_test(size=(80, 24)) as pilot:  # the replay shows the guard's actions too
+        await _until(pilot, lambda: replay.replay_done)
+        assert _actions(replay) == ["guard offered", "guard switched_off"]
+        assert "+enabled = false" in _guard_alerts(replay)[0].diff
+
+
+async def test_a_declined_offer_changes_nothing_and_is_not_offered_again_within_the_cool_down(
+    guard_sim: GuardSim, tmp_path: Path
+) -> None:
+    original = guard_sim.sim.config.read_bytes()
+    app = _app(guard_sim.endpoint("ask"), tmp_path / "rec.jsonl")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _acceptance_known(pilot, app)
+        guard_sim.lower_acceptance()
+        await _until(pilot, lambda: isinstance(app.screen, GuardDialog))
+        await pilot.press("n")
+        await _until(pilot, lambda: "guard declined" in _actions(app))
+        # The alert stays on for many more polls; the guard stays quiet (cool-down of 600 s).
+        polled = app.readings["guarded"].time
+        await _until(pilot, lambda: app.readings["guarded"].time > polled + 2.0)
+        assert any(alert.kind in ("acceptance_low", "acceptance_critical") for alert in app.alerts.active())
+        assert not isinstance(app.screen, GuardDialog)
+        assert _actions(app) == ["guard offered", "guard declined"]
+    assert guard_sim.sim.config.read_bytes() == original
+    assert guard_sim.restarts() == 0
+
+
+async def test_auto_switches_without_a_dialog_and_records_it(guard_sim: GuardSim, tmp_path: Path) -> None:
+    record = tmp_path / "rec.jsonl"
+    app = _app(guard_sim.endpoint("auto"), record)
+    dialogs: list[object] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _acceptance_known(pilot, app)
+        guard_sim.lower_acceptance()
+
+        def switched() -> bool:
+            dialogs.extend(screen for screen in app.screen_stack if isinstance(screen, GuardDialog))
+            return "guard switched_off" in _actions(app)
+
+        await _until(pilot, switched, timeout_s=60)
+        assert not dialogs
+        assert _actions(app) == ["guard switched_off"]
+        assert "+enabled = false" in _guard_alerts(app)[0].diff
+        assert "enabled = false" in guard_sim.sim.config.read_text(encoding="utf-8")
+        assert guard_sim.restarts() == 1
+    assert [line["action"] for line in _recorded(record)] == ["switched_off"]
+
+
+async def test_the_guard_waits_while_the_user_edits_the_endpoint_config(
+    guard_sim: GuardSim, tmp_path: Path
+) -> None:
+    app = _app(guard_sim.endpoint("ask"), tmp_path / "rec.jsonl")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _acceptance_known(pilot, app)
+        app.open_editor("guarded")
+        await _until(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        guard_sim.lower_acceptance()
+        await _until(pilot, lambda: bool(app.alerts.active("guarded")))
+        polled = app.readings["guarded"].time
+        await _until(pilot, lambda: app.readings["guarded"].time > polled + 1.0)
+        assert isinstance(app.screen, EditorScreen) and not _actions(app)  # its write would race the editor's
+        await pilot.press("escape")
+        await _until(pilot, lambda: isinstance(app.screen, GuardDialog))
+        assert _actions(app) == ["guard offered"]
