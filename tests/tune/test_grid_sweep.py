@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import TuneSim
 from test_sweep import accepted_moments, changed_lines, health, run_cli
 
+from tests.tune.conftest import TuneSim
 from tui.commands.demo import DemoSim, DemoSims
 from tui.configs.document import load_document
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import write_config
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
+from tests.tune.conftest import write_config
 from tui.app import SpectopApp
 from tui.commands.demo import RESTARTED, DemoSim, DemoSims
 from tui.paths import themes_dir

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import write_config
-
+from tests.tune.conftest import write_config
 from tui.settings import EndpointSettings
 from tui.telemetry.alerts import AlertEngine, AlertRules
 from tui.telemetry.recording import GuardLogRecord, parse_record

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import TuneSim, write_config
 
+from tests.tune.conftest import TuneSim, write_config
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
 from tui.tune.result import list_tunes, load_tune, save_tune

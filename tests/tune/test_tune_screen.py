@@ -6,10 +6,10 @@ import asyncio
 import difflib
 
 import httpx
-from conftest import TuneSim, write_config
 from textual.app import App
 from textual.widgets import DataTable, Input, Static
 
+from tests.tune.conftest import TuneSim, write_config
 from tui.screens.tune import TuneScreen
 from tui.settings import EndpointSettings
 from tui.tune.result import TuneResult
