@@ -109,15 +109,28 @@ class FakeLlamaServer:
         return json.dumps(slots)
 
     async def __aenter__(self) -> FakeLlamaServer:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        host, port = self._server.sockets[0].getsockname()[:2]
-        self.url = f"http://{host}:{port}"
+        await self.start()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
+        await self.stop()
+
+    async def start(self, port: int = 0) -> None:
+        """Listen (again): on `port`, e.g. the one it had before it was stopped; 0 picks a free one."""
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", port)
+        host, bound = self._server.sockets[0].getsockname()[:2]
+        self.url = f"http://{host}:{bound}"
+
+    async def stop(self) -> None:
+        """Stop listening, as a killed llama-server: connections are refused until `start`."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

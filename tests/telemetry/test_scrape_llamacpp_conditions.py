@@ -210,3 +210,85 @@ async def test_slots_answering_only_part_of_the_window_falls_back_to_finished_to
     figures = window.figures()
     assert figures.generation_tokens_per_s == pytest.approx(200 / 20)  # not 100 tokens over 20 s
     assert "finished requests only" in figures.notes["generation_tokens_per_s"]
+
+
+async def test_a_killed_server_restarted_on_its_port_is_read_live_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Killed, then restarted on the same port with counters from zero. While it was down /slots was
+    # refused like /metrics: the endpoint's being down, not /slots', so the new process is asked at once.
+    moments = iter([100.0, 101.0, 102.0, 110.0, 111.0, 112.0])
+
+    def poll_moment() -> None:
+        moment = next(moments)
+        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
+
+    async with FakeLlamaServer(tokens=704, seconds=0.6) as server, httpx.AsyncClient() as client:
+        monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
+        server.drafts, server.draft_tokens, server.accepted = 10.0, 80.0, 80.0
+        poll_moment()
+        await monitor.poll(client)
+        server.finish(64, 0.06)
+        server.drafts, server.draft_tokens, server.accepted = 18.0, 144.0, 144.0
+        poll_moment()
+        assert (await monitor.poll(client)).figures.acceptance_rate == 1.0
+        await server.stop()
+        poll_moment()
+        down = await monitor.poll(client)
+        assert (down.up, down.error) == (False, "connection refused")
+        server.restart("2000")
+        await server.start(port=server.port)
+        seen_from = len(server.paths)
+        poll_moment()
+        readings = [await monitor.poll(client)]
+        server.finish(64, 0.06)  # the new process's first request ended, with its drafts
+        server.drafts, server.draft_tokens, server.accepted = 8.0, 64.0, 64.0
+        for decoded in (40, 80):  # and a long one is generating
+            server.running = {0: decoded}
+            poll_moment()
+            readings.append(await monitor.poll(client))
+    assert "/slots" in server.paths[seen_from:]
+    assert monitor.slots_error is None
+    last = readings[-1].figures
+    assert all(reading.up for reading in readings)
+    assert last.restarted_in_window
+    assert last.acceptance_rate == 1.0
+    # Live from /slots: 64 finished + 80 decoded, from zero since the old process's last reading (like
+    # increase()), not the finished requests only.
+    assert last.generation_tokens_per_s == pytest.approx((64 + 80) / (112.0 - 101.0))
+    assert "generation_tokens_per_s" not in last.notes
+
+
+async def test_a_server_restarted_with_slots_enabled_is_asked_for_them_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No --slots (HTTP 501): not asked again for a minute, unless the server goes down and comes back,
+    # a new process that may have been started with other flags.
+    moments = iter([100.0, 101.0, 105.0, 106.0])
+
+    def poll_moment() -> None:
+        moment = next(moments)
+        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
+
+    async with (
+        FakeLlamaServer(tokens=704, seconds=0.6, slots_enabled=False) as server,
+        httpx.AsyncClient() as client,
+    ):
+        monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
+        poll_moment()
+        await monitor.poll(client)
+        assert monitor.slots_error == "HTTP 501"
+        await server.stop()
+        poll_moment()
+        assert not (await monitor.poll(client)).up
+        server.restart("2000")
+        server.slots_enabled = True
+        await server.start(port=server.port)
+        server.running = {0: 30}
+        seen_from = len(server.paths)
+        for _ in range(2):
+            poll_moment()
+            reading = await monitor.poll(client)
+    assert reading.up and server.paths[seen_from:].count("/slots") == 2
+    assert monitor.slots_error is None
+    assert "/slots" not in reading.figures.notes.get("generation_tokens_per_s", "")

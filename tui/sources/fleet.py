@@ -111,8 +111,11 @@ class FleetSource(Source):
             self._wake.clear()
             delay = self.settings.poll_interval_s - (loop.time() - started)
             if delay > 0:
-                with contextlib.suppress(TimeoutError):  # slept the interval (or woken by a resume)
-                    await asyncio.wait_for(self._wake.wait(), delay)
+                # Slept the interval (or woken by a resume). Not wait_for: on 3.11 it drops a cancel that
+                # lands as the wake-up comes, and the loop would outlive the app.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await self._wake.wait()
 
     async def _history(self) -> dict[str, list[tuple[float, Figures]]] | str:
         """The window's figures per instance from query_range, or why not (never raises)."""

@@ -63,7 +63,9 @@ class DirectoryWatch:
     async def wait(self, timeout: float) -> bool:
         """True when woken by a change, False after `timeout`."""
         try:
-            await asyncio.wait_for(self._woken.wait(), timeout)
+            # Not wait_for: on 3.11 it drops a cancel that lands as the wake-up comes (never ending).
+            async with asyncio.timeout(timeout):
+                await self._woken.wait()
         except TimeoutError:
             return False
         finally:

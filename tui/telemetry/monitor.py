@@ -179,6 +179,9 @@ class EndpointMonitor:
                     self._listed_model = None
         else:
             self.consecutive_failures += 1
+            # Down: what comes back may be a new process with other flags (--slots): ask /slots at once.
+            self.slots_error = None
+            self._slots_failed_at = None
         try:
             figures = self.window.figures()
             per_model = self.window.figures_by_model()

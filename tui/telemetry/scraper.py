@@ -234,8 +234,10 @@ async def scrape_with_slots(
 
 
 def _with_decoded(scrape: Scrape, decoded: float | str) -> tuple[Scrape, str | None]:
+    if not scrape.up:  # the endpoint is down (killed, restarting): that is no answer from /slots either
+        return scrape, None
     if isinstance(decoded, str):
         return scrape, decoded
-    if not scrape.up or scrape.backend != "llamacpp":
+    if scrape.backend != "llamacpp":
         return scrape, None
     return dataclasses.replace(scrape, extra_counters={"slots_decoded": decoded}), None

@@ -52,7 +52,9 @@ async def follow_events(
     try:
         while True:
             try:
-                line = await asyncio.wait_for(queue.get(), timeout=idle_flush_s)
+                # Not wait_for: on 3.11 it drops a cancel that lands as the line arrives (never ending).
+                async with asyncio.timeout(idle_flush_s):
+                    line = await queue.get()
             except TimeoutError:
                 if reader.done():
                     reader.result()  # re-raise whatever stopped the reader
