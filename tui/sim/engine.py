@@ -283,8 +283,10 @@ class SimEngine:
         """Everything waiting is held back (slow-first-token fault or no KV room): wait a little."""
         ready_at = min((request.not_before for request in self.waiting), default=now + 0.01)
         self._wake.clear()
+        # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancel that lands as the wait ends.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=max(0.001, min(0.05, ready_at - now)))
+            async with asyncio.timeout(max(0.001, min(0.05, ready_at - now))):
+                await self._wake.wait()
 
     def _drop_aborted(self, now: float) -> None:
         dropped = any(request.aborted for request in self.running) or any(r.aborted for r in self.waiting)
