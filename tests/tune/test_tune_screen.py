@@ -75,7 +75,13 @@ async def test_run_cancel_run_apply_from_the_keyboard(tune_sim: TuneSim) -> None
         result = app.finished[-1]
         assert not result.cancelled and result.best == {1: 2}
         assert tune_sim.config.read_bytes() == original
-        assert screen.query_one("#tune-table", DataTable).row_count == 2
+        table = screen.query_one("#tune-table", DataTable)
+        assert table.row_count == 2
+        labels = [str(column.label) for column in table.columns.values()]
+        assert labels[1:4] == ["c=1 tok/s", "×base", "95% CI"]
+        k2 = [str(cell) for cell in table.get_row_at(1)]
+        low, high = (float(part) for part in k2[3].split("-"))
+        assert low <= result.cell(2, 1).speedup <= high  # type: ignore[union-attr]
         assert "best c=1: k=2" in _text(screen, "#verdict")
         await pilot.press("a")
         diff = _text(screen, "#diff")

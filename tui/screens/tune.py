@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from tui.configs.errors import ConfigError
-from tui.format import fmt_rate, fmt_times, fmt_tokens_per_s
+from tui.format import fmt_rate, fmt_times, fmt_times_interval, fmt_tokens_per_s
 from tui.messages import HealthChecked, RestartStarted
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
@@ -174,17 +174,19 @@ class TuneScreen(Screen[None]):
         for concurrency in result.concurrencies:
             table.add_column(f"c={concurrency} tok/s")
             table.add_column("×base")
+            table.add_column("95% CI")
         table.add_column("accept")
         for outcome in result.outcomes:
             row = [value_label(result, outcome.value)]
             for concurrency in result.concurrencies:
                 cell = result.cell(outcome.value, concurrency)
                 if not outcome.started and outcome.failure:
-                    row += ["failed", DASH]
+                    row += ["failed", DASH, DASH]
                 elif cell is None or cell.decode_tokens_per_s is None:
-                    row += [DASH, DASH]
+                    row += [DASH, DASH, DASH]
                 else:
-                    row += [fmt_tokens_per_s(cell.decode_tokens_per_s), fmt_times(cell.speedup)]
+                    speedup, interval = fmt_times(cell.speedup), fmt_times_interval(cell.speedup_ci95)
+                    row += [fmt_tokens_per_s(cell.decode_tokens_per_s), speedup, interval]
             accepts = [c.acceptance_rate for c in outcome.cells if c.acceptance_rate is not None]
             row.append(fmt_rate(sum(accepts) / len(accepts)) if accepts else DASH)
             table.add_row(*row)
