@@ -421,8 +421,7 @@ def chart_lines_of(data: CardData, width: int, height: int) -> list[Content]:
     their y ranges, the time axis and the restart / config-change markers, from the card's own history;
     then the figures and the badges. `height` lines; a down endpoint's first line says for how long."""
     history = data.history
-    times = list(history.times) if history is not None else []
-    end = data.now if data.now is not None else (times[-1] if times else 0.0)
+    end = data.now if data.now is not None else (history.times[-1] if history else 0.0)
     start = end - CARD_CHART_WINDOW_S
     markers = [marker for marker in getattr(history, "markers", ()) if start <= marker[0] <= end]
     under = [*figure_lines(data, width), *data.gpu_line(width), badge_line(data, width)]
