@@ -254,3 +254,160 @@ async def test_card_title_shortens_the_model_from_the_left() -> None:
         title = str(app.query_one(EndpointCard).border_title)
         assert title.startswith("mtp-on · vllm · …") and title.endswith("FP8-dynamic-quantized")
         assert len(title) <= 76
+
+
+# --- issue 13, item 4: the detail's charts on a card that has the room; per position that fits; labels ----
+
+
+def test_every_alert_kind_has_a_badge_label() -> None:
+    from typing import get_args
+
+    from tui.telemetry.alerts import AlertKind
+    from tui.widgets.card_view import ALERT_LABEL
+
+    kinds = get_args(AlertKind)
+    assert "imbalance" in kinds
+    assert set(ALERT_LABEL) == set(kinds)
+    for kind in kinds:
+        line = badge_line(CardData(name="a", alerts=[Alert("a", kind, "warning", "why", 1.0)]), 80).plain
+        assert line.startswith(f" WARN {ALERT_LABEL[kind]} ") and ALERT_LABEL[kind]
+
+
+def _positions(line: str) -> list[str]:
+    import re
+
+    return re.findall(r"[▁▂▃▄▅▆▇█](?:\d+%|<1%)", line)
+
+
+def test_roomy_card_shows_per_position_acceptance_whole_at_59_columns() -> None:
+    # a 59-column card at 120x36: 55 columns of content
+    figures = {"ttft_p95_s": 0.137, "tpot_mean_s": 0.013, "mean_acceptance_length": 1.53, "running": 6.0}
+    figures |= {"waiting": 1.0, "kv_cache_usage": 0.02, "prefix_cache_hit_rate": 0.48}
+    two = CardData(name="a", reading=_reading(1.0, acceptance_rate=0.3, **figures), now=1.0)
+    two.reading.figures.per_position_acceptance = [0.37, 0.17]  # type: ignore[union-attr]
+    eight = CardData(name="a", reading=_reading(1.0), now=1.0)
+    eight.reading.figures.per_position_acceptance = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]  # type: ignore[union-attr]
+    for width in (55, 40):
+        lines = [line.plain for line in roomy_lines(two, width)]
+        assert all(len(line) <= width for line in lines)
+        line = next(line for line in lines if "per pos" in line)
+        assert _positions(line) == ["▃37%", "▁17%"]
+        text = "\n".join(lines)
+        for label in ("TTFT p95", "TPOT", "running", "waiting", "KV cache", "prefix hit", "mean len"):
+            assert label in text or width < 55  # every figure of the card is still there
+        line = next(line for line in roomy_lines(eight, width) if "per pos" in line.plain).plain
+        shown = _positions(line)
+        assert line.startswith("per pos " + " ".join(shown)) and len(line) <= width
+        if width == 55:
+            assert len(shown) == 8  # all eight fit on their own line
+        else:
+            assert 1 <= len(shown) < 8 and line.endswith("…")  # whole positions, and "…" for the others
+
+
+def _ramp_history(
+    now: float, count: int = 150, step_s: float = 2.0, markers: tuple[tuple[float, str], ...] = ()
+) -> EndpointSeries:
+    from tui.telemetry.series import EndpointSeries
+
+    history = EndpointSeries(512)
+    for index in range(count):
+        time = now - (count - 1 - index) * step_s
+        history.add(time, Figures(generation_tokens_per_s=200.0 * index / (count - 1), acceptance_rate=0.7))
+    for marker in markers:
+        history.mark(*marker)
+    return history
+
+
+def test_a_card_with_room_draws_the_detail_charts_from_its_own_history() -> None:
+    from tui.widgets.card_view import CARD_CHART_WINDOW_S, card_lines, charts_fit, compact_lines
+    from tui.widgets.chart import FIGURE_CHARTS, GUTTER, chart_lines
+
+    now = 10_000.0
+    reading = _reading(now, generation_tokens_per_s=200.0, acceptance_rate=0.7)
+    history = _ramp_history(now, markers=((now - 60.0, "restart"),))
+    data = CardData(name="a", reading=reading, history=history, now=now)
+    width, height = 60, 20
+    assert charts_fit(data, width, height)
+    lines = [line.plain for line in card_lines(data, width, height)]
+    assert len(lines) == height and all(len(line) <= width for line in lines)
+    titles = [
+        index for index, line in enumerate(lines) if line.startswith(("gen tok/s", "TTFT p50", "acceptance"))
+    ]
+    assert [lines[index].split()[0] for index in titles] == ["gen", "TTFT", "acceptance"]
+    assert len(titles) == len(FIGURE_CHARTS)
+    # the y range at the left of the tokens/s chart: the ramp's bottom and top, in the vocabulary
+    chart = lines[titles[0] + 1 : titles[1]]
+    assert (
+        190.0 < float(chart[0][:GUTTER]) <= 200.0 and 0.0 <= float(chart[-1][:GUTTER]) < 10.0
+    )  # column means
+    # ... the detail screen's chart of the same window and size, drawn from the card's history
+    start = now - CARD_CHART_WINDOW_S
+    detail = chart_lines(
+        FIGURE_CHARTS[0], *history.window(FIGURE_CHARTS[0].key, start), start, now, width, len(chart) + 1
+    )
+    assert chart == [line.plain for line in detail[1:]]
+    axis = next(line for line in lines if line.rstrip().endswith("now"))
+    assert "-5 min" in axis and "R" in axis  # the time axis and the restart a minute ago
+    assert "70%" in lines[titles[2]]  # the acceptance chart's title: the figure as the card writes it
+    assert lines[-1] == badge_line(data, width).plain
+    # too short, or too narrow: sparklines (roomy), then the compact lines; no time axis
+    assert not any("-5 min" in line.plain for line in card_lines(data, width, 7))
+    assert [line.plain for line in card_lines(data, width, 7)] == [
+        line.plain for line in roomy_lines(data, width)
+    ]
+    assert [line.plain for line in card_lines(data, width, 3)] == [
+        line.plain for line in compact_lines(data, width)
+    ]
+    assert not charts_fit(data, 30, 40)
+
+
+def test_a_down_card_with_charts_says_for_how_long_and_where_first() -> None:
+    from tui.widgets.card_view import card_lines
+
+    now = 10_000.0
+    data = CardData(
+        name="a",
+        reading=_reading(now, up=False),
+        history=_ramp_history(now - 30.0),
+        now=now,
+        url="http://h:1",
+    )
+    lines = [line.plain for line in card_lines(data, 60, 20)]
+    assert lines[0].startswith("down ") and "http://h:1" in lines[0]
+    assert "connection refused" in lines[-1]
+
+
+def test_card_height_gives_charts_the_room_only_when_every_card_gets_enough() -> None:
+    from tui.screens.dashboard import CHART_CARD_ROWS, ROOMY_CARD_ROWS, card_height, card_layout
+
+    def height(width: int, rows: int, count: int) -> int:
+        layout = card_layout(width, rows, count)
+        assert layout is not None
+        return card_height(width, rows, count, *layout)
+
+    assert height(200, 50, 3) == 48  # one row of three cards: the whole height
+    assert height(120, 36, 3) == 17 >= CHART_CARD_ROWS  # two rows of cards
+    assert height(120, 36, 6) == ROOMY_CARD_ROWS  # three rows: no room for charts, sparklines
+    assert height(80, 24, 2) == ROOMY_CARD_ROWS  # the demo at 80x24 keeps its sparklines
+    assert height(80, 24, 3) == 5  # compact
+    assert height(40, 50, 1) == ROOMY_CARD_ROWS  # tall but too narrow for charts
+
+
+def _card_texts(app: SpectopApp) -> dict[str, str]:
+    from tui.widgets.endpoint_card import EndpointCard
+
+    return {card.endpoint: card.render().plain for card in app.screen.query(EndpointCard)}
+
+
+async def test_dashboard_cards_carry_the_charts_at_200x50_and_120x36_not_at_80x24(replay_app) -> None:  # type: ignore[no-untyped-def]
+    app = replay_app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        await pilot.pause()
+        await wait_for(pilot, lambda: all("-5 min" in text for text in _card_texts(app).values()))
+        assert all("per pos" in text for text in _card_texts(app).values())
+        await pilot.resize_terminal(120, 36)
+        await wait_for(pilot, lambda: all("-5 min" in text for text in _card_texts(app).values()))
+        await pilot.resize_terminal(80, 24)
+        await wait_for(pilot, lambda: not any("-5 min" in text for text in _card_texts(app).values()))
+        assert all("tok/s" in text for text in _card_texts(app).values())

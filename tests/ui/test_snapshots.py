@@ -15,6 +15,7 @@ from tui.app import SpectopApp
 from tui.editor_app import EditorApp
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
+from tui.widgets.endpoint_card import EndpointCard
 
 
 async def _settled(pilot: Pilot[Any]) -> None:
@@ -48,11 +49,23 @@ def test_detail_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) 
 SIZES = [(80, 24), (120, 36), (200, 50)]
 
 
+def _card_texts(app: Any) -> list[str]:
+    return [card.render().plain for card in app.screen.query(EndpointCard)]
+
+
 @pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
 def test_dashboard_cards_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
-    assert snap_compare(replay_app(), terminal_size=size, run_before=_settled)
+    """The three cards: compact at 80x24; with the detail's charts (y ranges, time axis) at 120x36 (a grid of
+    two columns) and 200x50 (three)."""
+
+    async def cards(pilot: Pilot[Any]) -> None:
+        await _settled(pilot)
+        charts = size != (80, 24)
+        await wait_for(pilot, lambda: all(("-5 min" in text) == charts for text in _card_texts(pilot.app)))
+
+    assert snap_compare(replay_app(), terminal_size=size, run_before=cards)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")

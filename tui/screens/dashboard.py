@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from tui.messages import EndpointUpdated
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.telemetry.endpoint_row import EndpointRow, endpoint_row
-from tui.widgets.card_view import CardData
+from tui.widgets.card_view import CHART_LINES, CHART_MIN_WIDTH, CardData
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import TREND_COLUMNS, EndpointTable
 from tui.widgets.fleet_table import FleetTable
@@ -26,8 +26,10 @@ CARD_MIN_WIDTH = 78  # a compact card's three lines
 ROOMY_CARD_MIN_WIDTH = 60  # a roomy card's (sparklines shrink): two columns from 120 on
 BATCH_DELAY_S = 0.25
 AGE_TICK_S = 1.0  # ages are shown in whole seconds
-ROOMY_CARD_ROWS = 8
+ROOMY_CARD_ROWS = 9
 COMPACT_CARD_ROWS = 5
+CHART_CARD_ROWS = CHART_LINES + 2  # the least a card with the detail's charts takes (and its border)
+CARD_CHROME_COLUMNS = 4  # a card's border and padding
 CHROME_ROWS = 2  # header and footer
 
 
@@ -49,14 +51,23 @@ def card_layout(width: int, height: int, count: int, extra_rows: int = 0) -> tup
     return None
 
 
+def card_height(width: int, height: int, count: int, columns: int, roomy: bool, extra_rows: int = 0) -> int:
+    """The rows of each card in a layout of `card_layout`: all the room there is when it gives every card
+    enough for the detail's charts (`CHART_CARD_ROWS`, `CHART_MIN_WIDTH`), else the roomy or compact
+    height. The card then draws what its size holds (`tui.widgets.card_view.card_lines`)."""
+    base = (ROOMY_CARD_ROWS if roomy else COMPACT_CARD_ROWS) + extra_rows
+    share = (height - CHROME_ROWS) // -(-max(1, count) // columns)
+    content_width = (width - (columns - 1)) // columns - CARD_CHROME_COLUMNS  # a gutter between columns
+    if roomy and share >= CHART_CARD_ROWS + extra_rows and content_width >= CHART_MIN_WIDTH:
+        return share
+    return base
+
+
 class DashboardScreen(EndpointScreen):
     DEFAULT_CSS = """
     DashboardScreen #intro { height: auto; padding: 0 1; background: $boost; color: $text; }
     DashboardScreen #cards-scroll { height: 1fr; }
     DashboardScreen #cards { layout: grid; grid-size: 1; grid-gutter: 0 1; grid-rows: 5; height: auto; }
-    DashboardScreen #cards.roomy { grid-rows: 8; }
-    DashboardScreen #cards.gpu { grid-rows: 6; }
-    DashboardScreen #cards.roomy.gpu { grid-rows: 9; }
     DashboardScreen #empty { color: $text-muted; padding: 1 2; }
     DashboardScreen #table, DashboardScreen #fleet-table { display: none; }
     DashboardScreen.table-view #table, DashboardScreen.table-view #fleet-table { display: block; }
@@ -213,6 +224,7 @@ class DashboardScreen(EndpointScreen):
         intro = self.query_one("#intro", Static)
         if intro.display:
             intro.display = False
+            self._layout_for(self.size.width, self.size.height)  # its rows go to the cards
 
     def on_screen_resume(self) -> None:
         if self._cards:  # coming back from another screen (the editor may have changed a threshold)
@@ -228,12 +240,18 @@ class DashboardScreen(EndpointScreen):
         # Roomy cards whenever they all fit without scrolling (the two endpoints of `spectop demo`
         # in 80x24), in a grid from 120 columns on; compact otherwise; the table when even those do not.
         strip_rows, gpu_line = self._gpu_rows  # the GPU strip at the top; a GPU line on the cards
+        intro = self.query_one("#intro", Static)
+        if intro.display:  # `spectop demo`'s line until the first key
+            strip_rows += -(-len(self.context.intro or "") // max(1, width - 2))
         fitting = card_layout(width, height - strip_rows, len(self._cards), extra_rows=int(gpu_line))
         self._columns, roomy = fitting or (max(1, width // CARD_MIN_WIDTH), False)
+        rows = card_height(width, height - strip_rows, len(self._cards), self._columns, roomy, int(gpu_line))
         cards.styles.grid_size_columns = self._columns
+        cards.styles.grid_rows = (rows,)
         cards.set_class(roomy, "roomy")
         for card in self._cards.values():
             card.roomy = roomy
+            card.styles.height = rows
         self._show_view(self._chosen_view or ("cards" if fitting else "table"))
 
     def _show_view(self, view: str) -> None:

@@ -14,7 +14,7 @@ from textual.widgets import Footer, Header, Input, Static
 from tui.messages import EndpointUpdated
 from tui.sanitize import safe_line
 from tui.screens.context import EndpointScreen, ScreenContext
-from tui.widgets.chart import SECONDS_FLOOR, TOKENS_PER_S_FLOOR, Chart, ChartSpec, TimeAxis
+from tui.widgets.chart import ACCEPTANCE_CHART, TOKENS_CHART, TTFT_CHART, Chart, ChartSpec, TimeAxis
 from tui.widgets.figure_table import FigureTable
 from tui.widgets.gpu_panel import GpuCharts
 from tui.widgets.log_pane import LogPane
@@ -23,9 +23,9 @@ WINDOWS_S: dict[str, float] = {"1": 60.0, "2": 300.0, "3": 1800.0}
 WINDOW_LABELS = {60.0: "1 min", 300.0: "5 min", 1800.0: "30 min"}
 ROOMY_MIN_HEIGHT = 34
 CHARTS: dict[str, ChartSpec] = {  # chart id -> what it shows (the key is also its history series)
-    "chart-tps": ChartSpec("generation_tokens_per_s", "$primary", floor=TOKENS_PER_S_FLOOR),
-    "chart-ttft": ChartSpec("ttft_p50_s", "$secondary", floor=SECONDS_FLOOR),
-    "chart-acceptance": ChartSpec("acceptance_rate", "$accent", low=0.0, high=1.0),
+    "chart-tps": TOKENS_CHART,
+    "chart-ttft": TTFT_CHART,
+    "chart-acceptance": ACCEPTANCE_CHART,
 }
 MARKER_LEGEND = "R restart · C config change"
 

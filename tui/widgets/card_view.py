@@ -16,11 +16,20 @@ from tui.board import PLACEHOLDER_URL
 from tui.format import FIGURES, UNKNOWN, figure_text, fmt_duration, window_text
 from tui.gpu.monitor import EndpointGpus
 from tui.sanitize import safe_line
-from tui.telemetry.alerts import Alert
+from tui.telemetry.alerts import Alert, AlertKind
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
-from tui.widgets.chart import RANGE_COLUMNS, SECONDS_FLOOR, TOKENS_PER_S_FLOOR, spark, spark_with_range
+from tui.widgets.chart import (
+    FIGURE_CHARTS,
+    RANGE_COLUMNS,
+    TOKENS_PER_S_FLOOR,
+    ChartSpec,
+    chart_lines,
+    spark,
+    spark_with_range,
+    time_axis,
+)
 from tui.widgets.gpu_panel import card_gpu_line
 from tui.widgets.gpu_panel import render_key as gpu_render_key
 
@@ -34,14 +43,17 @@ STATUS_STYLE: dict[Status, str] = {
     "no data": "$warning",  # fleet mode, Prometheus failed: nothing known of the instance
 }
 SEVERITY_BADGE = {"critical": ("CRIT", "$error bold reverse"), "warning": ("WARN", "$warning bold reverse")}
-ALERT_LABEL = {
+ALERT_LABEL: dict[AlertKind, str] = {  # every kind (tests/ui/test_card_view.py checks)
     "acceptance_low": "accept",
     "acceptance_critical": "accept",
     "down": "down",
     "oom": "OOM",
     "engine_error": "engine",
     "log_error": "log",
+    "imbalance": "imbalance",
     "gpu_memory_high": "GPU mem",
+    "source_down": "source",
+    "guard": "guard",
 }
 MODEL_SEPARATORS = "/-_:"
 
@@ -315,45 +327,127 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
     return [line1.truncate(width), line2.truncate(width), *data.gpu_line(width), badge_line(data, width)]
 
 
-def _roomy_spark(data: CardData, key: str, columns: int, style: str, **scale: float) -> list[tuple[str, str]]:
+def _roomy_spark(data: CardData, spec: ChartSpec, columns: int) -> Content:
     """ "label     value  ▁▂▅█ low–high": a figure, its sparkline and the range it is drawn on."""
-    word = FIGURES[key]
-    value = data.text(key)
-    value_part = (
-        (value.rjust(8), data.acceptance_style(data.figures.acceptance_rate))
-        if key == "acceptance_rate"
-        else _value(value.rjust(8))
-    )
-    return [
+    word = FIGURES[spec.key]
+    return Content.assemble(
         _label(word.label.ljust(12)),
-        value_part,
+        _figure_value(data, spec.key, 8),
         ("  ", ""),
-        *spark_with_range(data.series(key, columns), columns, word.format, style, **scale),
-    ]
+        *spark_with_range(
+            data.series(spec.key, columns), columns, word.format, spec.style, spec.floor, spec.low, spec.high
+        ),
+    )
 
 
-def _pairs(data: CardData, keys: Sequence[str], positions: int = 6) -> Content:
-    parts: list[tuple[str, str]] = []
-    for index, key in enumerate(keys):
-        label = ("  " if index else "") + FIGURES[key].label + " "
-        parts += [_label(label), _value(data.text(key, positions))]
-    return Content.assemble(*parts)
+def _figure_value(data: CardData, key: str, width: int = 0) -> tuple[str, str]:
+    """Figure `key` as the card writes it (right-aligned in `width`), acceptance in its threshold colour."""
+    text = data.text(key)
+    if key == "acceptance_rate":
+        return (text.rjust(width), data.acceptance_style(data.figures.acceptance_rate))
+    return _value(text.rjust(width))
+
+
+FLOWING_FIGURES = (
+    "ttft_p95_s",
+    "tpot_mean_s",
+    "running",
+    "waiting",
+    "kv_cache_usage",
+    "prefix_cache_hit_rate",
+    "mean_acceptance_length",
+)
+FIRST_LINE_FIGURES = 4  # latency and load on the first line, the caches and the mean length on the second
+FIGURE_LINES = 3  # under a roomy card's sparklines or its charts: two of FLOWING_FIGURES, one of positions
+
+
+def _pair(data: CardData, key: str, first: bool, positions: int = 8) -> list[tuple[str, str]]:
+    return [_label(("" if first else "  ") + FIGURES[key].label + " "), _value(data.text(key, positions))]
+
+
+def _positions_line(data: CardData, width: int) -> Content:
+    """ "per pos ▆80% ▅60% ▃40%…": as many positions as fit in `width` (at least one), none cut."""
+    rates = data.figures.per_position_acceptance or []
+    for positions in range(max(1, len(rates)), 0, -1):
+        line = Content.assemble(*_pair(data, "per_position_acceptance", True, positions))
+        if line.cell_length <= width:
+            break
+    return line.truncate(width, ellipsis=True)
+
+
+def figure_lines(data: CardData, width: int) -> list[Content]:
+    """`FIGURE_LINES` lines in `width`: `FLOWING_FIGURES` on two (the first `FIRST_LINE_FIGURES` on the
+    first as far as they fit), then the per-position acceptance alone, with as many positions as fit."""
+    lines: list[list[tuple[str, str]]] = [[]]
+    used = 0
+    for count, key in enumerate(FLOWING_FIGURES):
+        pair = _pair(data, key, not lines[-1])
+        size = sum(len(text) for text, _ in pair)
+        if len(lines) == 1 and lines[0] and (count == FIRST_LINE_FIGURES or used + size > width):
+            lines.append([])
+            pair, used = _pair(data, key, True), 0
+            size = sum(len(text) for text, _ in pair)
+        lines[-1] += pair
+        used += size
+    flowing = [Content.assemble(*parts).truncate(width, ellipsis=True) for parts in lines]
+    return [*flowing, _positions_line(data, width)]
 
 
 def roomy_lines(data: CardData, width: int) -> list[Content]:
-    """Six lines with full-width sparklines, for large terminals."""
+    """Seven lines with full-width sparklines, for large terminals."""
     columns = max(8, width - 22 - RANGE_COLUMNS)
     lines = [
-        Content.assemble(
-            *_roomy_spark(data, "generation_tokens_per_s", columns, "$primary", floor=TOKENS_PER_S_FLOOR)
-        ),
-        Content.assemble(*_roomy_spark(data, "ttft_p50_s", columns, "$secondary", floor=SECONDS_FLOOR)),
-        Content.assemble(*_roomy_spark(data, "acceptance_rate", columns, "$accent", low=0.0, high=1.0)),
-        _pairs(data, ("ttft_p95_s", "tpot_mean_s", "mean_acceptance_length", "per_position_acceptance")),
-        _pairs(data, ("running", "waiting", "kv_cache_usage", "prefix_cache_hit_rate")),
+        *(_roomy_spark(data, spec, columns) for spec in FIGURE_CHARTS),
+        *figure_lines(data, width),
         *data.gpu_line(width),
         badge_line(data, width),
     ]
     if data.status in ("down", "restarting"):
         lines[0] = down_line(data, width)
     return [line.truncate(width) for line in lines]
+
+
+# --- a card with the room for the detail screen's charts ------------------------------------------------
+
+CARD_CHART_WINDOW_S = 300.0  # the last 5 min, as the detail screen opens
+CHART_MIN_ROWS = 3  # a chart on a card: its title and two rows (the top and bottom value at the left)
+CHART_MIN_WIDTH = 40  # columns of a card's content for charts (8 of them are the y labels)
+ROOMY_LINES = len(FIGURE_CHARTS) + FIGURE_LINES + 1  # sparklines, figures, badges (a GPU line: one more)
+CHART_LINES = len(FIGURE_CHARTS) * CHART_MIN_ROWS + 1 + FIGURE_LINES + 1  # charts, time axis, figures, badges
+
+
+def charts_fit(data: CardData, width: int, height: int) -> bool:
+    """Whether a card's content of `width` x `height` has the room for the charts (with their axes)."""
+    return width >= CHART_MIN_WIDTH and height >= CHART_LINES + len(data.gpu_line(width))
+
+
+def chart_lines_of(data: CardData, width: int, height: int) -> list[Content]:
+    """The detail screen's charts (tokens/s, TTFT, acceptance) over the last `CARD_CHART_WINDOW_S`, with
+    their y ranges, the time axis and the restart / config-change markers, from the card's own history;
+    then the figures and the badges. `height` lines; a down endpoint's first line says for how long."""
+    history = data.history
+    end = data.now if data.now is not None else (history.times[-1] if history else 0.0)
+    start = end - CARD_CHART_WINDOW_S
+    markers = [marker for marker in getattr(history, "markers", ()) if start <= marker[0] <= end]
+    under = [*figure_lines(data, width), *data.gpu_line(width), badge_line(data, width)]
+    room = max(len(FIGURE_CHARTS) * 2, height - len(under) - 1)
+    lines: list[Content] = []
+    for index, spec in enumerate(FIGURE_CHARTS):
+        rows = room // len(FIGURE_CHARTS) + (index < room % len(FIGURE_CHARTS))
+        times, values = history.window(spec.key, start) if history is not None else ([], [])
+        value = _figure_value(data, spec.key)
+        lines += chart_lines(spec, times, values, start, end, width, rows, markers, value=value)
+    lines.append(time_axis(start, end, width, markers))
+    if data.status in ("down", "restarting"):
+        lines[0] = down_line(data, width)  # the tokens/s chart's title: "– " says nothing more
+    return [line.truncate(width) for line in [*lines, *under]]
+
+
+def card_lines(data: CardData, width: int, height: int) -> list[Content]:
+    """What a card of `width` x `height` (its content) shows: the charts when they fit, else the roomy
+    sparklines when their lines fit, else the three compact lines."""
+    if charts_fit(data, width, height):
+        return chart_lines_of(data, width, height)
+    if height >= ROOMY_LINES + len(data.gpu_line(width)):
+        return roomy_lines(data, width)
+    return compact_lines(data, width)

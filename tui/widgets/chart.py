@@ -262,6 +262,13 @@ class ChartSpec:
         return self.text(value) if self.text is not None else FIGURES[self.key].format(value)
 
 
+# The three charts of the detail screen, and of a card that has the room (tui/widgets/card_view.py).
+TOKENS_CHART = ChartSpec("generation_tokens_per_s", "$primary", floor=TOKENS_PER_S_FLOOR)
+TTFT_CHART = ChartSpec("ttft_p50_s", "$secondary", floor=SECONDS_FLOOR)
+ACCEPTANCE_CHART = ChartSpec("acceptance_rate", "$accent", low=0.0, high=1.0)
+FIGURE_CHARTS = (TOKENS_CHART, TTFT_CHART, ACCEPTANCE_CHART)
+
+
 def chart_lines(
     spec: ChartSpec,
     times: Sequence[float],
@@ -271,9 +278,13 @@ def chart_lines(
     width: int,
     height: int,
     markers: Sequence[Marker] = (),
+    value: tuple[str, str] | None = None,
 ) -> list[Content]:
     """A detail chart `height` lines tall: a title (label, current value), then the chart with its y range
-    at the left (top and bottom value; in the title when the chart is one row), markers as columns."""
+    at the left (top and bottom value; in the title when the chart is one row), markers as columns.
+
+    `value` (text, style) is the title's current value as the caller shows it (a card: the figure, as a
+    bound when it is one, in its acceptance colour); by default the newest known value of the series."""
     rows_count = max(1, height - 1)
     columns = max(1, width - GUTTER)
     tail = bucketed(times, values, start, end, columns)
@@ -283,7 +294,7 @@ def chart_lines(
     title = Content.assemble(
         (spec.label, "bold"),
         "  ",
-        (spec.formatter(current), "bold" if current is not None else "$text-muted"),
+        value or (spec.formatter(current), "bold" if current is not None else "$text-muted"),
         (f"  ({scale.text(spec.formatter)})" if in_title and scale is not None else "", "$text-muted"),
     )
     if scale is None:

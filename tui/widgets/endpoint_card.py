@@ -7,7 +7,7 @@ from textual.events import Resize
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from tui.widgets.card_view import CardData, compact_lines, roomy_lines
+from tui.widgets.card_view import CardData, card_lines
 from tui.widgets.palette import Palette
 
 _palettes: dict[str, Palette] = {}
@@ -21,7 +21,11 @@ def palette_for(theme: str, variables: dict[str, str]) -> Palette:
 
 
 class EndpointCard(Widget, can_focus=True):
-    """A focusable card; Enter (bound on the dashboard) opens the endpoint's detail screen."""
+    """A focusable card; Enter (bound on the dashboard) opens the endpoint's detail screen.
+
+    What it draws depends on its size alone (`card_lines`): the detail's charts when they fit, else
+    sparklines, else three compact lines. Its height is the dashboard's (`roomy`, or an explicit height
+    when there is room for charts); its data comes with `update_data`."""
 
     DEFAULT_CSS = """
     EndpointCard {
@@ -31,9 +35,9 @@ class EndpointCard(Widget, can_focus=True):
         border-title-style: bold;
         padding: 0 1;
     }
-    EndpointCard.roomy { height: 8; }
+    EndpointCard.roomy { height: 9; }
     EndpointCard.gpu { height: 6; }
-    EndpointCard.roomy.gpu { height: 9; }
+    EndpointCard.roomy.gpu { height: 10; }
     EndpointCard:focus { border: round $accent; }
     EndpointCard.alert-warning { border: round $warning; }
     EndpointCard.alert-critical { border: round $error; }
@@ -85,6 +89,6 @@ class EndpointCard(Widget, can_focus=True):
 
     def render(self) -> Content:
         width = max(10, self.content_size.width)
-        lines = roomy_lines(self.data, width) if self.roomy else compact_lines(self.data, width)
+        lines = card_lines(self.data, width, self.content_size.height)
         palette = palette_for(self.app.theme, self.app.theme_variables)
         return palette.apply(Content("\n").join(lines))
