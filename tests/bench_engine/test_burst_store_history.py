@@ -141,7 +141,7 @@ def test_cli_history_lists_urls_verdict_and_prompt_set(
     assert shown is not None and shown.ci95 is not None
     assert main(["bench", "--history"]) == 0
     header, _, row, file_line = capsys.readouterr().out.splitlines()
-    assert header.split() == ["when", "A", "B", "faster", "[95%", "CI]", "prompt", "set", "n"]
+    assert header.split() == ["when", "A", "B", "faster", "[95%", "CI]", "set", "n"]
     assert row.split()[2:4] == ["10.0.0.7:8000", "10.0.0.8:8000"] or MTP_OFF.url in row
     assert f"B {shown.decode_tokens_per_s_ratio:.2f}x [" in row and "code-en" in row
     assert row.split()[-1] == "6" and len(row) <= 80

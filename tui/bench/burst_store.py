@@ -68,7 +68,7 @@ class BurstEntry:
         return f"A {1 / ratio:.2f}x [{1 / ci[1]:.2f}–{1 / ci[0]:.2f}]"
 
 
-HISTORY_COLUMNS = ("when", "A", "B", "faster [95% CI]", "prompt set", "n")
+HISTORY_COLUMNS = ("when", "A", "B", "faster [95% CI]", "set", "n")  # set: the prompt set
 
 
 def history_row(

@@ -418,8 +418,8 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         if switcher.current == "history-table":
             self.query_one("#history-table", BurstHistoryTable).focus()
             old = any(e.verdict is None and len(e.arm_names) > 1 for e in self.history)
-            hint = " · –: kept without a verdict (enter shows it)" if old else ""
-            self.set_status(f"history: enter shows a burst · a / b use it as A / B · h back{hint}")
+            hint = " · –: no verdict kept" if old else ""  # kept by an older spectop: enter computes it
+            self.set_status(f"history: enter opens · a / b use it as A / B · h back{hint}")
 
     def action_toggle_explain(self) -> None:
         switcher = self.query_one("#switcher", ContentSwitcher)
