@@ -65,7 +65,7 @@ async def test_a_burst_just_run_lists_with_both_urls_and_its_verdict(recorded_ru
             recorded_run.settings.prompt_set,
             str(recorded_run.settings.requests),
         )
-        assert table.virtual_size.width <= table.size.width  # every column in sight, no sideways scroll
+        assert table.virtual_size.width <= table.scrollable_content_region.width  # all in sight
 
 
 @pytest.mark.usefixtures("bench_folders")
@@ -85,7 +85,7 @@ async def test_older_files_and_long_urls_list_in_80_columns_and_in_full_when_wid
         assert one_arm[2] == "one arm" and one_arm[3] == "–"
         assert older[3] == "–"  # kept without a verdict: none guessed
         assert "–: no verdict kept" in text_of(screen, "#status")
-        assert table.virtual_size.width <= table.size.width
+        assert table.virtual_size.width <= table.scrollable_content_region.width
         if width == 80:
             assert one_arm[1].startswith("…") and one_arm[1].endswith("e.com:8443")
             assert older[0] == "11-30 02:40"
@@ -109,3 +109,20 @@ async def test_the_history_refits_when_the_terminal_is_resized() -> None:
         await pilot.resize_terminal(80, 24)
         await until(pilot, lambda: _cells(screen, 0)[1] != FAR.url)
         assert _cells(screen, 0)[1].endswith(":8443")
+
+
+@pytest.mark.usefixtures("bench_folders")
+async def test_more_bursts_than_rows_still_fit_beside_the_scroll_bar() -> None:
+    for minute in range(20):
+        arms = [recorded_arm("a", FAR, 1, 0.010, None), recorded_arm("b", FAR, 2, 0.012, 0.71)]  # both cut
+        save_burst(recorded_burst(arms, started_at=datetime(2026, 11, 30, 4, minute, tzinfo=UTC)))
+    app = BenchTestApp([MTP_OFF])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = bench_screen(app)
+        table = screen.query_one("#history-table", DataTable)
+        await until(pilot, lambda: table.row_count == 20)
+        await pilot.press("h")
+        await pilot.pause()
+        assert table.virtual_size.height > table.scrollable_content_region.height  # it scrolls down
+        assert table.virtual_size.width <= table.scrollable_content_region.width  # and not sideways
+        assert _cells(screen, 0)[1].endswith(":8443") and _cells(screen, 0)[3].startswith("B ")

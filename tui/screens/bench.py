@@ -554,7 +554,9 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         table = self.query_one("#history-table", BurstHistoryTable)
         cursor = table.cursor_row
         table.clear()
-        rows = history_rows(self.history, self.size.width - 2, gap=2 * table.cell_padding)
+        room = self.query_one("#switcher", ContentSwitcher).size.height - 1  # rows under the header
+        scrollbar = table.styles.scrollbar_size_vertical if len(self.history) > room else 0
+        rows = history_rows(self.history, self.size.width - scrollbar, gap=2 * table.cell_padding)
         for entry, cells in zip(self.history, rows, strict=True):
             # Text: no markup, measured for the width.
             table.add_row(*(Text(cell) for cell in cells), key=str(entry.path))
