@@ -45,11 +45,6 @@ class BurstEntry:
     verdict: BurstVerdict | None = None
 
     @property
-    def label(self) -> str:
-        arms = " vs ".join(self.arm_names)
-        return f"{self.started_at:%m-%d %H:%M:%S} {self.prompt_set} {arms}"
-
-    @property
     def short_verdict(self) -> str:
         """B against A in a column: `B 1.70x [1.52–1.88]` (decode tokens/s, 95% CI), `A 1.25x [...]`
         when A is faster, `no difference` when the interval spans 1; "–" for one arm or no kept verdict."""
