@@ -139,8 +139,9 @@ def test_history_and_compare_of_kept_bursts(tmp_path: Path, capsys: pytest.Captu
             assert main(["bench", "--a", server.base_url, "--requests", "3", "--prompts", "math-en"]) == 0
     capsys.readouterr()
     assert main(["bench", "--history"]) == 0
-    paths = [line.split("  ", 1)[0] for line in capsys.readouterr().out.splitlines()]
-    assert len(paths) == 2
+    lines = capsys.readouterr().out.splitlines()
+    paths = [line.strip() for line in lines[3::2]]  # a header, then each burst's row and its file
+    assert len(paths) == 2 and all(Path(path).is_file() for path in paths)
     assert main(["bench", "--compare", paths[1], paths[0], "--markdown", str(tmp_path / "c.md")]) == 0
     printed = capsys.readouterr().out
     assert "decode tok/s mean" in printed and "greedy equivalence: 3/3 identical" in printed

@@ -63,7 +63,9 @@ async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_pa
             await until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 1)
             await pilot.press("j")
             await until(pilot, lambda: "json written to" in text_of(screen, "#status"))
-    assert len(list(tmp_path.glob("spectop-burst-*.json"))) == 1
+            assert "written to ./spectop-exports/spectop-burst-" in text_of(screen, "#status")
+    assert len(list(tmp_path.glob("spectop-exports/spectop-burst-*.json"))) == 1  # one folder to ignore
+    assert not list(tmp_path.glob("spectop-burst-*"))
     assert len(list_bursts()) == 1
 
 

@@ -1,19 +1,30 @@
 """Snapshots of the burst screen from fixed data (no clocks, no random figures, no tmp paths on screen;
 the bootstrap is seeded): before a burst and after an A/B burst with its verdict at 80x24, 120x36 and
-200x50, and two past bursts compared."""
+200x50, two past bursts compared, and the history (h) at 80x24 and 200x50."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_fixtures import MTP_OFF, MTP_ON, BenchTestApp, bench_screen, recorded_arm, recorded_burst, until
+from bench_fixtures import (
+    MTP_OFF,
+    MTP_ON,
+    STARTED_AT,
+    BenchTestApp,
+    bench_screen,
+    mtp_burst,
+    recorded_arm,
+    recorded_burst,
+    until,
+)
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from tui.bench.burst_store import save_burst
+from tui.bench.burst_store import bursts_dir, save_burst
 from tui.bench.results import BurstResult
 from tui.settings import EndpointSettings
 
@@ -68,3 +79,29 @@ def test_bench_comparison_80x24(snap_compare: Any, history: None) -> None:
         await pilot.pause()
 
     assert snap_compare(BenchTestApp([GPU_NODE]), terminal_size=(80, 24), run_before=compare)
+
+
+@pytest.fixture
+def kept_bursts(bench_folders: Path) -> None:
+    """An A/B burst kept with its verdict, a one-arm burst of a long URL, and an A/B burst kept by an
+    older spectop (no verdict field)."""
+    save_burst(mtp_burst())
+    far = EndpointSettings(name="far", url="http://inference-gpu-node-17.cluster.example.com:8443/v1")
+    save_burst(
+        recorded_burst([recorded_arm("a", far, 1, 0.010, None)], started_at=STARTED_AT.replace(hour=3))
+    )
+    older = json.loads(mtp_burst().model_dump_json(exclude={"verdict"}))
+    (bursts_dir() / "burst-20261129-224000-000000.json").write_text(
+        json.dumps(older | {"started_at": "2026-11-29T22:40:00Z"}), encoding="utf-8"
+    )
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_bench_history(snap_compare: Any, kept_bursts: None, size: tuple[int, int]) -> None:
+    async def history(pilot: Pilot[Any]) -> None:
+        screen = bench_screen(pilot.app)
+        await until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 3)
+        await pilot.press("h")
+        await pilot.pause()
+
+    assert snap_compare(BenchTestApp([MTP_OFF, MTP_ON]), terminal_size=size, run_before=history)

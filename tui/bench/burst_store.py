@@ -1,7 +1,11 @@
 """Burst files: bursts kept on disk (`$XDG_DATA_HOME/spectop/bursts/`), listed, loaded, combined.
 
 Any two bursts of the same prompt set (same digest) can be compared, e.g. one server
-before and after a config change: arm `a` of each by default.
+before and after a config change: arm `a` of each by default. An A/B burst is kept with its
+verdict (`BurstResult.verdict`), so the history lists it without a bootstrap per file; bursts kept
+by an older spectop have none ("–" in the list; opening one computes it).
+
+Exports from the burst screen go into `./spectop-exports/` (`export_path`), one folder to ignore.
 """
 
 from __future__ import annotations
@@ -14,10 +18,14 @@ from pathlib import Path
 import aiofiles
 from pydantic import ValidationError
 
-from tui.bench.results import ArmResult, BurstResult
+from tui.bench.report import DASH, Comparison, comparison, export_name
+from tui.bench.results import ArmResult, BurstResult, BurstVerdict
+from tui.sanitize import safe_line
+from tui.url_text import cut_left, short_url
 
 MAX_BURST_FILE_BYTES = 200_000_000
 MAX_LISTED = 200
+EXPORTS_FOLDER = "spectop-exports"
 
 
 class BurstFileError(Exception):
@@ -33,11 +41,71 @@ class BurstEntry:
     arm_names: tuple[str, ...]
     requests: int
     temperature: float
+    arm_urls: tuple[str, ...] = ()  # safe_line'd, as the arms' names are not
+    verdict: BurstVerdict | None = None
 
     @property
-    def label(self) -> str:
-        arms = " vs ".join(self.arm_names)
-        return f"{self.started_at:%m-%d %H:%M:%S} {self.prompt_set} {arms}"
+    def short_verdict(self) -> str:
+        """B against A in a column: `B 1.70x [1.52–1.88]` (decode tokens/s, 95% CI), `A 1.25x [...]`
+        when A is faster, `no difference` when the interval spans 1; "–" for one arm or no kept verdict."""
+        verdict = self.verdict
+        if len(self.arm_names) < 2 or verdict is None:
+            return DASH
+        ratio, ci = verdict.decode_tokens_per_s_ratio, verdict.ci95
+        if ratio is None:
+            return "no comparison"
+        if ci is None:
+            return f"B/A {ratio:.2f}x"
+        if ci[0] <= 1.0 <= ci[1]:  # the verdict line's rules (report.verdict_text)
+            return "no difference"
+        if ratio >= 1.0:
+            return f"B {ratio:.2f}x [{ci[0]:.2f}–{ci[1]:.2f}]"
+        return f"A {1 / ratio:.2f}x [{1 / ci[1]:.2f}–{1 / ci[0]:.2f}]"
+
+
+HISTORY_COLUMNS = ("when", "A", "B", "faster [95% CI]", "set", "n")  # set: the prompt set
+
+
+def history_row(
+    entry: BurstEntry, *, url_width: int = 22, set_width: int = 12, year: bool = True
+) -> list[str]:
+    """One burst as the history shows it (HISTORY_COLUMNS): both URLs (or "one arm") cut to
+    `url_width` keeping host:port, the short verdict, the prompt set cut from the left."""
+    urls = [short_url(url, url_width) for url in entry.arm_urls[:2]] or [DASH]
+    return [
+        f"{entry.started_at:%Y-%m-%d %H:%M}" if year else f"{entry.started_at:%m-%d %H:%M}",
+        urls[0],
+        urls[1] if len(urls) > 1 else "one arm",
+        entry.short_verdict,
+        cut_left(safe_line(entry.prompt_set), set_width),
+        str(entry.requests),
+    ]
+
+
+def history_rows(entries: list[BurstEntry], width: int, gap: int = 2) -> list[list[str]]:
+    """The rows of `entries` in `width` cells with `gap` cells between columns: the URLs share what
+    the other columns leave (at least 13 cells each, host:port kept); the year shows from 100 cells."""
+    year, set_width = width >= 100, 12 if width < 120 else 30
+    rows = [history_row(e, url_width=1000, set_width=set_width, year=year) for e in entries]
+    table = [list(HISTORY_COLUMNS), *rows]
+
+    def widest(column: int) -> int:
+        return max(len(row[column]) for row in table)
+
+    others = sum(widest(column) for column in (0, 3, 4, 5)) + gap * len(HISTORY_COLUMNS)
+    url_width = max(13, (width - others) // 2)
+    return [history_row(e, url_width=url_width, set_width=set_width, year=year) for e in entries]
+
+
+def history_lines(entries: list[BurstEntry], width: int = 80) -> list[str]:
+    """`spectop bench --history`: a header, then per burst a row in `width` cells and its file."""
+    table = [list(HISTORY_COLUMNS), *history_rows(entries, width)]
+    widths = [max(len(row[column]) for row in table) for column in range(len(HISTORY_COLUMNS))]
+    lines = [
+        "  ".join(cell.ljust(size) for cell, size in zip(row, widths, strict=True)).rstrip() for row in table
+    ]
+    files = ["file"] + [safe_line(str(entry.path)) for entry in entries]
+    return [line for row, path in zip(lines, files, strict=True) for line in (row, f"  {path}")]
 
 
 def bursts_dir() -> Path:
@@ -49,7 +117,30 @@ def burst_file_name(result: BurstResult) -> str:
     return f"burst-{result.started_at:%Y%m%d-%H%M%S-%f}.json"
 
 
-def save_burst(result: BurstResult, folder: Path | None = None) -> Path:
+def export_path(kind: str, when: datetime, base: Path | None = None) -> Path:
+    """Where the burst screen writes an export: `spectop-exports/spectop-burst-….ext` under `base`
+    (the current folder)."""
+    return (base or Path.cwd()) / EXPORTS_FOLDER / export_name(kind, when)
+
+
+def kept_verdict(found: Comparison) -> BurstVerdict:
+    return BurstVerdict(
+        text=found.verdict, decode_tokens_per_s_ratio=found.decode_tokens_per_s_ratio, ci95=found.ci95
+    )
+
+
+def with_verdict(result: BurstResult, found: Comparison | None = None) -> BurstResult:
+    """An A/B burst with its verdict (`found`: the comparison already made of this very result)."""
+    if result.verdict is not None or len(result.arms) < 2:
+        return result
+    if found is None:
+        found = comparison(result.arms[0], result.arms[1], settings=result.settings)
+    return result.model_copy(update={"verdict": kept_verdict(found)})
+
+
+def save_burst(result: BurstResult, folder: Path | None = None, *, found: Comparison | None = None) -> Path:
+    """Keep `result` (with its verdict: `found`, else computed) in `folder` (the burst history)."""
+    result = with_verdict(result, found)
     folder = folder or bursts_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / burst_file_name(result)
@@ -96,6 +187,8 @@ def _entry(path: Path, result: BurstResult) -> BurstEntry:
         arm_names=tuple(arm.name for arm in result.arms),
         requests=result.settings.requests,
         temperature=result.settings.temperature,
+        arm_urls=tuple(safe_line(arm.url) for arm in result.arms),
+        verdict=result.verdict,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -154,6 +154,19 @@ class BurstSettingsRecord(BaseModel):
     flush_cache: bool = False
 
 
+Ratio = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class BurstVerdict(BaseModel):
+    """B against A as the burst's verdict said when it was kept, for the history (no bootstrap again)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str = Field(max_length=2000, description="the verdict line")
+    decode_tokens_per_s_ratio: Ratio | None = Field(None, description="pooled decode tokens/s, B / A")
+    ci95: tuple[Ratio, Ratio] | None = Field(None, description="its bootstrap 95% interval")
+
+
 class BurstResult(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -166,3 +179,4 @@ class BurstResult(BaseModel):
     settings: BurstSettingsRecord
     arms: list[ArmResult]
     cancelled: bool = False
+    verdict: BurstVerdict | None = Field(None, description="None: one arm, or kept by an older spectop")

@@ -463,7 +463,9 @@ class BurstSession:
         """Keep the live burst in the burst files; None when nothing ran live."""
         if self.outcome is None or self.outcome.ran is None:
             return None
-        self.saved_to = save_burst(self.outcome.ran)
+        ran = self.outcome.ran  # its verdict is the one shown unless a past burst was its other arm
+        found = self.outcome.summary.comparison if self.outcome.result is ran else None
+        self.saved_to = save_burst(ran, found=found)
         return self.saved_to
 
     def export(self, kind: ExportKind | str, path: Path) -> Path:

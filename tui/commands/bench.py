@@ -131,14 +131,15 @@ def _progress_printer() -> Any:
 
 
 def _list_history() -> int:
-    from tui.bench.burst_store import bursts_dir, list_bursts
-    from tui.sanitize import safe_line
+    import shutil
+
+    from tui.bench.burst_store import bursts_dir, history_lines, list_bursts
 
     entries = list_bursts()
     if not entries:
         print(f"no bursts kept yet in {bursts_dir()}")
-    for entry in entries:
-        print(safe_line(f"{entry.path}  {entry.label}  n={entry.requests} T={entry.temperature:g}"))
+        return EXIT_OK
+    print("\n".join(history_lines(entries, shutil.get_terminal_size().columns)))
     return EXIT_OK
 
 

@@ -19,19 +19,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.events import DescendantFocus
+from textual.events import DescendantFocus, Resize
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker
 
-from tui.bench.burst_store import BurstEntry, alist_bursts
+from tui.bench.burst_store import HISTORY_COLUMNS, BurstEntry, alist_bursts, export_path, history_rows
 from tui.bench.engine import BurstConfigError, BurstProgress
 from tui.bench.prompts import DEFAULT_PROMPT_SET, builtin_set_names
 from tui.bench.report import (
     BurstSummary,
     equivalence_line,
     explain_block,
-    export_name,
     note_lines,
     table_rows,
 )
@@ -313,7 +312,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         table = self.query_one("#results-table", DataTable)
         table.add_columns("figure", "A", "B")
         history = self.query_one("#history-table", BurstHistoryTable)
-        history.add_columns("when", "prompt set", "arms", "n", "T")
+        history.add_columns(*HISTORY_COLUMNS)
         self.run_worker(self._load_history(), group="history", exit_on_error=False)
         if not self.endpoints:
             self.set_status("no endpoints in the settings: pick past bursts from the history (h)")
@@ -417,7 +416,9 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         switcher.current = "history-table" if switcher.current == "results" else "results"
         if switcher.current == "history-table":
             self.query_one("#history-table", BurstHistoryTable).focus()
-            self.set_status("history: enter shows a burst · a / b use it as A / B · h back")
+            old = any(e.verdict is None and len(e.arm_names) > 1 for e in self.history)
+            hint = " · –: no verdict kept" if old else ""  # kept by an older spectop: enter computes it
+            self.set_status(f"history: enter opens · a / b use it as A / B · h back{hint}")
 
     def action_toggle_explain(self) -> None:
         switcher = self.query_one("#switcher", ContentSwitcher)
@@ -430,7 +431,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         if self.outcome is None:
             self.set_status("nothing to export yet: run a burst or open one from the history", error=True)
             return
-        path = Path.cwd() / export_name(kind, self.outcome.result.started_at)
+        path = export_path(kind, self.outcome.result.started_at)
         self.run_worker(self._export(self.outcome, kind, path), group="export", exit_on_error=False)
 
     def use_past_burst(self, path: str, side: str) -> None:
@@ -450,7 +451,9 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         except OSError as error:
             self.set_status(f"{kind} export failed: {error}", error=True)
             return
-        self.set_status(f"{kind} written to {written}")
+        here = Path.cwd()  # the folder in the message: ./spectop-exports/… (README: a .gitignore line)
+        shown = f"./{written.relative_to(here)}" if written.is_relative_to(here) else str(written)
+        self.set_status(f"{kind} written to {shown}")
 
     def _progress(self, progress: BurstProgress) -> None:
         self.post_message(BurstProgressed(progress))
@@ -534,17 +537,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     @on(BurstHistoryLoaded)
     def _history_loaded(self, message: BurstHistoryLoaded) -> None:
         self.history = [entry for entry in message.entries if isinstance(entry, BurstEntry)]
-        table = self.query_one("#history-table", BurstHistoryTable)
-        table.clear()
-        for entry in self.history:
-            table.add_row(
-                f"{entry.started_at:%Y-%m-%d %H:%M:%S}",
-                Text(safe_line(entry.prompt_set)[:16]),  # Text: no markup, measured for the width
-                Text(" vs ".join(safe_line(name)[:14] for name in entry.arm_names)),
-                str(entry.requests),
-                f"{entry.temperature:g}",
-                key=str(entry.path),
-            )
+        self._fill_history()
         for side in ("a", "b"):
             select = self.query_one(f"#{side}-select", Select)
             current = select.value
@@ -554,6 +547,24 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             select.set_options(options)
             if current is not Select.NULL and any(value == current for _, value in options):
                 select.value = current
+
+    def _fill_history(self) -> None:
+        """The history's rows cut to the screen's width (the table's padding and scroll bar left out)."""
+        table = self.query_one("#history-table", BurstHistoryTable)
+        cursor = table.cursor_row
+        table.clear()
+        room = self.query_one("#switcher", ContentSwitcher).size.height - 1  # rows under the header
+        scrollbar = table.styles.scrollbar_size_vertical if len(self.history) > room else 0
+        rows = history_rows(self.history, self.size.width - scrollbar, gap=2 * table.cell_padding)
+        for entry, cells in zip(self.history, rows, strict=True):
+            # Text: no markup, measured for the width.
+            table.add_row(*(Text(cell) for cell in cells), key=str(entry.path))
+        if self.history:
+            table.move_cursor(row=min(cursor, len(self.history) - 1))
+
+    def on_resize(self, event: Resize) -> None:
+        if self.history:
+            self._fill_history()
 
     @on(DataTable.RowSelected, "#history-table")
     def _history_row(self, event: DataTable.RowSelected) -> None:

@@ -1,0 +1,155 @@
+"""The burst history as a list: both URLs, the kept verdict, the prompt set, in 80 columns; files kept
+by an older spectop (no verdict) still load; exports go into one named folder."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ui"))
+from bench_fixtures import MTP_OFF, MTP_ON, mtp_burst, recorded_arm, recorded_burst
+
+from tui.bench.burst_store import (
+    BurstEntry,
+    BurstFileError,
+    export_path,
+    history_lines,
+    history_rows,
+    list_bursts,
+    load_burst,
+    save_burst,
+)
+from tui.bench.report import burst_summary
+from tui.bench.results import BurstResult, BurstVerdict
+from tui.cli import main
+from tui.settings import EndpointSettings
+from tui.url_text import short_url
+
+LONG = EndpointSettings(name="far", url="http://inference-gpu-node-17.cluster.example.com:8443/v1")
+
+
+def _old_format(result: BurstResult, folder: Path, name: str) -> Path:
+    """`result` as an older spectop wrote it: the same document without the verdict field."""
+    document = json.loads(result.model_dump_json())
+    del document["verdict"]
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_an_ab_burst_is_kept_with_the_verdict_it_showed() -> None:
+    result = mtp_burst()
+    shown = burst_summary(result, with_detail=False).comparison
+    assert shown is not None and shown.ci95 is not None
+    path = save_burst(result)
+    kept = json.loads(path.read_text(encoding="utf-8"))["verdict"]
+    assert kept["text"] == shown.verdict
+    assert kept["decode_tokens_per_s_ratio"] == shown.decode_tokens_per_s_ratio
+    assert tuple(kept["ci95"]) == shown.ci95
+    (entry,) = list_bursts()
+    assert entry.arm_urls == (MTP_OFF.url, MTP_ON.url)
+    low, high = shown.ci95
+    assert entry.short_verdict == f"B {shown.decode_tokens_per_s_ratio:.2f}x [{low:.2f}–{high:.2f}]"
+
+
+def test_a_one_arm_burst_has_no_verdict_and_says_one_arm() -> None:
+    save_burst(recorded_burst([recorded_arm("a", MTP_OFF, 1, 0.01, None)]))
+    (entry,) = list_bursts()
+    assert entry.verdict is None and entry.short_verdict == "–"
+    (row,) = history_rows([entry], 80)
+    assert row[1:3] == ["10.0.0.7:8000", "one arm"] or row[1:3] == [MTP_OFF.url, "one arm"]
+
+
+def test_a_file_of_an_older_spectop_loads_without_a_verdict(tmp_path: Path) -> None:
+    folder = tmp_path / "bursts"
+    path = _old_format(mtp_burst(), folder, "burst-20261130-024000-000000.json")
+    assert "verdict" not in json.loads(path.read_text(encoding="utf-8"))
+    assert load_burst(path).verdict is None
+    (entry,) = list_bursts(folder)
+    assert entry.verdict is None and entry.short_verdict == "–"  # not guessed
+    assert entry.arm_urls == (MTP_OFF.url, MTP_ON.url)
+
+
+def test_a_kept_verdict_that_is_not_a_ratio_is_refused(tmp_path: Path) -> None:
+    document = json.loads(save_burst(mtp_burst(), tmp_path).read_text(encoding="utf-8"))
+    for bad in (-1.0, 0.0, float("nan"), float("inf")):
+        document["verdict"]["ci95"] = [bad, 2.0]
+        (tmp_path / "burst-bad.json").write_text(json.dumps(document), encoding="utf-8")
+        with pytest.raises(BurstFileError, match=r"field verdict\.ci95"):
+            load_burst(tmp_path / "burst-bad.json")
+
+
+def _entry(ratio: float | None, ci: tuple[float, float] | None) -> BurstEntry:
+    verdict = BurstVerdict(text="…", decode_tokens_per_s_ratio=ratio, ci95=ci)
+    return BurstEntry(
+        path=Path("x.json"), started_at=datetime(2026, 11, 30, tzinfo=UTC), prompt_set="mixed",
+        prompt_set_digest="d", arm_names=("A", "B"), requests=12, temperature=0.0,
+        arm_urls=("http://a:1", "http://b:2"), verdict=verdict,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("ratio", "ci", "words"),
+    [
+        (1.7, (1.52, 1.88), "B 1.70x [1.52–1.88]"),
+        (0.8, (0.625, 0.8), "A 1.25x [1.25–1.60]"),  # A faster: 1 / ratio, the interval turned over
+        (1.02, (0.95, 1.09), "no difference"),
+        (1.3, None, "B/A 1.30x"),
+        (None, None, "no comparison"),
+    ],
+)
+def test_the_short_verdict_follows_the_verdict_lines_rules(
+    ratio: float | None, ci: tuple[float, float] | None, words: str
+) -> None:
+    assert _entry(ratio, ci).short_verdict == words
+
+
+def test_rows_fit_80_columns_keeping_host_and_port_and_show_more_when_wider() -> None:
+    save_burst(
+        recorded_burst([recorded_arm("a", LONG, 1, 0.01, None), recorded_arm("b", MTP_ON, 2, 0.012, 0.7)])
+    )
+    entries = list_bursts()
+    narrow = history_lines(entries, 80)
+    assert all(len(line) <= 80 for line in narrow[::2])  # the rows (each file on the line after its row)
+    (row,) = history_rows(entries, 80)
+    assert row[1].startswith("…") and row[1].endswith(".com:8443") and row[2] == "10.0.0.8:8000"
+    assert "  ".join(row[1:3]) in narrow[2]
+    wide = history_lines(entries, 200)
+    assert LONG.url in wide[2] and "2026-11-30 02:40" in wide[2]
+
+
+def test_short_url_drops_scheme_then_path_then_the_hosts_left_end() -> None:
+    url = "https://node-7.example.com:8443/v1"
+    assert short_url(url, 40) == url
+    assert short_url(url, 30) == "node-7.example.com:8443/v1"
+    assert short_url(url, 24) == "node-7.example.com:8443"
+    assert short_url(url, 12) == "…le.com:8443"  # 12 cells, the port kept
+    assert short_url("[::1:8000", 6).endswith("8000")  # not a URL urlsplit accepts: cut as it is
+
+
+def test_cli_history_lists_urls_verdict_and_prompt_set(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    path = save_burst(mtp_burst())
+    shown = burst_summary(mtp_burst(), with_detail=False).comparison
+    assert shown is not None and shown.ci95 is not None
+    assert main(["bench", "--history"]) == 0
+    header, _, row, file_line = capsys.readouterr().out.splitlines()
+    assert header.split() == ["when", "A", "B", "faster", "[95%", "CI]", "set", "n"]
+    assert row.split()[2:4] == ["10.0.0.7:8000", "10.0.0.8:8000"] or MTP_OFF.url in row
+    assert f"B {shown.decode_tokens_per_s_ratio:.2f}x [" in row and "code-en" in row
+    assert row.split()[-1] == "6" and len(row) <= 80
+    assert file_line.strip() == str(path)  # what --compare takes
+
+
+def test_exports_go_into_one_named_folder(tmp_path: Path) -> None:
+    when = datetime(2026, 11, 30, 2, 40, tzinfo=UTC)
+    path = export_path("csv", when, tmp_path)
+    assert path.parent == tmp_path / "spectop-exports"
+    assert path.name.startswith("spectop-burst-") and path.suffix == ".csv"
