@@ -185,21 +185,31 @@ def _kv_cache_usage(last: PageSnapshot) -> float | None:
     return ratio(last.gauges.get("kv_used_tokens"), last.gauges.get("max_total_num_tokens"))
 
 
-def _generation_rate(delta: Delta | None) -> float | None:
+# Servers before realtime_tokens_total (2025-12-24) count tokens only when a request finishes.
+FINISHED_ONLY = "from finished requests only (this SGLang has no realtime_tokens_total: lumpy)"
+
+
+def _generation_rate(delta: Delta | None, notes: dict[str, str]) -> float | None:
     if delta is None:
         return None
     if delta.total("realtime:decode") is not None:
         return rate(delta, "realtime:decode")
-    return rate(delta, "generation_tokens")
+    value = rate(delta, "generation_tokens")
+    if value is not None:
+        notes["generation_tokens_per_s"] = FINISHED_ONLY
+    return value
 
 
-def _prompt_rate(delta: Delta | None) -> float | None:
+def _prompt_rate(delta: Delta | None, notes: dict[str, str]) -> float | None:
     if delta is None:
         return None
     compute = delta.total("realtime:prefill_compute")
     if compute is not None:
         return ratio(compute + (delta.total("realtime:prefill_cache") or 0.0), delta.seconds)
-    return rate(delta, "prompt_tokens")
+    value = rate(delta, "prompt_tokens")
+    if value is not None:
+        notes["prompt_tokens_per_s"] = FINISHED_ONLY
+    return value
 
 
 def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
@@ -210,8 +220,8 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
     notes: dict[str, str] = {}
     bounds: dict[str, tuple[float, float | None]] = {}
     return Figures(
-        generation_tokens_per_s=_generation_rate(delta),
-        prompt_tokens_per_s=_prompt_rate(delta),
+        generation_tokens_per_s=_generation_rate(delta, notes),
+        prompt_tokens_per_s=_prompt_rate(delta, notes),
         requests_per_s=rate(delta, "requests"),
         acceptance_rate=acceptance_rate,
         mean_acceptance_length=mean_length,
