@@ -86,3 +86,34 @@ def test_with_realtime_counter_the_token_rates_carry_no_note() -> None:
     )
     assert figures.generation_tokens_per_s == pytest.approx(200.0)
     assert "generation_tokens_per_s" not in figures.notes
+
+
+def _gauges_only(draft_tokens_gauge: bool) -> str:
+    """A server without spec_verify_calls_total (§1.3: "added 2026-05-18"): only the live spec gauges.
+    t0 of the sample set: accept len 3752/1280 = 2.93125, accept rate 0.64375."""
+    page = (
+        f"sglang:num_running_reqs{{{LABELS}}} 32.0\n"
+        f"sglang:spec_accept_length{{{LABELS}}} 2.93125\n"
+        f"sglang:spec_accept_rate{{{LABELS}}} 0.64375\n"
+    )
+    if draft_tokens_gauge:
+        page += f"sglang:spec_num_draft_tokens{{{LABELS}}} 4.0\n"
+    return page
+
+
+def test_rate_gauge_of_a_server_older_than_the_current_definition_says_so() -> None:
+    # §5.1: the gauge was accept_len / num_draft_tokens (bonus counted) until 2026-04-28 and
+    # (accept_len - 1) / (num_draft_tokens - 1) since; a page without spec_num_draft_tokens
+    # (§1.5: "since 2026-06-01") cannot tell which one it prints.
+    page = _gauges_only(draft_tokens_gauge=False)
+    figures = figures_between(scrape(page, 0.0), scrape(page, 10.0))
+    assert figures.mean_acceptance_length == pytest.approx(2.93125)
+    assert figures.acceptance_rate == pytest.approx(0.64375)  # the server's own figure, shown as printed
+    assert "2026-04-28" in figures.notes["acceptance_rate"]
+
+
+def test_rate_gauge_of_a_current_server_carries_no_definition_note() -> None:
+    page = _gauges_only(draft_tokens_gauge=True)
+    figures = figures_between(scrape(page, 0.0), scrape(page, 10.0))
+    assert figures.acceptance_rate == pytest.approx(0.64375)
+    assert "acceptance_rate" not in figures.notes
