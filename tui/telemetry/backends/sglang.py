@@ -12,7 +12,10 @@ Acceptance: mean acceptance length over the window from counters
 as (L − 1) / (spec_num_draft_tokens − 1) (the current definition). Without
 those counters (older servers, or no request finished in the window) the live
 gauges `spec_accept_length` / `spec_accept_rate` are used, hidden while no
-request runs (they keep stale values when idle).
+request runs (they keep stale values when idle); on a page without
+`spec_num_draft_tokens` (before 2026-06-01) the rate gauge is noted as printed,
+as its definition changed on 2026-04-28. Servers without `realtime_tokens_total`
+(before 2025-12-24) give token rates from finished requests only (noted).
 """
 
 from __future__ import annotations
@@ -135,8 +138,17 @@ def _spec_gauges_live(last: PageSnapshot) -> bool:
     return running is not None and running > 0
 
 
-def _acceptance(delta: Delta | None, last: PageSnapshot) -> tuple[float | None, float | None]:
-    """(acceptance rate, mean acceptance length)."""
+# Pages older than spec_num_draft_tokens (2026-06-01) may predate the current definition of the gauge.
+GAUGE_DEFINITION = (
+    "as the server prints it: before 2026-04-28 SGLang counted the bonus token "
+    "(accept len / draft tokens), since then (accept len - 1) / (draft tokens - 1)"
+)
+
+
+def _acceptance(
+    delta: Delta | None, last: PageSnapshot, notes: dict[str, str]
+) -> tuple[float | None, float | None]:
+    """(acceptance rate, mean acceptance length); a note in `notes` when the rate's definition is unsure."""
     length = None
     if delta is not None:
         length = ratio(delta.total("generation_tokens"), delta.total("verify_calls"))
@@ -153,7 +165,10 @@ def _acceptance(delta: Delta | None, last: PageSnapshot) -> tuple[float | None, 
     gauge_length = last.gauges.get("spec_accept_length")
     if gauge_length is None or gauge_length <= 0:
         return None, None  # 0 means speculative decoding is off
-    return last.gauges.get("spec_accept_rate"), gauge_length
+    gauge_rate = last.gauges.get("spec_accept_rate")
+    if gauge_rate is not None and "spec_num_draft_tokens" not in last.gauges:
+        notes["acceptance_rate"] = GAUGE_DEFINITION
+    return gauge_rate, gauge_length
 
 
 def _prefix_hit_rate(delta: Delta | None) -> float | None:
@@ -185,33 +200,43 @@ def _kv_cache_usage(last: PageSnapshot) -> float | None:
     return ratio(last.gauges.get("kv_used_tokens"), last.gauges.get("max_total_num_tokens"))
 
 
-def _generation_rate(delta: Delta | None) -> float | None:
+# Servers before realtime_tokens_total (2025-12-24) count tokens only when a request finishes.
+FINISHED_ONLY = "from finished requests only (this SGLang has no realtime_tokens_total: lumpy)"
+
+
+def _generation_rate(delta: Delta | None, notes: dict[str, str]) -> float | None:
     if delta is None:
         return None
     if delta.total("realtime:decode") is not None:
         return rate(delta, "realtime:decode")
-    return rate(delta, "generation_tokens")
+    value = rate(delta, "generation_tokens")
+    if value is not None:
+        notes["generation_tokens_per_s"] = FINISHED_ONLY
+    return value
 
 
-def _prompt_rate(delta: Delta | None) -> float | None:
+def _prompt_rate(delta: Delta | None, notes: dict[str, str]) -> float | None:
     if delta is None:
         return None
     compute = delta.total("realtime:prefill_compute")
     if compute is not None:
         return ratio(compute + (delta.total("realtime:prefill_cache") or 0.0), delta.seconds)
-    return rate(delta, "prompt_tokens")
+    value = rate(delta, "prompt_tokens")
+    if value is not None:
+        notes["prompt_tokens_per_s"] = FINISHED_ONLY
+    return value
 
 
 def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
-    acceptance_rate, mean_length = _acceptance(delta, last)
+    notes: dict[str, str] = {}
+    acceptance_rate, mean_length = _acceptance(delta, last, notes)
     tpot = mean(delta, "itl")
     if tpot is None and (delta is None or delta.total("itl_count") is None):
         tpot = mean(delta, "old_tpot")
-    notes: dict[str, str] = {}
     bounds: dict[str, tuple[float, float | None]] = {}
     return Figures(
-        generation_tokens_per_s=_generation_rate(delta),
-        prompt_tokens_per_s=_prompt_rate(delta),
+        generation_tokens_per_s=_generation_rate(delta, notes),
+        prompt_tokens_per_s=_prompt_rate(delta, notes),
         requests_per_s=rate(delta, "requests"),
         acceptance_rate=acceptance_rate,
         mean_acceptance_length=mean_length,

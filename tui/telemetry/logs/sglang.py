@@ -73,12 +73,18 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[LogEvent]:
                 values[field] = parse_number(raw_value)
         elif key == "#new-token":
             new_tokens = parse_count(raw_value)
-        elif key == "#cached-token":
+        elif key == "#cached-token" and phase == "prefill":
+            # Prefix hits of the batch. A decode line's `#cached-token` (an unreleased variant) is
+            # another quantity: it stays in `extra`.
             cached_tokens = parse_count(raw_value)
         elif key == "accept len":
             accept_length = parse_number(raw_value)
         elif key == "accept rate":
             accept_rate = parse_number(raw_value)
+            if accept_rate is not None and accept_rate > 1.0:
+                # b6fb5d766 (2025-10-13) divided by num_steps and could print more than 1 (sglang.md
+                # §5.1): no fraction, so unknown; the line's accept len is still good.
+                accept_rate = None
         else:
             value = parse_field_value(raw_value)
             if value is not None:
