@@ -41,7 +41,9 @@ def _generated_lines(count: int) -> list[str]:
         )
         prefix = rng.choice(["", " TP0", " DP1 TP1", " TP3 EP3"])
         ms = rng.choice(["", ".123", ".007"])
-        spec = rng.choice(["", f"accept len: {rng.uniform(1, 5):.2f}, accept rate: {rng.random():.2f}, "])
+        spec = rng.choice(
+            ["", f"accept len: {rng.uniform(1, 5):.2f}, accept rate: {rng.uniform(0, 1.3):.2f}, "]
+        )  # >1: b6fb5d766
         graph = rng.choice(["cuda graph", "cpu graph", "npu graph"])
         lines.append(
             f"[2026-07-20 09:50:{rng.randrange(60):02d}{ms}{prefix}] Decode batch, #running-req: {rng.randrange(99)}, "

@@ -142,7 +142,7 @@ def sglang_decode(line: str) -> list[LogEvent] | None:
                 time=time,
                 backend="sglang",
                 mean_acceptance_length=float(length),
-                acceptance_rate=float(rate),
+                acceptance_rate=float(rate) if float(rate) <= 1.0 else None,  # as logs/sglang.py: >1 unknown
                 scope="interval",
                 engine=engine,
                 line=line,
