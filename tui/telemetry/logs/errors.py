@@ -70,6 +70,15 @@ SPEC_CONFIG_PATTERNS = (
     "decreasing num_speculative_tokens",
     "the argument has been removed",  # llama.cpp removed --draft-* flags
 )
+# SGLang's text-only "degraded" and "config file" rows (sglang.md §2.4): no level, no error word.
+FLAGGED_TEXT_PATTERNS = (
+    "KV cache pool is full. Retract requests",
+    "memory leak detected!",
+    "Config file must be YAML format",
+    "Config file not found:",
+    "Multiple config files specified!",
+    "Unsupported config option '",
+)
 # Argument errors that are about drafting even though the flag name does not say so.
 _REMOVED_DRAFT_FLAGS = re.compile(r"invalid argument: (?:-cd|--ctx-size-draft|-devd|-ngld|-td|-tbd)\b")
 _ARGUMENT_ERROR = re.compile(r"(?:^|: )error(?: while handling argument|: (?:argument|unrecognized|invalid))")
@@ -105,6 +114,8 @@ def passes_gate(line: str) -> bool:
         or "sigquit" in line
         or "atchdog" in line
         or "died" in line
+        or "Retract" in line
+        or "onfig " in line
     )
 
 
@@ -151,6 +162,8 @@ def classify(message: str, level: str | None) -> ErrorCategory | None:
     if (exception_like or _ARGUMENT_ERROR.search(text)) and ("speculative" in text or "draft model" in text):
         return "spec_config"
     if level in _ERROR_LEVELS or exception_like or _ARGUMENT_ERROR.search(text):
+        return "other"
+    if any(pattern in text for pattern in FLAGGED_TEXT_PATTERNS):
         return "other"
     return None
 
