@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from tui.telemetry.events import LogEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.logs import sglang
 from tui.telemetry.logs.construct import build
 
 _NUMBER = r"\d+(?:\.\d+)?"
@@ -142,7 +143,7 @@ def sglang_decode(line: str) -> list[LogEvent] | None:
                 time=time,
                 backend="sglang",
                 mean_acceptance_length=float(length),
-                acceptance_rate=float(rate) if float(rate) <= 1.0 else None,  # as logs/sglang.py: >1 unknown
+                acceptance_rate=sglang.printed_accept_rate(float(rate), float(length)),
                 scope="interval",
                 engine=engine,
                 line=line,

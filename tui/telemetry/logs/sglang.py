@@ -81,10 +81,6 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[LogEvent]:
             accept_length = parse_number(raw_value)
         elif key == "accept rate":
             accept_rate = parse_number(raw_value)
-            if accept_rate is not None and accept_rate > 1.0:
-                # b6fb5d766 (2025-10-13) divided by num_steps and could print more than 1 (sglang.md
-                # §5.1): no fraction, so unknown; the line's accept len is still good.
-                accept_rate = None
         else:
             value = parse_field_value(raw_value)
             if value is not None:
@@ -114,6 +110,7 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[LogEvent]:
             **values,
         )
     ]
+    accept_rate = printed_accept_rate(accept_rate, accept_length)
     if accept_length is not None or accept_rate is not None:
         events.append(
             build(
@@ -128,3 +125,12 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[LogEvent]:
             )
         )
     return events
+
+
+def printed_accept_rate(rate: float | None, length: float | None) -> float | None:
+    """The `accept rate` of a batch line as a fraction. b6fb5d766 (2025-10-13) printed accept len /
+    num_steps (sglang.md §5.1), above 1 up to min(2, accept len): no fraction, so unknown (the line's
+    accept len is still good). Anything higher is impossible and left for the plausibility check to drop."""
+    if rate is None or rate <= 1.0:
+        return rate
+    return None if rate <= min(2.0, length if length is not None else 2.0) else rate
