@@ -17,20 +17,14 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from reference_streams import run_stream
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "telemetry"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench_engine"))
-from metrics_test_server import Reply, ReplyServer
 from test_server_figures import VLLM_METRICS
-
-from tui.bench.request import RequestSpec, RetryBudget, endpoint_url, run_request
-from tui.bench.results import RequestResult
 
 CREATED = 1755702742
 MODEL = "mimo-7b"
@@ -117,31 +111,8 @@ def _chat_stream(*, usage: bool = True, continuous: bool = False, metrics: Any =
     return _sse(events)
 
 
-async def _run(body: bytes, api: str = "chat") -> RequestResult:
-    async with ReplyServer([Reply(body, chunked=True)]) as server:
-        spec = RequestSpec(
-            url=endpoint_url(server.url, api),
-            body={"model": MODEL, "stream": True, "stream_options": {"include_usage": True}},
-            headers={},
-            arm="a",
-            index=0,
-            round=0,
-            prompt_id="p0",
-        )
-        async with httpx.AsyncClient() as client:
-            return await run_request(
-                client,
-                spec,
-                t0=time.perf_counter(),
-                scheduled_s=0.0,
-                timeout_s=10.0,
-                max_retries=0,
-                budget=RetryBudget(0),
-            )
-
-
 async def test_chat_stream_counts_usage_not_chunks_and_reads_the_metrics_of_the_usage_chunk() -> None:
-    result = await _run(_chat_stream())
+    result = await run_stream(_chat_stream())
     assert result.ok, result.error
     # The role chunk (content "") is not the first token; the finish chunk (content "") is no chunk.
     assert len(result.chunk_times_s) == len(CHUNK_TOKENS) == 44
@@ -166,7 +137,7 @@ async def test_chat_stream_counts_usage_not_chunks_and_reads_the_metrics_of_the_
 
 
 async def test_continuous_usage_stats_give_the_tokens_of_every_chunk() -> None:
-    result = await _run(_chat_stream(continuous=True))
+    result = await run_stream(_chat_stream(continuous=True))
     assert result.ok, result.error
     assert result.output_tokens == 54
     assert result.chunk_tokens == CHUNK_TOKENS
@@ -175,7 +146,7 @@ async def test_continuous_usage_stats_give_the_tokens_of_every_chunk() -> None:
 async def test_chat_stream_without_include_usage_is_a_marked_estimate() -> None:
     """Without `stream_options.include_usage` vLLM sends no usage chunk: the chunk count is only a
     lower bound under speculative decoding (several tokens per chunk), so it is marked estimated."""
-    result = await _run(_chat_stream(usage=False))
+    result = await run_stream(_chat_stream(usage=False))
     assert result.ok, result.error
     assert result.usage_estimated
     assert result.output_tokens == 44 < 54
@@ -184,7 +155,7 @@ async def test_chat_stream_without_include_usage_is_a_marked_estimate() -> None:
 
 @pytest.mark.parametrize("metrics", [None, ...], ids=["metrics-null-for-n>1", "no-metrics-flag"])
 async def test_usage_chunk_without_per_request_metrics_leaves_them_unknown(metrics: Any) -> None:
-    result = await _run(_chat_stream(metrics=metrics))
+    result = await run_stream(_chat_stream(metrics=metrics))
     assert result.ok, result.error
     assert result.output_tokens == 54
     server = result.server
@@ -198,7 +169,7 @@ async def test_usage_chunk_without_per_request_metrics_leaves_them_unknown(metri
 async def test_timing_only_metrics_without_speculative_decoding() -> None:
     """`--enable-per-request-metrics` without `--per-request-spec-decode-metrics`: timing only."""
     timing = {key: value for key, value in METRICS.items() if key != "speculative_decoding"}
-    result = await _run(_chat_stream(metrics=timing))
+    result = await run_stream(_chat_stream(metrics=timing))
     server = result.server
     assert server is not None and server.source == "vllm"
     assert server.server_ttft_ms == 85.2 and server.queue_ms == 12.3
@@ -209,7 +180,7 @@ async def test_completions_stream_shape() -> None:
     events: list[dict[str, Any] | str] = [_completion_chunk(f"<{i}>") for i in range(len(CHUNK_TOKENS))]
     events.append(_completion_chunk("", "length"))
     events.append(_usage_chunk("text_completion"))
-    result = await _run(_sse(events), api="completions")
+    result = await run_stream(_sse(events), api="completions")
     assert result.ok, result.error
     assert result.output_tokens == 54 and not result.usage_estimated
     assert len(result.chunk_times_s) == 44
@@ -228,6 +199,6 @@ async def test_error_inside_the_stream_then_done_is_a_broken_stream_with_the_mes
         }
     }
     body = _sse([_chat_chunk({"role": "assistant", "content": ""}), _chat_chunk({"content": "a"}), error])
-    result = await _run(body)
+    result = await run_stream(body)
     assert result.error_kind == "broken_stream"
     assert "The model `x` does not exist." in (result.error or "")
