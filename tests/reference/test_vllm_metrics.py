@@ -152,3 +152,53 @@ def test_diffusion_counters_are_not_speculative_decoding() -> None:
     assert f.acceptance_rate is None
     assert f.mean_acceptance_length is None
     assert f.per_position_acceptance is None
+
+
+def _without(page: str, *prefixes: str) -> str:
+    return "\n".join(line for line in page.splitlines() if not line.startswith(prefixes)) + "\n"
+
+
+def test_spec_decoding_off_says_why_the_acceptance_is_unknown() -> None:
+    """`SpecDecodingProm.__init__` returns early without `--speculative-config` (vllm.md §1.1): the
+    page has no spec_decode family at all, which is a reason, not an idle window."""
+    off = [_without(page, "vllm:spec_decode_") for page in (T0, T1)]
+    f = _figures(*off)
+    assert f.generation_tokens_per_s == pytest.approx(594.9)
+    assert f.acceptance_rate is None and f.mean_acceptance_length is None
+    assert f.per_position_acceptance is None
+    for name in ("acceptance_rate", "mean_acceptance_length", "per_position_acceptance"):
+        assert "--speculative-config" in f.notes[name]
+    assert "acceptance_rate" not in _figures(T0, T1).notes  # spec on: nothing to explain
+    idle = _figures(T1, T1)  # spec on but no drafts in the window: unknown, but not "off"
+    assert idle.acceptance_rate is None and "acceptance_rate" not in idle.notes
+
+
+def test_v1_before_the_drafts_counter_says_why_the_mean_length_is_unknown() -> None:
+    """V1 spec counters first had draft/accepted tokens only (#15151, 2025-04-01); num_drafts and the
+    per-position family came on 2025-04-24 (#16665)."""
+    early = [
+        _without(page, "vllm:spec_decode_num_drafts", "vllm:spec_decode_num_accepted_tokens_per_pos")
+        for page in (T0, T1)
+    ]
+    f = _figures(*early)
+    assert f.acceptance_rate == pytest.approx(3468 / 4960)
+    assert "acceptance_rate" not in f.notes
+    assert f.mean_acceptance_length is None and f.per_position_acceptance is None
+    assert "spec_decode_num_drafts" in f.notes["mean_acceptance_length"]
+    assert "spec_decode_num_drafts" in f.notes["per_position_acceptance"]
+
+
+def test_v0_lifetime_gauges_are_marked_lifetime() -> None:
+    """V0 (vllm.md §1.4): `vllm:spec_decode_draft_acceptance_rate` and `vllm:gpu_prefix_cache_hit_rate`
+    gauges, labelled `model_name` only, used when no counter says more."""
+    page = (
+        "# HELP vllm:spec_decode_draft_acceptance_rate Speulative token acceptance rate.\n"
+        "# TYPE vllm:spec_decode_draft_acceptance_rate gauge\n"
+        'vllm:spec_decode_draft_acceptance_rate{model_name="facebook/opt-6.7b"} 0.642\n'
+        "# TYPE vllm:gpu_prefix_cache_hit_rate gauge\n"
+        'vllm:gpu_prefix_cache_hit_rate{model_name="facebook/opt-6.7b"} 0.9435\n'
+    )
+    f = _figures(page, page)
+    assert (f.acceptance_rate, f.prefix_cache_hit_rate) == (0.642, 0.9435)
+    assert "lifetime" in f.notes["acceptance_rate"] and "lifetime" in f.notes["prefix_cache_hit_rate"]
+    assert f.mean_acceptance_length is None and "spec_decode_num_drafts" in f.notes["mean_acceptance_length"]
