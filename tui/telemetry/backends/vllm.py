@@ -71,6 +71,10 @@ TABLE: MetricTable = {
 }
 
 _RESTART_NAMES = ("process_start_time_seconds", "vllm:generation_tokens_created")
+_SPEC_FIGURES = ("acceptance_rate", "mean_acceptance_length", "per_position_acceptance")
+SPEC_OFF = "speculative decoding is off: vLLM exports spec_decode counters only with --speculative-config"
+NO_DRAFTS_COUNTER = "this vLLM has no spec_decode_num_drafts counter (V0, or V1 before 2025-04-24)"
+V0_GAUGE = "lifetime: the V0 engine's own gauge, not this window (the page has no counter for it)"
 
 
 def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> PageSnapshot:
@@ -91,12 +95,25 @@ def _tpot(delta: Delta | None) -> float | None:
     return ratio(step_sum, tokens - first_tokens)
 
 
+def _spec_notes(last: PageSnapshot, notes: dict[str, str]) -> None:
+    """Why the speculative figures are unknown when the page itself says so (not just an idle window)."""
+    quantities = {key[0] for key in last.counters}
+    if not quantities & {"draft_tokens", "accepted", "drafts"} and "v0_acceptance_rate" not in last.gauges:
+        notes.update(dict.fromkeys(_SPEC_FIGURES, SPEC_OFF))
+    elif "drafts" not in quantities:
+        notes["mean_acceptance_length"] = notes["per_position_acceptance"] = NO_DRAFTS_COUNTER
+
+
 def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
+    notes: dict[str, str] = {}
+    _spec_notes(last, notes)
     drafts = delta.total("drafts") if delta else None
     accepted = delta.total("accepted") if delta else None
     acceptance_rate = ratio(accepted, delta.total("draft_tokens")) if delta else None
     if acceptance_rate is None and (delta is None or delta.total("draft_tokens") is None):
         acceptance_rate = last.gauges.get("v0_acceptance_rate")
+        if acceptance_rate is not None:
+            notes["acceptance_rate"] = V0_GAUGE
     mean_length = ratio(accepted, drafts)
     prefix_hit_rate = None
     if delta is not None:
@@ -105,8 +122,9 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
             prefix_hit_rate = ratio(delta.total("old_prefix_hits"), delta.total("old_prefix_queries"))
     if prefix_hit_rate is None and (delta is None or delta.total("prefix_queries") is None):
         prefix_hit_rate = last.gauges.get("v0_prefix_hit_rate")
+        if prefix_hit_rate is not None:
+            notes["prefix_cache_hit_rate"] = V0_GAUGE
     kv_cache_usage = last.gauges.get("kv_cache_usage", last.gauges.get("old_kv_cache_usage"))
-    notes: dict[str, str] = {}
     bounds: dict[str, tuple[float, float | None]] = {}
     return Figures(
         generation_tokens_per_s=rate(delta, "generation_tokens"),

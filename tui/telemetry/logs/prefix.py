@@ -23,12 +23,14 @@ from tui.sanitize import strip_escapes
 # The process part: `(APIServer pid=1)`, `(EngineCore_DP0 pid=7)`, older `(VllmWorker rank=0 pid=9)`,
 # Ray `(RayWorkerWrapper pid=9, ip=10.0.0.1)`.
 _PROCESS = r"\((?P<proc>[A-Za-z0-9_]+)[^()]*?\bpid=\d+[^()]*\) "
-_VLLM_PREFIX = re.compile(
-    rf"(?:{_PROCESS})?"
+_VLLM_RECORD = (
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
     r"(?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? "
     r"\[?(?P<origin>[^\]\s]+:\d+)\] ?"
 )
+_VLLM_PREFIX = re.compile(rf"(?:{_PROCESS})?{_VLLM_RECORD}")
+# A custom VLLM_LOGGING_PREFIX sits between the process prefix and the level (vllm.md §2.1).
+_VLLM_RECORD_AFTER_CUSTOM = re.compile(rf"(?<![A-Za-z0-9]){_VLLM_RECORD}")
 _VLLM_PROCESS_ONLY = re.compile(_PROCESS)
 _SGLANG_PREFIX = re.compile(
     r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?P<ms>[.,]\d{1,6})?"
@@ -84,6 +86,12 @@ def split_prefix(line: str) -> LinePrefix:
                 match["origin"],
             )
         process = _VLLM_PROCESS_ONLY.match(line)
+        custom = process and _VLLM_RECORD_AFTER_CUSTOM.search(line, process.end() + 1, _WRAPPER_WINDOW)
+        if process and custom:
+            message = line[custom.end() :]
+            return LinePrefix(
+                "vllm", custom["time"], custom["level"], process["proc"], message, True, custom["origin"]
+            )
         if process:  # raw stderr (uvicorn, tracebacks) relayed with the process prefix only
             return LinePrefix(
                 "vllm",

@@ -1,0 +1,204 @@
+"""vLLM's OpenAI-compatible stream shapes (reference vllm.md §4, per-request.md) through `run_request`,
+served by a real local HTTP server.
+
+The chunks are the reference's own shapes, with its `…` placeholders filled in: the chat role chunk
+(`"delta":{"role":"assistant","content":""}`), the completions chunk (`"text"`, `"stop_reason":null`,
+`"token_ids":null`), the final `"choices": []` usage chunk carrying `system_fingerprint` and the
+per-request `metrics` object of per-request.md verbatim, `data: [DONE]`, and an error sent inside the
+stream followed by `[DONE]`.
+
+The workload behind the numbers is per-request.md's example: 43 verification steps with the
+acceptance histogram [39, 1, 0, 3] (k = 3), i.e. one chunk per engine step carrying 1, 2 or 4
+tokens, after the prefill chunk's first token: 1 + 39·1 + 1·2 + 3·4 = 54 tokens (= steps + accepted
++ first token, vllm.md §1.2).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reference_streams import run_stream
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench_engine"))
+from test_server_figures import VLLM_METRICS
+
+CREATED = 1755702742
+MODEL = "mimo-7b"
+METRICS = VLLM_METRICS  # per-request.md's example, verbatim
+# Tokens per content chunk: the prefill's first token, then one chunk per verification step.
+CHUNK_TOKENS = [1] + [1] * 39 + [2] * 1 + [4] * 3
+PROMPT_TOKENS = 142
+CACHED_TOKENS = 128
+
+
+def _chat_chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-8a1f0c2e9b",
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        **extra,
+    }
+
+
+def _completion_chunk(text: str, finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "cmpl-8a1f0c2e9b",
+        "object": "text_completion",
+        "created": CREATED,
+        "model": MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": finish,
+                "stop_reason": None,
+                "prompt_token_ids": None,
+                "token_ids": None,
+            }
+        ],
+    }
+
+
+def _usage(completion: int) -> dict[str, Any]:
+    return {
+        "prompt_tokens": PROMPT_TOKENS,
+        "total_tokens": PROMPT_TOKENS + completion,
+        "completion_tokens": completion,
+        "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS},
+    }
+
+
+def _usage_chunk(object_name: str, metrics: Any = METRICS) -> dict[str, Any]:
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-8a1f0c2e9b",
+        "object": object_name,
+        "created": CREATED,
+        "model": MODEL,
+        "choices": [],
+        "usage": _usage(sum(CHUNK_TOKENS)),
+        "system_fingerprint": "vllm-0.28.0-tp1-3f9a2c1d",
+    }
+    if metrics is not ...:
+        chunk["metrics"] = metrics
+    return chunk
+
+
+def _sse(events: list[dict[str, Any] | str]) -> bytes:
+    """`data: <json>\\n\\n` per event; the stream always ends with `data: [DONE]\\n\\n` (vllm.md §4)."""
+    parts = [f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n" for event in events]
+    return "".join(parts).encode() + b"data: [DONE]\n\n"
+
+
+def _chat_stream(*, usage: bool = True, continuous: bool = False, metrics: Any = METRICS) -> bytes:
+    events: list[dict[str, Any] | str] = [
+        _chat_chunk({"role": "assistant", "content": ""}, prompt_token_ids=None, prompt_text=None)
+    ]
+    done = 0
+    for index, tokens in enumerate(CHUNK_TOKENS):
+        done += tokens
+        extra = {"usage": _usage(done)} if continuous else {}
+        events.append(_chat_chunk({"content": f"<{index}:{tokens}>"}, **extra))
+    events.append(_chat_chunk({"content": ""}, "stop", **({"usage": _usage(done)} if continuous else {})))
+    if usage:
+        events.append(_usage_chunk("chat.completion.chunk", metrics))
+    return _sse(events)
+
+
+async def test_chat_stream_counts_usage_not_chunks_and_reads_the_metrics_of_the_usage_chunk() -> None:
+    result = await run_stream(_chat_stream())
+    assert result.ok, result.error
+    # The role chunk (content "") is not the first token; the finish chunk (content "") is no chunk.
+    assert len(result.chunk_times_s) == len(CHUNK_TOKENS) == 44
+    assert result.output_tokens == 54 and not result.usage_estimated
+    assert result.prompt_tokens == PROMPT_TOKENS
+    assert result.finish_reason == "stop"
+    assert result.text.startswith("<0:1><1:1>")
+    assert result.chunk_tokens is None  # usage only at the end: not said per chunk
+    server = result.server
+    assert server is not None and server.source == "vllm"
+    assert (server.drafted, server.accepted, server.spec_steps, server.spec_tokens) == (129, 10, 43, 3)
+    assert server.acceptance_histogram == [39, 1, 0, 3]
+    assert server.acceptance_rate == pytest.approx(0.07751937984496124)
+    assert server.mean_acceptance_length == pytest.approx(1.2325581395348837)
+    assert (server.server_ttft_ms, server.queue_ms, server.generation_ms, server.mean_itl_ms) == (
+        85.2,
+        12.3,
+        1240.5,
+        9.1,
+    )
+    assert (server.cached_tokens, server.prompt_tokens) == (CACHED_TOKENS, PROMPT_TOKENS)
+
+
+async def test_continuous_usage_stats_give_the_tokens_of_every_chunk() -> None:
+    result = await run_stream(_chat_stream(continuous=True))
+    assert result.ok, result.error
+    assert result.output_tokens == 54
+    assert result.chunk_tokens == CHUNK_TOKENS
+
+
+async def test_chat_stream_without_include_usage_is_a_marked_estimate() -> None:
+    """Without `stream_options.include_usage` vLLM sends no usage chunk: the chunk count is only a
+    lower bound under speculative decoding (several tokens per chunk), so it is marked estimated."""
+    result = await run_stream(_chat_stream(usage=False))
+    assert result.ok, result.error
+    assert result.usage_estimated
+    assert result.output_tokens == 44 < 54
+    assert result.server is None
+
+
+@pytest.mark.parametrize("metrics", [None, ...], ids=["metrics-null-for-n>1", "no-metrics-flag"])
+async def test_usage_chunk_without_per_request_metrics_leaves_them_unknown(metrics: Any) -> None:
+    result = await run_stream(_chat_stream(metrics=metrics))
+    assert result.ok, result.error
+    assert result.output_tokens == 54
+    server = result.server
+    assert server is not None  # usage still says the cached prompt tokens
+    assert server.source is None
+    assert server.drafted is None and server.accepted is None and server.acceptance_rate is None
+    assert server.server_ttft_ms is None and server.mean_acceptance_length is None
+    assert server.cached_tokens == CACHED_TOKENS
+
+
+async def test_timing_only_metrics_without_speculative_decoding() -> None:
+    """`--enable-per-request-metrics` without `--per-request-spec-decode-metrics`: timing only."""
+    timing = {key: value for key, value in METRICS.items() if key != "speculative_decoding"}
+    result = await run_stream(_chat_stream(metrics=timing))
+    server = result.server
+    assert server is not None and server.source == "vllm"
+    assert server.server_ttft_ms == 85.2 and server.queue_ms == 12.3
+    assert server.drafted is None and server.spec_steps is None and server.acceptance_histogram is None
+
+
+async def test_completions_stream_shape() -> None:
+    events: list[dict[str, Any] | str] = [_completion_chunk(f"<{i}>") for i in range(len(CHUNK_TOKENS))]
+    events.append(_completion_chunk("", "length"))
+    events.append(_usage_chunk("text_completion"))
+    result = await run_stream(_sse(events), api="completions")
+    assert result.ok, result.error
+    assert result.output_tokens == 54 and not result.usage_estimated
+    assert len(result.chunk_times_s) == 44
+    assert result.finish_reason == "length"
+    assert result.chunk_tokens is None  # "token_ids": null says nothing
+    assert result.server is not None and result.server.spec_steps == 43
+
+
+async def test_error_inside_the_stream_then_done_is_a_broken_stream_with_the_message() -> None:
+    error = {
+        "error": {
+            "message": "The model `x` does not exist.",
+            "type": "NotFoundError",
+            "param": "model",
+            "code": 404,
+        }
+    }
+    body = _sse([_chat_chunk({"role": "assistant", "content": ""}), _chat_chunk({"content": "a"}), error])
+    result = await run_stream(body)
+    assert result.error_kind == "broken_stream"
+    assert "The model `x` does not exist." in (result.error or "")
