@@ -91,3 +91,16 @@ async def test_sglang_chat_stream_shape(cache_report: bool) -> None:
     assert server is not None and server.source is None
     assert server.drafted is None and server.acceptance_rate is None
     assert server.cached_tokens == (16 if cache_report else None)
+
+
+@pytest.mark.parametrize("reason", ["abort", "error"])
+async def test_a_stream_the_server_ends_with_abort_or_error_is_a_failed_request(reason: str) -> None:
+    """sglang.md §4 (`finish_reason` … `abort`) and vLLM's finished_reason values (vllm.md): a request the
+    server dropped ends with a final chunk and [DONE] like any other; it was not answered, so it is a
+    failed request, never a short success in the burst's figures."""
+    events: list[dict[str, Any]] = [_sglang_chunk({"role": "assistant", "content": ""})]
+    events += [_sglang_chunk({"content": "Hello"}), _sglang_chunk({"content": ""}, reason, None)]
+    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+    result = await run_stream(body.encode())
+    assert not result.ok
+    assert result.error is not None and reason in result.error

@@ -88,6 +88,11 @@ class RequestSpec:
         }
 
 
+# A stream that ends this way was not answered: the request failed (vLLM's finished_reason values,
+# vllm.md; SGLang's final chunk, sglang.md), it is not a short success.
+ABORTED_FINISH_REASONS = frozenset({"abort", "error"})
+
+
 class _Failure(Exception):
     def __init__(self, kind: ErrorKind, message: str, status: int | None = None, retryable: bool = False):
         super().__init__(message)
@@ -370,6 +375,8 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
         raise _Failure("broken_stream", f"{type(error).__name__}: {error}") from error
     if not state.done and state.finish_reason is None:
         raise _Failure("broken_stream", "stream ended before [DONE] or a finish_reason")
+    if state.finish_reason in ABORTED_FINISH_REASONS:  # vLLM and SGLang end a dropped request so
+        raise _Failure("broken_stream", f"the server ended the request (finish_reason {state.finish_reason})")
     return state
 
 
