@@ -4,6 +4,7 @@ control socket (a live sim gets SIGHUP, a dead one is started again), with a kno
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,13 +68,12 @@ class TuneSim:
         return self.sims.restart_command(self.sim.name)
 
 
-@pytest.fixture
-def tune_sim(tmp_path: Path) -> Iterator[TuneSim]:
-    folder = tmp_path / "sim"
-    folder.mkdir()
-    config = write_config(folder / "config.toml")
-    sims = DemoSims(folder, background_load_rps=0.0)
-    sim = DemoSim("tuned", config, folder / "tuned.log", folder / "tuned.stdout", folder / "tuned.stderr")
+@contextmanager
+def running_sim(config: Path, name: str = "tuned", *, load_rps: float = 0.0) -> Iterator[TuneSim]:
+    """One `spectop sim` on `config` (its files beside it), restartable through the demo's control socket."""
+    folder = config.parent
+    sims = DemoSims(folder, background_load_rps=load_rps)
+    sim = DemoSim(name, config, folder / f"{name}.log", folder / f"{name}.stdout", folder / f"{name}.stderr")
     sims.sims.append(sim)
     try:
         sims.start(sim)
@@ -81,6 +81,14 @@ def tune_sim(tmp_path: Path) -> Iterator[TuneSim]:
         yield TuneSim(sims, sim, config)
     finally:
         sims.stop()
+
+
+@pytest.fixture
+def tune_sim(tmp_path: Path) -> Iterator[TuneSim]:
+    folder = tmp_path / "sim"
+    folder.mkdir()
+    with running_sim(write_config(folder / "config.toml")) as sim:
+        yield sim
 
 
 @pytest.fixture(autouse=True)

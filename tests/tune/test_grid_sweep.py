@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from test_sweep import accepted_moments, changed_lines, health, run_cli
 
-from tests.tune.conftest import TuneSim
-from tui.commands.demo import DemoSim, DemoSims
+from tests.tune.conftest import TuneSim, running_sim
 from tui.configs.document import load_document
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
@@ -56,15 +55,8 @@ def sglang_sim(tmp_path: Path) -> Iterator[TuneSim]:
     folder.mkdir()
     config = folder / "settings.json"
     config.write_text(json.dumps(SETTINGS, indent=2) + "\n", encoding="utf-8")
-    sims = DemoSims(folder, background_load_rps=0.0)
-    sim = DemoSim("tuned", config, folder / "tuned.log", folder / "tuned.stdout", folder / "tuned.stderr")
-    sims.sims.append(sim)
-    try:
-        sims.start(sim)
-        sims.watch()
-        yield TuneSim(sims, sim, config)
-    finally:
-        sims.stop()
+    with running_sim(config) as sim:
+        yield sim
 
 
 def model_for(config: Path, value: int) -> Behaviour:

@@ -14,7 +14,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from tests.tune.conftest import write_config
+from tests.tune.conftest import running_sim, write_config
 from tui.app import SpectopApp
 from tui.commands.demo import RESTARTED, DemoSim, DemoSims
 from tui.paths import themes_dir
@@ -54,16 +54,8 @@ class GuardSim:
 def guard_sim(tmp_path: Path) -> Iterator[GuardSim]:
     folder = tmp_path / "sim"
     folder.mkdir()
-    config = write_config(folder / "config.toml")
-    sims = DemoSims(folder, background_load_rps=8.0)
-    sim = DemoSim("guarded", config, folder / "g.log", folder / "g.stdout", folder / "g.stderr")
-    sims.sims.append(sim)
-    try:
-        sims.start(sim)
-        sims.watch()
-        yield GuardSim(sims, sim)
-    finally:
-        sims.stop()
+    with running_sim(write_config(folder / "config.toml"), "guarded", load_rps=8.0) as running:
+        yield GuardSim(running.sims, running.sim)
 
 
 def _app(endpoint: EndpointSettings, record: Path) -> SpectopApp:

@@ -42,16 +42,20 @@ async def _set(screen: TuneScreen, pilot, field_id: str, value: str) -> None:  #
     await pilot.press("ctrl+a", "ctrl+k", *value)
 
 
-async def test_run_cancel_run_apply_from_the_keyboard(tune_sim: TuneSim) -> None:
-    write_config(tune_sim.config, k=1)  # k=2 beats the file's k=1 at concurrency 1
-    original = tune_sim.config.read_bytes()
-    endpoint = EndpointSettings(
+def _endpoint(tune_sim: TuneSim) -> EndpointSettings:
+    return EndpointSettings(
         name="tuned",
         url=tune_sim.url,
         config_file=tune_sim.config,
         log_file=tune_sim.sim.log_file,
         restart_command=tune_sim.restart_command,
     )
+
+
+async def test_run_cancel_run_apply_from_the_keyboard(tune_sim: TuneSim) -> None:
+    write_config(tune_sim.config, k=1)  # k=2 beats the file's k=1 at concurrency 1
+    original = tune_sim.config.read_bytes()
+    endpoint = _endpoint(tune_sim)
     app = TuneTestApp(endpoint)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
@@ -106,13 +110,7 @@ async def test_the_sweeps_restarts_are_planned_restarts_not_an_endpoint_down(tun
     from tui.settings import Settings
 
     write_config(tune_sim.config, k=1)
-    endpoint = EndpointSettings(
-        name="tuned",
-        url=tune_sim.url,
-        config_file=tune_sim.config,
-        log_file=tune_sim.sim.log_file,
-        restart_command=tune_sim.restart_command,
-    )
+    endpoint = _endpoint(tune_sim)
     app = SpectopApp(Settings(poll_interval_s=0.25, endpoints=[endpoint]), remember_theme_choice=False)
     seen_restarting: list[bool] = []
     async with app.run_test(size=(80, 24)) as pilot:
