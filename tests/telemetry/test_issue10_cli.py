@@ -24,6 +24,7 @@ def _during_the_window(server: FakeLlamaServer, *, second_scraper: bool) -> asyn
     done = asyncio.Event()
     loop = asyncio.get_running_loop()
     spectop_gets = 0
+    tasks: list[asyncio.Task[None]] = []
 
     async def traffic() -> None:
         async with httpx.AsyncClient() as other:
@@ -37,7 +38,7 @@ def _during_the_window(server: FakeLlamaServer, *, second_scraper: bool) -> asyn
         nonlocal spectop_gets
         spectop_gets += 1
         if spectop_gets == 2:
-            loop.create_task(traffic())
+            tasks.append(loop.create_task(traffic()))
 
     server.after_metrics = after_metrics
     return done
