@@ -99,3 +99,20 @@ async def test_snapshot_with_a_nan_counter_says_why_the_figure_is_unknown(which:
         assert record["acceptance_rate"] == pytest.approx(0.6)
         assert "not in the newest reading (missing or NaN)" in record["notes"]["window"]
     assert "generation_tokens" in record["notes"]["window"]
+
+
+@pytest.mark.parametrize("which", ["first", "last"])
+async def test_the_dashboard_and_the_snapshot_agree_on_what_is_unknown_and_why(
+    which: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = page("NaN", "NaN", "NaN") if which == "first" else page("NaN", *steady(1)[1:])
+    pages = [bad, page(*steady(1))] if which == "first" else [page(*steady(0)), bad]
+    async with ReplyServer([Reply(body) for body in pages]) as server:
+        _, out, _ = await spectop("snapshot", server.url, "--window", "0.3", "--json")
+    snapshot = json.loads(out)
+    dashboard = (await _readings(pages, monkeypatch))[-1].figures.model_dump()
+    for name in ("generation_tokens_per_s", "acceptance_rate", "mean_acceptance_length", "running"):
+        assert (dashboard[name] is None) == (snapshot[name] is None), name
+    assert dashboard["acceptance_rate"] == snapshot["acceptance_rate"]
+    # The dashboard's window is 60 s, so it also says the window is short; the reason is the same.
+    assert snapshot["notes"]["window"] in dashboard["notes"]["window"]
