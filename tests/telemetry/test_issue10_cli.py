@@ -85,3 +85,28 @@ async def test_snapshot_table_with_a_second_scraper_shows_a_dash_and_why() -> No
     (row,) = [line for line in out.splitlines() if "req/s" in line or "requests" in line.lower()][:1]
     assert "–" in row, out
     assert "another client also scrapes" in " ".join(out.split())
+
+
+async def test_snapshot_across_a_llama_server_restart_counts_from_zero_and_says_so() -> None:
+    # The issue: every rate null with error null. The new process (its Process-Start-Time-Unix changed)
+    # served one request of 64 tokens and 8 drafts of 4 inside the window.
+    async with FakeLlamaServer(**BUSY) as server:
+        server.drafts, server.draft_tokens, server.accepted = 9000.0, 36000.0, 30000.0
+        gets = 0
+
+        def restart_after_the_first_reading() -> None:
+            nonlocal gets
+            gets += 1
+            if gets == 2:
+                server.restart("2000")
+                server.finish(64, 0.05)
+                server.drafts, server.draft_tokens, server.accepted = 8.0, 32.0, 16.0
+
+        server.after_metrics = restart_after_the_first_reading
+        code, out, err = await spectop("snapshot", server.url, "--window", "1", "--json")
+    assert gets >= 3 and code == 0, err
+    record = json.loads(out)
+    assert record["error"] is None and record["restarted_in_window"] is True
+    assert "restarted during the window" in record["notes"]["window"]
+    assert 64 / 4.0 <= record["generation_tokens_per_s"] <= 64 / 1.0 * 1.001
+    assert record["acceptance_rate"] == 16 / 32 and record["mean_acceptance_length"] == 1 + 16 / 8

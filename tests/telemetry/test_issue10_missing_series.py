@@ -116,3 +116,29 @@ async def test_the_dashboard_and_the_snapshot_agree_on_what_is_unknown_and_why(
     assert dashboard["acceptance_rate"] == snapshot["acceptance_rate"]
     # The dashboard's window is 60 s, so it also says the window is short; the reason is the same.
     assert snapshot["notes"]["window"] in dashboard["notes"]["window"]
+
+
+def test_a_series_gone_for_good_never_freezes_the_figures() -> None:
+    # Engine 1's counter stops being printed from second 5 on: the figures leave out at most the two
+    # newest readings, so they never describe a moment further in the past than that.
+    from tui.telemetry.backends import detect_backend
+    from tui.telemetry.prometheus import parse_metrics_text
+    from tui.telemetry.scraper import Scrape
+    from tui.telemetry.window import ScrapeWindow
+
+    window = ScrapeWindow(window_s=60.0)
+    for second in range(12):
+        text = page(*steady(second)).decode()
+        if second < 5:
+            text += f'vllm:generation_tokens_total{{engine="1",model_name="m"}} {5e6 + 50 * second}\n'
+        samples = tuple(parse_metrics_text(text))
+        window.add(
+            Scrape(
+                time=second, monotonic=second, samples=samples, error=None, backend=detect_backend(samples)
+            )
+        )
+        figures = window.figures()
+        if second >= 5:
+            assert "figures end at the reading 2 s ago" in figures.notes["window"] or second == 5
+            assert figures.acceptance_rate == pytest.approx(0.6)
+    assert window.covered_s == pytest.approx(9.0)
