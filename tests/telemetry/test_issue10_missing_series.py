@@ -10,9 +10,11 @@ import httpx
 import pytest
 from metrics_test_server import Reply, ReplyServer
 from test_snapshot_cli import spectop
+from test_window_real_conditions import scrape, vllm_page
 
 from tui.settings import EndpointSettings
 from tui.telemetry.monitor import EndpointMonitor
+from tui.telemetry.window import ScrapeWindow
 
 LABELS = 'engine="0",model_name="m"'
 LIFETIME = 10_000_000.0  # the issue's lifetime counter of 10 M
@@ -121,24 +123,36 @@ async def test_the_dashboard_and_the_snapshot_agree_on_what_is_unknown_and_why(
 def test_a_series_gone_for_good_never_freezes_the_figures() -> None:
     # Engine 1's counter stops being printed from second 5 on: the figures leave out at most the two
     # newest readings, so they never describe a moment further in the past than that.
-    from tui.telemetry.backends import detect_backend
-    from tui.telemetry.prometheus import parse_metrics_text
-    from tui.telemetry.scraper import Scrape
-    from tui.telemetry.window import ScrapeWindow
-
     window = ScrapeWindow(window_s=60.0)
     for second in range(12):
         text = page(*steady(second)).decode()
         if second < 5:
             text += f'vllm:generation_tokens_total{{engine="1",model_name="m"}} {5e6 + 50 * second}\n'
-        samples = tuple(parse_metrics_text(text))
-        window.add(
-            Scrape(
-                time=second, monotonic=second, samples=samples, error=None, backend=detect_backend(samples)
-            )
-        )
+        window.add(scrape(text, float(second)))
         figures = window.figures()
         if second >= 5:
             assert "figures end at the reading 2 s ago" in figures.notes["window"] or second == 5
             assert figures.acceptance_rate == pytest.approx(0.6)
     assert window.covered_s == pytest.approx(9.0)
+
+
+def test_k_change_without_a_visible_restart_says_the_window_is_short() -> None:
+    # The issue: after k 2→4 per-position acceptance read .88 .65 .06 .03 for a minute. The new positions
+    # start the figures afresh, and the card is told the window is still short.
+    family = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {v}\n'
+
+    def with_positions(drafts: float, positions: list[float]) -> str:
+        extra = "".join(family.format(labels=LABELS, i=i, v=v) for i, v in enumerate(positions))
+        return vllm_page(drafts * 3, drafts, sum(positions), extra)
+
+    window = ScrapeWindow(window_s=60.0)
+    for second in range(0, 50, 10):  # k = 2 for 40 s
+        window.add(
+            scrape(with_positions(1000 + 10 * second, [880 + 8.8 * second, 650 + 6.5 * second]), second)
+        )
+    assert not window.figures().window_short
+    window.add(scrape(with_positions(1500, [1320, 975, 10, 5]), 50.0))  # k 2 → 4
+    window.add(scrape(with_positions(1600, [1400, 1035, 60, 25]), 60.0))
+    figures = window.figures()
+    assert figures.per_position_acceptance == pytest.approx([0.80, 0.60, 0.50, 0.20])
+    assert figures.window_short and "window still short: 10 s of 60 s" in figures.notes["window"]
