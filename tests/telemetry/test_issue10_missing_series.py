@@ -10,7 +10,7 @@ import httpx
 import pytest
 from metrics_test_server import Reply, ReplyServer
 from test_snapshot_cli import spectop
-from test_window_real_conditions import scrape, vllm_page
+from test_window_real_conditions import scrape
 
 from tui.settings import EndpointSettings
 from tui.telemetry.monitor import EndpointMonitor
@@ -134,25 +134,3 @@ def test_a_series_gone_for_good_never_freezes_the_figures() -> None:
             assert "figures end at the reading 2 s ago" in figures.notes["window"] or second == 5
             assert figures.acceptance_rate == pytest.approx(0.6)
     assert window.covered_s == pytest.approx(9.0)
-
-
-def test_k_change_without_a_visible_restart_says_the_window_is_short() -> None:
-    # The issue: after k 2→4 per-position acceptance read .88 .65 .06 .03 for a minute. The new positions
-    # start the figures afresh, and the card is told the window is still short.
-    family = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {v}\n'
-
-    def with_positions(drafts: float, positions: list[float]) -> str:
-        extra = "".join(family.format(labels=LABELS, i=i, v=v) for i, v in enumerate(positions))
-        return vllm_page(drafts * 3, drafts, sum(positions), extra)
-
-    window = ScrapeWindow(window_s=60.0)
-    for second in range(0, 50, 10):  # k = 2 for 40 s
-        window.add(
-            scrape(with_positions(1000 + 10 * second, [880 + 8.8 * second, 650 + 6.5 * second]), second)
-        )
-    assert not window.figures().window_short
-    window.add(scrape(with_positions(1500, [1320, 975, 10, 5]), 50.0))  # k 2 → 4
-    window.add(scrape(with_positions(1600, [1400, 1035, 60, 25]), 60.0))
-    figures = window.figures()
-    assert figures.per_position_acceptance == pytest.approx([0.80, 0.60, 0.50, 0.20])
-    assert figures.window_short and "window still short: 10 s of 60 s" in figures.notes["window"]
