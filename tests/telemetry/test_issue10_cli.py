@@ -9,7 +9,9 @@ import json
 
 import httpx
 from llamacpp_fake_server import FakeLlamaServer
+from metrics_test_server import Reply, ReplyServer
 from test_snapshot_cli import spectop
+from test_window_real_conditions import _sglang_ttft
 
 # Past 40k tokens (the issue's condition): the old tolerance grew with this counter.
 BUSY = {"tokens": 50_000.0, "seconds": 52.345, "prompt_tokens": 9000.0, "prompt_seconds": 3.1}
@@ -110,3 +112,21 @@ async def test_snapshot_across_a_llama_server_restart_counts_from_zero_and_says_
     assert "restarted during the window" in record["notes"]["window"]
     assert 64 / 4.0 <= record["generation_tokens_per_s"] <= 64 / 1.0 * 1.001
     assert record["acceptance_rate"] == 16 / 32 and record["mean_acceptance_length"] == 1 + 16 / 8
+
+
+async def test_snapshot_json_gives_a_first_bucket_quantile_as_a_bound() -> None:
+    # The issue: SGLang TTFT p50 read 50 ms when every sample fell in the first (≤ 100 ms) bucket and the
+    # mean was 6.5 ms. The JSON keeps the interpolated value but says it is only "below 100 ms".
+    pages = [_sglang_ttft([0] * 8, 0.0), _sglang_ttft([40] * 8, 40 * 0.0065)]
+    async with ReplyServer([Reply(text.encode()) for text in pages]) as server:
+        code, out, err = await spectop("snapshot", server.url, "--window", "0.3", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["backend"] == "sglang"
+    assert abs(record["ttft_mean_s"] - 0.0065) < 1e-9
+    assert record["quantile_bounds"]["ttft_p50_s"] == [0.0, 0.1]
+    assert "first bucket" in record["notes"]["ttft_p50_s"]
+    async with ReplyServer([Reply(text.encode()) for text in pages]) as server:
+        code, out, err = await spectop("snapshot", server.url, "--window", "0.3")
+    assert code == 0, err
+    assert "6.5 ms / < 100 ms / < 100 ms" in out
