@@ -97,6 +97,11 @@ def test_draft_positions_changing_without_a_visible_restart_start_afresh() -> No
     window.add(scrape(page(1300, [1144, 845, 70, 25]), 30.0))
     assert window.figures().per_position_acceptance == pytest.approx([0.88, 0.65, 0.60, 0.20])
     assert window.figures().covered_s == pytest.approx(10.0)
+    # The card is told the window is still short (issue 10 item 5).
+    assert (
+        window.figures().window_short
+        and "window still short: 10 s of 60 s" in window.figures().notes["window"]
+    )
 
 
 async def test_duplicate_series_make_the_page_inconsistent() -> None:

@@ -42,6 +42,8 @@ from tui.telemetry.scraper import Scrape
 
 _EMPTY_PAGE = PageSnapshot(counters={}, gauges={})
 _POSITIONS = "accepted_per_pos:"
+# Newest readings left out of the figures while a series is missing from them (NaN in a scrape or two).
+_GAP_READINGS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,11 @@ class _Segment:
     restart: bool = False
     # The figures start after this segment (a baseline: nothing counted), e.g. the draft positions changed.
     fresh_after: bool = False
+    # Quantities with a series missing (not printed, or NaN) from this segment's page: their increase
+    # over it is not known yet (the next reading has it), so the figures end before it while it is newest.
+    missing: tuple[str, ...] = ()
+    # Quantities with a series first seen on this page (a baseline: counted from the next reading).
+    baselines: tuple[str, ...] = ()
     # The counter keys in order: segments of one server share them, so they can be summed by column.
     keys: tuple[CounterKey, ...] = field(init=False)
 
@@ -121,6 +128,7 @@ def _segment(
     carried: dict[CounterKey, float] | None = None
     positions_changed = False
     went_down = 0
+    baselines: dict[str, None] = {}
     for key, value in current.items():
         old = previous.get(key)
         if old is None:
@@ -129,6 +137,8 @@ def _segment(
                 positions_changed = True  # k changed: old and new positions must not share a window
             if name.startswith(_zero_start(backend)):
                 increases[key] = max(value, 0.0)  # documented to appear at 0
+            else:
+                baselines[name] = None
             continue  # otherwise a new series is a baseline: its first value is not an increase
         shared += 1
         increase = value - old
@@ -150,6 +160,7 @@ def _segment(
         return _Segment(seconds, {}, {}, fresh_after=True), current
     if positions_changed:
         return _Segment(seconds, {}, {}, fresh_after=True), current
+    missing: dict[CounterKey, float] = {}
     if len(previous) > shared:
         # Series missing from this page (not printed, or NaN) keep their last value.
         missing = {key: value for key, value in previous.items() if key not in current}
@@ -160,7 +171,14 @@ def _segment(
     segment_extras = segment_extras_of(backend)
     if segment_extras is not None:
         extras = segment_extras(before.page, page, Delta(seconds, increases))
-    return _Segment(seconds, increases, extras), current if carried is None else carried
+    segment = _Segment(
+        seconds,
+        increases,
+        extras,
+        missing=tuple(dict.fromkeys(key[0] for key in missing if key[0] not in _running_max(backend))),
+        baselines=tuple(baselines),
+    )
+    return segment, current if carried is None else carried
 
 
 def _sum_segments(segments: list[_Segment]) -> Delta | None:
@@ -214,6 +232,8 @@ class ScrapeWindow:
         self._delta_cached = False
         self._covered_s = 0.0
         self._restart_at: float | None = None  # monotonic time of the newest restart in the window
+        # Why the newest readings are not in the figures, or a counter in them is unknown (missing series).
+        self._gap_note: str | None = None
         # Why the newest page was not used (the same series twice); None when it was.
         self.inconsistent: str | None = None
 
@@ -276,23 +296,57 @@ class ScrapeWindow:
     def _delta(self) -> Delta | None:
         if not self._delta_cached:
             segments: list[_Segment] = []
+            ends: list[float] = []  # monotonic time each segment ends at
             restart_at = None
             for entry in list(self._entries)[1:]:
                 segment = entry.segment
                 if segment is None:
                     continue
                 if segment.restart:
-                    segments = []  # start afresh: counted from zero in this segment
+                    segments, ends = [], []  # start afresh: counted from zero in this segment
                     restart_at = entry.monotonic
                 elif segment.fresh_after:
-                    segments = []
+                    segments, ends = [], []
                     continue
                 segments.append(segment)
+                ends.append(entry.monotonic)
+            segments = self._without_gap(segments, ends)
             self._delta_cache = _sum_segments(segments)
             self._covered_s = self._delta_cache.seconds if self._delta_cache is not None else 0.0
             self._restart_at = restart_at
             self._delta_cached = True
         return self._delta_cache
+
+    def _without_gap(self, segments: list[_Segment], ends: list[float]) -> list[_Segment]:
+        """The segments, less the newest ones whose page lacked a series (missing or NaN): over those
+        that series' increase is not known yet, and counting their seconds without it would make its
+        figures too low (or a ratio of two counters wrong). At most `_GAP_READINGS` (a series gone for
+        good must not freeze the figures); kept when every segment lacks it (the quantity then has no
+        increase at all, and its figure is None)."""
+        self._gap_note = None
+        end = len(segments)
+        while end > 0 and len(segments) - end < _GAP_READINGS and segments[end - 1].missing:
+            end -= 1
+        newest = segments[-1] if segments else None
+        if newest is None:
+            return segments
+        names = ", ".join(dict.fromkeys(name for segment in segments[end:] for name in segment.missing))
+        if 0 < end < len(segments):
+            ago = ends[-1] - ends[end - 1]
+            self._gap_note = (
+                f"figures end at the reading {ago:.0f} s ago: not in the newer readings (missing or NaN): "
+                f"{names}"
+            )
+            return segments[:end]
+        notes = []
+        if newest.missing:
+            notes.append(f"not in the newest reading (missing or NaN), no increase known: {names}")
+        if newest.baselines:
+            notes.append(
+                f"first seen in the newest reading, counted from the next: {', '.join(newest.baselines)}"
+            )
+        self._gap_note = "; ".join(notes) or None
+        return segments
 
     def _qualified(self, figures: Figures) -> Figures:
         """The (freshly derived) figures, told what they cover and why: restart, short window."""
@@ -307,6 +361,8 @@ class ScrapeWindow:
         if math.isfinite(self.window_s) and self._covered_s < 0.5 * self.window_s:
             figures.window_short = True
             why.append(f"window still short: {self._covered_s:.0f} s of {self.window_s:.0f} s")
+        if self._gap_note is not None:
+            why.append(self._gap_note)
         if why:
             figures.notes["window"] = "; ".join(why)
         return figures
