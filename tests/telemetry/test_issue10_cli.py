@@ -64,11 +64,10 @@ async def test_snapshot_json_with_a_second_scraper_gives_no_request_rate() -> No
     assert "another client also scrapes /metrics" in record["notes"]["requests_per_s"]
     # The token rate does not depend on the gauge: 192 tokens over a window of about 2 s.
     assert 192 / 5.0 <= record["generation_tokens_per_s"] <= 192 / 2.0 * 1.001
-    # TPOT without the count of finished requests: marked approximate, and below the true decode time
-    # per token (the first token of each request is in the denominator), never above it as in the issue.
-    true_tpot = sum(seconds for _, seconds in REQUESTS) / sum(tokens - 1 for tokens, _ in REQUESTS)
-    assert record["tpot_mean_s"] is not None and record["tpot_mean_s"] < true_tpot
-    assert "approximate" in record["notes"]["tpot_mean_s"]
+    # TPOT needs the count of finished requests (one first token each): unknown, with the reason, never
+    # the 1.20-against-1.05 guess of the issue.
+    assert record["tpot_mean_s"] is None, record["tpot_mean_s"]
+    assert "another client also scrapes /metrics" in record["notes"]["tpot_mean_s"]
 
 
 async def test_snapshot_json_without_a_second_scraper_counts_the_three_requests() -> None:

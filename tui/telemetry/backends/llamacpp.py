@@ -192,12 +192,10 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
         seconds = delta.total("tokens_predicted_seconds")
         decode_tokens = delta.extras.get("decode_tokens", math.nan)
         if math.isnan(decode_tokens):
-            tpot = ratio(seconds, delta.total("tokens_predicted"))
-            if tpot is not None:
-                notes["tpot_mean_s"] = (
-                    "approximate: generation time / all tokens (the first token of each request is "
-                    "included, as finished requests cannot be counted)"
-                )
+            # TPOT is generation time / (tokens - one first token per request): without the request
+            # count it would be a guess (low by a token per request, a lot for short replies).
+            if delta.total("tokens_predicted"):
+                notes["tpot_mean_s"] = _GAUGE_RESET
         else:
             tpot = ratio(seconds, decode_tokens)
         cached = delta.total("prompt_tokens_cached")
