@@ -162,6 +162,8 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
 
     async def on_mount(self) -> None:
         self._load_themes()
+        for note in self.settings.notes:  # what spectop assumed (http:// added to a bare host:port)
+            self.notify(safe_text(note), title="settings", timeout=10, markup=False)
         await self.source.start()
         self.run_worker(self._follow_source(), name="source", group="source", exit_on_error=False)
         self._update_subtitle()
