@@ -25,10 +25,13 @@ SIZE = (80, 24)
 
 
 def _shown_keys(app: App[object], screen: Screen[object]) -> set[str]:
-    """The keys the footer of `screen` may show (its own and the app's), as the footer displays them."""
+    """The keys the footer of `screen` may show (its own, its focused widget's, the app's), as the footer
+    displays them."""
+    focused = [screen.focused, *screen.focused.ancestors] if screen.focused else []
+    spectops = [node for node in focused if type(node).__module__.startswith("tui.") and node is not screen]
     return {
         app.get_key_display(binding)
-        for node in (screen, app)
+        for node in (screen, *spectops, app)
         for bindings in node._bindings.key_to_bindings.values()
         for binding in bindings
         if binding.show and app._check_action_state(binding.action, node) is not False
@@ -71,6 +74,7 @@ async def test_each_dashboard_screen_has_its_own_help(replay_app: Callable[..., 
             if screen_type is DetailScreen:
                 await pilot.press("escape")
         assert {"1", "2", "3", "w", "f"} <= seen[DetailScreen] and "w" not in seen[DashboardScreen]
+        assert "h" in seen[DetailScreen]  # the log pane's access lines, in the footer and in the help
         assert "+/-" in seen[DashboardScreen]  # a replay: the speed keys, and no bench
         assert "b" not in seen[DashboardScreen]
 
