@@ -173,6 +173,7 @@ DataTable > .datatable--cursor, DataTable > .datatable--fixed-cursor { text-styl
 OptionList > .option-list--option-highlighted { text-style: bold reverse; }
 Switch:focus, Button:focus, Input:focus, Select:focus > SelectCurrent { text-style: reverse; }
 Tab.-active { text-style: bold reverse; }
+Input > .input--placeholder { text-style: italic; }
 """
 
 
