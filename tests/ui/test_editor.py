@@ -109,7 +109,7 @@ async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None
         await type_into(pilot, gpu, "1.5", enter=False)
         row = screen._rows[("model", "gpu_memory_utilization")]
         assert row.has_class("-invalid")
-        assert "less than or equal to 1" in str(row.query_one(".field-help", Static).render())
+        assert "must be at most 1" in str(row.query_one(".field-help", Static).render())
         assert screen.document is not None and screen.document.text == before
         await pilot.press("enter")  # an invalid value is not applied
         assert screen.document.text == before
