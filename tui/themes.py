@@ -28,6 +28,7 @@ from textual.theme import Theme
 
 from tui.paths import themes_dir
 from tui.settings import user_config_dir
+from tui.validators import friendly_message
 
 DEFAULT_THEME = "spectop-dark"
 STATE_FILE_NAME = "state.json"
@@ -104,7 +105,7 @@ def load_theme_file(path: Path) -> Theme:
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(item) for item in first["loc"]) or "top level"
-        raise ValueError(f"{path}: field {where}: {first['msg']}") from error
+        raise ValueError(f"{path}: field {where}: {friendly_message(dict(first))}") from error
 
 
 def load_themes(folders: list[Path] | None = None) -> LoadedThemes:
