@@ -39,6 +39,7 @@ from tui.telemetry.recording import DEFAULT_MAX_MB
 from tui.telemetry.series import SeriesStore
 from tui.themes import (
     DEFAULT_THEME,
+    FOOTER_CSS,
     honour_no_color,
     load_themes,
     next_theme,
@@ -53,6 +54,7 @@ YIELD_EVERY = 200  # updates applied in a row at most before the screens get a t
 
 class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures, App[int]):
     TITLE = "spectop"
+    CSS = FOOTER_CSS
     ENABLE_COMMAND_PALETTE = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", tooltip="quit spectop"),

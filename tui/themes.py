@@ -167,6 +167,12 @@ def next_theme(current: str, names: list[str]) -> str:
 
 
 # Focus and selection without colour: a heavy border, reverse video. Loaded only under NO_COLOR.
+# Textual's compact footer gives every key `margin-right: 1`, the docked command-palette key too: the keys
+# that overflow at 80 columns then show one character at the right edge ("^p paletteh"). Both apps use it.
+FOOTER_CSS = """
+Footer.-compact FooterKey.-command-palette { margin-right: 0; padding-right: 1; }
+"""
+
 NO_COLOR_CSS = """
 EndpointCard:focus, LogPane:focus, EndpointTable:focus, DataTable:focus { border: heavy; }
 EndpointCard:focus { border-title-style: bold reverse; }

@@ -142,3 +142,26 @@ async def test_f4_then_enter_jumps_to_the_findings_line(live_app: SpectopApp) ->
         await pilot.press("f4", "enter")
         await wait_for(pilot, lambda: editor.query_one(TabbedContent).active == "raw-pane")
         assert editor.query_one("#raw", TextArea).cursor_location[0] == findings[0].line - 1
+
+
+async def test_the_footers_right_edge_is_the_palette_keys_not_a_stray_letter(live_app: SpectopApp) -> None:
+    """At 80 columns the detail's and the editor's keys overflow under the command-palette key; its margin
+    let the last one show through at the right edge ("^p paletteh")."""
+    app = live_app
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
+        for key, screen_name in (
+            ("enter", "DetailScreen"),
+            ("escape", "DashboardScreen"),
+            ("e", "EditorScreen"),
+        ):
+            await pilot.press(key)
+            await wait_for(pilot, lambda: type(app.screen).__name__ == screen_name)  # noqa: B023
+            await wait_for(
+                pilot, lambda: "^p" in _footer_keys(app) and _footer_keys(app)["^p"].region.width > 0
+            )
+            await pilot.pause()
+            palette = _footer_keys(app)["^p"]
+            assert palette.region.right == SIZE[0], screen_name
+            bottom = app.screen._compositor.render_strips()[-1].text
+            assert bottom.rstrip().endswith("^p palette"), (screen_name, bottom)
