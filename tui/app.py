@@ -39,6 +39,7 @@ from tui.telemetry.recording import DEFAULT_MAX_MB
 from tui.telemetry.series import SeriesStore
 from tui.themes import (
     DEFAULT_THEME,
+    FOOTER_CSS,
     honour_no_color,
     load_themes,
     next_theme,
@@ -53,6 +54,7 @@ YIELD_EVERY = 200  # updates applied in a row at most before the screens get a t
 
 class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures, App[int]):
     TITLE = "spectop"
+    CSS = FOOTER_CSS
     ENABLE_COMMAND_PALETTE = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", tooltip="quit spectop"),
@@ -162,6 +164,8 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
 
     async def on_mount(self) -> None:
         self._load_themes()
+        for note in self.settings.notes:  # what spectop assumed (http:// added to a bare host:port)
+            self.notify(safe_text(note), title="settings", timeout=10, markup=False)
         await self.source.start()
         self.run_worker(self._follow_source(), name="source", group="source", exit_on_error=False)
         self._update_subtitle()

@@ -12,7 +12,7 @@ from textual.binding import BindingType
 from tui.configs.restart import HEALTH_TIMEOUT_S
 from tui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.screens.editor import EditorScreen
-from tui.themes import honour_no_color
+from tui.themes import FOOTER_CSS, honour_no_color
 from tui.worker_errors import ReportsWorkerFailures, WritesRecoveryCopies
 
 HTTP_TIMEOUT_S = 5.0
@@ -20,6 +20,7 @@ HTTP_TIMEOUT_S = 5.0
 
 class EditorApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures, App[None]):
     TITLE = "spectop edit"
+    CSS = FOOTER_CSS
     BINDINGS: ClassVar[list[BindingType]] = list(QUIT_BINDINGS)
 
     def __init__(

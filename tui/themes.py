@@ -28,6 +28,7 @@ from textual.theme import Theme
 
 from tui.paths import themes_dir
 from tui.settings import user_config_dir
+from tui.validators import friendly_message
 
 DEFAULT_THEME = "spectop-dark"
 STATE_FILE_NAME = "state.json"
@@ -104,7 +105,7 @@ def load_theme_file(path: Path) -> Theme:
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(item) for item in first["loc"]) or "top level"
-        raise ValueError(f"{path}: field {where}: {first['msg']}") from error
+        raise ValueError(f"{path}: field {where}: {friendly_message(dict(first))}") from error
 
 
 def load_themes(folders: list[Path] | None = None) -> LoadedThemes:
@@ -166,6 +167,12 @@ def next_theme(current: str, names: list[str]) -> str:
 
 
 # Focus and selection without colour: a heavy border, reverse video. Loaded only under NO_COLOR.
+# Textual's compact footer gives every key `margin-right: 1`, the docked command-palette key too: the keys
+# that overflow at 80 columns then show one character at the right edge ("^p paletteh"). Both apps use it.
+FOOTER_CSS = """
+Footer.-compact FooterKey.-command-palette { margin-right: 0; padding-right: 1; }
+"""
+
 NO_COLOR_CSS = """
 EndpointCard:focus, LogPane:focus, EndpointTable:focus, DataTable:focus { border: heavy; }
 EndpointCard:focus { border-title-style: bold reverse; }
@@ -173,6 +180,7 @@ DataTable > .datatable--cursor, DataTable > .datatable--fixed-cursor { text-styl
 OptionList > .option-list--option-highlighted { text-style: bold reverse; }
 Switch:focus, Button:focus, Input:focus, Select:focus > SelectCurrent { text-style: reverse; }
 Tab.-active { text-style: bold reverse; }
+Input > .input--placeholder { text-style: italic; }
 """
 
 

@@ -109,3 +109,21 @@ async def test_wait_for_health_gives_up() -> None:
         )
     assert back is False
     assert polls and not any(polls)
+
+
+@pytest.mark.parametrize(
+    ("kind", "data", "expected"),
+    [
+        ("vllm_toml", {"model": {"name": "m", "gpu_memory_utilization": 1.5}}, "must be at most 1"),
+        ("vllm_toml", {"model": {"name": "m", "gpu_memory_utilization": "abc"}}, "expected a number"),
+        ("vllm_toml", {"model": {"name": "m"}, "speculative": {"num_speculative_tokens": 2.5}}, "whole"),
+        ("client_json", {"base_url": "http://h", "timeout": -1}, "must be greater than 0"),
+    ],
+)
+def test_schema_issues_are_said_in_spectops_words(kind: str, data: dict[str, object], expected: str) -> None:
+    """`config set` and the editor's field errors read "must be at most 1", not pydantic's "Input should be
+    less than or equal to 1"."""
+    (issue,) = validate_data(kind, data)  # type: ignore[arg-type]
+    assert expected in issue.message and "(got " in issue.message
+    for prefix in ("Value error", "Input should", "Extra inputs", "Field required"):
+        assert prefix not in issue.message

@@ -3,6 +3,7 @@ for restarts and config changes at the time they happened. Pure drawing function
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ui_waiting import wait_for
@@ -125,3 +126,13 @@ async def test_detail_screen_draws_axis_and_markers_of_a_config_change(tmp_path:
         axis = app.screen.query_one(TimeAxis).render().plain
         assert "C" in axis and "now" in axis
         assert "C config change" in str(app.screen.query_one("#charts-title").render())
+
+
+def test_no_two_ticks_read_the_same_at_any_width() -> None:
+    """At 200 columns a 5-minute axis once read "-5 min  -4 min  -4 min  -4 min …" (30 s ticks, minutes)."""
+    for width in (60, 112, 150, 192, 300):
+        for span in (31.0, 60.0, 300.0, 1800.0, 10800.0):
+            axis = time_axis(0.0, span, width).plain.replace("now", "")
+            labels = [label.strip() for label in re.findall(r"-\d[^-]*?(?= {2,}|\s*$)", axis)]
+            assert len(labels) == len(set(labels)), (width, span, labels)
+            assert len(labels) >= 2, (width, span, labels)  # the window's start and at least one tick

@@ -109,7 +109,7 @@ async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None
         await type_into(pilot, gpu, "1.5", enter=False)
         row = screen._rows[("model", "gpu_memory_utilization")]
         assert row.has_class("-invalid")
-        assert "less than or equal to 1" in str(row.query_one(".field-help", Static).render())
+        assert "must be at most 1" in str(row.query_one(".field-help", Static).render())
         assert screen.document is not None and screen.document.text == before
         await pilot.press("enter")  # an invalid value is not applied
         assert screen.document.text == before
@@ -333,3 +333,20 @@ def test_rows_exist_for_every_known_field() -> None:
 
     assert ConfigFieldRow  # the row widget is importable without an app
     assert all(spec.path for spec in field_specs("vllm_toml"))
+
+
+async def test_after_a_save_the_field_just_typed_is_not_an_unsaved_change(config_toml: Path) -> None:
+    """The field the value was typed into counts as saved once the file holds it: esc closes at once."""
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "4")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: "num_speculative_tokens = 4" in config_toml.read_text(), "the save")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+        assert not screen.has_unsaved_changes()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmDialog)

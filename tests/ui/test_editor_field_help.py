@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from tui.configs.schemas import SCHEMAS, field_specs
 from tui.editor_app import EditorApp
@@ -54,3 +54,6 @@ async def test_every_help_line_is_shown_whole_at_80_columns(tmp_path: Path, samp
             shown = " ".join(line for line in lines if line)
             assert " ".join(shown.split()) == " ".join(expected.split()), row.spec.key
             assert expected.count(row.spec.range_text or "\0") <= 1
+            field = row.query_one("#value")
+            if isinstance(field, Input) and row.spec.range_text:  # an unset field: its range once, below
+                assert row.spec.range_text not in field.placeholder, row.spec.key

@@ -25,10 +25,13 @@ SIZE = (80, 24)
 
 
 def _shown_keys(app: App[object], screen: Screen[object]) -> set[str]:
-    """The keys the footer of `screen` may show (its own and the app's), as the footer displays them."""
+    """The keys the footer of `screen` may show (its own, its focused widget's, the app's), as the footer
+    displays them."""
+    focused = [screen.focused, *screen.focused.ancestors] if screen.focused else []
+    spectops = [node for node in focused if type(node).__module__.startswith("tui.") and node is not screen]
     return {
         app.get_key_display(binding)
-        for node in (screen, app)
+        for node in (screen, *spectops, app)
         for bindings in node._bindings.key_to_bindings.values()
         for binding in bindings
         if binding.show and app._check_action_state(binding.action, node) is not False
@@ -71,6 +74,7 @@ async def test_each_dashboard_screen_has_its_own_help(replay_app: Callable[..., 
             if screen_type is DetailScreen:
                 await pilot.press("escape")
         assert {"1", "2", "3", "w", "f"} <= seen[DetailScreen] and "w" not in seen[DashboardScreen]
+        assert "h" in seen[DetailScreen]  # the log pane's access lines, in the footer and in the help
         assert "+/-" in seen[DashboardScreen]  # a replay: the speed keys, and no bench
         assert "b" not in seen[DashboardScreen]
 
@@ -138,3 +142,26 @@ async def test_f4_then_enter_jumps_to_the_findings_line(live_app: SpectopApp) ->
         await pilot.press("f4", "enter")
         await wait_for(pilot, lambda: editor.query_one(TabbedContent).active == "raw-pane")
         assert editor.query_one("#raw", TextArea).cursor_location[0] == findings[0].line - 1
+
+
+async def test_the_footers_right_edge_is_the_palette_keys_not_a_stray_letter(live_app: SpectopApp) -> None:
+    """At 80 columns the detail's and the editor's keys overflow under the command-palette key; its margin
+    let the last one show through at the right edge ("^p paletteh")."""
+    app = live_app
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
+        for key, screen_name in (
+            ("enter", "DetailScreen"),
+            ("escape", "DashboardScreen"),
+            ("e", "EditorScreen"),
+        ):
+            await pilot.press(key)
+            await wait_for(pilot, lambda: type(app.screen).__name__ == screen_name)  # noqa: B023
+            await wait_for(
+                pilot, lambda: "^p" in _footer_keys(app) and _footer_keys(app)["^p"].region.width > 0
+            )
+            await pilot.pause()
+            palette = _footer_keys(app)["^p"]
+            assert palette.region.right == SIZE[0], screen_name
+            bottom = app.screen._compositor.render_strips()[-1].text
+            assert bottom.rstrip().endswith("^p palette"), (screen_name, bottom)

@@ -96,3 +96,22 @@ async def test_switches_say_on_and_off(
         assert str(state.render()).strip() == "off"
         if no_color:
             assert _coloured(_screen_strips(app)) == []
+
+
+async def test_a_placeholder_does_not_read_as_a_value_under_no_color(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without colour a placeholder (the burst form's A+ example, the editor's "(not set)") looked exactly
+    like typed text; it is in italics."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    target = tmp_path / "config.toml"
+    shutil.copy(sample_configs_dir() / "config.toml", target)
+    app = EditorApp(target)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await pilot.pause()
+        field = app.screen.query_one("#field-model--served_model_name Input")
+        y = field.region.y
+        segments = [segment for segment in _screen_strips(app)[y] if "(not set)" in segment.text]
+        assert segments and all(segment.style is not None and segment.style.italic for segment in segments)
+        assert _coloured(_screen_strips(app)) == []

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tui.configs.schemas import ClientConfig
+from tui.validators import field_path, friendly_message
 
 MAX_SETTINGS_BYTES = 1_000_000
 KNOWN_KEYS = frozenset(ClientConfig.model_fields)
@@ -57,7 +58,7 @@ def parse_client_settings(text: str, label: str = "<client settings>") -> Client
         config = ClientConfig.model_validate(data)
     except ValidationError as error:
         problems += [
-            f"{label}: field {'.'.join(str(part) for part in item['loc']) or '(top level)'}: {item['msg']}"
+            f"{label}: field {field_path(item['loc'])}: {friendly_message(dict(item))}"
             for item in error.errors()
         ]
     if problems:

@@ -156,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     from tui.sim.per_request import ResponseOptions
     from tui.sim.runner import serve_until_signalled
     from tui.sim.server import SimServer
+    from tui.validators import friendly_message
 
     api_key = args.api_key
     if args.api_key_env:
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as error:
         first = error.errors()[0]
         flag = FAULT_FLAGS.get(str(first["loc"][0]), "flags") if first["loc"] else "flags"
-        print(f"spectop sim: error: {flag}: {first['msg']}", file=sys.stderr)
+        print(f"spectop sim: error: {flag}: {friendly_message(dict(first))}", file=sys.stderr)
         return 2
     except (SimConfigError, ValueError) as error:
         print(f"spectop sim: error: {error}", file=sys.stderr)

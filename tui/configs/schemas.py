@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tui.configs.document import KeyPath, dotted
 from tui.configs.kinds import ConfigKind
-from tui.validators import check_env_var_name, check_http_url
+from tui.validators import check_env_var_name, check_http_url, friendly_message
 
 # vLLM SpeculativeMethod (vllm.md §3.1); every *_mtp is rewritten to "mtp".
 VLLM_METHODS = (
@@ -301,7 +301,7 @@ def validate_data(kind: ConfigKind, data: dict[str, Any]) -> list[SchemaIssue]:
         issues = []
         for detail in error.errors(include_url=False):
             path = tuple(str(part) for part in detail["loc"])
-            message = detail["msg"].removeprefix("Value error, ")
+            message = friendly_message(dict(detail))
             if detail["type"] not in ("missing", "value_error"):
                 message = f"{message} (got {detail['input']!r})"
             issues.append(SchemaIssue(path, message))

@@ -271,6 +271,8 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
                 if from_raw:
                     row.set_error(None)
                 row.show(self._value(path))
+            else:  # its Input keeps what was typed; the row knows the value is applied (not pending)
+                row.applied(self._value(path))
         self._refresh_views()
 
     def _refresh_views(self) -> None:

@@ -48,12 +48,39 @@ def _spectops(node: DOMNode) -> list[Binding]:
     ]
 
 
+def _focused_spectops(screen: Screen[Any]) -> list[tuple[str, DOMNode]]:
+    """The focused widget and its containers that have keys of spectop's own (the log pane's h), not the
+    editing keys every Input / TextArea has."""
+    chain: list[tuple[str, DOMNode]] = []
+    node = screen.focused
+    while node is not None and node is not screen:
+        if _declared_by_spectop(node):
+            chain.append(("screen", node))
+        node = node.parent
+    return chain
+
+
+def _declared_by_spectop(node: DOMNode) -> set[str]:
+    """The actions of the bindings spectop's own classes declare for `node` (not Textual's)."""
+    actions: set[str] = set()
+    for cls in type(node).__mro__:
+        if cls.__module__.startswith("tui.") and "BINDINGS" in vars(cls):
+            for binding in Binding.make_bindings(vars(cls)["BINDINGS"]):
+                actions.add(binding.action)
+    return actions
+
+
 def key_rows(screen: Screen[Any]) -> list[KeyRow]:
-    """This screen's keys first, then the app's; one row per action (keys with the same text merged)."""
+    """This screen's keys first (with those of the focused widget: the log pane's), then the app's; one
+    row per action (keys with the same text merged)."""
     app = screen.app
     rows: dict[tuple[str, str], KeyRow] = {}
-    for section, node in (("screen", screen), ("app", app)):
+    nodes: list[tuple[str, DOMNode]] = [("screen", screen), *_focused_spectops(screen), ("app", app)]
+    for section, node in nodes:
+        own = _declared_by_spectop(node) if section == "screen" and node is not screen else None
         for binding in _spectops(node):
+            if own is not None and binding.action not in own:
+                continue  # an Input's or TextArea's editing key
             text = binding.tooltip or binding.description
             if not text or app._check_action_state(binding.action, node) is False:
                 continue  # not a key of this screen now (+ / - live, the bench in a replay)

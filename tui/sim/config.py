@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tui.validators import friendly_message
+
 DEFAULT_ACCEPTANCE = (0.85, 0.70, 0.55, 0.45, 0.38, 0.32, 0.27, 0.23)
 
 
@@ -206,7 +208,7 @@ def _from_sglang_json(source: str, data: dict[str, Any]) -> dict[str, Any]:
 def _raise_validation(source: str, error: ValidationError) -> None:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
-    raise SimConfigError(f"{source}: field {where!r}: {first['msg']}") from None
+    raise SimConfigError(f"{source}: field {where!r}: {friendly_message(dict(first))}") from None
 
 
 def load_sim_config(path: Path | None, overrides: dict[str, Any] | None = None) -> SimConfig:

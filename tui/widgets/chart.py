@@ -320,6 +320,23 @@ def _ago(seconds: float) -> str:
     return f"-{fmt_duration(seconds)}"
 
 
+def _reads_exactly(seconds: float) -> bool:
+    """Whether `fmt_duration` says `seconds` without rounding it down ("-4 min" for 270 s would not)."""
+    whole = int(seconds)
+    return whole == seconds and (whole < 60 or (whole < 86400 and whole % 60 == 0) or whole % 86400 == 0)
+
+
+def _tick_step(span: float, columns: int) -> int | None:
+    """The smallest tick step at least TICK_SPACING columns apart whose every label reads exactly: two ticks
+    never read the same ("-4 min  -4 min" at 200 columns)."""
+    for step in TICK_STEPS_S:
+        if step / span * columns < TICK_SPACING:
+            continue
+        if all(_reads_exactly(ago) for ago in range(step, int(span) + 1, step) if ago < span):
+            return step
+    return None
+
+
 def time_axis(start: float, end: float, width: int, markers: Sequence[Marker] = ()) -> Content:
     """The time axis under the charts (same gutter and columns): "-5 min  -4 min … now", and the markers'
     letters (R restart, C config change) at their columns; a tick that would overlap a marker is left out."""
@@ -342,7 +359,7 @@ def time_axis(start: float, end: float, width: int, markers: Sequence[Marker] = 
     if span > 0:
         any(place(columns - 3 - shift, "now") for shift in range(4))  # left of a marker at the end
         place(0, _ago(span))
-        step = next((step for step in TICK_STEPS_S if step / span * columns >= TICK_SPACING), None)
+        step = _tick_step(span, columns)
         if step is not None:
             ago = float(step)
             while ago < span:

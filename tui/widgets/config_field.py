@@ -72,8 +72,8 @@ class ConfigFieldRow(Widget):
                     compact=True, id="value",
                 )  # fmt: skip
             else:
-                placeholder = "(not set)" + (f"  {spec.range_text}" if spec.range_text else "")
-                yield SafeInput(value_text(self._value), placeholder=placeholder, compact=True, id="value")
+                # the range is on the help line below: said once
+                yield SafeInput(value_text(self._value), placeholder="(not set)", compact=True, id="value")
         yield Static(self._help_text(), classes="field-help", markup=False)
 
     def _help_text(self) -> str:
@@ -91,6 +91,10 @@ class ConfigFieldRow(Widget):
         help_line = self.query_one_optional(".field-help", Static)
         if help_line is not None:
             help_line.update(self._help_text())
+
+    def applied(self, value: Any) -> None:
+        """The value typed into this row is in the document now (the widget is left as typed)."""
+        self._value = value
 
     def show(self, value: Any) -> None:
         """Show the document's value (after an undo or a raw edit) without posting an edit."""
