@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--percentiles", metavar="LIST", help="extra percentiles, e.g. 50,90,99,99.9")
     parser.add_argument(
-        "--a-extra", metavar="JSON", help='request fields for A only, e.g. {"enable_speculative": true}'
+        "--a-extra", metavar="JSON", help='request fields for A only, e.g. {"enable_speculative": false}'
     )
     parser.add_argument(
         "--b-extra", metavar="JSON", help="request fields for B only (A and B may be one URL)"

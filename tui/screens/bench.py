@@ -84,8 +84,8 @@ MORE_FIELDS = (
 )
 # Per-arm request fields (A and B may then be one URL) and SLOs: free text, checked by BurstRequest.
 ARM_FIELDS = (
-    ("A+", "a-extra", "a_extra", '{"enable_speculative": true}', "JSON object of request fields for A only"),
-    ("B+", "b-extra", "b_extra", '{"enable_speculative": false}', "JSON object of request fields for B only"),
+    ("A+", "a-extra", "a_extra", '{"enable_speculative": false}', "JSON object of request fields for A only"),
+    ("B+", "b-extra", "b_extra", '{"enable_speculative": true}', "JSON object of request fields for B only"),
 )
 SLO_FIELD = ("SLO", "slo", "slo", "ttft=500ms,tpot=40ms", "SLOs: share of requests meeting all, and goodput")
 SCHEDULES = (("alternate", "alternate"), ("parallel", "parallel"))
