@@ -18,8 +18,9 @@ from pathlib import Path
 import aiofiles
 from pydantic import ValidationError
 
-from tui.bench.report import DASH, Comparison, comparison, export_name
+from tui.bench.report import Comparison, comparison, export_name
 from tui.bench.results import ArmResult, BurstResult, BurstVerdict
+from tui.format import UNKNOWN as DASH
 from tui.sanitize import safe_line
 from tui.url_text import cut_left, short_url
 
