@@ -22,7 +22,7 @@ from ui_waiting import wait_for
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from test_sanitize_bench import hostile_burst
-from test_sanitize_cli import assert_no_raw_controls, spectop
+from test_sanitize_cli import OOM_LINE, assert_no_raw_controls, spectop
 
 from tests.fleet.fake_fleet import Fleet40, fleet_app, fleet_settings, instances
 from tests.fleet.fake_prometheus import FakePrometheus
@@ -35,6 +35,7 @@ from tui.settings import EndpointSettings
 from tui.sources.fleet import SOURCE_NAME
 from tui.telemetry.alerts import AlertEngine
 from tui.tune.runner import TuneOptions, TuneRun
+from tui.widgets.config_dialogs import RestartDialog
 from tui.widgets.fleet_table import FleetTable
 
 # A model name / log line as the guard's decision and the config diff quote them.
@@ -151,3 +152,20 @@ async def test_fleet_table_and_the_prometheus_down_alert(
             alert = next(a for a in app.alerts.active() if a.kind == "source_down")
             assert alert.endpoint == SOURCE_NAME
             await assert_nothing_injected(pilot, app.screen.query_one(DataTable), "failing: error (badevil")  # type: ignore[arg-type]
+
+
+async def test_restart_dialog_output_and_the_logs_last_errors(tmp_path: Path) -> None:
+    """The restart command's output (a `docker restart`, a script tailing the server's log) and the
+    error lines of the endpoint's log, shown when the command failed."""
+    log = tmp_path / "server.log"
+    script = tmp_path / "restart.py"
+    script.write_text(f"import sys\nprint({HOSTILE!r})\nsys.exit(3)\n", encoding="utf-8")
+    command = [sys.executable, str(script)]
+    dialog = RestartDialog(command, None, None, log_file=log)
+    async with OneScreenApp(dialog).run_test(size=(100, 30)) as pilot:  # type: ignore[arg-type]
+        log.write_text(OOM_LINE + "\n", encoding="utf-8")  # after the restart began: its own lines
+        await wait_for(pilot, lambda: bool(dialog.query("#restart-log")))
+        await assert_nothing_injected(pilot, dialog.query_one("#restart-log"), "evil")  # type: ignore[arg-type]
+        status = dialog.query_one("#restart-status")
+        await wait_for(pilot, lambda: dialog.finished)
+        await assert_nothing_injected(pilot, status, "CUDA out of memory. evil")  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from textual.widgets import Log, Static
 
 from tui.configs.restart import HEALTH_TIMEOUT_S, last_errors, run_restart, wait_for_health
 from tui.messages import HealthChecked, RestartExited, RestartOutput, RestartStarted
+from tui.sanitize import safe_line
 from tui.worker_errors import ReportsWorkerFailures
 
 
@@ -136,7 +137,7 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"$ {shlex.join(self.argv)}", markup=False)
+            yield Static(safe_line(f"$ {shlex.join(self.argv)}"), markup=False)
             yield Log(id="restart-log", max_lines=2000)
             yield Static("running…", id="restart-status", markup=False)
             yield Static("[esc] close", markup=False)
