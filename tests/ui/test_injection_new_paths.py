@@ -27,15 +27,17 @@ from test_sanitize_cli import OOM_LINE, assert_no_raw_controls, spectop
 from tests.fleet.fake_fleet import Fleet40, fleet_app, fleet_settings, instances
 from tests.fleet.fake_prometheus import FakePrometheus
 from tui.bench.burst_store import save_burst
+from tui.editor_app import EditorApp
 from tui.screens.alerts import AlertsScreen
 from tui.screens.bench import BenchScreen
+from tui.screens.editor import EditorScreen
 from tui.screens.guard import GuardDialog
 from tui.screens.tune import TuneScreen
 from tui.settings import EndpointSettings
 from tui.sources.fleet import SOURCE_NAME
 from tui.telemetry.alerts import AlertEngine
 from tui.tune.runner import TuneOptions, TuneRun
-from tui.widgets.config_dialogs import RestartDialog
+from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.fleet_table import FleetTable
 
 # A model name / log line as the guard's decision and the config diff quote them.
@@ -169,3 +171,32 @@ async def test_restart_dialog_output_and_the_logs_last_errors(tmp_path: Path) ->
         status = dialog.query_one("#restart-status")
         await wait_for(pilot, lambda: dialog.finished)
         await assert_nothing_injected(pilot, status, "CUDA out of memory. evil")  # type: ignore[arg-type]
+
+
+async def test_editor_status_line_of_a_file_named_with_control_characters(tmp_path: Path) -> None:
+    """The status line says which file is open: a file name may hold any character but / and NUL."""
+    config = tmp_path / f"c{HOSTILE}.toml"
+    config.write_text('[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 2\n', encoding="utf-8")
+    app = EditorApp(config)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        screen = app.screen
+        await assert_nothing_injected(pilot, screen.query_one("#editor-title"), "evil")  # type: ignore[arg-type]
+        await assert_nothing_injected(pilot, screen.query_one("#editor-status"), "evil")  # type: ignore[arg-type]
+
+
+async def test_the_editors_diff_and_question_dialogs() -> None:
+    """A TOML comment may hold C1 controls and bidi overrides: the save's diff shows them harmless; the
+    questions quote the file's name."""
+    async with OneScreenApp(DiffDialog(f"Save c{HOSTILE}.toml?", HOSTILE_DIFF)).run_test(
+        size=(100, 30)
+    ) as pilot:  # type: ignore[arg-type]
+        await wait_for(pilot, lambda: bool(pilot.app.screen.query("#diff")))
+        screen = pilot.app.screen
+        await assert_nothing_injected(pilot, screen.query(Static).first(), "Save cevil")  # type: ignore[arg-type]
+        await assert_nothing_injected(pilot, screen.query_one("#diff"), '-name = "evil')  # type: ignore[arg-type]
+    question = ConfirmDialog(f"c{HOSTILE}.toml has unsaved changes. Quit spectop?", {"n": ""})
+    async with OneScreenApp(question).run_test(size=(100, 30)) as pilot:  # type: ignore[arg-type]
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog))
+        shown = pilot.app.screen.query(Static).first()
+        await assert_nothing_injected(pilot, shown, "cevil")  # type: ignore[arg-type]

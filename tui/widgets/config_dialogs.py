@@ -18,7 +18,7 @@ from textual.widgets import Log, Static
 
 from tui.configs.restart import HEALTH_TIMEOUT_S, last_errors, run_restart, wait_for_health
 from tui.messages import HealthChecked, RestartExited, RestartOutput, RestartStarted
-from tui.sanitize import safe_line
+from tui.sanitize import safe_line, safe_text
 from tui.worker_errors import ReportsWorkerFailures
 
 
@@ -41,7 +41,7 @@ class ConfirmDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.question, markup=False)
+            yield Static(safe_text(self.question), markup=False)  # it may quote a file name
             keys = "  ".join(f"[{key}] {answer or 'cancel'}" for key, answer in self.answers.items())
             yield Static(keys + "  [esc] cancel", classes="keys", markup=False)
 
@@ -55,8 +55,10 @@ class ConfirmDialog(ModalScreen[str | None]):
 
 
 def diff_text(diff: str) -> Text:
+    """A unified diff, coloured; each line made safe (a file's text is untrusted: TOML comments may
+    hold C1 controls and bidi overrides)."""
     text = Text()
-    for line in diff.splitlines():
+    for line in map(safe_line, diff.splitlines()):
         style = ""
         if line.startswith(("+++", "---")):
             style = "bold"
@@ -93,9 +95,9 @@ class DiffDialog(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.title_text, markup=False)
+            yield Static(safe_line(self.title_text), markup=False)
             if self.summary:
-                yield Static(self.summary, classes="summary", markup=False)
+                yield Static(safe_text(self.summary), classes="summary", markup=False)
             with VerticalScroll():
                 yield Static(diff_text(self.diff), id="diff")
             yield Static("[y/enter] save   [n/esc] back", classes="keys", markup=False)
