@@ -16,7 +16,7 @@ from bench_fixtures import BenchTestApp
 from test_injection import HOSTILE, assert_nothing_injected
 from textual.app import App
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Header, Static
 from ui_waiting import wait_for
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -149,6 +149,10 @@ async def test_fleet_table_and_the_prometheus_down_alert(
             error = {"status": "error", "errorType": f"bad{HOSTILE}", "error": f"query failed {HOSTILE}"}
             hostile_fleet.failing = (422, error, 0.0)
             await wait_for(pilot, lambda: any(a.kind == "source_down" for a in app.alerts.active()))
+            await wait_for(pilot, lambda: "Prometheus DOWN" in app.sub_title)
+            await assert_nothing_injected(
+                pilot, app.screen.query_one(Header), "Prometheus DOWN: Prometheus error (badevil"
+            )  # type: ignore[arg-type]
             await app.push_screen(AlertsScreen(app.board.alerts))
             await wait_for(pilot, lambda: bool(app.screen.query(DataTable)))
             alert = next(a for a in app.alerts.active() if a.kind == "source_down")

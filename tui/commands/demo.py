@@ -103,7 +103,7 @@ class DemoSim:
         errors = last_errors(self.log_file, 3, start=self.log_start)
         if not errors:
             stderr = _read(self.stderr_path).strip().splitlines()
-            errors = stderr[-1:] or ["no error in its log"]
+            errors = [safe_line(line) for line in stderr[-1:]] or ["no error in its log"]
         return f"exited with code {self.process.returncode}: " + " | ".join(errors)
 
 
