@@ -19,12 +19,13 @@ SECRET = "sk-live-NEVER-IN-A-DIFF-42"
 
 
 def config_with_a_key(path: Path) -> Path:
-    """tests/tune's config with the server's API key written right above the speculative section."""
+    """tests/tune's config with the server's API key right above the speculative section and in the
+    section right below it: either is context of a diff of that section."""
     write_config(path, k=1)
     text = path.read_text(encoding="utf-8")
-    path.write_text(
-        text.replace("\n[speculative]", f'api_key = "{SECRET}"\n\n[speculative]'), encoding="utf-8"
-    )
+    text = text.replace("\n[speculative]", f'api_key = "{SECRET}"\n\n[speculative]')
+    text = text.replace("\n[scheduler]", f'[server]\napi_key = "{SECRET}"\n\n[scheduler]')
+    path.write_text(text, encoding="utf-8")
     return path
 
 
