@@ -405,4 +405,4 @@ class SpectopApp(AsksBeforeQuitting, WritesRecoveryCopies, ReportsWorkerFailures
         active = len(self.alerts.active())
         if active:
             parts.append(f"{active} alert{'s' if active > 1 else ''} (a)")
-        self.sub_title = " · ".join(parts)
+        self.sub_title = safe_line(" · ".join(parts))  # a source's status may quote its server's error

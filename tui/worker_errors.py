@@ -15,7 +15,7 @@ from typing import Any
 from textual.app import App
 from textual.worker import Worker, WorkerState
 
-from tui.sanitize import safe_text
+from tui.sanitize import safe_line, safe_text
 
 
 def report_worker_failure(app: App[Any], worker: Worker[Any]) -> None:
@@ -59,4 +59,4 @@ class WritesRecoveryCopies:
     def _print_error_renderables(self) -> None:
         super()._print_error_renderables()  # type: ignore[misc]
         for note in self.recovery_notes:
-            print(note, file=sys.stderr)
+            print(safe_line(note), file=sys.stderr)  # it names the file: any character but / and NUL

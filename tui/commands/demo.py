@@ -32,6 +32,7 @@ from pathlib import Path
 from tui.commands.replay import add_record_max_mb_argument
 from tui.configs.restart import last_errors
 from tui.paths import sample_configs_dir
+from tui.sanitize import safe_line
 from tui.settings import EndpointSettings, Settings
 from tui.sim.gpu_page import GPU_METRICS_PATH
 from tui.terminal import require_terminal
@@ -102,7 +103,7 @@ class DemoSim:
         errors = last_errors(self.log_file, 3, start=self.log_start)
         if not errors:
             stderr = _read(self.stderr_path).strip().splitlines()
-            errors = stderr[-1:] or ["no error in its log"]
+            errors = [safe_line(line) for line in stderr[-1:]] or ["no error in its log"]
         return f"exited with code {self.process.returncode}: " + " | ".join(errors)
 
 
@@ -301,7 +302,7 @@ def restart_client(control: str, name: str) -> int:
             for raw in connection.makefile("rb"):
                 last = raw.decode("utf-8", "replace").rstrip("\n")
                 if last not in ("ok", "failed"):
-                    print(last, flush=True)
+                    print(safe_line(last), flush=True)  # may quote the sim's log or stderr
     except OSError as error:
         print(f"cannot reach the demo at {control}: {error.strerror or error} (is `spectop demo` running?)")
         return 1

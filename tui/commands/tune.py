@@ -202,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tui.configs.errors import ConfigError
+    from tui.sanitize import safe_text
     from tui.tune.plan import TunePlanError
     from tui.tune.result import export, render_text, save_tune
     from tui.tune.runner import TuneRun
@@ -220,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     if result.applied is not None:
         name = result.name(result.applied.value)
         print(f"\napplied {name} (best at concurrency {result.applied.concurrency}):")
-        print(result.applied.diff, end="")
+        print(safe_text(result.applied.diff), end="")  # the file's text: untrusted like any other
     if not args.no_history:
         try:
             _say(f"kept in the burst history: {save_tune(result)}")

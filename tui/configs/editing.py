@@ -6,6 +6,7 @@ Shared by `spectop config set` and the editor screen.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,14 @@ from tui.configs.atomic import FileStamp, SaveResult, atomic_write, changed_on_d
 from tui.configs.document import ConfigDocument, KeyPath, dotted, load_document
 from tui.configs.errors import ConfigError, ConfigSyntaxError, KeyPathError, UnreadableFileError
 from tui.configs.kinds import ConfigKind, detect_kind
-from tui.configs.schemas import SchemaIssue, did_you_mean, schema_knows, typed_value, validate_data
+from tui.configs.schemas import (
+    SchemaIssue,
+    did_you_mean,
+    is_secret_key,
+    schema_knows,
+    typed_value,
+    validate_data,
+)
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -81,6 +89,26 @@ def unified_diff(old: str, new: str, name: str) -> str:
         old.splitlines(keepends=True), new.splitlines(keepends=True), f"{name} (on disk)", f"{name} (new)"
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+# A diff line that sets a key: its marker (" ", "+", "-") and indentation, the key (bare or quoted, dotted),
+# the separator (TOML =, YAML / JSON :), the value.
+_KEY_LINE = re.compile(r"""^(?P<head>[ +-]\s*(?P<q>["']?)(?P<key>[\w.-]+)(?P=q)\s*[=:]\s*)\S""")
+
+
+def masked_diff(diff: str) -> str:
+    """`diff` with the values of credential keys (api_key, password, …) shown as `****`.
+
+    A diff is shown, recorded and exported (the guard's records, the tune's results): a secret the config
+    file holds must not travel with it, as `config show` and the editor's fields never print it.
+    """
+    lines = []
+    for line in diff.splitlines(keepends=True):
+        match = None if line.startswith(("+++", "---", "@@")) else _KEY_LINE.match(line)
+        if match and is_secret_key((match["key"].rsplit(".", 1)[-1].replace("-", "_"),)):
+            line = match["head"] + "****" + line[len(line.rstrip("\r\n")) :]
+        lines.append(line)
+    return "".join(lines)
 
 
 def new_issues(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from tui.sanitize import safe_line
 from tui.telemetry.events import ErrorEvent
 from tui.telemetry.logs import LogParser
 
@@ -48,7 +49,8 @@ async def run_restart(
                 line = await stdout.read(MAX_OUTPUT_LINE)
             if not line:
                 return
-            on_line(line.decode("utf-8", "replace").rstrip("\r\n")[:MAX_OUTPUT_LINE])
+            # The command's output is untrusted (it may relay the server's log): made safe for a terminal.
+            on_line(safe_line(line.decode("utf-8", "replace").rstrip("\r\n")[:MAX_OUTPUT_LINE]))
 
     try:
         async with asyncio.timeout(timeout_s):
@@ -89,11 +91,6 @@ async def wait_for_health(
         await asyncio.sleep(interval_s)
 
 
-def _printable(text: str) -> str:
-    """A log line is untrusted: no escape sequences or other control characters reach the screen."""
-    return "".join(char if char.isprintable() else "\ufffd" for char in text)
-
-
 def last_errors(path: Path, count: int = 5, *, start: int = 0) -> list[str]:
     """The last `count` error messages (OOM, dead engine, tracebacks, ERROR lines) of the log at `path`
     from byte `start` on (only its last LOG_TAIL_BYTES are read); [] when there are none or no file."""
@@ -115,7 +112,7 @@ def last_errors(path: Path, count: int = 5, *, start: int = 0) -> list[str]:
     messages: list[str] = []
     for event in events:
         if isinstance(event, ErrorEvent):
-            message = _printable(event.message or event.line)[:MAX_OUTPUT_LINE]
+            message = safe_line(event.message or event.line)[:MAX_OUTPUT_LINE]  # a log line: untrusted
             if message and message not in messages[-1:]:
                 messages.append(message)
     return messages[-count:]

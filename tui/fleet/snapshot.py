@@ -17,6 +17,7 @@ from typing import Any
 from tui.fleet.options import prometheus_settings
 from tui.fleet.poller import FleetPoller, FleetReading
 from tui.format import UNKNOWN, figure_text
+from tui.sanitize import json_safe, safe_line
 from tui.settings import SettingsError, find_settings_file, parse_settings
 from tui.telemetry.figures import Figures
 from tui.telemetry.snapshot_record import snapshot_record
@@ -50,14 +51,14 @@ def table(readings: list[FleetReading]) -> list[str]:
     for reading in readings:
         f = _shown(reading)
         rows.append(
-            (
-                reading.instance,
+            (  # labels are Prometheus's (the targets'): untrusted text
+                safe_line(reading.instance),
                 "up" if reading.up else "DOWN",
-                reading.backend or "?",
+                safe_line(reading.backend or "?"),
                 *(figure_text(f, key) for key in _FIGURES),
                 f"{figure_text(f, 'running')}/{figure_text(f, 'waiting')}",
                 figure_text(f, "kv_cache_usage"),
-                reading.model or UNKNOWN,
+                safe_line(reading.model or UNKNOWN),
             )
         )
     columns = _COLUMNS
@@ -71,7 +72,7 @@ def table(readings: list[FleetReading]) -> list[str]:
         lines.append("  ".join(cells).rstrip())
     for reading in readings:
         if reading.error:
-            lines.append(f"{reading.instance}: {reading.error}")
+            lines.append(safe_line(f"{reading.instance}: {reading.error}"))
     return lines
 
 
@@ -98,7 +99,7 @@ def run_fleet(args: argparse.Namespace) -> int:
         print(f"spectop snapshot: environment variable {name} is not set; asking without it", file=sys.stderr)
     refresh = asyncio.run(_refresh(poller))
     if refresh.error is not None:
-        print(f"spectop snapshot: {settings.url}: {refresh.error}", file=sys.stderr)
+        print(safe_line(f"spectop snapshot: {settings.url}: {refresh.error}"), file=sys.stderr)
         return 1
     if not refresh.readings:
         where = f" matching {{{settings.match}}}" if settings.match else ""
@@ -115,7 +116,7 @@ def run_fleet(args: argparse.Namespace) -> int:
         )
     if args.json:
         for reading in refresh.readings:
-            print(json.dumps(row(reading), ensure_ascii=False))
+            print(json_safe(json.dumps(row(reading), ensure_ascii=False)))
     else:
         print(f"{settings.url} · {len(refresh.readings)} instances · {args.window:g} s window")
         print("\n".join(table(refresh.readings)))

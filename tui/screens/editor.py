@@ -42,7 +42,7 @@ from tui.configs.lint import Finding, lint_document
 from tui.configs.restart import HEALTH_TIMEOUT_S
 from tui.configs.schemas import field_spec, field_specs, shown_value, typed_value, unknown_keys
 from tui.messages import ConfigFieldEdited
-from tui.sanitize import safe_text
+from tui.sanitize import safe_line, safe_text
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
 from tui.widgets.safe_editing import SafeTextArea
@@ -140,7 +140,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
     # --- layout --------------------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static(f"{self.path} · loading…", id="editor-title", markup=False)
+        yield Static(safe_line(f"{self.path} · loading…"), id="editor-title", markup=False)
         with TabbedContent(initial="form"):
             with TabPane("Form", id="form"):
                 yield VerticalScroll(id="form-fields")
@@ -163,7 +163,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         try:
             opened = await open_config_async(self.path, self.forced_kind)
         except ConfigError as error:
-            self.query_one("#editor-title", Static).update(f"{self.path} · cannot open")
+            self.query_one("#editor-title", Static).update(safe_line(f"{self.path} · cannot open"))
             self.set_status(str(error), error=True)
             return
         await self._show_opened(opened)
@@ -188,9 +188,10 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         recovery = recovery_path(self.path)
         if await asyncio.to_thread(recovery.exists):
             self.notify(
-                f"unsaved edits from a failed session are in {recovery} (compare and delete it)",
+                safe_line(f"unsaved edits from a failed session are in {recovery} (compare and delete it)"),
                 severity="warning",
                 timeout=15,
+                markup=False,
             )
         self.loaded = True
 
@@ -279,7 +280,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         modified = self.current_text() != self.saved_text
         kind_title = KIND_TITLES.get(self.kind or "", "")
         marker = " · modified" if modified else ""
-        self.query_one("#editor-title", Static).update(f"{self.path} · {kind_title}{marker}")
+        self.query_one("#editor-title", Static).update(safe_line(f"{self.path} · {kind_title}{marker}"))
         lint_list = self.query_one("#lint-list", OptionList)
         lint_list.clear_options()
         if self.document is None:
@@ -346,7 +347,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
 
     def set_status(self, message: str, *, error: bool = False) -> None:
         status = self.query_one("#editor-status", Static)
-        status.update(message)
+        status.update(safe_line(message))  # it may quote the file's name, keys or values
         status.set_class(error, "-error")
 
     def _goto_line(self, line: int, column: int = 1) -> None:
@@ -582,7 +583,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         problem = self._blocking_issue()
         if problem is not None:
             self.set_status(problem, error=True)
-            self.notify(problem, severity="error")
+            self.notify(safe_line(problem), severity="error", markup=False)
             return False
         assert self.document is not None
         if self.document.text == self.saved_text:
@@ -631,7 +632,7 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
         problem = self._blocking_issue()
         if problem is not None:
             self.set_status(problem, error=True)
-            self.notify(problem, severity="error")
+            self.notify(safe_line(problem), severity="error", markup=False)
             return
         assert self.document is not None and self.kind is not None
         text = self.document.text
@@ -685,12 +686,12 @@ class EditorScreen(ReportsWorkerFailures, Screen[None]):
             return False
         except (ConfigError, OSError) as error:
             self.set_status(f"not saved: {error}", error=True)
-            self.notify(f"not saved: {error}", severity="error")
+            self.notify(safe_line(f"not saved: {error}"), severity="error", markup=False)
             return False
         self.saved_text = text
         self._refresh_views()
         self.set_status(f"saved {self.path} (previous version: {self.path.name}{BACKUP_SUFFIX})")
         for warning in result.warnings:  # e.g. the owner could not be kept
             self.set_status(f"saved, but {warning}", error=True)
-            self.notify(warning, severity="warning")
+            self.notify(safe_line(warning), severity="warning", markup=False)
         return True

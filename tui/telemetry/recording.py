@@ -28,6 +28,7 @@ from typing import Annotated, BinaryIO, Literal
 import aiofiles
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from tui.sanitize import safe_line
 from tui.telemetry.events import LogEvent
 from tui.telemetry.reading import EndpointReading
 
@@ -245,7 +246,8 @@ def parse_record(line: str, path: str | Path = "<recording>", line_number: int =
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(item) for item in first["loc"]) or "record"
-        raise RecordingError(f"{where}: field {field}: {first['msg']}") from error
+        # pydantic's message may quote the file (a tag it does not know): untrusted text
+        raise RecordingError(safe_line(f"{where}: field {field}: {first['msg']}")) from error
 
 
 async def read_records(

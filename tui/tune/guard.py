@@ -21,7 +21,7 @@ import httpx
 
 from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
-from tui.configs.editing import open_config_async, unified_diff
+from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
 from tui.format import fmt_rate
 from tui.settings import EndpointSettings
@@ -140,7 +140,7 @@ async def switch_speculation_off(
         text, _ = speculation_off_text(opened.document)
     except (ConfigError, TunePlanError) as error:
         return record("failed", detail=str(error))
-    diff = unified_diff(opened.text, text, endpoint.config_file.name)
+    diff = masked_diff(unified_diff(opened.text, text, endpoint.config_file.name))  # recorded: no secret
     changer = Changer(
         endpoint.config_file,
         endpoint.restart_command,

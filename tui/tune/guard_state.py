@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tui.configs.editing import open_config_async, unified_diff
+from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
 from tui.settings import EndpointSettings
 from tui.telemetry.alerts import AlertEngine
@@ -58,7 +58,7 @@ async def prepare(endpoint: EndpointSettings) -> Prepared:
         text, _ = speculation_off_text(opened.document)
     except (ConfigError, TunePlanError) as error:
         return Prepared(on, problem=str(error))
-    return Prepared(on, unified_diff(opened.text, text, endpoint.config_file.name))
+    return Prepared(on, masked_diff(unified_diff(opened.text, text, endpoint.config_file.name)))
 
 
 def guard_input(

@@ -28,7 +28,7 @@ from tui.bench.results import ArmResult
 from tui.bench.session import BurstCancelled, BurstRequest, BurstRequestError, BurstSession, EndpointArm
 from tui.configs.atomic import SaveError, atomic_write
 from tui.configs.document import ConfigDocument
-from tui.configs.editing import ChangedOnDiskError, OpenedConfig, open_config_async, unified_diff
+from tui.configs.editing import ChangedOnDiskError, OpenedConfig, masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
 from tui.configs.restart import HEALTH_TIMEOUT_S, RESTART_TIMEOUT_S, last_errors, run_restart, wait_for_health
 from tui.telemetry.scraper import Scrape, scrape_metrics
@@ -282,7 +282,10 @@ class TuneRun:
 
     def diff_for(self, value: int) -> str:
         assert self.opened is not None
-        return unified_diff(self.opened.text, self.text_for(value), self.options.config_file.name)
+        # kept in the result (exports, history) and printed: a secret the file holds is masked
+        return masked_diff(
+            unified_diff(self.opened.text, self.text_for(value), self.options.config_file.name)
+        )
 
     # --- running --------------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from textual.widgets import Log, Static
 
 from tui.configs.restart import HEALTH_TIMEOUT_S, last_errors, run_restart, wait_for_health
 from tui.messages import HealthChecked, RestartExited, RestartOutput, RestartStarted
+from tui.sanitize import safe_line, safe_text
 from tui.worker_errors import ReportsWorkerFailures
 
 
@@ -40,7 +41,7 @@ class ConfirmDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.question, markup=False)
+            yield Static(safe_text(self.question), markup=False)  # it may quote a file name
             keys = "  ".join(f"[{key}] {answer or 'cancel'}" for key, answer in self.answers.items())
             yield Static(keys + "  [esc] cancel", classes="keys", markup=False)
 
@@ -54,8 +55,10 @@ class ConfirmDialog(ModalScreen[str | None]):
 
 
 def diff_text(diff: str) -> Text:
+    """A unified diff, coloured; each line made safe (a file's text is untrusted: TOML comments may
+    hold C1 controls and bidi overrides)."""
     text = Text()
-    for line in diff.splitlines():
+    for line in map(safe_line, diff.splitlines()):
         style = ""
         if line.startswith(("+++", "---")):
             style = "bold"
@@ -92,9 +95,9 @@ class DiffDialog(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.title_text, markup=False)
+            yield Static(safe_line(self.title_text), markup=False)
             if self.summary:
-                yield Static(self.summary, classes="summary", markup=False)
+                yield Static(safe_text(self.summary), classes="summary", markup=False)
             with VerticalScroll():
                 yield Static(diff_text(self.diff), id="diff")
             yield Static("[y/enter] save   [n/esc] back", classes="keys", markup=False)
@@ -136,7 +139,7 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"$ {shlex.join(self.argv)}", markup=False)
+            yield Static(safe_line(f"$ {shlex.join(self.argv)}"), markup=False)
             yield Log(id="restart-log", max_lines=2000)
             yield Static("running…", id="restart-status", markup=False)
             yield Static("[esc] close", markup=False)
