@@ -52,7 +52,7 @@ def _focused_spectops(screen: Screen[Any]) -> list[tuple[str, DOMNode]]:
     """The focused widget and its containers that have keys of spectop's own (the log pane's h), not the
     editing keys every Input / TextArea has."""
     chain: list[tuple[str, DOMNode]] = []
-    node = screen.focused
+    node: DOMNode | None = screen.focused
     while node is not None and node is not screen:
         if _declared_by_spectop(node):
             chain.append(("screen", node))
