@@ -217,10 +217,8 @@ def _llamacpp(m: _Forms) -> dict[str, str]:
         "per_position_acceptance": m.per_position(
             "spec_decode_num_accepted_tokens_per_pos_total", "spec_decode_num_drafts_total"
         ),
-        # Seconds per predicted token: the request count that would exclude first tokens is unknown.
-        "tpot_mean_s": _ratio(
-            m.total_rate("tokens_predicted_seconds_total"), m.total_rate("tokens_predicted_total")
-        ),
+        # No TPOT: it needs the count of finished requests (one first token each), which llama.cpp only
+        # gives through a gauge every scrape resets; a per-token ratio would be a guess (as direct scraping).
         "running": _sum(m.gauge("requests_processing")),
         "waiting": _sum(m.gauge("requests_deferred")),
         "kv_cache_usage": _avg(m.gauge("kv_cache_usage_ratio")),
