@@ -17,7 +17,8 @@ FORWARD_TIMEOUT_S = 10.0
 
 
 class MetricsTap:
-    """Forwards `GET <path>` to `upstream` + path; `scrapes` holds (monotonic time, path) of each request."""
+    """Forwards `GET <path>` to `upstream` + path; `scrapes` holds (monotonic time the upstream answered,
+    path) of each request."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
@@ -28,14 +29,17 @@ class MetricsTap:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                with tap._changed:
-                    tap.scrapes.append((time.monotonic(), self.path))
-                    tap._changed.notify_all()
                 try:
                     upstream_response = httpx.get(tap.upstream + self.path, timeout=FORWARD_TIMEOUT_S)
                 except httpx.HTTPError:
                     self.send_error(502, "upstream unreachable")
                     return
+                finally:
+                    # Recorded once the upstream page is made, not on arrival: a test that waits for a
+                    # scrape and then sends requests must not race the page it waited for.
+                    with tap._changed:
+                        tap.scrapes.append((time.monotonic(), self.path))
+                        tap._changed.notify_all()
                 body = upstream_response.content
                 self.send_response(upstream_response.status_code)
                 content_type = upstream_response.headers.get("content-type", "text/plain")
