@@ -9,7 +9,6 @@ needs comes through its constructor; the sweep itself is `tui.tune.runner.TuneRu
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -27,7 +26,7 @@ from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
 from tui.tune.plan import DEFAULT_VALUES, TunePlanError, parse_int_list
 from tui.tune.result import DASH, TuneResult, break_even_text, schedule_text, value_label
-from tui.tune.runner import Changer, TuneOptions, TuneProgress, TuneRun
+from tui.tune.runner import TuneOptions, TuneProgress, TuneRun, client_or_own
 from tui.widgets.chart import spark
 
 DEFAULT_LOADS = "1,8"
@@ -298,19 +297,8 @@ class TuneScreen(Screen[None]):
         options = tune.options
         self._say(f"writing k={value} and restarting …")
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                client = self.client
-                if client is None:
-                    client = await stack.enter_async_context(httpx.AsyncClient(timeout=10.0))
-                changer = Changer(
-                    options.config_file,
-                    options.restart_command,
-                    client,
-                    health_url=options.resolved_health_url,
-                    metrics_url=options.resolved_metrics_url,
-                    log_file=options.log_file,
-                    health_timeout_s=options.health_timeout_s,
-                )
+            async with client_or_own(self.client) as client:
+                changer = options.changer(client)
                 await asyncio.to_thread(changer.write, tune.text_for(value).encode("utf-8"))
                 self._planned_restart(True)
                 change = await changer.restart()

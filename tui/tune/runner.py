@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,6 +83,20 @@ class TuneOptions:
     def resolved_health_url(self) -> str:
         return self.health_url or self.endpoint.rstrip("/") + "/health"
 
+    def changer(self, client: httpx.AsyncClient, on_line: Callable[[str], None] | None = None) -> Changer:
+        """The change-and-verify step on this tune's file, restart command and server."""
+        return Changer(
+            self.config_file,
+            self.restart_command,
+            client,
+            health_url=self.resolved_health_url,
+            metrics_url=self.resolved_metrics_url,
+            log_file=self.log_file,
+            health_timeout_s=self.health_timeout_s,
+            restart_timeout_s=self.restart_timeout_s,
+            on_line=on_line,
+        )
+
 
 @dataclass
 class TuneProgress:
@@ -97,6 +111,16 @@ class TuneProgress:
     eta_s: float | None
     message: str = ""
     burst_fraction: float = 0.0
+
+
+@contextlib.asynccontextmanager
+async def client_or_own(client: httpx.AsyncClient | None) -> AsyncIterator[httpx.AsyncClient]:
+    """`client` (the app's one client, left open), or a client of its own for this block."""
+    if client is not None:
+        yield client
+        return
+    async with httpx.AsyncClient(timeout=10.0) as own:
+        yield own
 
 
 @dataclass
@@ -301,20 +325,8 @@ class TuneRun:
         assert self.result is not None
         cancel = cancel or asyncio.Event()
         self._started = time.monotonic()
-        async with contextlib.AsyncExitStack() as stack:
-            if client is None:
-                client = await stack.enter_async_context(httpx.AsyncClient(timeout=10.0))
-            changer = Changer(
-                self.options.config_file,
-                self.options.restart_command,
-                client,
-                health_url=self.options.resolved_health_url,
-                metrics_url=self.options.resolved_metrics_url,
-                log_file=self.options.log_file,
-                health_timeout_s=self.options.health_timeout_s,
-                restart_timeout_s=self.options.restart_timeout_s,
-                on_line=self.on_line,
-            )
+        async with client_or_own(client) as client:
+            changer = self.options.changer(client, self.on_line)
             # The sweep watches `cancel` itself (between steps, and inside each burst): a restart under
             # way is never killed half-way, so the final restart does not race it.
             sweep = asyncio.ensure_future(self._sweep(changer, client, cancel))
