@@ -13,11 +13,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tui_layers import CORE, ENTRY, UI, within
+
 import tui
 
 ROOT = Path(tui.__file__).resolve().parent
-CORE = ("tui.telemetry", "tui.configs", "tui.bench", "tui.sim", "tui.sources", "tui.board", "tui.settings")
-UI = ("tui.app", "tui.screens", "tui.widgets", "tui.messages", "tui.editor_app", "tui.worker_errors")
 
 
 def _modules() -> dict[str, Path]:
@@ -84,13 +84,9 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def _within(name: str, prefixes: tuple[str, ...]) -> bool:
-    return any(name == prefix or name.startswith(f"{prefix}.") for prefix in prefixes)
-
-
 def test_the_graph_is_read() -> None:
     graph = _graph()
-    assert "tui.screens.dashboard" in graph["tui.app"]  # a function-level import counts
+    assert "tui.screens.dashboard" in graph["tui.ui.app"]  # a function-level import counts
     assert "tui.telemetry.recording" in graph["tui.sources.replay"]
 
 
@@ -103,12 +99,37 @@ def test_a_cycle_is_found() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
-def test_the_core_imports_nothing_from_the_ui() -> None:
-    bad = [
+def _ui_imports_of_the_core(graph: dict[str, set[str]]) -> list[str]:
+    return [
         f"{name} → {target}"
-        for name, targets in _graph().items()
-        if _within(name, CORE)
+        for name, targets in graph.items()
+        if within(name, CORE)
         for target in targets
-        if _within(target, UI)
+        if within(target, UI) or within(target, ENTRY)
     ]
-    assert bad == []
+
+
+def test_the_core_imports_nothing_from_the_ui() -> None:
+    assert _ui_imports_of_the_core(_graph()) == []
+
+
+def test_a_core_module_importing_a_widget_is_caught() -> None:
+    graph = _graph()
+    graph["tui.tune.guard"] = {*graph["tui.tune.guard"], "tui.widgets.chart"}
+    assert _ui_imports_of_the_core(graph) == ["tui.tune.guard → tui.widgets.chart"]
+
+
+def test_every_module_has_a_layer() -> None:
+    """tui/tune once was in neither list: a module in no layer is checked by nothing."""
+    placed = (*CORE, *UI, *ENTRY)
+    assert [name for name in _graph() if name != "tui" and not within(name, placed)] == []
+
+
+def test_the_folder_says_the_layer() -> None:
+    """A module at the top of tui/ is core or an entry point; the UI lives in tui/ui, screens and widgets."""
+    top_level = [name for name in _graph() if name.count(".") == 1]
+    ui_on_top = [name for name in top_level if within(name, UI) and name not in UI]
+    assert ui_on_top == []
+    assert all(
+        prefix.count(".") == 1 and prefix.split(".")[1] in {"ui", "screens", "widgets"} for prefix in UI
+    )

@@ -11,7 +11,9 @@ import pytest
 from test_sanitize import HOSTILE
 from test_sanitize_cli import assert_no_raw_controls, spectop
 
-from tui.bench.report import burst_summary, export, render_text
+from tui.bench.report.export import export
+from tui.bench.report.summary import burst_summary
+from tui.bench.report.text import render_text
 from tui.bench.results import ArmResult, BurstResult, BurstSettingsRecord, RequestResult
 
 
@@ -68,7 +70,7 @@ def test_report_text_has_no_control_sequence() -> None:
 @pytest.mark.parametrize("kind", ["csv", "markdown", "json"])
 def test_exports_have_no_raw_control_sequence(tmp_path: Path, kind: str) -> None:
     burst = hostile_burst()
-    raw = export(burst, kind, tmp_path / f"burst.{kind}").read_text(encoding="utf-8")
+    raw = export(burst, kind, tmp_path / f"burst.{kind}", detail=True).read_text(encoding="utf-8")
     assert_no_raw_controls(raw)
     if kind == "json":  # escaped, not lost
         assert BurstResult.model_validate(json.loads(raw)["burst"]) == burst

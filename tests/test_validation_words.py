@@ -8,7 +8,7 @@ import pytest
 
 from tui.bench.client_settings import ClientSettingsError, parse_client_settings
 from tui.sim.config import SimConfigError, load_sim_config
-from tui.themes import load_theme_file
+from tui.ui.themes import load_theme_file
 
 PYDANTIC_WORDS = ("Value error", "Input should", "Extra inputs", "Field required")
 

@@ -7,6 +7,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import tui
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -28,6 +30,7 @@ def test_the_wheel_carries_themes_and_sample_configs(tmp_path: Path) -> None:
         timeout=300,
     )
     (wheel,) = tmp_path.glob("spectop-*.whl")
+    assert wheel.name.startswith(f"spectop-{tui.__version__}-")  # the version is written once, in tui/
     names = set(zipfile.ZipFile(wheel).namelist())
     themes = {Path(name).name for name in names if name.startswith("tui/_themes/")}
     assert {path.name for path in (REPO / "themes").glob("*.toml")} <= themes

@@ -17,11 +17,44 @@ class HasApiKey(Protocol):
     def api_key(self) -> str | None: ...
 
 
+class ApiKeyError(ValueError):
+    """The variable holds what no HTTP header may carry; the message names the variable, never the key."""
+
+
+_CONTROL_NAMES = {"\r": "a carriage return", "\n": "a line feed", "\x00": "a NUL byte"}
+
+
+def _invalid_because(key: str) -> str | None:
+    """Why `key` cannot be sent as a header value (None when it can): h11 refuses controls and non-ASCII."""
+    for index, char in enumerate(key):
+        if char == "\t" and 0 < index < len(key) - 1:
+            continue
+        if ord(char) < 0x20 or ord(char) == 0x7F or char == "\t":
+            what = _CONTROL_NAMES.get(char, f"the control character U+{ord(char):04X}")
+            where = "ends in" if index == len(key) - 1 else "begins with" if index == 0 else "holds"
+            hint = " (a key file saved with CRLF line endings?)" if char in "\r\n" else ""
+            return f"it {where} {what}{hint}"
+        if ord(char) > 0x7E:
+            return f"it holds the non-ASCII character U+{ord(char):04X} at position {index + 1}"
+    if key != key.strip(" "):
+        return "it begins or ends with a space"
+    return None
+
+
 def api_key_from_env(name: str | None, environ: Mapping[str, str] | None = None) -> str | None:
-    """The key held by environment variable `name`, or None when no name is given or it is unset/empty."""
+    """The key held by environment variable `name`, or None when no name is given or it is unset/empty.
+
+    Raises ApiKeyError when the value cannot be a header (a CR from a CRLF key file, a line feed, another
+    control, non-ASCII): said with the variable's name and why, without the key.
+    """
     if not name:
         return None
-    return (os.environ if environ is None else environ).get(name) or None
+    key = (os.environ if environ is None else environ).get(name) or None
+    if key is not None:
+        why = _invalid_because(key)
+        if why is not None:
+            raise ApiKeyError(f"the API key in {name} is invalid: {why}; fix the variable (key not shown)")
+    return key
 
 
 def bearer_headers(api_key: str | None) -> dict[str, str]:

@@ -35,6 +35,8 @@ from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import RecordedEndpoint
 from tui.telemetry.series import SeriesStore, samples_for
+from tui.tune.advisor import Advice
+from tui.tune.live_advice import AdviceBook, ConfigFacts, KeptModels
 
 LOG_LINES_KEPT = 2000
 PLACEHOLDER_URL = "http://recorded.invalid"
@@ -73,7 +75,8 @@ class Board:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.endpoints: list[EndpointSettings] = []
-        self._names: set[str] = set()
+        self._by_name: dict[str, EndpointSettings] = {}
+        self._peer_models: tuple[str, ...] | None = None  # `peer_models()`, until a model changes
         self.alerts = AlertEngine(
             AlertRules(
                 acceptance_warning=settings.alerts.acceptance_warning,
@@ -90,20 +93,36 @@ class Board:
         self.gpu_shared: frozenset[str] = frozenset()  # GPU keys more than one endpoint shows
         self.gpu_history = GpuHistory(settings.history_s)  # every GPU's readings, by key
         self.drafting: dict[str, bool] = {}  # endpoints whose figures have shown drafting (since up)
+        self.advice: AdviceBook | None = None  # the what-if advisor, once `enable_advice` gave it models
         for endpoint in settings.endpoints:
             self._add(endpoint)
 
     def _add(self, endpoint: EndpointSettings) -> None:
         self.endpoints.append(endpoint)
-        self._names.add(endpoint.name)
+        self._by_name[endpoint.name] = endpoint
+        self._peer_models = None
         self.alerts.set_threshold(endpoint.name, endpoint.acceptance_threshold)
 
     def endpoint(self, name: str) -> EndpointSettings | None:
-        return next((endpoint for endpoint in self.endpoints if endpoint.name == name), None)
+        return self._by_name.get(name)
+
+    def peer_models(self) -> tuple[str, ...]:
+        """Every model the endpoints show (the latest reading's, else the settings'), each once, sorted:
+        what a card's title is shortened against (`tui.widgets.card_view.short_model` keeps the part
+        that differs from the others). Computed once per change of a model, not once per card."""
+        if self._peer_models is None:
+            models = {self.model_of(endpoint.name) for endpoint in self.endpoints}
+            self._peer_models = tuple(sorted(model for model in models if model))
+        return self._peer_models
+
+    def model_of(self, name: str) -> str | None:
+        reading = self.readings.get(name)
+        endpoint = self._by_name.get(name)
+        return (reading.model if reading is not None else None) or (endpoint.model if endpoint else None)
 
     def ensure_endpoint(self, name: str, recorded: RecordedEndpoint | None = None) -> bool:
         """Add an endpoint first seen in data (a replayed recording); True when it is new."""
-        if name in self._names:
+        if name in self._by_name:
             return False
         try:
             endpoint = EndpointSettings(
@@ -179,6 +198,9 @@ class Board:
     def add_reading(self, reading: EndpointReading) -> list[Alert]:
         """Store one scrape; returns the alerts it started or cleared."""
         self.ensure_endpoint(reading.name)
+        before = self.readings.get(reading.name)
+        if before is None or before.model != reading.model:
+            self._peer_models = None
         self.readings[reading.name] = reading
         self.series.add(reading)
         if reading.source_failed:  # nothing known of the endpoint: no alert of its own starts or clears
@@ -190,7 +212,35 @@ class Board:
             reading.name, reading.time, reading.up, acceptance, figures.mean_acceptance_length, k
         )
         self._note_drafting(reading)
+        if self.advice is not None:
+            endpoint = self.endpoint(reading.name)
+            url = reading.url or (endpoint.url if endpoint else None)
+            model = reading.model or (endpoint.model if endpoint else None)
+            message = self.advice.observe(reading.name, url, model, figures, reading.up, reading.time)
+            changes += self.alerts.observe_advice(reading.name, reading.time, message)
         return self._counted(changes)
+
+    def enable_advice(self, kept: KeptModels, margin: float | None = None) -> None:
+        """The advisor on every reading from now on, with the step-cost models read at start."""
+        self.advice = AdviceBook(kept, self.settings.alerts.sustained_s)
+        if margin is not None:
+            self.advice.margin = margin
+
+    def group_advice(self) -> dict[str, Advice]:
+        """Fleet mode: each group's advice from its members' pooled per-position rates (tui/fleet/advice.py);
+        empty without the advisor or without fleet readings."""
+        from tui.fleet.advice import group_advices
+        from tui.fleet.poller import FleetReading
+
+        fleet = [reading for reading in self.readings.values() if isinstance(reading, FleetReading)]
+        if self.advice is None or not fleet:
+            return {}
+        return group_advices(fleet, self.advice.kept)
+
+    def set_config_facts(self, name: str, facts: ConfigFacts) -> None:
+        """What the endpoint's config file says now (its k, its settings digest), for the advisor."""
+        if self.advice is not None:
+            self.advice.facts[name] = facts
 
     def add_log_line(
         self, name: str, time: float, line: str, events: Iterable[object], failed_lines: int = 0

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 from tui import __version__
+from tui.debug_log import ENV_VARIABLE, start_debug_log, stop_debug_log
 from tui.terminal import NoTerminalError
+
+log = logging.getLogger(__name__)
 
 # Order is the order shown in `spectop --help`.
 COMMAND_MODULES = (
@@ -39,8 +43,11 @@ def installed_version() -> str:
         return __version__
 
 
-class _CompletionAction(argparse.Action):
-    """`--completion SHELL`: print the completion script for the whole parser, then exit (like --version)."""
+class _PrintAndExit(argparse.Action):
+    """An option that prints a text made when it is asked for (`text`), then exits."""
+
+    def text(self, parser: argparse.ArgumentParser, values: object) -> str:
+        raise NotImplementedError
 
     def __call__(
         self,
@@ -49,16 +56,34 @@ class _CompletionAction(argparse.Action):
         values: object,
         option: object = None,
     ) -> None:
+        sys.stdout.write(self.text(parser, values))
+        parser.exit(0)
+
+
+class _VersionAction(_PrintAndExit):
+    """`--version`: the version is looked up when asked (importlib.metadata is slow to import: not on
+    the dashboard's way to its first frame)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs.get("help"))
+
+    def text(self, parser: argparse.ArgumentParser, values: object) -> str:
+        return f"spectop {installed_version()}\n"
+
+
+class _CompletionAction(_PrintAndExit):
+    """`--completion SHELL`: print the completion script for the whole parser, then exit (like --version)."""
+
+    def text(self, parser: argparse.ArgumentParser, values: object) -> str:
         from tui.completion import completion_script
 
-        sys.stdout.write(completion_script(parser, str(values)))
-        parser.exit(0)
+        return completion_script(parser, str(values))
 
 
 def add_meta_arguments(parser: argparse.ArgumentParser) -> None:
     from tui.completion import SHELLS
 
-    parser.add_argument("--version", action="version", version=f"spectop {installed_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show program's version number and exit")
     parser.add_argument(
         "--completion",
         action=_CompletionAction,
@@ -69,6 +94,15 @@ def add_meta_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_debug_log_argument(parser: argparse.ArgumentParser, *, default: object = None) -> None:
+    parser.add_argument(
+        "--debug-log",
+        metavar="FILE",
+        default=default,
+        help=f"append unexpected errors with their tracebacks to FILE (also ${ENV_VARIABLE}; off by default)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spectop",
@@ -76,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         "OpenAI-compatible servers. Without a command, opens the live dashboard.",
     )
     add_meta_arguments(parser)
+    add_debug_log_argument(parser)
     from tui.commands import monitor
 
     monitor.add_monitor_arguments(parser)
@@ -84,12 +119,27 @@ def build_parser() -> argparse.ArgumentParser:
     for module_name in COMMAND_MODULES:
         # Every command ships with spectop: one that fails to import is a bug, never a missing command.
         importlib.import_module(module_name).register(subparsers)
+    for command in subparsers.choices.values():  # before or after the command: `spectop demo --debug-log F`
+        add_debug_log_argument(command, default=argparse.SUPPRESS)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tui.safe_output import sanitized_stdio
+
+    # Every byte a command prints goes through the sanitizer (also argparse's errors, which echo arguments).
+    with sanitized_stdio():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        start_debug_log(args.debug_log)
+    except OSError as error:
+        print(f"spectop: cannot write the debug log: {error}", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except NoTerminalError as error:
@@ -101,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         # `spectop logs big.log --json | head` must not print a traceback.
         sys.stderr.close()
         return 0
+    except Exception:
+        log.exception("spectop %s failed", args.command or "dashboard")
+        raise
+    finally:
+        stop_debug_log()
 
 
 if __name__ == "__main__":

@@ -14,8 +14,11 @@ One function per kind of figure, one rule each:
 - histogram bounds (`Figures.quantile_bounds`) as the bound they are: "< 100 ms", "> 10 s", "~850 ms".
 
 A figure that cannot be known (None, NaN, infinite) reads "–" (`UNKNOWN`), never 0; why it is unknown
-is in `Figures.notes` (`reason`). `FIGURES` maps each figure of `Figures` to its label and formatter;
-cards, the detail table, `spectop snapshot` and exports go through it. JSON stays raw numbers.
+is in `Figures.notes` (`reason`). On the first reading, before a window has two scrapes, a figure the
+server's counters give since it started (`Figures.lifetime`) reads with `LIFETIME_MARK` after it:
+"71%*" (`LIFETIME_LEGEND` says so where the screens explain their marks). `FIGURES` maps each figure of
+`Figures` to its label and formatter; cards, the detail table, `spectop snapshot` and exports go through
+it. JSON stays raw numbers.
 Pure functions, no textual.
 """
 
@@ -26,18 +29,24 @@ import math
 import time as time_module
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 if TYPE_CHECKING:
     from tui.telemetry.figures import Figures
 
 UNKNOWN = "–"
+# Where the figures would be when spectop failed to derive them (a bug; the traceback is in the debug log).
+FIGURES_FAILED = "figures failed: see the debug log"
 BAR_CHARS = " ▁▂▃▄▅▆▇█"
 QUANTILES = ("ttft_p50_s", "ttft_p95_s")
+# After a figure over the server's lifetime (since it started), shown until the window has two scrapes.
+LIFETIME_MARK = "*"
+LIFETIME_LEGEND = f'"{LIFETIME_MARK}": since the server started (lifetime), until the window has two scrapes.'
+LIFETIME_CAVEAT = f"{LIFETIME_MARK} since the server started · rates from the next scrape"
 
 
-def known(value: float | None) -> bool:
-    """A finite number (None, NaN and infinities are unknown)."""
+def known(value: float | None) -> TypeGuard[float]:
+    """A finite number (None, NaN and infinities are unknown); narrows `value` to float when true."""
     return value is not None and math.isfinite(value)
 
 
@@ -66,16 +75,23 @@ def fmt_length(value: float) -> str:
     return f"{value:.2f}"
 
 
+_MS_DIGITS = ((2, 1.0), (1, 10.0), (0, 1000.0))  # "0.85 ms", "6.5 ms", "51 ms", below a second
+_S_DIGITS = ((2, 10.0), (1, 100.0), (0, math.inf))  # "1.20 s", "12.5 s", "120 s"
+
+
 @_figure
 def fmt_latency(value: float) -> str:
     """Seconds: "0.85 ms", "6.5 ms", "51 ms" below a second, then "1.20 s", "12.5 s", "120 s"."""
+    # The digits follow the figure as it reads once rounded: 0.00996 s is "10 ms", not "10.0 ms", and
+    # 0.9996 s is "1.00 s", not "1000 ms" (the rounding carries into the next unit).
+    sign = "-" if value < 0 else ""
     size = abs(value)
-    if size < 1:
-        milliseconds = value * 1000
-        digits = 2 if size < 0.001 else 1 if size < 0.01 else 0
-        return f"{milliseconds:.{digits}f} ms"
-    digits = 2 if size < 10 else 1 if size < 100 else 0
-    return f"{value:.{digits}f} s"
+    for scale, unit, steps in ((1000.0, "ms", _MS_DIGITS), (1.0, "s", _S_DIGITS)):
+        for digits, below in steps:
+            text = f"{size * scale:.{digits}f}"
+            if float(text) < below:
+                return f"{sign}{text} {unit}"
+    return f"{sign}{size:.0f} s"
 
 
 @_figure
@@ -96,6 +112,62 @@ def fmt_times_interval(interval: tuple[float, float] | None) -> str:
     if interval is None or not (known(interval[0]) and known(interval[1])):
         return UNKNOWN
     return f"{interval[0]:.2f}-{interval[1]:.2f}"
+
+
+@_figure
+def fmt_level(value: float) -> str:
+    """A confidence level (0..1) with up to three significant digits: "95%", "99.2%"."""
+    return f"{value * 100:.3g}%"
+
+
+@_figure
+def fmt_rate_delta(value: float) -> str:
+    """A signed difference of rates or a relative deviation, whole percent: "+25%", "-40%"."""
+    text = fmt_rate(value)
+    return text if text.startswith("-") else f"+{text}"
+
+
+def fmt_part_of_window(covered_s: float, window_s: float) -> str:
+    """Seconds a short window covers of its length, compact for a table cell: "8/60 s"."""
+    return f"{covered_s:.0f}/{window_s:.0f} s"
+
+
+@_figure
+def fmt_gib_number(value: float) -> str:
+    """Bytes of memory as GiB without the unit, for "12.3 / 79.6 GiB": "12.3"."""
+    return f"{value / 2**30:.1f}"
+
+
+@_figure
+def fmt_whole(value: float) -> str:
+    """A whole reading of a device (watts, °C, MHz, a percent of 100), rounded: "350"."""
+    return f"{value:.0f}"
+
+
+def fmt_fraction_setting(value: float) -> str:
+    """A fraction to type into a config (gpu_memory_utilization, mem_fraction_static): "0.80"."""
+    return f"{value:.2f}"
+
+
+def fmt_setting(value: float) -> str:
+    """A configured number (a timeout, a window, a poll interval, a speed) as one would type it: "0.3",
+    "5", "2.5" (no trailing zeros). Not for measured figures: those have their own words above."""
+    return f"{value:g}"
+
+
+@_figure
+def fmt_gib(value: float) -> str:
+    """Bytes of memory in GiB with one decimal: "79.6 GiB"."""
+    return f"{value / 2**30:.1f} GiB"
+
+
+def fmt_eta(seconds: float | None) -> str:
+    """Time left as a countdown: "ETA 3:05"; "ETA –" when it cannot be known yet."""
+    if not known(seconds):
+        return f"ETA {UNKNOWN}"
+    assert seconds is not None
+    minutes, secs = divmod(int(max(0.0, seconds) + 0.5), 60)
+    return f"ETA {minutes}:{secs:02d}"
 
 
 def fmt_bound(seconds: float) -> str:
@@ -176,11 +248,24 @@ def position_bars(rates: Sequence[float] | None, limit: int = 4) -> str:
     return " ".join(parts) + more
 
 
-def window_text(covered_s: float | None, window_s: float | None, restarted_s_ago: float | None) -> str | None:
-    """ "restarted 12 s ago · window 8 s of 60 s" when the figures cover less than usual, else None."""
+def marked(text: str, lifetime: bool) -> str:
+    """A figure's text, with `LIFETIME_MARK` when it is over the server's lifetime."""
+    return f"{text}{LIFETIME_MARK}" if lifetime and text != UNKNOWN else text
+
+
+def window_text(
+    covered_s: float | None,
+    window_s: float | None,
+    restarted_s_ago: float | None,
+    restart_seen_s_ago: float | None = None,
+) -> str | None:
+    """ "restarted 12 s ago · window 8 s of 60 s" when the figures cover less than usual, else None.
+    `restart_seen_s_ago` alone (its start unknown): "restarted over 12 s ago" (before that reading)."""
     parts = []
     if restarted_s_ago is not None:
         parts.append(f"restarted {fmt_duration(restarted_s_ago)} ago")
+    elif restart_seen_s_ago is not None:
+        parts.append(f"restarted over {fmt_duration(restart_seen_s_ago)} ago")
     if covered_s is not None and window_s is not None and covered_s < 0.5 * window_s:
         parts.append(f"window {fmt_duration(covered_s)} of {fmt_duration(window_s)}")
     return " · ".join(parts) or None
@@ -219,9 +304,34 @@ FIGURES: dict[str, FigureWord] = {
 NOTE_LABELS: dict[str, str] = {"window": "window", **{key: word.label for key, word in FIGURES.items()}}
 
 
+def lifetime_shown(figures: Figures, key: str) -> bool:
+    """Whether figure `key` shows its value since the server started: the window's is unknown and the
+    first reading's counters give it (`Figures.lifetime`)."""
+    lifetime = figures.lifetime
+    return lifetime is not None and not _has(figures, key) and _has(lifetime, key)
+
+
+def _has(figures: Figures, key: str) -> bool:
+    value = getattr(figures, key)
+    if isinstance(value, list):
+        return bool(value)
+    return known(value)
+
+
+def shown_figures(figures: Figures, key: str) -> Figures:
+    """The figures figure `key` is shown from: the window's, or the lifetime ones (`lifetime_shown`)."""
+    if lifetime_shown(figures, key):
+        assert figures.lifetime is not None
+        return figures.lifetime
+    return figures
+
+
 def figure_text(figures: Figures, key: str, *, positions: int = 8) -> str:
     """The text of figure `key` of `figures`: quantiles as their bound when the bucket says more,
-    per-position acceptance as bars (`positions` of them)."""
+    per-position acceptance as bars (`positions` of them); a lifetime figure with `LIFETIME_MARK`."""
+    if lifetime_shown(figures, key):
+        assert figures.lifetime is not None
+        return figure_text(figures.lifetime, key, positions=positions) + LIFETIME_MARK
     if key == "per_position_acceptance":
         return position_bars(figures.per_position_acceptance, limit=positions)
     value = getattr(figures, key)

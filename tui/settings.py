@@ -18,7 +18,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tui.auth import api_key_from_env
-from tui.validators import check_env_var_name, friendly_message, normalize_http_url, scheme_was_added
+from tui.paths import user_config_dir
+from tui.validators import (
+    check_env_var_name,
+    friendly_message,
+    normalize_http_url,
+    scheme_was_added,
+    without_credentials,
+)
 
 Backend = Literal["auto", "vllm", "sglang", "llamacpp", "openai"]
 
@@ -66,6 +73,12 @@ class EndpointSettings(BaseModel):
         "off", description="when acceptance stays below the threshold: offer (ask) or switch (auto) spec off"
     )
     guard_cooldown_s: float = Field(600.0, ge=0.0, description="the guard never acts twice within this")
+    health_timeout_s: float | None = Field(
+        None,
+        gt=0.0,
+        description="after a restart, how long /health may take to answer (a real vLLM: 30-90 s and more); "
+        "default 30 s for the editor, 60 s for the guard and the tune screen",
+    )
     gpu_metrics_url: str | None = Field(None, description="a DCGM exporter page with this server's GPUs")
     gpus: list[int | str] | None = Field(None, description="the server's GPUs: NVML indices or UUIDs")
 
@@ -172,11 +185,6 @@ def endpoint_from_url(url: str, name: str | None = None) -> EndpointSettings:
         metrics_url = f"{normalized}/metrics"
     host = normalized.split("://", 1)[1]
     return EndpointSettings(name=name or host, url=normalized, metrics_url=metrics_url)
-
-
-def user_config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "spectop"
 
 
 def find_settings_file(config_path: str | os.PathLike[str] | None) -> Path | None:
@@ -288,7 +296,7 @@ def load_settings(
                     reason: object = friendly_message(dict(error.errors()[0]))
                 else:
                     reason = error
-                raise SettingsError(f"--endpoint {url}: {reason}") from error
+                raise SettingsError(f"--endpoint {without_credentials(url)}: {reason}") from error
             if scheme_was_added(url, endpoint.url):
                 settings.notes.append(f"--endpoint {url}: no scheme given; using {endpoint.url}")
             extra.append(endpoint)

@@ -2,7 +2,8 @@
 
 One URL rule everywhere (`--endpoint`, `spectop.toml`, `spectop snapshot`, `spectop bench`): an
 http(s) URL; a bare `host:port` gets `http://` in front (and the caller says so); any other scheme
-is refused. Validation errors are told in spectop's words, without pydantic's prefixes.
+is refused, and so is a user or password in it (fleet mode's rule: a URL is shown, a secret never).
+Validation errors are told in spectop's words, without pydantic's prefixes.
 """
 
 from __future__ import annotations
@@ -15,11 +16,43 @@ from urllib.parse import urlsplit
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def normalize_http_url(value: str) -> str:
-    """`value` as an http(s) URL without a trailing slash; `host:port` becomes `http://host:port`."""
+CREDENTIALS_REFUSED = (
+    "put no user or password in the URL (it would be shown, exported and recorded): give the key by the "
+    "name of its environment variable (api_key_env, --api-key-env; Prometheus: bearer_token_env or "
+    "basic_auth_user and basic_auth_password_env)"
+)
+
+
+def has_credentials(url: str) -> bool:
+    """True when `url` carries a user (and maybe a password) before its host: `http://user:pass@host`."""
+    rest = url.split("://", 1)[-1]
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    return "@" in authority
+
+
+def without_credentials(url: str) -> str:
+    """`url` with any user and password before its host replaced by `****` (for error messages)."""
+    if not has_credentials(url):
+        return url
+    head, separator, rest = url.partition("://")
+    if not separator:
+        head, rest = "", url
+    cut = next((index for index, char in enumerate(rest) if char in "/?#"), len(rest))
+    authority, tail = rest[:cut], rest[cut:]
+    return f"{head}{separator}****@{authority.rsplit('@', 1)[1]}{tail}"
+
+
+def normalize_http_url(value: str, *, allow_credentials: bool = False) -> str:
+    """`value` as an http(s) URL without a trailing slash; `host:port` becomes `http://host:port`.
+
+    A user or password in it is refused (without echoing the URL) unless `allow_credentials`: every URL
+    spectop is given is shown on a card, in a snapshot header and its JSON, in exports and recordings.
+    """
     text = value.strip()
     if not text:
         raise ValueError("expected an http:// or https:// URL, got an empty value")
+    if not allow_credentials and has_credentials(text):
+        raise ValueError(CREDENTIALS_REFUSED)
     if any(character.isspace() or not character.isprintable() for character in text):
         raise ValueError(f"expected an http:// or https:// URL, got {value!r} (spaces or control characters)")
     if not _SCHEME.match(text):
@@ -42,7 +75,7 @@ def scheme_was_added(original: str, normalized: str) -> bool:
 
 def check_http_url(value: str) -> str:
     """For fields that are kept as written (config files): the URL must carry its scheme."""
-    normalized = normalize_http_url(value)
+    normalized = normalize_http_url(value, allow_credentials=True)  # the file's own value, not shown
     if scheme_was_added(value, normalized):
         raise ValueError(f"expected an http:// or https:// URL, got {value!r} (did you mean {normalized!r}?)")
     return value

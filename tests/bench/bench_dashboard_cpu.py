@@ -48,9 +48,9 @@ async def _farm(count: int, folder: Path, load_rps: float) -> None:
 
 
 async def _watch(urls: list[str], folder: Path, seconds: float) -> dict[str, float]:
-    from tui.app import SpectopApp
     from tui.paths import themes_dir
     from tui.settings import EndpointSettings, Settings
+    from tui.ui.app import SpectopApp
 
     endpoints = [
         EndpointSettings(name=f"sim{index}", url=url, backend="vllm", log_file=folder / f"sim{index}.log")

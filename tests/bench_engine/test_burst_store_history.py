@@ -23,7 +23,7 @@ from tui.bench.burst_store import (
     load_burst,
     save_burst,
 )
-from tui.bench.report import burst_summary
+from tui.bench.report.summary import burst_summary
 from tui.bench.results import BurstResult, BurstVerdict
 from tui.cli import main
 from tui.settings import EndpointSettings
@@ -54,7 +54,7 @@ def test_an_ab_burst_is_kept_with_the_verdict_it_showed() -> None:
     (entry,) = list_bursts()
     assert entry.arm_urls == (MTP_OFF.url, MTP_ON.url)
     low, high = shown.ci95
-    assert entry.short_verdict == f"B {shown.decode_tokens_per_s_ratio:.2f}x [{low:.2f}–{high:.2f}]"
+    assert entry.short_verdict == f"B {shown.decode_tokens_per_s_ratio:.2f}x ({low:.2f}-{high:.2f})"
 
 
 def test_a_one_arm_burst_has_no_verdict_and_says_one_arm() -> None:
@@ -96,8 +96,8 @@ def _entry(ratio: float | None, ci: tuple[float, float] | None) -> BurstEntry:
 @pytest.mark.parametrize(
     ("ratio", "ci", "words"),
     [
-        (1.7, (1.52, 1.88), "B 1.70x [1.52–1.88]"),
-        (0.8, (0.625, 0.8), "A 1.25x [1.25–1.60]"),  # A faster: 1 / ratio, the interval turned over
+        (1.7, (1.52, 1.88), "B 1.70x (1.52-1.88)"),
+        (0.8, (0.625, 0.8), "A 1.25x (1.25-1.60)"),  # A faster: 1 / ratio, the interval turned over
         (1.02, (0.95, 1.09), "no difference"),
         (1.3, None, "B/A 1.30x"),
         (None, None, "no comparison"),
@@ -141,9 +141,9 @@ def test_cli_history_lists_urls_verdict_and_prompt_set(
     assert shown is not None and shown.ci95 is not None
     assert main(["bench", "--history"]) == 0
     header, _, row, file_line = capsys.readouterr().out.splitlines()
-    assert header.split() == ["when", "A", "B", "faster", "[95%", "CI]", "set", "n"]
+    assert header.split() == ["when", "A", "B", "faster", "(95%", "CI)", "set", "n"]
     assert row.split()[2:4] == ["10.0.0.7:8000", "10.0.0.8:8000"] or MTP_OFF.url in row
-    assert f"B {shown.decode_tokens_per_s_ratio:.2f}x [" in row and "code-en" in row
+    assert f"B {shown.decode_tokens_per_s_ratio:.2f}x (" in row and "code-en" in row
     assert row.split()[-1] == "6" and len(row) <= 80
     assert file_line.strip() == str(path)  # what --compare takes
 

@@ -34,13 +34,13 @@ def test_ab_bench_writes_json_csv_markdown(tmp_path: Path, capsys: pytest.Captur
         )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
-    assert "decode tok/s mean" in printed
+    assert "decode tok/s pooled" in printed
     assert "B is" in printed or "no significant" in printed
     data = json.loads((out / "r.json").read_text(encoding="utf-8"))
     assert set(data["a"]) >= ARM_KEYS
     assert set(data["b"]) >= ARM_KEYS
     assert set(data["a"]["ttft_s"]) == {"mean", "p50", "p90", "p99"}
-    assert set(data["a"]["decode_tokens_per_s"]) == {"mean", "p50"}
+    assert set(data["a"]["decode_tokens_per_s"]) == {"pooled", "p10", "p50", "p90"}  # no mean of rates
     assert {"decode_tokens_per_s_ratio", "ci95", "throughput_ratio", "ttft_p50_delta_s", "verdict"} <= set(
         data["comparison"]
     )
@@ -144,7 +144,7 @@ def test_history_and_compare_of_kept_bursts(tmp_path: Path, capsys: pytest.Captu
     assert len(paths) == 2 and all(Path(path).is_file() for path in paths)
     assert main(["bench", "--compare", paths[1], paths[0], "--markdown", str(tmp_path / "c.md")]) == 0
     printed = capsys.readouterr().out
-    assert "decode tok/s mean" in printed and "greedy equivalence: 3/3 identical" in printed
+    assert "decode tok/s pooled" in printed and "greedy equivalence: 3/3 identical" in printed
     assert (tmp_path / "c.md").is_file()
     assert main(["bench", "--compare", paths[0], str(tmp_path / "nope.json")]) == 2
 

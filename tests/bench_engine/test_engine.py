@@ -22,7 +22,10 @@ from tui.bench.engine import (
     run_burst,
 )
 from tui.bench.prompts import load_prompt_set
-from tui.bench.report import burst_summary, export, render_text, table_rows
+from tui.bench.report.export import export
+from tui.bench.report.summary import burst_summary
+from tui.bench.report.table import table_rows
+from tui.bench.report.text import render_text
 from tui.bench.request import RetryBudget
 from tui.bench.schedule import LoadShape, arrival_offsets
 
@@ -101,25 +104,35 @@ async def test_open_loop_queueing_shows_as_send_lag_not_ttft(client: httpx.Async
     assert [r.scheduled_s - requests[0].scheduled_s for r in requests] == pytest.approx(
         [i * 0.02 for i in range(8)], abs=0.005
     )
-    assert requests[-1].send_lag_s > 0.5  # waited for the cap: ~7 * (0.1 - 0.02)
-    assert all((r.ttft_s or 0) < 0.1 + 0.05 for r in requests)  # the server's latency stays 0.1 s
+    lag = requests[-1].send_lag_s
+    assert lag > 0.5  # waited for the cap: ~7 * (0.1 - 0.02)
+    # The queueing is not TTFT: had it leaked in, the last request's TTFT would carry its whole send lag.
+    ttfts = [r.ttft_s for r in requests if r.ttft_s is not None]
+    assert len(ttfts) == 8 and max(ttfts) - min(ttfts) < lag / 2
 
 
-async def test_cancel_stops_every_request_within_a_second(client: httpx.AsyncClient) -> None:
+async def test_cancel_stops_every_request_at_once_not_at_their_timeout(client: httpx.AsyncClient) -> None:
     stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
     progress: list[BurstProgress] = []
     with TimedServer(stalled) as server_a, TimedServer(stalled) as server_b:
         config = _config(
-            server_a.base_url, server_b.base_url, requests=16, rounds=1, load=LoadShape(concurrency=8)
+            server_a.base_url,
+            server_b.base_url,
+            requests=16,
+            rounds=1,
+            load=LoadShape(concurrency=8),
+            timeout_s=120.0,
         )
         task = asyncio.create_task(run_burst(config, client, on_progress=progress.append))
-        while len(server_a.records) + len(server_b.records) < 16:
+        # Concurrency 8: the first eight stall; the other eight would only start once a slot frees.
+        while len(server_a.records) + len(server_b.records) < 8:
             await asyncio.sleep(0.01)
         started = time.perf_counter()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert time.perf_counter() - started < 1.0
+        # Against the stalled streams' own timeout (a ratio, not a wall-clock limit): cancelled.
+        assert time.perf_counter() - started < config.timeout_s / 10
     assert progress and progress[-1].phase == "running"
 
 

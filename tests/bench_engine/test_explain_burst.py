@@ -15,7 +15,7 @@ import pytest
 from tests.sim.conftest import spawn_sim
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import Prompt, PromptSet, load_prompt_set
-from tui.bench.report import burst_summary
+from tui.bench.report.summary import burst_summary
 from tui.bench.schedule import LoadShape
 from tui.sim.per_request import ResponseOptions
 from tui.sim.server import SimServer
@@ -117,6 +117,16 @@ async def test_alternate_schedule_never_overlaps_the_arms(tmp_path: Path, client
             )
         first, second = sorted(spans.values())
         assert first[1] <= second[0], f"round {number}: arms overlapped {spans}"
+    # Each arm keeps its rounds (for its energy on shared GPUs, issue 22 item 4): its requests in them,
+    # the other arm's never.
+    a_rounds, b_rounds = (arm.phases_s for arm in result.arms)
+    assert a_rounds is not None and b_rounds is not None and len(a_rounds) == len(b_rounds) == 3
+    for (a_first, a_last), (b_first, b_last) in zip(a_rounds, b_rounds, strict=True):
+        assert a_last <= b_first or b_last <= a_first
+    for arm, rounds in zip(result.arms, (a_rounds, b_rounds), strict=True):
+        for request in arm.requests:
+            first, last = rounds[request.round]
+            assert first <= request.sent_s <= last
     # The arm that goes first alternates by round.
     firsts = []
     for number in range(3):

@@ -141,10 +141,9 @@ async def test_retries_bounded_per_request_and_by_budget(client: httpx.AsyncClie
 
 async def test_read_timeout(client: httpx.AsyncClient) -> None:
     with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, stall_after_chunks=2)) as server:
-        started = time.perf_counter()
         result = await _run(client, _spec(server.base_url), timeout_s=0.3)
-    assert result.error_kind == "timeout"
-    assert time.perf_counter() - started < 3.0
+        assert result.attempts >= 1 and len(server.records) == result.attempts
+    assert result.error_kind == "timeout"  # the stalled stream never ends: only the timeout ends it
 
 
 async def test_broken_stream(client: httpx.AsyncClient) -> None:
@@ -223,13 +222,20 @@ async def test_retries_per_request_bounded_by_max_retries(client: httpx.AsyncCli
 
 @pytest.mark.parametrize("retry_after", ["3600", "http-date+7200"])
 async def test_huge_retry_after_fails_at_once_with_a_clear_error(
-    client: httpx.AsyncClient, retry_after: str
+    client: httpx.AsyncClient, retry_after: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded_sleep(delay: float, *args: object) -> object:
+        waits.append(delay)
+        return await real_sleep(delay, *args)
+
+    monkeypatch.setattr(asyncio, "sleep", recorded_sleep)
     with TimedServer(Behaviour(status=429, retry_after=retry_after)) as server:
-        started = time.perf_counter()
         result = await _run(client, _spec(server.base_url), max_retries=2)
         assert len(server.records) == 1
-    assert time.perf_counter() - started < 3.0  # neither the asked hour nor a capped wait
+    assert max(waits, default=0.0) < 1.0  # neither the asked hour nor a capped wait was slept
     assert result.error_kind == "http_status" and result.http_status == 429 and result.attempts == 1
     assert f"more than the {MAX_RETRY_AFTER_S:g} s" in (result.error or "")
     assert "not retried" in (result.error or "")

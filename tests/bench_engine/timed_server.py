@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import random
 import subprocess
 import sys
 import threading
@@ -38,6 +39,12 @@ class Behaviour:
     retry_after: str | None = None  # Retry-After on error answers; "http-date+N": an HTTP-date N s ahead
     redirect_to: str | None = None  # answer every POST with `redirect_status` to this Location
     redirect_status: int = 302
+    server_metrics: bool = False  # vLLM's per-request `metrics` (timing) on the usage chunk
+    buffered: bool = False  # the stream is paced as usual but written out all at once at its end
+    # Each request's interval is interval_s × (1 ± up to this), drawn from Random(spread_seed): a server
+    # whose requests differ as real ones do, so a burst's interval is wider than a loaded machine's jitter.
+    interval_spread: float = 0.0
+    spread_seed: int = 0
 
 
 @dataclass
@@ -63,6 +70,7 @@ class _ServerCore:
         self._lock = threading.Lock()
         self._handlers: set[asyncio.Task[None]] = set()
         self._stop: asyncio.Event | None = None
+        self._spread = random.Random(self.behaviour.spread_seed)
 
     @property
     def base_url(self) -> str:
@@ -195,14 +203,21 @@ class _ServerCore:
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
 
+        pending: list[bytes] = []  # buffered: everything goes out at the end
+
         def send(event: str) -> None:
             data = f"data: {event}\n\n".encode()
-            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            framed = f"{len(data):x}\r\n".encode() + data + b"\r\n"
+            if b.buffered:
+                pending.append(framed)
+            else:
+                writer.write(framed)
 
         chat = path.endswith("/chat/completions")
         if b.role_chunk and chat:
             send(json.dumps({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}))
             await writer.drain()
+        interval_s = b.interval_s * (1.0 + b.interval_spread * (2.0 * self._spread.random() - 1.0))
         start = time.perf_counter()
         token = 0
         for chunk in range(b.chunks):
@@ -217,7 +232,7 @@ class _ServerCore:
                 writer.write(b"0\r\n\r\n")
                 await writer.drain()
                 return True
-            due = start + b.ttft_s + chunk * b.interval_s
+            due = start + b.ttft_s + chunk * interval_s
             delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -227,16 +242,30 @@ class _ServerCore:
                 event = {"choices": [{"index": 0, "delta": {"content": words}, "finish_reason": None}]}
             else:
                 event = {"choices": [{"index": 0, "text": words, "finish_reason": None}]}
-            send(json.dumps(event))
-            await writer.drain()
+            # Stamped before the write: a client cannot read the chunk earlier (after it, a descheduled
+            # server process would stamp later than a client that already read it).
             record.writes_s.append(time.perf_counter())
+            send(json.dumps(event))
+            if not b.buffered:
+                await writer.drain()
         record.tokens = token
         finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
         send(json.dumps(finish))
         if b.usage:
             usage = {"prompt_tokens": 5, "completion_tokens": token, "total_tokens": token + 5}
-            send(json.dumps({"choices": [], "usage": usage}))
+            last: dict[str, Any] = {"choices": [], "usage": usage}
+            if b.server_metrics and len(record.writes_s) > 1:
+                generation_ms = (record.writes_s[-1] - record.writes_s[0]) * 1000
+                first_ms = b.ttft_s * 1000
+                last["metrics"] = {
+                    "time_to_first_token_ms": first_ms,
+                    "generation_time_ms": generation_ms,
+                    "mean_itl_ms": generation_ms / max(1, token - 1),
+                    "tokens_per_second": token / ((first_ms + generation_ms) / 1000),
+                }
+            send(json.dumps(last))
         send("[DONE]")
+        writer.write(b"".join(pending))
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True

@@ -14,9 +14,9 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from tui.configs import atomic
-from tui.editor_app import EditorApp
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
+from tui.ui.editor_app import EditorApp
 from tui.widgets.config_dialogs import DiffDialog
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "ui"))
@@ -44,7 +44,7 @@ async def _change_and_save(pilot: Pilot[object], tokens: str) -> EditorScreen:
     field.focus()
     field.value = ""
     await pilot.pause()
-    await pilot.press(*tokens, "enter")
+    await pilot.press("i", *tokens, "enter")  # i: into edit mode
     screen.set_status("")  # the wait below is for this save's message
     await pilot.press("ctrl+s")
     await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog))

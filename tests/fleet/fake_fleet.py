@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.fleet.fake_prometheus import FIGURE_OF, WINDOW_S, Answer, vector
-from tui.app import SpectopApp
 from tui.fleet.poller import FleetPoller, FleetReading, FleetRefresh
 from tui.paths import themes_dir
 from tui.settings import AlertSettings, PrometheusSettings, Settings
 from tui.sources.fleet import FleetSource
 from tui.telemetry.figures import Figures
+from tui.ui.app import SpectopApp
 
 MODELS = ("llama-8b", "qwen-7b")
 

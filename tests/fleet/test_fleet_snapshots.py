@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 
 from tests.fleet.fake_fleet import scripted_app
 from tests.ui.ui_waiting import wait_for
-from tui.app import SpectopApp
+from tui.ui.app import SpectopApp
 from tui.widgets.fleet_table import FleetTable
 
 pytestmark = pytest.mark.usefixtures("private_config_home")  # tests/fleet/conftest.py

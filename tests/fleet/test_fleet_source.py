@@ -72,7 +72,7 @@ async def test_imbalance_goes_through_the_alert_engine_and_clears() -> None:
         assert [(alert.endpoint, alert.kind, alert.active) for alert in applied.alerts] == [
             (OUTLIER, "imbalance", True)
         ]
-        assert "acceptance 0.2 vs median" in applied.alerts[0].message
+        assert "acceptance 20% vs median" in applied.alerts[0].message
         fleet.by_name()[OUTLIER].figures["acceptance_rate"] = 0.62  # back in line
         cleared: list[ImbalanceSeen] = []
         while not cleared:

@@ -73,10 +73,25 @@ def test_alert_after_sustained_and_cleared_when_back() -> None:
     assert alerts.observe(20.0, far) == []
     started = alerts.observe(31.0, far)
     assert [(a.endpoint, a.kind, a.active, a.started_at) for a in started] == [("c", "imbalance", True, 0.0)]
-    assert "acceptance 0.2 vs median 0.7 of 3 in g" in started[0].message
+    assert "acceptance 20% vs median 70% of 3 in g" in started[0].message
     back = [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": 0.68}, LIMITS)]
     cleared = alerts.observe(40.0, back)
     assert cleared == started and not cleared[0].active and alerts.active() == []
+
+
+def test_the_alert_text_follows_the_figures_in_the_vocabulary() -> None:
+    """Issue 25: the text was frozen at first firing and printed raw fractions ("0.318") while the row
+    showed "32%", and toasts "tokens/s 787": now the figures as every screen writes them, live."""
+    alerts = ImbalanceAlerts(sustained_s=0)
+    first = alerts.observe(0.0, [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": 0.318}, LIMITS)])
+    assert first[0].message == "acceptance 32% vs median 70% of 3 in g (-55%)"
+    alerts.observe(2.0, [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": 0.25}, LIMITS)])
+    assert [alert.message for alert in alerts.active()] == ["acceptance 25% vs median 70% of 3 in g (-64%)"]
+    tokens = ImbalanceAlerts(sustained_s=0)
+    slow = tokens.observe(
+        0.0, [spread_of("", "generation_tokens_per_s", {"a": 2000, "b": 2100, "c": 787}, LIMITS)]
+    )
+    assert slow[0].message == "gen tok/s 787.0 vs median 2.00k of 3 in the fleet (-61%)"
 
 
 async def test_engines_of_one_vllm_come_from_one_query_and_show_an_imbalance() -> None:

@@ -4,7 +4,9 @@
     python tests/gpu/check_device.py --dcgm URL  # or a dcgm-exporter page
 
 It reads twice, a second apart, and prints each GPU's line (what the dashboard's GPU panel shows) and
-the energy used between the two reads (from the energy counter, else the integrated power). Where there
+the energy used between the two reads (from the energy counter, else the integrated power; or that
+both reads returned the same cached exporter sample, as dcgm-exporter serves between its collections,
+every 30 s by default). Where there
 is no GPU it prints why and exits 0, so it is safe anywhere; `tests/gpu/test_check_device.py` runs it
 and is skipped, with the reason, when there is no GPU.
 """
@@ -40,9 +42,17 @@ async def check(dcgm_url: str | None, gap_s: float) -> int:
         history = GpuHistory()
         history.add(first)
         history.add(second)
+        before = {gpu.key: gpu for gpu in first.gpus}
         for gpu in second.gpus:
             energy = history.energy_between(first.time, second.time, keys=[gpu.key])
-            if energy is None:
+            if energy is None and dcgm_url and before.get(gpu.key) == gpu:
+                # dcgm-exporter serves its last collection between collections (every 30 s by default)
+                print(
+                    f"{gpu.label}: energy – (both reads returned the same cached exporter sample: "
+                    "dcgm-exporter collects every 30 s unless started with e.g. -c 1000; "
+                    "try --gap 31)"
+                )
+            elif energy is None:
                 print(f"{gpu.label}: energy – (no energy counter and no power reading)")
             else:
                 print(

@@ -29,6 +29,7 @@ class FakeDevice:
     sm_clock: int = 1980
     reasons: int = 0
     bus_id: str = "00000000:18:00.0"
+    processes: list[tuple[int, int | None]] | None = None  # (pid, used bytes); None: not supported
 
 
 @dataclass
@@ -68,6 +69,11 @@ class FakeNvml:
                 raise NVMLError_NotSupported()
             return device.energy_mj
 
+        def processes(device: FakeDevice) -> list[types.SimpleNamespace]:
+            if device.processes is None:
+                raise NVMLError_NotSupported()
+            return [types.SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in device.processes]
+
         def shutdown() -> None:
             fake.shutdown_calls += 1
 
@@ -86,6 +92,7 @@ class FakeNvml:
             "nvmlDeviceGetClockInfo": lambda d, clock: d.sm_clock if clock == 1 else 0,
             "nvmlDeviceGetPciInfo": lambda d: types.SimpleNamespace(busId=d.bus_id),
             "nvmlDeviceGetCurrentClocksThrottleReasons": lambda d: d.reasons,
+            "nvmlDeviceGetComputeRunningProcesses": processes,
         }
         if self.event_reasons_api:
             functions["nvmlDeviceGetCurrentClocksEventReasons"] = lambda d: d.reasons

@@ -92,7 +92,7 @@ def test_bench_energy_per_token_per_arm_and_verdict(two_gpu_sims: tuple[str, str
         assert arm["energy_per_token_j"] is not None
         assert arm["tokens_per_joule"] == pytest.approx(1 / arm["energy_per_token_j"])
     ratio = b["energy_per_token_j"] / a["energy_per_token_j"]
-    assert f"uses {ratio:.1f}x the energy per token" in summary["comparison"]["verdict"]
+    assert f"uses {ratio:.2f}x the energy per token" in summary["comparison"]["verdict"]
     assert "energy per token" in done.stdout and "tokens per joule" in done.stdout
     # The sim's page has clock event reasons: whether each arm was throttled is known (a power-capped arm's
     # warning: tests/gpu/test_burst_watch.py).

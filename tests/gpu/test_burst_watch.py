@@ -1,6 +1,7 @@
 """BurstGpuWatch against fake exporter pages (rendered by the sim's GPU model): a power-capped arm is
 throttled with a warning under the burst table, arms on the same GPUs have no energy (not a split guess),
-an arm without a GPU source says why."""
+an arm without a GPU source says why; under the alternate schedule an arm on shared GPUs has its energy
+over its own rounds (issue 22 item 4)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import time
 from datetime import UTC, datetime
 
 import httpx
+import pytest
 
 from tests.telemetry.metrics_test_server import Reply, ReplyServer
-from tui.bench.report import burst_summary, note_lines
+from tui.bench.report.summary import burst_summary
+from tui.bench.report.text import note_lines
 from tui.bench.results import ArmResult, BurstResult, BurstSettingsRecord
+from tui.bench.session import with_gpu
 from tui.gpu.burst import BurstGpuWatch
+from tui.gpu.records import ArmGpuRecord
 from tui.settings import EndpointSettings
 from tui.sim.config import SimConfig
 from tui.sim.gpu_page import SimGpus
@@ -55,7 +60,8 @@ async def test_a_power_capped_arm_is_throttled_with_a_warning() -> None:
     assert any(line.startswith("WARNING A GPU: clocks throttled") for line in _summary_notes(record))
 
 
-async def test_an_unthrottled_arm_is_not_and_shared_gpus_have_no_energy() -> None:
+async def _shared_gpus_watched() -> tuple[BurstGpuWatch, float, float]:
+    """Arms A and B on the same GPUs (one exporter page), watched for a moment."""
     async with ReplyServer(_pages(k=0, running=4)) as page, httpx.AsyncClient() as client:
         url = page.url + "/metrics"
         arms = [
@@ -64,7 +70,12 @@ async def test_an_unthrottled_arm_is_not_and_shared_gpus_have_no_energy() -> Non
         ]
         watch = BurstGpuWatch(arms, client, interval_s=0.05)
         start, end = await _watched(watch)
-        record = watch.record("http://10.1.2.3:8000", start, end, output_tokens=1000)
+    return watch, start, end
+
+
+async def test_an_unthrottled_arm_is_not_and_shared_gpus_have_no_energy() -> None:
+    watch, start, end = await _shared_gpus_watched()
+    record = watch.record("http://10.1.2.3:8000", start, end, output_tokens=1000)
     assert record is not None and record.throttled is False
     assert record.energy_j is None and record.energy_per_token_j is None and record.tokens_per_joule is None
     assert record.note is not None and "same GPUs" in record.note
@@ -79,3 +90,52 @@ async def test_an_arm_without_gpu_source_says_why() -> None:
     assert record is not None and record.energy_j is None and record.throttled is None
     assert record.note is not None and "gpu_metrics_url" in record.note
     assert any("A GPU:" in line and "gpu_metrics_url" in line for line in _summary_notes(record))
+
+
+async def test_shared_gpus_under_the_alternate_schedule_have_energy_over_each_arms_own_rounds() -> None:
+    # Issue 22 item 4: "–" for both arms, though under the alternate schedule only one arm runs at a time.
+    watch, start, end = await _shared_gpus_watched()
+    third = (end - start) / 3
+    a_rounds = [(start, start + third), (start + 2 * third, end)]
+    b_rounds = [(start + third, start + 2 * third)]
+    a = watch.record("http://10.1.2.3:8000", start, end, output_tokens=1000, phases=a_rounds)
+    b = watch.record("http://10.1.2.3:8001", start, end, output_tokens=400, phases=b_rounds)
+    assert a is not None and b is not None
+    parts = [watch.monitor.energy_between("A", first, last) for first, last in a_rounds]
+    assert all(part is not None for part in parts)
+    assert a.energy_j == pytest.approx(sum(part.joules for part in parts if part is not None))
+    assert a.energy_per_token_j == pytest.approx(a.energy_j / 1000) and a.note is None
+    whole = watch.monitor.energy_between("A", start, end)
+    assert whole is not None and b.energy_j is not None
+    assert a.energy_j + b.energy_j == pytest.approx(whole.joules, rel=1e-6)  # the rounds, split: no guess
+    assert a.energy_scope is not None and "own 2 rounds" in a.energy_scope
+    assert any(line.startswith("A GPU energy: over its own 2 rounds") for line in _summary_notes(a))
+    # Without its rounds (parallel schedule) the shared GPUs' energy stays unknown.
+    parallel = watch.record("http://10.1.2.3:8000", start, end, output_tokens=1000)
+    assert parallel is not None and parallel.energy_j is None and "same GPUs" in (parallel.note or "")
+
+
+def test_with_gpu_gives_the_watch_each_arms_rounds_as_moments() -> None:
+    calls: list[object] = []
+
+    class Watch:
+        async def start(self) -> None: ...
+        async def stop(self) -> None: ...
+
+        def record(
+            self, url: str, start: float, end: float, output_tokens: int, phases: object = None
+        ) -> ArmGpuRecord | None:
+            calls.append((url, start, end, phases))
+            return None
+
+    settings = BurstSettingsRecord(
+        prompt_set="chat", prompt_set_digest="x", requests=1, concurrency=1, max_tokens=8, temperature=0.0
+    )
+    arm = ArmResult(label="a", name="A", url="http://a", started_s=1.0, finished_s=9.0,
+                    phases_s=[(1.0, 4.0), (6.0, 9.0)])  # fmt: skip
+    started = datetime(2026, 1, 1, tzinfo=UTC)
+    with_gpu(BurstResult(started_at=started, duration_s=10.0, settings=settings, arms=[arm]), Watch())
+    origin = started.timestamp()
+    assert calls == [
+        ("http://a", origin + 1, origin + 9, [(origin + 1, origin + 4), (origin + 6, origin + 9)])
+    ]

@@ -35,3 +35,34 @@ def test_check_device_prints_the_panel_of_an_exporter_page(gpu_sim: str) -> None
         "GPU 0 NVIDIA H100 80GB HBM3 · mem "
     )
     assert lines[2].startswith("GPU 0: ") and "from the counter" in lines[2]
+
+
+def test_check_device_says_when_both_reads_were_the_same_cached_exporter_sample() -> None:
+    """dcgm-exporter collects every 30 s: two reads a second apart get the same sample. It said "no energy
+    counter and no power reading" (the page has both)."""
+    import http.server
+    import threading
+
+    page = (Path(__file__).parent / "samples" / "dcgm_exporter_3.3_h100x2.prom").read_bytes()
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = _run("--dcgm", f"http://127.0.0.1:{server.server_address[1]}/metrics")
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr
+    energy = [line for line in result.stdout.splitlines() if ": energy" in line]
+    assert energy and all("same cached exporter sample" in line for line in energy), result.stdout
+    assert "no energy counter" not in result.stdout

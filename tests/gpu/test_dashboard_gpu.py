@@ -12,13 +12,13 @@ import pytest
 from tests.sim.conftest import write_vllm_config
 from tests.telemetry.metrics_test_server import Reply, ReplyServer
 from tests.ui.ui_waiting import wait_for
-from tui.app import SpectopApp
 from tui.paths import themes_dir
 from tui.screens.detail import DetailScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.sim.config import SimConfig
 from tui.sim.gpu_page import GPU_METRICS_PATH, SimGpus
 from tui.sim.server import SimServer
+from tui.ui.app import SpectopApp
 from tui.widgets.chart import Chart
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.gpu_panel import GpuCharts, GpuStrip

@@ -122,3 +122,51 @@ async def test_refused_connection_is_a_reason() -> None:
     async with httpx.AsyncClient() as client:
         result = await read_dcgm(client, url + "/metrics")
     assert isinstance(result, GpuUnavailable) and "refused" in result.reason
+
+
+def test_exporter_3x_mig_page_instances_are_slices_of_their_gpu() -> None:
+    # GPU 0 in MIG mode is on the page only as its four GPU instances (no whole-GPU line); GPU 1 is not.
+    text = (SAMPLES / "dcgm_exporter_3.3_h100_mig.prom").read_text()
+    slices: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if "GPU_I_ID" in sample.labels:
+                slices.setdefault(sample.labels["GPU_I_ID"], {})[family.name] = sample.value
+    gpus = parse_dcgm_page(text)
+    assert [gpu.index for gpu in gpus] == [0, 1]  # four instances are one GPU, not four
+    mig, whole = gpus
+    assert [part.instance_id for part in mig.slices] == ["1", "5", "13", "14"] and not whole.slices
+    assert [part.profile for part in mig.slices] == ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
+    for part in mig.slices:
+        fields = slices[part.instance_id]
+        assert part.memory_used_bytes == fields["DCGM_FI_DEV_FB_USED"] * MIB
+        total = sum(fields[f"DCGM_FI_DEV_FB_{part}"] for part in ("USED", "FREE", "RESERVED"))
+        assert part.memory_total_bytes == total * MIB
+        assert part.engine_active == fields["DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
+    used = sum(fields["DCGM_FI_DEV_FB_USED"] for fields in slices.values())
+    assert mig.memory_used_bytes == used * MIB  # the instances' memory summed
+    assert mig.memory_total_bytes == sum(part.memory_total_bytes or 0 for part in mig.slices)
+    assert mig.power_w == slices["1"]["DCGM_FI_DEV_POWER_USAGE"]  # the GPU's, on every instance: not summed
+    assert mig.energy_j == pytest.approx(slices["1"]["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] / 1000)
+    assert mig.temperature_c == 55 and mig.sm_clock_mhz == 1755 and mig.throttling is False
+    assert mig.utilization_pct is None  # GPU_UTIL reads 0 per MIG instance: not supported, not 0
+    assert mig.dram_active is None  # per-instance ratios are normalised to the instance
+    assert mig.name == "NVIDIA H100 80GB HBM3" and mig.pci_bus_id == "00000000:19:00.0"
+    assert whole.utilization_pct == 98 and whole.dram_active is not None
+
+
+def test_a_mig_instance_without_memory_leaves_its_gpus_memory_unknown() -> None:
+    labels = 'gpu="0",UUID="GPU-a",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB"'
+    text = (
+        f'DCGM_FI_DEV_FB_USED{{{labels},GPU_I_PROFILE="3g.20gb",GPU_I_ID="1"}} 4000\n'
+        f'DCGM_FI_DEV_FB_FREE{{{labels},GPU_I_PROFILE="3g.20gb",GPU_I_ID="1"}} 15000\n'
+        f'DCGM_FI_DEV_POWER_USAGE{{{labels},GPU_I_PROFILE="3g.20gb",GPU_I_ID="1"}} 250\n'
+        f'DCGM_FI_DEV_POWER_USAGE{{{labels},GPU_I_PROFILE="1g.5gb",GPU_I_ID="9"}} 250\n'
+        f'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{{{labels},GPU_I_PROFILE="1g.5gb",GPU_I_ID="9"}} 4\n'
+    )
+    (gpu,) = parse_dcgm_page(text)
+    assert gpu.power_w == 250 and gpu.throttle_reasons == REASON_SW_POWER_CAP  # the old field name too
+    assert gpu.memory_used_bytes is None and gpu.memory_total_bytes is None  # one instance's is unknown
+    assert [part.label for part in gpu.slices] == ["MIG 3g.20gb #1", "MIG 1g.5gb #9"]
+    assert gpu.slices[0].memory_fraction == pytest.approx(4000 / 19000)
+    assert gpu.slices[1].memory_fraction is None

@@ -82,7 +82,7 @@ def test_per_token_figures_and_the_verdict_text() -> None:
     assert tokens_per_joule(1200.0, 4000) == pytest.approx(4000 / 1200)
     assert energy_per_token(1200.0, 0) is None and energy_per_token(None, 10) is None
     assert tokens_per_joule(0.0, 10) is None and tokens_per_joule(None, 10) is None
-    assert energy_ratio_text(0.18, 0.3) == "uses 0.6x the energy per token"
+    assert energy_ratio_text(0.18, 0.3) == "uses 0.60x the energy per token"
     assert energy_ratio_text(None, 0.3) is None and energy_ratio_text(0.2, 0.0) is None
 
 

@@ -55,6 +55,17 @@ def test_a_running_server_at_95_percent_with_speculation(tmp_path: Path) -> None
     assert gpu_findings(_doc(_vllm(tmp_path, 0.92)), _gpus(75)) == []  # 94%: the article's line not crossed
 
 
+@pytest.mark.parametrize(
+    ("fraction", "suggested"), [(0.92, "0.85"), (0.85, "0.80"), (0.8, "0.75"), (0.853, "0.80")]
+)
+def test_the_advice_never_suggests_the_value_already_set(
+    tmp_path: Path, fraction: float, suggested: str
+) -> None:
+    """Issue 25: "lower to 0.85" when it was 0.85."""
+    (finding,) = gpu_findings(_doc(_vllm(tmp_path, fraction)), _gpus(77))
+    assert finding.fix.startswith(f"lower gpu_memory_utilization to {suggested},"), finding.fix
+
+
 def test_sglang_without_a_fraction_and_unknown_memory_say_nothing(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     path.write_text(json.dumps({"model_path": "deepseek-ai/DeepSeek-V3", "speculative_algorithm": "EAGLE"}))

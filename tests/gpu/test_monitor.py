@@ -82,5 +82,19 @@ async def test_energy_and_throttling_of_an_endpoint_between_polls() -> None:
     off = arm_energy(history, first, last, output_tokens=2400)
     assert on is not None and on.joules_per_token == pytest.approx(0.25)
     assert on.tokens_per_joule == pytest.approx(4.0)
-    assert energy_verdict(on, off) == "uses 0.6x the energy per token"
+    assert energy_verdict(on, off) == "uses 0.60x the energy per token"
     assert energy_verdict(on, None) is None and arm_energy(history, first - 1, last, 10) is None
+
+
+async def test_a_gpu_in_mig_mode_is_found_by_its_index() -> None:
+    # dcgm-exporter 3.x: a MIG GPU only has per-instance lines; `gpus = [0]` finds the GPU they are of.
+    page = (Path(__file__).parent / "samples" / "dcgm_exporter_3.3_h100_mig.prom").read_bytes()
+    async with ReplyServer([Reply(page)]) as server, httpx.AsyncClient() as client:
+        url = server.url + "/metrics"
+        endpoint = EndpointSettings(name="mig", url="http://10.0.0.5:8000", gpu_metrics_url=url, gpus=[0])
+        monitor = GpuMonitor([endpoint], client)
+        view = (await monitor.poll())["mig"]
+        monitor.close()
+    assert view.available and view.reason is None and not view.missing
+    (gpu,) = view.gpus
+    assert gpu.index == 0 and len(gpu.slices) == 4

@@ -136,3 +136,16 @@ async def test_demo_sims_serve_their_gpus_to_the_endpoints() -> None:
     on, off = (reading.gpus for reading in readings if isinstance(reading, GpuReading))
     assert len(on) == len(off) == 8  # the sample configs' tensor_parallel_size
     assert {gpu.uuid for gpu in on}.isdisjoint({gpu.uuid for gpu in off})  # two servers, not shared GPUs
+
+
+def test_power_follows_the_load_averaged_not_each_request() -> None:
+    """Issue 24: a light load (one short request now and then) kept the summed power of 8 GPUs flipping
+    between idle (575 W) and 2.3 kW from one reading to the next; the power is a running average now."""
+    from tui.sim.gpu_page import IDLE_POWER_W, SimGpus
+
+    running = iter([1, 0] * 40)
+    gpus = SimGpus(SimConfig(tensor_parallel_size=8), lambda: (next(running), 0, 0.05))
+    sums = [sum(gpu.power_w for gpu in gpus.tick(now=step * 0.5)) for step in range(80)]
+    settled = sums[20:]
+    assert min(settled) > 8 * IDLE_POWER_W  # never read as idle while requests run half the time
+    assert max(settled) / min(settled) < 1.3  # no flip (it was 3.9x: 575 W against 2.26 kW)

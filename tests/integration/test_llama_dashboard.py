@@ -12,10 +12,10 @@ from llama_traffic import steady_traffic
 from llama_workload import acceptance_lines, log_size
 from textual.pilot import Pilot
 
-from tui.app import SpectopApp
 from tui.format import fmt_rate
 from tui.paths import themes_dir
 from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.ui.app import SpectopApp
 from tui.widgets.endpoint_card import EndpointCard
 
 pytestmark = pytest.mark.llamacpp

@@ -48,6 +48,11 @@ def _accepted_variance(probabilities: list[float]) -> float:
     return sum((n - mean) ** 2 * q for n, q in enumerate(distribution))
 
 
+def _logged(text: str, what: str) -> int:
+    """The tokens the vLLM log's SpecDecoding lines count (`Accepted: N tokens`), summed."""
+    return sum(int(m) for m in re.findall(rf"{what}: (\d+) tokens", text))
+
+
 @pytest.mark.parametrize("flavor", ["vllm", "llamacpp"])
 async def test_counters_recover_configured_acceptance(tmp_path: Path, flavor: str) -> None:
     config = write_vllm_config(tmp_path / "config.toml", k=3, sim="content_effect = 0.0\nspeed = 4.0")
@@ -57,7 +62,12 @@ async def test_counters_recover_configured_acceptance(tmp_path: Path, flavor: st
     ) as sim:
         await _load(sim, requests=40)
         page = await scrape(sim.base_url)
-        await asyncio.sleep(0.7)  # one more log interval
+        if flavor == "vllm":  # until the log interval after the load has written its line
+            accepted = value(page, "vllm:spec_decode_num_accepted_tokens_total")
+            deadline = asyncio.get_running_loop().time() + 60  # a hang guard, not a speed target
+            while _logged(log.read_text(), "Accepted") < accepted:
+                assert asyncio.get_running_loop().time() < deadline, "the last log interval never came"
+                await asyncio.sleep(0.05)
     prefix = "vllm:" if flavor == "vllm" else "llamacpp:"
     drafts = value(page, prefix + "spec_decode_num_drafts_total")
     drafted = value(page, prefix + "spec_decode_num_draft_tokens_total")
@@ -78,8 +88,8 @@ async def test_counters_recover_configured_acceptance(tmp_path: Path, flavor: st
     assert abs(mean_length - expected) < 4 * math.sqrt(_accepted_variance(ACCEPTANCE) / drafts)
     if flavor == "vllm":
         text = log.read_text()
-        logged_accepted = sum(int(m) for m in re.findall(r"Accepted: (\d+) tokens", text))
-        logged_drafted = sum(int(m) for m in re.findall(r"Drafted: (\d+) tokens", text))
+        logged_accepted = _logged(text, "Accepted")
+        logged_drafted = _logged(text, "Drafted")
         assert logged_accepted == accepted
         assert logged_drafted == drafted
         assert "Per-position acceptance rate: " in text

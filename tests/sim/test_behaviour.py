@@ -97,10 +97,12 @@ async def test_requests_beyond_max_num_seqs_wait(tmp_path: Path) -> None:
             )
             for i in range(6)
         ]
-        for _ in range(100):  # until all six have arrived
+        deadline = asyncio.get_running_loop().time() + 60  # a hang guard (2 s was not on a busy machine)
+        while True:  # until all six have arrived
             page = await scrape(sim.base_url)
             if value(page, "vllm:num_requests_running") + value(page, "vllm:num_requests_waiting") == 6:
                 break
+            assert asyncio.get_running_loop().time() < deadline, "the six requests never all arrived"
             await asyncio.sleep(0.02)
         assert value(page, "vllm:num_requests_running") == 2
         assert value(page, "vllm:num_requests_waiting") == 4

@@ -31,8 +31,13 @@ async def test_llamacpp_slots_show_drafting_and_sglang_server_info() -> None:
                 model=sim.model, prompt="x", max_tokens=400, extra_body={"ignore_eos": True}
             )
         )
-        await asyncio.sleep(0.1)
-        slots = (await client.get("/slots")).json()
+        deadline = asyncio.get_running_loop().time() + 60  # a hang guard, not a speed target
+        while True:  # until the request is in a slot
+            slots = (await client.get("/slots")).json()
+            if any(slot["is_processing"] for slot in slots) or job.done():
+                break
+            assert asyncio.get_running_loop().time() < deadline, slots
+            await asyncio.sleep(0.02)
         assert slots[0]["speculative"] is True
         assert sum(slot["is_processing"] for slot in slots) == 1
         assert (await client.get("/props")).json()["default_generation_settings"]["params"][

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -67,15 +68,24 @@ async def test_snapshot_figures_match_configured_acceptance(tmp_path: Path, flav
         assert abs(figures.mean_acceptance_length - expected_tokens_per_step(ACCEPTANCE)) < 0.1
 
 
+def _logged_kinds(log: Path) -> tuple[list[Any], list[Any]]:
+    """The log's spec_decode events and stats events, parsed by spectop's grammar."""
+    events = [log_dispatch.parse_line(line, "vllm") for line in log.read_text().splitlines()]
+    spec = [event for event in events if event is not None and event.kind == "spec_decode"]
+    stats = [event for event in events if event is not None and event.kind == "stats"]
+    return spec, stats
+
+
 async def test_log_lines_parse_with_spectops_grammar(tmp_path: Path) -> None:
     config = write_vllm_config(tmp_path / "config.toml", k=3, sim="content_effect = 0.0")
     log = tmp_path / "vllm.log"
     async with SimServer(config_path=config, acceptance=ACCEPTANCE, log_path=log, log_interval_s=0.3) as sim:
         await _run(sim, requests=8)
-        await asyncio.sleep(0.5)
-    events = [log_dispatch.parse_line(line, "vllm") for line in log.read_text().splitlines()]
-    spec = [event for event in events if event is not None and event.kind == "spec_decode"]
-    stats = [event for event in events if event is not None and event.kind == "stats"]
+        deadline = asyncio.get_running_loop().time() + 60  # a hang guard, not a speed target
+        while not all(_logged_kinds(log)):  # until the log interval after the run has written its lines
+            assert asyncio.get_running_loop().time() < deadline, log.read_text()[-2000:]
+            await asyncio.sleep(0.05)
+    spec, stats = _logged_kinds(log)
     assert spec and stats
     accepted = sum(event.accepted_tokens or 0 for event in spec)
     drafted = sum(event.drafted_tokens or 0 for event in spec)

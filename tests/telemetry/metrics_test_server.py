@@ -7,6 +7,8 @@ or with a fixed reply for a routed path, and records each request's path and hea
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +31,8 @@ class Reply:
     delay_s: float = 0.0  # before the headers
     chunked: bool = False  # send the body in chunks without Content-Length
     headers: dict[str, str] = field(default_factory=dict)
+    # Makes the body when the request is answered (e.g. a start stamp of that moment); `body` otherwise.
+    make_body: Callable[[], bytes] | None = None
 
 
 @dataclass
@@ -82,6 +86,8 @@ class ReplyServer:
                 reply = self.replies[min(self._planned - 1, len(self.replies) - 1)]
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
+            if reply.make_body is not None:
+                reply = dataclasses.replace(reply, body=reply.make_body(), make_body=None)
             extra = "".join(f"{key}: {value}\r\n" for key, value in reply.headers.items())
             status_line = (
                 f"HTTP/1.1 {reply.status} X\r\nContent-Type: text/plain\r\n{extra}Connection: close\r\n"

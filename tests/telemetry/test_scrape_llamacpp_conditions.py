@@ -71,6 +71,11 @@ async def test_counters_too_coarse_to_count_requests_give_none() -> None:
     async with FakeLlamaServer(tokens=900_000, seconds=20_000.0) as server:
         results = await _run(server, second_scraper=False, rounds=3)
     assert all(figures.requests_per_s is None for figures, _, _ in results)
+    # Nobody else scrapes: the note names the printed digits, not another scraper (issue 22 item 5).
+    for figures, _, _ in results:
+        for name in ("requests_per_s", "tpot_mean_s"):
+            assert "6 significant digits" in figures.notes[name]
+            assert "another client" not in figures.notes[name]
 
 
 async def test_slots_give_a_live_token_rate_during_a_long_generation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,7 +189,7 @@ async def test_k_change_with_restart_starts_per_position_afresh() -> None:
         server.drafts, server.draft_tokens, server.accepted = 1100.0, 2200.0, 1650.0
         server.per_position = [968.0, 682.0]
         window.add(await _scrape_at(client, server, 10.0))
-        server.restart("2000")
+        server.restart(str(15 * 10**6))  # started at 15.0 (µs of the readings' monotonic clock)
         server.finish(64, 0.06)
         server.drafts, server.draft_tokens, server.accepted = 20.0, 80.0, 40.0
         server.per_position = [16.0, 12.0, 8.0, 4.0]
@@ -193,8 +198,9 @@ async def test_k_change_with_restart_starts_per_position_afresh() -> None:
     assert figures.per_position_acceptance == pytest.approx([16 / 20, 12 / 20, 8 / 20, 4 / 20])
     assert figures.acceptance_rate == pytest.approx(40 / 80)
     assert figures.restarted_in_window and figures.window_short
-    assert figures.covered_s == pytest.approx(10.0)
-    assert "window still short: 10 s of 60 s" in figures.notes["window"]
+    # Since it started (issue 22 item 5), not since the old process' last reading.
+    assert figures.covered_s == pytest.approx(5.0)
+    assert "window still short: 5 s of 1 min" in figures.notes["window"]
 
 
 async def test_slots_answering_only_part_of_the_window_falls_back_to_finished_tokens() -> None:
@@ -253,10 +259,12 @@ async def test_a_killed_server_restarted_on_its_port_is_read_live_again(
     assert all(reading.up for reading in readings)
     assert last.restarted_in_window
     assert last.acceptance_rate == 1.0
-    # Live from /slots: 64 finished + 80 decoded, from zero since the old process's last reading (like
-    # increase()), not the finished requests only.
-    assert last.generation_tokens_per_s == pytest.approx((64 + 80) / (112.0 - 101.0))
+    # Live from /slots: 64 finished + 80 decoded since the new process' first reading (its start, "2000",
+    # is not on this clock: it started at some time between 101 and 110), not the finished requests
+    # only, and not over the 9 s it was down (issue 22 item 5: the old (64 + 80) / 11 s).
+    assert last.generation_tokens_per_s == pytest.approx((64 + 80) / (112.0 - 110.0))
     assert "generation_tokens_per_s" not in last.notes
+    assert "the figures count from its first reading (2 s ago)" in last.notes["window"]
 
 
 async def test_a_server_restarted_with_slots_enabled_is_asked_for_them_at_once(

@@ -6,6 +6,7 @@ import asyncio
 import json
 import socket
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -202,30 +203,47 @@ def test_table_header_keeps_the_status_when_the_model_path_is_long() -> None:
     assert header.endswith("…")
 
 
-def _vllm_counter_page(generated: float, started: float) -> bytes:
+def _vllm_counter_page(generated: float, started: float | None) -> bytes:
     labels = 'engine="0",model_name="m"'
+    start = "" if started is None else f"process_start_time_seconds {started}\n"
     return (
-        f"process_start_time_seconds {started}\n"
-        f"vllm:generation_tokens_total{{{labels}}} {generated}\n"
+        f"{start}vllm:generation_tokens_total{{{labels}}} {generated}\n"
         f"vllm:num_requests_running{{{labels}}} 1\n"
     ).encode()
 
 
-async def test_restart_inside_the_snapshot_window_counts_from_zero_and_says_so() -> None:
-    # 1,000,000 tokens before; the server restarted and generated 300 since.
-    replies = [Reply(_vllm_counter_page(1e6, 1.7e9)), Reply(_vllm_counter_page(300, 1.7e9 + 100))]
+async def test_restart_inside_the_snapshot_window_counts_from_the_start_and_says_so() -> None:
+    # 1,000,000 tokens before; the server restarted 0.5 s before the second reading (its start stamp says
+    # so) and generated 300 since. Issue 22 item 5: not 300 over the whole window, not "restarted 0 s ago".
+    def restarted() -> bytes:
+        return _vllm_counter_page(300, time.time() - 0.5)
+
+    replies = [Reply(_vllm_counter_page(1e6, time.time() - 3600)), Reply(make_body=restarted)]
     async with ReplyServer(list(replies)) as server:
-        code, out, err = await spectop("snapshot", server.url, "--window", "0.5", "--json")
+        code, out, err = await spectop("snapshot", server.url, "--window", "1", "--json")
     assert code == 0, err
     record = json.loads(out)
     assert record["error"] is None
-    assert_rate(record["generation_tokens_per_s"], 300, 0.5)
-    assert record["restarted_in_window"] is True
-    assert "restarted during the window" in record["notes"]["window"]
+    assert record["restarted_in_window"] is True and record["restarted_s_ago"] >= 0.5
+    assert record["covered_s"] == record["restarted_s_ago"]
+    assert record["generation_tokens_per_s"] == pytest.approx(300 / record["covered_s"], rel=1e-2)
+    assert "by process_start_time_seconds" in record["notes"]["window"]
     async with ReplyServer(list(replies)) as server:
-        code, out, _ = await spectop("snapshot", server.url, "--window", "0.5")
+        code, out, _ = await spectop("snapshot", server.url, "--window", "1")
     assert code == 0 and "restarted during the window" in out
     assert all(len(line) <= 80 for line in out.splitlines())
+
+
+async def test_restart_at_an_unknown_time_inside_the_snapshot_window_gives_no_rate() -> None:
+    replies = [Reply(_vllm_counter_page(1e6, None)), Reply(_vllm_counter_page(300, None))]
+    async with ReplyServer(replies) as server:
+        code, out, err = await spectop("snapshot", server.url, "--window", "0.5", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["restarted_in_window"] is True and record["restarted_s_ago"] is None
+    assert record["generation_tokens_per_s"] is None and record["covered_s"] is None
+    assert "at a time not known" in record["notes"]["generation_tokens_per_s"]
+    assert "start time unknown: the page has no start time" in record["notes"]["window"]
 
 
 async def test_duplicated_page_is_reported_inconsistent() -> None:

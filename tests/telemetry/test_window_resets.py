@@ -55,47 +55,95 @@ def test_old_scrapes_leave_the_window() -> None:
     assert window.span_s == pytest.approx(10.0)
 
 
-def test_counter_reset_counts_from_zero_and_starts_the_figures_afresh() -> None:
+def test_restart_at_an_unknown_time_has_no_rates_then_counts_from_its_first_reading() -> None:
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(page(10_000.0, 400, 600), 0.0))
     window.add(scrape(page(10_500.0, 420, 630), 5.0))
-    window.add(scrape(page(40.0, 2, 3), 10.0))  # the server restarted
+    window.add(scrape(page(40.0, 2, 3), 10.0))  # the server restarted; the page has no start time
+    f = window.figures()
+    # Issue 22 item 5: its 40 tokens are from some time after 5.0, not from 5.0 on (the old 40 / 5 s):
+    # no rate, and why; the ratios of its counts from zero are fine.
+    assert f.generation_tokens_per_s is None
+    assert "restarted inside the window at a time not known" in f.notes["generation_tokens_per_s"]
+    assert f.acceptance_rate == pytest.approx(3 / 4) and f.covered_s is None
+    assert f.restarted_in_window and f.restarted_s_ago is None
+    assert "between the readings 5 s and 0 s ago (start time unknown: the page has no" in f.notes["window"]
     window.add(scrape(page(540.0, 22, 33), 15.0))
     f = window.figures()
-    # Like increase(): the restart segment counts the new process' 40 tokens, then +500; nothing before.
-    assert f.generation_tokens_per_s == pytest.approx(540 / 10)
-    assert f.acceptance_rate == pytest.approx(33 / 44)
-    assert f.restarted_in_window and f.restarted_s_ago == pytest.approx(5.0)
-    assert f.covered_s == pytest.approx(10.0)
+    # From the restart's first reading on: +500 in 5 s (the old figure, 540 / 10 s, was the bug).
+    assert f.generation_tokens_per_s == pytest.approx(500 / 5)
+    assert f.acceptance_rate == pytest.approx(30 / 40)
+    assert f.restarted_in_window and f.restarted_s_ago is None and f.restart_seen_s_ago == pytest.approx(5.0)
+    assert f.covered_s == pytest.approx(5.0)
     assert "restarted during the window" in f.notes["window"]
+    assert "the figures count from its first reading (5 s ago)" in f.notes["window"]
 
 
 def test_reset_right_after_the_first_scrape_is_not_negative_nor_a_spike() -> None:
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(page(1e6), 0.0))
     window.add(scrape(page(50.0), 2.0))
-    assert window.figures().generation_tokens_per_s == pytest.approx(50 / 2)
+    assert window.figures().generation_tokens_per_s is None  # not 50 / 2 s: it started after 0.0
     window.add(scrape(page(250.0), 4.0))
-    assert window.figures().generation_tokens_per_s == pytest.approx(250 / 4)
+    assert window.figures().generation_tokens_per_s == pytest.approx(200 / 2)
 
 
-def test_restart_seen_by_created_timestamp_even_when_counters_grew() -> None:
+EPOCH = 1.79e9  # a Unix time: `time` of the scrapes (their `monotonic` counts from 0)
+
+
+def stamped(text: str, at: float) -> Scrape:
+    samples = tuple(parse_metrics_text(text))
+    return Scrape(time=EPOCH + at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples))
+
+
+def test_restart_seen_by_created_timestamp_counts_from_it() -> None:
+    # Issue 22 item 5: the restart 6.5 s before the last read said "restarted 0 s ago", and the new
+    # process' tokens were divided by the whole window.
     window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(page(100.0, created=1.7e9), 0.0))
-    window.add(scrape(page(5000.0, created=1.7e9 + 60), 10.0))  # restarted and already past 100
+    window.add(stamped(page(100.0, created=EPOCH - 600), 0.0))
+    window.add(stamped(page(5000.0, 10, 15, created=EPOCH + 3.5), 10.0))  # restarted, already past 100
     f = window.figures()
-    assert f.generation_tokens_per_s == pytest.approx(5000 / 10) and f.restarted_in_window
+    assert f.generation_tokens_per_s == pytest.approx(5000 / 6.5) and f.restarted_in_window
+    assert f.restarted_s_ago == pytest.approx(6.5) and f.covered_s == pytest.approx(6.5)
+    assert f.acceptance_rate == pytest.approx(15 / 20)
+    assert "(6 s ago, by vllm:generation_tokens_created)" in f.notes["window"]
 
 
-def test_restart_seen_by_llamacpp_process_start_header() -> None:
-    text = "llamacpp:tokens_predicted_total {}\nllamacpp:tokens_predicted_seconds_total 1\n"
+def test_a_start_stamp_outside_the_readings_is_not_believed() -> None:
     window = ScrapeWindow(window_s=60.0)
-    first = scrape(text.format(10), 0.0)
-    window.add(Scrape(0.0, 0.0, first.samples, None, "llamacpp", process_start="1000"))
-    second = scrape(text.format(900), 1.0)
-    window.add(Scrape(1.0, 1.0, second.samples, None, "llamacpp", process_start="2000"))
+    window.add(stamped(page(100.0, created=EPOCH - 600), 0.0))
+    window.add(stamped(page(5000.0, created=EPOCH + 30), 10.0))  # the server's clock is ahead of ours
     f = window.figures()
-    assert f.generation_tokens_per_s == pytest.approx(900.0) and f.restarted_in_window
+    assert f.restarted_in_window and f.generation_tokens_per_s is None and f.restarted_s_ago is None
+    assert "vllm:generation_tokens_created is not between the two readings" in f.notes["window"]
+
+
+LLAMA = "llamacpp:tokens_predicted_total {}\nllamacpp:tokens_predicted_seconds_total 1\n"
+
+
+def llama(tokens: int, at: float, process_start: str) -> Scrape:
+    samples = scrape(LLAMA.format(tokens), at).samples
+    return Scrape(EPOCH + at, at, samples, None, "llamacpp", process_start=process_start)
+
+
+def test_restart_seen_by_llamacpp_process_start_header_on_this_clock() -> None:
+    # Process-Start-Time-Unix is llama.cpp's monotonic clock in µs: on this machine, the readings' clock.
+    window = ScrapeWindow(window_s=60.0)
+    window.add(llama(10, 100.0, "40000000"))
+    window.add(llama(900, 101.0, "100250000"))  # started at 100.25
+    f = window.figures()
+    assert f.generation_tokens_per_s == pytest.approx(900 / 0.75) and f.restarted_in_window
+    assert f.restarted_s_ago == pytest.approx(0.75)
+    assert "by Process-Start-Time-Unix" in f.notes["window"]
+
+
+def test_llamacpp_process_start_of_another_machine_is_a_restart_at_an_unknown_time() -> None:
+    window = ScrapeWindow(window_s=60.0)
+    window.add(llama(10, 100.0, "1000"))
+    window.add(llama(900, 101.0, "2000"))
+    f = window.figures()
+    assert f.restarted_in_window and f.generation_tokens_per_s is None and f.restarted_s_ago is None
+    assert "the server runs on another machine" in f.notes["window"]
 
 
 def test_failed_scrapes_are_skipped() -> None:

@@ -104,15 +104,18 @@ async def test_sweep_finds_the_models_best_k_and_restores_the_file(tune_sim: Tun
         for concurrency in CONCURRENCIES:
             cell = result.cell(k, concurrency)
             assert cell is not None and cell.acceptance_rate is not None
-            steps = (
-                (cell.requests + 1) * 23 / tokens
-            )  # measured requests (+ warm-up), about 23 after the first
+            steps = len(cell.runs[-1].samples) * 23 / tokens  # the latest burst's requests, ~23 after the 1st
             tolerance = 4 * math.sqrt(variance / steps) / k + 0.01
             assert abs(cell.acceptance_rate - mean / k) < tolerance
             assert cell.mean_acceptance_length is not None
             assert abs(cell.mean_acceptance_length - tokens) < 4 * math.sqrt(variance / steps) + 0.05
-            assert cell.per_position_acceptance is not None and len(cell.per_position_acceptance) == k
-            assert cell.per_position_acceptance[0] == pytest.approx(probabilities[0], abs=tolerance * k)
+            positions = cell.per_position_acceptance
+            assert positions is not None and len(positions) == k
+            assert positions[0] == pytest.approx(probabilities[0], abs=tolerance * k)
+            # Per position and acceptance from the same scrapes (the burst's own, after its warm-up):
+            # the positions add up to the acceptance exactly, not within another window's noise.
+            assert sum(positions) / k == pytest.approx(cell.acceptance_rate, rel=1e-9)
+            assert 1 + sum(positions) == pytest.approx(cell.mean_acceptance_length, rel=1e-9)
     # Speculation off has no acceptance: "–", never 0.
     off = result.cell(0, 1)
     assert off is not None and off.acceptance_rate is None and off.speedup == pytest.approx(1.0)
@@ -137,13 +140,14 @@ def run_cli(tune_sim: TuneSim, *extra: str) -> subprocess.Popen[str]:
 def test_an_oom_value_fails_with_the_reason_the_sweep_goes_on_and_apply_changes_one_line(
     tune_sim: TuneSim, tmp_path: Path
 ) -> None:
-    write_config(tune_sim.config, k=1)  # the file says 1; k=2 is best at concurrency 1
+    write_config(tune_sim.config, k=4)  # the file says 4; k=2 is best at concurrency 1, by 24%
     before = tune_sim.config.read_text(encoding="utf-8")
     before_bytes = tune_sim.config.read_bytes()
-    assert expected_rate(tune_sim.config, 2, 1) > 1.1 * expected_rate(tune_sim.config, 0, 1)
+    # Off is left out: k=2 beats it by only ~10%, which 8 requests on a loaded machine do not always tell.
+    assert expected_rate(tune_sim.config, 2, 1) > 1.2 * expected_rate(tune_sim.config, 4, 1)
     out = tmp_path / "tune.json"
     process = run_cli(
-        tune_sim, "--values", "0,8,2", "--concurrency", "1", "--requests", "8", "--apply", "--json", str(out)
+        tune_sim, "--values", "8,2", "--concurrency", "1", "--requests", "8", "--apply", "--json", str(out)
     )
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 0, stderr
@@ -156,14 +160,15 @@ def test_an_oom_value_fails_with_the_reason_the_sweep_goes_on_and_apply_changes_
     # --apply: the best value for concurrency 1, exactly one line changed, and the diff shown.
     after = tune_sim.config.read_text(encoding="utf-8")
     assert changed_lines(before, after) == [
-        "-num_speculative_tokens = 1   # draft tokens per step",
+        "-num_speculative_tokens = 4   # draft tokens per step",
         "+num_speculative_tokens = 2   # draft tokens per step",
     ]
     # ... and every other byte (line endings, the last newline) is the original's.
-    old, new = b"num_speculative_tokens = 1   #", b"num_speculative_tokens = 2   #"
+    old, new = b"num_speculative_tokens = 4   #", b"num_speculative_tokens = 2   #"
     assert before_bytes.count(old) == 1 and tune_sim.config.read_bytes() == before_bytes.replace(old, new)
     assert "+num_speculative_tokens = 2" in stdout
     assert result["applied"]["value"] == 2
+    assert "significantly faster than the file's own k=4" in result["apply_note"]
     assert health(tune_sim.url) == 200
 
 

@@ -1,8 +1,8 @@
-"""The tune screen in a tiny app, against a real simulator: run, cancel (restores), run, apply best."""
+"""The tune screen against a real simulator: run, cancel (restores), run, apply best (in a tiny app); a
+calibration of the advisor from the dashboard, its restarts planned (in the whole app)."""
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 
 import httpx
@@ -10,6 +10,7 @@ from textual.app import App
 from textual.widgets import DataTable, Input, Static
 
 from tests.tune.conftest import TuneSim, write_config
+from tests.ui.ui_waiting import wait_for
 from tui.screens.tune import TuneScreen
 from tui.settings import EndpointSettings
 from tui.tune.result import TuneResult
@@ -25,12 +26,9 @@ class TuneTestApp(App[None]):
         self.push_screen(TuneScreen(self.endpoint, on_finished=self.finished.append, max_tokens=24))
 
 
-async def _until(pilot, condition, timeout_s: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out; progress: {_text(pilot.app.screen, '#progress')}")
-        await pilot.pause(0.05)
+async def _until(pilot, condition, timeout_s: float = 180.0) -> None:  # type: ignore[no-untyped-def]
+    explain = lambda: f"progress: {_text(pilot.app.screen, '#progress')}"  # noqa: E731
+    await wait_for(pilot, condition, "the tune screen", timeout_s=timeout_s, explain=explain)
 
 
 def _text(screen, selector: str) -> str:  # type: ignore[no-untyped-def]
@@ -39,7 +37,7 @@ def _text(screen, selector: str) -> str:  # type: ignore[no-untyped-def]
 
 async def _set(screen: TuneScreen, pilot, field_id: str, value: str) -> None:  # type: ignore[no-untyped-def]
     screen.query_one(f"#{field_id}", Input).focus()
-    await pilot.press("ctrl+a", "ctrl+k", *value)
+    await pilot.press("i", "ctrl+a", "ctrl+k", *value)  # i: into edit mode
 
 
 def _endpoint(tune_sim: TuneSim) -> EndpointSettings:
@@ -73,9 +71,9 @@ async def test_run_cancel_run_apply_from_the_keyboard(tune_sim: TuneSim) -> None
         assert tune_sim.config.read_bytes() == original
         assert app.finished[-1].cancelled
         await _set(screen, pilot, "requests", "8")
+        runs = len(app.finished)
         await pilot.press("ctrl+r")
-        await pilot.pause(0.2)
-        await _until(pilot, lambda: not screen.running)
+        await _until(pilot, lambda: len(app.finished) > runs and not screen.running)
         result = app.finished[-1]
         assert not result.cancelled and result.best == {1: 2}
         assert tune_sim.config.read_bytes() == original
@@ -86,14 +84,13 @@ async def test_run_cancel_run_apply_from_the_keyboard(tune_sim: TuneSim) -> None
         k2 = [str(cell) for cell in table.get_row_at(1)]
         low, high = (float(part) for part in k2[3].split("-"))
         assert low <= result.cell(2, 1).speedup <= high  # type: ignore[union-attr]
-        assert "best c=1: k=2" in _text(screen, "#verdict")
+        assert "best at concurrency 1: k=2" in _text(screen, "#verdict")
         await pilot.press("a")
         diff = _text(screen, "#diff")
         assert "+num_speculative_tokens = 2" in diff and "-num_speculative_tokens = 1" in diff
         await pilot.press("y")
-        await pilot.pause(0.2)
+        await _until(pilot, lambda: "applied k=2: the server is back" in _text(screen, "#progress"))
         await _until(pilot, lambda: not screen.applying)
-        assert "applied k=2: the server is back" in _text(screen, "#progress")
     after = tune_sim.config.read_text(encoding="utf-8")
     changed = [
         line
@@ -104,32 +101,59 @@ async def test_run_cancel_run_apply_from_the_keyboard(tune_sim: TuneSim) -> None
     assert httpx.get(tune_sim.url + "/health", timeout=5).status_code == 200
 
 
-async def test_the_sweeps_restarts_are_planned_restarts_not_an_endpoint_down(tune_sim: TuneSim) -> None:
-    """The dashboard keeps polling during a tune: its restarts read "restarting", never "endpoint down"."""
-    from tui.app import SpectopApp
+async def test_c_calibrates_the_advisor_with_planned_restarts_and_the_dashboard_takes_the_model(
+    tune_sim: TuneSim,
+) -> None:
+    """`T` then `c`: a few k around the file's own at the loads seen live, the file restored, the model
+    kept in stepcost.json and used by the dashboard's advisor at once. The dashboard keeps polling during
+    the sweep: its restarts read "restarting", never "endpoint down"."""
     from tui.settings import Settings
+    from tui.tune.stepcost import find_model, load_models
+    from tui.ui.app import SpectopApp
 
-    write_config(tune_sim.config, k=1)
+    original = tune_sim.config.read_bytes()  # k=2
     endpoint = _endpoint(tune_sim)
-    app = SpectopApp(Settings(poll_interval_s=0.25, endpoints=[endpoint]), remember_theme_choice=False)
-    seen_restarting: list[bool] = []
+    app = SpectopApp(Settings(poll_interval_s=0.5, endpoints=[endpoint]), remember_theme_choice=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _until(pilot, lambda: "tuned" in app.readings and app.readings["tuned"].up)
+        await _until(pilot, lambda: "tuned" in app.readings and app.board.advice is not None)
         await pilot.press("T")
         await _until(pilot, lambda: isinstance(app.screen, TuneScreen))
         screen = app.screen
         assert isinstance(screen, TuneScreen)
-        await _set(screen, pilot, "values", "0,2")
-        await _set(screen, pilot, "loads", "1")
-        await _set(screen, pilot, "requests", "8")
-        await pilot.press("ctrl+r")
-        await pilot.pause(0.2)
+        await _set(screen, pilot, "requests", "4")
+        await pilot.press("escape")  # out of the field's edit mode: c is the screen's key
+        await pilot.press("c")
+        # The first line is shown while the first burst runs; a loaded machine can step past it between
+        # two looks, so its own end counts too.
+        await _until(
+            pilot,
+            lambda: any(
+                words in _text(screen, "#progress")
+                for words in ("calibrating the step cost of", "calibrated")
+            ),
+        )
+        # speculation off (the file can switch it off), then k-1 .. k+1 from 1 up
+        assert screen.query_one("#values", Input).value == "0,1,2,3"
+        seen_restarting: list[bool] = []
 
         def finished() -> bool:
             seen_restarting.append(app.alerts.restarting("tuned"))
-            return not screen.running
+            return not screen.running and "calibrated" in _text(screen, "#progress")
 
-        await _until(pilot, finished)
-        await _until(pilot, lambda: not app.alerts.restarting("tuned"))
+        await _until(pilot, finished, timeout_s=600.0)  # a hang guard: two rounds, 10 restarts
+        assert "step-cost model kept in" in _text(screen, "#progress"), _text(screen, "#progress")
+        assert tune_sim.config.read_bytes() == original  # restored byte for byte
+        kept = load_models()  # the test's own data folder (tests/tune/conftest.py)
+        assert app.board.advice is not None
+        model, _ = find_model(app.board.advice.kept.models, tune_sim.url, None, None)
+        assert model is not None and model.basis().startswith("tune ")
+        assert [m.cost for m in kept.models] == [model.cost]
+        await wait_for(
+            pilot,
+            lambda: not app.alerts.restarting("tuned"),
+            "the restart to be over",
+            timeout_s=180.0,
+            explain=lambda: repr(app.alerts._state("tuned")) + f" now={app._wall_clock()}",
+        )
     assert any(seen_restarting)
     assert [alert.kind for alert in app.alerts.all_alerts() if alert.kind == "down"] == []

@@ -4,7 +4,6 @@ The fixtures (`bench_folders`, `recorded_run`) are in conftest.py."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -13,6 +12,7 @@ import httpx
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
+from ui_waiting import wait_for
 
 from tui.bench.engine import ArmProgress, BurstConfig, BurstProgress
 from tui.bench.prompts import load_prompt_set
@@ -23,7 +23,7 @@ from tui.settings import EndpointSettings
 
 
 class BenchTestApp(App[None]):
-    """The burst screen alone, on an app with the shared httpx client the screen expects."""
+    """The burst screen alone, given the app's one httpx client when it is made."""
 
     def __init__(self, endpoints: list[EndpointSettings], **screen_options: Any) -> None:
         super().__init__()
@@ -32,7 +32,7 @@ class BenchTestApp(App[None]):
         self.http_client = httpx.AsyncClient(limits=httpx.Limits(max_connections=100))
 
     def on_mount(self) -> None:
-        self.push_screen(BenchScreen(self.endpoints, **self.screen_options))
+        self.push_screen(BenchScreen(self.endpoints, self.http_client, **self.screen_options))
 
     async def on_unmount(self) -> None:
         await self.http_client.aclose()
@@ -50,19 +50,18 @@ def text_of(screen: BenchScreen, selector: str) -> str:
 
 async def until(pilot: Pilot[Any], condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
     """Wait for the screen to reach `condition`; a timeout says the phase and status it stopped at."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            screen = pilot.app.screen
-            status = [str(screen.query_one(s, Static).render()) for s in ("#phase", "#status")]
-            raise AssertionError(f"timed out waiting for the screen; phase/status: {status}")
-        await pilot.pause(0.05)
+
+    def status() -> str:
+        screen = pilot.app.screen
+        return f"phase/status: {[str(screen.query_one(s, Static).render()) for s in ('#phase', '#status')]}"
+
+    await wait_for(pilot, condition, "the burst screen", timeout_s=timeout_s, explain=status)
 
 
 async def type_into(screen: BenchScreen, pilot: Pilot[Any], field_id: str, value: str) -> None:
     """Replace a form field's text from the keyboard."""
     screen.query_one(f"#{field_id}", Input).focus()
-    await pilot.press("ctrl+a", "ctrl+k", *value)
+    await pilot.press("i", "ctrl+a", "ctrl+k", *value)  # i: into edit mode (a letter is a key before)
 
 
 # --- recorded bursts --------------------------------------------------------------------------------
@@ -149,7 +148,7 @@ def final_progress(result: BurstResult) -> BurstProgress:
                 done=len(arm.requests),
                 total=len(arm.requests),
                 ttft_p50_s=ttfts[len(ttfts) // 2] if ttfts else None,
-                decode_tokens_per_s_mean=sum(rates) / len(rates) if rates else None,
+                decode_tokens_per_s_pooled=sum(rates) / len(rates) if rates else None,
                 output_tokens=sum(r.output_tokens or 0 for r in arm.requests),
             )
         )

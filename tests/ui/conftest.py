@@ -13,10 +13,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_fixtures import mtp_burst, replaying
 from recording_factory import write_recording
 
-from tui.app import SpectopApp
 from tui.bench.results import BurstResult
 from tui.paths import themes_dir
 from tui.settings import Settings
+from tui.ui.app import SpectopApp
 
 
 @pytest.fixture(autouse=True)

@@ -19,14 +19,15 @@ from ui_waiting import wait_for
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench_engine"))
 from timed_server import Behaviour, TimedServer
 
-from tui.app import SpectopApp
 from tui.bench.burst_store import list_bursts, save_burst
+from tui.bench.client_settings import ClientSettings
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.session import EndpointArm, PastArm
 from tui.paths import themes_dir
 from tui.screens.bench import NO_B, BenchScreen
 from tui.settings import EndpointSettings, Settings
+from tui.ui.app import SpectopApp
 from tui.widgets.on_off import OnOff
 
 SLOW = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=10)  # 9 tokens after the first in 180 ms
@@ -80,7 +81,7 @@ async def test_bad_form_value_names_the_field() -> None:
         assert screen.query_one("#status").has_class("error")
 
 
-async def test_escape_cancels_a_running_burst_within_a_second() -> None:
+async def test_escape_cancels_a_running_burst_not_at_its_timeout() -> None:
     stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
     with TimedServer(stalled) as server:
         app = BenchTestApp(_endpoints(server))
@@ -90,8 +91,9 @@ async def test_escape_cancels_a_running_burst_within_a_second() -> None:
             await until(pilot, lambda: len(server.records) > 0)  # the warm-up request is stuck
             started = asyncio.get_running_loop().time()
             await pilot.press("escape")
-            await until(pilot, lambda: "cancelled" in text_of(screen, "#phase"), timeout_s=1.0)
-            assert asyncio.get_running_loop().time() - started < 1.0
+            await until(pilot, lambda: "cancelled" in text_of(screen, "#phase"))
+            # Against the stalled stream's own timeout (a ratio, not a wall-clock limit): cancelled.
+            assert asyncio.get_running_loop().time() - started < ClientSettings().timeout / 10
             assert not screen.running
             assert isinstance(app.screen, BenchScreen)  # escape while running cancels, it does not leave
 

@@ -7,6 +7,7 @@ import pytest
 from bench_fixtures import BenchTestApp, bench_screen, text_of, type_into
 from textual.containers import VerticalScroll
 from textual.widgets import ContentSwitcher, DataTable
+from ui_waiting import wait_for
 
 from tui.settings import EndpointSettings
 from tui.sim.per_request import ResponseOptions
@@ -32,10 +33,11 @@ async def test_one_url_two_bodies_and_the_explain_view() -> None:
             await type_into(screen, pilot, "b-extra", '{"enable_speculative": false}')
             await type_into(screen, pilot, "slo", "ttft=2s,e2e=10s")
             await pilot.press("enter")
-            for _ in range(600):
-                if screen.summary is not None or "failed" in text_of(screen, "#phase"):
-                    break
-                await pilot.pause(0.05)
+            await wait_for(
+                pilot,
+                lambda: screen.summary is not None or "failed" in text_of(screen, "#phase"),
+                timeout_s=120,
+            )
             assert screen.summary is not None, text_of(screen, "#status")
             table = screen.query_one("#results-table", DataTable)
             labels = [str(table.get_row_at(row)[0]) for row in range(table.row_count)]
@@ -47,7 +49,7 @@ async def test_one_url_two_bodies_and_the_explain_view() -> None:
             explained = text_of(screen, "#explain-text")
             assert "A accept" in explained and "code" in explained and "prose" in explained
             assert "request fields (enable_speculative), not by server" in explained
-            assert "/metrics:" in explained and "SLO TTFT≤2s, e2e≤10s" in explained
+            assert "/metrics:" in explained and "SLO TTFT ≤ 2 s, e2e ≤ 10 s" in explained
             await pilot.press("e")
             assert screen.query_one("#switcher", ContentSwitcher).current == "results"
 

@@ -60,7 +60,7 @@ async def test_a_burst_just_run_lists_with_both_urls_and_its_verdict(recorded_ru
         when, a_url, b_url, verdict, prompt_set, requests = _cells(screen, 0)
         assert when == f"{recorded_run.started_at:%m-%d %H:%M}"
         assert (a_url, b_url) == ("10.0.0.7:8000", "10.0.0.8:8000")  # http:// left out at 80 columns
-        assert verdict == f"B {comparison.decode_tokens_per_s_ratio:.2f}x [{low:.2f}–{high:.2f}]"
+        assert verdict == f"B {comparison.decode_tokens_per_s_ratio:.2f}x ({low:.2f}-{high:.2f})"
         assert (prompt_set, requests) == (
             recorded_run.settings.prompt_set,
             str(recorded_run.settings.requests),

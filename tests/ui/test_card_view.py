@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 
 from ui_waiting import wait_for
 
-from tui.app import SpectopApp
 from tui.screens.detail import DetailScreen
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
+from tui.ui.app import SpectopApp
 from tui.widgets.card_view import CardData, badge_line, compact_lines, roomy_lines
+from tui.widgets.endpoint_card import EndpointCard
 
 if TYPE_CHECKING:
     from tui.telemetry.series import EndpointSeries
@@ -125,7 +126,7 @@ async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> N
     path.write_text(header.model_dump_json() + "\n" + record.model_dump_json() + "\n")
     app = SpectopApp(Settings(), replay_path=path, replay_speed=0.0, remember_theme_choice=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+        await wait_for(pilot, lambda: app.replay_done and bool(app.screen.query(EndpointCard)))
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
         screen = app.screen
@@ -203,8 +204,6 @@ def test_badges_are_never_cut_and_those_that_do_not_fit_are_counted() -> None:
 async def test_crit_badge_fits_on_a_card_at_80_columns() -> None:
     from textual.app import App, ComposeResult
 
-    from tui.widgets.endpoint_card import EndpointCard
-
     reading = _reading(1.0, acceptance_rate=0.25)
     data = CardData(name="a", reading=reading, alerts=_alerts(), now=1.0)
 
@@ -238,8 +237,6 @@ def test_long_model_names_keep_their_tail_or_the_part_that_differs() -> None:
 
 async def test_card_title_shortens_the_model_from_the_left() -> None:
     from textual.app import App, ComposeResult
-
-    from tui.widgets.endpoint_card import EndpointCard
 
     model = "/models/huggingface/hub/deepseek-ai/DeepSeek-V3-0324-FP8-dynamic-quantized"
     data = CardData(name="mtp-on", backend="vllm", model=model, reading=_reading(1.0), now=1.0)
@@ -394,7 +391,6 @@ def test_card_height_gives_charts_the_room_only_when_every_card_gets_enough() ->
 
 
 def _card_texts(app: SpectopApp) -> dict[str, str]:
-    from tui.widgets.endpoint_card import EndpointCard
 
     return {card.endpoint: card.render().plain for card in app.screen.query(EndpointCard)}
 

@@ -102,16 +102,18 @@ def test_history_keeps_restart_and_config_markers_once() -> None:
     history.add(12.0, Figures(restarted_in_window=True, restarted_s_ago=1.5))  # the same restart, later
     history.mark(12.2, "config")
     history.mark(12.2, "config")
-    assert list(history.markers) == [(10.5, "restart"), (12.2, "config")]
+    # A restart whose start is unknown is marked at the new process' first reading.
+    history.add(20.0, Figures(restarted_in_window=True, restart_seen_s_ago=2.0))
+    assert list(history.markers) == [(10.5, "restart"), (12.2, "config"), (18.0, "restart")]
     history.add(13.0, None)
-    assert list(history.up) == [True, True, True, False]
+    assert list(history.up) == [True, True, True, True, False]
 
 
 async def test_detail_screen_draws_axis_and_markers_of_a_config_change(tmp_path: Path) -> None:
-    from tui.app import SpectopApp
-    from tui.messages import RestartStarted
     from tui.screens.detail import DetailScreen
     from tui.settings import EndpointSettings, Settings
+    from tui.ui.app import SpectopApp
+    from tui.ui.messages import RestartStarted
     from tui.widgets.chart import TimeAxis
 
     endpoint = EndpointSettings(name="a", url="http://127.0.0.1:9")  # nothing listens: down, no network

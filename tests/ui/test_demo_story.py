@@ -8,7 +8,6 @@ import re
 import tomllib
 from pathlib import Path
 
-from tui.app import SpectopApp
 from tui.commands.demo import DEMO_ENDPOINTS, DEMO_INTRO, copy_demo_config
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings, Settings
@@ -16,6 +15,7 @@ from tui.sim.behaviour import Behaviour
 from tui.sim.config import load_sim_config
 from tui.sim.engine import EngineObserver, SimEngine, StepReport
 from tui.sim.faults import FaultSettings
+from tui.ui.app import SpectopApp
 
 
 def test_a_is_mtp_off_and_b_is_mtp_on() -> None:

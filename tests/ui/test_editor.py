@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Log, Select, Static, TabbedContent, TextArea
+from ui_waiting import wait_for
 
-from tui.editor_app import EditorApp
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
+from tui.ui.editor_app import EditorApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import ConfigFieldRow
 
@@ -26,14 +26,6 @@ def config_toml(tmp_path: Path) -> Path:
     target = tmp_path / "config.toml"
     shutil.copy(sample_configs_dir() / "config.toml", target)
     return target
-
-
-async def wait_for(pilot: Pilot, condition: Callable[[], bool], what: str, steps: int = 200) -> None:
-    for _ in range(steps):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def opened_editor(pilot: Pilot) -> EditorScreen:
@@ -52,7 +44,7 @@ async def type_into(pilot: Pilot, widget: Input, text: str, *, enter: bool = Tru
     widget.focus()
     widget.value = ""
     await pilot.pause()
-    await pilot.press(*text)
+    await pilot.press("i", *text)  # i: into edit mode
     if enter:
         await pilot.press("enter")
     await pilot.pause()
@@ -85,6 +77,26 @@ async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) ->
         assert (config_toml.parent / "config.toml.bak").read_bytes() == before
         assert isinstance(app.screen, EditorScreen)
         assert "modified" not in str(screen.query_one("#editor-title", Static).render())
+
+
+def status_text(screen: EditorScreen) -> str:
+    return str(screen.query_one("#editor-status", Static).render())
+
+
+async def test_the_opening_status_stays_until_the_focus_moves(config_toml: Path) -> None:
+    """The first field is focused on opening: its hint does not replace what was opened (as the user and
+    the snapshots see it); focusing another field shows its hint."""
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        first = field_input(screen, "model", "name")
+        await wait_for(pilot, lambda: app.focused is first, "the first field's focus")
+        await pilot.pause()
+        assert status_text(screen).startswith("opened config.toml"), status_text(screen)
+        field_input(screen, "speculative", "num_speculative_tokens").focus()
+        await wait_for(pilot, lambda: not status_text(screen).startswith("opened"), "the field's hint")
+        hint = "speculative.num_speculative_tokens: enter or i edits the field"
+        assert status_text(screen).startswith(hint)
 
 
 async def test_declining_the_diff_writes_nothing(config_toml: Path) -> None:
@@ -201,6 +213,7 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
         assert broken.read_bytes() == before
         # Fixing the line in the raw view brings the form back and allows the save.
         raw.focus()
+        await pilot.press("i")  # into edit mode
         raw.move_cursor((4, 0))
         raw.action_select_line()
         raw.replace("num_speculative_tokens = 2", raw.selection.start, raw.selection.end)
@@ -220,7 +233,7 @@ async def test_raw_edit_with_a_syntax_error_blocks_the_save(config_toml: Path) -
         await pilot.press("f3")
         raw = screen.query_one("#raw", TextArea)
         raw.move_cursor((5, 0))
-        await pilot.press(*"= [")
+        await pilot.press("i", *"= [")  # i: into edit mode
         await wait_for(pilot, lambda: screen.document is None, "the syntax error")
         await pilot.press("f2")
         await pilot.press("ctrl+s")
@@ -301,7 +314,7 @@ async def test_save_and_restart_runs_the_command_and_waits_for_health(config_tom
         await wait_for(pilot, lambda: isinstance(app.screen, RestartDialog), "the restart dialog")
         dialog = app.screen
         assert isinstance(dialog, RestartDialog)
-        await wait_for(pilot, lambda: dialog.finished, "the restart to finish", steps=500)
+        await wait_for(pilot, lambda: dialog.finished, "the restart to finish")
         assert "server is back" in str(dialog.query_one("#restart-status", Static).render())
         assert "restarting the server" in "\n".join(dialog.query_one(Log).lines)
         assert polls["count"] == 2
@@ -316,7 +329,7 @@ async def test_close_asks_before_dropping_edits(config_toml: Path) -> None:
         screen = await opened_editor(pilot)
         await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "8")
         screen.query_one("#raw", TextArea).focus()
-        await pilot.press("escape")  # leaves the text area
+        await pilot.press("i", "escape")  # into the raw text and out of it again
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the discard question")
         await pilot.press("n")

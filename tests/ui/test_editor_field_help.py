@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Input, Static
+from ui_waiting import wait_for
 
 from tui.configs.schemas import SCHEMAS, field_specs
-from tui.editor_app import EditorApp
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
+from tui.ui.editor_app import EditorApp
 from tui.widgets.config_field import ConfigFieldRow
 
 # A range in words or brackets inside a description says it a second time (the row adds `range_text`).
@@ -40,10 +41,7 @@ async def test_every_help_line_is_shown_whole_at_80_columns(tmp_path: Path, samp
     shutil.copy(sample_configs_dir() / sample, target)
     app = EditorApp(target)
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(200):
-            if isinstance(app.screen, EditorScreen) and app.screen.loaded:
-                break
-            await pilot.pause(0.02)
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
         await pilot.pause()
         rows = list(app.screen.query(ConfigFieldRow))
         assert rows

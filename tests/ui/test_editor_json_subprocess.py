@@ -18,20 +18,25 @@ _SCRIPT = textwrap.dedent(
     import asyncio, sys
     from pathlib import Path
     from textual.widgets import TextArea
-    from tui.editor_app import EditorApp
+    from tui.ui.editor_app import EditorApp
+
+    def styles_of(raw: TextArea) -> set[str]:
+        return {str(segment.style) for segment in raw.render_line(1) if segment.text.strip()}
+
+    async def until(pilot, condition) -> None:  # the hang guard is 60 s: a busy machine is slow
+        for _ in range(1200):
+            if condition():
+                return
+            await pilot.pause(0.05)
 
     async def main() -> None:
         app = EditorApp(Path(sys.argv[1]))
         async with app.run_test(size=(80, 24)) as pilot:
-            for _ in range(200):
-                if getattr(app.screen, "loaded", False):
-                    break
-                await pilot.pause(0.02)
+            await until(pilot, lambda: getattr(app.screen, "loaded", False))
             await pilot.press("f3")
-            await pilot.pause(0.2)
             raw = app.screen.query_one("#raw", TextArea)
-            styles = {str(segment.style) for segment in raw.render_line(1) if segment.text.strip()}
-            print("RENDERED", raw.language, len(raw.text), len(styles))
+            await until(pilot, lambda: raw.has_focus and len(styles_of(raw)) >= 2)  # shown, highlighted
+            print("RENDERED", raw.language, len(raw.text), len(styles_of(raw)))
 
     asyncio.run(main())
     """

@@ -7,14 +7,16 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input, Static, TextArea
+from ui_waiting import wait_for, wait_for_exit, wait_for_screen
 
-from tui.editor_app import EditorApp
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
+from tui.ui.editor_app import EditorApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import ConfigFieldRow
 
@@ -34,13 +36,11 @@ def config_toml(tmp_path: Path) -> Path:
     return target
 
 
-async def opened_editor(pilot) -> EditorScreen:  # type: ignore[no-untyped-def]
+async def opened_editor(pilot: Pilot[Any]) -> EditorScreen:
     app = pilot.app
-    for _ in range(250):
-        if isinstance(app.screen, EditorScreen) and app.screen.loaded:
-            return app.screen
-        await pilot.pause(0.02)
-    raise AssertionError("the editor did not open")
+    await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded, "the editor")
+    assert isinstance(app.screen, EditorScreen)
+    return app.screen
 
 
 def line_of(raw: TextArea, prefix: str) -> int:
@@ -52,17 +52,22 @@ async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(confi
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
-        await pilot.press("f3")
+        await pilot.press("f3", "i")  # the raw view, in edit mode
         raw = screen.query_one("#raw", TextArea)
         row = line_of(raw, "num_speculative_tokens")
         raw.move_cursor((row, len(raw.document.get_line(row))))
         raw.insert("x")  # "= 2x" does not parse: the form is being taken down …
         await pilot.pause(0)
         raw.action_delete_left()  # … when the text parses again
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if screen._rows and len(screen.query(ConfigFieldRow)) == len(screen._rows):
-                break
+        await pilot.pause()  # both edits handled (the app idle), then the rebuild they started finishes
+
+        def rebuilt() -> bool:
+            rows = screen._rows
+            return (
+                screen.document is not None and bool(rows) and len(screen.query(ConfigFieldRow)) == len(rows)
+            )
+
+        await wait_for(pilot, rebuilt, "one finished build of the form")
         assert app.is_running
         assert screen.document is not None and screen.document.text == config_toml.read_text()
         rows = list(screen.query(ConfigFieldRow))
@@ -73,16 +78,16 @@ async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(confi
 async def test_a_crash_in_the_editor_writes_a_recovery_copy_of_the_unsaved_text(
     config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tui.screens.editor as editor
+    import tui.screens.editor_views as editor_views
 
-    real_lint = editor.lint_document
+    real_lint = editor_views.lint_document
 
     def lint_that_breaks(document: object) -> object:
         if "max_num_seqs = 77" in document.text:  # type: ignore[attr-defined]
             raise RuntimeError("lint bug")
         return real_lint(document)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(editor, "lint_document", lint_that_breaks)
+    monkeypatch.setattr(editor_views, "lint_document", lint_that_breaks)
     before = config_toml.read_text()
     app = EditorApp(config_toml)
     with pytest.raises(RuntimeError, match="lint bug"):
@@ -91,12 +96,33 @@ async def test_a_crash_in_the_editor_writes_a_recovery_copy_of_the_unsaved_text(
             raw = screen.query_one("#raw", TextArea)
             row = line_of(raw, "max_num_seqs")
             raw.replace("max_num_seqs = 77", (row, 0), (row, len(raw.document.get_line(row))))
-            for _ in range(100):
-                await pilot.pause(0.02)
+            await wait_for_exit(pilot)  # the lint bug ends the app
     assert config_toml.read_text() == before  # never saved without asking
     recovered = recovery_path(config_toml)
     assert "max_num_seqs = 77" in recovered.read_text()
     assert any(str(recovered) in note for note in getattr(app, "recovery_notes", ()))
+
+
+async def test_a_crash_while_the_raw_text_does_not_parse_keeps_that_text(
+    config_toml: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tui.screens.editor_form as editor_form
+
+    def message_that_breaks(error: object) -> str:
+        raise RuntimeError("status bug")
+
+    monkeypatch.setattr(editor_form, "syntax_message", message_that_breaks)
+    app = EditorApp(config_toml)
+    with pytest.raises(RuntimeError, match="status bug"):
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await opened_editor(pilot)
+            raw = screen.query_one("#raw", TextArea)
+            row = line_of(raw, "max_num_seqs")
+            raw.replace("max_num_seqs = = 77", (row, 0), (row, len(raw.document.get_line(row))))
+            await wait_for_exit(pilot)
+    recovered = recovery_path(config_toml)
+    assert "max_num_seqs = = 77" in recovered.read_text()  # the unparsable text, not the last good document
+    assert any(str(recovered) in note for note in app.recovery_notes)
 
 
 async def test_opening_a_file_with_a_recovery_copy_says_so(config_toml: Path) -> None:
@@ -104,10 +130,7 @@ async def test_opening_a_file_with_a_recovery_copy_says_so(config_toml: Path) ->
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         await opened_editor(pilot)
-        for _ in range(50):
-            if any("spectop-recovery" in n.message for n in app._notifications):
-                break
-            await pilot.pause(0.02)
+        await wait_for(pilot, lambda: any("spectop-recovery" in n.message for n in app._notifications))
         assert any(str(recovery_path(config_toml)) in n.message for n in app._notifications)
 
 
@@ -116,24 +139,8 @@ async def edit_a_field(pilot, screen: EditorScreen, value: str) -> None:  # type
     field.focus()
     field.value = ""
     await pilot.pause()
-    await pilot.press(*value, "enter")
+    await pilot.press("i", *value, "enter")  # i: into edit mode
     await pilot.pause()
-
-
-async def wait_for_screen(pilot, kind: type) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(250):
-        if isinstance(pilot.app.screen, kind):
-            return
-        await pilot.pause(0.02)
-    raise AssertionError(f"no {kind.__name__}")
-
-
-async def wait_for_exit(pilot) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(250):
-        if not pilot.app.is_running:
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("the app did not exit")
 
 
 async def ask_cancel_ask_answer(pilot, first_key: str, second_key: str, answer: str) -> None:  # type: ignore[no-untyped-def]
@@ -179,8 +186,8 @@ async def test_the_quit_action_and_escape_ask_too(config_toml: Path) -> None:
 
 
 async def test_quitting_the_dashboard_with_the_editor_open_asks(config_toml: Path) -> None:
-    from tui.app import SpectopApp
     from tui.settings import EndpointSettings, Settings
+    from tui.ui.app import SpectopApp
 
     endpoint = EndpointSettings(name="sim", url="http://127.0.0.1:9", config_file=config_toml)
     app = SpectopApp(Settings(poll_interval_s=60, endpoints=[endpoint]), remember_theme_choice=False)
@@ -193,8 +200,8 @@ async def test_quitting_the_dashboard_with_the_editor_open_asks(config_toml: Pat
 
 
 async def test_ctrl_c_quits_the_dashboard_like_q() -> None:
-    from tui.app import SpectopApp
     from tui.settings import Settings
+    from tui.ui.app import SpectopApp
 
     app = SpectopApp(Settings(poll_interval_s=60), remember_theme_choice=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -245,10 +252,7 @@ async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
         await wait_for_screen(pilot, RestartDialog)
         dialog = app.screen
         assert isinstance(dialog, RestartDialog)
-        for _ in range(250):
-            if dialog.finished:
-                break
-            await pilot.pause(0.02)
+        await wait_for(pilot, lambda: dialog.finished, "the restart to finish")
         status = str(dialog.query_one("#restart-status", Static).render())
         assert "did not answer" in status and "within 0.5 s" in status
         assert f"last errors in {log}" in status
@@ -261,8 +265,8 @@ async def test_a_screen_that_uses_ctrl_c_keeps_it() -> None:
     from textual.binding import Binding, BindingType
     from textual.screen import Screen
 
-    from tui.app import SpectopApp
     from tui.settings import Settings
+    from tui.ui.app import SpectopApp
 
     class Cancellable(Screen[None]):
         BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+c", "cancel", "Cancel", priority=True)]

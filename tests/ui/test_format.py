@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from tui.bench.report import burst_summary, render_text, table_rows
+from tui.bench.report.summary import burst_summary
+from tui.bench.report.table import table_rows
+from tui.bench.report.text import render_text
 from tui.bench.results import ArmResult, BurstResult, BurstSettingsRecord, RequestResult, ServerAcceptance
 from tui.commands.snapshot import _Result, _table
 from tui.fleet.poller import FleetReading
@@ -170,3 +172,14 @@ def test_a_burst_report_and_the_fleet_table_read_like_the_card_and_the_snapshot(
     for texts in (acceptance, length, ttft_p50):
         assert len(set(texts.values())) == 1, f"reads differently: {texts}"
     assert fmt_latency(FIGURES.ttft_p95_s) == figure_text(FIGURES, "ttft_p95_s") == fleet_cells["TTFT p95"]
+
+
+def test_latency_rounding_carries_into_the_next_unit() -> None:
+    """Issue 24: 9.96 ms is "10 ms" (not "10.0 ms", 7 characters), 999.6 ms is "1.00 s" (not "1000 ms")."""
+    from tui.format import fmt_latency
+
+    cases = {
+        0.00996: "10 ms", 0.0099: "9.9 ms", 0.0009996: "1.0 ms", 0.00099: "0.99 ms", 0.9996: "1.00 s",
+        0.9994: "999 ms", 9.996: "10.0 s", 99.96: "100 s", -0.9996: "-1.00 s", 0.051: "51 ms",
+    }  # fmt: skip
+    assert {value: fmt_latency(value) for value in cases} == cases

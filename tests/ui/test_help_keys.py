@@ -8,33 +8,30 @@ from pathlib import Path
 import pytest
 from textual.app import App
 from textual.containers import VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TextArea
 from textual.widgets._footer import FooterKey
 from ui_waiting import wait_for
 
-from tui.app import SpectopApp
 from tui.paths import sample_configs_dir, themes_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
-from tui.screens.help import CLOSE_HINT, HelpScreen
+from tui.screens.help import CLOSE_HINT, HelpScreen, declared_bindings
 from tui.settings import EndpointSettings, Settings
+from tui.ui.app import SpectopApp
 
 SIZE = (80, 24)
 
 
 def _shown_keys(app: App[object], screen: Screen[object]) -> set[str]:
-    """The keys the footer of `screen` may show (its own, its focused widget's, the app's), as the footer
+    """The keys the footer of `screen` shows (the binding Textual runs for each key), as the footer
     displays them."""
-    focused = [screen.focused, *screen.focused.ancestors] if screen.focused else []
-    spectops = [node for node in focused if type(node).__module__.startswith("tui.") and node is not screen]
     return {
-        app.get_key_display(binding)
-        for node in (screen, *spectops, app)
-        for bindings in node._bindings.key_to_bindings.values()
-        for binding in bindings
-        if binding.show and app._check_action_state(binding.action, node) is not False
+        app.get_key_display(active.binding)
+        for active in screen.active_bindings.values()
+        if active.binding.show
     }
 
 
@@ -165,3 +162,35 @@ async def test_the_footers_right_edge_is_the_palette_keys_not_a_stray_letter(liv
             assert palette.region.right == SIZE[0], screen_name
             bottom = app.screen._compositor.render_strips()[-1].text
             assert bottom.rstrip().endswith("^p palette"), (screen_name, bottom)
+
+
+def _merged_by_textual(node: DOMNode) -> list[tuple[str, str]]:
+    """What Textual itself holds (private: this test alone reads it, to notice when Textual changes)."""
+    return [(b.key, b.action) for bindings in node._bindings.key_to_bindings.values() for b in bindings]
+
+
+async def test_the_help_reads_the_bindings_textual_merged(live_app: SpectopApp) -> None:
+    """The help reads bindings through public attributes (`BINDINGS`, `active_bindings`): the same
+    keys, in the same order, as Textual's own merged map, on the app and on each screen."""
+    app = live_app
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        checked = []
+        for opener, name in (
+            ("", "DashboardScreen"),
+            ("e", "EditorScreen"),
+            ("escape", ""),
+            ("b", "BenchScreen"),
+        ):
+            if opener:
+                await pilot.press(opener)
+            if not name:
+                await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+                continue
+            await wait_for(pilot, lambda: type(app.screen).__name__ == name)  # noqa: B023
+            active = list(app.screen.active_bindings.values())
+            for node in (app.screen, app):
+                public = [(b.key, b.action) for b in declared_bindings(node, active)]
+                assert public == _merged_by_textual(node), type(node).__name__
+            checked.append(name)
+        assert checked == ["DashboardScreen", "EditorScreen", "BenchScreen"]

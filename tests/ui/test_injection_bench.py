@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 from test_sanitize_bench import hostile_burst
 
 from tui.bench.burst_store import save_burst
-from tui.messages import BurstFailed
 from tui.screens.bench import BenchScreen
+from tui.ui.messages import BurstFailed
 
 pytestmark = pytest.mark.usefixtures("bench_folders")
 
@@ -46,7 +46,6 @@ async def test_bench_verdict() -> None:
         screen = await _shown(pilot)
         await pilot.press("h", "enter")  # show that burst
         await wait_for(pilot, lambda: screen.summary is not None)
-        await pilot.pause(0.1)
         verdict = screen.query_one("#verdict")
         await assert_nothing_injected(pilot, verdict, "first divergence in p0evil")  # type: ignore[arg-type]
 

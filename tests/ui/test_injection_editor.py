@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from test_sanitize_cli import hostile_config
 
-from tui.editor_app import EditorApp
 from tui.screens.editor import EditorScreen
+from tui.ui.editor_app import EditorApp
 
 # The editor shows the file's text as it is (PWNED is text there); only the control characters must go.
 CONTROLS = tuple(raw for raw in FROM_THE_DATA if not raw.isprintable())

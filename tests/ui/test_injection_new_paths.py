@@ -27,7 +27,6 @@ from test_sanitize_cli import OOM_LINE, assert_no_raw_controls, spectop
 from tests.fleet.fake_fleet import Fleet40, fleet_app, fleet_settings, instances
 from tests.fleet.fake_prometheus import FakePrometheus
 from tui.bench.burst_store import save_burst
-from tui.editor_app import EditorApp
 from tui.screens.alerts import AlertsScreen
 from tui.screens.bench import BenchScreen
 from tui.screens.editor import EditorScreen
@@ -37,6 +36,7 @@ from tui.settings import EndpointSettings
 from tui.sources.fleet import SOURCE_NAME
 from tui.telemetry.alerts import AlertEngine
 from tui.tune.runner import TuneOptions, TuneRun
+from tui.ui.editor_app import EditorApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.fleet_table import FleetTable
 

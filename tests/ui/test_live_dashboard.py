@@ -6,15 +6,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from ui_waiting import wait_for
+from ui_waiting import wait_for, wait_until_tailed
 
-from tui.app import SpectopApp
 from tui.paths import sample_configs_dir, themes_dir
 from tui.screens.detail import DetailScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.sim.server import SimServer
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import read_records
+from tui.ui.app import SpectopApp
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.log_pane import LogPane
 
@@ -187,7 +187,7 @@ async def test_a_traceback_that_ends_the_log_raises_its_alert(tmp_path: Path) ->
     )
     long_line = "(APIServer pid=1) INFO 08-20 14:04:16 [x.py:1] " + "x" * 5000  # the tailer allows 16 KB
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.3)  # the tailer starts at the end of the file: what follows is new
+        await wait_until_tailed(pilot, log, lambda: len(app.log_entries("e")))  # what follows is new
         with log.open("a", encoding="utf-8") as handle:
             handle.write("\n".join([long_line, *DYING_LOG]) + "\n")
         await wait_for(pilot, lambda: any(alert.kind == "log_error" for alert in app.alerts.active("e")))

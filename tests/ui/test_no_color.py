@@ -14,10 +14,10 @@ from textual.strip import Strip
 from textual.widgets import Label, Switch
 from ui_waiting import wait_for
 
-from tui.app import SpectopApp
-from tui.editor_app import EditorApp
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
+from tui.ui.app import SpectopApp
+from tui.ui.editor_app import EditorApp
 from tui.widgets.config_field import ConfigFieldRow
 from tui.widgets.endpoint_card import EndpointCard
 

@@ -8,7 +8,7 @@ from textual.color import Color
 from textual.widgets import Static
 
 from tui.paths import themes_dir
-from tui.themes import load_themes
+from tui.ui.themes import load_themes
 from tui.widgets.palette import Palette
 
 THEMES = load_themes([themes_dir()]).themes

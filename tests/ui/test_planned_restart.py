@@ -13,10 +13,10 @@ from textual.pilot import Pilot
 from ui_waiting import wait_for
 
 from tests.sim.conftest import spawn_sim
-from tui.app import SpectopApp
 from tui.paths import sample_configs_dir, themes_dir
 from tui.screens.editor import EditorScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.ui.app import SpectopApp
 from tui.widgets.config_dialogs import ConfirmDialog, RestartDialog
 from tui.widgets.endpoint_card import EndpointCard
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from recording_factory import STEPS
 from ui_waiting import wait_for
 
-from tui.app import SpectopApp
 from tui.paths import themes_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
@@ -22,6 +21,7 @@ from tui.sources import LiveSource, ReplaySource
 from tui.telemetry.events import ErrorEvent
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import check_recording, read_records
+from tui.ui.app import SpectopApp
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.log_pane import LogPane
 

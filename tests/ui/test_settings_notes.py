@@ -6,8 +6,8 @@ from pathlib import Path
 
 from ui_waiting import wait_for
 
-from tui.app import SpectopApp
 from tui.settings import parse_settings
+from tui.ui.app import SpectopApp
 
 
 async def test_the_dashboard_says_http_was_added_to_a_url_without_scheme(tmp_path: Path) -> None:

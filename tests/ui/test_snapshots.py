@@ -11,10 +11,11 @@ import pytest
 from textual.pilot import Pilot
 from ui_waiting import wait_for
 
-from tui.app import SpectopApp
-from tui.editor_app import EditorApp
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
+from tui.ui.app import SpectopApp
+from tui.ui.editor_app import EditorApp
+from tui.widgets.edit_mode import FieldInput
 from tui.widgets.endpoint_card import EndpointCard
 
 
@@ -42,6 +43,36 @@ def test_detail_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) 
         await pilot.pause()
 
     assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=open_detail)
+
+
+def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
+    """`G`: the detail screen's GPU section as one row per GPU (issue 24), NVML's processes under each."""
+    from tui.gpu.models import REASON_SW_POWER_CAP, GpuProcess, GpuSample
+    from tui.gpu.monitor import NVML_SOURCE, EndpointGpus
+    from tui.screens.detail import DetailScreen
+    from tui.sources.updates import GpusPolled
+
+    def gpu(index: int, processes: tuple[GpuProcess, ...]) -> GpuSample:
+        return GpuSample(
+            index=index, uuid=f"GPU-{index}", name="NVIDIA H100 80GB HBM3",
+            memory_used_bytes=(60 + index) * 2**30, memory_total_bytes=80 * 2**30, utilization_pct=90.0,
+            power_w=600.0 + index, temperature_c=60.0 + index, sm_clock_mhz=1980.0,
+            throttle_reasons=REASON_SW_POWER_CAP if index else 0, processes=processes,
+        )  # fmt: skip
+
+    async def gpu_rows(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, SpectopApp)
+        await _settled(pilot)
+        worker = (GpuProcess(4242, "vllm-worker", 58 * 2**30),)
+        gpus = tuple(gpu(index, worker if index < 2 else ()) for index in range(4))
+        app.apply(GpusPolled(1.0, {"mtp-on": EndpointGpus("mtp-on", NVML_SOURCE, gpus)}))
+        await app.push_screen(DetailScreen(app.context, "mtp-on"))
+        await pilot.press("G")
+        await wait_for(pilot, lambda: "GPU3" in str(app.screen.query_one("#gpu-rows-lines").render()))
+        await pilot.pause()
+
+    assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=gpu_rows)
 
 
 # --- issue 13: every screen at 80x24, 120x36 and 200x50 ---------------------------------------------------
@@ -115,6 +146,7 @@ def test_editor_at_each_size(
     async def loaded(pilot: Pilot[Any]) -> None:
         app = pilot.app
         await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await wait_for(pilot, lambda: isinstance(app.focused, FieldInput), "the first field's focus")
         await pilot.pause()
 
     assert snap_compare(EditorApp(target), terminal_size=size, run_before=loaded)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tui.paths import themes_dir
-from tui.themes import (
+from tui.ui.themes import (
     load_theme_file,
     load_themes,
     next_theme,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui.app import SpectopApp
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings, Settings
+from tui.ui.app import SpectopApp
 
 
 async def test_t_opens_the_tune_screen_of_the_focused_endpoint(tmp_path: Path) -> None:

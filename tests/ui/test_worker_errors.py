@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from ui_waiting import wait_for
 
-from tui.editor_app import EditorApp
 from tui.paths import sample_configs_dir
+from tui.ui.editor_app import EditorApp
 
 
 async def test_the_editor_reports_a_failing_load_and_keeps_running(
@@ -17,7 +17,7 @@ async def test_the_editor_reports_a_failing_load_and_keeps_running(
     async def broken_open(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("tui.screens.editor.open_config_async", broken_open)
+    monkeypatch.setattr("tui.screens.editor_saving.open_config_async", broken_open)
     path = tmp_path / "config.toml"
     path.write_bytes((sample_configs_dir() / "config.toml").read_bytes())
     app = EditorApp(path)
@@ -30,9 +30,9 @@ async def test_the_editor_reports_a_failing_load_and_keeps_running(
 async def test_the_dashboard_reports_a_failing_poll_and_keeps_polling(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tui.app import SpectopApp
     from tui.settings import Settings, endpoint_from_url
     from tui.telemetry.monitor import EndpointMonitor
+    from tui.ui.app import SpectopApp
 
     calls = 0
 
@@ -49,3 +49,26 @@ async def test_the_dashboard_reports_a_failing_poll_and_keeps_polling(
         polls_then = calls
         await wait_for(pilot, lambda: calls > polls_then)  # the next ticks poll again
         assert app.is_running
+
+
+async def test_a_failing_worker_leaves_its_traceback_in_the_debug_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tui.debug_log import start_debug_log, stop_debug_log
+
+    async def broken_open(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("tui.screens.editor_saving.open_config_async", broken_open)
+    path = tmp_path / "config.toml"
+    path.write_bytes((sample_configs_dir() / "config.toml").read_bytes())
+    log = tmp_path / "debug.log"
+    start_debug_log(log)
+    try:
+        app = EditorApp(path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: any("disk on fire" in n.message for n in app._notifications))
+    finally:
+        stop_debug_log()
+    text = log.read_text()
+    assert "load_file failed" in text and "Traceback" in text and "RuntimeError: disk on fire" in text

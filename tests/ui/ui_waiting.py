@@ -1,17 +1,55 @@
-"""Waiting in Pilot tests by condition (counted in small pauses, never a wall-clock assert)."""
+"""The one way tests wait: on a condition, in small pauses of the app, never on a fixed time.
+
+`timeout_s` is a hang guard, generous on purpose (a loaded 2-core machine is slow, not broken); it is
+never an assertion about speed. `explain` adds what the screen showed to the failure.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from textual.pilot import Pilot
 
+STEP_S = 0.05
+HANG_GUARD_S = 60.0
 
-async def wait_for(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    """Let the app run until `condition` holds (counted in small pauses, not wall-clock asserts)."""
-    steps = int(timeout_s / 0.05)
-    for _ in range(steps):
+
+async def wait_for(
+    pilot: Pilot[Any],
+    condition: Callable[[], bool],
+    what: str = "the condition",
+    *,
+    timeout_s: float = HANG_GUARD_S,
+    explain: Callable[[], str] | None = None,
+) -> None:
+    """Let the app run until `condition()` holds."""
+    for _ in range(max(1, int(max(timeout_s, HANG_GUARD_S) / STEP_S))):
         if condition():
             return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not reached")
+        await pilot.pause(STEP_S)
+    if condition():
+        return
+    raise AssertionError(f"timed out waiting for {what}" + (f": {explain()}" if explain else ""))
+
+
+async def wait_for_screen(pilot: Pilot[Any], kind: type) -> None:
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, kind), f"the {kind.__name__}")
+
+
+async def wait_for_exit(pilot: Pilot[Any]) -> None:
+    await wait_for(pilot, lambda: not pilot.app.is_running, "the app to exit")
+
+
+async def wait_until_tailed(pilot: Pilot[Any], log: Path, lines_shown: Callable[[], int]) -> int:
+    """The tailer starts at the end of the file: append a marker line until one is shown, so what the
+    test writes next is surely read. Returns how many lines are shown then."""
+    for _ in range(int(HANG_GUARD_S)):
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write("spectop test: is the tailer reading?\n")
+        for _ in range(int(1 / STEP_S)):
+            if lines_shown():
+                return lines_shown()
+            await pilot.pause(STEP_S)
+    raise AssertionError(f"the tailer never read {log}")

@@ -10,7 +10,6 @@ Exports from the burst screen go into `./spectop-exports/` (`export_path`), one 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,9 +17,13 @@ from pathlib import Path
 import aiofiles
 from pydantic import ValidationError
 
-from tui.bench.report import Comparison, comparison, export_name
+from tui.bench.report.comparison import comparison
+from tui.bench.report.export import export_name
+from tui.bench.report.models import Comparison
 from tui.bench.results import ArmResult, BurstResult, BurstVerdict
 from tui.format import UNKNOWN as DASH
+from tui.format import fmt_times, fmt_times_interval
+from tui.paths import user_data_dir
 from tui.sanitize import safe_line
 from tui.url_text import cut_left, short_url
 
@@ -47,8 +50,9 @@ class BurstEntry:
 
     @property
     def short_verdict(self) -> str:
-        """B against A in a column: `B 1.70x [1.52–1.88]` (decode tokens/s, 95% CI), `A 1.25x [...]`
-        when A is faster, `no difference` when the interval spans 1; "–" for one arm or no kept verdict."""
+        """B against A in a column: `B 1.70x (1.52-1.88)` (decode tokens/s, 95% CI, in the verdict line's
+        words), `A 1.25x (...)` when A is faster, `no difference` when the interval spans 1; "–" for one
+        arm or no kept verdict."""
         verdict = self.verdict
         if len(self.arm_names) < 2 or verdict is None:
             return DASH
@@ -56,15 +60,15 @@ class BurstEntry:
         if ratio is None:
             return "no comparison"
         if ci is None:
-            return f"B/A {ratio:.2f}x"
+            return f"B/A {fmt_times(ratio)}"
         if ci[0] <= 1.0 <= ci[1]:  # the verdict line's rules (report.verdict_text)
             return "no difference"
         if ratio >= 1.0:
-            return f"B {ratio:.2f}x [{ci[0]:.2f}–{ci[1]:.2f}]"
-        return f"A {1 / ratio:.2f}x [{1 / ci[1]:.2f}–{1 / ci[0]:.2f}]"
+            return f"B {fmt_times(ratio)} ({fmt_times_interval(ci)})"
+        return f"A {fmt_times(1 / ratio)} ({fmt_times_interval((1 / ci[1], 1 / ci[0]))})"
 
 
-HISTORY_COLUMNS = ("when", "A", "B", "faster [95% CI]", "set", "n")  # set: the prompt set
+HISTORY_COLUMNS = ("when", "A", "B", "faster (95% CI)", "set", "n")  # set: the prompt set
 
 
 def history_row(
@@ -110,8 +114,7 @@ def history_lines(entries: list[BurstEntry], width: int = 80) -> list[str]:
 
 
 def bursts_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "spectop" / "bursts"
+    return user_data_dir() / "bursts"
 
 
 def burst_file_name(result: BurstResult) -> str:
@@ -246,6 +249,6 @@ def combine_bursts(
     return BurstResult(
         started_at=after.started_at,
         duration_s=after.duration_s,
-        settings=after.settings.model_copy(update={"temperature": temperature}),
+        settings=after.settings.model_copy(update={"temperature": temperature, "compared": "before_after"}),
         arms=arms,
     )

@@ -13,6 +13,7 @@ Cancelling the task running `run_burst` cancels every request in flight.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import socket
 import time
@@ -23,7 +24,8 @@ from typing import Any, Literal
 
 import httpx
 
-from tui.auth import api_key_from_env, bearer_headers
+from tui.auth import ApiKeyError, api_key_from_env, bearer_headers
+from tui.bench.client_check import LagMonitor
 from tui.bench.prompts import Prompt, PromptSet
 from tui.bench.request import RequestSpec, RetryBudget, endpoint_url, run_request
 from tui.bench.results import (
@@ -35,9 +37,13 @@ from tui.bench.results import (
 )
 from tui.bench.schedule import LoadShape, arrival_offsets
 from tui.bench.server_figures import counter_deltas
-from tui.bench.stats import percentile
+from tui.bench.stats import percentile, pooled_rate
+from tui.bench.stream_check import check_requests
+from tui.format import fmt_setting
 from tui.telemetry.scraper import Scrape, scrape_metrics
 from tui.telemetry.window import figures_between
+
+log = logging.getLogger(__name__)
 
 Api = Literal["chat", "completions", "sglang"]
 Schedule = Literal["alternate", "parallel"]
@@ -100,6 +106,13 @@ class BurstConfig:
     flush_cache: bool = False  # ask each server to drop its prefix cache before measuring
     slo: str | None = None  # recorded with the result: the summary computes goodput from it
     percentiles: tuple[float, ...] | None = None
+    # --until-significant: rounds of `requests` each, up to `max_rounds`, until `check_round` (given the
+    # burst so far, from the second round on) names why to stop; the verdict's level is `ci_level`.
+    until_significant: bool = False
+    max_rounds: int = 10
+    check_round: Callable[[BurstResult], str | None] | None = None
+    ci_level: float | None = None
+    looks: int | None = None
 
     def arms(self) -> list[tuple[str, ArmTarget]]:
         return [("a", self.a)] + ([("b", self.b)] if self.b else [])
@@ -126,7 +139,7 @@ class ArmProgress:
     retries: int = 0
     total: int = 0
     ttft_p50_s: float | None = None
-    decode_tokens_per_s_mean: float | None = None
+    decode_tokens_per_s_pooled: float | None = None  # Σ(tokens - 1) / Σ decode time so far
     output_tokens: int = 0
 
 
@@ -146,7 +159,10 @@ class BurstProgress:
 def _api_key(target: ArmTarget) -> str | None:
     if not target.api_key_env:
         return None
-    value = api_key_from_env(target.api_key_env)
+    try:
+        value = api_key_from_env(target.api_key_env)
+    except ApiKeyError as error:
+        raise BurstConfigError(f"arm {target.name}: {error}") from None
     if not value:
         raise BurstConfigError(
             f"arm {target.name}: environment variable {target.api_key_env} (the API key) is not set"
@@ -166,7 +182,7 @@ def _pool_limit(client: httpx.AsyncClient) -> int | None:
 
 def _unreachable_reason(error: httpx.HTTPError) -> str:
     if isinstance(error, httpx.ConnectTimeout):
-        return f"no connection within {PROBE_CONNECT_TIMEOUT_S:g} s"
+        return f"no connection within {fmt_setting(PROBE_CONNECT_TIMEOUT_S)} s"
     cause: BaseException | None = error
     for _ in range(10):  # httpx -> httpcore -> OSError -> the socket error
         if cause is None:
@@ -261,6 +277,7 @@ def _window_acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | N
         acceptance_rate=figures.acceptance_rate,
         mean_acceptance_length=figures.mean_acceptance_length,
         note=note,
+        per_position_acceptance=figures.per_position_acceptance,
     )
 
 
@@ -285,6 +302,8 @@ class _Run:
         self.models: dict[str, str | None] = {}
         self.results: dict[str, list[RequestResult]] = {label: [] for label, _ in config.arms()}
         self.active_s: dict[str, float] = {label: 0.0 for label, _ in config.arms()}
+        # Per arm: (first send, last done) of each round, from the start (alternate: no other arm in them).
+        self.phases: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in config.arms()}
         # Per arm: a storm on one server must not leave the other arm without retries.
         self.budgets = {
             label: RetryBudget.for_requests(config.requests + config.warmup, config.max_retries)
@@ -297,6 +316,9 @@ class _Run:
             label: ArmProgress(label=label, name=target.name, total=config.requests)
             for label, target in config.arms()
         }
+        self.monitor = LagMonitor(self.t0)
+        self.rounds_run = 0
+        self.stop_reason: str | None = None
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
@@ -339,6 +361,7 @@ class _Run:
                 secret=self.keys[label],
             )
         except Exception as error:  # a bug must not take the whole burst down
+            log.exception("burst request %s #%d failed", label, index)
             return RequestResult(
                 arm=label,
                 index=index,
@@ -361,9 +384,9 @@ class _Run:
         for arm in arms:
             results = self.results[arm.label]
             ttfts = sorted(r.ttft_s for r in results if r.ttft_s is not None)
-            rates = [r.decode_tokens_per_s for r in results if r.decode_tokens_per_s is not None]
+            samples = [sample for r in results if (sample := r.decode_sample())]
             arm.ttft_p50_s = percentile(ttfts, 50)
-            arm.decode_tokens_per_s_mean = sum(rates) / len(rates) if rates else None
+            arm.decode_tokens_per_s_pooled = pooled_rate(samples)
         done = sum(arm.done for arm in arms)
         total = sum(arm.total for arm in arms)
         self.on_progress(BurstProgress(self.phase, done, total, self.now(), arms))
@@ -463,6 +486,7 @@ class _Run:
         for label, _ in arms:
             if label in first_send and label in last_done:
                 self.active_s[label] += last_done[label] - first_send[label]
+                self.phases[label].append((first_send[label], last_done[label]))
 
     async def flush_caches(self) -> None:
         """POST the servers' cache-flush endpoint (vLLM dev mode, SGLang); say what happened."""
@@ -551,9 +575,19 @@ class _Run:
         offsets: list[float] = []
         if load.open_loop and load.rate is not None:
             offsets = arrival_offsets(self.config.requests, load.rate, load.arrival, self.rng)
+        if load.open_loop and load.rate is not None and self.config.until_significant:
+            count = self.config.requests * self.config.max_rounds
+            offsets = arrival_offsets(count, load.rate, load.arrival, self.rng)
         first_send = self.now()
-        for round_number, indices in enumerate(self.round_indices()):
-            await self.run_round(round_number, indices, offsets)
+        self.monitor.start()  # the client checks itself while it measures
+        try:
+            if self.config.until_significant:
+                await self.rounds_until_significant(before, first_send, offsets)
+            else:
+                for round_number, indices in enumerate(self.round_indices()):
+                    await self.run_round(round_number, indices, offsets)
+        finally:
+            await self.monitor.stop()
         last_done = self.now()
         self.phase = "scrape"
         self.report(force=True)
@@ -563,6 +597,25 @@ class _Run:
         self.report(force=True)
         return result
 
+    async def rounds_until_significant(
+        self, before: list[Scrape | None], first_send: float, offsets: list[float]
+    ) -> None:
+        """Whole rounds of `requests` per arm, looked at after each from the second on."""
+        config, size = self.config, self.config.requests
+        for number in range(config.max_rounds):
+            await self.run_round(number, list(range(number * size, (number + 1) * size)), offsets)
+            self.rounds_run = number + 1
+            if number == 0 or config.check_round is None:
+                continue
+            await self.monitor.pause()  # the look is spectop's own work, with nothing in flight
+            so_far = self.build(before, [None] * len(before), first_send, self.now())
+            reason = await asyncio.to_thread(config.check_round, so_far)
+            self.monitor.resume()
+            if reason is not None:
+                self.stop_reason = reason
+                return
+        self.stop_reason = f"--max-rounds {config.max_rounds} reached: the interval still spans 1.0"
+
     def build(
         self, before: list[Scrape | None], after: list[Scrape | None], first_send: float, last_done: float
     ) -> BurstResult:
@@ -570,6 +623,7 @@ class _Run:
         arm_results = []
         for (label, target), first, last in zip(config.arms(), before, after, strict=True):
             requests = sorted(self.results[label], key=lambda r: r.index)
+            requests, check = check_requests(requests, self.monitor, closed_loop=not config.load.open_loop)
             arm_results.append(
                 ArmResult(
                     label=label,
@@ -579,11 +633,13 @@ class _Run:
                     started_s=first_send,
                     finished_s=last_done,
                     active_s=self.active_s[label] or None,
+                    phases_s=list(self.phases[label]) if config.schedule == "alternate" else None,
                     requests=requests,
                     server=_acceptance(target, first, last),
                     extra_body=dict(target.extra_body),
                     metrics_url=target.resolved_metrics_url() if target.scrape_metrics else None,
                     notes=self.arm_notes[label],
+                    client_check=check,
                 )
             )
         return BurstResult(
@@ -594,11 +650,11 @@ class _Run:
                 api=config.api,
                 prompt_set=config.prompt_set.name,
                 prompt_set_digest=config.prompt_set.digest,
-                requests=config.requests,
+                requests=config.requests * (self.rounds_run if config.until_significant else 1),
                 concurrency=config.load.concurrency,
                 rate=config.load.rate,
                 arrival=config.load.arrival,
-                rounds=config.rounds,
+                rounds=self.rounds_run if config.until_significant else config.rounds,
                 warmup=config.warmup,
                 max_tokens=config.max_tokens,
                 temperature=config.temperature,
@@ -609,6 +665,9 @@ class _Run:
                 percentiles=list(config.percentiles) if config.percentiles else None,
                 prime_cache=config.prime_cache,
                 flush_cache=config.flush_cache,
+                ci_level=config.ci_level,
+                looks=config.looks,
+                stop_reason=self.stop_reason,
             ),
             arms=arm_results,
         )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from tui.bench import server_figures
 from tui.bench.stats import DEFAULT_RESAMPLES, RateSample, percentile, percentile_interval, pooled_rate
-from tui.format import fmt_length, fmt_rate
+from tui.format import fmt_bound, fmt_count, fmt_length, fmt_rate, fmt_times
 
 SNIPPET_CHARS = 60
 MIN_OUTLIER_DRAFTS = 16  # fewer drafted tokens say little about one request's acceptance
@@ -300,12 +300,12 @@ def reconcile(
         return result(
             None,
             False,
-            f"per-request figures exceed /metrics ({drafted} vs {server_drafted:.0f} drafted): "
+            f"per-request figures exceed /metrics ({drafted} vs {fmt_count(server_drafted)} drafted): "
             "counters reset or another server answered",
         )
     share = 1.0 - drafted / server_drafted if server_drafted > 0 else None
     said = f"{fmt_rate(share)} of drafts were not ours" if share is not None else "the drafts differ"
-    message = f"{said} ({drafted} of {server_drafted:.0f}): the server was serving other load"
+    message = f"{said} ({drafted} of {fmt_count(server_drafted)}): the server was serving other load"
     if incomplete:
         message += f" (or {incomplete})"
     return result(share, False, message)
@@ -326,13 +326,15 @@ def _reconcile_steps(
         return result(0.0, True, f"Σ per-request = /metrics: {steps} verification steps")
     if steps > server_steps:
         return result(
-            None, False, f"per-request steps exceed /metrics ({steps} vs {server_steps:.0f}): counters reset?"
+            None,
+            False,
+            f"per-request steps exceed /metrics ({steps} vs {fmt_count(server_steps)}): counters reset?",
         )
     share = 1.0 - steps / server_steps if server_steps > 0 else None
     said = (
         f"{fmt_rate(share)} of verification steps were not ours" if share is not None else "the steps differ"
     )
-    message = f"{said} ({steps} of {server_steps:.0f}): the server was serving other load"
+    message = f"{said} ({steps} of {fmt_count(server_steps)}): the server was serving other load"
     return result(share, False, message + (f" (or {incomplete})" if incomplete else ""))
 
 
@@ -389,7 +391,7 @@ class Slo:
 
     def describe(self) -> str:
         parts = [
-            f"{name}≤{value * 1000:g}ms" if value < 1 else f"{name}≤{value:g}s"
+            f"{name} ≤ {fmt_bound(value)}"
             for name, value in (("TTFT", self.ttft_s), ("TPOT", self.tpot_s), ("e2e", self.e2e_s))
             if value is not None
         ]
@@ -448,7 +450,7 @@ class RoundsInterval:
     def warning(self) -> str | None:
         if not self.disagree:
             return None
-        shown = ", ".join("–" if r is None else f"{r:.2f}x" for r in self.round_ratios)
+        shown = ", ".join(fmt_times(r) for r in self.round_ratios)
         return f"rounds disagree (ratio per round {shown}): the arms' speed drifted during the burst"
 
 

@@ -27,6 +27,7 @@ import httpx
 
 from tui.bench.results import ErrorKind, RequestResult
 from tui.bench.server_figures import FigureReader
+from tui.format import fmt_duration, fmt_setting
 
 MAX_TEXT_CHARS = 100_000
 MAX_CHUNKS = 200_000
@@ -347,8 +348,8 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
                     if retry_after > MAX_RETRY_AFTER_S:
                         failure.retryable = False
                         failure.add(
-                            f"; the server asks to retry after {retry_after:.0f} s, more than "
-                            f"the {MAX_RETRY_AFTER_S:g} s spectop waits: not retried"
+                            f"; the server asks to retry after {fmt_duration(retry_after)}, more than "
+                            f"the {fmt_setting(MAX_RETRY_AFTER_S)} s spectop waits: not retried"
                         )
                     else:
                         failure.retry_after_s = retry_after

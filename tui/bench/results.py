@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from tui.bench.client_check import ClientCheck
 from tui.bench.server_figures import ServerFigures
 from tui.gpu.records import ArmGpuRecord
 
@@ -43,6 +44,16 @@ class RequestResult(BaseModel):
     category: str | None = Field(None, description="the prompt's category (built-in set or JSONL field)")
     prompt_snippet: str = Field("", description="the start of the prompt, to name outliers")
     server: ServerFigures | None = Field(None, description="what the server said about this request")
+    coalesced: Literal["client", "server"] | None = Field(
+        None,
+        description="its chunks reached the client in one burst: the client fell behind, or the server "
+        "buffered its output (its own decode figures say nothing of the server's pace)",
+    )
+    decode_from: Literal["client", "server", "none"] = Field(
+        "client",
+        description="where its decode figures come from: the client's chunk times, the server's own "
+        "per-request timing (a coalesced stream, or a burst whose client fell behind), or nowhere (left out)",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -58,19 +69,35 @@ class RequestResult(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def decode_tokens_per_s(self) -> float | None:
-        """(output tokens - 1) / (e2e - TTFT): the first token comes with the prefill."""
+        """(output tokens - 1) / decode seconds (`decode_sample`): the first token comes with the prefill."""
+        sample = self.decode_sample()
+        return sample[0] / sample[1] if sample else None
+
+    def client_decode_sample(self) -> tuple[float, float] | None:
+        """(output tokens - 1, e2e - TTFT) as the client saw the stream."""
         if not self.ok or self.output_tokens is None or self.output_tokens < 2:
             return None
         if self.ttft_s is None or self.e2e_s is None or self.e2e_s <= self.ttft_s:
             return None
-        return (self.output_tokens - 1) / (self.e2e_s - self.ttft_s)
+        return (self.output_tokens - 1, self.e2e_s - self.ttft_s)
+
+    def server_decode_sample(self) -> tuple[float, float] | None:
+        """(output tokens - 1, their decode seconds by the server's own timing); None: it did not say."""
+        if not self.ok or self.server is None or self.output_tokens is None or self.output_tokens < 2:
+            return None
+        rate = self.server.decode_rate(self.output_tokens)
+        if not rate or rate <= 0:
+            return None
+        return (self.output_tokens - 1, (self.output_tokens - 1) / rate)
 
     def decode_sample(self) -> tuple[float, float] | None:
-        """(output tokens - 1, e2e - TTFT), the parts of decode_tokens_per_s, for pooled rates."""
-        if self.decode_tokens_per_s is None:
+        """The parts of decode_tokens_per_s, for pooled rates: the client's, or the server's own timing
+        where the client's chunk times say nothing (`decode_from`)."""
+        if self.decode_from == "none":
             return None
-        assert self.output_tokens is not None and self.ttft_s is not None and self.e2e_s is not None
-        return (self.output_tokens - 1, self.e2e_s - self.ttft_s)
+        if self.decode_from == "server":
+            return self.server_decode_sample()
+        return self.client_decode_sample()
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -105,6 +132,9 @@ class ServerAcceptance(BaseModel):
     draft_tokens: float | None = None
     accepted_tokens: float | None = None
     verify_steps: float | None = None
+    per_position_acceptance: list[float] | None = Field(
+        None, description="acceptance per draft position over the same window (/metrics)"
+    )
 
 
 class ArmResult(BaseModel):
@@ -119,12 +149,20 @@ class ArmResult(BaseModel):
     active_s: float | None = Field(
         None, description="time this arm had requests in flight (sum over rounds): for aggregate tokens/s"
     )
+    phases_s: list[tuple[float, float]] | None = Field(
+        None,
+        description="alternate schedule: (first send, last done) of each of its rounds, from the burst "
+        "start; no other arm had requests in flight in them (None: parallel, or an older spectop)",
+    )
     requests: list[RequestResult] = Field(default_factory=list)
     server: ServerAcceptance = Field(default_factory=ServerAcceptance)
     extra_body: dict[str, object] = Field(default_factory=dict, description="this arm's own request fields")
     metrics_url: str | None = None
     notes: list[str] = Field(default_factory=list, description="what happened to this arm (cache flush, ...)")
     gpu: ArmGpuRecord | None = Field(None, description="the arm's GPUs' energy and throttling, if watched")
+    client_check: ClientCheck | None = Field(
+        None, description="was the measuring client keeping up (None: kept by an older spectop)"
+    )
 
 
 class BurstSettingsRecord(BaseModel):
@@ -152,6 +190,12 @@ class BurstSettingsRecord(BaseModel):
     percentiles: list[float] | None = None
     prime_cache: bool = False
     flush_cache: bool = False
+    compared: Literal["before_after"] | None = Field(
+        None, description="before_after: two one-arm bursts compared (--compare), not an A/B burst"
+    )
+    ci_level: float | None = Field(None, description="the verdict's interval level (None: 95%)")
+    looks: int | None = Field(None, description="--until-significant: the looks the level is split over")
+    stop_reason: str | None = Field(None, description="--until-significant: why no more rounds ran")
 
 
 Ratio = Annotated[float, Field(gt=0, allow_inf_nan=False)]

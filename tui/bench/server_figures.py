@@ -82,6 +82,7 @@ class LlamaTimings(_Lenient):
     prompt_ms: Amount = None
     predicted_n: Count = None
     predicted_ms: Amount = None
+    predicted_per_second: Amount = None
     draft_n: Count = None
     draft_n_accepted: Count = None
 
@@ -135,6 +136,23 @@ class ServerFigures(BaseModel):
     generation_ms: float | None = Field(None, description="first -> last token on the server")
     mean_itl_ms: float | None = None
     server_e2e_ms: float | None = None
+    tokens_per_second: float | None = Field(
+        None, description="the server's own rate (vLLM tokens_per_second; llama.cpp predicted_per_second)"
+    )
+
+    def decode_rate(self, output_tokens: int | None) -> float | None:
+        """The server's own decode pace of this request in tokens/s (None: it did not say): vLLM
+        (tokens - 1) / generation_time_ms, else 1 / mean_itl_ms, else tokens_per_second; llama.cpp
+        predicted_per_second, else predicted tokens / predicted_ms."""
+        if self.source == "vllm":
+            if self.generation_ms and output_tokens is not None and output_tokens >= 2:
+                return (output_tokens - 1) / (self.generation_ms / 1000.0)
+            if self.mean_itl_ms:
+                return 1000.0 / self.mean_itl_ms
+            return self.tokens_per_second or None
+        if self.source == "llamacpp":
+            return self.tokens_per_second or None
+        return None
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -216,6 +234,7 @@ def _from_vllm(figures: ServerFigures, metrics: VllmMetrics) -> None:
     figures.queue_ms = metrics.queue_time_ms
     figures.generation_ms = metrics.generation_time_ms
     figures.mean_itl_ms = metrics.mean_itl_ms
+    figures.tokens_per_second = metrics.tokens_per_second
     spec = metrics.speculative_decoding
     if spec is None:
         return
@@ -236,6 +255,9 @@ def _from_llamacpp(figures: ServerFigures, timings: LlamaTimings) -> None:
     figures.generation_ms = timings.predicted_ms
     if timings.predicted_ms is not None and timings.predicted_n is not None and timings.predicted_n > 1:
         figures.mean_itl_ms = timings.predicted_ms / (timings.predicted_n - 1)
+    figures.tokens_per_second = timings.predicted_per_second
+    if not figures.tokens_per_second and timings.predicted_ms and timings.predicted_n:
+        figures.tokens_per_second = timings.predicted_n / (timings.predicted_ms / 1000.0)
 
 
 def _from_sglang(figures: ServerFigures, meta: SglangMetaInfo) -> None:

@@ -32,11 +32,14 @@ from tui.bench.burst_store import BurstFileError, combine_bursts, load_burst, sa
 from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
 from tui.bench.engine import ArmTarget, BurstConfig, BurstProgress, run_burst
 from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError, aload_prompt_set
-from tui.bench.report import BurstSummary, burst_summary, export
+from tui.bench.report.comparison import comparison
+from tui.bench.report.export import export
+from tui.bench.report.models import BurstSummary
+from tui.bench.report.summary import burst_summary
 from tui.bench.results import BurstResult
 from tui.bench.schedule import Arrival, LoadShape
 from tui.bench.transport import burst_client
-from tui.gpu.records import ArmGpuRecord
+from tui.gpu.records import ArmGpuRecord, Rounds
 from tui.settings import EndpointSettings
 from tui.validators import check_env_var_name, friendly_message, normalize_http_url, scheme_was_added
 
@@ -107,6 +110,30 @@ class PastArm(BaseModel):
 Arm = Annotated[EndpointArm | PastArm, Field(discriminator="kind")]
 
 
+def _sequential(request: BurstRequest, arms: int) -> dict[str, Any]:
+    """--until-significant: up to max_rounds rounds, a look after each from the second on; each look's
+    interval at the Bonferroni-split level 1 - 0.05 / looks, so looking often cannot manufacture a
+    difference."""
+    if not request.until_significant:
+        return {}
+    if arms < 2:
+        raise BurstRequestError("until_significant", "needs two arms (A and B) to compare")
+    looks = request.max_rounds - 1
+    level = 1.0 - 0.05 / looks
+
+    def check(result: BurstResult) -> str | None:
+        found = comparison(result.arms[0], result.arms[1], settings=result.settings, level=level)
+        interval = found.ci95
+        if interval is not None and not interval[0] <= 1.0 <= interval[1]:
+            return f"the interval excludes 1.0 after {result.settings.rounds} rounds"
+        return None
+
+    return {
+        "until_significant": True, "max_rounds": request.max_rounds, "check_round": check,
+        "ci_level": level, "looks": looks,
+    }  # fmt: skip
+
+
 class BurstRequest(BaseModel):
     """What a burst is asked to do, from the CLI's flags or the screen's form (text is accepted
     and converted: the screen hands its fields over as typed). `parse` is the one validation."""
@@ -138,6 +165,8 @@ class BurstRequest(BaseModel):
     b_extra: dict[str, Any] | None = None
     prime_cache: bool = False
     flush_cache: bool = False
+    until_significant: bool = False  # rounds of `requests` until the interval excludes 1.0
+    max_rounds: int = Field(10, ge=2, le=1000)
 
     @field_validator("slo")
     @classmethod
@@ -233,8 +262,8 @@ class BurstOutcome:
         ran = self.ran
         return ran is not None and any(not r.ok for arm in ran.arms for r in arm.requests)
 
-    def export(self, kind: ExportKind | str, path: Path) -> Path:
-        return export(self.result, kind, path)
+    def export(self, kind: ExportKind | str, path: Path, *, detail: bool = False) -> Path:
+        return export(self.result, kind, path, detail=detail)
 
 
 def _past(side: str, arm: PastArm) -> BurstResult:
@@ -275,18 +304,25 @@ class GpuWatch(Protocol):
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
-    def record(self, url: str, start: float, end: float, output_tokens: int) -> ArmGpuRecord | None: ...
+    def record(
+        self, url: str, start: float, end: float, output_tokens: int, phases: Rounds | None = None
+    ) -> ArmGpuRecord | None: ...
 
 
 def with_gpu(result: BurstResult, watch: GpuWatch) -> BurstResult:
-    """Each arm with its GPUs' energy and throttling over its measured time (first send, last done)."""
+    """Each arm with its GPUs' energy and throttling over its measured time (first send, last done);
+    under the alternate schedule also its own phases (its rounds, `time.time()` moments), over which
+    GPUs it shares with the other arm are its alone."""
     origin = result.started_at.timestamp()
     arms = []
     for arm in result.arms:
         tokens = sum(r.output_tokens or 0 for r in arm.requests if r.ok)
         record = None
         if arm.started_s is not None and arm.finished_s is not None:
-            record = watch.record(arm.url, origin + arm.started_s, origin + arm.finished_s, tokens)
+            phases = None
+            if arm.phases_s:
+                phases = [(origin + first, origin + last) for first, last in arm.phases_s]
+            record = watch.record(arm.url, origin + arm.started_s, origin + arm.finished_s, tokens, phases)
         arms.append(arm.model_copy(update={"gpu": record}))
     return result.model_copy(update={"arms": arms})
 
@@ -384,6 +420,7 @@ class BurstSession:
             extra_body=settings.extra_body,
             timeout_s=request.timeout_s if request.timeout_s is not None else settings.timeout,
             max_retries=settings.max_retries,
+            **_sequential(request, len(targets)),
         )
 
     async def run(
@@ -468,10 +505,10 @@ class BurstSession:
         self.saved_to = save_burst(ran, found=found)
         return self.saved_to
 
-    def export(self, kind: ExportKind | str, path: Path) -> Path:
+    def export(self, kind: ExportKind | str, path: Path, *, detail: bool = False) -> Path:
         if self.outcome is None:
             raise RuntimeError("nothing to export: the burst has not run")
-        return self.outcome.export(kind, path)
+        return self.outcome.export(kind, path, detail=detail)
 
 
 def _relabelled(on_progress: ProgressCallback | None, labels: dict[str, str]) -> ProgressCallback | None:

@@ -5,10 +5,18 @@ is released, so with dozens of concurrent streams in one pool a new request can 
 hundreds of ms before its first byte is written (measured in tests/bench/). Several
 small pools behind one client keep that wait near zero. Requests go to the least busy
 shard.
+
+The pools share one TLS context (loading the CA bundle takes about 30 ms, once per pool when each made
+its own). The dashboard's client, made before its first frame, makes it on the first https:// request, in
+a thread (`tls_at_first_request`, tests/bench/bench_dashboard_first_frame.py): plain http:// requests go
+to pools of their own that never need one; a burst client makes it at once, so no measured request waits
+for it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 from collections.abc import AsyncIterator, Callable
 
 import httpx
@@ -36,13 +44,46 @@ class _CountedStream(httpx.AsyncByteStream):
 
 
 class ShardedTransport(httpx.AsyncBaseTransport):
-    def __init__(self, max_connections: int, *, streams_per_shard: int = STREAMS_PER_SHARD) -> None:
+    def __init__(
+        self,
+        max_connections: int,
+        *,
+        streams_per_shard: int = STREAMS_PER_SHARD,
+        tls_at_first_request: bool = False,
+    ) -> None:
         shards = max(1, -(-max_connections // streams_per_shard))
         per_shard = -(-max_connections // shards)
-        limits = httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard)
-        self._shards = [httpx.AsyncHTTPTransport(limits=limits) for _ in range(shards)]
+        self._limits = httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard)
+        self._shards: list[httpx.AsyncHTTPTransport | None] = [None] * shards  # https:// (any but http://)
+        self._plain: list[httpx.AsyncHTTPTransport | None] = [None] * shards  # http://
         self._busy = [0] * shards
+        self._tls: ssl.SSLContext | None = None if tls_at_first_request else httpx.create_ssl_context()
+        self._tls_made: asyncio.Task[ssl.SSLContext] | None = None
+        self._no_tls: ssl.SSLContext | None = None
         self.max_connections = per_shard * shards
+
+    def _plain_shard(self, index: int) -> httpx.AsyncHTTPTransport:
+        shard = self._plain[index]
+        if shard is None:
+            if self._no_tls is None:
+                # A pool for http:// never opens TLS. Its context trusts no CA at all (certificates and
+                # host names required): would it ever be used, it would fail closed, never verify nothing.
+                self._no_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            shard = self._plain[index] = httpx.AsyncHTTPTransport(verify=self._no_tls, limits=self._limits)
+        return shard
+
+    async def _shard(self, index: int) -> httpx.AsyncHTTPTransport:
+        shard = self._shards[index]
+        if shard is not None:
+            return shard
+        if self._tls is None:
+            if self._tls_made is None:  # one for every pool, however many requests wait for it
+                self._tls_made = asyncio.ensure_future(asyncio.to_thread(httpx.create_ssl_context))
+            self._tls = await asyncio.shield(self._tls_made)
+        shard = self._shards[index]
+        if shard is None:
+            shard = self._shards[index] = httpx.AsyncHTTPTransport(verify=self._tls, limits=self._limits)
+        return shard
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         index = min(range(len(self._shards)), key=self._busy.__getitem__)
@@ -52,7 +93,8 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             self._busy[index] -= 1
 
         try:
-            response = await self._shards[index].handle_async_request(request)
+            shard = self._plain_shard(index) if request.url.scheme == "http" else await self._shard(index)
+            response = await shard.handle_async_request(request)
         except BaseException:
             done()
             raise
@@ -62,8 +104,9 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         return response
 
     async def aclose(self) -> None:
-        for shard in self._shards:
-            await shard.aclose()
+        for shard in (*self._shards, *self._plain):
+            if shard is not None:
+                await shard.aclose()
 
 
 def burst_client(max_connections: int, *, timeout_s: float = 120.0) -> httpx.AsyncClient:

@@ -43,6 +43,15 @@ def register(subparsers: Any) -> None:
         "--rounds", type=int, default=3, metavar="K", help="rounds; arm order alternates (default 3)"
     )
     parser.add_argument(
+        "--until-significant",
+        action="store_true",
+        help="A/B: rounds of --requests each until B/A's interval excludes 1.0, at most --max-rounds; each "
+        "look's interval at the Bonferroni level 1 - 0.05/(max rounds - 1)",
+    )
+    parser.add_argument(
+        "--max-rounds", type=int, default=10, metavar="R", help="with --until-significant (default 10)"
+    )
+    parser.add_argument(
         "--warmup", type=int, default=1, metavar="W", help="warm-up requests per arm, left out (default 1)"
     )
     parser.add_argument(
@@ -98,6 +107,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--history", action="store_true", help="list the kept bursts, newest first")
     parser.add_argument("--json", metavar="FILE", help="every request's timings and the summary")
+    parser.add_argument(
+        "--json-detail",
+        action="store_true",
+        help="with --json: also every chunk's arrival time, size and tokens (about 1 MB per 64 requests)",
+    )
     parser.add_argument("--csv", metavar="FILE", help="one row per request")
     parser.add_argument("--markdown", metavar="FILE", help="the summary table")
     parser.set_defaults(func=run)
@@ -105,7 +119,8 @@ def register(subparsers: Any) -> None:
 
 FLAGS = {
     "a": "--a", "b": "--b", "prompts": "--prompts", "requests": "--requests", "concurrency": "--concurrency",
-    "rate": "--rate", "rounds": "--rounds", "warmup": "--warmup", "max_tokens": "--max-tokens",
+    "rate": "--rate", "rounds": "--rounds", "max_rounds": "--max-rounds",
+    "until_significant": "--until-significant", "warmup": "--warmup", "max_tokens": "--max-tokens",
     "temperature": "--temperature", "timeout_s": "--timeout", "client_settings": "--client-settings",
     "api_key_env": "--api-key-env", "model": "--model", "seed": "--seed", "slo": "--slo",
     "percentiles": "--percentiles", "a_extra": "--a-extra", "b_extra": "--b-extra", "schedule": "--schedule",
@@ -120,12 +135,15 @@ def _fail(message: str) -> int:
 
 
 def _progress_printer() -> Any:
+    from tui.format import fmt_latency
+    from tui.safe_output import progress_line
+
     if not sys.stderr.isatty():
         return None
 
     def show(progress: Any) -> None:
         arms = "  ".join(f"{arm.label.upper()} {arm.done}/{arm.total}" for arm in progress.arms)
-        print(f"\r{progress.phase:8} {arms}  {progress.elapsed_s:6.1f} s", end="", file=sys.stderr)
+        progress_line(f"{progress.phase:8} {arms}  {fmt_latency(progress.elapsed_s):>7}")
 
     return show
 
@@ -134,12 +152,17 @@ def _list_history() -> int:
     import shutil
 
     from tui.bench.burst_store import bursts_dir, history_lines, list_bursts
+    from tui.tune.result import tune_history_lines
 
     entries = list_bursts()
-    if not entries:
+    tunes = tune_history_lines()
+    if not entries and not tunes:
         print(f"no bursts kept yet in {bursts_dir()}")
         return EXIT_OK
-    print("\n".join(history_lines(entries, shutil.get_terminal_size().columns)))
+    if entries:
+        print("\n".join(history_lines(entries, shutil.get_terminal_size().columns)))
+    if tunes:  # a tune is one entry, its bursts inside it
+        print(("\n" if entries else "") + "\n".join(tunes))
     return EXIT_OK
 
 
@@ -160,6 +183,8 @@ def _request(args: argparse.Namespace) -> Any:
         "rate": args.rate,
         "arrival": args.arrival,
         "rounds": args.rounds,
+        "until_significant": args.until_significant,
+        "max_rounds": args.max_rounds,
         "warmup": args.warmup,
         "api": args.api,
         "model": args.model,
@@ -187,7 +212,8 @@ def _write_exports(outcome: Any, args: argparse.Namespace) -> int:
     for kind, destination in (("json", args.json), ("csv", args.csv), ("markdown", args.markdown)):
         if destination:
             try:
-                print(f"{kind} written to {outcome.export(kind, Path(destination))}", file=sys.stderr)
+                written = outcome.export(kind, Path(destination), detail=kind == "json" and args.json_detail)
+                print(f"{kind} written to {written}", file=sys.stderr)
             except OSError as error:
                 print(f"spectop bench: cannot write {destination}: {error}", file=sys.stderr)
                 return EXIT_REQUEST_FAILED
@@ -244,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tui.bench.engine import ArmUnreachable, BurstConfigError
-    from tui.bench.report import render_text
+    from tui.bench.report.text import render_text
     from tui.bench.session import BurstRequestError, BurstSession, PastArm
 
     if args.history:

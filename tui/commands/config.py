@@ -122,21 +122,27 @@ def _get(args: argparse.Namespace, kind: Any) -> int:
 
 
 def _set(args: argparse.Namespace, kind: Any) -> int:
-    from tui.configs.atomic import ReadOnlyFileError
+    import contextlib
+
+    from tui.configs.atomic import ReadOnlyFileError, config_lock
     from tui.configs.document import parse_key_path
     from tui.configs.editing import save_text, set_raw_value, unified_diff
 
-    opened = _open(args, kind)
-    changed = set_raw_value(opened.document, parse_key_path(args.key), args.value, new_key=args.new_key)
-    diff = unified_diff(opened.text, changed.text, str(args.file))
-    sys.stdout.write(safe_text(diff) or "no change\n")
-    if not args.dry_run and diff:
+    # Read, change and save under the file's lock: a `config set` of another key at the same moment
+    # waits, then reads this one's result (no update lost).
+    with config_lock(args.file) if not args.dry_run else contextlib.nullcontext():
+        opened = _open(args, kind)
+        changed = set_raw_value(opened.document, parse_key_path(args.key), args.value, new_key=args.new_key)
+        diff = unified_diff(opened.text, changed.text, str(args.file))
+        sys.stdout.write(safe_text(diff) or "no change\n")
+        if args.dry_run or not diff:
+            return 0
         try:
             result = save_text(args.file, changed.text, opened.kind, opened.stamp, allow_read_only=args.force)
         except ReadOnlyFileError as error:
             return _error(f"{error}: not saved (--force replaces it anyway)")
-        for warning in result.warnings:
-            print(f"spectop config: warning: {warning}", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"spectop config: warning: {warning}", file=sys.stderr)
     return 0
 
 

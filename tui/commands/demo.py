@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import shutil
 import signal
@@ -28,14 +29,17 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui.commands.replay import add_record_max_mb_argument
-from tui.configs.restart import last_errors
+from tui.format import fmt_setting
 from tui.paths import sample_configs_dir
 from tui.sanitize import safe_line
 from tui.settings import EndpointSettings, Settings
-from tui.sim.gpu_page import GPU_METRICS_PATH
 from tui.terminal import require_terminal
+
+if TYPE_CHECKING:
+    from tui.tune.live_advice import KeptModels
 
 LISTENING = re.compile(r"listening on (http://\S+)")
 RESTARTED = "restarted on "
@@ -61,6 +65,9 @@ START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 WATCH_INTERVAL_S = 0.2
 CONTROL_SOCKET = "control.sock"
+FOLDER_PREFIX = "spectop-demo-"
+PID_FILE = "demo.pid"  # the demo that owns the folder; a dead owner's folder is removed by the next demo
+KEPT_FILE = "KEPT"  # --keep: the folder stays until the user removes it
 
 
 class DemoError(Exception):
@@ -99,6 +106,8 @@ class DemoSim:
 
     def why_it_exited(self) -> str:
         """The exit code and the error lines the run left in its log (or its stderr)."""
+        from tui.configs.restart import last_errors  # the log grammars: not before the dashboard
+
         assert self.process is not None
         errors = last_errors(self.log_file, 3, start=self.log_start)
         if not errors:
@@ -137,6 +146,7 @@ class DemoSims:
             # Per-request figures, as a vLLM started with these flags sends them (spectop bench reads them).
             "--per-request-spec-decode-metrics", "summary", "--enable-per-request-metrics",
             "--enable-prompt-tokens-details",
+            "--parent-pid", str(os.getpid()),  # the sim stops when the demo is gone, even after a SIGKILL
         ]  # fmt: skip
         sim.log_start = _size(sim.log_file)
         with sim.stdout_path.open("wb") as stdout, sim.stderr_path.open("wb") as stderr:
@@ -220,7 +230,7 @@ class DemoSims:
                     say("fix the config and save & restart again: the demo starts it again")
                     return False
                 time.sleep(0.05)
-            say(f"{sim.name}: not back within {START_TIMEOUT_S:.0f} s")
+            say(f"{sim.name}: not back within {fmt_setting(START_TIMEOUT_S)} s")
             return False
         if sim.process is not None:
             say(f"{sim.name}: the simulator had {sim.why_it_exited()}")
@@ -341,11 +351,15 @@ def _wait_for_url(sim: DemoSim) -> str:
                 f"simulator {sim.name} exited with code {process.returncode}: {error or 'no output'}"
             )
         time.sleep(0.05)  # startup only, before any event loop runs
-    raise DemoError(f"simulator {sim.name} did not say 'listening on' within {START_TIMEOUT_S:.0f} s")
+    raise DemoError(
+        f"simulator {sim.name} did not say 'listening on' within {fmt_setting(START_TIMEOUT_S)} s"
+    )
 
 
 def start_sims(folder: Path, background_load_rps: float = 1.5) -> DemoSims:
     """Start the demo sims in `folder` and their watcher; on any failure, stop what started and raise."""
+    from tui.sim.gpu_page import GPU_METRICS_PATH
+
     sims = DemoSims(folder, background_load_rps)
     try:
         for name, config_name in DEMO_ENDPOINTS:
@@ -383,9 +397,62 @@ def copy_demo_config(sample: Path, config: Path) -> None:
     config.write_text(text, encoding="utf-8")
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def _socket_answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(0.5)
+        try:
+            connection.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def _abandoned(folder: Path, now: float) -> bool:
+    """A demo folder whose demo is gone (killed before its cleanup ran) and that was not kept."""
+    if (folder / KEPT_FILE).exists():
+        return False
+    try:
+        return not _pid_alive(int((folder / PID_FILE).read_text(encoding="utf-8").strip()))
+    except (OSError, ValueError):  # a folder of an older spectop: no pid file
+        pass
+    if _socket_answers(folder / CONTROL_SOCKET):
+        return False
+    try:
+        return now - folder.stat().st_mtime > 3 * START_TIMEOUT_S  # not one that is starting right now
+    except OSError:
+        return False
+
+
+def clean_old_folders(base: Path | None = None, now: float | None = None) -> list[Path]:
+    """Remove the `spectop-demo-*` folders of demos that are gone; the folders removed."""
+    base = Path(base or tempfile.gettempdir())
+    now = time.time() if now is None else now
+    removed = []
+    for folder in sorted(base.glob(FOLDER_PREFIX + "*")):
+        with contextlib.suppress(OSError):
+            if folder.is_dir() and folder.stat().st_uid == os.getuid() and _abandoned(folder, now):
+                shutil.rmtree(folder)
+                removed.append(folder)
+    return removed
+
+
 @contextlib.contextmanager
 def demo_sims(background_load_rps: float = 1.5, keep: bool = False) -> Iterator[DemoSims]:
-    folder = Path(tempfile.mkdtemp(prefix="spectop-demo-"))
+    clean_old_folders()
+    folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
+    (folder / PID_FILE).write_text(f"{os.getpid()}\n", encoding="utf-8")
+    if keep:
+        (folder / KEPT_FILE).write_text("spectop demo --keep: remove this folder by hand\n", encoding="utf-8")
     sims: DemoSims | None = None
     try:
         sims = start_sims(folder, background_load_rps)
@@ -407,18 +474,27 @@ def run(args: argparse.Namespace) -> int:
     previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with demo_sims(args.background_load, keep=args.keep) as sims:
-            from tui.app import SpectopApp
             from tui.sources import LiveSource
+            from tui.ui.app import SpectopApp
+            from tui.ui.terminal_guard import run_app
+            from tui.ui.worker_errors import print_recovery_notes
 
             settings = Settings(poll_interval_s=args.poll_interval, endpoints=sims.endpoints)
             source = LiveSource(settings, record_path=args.record, record_max_mb=args.record_max_mb)
-            app = SpectopApp(settings, source=source, intro=DEMO_INTRO + guard_hint(sims))
+            app = SpectopApp(
+                settings,
+                source=source,
+                intro=DEMO_INTRO + guard_hint(sims),
+                step_costs=demo_step_costs(sims),
+                bench_pair=(DEMO_ENDPOINTS[0][0], DEMO_ENDPOINTS[1][0]),  # A = MTP off, B = MTP on
+            )
 
             def tell(message: str) -> None:  # from the watcher thread: notify only posts a message
                 app.notify(message, title="simulator down", severity="error", timeout=30, markup=False)
 
             sims.on_exit = tell
-            app.run()
+            run_app(app)  # a signal now ends the app from its event loop; this handler is back after
+            print_recovery_notes(app)  # after Textual's traceback, if it failed
             sims.on_exit = None
             if args.keep:
                 print(f"spectop demo: logs and configs kept in {sims.folder}")
@@ -429,6 +505,18 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def demo_step_costs(sims: DemoSims) -> KeptModels:
+    """The advisor's models: the kept ones, and each sim's own step cost (in memory, never written)."""
+    from dataclasses import replace
+
+    from tui.tune.live_advice import read_models
+    from tui.tune.sim_models import sim_step_cost
+
+    kept = read_models()
+    models = [model for sim in sims.sims if (model := sim_step_cost(sim.config, sim.url)) is not None]
+    return replace(kept, models=kept.models.model_copy(update={"models": [*kept.models.models, *models]}))
 
 
 def guard_hint(sims: DemoSims) -> str:

@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         print("spectop edit: --health-timeout must be > 0", file=sys.stderr)
         return 2
     require_terminal("edit")
-    from tui.editor_app import EditorApp
+    from tui.ui.editor_app import EditorApp
+    from tui.ui.worker_errors import print_recovery_notes
 
     app = EditorApp(
         args.file,
@@ -70,5 +71,8 @@ def run(args: argparse.Namespace) -> int:
         log_file=args.log_file,
         health_timeout_s=args.health_timeout,
     )
-    app.run()
+    from tui.ui.terminal_guard import run_app
+
+    run_app(app)
+    print_recovery_notes(app)  # after Textual's traceback, if it failed
     return app.return_code or 0

@@ -44,17 +44,29 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     require_terminal("the dashboard")
-    from tui.app import SpectopApp
     from tui.sources import LiveSource, Source
+    from tui.ui.app import SpectopApp
+    from tui.ui.worker_errors import print_recovery_notes
 
     source: Source
     if fleet:
         from tui.sources.fleet import FleetSource
 
         settings.endpoints = []  # the fleet is what Prometheus knows, not the file's endpoints
-        source = FleetSource(settings)
+        from tui.auth import ApiKeyError
+
+        try:
+            source = FleetSource(settings)
+        except ApiKeyError as error:
+            print(f"spectop: {error}", file=sys.stderr)
+            return 2
     else:
         source = LiveSource(settings, record_path=args.record, record_max_mb=args.record_max_mb)
     app = SpectopApp(settings, source=source)
-    app.run()
+    from tui.ui.terminal_guard import run_app
+
+    run_app(app)
+    print_recovery_notes(app)  # after Textual's traceback, if it failed
+    for problem in getattr(source, "close_errors", ()):  # the recording's last batch, once the screen is gone
+        print(f"spectop: {problem}", file=sys.stderr)
     return app.return_code or 0

@@ -44,8 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
-    if not path.is_file():
+    if not path.exists():
         print(f"spectop replay: {path}: no such file", file=sys.stderr)
+        return 2
+    if path.is_dir() or not path.is_file():  # a folder, /dev/null, a pipe: there is no recording to read
+        what = "a folder" if path.is_dir() else "not a regular file"
+        print(f"spectop replay: {path} is not a spectop recording ({what})", file=sys.stderr)
         return 2
     if args.speed < 0:
         print(f"spectop replay: --speed must be 0 or more, got {args.speed}", file=sys.stderr)
@@ -69,9 +73,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     settings.endpoints = []  # the recording names its endpoints
     require_terminal("replay")
-    from tui.app import SpectopApp
     from tui.sources import ReplaySource
+    from tui.ui.app import SpectopApp
+    from tui.ui.worker_errors import print_recovery_notes
 
     app = SpectopApp(settings, source=ReplaySource(path, args.speed))
-    app.run()
+    from tui.ui.terminal_guard import run_app
+
+    run_app(app)
+    print_recovery_notes(app)  # after Textual's traceback, if it failed
     return app.return_code or 0

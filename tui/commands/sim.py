@@ -23,8 +23,30 @@ FAULT_FLAGS = {
 }
 
 
+# What POST /sim/control takes (tui/sim/control.py checks it; a test keeps the two in step).
+CONTROL_HELP = f"""\
+runtime control: POST /sim/control with a JSON object, e.g.
+  curl -d '{{"acceptance": 0.5}}' http://127.0.0.1:8000/sim/control
+keys (all optional):
+  acceptance            a factor 0..1 on the per-position acceptance (0.5 halves it), or the
+                        probabilities per position, e.g. [0.9, 0.8, 0.7]
+  speed                 a factor on the decode speed (> 0)
+  content_effect        how much code and repeated text accept more (0..3)
+  background_load_rps   the simulator's own traffic in requests/s (0..1000)
+  reset_counters        true: every counter back to 0 (an unnoticed crash-restart)
+  faults                an object of fault names, or each fault name as a key of its own:
+                        {", ".join(FAULT_FLAGS)}
+It answers 200 {{"ok": true, "applied": {{...}}}}, or 400 saying in words which key is wrong and why."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("sim", help=HELP, description=HELP + ".")
+    parser = subparsers.add_parser(
+        "sim",
+        help=HELP,
+        description=HELP + ".",
+        epilog=CONTROL_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
     parser.add_argument("--flavor", choices=("vllm", "sglang", "llamacpp"), default="vllm")
@@ -35,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="vLLM-style config.toml or SGLang-style settings.json (plus an optional [sim] section)",
     )
     parser.add_argument("--log-file", type=Path, metavar="FILE", help="write the server log here")
+    parser.add_argument(
+        "--parent-pid",
+        type=int,
+        metavar="PID",
+        help="stop when process PID is no longer the parent (spectop demo passes its own: no orphans)",
+    )
     parser.add_argument(
         "--log-interval", type=float, metavar="SECONDS", help="vLLM stats log interval (default 10)"
     )
@@ -192,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectop sim: error: {error}", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(serve_until_signalled(server))
+        return asyncio.run(serve_until_signalled(server, args.parent_pid))
     except SimStartupError as error:
         print(f"spectop sim: error: {error}", file=sys.stderr)
         return 1

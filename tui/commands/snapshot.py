@@ -10,10 +10,13 @@ served an inconsistent page), 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import sys
 import textwrap
 from typing import TYPE_CHECKING, Any
+
+from tui.format import fmt_setting
 
 if TYPE_CHECKING:
     import httpx
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
     from tui.settings import EndpointSettings
     from tui.telemetry.figures import Figures
     from tui.telemetry.scraper import Scrape
+    from tui.tune.advisor import Advice
 
 DEFAULT_WINDOW_S = 5.0
 DEFAULT_TIMEOUT_S = 5.0
@@ -51,14 +55,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=_positive_seconds,
         default=DEFAULT_WINDOW_S,
         metavar="SECONDS",
-        help=f"seconds between the two scrapes (default {DEFAULT_WINDOW_S:g})",
+        help=f"seconds between the two scrapes (default {fmt_setting(DEFAULT_WINDOW_S)})",
     )
     parser.add_argument(
         "--timeout",
         type=_positive_seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
-        help=f"timeout of each scrape (default {DEFAULT_TIMEOUT_S:g})",
+        help=f"timeout of each scrape (default {fmt_setting(DEFAULT_TIMEOUT_S)})",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per endpoint per line")
     parser.add_argument(
@@ -85,11 +89,12 @@ class _Result:
         self.backend: str | None = None
         self.model: str | None = None
         self.figures: Figures | None = None
+        self.advice: Advice | None = None  # the what-if advisor (tui/tune/advisor.py)
 
     def as_json(self) -> dict[str, Any]:
         from tui.telemetry.snapshot_record import snapshot_record
 
-        return snapshot_record(
+        record = snapshot_record(
             url=self.url,
             backend=self.backend,
             up=self.up,
@@ -98,6 +103,8 @@ class _Result:
             figures=self.figures,
             error=self.error,
         )
+        record["advice"] = None if self.advice is None else self.advice.as_json()
+        return record
 
 
 def _model_of(scrape: Scrape) -> str | None:
@@ -118,6 +125,8 @@ async def _measure(
     import httpx
 
     from tui.auth import endpoint_headers
+    from tui.format import FIGURES_FAILED
+    from tui.telemetry.figures import Figures
     from tui.telemetry.monitor import fetch_model_ids
     from tui.telemetry.scraper import scrape_with_slots
     from tui.telemetry.window import ScrapeWindow
@@ -167,8 +176,14 @@ async def _measure(
             window.add(start)
             first_problem = window.inconsistent
             window.add(end)
-            result.figures = window.figures()
             result.error = window.inconsistent or first_problem
+            try:
+                result.figures = window.figures()
+            except Exception:  # a bug in a figure rule: said where the figures would be, and logged
+                logging.getLogger(__name__).exception("%s: deriving the figures failed", result.url)
+                problem = result.error
+                result.error = FIGURES_FAILED if problem is None else f"{FIGURES_FAILED} · {problem}"
+                result.figures = Figures()
             result.model = _model_of(end) or endpoints[i].model
             if result.model is None and result.backend == "llamacpp":
                 ids = await fetch_model_ids(
@@ -192,6 +207,9 @@ def note_lines(notes: dict[str, str], width: int = WIDTH) -> list[str]:
     return lines
 
 
+MAX_ERROR_LINES = 8
+
+
 def _table(result: _Result) -> list[str]:
     from tui.sanitize import safe_line
 
@@ -201,7 +219,7 @@ def _table(result: _Result) -> list[str]:
             result.url,
             "up" if result.up else "DOWN",
             result.backend or ("unknown backend" if result.up else None),
-            f"{result.window_s:g} s window" if result.up else None,
+            f"{fmt_setting(result.window_s)} s window" if result.up else None,
             result.model,  # last: a long model path is what gets cut at 80 columns
         )
         if part
@@ -209,7 +227,10 @@ def _table(result: _Result) -> list[str]:
     header = safe_line(header)
     lines = [header if len(header) <= WIDTH else header[: WIDTH - 1] + "…"]
     if not result.up or result.error:
-        lines.append(safe_line(f"  error: {result.error or 'unknown'}")[:WIDTH])
+        # A multi-line error (a server's error body, a traceback's last lines) as lines, never one line of ␊.
+        first, *more = (result.error or "unknown").splitlines() or ["unknown"]
+        lines.append(safe_line(f"  error: {first}")[:WIDTH])
+        lines += [safe_line(f"         {line}")[:WIDTH] for line in more[:MAX_ERROR_LINES] if line.strip()]
     if not result.up:
         return lines
     f = result.figures
@@ -242,7 +263,20 @@ def _table(result: _Result) -> list[str]:
         positions = " ".join(word.format(value) for value in f.per_position_acceptance)
         line = f"  {word.label:<17} {positions}"
         lines.append(line if len(line) <= WIDTH else line[: WIDTH - 1] + "…")
+    if result.advice is not None and result.advice.current_k is not None:
+        lines += textwrap.wrap(result.advice.line(), width=WIDTH, initial_indent=f"  {'advice':<17} ",
+                               subsequent_indent=" " * 20)  # fmt: skip
     return lines + note_lines(f.notes)
+
+
+def _advise(results: list[_Result], endpoints: list[EndpointSettings]) -> None:
+    """The what-if advice of each endpoint that was up, from the kept step-cost models."""
+    from tui.tune.live_advice import advice_for, read_models
+
+    kept = read_models()
+    for result, endpoint in zip(results, endpoints, strict=True):
+        if result.up and result.figures is not None:
+            result.advice = advice_for(result.figures, endpoint.url, result.model, kept)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -253,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tui.sanitize import json_safe
     from tui.settings import endpoint_from_url
-    from tui.validators import friendly_message, scheme_was_added
+    from tui.validators import friendly_message, scheme_was_added, without_credentials
 
     if args.prometheus or args.match:
         from tui.fleet.snapshot import run_fleet
@@ -269,10 +303,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             endpoint = endpoint_from_url(base)
         except ValidationError as error:
-            print(f"spectop snapshot: {url}: {friendly_message(dict(error.errors()[0]))}", file=sys.stderr)
+            shown = without_credentials(url)
+            print(f"spectop snapshot: {shown}: {friendly_message(dict(error.errors()[0]))}", file=sys.stderr)
             return 2
         except ValueError as error:
-            print(f"spectop snapshot: {url}: {error}", file=sys.stderr)
+            print(f"spectop snapshot: {without_credentials(url)}: {error}", file=sys.stderr)
             return 2
         if scheme_was_added(base, endpoint.url):
             print(f"spectop snapshot: {url}: no scheme given; using {endpoint.url}", file=sys.stderr)
@@ -290,8 +325,18 @@ def run(args: argparse.Namespace) -> int:
         if not os.environ.get(name):
             print(f"spectop snapshot: --api-key-env: {name} is not set (or empty)", file=sys.stderr)
             return 2
+        from tui.auth import ApiKeyError, api_key_from_env
+
+        try:
+            api_key_from_env(name)
+        except ApiKeyError as error:
+            print(f"spectop snapshot: --api-key-env: {error}", file=sys.stderr)
+            return 2
         endpoints = [endpoint.model_copy(update={"api_key_env": name}) for endpoint in endpoints]
-    results = asyncio.run(_measure(endpoints, list(args.urls), args.window, args.timeout))
+    # Each endpoint as spectop read it (http:// added, a trailing / or /v1 dropped), also in the JSON.
+    shown_urls = [endpoint.metrics_url or endpoint.url for endpoint in endpoints]
+    results = asyncio.run(_measure(endpoints, shown_urls, args.window, args.timeout))
+    _advise(results, endpoints)
     if args.json:
         for result in results:
             print(json_safe(json.dumps(result.as_json(), ensure_ascii=False)))

@@ -16,10 +16,13 @@ def register(subparsers: Any) -> None:
         help="sweep num_speculative_tokens (or any numeric key): restart, measure, recommend, apply",
         description="For each value: set it in CONFIG (only that line changes), save atomically, run the "
         "restart command (no shell), wait for /health and /metrics, then fire a burst at each concurrency. "
-        "Prints decode tokens/s and the speedup over the baseline (value 0 = speculation off, else the "
-        "file's value) with a 95%% interval, acceptance per value, the best value per concurrency, the "
-        "schedule and the break-even concurrency. The file is restored byte for byte at the end (also on "
-        "Ctrl-C, SIGTERM or an error) and the server restarted on it; --apply writes the best value instead. "
+        "Prints decode tokens/s and the speedup over the baseline (value 0 if swept, else the file's "
+        "value; 0 is speculation off for the vLLM and SGLang keys, not for a plain key such as llama.cpp's "
+        "draft.max: with -md it still drafts) with a 95% interval, acceptance per value, the "
+        "recommendation per concurrency (the cheapest value within noise of the fastest), the schedule and "
+        "the break-even concurrency. The file is restored byte for byte at the end (also on Ctrl-C, "
+        "SIGTERM or an error) and the server restarted on it; --apply writes the recommendation instead "
+        "when it is significantly faster than the file's own value. "
         "An SGLang file can be swept over a grid instead: --grid steps=1,2,3 topk=1,4 draft=2,4,8 tries "
         "every (steps, topk, draft tokens) SGLang runs as written (each point edits only those three lines) "
         "and lists the others as skipped with the reason: with topk 1 SGLang forces draft = steps + 1, and a "
@@ -49,9 +52,30 @@ def register(subparsers: Any) -> None:
         metavar="AXIS=LIST",
         help="SGLang only, instead of --key/--values: steps=0,1,2,3 topk=1,4 draft=2,4,8 (put CONFIG first)",
     )
-    parser.add_argument("--concurrency", default="1,8,32", metavar="LIST", help="default 1,8,32")
-    parser.add_argument("--requests", type=int, default=32, metavar="N", help="per burst (default 32)")
-    parser.add_argument("--rounds", type=int, default=1, metavar="R", help="rounds per burst (default 1)")
+    parser.add_argument("--concurrency", metavar="LIST", help="default 1,8,32")
+    parser.add_argument("--requests", type=int, metavar="N", help="per burst (default 32)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        metavar="R",
+        help="passes over every value, a restart each; the baseline is measured again after each (default 1)",
+    )
+    parser.add_argument(
+        "--until-separated",
+        action="store_true",
+        help="add rounds until every load's best value is separated from the runner-up (Bonferroni-split "
+        "intervals over --max-rounds looks), or --max-rounds / --budget end it",
+    )
+    parser.add_argument(
+        "--max-rounds", type=int, default=6, metavar="R", help="with --until-separated: at most R rounds (6)"
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="S",
+        help="with --until-separated: no round that would end after S seconds of sweeping",
+    )
     parser.add_argument(
         "--warmup", type=int, default=1, metavar="W", help="warm-up requests per burst (default 1)"
     )
@@ -83,6 +107,13 @@ def register(subparsers: Any) -> None:
         help="the concurrency whose best value --apply writes (default: first)",
     )
     parser.add_argument("--no-history", action="store_true", help="keep neither the bursts nor the tune")
+    parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="a short sweep for the live advisor's step-cost model: k around the file's own, at the loads "
+        "seen live (unless --values / --concurrency), 16 requests per burst (unless --requests); the fit is "
+        "kept in spectop's data folder (stepcost.json)",
+    )
     parser.add_argument("--json", metavar="FILE", help="the whole result")
     parser.add_argument("--csv", metavar="FILE", help="one row per value and concurrency")
     parser.add_argument("--markdown", metavar="FILE", help="the tables and the verdict")
@@ -95,24 +126,17 @@ def _say(message: str) -> None:
     print(f"spectop tune: {safe_line(message)}", file=sys.stderr, flush=True)
 
 
-def _eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "ETA –"
-    minutes, secs = divmod(int(seconds + 0.5), 60)
-    return f"ETA {minutes}:{secs:02d}"
-
-
 def _progress_printer() -> Any:
+    from tui.safe_output import progress_line as redraw
+    from tui.tune.progress_text import progress_line
+
     tty = sys.stderr.isatty()
     last: dict[str, Any] = {"key": None}
 
     def show(progress: Any) -> None:
-        where = f"[{progress.step}/{progress.steps}] {progress.message}"
-        if progress.phase == "burst":
-            where += f" {progress.burst_fraction * 100:3.0f}%"
-        line = f"{where}  {progress.elapsed_s:5.0f} s  {_eta(progress.eta_s)}"
+        line = progress_line(progress)
         if tty:
-            print(f"\r\x1b[K{line}", end="", file=sys.stderr, flush=True)
+            redraw(line)
             return
         key = (progress.phase, progress.value, progress.concurrency)
         if key != last["key"]:  # not a terminal: one line per step, no carriage returns
@@ -135,8 +159,9 @@ def _options(args: argparse.Namespace) -> Any:
     if args.grid and (args.key or args.values):
         raise TunePlanError("--grid sweeps steps × topk × draft tokens: leave out --key and --values")
     for name, number in (
-        ("--requests", args.requests),
+        ("--requests", 32 if args.requests is None else args.requests),
         ("--rounds", args.rounds),
+        ("--max-rounds", args.max_rounds),
         ("--max-tokens", args.max_tokens),
     ):
         if number < 1:
@@ -154,9 +179,12 @@ def _options(args: argparse.Namespace) -> Any:
         key=args.key,
         grid=tuple(args.grid) if args.grid else None,
         values=parse_int_list(args.values or "0,1,2,3,4", "--values", minimum=0),
-        concurrencies=parse_int_list(args.concurrency, "--concurrency", minimum=1),
-        requests=args.requests,
+        concurrencies=parse_int_list(args.concurrency or "1,8,32", "--concurrency", minimum=1),
+        requests=32 if args.requests is None else args.requests,
         rounds=args.rounds,
+        until_separated=args.until_separated,
+        max_rounds=args.max_rounds,
+        budget_s=args.budget,
         warmup=max(0, args.warmup),
         prompts=args.prompts,
         max_tokens=args.max_tokens,
@@ -171,6 +199,21 @@ def _options(args: argparse.Namespace) -> Any:
         apply_at=args.apply_at,
         keep_history=not args.no_history,
     )
+
+
+def _calibration(args: argparse.Namespace, options: Any) -> tuple[Any, Any]:
+    import asyncio
+    from dataclasses import replace
+
+    from tui.tune.calibrate import CALIBRATION_REQUESTS, plan_calibration
+
+    if args.requests is None:
+        options = replace(options, requests=CALIBRATION_REQUESTS)
+    given = {"values_given": args.values is not None, "loads_given": args.concurrency is not None}
+    planned = plan_calibration(options, **given)
+    options, calibration, line = asyncio.run(planned)
+    _say(line)
+    return options, calibration
 
 
 async def _run(tune: Any) -> Any:
@@ -207,8 +250,11 @@ def run(args: argparse.Namespace) -> int:
     from tui.tune.result import export, render_text, save_tune
     from tui.tune.runner import TuneRun
 
+    calibration = None
     try:
         options = _options(args)
+        if args.calibrate:  # the step-cost model of the live advisor: tui/tune/calibrate.py
+            options, calibration = _calibration(args, options)
         tune = TuneRun(options, on_progress=_progress_printer())
         asyncio.run(tune.prepare())
     except (TunePlanError, ConfigError) as error:
@@ -220,13 +266,19 @@ def run(args: argparse.Namespace) -> int:
     print(render_text(result))
     if result.applied is not None:
         name = result.name(result.applied.value)
-        print(f"\napplied {name} (best at concurrency {result.applied.concurrency}):")
+        print(f"\napplied {name} (best at concurrency {result.applied.concurrency}): {result.apply_note}")
         print(safe_text(result.applied.diff), end="")  # the file's text: untrusted like any other
+    kept = None
     if not args.no_history:
         try:
-            _say(f"kept in the burst history: {save_tune(result)}")
+            kept = save_tune(result)
+            _say(f"kept in the burst history: {kept}")
         except OSError as error:
             _say(f"could not keep the tune in the history: {error}")
+    if calibration is not None:
+        from tui.tune.calibrate import keep_calibration
+
+        _say(keep_calibration(result, calibration, None if kept is None else str(kept)))
     for kind, destination in (("json", args.json), ("csv", args.csv), ("markdown", args.markdown)):
         if destination:
             try:

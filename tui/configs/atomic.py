@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import re
 import secrets
 import stat
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -342,3 +344,54 @@ def _write_backup(target: Path, original: os.stat_result, saving: Path) -> None:
         raise SaveError(f"{saving}: cannot read it for the backup: {_describe(error)}") from None
     # Owner warnings are reported once, for the file itself.
     _replace_with(backup, data, original, saving, f"writing the backup {backup.name}: ")
+
+
+# --- one writer at a time ---------------------------------------------------------------------------------
+
+_held: dict[Path, int] = {}  # folders this process holds locked → how many times (the lock is re-entrant)
+_held_guard = threading.Lock()
+
+
+def lock_path(path: Path) -> Path:
+    """What a save of a config file locks: the folder of its (symlink's) target. A lock on the folder
+    itself leaves nothing beside the configs (a sidecar lock file would stay beside every config saved)."""
+    return resolve_target(Path(path)).parent
+
+
+@contextlib.contextmanager
+def config_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive `flock` on the folder of the file's target: two spectop processes saving the same
+    file (two `config set` of different keys, the editor and a tune) take turns, so a read, change and save
+    is never interleaved with another one and the changed-on-disk check holds up to the rename (saves of
+    other files of that folder wait too: a save takes milliseconds). Re-entrant within a process. A folder
+    that cannot be opened is not locked: the save there fails anyway."""
+    lock = lock_path(path)
+    with _held_guard:
+        if lock in _held:
+            _held[lock] += 1
+            nested = True
+        else:
+            nested = False
+    if nested:
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held[lock] -= 1
+        return
+    try:
+        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with _held_guard:
+            _held[lock] = 1
+        try:
+            yield
+        finally:
+            with _held_guard:
+                del _held[lock]
+    finally:
+        os.close(fd)  # releases the flock

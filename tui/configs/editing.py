@@ -5,15 +5,16 @@ Shared by `spectop config set` and the editor screen.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiofiles
-
-from tui.configs.atomic import FileStamp, SaveResult, atomic_write, changed_on_disk
+from tui.configs.atomic import FileStamp, SaveResult, atomic_write, changed_on_disk, config_lock
 from tui.configs.document import ConfigDocument, KeyPath, dotted, load_document
 from tui.configs.errors import ConfigError, ConfigSyntaxError, KeyPathError, UnreadableFileError
 from tui.configs.kinds import ConfigKind, detect_kind
@@ -65,30 +66,61 @@ def _opened(path: Path, data: bytes, kind: ConfigKind | None) -> OpenedConfig:
     return OpenedConfig(path, kind, text, stamp, document, None)
 
 
-def open_config(path: Path, kind: ConfigKind | None = None) -> OpenedConfig:
-    """Read a config file (bytes exactly, no newline translation). Raises ConfigError."""
+_FILE_TYPES = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def _read_regular(path: Path) -> bytes:
+    """The file's bytes (at most MAX_CONFIG_BYTES + 1); anything but a regular file is refused at once.
+
+    Opened non-blocking, so a FIFO with no writer does not hang the open, then checked with fstat on the
+    same descriptor (no race with a rename)."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
         raise UnreadableFileError(f"{path}: {error.strerror or error}") from None
-    return _opened(path, data, kind)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = _FILE_TYPES.get(stat.S_IFMT(mode), "not a regular file")
+            raise UnreadableFileError(f"{path}: {what}, not a regular file; spectop reads regular files only")
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= MAX_CONFIG_BYTES:
+            chunk = os.read(fd, MAX_CONFIG_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    except OSError as error:
+        raise UnreadableFileError(f"{path}: {error.strerror or error}") from None
+    finally:
+        os.close(fd)
+
+
+def open_config(path: Path, kind: ConfigKind | None = None) -> OpenedConfig:
+    """Read a config file (bytes exactly, no newline translation). Raises ConfigError."""
+    return _opened(path, _read_regular(path), kind)
 
 
 async def open_config_async(path: Path, kind: ConfigKind | None = None) -> OpenedConfig:
-    """`open_config` for async code: the read goes through aiofiles."""
-    try:
-        async with aiofiles.open(path, "rb") as handle:
-            data = await handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as error:
-        raise UnreadableFileError(f"{path}: {error.strerror or error}") from None
-    return _opened(path, data, kind)
+    """`open_config` for async code: the read runs in a worker thread."""
+    return _opened(path, await asyncio.to_thread(_read_regular, path), kind)
 
 
 def unified_diff(old: str, new: str, name: str) -> str:
+    """The diff of two versions of a config file, as every screen and command shows it: credential
+    values masked (`masked_diff`), so no caller can forget to (`config set`, the editor, guard, tune)."""
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), f"{name} (on disk)", f"{name} (new)"
     )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return masked_diff("".join(line if line.endswith("\n") else line + "\n" for line in lines))
 
 
 # A diff line that sets a key: its marker (" ", "+", "-") and indentation, the key (bare or quoted, dotted),
@@ -171,6 +203,7 @@ def save_text(
     not be kept (e.g. the owner).
     """
     load_document(text, kind, path)  # raises ConfigSyntaxError: never save an unparsable file
-    if not force and changed_on_disk(path, stamp):
-        raise ChangedOnDiskError(f"{path} changed on disk since it was opened")
-    return atomic_write(path, text.encode("utf-8"), allow_read_only=allow_read_only)
+    with config_lock(path):  # the check and the rename as one step against other spectop processes
+        if not force and changed_on_disk(path, stamp):
+            raise ChangedOnDiskError(f"{path} changed on disk since it was opened")
+        return atomic_write(path, text.encode("utf-8"), allow_read_only=allow_read_only)

@@ -27,6 +27,10 @@ _LEGACY_SPEC = {"speculative_model", "speculative_disable_by_batch_size", "disab
 # vLLM flags that are argparse BooleanOptionalAction (so false is written --no-FLAG).
 _VLLM_OPTIONAL_BOOLS = {"enable-prefix-caching", "enable-chunked-prefill"}
 _VLLM_RENAMED: dict[str, str] = {"chunked_prefill": "enable_chunked_prefill", "name": "model"}
+# vLLM flags it refuses without --speculative-config ("--per-request-spec-decode-metrics requires
+# speculative decoding to be enabled", vLLM 0.32): left out while speculation is off, so a file switched
+# off (`enabled = false`: tune's value 0, the guard) still starts the server.
+_VLLM_SPEC_ONLY = {"per_request_spec_decode_metrics"}
 
 
 @dataclass
@@ -115,6 +119,7 @@ def _vllm_options(data: dict[str, Any]) -> tuple[str | None, list[tuple[str, Any
     model_section: dict[str, Any] = model_entry if isinstance(model_entry, dict) else {}
     model = model_section.get("name")
     options: list[tuple[str, Any]] = []
+    spec = vllm_speculative_config(data)
     for section_name, section in data.items():
         if section_name in ("speculative", "sim") or not isinstance(section, dict):
             continue
@@ -124,8 +129,9 @@ def _vllm_options(data: dict[str, Any]) -> tuple[str | None, list[tuple[str, Any
             if key in ("num_speculative_tokens", "speculative_model"):
                 continue  # removed flags; lint says where they belong
             name = str(key)  # TOML keys are strings
+            if spec is None and name in _VLLM_SPEC_ONLY:
+                continue
             options.append((_VLLM_RENAMED.get(name, name), value))
-    spec = vllm_speculative_config(data)
     if spec is not None:
         options.append(("speculative_config", spec))
     return model, options

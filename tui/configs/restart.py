@@ -2,21 +2,32 @@
 
 Every wait has a timeout (HEALTH_TIMEOUT_S by default); when the server does not come back,
 `last_errors` picks the error lines of the endpoint's log (a CUDA OOM, a dead engine) to show why.
+
+A restart command may return before the old process has stopped (it signals the server and leaves), so
+a /health 200 right after it can still come from the old process. `read_identity` takes the server's
+process identity from its /metrics page before the command runs (vLLM's and SGLang's
+`process_start_time_seconds`, vLLM's `*_created` stamps, llama.cpp's `Process-Start-Time-Unix` header),
+and `wait_for_health` given it counts the server as back only when a new process answers: /health went
+down and came back, or the identity changed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from tui.sanitize import safe_line
+from tui.telemetry.backends import BACKENDS
 from tui.telemetry.events import ErrorEvent
 from tui.telemetry.logs import LogParser
+from tui.telemetry.scraper import scrape_metrics
 
 MAX_OUTPUT_LINE = 2000
 RESTART_TIMEOUT_S = 300.0
@@ -60,8 +71,112 @@ async def run_restart(
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(TimeoutError, ProcessLookupError):  # killed: reaped, or left to init
                 await asyncio.wait_for(process.wait(), 5.0)
+
+
+@dataclass(frozen=True)
+class ServerIdentity:
+    """Which process serves an endpoint: what its /metrics page says changes on a restart."""
+
+    metrics_url: str
+    restart_marker: float | None  # process_start_time_seconds or a `_created` stamp (backend's choice)
+    process_start: str | None  # llama.cpp's Process-Start-Time-Unix header
+
+    @property
+    def known(self) -> bool:
+        return self.restart_marker is not None or self.process_start is not None
+
+    def differs_from(self, other: ServerIdentity) -> bool:
+        """True when `other` is certainly another process (a figure both pages have changed)."""
+        old, new = self.restart_marker, other.restart_marker
+        if old is not None and new is not None and not math.isclose(old, new, rel_tol=0, abs_tol=1e-3):
+            return True
+        if self.process_start is not None and other.process_start is not None:
+            return self.process_start != other.process_start
+        return False
+
+
+async def read_identity(
+    client: httpx.AsyncClient, metrics_url: str, *, timeout_s: float = 3.0
+) -> ServerIdentity | None:
+    """The identity of the process answering `metrics_url`; None when it does not answer a page."""
+    scrape = await scrape_metrics(client, metrics_url, timeout_s=timeout_s)
+    if scrape.samples is None:
+        return None
+    backend = BACKENDS.get(scrape.backend) if scrape.backend else None
+    marker = backend.extract(scrape.samples).restart_marker if backend is not None else None
+    return ServerIdentity(metrics_url, marker, scrape.process_start)
+
+
+OLD_PROCESS = "the old process still answers"
+START_FAILURE_QUIET_S = 30.0
+# Error classes that end a start-up; "other" (a retried download, a warning-like ERROR line) does not.
+_FATAL = ("oom", "engine_dead", "spec_config", "traceback")
+
+
+class StartFailureWatch:
+    """Tells a server that died while starting from one still starting, by its log: a fatal error
+    (OOM, dead engine, bad speculative config, a traceback) written since the restart, then the log
+    quiet for `quiet_s`, while /health does not answer. Without it a start-up failure behind a restart
+    command that returns at once (the usual case) costs the whole health timeout."""
+
+    def __init__(
+        self,
+        path: Path,
+        start: int,
+        *,
+        quiet_s: float = START_FAILURE_QUIET_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = path
+        self.offset = start
+        self.quiet_s = quiet_s
+        self.clock = clock
+        self.grew_at = clock()
+        self.parser = LogParser()
+        self.errors: list[str] = []
+        self._partial = ""
+        self.reason: str | None = None
+
+    def _take(self, events: Sequence[object]) -> None:
+        for event in events:
+            if isinstance(event, ErrorEvent) and event.category in _FATAL:
+                message = safe_line(event.message or event.line)[:MAX_OUTPUT_LINE]
+                if message and message not in self.errors[-1:]:
+                    self.errors.append(message)
+
+    def poll(self) -> str | None:
+        """The reason when the server has certainly died since the restart, else None (blocking IO)."""
+        try:
+            with self.path.open("rb") as file:
+                size = file.seek(0, 2)
+                if size < self.offset:
+                    self.offset = 0  # rotated or truncated
+                if size > self.offset:
+                    file.seek(max(self.offset, size - LOG_TAIL_BYTES))
+                    data = file.read()
+                    self.offset = size
+                else:
+                    data = b""
+        except OSError:
+            return None
+        now = self.clock()
+        if data:
+            self.grew_at = now
+            text = self._partial + data.decode("utf-8", "replace")
+            *lines, self._partial = text.split("\n")
+            self._take([event for line in lines for event in self.parser.feed_guarded(line)])
+            return None
+        if now - self.grew_at < self.quiet_s:
+            return None
+        if self._partial:
+            self._take(self.parser.feed_guarded(self._partial))
+            self._partial = ""
+        self._take(self.parser.flush())
+        if self.errors:
+            self.reason = "it died while starting: " + " | ".join(self.errors[-3:])
+        return self.reason
 
 
 async def wait_for_health(
@@ -72,9 +187,19 @@ async def wait_for_health(
     timeout_s: float = HEALTH_TIMEOUT_S,
     interval_s: float = 1.0,
     request_timeout_s: float = 3.0,
+    before: ServerIdentity | None = None,
+    died: Callable[[], Awaitable[str | None]] | None = None,
 ) -> bool:
-    """Poll `url` until it answers 2xx (True) or `timeout_s` passes (False)."""
+    """Poll `url` until it answers 2xx (True) or `timeout_s` passes (False).
+
+    With `before` (the process that answered before the restart, from `read_identity`), a 2xx counts
+    only once /health has failed since, or once the page's identity differs from `before`; a 2xx from a
+    process whose identity is unknown (no marker on either page) counts, as nothing tells them apart.
+    `died` (e.g. a `StartFailureWatch`) is asked while /health does not answer; a reason ends the wait
+    at once (False, the reason passed to `on_poll`).
+    """
     started = time.monotonic()
+    went_down = before is None or not before.known
     while True:
         elapsed = time.monotonic() - started
         try:
@@ -83,6 +208,19 @@ async def wait_for_health(
             detail = f"HTTP {response.status_code}"
         except httpx.HTTPError as error:
             back, detail = False, type(error).__name__
+        if not back:
+            went_down = True
+        elif not went_down and before is not None:
+            now = await read_identity(client, before.metrics_url, timeout_s=request_timeout_s)
+            if now is not None and not now.known:
+                went_down = True  # the new page carries no identity: nothing to compare
+            elif now is None or not before.differs_from(now):
+                back, detail = False, f"{detail}, {OLD_PROCESS}"
+        if not back and died is not None and OLD_PROCESS not in detail:
+            reason = await died()
+            if reason is not None:
+                on_poll(False, reason, elapsed)
+                return False
         on_poll(back, detail, elapsed)
         if back:
             return True

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tui.configs.document import KeyPath, dotted
 from tui.configs.kinds import ConfigKind
+from tui.format import fmt_setting
 from tui.validators import check_env_var_name, check_http_url, friendly_message
 
 # vLLM SpeculativeMethod (vllm.md §3.1); every *_mtp is rewritten to "mtp".
@@ -218,7 +219,7 @@ def _strip_optional(annotation: Any) -> Any:
 
 
 def _bound(value: object) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)  # 0.0 → 0, 1.0 → 1
+    return fmt_setting(value) if isinstance(value, float) else str(value)  # 0.0 → 0, 1.0 → 1
 
 
 def _range_text(metadata: list[Any]) -> str:

@@ -10,6 +10,9 @@ Faults are data, never a crash and never 0: Prometheus unreachable, slow or answ
 `status: error` makes every known instance `up=False` with that text and unknown figures; a target
 with `up == 0` is down ("target down"); a target whose last scrape is older than `stale_after_s` is
 "stale"; a figure whose query failed, or that Prometheus answers with NaN (an empty window), is None.
+A quantile (TTFT p50 / p95) says the bucket it falls in, as in direct scraping: the instances' bucket
+bounds are asked with the first refresh, and again (at most every `BOUNDS_RETRY_S`) only while an
+instance has a quantile whose bounds are unknown (it came later, the query failed): tui/fleet/buckets.py.
 Instances once seen stay listed (down) when their series disappear. `load_history()` fills
 sparklines at start-up from `query_range`.
 """
@@ -17,6 +20,8 @@ sparklines at start-up from `query_range`.
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,6 +30,13 @@ from typing import TypeVar
 
 from pydantic import Field
 
+from tui.fleet.buckets import (
+    UNKNOWN_BUCKET,
+    Bounds,
+    bucket_bounds,
+    bucket_bounds_query,
+    quantile_notes,
+)
 from tui.fleet.client import InstantSample, PrometheusClient, PrometheusError, number
 from tui.fleet.queries import (
     FLEET_FIGURES,
@@ -35,16 +47,21 @@ from tui.fleet.queries import (
     up_query,
     up_timestamp_query,
 )
+from tui.format import fmt_duration, fmt_setting
 from tui.settings import PrometheusSettings
 from tui.telemetry.figures import Figures
+from tui.telemetry.plausible_figures import drop_impossible
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import SERIES_NAMES, SeriesStore
+
+log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 DEFAULT_STALE_AFTER_S = 60.0
 DISCOVERY_LOOKBACK_S = 300.0
 MAX_CONCURRENT_QUERIES = 4
 _MAX_POSITIONS = 64
+BOUNDS_RETRY_S = 60.0  # the bucket bounds query again (instances without them), at most this often
 _MAX_POINTS = 11_000  # Prometheus refuses a range query with more points per series
 
 
@@ -82,6 +99,7 @@ class _Instance:
     job: str | None
     group: str | None
     consecutive_failures: int = 0
+    impossible_figures: int = 0  # figures dropped as impossible so far (tui/telemetry/plausible_figures.py)
 
 
 def _by_instance(samples: Iterable[InstantSample]) -> dict[str, float]:
@@ -168,6 +186,9 @@ class FleetPoller:
         self._queries = figure_queries(self.matchers, window_s)
         self._engine_queries = engine_queries(self.matchers, window_s)
         self._semaphore = asyncio.Semaphore(MAX_CONCURRENT_QUERIES)
+        self._bounds: Bounds = {}
+        self._bounds_missing = True  # an instance has a quantile whose bucket bounds are not known
+        self._bounds_asked = -math.inf  # monotonic
         self.last_refresh: FleetRefresh | None = None
 
     async def __aenter__(self) -> FleetPoller:
@@ -193,10 +214,11 @@ class FleetPoller:
         except PrometheusError as error:
             return error
         except TimeoutError:
-            return PrometheusError(f"Prometheus timeout after {self.client.timeout_s:g} s")
+            return PrometheusError(f"Prometheus timeout after {fmt_setting(self.client.timeout_s)} s")
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a bug must not stop the dashboard
+            log.exception("a fleet refresh failed")
             return PrometheusError(f"internal error: {type(error).__name__}: {error}")
 
     def _discovery(self) -> str:
@@ -212,14 +234,22 @@ class FleetPoller:
         at = time.time()
         fixed = [self._discovery(), up_query(self.matchers), up_timestamp_query(self.matchers)]
         queries = [*self._queries, *self._engine_queries]
+        asking = self._bounds_wanted(started)
+        extra = [bucket_bounds_query(self.matchers)] if asking else []
         deadline = asyncio.get_running_loop().time() + self.client.timeout_s
         answers = await asyncio.gather(
             *(self._guarded(partial(self.client.query, expr, at), deadline) for expr in fixed),
             *(self._guarded(partial(self.client.query, query.expr, at), deadline) for query in queries),
+            *(self._guarded(partial(self.client.query, expr, at), deadline) for expr in extra),
         )
         discovery, up, scraped_at = answers[:3]
         figure_answers = dict(zip(self._queries, answers[3 : 3 + len(self._queries)], strict=True))
-        engine_answers = dict(zip(self._engine_queries, answers[3 + len(self._queries) :], strict=True))
+        engine_answers = dict(
+            zip(self._engine_queries, answers[3 + len(self._queries) : 3 + len(queries)], strict=True)
+        )
+        bounds_answer = answers[-1] if asking else None
+        if asking:
+            self._bounds_asked = started
         error = next(
             (answer for answer in (discovery, up, scraped_at) if isinstance(answer, PrometheusError)), None
         )
@@ -238,6 +268,8 @@ class FleetPoller:
                 if known is not None:
                     found.consecutive_failures = known.consecutive_failures
                 self._instances[instance] = found
+            if bounds_answer is not None and not isinstance(bounds_answer, PrometheusError):
+                self._bounds = bucket_bounds(bounds_answer)
             result = self._readings(
                 at, _by_instance(up), _by_instance(scraped_at), figure_answers, set(discovered)
             )
@@ -246,6 +278,11 @@ class FleetPoller:
         result.elapsed_s = time.monotonic() - started
         self.last_refresh = result
         return result
+
+    def _bounds_wanted(self, now: float) -> bool:
+        """Ask the bucket bounds with this refresh: with the first, then only while an instance has a
+        quantile whose bounds are unknown (it came later, the query failed), at most every BOUNDS_RETRY_S."""
+        return self._bounds_missing and now - self._bounds_asked >= BOUNDS_RETRY_S
 
     async def poll(self) -> list[FleetReading]:
         """`refresh()`, readings only (like `EndpointMonitor.poll` for every instance at once)."""
@@ -280,6 +317,7 @@ class FleetPoller:
             window_s=self.window_s,
             figures=figures,
             consecutive_failures=known.consecutive_failures,
+            impossible_figures=known.impossible_figures,
             job=known.job,
             group=known.group,
             last_scrape_age_s=age,
@@ -305,6 +343,7 @@ class FleetPoller:
             for instance, value in found.items():
                 values.setdefault(instance, {})[query.figure] = value
         readings = []
+        self._bounds_missing = False
         for instance, known in sorted(self._instances.items()):
             age = at - scraped_at[instance] if instance in scraped_at else None
             if instance not in up:
@@ -312,7 +351,7 @@ class FleetPoller:
             elif up[instance] < 1:
                 error = "target down (up == 0): Prometheus cannot scrape it"
             elif age is not None and age > self.stale_after_s:
-                error = f"stale: last scraped {age:.0f} s ago"
+                error = f"stale: last scraped {fmt_duration(age)} ago"
             else:
                 error = None
             is_up = error is None
@@ -322,7 +361,11 @@ class FleetPoller:
             elif figure_errors and is_up:
                 error = "; ".join(f"{name}: {text}" for name, text in sorted(figure_errors.items()))
             known.consecutive_failures = 0 if is_up else known.consecutive_failures + 1
-            figures = Figures.model_validate(values.get(instance, {}))
+            known_values = values.get(instance, {})
+            notes, placed = quantile_notes(instance, known_values, self._bounds)
+            self._bounds_missing |= UNKNOWN_BUCKET in notes.values()
+            figures = Figures.model_validate({**known_values, "notes": notes, "quantile_bounds": placed})
+            known.impossible_figures += drop_impossible(figures)  # the endpoints' rules: dropped, counted
             readings.append(
                 self._reading(instance, known, at, up=is_up, error=error, figures=figures, age=age)
             )
@@ -362,7 +405,7 @@ class FleetPoller:
                     if value is not None:
                         by_time.setdefault(round(stamp, 3), {})[query.figure] = value
         return {
-            instance: [(stamp, Figures.model_validate(by_time[stamp])) for stamp in sorted(by_time)]
+            instance: [(stamp, _plausible(by_time[stamp])) for stamp in sorted(by_time)]
             for instance, by_time in points.items()
         }
 
@@ -386,9 +429,14 @@ def _add_engines(
     for reading in readings:
         found = engines.get(reading.instance, {})
         if len(found) >= 2:
-            reading.engines = {
-                engine: Figures.model_validate(values) for engine, values in sorted(found.items())
-            }
+            reading.engines = {engine: _plausible(values) for engine, values in sorted(found.items())}
+
+
+def _plausible(values: dict[str, float]) -> Figures:
+    """Figures from Prometheus's values, the impossible ones dropped with their notes (as an endpoint's)."""
+    figures = Figures.model_validate(values)
+    drop_impossible(figures)
+    return figures
 
 
 def fill_history(history: SeriesStore, loaded: dict[str, list[tuple[float, Figures]]]) -> None:

@@ -16,16 +16,21 @@ from typing import Any
 
 from tui.fleet.options import prometheus_settings
 from tui.fleet.poller import FleetPoller, FleetReading
-from tui.format import UNKNOWN, figure_text
+from tui.format import UNKNOWN, figure_text, fmt_setting
 from tui.sanitize import json_safe, safe_line
 from tui.settings import SettingsError, find_settings_file, parse_settings
 from tui.telemetry.figures import Figures
+from tui.telemetry.plausible_figures import dropped_words
 from tui.telemetry.snapshot_record import snapshot_record
+from tui.tune.advisor import Advice
 
 
-def row(reading: FleetReading) -> dict[str, Any]:
-    """A direct snapshot's JSON line (the same record type, so the same fields), url = the instance."""
-    return snapshot_record(
+def row(
+    reading: FleetReading, advice: Advice | None = None, group_advice: Advice | None = None
+) -> dict[str, Any]:
+    """A direct snapshot's JSON line (the same record type, so the same fields), url = the instance;
+    `advice` the instance's, `group` and `group_advice` its group's (tui/fleet/advice.py)."""
+    record = snapshot_record(
         url=reading.instance,
         backend=reading.backend,
         up=reading.up,
@@ -34,6 +39,11 @@ def row(reading: FleetReading) -> dict[str, Any]:
         figures=_shown(reading),
         error=reading.error,
     )
+    record["advice"] = None if advice is None else advice.as_json()
+    record["group"] = reading.group
+    record["group_advice"] = None if group_advice is None else group_advice.as_json()
+    record["impossible_figures"] = reading.impossible_figures  # dropped so far (each one's note says why)
+    return record
 
 
 def _shown(reading: FleetReading) -> Figures:
@@ -73,6 +83,19 @@ def table(readings: list[FleetReading]) -> list[str]:
     for reading in readings:
         if reading.error:
             lines.append(safe_line(f"{reading.instance}: {reading.error}"))
+        if reading.impossible_figures:
+            lines.append(safe_line(f"{reading.instance}: {dropped_words(reading.impossible_figures)}"))
+    return lines
+
+
+def advice_lines(groups: dict[str, Advice], advices: dict[str, Advice | None]) -> list[str]:
+    """The advisor's line per group, then per instance that has a step-cost model."""
+    from tui.fleet.advice import group_line
+
+    lines = [group_line(group, advice) for group, advice in groups.items()]
+    for instance, advice in advices.items():
+        if advice is not None and advice.basis is not None:
+            lines.append(safe_line(f"advice · {instance}: {advice.line()}"))
     return lines
 
 
@@ -94,7 +117,13 @@ def run_fleet(args: argparse.Namespace) -> int:
         return 2
     assert settings is not None
     settings = settings.model_copy(update={"timeout_s": args.timeout})
-    poller = FleetPoller(settings, args.window)
+    from tui.auth import ApiKeyError
+
+    try:
+        poller = FleetPoller(settings, args.window)
+    except ApiKeyError as error:
+        print(f"spectop snapshot: {error}", file=sys.stderr)
+        return 2
     for name in poller.client.missing_secrets():
         print(f"spectop snapshot: environment variable {name} is not set; asking without it", file=sys.stderr)
     refresh = asyncio.run(_refresh(poller))
@@ -110,14 +139,22 @@ def run_fleet(args: argparse.Namespace) -> int:
         return 1
     if not any(reading.figures.generation_tokens_per_s is not None for reading in refresh.readings):
         print(
-            f"spectop snapshot: no rate over the last {args.window:g} s; "
+            f"spectop snapshot: no rate over the last {fmt_setting(args.window)} s; "
             "the window must span at least two of Prometheus' scrapes",
             file=sys.stderr,
         )
+    from tui.fleet.advice import group_advices, instance_advice
+    from tui.tune.live_advice import read_models
+
+    kept = read_models()
+    groups = group_advices(refresh.readings, kept)
+    advices = {reading.instance: instance_advice(reading, kept) for reading in refresh.readings}
     if args.json:
         for reading in refresh.readings:
-            print(json_safe(json.dumps(row(reading), ensure_ascii=False)))
+            line = row(reading, advices[reading.instance], groups.get(reading.group or ""))
+            print(json_safe(json.dumps(line, ensure_ascii=False)))
     else:
-        print(f"{settings.url} · {len(refresh.readings)} instances · {args.window:g} s window")
+        print(f"{settings.url} · {len(refresh.readings)} instances · {fmt_setting(args.window)} s window")
         print("\n".join(table(refresh.readings)))
+        print("\n".join(advice_lines(groups, advices)))
     return 0 if all(reading.up for reading in refresh.readings) else 1

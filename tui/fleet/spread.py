@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tui.fleet.poller import FleetReading
+from tui.format import FIGURES, fmt_rate_delta
 from tui.telemetry.alerts import Alert
 
 IMBALANCE = "imbalance"  # the Alert kind (tui.telemetry.alerts.AlertKind)
@@ -103,6 +104,16 @@ def engine_spreads(
     return spreads
 
 
+def imbalance_text(spread: Spread, outlier: Outlier) -> str:
+    """ "acceptance 32% vs median 69% of 50 in model-1 (-54%)": the figures in the one vocabulary
+    (`tui.format.FIGURES`), as the table's rows show them."""
+    word = FIGURES[spread.figure]
+    return (
+        f"{word.label} {word.format(outlier.value)} vs median {word.format(spread.median)} of "
+        f"{spread.members} in {spread.group or 'the fleet'} ({fmt_rate_delta(outlier.deviation)})"
+    )
+
+
 @dataclass
 class ImbalanceAlerts:
     """Alerts for members that stay far off their group for `sustained_s` seconds."""
@@ -123,13 +134,13 @@ class ImbalanceAlerts:
                 key = (outlier.member, spread.figure)
                 seen.add(key)
                 since = self._since.setdefault(key, time)
-                if key not in self._active and time - since >= self.sustained_s:
-                    name = "acceptance" if spread.figure == "acceptance_rate" else "tokens/s"
-                    message = (
-                        f"{name} {outlier.value:.3g} vs median {spread.median:.3g} of {spread.members} "
-                        f"in {spread.group or 'the fleet'} ({outlier.deviation:+.0%})"
+                active = self._active.get(key)
+                if active is not None:  # its text follows the figures, refresh after refresh
+                    active.message = imbalance_text(spread, outlier)
+                elif time - since >= self.sustained_s:
+                    alert = Alert(
+                        outlier.member, "imbalance", "warning", imbalance_text(spread, outlier), since
                     )
-                    alert = Alert(outlier.member, "imbalance", "warning", message, since)
                     self._active[key] = alert
                     changed.append(alert)
         for key in [key for key in self._since if key not in seen]:
@@ -156,6 +167,7 @@ class GroupSummary:
     mean_acceptance_length: float | None  # median
     ttft_p95_s: float | None  # the worst replica's
     kv_cache_usage: float | None  # the fullest replica's
+    ttft_p95_bounds: tuple[float, float | None] | None = None  # the worst replica's bucket, when a bound
 
 
 def _known(values: Iterable[float | None]) -> list[float]:
@@ -185,6 +197,9 @@ def group_summaries(readings: Iterable[FleetReading]) -> list[GroupSummary]:
     summaries = []
     for group, members in sorted(groups.items()):
         live = [reading.figures for reading in members if reading.up]
+        worst = max(
+            (f for f in live if f.ttft_p95_s is not None), key=lambda f: f.ttft_p95_s or 0.0, default=None
+        )
         summaries.append(
             GroupSummary(
                 group=group,
@@ -195,8 +210,9 @@ def group_summaries(readings: Iterable[FleetReading]) -> list[GroupSummary]:
                 waiting=_total(f.waiting for f in live),
                 acceptance_rate=_median(f.acceptance_rate for f in live),
                 mean_acceptance_length=_median(f.mean_acceptance_length for f in live),
-                ttft_p95_s=_highest(f.ttft_p95_s for f in live),
+                ttft_p95_s=None if worst is None else worst.ttft_p95_s,
                 kv_cache_usage=_highest(f.kv_cache_usage for f in live),
+                ttft_p95_bounds=None if worst is None else worst.quantile_bounds.get("ttft_p95_s"),
             )
         )
     return summaries

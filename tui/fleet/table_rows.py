@@ -11,11 +11,12 @@ on a group's row how many of its members are. `FleetRow` is the dashboard's `End
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from tui.fleet.poller import FleetReading
 from tui.fleet.spread import Spread, engine_spreads, group_spreads, group_summaries
+from tui.format import fmt_rate_delta
 from tui.telemetry.endpoint_row import (
     EndpointRow,
     SortColumn,
@@ -25,6 +26,7 @@ from tui.telemetry.endpoint_row import (
 )
 from tui.telemetry.reading import EndpointReading
 
+_ROW_FIELDS = tuple(field.name for field in fields(EndpointRow))  # once: `fields()` is slow per row
 GROUP_KEY_PREFIX = "\x00group:"  # row keys of summary rows (an instance name never starts so)
 SHORT_FIGURE = {"acceptance_rate": "acc", "generation_tokens_per_s": "tok"}
 
@@ -68,21 +70,21 @@ def group_of(reading: EndpointReading | None) -> str:
     return (reading.group if isinstance(reading, FleetReading) else None) or ""
 
 
-def _marker(spread: Spread, member: str) -> str | None:
-    outlier = next((outlier for outlier in spread.outliers if outlier.member == member), None)
-    if outlier is None:
-        return None
-    return f"{SHORT_FIGURE.get(spread.figure, spread.figure)}{outlier.deviation:+.0%}"
+def markers(spreads: Sequence[Spread]) -> dict[str, str]:
+    """Each outlier's `off` marker (`acc-35%`), the first spread naming it winning (acceptance before
+    tokens/s, the order of DEFAULT_LIMITS): once per group, not per instance and spread."""
+    found: dict[str, str] = {}
+    for spread in spreads:
+        short = SHORT_FIGURE.get(spread.figure, spread.figure)
+        for outlier in spread.outliers:
+            found.setdefault(outlier.member, f"{short}{fmt_rate_delta(outlier.deviation)}")
+    return found
 
 
-def instance_row(instance: Instance, spreads: Sequence[Spread]) -> FleetRow:
+def instance_row(instance: Instance, marked: Mapping[str, str]) -> FleetRow:
+    """An instance's row; `marked`: the `off` markers of its group (`markers`)."""
     reading = instance.reading
-    off = ""
-    for spread in spreads:  # acceptance before tokens/s (the order of DEFAULT_LIMITS)
-        marker = _marker(spread, instance.name)
-        if marker is not None:
-            off = marker
-            break
+    off = marked.get(instance.name, "")
     if not off and isinstance(reading, FleetReading) and reading.up and reading.engines:
         for spread in engine_spreads(reading):
             if spread.outliers:
@@ -95,7 +97,7 @@ def instance_row(instance: Instance, spreads: Sequence[Spread]) -> FleetRow:
         status=fleet_status(reading, instance.status),
         alert_severities=instance.alert_severities,
     )
-    shared = {field.name: getattr(row, field.name) for field in fields(EndpointRow)}
+    shared = {name: getattr(row, name) for name in _ROW_FIELDS}
     return FleetRow(**shared, key=instance.name, group=group_of(reading), off=off, off_far=bool(off))
 
 
@@ -121,8 +123,9 @@ def fleet_rows(
     spreads_of: dict[str, list[Spread]] = {}
     for spread in group_spreads(fleet):
         spreads_of.setdefault(spread.group, []).append(spread)
+    marked = {group: markers(spreads) for group, spreads in spreads_of.items()}
     for instance in instances:
-        row = instance_row(instance, spreads_of.get(group_of(instance.reading), []))
+        row = instance_row(instance, marked.get(group_of(instance.reading), {}))
         if matches(row, text):
             by_group.setdefault(row.group, []).append(row)
     result: list[FleetRow] = []
@@ -132,17 +135,21 @@ def fleet_rows(
         summary = group_summaries(shown)
         far = sum(row.off_far for row in members)
         up = sum(row.status == "up" for row in members)
-        known = [s for s in group_spreads(shown) if s.figure == "acceptance_rate"]
+        # Prometheus failed: nothing is known of the members, which are not down ("0/3 up" said so)
+        unknown = all(row.status == "no data" for row in members)
+        spreads = group_spreads(shown) if text else spreads_of.get(group, [])  # unfiltered: known already
+        known = [s for s in spreads if s.figure == "acceptance_rate"]
         even = "even" if known and known[0].members >= 3 and not far else ""
         head = summary[0] if summary else None
         result.append(
             FleetRow(
                 key=GROUP_KEY_PREFIX + group,
                 name=group or "(no label)",
-                status=f"{up}/{len(members)} up",
+                status="no data" if unknown else f"{up}/{len(members)} up",
                 group=group,
                 summary=True,
                 **row_figures(head),  # type: ignore[arg-type]  # the figure fields only
+                ttft_p95_bounds=None if head is None else head.ttft_p95_bounds,
                 off=f"{far} off" if far else even,
                 off_far=bool(far),
                 up=up,

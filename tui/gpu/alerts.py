@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tui.format import fmt_rate
 from tui.gpu.history import GpuHistory
 from tui.gpu.models import REASON_GPU_IDLE, THROTTLING_REASONS, GpuSample, reason_names
 
@@ -51,7 +52,7 @@ def memory_high_with_speculation(
     return GpuCondition(
         "gpu_memory_high",
         "warning",
-        f"GPU memory at {worst:.0%} ({worst_gpu.label}) with speculation on: drafts need KV cache "
+        f"GPU memory at {fmt_rate(worst)} ({worst_gpu.label}) with speculation on: drafts need KV cache "
         f"beyond this (OOM risk); lower gpu_memory_utilization to 0.85 or halve max_num_seqs [{where}]",
         tuple(gpu.label for gpu, _ in high),
     )

@@ -4,8 +4,11 @@
 `interval_s` while it runs (energy needs readings close together, see tui/gpu/history.py) and right
 after; `record(url, start, end, output_tokens)` then gives one arm's `ArmGpuRecord`. The burst session
 calls it through a small protocol (tui/bench/session.py `GpuWatch`), so the bench needs no NVML or
-exporter of its own. Both arms of a burst run at the same time (interleaved rounds): when they share
+exporter of its own. Under the parallel schedule both arms run at the same time: when they share
 GPUs, each arm's energy cannot be told apart and is unknown (None, with the reason), never a split guess.
+Under the alternate schedule (the default) each arm's rounds have no other arm's requests in flight, so
+its energy on shared GPUs is theirs over its own rounds (`energy_scope` says so: the other arm's idle
+draw is in it).
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from typing import Literal
 
 import httpx
 
-from tui.gpu.history import energy_per_token, tokens_per_joule
+from tui.gpu.history import EnergyFigure, energy_per_token, tokens_per_joule
 from tui.gpu.monitor import GpuMonitor
-from tui.gpu.records import ArmGpuRecord
+from tui.gpu.records import ArmGpuRecord, Rounds
 from tui.settings import EndpointSettings
 
 WATCH_INTERVAL_S = 0.5
@@ -61,8 +65,12 @@ class BurstGpuWatch:
     def close(self) -> None:
         self.monitor.close()
 
-    def record(self, url: str, start: float, end: float, output_tokens: int) -> ArmGpuRecord | None:
-        """The arm at `url` between two `time.time()` moments; None when it has no GPU source at all."""
+    def record(
+        self, url: str, start: float, end: float, output_tokens: int, phases: Rounds | None = None
+    ) -> ArmGpuRecord | None:
+        """The arm at `url` between two `time.time()` moments; None when it has no GPU source at all.
+        `phases`: the arm's rounds under the alternate schedule (`time.time()` moments), when no other
+        arm had requests in flight: on GPUs shared with another arm, its energy is theirs summed."""
         name = self.urls.get(url.rstrip("/"))
         view = self.monitor.latest.get(name) if name is not None else None
         if view is None:
@@ -78,9 +86,19 @@ class BurstGpuWatch:
             reasons_known = bool(samples) and all(s.throttle_reasons is not None for s in samples)
             throttled = True if throttling is not None else (False if reasons_known else None)
         others = set(view.keys) & self._other_keys(name)
-        note = None
+        note = scope = None
         energy = None
-        if others:
+        if others and phases:
+            energy = self._phases_energy(view.endpoint, phases)
+            if energy is None:
+                note = (
+                    "GPU readings too sparse over the arm's own rounds for its energy on the GPUs it "
+                    "shares with the other arm (exporter collect interval?)"
+                )
+            else:
+                shared = "alternate schedule; shared GPUs: the idle arm's draw in it"
+                scope = f"over its own {len(phases)} rounds ({shared})"
+        elif others:
             note = "both arms ran on the same GPUs at the same time: each arm's energy is unknown"
         else:
             energy = self.monitor.energy_between(view.endpoint, start, end)
@@ -92,10 +110,24 @@ class BurstGpuWatch:
             energy_per_token_j=energy_per_token(joules, output_tokens),
             tokens_per_joule=tokens_per_joule(joules, output_tokens),
             energy_method=energy.method if energy is not None else None,
+            energy_scope=scope,
             throttled=throttled,
             throttle_note=throttling.message if throttling is not None else None,
             note=note,
             gpus=labels,
+        )
+
+    def _phases_energy(self, endpoint: str, phases: Rounds) -> EnergyFigure | None:
+        """The GPUs' energy summed over the phases; None when any phase's is unknown."""
+        figures = [self.monitor.energy_between(endpoint, first, last) for first, last in phases]
+        if not figures or any(figure is None for figure in figures):
+            return None
+        known = [figure for figure in figures if figure is not None]
+        method: Literal["counter", "power"] = (
+            "power" if any(figure.method == "power" for figure in known) else "counter"
+        )
+        return EnergyFigure(
+            sum(figure.joules for figure in known), sum(figure.seconds for figure in known), method
         )
 
     def _other_keys(self, name: str | None) -> set[str]:

@@ -8,7 +8,15 @@ since boot (a counter), SM_CLOCK in MHz, GPU_TEMP in °C, PROF_DRAM_ACTIVE a rat
 (CLOCKS_EVENT_REASONS, formerly CLOCK_THROTTLE_REASONS) are not in the default counters: None unless
 the exporter is told to watch them.
 
-Per-MIG-instance samples (labels GPU_I_ID / GPU_I_PROFILE) are left out: the figures here are whole GPUs.
+MIG: a GPU in MIG mode is on a 3.x page only as its GPU instances, every field repeated per instance
+with the labels GPU_I_PROFILE / GPU_I_ID (and the parent's `gpu` and `UUID`), no whole-GPU line
+(dcgm-exporter issue #561). Those lines are the GPU's slices (`GpuSample.slices`), aggregated into
+their GPU: device-wide fields (power, energy, temperature, SM clock, clock event reasons) are the
+parent's, the same on every instance (issue #50: one clock for all instances), so the GPU takes them;
+memory is each instance's own (INFERRED from the profiles' sizes), so the GPU's used and total are the
+slices' sums (the memory carved into instances); GPU_UTIL is not supported per instance (it reads 0,
+issue #216) and profiling ratios are normalised to each instance, so the GPU's utilisation and DRAM
+activity are None. A 2.x page prints whole-GPU lines beside the instance lines: those stay the GPU's.
 DCGM's "blank" sentinels (no data, not supported: 0x7ffffff0.., 0x7ffffffffffffff0.., 2**47 for
 doubles) and NaN / ±Inf become None.
 """
@@ -21,11 +29,12 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from tui.gpu.models import GpuReading, GpuSample, GpuUnavailable
+from tui.gpu.models import GpuReading, GpuSample, GpuSlice, GpuUnavailable
 from tui.telemetry.prometheus import MetricsFormatError, Sample, parse_metrics_text
 from tui.telemetry.scraper import scrape_metrics
 
 MIB = 2**20
+UNKNOWN_PROFILE = "?"  # a MIG line without its profile or id label
 DEFAULT_TIMEOUT_S = 3.0
 DEFAULT_MAX_BYTES = 4 * 2**20  # a 8-GPU page with every DCP field is ~200 KB
 
@@ -39,6 +48,7 @@ TOTAL_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
 GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
 DRAM_ACTIVE = "DCGM_FI_PROF_DRAM_ACTIVE"
+GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 CLOCKS_EVENT_REASONS = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
 CLOCK_THROTTLE_REASONS = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"  # the name before DCGM 3.2
 
@@ -54,6 +64,7 @@ KNOWN_FIELDS = frozenset(
         SM_CLOCK,
         GPU_TEMP,
         DRAM_ACTIVE,
+        GR_ENGINE_ACTIVE,
         CLOCKS_EVENT_REASONS,
         CLOCK_THROTTLE_REASONS,
     }
@@ -62,6 +73,8 @@ KNOWN_FIELDS = frozenset(
 _INT32_BLANK = 0x7FFFFFF0
 _FP64_BLANK = 2.0**47  # 140737488355328.0; the int64 blanks (0x7ffffffffffffff0..) are above it too
 _MIG_LABELS = ("GPU_I_ID", "GPU_I_PROFILE")
+# The parent GPU's own fields, repeated unchanged on each of its MIG instances' lines.
+DEVICE_FIELDS = (POWER_USAGE, TOTAL_ENERGY, GPU_TEMP, SM_CLOCK, CLOCKS_EVENT_REASONS, CLOCK_THROTTLE_REASONS)
 
 
 def _clean(name: str, value: float) -> float | None:
@@ -73,12 +86,16 @@ def _clean(name: str, value: float) -> float | None:
     return value
 
 
+Values = dict[str, float | None]
+
+
 @dataclass
 class _Gpu:
     index: int | None
     uuid: str | None
     labels: dict[str, str]
-    values: dict[str, float | None] = field(default_factory=dict)
+    values: Values = field(default_factory=dict)  # its whole-GPU lines
+    slices: dict[tuple[str, str], Values] = field(default_factory=dict)  # (profile, id): its MIG lines
 
 
 def _gpu_identity(labels: Mapping[str, str]) -> tuple[int | None, str | None]:
@@ -88,10 +105,11 @@ def _gpu_identity(labels: Mapping[str, str]) -> tuple[int | None, str | None]:
 
 
 def gpus_from_samples(samples: Iterable[Sample]) -> list[GpuSample]:
-    """Whole-GPU samples from the samples of a dcgm-exporter page, in GPU index order."""
+    """GPU samples from the samples of a dcgm-exporter page, in GPU index order; a MIG instance's lines
+    are a slice of its GPU, never a GPU of their own."""
     gpus: dict[tuple[int | None, str | None], _Gpu] = {}
     for sample in samples:
-        if sample.name not in KNOWN_FIELDS or any(label in sample.labels for label in _MIG_LABELS):
+        if sample.name not in KNOWN_FIELDS:
             continue
         index, uuid = _gpu_identity(sample.labels)
         if index is None and uuid is None:
@@ -99,18 +117,68 @@ def gpus_from_samples(samples: Iterable[Sample]) -> list[GpuSample]:
         gpu = gpus.get((index, uuid))
         if gpu is None:
             gpu = gpus[(index, uuid)] = _Gpu(index, uuid, dict(sample.labels))
-        gpu.values[sample.name] = _clean(sample.name, sample.value)
+        value = _clean(sample.name, sample.value)
+        if any(label in sample.labels for label in _MIG_LABELS):
+            instance = (sample.labels.get("GPU_I_PROFILE", ""), sample.labels.get("GPU_I_ID", ""))
+            gpu.slices.setdefault(instance, {})[sample.name] = value
+        else:
+            gpu.values[sample.name] = value
     result = [_to_sample(gpu) for gpu in gpus.values()]
     result.sort(key=lambda gpu: (gpu.index is None, gpu.index or 0, gpu.uuid or ""))
     return result
 
 
-def _to_sample(gpu: _Gpu) -> GpuSample:
-    values = gpu.values
+def _memory(values: Values) -> tuple[int | None, int | None]:
+    """Used and total framebuffer in bytes (total: FB_TOTAL, else used + free + reserved)."""
     used = values.get(FB_USED)
     total = values.get(FB_TOTAL)
     if total is None and used is not None and values.get(FB_FREE) is not None:
         total = used + (values.get(FB_FREE) or 0.0) + (values.get(FB_RESERVED) or 0.0)
+    return (None if used is None else int(used * MIB)), (None if not total else int(total * MIB))
+
+
+def _slice(instance: tuple[str, str], values: Values) -> GpuSlice:
+    used, total = _memory(values)
+    active = values.get(GR_ENGINE_ACTIVE)
+    return GpuSlice(
+        profile=instance[0] or UNKNOWN_PROFILE,
+        instance_id=instance[1] or UNKNOWN_PROFILE,
+        memory_used_bytes=used,
+        memory_total_bytes=total,
+        engine_active=None if active is None or active > 1.0 else active,
+    )
+
+
+def _instance_order(instance: tuple[str, str]) -> tuple[int, str]:
+    profile, number = instance
+    return (int(number) if number.isdigit() else 1 << 30, profile)
+
+
+def _whole_from_slices(slices: list[tuple[GpuSlice, Values]]) -> tuple[Values, int | None, int | None]:
+    """What a GPU seen only through its MIG instances says: its device-wide fields (from the first
+    instance giving each), and its memory as the instances' sums (unknown when one instance's is)."""
+    values: Values = {}
+    for name in DEVICE_FIELDS:
+        known = [v[name] for _, v in slices if v.get(name) is not None]
+        if known:
+            values[name] = known[0]
+    used = [part.memory_used_bytes for part, _ in slices]
+    total = [part.memory_total_bytes for part, _ in slices]
+    return (
+        values,
+        None if any(u is None for u in used) else sum(u for u in used if u is not None),
+        None if any(t is None for t in total) else sum(t for t in total if t is not None),
+    )
+
+
+def _to_sample(gpu: _Gpu) -> GpuSample:
+    ordered = sorted(gpu.slices, key=_instance_order)
+    slices = [(_slice(instance, gpu.slices[instance]), gpu.slices[instance]) for instance in ordered]
+    values = gpu.values
+    if values:
+        used, total = _memory(values)
+    else:  # MIG mode on a 3.x page: the GPU is the sum of its instances
+        values, used, total = _whole_from_slices(slices)
     energy_mj = values.get(TOTAL_ENERGY)
     reasons = values.get(CLOCKS_EVENT_REASONS, values.get(CLOCK_THROTTLE_REASONS))
     dram = values.get(DRAM_ACTIVE)
@@ -119,8 +187,8 @@ def _to_sample(gpu: _Gpu) -> GpuSample:
         index=gpu.index,
         uuid=gpu.uuid,
         name=gpu.labels.get("modelName") or None,
-        memory_used_bytes=None if used is None else int(used * MIB),
-        memory_total_bytes=None if not total else int(total * MIB),
+        memory_used_bytes=used,
+        memory_total_bytes=total,
         utilization_pct=None if util is None or util > 100 else util,
         power_w=values.get(POWER_USAGE),
         energy_j=None if energy_mj is None else energy_mj / 1000.0,
@@ -130,11 +198,13 @@ def _to_sample(gpu: _Gpu) -> GpuSample:
         dram_active=None if dram is None or dram > 1.0 else dram,
         hostname=gpu.labels.get("Hostname") or None,
         pci_bus_id=gpu.labels.get("pci_bus_id") or None,
+        slices=tuple(part for part, _ in slices),
     )
 
 
 def parse_dcgm_page(text: str) -> list[GpuSample]:
-    """Whole-GPU samples from dcgm-exporter text. Raises `MetricsFormatError` on non-Prometheus text."""
+    """GPU samples (MIG instances as their slices) from dcgm-exporter text. Raises `MetricsFormatError`
+    on non-Prometheus text."""
     return gpus_from_samples(parse_metrics_text(text))
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tui.format import fmt_fraction_setting, fmt_gib, fmt_rate, fmt_setting
 from tui.gpu.alerts import MEMORY_HIGH_FRACTION
 from tui.gpu.models import GpuSample
 
@@ -34,7 +35,18 @@ class HeadroomProblem:
 
 
 def _gib(value: float) -> str:
-    return f"{value / GIB:.1f} GiB"
+    return fmt_gib(value)
+
+
+LOWER_TO = 0.85  # the fraction to suggest to a server that fills its GPUs with speculation on
+LOWER_STEP = 0.05  # below that already: this much less than the value set
+
+
+def _lower_fraction(fraction: float) -> float:
+    """A fraction below `fraction` (never the value already set): 0.85, or 0.05 less when it is at or
+    below 0.85 already, rounded down to two decimals."""
+    wanted = LOWER_TO if fraction > LOWER_TO + 0.005 else fraction - LOWER_STEP
+    return max(0.05, math.floor(round(wanted * 100, 6)) / 100)
 
 
 def headroom_problems(
@@ -69,7 +81,7 @@ def headroom_problems(
                 f"everything else, but {_gib(used)} is in use now"
                 + (f" (also on {others})" if others else "")
                 + ": the server will not start beside it, unless that memory is its own (freed on restart)",
-                f"stop what holds the memory, or lower {fraction_key} to {fits:.2f} at most",
+                f"stop what holds the memory, or lower {fraction_key} to {fmt_setting(fits)} at most",
             )
         )
     if too_full:
@@ -78,9 +90,11 @@ def headroom_problems(
             HeadroomProblem(
                 "gpu-memory-full-with-spec",
                 "warning",
-                f"{full_gpu.label} is at {fullest:.0%} of its memory now with speculation on: drafting "
+                f"{full_gpu.label} is at {fmt_rate(fullest)} of its memory now with speculation on: drafting "
                 "needs KV cache beyond this (OOM risk)",
-                f"lower {fraction_key} to 0.85, or halve the maximum number of running sequences",
+                f"lower {fraction_key} to {fmt_fraction_setting(_lower_fraction(fraction))}, or halve the "
+                "maximum number of "
+                "running sequences",
             )
         )
     return problems

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tui.format import fmt_times
 from tui.gpu.models import GpuReading, GpuSample
 
 DEFAULT_HISTORY_S = 1800.0
@@ -185,10 +186,10 @@ def tokens_per_joule(joules: float | None, output_tokens: int | float | None) ->
 def energy_ratio_text(
     arm_joules_per_token: float | None, baseline_joules_per_token: float | None
 ) -> str | None:
-    """The verdict line's energy part: "uses 0.6x the energy per token" (arm relative to baseline)."""
+    """The verdict line's energy part: "uses 0.60x the energy per token" (arm relative to baseline)."""
     if arm_joules_per_token is None or not baseline_joules_per_token:
         return None
-    return f"uses {arm_joules_per_token / baseline_joules_per_token:.1f}x the energy per token"
+    return f"uses {fmt_times(arm_joules_per_token / baseline_joules_per_token)} the energy per token"
 
 
 @dataclass(frozen=True)

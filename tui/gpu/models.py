@@ -57,6 +57,39 @@ def reason_names(mask: int) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A process with a context on a GPU (NVML's compute processes): its pid, its name when /proc tells
+    it, and the GPU memory it holds (None when the driver does not say, e.g. in a container)."""
+
+    pid: int
+    name: str | None = None
+    used_memory_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSlice:
+    """One MIG GPU instance of a GPU (dcgm-exporter's `GPU_I_PROFILE` / `GPU_I_ID` labels): its own memory
+    and how busy its graphics engine is (DCGM_FI_PROF_GR_ENGINE_ACTIVE, normalised to the slice); None
+    when the page does not give it (GPU_UTIL is not supported per MIG instance: it reads 0)."""
+
+    profile: str  # "1g.10gb"
+    instance_id: str  # the GPU instance id on its GPU
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    engine_active: float | None = None  # ratio 0..1 of the slice's time its graphics engine is busy
+
+    @property
+    def label(self) -> str:
+        return f"MIG {self.profile} #{self.instance_id}"
+
+    @property
+    def memory_fraction(self) -> float | None:
+        if self.memory_used_bytes is None or not self.memory_total_bytes:
+            return None
+        return self.memory_used_bytes / self.memory_total_bytes
+
+
+@dataclass(frozen=True, slots=True)
 class GpuSample:
     """One GPU at one moment. Memory in bytes, power in W, energy in J, clock in MHz."""
 
@@ -74,6 +107,8 @@ class GpuSample:
     dram_active: float | None = None  # ratio 0..1 of cycles the memory interface is busy
     hostname: str | None = None
     pci_bus_id: str | None = None
+    processes: tuple[GpuProcess, ...] | None = None  # None: the source cannot list them (dcgm-exporter)
+    slices: tuple[GpuSlice, ...] = ()  # its MIG instances (dcgm-exporter), in instance id order
 
     @property
     def key(self) -> str:

@@ -13,13 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import logging
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from tui.gpu.models import GpuReading, GpuSample, GpuUnavailable
+from tui.gpu.models import GpuProcess, GpuReading, GpuSample, GpuUnavailable
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'spectop[gpu]'"
 NVML_TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
@@ -52,6 +56,7 @@ class NvmlSource:
             try:
                 return self._read()
             except Exception as error:  # a reading that fails is data, not a crash
+                log.exception("reading NVML failed")
                 return GpuUnavailable("nvml", f"NVML: {_error_text(error)}", "NVML")
 
     def close(self) -> None:
@@ -68,6 +73,7 @@ class NvmlSource:
             except ImportError:
                 self._load_error = f"NVML bindings not installed ({INSTALL_HINT})"
             except Exception as error:  # a broken install
+                log.exception("importing %s failed", self.module_name)
                 self._load_error = f"NVML bindings cannot be imported: {_error_text(error)}"
         return self._nvml if self._nvml is not None else self._load_error or "NVML bindings not loaded"
 
@@ -78,7 +84,7 @@ class NvmlSource:
         if not self._initialized:
             try:
                 nvml.nvmlInit()
-            except Exception as error:
+            except Exception as error:  # NVMLError (no driver, no permission): said on the panel, every poll
                 return GpuUnavailable("nvml", f"NVML cannot start: {_error_text(error)}", "NVML")
             self._initialized = True
         count = int(nvml.nvmlDeviceGetCount())
@@ -90,7 +96,7 @@ class NvmlSource:
     def _device(self, nvml: Any, index: int) -> GpuSample:
         try:
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        except Exception:  # a GPU that fell off the bus: listed, every figure unknown
+        except Exception:  # NVMLError_GpuIsLost and kin (or a broken binding): listed, every figure unknown
             return GpuSample(index=index, uuid=None)
 
         def get(call: Callable[[], T]) -> T | None:
@@ -108,6 +114,8 @@ class NvmlSource:
             nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
         )
         reasons = get(lambda: reasons_call(handle)) if reasons_call is not None else None
+        running = getattr(nvml, "nvmlDeviceGetComputeRunningProcesses", None)
+        listed = get(lambda: list(running(handle))) if running is not None else None
         return GpuSample(
             index=index,
             uuid=_text(get(lambda: nvml.nvmlDeviceGetUUID(handle))),
@@ -122,7 +130,20 @@ class NvmlSource:
             throttle_reasons=_int(reasons),
             dram_active=None,  # NVML has no DRAM-active ratio (utilization.memory is another figure)
             pci_bus_id=_text(getattr(pci, "busId", None)),
+            processes=None if listed is None else tuple(_process(entry) for entry in listed[:MAX_PROCESSES]),
         )
+
+
+MAX_PROCESSES = 32  # per GPU: the rows show a few, the rest is a count
+
+
+def _process(entry: object) -> GpuProcess:
+    """One of NVML's running processes; its name from /proc (None when it is gone or not ours to read)."""
+    pid = _int(getattr(entry, "pid", None)) or 0
+    name = None
+    with contextlib.suppress(OSError):
+        name = Path(f"/proc/{pid}/comm").read_text(encoding="utf-8", errors="replace").strip()[:64] or None
+    return GpuProcess(pid, name, _int(getattr(entry, "usedGpuMemory", None)))
 
 
 def _number(value: object) -> float | None:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict, Field
+
+# An arm's rounds under the alternate schedule: (first send, last done) each, `time.time()` moments.
+Rounds = Sequence[tuple[float, float]]
 
 
 class ArmGpuRecord(BaseModel):
@@ -14,6 +19,9 @@ class ArmGpuRecord(BaseModel):
     energy_per_token_j: float | None = Field(None, description="joules per output token")
     tokens_per_joule: float | None = None
     energy_method: str | None = Field(None, description="'counter' (energy counter) or 'power' (integrated)")
+    energy_scope: str | None = Field(
+        None, description="what the energy covers when not all of the arm's time (None: all of it)"
+    )
     throttled: bool | None = Field(None, description="clocks throttled at some reading during the arm")
     throttle_note: str | None = None
     note: str | None = Field(None, description="why a figure is unknown")

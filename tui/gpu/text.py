@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tui.format import UNKNOWN as DASH
-from tui.format import fmt_rate
-from tui.gpu.models import GpuReading, GpuSample, GpuUnavailable
+from tui.format import fmt_gib, fmt_gib_number, fmt_rate, fmt_whole
+from tui.gpu.models import GpuReading, GpuSample, GpuSlice, GpuUnavailable
 
 GIB = 2**30
 BAR_WIDTH = 10
@@ -18,17 +18,17 @@ def memory_bar(fraction: float | None, width: int = BAR_WIDTH) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
-def _number(value: float | None, unit: str, digits: int = 0) -> str:
-    return DASH if value is None else f"{value:.{digits}f}{unit}"
+def _number(value: float | None, unit: str) -> str:
+    return DASH if value is None else f"{fmt_whole(value)}{unit}"
 
 
-def memory_text(gpu: GpuSample) -> str:
+def memory_text(gpu: GpuSample | GpuSlice) -> str:
     used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
     if used is None or total is None:
-        return f"mem {_number(None if used is None else used / GIB, ' GiB', 1)} / {DASH}"
+        return f"mem {DASH if used is None else fmt_gib(used)} / {DASH}"
     fraction = gpu.memory_fraction
     percent = fmt_rate(fraction)
-    return f"mem {used / GIB:.1f} / {total / GIB:.1f} GiB {memory_bar(fraction)} {percent}"
+    return f"mem {fmt_gib_number(used)} / {fmt_gib(total)} {memory_bar(fraction)} {percent}"
 
 
 def throttle_text(gpu: GpuSample) -> str:
@@ -51,8 +51,18 @@ def gpu_line(gpu: GpuSample) -> str:
     return " · ".join(parts)
 
 
+def slice_line(part: GpuSlice) -> str:
+    """One MIG slice under its GPU: `  └ MIG 3g.40gb #1 · mem 34.7 / 39.2 GiB ████████░░ 88% · busy 91%`."""
+    busy = DASH if part.engine_active is None else fmt_rate(part.engine_active)
+    return f"  └ {part.label} · {memory_text(part)} · busy {busy}"
+
+
 def panel_lines(result: GpuReading | GpuUnavailable) -> list[str]:
-    """The panel as text: one line per GPU, or the one line saying why there is no panel."""
+    """The panel as text: one line per GPU (its MIG slices under it), or the one line saying why there
+    is no panel."""
     if isinstance(result, GpuUnavailable):
         return [f"no GPU panel: {result.reason}"]
-    return [f"GPUs from {result.where}:", *(gpu_line(gpu) for gpu in result.gpus)]
+    lines = [f"GPUs from {result.where}:"]
+    for gpu in result.gpus:
+        lines += [gpu_line(gpu), *(slice_line(part) for part in gpu.slices)]
+    return lines

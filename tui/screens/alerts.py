@@ -3,20 +3,27 @@ a guard action's diff)."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header
+from textual.widgets import DataTable, Header
 
 from tui.format import fmt_clock
-from tui.messages import EndpointUpdated
 from tui.sanitize import safe_line
 from tui.screens.guard import GuardDialog
 from tui.telemetry.alerts import Alert, AlertEngine
+from tui.ui.messages import EndpointsUpdated, EndpointUpdated
+from tui.widgets.footer import Footer
+
+COLUMNS: tuple[tuple[str, int | None], ...] = (
+    ("level", 5), ("endpoint", 16), ("started", 8), ("cleared", 8), ("alert", None),
+)  # fmt: skip
 
 
 class AlertsScreen(Screen[None]):
@@ -46,13 +53,25 @@ class AlertsScreen(Screen[None]):
         if not tables:
             return  # the app is shutting down
         table = tables.first()
-        for label, width in (("level", 5), ("endpoint", 16), ("started", 8), ("cleared", 8), ("alert", None)):
-            table.add_column(label, width=width)
+        for label, width in COLUMNS:
+            table.add_column(label, width=width, key=label)
         self._fill()
         table.focus()
 
+    def on_resize(self, event: Resize) -> None:
+        self._fill()
+
+    def _message_width(self, table: DataTable[object]) -> int:
+        """The alert column takes the rest of the row: its text wraps there, whole (never cut at the edge)."""
+        fixed = sum(width + 2 * table.cell_padding for _label, width in COLUMNS if width is not None)
+        return max(20, table.size.width - fixed - 2 * table.cell_padding - 2)  # 2: the scrollbar
+
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
         # The engine's version also moves when an active alert's text or severity follows its figure.
+        if self.alerts.version != self._shown_version:
+            self._fill()
+
+    def on_endpoints_updated(self, message: EndpointsUpdated) -> None:
         if self.alerts.version != self._shown_version:
             self._fill()
 
@@ -61,6 +80,9 @@ class AlertsScreen(Screen[None]):
         if not tables or not tables.first().columns:
             return
         table = tables.first()
+        width = self._message_width(table)
+        table.columns["alert"].width = width  # type: ignore[index]
+        table.columns["alert"].auto_width = False  # type: ignore[index]
         self._shown_version = self.alerts.version
         alerts = self.alerts.all_alerts()
         self._rows = alerts
@@ -79,7 +101,8 @@ class AlertsScreen(Screen[None]):
                 Text(safe_line(alert.endpoint)),  # Text: no markup, measured for the column width
                 fmt_clock(alert.started_at),
                 cleared,
-                Text(safe_line(alert.message)),
+                Text("\n".join(textwrap.wrap(safe_line(alert.message), width)) or ""),
+                height=None,
             )
         if not alerts:
             table.add_row("", "", "", "", "no alerts so far")

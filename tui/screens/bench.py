@@ -13,6 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
 
+import httpx
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -21,19 +22,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.events import DescendantFocus, Resize
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Label, ProgressBar, Select, Static
+from textual.widgets import ContentSwitcher, DataTable, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker
 
 from tui.bench.burst_store import HISTORY_COLUMNS, BurstEntry, alist_bursts, export_path, history_rows
 from tui.bench.engine import BurstConfigError, BurstProgress
 from tui.bench.prompts import DEFAULT_PROMPT_SET, builtin_set_names
-from tui.bench.report import (
-    BurstSummary,
-    equivalence_line,
-    explain_block,
-    note_lines,
-    table_rows,
-)
+from tui.bench.report.models import BurstSummary
+from tui.bench.report.table import table_rows
+from tui.bench.report.text import client_check_lines, equivalence_line, explain_block, note_lines
 from tui.bench.session import (
     BurstCancelled,
     BurstOutcome,
@@ -46,11 +43,13 @@ from tui.bench.session import (
 )
 from tui.format import fmt_latency, fmt_tokens_per_s
 from tui.gpu.burst import watch_for
-from tui.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
+from tui.ui.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
+from tui.ui.worker_errors import ReportsWorkerFailures
+from tui.widgets.edit_mode import FieldInput
+from tui.widgets.footer import Footer
 from tui.widgets.on_off import OnOff
-from tui.worker_errors import ReportsWorkerFailures
 
 MAX_USER_PROMPT_FILES = 20
 
@@ -99,7 +98,7 @@ TOGGLES = (
 
 
 def arm_line(label: str, arm: Any) -> str:
-    ttft, rate = fmt_latency(arm.ttft_p50_s), fmt_tokens_per_s(arm.decode_tokens_per_s_mean)
+    ttft, rate = fmt_latency(arm.ttft_p50_s), fmt_tokens_per_s(arm.decode_tokens_per_s_pooled)
     counts = f"{arm.done:>4}/{arm.total:<4} err {arm.errors:<3} retry {arm.retries:<3}"
     return f"{label} {safe_line(arm.name)[:10]:10} {counts} TTFT p50 {ttft:>7} decode {rate:>7} tok/s"
 
@@ -143,7 +142,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     BenchScreen #status.error { color: $error; }
     BenchScreen #switcher { height: 1fr; }
     BenchScreen #results-table, BenchScreen #history-table { height: 1fr; }
-    BenchScreen #verdict { height: auto; max-height: 4; text-style: bold; }
+    BenchScreen #verdict { height: auto; max-height: 6; text-style: bold; }
     BenchScreen #verdict.hint { text-style: none; color: $text-muted; }
     """
 
@@ -168,12 +167,15 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     def __init__(
         self,
         endpoints: list[EndpointSettings],
+        client: httpx.AsyncClient,
         *,
         default_a: str | None = None,
         default_b: str | None = None,
     ) -> None:
+        """`client`: the app's one httpx client (bursts, GPU pages)."""
         super().__init__()
         self.endpoints = list(endpoints)
+        self.client = client
         self.default_a = default_a
         self.default_b = default_b
         self.history: list[BurstEntry] = []
@@ -212,9 +214,8 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         return EndpointArm.from_settings(chosen) if chosen else None
 
     def compose(self) -> ComposeResult:
-        yield Static(
-            "A/B burst · ctrl+r or enter in a field starts · esc cancels / goes back", id="bench-title"
-        )
+        title = "A/B burst · ctrl+r starts · enter/i: edit a field · esc: leave it, cancel, back"
+        yield Static(title, id="bench-title")
         a_default = self._default(self.default_a, 0)
         b_default: EndpointArm | OneArm | None = NO_B
         if self.default_b:
@@ -252,13 +253,13 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             )
             for label, field_id, _, value, tooltip in FORM_FIELDS:
                 yield Label(label, classes="gap")
-                field = Input(value=value, id=field_id, compact=True)
+                field = FieldInput(value=value, id=field_id, compact=True)
                 field.tooltip = tooltip
                 yield field
         with Horizontal(classes="form-row"):
             for index, (label, field_id, _, value, tooltip) in enumerate(MORE_FIELDS):
                 yield Label(label, classes="gap" if index else "")
-                field = Input(value=value, id=field_id, compact=True)
+                field = FieldInput(value=value, id=field_id, compact=True)
                 field.tooltip = tooltip
                 yield field
             yield Label("api", classes="gap")
@@ -272,7 +273,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         with Horizontal(classes="form-row"):
             for index, (label, field_id, _, placeholder, tooltip) in enumerate(ARM_FIELDS):
                 yield Label(label, classes="gap" if index else "")
-                field = Input(placeholder=placeholder, id=field_id, compact=True)
+                field = FieldInput(placeholder=placeholder, id=field_id, compact=True)
                 field.tooltip = tooltip
                 yield field
             schedule = Select(
@@ -285,11 +286,11 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         with Horizontal(classes="form-row"):
             label, field_id, _, placeholder, tooltip = SLO_FIELD
             yield Label(label)
-            slo = Input(placeholder=placeholder, id=field_id, compact=True)
+            slo = FieldInput(placeholder=placeholder, id=field_id, compact=True)
             slo.tooltip = tooltip
             yield slo
             yield Label("client settings", classes="gap")
-            settings = Input(placeholder="settings.json (optional)", id="client-settings", compact=True)
+            settings = FieldInput(placeholder="settings.json (optional)", id="client-settings", compact=True)
             settings.tooltip = "client settings.json: api_key_env, model, timeout, retries, extra_body"
             yield settings
         with Horizontal(id="progress-row"):
@@ -380,7 +381,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.query_one("#phase", Static).update("starting")
         self.set_status(" · ".join(request.notes))
         self._cancel = asyncio.Event()
-        client = self.app.http_client  # type: ignore[attr-defined]
+        client = self.client
         arms = [arm.base_url for arm in (request.a, request.b) if isinstance(arm, EndpointArm)]
         gpu = watch_for(arms, self.endpoints, client)  # the endpoints' gpu_metrics_url: energy per arm
         work = self._run(BurstSession(request, client, gpu), self._cancel)
@@ -487,7 +488,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         bar.update(total=max(progress.total, 1), progress=progress.done)
         phases = {"warmup": "warming up", "scrape": "reading /metrics", "running": "running", "done": "done"}
         self.query_one("#phase", Static).update(
-            f"{phases[progress.phase]} · {progress.done}/{progress.total} · {progress.elapsed_s:.1f} s"
+            f"{phases[progress.phase]} · {progress.done}/{progress.total} · {fmt_latency(progress.elapsed_s)}"
         )
         lines = [arm_line(arm.label.upper(), arm) for arm in progress.arms]
         self.query_one("#live", Static).update(Content(safe_text("\n".join(lines))))
@@ -504,12 +505,18 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             table.add_row(figure, a_text, b_text)
         comparison = message.summary.comparison
         lines = []
+        late = [
+            line
+            for label, arm in message.summary.arms
+            for line in client_check_lines(label.upper(), arm.client_check)
+        ]
+        lines += [line for line in late if line.startswith("!!!")]  # first: the client was the bottleneck
         if comparison is not None:
             lines.append(comparison.verdict)
         equivalence = equivalence_line(message.summary)
         if equivalence:
             lines.append(equivalence)
-        lines += note_lines(message.summary)
+        lines += [line for line in note_lines(message.summary) if line not in lines]
         self.query_one("#verdict", Static).update(
             Content(safe_text("\n".join(lines) or "one arm: no comparison"))
         )
@@ -524,6 +531,9 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         table.focus()  # so j / c / m export instead of typing into a field
         saved = " · kept in the history (h)" if message.saved_to else ""
         notes = "".join(f" · {note}" for note in message.result.notes)
+        if any(line.startswith("!!!") for line in late):
+            self.set_status("THE CLIENT FELL BEHIND: the figures measure spectop, not the server", error=True)
+            return
         self.set_status(f"j / c / m: export JSON / CSV / Markdown · e: explain{saved}{notes}")
 
     @on(BurstFailed)

@@ -15,6 +15,7 @@ from textual.screen import Screen
 
 from tui.board import Board, LogEntry
 from tui.sources.clock import Clock
+from tui.state import TableChoice
 from tui.widgets.card_view import CardData
 
 
@@ -29,8 +30,16 @@ class ScreenContext:
     editable: bool = True  # the endpoints' config files can be edited (live endpoints, not a replay)
     open_editor: Callable[[str], None] = _nothing  # the config editor for an endpoint
     open_tune: Callable[[str], None] = _nothing  # the tune screen (sweep k with restarts) for an endpoint
+    open_log: Callable[[str], None] = _nothing  # the log viewer (full screen) for an endpoint
     reread_thresholds: Callable[[], None] = _nothing  # after the editor: config files may have changed
     intro: str | None = None  # a line at the top of the dashboard until the first key (`spectop demo`)
+    table_choice: TableChoice | None = None  # the table view's columns and sort, as remembered
+    remember_table: Callable[[TableChoice], None] = _nothing  # keep a new choice (state.json)
+
+    @property
+    def stale_after_s(self) -> float:
+        """An endpoint whose newest scrape is older than this is "stale"."""
+        return max(10.0, 3 * self.board.settings.poll_interval_s)
 
     def card_data(self, name: str) -> CardData:
         """The view model of one endpoint's card (and the detail screen's figures)."""
@@ -45,7 +54,7 @@ class ScreenContext:
             history=board.series.endpoint(name),
             alerts=board.alerts.active(name),
             now=self.clock.time(),
-            stale_after_s=max(10.0, 3 * board.settings.poll_interval_s),
+            stale_after_s=self.stale_after_s,
             threshold=board.alerts.threshold(name),
             critical=board.alerts.rules.acceptance_critical,
             window_s=board.settings.window_s,
@@ -53,7 +62,15 @@ class ScreenContext:
             gpu=board.gpus.get(name),
             gpu_shared=board.gpu_shared,
             gpu_views=board.gpus,
+            advice=board.advice.advice(name) if board.advice is not None else None,
+            peer_models=board.peer_models(),
         )
+
+    def group_advice_lines(self) -> list[tuple[str, bool]]:
+        """Fleet mode: the advisor's line per calibrated group, and whether it advises another k."""
+        from tui.fleet.advice import group_lines
+
+        return group_lines(self.board.group_advice())
 
     def log_entries(self, name: str) -> list[LogEntry]:
         return self.board.log_entries(name)

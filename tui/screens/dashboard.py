@@ -1,26 +1,39 @@
 """The dashboard: one card per endpoint, stacked on small terminals and in a grid on large ones; a table
 (one row per endpoint, sortable) when the cards do not fit, or on `v`. In fleet mode the table is the
-fleet's (`FleetTable`: grouped by model or job, with summary rows and the imbalance marks)."""
+fleet's (`FleetTable`: grouped by model or job, with summary rows and the imbalance marks), with a line
+per group the what-if advisor has a calibrated answer for ("advice · group llama-8b: k=4 now · k=2
+would be 1.12x", tui/fleet/advice.py) above the table or the cards.
+
+What is hidden costs nothing: cards are made the first time the cards view shows (a fleet of 1,000
+instances in the table view has none), a hidden card or table is not updated, and is brought up to
+date with the latest data when it shows again. New endpoints and new data are taken in batches (one
+layout and one redraw per poll, not one per endpoint)."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, VerticalScroll
+from textual.content import Content
 from textual.events import Key, Resize
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
-from tui.messages import EndpointUpdated
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.telemetry.endpoint_row import EndpointRow, endpoint_row
+from tui.ui.messages import EndpointsUpdated, EndpointUpdated
 from tui.widgets.card_view import CHART_LINES, CHART_MIN_WIDTH, CardData
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import TREND_COLUMNS, EndpointTable
-from tui.widgets.fleet_table import FleetTable
-from tui.widgets.gpu_panel import GpuStrip
+from tui.widgets.figure_table import wrap_whole
+from tui.widgets.footer import Footer
+from tui.widgets.gpu_panel import GpuStrip, card_gpu_line
+
+if TYPE_CHECKING:  # fleet mode only: its modules are imported when it starts (not before a first frame)
+    from tui.widgets.fleet_table import FleetTable
 
 CARD_MIN_WIDTH = 78  # a compact card's three lines
 ROOMY_CARD_MIN_WIDTH = 60  # a roomy card's (sparklines shrink): two columns from 120 on
@@ -66,6 +79,7 @@ def card_height(width: int, height: int, count: int, columns: int, roomy: bool, 
 class DashboardScreen(EndpointScreen):
     DEFAULT_CSS = """
     DashboardScreen #intro { height: auto; padding: 0 1; background: $boost; color: $text; }
+    DashboardScreen #group-advice { height: auto; padding: 0 1; }
     DashboardScreen #cards-scroll { height: 1fr; }
     DashboardScreen #cards { layout: grid; grid-size: 1; grid-gutter: 0 1; grid-rows: 5; height: auto; }
     DashboardScreen #empty { color: $text-muted; padding: 1 2; }
@@ -79,6 +93,8 @@ class DashboardScreen(EndpointScreen):
         Binding("enter", "open_detail", "Open", key_display="⏎", tooltip="detail screen of the card"),
         Binding("slash", "filter", "Filter", key_display="/", tooltip="filter the cards by name"),
         Binding("e", "edit", "Edit", tooltip="edit the config file"),
+        Binding("g", "gpus", "GPUs", show=False, tooltip="one row per GPU"),
+        Binding("l", "log_viewer", "Log", show=False, tooltip="log, full screen"),
         Binding(
             "T", "tune", "Tune", show=False, tooltip="sweep k with restarts, recommend, apply (tune screen)"
         ),
@@ -101,7 +117,14 @@ class DashboardScreen(EndpointScreen):
     def __init__(self, context: ScreenContext, table: FleetTable | None = None) -> None:
         super().__init__(context)
         self._fleet = table  # fleet mode: the fleet's table instead of the endpoints' one
-        self._cards: dict[str, EndpointCard] = {}
+        self._names: list[str] = []  # every endpoint shown, in the order they came
+        self._known: set[str] = set()
+        self._cards: dict[str, EndpointCard] = {}  # their cards, made when the cards view first shows
+        self._stale_cards: set[str] = set()  # cards whose endpoint changed while the table showed
+        self._stale_seen: set[str] = set()  # endpoints stale at the last age tick
+        self._added = False  # endpoints came since the last layout
+        self._card_rows = COMPACT_CARD_ROWS
+        self._mounting: object | None = None  # the cards being mounted (on_mount waits for them)
         self._columns = 1
         self._filter = ""
         self._focus_pending = False
@@ -110,11 +133,12 @@ class DashboardScreen(EndpointScreen):
         self._chosen_view: str | None = None  # "cards" / "table" after `v`; None: by what fits
         self.view = "cards"
         self._gpu_rows = (0, False)  # the GPU strip's rows, and whether any card has a GPU line
+        self._advice_rows = 0  # fleet mode: the group advice's lines above the table or the cards
+        self._advice_text: Content | None = None  # and their text shown
 
     @property
     def endpoint_in_view(self) -> str | None:
-        card = self._focused_card()
-        return card.endpoint if card is not None else None
+        return self._focused_endpoint()
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -122,10 +146,19 @@ class DashboardScreen(EndpointScreen):
         intro.display = bool(self.context.intro)
         yield intro
         yield GpuStrip(id="gpu-strip")
+        advice = Static("", id="group-advice", markup=False)
+        advice.display = False
+        yield advice
         with VerticalScroll(id="cards-scroll", can_focus=False):
             yield Static("No endpoints. Give one with --endpoint URL or a spectop.toml.", id="empty")
             yield Container(id="cards")
-        yield self._fleet if self._fleet is not None else EndpointTable(id="table")
+        yield (
+            self._fleet
+            if self._fleet is not None
+            else EndpointTable(
+                id="table", choice=self.context.table_choice, on_chosen=self.context.remember_table
+            )
+        )
         yield Input(
             placeholder="filter endpoints by name (Enter keeps it, Escape clears)",
             id="card-filter",
@@ -134,36 +167,60 @@ class DashboardScreen(EndpointScreen):
         yield Footer(compact=True)
 
     async def on_mount(self) -> None:
-        cards = [self._new_card(endpoint.name) for endpoint in self.context.board.endpoints]
-        if cards:
-            await self.query_one("#cards", Container).mount_all(cards)
-        self._layout_for(self.size.width, self.size.height)
-        if cards and self.view == "cards":
-            cards[0].focus()
+        self._names = [endpoint.name for endpoint in self.context.board.endpoints]
+        self._known = set(self._names)
+        self.query_one("#empty", Static).display = not self._names
+        self._layout_for(self.size.width, self.size.height)  # the cards view makes the cards
+        if self._mounting is not None:
+            await self._mounting  # type: ignore[misc]  # an AwaitMount
+            self._mounting = None
+        if self._cards and self.view == "cards":
+            next(iter(self._cards.values())).focus()
         self.set_interval(AGE_TICK_S, self._tick_ages)
 
-    def _new_card(self, name: str) -> EndpointCard:
-        card = EndpointCard(self.context.card_data(name), id=f"card-{len(self._cards)}")
-        self._cards[name] = card
-        card.roomy = self.query_one("#cards", Container).has_class("roomy")
-        self.query_one("#empty", Static).display = False
-        return card
+    def _ensure_cards(self) -> None:
+        """Every endpoint has its card (made with its latest data); a card that missed updates while
+        hidden gets the latest data."""
+        for name in self._stale_cards:
+            card = self._cards.get(name)
+            if card is not None:
+                card.update_data(self.context.card_data(name))
+        self._stale_cards = set()
+        missing = [name for name in self._names if name not in self._cards]
+        if not missing:
+            return
+        container = self.query_one("#cards", Container)
+        roomy = container.has_class("roomy")
+        cards = []
+        for name in missing:
+            card = EndpointCard(self.context.card_data(name), id=f"card-{len(self._cards)}")
+            card.roomy = roomy
+            card.styles.height = self._card_rows
+            card.display = self._filter in name.lower()
+            self._cards[name] = card
+            cards.append(card)
+        self._mounting = container.mount_all(cards)
 
-    def _add_card(self, name: str) -> EndpointCard:
-        card = self._new_card(name)
-        self.query_one("#cards", Container).mount(card)
-        self._layout_for(self.size.width, self.size.height)
-        in_view = (EndpointTable | FleetTable) if self.view == "table" else EndpointCard
+    def _add_endpoint(self, name: str) -> None:
+        """A new endpoint: laid out with the next batch (one layout for all that come in one poll)."""
+        self._names.append(name)
+        self._known.add(name)
+        self._added = True
+        self.query_one("#empty", Static).display = False
+
+    def _after_added(self) -> None:
+        self._added = False
+        self._layout_for(self.size.width, self.size.height)  # the cards view makes their cards
+        in_view = EndpointTable if self.view == "table" else EndpointCard
         if not self._focus_pending and not isinstance(self.focused, in_view | Input):
             self._focus_pending = True
             self.call_after_refresh(self._focus_first_card)
-        return card
 
     def _focus_first_card(self) -> None:
         self._focus_pending = False
         cards = self._visible_cards()
         if self.view == "table":
-            if not isinstance(self.focused, EndpointTable | FleetTable | Input):
+            if not isinstance(self.focused, EndpointTable | Input):  # the fleet's table too
                 self._table().focus()
         elif cards and not isinstance(self.focused, EndpointCard | Input):
             cards[0].focus()
@@ -175,10 +232,18 @@ class DashboardScreen(EndpointScreen):
         each other: one redraw `BATCH_DELAY_S` after the first covers them all (one frame per tick
         instead of one per endpoint).
         """
-        if message.endpoint not in self._cards:
-            self._add_card(message.endpoint)
-        self._dirty.add(message.endpoint)
-        if message.immediate:
+        self._mark_dirty((message.endpoint,), message.immediate)
+
+    def on_endpoints_updated(self, message: EndpointsUpdated) -> None:
+        """The readings of a poll (a fleet refresh), in one message: as `EndpointUpdated` for each."""
+        self._mark_dirty(message.endpoints, immediate=False)
+
+    def _mark_dirty(self, names: Iterable[str], immediate: bool) -> None:
+        for name in names:
+            if name not in self._known:
+                self._add_endpoint(name)
+            self._dirty.add(name)
+        if immediate:
             self._flush_dirty()
         elif not self._flush_pending:
             self._flush_pending = True
@@ -187,37 +252,85 @@ class DashboardScreen(EndpointScreen):
     def _flush_dirty(self) -> None:
         self._flush_pending = False
         dirty, self._dirty = self._dirty, set()
-        rows = []
-        for name in dirty:
-            card = self._cards.get(name)
-            if card is not None:
-                data = self.context.card_data(name)
-                card.update_data(data)
-                rows.append(_table_entry(data))
-        self._set_rows(rows)
+        if self._added:
+            self._after_added()
+        self._update(dirty)
         self._refresh_gpu()
+        self._refresh_group_advice()
+
+    def _update(self, names: set[str] | list[str]) -> None:
+        """New data for `names`, drawn by the view that shows; the hidden one is brought up to date
+        when it shows again (`_show_view`)."""
+        if not names:
+            return
+        if self.view == "cards":
+            for name in names:
+                card = self._cards.get(name)
+                if card is not None:
+                    card.update_data(self.context.card_data(name))
+            return
+        self._stale_cards.update(name for name in names if name in self._cards)
+        if self._fleet is not None:  # the fleet's table reads the board itself
+            self._fleet.refresh_rows()
+        else:
+            self._set_rows([_table_entry(self.context.card_data(name)) for name in names])
 
     def _refresh_gpu(self) -> None:
         """The GPU strip at the top, and one more row per card when any card shows a GPU line."""
         board = self.context.board
         rows = self.query_one(GpuStrip).show(board.gpus, board.gpu_shared)
-        gpu_rows = (rows, any(card.has_class("gpu") for card in self._cards.values()))
+        gpu_line = any(
+            card_gpu_line(view, board.gpu_shared, board.gpus, 80) is not None for view in board.gpus.values()
+        )
+        gpu_rows = (rows, gpu_line)
         if gpu_rows != self._gpu_rows:
             self._gpu_rows = gpu_rows
             self.query_one("#cards", Container).set_class(gpu_rows[1], "gpu")
             self._layout_for(self.size.width, self.size.height)
 
+    def _group_advice_text(self, width: int) -> tuple[Content, int]:
+        """The group advice lines wrapped whole to `width`, and how many rows they take."""
+        parts = [
+            Content.styled(part, "$warning" if better else "$text-muted")
+            for line, better in self.context.group_advice_lines()
+            for part in wrap_whole(line, max(20, width - 2), "", "  ")
+        ]
+        return Content("\n").join(parts), len(parts)
+
+    def _refresh_group_advice(self, width: int | None = None) -> None:
+        """Fleet mode: the group advice after new readings (or at a new width); the layout makes room."""
+        if self._fleet is None:
+            return
+        text, rows = self._group_advice_text(width or self.size.width)
+        widget = self.query_one("#group-advice", Static)
+        if text != self._advice_text:  # Static.update lays the screen out again: only for a new text
+            self._advice_text = text
+            widget.update(text)
+        widget.display = rows > 0
+        if rows != self._advice_rows:
+            self._advice_rows = rows
+            self._layout_for(self.size.width, self.size.height)
+
     def _tick_ages(self) -> None:
-        """Once a second: cards whose last scrape is late show their growing age (and turn stale)."""
-        late_after = self.context.board.settings.poll_interval_s + 1.0
-        rows = []
-        for name, card in self._cards.items():
-            data = self.context.card_data(name)
-            if data.age is None or data.age >= late_after:
-                card.update_data(data)
-                rows.append(_table_entry(data))
-        if rows:
-            self._set_rows(rows)
+        """Once a second: cards whose last scrape is late show their growing age; a table row (which
+        shows no age) only when its endpoint turns stale or stops being stale."""
+        board = self.context.board
+        now = self.context.clock.time()
+        if now is None:  # a replay before its first record: no age yet
+            return
+        stale_after = self.context.stale_after_s
+        stale = {name for name, reading in board.readings.items() if now - reading.time > stale_after}
+        turned, self._stale_seen = stale ^ self._stale_seen, stale
+        if self.view == "table":
+            self._update(turned)
+            return
+        late_after = board.settings.poll_interval_s + 1.0
+        late = [
+            name
+            for name in self._names
+            if (reading := board.readings.get(name)) is None or now - reading.time >= late_after
+        ]
+        self._update(late)
 
     def on_key(self, event: Key) -> None:
         """The intro line (`spectop demo`) goes at the first key; the key does what it does anyway."""
@@ -227,10 +340,11 @@ class DashboardScreen(EndpointScreen):
             self._layout_for(self.size.width, self.size.height)  # its rows go to the cards
 
     def on_screen_resume(self) -> None:
-        if self._cards:  # coming back from another screen (the editor may have changed a threshold)
+        if self._names:  # coming back from another screen (the editor may have changed a threshold)
             self.context.reread_thresholds()
 
     def on_resize(self, event: Resize) -> None:
+        self._refresh_group_advice(event.size.width)
         self._layout_for(event.size.width, event.size.height)
 
     def _layout_for(self, width: int, height: int) -> None:
@@ -240,12 +354,15 @@ class DashboardScreen(EndpointScreen):
         # Roomy cards whenever they all fit without scrolling (the two endpoints of `spectop demo`
         # in 80x24), in a grid from 120 columns on; compact otherwise; the table when even those do not.
         strip_rows, gpu_line = self._gpu_rows  # the GPU strip at the top; a GPU line on the cards
+        strip_rows += self._advice_rows
         intro = self.query_one("#intro", Static)
         if intro.display:  # `spectop demo`'s line until the first key
             strip_rows += -(-len(self.context.intro or "") // max(1, width - 2))
-        fitting = card_layout(width, height - strip_rows, len(self._cards), extra_rows=int(gpu_line))
+        count = len(self._names)
+        fitting = card_layout(width, height - strip_rows, count, extra_rows=int(gpu_line))
         self._columns, roomy = fitting or (max(1, width // CARD_MIN_WIDTH), False)
-        rows = card_height(width, height - strip_rows, len(self._cards), self._columns, roomy, int(gpu_line))
+        rows = card_height(width, height - strip_rows, count, self._columns, roomy, int(gpu_line))
+        self._card_rows = rows
         cards.styles.grid_size_columns = self._columns
         cards.styles.grid_rows = (rows,)
         cards.set_class(roomy, "roomy")
@@ -255,24 +372,29 @@ class DashboardScreen(EndpointScreen):
         self._show_view(self._chosen_view or ("cards" if fitting else "table"))
 
     def _show_view(self, view: str) -> None:
+        if view == "cards":
+            self._ensure_cards()  # made, or brought up to date, before they show
         if view == self.view:
             return
         self.view = view
         self.set_class(view == "table", "table-view")
         table = self._table()
         if view == "table":
-            card = self._focused_card()
-            self._set_rows([_table_entry(self.context.card_data(name)) for name in self._cards])
-            if card is not None and isinstance(table, EndpointTable):  # the cursor on the focused card
-                table.select(card.endpoint)
+            focused = self._focused_endpoint()
+            if self._fleet is not None:
+                self._fleet.refresh_rows()
+            else:
+                self._set_rows([_table_entry(self.context.card_data(name)) for name in self._names])
+            if focused is not None and isinstance(table, EndpointTable):  # the cursor on the focused card
+                table.select(focused)
             if not isinstance(self.focused, Input):
                 table.focus()
-        elif isinstance(self.focused, EndpointTable | FleetTable):
+        elif isinstance(self.focused, EndpointTable):  # the fleet's table too
             selected = self._cards.get(table.selected_endpoint or "")
             cards = self._visible_cards()
             target = selected if selected in cards else (cards[0] if cards else None)
             if target is not None:
-                target.focus()
+                self.call_after_refresh(target.focus)  # a card made just now is mounted by then
 
     @on(DataTable.RowSelected, "#table, #fleet-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
@@ -284,12 +406,12 @@ class DashboardScreen(EndpointScreen):
         return self._fleet if self._fleet is not None else self.query_one(EndpointTable)
 
     def _set_rows(self, rows: list[tuple[EndpointRow, list[float | None]]]) -> None:
-        """New figures for the table: the endpoints' table takes rows, the fleet's reads the board itself."""
-        table = self._table()
-        if isinstance(table, FleetTable):
-            table.refresh_rows()
+        """New figures for the table: the endpoints' table takes rows, the fleet's reads the board itself
+        (`refresh_rows`)."""
+        if self._fleet is not None:
+            self._fleet.refresh_rows()
         else:
-            table.set_rows(rows)
+            self._table().set_rows(rows)
 
     def action_toggle_view(self) -> None:
         self._chosen_view = "cards" if self.view == "table" else "table"
@@ -303,10 +425,21 @@ class DashboardScreen(EndpointScreen):
     def _visible_cards(self) -> list[EndpointCard]:
         return [card for card in self._cards.values() if card.display]
 
+    def _focused_endpoint(self) -> str | None:
+        """The endpoint of the focused card, or of the table's cursor row in the table view."""
+        focused = self.focused
+        if isinstance(focused, EndpointTable):  # the fleet's table too
+            return focused.selected_endpoint
+        card = self._focused_card()
+        return card.endpoint if card is not None else None
+
     def _focused_card(self) -> EndpointCard | None:
         focused = self.focused
-        if isinstance(focused, EndpointTable | FleetTable):  # the table view: its cursor row's card
+        if isinstance(focused, EndpointTable):  # the table view (the fleet's too): its cursor row's card
             return self._cards.get(focused.selected_endpoint or "")
+        if focused is None:  # a key pressed before the first card took the focus: the first card
+            visible = self._visible_cards()
+            return visible[0] if visible else None
         return focused if isinstance(focused, EndpointCard) else None
 
     def action_move(self, rows: int, columns: int) -> None:
@@ -319,26 +452,39 @@ class DashboardScreen(EndpointScreen):
         cards[max(0, min(len(cards) - 1, target))].focus()
 
     def action_open_detail(self) -> None:
-        card = self._focused_card()
-        if card is None:
+        name = self._focused_endpoint()
+        if name is None:
             return
         from tui.screens.detail import DetailScreen
 
-        self.app.push_screen(DetailScreen(self.context, card.endpoint))
+        self.app.push_screen(DetailScreen(self.context, name))
+
+    def action_gpus(self) -> None:
+        from tui.screens.gpus import GpuScreen
+
+        card = self._focused_card()
+        self.app.push_screen(GpuScreen(self.context, card.endpoint if card is not None else None))
+
+    def action_log_viewer(self) -> None:
+        card = self._focused_card()
+        if card is None:
+            self.notify("select an endpoint first", severity="warning")
+            return
+        self.context.open_log(card.endpoint)
 
     def action_edit(self) -> None:
-        card = self._focused_card()
-        if card is None:
+        name = self._focused_endpoint()
+        if name is None:
             self.notify("select an endpoint first", severity="warning")
             return
-        self.context.open_editor(card.endpoint)
+        self.context.open_editor(name)
 
     def action_tune(self) -> None:
-        card = self._focused_card()
-        if card is None:
+        name = self._focused_endpoint()
+        if name is None:
             self.notify("select an endpoint first", severity="warning")
             return
-        self.context.open_tune(card.endpoint)
+        self.context.open_tune(name)
 
     def action_filter(self) -> None:
         box = self.query_one("#card-filter", Input)

@@ -9,14 +9,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
-from tui.messages import EndpointUpdated
+from tui.format import UNKNOWN, fmt_setting
 from tui.sanitize import safe_line
 from tui.screens.context import EndpointScreen, ScreenContext
+from tui.ui.messages import EndpointsUpdated, EndpointUpdated
 from tui.widgets.chart import ACCEPTANCE_CHART, TOKENS_CHART, TTFT_CHART, Chart, ChartSpec, TimeAxis
 from tui.widgets.figure_table import FigureTable
+from tui.widgets.footer import Footer
 from tui.widgets.gpu_panel import GpuCharts
+from tui.widgets.gpu_rows import GpuRowsPane
 from tui.widgets.log_pane import LogPane
 
 WINDOWS_S: dict[str, float] = {"1": 60.0, "2": 300.0, "3": 1800.0}
@@ -45,6 +48,9 @@ class DetailScreen(EndpointScreen):
         Binding("f", "toggle_follow", "Follow", tooltip="follow the log / hold it"),
         Binding("slash", "filter", "Filter", key_display="/", tooltip="filter the log"),
         Binding("e", "edit", "Edit", show=False, tooltip="edit the config file"),
+        Binding("g", "gpus", "GPUs", show=False, tooltip="one row per GPU"),
+        Binding("G", "toggle_gpu_rows", "GPU rows", show=False, tooltip="GPU charts ⇄ rows here"),
+        Binding("l", "log_viewer", "Log", tooltip="log, full screen"),
         Binding("1", "window('1')", "1m", show=False, tooltip="charts over 1 min"),
         Binding("2", "window('2')", "5m", show=False, tooltip="charts over 5 min"),
         Binding("3", "window('3')", "30m", show=False, tooltip="charts over 30 min"),
@@ -58,6 +64,7 @@ class DetailScreen(EndpointScreen):
         super().__init__(context)
         self.endpoint = endpoint
         self.window_s = 300.0
+        self.gpu_rows = False  # the GPU section: charts over the window, or one row per GPU (`G`)
 
     @property
     def endpoint_in_view(self) -> str | None:
@@ -73,6 +80,7 @@ class DetailScreen(EndpointScreen):
                     yield Chart(spec, id=chart_id)
                 yield TimeAxis(id="time-axis")
         yield GpuCharts(id="gpu-charts")
+        yield GpuRowsPane(id="gpu-rows")
         yield LogPane(id="log")
         yield Input(
             placeholder="show only log lines containing… (Escape clears)", id="log-filter", disabled=True
@@ -99,6 +107,8 @@ class DetailScreen(EndpointScreen):
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.height >= ROOMY_MIN_HEIGHT, "roomy")
+        if self.gpu_rows:  # drawn for the width
+            self._refresh_figures()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
         if message.endpoint != self.endpoint:
@@ -106,6 +116,10 @@ class DetailScreen(EndpointScreen):
         if message.log_line is not None:
             self.query_one(LogPane).add(message.log_line)
         else:
+            self._refresh_figures()
+
+    def on_endpoints_updated(self, message: EndpointsUpdated) -> None:
+        if self.endpoint in message.endpoints:
             self._refresh_figures()
 
     def _refresh_figures(self) -> None:
@@ -119,17 +133,41 @@ class DetailScreen(EndpointScreen):
         markers = [marker for marker in getattr(history, "markers", ()) if start <= marker[0] <= end]
         for chart_id, spec in CHARTS.items():
             times, values = history.window(spec.key, start)
-            self.query_one(f"#{chart_id}", Chart).set_values(times, values, start, end, markers)
+            text = data.text(spec.key)
+            value = (text, "$text-muted" if text == UNKNOWN else "bold")
+            bound = history.bound_since(spec.key, start)
+            chart = self.query_one(f"#{chart_id}", Chart)
+            chart.set_values(times, values, start, end, markers, value=value, bound=bound)
         self.query_one(TimeAxis).set_window(start, end, markers)
         self._refresh_gpu(start, end)
-        label = WINDOW_LABELS.get(self.window_s, f"{self.window_s:g}s")
+        label = WINDOW_LABELS.get(self.window_s, f"{fmt_setting(self.window_s)}s")
         legend = f" · {MARKER_LEGEND}" if markers else ""
         self.query_one("#charts-title", Static).update(f"last {label} · keys 1 2 3 w{legend}")
 
     def _refresh_gpu(self, start: float, end: float) -> None:
-        """The GPU section: memory, power and utilisation of the endpoint's GPUs over the window."""
+        """The GPU section: memory, power and utilisation of the endpoint's GPUs over the window, or (`G`)
+        one row per GPU as it is now."""
         board = self.context.board
-        self.query_one(GpuCharts).show(board.gpus.get(self.endpoint), board.gpu_history, start, end)
+        view = board.gpus.get(self.endpoint)
+        charts, rows = self.query_one(GpuCharts), self.query_one(GpuRowsPane)
+        rows.set_class(self.gpu_rows, "visible")
+        if self.gpu_rows:
+            charts.display = False
+            rows.show(view, max(20, self.size.width - 4), self._no_gpu_poll())
+        else:
+            charts.show(view, board.gpu_history, start, end)
+
+    def _no_gpu_poll(self) -> str:
+        """Why there are no GPU rows when no GPU poll has answered."""
+        if self.context.editable:
+            return "no GPU data yet (the first GPU poll has not answered)"
+        if self.context.board.settings.prometheus is not None:
+            return "no GPU data in fleet mode (Prometheus gives the servers' metrics only)"
+        return "no GPU data in a replay (GPU readings are not recorded)"
+
+    def action_toggle_gpu_rows(self) -> None:
+        self.gpu_rows = not self.gpu_rows
+        self._refresh_figures()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":
@@ -159,6 +197,14 @@ class DetailScreen(EndpointScreen):
 
     def action_edit(self) -> None:
         self.context.open_editor(self.endpoint)
+
+    def action_gpus(self) -> None:
+        from tui.screens.gpus import GpuScreen
+
+        self.app.push_screen(GpuScreen(self.context, self.endpoint))
+
+    def action_log_viewer(self) -> None:
+        self.context.open_log(self.endpoint)
 
     def action_filter(self) -> None:
         box = self.query_one("#log-filter", Input)

@@ -8,23 +8,29 @@ is in the frame, visible without scrolling.
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from textual import actions
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingsMap, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from tui.format import LIFETIME_LEGEND
 from tui.screens.context import EndpointScreen
+from tui.widgets.edit_mode import HELP_ROW, FieldInput, RawTextArea
 
 CLOSE_HINT = "escape, q or ? closes this help"
 NOTES = (
     "Acceptance under the endpoint's threshold for a while → WARN; under the critical level → CRIT.",
     '"–": a figure that is not known (the backend lacks it, or too few scrapes yet).',
+    LIFETIME_LEGEND,
 )
 KEY_WIDTH = 9
 TEXT_WIDTH = 26  # two columns of key + text in the 78 columns of the frame
@@ -38,14 +44,39 @@ class KeyRow:
     section: str  # "screen" (this screen's keys) or "app" (everywhere)
 
 
-def _spectops(node: DOMNode) -> list[Binding]:
+def declared_bindings(node: DOMNode, active: Iterable[ActiveBinding] = ()) -> list[Binding]:
+    """The node's bindings as Textual merges them, from public attributes: its classes' `BINDINGS`
+    (a subclass's key replaces its base's), then those bound at run time that `active` (a screen's
+    `active_bindings`) shows for the node (the app's command palette key)."""
+    keys: dict[str, list[Binding]] = {}
+    for cls in reversed(type(node).__mro__):
+        if issubclass(cls, DOMNode) and "BINDINGS" in vars(cls):
+            keys.update(BindingsMap(vars(cls)["BINDINGS"]).key_to_bindings)
+    bindings = [binding for key_bindings in keys.values() for binding in key_bindings]
+    known = {(binding.key, binding.action) for binding in bindings}
+    bindings += [
+        item.binding
+        for item in active
+        if item.node is node and (item.binding.key, item.binding.action) not in known
+    ]
+    return bindings
+
+
+def _spectops(node: DOMNode, active: Iterable[ActiveBinding] = ()) -> list[Binding]:
     """The node's own bindings, without those every Textual screen has (focus moves, copying)."""
     return [
-        binding
-        for bindings in node._bindings.key_to_bindings.values()
-        for binding in bindings
-        if binding.action not in TEXTUAL_SCREEN_ACTIONS
+        binding for binding in declared_bindings(node, active) if binding.action not in TEXTUAL_SCREEN_ACTIONS
     ]
+
+
+def action_state(screen: Screen[Any], action: str, node: DOMNode) -> bool | None:
+    """What `check_action` says of a binding's action (namespaced `app.` / `screen.` / `focused.`, else
+    the node's own), as Textual asks it before running the binding: False hides the key."""
+    app = screen.app
+    namespace, name, parameters = actions.parse(action)
+    targets: dict[str, DOMNode | None] = {"app": app, "screen": screen, "focused": screen.focused}
+    target = targets.get(namespace) if namespace else node
+    return (target or node).check_action(name, parameters)
 
 
 def _focused_spectops(screen: Screen[Any]) -> list[tuple[str, DOMNode]]:
@@ -72,18 +103,35 @@ def _declared_by_spectop(node: DOMNode) -> set[str]:
 
 def key_rows(screen: Screen[Any]) -> list[KeyRow]:
     """This screen's keys first (with those of the focused widget: the log pane's), then the app's; one
-    row per action (keys with the same text merged)."""
+    row per action (keys with the same text merged).
+
+    A key has one meaning here: the binding Textual runs for it. The focused widget's come first, then
+    the screen's, then the app's, so the alerts screen's `a` (back) hides the app's `a` (alerts) and
+    the bench's ctrl+c (cancel) the app's (quit); a key the screen passes on to the same app action
+    (the bench's `p`) keeps the app's row.
+    """
     app = screen.app
     rows: dict[tuple[str, str], KeyRow] = {}
-    nodes: list[tuple[str, DOMNode]] = [("screen", screen), *_focused_spectops(screen), ("app", app)]
-    for section, node in nodes:
+    claimed: set[str] = set()
+    # The order Textual looks a key up in: from the focused widget up, then the screen, then the app.
+    resolution: list[tuple[str, DOMNode]] = [*_focused_spectops(screen), ("screen", screen), ("app", app)]
+    active = list(screen.active_bindings.values())
+    app_actions = {binding.action for binding in _spectops(app, active)}
+    for section, node in resolution:
         own = _declared_by_spectop(node) if section == "screen" and node is not screen else None
-        for binding in _spectops(node):
+        for binding in _spectops(node, active):
             if own is not None and binding.action not in own:
                 continue  # an Input's or TextArea's editing key
+            if action_state(screen, binding.action, node) is False:
+                continue  # not a key of this screen now (+ / - live, the bench in a replay): passed on
+            if binding.key in claimed:
+                continue  # a nearer binding takes this key here
+            if section != "app" and binding.action.startswith("app.") and binding.action[4:] in app_actions:
+                continue  # the app's own action: its row says it
+            claimed.add(binding.key)
             text = binding.tooltip or binding.description
-            if not text or app._check_action_state(binding.action, node) is False:
-                continue  # not a key of this screen now (+ / - live, the bench in a replay)
+            if not text:
+                continue
             row = rows.get((section, binding.action)) or rows.get((section, text))
             if row is None:
                 row = rows[(section, text)] = KeyRow([], text, section)
@@ -94,6 +142,10 @@ def key_rows(screen: Screen[Any]) -> list[KeyRow]:
             if binding.tooltip:
                 row.text = binding.tooltip
     unique = list({id(row): row for row in rows.values()}.values())
+    keys, text = HELP_ROW
+    has_fields = bool(screen.query(FieldInput)) or bool(screen.query(RawTextArea))
+    if has_fields and not any(row.text == text for row in unique):  # how typing starts and ends
+        unique.append(KeyRow(list(keys), text, "screen"))
     for row in unique:
         row.keys.sort(key=len)  # q before ^q
     return [row for row in unique if row.section == "screen"] + [
@@ -104,8 +156,10 @@ def key_rows(screen: Screen[Any]) -> list[KeyRow]:
 def _column(title: str, rows: list[KeyRow]) -> Content:
     lines = [Content.styled(title, "bold")]
     for row in rows:
-        text = row.text if len(row.text) <= TEXT_WIDTH else row.text[: TEXT_WIDTH - 1] + "…"
-        lines.append(Content.assemble((" ".join(row.keys).ljust(KEY_WIDTH), "bold $primary"), " ", text))
+        # Whole, on as many lines as it takes (a cut description says half of what the key does).
+        first, *more = textwrap.wrap(row.text, TEXT_WIDTH) or [""]
+        lines.append(Content.assemble((" ".join(row.keys).ljust(KEY_WIDTH), "bold $primary"), " ", first))
+        lines += [Content(" " * (KEY_WIDTH + 1) + part) for part in more]
     return Content("\n").join(lines)
 
 

@@ -2,8 +2,11 @@
 
 Choose the values and loads, run (ctrl+r), watch the table and the curves fill in (decode tokens/s and
 acceptance per value, one line per concurrency), cancel (escape: the file is restored and the server
-restarted), then "apply best" (a): the diff is shown, y writes it and restarts. Everything the screen
-needs comes through its constructor; the sweep itself is `tui.tune.runner.TuneRun`.
+restarted), then "apply best" (a): the diff is shown, y writes it and restarts. `c` calibrates the
+what-if advisor instead (`spectop tune --calibrate`, tui/tune/calibrate.py: a few k around the file's
+own at the loads seen live, the file restored): the fitted step-cost model is kept and handed to
+`on_calibrated`, so the dashboard's advice uses it at once. Everything the screen needs comes through its
+constructor; the sweep itself is `tui.tune.runner.TuneRun`.
 """
 
 from __future__ import annotations
@@ -17,27 +20,107 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, Static
+from textual.widgets import DataTable, Input, Label, Static
 
 from tui.configs.errors import ConfigError
 from tui.format import fmt_rate, fmt_times, fmt_times_interval, fmt_tokens_per_s
-from tui.messages import HealthChecked, RestartStarted
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
+from tui.tune.calibrate import Calibration
 from tui.tune.plan import DEFAULT_VALUES, TunePlanError, parse_int_list
-from tui.tune.result import DASH, TuneResult, break_even_text, schedule_text, value_label
+from tui.tune.progress_text import progress_line
+from tui.tune.result import (
+    DASH,
+    TuneResult,
+    apply_decision,
+    break_even_text,
+    decision_lines,
+    schedule_text,
+    value_label,
+)
 from tui.tune.runner import TuneOptions, TuneProgress, TuneRun, client_or_own
+from tui.tune.stepcost import StepCostModel
+from tui.ui.messages import HealthChecked, RestartStarted
 from tui.widgets.chart import spark
+from tui.widgets.edit_mode import FieldInput
+from tui.widgets.footer import Footer
 
 DEFAULT_LOADS = "1,8"
 SPARK_WIDTH = 12
 
 
-def _eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "ETA –"
-    minutes, secs = divmod(int(seconds + 0.5), 60)
-    return f"ETA {minutes}:{secs:02d}"
+# The sweep's errors name `spectop tune`'s flags; on this screen they name its own fields.
+SCREEN_WORDS = (
+    (
+        "name the key to sweep with --key",
+        "the tune screen sweeps the speculative key (spectop tune --key: another)",
+    ),
+    ("name one with --key", "sweep another key with spectop tune --key"),
+    ("--values", "values"),
+    ("--concurrency", "loads"),
+    ("--apply-at", "apply at"),
+    ("--key ", "key "),
+)
+
+
+def screen_words(text: str) -> str:
+    """`text` with the CLI's flags named as this screen's fields."""
+    for flag, field in SCREEN_WORDS:
+        text = text.replace(flag, field)
+    return text
+
+
+def tune_rows(result: TuneResult) -> tuple[list[str], list[list[str]]]:
+    """The tune table as text: the header and one row per value (value, then per concurrency tok/s,
+    ×base and 95% CI, then acceptance)."""
+    header = ["value"]
+    for concurrency in result.concurrencies:
+        header += [f"c={concurrency} tok/s", "×base", "95% CI"]
+    header.append("accept")
+    rows = []
+    for outcome in result.outcomes:
+        row = [value_label(result, outcome.value)]
+        for concurrency in result.concurrencies:
+            cell = result.cell(outcome.value, concurrency)
+            if not outcome.started and outcome.failure:
+                row += ["failed", DASH, DASH]
+            elif cell is None or cell.decode_tokens_per_s is None:
+                row += [DASH, DASH, DASH]
+            else:
+                speedup, interval = fmt_times(cell.speedup), fmt_times_interval(cell.speedup_ci95)
+                late = "!" if cell.client_ok is False else ""  # the client fell behind
+                row += [fmt_tokens_per_s(cell.decode_tokens_per_s) + late, speedup, interval]
+        accepts = [c.acceptance_rate for c in outcome.cells if c.acceptance_rate is not None]
+        row.append(fmt_rate(sum(accepts) / len(accepts)) if accepts else DASH)
+        rows.append(row)
+    return header, rows
+
+
+def fitting_columns(
+    header: list[str], rows: list[list[str]], concurrencies: list[int], width: int
+) -> tuple[list[int], str]:
+    """The columns that fit in `width` whole (each with a cell of padding either side): all of them,
+    else without the 95% CI columns, else the first concurrencies only; and what was left out."""
+
+    def cells(index: int) -> int:
+        return (
+            max(len(header[index]), *(len(row[index]) for row in rows)) + 2
+            if rows
+            else len(header[index]) + 2
+        )
+
+    every = list(range(len(header)))
+    if sum(map(cells, every)) <= width:
+        return every, ""
+    without_ci = [index for index in every if header[index] != "95% CI"]
+    left_out = "95% CI"
+    while sum(map(cells, without_ci)) > width and len(without_ci) > 4:
+        dropped = without_ci[-3]  # the last concurrency's tok/s (its ×base follows)
+        without_ci = [index for index in without_ci if index not in (dropped, dropped + 1)]
+    missing = [c for position, c in enumerate(concurrencies) if 1 + 3 * position not in without_ci]
+    if missing:
+        left_out += ", " + ", ".join(f"c={c}" for c in missing)
+    return without_ci, left_out
 
 
 class TuneScreen(Screen[None]):
@@ -58,6 +141,7 @@ class TuneScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run", "run"),
+        Binding("c", "calibrate", "calibrate", tooltip="calibrate the what-if advisor (a short sweep)"),
         Binding("escape", "cancel_or_close", "cancel / close"),
         Binding("a", "apply_best", "apply best"),
         Binding("y", "confirm_apply", "yes, apply", show=False),
@@ -69,6 +153,7 @@ class TuneScreen(Screen[None]):
         endpoint: EndpointSettings,
         *,
         on_finished: Callable[[TuneResult], None] | None = None,
+        on_calibrated: Callable[[StepCostModel], None] | None = None,
         requests: int = 16,
         max_tokens: int = 64,
         health_timeout_s: float = 60.0,
@@ -78,6 +163,7 @@ class TuneScreen(Screen[None]):
         self.endpoint = endpoint
         self.client = client  # the app's (None: the sweep opens its own)
         self.on_finished = on_finished
+        self.on_calibrated = on_calibrated
         self.requests = requests
         self.max_tokens = max_tokens
         self.health_timeout_s = health_timeout_s
@@ -94,13 +180,15 @@ class TuneScreen(Screen[None]):
         yield Static(safe_line(title), id="title", markup=False)
         with Horizontal(id="form"):
             yield Label("values")
-            yield Input(",".join(str(v) for v in DEFAULT_VALUES), id="values")
+            yield FieldInput(",".join(str(v) for v in DEFAULT_VALUES), id="values")
             yield Label("loads")
-            yield Input(DEFAULT_LOADS, id="loads")
+            yield FieldInput(DEFAULT_LOADS, id="loads")
             yield Label("n")
-            yield Input(str(self.requests), id="requests")
+            yield FieldInput(str(self.requests), id="requests")
         yield Static(
-            "ctrl+r: run   escape: cancel (restores) / close   a: apply best", id="progress", markup=False
+            "ctrl+r: run   c: calibrate   escape: cancel (restores) / close   a: apply best",
+            id="progress",
+            markup=False,
         )
         yield DataTable(id="tune-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="curves", markup=False)
@@ -112,7 +200,7 @@ class TuneScreen(Screen[None]):
 
     def _say(self, text: str, *, error: bool = False) -> None:
         widget = self.query_one("#progress", Static)
-        widget.update(safe_line(text))
+        widget.update(safe_line(screen_words(text)))
         widget.set_class(error, "error")
 
     def _options(self, apply: bool = False) -> TuneOptions:
@@ -160,42 +248,42 @@ class TuneScreen(Screen[None]):
             self._planned_restart(True)
         elif progress.phase == "burst":
             self._planned_restart(False)
-        where = f"[{progress.step}/{progress.steps}] {progress.message}"
-        if progress.phase == "burst":
-            where += f" {progress.burst_fraction * 100:3.0f}%"
-        self._say(f"{where}   {progress.elapsed_s:.0f} s   {_eta(progress.eta_s)}")
+        self._say(progress_line(progress))
 
     def _update(self, result: TuneResult) -> None:
         self.result = result
         table = self.query_one("#tune-table", DataTable)
+        header, rows = tune_rows(result)
+        shown, left_out = fitting_columns(header, rows, result.concurrencies, max(20, self.size.width - 2))
         table.clear(columns=True)
-        table.add_column("value")
-        for concurrency in result.concurrencies:
-            table.add_column(f"c={concurrency} tok/s")
-            table.add_column("×base")
-            table.add_column("95% CI")
-        table.add_column("accept")
-        for outcome in result.outcomes:
-            row = [value_label(result, outcome.value)]
-            for concurrency in result.concurrencies:
-                cell = result.cell(outcome.value, concurrency)
-                if not outcome.started and outcome.failure:
-                    row += ["failed", DASH, DASH]
-                elif cell is None or cell.decode_tokens_per_s is None:
-                    row += [DASH, DASH, DASH]
-                else:
-                    speedup, interval = fmt_times(cell.speedup), fmt_times_interval(cell.speedup_ci95)
-                    row += [fmt_tokens_per_s(cell.decode_tokens_per_s), speedup, interval]
-            accepts = [c.acceptance_rate for c in outcome.cells if c.acceptance_rate is not None]
-            row.append(fmt_rate(sum(accepts) / len(accepts)) if accepts else DASH)
-            table.add_row(*row)
+        for index in shown:
+            width = (
+                max(len(header[index]), *(len(row[index]) for row in rows)) if rows else len(header[index])
+            )
+            table.add_column(header[index], width=width)  # wide enough for every figure: never cut
+        for row in rows:
+            table.add_row(*(row[index] for index in shown))
+        self._left_out = left_out
         self.query_one("#curves", Static).update(self._curves(result))
         failures = [
             f"k={o.value} failed: {o.failure}" for o in result.outcomes if not o.started and o.failure
         ]
-        best = ", ".join(f"c={c}: k={v}" for c, v in result.best.items() if v is not None) or DASH
-        lines = [f"best {best}", f"schedule: {schedule_text(result)}", break_even_text(result), *failures]
+        lines = [line for d in result.decisions for line in decision_lines(result, d)]
+        lines = lines or [f"best: {DASH}"]
+        lines += [f"schedule: {schedule_text(result)}", break_even_text(result), *failures]
+        starved = [cell for o in result.outcomes for cell in o.cells if cell.client_ok is False]
+        if starved:
+            why = starved[-1].client_reason
+            lines.insert(0, f"!!! the client fell behind in {len(starved)} bursts (marked !): {why}")
+        if self._left_out:
+            lines.append(f"not shown at this width: {self._left_out} (a wider terminal, or the export)")
         self.query_one("#verdict", Static).update(safe_text("\n".join(lines)))
+
+    _left_out = ""
+
+    def on_resize(self) -> None:
+        if self.result is not None:
+            self._update(self.result)
 
     def _curves(self, result: TuneResult) -> str:
         values = sorted(o.value for o in result.outcomes)
@@ -213,23 +301,53 @@ class TuneScreen(Screen[None]):
 
     # --- actions ----------------------------------------------------------------------------------------
 
-    def action_run(self) -> None:
+    def _start(self) -> TuneOptions | None:
+        """The options of a new sweep, the screen made ready for it (None: the form says why not)."""
         if self.running or self.applying:
-            return
+            return None
         try:
             options = self._options()
         except (TunePlanError, ConfigError) as error:
             self._say(str(error), error=True)
-            return
+            return None
         self.cancel = asyncio.Event()
         self.pending_apply = None
         self.query_one("#diff", Static).remove_class("shown")
-        self.tune = TuneRun(options, on_progress=self._progress, on_update=self._update)
         self.running = True
         self.query_one("#tune-table", DataTable).focus()  # a / y / n are keys of the screen, not text
-        self.run_worker(self._sweep(self.tune), exclusive=True, group="tune")
+        return options
 
-    async def _sweep(self, tune: TuneRun) -> None:
+    def action_run(self) -> None:
+        options = self._start()
+        if options is not None:
+            self.tune = TuneRun(options, on_progress=self._progress, on_update=self._update)
+            self.run_worker(self._sweep(self.tune), exclusive=True, group="tune")
+
+    def action_calibrate(self) -> None:
+        """A calibration of the advisor's step-cost model: the values and loads are chosen for it."""
+        options = self._start()
+        if options is not None:
+            self._say("calibrating the step cost: reading the live load …")
+            self.run_worker(self._calibrate(options), exclusive=True, group="tune")
+
+    async def _calibrate(self, options: TuneOptions) -> None:
+        from tui.tune.calibrate import plan_calibration
+
+        try:
+            planned, calibration, line = await plan_calibration(
+                options, values_given=False, loads_given=False
+            )
+        except (ConfigError, OSError) as error:
+            self.running = False
+            self._say(f"cannot calibrate: {error}", error=True)
+            return
+        self.query_one("#values", Input).value = ",".join(map(str, planned.values))
+        self.query_one("#loads", Input).value = ",".join(map(str, planned.concurrencies))
+        self._say(line)
+        self.tune = TuneRun(planned, on_progress=self._progress, on_update=self._update)
+        await self._sweep(self.tune, calibration)
+
+    async def _sweep(self, tune: TuneRun, calibration: Calibration | None = None) -> None:
         try:
             result = await tune.run(self.cancel, self.client)
         except (TunePlanError, ConfigError, OSError) as error:
@@ -245,10 +363,21 @@ class TuneScreen(Screen[None]):
             self._say(f"the server did not come back: run by hand: {command}", error=True)
         elif result.cancelled:
             self._say("cancelled: the config file was restored and the server restarted on it")
+        elif calibration is not None:
+            await self._keep_calibration(result, calibration)
         else:
             self._say("done: the config file was restored; a: apply the best value")
         if self.on_finished is not None:
             self.on_finished(result)
+
+    async def _keep_calibration(self, result: TuneResult, calibration: Calibration) -> None:
+        """The model fitted and kept (off the event loop: it writes stepcost.json), and given to the app."""
+        from tui.tune.calibrate import fit_and_keep
+
+        model, line = await asyncio.to_thread(fit_and_keep, result, calibration, None)
+        self._say(f"calibrated (the file was restored): {line}", error=model is None)
+        if model is not None and self.on_calibrated is not None:
+            self.on_calibrated(model)
 
     def action_cancel_or_close(self) -> None:
         if self.pending_apply is not None:
@@ -269,15 +398,25 @@ class TuneScreen(Screen[None]):
             return
         concurrency = self._apply_concurrency()
         best = self.result.best.get(concurrency) if concurrency is not None else None
-        if best is None:
+        if best is None or concurrency is None:
             self._say("nothing to apply: no value was measured", error=True)
             return
+        if best == self.result.original_value:
+            self._say(f"nothing to apply: the file's own {self.result.name(best)} is the recommendation")
+            return
+        value, why = apply_decision(self.result, concurrency)
         changed = [line for line in self.tune.diff_for(best).splitlines() if line[:1] in "+-@"]
         diff = "\n".join(changed)  # only what changes: it must fit at 80x24
         self.pending_apply = best
         self.query_one("#diff", Static).update(safe_text(diff or "(the file already says so: no change)"))
         self.query_one("#diff", Static).add_class("shown")
-        self._say(f"apply k={best} (best at concurrency {concurrency})? y: write and restart, n: no")
+        name = self.result.name(best)
+        if value is None:  # within noise of the file's own value: the user decides
+            self._say(
+                f"{why.removesuffix(': the file is kept')}: apply {name} anyway? y: write, n: keep the file"
+            )
+            return
+        self._say(f"apply {name} (best at concurrency {concurrency}: {why})? y: write and restart, n: no")
 
     def action_decline_apply(self) -> None:
         if self.pending_apply is None:

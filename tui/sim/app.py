@@ -19,6 +19,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tui.sim.config import SimConfig
+from tui.sim.control import control_error
 from tui.sim.engine import SimEngine, SimRequest
 from tui.sim.faults import GARBAGE_METRICS, FaultSettings
 from tui.sim.gpu_page import CONTENT_TYPE as GPU_CONTENT_TYPE
@@ -200,7 +201,7 @@ def build_app(context: AppContext) -> ASGIApp:
         try:
             applied = context.control(data)
         except (ValidationError, ValueError, TypeError) as error:
-            return _error(400, str(error))
+            return _error(400, control_error(error))
         return JSONResponse({"ok": True, "applied": applied})
 
     async def completions(request: Request) -> Response:

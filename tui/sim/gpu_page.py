@@ -42,6 +42,8 @@ BOOST_CLOCK_MHZ = 1980.0
 IDLE_CLOCK_MHZ = 345.0
 BUSY_BATCH = 16  # running sequences at which the GPU is fully busy
 TEMPERATURE_TAU_S = 20.0
+LOAD_TAU_S = 5.0  # utilisation and power follow the load averaged over seconds, as NVML's do
+IDLE_BELOW = 0.05  # a smoothed running count below this is an idle GPU
 START_ENERGY_MJ = 3_600_000_000.0  # an hour at full power since the "driver" loaded
 REASON_IDLE = 0x1
 REASON_SW_POWER_CAP = 0x4
@@ -78,6 +80,8 @@ class SimGpus:
         self.port = 0
         self._rng = random.Random(seed)
         self._gpus: dict[int, _GpuState] = {}
+        self._running: float | None = None  # the running count smoothed over LOAD_TAU_S
+        self._load_tick: float | None = None
 
     def configure(self, config: SimConfig, port: int) -> None:
         """The (new) config and port; UUIDs follow the port so two sims never look like the same GPUs."""
@@ -91,18 +95,23 @@ class SimGpus:
     def uuid(self, index: int) -> str:
         return "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"spectop-sim:{self.port}:{self.seed}:{index}"))
 
-    def figures(self, index: int, running: int, kv_fraction: float) -> GpuFigures:
-        """What GPU `index` shows under this load (deterministic apart from the power jitter)."""
+    def figures(self, index: int, running: float, kv_fraction: float) -> GpuFigures:
+        """What GPU `index` shows under this load (deterministic apart from the power jitter). `running` is
+        the running count averaged over the last seconds: a GPU's utilisation is the share of its sample
+        period a kernel ran, and its power a 1 s average, so one short request does not swing a busy
+        reading from idle to a third of the board's limit and back (the summed power of 8 GPUs flipping
+        between 575 W and 2.3 kW)."""
         config = self.config
+        busy_share = min(1.0, running)  # the share of time at least one sequence ran
         batch = min(1.0, running / BUSY_BATCH)
         activity = max(min(1.0, kv_fraction), min(1.0, running / max(1, config.max_num_seqs)))
         usable_mib = TOTAL_MIB - RESERVED_MIB
         draft = config.draft_memory_need * (0.25 + 0.75 * activity) if config.k else 0.0
         used_fraction = config.gpu_memory_utilization + CONTEXT_FRACTION + draft
         used = min(usable_mib - 64, int(TOTAL_MIB * used_fraction) + 7 * index)
-        if running == 0:
+        if running < IDLE_BELOW:
             return GpuFigures(used, usable_mib - used, 0, IDLE_POWER_W, int(IDLE_CLOCK_MHZ), REASON_IDLE, 0.0)
-        utilization = min(100.0, 100.0 * (0.55 + 0.45 * batch))
+        utilization = min(100.0, 100.0 * busy_share * (0.55 + 0.45 * batch))
         intensity = (0.55 + 0.45 * batch) * (1.0 + 0.12 * config.k) * (1.0 - 0.015 * index)
         power = IDLE_POWER_W + (POWER_LIMIT_W - IDLE_POWER_W) * (utilization / 100.0) * intensity
         clock = BOOST_CLOCK_MHZ
@@ -112,13 +121,14 @@ class SimGpus:
             clock = BOOST_CLOCK_MHZ * max(0.75, cap / power)
             power = cap + (POWER_LIMIT_W - cap) * min(1.0, (power - cap) / cap)
             reasons = REASON_SW_POWER_CAP
-        dram = min(0.95, 0.15 + 0.6 * batch)
+        dram = min(0.95, (0.15 + 0.6 * batch) * busy_share)
         return GpuFigures(used, usable_mib - used, round(utilization), power, int(clock), reasons, dram)
 
     def tick(self, now: float | None = None) -> list[GpuFigures]:
         """Advance every GPU to `now` (monotonic seconds): energy and temperature integrate over the gap."""
         now = time.monotonic() if now is None else now
-        running, _waiting, kv_fraction = self.load()
+        running_now, _waiting, kv_fraction = self.load()
+        running = self._smoothed(float(running_now), now)
         out = []
         for index in range(self.count):
             state = self._gpus.get(index)
@@ -135,6 +145,16 @@ class SimGpus:
             state.last_tick = now
             out.append(figures)
         return out
+
+    def _smoothed(self, running: float, now: float) -> float:
+        """The running count averaged over about LOAD_TAU_S (exponentially, by the time between ticks)."""
+        if self._running is None or self._load_tick is None or now <= self._load_tick:
+            self._running = running if self._running is None else self._running
+        else:
+            weight = min(1.0, (now - self._load_tick) / LOAD_TAU_S)
+            self._running += (running - self._running) * weight
+        self._load_tick = now
+        return self._running
 
     def render(self, now: float | None = None) -> str:
         """The exporter page after a tick."""

@@ -7,7 +7,8 @@ token, per-request histograms at finish).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -18,9 +19,11 @@ from prometheus_client import (
     Summary,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import CollectorRegistry as _Registry
 
 from tui.sim.config import SimConfig
 from tui.sim.engine import SimRequest, StepReport
@@ -123,15 +126,32 @@ FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 LABELS = ["model_name", "engine"]
 
 
+class _SimulatedProcessCollector(ProcessCollector):
+    """The process figures, with the simulated server's start time: a restart (SIGHUP, a new recorder)
+    is a new server, as a real restart is a new process (spectop tells them apart by it)."""
+
+    def __init__(self, started: float, registry: _Registry) -> None:
+        self._started = started  # before super().__init__, which collects once to register
+        super().__init__(registry=registry)
+
+    def collect(self) -> Iterator[Metric]:
+        for family in super().collect():
+            if family.name == "process_start_time_seconds":
+                family = GaugeMetricFamily(family.name, family.documentation, value=self._started)
+            yield family
+
+
 class VllmRecorder(MetricsRecorder):
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, config: SimConfig) -> None:
+    def __init__(self, config: SimConfig, started: float | None = None) -> None:
         self.config = config
+        # The simulated server's start; kept by a counter reset the scraper must not notice.
+        self.started = time.time() if started is None else started
         self.registry = registry = CollectorRegistry()
         GCCollector(registry=registry)
         PlatformCollector(registry=registry)
-        ProcessCollector(registry=registry)
+        _SimulatedProcessCollector(self.started, registry)
         labels = {"model_name": config.model_name, "engine": "0"}
         self._labels = labels
         self.spec = config.k > 0

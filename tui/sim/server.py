@@ -12,12 +12,12 @@ from types import TracebackType
 from typing import Any
 
 import uvicorn
-from pydantic import BaseModel, ConfigDict, Field
 
 from tui.sim.app import AppContext, build_app
 from tui.sim.background import run_background_load
 from tui.sim.behaviour import Behaviour
 from tui.sim.config import SimConfig, SimStartupError, load_sim_config
+from tui.sim.control import FAULT_NAMES, ControlChanges, parse_changes  # noqa: F401 (a re-export)
 from tui.sim.engine import SimEngine
 from tui.sim.faults import FaultSettings
 from tui.sim.gpu_page import SimGpus
@@ -30,35 +30,11 @@ from tui.sim.per_request import ResponseOptions
 from tui.sim.per_request import observers as per_request_observers
 from tui.sim.recorder import MetricsRecorder
 
-FAULT_NAMES = tuple(FaultSettings.model_fields)
 
-
-class ControlChanges(BaseModel):
-    """What `SimServer.control` / `POST /sim/control` accept; anything else is rejected."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    acceptance: list[float] | float | None = Field(
-        default=None, description="per-position conditional probabilities, or a factor on the current ones"
-    )
-    faults: FaultSettings | dict[str, Any] | None = None
-    background_load_rps: float | None = Field(default=None, ge=0.0, le=1000.0)
-    reset_counters: bool = False
-    speed: float | None = Field(default=None, gt=0.0)
-    content_effect: float | None = Field(default=None, ge=0.0, le=3.0)
-    error_rate: float | None = None
-    slow_first_token_s: float | None = None
-    disconnect_rate: float | None = None
-    stall_every_s: float | None = None
-    stall_s: float | None = None
-    garbage_metrics: bool | None = None
-    counter_reset_every_s: float | None = None
-    lossy_rate: float | None = None
-
-
-def make_recorder(flavor: str, config: SimConfig) -> MetricsRecorder:
+def make_recorder(flavor: str, config: SimConfig, started: float | None = None) -> MetricsRecorder:
+    """`started`: the simulated server's start time to keep (vLLM's process_start_time_seconds)."""
     if flavor == "vllm":
-        return VllmRecorder(config)
+        return VllmRecorder(config, started)
     if flavor == "sglang":
         return SglangRecorder(config)
     return LlamacppRecorder(config)
@@ -271,7 +247,7 @@ class SimServer:
     # ---- runtime control ------------------------------------------------------------------------
     def control(self, **changes: Any) -> dict[str, Any]:
         """Change behaviour at runtime (see `ControlChanges`); returns what was applied."""
-        parsed = ControlChanges.model_validate(changes)
+        parsed = parse_changes(changes)
         if isinstance(parsed.faults, FaultSettings):
             fault_changes: dict[str, Any] = parsed.faults.model_dump()
         else:
@@ -299,14 +275,16 @@ class SimServer:
             self.reset_counters()
         return parsed.model_dump(exclude_defaults=True)
 
-    def _control_from_http(self, changes: dict[str, Any]) -> dict[str, Any]:
+    def _control_from_http(self, changes: object) -> dict[str, Any]:
+        parse_changes(changes)  # a body that is not an object: TypeError in words
+        assert isinstance(changes, dict)
         return self.control(**changes)
 
     def reset_counters(self) -> None:
         """Every counter back to 0, as after a crash-restart the scraper did not notice."""
         if self.engine is None or self._context is None or self._log is None:
             return
-        recorder = make_recorder(self.flavor, self.config)
+        recorder = make_recorder(self.flavor, self.config, getattr(self._context.recorder, "started", None))
         self.engine.observers[:] = [recorder, self._log, *self.engine.observers[2:]]
         self._context.recorder = recorder
 

@@ -27,6 +27,8 @@ class Source(ABC):
     toasts_alerts: ClassVar[bool] = False
     # Whether + / - change the speed.
     has_speed: ClassVar[bool] = False
+    # Whether the dashboard's table is the fleet's (every instance Prometheus knows, grouped).
+    is_fleet: ClassVar[bool] = False
 
     clock: Clock
     # The client for live servers (scrapes, health checks, bursts); None when there are none.

@@ -19,18 +19,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import ClassVar
 
 from tui.fleet.poller import FleetPoller, FleetReading, FleetRefresh
 from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads
+from tui.format import fmt_setting
 from tui.settings import PrometheusSettings, Settings
 from tui.sources.base import Source
 from tui.sources.clock import WallClock
 from tui.sources.updates import ImbalanceSeen, Notice, ReadingArrived, SeriesLoaded, SourceDown, Update
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
+
+log = logging.getLogger(__name__)
 
 HISTORY_TIMEOUT_S = 30.0  # the start-up range queries may take longer than one refresh's budget
 SOURCE_NAME = "Prometheus"  # the "endpoint" of the alert that says Prometheus itself failed
@@ -58,6 +62,7 @@ def imbalance_messages(alerts: list[Alert]) -> dict[str, str]:
 
 class FleetSource(Source):
     toasts_alerts: ClassVar[bool] = False
+    is_fleet: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -123,8 +128,9 @@ class FleetSource(Source):
             async with asyncio.timeout(HISTORY_TIMEOUT_S):
                 return await self.poller.load_history(self.settings.history_s, self.settings.poll_interval_s)
         except TimeoutError:
-            return f"no answer in {HISTORY_TIMEOUT_S:g} s"
+            return f"no answer in {fmt_setting(HISTORY_TIMEOUT_S)} s"
         except Exception as error:  # a failed history must not stop the dashboard
+            log.exception("loading the fleet history failed")
             return f"{type(error).__name__}: {error}"
 
     def updates_of(self, refresh: FleetRefresh) -> list[Update]:
@@ -171,7 +177,7 @@ class FleetSource(Source):
         self._wake.set()
 
     def status(self) -> list[str]:
-        parts = [f"fleet {self.prometheus.url}", f"every {self.settings.poll_interval_s:g}s"]
+        parts = [f"fleet {self.prometheus.url}", f"every {fmt_setting(self.settings.poll_interval_s)}s"]
         if self.error is not None:  # first: the rest may be cut off in 80 columns
             parts.insert(0, f"Prometheus DOWN: {self.error}")
         return parts

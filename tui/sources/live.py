@@ -11,9 +11,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,15 +24,23 @@ import httpx
 
 from tui.bench.transport import ShardedTransport
 from tui.configs import read_acceptance_threshold
+from tui.format import fmt_setting
 from tui.gpu.monitor import GpuMonitor
 from tui.settings import EndpointSettings, Settings
 from tui.sources.base import Source
 from tui.sources.clock import WallClock
 from tui.sources.updates import GpusPolled, LogLineArrived, Notice, ReadingArrived, ThresholdRead, Update
-from tui.telemetry.logs import LogParser
-from tui.telemetry.logs.follow import follow_events
 from tui.telemetry.monitor import EndpointMonitor
-from tui.telemetry.recording import DEFAULT_MAX_MB, GuardLogRecord, RecordedEndpoint, RecordingWriter
+from tui.telemetry.recording import (
+    DEFAULT_MAX_MB,
+    GuardLogRecord,
+    RecordedEndpoint,
+    RecordingError,
+    RecordingWriter,
+    describe_os_error,
+)
+
+log = logging.getLogger(__name__)
 
 HTTP_MAX_CONNECTIONS = 160  # a 64 + 64 stream A/B burst plus the dashboard's scrapes
 LOG_POLL_INTERVAL_S = 1.0  # how often each log file is checked for new lines (inotify wakes it on rotation)
@@ -41,7 +52,7 @@ def shared_client() -> httpx.AsyncClient:
     """One client for the app: scrapes, health checks and A/B bursts. Sharded pools keep a burst's many
     concurrent streams from queueing inside httpx (see tui/bench/transport.py)."""
     return httpx.AsyncClient(
-        transport=ShardedTransport(HTTP_MAX_CONNECTIONS),
+        transport=ShardedTransport(HTTP_MAX_CONNECTIONS, tls_at_first_request=True),  # not before a frame
         timeout=httpx.Timeout(5.0, connect=2.0),
         follow_redirects=False,
     )
@@ -70,6 +81,8 @@ class LiveSource(Source):
         self.record_path = Path(record_path) if record_path else None
         self.record_max_mb = record_max_mb
         self.recorder: RecordingWriter | None = None
+        self.recording_error: str | None = None  # why the recording stopped (it fails alone, said once)
+        self.close_errors: list[str] = []
         self._own_client = http_client is None
         self._client = http_client if http_client is not None else shared_client()
         self.http_client = self._client
@@ -124,7 +137,8 @@ class LiveSource(Source):
             await work
         except asyncio.CancelledError:
             raise
-        except Exception as error:
+        except Exception as error:  # a bug in one task: said once, logged, the others go on
+            log.exception("%s failed", name)
             self._put(Notice(f"{name} failed: {error}", "error", timeout_s=10))
 
     def _cancel_tasks(self) -> None:
@@ -167,9 +181,8 @@ class LiveSource(Source):
     async def _poll(self, name: str, monitor: EndpointMonitor) -> None:
         try:
             reading = await monitor.poll(self._client)
-            if self.recorder is not None:
-                await self.recorder.write_reading(reading)
-            self._put(ReadingArrived(reading))
+            self._put(ReadingArrived(reading))  # published first: a recording that fails must not hold it
+            await self._record(lambda recorder: recorder.write_reading(reading))
         finally:
             self._polling.discard(name)
 
@@ -192,16 +205,18 @@ class LiveSource(Source):
     # --- logs ---------------------------------------------------------------------------------------------
 
     async def _tail(self, endpoint: EndpointSettings, path: Path) -> None:
+        from tui.telemetry.logs import LogParser  # the log grammars: only for endpoints with a log file
+        from tui.telemetry.logs.follow import follow_events
+
         parser = LogParser(backend=endpoint.backend if endpoint.backend in LOG_BACKENDS else None)
         follow = follow_events(
             path, parser, poll_interval_s=self.log_poll_interval_s, idle_flush_s=self.log_quiet_s
         )
         async for line, events in follow:
             now = self._wall_clock.time()
-            if self.recorder is not None:
-                for event in events:
-                    await self.recorder.write_log_event(endpoint.name, now, event)
             self._put(LogLineArrived(endpoint.name, now, line, list(events), parser.failed_lines))
+            for event in events:
+                await self._record(partial(_write_event, name=endpoint.name, time=now, event=event))
         self._put(Notice(f"tail {endpoint.name}: log tailing ended", "warning", timeout_s=5))
 
     # --- thresholds from the config files -------------------------------------------------------------------
@@ -238,8 +253,26 @@ class LiveSource(Source):
         self.recorder = recorder
 
     async def record_guard(self, record: GuardLogRecord) -> None:
-        if self.recorder is not None:
-            await self.recorder.write_guard(record)
+        await self._record(lambda recorder: recorder.write_guard(record))
+
+    async def _record(self, write: Callable[[RecordingWriter], Awaitable[None]]) -> None:
+        """One write to the recording; a failing recording (disk full, file gone) stops alone, said once."""
+        recorder = self.recorder
+        if recorder is None:
+            return
+        try:
+            await write(recorder)
+        except (OSError, RecordingError) as error:
+            await self._recording_failed(recorder, error)
+
+    async def _recording_failed(self, recorder: RecordingWriter, error: BaseException) -> None:
+        if self.recorder is not recorder:
+            return  # said already
+        self.recorder = None
+        self.recording_error = f"recording to {recorder.path} stopped: {describe_os_error(error)}"
+        self._put(Notice(f"{self.recording_error}; the dashboard goes on", "error", timeout_s=30))
+        with contextlib.suppress(OSError):  # what is buffered cannot be written either
+            await recorder.abandon()
 
     def recorded_endpoints(self) -> list[RecordedEndpoint]:
         return [
@@ -263,9 +296,11 @@ class LiveSource(Source):
         self._paused = not self._paused
 
     def status(self) -> list[str]:
-        parts = [f"every {self.settings.poll_interval_s:g}s"]
+        parts = [f"every {fmt_setting(self.settings.poll_interval_s)}s"]
         if self.recorder is not None:
             parts.append("recording")
+        elif self.recording_error is not None:
+            parts.append("recording FAILED")
         return parts
 
     async def close(self) -> None:
@@ -277,7 +312,16 @@ class LiveSource(Source):
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         if self.recorder is not None:
-            await self.recorder.close()
+            recorder = self.recorder
+            try:
+                await recorder.close()
+            except (OSError, RecordingError) as error:  # the last batch: said on stderr, no traceback
+                await self._recording_failed(recorder, error)
+                self.close_errors.append(self.recording_error or str(error))
         self.gpu_monitor.close()
         if self._own_client:
             await self._client.aclose()
+
+
+def _write_event(recorder: RecordingWriter, *, name: str, time: float, event: Any) -> Awaitable[None]:
+    return recorder.write_log_event(name, time, event)

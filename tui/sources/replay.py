@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import ClassVar
 
+from tui.format import fmt_setting
 from tui.sources.base import Source
 from tui.sources.updates import (
     EndpointsNamed,
@@ -78,7 +79,7 @@ class ReplaySource(Source):
         self.replay_clock.speed = speeds[index]
 
     def status(self) -> list[str]:
-        parts = [f"replay {self.path.name} ×{self.replay_clock.speed:g}"]
+        parts = [f"replay {self.path.name} ×{fmt_setting(self.replay_clock.speed)}"]
         if self.finished:
             parts.append("ended")
         return parts

@@ -25,6 +25,8 @@ Rules (per endpoint):
 - imbalance (fleet mode) → warning: a replica whose acceptance or tokens/s stays far off the others of
   its group (or one data-parallel engine off the others of its vLLM); `observe_imbalance` raises it
   with the text `tui.fleet.spread` gives, follows that text, and clears it when the replica is back.
+- another k faster than the current one by more than the margin for `sustained_s` (the advisor,
+  tui/tune/advisor.py) → warning (`observe_advice`), its text following the advice; clears when not.
 - a fallback-guard action (tui/tune/guard.py: offered, declined, switched off, failed) → `note`: an
   event over as it happens, kept with the cleared alerts (its diff with it), never counted as active.
 
@@ -38,7 +40,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from tui.format import fmt_rate
+from tui.format import fmt_length, fmt_rate
 from tui.telemetry.events import ErrorEvent
 
 AlertKind = Literal[
@@ -52,6 +54,7 @@ AlertKind = Literal[
     "gpu_memory_high",
     "source_down",
     "guard",
+    "advice",
 ]
 Severity = Literal["warning", "critical"]
 ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
@@ -272,6 +275,11 @@ class AlertEngine:
         follows the figure while active), None when it is not (or no longer known): clears."""
         return self._follow(endpoint, "gpu_memory_high", "warning", time, message)
 
+    def observe_advice(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
+        """The advisor (tui/tune/advisor.py): `message` while another k has stayed faster by more than
+        the margin for `sustained_s` (its text follows the figure), None when not: clears."""
+        return self._follow(endpoint, "advice", "warning", time, message)
+
     def note(self, endpoint: str, time: float, message: str, diff: str = "") -> Alert:
         """An event for the alerts list (a guard action): over as it happens, kept with the cleared ones."""
         alert = Alert(endpoint, "guard", "warning", message[:300], time, cleared_at=time, diff=diff)
@@ -326,12 +334,12 @@ class AlertEngine:
             return text + (": drafting slows" if severity == "critical" else "")
         baseline = state.baseline
         if baseline is None:
-            context, rose = f"mean length {mean:.2f}", False
+            context, rose = f"mean length {fmt_length(mean)}", False
         else:
             old_k, old_mean = baseline
             rose = mean > old_mean + 0.005
             trend = "up (more tokens per step)" if rose else "down" if mean < old_mean - 0.005 else "flat"
-            context = f"mean length {old_mean:.2f}→{mean:.2f}, {trend}"
+            context = f"mean length {fmt_length(old_mean)}→{fmt_length(mean)}, {trend}"
             if old_k is not None and state.k is not None and old_k != state.k:
                 context = f"k {old_k}→{state.k}: {context}"
         if severity == "critical" and not rose:

@@ -74,7 +74,7 @@ class DirectoryWatch:
 
     def close(self) -> None:
         if self._fd >= 0:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(RuntimeError, ValueError, OSError):  # the loop closed first
                 self._loop.remove_reader(self._fd)
             os.close(self._fd)
             self._fd = -1

@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal, TypeVar
 
+from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
 
 SortColumn = Literal[
@@ -41,6 +43,9 @@ class EndpointRow:
     kv_cache_usage: float | None = None
     alerts: int = 0
     worst_alert: str | None = None  # "critical" / "warning"
+    ttft_p95_bounds: tuple[float, float | None] | None = None  # the bucket, when the p95 is a bound
+    # Figure fields shown since the server started (the first reading's `Figures.lifetime`).
+    lifetime: frozenset[str] = frozenset()
 
 
 Row = TypeVar("Row", bound=EndpointRow)
@@ -63,6 +68,28 @@ def row_figures(figures: object | None) -> dict[str, float | None]:
     return {field: getattr(figures, source) for field, source in ROW_FIGURES.items()}
 
 
+def _with_lifetime(values: dict[str, float | None], figures: Figures) -> frozenset[str]:
+    """Fill the unknown fields of `values` the first reading's lifetime figures give; those fields."""
+    lifetime = figures.lifetime
+    if lifetime is None:
+        return frozenset()
+    filled = set()
+    for field, source in ROW_FIGURES.items():
+        value = getattr(lifetime, source)
+        if values[field] is None and value is not None:
+            values[field] = value
+            filled.add(field)
+    return frozenset(filled)
+
+
+def _p95_bounds(reading: EndpointReading, lifetime: frozenset[str]) -> tuple[float, float | None] | None:
+    """The bucket of the shown TTFT p95 (the window's, or the lifetime one), when it is a bound."""
+    if not reading.up:
+        return None
+    figures = reading.figures.lifetime if "ttft_p95_s" in lifetime else reading.figures
+    return figures.quantile_bounds.get("ttft_p95_s") if figures is not None else None
+
+
 def endpoint_row(
     name: str,
     reading: EndpointReading | None,
@@ -79,17 +106,22 @@ def endpoint_row(
         return EndpointRow(
             name, status, backend, model, alerts=len(alert_severities), worst_alert=worst
         )  # fmt: skip
+    values = row_figures(reading.figures if reading.up else None)
+    lifetime = _with_lifetime(values, reading.figures) if reading.up else frozenset()
     return EndpointRow(
         name=name,
         status=status,
         backend=reading.backend or backend,
         model=reading.model or model,
-        **row_figures(reading.figures if reading.up else None),
+        **values,
         alerts=len(alert_severities),
         worst_alert=worst,
+        ttft_p95_bounds=_p95_bounds(reading, lifetime),
+        lifetime=lifetime,
     )
 
 
+@lru_cache(maxsize=8192)  # every row's name at every sort: a fleet's 1,000 every refresh
 def natural(text: str) -> tuple[tuple[int, int | str], ...]:
     """A name's sort key with its numbers as numbers: 10.1.0.2:8000 before 10.1.0.10:8000."""
     return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text.lower()))

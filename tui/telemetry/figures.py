@@ -8,6 +8,13 @@ Why a figure is what it is travels with it as data: `notes` (figure name, or
 "window", -> a short reason), the window the figures cover, whether the
 server restarted inside it, and bounds for histogram quantiles that only say
 "below the first bucket's bound" or "inside a bucket wider than the value".
+
+Before a window has two scrapes no increase is known, but the server's counters already say what it did
+since it started: the first reading carries those figures apart, in `lifetime` (acceptance, mean
+acceptance length, per position, prefix-cache hits, latencies: `LIFETIME_FIGURES`, from counters that
+count from the server's start). Screens show one where the window's figure is unknown,
+marked (`tui.format.LIFETIME_MARK`); alerts, sparklines and the advisor read the window's figures only.
+Rates (tokens/s) need two scrapes: None, with the reason.
 """
 
 from __future__ import annotations
@@ -30,6 +37,19 @@ FIGURE_NAMES: tuple[str, ...] = (
     "waiting",
     "kv_cache_usage",
     "prefix_cache_hit_rate",
+)
+# Figures a single scrape gives over the server's lifetime (ratios of counters that start at 0, and
+# quantiles of histograms that do).
+LIFETIME_FIGURES: tuple[str, ...] = (
+    "acceptance_rate",
+    "mean_acceptance_length",
+    "per_position_acceptance",
+    "prefix_cache_hit_rate",
+    "ttft_mean_s",
+    "ttft_p50_s",
+    "ttft_p95_s",
+    "tpot_mean_s",
+    "e2e_mean_s",
 )
 
 
@@ -56,9 +76,19 @@ class Figures(BaseModel):
     covered_s: float | None = Field(None, description="seconds of the window the figures cover")
     window_short: bool = Field(False, description="the figures cover less than half the configured window")
     restarted_in_window: bool = False
-    restarted_s_ago: float | None = Field(None, description="seconds before the newest scrape")
+    restarted_s_ago: float | None = Field(
+        None, description="seconds before the newest scrape (None: when the new process started is unknown)"
+    )
+    restart_seen_s_ago: float | None = Field(
+        None, description="seconds before the newest scrape of the new process' first reading"
+    )
     quantile_bounds: dict[str, tuple[float, float | None]] = Field(
         default_factory=dict,
         description="quantile figure -> (lower, upper) bound of the bucket holding it, when the "
         "interpolated value says little (first bucket, a bucket wider than the value, or +Inf: upper None)",
+    )
+    lifetime: Figures | None = Field(
+        None,
+        description="the first reading only (no window yet): LIFETIME_FIGURES since the server started, "
+        "from its counters alone",
     )

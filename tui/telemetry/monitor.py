@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from tui.auth import endpoint_headers
+from tui.auth import ApiKeyError, endpoint_headers
+from tui.format import FIGURES_FAILED, fmt_setting
 from tui.settings import EndpointSettings
 from tui.telemetry.backends import BackendDetector
 from tui.telemetry.figures import Figures
@@ -27,6 +29,8 @@ BACKOFF_MAX_S = 30.0
 _MODELS_MAX_BYTES = 1 * 2**20
 _METRICS_BACKENDS = ("vllm", "sglang", "llamacpp")
 SLOTS_RETRY_S = 60.0
+
+log = logging.getLogger(__name__)
 
 
 class _ModelCard(BaseModel):
@@ -70,7 +74,7 @@ async def fetch_model_ids(
                     if len(body) > _MODELS_MAX_BYTES:
                         return "response larger than 1 MiB"
     except (TimeoutError, httpx.TimeoutException):
-        return f"timeout after {timeout_s:.1f} s"
+        return f"timeout after {fmt_setting(timeout_s)} s"
     except httpx.ConnectError:
         return "connection refused"
     except (httpx.HTTPError, OSError) as error:
@@ -99,6 +103,7 @@ class EndpointMonitor:
         # llama.cpp /slots: why it gave nothing, and when it was last asked.
         self.slots_error: str | None = None
         self._slots_failed_at: float | None = None
+        self.figure_failures = 0  # polls whose figures could not be derived (a bug: see the debug log)
 
     def due(self, now_monotonic: float) -> bool:
         """False while backing off after failures."""
@@ -139,6 +144,10 @@ class EndpointMonitor:
         return scrape
 
     async def _scrape(self, client: httpx.AsyncClient) -> Scrape:
+        try:
+            self._headers()
+        except ApiKeyError as error:  # said instead of httpx's error, which would quote the key
+            return failed(str(error))
         if self.endpoint.backend != "openai":
             return await self._scrape_metrics(client)
         # Hosted OpenAI-compatible gateways have no /metrics: reachability is all there is.
@@ -164,8 +173,9 @@ class EndpointMonitor:
             scrape = await self._scrape(client)
         except asyncio.CancelledError:
             raise
-        except Exception as error:  # a bug must not stop the dashboard
-            scrape = failed(f"internal error: {type(error).__name__}: {error}")
+        except Exception as error:  # a bug must not stop the dashboard: shown as the error, and logged
+            log.exception("%s: scraping %s failed", self.endpoint.name, self.endpoint.resolved_metrics_url)
+            scrape = failed(f"internal error: {type(error).__name__}: {error} (see the debug log)")
         self.last_scrape = scrape
         if scrape.up:
             self.consecutive_failures = 0
@@ -175,22 +185,29 @@ class EndpointMonitor:
                     await self._list_model(client)
                 except asyncio.CancelledError:
                     raise
-                except Exception:
+                except Exception:  # fetch_model_ids answers every HTTP failure: this is a bug
+                    log.exception("%s: asking /v1/models failed", self.endpoint.name)
                     self._listed_model = None
         else:
             self.consecutive_failures += 1
             # Down: what comes back may be a new process with other flags (--slots): ask /slots at once.
             self.slots_error = None
             self._slots_failed_at = None
+        figures_failed = 0
         try:
             figures = self.window.figures()
             per_model = self.window.figures_by_model()
-        except Exception:  # defensive: derivation must not break polling
+        except Exception:  # a bug in a figure rule must not stop polling: counted, shown, logged
+            self.figure_failures += 1
+            figures_failed = self.figure_failures
+            log.exception("%s: deriving the figures failed (%d times)", self.endpoint.name, figures_failed)
             figures, per_model = Figures(), {}
         backend = self.window.backend or scrape.backend
         problem = scrape.error
         if scrape.up and self.window.inconsistent:
             problem = self.window.inconsistent
+        if figures_failed:  # every figure reads "–": say it is spectop's failure, not the server's silence
+            problem = FIGURES_FAILED if problem is None else f"{FIGURES_FAILED} · {problem}"
         if backend == "llamacpp" and self.slots_error and "generation_tokens_per_s" in figures.notes:
             note = f"{figures.notes['generation_tokens_per_s']} (/slots: {self.slots_error})"
             figures.notes["generation_tokens_per_s"] = note
@@ -208,4 +225,6 @@ class EndpointMonitor:
             figures=figures,
             consecutive_failures=self.consecutive_failures,
             per_model=per_model,
+            figures_failed=figures_failed,
+            impossible_figures=self.window.impossible_figures,
         )

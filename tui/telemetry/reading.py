@@ -30,6 +30,12 @@ class EndpointReading(BaseModel):
     consecutive_failures: int = 0
     # Figures per model_name when the server serves several models (else empty).
     per_model: dict[str, Figures] = Field(default_factory=dict)
+    # > 0: this poll's figures could not be derived (a bug, logged to the debug log), and how many polls
+    # of the endpoint failed so; `error` then says "figures failed: see the debug log".
+    figures_failed: int = 0
+    # Figures dropped as impossible so far (a bad page: accepted > drafted, a KV gauge above 100%), counted
+    # by tui/telemetry/plausible_figures.py; each dropped figure's note says which and why.
+    impossible_figures: int = 0
 
     @property
     def source_failed(self) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import time as time_module
@@ -25,7 +26,6 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Annotated, BinaryIO, Literal
 
-import aiofiles
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from tui.sanitize import safe_line
@@ -87,6 +87,15 @@ class RecordingError(Exception):
     """A recording line that cannot be used; the message names file and line."""
 
 
+def describe_os_error(error: BaseException) -> str:
+    """One line for a failed write: "no space left on the device", the OS's words otherwise."""
+    if isinstance(error, OSError):
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return "no space left on the device"
+        return error.strerror or str(error)
+    return str(error)
+
+
 class RecordingWriter:
     """Appends records to a JSONL file: buffered, written off the event loop, rotated at `max_bytes`.
 
@@ -138,17 +147,30 @@ class RecordingWriter:
         await self._write(record.model_dump_json(), record.time)
 
     async def flush(self) -> None:
-        """Write what is buffered (in a worker thread); rotate first if it would pass the cap."""
+        """Write what is buffered (in a worker thread); rotate first if it would pass the cap.
+
+        A failed write raises its OSError, now and on every later write (`_error`): a full disk stops
+        the recording, never the caller."""
         async with self._lock:
             if not self._buffer or self._file is None:
                 return
             data = b"".join(self._buffer)
             self._buffer, self._buffered = [], 0
-            rotated = await asyncio.to_thread(self._write_blocking, data)
+            try:
+                rotated = await asyncio.to_thread(self._write_blocking, data)
+            except OSError as error:
+                self._error = error
+                raise
         if rotated is not None:
             self.rotations += 1
             if self.on_rotate is not None:
                 self.on_rotate(rotated)
+
+    async def abandon(self) -> None:
+        """Stop after a failed write: the buffer is dropped (it cannot be written) and the file closed."""
+        self._buffer, self._buffered = [], 0
+        self._error = self._error or OSError("the recording was stopped after a failed write")
+        await self.close()
 
     async def close(self) -> None:
         if self._flusher is not None:
@@ -162,7 +184,10 @@ class RecordingWriter:
             await self.flush()
         finally:
             file, self._file = self._file, None
-            await asyncio.to_thread(file.close)
+            with contextlib.suppress(
+                OSError
+            ):  # its last bytes failed too: the flush (or the first failure) said so
+                await asyncio.to_thread(file.close)
 
     async def _write(self, line: str, time: float) -> None:
         if self._file is None:
@@ -254,6 +279,8 @@ async def read_records(
     path: str | Path, on_error: Callable[[RecordingError], None] | None = None
 ) -> AsyncIterator[Record]:
     """Every good record of a recording, in file order. Bad lines go to `on_error` (or raise)."""
+    import aiofiles  # only here: not among the imports before the first frame
+
     async with aiofiles.open(path, encoding="utf-8", errors="replace") as file:
         line_number = 0
         async for line in file:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import errno
+import functools
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -12,8 +14,11 @@ from dataclasses import dataclass
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from tui.format import fmt_setting
 from tui.telemetry.backends import BackendDetector, detect_backend
 from tui.telemetry.prometheus import MetricsFormatError, MetricsParser, Sample, parse_metrics_text
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MAX_BYTES = 8 * 2**20
@@ -103,7 +108,7 @@ async def scrape_metrics(
     per endpoint) what repeats between its pages.
     """
     request_headers = {"Accept": _ACCEPT, **(headers or {})}
-    timeout_text = f"timeout after {timeout_s:.1f} s"
+    timeout_text = f"timeout after {fmt_setting(timeout_s)} s"
     try:
         async with asyncio.timeout(timeout_s):
             result = await _fetch(client, metrics_url, timeout_s, max_bytes, request_headers)
@@ -118,6 +123,7 @@ async def scrape_metrics(
     except OSError as error:
         return failed(f"network error: {error}")
     except Exception as error:  # never raise: a scrape failure is data, not a crash
+        log.exception("scraping %s failed unexpectedly", metrics_url)
         while isinstance(error, ExceptionGroup) and error.exceptions:
             error = error.exceptions[0]
         return failed(f"{type(error).__name__}: {error}")
@@ -157,7 +163,10 @@ class _Slot(BaseModel):
     next_token: list[_NextToken] = Field(default_factory=list)
 
 
-_SLOTS = TypeAdapter(list[_Slot])
+@functools.cache
+def _slots_adapter() -> TypeAdapter[list[_Slot]]:
+    """Made on the first /slots answer (building it takes longer than the rest of this module's import)."""
+    return TypeAdapter(list[_Slot])
 
 
 async def fetch_slots_decoded(
@@ -177,7 +186,7 @@ async def fetch_slots_decoded(
             request_headers = {"Accept": "application/json", **(headers or {})}
             result = await _fetch(client, url, timeout_s, _SLOTS_MAX_BYTES, request_headers)
     except (TimeoutError, httpx.TimeoutException):
-        return f"timeout after {timeout_s:.1f} s"
+        return f"timeout after {fmt_setting(timeout_s)} s"
     except httpx.ConnectError as error:
         return _connect_error_text(error)
     except (httpx.HTTPError, OSError) as error:
@@ -185,7 +194,7 @@ async def fetch_slots_decoded(
     if isinstance(result, str):
         return result
     try:
-        slots = _SLOTS.validate_json(result[0])
+        slots = _slots_adapter().validate_json(result[0])
     except ValidationError:
         return "not the JSON list of slots llama-server sends"
     running = (slot for slot in slots if slot.is_processing)

@@ -29,6 +29,14 @@ SERIES_NAMES: tuple[str, ...] = (
     "kv_cache_usage",
 )
 MAX_MARKERS = 64
+QUANTILE_SERIES = ("ttft_p50_s", "ttft_p95_s")
+Bounds = tuple[float, float | None]
+
+
+def is_bound(bounds: Bounds | None) -> bool:
+    """A quantile that is only a bound: inside the first bucket ("< 100 ms") or the +Inf one ("> 10 s").
+    Its interpolated value is made up, so it is not plotted (a gap, and the chart says why)."""
+    return bounds is not None and (bounds[0] == 0 or bounds[1] is None or math.isinf(bounds[1]))
 
 
 def samples_for(history_s: float, poll_interval_s: float) -> int:
@@ -44,12 +52,14 @@ class EndpointSeries:
     series: dict[str, deque[float | None]] = field(init=False)
     up: deque[bool] = field(init=False)  # per sample: was the endpoint up
     markers: deque[tuple[float, str]] = field(init=False)  # (time, "restart" | "config"), for the charts
+    bounds: dict[str, deque[Bounds | None]] = field(init=False)  # per quantile sample: its bound, if one
 
     def __post_init__(self) -> None:
         self.times = deque(maxlen=self.maxlen)
         self.series = {name: deque(maxlen=self.maxlen) for name in SERIES_NAMES}
         self.up = deque(maxlen=self.maxlen)
         self.markers = deque(maxlen=MAX_MARKERS)
+        self.bounds = {name: deque(maxlen=self.maxlen) for name in QUANTILE_SERIES}
 
     def mark(self, time: float, kind: str) -> None:
         """A restart (seen in the counters) or a config change (save & restart) at `time`, once."""
@@ -59,10 +69,21 @@ class EndpointSeries:
     def add(self, time: float, figures: Figures | None) -> None:
         self.times.append(time)
         self.up.append(figures is not None)
-        if figures is not None and figures.restarted_s_ago is not None:
-            self.mark(time - figures.restarted_s_ago, "restart")
+        if figures is not None and figures.restarted_in_window:
+            # At its start, or (start unknown) at the new process' first reading.
+            ago = (
+                figures.restarted_s_ago if figures.restarted_s_ago is not None else figures.restart_seen_s_ago
+            )
+            if ago is not None:
+                self.mark(time - ago, "restart")
         for name, values in self.series.items():
-            values.append(getattr(figures, name) if figures is not None else None)
+            value = getattr(figures, name) if figures is not None else None
+            if name in self.bounds:
+                bounds = figures.quantile_bounds.get(name) if figures is not None else None
+                bound = bounds if is_bound(bounds) else None
+                self.bounds[name].append(bound)
+                value = None if bound is not None else value
+            values.append(value)
 
     def values(self, name: str, *, since: float | None = None) -> list[float | None]:
         """The series `name` (oldest first), only samples at or after `since` when given."""
@@ -84,6 +105,15 @@ class EndpointSeries:
         values = list(self.series[name])
         start = bisect.bisect_left(times, since)
         return times[start:], values[start:]
+
+    def bound_since(self, name: str, since: float) -> Bounds | None:
+        """The newest bound among the samples of quantile `name` at or after `since` (None: no bound:
+        every sample was a value, or `name` is not a quantile)."""
+        bounds = self.bounds.get(name)
+        if bounds is None:
+            return None
+        start = bisect.bisect_left(list(self.times), since)
+        return next((b for b in reversed(list(bounds)[start:]) if b is not None), None)
 
     def tail(self, name: str, count: int) -> list[float | None]:
         """The newest `count` values of series `name`, oldest first."""

@@ -17,7 +17,8 @@
   the poll interval to milliseconds; appends are read on the next poll (every `poll_interval_s`, also
   the fallback on other systems and network filesystems). Residual limit: a rotated file
   deleted (or compressed) before the tailer looked is lost, as it is for `tail -F`.
-* Lines are capped at `max_line_bytes` (the rest of an over-long line is dropped), undecodable bytes
+* Lines are capped at `max_line_bytes` (the rest of an over-long line is dropped), NUL bytes (the hole
+  a copytruncate leaves before a non-appending writer's next line) are dropped, undecodable bytes
   become U+FFFD, and a partial last line is held until its newline arrives. Memory stays bounded by
   the cap and the read budget of one step whatever the file holds.
 * All file work of one step runs in one worker thread call (`asyncio.to_thread`) and every wait is
@@ -64,6 +65,11 @@ class LineSplitter:
         self._dropping = False  # inside an over-long line whose first part was already given out
 
     def feed(self, chunk: bytes) -> list[str]:
+        if b"\0" in chunk:
+            # NUL runs are holes, not text: a copytruncate beside a writer that is not in append mode
+            # leaves one before its next line (at its old offset), which would otherwise fill the line
+            # cap and lose that line. `tail -F` shows the line too.
+            chunk = chunk.replace(b"\0", b"")
         pieces = chunk.split(b"\n")
         remainder = pieces.pop()
         lines: list[str] = []

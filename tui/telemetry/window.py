@@ -7,13 +7,24 @@ Restarts: a segment in which the server's start marker changed, or most
 counters went down, is a restart. Like Prometheus' `increase()`, its counters count from
 0 (the new process' values are the increase), and the figures start afresh
 from that segment: nothing before it is mixed in (a restart is how k changes,
-so old and new draft positions never share a window). `restarted_in_window`
-says so, and `window_short` while the fresh window is under half the
-configured one. A change in the set of draft positions without a visible
+so old and new draft positions never share a window). The new process' counts
+cover the time since it started, not the whole segment (which holds the old
+process' last seconds and the time it was down): when its start is known (vLLM's
+`_created` stamps, `process_start_time_seconds`, llama.cpp's
+Process-Start-Time-Unix on this machine's monotonic clock), the segment's seconds
+are those since then, and `restarted_s_ago` is measured from it. When it is not,
+the segment has no seconds (its rates are None, and say why) while it is the
+newest; once a reading follows, the restart's first reading is a baseline and the
+figures count from there. `restarted_in_window` says so, and `window_short` while the
+fresh window is under half the configured one. A change in the set of draft positions without a visible
 restart also starts afresh (that segment is a baseline).
 
-A single series that went down (the rest going on) was reset on its own: it
-counts from 0 in that segment, and the window goes on.
+A single series that went down while the rest did not is an inconsistent page
+(one garbled line, two processes writing one series): the page is dropped and
+counted (`dropped_pages`, and a note). Lower again on the next page, the
+series was reset on its own: it counts from 0 in that segment, and the window
+goes on. Impossible derived figures (acceptance above 100%, a KV gauge above 1,
+a negative queue) are dropped with a note (`tui.telemetry.plausible_figures`).
 
 Missing series: a series absent from a page (not printed, or NaN) keeps its
 last value, so it is compared with that when it comes back. A series that
@@ -24,6 +35,11 @@ the covered time, like `increase()` without extrapolation.
 
 Inconsistent pages (the same series twice, e.g. a proxy merging pages) are not
 added: `inconsistent` names the duplicate and the figures are unknown.
+
+The first reading: one scrape has no increase, so the window's figures are unknown, but its counters
+count from the server's start: `Figures.lifetime` holds what they say since then (`LIFETIME_FIGURES`,
+checked like the window's), and the rates say they need a second scrape. Once a second scrape is in the
+window, its own figures replace them.
 """
 
 from __future__ import annotations
@@ -31,19 +47,25 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
+from itertools import pairwise
 from operator import add
 
+from tui.format import fmt_duration
 from tui.telemetry.backends import Backend, backend_module, segment_extras_of
 from tui.telemetry.backends.base import CounterKey, Delta, PageSnapshot, SeriesMemo, delta_of_model
-from tui.telemetry.figures import Figures
+from tui.telemetry.figures import LIFETIME_FIGURES, Figures
+from tui.telemetry.plausible_figures import drop_impossible
 from tui.telemetry.scraper import Scrape
 
 _EMPTY_PAGE = PageSnapshot(counters={}, gauges={})
 _POSITIONS = "accepted_per_pos:"
 # Newest readings left out of the figures while a series is missing from them (NaN in a scrape or two).
 _GAP_READINGS = 2
+RATE_FIGURES = ("generation_tokens_per_s", "prompt_tokens_per_s", "requests_per_s")
+NEEDS_TWO_SCRAPES = "a rate needs two scrapes: from the next reading on"
+LIFETIME_NOTE = "lifetime: since the server started (the window's own figure from the next reading on)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +75,10 @@ class _Segment:
     extras: dict[str, float]
     # A restart: counted from zero, and the figures start with this segment.
     restart: bool = False
+    # A restart's start: (monotonic time the new process began counting, from what), or (None, why not
+    # known). Known, `seconds` are the new process' time in the segment; unknown, `seconds` are 0 (no
+    # rates: the time its counters cover is not known).
+    restart_start: tuple[float | None, str] = (None, "")
     # The figures start after this segment (a baseline: nothing counted), e.g. the draft positions changed.
     fresh_after: bool = False
     # Quantities with a series missing (not printed, or NaN) from this segment's page: their increase
@@ -60,6 +86,10 @@ class _Segment:
     missing: tuple[str, ...] = ()
     # Quantities with a series first seen on this page (a baseline: counted from the next reading).
     baselines: tuple[str, ...] = ()
+    # Series that went down while the others did not (not a restart): a suspect page (`ScrapeWindow.add`).
+    went_down_alone: tuple[str, ...] = ()
+    # The number of draft positions before and after, when they changed on this page (k changed).
+    k_change: tuple[int, int] | None = None
     # The counter keys in order: segments of one server share them, so they can be summed by column.
     keys: tuple[CounterKey, ...] = field(init=False)
 
@@ -100,27 +130,75 @@ def _new_position(name: str, previous: Mapping[CounterKey, float]) -> bool:
     return bool(names) and name not in names
 
 
+def _positions_of(counters: Mapping[CounterKey, float]) -> int:
+    return len({key[0] for key in counters if key[0].startswith(_POSITIONS)})
+
+
+@dataclass(frozen=True, slots=True)
+class _NewestScrape:
+    """The newest scrape, as a segment is made of it."""
+
+    page: PageSnapshot
+    process_start: str | None
+    monotonic: float
+    time: float  # time.time() at the same moment (start stamps are Unix times)
+
+
+def _restart_start(before: _Entry, after: _NewestScrape) -> tuple[float | None, str]:
+    """When the new process began counting, on the monotonic clock of the readings, and by what; or
+    (None, why that is not known). Only a start between the two readings is believed: the old process
+    answered the first one (a stamp outside is another machine's clock, or not a start at all)."""
+    page = after.page
+    if page.restart_marker is not None:
+        name = page.restart_name or "its start time"
+        old = before.page.restart_marker
+        if old is not None and math.isclose(old, page.restart_marker, rel_tol=0, abs_tol=1e-3):
+            return None, f"the counters went down but {name} did not change"
+        started = after.monotonic - (after.time - page.restart_marker)
+        if before.monotonic < started <= after.monotonic:
+            return started, name
+        return None, f"{name} is not between the two readings (the server's clock differs from this one's)"
+    if after.process_start is not None:
+        header = "Process-Start-Time-Unix"
+        try:
+            started = float(after.process_start) / 1e6  # llama.cpp: µs of its monotonic clock
+        except ValueError:
+            return None, f"{header} is not a number"
+        if math.isfinite(started) and before.monotonic < started <= after.monotonic:
+            return started, header
+        return None, (
+            f"{header} (llama.cpp's monotonic clock) is not between the two readings on this machine's "
+            "clock: the server runs on another machine"
+        )
+    return None, "the page has no start time"
+
+
 def _counted_from_zero(
-    backend: Backend, before: _Entry, page: PageSnapshot, seconds: float
+    backend: Backend, before: _Entry, after: _NewestScrape
 ) -> tuple[_Segment, Mapping[CounterKey, float]]:
-    """The segment of a restart: the new process' counters are the increase."""
+    """The segment of a restart: the new process' counters are the increase, over the time since it
+    started (when that is known; else over an unknown time: no rates)."""
+    page = after.page
+    started, why = _restart_start(before, after)
+    seconds = 0.0 if started is None else after.monotonic - started
     increases = {key: max(value, 0.0) for key, value in page.counters.items()}
     extras: dict[str, float] = {}
     segment_extras = segment_extras_of(backend)
     if segment_extras is not None:
         extras = segment_extras(_EMPTY_PAGE, page, Delta(seconds, increases))
-    return _Segment(seconds, increases, extras, restart=True), page.counters
+    return _Segment(seconds, increases, extras, restart=True, restart_start=(started, why)), page.counters
 
 
 def _segment(
-    backend: Backend, before: _Entry, page: PageSnapshot, process_start: str | None, monotonic: float
+    backend: Backend, before: _Entry, after: _NewestScrape
 ) -> tuple[_Segment | None, Mapping[CounterKey, float]]:
-    """The segment from `before` to `page`, and the counters to compare the next page with."""
-    seconds = monotonic - before.monotonic
+    """The segment from `before` to `after`, and the counters to compare the next page with."""
+    page = after.page
+    seconds = after.monotonic - before.monotonic
     if seconds <= 0:
         return None, page.counters
-    if _restarted(before, page, process_start):
-        return _counted_from_zero(backend, before, page, seconds)
+    if _restarted(before, page, after.process_start):
+        return _counted_from_zero(backend, before, after)
     previous = before.counters
     current = page.counters
     increases: dict[CounterKey, float] = {}
@@ -128,6 +206,7 @@ def _segment(
     carried: dict[CounterKey, float] | None = None
     positions_changed = False
     went_down = 0
+    down_names: dict[str, None] = {}
     baselines: dict[str, None] = {}
     for key, value in current.items():
         old = previous.get(key)
@@ -150,16 +229,18 @@ def _segment(
                 increases[key] = 0.0
                 continue
             went_down += 1
+            down_names[key[0]] = None
             increase = max(value, 0.0)  # this series was reset: like increase(), count from zero
         increases[key] = increase
     if went_down and 2 * went_down >= sum(1 for value in previous.values() if value > 0):
         # Most counters went down: the server restarted without a visible start marker.
-        return _counted_from_zero(backend, before, page, seconds)
+        return _counted_from_zero(backend, before, after)
     if previous and current and shared == 0:
         # No series in common: a different server, or a restart with new labels. Start afresh.
         return _Segment(seconds, {}, {}, fresh_after=True), current
     if positions_changed:
-        return _Segment(seconds, {}, {}, fresh_after=True), current
+        change = (_positions_of(previous), _positions_of(current))
+        return _Segment(seconds, {}, {}, fresh_after=True, k_change=change), current
     missing: dict[CounterKey, float] = {}
     if len(previous) > shared:
         # Series missing from this page (not printed, or NaN) keep their last value.
@@ -177,8 +258,41 @@ def _segment(
         extras,
         missing=tuple(dict.fromkeys(key[0] for key in missing if key[0] not in _running_max(backend))),
         baselines=tuple(baselines),
+        went_down_alone=tuple(down_names),
     )
     return segment, current if carried is None else carried
+
+
+RATE_FIGURES = ("generation_tokens_per_s", "prompt_tokens_per_s", "requests_per_s")
+_RATE_UNKNOWN = (
+    "unknown: the server restarted inside the window at a time not known, so the time its counters "
+    "cover is not known either (counted from the first reading after the restart)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Restart:
+    """The newest restart in the window: when the new process started (monotonic, None: unknown) and by
+    what (or why not known), between which two readings; `baseline`: the figures start at its first
+    reading instead (its start unknown)."""
+
+    started: float | None
+    why: str
+    before: float
+    seen: float
+    baseline: bool = False
+
+    def note(self, newest: float) -> str:
+        if self.started is not None:
+            ago = fmt_duration(newest - self.started)
+            return f"restarted during the window ({ago} ago, by {self.why}), counted from zero since then"
+        first, seen = fmt_duration(newest - self.before), fmt_duration(newest - self.seen)
+        between = f"between the readings {first} and {seen} ago"
+        if self.baseline:
+            counted = f"the figures count from its first reading ({seen} ago)"
+        else:
+            counted = "counted from zero; no rates (the time its counters cover is not known)"
+        return f"restarted during the window, {between} (start time unknown: {self.why}); {counted}"
 
 
 def _sum_segments(segments: list[_Segment]) -> Delta | None:
@@ -231,11 +345,20 @@ class ScrapeWindow:
         self._delta_cache: Delta | None = None
         self._delta_cached = False
         self._covered_s = 0.0
-        self._restart_at: float | None = None  # monotonic time of the newest restart in the window
+        self._restart: _Restart | None = None  # the newest restart in the window
+        self._k_change: tuple[int, int, float] | None = None  # draft positions before, after, when
         # Why the newest readings are not in the figures, or a counter in them is unknown (missing series).
         self._gap_note: str | None = None
         # Why the newest page was not used (the same series twice); None when it was.
         self.inconsistent: str | None = None
+        # Pages dropped because one counter went down alone, and figures dropped as impossible (both
+        # counted for the endpoint's lifetime; the note says so while the last one is in the window).
+        self.dropped_pages = 0
+        self.impossible_figures = 0
+        self._held_down: tuple[str, ...] = ()
+        self._dropped_at: float | None = None
+        self._dropped_why = ""
+        self._checked_entry: float | None = None  # the newest scrape whose impossible figures were counted
 
     @property
     def backend(self) -> str | None:
@@ -282,12 +405,21 @@ class ScrapeWindow:
         segment = None
         counters: Mapping[CounterKey, float] = page.counters
         if self._entries:
-            segment, counters = _segment(
-                backend, self._entries[-1], page, scrape.process_start, scrape.monotonic
-            )
+            reading = _NewestScrape(page, scrape.process_start, scrape.monotonic, scrape.time)
+            segment, counters = _segment(backend, self._entries[-1], reading)
             if scrape.monotonic <= self._entries[-1].monotonic:
                 self._entries.clear()  # clock went backwards: start over
                 segment, counters = None, page.counters
+            elif segment is not None and segment.went_down_alone not in ((), self._held_down):
+                # A counter going backwards alone while the others go on is an inconsistent page (a
+                # glitch of one line: "gen tok/s 4986k" once it is back), not a restart: dropped and
+                # counted. The same series lower again on the next page is a reset of that series alone.
+                self._held_down = segment.went_down_alone
+                self.dropped_pages += 1
+                self._dropped_at = scrape.monotonic
+                self._dropped_why = ", ".join(segment.went_down_alone)
+                return
+        self._held_down = ()
         self._entries.append(_Entry(scrape.monotonic, page, scrape.process_start, segment, counters))
         oldest_allowed = scrape.monotonic - self.window_s * (1 + 1e-6)
         while len(self._entries) > 1 and self._entries[0].monotonic < oldest_allowed:
@@ -297,23 +429,33 @@ class ScrapeWindow:
         if not self._delta_cached:
             segments: list[_Segment] = []
             ends: list[float] = []  # monotonic time each segment ends at
-            restart_at = None
-            for entry in list(self._entries)[1:]:
+            restart: _Restart | None = None
+            k_change: tuple[int, int, float] | None = None
+            for before, entry in pairwise(self._entries):
                 segment = entry.segment
                 if segment is None:
                     continue
                 if segment.restart:
                     segments, ends = [], []  # start afresh: counted from zero in this segment
-                    restart_at = entry.monotonic
+                    started, why = segment.restart_start
+                    restart = _Restart(started, why, before.monotonic, entry.monotonic)
                 elif segment.fresh_after:
                     segments, ends = [], []
+                    if segment.k_change is not None:
+                        k_change = (*segment.k_change, entry.monotonic)
                     continue
                 segments.append(segment)
                 ends.append(entry.monotonic)
+            if restart is not None and restart.started is None and len(segments) > 1:
+                # When the new process started is not known, nor is the time its first counts cover:
+                # its first reading is a baseline, the figures count from there.
+                segments, ends = segments[1:], ends[1:]
+                restart = replace(restart, baseline=True)
             segments = self._without_gap(segments, ends)
             self._delta_cache = _sum_segments(segments)
             self._covered_s = self._delta_cache.seconds if self._delta_cache is not None else 0.0
-            self._restart_at = restart_at
+            self._restart = restart
+            self._k_change = k_change
             self._delta_cached = True
         return self._delta_cache
 
@@ -334,8 +476,8 @@ class ScrapeWindow:
         if 0 < end < len(segments):
             ago = ends[-1] - ends[end - 1]
             self._gap_note = (
-                f"figures end at the reading {ago:.0f} s ago: not in the newer readings (missing or NaN): "
-                f"{names}"
+                f"figures end at the reading {fmt_duration(ago)} ago: not in the newer readings "
+                f"(missing or NaN): {names}"
             )
             return segments[:end]
         notes = []
@@ -353,16 +495,45 @@ class ScrapeWindow:
         delta = self._delta()
         figures.covered_s = round(self._covered_s, 3) if delta is not None else None
         why: list[str] = []
-        if self._restart_at is not None:
-            ago = self._entries[-1].monotonic - self._restart_at
+        newest = self._entries[-1].monotonic
+        restart = self._restart
+        time_unknown = restart is not None and restart.started is None and not restart.baseline
+        if restart is not None:
             figures.restarted_in_window = True
-            figures.restarted_s_ago = round(ago, 3)
-            why.append(f"restarted during the window ({ago:.0f} s ago), counted from zero")
+            figures.restart_seen_s_ago = round(newest - restart.seen, 3)
+            why.append(restart.note(newest))
+            if restart.started is not None:
+                figures.restarted_s_ago = round(newest - restart.started, 3)
+        if time_unknown:
+            figures.covered_s = None  # the new process' counters cover an unknown part of the segment
+            for name in RATE_FIGURES:
+                if getattr(figures, name) is None:
+                    other = figures.notes.get(name)
+                    figures.notes[name] = _RATE_UNKNOWN if other is None else f"{_RATE_UNKNOWN}; {other}"
         if math.isfinite(self.window_s) and self._covered_s < 0.5 * self.window_s:
             figures.window_short = True
-            why.append(f"window still short: {self._covered_s:.0f} s of {self.window_s:.0f} s")
+            if not time_unknown:
+                why.append(
+                    f"window still short: {fmt_duration(self._covered_s)} of {fmt_duration(self.window_s)}"
+                )
         if self._gap_note is not None:
             why.append(self._gap_note)
+        if self._dropped_at is not None and newest - self._dropped_at <= self.window_s:
+            pages = "page" if self.dropped_pages == 1 else "pages"
+            why.append(
+                f"{self.dropped_pages} inconsistent {pages} dropped: {self._dropped_why} went down while "
+                "the other counters did not (not a restart)"
+            )
+        if figures.per_position_acceptance is None and self._k_change is not None:
+            before, after, at = self._k_change
+            figures.notes["per_position_acceptance"] = (
+                f"the draft positions changed (k {before} → {after}) {fmt_duration(newest - at)} ago: "
+                "per-position acceptance starts afresh, from the next reading"
+            )
+        dropped = drop_impossible(figures)
+        if dropped and self._checked_entry != newest:
+            self._checked_entry = newest
+            self.impossible_figures += dropped
         if why:
             figures.notes["window"] = "; ".join(why)
         return figures
@@ -372,7 +543,43 @@ class ScrapeWindow:
             return Figures(notes={"window": self.inconsistent})
         if self._backend is None or not self._entries:
             return Figures()
-        return self._qualified(self._backend.derive(self._delta(), self._entries[-1].page))
+        figures = self._qualified(self._backend.derive(self._delta(), self._entries[-1].page))
+        if len(self._entries) == 1:
+            self._first_reading(figures)
+        return figures
+
+    def _first_reading(self, figures: Figures) -> None:
+        """One scrape: the rates say they need another, and what the counters say since the server
+        started goes in `figures.lifetime` (each noted where the window's figure is unknown)."""
+        assert self._backend is not None
+        for name in RATE_FIGURES:
+            if getattr(figures, name) is None:
+                figures.notes.setdefault(name, NEEDS_TWO_SCRAPES)
+        page = self._entries[-1].page
+        if not page.counters:
+            return
+        # Counters count from 0 at the server's start: their values are the increases since then (no
+        # seconds: no rate).
+        derived = self._backend.derive(Delta(seconds=0.0, counters=dict(page.counters)), page)
+        known = {
+            name: getattr(derived, name) for name in LIFETIME_FIGURES if getattr(derived, name) is not None
+        }
+        if not known:
+            return
+        bounds = {name: bound for name, bound in derived.quantile_bounds.items() if name in known}
+        notes = {name: derived.notes[name] for name in bounds if name in derived.notes}
+        lifetime = Figures(**known, quantile_bounds=bounds, notes=notes)
+        if drop_impossible(lifetime):  # a garbled page: as the window's figures would be, said
+            for name, note in lifetime.notes.items():
+                if getattr(figures, name) is None and getattr(lifetime, name) is None:
+                    figures.notes.setdefault(name, f"lifetime: {note}")
+        shown = [name for name in LIFETIME_FIGURES if getattr(lifetime, name) is not None]
+        if not shown:
+            return
+        figures.lifetime = lifetime
+        for name in shown:
+            if getattr(figures, name) is None:
+                figures.notes[name] = LIFETIME_NOTE
 
     def figures_by_model(self) -> dict[str, Figures]:
         """Figures per model_name when the server serves several models (else empty)."""

@@ -14,7 +14,7 @@ recording.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import httpx
@@ -23,13 +23,14 @@ from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
-from tui.format import fmt_rate
+from tui.format import fmt_duration, fmt_rate
 from tui.settings import EndpointSettings
+from tui.tune.advised import Advised
 from tui.tune.plan import TuneKey, TunePlanError, default_key, edited
 from tui.tune.runner import Changer
 
 GuardMode = Literal["off", "ask", "auto"]
-GuardAction = Literal["offer", "switch_off"]
+GuardAction = Literal["offer", "switch_off", "offer_k"]
 DEFAULT_COOLDOWN_S = 600.0
 
 
@@ -48,35 +49,84 @@ class GuardInput:
     restarting: bool = False
     last_action_at: float | None = None  # the last guard action (offer answered or switch done)
     cooldown_s: float = DEFAULT_COOLDOWN_S
+    editing: bool = False  # the endpoint's config is open in the editor or a tune sweep
+    advised: Advised = field(default_factory=Advised)  # the advisor's better k (offered in ask mode only)
 
 
 @dataclass(frozen=True)
 class GuardDecision:
     action: GuardAction | None
     reason: str  # why (also when there is no action), for the log and the screen
+    k: int | None = None  # `offer_k`: the k offered (0 or None: speculation off)
 
 
 def decide(state: GuardInput) -> GuardDecision:
-    """`offer` (ask mode) or `switch_off` (auto mode) when the sustained low-acceptance alert is on."""
+    """`offer` (ask mode) or `switch_off` (auto mode) when the sustained low-acceptance alert is on;
+    else, in ask mode, `offer_k` when the advisor's better k has held for `sustained_s`."""
     if state.mode == "off":
         return GuardDecision(None, "guard off")
     if not state.acceptance_alert_active:
-        return GuardDecision(None, "acceptance is not low for long enough")
+        return _decide_k(state)
+    if state.mode == "ask" and state.advised.now_k:  # a smaller remedy than switching off: the advised k
+        # acceptance has been low for `sustained_s`: the remedy is the one this window advises
+        offer = _decide_k(replace(state, advised=replace(state.advised, held_k=state.advised.now_k)))
+        if offer.action is not None:
+            low = f"acceptance {fmt_rate(state.acceptance)} below {fmt_rate(state.threshold)}"
+            return replace(offer, reason=f"{low}; {offer.reason}")
     if state.speculation_on is False:
         return GuardDecision(None, "speculation is already off")
     if not state.can_change:
         return GuardDecision(
             None, "no config file or restart command: the guard cannot switch speculation off"
         )
+    held = _held_back(state)
+    if held is not None:
+        return held
+    acceptance = fmt_rate(state.acceptance)
+    since = "" if state.low_since is None else f" for {fmt_duration(state.now - state.low_since)}"
+    reason = f"acceptance {acceptance} below {fmt_rate(state.threshold)}{since}"
+    return GuardDecision("offer" if state.mode == "ask" else "switch_off", reason)
+
+
+def _held_back(state: GuardInput) -> GuardDecision | None:
+    """No action during a restart, while the user is at the config, or within the cool-down."""
     if state.restarting:
         return GuardDecision(None, "a restart is under way")
+    if state.editing:
+        return GuardDecision(None, "the config is open in the editor or a tune")
     if state.last_action_at is not None and state.now - state.last_action_at < state.cooldown_s:
         left = state.cooldown_s - (state.now - state.last_action_at)
-        return GuardDecision(None, f"cool-down: {left:.0f} s left")
-    acceptance = fmt_rate(state.acceptance)
-    since = "" if state.low_since is None else f" for {state.now - state.low_since:.0f} s"
-    reason = f"acceptance {acceptance} below {state.threshold * 100:.0f}%{since}"
-    return GuardDecision("offer" if state.mode == "ask" else "switch_off", reason)
+        return GuardDecision(None, f"cool-down: {fmt_duration(left)} left")
+    return None
+
+
+def _decide_k(state: GuardInput) -> GuardDecision:
+    """Ask mode: offer the advisor's better k (a config edit and a restart), never on its own (auto)."""
+    k = state.advised.held_k
+    if k is None:
+        return GuardDecision(None, "acceptance is not low for long enough")
+    if state.mode != "ask":
+        return GuardDecision(None, "the guard offers a better k in ask mode only")
+    if state.speculation_on is False:
+        return GuardDecision(None, "speculation is off")
+    if state.advised.current_k is not None and state.advised.current_k == k:
+        return GuardDecision(None, f"the file already has k={k}")
+    if not state.can_change:
+        return GuardDecision(None, "no config file or restart command: the guard cannot change k")
+    held = _held_back(state)
+    if held is not None:
+        return held
+    return GuardDecision("offer_k", state.advised.words or f"k={k} would be faster", k)
+
+
+# A guard action as the alerts list, the notification and the recording's message say it (the recording's
+# `action` field keeps the name).
+ACTION_WORDS = {
+    "offered": "offered to switch speculation off",
+    "declined": "declined, speculation stays on",
+    "switched_off": "switched speculation off",
+    "failed": "could not switch speculation off",
+}
 
 
 @dataclass(frozen=True)
@@ -85,7 +135,7 @@ class GuardRecord:
 
     endpoint: str
     time: float
-    action: str  # "offered" | "declined" | "switched_off" | "failed"
+    action: str  # "offered" | "declined" | "switched_off" | "k_changed" | "failed"
     reason: str
     acceptance: float | None
     threshold: float
@@ -93,7 +143,8 @@ class GuardRecord:
     detail: str = ""
 
     def line(self) -> str:
-        text = f"guard {self.action}: {self.reason}"
+        """What happened in words ("guard switched speculation off: acceptance 28% below 50% …")."""
+        text = f"guard {ACTION_WORDS.get(self.action, self.action)}: {self.reason}"
         return text + (f" ({self.detail})" if self.detail else "")
 
 
@@ -103,6 +154,19 @@ def speculation_off_text(doc: ConfigDocument) -> tuple[str, TuneKey]:
     if key.style == "plain":
         raise TunePlanError("the guard needs a vLLM-style or SGLang config to switch speculation off")
     return edited(doc, key, 0, doc).text, key
+
+
+def k_text(doc: ConfigDocument, k: int) -> str:
+    """The file with `k` draft tokens (the same edit as a tune's value k); ConfigError / TunePlanError."""
+    key = default_key(doc)
+    if key.style == "plain":
+        raise TunePlanError("the guard needs a vLLM-style or SGLang config to change k")
+    return edited(doc, key, k, doc).text
+
+
+def guard_text(doc: ConfigDocument, k: int | None) -> str:
+    """The text the guard writes: speculation off (k None or 0), or `k` draft tokens."""
+    return speculation_off_text(doc)[0] if not k else k_text(doc, k)
 
 
 def speculation_on(doc: ConfigDocument) -> bool | None:
@@ -137,7 +201,7 @@ async def switch_speculation_off(
         opened = await open_config_async(endpoint.config_file)
         if opened.document is None:
             return record("failed", detail=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
-        text, _ = speculation_off_text(opened.document)
+        text = guard_text(opened.document, decision.k)
     except (ConfigError, TunePlanError) as error:
         return record("failed", detail=str(error))
     diff = masked_diff(unified_diff(opened.text, text, endpoint.config_file.name))  # recorded: no secret
@@ -157,4 +221,6 @@ async def switch_speculation_off(
     change = await changer.restart()
     if not change.ok:
         return record("failed", diff, change.reason or "the server did not come back")
+    if decision.k:
+        return record("k_changed", diff, f"k={decision.k}; the server is back")
     return record("switched_off", diff, "speculation off; the server is back")

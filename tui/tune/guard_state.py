@@ -21,11 +21,12 @@ from tui.telemetry.alerts import AlertEngine
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import GuardLogRecord
 from tui.tune.guard import (
+    Advised,
     GuardDecision,
     GuardInput,
     GuardRecord,
     decide,
-    speculation_off_text,
+    guard_text,
     speculation_on,
 )
 from tui.tune.plan import TunePlanError
@@ -43,8 +44,9 @@ class Prepared:
     problem: str = ""  # why there is no diff (the file does not parse, no speculative key)
 
 
-async def prepare(endpoint: EndpointSettings) -> Prepared:
-    """Read the endpoint's config file (off the event loop) for the guard's second look."""
+async def prepare(endpoint: EndpointSettings, k: int | None = None) -> Prepared:
+    """Read the endpoint's config file (off the event loop) for the guard's second look: the diff that
+    switches speculation off (k None), or that sets `k` draft tokens."""
     if endpoint.config_file is None:
         return Prepared(None, problem="no config file")
     try:
@@ -55,7 +57,7 @@ async def prepare(endpoint: EndpointSettings) -> Prepared:
         return Prepared(None, problem=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
     on = speculation_on(opened.document)
     try:
-        text, _ = speculation_off_text(opened.document)
+        text = guard_text(opened.document, k)
     except (ConfigError, TunePlanError) as error:
         return Prepared(on, problem=str(error))
     return Prepared(on, masked_diff(unified_diff(opened.text, text, endpoint.config_file.name)))
@@ -70,8 +72,11 @@ def guard_input(
     restarting: bool,
     speculation_on: bool | None = None,
     last_action_at: float | None = None,
+    editing: bool = False,
+    advised: Advised | None = None,
 ) -> GuardInput:
-    """The guard's view of one endpoint from the alert engine and its latest reading."""
+    """The guard's view of one endpoint from the alert engine and its latest reading. `advised`: what
+    the advisor says (its better k), for ask mode."""
     alert = next((a for a in alerts.active(endpoint.name) if a.kind in ACCEPTANCE_KINDS), None)
     acceptance = reading.figures.acceptance_rate if reading is not None and reading.up else None
     return GuardInput(
@@ -86,6 +91,8 @@ def guard_input(
         restarting=restarting,
         last_action_at=last_action_at,
         cooldown_s=endpoint.guard_cooldown_s,
+        editing=editing,
+        advised=advised or Advised(),
     )
 
 
@@ -104,6 +111,8 @@ class GuardBook:
         *,
         now: float,
         restarting: bool,
+        editing: bool = False,
+        advised: Advised | None = None,
     ) -> GuardInput | None:
         """The guard's input when a first look (speculation assumed on) calls for an action; None when
         the guard is off, the endpoint is busy, or nothing is to be done (no file read needed)."""
@@ -116,6 +125,8 @@ class GuardBook:
             now=now,
             restarting=restarting,
             last_action_at=self.last_action_at.get(endpoint.name),
+            editing=editing,
+            advised=advised,
         )
         return state if decide(state).action is not None else None
 

@@ -24,18 +24,28 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from tui.bench.burst_store import bursts_dir
-from tui.bench.report import arm_summary, comparison
+from tui.bench.report.arms import arm_summary
 from tui.bench.results import ArmResult
 from tui.bench.stats import percentile, pooled_rate
 from tui.format import UNKNOWN as DASH
-from tui.format import fmt_latency, fmt_length, fmt_rate, fmt_times, fmt_times_interval, fmt_tokens_per_s
+from tui.format import (
+    fmt_latency,
+    fmt_length,
+    fmt_level,
+    fmt_rate,
+    fmt_times,
+    fmt_times_interval,
+    fmt_tokens_per_s,
+)
 from tui.sanitize import json_safe, safe_line
+from tui.tune.decision import Decision, Run, Speedups, decide, level_words, speedups
 
 CSV_FIELDS = (
     "value", "concurrency", "ok", "requests", "errors", "decode_tokens_per_s", "output_tokens_per_s",
     "ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "acceptance_rate", "mean_acceptance_length",
     "per_position_acceptance", "speedup", "speedup_ci_low", "speedup_ci_high", "best", "failure",
-    "burst_file", "label", "steps", "topk", "draft_tokens",
+    "burst_file", "label", "steps", "topk", "draft_tokens", "tied", "speedup_significant", "rounds",
+    "client_ok",
 )  # fmt: skip
 
 
@@ -67,8 +77,41 @@ class SkippedPoint(BaseModel):
         return f"steps {self.steps} · topk {self.topk} · draft {self.draft_tokens} skipped: {self.reason}"
 
 
+class CellRun(BaseModel):
+    """One burst of a cell: its round, its place on the sweep's timeline and its requests' decode
+    samples (tokens - 1, decode seconds), kept so the analysis can resample them."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    round: int
+    order: int
+    samples: list[tuple[float, float]] = Field(default_factory=list)
+    mean_acceptance_length: float | None = Field(
+        None, description="this burst's own (the cell's is the latest round's): for the step-cost fit"
+    )
+    client_ok: bool | None = Field(None, description="False: the measuring client fell behind")
+    client_reason: str | None = None
+    burst_file: str | None = None
+
+
+class TuneDecision(BaseModel):
+    """The recommendation at one concurrency with its uncertainty (`--json`'s `decisions`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    concurrency: int
+    best: int | None = Field(description="the recommendation: the cheapest value of the tie set")
+    tied: list[int] = Field(default_factory=list, description="not significantly slower than the fastest")
+    speedup: float | None = Field(None, description="the recommendation's speedup over the baseline")
+    ci: tuple[float, float] | None = None
+    significant: bool = Field(False, description="the recommendation is separated from every other value")
+    fastest: int | None = Field(None, description="the highest point estimate (may be within noise)")
+    beats_baseline: bool | None = Field(None, description="its interval lies above 1.0")
+    client_ok: bool | None = Field(None, description="False: a burst at this load had a starved client")
+
+
 class TuneCell(BaseModel):
-    """One burst: one value at one concurrency."""
+    """One value at one concurrency: every round's burst pooled."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -91,6 +134,10 @@ class TuneCell(BaseModel):
     throughput_speedup: float | None = None
     failure: str | None = None
     burst_file: str | None = None
+    speedup_significant: bool | None = Field(None, description="its interval excludes 1.0")
+    runs: list[CellRun] = Field(default_factory=list)
+    client_ok: bool | None = Field(None, description="False: the measuring client fell behind")
+    client_reason: str | None = None
 
 
 class ValueOutcome(BaseModel):
@@ -143,6 +190,15 @@ class TuneResult(BaseModel):
     break_even_concurrency: int | None = Field(
         None, description="lowest measured concurrency where no value beats the baseline (speculation off)"
     )
+    decisions: list[TuneDecision] = Field(default_factory=list)
+    zero_is_off: bool = Field(True, description="value 0 is speculation off (not so for a plain key)")
+    rounds: int = Field(1, description="rounds planned (each a pass over every value)")
+    rounds_run: int = 0
+    ci_level: float = Field(0.95, description="every interval's level (Bonferroni-split if sequential)")
+    looks: int = Field(1, description="how many times the data were looked at to decide when to stop")
+    until_separated: bool = False
+    stop_reason: str | None = None
+    apply_note: str | None = Field(None, description="why --apply wrote or kept the file")
     applied: AppliedChange | None = None
     restored: bool = False
     final_restart_ok: bool | None = None
@@ -169,6 +225,17 @@ class TuneResult(BaseModel):
         """A grid's recommendation with its parts: concurrency -> the best point (speculation off: absent)."""
         points = {c: self.point(value) for c, value in self.best.items() if value is not None}
         return {c: point for c, point in points.items() if point is not None}
+
+    def cost(self, value: int) -> float:
+        """Draft tokens a value asks for (what a tie is broken by): the value itself, a grid point's
+        draft tokens, 0 for speculation off."""
+        if not self.points:
+            return float(value)
+        point = self.point(value)
+        return 0.0 if point is None else float(point.draft_tokens)
+
+    def decision(self, concurrency: int) -> TuneDecision | None:
+        return next((d for d in self.decisions if d.concurrency == concurrency), None)
 
     def name(self, value: int) -> str:
         """How a value reads in a sentence: "k=2", or a grid's "steps 3 · topk 1 · draft 4" / "off"."""
@@ -203,15 +270,21 @@ def cell_from_arm(value: int, concurrency: int, arm: ArmResult) -> TuneCell:
     )
 
 
-def with_speedup(cell: TuneCell, baseline: ArmResult | None, arm: ArmResult) -> TuneCell:
-    if baseline is None:
-        return cell
-    compared = comparison(baseline, arm)
+def merged_cell(earlier: TuneCell | None, cell: TuneCell, run: CellRun) -> TuneCell:
+    """`cell` (this round's burst) folded into the cell of the earlier rounds: the decode rate pooled
+    over every round; the other figures are the latest round's."""
+    runs = [*(earlier.runs if earlier else []), run]
+    samples = [tuple(sample) for r in runs for sample in r.samples]
+    client_bad = [r for r in runs if r.client_ok is False]
     return cell.model_copy(
         update={
-            "speedup": compared.decode_tokens_per_s_ratio,
-            "speedup_ci95": compared.ci95,
-            "throughput_speedup": compared.throughput_ratio,
+            "runs": runs,
+            "requests": cell.requests + (earlier.requests if earlier else 0),
+            "errors": cell.errors + (earlier.errors if earlier else 0),
+            "decode_tokens_per_s": pooled_rate([(a, d) for a, d in samples]),
+            "burst_file": run.burst_file or cell.burst_file,
+            "client_ok": (not client_bad) if any(r.client_ok is not None for r in runs) else None,
+            "client_reason": client_bad[-1].client_reason if client_bad else None,
         }
     )
 
@@ -219,17 +292,87 @@ def with_speedup(cell: TuneCell, baseline: ArmResult | None, arm: ArmResult) -> 
 # --- the analysis -----------------------------------------------------------------------------------
 
 
-def analyse(result: TuneResult) -> TuneResult:
-    """Best value per concurrency (highest pooled decode tokens/s), the schedule, the break-even load."""
-    best: dict[int, int | None] = {}
-    for concurrency in result.concurrencies:
-        measured = [
-            (cell.decode_tokens_per_s, outcome.value)
+def _runs_at(result: TuneResult, concurrency: int) -> list[Run]:
+    runs = []
+    for outcome in result.outcomes:
+        cell = result.cell(outcome.value, concurrency)
+        for run in cell.runs if cell else []:
+            samples = tuple((float(a), float(d)) for a, d in run.samples)
+            runs.append(Run(outcome.value, run.order, run.round, samples))
+    return runs
+
+
+def _point_only(result: TuneResult, concurrency: int) -> Speedups:
+    """Cells without runs (kept by an older spectop): point estimates, no intervals."""
+    found = Speedups(baseline=result.baseline_value)
+    base = result.cell(result.baseline_value, concurrency)
+    base_rate = base.decode_tokens_per_s if base else None
+    for outcome in result.outcomes:
+        cell = result.cell(outcome.value, concurrency)
+        rate = cell.decode_tokens_per_s if cell else None
+        if rate is not None and base_rate:
+            found.point[outcome.value] = rate / base_rate
+    return found
+
+
+def _decision(result: TuneResult, concurrency: int) -> tuple[TuneDecision, Speedups]:
+    runs = _runs_at(result, concurrency)
+    if runs:
+        found = speedups(runs, result.baseline_value)
+        made = decide(found, concurrency, result.cost, result.ci_level)
+    else:  # no samples to resample: the fastest point estimate, never called separated
+        found = _point_only(result, concurrency)
+        rates = {
+            outcome.value: cell.decode_tokens_per_s
             for outcome in result.outcomes
-            if (cell := next((c for c in outcome.cells if c.concurrency == concurrency), None))
-            and cell.decode_tokens_per_s is not None
-        ]
-        best[concurrency] = max(measured)[1] if measured else None
+            if (cell := result.cell(outcome.value, concurrency)) and cell.decode_tokens_per_s is not None
+        }
+        fastest = max(rates, key=lambda v: (rates[v], -result.cost(v))) if rates else None
+        point = found.point.get(fastest) if fastest is not None else None
+        tied = (fastest,) if fastest is not None else ()
+        made = Decision(concurrency, fastest, fastest, tied, point, None, False, None)
+    cells = [result.cell(value, concurrency) for value in made.tied]
+    client_ok = (
+        None
+        if not any(c and c.client_ok is not None for c in cells)
+        else all(c.client_ok is not False for c in cells if c)
+    )
+    decision = TuneDecision(
+        concurrency=concurrency, best=made.best, tied=list(made.tied), speedup=made.speedup, ci=made.ci,
+        significant=made.significant, fastest=made.fastest, beats_baseline=made.beats_baseline,
+        client_ok=client_ok,
+    )  # fmt: skip
+    return decision, found
+
+
+def analyse(result: TuneResult) -> TuneResult:
+    """Per concurrency: every value's speedup and interval (drift between rounds included), the tie set
+    and the recommendation (its cheapest value); the schedule and the break-even load from them."""
+    decisions: list[TuneDecision] = []
+    outcomes = [outcome.model_copy(deep=True) for outcome in result.outcomes]
+    updated = result.model_copy(update={"outcomes": outcomes})
+    for concurrency in result.concurrencies:
+        decision, found = _decision(updated, concurrency)
+        decisions.append(decision)
+        for outcome in outcomes:
+            for index, cell in enumerate(outcome.cells):
+                if cell.concurrency != concurrency or not cell.runs:
+                    continue
+                point = found.point.get(outcome.value)  # the baseline's is 1.0, with no interval
+                is_base = outcome.value == result.baseline_value
+                ci = (
+                    found.interval(outcome.value, result.ci_level)
+                    if point is not None and not is_base
+                    else None
+                )
+                outcome.cells[index] = cell.model_copy(
+                    update={
+                        "speedup": point,
+                        "speedup_ci95": ci,
+                        "speedup_significant": None if ci is None else not ci[0] <= 1.0 <= ci[1],
+                    }
+                )
+    best = {d.concurrency: d.best for d in decisions}
     schedule: list[ScheduleStep] = []
     ordered = sorted(c for c in result.concurrencies if best.get(c) is not None)
     for index, concurrency in enumerate(ordered):
@@ -241,13 +384,50 @@ def analyse(result: TuneResult) -> TuneResult:
         else:
             schedule.append(ScheduleStep(value=value, up_to_concurrency=None if last else concurrency))
     break_even = None
-    if result.baseline_value == 0:
-        for concurrency in ordered:
-            if best[concurrency] == 0:
+    if result.baseline_value == 0 and result.zero_is_off:
+        # the lowest load from which the recommendation is speculation off at every higher measured load
+        for index, concurrency in enumerate(ordered):
+            if all(best[c] == 0 for c in ordered[index:]):
                 break_even = concurrency
                 break
-    return result.model_copy(
-        update={"best": best, "schedule": schedule, "break_even_concurrency": break_even}
+    return updated.model_copy(
+        update={
+            "best": best,
+            "schedule": schedule,
+            "break_even_concurrency": break_even,
+            "decisions": decisions,
+        }
+    )
+
+
+def apply_decision(result: TuneResult, concurrency: int) -> tuple[int | None, str]:
+    """(the value `--apply` writes, or None to keep the file; why). It writes the recommendation only
+    when it is significantly faster than the file's own value at `concurrency`."""
+    decision = result.decision(concurrency)
+    if decision is None or decision.best is None:
+        return None, f"nothing measured at concurrency {concurrency}: the file is kept"
+    best, own = decision.best, result.original_value
+    name = result.name(best)
+    words = level_words(result.ci_level, result.looks)
+    if decision.client_ok is False:
+        return None, f"the measuring client fell behind at concurrency {concurrency}: the file is kept"
+    if own is None:
+        if decision.beats_baseline:
+            return best, f"{name} is significantly faster than {result.name(result.baseline_value)}"
+        return None, f"the file has no value of its own and {name} does not beat the baseline: file kept"
+    if best == own:
+        return None, f"the file's own {result.name(own)} is the recommendation: the file is kept"
+    runs = _runs_at(result, concurrency)
+    if not runs or result.cell(own, concurrency) is None:
+        return None, f"the file's own {result.name(own)} was not measured at concurrency {concurrency}: kept"
+    found = speedups(runs, result.baseline_value)
+    ratio, interval = found.pair_point(best, own), found.pair_interval(best, own, result.ci_level)
+    measured = f"{fmt_times(ratio)}, {words} {fmt_times_interval(interval)}"
+    if interval is not None and interval[0] > 1.0:
+        return best, f"{name} is significantly faster than the file's own {result.name(own)} ({measured})"
+    return None, (
+        f"{name} is not significantly faster than the file's own {result.name(own)} ({measured}): "
+        "the file is kept"
     )
 
 
@@ -260,7 +440,7 @@ def _speedup(cell: TuneCell) -> str:
     text = fmt_times(cell.speedup)
     if cell.speedup_ci95 is not None:
         text += f" ({fmt_times_interval(cell.speedup_ci95)})"
-    return text
+    return text + ("!" if cell.client_ok is False else "")
 
 
 def _positions(values: list[float] | None) -> str:
@@ -294,36 +474,98 @@ def schedule_text(result: TuneResult) -> str:
 
 
 def break_even_text(result: TuneResult) -> str:
+    if not result.zero_is_off and 0 in result.values:
+        return (
+            f"break-even: unknown ({result.key} = 0 is not speculation off for this file: e.g. llama.cpp "
+            "with a draft model still drafts at --spec-draft-n-max 0)"
+        )
     if result.baseline_value != 0:
         return "break-even: unknown (the baseline is not speculation off: sweep value 0 for it)"
+    ordered = sorted(c for c in result.concurrencies if result.best.get(c) is not None)
     if result.break_even_concurrency is None:
+        off = [c for c in ordered if result.best.get(c) == 0]
+        if off:
+            paying = [c for c in ordered if c > off[-1]]
+            return (
+                f"break-even: none (speculation off is the pick at {', '.join(map(str, off))}, "
+                f"but speculation pays again at {', '.join(map(str, paying))})"
+            )
         return "break-even: speculation pays at every measured concurrency"
-    paying = [c for c in sorted(result.concurrencies) if c < result.break_even_concurrency]
-    below = f" (it still pays at {paying[-1]})" if paying and result.best.get(paying[-1]) else ""
+    paying = [c for c in ordered if c < result.break_even_concurrency]
+    below = f" (it still pays at {paying[-1]})" if paying else ""
     return f"break-even: speculation stops paying at concurrency {result.break_even_concurrency}{below}"
+
+
+def _names(result: TuneResult, values: list[int]) -> str:
+    names = [result.name(value) for value in values]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def decision_lines(result: TuneResult, decision: TuneDecision) -> list[str]:
+    """ "best at concurrency 1: k=2, 1.52x (95% CI 1.40-1.66) over k=0", then (indented) "k=2 and k=3
+    are within noise; k=2 uses fewer draft tokens" and a loud line when the client fell behind."""
+    concurrency, value = decision.concurrency, decision.best
+    if value is None:
+        return [f"best at concurrency {concurrency}: {DASH} (nothing measured)"]
+    line = f"best at concurrency {concurrency}: {result.name(value)}"
+    words = f"{fmt_level(result.ci_level)} CI"
+    if value == result.baseline_value:
+        line += " (the baseline)"
+    elif decision.speedup is not None:
+        interval = f"{words} {fmt_times_interval(decision.ci)}"
+        line += f", {fmt_times(decision.speedup)} ({interval}) over {result.name(result.baseline_value)}"
+        if decision.beats_baseline is False:
+            line += ", not significant"
+    lines = [line]
+    tied = decision.tied
+    if len(tied) > 1:
+        fewer = "fewer" if len(tied) == 2 else "the fewest"
+        lines.append(
+            f"  {_names(result, tied)} are within noise; {result.name(value)} uses {fewer} draft tokens"
+        )
+    elif decision.significant and len(result.outcomes) > 1:
+        lines.append(f"  {result.name(value)} is separated from every other value")
+    elif decision.ci is None and value != result.baseline_value:
+        lines.append("  no interval: too few requests")
+    if decision.client_ok is False:
+        lines.append("  !!! UNRELIABLE: the measuring client fell behind at this load")
+    return lines
 
 
 def summary_lines(result: TuneResult) -> list[str]:
     lines = []
     for concurrency in result.concurrencies:
-        value = result.best.get(concurrency)
-        if value is None:
+        decision = result.decision(concurrency)
+        if decision is None:
             lines.append(f"best at concurrency {concurrency}: {DASH} (nothing measured)")
-            continue
-        cell = result.cell(value, concurrency)
-        speed = ""
-        if cell and cell.speedup and value != result.baseline_value:
-            speed = f", {_speedup(cell)} over {result.name(result.baseline_value)}"
-        elif value == result.baseline_value:
-            speed = " (the baseline)"
-        lines.append(f"best at concurrency {concurrency}: {result.name(value)}{speed}")
+        else:
+            lines += decision_lines(result, decision)
     lines.append("schedule: " + schedule_text(result))
     lines.append(break_even_text(result))
+    lines += rounds_text(result).split("\n")
+    if result.apply_note:
+        lines.append(f"--apply: {result.apply_note}")
     for outcome in result.outcomes:
         if not outcome.started:
             lines.append(f"{result.name(outcome.value)} failed: {outcome.failure or 'no reason known'}")
+        for cell in outcome.cells:
+            if cell.client_ok is False:
+                lines.append(
+                    f"!!! {result.name(outcome.value)} at c={cell.concurrency}: the measuring client fell "
+                    f"behind ({cell.client_reason or 'see the burst'}); its figures are unreliable"
+                )
     lines += [skipped.line() for skipped in result.skipped]
     return lines
+
+
+def rounds_text(result: TuneResult) -> str:
+    """How many rounds ran, why they stopped and what the intervals cover."""
+    words = level_words(result.ci_level, result.looks)
+    rounds = f"{result.rounds_run} round{'s' if result.rounds_run != 1 else ''}"
+    why = f" ({result.stop_reason})" if result.stop_reason else ""
+    return (
+        f"rounds: {rounds}{why}\n  intervals: {words} over rounds, the baselines before and after, requests"
+    )
 
 
 def render_text(result: TuneResult) -> str:
@@ -423,10 +665,18 @@ def render_csv(result: TuneResult) -> str:
                     "best": result.best.get(cell.concurrency) == cell.value,
                     "failure": safe_line(cell.failure or outcome.failure or ""),
                     "burst_file": cell.burst_file or "",
+                    "tied": cell.value in _tied(result, cell.concurrency),
+                    "speedup_significant": _blank(cell.speedup_significant), "rounds": len(cell.runs),
+                    "client_ok": _blank(cell.client_ok),
                     **parts,
                 }
             )  # fmt: skip
     return out.getvalue()
+
+
+def _tied(result: TuneResult, concurrency: int) -> list[int]:
+    decision = result.decision(concurrency)
+    return decision.tied if decision else []
 
 
 def _positions_csv(values: list[float] | None) -> str:
@@ -473,3 +723,28 @@ def load_tune(path: Path) -> TuneResult:
 def list_tunes(folder: Path | None = None) -> list[Path]:
     folder = folder or bursts_dir()
     return sorted(folder.glob("tune-*.json"), reverse=True) if os.path.isdir(folder) else []
+
+
+def tune_history_lines(folder: Path | None = None, limit: int = 50) -> list[str]:
+    """`spectop bench --history`'s tunes: one entry per tune (its bursts are inside its own folder):
+    when, the key and values, rounds, the pick per load, and the file."""
+    lines = []
+    for path in list_tunes(folder)[:limit]:
+        try:
+            result = load_tune(path)
+        except (OSError, ValueError):
+            continue
+        picks = ", ".join(
+            f"c={d.concurrency}: {result.name(d.best)}" + ("" if d.significant else " (tied)")
+            for d in result.decisions
+            if d.best is not None
+        )
+        values = ",".join(str(value) for value in result.values)
+        lines.append(
+            safe_line(
+                f"tune {result.started_at:%Y-%m-%d %H:%M}  {result.key} {values}  "
+                f"{result.rounds_run} rounds  best {picks or DASH}"
+            )
+        )
+        lines.append(f"  {safe_line(str(path))}")
+    return ["tunes (each with its bursts inside)", *lines] if lines else []

@@ -22,26 +22,38 @@ from pathlib import Path
 
 import httpx
 
-from tui.bench.burst_store import save_burst
+from tui.bench.burst_store import bursts_dir, save_burst
 from tui.bench.engine import ArmUnreachable, BurstConfigError, BurstProgress
-from tui.bench.results import ArmResult
 from tui.bench.session import BurstCancelled, BurstRequest, BurstRequestError, BurstSession, EndpointArm
 from tui.configs.atomic import SaveError, atomic_write
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import ChangedOnDiskError, OpenedConfig, masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
-from tui.configs.restart import HEALTH_TIMEOUT_S, RESTART_TIMEOUT_S, last_errors, run_restart, wait_for_health
-from tui.telemetry.scraper import Scrape, scrape_metrics
-from tui.telemetry.window import figures_between
+from tui.configs.restart import (
+    HEALTH_TIMEOUT_S,
+    OLD_PROCESS,
+    RESTART_TIMEOUT_S,
+    StartFailureWatch,
+    last_errors,
+    read_identity,
+    run_restart,
+    wait_for_health,
+)
+from tui.format import fmt_setting
+from tui.telemetry.scraper import scrape_metrics
+from tui.tune.decision import sequential_level
 from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, grid_key
 from tui.tune.result import (
     AppliedChange,
+    CellRun,
     TuneCell,
     TuneResult,
     ValueOutcome,
     analyse,
+    apply_decision,
     cell_from_arm,
-    with_speedup,
+    merged_cell,
+    tune_file_name,
 )
 
 RESTART_OUTPUT_LINES = 40
@@ -58,7 +70,10 @@ class TuneOptions:
     values: tuple[int, ...] = (0, 1, 2, 3, 4)
     concurrencies: tuple[int, ...] = (1, 8, 32)
     requests: int = 32
-    rounds: int = 1
+    rounds: int = 1  # passes over every value (a restart each), the baseline measured again after each
+    until_separated: bool = False  # add rounds until every load's best is separated from the runner-up
+    max_rounds: int = 6  # with until_separated: the most rounds (the looks the level is split over)
+    budget_s: float | None = None  # with until_separated: no new round that would end after this
     warmup: int = 1
     prompts: str = "mixed"
     max_tokens: int | None = 128
@@ -162,8 +177,10 @@ class Changer:
             atomic_write(self.path, data, backup=False)
 
     async def restart(self) -> ChangeOutcome:
-        """Restart, then wait for /health and a first /metrics page; the reason when it did not come back."""
+        """Restart, then wait for /health (from a new process) and a first /metrics page; the reason when
+        it did not come back."""
         log_start = _size(self.log_file)
+        before = await read_identity(self.client, self.metrics_url)
         output: list[str] = []
 
         def line(text: str) -> None:
@@ -177,19 +194,42 @@ class Changer:
         except OSError as error:
             return ChangeOutcome(False, f"the restart command cannot run: {error.strerror or error}", output)
         except TimeoutError:
-            return ChangeOutcome(False, f"the restart command ran over {self.restart_timeout_s:g} s", output)
+            return ChangeOutcome(
+                False, f"the restart command ran over {fmt_setting(self.restart_timeout_s)} s", output
+            )
         if code != 0:
             return ChangeOutcome(
                 False, self._why(f"the restart command exited with code {code}", output, log_start), output
             )
+        last_detail = ""
+
+        def polled(_back: bool, detail: str, _elapsed: float) -> None:
+            nonlocal last_detail
+            last_detail = detail
+
+        watch = StartFailureWatch(self.log_file, log_start) if self.log_file is not None else None
+
+        async def died() -> str | None:
+            return await asyncio.to_thread(watch.poll) if watch is not None else None
+
         healthy = await wait_for_health(
-            self.client, self.health_url, lambda *_: None, timeout_s=self.health_timeout_s, interval_s=0.25
+            self.client,
+            self.health_url,
+            polled,
+            timeout_s=self.health_timeout_s,
+            interval_s=0.25,
+            before=before,
+            died=died,
         )
+        if not healthy and watch is not None and watch.reason is not None:
+            return ChangeOutcome(False, f"{self.health_url} not OK: {watch.reason}", output)
         if not healthy:
-            reason = f"{self.health_url} not OK within {self.health_timeout_s:g} s"
+            reason = f"{self.health_url} not OK within {fmt_setting(self.health_timeout_s)} s"
+            if OLD_PROCESS in last_detail:
+                reason += f" ({OLD_PROCESS})"
             return ChangeOutcome(False, self._why(reason, output, log_start), output)
         if not await self.first_metrics():
-            reason = f"no /metrics page at {self.metrics_url} within {self.health_timeout_s:g} s"
+            reason = f"no /metrics page at {self.metrics_url} within {fmt_setting(self.health_timeout_s)} s"
             return ChangeOutcome(False, self._why(reason, output, log_start), output)
         return ChangeOutcome(True, None, output)
 
@@ -240,8 +280,7 @@ class TuneRun:
         self.original_bytes = b""
         self.key: TuneKey | None = None
         self.result: TuneResult | None = None
-        self.order: list[int] = []
-        self._arms: dict[tuple[int, int], ArmResult] = {}
+        self.order: list[int] = []  # the baseline first, then the other values (one round)
         self._started = time.monotonic()
         self._done_steps = 0
         self._touched = False  # the server was restarted on another text than the original
@@ -277,7 +316,13 @@ class TuneRun:
             raise TunePlanError("no baseline: sweep value 0, or give the file a value for the key")
         if baseline not in values:
             values.append(baseline)
+        notes = []
+        if options.apply and original is not None and original not in values:
+            values.append(original)  # --apply compares the pick with the file's own value
+            notes.append(f"{self.key.label(original)} (the file's own value) added: --apply compares with it")
         self.order = [baseline] + [value for value in values if value != baseline]
+        sequential = options.until_separated
+        looks = max(1, options.max_rounds) if sequential else 1
         if options.apply_at is not None and options.apply_at not in options.concurrencies:
             raise TunePlanError(f"--apply-at {options.apply_at}: not one of --concurrency")
         self.result = TuneResult(
@@ -296,6 +341,12 @@ class TuneRun:
             prompts=options.prompts,
             points=list(self.key.points),
             skipped=list(self.key.skipped),
+            zero_is_off=self.key.style != "plain",
+            rounds=options.max_rounds if sequential else options.rounds,
+            ci_level=sequential_level(looks),
+            looks=looks,
+            until_separated=sequential,
+            notes=notes,
         )
         return self.result
 
@@ -347,37 +398,99 @@ class TuneRun:
         return self.result
 
     async def _sweep(self, changer: Changer, client: httpx.AsyncClient, cancel: asyncio.Event) -> None:
+        """Rounds over every value, the baseline measured at the start of each and once more at the end
+        (the closing baseline of one round opens the next); odd rounds run the values backwards, so a
+        steady drift weighs on every value alike."""
         assert self.result is not None
-        for value in self.order:
-            if cancel.is_set():
-                raise TuneCancelled
+        baseline, others = self.order[0], self.order[1:]
+        position = 0
+        if not await self._value_round(changer, client, cancel, baseline, 0, position):
+            return
+        number = 0
+        while True:
+            for value in others if number % 2 == 0 else list(reversed(others)):
+                position += 1
+                if not await self._value_round(changer, client, cancel, value, number, position):
+                    return
+            position += 1
+            if not await self._value_round(changer, client, cancel, baseline, number + 1, position):
+                return
+            number += 1
+            self.result.rounds_run = number
+            stop = self._stop_reason(number)
+            if stop is not None:
+                self.result.stop_reason = stop
+                return
+
+    def _stop_reason(self, rounds: int) -> str | None:
+        """Why no further round runs (None: run another)."""
+        options = self.options
+        if not options.until_separated:
+            return None if rounds < options.rounds else f"--rounds {options.rounds}"
+        assert self.result is not None
+        looked = analyse(self.result)
+        open_loads = [d.concurrency for d in looked.decisions if not d.significant and d.best is not None]
+        if not open_loads:
+            return f"separated at every load after {rounds} round{'s' if rounds != 1 else ''}"
+        loads = ", ".join(f"c={c}" for c in open_loads)
+        if rounds >= options.max_rounds:
+            return f"--max-rounds {options.max_rounds} reached; still within noise at {loads}"
+        elapsed = time.monotonic() - self._started
+        if options.budget_s is not None and elapsed + elapsed / rounds > options.budget_s:
+            return (
+                f"--budget {fmt_setting(options.budget_s)} s: another round would end after it; "
+                f"within noise at {loads}"
+            )
+        return None
+
+    async def _value_round(
+        self,
+        changer: Changer,
+        client: httpx.AsyncClient,
+        cancel: asyncio.Event,
+        value: int,
+        number: int,
+        position: int,
+    ) -> bool:
+        """Write `value`, restart, measure every load; False when the sweep must stop (cannot save)."""
+        assert self.result is not None and self.key is not None
+        if cancel.is_set():
+            raise TuneCancelled
+        outcome = self.result.outcome(value)
+        if outcome is None:
             outcome = ValueOutcome(value=value, started=False, diff=self.diff_for(value))
             self.result.outcomes.append(outcome)
-            assert self.key is not None  # prepare() set it
-            self._progress("restart", value, None, f"writing {self.key.label(value)}, restarting")
-            text = self.text_for(value)
-            try:
-                self._save(changer, text.encode("utf-8"))
-            except (ChangedOnDiskError, SaveError) as error:
-                outcome.failure = f"cannot save: {error}"
-                self.result.notes.append(f"sweep stopped: {error}")
-                self._update()
-                return
-            self._touched = True
-            change = await changer.restart()
-            outcome.restart_output = change.output[-10:]
-            if not change.ok:
-                outcome.failure = change.reason
-                self._done_steps += len(self.options.concurrencies)
-                self._update()
-                continue
-            outcome.started = True
-            for concurrency in self.options.concurrencies:
-                if cancel.is_set():
-                    raise TuneCancelled
-                await self._measure(outcome, value, concurrency, client, cancel)
-                self._done_steps += 1
-                self._update()
+        elif not outcome.started:  # it did not start before: not tried again
+            self._done_steps += len(self.options.concurrencies)
+            return True
+        self._progress(
+            "restart", value, None, f"round {number + 1}: writing {self.key.label(value)}, restarting"
+        )
+        try:
+            self._save(changer, self.text_for(value).encode("utf-8"))
+        except (ChangedOnDiskError, SaveError) as error:
+            outcome.failure = f"cannot save: {error}"
+            self.result.notes.append(f"sweep stopped: {error}")
+            self._update()
+            return False
+        self._touched = True
+        change = await changer.restart()
+        outcome.restart_output = change.output[-10:]
+        if not change.ok:
+            outcome.failure = change.reason
+            if outcome.started:
+                self.result.notes.append(f"{self.key.label(value)} did not restart in round {number + 1}")
+            self._done_steps += len(self.options.concurrencies)
+            self._update()
+            return True
+        outcome.started = True
+        for concurrency in self.options.concurrencies:
+            if cancel.is_set():
+                raise TuneCancelled
+            await self._measure(outcome, value, concurrency, cancel, number, position)
+            self._done_steps += 1
+            self._update()
+        return True
 
     def _save(self, changer: Changer, data: bytes) -> None:
         path = self.options.config_file
@@ -391,8 +504,9 @@ class TuneRun:
         outcome: ValueOutcome,
         value: int,
         concurrency: int,
-        client: httpx.AsyncClient,
         cancel: asyncio.Event,
+        number: int,
+        position: int,
     ) -> None:
         assert self.result is not None and self.key is not None
         options = self.options
@@ -408,7 +522,7 @@ class TuneRun:
                 "prompts": options.prompts,
                 "requests": max(options.requests, concurrency),
                 "concurrency": concurrency,
-                "rounds": options.rounds,
+                "rounds": 1,
                 "warmup": max(options.warmup, 0),
                 "max_tokens": options.max_tokens,
                 "temperature": 0.0,
@@ -417,7 +531,6 @@ class TuneRun:
             }
         )
         self._progress("burst", value, concurrency, f"{label} at concurrency {concurrency}")
-        before = await scrape_metrics(client, options.resolved_metrics_url, timeout_s=3.0)
         session = BurstSession(request)
 
         def progress(burst: BurstProgress) -> None:
@@ -429,21 +542,40 @@ class TuneRun:
         except BurstCancelled:
             raise TuneCancelled from None
         except (BurstRequestError, BurstConfigError, ArmUnreachable) as error:
-            outcome.cells.append(TuneCell(value=value, concurrency=concurrency, ok=False, failure=str(error)))
+            if self.result.cell(value, concurrency) is None:
+                failed = TuneCell(value=value, concurrency=concurrency, ok=False, failure=str(error))
+                outcome.cells.append(failed)
+            self.result.notes.append(f"{label} at c={concurrency}, round {number + 1}: {error}")
             return
-        after = await scrape_metrics(client, options.resolved_metrics_url, timeout_s=3.0)
         assert ran.ran is not None
         arm = ran.ran.arms[0]
+        # acceptance and per position from the same scrapes: the engine's, right around the measured part
         cell = cell_from_arm(value, concurrency, arm)
-        cell = cell.model_copy(update={"per_position_acceptance": _per_position(before, after)})
-        self._arms[(value, concurrency)] = arm
-        cell = with_speedup(cell, self._arms.get((self.result.baseline_value, concurrency)), arm)
+        cell = cell.model_copy(update={"per_position_acceptance": arm.server.per_position_acceptance})
+        check = arm.client_check
+        run = CellRun(
+            round=number,
+            order=position,
+            samples=[sample for r in arm.requests if (sample := r.decode_sample())],
+            mean_acceptance_length=cell.mean_acceptance_length,
+            client_ok=None if check is None else check.ok,
+            client_reason=None if check is None else check.reason,
+        )
         if options.keep_history:
             try:
-                cell.burst_file = str(save_burst(ran.ran, options.history_dir))
+                run.burst_file = str(save_burst(ran.ran, self.bursts_folder()))
             except OSError as error:
                 self.result.notes.append(f"a burst could not be kept in the history: {error}")
-        outcome.cells.append(cell)
+        earlier = self.result.cell(value, concurrency)
+        merged = merged_cell(earlier if earlier is not None and earlier.ok else None, cell, run)
+        outcome.cells = [c for c in outcome.cells if c.concurrency != concurrency] + [merged]
+        outcome.cells.sort(key=lambda c: self.options.concurrencies.index(c.concurrency))
+
+    def bursts_folder(self) -> Path:
+        """A tune's bursts are kept inside its own folder, so the burst history lists the tune once."""
+        assert self.result is not None
+        base = self.options.history_dir or bursts_dir()
+        return base / tune_file_name(self.result).removesuffix(".json")
 
     async def _finish(self, changer: Changer, *, apply: bool) -> None:
         """Restore the original bytes (or apply the best value), restart on them, wait for the server."""
@@ -454,12 +586,13 @@ class TuneRun:
         target = self.original_bytes
         if apply:
             concurrency = self.options.apply_at or self.options.concurrencies[0]
-            best = result.best.get(concurrency)
-            if best is None:
-                result.notes.append(f"--apply: nothing measured at concurrency {concurrency}; file restored")
-            else:
-                target = self.text_for(best).encode("utf-8")
-                result.applied = AppliedChange(value=best, concurrency=concurrency, diff=self.diff_for(best))
+            value, why = apply_decision(result, concurrency)
+            result.apply_note = why
+            if value is not None:
+                target = self.text_for(value).encode("utf-8")
+                result.applied = AppliedChange(
+                    value=value, concurrency=concurrency, diff=self.diff_for(value)
+                )
         self._progress("apply" if result.applied else "restore", None, None, "restoring the config file")
         try:
             on_disk = path.read_bytes()
@@ -494,7 +627,11 @@ class TuneRun:
     ) -> None:
         if self.on_progress is None:
             return
-        steps = len(self.order) * len(self.options.concurrencies)
+        assert self.result is not None or not self.order
+        rounds = self.options.rounds
+        if self.options.until_separated:
+            rounds = (self.result.rounds_run if self.result else 0) + 1
+        steps = (1 + max(1, rounds) * len(self.order)) * len(self.options.concurrencies)
         done = self._done_steps + fraction
         elapsed = time.monotonic() - self._started
         eta = elapsed / done * (steps - done) if done > 0 else None
@@ -505,9 +642,3 @@ class TuneRun:
     def _update(self) -> None:
         if self.on_update is not None and self.result is not None:
             self.on_update(analyse(self.result))
-
-
-def _per_position(before: Scrape, after: Scrape) -> list[float] | None:
-    if not (before.up and after.up):
-        return None
-    return figures_between(before, after).per_position_acceptance

@@ -13,13 +13,23 @@ from typing import Literal
 from textual.content import Content
 
 from tui.board import PLACEHOLDER_URL
-from tui.format import FIGURES, UNKNOWN, figure_text, fmt_duration, window_text
+from tui.format import (
+    FIGURES,
+    LIFETIME_CAVEAT,
+    UNKNOWN,
+    figure_text,
+    fmt_duration,
+    shown_figures,
+    window_text,
+)
 from tui.gpu.monitor import EndpointGpus
 from tui.sanitize import safe_line
 from tui.telemetry.alerts import Alert, AlertKind
 from tui.telemetry.figures import Figures
+from tui.telemetry.plausible_figures import dropped_now, dropped_words
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
+from tui.tune.advisor import Advice
 from tui.widgets.chart import (
     FIGURE_CHARTS,
     RANGE_COLUMNS,
@@ -54,6 +64,7 @@ ALERT_LABEL: dict[AlertKind, str] = {  # every kind (tests/ui/test_card_view.py 
     "gpu_memory_high": "GPU mem",
     "source_down": "source",
     "guard": "guard",
+    "advice": "k",
 }
 MODEL_SEPARATORS = "/-_:"
 
@@ -105,6 +116,8 @@ class CardData:
     gpu: EndpointGpus | None = None  # its GPUs at the last GPU poll (None: no poll yet)
     gpu_shared: frozenset[str] = frozenset()  # GPU keys shown in the dashboard's strip instead
     gpu_views: dict[str, EndpointGpus] = field(default_factory=dict)  # every endpoint's, for the strip rule
+    advice: Advice | None = None  # the what-if advisor's (live sources only)
+    peer_models: tuple[str, ...] = ()  # every endpoint's model (`Board.peer_models`), for the title
 
     @property
     def figures(self) -> Figures:
@@ -182,6 +195,7 @@ class CardData:
             self.threshold,
             len(self.history) if self.history is not None else 0,
             gpu_render_key(self.gpu, self.gpu_shared, self.gpu_views),
+            self.peer_models,
         )
 
     def gpu_line(self, width: int) -> list[Content]:
@@ -189,8 +203,11 @@ class CardData:
         line = card_gpu_line(self.gpu, self.gpu_shared, self.gpu_views, width)
         return [] if line is None else [line]
 
-    def title(self, width: int | None = None, peers: Sequence[str] = ()) -> str:
-        """ "name · backend · model"; in `width` columns the model is cut from the left (`short_model`)."""
+    def title(self, width: int | None = None, peers: Sequence[str] | None = None) -> str:
+        """ "name · backend · model"; in `width` columns the model is cut from the left (`short_model`),
+        keeping what differs from `peers` (by default the other endpoints' models, `peer_models`)."""
+        if peers is None:
+            peers = self.peer_models
         reading = self.reading
         backend = (reading.backend if reading is not None else None) or self.backend or "?"
         head = " · ".join((self.name, backend))
@@ -224,10 +241,13 @@ class CardData:
         return self.text(name)
 
     def caveat(self) -> str | None:
-        """Why the figures cover less than usual or lag: a restart, a short window, finished requests."""
+        """Why the figures cover less than usual or lag: the first reading's lifetime figures, a restart, a
+        short window, finished requests."""
         figures = self.figures
+        if figures.lifetime is not None:
+            return LIFETIME_CAVEAT
         window_s = self.window_s if figures.window_short else None
-        text = window_text(figures.covered_s, window_s, figures.restarted_s_ago)
+        text = window_text(figures.covered_s, window_s, figures.restarted_s_ago, figures.restart_seen_s_ago)
         if (
             text is None
             and figures.running
@@ -275,8 +295,12 @@ def badge_line(data: CardData, width: int) -> Content:
     elif data.alerts:
         worst = min(data.alerts, key=lambda alert: alert.severity != "critical")
         parts.append((safe_line(worst.message), "$text-muted"))
+    elif reading is not None and reading.impossible_figures and dropped_now(reading.figures):
+        parts.append((dropped_words(reading.impossible_figures), "$warning"))  # how many, not only notes
     elif caveat is not None:
-        parts.append((caveat, "$warning"))
+        parts.append((caveat, "$text-muted" if caveat == LIFETIME_CAVEAT else "$warning"))
+    elif data.advice is not None and data.advice.basis is not None and data.status == "up":
+        parts.append((data.advice.line(), "$warning" if data.advice.better_k else "$text-muted"))
     return Content.assemble(*parts).truncate(width, ellipsis=True)
 
 
@@ -367,7 +391,7 @@ def _pair(data: CardData, key: str, first: bool, positions: int = 8) -> list[tup
 
 def _positions_line(data: CardData, width: int) -> Content:
     """ "per pos ▆80% ▅60% ▃40%…": as many positions as fit in `width` (at least one), none cut."""
-    rates = data.figures.per_position_acceptance or []
+    rates = shown_figures(data.figures, "per_position_acceptance").per_position_acceptance or []
     for positions in range(max(1, len(rates)), 0, -1):
         line = Content.assemble(*_pair(data, "per_position_acceptance", True, positions))
         if line.cell_length <= width:
@@ -436,7 +460,8 @@ def chart_lines_of(data: CardData, width: int, height: int) -> list[Content]:
         rows = room // len(FIGURE_CHARTS) + (index < room % len(FIGURE_CHARTS))
         times, values = history.window(spec.key, start) if history is not None else ([], [])
         value = _figure_value(data, spec.key)
-        lines += chart_lines(spec, times, values, start, end, width, rows, markers, value=value)
+        bound = history.bound_since(spec.key, start) if history is not None else None
+        lines += chart_lines(spec, times, values, start, end, width, rows, markers, value=value, bound=bound)
     lines.append(time_axis(start, end, width, markers))
     if data.status in ("down", "restarting"):
         lines[0] = down_line(data, width)  # the tokens/s chart's title: "– " says nothing more

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.widget import Widget
 
-from tui.format import BAR_CHARS, FIGURES, UNKNOWN, fmt_duration, known
+from tui.format import BAR_CHARS, FIGURES, UNKNOWN, fmt_bound, fmt_duration, known
 
 RELATIVE_FLOOR = 0.2  # the axis spans at least a fifth of the largest value
 DEFAULT_FLOOR = 1.0  # an all-zero series with no floor of its own: [0, 1]
@@ -123,9 +123,9 @@ def sparkline(
     known_values = [value for value in tail if known(value)]
     if not known_values:
         return " " * width
-    top = high if high is not None else max(known_values)  # type: ignore[type-var]
-    bottom = low if low is not None else min(known_values)  # type: ignore[type-var]
-    span = top - bottom  # type: ignore[operator]
+    top = high if high is not None else max(known_values)
+    bottom = low if low is not None else min(known_values)
+    span = top - bottom
     chars = []
     for value in tail:
         if not known(value):
@@ -133,7 +133,7 @@ def sparkline(
         elif span <= 0:
             chars.append(SPARK_CHARS[len(SPARK_CHARS) // 2])
         else:
-            level = (value - bottom) / span  # type: ignore[operator]
+            level = (value - bottom) / span
             index = round(min(1.0, max(0.0, level)) * (len(SPARK_CHARS) - 1))
             chars.append(SPARK_CHARS[index])
     return "".join(chars).rjust(width)
@@ -162,7 +162,7 @@ def bucketed(
         column = _column(time, start, end, columns)
         sampled[column] = True
         if known(value):
-            sums[column] += value  # type: ignore[operator]
+            sums[column] += value
             counts[column] += 1
     result: list[float | None] = []
     previous: float | None = None
@@ -205,14 +205,14 @@ def chart_rows(
     known_values = [value for value in tail if known(value)]
     rows = [[" "] * len(tail) for _ in range(height)]
     if known_values:
-        top = high if high is not None else max(known_values)  # type: ignore[type-var]
-        bottom = low if low is not None else min(known_values)  # type: ignore[type-var]
-        span = top - bottom  # type: ignore[operator]
+        top = high if high is not None else max(known_values)
+        bottom = low if low is not None else min(known_values)
+        span = top - bottom
         steps = height * 8
         for column, value in enumerate(tail):
             if not known(value):
                 continue
-            level = 0.5 if span <= 0 else (value - bottom) / span  # type: ignore[operator]
+            level = 0.5 if span <= 0 else (value - bottom) / span
             eighths = max(1, round(min(1.0, max(0.0, level)) * steps))
             for row in range(height):
                 filled = eighths - (height - 1 - row) * 8
@@ -279,12 +279,15 @@ def chart_lines(
     height: int,
     markers: Sequence[Marker] = (),
     value: tuple[str, str] | None = None,
+    bound: tuple[float, float | None] | None = None,
 ) -> list[Content]:
     """A detail chart `height` lines tall: a title (label, current value), then the chart with its y range
     at the left (top and bottom value; in the title when the chart is one row), markers as columns.
 
     `value` (text, style) is the title's current value as the caller shows it (a card: the figure, as a
-    bound when it is one, in its acceptance colour); by default the newest known value of the series."""
+    bound when it is one, in its acceptance colour); by default the newest known value of the series.
+    `bound`: samples of the window were a histogram bound (a quantile in the first or the +Inf bucket),
+    left as gaps: the chart says so, never plotting the interpolated value as if it were measured."""
     rows_count = max(1, height - 1)
     columns = max(1, width - GUTTER)
     tail = bucketed(times, values, start, end, columns)
@@ -297,9 +300,15 @@ def chart_lines(
         value or (spec.formatter(current), "bold" if current is not None else "$text-muted"),
         (f"  ({scale.text(spec.formatter)})" if in_title and scale is not None else "", "$text-muted"),
     )
+    gaps = f"{bound_text(bound)}: a bucket bound, not plotted" if bound is not None else None
+    if bound is not None and gaps is not None and scale is not None:
+        for said in (f"  gaps: {gaps}", f"  gaps: {bound_text(bound)} not plotted", "  gaps: bounds"):
+            if title.cell_length + len(said) <= width:  # whole or not at all
+                title = Content.assemble(title, (said, "$text-muted"))
+                break
     if scale is None:
         rows = [" " * columns for _ in range(rows_count)]
-        rows[-1] = f"{UNKNOWN} no data in this window".ljust(columns)[:columns]
+        rows[-1] = f"{UNKNOWN} {gaps or 'no data in this window'}".ljust(columns)[:columns]
     else:
         rows = chart_rows(tail, columns, rows_count, low=scale.low, high=scale.high)
     labels = [""] * rows_count
@@ -310,6 +319,12 @@ def chart_lines(
     for label, row in zip(labels, rows, strict=True):
         lines.append(Content.assemble(_gutter(label), _with_markers(row, marked, spec.style)).truncate(width))
     return lines
+
+
+def bound_text(bound: tuple[float, float | None]) -> str:
+    """ "< 100 ms" (the first bucket) or "> 10 s" (beyond the last)."""
+    lower, upper = bound
+    return f"> {fmt_bound(lower)}" if upper is None or math.isinf(upper) else f"< {fmt_bound(upper)}"
 
 
 TICK_STEPS_S = (5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200)
@@ -390,6 +405,8 @@ class Chart(Widget):
         self.markers: list[Marker] = []
         self.start = 0.0
         self.end = 0.0
+        self.value: tuple[str, str] | None = None
+        self.bound: tuple[float, float | None] | None = None
 
     def set_values(
         self,
@@ -398,18 +415,24 @@ class Chart(Widget):
         start: float,
         end: float,
         markers: Sequence[Marker] = (),
+        *,
+        value: tuple[str, str] | None = None,
+        bound: tuple[float, float | None] | None = None,
     ) -> None:
-        """Samples at `times`, drawn over the window [start, end] (one column per slice of it)."""
+        """Samples at `times`, drawn over the window [start, end] (one column per slice of it); `value`:
+        the title's figure as the screen shows it; `bound`: some samples were a bucket bound (gaps)."""
         self.times, self.values, self.start, self.end = times, values, start, end
         self.markers = list(markers)
+        self.value, self.bound = value, bound
         self.refresh()
 
     def render(self) -> Content:
         width = max(GUTTER + 1, self.content_size.width)
         height = max(2, self.content_size.height)
         lines = chart_lines(
-            self.spec, self.times, self.values, self.start, self.end, width, height, self.markers
-        )
+            self.spec, self.times, self.values, self.start, self.end, width, height, self.markers,
+            value=self.value, bound=self.bound,
+        )  # fmt: skip
         return Content("\n").join(lines)
 
 

@@ -16,10 +16,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Log, Static
 
-from tui.configs.restart import HEALTH_TIMEOUT_S, last_errors, run_restart, wait_for_health
-from tui.messages import HealthChecked, RestartExited, RestartOutput, RestartStarted
+from tui.configs.restart import HEALTH_TIMEOUT_S, last_errors, read_identity, run_restart, wait_for_health
+from tui.format import fmt_duration, fmt_setting
 from tui.sanitize import safe_line, safe_text
-from tui.worker_errors import ReportsWorkerFailures
+from tui.ui.messages import HealthChecked, RestartExited, RestartOutput, RestartStarted
+from tui.ui.worker_errors import ReportsWorkerFailures
 
 
 class ConfirmDialog(ModalScreen[str | None]):
@@ -87,11 +88,13 @@ class DiffDialog(ModalScreen[bool]):
         Binding("n,escape", "decide(False)", "back"),
     ]
 
-    def __init__(self, title: str, diff: str, summary: str = "") -> None:
+    def __init__(self, title: str, diff: str, summary: str = "", *, action: str = "save") -> None:
+        """`action`: what y does, in the words of the key that opened it ("save", "save & restart")."""
         super().__init__()
         self.title_text = title
         self.diff = diff
         self.summary = summary
+        self.action = action
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -100,7 +103,7 @@ class DiffDialog(ModalScreen[bool]):
                 yield Static(safe_text(self.summary), classes="summary", markup=False)
             with VerticalScroll():
                 yield Static(diff_text(self.diff), id="diff")
-            yield Static("[y/enter] save   [n/esc] back", classes="keys", markup=False)
+            yield Static(f"[y/enter] {self.action}   [n/esc] back", classes="keys", markup=False)
 
     def action_decide(self, save: bool) -> None:
         self.dismiss(save)
@@ -127,10 +130,15 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
         *,
         log_file: Path | None = None,
         health_timeout_s: float = HEALTH_TIMEOUT_S,
+        metrics_url: str | None = None,
     ) -> None:
         super().__init__()
         self.argv = argv
         self.health_url = health_url
+        # Where the process identity is read (a /health 200 from the old process is not "back").
+        if metrics_url is None and health_url and health_url.rstrip("/").endswith("/health"):
+            metrics_url = health_url.rstrip("/").removesuffix("/health") + "/metrics"
+        self.metrics_url = metrics_url
         self.client = client
         self.log_file = log_file
         self.health_timeout_s = health_timeout_s
@@ -139,7 +147,7 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(safe_line(f"$ {shlex.join(self.argv)}"), markup=False)
+            yield Static(safe_line(f"save & restart · $ {shlex.join(self.argv)}"), markup=False)
             yield Log(id="restart-log", max_lines=2000)
             yield Static("running…", id="restart-status", markup=False)
             yield Static("[esc] close", markup=False)
@@ -150,6 +158,9 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
     async def _run(self) -> None:
         self.post_message(RestartStarted(self.health_url))  # the app shows "restarting", not "down"
         log_start = await asyncio.to_thread(_size_of, self.log_file)
+        before = None
+        if self.client is not None and self.metrics_url:
+            before = await read_identity(self.client, self.metrics_url)
         try:
             code = await run_restart(self.argv, lambda line: self.post_message(RestartOutput(line)))
         except (OSError, TimeoutError) as error:
@@ -170,9 +181,13 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
             self.post_message(HealthChecked(back, detail, elapsed))
 
         timeout_s = self.health_timeout_s
-        if not await wait_for_health(self.client, self.health_url, polled, timeout_s=timeout_s):
+        if not await wait_for_health(
+            self.client, self.health_url, polled, timeout_s=timeout_s, before=before
+        ):
             await self._read_log_errors(log_start)
-            self.post_message(HealthChecked(False, f"no answer within {timeout_s:g} s ({last_detail})", -1.0))
+            self.post_message(
+                HealthChecked(False, f"no answer within {fmt_setting(timeout_s)} s ({last_detail})", -1.0)
+            )
 
     async def _read_log_errors(self, start: int) -> None:
         if self.log_file is not None:
@@ -203,14 +218,14 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
     def on_health_checked(self, message: HealthChecked) -> None:
         status = self.query_one("#restart-status", Static)
         if message.back:
-            status.update(f"✓ server is back ({message.detail}) after {message.elapsed_s:.0f} s")
+            status.update(f"✓ server is back ({message.detail}) after {fmt_duration(message.elapsed_s)}")
             self.finished = True
         elif message.elapsed_s < 0:
             status.update(self._failed(f"✗ {self.health_url} did not answer: {message.detail}"))
         else:
             status.update(
                 f"waiting for {self.health_url} … {message.detail} "
-                f"({message.elapsed_s:.0f} s of {self.health_timeout_s:g} s)"
+                f"({fmt_duration(message.elapsed_s)} of {fmt_setting(self.health_timeout_s)} s)"
             )
 
     def action_close(self) -> None:

@@ -10,10 +10,11 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static, Switch
+from textual.widgets.select import InvalidSelectValueError
 
 from tui.configs.schemas import FieldSpec
-from tui.messages import ConfigFieldEdited
-from tui.widgets.safe_editing import SafeInput
+from tui.ui.messages import ConfigFieldEdited
+from tui.widgets.edit_mode import FieldInput
 
 MISSING = object()
 
@@ -73,7 +74,7 @@ class ConfigFieldRow(Widget):
                 )  # fmt: skip
             else:
                 # the range is on the help line below: said once
-                yield SafeInput(value_text(self._value), placeholder="(not set)", compact=True, id="value")
+                yield FieldInput(value_text(self._value), placeholder="(not set)", compact=True, id="value")
         yield Static(self._help_text(), classes="field-help", markup=False)
 
     def _help_text(self) -> str:
@@ -113,7 +114,7 @@ class ConfigFieldRow(Widget):
             target = value if isinstance(value, str) else Select.NULL
             if widget.value != target:
                 # a value not among the options (InvalidSelectValueError) leaves the widget as it is
-                with widget.prevent(Select.Changed), contextlib.suppress(Exception):
+                with widget.prevent(Select.Changed), contextlib.suppress(InvalidSelectValueError):
                     widget.value = target
         elif isinstance(widget, Input) and self._error is None:
             text = value_text(value)
@@ -131,6 +132,8 @@ class ConfigFieldRow(Widget):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
+        if isinstance(event.input, FieldInput) and not event.input.editing:
+            return  # Input says "changed" on focus too: only what is typed is an edit
         self.post_message(ConfigFieldEdited(self.spec.path, event.value, commit=False))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -75,16 +75,11 @@ class EndpointCard(Widget, can_focus=True):
     def on_resize(self, _event: Resize) -> None:
         self._apply_titles()
 
-    def _peer_models(self) -> list[str]:
-        """The models of the other cards on the screen (a long shared prefix is dropped from the title)."""
-        if not self.is_attached:
-            return []
-        cards = self.screen.query(EndpointCard)
-        return [model for card in cards if card is not self and (model := card.data.model_name)]
-
     def _apply_titles(self) -> None:
+        # The other endpoints' models come with the data (`CardData.peer_models`, once per board change):
+        # asking every other card for its model made one refresh cost N x N.
         width = self.size.width or None
-        self.border_title = Content(self.data.title(width - 4 if width else None, self._peer_models()))
+        self.border_title = Content(self.data.title(width - 4 if width else None))
         self.border_subtitle = self.data.status_content()
 
     def render(self) -> Content:

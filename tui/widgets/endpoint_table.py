@@ -1,8 +1,11 @@
 """The dashboard's table view: one row per endpoint, sortable like htop / k9s (`<` `>` pick the column,
 `i` inverts), for when cards do not fit (many endpoints, a small terminal) or on `v`.
 
-Built for hundreds of rows: a tick changes only the cells whose text changed (`update_cell`), and rows
-are re-sorted only when their order changes. Row data is `tui.telemetry.endpoint_row.EndpointRow`.
+Built for a thousand rows: rows are updated in place, never rebuilt. A tick takes every row's new data
+(`show_rows`), but only the rows on the screen are drawn (their cells made, and only the cells whose text
+changed rewritten, `update_cell`); a row off the screen keeps its new data and is drawn when it scrolls
+into view (`_draw_visible`). Rows are re-sorted only when their order changes. Row data is
+`tui.telemetry.endpoint_row.EndpointRow`.
 The fleet's table (tui/widgets/fleet_table.py) extends this one: the same figure columns, cells,
 sorting keys and cell-by-cell updates, with its own rows (grouped, a summary row per group).
 """
@@ -13,17 +16,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.events import Resize
 from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist
 
-from tui.format import UNKNOWN, fmt_count, fmt_latency, fmt_length, fmt_rate, fmt_tokens_per_s
+from tui.format import UNKNOWN, fmt_count, fmt_length, fmt_quantile, fmt_rate, fmt_tokens_per_s, marked
 from tui.sanitize import safe_line
+from tui.state import TableChoice
 from tui.telemetry.endpoint_row import SORT_COLUMNS, EndpointRow, SortColumn, sorted_rows
 from tui.widgets.chart import TOKENS_PER_S_FLOOR, spark
 
 TREND_COLUMNS = 12
+KEPT_CELLS = 4000  # rendered cells kept (a 200x50 screen of the wide fleet table has about 650)
+SegmentLines = list[list[Segment]]
 WIDE_TABLE = 114  # from this width on, the model and a tok/s trend are shown too
 
 
@@ -42,13 +52,29 @@ class Column:
 # The figure columns, tok/s to KV, in this order: (sort column, header, the figure as text).
 FIGURES: tuple[tuple[SortColumn, str, Callable[[EndpointRow], str]], ...] = (
     ("tokens_per_s", "tok/s", lambda row: fmt_tokens_per_s(row.tokens_per_s)),
-    ("ttft_p95", "TTFT95", lambda row: fmt_latency(row.ttft_p95_s)),
-    ("acceptance", "accept", lambda row: fmt_rate(row.acceptance_rate)),
-    ("mean_length", "len", lambda row: fmt_length(row.mean_acceptance_length)),
+    (
+        "ttft_p95",
+        "TTFT95",
+        lambda row: marked(fmt_quantile(row.ttft_p95_s, row.ttft_p95_bounds), "ttft_p95_s" in row.lifetime),
+    ),
+    (
+        "acceptance",
+        "accept",
+        lambda row: marked(fmt_rate(row.acceptance_rate), "acceptance_rate" in row.lifetime),
+    ),
+    (
+        "mean_length",
+        "len",
+        lambda row: marked(fmt_length(row.mean_acceptance_length), "mean_acceptance_length" in row.lifetime),
+    ),
     ("running", "run/wt", lambda row: f"{fmt_count(row.running)}/{fmt_count(row.waiting)}"),
     ("kv", "KV", lambda row: fmt_rate(row.kv_cache_usage)),
 )
 TREND = Column(None, "  trend tok/s", TREND_COLUMNS + 2)
+
+
+def _known_keys(columns: Sequence[Column]) -> set[str]:
+    return {column.key for column in columns}
 
 
 def figure_columns(*widths: int) -> tuple[Column, ...]:
@@ -62,7 +88,7 @@ def figure_columns(*widths: int) -> tuple[Column, ...]:
 NARROW_COLUMNS: tuple[Column, ...] = (
     Column("status", "status", 12),
     Column("name", "endpoint", 14),
-    *figure_columns(8, 9, 9, 6, 9, 7),
+    *figure_columns(8, 10, 9, 6, 9, 7),  # TTFT95: "< 100 ms" and the lifetime mark
 )
 WIDE_COLUMNS: tuple[Column, ...] = (
     *NARROW_COLUMNS[:2],
@@ -79,6 +105,12 @@ STATUS_STYLE = {
     "waiting": "",
 }
 Cells = tuple[Text, ...]
+Signature = tuple[str, str, tuple[object, ...]]
+
+
+def signature(cell: Text) -> Signature:
+    """What a cell shows: its text, its style and its spans (a Text's `==` leaves its style out)."""
+    return (cell.plain, str(cell.style), tuple(cell.spans))
 
 
 def status_cell(row: EndpointRow, styles: dict[str, str], *, badge: bool = True) -> Text:
@@ -103,35 +135,115 @@ class EndpointTable(DataTable[Text]):
         Binding("less_than_sign", "sort_by(-1)", "Sort ←", key_display="<"),
         Binding("greater_than_sign", "sort_by(1)", "Sort →", key_display=">"),
         Binding("i", "invert_sort", "Invert"),
+        Binding("c", "choose_columns", "Columns", tooltip="choose and order the columns (remembered)"),
     ]
     narrow_columns: ClassVar[tuple[Column, ...]] = NARROW_COLUMNS
     wide_columns: ClassVar[tuple[Column, ...]] = WIDE_COLUMNS
     wide_from: ClassVar[int] = WIDE_TABLE
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        id: str | None = None,
+        choice: TableChoice | None = None,
+        on_chosen: Callable[[TableChoice], None] | None = None,
+    ) -> None:
+        """`choice`: the columns and sort the user chose before (state.json); `on_chosen` keeps a new one."""
         super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, id=id)
         self.sort_column: SortColumn = "status"
         self.sort_reverse = False
+        self.chosen: tuple[str, ...] = ()  # column keys in order; empty: every column of the layout
+        self.on_chosen = on_chosen
+        if choice is not None:
+            self.chosen = tuple(key for key in choice.columns if key in _known_keys(self.wide_columns))
+            if choice.sort in SORT_COLUMNS:
+                self.sort_column, self.sort_reverse = choice.sort, choice.reverse
         self.filter_text = ""
         self._rows: dict[str, EndpointRow] = {}
         self._trends: dict[str, list[float | None]] = {}
-        self._cells: dict[str, Cells] = {}  # what each shown row's cells say now
+        self._cells: dict[str, tuple[Signature, ...]] = {}  # what each shown row's cells say now
         self._order: list[str] = []  # the shown rows' keys, top to bottom
+        self._latest: dict[str, tuple[EndpointRow, Sequence[float | None]]] = {}  # each row's newest data
+        self._stale: set[str] = set()  # rows whose newest data is not drawn yet (off the screen)
+        self._drawn_styles: dict[str, str] | None = None  # the theme's styles the cells were made with
+        self._kept_cells: LRUCache[tuple[object, ...], SegmentLines] = LRUCache(KEPT_CELLS)
         self.wide = False
 
     @property
-    def layout_columns(self) -> tuple[Column, ...]:
+    def available_columns(self) -> tuple[Column, ...]:
+        """The columns this width can show, in their default order."""
         return self.wide_columns if self.wide else self.narrow_columns
 
+    @property
+    def layout_columns(self) -> tuple[Column, ...]:
+        """The columns shown: the user's choice (in its order) of the available ones; the name always."""
+        available = self.available_columns
+        if not self.chosen:
+            return available
+        by_key = {column.key: column for column in available}
+        shown = [by_key[key] for key in self.chosen if key in by_key]
+        if not any(column.sort == "name" for column in shown):  # rows are found by their name cell
+            shown.insert(0, next(column for column in available if column.sort == "name"))
+        return tuple(shown)
+
+    @property
+    def visible_sorts(self) -> list[SortColumn]:
+        """The sort columns shown, left to right: `<` `>` move among these only."""
+        return [column.sort for column in self.layout_columns if column.sort is not None]
+
     def on_mount(self) -> None:
+        self._keep_sort_visible()
         self._build_columns()
+
+    def _keep_sort_visible(self) -> None:
+        visible = self.visible_sorts
+        if visible and self.sort_column not in visible:
+            self.sort_column, self.sort_reverse = visible[0], False
+
+    def set_columns(self, keys: Sequence[str]) -> None:
+        """Show these columns in this order (unknown keys dropped) and keep the choice."""
+        known = _known_keys(self.wide_columns)
+        self.chosen = tuple(key for key in keys if key in known)
+        self._keep_sort_visible()
+        selected = self._cursor_key()
+        self._build_columns()
+        if selected is not None:
+            self.select(selected)
+        self._remember()
+
+    def _remember(self) -> None:
+        if self.on_chosen is not None:
+            self.on_chosen(
+                TableChoice(columns=list(self.chosen), sort=self.sort_column, reverse=self.sort_reverse)
+            )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "choose_columns":
+            return self.on_chosen is not None  # the dashboard's table (the fleet's keeps its columns)
+        return super().check_action(action, parameters)
+
+    def action_choose_columns(self) -> None:
+        from tui.widgets.column_chooser import ColumnChooser
+
+        shown = [column.key for column in self.layout_columns]
+        every = [(column.key, column.header.strip()) for column in self.wide_columns]
+        narrow = {column.key for column in self.narrow_columns}
+        notes = {key: f"from {self.wide_from} columns" for key, _ in every if key not in narrow}
+
+        def chosen(keys: list[str] | None) -> None:
+            if keys is not None:
+                self.set_columns(keys)
+
+        self.app.push_screen(ColumnChooser(every, shown, notes), chosen)
 
     def _build_columns(self) -> None:
         self.clear(columns=True)
         self._cells = {}
         self._order = []
+        self._latest = {}
+        self._stale = set()
         for column in self.layout_columns:
-            self.add_column(column.header, width=column.width, key=column.key)
+            self.add_column(Text(column.header), width=column.width, key=column.key)  # labelled below
         self._label_columns()
         self.refresh_rows()
 
@@ -140,9 +252,56 @@ class EndpointTable(DataTable[Text]):
         if wide != self.wide:
             selected = self._cursor_key()
             self.wide = wide
+            self._keep_sort_visible()
             self._build_columns()
             if selected is not None:
                 self.select(selected)
+        self._draw_visible()  # a taller table shows more rows
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._stale and round(old_value) != round(new_value):
+            self._draw_visible()  # rows scrolled into view get their newest data
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        """DataTable's cell rendering, kept per cell until what the cell shows changes: DataTable drops
+        every rendered cell whenever any one cell changes (its cache key holds a table-wide update count),
+        and redrawing a screen of unchanged cells was most of a refresh's cost with hundreds of rows. The
+        key is the cell's text and style, not the Text object (rendering may add to its spans)."""
+        row_key = self._row_locations.get_key(row_index) if row_index >= 0 else None
+        column_key = self._column_locations.get_key(column_index) if column_index >= 0 else None
+        if row_key is None or column_key is None:  # the header, row labels: as DataTable does
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        value = self._data.get(row_key, {}).get(column_key)
+        key = (
+            row_key,
+            column_key,
+            signature(value) if isinstance(value, Text) else value,
+            row_index,  # the segments carry it (mouse meta)
+            base_style,
+            width,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self.show_cursor,
+            self.cursor_type,
+            self._pseudo_class_state,
+            self.app.theme,
+        )
+        kept = self._kept_cells.get(key)
+        if kept is not None:
+            return kept
+        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        self._kept_cells[key] = lines
+        return lines
 
     def _styles(self) -> dict[str, str]:
         theme = self.app.current_theme
@@ -197,39 +356,74 @@ class EndpointTable(DataTable[Text]):
         self.show_rows(sorted_rows(shown, self.sort_column, reverse=self.sort_reverse), self._trends)
 
     def show_rows(self, rows: Sequence[EndpointRow], trends: Mapping[str, Sequence[float | None]]) -> None:
-        """`rows` top to bottom are the table now: only the cells that changed are rewritten, rows come
-        and go, and the table is re-sorted (the cursor staying on its row) only when the order changed."""
+        """`rows` top to bottom are the table now, updated in place: rows come and go, a row whose data
+        changed is redrawn when it is on the screen (only its changed cells rewritten; off the screen it
+        waits until it scrolls into view), and the table is re-sorted (the cursor staying on its row)
+        only when the order changed."""
         if not self.columns:
             return
         styles = self._styles()
         columns = self.layout_columns
-        cells = {
-            self.row_key(row): tuple(
-                self.cell(column, row, trends.get(self.row_key(row), ()), styles) for column in columns
-            )
-            for row in rows
-        }
+        if styles != self._drawn_styles:  # another theme: every row is drawn again
+            self._drawn_styles = styles
+            self._stale.update(self._cells)
+        latest = {self.row_key(row): (row, trends.get(self.row_key(row), ())) for row in rows}
         cursor = self._cursor_key()
-        for key in [key for key in self._cells if key not in cells]:
+        for key in [key for key in self._cells if key not in latest]:
             self.remove_row(key)
-        for key, after in cells.items():
-            before = self._cells.get(key)
-            if before is None:
-                self.add_row(*after, key=key)
-                continue
-            for column, old, new in zip(columns, before, after, strict=True):
-                if old != new:
-                    self.update_cell(key, column.key, new)
-        self._cells = cells
-        order = list(cells)
-        if order == self._order and len(order) == self.row_count:
+            del self._cells[key]
+        for key, entry in latest.items():
+            if key not in self._cells:  # a new row: drawn at once
+                cells = self._cells_of(entry, columns, styles)
+                self._cells[key] = tuple(signature(cell) for cell in cells)
+                self.add_row(*cells, key=key)
+            elif self._latest.get(key) != entry:
+                self._stale.add(key)
+        self._latest = latest
+        self._stale.intersection_update(latest)
+        order = list(latest)
+        if order != self._order or len(order) != self.row_count:
+            self._order = order
+            name = next(index for index, column in enumerate(columns) if column.sort == "name")
+            rank = {self._cells[key][name][0]: index for index, key in enumerate(order)}
+            self.sort("name", key=lambda text: rank.get(text.plain, len(rank)))
+            if cursor is not None:
+                self.select(cursor)
+        self._draw_visible()
+
+    def _cells_of(
+        self,
+        entry: tuple[EndpointRow, Sequence[float | None]],
+        columns: Sequence[Column],
+        styles: dict[str, str],
+    ) -> Cells:
+        row, trend = entry
+        return tuple(self.cell(column, row, trend, styles) for column in columns)
+
+    def visible_keys(self) -> list[str]:
+        """The rows on the screen now, top to bottom (the terminal's height bounds the table's)."""
+        if not self._order:
+            return []
+        top = max(0, int(self.scroll_y))
+        height = max(self.size.height, self.app.size.height if self.is_attached else 0)
+        return self._order[top : top + height + 1]
+
+    def _draw_visible(self) -> None:
+        """Draw the rows on the screen whose newest data is not drawn yet: only changed cells rewritten."""
+        if not self._stale or not self.columns:
             return
-        self._order = order
-        name = next(index for index, column in enumerate(columns) if column.sort == "name")
-        rank = {cells[key][name].plain: index for index, key in enumerate(order)}
-        self.sort("name", key=lambda text: rank.get(text.plain, len(rank)))
-        if cursor is not None:
-            self.select(cursor)
+        columns = self.layout_columns
+        styles = self._styles()
+        for key in self.visible_keys():
+            if key not in self._stale:
+                continue
+            self._stale.discard(key)
+            before = self._cells[key]
+            after = self._cells_of(self._latest[key], columns, styles)
+            self._cells[key] = tuple(signature(cell) for cell in after)
+            for column, old, new, cell in zip(columns, before, self._cells[key], after, strict=True):
+                if old != new:
+                    self.update_cell(key, column.key, cell)
 
     def select(self, name: str) -> None:
         """Put the cursor on `name`'s row (when it is shown)."""
@@ -241,7 +435,7 @@ class EndpointTable(DataTable[Text]):
             return None
         try:
             key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
-        except Exception:  # an empty or shrinking table has no cursor cell
+        except CellDoesNotExist:  # an empty or shrinking table has no cursor cell
             return None
         return str(key.value) if key.value is not None else None
 
@@ -252,8 +446,9 @@ class EndpointTable(DataTable[Text]):
     # --- sorting keys -------------------------------------------------------------------------------------
 
     def action_sort_by(self, step: int) -> None:
-        index = SORT_COLUMNS.index(self.sort_column)
-        self.sort_column = SORT_COLUMNS[(index + step) % len(SORT_COLUMNS)]
+        visible = self.visible_sorts or list(SORT_COLUMNS)
+        index = visible.index(self.sort_column) if self.sort_column in visible else -step
+        self.sort_column = visible[(index + step) % len(visible)]
         self._sorted()
 
     def action_invert_sort(self) -> None:
@@ -261,7 +456,11 @@ class EndpointTable(DataTable[Text]):
         self._sorted()
 
     def action_sort_column(self, column: SortColumn) -> None:
-        """Sort by `column`; again: the other way round (the fleet table's letter keys)."""
+        """Sort by `column`; again: the other way round (the fleet table's letter keys). A hidden column
+        does not sort: the arrow would be nowhere in sight."""
+        if column not in self.visible_sorts:
+            self.app.bell()
+            return
         if column == self.sort_column:
             self.sort_reverse = not self.sort_reverse
         else:
@@ -271,6 +470,7 @@ class EndpointTable(DataTable[Text]):
     def _sorted(self) -> None:
         self._label_columns()
         self.refresh_rows()
+        self._remember()
 
     def _label_columns(self) -> None:
         """The sort column's header says so: an arrow and reverse video (no colour needed); a figure's

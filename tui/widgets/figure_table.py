@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from textual.content import Content
 from textual.widget import Widget
 
-from tui.format import FIGURES, UNKNOWN, fmt_duration, fmt_rate, note_lines
+from tui.format import FIGURES, UNKNOWN, fmt_duration, fmt_part_of_window, fmt_rate, note_lines
+from tui.sanitize import safe_line
 from tui.widgets.card_view import CardData
 
 TABLE_FIGURES = (
@@ -27,7 +29,7 @@ def _window(data: CardData) -> str:
     if not covered:
         return UNKNOWN
     if data.figures.window_short and data.window_s:
-        return f"{covered:.0f}/{data.window_s:.0f} s"  # short: after a restart, or just started
+        return fmt_part_of_window(covered, data.window_s)  # short: after a restart, or just started
     return fmt_duration(covered)
 
 
@@ -48,7 +50,7 @@ def figure_rows(data: CardData) -> list[tuple[str, str]]:
 
 class FigureTable(Widget):
     DEFAULT_CSS = """
-    FigureTable { width: 44; height: 100%; padding: 0 1; }
+    FigureTable { width: 46; height: 100%; padding: 0 1; }
     """
 
     def __init__(self, data: CardData, *, id: str | None = None) -> None:
@@ -62,28 +64,57 @@ class FigureTable(Widget):
     def render(self) -> Content:
         width = max(10, self.content_size.width)
         rows = figure_rows(self.data)
-        half = max(1, (width - 1) // 2)
-        lines: list[Content] = []
         single = rows[-1:]  # per-position bars need a full row
         pairs = rows[:-1]
         label_widths = [max(len(label) for label, _ in pairs[column::2]) + 1 for column in (0, 1)]
-        for index in range(0, len(pairs), 2):
+        value_widths = [max(len(value) for _, value in pairs[column::2]) for column in (0, 1)]
+        half = max(1, (width - 1) // 2)
+        # Two figures a row when both columns fit whole, else one a row: a figure is never cut ("< 100 m").
+        per_row = 2 if all(lw + vw <= half for lw, vw in zip(label_widths, value_widths, strict=True)) else 1
+        if per_row == 1:
+            label_widths = [max(label_widths)] * 2
+        lines: list[Content] = []
+        for index in range(0, len(pairs), per_row):
             cells = []
-            for column, (label, value) in enumerate(pairs[index : index + 2]):
+            for column, (label, value) in enumerate(pairs[index : index + per_row]):
                 cell = Content.assemble(
                     (label.ljust(label_widths[column]), "$text-muted"),
                     (value, "$text-muted" if value == UNKNOWN else "bold"),
                 )
-                cells.append(cell.truncate(half, pad=True))
+                cells.append(cell.pad_right(max(0, half - cell.cell_length)) if per_row == 2 else cell)
             lines.append(Content(" ").join(cells))
         for label, value in single:
             lines.append(
                 Content.assemble(
                     (label.ljust(label_widths[0]), "$text-muted"),
                     (value, "$text-muted" if value == UNKNOWN else "bold"),
-                ).truncate(width)
+                )
             )
-        for note in note_rows(self.data):
-            for text in textwrap.wrap(note, width=width, initial_indent="* ", subsequent_indent="  "):
-                lines.append(Content.styled(text, "$warning"))
+        advice = self.data.advice
+        if advice is not None and self.data.status == "up":
+            text = safe_line(advice.line() + (f" ({advice.basis})" if advice.basis else ""))
+            for part in wrap_whole(text, width, "advice ", "  "):
+                lines.append(Content.styled(part, "$warning" if advice.better_k else "$text"))
+        room = self.content_size.height - len(lines) if self.content_size.height else len(lines) + 99
+        # notes quote the server (series, labels) or a recording
+        notes = [wrap_whole(safe_line(note), width, "* ", "  ") for note in note_rows(self.data)]
+        if sum(map(len, notes)) > room:  # whole notes only: those that fit, and how many did not
+            budget, shown = room - 1, []
+            for wrapped in notes:
+                if len(wrapped) <= budget:
+                    shown.append(wrapped)
+                    budget -= len(wrapped)
+            hidden = len(notes) - len(shown)
+            notes = [*shown, [f"* {hidden} more note{'s' if hidden > 1 else ''} in a taller window"]]
+        lines += [Content.styled(text, "$warning") for wrapped in notes for text in wrapped]
         return Content("\n").join(lines)
+
+
+_FIGURE_SPACE = re.compile(r"(\d) (ms|s|min|h|d|%|W|GiB|MHz|°C)\b")
+
+
+def wrap_whole(text: str, width: int, first: str, rest: str) -> list[str]:
+    """`text` wrapped to `width`, never between a number and its unit ("(10" / "s): at least 10 s")."""
+    glued = _FIGURE_SPACE.sub(lambda match: f"{match.group(1)}\u00a0{match.group(2)}", text)
+    lines = textwrap.wrap(glued, width=width, initial_indent=first, subsequent_indent=rest)
+    return [line.replace("\u00a0", " ") for line in lines]

@@ -19,9 +19,11 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 
 from tui.fleet.table_rows import GROUP_KEY_PREFIX, FleetRow, Instance, fleet_rows
+from tui.format import UNKNOWN
 from tui.sanitize import safe_line
 from tui.screens.context import ScreenContext
 from tui.telemetry.endpoint_row import EndpointRow, SortColumn
+from tui.widgets.card_view import CardData
 from tui.widgets.endpoint_table import (
     TREND,
     TREND_COLUMNS,
@@ -33,16 +35,19 @@ from tui.widgets.endpoint_table import (
 
 WIDE_TABLE = 130  # from this width on, the model and a tok/s trend are shown too
 OFF = Column(None, " off", 8)
-NARROW_COLUMNS: tuple[Column, ...] = (  # 78 cells: 80 columns less the scrollbar
+# 78 cells: 80 columns less the scrollbar. A figure column is one wider than its longest text ("0.85 ms",
+# a group's summed "1200/350" running/waiting), so that cells never run together ("2.50496/100").
+NARROW_COLUMNS: tuple[Column, ...] = (
     Column("status", "status", 12),
-    Column("name", "instance", 20),
-    *figure_columns(7, 7, 7, 5, 7, 5),
+    Column("name", "instance", 16),
+    # TTFT: "< 100 ms" and a space before it; running/waiting: a group's "1200/350" and a space
+    *figure_columns(7, 9, 7, 5, 9, 5),
     OFF,
 )
-WIDE_COLUMNS: tuple[Column, ...] = (
+WIDE_COLUMNS: tuple[Column, ...] = (  # 130 cells
     Column("status", "status", 12),
-    Column("name", "instance", 30),
-    Column("model", "model", 28),
+    Column("name", "instance", 29),
+    Column("model", "model", 25),
     *NARROW_COLUMNS[2:],
     TREND,
 )
@@ -57,6 +62,14 @@ SORT_KEYS: dict[str, SortColumn] = {
     "R": "running",
     "K": "kv",
 }
+
+
+def figure_cell(column: Column, row: EndpointRow) -> str:
+    """A figure right-aligned with at least one space before it; one too long for its column is not
+    cut (nor let run into its neighbour): "…" says it does not fit (the detail screen has it whole)."""
+    assert column.figure is not None
+    text = column.figure(row)
+    return (text if len(text) < column.width else "…").rjust(column.width)
 
 
 class FleetTable(EndpointTable):
@@ -86,9 +99,13 @@ class FleetTable(EndpointTable):
         if not row.summary:
             if column.sort == "status":
                 return status_cell(row, styles, badge=row.status != "no data")
+            if column.figure is not None:
+                return Text(figure_cell(column, row))
+            if column.sort == "model" and not row.model:
+                return Text(UNKNOWN, style="dim")  # not the backend ("llamacpp"): the model is unknown
             return super().cell(column, row, trend, styles)
         if column.figure is not None:
-            return Text(column.figure(row).rjust(column.width), style="bold")
+            return Text(figure_cell(column, row), style="bold")
         return Text(row.status if column.sort == "status" else "", style="bold")
 
     def row_key(self, row: EndpointRow) -> str:
@@ -108,12 +125,23 @@ class FleetTable(EndpointTable):
         return None if key is None or key.startswith(GROUP_KEY_PREFIX) else key
 
     def instances(self) -> list[Instance]:
-        board = self.context.board
+        """Each instance's reading, card status and alert severities (not its whole card: a refresh of
+        1,000 instances asks this of every one)."""
+        board, context = self.context.board, self.context
+        now = context.clock.time()
         result = []
         for endpoint in board.endpoints:
-            data = self.context.card_data(endpoint.name)
-            severities = tuple(alert.severity for alert in data.alerts)
-            result.append(Instance(endpoint.name, data.reading, data.status, severities))
+            name = endpoint.name
+            reading = board.readings.get(name)
+            status = CardData(
+                name,
+                reading=reading,
+                now=now,
+                stale_after_s=context.stale_after_s,
+                restarting=board.alerts.restarting(name),
+            ).status
+            severities = tuple(alert.severity for alert in board.alerts.active(name))
+            result.append(Instance(name, reading, status, severities))
         return result
 
     def set_rows(self, entries: Sequence[tuple[EndpointRow, Sequence[float | None]]]) -> None:
@@ -121,17 +149,22 @@ class FleetTable(EndpointTable):
         self.refresh_rows()
 
     def refresh_rows(self) -> None:
-        """Rebuild the rows from the board; only changed cells are rewritten when the order holds."""
+        """The rows from the board, as plain data (every instance: the sort and the group summaries need
+        them all); the table updates them in place and draws those on the screen (`show_rows`)."""
         if not self.columns:
             return
         rows = fleet_rows(
             self.instances(), sort=self.sort_column, reverse=self.sort_reverse, filter_text=self.filter_text
         )
         series = self.context.board.series
-        trends = {
-            row.key: series.endpoint(row.key).tail("generation_tokens_per_s", TREND_COLUMNS)
-            for row in rows
-            if not row.summary
-        }
+        trends = (
+            {
+                row.key: series.endpoint(row.key).tail("generation_tokens_per_s", TREND_COLUMNS)
+                for row in rows
+                if not row.summary
+            }
+            if TREND in self.layout_columns  # the narrow layout has no trend column
+            else {}
+        )
         self.show_rows(rows, trends)
         self.rows_shown = rows

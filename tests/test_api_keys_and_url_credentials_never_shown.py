@@ -1,0 +1,126 @@
+"""Issue 20, secrets: a key no header may carry is refused by the variable's name, never printed; every config
+diff masks credential values (`config set` too); a URL with a user or password is refused, never echoed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "telemetry"))
+
+from metrics_test_server import Reply, ReplyServer, sample_body
+from test_snapshot_cli import spectop
+
+from tui.settings import EndpointSettings
+from tui.telemetry.monitor import EndpointMonitor
+
+KEY = "sk-live-7f3a9c"
+SAMPLES = Path(__file__).parents[1] / "sample_configs"
+
+
+@pytest.mark.parametrize("bad", [f"{KEY}\r", f"{KEY}\n", f"{KEY}\r\nX-Evil: 1", f"{KEY}é"])
+async def test_snapshot_refuses_a_key_no_header_may_carry(bad: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECTOP_TEST_KEY", bad)
+    async with ReplyServer([Reply(sample_body("vllm", "metrics_t0.txt"))] * 2) as server:
+        code, out, err = await spectop(
+            "snapshot", server.url, "--window", "0.1", "--api-key-env", "SPECTOP_TEST_KEY"
+        )
+    assert code == 2
+    assert "SPECTOP_TEST_KEY" in err and "invalid" in err
+    assert KEY not in out + err and "Illegal header" not in err
+
+
+async def test_the_dashboards_scrape_says_the_key_is_invalid(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECTOP_TEST_KEY", f"{KEY}\r")  # a key file saved with CRLF
+    endpoint = EndpointSettings(name="gpu", url="http://127.0.0.1:9", api_key_env="SPECTOP_TEST_KEY")
+    async with (
+        ReplyServer([Reply(sample_body("vllm", "metrics_t0.txt"))]) as server,
+        httpx.AsyncClient() as c,
+    ):
+        monitor = EndpointMonitor(endpoint.model_copy(update={"url": server.url}), window_s=60.0)
+        reading = await monitor.poll(c)
+    assert not reading.up and reading.error is not None
+    assert "SPECTOP_TEST_KEY" in reading.error and "carriage return" in reading.error
+    assert KEY not in reading.model_dump_json()
+
+
+def test_a_good_key_is_given_as_it_is() -> None:
+    from tui.auth import ApiKeyError, api_key_from_env
+
+    assert api_key_from_env("K", {"K": KEY}) == KEY
+    assert api_key_from_env("K", {"K": ""}) is None
+    with pytest.raises(ApiKeyError, match="K is invalid: it ends in a carriage return") as caught:
+        api_key_from_env("K", {"K": f"{KEY}\r"})
+    assert KEY not in str(caught.value)
+
+
+def _client_settings(tmp_path: Path) -> Path:
+    text = (SAMPLES / "client_settings.json").read_text(encoding="utf-8")
+    path = tmp_path / "settings.json"
+    path.write_text(
+        text.replace('"api_key_env": "SPECTOP_API_KEY",', f'"api_key": "{KEY}",'), encoding="utf-8"
+    )
+    return path
+
+
+def _vllm_config(tmp_path: Path) -> Path:
+    text = (SAMPLES / "config.toml").read_text(encoding="utf-8")
+    path = tmp_path / "config.toml"
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("num_speculative_tokens"))
+    lines.insert(at, f'api_key = "{KEY}"\n')  # diff context of a change of k
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "key", "value"),
+    [(_client_settings, "model", "other"), (_vllm_config, "speculative.num_speculative_tokens", "3")],
+    ids=["client-json", "vllm-toml"],
+)
+async def test_config_set_masks_a_credential_in_the_diffs_context(
+    tmp_path: Path, make: object, key: str, value: str
+) -> None:
+    path = make(tmp_path)  # type: ignore[operator]
+    code, out, err = await spectop("config", "set", str(path), key, value, "--new-key")
+    assert code == 0, err
+    assert "api_key" in out and "****" in out  # the context line is there, its value masked
+    assert KEY not in out + err
+    assert KEY in path.read_text(encoding="utf-8")  # the file keeps it
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["snapshot", "http://ops:hunter2@127.0.0.1:9", "--window", "0.1"],
+        ["snapshot", "ftp://ops:hunter2@127.0.0.1:9/x", "--window", "0.1"],
+        ["bench", "--a", "http://ops:hunter2@127.0.0.1:9", "--requests", "1"],
+        ["--endpoint", "http://ops:hunter2@127.0.0.1:9"],
+    ],
+    ids=["snapshot", "snapshot-bad-scheme", "bench", "dashboard"],
+)
+async def test_a_url_with_a_password_is_refused_without_echoing_it(argv: list[str]) -> None:
+    code, out, err = await spectop(*argv)
+    assert code == 2, (out, err)
+    assert "hunter2" not in out + err
+    assert "no user or password in the URL" in err
+
+
+async def test_settings_file_endpoint_with_a_password(tmp_path: Path) -> None:
+    config = tmp_path / "spectop.toml"
+    config.write_text('[[endpoints]]\nname = "a"\nurl = "http://ops:hunter2@127.0.0.1:9"\n', encoding="utf-8")
+    code, out, err = await spectop("--config", str(config))
+    assert code == 2 and "no user or password in the URL" in err
+    assert "hunter2" not in out + err
+
+
+def test_without_credentials() -> None:
+    from tui.validators import has_credentials, without_credentials
+
+    assert without_credentials("http://u:p@h:1/x?a@b") == "http://****@h:1/x?a@b"
+    assert without_credentials("u:p@h:1") == "****@h:1"
+    assert without_credentials("http://h:1/x?a@b") == "http://h:1/x?a@b"
+    assert not has_credentials("http://h:1/path@x") and has_credentials("https://tok@h")

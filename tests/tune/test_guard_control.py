@@ -1,0 +1,145 @@
+"""The guard's core controller (no UI): the app's facts in, offers and records out; the advisor's better k
+offered in ask mode (a config edit and a restart, diff shown), never acted on in auto mode."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.tune.conftest import write_config
+from tests.tune.test_advisor import CONDITIONAL, fitted, unconditional
+from tui.board import Board
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.telemetry.figures import Figures
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import GuardLogRecord
+from tui.tune.guard import Advised, GuardInput, GuardRecord, decide
+from tui.tune.guard_control import GuardController, GuardFacts, GuardOffer
+from tui.tune.live_advice import ConfigFacts, KeptModels
+from tui.tune.stepcost import StepCostFile
+
+BASE = GuardInput(
+    mode="ask", now=1000.0, acceptance_alert_active=False, acceptance=0.7, threshold=0.5, low_since=None,
+    speculation_on=True, can_change=True,
+)  # fmt: skip
+HELD = Advised(held_k=2, now_k=2, current_k=4, words="k=2 would be 1.28x faster than k=4 for 30 s")
+
+
+def test_ask_offers_the_advisors_k_once_it_has_held() -> None:
+    decision = decide(replace(BASE, advised=HELD))
+    assert (decision.action, decision.k) == ("offer_k", 2)
+    assert decision.reason.startswith("k=2 would be 1.28x")
+    assert decide(replace(BASE, advised=replace(HELD, held_k=None))).action is None  # not held yet
+
+
+def test_auto_never_changes_k_and_the_usual_holds_apply() -> None:
+    assert decide(replace(BASE, mode="auto", advised=HELD)).action is None
+    assert (
+        decide(replace(BASE, advised=HELD, editing=True)).reason
+        == "the config is open in the editor or a tune"
+    )
+    assert decide(replace(BASE, advised=HELD, restarting=True)).action is None
+    assert "cool-down" in decide(replace(BASE, advised=HELD, last_action_at=900.0)).reason
+    assert decide(replace(BASE, advised=replace(HELD, current_k=2))).action is None  # already k=2
+    assert decide(replace(BASE, advised=HELD, can_change=False)).action is None
+
+
+def test_low_acceptance_offers_the_advised_k_before_switching_off() -> None:
+    low = replace(BASE, acceptance_alert_active=True, acceptance=0.4, low_since=960.0)
+    assert decide(low).action == "offer"  # no advice: switch off
+    advised = decide(replace(low, advised=replace(HELD, held_k=None)))  # this window's advice is enough
+    assert (advised.action, advised.k) == ("offer_k", 2)
+    assert advised.reason.startswith("acceptance 40% below 50%; ")
+    assert decide(replace(low, mode="auto", advised=HELD)).action == "switch_off"
+
+
+class FakePorts:
+    def __init__(self) -> None:
+        self.facts_now = GuardFacts()
+        self.offers: list[tuple[GuardOffer, Callable[[bool | None], None]]] = []
+        self.told: list[GuardRecord] = []
+        self.recorded: list[GuardLogRecord] = []
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def facts(self, endpoint: EndpointSettings) -> GuardFacts:
+        return self.facts_now
+
+    def start(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        self.tasks.append(asyncio.ensure_future(work))
+
+    def offer(self, offer: GuardOffer, answered: Callable[[bool | None], None]) -> None:
+        self.offers.append((offer, answered))
+
+    def tell(self, record: GuardRecord) -> None:
+        self.told.append(record)
+
+    def restart_began(self, health_url: str) -> None: ...
+
+    def restart_ended(self, ok: bool, detail: str) -> None: ...
+
+    def changed(self, name: str) -> None: ...
+
+    async def record(self, record: GuardLogRecord) -> None:
+        self.recorded.append(record)
+
+    async def settle(self) -> None:
+        while self.tasks:
+            await self.tasks.pop(0)
+
+
+def _board(tmp_path: Path) -> tuple[Board, EndpointSettings]:
+    endpoint = EndpointSettings(
+        name="e", url="http://127.0.0.1:8000", config_file=write_config(tmp_path / "config.toml", k=4),
+        restart_command=["true"], guard="ask",
+    )  # fmt: skip
+    board = Board(Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=[endpoint]))
+    board.enable_advice(KeptModels(StepCostFile(models=[fitted()])))
+    board.set_config_facts("e", ConfigFacts(4, "s"))
+    return board, endpoint
+
+
+def _reading(time: float) -> EndpointReading:
+    figures = Figures(
+        per_position_acceptance=unconditional(CONDITIONAL[:4]), running=1.0, acceptance_rate=0.7
+    )
+    return EndpointReading(
+        name="e", url="http://127.0.0.1:8000", time=time, up=True, model="m", figures=figures
+    )
+
+
+async def test_the_controller_offers_the_better_k_with_its_diff_and_records_a_decline(tmp_path: Path) -> None:
+    board, _ = _board(tmp_path)
+    ports = FakePorts()
+    now = {"t": 100.0}
+    async with httpx.AsyncClient() as client:
+        guard = GuardController(board, lambda: client, lambda: now["t"], ports)
+        for time in (100.0, 105.0):
+            now["t"] = time
+            board.add_reading(_reading(time))
+            guard.watch(["e"])
+        assert ports.tasks == [] and ports.offers == []  # better, but not for sustained_s yet
+        ports.facts_now = GuardFacts(editing=True)
+        now["t"] = 111.0
+        changes = board.add_reading(_reading(111.0))
+        assert [alert.kind for alert in changes] == ["advice"]
+        guard.watch(["e"])
+        assert ports.tasks == []  # the user is at the config: the guard holds back
+        ports.facts_now = GuardFacts()
+        guard.watch(["e"])
+        await ports.settle()
+        assert len(ports.offers) == 1
+        offer, answer = ports.offers[0]
+        assert offer.k == 2 and offer.title == "guard · e: set k=2?" and offer.yes == "set k=2"
+        assert "-num_speculative_tokens = 4" in offer.diff and "+num_speculative_tokens = 2" in offer.diff
+        guard.watch(["e"])
+        assert ports.tasks == []  # one offer at a time
+        answer(False)
+        await ports.settle()
+    assert [record.action for record in ports.recorded] == ["offered", "declined"]
+    assert [record.action for record in ports.told] == ["declined"]
+    assert guard.book.last_action_at["e"] == 111.0  # the cool-down starts

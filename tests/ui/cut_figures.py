@@ -1,0 +1,145 @@
+"""Finding figures a screen cut: what tests/ui/test_no_cut_figures.py checks on every screen.
+
+The screen is read as the terminal would show it (the compositor's lines), cropped to each widget's content
+region, so a widget's edge is where its text was cut. A figure is cut when:
+
+- an ellipsis follows a number or a number with (part of) its unit: `43…`, `2330W 4…`, `12.5 m…`;
+- two figures run together: `442.310.0 ms` (a number with two decimal points), `71%80%`;
+- an interval lost its upper end: `1.80-1`;
+- a unit lost its end: `< 100 m` (ms), `43°` (°C);
+- a figure wraps between its number and its unit: `(10` / `s): at least 10 s`;
+- a table is wider than the screen (its last column cut at the edge);
+- a text the screen was given (an alert, a path, a note) does not appear whole (`given`).
+
+Log views show the server's own text (and wrap or scroll it on purpose): they are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from textual.app import App
+from textual.geometry import Region
+from textual.widget import Widget
+from textual.widgets import DataTable
+
+BARS = "▁▂▃▄▅▆▇█"
+FIGURE_TOKEN = re.compile(r"^[<>~(+\-]?\d[\d.,]*\s?[a-zA-Z°%/]{0,4}$")
+TWO_DECIMAL_POINTS = re.compile(r"\d\.\d+\.\d")
+ADDRESS = re.compile(r"\d+\.\d+\.\d+\.\d+|:\d")  # an IP or host:port is not a figure
+GLUED_UNIT = re.compile(r"\d(%|x|ms|W)\d")
+CUT_INTERVAL = re.compile(r"\d\.\d\d-(?!\d+\.\d\d)")
+CUT_UNIT = re.compile(r"\d ?(m|mi|°)(?![a-zA-Z])|\d ?°(?!C)")
+START_CHARS = 16
+UNIT_START = re.compile(r"^(ms|s|min|%|W|°C|GiB|MHz|x)(\b|\)|$)")
+
+
+@dataclass(frozen=True)
+class Cut:
+    widget: str
+    line: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.widget}: {self.why}: {self.line.rstrip()!r}"
+
+
+def _is_log(widget: Widget) -> bool:
+    return any(
+        type(node).__name__ in ("LogPane", "LogView", "LogViewerScreen")
+        for node in widget.ancestors_with_self
+    )
+
+
+def widget_lines(app: App[object]) -> dict[str, list[str]]:
+    """Each visible leaf widget's lines as shown, cropped to its content region (log views left out)."""
+    screen = app.screen
+    strips = screen._compositor.render_strips()
+    width = screen.size.width
+    out: dict[str, list[str]] = {}
+    for widget in screen.walk_children(with_self=False):
+        if not isinstance(widget, Widget) or not widget.display or not widget.visible:
+            continue
+        if any(child.display for child in widget.children) or _is_log(widget):
+            continue
+        region = widget.content_region.intersection(Region(0, 0, width, len(strips)))
+        if not region.area:
+            continue
+        try:
+            if screen.get_widget_at(region.x, region.y)[0] is not widget:  # covered (a dialog over it)
+                continue
+        except Exception:
+            continue
+        name = f"{type(widget).__name__}#{widget.id}" if widget.id else type(widget).__name__
+        lines = [strips[y].crop(region.x, region.right).text for y in range(region.y, region.bottom)]
+        out[f"{name}@{region.x},{region.y}"] = lines
+    return out
+
+
+def _tokens_before_ellipsis(line: str) -> Iterable[str]:
+    for index, char in enumerate(line):
+        if char == "…":
+            start = index
+            while start > 0 and not line[start - 1].isspace():
+                start -= 1
+            token = line[start:index]
+            if not token:  # "2330W 43 …"? look at the word before the space
+                head = line[:index].rstrip().split(" ")
+                token = head[-1] if head else ""
+            yield token
+
+
+def cuts_in(name: str, lines: Sequence[str]) -> list[Cut]:
+    found: list[Cut] = []
+    for number, line in enumerate(lines):
+        for token in _tokens_before_ellipsis(line):
+            if token and token[0] not in BARS and FIGURE_TOKEN.match(token.split("/")[-1] or token):
+                found.append(Cut(name, line, f"ellipsis after the figure {token!r}"))
+        for token in line.split():
+            if ADDRESS.search(token):
+                continue
+            if TWO_DECIMAL_POINTS.search(token) or GLUED_UNIT.search(token):
+                found.append(Cut(name, line, f"figures run together in {token!r}"))
+            if CUT_INTERVAL.search(token):
+                found.append(Cut(name, line, f"an interval cut: {token!r}"))
+        for match in CUT_UNIT.finditer(line):
+            found.append(Cut(name, line, f"a unit cut: {match.group(0)!r}"))
+        following = lines[number + 1].lstrip() if number + 1 < len(lines) else ""
+        if line.rstrip() and line.rstrip()[-1].isdigit() and UNIT_START.match(following):
+            found.append(Cut(name, line + " / " + following, "a figure wrapped between number and unit"))
+    return found
+
+
+def _collapsed(text: str) -> str:
+    return " ".join(text.split())
+
+
+def overflowing_tables(app: App[object]) -> list[Cut]:
+    """A table wider than its viewport shows its last column cut at the screen's edge ("1.80-1")."""
+    found = []
+    for table in app.screen.query(DataTable):
+        if table.display and table.virtual_size.width > table.scrollable_content_region.width:
+            what = f"{table.virtual_size.width} cells in {table.scrollable_content_region.width}"
+            found.append(Cut(f"DataTable#{table.id}", what, "a table wider than the screen, cut at its edge"))
+    return found
+
+
+def cut_figures(
+    app: App[object], given: Sequence[str] = (), whole_or_absent: Sequence[str] = ()
+) -> list[Cut]:
+    """Every cut figure on the screen now, every `given` text not shown whole, and every text of
+    `whole_or_absent` whose start is shown but not the rest."""
+    lines = widget_lines(app)
+    found = [cut for name, widget in lines.items() for cut in cuts_in(name, widget)]
+    found += overflowing_tables(app)
+    shown = [_collapsed(" ".join(widget)) for widget in lines.values()]
+    for text in given:
+        if not any(_collapsed(text) in widget for widget in shown):
+            found.append(Cut("screen", text, "a given text is not shown whole"))
+    for text in whole_or_absent:
+        start = _collapsed(text)[:START_CHARS]
+        if any(start in widget for widget in shown) and not any(_collapsed(text) in w for w in shown):
+            found.append(Cut("screen", text, "a text is shown in part"))
+    return found

@@ -1,0 +1,97 @@
+"""The advisor on the dashboard, driven with Pilot: the card's line ("k=4 now · k=2 would be 1.28x"),
+the detail screen's line with its basis, and the alert once another k has stayed better."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from ui_waiting import wait_for
+
+from tests.tune.test_advisor import CONDITIONAL, fitted, unconditional
+from tui.screens.detail import DetailScreen
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.sources.base import Source
+from tui.sources.clock import WallClock
+from tui.sources.updates import ReadingArrived, Update
+from tui.telemetry.figures import Figures
+from tui.telemetry.reading import EndpointReading
+from tui.tune.live_advice import KeptModels
+from tui.tune.stepcost import StepCostFile
+from tui.ui.app import SpectopApp
+from tui.widgets.card_view import CardData, badge_line
+from tui.widgets.figure_table import FigureTable
+
+URL = "http://127.0.0.1:8000"
+
+
+class ScriptedSource(Source):
+    """Readings at the times given, as a live source would deliver them (no HTTP)."""
+
+    def __init__(self, times: list[float]) -> None:
+        self.times = times
+        self.now = times[0]
+        self.clock = WallClock(lambda: self.now)
+
+    async def updates(self) -> AsyncIterator[Update]:
+        for time in self.times:
+            self.now = time
+            figures = Figures(
+                per_position_acceptance=unconditional(CONDITIONAL[:4]), running=1.0, acceptance_rate=0.6
+            )
+            yield ReadingArrived(
+                EndpointReading(name="a", url=URL, time=time, up=True, model="m", figures=figures)
+            )
+            await asyncio.sleep(0.01)
+        self.finished = True
+
+    @property
+    def paused(self) -> bool:
+        return False
+
+    def toggle_pause(self) -> None:
+        return None
+
+    def status(self) -> list[str]:
+        return ["scripted"]
+
+
+def _app(times: list[float], kept: KeptModels) -> SpectopApp:
+    settings = Settings(
+        alerts=AlertSettings(sustained_s=10.0), endpoints=[EndpointSettings(name="a", url=URL)]
+    )
+    source = ScriptedSource(times)
+    return SpectopApp(
+        settings, source=source, step_costs=kept, clock=source.clock.time, remember_theme_choice=False
+    )
+
+
+async def test_the_card_and_the_detail_say_which_k_would_be_faster_and_the_alert_follows() -> None:
+    app = _app([100.0, 105.0, 112.0], KeptModels(StepCostFile(models=[fitted()])))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.source.finished and "a" in app.readings)
+        await wait_for(pilot, lambda: any(alert.kind == "advice" for alert in app.alerts.active("a")))
+        alert = next(alert for alert in app.alerts.active("a") if alert.kind == "advice")
+        assert alert.message.startswith("k=2 would be 1.28x faster than k=4 for 12 s")
+        data = app.card_data("a")
+        assert data.advice is not None and data.advice.better_k == 2
+        quiet = CardData(**{**data.__dict__, "alerts": []})
+        assert badge_line(quiet, 76).plain == "k=4 now · k=2 would be 1.28x"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        table = app.screen.query_one(FigureTable).render().plain
+        assert "advice k=4 now · k=2 would be 1.28x (tune 2026-12-01" in table.replace("\n  ", " ")
+
+
+async def test_without_a_model_the_detail_offers_the_calibration() -> None:
+    app = _app([100.0], KeptModels())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.source.finished and "a" in app.readings)
+        data = app.card_data("a")
+        assert data.advice is not None and data.advice.basis is None
+        assert "k=4 now" not in badge_line(data, 116).plain  # the card says nothing without a model
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        table = " ".join(app.screen.query_one(FigureTable).render().plain.split())
+        assert "no step-cost model for this server: calibrate with spectop tune CONFIG" in table
+        assert "(or in spectop: T, then c on the tune screen)" in table

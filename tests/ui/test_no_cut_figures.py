@@ -1,0 +1,289 @@
+"""Issue 24 item 2: a figure is shown whole or not at all, on every screen, at 80x24, 120x36 and 200x50.
+
+Every screen is rendered from deterministic data (a recording whose TTFT p95 are histogram bounds, eight
+GPUs of a busy node, a fleet of instances whose TTFTs round into the next unit, a tune sweep cancelled
+half way, a recorded burst) and read as the terminal shows it: tests/ui/cut_figures.py finds any figure
+cut by an ellipsis or a widget's edge, run together with its neighbour, or split from its unit, and any
+text the screen was given (alerts, the editor's `.bak` path, notes) not shown whole.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench_fixtures import BenchTestApp, text_of, until
+from cut_figures import cut_figures
+from recording_factory import write_recording
+from test_editor import field_input, opened_editor, type_into
+from test_log_viewer import ViewerApp, opened, write_log
+from textual.app import App
+from ui_waiting import wait_for
+
+from tests.fleet.fake_fleet import NOW, ScriptedPoller, fleet_app, fleet_settings, scripted_readings
+from tui.bench.results import BurstResult
+from tui.gpu.models import REASON_SW_POWER_CAP, GpuSample
+from tui.gpu.monitor import EndpointGpus
+from tui.paths import sample_configs_dir, themes_dir
+from tui.screens.alerts import AlertsScreen
+from tui.screens.detail import DetailScreen
+from tui.screens.gpus import GpuScreen
+from tui.screens.tune import TuneScreen
+from tui.settings import EndpointSettings, Settings
+from tui.sources.fleet import FleetSource
+from tui.sources.updates import GpusPolled
+from tui.tune.result import TuneCell, TuneResult, ValueOutcome
+from tui.ui.app import SpectopApp
+from tui.ui.editor_app import EditorApp
+from tui.widgets.fleet_table import FleetTable
+
+SIZES = [(80, 24), (120, 36), (200, 50)]
+SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
+GIB = 2**30
+FIRST_BUCKET_NOTE = "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated"
+LAST_BUCKET_NOTE = "above the highest bucket bound (10 s): at least 10 s"
+
+
+def bounded_recording(path: Path) -> Path:
+    """The snapshot tests' recording, with TTFT p95 a histogram bound: inside the first bucket on mtp-on
+    ("< 100 ms", interpolated 95 ms), beyond the last on mtp-off ("> 10 s")."""
+    write_recording(path)
+    lines = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "reading" and record.get("figures"):
+            figures = record["figures"]
+            if record["name"] == "mtp-on":
+                figures["ttft_p95_s"] = 0.095
+                figures["quantile_bounds"] = {"ttft_p95_s": [0.0, 0.1]}
+                figures["notes"] = {"ttft_p95_s": FIRST_BUCKET_NOTE}
+            elif record["name"] == "mtp-off":
+                figures["ttft_p95_s"] = 10.0
+                figures["quantile_bounds"] = {"ttft_p95_s": [10.0, None]}
+                figures["notes"] = {"ttft_p95_s": LAST_BUCKET_NOTE}
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def eight_gpus(throttled: bool = True) -> tuple[GpuSample, ...]:
+    """A busy 8-GPU node: 291 W each (2330 W summed), 43 °C, power capped."""
+    return tuple(
+        GpuSample(
+            index=i,
+            uuid=f"GPU-{i}",
+            name="NVIDIA H100 80GB HBM3",
+            memory_used_bytes=int(68.1 * GIB) + i * 2**20,
+            memory_total_bytes=int(79.6 * GIB),
+            utilization_pct=97.0 - i,
+            power_w=291.25,
+            energy_j=1e7,
+            temperature_c=43.0 + i % 2,
+            sm_clock_mhz=1755.0,
+            throttle_reasons=REASON_SW_POWER_CAP if throttled else 0,
+            dram_active=0.6,
+        )
+        for i in range(8)
+    )
+
+
+def replay(recording: Path) -> SpectopApp:
+    return SpectopApp(
+        Settings(),
+        replay_path=recording,
+        replay_speed=0.0,
+        theme_folders=[themes_dir()],
+        remember_theme_choice=False,
+    )
+
+
+async def settled_replay(pilot: Any, *, gpus: bool = True) -> SpectopApp:
+    app = pilot.app
+    await wait_for(pilot, lambda: app.replay_done)
+    if gpus:
+        view = EndpointGpus("mtp-on", "http://127.0.0.1:9400/metrics", eight_gpus())
+        app.apply(GpusPolled(time=NOW, views={"mtp-on": view}))
+    await pilot.pause()
+    app.clear_notifications()
+    await pilot.pause()
+    return app
+
+
+def assert_whole(app: App[Any], given: tuple[str, ...] = (), whole_or_absent: tuple[str, ...] = ()) -> None:
+    cuts = cut_figures(app, given, whole_or_absent)
+    assert not cuts, f"{app.size.width}x{app.size.height}: figures cut:\n" + "\n".join(map(str, cuts))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_dashboard_cards_table_detail_alerts_and_help(tmp_path: Path, size: tuple[int, int]) -> None:
+    app = replay(bounded_recording(tmp_path / "recording.jsonl"))
+    async with app.run_test(size=size) as pilot:
+        await settled_replay(pilot)
+        assert_whole(app)
+        await pilot.press("v")  # the table view
+        await pilot.pause()
+        assert_whole(app)
+        await pilot.press("v")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await pilot.pause()
+        notes = tuple(f"TTFT p95: {note}" for note in (FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE))
+        assert_whole(app, whole_or_absent=notes)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, AlertsScreen))
+        await pilot.pause()
+        messages = tuple(alert.message for alert in app.board.alerts.all_alerts())
+        assert messages
+        assert_whole(app, messages)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert_whole(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("g")  # one row per GPU
+        await wait_for(pilot, lambda: isinstance(app.screen, GpuScreen))
+        await pilot.pause()
+        assert_whole(app)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_editor_status_line_after_a_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    folder = tmp_path / "a-folder-with-a-long-name-as-real-deployments-have" / "vllm-deepseek-v3-mtp"
+    folder.mkdir(parents=True)
+    target = folder / "config.toml"
+    shutil.copy(sample_configs_dir() / "config.toml", target)
+    app = EditorApp(target)
+    async with app.run_test(size=size) as pilot:
+        screen = await opened_editor(pilot)
+        await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "3")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is not screen)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: target.with_name("config.toml.bak").exists() and app.screen is screen)
+        await pilot.pause()
+        assert_whole(app, ("vllm-deepseek-v3-mtp/config.toml", "previous version:", "config.toml.bak"))
+
+
+def cancelled_sweep() -> TuneResult:
+    """k = 0..4 at concurrency 1, 4 and 16; cancelled after k = 2 (the rest unmeasured)."""
+    concurrencies = [1, 4, 16]
+    outcomes = []
+    for value in range(5):
+        measured = value <= 2
+        cells = [
+            TuneCell(
+                value=value,
+                concurrency=c,
+                ok=measured,
+                decode_tokens_per_s=(812.4 + 101.7 * value) if measured else None,
+                speedup=(1.0 + 0.4 * value) if measured else None,
+                speedup_ci95=(1.0 + 0.4 * value - 0.1, 1.0 + 0.4 * value + 0.1)
+                if measured and value
+                else None,
+                acceptance_rate=0.71 if measured and value else None,
+            )
+            for c in concurrencies
+        ]
+        outcomes.append(ValueOutcome(value=value, started=measured, cells=cells))
+    return TuneResult(
+        started_at=datetime(2026, 1, 1, tzinfo=UTC), config_file="config.toml", kind="vllm_toml",
+        key="speculative.num_speculative_tokens", endpoint="http://127.0.0.1:8000", restart_command=["true"],
+        values=list(range(5)), concurrencies=concurrencies, original_value=2, baseline_value=0, requests=8,
+        max_tokens=64, prompts="mixed", outcomes=outcomes, best={1: 2, 4: 2, 16: 1}, cancelled=True,
+    )  # fmt: skip
+
+
+class TuneApp(App[None]):
+    def __init__(self, endpoint: EndpointSettings) -> None:
+        super().__init__()
+        self.endpoint = endpoint
+
+    def on_mount(self) -> None:
+        self.push_screen(TuneScreen(self.endpoint, on_finished=lambda _result: None))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_tune_table_after_a_cancel(tmp_path: Path, size: tuple[int, int]) -> None:
+    config = tmp_path / "config.toml"
+    shutil.copy(sample_configs_dir() / "config.toml", config)
+    endpoint = EndpointSettings(
+        name="tuned", url="http://127.0.0.1:9", config_file=config, restart_command="true"
+    )
+    app = TuneApp(endpoint)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, TuneScreen))
+        screen = app.screen
+        assert isinstance(screen, TuneScreen)
+        screen._update(cancelled_sweep())
+        await pilot.pause()
+        assert_whole(app)
+
+
+def rounding_fleet() -> SpectopApp:
+    """A fleet whose figures sit on the edges of their units: TTFT p95 9.96 ms and 999.6 ms (which round
+    to "10 ms" and "1.00 s"), tok/s 442.3 right before them."""
+    readings = scripted_readings(12)
+    for index, reading in enumerate(readings):
+        if reading.up:
+            ttft = (0.00996, 0.9996, 0.0999, 9.9996)[index % 4]
+            reading.figures = reading.figures.model_copy(
+                update={"generation_tokens_per_s": 442.3 + index, "ttft_p95_s": ttft}
+            )
+    settings = fleet_settings("http://prometheus.test:9090", poll_interval_s=3600.0)
+    assert settings.prometheus is not None
+    poller = ScriptedPoller(settings.prometheus, readings)
+    return fleet_app(settings, FleetSource(settings, poller=poller, clock=lambda: NOW))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+async def test_fleet_table_figures_on_unit_edges(size: tuple[int, int]) -> None:
+    app = rounding_fleet()
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query(FleetTable)) and len(app.readings) == 12)
+        table = app.screen.query_one(FleetTable)
+        if not table.display:  # 12 instances fit as cards at 200x50; a hidden table is not updated
+            await pilot.press("v")
+        await wait_for(pilot, lambda: len(table.endpoints) == 12)
+        await pilot.pause()
+        assert_whole(app)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_bench_after_a_burst(recorded_run: BurstResult, size: tuple[int, int]) -> None:
+    endpoints = [
+        EndpointSettings(name="mtp-off", url="http://127.0.0.1:9"),
+        EndpointSettings(name="mtp-on", url="http://127.0.0.1:10"),
+    ]
+    app = BenchTestApp(endpoints)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+r")
+        await until(
+            pilot,
+            lambda: (
+                "faster" in text_of(app.screen, "#verdict") or "slower" in text_of(app.screen, "#verdict")
+            ),
+        )
+        await pilot.pause()
+        assert_whole(app)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_log_viewer_status_line(tmp_path: Path, size: tuple[int, int]) -> None:
+    app = ViewerApp(write_log(tmp_path / "server.log", lines=3000))
+    async with app.run_test(size=size) as pilot:
+        await opened(pilot, app)
+        await pilot.press("slash", *"needle", "enter")
+        await pilot.pause()
+        assert_whole(app)

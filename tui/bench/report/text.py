@@ -1,0 +1,151 @@
+"""The summary for a terminal: notes, explanation lines, the plain-text table (80 columns)."""
+
+from __future__ import annotations
+
+from tui.bench.client_check import ClientCheck
+from tui.bench.report.comparison import coalesced_words, sequential_words
+from tui.bench.report.models import BurstSummary
+from tui.bench.report.table import category_rows, table_rows
+from tui.format import fmt_count, fmt_rate
+from tui.sanitize import safe_line
+
+
+def explain_lines(summary: BurstSummary) -> list[str]:
+    """Under the table: the schedule, what the arms differ by, warnings, reconciliation, outliers."""
+    lines: list[str] = []
+    settings, comparison_ = summary.settings, summary.comparison
+    if settings.schedule_reason:
+        lines.append(f"schedule: {settings.schedule_reason}")
+    if settings.stop_reason:
+        words = sequential_words(settings.ci_level or 0.95, settings.looks or 1)
+        lines.append(
+            f"until significant: {settings.rounds} rounds, stopped: {settings.stop_reason} ({words})"
+        )
+    if comparison_ is not None:
+        if comparison_.arms_differ_by:
+            lines.append(comparison_.arms_differ_by)
+        lines += [f"warning: {warning}" for warning in comparison_.warnings]
+    for label, arm in summary.arms:
+        extra = arm.explain
+        if extra is None:
+            continue
+        name = label.upper()
+        lines += [f"{name}: {note}" for note in extra.notes]
+        if extra.acceptance.note and extra.acceptance.note != "no request succeeded":
+            lines.append(f"{name}: {extra.acceptance.note}")
+        if extra.acceptance.per_position:
+            shown = " ".join(fmt_rate(value) for value in extra.acceptance.per_position[:8])
+            lines.append(f"{name} acceptance by position (per-request histograms): {shown}")
+        if extra.reconciliation is not None and extra.acceptance.requests:
+            lines.append(f"{name} /metrics: {extra.reconciliation.message}")
+        if extra.goodput is not None and extra.slo:
+            lines.append(
+                f"{name} SLO {extra.slo}: {extra.goodput.good}/{extra.goodput.requests} requests met all"
+            )
+        for outlier in extra.outliers[:5]:
+            lines.append(f"{name} outlier {outlier.describe()}")
+        if len(extra.outliers) > 5:
+            lines.append(f"{name}: {len(extra.outliers) - 5} more outliers (see the JSON export)")
+    return lines
+
+
+def explain_block(summary: BurstSummary) -> list[str]:
+    """The per-category table and the explanation lines, for a screen's explain view."""
+    lines = category_text(summary)[1:]
+    explained = explain_lines(summary)
+    if explained:
+        lines += ([""] if lines else []) + explained
+    return lines
+
+
+def category_text(summary: BurstSummary) -> list[str]:
+    rows = category_rows(summary)
+    if not rows:
+        return []
+    head = f"{'category':14}{'A accept':>10}{'A tok/s':>10}"
+    if summary.b is not None:
+        head += f"{'B accept':>10}{'B tok/s':>10}"
+    lines = ["", head]
+    for row in rows:
+        lines.append(f"{row[0][:14]:14}" + "".join(f"{cell:>10}" for cell in row[1:]))
+    return lines
+
+
+def client_check_lines(name: str, check: ClientCheck | None) -> list[str]:
+    """Loud lines when the measuring client fell behind; a quiet note of coalesced streams otherwise."""
+    if check is None:
+        return []
+    if not check.ok:
+        return [
+            f"!!! {name}: THE CLIENT FELL BEHIND: {check.reason}",
+            f"!!! {name}: these figures measure spectop, not the server; remedy: {check.remedy}",
+        ] + ([coalesced_words(name, check)] if check.coalesced or check.left_out else [])
+    if check.coalesced:
+        return [coalesced_words(name, check)]
+    return []
+
+
+def equivalence_line(summary: BurstSummary) -> str | None:
+    equivalence = summary.equivalence
+    if not equivalence:
+        return None
+    line = f"greedy equivalence: {equivalence.identical}/{equivalence.compared} identical"
+    divergences = equivalence.divergences
+    if divergences:
+        first = divergences[0]
+        token = first.token_position
+        where = f"char {first.char_position}" + (f", token {token}" if token is not None else "")
+        line += f"; first divergence in {first.prompt_id} at {where}"
+    return line
+
+
+def note_lines(summary: BurstSummary) -> list[str]:
+    """Caveats under the table: estimated token counts, errors by kind, missing server figures."""
+    lines = []
+    arms = summary.arms
+    if any(arm.usage_estimated for _, arm in arms):
+        lines.append("tokens counted from chunks: the server sent no usage (estimated)")
+    for label, arm in arms:
+        if arm.errors_by_kind:
+            kinds = ", ".join(f"{kind} {count}" for kind, count in arm.errors_by_kind.items())
+            lines.append(f"{label.upper()} errors: {kinds}")
+            for reason, count in arm.error_reasons:
+                lines.append(f"  {fmt_count(count)}× {reason}")
+    for label, arm in arms:
+        lines += client_check_lines(label.upper(), arm.client_check)
+    for label, arm in arms:
+        if arm.gpu is not None and arm.gpu.throttle_note:
+            lines.append(f"WARNING {label.upper()} GPU: {arm.gpu.throttle_note}")
+        elif arm.gpu is not None and arm.gpu.note:
+            lines.append(f"{label.upper()} GPU: {arm.gpu.note}")
+        if arm.gpu is not None and arm.gpu.energy_scope:
+            lines.append(f"{label.upper()} GPU energy: {arm.gpu.energy_scope}")
+    return lines
+
+
+def render_text(summary: BurstSummary) -> str:
+    """The summary table for a terminal (fits 80 columns)."""
+    has_b = summary.b is not None
+    header = f"{'':22}{'A':>16}" + (f"{'B':>16}" if has_b else "")
+    lines = [header]
+    lines.append(f"{'endpoint':22}{_short(summary.a.url):>16}" + (
+        f"{_short(summary.b.url):>16}" if summary.b else ""))  # fmt: skip
+    for label, a_text, b_text in table_rows(summary):
+        lines.append(f"{label:22}{a_text:>16}" + (f"{b_text:>16}" if has_b else ""))
+    lines += note_lines(summary)
+    if summary.comparison:
+        lines.append("")
+        lines.append(summary.comparison.verdict)
+    equivalence = equivalence_line(summary)
+    if equivalence:
+        lines.append(equivalence)
+    lines += category_text(summary)
+    explained = explain_lines(summary)
+    if explained:
+        lines += ["", *explained]
+    return "\n".join(safe_line(line) for line in lines)
+
+
+def _short(url: str, width: int = 15) -> str:
+    text = url.split("://", 1)[-1]
+    return text if len(text) <= width else "…" + text[-(width - 1) :]

@@ -1,0 +1,53 @@
+"""The debug log: spectop's unexpected errors with their tracebacks, off unless asked for.
+
+`spectop --debug-log FILE …` or `SPECTOP_DEBUG_LOG=FILE` turns it on (the option wins). Every module logs
+to `logging.getLogger(__name__)` under the `tui` logger; without a debug log those records go nowhere (a
+NullHandler, never the terminal: a full-screen app must not be scribbled on). A failure the user should
+know about is also counted and shown where its figure would be; the log holds the why.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+ENV_VARIABLE = "SPECTOP_DEBUG_LOG"
+LOGGER_NAME = "tui"
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+_handler: logging.Handler | None = None
+
+
+def debug_log_path(option: str | os.PathLike[str] | None) -> Path | None:
+    """The file the debug log goes to: the option, else the environment variable, else None (off)."""
+    chosen = option if option else os.environ.get(ENV_VARIABLE)
+    return Path(chosen).expanduser() if chosen else None
+
+
+def start_debug_log(option: str | os.PathLike[str] | None = None) -> Path | None:
+    """Send the `tui` logger's records (DEBUG and up) to the chosen file, appending; None when off.
+
+    Raises OSError when the file cannot be opened (the caller says so and exits)."""
+    global _handler
+    path = debug_log_path(option)
+    stop_debug_log()
+    if path is None:
+        return None
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(FORMAT))
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    _handler = handler
+    logger.info("debug log started (pid %d)", os.getpid())
+    return path
+
+
+def stop_debug_log() -> None:
+    global _handler
+    if _handler is not None:
+        logger = logging.getLogger(LOGGER_NAME)
+        logger.removeHandler(_handler)
+        _handler.close()
+        _handler = None

@@ -1,0 +1,102 @@
+"""The what-if advisor in fleet mode: per instance from its PromQL per-position rates, and per group.
+
+An instance's advice is the direct one (`tui.tune.live_advice.advice_for`) on its figures, its step-cost
+model found by its `instance` label (host:port, as `spectop tune --calibrate --endpoint` keys it) and
+model name. A group's per-position acceptance is the members' pooled: each member's rates weighted by
+its draft steps per second (generation tokens/s ÷ mean acceptance length: every decode step of a
+speculating server is one draft and emits mean-length tokens), its load the members' mean running
+requests (each replica batches its own), its model the first member's that has one. Members that run
+different k have no common advice.
+
+The dashboard shows a line per group whose advice has a step-cost model behind it (`group_lines`: those
+that advise another k first, at most `MAX_GROUP_LINES`); `spectop snapshot --prometheus` every group's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tui.fleet.poller import FleetReading
+from tui.format import fmt_count
+from tui.sanitize import safe_line
+from tui.telemetry.figures import Figures
+from tui.tune.advisor import Advice
+from tui.tune.live_advice import KeptModels, advice_for
+from tui.tune.stepcost import find_model
+
+MAX_GROUP_LINES = 3  # the dashboard's group advice: more would take the table's rows
+
+
+def instance_advice(reading: FleetReading, kept: KeptModels) -> Advice | None:
+    if not reading.up:
+        return None
+    return advice_for(reading.figures, reading.instance, reading.model, kept)
+
+
+def pooled_positions(members: Iterable[Figures]) -> tuple[list[float] | None, str | None]:
+    """The members' per-position acceptance pooled by their draft steps/s; or why there is none."""
+    weighted: list[tuple[list[float], float]] = []
+    for figures in members:
+        rates, tokens, length = (
+            figures.per_position_acceptance,
+            figures.generation_tokens_per_s,
+            figures.mean_acceptance_length,
+        )
+        if rates and tokens and length:
+            weighted.append((rates, tokens / length))
+    if not weighted:
+        return None, "no member has per-position acceptance in the window"
+    if len({len(rates) for rates, _ in weighted}) > 1:
+        return None, "the members run different k"
+    total = sum(weight for _, weight in weighted)
+    if total <= 0:
+        return None, "no drafts in the window"
+    size = len(weighted[0][0])
+    return [sum(rates[i] * weight for rates, weight in weighted) / total for i in range(size)], None
+
+
+def group_advice(members: list[FleetReading], kept: KeptModels) -> Advice:
+    """One group's advice from its up members."""
+    live = [reading for reading in members if reading.up]
+    positions, problem = pooled_positions(reading.figures for reading in live)
+    if positions is None:
+        return Advice(None, note=problem or "no member is up")
+    running = [reading.figures.running for reading in live if reading.figures.running is not None]
+    load = sum(running) / len(running) if running else None
+    for reading in live:
+        model, _ = find_model(kept.models, reading.instance, reading.model, None)
+        if model is not None:
+            break
+    else:
+        reading = live[0]
+    figures = Figures(per_position_acceptance=positions, running=load)
+    return advice_for(figures, reading.instance, reading.model, kept)
+
+
+def group_advices(readings: Iterable[FleetReading], kept: KeptModels) -> dict[str, Advice]:
+    """Group name ("" without the label) -> its advice."""
+    groups: dict[str, list[FleetReading]] = {}
+    for reading in readings:
+        groups.setdefault(reading.group or "", []).append(reading)
+    return {group: group_advice(members, kept) for group, members in sorted(groups.items())}
+
+
+def group_line(group: str, advice: Advice) -> str:
+    """ "advice · group llama-8b: k=4 now · k=2 would be 1.12x" (the group's name made safe)."""
+    return safe_line(f"advice · group {group or '(no label)'}: {advice.line()}")
+
+
+def group_lines(groups: dict[str, Advice], limit: int = MAX_GROUP_LINES) -> list[tuple[str, bool]]:
+    """The dashboard's group advice: (line, advises another k) for each group with a step-cost model,
+    those that advise another k first; beyond `limit`, one line says how many more there are."""
+    calibrated = [(group, advice) for group, advice in groups.items() if advice.basis is not None]
+    calibrated.sort(key=lambda item: item[1].better_k is None)  # stable: by name within each kind
+    lines = [(group_line(group, advice), advice.better_k is not None) for group, advice in calibrated]
+    if len(lines) <= limit:
+        return lines
+    hidden = lines[limit - 1 :]
+    better = sum(flag for _, flag in hidden)
+    more = f"advice · {fmt_count(len(hidden))} more groups"
+    if better:
+        more += f", {fmt_count(better)} advising another k"
+    return [*lines[: limit - 1], (f"{more} (spectop snapshot --prometheus URL)", bool(better))]

@@ -1,0 +1,204 @@
+"""The config editor's file: opening it, checking what would be saved, the diff, writing, restarting."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+from pathlib import Path
+
+import httpx
+from textual import work
+from textual.widgets import Static, TabbedContent, TextArea
+
+from tui.configs.atomic import BACKUP_SUFFIX, FileStamp, changed_on_disk
+from tui.configs.document import dotted, load_document
+from tui.configs.editing import (
+    ChangedOnDiskError,
+    OpenedConfig,
+    new_issues,
+    open_config_async,
+    save_text,
+    unified_diff,
+)
+from tui.configs.errors import ConfigError, ConfigSyntaxError
+from tui.configs.kinds import KIND_TITLES, ConfigKind
+from tui.sanitize import safe_line, safe_text
+from tui.screens.editor_form import EditorForm
+from tui.screens.editor_recovery import recovery_path
+from tui.screens.editor_views import short_path
+from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
+from tui.widgets.edit_mode import EDIT_HINT
+
+
+class EditorSaving(EditorForm):
+    """Opening and saving the file (the form and the views below)."""
+
+    stamp: FileStamp | None
+    forced_kind: ConfigKind | None
+    restart_command: list[str] | None
+    health_url: str | None
+    log_file: Path | None
+    health_timeout_s: float
+    client: httpx.AsyncClient | None
+
+    @work(exclusive=True, group="editor-load", exit_on_error=False)
+    async def load_file(self) -> None:
+        try:
+            opened = await open_config_async(self.path, self.forced_kind)
+        except ConfigError as error:
+            self.query_one("#editor-title", Static).update(safe_line(f"{self.path} · cannot open"))
+            self.set_status(str(error), error=True)
+            return
+        await self._show_opened(opened)
+
+    async def _show_opened(self, opened: OpenedConfig) -> None:
+        self.kind = opened.kind
+        self.saved_text = opened.text
+        self.stamp = opened.stamp
+        self.document = opened.document
+        self.syntax_error = opened.syntax_error
+        self._undo.clear()
+        raw = self.query_one("#raw", TextArea)
+        raw.language = "toml" if self.kind == "vllm_toml" else "json"
+        self._load_raw(opened.text)
+        await self._build_form()
+        self._refresh_views()
+        if self.syntax_error is not None:
+            self._goto_syntax_error()
+        else:
+            self.set_status(f"opened {self.path.name} ({KIND_TITLES[self.kind]}) · {EDIT_HINT}")
+            target = self._tab_focus_target("form")
+            self._opening_focus = None if target is self.focused else target
+            self.action_show_tab("form")
+        recovery = recovery_path(self.path)
+        if await asyncio.to_thread(recovery.exists):
+            self.notify(
+                safe_line(f"unsaved edits from a failed session are in {recovery} (compare and delete it)"),
+                severity="warning",
+                timeout=15,
+                markup=False,
+            )
+        self.loaded = True
+
+    async def _save_now(self) -> bool:
+        """Save without the diff (the user asked to save on the way out); False when it did not happen."""
+        problem = self._blocking_issue()
+        if problem is not None:
+            self.set_status(problem, error=True)
+            self.notify(safe_text(problem), severity="error", markup=False)
+            return False
+        assert self.document is not None
+        if self.document.text == self.saved_text:
+            return True
+        return await self._write(self.document.text)
+
+    def action_save(self) -> None:
+        self.save_flow(restart=False)
+
+    def action_save_restart(self) -> None:
+        self.save_flow(restart=True)
+
+    def _blocking_issue(self) -> str | None:
+        """Why the current text must not be saved (and where the cursor goes), or None."""
+        if self.document is not None:
+            invalid_field = self._commit_pending_fields()
+            if invalid_field is not None:
+                self.query_one(TabbedContent).active = "form"
+                self._rows[invalid_field].query_one("#value").focus()
+                return f"cannot save: {dotted(invalid_field)} holds an invalid value"
+        if self.document is None:
+            self._goto_syntax_error()
+            return "cannot save: the file does not parse"
+        try:
+            saved = load_document(self.saved_text, self.document.kind, self.path)
+        except ConfigSyntaxError:
+            saved = None
+        if saved is not None:
+            problems = new_issues(saved, self.document)
+        else:
+            from tui.configs.schemas import validate_data
+
+            problems = validate_data(self.document.kind, self.document.data)
+        if problems:
+            first = problems[0]
+            line = self.document.line_of(first.path)
+            if line:
+                self._goto_line(line)
+            return f"cannot save: {dotted(first.path)}: {first.message}"
+        return None
+
+    @work(exclusive=True, group="editor-save", exit_on_error=False)
+    async def save_flow(self, restart: bool) -> None:
+        problem = self._blocking_issue()
+        if problem is not None:
+            self.set_status(problem, error=True)
+            self.notify(safe_text(problem), severity="error", markup=False)
+            return
+        assert self.document is not None and self.kind is not None
+        text = self.document.text
+        if text != self.saved_text:
+            errors = [finding for finding in self.findings if finding.severity == "error"]
+            summary = ""
+            if errors:
+                summary = f"{len(errors)} lint error(s): " + "; ".join(f.message for f in errors[:2])
+            diff = unified_diff(self.saved_text, text, self.path.name)
+            action = "save & restart" if restart and self.restart_command else "save"
+            title = f"Save & restart: save {self.path}?" if action != "save" else f"Save {self.path}?"
+            if not await self.app.push_screen_wait(DiffDialog(title, diff, summary, action=action)):
+                self.set_status("not saved")
+                return
+            if not await self._write(text):
+                return
+        elif not restart:
+            self.set_status("no changes to save")
+            return
+        if restart and self.restart_command:
+            question = f"Save & restart: run the restart command?\n$ {shlex.join(self.restart_command)}"
+            answers = {"y": "restart", "n": ""}
+            if await self.app.push_screen_wait(ConfirmDialog(question, answers)) != "restart":
+                return
+            dialog = RestartDialog(
+                self.restart_command,
+                self.health_url,
+                self.client,
+                log_file=self.log_file,
+                health_timeout_s=self.health_timeout_s,
+            )
+            await self.app.push_screen(dialog)
+
+    async def _write(self, text: str) -> bool:
+        assert self.kind is not None
+        force = False
+        if await asyncio.to_thread(changed_on_disk, self.path, self.stamp):
+            question = f"{self.path} changed on disk since you opened it."
+            answers = {"o": "overwrite", "r": "reload (drop my edits)", "n": ""}
+            answer = await self.app.push_screen_wait(ConfirmDialog(question, answers))
+            if answer == "reload (drop my edits)":
+                self.load_file()
+                return False
+            if answer != "overwrite":
+                self.set_status("not saved: the file changed on disk")
+                return False
+            force = True
+        try:
+            result = await asyncio.to_thread(save_text, self.path, text, self.kind, self.stamp, force=force)
+            self.stamp = result.stamp
+        except ChangedOnDiskError as error:
+            self.set_status(f"not saved: {error}", error=True)
+            return False
+        except (ConfigError, OSError) as error:
+            self.set_status(f"not saved: {error}", error=True)
+            self.notify(safe_text(f"not saved: {error}"), severity="error", markup=False)  # its lines
+            return False
+        self.saved_text = text
+        self._refresh_views()
+        backup = Path(os.path.realpath(self.path))  # a symlink's target is saved, its .bak beside it
+        backup = backup.with_name(backup.name + BACKUP_SUFFIX)
+        room = max(20, self.size.width - 2)
+        said = f"saved {short_path(self.path, room // 2)} · previous version: "
+        self.set_status(said + short_path(backup, room - len(said)))
+        for warning in result.warnings:  # e.g. the owner could not be kept
+            self.set_status(f"saved, but {warning}", error=True)
+            self.notify(safe_line(warning), severity="warning", markup=False)
+        return True

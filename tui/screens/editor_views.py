@@ -1,0 +1,196 @@
+"""The config editor's views kept in step with its document: title, raw text, lint list, launch
+command, status line, and moving between tabs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from textual.content import Content
+from textual.css.query import QueryError
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import OptionList, Static, TabbedContent, TextArea
+from textual.widgets.option_list import Option
+
+from tui.configs.document import ConfigDocument, KeyPath
+from tui.configs.errors import ConfigError, ConfigSyntaxError
+from tui.configs.kinds import KIND_TITLES, ConfigKind
+from tui.configs.launch import LaunchFormat, render_launch
+from tui.configs.lint import Finding, lint_document
+from tui.paths import home_dir
+from tui.sanitize import safe_line, safe_text
+from tui.widgets.config_field import MISSING, ConfigFieldRow
+
+_SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i"}
+
+
+def file_text(text: str) -> Content:
+    """A label quoting the file (a model name, an unknown key): controls made visible, no markup."""
+    return Content(safe_text(text))
+
+
+def short_path(path: Path, width: int) -> str:
+    """`path` as the user reads it: relative to the working folder or under `~` when it is, else whole;
+    longer than `width`, its leading folders become "…/" (the file's name and folder stay whole)."""
+    text = str(path)
+    with contextlib.suppress(ValueError):
+        text = str(Path(os.path.abspath(path)).relative_to(Path.cwd()))
+    home = str(home_dir())
+    if text.startswith(home + os.sep):
+        text = "~" + text[len(home) :]
+    parts = text.split(os.sep)
+    while len(text) > width and len(parts) > 2:
+        parts = ["…", *parts[2:]] if parts[0] == "…" else ["…", *parts[1:]]
+        text = os.sep.join(parts)
+    return text
+
+
+def syntax_message(error: ConfigSyntaxError) -> str:
+    return f"syntax error at line {error.line}, column {error.column}: {error.reason}"
+
+
+class EditorViews(Screen[None]):
+    """The editor's views: what the document shows in each tab (the base of EditorScreen)."""
+
+    # The editor's state (set in EditorScreen.__init__), shared by the views, the form and saving.
+    path: Path
+    kind: ConfigKind | None
+    document: ConfigDocument | None
+    syntax_error: ConfigSyntaxError | None
+    saved_text: str
+    findings: list[Finding]
+    launch_format: LaunchFormat
+    loaded: bool
+    _opening_focus: Widget | None
+    _raw_shown_text: str
+    _rows: dict[KeyPath, ConfigFieldRow]
+
+    def _value(self, path: KeyPath) -> Any:
+        if self.document is None or not self.document.has(path):
+            return MISSING
+        return self.document.get(path)
+
+    def _load_raw(self, text: str) -> None:
+        raw = self.query_one("#raw", TextArea)
+        location = raw.cursor_location
+        raw.load_text(text)
+        self._raw_shown_text = raw.text
+        last_row = raw.document.line_count - 1
+        row = min(location[0], last_row)
+        raw.move_cursor((row, min(location[1], len(raw.document.get_line(row)))))
+
+    def _set_document(
+        self, document: ConfigDocument, *, origin: KeyPath | None = None, from_raw: bool = False
+    ) -> None:
+        self.document = document
+        self.syntax_error = None
+        if not from_raw:
+            self._load_raw(document.text)
+        for path, row in self._rows.items():
+            if path != origin:
+                if from_raw:
+                    row.set_error(None)
+                row.show(self._value(path))
+            else:  # its Input keeps what was typed; the row knows the value is applied (not pending)
+                row.applied(self._value(path))
+        self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        modified = self.current_text() != self.saved_text
+        kind_title = KIND_TITLES.get(self.kind or "", "")
+        marker = " · modified" if modified else ""
+        self.query_one("#editor-title", Static).update(safe_line(f"{self.path} · {kind_title}{marker}"))
+        lint_list = self.query_one("#lint-list", OptionList)
+        lint_list.clear_options()
+        if self.document is None:
+            self.findings = []
+            error = self.syntax_error
+            if error is not None:
+                label = f"✗ L{error.line}:{error.column} syntax: {error.reason}"
+                lint_list.add_option(Option(file_text(label), id="syntax"))
+            self.query_one("#launch-text", Static).update("(the file does not parse)")
+            self.query_one(TabbedContent).get_tab("lint").label = "Lint ✗"
+            return
+        self.findings = lint_document(self.document)
+        for index, finding in enumerate(self.findings):
+            line = f"L{finding.line}" if finding.line else "  "
+            label = (
+                f"{_SEVERITY_MARK[finding.severity]} {line} [{finding.id}] {finding.message}\n"
+                f"    fix: {finding.fix}"
+            )
+            lint_list.add_option(Option(file_text(label), id=str(index)))  # findings quote the file
+        if not self.findings:
+            lint_list.add_option(Option("no findings", disabled=True))
+        errors = sum(finding.severity == "error" for finding in self.findings)
+        self.query_one(TabbedContent).get_tab("lint").label = f"Lint ({len(self.findings)})" + (
+            f" ✗{errors}" if errors else ""
+        )
+        try:
+            launch = render_launch(self.document.kind, self.document.data, self.launch_format)
+        except ConfigError as error:
+            launch = f"(no launch command: {error})"
+        self.query_one("#launch-text", Static).update(safe_text(launch))
+
+    def current_text(self) -> str:
+        if self.document is not None:
+            return self.document.text
+        return self.query_one("#raw", TextArea).text
+
+    def unsaved_text(self) -> str | None:
+        """The text with the user's edits when it differs from the saved file, else None."""
+        candidates = []
+        try:
+            candidates.append(self.query_one("#raw", TextArea).text)
+        except QueryError:  # unmounted (the app is failing): the last text the raw view held
+            if self._raw_shown_text:
+                candidates.append(self._raw_shown_text)
+        if self.document is not None:
+            candidates.append(self.document.text)
+        return next((text for text in candidates if text != self.saved_text), None)
+
+    def set_status(self, message: str, *, error: bool = False) -> None:
+        status = self.query_one("#editor-status", Static)
+        status.update(safe_line(message))  # it may quote the file's name, keys or values
+        status.set_class(error, "-error")
+
+    def _goto_line(self, line: int, column: int = 1) -> None:
+        self.query_one(TabbedContent).active = "raw-pane"
+        raw = self.query_one("#raw", TextArea)
+        row = max(0, min(line - 1, raw.document.line_count - 1))
+        raw.move_cursor((row, max(0, min(column - 1, len(raw.document.get_line(row))))), center=True)
+        raw.focus()
+
+    def _goto_syntax_error(self) -> None:
+        error = self.syntax_error
+        if error is None:
+            return
+        self._goto_line(error.line, error.column)
+        self.set_status(syntax_message(error), error=True)
+
+    def action_show_tab(self, tab: str) -> None:
+        tab_id = "raw-pane" if tab == "raw" else tab
+        self.query_one(TabbedContent).active = tab_id
+        widget = self._tab_focus_target(tab_id)
+        if isinstance(widget, OptionList) and widget.highlighted is None and widget.option_count:
+            widget.highlighted = 0  # enter on the first finding jumps to its line at once
+        widget.focus()
+
+    def _tab_focus_target(self, tab_id: str) -> Widget:
+        """What a tab focuses when shown: the form's first field (else the form), the raw text, the list."""
+        if tab_id == "form":
+            rows = list(self._rows.values())
+            if rows:
+                return rows[0].query_one("#value")
+        targets = {
+            "form": "#form-fields",
+            "raw-pane": "#raw",
+            "lint": "#lint-list",
+            "launch": "#launch-scroll",
+        }
+        return self.query_one(targets[tab_id])
+
+    def action_flip_view(self) -> None:
+        self.action_show_tab("form" if self.query_one(TabbedContent).active == "raw-pane" else "raw")

@@ -1,0 +1,85 @@
+"""Derived figures no server can have: dropped (None, with a note saying what and why), never shown.
+
+A bad page (a proxy mixing two servers, a counter written by another process, a garbled exposition) can
+give accepted tokens above drafted ones ("acceptance 309%", "mean len 7.17" with k = 2), a KV-cache gauge
+above 1 ("KV cache 250%") or a negative queue ("running -3"). Acceptance, per-position acceptance, KV-cache
+usage and prefix-cache hit rate lie in [0, 1]; the mean acceptance length in [1, 1 + k] (k: the number of
+draft positions, when known); rates, latencies and queue gauges are never negative; nothing is NaN or
+infinite. `drop_impossible` applies these rules to one `Figures` in place and says how many it dropped,
+for the window's count (the same rules as the log parser's, `tui.telemetry.logs.plausible`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from tui.format import FIGURES, fmt_count
+from tui.telemetry.figures import Figures
+
+DROPPED_NOTE = "impossible value dropped"  # how a dropped figure's note begins
+_UNIT_INTERVAL = ("acceptance_rate", "kv_cache_usage", "prefix_cache_hit_rate")
+_NON_NEGATIVE = (
+    "generation_tokens_per_s",
+    "prompt_tokens_per_s",
+    "requests_per_s",
+    "ttft_mean_s",
+    "ttft_p50_s",
+    "ttft_p95_s",
+    "tpot_mean_s",
+    "e2e_mean_s",
+    "running",
+    "waiting",
+)
+
+
+def _shown(name: str, value: float) -> str:
+    return FIGURES[name].format(value) if math.isfinite(value) else str(value)
+
+
+def drop_impossible(figures: Figures) -> int:
+    """Drop every impossible figure of `figures` (in place), each with a note; how many were dropped."""
+    dropped = 0
+
+    def drop(name: str, why: str) -> None:
+        nonlocal dropped
+        if getattr(figures, name) is None:
+            return
+        setattr(figures, name, None)
+        figures.notes[name] = f"{DROPPED_NOTE} ({why}): the page is inconsistent"
+        dropped += 1
+
+    acceptance = figures.acceptance_rate
+    if acceptance is not None and not (math.isfinite(acceptance) and 0.0 <= acceptance <= 1.0):
+        above = math.isfinite(acceptance) and acceptance > 1
+        what = "accepted > drafted tokens" if above else "outside 0-100%"
+        drop("acceptance_rate", f"{_shown('acceptance_rate', acceptance)}: {what}")
+    positions = figures.per_position_acceptance
+    k = len(positions) if positions else None  # the draft positions tell k, even when their rates are wrong
+    if positions and not all(math.isfinite(rate) and 0.0 <= rate <= 1.0 for rate in positions):
+        drop("per_position_acceptance", "a position outside 0-100%")
+    length = figures.mean_acceptance_length
+    if length is not None:
+        most = 1.0 + k if k else math.inf
+        if not math.isfinite(length) or length < 1.0 or length > most + 1e-9:
+            bound = f"more than 1 + k = {_shown('mean_acceptance_length', most)}" if length > 1 else "below 1"
+            drop("mean_acceptance_length", f"{_shown('mean_acceptance_length', length)}: {bound}")
+    for name in _UNIT_INTERVAL[1:]:
+        value = getattr(figures, name)
+        if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            drop(name, f"{_shown(name, value)}: outside 0-100%")
+    for name in _NON_NEGATIVE:
+        value = getattr(figures, name)
+        if value is not None and not (math.isfinite(value) and value >= 0.0):
+            drop(name, f"{_shown(name, value)}: negative" if math.isfinite(value) else f"{value}")
+    return dropped
+
+
+def dropped_words(count: int) -> str:
+    """What a count of dropped figures says where it is shown: "2 impossible figures dropped (...)"."""
+    noun = "figure" if count == 1 else "figures"
+    return f"{fmt_count(count)} impossible {noun} dropped (inconsistent page)"
+
+
+def dropped_now(figures: Figures) -> bool:
+    """True when a figure of these was dropped as impossible (its note says so)."""
+    return any(note.startswith(DROPPED_NOTE) for note in figures.notes.values())

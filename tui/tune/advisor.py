@@ -1,0 +1,303 @@
+"""Is k still right now? The live what-if: decode speed at every other k, from the window and a model.
+
+The window's per-position acceptance a_i (the fraction of drafts whose position i was accepted) says
+how many tokens a step would keep at any smaller k: drafting k' ≤ k positions keeps min(accepted, k'),
+so E[length at k'] = 1 + Σ_{i<k'} a_i, exactly (the same drafts, cut shorter). Above k no position
+was observed: the length is extrapolated from the decay of the last observed positions (the ratio
+a_{k-1}/a_{k-2}, held constant) and the k' is flagged `extrapolated`.
+
+The step-cost model (tui/tune/stepcost.py, from a calibration) gives T(k', c) at the current load c
+(the running requests), so decode tokens/s at k' relative to k is
+(E[len at k'] / T(k', c)) / (E[len at k] / T(k, c)). Without a model only the lengths are known: the
+advice says so and offers the calibration.
+
+The advice recommends another k only when it beats the current one by more than the margin plus the
+model's own fit error plus the calibration's measurement uncertainty: a 1.02x from a model that is 3%
+off is noise, and so is a 1.10x whose step costs were measured only to ±12%. The uncertainty is the
+spread of the speedup over the model's refits (`StepCostModel.replicates`: the calibration's points
+moved by their standard errors), for the k the advice compares (the best trusted k, or the runner-up
+when the current k is best); `interval_by_k` holds each k's 95% interval of it. An older model without
+refits adds nothing (its uncertainty is unknown, None). `AdviceTracker` raises the alert text once
+another k has stayed better for `sustained_s`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.format import fmt_count, fmt_duration, fmt_rate, fmt_times, fmt_times_interval
+from tui.tune.stepcost import StepCostModel
+
+DEFAULT_MARGIN = 0.05  # another k must be this much faster (plus the model's error) to be advised
+EXTRAPOLATE = 2  # k' above the current k that are extrapolated
+CALIBRATE_HINT = "spectop tune CONFIG --endpoint URL --restart-command CMD --calibrate"
+CALIBRATE_KEYS = "T, then c on the tune screen"  # the same calibration from the dashboard
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The what-if of one endpoint (or group) now. Speedups are decode tokens/s at k' over k."""
+
+    current_k: int | None
+    best_k: int | None = None  # the fastest trusted k (its length observed, its step cost measured)
+    speedup_by_k: dict[int, float | None] = field(default_factory=dict)
+    length_by_k: dict[int, float] = field(default_factory=dict)
+    extrapolated: tuple[int, ...] = ()
+    outside_calibration: tuple[int, ...] = ()  # k' (or the load) the step-cost model did not measure
+    basis: str | None = None
+    note: str = ""
+    load: float | None = None
+    threshold: float = DEFAULT_MARGIN  # the gain another k needs to be advised
+    # each k's speedup interval from the step-cost model's refits (the calibration's uncertainty only)
+    interval_by_k: dict[int, tuple[float, float]] = field(default_factory=dict)
+    uncertainty: float | None = None  # in the threshold: the compared k's relative interval half-width
+
+    @property
+    def gain(self) -> float | None:
+        """The best k's speedup over the current k (1.0 when the current k is best)."""
+        return None if self.best_k is None else self.speedup_by_k.get(self.best_k)
+
+    def trusted(self, k: int) -> bool:
+        """Its length observed (not extrapolated) and its step cost measured (inside the calibration)."""
+        return k not in self.extrapolated and k not in self.outside_calibration
+
+    @property
+    def better_k(self) -> int | None:
+        """The k to switch to: the best (trusted) k when it beats the current one by more than the
+        threshold; None to keep the current k."""
+        gain = self.gain
+        if self.best_k is None or self.best_k == self.current_k or gain is None:
+            return None
+        return self.best_k if gain > 1.0 + self.threshold else None
+
+    @property
+    def guess(self) -> tuple[int, float] | None:
+        """The fastest of all k' when it is a guess (extrapolated or outside the calibration) that beats
+        the best trusted k by more than the threshold: shown, never acted on."""
+        known = [(value, -k) for k, value in self.speedup_by_k.items() if value is not None]
+        if not known:
+            return None
+        value, k = max(known)[0], -max(known)[1]
+        if self.trusted(k) or value <= (self.gain or 1.0) * (1.0 + self.threshold):
+            return None
+        return k, value
+
+    def line(self) -> str:
+        """ "k=4 now · k=2 would be 1.12x", "k=4 now · best (k=3 0.97x)" (the runner-up among the trusted
+        k; a guess only when no other is trusted, marked so), or why it is unknown."""
+        if self.current_k is None:
+            return f"advice: {self.note}" if self.note else "advice: –"
+        head = f"k={self.current_k} now"
+        if self.best_k is None:
+            return f"{head} · {self.note}" if self.note else head
+        better = self.better_k
+        if better is not None:
+            interval = self.interval_by_k.get(better)
+            sure = "" if interval is None else f" ({fmt_times_interval(interval)})"
+            return f"{head} · k={better} would be {fmt_times(self.speedup_by_k.get(better))}{sure}"
+        guess = self.guess
+        if guess is not None:
+            return f"{head} · k={guess[0]} might be ~{fmt_times(guess[1])} (guess)"
+        others = [
+            (value, k) for k, value in self.speedup_by_k.items() if value is not None and k != self.current_k
+        ]
+        trusted = [(value, k) for value, k in others if self.trusted(k)]
+        if trusted:  # the runner-up shown plain is a measured one, never a guess within the threshold
+            value, k = max(trusted)
+            if value > 1.0:  # faster by the point estimate, not by the bar: within noise
+                return f"{head} · best (k={k} {fmt_times(value)} < bar {fmt_times(1.0 + self.threshold)})"
+            return f"{head} · best (k={k} {fmt_times(value)})"
+        if others:
+            value, k = max(others)
+            return f"{head} · best (k={k} ~{fmt_times(value)}, guess)"
+        return f"{head} · best"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "current_k": self.current_k,
+            "best_k": self.best_k,
+            "better_k": self.better_k,
+            "speedup_by_k": {str(k): v for k, v in sorted(self.speedup_by_k.items())},
+            "length_by_k": {str(k): v for k, v in sorted(self.length_by_k.items())},
+            "extrapolated": list(self.extrapolated),
+            "outside_calibration": list(self.outside_calibration),
+            "load": self.load,
+            "threshold": self.threshold,
+            "interval_by_k": {str(k): list(v) for k, v in sorted(self.interval_by_k.items())},
+            "uncertainty": self.uncertainty,
+            "basis": self.basis,
+            "note": self.note,
+        }
+
+
+def expected_lengths(
+    per_position: list[float], current_k: int, extra: int = EXTRAPOLATE
+) -> tuple[dict[int, float], tuple[int, ...]]:
+    """E[length at k'] for k' = 1 .. current_k + extra, and the k' whose length is extrapolated."""
+    rates = [min(1.0, max(0.0, rate)) for rate in per_position[:current_k]]
+    lengths: dict[int, float] = {}
+    total = 1.0
+    for k, rate in enumerate(rates, start=1):
+        total += rate
+        lengths[k] = total
+    if not rates:
+        return lengths, ()
+    ratio = rates[-1] / rates[-2] if len(rates) >= 2 and rates[-2] > 0 else rates[-1]
+    ratio = min(1.0, max(0.0, ratio))
+    last, extrapolated = rates[-1], []
+    for k in range(len(rates) + 1, len(rates) + extra + 1):
+        last *= ratio
+        total += last
+        lengths[k] = total
+        extrapolated.append(k)
+    return lengths, tuple(extrapolated)
+
+
+def advise(
+    per_position: list[float] | None,
+    current_k: int | None,
+    load: float | None,
+    model: StepCostModel | None,
+    *,
+    model_note: str | None = None,
+    margin: float = DEFAULT_MARGIN,
+    extra: int = EXTRAPOLATE,
+) -> Advice:
+    """The advice from one window's per-position acceptance at the current load."""
+    if current_k is None and per_position:
+        current_k = len(per_position)
+    if current_k == 0:
+        return Advice(0, note="speculation is off")
+    if not per_position or current_k is None:
+        return Advice(current_k, note="no per-position acceptance in the window")
+    observed = min(current_k, len(per_position))
+    lengths, extrapolated = expected_lengths(per_position, observed, current_k - observed + extra)
+    if observed < current_k:  # positions the server did not report: their k' are guesses too
+        extrapolated = tuple(k for k in lengths if k > observed)
+    lengths[0] = 1.0
+    threshold = margin + (model.residual if model is not None else 0.0)
+    if model is None:
+        note = model_note or "no step-cost model for this server"
+        return Advice(
+            current_k,
+            length_by_k=dict(sorted(lengths.items())),
+            extrapolated=extrapolated,
+            note=f"{note}: calibrate with {CALIBRATE_HINT} (or in spectop: {CALIBRATE_KEYS})",
+            load=load,
+            threshold=threshold,
+        )
+    concurrency = load if load is not None and load >= 1 else 1.0
+    low, high = model.k_range
+    candidates = [k for k in sorted(lengths) if k >= 1 or low == 0]
+    outside = [k for k in candidates if not low <= k <= high]
+    notes = []
+    if observed < current_k:
+        notes.append(f"the server reports {observed} positions, the file says k={current_k}")
+    if load is None or load < 1:
+        notes.append("idle: figured at concurrency 1")
+    if model.loads and not (0.5 * min(model.loads) <= concurrency <= 2 * max(model.loads)):
+        notes.append(
+            f"load {fmt_count(round(concurrency, 1))} far outside the calibrated "
+            f"{fmt_count(round(min(model.loads), 1))}-{fmt_count(round(max(model.loads), 1))}"
+        )
+    if not model.load_dependent:
+        notes.append(f"step cost measured at load {fmt_count(round(model.loads[0], 1))} only")
+    current_cost = model.step_s(current_k, concurrency)
+    current_length = lengths.get(current_k)
+    speedups: dict[int, float | None] = {}
+    for k in candidates:
+        cost = model.step_s(k, concurrency)
+        if cost is None or current_cost is None or current_length is None:
+            speedups[k] = None
+            continue
+        speedups[k] = (lengths[k] / cost) / (current_length / current_cost)
+    trusted = [
+        (value, -k)
+        for k, value in speedups.items()
+        if value is not None and k not in outside and k not in extrapolated
+    ]
+    best = -max(trusted)[1] if trusted else None
+    intervals = {}
+    for k, value in speedups.items():
+        ratio = model.speed_ratio_interval(k, current_k, concurrency)
+        if value is not None and ratio is not None and current_length is not None:
+            scale = lengths[k] / current_length
+            intervals[k] = (ratio[0] * scale, ratio[1] * scale)
+    uncertainty = _uncertainty(speedups, intervals, trusted, best, current_k)
+    if uncertainty is not None:
+        threshold += uncertainty
+    return Advice(
+        current_k,
+        best_k=best,
+        speedup_by_k=speedups,
+        length_by_k={k: lengths[k] for k in candidates},
+        extrapolated=tuple(k for k in extrapolated if k in speedups),
+        outside_calibration=tuple(outside),
+        basis=model.basis(),
+        note="; ".join(notes),
+        load=load,
+        threshold=threshold,
+        interval_by_k=intervals,
+        uncertainty=uncertainty,
+    )
+
+
+def _uncertainty(
+    speedups: dict[int, float | None],
+    intervals: dict[int, tuple[float, float]],
+    trusted: list[tuple[float, int]],
+    best: int | None,
+    current_k: int,
+) -> float | None:
+    """How far the compared k's speedup may be off by the calibration's measurements alone: the farther
+    end of its interval from its point, relative (the compared k: the best trusted one, or the runner-up
+    when the current k is best). None when the model has no refits."""
+    others = [(value, -negated) for value, negated in trusted if -negated != current_k]
+    compared = best if best is not None and best != current_k else (max(others)[1] if others else None)
+    if compared is None:
+        return None
+    point, interval = speedups.get(compared), intervals.get(compared)
+    if point is None or interval is None or not interval[0] > 0:
+        return None
+    return max(point / interval[0] - 1.0, interval[1] / point - 1.0, 0.0)
+
+
+@dataclass
+class AdviceTracker:
+    """Per endpoint: since when another k has been better by more than the threshold."""
+
+    sustained_s: float
+    since: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+    def observe(self, name: str, advice: Advice | None, now: float) -> str | None:
+        """The alert text while another k has stayed better for `sustained_s`, else None."""
+        better = None if advice is None else advice.better_k
+        if better is None or advice is None:
+            self.since.pop(name, None)
+            return None
+        held = self.since.get(name)
+        if held is None or held[0] != better:
+            self.since[name] = (better, now)
+            held = self.since[name]
+        if now - held[1] < self.sustained_s:
+            return None
+        return alert_text(advice, now - held[1])
+
+    def better_for(self, name: str) -> int | None:
+        held = self.since.get(name)
+        return None if held is None else held[0]
+
+
+def alert_text(advice: Advice, for_s: float) -> str:
+    """ "k=2 would be 1.12x faster than k=4 for 40 s (tune 2026-12-01 21:04; acceptance 88% 61% 30% 20%)"."""
+    better = advice.better_k
+    gain = None if better is None else advice.speedup_by_k.get(better)
+    return (
+        f"k={better} would be {fmt_times(gain)} faster than k={advice.current_k} "
+        f"for {fmt_duration(for_s)} ({advice.basis or 'no model'})"
+    )
+
+
+def positions_text(per_position: list[float] | None) -> str:
+    return " ".join(fmt_rate(rate) for rate in per_position or [])

@@ -1,0 +1,333 @@
+"""`spectop tune --calibrate`: a short sweep made for the step-cost model, and the model it fits.
+
+The values are a few around the file's own k (k-2 .. k+1, at least three, never below 1), and 0 where
+the config can switch speculation off (vLLM, SGLang: "0 is off"): a step with speculation off emits
+exactly one token, so its time is 1 / decode tokens/s with no acceptance length to measure, and it
+pins the model's intercept (a fit on k=1..3 alone tells the fixed cost from the per-draft cost poorly
+once the lengths are noisy). The loads are the ones seen live (the running requests over a few scrapes
+before the sweep), with concurrency 1 and twice the live load beside it so the model learns how the
+step grows with the batch. The sweep is an ordinary tune of at least `CALIBRATION_ROUNDS` rounds (the
+file restored byte for byte); the fit goes to `stepcost.json`, with its refits on replicates
+of the points, each moved by its standard error from the rounds' spread (`replicates`): the
+calibration's own measurement uncertainty, which the advisor adds to its bar.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tui.bench.stats import pooled_rate
+from tui.configs.editing import open_config_async
+from tui.format import fmt_count, fmt_latency, fmt_rate
+from tui.telemetry.scraper import scrape_metrics
+from tui.tune.result import CellRun, TuneCell, TuneResult
+from tui.tune.runner import TuneOptions, client_or_own
+from tui.tune.stepcost import (
+    CostPoint,
+    StepCostError,
+    StepCostModel,
+    config_facts,
+    endpoint_key,
+    fit,
+    fit_replicates,
+)
+
+CALIBRATION_REQUESTS = 16
+CALIBRATION_ROUNDS = 2  # at least: a point measured once shows nothing of the host's drift
+RESAMPLES = 200  # refits of the model on replicates of its points
+KEPT_REPLICATES = 100  # of them kept with the model (the advisor's intervals)
+# Student's t, 97.5th percentile, for 1..30 degrees of freedom (the 95% intervals of a handful of bursts)
+T_975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+LIVE_SCRAPES = 4
+LIVE_INTERVAL_S = 1.0
+MAX_LOAD = 64
+
+
+def calibration_values(current_k: int | None, zero_is_off: bool = False) -> tuple[int, ...]:
+    """A few k around the file's own: k-2 .. k+1, at least three values, from 1 up; and 0 first where
+    value 0 is speculation off (its length is exactly 1: it pins the intercept)."""
+    k = current_k if current_k and current_k > 0 else 2
+    values = list(range(max(1, k - 2), k + 2))
+    while len(values) < 3:
+        values.append(values[-1] + 1)
+    return (0, *values) if zero_is_off else tuple(values)
+
+
+def calibration_loads(live_running: float | None) -> tuple[int, ...]:
+    """1, the live load and twice it (rounded, at most MAX_LOAD); 1 and 4 when nothing runs."""
+    live = max(1, min(MAX_LOAD, round(live_running or 0)))
+    if live <= 1:
+        return (1, 4)
+    return tuple(sorted({1, live, min(MAX_LOAD, 2 * live)}))
+
+
+async def live_running(
+    client: httpx.AsyncClient, metrics_url: str, *, scrapes: int = LIVE_SCRAPES
+) -> float | None:
+    """The mean of the running-requests gauge over a few scrapes (None when the server shows none)."""
+    from tui.telemetry.window import figures_between
+
+    seen: list[float] = []
+    previous = None
+    for index in range(scrapes):
+        scrape = await scrape_metrics(client, metrics_url, timeout_s=3.0)
+        if scrape.up and previous is not None:
+            running = figures_between(previous, scrape).running
+            if running is not None:
+                seen.append(running)
+        if scrape.up:
+            previous = scrape
+        if index < scrapes - 1:
+            await asyncio.sleep(LIVE_INTERVAL_S)
+    return sum(seen) / len(seen) if seen else None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the step-cost model will be keyed by, read before the sweep."""
+
+    endpoint: str
+    model: str | None
+    settings: str | None
+    key: str
+    current_k: int | None
+    background: float = 0.0  # the running requests seen live before the sweep: beside every burst
+    zero_is_off: bool = False  # value 0 of the key is speculation off (vLLM, SGLang; not a plain key)
+
+
+async def read_calibration(
+    config_file: Path, endpoint: str, key: str | None, model: str | None
+) -> Calibration:
+    from tui.tune.plan import TunePlanError, default_key
+
+    opened = await open_config_async(config_file)
+    current, digest, name = (
+        (None, None, None) if opened.document is None else config_facts(opened.document, key)
+    )
+    zero_is_off = False
+    if opened.document is not None:
+        try:
+            zero_is_off = default_key(opened.document, key).style != "plain"
+        except TunePlanError:  # no key to sweep: the tune's own planning says so
+            zero_is_off = False
+    return Calibration(endpoint_key(endpoint), model, digest, name or key or "k", current, 0.0, zero_is_off)
+
+
+def _length(outcome_value: int, cell: TuneCell, runs: list[CellRun]) -> float | None:
+    """The point's acceptance length: exactly 1 with speculation off; else the bursts' own lengths
+    weighted by their decode tokens (the cell's, the latest round's, when the bursts carry none)."""
+    if outcome_value == 0:
+        return 1.0
+    weighted = [
+        (run.mean_acceptance_length, sum(a for a, _ in run.samples))
+        for run in runs
+        if run.mean_acceptance_length is not None
+    ]
+    total = sum(weight for _, weight in weighted)
+    if runs and len(weighted) == len(runs) and total > 0:
+        return sum(length * weight for length, weight in weighted) / total
+    return None if runs else cell.mean_acceptance_length
+
+
+def _cells(result: TuneResult) -> list[tuple[int, TuneCell]]:
+    """The cells a model is fitted from: (k, cell) of every started value, speculation off only where
+    value 0 is off. Value 0 of a plain key is not (llama.cpp with `-md` still drafts at
+    `--spec-draft-n-max 0`): it is no k=0 point, and left out."""
+    if result.points:
+        raise StepCostError("a grid sweep gives no step-cost model: calibrate one key (k)")
+    cells = []
+    for outcome in result.outcomes:
+        if not outcome.started or (outcome.value == 0 and not result.zero_is_off):
+            continue
+        cells += [(outcome.value, cell) for cell in outcome.cells if cell.ok]
+    return cells
+
+
+def _point(k: int, cell: TuneCell, background: float, runs: list[CellRun] | None = None) -> CostPoint | None:
+    """One cell (or some of its bursts, a resample) as a point; None without a rate or a length."""
+    if runs is None:
+        rate, chosen = cell.decode_tokens_per_s, cell.runs
+    else:
+        rate, chosen = pooled_rate([(a, d) for run in runs for a, d in run.samples]), runs
+    length = _length(k, cell, chosen)
+    if rate is None or not rate > 0 or length is None or not math.isfinite(rate):
+        return None
+    return CostPoint(
+        k=k,
+        concurrency=cell.concurrency + background,
+        decode_tokens_per_s=rate,
+        mean_length=max(1.0, length),
+        rounds=len(chosen) or None,
+    )
+
+
+def points_from_tune(result: TuneResult, background: float = 0.0) -> list[CostPoint]:
+    """Every measured cell as a point (speculation off: length 1; a cell without its length is left out)."""
+    return [point for k, cell in _cells(result) if (point := _point(k, cell, background)) is not None]
+
+
+@dataclass(frozen=True)
+class BurstSpread:
+    """The host's burst-to-burst spread over a calibration: the pooled standard deviation of the log
+    step time of one burst around its cell's mean (every cell's bursts count, each cell its own mean)
+    and its degrees of freedom (bursts minus cells)."""
+
+    sd: float
+    df: int
+
+    def t_quantile(self) -> float:
+        return student_t_quantile(self.df)
+
+
+def burst_spread(result: TuneResult) -> BurstSpread | None:
+    """The spread of a calibration's bursts; None when no cell was measured twice (no degrees of freedom)."""
+    squares, df = 0.0, 0
+    for k, cell in _cells(result):
+        logs = []
+        for run in cell.runs:
+            point = _point(k, cell, 0.0, [run])
+            if point is not None:
+                logs.append(math.log(point.step_s))
+        if len(logs) >= 2:
+            mean = sum(logs) / len(logs)
+            squares += sum((value - mean) ** 2 for value in logs)
+            df += len(logs) - 1
+    return BurstSpread(math.sqrt(squares / df), df) if df else None
+
+
+def student_t_quantile(df: int) -> float:
+    """Student's t two-sided 95% quantile (its 97.5th percentile) for `df` >= 1 degrees of freedom."""
+    if df <= len(T_975):
+        return T_975[max(1, df) - 1]
+    return 1.95996 + 2.37 / df  # within 0.1% of the exact figure beyond 30
+
+
+def replicate_points(
+    points: list[CostPoint], spread: BurstSpread, *, resamples: int = RESAMPLES, seed: int = 0
+) -> list[list[CostPoint]]:
+    """The points as a repeat of the calibration could have measured them, `resamples` times: each
+    point's step time moved by its own standard error (the host's burst spread over √ its bursts) times
+    a Student-t draw of the spread's degrees of freedom, independently (the bursts of different k ran
+    minutes apart, restarts between them). The t rather than a normal: with two rounds the spread itself
+    is known from a handful of bursts, and resampling two bursts would show half their variance."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(resamples):
+        moved = []
+        for point in points:
+            scale = spread.sd / math.sqrt(point.rounds or 1)
+            draw = rng.gauss(0.0, 1.0) / math.sqrt(rng.gammavariate(spread.df / 2, 2.0) / spread.df)
+            step = point.step_s * math.exp(draw * scale)
+            moved.append(point.model_copy(update={"decode_tokens_per_s": point.mean_length / step}))
+        out.append(moved)
+    return out
+
+
+def model_from_tune(result: TuneResult, calibration: Calibration, source: str | None = None) -> StepCostModel:
+    """The step-cost model of a finished tune (StepCostError when its points give none), with its refits
+    on replicates of the calibration and each point's spread (none when no cell has two bursts)."""
+    points = points_from_tune(result, calibration.background)
+    cost, load_dependent, residual = fit(points)
+    replicates = []
+    spread = burst_spread(result)
+    if spread is not None:
+        t = spread.t_quantile()
+        points = [
+            point.model_copy(update={"spread": math.exp(t * spread.sd / math.sqrt(point.rounds or 1)) - 1.0})
+            for point in points
+        ]
+        replicates = fit_replicates(replicate_points(points, spread), load_dependent)[:KEPT_REPLICATES]
+    return StepCostModel(
+        endpoint=calibration.endpoint,
+        model=calibration.model,
+        settings=calibration.settings,
+        key=result.key,
+        fitted_at=result.started_at,
+        source=source,
+        cost=cost,
+        load_dependent=load_dependent,
+        k_range=(min(p.k for p in points), max(p.k for p in points)),
+        loads=sorted({p.concurrency for p in points}),
+        residual=residual,
+        points=points,
+        replicates=replicates,
+    )
+
+
+async def served_model(client: httpx.AsyncClient, endpoint: str) -> str | None:
+    """The first model the server lists (what the burst used by default)."""
+    from tui.telemetry.monitor import fetch_model_ids
+
+    ids = await fetch_model_ids(client, endpoint, headers={}, timeout_s=5.0)
+    return ids[0] if isinstance(ids, list) and ids else None
+
+
+async def plan_calibration(
+    options: TuneOptions, *, values_given: bool, loads_given: bool
+) -> tuple[TuneOptions, Calibration, str]:
+    """The tune's options for a calibration (values around the file's k, the live loads, short bursts
+    unless given), what the model will be keyed by, and a line saying what was chosen and why."""
+    from dataclasses import replace
+
+    async with client_or_own(None) as client:
+        model = options.model or await served_model(client, options.endpoint)
+        calibration = await read_calibration(options.config_file, options.endpoint, options.key, model)
+        running = None if loads_given else await live_running(client, options.resolved_metrics_url)
+    values = (
+        options.values if values_given else calibration_values(calibration.current_k, calibration.zero_is_off)
+    )
+    loads = options.concurrencies if loads_given else calibration_loads(running)
+    rounds = max(options.rounds, CALIBRATION_ROUNDS)
+    changed = replace(options, values=tuple(values), concurrencies=tuple(loads), rounds=rounds)
+    calibration = replace(calibration, background=running or 0.0)
+    seen = "no load seen" if running is None else f"{fmt_count(round(running, 1))} running"
+    line = (
+        f"calibrating the step cost of {calibration.endpoint} ({model or 'model unknown'}): "
+        f"k={','.join(map(str, values))} at concurrency {','.join(map(str, loads))}, "
+        f"{rounds} rounds ({seen} live)"
+    )
+    return changed, calibration, line
+
+
+def keep_calibration(
+    result: TuneResult, calibration: Calibration, source: str | None, path: Path | None = None
+) -> str:
+    """Fit and keep the model; the line to print (the model, or why none was kept)."""
+    return fit_and_keep(result, calibration, source, path)[1]
+
+
+def fit_and_keep(
+    result: TuneResult, calibration: Calibration, source: str | None, path: Path | None = None
+) -> tuple[StepCostModel | None, str]:
+    """Fit and keep the model: the model (None when none was fitted) and the line saying so, or why not.
+    A model fitted but not written is still returned (the dashboard can use it until it quits)."""
+    from tui.tune.stepcost import save_model
+
+    try:
+        model = model_from_tune(result, calibration, source)
+    except StepCostError as error:
+        return None, f"no step-cost model kept: {error}"
+    try:
+        where = save_model(model, path)
+    except (StepCostError, OSError) as error:
+        return model, f"the step-cost model could not be kept: {error}"
+    cost = model.cost
+    scope = "" if model.load_dependent else f" (at load {fmt_count(round(model.loads[0], 1))} only)"
+    spread = model.spread
+    measured = "" if spread is None else f", points measured within ±{fmt_rate(spread)}"
+    return model, (
+        f"step-cost model kept in {where}: step {fmt_latency(cost.base_s)}"
+        f" + {fmt_latency(cost.per_seq_s)}/seq"
+        f" + k·({fmt_latency(cost.per_draft_s)} + {fmt_latency(cost.per_draft_seq_s)}/seq){scope}, "
+        f"fit within {fmt_rate(model.residual)}{measured}"
+    )

@@ -1,0 +1,224 @@
+"""How sure a tune is: speedup intervals that cover drift, tie sets, the recommendation, the apply rule.
+
+The sweep measures the baseline at the start of every round and once more at its end (`timeline`),
+so each value's bursts sit between two baseline bursts measured minutes apart. The speedup of a value
+is its pooled decode rate over the pooled rate of the baseline bursts that bracket it, and its interval
+is a bootstrap that resamples, in this order:
+
+1. the rounds (passes over every value), so drift from one round to the next widens it;
+2. within a picked round, the bracketing baseline bursts (before / after, with replacement), so drift
+   between the two ends of one round widens it even when only one round ran;
+3. the requests within every burst;
+4. each value's own bursts by the baseline's burst-to-burst spread: a value measured once is as far off
+   as the baseline is from itself from one burst to the next (each burst's rate times exp(±d/√2), d a
+   log ratio of two consecutive baseline bursts, drawn at random). Without it the drift between two
+   values measured minutes apart in the same round would hide: they share the baseline draws, so their
+   ratio would carry only their requests' noise (on a drifting host, a false "separated").
+
+All values are resampled with the same draws, so the replicates of two values can be divided to compare
+them with each other (`pair_interval`): the baseline's noise, shared by both, cancels.
+
+For each concurrency the values whose speedup is not significantly below the fastest's form the tie
+set; the recommendation is its cheapest member (fewest draft tokens: less KV memory, lower TTFT). An
+applied change must be significantly faster than the file's own value.
+
+Sequential testing (`--until-separated`): the rounds are looks at the data; each look's intervals are
+made at the Bonferroni-split level 1 - alpha / max_looks, so the chance that any look declares a false
+separation stays below alpha (`sequential_level`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from tui.bench.stats import RateSample, percentile, pooled_rate
+from tui.format import fmt_level
+
+RESAMPLES = 2000
+ALPHA = 0.05
+
+
+def sequential_level(looks: int, alpha: float = ALPHA) -> float:
+    """The level of each look's interval so that `looks` looks together keep the error below `alpha`."""
+    return 1.0 - alpha / max(1, looks)
+
+
+def level_words(level: float, looks: int = 1) -> str:
+    """ "95% CI", or "99.2% CI (Bonferroni: 95% over 6 looks)"."""
+    if looks <= 1:
+        return f"{fmt_level(level)} CI"
+    return f"{fmt_level(level)} CI (Bonferroni: {fmt_level(1 - ALPHA)} over {looks} looks)"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One burst of one value at one concurrency: when it ran (`order` on the timeline) and its
+    requests' (decode tokens, decode seconds)."""
+
+    value: int
+    order: int
+    round: int
+    samples: tuple[RateSample, ...]
+
+
+@dataclass
+class Speedups:
+    """Per value: the point speedup over the baseline and its bootstrap replicates (aligned by index;
+    None where a replicate had no decode time)."""
+
+    baseline: int
+    point: dict[int, float | None] = field(default_factory=dict)
+    replicates: dict[int, list[float | None]] = field(default_factory=dict)
+
+    def interval(self, value: int, level: float) -> tuple[float, float] | None:
+        known = [r for r in self.replicates.get(value, []) if r is not None]
+        return _interval(known, len(self.replicates.get(value, [])), level)
+
+    def pair_interval(self, value: int, other: int, level: float) -> tuple[float, float] | None:
+        """The interval of speedup(value) / speedup(other), from the same replicates."""
+        mine, theirs = self.replicates.get(value, []), self.replicates.get(other, [])
+        ratios = [m / t for m, t in zip(mine, theirs, strict=False) if m is not None and t]
+        return _interval(ratios, min(len(mine), len(theirs)), level)
+
+    def pair_point(self, value: int, other: int) -> float | None:
+        mine, theirs = self.point.get(value), self.point.get(other)
+        return mine / theirs if mine is not None and theirs else None
+
+
+def _interval(values: list[float], resamples: int, level: float) -> tuple[float, float] | None:
+    if resamples == 0 or len(values) < resamples // 2:
+        return None
+    values = sorted(values)
+    tail = (1.0 - level) / 2 * 100
+    low, high = percentile(values, tail), percentile(values, 100 - tail)
+    return None if low is None or high is None else (low, high)
+
+
+def _brackets(order: int, baseline_orders: Sequence[int]) -> tuple[int, ...]:
+    """The baseline bursts measured nearest before and after `order` (one of them at the ends)."""
+    before = [o for o in baseline_orders if o < order]
+    after = [o for o in baseline_orders if o > order]
+    return tuple(([max(before)] if before else []) + ([min(after)] if after else []))
+
+
+def _sums(samples: Sequence[RateSample]) -> tuple[float, float]:
+    return sum(a for a, _ in samples), sum(d for _, d in samples)
+
+
+def _burst_spread(base_runs: Sequence[Run]) -> list[float]:
+    """|log ratio| / √2 of every two consecutive baseline bursts (in timeline order): one burst's
+    drift from the host's mean speed, as far as the baseline shows it (empty: fewer than two)."""
+    rates = [pooled_rate(list(run.samples)) for run in base_runs]
+    known = [rate for rate in rates if rate]
+    return [abs(math.log(b / a)) / math.sqrt(2.0) for a, b in pairwise(known)]
+
+
+def speedups(runs: Sequence[Run], baseline: int, *, resamples: int = RESAMPLES, seed: int = 0) -> Speedups:
+    """The speedup of every value over `baseline` at one concurrency (see the module's docstring)."""
+    result = Speedups(baseline=baseline)
+    base_runs = {run.order: run for run in runs if run.value == baseline and run.samples}
+    base_orders = sorted(base_runs)
+    values = sorted({run.value for run in runs if run.value != baseline})
+    own: dict[int, list[tuple[Run, tuple[int, ...]]]] = {}
+    for value in values:
+        placed = []
+        for run in runs:
+            if run.value == value and run.samples:
+                brackets = _brackets(run.order, base_orders)
+                if brackets:
+                    placed.append((run, brackets))
+        own[value] = placed
+    if base_orders:
+        result.point[baseline] = 1.0
+        result.replicates[baseline] = [1.0] * resamples
+    for value in values:
+        placed = own[value]
+        if not placed:
+            result.point[value] = None
+            continue
+        mine = pooled_rate([s for run, _ in placed for s in run.samples])
+        refs = sorted({order for _, brackets in placed for order in brackets})
+        theirs = pooled_rate([s for order in refs for s in base_runs[order].samples])
+        result.point[value] = mine / theirs if mine is not None and theirs else None
+        result.replicates[value] = []
+    if not base_orders:
+        return result
+    rng = random.Random(seed)
+    rounds = sorted({run.round for placed in own.values() for run, _ in placed})
+    every = {**base_runs, **{run.order: run for placed in own.values() for run, _ in placed}}
+    spread = _burst_spread([base_runs[order] for order in base_orders])
+    value_orders = [run.order for placed in own.values() for run, _ in placed]
+    for _ in range(resamples):
+        sums = {order: _sums(rng.choices(run.samples, k=len(run.samples))) for order, run in every.items()}
+        if spread:  # each value burst's own drift, borrowed from the baseline's (item 4 above)
+            for order in value_orders:
+                a, d = sums[order]
+                sums[order] = (a * math.exp(rng.choice((-1.0, 1.0)) * rng.choice(spread)), d)
+        picked = rng.choices(rounds, k=len(rounds)) if rounds else []
+        chosen: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}
+        for value in values:
+            by_round = {run.round: (run, brackets) for run, brackets in own[value]}
+            amount = duration = base_amount = base_duration = 0.0
+            for slot, number in enumerate(picked):
+                if number not in by_round:
+                    continue
+                run, brackets = by_round[number]
+                key = (slot, brackets)
+                if key not in chosen:  # one draw per picked round, shared by every value in it
+                    chosen[key] = tuple(rng.choices(brackets, k=len(brackets)))
+                a, d = sums[run.order]
+                amount, duration = amount + a, duration + d
+                for order in chosen[key]:
+                    a, d = sums[order]
+                    base_amount, base_duration = base_amount + a, base_duration + d
+            if duration > 0 and base_duration > 0 and base_amount > 0:
+                result.replicates[value].append((amount / duration) / (base_amount / base_duration))
+            else:
+                result.replicates[value].append(None)
+    return result
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The recommendation at one load, with its uncertainty."""
+
+    concurrency: int
+    best: int | None  # the recommendation: the cheapest value of the tie set
+    fastest: int | None  # the highest point estimate
+    tied: tuple[int, ...]  # values not significantly slower than the fastest (cheapest first)
+    speedup: float | None  # the recommendation's speedup over the baseline
+    ci: tuple[float, float] | None
+    significant: bool  # the recommendation is separated from every other value (a tie set of one)
+    beats_baseline: bool | None  # its interval lies above 1.0 (None: it is the baseline, or unknown)
+
+
+def decide(found: Speedups, concurrency: int, cost: Callable[[int], float], level: float) -> Decision:
+    measured = [value for value, point in found.point.items() if point is not None]
+    if not measured:
+        return Decision(concurrency, None, None, (), None, None, False, None)
+    fastest = max(measured, key=lambda v: (found.point[v] or 0.0, -cost(v)))
+    tied = [fastest]
+    for value in measured:
+        if value == fastest:
+            continue
+        interval = found.pair_interval(value, fastest, level)
+        if interval is None or interval[1] >= 1.0:  # unknown counts as not separated
+            tied.append(value)
+    tied.sort(key=lambda v: (cost(v), -(found.point[v] or 0.0)))
+    best = tied[0]
+    ci = found.interval(best, level) if best != found.baseline else None
+    beats = None if best == found.baseline or ci is None else ci[0] > 1.0
+    return Decision(
+        concurrency=concurrency,
+        best=best,
+        fastest=fastest,
+        tied=tuple(tied),
+        speedup=found.point.get(best),
+        ci=ci,
+        significant=len(tied) == 1,
+        beats_baseline=beats,
+    )

@@ -1,0 +1,206 @@
+"""The fallback guard's controller: every decision of the guard in the running app, without the UI.
+
+The app drives it: after each board change it calls `watch(names)`; the controller takes the cheap first
+look (`GuardBook.candidate`), reads the config file in a task, decides (`decide`), and either asks
+(`GuardPorts.offer`: the screen renders the dialog and calls back with the answer) or acts (auto mode,
+or a yes): the config edit, the restart, the health wait, the record. The facts only the app knows come
+through `GuardPorts.facts`: is a planned restart under way, is the endpoint's editor or tune screen
+open. What the advisor says (a better k held for `sustained_s`) comes from the board.
+
+The guard offers (ask) switching speculation off when acceptance stays low, and otherwise the advisor's
+better k; auto mode only ever switches speculation off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, Protocol
+
+import httpx
+
+from tui.board import Board
+from tui.settings import EndpointSettings
+from tui.telemetry.recording import GuardLogRecord
+from tui.tune.guard import Advised, GuardDecision, GuardInput, GuardRecord, decide, switch_speculation_off
+from tui.tune.guard_state import GuardBook, Prepared, guard_input, log_record, prepare, record_for
+
+
+@dataclass(frozen=True)
+class GuardFacts:
+    """What the app knows of one endpoint now."""
+
+    restarting: bool = False  # a planned restart (editor, guard) is under way
+    editing: bool = False  # the endpoint's config is open in the editor or a tune screen
+
+
+@dataclass(frozen=True)
+class GuardOffer:
+    """What the dialog shows: the question, the reason (the figures), the diff, and what yes does."""
+
+    endpoint: str
+    k: int | None  # None: switch speculation off; else set k
+    reason: str
+    diff: str
+
+    @property
+    def title(self) -> str:
+        if self.k is None:
+            return f"guard · {self.endpoint}: switch speculative decoding off?"
+        return f"guard · {self.endpoint}: set k={self.k}?"
+
+    @property
+    def yes(self) -> str:
+        return "switch off" if self.k is None else f"set k={self.k}"
+
+
+class GuardPorts(Protocol):
+    """How the controller reaches the app (implemented by the screen side, tui/screens/guard.py)."""
+
+    def facts(self, endpoint: EndpointSettings) -> GuardFacts: ...
+
+    def start(self, work: Coroutine[Any, Any, None], name: str) -> None: ...
+
+    def offer(self, offer: GuardOffer, answered: Callable[[bool | None], None]) -> None: ...
+
+    def tell(self, record: GuardRecord) -> None: ...
+
+    def restart_began(self, health_url: str) -> None: ...
+
+    def restart_ended(self, ok: bool, detail: str) -> None: ...
+
+    def changed(self, name: str) -> None: ...
+
+    async def record(self, record: GuardLogRecord) -> None: ...
+
+
+class GuardController:
+    def __init__(
+        self,
+        board: Board,
+        client: Callable[[], httpx.AsyncClient | None],
+        clock: Callable[[], float],
+        ports: GuardPorts,
+        *,
+        enabled: bool = True,
+    ) -> None:
+        self.board = board
+        self.client = client
+        self.clock = clock
+        self.ports = ports
+        self.enabled = enabled  # a replay: nothing to switch
+        self.book = GuardBook()
+
+    def _better(self, name: str, now: float) -> Advised:
+        advice = self.board.advice
+        return advice.sustained_better(name, now) if advice is not None else Advised()
+
+    def watch(self, names: tuple[str, ...] | list[str]) -> None:
+        """After a board change of `names`: start a check for each whose first look calls for action."""
+        if not self.enabled or self.client() is None:
+            return
+        for name in names:
+            endpoint = self.board.endpoint(name)
+            if endpoint is None or endpoint.guard == "off":
+                continue
+            facts = self.ports.facts(endpoint)
+            now = self.clock()
+            state = self.book.candidate(
+                endpoint,
+                self.board.alerts,
+                self.board.readings.get(name),
+                now=now,
+                restarting=facts.restarting,
+                editing=facts.editing,
+                advised=self._better(name, now),
+            )
+            if state is not None:
+                self.book.begin(name, "checking")
+                self.ports.start(self._check(endpoint, decide(state)), name)
+
+    async def _check(self, endpoint: EndpointSettings, first: GuardDecision) -> None:
+        """The second look, with the config file read (is speculation on, the diff), then the action."""
+        name = endpoint.name
+        prepared = await prepare(endpoint, first.k if first.action == "offer_k" else None)
+        facts = self.ports.facts(endpoint)
+        now = self.clock()
+        state = guard_input(
+            endpoint,
+            self.board.alerts,
+            self.board.readings.get(name),
+            now=now,
+            restarting=facts.restarting,
+            speculation_on=prepared.speculation_on,
+            last_action_at=self.book.last_action_at.get(name),
+            editing=facts.editing,
+            advised=self._better(name, now),
+        )
+        decision = decide(state)
+        if decision.action is None or decision.k != first.k:
+            self.book.release(name)  # nothing to do, or the advice moved while the file was read
+        elif decision.action == "switch_off":
+            await self._switch(endpoint, state, decision)
+        elif prepared.problem:
+            self.book.acted(name, state.now)
+            self._note(record_for(state, name, decision, "failed", now=state.now, detail=prepared.problem))
+        else:
+            self._offer(endpoint, state, decision, prepared)
+
+    def _offer(
+        self, endpoint: EndpointSettings, state: GuardInput, decision: GuardDecision, prepared: Prepared
+    ) -> None:
+        name = endpoint.name
+        self.book.begin(name, "offered")
+        self._note(record_for(state, name, decision, "offered", now=state.now, diff=prepared.diff))
+        k = (decision.k or None) if decision.action == "offer_k" else None  # k=0: speculation off
+        offer = GuardOffer(name, k, decision.reason, prepared.diff)
+        self.ports.offer(offer, partial(self._answered, endpoint, state, decision, prepared.diff))
+
+    def _answered(
+        self,
+        endpoint: EndpointSettings,
+        state: GuardInput,
+        decision: GuardDecision,
+        diff: str,
+        yes: bool | None,
+    ) -> None:
+        now = self.clock()
+        if yes:
+            self.book.begin(endpoint.name, "switching")
+            self.ports.start(self._switch(endpoint, replace(state, now=now), decision), endpoint.name)
+            return
+        self.book.acted(endpoint.name, now)  # declined: counts for the cool-down
+        self._note(record_for(state, endpoint.name, decision, "declined", now=now, diff=diff))
+
+    async def _switch(self, endpoint: EndpointSettings, state: GuardInput, decision: GuardDecision) -> None:
+        """The change (speculation off, or the offered k), restart, health wait; the card shows it."""
+        client = self.client()
+        assert client is not None
+        self.book.begin(endpoint.name, "switching")
+        self.ports.restart_began(f"{endpoint.url}/health")
+        try:
+            record = await switch_speculation_off(
+                endpoint,
+                client,
+                decision,
+                now=state.now,
+                acceptance=state.acceptance,
+                threshold=state.threshold,
+                health_timeout_s=endpoint.health_timeout_s or 60.0,
+            )
+        except BaseException:
+            self.ports.restart_ended(False, "the guard's change was interrupted")
+            self.book.acted(endpoint.name, self.clock())
+            raise
+        self.ports.restart_ended(record.action in ("switched_off", "k_changed"), record.detail)
+        self.book.acted(endpoint.name, self.clock())
+        self._note(record)
+
+    def _note(self, record: GuardRecord) -> None:
+        """Every guard action: into the alerts list (with its diff), the recording, and a notification."""
+        self.board.alerts.note(record.endpoint, record.time, record.line(), record.diff)
+        self.ports.changed(record.endpoint)
+        if record.action != "offered":  # an offer is its own dialog
+            self.ports.tell(record)
+        self.ports.start(self.ports.record(log_record(record)), record.endpoint)

@@ -1,0 +1,138 @@
+"""The advisor on live figures: one endpoint's (or a fleet group's) window and the kept step-cost models.
+
+`advice_for` is what `spectop snapshot` (direct and fleet) and the dashboard call with a window's
+figures. `AdviceBook` is the dashboard's per-endpoint state: the models (read once at start), what each
+endpoint's config file says (its k and settings digest, read by the app off the event loop), the latest
+advice and the sustained "another k is better" condition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tui.telemetry.figures import Figures
+from tui.tune.advised import Advised
+from tui.tune.advisor import DEFAULT_MARGIN, Advice, AdviceTracker, advise, alert_text
+from tui.tune.stepcost import StepCostError, StepCostFile, StepCostModel, find_model, load_models
+
+
+@dataclass(frozen=True)
+class KeptModels:
+    """The step-cost models as read at start, or why they could not be read."""
+
+    models: StepCostFile = field(default_factory=StepCostFile)
+    problem: str | None = None
+
+
+def read_models(path: Path | None = None) -> KeptModels:
+    try:
+        return KeptModels(load_models(path))
+    except StepCostError as error:
+        return KeptModels(problem=str(error))
+
+
+def advice_for(
+    figures: Figures,
+    url: str,
+    model_name: str | None,
+    kept: KeptModels,
+    *,
+    settings: str | None = None,
+    current_k: int | None = None,
+    margin: float = DEFAULT_MARGIN,
+) -> Advice:
+    """The advice for one window of figures of the server at `url` (its settings digest when known)."""
+    model, note = find_model(kept.models, url, model_name, settings)
+    if kept.problem is not None:
+        note = f"step-cost models unreadable ({kept.problem})"
+    return advise(
+        figures.per_position_acceptance,
+        current_k,
+        figures.running,
+        model,
+        model_note=note,
+        margin=margin,
+    )
+
+
+@dataclass(frozen=True)
+class ConfigFacts:
+    """What an endpoint's config file says, for the advisor: its k and its settings digest."""
+
+    k: int | None
+    settings: str | None
+    key: str | None = None
+
+
+async def read_config_facts(path: Path) -> ConfigFacts:
+    """The k and the settings digest of a config file (unknown when it does not read or has no k)."""
+    from tui.configs.editing import open_config_async
+    from tui.configs.errors import ConfigError
+    from tui.tune.stepcost import config_facts
+
+    try:
+        opened = await open_config_async(path)
+    except ConfigError:
+        return ConfigFacts(None, None)
+    if opened.document is None:
+        return ConfigFacts(None, None)
+    k, digest, key = config_facts(opened.document)
+    return ConfigFacts(k, digest, key)
+
+
+@dataclass
+class AdviceBook:
+    """The dashboard's advice per endpoint, and the sustained condition for the alert."""
+
+    kept: KeptModels
+    sustained_s: float
+    margin: float = DEFAULT_MARGIN
+    facts: dict[str, ConfigFacts] = field(default_factory=dict)
+    latest: dict[str, Advice] = field(default_factory=dict)
+    tracker: AdviceTracker = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tracker = AdviceTracker(self.sustained_s)
+
+    def observe(
+        self, name: str, url: str | None, model: str | None, figures: Figures | None, up: bool, now: float
+    ) -> str | None:
+        """One reading: the new advice; the alert text while another k has stayed better for
+        `sustained_s` (None: no such condition)."""
+        if not up or figures is None or url is None:
+            self.latest.pop(name, None)
+            return self.tracker.observe(name, None, now)
+        facts = self.facts.get(name)
+        advice = advice_for(
+            figures,
+            url,
+            model,
+            self.kept,
+            settings=facts.settings if facts else None,
+            current_k=facts.k if facts else None,
+            margin=self.margin,
+        )
+        self.latest[name] = advice
+        return self.tracker.observe(name, advice, now)
+
+    def advice(self, name: str) -> Advice | None:
+        return self.latest.get(name)
+
+    def add_model(self, model: StepCostModel) -> None:
+        """A calibration made while the dashboard runs: its model counts from the next reading on (it
+        replaces a kept one of the same server, model, settings and key, as in the file)."""
+        same = (model.endpoint, model.model, model.settings, model.key)
+        others = [m for m in self.kept.models.models if (m.endpoint, m.model, m.settings, m.key) != same]
+        self.kept = KeptModels(StepCostFile(models=[*others, model]), self.kept.problem)
+
+    def sustained_better(self, name: str, now: float) -> Advised:
+        """What the guard needs of the advice now: the better k held for `sustained_s` (or None), the
+        better k of this window alone, the current k, and the words."""
+        advice = self.latest.get(name)
+        if advice is None:
+            return Advised()
+        held = self.tracker.since.get(name)
+        if held is None or advice.better_k != held[0] or now - held[1] < self.sustained_s:
+            return Advised(None, advice.better_k, advice.current_k, advice.line())
+        return Advised(held[0], advice.better_k, advice.current_k, alert_text(advice, now - held[1]))

@@ -1,0 +1,397 @@
+"""The step-cost model: what one decode step costs as a function of k (draft tokens) and the load.
+
+A tune point (value k, concurrency c) gives the pooled decode tokens/s of its requests and the mean
+acceptance length L of the server over the burst (1 with speculation off). Each decode step of a
+request emits L tokens on average, so the step takes T = L / (decode tokens/s). The model is
+
+    T(k, c) = base + per_seq·c + k·(per_draft + per_draft_seq·c)
+
+(a fixed cost, the batch's verify cost, and per draft token the draft model's and the verifier's
+extra work), fitted by least squares on relative errors with every term >= 0 (each is a cost; on a
+noisy, loaded machine an unconstrained fit can give one a negative value that bends the predictions).
+With one load only, T(k) = base + per_draft·k (the load terms unknown: the model holds at that load).
+The model's relative residual says how far its predictions can be trusted.
+
+A calibration also says how far its own measurements can be trusted: `replicates` are the model fitted
+again on replicates of the calibration's points (each point's step time moved by a Student-t draw of its
+standard error, from the spread of its rounds; `tui.tune.calibrate`), so the spread of a prediction over
+them is the calibration's measurement uncertainty (`speed_ratio_interval`). With speculation off in the
+sweep (a config that can switch it off), the k=0 points (length exactly 1) pin `base + per_seq·c` on their
+own, and the per-draft slope no longer has to be told apart from the intercept by k=1..3 alone.
+
+Models are kept in `stepcost.json` in spectop's data folder (`tui.paths.step_cost_file`), one per
+(endpoint, model, settings), where settings is a digest of the config file with the swept key left
+out: the same server with another k is the same model; another quantization or batch limit is not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tui.bench.stats import percentile_interval
+from tui.configs.errors import ConfigError
+from tui.paths import step_cost_file
+
+if TYPE_CHECKING:  # tomlkit and the config kinds: for the tuner, not for the dashboard's first frame
+    from tui.configs.document import ConfigDocument
+
+FORMAT: Literal["spectop-stepcost/1"] = "spectop-stepcost/1"
+SIM_SOURCE = "sim"  # a model computed from a simulator's speed model (`spectop demo`), not measured
+MAX_MODELS = 200  # the file stays small: the oldest models beyond this are dropped
+
+
+class StepCostError(ValueError):
+    """A model that cannot be fitted, or a file that cannot be read (the message says which and why)."""
+
+
+class CostPoint(BaseModel):
+    """One measured point: k, the load, and the step time it implies."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    k: int = Field(ge=0)
+    concurrency: float = Field(
+        ge=1, description="the batch: the burst's concurrency plus the live load beside it"
+    )
+    decode_tokens_per_s: float = Field(gt=0)
+    mean_length: float = Field(ge=1)
+    spread: float | None = Field(
+        None,
+        ge=0,
+        description="relative half-width of the step time's 95% interval over the calibration's "
+        "resamples (None: not measured)",
+    )
+    rounds: int | None = Field(None, description="the bursts (rounds) the point pools")
+
+    @property
+    def step_s(self) -> float:
+        return self.mean_length / self.decode_tokens_per_s
+
+
+class StepCost(BaseModel):
+    """T(k, c) = base + per_seq·c + k·(per_draft + per_draft_seq·c), in seconds."""
+
+    base_s: float
+    per_seq_s: float = 0.0
+    per_draft_s: float
+    per_draft_seq_s: float = 0.0
+
+    def step_s(self, k: int, concurrency: float) -> float | None:
+        """The modelled step time; None where the fit gives no positive time (outside its reach)."""
+        value = (
+            self.base_s
+            + self.per_seq_s * concurrency
+            + k * (self.per_draft_s + self.per_draft_seq_s * concurrency)
+        )
+        return value if value > 0 and math.isfinite(value) else None
+
+
+class StepCostModel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    endpoint: str = Field(description="host:port of the server (fleet instances are named so)")
+    model: str | None = None
+    settings: str | None = Field(None, description="digest of the config with the swept key left out")
+    key: str = Field(description="the swept key, e.g. speculative.num_speculative_tokens")
+    fitted_at: datetime
+    source: str | None = Field(None, description="the tune file it was fitted from")
+    cost: StepCost
+    load_dependent: bool = Field(description="fitted over two or more loads (else: at `loads` only)")
+    k_range: tuple[int, int]
+    loads: list[float]
+    residual: float = Field(ge=0, description="largest relative error of the fit over its points")
+    points: list[CostPoint]
+    replicates: list[StepCost] = Field(
+        default_factory=list,
+        description="the fit on replicates of the calibration's points: its measurement uncertainty "
+        "([]: unknown, e.g. an older model or the simulator's)",
+    )
+
+    def basis(self) -> str:
+        """How the advice names it: "tune 2026-12-01 21:04" (or the simulator's own model, in the demo)."""
+        if self.source == SIM_SOURCE:
+            return "the simulator's step cost"
+        return f"tune {self.fitted_at.astimezone():%Y-%m-%d %H:%M}"
+
+    def step_s(self, k: int, concurrency: float) -> float | None:
+        return self.cost.step_s(k, concurrency)
+
+    @property
+    def spread(self) -> float | None:
+        """The widest relative interval of a calibration point's step time (None: not measured)."""
+        spreads = [point.spread for point in self.points if point.spread is not None]
+        return max(spreads) if spreads else None
+
+    def speed_ratio_interval(
+        self, k: int, reference: int, concurrency: float, level: float = 0.95
+    ) -> tuple[float, float] | None:
+        """The interval of T(reference, c) / T(k, c) over the replicates: the steps/s at k over the
+        steps/s at `reference` (the lengths aside). None without replicates, or when fewer than half of
+        them give both a positive time."""
+        if not self.replicates:
+            return None
+        ratios = []
+        for cost in self.replicates:
+            mine, theirs = cost.step_s(k, concurrency), cost.step_s(reference, concurrency)
+            if mine is not None and theirs is not None:
+                ratios.append(theirs / mine)
+        return percentile_interval(ratios, len(self.replicates), level)
+
+
+class StepCostFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    format: Literal["spectop-stepcost/1"] = FORMAT
+    models: list[StepCostModel] = Field(default_factory=list)
+
+
+# --- fitting ---------------------------------------------------------------------------------------------
+
+
+def _solve(matrix: list[list[float]], vector: list[float]) -> list[float] | None:
+    """Gaussian elimination with partial pivoting; None when singular."""
+    size = len(vector)
+    rows = [[*row[:], value] for row, value in zip(matrix, vector, strict=True)]
+    for column in range(size):
+        pivot = max(range(column, size), key=lambda r: abs(rows[r][column]))
+        if abs(rows[pivot][column]) < 1e-12:
+            return None
+        rows[column], rows[pivot] = rows[pivot], rows[column]
+        for r in range(size):
+            if r != column:
+                factor = rows[r][column] / rows[column][column]
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[column], strict=True)]
+    return [rows[i][size] / rows[i][i] for i in range(size)]
+
+
+def _least_squares(features: list[list[float]], targets: list[float]) -> list[float] | None:
+    """Relative least squares: each row weighted by 1/target (errors as fractions of the step time)."""
+    width = len(features[0])
+    normal = [[0.0] * width for _ in range(width)]
+    right = [0.0] * width
+    for row, target in zip(features, targets, strict=True):
+        weight = 1.0 / (target * target)
+        for i in range(width):
+            right[i] += weight * row[i] * target
+            for j in range(width):
+                normal[i][j] += weight * row[i] * row[j]
+    return _solve(normal, right)
+
+
+def _relative_error(features: list[list[float]], targets: list[float], solved: list[float]) -> float:
+    return sum(
+        ((sum(x * c for x, c in zip(row, solved, strict=True)) - target) / target) ** 2
+        for row, target in zip(features, targets, strict=True)
+    )
+
+
+def _nonnegative_least_squares(features: list[list[float]], targets: list[float]) -> list[float] | None:
+    """Relative least squares with every coefficient >= 0 (each is a cost: a negative one is noise that
+    would bend predictions away from the points), exactly: the constrained optimum is the unconstrained
+    fit on its own support, so the best of the non-negative fits over every subset of the columns is it
+    (15 for the 4 terms). None when no subset gives a fit."""
+    width = len(features[0])
+    best: tuple[float, list[float]] | None = None
+    for mask in range(1, 1 << width):
+        columns = [i for i in range(width) if mask >> i & 1]
+        solved = _least_squares([[row[i] for i in columns] for row in features], targets)
+        if solved is None or min(solved) < 0:
+            continue
+        full = [0.0] * width
+        for i, value in zip(columns, solved, strict=True):
+            full[i] = value
+        error = _relative_error(features, targets, full)
+        if best is None or error < best[0]:
+            best = (error, full)
+    return None if best is None else best[1]
+
+
+def _usable(points: Sequence[CostPoint]) -> list[CostPoint]:
+    return [point for point in points if math.isfinite(point.step_s) and point.step_s > 0]
+
+
+def _fit_cost(usable: Sequence[CostPoint], load_dependent: bool) -> StepCost | None:
+    """The fit of the load-dependent form (all four terms) or of T(k) = base + per_draft·k alone."""
+    targets = [point.step_s for point in usable]
+    if load_dependent:
+        features = [[1.0, p.concurrency, p.k, p.k * p.concurrency] for p in usable]
+        solved = _nonnegative_least_squares(features, targets)
+        if solved is None:
+            return None
+        base, per_seq, per_draft, per_draft_seq = solved
+        return StepCost(base_s=base, per_seq_s=per_seq, per_draft_s=per_draft, per_draft_seq_s=per_draft_seq)
+    solved = _nonnegative_least_squares([[1.0, p.k] for p in usable], targets)
+    return None if solved is None else StepCost(base_s=solved[0], per_draft_s=solved[1])
+
+
+def fit(points: Sequence[CostPoint]) -> tuple[StepCost, bool, float]:
+    """The model, whether it depends on the load, and its largest relative residual. StepCostError when
+    the points cannot give one (fewer than two values of k)."""
+    usable = _usable(points)
+    ks = {point.k for point in usable}
+    loads = {point.concurrency for point in usable}
+    if len(ks) < 2:
+        raise StepCostError(
+            f"a step-cost model needs two values of k or more; measured: {sorted(ks) or 'none'}"
+        )
+    cost: StepCost | None = None
+    if len(loads) >= 2 and len(usable) >= 4:
+        cost = _fit_cost(usable, True)
+    load_dependent = cost is not None
+    if cost is None:
+        cost = _fit_cost(usable, False)
+        if cost is None:
+            raise StepCostError("the measured points give no step-cost model (singular fit)")
+    residual = 0.0
+    for point in usable:
+        predicted = cost.step_s(point.k, point.concurrency)
+        if predicted is None:
+            raise StepCostError(
+                f"the fit gives no positive step time at k={point.k}, concurrency {point.concurrency}"
+            )
+        residual = max(residual, abs(predicted - point.step_s) / point.step_s)
+    return cost, load_dependent, residual
+
+
+def fit_replicates(resampled: Sequence[Sequence[CostPoint]], load_dependent: bool) -> list[StepCost]:
+    """The same form of the model fitted on each resample of the points (a resample that gives no fit,
+    or fewer than two values of k, is left out)."""
+    fits = []
+    for points in resampled:
+        usable = _usable(points)
+        if len({point.k for point in usable}) < 2:
+            continue
+        dependent = load_dependent and len({p.concurrency for p in usable}) >= 2 and len(usable) >= 4
+        cost = _fit_cost(usable, dependent)
+        if cost is not None:
+            fits.append(cost)
+    return fits
+
+
+# --- keys ------------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)  # asked for every reading: a fleet of 1,000 instances asks 500 times a second
+def endpoint_key(url: str) -> str:
+    """host:port of a server URL (or of a Prometheus `instance` label, which is already host:port)."""
+    text = url.strip()
+    if "://" not in text:
+        text = "http://" + text
+    try:
+        parts = urlsplit(text)
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # not a URL (a strange `instance` label): the label itself is the key
+        return url.strip().lower()
+    if host in ("localhost", "::1"):
+        host = "127.0.0.1"
+    return f"{host}:{port}"
+
+
+def settings_digest(doc: ConfigDocument, key_paths: Sequence[tuple[str, ...]]) -> str:
+    """A digest of the config's settings with the swept key (and its on/off switches) left out."""
+    data = json.loads(json.dumps(doc.data, default=str))
+    for path in key_paths:
+        node = data
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                break
+        if isinstance(node, dict):
+            node.pop(path[-1], None)
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+# --- the file --------------------------------------------------------------------------------------------
+
+
+def load_models(path: Path | None = None) -> StepCostFile:
+    """The kept models; an empty file when there is none. StepCostError names the file and the problem."""
+    path = path or step_cost_file()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return StepCostFile()
+    except OSError as error:
+        raise StepCostError(f"{path}: cannot read: {error.strerror or error}") from None
+    try:
+        return StepCostFile.model_validate_json(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the file"
+        raise StepCostError(f"{path}: {where}: {first['msg']}") from None
+
+
+def save_model(model: StepCostModel, path: Path | None = None) -> Path:
+    """Keep `model`, replacing the one of the same endpoint, model and settings (atomic write). A file
+    that does not read is not overwritten (StepCostError)."""
+    path = path or step_cost_file()
+    kept = load_models(path)
+    others = [
+        old
+        for old in kept.models
+        if (old.endpoint, old.model, old.settings, old.key)
+        != (model.endpoint, model.model, model.settings, model.key)
+    ]
+    models = ([*others, model])[-MAX_MODELS:]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(StepCostFile(models=models).model_dump_json(indent=1), encoding="utf-8")
+    temporary.replace(path)
+    return path
+
+
+def find_model(
+    models: StepCostFile, endpoint: str, model: str | None, settings: str | None
+) -> tuple[StepCostModel | None, str | None]:
+    """The newest model for this server (and model name, when known), preferring the same settings.
+    Also a note: why none fits, or what was not checked."""
+    key = endpoint_key(endpoint)
+    same_server = [
+        m for m in models.models if m.endpoint == key and (model is None or m.model in (None, model))
+    ]
+    if not same_server:
+        return None, None
+    newest = sorted(same_server, key=lambda m: m.fitted_at)
+    if settings is not None:
+        matching = [m for m in newest if m.settings in (None, settings)]
+        if not matching:
+            return None, f"the {newest[-1].basis()} calibration was for other settings"
+        return matching[-1], None
+    return newest[-1], None
+
+
+def config_key_paths(key: str) -> list[tuple[str, ...]]:
+    """What a digest leaves out for a swept key: the key and the switches a tune writes with it."""
+    from tui.tune.plan import SGLANG_ALGORITHM, SGLANG_DRAFT_TOKENS, VLLM_ENABLED
+
+    paths = [tuple(key.split("."))]
+    if key == "speculative.num_speculative_tokens":
+        paths.append(VLLM_ENABLED)
+    if key == "speculative_num_steps":
+        paths += [SGLANG_DRAFT_TOKENS, SGLANG_ALGORITHM]
+    return paths
+
+
+def config_facts(doc: ConfigDocument, key: str | None = None) -> tuple[int | None, str | None, str | None]:
+    """(k the file has now, its settings digest, the key) of a config; Nones when it has no such key."""
+    from tui.tune.plan import TunePlanError, default_key
+
+    try:
+        tune_key = default_key(doc, key)
+        k = tune_key.current(doc)
+    except (TunePlanError, ConfigError):
+        return None, None, None
+    return k, settings_digest(doc, config_key_paths(tune_key.name)), tune_key.name

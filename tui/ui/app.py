@@ -1,0 +1,633 @@
+"""SpectopApp: the dashboard, fed by one source (live endpoints, or a recording played back).
+
+The app composes: it holds a `Source` (tui/sources) whose updates it applies to the `Board` (plain
+data) in a worker, tells the screens with `EndpointUpdated`, binds the keys, and owns themes and
+screenshots. Whatever differs between live and replay is a property of the source. Screens are
+given what they need (`ScreenContext`) when they are made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import httpx
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
+from textual.screen import Screen
+from textual.theme import Theme
+
+from tui.board import Board, LogEntry
+from tui.sanitize import safe_line, safe_text
+from tui.screens.context import EndpointScreen, ScreenContext
+from tui.settings import EndpointSettings, Settings
+from tui.sources import LiveSource, ReplaySource, Source
+from tui.sources.updates import Finished, Notice, Update
+from tui.state import TableChoice, remember_table, remembered_table
+from tui.telemetry.alerts import Alert, AlertEngine
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import DEFAULT_MAX_MB
+from tui.telemetry.series import SeriesStore
+from tui.tune.live_advice import KeptModels, read_config_facts, read_models
+from tui.ui.messages import EndpointsUpdated, EndpointUpdated, HealthChecked, RestartExited, RestartStarted
+from tui.ui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
+from tui.ui.terminal_guard import exit_on_signals, guard_drawn_text, restore_signals
+from tui.ui.themes import (
+    DEFAULT_THEME,
+    FOOTER_CSS,
+    honour_no_color,
+    load_themes,
+    next_theme,
+    remember_theme,
+    remembered_theme,
+)
+from tui.ui.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
+from tui.widgets.card_view import CardData
+
+if TYPE_CHECKING:
+    from tui.tune.guard_control import GuardController, GuardFacts
+    from tui.tune.stepcost import StepCostModel
+
+YIELD_EVERY = 200  # updates applied in a row at most before the screens get a turn
+# The guard is made this long after the first figures came (they are drawn meanwhile, even on a loaded
+# machine), or at the latest this long after the start (an endpoint that never answers); its modules are
+# imported in a thread: a third of spectop's imports, on the event loop they would delay the first frame
+# with figures and freeze the keys. The sustained alert it acts on takes longer (30 s by default).
+GUARD_AFTER_FIGURES_S = 2.0
+GUARD_AT_THE_LATEST_S = 5.0
+
+
+HEADER_MARGINS = 18  # the header's icon and clock columns, either side of the title
+
+
+def fit_parts(parts: list[str], width: int) -> list[str]:
+    """The subtitle's parts that fit in `width`, whole: the poll interval goes first, then the parts after
+    the first; the first (what matters most: Prometheus DOWN) and the last (the alert count) stay."""
+    kept = list(parts)
+    while len(" · ".join(kept)) > width and len(kept) > 2:
+        interval = next((index for index, part in enumerate(kept) if part.startswith("every ")), None)
+        kept.pop(interval if interval is not None and 0 < interval < len(kept) - 1 else 1)
+    return kept
+
+
+class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, App[int]):
+    TITLE = "spectop"
+    CSS = FOOTER_CSS
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", tooltip="quit spectop"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="the keys of this screen"),
+        Binding("f1", "help", "Help", show=False, tooltip="the keys of this screen"),
+        Binding("p", "toggle_pause", "Pause", tooltip="pause / resume"),
+        Binding("t", "next_theme", "Theme", show=False, tooltip="next theme (remembered)"),
+        Binding("s", "screenshot", "Shot", show=False, tooltip="save an SVG screenshot"),
+        Binding("a", "alerts", "Alerts", tooltip="alerts, active and past"),
+        Binding("b", "bench", "Bench", tooltip="A/B burst bench"),
+        # One footer item for both speed keys (the detail screen's footer is full at 80 columns).
+        Binding("plus", "faster", "Speed", key_display="+/-", tooltip="replay faster (+) / slower (-)"),
+        Binding("minus", "slower", "", show=False),
+        *QUIT_BINDINGS,
+    ]
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        source: Source | None = None,
+        record_path: str | os.PathLike[str] | None = None,
+        record_max_mb: float = DEFAULT_MAX_MB,
+        replay_path: str | os.PathLike[str] | None = None,
+        replay_speed: float = 1.0,
+        clock: Callable[[], float] = time.time,
+        theme_folders: list[Path] | None = None,
+        remember_theme_choice: bool = True,
+        intro: str | None = None,
+        step_costs: KeptModels | None = None,
+        bench_pair: tuple[str, str] | None = None,
+    ) -> None:
+        """`source` as given, else a replay of `replay_path`, else the live endpoints of `settings`.
+        `intro`: a line the dashboard shows until the first key (`spectop demo`'s story). `step_costs`:
+        the advisor's step-cost models (default: read from spectop's data folder; none in a replay).
+        `bench_pair`: the burst screen's A and B whichever card is focused (the demo's: MTP off, MTP on)."""
+        super().__init__()
+        guard_drawn_text()
+        honour_no_color(self)
+        self.settings = settings
+        self.board = Board(settings)
+        if source is None and replay_path is not None:
+            source = ReplaySource(Path(replay_path), replay_speed)
+        elif source is None:
+            source = LiveSource(settings, record_path=record_path, record_max_mb=record_max_mb, clock=clock)
+        self.source = source
+        self._step_costs = step_costs
+        self.context = ScreenContext(
+            self.board,
+            source.clock,
+            editable=source.allows_editing,
+            open_editor=self.open_editor,
+            open_tune=self.open_tune,
+            open_log=self.open_log,
+            reread_thresholds=self._reread_configs,
+            intro=intro,
+            # A small file read before the event loop runs (as the theme's); written from a thread.
+            table_choice=remembered_table() if remember_theme_choice else None,
+            remember_table=self._remember_table if remember_theme_choice else lambda _choice: None,
+        )
+        self._wall_clock = clock
+        self._restarting: str | None = None  # the endpoint of a planned restart under way
+        # The fallback guard (core: every decision), made after the first frame with figures (its imports
+        # are large).
+        self.guard: GuardController | None = None
+        self._guard_timed = False  # the first figures set the guard's timer
+        self._guard_started = False
+        self._changed: dict[str, None] = {}  # endpoints changed since the screens were last told, in order
+        self._theme_folders = theme_folders
+        self._remember_theme_choice = remember_theme_choice
+        self.theme_names: list[str] = []
+        self.bench_pair = bench_pair
+        # Before the app runs: its first CSS parse has the theme's colours (set in on_mount, every style was
+        # parsed twice and applied again before the first frame).
+        self._theme_problems = self._load_themes()
+
+    # --- what tests and scripts read ------------------------------------------------------------------------
+
+    @property
+    def http_client(self) -> httpx.AsyncClient | None:
+        """The source's client (scrapes, health checks after a restart, bursts); None in a replay."""
+        return self.source.http_client
+
+    @property
+    def readings(self) -> dict[str, EndpointReading]:
+        return self.board.readings
+
+    @property
+    def series(self) -> SeriesStore:
+        return self.board.series
+
+    @property
+    def alerts(self) -> AlertEngine:
+        return self.board.alerts
+
+    @property
+    def replay_done(self) -> bool:
+        return self.source.finished
+
+    def card_data(self, name: str) -> CardData:
+        return self.context.card_data(name)
+
+    def log_entries(self, name: str) -> list[LogEntry]:
+        return self.board.log_entries(name)
+
+    # --- life cycle -----------------------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen[Any]:
+        from tui.screens.dashboard import DashboardScreen
+
+        if self.source.is_fleet:  # fleet mode: the instances' table when cards do not fit (imported then)
+            from tui.widgets.fleet_table import FleetTable
+
+            return DashboardScreen(self.context, table=FleetTable(self.context))
+        return DashboardScreen(self.context)
+
+    async def on_mount(self) -> None:
+        exit_on_signals(self)
+        for problem in self._theme_problems:
+            self.notify(problem, title="theme skipped", severity="warning", timeout=10)
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        for note in self.settings.notes:  # what spectop assumed (http:// added to a bare host:port)
+            self.notify(safe_text(note), title="settings", timeout=10, markup=False)
+        await self.source.start()
+        # The first scrape starts now, not after the advisor's file is read (in a thread, meanwhile).
+        self.run_worker(self._follow_source(), name="source", group="source", exit_on_error=False)
+        if not isinstance(self.source, ReplaySource):  # the what-if advisor: live figures only
+            kept = self._step_costs
+            if kept is None:
+                kept = await asyncio.to_thread(read_models, None)
+            self.board.enable_advice(kept)
+            if kept.problem:
+                self.notify(safe_line(kept.problem), title="advisor", severity="warning", markup=False)
+            self._read_config_facts()
+        self._update_subtitle()
+        self.set_timer(GUARD_AT_THE_LATEST_S, self._start_guard)
+
+    def _start_guard(self) -> None:
+        """The fallback guard (`ask` offers a dialog, `auto` switches speculation off), made once the first
+        figures are on screen: it brings the tuner and the burst engine, a third of spectop's imports. The
+        sustained acceptance alert it acts on takes longer than that to start."""
+        if not self._guard_started:
+            self._guard_started = True
+            self.run_worker(self._make_guard(), name="guard", group="guard start", exit_on_error=False)
+
+    async def _make_guard(self) -> None:
+        await asyncio.to_thread(importlib.import_module, "tui.screens.guard")  # off the event loop
+        from tui.screens.guard import DialogPorts
+        from tui.tune.guard_control import GuardController
+
+        source, clock = self.source, self._wall_clock
+        ports = DialogPorts(
+            facts_of=self._guard_facts,
+            run=lambda work, name: self.run_worker(
+                work, name=f"guard {name}", group="guard", exit_on_error=False
+            ),
+            push=lambda dialog, answered: self.push_screen(dialog, callback=answered),
+            notify=lambda message, title, severity: self.notify(
+                message, title=title, severity=severity, timeout=10, markup=False
+            ),
+            began=lambda health_url: self.on_restart_started(RestartStarted(health_url)),
+            ended=self._end_restart,
+            noted=self._guard_noted,
+            record_guard=source.record_guard,
+        )
+        self.guard = GuardController(
+            self.board, lambda: source.http_client, clock, ports, enabled=source.allows_editing
+        )
+
+    def _reread_configs(self) -> None:
+        """After the editor or a tune: thresholds and the advisor's k and settings may have changed."""
+        self.source.reread_thresholds()
+        self._read_config_facts()
+
+    def _read_config_facts(self) -> None:
+        if self.board.advice is not None:
+            self.run_worker(self._config_facts(), name="config facts", group="advice", exit_on_error=False)
+
+    async def _config_facts(self) -> None:
+        """Each endpoint's k and settings digest from its config file (off the event loop)."""
+        for endpoint in self.board.endpoints:
+            if endpoint.config_file is not None:
+                self.board.set_config_facts(endpoint.name, await read_config_facts(endpoint.config_file))
+
+    async def on_unmount(self) -> None:
+        restore_signals(self)
+        self.workers.cancel_all()
+        await self.source.close()
+
+    async def _follow_source(self) -> None:
+        applied = 0
+        async for update in self.source.updates():
+            self.apply(update)
+            applied += 1
+            if applied % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # a backlog of updates (a burst of log lines) never starves the screen
+
+    def apply(self, update: Update) -> None:
+        """One update of the source: into the board, then the screens and the header are told."""
+        if isinstance(update, Notice):
+            message, title = safe_text(update.message), safe_line(update.title)
+            self.notify(
+                message, title=title, severity=update.severity, timeout=update.timeout_s, markup=False
+            )
+            self._update_subtitle()  # a notice may change what the source says (Prometheus down)
+            return
+        applied = self.board.apply(update)
+        self._announce(applied.alerts)
+        if applied.log_line is not None:
+            name, entry = applied.log_line
+            self._broadcast(EndpointUpdated(name, log_line=entry))
+        immediate = isinstance(update, Finished)
+        if immediate:
+            self._tell_changed()
+            for name in applied.changed:
+                self._broadcast(EndpointUpdated(name, immediate=True))
+        elif applied.changed:
+            if not self._changed:
+                self.call_later(self._tell_changed)  # when the screens get their turn: all at once
+            self._changed.update(dict.fromkeys(applied.changed))
+        if self.guard is not None:
+            self.guard.watch(applied.changed)
+        elif applied.changed and not self._guard_timed:
+            self._guard_timed = True
+            self.set_timer(GUARD_AFTER_FIGURES_S, self._start_guard)
+        if immediate:
+            self._update_subtitle()
+            self.notify("end of recording", timeout=4)
+
+    # --- a planned restart (save & restart in the config editor): "restarting", and "down" if it fails -----
+
+    def on_restart_started(self, message: RestartStarted) -> None:
+        self._restarting = next(
+            (e.name for e in self.board.endpoints if message.health_url == f"{e.url}/health"), None
+        )
+        if self._restarting is not None:
+            self.alerts.begin_restart(self._restarting, self._wall_clock())
+            self.series.endpoint(self._restarting).mark(self._wall_clock(), "config")  # a chart marker
+            self._broadcast(EndpointUpdated(self._restarting))
+
+    def on_restart_exited(self, message: RestartExited) -> None:
+        if message.returncode is None:
+            self._end_restart(False, f"could not run the command: {message.detail}")
+        elif message.returncode != 0:
+            self._end_restart(False, f"the command exited with {message.returncode}")
+
+    def on_health_checked(self, message: HealthChecked) -> None:
+        if message.back:
+            self._end_restart(True, "")
+        elif message.elapsed_s < 0:
+            self._end_restart(False, f"/health did not answer: {message.detail}")
+
+    def _end_restart(self, ok: bool, detail: str) -> None:
+        self._read_config_facts()  # a save & restart or the guard may have changed k
+        name, self._restarting = self._restarting, None
+        if name is not None:
+            self._announce(self.board.end_restart(name, self._wall_clock(), ok, detail))
+            self._broadcast(EndpointUpdated(name))
+
+    def _announce(self, changes: list[Alert]) -> None:
+        if changes:
+            self._update_subtitle()
+        if not self.source.toasts_alerts:
+            return
+        for alert in changes:
+            if alert.active:
+                severity: SeverityLevel = "error" if alert.severity == "critical" else "warning"
+                message, title = safe_line(alert.message), safe_line(alert.endpoint)
+                self.notify(message, title=title, severity=severity, timeout=6, markup=False)
+
+    def _guard_facts(self, endpoint: EndpointSettings) -> GuardFacts:
+        """What only the app knows for the guard: a planned restart under way, and whether the user is
+        at the endpoint's config (its editor, or a tune of it, on the screen stack)."""
+        from tui.screens.editor import EditorScreen
+        from tui.screens.tune import TuneScreen
+        from tui.tune.guard_control import GuardFacts
+
+        editing = any(
+            (isinstance(screen, TuneScreen) and screen.endpoint.name == endpoint.name)
+            or (isinstance(screen, EditorScreen) and screen.path == endpoint.config_file)
+            for screen in self.screen_stack
+        )
+        restarting = self._restarting is not None or self.alerts.restarting(endpoint.name)
+        return GuardFacts(restarting=restarting, editing=editing)
+
+    def _guard_noted(self, name: str) -> None:
+        self._update_subtitle()
+        self._broadcast(EndpointUpdated(name))  # the alerts screen shows the guard's record
+
+    def _tell_changed(self) -> None:
+        """The endpoints changed since the screens were last told, in one message per screen."""
+        if not self._changed:
+            return
+        changed, self._changed = tuple(self._changed), {}
+        for screen in self.screen_stack:
+            screen.post_message(EndpointsUpdated(changed))
+
+    def _broadcast(self, message: EndpointUpdated) -> None:
+        """Tell the screens; log lines only go to screens that show a log (most lines change nothing else)."""
+        for screen in self.screen_stack:
+            if message.log_line is None or (isinstance(screen, EndpointScreen) and screen.shows_log_lines):
+                screen.post_message(
+                    EndpointUpdated(message.endpoint, message.log_line, immediate=message.immediate)
+                )
+
+    # --- actions --------------------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("faster", "slower"):
+            return self.source.has_speed
+        if action == "bench":
+            return self.source.allows_bench
+        return True
+
+    def action_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def open_log(self, name: str) -> None:
+        """The endpoint's log file full screen (the log viewer); said why not when it has none."""
+        from tui.screens.log_viewer import LogViewerScreen
+
+        endpoint = self.board.endpoint(name)
+        log_file = getattr(endpoint, "log_file", None) if endpoint is not None else None
+        if log_file is None:
+            why = "fleet mode has no logs" if self.board.settings.prometheus is not None else "no log_file"
+            self.notify(
+                safe_line(f"{name}: {why} (the detail screen shows the log events it has)"), timeout=4
+            )
+            return
+        self.push_screen(LogViewerScreen(Path(log_file), f"{name} · {log_file}"))
+
+    def action_alerts(self) -> None:
+        from tui.screens.alerts import AlertsScreen
+
+        if not isinstance(self.screen, AlertsScreen):
+            self.push_screen(AlertsScreen(self.board.alerts))
+
+    def action_toggle_pause(self) -> None:
+        self.source.toggle_pause()
+        self._update_subtitle()
+        self.notify("paused" if self.source.paused else "resumed", timeout=2)
+
+    def action_faster(self) -> None:
+        self.source.change_speed(+1)
+        self._update_subtitle()
+
+    def action_slower(self) -> None:
+        self.source.change_speed(-1)
+        self._update_subtitle()
+
+    def action_next_theme(self) -> None:
+        self.theme = next_theme(self.theme, self.theme_names)
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        svg = self.export_screenshot()
+        stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime(self._wall_clock()))
+        target = Path(path or os.getcwd()) / (filename or f"spectop_screenshot_{stamp}.svg")
+        self.run_worker(self._write_screenshot(target, svg), name="screenshot")
+
+    async def _write_screenshot(self, target: Path, svg: str) -> None:
+        try:
+            import aiofiles  # only here: not among the imports before the first frame
+
+            async with aiofiles.open(target, "w", encoding="utf-8") as file:
+                await file.write(svg)
+        except OSError as error:
+            self.notify(f"screenshot not saved: {error}", severity="error")
+            return
+        self.notify(f"screenshot saved: {target}", timeout=8)
+
+    def action_bench(self) -> None:
+        from tui.screens.bench import BenchScreen
+
+        if not self.source.allows_bench:
+            self.notify("the bench needs live endpoints, not a replay", severity="warning")
+            return
+        client = self.http_client
+        if client is None:
+            self.notify("the bench needs the live source's http client", severity="warning")
+            return
+        if self.bench_pair is not None:
+            first, second = self.bench_pair
+            self.push_screen(BenchScreen(self.board.endpoints, client, default_a=first, default_b=second))
+            return
+        screen = self.screen
+        default_a = screen.endpoint_in_view if isinstance(screen, EndpointScreen) else None  # side A
+        self.push_screen(BenchScreen(self.board.endpoints, client, default_a=default_a))
+
+    def open_editor(self, name: str) -> None:
+        from tui.configs.restart import HEALTH_TIMEOUT_S
+        from tui.screens.editor import EditorScreen
+
+        endpoint: EndpointSettings | None = self.board.endpoint(name)
+        if endpoint is None or endpoint.config_file is None:
+            self.notify(f"{name}: no config_file in the settings, nothing to edit", severity="warning")
+            return
+        self.push_screen(
+            EditorScreen(
+                endpoint.config_file,
+                restart_command=endpoint.restart_command,
+                health_url=f"{endpoint.url}/health",
+                log_file=endpoint.log_file,
+                health_timeout_s=endpoint.health_timeout_s or HEALTH_TIMEOUT_S,
+                client=self.http_client,
+                keep_recovery_note=self.keep_recovery_note,
+            )
+        )
+
+    def open_tune(self, name: str) -> None:
+        """`T`: sweep the endpoint's speculative parameter with restarts (needs its config and restart)."""
+        from tui.screens.tune import TuneScreen
+
+        endpoint: EndpointSettings | None = self.board.endpoint(name)
+        if endpoint is None or endpoint.config_file is None or not endpoint.restart_command:
+            self.notify(f"{name}: tuning needs a config_file and a restart_command", severity="warning")
+            return
+        self.push_screen(
+            TuneScreen(
+                endpoint,
+                on_finished=lambda _result: self._reread_configs(),
+                on_calibrated=self._calibrated,
+                client=self.http_client,
+                health_timeout_s=endpoint.health_timeout_s or 60.0,
+            )
+        )
+
+    def _calibrated(self, model: StepCostModel) -> None:
+        """A calibration from the tune screen: the advisor uses its model from the next reading on."""
+        if self.board.advice is not None:
+            self.board.advice.add_model(model)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        for command in super().get_system_commands(screen):
+            if command.title != "Screenshot":  # ours (below) saves into the current folder
+                yield command
+        commands = [
+            ("Pause / resume", "Stop or restart polling (or the replay)", "app.toggle_pause"),
+            ("Help", "The keys of this screen", "app.help"),
+            ("Alerts", "Active and past alerts with their times", "app.alerts"),
+            ("Next theme", "Cycle through the spectop themes (remembered)", "app.next_theme"),
+            ("Screenshot", "Save an SVG of the screen into the current folder", "app.screenshot"),
+            ("Bench", "A/B burst bench between two endpoints", "app.bench"),
+            ("Detail", "Open the focused endpoint's detail screen", "screen.open_detail"),
+            ("Edit config", "Edit the focused endpoint's config file", "screen.edit"),
+            ("Filter", "Filter the cards (or the log on the detail screen)", "screen.filter"),
+            (
+                "Tune",
+                "Sweep the endpoint's k with restarts, recommend and apply (tune screen)",
+                "screen.tune",
+            ),
+            ("Table view", "Switch between the table of endpoints and the cards", "screen.toggle_view"),
+            (
+                "Table columns",
+                "Choose and order the table view's columns (remembered)",
+                "table.choose_columns",
+            ),
+            (
+                "Log viewer",
+                "The focused endpoint's log full screen: search, errors, follow, wrap",
+                "screen.log_viewer",
+            ),
+            (
+                "GPUs",
+                "One row per GPU: memory, utilisation, power, temperature, clocks, processes",
+                "screen.gpus",
+            ),
+        ]
+        for title, help_text, action in commands:
+            if not self._palette_action_here(screen, action):
+                continue  # not an action of this screen (the bench from the editor, the log viewer elsewhere)
+            yield SystemCommand(title, help_text, partial(self._palette_run, screen, action))
+
+    def _palette_target(self, screen: Screen[Any], action: str) -> tuple[Any, str] | None:
+        namespace, _, name = action.rpartition(".")
+        if namespace == "app":
+            return self, name
+        if namespace == "table":
+            tables = [table for table in screen.query("EndpointTable") if table.display]
+            return (tables[0], name) if tables else None
+        return screen, name
+
+    def _palette_action_here(self, screen: Screen[Any], action: str) -> bool:
+        target = self._palette_target(screen, action)
+        if target is None:
+            return False
+        node, name = target
+        if not callable(getattr(node, f"action_{name}", None)):
+            return False
+        return node.check_action(name, ()) is not False
+
+    async def _palette_run(self, screen: Screen[Any], action: str) -> None:
+        target = self._palette_target(screen, action)
+        if target is not None:
+            node, name = target
+            await self.run_action(name, node)
+
+    # --- themes and header ----------------------------------------------------------------------------------
+
+    def _load_themes(self) -> list[str]:
+        """Registers the theme files' themes and sets the remembered one (else spectop's); returns the
+        problems of the files skipped."""
+        folders = self._theme_folders
+        loaded = load_themes(folders) if folders is not None else load_themes()
+        for theme in loaded.themes.values():
+            self.register_theme(theme)
+        self.theme_names = sorted(loaded.themes)
+        wanted = remembered_theme() if self._remember_theme_choice else None
+        for choice in (wanted, DEFAULT_THEME):
+            if choice and choice in self.available_themes:
+                self.theme = choice
+                break
+        self._saved_theme = wanted or self.theme
+        return loaded.problems
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """Any theme change (t, or the palette's theme picker) is remembered for the next run."""
+        if self._remember_theme_choice and self.is_running and theme.name != self._saved_theme:
+            self._saved_theme = theme.name
+            self.run_worker(self._save_theme_choice(theme.name), name="remember theme")
+
+    async def _save_theme_choice(self, name: str) -> None:
+        problem = await asyncio.to_thread(remember_theme, name)
+        if problem:
+            self.notify(problem, severity="warning")
+
+    def _remember_table(self, choice: TableChoice) -> None:
+        self.run_worker(
+            self._save_table_choice(choice), name="remember table", group="remember-table", exclusive=True
+        )
+
+    async def _save_table_choice(self, choice: TableChoice) -> None:
+        problem = await asyncio.to_thread(remember_table, choice)
+        if problem:
+            self.notify(problem, severity="warning")
+
+    def _update_subtitle(self) -> None:
+        parts = self.source.status()
+        if self.source.paused:
+            parts.append("PAUSED")
+        active = len(self.alerts.active())
+        if active:
+            parts.append(f"{active} alert{'s' if active > 1 else ''} (a)")
+        room = self.size.width - HEADER_MARGINS - len(self.title) - len(" — ")
+        self.sub_title = safe_line(" · ".join(fit_parts(parts, room)))  # it may quote a server's error
+
+    def on_resize(self) -> None:
+        self._update_subtitle()

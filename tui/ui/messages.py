@@ -1,0 +1,129 @@
+"""Typed messages from background work (workers, timers) to widgets.
+
+One module for every message the app posts, grouped by feature. Each section is
+owned by the feature that posts it; add new messages inside your section.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+if TYPE_CHECKING:
+    from tui.board import LogEntry
+
+# --- dashboard / telemetry -------------------------------------------------------------------------------
+
+
+class EndpointUpdated(Message):
+    """The board's state for `endpoint` changed (new reading, log line or alert): views redraw.
+
+    `immediate`: redraw now rather than batched with the next updates (the source has finished).
+    """
+
+    def __init__(self, endpoint: str, log_line: LogEntry | None = None, *, immediate: bool = False) -> None:
+        super().__init__()
+        self.endpoint = endpoint
+        self.log_line = log_line
+        self.immediate = immediate
+
+
+class EndpointsUpdated(Message):
+    """The board's state of several endpoints changed (the readings of one poll, a fleet refresh):
+    one message for all of them (in the order they changed), so a refresh of 1,000 instances is one
+    message, not 1,000."""
+
+    def __init__(self, endpoints: tuple[str, ...]) -> None:
+        super().__init__()
+        self.endpoints = endpoints
+
+
+# --- config editor ---------------------------------------------------------------------------------------
+
+
+class ConfigFieldEdited(Message):
+    """A form field of the config editor was changed by the user; `value` is text, a bool or None (unset).
+
+    `commit` is False while typing (validate only) and True on enter, on leaving the field, or for
+    switches and selects (apply to the document).
+    """
+
+    def __init__(self, path: tuple[str, ...], value: str | bool | None, commit: bool = True) -> None:
+        super().__init__()
+        self.path = path
+        self.value = value
+        self.commit = commit
+
+
+class RestartOutput(Message):
+    """One line printed by the endpoint's restart command."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__()
+        self.line = line
+
+
+class RestartStarted(Message):
+    """A planned restart (the config editor's save & restart) begins; its server answers at `health_url`."""
+
+    def __init__(self, health_url: str | None) -> None:
+        super().__init__()
+        self.health_url = health_url
+
+
+class RestartExited(Message):
+    """The restart command ended; `returncode` is None when it could not be started."""
+
+    def __init__(self, returncode: int | None, detail: str = "") -> None:
+        super().__init__()
+        self.returncode = returncode
+        self.detail = detail
+
+
+class HealthChecked(Message):
+    """One poll of the server's /health after a restart; `back` once it answers 2xx."""
+
+    def __init__(self, back: bool, detail: str, elapsed_s: float) -> None:
+        super().__init__()
+        self.back = back
+        self.detail = detail
+        self.elapsed_s = elapsed_s
+
+
+# --- bursts (A/B bench) ----------------------------------------------------------------------------------
+
+
+class BurstProgressed(Message):
+    """A burst moved on: `progress` is a tui.bench.engine.BurstProgress."""
+
+    def __init__(self, progress: object) -> None:
+        super().__init__()
+        self.progress = progress
+
+
+class BurstFinished(Message):
+    """A burst (or a comparison of past bursts) is done; `summary` is a tui.bench.report.BurstSummary."""
+
+    def __init__(self, summary: object, result: object | None, saved_to: str | None) -> None:
+        super().__init__()
+        self.summary = summary
+        self.result = result  # tui.bench.session.BurstOutcome
+        self.saved_to = saved_to
+
+
+class BurstFailed(Message):
+    """A burst could not start or stopped; `error` says why in one line."""
+
+    def __init__(self, error: str, cancelled: bool = False) -> None:
+        super().__init__()
+        self.error = error
+        self.cancelled = cancelled
+
+
+class BurstHistoryLoaded(Message):
+    """The list of past bursts (tui.bench.burst_store.BurstEntry, newest first)."""
+
+    def __init__(self, entries: list[object]) -> None:
+        super().__init__()
+        self.entries = entries

@@ -1,0 +1,194 @@
+"""What every spectop App does to keep the terminal safe: nothing raw drawn, and the terminal given back.
+
+* One choke point for drawn text: every line Textual draws becomes terminal bytes in `Strip.render`.
+  `guard_drawn_text()` makes that method drop the control characters from each segment's text before it is
+  styled (`tui.sanitize.drop_controls`; they take no cell, so the layout is unchanged). Widgets still make
+  untrusted text readable with `safe_line` (an escape sequence removed whole, controls shown as symbols);
+  this guard is the net under all of them: a label built from a file, a server or a recording that forgot
+  it cannot retitle the terminal or write its clipboard. Textual's own colour and cursor codes are added
+  around the segments, so they are untouched.
+* SIGTERM and SIGHUP (a logout, `kill`, a closing SSH session) end the app the way `q` does, from the
+  event loop (`exit_on_signals`): Textual leaves the alternate screen, turns mouse reporting off and stops
+  its input thread, which would otherwise spin on a closed terminal and keep the process alive. An editor
+  holding unsaved text writes its recovery copy first. `run_app` runs an App so, and lets go of the input
+  thread whatever way `App.run` ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+from rich.segment import Segment
+from textual.app import App
+from textual.strip import Strip
+
+from tui.sanitize import drop_controls, safe_line
+
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_GUARDED = "_spectop_guarded"
+
+
+def _clean(segments: list[Segment]) -> list[Segment] | None:
+    """The segments with controls dropped from their text; None when every text is printable already."""
+    if all(segment.text.isprintable() for segment in segments):
+        return None
+    return [
+        segment if segment.text.isprintable() else Segment(drop_controls(segment.text), *segment[1:])
+        for segment in segments
+    ]
+
+
+def guard_drawn_text() -> bool:
+    """Install the guard on `Strip.render` (once); False when this Textual's Strip is not the one it knows."""
+    render = Strip.render
+    if getattr(render, _GUARDED, False):
+        return True
+    if not hasattr(Strip, "__slots__") or "_segments" not in Strip.__slots__:
+        return False
+
+    def guarded_render(self: Strip, console: Any) -> str:
+        if self._render_cache is None:
+            cleaned = _clean(self._segments)
+            if cleaned is not None:
+                self._segments = cleaned  # same cells: controls are zero-width
+        return render(self, console)
+
+    setattr(guarded_render, _GUARDED, True)
+    Strip.render = guarded_render  # type: ignore[method-assign]
+    return True
+
+
+def is_guarded() -> bool:
+    return bool(getattr(Strip.render, _GUARDED, False))
+
+
+# --- signals -----------------------------------------------------------------------------------------------
+#
+# A signal handler installed with `signal.signal` runs in the main thread between two bytecodes, which may
+# be inside Textual's shutdown or a queue's locked section: raising there (KeyboardInterrupt) can leave
+# Textual's input or writer thread waiting forever. So the handler only schedules the exit on the event
+# loop (`call_soon_threadsafe` writes one byte to the loop's wake-up pipe), or, before the app's loop
+# runs, leaves it for `exit_on_signals` to act on.
+
+
+_SignalHandler = Callable[[int, FrameType | None], Any] | int | None  # what signal.signal returns
+
+
+@dataclass
+class SignalState:
+    """What the signal guard knows of one App (kept beside it, not written onto it)."""
+
+    loop: asyncio.AbstractEventLoop | None = None  # the app's event loop, once it is mounted
+    pending_signal: int | None = None  # a signal that came before the loop ran
+    saved_handlers: dict[int, _SignalHandler] | None = None  # the handlers there before, while installed
+    exit_signal: int | None = None  # the signal that is ending the app
+    notes: tuple[str, ...] = ()  # the recovery-copy notes to print once the terminal is given back
+
+
+_STATES: weakref.WeakKeyDictionary[App[Any], SignalState] = weakref.WeakKeyDictionary()
+
+
+def signal_state(app: App[Any]) -> SignalState:
+    """The signal guard's state of `app` (made on first use)."""
+    state = _STATES.get(app)
+    if state is None:
+        state = _STATES[app] = SignalState()
+    return state
+
+
+def _handler(app: App[Any]) -> Callable[[int, FrameType | None], None]:
+    def handle(number: int, _frame: FrameType | None) -> None:
+        if number == signal.SIGHUP:
+            # The terminal hung up: the kernel sends SIGCONT next, on which Textual would start its
+            # application mode again (new threads, writes to a dead terminal) in the middle of the exit.
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(signal.SIGCONT, signal.SIG_DFL)
+        state = signal_state(app)
+        loop = state.loop
+        if loop is None:
+            state.pending_signal = number
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the app has ended already
+            loop.call_soon_threadsafe(_on_exit_signal, app, number)
+
+    return handle
+
+
+def _install(app: App[Any]) -> None:
+    state = signal_state(app)
+    if state.saved_handlers is not None:
+        return
+    handler = _handler(app)
+    saved: dict[int, _SignalHandler] = {}
+    for number in EXIT_SIGNALS:
+        with contextlib.suppress(ValueError):  # not the main thread (some test runners)
+            saved[number] = signal.signal(number, handler)
+    state.saved_handlers = saved
+
+
+def exit_on_signals(app: App[Any]) -> None:
+    """Call from the App's on_mount: SIGTERM / SIGHUP end it like `q` (see the module doc)."""
+    state = signal_state(app)
+    state.loop = asyncio.get_running_loop()
+    _install(app)
+    if state.pending_signal is not None:
+        _on_exit_signal(app, state.pending_signal)
+
+
+def restore_signals(app: App[Any]) -> None:
+    """Call from the App's on_unmount: the handlers that were there before."""
+    state = signal_state(app)
+    saved = state.saved_handlers or {}
+    state.saved_handlers = None
+    for number, previous in saved.items():
+        with contextlib.suppress(ValueError, TypeError):
+            signal.signal(number, previous)
+
+
+def _on_exit_signal(app: App[Any], number: int) -> None:
+    state = signal_state(app)
+    if state.exit_signal is not None:
+        return  # already ending (a logout sends SIGHUP and SIGTERM at once)
+    state.exit_signal = number
+    notes = []
+    for screen in list(app.screen_stack):
+        write = getattr(screen, "write_recovery_copy", None)
+        if write is None:
+            continue
+        try:
+            note = write()
+        except Exception as failure:  # the app is going down: report, never raise
+            note = f"spectop: could not write a recovery copy: {failure}"
+        if note:
+            notes.append(note)
+    state.notes = tuple(notes)
+    app.exit(return_code=128 + number)
+
+
+def release_input_thread(app: App[Any]) -> None:
+    """Stop Textual's input thread if `App.run` ended without stopping it (it keeps the process alive)."""
+    driver = getattr(app, "_driver", None)
+    event = getattr(driver, "exit_event", None)
+    if event is not None:
+        event.set()
+
+
+def run_app(app: App[Any]) -> None:
+    """`app.run()` for the TUI commands: ended by a signal like by `q`, and never left holding a thread."""
+    _install(app)  # from before Textual starts: a signal then is acted on once the app is mounted
+    try:
+        app.run()
+    finally:
+        restore_signals(app)
+        release_input_thread(app)
+    for note in signal_state(app).notes:
+        with contextlib.suppress(OSError, ValueError):  # the terminal may be gone (a logout)
+            print(safe_line(note), file=sys.stderr)

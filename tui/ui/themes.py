@@ -1,0 +1,197 @@
+"""Colour themes as data files, and the remembered choice.
+
+Themes come from `tui.paths.themes_dir()` (shipped) and then the user's
+`$XDG_CONFIG_HOME/spectop/themes/` (a user theme with a shipped name replaces it).
+A broken file is reported (file and field) and skipped. The chosen theme is kept
+in `$XDG_CONFIG_HOME/spectop/state.json`.
+
+NO_COLOR (https://no-color.org): Textual alone turns colours into greys, still 256/true-colour codes, and
+a focused card is then only a lighter grey. `honour_no_color` makes the output carry no colour at all
+(the terminal's default foreground and background) and marks focus with shapes and reverse video
+instead; spectop never relies on colour alone otherwise (status words, badges, switches say on/off).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from textual.app import App
+from textual.color import Color, ColorParseError
+from textual.filter import Monochrome, NoColor
+from textual.theme import Theme
+
+from tui.paths import themes_dir, user_config_dir
+from tui.validators import friendly_message
+
+DEFAULT_THEME = "spectop-dark"
+STATE_FILE_NAME = "state.json"
+MAX_THEME_FILE_BYTES = 64_000
+
+
+class ThemeFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=60)
+    dark: bool = True
+    primary: str
+    secondary: str | None = None
+    accent: str | None = None
+    foreground: str | None = None
+    background: str | None = None
+    surface: str | None = None
+    panel: str | None = None
+    boost: str | None = None
+    success: str | None = None
+    warning: str | None = None
+    error: str | None = None
+    variables: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator(
+        "primary",
+        "secondary",
+        "accent",
+        "foreground",
+        "background",
+        "surface",
+        "panel",
+        "boost",
+        "success",
+        "warning",
+        "error",
+    )
+    @classmethod
+    def _colour(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            Color.parse(value)
+        except ColorParseError as error:
+            raise ValueError(f"expected a colour such as '#4EA8DE', got {value!r}") from error
+        return value
+
+    def to_theme(self) -> Theme:
+        return Theme(**self.model_dump())
+
+
+@dataclass
+class LoadedThemes:
+    themes: dict[str, Theme] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def user_themes_dir() -> Path:
+    return user_config_dir() / "themes"
+
+
+def load_theme_file(path: Path) -> Theme:
+    """One theme file → a Theme; ValueError naming the file and field when it is broken."""
+    try:
+        if path.stat().st_size > MAX_THEME_FILE_BYTES:
+            raise ValueError(f"{path}: larger than {MAX_THEME_FILE_BYTES} bytes, not a theme")
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: cannot read: {error}") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: not valid TOML: {error}") from error
+    try:
+        return ThemeFile.model_validate(data).to_theme()
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(item) for item in first["loc"]) or "top level"
+        raise ValueError(f"{path}: field {where}: {friendly_message(dict(first))}") from error
+
+
+def load_themes(folders: list[Path] | None = None) -> LoadedThemes:
+    """Every theme in the folders (shipped first, then the user's); problems are collected, not raised."""
+    loaded = LoadedThemes()
+    for folder in folders if folders is not None else [themes_dir(), user_themes_dir()]:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.toml")):
+            try:
+                theme = load_theme_file(path)
+            except ValueError as error:
+                loaded.problems.append(str(error))
+                continue
+            loaded.themes[theme.name] = theme
+    return loaded
+
+
+def state_path() -> Path:
+    return user_config_dir() / STATE_FILE_NAME
+
+
+def remembered_theme() -> str | None:
+    try:
+        data = json.loads(state_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    theme = data.get("theme") if isinstance(data, dict) else None
+    return theme if isinstance(theme, str) else None
+
+
+def remember_theme(name: str) -> str | None:
+    """Store the choice; returns a problem description instead of raising (a read-only home is fine)."""
+    path = state_path()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if not isinstance(data, dict):
+            data = {}
+    except (OSError, ValueError):
+        data = {}
+    data["theme"] = name
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as error:
+        return f"{path}: cannot save the theme choice: {error}"
+    return None
+
+
+def next_theme(current: str, names: list[str]) -> str:
+    """The theme after `current` in `names`, wrapping around."""
+    if not names:
+        return current
+    if current not in names:
+        return names[0]
+    return names[(names.index(current) + 1) % len(names)]
+
+
+# Focus and selection without colour: a heavy border, reverse video. Loaded only under NO_COLOR.
+# Textual's compact footer gives every key `margin-right: 1`, the docked command-palette key too: the keys
+# that overflow at 80 columns then show one character at the right edge ("^p paletteh"). Both apps use it.
+# On a dialog only the newest toast shows, at the top: the dialog's keys are on its last lines (the
+# middle of the screen or lower), and a toast must not hide them. The others show when it closes.
+FOOTER_CSS = """
+Footer.-compact FooterKey.-command-palette { margin-right: 0; padding-right: 1; }
+ModalScreen > ToastRack { dock: top; align: right top; margin-bottom: 0; }
+ModalScreen > ToastRack > ToastHolder { display: none; }
+ModalScreen > ToastRack > ToastHolder:last-child { display: block; }
+"""
+
+NO_COLOR_CSS = """
+EndpointCard:focus, LogPane:focus, EndpointTable:focus, DataTable:focus { border: heavy; }
+EndpointCard:focus { border-title-style: bold reverse; }
+DataTable > .datatable--cursor, DataTable > .datatable--fixed-cursor { text-style: bold reverse; }
+OptionList > .option-list--option-highlighted { text-style: bold reverse; }
+Switch:focus, Button:focus, Input:focus, Select:focus > SelectCurrent { text-style: reverse; }
+Tab.-active { text-style: bold reverse; }
+Input > .input--placeholder { text-style: italic; }
+"""
+
+
+def honour_no_color(app: App[Any]) -> None:
+    """Under NO_COLOR: no colour codes (Textual's greys become the terminal's defaults), focus shown by
+    shape and reverse video. Call from the App's `__init__`."""
+    if not app.no_color:
+        return
+    app._filters[:] = [NoColor() if isinstance(item, Monochrome) else item for item in app._filters]
+    app.stylesheet.add_source(NO_COLOR_CSS, read_from=(__file__, "NO_COLOR_CSS"), is_default_css=False)
