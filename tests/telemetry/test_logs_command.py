@@ -91,7 +91,8 @@ class Spawned:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            # faulthandler: a follower that outlives its ctrl-c is sent SIGABRT and prints where it hung
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"},
         )
         self._lines: queue.Queue[str] = queue.Queue()
         self._errors: queue.Queue[str] = queue.Queue()
@@ -124,6 +125,15 @@ class Spawned:
         self.process.send_signal(signal.SIGINT)
         try:
             self.process.wait(timeout=HANG_GUARD_S)
+        except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+            self.process.wait()
+            for pump in self._pumps:
+                pump.join(HANG_GUARD_S)
+            stacks = "".join(iter_queue(self._errors))[-6000:]
+            raise AssertionError(
+                f"spectop logs outlived its ctrl-c by {HANG_GUARD_S:.0f} s:\n{stacks}"
+            ) from None
         finally:
             if self.process.poll() is None:
                 self.process.kill()
