@@ -9,6 +9,7 @@ given what they need (`ScreenContext`) when they are made.
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import os
 import time
@@ -56,6 +57,17 @@ if TYPE_CHECKING:
     from tui.tune.stepcost import StepCostModel
 
 YIELD_EVERY = 200  # updates applied in a row at most before the screens get a turn
+# Fleet mode: once the first refresh is drawn, the objects alive then (Textual's, the modules', the
+# board's first readings and rows) are moved out of the garbage collector's sight (`gc.freeze`): every
+# full collection scanned them all again, and a 1,000-instance refresh makes enough objects to set one
+# off every few refreshes (about a quarter of a refresh's CPU, `bench_fleet_dashboard.py`). And young
+# collections come every FLEET_GC_THRESHOLD objects rather than every 700 (a refresh makes some
+# 100,000, most of them gone by the next: 9 -> 2 ms of collections per refresh). Undone on exit
+# (`gc.unfreeze`, the thresholds as they were), so that an app run in a test process leaves nothing
+# uncollectable behind.
+FREEZE_HEAP_IN_FLEET_MODE = True
+FREEZE_HEAP_AFTER_S = 2.0  # after the first readings were told to the screens
+FLEET_GC_THRESHOLD = 50_000
 # The guard is made this long after the first figures came (they are drawn meanwhile, even on a loaded
 # machine), or at the latest this long after the start (an endpoint that never answers); its modules are
 # imported in a thread: a third of spectop's imports, on the event loop they would delay the first frame
@@ -148,6 +160,8 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         self._guard_timed = False  # the first figures set the guard's timer
         self._guard_started = False
         self._changed: dict[str, None] = {}  # endpoints changed since the screens were last told, in order
+        self._heap_frozen = False  # fleet mode: gc.freeze() asked for (FREEZE_HEAP_IN_FLEET_MODE)
+        self._gc_thresholds: tuple[int, int, int] | None = None  # the thresholds before, once frozen
         self._theme_folders = theme_folders
         self._remember_theme_choice = remember_theme_choice
         self.theme_names: list[str] = []
@@ -266,8 +280,18 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
 
     async def on_unmount(self) -> None:
         restore_signals(self)
+        if self._gc_thresholds is not None:
+            gc.unfreeze()
+            gc.set_threshold(*self._gc_thresholds)
         self.workers.cancel_all()
         await self.source.close()
+
+    def _freeze_heap(self) -> None:
+        """Fleet mode, the first refresh drawn: see FREEZE_HEAP_IN_FLEET_MODE."""
+        if self._gc_thresholds is None:
+            self._gc_thresholds = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(FLEET_GC_THRESHOLD, *self._gc_thresholds[1:])
 
     async def _follow_source(self) -> None:
         applied = 0
@@ -376,6 +400,10 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         changed, self._changed = tuple(self._changed), {}
         for screen in self.screen_stack:
             screen.post_message(EndpointsUpdated(changed))
+        if self.source.is_fleet and FREEZE_HEAP_IN_FLEET_MODE and not self._heap_frozen:
+            self._heap_frozen = True
+            # when the first refresh is in and drawn (its updates come in batches): FREEZE_HEAP_IN_FLEET_MODE
+            self.set_timer(FREEZE_HEAP_AFTER_S, self._freeze_heap)
 
     def _broadcast(self, message: EndpointUpdated) -> None:
         """Tell the screens; log lines only go to screens that show a log (most lines change nothing else)."""
