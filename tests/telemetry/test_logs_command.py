@@ -79,6 +79,13 @@ def test_json_time_is_null_when_unknown(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 HANG_GUARD_S = 60.0  # a loaded machine is slow, not broken: never an assertion about speed
+# ctrl-c in a terminal reaches a foreground process whose SIGINT is the default. A suite started in the
+# background of a non-interactive shell (`pytest &`) has SIGINT ignored, which every child inherits and
+# Python keeps: `spectop logs` then rightly ignores the test's SIGINT. The child starts as from a terminal.
+AS_FROM_A_TERMINAL = (
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('tui', run_name='__main__', alter_sys=True)"
+)
 
 
 class Spawned:
@@ -87,7 +94,7 @@ class Spawned:
 
     def __init__(self, *args: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tui", "logs", *args],
+            [sys.executable, "-c", AS_FROM_A_TERMINAL, "logs", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
