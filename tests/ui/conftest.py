@@ -14,8 +14,8 @@ from bench_fixtures import mtp_burst, replaying
 from recording_factory import write_recording
 
 from tui.bench.results import BurstResult
-from tui.paths import themes_dir
-from tui.settings import Settings
+from tui.paths import sample_configs_dir, themes_dir
+from tui.settings import EndpointSettings, Settings
 from tui.ui.app import SpectopApp
 
 
@@ -63,3 +63,16 @@ def recorded_run(bench_folders: Path, monkeypatch: pytest.MonkeyPatch) -> BurstR
     result = mtp_burst()
     monkeypatch.setattr("tui.bench.session.run_burst", replaying(result))
     return result
+
+
+@pytest.fixture
+def live_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SpectopApp:
+    """The dashboard on one endpoint where nothing listens, with the sample config as its file."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    config = tmp_path / "config.toml"
+    config.write_text((sample_configs_dir() / "config.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    endpoint = EndpointSettings(
+        name="e", url="http://127.0.0.1:9", config_file=config, restart_command=["true"]
+    )  # nothing listens
+    settings = Settings(poll_interval_s=60, endpoints=[endpoint])
+    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)

@@ -7,20 +7,16 @@ of its own (the bench's history, the editor's tabs, the table view), and its hel
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Static
 from ui_waiting import wait_for
 
-from tui.paths import sample_configs_dir, themes_dir
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.guard import GuardDialog
 from tui.screens.help import HelpScreen, key_rows
-from tui.settings import EndpointSettings, Settings
 from tui.ui.app import SpectopApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog
 
@@ -30,19 +26,6 @@ GUARD_DIFF = "-enabled = true\n+enabled = false\n"
 
 def dashboard_ready(app: SpectopApp) -> bool:
     return isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
-
-
-@pytest.fixture
-def live_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SpectopApp:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    config = tmp_path / "config.toml"
-    config.write_text((sample_configs_dir() / "config.toml").read_text(encoding="utf-8"), encoding="utf-8")
-    endpoint = EndpointSettings(
-        name="e", url="http://127.0.0.1:9", config_file=config, restart_command=["true"]
-    )  # nothing listens
-    settings = Settings(poll_interval_s=60, endpoints=[endpoint])
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
 
 
 def conflicts(screen: Screen[Any]) -> list[str]:

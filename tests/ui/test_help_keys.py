@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
-import pytest
 from textual.app import App
 from textual.containers import VerticalScroll
 from textual.dom import DOMNode
@@ -14,12 +12,10 @@ from textual.widgets import Footer, TabbedContent, TextArea
 from textual.widgets._footer import FooterKey
 from ui_waiting import wait_for
 
-from tui.paths import sample_configs_dir, themes_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.help import CLOSE_HINT, HelpScreen, declared_bindings
-from tui.settings import EndpointSettings, Settings
 from tui.ui.app import SpectopApp
 
 SIZE = (80, 24)
@@ -74,18 +70,6 @@ async def test_each_dashboard_screen_has_its_own_help(replay_app: Callable[..., 
         assert "h" in seen[DetailScreen]  # the log pane's access lines, in the footer and in the help
         assert "+/-" in seen[DashboardScreen]  # a replay: the speed keys, and no bench
         assert "b" not in seen[DashboardScreen]
-
-
-@pytest.fixture
-def live_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SpectopApp:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    config = tmp_path / "config.toml"
-    config.write_text((sample_configs_dir() / "config.toml").read_text(encoding="utf-8"), encoding="utf-8")
-    endpoint = EndpointSettings(
-        name="e", url="http://127.0.0.1:9", config_file=config, restart_command=["true"]
-    )  # nothing listens
-    settings = Settings(poll_interval_s=60, endpoints=[endpoint])
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
 
 
 def _footer_keys(app: App[object]) -> dict[str, FooterKey]:
