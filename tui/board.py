@@ -25,6 +25,7 @@ from tui.sources.updates import (
     ImbalanceSeen,
     LogLineArrived,
     ReadingArrived,
+    ReadingsArrived,
     SeriesLoaded,
     SourceDown,
     ThresholdRead,
@@ -141,6 +142,9 @@ class Board:
         if isinstance(update, ReadingArrived):
             alerts = self.add_reading(update.reading)
             return Applied(changed=(update.reading.name,), alerts=alerts)
+        if isinstance(update, ReadingsArrived):
+            alerts = [alert for reading in update.readings for alert in self.add_reading(reading)]
+            return Applied(changed=tuple(reading.name for reading in update.readings), alerts=alerts)
         if isinstance(update, LogLineArrived):
             return self._apply_log(update)
         if isinstance(update, EndpointsNamed):

@@ -15,8 +15,8 @@ What runs (all on 127.0.0.1):
   seconds (120 by default) after a `--warmup`: the spectop process's own CPU time (utime + stime from
   /proc/PID/stat, all its threads) over wall time (what the target is about: the other processes on a
   shared machine do not count, though they slow it down), the refresh latency (first query sent to the
-  last answer, and to the last byte drawn after it, which includes the dashboard's 0.25 s batching of
-  redraws), and the queries of each refresh;
+  last answer, and to the last byte drawn after it: a refresh is drawn as soon as its readings are in,
+  without the dashboard's batching of per-endpoint updates), and the queries of each refresh;
 * with `--poller-only`, no TUI: this process runs the `FleetPoller` every `--refresh` seconds and reports
   its own `time.process_time()` over wall time, and refreshes a quarter of the fleet (`quarter="q0"`) to
   show that the number of queries does not depend on the instance count.

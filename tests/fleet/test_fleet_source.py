@@ -11,7 +11,7 @@ from tests.fleet.fake_prometheus import WINDOW_S, FakePrometheus
 from tui.board import Board
 from tui.fleet.poller import FleetPoller, FleetRefresh
 from tui.sources.fleet import FleetSource
-from tui.sources.updates import ImbalanceSeen, Notice, ReadingArrived, SeriesLoaded, Update
+from tui.sources.updates import ImbalanceSeen, Notice, ReadingsArrived, SeriesLoaded, Update
 
 OUTLIER = "10.1.0.7:8000"
 GONE = "10.9.9.9:8000"
@@ -49,10 +49,9 @@ async def test_history_first_then_a_reading_per_instance_into_the_board() -> Non
         assert list(first.points) == ["10.1.0.1:8000"]  # not the instance Prometheus no longer lists
         board.apply(first)
         assert board.series.endpoint("10.1.0.1:8000").values("generation_tokens_per_s") == [50.0, 51.0, 52.0]
-        readings = [update for update in await take(updates, 40) if isinstance(update, ReadingArrived)]
-        assert len(readings) == 40
-        for update in readings:
-            board.apply(update)
+        refresh = await anext(updates)  # one update for the whole refresh
+        assert isinstance(refresh, ReadingsArrived) and len(refresh.readings) == 40
+        assert len(board.apply(refresh).changed) == 40
         assert [endpoint.name for endpoint in board.endpoints][:1] == ["10.1.0.1:8000"]
         assert len(board.endpoints) == 40  # endpoints first seen join the board
         await updates.aclose()
@@ -66,7 +65,7 @@ async def test_imbalance_goes_through_the_alert_engine_and_clears() -> None:
         source = FleetSource(settings, load_history=False)
         board = Board(settings)
         updates = source.updates()
-        seen = [update for update in await take(updates, 42) if isinstance(update, ImbalanceSeen)]
+        seen = [update for update in await take(updates, 2) if isinstance(update, ImbalanceSeen)]
         assert [update.endpoint for update in seen] == [OUTLIER]
         applied = board.apply(seen[0])
         assert [(alert.endpoint, alert.kind, alert.active) for alert in applied.alerts] == [
@@ -93,7 +92,7 @@ async def test_prometheus_down_is_said_once_and_its_return_too() -> None:
     async with FakePrometheus(fleet.answer) as fake:
         source = FleetSource(fleet_settings(fake.url, poll_interval_s=0.05), load_history=False)
         updates = source.updates()
-        await take(updates, 40)
+        await take(updates, 2)  # the first refresh's readings and its imbalance
         fleet.failing = (503, b"overloaded", 0.0)
         notices: list[Notice] = []
         readings = 0
@@ -101,9 +100,10 @@ async def test_prometheus_down_is_said_once_and_its_return_too() -> None:
             update = await anext(updates)
             if isinstance(update, Notice) and update.title.startswith("Prometheus"):
                 notices.append(update)
-            elif isinstance(update, ReadingArrived):
-                readings += 1
-                assert not update.reading.up and update.reading.figures.generation_tokens_per_s is None
+            elif isinstance(update, ReadingsArrived):
+                readings += len(update.readings)
+                assert not any(reading.up for reading in update.readings)
+                assert all(reading.figures.generation_tokens_per_s is None for reading in update.readings)
         assert [notice.title for notice in notices] == ["Prometheus DOWN"]
         assert "HTTP 503" in notices[0].message
         assert source.status()[0].startswith("Prometheus DOWN")
@@ -144,7 +144,7 @@ async def test_one_refresh_in_flight_at_a_time() -> None:
         poller = CountingPoller(settings.prometheus, WINDOW_S)
         source = FleetSource(settings, poller=poller, load_history=False)
         updates = source.updates()
-        await take(updates, 200)
+        await take(updates, 6)
         assert poller.refreshes >= 4 and poller.most_in_flight == 1
         source.toggle_pause()
         assert source.paused

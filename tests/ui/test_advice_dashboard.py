@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+from scripted_source import ScriptedSourceBase
 from ui_waiting import wait_for
 
 from tests.tune.test_advisor import CONDITIONAL, fitted, unconditional
 from tui.screens.detail import DetailScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings
-from tui.sources.base import Source
 from tui.sources.clock import WallClock
 from tui.sources.updates import ReadingArrived, Update
 from tui.telemetry.figures import Figures
@@ -25,7 +25,7 @@ from tui.widgets.figure_table import FigureTable
 URL = "http://127.0.0.1:8000"
 
 
-class ScriptedSource(Source):
+class ScriptedSource(ScriptedSourceBase):
     """Readings at the times given, as a live source would deliver them (no HTTP)."""
 
     def __init__(self, times: list[float]) -> None:
@@ -44,16 +44,6 @@ class ScriptedSource(Source):
             )
             await asyncio.sleep(0.01)
         self.finished = True
-
-    @property
-    def paused(self) -> bool:
-        return False
-
-    def toggle_pause(self) -> None:
-        return None
-
-    def status(self) -> list[str]:
-        return ["scripted"]
 
 
 def _app(times: list[float], kept: KeptModels) -> SpectopApp:

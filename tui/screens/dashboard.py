@@ -130,6 +130,7 @@ class DashboardScreen(EndpointScreen):
         self._focus_pending = False
         self._flush_pending = False
         self._dirty: set[str] = set()
+        self._read: set[str] = set()  # endpoints whose first reading was drawn (it is drawn at once)
         self._chosen_view: str | None = None  # "cards" / "table" after `v`; None: by what fits
         self.view = "cards"
         self._gpu_rows = (0, False)  # the GPU strip's rows, and whether any card has a GPU line
@@ -235,14 +236,21 @@ class DashboardScreen(EndpointScreen):
         self._mark_dirty((message.endpoint,), message.immediate)
 
     def on_endpoints_updated(self, message: EndpointsUpdated) -> None:
-        """The readings of a poll (a fleet refresh), in one message: as `EndpointUpdated` for each."""
-        self._mark_dirty(message.endpoints, immediate=False)
+        """The readings of a poll (a fleet refresh), in one message: as `EndpointUpdated` for each,
+        drawn now when the poll is whole."""
+        self._mark_dirty(message.endpoints, immediate=message.immediate)
 
     def _mark_dirty(self, names: Iterable[str], immediate: bool) -> None:
+        readings = self.context.board.readings
         for name in names:
             if name not in self._known:
                 self._add_endpoint(name)
             self._dirty.add(name)
+            if name not in self._read and name in readings:
+                # An endpoint's first figures are drawn now: the batching is for the steady state, and
+                # its delay would be half of the start-up's budget (the first frame with figures).
+                self._read.add(name)
+                immediate = True
         if immediate:
             self._flush_dirty()
         elif not self._flush_pending:

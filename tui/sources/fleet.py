@@ -3,7 +3,8 @@
 * At start, the history from `query_range` of the instances the first refresh lists (one `SeriesLoaded`,
   before their first readings), so sparklines are full at once.
 * Every `poll_interval_s`: one `FleetPoller.refresh()` (never two in flight: the next waits for the
-  last), a `ReadingArrived` per instance (an instance first seen joins the board through it).
+  last), one `ReadingsArrived` with every instance's reading (an instance first seen joins the board
+  through it).
 * Faults are data: Prometheus down, slow or answering an error leaves every instance unknown with that
   text (figures None, never 0, and not "down": nothing is known of them), raises ONE alert
   "Prometheus at URL unreachable: …" (`SourceDown`, not one per instance); the subtitle says
@@ -30,7 +31,7 @@ from tui.format import fmt_setting
 from tui.settings import PrometheusSettings, Settings
 from tui.sources.base import Source
 from tui.sources.clock import WallClock
-from tui.sources.updates import ImbalanceSeen, Notice, ReadingArrived, SeriesLoaded, SourceDown, Update
+from tui.sources.updates import ImbalanceSeen, Notice, ReadingsArrived, SeriesLoaded, SourceDown, Update
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 
@@ -146,7 +147,7 @@ class FleetSource(Source):
             self.error = refresh.error
             text = None if refresh.error is None else source_alert_text(self.prometheus.url, refresh.error)
             updates.append(SourceDown(SOURCE_NAME, refresh.time, text))
-        updates += [ReadingArrived(reading) for reading in refresh.readings]
+        updates.append(ReadingsArrived(tuple(refresh.readings)))
         if refresh.error is None:
             updates += self._imbalance(refresh.time, refresh.readings)
         return updates

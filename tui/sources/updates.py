@@ -20,6 +20,14 @@ class ReadingArrived:
 
 
 @dataclass(frozen=True)
+class ReadingsArrived:
+    """The scrapes of a whole poll in one update (a fleet refresh of up to thousands of instances): the
+    screens are told once, and draw it at once, since nothing else of that poll is to come."""
+
+    readings: tuple[EndpointReading, ...]
+
+
+@dataclass(frozen=True)
 class LogLineArrived:
     """A log line and the events it completed; `line` is None for events held back until the log went
     quiet (a traceback that was the last thing the log said). `time` is when spectop read it."""
@@ -107,6 +115,7 @@ class GuardReplayed:
 
 Update = (
     ReadingArrived
+    | ReadingsArrived
     | LogLineArrived
     | EndpointsNamed
     | ThresholdRead

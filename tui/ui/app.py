@@ -30,7 +30,7 @@ from tui.sanitize import safe_line, safe_text
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.settings import EndpointSettings, Settings
 from tui.sources import LiveSource, ReplaySource, Source
-from tui.sources.updates import Finished, Notice, Update
+from tui.sources.updates import Finished, Notice, ReadingsArrived, Update
 from tui.state import TableChoice, remember_table, remembered_table
 from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.reading import EndpointReading
@@ -160,6 +160,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         self._guard_timed = False  # the first figures set the guard's timer
         self._guard_started = False
         self._changed: dict[str, None] = {}  # endpoints changed since the screens were last told, in order
+        self._whole_poll = False  # those changes hold a whole poll's readings (a fleet refresh): draw now
         self._heap_frozen = False  # fleet mode: gc.freeze() asked for (FREEZE_HEAP_IN_FLEET_MODE)
         self._gc_thresholds: tuple[int, int, int] | None = None  # the thresholds before, once frozen
         self._theme_folders = theme_folders
@@ -321,6 +322,8 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
             for name in applied.changed:
                 self._broadcast(EndpointUpdated(name, immediate=True))
         elif applied.changed:
+            # A whole poll (a fleet refresh): drawn as soon as told, with the alerts that follow it
+            self._whole_poll = self._whole_poll or isinstance(update, ReadingsArrived)
             if not self._changed:
                 self.call_later(self._tell_changed)  # when the screens get their turn: all at once
             self._changed.update(dict.fromkeys(applied.changed))
@@ -398,8 +401,9 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         if not self._changed:
             return
         changed, self._changed = tuple(self._changed), {}
+        immediate, self._whole_poll = self._whole_poll, False
         for screen in self.screen_stack:
-            screen.post_message(EndpointsUpdated(changed))
+            screen.post_message(EndpointsUpdated(changed, immediate=immediate))
         if self.source.is_fleet and FREEZE_HEAP_IN_FLEET_MODE and not self._heap_frozen:
             self._heap_frozen = True
             # when the first refresh is in and drawn (its updates come in batches): FREEZE_HEAP_IN_FLEET_MODE

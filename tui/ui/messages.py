@@ -32,11 +32,15 @@ class EndpointUpdated(Message):
 class EndpointsUpdated(Message):
     """The board's state of several endpoints changed (the readings of one poll, a fleet refresh):
     one message for all of them (in the order they changed), so a refresh of 1,000 instances is one
-    message, not 1,000."""
+    message, not 1,000.
 
-    def __init__(self, endpoints: tuple[str, ...]) -> None:
+    `immediate`: the poll is whole (a fleet refresh): redraw now, there is nothing to batch it with.
+    """
+
+    def __init__(self, endpoints: tuple[str, ...], *, immediate: bool = False) -> None:
         super().__init__()
         self.endpoints = endpoints
+        self.immediate = immediate
 
 
 # --- config editor ---------------------------------------------------------------------------------------
