@@ -406,7 +406,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
             screen.post_message(EndpointsUpdated(changed, immediate=immediate))
         if self.source.is_fleet and FREEZE_HEAP_IN_FLEET_MODE and not self._heap_frozen:
             self._heap_frozen = True
-            # when the first refresh is in and drawn (its updates come in batches): FREEZE_HEAP_IN_FLEET_MODE
+            # when the first refresh is in and drawn: FREEZE_HEAP_IN_FLEET_MODE
             self.set_timer(FREEZE_HEAP_AFTER_S, self._freeze_heap)
 
     def _broadcast(self, message: EndpointUpdated) -> None:
