@@ -158,7 +158,10 @@ async def test_periodic_counter_reset(monkeypatch: pytest.MonkeyPatch) -> None:
     # than any short interval to scrape), then one every 0.4 s.
     monkeypatch.setattr(sglang_metrics, "IDLE_REPUBLISH_S", 3600.0)
     async with SimServer(flavor="sglang", decode_log_interval=5) as sim:
-        await client_for(sim.base_url).completions.create(model=sim.model, prompt="x", max_tokens=60)
+        # ignore_eos: an unseeded sampled request ends at EOS before 60 tokens about once in 40.
+        await client_for(sim.base_url).completions.create(
+            model=sim.model, prompt="x", max_tokens=60, extra_body={"ignore_eos": True}
+        )
         page = await scrape(sim.base_url)
         assert value(page, "sglang:generation_tokens_total") == 60
         assert value(page, "sglang:gen_throughput") > 0
