@@ -145,6 +145,11 @@ class AlertEngine:
         alerts = [replace(alert) for state in states for alert in state.active.values()]
         return sorted(alerts, key=lambda alert: alert.started_at)
 
+    def active_count(self) -> int:
+        """How many alerts are active (the header's count), without the copies `active` makes: a fleet
+        refresh may change hundreds of alerts, and the header is told after each."""
+        return sum(len(state.active) for state in self._endpoints.values())
+
     def all_alerts(self) -> list[Alert]:
         """Active alerts first (newest first), then cleared ones (newest first)."""
         active = sorted(self.active(), key=lambda alert: alert.started_at, reverse=True)

@@ -161,6 +161,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         self._guard_started = False
         self._changed: dict[str, None] = {}  # endpoints changed since the screens were last told, in order
         self._whole_poll = False  # those changes hold a whole poll's readings (a fleet refresh): draw now
+        self._subtitle_due = False  # alerts changed: the header's count is redrawn once they are all in
         self._heap_frozen = False  # fleet mode: gc.freeze() asked for (FREEZE_HEAP_IN_FLEET_MODE)
         self._gc_thresholds: tuple[int, int, int] | None = None  # the thresholds before, once frozen
         self._theme_folders = theme_folders
@@ -367,8 +368,10 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
             self._broadcast(EndpointUpdated(name))
 
     def _announce(self, changes: list[Alert]) -> None:
-        if changes:
-            self._update_subtitle()
+        if changes and not self._subtitle_due:
+            # Once for a run of updates (a fleet refresh changes an alert per imbalanced replica).
+            self._subtitle_due = True
+            self.call_later(self._update_subtitle)
         if not self.source.toasts_alerts:
             return
         for alert in changes:
@@ -652,10 +655,11 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
             self.notify(problem, severity="warning")
 
     def _update_subtitle(self) -> None:
+        self._subtitle_due = False
         parts = self.source.status()
         if self.source.paused:
             parts.append("PAUSED")
-        active = len(self.alerts.active())
+        active = self.alerts.active_count()
         if active:
             parts.append(f"{active} alert{'s' if active > 1 else ''} (a)")
         room = self.size.width - HEADER_MARGINS - len(self.title) - len(" — ")
