@@ -1,9 +1,9 @@
 """The header's alert count after a fleet refresh that changes many alerts at once.
 
-A refresh of a large fleet may start, reword or clear an imbalance alert per replica (their texts follow
-the live figures). The header counts the active alerts once those updates are in, not once per alert,
-and counts them without copying every alert (`AlertEngine.active_count`): per alert and with copies, a
-1,000-instance refresh cost 390 ms of CPU instead of 160 (tests/bench/bench_fleet_dashboard.py).
+A refresh of a large fleet may start or clear an alert per replica (the first refresh of a fleet with
+many imbalanced replicas, or a group whose median moves). The header counts the active alerts once those
+updates are in, not once per alert, and counts them without copying every alert
+(`AlertEngine.active_count`): per alert and with copies, the work grew with the changes times the alerts.
 """
 
 from __future__ import annotations
