@@ -3,9 +3,10 @@
 In a fresh interpreter (what a user's `spectop --endpoint URL` is), one endpoint scraped once from a real
 local server: once its card shows the figures, none of the modules of other screens and modes is
 imported (the guard and the tuner, fleet mode, the editors, the log grammars, the bench engine, the
-simulator, httpx's command-line client), no TLS context was made for a plain http:// endpoint, and the table's headers were not read
-as markup. The guard's own modules come a while after the first figures (tui/app.py), in a thread:
-here its timers are set far off, so that only what else would pull them in is seen; then it is made.
+simulator, httpx's command-line client), no TLS context was made for a plain http:// endpoint, and the
+table's headers were not read as markup. The guard's own modules come a while after the first figures
+(tui/app.py), in a thread: here its timers are set far off, so that only what else would pull them in
+is seen; then it is made.
 See tests/bench/bench_dashboard_first_frame.py for the times.
 """
 
