@@ -147,7 +147,7 @@ class AlertEngine:
 
     def active_count(self) -> int:
         """How many alerts are active (the header's count), without the copies `active` makes: a fleet
-        refresh may change hundreds of alerts, and the header is told after each."""
+        refresh may change hundreds of alerts, each with many others active."""
         return sum(len(state.active) for state in self._endpoints.values())
 
     def all_alerts(self) -> list[Alert]:
