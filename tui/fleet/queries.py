@@ -292,12 +292,18 @@ def up_timestamp_query(matchers: str) -> str:
 
 
 def engine_queries(matchers: str, window_s: float) -> list[FigureQuery]:
-    """vLLM per data-parallel engine: acceptance and tokens/s `by (instance, engine)` (for imbalance)."""
+    """vLLM per data-parallel engine: acceptance and tokens/s `by (instance, engine)` (for imbalance),
+    of the instances with two or more engines only (`and on (instance)` a count of their `engine`
+    labels): a fleet of one engine per server answers nothing, not a sample per instance to drop."""
     m = _Forms(matchers, duration(window_s), vllm.PREFIX)
     by = "instance, engine"
     accepted = _sum(m.rate("spec_decode_num_accepted_tokens_total"), by)
     drafted = _sum(m.rate("spec_decode_num_draft_tokens_total"), by)
+    engines = f"count by (instance) (count by ({by}) ({m.sel('generation_tokens_total')})) > 1"
     return [
-        FigureQuery("acceptance_rate", _ratio(accepted, drafted)),
-        FigureQuery("generation_tokens_per_s", _sum(m.rate("generation_tokens_total"), by)),
+        FigureQuery("acceptance_rate", f"({_ratio(accepted, drafted)}) and on (instance) ({engines})"),
+        FigureQuery(
+            "generation_tokens_per_s",
+            f"{_sum(m.rate('generation_tokens_total'), by)} and on (instance) ({engines})",
+        ),
     ]
