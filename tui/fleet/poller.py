@@ -144,7 +144,30 @@ def _positions(samples: Iterable[SampleJson]) -> dict[str, list[float]]:
     return result
 
 
-def _instance_rows(samples: list[SampleJson], group_label: str) -> dict[str, _Instance]:
+FigureAnswer = dict[str, float] | dict[str, list[float]]  # instance → value (per position: the list)
+EngineAnswer = dict[str, dict[str, float]]  # instance → engine → value
+
+
+def _figure_reducer(query: FigureQuery) -> Callable[[list[SampleJson]], FigureAnswer]:
+    return _positions if query.by_position else _by_instance
+
+
+def _by_engine(samples: Iterable[SampleJson]) -> EngineAnswer:
+    """Each instance's value per `engine` label (`number`'s rule)."""
+    found: EngineAnswer = {}
+    for sample in samples:
+        metric = sample.get("metric", _NO_LABELS)
+        instance, engine, value = metric.get("instance"), metric.get("engine"), number(sample["value"][1])
+        if instance is not None and engine is not None and value is not None:
+            found.setdefault(instance, {})[engine] = value
+    return found
+
+
+def _bounds_of(samples: Iterable[SampleJson]) -> Bounds:
+    return bucket_bounds(InstantSample(sample.get("metric", {}), sample["value"]) for sample in samples)
+
+
+def _instance_rows(samples: Iterable[SampleJson], group_label: str) -> dict[str, _Instance]:
     """Discovery answer → instances: the backend with the most family names wins (as `detect_backend`)."""
     votes: dict[str, dict[str, float]] = {}
     models: dict[str, dict[str, None]] = {}
@@ -244,26 +267,31 @@ class FleetPoller:
         started = time.monotonic()
         requests_before = self.client.requests
         at = time.time()
-        fixed = [self._discovery(), up_query(self.matchers), up_timestamp_query(self.matchers)]
-        queries = [*self._queries, *self._engine_queries]
         asking = self._bounds_wanted(started)
-        extra = [bucket_bounds_query(self.matchers)] if asking else []
         deadline = asyncio.get_running_loop().time() + self.client.timeout_s
-        exprs = [*fixed, *(query.expr for query in queries), *extra]
-        answers = await asyncio.gather(
-            *(self._guarded(partial(self.client.query_vector, expr, at), deadline) for expr in exprs)
+
+        def ask(expr: str, reduce: Callable[[list[SampleJson]], _T]) -> Awaitable[_T | PrometheusError]:
+            return self._guarded(partial(self._ask, expr, at, reduce), deadline)
+
+        instances = partial(_instance_rows, group_label=self.settings.group_by)
+        discovery, up, scraped_at, figure_list, engine_list, bounds_list = await asyncio.gather(
+            ask(self._discovery(), instances),
+            ask(up_query(self.matchers), _by_instance),
+            ask(up_timestamp_query(self.matchers), _by_instance),
+            asyncio.gather(*(ask(query.expr, _figure_reducer(query)) for query in self._queries)),
+            asyncio.gather(*(ask(query.expr, _by_engine) for query in self._engine_queries)),
+            asyncio.gather(
+                *(ask(bucket_bounds_query(self.matchers), _bounds_of) for _ in range(1 if asking else 0))
+            ),
         )
-        discovery, up, scraped_at = answers[:3]
-        figure_answers = dict(zip(self._queries, answers[3 : 3 + len(self._queries)], strict=True))
-        engine_answers = dict(
-            zip(self._engine_queries, answers[3 + len(self._queries) : 3 + len(queries)], strict=True)
-        )
-        bounds_answer = answers[-1] if asking else None
+        figure_answers = dict(zip(self._queries, figure_list, strict=True))
+        engine_answers = dict(zip(self._engine_queries, engine_list, strict=True))
         if asking:
             self._bounds_asked = started
-        error = next(
-            (answer for answer in (discovery, up, scraped_at) if isinstance(answer, PrometheusError)), None
-        )
+        if isinstance(discovery, PrometheusError):
+            error: PrometheusError | None = discovery
+        else:
+            error = next((answer for answer in (up, scraped_at) if isinstance(answer, PrometheusError)), None)
         if error is not None:
             readings = [
                 self._unknown(instance, known, at, str(error)) for instance, known in self._instances.items()
@@ -273,24 +301,26 @@ class FleetPoller:
             assert not isinstance(discovery, PrometheusError)
             assert not isinstance(up, PrometheusError) and not isinstance(scraped_at, PrometheusError)
             self._discovered_once = True
-            discovered = _instance_rows(discovery, self.settings.group_by)
-            for instance, found in discovered.items():
+            for instance, found in discovery.items():
                 known = self._instances.get(instance)
                 if known is not None:
                     found.consecutive_failures = known.consecutive_failures
                 self._instances[instance] = found
-            if bounds_answer is not None and not isinstance(bounds_answer, PrometheusError):
-                self._bounds = bucket_bounds(
-                    InstantSample(sample.get("metric", {}), sample["value"]) for sample in bounds_answer
-                )
-            result = self._readings(
-                at, _by_instance(up), _by_instance(scraped_at), figure_answers, set(discovered)
-            )
+            for bounds in bounds_list:
+                if not isinstance(bounds, PrometheusError):
+                    self._bounds = bounds
+            result = self._readings(at, up, scraped_at, figure_answers, set(discovery))
             _add_engines(result.readings, engine_answers)
         result.queries = self.client.requests - requests_before
         result.elapsed_s = time.monotonic() - started
         self.last_refresh = result
         return result
+
+    async def _ask(self, expr: str, at: float, reduce: Callable[[list[SampleJson]], _T]) -> _T:
+        """An instant query's answer reduced at once to what the refresh keeps of it (instance → value):
+        a refresh of 1,000 instances parses some 20,000 samples, and kept until the last answer came they
+        set off a garbage collection of them all at every refresh (see FREEZE_HEAP_IN_FLEET_MODE)."""
+        return reduce(await self.client.query_vector(expr, at))
 
     def _bounds_wanted(self, now: float) -> bool:
         """Ask the bucket bounds with this refresh: with the first, then only while an instance has a
@@ -341,7 +371,7 @@ class FleetPoller:
         at: float,
         up: dict[str, float],
         scraped_at: dict[str, float],
-        answers: dict[FigureQuery, list[SampleJson] | PrometheusError],
+        answers: dict[FigureQuery, FigureAnswer | PrometheusError],
         discovered: set[str],
     ) -> FleetRefresh:
         values: dict[str, dict[str, float | list[float]]] = {}
@@ -350,10 +380,7 @@ class FleetPoller:
             if isinstance(answer, PrometheusError):
                 figure_errors[query.figure] = str(answer)
                 continue
-            found: dict[str, float] | dict[str, list[float]] = (
-                _positions(answer) if query.by_position else _by_instance(answer)
-            )
-            for instance, value in found.items():
+            for instance, value in answer.items():
                 values.setdefault(instance, {})[query.figure] = value
         readings = []
         self._bounds_missing = False
@@ -424,17 +451,15 @@ class FleetPoller:
 
 
 def _add_engines(
-    readings: list[FleetReading], answers: dict[FigureQuery, list[SampleJson] | PrometheusError]
+    readings: list[FleetReading], answers: dict[FigureQuery, EngineAnswer | PrometheusError]
 ) -> None:
     """Per-engine figures of instances with two or more `engine` labels (a failed query adds nothing)."""
     engines: dict[str, dict[str, dict[str, float]]] = {}
     for query, answer in answers.items():
         if isinstance(answer, PrometheusError):
             continue
-        for sample in answer:
-            metric = sample.get("metric", _NO_LABELS)
-            instance, engine, value = metric.get("instance"), metric.get("engine"), number(sample["value"][1])
-            if instance is not None and engine is not None and value is not None:
+        for instance, by_engine in answer.items():
+            for engine, value in by_engine.items():
                 engines.setdefault(instance, {}).setdefault(engine, {})[query.figure] = value
     for reading in readings:
         found = engines.get(reading.instance, {})
