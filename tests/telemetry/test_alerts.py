@@ -242,3 +242,17 @@ def test_all_alerts_lists_active_first_and_the_cleared_list_is_bounded() -> None
     assert alerts[0].endpoint == "b" and alerts[0].active
     assert len(engine.cleared) == 500
     assert all(not alert.active for alert in alerts[1:])
+
+
+def test_active_severities_follow_the_active_alerts_without_copies() -> None:
+    engine = AlertEngine(RULES)
+    assert engine.active_severities("a") == ()
+    engine.observe_reading("a", 0.0, True, 0.5)
+    engine.observe_reading("a", 10.0, True, 0.5)
+    assert engine.active_severities("a") == ("warning",)
+    engine.observe_reading("a", 12.0, True, 0.2)
+    engine.observe_reading("a", 22.0, True, 0.2)
+    assert engine.active_severities("a") == tuple(alert.severity for alert in engine.active("a"))
+    assert engine.active_severities("a") == ("critical",)
+    engine.observe_reading("a", 30.0, True, 0.9)
+    assert engine.active_severities("a") == ()

@@ -38,6 +38,11 @@ def test_status_waiting_up_stale_down() -> None:
     assert down.status == "down"
     assert down.status_content().plain == "● down 1 s"
     assert "connection refused" in badge_line(down, 80).plain
+    assert (
+        CardData(name="a", reading=_reading(99.0, up=False), now=100.0, restarting=True).status
+        == "restarting"
+    )
+    assert CardData(name="a", reading=_reading(99.0), now=None).status == "up"  # no clock: never stale
 
 
 def test_down_endpoint_shows_dashes_not_old_figures() -> None:

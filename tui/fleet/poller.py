@@ -374,14 +374,20 @@ class FleetPoller:
         answers: dict[FigureQuery, FigureAnswer | PrometheusError],
         discovered: set[str],
     ) -> FleetRefresh:
-        values: dict[str, dict[str, float | list[float]]] = {}
+        values: dict[str, dict[str, object]] = {}  # instance → figure → value (and notes, bounds)
         figure_errors: dict[str, str] = {}
         for query, answer in answers.items():
             if isinstance(answer, PrometheusError):
                 figure_errors[query.figure] = str(answer)
                 continue
+            figure = query.figure
             for instance, value in answer.items():
-                values.setdefault(instance, {})[query.figure] = value
+                found = values.get(instance)
+                if found is None:  # not setdefault: its default dict would be made for every sample
+                    values[instance] = {figure: value}
+                else:
+                    found[figure] = value
+        failed = "; ".join(f"{name}: {text}" for name, text in sorted(figure_errors.items()))
         readings = []
         self._bounds_missing = False
         for instance, known in sorted(self._instances.items()):
@@ -398,13 +404,15 @@ class FleetPoller:
             if is_up and instance not in discovered:
                 # Scraped fine, but its server's metric families are gone (another server there now?).
                 error = f"no {known.backend or 'known'} metrics in Prometheus now"
-            elif figure_errors and is_up:
-                error = "; ".join(f"{name}: {text}" for name, text in sorted(figure_errors.items()))
+            elif failed and is_up:
+                error = failed
             known.consecutive_failures = 0 if is_up else known.consecutive_failures + 1
-            known_values = values.get(instance, {})
+            known_values = values.get(instance) or {}  # this refresh's own: no copy
             notes, placed = quantile_notes(instance, known_values, self._bounds)
             self._bounds_missing |= UNKNOWN_BUCKET in notes.values()
-            figures = Figures.model_validate({**known_values, "notes": notes, "quantile_bounds": placed})
+            known_values["notes"] = notes
+            known_values["quantile_bounds"] = placed
+            figures = Figures.model_validate(known_values)
             known.impossible_figures += drop_impossible(figures)  # the endpoints' rules: dropped, counted
             readings.append(
                 self._reading(instance, known, at, up=is_up, error=error, figures=figures, age=age)

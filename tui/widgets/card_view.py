@@ -98,6 +98,22 @@ def short_model(model: str, width: int, peers: Sequence[str] = ()) -> str:
     return "…" + model[start : start + keep - 1] + "…"  # the differing part alone is too long: its start
 
 
+def reading_status(
+    reading: EndpointReading | None, now: float | None, stale_after_s: float, *, restarting: bool = False
+) -> Status:
+    """An endpoint's status from its newest reading (`CardData.status`; the fleet's table asks it of
+    every instance at every refresh, without a `CardData` each)."""
+    if reading is None:
+        return "waiting"
+    if not reading.up:
+        if reading.source_failed:
+            return "no data"
+        return "restarting" if restarting else "down"
+    if now is not None and now - reading.time > stale_after_s:
+        return "stale"
+    return "up"
+
+
 @dataclass
 class CardData:
     name: str
@@ -127,15 +143,7 @@ class CardData:
 
     @property
     def status(self) -> Status:
-        if self.reading is None:
-            return "waiting"
-        if not self.reading.up:
-            if self.reading.source_failed:
-                return "no data"
-            return "restarting" if self.restarting else "down"
-        if self.age is not None and self.age > self.stale_after_s:
-            return "stale"
-        return "up"
+        return reading_status(self.reading, self.now, self.stale_after_s, restarting=self.restarting)
 
     @property
     def age(self) -> float | None:

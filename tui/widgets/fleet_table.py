@@ -23,7 +23,7 @@ from tui.format import UNKNOWN
 from tui.sanitize import safe_line
 from tui.screens.context import ScreenContext
 from tui.telemetry.endpoint_row import EndpointRow, SortColumn
-from tui.widgets.card_view import CardData
+from tui.widgets.card_view import reading_status
 from tui.widgets.endpoint_table import (
     TREND,
     TREND_COLUMNS,
@@ -133,14 +133,10 @@ class FleetTable(EndpointTable):
         for endpoint in board.endpoints:
             name = endpoint.name
             reading = board.readings.get(name)
-            status = CardData(
-                name,
-                reading=reading,
-                now=now,
-                stale_after_s=context.stale_after_s,
-                restarting=board.alerts.restarting(name),
-            ).status
-            severities = tuple(alert.severity for alert in board.alerts.active(name))
+            status = reading_status(
+                reading, now, context.stale_after_s, restarting=board.alerts.restarting(name)
+            )
+            severities = board.alerts.active_severities(name)
             result.append(Instance(name, reading, status, severities))
         return result
 
