@@ -4,7 +4,8 @@
 query (which backend each `instance` runs, by its metric families), `up`, the time of each target's
 last scrape, and one query per figure. It returns a `FleetRefresh` whose readings are
 `FleetReading`s, i.e. `EndpointReading`s (name and url = the instance) with the same `Figures` the
-dashboard shows for a directly scraped endpoint, so the dashboard renders them unchanged.
+dashboard shows for a directly scraped endpoint, so the dashboard renders them unchanged. Each answer
+is reduced to what the refresh keeps of it (instance → value) as soon as it arrives (`_ask`).
 
 Faults are data, never a crash and never 0: Prometheus unreachable, slow or answering
 `status: error` makes every known instance `up=False` with that text and unknown figures; a target
