@@ -30,6 +30,7 @@ from tui.sanitize import safe_line
 from tui.state import TableChoice
 from tui.telemetry.endpoint_row import SORT_COLUMNS, EndpointRow, SortColumn, sorted_rows
 from tui.widgets.chart import TOKENS_PER_S_FLOOR, spark
+from tui.widgets.table_cell import single_line_cell
 
 TREND_COLUMNS = 12
 KEPT_CELLS = 4000  # rendered cells kept (a 200x50 screen of the wide fleet table has about 650)
@@ -299,9 +300,39 @@ class EndpointTable(DataTable[Text]):
         kept = self._kept_cells.get(key)
         if kept is not None:
             return kept
-        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        lines = None
+        if isinstance(value, Text) and self.rows[row_key].height == 1:
+            lines = self._single_line_cell(value, row_index, column_index, base_style, width, cursor, hover)
+        if lines is None:
+            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         self._kept_cells[key] = lines
         return lines
+
+    def _single_line_cell(
+        self,
+        value: Text,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool,
+        hover: bool,
+    ) -> SegmentLines | None:
+        """A one-line cell's segments made directly (tui/widgets/table_cell.py), with the styles DataTable
+        gives the cell; None: DataTable's own path renders it."""
+        component_style, post_style = self._get_styles_to_render_cell(
+            False,
+            False,
+            row_index < self.fixed_rows or column_index < self.fixed_columns,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        return single_line_cell(self.app.console, value, width, self.cell_padding, pre_style, post_style)
 
     def _styles(self) -> dict[str, str]:
         theme = self.app.current_theme
