@@ -8,7 +8,9 @@ advice and the sustained "another k is better" condition.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from tui.telemetry.figures import Figures
@@ -91,6 +93,7 @@ class AdviceBook:
     facts: dict[str, ConfigFacts] = field(default_factory=dict)
     latest: dict[str, Advice] = field(default_factory=dict)
     tracker: AdviceTracker = field(init=False)
+    _deferred: dict[str, Callable[[], Advice]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.tracker = AdviceTracker(self.sustained_s)
@@ -102,21 +105,34 @@ class AdviceBook:
         `sustained_s` (None: no such condition)."""
         if not up or figures is None or url is None:
             self.latest.pop(name, None)
+            self._deferred.pop(name, None)
             return self.tracker.observe(name, None, now)
         facts = self.facts.get(name)
-        advice = advice_for(
+        settings = facts.settings if facts else None
+        advise_now = partial(
+            advice_for,
             figures,
             url,
             model,
             self.kept,
-            settings=facts.settings if facts else None,
+            settings=settings,
             current_k=facts.k if facts else None,
             margin=self.margin,
         )
-        self.latest[name] = advice
+        if find_model(self.kept.models, url, model, settings)[0] is None:
+            # No step-cost model: no other k can be advised, so the advice (the lengths by k the detail
+            # shows) is worked out when asked, not for each of a fleet's instances at every refresh.
+            self.latest.pop(name, None)
+            self._deferred[name] = advise_now
+            return self.tracker.observe(name, None, now)
+        self._deferred.pop(name, None)
+        advice = self.latest[name] = advise_now()
         return self.tracker.observe(name, advice, now)
 
     def advice(self, name: str) -> Advice | None:
+        deferred = self._deferred.pop(name, None)
+        if deferred is not None:
+            self.latest[name] = deferred()
         return self.latest.get(name)
 
     def add_model(self, model: StepCostModel) -> None:
@@ -129,7 +145,7 @@ class AdviceBook:
     def sustained_better(self, name: str, now: float) -> Advised:
         """What the guard needs of the advice now: the better k held for `sustained_s` (or None), the
         better k of this window alone, the current k, and the words."""
-        advice = self.latest.get(name)
+        advice = self.advice(name)
         if advice is None:
             return Advised()
         held = self.tracker.since.get(name)
