@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fleet.fake_prometheus import FIGURE_OF, WINDOW_S, Answer, vector
+from tests.fleet.fake_prometheus import FIGURE_OF, WINDOW_S, Answer, is_discovery, vector
 from tui.fleet.poller import FleetPoller, FleetReading, FleetRefresh
 from tui.paths import themes_dir
 from tui.settings import AlertSettings, PrometheusSettings, Settings
@@ -63,7 +63,7 @@ class Fleet40:
         query = form.get("query", "")
         if path == "/api/v1/query_range":
             return 200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, 0.0
-        if query.startswith("count by (instance, job, backend"):
+        if is_discovery(query):
             rows = [
                 ({"instance": m.name, "job": "vllm", "backend": "vllm", "model_name": m.model}, "16")
                 for m in self.members

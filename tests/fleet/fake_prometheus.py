@@ -30,6 +30,11 @@ class Seen:
     headers: dict[str, str]
 
 
+def is_discovery(query: str) -> bool:
+    """The poller's discovery query (tui/fleet/queries.py `discovery_query`), the first refresh's too."""
+    return query.startswith("label_replace(count by (instance, job, model_name")
+
+
 def vector(*rows: tuple[dict[str, str], str], at: float = 0.0) -> dict[str, Any]:
     """A successful instant-query answer."""
     return {
@@ -126,7 +131,7 @@ def healthy(
             return special
         if path != "/api/v1/query":
             return 404, {"status": "error", "errorType": "not_found", "error": "no"}, 0.0
-        if query.startswith("count by (instance, job, backend"):
+        if is_discovery(query):
             rows = [
                 ({"instance": i, "job": "vllm", "backend": "vllm", "model_name": "m"}, "16") for i in (A, B)
             ]

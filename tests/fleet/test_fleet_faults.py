@@ -16,6 +16,7 @@ from tests.fleet.fake_prometheus import (
     B,
     FakePrometheus,
     healthy,
+    is_discovery,
     query_with,
     refresh_with,
     settings,
@@ -168,7 +169,7 @@ async def test_an_instance_whose_metrics_vanish_stays_listed_and_says_so() -> No
 
     def answer(path: str, form: dict[str, str]) -> Answer:
         status, payload, delay = base(path, form)
-        if form.get("query", "").startswith("count by (instance, job, backend"):
+        if is_discovery(form.get("query", "")):
             rows = [row for row in payload["data"]["result"] if row["metric"]["instance"] not in gone]
             payload = {"status": "success", "data": {"resultType": "vector", "result": rows}}
         return status, payload, delay

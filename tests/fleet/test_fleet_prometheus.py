@@ -20,7 +20,11 @@ from tests.fleet.fake_fleet import fleet_app
 from tests.ui.ui_waiting import wait_for
 from tui.fleet.client import PrometheusClient
 from tui.fleet.poller import FleetPoller, fill_history
+from tui.fleet.queries import _marker_names, discovery_query
 from tui.settings import PrometheusSettings, Settings
+from tui.telemetry.backends import llamacpp as llama_table
+from tui.telemetry.backends import sglang as sglang_table
+from tui.telemetry.backends import vllm as vllm_table
 from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.scraper import scrape_metrics
 from tui.telemetry.series import SeriesStore
@@ -66,6 +70,36 @@ async def test_discovers_every_backend_and_its_model(fleet: Fleet) -> None:
     assert readings[fleet.instance("vllm")].model == "deepseek-ai/DeepSeek-V3"
     assert readings[fleet.instance("sglang")].model == "deepseek-ai/DeepSeek-V3"
     assert readings[fleet.instance("llamacpp")].model is None  # llama.cpp has no model label
+
+
+def one_selector_discovery(lookback: str | None) -> str:
+    """The discovery query as it was (one selector of every backend's names, each series tagged with its
+    backend by label_replace): the per-backend form must answer exactly the same."""
+    names = "|".join(
+        _marker_names(list(module.TABLE), module.PREFIX) for module in (vllm_table, sglang_table, llama_table)
+    )
+    series = f'{{__name__=~"{names}"}}'
+    if lookback:
+        series = f"last_over_time({series}[{lookback}])"
+    keys = "instance, job, backend, model_name"
+    tagged = f'label_replace({series}, "backend", "$1", "__name__", "(vllm|sglang|llamacpp):.*")'
+    return f"count by ({keys}) (count by ({keys}, __name__) ({tagged}))"
+
+
+async def test_discovery_per_backend_answers_as_one_selector_did(fleet: Fleet) -> None:
+    async with PrometheusClient(PrometheusSettings(url=fleet.prometheus.url, timeout_s=5.0)) as client:
+        for lookback in (None, 300.0):
+            at = time.time()
+            answers = [
+                await client.query_vector(expr, at)
+                for expr in (
+                    discovery_query("", (), lookback),
+                    one_selector_discovery(None if lookback is None else "5m"),
+                )
+            ]
+            rows = [sorted((sorted(s.get("metric", {}).items()), s["value"][1]) for s in a) for a in answers]
+            assert len(rows[0]) >= 4 and {dict(labels)["backend"] for labels, _ in rows[0]} == set(BACKENDS)
+            assert rows[0] == rows[1]
 
 
 async def test_fleet_figures_agree_with_direct_scrapes(fleet: Fleet) -> None:
