@@ -1,17 +1,23 @@
-"""The poller reads Prometheus's samples as their JSON objects (`PrometheusClient.query_vector`): the same
-values as `InstantSample.number` gives, so NaN, infinities and text that is not a number stay unknown
-(left out, never 0), and a sample without labels or without `instance` counts for no instance."""
+"""The poller reads Prometheus's samples as their parsed JSON objects (`PrometheusClient.query_samples`):
+the same values as `InstantSample.number` gives, so NaN, infinities and text that is not a number stay
+unknown (left out, never 0), a sample without labels or without `instance` counts for no instance, and a
+sample that is not what the API sends makes that query's answer unexpected (checked as it is read)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+from tests.fleet.fake_prometheus import FIGURE_OF, A, Answer, healthy, refresh_with, vector
 from tui.fleet.client import InstantSample, SampleJson, number
-from tui.fleet.poller import _by_instance, _instance_rows, _positions
+from tui.fleet.poller import _by_instance, _instance_rows, _positions, _UnexpectedSample
 
 TEXTS = ["1.5", "0", "-2", "1e3", "NaN", "+Inf", "-Inf", "inf", "nan", "", "x", "1_000", " 7 "]
 
 
 def _sample(labels: dict[str, str] | None, text: str) -> SampleJson:
-    sample: SampleJson = {"value": (1.0, text)}
+    sample: SampleJson = {"value": [1.0, text]}  # type: ignore[typeddict-item]  # a list, as parsed
     if labels is not None:
         sample["metric"] = labels
     return sample
@@ -56,3 +62,43 @@ def test_discovery_reads_labels_without_copying_them_wrongly() -> None:
         "j",
         "t",
     )
+
+
+NOT_THE_API = [
+    "not an object",
+    {"value": [1.0, "1"], "metric": ["instance", "a"]},
+    {"value": [1.0, "1"], "metric": {"instance": 7}},
+    {"value": [1.0, "1"], "metric": None},
+    {"metric": {"instance": "a"}},
+    {"metric": {"instance": "a"}, "value": "12"},
+    {"metric": {"instance": "a"}, "value": [1.0, 12]},
+    {"metric": {"instance": "a"}, "value": [1.0]},
+    {"metric": {"instance": "a", "position": 1}, "value": [1.0, "1"]},
+]
+
+
+@pytest.mark.parametrize("sample", NOT_THE_API, ids=range(len(NOT_THE_API)))
+def test_a_sample_not_as_the_api_sends_it_is_unexpected(sample: Any) -> None:
+    good = _sample({"instance": "b", "position": "0"}, "0.5")
+    with pytest.raises(_UnexpectedSample):
+        both = [good, sample]
+        _positions(both) if "position" in str(sample) else _by_instance(both)
+
+
+async def test_an_unexpected_sample_fails_its_figure_only() -> None:
+    figure = "generation_tokens_per_s"
+    expr = next(query for query, name in FIGURE_OF.items() if name == figure)
+
+    def odd(query: str) -> Answer | None:
+        if query != expr:
+            return None
+        answer = vector(({"instance": A}, "1"))
+        answer["data"]["result"].append({"metric": {"instance": A}, "value": [1.0, 5]})
+        return 200, answer, 0.0
+
+    refresh = await refresh_with(healthy(broken=odd))
+    assert refresh.error is None
+    assert refresh.figure_errors[figure].startswith("Prometheus: unexpected answer to")
+    reading = next(reading for reading in refresh.readings if reading.instance == A)
+    assert reading.figures.generation_tokens_per_s is None
+    assert reading.figures.acceptance_rate is not None
