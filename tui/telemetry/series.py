@@ -30,6 +30,7 @@ SERIES_NAMES: tuple[str, ...] = (
 )
 MAX_MARKERS = 64
 QUANTILE_SERIES = ("ttft_p50_s", "ttft_p95_s")
+_PLAIN_SERIES = tuple(name for name in SERIES_NAMES if name not in QUANTILE_SERIES)
 Bounds = tuple[float, float | None]
 
 
@@ -69,21 +70,27 @@ class EndpointSeries:
     def add(self, time: float, figures: Figures | None) -> None:
         self.times.append(time)
         self.up.append(figures is not None)
-        if figures is not None and figures.restarted_in_window:
+        series = self.series
+        if figures is None:
+            for values in series.values():
+                values.append(None)
+            for bounds in self.bounds.values():
+                bounds.append(None)
+            return
+        if figures.restarted_in_window:
             # At its start, or (start unknown) at the new process' first reading.
             ago = (
                 figures.restarted_s_ago if figures.restarted_s_ago is not None else figures.restart_seen_s_ago
             )
             if ago is not None:
                 self.mark(time - ago, "restart")
-        for name, values in self.series.items():
-            value = getattr(figures, name) if figures is not None else None
-            if name in self.bounds:
-                bounds = figures.quantile_bounds.get(name) if figures is not None else None
-                bound = bounds if is_bound(bounds) else None
-                self.bounds[name].append(bound)
-                value = None if bound is not None else value
-            values.append(value)
+        for name in _PLAIN_SERIES:
+            series[name].append(getattr(figures, name))
+        for name in QUANTILE_SERIES:
+            bounds = figures.quantile_bounds.get(name)
+            bound = bounds if is_bound(bounds) else None
+            self.bounds[name].append(bound)
+            series[name].append(None if bound is not None else getattr(figures, name))
 
     def values(self, name: str, *, since: float | None = None) -> list[float | None]:
         """The series `name` (oldest first), only samples at or after `since` when given."""
