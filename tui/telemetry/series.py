@@ -12,6 +12,7 @@ import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import islice
 
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
@@ -74,8 +75,8 @@ class EndpointSeries:
         if figures is None:
             for values in series.values():
                 values.append(None)
-            for bounds in self.bounds.values():
-                bounds.append(None)
+            for gaps in self.bounds.values():
+                gaps.append(None)
             return
         if figures.restarted_in_window:
             # At its start, or (start unknown) at the new process' first reading.
@@ -125,9 +126,13 @@ class EndpointSeries:
     def tail(self, name: str, count: int) -> list[float | None]:
         """The newest `count` values of series `name`, oldest first."""
         values = self.series[name]
+        if count <= 0:
+            return []
         if count >= len(values):
             return list(values)
-        return [values[index] for index in range(len(values) - count, len(values))]
+        newest = list(islice(reversed(values), count))  # not by index: a deque's is slow mid-way
+        newest.reverse()
+        return newest
 
     def __len__(self) -> int:
         return len(self.times)
