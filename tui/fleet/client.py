@@ -331,7 +331,7 @@ class PrometheusClient:
             samples = _unchecked_vector(body)
             if samples is not None:
                 return samples
-        return list(_general_vector(expr, status, body))
+        return _general_vector(expr, status, body)
 
     def _query_params(self, expr: str, at: float | None) -> list[tuple[str, str]]:
         params = [("query", expr)]
