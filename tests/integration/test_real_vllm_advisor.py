@@ -13,7 +13,7 @@ a local run, is not in it, and one round of a sweep cannot measure it); for k=1 
 length is observed in the live window) with the advice's own figure, and for every swept k with the
 sweep's own lengths (k=3's live length is extrapolated: that is the length's guess, not the step
 cost's). And the advice never advises a k on noise: a k it advises is one the sweep finds significantly
-faster than k=2. The figures are printed (the README quotes them).
+faster than k=2. The figures are printed (tests/bench/README.md quotes them).
 """
 
 from __future__ import annotations
