@@ -26,6 +26,7 @@ CORE = (
     "tui.terminal",
     "tui.safe_output",
     "tui.state",
+    "tui.atomic",
 )
 UI = (
     "tui.ui",

@@ -1,19 +1,25 @@
 """spectop's remembered choices: `$XDG_CONFIG_HOME/spectop/state.json` (the theme, the table's columns).
 
-One JSON object; each choice is one key. Reading never raises (a missing or broken file is no choice);
-writing keeps the other keys and replaces the file atomically, and returns a problem instead of raising
-(a read-only home is fine). Written from a thread: the callers are on the event loop.
+This module is the file's one owner. One JSON object; each choice is one key. Reading never raises (a
+missing or broken file is no choice). `remember` reads, changes one key and replaces the file atomically
+while holding an exclusive lock on `state.json.lock`, so changes made at once (a theme and a table choice,
+two spectop windows) never lose one another; it returns a problem instead of raising (a read-only home is
+fine). Written from a thread: the callers are on the event loop.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tui.atomic import write_file
 from tui.settings import user_config_dir
 
 STATE_FILE_NAME = "state.json"
@@ -53,19 +59,39 @@ def remembered_table() -> TableChoice | None:
 
 
 def remember(key: str, value: Any) -> str | None:
-    """Store one choice; a problem description instead of raising."""
+    """Store one choice, keeping the others; a problem description instead of raising."""
     path = state_path()
-    data = read_state()
-    data[key] = value
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        os.replace(temporary, path)
+        with _locked(path):
+            data = read_state()
+            data[key] = value
+            write_file(path, json.dumps(data, indent=2) + "\n")
     except OSError as error:
         return f"{path}: cannot save the {key} choice: {error}"
     return None
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive flock on `NAME.lock` beside the file: it excludes other processes and, since each call
+    opens its own descriptor, other threads of this one."""
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def remember_table(choice: TableChoice) -> str | None:
     return remember("table", choice.model_dump())
+
+
+def remembered_theme() -> str | None:
+    theme = read_state().get("theme")
+    return theme if isinstance(theme, str) else None
+
+
+def remember_theme(name: str) -> str | None:
+    return remember("theme", name)

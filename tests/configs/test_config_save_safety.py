@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tui.atomic import STALE_TEMP_AGE_S
 from tui.cli import main
 from tui.configs import atomic
 from tui.configs.document import load_document
@@ -242,7 +243,7 @@ def test_stale_temp_files_of_this_file_are_removed_by_the_next_save(config_toml:
     folder = config_toml.parent
     finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
     dead_pid = int(finished.stdout)
-    old = time.time() - 2 * atomic.STALE_TEMP_AGE_S
+    old = time.time() - 2 * STALE_TEMP_AGE_S
     stale = {
         f".config.toml.{dead_pid}.0123abcd.tmp": None,  # writer is gone
         f".config.toml.bak.{dead_pid}.89abcdef.tmp": None,  # the backup's temp, writer gone

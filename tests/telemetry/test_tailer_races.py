@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from test_tailer import Follower, _append, _until
 
+from tui.telemetry import tailer as tailer_module
 from tui.telemetry.tailer import LogTailer
 
 
@@ -220,3 +221,97 @@ async def test_lines_written_to_the_rotated_file_before_the_writer_reopens_are_r
         await follower.wait_for("new 2")
     late = "old 2, before the server reopened its log"
     assert sorted(follower.payload()) == sorted(["old 1", "new 1", late, "new 2"])
+
+
+async def test_files_rotated_while_the_path_is_empty_are_read(tmp_path: Path) -> None:
+    """A rotation storm whose writer creates the next file only later: each file is written, renamed over
+    `.1` (the one before it is gone then) and the path stays empty until the next file. The tailer finds
+    each rotated file while it is still at `.1`, without a new file at the path to tell it."""
+    log = tmp_path / "server.log"
+    log.write_text("")
+    batches = [_numbered(f"file{index}", 100) for index in range(4)]
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        for batch in batches:
+            _write_lines(log, batch)
+            os.rename(log, tmp_path / "server.log.1")
+            await follower.wait_for(batch[-1])
+    assert follower.payload() == [line for batch in batches for line in batch]
+
+
+async def test_rotations_between_polls_ending_with_no_file_at_the_path_lose_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    batches = [_numbered(f"file{index}", 50) for index in range(3)]
+    async with DefaultPollFollower(log) as follower:
+        await follower.sync(log)
+        for index, batch in enumerate(batches):
+            _write_lines(log, batch)
+            for number in range(index, 0, -1):
+                os.rename(tmp_path / f"server.log.{number}", tmp_path / f"server.log.{number + 1}")
+            os.rename(log, tmp_path / "server.log.1")  # the writer has not made the next file yet
+        await follower.wait_for(batches[-1][-1])
+    assert follower.payload() == [line for batch in batches for line in batch]
+
+
+def _held_by_this_process(inode: int) -> bool:
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.stat(f"/proc/self/fd/{fd}").st_ino == inode:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify wake-ups are Linux only")
+async def test_files_rotated_while_the_reader_is_busy_are_held_and_read(tmp_path: Path) -> None:
+    """A reader still busy with the lines already read (the dashboard parsing a burst of them) leaves the
+    tailer no turn; the files made and renamed over meanwhile are taken hold of at once and read after."""
+    log = tmp_path / "server.log"
+    log.write_text("first\n")
+    lines = LogTailer(log, from_start=True).lines()
+    assert await anext(lines) == "first"  # the reader now holds on to this line
+    batches = [_numbered(f"file{index}", 100) for index in range(3)]
+    for batch in batches:
+        _write_lines(log, batch)
+        inode = log.stat().st_ino
+        os.rename(log, tmp_path / "server.log.1")  # renamed over the file before it
+        await _until(lambda inode=inode: _held_by_this_process(inode), f"the tailer to hold {inode}")
+    log.write_text("last\n")
+    read = []
+    async for line in lines:
+        read.append(line)
+        if line == "last":
+            break
+    await lines.aclose()
+    assert read == [line for batch in batches for line in batch] + ["last"]
+
+
+async def test_a_file_on_the_inode_of_one_already_read_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a rotation storm a file read and let go is deleted and its inode number given to the next file,
+    whose first bytes (the same time stamp, the same logger) can be the same: it is still a new file."""
+    monkeypatch.setattr(tailer_module, "LINGER_S", 0.0)  # a drained rotated file is let go at once
+    log = tmp_path / "server.log"
+    first = _numbered("first", 50)
+    log.write_text("")
+    async with DefaultPollFollower(log, watch=False) as follower:
+        await follower.sync(log)
+        _write_lines(log, first)
+        os.rename(log, tmp_path / "server.log.1")
+        _write_lines(log, ["second"])
+        await follower.wait_for("second")
+        let_go = (tmp_path / "server.log.1").stat().st_ino
+        await _until(lambda: not _held_by_this_process(let_go), "the first file let go")
+        same_start = (tmp_path / "server.log.1").read_bytes()
+        os.unlink(tmp_path / "server.log.1")
+        os.rename(log, tmp_path / "server.log.1")
+        _append(log, same_start + b"third\n")
+        if log.stat().st_ino != let_go:
+            pytest.skip("the filesystem gave the new file another inode number")
+        os.rename(log, tmp_path / "server.log.2")
+        _write_lines(log, ["last"])
+        await follower.wait_for("last")
+        assert "third" in follower.lines

@@ -7,14 +7,8 @@ from pathlib import Path
 import pytest
 
 from tui.paths import themes_dir
-from tui.ui.themes import (
-    load_theme_file,
-    load_themes,
-    next_theme,
-    remember_theme,
-    remembered_theme,
-    state_path,
-)
+from tui.state import remember_theme, remembered_theme, state_path
+from tui.ui.themes import load_theme_file, load_themes, next_theme
 
 
 def test_shipped_themes_load() -> None:

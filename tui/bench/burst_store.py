@@ -17,6 +17,7 @@ from pathlib import Path
 import aiofiles
 from pydantic import ValidationError
 
+from tui.atomic import write_file
 from tui.bench.report.comparison import comparison
 from tui.bench.report.export import export_name
 from tui.bench.report.models import Comparison
@@ -146,12 +147,7 @@ def save_burst(result: BurstResult, folder: Path | None = None, *, found: Compar
     """Keep `result` (with its verdict: `found`, else computed) in `folder` (the burst history)."""
     result = with_verdict(result, found)
     folder = folder or bursts_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / burst_file_name(result)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(result.model_dump_json(), encoding="utf-8")
-    temporary.replace(path)
-    return path
+    return write_file(folder / burst_file_name(result), result.model_dump_json())
 
 
 def parse_burst(raw: bytes, path: Path) -> BurstResult:

@@ -1,11 +1,9 @@
-"""Atomic saves that never leave a half-written file, plus change-on-disk detection.
+"""Config saves through `tui.atomic` (temp file, fsync, rename), plus change-on-disk detection.
 
-The new bytes go to a temporary file beside the file (beside a symlink's target: the link is kept and
-its target edited), are fsynced, get the original's owner, group and permissions, and replace the
-original with one `os.replace` (a rename). The previous version is kept as `FILE.bak`. A crash at any
-point leaves either the old or the new file whole; temp files a killed save left behind are removed by
-the next save of the same file. Every failure is a `SaveError` with one line saying what happened; the
-file is then unchanged and no temp file is left.
+A save edits a symlink's target (the link is kept), gives the new file the original's owner, group,
+permissions and extended attributes, keeps the previous version as `FILE.bak`, refuses a read-only file
+and holds a lock so two saves take turns. Every failure is a `SaveError` with one line saying what
+happened; the file is then unchanged and no temp file is left.
 """
 
 from __future__ import annotations
@@ -15,22 +13,23 @@ import errno
 import fcntl
 import hashlib
 import os
-import re
-import secrets
 import stat
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tui.atomic import (
+    NEW_FILE_MODE,
+    TempFileError,
+    fsync_dir,
+    remove_stale_temps,
+    replace_atomically,
+    resolve_target,
+)
 from tui.configs.errors import ConfigError
 
 BACKUP_SUFFIX = ".bak"
-TEMP_SUFFIX = ".tmp"
-# A temp file this old belongs to no running save (a save takes milliseconds).
-STALE_TEMP_AGE_S = 600.0
-NEW_FILE_MODE = 0o644
 
 
 class SaveError(ConfigError):
@@ -154,85 +153,6 @@ def _keep_owner(fd: int, original: os.stat_result) -> str | None:
     )
 
 
-# --- temp files ---------------------------------------------------------------------------------------------
-
-_LEGACY_TEMP = r"[a-z0-9_]{8}"  # tempfile.mkstemp's names, written by older spectop versions
-
-
-def _temp_pattern(name: str) -> re.Pattern[str]:
-    """Exactly the temp names this module writes for `name`: `.NAME.PID.RANDOM.tmp` (or the older
-    `.NAME.RANDOM.tmp`)."""
-    escaped, suffix = re.escape(name), re.escape(TEMP_SUFFIX)
-    return re.compile(rf"^\.{escaped}\.(?:(?P<pid>\d+)\.[0-9a-f]{{8}}|{_LEGACY_TEMP}){suffix}$")
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: someone else's live process
-        return True
-    return True
-
-
-def remove_stale_temps(folder: Path, name: str, *, now: float | None = None) -> list[Path]:
-    """Delete temp files of `name` a killed save left: only this module's own names, only regular files,
-    and only when the writing process is gone or the file is older than STALE_TEMP_AGE_S. Never raises."""
-    pattern = _temp_pattern(name)
-    now = time.time() if now is None else now
-    removed: list[Path] = []
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for entry in entries:
-        match = pattern.match(entry.name)
-        if match is None:
-            continue
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if not stat.S_ISREG(info.st_mode):
-            continue
-        pid = match.group("pid")
-        old = now - info.st_mtime > STALE_TEMP_AGE_S
-        if old or (pid is not None and not _pid_alive(int(pid))):
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
-    return removed
-
-
-def _create_temp(folder: Path, name: str) -> tuple[int, Path]:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    while True:
-        temp = folder / f".{name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
-        try:
-            return os.open(temp, flags, 0o600), temp
-        except FileExistsError:
-            continue
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):  # not supported on every platform / filesystem
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _describe(error: OSError) -> str:
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         return "no space left on the device"
@@ -264,41 +184,26 @@ def _replace_with(
 
     Errors name `saving` (the file the user saves) and `what` was being written when it is not that file.
     """
-    folder, name = target.parent, target.name
-    try:
-        fd, temp = _create_temp(folder, name)
-    except OSError as error:
-        raise SaveError(
-            f"{saving}: cannot create a temporary file in {folder}: {_describe(error)}; the file is unchanged"
-        ) from None
     warnings: list[str] = []
+
+    def keep_metadata(fd: int) -> None:
+        if original is not None:
+            source = resolve_target(saving)
+            for warning in (_keep_owner(fd, original), _keep_xattrs(fd, source)):
+                if warning:
+                    warnings.append(f"{source}: {warning}")
+
+    mode = stat.S_IMODE(original.st_mode) if original is not None else NEW_FILE_MODE
     try:
-        try:
-            _write_all(fd, data)
-            if original is not None:
-                source = resolve_target(saving)
-                for warning in (_keep_owner(fd, original), _keep_xattrs(fd, source)):
-                    if warning:
-                        warnings.append(f"{source}: {warning}")
-            mode = stat.S_IMODE(original.st_mode) if original is not None else NEW_FILE_MODE
-            os.fchmod(fd, mode)  # after the chown, which may clear setuid/setgid bits
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, target)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        if isinstance(error, OSError) and not isinstance(error, ConfigError):
-            raise SaveError(f"{saving}: {what}{_describe(error)}; the file is unchanged") from None
-        raise
+        replace_atomically(target, data, mode, keep_metadata)
+    except TempFileError as error:
+        raise SaveError(
+            f"{saving}: cannot create a temporary file in {target.parent}: {_describe(error)}; "
+            "the file is unchanged"
+        ) from None
+    except OSError as error:
+        raise SaveError(f"{saving}: {what}{_describe(error)}; the file is unchanged") from None
     return tuple(warnings)
-
-
-def resolve_target(path: Path) -> Path:
-    """The file a save really changes: a symlink's final target (the link itself stays)."""
-    path = Path(path)
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def atomic_write(
@@ -328,7 +233,7 @@ def atomic_write(
     if backup and original is not None:
         _write_backup(target, original, Path(path))
     warnings = _replace_with(target, data, original, Path(path))
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
     if original is not None and original.st_nlink > 1:
         others = original.st_nlink - 1
         warnings += (f"{target}: had {others} other hard link(s); they still hold the previous version",)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tui.atomic import write_file
 from tui.paths import user_data_dir
 
 RECOVERY_SUFFIX = ".spectop-recovery"
@@ -24,8 +25,7 @@ def write_recovery(path: Path, text: str) -> str:
     problems = []
     for target in (recovery_path(path), fallback_recovery_path(path)):
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")  # synchronous on purpose: the app is going down
+            write_file(target, text)  # synchronous on purpose: the app is going down
         except OSError as error:
             problems.append(f"{target}: {error.strerror or error}")
             continue

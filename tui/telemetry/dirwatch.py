@@ -4,7 +4,9 @@
 or deleted in the folder, or after `timeout` at the latest, so polling stays the fallback:
 on a network filesystem (where inotify sees only local changes), on other systems, or when the watch
 cannot be set up (no such folder yet, the inotify limits reached) `open_watch` returns None and the
-tailer just polls. The inotify descriptor is read by the event loop (`add_reader`), never in a thread.
+tailer just polls. The inotify descriptor is read by a thread of its own, which first calls `on_change`
+there: the tailer takes hold of a rotated file at once, even while the event loop is busy with the
+lines already read (in a rotation storm a file can be renamed over within 50 ms of its making).
 
 Why not a library: `watchfiles` (the well-kept choice) runs a Rust watcher thread and is not a
 dependency yet; this needs one inotify watch and about 60 lines, and falls back the same way.
@@ -17,8 +19,11 @@ import contextlib
 import ctypes
 import functools
 import os
+import select
 import struct
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 IN_MOVED_FROM = 0x040
@@ -37,28 +42,54 @@ _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then `len` bytes of NUL
 
 
 class DirectoryWatch:
-    def __init__(self, fd: int, prefix: bytes, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, fd: int, prefix: bytes, loop: asyncio.AbstractEventLoop, on_change: Callable[[], None]
+    ) -> None:
         self._fd = fd
         self._prefix = prefix
         self._loop = loop
+        self._on_change = on_change
         self._woken = asyncio.Event()
-        loop.add_reader(fd, self._on_readable)
+        self._stop_read, self._stop_write = os.pipe()
+        self._thread = threading.Thread(target=self._run, name="spectop-dirwatch", daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError:
+            os.close(self._stop_read)
+            os.close(self._stop_write)
+            raise
 
-    def _on_readable(self) -> None:
+    def _run(self) -> None:
+        poller = select.poll()
+        for fd in (self._fd, self._stop_read):
+            poller.register(fd, select.POLLIN)
+        while True:
+            ready = poller.poll()
+            if any(fd == self._stop_read for fd, _ in ready):
+                return
+            if self._changed():
+                with contextlib.suppress(OSError):  # a file gone as it was opened: the next step looks again
+                    self._on_change()
+                try:
+                    self._loop.call_soon_threadsafe(self._woken.set)
+                except RuntimeError:  # the loop closed first
+                    return
+
+    def _changed(self) -> bool:
         try:
             data = os.read(self._fd, 64 * 1024)
         except (BlockingIOError, InterruptedError):
-            return
+            return False
         except OSError:  # the descriptor broke: wake up, the tailer keeps polling
-            self._woken.set()
-            return
+            return True
         offset = 0
+        changed = False
         while offset + _EVENT.size <= len(data):
             _, mask, _, length = _EVENT.unpack_from(data, offset)
             name = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
             offset += _EVENT.size + length
-            if mask & (IN_Q_OVERFLOW | IN_IGNORED) or name.startswith(self._prefix):
-                self._woken.set()
+            changed = changed or bool(mask & (IN_Q_OVERFLOW | IN_IGNORED)) or name.startswith(self._prefix)
+        return changed
 
     async def wait(self, timeout: float) -> bool:
         """True when woken by a change, False after `timeout`."""
@@ -74,9 +105,10 @@ class DirectoryWatch:
 
     def close(self) -> None:
         if self._fd >= 0:
-            with contextlib.suppress(RuntimeError, ValueError, OSError):  # the loop closed first
-                self._loop.remove_reader(self._fd)
-            os.close(self._fd)
+            os.write(self._stop_write, b"x")
+            self._thread.join()
+            for fd in (self._fd, self._stop_read, self._stop_write):
+                os.close(fd)
             self._fd = -1
 
 
@@ -91,8 +123,9 @@ def _libc() -> ctypes.CDLL | None:
     return libc if hasattr(libc, "inotify_init1") else None
 
 
-def open_watch(path: Path) -> DirectoryWatch | None:
-    """A watch on the folder of `path` for changes to names starting with its name, or None."""
+def open_watch(path: Path, on_change: Callable[[], None] = lambda: None) -> DirectoryWatch | None:
+    """A watch on the folder of `path` for changes to names starting with its name, or None. `on_change`
+    is called in the watch's thread before each wake-up."""
     libc = _libc()
     if libc is None:
         return None
@@ -105,7 +138,7 @@ def open_watch(path: Path) -> DirectoryWatch | None:
         os.close(fd)
         return None
     try:
-        return DirectoryWatch(fd, os.fsencode(path.name), loop)
-    except (NotImplementedError, OSError):  # an event loop without add_reader
+        return DirectoryWatch(fd, os.fsencode(path.name), loop, on_change)
+    except (OSError, RuntimeError):  # no pipe or thread to spare
         os.close(fd)
         return None

@@ -6,17 +6,22 @@
   first, then reads the new one from its start; the old file is still read until it has been quiet for
   `LINGER_S` (a server writes on into it until it reopens its log), each file's lines split on their own.
   Rotated files that came and went between two looks (two rotations within one poll: `log` → `log.1` →
-  `log.2`) are found among the path's siblings (`NAME.1`, `NAME-20261201`, …, not compressed) by inode,
-  first bytes and change time, and read in order.
+  `log.2`) are found among the path's siblings (`NAME.1`, `NAME-20261201`, …, not compressed) and read
+  in order; so are files rotated while the path stays empty (a
+  writer that makes its next file only at its next write), looked for whenever the folder changed.
   Deletion: the open file is kept until a file appears at the path again.
 * Truncation in place (copytruncate) is seen by size, and by fingerprint when the new content already
   grew past the old offset: the first bytes of the file and the bytes just before the offset are
   checked against what was read. Reading then restarts at offset 0.
 * Wake-ups: Linux inotify on the folder (`tui.telemetry.dirwatch`) wakes the tailer as soon as a file
-  named like the log is created, renamed or deleted, so the window for a missed rotation shrinks from
-  the poll interval to milliseconds; appends are read on the next poll (every `poll_interval_s`, also
-  the fallback on other systems and network filesystems). Residual limit: a rotated file
-  deleted (or compressed) before the tailer looked is lost, as it is for `tail -F`.
+  named like the log is created, renamed or deleted, and its thread first takes hold of the new and
+  rotated files (`_Follower.capture`), even while the reader is still busy with the lines already read:
+  the window for a missed rotation shrinks from the poll interval (plus the reader's work) to
+  milliseconds, and what is held is read in turn (at most `MAX_QUEUED` files). Appends are read on the
+  next poll (every `poll_interval_s`, also the fallback on other systems and network filesystems).
+  Residual limit: a rotated file deleted (or compressed) before the tailer looked is lost, as it is for
+  `tail -F`. A file let go is known by inode, first bytes and mtime: an inode number a rotation storm
+  frees and gives to a new file is a new file, even with the same first bytes.
 * Lines are capped at `max_line_bytes` (the rest of an over-long line is dropped), NUL bytes (the hole
   a copytruncate leaves before a non-appending writer's next line) are dropped, undecodable bytes
   become U+FFFD, and a partial last line is held until its newline arrives. Memory stays bounded by
@@ -32,6 +37,7 @@ import itertools
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -49,6 +55,7 @@ MIN_WAKE_INTERVAL_S = 0.02  # inotify wake-ups at most this often (a busy log is
 WATCH_RETRY_S = 5.0  # a folder that could not be watched is tried again this often
 ROTATED_SLACK_S = 2.0  # file time granularity (coarse kernel clock, FAT, NFS) when finding rotated files
 MAX_ROTATED_FOUND = 16  # rotated files read from one rotation at most
+MAX_QUEUED = 64  # files held to be read at most (a reader far behind a rotation storm)
 LINGER_S = 5.0  # a rotated file is still read until it has been quiet this long
 MAX_LINGERING = 8  # rotated files still read at once at most (the oldest is let go first)
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -161,6 +168,10 @@ class _Sibling:
     status: os.stat_result
     head: bytes  # first bytes: an inode number reused by a new file is not the file we knew
 
+    @property
+    def seen(self) -> tuple[bytes, int]:
+        return self.head, self.status.st_mtime_ns
+
 
 # What a step hands to the async side, in order: (what, source key, bytes), each source split on its own.
 DATA = "data"
@@ -176,7 +187,8 @@ class _Step:
 
 
 class _Follower:
-    """The blocking half of `LogTailer.lines()`: one `step()` at a time, in a worker thread."""
+    """The blocking half of `LogTailer.lines()`: one `step()` at a time, in a worker thread; `capture()`
+    from the folder watch's thread takes hold of new files meanwhile (each call holds `lock`)."""
 
     def __init__(self, path: Path, from_start: bool) -> None:
         self.path = path
@@ -185,19 +197,41 @@ class _Follower:
         self.queue: list[_Source] = []  # files still to read after `current`, the live one last
         # rotated files, drained, still read until quiet for LINGER_S (the server writes on until it reopens)
         self.lingering: list[tuple[_Source, float]] = []
-        self.known: dict[Identity, bytes] = {}  # rotated siblings accounted for → their first bytes
+        # rotated siblings accounted for → their first bytes and mtime: an inode number freed and reused
+        # by a new file in a rotation storm (whose first bytes may well be the same) is not that file
+        self.known: dict[Identity, tuple[bytes, int]] = {}
         self.verified_at = time.time()  # when the path last held `current` (or nothing new)
+        self.folder_changed = 0  # the folder's mtime (ns) when looked at for rotated files, path gone
         self.started = False
         self.said_waiting = False
         self.said_gone = False
+        self.notices: list[str] = []  # said by the next step
+        self.lock = threading.Lock()
 
     def close(self) -> None:
-        for source in [self.current, *self.queue, *(source for source, _ in self.lingering)]:
-            if source is not None:
+        with self.lock:
+            for source in self._held():
                 source.close()
-        self.current, self.queue, self.lingering = None, [], []
+            self.current, self.queue, self.lingering = None, [], []
+
+    def _held(self) -> list[_Source]:
+        current = [self.current] if self.current is not None else []
+        return [*current, *self.queue, *(source for source, _ in self.lingering)]
+
+    def capture(self) -> None:
+        """Take hold of the files made or rotated since the last look, to be read in turn: a file renamed
+        over (or deleted) before the reader got to it is still read through the descriptor held."""
+        with self.lock:
+            if self.current is not None and len(self.queue) < MAX_QUEUED:
+                self._look()
 
     def step(self) -> _Step:
+        with self.lock:
+            step = self._step()
+            step.notices, self.notices = self.notices, []
+        return step
+
+    def _step(self) -> _Step:
         step = _Step()
         budget = STEP_BYTES
         if self.current is None and not self._open_first(step):
@@ -206,7 +240,7 @@ class _Follower:
         budget = self._read_lingering(step, budget)
         while budget > 0:
             if not self.queue and self.current.position and self.current.rewritten():
-                step.notices.append(f"{self.path} was truncated; reading it from its start")
+                self.notices.append(f"{self.path} was truncated; reading it from its start")
                 step.items.append((RESTART, self.current.key, b""))
                 self.current.position, self.current.head, self.current.recent = 0, b"", b""
             budget = self._read(self.current, step, budget)
@@ -216,7 +250,8 @@ class _Follower:
                 self.lingering.append((self.current, time.monotonic() + LINGER_S))
                 self.current = self.queue.pop(0)
                 continue
-            if not self._rotated(step):
+            self._look()
+            if not self.queue:
                 return step
         step.more = True
         return step
@@ -233,6 +268,7 @@ class _Follower:
                 still.append((source, until))
             else:
                 step.items.append((END, source.key, b""))
+                self.known[source.identity] = (source.head, os.fstat(source.fd).st_mtime_ns)
                 source.close()
         self.lingering = still
         return budget
@@ -252,49 +288,71 @@ class _Follower:
         if source is None:
             if not self.said_waiting:
                 self.said_waiting = True
-                step.notices.append(f"waiting for {self.path} to appear")
+                self.notices.append(f"waiting for {self.path} to appear")
             self.started = True
             return False
         siblings = self._siblings(exclude={source.identity})
-        self.known = {identity: sibling.head for identity, sibling in siblings.items()}
+        self.known = {identity: sibling.seen for identity, sibling in siblings.items()}
         if not self.started and not self.from_start:
             source.position_at_end()
         elif self.said_waiting:
-            step.notices.append(f"{self.path} has appeared; following it")
+            self.notices.append(f"{self.path} has appeared; following it")
         self.started = True
         self.current = source
         self.verified_at = time.time()
         return True
 
-    def _rotated(self, step: _Step) -> bool:
-        """True when the path now holds another file: the rotated ones and the new one are queued."""
+    def _look(self) -> None:
+        """Queue what came after the last file held: a new file at the path, and the rotated files found
+        beside it that were made and rotated away in between (also while the path stays empty)."""
         assert self.current is not None
+        last = self.queue[-1] if self.queue else self.current
+        held = {source.identity for source in self._held()}
+        new: _Source | None = None
         try:
             status = os.stat(self.path)
         except OSError:
             if not self.said_gone:
                 self.said_gone = True
-                step.notices.append(f"{self.path} has gone; reading what is open, waiting for a new file")
-            return False
-        if (status.st_dev, status.st_ino) == self.current.identity:
-            self.verified_at = time.time()
-            return False
-        if stat.S_ISDIR(status.st_mode):
-            return False
-        new = self._open_path()
-        if new is None or new.identity == self.current.identity:
-            if new is not None:
-                new.close()
-            return False
-        step.notices.append(f"{self.path} was replaced (rotated); following the new file")
-        self.said_gone = False
-        siblings = self._siblings(exclude={self.current.identity, new.identity})
-        self.queue = [*self._missed(siblings), new]
-        # what is there now, and the file being drained: never read again (unless its first bytes change)
-        self.known = {identity: sibling.head for identity, sibling in siblings.items()}
-        self.known[self.current.identity] = self.current.head
+                self.notices.append(f"{self.path} has gone; reading what is open, waiting for a new file")
+            if not self._folder_changed():
+                return
+        else:
+            if (status.st_dev, status.st_ino) == last.identity:
+                self.verified_at = time.time()
+                return
+            if stat.S_ISDIR(status.st_mode):
+                return
+            new = self._open_path()
+            if new is None or new.identity in held:
+                if new is not None:
+                    new.close()
+                return
+        siblings = self._siblings(held | ({new.identity} if new is not None else set()))
+        missed = self._missed(siblings)
+        if new is not None:
+            self.notices.append(f"{self.path} was replaced (rotated); following the new file")
+            self.said_gone = False
+            missed.append(new)
+        elif not missed:
+            return
+        self.queue.extend(missed)
+        # what is there now: never read again (unless it changes); the files held are once let go
+        self.known = {identity: sibling.seen for identity, sibling in siblings.items()}
         self.verified_at = time.time()
-        return True  # the caller drains `current`, then goes through the queue
+
+    def _folder_changed(self) -> bool:
+        """Whether the folder may hold new rotated files since it was last looked at: its entries changed
+        (or changed so recently that a coarse clock would not tell)."""
+        try:
+            changed = os.stat(self.path.parent).st_mtime_ns
+        except OSError:
+            return False
+        recent = time.time_ns() - changed < ROTATED_SLACK_S * 1e9
+        if changed == self.folder_changed and not recent:
+            return False
+        self.folder_changed = changed
+        return True
 
     def _missed(self, siblings: dict[Identity, _Sibling]) -> list[_Source]:
         """Rotated files that appeared and were rotated away between two looks, oldest first."""
@@ -302,7 +360,7 @@ class _Follower:
         since = self.verified_at - ROTATED_SLACK_S
         for identity, sibling in siblings.items():
             known = self.known.get(identity)
-            if known is not None and sibling.head.startswith(known):
+            if known is not None and known[1] == sibling.seen[1] and sibling.head.startswith(known[0]):
                 continue  # seen before (renamed along since), or read already
             status = sibling.status
             if max(status.st_mtime, status.st_ctime) < since or len(found) >= MAX_ROTATED_FOUND:
@@ -397,6 +455,9 @@ class LogTailer:
         try:
             while True:
                 started = loop.time()
+                if watch is None and self.watch and started - watch_tried >= WATCH_RETRY_S:
+                    watch_tried = started  # before the step: files are held while its lines are read
+                    watch = open_watch(self.path, follower.capture)
                 step = await asyncio.to_thread(follower.step)
                 for notice in step.notices:
                     if self.on_notice is not None:
@@ -415,9 +476,6 @@ class LogTailer:
                         splitters[key].reset()
                 if step.more:
                     continue
-                if watch is None and self.watch and loop.time() - watch_tried >= WATCH_RETRY_S:
-                    watch_tried = loop.time()
-                    watch = open_watch(self.path)
                 if watch is None:
                     await asyncio.sleep(self.poll_interval_s)
                 elif await watch.wait(self.poll_interval_s):

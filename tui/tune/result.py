@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from tui.atomic import write_file
 from tui.bench.burst_store import bursts_dir
 from tui.bench.report.arms import arm_summary
 from tui.bench.results import ArmResult
@@ -691,19 +692,11 @@ def render_json(result: TuneResult) -> str:
     return json_safe(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=1))
 
 
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
-    return path
-
-
 def export(result: TuneResult, kind: str, path: Path) -> Path:
     renderers = {"json": render_json, "csv": render_csv, "markdown": render_markdown}
     if kind not in renderers:
         raise ValueError(f"unknown export kind {kind!r}")
-    return _write(path, renderers[kind](result))
+    return write_file(path, renderers[kind](result))
 
 
 def tune_file_name(result: TuneResult) -> str:
@@ -713,7 +706,7 @@ def tune_file_name(result: TuneResult) -> str:
 def save_tune(result: TuneResult, folder: Path | None = None) -> Path:
     """Kept beside the bursts (`$XDG_DATA_HOME/spectop/bursts/tune-*.json`); its cells name their bursts."""
     folder = folder or bursts_dir()
-    return _write(folder / tune_file_name(result), result.model_dump_json())
+    return write_file(folder / tune_file_name(result), result.model_dump_json())
 
 
 def load_tune(path: Path) -> TuneResult:

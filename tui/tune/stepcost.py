@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -39,6 +38,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tui.atomic import write_file
 from tui.bench.stats import percentile_interval
 from tui.configs.errors import ConfigError
 from tui.paths import step_cost_file
@@ -346,11 +346,7 @@ def save_model(model: StepCostModel, path: Path | None = None) -> Path:
         != (model.endpoint, model.model, model.settings, model.key)
     ]
     models = ([*others, model])[-MAX_MODELS:]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(StepCostFile(models=models).model_dump_json(indent=1), encoding="utf-8")
-    temporary.replace(path)
-    return path
+    return write_file(path, StepCostFile(models=models).model_dump_json(indent=1))
 
 
 def find_model(

@@ -25,13 +25,14 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 
+from tui.atomic import write_file
 from tui.board import Board, LogEntry
 from tui.sanitize import safe_line, safe_text
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.settings import EndpointSettings, Settings
 from tui.sources import LiveSource, ReplaySource, Source
 from tui.sources.updates import Finished, Notice, ReadingsArrived, Update
-from tui.state import TableChoice, remember_table, remembered_table
+from tui.state import TableChoice, remember_table, remember_theme, remembered_table, remembered_theme
 from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import DEFAULT_MAX_MB
@@ -46,8 +47,6 @@ from tui.ui.themes import (
     honour_no_color,
     load_themes,
     next_theme,
-    remember_theme,
-    remembered_theme,
 )
 from tui.ui.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
 from tui.widgets.card_view import CardData
@@ -480,10 +479,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
 
     async def _write_screenshot(self, target: Path, svg: str) -> None:
         try:
-            import aiofiles  # only here: not among the imports before the first frame
-
-            async with aiofiles.open(target, "w", encoding="utf-8") as file:
-                await file.write(svg)
+            await asyncio.to_thread(write_file, target, svg)
         except OSError as error:
             self.notify(f"screenshot not saved: {error}", severity="error")
             return

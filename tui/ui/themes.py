@@ -1,9 +1,8 @@
-"""Colour themes as data files, and the remembered choice.
+"""Colour themes as data files.
 
 Themes come from `tui.paths.themes_dir()` (shipped) and then the user's
 `$XDG_CONFIG_HOME/spectop/themes/` (a user theme with a shipped name replaces it).
-A broken file is reported (file and field) and skipped. The chosen theme is kept
-in `$XDG_CONFIG_HOME/spectop/state.json`.
+A broken file is reported (file and field) and skipped. The chosen theme is kept by `tui.state`.
 
 NO_COLOR (https://no-color.org): Textual alone turns colours into greys, still 256/true-colour codes, and
 a focused card is then only a lighter grey. `honour_no_color` makes the output carry no colour at all
@@ -13,8 +12,6 @@ instead; spectop never relies on colour alone otherwise (status words, badges, s
 
 from __future__ import annotations
 
-import json
-import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +27,6 @@ from tui.paths import themes_dir, user_config_dir
 from tui.validators import friendly_message
 
 DEFAULT_THEME = "spectop-dark"
-STATE_FILE_NAME = "state.json"
 MAX_THEME_FILE_BYTES = 64_000
 
 
@@ -121,39 +117,6 @@ def load_themes(folders: list[Path] | None = None) -> LoadedThemes:
                 continue
             loaded.themes[theme.name] = theme
     return loaded
-
-
-def state_path() -> Path:
-    return user_config_dir() / STATE_FILE_NAME
-
-
-def remembered_theme() -> str | None:
-    try:
-        data = json.loads(state_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    theme = data.get("theme") if isinstance(data, dict) else None
-    return theme if isinstance(theme, str) else None
-
-
-def remember_theme(name: str) -> str | None:
-    """Store the choice; returns a problem description instead of raising (a read-only home is fine)."""
-    path = state_path()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        if not isinstance(data, dict):
-            data = {}
-    except (OSError, ValueError):
-        data = {}
-    data["theme"] = name
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        os.replace(temporary, path)
-    except OSError as error:
-        return f"{path}: cannot save the theme choice: {error}"
-    return None
 
 
 def next_theme(current: str, names: list[str]) -> str:

@@ -8,6 +8,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+from tui.atomic import write_file
 from tui.bench.report.markdown import render_markdown
 from tui.bench.report.summary import burst_summary
 from tui.bench.results import BurstResult, RequestResult
@@ -99,8 +100,4 @@ def export(result: BurstResult, kind: str, path: Path, *, detail: bool = False) 
         text = render_markdown(burst_summary(result, with_detail=False))
     else:
         raise ValueError(f"unknown export kind {kind!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
-    return path
+    return write_file(path, text)

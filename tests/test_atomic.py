@@ -1,0 +1,94 @@
+"""Every file spectop writes replaces the old one whole and durably: its bytes go to a temp file of its
+own, are fsynced, and only then renamed over the file."""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.test_sanitize_bench import hostile_burst
+from tests.tune.test_advisor import fitted
+from tui.atomic import write_file
+from tui.bench.burst_store import save_burst
+from tui.bench.report.export import export as export_burst
+from tui.screens.editor_recovery import write_recovery
+from tui.state import TableChoice, remember_table, remember_theme
+from tui.tune.result import TuneResult, save_tune
+from tui.tune.result import export as export_tune
+from tui.tune.stepcost import save_model
+
+
+def _tune() -> TuneResult:
+    return TuneResult(
+        started_at=datetime(2026, 12, 1, tzinfo=UTC), config_file="c.toml", kind="vllm_toml", key="k",
+        endpoint="http://127.0.0.1:8000", restart_command=["x"], values=[0, 2], concurrencies=[1],
+        original_value=2, baseline_value=0, requests=8, max_tokens=64, prompts="mixed", outcomes=[],
+    )  # fmt: skip
+
+
+WRITERS: dict[str, Callable[[Path], object]] = {
+    "tune export": lambda folder: export_tune(_tune(), "markdown", folder / "tune.md"),
+    "tune history": lambda folder: save_tune(_tune(), folder),
+    "burst export": lambda folder: export_burst(hostile_burst(), "csv", folder / "burst.csv"),
+    "burst history": lambda folder: save_burst(hostile_burst(), folder),
+    "step-cost models": lambda folder: save_model(fitted(), folder / "step_costs.json"),
+    "unsaved edits": lambda folder: write_recovery(folder / "config.toml", "[model]\n"),
+    "theme choice": lambda folder: remember_theme("spectop-light"),
+    "table choice": lambda folder: remember_table(TableChoice(columns=["name"])),
+}
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_written_file_is_fsynced_before_it_replaces_the_old_one(
+    writer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    synced: set[int] = set()  # inode numbers
+    renames: list[bool] = []  # for each rename: was the file renamed fsynced first?
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        synced.add(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    def replace(source: str | Path, target: str | Path) -> None:
+        renames.append(os.stat(source).st_ino in synced)
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    for _ in range(2):  # a new file, then one replaced
+        WRITERS[writer](tmp_path)
+    assert renames and all(renames), renames
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "kept.json"
+    write_file(path, "old\n")
+
+    def no_space(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", no_space)
+    with pytest.raises(OSError, match="No space"):
+        write_file(path, "new\n")
+    assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["kept.json"]
+
+
+def test_a_symlinked_file_keeps_its_link_and_a_file_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "dotfiles" / "state.json"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    target.chmod(0o600)
+    link = tmp_path / "state.json"
+    link.symlink_to(target)
+    write_file(link, "new\n")
+    assert link.is_symlink() and target.read_text() == "new\n"
+    assert target.stat().st_mode & 0o777 == 0o600
