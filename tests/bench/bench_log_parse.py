@@ -5,6 +5,8 @@ Generates a 1,000,000-line mixed log (vLLM, SGLang and llama.cpp lines plus nois
 start-up chatter, warnings, a traceback now and then) in a temporary folder, then times:
   * `grep -c "SpecDecoding metrics"` (the baseline: a C substring scan that parses nothing),
   * `LogParser.feed` over the file read line by line,
+  * `LogParser.feed` over the lines in memory with and without the one-regex fast paths
+    (`tui/telemetry/logs/fastpath.py`), alternated, best of 3 each,
   * the same through `LogTailer.read_all()` (aiofiles, the path `spectop logs` uses),
   * `spectop logs FILE --json > /dev/null` end to end (process start, parse, JSON out).
 Prints figures only; asserts nothing about speed. Target: > 300,000 lines/s through the parser.
@@ -23,9 +25,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from tui.telemetry.logs import LogParser
+from tui.telemetry.logs import LogParser, fastpath
 from tui.telemetry.tailer import LogTailer
 
 # One of each line kind. The "dense" mix cycles through these as they are (6 of 20 lines carry figures);
@@ -138,6 +142,38 @@ def time_parser(path: Path) -> tuple[float, float, int, int]:
     return time.perf_counter() - start, time.process_time() - start_cpu, lines, events
 
 
+@contextmanager
+def _general_grammars_only() -> Iterator[None]:
+    """Every fast path declines, as it does for a line format it does not know."""
+    names = ("vllm_stats", "vllm_spec", "sglang_batch")
+    saved = {name: getattr(fastpath, name) for name in names}
+    for name in names:
+        setattr(fastpath, name, lambda line: None)
+    try:
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(fastpath, name, function)
+
+
+def _feed_cpu(lines: list[str]) -> tuple[float, int]:
+    parser = LogParser()
+    start = time.process_time()
+    events = sum(len(parser.feed(line)) for line in lines) + len(parser.flush())
+    return time.process_time() - start, events
+
+
+def time_fast_paths(path: Path) -> tuple[float, float, int]:
+    """Best CPU seconds through `LogParser.feed` with and without the fast paths (alternated, 3 each)."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    with_fast = without_fast = float("inf")
+    for _ in range(3):
+        with_fast = min(with_fast, _feed_cpu(lines)[0])
+        with _general_grammars_only():
+            without_fast = min(without_fast, _feed_cpu(lines)[0])
+    return with_fast, without_fast, len(lines)
+
+
 async def _tailer_run(path: Path) -> tuple[int, int]:
     parser = LogParser()
     lines = events = 0
@@ -181,6 +217,11 @@ def run_mix(folder: Path, name: str, templates: list[str], total: int, with_comm
     _row("grep -c 'SpecDecoding metrics'", total, wall, max(cpu, 1e-6), f"({matches:,} matches)")
     wall, cpu, lines, events = time_parser(path)
     _row("LogParser.feed", lines, wall, cpu, f"({events:,} events)")
+    with_fast, without_fast, lines = time_fast_paths(path)
+    print(
+        f"  {'LogParser.feed, fast paths on/off':<34} {lines / with_fast:>11,.0f} / {lines / without_fast:,.0f} "
+        f"lines/s CPU, best of 3: fast paths {without_fast / with_fast - 1:+.0%}"
+    )
     wall, cpu, lines, events = time_tailer(path)
     _row("LogTailer.read_all + LogParser", lines, wall, cpu, f"({events:,} events)")
     if with_command:

@@ -1,6 +1,6 @@
 # ruff: noqa: E501  (log lines)
-"""The one-regex fast paths give exactly the events of the generic grammars, and `build` equals
-pydantic validation; the fast paths decline every variant they do not know."""
+"""The one-regex fast paths give exactly the events of the generic grammars and decline every variant
+they do not know."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.events import SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import fastpath, sglang, vllm
-from tui.telemetry.logs.construct import build
 
 SAMPLES = Path(__file__).parent / "log_samples"
 
@@ -130,25 +129,6 @@ def test_fast_paths_decline_other_variants(line: str) -> None:
     assert _generic(line)
 
 
-def test_build_equals_validation() -> None:
-    values = {
-        "time": "08-20 14:04:17",
-        "backend": "vllm",
-        "running": 2.0,
-        "kv_cache_usage": 0.007,
-        "extra": {"Preemptions": 3, "cuda graph": True, "MM cache hit rate": 0.5, "timestamp": "x"},
-        "line": "text",
-    }
-    built = build(StatsEvent, **values)
-    validated = StatsEvent.model_validate(values)
-    assert built == validated
-    assert built.model_dump_json() == validated.model_dump_json()
-    assert built.model_fields_set == validated.model_fields_set
-    error = build(ErrorEvent, category="oom", message="m")
-    assert error == ErrorEvent(category="oom", message="m")
-    assert error.kind == "error" and error.time is None
-
-
 def test_sglang_batch_dispatch_agrees_with_find_batch() -> None:
     """`sglang_batch` skips `find_batch`; on every line it takes, `find_batch` names the same phase."""
     sample_lines = (SAMPLES / "sglang.server.log").read_text().splitlines()
@@ -170,27 +150,3 @@ def test_sglang_batch_dispatch_agrees_with_find_batch() -> None:
         assert expected is not None, line
         assert [event.model_dump() for event in fast] == [event.model_dump() for event in expected], line
     assert taken >= 400  # every generated Decode and Prefill line
-
-
-@pytest.mark.parametrize(
-    ("model", "values"),
-    [
-        (StatsEvent, {"line": "l", "time": "t", "running": 1.0, "extra": {"#token": 5}, "backend": "sglang"}),
-        (
-            SpecDecodeEvent,
-            {"scope": "interval", "per_position_acceptance": [0.5, 0.25], "accepted_tokens": 3},
-        ),
-        (ErrorEvent, {"message": "m", "category": "oom", "line": "l"}),
-    ],
-)
-def test_build_keeps_field_order_and_set(
-    model: type[StatsEvent | SpecDecodeEvent | ErrorEvent], values: dict
-) -> None:
-    built = build(model, **values)
-    validated = model.model_validate(values)
-    assert repr(built) == repr(validated)  # repr follows __dict__ order: the declared field order
-    assert list(built.__dict__) == list(validated.__dict__)
-    assert built.model_fields_set == validated.model_fields_set
-    if "engine" in model.model_fields:  # assignment (the parser's engine attribution) still tracks fields_set
-        built.engine = "1"
-        assert "engine" in built.model_fields_set

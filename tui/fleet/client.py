@@ -104,7 +104,7 @@ _QueryData = Annotated[_VectorJson | _ScalarJson, Field(discriminator="resultTyp
 
 class _QueryJson(TypedDict):
     """A successful instant query's whole answer. Validated from the JSON bytes in one go (pydantic-core
-    reads the JSON itself, into typed dicts: half the cost of models), which matters for a refresh of
+    reads the JSON itself, into typed dicts: cheaper than models), which matters for a refresh of
     1,000 instances, about 20,000 samples. Anything else (an error, a body that is not the API's
     JSON) goes the general way (`_envelope`) for its exact message."""
 
@@ -323,7 +323,7 @@ class PrometheusClient:
     async def query_samples(self, expr: str, at: float | None = None) -> list[Any]:
         """An instant vector's samples as parsed, NOT checked one by one: for a reader that checks what
         it reads of each sample as it reads it (the fleet poller, 20 answers of 1,000 samples per
-        refresh of 1,000 instances: pydantic's checking costs half again the parsing). Only the answer
+        refresh of 1,000 instances: pydantic's checking adds much to the parsing). Only the answer
         around them is checked; anything but a vector goes `query_vector`'s way (checked, or the
         `PrometheusError` saying what is wrong)."""
         status, body = await self._fetch("/api/v1/query", self._query_params(expr, at))

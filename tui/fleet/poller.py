@@ -120,7 +120,7 @@ def _by_instance(samples: list[Any]) -> dict[str, float]:
     that is not [time, "text"]: `_UnexpectedSample`)."""
     values: dict[str, float] = {}
     for sample in samples:
-        # `_label_and_value`'s checks, inlined: a call per sample costs about half of what they save here
+        # `_label_and_value`'s checks, inlined: a call per sample would give back much of what they save
         try:
             instance = sample.get("metric", _NO_LABELS).get("instance")
             pair = sample["value"]

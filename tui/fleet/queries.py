@@ -271,7 +271,7 @@ def discovery_query(matchers: str, labels: tuple[str, ...], lookback_s: float | 
     distinct family names as its value. With `lookback_s`, series seen in that time count too
     (a target that is down now still had its names a moment ago). Each backend's families are
     counted on their own and the `backend` label put on the counts (one per instance), not on every
-    series selected (some 30 per vLLM instance): the same answer for 40% less of Prometheus's time,
+    series selected (some 30 per vLLM instance): the same answer for less of Prometheus's time,
     and this is a refresh's most costly query.
     """
     # `backend` is the one put on the counts (a group_by label of that name groups by it too)

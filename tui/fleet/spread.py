@@ -70,7 +70,7 @@ def spread_of(
 
 # The last readings `group_spreads` was asked of (kept, so that their ids stay theirs) and its answer: a
 # refresh's readings are asked twice, by the source's imbalance check and by the fleet table's rows, and
-# with 1,000 instances each answer costs a few milliseconds. Readings are not changed once a refresh
+# with 1,000 instances each answer is not cheap. Readings are not changed once a refresh
 # has returned them, and the answer does not depend on their order.
 _last_spreads: list[tuple[tuple[FleetReading, ...], set[int], list[Spread]]] = []
 

@@ -248,7 +248,7 @@ class DashboardScreen(EndpointScreen):
             self._dirty.add(name)
             if name not in self._read and name in readings:
                 # An endpoint's first figures are drawn now: the batching is for the steady state, and
-                # its delay would be half of the start-up's budget (the first frame with figures).
+                # its delay would eat much of the start-up's budget (the first frame with figures).
                 self._read.add(name)
                 immediate = True
         if immediate:

@@ -1,9 +1,8 @@
 """A fast, strict parser for the Prometheus text exposition format.
 
-prometheus_client's parser takes about 8 ms for a vLLM page (445 samples) on a
-small CPU, four times the 2 ms budget for parse + derive
-(`tests/bench/bench_metrics_parse.py`), so spectop parses with this module and
-keeps prometheus_client as the cross-check in the tests.
+prometheus_client's parser alone takes several times the README's budget for
+parse + derive of a vLLM page (`tests/bench/bench_metrics_parse.py`), so spectop
+parses with this module and keeps prometheus_client as the cross-check in the tests.
 
 Accepted: `# HELP` / `# TYPE` / other comments, `name{label="value",...} value
 [timestamp]`, labels in any order with escapes and an optional trailing comma,
@@ -158,8 +157,8 @@ class MetricsParser:
 
     A server prints the same label blocks and most of the same lines on every scrape (buckets,
     gauges, idle counters). Kept because `tests/bench/bench_metrics_parse.py` shows it is what meets
-    the README's 2 ms budget for parse + derive of a vLLM page: with nothing cached a page takes
-    about 2.3 ms, with the label sets known 0.7 ms, an unchanged page 0.35 ms. One parser per
+    the README's budget for parse + derive of a vLLM page: with nothing cached a page goes over it,
+    with the label sets known (and more so unchanged) it is well under. One parser per
     endpoint (the monitor owns it), so one busy server never evicts another's entries.
 
     Caches: label block -> labels (one shared object per block); `name{labels}` head -> (name,

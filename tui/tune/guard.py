@@ -25,7 +25,7 @@ from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
 from tui.format import fmt_duration, fmt_rate
 from tui.settings import EndpointSettings
-from tui.tune.advised import Advised
+from tui.tune.live_advice import Advised  # made by the dashboard, which must not import the guard early
 from tui.tune.plan import TuneKey, TunePlanError, default_key, edited
 from tui.tune.runner import Changer
 

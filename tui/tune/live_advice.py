@@ -14,9 +14,19 @@ from functools import partial
 from pathlib import Path
 
 from tui.telemetry.figures import Figures
-from tui.tune.advised import Advised
 from tui.tune.advisor import DEFAULT_MARGIN, Advice, AdviceTracker, advise, alert_text
 from tui.tune.stepcost import StepCostError, StepCostFile, StepCostModel, find_model, load_models
+
+
+@dataclass(frozen=True)
+class Advised:
+    """The advisor's word for the guard: the better k held for `sustained_s` (None: none), the better k
+    of the current window alone, the k the server runs, and the words."""
+
+    held_k: int | None = None
+    now_k: int | None = None
+    current_k: int | None = None
+    words: str = ""
 
 
 @dataclass(frozen=True)

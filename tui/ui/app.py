@@ -59,9 +59,9 @@ YIELD_EVERY = 200  # updates applied in a row at most before the screens get a t
 # Fleet mode: once the first refresh is drawn, the objects alive then (Textual's, the modules', the
 # board's first readings and rows) are moved out of the garbage collector's sight (`gc.freeze`): every
 # full collection scanned them all again, and a 1,000-instance refresh makes enough objects to set one
-# off every few refreshes (about a quarter of a refresh's CPU, `bench_fleet_dashboard.py`). And young
+# off every few refreshes (a large share of a refresh's CPU, `bench_fleet_dashboard.py`). And young
 # collections come every FLEET_GC_THRESHOLD objects rather than every 700 (a refresh makes some
-# 100,000, most of them gone by the next: 9 -> 2 ms of collections per refresh). Undone on exit
+# 100,000, most of them gone by the next: far fewer collections per refresh). Undone on exit
 # (`gc.unfreeze`, the thresholds as they were), so that an app run in a test process leaves nothing
 # uncollectable behind.
 FREEZE_HEAP_IN_FLEET_MODE = True

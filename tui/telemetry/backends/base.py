@@ -146,9 +146,9 @@ class SeriesMemo:
     """What each series of ONE endpoint's pages means to its backend, keyed by the series text.
 
     The same series repeat on every scrape; working out a sample's plan (counter key, bucket bound,
-    model) once per series instead of once per sample saves about a fifth of parse + derive for a
-    vLLM page and a tenth for an SGLang page (`tests/bench/bench_metrics_parse.py`, labels known),
-    which keeps those figures where the README states them. One memo per window (endpoint); for
+    model) once per series instead of once per sample saves part of parse + derive
+    (`tests/bench/bench_metrics_parse.py`, labels known), which keeps those figures where the README
+    states them. One memo per window (endpoint); for
     one backend table at a time, forgotten when the table changes; bounded: cleared when full.
     """
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import errors, fastpath, llamacpp, sglang, vllm
-from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.plausible import plausible
 from tui.telemetry.logs.prefix import clean_line, split_prefix
 
@@ -84,8 +83,7 @@ def error_event(line: str, backend: str | None) -> ErrorEvent | None:
     category = errors.classify(prefix.message, prefix.level)
     if category is None:
         return None
-    return build(
-        ErrorEvent,
+    return ErrorEvent(
         time=prefix.time,
         uptime=prefix.uptime,
         backend=prefix.backend or backend,

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 
 from tui.telemetry.events import SpecDecodeEvent
-from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import split_prefix
 from tui.telemetry.logs.values import parse_float_list
 
@@ -68,8 +67,7 @@ def parse_acceptance(line: str, start: int) -> SpecDecodeEvent | None:
     else:
         prefix = split_prefix(line[:start])
         time, uptime = prefix.time, prefix.uptime
-    return build(
-        SpecDecodeEvent,
+    return SpecDecodeEvent(
         time=time,
         uptime=uptime,
         backend="llamacpp",
@@ -90,8 +88,7 @@ def parse_per_position(line: str, start: int) -> SpecDecodeEvent | None:
     if positions is None:
         return None
     prefix = split_prefix(line[:start])
-    return build(
-        SpecDecodeEvent,
+    return SpecDecodeEvent(
         time=prefix.time,
         uptime=prefix.uptime,
         backend="llamacpp",
@@ -113,8 +110,7 @@ def parse_statistics(line: str) -> SpecDecodeEvent | None:
     positions = _STATISTICS_POSITIONS.search(line)
     accepted, drafted = counts["accepted"], counts["drafted"]
     prefix = split_prefix(line)
-    return build(
-        SpecDecodeEvent,
+    return SpecDecodeEvent(
         time=prefix.time,
         uptime=prefix.uptime,
         backend="llamacpp",

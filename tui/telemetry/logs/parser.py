@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import logging
 
-from tui.telemetry.events import ErrorEvent, LogEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.events import ErrorCategory, ErrorEvent, LogEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import errors
-from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.dispatch import (
     MAX_MESSAGE_CHARS,
     ParsedEvent,
@@ -148,8 +147,7 @@ class LogParser:
             return []
         group.reported_categories.add(category)
         return [
-            build(
-                ErrorEvent,
+            ErrorEvent(
                 time=prefix.time or group.time,
                 uptime=prefix.uptime,
                 backend=prefix.backend or group.backend,
@@ -159,10 +157,9 @@ class LogParser:
             )
         ]
 
-    def _error(self, category: str, prefix: LinePrefix, line: str) -> ErrorEvent:
+    def _error(self, category: ErrorCategory, prefix: LinePrefix, line: str) -> ErrorEvent:
         self._remember(prefix.backend)
-        return build(
-            ErrorEvent,
+        return ErrorEvent(
             time=prefix.time,
             uptime=prefix.uptime,
             backend=prefix.backend or self.backend,

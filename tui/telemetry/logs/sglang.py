@@ -11,7 +11,6 @@ fall out of that; fields spectop has no name for land in `extra`.
 from __future__ import annotations
 
 from tui.telemetry.events import LogEvent, SpecDecodeEvent, StatsEvent
-from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import split_prefix
 from tui.telemetry.logs.values import parse_count, parse_field_value, parse_number
 
@@ -97,24 +96,24 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[LogEvent]:
         # This batch's hit rate (the same figure as the `sglang:cache_hit_rate` gauge after a prefill).
         values["prefix_cache_hit_rate"] = cached_tokens / (new_tokens + cached_tokens)
     events: list[LogEvent] = [
-        build(
-            StatsEvent,
-            time=prefix.time,
-            backend="sglang",
-            engine=engine,
-            phase=phase,
-            new_tokens=new_tokens,
-            cached_tokens=cached_tokens,
-            extra=extra or None,
-            line=line,
-            **values,
+        StatsEvent.model_validate(
+            {
+                "time": prefix.time,
+                "backend": "sglang",
+                "engine": engine,
+                "phase": phase,
+                "new_tokens": new_tokens,
+                "cached_tokens": cached_tokens,
+                "extra": extra or None,
+                "line": line,
+                **values,
+            }
         )
     ]
     accept_rate = printed_accept_rate(accept_rate, accept_length)
     if accept_length is not None or accept_rate is not None:
         events.append(
-            build(
-                SpecDecodeEvent,
+            SpecDecodeEvent(
                 time=prefix.time,
                 backend="sglang",
                 mean_acceptance_length=accept_length,

@@ -14,7 +14,6 @@ from collections import deque
 
 from tui.telemetry.events import ErrorEvent
 from tui.telemetry.logs import errors
-from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import LinePrefix
 
 MAX_HEAD_LINES = 20
@@ -87,8 +86,7 @@ class TracebackGroup:
         if self._omitted:
             lines.append(f"... {self._omitted} lines omitted ...")
         lines.extend(self._tail)
-        return build(
-            ErrorEvent,
+        return ErrorEvent(
             time=self.time,
             backend=self.backend,
             category="traceback",

@@ -13,7 +13,6 @@ Keyed on message text only (file:line drifts between builds). Every known varian
 from __future__ import annotations
 
 from tui.telemetry.events import SpecDecodeEvent, StatsEvent
-from tui.telemetry.logs.construct import build
 from tui.telemetry.logs.prefix import split_prefix
 from tui.telemetry.logs.values import parse_count, parse_field_value, parse_float_list, parse_number
 
@@ -62,14 +61,15 @@ def parse_stats(line: str, start: int) -> StatsEvent | None:
         values[field] = parse_number(raw_value)
     if not values:
         return None
-    return build(
-        StatsEvent,
-        time=prefix.time,
-        backend="vllm",
-        engine=engine,
-        extra=extra or None,
-        line=line,
-        **values,
+    return StatsEvent.model_validate(
+        {
+            "time": prefix.time,
+            "backend": "vllm",
+            "engine": engine,
+            "extra": extra or None,
+            "line": line,
+            **values,
+        }
     )
 
 
@@ -81,8 +81,7 @@ def parse_v0_prefix_hit(line: str, start: int) -> StatsEvent | None:
     if rate is None:
         return None
     cpu_rate = parse_number(cpu) if cpu else None
-    return build(
-        StatsEvent,
+    return StatsEvent(
         time=split_prefix(line[:start]).time,
         backend="vllm",
         prefix_cache_hit_rate=rate,
@@ -134,8 +133,7 @@ def parse_spec(line: str, start: int, marker: str) -> SpecDecodeEvent | None:
         rate = accepted / drafted
     if mean_length is None and rate is None and accepted is None and drafted is None:
         return None
-    return build(
-        SpecDecodeEvent,
+    return SpecDecodeEvent(
         time=prefix.time,
         backend="vllm",
         mean_acceptance_length=mean_length,
