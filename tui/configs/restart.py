@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
+import shutil
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +35,27 @@ MAX_OUTPUT_LINE = 2000
 RESTART_TIMEOUT_S = 300.0
 HEALTH_TIMEOUT_S = 30.0
 LOG_TAIL_BYTES = 256 * 1024  # how much of the end of a log `last_errors` reads
+
+
+def restart_command_problem(argv: Sequence[str]) -> str | None:
+    """Why `argv` cannot be run (None: its program exists and may be executed), found before anything
+    is changed rather than at the first restart."""
+    if not argv:
+        return "empty"
+    program = argv[0]
+    if os.sep not in program:
+        if shutil.which(program) is not None:
+            return None
+        return (
+            f"{program}: no such program on PATH (the command runs without a shell: for a pipe, "
+            "`&&` or a shell builtin, give sh -c '...')"
+        )
+    path = Path(program)
+    if not path.exists():
+        return f"{program}: no such file"
+    if path.is_dir() or not os.access(path, os.X_OK):
+        return f"{program}: not executable (chmod +x, or give the interpreter first: sh {program})"
+    return None
 
 
 async def run_restart(
