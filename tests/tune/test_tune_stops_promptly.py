@@ -72,7 +72,7 @@ def test_a_restart_command_that_cannot_run_is_refused_before_anything_changes(
 @pytest.mark.parametrize(
     ("text", "extra", "said"),
     [
-        ("[model\nname = 'x'\n", (), "config.toml: line 1, column 7: missing ']' to close the table header [model"),
+        ("[model\nname = 'x'\n", (), "config.toml: line 1, column 7: missing ']' to close the table header"),
         (None, ("--key", "model.no_such_key"), "--key model.no_such_key: the file has no such key"),
     ],
 )
