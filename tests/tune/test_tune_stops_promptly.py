@@ -31,7 +31,11 @@ def spectop_tune(config: Path, *extra: str) -> subprocess.Popen[str]:
 
 
 def finished(process: subprocess.Popen[str]) -> tuple[int, str]:
-    _, stderr = process.communicate(timeout=120)  # a hang guard: these end at once
+    try:
+        _, stderr = process.communicate(timeout=120)  # a hang guard: these end at once
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
     return process.returncode, stderr
 
 

@@ -91,7 +91,7 @@ SLO_FIELD = (
     "SLO",
     "slo",
     "slo",
-    "e.g. ttft=500ms,tpot=40ms",
+    "e.g. ttft=500ms, tpot=40ms",
     "SLOs: share of requests meeting all, and goodput",
 )
 SCHEDULES = (("alternate", "alternate"), ("parallel", "parallel"))
