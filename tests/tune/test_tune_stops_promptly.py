@@ -30,13 +30,13 @@ def spectop_tune(config: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def finished(process: subprocess.Popen[str]) -> tuple[int, str]:
+def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
     try:
-        _, stderr = process.communicate(timeout=120)  # a hang guard: these end at once
+        stdout, stderr = process.communicate(timeout=120)  # a hang guard: these end at once
     except subprocess.TimeoutExpired:
         process.kill()
         raise
-    return process.returncode, stderr
+    return process.returncode, stdout, stderr
 
 
 def test_a_server_that_does_not_answer_is_refused_before_anything_changes(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_a_server_that_does_not_answer_is_refused_before_anything_changes(tmp_pa
     process = spectop_tune(
         config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true", "--values", "1"
     )
-    code, stderr = finished(process)
+    code, _, stderr = finished(process)
     assert code == 1
     assert "http://127.0.0.1:1/health: connection refused: is the server running?" in stderr
     assert config.read_bytes() == before
@@ -67,7 +67,7 @@ def test_a_restart_command_that_cannot_run_is_refused_before_anything_changes(
     process = spectop_tune(
         tune_sim.config, "--endpoint", tune_sim.url, "--restart-command", command, "--values", "1"
     )
-    code, stderr = finished(process)
+    code, _, stderr = finished(process)
     assert code == 1
     assert f"spectop tune: --restart-command: {said}" in stderr
     assert tune_sim.config.read_bytes() == before
@@ -89,7 +89,7 @@ def test_a_file_that_does_not_parse_or_lacks_the_key_is_refused(
     process = spectop_tune(
         config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true", "--values", "1", *extra
     )
-    code, stderr = finished(process)
+    code, _, stderr = finished(process)
     assert code == 2
     assert said in stderr
 
@@ -147,7 +147,7 @@ def test_sigterm_during_the_wait_for_health_ends_the_tune_long_before_the_health
     wait_until(lambda: run_count(runs) == 2 and health_status(tune_sim.url) is None, process)
     signalled = time.monotonic()
     process.send_signal(signal.SIGTERM)
-    code, stderr = finished(process)
+    code, stdout, stderr = finished(process)
     took = time.monotonic() - signalled
     assert took < HEALTH_TIMEOUT_S / 10, stderr
     assert code == 130, stderr
@@ -155,6 +155,7 @@ def test_sigterm_during_the_wait_for_health_ends_the_tune_long_before_the_health
     assert run_count(runs) == 3  # the restart command ran on the restored file
     assert "SIGTERM: stopping" in stderr
     assert "restored byte for byte and the restart command run; spectop did not wait for /health" in stderr
+    assert "k=3 failed" not in stdout  # cancelled while it started: not reached, not failed
     wait_until_up = time.monotonic()
     while health_status(tune_sim.url) != 200:  # the demo starts the killed sim again, on k=2
         assert time.monotonic() - wait_until_up < HEALTH_TIMEOUT_S
@@ -173,7 +174,7 @@ def test_a_second_ctrl_c_stops_a_restart_command_that_keeps_you_waiting(tune_sim
         pass
     signalled = time.monotonic()
     process.send_signal(signal.SIGINT)
-    code, stderr = finished(process)
+    code, _, stderr = finished(process)
     assert time.monotonic() - signalled < HEALTH_TIMEOUT_S / 10, stderr
     assert code == 130, stderr
     assert "SIGINT again: stopping the restart command under way" in stderr

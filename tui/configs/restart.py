@@ -64,13 +64,16 @@ async def run_restart(
     """Run `argv` without a shell, passing each output line (stdout+stderr) to `on_line`.
 
     Returns the exit code. Raises OSError when the program cannot be started and
-    TimeoutError after `timeout_s` (the process is killed). Cancelling kills it too.
+    TimeoutError after `timeout_s` (the process is killed). Cancelling kills it too. It runs in a session
+    of its own: a Ctrl-C in spectop's terminal reaches spectop, which decides (`spectop tune` lets a
+    restart finish, and kills it at a second Ctrl-C), not the restart command half-way.
     """
     process = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
     )
     stdout = process.stdout
     assert stdout is not None

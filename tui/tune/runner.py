@@ -573,6 +573,8 @@ class TuneRun:
         try:
             change = await changer.restart(cancel, kill)
         except Interrupted:
+            if not outcome.started:  # cancelled before it could start: not reached, rather than failed
+                self.result.outcomes.remove(outcome)
             raise TuneCancelled from None
         outcome.restart_output = change.output[-10:]
         if not change.ok:
