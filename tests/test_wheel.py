@@ -53,3 +53,12 @@ def test_the_wheel_carries_themes_and_sample_configs(tmp_path: Path) -> None:
     themes_path, samples_path = (Path(line) for line in result.stdout.split())
     assert themes_path.is_relative_to(target) and any(themes_path.glob("*.toml"))
     assert samples_path.is_relative_to(target) and (samples_path / "config_mtp_off.toml").is_file()
+    # `spectop config example` prints them from the installed package (README points there, not to paths)
+    example = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from tui.cli import main;"
+        "raise SystemExit(main(['config', 'example', 'vllm-off']))"
+    )
+    printed = subprocess.run(
+        [sys.executable, "-c", example, str(target)], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert printed.stdout == (REPO / "sample_configs" / "config_mtp_off.toml").read_text(encoding="utf-8")

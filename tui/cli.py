@@ -132,9 +132,35 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
 
 
+def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost (sub)command parser the arguments chose: `spectop config set` -> its own parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(args, action.dest, None)
+            if name in action.choices:
+                return _chosen_parser(action.choices[name], args)
+    return parser
+
+
+def _reject_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
+    """Unknown arguments are reported by the command they were given to, with its usage and the option
+    they are closest to: `spectop snapshot --windw 3` -> `... (did you mean --window?)`."""
+    import difflib
+
+    chosen = _chosen_parser(parser, args)
+    options = [option for action in chosen._actions for option in action.option_strings]
+    words = []
+    for word in unknown:
+        close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1) if word.startswith("-") else []
+        words.append(f"{word} (did you mean {close[0]}?)" if close else word)
+    chosen.error(f"unrecognized arguments: {' '.join(words)}")
+
+
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _reject_unknown(parser, args, unknown)
     try:
         start_debug_log(args.debug_log)
     except OSError as error:

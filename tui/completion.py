@@ -5,7 +5,7 @@
 fish: `spectop --completion fish > ~/.config/fish/completions/spectop.fish`.
 
 What is completed: the commands (and `config`'s actions), each command's options, the values of options
-with `choices`, and file names everywhere else.
+and arguments with `choices` (`spectop config example vllm`), and file names everywhere else.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Command:
     help: dict[str, str] = field(default_factory=dict)
     commands: dict[str, Command] = field(default_factory=dict)
     description: str = ""
+    arguments: list[str] = field(default_factory=list)  # the choices of a positional argument, else files
 
 
 def command_tree(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Command:
@@ -40,6 +41,8 @@ def command_tree(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) ->
                 child.description = _first_sentence(helps.get(name) or child.description)
                 node.commands[name] = child
             continue
+        if not action.option_strings and action.choices:
+            node.arguments += [str(choice) for choice in action.choices]
         for option in action.option_strings:
             node.options.append(option)
             node.help[option] = _first_sentence(action.help or "")
@@ -115,8 +118,10 @@ def _bash_functions(tree: Command, prog: str) -> str:
     lines += ["    esac", "    local words", '    case "$path" in']
     for node in _walk(tree):
         lines.append(f'        {_bash_quote(_key(node))}) words="{_words(node.options)}"')
-        if node.commands:
-            lines.append(f'            [[ $cur == -* ]] || words="{_words(list(node.commands))}" ;;')
+        if node.commands or node.arguments:
+            lines.append(
+                f'            [[ $cur == -* ]] || words="{_words(list(node.commands) or node.arguments)}" ;;'
+            )
         else:
             files = '{ COMPREPLY=($(compgen -f -- "$cur")); return; }'
             lines.append(f"            [[ $cur == -* ]] || {files} ;;")
@@ -160,7 +165,11 @@ def _fish(tree: Command, prog: str) -> str:
                 extra = " -r -F"
             described = f"-d {_fish_quote(node.help[option])}"
             lines.append(f"complete -c {prog} -n {_fish_quote(condition)} {spec}{extra} {described}")
-        if node.path and not node.commands:
+        if node.arguments:
+            lines.append(
+                f"complete -c {prog} -n {_fish_quote(condition)} -a {_fish_quote(' '.join(node.arguments))}"
+            )
+        elif node.path and not node.commands:
             lines.append(f"complete -c {prog} -n {_fish_quote(condition)} -F")
     return "\n".join(lines) + "\n"
 

@@ -10,6 +10,15 @@ from typing import Any
 
 from tui.sanitize import json_safe, safe_line, safe_text
 
+# `spectop config example NAME`: the sample configs shipped with spectop (also inside an installed wheel).
+EXAMPLES = {
+    "vllm": ("config.toml", "vLLM-style server config, DeepSeek MTP on"),
+    "vllm-off": ("config_mtp_off.toml", "the same with speculation off (the baseline of an A/B run)"),
+    "sglang": ("sglang_settings.json", "SGLang server settings, EAGLE/MTP speculation"),
+    "client": ("client_settings.json", "a benchmark client's settings (spectop bench --client-settings)"),
+    "spectop": ("spectop.toml", "spectop's own settings: endpoints, alerts, the guard"),
+}
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -51,6 +60,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lint.add_argument("--no-gpu", action="store_true", help="do not read the GPUs for the headroom check")
     launch = add("launch", "print the command that starts the server (or vLLM/SGLang --config YAML)")
     launch.add_argument("--format", choices=("cli", "yaml"), default="cli")
+    example_help = "print a sample config to start from: " + ", ".join(EXAMPLES)
+    example = actions.add_parser(
+        "example",
+        help=example_help,
+        description="Print a sample config shipped with spectop, to start from "
+        "(e.g. spectop config example vllm > config.toml): "
+        + "; ".join(f"{name}, {file}: {what}" for name, (file, what) in EXAMPLES.items())
+        + ".",
+    )
+    example.add_argument("name", metavar="NAME", choices=tuple(EXAMPLES), help=" | ".join(EXAMPLES))
     parser.set_defaults(func=run)
 
 
@@ -72,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from tui.configs.kinds import parse_kind
 
     try:
-        kind = parse_kind(args.kind) if args.kind else None
+        kind = parse_kind(args.kind) if getattr(args, "kind", None) else None
         return _ACTIONS[args.config_action](args, kind)
     except UnreadableFileError as error:
         _error(str(error))
@@ -135,6 +154,12 @@ def _set(args: argparse.Namespace, kind: Any) -> int:
         changed = set_raw_value(opened.document, parse_key_path(args.key), args.value, new_key=args.new_key)
         diff = unified_diff(opened.text, changed.text, str(args.file))
         sys.stdout.write(safe_text(diff) or "no change\n")
+        _print_findings(args.file, _new_findings(opened.document, changed), to=sys.stderr)
+        if args.dry_run:
+            print(
+                f"spectop config: dry run: nothing was written to {safe_line(str(args.file))}",
+                file=sys.stderr,
+            )
         if args.dry_run or not diff:
             return 0
         try:
@@ -144,6 +169,23 @@ def _set(args: argparse.Namespace, kind: Any) -> int:
     for warning in result.warnings:
         print(f"spectop config: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _new_findings(before: Any, after: Any) -> list[Any]:
+    """The lint findings a change causes: those of `after` that `before` did not have (by rule and key)."""
+    from tui.configs.lint import lint_document
+
+    had = {(finding.id, finding.key) for finding in lint_document(before)}
+    return [finding for finding in lint_document(after) if (finding.id, finding.key) not in had]
+
+
+def _print_findings(file: Path, findings: list[Any], to: Any = None) -> None:
+    for finding in findings:
+        where = f"{file}:{finding.line}" if finding.line else str(file)
+        print(
+            safe_line(f"{where}: {finding.severity} [{finding.id}] {finding.key}: {finding.message}"), file=to
+        )
+        print(safe_line(f"    fix: {finding.fix}"), file=to)
 
 
 def _gpu_lint(args: argparse.Namespace, document: Any) -> tuple[list[Any], str | None]:
@@ -175,10 +217,7 @@ def _lint(args: argparse.Namespace, kind: Any) -> int:
             json_safe(json.dumps([finding.to_json() for finding in findings], indent=2, ensure_ascii=False))
         )
     else:
-        for finding in findings:
-            where = f"{args.file}:{finding.line}" if finding.line else str(args.file)
-            print(safe_line(f"{where}: {finding.severity} [{finding.id}] {finding.key}: {finding.message}"))
-            print(safe_line(f"    fix: {finding.fix}"))
+        _print_findings(args.file, findings)
         if not findings:
             print(safe_line(f"{args.file}: no findings"))
     return 1 if has_errors(findings) else 0
@@ -192,4 +231,19 @@ def _launch(args: argparse.Namespace, kind: Any) -> int:
     return 0
 
 
-_ACTIONS = {"show": _show, "get": _get, "set": _set, "lint": _lint, "launch": _launch}
+def _example(args: argparse.Namespace, kind: Any) -> int:
+    from tui.configs.errors import UnreadableFileError
+    from tui.paths import sample_configs_dir
+
+    path = sample_configs_dir() / EXAMPLES[args.name][0]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:  # an installation without its sample configs
+        raise UnreadableFileError(
+            f"cannot read the shipped example {path}: {error.strerror or error}"
+        ) from None
+    sys.stdout.write(safe_text(text))
+    return 0
+
+
+_ACTIONS = {"show": _show, "get": _get, "set": _set, "lint": _lint, "launch": _launch, "example": _example}

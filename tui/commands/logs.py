@@ -51,6 +51,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectop logs: {path} {reason}", file=sys.stderr)
         return 2
     try:
+        nul = _first_nul(path) if path.is_file() else None
+        if nul is not None:
+            print(
+                f"spectop logs: {path} is not a text log: it holds binary data (a NUL byte at offset {nul})",
+                file=sys.stderr,
+            )
+            return 2
         asyncio.run(_print_events(path, args))
     except KeyboardInterrupt:
         return 0
@@ -61,6 +68,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectop logs: cannot read {path}: {error.strerror or error}", file=sys.stderr)
         return 2
     return 0
+
+
+def _first_nul(path: Path) -> int | None:
+    """Where the file's first NUL byte is, within its first 8 KiB (as `grep` and `git` tell binary
+    files): no text log has one, past the run of NULs a `copytruncate` can leave at its start."""
+    with path.open("rb") as file:
+        start = file.read(8192)
+    offset = start.find(b"\0", len(start) - len(start.lstrip(b"\0")))
+    return None if offset < 0 else offset
 
 
 async def _print_events(path: Path, args: argparse.Namespace) -> None:

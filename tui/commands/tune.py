@@ -20,8 +20,10 @@ def register(subparsers: Any) -> None:
         "value; 0 is speculation off for the vLLM and SGLang keys, not for a plain key such as llama.cpp's "
         "draft.max: with -md it still drafts) with a 95% interval, acceptance per value, the "
         "recommendation per concurrency (the cheapest value within noise of the fastest), the schedule and "
-        "the break-even concurrency. The file is restored byte for byte at the end (also on Ctrl-C, "
-        "SIGTERM or an error) and the server restarted on it; --apply writes the recommendation instead "
+        "the break-even concurrency. Before anything changes, the restart command must exist and the server "
+        "answer /health. The file is restored byte for byte at the end (also on Ctrl-C, SIGTERM or an "
+        "error) and the server restarted on it (after a signal without waiting for /health; a second one "
+        "stops the restart command); --apply writes the recommendation instead "
         "when it is significantly faster than the file's own value. "
         "An SGLang file can be swept over a grid instead: --grid steps=1,2,3 topk=1,4 draft=2,4,8 tries "
         "every (steps, topk, draft tokens) SGLang runs as written (each point edits only those three lines) "
@@ -29,8 +31,9 @@ def register(subparsers: Any) -> None:
         "tree offers at most topk + (steps-1)*topk^2 draft tokens. steps=0 adds speculation off as the "
         "baseline (else the file's own point); a left-out topk is the file's, a left-out draft is steps + 1 "
         "for topk 1 and the file's otherwise. "
-        "Exit 0 when done, 1 when the final restart failed or nothing could be measured, 2 on bad "
-        "arguments, 130 when cancelled (restored).",
+        "Exit 0 when done, 1 when the server does not answer, the restart command cannot run, the final "
+        "restart failed or nothing could be measured, 2 on bad arguments or an unreadable file, 130 when "
+        "cancelled (restored).",
     )
     parser.add_argument("config", metavar="CONFIG", help="the server's config file (edited in place)")
     parser.add_argument("--endpoint", required=True, metavar="URL", help="the server's base URL")
@@ -217,24 +220,36 @@ def _calibration(args: argparse.Namespace, options: Any) -> tuple[Any, Any]:
 
 
 async def _run(tune: Any) -> Any:
+    """The sweep; the first SIGINT / SIGTERM ends every wait for the server at once (the file restored,
+    the restart command run, /health not waited for), a second one kills a restart command under way."""
     import asyncio
     import signal
 
     loop = asyncio.get_running_loop()
-    cancel = asyncio.Event()
+    cancel, kill = asyncio.Event(), asyncio.Event()
     signals: list[signal.Signals] = []
 
     def stop(number: signal.Signals) -> None:
+        name = signal.Signals(number).name
+        print(file=sys.stderr)
         if not cancel.is_set():
-            print(file=sys.stderr)
-            _say(f"{signal.Signals(number).name}: stopping; restoring the config file, restarting the server")
-        cancel.set()
+            cancel.set()
+            _say(
+                f"{name}: stopping: restoring the config file and running the restart command, without "
+                "waiting for /health (again: stop a restart command that keeps you waiting)"
+            )
+        else:
+            kill.set()
+            _say(
+                f"{name} again: stopping the restart command under way, if any; "
+                "the file is restored all the same"
+            )
 
     for number in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(number, stop, number)
         signals.append(number)
     try:
-        return await tune.run(cancel)
+        return await tune.run(cancel, wait_when_cancelled=False, kill=kill)
     finally:
         for number in signals:
             loop.remove_signal_handler(number)
@@ -248,15 +263,22 @@ def run(args: argparse.Namespace) -> int:
     from tui.sanitize import safe_text
     from tui.tune.plan import TunePlanError
     from tui.tune.result import export, render_text, save_tune
-    from tui.tune.runner import TuneRun
+    from tui.tune.runner import TuneRun, preflight
 
     calibration = None
     try:
         options = _options(args)
+        tune = TuneRun(options, on_progress=_progress_printer())
+        if not args.calibrate:  # the file parses and has the key, before anything is asked of the server
+            asyncio.run(tune.prepare())
+        problem = asyncio.run(preflight(options))
+        if problem is not None:
+            _say(problem)
+            return EXIT_FAILED
         if args.calibrate:  # the step-cost model of the live advisor: tui/tune/calibrate.py
             options, calibration = _calibration(args, options)
-        tune = TuneRun(options, on_progress=_progress_printer())
-        asyncio.run(tune.prepare())
+            tune = TuneRun(options, on_progress=_progress_printer())
+            asyncio.run(tune.prepare())
     except (TunePlanError, ConfigError) as error:
         _say(str(error))
         return EXIT_BAD_ARGUMENTS
@@ -288,14 +310,20 @@ def run(args: argparse.Namespace) -> int:
     if result.final_restart_ok is False:
         command = shlex.join(options.restart_command)
         print(
-            f"\n!!! spectop tune: the server did not come back after the final restart.\n"
+            f"\n!!! spectop tune: the final restart failed (see above): the server may be down.\n"
             f"!!! {options.config_file} is {'the applied value' if result.applied else 'restored'}; "
             f"run by hand:\n!!!   {command}",
             file=sys.stderr,
         )
         return EXIT_FAILED
     if result.cancelled:
-        _say("cancelled: the config file was restored and the server restarted on it")
+        if not result.final_restart_waited:
+            _say(
+                f"cancelled: {options.config_file} restored byte for byte and the restart command run; "
+                f"spectop did not wait for /health (see: spectop snapshot {options.endpoint})"
+            )
+        else:
+            _say(f"cancelled before any restart: {options.config_file} is as it was")
         return EXIT_CANCELLED
     measured = any(
         cell.decode_tokens_per_s is not None for outcome in result.outcomes for cell in outcome.cells

@@ -107,15 +107,77 @@ def _same_string_style(old: Any, value: Any) -> Any:
     return value
 
 
+_CLOSERS = {"[": "]", "{": "}"}
+
+
+def _unclosed(text: str) -> tuple[str, int, int] | None:
+    """The last bracket of `text` left open (outside strings and comments): (it, line, column), 1-based."""
+    stack: list[tuple[str, int, int]] = []
+    line, column, quote, index = 1, 0, "", 0
+    while index < len(text):
+        char = text[index]
+        column += 1
+        if char == "\n":
+            line, column = line + 1, 0
+            if len(quote) == 1:
+                quote = ""  # a one-line string ends here (tomlkit reports the string itself)
+        elif quote:
+            if char == "\\" and quote[0] == '"':
+                index += 1
+            elif text.startswith(quote, index):
+                index += len(quote) - 1
+                quote = ""
+        elif char == "#":
+            end = text.find("\n", index)
+            index = (len(text) if end < 0 else end) - 1
+            column = -1
+        elif char in "\"'":
+            quote = char * 3 if text.startswith(char * 3, index) else char
+            index += len(quote) - 1
+        elif char in _CLOSERS:
+            stack.append((char, line, column))
+        elif char in "]}" and stack and _CLOSERS[stack[-1][0]] == char:
+            stack.pop()
+        index += 1
+    return stack[-1] if stack else None
+
+
+def _toml_syntax_error(text: str, error: Exception, line: int, column: int) -> tuple[str, int, int]:
+    """What tomlkit's error means for the person who wrote the file (what is missing and where), and
+    where: e.g. `missing ']' to close the table header [speculative` rather than
+    `Unexpected character: '\\n'`."""
+    reason = str(error).split(" at line ")[0]
+    lines = text.splitlines()
+    written = lines[line - 1] if 0 < line <= len(lines) else ""
+    code = written.split("#", 1)[0].rstrip()
+    header = code.lstrip()
+    unexpected = reason.startswith("Unexpected character")
+    if unexpected and header.startswith("[") and "=" not in header and not header.endswith("]"):
+        closer, what = ("]]", "array-of-tables header") if header.startswith("[[") else ("]", "table header")
+        return f"missing '{closer}' to close the {what} {header}", line, len(code) + 1
+    if "Control characters" in reason and column > len(written):
+        return "missing the closing quote: the string runs to the end of the line", line, column
+    at_end = "\\x00" in reason  # tomlkit's end of the text
+    opened = _unclosed(text if at_end else "\n".join([*lines[: line - 1], written[: column - 1]]))
+    if opened is not None and (opened[1] < line or at_end):
+        bracket, at_line, at_column = opened
+        what = "array" if bracket == "[" else "inline table"
+        return f"missing '{_CLOSERS[bracket]}' to close the {what} opened here", at_line, at_column
+    if reason == "Unexpected character: '\\n'":
+        if code.endswith("="):
+            return "missing the value after '='", line, column
+        return "unexpected end of the line", line, column
+    return reason, line, column
+
+
 class TomlDocument(ConfigDocument):
     def __init__(self, text: str, kind: ConfigKind = "vllm_toml") -> None:
         super().__init__(text, kind)
         try:
             self._doc = tomlkit.parse(text)
         except tomlkit.exceptions.ParseError as error:
-            reason = str(error).split(" at line ")[0]
             # tomlkit counts columns from 0
-            raise ConfigSyntaxError(reason, error.line, error.col + 1) from None
+            raise ConfigSyntaxError(*_toml_syntax_error(text, error, error.line, error.col + 1)) from None
         self._data: dict[str, Any] = self._doc.unwrap()
 
     @property

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
+import shutil
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -35,19 +37,43 @@ HEALTH_TIMEOUT_S = 30.0
 LOG_TAIL_BYTES = 256 * 1024  # how much of the end of a log `last_errors` reads
 
 
+def restart_command_problem(argv: Sequence[str]) -> str | None:
+    """Why `argv` cannot be run (None: its program exists and may be executed), found before anything
+    is changed rather than at the first restart."""
+    if not argv:
+        return "empty"
+    program = argv[0]
+    if os.sep not in program:
+        if shutil.which(program) is not None:
+            return None
+        return (
+            f"{program}: no such program on PATH (the command runs without a shell: for a pipe, "
+            "`&&` or a shell builtin, give sh -c '...')"
+        )
+    path = Path(program)
+    if not path.exists():
+        return f"{program}: no such file"
+    if path.is_dir() or not os.access(path, os.X_OK):
+        return f"{program}: not executable (chmod +x, or give the interpreter first: sh {program})"
+    return None
+
+
 async def run_restart(
     argv: list[str], on_line: Callable[[str], object], *, timeout_s: float = RESTART_TIMEOUT_S
 ) -> int:
     """Run `argv` without a shell, passing each output line (stdout+stderr) to `on_line`.
 
     Returns the exit code. Raises OSError when the program cannot be started and
-    TimeoutError after `timeout_s` (the process is killed). Cancelling kills it too.
+    TimeoutError after `timeout_s` (the process is killed). Cancelling kills it too. It runs in a session
+    of its own: a Ctrl-C in spectop's terminal reaches spectop, which decides (`spectop tune` lets a
+    restart finish, and kills it at a second Ctrl-C), not the restart command half-way.
     """
     process = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
     )
     stdout = process.stdout
     assert stdout is not None

@@ -82,11 +82,18 @@ MORE_FIELDS = (
     ("warm-up", "warmup", "warmup", "1", "warm-up requests per arm, left out of the figures"),
 )
 # Per-arm request fields (A and B may then be one URL) and SLOs: free text, checked by BurstRequest.
+# Placeholders say "e.g." in words: set apart by italics alone, they read as values under NO_COLOR.
 ARM_FIELDS = (
-    ("A+", "a-extra", "a_extra", '{"enable_speculative": false}', "JSON object of request fields for A only"),
-    ("B+", "b-extra", "b_extra", '{"enable_speculative": true}', "JSON object of request fields for B only"),
+    ("A+", "a-extra", "a_extra", 'e.g. {"enable_speculative": false}', "JSON request fields for A only"),
+    ("B+", "b-extra", "b_extra", 'e.g. {"enable_speculative": true}', "JSON request fields for B only"),
 )
-SLO_FIELD = ("SLO", "slo", "slo", "ttft=500ms,tpot=40ms", "SLOs: share of requests meeting all, and goodput")
+SLO_FIELD = (
+    "SLO",
+    "slo",
+    "slo",
+    "e.g. ttft=500ms, tpot=40ms",
+    "SLOs: share of requests meeting all, and goodput",
+)
 SCHEDULES = (("alternate", "alternate"), ("parallel", "parallel"))
 BEFORE_A_BURST = "no burst yet: ctrl+r runs one; figures and verdict show here · h: past bursts"
 APIS = (("chat", "chat"), ("completions", "completions"), ("sglang", "sglang"))
@@ -290,7 +297,9 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             slo.tooltip = tooltip
             yield slo
             yield Label("client settings", classes="gap")
-            settings = FieldInput(placeholder="settings.json (optional)", id="client-settings", compact=True)
+            settings = FieldInput(
+                placeholder="optional, e.g. settings.json", id="client-settings", compact=True
+            )
             settings.tooltip = "client settings.json: api_key_env, model, timeout, retries, extra_body"
             yield settings
         with Horizontal(id="progress-row"):

@@ -44,6 +44,10 @@ COMPACT_CARD_ROWS = 5
 CHART_CARD_ROWS = CHART_LINES + 2  # the least a card with the detail's charts takes (and its border)
 CARD_CHROME_COLUMNS = 4  # a card's border and padding
 CHROME_ROWS = 2  # header and footer
+NO_ENDPOINTS = (
+    "No endpoints. Give one with --endpoint URL or a spectop.toml.\n"
+    "No server to watch yet? `spectop demo` runs simulated vLLM servers to try spectop on."
+)
 
 
 def card_layout(width: int, height: int, count: int, extra_rows: int = 0) -> tuple[int, bool] | None:
@@ -151,7 +155,7 @@ class DashboardScreen(EndpointScreen):
         advice.display = False
         yield advice
         with VerticalScroll(id="cards-scroll", can_focus=False):
-            yield Static("No endpoints. Give one with --endpoint URL or a spectop.toml.", id="empty")
+            yield Static(NO_ENDPOINTS, id="empty")
             yield Container(id="cards")
         yield (
             self._fleet

@@ -203,6 +203,9 @@ class TuneResult(BaseModel):
     applied: AppliedChange | None = None
     restored: bool = False
     final_restart_ok: bool | None = None
+    final_restart_waited: bool = Field(
+        True, description="the server was waited for after the final restart (not after a signal)"
+    )
     cancelled: bool = False
     notes: list[str] = Field(default_factory=list)
 

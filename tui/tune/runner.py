@@ -7,7 +7,9 @@ a failed `ValueOutcome` with the reason (the endpoint log's last errors, else th
 last lines) and the sweep goes on.
 
 Whatever way `TuneRun.run` ends (done, cancelled, an exception), `finish` puts the original bytes back
-(or, with `apply`, the best value for the chosen load), restarts the server on it and waits for it.
+(or, with `apply`, the best value for the chosen load), restarts the server on it and waits for it (after a
+cancel, only if asked to). A cancel ends every wait for /health and /metrics at once; a restart command
+under way runs to its end unless `kill` is set too.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
@@ -33,14 +36,16 @@ from tui.configs.restart import (
     HEALTH_TIMEOUT_S,
     OLD_PROCESS,
     RESTART_TIMEOUT_S,
+    ServerIdentity,
     StartFailureWatch,
     last_errors,
     read_identity,
+    restart_command_problem,
     run_restart,
     wait_for_health,
 )
 from tui.format import fmt_setting
-from tui.telemetry.scraper import scrape_metrics
+from tui.telemetry.scraper import _connect_error_text, scrape_metrics
 from tui.tune.decision import sequential_level
 from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, grid_key
 from tui.tune.result import (
@@ -58,6 +63,7 @@ from tui.tune.result import (
 
 RESTART_OUTPUT_LINES = 40
 METRICS_POLL_S = 0.5
+PREFLIGHT_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,36 @@ async def client_or_own(client: httpx.AsyncClient | None) -> AsyncIterator[httpx
         yield own
 
 
+class Interrupted(Exception):
+    """A wait ended because its event was set first (a signal, the screen's cancel)."""
+
+
+T = TypeVar("T")
+
+
+async def until(event: asyncio.Event | None, awaitable: Awaitable[T]) -> T:
+    """What `awaitable` gives, unless `event` is set first: then it is cancelled and Interrupted raised."""
+    if event is None:
+        return await awaitable
+    if event.is_set():
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()
+        raise Interrupted
+    task = asyncio.ensure_future(awaitable)
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task  # a restart command is killed and reaped (run_restart's finally)
+    if task.cancelled():
+        raise Interrupted
+    return task.result()
+
+
 @dataclass
 class ChangeOutcome:
     ok: bool
@@ -176,11 +212,25 @@ class Changer:
         if self.path.read_bytes() != data:
             atomic_write(self.path, data, backup=False)
 
-    async def restart(self) -> ChangeOutcome:
+    async def restart(
+        self, cancel: asyncio.Event | None = None, kill: asyncio.Event | None = None
+    ) -> ChangeOutcome:
         """Restart, then wait for /health (from a new process) and a first /metrics page; the reason when
-        it did not come back."""
+        it did not come back. Interrupted when `cancel` is set during a wait for the server, or `kill`
+        while the restart command runs (it is killed)."""
         log_start = _size(self.log_file)
-        before = await read_identity(self.client, self.metrics_url)
+        before = await until(cancel, read_identity(self.client, self.metrics_url))
+        ran = await self.run_command(log_start, kill)
+        if not ran.ok:
+            return ran
+        return await until(cancel, self._wait_back(before, ran.output, log_start))
+
+    async def run_command(self, log_start: int, kill: asyncio.Event | None = None) -> ChangeOutcome:
+        """Run the restart command (ok: it exited 0) without waiting for the server; Interrupted (the
+        command killed) when `kill` is set while it runs. `kill` is cleared as the command starts: a
+        signal stops the command that keeps you waiting, never the next one (the final restart)."""
+        if kill is not None:
+            kill.clear()
         output: list[str] = []
 
         def line(text: str) -> None:
@@ -190,7 +240,9 @@ class Changer:
                 self.on_line(text)
 
         try:
-            code = await run_restart(self.restart_command, line, timeout_s=self.restart_timeout_s)
+            code = await until(
+                kill, run_restart(self.restart_command, line, timeout_s=self.restart_timeout_s)
+            )
         except OSError as error:
             return ChangeOutcome(False, f"the restart command cannot run: {error.strerror or error}", output)
         except TimeoutError:
@@ -201,6 +253,11 @@ class Changer:
             return ChangeOutcome(
                 False, self._why(f"the restart command exited with code {code}", output, log_start), output
             )
+        return ChangeOutcome(True, None, output)
+
+    async def _wait_back(
+        self, before: ServerIdentity | None, output: list[str], log_start: int
+    ) -> ChangeOutcome:
         last_detail = ""
 
         def polled(_back: bool, detail: str, _elapsed: float) -> None:
@@ -255,6 +312,28 @@ def _size(path: Path | None) -> int:
         return path.stat().st_size if path else 0
     except OSError:
         return 0
+
+
+async def preflight(options: TuneOptions) -> str | None:
+    """Why the tune cannot start (None: it can), asked before the file is changed: the restart command's
+    program must exist and be executable, and the server must answer /health now (one short request)."""
+    problem = restart_command_problem(options.restart_command)
+    if problem is not None:
+        return f"--restart-command: {problem}"
+    url = options.resolved_health_url
+    async with httpx.AsyncClient(timeout=PREFLIGHT_TIMEOUT_S) as client:
+        try:
+            response = await client.get(url)
+        except httpx.ConnectError as error:
+            return f"{url}: {_connect_error_text(error)}: is the server running? (--endpoint, --health-url)"
+        except httpx.TimeoutException:
+            return f"{url}: no answer within {fmt_setting(PREFLIGHT_TIMEOUT_S)} s (--endpoint, --health-url)"
+        except httpx.HTTPError as error:
+            return f"{url}: {type(error).__name__}: {error}"
+    if not response.is_success:
+        code = response.status_code
+        return f"{url} answers HTTP {code}: a tune starts from a server that is up (--health-url)"
+    return None
 
 
 class TuneCancelled(Exception):
@@ -365,12 +444,18 @@ class TuneRun:
     # --- running --------------------------------------------------------------------------------------
 
     async def run(
-        self, cancel: asyncio.Event | None = None, client: httpx.AsyncClient | None = None
+        self,
+        cancel: asyncio.Event | None = None,
+        client: httpx.AsyncClient | None = None,
+        *,
+        wait_when_cancelled: bool = True,
+        kill: asyncio.Event | None = None,
     ) -> TuneResult:
         """Sweep every value; cancelled when `cancel` is set. The file is restored (or the best applied)
         and the server restarted on it however this ends; `result.final_restart_ok` says if it came back.
-        `client` (the app's, for the health waits and scrapes; the bursts have their own pool) or one of
-        its own."""
+        Cancelled, the final restart is waited for only with `wait_when_cancelled`. `kill` (set with or
+        after `cancel`) kills the restart command under way. `client` (the app's, for the health waits
+        and scrapes; the bursts have their own pool) or one of its own."""
         if self.result is None:
             await self.prepare()
         assert self.result is not None
@@ -378,9 +463,10 @@ class TuneRun:
         self._started = time.monotonic()
         async with client_or_own(client) as client:
             changer = self.options.changer(client, self.on_line)
-            # The sweep watches `cancel` itself (between steps, and inside each burst): a restart under
-            # way is never killed half-way, so the final restart does not race it.
-            sweep = asyncio.ensure_future(self._sweep(changer, client, cancel))
+            # The sweep watches `cancel` itself (between steps, inside each burst and each wait for the
+            # server); a restart command under way runs to its end unless `kill` is set, so the final
+            # restart does not race it.
+            sweep = asyncio.ensure_future(self._sweep(changer, client, cancel, kill))
             try:
                 await sweep
             except TuneCancelled:
@@ -393,27 +479,36 @@ class TuneRun:
             finally:
                 if cancel.is_set():
                     self.result.cancelled = True
+                cancelled = cancel.is_set()
+                finish = self._finish(
+                    changer,
+                    apply=self.options.apply and not cancelled,
+                    wait=wait_when_cancelled or not cancelled,
+                    kill=kill,
+                )
                 # Shielded: a second Ctrl-C must not leave the file half-way.
-                await asyncio.shield(self._finish(changer, apply=self.options.apply and not cancel.is_set()))
+                await asyncio.shield(finish)
         return self.result
 
-    async def _sweep(self, changer: Changer, client: httpx.AsyncClient, cancel: asyncio.Event) -> None:
+    async def _sweep(
+        self, changer: Changer, client: httpx.AsyncClient, cancel: asyncio.Event, kill: asyncio.Event | None
+    ) -> None:
         """Rounds over every value, the baseline measured at the start of each and once more at the end
         (the closing baseline of one round opens the next); odd rounds run the values backwards, so a
         steady drift weighs on every value alike."""
         assert self.result is not None
         baseline, others = self.order[0], self.order[1:]
         position = 0
-        if not await self._value_round(changer, client, cancel, baseline, 0, position):
+        if not await self._value_round(changer, client, cancel, kill, baseline, 0, position):
             return
         number = 0
         while True:
             for value in others if number % 2 == 0 else list(reversed(others)):
                 position += 1
-                if not await self._value_round(changer, client, cancel, value, number, position):
+                if not await self._value_round(changer, client, cancel, kill, value, number, position):
                     return
             position += 1
-            if not await self._value_round(changer, client, cancel, baseline, number + 1, position):
+            if not await self._value_round(changer, client, cancel, kill, baseline, number + 1, position):
                 return
             number += 1
             self.result.rounds_run = number
@@ -448,6 +543,7 @@ class TuneRun:
         changer: Changer,
         client: httpx.AsyncClient,
         cancel: asyncio.Event,
+        kill: asyncio.Event | None,
         value: int,
         number: int,
         position: int,
@@ -474,7 +570,12 @@ class TuneRun:
             self._update()
             return False
         self._touched = True
-        change = await changer.restart()
+        try:
+            change = await changer.restart(cancel, kill)
+        except Interrupted:
+            if not outcome.started:  # cancelled before it could start: not reached, rather than failed
+                self.result.outcomes.remove(outcome)
+            raise TuneCancelled from None
         outcome.restart_output = change.output[-10:]
         if not change.ok:
             outcome.failure = change.reason
@@ -577,8 +678,11 @@ class TuneRun:
         base = self.options.history_dir or bursts_dir()
         return base / tune_file_name(self.result).removesuffix(".json")
 
-    async def _finish(self, changer: Changer, *, apply: bool) -> None:
-        """Restore the original bytes (or apply the best value), restart on them, wait for the server."""
+    async def _finish(
+        self, changer: Changer, *, apply: bool, wait: bool = True, kill: asyncio.Event | None = None
+    ) -> None:
+        """Restore the original bytes (or apply the best value), restart on them, wait for the server
+        (with `wait`; without, only the restart command's exit is known)."""
         result = self.result
         assert result is not None
         self.result = result = analyse(result)
@@ -612,8 +716,14 @@ class TuneRun:
         except (SaveError, OSError) as error:
             result.notes.append(f"could not write {path}: {error}")
         if self._touched or result.applied:
-            change = await changer.restart()
-            result.final_restart_ok = change.ok
+            try:
+                change = await (
+                    changer.restart(kill=kill) if wait else changer.run_command(_size(changer.log_file), kill)
+                )
+            except Interrupted:
+                change = ChangeOutcome(False, "the restart command was stopped by a signal")
+            result.final_restart_ok = change.ok if wait or not change.ok else None
+            result.final_restart_waited = wait
             if not change.ok:
                 result.notes.append(f"the final restart failed: {change.reason}")
         result.duration_s = time.monotonic() - self._started
