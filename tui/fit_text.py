@@ -52,9 +52,14 @@ def fit_words(text: str, width: int) -> str:
         return text
     if width < 1:
         return ""
-    words = text[:width].split(" ")[:-1]  # the last piece is cut, or whole but leaves no cell for "…"
-    while words and (not words[-1] or _NOT_LAST.match(words[-1])):
+    words = text[: width - 1].split(" ")
+    after = text[width - 1 : width + 1]
+    if not (after[:1] == " " or (after[:1] in ";:,." and after[1:] in ("", " "))):
+        words.pop()  # cut mid-word (a word is whole before a space, or before its ";" "," ":" ".")
+    while words and (not words[-1].rstrip(";:,.") or _NOT_LAST.match(words[-1])):
         words.pop()
+    if words:
+        words[-1] = words[-1].rstrip(";:,.")  # "slows…", not "slows;…"
     return " ".join(words) + ELLIPSIS
 
 

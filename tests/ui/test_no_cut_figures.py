@@ -1,4 +1,5 @@
-"""Issue 24 item 2: a figure is shown whole or not at all, on every screen, at 80x24, 120x36 and 200x50.
+"""A figure is shown whole or not at all, on every screen, at 80x24, 120x36 and 200x50; so are words, footer
+keys and titles (shortened by whole words or items, never cut mid-word).
 
 Every screen is rendered from deterministic data (a recording whose TTFT p95 are histogram bounds, eight
 GPUs of a busy node, a fleet of instances whose TTFTs round into the next unit, a tune sweep cancelled
@@ -113,8 +114,13 @@ async def settled_replay(pilot: Any, *, gpus: bool = True) -> SpectopApp:
     return app
 
 
-def assert_whole(app: App[Any], given: tuple[str, ...] = (), whole_or_absent: tuple[str, ...] = ()) -> None:
-    cuts = cut_figures(app, given, whole_or_absent)
+def assert_whole(
+    app: App[Any],
+    given: tuple[str, ...] = (),
+    whole_or_absent: tuple[str, ...] = (),
+    words_whole: tuple[str, ...] = (),
+) -> None:
+    cuts = cut_figures(app, given, whole_or_absent, words_whole)
     assert not cuts, f"{app.size.width}x{app.size.height}: figures cut:\n" + "\n".join(map(str, cuts))
 
 
@@ -123,7 +129,9 @@ async def test_dashboard_cards_table_detail_alerts_and_help(tmp_path: Path, size
     app = replay(bounded_recording(tmp_path / "recording.jsonl"))
     async with app.run_test(size=size) as pilot:
         await settled_replay(pilot)
-        assert_whole(app)
+        messages = tuple(alert.message for alert in app.board.alerts.all_alerts())
+        assert messages
+        assert_whole(app, words_whole=messages)  # a card's alert message in whole words
         await pilot.press("v")  # the table view
         await pilot.pause()
         assert_whole(app)
@@ -139,8 +147,6 @@ async def test_dashboard_cards_table_detail_alerts_and_help(tmp_path: Path, size
         await pilot.press("a")
         await wait_for(pilot, lambda: isinstance(app.screen, AlertsScreen))
         await pilot.pause()
-        messages = tuple(alert.message for alert in app.board.alerts.all_alerts())
-        assert messages
         assert_whole(app, messages)
         await pilot.press("escape")
         await pilot.pause()
