@@ -293,3 +293,18 @@ async def test_log_viewer_status_line(tmp_path: Path, size: tuple[int, int]) -> 
         await pilot.press("slash", *"needle", "enter")
         await pilot.pause()
         assert_whole(app)
+
+
+async def test_the_detail_title_keeps_whole_parts_at_80x24(tmp_path: Path) -> None:
+    """Names too long for the header with the backend, model, status and caveat: whole parts, the rest
+    dropped (never `· up · wind…`)."""
+    recording = write_recording(tmp_path / "recording.jsonl")
+    recording.write_text(recording.read_text().replace('"mtp-', '"mtp-node-7-rack-b-'))
+    app = replay(recording)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled_replay(pilot, gpus=False)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await pilot.pause()
+        assert str(app.screen.sub_title).startswith("mtp-node-7-rack-b-")
+        assert_whole(app)

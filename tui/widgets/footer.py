@@ -7,7 +7,7 @@ recomposed five times before its first frame with figures, about 10 ms of CPU ea
 keys (tests/bench/bench_dashboard_first_frame.py).
 
 Keys that do not fit left of the command palette's are hidden whole, from the last (the screen's keys come
-first, the app's after them), never cut (`p Paus`); `?` lists them all.
+first, the app's after them), never cut (`p Paus`); the help key stays: `?` lists them all.
 """
 
 from __future__ import annotations
@@ -49,12 +49,14 @@ class Footer(TextualFooter):
         self._fit_keys()
 
     def _fit_keys(self) -> None:
-        """Show the keys that fit whole left of the palette's key, in their order; hide the others."""
+        """Show the keys that fit whole left of the palette's key, in their order, the help key always (it
+        lists the others); hide the others."""
         keys = [child for child in self.children if isinstance(child, FooterKey)]
-        room = self.size.width - sum(self._width(key) for key in keys if key.has_class(PALETTE))
+        kept = [key for key in keys if key.has_class(PALETTE) or key.action.rsplit(".", 1)[-1] == "help"]
+        room = self.size.width - sum(self._width(key) for key in kept)
         used = 0
         for key in keys:
-            if key.has_class(PALETTE):
+            if key in kept:
                 continue
             used += self._width(key)
             key.display = used - key.styles.margin.right <= room  # the last key's margin may be cut
