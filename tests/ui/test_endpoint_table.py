@@ -160,14 +160,21 @@ def _table_lines(app: SpectopApp) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("size", "host"),
-    [((200, 50), "127.0.0.1"), ((80, 24), "127.0.0.1"), ((80, 24), "gpu-node-17.inference.example.com")],
-    ids=["200x50", "80x24", "80x24-long-names"],
+    ("size", "host", "count"),
+    [
+        ((200, 50), "127.0.0.1", 8),
+        ((80, 24), "127.0.0.1", 8),
+        ((80, 24), "gpu-node-17.inference.example.com", 30),  # a scrollbar takes its room
+        ((80, 24), "gpu-node-17.inference.example.com", 8),
+    ],
+    ids=["200x50", "80x24", "80x24-scrolling", "80x24-long-names"],
 )
-async def test_table_names_are_whole_with_a_gap_or_keep_their_port(size: tuple[int, int], host: str) -> None:
+async def test_table_names_are_whole_with_a_gap_or_keep_their_port(
+    size: tuple[int, int], host: str, count: int
+) -> None:
     """Two sims on 38531 and 38532 read apart: a name gets the room it needs (`127.0.0.1:38531` whole and a
     space before the next column), and one too long for the room keeps its port (`…ple.com:38531`)."""
-    names = [f"{host}:{38531 + index}" for index in range(8)]
+    names = [f"{host}:{38531 + index}" for index in range(count)]
     endpoints = [EndpointSettings(name=name, url=f"http://127.0.0.1:{9 + i}") for i, name in enumerate(names)]
     app = SpectopApp(Settings(endpoints=endpoints), remember_theme_choice=False)
     async with app.run_test(size=size) as pilot:
@@ -177,10 +184,10 @@ async def test_table_names_are_whole_with_a_gap_or_keep_their_port(size: tuple[i
         if screen.view != "table":
             await pilot.press("v")
         table = screen.query_one(EndpointTable)
-        await wait_for(pilot, lambda: table.row_count == 8 and bool(table.size.width))
+        await wait_for(pilot, lambda: table.row_count == count and bool(table.size.width))
         await pilot.pause()
         lines = _table_lines(app)
-        for name in names:
+        for name in names[: size[1] - 6]:  # those on the screen
             port = name.rsplit(":", 1)[1]
             shown = next((word for line in lines for word in line.split() if f":{port}" in word), None)
             assert shown is not None, f"no row shows port {port}:\n" + "\n".join(lines)

@@ -276,9 +276,11 @@ class EndpointTable(DataTable[Text]):
 
     def _fitted_widths(self, rows: Sequence[EndpointRow], styles: dict[str, str]) -> dict[str, int]:
         """The `FITTED` columns' widths for `rows`: each its widest cell and a space, in `FITTED`'s order
-        while the room allows (the table's width less the scrollbar's), never below its least width."""
+        while the room allows (the table's width, less the scrollbar's when the rows need one), never
+        below its least width."""
         columns = {column.sort: column for column in self.layout_columns if column.sort in FITTED}
-        spare = self.size.width - self.styles.scrollbar_size_vertical
+        scrolls = len(rows) + 1 >= self.size.height  # the header and the rows
+        spare = self.size.width - (self.styles.scrollbar_size_vertical if scrolls else 0)
         spare -= sum(column.width for column in self.layout_columns)
         widths = {}
         for sort in FITTED:
