@@ -176,6 +176,7 @@ class EndpointTable(DataTable[Text]):
         self._drawn_styles: dict[str, str] | None = None  # the theme's styles the cells were made with
         self._kept_cells: LRUCache[tuple[object, ...], SegmentLines] = LRUCache(KEPT_CELLS)
         self._widths: dict[str, int] = {}  # the `FITTED` columns' widths now, by key
+        self._rooms: dict[str, int] = {}  # and the cells they have room for (less a gap before text)
         self.wide = False
 
     @property
@@ -275,21 +276,28 @@ class EndpointTable(DataTable[Text]):
         self._draw_visible()  # a taller table shows more rows
 
     def _fitted_widths(self, rows: Sequence[EndpointRow], styles: dict[str, str]) -> dict[str, int]:
-        """The `FITTED` columns' widths for `rows`: each its widest cell and a space, in `FITTED`'s order
-        while the room allows (the table's width, less the scrollbar's when the rows need one), never
-        below its least width."""
-        columns = {column.sort: column for column in self.layout_columns if column.sort in FITTED}
+        """The `FITTED` columns' widths for `rows`: each its widest cell (and a space before a text
+        column: a figure's starts with its own), in `FITTED`'s order while the room allows (the table's
+        width, less the scrollbar's when the rows need one), never below its least width."""
+        layout = self.layout_columns
+        gaps = {
+            column.key: int(following.figure is None)
+            for column, following in zip(layout, [*layout[1:], TREND], strict=True)
+            if column.sort in FITTED
+        }
         scrolls = len(rows) + 1 >= self.size.height  # the header and the rows
         spare = self.size.width - (self.styles.scrollbar_size_vertical if scrolls else 0)
-        spare -= sum(column.width for column in self.layout_columns)
+        spare -= sum(column.width for column in layout)
         widths = {}
         for sort in FITTED:
-            column = columns.get(sort)
+            column = next((column for column in layout if column.sort == sort), None)
             if column is None:
                 continue
-            widest = max((self.cell(column, row, (), styles).cell_len + 1 for row in rows), default=0)
+            gap = gaps[column.key]
+            widest = max((self.cell(column, row, (), styles).cell_len + gap for row in rows), default=0)
             grow = max(0, min(widest - column.width, spare))
             widths[column.key] = column.width + grow
+            self._rooms[column.key] = widths[column.key] - gap
             spare -= grow
         return widths
 
@@ -470,18 +478,19 @@ class EndpointTable(DataTable[Text]):
         return tuple(self._fitted(column, self.cell(column, row, trend, styles)) for column in columns)
 
     def _fitted(self, column: Column, cell: Text) -> Text:
-        """A `FITTED` column's cell in its width and a space: a name keeps its end (`…0.1:38531`: the port
-        tells the rows apart), a model its last parts (`…DeepSeek-V3`), a status its first whole words."""
-        width = self._widths.get(column.key)
-        if width is None or cell.cell_len < width:
+        """A `FITTED` column's cell in its room: a name keeps its end (`…0.1:38531`: the port tells the
+        rows apart), a model its last parts (`…DeepSeek-V3`), a status its first whole words."""
+        room = self._rooms.get(column.key)
+        if room is None or cell.cell_len <= room:
             return cell
         if column.sort == "status":
-            text = fit_words(cell.plain, width - 1)
+            text = fit_words(cell.plain, room)
             fitted = cell[: len(text) - 1]  # its badge's style kept
             fitted.append(text[-1:])
             return fitted
-        shorten = cut_left if column.sort == "name" else short_model
-        return Text(shorten(cell.plain, width - 1), style=cell.style)
+        if column.sort == "model":
+            return Text(short_model(cell.plain, room), style=cell.style)
+        return Text(cut_left(cell.plain.lstrip(" "), room), style=cell.style)
 
     def visible_keys(self) -> list[str]:
         """The rows on the screen now, top to bottom (the terminal's height bounds the table's)."""
