@@ -275,7 +275,7 @@ class EndpointTable(DataTable[Text]):
             self.refresh_rows()  # the text columns fitted to the new width
         self._draw_visible()  # a taller table shows more rows
 
-    def _fitted_widths(self, rows: Sequence[EndpointRow], styles: dict[str, str]) -> dict[str, int]:
+    def _fitted_widths(self, rows: Sequence[EndpointRow]) -> dict[str, int]:
         """The `FITTED` columns' widths for `rows`: each its widest cell (and a space before a text
         column: a figure's starts with its own), in `FITTED`'s order while the room allows (the table's
         width, less the scrollbar's when the rows need one), never below its least width."""
@@ -288,18 +288,28 @@ class EndpointTable(DataTable[Text]):
         scrolls = len(rows) + 1 >= self.size.height  # the header and the rows
         spare = self.size.width - (self.styles.scrollbar_size_vertical if scrolls else 0)
         spare -= sum(column.width for column in layout)
+        texts = self.text_widths(rows) if rows else {}
         widths = {}
         for sort in FITTED:
             column = next((column for column in layout if column.sort == sort), None)
             if column is None:
                 continue
             gap = gaps[column.key]
-            widest = max((self.cell(column, row, (), styles).cell_len + gap for row in rows), default=0)
-            grow = max(0, min(widest - column.width, spare))
+            grow = max(0, min(texts.get(sort, 0) + gap - column.width, spare))
             widths[column.key] = column.width + grow
             self._rooms[column.key] = widths[column.key] - gap
             spare -= grow
         return widths
+
+    def text_widths(self, rows: Sequence[EndpointRow]) -> dict[SortColumn, int]:
+        """The widest text of each `FITTED` column among `rows`, or a little more (`cell` says exactly), from
+        the rows' strings alone: a fleet refresh asks it of every instance, making their cells took 30 ms
+        for 1,000."""
+        return {
+            "name": max(len(row.name) for row in rows),
+            "status": max(len(row.status) + (7 if row.worst_alert else 2) for row in rows),  # "● up CRIT"
+            "model": max(len(row.model or row.backend or UNKNOWN) for row in rows),
+        }
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -438,7 +448,7 @@ class EndpointTable(DataTable[Text]):
         styles = self._styles()
         columns = self.layout_columns
         cursor = self._cursor_key()
-        widths = self._fitted_widths(rows, styles)
+        widths = self._fitted_widths(rows)
         if widths != self._widths:  # every row drawn again in the new widths
             self._widths = widths
             self._add_columns()
