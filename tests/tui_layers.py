@@ -20,7 +20,7 @@ CORE = (
     "tui.format",
     "tui.auth",
     "tui.sanitize",
-    "tui.url_text",
+    "tui.fit_text",
     "tui.debug_log",
     "tui.completion",
     "tui.terminal",

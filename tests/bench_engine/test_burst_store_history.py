@@ -26,8 +26,8 @@ from tui.bench.burst_store import (
 from tui.bench.report.summary import burst_summary
 from tui.bench.results import BurstResult, BurstVerdict
 from tui.cli import main
+from tui.fit_text import short_url
 from tui.settings import EndpointSettings
-from tui.url_text import short_url
 
 LONG = EndpointSettings(name="far", url="http://inference-gpu-node-17.cluster.example.com:8443/v1")
 

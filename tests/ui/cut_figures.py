@@ -1,4 +1,4 @@
-"""Finding figures a screen cut: what tests/ui/test_no_cut_figures.py checks on every screen.
+"""Finding figures and words a screen cut: what tests/ui/test_no_cut_figures.py checks on every screen.
 
 The screen is read as the terminal would show it (the compositor's lines), cropped to each widget's content
 region, so a widget's edge is where its text was cut. A figure is cut when:
@@ -9,7 +9,11 @@ region, so a widget's edge is where its text was cut. A figure is cut when:
 - a unit lost its end: `< 100 m` (ms), `43°` (°C);
 - a figure wraps between its number and its unit: `(10` / `s): at least 10 s`;
 - a table is wider than the screen (its last column cut at the edge);
-- a text the screen was given (an alert, a path, a note) does not appear whole (`given`).
+- a text the screen was given (an alert, a path, a note) does not appear whole (`given`);
+- a footer key is cut (`p Paus`: past the footer's end or under the command palette's key);
+- the header's title is cut (`· up · wind…`: the header shows less than it was given);
+- a text the screen may shorten (a message, an error, an advice) is cut mid-word (`mean l…`): the part
+  shown must end where a word ends (`words_whole`).
 
 Log views show the server's own text (and wrap or scroll it on purpose): they are left out.
 """
@@ -24,6 +28,8 @@ from textual.app import App
 from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import DataTable
+from textual.widgets._footer import FooterKey
+from textual.widgets._header import HeaderTitle
 
 BARS = "▁▂▃▄▅▆▇█"
 FIGURE_TOKEN = re.compile(r"^[<>~(+\-]?\d[\d.,]*\s?[a-zA-Z°%/]{0,4}$")
@@ -126,14 +132,70 @@ def overflowing_tables(app: App[object]) -> list[Cut]:
     return found
 
 
+def cut_footer_keys(app: App[object]) -> list[Cut]:
+    """Footer keys shown in part: past the footer's right end, or under the command palette's key."""
+    found = []
+    keys = [key for key in app.screen.query(FooterKey) if key.display and key.region.width]
+    palette = next((key for key in keys if key.has_class("-command-palette")), None)
+    for key in keys:
+        if key is palette:
+            continue
+        footer = key.parent
+        assert isinstance(footer, Widget)
+        end = palette.region.x if palette is not None else footer.region.right
+        if key.region.right > end:
+            found.append(Cut("Footer", f"{key.key_display} {key.description}", "a footer key cut"))
+    return found
+
+
+def cut_header(app: App[object]) -> list[Cut]:
+    """A header whose title and subtitle do not fit: Textual cuts them with an ellipsis."""
+    found = []
+    strips = app.screen._compositor.render_strips()
+    for title in app.screen.query(HeaderTitle):
+        region = title.content_region
+        if not region.width or region.y >= len(strips):
+            continue
+        whole = str(title.visual)
+        shown = _collapsed(strips[region.y].crop(region.x, region.right).text)
+        if _collapsed(whole) not in shown:
+            found.append(Cut("Header", f"{shown!r} of {whole!r}", "the header's title cut"))
+    return found
+
+
+def _prefix_shown(text: str, shown: Sequence[str]) -> str:
+    """The longest start of `text` some widget shows."""
+    size = 0
+    for widget in shown:
+        while size < len(text) and text[: size + 1] in widget:
+            size += 1
+    return text[:size]
+
+
+def cut_words(text: str, shown: Sequence[str]) -> Cut | None:
+    """`text` shown in part, and its part not ending where a word ends ("mean l…")."""
+    whole = _collapsed(text)
+    start = _prefix_shown(whole, shown)
+    if len(start) < START_CHARS or start == whole:
+        return None
+    after = whole[len(start) : len(start) + 2]
+    if after[0] == " " or start.endswith(" ") or (after[0] in ";:,." and after[1:] in ("", " ")):
+        return None  # a word ends there (before a space, or before its ";" "," ":" ".")
+    return Cut("screen", f"{start!r} of {whole!r}", "a text cut mid-word")
+
+
 def cut_figures(
-    app: App[object], given: Sequence[str] = (), whole_or_absent: Sequence[str] = ()
+    app: App[object],
+    given: Sequence[str] = (),
+    whole_or_absent: Sequence[str] = (),
+    words_whole: Sequence[str] = (),
 ) -> list[Cut]:
-    """Every cut figure on the screen now, every `given` text not shown whole, and every text of
-    `whole_or_absent` whose start is shown but not the rest."""
+    """Every cut figure, footer key and header title on the screen now, every `given` text not shown
+    whole, every text of `whole_or_absent` whose start is shown but not the rest, and every text of
+    `words_whole` shown in part, cut mid-word."""
     lines = widget_lines(app)
     found = [cut for name, widget in lines.items() for cut in cuts_in(name, widget)]
-    found += overflowing_tables(app)
+    found += overflowing_tables(app) + cut_footer_keys(app) + cut_header(app)
     shown = [_collapsed(" ".join(widget)) for widget in lines.values()]
     for text in given:
         if not any(_collapsed(text) in widget for widget in shown):
@@ -142,4 +204,5 @@ def cut_figures(
         start = _collapsed(text)[:START_CHARS]
         if any(start in widget for widget in shown) and not any(_collapsed(text) in w for w in shown):
             found.append(Cut("screen", text, "a text is shown in part"))
+    found += [cut for text in words_whole if (cut := cut_words(text, shown)) is not None]
     return found

@@ -69,7 +69,13 @@ async def test_the_card_and_the_detail_say_which_k_would_be_faster_and_the_alert
         assert badge_line(quiet, 76).plain == "k=4 now · k=2 would be 1.28x"
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
-        table = app.screen.query_one(FigureTable).render().plain
+        figures = app.screen.query_one(FigureTable)
+        table = figures.render().plain
+        assert "advice k=4 now · k=2 would be 1.28x" in table  # 80x24: no room left for its basis
+        assert "(tune" not in table
+        await pilot.resize_terminal(120, 40)
+        await wait_for(pilot, lambda: "(tune" in figures.render().plain, "the basis with room for it")
+        table = figures.render().plain
         assert "advice k=4 now · k=2 would be 1.28x (tune 2026-12-01" in table.replace("\n  ", " ")
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cut_figures import cut_figures, cut_words
 from ui_waiting import wait_for
 
 from tui.screens.detail import DetailScreen
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
+from tui.tune.advisor import Advice
 from tui.ui.app import SpectopApp
 from tui.widgets.card_view import CardData, badge_line, compact_lines, roomy_lines
 from tui.widgets.endpoint_card import EndpointCard
@@ -204,6 +206,54 @@ def test_badges_are_never_cut_and_those_that_do_not_fit_are_counted() -> None:
         hidden = 4 - len(shown)
         assert (f"+{hidden}" in line) == bool(hidden)
         assert " WARN" not in line.replace(" WARN log ", "").replace(" WARN engine ", "")  # no half badge
+
+
+SSL_ERROR = "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)"
+
+
+def test_the_badge_line_shortens_an_error_an_alert_or_an_advice_by_whole_words() -> None:
+    down = _reading(1.0, up=False)
+    down.error = SSL_ERROR
+    message = "acceptance 46% below 50%; mean length 2.40→1.60 since the draft model changed"
+    advice = Advice(4, best_k=4, speedup_by_k={4: 1.0, 3: 1.02}, basis="measured step costs")
+    cards = {
+        SSL_ERROR: CardData(name="a", reading=down, now=2.0),
+        message: CardData(name="a", alerts=[Alert("a", "acceptance_low", "warning", message, 1.0)]),
+        advice.line(): CardData(name="a", reading=_reading(1.0), now=1.0, advice=advice),
+    }
+    for text, data in cards.items():
+        for width in range(20, len(text) + 20):
+            line = badge_line(data, width).plain
+            assert len(line) <= width
+            assert cut_words(text, [line]) is None, f"{width}: {line!r}"
+            assert text in line or line.endswith("…")
+
+
+async def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None:
+    """One line left under the figures: the advice whole without its basis, not the advice and the start
+    of the basis (`< bar` and the bar's figure gone)."""
+    from textual.app import App, ComposeResult
+
+    from tui.widgets.figure_table import FigureTable
+
+    advice = Advice(
+        4,
+        best_k=4,
+        speedup_by_k={4: 1.0, 3: 1.02},
+        basis="the step costs measured at k=2-5 under the load of the last minutes",
+    )
+    data = CardData(name="a", reading=_reading(1.0), now=1.0, advice=advice)
+
+    class Figures(App[None]):
+        CSS = "FigureTable { width: 80; height: 11; }"
+
+        def compose(self) -> ComposeResult:
+            yield FigureTable(data)
+
+    app = Figures()
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause()
+        assert not cut_figures(app, given=[f"advice {advice.line()}"], whole_or_absent=[f"({advice.basis})"])
 
 
 async def test_crit_badge_fits_on_a_card_at_80_columns() -> None:

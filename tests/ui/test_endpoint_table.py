@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Callable
 
 import pytest
+from cut_figures import cut_figures, widget_lines
 from textual.widgets import DataTable
 from ui_waiting import wait_for
 
@@ -152,3 +153,62 @@ async def test_the_table_comes_by_itself_when_cards_do_not_fit() -> None:
         await pilot.resize_terminal(200, 50)
         await pilot.pause()
         assert screen.view == "cards"
+
+
+def _table_lines(app: SpectopApp) -> list[str]:
+    return next(lines for name, lines in widget_lines(app).items() if name.startswith("EndpointTable"))
+
+
+@pytest.mark.parametrize(
+    ("size", "host", "count"),
+    [
+        ((200, 50), "127.0.0.1", 8),
+        ((80, 24), "127.0.0.1", 8),
+        ((80, 24), "gpu-node-17.inference.example.com", 30),  # a scrollbar takes its room
+        ((80, 24), "gpu-node-17.inference.example.com", 8),
+    ],
+    ids=["200x50", "80x24", "80x24-scrolling", "80x24-long-names"],
+)
+async def test_table_names_are_whole_with_a_gap_or_keep_their_port(
+    size: tuple[int, int], host: str, count: int
+) -> None:
+    """Two sims on 38531 and 38532 read apart: a name gets the room it needs (`127.0.0.1:38531` whole and a
+    space before the next column), and one too long for the room keeps its port (`…ple.com:38531`)."""
+    names = [f"{host}:{38531 + index}" for index in range(count)]
+    endpoints = [EndpointSettings(name=name, url=f"http://127.0.0.1:{9 + i}") for i, name in enumerate(names)]
+    app = SpectopApp(Settings(endpoints=endpoints), remember_theme_choice=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        if screen.view != "table":
+            await pilot.press("v")
+        table = screen.query_one(EndpointTable)
+        await wait_for(pilot, lambda: table.row_count == count and bool(table.size.width))
+        await pilot.pause()
+        lines = _table_lines(app)
+        for name in names[: size[1] - 6]:  # those on the screen
+            port = name.rsplit(":", 1)[1]
+            shown = next((word for line in lines for word in line.split() if f":{port}" in word), None)
+            assert shown is not None, f"no row shows port {port}:\n" + "\n".join(lines)
+            assert shown == name or (shown.startswith("…") and name.endswith(shown[1:])), shown
+        assert not cut_figures(app)
+
+
+async def test_text_widths_are_at_least_the_cells_widths() -> None:
+    """The table's text columns are sized from the rows' strings (not their cells, too slow for a fleet):
+    never narrower than the cells themselves."""
+    rows = [
+        EndpointRow("127.0.0.1:38531", "restarting", worst_alert="warning", model="deepseek-ai/DeepSeek-V3"),
+        EndpointRow("a", "down", worst_alert="critical", backend="vllm"),
+        EndpointRow("node-with-a-longer-name:8000", "no data"),
+    ]
+    app = SpectopApp(Settings(), remember_theme_choice=False)
+    async with app.run_test(size=(200, 50)):
+        table = EndpointTable()
+        await app.screen.mount(table)
+        widths = table.text_widths(rows)
+        for column in endpoint_table.WIDE_COLUMNS:
+            if column.sort in widths:
+                cells = [table.cell(column, row, (), table._styles()).cell_len for row in rows]
+                assert widths[column.sort] >= max(cells), column.sort

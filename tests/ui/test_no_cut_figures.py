@@ -1,4 +1,5 @@
-"""Issue 24 item 2: a figure is shown whole or not at all, on every screen, at 80x24, 120x36 and 200x50.
+"""A figure is shown whole or not at all, on every screen, at 80x24, 120x36 and 200x50; so are words, footer
+keys and titles (shortened by whole words or items, never cut mid-word).
 
 Every screen is rendered from deterministic data (a recording whose TTFT p95 are histogram bounds, eight
 GPUs of a busy node, a fleet of instances whose TTFTs round into the next unit, a tune sweep cancelled
@@ -113,8 +114,13 @@ async def settled_replay(pilot: Any, *, gpus: bool = True) -> SpectopApp:
     return app
 
 
-def assert_whole(app: App[Any], given: tuple[str, ...] = (), whole_or_absent: tuple[str, ...] = ()) -> None:
-    cuts = cut_figures(app, given, whole_or_absent)
+def assert_whole(
+    app: App[Any],
+    given: tuple[str, ...] = (),
+    whole_or_absent: tuple[str, ...] = (),
+    words_whole: tuple[str, ...] = (),
+) -> None:
+    cuts = cut_figures(app, given, whole_or_absent, words_whole)
     assert not cuts, f"{app.size.width}x{app.size.height}: figures cut:\n" + "\n".join(map(str, cuts))
 
 
@@ -123,7 +129,9 @@ async def test_dashboard_cards_table_detail_alerts_and_help(tmp_path: Path, size
     app = replay(bounded_recording(tmp_path / "recording.jsonl"))
     async with app.run_test(size=size) as pilot:
         await settled_replay(pilot)
-        assert_whole(app)
+        messages = tuple(alert.message for alert in app.board.alerts.all_alerts())
+        assert messages
+        assert_whole(app, words_whole=messages)  # a card's alert message in whole words
         await pilot.press("v")  # the table view
         await pilot.pause()
         assert_whole(app)
@@ -139,8 +147,6 @@ async def test_dashboard_cards_table_detail_alerts_and_help(tmp_path: Path, size
         await pilot.press("a")
         await wait_for(pilot, lambda: isinstance(app.screen, AlertsScreen))
         await pilot.pause()
-        messages = tuple(alert.message for alert in app.board.alerts.all_alerts())
-        assert messages
         assert_whole(app, messages)
         await pilot.press("escape")
         await pilot.pause()
@@ -286,4 +292,19 @@ async def test_log_viewer_status_line(tmp_path: Path, size: tuple[int, int]) -> 
         await opened(pilot, app)
         await pilot.press("slash", *"needle", "enter")
         await pilot.pause()
+        assert_whole(app)
+
+
+async def test_the_detail_title_keeps_whole_parts_at_80x24(tmp_path: Path) -> None:
+    """Names too long for the header with the backend, model, status and caveat: whole parts, the rest
+    dropped (never `· up · wind…`)."""
+    recording = write_recording(tmp_path / "recording.jsonl")
+    recording.write_text(recording.read_text().replace('"mtp-', '"mtp-node-7-rack-b-'))
+    app = replay(recording)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled_replay(pilot, gpus=False)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await pilot.pause()
+        assert str(app.screen.sub_title).startswith("mtp-node-7-rack-b-")
         assert_whole(app)

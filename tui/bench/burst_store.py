@@ -22,11 +22,11 @@ from tui.bench.report.comparison import comparison
 from tui.bench.report.export import export_name
 from tui.bench.report.models import Comparison
 from tui.bench.results import ArmResult, BurstResult, BurstVerdict
+from tui.fit_text import cut_left, short_url
 from tui.format import UNKNOWN as DASH
 from tui.format import fmt_times, fmt_times_interval
 from tui.paths import user_data_dir
 from tui.sanitize import safe_line
-from tui.url_text import cut_left, short_url
 
 MAX_BURST_FILE_BYTES = 200_000_000
 MAX_LISTED = 200

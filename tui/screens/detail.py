@@ -11,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.widgets import Header, Input, Static
 
+from tui.fit_text import fit_items
 from tui.format import UNKNOWN, fmt_setting
 from tui.sanitize import safe_line
 from tui.screens.context import EndpointScreen, ScreenContext
@@ -20,6 +21,7 @@ from tui.widgets.figure_table import FigureTable
 from tui.widgets.footer import Footer
 from tui.widgets.gpu_panel import GpuCharts
 from tui.widgets.gpu_rows import GpuRowsPane
+from tui.widgets.header import subtitle_room
 from tui.widgets.log_pane import LogPane
 
 WINDOWS_S: dict[str, float] = {"1": 60.0, "2": 300.0, "3": 1800.0}
@@ -107,8 +109,7 @@ class DetailScreen(EndpointScreen):
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.height >= ROOMY_MIN_HEIGHT, "roomy")
-        if self.gpu_rows:  # drawn for the width
-            self._refresh_figures()
+        self._refresh_figures()  # the title fitted to the width, GPU rows drawn for it
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
         if message.endpoint != self.endpoint:
@@ -124,8 +125,9 @@ class DetailScreen(EndpointScreen):
 
     def _refresh_figures(self) -> None:
         data = self.context.card_data(self.endpoint)
-        caveat = data.caveat()
-        self.sub_title = " · ".join(part for part in (data.title(), data.status_short(), caveat) if part)
+        parts = [*data.title().split(" · "), data.status_short(), data.caveat() or ""]
+        room = subtitle_room(self.size.width, self.title or self.app.title)
+        self.sub_title = " · ".join(fit_items([part for part in parts if part], room))  # whole parts only
         self.query_one(FigureTable).set_data(data)
         history = self.context.board.series.endpoint(self.endpoint)
         end = data.now if data.now is not None else (history.times[-1] if history.times else 0.0)

@@ -27,6 +27,7 @@ from textual.theme import Theme
 
 from tui.atomic import write_file
 from tui.board import Board, LogEntry
+from tui.fit_text import fit_words
 from tui.sanitize import safe_line, safe_text
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.settings import EndpointSettings, Settings
@@ -50,6 +51,7 @@ from tui.ui.themes import (
 )
 from tui.ui.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
 from tui.widgets.card_view import CardData
+from tui.widgets.header import subtitle_room
 
 if TYPE_CHECKING:
     from tui.tune.guard_control import GuardController, GuardFacts
@@ -73,9 +75,6 @@ FLEET_GC_THRESHOLD = 50_000
 # with figures and freeze the keys. The sustained alert it acts on takes longer (30 s by default).
 GUARD_AFTER_FIGURES_S = 2.0
 GUARD_AT_THE_LATEST_S = 5.0
-
-
-HEADER_MARGINS = 18  # the header's icon and clock columns, either side of the title
 
 
 def fit_parts(parts: list[str], width: int) -> list[str]:
@@ -658,8 +657,9 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         active = self.alerts.active_count()
         if active:
             parts.append(f"{active} alert{'s' if active > 1 else ''} (a)")
-        room = self.size.width - HEADER_MARGINS - len(self.title) - len(" — ")
-        self.sub_title = safe_line(" · ".join(fit_parts(parts, room)))  # it may quote a server's error
+        room = subtitle_room(self.size.width, self.title)
+        shown = safe_line(" · ".join(fit_parts(parts, room)))  # it may quote a server's error
+        self.sub_title = fit_words(shown, room)
 
     def on_resize(self) -> None:
         self._update_subtitle()

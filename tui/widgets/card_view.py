@@ -13,6 +13,7 @@ from typing import Literal
 from textual.content import Content
 
 from tui.board import PLACEHOLDER_URL
+from tui.fit_text import fit_words, short_url
 from tui.format import (
     FIGURES,
     LIFETIME_CAVEAT,
@@ -280,7 +281,7 @@ def badge_line(data: CardData, width: int) -> Content:
     """Alert badges, then the scrape error when down (or the worst alert's message, or the caveat).
 
     Badges are never cut: those that do not fit in `width` are counted ("+2"), and the message gets what
-    is left."""
+    is left, in whole words."""
     badges: list[tuple[str, str]] = []
     for alert in sorted(data.alerts, key=lambda alert: alert.severity != "critical"):
         label, style = SEVERITY_BADGE[alert.severity]
@@ -295,30 +296,40 @@ def badge_line(data: CardData, width: int) -> Content:
             return Content.assemble(*parts).truncate(width)
         parts += [badge, " "]
         used += len(badge[0]) + 1
+    message = _badge_message(data)
+    if message is not None:
+        parts.append((fit_words(message[0], width - used), message[1]))  # whole words only
+    return Content.assemble(*parts).truncate(width)  # (wide characters count one cell in fit_words)
+
+
+def _badge_message(data: CardData) -> tuple[str, str] | None:
+    """The badge line's message and its style: the scrape error, the worst alert's message, the figures
+    dropped, the caveat or the advice."""
     reading = data.reading
     caveat = data.caveat()
     if reading is not None and reading.error:
         # Why it is down (or its page inconsistent) says more than "endpoint down".
-        parts.append((safe_line(reading.error), "$error"))
-    elif data.alerts:
+        return safe_line(reading.error), "$error"
+    if data.alerts:
         worst = min(data.alerts, key=lambda alert: alert.severity != "critical")
-        parts.append((safe_line(worst.message), "$text-muted"))
-    elif reading is not None and reading.impossible_figures and dropped_now(reading.figures):
-        parts.append((dropped_words(reading.impossible_figures), "$warning"))  # how many, not only notes
-    elif caveat is not None:
-        parts.append((caveat, "$text-muted" if caveat == LIFETIME_CAVEAT else "$warning"))
-    elif data.advice is not None and data.advice.basis is not None and data.status == "up":
-        parts.append((data.advice.line(), "$warning" if data.advice.better_k else "$text-muted"))
-    return Content.assemble(*parts).truncate(width, ellipsis=True)
+        return safe_line(worst.message), "$text-muted"
+    if reading is not None and reading.impossible_figures and dropped_now(reading.figures):
+        return dropped_words(reading.impossible_figures), "$warning"  # how many, not only notes
+    if caveat is not None:
+        return caveat, "$text-muted" if caveat == LIFETIME_CAVEAT else "$warning"
+    if data.advice is not None and data.advice.basis is not None and data.status == "up":
+        return data.advice.line(), "$warning" if data.advice.better_k else "$text-muted"
+    return None
 
 
 def down_line(data: CardData, width: int) -> Content:
     """A down (or restarting) endpoint: for how long, and where ("down 1 min · http://10.0.0.5:8000")."""
     status = data.status
-    parts: list[str | tuple[str, str]] = [(data.status_text(), STATUS_STYLE[status])]
-    if data.shown_url:
-        parts += [_label(" · "), data.shown_url]
-    return Content.assemble(*parts).truncate(width, ellipsis=True)
+    text = data.status_text()
+    parts: list[str | tuple[str, str]] = [(text, STATUS_STYLE[status])]
+    if data.shown_url and len(text) + 3 < width:
+        parts += [_label(" · "), short_url(data.shown_url, width - len(text) - 3)]
+    return Content.assemble(*parts).truncate(width)
 
 
 def compact_lines(data: CardData, width: int) -> list[Content]:

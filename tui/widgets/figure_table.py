@@ -8,8 +8,10 @@ import textwrap
 from textual.content import Content
 from textual.widget import Widget
 
+from tui.fit_text import fit_words
 from tui.format import FIGURES, UNKNOWN, fmt_duration, fmt_part_of_window, fmt_rate, note_lines
 from tui.sanitize import safe_line
+from tui.tune.advisor import Advice
 from tui.widgets.card_view import CardData
 
 TABLE_FIGURES = (
@@ -90,12 +92,12 @@ class FigureTable(Widget):
                     (value, "$text-muted" if value == UNKNOWN else "bold"),
                 )
             )
+        height = self.content_size.height or len(lines) + 99  # not laid out yet: room for all
         advice = self.data.advice
         if advice is not None and self.data.status == "up":
-            text = safe_line(advice.line() + (f" ({advice.basis})" if advice.basis else ""))
-            for part in wrap_whole(text, width, "advice ", "  "):
+            for part in advice_lines(advice, width, height - len(lines)):
                 lines.append(Content.styled(part, "$warning" if advice.better_k else "$text"))
-        room = self.content_size.height - len(lines) if self.content_size.height else len(lines) + 99
+        room = height - len(lines)
         # notes quote the server (series, labels) or a recording
         notes = [wrap_whole(safe_line(note), width, "* ", "  ") for note in note_rows(self.data)]
         if sum(map(len, notes)) > room:  # whole notes only: those that fit, and how many did not
@@ -108,6 +110,18 @@ class FigureTable(Widget):
             notes = [*shown, [f"* {hidden} more note{'s' if hidden > 1 else ''} in a taller window"]]
         lines += [Content.styled(text, "$warning") for wrapped in notes for text in wrapped]
         return Content("\n").join(lines)
+
+
+def advice_lines(advice: Advice, width: int, room: int) -> list[str]:
+    """The advice wrapped whole in `room` lines: with its basis when that fits, else without it, else its
+    first whole words on one line."""
+    line = safe_line(advice.line())
+    texts = [f"{line} ({safe_line(advice.basis)})", line] if advice.basis else [line]
+    for text in texts:
+        wrapped = wrap_whole(text, width, "advice ", "  ")
+        if len(wrapped) <= room:
+            return wrapped
+    return [fit_words(f"advice {line}", width)]
 
 
 _FIGURE_SPACE = re.compile(r"(\d) (ms|s|min|h|d|%|W|GiB|MHz|°C)\b")

@@ -111,6 +111,11 @@ class FleetTable(EndpointTable):
     def row_key(self, row: EndpointRow) -> str:
         return row.key if isinstance(row, FleetRow) else row.name
 
+    def text_widths(self, rows: Sequence[EndpointRow]) -> dict[SortColumn, int]:
+        widths = super().text_widths(rows)
+        widths["name"] += 2  # "▾ " before a group, "  " before an instance
+        return widths
+
     # --- data ---------------------------------------------------------------------------------------------
 
     @property

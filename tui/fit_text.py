@@ -1,0 +1,79 @@
+"""Text fitted to a width, shown whole or shortened where it says least; never cut mid-word or mid-number.
+
+- a URL (`short_url`): what goes first is the scheme, then the path, then the host's left end; the port and
+  the host's right end (the part that tells servers apart) stay to the last;
+- a name (`cut_left`): its left end goes (`…0.1:38531`), its end tells it apart;
+- words (`fit_words`: a message, an error, an advice): the first whole words that fit and `…`, never a
+  figure right before the `…` (`50%…` would read as a figure cut);
+- items (`fit_items`: a title's " · " parts, a footer's keys): the first whole items that fit, the rest
+  dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+ELLIPSIS = "…"
+# A word `fit_words` does not end on: a figure ("50%", "1.02x", "<", "(10") or a separator ("·", "—").
+_NOT_LAST = re.compile(r"^[<>~(+\-]?\d|^[^\w]*$")
+
+
+def short_url(url: str, width: int) -> str:
+    """`url` in at most `width` cells: whole when it fits, else without `http://` / `https://`, else
+    host:port alone, else host:port cut from the left (`…ple.com:8000`). Call with safe text."""
+    if width < 1:
+        return ""
+    if len(url) <= width:
+        return url
+    rest = url.split("://", 1)[-1]
+    if len(rest) <= width:
+        return rest
+    try:
+        host_port = urlsplit(url if "://" in url else f"//{url}").netloc.rsplit("@", 1)[-1] or rest
+    except ValueError:  # an unbalanced [ in an IPv6 host: cut the text as it is
+        host_port = rest
+    return cut_left(host_port, width)
+
+
+def cut_left(text: str, width: int) -> str:
+    """`text` in at most `width` cells, its left end cut (`…` says so): file names and hosts end in
+    the part that tells them apart."""
+    if len(text) <= width:
+        return text
+    return ELLIPSIS + text[len(text) - width + 1 :] if width > 1 else ELLIPSIS[:width]
+
+
+def fit_words(text: str, width: int) -> str:
+    """`text` in at most `width` cells: whole when it fits, else its first whole words and `…` (a
+    figure or a separator before the `…` goes too); `…` alone when not even one word fits."""
+    if len(text) <= width:
+        return text
+    if width < 1:
+        return ""
+    words = text[: width - 1].split(" ")
+    after = text[width - 1 : width + 1]
+    if not (after[:1] == " " or (after[:1] in ";:,." and after[1:] in ("", " "))):
+        words.pop()  # cut mid-word (a word is whole before a space, or before its ";" "," ":" ".")
+    while words and (not words[-1].rstrip(";:,.") or _NOT_LAST.match(words[-1])):
+        words.pop()
+    if words:
+        words[-1] = words[-1].rstrip(";:,.")  # "slows…", not "slows;…"
+    return " ".join(words) + ELLIPSIS
+
+
+def fit_items(items: Sequence[str], width: int, separator: str = " · ") -> list[str]:
+    """The first of `items` that fit whole in `width` cells joined by `separator` (the rest dropped);
+    the first shortened by whole words when it alone is too long."""
+    kept: list[str] = []
+    used = 0
+    for item in items:
+        size = len(item) + (len(separator) if kept else 0)
+        if used + size > width:
+            break
+        kept.append(item)
+        used += size
+    if not kept and items:
+        return [fit_words(items[0], width)]
+    return kept
