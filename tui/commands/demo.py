@@ -94,11 +94,20 @@ class DemoSim:
     log_file: Path
     stdout_path: Path
     stderr_path: Path
+    control_file: Path  # the /sim/control changes, kept across restarts (`spectop sim --control-file`)
     process: subprocess.Popen[bytes] | None = None
     url: str = ""
     log_start: int = 0  # where the current run's lines start in the log
     exit_noticed: bool = False
     restarting: bool = False
+
+    @classmethod
+    def in_folder(cls, name: str, config: Path, folder: Path) -> DemoSim:
+        """A sim whose log, outputs and kept /sim/control changes are files NAME.* in `folder`."""
+        log, stdout, stderr, control = (
+            folder / f"{name}.{kind}" for kind in ("log", "stdout", "stderr", "control.json")
+        )
+        return cls(name, config, log, stdout, stderr, control)
 
     @property
     def alive(self) -> bool:
@@ -114,6 +123,11 @@ class DemoSim:
             stderr = _read(self.stderr_path).strip().splitlines()
             errors = [safe_line(line) for line in stderr[-1:]] or ["no error in its log"]
         return f"exited with code {self.process.returncode}: " + " | ".join(errors)
+
+    def kept_control(self) -> str:
+        """The /sim/control changes a restart kept, as posted ("" when none)."""
+        bodies = _read(self.control_file).strip()
+        return f"{self.name}: /sim/control changes kept: {safe_line(bodies)}" if bodies else ""
 
 
 @dataclass
@@ -142,6 +156,7 @@ class DemoSims:
         command = [
             sys.executable, "-m", "tui", "sim", "--flavor", "vllm", "--port", str(port),
             "--config", str(sim.config), "--log-file", str(sim.log_file),
+            "--control-file", str(sim.control_file),  # a restart from dead keeps the /sim/control changes
             "--background-load", f"{self.background_load_rps:g}", "--gpu",
             # Per-request figures, as a vLLM started with these flags sends them (spectop bench reads them).
             "--per-request-spec-decode-metrics", "summary", "--enable-per-request-metrics",
@@ -224,6 +239,7 @@ class DemoSims:
             while time.monotonic() < deadline:
                 if _read(sim.stdout_path).count(RESTARTED) > restarts_before:
                     say(f"{sim.name}: restarted on {sim.url}")
+                    _say_kept(sim, say)
                     return True
                 if not sim.alive:
                     say(f"{sim.name}: the simulator {sim.why_it_exited()}")
@@ -242,6 +258,7 @@ class DemoSims:
             return False
         assert sim.process is not None
         say(f"{sim.name}: started again as pid {sim.process.pid}, listening on {sim.url}")
+        _say_kept(sim, say)
         return True
 
     # --- stopping -----------------------------------------------------------------------------------------
@@ -264,6 +281,12 @@ class DemoSims:
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for process in processes:
             _end(process, max(0.1, deadline - time.monotonic()))
+
+
+def _say_kept(sim: DemoSim, say: Callable[[str], None]) -> None:
+    kept = sim.kept_control()
+    if kept:
+        say(kept)
 
 
 def _end(process: subprocess.Popen[bytes], timeout_s: float = STOP_TIMEOUT_S) -> None:
@@ -365,9 +388,7 @@ def start_sims(folder: Path, background_load_rps: float = 1.5) -> DemoSims:
         for name, config_name in DEMO_ENDPOINTS:
             config = folder / config_name
             copy_demo_config(sample_configs_dir() / config_name, config)
-            sim = DemoSim(
-                name, config, folder / f"{name}.log", folder / f"{name}.stdout", folder / f"{name}.stderr"
-            )
+            sim = DemoSim.in_folder(name, config, folder)
             sims.sims.append(sim)
             sims.start(sim)
             sims.endpoints.append(
