@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui.commands.replay import add_record_max_mb_argument
+from tui.commands.replay import DEFAULT_RECORD_MAX_MB, add_record_max_mb_argument
 from tui.format import fmt_setting
 from tui.paths import sample_configs_dir
 from tui.sanitize import safe_line
@@ -40,6 +40,7 @@ from tui.terminal import require_terminal
 
 if TYPE_CHECKING:
     from tui.tune.live_advice import KeptModels
+    from tui.ui.app import SpectopApp
 
 LISTENING = re.compile(r"listening on (http://\S+)")
 RESTARTED = "restarted on "
@@ -58,9 +59,9 @@ DEMO_INTRO = (
     "demo · A = mtp-off, B = mtp-on · try: e on mtp-on → num_speculative_tokens = 4 → ctrl+r (save & restart)"
     " · b → ctrl+r (burst A vs B) · any key hides this"
 )
-# The fallback guard in the demo: mtp-on asks to switch speculation off when acceptance stays under 50% (its
-# usual ~70% never does; lower it with `curl -d '{"acceptance": 0.5}' URL/sim/control` to see the offer).
-DEMO_GUARD: dict[str, dict[str, object]] = {"mtp-on": {"guard": "ask", "acceptance_threshold": 0.5}}
+# The fallback guard in the demo: mtp-on asks when acceptance stays under its config's acceptance_threshold
+# (0.6; its usual ~70% never does; lower it through URL/sim/control to see the offer).
+DEMO_GUARD: dict[str, dict[str, object]] = {"mtp-on": {"guard": "ask"}}
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 WATCH_INTERVAL_S = 0.2
@@ -495,20 +496,10 @@ def run(args: argparse.Namespace) -> int:
     previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with demo_sims(args.background_load, keep=args.keep) as sims:
-            from tui.sources import LiveSource
-            from tui.ui.app import SpectopApp
             from tui.ui.terminal_guard import run_app
             from tui.ui.worker_errors import print_recovery_notes
 
-            settings = Settings(poll_interval_s=args.poll_interval, endpoints=sims.endpoints)
-            source = LiveSource(settings, record_path=args.record, record_max_mb=args.record_max_mb)
-            app = SpectopApp(
-                settings,
-                source=source,
-                intro=DEMO_INTRO + guard_hint(sims),
-                step_costs=demo_step_costs(sims),
-                bench_pair=(DEMO_ENDPOINTS[0][0], DEMO_ENDPOINTS[1][0]),  # A = MTP off, B = MTP on
-            )
+            app = demo_app(sims, args.poll_interval, args.record, args.record_max_mb)
 
             def tell(message: str) -> None:  # from the watcher thread: notify only posts a message
                 app.notify(message, title="simulator down", severity="error", timeout=30, markup=False)
@@ -526,6 +517,26 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def demo_app(
+    sims: DemoSims,
+    poll_interval_s: float = 1.0,
+    record: str | None = None,
+    record_max_mb: float = DEFAULT_RECORD_MAX_MB,
+) -> SpectopApp:
+    """The dashboard on the demo's sims (what `spectop demo` runs)."""
+    from tui.sources import LiveSource
+    from tui.ui.app import SpectopApp
+
+    settings = Settings(poll_interval_s=poll_interval_s, endpoints=sims.endpoints)
+    return SpectopApp(
+        settings,
+        source=LiveSource(settings, record_path=record, record_max_mb=record_max_mb),
+        intro=DEMO_INTRO + guard_hint(sims),
+        step_costs=demo_step_costs(sims),
+        bench_pair=(DEMO_ENDPOINTS[0][0], DEMO_ENDPOINTS[1][0]),  # A = MTP off, B = MTP on
+    )
 
 
 def demo_step_costs(sims: DemoSims) -> KeptModels:
