@@ -4,10 +4,12 @@ says how to lower mtp-on's acceptance through its `/sim/control`."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 
 from tests.ui.ui_waiting import wait_for
-from tui.commands.demo import demo_app, demo_sims, guard_hint
+from tui.commands.demo import GUARD_TRY, demo_app, demo_sims, guard_hint
 from tui.configs import read_acceptance_threshold
 from tui.format import fmt_rate
 from tui.screens.detail import DetailScreen
@@ -22,9 +24,9 @@ def test_the_demo_guards_mtp_on_and_says_how_to_lower_its_acceptance() -> None:
         assert endpoints["mtp-off"].guard == "off"
         hint = guard_hint(sims)
         url = f"{guarded.url}/sim/control"
-        assert url in hint and '{"acceptance": 0.5}' in hint
-        response = httpx.post(url, json={"acceptance": 0.5}, timeout=5)  # what the hint tells the user to do
-        assert response.status_code == 200 and response.json()["applied"] == {"acceptance": 0.5}
+        assert f"curl -d '{GUARD_TRY}' {url}" in hint
+        response = httpx.post(url, content=GUARD_TRY, timeout=5)  # what the hint tells the user to do
+        assert response.status_code == 200 and response.json()["applied"] == json.loads(GUARD_TRY)
 
 
 async def test_the_demo_has_one_threshold_the_config_files_and_says_so() -> None:

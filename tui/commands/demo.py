@@ -57,7 +57,13 @@ kv_cache_tokens = {DEMO_KV_CACHE_TOKENS}
 """
 DEMO_INTRO = (
     "demo · A = mtp-off, B = mtp-on · try: e on mtp-on → num_speculative_tokens = 4 → ctrl+r (save & restart)"
-    " · b → ctrl+r (burst A vs B) · any key hides this"
+    " · b → ctrl+r (burst A vs B)"
+)
+# What to post to mtp-on's /sim/control to see the guard act (README tells the same story).
+GUARD_TRY = '{"acceptance": [0.85, 0.05]}'
+GUARD_TRY_THEN = (
+    "→ k=1 gets faster: in about a minute the guard offers set k=1"
+    """ (or '{"acceptance": 0.5}': acceptance halves, it offers to switch speculation off)"""
 )
 # The fallback guard in the demo: mtp-on asks when acceptance stays under its config's acceptance_threshold
 # (0.6; its usual ~70% never does; lower it through URL/sim/control to see the offer).
@@ -552,11 +558,16 @@ def demo_step_costs(sims: DemoSims) -> KeptModels:
 
 
 def guard_hint(sims: DemoSims) -> str:
-    """The intro's last part: how to make the guarded sim's acceptance fall (and see the guard's offer)."""
+    """The intro's last lines: how to make the guarded sim's acceptance fall (and see the guard's offer)."""
     sim = next((sim for sim in sims.sims if sim.name in DEMO_GUARD), None)
     if sim is None:
         return ""
-    return f" · guard: curl -d '{{\"acceptance\": 0.5}}' {sim.url}/sim/control"
+    return guard_lines(sim.url)
+
+
+def guard_lines(url: str) -> str:
+    """The lines after the intro that tell how to see the guard act on the sim at `url`."""
+    return f"\ncurl -d '{GUARD_TRY}' {url}/sim/control\n{GUARD_TRY_THEN}"
 
 
 def _interrupt(signum: int, _frame: object) -> None:
