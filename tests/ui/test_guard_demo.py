@@ -1,6 +1,6 @@
-"""`spectop demo` shows the fallback guard: mtp-on asks below its config's `acceptance_threshold` (one
-threshold, under its usual acceptance, shown with where it comes from), mtp-off has no guard, and the intro
-says how to lower mtp-on's acceptance through its `/sim/control`."""
+"""`spectop demo` shows the fallback guard: mtp-on asks below its config's `acceptance_threshold` (the demo's
+copy says 0.5, and says so; one threshold, under its usual acceptance, shown with where it comes from),
+mtp-off has no guard, and the intro says how to lower mtp-on's acceptance through its `/sim/control`."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ async def test_the_demo_has_one_threshold_the_config_files_and_says_so() -> None
         guarded = next(endpoint for endpoint in sims.endpoints if endpoint.name == "mtp-on")
         assert guarded.config_file is not None
         in_the_file = read_acceptance_threshold(guarded.config_file)
-        assert in_the_file is not None
+        assert in_the_file == 0.5 and "spectop demo" in guarded.config_file.read_text(encoding="utf-8")
         app = demo_app(sims)
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_for(pilot, lambda: app.alerts.threshold_source("mtp-on") == "config.toml")
