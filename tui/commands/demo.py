@@ -426,7 +426,8 @@ def copy_demo_config(sample: Path, config: Path, threshold: float | None = None)
     demo's `acceptance_threshold` when given (the line says it is the demo's)."""
     text = sample.read_text(encoding="utf-8")
     if threshold is not None:
-        line = f"acceptance_threshold = {threshold:g}  # spectop demo: the guard asks below it (sample: \\1)"
+        demo = fmt_setting(threshold)
+        line = f"acceptance_threshold = {demo}  # spectop demo: the guard asks below it (sample: \\1)"
         text = re.sub(r"^acceptance_threshold = (\S+)$", line, text, count=1, flags=re.MULTILINE)
     if not re.search(r"^\[sim\]", text, re.MULTILINE):
         text = text.rstrip("\n") + "\n" + DEMO_SIM_SECTION
