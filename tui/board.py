@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from tui.gpu.alerts import memory_high_with_speculation
 from tui.gpu.history import GpuHistory
 from tui.gpu.monitor import EndpointGpus
-from tui.settings import EndpointSettings, Settings
+from tui.settings import SETTINGS_FILE_NAME, EndpointSettings, Settings
 from tui.sources.updates import (
     EndpointsNamed,
     Finished,
@@ -78,9 +78,11 @@ class Board:
         self.endpoints: list[EndpointSettings] = []
         self._by_name: dict[str, EndpointSettings] = {}
         self._peer_models: tuple[str, ...] | None = None  # `peer_models()`, until a model changes
+        warning_set = settings.alerts.model_fields_set
         self.alerts = AlertEngine(
             AlertRules(
                 acceptance_warning=settings.alerts.acceptance_warning,
+                warning_source=SETTINGS_FILE_NAME if "acceptance_warning" in warning_set else "default",
                 acceptance_critical=settings.alerts.acceptance_critical,
                 sustained_s=settings.alerts.sustained_s,
             )
@@ -98,11 +100,12 @@ class Board:
         for endpoint in settings.endpoints:
             self._add(endpoint)
 
-    def _add(self, endpoint: EndpointSettings) -> None:
+    def _add(self, endpoint: EndpointSettings, source: str = SETTINGS_FILE_NAME) -> None:
+        """`source`: where the endpoint's own `acceptance_threshold` comes from (settings, recording)."""
         self.endpoints.append(endpoint)
         self._by_name[endpoint.name] = endpoint
         self._peer_models = None
-        self.alerts.set_threshold(endpoint.name, endpoint.acceptance_threshold)
+        self.alerts.set_threshold(endpoint.name, endpoint.acceptance_threshold, source)
 
     def endpoint(self, name: str) -> EndpointSettings | None:
         return self._by_name.get(name)
@@ -134,7 +137,7 @@ class Board:
             )
         except ValidationError:
             endpoint = EndpointSettings(name=name, url=PLACEHOLDER_URL)
-        self._add(endpoint)
+        self._add(endpoint, "recording")
         return True
 
     def apply(self, update: Update) -> Applied:
@@ -155,13 +158,14 @@ class Board:
             ]
             return Applied(changed=tuple(added))
         if isinstance(update, ThresholdRead):
-            wanted = (
-                update.threshold if update.threshold is not None else self.alerts.rules.acceptance_warning
-            )
-            if self.alerts.threshold(update.endpoint) == wanted:
+            name = update.endpoint
+            before = self.alerts.threshold(name), self.alerts.threshold_source(name)
+            endpoint = self._by_name.get(name)
+            source = endpoint.config_file.name if endpoint and endpoint.config_file else "config file"
+            self.alerts.set_threshold(name, update.threshold, source)  # None: back to the settings' value
+            if (self.alerts.threshold(name), self.alerts.threshold_source(name)) == before:
                 return Applied()
-            self.set_threshold(update.endpoint, update.threshold)  # None: back to the settings' value
-            return Applied(changed=(update.endpoint,))
+            return Applied(changed=(name,))
         if isinstance(update, Finished):
             return Applied(changed=tuple(endpoint.name for endpoint in self.endpoints))
         if isinstance(update, SeriesLoaded):
@@ -268,9 +272,6 @@ class Board:
     def end_restart(self, name: str, time: float, ok: bool, detail: str) -> list[Alert]:
         """A planned restart is over; a failed one of an endpoint that is down raises "endpoint down"."""
         return self._counted(self.alerts.end_restart(name, time, ok, detail))
-
-    def set_threshold(self, name: str, threshold: float | None) -> None:
-        self.alerts.set_threshold(name, threshold)
 
     # --- GPUs --------------------------------------------------------------------------------------------
 

@@ -111,7 +111,7 @@ async def test_in_process_restart_keeps_port_and_resets_counters(tmp_path: Path)
             while not went_down and not restart.done():  # down for restart_down_s, then back
                 try:
                     await client.get(base_url + "/health")
-                except httpx.ConnectError:
+                except (httpx.ConnectError, httpx.RemoteProtocolError):  # refused, or closed as it went down
                     went_down = True
                 await asyncio.sleep(0.01)
         assert went_down

@@ -73,7 +73,7 @@ def running_sim(config: Path, name: str = "tuned", *, load_rps: float = 0.0) -> 
     """One `spectop sim` on `config` (its files beside it), restartable through the demo's control socket."""
     folder = config.parent
     sims = DemoSims(folder, background_load_rps=load_rps)
-    sim = DemoSim(name, config, folder / f"{name}.log", folder / f"{name}.stdout", folder / f"{name}.stderr")
+    sim = DemoSim.in_folder(name, config, folder)
     sims.sims.append(sim)
     try:
         sims.start(sim)

@@ -59,3 +59,20 @@ def test_a_threshold_read_from_a_config_file_applies_once() -> None:
     assert board.apply(ThresholdRead("a", 0.7)).changed == ()  # the same value: nothing to redraw
     assert board.apply(ThresholdRead("a", None)).changed == ("a",)  # unset: the settings' value again
     assert board.alerts.threshold("a") == board.alerts.rules.acceptance_warning
+
+
+def test_the_threshold_says_where_it_comes_from() -> None:
+    from tui.settings import AlertSettings
+    from tui.sources.updates import ThresholdRead
+
+    config = EndpointSettings(name="a", url="http://127.0.0.1:9", config_file="server.toml")  # type: ignore[arg-type]
+    own = EndpointSettings(name="b", url="http://127.0.0.1:9", acceptance_threshold=0.5)
+    board = Board(Settings(endpoints=[config, own]))
+    assert (board.alerts.threshold("a"), board.alerts.threshold_source("a")) == (0.6, "default")
+    assert (board.alerts.threshold("b"), board.alerts.threshold_source("b")) == (0.5, "spectop.toml")
+    assert board.apply(ThresholdRead("a", 0.6)).changed == ("a",)  # the same figure, from the file now
+    assert board.alerts.threshold_source("a") == "server.toml"
+    assert board.apply(ThresholdRead("a", None)).changed == ("a",)
+    assert board.alerts.threshold_source("a") == "default"
+    warned = Board(Settings(alerts=AlertSettings(acceptance_warning=0.7), endpoints=[config]))
+    assert (warned.alerts.threshold("a"), warned.alerts.threshold_source("a")) == (0.7, "spectop.toml")

@@ -114,3 +114,38 @@ def test_a_sim_that_dies_is_reaped_reported_and_started_again_once_fixed() -> No
         assert sims.processes[1].pid == new_pid
     assert _reaped(new_pid)
     assert deaths[1:] == []
+
+
+def _accepted_after_a_request(url: str) -> tuple[float, float]:
+    """(drafted, accepted) draft tokens of one completion, from the counters of a fresh (restarted) sim."""
+    httpx.post(f"{url}/v1/completions", json={"prompt": "x", "max_tokens": 40}, timeout=30).raise_for_status()
+    page = httpx.get(f"{url}/metrics", timeout=5.0).text
+    totals = {
+        name: float(line.rsplit(" ", 1)[1])
+        for line in page.splitlines()
+        for name in ("vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total")
+        if line.startswith(name + "{")
+    }
+    return totals["vllm:spec_decode_num_draft_tokens_total"], totals[
+        "vllm:spec_decode_num_accepted_tokens_total"
+    ]
+
+
+def test_a_demo_sim_keeps_its_control_changes_across_every_restart() -> None:
+    with demo_sims(background_load_rps=0.0) as sims:
+        endpoint = sims.endpoints[1]  # mtp-on
+        assert endpoint.restart_command is not None
+        never = {"acceptance": [0.0]}  # no draft token is ever accepted: plain to see in the counters
+        httpx.post(f"{endpoint.url}/sim/control", json=never, timeout=5).raise_for_status()
+        result = _run_restart_command(endpoint.restart_command)  # SIGHUP: restarted in place
+        assert result.returncode == 0 and "restarted on" in result.stdout, result.stdout
+        assert 'changes kept: [{"acceptance": [0.0]}]' in result.stdout
+        drafted, accepted = _accepted_after_a_request(endpoint.url)
+        assert drafted > 0 and accepted == 0
+        sims.processes[1].kill()  # died: the restart command starts a new process
+        sims.processes[1].wait()
+        result = _run_restart_command(endpoint.restart_command)
+        assert result.returncode == 0 and "started again" in result.stdout, result.stdout
+        assert 'changes kept: [{"acceptance": [0.0]}]' in result.stdout
+        drafted, accepted = _accepted_after_a_request(endpoint.url)
+        assert drafted > 0 and accepted == 0

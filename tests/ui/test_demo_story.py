@@ -1,5 +1,6 @@
 """`spectop demo` tells its story: A = MTP off, B = MTP on; an intro line until the first key; the KV-cache
-figure moves with the load; the sample configs explain themselves."""
+figure moves with the load; the sample configs explain themselves; the hints (with the guard's /sim/control
+URL, README's numbers) come back from the help and the palette."""
 
 from __future__ import annotations
 
@@ -8,8 +9,20 @@ import re
 import tomllib
 from pathlib import Path
 
-from tui.commands.demo import DEMO_ENDPOINTS, DEMO_INTRO, copy_demo_config
+from textual.command import CommandPalette
+from textual.widgets import Static
+
+from tests.ui.ui_waiting import wait_for
+from tui.commands.demo import (
+    DEMO_ENDPOINTS,
+    DEMO_INTRO,
+    GUARD_TRY,
+    GUARD_TRY_THEN,
+    copy_demo_config,
+    guard_lines,
+)
 from tui.paths import sample_configs_dir
+from tui.screens.help import HelpScreen
 from tui.settings import EndpointSettings, Settings
 from tui.sim.behaviour import Behaviour
 from tui.sim.config import load_sim_config
@@ -79,6 +92,52 @@ async def test_the_intro_line_shows_until_the_first_key() -> None:
         await pilot.press("down")
         await pilot.pause()
         assert not intro.display
+
+
+GUARD_URL = "http://127.0.0.1:9/sim/control"
+
+
+async def test_the_demo_hints_come_back_from_the_palette_and_the_help() -> None:
+    app = SpectopApp(
+        Settings(endpoints=[EndpointSettings(name="x", url="http://127.0.0.1:9")]),
+        intro=DEMO_INTRO + guard_lines("http://127.0.0.1:9"),
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        dashboard = app.screen
+        intro = dashboard.query_one("#intro")
+        assert GUARD_URL in str(intro.render()) and "? (help)" in str(intro.render())
+        await pilot.press("down")  # the first key hides it
+        await wait_for(pilot, lambda: not intro.display)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        hints = " ".join(str(app.screen.query_one("#intro", Static).render()).split())
+        assert f"curl -d '{GUARD_TRY}' {GUARD_URL}" in hints and "switch speculation off" in hints
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is dashboard)
+        assert "Demo hints" in [command.title for command in app.get_system_commands(dashboard)]
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"demo hints", "enter")
+        await wait_for(pilot, lambda: app.screen is dashboard and intro.display)
+        assert GUARD_URL in str(intro.render())
+
+
+async def test_without_an_intro_there_are_no_demo_hints() -> None:
+    app = SpectopApp(Settings(endpoints=[EndpointSettings(name="x", url="http://127.0.0.1:9")]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "Demo hints" not in [command.title for command in app.get_system_commands(app.screen)]
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert not app.screen.query("#intro")
+
+
+def test_the_demos_guard_tries_are_readmes() -> None:
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+    assert f"`curl -d '{GUARD_TRY}' URL/sim/control`" in readme  # README's advisor example
+    assert """`curl -d '{"acceptance": 0.5}' URL/sim/control`""" in readme  # and its switch-off one
+    assert """'{"acceptance": 0.5}'""" in GUARD_TRY_THEN
 
 
 def test_sample_configs_speak_of_themselves() -> None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui.commands.replay import add_record_max_mb_argument
+from tui.commands.replay import DEFAULT_RECORD_MAX_MB, add_record_max_mb_argument
 from tui.format import fmt_setting
 from tui.paths import sample_configs_dir
 from tui.sanitize import safe_line
@@ -40,6 +40,7 @@ from tui.terminal import require_terminal
 
 if TYPE_CHECKING:
     from tui.tune.live_advice import KeptModels
+    from tui.ui.app import SpectopApp
 
 LISTENING = re.compile(r"listening on (http://\S+)")
 RESTARTED = "restarted on "
@@ -56,11 +57,19 @@ kv_cache_tokens = {DEMO_KV_CACHE_TOKENS}
 """
 DEMO_INTRO = (
     "demo · A = mtp-off, B = mtp-on · try: e on mtp-on → num_speculative_tokens = 4 → ctrl+r (save & restart)"
-    " · b → ctrl+r (burst A vs B) · any key hides this"
+    " · b → ctrl+r (burst A vs B)"
 )
-# The fallback guard in the demo: mtp-on asks to switch speculation off when acceptance stays under 50% (its
-# usual ~70% never does; lower it with `curl -d '{"acceptance": 0.5}' URL/sim/control` to see the offer).
-DEMO_GUARD: dict[str, dict[str, object]] = {"mtp-on": {"guard": "ask", "acceptance_threshold": 0.5}}
+# What to post to mtp-on's /sim/control to see the guard act (README tells the same story).
+GUARD_TRY = '{"acceptance": [0.85, 0.05]}'
+GUARD_TRY_THEN = (
+    "→ k=1 gets faster: in about a minute the guard offers set k=1"
+    """ (or '{"acceptance": 0.5}': acceptance halves, it offers a smaller k or to switch speculation off)"""
+)
+# The fallback guard in the demo: mtp-on asks when acceptance stays under its config's acceptance_threshold,
+# 0.5 in the demo's copy: the sample's 0.6 is crossed before the advisor has seen that k=1 is faster, and the
+# guard would offer to switch off where README's story offers set k=1. Its usual ~70% never goes under.
+DEMO_GUARD: dict[str, dict[str, object]] = {"mtp-on": {"guard": "ask"}}
+DEMO_THRESHOLD = 0.5
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 WATCH_INTERVAL_S = 0.2
@@ -94,11 +103,20 @@ class DemoSim:
     log_file: Path
     stdout_path: Path
     stderr_path: Path
+    control_file: Path  # the /sim/control changes, kept across restarts (`spectop sim --control-file`)
     process: subprocess.Popen[bytes] | None = None
     url: str = ""
     log_start: int = 0  # where the current run's lines start in the log
     exit_noticed: bool = False
     restarting: bool = False
+
+    @classmethod
+    def in_folder(cls, name: str, config: Path, folder: Path) -> DemoSim:
+        """A sim whose log, outputs and kept /sim/control changes are files NAME.* in `folder`."""
+        log, stdout, stderr, control = (
+            folder / f"{name}.{kind}" for kind in ("log", "stdout", "stderr", "control.json")
+        )
+        return cls(name, config, log, stdout, stderr, control)
 
     @property
     def alive(self) -> bool:
@@ -114,6 +132,11 @@ class DemoSim:
             stderr = _read(self.stderr_path).strip().splitlines()
             errors = [safe_line(line) for line in stderr[-1:]] or ["no error in its log"]
         return f"exited with code {self.process.returncode}: " + " | ".join(errors)
+
+    def kept_control(self) -> str:
+        """The /sim/control changes a restart kept, as posted ("" when none)."""
+        bodies = _read(self.control_file).strip()
+        return f"{self.name}: /sim/control changes kept: {safe_line(bodies)}" if bodies else ""
 
 
 @dataclass
@@ -142,6 +165,7 @@ class DemoSims:
         command = [
             sys.executable, "-m", "tui", "sim", "--flavor", "vllm", "--port", str(port),
             "--config", str(sim.config), "--log-file", str(sim.log_file),
+            "--control-file", str(sim.control_file),  # a restart from dead keeps the /sim/control changes
             "--background-load", f"{self.background_load_rps:g}", "--gpu",
             # Per-request figures, as a vLLM started with these flags sends them (spectop bench reads them).
             "--per-request-spec-decode-metrics", "summary", "--enable-per-request-metrics",
@@ -224,6 +248,7 @@ class DemoSims:
             while time.monotonic() < deadline:
                 if _read(sim.stdout_path).count(RESTARTED) > restarts_before:
                     say(f"{sim.name}: restarted on {sim.url}")
+                    _say_kept(sim, say)
                     return True
                 if not sim.alive:
                     say(f"{sim.name}: the simulator {sim.why_it_exited()}")
@@ -242,6 +267,7 @@ class DemoSims:
             return False
         assert sim.process is not None
         say(f"{sim.name}: started again as pid {sim.process.pid}, listening on {sim.url}")
+        _say_kept(sim, say)
         return True
 
     # --- stopping -----------------------------------------------------------------------------------------
@@ -264,6 +290,12 @@ class DemoSims:
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for process in processes:
             _end(process, max(0.1, deadline - time.monotonic()))
+
+
+def _say_kept(sim: DemoSim, say: Callable[[str], None]) -> None:
+    kept = sim.kept_control()
+    if kept:
+        say(kept)
 
 
 def _end(process: subprocess.Popen[bytes], timeout_s: float = STOP_TIMEOUT_S) -> None:
@@ -364,10 +396,10 @@ def start_sims(folder: Path, background_load_rps: float = 1.5) -> DemoSims:
     try:
         for name, config_name in DEMO_ENDPOINTS:
             config = folder / config_name
-            copy_demo_config(sample_configs_dir() / config_name, config)
-            sim = DemoSim(
-                name, config, folder / f"{name}.log", folder / f"{name}.stdout", folder / f"{name}.stderr"
+            copy_demo_config(
+                sample_configs_dir() / config_name, config, DEMO_THRESHOLD if name in DEMO_GUARD else None
             )
+            sim = DemoSim.in_folder(name, config, folder)
             sims.sims.append(sim)
             sims.start(sim)
             sims.endpoints.append(
@@ -389,9 +421,14 @@ def start_sims(folder: Path, background_load_rps: float = 1.5) -> DemoSims:
     return sims
 
 
-def copy_demo_config(sample: Path, config: Path) -> None:
-    """The sample as it is, plus the demo's `[sim]` section (unless the sample has its own)."""
+def copy_demo_config(sample: Path, config: Path, threshold: float | None = None) -> None:
+    """The sample as it is, plus the demo's `[sim]` section (unless the sample has its own), with the
+    demo's `acceptance_threshold` when given (the line says it is the demo's)."""
     text = sample.read_text(encoding="utf-8")
+    if threshold is not None:
+        demo = fmt_setting(threshold)
+        line = f"acceptance_threshold = {demo}  # spectop demo: the guard asks below it (sample: \\1)"
+        text = re.sub(r"^acceptance_threshold = (\S+)$", line, text, count=1, flags=re.MULTILINE)
     if not re.search(r"^\[sim\]", text, re.MULTILINE):
         text = text.rstrip("\n") + "\n" + DEMO_SIM_SECTION
     config.write_text(text, encoding="utf-8")
@@ -474,20 +511,10 @@ def run(args: argparse.Namespace) -> int:
     previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with demo_sims(args.background_load, keep=args.keep) as sims:
-            from tui.sources import LiveSource
-            from tui.ui.app import SpectopApp
             from tui.ui.terminal_guard import run_app
             from tui.ui.worker_errors import print_recovery_notes
 
-            settings = Settings(poll_interval_s=args.poll_interval, endpoints=sims.endpoints)
-            source = LiveSource(settings, record_path=args.record, record_max_mb=args.record_max_mb)
-            app = SpectopApp(
-                settings,
-                source=source,
-                intro=DEMO_INTRO + guard_hint(sims),
-                step_costs=demo_step_costs(sims),
-                bench_pair=(DEMO_ENDPOINTS[0][0], DEMO_ENDPOINTS[1][0]),  # A = MTP off, B = MTP on
-            )
+            app = demo_app(sims, args.poll_interval, args.record, args.record_max_mb)
 
             def tell(message: str) -> None:  # from the watcher thread: notify only posts a message
                 app.notify(message, title="simulator down", severity="error", timeout=30, markup=False)
@@ -507,6 +534,26 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(number, handler)
 
 
+def demo_app(
+    sims: DemoSims,
+    poll_interval_s: float = 1.0,
+    record: str | None = None,
+    record_max_mb: float = DEFAULT_RECORD_MAX_MB,
+) -> SpectopApp:
+    """The dashboard on the demo's sims (what `spectop demo` runs)."""
+    from tui.sources import LiveSource
+    from tui.ui.app import SpectopApp
+
+    settings = Settings(poll_interval_s=poll_interval_s, endpoints=sims.endpoints)
+    return SpectopApp(
+        settings,
+        source=LiveSource(settings, record_path=record, record_max_mb=record_max_mb),
+        intro=DEMO_INTRO + guard_hint(sims),
+        step_costs=demo_step_costs(sims),
+        bench_pair=(DEMO_ENDPOINTS[0][0], DEMO_ENDPOINTS[1][0]),  # A = MTP off, B = MTP on
+    )
+
+
 def demo_step_costs(sims: DemoSims) -> KeptModels:
     """The advisor's models: the kept ones, and each sim's own step cost (in memory, never written)."""
     from dataclasses import replace
@@ -520,11 +567,16 @@ def demo_step_costs(sims: DemoSims) -> KeptModels:
 
 
 def guard_hint(sims: DemoSims) -> str:
-    """The intro's last part: how to make the guarded sim's acceptance fall (and see the guard's offer)."""
+    """The intro's last lines: how to make the guarded sim's acceptance fall (and see the guard's offer)."""
     sim = next((sim for sim in sims.sims if sim.name in DEMO_GUARD), None)
     if sim is None:
         return ""
-    return f" · guard: curl -d '{{\"acceptance\": 0.5}}' {sim.url}/sim/control"
+    return guard_lines(sim.url)
+
+
+def guard_lines(url: str) -> str:
+    """The lines after the intro that tell how to see the guard act on the sim at `url`."""
+    return f"\ncurl -d '{GUARD_TRY}' {url}/sim/control\n{GUARD_TRY_THEN}"
 
 
 def _interrupt(signum: int, _frame: object) -> None:

@@ -36,7 +36,8 @@ keys (all optional):
   reset_counters        true: every counter back to 0 (an unnoticed crash-restart)
   faults                an object of fault names, or each fault name as a key of its own:
                         {", ".join(FAULT_FLAGS)}
-It answers 200 {{"ok": true, "applied": {{...}}}}, or 400 saying in words which key is wrong and why."""
+It answers 200 {{"ok": true, "applied": {{...}}}}, or 400 saying in words which key is wrong and why.
+A restart (SIGHUP) keeps the changes; with --control-file a new process has them too."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,6 +63,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         metavar="PID",
         help="stop when process PID is no longer the parent (spectop demo passes its own: no orphans)",
+    )
+    parser.add_argument(
+        "--control-file",
+        type=Path,
+        metavar="FILE",
+        help="keep the /sim/control changes in FILE: a sim started again has them too (a restart keeps them)",
     )
     parser.add_argument(
         "--log-interval", type=float, metavar="SECONDS", help="vLLM stats log interval (default 10)"
@@ -204,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
             log_interval_s=args.log_interval,
             faults=faults,
             gpu=args.gpu,
+            control_file=args.control_file,
             responses=ResponseOptions(
                 spec_metrics=args.per_request_spec_decode_metrics,
                 timing_metrics=args.enable_per_request_metrics,

@@ -56,6 +56,7 @@ class ScreenContext:
             now=self.clock.time(),
             stale_after_s=self.stale_after_s,
             threshold=board.alerts.threshold(name),
+            threshold_source=board.alerts.threshold_source(name),
             critical=board.alerts.rules.acceptance_critical,
             window_s=board.settings.window_s,
             restarting=board.alerts.restarting(name),

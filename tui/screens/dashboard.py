@@ -35,6 +35,7 @@ from tui.widgets.gpu_panel import GpuStrip, card_gpu_line
 if TYPE_CHECKING:  # fleet mode only: its modules are imported when it starts (not before a first frame)
     from tui.widgets.fleet_table import FleetTable
 
+INTRO_BACK = "any key hides this; ? (help) and ctrl+p → Demo hints show it again"
 CARD_MIN_WIDTH = 78  # a compact card's three lines
 ROOMY_CARD_MIN_WIDTH = 60  # a roomy card's (sparklines shrink): two columns from 120 on
 BATCH_DELAY_S = 0.25
@@ -147,7 +148,7 @@ class DashboardScreen(EndpointScreen):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
-        intro = Static(self.context.intro or "", id="intro", markup=False)
+        intro = Static(self._intro_text(), id="intro", markup=False)
         intro.display = bool(self.context.intro)
         yield intro
         yield GpuStrip(id="gpu-strip")
@@ -344,12 +345,22 @@ class DashboardScreen(EndpointScreen):
         ]
         self._update(late)
 
+    def _intro_text(self) -> str:
+        return f"{self.context.intro}\n{INTRO_BACK}" if self.context.intro else ""
+
     def on_key(self, event: Key) -> None:
-        """The intro line (`spectop demo`) goes at the first key; the key does what it does anyway."""
+        """The intro (`spectop demo`) goes at the first key; the key does what it does anyway."""
+        self._show_intro(False)
+
+    def action_show_intro(self) -> None:
+        """The intro again (the palette's "Demo hints")."""
+        self._show_intro(True)
+
+    def _show_intro(self, shown: bool) -> None:
         intro = self.query_one("#intro", Static)
-        if intro.display:
-            intro.display = False
-            self._layout_for(self.size.width, self.size.height)  # its rows go to the cards
+        if intro.display != shown:
+            intro.display = shown
+            self._layout_for(self.size.width, self.size.height)  # its rows go to the cards, or back
 
     def on_screen_resume(self) -> None:
         if self._names:  # coming back from another screen (the editor may have changed a threshold)
@@ -368,8 +379,9 @@ class DashboardScreen(EndpointScreen):
         strip_rows, gpu_line = self._gpu_rows  # the GPU strip at the top; a GPU line on the cards
         strip_rows += self._advice_rows
         intro = self.query_one("#intro", Static)
-        if intro.display:  # `spectop demo`'s line until the first key
-            strip_rows += -(-len(self.context.intro or "") // max(1, width - 2))
+        if intro.display:  # `spectop demo`'s lines until the first key
+            lines = self._intro_text().split("\n")
+            strip_rows += sum(len(wrap_whole(line, max(1, width - 2), "", "")) or 1 for line in lines)
         count = len(self._names)
         fitting = card_layout(width, height - strip_rows, count, extra_rows=int(gpu_line))
         self._columns, roomy = fitting or (max(1, width // CARD_MIN_WIDTH), False)
@@ -432,6 +444,8 @@ class DashboardScreen(EndpointScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("edit", "tune"):
             return self.context.editable
+        if action == "show_intro":
+            return bool(self.context.intro)
         return True
 
     def _visible_cards(self) -> list[EndpointCard]:

@@ -174,6 +174,7 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen .keys { width: 1fr; height: auto; }
     HelpScreen #screen-keys { margin-right: 2; }
     HelpScreen #notes { color: $text-muted; margin-top: 1; }
+    HelpScreen #intro { background: $boost; margin-bottom: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
@@ -193,6 +194,8 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll() as frame:
             frame.border_title = f"spectop keys · {name}"
             frame.border_subtitle = CLOSE_HINT
+            if isinstance(self.shown_for, EndpointScreen) and self.shown_for.context.intro:
+                yield Static(self.shown_for.context.intro, id="intro", markup=False)  # `spectop demo`'s hints
             with Horizontal():
                 if screen_rows:
                     yield Static(

@@ -4,11 +4,17 @@ The body is one JSON object; every key is optional. `acceptance` given as a numb
 and 1 on the per-position probabilities (0.5 halves them: what the demo's guard story does); a list sets
 them (each between 0 and 1). A bad body is answered 400 with one sentence per problem, naming the key,
 what was given and what is expected, never pydantic's report.
+
+A restart keeps what `/sim/control` changed (`KeptControl`): a real server's traffic does not change when
+it restarts. With `--control-file` the changes are kept in that file, so a new process has them too.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -113,3 +119,41 @@ def parse_changes(data: object) -> ControlChanges:
     if not isinstance(data, dict):
         raise TypeError(f"the body must be a JSON object such as {EXAMPLE}, not {type(data).__name__}")
     return ControlChanges.model_validate(data)
+
+
+class KeptControl:
+    """Every accepted control body but its `reset_counters`, in order: replayed on each start, after the
+    config is read (a factor scales the new config's acceptance). With a `path` they are kept in that file
+    (a JSON list), read when the sim is made: a sim started again after it died has them too."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self.bodies: list[dict[str, Any]] = self._read() if path is not None else []
+
+    def _read(self) -> list[dict[str, Any]]:
+        assert self.path is not None
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError) as error:
+            raise ValueError(f"{self.path}: cannot read the kept /sim/control changes: {error}") from None
+        if not isinstance(data, list) or not all(isinstance(body, dict) for body in data):
+            raise ValueError(f"{self.path}: expected a JSON list of /sim/control bodies")
+        for body in data:
+            try:
+                parse_changes(body)
+            except ValidationError as error:
+                raise ValueError(f"{self.path}: {control_error(error)}") from None
+        return data
+
+    def keep(self, body: dict[str, Any]) -> None:
+        """Keep `body` (checked already); a file is written before the change applies (OSError: not kept)."""
+        body = {key: value for key, value in body.items() if key != "reset_counters"}
+        if not body:
+            return
+        if self.path is not None:
+            partial = self.path.with_name(self.path.name + ".partial")
+            partial.write_text(json.dumps([*self.bodies, body]) + "\n", encoding="utf-8")
+            os.replace(partial, self.path)
+        self.bodies.append(body)

@@ -17,7 +17,7 @@ from tui.sim.app import AppContext, build_app
 from tui.sim.background import run_background_load
 from tui.sim.behaviour import Behaviour
 from tui.sim.config import SimConfig, SimStartupError, load_sim_config
-from tui.sim.control import FAULT_NAMES, ControlChanges, parse_changes  # noqa: F401 (a re-export)
+from tui.sim.control import FAULT_NAMES, ControlChanges, KeptControl, parse_changes
 from tui.sim.engine import SimEngine
 from tui.sim.faults import FaultSettings
 from tui.sim.gpu_page import SimGpus
@@ -73,6 +73,7 @@ class SimServer:
         background_load_rps: float = 0.0,
         gpu: bool = False,
         responses: ResponseOptions | None = None,
+        control_file: Path | None = None,
         **behaviour_overrides: Any,
     ) -> None:
         if flavor not in FLAVORS:
@@ -85,6 +86,7 @@ class SimServer:
         self.api_key = api_key
         self.faults = faults or FaultSettings()
         self.responses = responses or ResponseOptions()  # per-request figures in responses
+        self.kept_control = KeptControl(control_file)  # ValueError: a file that is not kept changes
         self.overrides: dict[str, Any] = dict(behaviour_overrides)
         if log_interval_s is not None:
             self.overrides["log_interval_s"] = log_interval_s
@@ -157,6 +159,8 @@ class SimServer:
             responses=self.responses,
             step_log=step_log,
         )
+        for body in self.kept_control.bodies:  # the changes made before this restart
+            self._apply(parse_changes(body))
         if self.gpu is not None:
             self.gpu.configure(config, self.port)
         engine.start()
@@ -246,8 +250,17 @@ class SimServer:
 
     # ---- runtime control ------------------------------------------------------------------------
     def control(self, **changes: Any) -> dict[str, Any]:
-        """Change behaviour at runtime (see `ControlChanges`); returns what was applied."""
+        """Change behaviour at runtime (see `ControlChanges`), kept across restarts; returns what was
+        applied."""
         parsed = parse_changes(changes)
+        try:
+            self.kept_control.keep(changes)
+        except OSError as error:
+            raise ValueError(f"not applied: cannot keep it in {self.kept_control.path}: {error}") from None
+        self._apply(parsed)
+        return parsed.model_dump(exclude_defaults=True)
+
+    def _apply(self, parsed: ControlChanges) -> None:
         if isinstance(parsed.faults, FaultSettings):
             fault_changes: dict[str, Any] = parsed.faults.model_dump()
         else:
@@ -273,7 +286,6 @@ class SimServer:
             self.background_load_rps = parsed.background_load_rps
         if parsed.reset_counters:
             self.reset_counters()
-        return parsed.model_dump(exclude_defaults=True)
 
     def _control_from_http(self, changes: object) -> dict[str, Any]:
         parse_changes(changes)  # a body that is not an object: TypeError in words

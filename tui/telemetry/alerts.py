@@ -92,6 +92,7 @@ class Alert:
 @dataclass(frozen=True)
 class AlertRules:
     acceptance_warning: float = 0.6
+    warning_source: str = "default"  # where `acceptance_warning` comes from ("spectop.toml" when set there)
     acceptance_critical: float = 0.3
     sustained_s: float = 30.0
     log_hold_s: float = 300.0
@@ -102,6 +103,7 @@ class AlertRules:
 @dataclass
 class _EndpointState:
     threshold: float
+    threshold_source: str  # where the threshold comes from: "config.toml", "spectop.toml", "default"
     low_since: float | None = None
     critical_since: float | None = None
     was_down: bool = False
@@ -129,14 +131,20 @@ class AlertEngine:
         self.cleared: deque[Alert] = deque(maxlen=MAX_CLEARED_ALERTS)
         self.version = 0
 
-    def set_threshold(self, endpoint: str, threshold: float | None) -> None:
-        """The warning threshold of one endpoint (from its config file); None → the rules' default."""
-        self._state(endpoint).threshold = (
-            threshold if threshold is not None else self.rules.acceptance_warning
-        )
+    def set_threshold(self, endpoint: str, threshold: float | None, source: str = "") -> None:
+        """The warning threshold of one endpoint and where it comes from (its config file's name, the
+        settings); None → the rules' `acceptance_warning`."""
+        state = self._state(endpoint)
+        if threshold is None:
+            state.threshold, state.threshold_source = self.rules.acceptance_warning, self.rules.warning_source
+        else:
+            state.threshold, state.threshold_source = threshold, source
 
     def threshold(self, endpoint: str) -> float:
         return self._state(endpoint).threshold
+
+    def threshold_source(self, endpoint: str) -> str:
+        return self._state(endpoint).threshold_source
 
     def active(self, endpoint: str | None = None) -> list[Alert]:
         """Copies of the active alerts, oldest first: an active alert's text and severity follow its
@@ -388,5 +396,7 @@ class AlertEngine:
     def _state(self, endpoint: str) -> _EndpointState:
         state = self._endpoints.get(endpoint)
         if state is None:
-            state = self._endpoints[endpoint] = _EndpointState(threshold=self.rules.acceptance_warning)
+            state = self._endpoints[endpoint] = _EndpointState(
+                self.rules.acceptance_warning, self.rules.warning_source
+            )
         return state

@@ -120,12 +120,18 @@ def _decide_k(state: GuardInput) -> GuardDecision:
 
 
 # A guard action as the alerts list, the notification and the recording's message say it (the recording's
-# `action` field keeps the name).
+# `action` field keeps the name): switching speculation off, or (`K_ACTION_WORDS`) setting k.
 ACTION_WORDS = {
     "offered": "offered to switch speculation off",
     "declined": "declined, speculation stays on",
     "switched_off": "switched speculation off",
     "failed": "could not switch speculation off",
+}
+K_ACTION_WORDS = {
+    "offered": "offered k={k}{was}",
+    "declined": "offer of k={k} declined{stays}",
+    "k_changed": "set k={k}{was}",
+    "failed": "could not set k={k}",
 }
 
 
@@ -141,10 +147,20 @@ class GuardRecord:
     threshold: float
     diff: str = ""
     detail: str = ""
+    k: int | None = None  # the k offered or set; None: speculation off
+    was_k: int | None = None  # the file's k before (None: not known)
+
+    def words(self) -> str:
+        """The action ("offered to switch speculation off", "offered k=1 (was 2)")."""
+        if not self.k:
+            return ACTION_WORDS.get(self.action, self.action)
+        known = self.was_k is not None
+        was, stays = (f" (was {self.was_k})", f", k stays {self.was_k}") if known else ("", "")
+        return K_ACTION_WORDS.get(self.action, self.action).format(k=self.k, was=was, stays=stays)
 
     def line(self) -> str:
         """What happened in words ("guard switched speculation off: acceptance 28% below 50% …")."""
-        text = f"guard {ACTION_WORDS.get(self.action, self.action)}: {self.reason}"
+        text = f"guard {self.words()}: {self.reason}"
         return text + (f" ({self.detail})" if self.detail else "")
 
 
@@ -169,13 +185,17 @@ def guard_text(doc: ConfigDocument, k: int | None) -> str:
     return speculation_off_text(doc)[0] if not k else k_text(doc, k)
 
 
-def speculation_on(doc: ConfigDocument) -> bool | None:
-    """Whether the file has speculation on (None when it cannot tell)."""
+def file_k(doc: ConfigDocument) -> int | None:
+    """The file's draft tokens per step (0: speculation off; None when it cannot tell)."""
     try:
-        key = default_key(doc)
+        return default_key(doc).current(doc)
     except (TunePlanError, ConfigError):
         return None
-    value = key.current(doc)
+
+
+def speculation_on(doc: ConfigDocument) -> bool | None:
+    """Whether the file has speculation on (None when it cannot tell)."""
+    value = file_k(doc)
     return None if value is None else value > 0
 
 
@@ -192,8 +212,21 @@ async def switch_speculation_off(
     """The guard's action: speculation off in the endpoint's config file (the diff kept in the record),
     restart, wait for /health and /metrics. The record says `switched_off` or `failed` and why."""
 
+    was_k: int | None = None
+
     def record(action: str, diff: str = "", detail: str = "") -> GuardRecord:
-        return GuardRecord(endpoint.name, now, action, decision.reason, acceptance, threshold, diff, detail)
+        return GuardRecord(
+            endpoint.name,
+            now,
+            action,
+            decision.reason,
+            acceptance,
+            threshold,
+            diff,
+            detail,
+            decision.k,
+            was_k,
+        )
 
     if endpoint.config_file is None or not endpoint.restart_command:
         return record("failed", detail="no config file or restart command")
@@ -201,6 +234,7 @@ async def switch_speculation_off(
         opened = await open_config_async(endpoint.config_file)
         if opened.document is None:
             return record("failed", detail=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
+        was_k = file_k(opened.document)
         text = guard_text(opened.document, decision.k)
     except (ConfigError, TunePlanError) as error:
         return record("failed", detail=str(error))

@@ -143,7 +143,7 @@ class GuardController:
             await self._switch(endpoint, state, decision)
         elif prepared.problem:
             self.book.acted(name, state.now)
-            self._note(record_for(state, name, decision, "failed", now=state.now, detail=prepared.problem))
+            self._note(record_for(state, name, decision, "failed", prepared, now=state.now))
         else:
             self._offer(endpoint, state, decision, prepared)
 
@@ -152,17 +152,17 @@ class GuardController:
     ) -> None:
         name = endpoint.name
         self.book.begin(name, "offered")
-        self._note(record_for(state, name, decision, "offered", now=state.now, diff=prepared.diff))
+        self._note(record_for(state, name, decision, "offered", prepared, now=state.now))
         k = (decision.k or None) if decision.action == "offer_k" else None  # k=0: speculation off
         offer = GuardOffer(name, k, decision.reason, prepared.diff)
-        self.ports.offer(offer, partial(self._answered, endpoint, state, decision, prepared.diff))
+        self.ports.offer(offer, partial(self._answered, endpoint, state, decision, prepared))
 
     def _answered(
         self,
         endpoint: EndpointSettings,
         state: GuardInput,
         decision: GuardDecision,
-        diff: str,
+        prepared: Prepared,
         yes: bool | None,
     ) -> None:
         now = self.clock()
@@ -171,7 +171,7 @@ class GuardController:
             self.ports.start(self._switch(endpoint, replace(state, now=now), decision), endpoint.name)
             return
         self.book.acted(endpoint.name, now)  # declined: counts for the cool-down
-        self._note(record_for(state, endpoint.name, decision, "declined", now=now, diff=diff))
+        self._note(record_for(state, endpoint.name, decision, "declined", prepared, now=now))
 
     async def _switch(self, endpoint: EndpointSettings, state: GuardInput, decision: GuardDecision) -> None:
         """The change (speculation off, or the offered k), restart, health wait; the card shows it."""

@@ -26,8 +26,8 @@ from tui.tune.guard import (
     GuardInput,
     GuardRecord,
     decide,
+    file_k,
     guard_text,
-    speculation_on,
 )
 from tui.tune.plan import TunePlanError
 
@@ -42,6 +42,7 @@ class Prepared:
     speculation_on: bool | None
     diff: str = ""
     problem: str = ""  # why there is no diff (the file does not parse, no speculative key)
+    k: int | None = None  # the file's draft tokens per step (0: off; None: cannot tell)
 
 
 async def prepare(endpoint: EndpointSettings, k: int | None = None) -> Prepared:
@@ -55,12 +56,13 @@ async def prepare(endpoint: EndpointSettings, k: int | None = None) -> Prepared:
         return Prepared(None, problem=str(error))
     if opened.document is None:
         return Prepared(None, problem=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
-    on = speculation_on(opened.document)
+    now = file_k(opened.document)
+    on = None if now is None else now > 0
     try:
         text = guard_text(opened.document, k)
     except (ConfigError, TunePlanError) as error:
-        return Prepared(on, problem=str(error))
-    return Prepared(on, masked_diff(unified_diff(opened.text, text, endpoint.config_file.name)))
+        return Prepared(on, problem=str(error), k=now)
+    return Prepared(on, masked_diff(unified_diff(opened.text, text, endpoint.config_file.name)), k=now)
 
 
 def guard_input(
@@ -144,18 +146,22 @@ class GuardBook:
 
 
 def record_for(
-    state: GuardInput,
-    name: str,
-    decision: GuardDecision,
-    action: str,
-    *,
-    now: float,
-    diff: str = "",
-    detail: str = "",
+    state: GuardInput, name: str, decision: GuardDecision, action: str, prepared: Prepared, *, now: float
 ) -> GuardRecord:
     """The record of an action that is not a switch (`switch_speculation_off` makes those): offered,
-    declined, or failed before anything was changed."""
-    return GuardRecord(name, now, action, decision.reason, state.acceptance, state.threshold, diff, detail)
+    declined, or failed before anything was changed (why: `prepared.problem`)."""
+    return GuardRecord(
+        name,
+        now,
+        action,
+        decision.reason,
+        state.acceptance,
+        state.threshold,
+        prepared.diff,
+        prepared.problem,
+        decision.k,
+        prepared.k,
+    )
 
 
 def log_record(record: GuardRecord) -> GuardLogRecord:

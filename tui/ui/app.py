@@ -557,6 +557,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
             ("Screenshot", "Save an SVG of the screen into the current folder", "app.screenshot"),
             ("Bench", "A/B burst bench between two endpoints", "app.bench"),
             ("Detail", "Open the focused endpoint's detail screen", "screen.open_detail"),
+            ("Demo hints", "What to try in the demo, with the guard's /sim/control URL", "screen.show_intro"),
             ("Edit config", "Edit the focused endpoint's config file", "screen.edit"),
             ("Filter", "Filter the cards (or the log on the detail screen)", "screen.filter"),
             (

@@ -126,6 +126,7 @@ class CardData:
     now: float | None = None
     stale_after_s: float = 10.0
     threshold: float = 0.6
+    threshold_source: str = ""  # where the threshold comes from ("config.toml", "spectop.toml", "default")
     critical: float = 0.3
     window_s: float | None = None  # the configured window, to say when the figures cover less
     restarting: bool = False  # a planned restart (save & restart) is under way

@@ -40,13 +40,18 @@ def note_rows(data: CardData) -> list[str]:
     return note_lines(data.figures.notes)
 
 
+FULL_ROWS = 2  # the last rows of `figure_rows` take a full row each
+
+
 def figure_rows(data: CardData) -> list[tuple[str, str]]:
-    """(label, text) of every figure, in the vocabulary's words; per-position bars last (a full row)."""
+    """(label, text) of every figure, in the vocabulary's words; per-position bars and the threshold with
+    where it comes from last (a full row each)."""
     rows = [("status", data.status_short()), ("window", _window(data))]
     rows += [(FIGURES[key].label, data.text(key)) for key in TABLE_FIGURES]
-    rows.append(("threshold", fmt_rate(data.threshold)))
     rows += [(FIGURES[key].label, data.text(key)) for key in (*LATENCY_FIGURES, *LOAD_FIGURES)]
     rows.append((FIGURES["per_position_acceptance"].label, data.text("per_position_acceptance")))
+    source = f" ({data.threshold_source})" if data.threshold_source else ""
+    rows.append(("threshold", fmt_rate(data.threshold) + source))
     return rows
 
 
@@ -66,8 +71,7 @@ class FigureTable(Widget):
     def render(self) -> Content:
         width = max(10, self.content_size.width)
         rows = figure_rows(self.data)
-        single = rows[-1:]  # per-position bars need a full row
-        pairs = rows[:-1]
+        single, pairs = rows[-FULL_ROWS:], rows[:-FULL_ROWS]
         label_widths = [max(len(label) for label, _ in pairs[column::2]) + 1 for column in (0, 1)]
         value_widths = [max(len(value) for _, value in pairs[column::2]) for column in (0, 1)]
         half = max(1, (width - 1) // 2)
@@ -85,13 +89,14 @@ class FigureTable(Widget):
                 )
                 cells.append(cell.pad_right(max(0, half - cell.cell_length)) if per_row == 2 else cell)
             lines.append(Content(" ").join(cells))
-        for label, value in single:
-            lines.append(
-                Content.assemble(
-                    (label.ljust(label_widths[0]), "$text-muted"),
-                    (value, "$text-muted" if value == UNKNOWN else "bold"),
+        for label, value in single:  # wrapped whole after the label when it is longer than the row
+            for index, part in enumerate(wrap_whole(value, max(1, width - label_widths[0]), "", "") or [""]):
+                lines.append(
+                    Content.assemble(
+                        ((label if index == 0 else "").ljust(label_widths[0]), "$text-muted"),
+                        (part, "$text-muted" if value == UNKNOWN else "bold"),
+                    )
                 )
-            )
         height = self.content_size.height or len(lines) + 99  # not laid out yet: room for all
         advice = self.data.advice
         if advice is not None and self.data.status == "up":
