@@ -146,10 +146,10 @@ def key_rows(screen: Screen[Any]) -> list[KeyRow]:
     has_fields = bool(screen.query(FieldInput)) or bool(screen.query(RawTextArea))
     if has_fields:  # how typing starts (a digit too: no binding says it) and ends
         editing = next((row for row in unique if row.text == text), None)
-        if editing is None:
-            unique.append(KeyRow(list(keys), text, "screen"))
-        else:
+        if editing is not None:
             editing.keys += [key for key in keys if key not in editing.keys]
+        elif not set(keys) & {key for row in unique for key in row.keys}:  # (the raw view's ⏎ / i say theirs)
+            unique.append(KeyRow(list(keys), text, "screen"))
     for row in unique:
         row.keys.sort(key=len)  # q before ^q
     return [row for row in unique if row.section == "screen"] + [
