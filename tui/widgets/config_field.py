@@ -48,7 +48,7 @@ class ConfigFieldRow(Widget):
     ConfigFieldRow Input { width: 1fr; }
     ConfigFieldRow Select { width: 1fr; }
     ConfigFieldRow Switch { border: none; height: 1; padding: 0; width: auto; }
-    ConfigFieldRow .field-help { color: $text-muted; height: auto; padding-left: 2; }
+    ConfigFieldRow .field-help { color: $text-muted; height: auto; padding-left: 4; }
     ConfigFieldRow.-invalid .field-help { color: $error; }
     ConfigFieldRow.-invalid .field-key { color: $error; }
     """
