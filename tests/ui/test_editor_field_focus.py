@@ -64,15 +64,14 @@ async def test_the_focused_field_is_marked_named_and_in_view(
         await pilot.press("down")
         dtype = screen.query_one("#field-model--dtype Select", Select)
         assert screen.focused is dtype and not dtype.expanded  # ↓ moves on; enter opens a choice
-        target = ("speculative", "num_speculative_tokens")
-        for _ in screen._rows:  # on down the form, field after field
-            if focused_row(screen) is screen._rows[target]:
-                break
-            await pilot.press("down")
+        target = ("speculative", "acceptance_threshold")
         row = screen._rows[target]
+        await press_at_once(pilot, *["down"] * (list(screen._rows).index(target) - 1))  # at tmux speed
+        await wait_for(pilot, lambda: focused_row(screen) is row, "down the form, field after field")
         await wait_for(pilot, lambda: marked_rows(screen) == [row], "only the focused row marked")
         assert status_text(screen).startswith(f"{dotted(target)}: enter or i edits the field")
-        assert form.scroll_y > 0 and form.content_region.contains_region(row.region)
+        in_view = lambda: form.content_region.contains_region(row.region)  # noqa: E731  (with its help line)
+        await wait_for(pilot, in_view, "the focused field and its help in view")
         await pilot.press("up")
         above = list(screen._rows.values())[list(screen._rows).index(target) - 1]
         await wait_for(pilot, lambda: marked_rows(screen) == [above], "the mark moved up")

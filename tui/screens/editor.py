@@ -206,15 +206,15 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
         current = self._row_of(self.focused) if self.focused is not None else None
         index = rows.index(current) + step if current in rows else 0
         if not 0 <= index < len(rows):
-            form.scroll_end(animate=False) if step > 0 else form.scroll_home(animate=False)
+            form.scroll_to(y=form.max_scroll_y if step > 0 else 0, animate=False, immediate=True)
             return
         row = rows[index]
         # At once (focus() waits its turn): keys typed right after the arrow go to the field it chose.
         self.set_focus(row.query_one("#value"), scroll_visible=False)
         position = form.children.index(row)
         if position and form.children[position - 1].has_class("section"):
-            form.scroll_to_widget(form.children[position - 1], animate=False)
-        form.scroll_to_widget(row, animate=False)
+            form.scroll_to_widget(form.children[position - 1], animate=False, immediate=True)
+        form.scroll_to_widget(row, animate=False, immediate=True)
 
     def action_undo(self) -> None:
         focused = self.focused

@@ -157,6 +157,12 @@ class EditorViews(Screen[None]):
         status = self.query_one("#editor-status", Static)
         status.update(safe_line(message))  # it may quote the file's name, keys or values
         status.set_class(error, "-error")
+        self.call_after_refresh(self._scroll_to_focused_field)  # a status of other height moves the form
+
+    def _scroll_to_focused_field(self) -> None:
+        row = self._row_of(self.focused) if self.focused is not None else None
+        if row is not None:
+            self.query_one("#form-fields").scroll_to_widget(row, animate=False)
 
     def _goto_line(self, line: int, column: int = 1) -> None:
         self.query_one(TabbedContent).active = "raw-pane"
