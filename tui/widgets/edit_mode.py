@@ -5,8 +5,8 @@ apply …) and its editing keys do nothing. `enter` or `i` enters edit mode (a c
 it is, to change it; a digit (or `.`, `,`, `-`) that is no key of the screen here starts a new value: it
 replaces the text, as typing into a spreadsheet cell does (a bound key such as the detail screen's `1`
 stays a command). In edit mode `enter` applies the text (Input.Submitted), `esc` cancels: the text is
-what it was when editing started, and nothing is applied. Moving the focus away leaves edit mode as
-well. `RawTextArea` is the same for the config editor's raw view: it can be scrolled and read in command
+what it was when editing started, and nothing is applied. Moving the focus away leaves edit mode with
+the text as typed (the editor's form applies it). `RawTextArea` is the same for the config editor's raw view: it can be scrolled and read in command
 mode, `i` / `enter` start editing, `esc` stops (keeping the text: its changes are the document's).
 
 Both run their own bindings (`i`, `enter`, `esc`, backspace, the cursor keys) as their key arrives:
@@ -29,7 +29,7 @@ from tui.widgets.safe_editing import SafeInput, SafeTextArea
 
 EDIT_HINT = "enter or i edits the field · a digit replaces it"
 EDITING_HINT = "enter applies · esc cancels"
-# The help screen's row (26 columns): how editing starts and ends.
+# The help screen's row (wrapped at 26 columns): how editing starts and ends.
 HELP_ROW = (("⏎", "i", "0-9"), "edit the field (a digit replaces it); ⏎ applies, esc cancels")
 # Input's own keys (cursor moves, deleting, pasting, submit): none of them act outside edit mode.
 _INPUT_ACTIONS = frozenset(binding.action for binding in Binding.make_bindings(Input.BINDINGS))
