@@ -89,3 +89,20 @@ async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(
         assert set(rows[FIELD_KEYS]) == {"↑", "↓"}
         keys, text = HELP_ROW
         assert set(keys) <= set(rows[text]) and "⏎ applies, esc cancels" in text and "0-9" in keys
+
+
+async def test_page_keys_move_the_focus_a_page_of_fields(config_toml: Path) -> None:  # noqa: F811
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        form = screen.query_one("#form-fields", VerticalScroll)
+        rows = list(screen._rows.values())
+        await wait_for(pilot, lambda: focused_row(screen) is rows[0], "the first field")
+        await pilot.press("pagedown")
+        reached = focused_row(screen)
+        assert reached is not None and rows.index(reached) > 1
+        await press_at_once(pilot, *["pagedown"] * len(rows))  # the focus never leaves the page in view
+        await wait_for(pilot, lambda: focused_row(screen) is rows[-1], "the last field")
+        await wait_for(pilot, lambda: form.content_region.contains_region(rows[-1].region), "in view")
+        await pilot.press("pageup")
+        assert focused_row(screen) not in (rows[-1], None)

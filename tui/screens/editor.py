@@ -40,6 +40,7 @@ from tui.widgets.edit_mode import EDITING_HINT, FieldInput, RawTextArea
 from tui.widgets.footer import Footer
 
 FIELD_KEYS = "the field below / above (the form scrolls to it)"
+PAGE_KEYS = "a page of fields down / up"
 
 
 class EditorScreen(ReportsWorkerFailures, EditorSaving):
@@ -74,6 +75,8 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
         # Before the form's scrolling and a choice's own down (which opens it): as in any terminal form.
         Binding("down", "next_field(1)", "next field", show=False, priority=True, tooltip=FIELD_KEYS),
         Binding("up", "next_field(-1)", "previous field", show=False, priority=True, tooltip=FIELD_KEYS),
+        Binding("pagedown", "next_field(1, True)", "page down", show=False, priority=True, tooltip=PAGE_KEYS),
+        Binding("pageup", "next_field(-1, True)", "page up", show=False, priority=True, tooltip=PAGE_KEYS),
     ]
 
     def __init__(
@@ -198,17 +201,20 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
             return self.query_one(TabbedContent).active == "launch"
         return True
 
-    def action_next_field(self, step: int) -> None:
-        """Focus the field `step` rows below (above when negative), scrolled into view with its section's
-        title; past the last (first) field the form scrolls to its end (top)."""
+    def action_next_field(self, step: int, page: bool = False) -> None:
+        """Focus the field `step` rows (or pages) below, above when negative, scrolled into view with its
+        section's title; from the last (first) field the form scrolls to its end (top). The focus stays
+        on a field in sight: the form scrolls only with it."""
         form = self.query_one("#form-fields", VerticalScroll)
         rows = list(self._rows.values())
         current = self._row_of(self.focused) if self.focused is not None else None
-        index = rows.index(current) + step if current in rows else 0
-        if not 0 <= index < len(rows):
+        if current not in rows:
+            return
+        if current is rows[-1 if step > 0 else 0]:
             form.scroll_to(y=form.max_scroll_y if step > 0 else 0, animate=False, immediate=True)
             return
-        row = rows[index]
+        step *= max(1, form.size.height // 3) if page else 1  # a row is two lines or more
+        row = rows[max(0, min(len(rows) - 1, rows.index(current) + step))]
         # At once (focus() waits its turn): keys typed right after the arrow go to the field it chose.
         self.set_focus(row.query_one("#value"), scroll_visible=False)
         position = form.children.index(row)

@@ -6,8 +6,9 @@ it is, to change it; a digit (or `.`, `,`, `-`) that is no key of the screen her
 replaces the text, as typing into a spreadsheet cell does (a bound key such as the detail screen's `1`
 stays a command). In edit mode `enter` applies the text (Input.Submitted), `esc` cancels: the text is
 what it was when editing started, and nothing is applied. Moving the focus away leaves edit mode with
-the text as typed (the editor's form applies it). `RawTextArea` is the same for the config editor's raw view: it can be scrolled and read in command
-mode, `i` / `enter` start editing, `esc` stops (keeping the text: its changes are the document's).
+the text as typed (the editor's form applies it). `RawTextArea` is the same for the config editor's raw
+view: it can be scrolled and read in command mode, `i` / `enter` start editing, `esc` stops (keeping the
+text: its changes are the document's).
 
 Both run their own bindings (`i`, `enter`, `esc`, backspace, the cursor keys) as their key arrives:
 Textual runs a focused widget's bindings only once the key has bubbled up to the App, and by then the
