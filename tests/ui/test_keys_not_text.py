@@ -1,7 +1,7 @@
-"""Issue 24 item 1: a letter is a command unless the user chose to type (enter or i, esc leaves).
+"""Issue 24 item 1: a letter is a command unless the user chose to type (enter or i, esc cancels).
 
 On a freshly opened editor, burst form and tune form, `?` opens the help and `q` quits, and no field's
-value changes; `i` then types into the focused field, esc leaves and the letters are keys again.
+value changes; `i` then types into the focused field, esc cancels and the letters are keys again.
 """
 
 from __future__ import annotations
@@ -119,9 +119,10 @@ async def test_i_types_into_a_field_and_esc_gives_the_letters_back(live_app: Spe
         assert field.value == "1,4?q" and field.editing  # in edit mode the letters are text
         await pilot.press("escape")
         assert not field.editing and isinstance(live_app.screen, type(screen))  # esc only left the field
+        assert field.value == "1,8"  # and cancelled the edit
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(live_app.screen, HelpScreen))
-        assert field.value == "1,4?q"
+        assert field.value == "1,8"
 
 
 async def test_the_help_says_how_editing_starts_and_ends(config: Path) -> None:

@@ -221,7 +221,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         return EndpointArm.from_settings(chosen) if chosen else None
 
     def compose(self) -> ComposeResult:
-        title = "A/B burst · ctrl+r starts · enter/i: edit a field · esc: leave it, cancel, back"
+        title = "A/B burst · ctrl+r starts · enter/i: edit a field · esc: drop it, cancel, back"
         yield Static(title, id="bench-title")
         a_default = self._default(self.default_a, 0)
         b_default: EndpointArm | OneArm | None = NO_B

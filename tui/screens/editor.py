@@ -17,7 +17,7 @@ import httpx
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.events import DescendantFocus
 from textual.widget import Widget
 from textual.widgets import OptionList, Static, TabbedContent, TabPane, TextArea
@@ -36,8 +36,11 @@ from tui.screens.editor_saving import EditorSaving
 from tui.ui.worker_errors import ReportsWorkerFailures
 from tui.widgets.config_dialogs import ConfirmDialog
 from tui.widgets.config_field import MISSING, ConfigFieldRow
-from tui.widgets.edit_mode import EDIT_HINT, FieldInput, RawTextArea
+from tui.widgets.edit_mode import EDITING_HINT, FieldInput, RawTextArea
 from tui.widgets.footer import Footer
+
+FIELD_KEYS = "the field below / above (the form scrolls to it)"
+PAGE_KEYS = "a page of fields down / up"
 
 
 class EditorScreen(ReportsWorkerFailures, EditorSaving):
@@ -69,6 +72,11 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
         Binding("c", "copy_launch", "copy"),
         Binding("y", "toggle_launch_format", "cli/yaml"),
         Binding("escape", "close", "close"),
+        # Before the form's scrolling and a choice's own down (which opens it): as in any terminal form.
+        Binding("down", "next_field(1)", "next field", show=False, priority=True, tooltip=FIELD_KEYS),
+        Binding("up", "next_field(-1)", "previous field", show=False, priority=True, tooltip=FIELD_KEYS),
+        Binding("pagedown", "next_field(1, True)", "page down", show=False, priority=True, tooltip=PAGE_KEYS),
+        Binding("pageup", "next_field(-1, True)", "page up", show=False, priority=True, tooltip=PAGE_KEYS),
     ]
 
     def __init__(
@@ -149,15 +157,31 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
     def on_descendant_focus(self, event: DescendantFocus) -> None:
         widget = event.widget
         opening, self._opening_focus = self._opening_focus, None
-        error_shown = self.query_one("#editor-status", Static).has_class("-error")
-        if widget is opening or not self.loaded or error_shown:
-            return  # the opening status says it; an error (cannot save, syntax) stays in sight
-        if isinstance(widget, FieldInput) and isinstance(widget.parent, Horizontal):
-            row = widget.parent.parent
-            if isinstance(row, ConfigFieldRow) and row.pending_text is None:
-                self.set_status(f"{dotted(row.spec.path)}: {EDIT_HINT}")
-        elif isinstance(widget, RawTextArea) and not widget.editing:
-            self.set_status(f"raw text: {EDIT_HINT.replace('the field', 'the text')}")
+        status = self.query_one("#editor-status", Static)
+        error = str(status.render()) if status.has_class("-error") else ""
+        if widget is opening or not self.loaded:
+            return  # the opening status says it (and names the field)
+        row = self._row_of(widget)
+        if row is not None:
+            if dotted(row.spec.path) not in error:  # an error about this field (cannot save) stays
+                self.set_status(self._field_status(row, widget))
+        elif isinstance(widget, RawTextArea) and not widget.editing and not error:
+            self.set_status("raw text: enter or i edits the text · esc stops")
+
+    def on_field_input_started(self, message: FieldInput.Started) -> None:
+        row = self._row_of(message.field)
+        if row is not None:
+            self.set_status(f"editing {dotted(row.spec.path)}: {EDITING_HINT}")
+
+    def on_field_input_cancelled(self, message: FieldInput.Cancelled) -> None:
+        row = self._row_of(message.field)
+        if row is None:
+            return
+        if row.pending_text is None:
+            row.set_error(None)  # the text is the document's value again
+        else:  # what the field held before this edit (an earlier invalid value) is checked again
+            self.apply_field(row.spec.path, message.field.value, commit=False)
+        self.set_status(f"{dotted(row.spec.path)}: edit cancelled, nothing changed")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         option_id = event.option.id
@@ -169,11 +193,34 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
                 self._goto_line(finding.line)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_field":
+            return self.focused is not None and self._row_of(self.focused) is not None
         if action == "save_restart":
             return self.restart_command is not None
         if action in ("copy_launch", "toggle_launch_format"):
             return self.query_one(TabbedContent).active == "launch"
         return True
+
+    def action_next_field(self, step: int, page: bool = False) -> None:
+        """Focus the field `step` rows (or pages) below, above when negative, scrolled into view with its
+        section's title; from the last (first) field the form scrolls to its end (top). The focus stays
+        on a field in sight: the form scrolls only with it."""
+        form = self.query_one("#form-fields", VerticalScroll)
+        rows = list(self._rows.values())
+        current = self._row_of(self.focused) if self.focused is not None else None
+        if current not in rows:
+            return
+        if current is rows[-1 if step > 0 else 0]:
+            form.scroll_to(y=form.max_scroll_y if step > 0 else 0, animate=False, immediate=True)
+            return
+        step *= max(1, form.size.height // 3) if page else 1  # a row is two lines or more
+        row = rows[max(0, min(len(rows) - 1, rows.index(current) + step))]
+        # At once (focus() waits its turn): keys typed right after the arrow go to the field it chose.
+        self.set_focus(row.query_one("#value"), scroll_visible=False)
+        position = form.children.index(row)
+        if position and form.children[position - 1].has_class("section"):
+            form.scroll_to_widget(form.children[position - 1], animate=False, immediate=True)
+        form.scroll_to_widget(row, animate=False, immediate=True)
 
     def action_undo(self) -> None:
         focused = self.focused

@@ -19,6 +19,7 @@ from tui.configs.schemas import field_spec, field_specs, shown_value, typed_valu
 from tui.screens.editor_views import EditorViews, syntax_message
 from tui.ui.messages import ConfigFieldEdited
 from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
+from tui.widgets.edit_mode import EDITING_HINT
 
 
 @dataclass
@@ -87,6 +88,9 @@ class EditorForm(EditorViews):
 
     def on_config_field_edited(self, message: ConfigFieldEdited) -> None:
         message.stop()
+        row = self._rows.get(message.path)
+        if not message.commit and row is not None and row.text != message.value:
+            return  # text typed then changed again (or the edit cancelled): checking it is too late
         self.apply_field(message.path, message.value, commit=message.commit)
 
     def apply_field(self, path: KeyPath, value: str | bool | None, *, commit: bool = True) -> bool:
@@ -123,7 +127,7 @@ class EditorForm(EditorViews):
             return False
         row.set_error(None)
         if not commit:
-            self.set_status(f"{dotted(path)}: valid; enter applies it")
+            self.set_status(f"{dotted(path)}: valid · {EDITING_HINT}")
             return True
         if self._undo and self._undo[-1].path == path and self._undo[-1].text_after == self.document.text:
             self._undo[-1].text_after = new_document.text  # typing on in one field is one change

@@ -28,7 +28,6 @@ from tui.screens.editor_form import EditorForm
 from tui.screens.editor_recovery import recovery_path
 from tui.screens.editor_views import short_path
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
-from tui.widgets.edit_mode import EDIT_HINT
 
 
 class EditorSaving(EditorForm):
@@ -67,8 +66,10 @@ class EditorSaving(EditorForm):
         if self.syntax_error is not None:
             self._goto_syntax_error()
         else:
-            self.set_status(f"opened {self.path.name} ({KIND_TITLES[self.kind]}) · {EDIT_HINT}")
             target = self._tab_focus_target("form")
+            row = self._row_of(target)
+            field = self._field_status(row, target) if row is not None else ""
+            self.set_status(f"opened {self.path.name} ({KIND_TITLES[self.kind]}) · {field}")
             self._opening_focus = None if target is self.focused else target
             self.action_show_tab("form")
         recovery = recovery_path(self.path)

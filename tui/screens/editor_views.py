@@ -12,10 +12,10 @@ from textual.content import Content
 from textual.css.query import QueryError
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import OptionList, Static, TabbedContent, TextArea
+from textual.widgets import OptionList, Select, Static, Switch, TabbedContent, TextArea
 from textual.widgets.option_list import Option
 
-from tui.configs.document import ConfigDocument, KeyPath
+from tui.configs.document import ConfigDocument, KeyPath, dotted
 from tui.configs.errors import ConfigError, ConfigSyntaxError
 from tui.configs.kinds import KIND_TITLES, ConfigKind
 from tui.configs.launch import LaunchFormat, render_launch
@@ -23,8 +23,10 @@ from tui.configs.lint import Finding, lint_document
 from tui.paths import home_dir
 from tui.sanitize import safe_line, safe_text
 from tui.widgets.config_field import MISSING, ConfigFieldRow
+from tui.widgets.edit_mode import EDIT_HINT, FieldInput
 
 _SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i"}
+FIELD_HINTS = {FieldInput: EDIT_HINT, Select: "enter opens the choices", Switch: "enter or space switches it"}
 
 
 def file_text(text: str) -> Content:
@@ -155,6 +157,12 @@ class EditorViews(Screen[None]):
         status = self.query_one("#editor-status", Static)
         status.update(safe_line(message))  # it may quote the file's name, keys or values
         status.set_class(error, "-error")
+        self.call_after_refresh(self._scroll_to_focused_field)  # a status of other height moves the form
+
+    def _scroll_to_focused_field(self) -> None:
+        row = self._row_of(self.focused) if self.focused is not None else None
+        if row is not None:
+            self.query_one("#form-fields").scroll_to_widget(row, animate=False)
 
     def _goto_line(self, line: int, column: int = 1) -> None:
         self.query_one(TabbedContent).active = "raw-pane"
@@ -191,6 +199,15 @@ class EditorViews(Screen[None]):
             "launch": "#launch-scroll",
         }
         return self.query_one(targets[tab_id])
+
+    def _row_of(self, widget: Widget) -> ConfigFieldRow | None:
+        """The form row whose value `widget` is (None: another widget, a choice's open list)."""
+        row = widget.parent.parent if widget.id == "value" and widget.parent is not None else None
+        return row if isinstance(row, ConfigFieldRow) else None
+
+    def _field_status(self, row: ConfigFieldRow, widget: Widget) -> str:
+        hint = next((text for kind, text in FIELD_HINTS.items() if isinstance(widget, kind)), "")
+        return f"{dotted(row.spec.path)}: {hint} · ↑↓ other fields"
 
     def action_flip_view(self) -> None:
         self.action_show_tab("form" if self.query_one(TabbedContent).active == "raw-pane" else "raw")

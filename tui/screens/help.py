@@ -144,8 +144,12 @@ def key_rows(screen: Screen[Any]) -> list[KeyRow]:
     unique = list({id(row): row for row in rows.values()}.values())
     keys, text = HELP_ROW
     has_fields = bool(screen.query(FieldInput)) or bool(screen.query(RawTextArea))
-    if has_fields and not any(row.text == text for row in unique):  # how typing starts and ends
-        unique.append(KeyRow(list(keys), text, "screen"))
+    if has_fields:  # how typing starts (a digit too: no binding says it) and ends
+        editing = next((row for row in unique if row.text == text), None)
+        if editing is not None:
+            editing.keys += [key for key in keys if key not in editing.keys]
+        elif not set(keys) & {key for row in unique for key in row.keys}:  # (the raw view's ⏎ / i say theirs)
+            unique.append(KeyRow(list(keys), text, "screen"))
     for row in unique:
         row.keys.sort(key=len)  # q before ^q
     return [row for row in unique if row.section == "screen"] + [

@@ -211,12 +211,13 @@ class TuneScreen(Screen[None]):
             )
         values = parse_int_list(self.query_one("#values", Input).value, "values", minimum=0)
         loads = parse_int_list(self.query_one("#loads", Input).value, "loads", minimum=1)
+        text = self.query_one("#requests", Input).value
         try:
-            requests = int(self.query_one("#requests", Input).value)
+            requests = int(text)
         except ValueError:
-            raise TunePlanError("n: expected a whole number") from None
+            raise TunePlanError(f"n: {text!r} is not a whole number") from None
         if requests < 1:
-            raise TunePlanError("n: at least 1")
+            raise TunePlanError(f"n: {requests} is below 1")
         return TuneOptions(
             config_file=endpoint.config_file,
             endpoint=endpoint.url,

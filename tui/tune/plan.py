@@ -59,9 +59,9 @@ def parse_int_list(text: str, name: str, *, minimum: int) -> tuple[int, ...]:
         if number not in values:
             values.append(number)
     if not values:
-        raise TunePlanError(f"{name}: expected a comma-separated list such as 0,1,2")
+        raise TunePlanError(f"{name}: {text.strip()!r} holds no number: expected a list such as 0,1,2")
     if len(values) > MAX_VALUES:
-        raise TunePlanError(f"{name}: at most {MAX_VALUES} values")
+        raise TunePlanError(f"{name}: {len(values)} values given, at most {MAX_VALUES}")
     return tuple(values)
 
 
@@ -161,8 +161,12 @@ def edited(doc: ConfigDocument, key: TuneKey, value: int, original: ConfigDocume
 
 
 def check_values(key: TuneKey, values: Sequence[int]) -> None:
-    if key.style == "vllm" and any(value > 16 for value in values):
-        raise TunePlanError("--values: vLLM takes 1..16 draft tokens (0 = speculation off)")
+    refused = [str(value) for value in values if value > 16]
+    if key.style == "vllm" and refused:
+        verb = "is" if len(refused) == 1 else "are"
+        raise TunePlanError(
+            f"--values: {', '.join(refused)} {verb} outside vLLM's 1..16 draft tokens (0 = speculation off)"
+        )
 
 
 # --- the SGLang grid: steps × topk × draft tokens -------------------------------------------------------

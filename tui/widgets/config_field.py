@@ -6,6 +6,7 @@ import contextlib
 import json
 from typing import Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widget import Widget
@@ -17,6 +18,7 @@ from tui.ui.messages import ConfigFieldEdited
 from tui.widgets.edit_mode import FieldInput
 
 MISSING = object()
+FOCUS_MARK = "▶ "  # before the focused row's key: focus is seen without colour (NO_COLOR) too
 
 
 def value_text(value: Any) -> str:
@@ -42,10 +44,11 @@ class ConfigFieldRow(Widget):
     ConfigFieldRow { height: auto; padding: 0 1; }
     ConfigFieldRow > Horizontal { height: 1; }
     ConfigFieldRow .field-key { width: 36; }
+    ConfigFieldRow:focus-within .field-key { text-style: bold reverse; }
     ConfigFieldRow Input { width: 1fr; }
     ConfigFieldRow Select { width: 1fr; }
     ConfigFieldRow Switch { border: none; height: 1; padding: 0; width: auto; }
-    ConfigFieldRow .field-help { color: $text-muted; height: auto; padding-left: 2; }
+    ConfigFieldRow .field-help { color: $text-muted; height: auto; padding-left: 4; }
     ConfigFieldRow.-invalid .field-help { color: $error; }
     ConfigFieldRow.-invalid .field-key { color: $error; }
     """
@@ -59,7 +62,7 @@ class ConfigFieldRow(Widget):
     def compose(self) -> ComposeResult:
         spec = self.spec
         with Horizontal():
-            yield Label(spec.path[-1] + (" *" if spec.required else ""), classes="field-key")
+            yield Label(self._key_text(), classes="field-key")
             if spec.type == "bool":
                 yield Switch(value=self._value is True, id="value")
                 yield Label(switch_text(self._value), id="unset")
@@ -76,6 +79,22 @@ class ConfigFieldRow(Widget):
                 # the range is on the help line below: said once
                 yield FieldInput(value_text(self._value), placeholder="(not set)", compact=True, id="value")
         yield Static(self._help_text(), classes="field-help", markup=False)
+
+    def _key_text(self) -> str:
+        mark = FOCUS_MARK if self.has_focus_within else " " * len(FOCUS_MARK)
+        return mark + self.spec.path[-1] + (" *" if self.spec.required else "")
+
+    def _on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self._show_focus()
+
+    def _on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        self._show_focus()
+
+    def _show_focus(self) -> None:
+        # Focus and blur come from different widgets in no set order: the row asks where the focus is.
+        key = self.query_one_optional(".field-key", Label)
+        if key is not None:
+            key.update(self._key_text())
 
     def _help_text(self) -> str:
         if self._error:
@@ -123,12 +142,16 @@ class ConfigFieldRow(Widget):
                     widget.value = text
 
     @property
+    def text(self) -> str | None:
+        """The Input's text (None: the row has a switch or a choice, or is not composed)."""
+        widget = self.query_one_optional("#value")
+        return widget.value if isinstance(widget, Input) else None
+
+    @property
     def pending_text(self) -> str | None:
         """The Input's text when it differs from the document's value (typed but not yet applied)."""
-        widget = self.query_one_optional("#value")
-        if isinstance(widget, Input) and widget.value != value_text(self._value):
-            return widget.value
-        return None
+        text = self.text
+        return text if text is not None and text != value_text(self._value) else None
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()

@@ -1,12 +1,19 @@
 """Fields that take text only once the user chose to type, as in htop and k9s.
 
 A focused `FieldInput` is in command mode: its letters are the screen's keys (`?` help, `q` quit, `a`
-apply …) and its editing keys do nothing. `enter` or `i` enters edit mode (a click too); `enter` then
-applies the text (Input.Submitted) and `esc` leaves, keeping what was typed; moving the focus away
-leaves as well. A digit (or `.`, `,`, `-`) that is no key of the screen here is the start of a number:
-it enters edit mode and is typed (the tune form's "1" was swallowed without a word; a bound key such as
-the detail screen's `1` stays a command). `RawTextArea` is the same for the config editor's raw view:
-it can be scrolled and read in command mode, `i` / `enter` start editing, `esc` stops.
+apply …) and its editing keys do nothing. `enter` or `i` enters edit mode (a click too) with the text as
+it is, to change it; a digit (or `.`, `,`, `-`) that is no key of the screen here starts a new value: it
+replaces the text, as typing into a spreadsheet cell does (a bound key such as the detail screen's `1`
+stays a command). In edit mode `enter` applies the text (Input.Submitted), `esc` cancels: the text is
+what it was when editing started, and nothing is applied. Moving the focus away leaves edit mode with
+the text as typed (the editor's form applies it). `RawTextArea` is the same for the config editor's raw
+view: it can be scrolled and read in command mode, `i` / `enter` start editing, `esc` stops (keeping the
+text: its changes are the document's).
+
+Both run their own bindings (`i`, `enter`, `esc`, backspace, the cursor keys) as their key arrives:
+Textual runs a focused widget's bindings only once the key has bubbled up to the App, and by then the
+widget has handled the keys that came after it. At tmux or paste speed `i BSpace 2` typed the `2` in
+command mode before `i` took effect, and the backspace came last.
 """
 
 from __future__ import annotations
@@ -15,15 +22,31 @@ from typing import Any, ClassVar
 
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Input
 
 from tui.widgets.safe_editing import SafeInput, SafeTextArea
 
-EDIT_HINT = "enter or i edits the field · esc leaves"
-HELP_ROW = (("⏎", "i"), "edit the field; esc leaves")  # the help screen's row (26 columns)
+EDIT_HINT = "enter or i edits the field · a digit replaces it"
+EDITING_HINT = "enter applies · esc cancels"
+# The help screen's row (wrapped at 26 columns): how editing starts and ends.
+HELP_ROW = (("⏎", "i", "0-9"), "edit the field (a digit replaces it); ⏎ applies, esc cancels")
 # Input's own keys (cursor moves, deleting, pasting, submit): none of them act outside edit mode.
 _INPUT_ACTIONS = frozenset(binding.action for binding in Binding.make_bindings(Input.BINDINGS))
 NUMBER_START = frozenset("0123456789.,-")  # characters that start typing when no binding claims them
+
+
+async def run_own_binding(widget: Widget, event: events.Key) -> bool:
+    """Run `widget`'s own binding for the key now, in the order the keys came; False when it has none
+    that acts here (the key then goes on as usual)."""
+    active = widget.screen.active_bindings.get(event.key)
+    if active is None or active.node is not widget or not active.enabled:
+        return False
+    event.stop()
+    event.prevent_default()
+    await widget.run_action(active.binding.action)
+    return True
 
 
 class FieldInput(SafeInput):
@@ -35,15 +58,29 @@ class FieldInput(SafeInput):
         # Subclass bindings replace Input's for the same key: enter edits, and in edit mode submits.
         Binding("enter", "enter", "Edit", show=False, tooltip=HELP_ROW[1]),
         Binding("i", "start_editing", "Edit", show=False, tooltip=HELP_ROW[1]),
-        Binding("escape", "stop_editing", "Done", show=False, tooltip="leave the field, keep text"),
+        Binding("escape", "cancel_editing", "Cancel", show=False, tooltip="cancel: the text as it was"),
     ]
+
+    class Started(Message):
+        """The user chose to type into the field (edit mode)."""
+
+        def __init__(self, field: FieldInput) -> None:
+            super().__init__()
+            self.field = field
+
+    class Cancelled(Started):  # Textual dispatches a message to its own class's handler only
+        """The user cancelled an edit (esc): the field shows its text from before, nothing was applied."""
 
     def __init__(self, value: str | None = None, placeholder: str = "", **kwargs: Any) -> None:
         kwargs.setdefault("select_on_focus", False)
         super().__init__(value, placeholder, **kwargs)
         self.editing = False
+        self._text_before_editing = ""
 
     def _set_editing(self, editing: bool) -> None:
+        if editing and not self.editing:
+            self._text_before_editing = self.value
+            self.post_message(self.Started(self))
         self.editing = editing
         self.set_class(editing, "-editing")
         self._cursor_visible = editing
@@ -59,7 +96,7 @@ class FieldInput(SafeInput):
             return not self.editing
         if action == "enter":
             return True
-        if action == "stop_editing" or action in _INPUT_ACTIONS:
+        if action == "cancel_editing" or action in _INPUT_ACTIONS:
             return self.editing  # outside edit mode the key goes on to the screen (esc closes it)
         return super().check_action(action, parameters)
 
@@ -73,8 +110,10 @@ class FieldInput(SafeInput):
         else:
             self.action_start_editing()
 
-    def action_stop_editing(self) -> None:
+    def action_cancel_editing(self) -> None:
         self._set_editing(False)
+        self.value = self._text_before_editing  # outside edit mode: no edit (ConfigFieldRow ignores it)
+        self.post_message(self.Cancelled(self))
 
     async def action_submit(self) -> None:
         self._set_editing(False)
@@ -84,10 +123,14 @@ class FieldInput(SafeInput):
     # (the key still bubbles to the screen's bindings); in edit mode Input's handlers run as usual.
 
     async def _on_key(self, event: events.Key) -> None:
+        if await run_own_binding(self, event):
+            self._restart_blink()
+            return
         if self.editing:
             return
         if self._starts_a_number(event):
-            self.action_start_editing()  # Input's handler types the character
+            self._set_editing(True)
+            self.select_all()  # Input's handler types the character in place of the whole text
             return
         event.prevent_default()
 
@@ -123,7 +166,7 @@ class RawTextArea(SafeTextArea):
     """The raw view: read-only until `i` or `enter`; `esc` stops editing (a second esc goes on)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter,i", "start_editing", "Edit", show=False, tooltip=HELP_ROW[1]),
+        Binding("enter,i", "start_editing", "Edit", show=False, tooltip="edit the text; esc stops"),
         Binding("escape", "stop_editing", "Done", show=False, tooltip="stop editing, keep the text"),
     ]
 
@@ -150,8 +193,8 @@ class RawTextArea(SafeTextArea):
         self.refresh_bindings()
 
     async def _on_key(self, event: events.Key) -> None:
-        if not self.read_only and event.key == "escape":
-            event.prevent_default()  # the binding stops editing (TextArea's own escape moves the focus)
+        # esc in edit mode is the binding's (TextArea's own escape would move the focus)
+        await run_own_binding(self, event)
 
     def _on_blur(self, event: events.Blur) -> None:
         self.read_only = True
