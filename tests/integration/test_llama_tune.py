@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -98,6 +99,9 @@ def tuned_server(
     (folder / "wrapper.py").write_text(WRAPPER, encoding="utf-8")
     restart = [sys.executable, str(folder / "wrapper.py")]
     try:
+        # The tune refuses a server that does not answer before it changes anything: start it as the file says.
+        subprocess.run(restart, check=True, capture_output=True, timeout=60)
+        server.wait_healthy()
         yield folder / "launch.toml", server.log_file, server.url, restart
     finally:
         pid_file = folder / "server.pid"
