@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_sanitize_bench import hostile_burst
+from tests.bursts.test_sanitize_bench import hostile_burst
 from tests.tune.test_advisor import fitted
 from tui.atomic import write_file
 from tui.bench.burst_store import save_burst

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 sys.path.insert(0, str(Path(__file__).parents[1] / "telemetry"))
 
 from metrics_test_server import Reply, ReplyServer
-from test_sanitize_cli import HOSTILE, OOM_LINE, hostile_page
 
+from tests.cli.test_sanitize_cli import HOSTILE, OOM_LINE, hostile_page
 from tui.paths import themes_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.detail import DetailScreen

@@ -15,8 +15,7 @@ from ui_waiting import wait_for
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
-from test_sanitize_bench import hostile_burst
-
+from tests.bursts.test_sanitize_bench import hostile_burst
 from tui.bench.burst_store import save_burst
 from tui.screens.bench import BenchScreen
 from tui.ui.messages import BurstFailed

@@ -18,8 +18,7 @@ from ui_waiting import wait_for
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
-from test_sanitize_cli import hostile_config
-
+from tests.cli.test_sanitize_cli import hostile_config
 from tui.screens.editor import EditorScreen
 from tui.ui.editor_app import EditorApp
 

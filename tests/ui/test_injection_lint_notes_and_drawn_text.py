@@ -17,8 +17,8 @@ from ui_waiting import wait_for
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from recording_factory import recording_lines
-from test_sanitize_cli import hostile_config
 
+from tests.cli.test_sanitize_cli import hostile_config
 from tui.paths import themes_dir
 from tui.screens.detail import DetailScreen
 from tui.settings import Settings

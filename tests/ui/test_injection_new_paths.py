@@ -21,9 +21,8 @@ from ui_waiting import wait_for
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
-from test_sanitize_bench import hostile_burst
-from test_sanitize_cli import OOM_LINE, assert_no_raw_controls, spectop
-
+from tests.bursts.test_sanitize_bench import hostile_burst
+from tests.cli.test_sanitize_cli import OOM_LINE, assert_no_raw_controls, spectop
 from tests.fleet.fake_fleet import Fleet40, fleet_app, fleet_settings, instances
 from tests.fleet.fake_prometheus import FakePrometheus
 from tui.bench.burst_store import save_burst

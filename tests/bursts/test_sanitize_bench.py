@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from test_sanitize import HOSTILE
-from test_sanitize_cli import assert_no_raw_controls, spectop
 
+from tests.cli.test_sanitize_cli import assert_no_raw_controls, spectop
+from tests.test_sanitize import HOSTILE
 from tui.bench.report.export import export
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text

@@ -11,9 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from test_sanitize import HOSTILE
-from test_sanitize_cli import assert_no_raw_controls, spectop
-
+from tests.cli.test_sanitize_cli import assert_no_raw_controls, spectop
+from tests.test_sanitize import HOSTILE
 from tui.telemetry.recording import RecordingError, parse_record
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent / "telemetry"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "telemetry"))
 
 from test_tailer_races import DefaultPollFollower, _write_lines
 

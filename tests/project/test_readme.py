@@ -11,7 +11,7 @@ import pytest
 
 from tui import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 READMES = [ROOT / "README.md", ROOT / "tests" / "bench" / "README.md"]
 
 

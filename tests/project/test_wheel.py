@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tui
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_wheel_carries_themes_and_sample_configs(tmp_path: Path) -> None:

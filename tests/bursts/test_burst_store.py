@@ -8,7 +8,7 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tests.bench_engine.verdict_words import verdict_body
+from tests.bursts.verdict_words import verdict_body
 from tui.bench.burst_store import (
     BurstFileError,
     bursts_dir,

@@ -9,7 +9,7 @@ import pytest
 from tui.cli import main
 from tui.debug_log import ENV_VARIABLE
 
-LOG = Path(__file__).parent / "telemetry" / "log_samples" / "vllm.server.log"
+LOG = Path(__file__).parents[1] / "telemetry" / "log_samples" / "vllm.server.log"
 
 
 @pytest.mark.parametrize("where", ["before", "after"])

@@ -15,7 +15,7 @@ from tui.configs.document import TomlDocument
 from tui.configs.errors import ConfigSyntaxError
 from tui.paths import sample_configs_dir
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def spectop(*args: str) -> subprocess.CompletedProcess[str]:

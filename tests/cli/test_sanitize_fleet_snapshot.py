@@ -14,11 +14,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from test_sanitize import HOSTILE
-from test_sanitize_cli import assert_no_raw_controls, spectop
-
+from tests.cli.test_sanitize_cli import assert_no_raw_controls, spectop
 from tests.fleet.fake_fleet import Fleet40, instances
 from tests.fleet.fake_prometheus import FakePrometheus
+from tests.test_sanitize import HOSTILE
 
 
 def hostile_fleet() -> Fleet40:

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "telemetry"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "telemetry"))
 
 from metrics_test_server import Reply, ReplyServer, sample_body
-from test_sanitize import HOSTILE
-from test_sanitize_cli import assert_no_raw_controls
 from test_snapshot_cli import ROOT, spectop
 
+from tests.cli.test_sanitize_cli import assert_no_raw_controls
+from tests.test_sanitize import HOSTILE
 from tui.safe_output import SafeStream, progress_line, sanitized_stdio
 
 

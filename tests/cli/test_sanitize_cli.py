@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "telemetry"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "telemetry"))
 
 from metrics_test_server import Reply, ReplyServer, sample_body
-from test_sanitize import HOSTILE
 from test_snapshot_cli import spectop
+
+from tests.test_sanitize import HOSTILE
 
 OOM_LINE = (
     "(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory. "

@@ -14,7 +14,7 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "tui"
 EXEMPT_FILES = {"tui/format.py"}
 EXEMPT_FOLDERS = ("tui/sim/",)  # the simulator prints what vLLM / SGLang / llama.cpp print

@@ -1,4 +1,4 @@
-"""The core (every module tests/tui_layers.py calls core) must never import textual."""
+"""The core (every module tests/project/tui_layers.py calls core) must never import textual."""
 
 import importlib
 import pkgutil

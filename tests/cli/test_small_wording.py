@@ -13,7 +13,7 @@ from tui.screens.tune import screen_words
 from tui.tune.guard import ACTION_WORDS, GuardRecord
 from tui.tune.plan import TunePlanError, check_values, default_key
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _spectop(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from tui.telemetry.backends.base import PageSnapshot
 from tui.telemetry.reading import EndpointReading
 
-TUI = Path(__file__).resolve().parents[1] / "tui"
+TUI = Path(__file__).resolve().parents[2] / "tui"
 OTHER_DEVICES = {"gpu/models.py:GpuReading"}  # one GPU's sample: a reading of another device, named so
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "telemetry"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "telemetry"))
 
 from metrics_test_server import Reply, ReplyServer, sample_body
 

@@ -12,7 +12,7 @@ import pytest
 from tui.commands.config import EXAMPLES
 from tui.paths import sample_configs_dir
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def spectop(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
