@@ -117,7 +117,7 @@ async def test_alternate_schedule_never_overlaps_the_arms(tmp_path: Path, client
             )
         first, second = sorted(spans.values())
         assert first[1] <= second[0], f"round {number}: arms overlapped {spans}"
-    # Each arm keeps its rounds (for its energy on shared GPUs, issue 22 item 4): its requests in them,
+    # Each arm keeps its rounds (for its energy on shared GPUs): its requests in them,
     # the other arm's never.
     a_rounds, b_rounds = (arm.phases_s for arm in result.arms)
     assert a_rounds is not None and b_rounds is not None and len(a_rounds) == len(b_rounds) == 3

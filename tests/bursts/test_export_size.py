@@ -1,4 +1,4 @@
-"""Issue 24 item 10: a 64-request burst's JSON export is not 1 MB: chunk times only with --json-detail."""
+"""A 64-request burst's JSON export is not 1 MB: chunk times only with --json-detail."""
 
 from __future__ import annotations
 

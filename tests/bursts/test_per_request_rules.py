@@ -1,5 +1,5 @@
 """One rule for a request's acceptance and mean acceptance length, whether read from the server's
-response (`ServerFigures`) or explained (`RequestFigures`, and pooled over an arm) (issue 12)."""
+response (`ServerFigures`) or explained (`RequestFigures`, and pooled over an arm)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The bench report says why requests failed, not only how many (issue 20): a redirect not followed and a
+"""The bench report says why requests failed, not only how many: a redirect not followed and a
 Retry-After beyond spectop's wait were only in `--json`."""
 
 from __future__ import annotations

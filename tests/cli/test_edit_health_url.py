@@ -1,5 +1,5 @@
 """`spectop edit --health-url` checks its URL with the one URL rule (`validators.normalize_http_url`),
-in its words, like the settings, `spectop snapshot` and `spectop bench` do (issue 12)."""
+in its words, like the settings, `spectop snapshot` and `spectop bench` do."""
 
 from __future__ import annotations
 

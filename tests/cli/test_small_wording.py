@@ -1,4 +1,4 @@
-"""Issue 24 item 10, the small things: each said in the user's words."""
+"""The small things the command line and the screens say, each in the user's words."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A config file's credential (an `api_key = "sk-…"` the lint warns about) never travels with a diff: the
 guard's diff goes into its dialog, the alerts list and the recording; the tune's diffs into its result
 (JSON export, history) and stdout. The values of secret keys are masked there, as `config show` and the
-editor's fields mask them (issue 11: secrets never printed, logged or exported)."""
+editor's fields mask them: secrets are never printed, logged or exported."""
 
 from __future__ import annotations
 

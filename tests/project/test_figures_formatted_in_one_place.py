@@ -37,14 +37,14 @@ NOT_FIGURES: dict[tuple[str, str], str] = {
     ("tui/tune/result.py", "p:.4f"): "per-position rates in the CSV export, machine data",
     ("tui/bench/report/table.py", "q:g"): 'a percentile\'s key ("50", "p95"), a name, not a figure',
     ("tui/bench/report/arms.py", "q:g"): 'a percentile\'s key ("50", "p95"), a name, not a figure',
-    # Stray, left on purpose: issue 24 is changing the GPU rows of this widget at the same time. At merge:
+    # Stray, left on purpose while the GPU rows of this widget were being rewritten; to become
     # fmt_gib_number / fmt_whole (W, °C) / fmt_rate, as tui/gpu/text.py does.
-    ("tui/widgets/gpu_panel.py", "used / GIB:.1f"): "stray (issue 24 merge): fmt_gib_number",
-    ("tui/widgets/gpu_panel.py", "total / GIB:.1f"): "stray (issue 24 merge): fmt_gib_number",
-    ("tui/widgets/gpu_panel.py", "util:.0f"): "stray (issue 24 merge): fmt_rate(util / 100)",
-    ("tui/widgets/gpu_panel.py", "power:.0f"): "stray (issue 24 merge): fmt_whole",
-    ("tui/widgets/gpu_panel.py", "temp:.0f"): "stray (issue 24 merge): fmt_whole",
-    ("tui/widgets/gpu_panel.py", "value:.0f"): "stray (issue 24 merge): fmt_whole / fmt_rate",
+    ("tui/widgets/gpu_panel.py", "used / GIB:.1f"): "stray, to become fmt_gib_number",
+    ("tui/widgets/gpu_panel.py", "total / GIB:.1f"): "stray, to become fmt_gib_number",
+    ("tui/widgets/gpu_panel.py", "util:.0f"): "stray, to become fmt_rate(util / 100)",
+    ("tui/widgets/gpu_panel.py", "power:.0f"): "stray, to become fmt_whole",
+    ("tui/widgets/gpu_panel.py", "temp:.0f"): "stray, to become fmt_whole",
+    ("tui/widgets/gpu_panel.py", "value:.0f"): "stray, to become fmt_whole / fmt_rate",
 }
 
 ADVICE = (

@@ -1,4 +1,4 @@
-"""A full disk under `--record` (issue 20): the readings are still published (the card goes on updating), the
+"""A full disk under `--record`: the readings are still published (the card goes on updating), the
 recording fails alone, said once as an error notice, and closing raises nothing (no traceback on quit).
 
 The disk is simulated: the recorder's blocking write raises OSError(ENOSPC) from a chosen write on (a real

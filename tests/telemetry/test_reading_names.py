@@ -1,6 +1,6 @@
 """One word, one thing: a "reading" is an endpoint's scrape as the app shows and records it
 (`EndpointReading`, and the fleet's subclass); a backend's compact view of one page is a
-`PageSnapshot` (issue 12: `backends/base.py:Reading` meant a counter snapshot)."""
+`PageSnapshot` (never a `Reading`, which once meant a counter snapshot there)."""
 
 from __future__ import annotations
 

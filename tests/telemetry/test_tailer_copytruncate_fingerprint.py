@@ -1,7 +1,7 @@
 """A copytruncate is seen by the first bytes' fingerprint when size and the bytes before the old offset
 say nothing: the new content is longer, and repeats the old content's last lines exactly at the old offset
-(a server that prints the same heartbeat line again and again). `tail -F` loses none of it; neither may we
-(issue 11, item 9)."""
+(a server that prints the same heartbeat line again and again). `tail -F` loses none of it; neither may
+we."""
 
 from __future__ import annotations
 
