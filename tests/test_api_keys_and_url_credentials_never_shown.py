@@ -1,4 +1,4 @@
-"""Issue 20, secrets: a key no header may carry is refused by the variable's name, never printed; every config
+"""Secrets: a key no header may carry is refused by the variable's name, never printed; every config
 diff masks credential values (`config set` too); a URL with a user or password is refused, never echoed."""
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_sanitize_bench import hostile_burst
 from tests.tune.test_advisor import fitted
+from tests.untrusted import hostile_burst
 from tui.atomic import write_file
 from tui.bench.burst_store import save_burst
 from tui.bench.report.export import export as export_burst

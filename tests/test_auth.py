@@ -1,5 +1,5 @@
 """API keys (tui/auth.py): read only from the variable a setting names, sent only as a Bearer header,
-and that header is built in one place for every client of an endpoint (issue 12)."""
+and that header is built in one place for every client of an endpoint."""
 
 from __future__ import annotations
 

@@ -123,7 +123,7 @@ def test_per_position_bars_use_percent() -> None:
 def test_window_text() -> None:
     assert window_text(8.0, 60.0, 12.0) == "restarted 12 s ago · window 8 s of 1 min"
     assert window_text(50.0, 60.0, None) is None
-    # Its start unknown (issue 22 item 5): before the new process' first reading, never "0 s ago".
+    # Its start unknown: before the new process' first reading, never "0 s ago".
     assert window_text(None, 60.0, None, 6.5) == "restarted over 6 s ago"
     assert window_text(8.0, 60.0, 12.0, 5.0) == "restarted 12 s ago · window 8 s of 1 min"
 

@@ -7,9 +7,8 @@ import unicodedata
 
 import pytest
 
+from tests.untrusted import HOSTILE
 from tui.sanitize import REPLACEMENT, drop_controls, json_safe, safe_line, safe_text, strip_escapes
-
-HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;aGVsbG8=\x07evil\x9b31m\u202e"
 
 
 def dangerous(text: str) -> list[str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench_engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bursts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from timed_server import Behaviour, TimedServer

@@ -1,4 +1,4 @@
-"""Issue 20: two `spectop config set` of different keys at the same moment both land (a lock around read,
+"""Two `spectop config set` of different keys at the same moment both land (a lock around read,
 change and save); `config show` / `set` on a FIFO or anything not a regular file is refused at once."""
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ async def test_prometheus_failing_shows_as_such_never_as_zero(
         kinds = [(alert.endpoint, alert.kind) for alert in app.alerts.active()]
         assert kinds.count((SOURCE_NAME, "source_down")) == 1  # one alert for Prometheus
         assert [kind for kind in kinds if kind[1] == "down"] == [("10.1.0.40:8000", "down")]  # up == 0
-        # Only the rows on the screen are drawn (issue 25): those below are drawn as they scroll in.
+        # Only the rows on the screen are drawn: those below are drawn as they scroll in.
         for scrolled in (False, True):
             if scrolled:
                 table.move_cursor(row=table.row_count - 1, animate=False)

@@ -80,7 +80,7 @@ def test_alert_after_sustained_and_cleared_when_back() -> None:
 
 
 def test_the_alert_text_follows_the_figures_in_the_vocabulary() -> None:
-    """Issue 25: the text was frozen at first firing and printed raw fractions ("0.318") while the row
+    """The text was frozen at first firing and printed raw fractions ("0.318") while the row
     showed "32%", and toasts "tokens/s 787": now the figures as every screen writes them, live."""
     alerts = ImbalanceAlerts(sustained_s=0)
     first = alerts.observe(0.0, [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": 0.318}, LIMITS)])

@@ -1,4 +1,4 @@
-"""Issue 25's fleet-table details: the summary row's cells at 200 instances, the group rows during a
+"""The fleet table's details: the summary row's cells at 200 instances, the group rows during a
 Prometheus outage, the model column of a llama.cpp instance, the fleet benchmark's quarter matcher."""
 
 from __future__ import annotations

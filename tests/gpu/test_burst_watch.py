@@ -1,7 +1,7 @@
 """BurstGpuWatch against fake exporter pages (rendered by the sim's GPU model): a power-capped arm is
 throttled with a warning under the burst table, arms on the same GPUs have no energy (not a split guess),
 an arm without a GPU source says why; under the alternate schedule an arm on shared GPUs has its energy
-over its own rounds (issue 22 item 4)."""
+over its own rounds."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ async def test_an_arm_without_gpu_source_says_why() -> None:
 
 
 async def test_shared_gpus_under_the_alternate_schedule_have_energy_over_each_arms_own_rounds() -> None:
-    # Issue 22 item 4: "–" for both arms, though under the alternate schedule only one arm runs at a time.
+    # "–" for both arms, though under the alternate schedule only one arm runs at a time.
     watch, start, end = await _shared_gpus_watched()
     third = (end - start) / 3
     a_rounds = [(start, start + third), (start + 2 * third, end)]

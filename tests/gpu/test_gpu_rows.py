@@ -1,4 +1,4 @@
-"""Issue 24 item 5: one row per GPU (the GPU screen, `g`; the detail screen's GPU section, `G`): memory bar,
+"""One row per GPU (the GPU screen, `g`; the detail screen's GPU section, `G`): memory bar,
 utilisation, power, temperature, clocks, throttle reasons, and NVML's processes; whole parts only at every
 width."""
 

@@ -61,7 +61,7 @@ def test_a_running_server_at_95_percent_with_speculation(tmp_path: Path) -> None
 def test_the_advice_never_suggests_the_value_already_set(
     tmp_path: Path, fraction: float, suggested: str
 ) -> None:
-    """Issue 25: "lower to 0.85" when it was 0.85."""
+    """The fix never says "lower to 0.85" of a value that is 0.85 already."""
     (finding,) = gpu_findings(_doc(_vllm(tmp_path, fraction)), _gpus(77))
     assert finding.fix.startswith(f"lower gpu_memory_utilization to {suggested},"), finding.fix
 

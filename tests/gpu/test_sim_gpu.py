@@ -139,7 +139,7 @@ async def test_demo_sims_serve_their_gpus_to_the_endpoints() -> None:
 
 
 def test_power_follows_the_load_averaged_not_each_request() -> None:
-    """Issue 24: a light load (one short request now and then) kept the summed power of 8 GPUs flipping
+    """A light load (one short request now and then) kept the summed power of 8 GPUs flipping
     between idle (575 W) and 2.3 kW from one reading to the next; the power is a running average now."""
     from tui.sim.gpu_page import IDLE_POWER_W, SimGpus
 

@@ -1,4 +1,4 @@
-"""Issue 24 item 8: `/sim/control` answers errors in plain words, rejects `{"acceptance": 2}`, is described in
+"""`/sim/control` answers errors in plain words, rejects `{"acceptance": 2}`, is described in
 `spectop sim --help`; a sim started with `--parent-pid` stops when that parent is SIGKILLed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Impossible figures from a bad page (issue 20), dropped and counted, never shown: one counter going
+"""Impossible figures from a bad page, dropped and counted, never shown: one counter going
 backwards alone while the others rise is an inconsistent page (not a restart); accepted > drafted, a KV
 gauge above 1 and a negative queue are dropped with a note; after a change of k, per-position acceptance
 is unknown with a note saying why."""

@@ -1,4 +1,4 @@
-"""Issue 24 item 9: the first reading shows what the server's counters say since it started.
+"""The first reading shows what the server's counters say since it started.
 
 One scrape has no increase: the window's figures are unknown and the rates say they need a second scrape,
 but the counters count from the server's start, so acceptance, mean length, per position, prefix-cache

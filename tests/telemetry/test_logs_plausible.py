@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (real log lines)
-"""Garbled lines with impossible figures are dropped and counted as unread, never shown (issue 10, item 9)."""
+"""Garbled lines with impossible figures are dropped and counted as unread, never shown."""
 
 from __future__ import annotations
 

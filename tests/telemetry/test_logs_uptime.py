@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (real log lines)
-"""llama.cpp stamps lines with the time since start, not a wall time (issue 10, item 12): `spectop logs` gives
+"""llama.cpp stamps lines with the time since start, not a wall time: `spectop logs` gives
 that stamp apart as `uptime`, and `time` is the wall time only when it is known."""
 
 from __future__ import annotations

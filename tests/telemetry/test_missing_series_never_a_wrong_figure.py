@@ -1,4 +1,4 @@
-"""Issue 10 item 2 on the dashboard's path (EndpointMonitor over real sockets) and through `spectop snapshot`:
+"""On the dashboard's path (EndpointMonitor over real sockets) and through `spectop snapshot`:
 a series NaN or missing in one scrape never gives a wrong figure, and where the figure cannot be known it
 is None with the reason in `notes`."""
 
@@ -17,7 +17,7 @@ from tui.telemetry.monitor import EndpointMonitor
 from tui.telemetry.window import ScrapeWindow
 
 LABELS = 'engine="0",model_name="m"'
-LIFETIME = 10_000_000.0  # the issue's lifetime counter of 10 M
+LIFETIME = 10_000_000.0  # a lifetime counter of 10 M
 
 
 def page(generated: float | str, drafts: float | str, accepted: float | str) -> bytes:
@@ -71,7 +71,7 @@ async def test_a_nan_in_the_newest_scrape_does_not_pull_the_figures_down(
 async def test_a_nan_in_one_scrape_mid_window_never_inflates_the_dashboard(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The issue: 1,111,255 tok/s against a true 100, acceptance 47.25, mean length 95.5.
+    # Once shown: 1,111,255 tok/s against a true 100, acceptance 47.25, mean length 95.5.
     pages = [page(*steady(second)) for second in range(10)]
     pages[5] = page("NaN", "NaN", "NaN")
     for reading in await _readings(pages, monkeypatch):

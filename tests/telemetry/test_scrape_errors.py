@@ -119,8 +119,8 @@ async def test_monitor_reading_and_counter_restart_through_the_socket(
     rates = [reading.figures.generation_tokens_per_s for reading in readings]
     assert rates[0] is None
     assert rates[1] == pytest.approx(100.0)
-    # The page has no start time: the new process' 30 tokens cover an unknown part of the 10 s (issue 22
-    # item 5: not 30 / 10 s), so no rate; from its first reading on, +1000 in 10 s (not 1030 / 20 s).
+    # The page has no start time: the new process' 30 tokens cover an unknown part of the 10 s (not
+    # 30 / 10 s), so no rate; from its first reading on, +1000 in 10 s (not 1030 / 20 s).
     assert rates[2] is None
     assert rates[3] == pytest.approx(1000 / 10)
     assert readings[3].figures.restarted_in_window

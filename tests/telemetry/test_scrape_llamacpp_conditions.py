@@ -71,7 +71,7 @@ async def test_counters_too_coarse_to_count_requests_give_none() -> None:
     async with FakeLlamaServer(tokens=900_000, seconds=20_000.0) as server:
         results = await _run(server, second_scraper=False, rounds=3)
     assert all(figures.requests_per_s is None for figures, _, _ in results)
-    # Nobody else scrapes: the note names the printed digits, not another scraper (issue 22 item 5).
+    # Nobody else scrapes: the note names the printed digits, not another scraper.
     for figures, _, _ in results:
         for name in ("requests_per_s", "tpot_mean_s"):
             assert "6 significant digits" in figures.notes[name]
@@ -198,7 +198,7 @@ async def test_k_change_with_restart_starts_per_position_afresh() -> None:
     assert figures.per_position_acceptance == pytest.approx([16 / 20, 12 / 20, 8 / 20, 4 / 20])
     assert figures.acceptance_rate == pytest.approx(40 / 80)
     assert figures.restarted_in_window and figures.window_short
-    # Since it started (issue 22 item 5), not since the old process' last reading.
+    # Since it started, not since the old process' last reading.
     assert figures.covered_s == pytest.approx(5.0)
     assert "window still short: 5 s of 1 min" in figures.notes["window"]
 
@@ -261,7 +261,7 @@ async def test_a_killed_server_restarted_on_its_port_is_read_live_again(
     assert last.acceptance_rate == 1.0
     # Live from /slots: 64 finished + 80 decoded since the new process' first reading (its start, "2000",
     # is not on this clock: it started at some time between 101 and 110), not the finished requests
-    # only, and not over the 9 s it was down (issue 22 item 5: the old (64 + 80) / 11 s).
+    # only, and not over the 9 s it was down (not (64 + 80) / 11 s).
     assert last.generation_tokens_per_s == pytest.approx((64 + 80) / (112.0 - 110.0))
     assert "generation_tokens_per_s" not in last.notes
     assert "the figures count from its first reading (2 s ago)" in last.notes["window"]

@@ -214,7 +214,7 @@ def _vllm_counter_page(generated: float, started: float | None) -> bytes:
 
 async def test_restart_inside_the_snapshot_window_counts_from_the_start_and_says_so() -> None:
     # 1,000,000 tokens before; the server restarted 0.5 s before the second reading (its start stamp says
-    # so) and generated 300 since. Issue 22 item 5: not 300 over the whole window, not "restarted 0 s ago".
+    # so) and generated 300 since. Not 300 over the whole window, not "restarted 0 s ago".
     def restarted() -> bytes:
         return _vllm_counter_page(300, time.time() - 0.5)
 

@@ -1,4 +1,4 @@
-"""Issue 10 through the CLI users run: `spectop snapshot --window S --json` (and the table) against a real
+"""Through the CLI users run: `spectop snapshot --window S --json` (and the table) against a real
 llama-server stand-in doing the bad thing during the window. A figure that cannot be known is None with
 its reason in `notes`, never a wrong number."""
 
@@ -16,7 +16,7 @@ from metrics_test_server import Reply, ReplyServer
 from test_snapshot_cli import spectop
 from test_window_real_conditions import _sglang_ttft
 
-# Past 40k tokens (the issue's condition): the old tolerance grew with this counter.
+# Past 40k tokens (where it once went wrong): the old tolerance grew with this counter.
 BUSY = {"tokens": 50_000.0, "seconds": 52.345, "prompt_tokens": 9000.0, "prompt_seconds": 3.1}
 # Three requests of 64 tokens in the window, at different speeds (the gauge then depends on which ones
 # it covers): what a request rate over the window must be built from.
@@ -57,7 +57,7 @@ async def _snapshot(second_scraper: bool, *extra: str) -> tuple[int, str, str, a
 
 
 async def test_snapshot_json_with_a_second_scraper_gives_no_request_rate() -> None:
-    # The issue: 9.2, 5.2, 24.4 req/s against a true 2.7, TPOT 1.20 ms against 1.05.
+    # Once shown: 9.2, 5.2, 24.4 req/s against a true 2.7, TPOT 1.20 ms against 1.05.
     code, out, err, done = await _snapshot(True, "--json")
     assert done.is_set(), "the traffic did not happen inside the window"
     assert code == 0, err
@@ -68,7 +68,7 @@ async def test_snapshot_json_with_a_second_scraper_gives_no_request_rate() -> No
     # The token rate does not depend on the gauge: 192 tokens over a window of about 2 s.
     assert 192 / 5.0 <= record["generation_tokens_per_s"] <= 192 / 2.0 * 1.001
     # TPOT needs the count of finished requests (one first token each): unknown, with the reason, never
-    # the 1.20-against-1.05 guess of the issue.
+    # the old 1.20-against-1.05 guess.
     assert record["tpot_mean_s"] is None, record["tpot_mean_s"]
     assert "another client also scrapes /metrics" in record["notes"]["tpot_mean_s"]
 
@@ -117,7 +117,7 @@ async def _snapshot_across_a_restart(process_start: Callable[[], str]) -> dict:
 
 
 async def test_snapshot_across_a_llama_server_restart_counts_from_its_start() -> None:
-    # Issue 22 item 5: 50 tok/s against a true 185-215 (the new process' tokens over the whole window),
+    # 50 tok/s against a true 185-215 (the new process' tokens over the whole window),
     # "restarted 0 s ago" when it was 6.5 s before the last read. The start is on this machine's monotonic
     # clock (µs), half a second after the first reading.
     record = await _snapshot_across_a_restart(lambda: str(int((time.monotonic() + 0.5) * 1e6)))
@@ -138,7 +138,7 @@ async def test_snapshot_across_a_restart_of_a_llama_server_elsewhere_gives_no_ra
 
 
 async def test_snapshot_json_gives_a_first_bucket_quantile_as_a_bound() -> None:
-    # The issue: SGLang TTFT p50 read 50 ms when every sample fell in the first (≤ 100 ms) bucket and the
+    # Once: SGLang TTFT p50 read 50 ms when every sample fell in the first (≤ 100 ms) bucket and the
     # mean was 6.5 ms. The JSON keeps the interpolated value but says it is only "below 100 ms".
     pages = [_sglang_ttft([0] * 8, 0.0), _sglang_ttft([40] * 8, 40 * 0.0065)]
     async with ReplyServer([Reply(text.encode()) for text in pages]) as server:

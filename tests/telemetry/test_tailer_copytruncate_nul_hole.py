@@ -1,4 +1,4 @@
-"""copytruncate beside a writer not in append mode (issue 20): the writer's next line lands at its old offset,
+"""copytruncate beside a writer not in append mode: the writer's next line lands at its old offset,
 after a hole of NUL bytes; the first line after the hole must be read, as `tail -F` shows it."""
 
 from __future__ import annotations

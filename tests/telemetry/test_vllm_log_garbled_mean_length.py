@@ -1,4 +1,4 @@
-"""A garbled current-format vLLM SpecDecoding line with "Mean acceptance length: 0.50" (issue 20): the
+"""A garbled current-format vLLM SpecDecoding line with "Mean acceptance length: 0.50": the
 old-format heuristic (the mean length excluded the bonus token until 2025-05-09) made it 1.50; the current
 format always counts the bonus token, so the event is impossible: dropped and counted as unread."""
 

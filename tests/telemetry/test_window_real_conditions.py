@@ -97,7 +97,7 @@ def test_draft_positions_changing_without_a_visible_restart_start_afresh() -> No
     window.add(scrape(page(1300, [1144, 845, 70, 25]), 30.0))
     assert window.figures().per_position_acceptance == pytest.approx([0.88, 0.65, 0.60, 0.20])
     assert window.figures().covered_s == pytest.approx(10.0)
-    # The card is told the window is still short (issue 10 item 5).
+    # The card is told the window is still short.
     assert (
         window.figures().window_short
         and "window still short: 10 s of 1 min" in window.figures().notes["window"]
@@ -181,7 +181,7 @@ def test_one_series_reset_alone_counts_from_zero_without_restarting_the_window()
     window.add(scrape(page(1e6, 5e5), 0.0))
     window.add(scrape(page(1e6 + 1000, 5e5 + 500), 10.0))
     window.add(scrape(page(1e6 + 2000, 200), 20.0))  # engine 1 reset: 200 tokens since
-    # One page with one counter lower is not believed yet (issue 20: it could be one garbled line)...
+    # One page with one counter lower is not believed yet (it could be one garbled line)...
     assert window.dropped_pages == 1
     assert window.figures().generation_tokens_per_s == pytest.approx((1000 + 500) / 10)
     window.add(scrape(page(1e6 + 3000, 300), 30.0))  # ...lower again on the next: reset alone

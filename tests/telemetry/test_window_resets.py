@@ -61,7 +61,7 @@ def test_restart_at_an_unknown_time_has_no_rates_then_counts_from_its_first_read
     window.add(scrape(page(10_500.0, 420, 630), 5.0))
     window.add(scrape(page(40.0, 2, 3), 10.0))  # the server restarted; the page has no start time
     f = window.figures()
-    # Issue 22 item 5: its 40 tokens are from some time after 5.0, not from 5.0 on (the old 40 / 5 s):
+    # Its 40 tokens are from some time after 5.0, not from 5.0 on (the old 40 / 5 s):
     # no rate, and why; the ratios of its counts from zero are fine.
     assert f.generation_tokens_per_s is None
     assert "restarted inside the window at a time not known" in f.notes["generation_tokens_per_s"]
@@ -97,7 +97,7 @@ def stamped(text: str, at: float) -> Scrape:
 
 
 def test_restart_seen_by_created_timestamp_counts_from_it() -> None:
-    # Issue 22 item 5: the restart 6.5 s before the last read said "restarted 0 s ago", and the new
+    # The restart 6.5 s before the last read said "restarted 0 s ago", and the new
     # process' tokens were divided by the whole window.
     window = ScrapeWindow(window_s=60.0)
     window.add(stamped(page(100.0, created=EPOCH - 600), 0.0))

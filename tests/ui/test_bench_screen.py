@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Footer, Input, Select
 from textual.widgets._footer import FooterKey
 from ui_waiting import wait_for
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench_engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bursts"))
 from timed_server import Behaviour, TimedServer
 
 from tui.bench.burst_store import list_bursts, save_burst

@@ -144,7 +144,7 @@ async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> N
         assert "restarted during the window" in table
 
 
-# --- issue 13, item 3: down for how long and where, "scraped … ago", badges at 80 columns, model names ----
+# --- down for how long and where, "scraped … ago", badges at 80 columns, model names ---------------------
 
 
 def _history(spells: list[tuple[float, bool]]) -> EndpointSeries:
@@ -308,7 +308,7 @@ async def test_card_title_shortens_the_model_from_the_left() -> None:
         assert len(title) <= 76
 
 
-# --- issue 13, item 4: the detail's charts on a card that has the room; per position that fits; labels ----
+# --- the detail's charts on a card that has the room; per position that fits; labels ---------------------
 
 
 def test_every_alert_kind_has_a_badge_label() -> None:

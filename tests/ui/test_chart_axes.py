@@ -1,4 +1,4 @@
-"""Detail charts with axes (issue 13, item 5): the y range at the left, a time axis under them, and markers
+"""Detail charts with axes: the y range at the left, a time axis under them, and markers
 for restarts and config changes at the time they happened. Pure drawing functions, no app; then the app."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sparklines and charts that do not lie (issue 10, item 11): zero at the bottom, noise as a ripple, no solid
+"""Sparklines and charts that do not lie: zero at the bottom, noise as a ripple, no solid
 block from zero, and the range printed next to the picture."""
 
 from __future__ import annotations

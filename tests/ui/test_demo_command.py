@@ -78,7 +78,8 @@ def _reaped(pid: int) -> bool:
 
 
 def test_a_sim_that_dies_is_reaped_reported_and_started_again_once_fixed() -> None:
-    """Issue 11 item 12: k=16 + save & restart left a zombie that `kill -HUP` "restarted"."""
+    """A sim that dies after save & restart with k=16 (CUDA out of memory) is reaped and its death reported
+    once with the reason: no zombie is left for `kill -HUP` to "restart"."""
     deaths: list[str] = []
     with demo_sims(background_load_rps=0.5) as sims:
         sims.on_exit = deaths.append

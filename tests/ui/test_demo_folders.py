@@ -1,4 +1,4 @@
-"""Issue 24 item 8: the next demo removes the folders of demos that were killed, and only those; the
+"""The next demo removes the folders of demos that were killed, and only those; the
 burst screen of the demo is A = MTP off, B = MTP on whichever card is focused."""
 
 from __future__ import annotations

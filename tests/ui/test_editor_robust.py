@@ -48,7 +48,7 @@ def line_of(raw: TextArea, prefix: str) -> int:
 
 
 async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(config_toml: Path) -> None:
-    """Issue 11 item 7: a key typed and erased at once over a key line raised NoMatches('.field-help')."""
+    """A key typed and erased at once over a key line raises nothing (it once raised NoMatches)."""
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
@@ -159,7 +159,7 @@ async def ask_cancel_ask_answer(pilot, first_key: str, second_key: str, answer: 
 
 @pytest.mark.parametrize("key", ["ctrl+q", "ctrl+c"])
 async def test_quitting_spectop_edit_asks_and_saves(config_toml: Path, key: str) -> None:
-    """Issue 11 item 8: ctrl+q quit at once and the edits were lost."""
+    """ctrl+q / ctrl+c with unsaved edits ask first (and can save) instead of quitting and losing them."""
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
@@ -231,7 +231,7 @@ def closed_port() -> int:
 async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
     config_toml: Path, tmp_path: Path
 ) -> None:
-    """Issue 11 item 12: the wait ran for minutes and said nothing about why."""
+    """The restart's health wait is under a minute and says why it failed (the log's last errors)."""
     assert RestartDialog(["true"], None, None).health_timeout_s <= 60  # never minutes by default
     crash = oom_log(tmp_path)
     log = tmp_path / "endpoint.log"

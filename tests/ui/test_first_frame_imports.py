@@ -1,4 +1,4 @@
-"""Issue 24 (instant start): the dashboard's first frame with figures imports only what it draws.
+"""The dashboard's first frame with figures imports only what it draws.
 
 In a fresh interpreter (what a user's `spectop --endpoint URL` is), one endpoint scraped once from a real
 local server: once its card shows the figures, none of the modules of other screens and modes is

@@ -1,4 +1,4 @@
-"""Issue 24 item 9: the first frame shows what the server already knows, marked, until two scrapes exist.
+"""The first frame shows what the server already knows, marked, until two scrapes exist.
 
 A real local server answers the reference vLLM page (metrics_t0.txt): after one scrape the card shows the
 acceptance, mean length and per position since the server started with the lifetime mark, says so on its

@@ -1,5 +1,5 @@
 """One figure vocabulary: the same Figures read the same on the card, the detail table, the detail chart
-and in `spectop snapshot`'s table (issue 12)."""
+and in `spectop snapshot`'s table."""
 
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ def test_a_burst_report_and_the_fleet_table_read_like_the_card_and_the_snapshot(
 
 
 def test_latency_rounding_carries_into_the_next_unit() -> None:
-    """Issue 24: 9.96 ms is "10 ms" (not "10.0 ms", 7 characters), 999.6 ms is "1.00 s" (not "1000 ms")."""
+    """9.96 ms is "10 ms" (not "10.0 ms", 7 characters), 999.6 ms is "1.00 s" (not "1000 ms")."""
     from tui.format import fmt_latency
 
     cases = {

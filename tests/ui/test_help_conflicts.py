@@ -1,4 +1,4 @@
-"""Issue 24 item 7: no help lists a key twice with two meanings, descriptions are whole, and a toast
+"""No help lists a key twice with two meanings, descriptions are whole, and a toast
 never covers a dialog's keys.
 
 Every screen is opened in a live app (and the dialogs pushed on it), with each focus that brings keys

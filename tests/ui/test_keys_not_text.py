@@ -1,4 +1,4 @@
-"""Issue 24 item 1: a letter is a command unless the user chose to type (enter or i, esc cancels).
+"""A letter is a command unless the user chose to type (enter or i, esc cancels).
 
 On a freshly opened editor, burst form and tune form, `?` opens the help and `q` quits, and no field's
 value changes; `i` then types into the focused field, esc cancels and the letters are keys again.

@@ -1,4 +1,4 @@
-"""Issue 24 item 4: the log viewer (`l`): the tail of a large file at once, older pages on demand, search
+"""The log viewer (`l`): the tail of a large file at once, older pages on demand, search
 with `/` `n` `N`, the next error or warning (`e` `E`), follow and wrap on / off, figures highlighted,
 access lines hidden and counted."""
 

@@ -1,5 +1,5 @@
 """Save & restart in the config editor: the card says "restarting", and "endpoint down" is raised only if the
-restart fails (issue 10, item 10). Against a real `spectop sim` process restarted by SIGHUP."""
+restart fails. Against a real `spectop sim` process restarted by SIGHUP."""
 
 from __future__ import annotations
 

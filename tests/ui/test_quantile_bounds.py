@@ -1,4 +1,4 @@
-"""Issue 24 item 3: one rule wherever a quantile appears. A quantile inside the first bucket reads as the
+"""One rule wherever a quantile appears. A quantile inside the first bucket reads as the
 bound ("< 100 ms"), beyond the last as "> 10 s", on the card, the table view, the detail table and
 `spectop snapshot` alike; the charts leave such samples out (a gap) and say why, never plotting the
 interpolated value (95 ms, or 50 ms for a p50) as if it were measured."""

@@ -1,4 +1,4 @@
-"""Issue 24 item 10: the dialogs ctrl+r opens say "save & restart", not plain "save" / "run"."""
+"""The dialogs ctrl+r opens say "save & restart", not plain "save" / "run"."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ def test_detail_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) 
 
 
 def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
-    """`G`: the detail screen's GPU section as one row per GPU (issue 24), NVML's processes under each."""
+    """`G`: the detail screen's GPU section as one row per GPU, NVML's processes under each."""
     from tui.gpu.models import REASON_SW_POWER_CAP, GpuProcess, GpuSample
     from tui.gpu.monitor import NVML_SOURCE, EndpointGpus
     from tui.screens.detail import DetailScreen
@@ -75,7 +75,7 @@ def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., Spec
     assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=gpu_rows)
 
 
-# --- issue 13: every screen at 80x24, 120x36 and 200x50 ---------------------------------------------------
+# --- every screen at 80x24, 120x36 and 200x50 -------------------------------------------------------------
 
 SIZES = [(80, 24), (120, 36), (200, 50)]
 

@@ -1,4 +1,4 @@
-"""Issue 24 item 6: the table view's columns are the user's (choose, order, sort only by visible ones with
+"""The table view's columns are the user's (choose, order, sort only by visible ones with
 the ▲/▼ marker, remembered in state.json), and the command palette lists every action of the screen."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SIGTERM / SIGHUP end a spectop TUI like `q` does (issue 20): the terminal is given back (alternate screen
+"""SIGTERM / SIGHUP end a spectop TUI like `q` does: the terminal is given back (alternate screen
 left, mouse reporting off), and `spectop demo` whose terminal closed exits instead of spinning in Textual's
 input thread (the main thread was left waiting for it: 100% of a core, the simulators already stopped)."""
 

@@ -1,0 +1,83 @@
+"""`spectop --completion SHELL` and `spectop --version`, run as a user would (a subprocess)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+
+
+def _spectop(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "tui", *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+
+
+def test_version_is_the_installed_packages() -> None:
+    result = _spectop("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"spectop {version('spectop')}"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_script_names_every_command(shell: str) -> None:
+    result = _spectop("--completion", shell)
+    assert result.returncode == 0, result.stderr
+    for command in ("demo", "snapshot", "logs", "sim", "config", "edit", "bench", "replay", "launch"):
+        assert command in result.stdout
+    assert "--flavor" in result.stdout or "-l flavor" in result.stdout
+
+
+def test_unknown_shell_is_a_usage_error() -> None:
+    result = _spectop("--completion", "tcsh")
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr
+
+
+BASH_DRIVER = """
+source "$1"
+complete_for() {
+    COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=()
+    _spectop_complete
+    echo "${COMPREPLY[*]}"
+}
+shift
+"""
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        (["spectop", ""], "demo snapshot logs sim config edit bench tune replay"),
+        (["spectop", "si"], "sim"),
+        (["spectop", "sim", "--flavor", ""], "vllm sglang llamacpp"),
+        (["spectop", "config", ""], "show get set lint launch example"),
+        (["spectop", "config", "example", ""], "vllm vllm-off sglang client spectop"),
+        (["spectop", "config", "example", "s"], "sglang spectop"),
+        (["spectop", "config", "launch", "--format", "y"], "yaml"),
+        (["spectop", "--completion", "f"], "fish"),
+    ],
+)
+def test_bash_completes_commands_options_and_choices(tmp_path: Path, words: list[str], expected: str) -> None:
+    script = tmp_path / "spectop.bash"
+    script.write_text(_spectop("--completion", "bash").stdout, encoding="utf-8")
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    driver = BASH_DRIVER + 'complete_for "$@"\n'
+    result = subprocess.run(
+        ["bash", "-c", driver, "bash", str(script), *words],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected

@@ -1,0 +1,107 @@
+"""The command line says what happened in words: the command a mistyped option belongs to and the option
+meant, a dry run that wrote nothing, a file that is not a log, what a TOML file is missing and where, and
+the lint findings a `config set` causes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tui.configs.document import TomlDocument
+from tui.configs.errors import ConfigSyntaxError
+from tui.paths import sample_configs_dir
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def spectop(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    target = tmp_path / "config.toml"
+    shutil.copy(sample_configs_dir() / "config.toml", target)
+    return target
+
+
+def test_a_mistyped_option_shows_its_commands_usage_and_the_option_meant() -> None:
+    shown = spectop("snapshot", "--windw", "3")
+    assert shown.returncode == 2
+    assert shown.stderr.startswith("usage: spectop snapshot ")
+    assert "spectop snapshot: error: unrecognized arguments: --windw (did you mean --window?)" in shown.stderr
+
+
+def test_a_mistyped_option_of_a_config_action_names_that_action(config: Path) -> None:
+    shown = spectop("config", "set", str(config), "model.max_model_len", "4096", "--dryrun")
+    assert shown.returncode == 2
+    assert shown.stderr.startswith("usage: spectop config set ")
+    assert "unrecognized arguments: --dryrun (did you mean --dry-run?)" in shown.stderr
+
+
+def test_a_dry_run_says_nothing_was_written(config: Path) -> None:
+    before = config.read_bytes()
+    shown = spectop("config", "set", str(config), "model.max_model_len", "4096", "--dry-run")
+    assert shown.returncode == 0
+    assert "+max_model_len = 4096" in shown.stdout
+    assert f"dry run: nothing was written to {config}" in shown.stderr
+    assert config.read_bytes() == before
+    written = spectop("config", "set", str(config), "model.max_model_len", "4096")
+    assert "dry run" not in written.stderr + written.stdout
+
+
+def test_set_shows_the_lint_findings_its_change_causes_and_only_those(config: Path) -> None:
+    shown = spectop("config", "set", str(config), "model.gpu_memory_utilization", "0.95")
+    assert shown.returncode == 0
+    assert "warning [gpu-memory-high-with-spec] model.gpu_memory_utilization" in shown.stderr
+    assert "fix: try 0.85" in shown.stderr
+    assert "mtp-layer-reuse" not in shown.stderr  # the file had that one before
+    again = spectop("config", "set", str(config), "model.gpu_memory_utilization", "0.96")
+    assert "gpu-memory-high-with-spec" not in again.stderr  # not new: the file had it
+
+
+def test_logs_of_a_binary_file_is_refused(tmp_path: Path) -> None:
+    binary = tmp_path / "server.log"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)))
+    shown = spectop("logs", str(binary))
+    assert shown.returncode == 2
+    assert f"{binary} is not a text log: it holds binary data (a NUL byte at offset 7)" in shown.stderr
+    # the NULs `copytruncate` can leave at a log's start do not make it binary
+    holed = tmp_path / "truncated.log"
+    holed.write_bytes(b"\x00" * 100 + b"INFO 12-05 07:00:00 [loggers.py:123] started\n")
+    assert spectop("logs", str(holed)).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "reason"),
+    [
+        ("[model]\nname = 'x'\n[speculative\n", 3, 13, "missing ']' to close the table header [speculative"),
+        ("[[servers\n", 1, 10, "missing ']]' to close the array-of-tables header [[servers"),
+        ("a = [1, 2\nb = 3\n", 1, 5, "missing ']' to close the array opened here"),
+        ("a = {b = 1\n", 1, 5, "missing '}' to close the inline table opened here"),
+        ('name = "x\n', 1, 10, "missing the closing quote: the string runs to the end of the line"),
+        ("a =\n", 1, 4, "missing the value after '='"),
+        ('a = "[" # [\nb = [1, # ]\n', 2, 5, "missing ']' to close the array opened here"),
+    ],
+)
+def test_a_toml_syntax_error_says_what_is_missing_and_where(
+    text: str, line: int, column: int, reason: str
+) -> None:
+    with pytest.raises(ConfigSyntaxError) as raised:
+        TomlDocument(text)
+    assert (raised.value.reason, raised.value.line, raised.value.column) == (reason, line, column)
+
+
+def test_config_names_the_file_line_and_column_of_a_missing_bracket(config: Path) -> None:
+    config.write_text(config.read_text().replace("[speculative]", "[speculative"), encoding="utf-8")
+    shown = spectop("config", "get", str(config), "model.name")
+    assert shown.returncode == 1
+    assert "Unexpected character" not in shown.stderr
+    assert f"{config}: line " in shown.stderr
+    assert ": missing ']' to close the table header [speculative" in shown.stderr

@@ -1,0 +1,262 @@
+"""Nothing from a server, a log file, a recording or Prometheus reaches the terminal raw on the dashboard and
+the screens it opens: the card and its toasts, the detail screen with its log pane and replayed notes, the
+alerts screen, the guard's dialog, the tune screen's diff, the restart dialog and the fleet dashboard; and the
+net under every widget (`tui.ui.terminal_guard`: a label that forgot `safe_line` still writes nothing raw).
+Each is drawn to the bytes Textual would write to the terminal.
+
+The model name on a real local /metrics server and an OOM line in a real log file carry an OSC that retitles
+the pane, a CSI that clears the screen, an OSC 52 clipboard write, an 8-bit CSI and a bidi override.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from recording_factory import recording_lines
+from rich.text import Text
+from terminal_bytes import (
+    CONTROLS,
+    OneScreenApp,
+    assert_clean,
+    assert_nothing_injected,
+    region_text,
+    terminal_output,
+)
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Header, Static
+from textual.widgets._toast import Toast
+from ui_waiting import wait_for
+
+from tests.fleet.fake_fleet import fleet_app, fleet_settings
+from tests.fleet.fake_prometheus import FakePrometheus
+from tests.untrusted import HOSTILE, OOM_LINE, Reply, ReplyServer, hostile_fleet, hostile_page
+from tui.paths import themes_dir
+from tui.screens.alerts import AlertsScreen
+from tui.screens.detail import DetailScreen
+from tui.screens.guard import GuardDialog
+from tui.screens.tune import TuneScreen
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.sources.fleet import SOURCE_NAME
+from tui.telemetry.alerts import AlertEngine
+from tui.telemetry.reading import EndpointReading
+from tui.tune.runner import TuneOptions, TuneRun
+from tui.ui.app import SpectopApp
+from tui.ui.terminal_guard import guard_drawn_text, is_guarded
+from tui.widgets.config_dialogs import RestartDialog
+from tui.widgets.endpoint_card import EndpointCard
+from tui.widgets.figure_table import FigureTable
+from tui.widgets.fleet_table import FleetTable
+from tui.widgets.log_pane import LogPane
+
+# A model name as the guard's decision and the config diff quote it.
+HOSTILE_DIFF = f'--- a/c.toml\n+++ b/c.toml\n@@ -1 +1 @@\n-name = "{HOSTILE}"\n+enabled = false\n'
+
+
+# --- a live endpoint: the card, its toasts, the detail and alerts screens --------------------------------
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ReplyServer]:
+    async with ReplyServer(
+        [Reply(hostile_page("metrics_t0.txt")), Reply(hostile_page("metrics_t1.txt"))]
+    ) as s:
+        yield s
+
+
+@asynccontextmanager
+async def hostile_app(server: ReplyServer, tmp_path: Path) -> AsyncIterator[tuple[SpectopApp, Pilot[int]]]:
+    """The app once the hostile model name is on the card and the hostile OOM line raised its alert."""
+    log = tmp_path / "server.log"  # appears once the app runs: the tailer then reads it from its start
+    endpoint = EndpointSettings(name="x", url=server.url, backend="vllm", log_file=log)
+    settings = Settings(poll_interval_s=0.25, window_s=1.0, alerts=AlertSettings(sustained_s=0.5),
+                        endpoints=[endpoint])  # fmt: skip
+    app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)  # type: ignore[arg-type]
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        card = app.screen.query_one(EndpointCard)
+        await wait_for(pilot, lambda: "evil" in card.data.title())
+        log.write_text(OOM_LINE + "\n" + f"(APIServer pid=1) INFO 05-01 14:39:07 [x.py:1] {HOSTILE}\n")
+        await wait_for(pilot, lambda: any(alert.kind == "oom" for alert in app.alerts.active("x")))
+        await wait_for(pilot, lambda: "CUDA out of memory" in str(card.render()))
+        yield app, pilot
+
+
+async def test_card(server: ReplyServer, tmp_path: Path) -> None:
+    async with hostile_app(server, tmp_path) as (app, pilot):
+        card = app.screen.query_one(EndpointCard)
+        await assert_nothing_injected(pilot, card, "x · vllm · evil")  # the title: the model name
+        await assert_nothing_injected(pilot, card, "CUDA out of memory. evil")  # the badge line: the alert
+
+
+async def test_toast(server: ReplyServer, tmp_path: Path) -> None:
+    async with hostile_app(server, tmp_path) as (app, pilot):
+        await wait_for(pilot, lambda: bool(app.screen.query(Toast)))
+        await assert_nothing_injected(pilot, app.screen.query(Toast).last(), "memory. evil")
+
+
+async def test_detail_screen_and_log_pane(server: ReplyServer, tmp_path: Path) -> None:
+    async with hostile_app(server, tmp_path) as (app, pilot):
+        await app.push_screen(DetailScreen(app.context, "x"))
+        await wait_for(pilot, lambda: bool(app.screen.query(LogPane) and app.screen.query("HeaderTitle")))
+        await assert_nothing_injected(pilot, app.screen.query_one(Header), "x · vllm · evil")
+        log = app.screen.query_one(LogPane)
+        await assert_nothing_injected(pilot, log, "CUDA out of memory. evil")
+        await assert_nothing_injected(pilot, log, "14:39:07 evil")
+
+
+async def test_alerts_screen(server: ReplyServer, tmp_path: Path) -> None:
+    async with hostile_app(server, tmp_path) as (app, pilot):
+        await app.push_screen(AlertsScreen(app.board.alerts))
+        await wait_for(pilot, lambda: bool(app.screen.query(DataTable)))
+        await assert_nothing_injected(pilot, app.screen.query_one(DataTable), "CUDA out of memory. evil")
+
+
+# --- a replay: the figures' notes -------------------------------------------------------------------------
+
+
+def hostile_notes_recording(path: Path) -> Path:
+    lines = recording_lines()
+    for index, line in enumerate(lines):
+        if '"name":"mtp-on"' in line and '"kind":"reading"' in line:
+            reading = EndpointReading.model_validate_json(line)
+            reading.figures.notes["window"] = f"restarted {HOSTILE} during the window"
+            lines[index] = reading.model_dump_json()
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+async def test_replayed_notes_on_the_detail_screen(tmp_path: Path) -> None:
+    recording = hostile_notes_recording(tmp_path / "recording.jsonl")
+    app = SpectopApp(Settings(), replay_path=recording, replay_speed=0.0, theme_folders=[themes_dir()],
+                     remember_theme_choice=False)  # fmt: skip
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done and bool(app.screen.query(EndpointCard)))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        table = app.screen.query_one(FigureTable)
+        await wait_for(pilot, lambda: "evil" in region_text(app, table))
+        assert_clean(region_text(app, table), terminal_output(app))
+
+
+# --- the guard's dialog, the tune screen's diff, the restart dialog ---------------------------------------
+
+
+async def test_guard_offer_dialog() -> None:
+    dialog = GuardDialog.offering(f"x{HOSTILE}", f"acceptance 0.12 < 0.40 on {HOSTILE}", HOSTILE_DIFF)
+    async with OneScreenApp(dialog).run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: bool(pilot.app.screen.query("#guard-diff")))
+        screen = pilot.app.screen
+        figures, title = screen.query_one(".figures", Static), screen.query(Static).first()
+        await assert_nothing_injected(pilot, title, "guard · xevil")
+        await assert_nothing_injected(pilot, figures, "0.40 on evil")
+        await assert_nothing_injected(pilot, screen.query_one("#guard-diff"), '-name = "evil')
+
+
+async def test_guard_past_action_from_the_alerts_list() -> None:
+    alerts = AlertEngine()
+    alerts.note(f"x{HOSTILE}", 1_767_225_600.0, f"switched speculation off: {HOSTILE}", HOSTILE_DIFF)
+    async with OneScreenApp(AlertsScreen(alerts)).run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: bool(pilot.app.screen.query(DataTable)))
+        table = pilot.app.screen.query_one(DataTable)
+        await assert_nothing_injected(pilot, table, "switched speculation off: evil")
+        await pilot.press("enter")  # the guard action's diff
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, GuardDialog))
+        dialog = pilot.app.screen
+        await assert_nothing_injected(pilot, dialog.query_one(".figures"), "off: evil")
+        await assert_nothing_injected(pilot, dialog.query_one("#guard-diff"), '-name = "evil')
+
+
+async def test_tune_apply_diff_of_a_config_with_control_characters(tmp_path: Path) -> None:
+    """TOML allows C1 controls and bidi overrides in comments; the file name may hold anything."""
+    config = tmp_path / "c\x1b]0;PWNED\x07.toml"
+    config.write_text(
+        '[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 1  # evil\x9b31m\u202e\n', encoding="utf-8"
+    )
+    endpoint = EndpointSettings(name="x", url="http://127.0.0.1:1", config_file=config,
+                                restart_command=["true"])  # fmt: skip
+    tune = TuneRun(TuneOptions(config_file=config, endpoint=endpoint.url, restart_command=["true"],
+                               values=(0, 1, 2)))  # fmt: skip
+    result = await tune.prepare()
+    screen = TuneScreen(endpoint)
+    async with OneScreenApp(screen).run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: bool(screen.query("#diff")))
+        screen.tune, screen.result = tune, result.model_copy(update={"best": {result.concurrencies[0]: 2}})
+        screen.query_one("#tune-table", DataTable).focus()  # as after a sweep: a is the screen's key
+        await pilot.press("a")  # the diff of the best value, to confirm
+        await wait_for(pilot, lambda: screen.pending_apply == 2)
+        diff = screen.query_one("#diff", Static)
+        await assert_nothing_injected(pilot, diff, "# evil")
+        await assert_nothing_injected(pilot, diff, "+++ c.toml (new)")
+        await assert_nothing_injected(pilot, screen.query_one("#title", Static), "tune x: ")
+
+
+async def test_restart_dialog_output_and_the_logs_last_errors(tmp_path: Path) -> None:
+    """The restart command's output (a `docker restart`, a script tailing the server's log) and the
+    error lines of the endpoint's log, shown when the command failed."""
+    log = tmp_path / "server.log"
+    script = tmp_path / "restart.py"
+    script.write_text(f"import sys\nprint({HOSTILE!r})\nsys.exit(3)\n", encoding="utf-8")
+    dialog = RestartDialog([sys.executable, str(script)], None, None, log_file=log)
+    async with OneScreenApp(dialog).run_test(size=(100, 30)) as pilot:
+        log.write_text(OOM_LINE + "\n", encoding="utf-8")  # after the restart began: its own lines
+        await wait_for(pilot, lambda: bool(dialog.query("#restart-log")))
+        await assert_nothing_injected(pilot, dialog.query_one("#restart-log"), "evil")
+        status = dialog.query_one("#restart-status")
+        await wait_for(pilot, lambda: dialog.finished)
+        await assert_nothing_injected(pilot, status, "CUDA out of memory. evil")
+
+
+# --- the fleet dashboard: Prometheus's labels and its own error text ---------------------------------------
+
+
+async def test_fleet_table_and_the_prometheus_down_alert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))  # not the user's theme choice
+    fleet = hostile_fleet(40)  # enough for the table (a few get cards)
+    async with FakePrometheus(fleet.answer) as prometheus:
+        app = fleet_app(fleet_settings(prometheus.url))
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: len(app.readings) == 40 and bool(app.screen.query(FleetTable)))
+            await assert_nothing_injected(pilot, app.screen.query_one(FleetTable), "10.1.0.1evil")
+            error = {"status": "error", "errorType": f"bad{HOSTILE}", "error": f"query failed {HOSTILE}"}
+            fleet.failing = (422, error, 0.0)
+            await wait_for(pilot, lambda: any(a.kind == "source_down" for a in app.alerts.active()))
+            await wait_for(pilot, lambda: "Prometheus DOWN" in app.sub_title)
+            header = app.screen.query_one(Header)
+            await assert_nothing_injected(pilot, header, "Prometheus DOWN: Prometheus error (badevil")
+            await app.push_screen(AlertsScreen(app.board.alerts))
+            await wait_for(pilot, lambda: bool(app.screen.query(DataTable)))
+            alert = next(a for a in app.alerts.active() if a.kind == "source_down")
+            assert alert.endpoint == SOURCE_NAME
+            await assert_nothing_injected(pilot, app.screen.query_one(DataTable), "failing: error (badevil")
+
+
+# --- the net under every widget ----------------------------------------------------------------------------
+
+
+class RawLabel(App[None]):
+    """A widget that forgets the sanitizer: the hostile text straight into a Static."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"model {HOSTILE} end"), id="raw")
+
+
+async def test_the_net_under_every_widget() -> None:
+    assert guard_drawn_text() and is_guarded()
+    app = RawLabel()
+    async with app.run_test(size=(60, 5)) as pilot:
+        static = app.query_one("#raw", Static)
+        await wait_for(pilot, lambda: "end" in region_text(app, static))
+        frame = terminal_output(app)
+    assert_clean(frame, raw=CONTROLS)
+    assert "evil" in frame
+
+
+def test_spectop_apps_install_the_net() -> None:
+    SpectopApp(Settings(), theme_folders=[], remember_theme_choice=False)
+    assert is_guarded()
