@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui.commands.replay import DEFAULT_RECORD_MAX_MB, add_record_max_mb_argument
+from tui.commands.replay import DEFAULT_RECORD_MAX_MB, add_record_arguments
 from tui.format import fmt_setting
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings, Settings
@@ -82,8 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--background-load", type=float, default=1.5, metavar="RPS", help="requests/s per sim (default 1.5)"
     )
     parser.add_argument("--poll-interval", type=float, default=1.0, metavar="S", help="default 1 s")
-    parser.add_argument("--record", metavar="FILE", help="append every scrape and log event as JSON lines")
-    add_record_max_mb_argument(parser)
+    add_record_arguments(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, configs)")
     parser.set_defaults(func=run)
 
