@@ -14,6 +14,7 @@ import logging
 import sys
 
 from tui import __version__
+from tui.cli_options import completes_files
 from tui.debug_log import ENV_VARIABLE, start_debug_log, stop_debug_log
 from tui.terminal import NoTerminalError
 
@@ -71,23 +72,24 @@ class _VersionAction(_PrintAndExit):
         return f"spectop {installed_version()}\n"
 
 
+COMPLETION_SHELLS = ("bash", "zsh", "fish")
+
+
 class _CompletionAction(_PrintAndExit):
-    """`--completion SHELL`: print the completion script for the whole parser, then exit (like --version)."""
+    """`--completion SHELL`: print shtab's completion script of the whole parser, then exit."""
 
     def text(self, parser: argparse.ArgumentParser, values: object) -> str:
-        from tui.completion import completion_script
+        import shtab
 
-        return completion_script(parser, str(values))
+        return shtab.complete(parser, shell=str(values))
 
 
 def add_meta_arguments(parser: argparse.ArgumentParser) -> None:
-    from tui.completion import SHELLS
-
     parser.add_argument("--version", action=_VersionAction, help="show program's version number and exit")
     parser.add_argument(
         "--completion",
         action=_CompletionAction,
-        choices=SHELLS,
+        choices=COMPLETION_SHELLS,
         metavar="SHELL",
         help="print a completion script for bash, zsh or fish and exit "
         '(e.g. eval "$(spectop --completion bash)")',
@@ -95,12 +97,13 @@ def add_meta_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_debug_log_argument(parser: argparse.ArgumentParser, *, default: object = None) -> None:
-    parser.add_argument(
+    debug_log = parser.add_argument(
         "--debug-log",
         metavar="FILE",
         default=default,
         help=f"append unexpected errors with their tracebacks to FILE (also ${ENV_VARIABLE}; off by default)",
     )
+    completes_files(debug_log)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -46,7 +46,7 @@ BASH_DRIVER = """
 source "$1"
 complete_for() {
     COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=()
-    _spectop_complete
+    _shtab_spectop
     echo "${COMPREPLY[*]}"
 }
 shift
@@ -65,9 +65,16 @@ shift
         (["spectop", "config", "example", "s"], "sglang spectop"),
         (["spectop", "config", "launch", "--format", "y"], "yaml"),
         (["spectop", "--completion", "f"], "fish"),
+        (["spectop", "bench", "--max-c"], "--max-concurrency"),
+        (["spectop", "sim", "--garb"], "--garbage-metrics"),
+        (["spectop", "tune", "--health-t"], "--health-timeout"),
     ],
 )
 def test_bash_completes_commands_options_and_choices(tmp_path: Path, words: list[str], expected: str) -> None:
+    assert _bash_complete(tmp_path, words) == expected
+
+
+def _bash_complete(tmp_path: Path, words: list[str]) -> str:
     script = tmp_path / "spectop.bash"
     script.write_text(_spectop("--completion", "bash").stdout, encoding="utf-8")
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
@@ -80,4 +87,32 @@ def test_bash_completes_commands_options_and_choices(tmp_path: Path, words: list
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == expected
+    return result.stdout.strip()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["spectop", "logs"],
+        ["spectop", "edit"],
+        ["spectop", "config", "lint"],
+        ["spectop", "sim", "--config"],
+        ["spectop", "bench", "--json"],
+        ["spectop", "tune", "--prompts"],
+        ["spectop", "--record"],
+        ["spectop", "demo", "--debug-log"],
+    ],
+)
+def test_file_arguments_complete_file_names(tmp_path: Path, words: list[str]) -> None:
+    (tmp_path / "server.log").write_text("", encoding="utf-8")
+    assert _bash_complete(tmp_path, [*words, str(tmp_path / "serv")]) == str(tmp_path / "server.log")
+
+
+def test_the_file_marker_is_shtabs() -> None:
+    import shtab
+
+    from tui.cli import COMPLETION_SHELLS
+    from tui.cli_options import FILE_COMPLETION
+
+    assert {shell: shtab.FILE[shell] for shell in COMPLETION_SHELLS} == FILE_COMPLETION

@@ -57,6 +57,7 @@ def test_a_bad_name_lists_the_choices() -> None:
 
 def test_fish_completes_the_example_names_not_file_names() -> None:
     script = spectop("--completion", "fish").stdout
-    condition = "__fish_seen_subcommand_from config; and __fish_seen_subcommand_from example"
-    assert f"complete -c spectop -n '{condition}' -a 'vllm vllm-off sglang client spectop'" in script
-    assert f"complete -c spectop -n '{condition}' -F" not in script
+    condition = "-n '_shtab_spectop_using config example; and test $_shtab_spectop_npos -eq 0'"
+    lines = [line for line in script.splitlines() if condition in line]
+    assert any('-ka "vllm vllm-off sglang client spectop"' in line for line in lines)
+    assert not any("__fish_complete_path" in line for line in lines)

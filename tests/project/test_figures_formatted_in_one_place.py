@@ -32,7 +32,6 @@ NOT_FIGURES: dict[tuple[str, str], str] = {
     ("tui/fleet/client.py", "step_s:g"): "Prometheus API parameter (step), a wire format",
     ("tui/fleet/client.py", "self.timeout_s:g"): "Prometheus API parameter (timeout), a wire format",
     ("tui/fleet/queries.py", "q:g"): "the quantile inside a PromQL query, a wire format",
-    ("tui/commands/demo.py", "self.background_load_rps:g"): "a command-line argument of `spectop sim`",
     ("tui/commands/demo.py", "DEMO_KV_CACHE_TOKENS:,"): "a comment in the demo's sample config",
     ("tui/tune/result.py", "p:.4f"): "per-position rates in the CSV export, machine data",
     ("tui/bench/report/table.py", "q:g"): 'a percentile\'s key ("50", "p95"), a name, not a figure',

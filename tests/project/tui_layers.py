@@ -22,7 +22,6 @@ CORE = (
     "tui.sanitize",
     "tui.fit_text",
     "tui.debug_log",
-    "tui.completion",
     "tui.terminal",
     "tui.safe_output",
     "tui.state",
@@ -33,7 +32,7 @@ UI = (
     "tui.screens",
     "tui.widgets",
 )
-ENTRY = ("tui.cli", "tui.commands", "tui.__main__")
+ENTRY = ("tui.cli", "tui.cli_options", "tui.commands", "tui.__main__")
 
 
 def within(name: str, prefixes: tuple[str, ...]) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.commands.demo import DemoSim, DemoSims
+from tui.sim.supervisor import DemoSim, DemoSims
 
 # The speed model: acceptance per position, step costs, no content effect. With it k=2 is best at
 # concurrency 1 and speculation off (k=0) is best at concurrency 8 (computed in the tests).

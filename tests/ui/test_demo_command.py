@@ -10,8 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tui.commands.demo import DemoError, demo_sims, start_sims
+from tui.commands.demo import demo_sims, start_sims
 from tui.paths import sample_configs_dir
+from tui.sim.supervisor import DemoError
 
 
 def _alive(pid: int) -> bool:

@@ -13,9 +13,9 @@ from textual.widgets import Select
 from ui_waiting import wait_for
 
 from tui.bench.session import EndpointArm
-from tui.commands.demo import FOLDER_PREFIX, KEPT_FILE, PID_FILE, clean_old_folders
 from tui.paths import themes_dir
 from tui.settings import EndpointSettings, Settings
+from tui.sim.supervisor import FOLDER_PREFIX, KEPT_FILE, PID_FILE, clean_old_folders
 from tui.ui.app import SpectopApp
 
 

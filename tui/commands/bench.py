@@ -6,7 +6,118 @@ import argparse
 import sys
 from typing import Any
 
+from tui.cli_options import (
+    API_KEY_ENV,
+    MODEL,
+    Option,
+    add_options,
+    completes_files,
+    option,
+    option_flags,
+    option_values,
+)
+
 EXIT_OK, EXIT_REQUEST_FAILED, EXIT_BAD_ARGUMENTS, EXIT_CANCELLED = 0, 1, 2, 130
+
+# The BurstRequest's fields, each from its flag, in the order of --help; the load pair excludes itself.
+ARM_OPTIONS: list[Option] = [
+    option("--a", "arm A base URL (default: base_url of --client-settings)", metavar="URL"),
+    option("--b", "arm B base URL; without it, a plain one-arm benchmark", metavar="URL"),
+    option("--requests", "measured requests per arm (default 32)", type=int, default=32, metavar="N"),
+]
+LOAD_OPTIONS: list[Option] = [
+    option("--concurrency", "requests in flight per arm (default 1)", type=int, metavar="C"),
+    option("--rate", "requests per second per arm (open loop)", type=float, metavar="R"),
+]
+REQUEST_OPTIONS: list[Option] = [
+    option("--arrival", "with --rate", choices=("poisson", "constant"), default="poisson"),
+    option("--max-concurrency", "cap with --rate", type=int, default=64, metavar="C"),
+    option("--max-tokens", "default: client settings, else 512", type=int, metavar="M"),
+    option(
+        "--temperature",
+        "default: client settings, else 0 (outputs compared)",
+        type=float,
+        metavar="T",
+    ),
+    option("--seed", "sampling seed sent to the server", type=int, metavar="S"),
+    option(
+        "--prompts",
+        "built-in set (mixed, code, chat, math, prose; -en / -zh) or a JSONL file (default mixed)",
+        default="mixed",
+        metavar="SET|FILE",
+    ),
+    option("--rounds", "rounds; arm order alternates (default 3)", type=int, default=3, metavar="K"),
+    option(
+        "--until-significant",
+        "A/B: rounds of --requests each until B/A's interval excludes 1.0, at most --max-rounds; each "
+        "look's interval at the Bonferroni level 1 - 0.05/(max rounds - 1)",
+        action="store_true",
+    ),
+    option(
+        "--max-rounds",
+        "with --until-significant (default 10)",
+        type=int,
+        default=10,
+        metavar="R",
+    ),
+    option(
+        "--warmup",
+        "warm-up requests per arm, left out (default 1)",
+        type=int,
+        default=1,
+        metavar="W",
+    ),
+    option(
+        "--api",
+        "chat / completions (OpenAI API), or sglang: SGLang's native /generate, whose meta_info "
+        "carries per-request acceptance",
+        choices=("chat", "completions", "sglang"),
+        default="chat",
+    ),
+    option(
+        "--schedule",
+        "alternate (default): A's round, then B's, never overlapping; parallel: both at once "
+        "(only for arms on separate machines)",
+        choices=("alternate", "parallel"),
+    ),
+    option(
+        "--slo",
+        "e.g. ttft=500ms,tpot=40ms,e2e=10s: share of requests meeting all, goodput",
+        metavar="SPEC",
+    ),
+    option("--percentiles", "extra percentiles, e.g. 50,90,99,99.9", metavar="LIST"),
+    option(
+        "--a-extra",
+        'request fields for A only, e.g. {"enable_speculative": false}',
+        metavar="JSON",
+    ),
+    option("--b-extra", "request fields for B only (A and B may be one URL)", metavar="JSON"),
+    option(
+        "--prime-cache",
+        "send each prompt once to each arm first (left out), so both prefix caches start equal",
+        action="store_true",
+    ),
+    option(
+        "--flush-cache",
+        "ask each server to drop its prefix cache first (SGLang /flush_cache, vLLM /reset_prefix_cache)",
+        action="store_true",
+    ),
+    MODEL,
+    API_KEY_ENV,
+    option("--client-settings", "client settings.json", metavar="FILE"),
+    option("--timeout", "seconds per connect / read", dest="timeout_s", type=float, metavar="S"),
+]
+BURST_OPTIONS = [*ARM_OPTIONS, *LOAD_OPTIONS, *REQUEST_OPTIONS]
+EXPORT_OPTIONS: list[Option] = [
+    option("--json", "every request's timings and the summary", metavar="FILE"),
+    option(
+        "--json-detail",
+        "with --json: also every chunk's arrival time, size and tokens (about 1 MB per 64 requests)",
+        action="store_true",
+    ),
+    option("--csv", "one row per request", metavar="FILE"),
+    option("--markdown", "the summary table", metavar="FILE"),
+]
 
 
 def register(subparsers: Any) -> None:
@@ -18,113 +129,25 @@ def register(subparsers: Any) -> None:
         "(with or without /v1). Exit 0 when the burst ran, 1 when any request failed or an arm is not "
         "reachable (checked first; nothing is kept), 2 on bad arguments.",
     )
-    parser.add_argument("--a", metavar="URL", help="arm A base URL (default: base_url of --client-settings)")
-    parser.add_argument("--b", metavar="URL", help="arm B base URL; without it, a plain one-arm benchmark")
-    parser.add_argument(
-        "--requests", type=int, default=32, metavar="N", help="measured requests per arm (default 32)"
-    )
-    load = parser.add_mutually_exclusive_group()
-    load.add_argument("--concurrency", type=int, metavar="C", help="requests in flight per arm (default 1)")
-    load.add_argument("--rate", type=float, metavar="R", help="requests per second per arm (open loop)")
-    parser.add_argument("--arrival", choices=("poisson", "constant"), default="poisson", help="with --rate")
-    parser.add_argument("--max-concurrency", type=int, default=64, metavar="C", help="cap with --rate")
-    parser.add_argument("--max-tokens", type=int, metavar="M", help="default: client settings, else 512")
-    parser.add_argument(
-        "--temperature", type=float, metavar="T", help="default: client settings, else 0 (outputs compared)"
-    )
-    parser.add_argument("--seed", type=int, metavar="S", help="sampling seed sent to the server")
-    parser.add_argument(
-        "--prompts",
-        default="mixed",
-        metavar="SET|FILE",
-        help="built-in set (mixed, code, chat, math, prose; -en / -zh) or a JSONL file (default mixed)",
-    )
-    parser.add_argument(
-        "--rounds", type=int, default=3, metavar="K", help="rounds; arm order alternates (default 3)"
-    )
-    parser.add_argument(
-        "--until-significant",
-        action="store_true",
-        help="A/B: rounds of --requests each until B/A's interval excludes 1.0, at most --max-rounds; each "
-        "look's interval at the Bonferroni level 1 - 0.05/(max rounds - 1)",
-    )
-    parser.add_argument(
-        "--max-rounds", type=int, default=10, metavar="R", help="with --until-significant (default 10)"
-    )
-    parser.add_argument(
-        "--warmup", type=int, default=1, metavar="W", help="warm-up requests per arm, left out (default 1)"
-    )
-    parser.add_argument(
-        "--api",
-        choices=("chat", "completions", "sglang"),
-        default="chat",
-        help="chat / completions (OpenAI API), or sglang: SGLang's native /generate, whose meta_info "
-        "carries per-request acceptance",
-    )
-    parser.add_argument(
-        "--schedule",
-        choices=("alternate", "parallel"),
-        help="alternate (default): A's round, then B's, never overlapping; parallel: both at once "
-        "(only for arms on separate machines)",
-    )
-    parser.add_argument(
-        "--slo",
-        metavar="SPEC",
-        help="e.g. ttft=500ms,tpot=40ms,e2e=10s: share of requests meeting all, goodput",
-    )
-    parser.add_argument("--percentiles", metavar="LIST", help="extra percentiles, e.g. 50,90,99,99.9")
-    parser.add_argument(
-        "--a-extra", metavar="JSON", help='request fields for A only, e.g. {"enable_speculative": false}'
-    )
-    parser.add_argument(
-        "--b-extra", metavar="JSON", help="request fields for B only (A and B may be one URL)"
-    )
-    parser.add_argument(
-        "--prime-cache",
-        action="store_true",
-        help="send each prompt once to each arm first (left out), so both prefix caches start equal",
-    )
-    parser.add_argument(
-        "--flush-cache",
-        action="store_true",
-        help="ask each server to drop its prefix cache first (SGLang /flush_cache, vLLM /reset_prefix_cache)",
-    )
-    parser.add_argument("--model", metavar="NAME", help="default: the first model from /v1/models")
-    parser.add_argument("--api-key-env", metavar="NAME", help="environment variable that holds the API key")
-    parser.add_argument("--client-settings", metavar="FILE", help="client settings.json")
-    parser.add_argument("--timeout", type=float, metavar="S", help="seconds per connect / read")
+    add_options(parser, ARM_OPTIONS)
+    add_options(parser.add_mutually_exclusive_group(), LOAD_OPTIONS)
+    add_options(parser, REQUEST_OPTIONS)
     parser.add_argument("--no-metrics", action="store_true", help="do not scrape /metrics")
     parser.add_argument("--no-history", action="store_true", help="do not keep this burst in the history")
     gpu = parser.add_argument_group("GPU energy (energy per output token, tokens per joule, throttling)")
     gpu.add_argument("--gpu-metrics-url", metavar="URL", help="dcgm-exporter page of both arms' GPUs")
     gpu.add_argument("--a-gpu-metrics-url", metavar="URL", help="dcgm-exporter page of arm A's GPUs")
     gpu.add_argument("--b-gpu-metrics-url", metavar="URL", help="dcgm-exporter page of arm B's GPUs")
-    parser.add_argument(
+    compare = parser.add_argument(
         "--compare",
         nargs=2,
         metavar=("BEFORE", "AFTER"),
         help="compare two kept bursts (files from --history) instead of running one",
     )
+    completes_files(compare)
     parser.add_argument("--history", action="store_true", help="list the kept bursts, newest first")
-    parser.add_argument("--json", metavar="FILE", help="every request's timings and the summary")
-    parser.add_argument(
-        "--json-detail",
-        action="store_true",
-        help="with --json: also every chunk's arrival time, size and tokens (about 1 MB per 64 requests)",
-    )
-    parser.add_argument("--csv", metavar="FILE", help="one row per request")
-    parser.add_argument("--markdown", metavar="FILE", help="the summary table")
+    add_options(parser, EXPORT_OPTIONS)
     parser.set_defaults(func=run)
-
-
-FLAGS = {
-    "a": "--a", "b": "--b", "prompts": "--prompts", "requests": "--requests", "concurrency": "--concurrency",
-    "rate": "--rate", "rounds": "--rounds", "max_rounds": "--max-rounds",
-    "until_significant": "--until-significant", "warmup": "--warmup", "max_tokens": "--max-tokens",
-    "temperature": "--temperature", "timeout_s": "--timeout", "client_settings": "--client-settings",
-    "api_key_env": "--api-key-env", "model": "--model", "seed": "--seed", "slo": "--slo",
-    "percentiles": "--percentiles", "a_extra": "--a-extra", "b_extra": "--b-extra", "schedule": "--schedule",
-}  # fmt: skip
 
 
 def _fail(message: str) -> int:
@@ -174,34 +197,13 @@ def _request(args: argparse.Namespace) -> Any:
     """The BurstRequest of these flags (BurstRequestError when one cannot be used)."""
     from tui.bench.session import BurstRequest, EndpointArm
 
-    values: dict[str, Any] = {
+    values = option_values(args, BURST_OPTIONS)
+    max_concurrency = values.pop("max_concurrency")
+    values |= {
         "a": EndpointArm(name="A", base_url=args.a) if args.a is not None else None,
         "b": EndpointArm(name="B", base_url=args.b) if args.b is not None else None,
-        "prompts": args.prompts,
-        "requests": args.requests,
-        "concurrency": args.max_concurrency if args.rate is not None else _or(args.concurrency, 1),
-        "rate": args.rate,
-        "arrival": args.arrival,
-        "rounds": args.rounds,
-        "until_significant": args.until_significant,
-        "max_rounds": args.max_rounds,
-        "warmup": args.warmup,
-        "api": args.api,
-        "model": args.model,
-        "max_tokens": args.max_tokens,
-        "temperature": args.temperature,
-        "seed": args.seed,
-        "timeout_s": args.timeout,
-        "client_settings": args.client_settings,
-        "api_key_env": args.api_key_env,
+        "concurrency": max_concurrency if args.rate is not None else _or(args.concurrency, 1),
         "scrape_metrics": not args.no_metrics,
-        "schedule": args.schedule,
-        "slo": args.slo,
-        "percentiles": args.percentiles,
-        "a_extra": args.a_extra,
-        "b_extra": args.b_extra,
-        "prime_cache": args.prime_cache,
-        "flush_cache": args.flush_cache,
     }
     return BurstRequest.parse(values)
 
@@ -275,7 +277,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.history:
         return _list_history()
-    flags = dict(FLAGS, concurrency="--max-concurrency" if args.rate is not None else "--concurrency")
+    flags = option_flags(BURST_OPTIONS)
+    if args.rate is not None:
+        flags["concurrency"] = "--max-concurrency"
     try:
         if args.compare:
             flags = {"a": "BEFORE", "b": "AFTER"}

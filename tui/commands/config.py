@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tui.cli_options import completes_files
 from tui.sanitize import json_safe, safe_line, safe_text
 
 # `spectop config example NAME`: the sample configs shipped with spectop (also inside an installed wheel).
@@ -31,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = actions.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("file", type=Path, metavar="FILE")
+        completes_files(sub.add_argument("file", type=Path, metavar="FILE"))
         sub.add_argument("--kind", help="force the kind: vllm_toml | sglang_json | client_json")
         return sub
 

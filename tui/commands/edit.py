@@ -7,6 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from tui.cli_options import completes_files
 from tui.terminal import require_terminal
 
 
@@ -17,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Open the config editor on FILE. ctrl+s saves (after showing the diff); with "
         "--restart-command, 'Save & restart' runs it and waits for --health-url.",
     )
-    parser.add_argument("file", type=Path, metavar="FILE")
+    completes_files(parser.add_argument("file", type=Path, metavar="FILE"))
     parser.add_argument("--kind", help="force the kind: vllm_toml | sglang_json | client_json")
     parser.add_argument(
         "--restart-command",
@@ -28,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--health-timeout", type=float, default=30.0, metavar="S", help="stop waiting after S s (default 30)"
     )
-    parser.add_argument("--log-file", type=Path, metavar="FILE", help="server log, shown on failure")
+    completes_files(
+        parser.add_argument("--log-file", type=Path, metavar="FILE", help="server log, shown on failure")
+    )
     parser.set_defaults(func=run)
 
 

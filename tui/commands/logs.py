@@ -8,6 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui.cli_options import completes_files
+
 if TYPE_CHECKING:
     from tui.telemetry.events import LogEvent
 
@@ -23,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "prints only the time since it started: that is `uptime`; `time` is the wall time when known (a "
         "docker/journald prefix, or a line read live with --follow), else unknown.",
     )
-    parser.add_argument("file", metavar="FILE", help="the server's log file")
+    completes_files(parser.add_argument("file", metavar="FILE", help="the server's log file"))
     parser.add_argument(
         "-f", "--follow", action="store_true", help="keep following the file (survives rotation)"
     )

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tui.commands.replay import add_record_max_mb_argument
+from tui.cli_options import completes_files
+from tui.commands.replay import add_record_arguments
 from tui.terminal import require_terminal
 
 
 def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE", help="spectop.toml settings file")
+    completes_files(parser.add_argument("--config", metavar="FILE", help="spectop.toml settings file"))
     parser.add_argument(
         "--endpoint",
         metavar="URL",
@@ -18,8 +19,7 @@ def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="endpoint base URL or metrics URL (repeatable); works without a settings file",
     )
-    parser.add_argument("--record", metavar="FILE", help="append every scrape and log event as JSON lines")
-    add_record_max_mb_argument(parser)
+    add_record_arguments(parser)
     from tui.fleet.flags import add_fleet_arguments
 
     add_fleet_arguments(parser)

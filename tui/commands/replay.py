@@ -6,14 +6,19 @@ import argparse
 import sys
 from pathlib import Path
 
+from tui.cli_options import completes_files
 from tui.terminal import require_terminal
 
 # = tui.telemetry.recording.DEFAULT_MAX_MB (a test checks), not imported: `spectop --help` stays light
 DEFAULT_RECORD_MAX_MB = 256
 
 
-def add_record_max_mb_argument(parser: argparse.ArgumentParser) -> None:
-    """`--record-max-mb MB` next to `--record FILE` (the dashboard and `spectop demo`)."""
+def add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--record FILE` and `--record-max-mb MB` (the dashboard and `spectop demo`)."""
+    record = parser.add_argument(
+        "--record", metavar="FILE", help="append every scrape and log event as JSON lines"
+    )
+    completes_files(record)
     parser.add_argument(
         "--record-max-mb",
         type=float,
@@ -30,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Play a JSONL recording made with `spectop --record FILE` back in the dashboard. "
         "Keys: p pause, + / - speed, q quit.",
     )
-    parser.add_argument("file", metavar="FILE", help="the recording (JSON lines)")
+    completes_files(parser.add_argument("file", metavar="FILE", help="the recording (JSON lines)"))
     parser.add_argument(
         "--speed",
         type=float,
@@ -38,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="X",
         help="playback speed factor (default 1; 0 plays everything at once)",
     )
-    parser.add_argument("--config", metavar="FILE", help="spectop.toml for alert thresholds (optional)")
+    completes_files(
+        parser.add_argument("--config", metavar="FILE", help="spectop.toml for alert thresholds (optional)")
+    )
     parser.set_defaults(func=run)
 
 

@@ -8,19 +8,48 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tui.cli_options import Option, add_options, option, option_flags, option_values
+
 HELP = "run a simulated vLLM / SGLang / llama.cpp server (speculative decoding, realistic metrics and logs)"
 
 
-FAULT_FLAGS = {
-    "error_rate": "--error-rate",
-    "slow_first_token_s": "--slow-first-token",
-    "disconnect_rate": "--disconnect-rate",
-    "stall_every_s": "--stall-every",
-    "stall_s": "--stall",
-    "garbage_metrics": "--garbage-metrics",
-    "counter_reset_every_s": "--counter-reset-every",
-    "lossy_rate": "--lossy",
-}
+# The FaultSettings fields, each from its flag (`--garbage-metrics` is None unless given, as a fault is).
+FAULT_OPTIONS: list[Option] = [
+    option("--error-rate", "answer this share of requests with HTTP 500", type=float, metavar="P"),
+    option(
+        "--slow-first-token",
+        "delay every first token",
+        dest="slow_first_token_s",
+        type=float,
+        metavar="SECONDS",
+    ),
+    option("--disconnect-rate", "cut this share of streams mid-way", type=float, metavar="P"),
+    option(
+        "--stall-every",
+        "freeze the engine this often ...",
+        dest="stall_every_s",
+        type=float,
+        metavar="SECONDS",
+    ),
+    option("--stall", "... for this long", dest="stall_s", type=float, metavar="SECONDS"),
+    option("--garbage-metrics", "/metrics returns unparseable text", action="store_true", default=None),
+    option(
+        "--counter-reset-every",
+        "reset all counters this often",
+        dest="counter_reset_every_s",
+        type=float,
+        metavar="SECONDS",
+    ),
+    option(
+        "--lossy",
+        "lossy speculation: an accepted draft token is wrong with probability P (default 0.05)",
+        dest="lossy_rate",
+        type=float,
+        nargs="?",
+        const=0.05,
+        metavar="P",
+    ),
+]
 
 
 # What POST /sim/control takes (tui/sim/control.py checks it; a test keeps the two in step).
@@ -35,9 +64,70 @@ keys (all optional):
   background_load_rps   the simulator's own traffic in requests/s (0..1000)
   reset_counters        true: every counter back to 0 (an unnoticed crash-restart)
   faults                an object of fault names, or each fault name as a key of its own:
-                        {", ".join(FAULT_FLAGS)}
+                        {", ".join(field for _, field, _ in FAULT_OPTIONS)}
 It answers 200 {{"ok": true, "applied": {{...}}}}, or 400 saying in words which key is wrong and why.
 A restart (SIGHUP) keeps the changes; with --control-file a new process has them too."""
+
+
+SERVER_OPTIONS: list[Option] = [
+    option("--host", "address to listen on (default 127.0.0.1)", default="127.0.0.1"),
+    option("--port", "port (default 8000; 0 = any free port)", type=int, default=8000),
+    option("--flavor", None, choices=("vllm", "sglang", "llamacpp"), default="vllm"),
+    option(
+        "--config",
+        "vLLM-style config.toml or SGLang-style settings.json (plus an optional [sim] section)",
+        type=Path,
+        metavar="FILE",
+    ),
+    option("--log-file", "write the server log here", type=Path, metavar="FILE"),
+    option(
+        "--parent-pid",
+        "stop when process PID is no longer the parent (spectop demo passes its own: no orphans)",
+        type=int,
+        metavar="PID",
+    ),
+    option(
+        "--control-file",
+        "keep the /sim/control changes in FILE: a sim started again has them too (a restart keeps them)",
+        type=Path,
+        metavar="FILE",
+    ),
+    option("--log-interval", "vLLM stats log interval (default 10)", type=float, metavar="SECONDS"),
+    option(
+        "--decode-log-interval",
+        "SGLang: a Decode batch line every N decode iterations (default 40)",
+        type=int,
+        metavar="N",
+    ),
+    option("--api-key-env", "require the Bearer token held in this env variable", metavar="NAME"),
+    option("--api-key", "require this Bearer token (prefer --api-key-env)", metavar="KEY"),
+    option(
+        "--background-load",
+        "built-in Poisson traffic, requests/s",
+        dest="background_load_rps",
+        type=float,
+        metavar="RPS",
+    ),
+    option("--speed", "speed multiplier on the step-time model (default 1)", type=float),
+    option("--seed", "random seed (acceptance draws, background load)", type=int),
+    option(
+        "--acceptance", "conditional acceptance per draft position, e.g. 0.85,0.7,0.55", metavar="P0,P1,..."
+    ),
+    option(
+        "--step-ms",
+        "decode step time at batch 1 (default 2.5)",
+        dest="step_base_ms",
+        type=float,
+        metavar="MS",
+    ),
+    option(
+        "--gpu",
+        "also serve a DCGM exporter page of simulated GPUs at /sim/gpu/metrics (for gpu_metrics_url)",
+        action="store_true",
+    ),
+]
+# The SimConfig fields a flag overrides (when given).
+CONFIG_OVERRIDES = ("step_base_ms", "decode_log_interval", "speed", "seed", "background_load_rps")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,59 +138,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=CONTROL_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
-    parser.add_argument("--flavor", choices=("vllm", "sglang", "llamacpp"), default="vllm")
-    parser.add_argument(
-        "--config",
-        type=Path,
-        metavar="FILE",
-        help="vLLM-style config.toml or SGLang-style settings.json (plus an optional [sim] section)",
-    )
-    parser.add_argument("--log-file", type=Path, metavar="FILE", help="write the server log here")
-    parser.add_argument(
-        "--parent-pid",
-        type=int,
-        metavar="PID",
-        help="stop when process PID is no longer the parent (spectop demo passes its own: no orphans)",
-    )
-    parser.add_argument(
-        "--control-file",
-        type=Path,
-        metavar="FILE",
-        help="keep the /sim/control changes in FILE: a sim started again has them too (a restart keeps them)",
-    )
-    parser.add_argument(
-        "--log-interval", type=float, metavar="SECONDS", help="vLLM stats log interval (default 10)"
-    )
-    parser.add_argument(
-        "--decode-log-interval",
-        type=int,
-        metavar="N",
-        help="SGLang: a Decode batch line every N decode iterations (default 40)",
-    )
-    parser.add_argument(
-        "--api-key-env", metavar="NAME", help="require the Bearer token held in this env variable"
-    )
-    parser.add_argument("--api-key", metavar="KEY", help="require this Bearer token (prefer --api-key-env)")
-    parser.add_argument(
-        "--background-load", type=float, metavar="RPS", help="built-in Poisson traffic, requests/s"
-    )
-    parser.add_argument("--speed", type=float, help="speed multiplier on the step-time model (default 1)")
-    parser.add_argument("--seed", type=int, help="random seed (acceptance draws, background load)")
-    parser.add_argument(
-        "--acceptance",
-        metavar="P0,P1,...",
-        help="conditional acceptance per draft position, e.g. 0.85,0.7,0.55",
-    )
-    parser.add_argument(
-        "--step-ms", type=float, metavar="MS", help="decode step time at batch 1 (default 2.5)"
-    )
-    parser.add_argument(
-        "--gpu",
-        action="store_true",
-        help="also serve a DCGM exporter page of simulated GPUs at /sim/gpu/metrics (for gpu_metrics_url)",
-    )
+    add_options(parser, SERVER_OPTIONS)
     figures = parser.add_argument_group("per-request figures in responses (as the real servers' flags)")
     figures.add_argument(
         "--per-request-spec-decode-metrics",
@@ -120,45 +158,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="vLLM / SGLang: usage.prompt_tokens_details.cached_tokens (llama.cpp always sends it)",
     )
-    faults = parser.add_argument_group("fault injection")
-    faults.add_argument(
-        "--error-rate", type=float, metavar="P", help="answer this share of requests with HTTP 500"
-    )
-    faults.add_argument("--slow-first-token", type=float, metavar="SECONDS", help="delay every first token")
-    faults.add_argument(
-        "--disconnect-rate", type=float, metavar="P", help="cut this share of streams mid-way"
-    )
-    faults.add_argument(
-        "--stall-every", type=float, metavar="SECONDS", help="freeze the engine this often ..."
-    )
-    faults.add_argument("--stall", type=float, metavar="SECONDS", help="... for this long")
-    faults.add_argument("--garbage-metrics", action="store_true", help="/metrics returns unparseable text")
-    faults.add_argument(
-        "--counter-reset-every", type=float, metavar="SECONDS", help="reset all counters this often"
-    )
-    faults.add_argument(
-        "--lossy",
-        type=float,
-        nargs="?",
-        const=0.05,
-        metavar="P",
-        help="lossy speculation: an accepted draft token is wrong with probability P (default 0.05)",
-    )
+    add_options(parser.add_argument_group("fault injection"), FAULT_OPTIONS)
     parser.set_defaults(func=run)
-
-
-def _faults(args: argparse.Namespace) -> dict[str, Any]:
-    pairs = {
-        "error_rate": args.error_rate,
-        "slow_first_token_s": args.slow_first_token,
-        "disconnect_rate": args.disconnect_rate,
-        "stall_every_s": args.stall_every,
-        "stall_s": args.stall,
-        "garbage_metrics": args.garbage_metrics or None,
-        "counter_reset_every_s": args.counter_reset_every,
-        "lossy_rate": args.lossy,
-    }
-    return {key: value for key, value in pairs.items() if value is not None}
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -168,16 +169,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
             overrides["acceptance"] = [float(part) for part in args.acceptance.split(",") if part.strip()]
         except ValueError:
             raise ValueError(f"--acceptance {args.acceptance!r}: expected numbers like 0.8,0.6") from None
-    if args.step_ms is not None:
-        overrides["step_base_ms"] = args.step_ms
-    if args.decode_log_interval is not None:
-        overrides["decode_log_interval"] = args.decode_log_interval
-    if args.speed is not None:
-        overrides["speed"] = args.speed
-    if args.seed is not None:
-        overrides["seed"] = args.seed
-    if args.background_load is not None:
-        overrides["background_load_rps"] = args.background_load
+    overrides |= {
+        field: getattr(args, field) for field in CONFIG_OVERRIDES if getattr(args, field) is not None
+    }
     return overrides
 
 
@@ -200,7 +194,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"spectop sim: error: environment variable {args.api_key_env} is not set", file=sys.stderr)
             return 2
     try:
-        faults = FaultSettings(**_faults(args))
+        given = {
+            field: value for field, value in option_values(args, FAULT_OPTIONS).items() if value is not None
+        }
+        faults = FaultSettings(**given)
         server = SimServer(
             flavor=args.flavor,
             config_path=args.config,
@@ -221,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValidationError as error:
         first = error.errors()[0]
-        flag = FAULT_FLAGS.get(str(first["loc"][0]), "flags") if first["loc"] else "flags"
+        flag = option_flags(FAULT_OPTIONS).get(str(first["loc"][0]), "flags") if first["loc"] else "flags"
         print(f"spectop sim: error: {flag}: {friendly_message(dict(first))}", file=sys.stderr)
         return 2
     except (SimConfigError, ValueError) as error:

@@ -7,7 +7,96 @@ import shlex
 import sys
 from typing import Any
 
+from tui.cli_options import API_KEY_ENV, MODEL, Option, add_options, completes_files, option, option_values
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_CANCELLED = 0, 1, 2, 130
+
+
+# The sweep's options; those named as TuneOptions fields go to it as they are.
+TUNE_OPTIONS: list[Option] = [
+    option("--endpoint", "the server's base URL", required=True, metavar="URL"),
+    option(
+        "--restart-command",
+        "restarts the server (split like a shell, run without one)",
+        required=True,
+        metavar="CMD",
+    ),
+    option(
+        "--key",
+        "dotted key to sweep (default speculative.num_speculative_tokens; SGLang speculative_num_steps)",
+        metavar="KEY",
+    ),
+    option("--values", "default 0,1,2,3,4", metavar="LIST"),
+    option(
+        "--grid",
+        "SGLang only, instead of --key/--values: steps=0,1,2,3 topk=1,4 draft=2,4,8 (put CONFIG first)",
+        nargs="+",
+        metavar="AXIS=LIST",
+    ),
+    option("--concurrency", "default 1,8,32", metavar="LIST"),
+    option("--requests", "per burst (default 32)", type=int, metavar="N"),
+    option(
+        "--rounds",
+        "passes over every value, a restart each; the baseline is measured again after each (default 1)",
+        type=int,
+        default=1,
+        metavar="R",
+    ),
+    option(
+        "--until-separated",
+        "add rounds until every load's best value is separated from the runner-up (Bonferroni-split "
+        "intervals over --max-rounds looks), or --max-rounds / --budget end it",
+        action="store_true",
+    ),
+    option("--max-rounds", "with --until-separated: at most R rounds (6)", type=int, default=6, metavar="R"),
+    option(
+        "--budget",
+        "with --until-separated: no round that would end after S seconds of sweeping",
+        dest="budget_s",
+        type=float,
+        metavar="S",
+    ),
+    option("--warmup", "warm-up requests per burst (default 1)", type=int, default=1, metavar="W"),
+    option(
+        "--prompts",
+        "built-in prompt set or a JSONL file (default mixed)",
+        default="mixed",
+        metavar="SET|FILE",
+    ),
+    option("--max-tokens", "default 128", type=int, default=128, metavar="M"),
+    option("--seed", "sampling seed (default 0)", type=int, default=0, metavar="S"),
+    MODEL,
+    API_KEY_ENV,
+    option("--metrics-url", "default: URL/metrics", metavar="URL"),
+    option("--health-url", "default: URL/health", metavar="URL"),
+    option("--log-file", "the server's log: why a value failed to start", metavar="FILE"),
+    option(
+        "--health-timeout",
+        "wait for /health after a restart (60)",
+        dest="health_timeout_s",
+        type=float,
+        default=60.0,
+        metavar="S",
+    ),
+    option("--apply", "write the best value instead of restoring", action="store_true"),
+    option(
+        "--apply-at",
+        "the concurrency whose best value --apply writes (default: first)",
+        type=int,
+        metavar="C",
+    ),
+    option("--no-history", "keep neither the bursts nor the tune", action="store_true"),
+    option(
+        "--calibrate",
+        "a short sweep for the live advisor's step-cost model: k around the file's own, at the loads "
+        "seen live (unless --values / --concurrency), 16 requests per burst (unless --requests); the fit is "
+        "kept in spectop's data folder (stepcost.json)",
+        action="store_true",
+    ),
+    option("--json", "the whole result", metavar="FILE"),
+    option("--csv", "one row per value and concurrency", metavar="FILE"),
+    option("--markdown", "the tables and the verdict", metavar="FILE"),
+]
 
 
 def register(subparsers: Any) -> None:
@@ -35,91 +124,10 @@ def register(subparsers: Any) -> None:
         "restart failed or nothing could be measured, 2 on bad arguments or an unreadable file, 130 when "
         "cancelled (restored).",
     )
-    parser.add_argument("config", metavar="CONFIG", help="the server's config file (edited in place)")
-    parser.add_argument("--endpoint", required=True, metavar="URL", help="the server's base URL")
-    parser.add_argument(
-        "--restart-command",
-        required=True,
-        metavar="CMD",
-        help="restarts the server (split like a shell, run without one)",
+    completes_files(
+        parser.add_argument("config", metavar="CONFIG", help="the server's config file (edited in place)")
     )
-    parser.add_argument(
-        "--key",
-        metavar="KEY",
-        help="dotted key to sweep (default speculative.num_speculative_tokens; SGLang speculative_num_steps)",
-    )
-    parser.add_argument("--values", metavar="LIST", help="default 0,1,2,3,4")
-    parser.add_argument(
-        "--grid",
-        nargs="+",
-        metavar="AXIS=LIST",
-        help="SGLang only, instead of --key/--values: steps=0,1,2,3 topk=1,4 draft=2,4,8 (put CONFIG first)",
-    )
-    parser.add_argument("--concurrency", metavar="LIST", help="default 1,8,32")
-    parser.add_argument("--requests", type=int, metavar="N", help="per burst (default 32)")
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=1,
-        metavar="R",
-        help="passes over every value, a restart each; the baseline is measured again after each (default 1)",
-    )
-    parser.add_argument(
-        "--until-separated",
-        action="store_true",
-        help="add rounds until every load's best value is separated from the runner-up (Bonferroni-split "
-        "intervals over --max-rounds looks), or --max-rounds / --budget end it",
-    )
-    parser.add_argument(
-        "--max-rounds", type=int, default=6, metavar="R", help="with --until-separated: at most R rounds (6)"
-    )
-    parser.add_argument(
-        "--budget",
-        type=float,
-        metavar="S",
-        help="with --until-separated: no round that would end after S seconds of sweeping",
-    )
-    parser.add_argument(
-        "--warmup", type=int, default=1, metavar="W", help="warm-up requests per burst (default 1)"
-    )
-    parser.add_argument(
-        "--prompts",
-        default="mixed",
-        metavar="SET|FILE",
-        help="built-in prompt set or a JSONL file (default mixed)",
-    )
-    parser.add_argument("--max-tokens", type=int, default=128, metavar="M", help="default 128")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed (default 0)")
-    parser.add_argument("--model", metavar="NAME", help="default: the first model from /v1/models")
-    parser.add_argument("--api-key-env", metavar="NAME", help="environment variable that holds the API key")
-    parser.add_argument("--metrics-url", metavar="URL", help="default: URL/metrics")
-    parser.add_argument("--health-url", metavar="URL", help="default: URL/health")
-    parser.add_argument("--log-file", metavar="FILE", help="the server's log: why a value failed to start")
-    parser.add_argument(
-        "--health-timeout",
-        type=float,
-        default=60.0,
-        metavar="S",
-        help="wait for /health after a restart (60)",
-    )
-    parser.add_argument("--apply", action="store_true", help="write the best value instead of restoring")
-    parser.add_argument(
-        "--apply-at",
-        type=int,
-        metavar="C",
-        help="the concurrency whose best value --apply writes (default: first)",
-    )
-    parser.add_argument("--no-history", action="store_true", help="keep neither the bursts nor the tune")
-    parser.add_argument(
-        "--calibrate",
-        action="store_true",
-        help="a short sweep for the live advisor's step-cost model: k around the file's own, at the loads "
-        "seen live (unless --values / --concurrency), 16 requests per burst (unless --requests); the fit is "
-        "kept in spectop's data folder (stepcost.json)",
-    )
-    parser.add_argument("--json", metavar="FILE", help="the whole result")
-    parser.add_argument("--csv", metavar="FILE", help="one row per value and concurrency")
-    parser.add_argument("--markdown", metavar="FILE", help="the tables and the verdict")
+    add_options(parser, TUNE_OPTIONS)
     parser.set_defaults(func=run)
 
 
@@ -150,6 +158,7 @@ def _progress_printer() -> Any:
 
 
 def _options(args: argparse.Namespace) -> Any:
+    from dataclasses import fields
     from pathlib import Path
 
     from tui.tune.plan import TunePlanError, parse_int_list
@@ -175,32 +184,24 @@ def _options(args: argparse.Namespace) -> Any:
         health = normalize_http_url(args.health_url) if args.health_url else None
     except ValueError as error:
         raise TunePlanError(str(error)) from None
+    passed = {field.name for field in fields(TuneOptions)}
+    given = {field: value for field, value in option_values(args, TUNE_OPTIONS).items() if field in passed}
     return TuneOptions(
-        config_file=Path(args.config),
-        endpoint=endpoint,
-        restart_command=command,
-        key=args.key,
-        grid=tuple(args.grid) if args.grid else None,
-        values=parse_int_list(args.values or "0,1,2,3,4", "--values", minimum=0),
-        concurrencies=parse_int_list(args.concurrency or "1,8,32", "--concurrency", minimum=1),
-        requests=32 if args.requests is None else args.requests,
-        rounds=args.rounds,
-        until_separated=args.until_separated,
-        max_rounds=args.max_rounds,
-        budget_s=args.budget,
-        warmup=max(0, args.warmup),
-        prompts=args.prompts,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-        metrics_url=metrics,
-        health_url=health,
-        log_file=Path(args.log_file) if args.log_file else None,
-        model=args.model,
-        api_key_env=args.api_key_env,
-        health_timeout_s=args.health_timeout,
-        apply=args.apply,
-        apply_at=args.apply_at,
-        keep_history=not args.no_history,
+        **given
+        | {
+            "config_file": Path(args.config),
+            "endpoint": endpoint,
+            "restart_command": command,
+            "grid": tuple(args.grid) if args.grid else None,
+            "values": parse_int_list(args.values or "0,1,2,3,4", "--values", minimum=0),
+            "concurrencies": parse_int_list(args.concurrency or "1,8,32", "--concurrency", minimum=1),
+            "requests": 32 if args.requests is None else args.requests,
+            "warmup": max(0, args.warmup),
+            "metrics_url": metrics,
+            "health_url": health,
+            "log_file": Path(args.log_file) if args.log_file else None,
+            "keep_history": not args.no_history,
+        }
     )
 
 

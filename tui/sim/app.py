@@ -7,11 +7,12 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -26,13 +27,7 @@ from tui.sim.gpu_page import CONTENT_TYPE as GPU_CONTENT_TYPE
 from tui.sim.gpu_page import GPU_METRICS_PATH, SimGpus
 from tui.sim.logs import VERSIONS, LogWriter
 from tui.sim.openai_shapes import ChatBody, ChunkMaker, CompletionBody, error_body
-from tui.sim.per_request import (
-    ResponseOptions,
-    StepLog,
-    decorate,
-    flush_cache_route,
-    native_generate_route,
-)
+from tui.sim.per_request import GenerateBody, ResponseOptions, StepLog, decorate, sglang_meta_info
 from tui.sim.recorder import MetricsRecorder
 from tui.sim.tokens import count_tokens
 
@@ -119,297 +114,403 @@ class AccessMiddleware:
             self.context.recorder.http_request(method, handler, status, request_bytes, sent, elapsed)
 
 
-def build_app(context: AppContext) -> ASGIApp:
-    flavor = context.flavor
+Handler = Callable[[AppContext, Request], Awaitable[Response]]
+Endpoint = tuple[str, str, Handler]  # (method, path, handler)
 
-    def authorized(request: Request) -> bool:
-        if context.api_key is None:
-            return True
-        header = request.headers.get("authorization", "")
-        token = header[7:] if header.lower().startswith("bearer ") else ""
-        return hmac.compare_digest(token.encode(), context.api_key.encode())
 
-    async def read_json(request: Request) -> dict[str, Any] | JSONResponse:
-        parts: list[bytes] = []
-        size = 0
-        async for part in request.stream():
-            size += len(part)
-            if size > MAX_BODY_BYTES:
-                return _error(413, f"request body is larger than {MAX_BODY_BYTES} bytes")
-            parts.append(part)
-        body = b"".join(parts)
-        try:
-            data = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            return _error(400, f"JSON decode error: {error}")
-        if not isinstance(data, dict):
-            return _error(400, "expected a JSON object")
-        return data
+def _refused(context: AppContext, request: Request) -> JSONResponse | None:
+    """401 when the sim has an API key and the request does not bear it."""
+    if context.api_key is None:
+        return None
+    header = request.headers.get("authorization", "")
+    token = header[7:] if header.lower().startswith("bearer ") else ""
+    if hmac.compare_digest(token.encode(), context.api_key.encode()):
+        return None
+    return _error(401, "Unauthorized")
 
-    async def health(request: Request) -> Response:
-        if not context.accepting:
-            return Response(status_code=503)
-        if flavor == "llamacpp":
-            return JSONResponse({"status": "ok"})
-        return Response(status_code=200)
 
-    async def version(request: Request) -> Response:
-        return JSONResponse({"version": VERSIONS[flavor]})
+async def _read_json(request: Request) -> dict[str, Any] | JSONResponse:
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > MAX_BODY_BYTES:
+            return _error(413, f"request body is larger than {MAX_BODY_BYTES} bytes")
+        parts.append(part)
+    try:
+        data = json.loads(b"".join(parts))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        return _error(400, f"JSON decode error: {error}")
+    if not isinstance(data, dict):
+        return _error(400, "expected a JSON object")
+    return data
 
-    async def models(request: Request) -> Response:
-        if not authorized(request):
-            return _error(401, "Unauthorized")
-        created = int(time.time())
-        if flavor == "llamacpp":
-            card = {
-                "id": context.model,
-                "aliases": [context.model],
-                "tags": [],
-                "object": "model",
-                "created": created,
-                "owned_by": "llamacpp",
-                "meta": {"n_ctx": context.config.max_model_len // context.config.max_num_seqs},
-            }
-        else:
-            card = {
-                "id": context.model,
-                "object": "model",
-                "created": created,
-                "owned_by": flavor,
-                "root": context.config.model,
-                "parent": None,
-                "max_model_len": context.config.max_model_len,
-            }
-        return JSONResponse({"object": "list", "data": [card]})
 
-    async def metrics(request: Request) -> Response:
-        if context.faults.garbage_metrics:
-            return Response(GARBAGE_METRICS, media_type="text/plain")
-        recorder = context.recorder
-        return Response(
-            recorder.render(), headers={**recorder.headers(), "content-type": recorder.content_type}
-        )
+async def _generation_body(context: AppContext, request: Request) -> dict[str, Any] | JSONResponse:
+    """The JSON body of a generation request, or the error response: unauthorized, shutting down, bad JSON."""
+    if refused := _refused(context, request):
+        return refused
+    if not context.accepting:
+        return _error(503, "The server is shutting down.")
+    return await _read_json(request)
 
-    async def gpu_metrics(request: Request) -> Response:
-        assert context.gpu is not None
-        return Response(context.gpu.render(), headers={"content-type": GPU_CONTENT_TYPE})
 
-    async def control(request: Request) -> Response:
-        data = await read_json(request)
-        if isinstance(data, JSONResponse):
-            return data
-        try:
-            applied = context.control(data)
-        except (ValidationError, ValueError, TypeError) as error:
-            return _error(400, control_error(error))
-        return JSONResponse({"ok": True, "applied": applied})
+async def _until_finished(context: AppContext, sim_request: SimRequest) -> None:
+    """Wait for a non-streamed request's last token; abort it if the client went away first."""
+    try:
+        while not (await sim_request.outbox.get()).finished:
+            pass
+    finally:
+        if sim_request.finish_reason is None:
+            context.engine.abort(sim_request)
 
-    async def completions(request: Request) -> Response:
-        return await generate(request, "completion")
 
-    async def chat(request: Request) -> Response:
-        return await generate(request, "chat")
+def _event(obj: dict[str, Any]) -> str:
+    return f"data: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
-    async def generate(request: Request, kind: str) -> Response:
-        if not authorized(request):
-            return _error(401, "Unauthorized")
-        if not context.accepting:
-            return _error(503, "The server is shutting down.")
-        data = await read_json(request)
-        if isinstance(data, JSONResponse):
-            return data
-        body: BaseModel
-        prompt_tokens: int | None  # None: the engine counts the prompt text
-        try:
-            if kind == "chat":
-                body = chat_body = ChatBody.model_validate(data)
-                prompt_text = chat_body.content_text()
-                prompt_tokens = count_tokens(chat_body.prompt_text())
-                limit = chat_body.token_limit()
-            else:
-                body = completion_body = CompletionBody.model_validate(data)
-                prompt_text, prompt_tokens = completion_body.prompt_text()
-                limit = completion_body.max_tokens
-        except ValidationError as error:
-            first = error.errors()[0]
-            param = ".".join(str(part) for part in first["loc"])
-            return _error(400, f"{param}: {first['msg']}", param)
-        except ValueError as error:
-            return _error(400, str(error), "prompt")
-        assert isinstance(body, ChatBody | CompletionBody)
-        if flavor != "llamacpp" and body.model is not None and body.model != context.model:
-            return _error(404, f"The model `{body.model}` does not exist.", "model")
-        if context.faults.error_rate and context.rng.random() < context.faults.error_rate:
-            return _error(500, "Internal server error (simulated fault)")
-        engine = context.engine
-        sim_request = engine.new_request(
-            endpoint=kind,
-            prompt_text=prompt_text,
-            prompt_tokens=prompt_tokens,
-            max_tokens=limit,
-            temperature=body.temperature,
-            seed=body.seed,
-            stop=body.stops(),
-            ignore_eos=body.ignore_eos,
-        )
-        if sim_request.prompt_tokens >= context.config.max_model_len:
-            return _error(
-                400,
-                f"This model's maximum context length is {context.config.max_model_len} tokens. "
-                f"However, your request has {sim_request.prompt_tokens} input tokens.",
-            )
-        maker = ChunkMaker(flavor, kind, context.model, sim_request)
-        engine.submit(sim_request)
-        if body.stream:
-            drop = (
-                bool(context.faults.disconnect_rate) and context.rng.random() < context.faults.disconnect_rate
-            )
-            return StreamingResponse(
-                _stream(engine, sim_request, maker, body.include_usage, drop),
-                media_type="text/event-stream",
-                headers={"X-Accel-Buffering": "no"} if flavor == "llamacpp" else None,
-            )
-        try:
-            while not (await sim_request.outbox.get()).finished:
-                pass
-        finally:
-            if sim_request.finish_reason is None:
-                engine.abort(sim_request)
-        return JSONResponse(
-            decorate(maker.full_response(), flavor, sim_request, context.responses, context.step_log)
-        )
 
-    async def _stream(
-        engine: SimEngine, sim_request: SimRequest, maker: ChunkMaker, include_usage: bool, drop: bool
-    ) -> AsyncIterator[str]:
-        def event(obj: dict[str, Any]) -> str:
-            return f"data: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
+# ---- every flavour ---------------------------------------------------------------------------------
 
-        chunks = 0
-        try:
-            if maker.kind == "chat":
-                yield event(maker.role_chunk())
-            while True:
-                delivery = await sim_request.outbox.get()
-                finish = (sim_request.finish_reason or "abort") if delivery.finished else None
-                if flavor == "llamacpp":
-                    for index in range(delivery.start, delivery.end):
-                        yield event(maker.text_chunk(sim_request.output[index]))
-                    if delivery.finished:
-                        yield event(maker.finish_chunk(finish or "abort", include_timings=not include_usage))
-                elif delivery.end > delivery.start or finish:
-                    yield event(maker.text_chunk(sim_request.text(delivery.start, delivery.end), finish))
-                chunks += 1
-                if drop and chunks >= DISCONNECT_AFTER_CHUNKS and not delivery.finished:
-                    raise SimulatedDisconnect("simulated disconnect mid-stream")
-                if delivery.finished:
-                    break
-            if include_usage:
-                usage = maker.usage_chunk()
-                yield event(decorate(usage, flavor, sim_request, context.responses, context.step_log))
-            yield "data: [DONE]\n\n"
-        finally:
-            if sim_request.finish_reason is None:
-                engine.abort(sim_request)
 
-    async def props(request: Request) -> Response:
-        config = context.config
-        n_ctx = config.max_model_len // config.max_num_seqs
-        types = "none"  # llama.cpp's quirk: /props says "none" even when drafting (see /slots)
-        return JSONResponse(
-            {
-                "default_generation_settings": {"params": {"speculative.types": types}, "n_ctx": n_ctx},
-                "total_slots": config.max_num_seqs,
-                "model_alias": context.model,
-                "model_path": context.model,
-                "build_info": VERSIONS["llamacpp"],
-                "is_sleeping": False,
-                "endpoint_slots": True,
-                "endpoint_props": False,
-                "endpoint_metrics": True,
-            }
-        )
+async def health(context: AppContext, request: Request) -> Response:
+    if not context.accepting:
+        return Response(status_code=503)
+    if context.flavor == "llamacpp":
+        return JSONResponse({"status": "ok"})
+    return Response(status_code=200)
 
-    async def slots(request: Request) -> Response:
-        config = context.config
-        busy = {running.slot: running for running in context.engine.running}
-        types = "none,draft-simple" if config.k else "none"
-        body = []
-        for slot in range(config.max_num_seqs):
-            entry: dict[str, Any] = {
-                "id": slot,
-                "n_ctx": config.max_model_len // config.max_num_seqs,
-                "speculative": bool(config.k),
-                "is_processing": slot in busy,
-            }
-            if slot in busy:
-                running = busy[slot]
-                entry.update(
-                    id_task=running.number,
-                    n_prompt_tokens=running.prompt_tokens + running.generated,
-                    params={"speculative.types": types},
-                    next_token=[
-                        {
-                            "has_next_token": True,
-                            "n_remain": running.target_tokens - running.generated,
-                            "n_decoded": running.generated,
-                        }
-                    ],
-                )
-            body.append(entry)
-        return JSONResponse(body)
 
-    async def server_info(request: Request) -> Response:
-        config = context.config
-        state: dict[str, Any] = {
-            "last_gen_throughput": 0.0,
-            "effective_max_running_requests_per_dp": config.max_num_seqs,
+async def version(context: AppContext, request: Request) -> Response:
+    return JSONResponse({"version": VERSIONS[context.flavor]})
+
+
+async def models(context: AppContext, request: Request) -> Response:
+    if refused := _refused(context, request):
+        return refused
+    created = int(time.time())
+    if context.flavor == "llamacpp":
+        card = {
+            "id": context.model,
+            "aliases": [context.model],
+            "tags": [],
+            "object": "model",
+            "created": created,
+            "owned_by": "llamacpp",
+            "meta": {"n_ctx": context.config.max_model_len // context.config.max_num_seqs},
         }
-        window = getattr(context.recorder, "gauges", None)
-        if isinstance(window, dict):
-            state["last_gen_throughput"] = window.get("gen_throughput", 0.0)
-            if config.k and window.get("spec_accept_length"):
-                state["avg_spec_accept_length"] = window["spec_accept_length"]
-        return JSONResponse(
-            {
-                "model_path": config.model,
-                "served_model_name": context.model,
-                "tp_size": config.tensor_parallel_size,
-                "mem_fraction_static": config.gpu_memory_utilization,
-                "max_running_requests": config.max_num_seqs,
-                "speculative_algorithm": config.spec_method if config.k else None,
-                "speculative_num_steps": config.k or None,
-                "speculative_eagle_topk": config.eagle_topk if config.k else None,
-                "speculative_num_draft_tokens": (config.num_draft_tokens or config.k + 1)
-                if config.k
-                else None,
-                "disable_radix_cache": not config.enable_prefix_caching,
-                "version": VERSIONS["sglang"],
-                "internal_states": [state],
-            }
-        )
+    else:
+        card = {
+            "id": context.model,
+            "object": "model",
+            "created": created,
+            "owned_by": context.flavor,
+            "root": context.config.model,
+            "parent": None,
+            "max_model_len": context.config.max_model_len,
+        }
+    return JSONResponse({"object": "list", "data": [card]})
 
-    routes = [
-        Route("/health", health, methods=["GET"]),
-        Route("/version", version, methods=["GET"]),
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
-        Route("/v1/completions", completions, methods=["POST"]),
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/sim/control", control, methods=["POST"]),
+
+async def metrics(context: AppContext, request: Request) -> Response:
+    if context.faults.garbage_metrics:
+        return Response(GARBAGE_METRICS, media_type="text/plain")
+    recorder = context.recorder
+    return Response(recorder.render(), headers={**recorder.headers(), "content-type": recorder.content_type})
+
+
+async def gpu_metrics(context: AppContext, request: Request) -> Response:
+    assert context.gpu is not None
+    return Response(context.gpu.render(), headers={"content-type": GPU_CONTENT_TYPE})
+
+
+async def control(context: AppContext, request: Request) -> Response:
+    data = await _read_json(request)
+    if isinstance(data, JSONResponse):
+        return data
+    try:
+        applied = context.control(data)
+    except (ValidationError, ValueError, TypeError) as error:
+        return _error(400, control_error(error))
+    return JSONResponse({"ok": True, "applied": applied})
+
+
+async def completions(context: AppContext, request: Request) -> Response:
+    return await _generate(context, request, "completion")
+
+
+async def chat(context: AppContext, request: Request) -> Response:
+    return await _generate(context, request, "chat")
+
+
+async def _generate(context: AppContext, request: Request, kind: str) -> Response:
+    data = await _generation_body(context, request)
+    if isinstance(data, JSONResponse):
+        return data
+    body: ChatBody | CompletionBody
+    prompt_tokens: int | None  # None: the engine counts the prompt text
+    try:
+        if kind == "chat":
+            body = chat_body = ChatBody.model_validate(data)
+            prompt_text = chat_body.content_text()
+            prompt_tokens = count_tokens(chat_body.prompt_text())
+            limit = chat_body.token_limit()
+        else:
+            body = completion_body = CompletionBody.model_validate(data)
+            prompt_text, prompt_tokens = completion_body.prompt_text()
+            limit = completion_body.max_tokens
+    except ValidationError as error:
+        first = error.errors()[0]
+        param = ".".join(str(part) for part in first["loc"])
+        return _error(400, f"{param}: {first['msg']}", param)
+    except ValueError as error:
+        return _error(400, str(error), "prompt")
+    flavor = context.flavor
+    if flavor != "llamacpp" and body.model is not None and body.model != context.model:
+        return _error(404, f"The model `{body.model}` does not exist.", "model")
+    if context.faults.error_rate and context.rng.random() < context.faults.error_rate:
+        return _error(500, "Internal server error (simulated fault)")
+    engine = context.engine
+    sim_request = engine.new_request(
+        endpoint=kind,
+        prompt_text=prompt_text,
+        prompt_tokens=prompt_tokens,
+        max_tokens=limit,
+        temperature=body.temperature,
+        seed=body.seed,
+        stop=body.stops(),
+        ignore_eos=body.ignore_eos,
+    )
+    if sim_request.prompt_tokens >= context.config.max_model_len:
+        return _error(
+            400,
+            f"This model's maximum context length is {context.config.max_model_len} tokens. "
+            f"However, your request has {sim_request.prompt_tokens} input tokens.",
+        )
+    maker = ChunkMaker(flavor, kind, context.model, sim_request)
+    engine.submit(sim_request)
+    if body.stream:
+        drop = bool(context.faults.disconnect_rate) and context.rng.random() < context.faults.disconnect_rate
+        return StreamingResponse(
+            _stream(context, sim_request, maker, body.include_usage, drop),
+            media_type="text/event-stream",
+            headers={"X-Accel-Buffering": "no"} if flavor == "llamacpp" else None,
+        )
+    await _until_finished(context, sim_request)
+    return JSONResponse(
+        decorate(maker.full_response(), flavor, sim_request, context.responses, context.step_log)
+    )
+
+
+async def _stream(
+    context: AppContext, sim_request: SimRequest, maker: ChunkMaker, include_usage: bool, drop: bool
+) -> AsyncIterator[str]:
+    flavor = context.flavor
+    engine = context.engine
+    chunks = 0
+    try:
+        if maker.kind == "chat":
+            yield _event(maker.role_chunk())
+        while True:
+            delivery = await sim_request.outbox.get()
+            finish = (sim_request.finish_reason or "abort") if delivery.finished else None
+            if flavor == "llamacpp":
+                for index in range(delivery.start, delivery.end):
+                    yield _event(maker.text_chunk(sim_request.output[index]))
+                if delivery.finished:
+                    yield _event(maker.finish_chunk(finish or "abort", include_timings=not include_usage))
+            elif delivery.end > delivery.start or finish:
+                yield _event(maker.text_chunk(sim_request.text(delivery.start, delivery.end), finish))
+            chunks += 1
+            if drop and chunks >= DISCONNECT_AFTER_CHUNKS and not delivery.finished:
+                raise SimulatedDisconnect("simulated disconnect mid-stream")
+            if delivery.finished:
+                break
+        if include_usage:
+            usage = maker.usage_chunk()
+            yield _event(decorate(usage, flavor, sim_request, context.responses, context.step_log))
+        yield "data: [DONE]\n\n"
+    finally:
+        if sim_request.finish_reason is None:
+            engine.abort(sim_request)
+
+
+async def flush_cache(context: AppContext, request: Request) -> Response:
+    """vLLM's `POST /reset_prefix_cache` (dev mode) or SGLang's `POST /flush_cache`: drop the prefix cache."""
+    if refused := _refused(context, request):
+        return refused
+    context.engine.prefix_cache.clear()
+    if context.flavor == "sglang":
+        return Response("Cache flushed.\nPlease check backend logs for more details. ", status_code=200)
+    return Response(status_code=200)
+
+
+# ---- SGLang ----------------------------------------------------------------------------------------
+
+
+async def sglang_generate(context: AppContext, request: Request) -> Response:
+    """SGLang's native `POST /generate`: cumulative text per streamed chunk, `meta_info` on every chunk."""
+    data = await _generation_body(context, request)
+    if isinstance(data, JSONResponse):
+        return data
+    try:
+        body = GenerateBody.model_validate(data)
+    except ValidationError as problem:
+        first = problem.errors()[0]
+        return _error(400, f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}")
+    params = body.sampling_params
+    engine = context.engine
+    sim_request = engine.new_request(
+        endpoint="generate",
+        prompt_text=body.text,
+        prompt_tokens=count_tokens(body.text),
+        max_tokens=params.max_new_tokens,
+        temperature=params.temperature,
+        seed=params.seed,
+        stop=params.stops(),
+        ignore_eos=params.ignore_eos,
+    )
+    if sim_request.prompt_tokens >= context.config.max_model_len:
+        return _error(400, f"The input ({sim_request.prompt_tokens} tokens) is longer than the model's "
+                      f"context length ({context.config.max_model_len} tokens).")  # fmt: skip
+    rid = body.rid or sim_request.request_id
+    engine.submit(sim_request)
+    if body.stream:
+        return StreamingResponse(_sglang_stream(context, sim_request, rid), media_type="text/event-stream")
+    await _until_finished(context, sim_request)
+    return JSONResponse({"text": sim_request.text(), "meta_info": sglang_meta_info(sim_request, rid)})
+
+
+async def _sglang_stream(context: AppContext, sim_request: SimRequest, rid: str) -> AsyncIterator[str]:
+    try:
+        while True:
+            delivery = await sim_request.outbox.get()
+            if delivery.end > delivery.start or delivery.finished:
+                chunk = {
+                    "text": sim_request.text(0, delivery.end),
+                    "meta_info": sglang_meta_info(sim_request, rid),
+                    "index": 0,
+                }
+                yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+            if delivery.finished:
+                break
+        yield "data: [DONE]\n\n"
+    finally:
+        if sim_request.finish_reason is None:
+            context.engine.abort(sim_request)
+
+
+async def server_info(context: AppContext, request: Request) -> Response:
+    config = context.config
+    state: dict[str, Any] = {
+        "last_gen_throughput": 0.0,
+        "effective_max_running_requests_per_dp": config.max_num_seqs,
+    }
+    window = getattr(context.recorder, "gauges", None)
+    if isinstance(window, dict):
+        state["last_gen_throughput"] = window.get("gen_throughput", 0.0)
+        if config.k and window.get("spec_accept_length"):
+            state["avg_spec_accept_length"] = window["spec_accept_length"]
+    return JSONResponse(
+        {
+            "model_path": config.model,
+            "served_model_name": context.model,
+            "tp_size": config.tensor_parallel_size,
+            "mem_fraction_static": config.gpu_memory_utilization,
+            "max_running_requests": config.max_num_seqs,
+            "speculative_algorithm": config.spec_method if config.k else None,
+            "speculative_num_steps": config.k or None,
+            "speculative_eagle_topk": config.eagle_topk if config.k else None,
+            "speculative_num_draft_tokens": (config.num_draft_tokens or config.k + 1) if config.k else None,
+            "disable_radix_cache": not config.enable_prefix_caching,
+            "version": VERSIONS["sglang"],
+            "internal_states": [state],
+        }
+    )
+
+
+# ---- llama.cpp -------------------------------------------------------------------------------------
+
+
+async def props(context: AppContext, request: Request) -> Response:
+    config = context.config
+    n_ctx = config.max_model_len // config.max_num_seqs
+    types = "none"  # llama.cpp's quirk: /props says "none" even when drafting (see /slots)
+    return JSONResponse(
+        {
+            "default_generation_settings": {"params": {"speculative.types": types}, "n_ctx": n_ctx},
+            "total_slots": config.max_num_seqs,
+            "model_alias": context.model,
+            "model_path": context.model,
+            "build_info": VERSIONS["llamacpp"],
+            "is_sleeping": False,
+            "endpoint_slots": True,
+            "endpoint_props": False,
+            "endpoint_metrics": True,
+        }
+    )
+
+
+async def slots(context: AppContext, request: Request) -> Response:
+    config = context.config
+    busy = {running.slot: running for running in context.engine.running}
+    types = "none,draft-simple" if config.k else "none"
+    body = []
+    for slot in range(config.max_num_seqs):
+        entry: dict[str, Any] = {
+            "id": slot,
+            "n_ctx": config.max_model_len // config.max_num_seqs,
+            "speculative": bool(config.k),
+            "is_processing": slot in busy,
+        }
+        if slot in busy:
+            running = busy[slot]
+            entry.update(
+                id_task=running.number,
+                n_prompt_tokens=running.prompt_tokens + running.generated,
+                params={"speculative.types": types},
+                next_token=[
+                    {
+                        "has_next_token": True,
+                        "n_remain": running.target_tokens - running.generated,
+                        "n_decoded": running.generated,
+                    }
+                ],
+            )
+        body.append(entry)
+    return JSONResponse(body)
+
+
+SHARED_ROUTES: list[Endpoint] = [
+    ("GET", "/health", health),
+    ("GET", "/version", version),
+    ("GET", "/v1/models", models),
+    ("GET", "/metrics", metrics),
+    ("POST", "/v1/completions", completions),
+    ("POST", "/v1/chat/completions", chat),
+    ("POST", "/sim/control", control),
+]
+FLAVOR_ROUTES: dict[str, list[Endpoint]] = {
+    "vllm": [
+        ("GET", "/ping", health),
+        ("POST", "/ping", health),
+        ("POST", "/reset_prefix_cache", flush_cache),  # dev mode only in vLLM
+    ],
+    "sglang": [
+        ("GET", "/health_generate", health),
+        ("GET", "/server_info", server_info),
+        ("POST", "/generate", sglang_generate),
+        ("POST", "/flush_cache", flush_cache),
+    ],
+    "llamacpp": [("GET", "/props", props), ("GET", "/slots", slots)],
+}
+GPU_ROUTE: Endpoint = ("GET", GPU_METRICS_PATH, gpu_metrics)  # `spectop sim --gpu`
+
+
+def build_app(context: AppContext) -> ASGIApp:
+    table = [
+        *SHARED_ROUTES,
+        *FLAVOR_ROUTES[context.flavor],
+        *([GPU_ROUTE] if context.gpu is not None else []),
     ]
-    if context.gpu is not None:
-        routes.append(Route(GPU_METRICS_PATH, gpu_metrics, methods=["GET"]))
-    if flavor == "vllm":
-        routes.append(Route("/ping", health, methods=["GET", "POST"]))
-        routes.append(flush_cache_route(context, "/reset_prefix_cache", authorized))  # dev mode only in vLLM
-    if flavor == "sglang":
-        routes.append(Route("/health_generate", health, methods=["GET"]))
-        routes.append(Route("/server_info", server_info, methods=["GET"]))
-        routes.append(native_generate_route(context, read_json, authorized))
-        routes.append(flush_cache_route(context, "/flush_cache", authorized))
-    if flavor == "llamacpp":
-        routes.append(Route("/props", props, methods=["GET"]))
-        routes.append(Route("/slots", slots, methods=["GET"]))
-    app = Starlette(routes=routes)
-    return AccessMiddleware(app, context, {route.path for route in routes})
+    routes = [Route(path, partial(handler, context), methods=[method]) for method, path, handler in table]
+    return AccessMiddleware(Starlette(routes=routes), context, {path for _, path, _ in table})

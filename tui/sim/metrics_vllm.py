@@ -152,52 +152,55 @@ class VllmRecorder(MetricsRecorder):
         GCCollector(registry=registry)
         PlatformCollector(registry=registry)
         _SimulatedProcessCollector(self.started, registry)
-        labels = {"model_name": config.model_name, "engine": "0"}
-        self._labels = labels
+        self._labels = {"model_name": config.model_name, "engine": "0"}
         self.spec = config.k > 0
         if self.spec:
-            self.num_drafts = Counter(
-                "vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", LABELS, registry=registry
-            ).labels(**labels)
-            self.draft_tokens = Counter(
-                "vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", LABELS, registry=registry
-            ).labels(**labels)
-            self.accepted_tokens = Counter(
-                "vllm:spec_decode_num_accepted_tokens",
-                "Number of accepted tokens.",
-                LABELS,
-                registry=registry,
-            ).labels(**labels)
-            per_pos = Counter(
-                "vllm:spec_decode_num_accepted_tokens_per_pos",
-                "Accepted tokens per draft position.",
-                [*LABELS, "position"],
-                registry=registry,
-            )
-            self.per_pos = [per_pos.labels(**labels, position=str(i)) for i in range(config.k)]
+            self._spec_decode_counters(config.k)
         for name, what in (
             ("flops", "number of floating point operations"),
             ("read_bytes", "number of bytes read from memory"),
             ("write_bytes", "number of bytes written to memory"),
         ):
-            Counter(
+            self._counter(
                 f"vllm:estimated_{name}_per_gpu_total",
                 f"Estimated {what} per GPU (for Model Flops Utilization calculations).",
-                LABELS,
-                registry=registry,
-            ).labels(**labels)
-        self.running = Gauge(
-            "vllm:num_requests_running",
-            "Number of requests in model execution batches.",
-            LABELS,
-            registry=registry,
-        ).labels(**labels)
-        self.waiting = Gauge(
-            "vllm:num_requests_waiting",
-            "Number of requests waiting to be processed.",
-            LABELS,
-            registry=registry,
-        ).labels(**labels)
+            )
+        self._load_gauges()
+        self._token_counters()
+        self._request_histograms(one_two_five_buckets(config.max_model_len))
+        self._cache_config_info(config)
+        self._http(registry)
+
+    def _counter(self, name: str, documentation: str) -> Counter:
+        return Counter(name, documentation, LABELS, registry=self.registry).labels(**self._labels)
+
+    def _gauge(self, name: str, documentation: str) -> Gauge:
+        return Gauge(name, documentation, LABELS, registry=self.registry).labels(**self._labels)
+
+    def _histogram(self, name: str, documentation: str, buckets: Sequence[float]) -> Histogram:
+        metric = Histogram(name, documentation, LABELS, buckets=buckets, registry=self.registry)
+        return metric.labels(**self._labels)
+
+    def _spec_decode_counters(self, k: int) -> None:
+        self.num_drafts = self._counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.")
+        self.draft_tokens = self._counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.")
+        self.accepted_tokens = self._counter(
+            "vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens."
+        )
+        per_pos = Counter(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens per draft position.",
+            [*LABELS, "position"],
+            registry=self.registry,
+        )
+        self.per_pos = [per_pos.labels(**self._labels, position=str(i)) for i in range(k)]
+
+    def _load_gauges(self) -> None:
+        labels = self._labels
+        self.running = self._gauge(
+            "vllm:num_requests_running", "Number of requests in model execution batches."
+        )
+        self.waiting = self._gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
         by_reason = Gauge(
             "vllm:num_requests_waiting_by_reason",
             "Number of waiting requests by reason. Reason labels: "
@@ -205,7 +208,7 @@ class VllmRecorder(MetricsRecorder):
             "'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). "
             "Sum of all reasons equals vllm:num_requests_waiting.",
             [*LABELS, "reason"],
-            registry=registry,
+            registry=self.registry,
         )
         self.waiting_capacity = by_reason.labels(**labels, reason="capacity")
         self.waiting_deferred = by_reason.labels(**labels, reason="deferred")
@@ -214,21 +217,14 @@ class VllmRecorder(MetricsRecorder):
             "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
             "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
             [*LABELS, "sleep_state"],
-            registry=registry,
+            registry=self.registry,
         )
-        sleep.labels(**labels, sleep_state="awake").set(1)
-        sleep.labels(**labels, sleep_state="weights_offloaded").set(0)
-        sleep.labels(**labels, sleep_state="discard_all").set(0)
-        self.kv_usage = Gauge(
-            "vllm:kv_cache_usage_perc",
-            "KV-cache usage. 1 means 100 percent usage.",
-            LABELS,
-            registry=registry,
-        ).labels(**labels)
+        for state, value in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
+            sleep.labels(**labels, sleep_state=state).set(value)
+        self.kv_usage = self._gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
 
-        def counter(name: str, documentation: str) -> Counter:
-            return Counter(name, documentation, LABELS, registry=registry).labels(**labels)
-
+    def _token_counters(self) -> None:
+        counter, labels = self._counter, self._labels
         self.prefix_queries = counter(
             "vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens."
         )
@@ -253,7 +249,7 @@ class VllmRecorder(MetricsRecorder):
             "vllm:prompt_tokens_by_source",
             "Number of prompt tokens by source.",
             [*LABELS, "source"],
-            registry=registry,
+            registry=self.registry,
         )
         self.prompt_computed = by_source.labels(**labels, source="local_compute")
         self.prompt_cache_hit = by_source.labels(**labels, source="local_cache_hit")
@@ -266,16 +262,14 @@ class VllmRecorder(MetricsRecorder):
             "vllm:request_success",
             "Count of successfully processed requests.",
             [*LABELS, "finished_reason"],
-            registry=registry,
+            registry=self.registry,
         )
         self.success = {
             reason: success.labels(**labels, finished_reason=reason) for reason in FINISHED_REASONS
         }
 
-        def histogram(name: str, documentation: str, buckets: Sequence[float]) -> Histogram:
-            return Histogram(name, documentation, LABELS, buckets=buckets, registry=registry).labels(**labels)
-
-        token_buckets = one_two_five_buckets(config.max_model_len)
+    def _request_histograms(self, token_buckets: Sequence[float]) -> None:
+        histogram = self._histogram
         self.request_prompt_tokens = histogram(
             "vllm:request_prompt_tokens", "Number of prefill tokens processed.", token_buckets
         )
@@ -337,8 +331,6 @@ class VllmRecorder(MetricsRecorder):
             "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
             token_buckets,
         )
-        self._cache_config_info(config)
-        self._http(registry)
 
     def _cache_config_info(self, config: SimConfig) -> None:
         blocks = config.kv_cache_tokens() // config.block_size

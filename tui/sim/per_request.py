@@ -15,34 +15,13 @@ requests equals the `/metrics` delta to the token when nothing else ran.
 
 from __future__ import annotations
 
-import json
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from pydantic import BaseModel, ConfigDict, Field
 
-from tui.sim.config import SimConfig
-from tui.sim.engine import EngineObserver, SimEngine, SimRequest, StepReport
-from tui.sim.openai_shapes import error_body
-from tui.sim.tokens import count_tokens
-
-
-class AppContext(Protocol):
-    """What these routes read of the simulator app's context (`tui.sim.app.AppContext`, which imports
-    this module: a protocol here keeps the two free of an import cycle)."""
-
-    @property
-    def accepting(self) -> bool: ...
-    @property
-    def engine(self) -> SimEngine: ...
-    @property
-    def config(self) -> SimConfig: ...
-
+from tui.sim.engine import EngineObserver, SimRequest, StepReport
 
 SpecMetrics = Literal["none", "summary", "detailed"]
 SPEC_METRICS: tuple[str, ...] = ("none", "summary", "detailed")
@@ -227,89 +206,3 @@ def sglang_meta_info(request: SimRequest, rid: str) -> dict[str, Any]:
     if finished is not None:
         meta["e2e_latency"] = max(0.0, finished - request.arrival)
     return meta
-
-
-ReadJson = Callable[[Request], Awaitable[dict[str, Any] | JSONResponse]]
-
-
-def native_generate_route(
-    context: AppContext, read_json: ReadJson, authorized: Callable[[Request], bool]
-) -> Route:
-    """SGLang's `POST /generate`: cumulative text per streamed chunk, `meta_info` on every chunk."""
-
-    def error(status: int, message: str) -> JSONResponse:
-        return JSONResponse(error_body(status, message), status_code=status)
-
-    async def generate(request: Request) -> Response:
-        if not authorized(request):
-            return error(401, "Unauthorized")
-        if not context.accepting:
-            return error(503, "The server is shutting down.")
-        data = await read_json(request)
-        if isinstance(data, JSONResponse):
-            return data
-        try:
-            body = GenerateBody.model_validate(data)
-        except ValidationError as problem:
-            first = problem.errors()[0]
-            return error(400, f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}")
-        params = body.sampling_params
-        engine = context.engine
-        sim_request = engine.new_request(
-            endpoint="generate",
-            prompt_text=body.text,
-            prompt_tokens=count_tokens(body.text),
-            max_tokens=params.max_new_tokens,
-            temperature=params.temperature,
-            seed=params.seed,
-            stop=params.stops(),
-            ignore_eos=params.ignore_eos,
-        )
-        if sim_request.prompt_tokens >= context.config.max_model_len:
-            return error(400, f"The input ({sim_request.prompt_tokens} tokens) is longer than the model's "
-                         f"context length ({context.config.max_model_len} tokens).")  # fmt: skip
-        rid = body.rid or sim_request.request_id
-        engine.submit(sim_request)
-        if body.stream:
-            return StreamingResponse(_stream(sim_request, rid), media_type="text/event-stream")
-        try:
-            while not (await sim_request.outbox.get()).finished:
-                pass
-        finally:
-            if sim_request.finish_reason is None:
-                engine.abort(sim_request)
-        return JSONResponse({"text": sim_request.text(), "meta_info": sglang_meta_info(sim_request, rid)})
-
-    async def _stream(sim_request: SimRequest, rid: str) -> AsyncIterator[str]:
-        try:
-            while True:
-                delivery = await sim_request.outbox.get()
-                if delivery.end > delivery.start or delivery.finished:
-                    chunk = {
-                        "text": sim_request.text(0, delivery.end),
-                        "meta_info": sglang_meta_info(sim_request, rid),
-                        "index": 0,
-                    }
-                    yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
-                if delivery.finished:
-                    break
-            yield "data: [DONE]\n\n"
-        finally:
-            if sim_request.finish_reason is None:
-                context.engine.abort(sim_request)
-
-    return Route("/generate", generate, methods=["POST"])
-
-
-def flush_cache_route(context: AppContext, path: str, authorized: Callable[[Request], bool]) -> Route:
-    """vLLM's `POST /reset_prefix_cache` (dev mode) or SGLang's `POST /flush_cache`: drop the prefix cache."""
-
-    async def flush(request: Request) -> Response:
-        if not authorized(request):
-            return JSONResponse(error_body(401, "Unauthorized"), status_code=401)
-        context.engine.prefix_cache.clear()
-        if path == "/flush_cache":
-            return Response("Cache flushed.\nPlease check backend logs for more details. ", status_code=200)
-        return Response(status_code=200)
-
-    return Route(path, flush, methods=["POST"])

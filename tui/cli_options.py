@@ -1,0 +1,55 @@
+"""Options declared once, as rows: the flag, the field it fills (its dest), argparse's keywords.
+
+A command adds its rows, reads the fields back from the parsed arguments, and names the flag of a
+field in an error from the same rows. Completion scripts come from the parser (shtab, `spectop
+--completion`); file arguments are marked for it here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from typing import Any
+
+Option = tuple[str, str, dict[str, Any]]  # (flag, field, add_argument keywords)
+
+# shtab.FILE for the shells spectop completes: shtab is imported only to print a script (its import reads
+# the installed packages' metadata, too slow for every start); tests/test_completion.py keeps them equal.
+FILE_COMPLETION = {
+    "bash": "_shtab_compgen_files",
+    "zsh": "_files",
+    "fish": "(__fish_complete_path (commandline -ct))",
+}
+
+
+def completes_files(action: argparse.Action) -> argparse.Action:
+    """Mark an argument whose values are file names: the completion scripts complete files there."""
+    action.complete = FILE_COMPLETION  # type: ignore[attr-defined]
+    return action
+
+
+def add_options(target: Any, options: Iterable[Option]) -> None:
+    """Add the rows to a parser or an argument group; a FILE metavar completes files."""
+    for flag, field, keywords in options:
+        action = target.add_argument(flag, dest=field, **keywords)
+        if "FILE" in str(keywords.get("metavar", "")):
+            completes_files(action)
+
+
+def option_values(args: argparse.Namespace, options: Iterable[Option]) -> dict[str, Any]:
+    return {field: getattr(args, field) for _, field, _ in options}
+
+
+def option_flags(options: Iterable[Option]) -> dict[str, str]:
+    """Each field's flag, to name it in an error about the field."""
+    return {field: flag for flag, field, _ in options}
+
+
+def option(flag: str, help: str | None, *, dest: str | None = None, **keywords: Any) -> Option:
+    """A row; its field is argparse's dest (the flag's name with `_` for `-`) unless `dest` says another."""
+    return (flag, dest or flag.removeprefix("--").replace("-", "_"), {"help": help, **keywords})
+
+
+# Rows bench and tune share.
+MODEL = option("--model", "default: the first model from /v1/models", metavar="NAME")
+API_KEY_ENV = option("--api-key-env", "environment variable that holds the API key", metavar="NAME")
