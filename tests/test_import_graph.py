@@ -115,8 +115,8 @@ def test_the_core_imports_nothing_from_the_ui() -> None:
 
 def test_a_core_module_importing_a_widget_is_caught() -> None:
     graph = _graph()
-    graph["tui.tune.guard"] = {*graph["tui.tune.guard"], "tui.widgets.chart"}
-    assert _ui_imports_of_the_core(graph) == ["tui.tune.guard → tui.widgets.chart"]
+    graph["tui.advice.guard"] = {*graph["tui.advice.guard"], "tui.widgets.chart"}
+    assert _ui_imports_of_the_core(graph) == ["tui.advice.guard → tui.widgets.chart"]
 
 
 def test_every_module_has_a_layer() -> None:

@@ -13,6 +13,7 @@ CORE = (
     "tui.gpu",
     "tui.fleet",
     "tui.tune",
+    "tui.advice",
     "tui.board",
     "tui.settings",
     "tui.paths",

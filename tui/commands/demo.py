@@ -39,7 +39,7 @@ from tui.settings import EndpointSettings, Settings
 from tui.terminal import require_terminal
 
 if TYPE_CHECKING:
-    from tui.tune.live_advice import KeptModels
+    from tui.advice.live import KeptModels
     from tui.ui.app import SpectopApp
 
 LISTENING = re.compile(r"listening on (http://\S+)")
@@ -558,8 +558,8 @@ def demo_step_costs(sims: DemoSims) -> KeptModels:
     """The advisor's models: the kept ones, and each sim's own step cost (in memory, never written)."""
     from dataclasses import replace
 
-    from tui.tune.live_advice import read_models
-    from tui.tune.sim_models import sim_step_cost
+    from tui.advice.live import read_models
+    from tui.advice.sim_models import sim_step_cost
 
     kept = read_models()
     models = [model for sim in sims.sims if (model := sim_step_cost(sim.config, sim.url)) is not None]

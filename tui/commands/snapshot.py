@@ -21,10 +21,10 @@ from tui.format import fmt_setting
 if TYPE_CHECKING:
     import httpx
 
+    from tui.advice.advisor import Advice
     from tui.settings import EndpointSettings
     from tui.telemetry.figures import Figures
     from tui.telemetry.scraper import Scrape
-    from tui.tune.advisor import Advice
 
 DEFAULT_WINDOW_S = 5.0
 DEFAULT_TIMEOUT_S = 5.0
@@ -89,7 +89,7 @@ class _Result:
         self.backend: str | None = None
         self.model: str | None = None
         self.figures: Figures | None = None
-        self.advice: Advice | None = None  # the what-if advisor (tui/tune/advisor.py)
+        self.advice: Advice | None = None  # the what-if advisor (tui/advice/advisor.py)
 
     def as_json(self) -> dict[str, Any]:
         from tui.telemetry.snapshot_record import snapshot_record
@@ -271,7 +271,7 @@ def _table(result: _Result) -> list[str]:
 
 def _advise(results: list[_Result], endpoints: list[EndpointSettings]) -> None:
     """The what-if advice of each endpoint that was up, from the kept step-cost models."""
-    from tui.tune.live_advice import advice_for, read_models
+    from tui.advice.live import advice_for, read_models
 
     kept = read_models()
     for result, endpoint in zip(results, endpoints, strict=True):

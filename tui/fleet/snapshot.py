@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from tui.advice.advisor import Advice
 from tui.fleet.options import prometheus_settings
 from tui.fleet.poller import FleetPoller, FleetReading
 from tui.format import UNKNOWN, figure_text, fmt_setting
@@ -22,14 +23,13 @@ from tui.settings import SettingsError, find_settings_file, parse_settings
 from tui.telemetry.figures import Figures
 from tui.telemetry.plausible_figures import dropped_words
 from tui.telemetry.snapshot_record import snapshot_record
-from tui.tune.advisor import Advice
 
 
 def row(
     reading: FleetReading, advice: Advice | None = None, group_advice: Advice | None = None
 ) -> dict[str, Any]:
     """A direct snapshot's JSON line (the same record type, so the same fields), url = the instance;
-    `advice` the instance's, `group` and `group_advice` its group's (tui/fleet/advice.py)."""
+    `advice` the instance's, `group` and `group_advice` its group's (tui/advice/fleet.py)."""
     record = snapshot_record(
         url=reading.instance,
         backend=reading.backend,
@@ -90,7 +90,7 @@ def table(readings: list[FleetReading]) -> list[str]:
 
 def advice_lines(groups: dict[str, Advice], advices: dict[str, Advice | None]) -> list[str]:
     """The advisor's line per group, then per instance that has a step-cost model."""
-    from tui.fleet.advice import group_line
+    from tui.advice.fleet import group_line
 
     lines = [group_line(group, advice) for group, advice in groups.items()]
     for instance, advice in advices.items():
@@ -143,8 +143,8 @@ def run_fleet(args: argparse.Namespace) -> int:
             "the window must span at least two of Prometheus' scrapes",
             file=sys.stderr,
         )
-    from tui.fleet.advice import group_advices, instance_advice
-    from tui.tune.live_advice import read_models
+    from tui.advice.fleet import group_advices, instance_advice
+    from tui.advice.live import read_models
 
     kept = read_models()
     groups = group_advices(refresh.readings, kept)

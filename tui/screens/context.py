@@ -69,7 +69,7 @@ class ScreenContext:
 
     def group_advice_lines(self) -> list[tuple[str, bool]]:
         """Fleet mode: the advisor's line per calibrated group, and whether it advises another k."""
-        from tui.fleet.advice import group_lines
+        from tui.advice.fleet import group_lines
 
         return group_lines(self.board.group_advice())
 

@@ -20,11 +20,11 @@ from typing import Any, Protocol
 
 import httpx
 
+from tui.advice.guard import Advised, GuardDecision, GuardInput, GuardRecord, decide, switch_speculation_off
+from tui.advice.guard_state import GuardBook, Prepared, guard_input, log_record, prepare, record_for
 from tui.board import Board
 from tui.settings import EndpointSettings
 from tui.telemetry.recording import GuardLogRecord
-from tui.tune.guard import Advised, GuardDecision, GuardInput, GuardRecord, decide, switch_speculation_off
-from tui.tune.guard_state import GuardBook, Prepared, guard_input, log_record, prepare, record_for
 
 
 @dataclass(frozen=True)
