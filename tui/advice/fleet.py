@@ -100,3 +100,12 @@ def group_lines(groups: dict[str, Advice], limit: int = MAX_GROUP_LINES) -> list
     if better:
         more += f", {fmt_count(better)} advising another k"
     return [*lines[: limit - 1], (f"{more} (spectop snapshot --prometheus URL)", bool(better))]
+
+
+def advice_lines(groups: dict[str, Advice], advices: dict[str, Advice | None]) -> list[str]:
+    """The advisor's line per group, then per instance that has a step-cost model."""
+    lines = [group_line(group, advice) for group, advice in groups.items()]
+    for instance, advice in advices.items():
+        if advice is not None and advice.basis is not None:
+            lines.append(safe_line(f"advice · {instance}: {advice.line()}"))
+    return lines
