@@ -19,7 +19,7 @@ from test_sanitize_bench import hostile_burst
 
 from tui.bench.burst_store import save_burst
 from tui.screens.bench import BenchScreen
-from tui.ui.messages import BurstFailed
+from tui.widgets.messages import BurstFailed
 
 pytestmark = pytest.mark.usefixtures("bench_folders")
 

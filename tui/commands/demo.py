@@ -512,7 +512,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with demo_sims(args.background_load, keep=args.keep) as sims:
             from tui.ui.terminal_guard import run_app
-            from tui.ui.worker_errors import print_recovery_notes
+            from tui.widgets.worker_errors import print_recovery_notes
 
             app = demo_app(sims, args.poll_interval, args.record, args.record_max_mb)
 

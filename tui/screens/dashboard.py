@@ -24,13 +24,13 @@ from textual.widgets import DataTable, Header, Input, Static
 
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.telemetry.endpoint_row import EndpointRow, endpoint_row
-from tui.ui.messages import EndpointsUpdated, EndpointUpdated
 from tui.widgets.card_view import CHART_LINES, CHART_MIN_WIDTH, CardData
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import TREND_COLUMNS, EndpointTable
 from tui.widgets.figure_table import wrap_whole
 from tui.widgets.footer import Footer
 from tui.widgets.gpu_panel import GpuStrip, card_gpu_line
+from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
 if TYPE_CHECKING:  # fleet mode only: its modules are imported when it starts (not before a first frame)
     from tui.widgets.fleet_table import FleetTable

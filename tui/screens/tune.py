@@ -40,10 +40,10 @@ from tui.tune.result import (
     value_label,
 )
 from tui.tune.runner import TuneOptions, TuneProgress, TuneRun, client_or_own
-from tui.ui.messages import HealthChecked, RestartStarted
 from tui.widgets.chart import spark
 from tui.widgets.edit_mode import FieldInput
 from tui.widgets.footer import Footer
+from tui.widgets.messages import HealthChecked, RestartStarted
 
 DEFAULT_LOADS = "1,8"
 SPARK_WIDTH = 12

@@ -39,7 +39,6 @@ from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import DEFAULT_MAX_MB
 from tui.telemetry.series import SeriesStore
-from tui.ui.messages import EndpointsUpdated, EndpointUpdated, HealthChecked, RestartExited, RestartStarted
 from tui.ui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.ui.terminal_guard import exit_on_signals, guard_drawn_text, restore_signals
 from tui.ui.themes import (
@@ -49,9 +48,16 @@ from tui.ui.themes import (
     load_themes,
     next_theme,
 )
-from tui.ui.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
 from tui.widgets.card_view import CardData
 from tui.widgets.header import subtitle_room
+from tui.widgets.messages import (
+    EndpointsUpdated,
+    EndpointUpdated,
+    HealthChecked,
+    RestartExited,
+    RestartStarted,
+)
+from tui.widgets.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
 
 if TYPE_CHECKING:
     from tui.advice.guard_control import GuardController, GuardFacts
