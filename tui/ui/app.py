@@ -213,7 +213,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         if self.source.is_fleet:  # fleet mode: the instances' table when cards do not fit (imported then)
             from tui.widgets.fleet_table import FleetTable
 
-            return DashboardScreen(self.context, table=FleetTable(self.context))
+            return DashboardScreen(self.context, table=FleetTable(self.context.fleet_view()))
         return DashboardScreen(self.context)
 
     async def on_mount(self) -> None:
