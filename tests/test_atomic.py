@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.tune.test_advisor import fitted
+from tests.advice.test_advisor import fitted
 from tests.untrusted import hostile_burst
+from tui.advice.stepcost import save_model
 from tui.atomic import write_file
 from tui.bench.burst_store import save_burst
 from tui.bench.report.export import export as export_burst
@@ -20,7 +21,6 @@ from tui.screens.editor_recovery import write_recovery
 from tui.state import TableChoice, remember_table, remember_theme
 from tui.tune.result import TuneResult, save_tune
 from tui.tune.result import export as export_tune
-from tui.tune.stepcost import save_model
 
 
 def _tune() -> TuneResult:

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from tui.advice.advisor import Advice
+from tui.advice.live import AdviceBook, ConfigFacts, KeptModels
 from tui.gpu.alerts import memory_high_with_speculation
 from tui.gpu.history import GpuHistory
 from tui.gpu.monitor import EndpointGpus
@@ -36,8 +38,6 @@ from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import RecordedEndpoint
 from tui.telemetry.series import SeriesStore, samples_for
-from tui.tune.advisor import Advice
-from tui.tune.live_advice import AdviceBook, ConfigFacts, KeptModels
 
 LOG_LINES_KEPT = 2000
 PLACEHOLDER_URL = "http://recorded.invalid"
@@ -235,9 +235,9 @@ class Board:
             self.advice.margin = margin
 
     def group_advice(self) -> dict[str, Advice]:
-        """Fleet mode: each group's advice from its members' pooled per-position rates (tui/fleet/advice.py);
+        """Fleet mode: each group's advice from its members' pooled per-position rates (tui/advice/fleet.py);
         empty without the advisor or without fleet readings."""
-        from tui.fleet.advice import group_advices
+        from tui.advice.fleet import group_advices
         from tui.fleet.poller import FleetReading
 
         fleet = [reading for reading in self.readings.values() if isinstance(reading, FleetReading)]

@@ -38,7 +38,7 @@ def user_data_dir() -> Path:
 
 
 def step_cost_file() -> Path:
-    """The step-cost models fitted by `spectop tune --calibrate` (tui/tune/stepcost.py)."""
+    """The step-cost models fitted by `spectop tune --calibrate` (tui/advice/stepcost.py)."""
     return user_data_dir() / "stepcost.json"
 
 

@@ -23,6 +23,7 @@ from tui.validators import (
     check_env_var_name,
     friendly_message,
     normalize_http_url,
+    parse_matchers,
     scheme_was_added,
     without_credentials,
 )
@@ -141,8 +142,6 @@ class PrometheusSettings(BaseModel):
     @field_validator("match")
     @classmethod
     def _matchers(cls, value: str | None) -> str | None:
-        from tui.fleet.selector import parse_matchers  # the PromQL label-matcher rule lives there
-
         return None if value is None else parse_matchers(value)
 
     @field_validator("bearer_token_env", "basic_auth_password_env")

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tui.atomic import write_file
-from tui.settings import user_config_dir
+from tui.paths import user_config_dir
 
 STATE_FILE_NAME = "state.json"
 MAX_COLUMNS = 32

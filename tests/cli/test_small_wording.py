@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tui.advice.guard import ACTION_WORDS, GuardRecord
 from tui.commands.snapshot import _Result, _table
 from tui.configs.document import load_document
 from tui.screens.tune import screen_words
-from tui.tune.guard import ACTION_WORDS, GuardRecord
 from tui.tune.plan import TunePlanError, check_values, default_key
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.tune.conftest import write_config
+from tui.advice.guard_state import prepare
 from tui.configs.editing import masked_diff
 from tui.settings import EndpointSettings
-from tui.tune.guard_state import prepare
 from tui.tune.runner import TuneOptions, TuneRun
 
 SECRET = "sk-live-NEVER-IN-A-DIFF-42"

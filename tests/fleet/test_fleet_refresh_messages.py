@@ -11,8 +11,8 @@ from textual.screen import Screen
 
 from tests.fleet.fake_fleet import scripted_app, scripted_readings
 from tests.ui.ui_waiting import wait_for
-from tui.ui.messages import EndpointsUpdated, EndpointUpdated
 from tui.widgets.fleet_table import FleetTable
+from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
 INSTANCES = 400
 

@@ -13,8 +13,9 @@ import pytest
 from tests.fleet.conftest import ROOT
 from tui.fleet.options import apply_fleet_flags, prometheus_settings
 from tui.fleet.queries import FLEET_FIGURES, discovery_query, duration, figure_queries
-from tui.fleet.selector import parse_matchers, selector
+from tui.fleet.selector import selector
 from tui.settings import PrometheusSettings, Settings, SettingsError, parse_settings
+from tui.validators import parse_matchers
 
 FILE = """
 [prometheus]

@@ -31,7 +31,7 @@ from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
 from vllm_workload import steady_load
 
-from tui.tune.stepcost import StepCostModel, load_models
+from tui.advice.stepcost import StepCostModel, load_models
 
 K = 2  # the file's
 MAX_TOKENS = 64  # a burst of a few seconds: a busy host's time slices average out within it

@@ -13,9 +13,9 @@ from vllm_models import VllmModels
 from vllm_waits import until_served
 from vllm_workload import completion, steady_load
 
+from tui.advice.guard import ACTION_WORDS
 from tui.paths import themes_dir
 from tui.settings import AlertSettings, EndpointSettings, Settings
-from tui.tune.guard import ACTION_WORDS
 from tui.ui.app import SpectopApp
 
 HEALTH_TIMEOUT_S = 900.0  # a hung start, not a slow one

@@ -22,7 +22,7 @@ def _core_modules() -> list[str]:
 
 def test_core_modules_do_not_import_textual() -> None:
     modules = _core_modules()
-    assert "tui.tune.guard" in modules and "tui.format" in modules
+    assert "tui.advice.guard" in modules and "tui.format" in modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"

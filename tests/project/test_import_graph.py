@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tui_layers import CORE, ENTRY, UI, within
+from tui_layers import CORE, ENTRY, FLOORS, UI, within
 
 import tui
 
@@ -30,11 +30,25 @@ def _modules() -> dict[str, Path]:
     return modules
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and (
+        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
+    )
+
+
+def _imports(
+    name: str, path: Path, modules: dict[str, Path], *, type_only: bool = True, source: str | None = None
+) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
+        if not type_only and _type_checking(node):
+            assert isinstance(node, ast.If)
+            for child in node.orelse:
+                visit(child)
+            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -47,7 +61,7 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(path.read_text(encoding="utf-8")))
+    visit(ast.parse(path.read_text(encoding="utf-8") if source is None else source))
     targets = set()
     for target in found:
         while target and target not in modules:
@@ -57,9 +71,38 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return targets
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, type_only: bool = True) -> dict[str, set[str]]:
     modules = _modules()
-    return {name: _imports(name, path, modules) for name, path in modules.items()}
+    return {name: _imports(name, path, modules, type_only=type_only) for name, path in modules.items()}
+
+
+def _imports_of_source(name: str, path: Path, source: str) -> set[str]:
+    return _imports(name, path, _modules(), type_only=False, source=source)
+
+
+def _room(module: str) -> str:
+    """The top-level folder or module of tui that holds `module`."""
+    return module.split(".")[1]
+
+
+def _folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    folders: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        if name == "tui":
+            continue
+        folders.setdefault(_room(name), set()).update(
+            _room(target) for target in targets if target != "tui" and _room(target) != _room(name)
+        )
+    return folders
+
+
+def _climbs(folders: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{name} → {target}"
+        for name, targets in sorted(folders.items())
+        for target in sorted(targets)
+        if FLOORS[target] > FLOORS[name]
+    ]
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -115,8 +158,8 @@ def test_the_core_imports_nothing_from_the_ui() -> None:
 
 def test_a_core_module_importing_a_widget_is_caught() -> None:
     graph = _graph()
-    graph["tui.tune.guard"] = {*graph["tui.tune.guard"], "tui.widgets.chart"}
-    assert _ui_imports_of_the_core(graph) == ["tui.tune.guard → tui.widgets.chart"]
+    graph["tui.advice.guard"] = {*graph["tui.advice.guard"], "tui.widgets.chart"}
+    assert _ui_imports_of_the_core(graph) == ["tui.advice.guard → tui.widgets.chart"]
 
 
 def test_every_module_has_a_layer() -> None:
@@ -133,3 +176,32 @@ def test_the_folder_says_the_layer() -> None:
     assert all(
         prefix.count(".") == 1 and prefix.split(".")[1] in {"ui", "screens", "widgets"} for prefix in UI
     )
+
+
+def test_every_folder_has_a_floor() -> None:
+    assert sorted(set(_folder_graph(_graph())) - set(FLOORS)) == []
+
+
+def test_no_import_cycle_between_folders() -> None:
+    """Imports inside functions count; a type-only import under `if TYPE_CHECKING:` does not."""
+    cycle = _cycle(_folder_graph(_graph(type_only=False)))
+    assert cycle is None, "import cycle between tui's folders: " + " → ".join(cycle or [])
+
+
+def test_no_folder_imports_from_a_higher_floor() -> None:
+    assert _climbs(_folder_graph(_graph(type_only=False))) == []
+
+
+def test_a_function_level_climb_is_caught() -> None:
+    path = ROOT / "tune" / "plan.py"
+    graph = {"tui.tune.plan": {"tui.format"}, "tui.board": {"tui.tune.plan"}}
+    source = "def f():\n    from tui.board import Board\n"
+    graph["tui.tune.plan"] |= _imports_of_source("tui.tune.plan", path, source)
+    assert _climbs(_folder_graph(graph)) == ["tune → board"]
+    assert _cycle(_folder_graph(graph)) == ["board", "tune", "board"]
+
+
+def test_a_type_only_import_is_not_an_arrow_between_folders() -> None:
+    path = ROOT / "tune" / "plan.py"
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tui.board import Board\n"
+    assert _imports_of_source("tui.tune.plan", path, source) == set()

@@ -13,6 +13,7 @@ CORE = (
     "tui.gpu",
     "tui.fleet",
     "tui.tune",
+    "tui.advice",
     "tui.board",
     "tui.settings",
     "tui.paths",
@@ -33,6 +34,23 @@ UI = (
     "tui.widgets",
 )
 ENTRY = ("tui.cli", "tui.cli_options", "tui.commands", "tui.__main__")
+
+# The floors of tui's top-level folders and modules: each imports only from its own floor or below, counting
+# imports inside functions (a lazy import is still an arrow), and no two of them import each other.
+FLOORS = {
+    **dict.fromkeys(
+        ("format", "sanitize", "validators", "paths", "auth", "atomic", "fit_text", "state", "safe_output"), 1
+    ),
+    **dict.fromkeys(("terminal", "debug_log"), 1),
+    **dict.fromkeys(("telemetry", "configs", "sim", "gpu", "settings"), 2),
+    **dict.fromkeys(("tune", "bench", "fleet"), 3),
+    "advice": 4,
+    **dict.fromkeys(("board", "sources"), 6),
+    "widgets": 7.1,
+    "screens": 7.2,
+    "ui": 7.3,
+    **dict.fromkeys(("cli", "commands", "completion", "__main__"), 8),
+}
 
 
 def within(name: str, prefixes: tuple[str, ...]) -> bool:

@@ -197,8 +197,8 @@ def test_a_signal_mid_sweep_leaves_the_original_file_and_a_running_server(
 async def test_the_guard_switches_speculation_off_and_the_server_restarts_without_it(
     tune_sim: TuneSim,
 ) -> None:
+    from tui.advice.guard import decide, switch_speculation_off
     from tui.settings import EndpointSettings
-    from tui.tune.guard import decide, switch_speculation_off
 
     endpoint = EndpointSettings(
         name="tuned", url=tune_sim.url, config_file=tune_sim.config, log_file=tune_sim.sim.log_file,
@@ -223,7 +223,7 @@ async def test_the_guard_switches_speculation_off_and_the_server_restarts_withou
 
 
 def _low_acceptance(endpoint):  # type: ignore[no-untyped-def]
-    from tui.tune.guard import GuardInput
+    from tui.advice.guard import GuardInput
 
     return GuardInput(
         mode=endpoint.guard, now=1000.0, acceptance_alert_active=True, acceptance=0.3, threshold=0.6,

@@ -107,8 +107,8 @@ async def test_c_calibrates_the_advisor_with_planned_restarts_and_the_dashboard_
     """`T` then `c`: a few k around the file's own at the loads seen live, the file restored, the model
     kept in stepcost.json and used by the dashboard's advisor at once. The dashboard keeps polling during
     the sweep: its restarts read "restarting", never "endpoint down"."""
+    from tui.advice.stepcost import find_model, load_models
     from tui.settings import Settings
-    from tui.tune.stepcost import find_model, load_models
     from tui.ui.app import SpectopApp
 
     original = tune_sim.config.read_bytes()  # k=2

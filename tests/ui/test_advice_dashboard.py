@@ -9,15 +9,15 @@ from collections.abc import AsyncIterator
 from scripted_source import ScriptedSourceBase
 from ui_waiting import wait_for
 
-from tests.tune.test_advisor import CONDITIONAL, fitted, unconditional
+from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
+from tui.advice.live import KeptModels
+from tui.advice.stepcost import StepCostFile
 from tui.screens.detail import DetailScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.sources.clock import WallClock
 from tui.sources.updates import ReadingArrived, Update
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
-from tui.tune.live_advice import KeptModels
-from tui.tune.stepcost import StepCostFile
 from tui.ui.app import SpectopApp
 from tui.widgets.card_view import CardData, badge_line
 from tui.widgets.figure_table import FigureTable

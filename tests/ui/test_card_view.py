@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from cut_figures import cut_figures, cut_words
 from ui_waiting import wait_for
 
+from tui.advice.advisor import Advice
 from tui.screens.detail import DetailScreen
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
-from tui.tune.advisor import Advice
 from tui.ui.app import SpectopApp
 from tui.widgets.card_view import CardData, badge_line, compact_lines, roomy_lines
 from tui.widgets.endpoint_card import EndpointCard

@@ -113,8 +113,8 @@ async def test_detail_screen_draws_axis_and_markers_of_a_config_change(tmp_path:
     from tui.screens.detail import DetailScreen
     from tui.settings import EndpointSettings, Settings
     from tui.ui.app import SpectopApp
-    from tui.ui.messages import RestartStarted
     from tui.widgets.chart import TimeAxis
+    from tui.widgets.messages import RestartStarted
 
     endpoint = EndpointSettings(name="a", url="http://127.0.0.1:9")  # nothing listens: down, no network
     app = SpectopApp(Settings(endpoints=[endpoint]), remember_theme_choice=False)

@@ -19,8 +19,8 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 
 NOT_BEFORE_THE_FIRST_FRAME = (
-    "tui.tune.guard",
-    "tui.tune.guard_control",
+    "tui.advice.guard",
+    "tui.advice.guard_control",
     "tui.screens.guard",
     "tui.tune.runner",
     "tui.sources.fleet",

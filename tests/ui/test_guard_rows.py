@@ -9,12 +9,12 @@ import httpx
 from textual.app import App
 from textual.widgets import DataTable
 
-from tests.tune.test_guard_control import FakePorts, _board, _reading
+from tests.advice.test_guard_control import FakePorts, _board, _reading
 from tests.ui.ui_waiting import wait_for
+from tui.advice.guard import GuardRecord
+from tui.advice.guard_control import GuardController
 from tui.screens.alerts import AlertsScreen
 from tui.telemetry.alerts import AlertEngine
-from tui.tune.guard import GuardRecord
-from tui.tune.guard_control import GuardController
 
 
 async def _offered_and_declined(tmp_path: Path) -> AlertEngine:

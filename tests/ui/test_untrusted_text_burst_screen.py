@@ -14,7 +14,7 @@ from ui_waiting import wait_for
 from tests.untrusted import HOSTILE, hostile_burst
 from tui.bench.burst_store import save_burst
 from tui.screens.bench import BenchScreen
-from tui.ui.messages import BurstFailed
+from tui.widgets.messages import BurstFailed
 
 pytestmark = pytest.mark.usefixtures("bench_folders")
 

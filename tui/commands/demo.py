@@ -39,7 +39,7 @@ from tui.sim.supervisor import (
 from tui.terminal import require_terminal
 
 if TYPE_CHECKING:
-    from tui.tune.live_advice import KeptModels
+    from tui.advice.live import KeptModels
     from tui.ui.app import SpectopApp
 
 # A = MTP off (the baseline), B = MTP on: the burst screen takes the first two endpoints as A and B,
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with demo_sims(args.background_load, keep=args.keep) as sims:
             from tui.ui.terminal_guard import run_app
-            from tui.ui.worker_errors import print_recovery_notes
+            from tui.widgets.worker_errors import print_recovery_notes
 
             app = demo_app(sims, args.poll_interval, args.record, args.record_max_mb)
 
@@ -208,8 +208,8 @@ def demo_step_costs(sims: DemoSims) -> KeptModels:
     """The advisor's models: the kept ones, and each sim's own step cost (in memory, never written)."""
     from dataclasses import replace
 
-    from tui.tune.live_advice import read_models
-    from tui.tune.sim_models import sim_step_cost
+    from tui.advice.live import read_models
+    from tui.advice.sim_models import sim_step_cost
 
     kept = read_models()
     models = [model for sim in sims.sims if (model := sim_step_cost(sim.config, sim.url)) is not None]

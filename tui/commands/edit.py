@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     require_terminal("edit")
     from tui.ui.editor_app import EditorApp
-    from tui.ui.worker_errors import print_recovery_notes
+    from tui.widgets.worker_errors import print_recovery_notes
 
     app = EditorApp(
         args.file,

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     require_terminal("the dashboard")
     from tui.sources import LiveSource, Source
     from tui.ui.app import SpectopApp
-    from tui.ui.worker_errors import print_recovery_notes
+    from tui.widgets.worker_errors import print_recovery_notes
 
     source: Source
     if fleet:

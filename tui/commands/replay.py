@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     require_terminal("replay")
     from tui.sources import ReplaySource
     from tui.ui.app import SpectopApp
-    from tui.ui.worker_errors import print_recovery_notes
+    from tui.widgets.worker_errors import print_recovery_notes
 
     app = SpectopApp(settings, source=ReplaySource(path, args.speed))
     from tui.ui.terminal_guard import run_app

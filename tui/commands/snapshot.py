@@ -21,10 +21,10 @@ from tui.format import fmt_setting
 if TYPE_CHECKING:
     import httpx
 
+    from tui.advice.advisor import Advice
     from tui.settings import EndpointSettings
     from tui.telemetry.figures import Figures
     from tui.telemetry.scraper import Scrape
-    from tui.tune.advisor import Advice
 
 DEFAULT_WINDOW_S = 5.0
 DEFAULT_TIMEOUT_S = 5.0
@@ -89,7 +89,7 @@ class _Result:
         self.backend: str | None = None
         self.model: str | None = None
         self.figures: Figures | None = None
-        self.advice: Advice | None = None  # the what-if advisor (tui/tune/advisor.py)
+        self.advice: Advice | None = None  # the what-if advisor (tui/advice/advisor.py)
 
     def as_json(self) -> dict[str, Any]:
         from tui.telemetry.snapshot_record import snapshot_record
@@ -271,7 +271,7 @@ def _table(result: _Result) -> list[str]:
 
 def _advise(results: list[_Result], endpoints: list[EndpointSettings]) -> None:
     """The what-if advice of each endpoint that was up, from the kept step-cost models."""
-    from tui.tune.live_advice import advice_for, read_models
+    from tui.advice.live import advice_for, read_models
 
     kept = read_models()
     for result, endpoint in zip(results, endpoints, strict=True):
@@ -290,9 +290,7 @@ def run(args: argparse.Namespace) -> int:
     from tui.validators import friendly_message, scheme_was_added, without_credentials
 
     if args.prometheus or args.match:
-        from tui.fleet.snapshot import run_fleet
-
-        return run_fleet(args)
+        return _run_fleet(args)
     if not args.urls:
         print("spectop snapshot: give at least one URL, or --prometheus URL", file=sys.stderr)
         return 2
@@ -344,3 +342,74 @@ def run(args: argparse.Namespace) -> int:
         blocks = ["\n".join(_table(result)) for result in results]
         print("\n\n".join(blocks))
     return 0 if all(result.up and not result.error for result in results) else 1
+
+
+def _run_fleet(args: argparse.Namespace) -> int:
+    """`--prometheus URL [--match SELECTOR]`: one row per instance. Prometheus already holds the window, so
+    nothing is waited for: the figures are PromQL over the last S seconds (S should span at least two of
+    Prometheus' scrapes, else the rates are unknown). Exit 0 when every instance was up, 1 when one was not
+    or Prometheus failed, 2 on bad arguments."""
+    import asyncio
+    import json
+
+    from tui.advice.fleet import advice_lines, group_advices, instance_advice
+    from tui.advice.live import read_models
+    from tui.auth import ApiKeyError
+    from tui.fleet.options import prometheus_settings
+    from tui.fleet.poller import FleetPoller
+    from tui.fleet.snapshot import row, table
+    from tui.sanitize import json_safe, safe_line
+    from tui.settings import SettingsError, find_settings_file, parse_settings
+
+    async def refresh_once(poller: FleetPoller) -> Any:
+        async with poller:
+            return await poller.refresh()
+
+    if args.urls:
+        print("spectop snapshot: give URLs or --prometheus URL, not both", file=sys.stderr)
+        return 2
+    try:
+        path = find_settings_file(getattr(args, "config", None))
+        base = parse_settings(path.read_text(encoding="utf-8"), path).prometheus if path else None
+        settings = prometheus_settings(base, args.prometheus, args.match)
+    except (SettingsError, OSError) as error:
+        print(f"spectop snapshot: {error}", file=sys.stderr)
+        return 2
+    assert settings is not None
+    settings = settings.model_copy(update={"timeout_s": args.timeout})
+    try:
+        poller = FleetPoller(settings, args.window)
+    except ApiKeyError as error:
+        print(f"spectop snapshot: {error}", file=sys.stderr)
+        return 2
+    for name in poller.client.missing_secrets():
+        print(f"spectop snapshot: environment variable {name} is not set; asking without it", file=sys.stderr)
+    refresh = asyncio.run(refresh_once(poller))
+    if refresh.error is not None:
+        print(safe_line(f"spectop snapshot: {settings.url}: {refresh.error}"), file=sys.stderr)
+        return 1
+    if not refresh.readings:
+        where = f" matching {{{settings.match}}}" if settings.match else ""
+        print(
+            f"spectop snapshot: {settings.url}: no vLLM, SGLang or llama.cpp instance{where} in Prometheus",
+            file=sys.stderr,
+        )
+        return 1
+    if not any(reading.figures.generation_tokens_per_s is not None for reading in refresh.readings):
+        print(
+            f"spectop snapshot: no rate over the last {fmt_setting(args.window)} s; "
+            "the window must span at least two of Prometheus' scrapes",
+            file=sys.stderr,
+        )
+    kept = read_models()
+    groups = group_advices(refresh.readings, kept)
+    advices = {reading.instance: instance_advice(reading, kept) for reading in refresh.readings}
+    if args.json:
+        for reading in refresh.readings:
+            line = row(reading, advices[reading.instance], groups.get(reading.group or ""))
+            print(json_safe(json.dumps(line, ensure_ascii=False)))
+    else:
+        print(f"{settings.url} · {len(refresh.readings)} instances · {fmt_setting(args.window)} s window")
+        print("\n".join(table(refresh.readings)))
+        print("\n".join(advice_lines(groups, advices)))
+    return 0 if all(reading.up for reading in refresh.readings) else 1

@@ -209,7 +209,7 @@ def _calibration(args: argparse.Namespace, options: Any) -> tuple[Any, Any]:
     import asyncio
     from dataclasses import replace
 
-    from tui.tune.calibrate import CALIBRATION_REQUESTS, plan_calibration
+    from tui.advice.calibrate import CALIBRATION_REQUESTS, plan_calibration
 
     if args.requests is None:
         options = replace(options, requests=CALIBRATION_REQUESTS)
@@ -276,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
         if problem is not None:
             _say(problem)
             return EXIT_FAILED
-        if args.calibrate:  # the step-cost model of the live advisor: tui/tune/calibrate.py
+        if args.calibrate:  # the step-cost model of the live advisor: tui/advice/calibrate.py
             options, calibration = _calibration(args, options)
             tune = TuneRun(options, on_progress=_progress_printer())
             asyncio.run(tune.prepare())
@@ -299,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             _say(f"could not keep the tune in the history: {error}")
     if calibration is not None:
-        from tui.tune.calibrate import keep_calibration
+        from tui.advice.calibrate import keep_calibration
 
         _say(keep_calibration(result, calibration, None if kept is None else str(kept)))
     for kind, destination in (("json", args.json), ("csv", args.csv), ("markdown", args.markdown)):

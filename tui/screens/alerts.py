@@ -18,8 +18,8 @@ from tui.format import fmt_clock
 from tui.sanitize import safe_line
 from tui.screens.guard import GuardDialog
 from tui.telemetry.alerts import Alert, AlertEngine
-from tui.ui.messages import EndpointsUpdated, EndpointUpdated
 from tui.widgets.footer import Footer
+from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
 COLUMNS: tuple[tuple[str, int | None], ...] = (
     ("level", 5), ("endpoint", 16), ("started", 8), ("cleared", 8), ("alert", None),

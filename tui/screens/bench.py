@@ -45,11 +45,11 @@ from tui.format import fmt_latency, fmt_tokens_per_s
 from tui.gpu.burst import watch_for
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
-from tui.ui.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
-from tui.ui.worker_errors import ReportsWorkerFailures
 from tui.widgets.edit_mode import FieldInput
 from tui.widgets.footer import Footer
+from tui.widgets.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
 from tui.widgets.on_off import OnOff
+from tui.widgets.worker_errors import ReportsWorkerFailures
 
 MAX_USER_PROMPT_FILES = 20
 

@@ -7,16 +7,20 @@ bench's side A); one that shows log lines says so (`shows_log_lines`), so the ap
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.screen import Screen
 
 from tui.board import Board, LogEntry
 from tui.sources.clock import Clock
 from tui.state import TableChoice
-from tui.widgets.card_view import CardData
+from tui.widgets.card_view import CardData, reading_status
+
+if TYPE_CHECKING:
+    from tui.fleet.table_rows import Instance
+    from tui.widgets.fleet_table import FleetView
 
 
 def _nothing(*_args: object) -> None:
@@ -67,9 +71,34 @@ class ScreenContext:
             peer_models=board.peer_models(),
         )
 
+    def fleet_view(self) -> FleetView:
+        """The view model of the fleet table (tui/widgets/fleet_table.py), read again at each refresh."""
+        from tui.widgets.fleet_table import FleetView
+
+        return FleetView(self._fleet_instances, self._trend)
+
+    def _fleet_instances(self) -> list[Instance]:
+        """Each instance's reading, card status and alert severities (not its whole card: a refresh of
+        1,000 instances asks this of every one)."""
+        from tui.fleet.table_rows import Instance
+
+        board, now = self.board, self.clock.time()
+        result = []
+        for endpoint in board.endpoints:
+            name = endpoint.name
+            reading = board.readings.get(name)
+            status = reading_status(
+                reading, now, self.stale_after_s, restarting=board.alerts.restarting(name)
+            )
+            result.append(Instance(name, reading, status, board.alerts.active_severities(name)))
+        return result
+
+    def _trend(self, name: str, columns: int) -> Sequence[float | None]:
+        return self.board.series.endpoint(name).tail("generation_tokens_per_s", columns)
+
     def group_advice_lines(self) -> list[tuple[str, bool]]:
         """Fleet mode: the advisor's line per calibrated group, and whether it advises another k."""
-        from tui.fleet.advice import group_lines
+        from tui.advice.fleet import group_lines
 
         return group_lines(self.board.group_advice())
 

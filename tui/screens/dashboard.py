@@ -2,7 +2,7 @@
 (one row per endpoint, sortable) when the cards do not fit, or on `v`. In fleet mode the table is the
 fleet's (`FleetTable`: grouped by model or job, with summary rows and the imbalance marks), with a line
 per group the what-if advisor has a calibrated answer for ("advice · group llama-8b: k=4 now · k=2
-would be 1.12x", tui/fleet/advice.py) above the table or the cards.
+would be 1.12x", tui/advice/fleet.py) above the table or the cards.
 
 What is hidden costs nothing: cards are made the first time the cards view shows (a fleet of 1,000
 instances in the table view has none), a hidden card or table is not updated, and is brought up to
@@ -24,13 +24,13 @@ from textual.widgets import DataTable, Header, Input, Static
 
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.telemetry.endpoint_row import EndpointRow, endpoint_row
-from tui.ui.messages import EndpointsUpdated, EndpointUpdated
 from tui.widgets.card_view import CHART_LINES, CHART_MIN_WIDTH, CardData
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import TREND_COLUMNS, EndpointTable
 from tui.widgets.figure_table import wrap_whole
 from tui.widgets.footer import Footer
 from tui.widgets.gpu_panel import GpuStrip, card_gpu_line
+from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
 if TYPE_CHECKING:  # fleet mode only: its modules are imported when it starts (not before a first frame)
     from tui.widgets.fleet_table import FleetTable

@@ -15,7 +15,6 @@ from tui.fit_text import fit_items
 from tui.format import UNKNOWN, fmt_setting
 from tui.sanitize import safe_line
 from tui.screens.context import EndpointScreen, ScreenContext
-from tui.ui.messages import EndpointsUpdated, EndpointUpdated
 from tui.widgets.chart import ACCEPTANCE_CHART, TOKENS_CHART, TTFT_CHART, Chart, ChartSpec, TimeAxis
 from tui.widgets.figure_table import FigureTable
 from tui.widgets.footer import Footer
@@ -23,6 +22,7 @@ from tui.widgets.gpu_panel import GpuCharts
 from tui.widgets.gpu_rows import GpuRowsPane
 from tui.widgets.header import subtitle_room
 from tui.widgets.log_pane import LogPane
+from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
 WINDOWS_S: dict[str, float] = {"1": 60.0, "2": 300.0, "3": 1800.0}
 WINDOW_LABELS = {60.0: "1 min", 300.0: "5 min", 1800.0: "30 min"}

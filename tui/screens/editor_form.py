@@ -17,9 +17,9 @@ from tui.configs.editing import (
 from tui.configs.errors import ConfigError, ConfigSyntaxError
 from tui.configs.schemas import field_spec, field_specs, shown_value, typed_value, unknown_keys
 from tui.screens.editor_views import EditorViews, syntax_message
-from tui.ui.messages import ConfigFieldEdited
 from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
 from tui.widgets.edit_mode import EDITING_HINT
+from tui.widgets.messages import ConfigFieldEdited
 
 
 @dataclass

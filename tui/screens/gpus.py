@@ -13,9 +13,9 @@ from textual.events import Resize
 from textual.widgets import Header, Static
 
 from tui.screens.context import EndpointScreen, ScreenContext
-from tui.ui.messages import EndpointsUpdated, EndpointUpdated
 from tui.widgets.footer import Footer
 from tui.widgets.gpu_rows import screen_lines
+from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
 
 class GpuScreen(EndpointScreen):

@@ -1,6 +1,6 @@
 """The fallback guard on the screen: its dialog (an offer: switch speculation off, or set the advisor's
 better k; or a past action's diff) and `DialogPorts`, how the core's `GuardController`
-(tui/tune/guard_control.py, which makes every decision) shows an offer, tells an action and records it.
+(tui/advice/guard_control.py, which makes every decision) shows an offer, tells an action and records it.
 
 Keyboard only and sized for 80x24: the reason and figures on top, the diff in a scroll below, one line
 of keys. An offer answers True (y / enter: do it) or False (n / escape: decline); a past action's
@@ -20,12 +20,12 @@ from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tui.advice.guard import GuardRecord
+from tui.advice.guard_control import GuardFacts, GuardOffer
 from tui.format import fmt_clock
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
 from tui.telemetry.recording import GuardLogRecord, RecordingError
-from tui.tune.guard import GuardRecord
-from tui.tune.guard_control import GuardFacts, GuardOffer
 from tui.widgets.config_dialogs import diff_text
 
 

@@ -3,7 +3,7 @@
 Choose the values and loads, run (ctrl+r), watch the table and the curves fill in (decode tokens/s and
 acceptance per value, one line per concurrency), cancel (escape: the file is restored and the server
 restarted), then "apply best" (a): the diff is shown, y writes it and restarts. `c` calibrates the
-what-if advisor instead (`spectop tune --calibrate`, tui/tune/calibrate.py: a few k around the file's
+what-if advisor instead (`spectop tune --calibrate`, tui/advice/calibrate.py: a few k around the file's
 own at the loads seen live, the file restored): the fitted step-cost model is kept and handed to
 `on_calibrated`, so the dashboard's advice uses it at once. Everything the screen needs comes through its
 constructor; the sweep itself is `tui.tune.runner.TuneRun`.
@@ -22,11 +22,12 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Label, Static
 
+from tui.advice.calibrate import Calibration
+from tui.advice.stepcost import StepCostModel
 from tui.configs.errors import ConfigError
 from tui.format import fmt_rate, fmt_times, fmt_times_interval, fmt_tokens_per_s
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
-from tui.tune.calibrate import Calibration
 from tui.tune.plan import DEFAULT_VALUES, TunePlanError, parse_int_list
 from tui.tune.progress_text import progress_line
 from tui.tune.result import (
@@ -39,11 +40,10 @@ from tui.tune.result import (
     value_label,
 )
 from tui.tune.runner import TuneOptions, TuneProgress, TuneRun, client_or_own
-from tui.tune.stepcost import StepCostModel
-from tui.ui.messages import HealthChecked, RestartStarted
 from tui.widgets.chart import spark
 from tui.widgets.edit_mode import FieldInput
 from tui.widgets.footer import Footer
+from tui.widgets.messages import HealthChecked, RestartStarted
 
 DEFAULT_LOADS = "1,8"
 SPARK_WIDTH = 12
@@ -332,7 +332,7 @@ class TuneScreen(Screen[None]):
             self.run_worker(self._calibrate(options), exclusive=True, group="tune")
 
     async def _calibrate(self, options: TuneOptions) -> None:
-        from tui.tune.calibrate import plan_calibration
+        from tui.advice.calibrate import plan_calibration
 
         try:
             planned, calibration, line = await plan_calibration(
@@ -373,7 +373,7 @@ class TuneScreen(Screen[None]):
 
     async def _keep_calibration(self, result: TuneResult, calibration: Calibration) -> None:
         """The model fitted and kept (off the event loop: it writes stepcost.json), and given to the app."""
-        from tui.tune.calibrate import fit_and_keep
+        from tui.advice.calibrate import fit_and_keep
 
         model, line = await asyncio.to_thread(fit_and_keep, result, calibration, None)
         self._say(f"calibrated (the file was restored): {line}", error=model is None)

@@ -26,8 +26,8 @@ Rules (per endpoint):
   its group (or one data-parallel engine off the others of its vLLM); `observe_imbalance` raises it
   with the text `tui.fleet.spread` gives, follows that text, and clears it when the replica is back.
 - another k faster than the current one by more than the margin for `sustained_s` (the advisor,
-  tui/tune/advisor.py) → warning (`observe_advice`), its text following the advice; clears when not.
-- a fallback-guard action (tui/tune/guard.py: offered, declined, switched off, failed) → `note`: an
+  tui/advice/advisor.py) → warning (`observe_advice`), its text following the advice; clears when not.
+- a fallback-guard action (tui/advice/guard.py: offered, declined, switched off, failed) → `note`: an
   event over as it happens, kept with the cleared alerts (its diff with it), never counted as active.
 
 Unknown acceptance (None: idle, or speculative decoding off) is not "low": it ends the condition.
@@ -294,7 +294,7 @@ class AlertEngine:
         return self._follow(endpoint, "gpu_memory_high", "warning", time, message)
 
     def observe_advice(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
-        """The advisor (tui/tune/advisor.py): `message` while another k has stayed faster by more than
+        """The advisor (tui/advice/advisor.py): `message` while another k has stayed faster by more than
         the margin for `sustained_s` (its text follows the figure), None when not: clears."""
         return self._follow(endpoint, "advice", "warning", time, message)
 

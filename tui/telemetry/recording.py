@@ -65,7 +65,7 @@ class LogRecord(BaseModel):
 
 
 class GuardLogRecord(BaseModel):
-    """One fallback-guard action (tui/tune/guard.py's `GuardRecord`): when, what, why, the diff."""
+    """One fallback-guard action (tui/advice/guard.py's `GuardRecord`): when, what, why, the diff."""
 
     kind: Literal["guard"] = "guard"
     endpoint: str

@@ -25,6 +25,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 
+from tui.advice.live import KeptModels, read_config_facts, read_models
 from tui.atomic import write_file
 from tui.board import Board, LogEntry
 from tui.fit_text import fit_words
@@ -38,8 +39,6 @@ from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import DEFAULT_MAX_MB
 from tui.telemetry.series import SeriesStore
-from tui.tune.live_advice import KeptModels, read_config_facts, read_models
-from tui.ui.messages import EndpointsUpdated, EndpointUpdated, HealthChecked, RestartExited, RestartStarted
 from tui.ui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.ui.terminal_guard import exit_on_signals, guard_drawn_text, restore_signals
 from tui.ui.themes import (
@@ -49,13 +48,20 @@ from tui.ui.themes import (
     load_themes,
     next_theme,
 )
-from tui.ui.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
 from tui.widgets.card_view import CardData
 from tui.widgets.header import subtitle_room
+from tui.widgets.messages import (
+    EndpointsUpdated,
+    EndpointUpdated,
+    HealthChecked,
+    RestartExited,
+    RestartStarted,
+)
+from tui.widgets.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
 
 if TYPE_CHECKING:
-    from tui.tune.guard_control import GuardController, GuardFacts
-    from tui.tune.stepcost import StepCostModel
+    from tui.advice.guard_control import GuardController, GuardFacts
+    from tui.advice.stepcost import StepCostModel
 
 YIELD_EVERY = 200  # updates applied in a row at most before the screens get a turn
 # Fleet mode: once the first refresh is drawn, the objects alive then (Textual's, the modules', the
@@ -207,7 +213,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         if self.source.is_fleet:  # fleet mode: the instances' table when cards do not fit (imported then)
             from tui.widgets.fleet_table import FleetTable
 
-            return DashboardScreen(self.context, table=FleetTable(self.context))
+            return DashboardScreen(self.context, table=FleetTable(self.context.fleet_view()))
         return DashboardScreen(self.context)
 
     async def on_mount(self) -> None:
@@ -241,8 +247,8 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
 
     async def _make_guard(self) -> None:
         await asyncio.to_thread(importlib.import_module, "tui.screens.guard")  # off the event loop
+        from tui.advice.guard_control import GuardController
         from tui.screens.guard import DialogPorts
-        from tui.tune.guard_control import GuardController
 
         source, clock = self.source, self._wall_clock
         ports = DialogPorts(
@@ -381,9 +387,9 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
     def _guard_facts(self, endpoint: EndpointSettings) -> GuardFacts:
         """What only the app knows for the guard: a planned restart under way, and whether the user is
         at the endpoint's config (its editor, or a tune of it, on the screen stack)."""
+        from tui.advice.guard_control import GuardFacts
         from tui.screens.editor import EditorScreen
         from tui.screens.tune import TuneScreen
-        from tui.tune.guard_control import GuardFacts
 
         editing = any(
             (isinstance(screen, TuneScreen) and screen.endpoint.name == endpoint.name)

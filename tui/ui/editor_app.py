@@ -14,7 +14,7 @@ from tui.screens.editor import EditorScreen
 from tui.ui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
 from tui.ui.terminal_guard import exit_on_signals, guard_drawn_text, restore_signals
 from tui.ui.themes import FOOTER_CSS, honour_no_color
-from tui.ui.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
+from tui.widgets.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
 
 HTTP_TIMEOUT_S = 5.0
 

@@ -12,6 +12,7 @@ from typing import Literal
 
 from textual.content import Content
 
+from tui.advice.advisor import Advice
 from tui.board import PLACEHOLDER_URL
 from tui.fit_text import fit_words, short_url
 from tui.format import (
@@ -30,7 +31,6 @@ from tui.telemetry.figures import Figures
 from tui.telemetry.plausible_figures import dropped_now, dropped_words
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
-from tui.tune.advisor import Advice
 from tui.widgets.chart import (
     FIGURE_CHARTS,
     RANGE_COLUMNS,

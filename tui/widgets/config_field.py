@@ -14,8 +14,8 @@ from textual.widgets import Input, Label, Select, Static, Switch
 from textual.widgets.select import InvalidSelectValueError
 
 from tui.configs.schemas import FieldSpec
-from tui.ui.messages import ConfigFieldEdited
 from tui.widgets.edit_mode import FieldInput
+from tui.widgets.messages import ConfigFieldEdited
 
 MISSING = object()
 FOCUS_MARK = "▶ "  # before the focused row's key: focus is seen without colour (NO_COLOR) too

@@ -8,10 +8,10 @@ import textwrap
 from textual.content import Content
 from textual.widget import Widget
 
+from tui.advice.advisor import Advice
 from tui.fit_text import fit_words
 from tui.format import FIGURES, UNKNOWN, fmt_duration, fmt_part_of_window, fmt_rate, note_lines
 from tui.sanitize import safe_line
-from tui.tune.advisor import Advice
 from tui.widgets.card_view import CardData
 
 TABLE_FIGURES = (

@@ -7,12 +7,13 @@ R running, K KV. The `off` column marks an instance far off its group (its accep
 e.g. `acc-35%`) and a group with such members (`2 off`). Enter on an instance opens its detail screen.
 
 The dashboard's endpoint table (tui/widgets/endpoint_table.py) extended: its figure columns, cells,
-sorting and cell-by-cell updates; here the rows come from the board itself (`refresh_rows`), grouped.
+sorting and cell-by-cell updates; here the rows come from a `FleetView` at each refresh, grouped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -21,9 +22,7 @@ from textual.binding import Binding, BindingType
 from tui.fleet.table_rows import GROUP_KEY_PREFIX, FleetRow, Instance, fleet_rows
 from tui.format import UNKNOWN
 from tui.sanitize import safe_line
-from tui.screens.context import ScreenContext
 from tui.telemetry.endpoint_row import EndpointRow, SortColumn
-from tui.widgets.card_view import reading_status
 from tui.widgets.endpoint_table import (
     TREND,
     TREND_COLUMNS,
@@ -72,6 +71,15 @@ def figure_cell(column: Column, row: EndpointRow) -> str:
     return (text if len(text) < column.width else "…").rjust(column.width)
 
 
+@dataclass(frozen=True)
+class FleetView:
+    """What the fleet table draws, asked at each refresh (the dashboard's context makes it from the board):
+    every instance's reading, card status and alert severities, and an instance's last tok/s for the trend."""
+
+    instances: Callable[[], list[Instance]]
+    trend: Callable[[str, int], Sequence[float | None]]
+
+
 class FleetTable(EndpointTable):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(key, f"sort_column('{column}')", show=False) for key, column in SORT_KEYS.items()
@@ -80,9 +88,9 @@ class FleetTable(EndpointTable):
     wide_columns = WIDE_COLUMNS
     wide_from = WIDE_TABLE
 
-    def __init__(self, context: ScreenContext, *, id: str | None = "fleet-table") -> None:
+    def __init__(self, view: FleetView, *, id: str | None = "fleet-table") -> None:
         super().__init__(id=id)
-        self.context = context
+        self.view = view
         self.rows_shown: list[FleetRow] = []
 
     def cell(
@@ -129,24 +137,8 @@ class FleetTable(EndpointTable):
         key = self._cursor_key()
         return None if key is None or key.startswith(GROUP_KEY_PREFIX) else key
 
-    def instances(self) -> list[Instance]:
-        """Each instance's reading, card status and alert severities (not its whole card: a refresh of
-        1,000 instances asks this of every one)."""
-        board, context = self.context.board, self.context
-        now = context.clock.time()
-        result = []
-        for endpoint in board.endpoints:
-            name = endpoint.name
-            reading = board.readings.get(name)
-            status = reading_status(
-                reading, now, context.stale_after_s, restarting=board.alerts.restarting(name)
-            )
-            severities = board.alerts.active_severities(name)
-            result.append(Instance(name, reading, status, severities))
-        return result
-
     def set_rows(self, entries: Sequence[tuple[EndpointRow, Sequence[float | None]]]) -> None:
-        """The fleet's table reads the board itself: any new data is a refresh."""
+        """The fleet's table reads its view: any new data is a refresh."""
         self.refresh_rows()
 
     def refresh_rows(self) -> None:
@@ -155,15 +147,13 @@ class FleetTable(EndpointTable):
         if not self.columns:
             return
         rows = fleet_rows(
-            self.instances(), sort=self.sort_column, reverse=self.sort_reverse, filter_text=self.filter_text
+            self.view.instances(),
+            sort=self.sort_column,
+            reverse=self.sort_reverse,
+            filter_text=self.filter_text,
         )
-        series = self.context.board.series
         trends = (
-            {
-                row.key: series.endpoint(row.key).tail("generation_tokens_per_s", TREND_COLUMNS)
-                for row in rows
-                if not row.summary
-            }
+            {row.key: self.view.trend(row.key, TREND_COLUMNS) for row in rows if not row.summary}
             if TREND in self.layout_columns  # the narrow layout has no trend column
             else {}
         )

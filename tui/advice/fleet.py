@@ -1,6 +1,6 @@
 """The what-if advisor in fleet mode: per instance from its PromQL per-position rates, and per group.
 
-An instance's advice is the direct one (`tui.tune.live_advice.advice_for`) on its figures, its step-cost
+An instance's advice is the direct one (`tui.advice.live.advice_for`) on its figures, its step-cost
 model found by its `instance` label (host:port, as `spectop tune --calibrate --endpoint` keys it) and
 model name. A group's per-position acceptance is the members' pooled: each member's rates weighted by
 its draft steps per second (generation tokens/s ÷ mean acceptance length: every decode step of a
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tui.advice.advisor import Advice
+from tui.advice.live import KeptModels, advice_for
+from tui.advice.stepcost import find_model
 from tui.fleet.poller import FleetReading
 from tui.format import fmt_count
 from tui.sanitize import safe_line
 from tui.telemetry.figures import Figures
-from tui.tune.advisor import Advice
-from tui.tune.live_advice import KeptModels, advice_for
-from tui.tune.stepcost import find_model
 
 MAX_GROUP_LINES = 3  # the dashboard's group advice: more would take the table's rows
 
@@ -100,3 +100,12 @@ def group_lines(groups: dict[str, Advice], limit: int = MAX_GROUP_LINES) -> list
     if better:
         more += f", {fmt_count(better)} advising another k"
     return [*lines[: limit - 1], (f"{more} (spectop snapshot --prometheus URL)", bool(better))]
+
+
+def advice_lines(groups: dict[str, Advice], advices: dict[str, Advice | None]) -> list[str]:
+    """The advisor's line per group, then per instance that has a step-cost model."""
+    lines = [group_line(group, advice) for group, advice in groups.items()]
+    for instance, advice in advices.items():
+        if advice is not None and advice.basis is not None:
+            lines.append(safe_line(f"advice · {instance}: {advice.line()}"))
+    return lines

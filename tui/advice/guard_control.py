@@ -5,7 +5,7 @@ look (`GuardBook.candidate`), reads the config file in a task, decides (`decide`
 (`GuardPorts.offer`: the screen renders the dialog and calls back with the answer) or acts (auto mode,
 or a yes): the config edit, the restart, the health wait, the record. The facts only the app knows come
 through `GuardPorts.facts`: is a planned restart under way, is the endpoint's editor or tune screen
-open. What the advisor says (a better k held for `sustained_s`) comes from the board.
+open. What the advisor says (a better k held for `sustained_s`) comes from the board (`GuardBoard`).
 
 The guard offers (ask) switching speculation off when acceptance stays low, and otherwise the advisor's
 better k; auto mode only ever switches speculation off.
@@ -13,18 +13,20 @@ better k; auto mode only ever switches speculation off.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Protocol
 
 import httpx
 
-from tui.board import Board
+from tui.advice.guard import Advised, GuardDecision, GuardInput, GuardRecord, decide, switch_speculation_off
+from tui.advice.guard_state import GuardBook, Prepared, guard_input, log_record, prepare, record_for
+from tui.advice.live import AdviceBook
 from tui.settings import EndpointSettings
+from tui.telemetry.alerts import AlertEngine
+from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import GuardLogRecord
-from tui.tune.guard import Advised, GuardDecision, GuardInput, GuardRecord, decide, switch_speculation_off
-from tui.tune.guard_state import GuardBook, Prepared, guard_input, log_record, prepare, record_for
 
 
 @dataclass(frozen=True)
@@ -75,10 +77,25 @@ class GuardPorts(Protocol):
     async def record(self, record: GuardLogRecord) -> None: ...
 
 
+class GuardBoard(Protocol):
+    """What the guard reads of the dashboard's board (tui/board.py); its actions go in the alerts."""
+
+    @property
+    def advice(self) -> AdviceBook | None: ...
+
+    @property
+    def alerts(self) -> AlertEngine: ...
+
+    @property
+    def readings(self) -> Mapping[str, EndpointReading]: ...
+
+    def endpoint(self, name: str) -> EndpointSettings | None: ...
+
+
 class GuardController:
     def __init__(
         self,
-        board: Board,
+        board: GuardBoard,
         client: Callable[[], httpx.AsyncClient | None],
         clock: Callable[[], float],
         ports: GuardPorts,

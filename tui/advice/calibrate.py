@@ -22,13 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from tui.bench.stats import pooled_rate
-from tui.configs.editing import open_config_async
-from tui.format import fmt_count, fmt_latency, fmt_rate
-from tui.telemetry.scraper import scrape_metrics
-from tui.tune.result import CellRun, TuneCell, TuneResult
-from tui.tune.runner import TuneOptions, client_or_own
-from tui.tune.stepcost import (
+from tui.advice.stepcost import (
     CostPoint,
     StepCostError,
     StepCostModel,
@@ -37,6 +31,12 @@ from tui.tune.stepcost import (
     fit,
     fit_replicates,
 )
+from tui.bench.stats import pooled_rate
+from tui.configs.editing import open_config_async
+from tui.format import fmt_count, fmt_latency, fmt_rate
+from tui.telemetry.scraper import scrape_metrics
+from tui.tune.result import CellRun, TuneCell, TuneResult
+from tui.tune.runner import TuneOptions, client_or_own
 
 CALIBRATION_REQUESTS = 16
 CALIBRATION_ROUNDS = 2  # at least: a point measured once shows nothing of the host's drift
@@ -311,7 +311,7 @@ def fit_and_keep(
 ) -> tuple[StepCostModel | None, str]:
     """Fit and keep the model: the model (None when none was fitted) and the line saying so, or why not.
     A model fitted but not written is still returned (the dashboard can use it until it quits)."""
-    from tui.tune.stepcost import save_model
+    from tui.advice.stepcost import save_model
 
     try:
         model = model_from_tune(result, calibration, source)

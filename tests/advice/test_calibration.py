@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.tune.advisor import advise
-from tui.tune.calibrate import (
+from tui.advice.advisor import advise
+from tui.advice.calibrate import (
     Calibration,
     burst_spread,
     calibration_values,
@@ -24,9 +24,9 @@ from tui.tune.calibrate import (
     replicate_points,
     student_t_quantile,
 )
+from tui.advice.stepcost import CostPoint, StepCostModel, fit
 from tui.tune.result import CellRun, TuneCell, TuneResult, ValueOutcome
 from tui.tune.runner import TuneOptions
-from tui.tune.stepcost import CostPoint, StepCostModel, fit
 
 BASE_S, PER_SEQ_S, PER_DRAFT_S, PER_DRAFT_SEQ_S = 0.010, 0.002, 0.0019, 0.0004
 LENGTH = {0: 1.0, 1: 1.9, 2: 2.6, 3: 2.7}  # the calibration's lengths: a = 0.9, 0.7, 0.1

@@ -14,7 +14,7 @@ The model's relative residual says how far its predictions can be trusted.
 
 A calibration also says how far its own measurements can be trusted: `replicates` are the model fitted
 again on replicates of the calibration's points (each point's step time moved by a Student-t draw of its
-standard error, from the spread of its rounds; `tui.tune.calibrate`), so the spread of a prediction over
+standard error, from the spread of its rounds; `tui.advice.calibrate`), so the spread of a prediction over
 them is the calibration's measurement uncertainty (`speed_ratio_interval`). With speculation off in the
 sweep (a config that can switch it off), the k=0 points (length exactly 1) pin `base + per_seq·c` on their
 own, and the per-draft slope no longer has to be told apart from the intercept by k=1..3 alone.

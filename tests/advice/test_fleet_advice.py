@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tune.test_advisor import CONDITIONAL, fitted, unconditional
-from tui.fleet.advice import group_advice, group_advices, group_lines, instance_advice, pooled_positions
+from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
+from tui.advice.fleet import (
+    advice_lines,
+    group_advice,
+    group_advices,
+    group_lines,
+    instance_advice,
+    pooled_positions,
+)
+from tui.advice.live import KeptModels
+from tui.advice.stepcost import StepCostFile
 from tui.fleet.poller import FleetReading
-from tui.fleet.snapshot import advice_lines, row
+from tui.fleet.snapshot import row
 from tui.telemetry.figures import Figures
-from tui.tune.live_advice import KeptModels
-from tui.tune.stepcost import StepCostFile
 
 KEPT = KeptModels(StepCostFile(models=[fitted()]))  # calibrated for 127.0.0.1:8000, model "m"
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tui.advice.stepcost import SIM_SOURCE, CostPoint, StepCostModel, endpoint_key, fit
 from tui.sim.behaviour import Behaviour
 from tui.sim.config import SimConfigError, load_sim_config
-from tui.tune.stepcost import SIM_SOURCE, CostPoint, StepCostModel, endpoint_key, fit
 
 KS = range(0, 7)
 LOADS = (1, 4, 16)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-import tui.tune.live_advice as live_advice
-from tests.tune.test_advisor import CONDITIONAL, fitted, unconditional
+import tui.advice.live as live_advice
+from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
+from tui.advice.live import AdviceBook, ConfigFacts, KeptModels, advice_for
+from tui.advice.stepcost import StepCostFile
 from tui.telemetry.figures import Figures
-from tui.tune.live_advice import AdviceBook, ConfigFacts, KeptModels, advice_for
-from tui.tune.stepcost import StepCostFile
 
 URL = "http://127.0.0.1:8000"
 FIGURES = Figures(per_position_acceptance=unconditional(CONDITIONAL[:4]), running=1.0, acceptance_rate=0.7)

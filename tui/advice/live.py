@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from tui.advice.advisor import DEFAULT_MARGIN, Advice, AdviceTracker, advise, alert_text
+from tui.advice.stepcost import StepCostError, StepCostFile, StepCostModel, find_model, load_models
 from tui.telemetry.figures import Figures
-from tui.tune.advisor import DEFAULT_MARGIN, Advice, AdviceTracker, advise, alert_text
-from tui.tune.stepcost import StepCostError, StepCostFile, StepCostModel, find_model, load_models
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,9 @@ class ConfigFacts:
 
 async def read_config_facts(path: Path) -> ConfigFacts:
     """The k and the settings digest of a config file (unknown when it does not read or has no k)."""
+    from tui.advice.stepcost import config_facts
     from tui.configs.editing import open_config_async
     from tui.configs.errors import ConfigError
-    from tui.tune.stepcost import config_facts
 
     try:
         opened = await open_config_async(path)

@@ -19,13 +19,13 @@ from typing import Literal
 
 import httpx
 
+from tui.advice.live import Advised  # made by the dashboard, which must not import the guard early
 from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
 from tui.format import fmt_duration, fmt_rate
 from tui.settings import EndpointSettings
-from tui.tune.live_advice import Advised  # made by the dashboard, which must not import the guard early
 from tui.tune.plan import TuneKey, TunePlanError, default_key, edited
 from tui.tune.runner import Changer
 

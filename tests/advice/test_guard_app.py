@@ -15,6 +15,7 @@ from textual.widgets import DataTable
 
 from tests.tune.conftest import running_sim, write_config
 from tests.ui.ui_waiting import wait_for
+from tui.advice.guard import ACTION_WORDS
 from tui.paths import themes_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.editor import EditorScreen
@@ -22,7 +23,6 @@ from tui.screens.guard import GuardDialog
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.sim.supervisor import RESTARTED, DemoSim, DemoSims
 from tui.telemetry.alerts import Alert
-from tui.tune.guard import ACTION_WORDS
 from tui.ui.app import SpectopApp
 
 

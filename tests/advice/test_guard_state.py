@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.tune.conftest import write_config
+from tui.advice.guard import GuardRecord
+from tui.advice.guard_state import GuardBook, guard_input, log_record, prepare
 from tui.settings import EndpointSettings
 from tui.telemetry.alerts import AlertEngine, AlertRules
 from tui.telemetry.recording import GuardLogRecord, parse_record
-from tui.tune.guard import GuardRecord
-from tui.tune.guard_state import GuardBook, guard_input, log_record, prepare
 
 
 def _endpoint(tmp_path: Path, guard: str = "ask", **extra: object) -> EndpointSettings:

@@ -11,17 +11,17 @@ from typing import Any
 
 import httpx
 
+from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
 from tests.tune.conftest import write_config
-from tests.tune.test_advisor import CONDITIONAL, fitted, unconditional
+from tui.advice.guard import Advised, GuardInput, GuardRecord, decide
+from tui.advice.guard_control import GuardController, GuardFacts, GuardOffer
+from tui.advice.live import ConfigFacts, KeptModels
+from tui.advice.stepcost import StepCostFile
 from tui.board import Board
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import GuardLogRecord
-from tui.tune.guard import Advised, GuardInput, GuardRecord, decide
-from tui.tune.guard_control import GuardController, GuardFacts, GuardOffer
-from tui.tune.live_advice import ConfigFacts, KeptModels
-from tui.tune.stepcost import StepCostFile
 
 BASE = GuardInput(
     mode="ask", now=1000.0, acceptance_alert_active=False, acceptance=0.7, threshold=0.5, low_since=None,

@@ -10,18 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tui.configs.document import load_document
-from tui.sim.behaviour import Behaviour, draw_accepted, expected_tokens_per_step
-from tui.tune.advisor import Advice, AdviceTracker, advise, expected_lengths
-from tui.tune.calibrate import (
+from tui.advice.advisor import Advice, AdviceTracker, advise, expected_lengths
+from tui.advice.calibrate import (
     Calibration,
     calibration_loads,
     calibration_values,
     model_from_tune,
     points_from_tune,
 )
-from tui.tune.result import TuneCell, TuneResult, ValueOutcome
-from tui.tune.stepcost import (
+from tui.advice.stepcost import (
     CostPoint,
     StepCostError,
     StepCostModel,
@@ -32,6 +29,9 @@ from tui.tune.stepcost import (
     load_models,
     save_model,
 )
+from tui.configs.document import load_document
+from tui.sim.behaviour import Behaviour, draw_accepted, expected_tokens_per_step
+from tui.tune.result import TuneCell, TuneResult, ValueOutcome
 
 CONDITIONAL = [0.9, 0.75, 0.3, 0.3, 0.3, 0.3]  # k=2 is best with the step costs below
 
@@ -122,7 +122,7 @@ def loaded_machine_points() -> list[CostPoint]:
 
 
 def test_every_cost_term_is_fitted_non_negative_at_the_constrained_optimum() -> None:
-    from tui.tune.stepcost import _least_squares
+    from tui.advice.stepcost import _least_squares
 
     points = loaded_machine_points()
     features = [[1.0, p.concurrency, p.k, p.k * p.concurrency] for p in points]

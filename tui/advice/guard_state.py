@@ -14,13 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tui.configs.editing import masked_diff, open_config_async, unified_diff
-from tui.configs.errors import ConfigError
-from tui.settings import EndpointSettings
-from tui.telemetry.alerts import AlertEngine
-from tui.telemetry.reading import EndpointReading
-from tui.telemetry.recording import GuardLogRecord
-from tui.tune.guard import (
+from tui.advice.guard import (
     Advised,
     GuardDecision,
     GuardInput,
@@ -29,6 +23,12 @@ from tui.tune.guard import (
     file_k,
     guard_text,
 )
+from tui.configs.editing import masked_diff, open_config_async, unified_diff
+from tui.configs.errors import ConfigError
+from tui.settings import EndpointSettings
+from tui.telemetry.alerts import AlertEngine
+from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import GuardLogRecord
 from tui.tune.plan import TunePlanError
 
 ACCEPTANCE_KINDS = ("acceptance_low", "acceptance_critical")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tui.advice.guard import GuardInput, decide, speculation_off_text, speculation_on
 from tui.configs.document import load_document
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings
-from tui.tune.guard import GuardInput, decide, speculation_off_text, speculation_on
 from tui.tune.plan import TunePlanError, default_key, edited, parse_int_list
 from tui.tune.result import TuneCell, TuneResult, analyse, render_csv, render_markdown, render_text
 

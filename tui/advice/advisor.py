@@ -6,7 +6,7 @@ so E[length at k'] = 1 + Σ_{i<k'} a_i, exactly (the same drafts, cut shorter). 
 was observed: the length is extrapolated from the decay of the last observed positions (the ratio
 a_{k-1}/a_{k-2}, held constant) and the k' is flagged `extrapolated`.
 
-The step-cost model (tui/tune/stepcost.py, from a calibration) gives T(k', c) at the current load c
+The step-cost model (tui/advice/stepcost.py, from a calibration) gives T(k', c) at the current load c
 (the running requests), so decode tokens/s at k' relative to k is
 (E[len at k'] / T(k', c)) / (E[len at k] / T(k, c)). Without a model only the lengths are known: the
 advice says so and offers the calibration.
@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.advice.stepcost import StepCostModel
 from tui.format import fmt_count, fmt_duration, fmt_rate, fmt_times, fmt_times_interval
-from tui.tune.stepcost import StepCostModel
 
 DEFAULT_MARGIN = 0.05  # another k must be this much faster (plus the model's error) to be advised
 EXTRAPOLATE = 2  # k' above the current k that are extrapolated
