@@ -99,7 +99,7 @@ def tuned_server(
     (folder / "wrapper.py").write_text(WRAPPER, encoding="utf-8")
     restart = [sys.executable, str(folder / "wrapper.py")]
     try:
-        # The tune refuses a server that does not answer before it changes anything: start it as the file says.
+        # The tune refuses a server that does not answer before it changes anything: start it first.
         subprocess.run(restart, check=True, capture_output=True, timeout=60)
         server.wait_healthy()
         yield folder / "launch.toml", server.log_file, server.url, restart

@@ -49,7 +49,7 @@ FLOORS = {
     "widgets": 7.1,
     "screens": 7.2,
     "ui": 7.3,
-    **dict.fromkeys(("cli", "commands", "completion", "__main__"), 8),
+    **dict.fromkeys(("cli", "cli_options", "commands", "__main__"), 8),
 }
 
 
