@@ -42,6 +42,15 @@ sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
+@pytest.fixture(autouse=True)
+def _private_user_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the user's ~/.config, ~/.local/share or ~/.local/state/spectop (the state
+    file, the histories, the step-cost models): tests on other workers would share them. A folder's own
+    conftest may point one elsewhere still."""
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+
+
 def real_server_suite(path: Path) -> str | None:
     """The marker (and xdist group) of the real-server suite a test file belongs to; None for a unit test."""
     if INTEGRATION not in path.parents:
