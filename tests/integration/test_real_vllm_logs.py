@@ -36,7 +36,7 @@ def test_logs_spec_lines_equal_the_counters_over_the_same_interval(
     vllm_servers: dict[str, VllmServer], tmp_path: Path
 ) -> None:
     server = vllm_servers["noisy"]
-    start = wait_until_quiet(server.log_file)
+    start = wait_until_quiet(server.log_file, server.url)
     before = read_page(server.url)
     for index in range(REQUESTS):
         completion(server.url, prompt(index), MAX_TOKENS)

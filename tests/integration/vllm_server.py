@@ -93,12 +93,18 @@ def kill_groups(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
             os.killpg(pid, signal.SIGKILL)
 
 
-def _group_alive(pid: int) -> bool:
-    try:
-        os.killpg(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs. A dead one not yet reaped (our own child, the server,
+    is reaped after this wait) does not count: `killpg(pgid, 0)` counts it, and the wait lasted the whole
+    timeout after every server had exited."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _parent, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
 
 
 @dataclass

@@ -243,13 +243,19 @@ def wait_for_idle_line(path: Path, start: int) -> int:
         time.sleep(1.0)
 
 
-def wait_until_quiet(path: Path) -> int:
-    """Waits until the log's last `Engine 000:` line is an idle one (or there is none: no traffic since
-    the start); returns the log's size then."""
+def wait_until_quiet(path: Path, url: str) -> int:
+    """Waits until the log has logged all the traffic so far: its `SpecDecoding metrics:` lines add up to
+    the server's accepted-token counter, and its last `Engine 000:` line is an idle one (or there is none:
+    no traffic since the start); returns the log's size then. The counter is needed: another test's traffic
+    just before is logged only at the stats logger's next tick, until then the last line can be the idle one
+    from before it."""
     while True:
         size = log_size(path)
-        engine_lines = [line for line in log_text(path).splitlines() if "Engine 000: " in line]
-        if not engine_lines or _IDLE_LINE.search(engine_lines[-1]):
+        text = log_text(path)
+        engine_lines = [line for line in text.splitlines() if "Engine 000: " in line]
+        idle = not engine_lines or _IDLE_LINE.search(engine_lines[-1]) is not None
+        counted = total(read_page(url), "vllm:spec_decode_num_accepted_tokens_total")
+        if idle and spec_line_totals(text)[0] == counted:
             return size
         time.sleep(1.0)
 
