@@ -121,7 +121,7 @@ async def test_c_calibrates_the_advisor_with_planned_restarts_and_the_dashboard_
         screen = app.screen
         assert isinstance(screen, TuneScreen)
         await _set(screen, pilot, "requests", "4")
-        await pilot.press("escape")  # out of the field's edit mode: c is the screen's key
+        await pilot.press("enter")  # applied, out of the field's edit mode: c is the screen's key
         await pilot.press("c")
         # The first line is shown while the first burst runs; a loaded machine can step past it between
         # two looks, so its own end counts too.
