@@ -33,6 +33,18 @@ def _prometheus_value(url: str, query: str) -> dict[str, float]:
     return {row["metric"].get("instance", ""): float(row["value"][1]) for row in answer["data"]["result"]}
 
 
+def _wait_idle(url: str, name: str, quiet_s: float) -> None:
+    """Until Σ `name` on the server stays the same for `quiet_s` (a request another test left in flight
+    would otherwise land in Prometheus' first samples, before the test's `before`)."""
+    last = total(read_page(url), name)
+    while True:
+        time.sleep(quiet_s)
+        now = total(read_page(url), name)
+        if now == last:
+            return
+        last = now
+
+
 def _wait_scraped(prometheus: str, instance: str, name: str, value: float) -> None:
     """Until Prometheus' latest sample of Σ `name` for `instance` is `value` (a scrape after the change)."""
     while (
@@ -51,8 +63,10 @@ def test_fleet_figures_are_the_servers_own_counters(
     config = write_config(
         tmp_path / "prometheus.yml", {"vllm": list(instances.values())}, interval_s=SCRAPE_S
     )
-    prometheus = start_prometheus(config, tmp_path, ready_timeout_s=600)
     drafts_total = f"{SPEC}_draft_tokens_total"
+    for server in servers.values():
+        _wait_idle(server.url, drafts_total, quiet_s=2 * SCRAPE_S)
+    prometheus = start_prometheus(config, tmp_path, ready_timeout_s=600)
     try:
         before = {kind: read_page(server.url) for kind, server in servers.items()}
         for kind in KINDS:  # the idle value before the load is in Prometheus
@@ -60,6 +74,8 @@ def test_fleet_figures_are_the_servers_own_counters(
         started = time.monotonic()
         with steady_load([server.url for server in servers.values()], concurrency=1) as loads:
             time.sleep(8.0)
+        for server in servers.values():  # the last steps' counters are in
+            _wait_idle(server.url, drafts_total, quiet_s=1.0)
         after = {kind: read_page(server.url) for kind, server in servers.items()}
         assert all(not load.errors for load in loads)
         for kind in KINDS:
