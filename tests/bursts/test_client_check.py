@@ -13,8 +13,7 @@ from timed_server import Behaviour, TimedServer
 
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
-from tui.bench.report.export import render_csv, render_json
-from tui.bench.report.markdown import render_markdown
+from tui.bench.report.export import render_csv, render_json, render_markdown
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text
 from tui.bench.results import BurstResult

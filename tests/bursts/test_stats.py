@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from tui.bench.report.comparison import verdict_text
+from tui.bench.report.summary import verdict_text
 from tui.bench.stats import RateSample, bootstrap_pooled_ratio_ci, percentile, pooled_rate, summarize
 
 

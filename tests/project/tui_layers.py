@@ -27,6 +27,7 @@ CORE = (
     "tui.safe_output",
     "tui.state",
     "tui.atomic",
+    "tui.tables",
 )
 UI = (
     "tui.ui",
@@ -41,7 +42,7 @@ FLOORS = {
     **dict.fromkeys(
         ("format", "sanitize", "validators", "paths", "auth", "atomic", "fit_text", "state", "safe_output"), 1
     ),
-    **dict.fromkeys(("terminal", "debug_log"), 1),
+    **dict.fromkeys(("terminal", "debug_log", "tables"), 1),
     **dict.fromkeys(("telemetry", "configs", "sim", "gpu", "settings"), 2),
     **dict.fromkeys(("tune", "bench", "fleet"), 3),
     "advice": 4,

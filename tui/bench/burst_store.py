@@ -1,4 +1,4 @@
-"""Burst files: bursts kept on disk (`$XDG_DATA_HOME/spectop/bursts/`), listed, loaded, combined.
+"""The history: bursts and tunes kept on disk (`$XDG_DATA_HOME/spectop/bursts/`); bursts combined.
 
 Any two bursts of the same prompt set (same digest) can be compared, e.g. one server
 before and after a config change: arm `a` of each by default. An A/B burst is kept with its
@@ -13,24 +13,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 import aiofiles
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from tui.atomic import write_file
-from tui.bench.report.comparison import comparison
 from tui.bench.report.export import export_name
 from tui.bench.report.models import Comparison
+from tui.bench.report.summary import comparison
 from tui.bench.results import ArmResult, BurstResult, BurstVerdict
 from tui.fit_text import cut_left, short_url
 from tui.format import UNKNOWN as DASH
 from tui.format import fmt_times, fmt_times_interval
 from tui.paths import user_data_dir
 from tui.sanitize import safe_line
+from tui.tables import Table
 
 MAX_BURST_FILE_BYTES = 200_000_000
 MAX_LISTED = 200
 EXPORTS_FOLDER = "spectop-exports"
+Kept = TypeVar("Kept", bound=BaseModel)
 
 
 class BurstFileError(Exception):
@@ -105,11 +108,9 @@ def history_rows(entries: list[BurstEntry], width: int, gap: int = 2) -> list[li
 
 def history_lines(entries: list[BurstEntry], width: int = 80) -> list[str]:
     """`spectop bench --history`: a header, then per burst a row in `width` cells and its file."""
-    table = [list(HISTORY_COLUMNS), *history_rows(entries, width)]
-    widths = [max(len(row[column]) for row in table) for column in range(len(HISTORY_COLUMNS))]
-    lines = [
-        "  ".join(cell.ljust(size) for cell, size in zip(row, widths, strict=True)).rstrip() for row in table
-    ]
+    lines = Table(HISTORY_COLUMNS, history_rows(entries, width)).text(
+        left=range(len(HISTORY_COLUMNS)), gap="  "
+    )
     files = ["file"] + [safe_line(str(entry.path)) for entry in entries]
     return [line for row, path in zip(lines, files, strict=True) for line in (row, f"  {path}")]
 
@@ -118,8 +119,41 @@ def bursts_dir() -> Path:
     return user_data_dir() / "bursts"
 
 
-def burst_file_name(result: BurstResult) -> str:
-    return f"burst-{result.started_at:%Y%m%d-%H%M%S-%f}.json"
+def kept_name(kind: str, started_at: datetime) -> str:
+    return f"{kind}-{started_at:%Y%m%d-%H%M%S-%f}.json"
+
+
+def kept_files(kind: str, folder: Path | None = None) -> list[Path]:
+    """The `kind` files kept in `folder` (the history), newest first, the MAX_LISTED newest."""
+    folder = folder or bursts_dir()
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob(f"{kind}-*.json"), reverse=True)[:MAX_LISTED]
+
+
+def save_kept(result: BaseModel, name: str, folder: Path | None = None) -> Path:
+    return write_file((folder or bursts_dir()) / name, result.model_dump_json())
+
+
+def parse_kept(model: type[Kept], raw: bytes, path: Path) -> Kept:
+    """`raw` read as a `model` (BurstResult, TuneResult); BurstFileError naming the first bad field."""
+    if len(raw) > MAX_BURST_FILE_BYTES:
+        raise BurstFileError(f"{path}: larger than {MAX_BURST_FILE_BYTES} bytes")
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        what = model.__name__.removesuffix("Result").lower()
+        raise BurstFileError(f"{path}: not a spectop {what}: field {where}: {first['msg']}") from error
+
+
+def load_kept(model: type[Kept], path: Path) -> Kept:
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise BurstFileError(f"{path}: cannot read: {error.strerror or error}") from error
+    return parse_kept(model, raw, path)
 
 
 def export_path(kind: str, when: datetime, base: Path | None = None) -> Path:
@@ -128,45 +162,26 @@ def export_path(kind: str, when: datetime, base: Path | None = None) -> Path:
     return (base or Path.cwd()) / EXPORTS_FOLDER / export_name(kind, when)
 
 
-def kept_verdict(found: Comparison) -> BurstVerdict:
-    return BurstVerdict(
-        text=found.verdict, decode_tokens_per_s_ratio=found.decode_tokens_per_s_ratio, ci95=found.ci95
-    )
-
-
 def with_verdict(result: BurstResult, found: Comparison | None = None) -> BurstResult:
     """An A/B burst with its verdict (`found`: the comparison already made of this very result)."""
     if result.verdict is not None or len(result.arms) < 2:
         return result
     if found is None:
         found = comparison(result.arms[0], result.arms[1], settings=result.settings)
-    return result.model_copy(update={"verdict": kept_verdict(found)})
+    verdict = BurstVerdict(
+        text=found.verdict, decode_tokens_per_s_ratio=found.decode_tokens_per_s_ratio, ci95=found.ci95
+    )
+    return result.model_copy(update={"verdict": verdict})
 
 
 def save_burst(result: BurstResult, folder: Path | None = None, *, found: Comparison | None = None) -> Path:
     """Keep `result` (with its verdict: `found`, else computed) in `folder` (the burst history)."""
     result = with_verdict(result, found)
-    folder = folder or bursts_dir()
-    return write_file(folder / burst_file_name(result), result.model_dump_json())
-
-
-def parse_burst(raw: bytes, path: Path) -> BurstResult:
-    if len(raw) > MAX_BURST_FILE_BYTES:
-        raise BurstFileError(f"{path}: larger than {MAX_BURST_FILE_BYTES} bytes")
-    try:
-        return BurstResult.model_validate_json(raw)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise BurstFileError(f"{path}: not a spectop burst: field {where}: {first['msg']}") from error
+    return save_kept(result, kept_name("burst", result.started_at), folder)
 
 
 def load_burst(path: Path) -> BurstResult:
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise BurstFileError(f"{path}: cannot read: {error.strerror or error}") from error
-    return parse_burst(raw, path)
+    return load_kept(BurstResult, path)
 
 
 async def aload_burst(path: Path) -> BurstResult:
@@ -175,7 +190,7 @@ async def aload_burst(path: Path) -> BurstResult:
             raw = await handle.read(MAX_BURST_FILE_BYTES + 1)
     except OSError as error:
         raise BurstFileError(f"{path}: cannot read: {error.strerror or error}") from error
-    return parse_burst(raw, path)
+    return parse_kept(BurstResult, raw, path)
 
 
 def _entry(path: Path, result: BurstResult) -> BurstEntry:
@@ -192,17 +207,10 @@ def _entry(path: Path, result: BurstResult) -> BurstEntry:
     )
 
 
-def _candidates(folder: Path | None) -> list[Path]:
-    folder = folder or bursts_dir()
-    if not folder.is_dir():
-        return []
-    return sorted(folder.glob("burst-*.json"), reverse=True)[:MAX_LISTED]
-
-
 def list_bursts(folder: Path | None = None) -> list[BurstEntry]:
     """Newest first; unreadable files are skipped."""
     entries = []
-    for path in _candidates(folder):
+    for path in kept_files("burst", folder):
         try:
             entries.append(_entry(path, load_burst(path)))
         except BurstFileError:
@@ -212,7 +220,7 @@ def list_bursts(folder: Path | None = None) -> list[BurstEntry]:
 
 async def alist_bursts(folder: Path | None = None) -> list[BurstEntry]:
     entries = []
-    for path in _candidates(folder):
+    for path in kept_files("burst", folder):
         try:
             entries.append(_entry(path, await aload_burst(path)))
         except BurstFileError:

@@ -32,10 +32,9 @@ from tui.bench.burst_store import BurstFileError, combine_bursts, load_burst, sa
 from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
 from tui.bench.engine import ArmTarget, BurstConfig, BurstProgress, run_burst
 from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError, aload_prompt_set
-from tui.bench.report.comparison import comparison
 from tui.bench.report.export import export
 from tui.bench.report.models import BurstSummary
-from tui.bench.report.summary import burst_summary
+from tui.bench.report.summary import burst_summary, comparison
 from tui.bench.results import BurstResult
 from tui.bench.schedule import Arrival, LoadShape
 from tui.bench.transport import burst_client

@@ -281,12 +281,11 @@ def _advise(results: list[_Result], endpoints: list[EndpointSettings]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
-    import json
 
     from pydantic import ValidationError
 
-    from tui.sanitize import json_safe
     from tui.settings import endpoint_from_url
+    from tui.tables import render_json
     from tui.validators import friendly_message, scheme_was_added, without_credentials
 
     if args.prometheus or args.match:
@@ -337,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
     _advise(results, endpoints)
     if args.json:
         for result in results:
-            print(json_safe(json.dumps(result.as_json(), ensure_ascii=False)))
+            print(render_json(result.as_json(), indent=None))
     else:
         blocks = ["\n".join(_table(result)) for result in results]
         print("\n\n".join(blocks))
@@ -350,7 +349,6 @@ def _run_fleet(args: argparse.Namespace) -> int:
     Prometheus' scrapes, else the rates are unknown). Exit 0 when every instance was up, 1 when one was not
     or Prometheus failed, 2 on bad arguments."""
     import asyncio
-    import json
 
     from tui.advice.fleet import advice_lines, group_advices, instance_advice
     from tui.advice.live import read_models
@@ -358,8 +356,9 @@ def _run_fleet(args: argparse.Namespace) -> int:
     from tui.fleet.options import prometheus_settings
     from tui.fleet.poller import FleetPoller
     from tui.fleet.snapshot import row, table
-    from tui.sanitize import json_safe, safe_line
+    from tui.sanitize import safe_line
     from tui.settings import SettingsError, find_settings_file, parse_settings
+    from tui.tables import render_json
 
     async def refresh_once(poller: FleetPoller) -> Any:
         async with poller:
@@ -407,7 +406,7 @@ def _run_fleet(args: argparse.Namespace) -> int:
     if args.json:
         for reading in refresh.readings:
             line = row(reading, advices[reading.instance], groups.get(reading.group or ""))
-            print(json_safe(json.dumps(line, ensure_ascii=False)))
+            print(render_json(line, indent=None))
     else:
         print(f"{settings.url} · {len(refresh.readings)} instances · {fmt_setting(args.window)} s window")
         print("\n".join(table(refresh.readings)))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from tui.fleet.poller import FleetReading
 from tui.format import UNKNOWN, figure_text
 from tui.sanitize import safe_line
+from tui.tables import Table
 from tui.telemetry.figures import Figures
 from tui.telemetry.plausible_figures import dropped_words
 from tui.telemetry.snapshot_record import snapshot_record
@@ -62,15 +63,7 @@ def table(readings: list[FleetReading]) -> list[str]:
                 safe_line(reading.model or UNKNOWN),
             )
         )
-    columns = _COLUMNS
-    widths = [max(len(line[i]) for line in (columns, *rows)) for i in range(len(columns))]
-    lines = []
-    for line in (columns, *rows):
-        cells = [
-            cell.ljust(width) if i in _LEFT else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
-        ]
-        lines.append("  ".join(cells).rstrip())
+    lines = Table(_COLUMNS, rows).text(left=_LEFT, gap="  ")
     for reading in readings:
         if reading.error:
             lines.append(safe_line(f"{reading.instance}: {reading.error}"))

@@ -2,7 +2,7 @@
 
 Per (value, concurrency) cell: the burst's figures, and the speedup over the baseline value at the
 same concurrency (pooled decode tokens/s ratio with its bootstrap 95% interval, from
-`tui.bench.report.comparison`). Then the best value per concurrency, the schedule it implies
+`tui.bench.report.summary`). Then the best value per concurrency, the schedule it implies
 (vLLM's `num_speculative_tokens_per_batch_size` style: which k up to which batch size) and the
 break-even concurrency, where speculation stops paying. A figure that could not be measured is None.
 
@@ -13,10 +13,7 @@ carries its parts; `skipped` lists the grid's points SGLang would not run, with 
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import os
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -24,8 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from tui.atomic import write_file
-from tui.bench.burst_store import bursts_dir
-from tui.bench.report.arms import arm_summary
+from tui.bench.burst_store import BurstFileError, kept_files, kept_name, load_kept, save_kept
+from tui.bench.report.summary import arm_summary
 from tui.bench.results import ArmResult
 from tui.bench.stats import percentile, pooled_rate
 from tui.format import UNKNOWN as DASH
@@ -38,7 +35,9 @@ from tui.format import (
     fmt_times_interval,
     fmt_tokens_per_s,
 )
-from tui.sanitize import json_safe, safe_line
+from tui.sanitize import safe_line
+from tui.tables import Table, markdown_escape
+from tui.tables import render_json as json_text
 from tui.tune.decision import Decision, Run, Speedups, decide, level_words, speedups
 
 CSV_FIELDS = (
@@ -572,127 +571,105 @@ def rounds_text(result: TuneResult) -> str:
     )
 
 
+CellText = Callable[[ValueOutcome, TuneCell | None], str]
+
+
+def _rate_and_speedup(outcome: ValueOutcome, cell: TuneCell | None) -> str:
+    if not outcome.started:
+        return "failed to start"
+    if cell is None or not cell.ok:
+        return "failed" if cell else DASH
+    return f"{fmt_tokens_per_s(cell.decode_tokens_per_s)} {_speedup(cell)}"
+
+
+def _rate_and_speedup_markdown(outcome: ValueOutcome, cell: TuneCell | None) -> str:
+    if not outcome.started:
+        return "failed to start"
+    return DASH if cell is None else f"{fmt_tokens_per_s(cell.decode_tokens_per_s)} ({_speedup(cell)})"
+
+
+def _speedup_table(result: TuneResult, column: str, cell_text: CellText) -> Table:
+    """Per value (row) and concurrency (column): decode tokens/s and the speedup."""
+    rows = [
+        [value_label(result, outcome.value)]
+        + [cell_text(outcome, result.cell(outcome.value, c)) for c in result.concurrencies]
+        for outcome in result.outcomes
+    ]
+    return Table(["value", *(column.format(c) for c in result.concurrencies)], rows)
+
+
+def _acceptance_rows(result: TuneResult, name: Callable[[int], str]) -> list[list[str]]:
+    """Per value and concurrency: acceptance, mean acceptance length, TTFT and acceptance per position."""
+    return [
+        [
+            name(outcome.value), str(cell.concurrency), fmt_rate(cell.acceptance_rate),
+            fmt_length(cell.mean_acceptance_length), fmt_latency(cell.ttft_p50_s),
+            fmt_latency(cell.ttft_p95_s), _positions(cell.per_position_acceptance),
+        ]
+        for outcome in result.outcomes
+        for cell in outcome.cells
+    ]  # fmt: skip
+
+
 def render_text(result: TuneResult) -> str:
     """Decode tokens/s and speedup per value × concurrency, acceptance per value, the verdict."""
-    width, label = 24, _label_width(result)
+    label = _label_width(result)
+    speedups = _speedup_table(result, "c={} tok/s, speedup", _rate_and_speedup)
+    acceptance = _acceptance_rows(result, lambda value: value_label(result, value))
+    columns = ["value", "c", "accept", "length", "TTFT p50", "p95", "  per position %"]
+    rows = [[*row[:-1], f"  {row[-1]}"] for row in acceptance]
     lines = [f"spectop tune {result.config_file}: {result.key} on {result.endpoint}", ""]
-    columns = "".join(f"{f'c={c} tok/s, speedup':>{width}}" for c in result.concurrencies)
-    header = f"{'value':{label}}" + columns
-    lines.append(header)
-    for outcome in result.outcomes:
-        row = f"{value_label(result, outcome.value):{label}}"
-        for concurrency in result.concurrencies:
-            cell = result.cell(outcome.value, concurrency)
-            if not outcome.started:
-                text = "failed to start"
-            elif cell is None or not cell.ok:
-                text = "failed" if cell else DASH
-            else:
-                text = f"{fmt_tokens_per_s(cell.decode_tokens_per_s)} {_speedup(cell)}"
-            row += f"{text:>{width}}"
-        lines.append(row)
-    lines += [
-        "",
-        f"{'value':{label}}{'c':>5}{'accept':>8}{'length':>8}{'TTFT p50':>10}{'p95':>8}  per position %",
-    ]
-    for outcome in result.outcomes:
-        for cell in outcome.cells:
-            lines.append(
-                f"{value_label(result, outcome.value):{label}}{cell.concurrency:>5}"
-                f"{fmt_rate(cell.acceptance_rate):>8}{fmt_length(cell.mean_acceptance_length):>8}"
-                f"{fmt_latency(cell.ttft_p50_s):>10}{fmt_latency(cell.ttft_p95_s):>8}"
-                f"  {_positions(cell.per_position_acceptance)}"
-            )
+    lines += speedups.text([label] + [24] * len(result.concurrencies))
+    lines += ["", *Table(columns, rows).text([label, 5, 8, 8, 10, 8, 0])]
     lines += ["", *summary_lines(result), *result.notes]
     return "\n".join(safe_line(line) for line in lines)
 
 
 def render_markdown(result: TuneResult) -> str:
-    lines = ["# spectop tune", "", f"`{result.key}` in `{result.config_file}` on {result.endpoint}, "
-             f"started {result.started_at.isoformat()}", ""]  # fmt: skip
-    lines.append("| value | " + " | ".join(f"c={c} decode tok/s" for c in result.concurrencies) + " |")
-    lines.append("| --- |" + " --- |" * len(result.concurrencies))
-    for outcome in result.outcomes:
-        cells = []
-        for concurrency in result.concurrencies:
-            cell = result.cell(outcome.value, concurrency)
-            if not outcome.started:
-                cells.append("failed to start")
-            else:
-                rate = None if cell is None else fmt_tokens_per_s(cell.decode_tokens_per_s)
-                cells.append(DASH if cell is None else f"{rate} ({_speedup(cell)})")
-        lines.append(f"| {value_label(result, outcome.value)} | " + " | ".join(cells) + " |")
-    lines += ["", "| value | c | acceptance | mean length | TTFT p50 | TTFT p95 | per position % |"]
-    lines.append("| --- | --- | --- | --- | --- | --- | --- |")
-    for outcome in result.outcomes:
-        for cell in outcome.cells:
-            lines.append(
-                f"| {result.name(outcome.value) if result.points else outcome.value} | {cell.concurrency} | "
-                f"{fmt_rate(cell.acceptance_rate)} | "
-                f"{fmt_length(cell.mean_acceptance_length)} | {fmt_latency(cell.ttft_p50_s)} | "
-                f"{fmt_latency(cell.ttft_p95_s)} | "
-                f"{_positions(cell.per_position_acceptance)} |"
-            )
-    lines += [""] + [f"- {line}" for line in summary_lines(result) + list(result.notes)]
+    key, config_file = markdown_escape(result.key), markdown_escape(result.config_file)
+    started = result.started_at.isoformat()
+    lines = ["# spectop tune", "", f"`{key}` in `{config_file}` on {result.endpoint}, started {started}", ""]
+    lines += _speedup_table(result, "c={} decode tok/s", _rate_and_speedup_markdown).markdown()
+    columns = ["value", "c", "acceptance", "mean length", "TTFT p50", "TTFT p95", "per position %"]
+    rows = _acceptance_rows(result, lambda value: result.name(value) if result.points else str(value))
+    lines += ["", *Table(columns, rows).markdown()]
+    lines += [""] + [f"- {markdown_escape(line)}" for line in summary_lines(result) + list(result.notes)]
     return "\n".join(safe_line(line) for line in lines) + "\n"
 
 
+def _csv_record(result: TuneResult, outcome: ValueOutcome, cell: TuneCell) -> dict[str, object]:
+    ci, point = cell.speedup_ci95, result.point(outcome.value)
+    decision = result.decision(cell.concurrency)
+    return {
+        "value": cell.value, "concurrency": cell.concurrency, "ok": cell.ok and outcome.started,
+        "requests": cell.requests, "errors": cell.errors, "decode_tokens_per_s": cell.decode_tokens_per_s,
+        "output_tokens_per_s": cell.output_tokens_per_s, "ttft_p50_s": cell.ttft_p50_s,
+        "ttft_p95_s": cell.ttft_p95_s, "tpot_p50_s": cell.tpot_p50_s, "acceptance_rate": cell.acceptance_rate,
+        "mean_acceptance_length": cell.mean_acceptance_length,
+        "per_position_acceptance": " ".join(f"{p:.4f}" for p in cell.per_position_acceptance or []),
+        "speedup": cell.speedup, "speedup_ci_low": ci and ci[0], "speedup_ci_high": ci and ci[1],
+        "best": result.best.get(cell.concurrency) == cell.value, "failure": cell.failure or outcome.failure,
+        "burst_file": cell.burst_file, "label": result.name(outcome.value) if result.points else "",
+        "steps": point and point.steps, "topk": point and point.topk,
+        "draft_tokens": point and point.draft_tokens,
+        "tied": cell.value in (decision.tied if decision else []),
+        "speedup_significant": cell.speedup_significant, "rounds": len(cell.runs),
+        "client_ok": cell.client_ok,
+    }  # fmt: skip
+
+
 def render_csv(result: TuneResult) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS)
-    writer.writeheader()
-    for outcome in result.outcomes:
-        cells = outcome.cells or [
-            TuneCell(value=outcome.value, concurrency=c, ok=False) for c in result.concurrencies
-        ]
-        point = result.point(outcome.value)
-        for cell in cells:
-            ci = cell.speedup_ci95
-            parts = {
-                "label": result.name(outcome.value) if result.points else "",
-                "steps": "" if point is None else point.steps,
-                "topk": "" if point is None else point.topk,
-                "draft_tokens": "" if point is None else point.draft_tokens,
-            }
-            writer.writerow(
-                {
-                    "value": cell.value, "concurrency": cell.concurrency, "ok": cell.ok and outcome.started,
-                    "requests": cell.requests, "errors": cell.errors,
-                    "decode_tokens_per_s": _blank(cell.decode_tokens_per_s),
-                    "output_tokens_per_s": _blank(cell.output_tokens_per_s),
-                    "ttft_p50_s": _blank(cell.ttft_p50_s), "ttft_p95_s": _blank(cell.ttft_p95_s),
-                    "tpot_p50_s": _blank(cell.tpot_p50_s), "acceptance_rate": _blank(cell.acceptance_rate),
-                    "mean_acceptance_length": _blank(cell.mean_acceptance_length),
-                    "per_position_acceptance": _positions_csv(cell.per_position_acceptance),
-                    "speedup": _blank(cell.speedup), "speedup_ci_low": "" if ci is None else ci[0],
-                    "speedup_ci_high": "" if ci is None else ci[1],
-                    "best": result.best.get(cell.concurrency) == cell.value,
-                    "failure": safe_line(cell.failure or outcome.failure or ""),
-                    "burst_file": cell.burst_file or "",
-                    "tied": cell.value in _tied(result, cell.concurrency),
-                    "speedup_significant": _blank(cell.speedup_significant), "rounds": len(cell.runs),
-                    "client_ok": _blank(cell.client_ok),
-                    **parts,
-                }
-            )  # fmt: skip
-    return out.getvalue()
-
-
-def _tied(result: TuneResult, concurrency: int) -> list[int]:
-    decision = result.decision(concurrency)
-    return decision.tied if decision else []
-
-
-def _positions_csv(values: list[float] | None) -> str:
-    return " ".join(f"{p:.4f}" for p in values or [])
-
-
-def _blank(value: object) -> object:
-    return "" if value is None else value
+    records = (
+        _csv_record(result, outcome, cell)
+        for outcome in result.outcomes
+        for cell in outcome.cells
+        or [TuneCell(value=outcome.value, concurrency=c, ok=False) for c in result.concurrencies]
+    )
+    return Table.of_records(CSV_FIELDS, records).csv()
 
 
 def render_json(result: TuneResult) -> str:
-    return json_safe(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=1))
+    return json_text(result.model_dump(mode="json"))
 
 
 def export(result: TuneResult, kind: str, path: Path) -> Path:
@@ -703,22 +680,20 @@ def export(result: TuneResult, kind: str, path: Path) -> Path:
 
 
 def tune_file_name(result: TuneResult) -> str:
-    return f"tune-{result.started_at:%Y%m%d-%H%M%S-%f}.json"
+    return kept_name("tune", result.started_at)
 
 
 def save_tune(result: TuneResult, folder: Path | None = None) -> Path:
     """Kept beside the bursts (`$XDG_DATA_HOME/spectop/bursts/tune-*.json`); its cells name their bursts."""
-    folder = folder or bursts_dir()
-    return write_file(folder / tune_file_name(result), result.model_dump_json())
+    return save_kept(result, tune_file_name(result), folder)
 
 
 def load_tune(path: Path) -> TuneResult:
-    return TuneResult.model_validate_json(path.read_bytes())
+    return load_kept(TuneResult, path)
 
 
 def list_tunes(folder: Path | None = None) -> list[Path]:
-    folder = folder or bursts_dir()
-    return sorted(folder.glob("tune-*.json"), reverse=True) if os.path.isdir(folder) else []
+    return kept_files("tune", folder)
 
 
 def tune_history_lines(folder: Path | None = None, limit: int = 50) -> list[str]:
@@ -728,7 +703,7 @@ def tune_history_lines(folder: Path | None = None, limit: int = 50) -> list[str]
     for path in list_tunes(folder)[:limit]:
         try:
             result = load_tune(path)
-        except (OSError, ValueError):
+        except BurstFileError:
             continue
         picks = ", ".join(
             f"c={d.concurrency}: {result.name(d.best)}" + ("" if d.significant else " (tied)")

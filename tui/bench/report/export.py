@@ -1,18 +1,19 @@
-"""The CSV and JSON exports of a burst, and writing an export to a file."""
+"""The Markdown, CSV and JSON exports of a burst, and writing an export to a file."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from datetime import datetime
 from pathlib import Path
 
 from tui.atomic import write_file
-from tui.bench.report.markdown import render_markdown
+from tui.bench.report.models import BurstSummary
 from tui.bench.report.summary import burst_summary
-from tui.bench.results import BurstResult, RequestResult
-from tui.sanitize import json_safe, safe_line
+from tui.bench.report.table import category_table, table_rows
+from tui.bench.report.text import client_check_lines, equivalence_line, explain_lines
+from tui.bench.results import ArmResult, BurstResult, RequestResult
+from tui.sanitize import safe_line
+from tui.tables import Table, markdown_escape
+from tui.tables import render_json as json_text
 
 CSV_FIELDS = (
     "arm", "name", "index", "round", "prompt_id", "ok", "error_kind", "http_status", "attempts",
@@ -24,44 +25,30 @@ CSV_FIELDS = (
 
 
 def render_csv(result: BurstResult) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS)
-    writer.writeheader()
-    for arm in result.arms:
-        for r in arm.requests:
-            writer.writerow(
-                {
-                    "arm": r.arm, "name": safe_line(arm.name), "index": r.index, "round": r.round,
-                    "prompt_id": safe_line(r.prompt_id), "ok": r.ok, "error_kind": r.error_kind or "",
-                    "http_status": r.http_status or "", "attempts": r.attempts,
-                    "scheduled_s": r.scheduled_s, "sent_s": r.sent_s, "send_lag_s": r.send_lag_s,
-                    "ttft_s": _blank(r.ttft_s), "e2e_s": _blank(r.e2e_s),
-                    "output_tokens": _blank(r.output_tokens), "usage_estimated": r.usage_estimated,
-                    "chunks": len(r.chunk_times_s), "tokens_per_chunk": _blank(r.tokens_per_chunk),
-                    "tpot_s": _blank(r.tpot_s), "chunk_gap_s": _blank(r.chunk_gap_s),
-                    "decode_tokens_per_s": _blank(r.decode_tokens_per_s),
-                    "finish_reason": safe_line(r.finish_reason or ""), "error": safe_line(r.error or ""),
-                    **_server_columns(r),
-                }
-            )  # fmt: skip
-    return out.getvalue()
+    return Table.of_records(
+        CSV_FIELDS, (_csv_record(arm, r) for arm in result.arms for r in arm.requests)
+    ).csv()
 
 
-def _server_columns(r: RequestResult) -> dict[str, object]:
-    server = r.server
-    if server is None:
-        return {"category": safe_line(r.category or "")}
-    return {
-        "category": safe_line(r.category or ""), "server_drafted": _blank(server.drafted),
-        "server_accepted": _blank(server.accepted), "server_acceptance": _blank(server.acceptance_rate),
-        "server_mean_length": _blank(server.mean_acceptance_length),
-        "cached_tokens": _blank(server.cached_tokens), "prompt_tokens": _blank(server.prompt_tokens),
-        "server_ttft_ms": _blank(server.server_ttft_ms), "queue_ms": _blank(server.queue_ms),
+def _csv_record(arm: ArmResult, r: RequestResult) -> dict[str, object]:
+    record = {
+        "arm": r.arm, "name": arm.name, "index": r.index, "round": r.round, "prompt_id": r.prompt_id,
+        "ok": r.ok, "error_kind": r.error_kind, "http_status": r.http_status, "attempts": r.attempts,
+        "scheduled_s": r.scheduled_s, "sent_s": r.sent_s, "send_lag_s": r.send_lag_s, "ttft_s": r.ttft_s,
+        "e2e_s": r.e2e_s, "output_tokens": r.output_tokens, "usage_estimated": r.usage_estimated,
+        "chunks": len(r.chunk_times_s), "tokens_per_chunk": r.tokens_per_chunk, "tpot_s": r.tpot_s,
+        "chunk_gap_s": r.chunk_gap_s, "decode_tokens_per_s": r.decode_tokens_per_s,
+        "finish_reason": r.finish_reason, "error": r.error, "category": r.category,
     }  # fmt: skip
-
-
-def _blank(value: object) -> object:
-    return "" if value is None else value
+    server = r.server
+    if server is not None:
+        record |= {
+            "server_drafted": server.drafted, "server_accepted": server.accepted,
+            "server_acceptance": server.acceptance_rate, "server_mean_length": server.mean_acceptance_length,
+            "cached_tokens": server.cached_tokens, "prompt_tokens": server.prompt_tokens,
+            "server_ttft_ms": server.server_ttft_ms, "queue_ms": server.queue_ms,
+        }  # fmt: skip
+    return record
 
 
 # Every chunk's arrival, size and tokens: most of a burst's bytes (64 requests of 256 tokens are 1 MB of
@@ -81,7 +68,39 @@ def render_json(result: BurstResult, *, detail: bool = False) -> str:
         for request in requests:
             for name in CHUNK_FIELDS:
                 request.pop(name, None)
-    return json_safe(json.dumps(payload, ensure_ascii=False, indent=1, default=str))
+    return json_text(payload)
+
+
+def render_markdown(summary: BurstSummary) -> str:
+    lines = ["# spectop burst", ""]
+    if summary.started_at:
+        lines += [f"Started {summary.started_at.isoformat()}", ""]
+    late = [
+        line for label, arm in summary.arms for line in client_check_lines(label.upper(), arm.client_check)
+    ]
+    if late:
+        late = [markdown_escape(line) for line in late]
+        lines += [f"**{line}**" if line.startswith("!!!") else line for line in late] + [""]
+    columns = ["figure", *(label.upper() for label, _ in summary.arms)]
+    rows = [("endpoint", *(arm.url for _, arm in summary.arms)), *table_rows(summary)]
+    lines += Table(columns, [row[: len(columns)] for row in rows]).markdown()
+    categories = category_table(summary)
+    if categories is not None:
+        lines += ["", *categories.markdown()]
+    explained = explain_lines(summary)
+    if explained:
+        lines += [""] + [f"- {markdown_escape(line)}" for line in explained]
+    if summary.comparison:
+        lines += ["", f"**Verdict:** {summary.comparison.verdict}"]
+    equivalence = equivalence_line(summary)
+    if equivalence and summary.equivalence:
+        lines += ["", equivalence]
+        for item in summary.equivalence.divergences[:20]:
+            lines.append(
+                f"- `{item.prompt_id}` at char {item.char_position}: "
+                f"A `{markdown_escape(item.a_snippet)}` / B `{markdown_escape(item.b_snippet)}`"
+            )
+    return "\n".join(safe_line(line) for line in lines) + "\n"
 
 
 def export_name(kind: str, when: datetime) -> str:

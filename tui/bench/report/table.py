@@ -6,9 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tui.bench import explain
-from tui.bench.report.arms import DEFAULT_QS
 from tui.bench.report.models import ArmExplain, ArmSummary, BurstSummary
+from tui.bench.report.summary import DEFAULT_QS
 from tui.format import UNKNOWN, fmt_count, fmt_latency, fmt_length, fmt_per_s, fmt_rate, fmt_tokens_per_s
+from tui.tables import Table
 
 Row = tuple[str, Callable[[ArmSummary], Any], Callable[[Any], str]]
 TABLE_ROWS: tuple[Row, ...] = (
@@ -127,16 +128,16 @@ def table_rows(summary: BurstSummary) -> list[tuple[str, str, str]]:
     return rows
 
 
-def category_rows(summary: BurstSummary) -> list[tuple[str, ...]]:
-    """(category, A acceptance, A decode tok/s[, B acceptance, B decode tok/s]) per prompt category."""
+def category_table(summary: BurstSummary) -> Table | None:
+    """Acceptance and decode tok/s per prompt category, per arm; None when there is nothing to tell."""
     tables = [
         {row.category: row for row in arm.explain.categories} if arm.explain else {}
         for _, arm in summary.arms
     ]
     names = list(dict.fromkeys(name for table in tables for name in table))
     if len(names) < 2 and not any(row.acceptance is not None for t in tables for row in t.values()):
-        return []
-    out = []
+        return None
+    rows = []
     for name in names:
         cells: list[str] = [name]
         for table in tables:
@@ -145,5 +146,8 @@ def category_rows(summary: BurstSummary) -> list[tuple[str, ...]]:
                 fmt_rate(row.acceptance if row else None),
                 fmt_tokens_per_s(row.decode_tokens_per_s if row else None),
             ]
-        out.append(tuple(cells))
-    return out
+        rows.append(cells)
+    columns = ["category"] + [
+        f"{arm.upper()} {what}" for arm, _ in summary.arms for what in ("accept", "tok/s")
+    ]
+    return Table(columns, rows)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from tui.bench.client_check import ClientCheck
-from tui.bench.report.comparison import coalesced_words, sequential_words
 from tui.bench.report.models import BurstSummary
-from tui.bench.report.table import category_rows, table_rows
+from tui.bench.report.summary import coalesced_words, sequential_words
+from tui.bench.report.table import category_table, table_rows
 from tui.format import fmt_count, fmt_rate
 from tui.sanitize import safe_line
+from tui.tables import Table
 
 
 def explain_lines(summary: BurstSummary) -> list[str]:
@@ -59,16 +60,11 @@ def explain_block(summary: BurstSummary) -> list[str]:
 
 
 def category_text(summary: BurstSummary) -> list[str]:
-    rows = category_rows(summary)
-    if not rows:
+    table = category_table(summary)
+    if table is None:
         return []
-    head = f"{'category':14}{'A accept':>10}{'A tok/s':>10}"
-    if summary.b is not None:
-        head += f"{'B accept':>10}{'B tok/s':>10}"
-    lines = ["", head]
-    for row in rows:
-        lines.append(f"{row[0][:14]:14}" + "".join(f"{cell:>10}" for cell in row[1:]))
-    return lines
+    rows = [[row[0][:14], *row[1:]] for row in table.rows]
+    return ["", *Table(table.columns, rows).text([14] + [10] * (len(table.columns) - 1))]
 
 
 def client_check_lines(name: str, check: ClientCheck | None) -> list[str]:
@@ -125,13 +121,10 @@ def note_lines(summary: BurstSummary) -> list[str]:
 
 def render_text(summary: BurstSummary) -> str:
     """The summary table for a terminal (fits 80 columns)."""
-    has_b = summary.b is not None
-    header = f"{'':22}{'A':>16}" + (f"{'B':>16}" if has_b else "")
-    lines = [header]
-    lines.append(f"{'endpoint':22}{_short(summary.a.url):>16}" + (
-        f"{_short(summary.b.url):>16}" if summary.b else ""))  # fmt: skip
-    for label, a_text, b_text in table_rows(summary):
-        lines.append(f"{label:22}{a_text:>16}" + (f"{b_text:>16}" if has_b else ""))
+    columns = ["", *(label.upper() for label, _ in summary.arms)]
+    endpoints = ("endpoint", *(_short(arm.url) for _, arm in summary.arms))
+    rows = [endpoints, *(row[: len(columns)] for row in table_rows(summary))]
+    lines = Table(columns, rows).text([22] + [16] * len(summary.arms))
     lines += note_lines(summary)
     if summary.comparison:
         lines.append("")
