@@ -10,12 +10,12 @@ Exports from the burst screen go into `./spectop-exports/` (`export_path`), one 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-import aiofiles
 from pydantic import BaseModel, ValidationError
 
 from tui.atomic import write_file
@@ -135,8 +135,13 @@ def save_kept(result: BaseModel, name: str, folder: Path | None = None) -> Path:
     return write_file((folder or bursts_dir()) / name, result.model_dump_json())
 
 
-def parse_kept(model: type[Kept], raw: bytes, path: Path) -> Kept:
-    """`raw` read as a `model` (BurstResult, TuneResult); BurstFileError naming the first bad field."""
+def load_kept(model: type[Kept], path: Path) -> Kept:
+    """The file at `path` read as a `model` (BurstResult, TuneResult); BurstFileError says why not."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BURST_FILE_BYTES + 1)
+    except OSError as error:
+        raise BurstFileError(f"{path}: cannot read: {error.strerror or error}") from error
     if len(raw) > MAX_BURST_FILE_BYTES:
         raise BurstFileError(f"{path}: larger than {MAX_BURST_FILE_BYTES} bytes")
     try:
@@ -146,14 +151,6 @@ def parse_kept(model: type[Kept], raw: bytes, path: Path) -> Kept:
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
         what = model.__name__.removesuffix("Result").lower()
         raise BurstFileError(f"{path}: not a spectop {what}: field {where}: {first['msg']}") from error
-
-
-def load_kept(model: type[Kept], path: Path) -> Kept:
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise BurstFileError(f"{path}: cannot read: {error.strerror or error}") from error
-    return parse_kept(model, raw, path)
 
 
 def export_path(kind: str, when: datetime, base: Path | None = None) -> Path:
@@ -184,15 +181,6 @@ def load_burst(path: Path) -> BurstResult:
     return load_kept(BurstResult, path)
 
 
-async def aload_burst(path: Path) -> BurstResult:
-    try:
-        async with aiofiles.open(path, "rb") as handle:
-            raw = await handle.read(MAX_BURST_FILE_BYTES + 1)
-    except OSError as error:
-        raise BurstFileError(f"{path}: cannot read: {error.strerror or error}") from error
-    return parse_kept(BurstResult, raw, path)
-
-
 def _entry(path: Path, result: BurstResult) -> BurstEntry:
     return BurstEntry(
         path=path,
@@ -219,13 +207,7 @@ def list_bursts(folder: Path | None = None) -> list[BurstEntry]:
 
 
 async def alist_bursts(folder: Path | None = None) -> list[BurstEntry]:
-    entries = []
-    for path in kept_files("burst", folder):
-        try:
-            entries.append(_entry(path, await aload_burst(path)))
-        except BurstFileError:
-            continue
-    return entries
+    return await asyncio.to_thread(list_bursts, folder)
 
 
 def pick_arm(result: BurstResult, label: str = "a") -> ArmResult:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from tui.atomic import write_file
 from tui.bench.burst_store import BurstFileError, kept_files, kept_name, load_kept, save_kept
-from tui.bench.report.summary import arm_summary
+from tui.bench.report.summary import arm_summary, sequential_words
 from tui.bench.results import ArmResult
 from tui.bench.stats import percentile, pooled_rate
 from tui.format import UNKNOWN as DASH
@@ -38,7 +38,7 @@ from tui.format import (
 from tui.sanitize import safe_line
 from tui.tables import Table, markdown_escape
 from tui.tables import render_json as json_text
-from tui.tune.decision import Decision, Run, Speedups, decide, level_words, speedups
+from tui.tune.decision import Decision, Run, Speedups, decide, speedups
 
 CSV_FIELDS = (
     "value", "concurrency", "ok", "requests", "errors", "decode_tokens_per_s", "output_tokens_per_s",
@@ -411,7 +411,7 @@ def apply_decision(result: TuneResult, concurrency: int) -> tuple[int | None, st
         return None, f"nothing measured at concurrency {concurrency}: the file is kept"
     best, own = decision.best, result.original_value
     name = result.name(best)
-    words = level_words(result.ci_level, result.looks)
+    words = sequential_words(result.ci_level, result.looks)
     if decision.client_ok is False:
         return None, f"the measuring client fell behind at concurrency {concurrency}: the file is kept"
     if own is None:
@@ -563,7 +563,7 @@ def summary_lines(result: TuneResult) -> list[str]:
 
 def rounds_text(result: TuneResult) -> str:
     """How many rounds ran, why they stopped and what the intervals cover."""
-    words = level_words(result.ci_level, result.looks)
+    words = sequential_words(result.ci_level, result.looks)
     rounds = f"{result.rounds_run} round{'s' if result.rounds_run != 1 else ''}"
     why = f" ({result.stop_reason})" if result.stop_reason else ""
     return (

@@ -212,35 +212,23 @@ def verdict_text(
 ) -> str:
     """ "B is 1.80x faster (95% CI 1.70-1.90), ..."; "no significant difference (1.02x, 95% CI
     0.95-1.09)" when the interval spans 1; "UNRELIABLE (...): " first when the client fell behind."""
-    text = _verdict_words(ratio, ci, ttft_delta_s, acceptance, ttft_caveat, names, level_words)
-    return f"UNRELIABLE ({unreliable}): {text}" if unreliable else text
-
-
-def _verdict_words(
-    ratio: float | None,
-    ci: tuple[float, float] | None,
-    ttft_delta_s: float | None,
-    acceptance: str | None,
-    ttft_caveat: str | None,
-    names: tuple[str, str],
-    level_words: str,
-) -> str:
     first, second = names
+    flag = f"UNRELIABLE ({unreliable}): " if unreliable else ""
     if ratio is None:
-        return "no comparison: an arm has no successful request with 2+ tokens"
+        return flag + "no comparison: an arm has no successful request with 2+ tokens"
     tail = f", TTFT {fmt_latency_delta(ttft_delta_s)}"
     if ttft_caveat:
         tail += f" ({ttft_caveat})"
     if acceptance:
         tail += f", {acceptance}"
     if ci is None:
-        return f"{second}/{first} {fmt_times(ratio)} (too few requests for a confidence interval){tail}"
+        return f"{flag}{second}/{first} {fmt_times(ratio)} (too few requests for a confidence interval){tail}"
     interval = f"{level_words} {fmt_times_interval(ci)}"
     if ci[0] <= 1.0 <= ci[1]:
-        return f"no significant difference ({fmt_times(ratio)}, {interval}){tail}"
+        return f"{flag}no significant difference ({fmt_times(ratio)}, {interval}){tail}"
     if ratio >= 1.0:
-        return f"{second} is {fmt_times(ratio)} faster ({interval}){tail}"
-    return f"{second} is {fmt_times(1 / ratio)} slower ({fmt_times(ratio)}, {interval}){tail}"
+        return f"{flag}{second} is {fmt_times(ratio)} faster ({interval}){tail}"
+    return f"{flag}{second} is {fmt_times(1 / ratio)} slower ({fmt_times(ratio)}, {interval}){tail}"
 
 
 def _acceptance_words(a: ArmResult, b: ArmResult) -> str | None:
