@@ -141,27 +141,12 @@ class _ServerCore:
         b = self.behaviour
         if method == "GET" and path == "/_records":
             with self._lock:
-                payload = json.dumps([asdict(record) for record in self.records]).encode()
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                + f"Content-Length: {len(payload)}\r\n\r\n".encode()
-                + payload
-            )
-            await writer.drain()
-            return True
+                records = [asdict(record) for record in self.records]
+            return await _answer(writer, "200 OK", records)
         if method == "GET" and path.endswith("/models"):
-            payload = json.dumps({"object": "list", "data": [{"id": "timed-model"}]}).encode()
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                + f"Content-Length: {len(payload)}\r\n\r\n".encode()
-                + payload
-            )
-            await writer.drain()
-            return True
+            return await _answer(writer, "200 OK", {"object": "list", "data": [{"id": "timed-model"}]})
         if method != "POST":
-            writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-            await writer.drain()
-            return True
+            return await _answer(writer, "404 Not Found")
         body = json.loads(raw) if raw else {}
         record = Record(path=path, headers=headers, body=body, received_s=time.perf_counter())
         request_id = headers.get("x-request-id", raw.decode(errors="replace"))
@@ -177,14 +162,10 @@ class _ServerCore:
         if first_attempt and b.first_attempt_status is not None:
             status = b.first_attempt_status
         if b.redirect_to is not None:
-            writer.write(
-                f"HTTP/1.1 {b.redirect_status} Redirect\r\nLocation: {b.redirect_to}\r\n"
-                "Content-Length: 0\r\n\r\n".encode()
+            return await _answer(
+                writer, f"{b.redirect_status} Redirect", headers=f"Location: {b.redirect_to}\r\n"
             )
-            await writer.drain()
-            return True
         if status != 200:
-            payload = json.dumps({"error": {"message": f"status {status} as asked", "code": status}}).encode()
             extra = ""
             if b.retry_after is not None:
                 value = b.retry_after
@@ -192,13 +173,8 @@ class _ServerCore:
                     ahead = float(value.removeprefix("http-date+"))
                     value = email.utils.formatdate(time.time() + ahead, usegmt=True)
                 extra = f"Retry-After: {value}\r\n"
-            writer.write(
-                f"HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n{extra}"
-                f"Content-Length: {len(payload)}\r\n\r\n".encode()
-                + payload
-            )
-            await writer.drain()
-            return True
+            error = {"error": {"message": f"status {status} as asked", "code": status}}
+            return await _answer(writer, f"{status} Error", error, headers=extra)
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
@@ -269,6 +245,17 @@ class _ServerCore:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
+
+
+async def _answer(writer: asyncio.StreamWriter, status: str, document: Any = None, headers: str = "") -> bool:
+    """A whole (non-streamed) answer: `document` as JSON, or no body."""
+    payload = b"" if document is None else json.dumps(document).encode()
+    kind = "Content-Type: application/json\r\n" if document is not None else ""
+    writer.write(
+        f"HTTP/1.1 {status}\r\n{kind}{headers}Content-Length: {len(payload)}\r\n\r\n".encode() + payload
+    )
+    await writer.drain()
+    return True
 
 
 class TimedServer:
