@@ -1,11 +1,12 @@
 """The bench report and its exports: why requests failed, no control sequence from a server or a file
 (what `spectop bench` prints of them is in tests/cli/test_untrusted_text_stdout.py), Markdown cells
-escaped, and a JSON export without every chunk's timing unless asked."""
+escaped (the tune's too), and a JSON export without every chunk's timing unless asked."""
 
 from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text
 from tui.bench.results import ArmResult, BurstResult, RequestResult
 from tui.tables import Table
+from tui.tune.result import TuneResult, ValueOutcome
+from tui.tune.result import render_markdown as tune_markdown
 
 REDIRECT = "redirected (302) to https://sso.example/login; not followed (it would carry the API key)"
 RETRY = "retry after 3600 s, more than the 30 s spectop waits"
@@ -98,3 +101,17 @@ def test_the_json_export_keeps_chunk_times_for_json_detail_only(tmp_path: Path) 
     assert not set(CHUNK_FIELDS) & set(request) and request["ttft_s"] == burst.arms[0].requests[0].ttft_s
     assert not set(CHUNK_FIELDS) & set(data["a"]["requests_detail"][0])
     assert BurstResult.model_validate(json.loads(detailed.read_text(encoding="utf-8"))["burst"]) == burst
+
+
+def test_the_tune_markdown_escapes_what_the_server_said() -> None:
+    failed = ValueOutcome(value=3, started=False, failure="CUDA OOM | see `dmesg`")
+    result = TuneResult(
+        started_at=datetime(2026, 12, 1, tzinfo=UTC), config_file="a`b.toml", kind="vllm_toml",
+        key="num_speculative_tokens", endpoint="http://x", restart_command=["true"], values=[0, 3],
+        concurrencies=[1], original_value=0, baseline_value=0, requests=8, max_tokens=16, prompts="mixed",
+        outcomes=[failed],
+    )  # fmt: skip
+    markdown = tune_markdown(result).splitlines()
+    assert "`num_speculative_tokens` in `a'b.toml` on http://x, started 2026-12-01T00:00:00+00:00" in markdown
+    assert "| 3 | failed to start |" in markdown
+    assert "- k=3 failed: CUDA OOM \\| see 'dmesg'" in markdown
