@@ -57,30 +57,20 @@ def test_one_arm_bench_with_client_settings_and_key(
 ) -> None:
     secret = "sk-cli-NEVER-PRINT-ME-42"
     monkeypatch.setenv("BENCH_TEST_KEY", secret)
-    settings = tmp_path / "settings.json"
+    settings, output = tmp_path / "settings.json", tmp_path / "o.json"
     with TimedServer(FAST) as server:
         settings.write_text(
             json.dumps({"base_url": server.base_url, "api_key_env": "BENCH_TEST_KEY", "max_tokens": 5}),
             encoding="utf-8",
         )
-        code = main(
-            [
-                "bench",
-                "--client-settings",
-                str(settings),
-                "--requests",
-                "3",
-                "--json",
-                str(tmp_path / "o.json"),
-            ]
-        )
+        code = main(["bench", "--client-settings", str(settings), "--requests", "3", "--json", str(output)])
         assert server.records[-1].headers["authorization"] == f"Bearer {secret}"
         assert server.records[-1].body["max_tokens"] == 5
     captured = capsys.readouterr()
     assert code == 0
-    data = json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))
+    data = json.loads(output.read_text(encoding="utf-8"))
     assert data["b"] is None and data["comparison"] is None
-    everything = captured.out + captured.err + (tmp_path / "o.json").read_text(encoding="utf-8")
+    everything = captured.out + captured.err + output.read_text(encoding="utf-8")
     for path in Path(tmp_path / "xdg-data").rglob("*.json"):
         everything += path.read_text(encoding="utf-8")
     assert secret not in everything

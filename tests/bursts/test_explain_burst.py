@@ -214,27 +214,12 @@ def test_spectop_bench_prints_the_category_table_and_cache_verdict(flavor: str, 
             "\n".join(f'{{"prompt": "{long} q{i}", "category": "{"ab"[i % 2]}"}}' for i in range(4)),
             encoding="utf-8",
         )
-        common = [
-            "--prompts",
-            str(prompts),
-            "--requests",
-            "4",
-            "--max-tokens",
-            "32",
-            "--no-history",
-            "--warmup",
-            "0",
-        ]
-        subprocess.run(
-            [sys.executable, "-m", "tui", "bench", "--a", a_url, *common],
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )  # A's cache now holds the prompts
+        common = ["--prompts", str(prompts), "--requests", "4", "--max-tokens", "32", "--no-history"]
+        bench = [sys.executable, "-m", "tui", "bench", *common, "--warmup", "0", "--a", a_url]
+        subprocess.run(bench, check=True, capture_output=True, timeout=60)  # A's cache now holds the prompts
         done = subprocess.run(
-            [sys.executable, "-m", "tui", "bench", "--a", a_url, "--b", b_url, *common, "--rounds", "1"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [*bench, "--b", b_url, "--rounds", "1"], capture_output=True, text=True, timeout=60
+        )
     finally:
         for process in (a, b):
             process.terminate()

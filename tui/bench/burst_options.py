@@ -13,7 +13,6 @@ from tui.bench.explain import Slo
 
 Schedule = Literal["alternate", "parallel"]
 SCHEDULES: tuple[str, ...] = ("alternate", "parallel")
-DEFAULT_PERCENTILES = (50.0, 90.0, 99.0)
 MAX_EXTRA_CHARS = 10_000
 _UNITS = {"ms": 0.001, "s": 1.0, "": 0.001}  # a bare number is milliseconds
 _SLO_NAMES = ("ttft", "tpot", "e2e")
