@@ -327,11 +327,10 @@ def with_gpu(result: BurstResult, watch: GpuWatch) -> BurstResult:
 
 
 class BurstSession:
-    """Runs one `BurstRequest`: `run` (two past arms: compared, nothing sent), then `save` and
-    `export`; `BurstSession.compare(before, after)` and `.open(path)` for kept bursts alone."""
+    """Runs one `BurstRequest`: `run` (two past arms: compared, nothing sent), then `save`; the outcome
+    exports. `BurstSession.compare(before, after)` and `open_burst(path)` for kept bursts alone."""
 
     compare = staticmethod(compare)
-    open = staticmethod(open_burst)
 
     def __init__(
         self, request: BurstRequest, client: httpx.AsyncClient | None = None, gpu: GpuWatch | None = None
@@ -342,7 +341,6 @@ class BurstSession:
         self.settings = ClientSettings()
         self._notes: list[str] = []
         self.outcome: BurstOutcome | None = None
-        self.saved_to: Path | None = None
 
     async def _client_settings(self) -> ClientSettings:
         path = self.request.client_settings
@@ -501,13 +499,7 @@ class BurstSession:
             return None
         ran = self.outcome.ran  # its verdict is the one shown unless a past burst was its other arm
         found = self.outcome.summary.comparison if self.outcome.result is ran else None
-        self.saved_to = save_burst(ran, found=found)
-        return self.saved_to
-
-    def export(self, kind: ExportKind | str, path: Path, *, detail: bool = False) -> Path:
-        if self.outcome is None:
-            raise RuntimeError("nothing to export: the burst has not run")
-        return self.outcome.export(kind, path, detail=detail)
+        return save_burst(ran, found=found)
 
 
 def _relabelled(on_progress: ProgressCallback | None, labels: dict[str, str]) -> ProgressCallback | None:
