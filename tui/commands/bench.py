@@ -33,12 +33,7 @@ REQUEST_OPTIONS: list[Option] = [
     option("--arrival", "with --rate", choices=("poisson", "constant"), default="poisson"),
     option("--max-concurrency", "cap with --rate", type=int, default=64, metavar="C"),
     option("--max-tokens", "default: client settings, else 512", type=int, metavar="M"),
-    option(
-        "--temperature",
-        "default: client settings, else 0 (outputs compared)",
-        type=float,
-        metavar="T",
-    ),
+    option("--temperature", "default: client settings, else 0 (outputs compared)", type=float, metavar="T"),
     option("--seed", "sampling seed sent to the server", type=int, metavar="S"),
     option(
         "--prompts",
@@ -53,20 +48,8 @@ REQUEST_OPTIONS: list[Option] = [
         "look's interval at the Bonferroni level 1 - 0.05/(max rounds - 1)",
         action="store_true",
     ),
-    option(
-        "--max-rounds",
-        "with --until-significant (default 10)",
-        type=int,
-        default=10,
-        metavar="R",
-    ),
-    option(
-        "--warmup",
-        "warm-up requests per arm, left out (default 1)",
-        type=int,
-        default=1,
-        metavar="W",
-    ),
+    option("--max-rounds", "with --until-significant (default 10)", type=int, default=10, metavar="R"),
+    option("--warmup", "warm-up requests per arm, left out (default 1)", type=int, default=1, metavar="W"),
     option(
         "--api",
         "chat / completions (OpenAI API), or sglang: SGLang's native /generate, whose meta_info "
@@ -81,16 +64,10 @@ REQUEST_OPTIONS: list[Option] = [
         choices=("alternate", "parallel"),
     ),
     option(
-        "--slo",
-        "e.g. ttft=500ms,tpot=40ms,e2e=10s: share of requests meeting all, goodput",
-        metavar="SPEC",
+        "--slo", "e.g. ttft=500ms,tpot=40ms,e2e=10s: share of requests meeting all, goodput", metavar="SPEC"
     ),
     option("--percentiles", "extra percentiles, e.g. 50,90,99,99.9", metavar="LIST"),
-    option(
-        "--a-extra",
-        'request fields for A only, e.g. {"enable_speculative": false}',
-        metavar="JSON",
-    ),
+    option("--a-extra", 'request fields for A only, e.g. {"enable_speculative": false}', metavar="JSON"),
     option("--b-extra", "request fields for B only (A and B may be one URL)", metavar="JSON"),
     option(
         "--prime-cache",
