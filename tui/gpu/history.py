@@ -192,45 +192,6 @@ def energy_ratio_text(
     return f"uses {fmt_times(arm_joules_per_token / baseline_joules_per_token)} the energy per token"
 
 
-@dataclass(frozen=True)
-class ArmEnergy:
-    """One burst arm's energy: from the GPUs' history over the arm's time span and its output tokens."""
-
-    energy: EnergyFigure
-    output_tokens: int
-
-    @property
-    def joules_per_token(self) -> float | None:
-        return energy_per_token(self.energy.joules, self.output_tokens)
-
-    @property
-    def tokens_per_joule(self) -> float | None:
-        return tokens_per_joule(self.energy.joules, self.output_tokens)
-
-
-def arm_energy(
-    history: GpuHistory,
-    start: float,
-    end: float,
-    output_tokens: int,
-    keys: Iterable[str] | None = None,
-    *,
-    max_gap_s: float = DEFAULT_MAX_GAP_S,
-) -> ArmEnergy | None:
-    """The arm's energy, or None when the GPUs' readings do not cover [start, end] closely enough.
-
-    Read the GPUs right before and right after the arm (`GpuMonitor.poll()`) so its edges are readings."""
-    energy = history.energy_between(start, end, keys, max_gap_s=max_gap_s)
-    return None if energy is None else ArmEnergy(energy, output_tokens)
-
-
-def energy_verdict(arm: ArmEnergy | None, baseline: ArmEnergy | None) -> str | None:
-    """The verdict's energy clause for `arm` against `baseline` ("uses 0.6x the energy per token")."""
-    if arm is None or baseline is None:
-        return None
-    return energy_ratio_text(arm.joules_per_token, baseline.joules_per_token)
-
-
 def combined_series(
     history: GpuHistory, keys: Sequence[str], figure: str, how: Literal["max", "sum", "mean"], since: float
 ) -> tuple[list[float], list[float | None]]:
