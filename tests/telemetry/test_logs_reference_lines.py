@@ -279,6 +279,27 @@ VLLM_CASES: list[tuple[str, str, Expected | list[Expected]]] = [
         "Maximum concurrency for 32,768 tokens per request: 23.14x",
         [],
     ),
+    (
+        "CPU build: `CPU KV cache usage` is the KV figure (samples/vllm-cpu-real)",
+        "(APIServer pid=24700) INFO 12-01 19:30:19 [loggers.py:335] Engine 000: Avg prompt throughput: 3.1 "
+        "tokens/s, Avg generation throughput: 14.8 tokens/s, Running: 1 reqs, Waiting: 0 reqs, CPU KV cache "
+        "usage: 0.7%, Prefix cache hit rate: 0.0%",
+        stats(kv_cache_usage=0.007, running=1, generation_tokens_per_s=14.8, engine="0", extra=None),
+    ),
+    (
+        "V0 trailing CPU KV cache usage (swap) stays an extra",
+        "INFO 05-06 21:33:52 metrics.py:455] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+        "57.3 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.2%, "
+        "CPU KV cache usage: 0.0%.",
+        stats(kv_cache_usage=0.012, extra={"CPU KV cache usage": 0.0}),
+    ),
+    (
+        "old format: the mean length without the bonus token (before 2025-05-09)",
+        "INFO 04-30 10:00:00 [metrics.py:80] SpecDecoding metrics: Draft acceptance rate: 25.0%, Mean "
+        "acceptance length: 0.50, Accepted: 50 tokens, Drafted: 200 tokens, "
+        "Per-position acceptance rate: 0.300, 0.200",
+        spec(mean_acceptance_length=1.5),
+    ),
 ]
 
 VLLM_ERROR_CASES: list[tuple[str, str, str]] = [
@@ -664,6 +685,26 @@ SGLANG_CASES: list[tuple[str, str, Expected | list[Expected]]] = [
         "this by explicitly setting --max-running-requests.",
         [],
     ),
+    # sglang.md §2.4 "Lines a monitor should flag": no level and none of the usual error words
+    *(
+        (
+            f"flagged: {message[:40]}",
+            f"[2026-07-20 09:50:12 TP0] {message}",
+            error(category="other", backend="sglang", message=message),
+        )
+        for message in (
+            "token_to_kv_pool_allocator memory leak detected! available_size=100, total=200",
+            "Config file must be YAML format, got: .json",
+            "Config file not found: /etc/sglang/config.yaml",
+            "Multiple config files specified! Only one allowed.",
+            "Unsupported config option 'foo' with action 'store_true'",
+        )
+    ),
+    (
+        "an ordinary line about the config file is not flagged",
+        "[2026-07-20 09:15:12] Loading the config file /etc/sglang/config.yaml",
+        [],
+    ),
 ]
 
 SGLANG_ERROR_CASES: list[tuple[str, str, str]] = [
@@ -935,7 +976,7 @@ def _check(line: str, expected: Expected | list[Expected]) -> None:
     for event, (_, fields) in zip(events, expected, strict=True):
         for name, value in fields.items():
             actual = getattr(event, name)
-            if name == "extra":
+            if name == "extra" and value is not None:
                 assert actual is not None
                 for key, extra_value in value.items():
                     assert (
