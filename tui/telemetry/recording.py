@@ -1,18 +1,12 @@
 """Recordings: every scrape's figures and every log event as JSON lines, and reading them back.
 
-One JSON object per line, told apart by `kind`:
-- `header`: written when recording starts (a file may hold several sessions, appended);
-- `reading`: one scrape of one endpoint: the JSON of its `EndpointReading` (tui/telemetry/reading.py);
-- `log`: one log event of one endpoint, with the time spectop read it;
-- `guard`: one action of the fallback guard (offered, declined, switched_off, failed) with its figures.
-Times are Unix seconds. A bad line is reported with its file and line number and skipped by the replayer.
+Lines by `kind`: `header` (a file may hold several appended sessions), `reading` (an `EndpointReading`),
+`log` (one log event with the time spectop read it), `guard` (one fallback-guard action). A bad line is
+reported with its file and line number and skipped.
 
-Writing is batched: records are buffered and written by a worker thread when 256 KB are waiting, every
-second, and at `close()` (so a killed spectop loses at most the last second). A file that would grow past
-`max_bytes` is rotated: FILE → FILE.1 (FILE.1 → FILE.2 … up to `keep` old files, the oldest removed) and
-the new FILE starts with a header marked `continues`, so `recording_parts(FILE)` (and the replay) finds
-the rotated set and plays it in order.
-"""
+Writes are buffered and done by a worker thread at 256 KB, every second and at `close()` (a killed
+spectop loses at most a second). Past `max_bytes` the file rotates (FILE → FILE.1 …, `keep` old files) and
+the new one starts with a `continues` header, so `recording_parts` plays the set in order."""
 
 from __future__ import annotations
 
