@@ -52,10 +52,7 @@ def strip_escapes(text: str) -> str:
 
 
 def safe_text(text: str) -> str:
-    """Multi-line `text` safe for a terminal: escape sequences removed, other controls made visible.
-
-    Tabs and newlines are kept; a carriage return is shown as `␍` except in `\\r\\n`, which becomes `\\n`.
-    """
+    """Multi-line `text` safe for a terminal; a carriage return shows as `␍` except in `\\r\\n` (→ `\\n`)."""
     if text.isprintable():
         return text
     if "\x1b" in text:
@@ -84,10 +81,8 @@ def drop_controls(text: str) -> str:
 
 
 def json_safe(text: str) -> str:
-    """Serialised JSON with DEL, C1, bidi controls and U+2028/U+2029 escaped as `\\uXXXX` (lossless).
-
-    Such characters can only stand inside JSON strings, where the escape means the same character.
-    """
+    """Serialised JSON with DEL, C1, bidi controls and U+2028/U+2029 escaped as `\\uXXXX` (lossless: such
+    characters can only stand inside JSON strings)."""
     if text.isascii() and "\x7f" not in text:
         return text
     return _JSON_RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", text)

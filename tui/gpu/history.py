@@ -1,13 +1,9 @@
 """A window of GPU readings with the figures derived from it: series for charts, energy over an interval.
 
-Energy over [start, end] comes from the energy counter when every GPU has one (the counter read at
-`start` and `end` by linear interpolation between the readings around each edge), else by integrating
-power (trapezoids over the readings, clipped to the interval). Either needs readings at or before
-`start` and at or after `end`: an interval the readings do not cover has no energy (None), never a
-part of it passed off as the whole. A counter that goes down (driver reload) falls back to power.
-A dcgm-exporter reading identical to the previous one (its cached sample served again) is not a new point.
-Times are `time.time()` seconds, as in the rest of spectop.
-"""
+Energy over [start, end] comes from the energy counter when every GPU has one (interpolated at the edges),
+else from power (trapezoids clipped to the interval); a counter that goes down (driver reload) falls back
+to power. An interval the readings do not cover has no energy (None), never a part passed off as the
+whole. A dcgm-exporter reading identical to the previous one (its cached sample) is not a new point."""
 
 from __future__ import annotations
 
@@ -96,9 +92,7 @@ class GpuHistory:
         max_gap_s: float = DEFAULT_MAX_GAP_S,
     ) -> EnergyFigure | None:
         """Joules used by the GPUs (all, or `keys`) from `start` to `end`; None when it cannot be known.
-
-        `max_gap_s`: the widest gap between readings that an edge of the interval (counter) or any
-        part of it (power) may fall in."""
+        `max_gap_s`: the widest gap between readings an edge (counter) or any part (power) may fall in."""
         if end <= start:
             return None
         chosen = list(self._points) if keys is None else list(keys)

@@ -101,10 +101,7 @@ class _EndpointState:
 
 
 class AlertEngine:
-    """Feed it readings and log events; it keeps the active alerts and a bounded list of cleared ones.
-
-    `version` grows on every change an alert screen shows (start, clear, severity, text).
-    """
+    """Keeps the active alerts and a bounded list of cleared ones; `version` grows on every visible change."""
 
     def __init__(self, rules: AlertRules | None = None) -> None:
         self.rules = rules or AlertRules()
@@ -199,10 +196,8 @@ class AlertEngine:
         mean_length: float | None = None,
         k: int | None = None,
     ) -> list[Alert]:
-        """Apply one scrape; returns the alerts that started, cleared or became critical because of it.
-
-        `mean_length` (mean acceptance length) and `k` (draft tokens per step) only shape the text.
-        """
+        """Apply one scrape; the alerts that started, cleared or became critical. `mean_length` and `k`
+        only shape the text."""
         state = self._state(endpoint)
         state.last_up = up
         changed: list[Alert] = []

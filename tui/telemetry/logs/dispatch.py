@@ -1,8 +1,5 @@
-"""One cleaned line -> typed events, trying each backend's grammar behind cheap substring checks.
-
-Most lines of a server log are noise (access lines, start-up chatter), so every grammar is gated
-by a plain substring test before any regex or splitting runs.
-"""
+"""One cleaned line -> typed events. Most lines are noise, so every grammar is gated by a plain
+substring test before any regex runs."""
 
 from __future__ import annotations
 
@@ -94,10 +91,8 @@ def error_event(line: str, backend: str | None) -> ErrorEvent | None:
 
 
 def parse_events(raw: str, backend: str | None = None) -> list[ParsedEvent]:
-    """Every event of one line (a SGLang Decode line with spec fields: a stats AND a spec_decode event).
-
-    An event with an impossible value (`plausible`) is left out. A grammar bug raises: lines from a
-    file go through `LogParser.feed_guarded`, the one place that turns an exception into a count."""
+    """Every event of one line (a SGLang Decode line with spec fields: stats AND spec_decode), impossible
+    ones left out (`plausible`). A grammar bug raises: `LogParser.feed_guarded` counts it."""
     line = prepare(raw)
     events = grammar_events(line)
     if events:
@@ -107,10 +102,6 @@ def parse_events(raw: str, backend: str | None = None) -> list[ParsedEvent]:
 
 
 def parse_line(line: str, backend: str | None = None) -> ParsedEvent | None:
-    """The first event of one log line, or None.
-
-    For a SGLang `Decode batch` line with `accept len` this is the stats event; use
-    `parse_events` (or `LogParser`) to get its spec_decode event too.
-    """
+    """The first event of one log line, or None (a SGLang Decode line's stats; `parse_events` has both)."""
     events = parse_events(line, backend)
     return events[0] if events else None
