@@ -238,7 +238,6 @@ def _segment(
     return segment, current if carried is None else carried
 
 
-RATE_FIGURES = ("generation_tokens_per_s", "prompt_tokens_per_s", "requests_per_s")
 _RATE_UNKNOWN = (
     "unknown: the server restarted inside the window at a time not known, so the time its counters "
     "cover is not known either (counted from the first reading after the restart)"
