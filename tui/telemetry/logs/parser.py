@@ -15,9 +15,9 @@ from tui.telemetry.logs.dispatch import (
     ParsedEvent,
     grammar_events,
     normalize_backend,
+    plausible,
     prepare,
 )
-from tui.telemetry.logs.plausible import plausible
 from tui.telemetry.logs.prefix import LinePrefix, split_prefix
 from tui.telemetry.logs.tracebacks import TracebackGroup
 
