@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from metrics_test_server import SAMPLES, Reply, ReplyServer, sample_body
-from test_metrics_figures import sample_scrapes
+from metrics_test_server import SAMPLES, Reply, ReplyServer, sample_body, sample_scrapes
 
 from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.window import RATE_FIGURES, figures_between
