@@ -1,15 +1,8 @@
 """The CLI's one choke point for terminal output: stdout and stderr pass every write through the sanitizer.
 
-Text a command prints may quote a server or a file anywhere (a model name, a note naming a series, a file
-name in "does not exist", an argparse error echoing an argument). Rather than trusting every `print` to call
-`safe_text`, `tui.cli.main` wraps `sys.stdout` and `sys.stderr` in `SafeStream` for the whole command: a
-write loses its escape sequences and shows every other control character (`tui.sanitize.safe_text`; tab and
-newline are kept). JSON output is unchanged by it (`json.dumps` + `json_safe` leave no raw control).
-
-spectop's own control sequences (the progress line's carriage return and erase-line) go through
-`write_control`, which alone writes raw. The TUI is not affected: Textual writes to `sys.__stderr__`.
-No textual.
-"""
+A command's text may quote a server or a file anywhere, so `tui.cli.main` wraps stdout and stderr in
+`SafeStream` rather than trusting every `print` (`safe_text`; JSON passes unchanged). spectop's own
+control sequences go through `write_control`, which alone writes raw. Textual writes to `sys.__stderr__`."""
 
 from __future__ import annotations
 

@@ -1,31 +1,14 @@
 """Untrusted text made safe for a terminal: the one function every renderer uses.
 
-Everything that comes from a server (label values, error bodies, response text) or a file (log lines,
-recordings, prompt sets, past bursts) may hold terminal control sequences: an OSC that retitles the
-pane or writes the clipboard (OSC 52), a CSI that clears the screen, a bidi override that makes text
-read backwards. Before such text reaches any terminal output it goes through `safe_text` (multi-line
-text) or `safe_line` (one line: a card field, a table cell, a log line).
+Text from a server or a file may hold an OSC that retitles the pane or writes the clipboard, a CSI that
+clears the screen, a bidi override. `safe_text` (multi-line) and `safe_line` (one line) remove complete
+escape sequences (CSI, OSC, DCS / SOS / PM / APC, two-character ones) and show every other control
+(nothing silently lost): C0 as its Control Picture (`␛`, `␇`; CR and LF too in `safe_line`), DEL as `␡`,
+C1 and bidi overrides / isolates as `�`. Tab is kept; `safe_text` keeps newlines (`\\r\\n` → `\\n`).
 
-The rules:
-- complete escape sequences are removed: CSI (`ESC [` … final byte), OSC (`ESC ]` … BEL or ST),
-  DCS / SOS / PM / APC strings (`ESC P`, `ESC X`, `ESC ^`, `ESC _` … ST), and two-character
-  sequences (`ESC 7`, `ESC ( B`, `ESC =`, …) — vLLM's colour codes vanish like any other;
-- every other control character is replaced by a visible symbol, so nothing is silently lost:
-  C0 controls (U+0000-U+001F) by their Unicode Control Picture (ESC → `␛`, BEL → `␇`, CR → `␍`,
-  LF → `␊` in `safe_line`), DEL by `␡`, C1 controls (U+0080-U+009F, including the 8-bit CSI U+009B)
-  and the bidi overrides / isolates (U+202A-U+202E, U+2066-U+2069) by U+FFFD `�`;
-- tab is kept; `safe_text` keeps `\\n` too (and turns `\\r\\n` into `\\n`), `safe_line` shows it as `␊`.
-  U+2028 / U+2029 (line / paragraph separator) count as line breaks: `␤` in `safe_line`.
-
-Editable widgets (the config editor's fields and raw view) must show the file's text as it is, and a
-terminal cell per character they measured: there `drop_controls` removes the controls from what is drawn
-(they take no cell anyway), the text itself keeps them.
-
-JSON output needs no stripping (the data stays as it is): `json.dumps` escapes C0 itself, and
-`json_safe` escapes what it leaves raw (DEL, C1, bidi controls, U+2028/U+2029) as `\\uXXXX`.
-
-Fast: a line that `str.isprintable()` (nearly every log line) is returned as it is, in one C loop.
-"""
+Editable widgets keep the file's text as it is: `drop_controls` only removes controls from what is drawn.
+JSON needs no stripping: `json_safe` escapes what `json.dumps` leaves raw (DEL, C1, bidi, U+2028/9).
+A line that `str.isprintable()` (nearly every log line) is returned as it is."""
 
 from __future__ import annotations
 
@@ -69,10 +52,7 @@ def strip_escapes(text: str) -> str:
 
 
 def safe_text(text: str) -> str:
-    """Multi-line `text` safe for a terminal: escape sequences removed, other controls made visible.
-
-    Tabs and newlines are kept; a carriage return is shown as `␍` except in `\\r\\n`, which becomes `\\n`.
-    """
+    """Multi-line `text` safe for a terminal; a carriage return shows as `␍` except in `\\r\\n` (→ `\\n`)."""
     if text.isprintable():
         return text
     if "\x1b" in text:
@@ -101,10 +81,8 @@ def drop_controls(text: str) -> str:
 
 
 def json_safe(text: str) -> str:
-    """Serialised JSON with DEL, C1, bidi controls and U+2028/U+2029 escaped as `\\uXXXX` (lossless).
-
-    Such characters can only stand inside JSON strings, where the escape means the same character.
-    """
+    """Serialised JSON with DEL, C1, bidi controls and U+2028/U+2029 escaped as `\\uXXXX` (lossless: such
+    characters can only stand inside JSON strings)."""
     if text.isascii() and "\x7f" not in text:
         return text
     return _JSON_RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", text)

@@ -11,7 +11,6 @@ import pytest
 
 from tests.gpu.fake_pynvml import FakeDevice, FakeNvml
 from tests.telemetry.metrics_test_server import Reply, ReplyServer
-from tui.gpu.history import arm_energy, energy_verdict
 from tui.gpu.monitor import GpuMonitor
 from tui.settings import EndpointSettings
 
@@ -78,12 +77,6 @@ async def test_energy_and_throttling_of_an_endpoint_between_polls() -> None:
     assert monitor.energy_between("a", first - 1, last) is None  # before the first reading: unknown
     condition = monitor.throttling_between("a", start - 60, end)
     assert condition is not None and condition.gpus == ("GPU 1",)  # the sample's GPU 1 is power capped
-    on = arm_energy(history, first, last, output_tokens=4000)
-    off = arm_energy(history, first, last, output_tokens=2400)
-    assert on is not None and on.joules_per_token == pytest.approx(0.25)
-    assert on.tokens_per_joule == pytest.approx(4.0)
-    assert energy_verdict(on, off) == "uses 0.60x the energy per token"
-    assert energy_verdict(on, None) is None and arm_energy(history, first - 1, last, 10) is None
 
 
 async def test_a_gpu_in_mig_mode_is_found_by_its_index() -> None:

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "telemetry"))
-from metrics_test_server import sample_body
-from test_metrics_figures import scrape
+from metrics_test_server import sample_body, scrape
 
 from tui.telemetry.figures import Figures
 from tui.telemetry.window import figures_between

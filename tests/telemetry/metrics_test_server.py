@@ -1,4 +1,4 @@
-"""A tiny HTTP/1.1 server on a real loopback socket (port 0) for scrape tests.
+"""A tiny HTTP/1.1 server on a real loopback socket (port 0) for scrape tests, and scrapes made without one.
 
 It answers every request with the next planned `Reply` (the last one repeats),
 or with a fixed reply for a routed path, and records each request's path and headers.
@@ -12,8 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tui.telemetry.backends import detect_backend
+from tui.telemetry.prometheus import parse_metrics_text
+from tui.telemetry.scraper import Scrape
+
 # Copies of shared/reference/samples/*/metrics_t{0,1}.txt (see metrics_samples/README.md).
 SAMPLES = Path(__file__).parent / "metrics_samples"
+EPOCH = 1.79e9  # the Unix `time` of a scrape made `at` seconds in (its `monotonic` is `at`)
 
 
 def sample_body(backend: str, name: str) -> bytes:
@@ -22,6 +27,20 @@ def sample_body(backend: str, name: str) -> bytes:
     if raw.startswith(b"HTTP/"):
         raw = raw.split(b"\r\n\r\n", 1)[1]
     return raw
+
+
+def scrape(text: str, at: float) -> Scrape:
+    """A scrape of the page `text`, made without a server."""
+    samples = tuple(parse_metrics_text(text))
+    return Scrape(time=EPOCH + at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples))
+
+
+def sample_scrapes(backend: str, seconds: float) -> tuple[Scrape, Scrape]:
+    """The backend's two sample pages, `seconds` apart."""
+    return (
+        scrape(sample_body(backend, "metrics_t0.txt").decode(), 100.0),
+        scrape(sample_body(backend, "metrics_t1.txt").decode(), 100.0 + seconds),
+    )
 
 
 @dataclass

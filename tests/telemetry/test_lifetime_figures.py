@@ -9,8 +9,7 @@ its own figures replace them. The sample pages are the reference sets (tests/tel
 from __future__ import annotations
 
 import pytest
-from metrics_test_server import sample_body
-from test_metrics_figures import sample_scrapes, scrape
+from metrics_test_server import sample_body, sample_scrapes, scrape
 
 from tui.format import LIFETIME_MARK, figure_text, lifetime_shown
 from tui.telemetry.window import LIFETIME_NOTE, NEEDS_TWO_SCRAPES, ScrapeWindow

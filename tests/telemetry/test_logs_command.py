@@ -25,14 +25,14 @@ SPEC_LINE = (
 )
 
 
-def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["logs", str(tmp_path / "missing.log")]) == 2
-    assert "missing.log does not exist" in capsys.readouterr().err
-
-
-def test_directory_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["logs", str(tmp_path)]) == 2
-    assert "is a directory" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("name", "said"), [("missing.log", "missing.log does not exist"), ("", "is a directory")]
+)
+def test_no_log_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, said: str
+) -> None:
+    assert main(["logs", str(tmp_path / name)]) == 2
+    assert said in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["vllm", "sglang", "llamacpp"])

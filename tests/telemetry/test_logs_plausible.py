@@ -33,6 +33,7 @@ GARBLED = [
     VLLM_SPEC.replace("rate: 70.9%", "rate: 7151.7%"),  # acceptance 71.5
     VLLM_SPEC.replace("rate: 70.9%", "rate: -81.0%"),
     VLLM_SPEC.replace("length: 2.42", "length: -2.42"),  # mean < 1 (even after the old-convention +1)
+    VLLM_SPEC.replace("length: 2.42", "length: 0.50"),  # the current format is never read as the old one
     VLLM_SPEC.replace("0.807, 0.612", "0.807, 6.12"),  # a per-position rate above 1
     VLLM_SPEC.replace("Accepted: 1629", "Accepted: 91629"),  # more accepted than drafted
     VLLM_SPEC.replace("Accepted throughput: 39.17", "Accepted throughput: -39.17"),

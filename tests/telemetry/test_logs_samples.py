@@ -7,12 +7,12 @@ are typed in from the samples' READMEs, not computed from the files.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tui.cli import main
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import LogParser
 
@@ -152,20 +152,13 @@ def test_llamacpp_sample_gives_eleven_draft_acceptance_events() -> None:
         ("llamacpp", {"spec_decode": 11}),
     ],
 )
-def test_spectop_logs_json_on_each_sample(name: str, expected_kinds: dict[str, int]) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "tui", "logs", str(SAMPLES / f"{name}.server.log"), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    records = [json.loads(line) for line in result.stdout.splitlines()]
-    kinds: dict[str, int] = {}
-    for record in records:
-        assert "kind" in record and "time" in record
-        kinds[record["kind"]] = kinds.get(record["kind"], 0) + 1
-    assert kinds == expected_kinds
+def test_spectop_logs_json_on_each_sample(
+    name: str, expected_kinds: dict[str, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["logs", str(SAMPLES / f"{name}.server.log"), "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert all("kind" in record and "time" in record for record in records)
+    assert Counter(record["kind"] for record in records) == expected_kinds
     spec = [r for r in records if r["kind"] == "spec_decode"]
     assert all("accepted_tokens" in r or r.get("mean_acceptance_length") for r in spec)
     if name == "vllm":

@@ -1,9 +1,13 @@
 # ruff: noqa: E501  (real log lines)
 """`LogParser` groups multi-line tracebacks into one `traceback` event, reports the specific failure
-(OOM, dead engine) from the exception line at once, and keeps everything bounded."""
+(OOM, dead engine) from the exception line at once, and keeps everything bounded; what it remembers
+between lines (the backend, vLLM's DP engine of the stats line for the SpecDecoding line after it)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from tui.configs.restart import last_errors
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import LogParser, parse_line
 from tui.telemetry.logs.tracebacks import MAX_HEAD_LINES, MAX_TAIL_LINES
@@ -164,3 +168,70 @@ def test_backend_hint_auto_means_detect() -> None:
     assert LogParser("auto").backend is None
     assert LogParser("vLLM").backend == "vllm"
     assert LogParser("llama.cpp").backend == "llamacpp"
+
+
+# The end of a real vLLM 0.32 start-up that fails: a draft model path that does not exist.
+FAILED_START = """Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/vllm/engine/arg_utils.py", line 2099, in create_speculative_config
+    return SpeculativeConfig(**self.speculative_config)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/venv/lib/python3.11/site-packages/pydantic/_internal/_dataclasses.py", line 121, in __init__
+    s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)
+pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig
+  Value error, Invalid repository ID or local directory specified: '/models/no-such-draft'.
+Please verify the following requirements:
+1. Provide a valid Hugging Face repository ID.
+2. Specify a local directory that contains a recognized configuration file.
+   - For Hugging Face models: ensure the presence of a 'config.json'.
+   - For Mistral models: ensure the presence of a 'params.json'.
+ [type=value_error, input_value=ArgsKwargs((), {'model': ...config_format': 'auto'}), input_type=ArgsKwargs]
+    For further information visit https://errors.pydantic.dev/2.14/v/value_error
+"""
+
+
+def test_a_pydantic_validation_error_keeps_what_failed(tmp_path: Path) -> None:
+    """The exception line names only the model; the reason (the bad path) is the indented line after it,
+    which used to pass for a frame line: the error shown was "Please verify the following requirements:"."""
+    parser = LogParser()
+    events = [event for line in FAILED_START.splitlines() for event in parser.feed(line)] + parser.flush()
+    messages = [event.message for event in events if isinstance(event, ErrorEvent)]
+    traceback = [event for event in events if isinstance(event, ErrorEvent) and event.category == "traceback"]
+    assert len(traceback) == 1
+    assert (
+        "Invalid repository ID or local directory specified: '/models/no-such-draft'" in traceback[0].message
+    )
+    assert not any(message.startswith("Please verify") for message in messages)
+    log = tmp_path / "server.log"
+    log.write_text(FAILED_START)
+    assert any("no-such-draft" in message for message in last_errors(log))
+
+
+STATS_2 = "(APIServer pid=95669) INFO 07-20 18:11:49 [loggers.py:271] Engine 002: Avg prompt throughput: 0.1 tokens/s, Avg generation throughput: 43.3 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 10.1%, Prefix cache hit rate: 0.0%, External prefix cache hit rate: 100.0%"
+STATS_3 = STATS_2.replace("Engine 002", "Engine 003")
+SPEC = "(APIServer pid=95669) INFO 07-20 18:11:49 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 2.87, Accepted throughput: 9.40 tokens/s, Drafted throughput: 15.10 tokens/s, Accepted: 282 tokens, Drafted: 453 tokens, Per-position acceptance rate: 0.821, 0.609, 0.437, Avg Draft acceptance rate: 62.3%"
+
+
+def _engines(lines: list[str]) -> list[tuple[str, str | None]]:
+    parser = LogParser()
+    return [(event.kind, getattr(event, "engine", None)) for line in lines for event in parser.feed(line)]
+
+
+def test_spec_line_takes_the_engine_of_the_stats_line_before_it() -> None:
+    assert _engines([STATS_2, SPEC, STATS_3, SPEC]) == [
+        ("stats", "2"),
+        ("spec_decode", "2"),
+        ("stats", "3"),
+        ("spec_decode", "3"),
+    ]
+
+
+def test_spec_line_without_its_stats_line_has_no_engine() -> None:
+    assert _engines([SPEC]) == [("spec_decode", None)]
+    assert _engines([STATS_2, SPEC, SPEC]) == [("stats", "2"), ("spec_decode", "2"), ("spec_decode", None)]
+    later = SPEC.replace("18:11:49", "18:11:59")
+    assert _engines([STATS_2, later]) == [("stats", "2"), ("spec_decode", None)]
+
+
+def test_stateless_parse_line_does_not_guess_the_engine() -> None:
+    event = parse_line(SPEC)
+    assert event is not None and event.kind == "spec_decode" and event.engine is None

@@ -8,27 +8,13 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from metrics_test_server import sample_body
+from metrics_test_server import sample_body, sample_scrapes, scrape
 
 from tui.telemetry.backends import detect_backend
 from tui.telemetry.figures import FIGURE_NAMES, Figures
-from tui.telemetry.prometheus import MetricsFormatError, Sample, parse_metrics_text
+from tui.telemetry.prometheus import MetricsFormatError, Sample
 from tui.telemetry.scraper import Scrape
 from tui.telemetry.window import ScrapeWindow, figures_between
-
-
-def scrape(text: str, at: float) -> Scrape:
-    samples = tuple(parse_metrics_text(text))
-    return Scrape(
-        time=1_700_000_000 + at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples)
-    )
-
-
-def sample_scrapes(backend: str, seconds: float) -> tuple[Scrape, Scrape]:
-    return (
-        scrape(sample_body(backend, "metrics_t0.txt").decode(), 100.0),
-        scrape(sample_body(backend, "metrics_t1.txt").decode(), 100.0 + seconds),
-    )
 
 
 def test_vllm_sample_figures() -> None:

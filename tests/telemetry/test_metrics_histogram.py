@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tui.telemetry.histogram import histogram_quantile, merge_buckets
+from tui.telemetry.histogram import histogram_quantile
 
 INF = math.inf
 
@@ -57,12 +57,6 @@ def test_non_monotonic_counts_are_fixed_up() -> None:
     # A dip (float noise, merged series) must not produce a quantile outside the buckets.
     value = histogram_quantile(0.5, {1.0: 4.0, 2.0: 3.9, 3.0: 8.0, INF: 8.0})
     assert value is not None and 1.0 <= value <= 3.0
-
-
-def test_le_spellings_merge_numerically() -> None:
-    # le="1" (gauge-histogram) and le="1.0" (histogram) parse to the same float key.
-    merged = merge_buckets([{float("1"): 2.0, INF: 2.0}, {float("1.0"): 3.0, INF: 4.0}])
-    assert merged == {1.0: 5.0, INF: 6.0}
 
 
 @given(

@@ -39,48 +39,28 @@ async def test_connection_refused() -> None:
     assert scrape.error == "connection refused"
 
 
-async def test_timeout() -> None:
-    async with ReplyServer([Reply(b"x 1\n", delay_s=5.0)]) as server, httpx.AsyncClient() as client:
-        scrape = await scrape_metrics(client, f"{server.url}/metrics", timeout_s=0.3)
-    assert not scrape.up
-    assert scrape.error == "timeout after 0.3 s"
-
-
-async def test_http_500() -> None:
-    async with ReplyServer([Reply(b"boom", status=500)]) as server, httpx.AsyncClient() as client:
-        scrape = await scrape_metrics(client, f"{server.url}/metrics")
-    assert (scrape.up, scrape.error) == (False, "HTTP 500")
-
-
-async def test_garbage_page() -> None:
-    body = b"ok_total 1\nok_total 2\n<html><body>Not metrics</body></html>\n"
-    async with ReplyServer([Reply(body)]) as server, httpx.AsyncClient() as client:
-        scrape = await scrape_metrics(client, f"{server.url}/metrics")
-    assert not scrape.up
-    assert scrape.error is not None
-    assert scrape.error.startswith("not Prometheus text: line 3: expected a metric sample")
-
-
-async def test_undecodable_bytes_are_reported_not_raised() -> None:
-    async with ReplyServer([Reply(b"\xff\xfe\x00garbage\x80\n")]) as server, httpx.AsyncClient() as client:
-        scrape = await scrape_metrics(client, f"{server.url}/metrics")
-    assert not scrape.up and scrape.error is not None and scrape.error.startswith("not Prometheus text")
-
-
-@pytest.mark.parametrize("chunked", [False, True])
-async def test_oversized_page(chunked: bool) -> None:
-    body = b"x_total 1\n" * 200_000  # 2 MB
-    async with ReplyServer([Reply(body, chunked=chunked)]) as server, httpx.AsyncClient() as client:
-        scrape = await scrape_metrics(client, f"{server.url}/metrics", max_bytes=2**20)
-    assert not scrape.up
-    assert scrape.error == "response larger than 1 MiB"
-
-
-async def test_default_cap_is_8_mib() -> None:
-    body = b"x_total 1\n" * 900_000  # 9 MB
-    async with ReplyServer([Reply(body, chunked=True)]) as server, httpx.AsyncClient() as client:
-        scrape = await scrape_metrics(client, f"{server.url}/metrics")
-    assert scrape.error == "response larger than 8 MiB"
+@pytest.mark.parametrize(
+    ("reply", "options", "error"),
+    [
+        (Reply(b"x 1\n", delay_s=5.0), {"timeout_s": 0.3}, "timeout after 0.3 s"),
+        (Reply(b"boom", status=500), {}, "HTTP 500"),
+        (
+            Reply(b"ok_total 1\nok_total 2\n<html><body>Not metrics</body></html>\n"),
+            {},
+            "not Prometheus text: line 3: expected a metric sample",
+        ),
+        (Reply(b"\xff\xfe\x00garbage\x80\n"), {}, "not Prometheus text"),  # undecodable: reported, not raised
+        (Reply(b"x_total 1\n" * 200_000), {"max_bytes": 2**20}, "response larger than 1 MiB"),
+        (Reply(b"x_total 1\n" * 200_000, chunked=True), {"max_bytes": 2**20}, "response larger than 1 MiB"),
+        (Reply(b"x_total 1\n" * 900_000, chunked=True), {}, "response larger than 8 MiB"),  # the default cap
+    ],
+    ids=["timeout", "http-500", "garbage", "undecodable", "oversized", "oversized-chunked", "default-cap"],
+)
+async def test_a_failing_page_is_a_scrape_with_its_error(reply: Reply, options: dict, error: str) -> None:
+    async with ReplyServer([reply]) as server, httpx.AsyncClient() as client:
+        scrape = await scrape_metrics(client, f"{server.url}/metrics", **options)
+    assert not scrape.up and scrape.samples is None and scrape.backend is None
+    assert scrape.error is not None and scrape.error.startswith(error), scrape.error
 
 
 async def test_headers_are_sent_and_process_start_kept() -> None:

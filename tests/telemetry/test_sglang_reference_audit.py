@@ -7,7 +7,7 @@ catalogue of §1.3 / §1.5); the expected figures are what the reference says th
 from __future__ import annotations
 
 import pytest
-from test_metrics_figures import scrape
+from metrics_test_server import scrape
 
 from tui.telemetry.events import SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs.dispatch import parse_events

@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from metrics_test_server import SAMPLES, Reply, ReplyServer, sample_body
+from metrics_test_server import SAMPLES, Reply, ReplyServer, sample_body, sample_scrapes
 
 from tui.telemetry.figures import FIGURE_NAMES
+from tui.telemetry.window import RATE_FIGURES, figures_between
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,10 +33,15 @@ async def spectop(*args: str) -> tuple[int, str, str]:
     return process.returncode, stdout.decode(), stderr.decode()
 
 
+LLAMACPP_MODELS = b'{"object":"list","data":[{"id":"models/target.gguf"}]}'
+
+
+def sample_replies(backend: str) -> list[Reply]:
+    return [Reply(sample_body(backend, "metrics_t0.txt")), Reply(sample_body(backend, "metrics_t1.txt"))]
+
+
 def sample_server(backend: str) -> ReplyServer:
-    return ReplyServer(
-        [Reply(sample_body(backend, "metrics_t0.txt")), Reply(sample_body(backend, "metrics_t1.txt"))]
-    )
+    return ReplyServer(sample_replies(backend))
 
 
 def assert_rate(value: float | None, increase: float, window_s: float) -> None:
@@ -44,36 +50,41 @@ def assert_rate(value: float | None, increase: float, window_s: float) -> None:
     assert increase / (window_s + 3.0) <= value <= increase / window_s * 1.001
 
 
-async def test_vllm_sample_through_snapshot() -> None:
-    async with sample_server("vllm") as server:
-        code, out, err = await spectop("snapshot", server.url, "--window", "1", "--json")
+@pytest.mark.parametrize(
+    ("backend", "path", "window_s", "model", "increases"),
+    [
+        ("vllm", "", 1.0, "mimo-7b", (5949, 8607, 5)),
+        ("sglang", "/metrics", 1.0, "deepseek-ai/DeepSeek-V3-0324", (23327, None, 8)),
+        ("llamacpp", "", 0.5, "models/target.gguf", (704, None, 11)),
+    ],
+)
+async def test_each_sample_through_snapshot_gives_the_figures_of_its_pages(
+    backend: str, path: str, window_s: float, model: str, increases: tuple[int, int | None, int]
+) -> None:
+    """The JSON record holds what the window derives from the two sample pages (test_metrics_figures
+    checks those against the READMEs); the rates over the real time between the two scrapes."""
+    routes = {"/slots": Reply(b"", status=501), "/v1/models": Reply(LLAMACPP_MODELS)}
+    async with ReplyServer(sample_replies(backend), routes=routes) as server:
+        code, out, err = await spectop("snapshot", server.url + path, "--window", str(window_s), "--json")
     assert code == 0, err
     (line,) = out.splitlines()
     record = json.loads(line)
     assert list(record)[:5] == ["url", "backend", "up", "model", "window_s"]
-    assert set(FIGURE_NAMES) <= set(record)
     assert (record["url"], record["backend"], record["up"], record["model"]) == (
-        server.url,
-        "vllm",
+        server.url + path,
+        backend,
         True,
-        "mimo-7b",
+        model,
     )
-    assert record["window_s"] == 1.0 and record["error"] is None
-    assert_rate(record["generation_tokens_per_s"], 5949, 1.0)
-    assert_rate(record["prompt_tokens_per_s"], 8607, 1.0)
-    assert_rate(record["requests_per_s"], 5, 1.0)
-    assert record["acceptance_rate"] == pytest.approx(0.699194, abs=1e-6)
-    assert record["mean_acceptance_length"] == pytest.approx(2.398387, abs=1e-6)
-    assert record["per_position_acceptance"] == pytest.approx([0.798790, 0.599597], abs=1e-6)
-    assert record["ttft_mean_s"] == pytest.approx(0.051414, abs=1e-6)
-    assert record["ttft_p50_s"] == pytest.approx(0.060)
-    assert record["ttft_p95_s"] == pytest.approx(0.078)
-    assert record["tpot_mean_s"] == pytest.approx(0.004235, abs=1e-6)
-    assert record["e2e_mean_s"] == pytest.approx(4.890, abs=1e-3)
-    assert (record["running"], record["waiting"]) == (2.0, 0.0)
-    assert record["kv_cache_usage"] == pytest.approx(0.005718747)
-    assert record["prefix_cache_hit_rate"] == pytest.approx(0.475892, abs=1e-6)
-    assert [request.path for request in server.requests] == ["/metrics", "/metrics"]
+    assert record["window_s"] == window_s and record["error"] is None
+    for name, increase in zip(RATE_FIGURES, increases, strict=True):
+        if increase is not None:
+            assert_rate(record[name], increase, window_s)
+    expected = figures_between(*sample_scrapes(backend, 10.0)).model_dump()
+    for name in set(FIGURE_NAMES) - set(RATE_FIGURES):
+        assert record[name] == (None if expected[name] is None else pytest.approx(expected[name])), name
+    metrics = [request.path for request in server.requests if request.path.endswith("metrics")]
+    assert metrics == [f"{path or '/metrics'}"] * 2
 
 
 async def test_openai_style_base_url_is_accepted() -> None:
@@ -82,49 +93,6 @@ async def test_openai_style_base_url_is_accepted() -> None:
     assert code == 0, err
     assert json.loads(out)["backend"] == "vllm"
     assert [request.path for request in server.requests] == ["/metrics", "/metrics"]
-
-
-async def test_sglang_sample_through_snapshot() -> None:
-    async with sample_server("sglang") as server:
-        code, out, err = await spectop("snapshot", f"{server.url}/metrics", "--window", "1", "--json")
-    assert code == 0, err
-    record = json.loads(out)
-    assert (record["backend"], record["model"]) == ("sglang", "deepseek-ai/DeepSeek-V3-0324")
-    assert_rate(record["generation_tokens_per_s"], 23327, 1.0)
-    assert_rate(record["requests_per_s"], 8, 1.0)
-    assert record["mean_acceptance_length"] == pytest.approx(2.906197, abs=1e-6)
-    assert record["acceptance_rate"] == pytest.approx(0.635399, abs=1e-6)
-    assert record["per_position_acceptance"] is None
-    assert record["ttft_mean_s"] == pytest.approx(0.445368, abs=1e-6)
-    assert record["ttft_p50_s"] == pytest.approx(0.46)
-    assert record["tpot_mean_s"] == pytest.approx(0.013962, abs=1e-6)
-    assert record["e2e_mean_s"] == pytest.approx(50.114, abs=1e-3)
-    assert (record["running"], record["waiting"]) == (32.0, 1.0)
-    assert record["kv_cache_usage"] == pytest.approx(0.16336371)
-    assert record["prefix_cache_hit_rate"] == pytest.approx(0.144906, abs=1e-6)
-
-
-async def test_llamacpp_sample_through_snapshot() -> None:
-    models = b'{"object":"list","data":[{"id":"models/target.gguf"}]}'
-    replies = [
-        Reply(sample_body("llamacpp", "metrics_t0.txt")),
-        Reply(sample_body("llamacpp", "metrics_t1.txt")),
-        Reply(models),
-    ]
-    async with ReplyServer(replies, routes={"/slots": Reply(b"", status=501)}) as server:
-        code, out, err = await spectop("snapshot", server.url, "--window", "0.5", "--json")
-    assert code == 0, err
-    record = json.loads(out)
-    assert (record["backend"], record["model"], record["up"]) == ("llamacpp", "models/target.gguf", True)
-    assert_rate(record["generation_tokens_per_s"], 704, 0.5)
-    assert_rate(record["requests_per_s"], 11, 0.5)
-    assert record["acceptance_rate"] == 1.0
-    assert record["mean_acceptance_length"] == 9.0
-    assert record["per_position_acceptance"] == [1.0] * 8
-    assert record["tpot_mean_s"] == pytest.approx(0.000963, abs=1e-6)
-    assert record["prefix_cache_hit_rate"] == pytest.approx(0.465714, abs=1e-6)
-    for name in ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "e2e_mean_s", "kv_cache_usage"):
-        assert record[name] is None, name
 
 
 def _closed_port() -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.telemetry.tailer import LineSplitter, LogTailer
+from tui.telemetry.tailer import LogTailer
 
 POLL_S = 0.02
 TIMEOUT_S = 20.0  # shorter than any poll interval a test sets to show a wake-up
@@ -140,6 +140,29 @@ async def test_copytruncate(tmp_path: Path) -> None:
     assert follower.payload() == ["before truncate", "after truncate"]
 
 
+# copytruncate beside a writer not in append mode: its next line lands at its old offset, after a hole of
+# NUL bytes; that line must be read, as `tail -F` shows it.
+async def test_the_first_line_after_a_nul_hole_is_kept(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("x" * 40_000 + "\n")  # the writer is far past the max line length
+    writer = os.open(log, os.O_WRONLY)  # not O_APPEND: it writes at its own offset
+    try:
+        os.lseek(writer, 0, os.SEEK_END)
+        async with Follower(log) as follower:
+            await follower.sync(log)  # appends markers through another handle
+            os.lseek(writer, 0, os.SEEK_END)
+            os.write(writer, b"before truncate\n")
+            await follower.wait_for("before truncate")
+            shutil.copy(log, tmp_path / "server.log.1")
+            os.truncate(log, 0)  # logrotate's copytruncate
+            os.write(writer, b"first after the hole\n")  # at the old offset: NULs before it
+            os.write(writer, b"second after the hole\n")
+            await follower.wait_for("second after the hole")
+    finally:
+        os.close(writer)
+    assert follower.payload()[-2:] == ["first after the hole", "second after the hole"]
+
+
 async def test_deletion_then_recreation(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("")
@@ -180,20 +203,21 @@ async def test_over_long_line_is_truncated_and_following_lines_survive(tmp_path:
     assert payload == ["y" * 1000, "next line"]
 
 
-async def test_invalid_utf8_is_replaced(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("data", "lines"),
+    [
+        (b"caf\xe9 \xff\xfe ok\n\xc3\xa9t\xc3\xa9\n", ["caf\ufffd \ufffd\ufffd ok", "été"]),  # invalid UTF-8
+        (b"windows\r\nvllm continuation\r\n", ["windows", "vllm continuation"]),  # CRLF and CR endings
+    ],
+)
+async def test_undecodable_bytes_are_replaced_and_line_ends_dropped(
+    tmp_path: Path, data: bytes, lines: list[str]
+) -> None:
     log = tmp_path / "server.log"
-    log.write_bytes(b"caf\xe9 \xff\xfe ok\n\xc3\xa9t\xc3\xa9\n")
+    log.write_bytes(data)
     async with Follower(log, from_start=True) as follower:
-        await follower.wait_for("été")
-    assert follower.lines == ["caf\ufffd \ufffd\ufffd ok", "été"]
-
-
-async def test_crlf_and_cr_line_endings(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_bytes(b"windows\r\nvllm continuation\r\n")
-    async with Follower(log, from_start=True) as follower:
-        await follower.wait_for("vllm continuation")
-    assert follower.lines == ["windows", "vllm continuation"]
+        await follower.wait_for(lines[-1])
+    assert follower.lines == lines
 
 
 async def test_read_all_reads_once_and_keeps_the_last_partial_line(tmp_path: Path) -> None:
@@ -217,26 +241,6 @@ async def test_a_directory_at_the_path_is_polled_not_fatal(tmp_path: Path) -> No
         log.rmdir()
         log.write_text("now a file\n")
         await follower.wait_for("now a file")
-
-
-def test_line_splitter_bounds_memory_on_a_newline_free_stream() -> None:
-    splitter = LineSplitter(max_line_bytes=64)
-    emitted: list[str] = []
-    for _ in range(1000):
-        emitted.extend(splitter.feed(b"a" * 1000))
-        assert len(splitter._partial) <= 65
-    emitted.extend(splitter.feed(b"\nb\n"))
-    assert emitted == ["a" * 64, "b"]
-    assert splitter.flush() is None
-
-
-def test_line_splitter_line_split_across_chunks() -> None:
-    splitter = LineSplitter(max_line_bytes=100)
-    data = "αβγ line one\nline two\n".encode()
-    lines: list[str] = []
-    for index in range(len(data)):  # one byte at a time: multi-byte characters split across chunks
-        lines.extend(splitter.feed(data[index : index + 1]))
-    assert lines == ["αβγ line one", "line two"]
 
 
 async def test_follow_events_flushes_a_traceback_when_the_log_goes_quiet(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Property tests of the tailer's line splitter: chunk boundaries never change the lines."""
+"""The tailer's line splitter: chunk boundaries never change the lines, memory stays bounded, NUL runs go."""
 
 from __future__ import annotations
 
@@ -36,3 +36,20 @@ def test_any_chunking_gives_the_same_lines(data: bytes, cuts: list[int], max_lin
     if tail is not None:
         lines.append(tail)
     assert lines == _reference(data, max_line_bytes)
+
+
+def test_line_splitter_bounds_memory_on_a_newline_free_stream() -> None:
+    splitter = LineSplitter(max_line_bytes=64)
+    emitted: list[str] = []
+    for _ in range(1000):
+        emitted.extend(splitter.feed(b"a" * 1000))
+        assert len(splitter._partial) <= 65
+    emitted.extend(splitter.feed(b"\nb\n"))
+    assert emitted == ["a" * 64, "b"]
+    assert splitter.flush() is None
+
+
+def test_the_splitter_drops_nul_runs() -> None:
+    splitter = LineSplitter(max_line_bytes=64)
+    assert splitter.feed(b"\0" * 1000) == []
+    assert splitter.feed(b"\0" * 1000 + b"line\n") == ["line"]

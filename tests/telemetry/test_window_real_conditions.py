@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from metrics_test_server import Reply, ReplyServer, sample_body
+from metrics_test_server import Reply, ReplyServer, sample_body, scrape
 
 from tui.settings import EndpointSettings
-from tui.telemetry.backends import detect_backend
 from tui.telemetry.figures import Figures
 from tui.telemetry.monitor import EndpointMonitor
-from tui.telemetry.prometheus import parse_metrics_text
-from tui.telemetry.scraper import Scrape
 from tui.telemetry.window import ScrapeWindow
 
 LABELS = 'engine="0",model_name="m"'
@@ -28,11 +25,6 @@ def vllm_page(generated: float | str | None, drafts: float, accepted: float, ext
     if generated is not None:
         lines.append(f"vllm:generation_tokens_total{{{LABELS}}} {generated}")
     return "\n".join(lines) + "\n" + extra
-
-
-def scrape(text: str, at: float) -> Scrape:
-    samples = tuple(parse_metrics_text(text))
-    return Scrape(time=at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples))
 
 
 def steady_window(gap: str) -> ScrapeWindow:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from metrics_test_server import EPOCH, scrape
 
-from tui.telemetry.backends import detect_backend
 from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.prometheus import parse_metrics_text
 from tui.telemetry.scraper import Scrape
@@ -26,11 +26,6 @@ def page(generated: float, drafts: float = 0.0, accepted: float = 0.0, created: 
     if created is not None:
         text += f"vllm:generation_tokens_created{{{LABELS}}} {created}\n"
     return text
-
-
-def scrape(text: str, at: float) -> Scrape:
-    samples = tuple(parse_metrics_text(text))
-    return Scrape(time=at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples))
 
 
 def down(at: float) -> Scrape:
@@ -88,20 +83,12 @@ def test_reset_right_after_the_first_scrape_is_not_negative_nor_a_spike() -> Non
     assert window.figures().generation_tokens_per_s == pytest.approx(200 / 2)
 
 
-EPOCH = 1.79e9  # a Unix time: `time` of the scrapes (their `monotonic` counts from 0)
-
-
-def stamped(text: str, at: float) -> Scrape:
-    samples = tuple(parse_metrics_text(text))
-    return Scrape(time=EPOCH + at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples))
-
-
 def test_restart_seen_by_created_timestamp_counts_from_it() -> None:
     # The restart 6.5 s before the last read said "restarted 0 s ago", and the new
     # process' tokens were divided by the whole window.
     window = ScrapeWindow(window_s=60.0)
-    window.add(stamped(page(100.0, created=EPOCH - 600), 0.0))
-    window.add(stamped(page(5000.0, 10, 15, created=EPOCH + 3.5), 10.0))  # restarted, already past 100
+    window.add(scrape(page(100.0, created=EPOCH - 600), 0.0))
+    window.add(scrape(page(5000.0, 10, 15, created=EPOCH + 3.5), 10.0))  # restarted, already past 100
     f = window.figures()
     assert f.generation_tokens_per_s == pytest.approx(5000 / 6.5) and f.restarted_in_window
     assert f.restarted_s_ago == pytest.approx(6.5) and f.covered_s == pytest.approx(6.5)
@@ -111,8 +98,8 @@ def test_restart_seen_by_created_timestamp_counts_from_it() -> None:
 
 def test_a_start_stamp_outside_the_readings_is_not_believed() -> None:
     window = ScrapeWindow(window_s=60.0)
-    window.add(stamped(page(100.0, created=EPOCH - 600), 0.0))
-    window.add(stamped(page(5000.0, created=EPOCH + 30), 10.0))  # the server's clock is ahead of ours
+    window.add(scrape(page(100.0, created=EPOCH - 600), 0.0))
+    window.add(scrape(page(5000.0, created=EPOCH + 30), 10.0))  # the server's clock is ahead of ours
     f = window.figures()
     assert f.restarted_in_window and f.generation_tokens_per_s is None and f.restarted_s_ago is None
     assert "vllm:generation_tokens_created is not between the two readings" in f.notes["window"]

@@ -6,11 +6,9 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from metrics_test_server import sample_body
+from metrics_test_server import sample_body, scrape
 
-from tui.telemetry.backends import detect_backend
 from tui.telemetry.backends.base import Delta
-from tui.telemetry.prometheus import parse_metrics_text
 from tui.telemetry.scraper import Scrape
 from tui.telemetry.window import ScrapeWindow, _Segment, _sum_segments
 
@@ -56,11 +54,6 @@ def test_column_sums_are_bit_identical(rows: list[list[float]], drop: list[int],
         assert repr(fast.seconds) == repr(plain.seconds)
 
 
-def _scrape(text: str, at: float) -> Scrape:
-    samples = tuple(parse_metrics_text(text))
-    return Scrape(time=at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples))
-
-
 def _page(generated: float, running: int) -> str:
     labels = 'engine="0",model_name="m"'
     return (
@@ -70,12 +63,12 @@ def _page(generated: float, running: int) -> str:
 
 
 def test_figures_follow_every_add_even_when_read_in_between() -> None:
-    scrapes = [_scrape(_page(10.0 * step * step, step), float(step)) for step in range(8)]
-    scrapes.insert(4, _scrape(_page(1.0, 9), 3.5))  # a restart: a counter went down
+    scrapes = [scrape(_page(10.0 * step * step, step), float(step)) for step in range(8)]
+    scrapes.insert(4, scrape(_page(1.0, 9), 3.5))  # a restart: a counter went down
     read_often = ScrapeWindow(window_s=4.0)
-    for count, scrape in enumerate(scrapes, start=1):
-        read_often.add(scrape)
-        read_often.add(Scrape(scrape.time, scrape.monotonic, None, "down", None))  # ignored
+    for count, reading in enumerate(scrapes, start=1):
+        read_often.add(reading)
+        read_often.add(Scrape(reading.time, reading.monotonic, None, "down", None))  # ignored
         read_once = ScrapeWindow(window_s=4.0)
         for earlier in scrapes[:count]:
             read_once.add(earlier)
@@ -92,7 +85,7 @@ def test_per_model_figures_still_come_from_the_shared_sums() -> None:
 
     window = ScrapeWindow(window_s=60.0)
     for step in range(5):
-        window.add(_scrape(two_models(step), float(step)))
+        window.add(scrape(two_models(step), float(step)))
     by_model = window.figures_by_model()
     assert set(by_model) == {"a", "b"}
     assert math.isclose(by_model["a"].generation_tokens_per_s or 0, 7.5)
@@ -104,7 +97,7 @@ def test_sample_pages_give_the_same_figures_as_the_plain_sums() -> None:
     texts = [sample_body("vllm", name).decode() for name in ("metrics_t0.txt", "metrics_t1.txt")]
     window = ScrapeWindow(window_s=60.0)
     for step, text in enumerate(texts):
-        window.add(_scrape(text, float(step * 10)))
+        window.add(scrape(text, float(step * 10)))
     segments = [entry.segment for entry in list(window._entries)[1:] if entry.segment is not None]
     backend = window._backend
     assert backend is not None

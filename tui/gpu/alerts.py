@@ -1,13 +1,6 @@
-"""GPU alert rules as pure functions, for the alert engine to call on each reading or burst.
-
-- Memory ≥ 95% with speculation on (the article's rule: "don't switch MTP on when GPU memory is already
-  at 95%"): drafts need KV cache and activations beyond what is left → OOM risk.
-- Clock throttling during a burst: a power cap or thermal slowdown in one arm and not the other
-  confounds an A/B comparison.
-
-Unknown is not "fine" and not "bad": speculation unknown (None), memory unknown or no throttle reasons
-from the source give no alert.
-"""
+"""GPU alert rules as pure functions: memory ≥ 95% with speculation on (the article's rule: drafts need
+memory that is not left, OOM risk), and clock throttling in one arm of a burst (it confounds the A/B).
+Unknown (speculation, memory, throttle reasons) gives no alert."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """The GPUs during an A/B burst: energy per output token, tokens per joule and clock throttling per arm.
 
-`BurstGpuWatch` reads the arms' GPU sources (one `GpuMonitor`) right before the burst, every
-`interval_s` while it runs (energy needs readings close together, see tui/gpu/history.py) and right
-after; `record(url, start, end, output_tokens)` then gives one arm's `ArmGpuRecord`. The burst session
-calls it through a small protocol (tui/bench/session.py `GpuWatch`), so the bench needs no NVML or
-exporter of its own. Under the parallel schedule both arms run at the same time: when they share
-GPUs, each arm's energy cannot be told apart and is unknown (None, with the reason), never a split guess.
-Under the alternate schedule (the default) each arm's rounds have no other arm's requests in flight, so
-its energy on shared GPUs is theirs over its own rounds (`energy_scope` says so: the other arm's idle
-draw is in it).
-"""
+`BurstGpuWatch` reads the arms' GPUs before, every `interval_s` during (energy needs close readings) and
+after the burst; `record` gives one arm's `ArmGpuRecord`. Under the parallel schedule arms sharing GPUs
+cannot be told apart: their energy is None with the reason, never a split guess. Under the alternate
+schedule an arm's energy on shared GPUs is theirs over its own rounds (`energy_scope` says so)."""
 
 from __future__ import annotations
 

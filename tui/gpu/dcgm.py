@@ -1,25 +1,14 @@
 """NVIDIA dcgm-exporter pages: parse one into `GpuSample`s, and read one over HTTP.
 
-The page is Prometheus text (parsed by `tui.telemetry.prometheus`). dcgm-exporter writes one sample
-per GPU and field with the labels `gpu` (the NVML index), `UUID`, `device` (`nvidia0`), `modelName`,
-`Hostname`, and in 3.3+ also `pci_bus_id` and `DCGM_FI_DRIVER_VERSION`. Units (its default-counters.csv):
-FB_USED / FB_FREE / FB_RESERVED in MiB, GPU_UTIL in %, POWER_USAGE in W, TOTAL_ENERGY_CONSUMPTION in mJ
-since boot (a counter), SM_CLOCK in MHz, GPU_TEMP in °C, PROF_DRAM_ACTIVE a ratio 0..1. Throttle reasons
-(CLOCKS_EVENT_REASONS, formerly CLOCK_THROTTLE_REASONS) are not in the default counters: None unless
-the exporter is told to watch them.
+Units (default-counters.csv): FB_* in MiB, GPU_UTIL %, POWER_USAGE W, TOTAL_ENERGY_CONSUMPTION mJ since
+boot, SM_CLOCK MHz, GPU_TEMP °C, PROF_DRAM_ACTIVE 0..1. Throttle reasons are not default counters: None
+unless watched.
 
-MIG: a GPU in MIG mode is on a 3.x page only as its GPU instances, every field repeated per instance
-with the labels GPU_I_PROFILE / GPU_I_ID (and the parent's `gpu` and `UUID`), no whole-GPU line
-(dcgm-exporter issue #561). Those lines are the GPU's slices (`GpuSample.slices`), aggregated into
-their GPU: device-wide fields (power, energy, temperature, SM clock, clock event reasons) are the
-parent's, the same on every instance (issue #50: one clock for all instances), so the GPU takes them;
-memory is each instance's own (INFERRED from the profiles' sizes), so the GPU's used and total are the
-slices' sums (the memory carved into instances); GPU_UTIL is not supported per instance (it reads 0,
-issue #216) and profiling ratios are normalised to each instance, so the GPU's utilisation and DRAM
-activity are None. A 2.x page prints whole-GPU lines beside the instance lines: those stay the GPU's.
-DCGM's "blank" sentinels (no data, not supported: 0x7ffffff0.., 0x7ffffffffffffff0.., 2**47 for
-doubles) and NaN / ±Inf become None.
-"""
+MIG: a 3.x page shows a MIG GPU only as its instances (issue #561), which become its slices. Device-wide
+fields (power, energy, temperature, clocks) are the parent's on every instance (issue #50); memory is each
+instance's own, so the GPU's is the slices' sum; GPU_UTIL reads 0 per instance (issue #216) and profiling
+ratios are per instance, so the GPU's utilisation and DRAM activity are None. A 2.x page keeps its
+whole-GPU lines. DCGM's blank sentinels and NaN / ±Inf become None."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """Does a config's memory fraction fit the GPUs as they are now? (for `spectop config lint` on the node)
 
-`gpu_memory_utilization` (vLLM) / `mem_fraction_static` (SGLang) is the share of each GPU's total memory
-the server claims at start-up. Two cases, told apart by what is in use now:
-
-* less in use than the claim: the server is not running (or runs smaller). vLLM refuses to start when
-  the free memory is below `fraction × total` ("Free memory on device ... is less than desired GPU
-  memory utilization"), so what is in use must fit in the headroom `(1 − fraction) × total`;
-* at least the claim in use: the server is probably running with it. At ≥ 95% of the memory with
-  speculation on, drafts leave no room (the article's rule).
-
-Memory in use that belongs to the running server itself is freed on restart: the messages say so.
-"""
+`gpu_memory_utilization` / `mem_fraction_static` is the share of each GPU the server claims at start.
+Less in use than the claim: the server is not running, and vLLM refuses to start unless what is in use
+fits in `(1 − fraction) × total`. At least the claim in use: it probably runs, and at ≥ 95% with
+speculation on drafts leave no room. Memory of the running server itself is freed on restart."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """A window of GPU readings with the figures derived from it: series for charts, energy over an interval.
 
-Energy over [start, end] comes from the energy counter when every GPU has one (the counter read at
-`start` and `end` by linear interpolation between the readings around each edge), else by integrating
-power (trapezoids over the readings, clipped to the interval). Either needs readings at or before
-`start` and at or after `end`: an interval the readings do not cover has no energy (None), never a
-part of it passed off as the whole. A counter that goes down (driver reload) falls back to power.
-A dcgm-exporter reading identical to the previous one (its cached sample served again) is not a new point.
-Times are `time.time()` seconds, as in the rest of spectop.
-"""
+Energy over [start, end] comes from the energy counter when every GPU has one (interpolated at the edges),
+else from power (trapezoids clipped to the interval); a counter that goes down (driver reload) falls back
+to power. An interval the readings do not cover has no energy (None), never a part passed off as the
+whole. A dcgm-exporter reading identical to the previous one (its cached sample) is not a new point."""
 
 from __future__ import annotations
 
@@ -96,9 +92,7 @@ class GpuHistory:
         max_gap_s: float = DEFAULT_MAX_GAP_S,
     ) -> EnergyFigure | None:
         """Joules used by the GPUs (all, or `keys`) from `start` to `end`; None when it cannot be known.
-
-        `max_gap_s`: the widest gap between readings that an edge of the interval (counter) or any
-        part of it (power) may fall in."""
+        `max_gap_s`: the widest gap between readings an edge (counter) or any part (power) may fall in."""
         if end <= start:
             return None
         chosen = list(self._points) if keys is None else list(keys)
@@ -190,45 +184,6 @@ def energy_ratio_text(
     if arm_joules_per_token is None or not baseline_joules_per_token:
         return None
     return f"uses {fmt_times(arm_joules_per_token / baseline_joules_per_token)} the energy per token"
-
-
-@dataclass(frozen=True)
-class ArmEnergy:
-    """One burst arm's energy: from the GPUs' history over the arm's time span and its output tokens."""
-
-    energy: EnergyFigure
-    output_tokens: int
-
-    @property
-    def joules_per_token(self) -> float | None:
-        return energy_per_token(self.energy.joules, self.output_tokens)
-
-    @property
-    def tokens_per_joule(self) -> float | None:
-        return tokens_per_joule(self.energy.joules, self.output_tokens)
-
-
-def arm_energy(
-    history: GpuHistory,
-    start: float,
-    end: float,
-    output_tokens: int,
-    keys: Iterable[str] | None = None,
-    *,
-    max_gap_s: float = DEFAULT_MAX_GAP_S,
-) -> ArmEnergy | None:
-    """The arm's energy, or None when the GPUs' readings do not cover [start, end] closely enough.
-
-    Read the GPUs right before and right after the arm (`GpuMonitor.poll()`) so its edges are readings."""
-    energy = history.energy_between(start, end, keys, max_gap_s=max_gap_s)
-    return None if energy is None else ArmEnergy(energy, output_tokens)
-
-
-def energy_verdict(arm: ArmEnergy | None, baseline: ArmEnergy | None) -> str | None:
-    """The verdict's energy clause for `arm` against `baseline` ("uses 0.6x the energy per token")."""
-    if arm is None or baseline is None:
-        return None
-    return energy_ratio_text(arm.joules_per_token, baseline.joules_per_token)
 
 
 def combined_series(

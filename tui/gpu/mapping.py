@@ -1,10 +1,7 @@
 """Which GPUs belong to which endpoint, and where each endpoint's GPU figures come from.
 
-Per endpoint (spectop.toml): `gpu_metrics_url` (a dcgm-exporter page) and `gpus` (NVML indices and/or
-UUIDs). Without `gpu_metrics_url` the local GPUs are read through NVML, but only for an endpoint on
-this machine (loopback or this host's name) or one with `gpus` set: the GPUs of a server on another
-host are not the ones under spectop. Without `gpus` an endpoint is shown with every GPU of its source.
-"""
+Without `gpu_metrics_url` (a dcgm-exporter page) the local GPUs are read through NVML, but only for an
+endpoint on this machine or with `gpus` set: a server on another host does not run on these GPUs."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What spectop knows about one GPU at one moment, whatever source it came from.
-
-Every figure a source does not give is None (shown as "–" with the reason), never 0: the default
-dcgm-exporter counters have no throttle reasons and no DRAM activity, an old GPU has no energy
-counter, NVML on a consumer card may refuse power readings.
-"""
+"""What spectop knows about one GPU at one moment, whatever source it came from. A figure a source does not
+give is None, never 0 (dcgm-exporter's defaults have no throttle reasons, old GPUs no energy counter)."""
 
 from __future__ import annotations
 

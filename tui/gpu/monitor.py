@@ -1,11 +1,7 @@
 """Polling the GPU sources of every endpoint, each source once per poll, into windowed histories.
 
-For the dashboard (one `poll()` per tick, beside the metrics scrape) and the burst engine (energy and
-throttling of an endpoint's GPUs between two times). Endpoints that share an exporter URL, or NVML, share
-one read and one history; `shared_keys()` says which GPUs more than one endpoint shows (then one GPU
-strip at the top is clearer than the same GPUs on every card). Never raises: a source that fails gives
-its endpoints the reason instead of GPUs.
-"""
+Endpoints sharing an exporter URL (or NVML) share one read and one history; `shared_keys()` names the GPUs
+several endpoints show (one strip at the top then). Never raises: a failing source gives the reason."""
 
 from __future__ import annotations
 

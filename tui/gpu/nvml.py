@@ -1,12 +1,8 @@
-"""The local GPUs through NVML (`nvidia-ml-py`, NVIDIA's bindings, imported as `pynvml`).
+"""The local GPUs through NVML (`nvidia-ml-py`, imported as `pynvml`, optional: `spectop[gpu]`).
 
-Optional: `pip install 'spectop[gpu]'`. The module is imported on the first read, never at start-up,
-and every NVML call runs in a worker thread (`asyncio.to_thread`): NVML blocks, sometimes for tens of
-milliseconds. No bindings, no driver, no GPU: a `GpuUnavailable` with the reason, never an exception.
-A figure one GPU does not support (power on some boards, the energy counter before Volta) is None.
-
-NVML units: memory in bytes, power in mW, energy in mJ since the driver was loaded, clocks in MHz.
-"""
+Imported on the first read; every call runs in a worker thread (NVML blocks, sometimes for tens of ms).
+No bindings, driver or GPU: a `GpuUnavailable` with the reason. Units: bytes, mW, mJ since the driver
+loaded, MHz."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Where the dashboard's data comes from: `LiveSource` (endpoints, logs, recorder) or `ReplaySource`.
-
-Core code: no Textual. A source yields typed updates (`updates`); the app applies them to its `Board`.
-"""
+"""Where the dashboard's data comes from (core, no Textual): a source yields typed updates for the `Board`."""
 
 from tui.sources.base import Source
 from tui.sources.clock import Clock, WallClock

@@ -1,10 +1,7 @@
 """`Source`: where the dashboard's data comes from, live endpoints or a recording.
 
-A source yields typed updates (`tui.sources.updates`) from `updates()`; the app applies each to its
-`Board` and redraws. What differs between live and replay (what pause means, speed keys, whether the
-bench and the editor make sense, the subtitle, whether alerts pop up as toasts) are properties of the
-source, so nothing else has to ask which kind it is.
-"""
+What differs between live and replay (pause, speed keys, bench and editor, subtitle, toasts) are
+properties of the source, so nothing else has to ask which kind it is."""
 
 from __future__ import annotations
 

@@ -1,20 +1,9 @@
 """`FleetSource`: the dashboard fed by a Prometheus server that scrapes the fleet (`--prometheus URL`).
 
-* At start, the history from `query_range` of the instances the first refresh lists (one `SeriesLoaded`,
-  before their first readings), so sparklines are full at once.
-* Every `poll_interval_s`: one `FleetPoller.refresh()` (never two in flight: the next waits for the
-  last), one `ReadingsArrived` with every instance's reading (an instance first seen joins the board
-  through it).
-* Faults are data: Prometheus down, slow or answering an error leaves every instance unknown with that
-  text (figures None, never 0, and not "down": nothing is known of them), raises ONE alert
-  "Prometheus at URL unreachable: …" (`SourceDown`, not one per instance); the subtitle says
-  "Prometheus DOWN" and a notice says it once, and once it is back. A target whose `up` is 0 while
-  Prometheus answers is down (its own alert).
-* Data-parallel imbalance: a replica far off its group for `sustained_s` (tui.fleet.spread) raises an
-  "imbalance" alert through the board's alert engine (`ImbalanceSeen`), cleared when back in line.
-* No local config: no bench, no editor. Alerts do not pop up one by one (a Prometheus outage would
-  raise one per instance): the notices say what matters, the badges and the alerts screen the rest.
-"""
+At start, one `SeriesLoaded` from `query_range` (sparklines full at once); then every `poll_interval_s`
+one `FleetPoller.refresh()` (never two in flight) and one `ReadingsArrived`. Prometheus failing leaves
+every instance unknown (not "down": nothing is known of them) and raises ONE alert (`SourceDown`), said
+once and once again when it is back. A replica far off its group raises "imbalance" (`ImbalanceSeen`)."""
 
 from __future__ import annotations
 

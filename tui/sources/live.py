@@ -1,12 +1,8 @@
 """`LiveSource`: the endpoints polled, their logs followed, and both recorded when asked.
 
-* Polling: every `poll_interval_s` one task scrapes every endpoint that is due (an endpoint still being
-  polled, or backing off while it is down, skips the tick), with the one shared httpx client.
-* Logs: `follow_events` per log file; when a log goes quiet the parser is flushed, so a traceback that
-  is the last thing a dying server printed still becomes an event (and its alert).
-* Recording (`--record FILE`): every reading and log event, batched and rotated by `RecordingWriter`.
-* A failing task is said once as a notice; the others keep running.
-"""
+An endpoint still being polled, or backing off while down, skips the tick. A quiet log flushes its
+parser, so the traceback a dying server printed last still becomes an event. A failing task is said once
+as a notice; the others keep running."""
 
 from __future__ import annotations
 

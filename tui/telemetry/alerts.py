@@ -1,38 +1,19 @@
 """Alert rules: plain logic over readings and log events, no UI.
 
-Rules (per endpoint):
-- acceptance below the endpoint's threshold for `sustained_s` → warning; below `acceptance_critical` for
-  `sustained_s` → critical (drafting now slows the server down). It is ONE alert per condition: its
-  severity is the worst that holds now (never a WARN and a CRIT side by side), and its text follows the
-  current figure on every reading while it stays active. The text also gives the mean acceptance length
-  and how it moved since acceptance was last fine, and a change of k (draft length) in between: after
-  k 2→4 acceptance falls but the mean length rises, and the user must not be told to undo a change
-  that helped.
-- endpoint down (a failed scrape) → critical, clears on the next good scrape. During a planned restart
-  (`begin_restart` … `end_restart`, the config editor's save & restart) a failed scrape is not an alert:
-  the endpoint is "restarting"; it becomes "endpoint down" only if the restart fails (the command
-  fails, or /health never answers) or the restart outlasts `restart_grace_s`. A /health that answers
-  before the server even went down (`kill -HUP` returns at once) does not end the restart early: it
-  ends at the first good scrape after the endpoint was seen down, or `restart_settle_s` after /health
-  answered with the endpoint up all along.
-- GPU memory ≥ 95% with speculation on → warning (`observe_gpu_memory`, the rule in tui/gpu/alerts.py);
-  clears when a GPU reading no longer shows it.
-- OOM or engine error in the log → critical; a traceback → warning. A log alert clears when the
-  endpoint is seen up again after being down (a restart), or after `log_hold_s` without a new one.
-- source down (fleet mode: Prometheus unreachable) → critical, ONE alert for the source
-  (`observe_source`), not one "down" per instance: nothing is known of them then (their readings do
-  not raise or clear alerts of their own, `EndpointReading.source_failed`); clears when it answers.
-- imbalance (fleet mode) → warning: a replica whose acceptance or tokens/s stays far off the others of
-  its group (or one data-parallel engine off the others of its vLLM); `observe_imbalance` raises it
-  with the text `tui.fleet.spread` gives, follows that text, and clears it when the replica is back.
-- another k faster than the current one by more than the margin for `sustained_s` (the advisor,
-  tui/advice/advisor.py) → warning (`observe_advice`), its text following the advice; clears when not.
-- a fallback-guard action (tui/advice/guard.py: offered, declined, switched off, failed) → `note`: an
-  event over as it happens, kept with the cleared alerts (its diff with it), never counted as active.
-
-Unknown acceptance (None: idle, or speculative decoding off) is not "low": it ends the condition.
-Every alert keeps its start time and, once over, its clear time. Times are Unix seconds.
-"""
+One alert per condition and endpoint; its severity is the worst that holds now and its text follows the
+current figure while it stays active. Times are Unix seconds.
+- acceptance below the endpoint's threshold for `sustained_s` → warning, below `acceptance_critical` →
+  critical (drafting slows the server). The text gives the mean acceptance length and any k change since
+  acceptance was last fine: after k 2→4 acceptance falls but the mean length rises, and the user must not
+  be told to undo a change that helped. Unknown acceptance (idle, speculation off) ends the condition.
+- a failed scrape → "down", except during a planned restart (`begin_restart` … `end_restart`), which is
+  "down" only when it fails or outlasts `restart_grace_s`. A /health answering before the server even
+  went down (`kill -HUP` returns at once) does not end the restart: the first good scrape after it was
+  seen down does, or `restart_settle_s` after /health answered with the endpoint up all along.
+- OOM or engine error in the log → critical, a traceback → warning; cleared by a restart or `log_hold_s`.
+- conditions told by their text (`_follow`): GPU memory high, Prometheus down (fleet: ONE alert for the
+  source, not one per instance), replica imbalance, a faster k from the advisor.
+- a fallback-guard action is a `note`: over as it happens, kept with the cleared alerts."""
 
 from __future__ import annotations
 
@@ -120,10 +101,7 @@ class _EndpointState:
 
 
 class AlertEngine:
-    """Feed it readings and log events; it keeps the active alerts and a bounded list of cleared ones.
-
-    `version` grows on every change an alert screen shows (start, clear, severity, text).
-    """
+    """Keeps the active alerts and a bounded list of cleared ones; `version` grows on every visible change."""
 
     def __init__(self, rules: AlertRules | None = None) -> None:
         self.rules = rules or AlertRules()
@@ -218,10 +196,8 @@ class AlertEngine:
         mean_length: float | None = None,
         k: int | None = None,
     ) -> list[Alert]:
-        """Apply one scrape; returns the alerts that started, cleared or became critical because of it.
-
-        `mean_length` (mean acceptance length) and `k` (draft tokens per step) only shape the text.
-        """
+        """Apply one scrape; the alerts that started, cleared or became critical. `mean_length` and `k`
+        only shape the text."""
         state = self._state(endpoint)
         state.last_up = up
         changed: list[Alert] = []

@@ -1,16 +1,10 @@
 """Prompt wake-ups for the log tailer: Linux inotify on a folder, through ctypes, no dependency.
 
-`DirectoryWatch.wait(timeout)` returns as soon as a file whose name starts with `prefix` is created, moved
-or deleted in the folder, or after `timeout` at the latest, so polling stays the fallback:
-on a network filesystem (where inotify sees only local changes), on other systems, or when the watch
-cannot be set up (no such folder yet, the inotify limits reached) `open_watch` returns None and the
-tailer just polls. The inotify descriptor is read by a thread of its own, which first calls `on_change`
-there: the tailer takes hold of a rotated file at once, even while the event loop is busy with the
-lines already read (in a rotation storm a file can be renamed over within 50 ms of its making).
-
-Why not a library: `watchfiles` (the well-kept choice) runs a Rust watcher thread and is not a
-dependency yet; this needs one inotify watch and about 60 lines, and falls back the same way.
-"""
+`wait(timeout)` returns when a file named like the log is created, moved or deleted, or at the timeout:
+polling stays the fallback (network filesystems, other systems, no folder yet, inotify limits: then
+`open_watch` returns None). A thread of its own reads the descriptor and calls `on_change` first, so the
+tailer takes hold of a rotated file even while the event loop is busy. Not `watchfiles`: not a
+dependency, and this is one watch in about 60 lines."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""One endpoint as one row of a table: the figures an overview sorts on, from its latest reading.
-
-Used by the dashboard's table view and, extended (`tui.fleet.table_rows.FleetRow`), by the fleet's
-(hundreds of instances): plain data, no UI, cheap to build and to compare (a row that did not change is
-not redrawn). Unknown figures stay `None` (shown as "–"), and sort after every known one whichever the
-direction; names sort with their numbers as numbers (node-2 before node-10).
-"""
+"""One endpoint as one row of a table (the dashboard's table view, and the fleet's through `FleetRow`):
+plain data, cheap to compare. Unknown figures sort after every known one whichever the direction; names
+sort with their numbers as numbers (node-2 before node-10)."""
 
 from __future__ import annotations
 

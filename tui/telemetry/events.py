@@ -1,13 +1,8 @@
-"""Typed events parsed from server log lines.
+"""Typed events parsed from server log lines (field names as in `tui.telemetry.figures`).
 
-`kind` is one of "stats", "spec_decode", "error". `time` is the line's own
-wall-clock timestamp as an ISO-8601 string when the line carries a full date,
-else the time text as printed (vLLM prints no year), else None. llama.cpp
-prints no wall time, only the time since the server started: that stamp is
-`uptime` ("6.16.143.218"), and `time` stays None unless a wrapper's prefix
-(docker, journald) or a live follower knows the wall time.
-Field names follow `tui.telemetry.figures` where they apply.
-"""
+`time` is the line's own wall time (ISO-8601 with a full date, else as printed: vLLM prints no year).
+llama.cpp prints only the time since start: that goes to `uptime`, and `time` stays None unless a
+wrapper's prefix or a live follower knows the wall time."""
 
 from __future__ import annotations
 

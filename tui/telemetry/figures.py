@@ -1,21 +1,9 @@
-"""The derived figures of one endpoint over a window, and one scrape's reading.
+"""The derived figures of one endpoint over a window (names are part of the JSON output: keep them).
 
-A figure the backend does not provide, or that has no data in the window, is
-None (never 0). These names are part of spectop's JSON output (`snapshot`,
-`--record`), so keep them stable.
-
-Why a figure is what it is travels with it as data: `notes` (figure name, or
-"window", -> a short reason), the window the figures cover, whether the
-server restarted inside it, and bounds for histogram quantiles that only say
-"below the first bucket's bound" or "inside a bucket wider than the value".
-
-Before a window has two scrapes no increase is known, but the server's counters already say what it did
-since it started: the first reading carries those figures apart, in `lifetime` (acceptance, mean
-acceptance length, per position, prefix-cache hits, latencies: `LIFETIME_FIGURES`, from counters that
-count from the server's start). Screens show one where the window's figure is unknown,
-marked (`tui.format.LIFETIME_MARK`); alerts, sparklines and the advisor read the window's figures only.
-Rates (tokens/s) need two scrapes: None, with the reason.
-"""
+A figure not provided, or without data in the window, is None (never 0); why travels with it (`notes`,
+covered time, restart, quantile bounds). Before a window has two scrapes, `lifetime` holds what the
+counters say since the server started (`LIFETIME_FIGURES`); screens show it marked, alerts and the advisor
+read the window's figures only."""
 
 from __future__ import annotations
 

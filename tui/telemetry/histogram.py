@@ -1,47 +1,21 @@
-"""Histogram quantiles computed exactly like Prometheus' `histogram_quantile`.
-
-Buckets are (upper bound, cumulative count) pairs, typically the per-bucket
-increase over a window. Bounds are compared as numbers, so `le="1"` and
-`le="1.0"` (or float noise such as `0.0016200000000000001`) are one bucket
-when merged by `merge_buckets`.
-"""
+"""Histogram quantiles computed exactly like Prometheus' `histogram_quantile`."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-
-
-def merge_buckets(bucket_sets: Iterable[Mapping[float, float]]) -> dict[float, float]:
-    """Sum cumulative bucket counts of several label sets, bucket by bucket (by numeric bound)."""
-    merged: dict[float, float] = {}
-    for buckets in bucket_sets:
-        for bound, count in buckets.items():
-            merged[bound] = merged.get(bound, 0.0) + count
-    return merged
+from collections.abc import Mapping
 
 
 def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None:
-    """The q-quantile (0..1) of a cumulative histogram, or None when it cannot be known.
-
-    Follows Prometheus (promql/quantile.go `bucketQuantile`): needs a +Inf
-    bucket and at least two buckets; linear interpolation inside the bucket
-    holding the rank, the first bucket starting at 0 (unless its bound is
-    negative); a rank in the +Inf bucket returns the highest finite bound.
-    Counts that dip (float noise, merged series) are made monotonic first.
-    Returns None (instead of NaN) when there are no observations.
-    """
+    """The q-quantile of a cumulative histogram as promql/quantile.go `bucketQuantile` gives it; None
+    where Prometheus gives NaN (no observations, no +Inf bucket, fewer than two buckets)."""
     result = quantile_in_bucket(q, buckets)
     return None if result is None else result[0]
 
 
 def quantile_in_bucket(q: float, buckets: Mapping[float, float]) -> tuple[float, float, float] | None:
-    """(`histogram_quantile`, lower bound, upper bound of the bucket holding the rank), or None.
-
-    The bounds say how much the interpolated value is worth: inside the first bucket
-    (lower bound 0) every sample may be far below the value, and in the +Inf bucket
-    (upper bound inf) the value is only the highest finite bound.
-    """
+    """(`histogram_quantile`, lower and upper bound of the bucket holding the rank), or None: in the first
+    bucket (from 0) or the +Inf one the value says little, and the bounds say how little."""
     if math.isnan(q):
         return None
     if q < 0:

@@ -1,12 +1,8 @@
 """A window onto a (possibly huge) log file for the log viewer: the tail first, older pages on demand.
 
-Opening reads only the last `PAGE_BYTES` (a 1 GB log opens as fast as a small one); `older()` reads the
-page before the first line held, backwards, when the viewer scrolls past the top; `newer()` reads what
-was appended since (follow), and starts again from the tail when the file was truncated or replaced
-(rotation: another inode at the path). Lines are capped (`MAX_LINE_CHARS`) and so is the number held
-(`MAX_LINES`: the oldest go first when following, the newest are kept). Blocking calls: the screen runs
-them off the event loop. No textual.
-"""
+Opening reads only the last `PAGE_BYTES` (a 1 GB log opens as fast as a small one); `newer()` starts
+again from the tail when the file was truncated or replaced. Lines held are capped in length and number.
+Blocking calls: the screen runs them off the event loop."""
 
 from __future__ import annotations
 

@@ -15,13 +15,13 @@ import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tui.auth import ApiKeyError, endpoint_headers
-from tui.format import FIGURES_FAILED, fmt_setting
+from tui.format import FIGURES_FAILED
 from tui.settings import EndpointSettings
 from tui.telemetry.backends import BackendDetector
 from tui.telemetry.figures import Figures
 from tui.telemetry.prometheus import MetricsParser
 from tui.telemetry.reading import EndpointReading
-from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, scrape_with_slots
+from tui.telemetry.scraper import DEFAULT_TIMEOUT_S, Scrape, failed, fetch_body, scrape_with_slots
 from tui.telemetry.window import ScrapeWindow
 
 BACKOFF_BASE_S = 2.0
@@ -61,26 +61,11 @@ async def fetch_model_ids(
 ) -> list[str] | str:
     """Model ids from GET {base_url}/v1/models, or an error text."""
     url = f"{base_url.rstrip('/')}/v1/models"
+    result = await fetch_body(client, url, timeout_s, _MODELS_MAX_BYTES, headers or {})
+    if isinstance(result, str):
+        return result
     try:
-        async with asyncio.timeout(timeout_s):
-            async with client.stream(
-                "GET", url, headers=headers, timeout=timeout_s, follow_redirects=True
-            ) as response:
-                if response.status_code >= 400:
-                    return f"HTTP {response.status_code}"
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > _MODELS_MAX_BYTES:
-                        return "response larger than 1 MiB"
-    except (TimeoutError, httpx.TimeoutException):
-        return f"timeout after {fmt_setting(timeout_s)} s"
-    except httpx.ConnectError:
-        return "connection refused"
-    except (httpx.HTTPError, OSError) as error:
-        return f"{type(error).__name__}: {error}"
-    try:
-        models = _ModelList.model_validate(json.loads(body.decode("utf-8", errors="replace")))
+        models = _ModelList.model_validate(json.loads(result[0].decode("utf-8", errors="replace")))
     except (ValueError, ValidationError):
         return f"{url}: expected a JSON object with data: [{{id: ...}}]"
     return [card.id for card in models.data]

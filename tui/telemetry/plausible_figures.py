@@ -6,7 +6,7 @@ above 1 ("KV cache 250%") or a negative queue ("running -3"). Acceptance, per-po
 usage and prefix-cache hit rate lie in [0, 1]; the mean acceptance length in [1, 1 + k] (k: the number of
 draft positions, when known); rates, latencies and queue gauges are never negative; nothing is NaN or
 infinite. `drop_impossible` applies these rules to one `Figures` in place and says how many it dropped,
-for the window's count (the same rules as the log parser's, `tui.telemetry.logs.plausible`).
+for the window's count (the same rules as the log parser's, `tui.telemetry.logs.dispatch.plausible`).
 """
 
 from __future__ import annotations

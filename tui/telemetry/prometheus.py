@@ -1,17 +1,10 @@
 """A fast, strict parser for the Prometheus text exposition format.
 
-prometheus_client's parser alone takes several times the README's budget for
-parse + derive of a vLLM page (`tests/bench/bench_metrics_parse.py`), so spectop
-parses with this module and keeps prometheus_client as the cross-check in the tests.
-
-Accepted: `# HELP` / `# TYPE` / other comments, `name{label="value",...} value
-[timestamp]`, labels in any order with escapes and an optional trailing comma,
-every float form servers print (`1.440309248e+010`, `2.457724e+06`, `NaN`,
-`+Inf`, `-Inf`), OpenMetrics exemplars and `# EOF`, CRLF line ends, and an
-HTTP response header block in front of the body (as in saved llama.cpp
-captures), which is skipped. Anything else raises `MetricsFormatError` naming
-the line and what was expected.
-"""
+prometheus_client's parser is several times over the README's parse + derive budget
+(`tests/bench/bench_metrics_parse.py`); it stays the cross-check in the tests. Accepted: comments, labels
+in any order with escapes and a trailing comma, every float form servers print, timestamps, OpenMetrics
+exemplars and `# EOF`, CRLF, and a leading HTTP header block (saved llama.cpp captures). Anything else
+raises `MetricsFormatError` naming the line."""
 
 from __future__ import annotations
 
@@ -155,17 +148,9 @@ def _parse_line(line: str, line_number: int) -> tuple[str, str, str | None, floa
 class MetricsParser:
     """Parses the /metrics pages of ONE endpoint, remembering what repeats between its scrapes.
 
-    A server prints the same label blocks and most of the same lines on every scrape (buckets,
-    gauges, idle counters). Kept because `tests/bench/bench_metrics_parse.py` shows it is what meets
-    the README's budget for parse + derive of a vLLM page: with nothing cached a page goes over it,
-    with the label sets known (and more so unchanged) it is well under. One parser per
-    endpoint (the monitor owns it), so one busy server never evicts another's entries.
-
-    Caches: label block -> labels (one shared object per block); `name{labels}` head -> (name,
-    labels, series) for heads validated in full (both bounded, cleared when full); and whole lines
-    -> their frozen Samples, pruned to the current page's once they outnumber two pages, so an
-    endpoint holds about a page of lines however long it is watched.
-    """
+    The caches (label blocks, validated `name{labels}` heads, whole lines pruned to about one page) are what
+    meets the README's parse + derive budget (`tests/bench/bench_metrics_parse.py`); one parser per endpoint,
+    so a busy server never evicts another's entries."""
 
     __slots__ = ("_heads", "_labels", "_lines")
 

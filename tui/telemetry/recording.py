@@ -1,18 +1,12 @@
 """Recordings: every scrape's figures and every log event as JSON lines, and reading them back.
 
-One JSON object per line, told apart by `kind`:
-- `header`: written when recording starts (a file may hold several sessions, appended);
-- `reading`: one scrape of one endpoint: the JSON of its `EndpointReading` (tui/telemetry/reading.py);
-- `log`: one log event of one endpoint, with the time spectop read it;
-- `guard`: one action of the fallback guard (offered, declined, switched_off, failed) with its figures.
-Times are Unix seconds. A bad line is reported with its file and line number and skipped by the replayer.
+Lines by `kind`: `header` (a file may hold several appended sessions), `reading` (an `EndpointReading`),
+`log` (one log event with the time spectop read it), `guard` (one fallback-guard action). A bad line is
+reported with its file and line number and skipped.
 
-Writing is batched: records are buffered and written by a worker thread when 256 KB are waiting, every
-second, and at `close()` (so a killed spectop loses at most the last second). A file that would grow past
-`max_bytes` is rotated: FILE → FILE.1 (FILE.1 → FILE.2 … up to `keep` old files, the oldest removed) and
-the new FILE starts with a header marked `continues`, so `recording_parts(FILE)` (and the replay) finds
-the rotated set and plays it in order.
-"""
+Writes are buffered and done by a worker thread at 256 KB, every second and at `close()` (a killed
+spectop loses at most a second). Past `max_bytes` the file rotates (FILE → FILE.1 …, `keep` old files) and
+the new one starts with a `continues` header, so `recording_parts` plays the set in order."""
 
 from __future__ import annotations
 
@@ -184,9 +178,8 @@ class RecordingWriter:
             await self.flush()
         finally:
             file, self._file = self._file, None
-            with contextlib.suppress(
-                OSError
-            ):  # its last bytes failed too: the flush (or the first failure) said so
+            # Its last bytes failing too was said by the flush (or the first failure).
+            with contextlib.suppress(OSError):
                 await asyncio.to_thread(file.close)
 
     async def _write(self, line: str, time: float) -> None:
@@ -339,14 +332,6 @@ def recording_parts(path: str | Path) -> list[Path]:
     return parts
 
 
-async def _read_parts(
-    parts: list[Path], on_error: Callable[[RecordingError], None] | None
-) -> AsyncIterator[Record]:
-    for part in parts:
-        async for record in read_records(part, on_error):
-            yield record
-
-
 class ReplayClock:
     """Recording time as it plays back: speed factor (0 = as fast as possible), pause, current time."""
 
@@ -366,26 +351,24 @@ async def replay(
     on_error: Callable[[RecordingError], None] | None = None,
     max_gap_s: float = 5.0,
 ) -> AsyncIterator[Record]:
-    """Yield records paced by their times; speed and pause changes apply at once.
-
-    A gap longer than `max_gap_s` of real time (a recording left idle overnight) is shortened. A rotated
-    recording is played from its oldest part (see `recording_parts`).
-    """
+    """Records paced by their times (speed and pause apply at once), a rotated set from its oldest part;
+    a gap longer than `max_gap_s` of real time (a recording left idle overnight) is shortened."""
     previous: float | None = None
     parts = await asyncio.to_thread(recording_parts, path)
-    async for record in _read_parts(parts, on_error):
-        gap_left = 0.0 if previous is None else max(0.0, record.time - previous)
-        while True:
-            if clock.paused:
-                await asyncio.sleep(0.05)
-                continue
-            if clock.speed <= 0 or gap_left <= 0:
-                break
-            real_left = min(gap_left / clock.speed, max_gap_s)
-            gap_left = real_left * clock.speed
-            step = min(real_left, 0.1)
-            await asyncio.sleep(step)
-            gap_left -= step * clock.speed
-        previous = record.time
-        clock.now = record.time
-        yield record
+    for part in parts:
+        async for record in read_records(part, on_error):
+            gap_left = 0.0 if previous is None else max(0.0, record.time - previous)
+            while True:
+                if clock.paused:
+                    await asyncio.sleep(0.05)
+                    continue
+                if clock.speed <= 0 or gap_left <= 0:
+                    break
+                real_left = min(gap_left / clock.speed, max_gap_s)
+                gap_left = real_left * clock.speed
+                step = min(real_left, 0.1)
+                await asyncio.sleep(step)
+                gap_left -= step * clock.speed
+            previous = record.time
+            clock.now = record.time
+            yield record

@@ -8,7 +8,7 @@ import errno
 import functools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -69,10 +69,33 @@ def failed(error: str) -> Scrape:
     return Scrape(time=time.time(), monotonic=time.monotonic(), samples=None, error=error, backend=None)
 
 
-async def _fetch(
+async def fetch_body(
     client: httpx.AsyncClient, url: str, timeout_s: float, max_bytes: int, headers: dict[str, str]
 ) -> tuple[bytes, str | None] | str:
-    """(body, Process-Start-Time-Unix header) or an error text."""
+    """(body, Process-Start-Time-Unix header) or an error text; never raises."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await _get(client, url, timeout_s, max_bytes, headers)
+    except (TimeoutError, httpx.TimeoutException):
+        return f"timeout after {fmt_setting(timeout_s)} s"
+    except httpx.ConnectError as error:
+        return _connect_error_text(error)
+    except httpx.InvalidURL as error:
+        return f"invalid URL: {error}"
+    except httpx.HTTPError as error:
+        return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    except OSError as error:
+        return f"network error: {error}"
+    except Exception as error:  # never raise: a scrape failure is data, not a crash
+        log.exception("GET %s failed unexpectedly", url)
+        while isinstance(error, ExceptionGroup) and error.exceptions:
+            error = error.exceptions[0]
+        return f"{type(error).__name__}: {error}"
+
+
+async def _get(
+    client: httpx.AsyncClient, url: str, timeout_s: float, max_bytes: int, headers: dict[str, str]
+) -> tuple[bytes, str | None] | str:
     async with client.stream(
         "GET", url, headers=headers, timeout=timeout_s, follow_redirects=True
     ) as response:
@@ -107,26 +130,9 @@ async def scrape_metrics(
     `detector` (one per endpoint) remembers the detected backend between scrapes, `parser` (one
     per endpoint) what repeats between its pages.
     """
-    request_headers = {"Accept": _ACCEPT, **(headers or {})}
-    timeout_text = f"timeout after {fmt_setting(timeout_s)} s"
-    try:
-        async with asyncio.timeout(timeout_s):
-            result = await _fetch(client, metrics_url, timeout_s, max_bytes, request_headers)
-    except (TimeoutError, httpx.TimeoutException):
-        return failed(timeout_text)
-    except httpx.ConnectError as error:
-        return failed(_connect_error_text(error))
-    except httpx.InvalidURL as error:
-        return failed(f"invalid URL: {error}")
-    except httpx.HTTPError as error:
-        return failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
-    except OSError as error:
-        return failed(f"network error: {error}")
-    except Exception as error:  # never raise: a scrape failure is data, not a crash
-        log.exception("scraping %s failed unexpectedly", metrics_url)
-        while isinstance(error, ExceptionGroup) and error.exceptions:
-            error = error.exceptions[0]
-        return failed(f"{type(error).__name__}: {error}")
+    result = await fetch_body(
+        client, metrics_url, timeout_s, max_bytes, {"Accept": _ACCEPT, **(headers or {})}
+    )
     if isinstance(result, str):
         return failed(result)
     body, process_start = result
@@ -181,16 +187,8 @@ async def fetch_slots_decoded(
     /slots needs `--slots` (else HTTP 501) and the API key when one is set (else 401).
     """
     url = f"{base_url.rstrip('/')}/slots"
-    try:
-        async with asyncio.timeout(timeout_s):
-            request_headers = {"Accept": "application/json", **(headers or {})}
-            result = await _fetch(client, url, timeout_s, _SLOTS_MAX_BYTES, request_headers)
-    except (TimeoutError, httpx.TimeoutException):
-        return f"timeout after {fmt_setting(timeout_s)} s"
-    except httpx.ConnectError as error:
-        return _connect_error_text(error)
-    except (httpx.HTTPError, OSError) as error:
-        return f"{type(error).__name__}: {error}"
+    request_headers = {"Accept": "application/json", **(headers or {})}
+    result = await fetch_body(client, url, timeout_s, _SLOTS_MAX_BYTES, request_headers)
     if isinstance(result, str):
         return result
     try:
@@ -222,24 +220,23 @@ async def scrape_with_slots(
     maximum either way.) Until the backend is known (the first scrape) the page is read first; when it
     is llama.cpp's, /slots and then the page again make the reading.
     """
-    if known_backend == "llamacpp" and ask_slots:
-        decoded = await fetch_slots_decoded(client, base_url, headers=headers, timeout_s=timeout_s)
-        scrape = await scrape_metrics(
+
+    def scrape() -> Awaitable[Scrape]:
+        return scrape_metrics(
             client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector, parser=parser
         )
-        return _with_decoded(scrape, decoded)
-    scrape = await scrape_metrics(
-        client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector, parser=parser
-    )
-    if not ask_slots or known_backend is not None or not scrape.up or scrape.backend != "llamacpp":
-        return scrape, None
+
+    if known_backend == "llamacpp" and ask_slots:
+        decoded = await fetch_slots_decoded(client, base_url, headers=headers, timeout_s=timeout_s)
+        return _with_decoded(await scrape(), decoded)
+    first = await scrape()
+    if not ask_slots or known_backend is not None or not first.up or first.backend != "llamacpp":
+        return first, None
     decoded = await fetch_slots_decoded(client, base_url, headers=headers, timeout_s=timeout_s)
     if isinstance(decoded, str):
-        return scrape, decoded
-    again = await scrape_metrics(
-        client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector, parser=parser
-    )
-    return _with_decoded(again, decoded) if again.up else (scrape, None)
+        return first, decoded
+    again = await scrape()
+    return _with_decoded(again, decoded) if again.up else (first, None)
 
 
 def _with_decoded(scrape: Scrape, decoded: float | str) -> tuple[Scrape, str | None]:

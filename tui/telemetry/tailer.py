@@ -1,34 +1,19 @@
 """Async log follower with `tail -F` semantics: by inode, woken by inotify, polling as the fallback.
 
-* Starts at the end of the file (or at its start with `from_start=True`); a file that does not
-  exist yet is waited for (said once through `on_notice`) and then read from its start.
-* The open file is held: rotation (rename, then a new file at the path) drains the old file to its end
-  first, then reads the new one from its start; the old file is still read until it has been quiet for
-  `LINGER_S` (a server writes on into it until it reopens its log), each file's lines split on their own.
-  Rotated files that came and went between two looks (two rotations within one poll: `log` → `log.1` →
-  `log.2`) are found among the path's siblings (`NAME.1`, `NAME-20261201`, …, not compressed) and read
-  in order; so are files rotated while the path stays empty (a
-  writer that makes its next file only at its next write), looked for whenever the folder changed.
-  Deletion: the open file is kept until a file appears at the path again.
-* Truncation in place (copytruncate) is seen by size, and by fingerprint when the new content already
-  grew past the old offset: the first bytes of the file and the bytes just before the offset are
-  checked against what was read. Reading then restarts at offset 0.
-* Wake-ups: Linux inotify on the folder (`tui.telemetry.dirwatch`) wakes the tailer as soon as a file
-  named like the log is created, renamed or deleted, and its thread first takes hold of the new and
-  rotated files (`_Follower.capture`), even while the reader is still busy with the lines already read:
-  the window for a missed rotation shrinks from the poll interval (plus the reader's work) to
-  milliseconds, and what is held is read in turn (at most `MAX_QUEUED` files). Appends are read on the
-  next poll (every `poll_interval_s`, also the fallback on other systems and network filesystems).
-  Residual limit: a rotated file deleted (or compressed) before the tailer looked is lost, as it is for
-  `tail -F`. A file let go is known by inode, first bytes and mtime: an inode number a rotation storm
-  frees and gives to a new file is a new file, even with the same first bytes.
-* Lines are capped at `max_line_bytes` (the rest of an over-long line is dropped), NUL bytes (the hole
-  a copytruncate leaves before a non-appending writer's next line) are dropped, undecodable bytes
-  become U+FFFD, and a partial last line is held until its newline arrives. Memory stays bounded by
-  the cap and the read budget of one step whatever the file holds.
-* All file work of one step runs in one worker thread call (`asyncio.to_thread`) and every wait is
-  on the event loop, so nothing blocks the loop; the follow loop runs until its task is cancelled.
-"""
+* Starts at the end (or the start, `from_start`); a file that does not exist yet is waited for (said once
+  through `on_notice`) and read from its start.
+* Rotation: the old file is drained first and still read until quiet for `LINGER_S` (a server writes on
+  until it reopens its log). Files rotated away between two looks (`log` → `log.1` → `log.2` within one
+  poll), or while the path stays empty, are found among the siblings (`NAME.1`, `NAME-20261201`, not
+  compressed) and read in order. Deletion: the open file is kept until a new one appears.
+* copytruncate is seen by size, or by the first bytes and those before the offset when the new content
+  already grew past it; reading restarts at 0.
+* inotify (`tui.telemetry.dirwatch`) makes its thread take hold of new and rotated files at once
+  (`_Follower.capture`), even while the reader is busy: a missed rotation needs milliseconds, not a poll.
+  A rotated file deleted before the tailer looked is lost, as for `tail -F`. A file let go is known by
+  inode, first bytes and mtime: an inode a rotation storm frees and reuses is a new file.
+* Lines are capped at `max_line_bytes`, NUL runs (a copytruncate's hole) dropped, bad UTF-8 replaced, a
+  partial last line held; memory stays bounded. File work runs in `asyncio.to_thread`."""
 
 from __future__ import annotations
 

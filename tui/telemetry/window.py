@@ -1,46 +1,21 @@
 """Derived figures over a sliding window of scrapes.
 
-Each successful scrape is reduced to a backend `PageSnapshot` (a few hundred
-numbers). Between consecutive page snapshots a *segment* holds the counter increases.
+Each scrape becomes a backend `PageSnapshot`; between consecutive ones a segment holds the counter
+increases, and the figures are the summed increases over the covered time (`increase()` without
+extrapolation).
 
-Restarts: a segment in which the server's start marker changed, or most
-counters went down, is a restart. Like Prometheus' `increase()`, its counters count from
-0 (the new process' values are the increase), and the figures start afresh
-from that segment: nothing before it is mixed in (a restart is how k changes,
-so old and new draft positions never share a window). The new process' counts
-cover the time since it started, not the whole segment (which holds the old
-process' last seconds and the time it was down): when its start is known (vLLM's
-`_created` stamps, `process_start_time_seconds`, llama.cpp's
-Process-Start-Time-Unix on this machine's monotonic clock), the segment's seconds
-are those since then, and `restarted_s_ago` is measured from it. When it is not,
-the segment has no seconds (its rates are None, and say why) while it is the
-newest; once a reading follows, the restart's first reading is a baseline and the
-figures count from there. `restarted_in_window` says so, and `window_short` while the
-fresh window is under half the configured one. A change in the set of draft positions without a visible
-restart also starts afresh (that segment is a baseline).
+Restarts (the start marker changed, or most counters went down) count from 0 like Prometheus'
+`increase()`, and the figures start afresh there (a restart is how k changes: old and new draft positions
+never share a window). The new process' counts cover the time since it started when that is known (vLLM's
+`_created` stamps, `process_start_time_seconds`, llama.cpp's Process-Start-Time-Unix on this machine's
+monotonic clock); when it is not, the segment has no rates (and says why) while newest, then is a baseline.
 
-A single series that went down while the rest did not is an inconsistent page
-(one garbled line, two processes writing one series): the page is dropped and
-counted (`dropped_pages`, and a note). Lower again on the next page, the
-series was reset on its own: it counts from 0 in that segment, and the window
-goes on. Impossible derived figures (acceptance above 100%, a KV gauge above 1,
-a negative queue) are dropped with a note (`tui.telemetry.plausible_figures`).
+One series going down while the rest do not is an inconsistent page: dropped and counted; lower again on
+the next page, that series alone was reset. A series missing from a page (or NaN) keeps its last value; a
+series that appears is a baseline, except where the server documents it starts at 0 (`ZERO_START`). A page
+with the same series twice is not added (`inconsistent`).
 
-Missing series: a series absent from a page (not printed, or NaN) keeps its
-last value, so it is compared with that when it comes back. A series that
-appears is a baseline (its first value is not an increase), except where the
-server documents that it starts at 0 (`Backend.ZERO_START`, llama.cpp's
-per-position family), or after a restart. Rates are the summed increases over
-the covered time, like `increase()` without extrapolation.
-
-Inconsistent pages (the same series twice, e.g. a proxy merging pages) are not
-added: `inconsistent` names the duplicate and the figures are unknown.
-
-The first reading: one scrape has no increase, so the window's figures are unknown, but its counters
-count from the server's start: `Figures.lifetime` holds what they say since then (`LIFETIME_FIGURES`,
-checked like the window's), and the rates say they need a second scrape. Once a second scrape is in the
-window, its own figures replace them.
-"""
+One scrape has no increase: its counters since the server started go to `Figures.lifetime`."""
 
 from __future__ import annotations
 
@@ -263,7 +238,6 @@ def _segment(
     return segment, current if carried is None else carried
 
 
-RATE_FIGURES = ("generation_tokens_per_s", "prompt_tokens_per_s", "requests_per_s")
 _RATE_UNKNOWN = (
     "unknown: the server restarted inside the window at a time not known, so the time its counters "
     "cover is not known either (counted from the first reading after the restart)"

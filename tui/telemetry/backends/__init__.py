@@ -1,10 +1,6 @@
-"""Per-backend knowledge of /metrics pages: one module per server.
-
-Each module has NAME, PREFIX, `extract(samples, memo) -> PageSnapshot` (`memo`: the endpoint's
-`SeriesMemo`) and
-`derive(delta, last) -> Figures`, and may have `segment_extras(start, end,
-segment) -> dict[str, float]` for figures computed per pair of scrapes.
-"""
+"""Per-backend knowledge of /metrics pages: one module per server, each with NAME, PREFIX,
+`extract(samples, memo) -> PageSnapshot`, `derive(delta, last) -> Figures` and optionally
+`segment_extras(start, end, segment)` for figures computed per pair of scrapes."""
 
 from __future__ import annotations
 
@@ -47,13 +43,9 @@ _sample_name = attrgetter("name")
 
 
 class BackendDetector:
-    """`detect_backend` for one endpoint, remembering the answer while the page keeps its names.
-
-    A server prints the same metric names in the same order on every scrape, so the names of a
-    page are compared with the last page's (the parser hands out the same name objects, so this
-    is mostly identity checks) and only a page with other names is counted again: a different
-    server answering after a restart is noticed on its first scrape.
-    """
+    """`detect_backend` for one endpoint, remembered while the page keeps its metric names (mostly
+    identity checks: the parser hands out the same name objects); a server answering after a restart is
+    noticed on its first scrape."""
 
     __slots__ = ("_backend", "_names")
 

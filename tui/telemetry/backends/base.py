@@ -1,11 +1,5 @@
-"""What every backend module shares: the compact per-scrape `PageSnapshot`, the
-window `Delta`, and the table-driven extraction of samples into page snapshots.
-
-A backend module (vllm, sglang, llamacpp) declares which metric names it reads
-(a `MetricTable`) and how figures are derived from a `Delta` plus the newest
-`PageSnapshot`. Page snapshots keep counters per series (so a reset is seen per series)
-and gauges already aggregated over engines / models / ranks.
-"""
+"""What every backend module shares: the per-scrape `PageSnapshot` (counters per series, so a reset is
+seen per series; gauges already aggregated), the window `Delta`, and the table-driven extraction."""
 
 from __future__ import annotations
 
@@ -145,12 +139,9 @@ _MEMO_MAX = 50_000
 class SeriesMemo:
     """What each series of ONE endpoint's pages means to its backend, keyed by the series text.
 
-    The same series repeat on every scrape; working out a sample's plan (counter key, bucket bound,
-    model) once per series instead of once per sample saves part of parse + derive
-    (`tests/bench/bench_metrics_parse.py`, labels known), which keeps those figures where the README
-    states them. One memo per window (endpoint); for
-    one backend table at a time, forgotten when the table changes; bounded: cleared when full.
-    """
+    Working out a sample's plan once per series, not per sample, is part of meeting the README's parse +
+    derive budget (`tests/bench/bench_metrics_parse.py`). One per window, for one backend table (forgotten
+    when it changes); cleared when full."""
 
     __slots__ = ("_plans", "_table", "identities")
 

@@ -1,32 +1,18 @@
 """llama.cpp `llama-server --metrics`: metric names and figure derivation.
 
-No labels except `position`; values are C++ doubles with 6 significant digits.
-`tokens_predicted_*` and the `spec_decode_*` counters move only when a request
-finishes; the per-position family is absent until the first speculative
-request finished (a series missing at the start of a window counts from 0).
-No TTFT or E2E histograms and no KV usage (unless an old build still exposes
+No labels but `position`; values are C++ doubles with 6 significant digits. `tokens_predicted_*` and
+`spec_decode_*` move only when a request finishes; the per-position family is absent until the first
+speculative request finished (counts from 0). No TTFT/E2E histograms, no KV usage (bar an old build's
 `kv_cache_usage_ratio`).
 
-Finished requests and per-token latency: the gauge `predicted_tokens_seconds`
-covers exactly the requests finished since the previous scrape and counts
-n − 1 decode tokens per request over their generation time. So for each pair
-of consecutive scrapes, decode tokens = gauge × Δtokens_predicted_seconds and
-finished requests = Δtokens_predicted − decode tokens. That is an integer
-within the printed precision of the three values (six significant digits
-each); when it is not, another scraper (Prometheus, a second spectop) reset
-the gauge in between, and spectop shows no request rate and no latency (noted).
-When the printed precision cannot tell integers apart at all (huge counters),
-the count is unknown too, and the note names the digits, not another scraper. The
-prompt gauge `prompt_tokens_seconds` is reset by the same GET and must equal
-Δprompt_tokens / Δprompt_seconds exactly: when it does not (within printed
-precision), someone else reset the gauges, and the count is unknown as well.
+Finished requests: the gauge `predicted_tokens_seconds` covers exactly the requests finished since the
+previous scrape and counts n − 1 decode tokens each, so finished = Δtokens_predicted − gauge ×
+Δtokens_predicted_seconds, an integer within printed precision. When it is not (or the prompt gauge is not
+Δprompt_tokens / Δprompt_seconds), another scraper reset the gauges: no request rate or latency, noted.
+Counters too large for the precision to tell integers apart give none either.
 
-Live tokens: with `/slots` (`--slots`), the monitor adds Σ n_decoded of the
-slots still generating; `tokens_predicted_total` + that is a live token count
-(`live_tokens`), so the token rate moves during a long generation. The two GETs
-are not atomic, so a request finishing in between makes that sum dip for one
-scrape: it is kept as a running maximum, never taken for a restart.
-"""
+Live tokens: with `/slots` the monitor adds Σ n_decoded of the generating slots (`live_tokens`); the two
+GETs are not atomic, so that sum is a running maximum, never taken for a restart."""
 
 from __future__ import annotations
 

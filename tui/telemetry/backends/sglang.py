@@ -1,22 +1,14 @@
 """SGLang: metric names and figure derivation.
 
-The page merges every process (prometheus_client multiprocess mode). Scheduler
-series carry `tp_rank` (plus `pp_rank`, `moe_ep_rank`, and `dp_rank` with DP
-attention); constants and some histograms are written once per TP rank. Of
-series that differ only in `tp_rank` / `moe_ep_rank` / `pid`, spectop keeps the
-lowest `tp_rank` (tp_rank 0, or the first rank of each DP group), then sums
-over DP ranks. With priority scheduling only the `priority=""` totals are read.
+The page merges every process (prometheus_client multiprocess mode). Of series differing only in
+`tp_rank` / `moe_ep_rank` / `pid` the lowest `tp_rank` is kept, then DP ranks are summed; with priority
+scheduling only the `priority=""` totals are read.
 
-Acceptance: mean acceptance length over the window from counters
-(Δgeneration_tokens / Δspec_verify_calls, finished requests), the rate from it
-as (L − 1) / (spec_num_draft_tokens − 1) (the current definition). Without
-those counters (older servers, or no request finished in the window) the live
-gauges `spec_accept_length` / `spec_accept_rate` are used, hidden while no
-request runs (they keep stale values when idle); on a page without
-`spec_num_draft_tokens` (before 2026-06-01) the rate gauge is noted as printed,
-as its definition changed on 2026-04-28. Servers without `realtime_tokens_total`
-(before 2025-12-24) give token rates from finished requests only (noted).
-"""
+Acceptance from counters (Δgeneration_tokens / Δspec_verify_calls, finished requests; rate (L − 1) /
+(spec_num_draft_tokens − 1), the current definition), else from the live gauges, hidden while nothing
+runs (they go stale). A page without `spec_num_draft_tokens` (before 2026-06-01) notes the rate gauge's
+changed definition (2026-04-28); without `realtime_tokens_total` (before 2025-12-24) the token rates
+count finished requests only (noted)."""
 
 from __future__ import annotations
 

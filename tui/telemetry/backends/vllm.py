@@ -1,19 +1,10 @@
 """vLLM: metric names (current V1, renamed and removed ones, V0) and figure derivation.
 
-Series carry `model_name` and `engine` (one per data-parallel engine): counters
-and counts are summed over them, fractions averaged.
-
-Per-token latency (tpot_mean_s): `vllm:request_time_per_output_token_seconds`
-is true per-token TPOT (per finished request). Older servers only have the
-per-*step* histograms `vllm:inter_token_latency_seconds` or (≤ 0.15)
-`vllm:time_per_output_token_seconds`: under speculative decoding one step
-emits several tokens, so their mean is not per token. Without the per-request
-histogram (or when no request finished in the window) spectop divides the step
-time by the tokens those steps produced: Δstep_sum / (Δgeneration_tokens −
-Δfirst tokens), first tokens = ΔTTFT count. On the sample this gives 4.167 ms
-against 4.235 ms from the per-request histogram (step ITL / mean acceptance
-length gives 4.165 ms).
-"""
+Series carry `model_name` and `engine` (one per DP engine): counts summed, fractions averaged.
+TPOT is `request_time_per_output_token_seconds` (true per token). Older servers only have per-*step*
+histograms (`inter_token_latency_seconds`, ≤ 0.15 `time_per_output_token_seconds`), several tokens per
+step under speculation: the step time is then divided by the tokens those steps produced, Δstep_sum /
+(Δgeneration_tokens − ΔTTFT count) (4.167 ms on the sample against 4.235 ms per request)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
-"""One cleaned line -> typed events, trying each backend's grammar behind cheap substring checks.
-
-Most lines of a server log are noise (access lines, start-up chatter), so every grammar is gated
-by a plain substring test before any regex or splitting runs.
-"""
+"""One cleaned line -> typed events. Most lines are noise, so every grammar is gated by a plain
+substring test before any regex runs."""
 
 from __future__ import annotations
 
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import errors, fastpath, llamacpp, sglang, vllm
-from tui.telemetry.logs.plausible import plausible
 from tui.telemetry.logs.prefix import clean_line, split_prefix
 
 MAX_LINE_CHARS = 16384
@@ -16,6 +12,54 @@ MAX_MESSAGE_CHARS = 2000
 BACKENDS = frozenset({"vllm", "sglang", "llamacpp"})
 
 ParsedEvent = StatsEvent | SpecDecodeEvent | ErrorEvent
+
+
+_SPEC_COUNTS: tuple[str, ...] = ("accepted_tokens_per_s", "drafted_tokens_per_s", "num_drafts")
+_STATS_COUNTS = (
+    "generation_tokens_per_s",
+    "prompt_tokens_per_s",
+    "running",
+    "waiting",
+    "new_tokens",
+    "cached_tokens",
+)
+
+
+def plausible(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> bool:
+    """False when the event holds a value no server prints, from a garbled or mutated line: dropped and
+    counted as unread (`LogParser.unread`), never shown. Acceptance, per-position rates, KV usage and
+    prefix hits lie in [0, 1], the mean acceptance length (with the bonus token) is at least 1, counts
+    and rates are never negative, accepted tokens never exceed drafted ones."""
+    values = event.__dict__  # plain reads, no calls: this runs for every figure-carrying line
+    kind = values["kind"]
+    if kind == "spec_decode":
+        rate = values["acceptance_rate"]
+        if rate is not None and not 0.0 <= rate <= 1.0:
+            return False
+        mean = values["mean_acceptance_length"]
+        if mean is not None and mean < 1.0:
+            return False
+        positions = values["per_position_acceptance"]
+        if positions and (min(positions) < 0.0 or max(positions) > 1.0):
+            return False
+        accepted, drafted = values["accepted_tokens"], values["drafted_tokens"]
+        if accepted is not None and (accepted < 0 or (drafted is not None and accepted > drafted)):
+            return False
+        if drafted is not None and drafted < 0:
+            return False
+        names = _SPEC_COUNTS
+    elif kind == "stats":
+        usage, hit = values["kv_cache_usage"], values["prefix_cache_hit_rate"]
+        if (usage is not None and not 0.0 <= usage <= 1.0) or (hit is not None and not 0.0 <= hit <= 1.0):
+            return False
+        names = _STATS_COUNTS
+    else:
+        return True
+    for name in names:  # never negative
+        value = values[name]
+        if value is not None and value < 0:
+            return False
+    return True
 
 
 def normalize_backend(backend: str | None) -> str | None:
@@ -94,10 +138,8 @@ def error_event(line: str, backend: str | None) -> ErrorEvent | None:
 
 
 def parse_events(raw: str, backend: str | None = None) -> list[ParsedEvent]:
-    """Every event of one line (a SGLang Decode line with spec fields: a stats AND a spec_decode event).
-
-    An event with an impossible value (`plausible`) is left out. A grammar bug raises: lines from a
-    file go through `LogParser.feed_guarded`, the one place that turns an exception into a count."""
+    """Every event of one line (a SGLang Decode line with spec fields: stats AND spec_decode), impossible
+    ones left out (`plausible`). A grammar bug raises: `LogParser.feed_guarded` counts it."""
     line = prepare(raw)
     events = grammar_events(line)
     if events:
@@ -107,10 +149,6 @@ def parse_events(raw: str, backend: str | None = None) -> list[ParsedEvent]:
 
 
 def parse_line(line: str, backend: str | None = None) -> ParsedEvent | None:
-    """The first event of one log line, or None.
-
-    For a SGLang `Decode batch` line with `accept len` this is the stats event; use
-    `parse_events` (or `LogParser`) to get its spec_decode event too.
-    """
+    """The first event of one log line, or None (a SGLang Decode line's stats; `parse_events` has both)."""
     events = parse_events(line, backend)
     return events[0] if events else None

@@ -1,17 +1,8 @@
-"""A log line as the log pane shows it: the logger prefix cut down to a short time, access lines told apart.
+"""A log line as the log pane shows it: the logger prefix cut to a short time, access lines told apart.
 
-At 80 columns a vLLM line spends half its width on `(APIServer pid=1) INFO 08-20 14:02:24 [loggers.py:257] `
-before its first figure. `display_line` keeps what an engineer reads: the time as `HH:MM:SS`, the level
-when it is not INFO, and the message. The prefixes are the ones `prefix.split_prefix` knows (vLLM,
-SGLang, llama.cpp, behind docker / journald wrappers); llama.cpp's `srv  function: ` source tag goes too.
-
-Access lines (uvicorn's `INFO:     127.0.0.1:54321 - "GET /metrics HTTP/1.1" 200 OK`, relayed by vLLM
-and SGLang, and llama.cpp's `request: GET /metrics 127.0.0.1 200`) are flagged so the pane can hide
-them: a monitor scraping `/metrics` every second would fill it otherwise.
-
-`figure_spans` finds the figures worth highlighting: numbers with a unit, percentages, and in a
-stats line every `name: number`.
-"""
+A vLLM prefix takes half of 80 columns; `display_line` keeps the time as HH:MM:SS, a level other than
+INFO, and the message. Access lines (uvicorn's, llama.cpp's `request: GET …`) are flagged so the pane can
+hide them: a monitor scraping every second would fill it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Classifying error lines: `oom`, `engine_dead`, `spec_config`, `traceback`, `other`.
 
-Keyed on message text (the failure modes of vllm.md §2.5, sglang.md §2.4 and llamacpp.md §1, plus
-llama.cpp/ggml allocation failures as printed upstream), because SGLang has no level field and
-Python exceptions reach stderr without one. A line with a known level below ERROR is never an error.
-"""
+Keyed on message text (vllm.md §2.5, sglang.md §2.4, llamacpp.md §1, ggml allocation failures): SGLang
+has no level field and Python exceptions reach stderr without one. A known level below ERROR is never
+an error."""
 
 from __future__ import annotations
 
@@ -122,11 +121,8 @@ _QUIET_LEVELS = ("INFO", "DEBUG", "WARNING")
 
 
 def has_quiet_level(line: str) -> bool:
-    """True when the line's own prefix says INFO, DEBUG or WARNING (vLLM, uvicorn, llama.cpp I/W/D).
-
-    Such a line is never an error, whatever words it contains; checked without any regex, by the
-    first character (the prefixes below start with different ones).
-    """
+    """True when the line's own prefix says INFO, DEBUG or WARNING (vLLM, uvicorn, llama.cpp I/W/D):
+    never an error, whatever its words. No regex: the prefixes start with different characters."""
     first = line[:1]
     if first == "(":  # vLLM `(APIServer pid=1) INFO ...` or `(APIServer pid=1) INFO:     ...`
         close = line.find(") ", 0, 64)

@@ -1,11 +1,8 @@
-"""One-regex fast paths for the line formats current servers print most often.
+"""One-regex fast paths for the exact line formats current servers print most often.
 
-The generic grammars (`vllm.py`, `sglang.py`) split every line into fields in Python, which is
-what makes them robust to every version; these anchored regexes do the same work in C for the
-exact current formats and give up (None) on anything else, so the generic path still decides
-every other variant. A test checks both paths give identical events on every line they share.
-Pays +40% lines/s (typical mix), +53% (dense): `tests/bench/bench_log_parse.py`, "fast paths on/off".
-"""
+The generic grammars split fields in Python (robust to every version); these anchored regexes do it in
+C and give up (None) on anything else. A test checks both give identical events. Pays +40% lines/s
+(typical mix), +53% (dense): `tests/bench/bench_log_parse.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Following a log as events: `LogTailer` + `LogParser`, flushing an open traceback when the log is quiet.
-
-`LogTailer.lines()` yields nothing while the file is idle, so a traceback at the end of a log would
-wait for the next line to be reported. `follow_events` reads the tailer in a task and, when no line
-arrives for `idle_flush_s`, yields `(None, parser.flush())`. Lines enter the parser through
-`LogParser.feed_guarded`: a line it raised on gives no events and is counted in `parser.failed_lines`.
-"""
+"""Following a log as events: `LogTailer` + `LogParser`, flushing an open traceback when the log is quiet
+(the tailer yields nothing while the file is idle, so a final traceback would wait for the next line)."""
 
 from __future__ import annotations
 
@@ -30,11 +25,8 @@ async def follow_events(
     max_line_bytes: int = 16384,
     on_notice: Callable[[str], None] | None = None,
 ) -> AsyncIterator[tuple[str | None, list[LogEvent]]]:
-    """(line, its events) for every new line, and (None, held-back events) after a quiet spell.
-
-    Runs until the consuming task is cancelled (or the iteration is closed); the reader task is
-    cancelled with it. `on_notice` gets the tailer's notices (waiting for the file, rotated, truncated).
-    """
+    """(line, its events) for every new line, (None, held-back events) after `idle_flush_s` of quiet;
+    until cancelled. A line the parser raised on is counted (`feed_guarded`), not fatal."""
     tailer = LogTailer(
         path,
         from_start=from_start,

@@ -1,18 +1,10 @@
 """llama.cpp `llama-server` log grammar (llamacpp.md §3).
 
-  `draft acceptance = 1.00000 (   56 accepted /    56 generated), mean len =  9.00`
-      print_timing, once per finished request that drafted (scope "request"); older servers print
-      `draft acceptance rate = 0.57576 (   19 accepted /    33 generated)` without the mean length.
-  `acc per pos = (0.810, 0.476, ...)`
-      trace verbosity (`-lv 4`), per request: per-position rates only.
-  `statistics     draft-simple: ... #gen drafts = 21, ..., #gen tokens = 162, #acc tokens = 42,
-   #mean acc len = 3.00, #acc rate/pos = (0.810, ...), ...`
-      trace verbosity, cumulative over the server's lifetime (scope "lifetime").
-The per-step `accepted 8/ 8 draft tokens` lines of LLAMA_TRACE=1 are not turned into events: one
-per verification step would drown the request-level figures.
-The line's `0.00.640.963` stamp is the time since the server started: it goes to `uptime`, never to
-`time` (a wall time, known only from a wrapper's prefix such as docker's).
-"""
+`draft acceptance = 1.00000 (56 accepted / 56 generated), mean len = 9.00`: per finished request (older
+servers: `draft acceptance rate = …` without the mean length); `acc per pos = (…)` (`-lv 4`, per request);
+`statistics draft-simple: … #acc tokens = …` (`-lv 4`, lifetime). The per-step `accepted 8/ 8 draft
+tokens` lines would drown the request figures: no events. The `0.00.640.963` stamp is the time since
+start: it goes to `uptime`, never to `time`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """`LogParser`: the stateful line-by-line parser a tailer feeds.
 
-It remembers the backend it detected (used for lines that do not say, such as bare tracebacks)
-and groups a multi-line Python traceback into one `traceback` error event. The exception line of
-a traceback that names a specific failure (CUDA OOM, a dead engine, a bad spec config) is also
-reported right away as its own error event, so an alert does not wait for the traceback to end.
-A traceback is complete when a line arrives that cannot belong to it, or on `flush()`; a follower
-should call `flush()` when the log has been quiet for a moment.
-"""
+It remembers the detected backend (for bare tracebacks) and groups a Python traceback into one
+`traceback` event, ended by a line that cannot belong to it or by `flush()`. An exception line naming a
+specific failure (OOM, dead engine, bad spec config) is reported at once, so its alert does not wait."""
 
 from __future__ import annotations
 
@@ -19,9 +15,9 @@ from tui.telemetry.logs.dispatch import (
     ParsedEvent,
     grammar_events,
     normalize_backend,
+    plausible,
     prepare,
 )
-from tui.telemetry.logs.plausible import plausible
 from tui.telemetry.logs.prefix import LinePrefix, split_prefix
 from tui.telemetry.logs.tracebacks import TracebackGroup
 
@@ -31,12 +27,8 @@ _SPECIFIC = frozenset({"oom", "engine_dead", "spec_config"})
 
 
 class LogParser:
-    """Feed it lines in order; it returns the events each line completes.
-
-    `unread` counts the events it dropped because a figure was impossible (acceptance outside [0, 1],
-    a negative rate, a mean acceptance length below 1: a garbled line, see `plausible`). A tailer feeds
-    lines with `feed_guarded`, which counts a line the parser raised on in `failed_lines` instead.
-    """
+    """Feed it lines in order; it returns the events each line completes. `unread` counts events dropped as
+    impossible (`plausible`); `feed_guarded` counts a line the parser raised on in `failed_lines`."""
 
     def __init__(self, backend: str | None = None) -> None:
         self.backend: str | None = normalize_backend(backend)

@@ -1,17 +1,10 @@
-"""Cleaning a raw log line and splitting off the logger prefix of each backend.
+"""Cleaning a raw log line and splitting off each backend's logger prefix.
 
-Cleaning: ANSI colour codes (any complete escape sequence) are removed (vLLM colours the level, time and
-process prefix on a TTY) and carriage returns are resolved: vLLM ends every
-continuation line of a multi-line message in `\\r`, and progress bars redraw
-with `\\r` inside one physical line, so the last non-empty segment wins.
-
-Prefixes (see the reference, vllm.md §2.1, sglang.md §2.1, llamacpp.md §1):
-  vLLM      `(EngineCore pid=243) INFO 08-20 14:02:24 [core.py:122] msg`, older
-            `INFO 10-16 19:05:47 metrics.py:367] msg`; file:line is never keyed on.
-  SGLang    `[2026-07-20 09:50:00 TP0] msg`, optional `.123` ms and rank parts,
-            legacy `[10:00:00 TP0] msg`; there is no level name.
-  llama.cpp `0.00.640.930 I slot print_timing: ...` (elapsed time, level letter).
-"""
+Cleaning removes escape sequences (vLLM colours on a TTY) and resolves carriage returns: the last
+non-empty `\\r` segment wins (vLLM's continuation lines, progress bars). Prefixes (vllm.md §2.1,
+sglang.md §2.1, llamacpp.md §1): vLLM `(EngineCore pid=243) INFO 08-20 14:02:24 [core.py:122] msg` or
+older `INFO 10-16 19:05:47 metrics.py:367] msg`; SGLang `[2026-07-20 09:50:00 TP0] msg` (no level);
+llama.cpp `0.00.640.930 I slot print_timing: ...` (time since start, level letter)."""
 
 from __future__ import annotations
 
