@@ -107,12 +107,3 @@ def _bash_complete(tmp_path: Path, words: list[str]) -> str:
 def test_file_arguments_complete_file_names(tmp_path: Path, words: list[str]) -> None:
     (tmp_path / "server.log").write_text("", encoding="utf-8")
     assert _bash_complete(tmp_path, [*words, str(tmp_path / "serv")]) == str(tmp_path / "server.log")
-
-
-def test_the_file_marker_is_shtabs() -> None:
-    import shtab
-
-    from tui.cli import COMPLETION_SHELLS
-    from tui.cli_options import FILE_COMPLETION
-
-    assert {shell: shtab.FILE[shell] for shell in COMPLETION_SHELLS} == FILE_COMPLETION

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from tui.cli_options import Option, add_options, option, option_flags, option_values
+from tui.commands import fail
+from tui.sim.config import SimConfigError, SimStartupError
+from tui.sim.faults import FaultSettings
+from tui.sim.per_request import ResponseOptions
+from tui.sim.runner import serve_until_signalled
+from tui.sim.server import SimServer
+from tui.validators import friendly_message
 
 HELP = "run a simulated vLLM / SGLang / llama.cpp server (speculative decoding, realistic metrics and logs)"
 
@@ -176,23 +185,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from pydantic import ValidationError
-
-    from tui.sim.config import SimConfigError, SimStartupError
-    from tui.sim.faults import FaultSettings
-    from tui.sim.per_request import ResponseOptions
-    from tui.sim.runner import serve_until_signalled
-    from tui.sim.server import SimServer
-    from tui.validators import friendly_message
-
     api_key = args.api_key
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
         if not api_key:
-            print(f"spectop sim: error: environment variable {args.api_key_env} is not set", file=sys.stderr)
-            return 2
+            return fail("sim", f"error: environment variable {args.api_key_env} is not set")
     try:
         given = {
             field: value for field, value in option_values(args, FAULT_OPTIONS).items() if value is not None
@@ -219,13 +216,10 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as error:
         first = error.errors()[0]
         flag = option_flags(FAULT_OPTIONS).get(str(first["loc"][0]), "flags") if first["loc"] else "flags"
-        print(f"spectop sim: error: {flag}: {friendly_message(dict(first))}", file=sys.stderr)
-        return 2
+        return fail("sim", f"error: {flag}: {friendly_message(dict(first))}")
     except (SimConfigError, ValueError) as error:
-        print(f"spectop sim: error: {error}", file=sys.stderr)
-        return 2
+        return fail("sim", f"error: {error}")
     try:
         return asyncio.run(serve_until_signalled(server, args.parent_pid))
     except SimStartupError as error:
-        print(f"spectop sim: error: {error}", file=sys.stderr)
-        return 1
+        return fail("sim", f"error: {error}", 1)
