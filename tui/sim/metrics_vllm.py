@@ -211,7 +211,7 @@ class VllmRecorder(MetricsRecorder):
             registry=self.registry,
         )
         self.waiting_capacity = by_reason.labels(**labels, reason="capacity")
-        self.waiting_deferred = by_reason.labels(**labels, reason="deferred")
+        by_reason.labels(**labels, reason="deferred")
         sleep = Gauge(
             "vllm:engine_sleep_state",
             "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "

@@ -52,7 +52,8 @@ class SimServer:
     """An in-process simulated vLLM / SGLang / llama.cpp server on a loopback port.
 
     `async with SimServer(flavor="sglang") as sim:` starts it on a free port (`sim.base_url`). Keyword
-    arguments beyond the named ones are `[sim]` fields (e.g. `acceptance=[0.9, 0.6]`, `step_base_ms=1.0`).
+    arguments beyond the named ones are `[sim]` fields over the config file's (e.g. `acceptance=[0.9, 0.6]`,
+    `speed=4.0`, `log_interval_s=0.3`); None leaves the file's.
     """
 
     restart_down_s = 1.0
@@ -66,11 +67,7 @@ class SimServer:
         host: str = "127.0.0.1",
         log_path: Path | None = None,
         api_key: str | None = None,
-        log_interval_s: float | None = None,
-        speed: float = 1.0,
-        seed: int = 0,
         faults: FaultSettings | None = None,
-        background_load_rps: float = 0.0,
         gpu: bool = False,
         responses: ResponseOptions | None = None,
         control_file: Path | None = None,
@@ -87,15 +84,7 @@ class SimServer:
         self.faults = faults or FaultSettings()
         self.responses = responses or ResponseOptions()  # per-request figures in responses
         self.kept_control = KeptControl(control_file)  # ValueError: a file that is not kept changes
-        self.overrides: dict[str, Any] = dict(behaviour_overrides)
-        if log_interval_s is not None:
-            self.overrides["log_interval_s"] = log_interval_s
-        if speed != 1.0:
-            self.overrides["speed"] = speed
-        if seed:
-            self.overrides["seed"] = seed
-        if background_load_rps:
-            self.overrides["background_load_rps"] = background_load_rps
+        self.overrides = {key: value for key, value in behaviour_overrides.items() if value is not None}
         self.config: SimConfig = load_sim_config(self.config_path, self.overrides)
         self.background_load_rps = self.config.sim.background_load_rps
         # `--gpu`: a DCGM exporter page at /sim/gpu/metrics (kept across restarts: the energy counter)
