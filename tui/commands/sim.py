@@ -193,8 +193,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui.sim.runner import serve_until_signalled  # lazy: +16% on the first frame
-    from tui.sim.server import SimServer  # lazy: +16% on the first frame
+    from tui.sim.server import SimServer, serve_until_signalled  # lazy: +16% on the first frame
 
     api_key = args.api_key
     if args.api_key_env:

@@ -19,8 +19,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from tui.sim.config import SimConfig
-from tui.sim.engine import SimRequest, StepReport
-from tui.sim.recorder import MetricsRecorder
+from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 from tui.sim.tally import BucketCounts, DecodeWindow
 
 TOKEN_BUCKETS = [

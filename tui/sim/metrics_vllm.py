@@ -26,8 +26,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import CollectorRegistry as _Registry
 
 from tui.sim.config import SimConfig
-from tui.sim.engine import SimRequest, StepReport
-from tui.sim.recorder import MetricsRecorder, one_two_five_buckets
+from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 
 TTFT_BUCKETS = [
     0.001,
@@ -124,6 +123,19 @@ HTTP_HIGHR_BUCKETS = [
 INSTRUMENTATOR_EXCLUDED = {"/metrics", "/health", "/load", "/ping", "/version", "/server_info"}
 FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 LABELS = ["model_name", "engine"]
+
+
+def one_two_five_buckets(maximum: int) -> list[float]:
+    """vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... up to `maximum`."""
+    buckets: list[float] = []
+    exponent = 0
+    while True:
+        for mantissa in (1, 2, 5):
+            value = mantissa * 10**exponent
+            if value > maximum:
+                return buckets
+            buckets.append(float(value))
+        exponent += 1
 
 
 class _SimulatedProcessCollector(ProcessCollector):
