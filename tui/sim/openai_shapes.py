@@ -254,18 +254,15 @@ class ChunkMaker:
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if self.flavor != "llamacpp":
                 message.update(reasoning_content=None, tool_calls=[])
-            choice: dict[str, Any] = {
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": finish,
-            }
-            if self.flavor == "llamacpp":
-                choice = {"finish_reason": finish, "index": 0, "message": message}
+            choice: dict[str, Any] = (
+                {"finish_reason": finish, "index": 0, "message": message}
+                if self.flavor == "llamacpp"
+                else {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
+            )
+        elif self.flavor == "llamacpp":
+            choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": finish}
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
-            if self.flavor == "llamacpp":
-                choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": finish}
         if self.flavor == "vllm":
             choice["stop_reason"] = request.stop_reason
         elif self.flavor == "sglang":
