@@ -2,20 +2,25 @@
 
 Each command lives in its own module under `tui.commands`, exposing
 `register(subparsers)`; the module sets `func` on its parser to a callable
-`(argparse.Namespace) -> int` (the exit code). Heavy imports happen inside
-`func`, so `spectop --help` stays fast.
+`(argparse.Namespace) -> int` (the exit code).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import sys
+from importlib.metadata import PackageNotFoundError, version
+
+import shtab
 
 from tui import __version__
 from tui.cli_options import completes_files
+from tui.commands import monitor
 from tui.debug_log import ENV_VARIABLE, start_debug_log, stop_debug_log
+from tui.safe_output import sanitized_stdio
 from tui.terminal import NoTerminalError
 
 log = logging.getLogger(__name__)
@@ -36,8 +41,6 @@ COMMAND_MODULES = (
 
 def installed_version() -> str:
     """The installed package's version (its metadata), or the source tree's when it is not installed."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("spectop")
     except PackageNotFoundError:
@@ -62,8 +65,7 @@ class _PrintAndExit(argparse.Action):
 
 
 class _VersionAction(_PrintAndExit):
-    """`--version`: the version is looked up when asked (importlib.metadata is slow to import: not on
-    the dashboard's way to its first frame)."""
+    """`--version`: the version is looked up when asked."""
 
     def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: str) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs.get("help"))
@@ -79,8 +81,6 @@ class _CompletionAction(_PrintAndExit):
     """`--completion SHELL`: print shtab's completion script of the whole parser, then exit."""
 
     def text(self, parser: argparse.ArgumentParser, values: object) -> str:
-        import shtab
-
         return shtab.complete(parser, shell=str(values))
 
 
@@ -114,8 +114,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_meta_arguments(parser)
     add_debug_log_argument(parser)
-    from tui.commands import monitor
-
     monitor.add_monitor_arguments(parser)
     parser.set_defaults(func=monitor.run)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -128,8 +126,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tui.safe_output import sanitized_stdio
-
     # Every byte a command prints goes through the sanitizer (also argparse's errors, which echo arguments).
     with sanitized_stdio():
         return _main(argv)
@@ -148,8 +144,6 @@ def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 def _reject_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
     """Unknown arguments are reported by the command they were given to, with its usage and the option
     they are closest to: `spectop snapshot --windw 3` -> `... (did you mean --window?)`."""
-    import difflib
-
     chosen = _chosen_parser(parser, args)
     options = [option for action in chosen._actions for option in action.option_strings]
     words = []

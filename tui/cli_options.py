@@ -11,20 +11,14 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-Option = tuple[str, str, dict[str, Any]]  # (flag, field, add_argument keywords)
+import shtab
 
-# shtab.FILE for the shells spectop completes: shtab is imported only to print a script (its import reads
-# the installed packages' metadata, too slow for every start); tests/test_completion.py keeps them equal.
-FILE_COMPLETION = {
-    "bash": "_shtab_compgen_files",
-    "zsh": "_files",
-    "fish": "(__fish_complete_path (commandline -ct))",
-}
+Option = tuple[str, str, dict[str, Any]]  # (flag, field, add_argument keywords)
 
 
 def completes_files(action: argparse.Action) -> argparse.Action:
     """Mark an argument whose values are file names: the completion scripts complete files there."""
-    action.complete = FILE_COMPLETION  # type: ignore[attr-defined]
+    action.complete = shtab.FILE  # type: ignore[attr-defined]
     return action
 
 

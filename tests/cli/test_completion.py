@@ -2,34 +2,25 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[2]
-
-
-def _spectop(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "tui", *args], capture_output=True, text=True, env=env, timeout=60, check=False
-    )
+from tests.cli.conftest import spectop
 
 
 def test_version_is_the_installed_packages() -> None:
-    result = _spectop("--version")
+    result = spectop("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"spectop {version('spectop')}"
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_script_names_every_command(shell: str) -> None:
-    result = _spectop("--completion", shell)
+    result = spectop("--completion", shell)
     assert result.returncode == 0, result.stderr
     for command in ("demo", "snapshot", "logs", "sim", "config", "edit", "bench", "replay", "launch"):
         assert command in result.stdout
@@ -37,7 +28,7 @@ def test_completion_script_names_every_command(shell: str) -> None:
 
 
 def test_unknown_shell_is_a_usage_error() -> None:
-    result = _spectop("--completion", "tcsh")
+    result = spectop("--completion", "tcsh")
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
 
@@ -76,7 +67,7 @@ def test_bash_completes_commands_options_and_choices(tmp_path: Path, words: list
 
 def _bash_complete(tmp_path: Path, words: list[str]) -> str:
     script = tmp_path / "spectop.bash"
-    script.write_text(_spectop("--completion", "bash").stdout, encoding="utf-8")
+    script.write_text(spectop("--completion", "bash").stdout, encoding="utf-8")
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     driver = BASH_DRIVER + 'complete_for "$@"\n'
     result = subprocess.run(
@@ -107,12 +98,3 @@ def _bash_complete(tmp_path: Path, words: list[str]) -> str:
 def test_file_arguments_complete_file_names(tmp_path: Path, words: list[str]) -> None:
     (tmp_path / "server.log").write_text("", encoding="utf-8")
     assert _bash_complete(tmp_path, [*words, str(tmp_path / "serv")]) == str(tmp_path / "server.log")
-
-
-def test_the_file_marker_is_shtabs() -> None:
-    import shtab
-
-    from tui.cli import COMPLETION_SHELLS
-    from tui.cli_options import FILE_COMPLETION
-
-    assert {shell: shtab.FILE[shell] for shell in COMPLETION_SHELLS} == FILE_COMPLETION

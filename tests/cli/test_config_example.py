@@ -3,22 +3,13 @@ only inside the package), each a file spectop itself reads as its kind."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import spectop
 from tui.commands.config import EXAMPLES
 from tui.paths import sample_configs_dir
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def spectop(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=cwd, timeout=60
-    )
 
 
 def test_every_shipped_sample_config_has_a_name() -> None:

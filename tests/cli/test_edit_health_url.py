@@ -3,21 +3,12 @@ in its words, like the settings, `spectop snapshot` and `spectop bench` do."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from tui.cli import main
-from tui.paths import sample_configs_dir
 from tui.validators import normalize_http_url
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    path = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", path)
-    return path
 
 
 @pytest.mark.parametrize("url", ["http://", "ftp://127.0.0.1:8000/health", "http://127.0.0.1:8000/he alth"])

@@ -4,31 +4,13 @@ the lint findings a `config set` causes."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import spectop
 from tui.configs.document import TomlDocument
 from tui.configs.errors import ConfigSyntaxError
-from tui.paths import sample_configs_dir
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def spectop(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=REPO, timeout=60
-    )
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    target = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", target)
-    return target
 
 
 def test_a_mistyped_option_shows_its_commands_usage_and_the_option_meant() -> None:

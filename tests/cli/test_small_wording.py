@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.cli.conftest import spectop
 from tui.advice.guard import ACTION_WORDS, GuardRecord
 from tui.commands.snapshot import _Result, _table
 from tui.configs.document import load_document
 from tui.screens.tune import screen_words
 from tui.tune.plan import TunePlanError, check_values, default_key
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _spectop(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=REPO, timeout=60
-    )
 
 
 def test_a_multi_line_error_is_printed_as_lines() -> None:
@@ -31,14 +22,14 @@ def test_a_multi_line_error_is_printed_as_lines() -> None:
 
 
 def test_replay_of_dev_null_is_not_a_recording() -> None:
-    shown = _spectop("replay", "/dev/null")
+    shown = spectop("replay", "/dev/null")
     assert shown.returncode == 2
     assert "is not a spectop recording" in shown.stderr and "no such file" not in shown.stderr
-    assert "no such file" in _spectop("replay", "/nonexistent/recording.jsonl").stderr
+    assert "no such file" in spectop("replay", "/nonexistent/recording.jsonl").stderr
 
 
 def test_snapshot_json_echoes_the_normalised_url() -> None:
-    shown = _spectop("snapshot", "127.0.0.1:9", "--json", "--window", "0.1", "--timeout", "1")
+    shown = spectop("snapshot", "127.0.0.1:9", "--json", "--window", "0.1", "--timeout", "1")
     record = json.loads(shown.stdout.splitlines()[0])
     assert record["url"] == "http://127.0.0.1:9"  # as spectop read it, not as typed
     assert "using http://127.0.0.1:9" in shown.stderr

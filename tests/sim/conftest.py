@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import httpx
 import pytest
 from openai import AsyncOpenAI
 from prometheus_client.parser import text_string_to_metric_families
+
+from tui.sim.server import SimServer
 
 
 def write_vllm_config(
@@ -110,3 +113,21 @@ async def _close_openai_clients() -> AsyncIterator[None]:
     yield
     while _OPEN_CLIENTS:
         await _OPEN_CLIENTS.pop().close()
+
+
+async def burst(sim: SimServer, prompts: Sequence[str], *, max_tokens: int, concurrency: int = 8) -> None:
+    """One greedy completion per prompt, `concurrency` at a time, each exactly `max_tokens` long."""
+    client = client_for(sim.base_url)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(prompt: str) -> None:
+        async with gate:
+            await client.completions.create(
+                model=sim.model,
+                prompt=prompt,
+                max_tokens=max_tokens,
+                temperature=0,
+                extra_body={"ignore_eos": True},
+            )
+
+    await asyncio.gather(*(one(prompt) for prompt in prompts))

@@ -13,28 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim.conftest import client_for, scrape, value, write_vllm_config
+from tests.sim.conftest import burst, scrape, value, write_vllm_config
 from tui.sim.behaviour import expected_tokens_per_step
 from tui.sim.server import SimServer
 
 ACCEPTANCE = [0.8, 0.6, 0.5]
-
-
-async def _load(sim: SimServer, requests: int, concurrency: int = 8) -> None:
-    client = client_for(sim.base_url)
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(index: int) -> None:
-        async with gate:
-            await client.completions.create(
-                model=sim.model,
-                prompt=f"Request number {index} about caches",
-                max_tokens=200,
-                temperature=0,
-                extra_body={"ignore_eos": True},
-            )
-
-    await asyncio.gather(*(one(index) for index in range(requests)))
 
 
 def _accepted_variance(probabilities: list[float]) -> float:
@@ -60,7 +43,7 @@ async def test_counters_recover_configured_acceptance(tmp_path: Path, flavor: st
     async with SimServer(
         flavor=flavor, config_path=config, acceptance=ACCEPTANCE, log_path=log, log_interval_s=0.5
     ) as sim:
-        await _load(sim, requests=40)
+        await burst(sim, [f"Request number {index} about caches" for index in range(40)], max_tokens=200)
         page = await scrape(sim.base_url)
         if flavor == "vllm":  # until the log interval after the load has written its line
             accepted = value(page, "vllm:spec_decode_num_accepted_tokens_total")
@@ -105,7 +88,7 @@ async def test_sglang_gauges_and_counters_recover_acceptance(tmp_path: Path) -> 
     )
     log = tmp_path / "server.log"
     async with SimServer(flavor="sglang", config_path=settings, acceptance=ACCEPTANCE, log_path=log) as sim:
-        await _load(sim, requests=40)
+        await burst(sim, [f"Request number {index} about caches" for index in range(40)], max_tokens=200)
         page = await scrape(sim.base_url)
     generated = value(page, "sglang:generation_tokens_total")
     verify = value(page, "sglang:spec_verify_calls_total")

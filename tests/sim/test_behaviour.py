@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.sim.conftest import client_for, scrape, value, write_vllm_config
+from tests.sim.conftest import burst, client_for, scrape, value, write_vllm_config
 from tui.sim.faults import FaultSettings
 from tui.sim.server import SimServer
 from tui.sim.tokens import content_factor
@@ -22,20 +22,12 @@ PROMPTS = [
 async def _decode_rate(config: Path, concurrency: int, requests: int) -> float:
     """Simulated decode tokens per model-second (independent of wall-clock jitter)."""
     async with SimServer(config_path=config, speed=10.0) as sim:
-        client = client_for(sim.base_url)
-        gate = asyncio.Semaphore(concurrency)
-
-        async def one(index: int) -> None:
-            async with gate:
-                await client.completions.create(
-                    model=sim.model,
-                    prompt=PROMPTS[index % len(PROMPTS)],
-                    max_tokens=128,
-                    temperature=0,
-                    extra_body={"ignore_eos": True},
-                )
-
-        await asyncio.gather(*(one(index) for index in range(requests)))
+        await burst(
+            sim,
+            [PROMPTS[index % len(PROMPTS)] for index in range(requests)],
+            max_tokens=128,
+            concurrency=concurrency,
+        )
         assert sim.engine is not None
         totals = sim.engine.totals
         return totals.generated_tokens / totals.busy_model_s

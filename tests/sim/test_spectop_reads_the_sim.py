@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.sim.conftest import client_for, write_vllm_config
+from tests.sim.conftest import burst, write_vllm_config
 from tui.sim.behaviour import expected_tokens_per_step
 from tui.sim.server import SimServer
 
@@ -22,20 +22,7 @@ ACCEPTANCE = [0.85, 0.65, 0.45]
 
 
 async def _run(sim: SimServer, requests: int = 32) -> None:
-    gate = asyncio.Semaphore(8)
-    client = client_for(sim.base_url)
-
-    async def one(index: int) -> None:
-        async with gate:
-            await client.completions.create(
-                model=sim.model,
-                prompt=f"prompt {index}",
-                max_tokens=160,
-                temperature=0,
-                extra_body={"ignore_eos": True},
-            )
-
-    await asyncio.gather(*(one(index) for index in range(requests)))
+    await burst(sim, [f"prompt {index}" for index in range(requests)], max_tokens=160)
 
 
 @pytest.mark.parametrize("flavor", ["vllm", "sglang", "llamacpp"])

@@ -221,10 +221,3 @@ def test_check_recording_names_the_first_bad_line(tmp_path: Path) -> None:
     good = tmp_path / "good.jsonl"
     good.write_text(HeaderRecord(time=1.0).model_dump_json() + "\n", encoding="utf-8")
     check_recording(good)
-
-
-def test_the_cli_default_cap_is_the_writer_default() -> None:
-    from tui.commands.replay import DEFAULT_RECORD_MAX_MB
-    from tui.telemetry.recording import DEFAULT_MAX_MB
-
-    assert DEFAULT_RECORD_MAX_MB == DEFAULT_MAX_MB

@@ -1,1 +1,32 @@
 """One module per `spectop` command; see `tui.cli`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from textual.app import App
+
+from tui.ui.terminal_guard import run_app
+from tui.widgets.worker_errors import KeepsRecoveryNotes, print_recovery_notes
+
+
+def say(command: str, message: str) -> None:
+    """A line on stderr from `spectop COMMAND` (the dashboard's: no command): what went wrong, or what it
+    did about it."""
+    print(f"spectop {command}: {message}" if command else f"spectop: {message}", file=sys.stderr, flush=True)
+
+
+def fail(command: str, message: str, code: int = 2) -> int:
+    """Say what stopped `spectop COMMAND`; the exit code to return (2: bad arguments)."""
+    say(command, message)
+    return code
+
+
+def run_until_quit(app: App[Any]) -> int:
+    """Run a Textual app in this terminal, then print its notes on how to recover from a failure (after
+    Textual's traceback); the app's exit code."""
+    run_app(app)
+    if isinstance(app, KeepsRecoveryNotes):
+        print_recovery_notes(app)
+    return app.return_code or 0

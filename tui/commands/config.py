@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from tui.cli_options import completes_files
+from tui.commands import fail, say
+from tui.configs.atomic import ReadOnlyFileError, config_lock
+from tui.configs.document import parse_key_path
+from tui.configs.editing import get_value, open_config, save_text, set_raw_value, unified_diff
+from tui.configs.errors import ConfigError, UnreadableFileError
+from tui.configs.kinds import KIND_TITLES, parse_kind
+from tui.configs.launch import render_launch
+from tui.configs.lint import GPU_CHECKED_KINDS, gpu_findings, has_errors, lint_document, sort_findings
+from tui.configs.schemas import field_specs, shown_value, unknown_keys
+from tui.gpu.models import GpuUnavailable
+from tui.gpu.once import read_once
+from tui.paths import sample_configs_dir
 from tui.sanitize import json_safe, safe_line, safe_text
 
 # `spectop config example NAME`: the sample configs shipped with spectop (also inside an installed wheel).
@@ -74,9 +88,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _error(message: str) -> int:
-    print(f"spectop config: {safe_text(message)}", file=sys.stderr)
-    return 1
+def _error(message: str, code: int = 1) -> int:
+    return fail("config", safe_text(message), code)
 
 
 def _show_value(value: Any) -> str:
@@ -88,23 +101,16 @@ def _show_value(value: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui.configs.errors import ConfigError, UnreadableFileError
-    from tui.configs.kinds import parse_kind
-
     try:
         kind = parse_kind(args.kind) if getattr(args, "kind", None) else None
         return _ACTIONS[args.config_action](args, kind)
     except UnreadableFileError as error:
-        _error(str(error))
-        return 2  # like any command given a file it cannot read (README: exit codes)
+        return _error(str(error), 2)  # like any command given a file it cannot read (README: exit codes)
     except ConfigError as error:
         return _error(str(error))
 
 
 def _open(args: argparse.Namespace, kind: Any) -> Any:
-    from tui.configs.editing import open_config
-    from tui.configs.errors import ConfigError
-
     opened = open_config(args.file, kind)
     if opened.syntax_error is not None:
         raise ConfigError(f"{args.file}: {opened.syntax_error}")
@@ -112,9 +118,6 @@ def _open(args: argparse.Namespace, kind: Any) -> Any:
 
 
 def _show(args: argparse.Namespace, kind: Any) -> int:
-    from tui.configs.kinds import KIND_TITLES
-    from tui.configs.schemas import field_specs, shown_value, unknown_keys
-
     opened = _open(args, kind)
     doc = opened.document
     print(safe_line(f"{args.file}: {KIND_TITLES[opened.kind]} [{opened.kind}]"))
@@ -131,10 +134,6 @@ def _show(args: argparse.Namespace, kind: Any) -> int:
 
 
 def _get(args: argparse.Namespace, kind: Any) -> int:
-    from tui.configs.document import parse_key_path
-    from tui.configs.editing import get_value
-    from tui.configs.schemas import shown_value
-
     opened = _open(args, kind)
     path = parse_key_path(args.key)
     print(safe_text(shown_value(path, _show_value(get_value(opened.document, path)))))
@@ -142,12 +141,6 @@ def _get(args: argparse.Namespace, kind: Any) -> int:
 
 
 def _set(args: argparse.Namespace, kind: Any) -> int:
-    import contextlib
-
-    from tui.configs.atomic import ReadOnlyFileError, config_lock
-    from tui.configs.document import parse_key_path
-    from tui.configs.editing import save_text, set_raw_value, unified_diff
-
     # Read, change and save under the file's lock: a `config set` of another key at the same moment
     # waits, then reads this one's result (no update lost).
     with config_lock(args.file) if not args.dry_run else contextlib.nullcontext():
@@ -157,10 +150,7 @@ def _set(args: argparse.Namespace, kind: Any) -> int:
         sys.stdout.write(safe_text(diff) or "no change\n")
         _print_findings(args.file, _new_findings(opened.document, changed), to=sys.stderr)
         if args.dry_run:
-            print(
-                f"spectop config: dry run: nothing was written to {safe_line(str(args.file))}",
-                file=sys.stderr,
-            )
+            say("config", f"dry run: nothing was written to {safe_line(str(args.file))}")
         if args.dry_run or not diff:
             return 0
         try:
@@ -168,14 +158,12 @@ def _set(args: argparse.Namespace, kind: Any) -> int:
         except ReadOnlyFileError as error:
             return _error(f"{error}: not saved (--force replaces it anyway)")
     for warning in result.warnings:
-        print(f"spectop config: warning: {warning}", file=sys.stderr)
+        say("config", f"warning: {warning}")
     return 0
 
 
 def _new_findings(before: Any, after: Any) -> list[Any]:
     """The lint findings a change causes: those of `after` that `before` did not have (by rule and key)."""
-    from tui.configs.lint import lint_document
-
     had = {(finding.id, finding.key) for finding in lint_document(before)}
     return [finding for finding in lint_document(after) if (finding.id, finding.key) not in had]
 
@@ -191,12 +179,6 @@ def _print_findings(file: Path, findings: list[Any], to: Any = None) -> None:
 
 def _gpu_lint(args: argparse.Namespace, document: Any) -> tuple[list[Any], str | None]:
     """Headroom findings against the node's GPUs, or (no findings, why they were not checked)."""
-    import asyncio
-
-    from tui.configs.lint import GPU_CHECKED_KINDS, gpu_findings
-    from tui.gpu.models import GpuUnavailable
-    from tui.gpu.once import read_once
-
     if args.no_gpu or document.kind not in GPU_CHECKED_KINDS:
         return [], None
     reading = asyncio.run(read_once(args.gpu_metrics_url))
@@ -206,8 +188,6 @@ def _gpu_lint(args: argparse.Namespace, document: Any) -> tuple[list[Any], str |
 
 
 def _lint(args: argparse.Namespace, kind: Any) -> int:
-    from tui.configs.lint import has_errors, lint_document, sort_findings
-
     opened = _open(args, kind)
     gpu_found, not_checked = _gpu_lint(args, opened.document)
     findings = sort_findings([*lint_document(opened.document), *gpu_found])
@@ -225,17 +205,12 @@ def _lint(args: argparse.Namespace, kind: Any) -> int:
 
 
 def _launch(args: argparse.Namespace, kind: Any) -> int:
-    from tui.configs.launch import render_launch
-
     opened = _open(args, kind)
     print(safe_text(render_launch(opened.kind, opened.document.data, args.format).rstrip("\n")))
     return 0
 
 
 def _example(args: argparse.Namespace, kind: Any) -> int:
-    from tui.configs.errors import UnreadableFileError
-    from tui.paths import sample_configs_dir
-
     path = sample_configs_dir() / EXAMPLES[args.name][0]
     try:
         text = path.read_text(encoding="utf-8")

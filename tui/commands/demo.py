@@ -19,13 +19,17 @@ import signal
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from tui.commands.replay import DEFAULT_RECORD_MAX_MB, add_record_arguments
+from tui.advice.live import KeptModels, read_models
+from tui.advice.sim_models import sim_step_cost
+from tui.commands import run_until_quit
+from tui.commands.replay import add_record_arguments
 from tui.format import fmt_setting
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings, Settings
+from tui.sim.gpu_page import GPU_METRICS_PATH
 from tui.sim.supervisor import (
     FOLDER_PREFIX,
     KEPT_FILE,
@@ -36,11 +40,10 @@ from tui.sim.supervisor import (
     clean_old_folders,
     restart_client,
 )
+from tui.sources import LiveSource
+from tui.telemetry.recording import DEFAULT_MAX_MB
 from tui.terminal import require_terminal
-
-if TYPE_CHECKING:
-    from tui.advice.live import KeptModels
-    from tui.ui.app import SpectopApp
+from tui.ui.app import SpectopApp
 
 # A = MTP off (the baseline), B = MTP on: the burst screen takes the first two endpoints as A and B,
 # so the first verdict reads "B is ... faster".
@@ -89,8 +92,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def start_sims(folder: Path, background_load_rps: float = 1.5) -> DemoSims:
     """Start the demo sims in `folder` and their watcher; on any failure, stop what started and raise."""
-    from tui.sim.gpu_page import GPU_METRICS_PATH
-
     sims = DemoSims(folder, background_load_rps)
     try:
         for name, config_name in DEMO_ENDPOINTS:
@@ -161,21 +162,19 @@ def run(args: argparse.Namespace) -> int:
     previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with demo_sims(args.background_load, keep=args.keep) as sims:
-            from tui.ui.terminal_guard import run_app
-            from tui.widgets.worker_errors import print_recovery_notes
-
             app = demo_app(sims, args.poll_interval, args.record, args.record_max_mb)
 
             def tell(message: str) -> None:  # from the watcher thread: notify only posts a message
                 app.notify(message, title="simulator down", severity="error", timeout=30, markup=False)
 
             sims.on_exit = tell
-            run_app(app)  # a signal now ends the app from its event loop; this handler is back after
-            print_recovery_notes(app)  # after Textual's traceback, if it failed
+            code = run_until_quit(
+                app
+            )  # a signal now ends the app from its event loop; this handler is back after
             sims.on_exit = None
             if args.keep:
                 print(f"spectop demo: logs and configs kept in {sims.folder}")
-            return app.return_code or 0
+            return code
     except DemoError as error:
         print(f"spectop demo: {error}")
         return 1
@@ -188,12 +187,9 @@ def demo_app(
     sims: DemoSims,
     poll_interval_s: float = 1.0,
     record: str | None = None,
-    record_max_mb: float = DEFAULT_RECORD_MAX_MB,
+    record_max_mb: float = DEFAULT_MAX_MB,
 ) -> SpectopApp:
     """The dashboard on the demo's sims (what `spectop demo` runs)."""
-    from tui.sources import LiveSource
-    from tui.ui.app import SpectopApp
-
     settings = Settings(poll_interval_s=poll_interval_s, endpoints=sims.endpoints)
     return SpectopApp(
         settings,
@@ -206,11 +202,6 @@ def demo_app(
 
 def demo_step_costs(sims: DemoSims) -> KeptModels:
     """The advisor's models: the kept ones, and each sim's own step cost (in memory, never written)."""
-    from dataclasses import replace
-
-    from tui.advice.live import read_models
-    from tui.advice.sim_models import sim_step_cost
-
     kept = read_models()
     models = [model for sim in sims.sims if (model := sim_step_cost(sim.config, sim.url)) is not None]
     return replace(kept, models=kept.models.model_copy(update={"models": [*kept.models.models, *models]}))

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 
 from tui.cli_options import completes_files
+from tui.commands import fail, run_until_quit, say
+from tui.configs.errors import ConfigError
+from tui.configs.kinds import parse_kind
 from tui.terminal import require_terminal
+from tui.ui.editor_app import EditorApp
+from tui.validators import normalize_http_url, scheme_was_added
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,36 +40,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui.configs.errors import ConfigError
-    from tui.configs.kinds import parse_kind
-
     try:
         kind = parse_kind(args.kind) if args.kind else None
     except ConfigError as error:
-        print(f"spectop edit: {error}", file=sys.stderr)
-        return 2
+        return fail("edit", str(error))
     if not args.file.is_file():
-        print(f"spectop edit: {args.file}: no such file", file=sys.stderr)
-        return 2
+        return fail("edit", f"{args.file}: no such file")
     restart = shlex.split(args.restart_command) if args.restart_command else None
     health_url = None
     if args.health_url is not None:
-        from tui.validators import normalize_http_url, scheme_was_added
-
         try:
             health_url = normalize_http_url(args.health_url)  # the one URL rule (settings, snapshot, bench)
         except ValueError as error:
-            print(f"spectop edit: --health-url: {error}", file=sys.stderr)
-            return 2
+            return fail("edit", f"--health-url: {error}")
         if scheme_was_added(args.health_url, health_url):
-            print(f"spectop edit: --health-url: no scheme given; using {health_url}", file=sys.stderr)
+            say("edit", f"--health-url: no scheme given; using {health_url}")
     if args.health_timeout <= 0:
-        print("spectop edit: --health-timeout must be > 0", file=sys.stderr)
-        return 2
+        return fail("edit", "--health-timeout must be > 0")
     require_terminal("edit")
-    from tui.ui.editor_app import EditorApp
-    from tui.widgets.worker_errors import print_recovery_notes
-
     app = EditorApp(
         args.file,
         kind=kind,
@@ -74,8 +66,4 @@ def run(args: argparse.Namespace) -> int:
         log_file=args.log_file,
         health_timeout_s=args.health_timeout,
     )
-    from tui.ui.terminal_guard import run_app
-
-    run_app(app)
-    print_recovery_notes(app)  # after Textual's traceback, if it failed
-    return app.return_code or 0
+    return run_until_quit(app)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tui.cli_options import completes_files
-
-if TYPE_CHECKING:
-    from tui.telemetry.events import LogEvent
+from tui.commands import fail, say
+from tui.telemetry.events import LogEvent
+from tui.telemetry.logs import LogParser
+from tui.telemetry.logs.follow import follow_events
+from tui.telemetry.logs.render import event_json, event_text
+from tui.telemetry.tailer import LogTailer
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,21 +49,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
     path = Path(args.file)
     if not args.follow and not path.is_file():
         reason = "is a directory" if path.is_dir() else "does not exist"
-        print(f"spectop logs: {path} {reason}", file=sys.stderr)
-        return 2
+        return fail("logs", f"{path} {reason}")
     try:
         nul = _first_nul(path) if path.is_file() else None
         if nul is not None:
-            print(
-                f"spectop logs: {path} is not a text log: it holds binary data (a NUL byte at offset {nul})",
-                file=sys.stderr,
+            return fail(
+                "logs", f"{path} is not a text log: it holds binary data (a NUL byte at offset {nul})"
             )
-            return 2
         asyncio.run(_print_events(path, args))
     except KeyboardInterrupt:
         return 0
@@ -67,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.close()
         return 0
     except OSError as error:  # unreadable file (permissions, I/O error)
-        print(f"spectop logs: cannot read {path}: {error.strerror or error}", file=sys.stderr)
-        return 2
+        return fail("logs", f"cannot read {path}: {error.strerror or error}")
     return 0
 
 
@@ -82,13 +80,6 @@ def _first_nul(path: Path) -> int | None:
 
 
 async def _print_events(path: Path, args: argparse.Namespace) -> None:
-    import os
-
-    from tui.telemetry.logs import LogParser
-    from tui.telemetry.logs.follow import follow_events
-    from tui.telemetry.logs.render import event_json, event_text
-    from tui.telemetry.tailer import LogTailer
-
     render = event_json if args.json else event_text
     parser = LogParser(None if args.backend == "auto" else args.backend)
     out = sys.stdout
@@ -106,7 +97,7 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
         from_start = args.from_start or not os.path.exists(path)
 
         def notice(text: str) -> None:  # "waiting for FILE to appear", rotations, truncations (like tail -F)
-            print(f"spectop logs: {text}", file=sys.stderr, flush=True)
+            say("logs", text)
 
         async for _, events in follow_events(path, parser, from_start=from_start, on_notice=notice):
             for event in events:
@@ -132,15 +123,14 @@ def _report_unread(unread: int) -> None:
     """Events dropped for an impossible figure (garbled lines) are never printed; say how many on stderr."""
     if unread:
         noun = "event" if unread == 1 else "events"
-        print(f"spectop logs: {unread} {noun} unread (impossible figures in garbled lines)", file=sys.stderr)
+        say("logs", f"{unread} {noun} unread (impossible figures in garbled lines)")
 
 
 def _report_failed(failed: int, last_failure: str | None) -> None:
     """Lines the parser raised on (a spectop bug, not the server's) give no events; say how many on stderr."""
     if failed:
         noun = "line" if failed == 1 else "lines"
-        print(
-            f"spectop logs: {failed} {noun} unreadable (the parser failed on them, a spectop bug; last: "
-            f"{last_failure})",
-            file=sys.stderr,
+        say(
+            "logs",
+            f"{failed} {noun} unreadable (the parser failed on them, a spectop bug; last: {last_failure})",
         )

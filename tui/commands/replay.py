@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from tui.cli_options import completes_files
+from tui.commands import fail, run_until_quit
+from tui.settings import Settings, SettingsError, load_settings
+from tui.sources import ReplaySource
+from tui.telemetry.recording import DEFAULT_MAX_MB, RecordingError, check_recording
 from tui.terminal import require_terminal
-
-# = tui.telemetry.recording.DEFAULT_MAX_MB (a test checks), not imported: `spectop --help` stays light
-DEFAULT_RECORD_MAX_MB = 256
+from tui.ui.app import SpectopApp
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,9 +23,9 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--record-max-mb",
         type=float,
-        default=DEFAULT_RECORD_MAX_MB,
+        default=DEFAULT_MAX_MB,
         metavar="MB",
-        help=f"rotate the recording to FILE.1 past this size (default {DEFAULT_RECORD_MAX_MB}; 0: no cap)",
+        help=f"rotate the recording to FILE.1 past this size (default {DEFAULT_MAX_MB}; 0: no cap)",
     )
 
 
@@ -52,41 +53,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.exists():
-        print(f"spectop replay: {path}: no such file", file=sys.stderr)
-        return 2
+        return fail("replay", f"{path}: no such file")
     if path.is_dir() or not path.is_file():  # a folder, /dev/null, a pipe: there is no recording to read
         what = "a folder" if path.is_dir() else "not a regular file"
-        print(f"spectop replay: {path} is not a spectop recording ({what})", file=sys.stderr)
-        return 2
+        return fail("replay", f"{path} is not a spectop recording ({what})")
     if args.speed < 0:
-        print(f"spectop replay: --speed must be 0 or more, got {args.speed}", file=sys.stderr)
-        return 2
-    from tui.telemetry.recording import RecordingError, check_recording
-
+        return fail("replay", f"--speed must be 0 or more, got {args.speed}")
     try:
         check_recording(path)  # before any screen: a config file or a log given by mistake is said so
     except RecordingError as error:
-        print(f"spectop replay: {path} is not a spectop recording ({error})", file=sys.stderr)
-        return 2
+        return fail("replay", f"{path} is not a spectop recording ({error})")
     except OSError as error:
-        print(f"spectop replay: cannot read {path}: {error.strerror or error}", file=sys.stderr)
-        return 2
-    from tui.settings import Settings, SettingsError, load_settings
-
+        return fail("replay", f"cannot read {path}: {error.strerror or error}")
     try:
         settings = load_settings(config_path=args.config) if args.config else Settings()
     except SettingsError as error:
-        print(f"spectop replay: {error}", file=sys.stderr)
-        return 2
+        return fail("replay", str(error))
     settings.endpoints = []  # the recording names its endpoints
     require_terminal("replay")
-    from tui.sources import ReplaySource
-    from tui.ui.app import SpectopApp
-    from tui.widgets.worker_errors import print_recovery_notes
-
-    app = SpectopApp(settings, source=ReplaySource(path, args.speed))
-    from tui.ui.terminal_guard import run_app
-
-    run_app(app)
-    print_recovery_notes(app)  # after Textual's traceback, if it failed
-    return app.return_code or 0
+    return run_until_quit(SpectopApp(settings, source=ReplaySource(path, args.speed)))

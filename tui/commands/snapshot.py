@@ -10,21 +10,43 @@ served an inconsistent page), 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import math
-import sys
+import os
 import textwrap
-from typing import TYPE_CHECKING, Any
+import time
+from typing import Any
 
-from tui.format import fmt_setting
+import httpx
+from pydantic import ValidationError
 
-if TYPE_CHECKING:
-    import httpx
-
-    from tui.advice.advisor import Advice
-    from tui.settings import EndpointSettings
-    from tui.telemetry.figures import Figures
-    from tui.telemetry.scraper import Scrape
+from tui.advice.advisor import Advice
+from tui.advice.fleet import advice_lines, group_advices, instance_advice
+from tui.advice.live import advice_for, read_models
+from tui.auth import ApiKeyError, api_key_from_env, endpoint_headers
+from tui.commands import fail, say
+from tui.fleet.flags import add_fleet_arguments
+from tui.fleet.options import prometheus_settings
+from tui.fleet.poller import FleetPoller
+from tui.fleet.snapshot import row, table
+from tui.format import FIGURES, FIGURES_FAILED, figure_text, fmt_setting
+from tui.format import note_lines as grouped_notes
+from tui.sanitize import safe_line
+from tui.settings import (
+    EndpointSettings,
+    SettingsError,
+    endpoint_from_url,
+    find_settings_file,
+    parse_settings,
+)
+from tui.tables import render_json
+from tui.telemetry.figures import Figures
+from tui.telemetry.monitor import fetch_model_ids
+from tui.telemetry.scraper import Scrape, scrape_with_slots
+from tui.telemetry.snapshot_record import snapshot_record
+from tui.telemetry.window import ScrapeWindow
+from tui.validators import check_env_var_name, friendly_message, scheme_was_added, without_credentials
 
 DEFAULT_WINDOW_S = 5.0
 DEFAULT_TIMEOUT_S = 5.0
@@ -71,9 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="environment variable holding the API key, sent as a Bearer token (the key itself is "
         "never an argument)",
     )
-    from tui.fleet.flags import add_fleet_arguments  # fleet mode: tui/fleet/snapshot.py
-
-    add_fleet_arguments(parser, group_by=False)
+    add_fleet_arguments(parser, group_by=False)  # fleet mode: tui/fleet/snapshot.py
     parser.set_defaults(func=run)
 
 
@@ -92,8 +112,6 @@ class _Result:
         self.advice: Advice | None = None  # the what-if advisor (tui/advice/advisor.py)
 
     def as_json(self) -> dict[str, Any]:
-        from tui.telemetry.snapshot_record import snapshot_record
-
         record = snapshot_record(
             url=self.url,
             backend=self.backend,
@@ -119,18 +137,6 @@ def _model_of(scrape: Scrape) -> str | None:
 async def _measure(
     endpoints: list[EndpointSettings], urls: list[str], window_s: float, timeout_s: float
 ) -> list[_Result]:
-    import asyncio
-    import time
-
-    import httpx
-
-    from tui.auth import endpoint_headers
-    from tui.format import FIGURES_FAILED
-    from tui.telemetry.figures import Figures
-    from tui.telemetry.monitor import fetch_model_ids
-    from tui.telemetry.scraper import scrape_with_slots
-    from tui.telemetry.window import ScrapeWindow
-
     results = [_Result(url, window_s) for url in urls]
     known: dict[str, str | None] = {}
 
@@ -199,10 +205,8 @@ async def _measure(
 
 def note_lines(notes: dict[str, str], width: int = WIDTH) -> list[str]:
     """Notes grouped by text ("acceptance, TPOT: from finished requests only"), wrapped."""
-    from tui.format import note_lines as grouped
-
     lines = []
-    for line in grouped(notes):
+    for line in grouped_notes(notes):
         lines += textwrap.wrap(line, width=width, initial_indent="  * ", subsequent_indent="    ")
     return lines
 
@@ -211,8 +215,6 @@ MAX_ERROR_LINES = 8
 
 
 def _table(result: _Result) -> list[str]:
-    from tui.sanitize import safe_line
-
     header = " · ".join(
         part
         for part in (
@@ -235,8 +237,6 @@ def _table(result: _Result) -> list[str]:
         return lines
     f = result.figures
     assert f is not None
-    from tui.format import FIGURES, figure_text
-
     ttft = " / ".join(figure_text(f, key) for key in ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s"))
     keys = (
         "generation_tokens_per_s",
@@ -271,8 +271,6 @@ def _table(result: _Result) -> list[str]:
 
 def _advise(results: list[_Result], endpoints: list[EndpointSettings]) -> None:
     """The what-if advice of each endpoint that was up, from the kept step-cost models."""
-    from tui.advice.live import advice_for, read_models
-
     kept = read_models()
     for result, endpoint in zip(results, endpoints, strict=True):
         if result.up and result.figures is not None:
@@ -280,19 +278,10 @@ def _advise(results: list[_Result], endpoints: list[EndpointSettings]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from pydantic import ValidationError
-
-    from tui.settings import endpoint_from_url
-    from tui.tables import render_json
-    from tui.validators import friendly_message, scheme_was_added, without_credentials
-
     if args.prometheus or args.match:
         return _run_fleet(args)
     if not args.urls:
-        print("spectop snapshot: give at least one URL, or --prometheus URL", file=sys.stderr)
-        return 2
+        return fail("snapshot", "give at least one URL, or --prometheus URL")
     endpoints = []
     for url in args.urls:
         # An OpenAI client base URL (.../v1) names the same server.
@@ -300,35 +289,25 @@ def run(args: argparse.Namespace) -> int:
         try:
             endpoint = endpoint_from_url(base)
         except ValidationError as error:
-            shown = without_credentials(url)
-            print(f"spectop snapshot: {shown}: {friendly_message(dict(error.errors()[0]))}", file=sys.stderr)
-            return 2
+            return fail(
+                "snapshot", f"{without_credentials(url)}: {friendly_message(dict(error.errors()[0]))}"
+            )
         except ValueError as error:
-            print(f"spectop snapshot: {without_credentials(url)}: {error}", file=sys.stderr)
-            return 2
+            return fail("snapshot", f"{without_credentials(url)}: {error}")
         if scheme_was_added(base, endpoint.url):
-            print(f"spectop snapshot: {url}: no scheme given; using {endpoint.url}", file=sys.stderr)
+            say("snapshot", f"{url}: no scheme given; using {endpoint.url}")
         endpoints.append(endpoint)
     if args.api_key_env is not None:
-        import os
-
-        from tui.validators import check_env_var_name
-
         try:
             name = check_env_var_name(args.api_key_env)
         except ValueError as error:
-            print(f"spectop snapshot: --api-key-env: {error}", file=sys.stderr)
-            return 2
+            return fail("snapshot", f"--api-key-env: {error}")
         if not os.environ.get(name):
-            print(f"spectop snapshot: --api-key-env: {name} is not set (or empty)", file=sys.stderr)
-            return 2
-        from tui.auth import ApiKeyError, api_key_from_env
-
+            return fail("snapshot", f"--api-key-env: {name} is not set (or empty)")
         try:
             api_key_from_env(name)
         except ApiKeyError as error:
-            print(f"spectop snapshot: --api-key-env: {error}", file=sys.stderr)
-            return 2
+            return fail("snapshot", f"--api-key-env: {error}")
         endpoints = [endpoint.model_copy(update={"api_key_env": name}) for endpoint in endpoints]
     # Each endpoint as spectop read it (http:// added, a trailing / or /v1 dropped), also in the JSON.
     shown_urls = [endpoint.metrics_url or endpoint.url for endpoint in endpoints]
@@ -348,57 +327,40 @@ def _run_fleet(args: argparse.Namespace) -> int:
     nothing is waited for: the figures are PromQL over the last S seconds (S should span at least two of
     Prometheus' scrapes, else the rates are unknown). Exit 0 when every instance was up, 1 when one was not
     or Prometheus failed, 2 on bad arguments."""
-    import asyncio
-
-    from tui.advice.fleet import advice_lines, group_advices, instance_advice
-    from tui.advice.live import read_models
-    from tui.auth import ApiKeyError
-    from tui.fleet.options import prometheus_settings
-    from tui.fleet.poller import FleetPoller
-    from tui.fleet.snapshot import row, table
-    from tui.sanitize import safe_line
-    from tui.settings import SettingsError, find_settings_file, parse_settings
-    from tui.tables import render_json
 
     async def refresh_once(poller: FleetPoller) -> Any:
         async with poller:
             return await poller.refresh()
 
     if args.urls:
-        print("spectop snapshot: give URLs or --prometheus URL, not both", file=sys.stderr)
-        return 2
+        return fail("snapshot", "give URLs or --prometheus URL, not both")
     try:
         path = find_settings_file(getattr(args, "config", None))
         base = parse_settings(path.read_text(encoding="utf-8"), path).prometheus if path else None
         settings = prometheus_settings(base, args.prometheus, args.match)
     except (SettingsError, OSError) as error:
-        print(f"spectop snapshot: {error}", file=sys.stderr)
-        return 2
+        return fail("snapshot", str(error))
     assert settings is not None
     settings = settings.model_copy(update={"timeout_s": args.timeout})
     try:
         poller = FleetPoller(settings, args.window)
     except ApiKeyError as error:
-        print(f"spectop snapshot: {error}", file=sys.stderr)
-        return 2
+        return fail("snapshot", str(error))
     for name in poller.client.missing_secrets():
-        print(f"spectop snapshot: environment variable {name} is not set; asking without it", file=sys.stderr)
+        say("snapshot", f"environment variable {name} is not set; asking without it")
     refresh = asyncio.run(refresh_once(poller))
     if refresh.error is not None:
-        print(safe_line(f"spectop snapshot: {settings.url}: {refresh.error}"), file=sys.stderr)
-        return 1
+        return fail("snapshot", safe_line(f"{settings.url}: {refresh.error}"), 1)
     if not refresh.readings:
         where = f" matching {{{settings.match}}}" if settings.match else ""
-        print(
-            f"spectop snapshot: {settings.url}: no vLLM, SGLang or llama.cpp instance{where} in Prometheus",
-            file=sys.stderr,
+        return fail(
+            "snapshot", f"{settings.url}: no vLLM, SGLang or llama.cpp instance{where} in Prometheus", 1
         )
-        return 1
     if not any(reading.figures.generation_tokens_per_s is not None for reading in refresh.readings):
-        print(
-            f"spectop snapshot: no rate over the last {fmt_setting(args.window)} s; "
+        say(
+            "snapshot",
+            f"no rate over the last {fmt_setting(args.window)} s; "
             "the window must span at least two of Prometheus' scrapes",
-            file=sys.stderr,
         )
     kept = read_models()
     groups = group_advices(refresh.readings, kept)

@@ -21,14 +21,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tui.sim.config import SimConfig
 from tui.sim.control import control_error
-from tui.sim.engine import SimEngine, SimRequest
+from tui.sim.engine import MetricsRecorder, SimEngine, SimRequest
 from tui.sim.faults import GARBAGE_METRICS, FaultSettings
 from tui.sim.gpu_page import CONTENT_TYPE as GPU_CONTENT_TYPE
 from tui.sim.gpu_page import GPU_METRICS_PATH, SimGpus
 from tui.sim.logs import VERSIONS, LogWriter
 from tui.sim.openai_shapes import ChatBody, ChunkMaker, CompletionBody, error_body
 from tui.sim.per_request import GenerateBody, ResponseOptions, StepLog, decorate, sglang_meta_info
-from tui.sim.recorder import MetricsRecorder
 from tui.sim.tokens import count_tokens
 
 MAX_BODY_BYTES = 4 * 1024 * 1024

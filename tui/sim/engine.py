@@ -129,6 +129,27 @@ class EngineObserver:
         return None
 
 
+class MetricsRecorder(EngineObserver):
+    """Base class; one subclass per server flavour (`metrics_vllm`, `metrics_sglang`, `metrics_llamacpp`)."""
+
+    content_type = "text/plain; version=0.0.4; charset=utf-8"
+
+    def render(self) -> bytes:
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def idle_tick(self, now: float, running: int, waiting: int) -> None:
+        """Called about once a second, for servers that re-publish gauges while idle."""
+        return None
+
+    def http_request(
+        self, method: str, path: str, status: int, request_bytes: int, response_bytes: int, duration_s: float
+    ) -> None:
+        return None
+
+
 @dataclass
 class EngineTotals:
     """Model-time accounting, for speed comparisons that do not depend on wall-clock jitter."""

@@ -29,16 +29,6 @@ LoadFn = Callable[[], tuple[int, int, float]]  # running, waiting, KV usage frac
 VERSIONS = {"vllm": "0.28.0", "sglang": "0.5.15", "llamacpp": "b0-unknown"}
 
 
-def uvicorn_shutdown_lines(pid: int) -> tuple[str, ...]:
-    """What uvicorn prints on a clean stop (vLLM and SGLang both serve through it)."""
-    return (
-        "Shutting down",
-        "Waiting for application shutdown.",
-        "Application shutdown complete.",
-        f"Finished server process [{pid}]",
-    )
-
-
 class LogWriter(EngineObserver):
     """Base: buffering and the async flush; flavours format the lines."""
 
@@ -88,14 +78,24 @@ class LogWriter(EngineObserver):
     def ready(self, host: str, port: int) -> None:
         raise NotImplementedError
 
-    def shutdown(self) -> None:
-        return None
-
     def oom(self) -> None:
         raise NotImplementedError
 
+    # vLLM and SGLang serve through uvicorn: its lines, in the flavour's log format
+    def uvicorn_line(self, text: str) -> None:
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        for text in (
+            "Shutting down",
+            "Waiting for application shutdown.",
+            "Application shutdown complete.",
+            f"Finished server process [{self.pid}]",
+        ):
+            self.uvicorn_line(text)
+
     def access(self, client: str, method: str, path: str, status: int) -> None:
-        return None
+        self.uvicorn_line(f'{client} - "{method} {path} HTTP/1.1" {_status(status)}')
 
 
 def _status(status: int) -> str:
@@ -232,14 +232,13 @@ class VllmLogWriter(LogWriter):
             "Waiting for application startup.",
             "Application startup complete.",
         ):
-            self.emit(f"(APIServer pid={self.pid}) INFO:     {text}")
+            self.uvicorn_line(text)
         now = time.monotonic()
         self._reset_interval(now)
         self._spec_started = now
 
-    def shutdown(self) -> None:
-        for text in uvicorn_shutdown_lines(self.pid):
-            self.emit(f"(APIServer pid={self.pid}) INFO:     {text}")
+    def uvicorn_line(self, text: str) -> None:
+        self.emit(f"(APIServer pid={self.pid}) INFO:     {text}")
 
     def oom(self) -> None:
         c = self.config
@@ -261,11 +260,6 @@ class VllmLogWriter(LogWriter):
         self.emit(
             f"(APIServer pid={self.pid}) RuntimeError: Engine core initialization failed. See root cause "
             "above. Failed core proc(s): {}"
-        )
-
-    def access(self, client: str, method: str, path: str, status: int) -> None:
-        self.emit(
-            f'(APIServer pid={self.pid}) INFO:     {client} - "{method} {path} HTTP/1.1" {_status(status)}'
         )
 
     # ---- periodic stats -------------------------------------------------------------------------
@@ -399,14 +393,13 @@ class SglangLogWriter(LogWriter):
             "Application startup complete.",
             f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)",
         ):
-            self.line(f"INFO:     {text}")
+            self.uvicorn_line(text)
         self.line("The server is fired up and ready to roll!")
         self.window.reset(time.monotonic())
         self._last_prefill = time.monotonic()
 
-    def shutdown(self) -> None:
-        for text in uvicorn_shutdown_lines(self.pid):
-            self.line(f"INFO:     {text}")
+    def uvicorn_line(self, text: str) -> None:
+        self.line(f"INFO:     {text}")
 
     def oom(self) -> None:
         c = self.config
@@ -425,9 +418,6 @@ class SglangLogWriter(LogWriter):
         )
         self.emit("")
         self.line("Received sigquit from a child process. It usually means the child failed.")
-
-    def access(self, client: str, method: str, path: str, status: int) -> None:
-        self.line(f'INFO:     {client} - "{method} {path} HTTP/1.1" {_status(status)}')
 
     def step_done(self, report: StepReport) -> None:
         now = report.end
@@ -493,6 +483,9 @@ class LlamacppLogWriter(LogWriter):
 
     def shutdown(self) -> None:
         self.line("I", "srv    operator(): operator(): cleaning up before exit...")
+
+    def access(self, client: str, method: str, path: str, status: int) -> None:
+        return None  # llama.cpp logs no access lines
 
     def oom(self) -> None:
         c = self.config

@@ -10,8 +10,7 @@ from __future__ import annotations
 import time
 
 from tui.sim.config import SimConfig
-from tui.sim.engine import SimRequest, StepReport
-from tui.sim.recorder import MetricsRecorder
+from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 
 COUNTERS = (
     ("prompt_tokens_total", "Number of prompt tokens processed, excluding cached tokens"),

@@ -19,8 +19,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from tui.sim.config import SimConfig
-from tui.sim.engine import SimRequest, StepReport
-from tui.sim.recorder import MetricsRecorder
+from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 from tui.sim.tally import BucketCounts, DecodeWindow
 
 TOKEN_BUCKETS = [
@@ -383,52 +382,35 @@ class SglangRecorder(MetricsRecorder, Collector):
         return generate_latest(self.registry)
 
     def collect(self) -> Iterator[Metric]:
-        tok = self.tokenizer_labels
-        yield _counter(
-            "prompt_tokens", "Number of prefill tokens processed.", [(tok, self.counters["prompt_tokens"])]
-        )
-        yield _counter(
-            "generation_tokens",
-            "Number of generation tokens processed.",
-            [(tok, self.counters["generation_tokens"])],
-        )
-        yield _counter(
-            "spec_verify_calls",
-            "Number of speculative decoding verification calls.",
-            [(tok, self.counters["spec_verify_calls"])],
-        )
-        yield _histogram(
-            "prompt_tokens_histogram", "Histogram of prompt token length.", [(tok, self.prompt_hist)]
-        )
-        yield _histogram(
-            "uncached_prompt_tokens_histogram",
-            "Histogram of uncached (compute) prompt token length.",
-            [(tok, self.uncached_hist)],
-        )
-        yield _histogram(
-            "generation_tokens_histogram",
-            "Histogram of generation token length.",
-            [(tok, self.generation_hist)],
-        )
+        tok, counters = self.tokenizer_labels, self.counters
+        for name, documentation in (
+            ("prompt_tokens", "Number of prefill tokens processed."),
+            ("generation_tokens", "Number of generation tokens processed."),
+            ("spec_verify_calls", "Number of speculative decoding verification calls."),
+        ):
+            yield _counter(name, documentation, [(tok, counters[name])])
+        for name, documentation, hist in (
+            ("prompt_tokens_histogram", "Histogram of prompt token length.", self.prompt_hist),
+            (
+                "uncached_prompt_tokens_histogram",
+                "Histogram of uncached (compute) prompt token length.",
+                self.uncached_hist,
+            ),
+            ("generation_tokens_histogram", "Histogram of generation token length.", self.generation_hist),
+        ):
+            yield _histogram(name, documentation, [(tok, hist)])
         yield _counter(
             "cached_tokens",
             "Number of cached prompt tokens by source (device/host/storage).",
-            [({"cache_source": "device", **tok}, self.counters["cached_tokens"])],
+            [({"cache_source": "device", **tok}, counters["cached_tokens"])],
         )
-        yield _counter(
-            "num_requests", "Number of requests processed.", [(tok, self.counters["num_requests"])]
-        )
-        yield _histogram(
-            "time_to_first_token_seconds", "Histogram of time to first token in seconds.", [(tok, self.ttft)]
-        )
-        yield _histogram(
-            "inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", [(tok, self.itl)]
-        )
-        yield _histogram(
-            "e2e_request_latency_seconds",
-            "Histogram of End-to-end request latency in seconds",
-            [(tok, self.e2e)],
-        )
+        yield _counter("num_requests", "Number of requests processed.", [(tok, counters["num_requests"])])
+        for name, documentation, hist in (
+            ("time_to_first_token_seconds", "Histogram of time to first token in seconds.", self.ttft),
+            ("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", self.itl),
+            ("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", self.e2e),
+        ):
+            yield _histogram(name, documentation, [(tok, hist)])
         cpu = time.process_time()
         yield _counter(
             "process_cpu_seconds",

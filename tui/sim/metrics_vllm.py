@@ -26,8 +26,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import CollectorRegistry as _Registry
 
 from tui.sim.config import SimConfig
-from tui.sim.engine import SimRequest, StepReport
-from tui.sim.recorder import MetricsRecorder, one_two_five_buckets
+from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 
 TTFT_BUCKETS = [
     0.001,
@@ -126,6 +125,19 @@ FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 LABELS = ["model_name", "engine"]
 
 
+def one_two_five_buckets(maximum: int) -> list[float]:
+    """vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... up to `maximum`."""
+    buckets: list[float] = []
+    exponent = 0
+    while True:
+        for mantissa in (1, 2, 5):
+            value = mantissa * 10**exponent
+            if value > maximum:
+                return buckets
+            buckets.append(float(value))
+        exponent += 1
+
+
 class _SimulatedProcessCollector(ProcessCollector):
     """The process figures, with the simulated server's start time: a restart (SIGHUP, a new recorder)
     is a new server, as a real restart is a new process (spectop tells them apart by it)."""
@@ -211,7 +223,7 @@ class VllmRecorder(MetricsRecorder):
             registry=self.registry,
         )
         self.waiting_capacity = by_reason.labels(**labels, reason="capacity")
-        self.waiting_deferred = by_reason.labels(**labels, reason="deferred")
+        by_reason.labels(**labels, reason="deferred")
         sleep = Gauge(
             "vllm:engine_sleep_state",
             "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "

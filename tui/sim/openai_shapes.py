@@ -5,13 +5,12 @@ from __future__ import annotations
 import secrets
 import string
 import time
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tui.sim.engine import SimRequest
 
-Flavor = Literal["vllm", "sglang", "llamacpp"]
 FLAVORS: tuple[str, ...] = ("vllm", "sglang", "llamacpp")
 _ALNUM = string.ascii_letters + string.digits
 
@@ -21,22 +20,28 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
-class _Common(BaseModel):
+class Sampling(BaseModel):
+    """The sampling fields every generation body has (OpenAI's at the top level, SGLang's in
+    `sampling_params`)."""
+
     model_config = ConfigDict(extra="allow")
-    model: str | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
-    seed: int | None = None
-    stream: bool = False
-    stream_options: StreamOptions | None = None
     stop: str | list[str] | None = None
     ignore_eos: bool = False
-    n: int = Field(default=1, ge=1, le=1)
 
     def stops(self) -> list[str]:
         if self.stop is None:
             return []
         return [self.stop] if isinstance(self.stop, str) else list(self.stop)
+
+
+class _Common(Sampling):
+    model: str | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: int = Field(default=1, ge=1, le=1)
 
     @property
     def include_usage(self) -> bool:
@@ -249,18 +254,15 @@ class ChunkMaker:
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if self.flavor != "llamacpp":
                 message.update(reasoning_content=None, tool_calls=[])
-            choice: dict[str, Any] = {
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": finish,
-            }
-            if self.flavor == "llamacpp":
-                choice = {"finish_reason": finish, "index": 0, "message": message}
+            choice: dict[str, Any] = (
+                {"finish_reason": finish, "index": 0, "message": message}
+                if self.flavor == "llamacpp"
+                else {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
+            )
+        elif self.flavor == "llamacpp":
+            choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": finish}
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
-            if self.flavor == "llamacpp":
-                choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": finish}
         if self.flavor == "vllm":
             choice["stop_reason"] = request.stop_reason
         elif self.flavor == "sglang":

@@ -22,9 +22,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tui.sim.engine import EngineObserver, SimRequest, StepReport
+from tui.sim.openai_shapes import Sampling
 
 SpecMetrics = Literal["none", "summary", "detailed"]
-SPEC_METRICS: tuple[str, ...] = ("none", "summary", "detailed")
 
 
 @dataclass(frozen=True)
@@ -142,18 +142,9 @@ def decorate(
 # ---- SGLang native /generate ----------------------------------------------------------------------
 
 
-class SamplingParams(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class SamplingParams(Sampling):
     max_new_tokens: int | None = Field(default=128, ge=1)
-    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
-    stop: str | list[str] | None = None
-    ignore_eos: bool = False
     seed: int | None = Field(default=None, alias="sampling_seed")
-
-    def stops(self) -> list[str]:
-        if self.stop is None:
-            return []
-        return [self.stop] if isinstance(self.stop, str) else list(self.stop)
 
 
 class GenerateBody(BaseModel):

@@ -1,10 +1,14 @@
-"""`SimServer`: the simulator as an async context manager on a loopback port, for the CLI and for tests."""
+"""`SimServer`: the simulator as an async context manager on a loopback port, for the CLI and for tests;
+`serve_until_signalled` runs one as a process (ready line on stdout, SIGINT/SIGTERM stop, SIGHUP restart)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import socket
+import sys
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -16,9 +20,9 @@ import uvicorn
 from tui.sim.app import AppContext, build_app
 from tui.sim.background import run_background_load
 from tui.sim.behaviour import Behaviour
-from tui.sim.config import SimConfig, SimStartupError, load_sim_config
+from tui.sim.config import SimConfig, SimConfigError, SimStartupError, load_sim_config
 from tui.sim.control import FAULT_NAMES, ControlChanges, KeptControl, parse_changes
-from tui.sim.engine import SimEngine
+from tui.sim.engine import MetricsRecorder, SimEngine
 from tui.sim.faults import FaultSettings
 from tui.sim.gpu_page import SimGpus
 from tui.sim.logs import LogWriter, make_log_writer
@@ -28,7 +32,6 @@ from tui.sim.metrics_vllm import VllmRecorder
 from tui.sim.openai_shapes import FLAVORS
 from tui.sim.per_request import ResponseOptions
 from tui.sim.per_request import observers as per_request_observers
-from tui.sim.recorder import MetricsRecorder
 
 
 def make_recorder(flavor: str, config: SimConfig, started: float | None = None) -> MetricsRecorder:
@@ -52,7 +55,8 @@ class SimServer:
     """An in-process simulated vLLM / SGLang / llama.cpp server on a loopback port.
 
     `async with SimServer(flavor="sglang") as sim:` starts it on a free port (`sim.base_url`). Keyword
-    arguments beyond the named ones are `[sim]` fields (e.g. `acceptance=[0.9, 0.6]`, `step_base_ms=1.0`).
+    arguments beyond the named ones are `[sim]` fields over the config file's (e.g. `acceptance=[0.9, 0.6]`,
+    `speed=4.0`, `log_interval_s=0.3`); None leaves the file's.
     """
 
     restart_down_s = 1.0
@@ -66,11 +70,7 @@ class SimServer:
         host: str = "127.0.0.1",
         log_path: Path | None = None,
         api_key: str | None = None,
-        log_interval_s: float | None = None,
-        speed: float = 1.0,
-        seed: int = 0,
         faults: FaultSettings | None = None,
-        background_load_rps: float = 0.0,
         gpu: bool = False,
         responses: ResponseOptions | None = None,
         control_file: Path | None = None,
@@ -87,15 +87,7 @@ class SimServer:
         self.faults = faults or FaultSettings()
         self.responses = responses or ResponseOptions()  # per-request figures in responses
         self.kept_control = KeptControl(control_file)  # ValueError: a file that is not kept changes
-        self.overrides: dict[str, Any] = dict(behaviour_overrides)
-        if log_interval_s is not None:
-            self.overrides["log_interval_s"] = log_interval_s
-        if speed != 1.0:
-            self.overrides["speed"] = speed
-        if seed:
-            self.overrides["seed"] = seed
-        if background_load_rps:
-            self.overrides["background_load_rps"] = background_load_rps
+        self.overrides = {key: value for key, value in behaviour_overrides.items() if value is not None}
         self.config: SimConfig = load_sim_config(self.config_path, self.overrides)
         self.background_load_rps = self.config.sim.background_load_rps
         # `--gpu`: a DCGM exporter page at /sim/gpu/metrics (kept across restarts: the energy counter)
@@ -333,3 +325,64 @@ class SimServer:
     @property
     def model(self) -> str:
         return self.config.model_name
+
+
+PARENT_CHECK_S = 0.5
+
+
+async def _watch_parent(parent_pid: int, stop: asyncio.Event) -> None:
+    """Stop once the process that started us is gone (reparented), even after a SIGKILL of it."""
+    while not stop.is_set():
+        if os.getppid() != parent_pid:
+            print(f"spectop sim: parent process {parent_pid} is gone: stopping", file=sys.stderr, flush=True)
+            stop.set()
+            return
+        await asyncio.sleep(PARENT_CHECK_S)
+
+
+async def serve_until_signalled(server: SimServer, parent_pid: int | None = None) -> int:
+    """Start, print `spectop sim: <flavor> listening on <url>`, and serve until SIGINT/SIGTERM.
+
+    SIGHUP re-reads the config file and restarts (a simulated restart); a restart that fails like a
+    start-up (OOM) ends the process with exit code 1. Raises `SimStartupError` if the first start fails.
+    With `parent_pid` (`--parent-pid`, which `spectop demo` passes) it also stops when that process is
+    no longer its parent: the demo's sims never outlive it, whatever killed it.
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    outcome = {"code": 0}
+    restarting: set[asyncio.Task[None]] = set()
+
+    async def restart() -> None:
+        try:
+            await server.restart()
+        except (SimStartupError, SimConfigError) as error:
+            print(f"spectop sim: error: {error}", file=sys.stderr, flush=True)
+            outcome["code"] = 1
+            stop.set()
+            return
+        print(f"spectop sim: {server.flavor} restarted on {server.base_url}", flush=True)
+
+    def on_hangup() -> None:
+        if not restarting:
+            task = asyncio.create_task(restart())
+            restarting.add(task)
+            task.add_done_callback(restarting.discard)
+
+    await server.start()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, on_hangup)
+    print(f"spectop sim: {server.flavor} listening on {server.base_url}", flush=True)
+    watchdog = asyncio.create_task(_watch_parent(parent_pid, stop)) if parent_pid else None
+    try:
+        await stop.wait()
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+        for task in list(restarting):
+            task.cancel()
+        await server.stop()
+    return outcome["code"]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui.configs.restart import last_errors
 from tui.format import fmt_setting
 from tui.sanitize import safe_line
 
@@ -88,8 +89,6 @@ class DemoSim:
 
     def why_it_exited(self) -> str:
         """The exit code and the error lines the run left in its log (or its stderr)."""
-        from tui.configs.restart import last_errors  # the log grammars: not before the dashboard
-
         assert self.process is not None
         errors = last_errors(self.log_file, 3, start=self.log_start)
         if not errors:

@@ -31,6 +31,8 @@ from tui.board import Board, LogEntry
 from tui.fit_text import fit_words
 from tui.sanitize import safe_line, safe_text
 from tui.screens.context import EndpointScreen, ScreenContext
+from tui.screens.dashboard import DashboardScreen
+from tui.screens.help import HelpScreen
 from tui.settings import EndpointSettings, Settings
 from tui.sources import LiveSource, ReplaySource, Source
 from tui.sources.updates import Finished, Notice, ReadingsArrived, Update
@@ -208,10 +210,8 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
     # --- life cycle -----------------------------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen[Any]:
-        from tui.screens.dashboard import DashboardScreen
-
         if self.source.is_fleet:  # fleet mode: the instances' table when cards do not fit (imported then)
-            from tui.widgets.fleet_table import FleetTable
+            from tui.widgets.fleet_table import FleetTable  # not before the first frame (a test)
 
             return DashboardScreen(self.context, table=FleetTable(self.context.fleet_view()))
         return DashboardScreen(self.context)
@@ -247,8 +247,8 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
 
     async def _make_guard(self) -> None:
         await asyncio.to_thread(importlib.import_module, "tui.screens.guard")  # off the event loop
-        from tui.advice.guard_control import GuardController
-        from tui.screens.guard import DialogPorts
+        from tui.advice.guard_control import GuardController  # lazy: +16% on the first frame
+        from tui.screens.guard import DialogPorts  # lazy: +16% on the first frame
 
         source, clock = self.source, self._wall_clock
         ports = DialogPorts(
@@ -387,9 +387,9 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
     def _guard_facts(self, endpoint: EndpointSettings) -> GuardFacts:
         """What only the app knows for the guard: a planned restart under way, and whether the user is
         at the endpoint's config (its editor, or a tune of it, on the screen stack)."""
-        from tui.advice.guard_control import GuardFacts
-        from tui.screens.editor import EditorScreen
-        from tui.screens.tune import TuneScreen
+        from tui.advice.guard_control import GuardFacts  # lazy: +16% on the first frame
+        from tui.screens.editor import EditorScreen  # not before the first frame (a test)
+        from tui.screens.tune import TuneScreen  # lazy: +13% on the first frame
 
         editing = any(
             (isinstance(screen, TuneScreen) and screen.endpoint.name == endpoint.name)
@@ -434,14 +434,12 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         return True
 
     def action_help(self) -> None:
-        from tui.screens.help import HelpScreen
-
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
     def open_log(self, name: str) -> None:
         """The endpoint's log file full screen (the log viewer); said why not when it has none."""
-        from tui.screens.log_viewer import LogViewerScreen
+        from tui.screens.log_viewer import LogViewerScreen  # not before the first frame (a test)
 
         endpoint = self.board.endpoint(name)
         log_file = getattr(endpoint, "log_file", None) if endpoint is not None else None
@@ -454,7 +452,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         self.push_screen(LogViewerScreen(Path(log_file), f"{name} · {log_file}"))
 
     def action_alerts(self) -> None:
-        from tui.screens.alerts import AlertsScreen
+        from tui.screens.alerts import AlertsScreen  # lazy: +16% on the first frame
 
         if not isinstance(self.screen, AlertsScreen):
             self.push_screen(AlertsScreen(self.board.alerts))
@@ -491,7 +489,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         self.notify(f"screenshot saved: {target}", timeout=8)
 
     def action_bench(self) -> None:
-        from tui.screens.bench import BenchScreen
+        from tui.screens.bench import BenchScreen  # lazy: +13% on the first frame
 
         if not self.source.allows_bench:
             self.notify("the bench needs live endpoints, not a replay", severity="warning")
@@ -509,8 +507,8 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         self.push_screen(BenchScreen(self.board.endpoints, client, default_a=default_a))
 
     def open_editor(self, name: str) -> None:
-        from tui.configs.restart import HEALTH_TIMEOUT_S
-        from tui.screens.editor import EditorScreen
+        from tui.configs.restart import HEALTH_TIMEOUT_S  # not before the first frame (a test)
+        from tui.screens.editor import EditorScreen  # not before the first frame (a test)
 
         endpoint: EndpointSettings | None = self.board.endpoint(name)
         if endpoint is None or endpoint.config_file is None:
@@ -530,7 +528,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
 
     def open_tune(self, name: str) -> None:
         """`T`: sweep the endpoint's speculative parameter with restarts (needs its config and restart)."""
-        from tui.screens.tune import TuneScreen
+        from tui.screens.tune import TuneScreen  # lazy: +13% on the first frame
 
         endpoint: EndpointSettings | None = self.board.endpoint(name)
         if endpoint is None or endpoint.config_file is None or not endpoint.restart_command:
