@@ -14,9 +14,9 @@ import pytest
 from tests.advice.test_advisor import fitted
 from tests.untrusted import hostile_burst
 from tui.advice.stepcost import save_model
-from tui.atomic import write_file
 from tui.bench.burst_store import save_burst
 from tui.bench.report.export import export as export_burst
+from tui.configs.atomic import write_file
 from tui.screens.editor_recovery import write_recovery
 from tui.state import TableChoice, remember_table, remember_theme
 from tui.tune.result import TuneResult, save_tune

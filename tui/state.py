@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tui.atomic import write_file
+from tui.configs.atomic import write_file
 from tui.paths import user_config_dir
 
 STATE_FILE_NAME = "state.json"

@@ -38,8 +38,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tui.atomic import write_file
 from tui.bench.stats import percentile_interval
+from tui.configs.atomic import write_file
 from tui.configs.errors import ConfigError
 from tui.paths import step_cost_file
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import aiofiles
 from pydantic import ValidationError
 
-from tui.atomic import write_file
 from tui.bench.report.comparison import comparison
 from tui.bench.report.export import export_name
 from tui.bench.report.models import Comparison
 from tui.bench.results import ArmResult, BurstResult, BurstVerdict
+from tui.configs.atomic import write_file
 from tui.fit_text import cut_left, short_url
 from tui.format import UNKNOWN as DASH
 from tui.format import fmt_times, fmt_times_interval

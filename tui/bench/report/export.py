@@ -8,10 +8,10 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from tui.atomic import write_file
 from tui.bench.report.markdown import render_markdown
 from tui.bench.report.summary import burst_summary
 from tui.bench.results import BurstResult, RequestResult
+from tui.configs.atomic import write_file
 from tui.sanitize import json_safe, safe_line
 
 CSV_FIELDS = (
