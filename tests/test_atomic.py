@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from tests.advice.test_advisor import fitted
 from tests.untrusted import hostile_burst
-from tui.advice.stepcost import save_model
+from tui.advice.stepcost import load_models, save_model
 from tui.bench.burst_store import save_burst
 from tui.bench.report.export import export as export_burst
 from tui.configs.atomic import write_file
@@ -92,3 +93,17 @@ def test_a_symlinked_file_keeps_its_link_and_a_file_keeps_its_mode(tmp_path: Pat
     write_file(link, "new\n")
     assert link.is_symlink() and target.read_text() == "new\n"
     assert target.stat().st_mode & 0o777 == 0o600
+
+
+def test_threads_saving_step_cost_models_lose_none(tmp_path: Path) -> None:
+    path = tmp_path / "stepcost.json"
+    endpoints = [f"127.0.0.1:{8000 + index}" for index in range(6)]
+    threads = [
+        threading.Thread(target=save_model, args=(fitted().model_copy(update={"endpoint": endpoint}), path))
+        for endpoint in endpoints
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(model.endpoint for model in load_models(path).models) == endpoints

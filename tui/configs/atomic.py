@@ -381,6 +381,19 @@ def _write_backup(target: Path, original: os.stat_result, saving: Path) -> None:
 # --- one writer at a time ---------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on `NAME.lock` beside a file spectop reads, changes and writes back (state.json,
+    stepcost.json): it excludes other processes and, since each call opens its own descriptor, other threads
+    of this one, so changes made at once never lose one another."""
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 class _Held(threading.local):
     """The folders this thread holds locked → how many times (the lock is re-entrant per thread)."""
 
