@@ -139,7 +139,7 @@ def _say(message: str) -> None:
 
 def _progress_printer() -> Any:
     from tui.safe_output import progress_line as redraw
-    from tui.tune.progress_text import progress_line
+    from tui.tune.runner import progress_line
 
     tty = sys.stderr.isatty()
     last: dict[str, Any] = {"key": None}
