@@ -271,7 +271,6 @@ class FleetPoller:
         self._bounds: Bounds = {}
         self._bounds_missing = True  # an instance has a quantile whose bucket bounds are not known
         self._bounds_asked = -math.inf  # monotonic
-        self.last_refresh: FleetRefresh | None = None
 
     async def __aenter__(self) -> FleetPoller:
         return self
@@ -359,7 +358,6 @@ class FleetPoller:
             _add_engines(result.readings, engine_answers)
         result.queries = self.client.requests - requests_before
         result.elapsed_s = time.monotonic() - started
-        self.last_refresh = result
         return result
 
     async def _ask(self, expr: str, at: float, reduce: Callable[[list[Any]], _T]) -> _T:

@@ -28,7 +28,6 @@ def selector(name: str, matchers: str, *extra: str) -> str:
     return f"{name}{{{inner}}}" if inner else name
 
 
-BACKEND_NAMES: tuple[str, ...] = ("vllm", "sglang", "llamacpp")
 _SGLANG_RANKS = "tp_rank, moe_ep_rank, pid"
 
 
