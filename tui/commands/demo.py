@@ -208,8 +208,8 @@ def demo_step_costs(sims: DemoSims) -> KeptModels:
     """The advisor's models: the kept ones, and each sim's own step cost (in memory, never written)."""
     from dataclasses import replace
 
+    from tui.advice.calibrate import sim_step_cost
     from tui.advice.live import read_models
-    from tui.advice.sim_models import sim_step_cost
 
     kept = read_models()
     models = [model for sim in sims.sims if (model := sim_step_cost(sim.config, sim.url)) is not None]
