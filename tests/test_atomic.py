@@ -48,7 +48,6 @@ WRITERS: dict[str, Callable[[Path], object]] = {
 def test_a_written_file_is_fsynced_before_it_replaces_the_old_one(
     writer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     synced: set[int] = set()  # inode numbers
     renames: list[bool] = []  # for each rename: was the file renamed fsynced first?
     real_fsync, real_replace = os.fsync, os.replace

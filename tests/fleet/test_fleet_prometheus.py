@@ -11,7 +11,6 @@ import asyncio
 import json
 import sys
 import time
-from pathlib import Path
 
 import httpx
 
@@ -276,7 +275,7 @@ async def test_killed_sim_shows_down(fleet: Fleet) -> None:
     assert all(rows[0][name] is None for name in FIGURE_NAMES) and "target down" in str(rows[0]["error"])
 
 
-async def test_the_dashboard_rows_match_direct_scrapes(fleet: Fleet, private_config_home: Path) -> None:
+async def test_the_dashboard_rows_match_direct_scrapes(fleet: Fleet) -> None:
     """`spectop --prometheus URL` as a user runs it: its table's rows against direct scrapes."""
     settings = Settings(
         prometheus=PrometheusSettings(url=fleet.prometheus.url, timeout_s=5.0),
