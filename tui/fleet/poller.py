@@ -54,7 +54,7 @@ from tui.settings import PrometheusSettings
 from tui.telemetry.figures import Figures
 from tui.telemetry.plausible_figures import drop_impossible
 from tui.telemetry.reading import EndpointReading
-from tui.telemetry.series import SERIES_NAMES, SeriesStore
+from tui.telemetry.series import SERIES_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -528,11 +528,3 @@ def _plausible(values: dict[str, float]) -> Figures:
     figures = Figures.model_validate(values)
     drop_impossible(figures)
     return figures
-
-
-def fill_history(history: SeriesStore, loaded: dict[str, list[tuple[float, Figures]]]) -> None:
-    """Put `load_history()`'s answer into the dashboard's ring buffers (sparklines full at once)."""
-    for instance, points in loaded.items():
-        endpoint = history.endpoint(instance)
-        for stamp, figures in points:
-            endpoint.add(stamp, figures)
