@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,10 +14,10 @@ import pytest
 
 from tests.advice.test_advisor import fitted
 from tests.untrusted import hostile_burst
-from tui.advice.stepcost import save_model
-from tui.atomic import write_file
+from tui.advice.stepcost import load_models, save_model
 from tui.bench.burst_store import save_burst
 from tui.bench.report.export import export as export_burst
+from tui.configs.atomic import write_file
 from tui.screens.editor_recovery import write_recovery
 from tui.state import TableChoice, remember_table, remember_theme
 from tui.tune.result import TuneResult, save_tune
@@ -47,7 +48,6 @@ WRITERS: dict[str, Callable[[Path], object]] = {
 def test_a_written_file_is_fsynced_before_it_replaces_the_old_one(
     writer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     synced: set[int] = set()  # inode numbers
     renames: list[bool] = []  # for each rename: was the file renamed fsynced first?
     real_fsync, real_replace = os.fsync, os.replace
@@ -92,3 +92,17 @@ def test_a_symlinked_file_keeps_its_link_and_a_file_keeps_its_mode(tmp_path: Pat
     write_file(link, "new\n")
     assert link.is_symlink() and target.read_text() == "new\n"
     assert target.stat().st_mode & 0o777 == 0o600
+
+
+def test_threads_saving_step_cost_models_lose_none(tmp_path: Path) -> None:
+    path = tmp_path / "stepcost.json"
+    endpoints = [f"127.0.0.1:{8000 + index}" for index in range(6)]
+    threads = [
+        threading.Thread(target=save_model, args=(fitted().model_copy(update={"endpoint": endpoint}), path))
+        for endpoint in endpoints
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(model.endpoint for model in load_models(path).models) == endpoints

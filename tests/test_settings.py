@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.paths import sample_configs_dir
+from tui.paths import sample_configs_dir, user_config_dir
 from tui.settings import (
     SettingsError,
     endpoint_from_url,
@@ -29,8 +29,7 @@ restart_command = "systemctl restart 'vllm server'"
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def _in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
@@ -112,7 +111,7 @@ def test_a_url_without_scheme_gets_http_and_says_so(tmp_path: Path) -> None:
 
 
 def test_lookup_order(tmp_path: Path) -> None:
-    xdg_file = tmp_path / "xdg" / "spectop" / "spectop.toml"
+    xdg_file = user_config_dir() / "spectop.toml"
     xdg_file.parent.mkdir(parents=True)
     xdg_file.write_text('[[endpoints]]\nname = "from-xdg"\nurl = "http://x"\n')
     assert [e.name for e in load_settings().endpoints] == ["from-xdg"]

@@ -17,8 +17,7 @@ from tui.state import read_state, remember, remember_theme, state_path
 CHANGES = 40
 
 
-def test_threads_changing_different_keys_lose_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+def test_threads_changing_different_keys_lose_none() -> None:
     problems: list[str] = []
 
     def change(key: str) -> None:
@@ -38,8 +37,7 @@ def test_threads_changing_different_keys_lose_none(tmp_path: Path, monkeypatch: 
     assert read_state() == expected
 
 
-def test_processes_changing_different_keys_lose_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+def test_processes_changing_different_keys_lose_none() -> None:
     code = (
         "import sys\n"
         "from tui.state import remember\n"
@@ -55,8 +53,7 @@ def test_processes_changing_different_keys_lose_none(tmp_path: Path, monkeypatch
     assert read_state() == {f"process {index}": CHANGES - 1 for index in range(4)}
 
 
-def test_a_failed_change_keeps_the_file_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+def test_a_failed_change_keeps_the_file_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     assert remember("table", {"columns": ["name"]}) is None
     before = state_path().read_bytes()
 

@@ -9,17 +9,13 @@ fine). Written from a thread: the callers are on the event loop.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tui.atomic import write_file
+from tui.configs.atomic import file_lock, write_file
 from tui.paths import user_config_dir
 
 STATE_FILE_NAME = "state.json"
@@ -63,25 +59,13 @@ def remember(key: str, value: Any) -> str | None:
     path = state_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(path):
+        with file_lock(path):
             data = read_state()
             data[key] = value
             write_file(path, json.dumps(data, indent=2) + "\n")
     except OSError as error:
         return f"{path}: cannot save the {key} choice: {error}"
     return None
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive flock on `NAME.lock` beside the file: it excludes other processes and, since each call
-    opens its own descriptor, other threads of this one."""
-    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def remember_table(choice: TableChoice) -> str | None:

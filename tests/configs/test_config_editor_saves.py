@@ -26,11 +26,6 @@ NOBODY = 65534
 SIZE = (100, 30)
 
 
-@pytest.fixture(autouse=True)
-def _private_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
-
-
 def _status(screen: EditorScreen) -> str:
     return str(screen.query_one("#editor-status", Static).render())
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tui.atomic import STALE_TEMP_AGE_S
 from tui.cli import main
 from tui.configs import atomic
+from tui.configs.atomic import STALE_TEMP_AGE_S
 from tui.configs.document import load_document
 from tui.configs.editing import open_config, save_text
 from tui.configs.lint import lint_document

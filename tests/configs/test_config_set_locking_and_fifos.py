@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -63,8 +64,24 @@ def test_the_lock_is_reentrant_and_on_the_symlinks_target_folder(tmp_path: Path)
     link.symlink_to(target)
     assert lock_path(link) == tmp_path / "real"
     with config_lock(link), config_lock(target):  # the save inside `config set` takes it again
-        assert atomic._held[lock_path(target)] == 2
-    assert lock_path(target) not in atomic._held
+        assert atomic._held.depth[lock_path(target)] == 2
+    assert lock_path(target) not in atomic._held.depth
+
+
+def test_another_thread_waits_for_the_lock(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    entered = threading.Event()
+
+    def save_from_another_thread() -> None:
+        with config_lock(config):
+            entered.set()
+
+    with config_lock(config):
+        other = threading.Thread(target=save_from_another_thread)
+        other.start()
+        assert not entered.wait(0.2)  # re-entrance is per thread: the other one must wait
+    other.join()
+    assert entered.is_set()
 
 
 def test_a_second_process_waits_for_the_lock(tmp_path: Path) -> None:

@@ -218,14 +218,6 @@ def own_fleet(tmp_path: Path) -> Iterator[Fleet]:
 
 
 @pytest.fixture
-def private_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The app's config folder (the remembered theme) in the test's tmp folder, not the user's."""
-    home = tmp_path / "config-home"
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
-    return home
-
-
-@pytest.fixture
 def fleet40() -> Fleet40:
     """The 40 instances whose figures the fake Prometheus answers (switch `failing` to break it)."""
     return Fleet40()
@@ -238,6 +230,6 @@ async def fleet40_prometheus(fleet40: Fleet40) -> AsyncIterator[FakePrometheus]:
 
 
 @pytest.fixture
-def fleet40_app(fleet40_prometheus: FakePrometheus, private_config_home: Path) -> SpectopApp:
+def fleet40_app(fleet40_prometheus: FakePrometheus) -> SpectopApp:
     """`spectop --prometheus URL` on the 40 instances (grouped by model), not started yet."""
     return fleet_app(fleet_settings(fleet40_prometheus.url))

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from tests.fleet.fake_prometheus import A, B, healthy, refresh_with
 from tui.board import Board
-from tui.fleet.poller import fill_history
 from tui.settings import Settings
+from tui.sources.updates import SeriesLoaded
 from tui.telemetry.figures import Figures
 
 
 async def test_fleet_readings_feed_the_board_history_and_alerts() -> None:
     refresh = await refresh_with(healthy(up={A: "1", B: "0"}))
     board = Board(Settings())
-    fill_history(board.series, {A: [(refresh.time - 4, Figures(generation_tokens_per_s=100.0))]})
+    board.apply(SeriesLoaded({A: [(refresh.time - 4, Figures(generation_tokens_per_s=100.0))]}))
     changes = [alert for reading in refresh.readings for alert in board.add_reading(reading)]
     assert [endpoint.name for endpoint in board.endpoints] == [A, B]
     assert board.readings[A].figures.generation_tokens_per_s == 120.5

@@ -11,7 +11,6 @@ import asyncio
 import json
 import sys
 import time
-from pathlib import Path
 
 import httpx
 
@@ -19,7 +18,7 @@ from tests.fleet.conftest import NEEDS_PROMETHEUS, ROOT, Fleet, stop
 from tests.fleet.fake_fleet import fleet_app
 from tests.ui.ui_waiting import wait_for
 from tui.fleet.client import PrometheusClient
-from tui.fleet.poller import FleetPoller, fill_history
+from tui.fleet.poller import FleetPoller
 from tui.fleet.queries import _marker_names, discovery_query
 from tui.settings import PrometheusSettings, Settings
 from tui.telemetry.backends import llamacpp as llama_table
@@ -27,7 +26,6 @@ from tui.telemetry.backends import sglang as sglang_table
 from tui.telemetry.backends import vllm as vllm_table
 from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.scraper import scrape_metrics
-from tui.telemetry.series import SeriesStore
 from tui.telemetry.window import figures_between
 from tui.widgets.fleet_table import FleetTable
 
@@ -165,13 +163,6 @@ async def test_history_fills_sparklines_at_start(fleet: Fleet) -> None:
         assert len(points) >= 5
         assert sum(rate is not None for rate in rates) >= 4
         assert [stamp for stamp, _ in points] == sorted(stamp for stamp, _ in points)
-    buffers = SeriesStore(maxlen=100)
-    fill_history(buffers, history)
-    vllm_history = buffers.endpoint(fleet.instance("vllm"))
-    assert len(vllm_history) == len(history[fleet.instance("vllm")])
-    assert vllm_history.values("generation_tokens_per_s") == [
-        figures.generation_tokens_per_s for _, figures in history[fleet.instance("vllm")]
-    ]
 
 
 async def test_series_and_label_values(fleet: Fleet) -> None:
@@ -276,7 +267,7 @@ async def test_killed_sim_shows_down(fleet: Fleet) -> None:
     assert all(rows[0][name] is None for name in FIGURE_NAMES) and "target down" in str(rows[0]["error"])
 
 
-async def test_the_dashboard_rows_match_direct_scrapes(fleet: Fleet, private_config_home: Path) -> None:
+async def test_the_dashboard_rows_match_direct_scrapes(fleet: Fleet) -> None:
     """`spectop --prometheus URL` as a user runs it: its table's rows against direct scrapes."""
     settings = Settings(
         prometheus=PrometheusSettings(url=fleet.prometheus.url, timeout_s=5.0),

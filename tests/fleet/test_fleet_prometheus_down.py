@@ -7,8 +7,6 @@ unknown ("–") with that reason, and their status is "no data", not "down".
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.fleet.conftest import NEEDS_PROMETHEUS, Fleet, stop
 from tests.fleet.fake_fleet import fleet_app
 from tests.ui.ui_waiting import wait_for
@@ -21,7 +19,7 @@ pytestmark = NEEDS_PROMETHEUS
 
 
 async def test_prometheus_down_is_one_alert_and_unknown_figures(
-    own_fleet: Fleet, private_config_home: Path
+    own_fleet: Fleet,
 ) -> None:
     url = own_fleet.prometheus.url
     settings = Settings(

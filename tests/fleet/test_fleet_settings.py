@@ -12,8 +12,7 @@ import pytest
 
 from tests.fleet.conftest import ROOT
 from tui.fleet.options import apply_fleet_flags, prometheus_settings
-from tui.fleet.queries import FLEET_FIGURES, discovery_query, duration, figure_queries
-from tui.fleet.selector import selector
+from tui.fleet.queries import FLEET_FIGURES, discovery_query, duration, figure_queries, selector
 from tui.settings import PrometheusSettings, Settings, SettingsError, parse_settings
 from tui.validators import parse_matchers
 
@@ -29,8 +28,7 @@ group_by = "model"
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def _in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from textual.pilot import Pilot
 
 from tests.fleet.fake_fleet import scripted_app
 from tests.ui.ui_waiting import wait_for
 from tui.ui.app import SpectopApp
 from tui.widgets.fleet_table import FleetTable
-
-pytestmark = pytest.mark.usefixtures("private_config_home")  # tests/fleet/conftest.py
 
 
 async def _settled(pilot: Pilot[Any]) -> None:

@@ -26,7 +26,6 @@ CORE = (
     "tui.terminal",
     "tui.safe_output",
     "tui.state",
-    "tui.atomic",
     "tui.tables",
 )
 UI = (
@@ -39,11 +38,9 @@ ENTRY = ("tui.cli", "tui.cli_options", "tui.commands", "tui.__main__")
 # The floors of tui's top-level folders and modules: each imports only from its own floor or below, counting
 # imports inside functions (a lazy import is still an arrow), and no two of them import each other.
 FLOORS = {
-    **dict.fromkeys(
-        ("format", "sanitize", "validators", "paths", "auth", "atomic", "fit_text", "state", "safe_output"), 1
-    ),
+    **dict.fromkeys(("format", "sanitize", "validators", "paths", "auth", "fit_text", "safe_output"), 1),
     **dict.fromkeys(("terminal", "debug_log", "tables"), 1),
-    **dict.fromkeys(("telemetry", "configs", "sim", "gpu", "settings"), 2),
+    **dict.fromkeys(("telemetry", "configs", "sim", "gpu", "settings", "state"), 2),
     **dict.fromkeys(("tune", "bench", "fleet"), 3),
     "advice": 4,
     **dict.fromkeys(("board", "sources"), 6),

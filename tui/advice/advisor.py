@@ -284,10 +284,6 @@ class AdviceTracker:
             return None
         return alert_text(advice, now - held[1])
 
-    def better_for(self, name: str) -> int | None:
-        held = self.since.get(name)
-        return None if held is None else held[0]
-
 
 def alert_text(advice: Advice, for_s: float) -> str:
     """ "k=2 would be 1.12x faster than k=4 for 40 s (tune 2026-12-01 21:04; acceptance 88% 61% 30% 20%)"."""

@@ -18,11 +18,13 @@ import asyncio
 import math
 import random
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
 from tui.advice.stepcost import (
+    SIM_SOURCE,
     CostPoint,
     StepCostError,
     StepCostModel,
@@ -34,6 +36,8 @@ from tui.advice.stepcost import (
 from tui.bench.stats import pooled_rate
 from tui.configs.editing import open_config_async
 from tui.format import fmt_count, fmt_latency, fmt_rate
+from tui.sim.behaviour import Behaviour
+from tui.sim.config import SimConfigError, load_sim_config
 from tui.telemetry.scraper import scrape_metrics
 from tui.tune.result import CellRun, TuneCell, TuneResult
 from tui.tune.runner import TuneOptions, client_or_own
@@ -330,4 +334,45 @@ def fit_and_keep(
         f" + {fmt_latency(cost.per_seq_s)}/seq"
         f" + k·({fmt_latency(cost.per_draft_s)} + {fmt_latency(cost.per_draft_seq_s)}/seq){scope}, "
         f"fit within {fmt_rate(model.residual)}{measured}"
+    )
+
+
+# --- the simulator's model -------------------------------------------------------------------------------
+
+
+SIM_KS = range(0, 7)
+SIM_LOADS = (1, 4, 16)
+
+
+def sim_step_cost(config_file: Path, url: str) -> StepCostModel | None:
+    """What a calibration of the sim serving `config_file` at `url` would fit, from its own speed model
+    (None when the file is not a sim config). `spectop demo` gives its dashboard these (in memory only),
+    so the advisor has a model from the first poll; `source` says it is the simulator's."""
+    try:
+        config = load_sim_config(config_file)
+    except (SimConfigError, OSError):
+        return None
+    behaviour = Behaviour.from_config(config)
+    points = []
+    for k in SIM_KS:
+        length = 1.0 + 0.5 * k  # any length: the points carry the step time (length / rate)
+        for load in SIM_LOADS:
+            step = behaviour.decode_step_s(load, k) / behaviour.speed
+            points.append(
+                CostPoint(k=k, concurrency=load, decode_tokens_per_s=length / step, mean_length=length)
+            )
+    cost, dependent, residual = fit(points)
+    return StepCostModel(
+        endpoint=endpoint_key(url),
+        model=None,
+        settings=None,
+        key="speculative.num_speculative_tokens",
+        fitted_at=datetime.now(UTC),
+        source=SIM_SOURCE,
+        cost=cost,
+        load_dependent=dependent,
+        k_range=(min(SIM_KS), max(SIM_KS)),
+        loads=list(map(float, SIM_LOADS)),
+        residual=residual,
+        points=points,
     )

@@ -38,8 +38,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tui.atomic import write_file
 from tui.bench.stats import percentile_interval
+from tui.configs.atomic import file_lock, write_file
 from tui.configs.errors import ConfigError
 from tui.paths import step_cost_file
 
@@ -338,15 +338,16 @@ def save_model(model: StepCostModel, path: Path | None = None) -> Path:
     """Keep `model`, replacing the one of the same endpoint, model and settings (atomic write). A file
     that does not read is not overwritten (StepCostError)."""
     path = path or step_cost_file()
-    kept = load_models(path)
-    others = [
-        old
-        for old in kept.models
-        if (old.endpoint, old.model, old.settings, old.key)
-        != (model.endpoint, model.model, model.settings, model.key)
-    ]
-    models = ([*others, model])[-MAX_MODELS:]
-    return write_file(path, StepCostFile(models=models).model_dump_json(indent=1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(path):  # two calibrations finishing at once both stay
+        others = [
+            old
+            for old in load_models(path).models
+            if (old.endpoint, old.model, old.settings, old.key)
+            != (model.endpoint, model.model, model.settings, model.key)
+        ]
+        models = ([*others, model])[-MAX_MODELS:]
+        return write_file(path, StepCostFile(models=models).model_dump_json(indent=1))
 
 
 def find_model(

@@ -18,11 +18,11 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from tui.atomic import write_file
 from tui.bench.report.export import export_name
 from tui.bench.report.models import Comparison
 from tui.bench.report.summary import comparison
 from tui.bench.results import ArmResult, BurstResult, BurstVerdict
+from tui.configs.atomic import write_file
 from tui.fit_text import cut_left, short_url
 from tui.format import UNKNOWN as DASH
 from tui.format import fmt_times, fmt_times_interval

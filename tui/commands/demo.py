@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from tui.advice.calibrate import sim_step_cost
 from tui.advice.live import KeptModels, read_models
-from tui.advice.sim_models import sim_step_cost
 from tui.commands import run_until_quit
 from tui.commands.replay import add_record_arguments
 from tui.format import fmt_setting

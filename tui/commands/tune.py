@@ -145,7 +145,7 @@ def _say(message: str) -> None:
 
 
 def _progress_printer() -> Any:
-    from tui.tune.progress_text import progress_line  # lazy: +13% on the first frame
+    from tui.tune.runner import progress_line  # lazy: +13% on the first frame
 
     tty = sys.stderr.isatty()
     last: dict[str, Any] = {"key": None}

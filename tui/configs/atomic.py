@@ -1,9 +1,11 @@
-"""Config saves through `tui.atomic` (temp file, fsync, rename), plus change-on-disk detection.
+"""Atomic file writes: a reader sees the old file or the new one, whole, never a half-written one.
 
-A save edits a symlink's target (the link is kept), gives the new file the original's owner, group,
-permissions and extended attributes, keeps the previous version as `FILE.bak`, refuses a read-only file
-and holds a lock so two saves take turns. Every failure is a `SaveError` with one line saying what
-happened; the file is then unchanged and no temp file is left.
+The new bytes go to a temp file beside the file (`.NAME.PID.RANDOM.tmp`, unique per write), are fsynced and
+renamed over the file (a symlink's target; the link stays); the folder is fsynced after. Temp files a killed
+write left are removed by the next write of the same file. `write_file` is what every file spectop writes
+goes through; `atomic_write` adds what a config save needs: the original's owner, group, mode and extended
+attributes, the previous version as `FILE.bak`, refusing a read-only file. Its failures are `SaveError`s
+with one line saying what happened; the file is then unchanged and no temp file is left.
 """
 
 from __future__ import annotations
@@ -13,23 +15,148 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
+import secrets
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.atomic import (
-    NEW_FILE_MODE,
-    TempFileError,
-    fsync_dir,
-    remove_stale_temps,
-    replace_atomically,
-    resolve_target,
-)
 from tui.configs.errors import ConfigError
 
 BACKUP_SUFFIX = ".bak"
+
+TEMP_SUFFIX = ".tmp"
+# A temp file this old belongs to no running write (a write takes milliseconds).
+STALE_TEMP_AGE_S = 600.0
+NEW_FILE_MODE = 0o644
+_LEGACY_TEMP = r"[a-z0-9_]{8}"  # tempfile.mkstemp's names, written by older spectop versions
+
+
+class TempFileError(OSError):
+    """The temp file could not be made beside the file (a read-only or full folder)."""
+
+
+def resolve_target(path: Path) -> Path:
+    """The file a write really changes: a symlink's final target (the link itself stays)."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def write_file(path: Path, data: bytes | str) -> Path:
+    """Replace `path` (a symlink's target) with `data` atomically, making its folder if needed; an existing
+    file keeps its mode. Raises OSError (the file is then unchanged and no temp file is left)."""
+    target = resolve_target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = NEW_FILE_MODE
+    remove_stale_temps(target.parent, target.name)
+    replace_atomically(target, data.encode() if isinstance(data, str) else data, mode)
+    fsync_dir(target.parent)
+    return path
+
+
+def replace_atomically(
+    target: Path, data: bytes, mode: int, prepare: Callable[[int], None] | None = None
+) -> None:
+    """Write `data` to a new temp file beside `target`, let `prepare` adjust the open file (owner,
+    attributes), give it `mode`, fsync it and rename it over `target`. Any failure removes the temp file
+    and is raised; `target` is then unchanged."""
+    fd, temp = _create_temp(target.parent, target.name)
+    try:
+        try:
+            _write_all(fd, data)
+            if prepare is not None:
+                prepare(fd)
+            os.fchmod(fd, mode)  # after a chown in `prepare`, which may clear setuid/setgid bits
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # not supported on every platform / filesystem
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _temp_pattern(name: str) -> re.Pattern[str]:
+    """Exactly the temp names this module writes for `name`: `.NAME.PID.RANDOM.tmp` (or the older
+    `.NAME.RANDOM.tmp`)."""
+    escaped, suffix = re.escape(name), re.escape(TEMP_SUFFIX)
+    return re.compile(rf"^\.{escaped}\.(?:(?P<pid>\d+)\.[0-9a-f]{{8}}|{_LEGACY_TEMP}){suffix}$")
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: someone else's live process
+        return True
+    return True
+
+
+def remove_stale_temps(folder: Path, name: str, *, now: float | None = None) -> list[Path]:
+    """Delete temp files of `name` a killed write left: only this module's own names, only regular files,
+    and only when the writing process is gone or the file is older than STALE_TEMP_AGE_S. Never raises."""
+    pattern = _temp_pattern(name)
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match is None:
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        pid = match.group("pid")
+        old = now - info.st_mtime > STALE_TEMP_AGE_S
+        if old or (pid is not None and not _pid_alive(int(pid))):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
+def _create_temp(folder: Path, name: str) -> tuple[int, Path]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        temp = folder / f".{name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        try:
+            return os.open(temp, flags, 0o600), temp
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise TempFileError(error.errno, error.strerror, os.fspath(folder)) from None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
 
 
 class SaveError(ConfigError):
@@ -253,8 +380,28 @@ def _write_backup(target: Path, original: os.stat_result, saving: Path) -> None:
 
 # --- one writer at a time ---------------------------------------------------------------------------------
 
-_held: dict[Path, int] = {}  # folders this process holds locked → how many times (the lock is re-entrant)
-_held_guard = threading.Lock()
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on `NAME.lock` beside a file spectop reads, changes and writes back (state.json,
+    stepcost.json): it excludes other processes and, since each call opens its own descriptor, other threads
+    of this one, so changes made at once never lose one another."""
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+class _Held(threading.local):
+    """The folders this thread holds locked → how many times (the lock is re-entrant per thread)."""
+
+    def __init__(self) -> None:
+        self.depth: dict[Path, int] = {}
+
+
+_held = _Held()
 
 
 def lock_path(path: Path) -> Path:
@@ -265,24 +412,19 @@ def lock_path(path: Path) -> Path:
 
 @contextlib.contextmanager
 def config_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive `flock` on the folder of the file's target: two spectop processes saving the same
-    file (two `config set` of different keys, the editor and a tune) take turns, so a read, change and save
-    is never interleaved with another one and the changed-on-disk check holds up to the rename (saves of
-    other files of that folder wait too: a save takes milliseconds). Re-entrant within a process. A folder
-    that cannot be opened is not locked: the save there fails anyway."""
+    """Hold an exclusive `flock` on the folder of the file's target: two saves of the same file (two
+    `config set` of different keys, the editor and a tune) take turns, so a read, change and save is never
+    interleaved with another one and the changed-on-disk check holds up to the rename. Other threads and
+    processes wait (each opens its own descriptor); the same thread may nest. A folder that cannot be
+    opened is not locked: the save there fails anyway."""
     lock = lock_path(path)
-    with _held_guard:
-        if lock in _held:
-            _held[lock] += 1
-            nested = True
-        else:
-            nested = False
-    if nested:
+    depth = _held.depth
+    if lock in depth:
+        depth[lock] += 1
         try:
             yield
         finally:
-            with _held_guard:
-                _held[lock] -= 1
+            depth[lock] -= 1
         return
     try:
         fd = os.open(lock, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -291,12 +433,10 @@ def config_lock(path: Path) -> Iterator[None]:
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        with _held_guard:
-            _held[lock] = 1
+        depth[lock] = 1
         try:
             yield
         finally:
-            with _held_guard:
-                del _held[lock]
+            del depth[lock]
     finally:
         os.close(fd)  # releases the flock

@@ -34,6 +34,7 @@ from tui.telemetry.scraper import scrape_metrics
 MAX_OUTPUT_LINE = 2000
 RESTART_TIMEOUT_S = 300.0
 HEALTH_TIMEOUT_S = 30.0
+HEALTH_REQUEST_TIMEOUT_S = 3.0  # one /health request
 LOG_TAIL_BYTES = 256 * 1024  # how much of the end of a log `last_errors` reads
 
 
@@ -212,7 +213,6 @@ async def wait_for_health(
     *,
     timeout_s: float = HEALTH_TIMEOUT_S,
     interval_s: float = 1.0,
-    request_timeout_s: float = 3.0,
     before: ServerIdentity | None = None,
     died: Callable[[], Awaitable[str | None]] | None = None,
 ) -> bool:
@@ -229,7 +229,7 @@ async def wait_for_health(
     while True:
         elapsed = time.monotonic() - started
         try:
-            response = await client.get(url, timeout=request_timeout_s)
+            response = await client.get(url, timeout=HEALTH_REQUEST_TIMEOUT_S)
             back = 200 <= response.status_code < 300
             detail = f"HTTP {response.status_code}"
         except httpx.HTTPError as error:
@@ -237,7 +237,7 @@ async def wait_for_health(
         if not back:
             went_down = True
         elif not went_down and before is not None:
-            now = await read_identity(client, before.metrics_url, timeout_s=request_timeout_s)
+            now = await read_identity(client, before.metrics_url, timeout_s=HEALTH_REQUEST_TIMEOUT_S)
             if now is not None and not now.known:
                 went_down = True  # the new page carries no identity: nothing to compare
             elif now is None or not before.differs_from(now):

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from tui.fleet.client import InstantSample
-from tui.fleet.selector import selector
+from tui.fleet.queries import selector
 from tui.telemetry.backends import sglang, vllm
 from tui.telemetry.backends.base import note_bucket
 

@@ -15,7 +15,6 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Any, Literal, NotRequired
@@ -206,33 +205,28 @@ class PrometheusClient:
         settings: PrometheusSettings,
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
-        http: httpx.AsyncClient | None = None,
-        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
         self.base_url = settings.url.rstrip("/")
         self.timeout_s = settings.timeout_s
         self.max_bytes = max_bytes
         self.requests = 0
-        env = os.environ if environ is None else environ
         self._headers = {"Accept": "application/json"}
         auth: httpx.BasicAuth | None = None
         if settings.bearer_token_env:
-            self._headers.update(bearer_headers(api_key_from_env(settings.bearer_token_env, env)))
+            self._headers.update(bearer_headers(api_key_from_env(settings.bearer_token_env)))
         if settings.basic_auth_user is not None:
             password = ""
             if settings.basic_auth_password_env:
-                password = env.get(settings.basic_auth_password_env, "")
+                password = os.environ.get(settings.basic_auth_password_env, "")
             auth = httpx.BasicAuth(settings.basic_auth_user, password)
-        self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(verify=settings.tls_verify)
+        self._http = httpx.AsyncClient(verify=settings.tls_verify)
         self._auth = auth
 
-    def missing_secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
+    def missing_secrets(self) -> list[str]:
         """Names of environment variables the settings name but that are not set (never their values)."""
-        env = os.environ if environ is None else environ
         names = [self.settings.bearer_token_env, self.settings.basic_auth_password_env]
-        return [name for name in names if name and not env.get(name)]
+        return [name for name in names if name and not os.environ.get(name)]
 
     async def __aenter__(self) -> PrometheusClient:
         return self
@@ -241,8 +235,7 @@ class PrometheusClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._owns_http:
-            await self._http.aclose()
+        await self._http.aclose()
 
     # --- transport --------------------------------------------------------------------------------------
 

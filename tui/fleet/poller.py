@@ -54,7 +54,7 @@ from tui.settings import PrometheusSettings
 from tui.telemetry.figures import Figures
 from tui.telemetry.plausible_figures import drop_impossible
 from tui.telemetry.reading import EndpointReading
-from tui.telemetry.series import SERIES_NAMES, SeriesStore
+from tui.telemetry.series import SERIES_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +271,6 @@ class FleetPoller:
         self._bounds: Bounds = {}
         self._bounds_missing = True  # an instance has a quantile whose bucket bounds are not known
         self._bounds_asked = -math.inf  # monotonic
-        self.last_refresh: FleetRefresh | None = None
 
     async def __aenter__(self) -> FleetPoller:
         return self
@@ -359,7 +358,6 @@ class FleetPoller:
             _add_engines(result.readings, engine_answers)
         result.queries = self.client.requests - requests_before
         result.elapsed_s = time.monotonic() - started
-        self.last_refresh = result
         return result
 
     async def _ask(self, expr: str, at: float, reduce: Callable[[list[Any]], _T]) -> _T:
@@ -530,11 +528,3 @@ def _plausible(values: dict[str, float]) -> Figures:
     figures = Figures.model_validate(values)
     drop_impossible(figures)
     return figures
-
-
-def fill_history(history: SeriesStore, loaded: dict[str, list[tuple[float, Figures]]]) -> None:
-    """Put `load_history()`'s answer into the dashboard's ring buffers (sparklines full at once)."""
-    for instance, points in loaded.items():
-        endpoint = history.endpoint(instance)
-        for stamp, figures in points:
-            endpoint.add(stamp, figures)

@@ -18,11 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tui.fleet.selector import selector
 from tui.telemetry.backends import llamacpp, sglang, vllm
 from tui.telemetry.figures import FIGURE_NAMES
 
-BACKEND_NAMES: tuple[str, ...] = ("vllm", "sglang", "llamacpp")
+
+def selector(name: str, matchers: str, *extra: str) -> str:
+    """`name{extra..., matchers}`: a series selector with the fleet's `--match` matchers added."""
+    inner = ",".join(part for part in (*extra, matchers) if part)
+    return f"{name}{{{inner}}}" if inner else name
+
+
 _SGLANG_RANKS = "tp_rank, moe_ep_rank, pid"
 
 

@@ -19,8 +19,6 @@ from tui.fleet.poller import FleetReading
 from tui.format import FIGURES, fmt_rate_delta
 from tui.telemetry.alerts import Alert
 
-IMBALANCE = "imbalance"  # the Alert kind (tui.telemetry.alerts.AlertKind)
-
 # figure -> (relative, absolute) distance from the median that counts as far off
 DEFAULT_LIMITS: dict[str, tuple[float, float]] = {
     "acceptance_rate": (0.2, 0.1),

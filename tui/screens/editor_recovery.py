@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui.atomic import write_file
+from tui.configs.atomic import write_file
 from tui.paths import user_data_dir
 
 RECOVERY_SUFFIX = ".spectop-recovery"

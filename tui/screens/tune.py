@@ -29,7 +29,6 @@ from tui.format import fmt_rate, fmt_times, fmt_times_interval, fmt_tokens_per_s
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
 from tui.tune.plan import DEFAULT_VALUES, TunePlanError, parse_int_list
-from tui.tune.progress_text import progress_line
 from tui.tune.result import (
     DASH,
     TuneResult,
@@ -39,7 +38,7 @@ from tui.tune.result import (
     schedule_text,
     value_label,
 )
-from tui.tune.runner import TuneOptions, TuneProgress, TuneRun, client_or_own
+from tui.tune.runner import TuneOptions, TuneProgress, TuneRun, client_or_own, progress_line
 from tui.widgets.chart import spark
 from tui.widgets.edit_mode import FieldInput
 from tui.widgets.footer import Footer

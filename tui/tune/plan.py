@@ -35,7 +35,6 @@ SGLANG_DRAFT_TOKENS: KeyPath = ("speculative_num_draft_tokens",)
 SGLANG_TOPK: KeyPath = ("speculative_eagle_topk",)
 SGLANG_ALGORITHM: KeyPath = ("speculative_algorithm",)
 DEFAULT_VALUES = (0, 1, 2, 3, 4)
-DEFAULT_CONCURRENCIES = (1, 8, 32)
 MAX_VALUES = 33
 
 

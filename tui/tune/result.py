@@ -20,11 +20,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from tui.atomic import write_file
 from tui.bench.burst_store import BurstFileError, kept_files, kept_name, load_kept, save_kept
 from tui.bench.report.summary import arm_summary, sequential_words
 from tui.bench.results import ArmResult
 from tui.bench.stats import percentile, pooled_rate
+from tui.configs.atomic import write_file
 from tui.format import UNKNOWN as DASH
 from tui.format import (
     fmt_latency,

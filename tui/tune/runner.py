@@ -44,7 +44,7 @@ from tui.configs.restart import (
     run_restart,
     wait_for_health,
 )
-from tui.format import fmt_setting
+from tui.format import fmt_duration, fmt_eta, fmt_rate, fmt_setting
 from tui.telemetry.scraper import _connect_error_text, scrape_metrics
 from tui.tune.decision import sequential_level
 from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, grid_key
@@ -752,3 +752,11 @@ class TuneRun:
     def _update(self) -> None:
         if self.on_update is not None and self.result is not None:
             self.on_update(analyse(self.result))
+
+
+def progress_line(progress: TuneProgress) -> str:
+    """ "[3/12] burst k=2 c=8 42%   1 min   ETA 6:10": step, what it does, elapsed, time left."""
+    where = f"[{progress.step}/{progress.steps}] {progress.message}"
+    if progress.phase == "burst":
+        where += f" {fmt_rate(progress.burst_fraction)}"
+    return f"{where}   {fmt_duration(progress.elapsed_s)}   {fmt_eta(progress.eta_s)}"

@@ -26,8 +26,8 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from tui.advice.live import KeptModels, read_config_facts, read_models
-from tui.atomic import write_file
 from tui.board import Board, LogEntry
+from tui.configs.atomic import write_file
 from tui.fit_text import fit_words
 from tui.sanitize import safe_line, safe_text
 from tui.screens.context import EndpointScreen, ScreenContext

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from tui.atomic import write_file
 from tui.bench.report.models import BurstSummary
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.table import category_table, table_rows
 from tui.bench.report.text import client_check_lines, equivalence_line, explain_lines
 from tui.bench.results import ArmResult, BurstResult, RequestResult
+from tui.configs.atomic import write_file
 from tui.sanitize import safe_line
 from tui.tables import Table, markdown_escape
 from tui.tables import render_json as json_text
