@@ -81,7 +81,7 @@ class _CompletionAction(_PrintAndExit):
     """`--completion SHELL`: print shtab's completion script of the whole parser, then exit."""
 
     def text(self, parser: argparse.ArgumentParser, values: object) -> str:
-        return shtab.complete(parser, shell=str(values))
+        return shtab.complete(build_parser(), shell=str(values))
 
 
 def add_meta_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,7 +106,9 @@ def add_debug_log_argument(parser: argparse.ArgumentParser, *, default: object =
     completes_files(debug_log)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
+    """The whole command line, or (`commands=False`) the dashboard's alone: the dashboard, the common case,
+    then does not load every other command's module before its first frame."""
     parser = argparse.ArgumentParser(
         prog="spectop",
         description="Watch and tune speculative decoding on vLLM, SGLang, llama.cpp and "
@@ -115,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_meta_arguments(parser)
     add_debug_log_argument(parser)
     monitor.add_monitor_arguments(parser)
-    parser.set_defaults(func=monitor.run)
+    parser.set_defaults(func=monitor.run, command=None)
+    if not commands:
+        return parser
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         # Every command ships with spectop: one that fails to import is a bug, never a missing command.
@@ -153,9 +157,21 @@ def _reject_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, u
     chosen.error(f"unrecognized arguments: {' '.join(words)}")
 
 
+def _names_a_command(argv: list[str]) -> bool:
+    """Whether the words name a command or ask for help (which lists the commands): else the dashboard."""
+    names = {module_name.rsplit(".", 1)[1] for module_name in COMMAND_MODULES}
+    return any(
+        word in names or word == "-h" or ("--help".startswith(word) and len(word) > 2) for word in argv
+    )
+
+
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(commands=_names_a_command(argv))
     args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command is None:  # a word the dashboard does not take: said by the whole parser
+        parser = build_parser()
+        args, unknown = parser.parse_known_args(argv)
     if unknown:
         _reject_unknown(parser, args, unknown)
     try:

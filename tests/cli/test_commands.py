@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import subprocess
+import sys
 
 import pytest
 
@@ -43,3 +45,20 @@ def test_a_command_module_that_fails_to_import_is_an_error(monkeypatch: pytest.M
     monkeypatch.setattr(cli.importlib, "import_module", failing)
     with pytest.raises(ModuleNotFoundError):
         cli.main(["logs", "--help"])
+
+
+def test_the_dashboards_command_line_loads_no_other_command() -> None:
+    """`spectop --endpoint URL` reaches the dashboard without importing the other commands' modules (each
+    pulls in its own screens and engines, slowing the first frame); in a fresh interpreter."""
+    script = (
+        "import sys\n"
+        "from tui import cli\n"
+        "from tui.commands import monitor\n"
+        "monitor.run = lambda args: 0\n"
+        "assert cli.main(['--endpoint', 'http://127.0.0.1:1']) == 0\n"
+        "print(sorted(name for name in cli.COMMAND_MODULES if name in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    loaded = done.stdout.strip()
+    # `replay` gives the dashboard its --record options
+    assert loaded == "['tui.commands.replay']", done.stderr
