@@ -12,6 +12,7 @@ from textual.pilot import Pilot
 from ui_waiting import wait_for
 
 from tui.paths import sample_configs_dir
+from tui.screens.detail import DetailScreen
 from tui.screens.editor import EditorScreen
 from tui.ui.app import SpectopApp
 from tui.ui.editor_app import EditorApp
@@ -28,28 +29,14 @@ async def _settled(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
-def test_dashboard_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
-    assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=_settled)
-
-
 def test_dashboard_160x48(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
     assert snap_compare(replay_app(), terminal_size=(160, 48), run_before=_settled)
-
-
-def test_detail_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
-    async def open_detail(pilot: Pilot[Any]) -> None:
-        await _settled(pilot)
-        await pilot.press("enter")
-        await pilot.pause()
-
-    assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=open_detail)
 
 
 def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
     """`G`: the detail screen's GPU section as one row per GPU, NVML's processes under each."""
     from tui.gpu.models import REASON_SW_POWER_CAP, GpuProcess, GpuSample
     from tui.gpu.monitor import NVML_SOURCE, EndpointGpus
-    from tui.screens.detail import DetailScreen
     from tui.sources.updates import GpusPolled
 
     def gpu(index: int, processes: tuple[GpuProcess, ...]) -> GpuSample:
@@ -116,8 +103,13 @@ def test_detail_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
     async def open_detail(pilot: Pilot[Any]) -> None:
+        """Enter on the first card (focused after the first refresh, not at once) opens its detail."""
+        app = pilot.app
         await _settled(pilot)
+        first = "mtp-on"
+        await wait_for(pilot, lambda: isinstance(app.focused, EndpointCard) and app.focused.endpoint == first)
         await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.endpoint == first)
         await pilot.pause()
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=open_detail)

@@ -40,7 +40,7 @@ from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import DEFAULT_MAX_MB
 from tui.telemetry.series import SeriesStore
 from tui.ui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
-from tui.ui.terminal_guard import exit_on_signals, guard_drawn_text, restore_signals
+from tui.ui.terminal_guard import GuardsDrawnText, exit_on_signals, restore_signals
 from tui.ui.themes import (
     DEFAULT_THEME,
     FOOTER_CSS,
@@ -93,7 +93,7 @@ def fit_parts(parts: list[str], width: int) -> list[str]:
     return kept
 
 
-class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, App[int]):
+class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, GuardsDrawnText, App[int]):
     TITLE = "spectop"
     CSS = FOOTER_CSS
     ENABLE_COMMAND_PALETTE = True
@@ -133,7 +133,6 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         the advisor's step-cost models (default: read from spectop's data folder; none in a replay).
         `bench_pair`: the burst screen's A and B whichever card is focused (the demo's: MTP off, MTP on)."""
         super().__init__()
-        guard_drawn_text()
         honour_no_color(self)
         self.settings = settings
         self.board = Board(settings)
