@@ -7,10 +7,9 @@ import sys
 from pathlib import Path
 
 import httpx
-import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Log, Select, Static, TabbedContent, TextArea
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
@@ -19,21 +18,6 @@ from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import ConfigFieldRow
 
 SIZE = (80, 24)
-
-
-@pytest.fixture
-def config_toml(tmp_path: Path) -> Path:
-    target = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", target)
-    return target
-
-
-async def opened_editor(pilot: Pilot) -> EditorScreen:
-    app = pilot.app
-    await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded, "the editor")
-    screen = app.screen
-    assert isinstance(screen, EditorScreen)
-    return screen
 
 
 def field_input(screen: EditorScreen, *path: str) -> Input:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from key_bursts import press_at_once
-from test_editor import SIZE, config_toml, opened_editor, status_text  # noqa: F401  (fixture)
+from test_editor import SIZE, status_text
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Select
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tui.configs.document import dotted
 from tui.screens.editor import FIELD_KEYS, EditorScreen
@@ -34,7 +34,7 @@ def marked_rows(screen: EditorScreen) -> list[ConfigFieldRow]:
     ]
 
 
-async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml: Path) -> None:  # noqa: F811
+async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml: Path) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
@@ -51,7 +51,7 @@ async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml
 
 
 async def test_the_focused_field_is_marked_named_and_in_view(
-    config_toml: Path,  # noqa: F811
+    config_toml: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("NO_COLOR", "1")  # the mark is a shape, not a colour
@@ -79,7 +79,7 @@ async def test_the_focused_field_is_marked_named_and_in_view(
 
 
 async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(
-    config_toml: Path,  # noqa: F811
+    config_toml: Path,
 ) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
@@ -91,7 +91,7 @@ async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(
         assert set(keys) <= set(rows[text]) and "⏎ applies, esc cancels" in text and "0-9" in keys
 
 
-async def test_page_keys_move_the_focus_a_page_of_fields(config_toml: Path) -> None:  # noqa: F811
+async def test_page_keys_move_the_focus_a_page_of_fields(config_toml: Path) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)

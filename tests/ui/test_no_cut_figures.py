@@ -20,10 +20,10 @@ import pytest
 from bench_fixtures import BenchTestApp, text_of, until
 from cut_figures import cut_figures
 from recording_factory import write_recording
-from test_editor import field_input, opened_editor, type_into
+from test_editor import field_input, type_into
 from test_log_viewer import ViewerApp, opened, write_log
 from textual.app import App
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tests.fleet.fake_fleet import NOW, ScriptedPoller, fleet_app, fleet_settings, scripted_readings
 from tui.bench.results import BurstResult
@@ -220,9 +220,8 @@ class TuneApp(App[None]):
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-async def test_tune_table_after_a_cancel(tmp_path: Path, size: tuple[int, int]) -> None:
-    config = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", config)
+async def test_tune_table_after_a_cancel(config_toml: Path, size: tuple[int, int]) -> None:
+    config = config_toml
     endpoint = EndpointSettings(
         name="tuned", url="http://127.0.0.1:9", config_file=config, restart_command="true"
     )

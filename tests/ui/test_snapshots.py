@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tui.paths import sample_configs_dir
 from tui.screens.detail import DetailScreen
-from tui.screens.editor import EditorScreen
 from tui.ui.app import SpectopApp
 from tui.ui.editor_app import EditorApp
 from tui.widgets.edit_mode import FieldInput
@@ -137,7 +136,7 @@ def test_editor_at_each_size(
 
     async def loaded(pilot: Pilot[Any]) -> None:
         app = pilot.app
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await opened_editor(pilot)
         await wait_for(pilot, lambda: isinstance(app.focused, FieldInput), "the first field's focus")
         await pilot.pause()
 

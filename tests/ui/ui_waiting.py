@@ -12,6 +12,8 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from tui.screens.editor import EditorScreen
+
 STEP_S = 0.05
 HANG_GUARD_S = 60.0
 
@@ -36,6 +38,14 @@ async def wait_for(
 
 async def wait_for_screen(pilot: Pilot[Any], kind: type) -> None:
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, kind), f"the {kind.__name__}")
+
+
+async def opened_editor(pilot: Pilot[Any]) -> EditorScreen:
+    """The config editor, once its file is loaded."""
+    app = pilot.app
+    await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded, "the editor")
+    assert isinstance(app.screen, EditorScreen)
+    return app.screen
 
 
 async def wait_for_exit(pilot: Pilot[Any]) -> None:
