@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.widgets import Header, Input, Static
 
-from tui.fit_text import fit_items
+from tui.fit_text import fit_items, subtitle_room
 from tui.format import UNKNOWN, fmt_setting
 from tui.sanitize import safe_line
 from tui.screens.context import EndpointScreen, ScreenContext
@@ -20,7 +20,6 @@ from tui.widgets.figure_table import FigureTable
 from tui.widgets.footer import Footer
 from tui.widgets.gpu_panel import GpuCharts
 from tui.widgets.gpu_rows import GpuRowsPane
-from tui.widgets.header import subtitle_room
 from tui.widgets.log_pane import LogPane
 from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 

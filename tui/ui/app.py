@@ -28,7 +28,7 @@ from textual.theme import Theme
 from tui.advice.live import KeptModels, read_config_facts, read_models
 from tui.atomic import write_file
 from tui.board import Board, LogEntry
-from tui.fit_text import fit_words
+from tui.fit_text import fit_words, subtitle_room
 from tui.sanitize import safe_line, safe_text
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.settings import EndpointSettings, Settings
@@ -49,7 +49,6 @@ from tui.ui.themes import (
     next_theme,
 )
 from tui.widgets.card_view import CardData
-from tui.widgets.header import subtitle_room
 from tui.widgets.messages import (
     EndpointsUpdated,
     EndpointUpdated,
