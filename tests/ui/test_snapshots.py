@@ -13,10 +13,12 @@ from ui_waiting import opened_editor, wait_for
 
 from tui.paths import sample_configs_dir
 from tui.screens.detail import DetailScreen
+from tui.screens.help import HelpScreen
 from tui.ui.app import SpectopApp
 from tui.ui.editor_app import EditorApp
 from tui.widgets.edit_mode import FieldInput
 from tui.widgets.endpoint_card import EndpointCard
+from tui.widgets.endpoint_table import EndpointTable
 
 
 async def _settled(pilot: Pilot[Any]) -> None:
@@ -63,14 +65,16 @@ def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., Spec
 
 # --- every screen at 80x24, 120x36 and 200x50 -------------------------------------------------------------
 
-SIZES = [(80, 24), (120, 36), (200, 50)]
+each_size = pytest.mark.parametrize(
+    "size", [(80, 24), (120, 36), (200, 50)], ids=lambda size: f"{size[0]}x{size[1]}"
+)
 
 
 def _card_texts(app: Any) -> list[str]:
     return [card.render().plain for card in app.screen.query(EndpointCard)]
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@each_size
 def test_dashboard_cards_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
@@ -85,19 +89,21 @@ def test_dashboard_cards_at_each_size(
     assert snap_compare(replay_app(), terminal_size=size, run_before=cards)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@each_size
 def test_dashboard_table_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
     async def table(pilot: Pilot[Any]) -> None:
+        app = pilot.app
         await _settled(pilot)
         await pilot.press("v")
+        await wait_for(pilot, lambda: app.screen.query_one("#table", EndpointTable).row_count == 3)
         await pilot.pause()
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=table)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@each_size
 def test_detail_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
@@ -114,19 +120,20 @@ def test_detail_at_each_size(
     assert snap_compare(replay_app(), terminal_size=size, run_before=open_detail)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@each_size
 def test_help_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
     async def open_help(pilot: Pilot[Any]) -> None:
         await _settled(pilot)
         await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
         await pilot.pause()
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=open_help)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@each_size
 def test_editor_at_each_size(
     snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
 ) -> None:
