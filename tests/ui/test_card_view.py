@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -120,8 +121,9 @@ def test_inconsistent_page_error_shows_although_up() -> None:
     assert "inconsistent page" in badge_line(CardData(name="a", reading=reading, now=1.0), 80).plain
 
 
-async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> None:
-    from tui.settings import Settings
+async def test_detail_screen_shows_bounds_notes_and_restart(
+    tmp_path: Path, replay_app: Callable[..., SpectopApp]
+) -> None:
     from tui.telemetry.recording import HeaderRecord, RecordedEndpoint
     from tui.widgets.figure_table import FigureTable
 
@@ -131,7 +133,7 @@ async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> N
     )  # type: ignore[call-arg]
     path = tmp_path / "run.jsonl"
     path.write_text(header.model_dump_json() + "\n" + record.model_dump_json() + "\n")
-    app = SpectopApp(Settings(), replay_path=path, replay_speed=0.0, remember_theme_choice=False)
+    app = replay_app(replay_path=path)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.replay_done and bool(app.screen.query(EndpointCard)))
         await pilot.press("enter")

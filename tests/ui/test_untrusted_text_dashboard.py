@@ -11,7 +11,7 @@ the pane, a CSI that clears the screen, an OSC 52 clipboard write, an 8-bit CSI 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -130,10 +130,11 @@ def hostile_notes_recording(path: Path) -> Path:
     return path
 
 
-async def test_replayed_notes_on_the_detail_screen(tmp_path: Path) -> None:
+async def test_replayed_notes_on_the_detail_screen(
+    tmp_path: Path, replay_app: Callable[..., SpectopApp]
+) -> None:
     recording = hostile_notes_recording(tmp_path / "recording.jsonl")
-    app = SpectopApp(Settings(), replay_path=recording, replay_speed=0.0, theme_folders=[themes_dir()],
-                     remember_theme_choice=False)  # fmt: skip
+    app = replay_app(replay_path=recording)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.replay_done and bool(app.screen.query(EndpointCard)))
         await pilot.press("enter")
