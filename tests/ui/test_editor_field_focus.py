@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from key_bursts import press_at_once
-from test_editor import SIZE, status_text
+from test_editor import SIZE, save_to_the_diff, status_text
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Select
 from ui_waiting import opened_editor, wait_for
@@ -17,7 +17,6 @@ from tui.configs.document import dotted
 from tui.screens.editor import FIELD_KEYS, EditorScreen
 from tui.screens.help import key_rows
 from tui.ui.editor_app import EditorApp
-from tui.widgets.config_dialogs import DiffDialog
 from tui.widgets.config_field import FOCUS_MARK, ConfigFieldRow
 from tui.widgets.edit_mode import HELP_ROW
 
@@ -44,10 +43,8 @@ async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml
         assert screen.document is not None
         await wait_for(pilot, lambda: screen.document.get(rows[3]) == 4, "max_model_len = 4")
         assert screen.document.get(rows[0]) == "deepseek-ai/DeepSeek-V3"
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
-        assert isinstance(app.screen, DiffDialog)
-        assert "+max_model_len = 4" in app.screen.diff and "name =" not in app.screen.diff
+        dialog = await save_to_the_diff(pilot)
+        assert "+max_model_len = 4" in dialog.diff and "name =" not in dialog.diff
 
 
 async def test_the_focused_field_is_marked_named_and_in_view(
