@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.pilot import Pilot
 
-from tui.screens.editor import EditorScreen
+if TYPE_CHECKING:
+    from tui.screens.editor import EditorScreen
 
 STEP_S = 0.05
 HANG_GUARD_S = 60.0
@@ -42,6 +43,8 @@ async def wait_for_screen(pilot: Pilot[Any], kind: type) -> None:
 
 async def opened_editor(pilot: Pilot[Any]) -> EditorScreen:
     """The config editor, once its file is loaded."""
+    from tui.screens.editor import EditorScreen  # here: tests of the first frame import this module
+
     app = pilot.app
     await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded, "the editor")
     assert isinstance(app.screen, EditorScreen)
