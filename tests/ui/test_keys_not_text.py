@@ -13,9 +13,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Input, Select, TextArea
-from ui_waiting import wait_for
+from ui_waiting import wait_for, wait_for_dashboard
 
-from tui.screens.dashboard import DashboardScreen
 from tui.screens.help import HelpScreen
 from tui.ui.app import SpectopApp
 from tui.ui.editor_app import EditorApp
@@ -50,9 +49,7 @@ async def help_then_quit(pilot: Pilot[Any], screen: Screen[Any]) -> None:
 
 
 async def _open(pilot: Pilot[Any], app: SpectopApp, key: str, name: str) -> Screen[Any]:
-    await wait_for(
-        pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
-    )
+    await wait_for_dashboard(pilot)
     await pilot.press(key)
     await wait_for(pilot, lambda: type(app.screen).__name__ == name and getattr(app.screen, "loaded", True))
     await pilot.pause()

@@ -51,6 +51,16 @@ async def opened_editor(pilot: Pilot[Any]) -> EditorScreen:
     return app.screen
 
 
+async def wait_for_dashboard(pilot: Pilot[Any]) -> None:
+    """The dashboard, with its cards made."""
+    from tui.screens.dashboard import DashboardScreen
+
+    app = pilot.app
+    await wait_for(
+        pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
+    )
+
+
 async def wait_for_exit(pilot: Pilot[Any]) -> None:
     await wait_for(pilot, lambda: not pilot.app.is_running, "the app to exit")
 
