@@ -101,7 +101,7 @@ class DetailScreen(EndpointScreen):
         else:
             log.border_title = "no log_file for this endpoint"
         log.set_follow(True)
-        log.show(self.context.log_entries(self.endpoint))
+        log.show(self.context.board.log_entries(self.endpoint))
         self._refresh_figures()
         log.focus()
         self.set_interval(1.0, self._refresh_figures)  # ages, and the chart window moving on
@@ -220,7 +220,7 @@ class DetailScreen(EndpointScreen):
     def _filter_changed(self, event: Input.Changed) -> None:
         log = self.query_one(LogPane)
         log.filter_text = event.value.strip().lower()
-        log.show(self.context.log_entries(self.endpoint))
+        log.show(self.context.board.log_entries(self.endpoint))
         log.border_subtitle = f"filter: {event.value.strip()}" if event.value.strip() else None
 
     @on(Input.Submitted, "#log-filter")
