@@ -6,7 +6,8 @@
 - words (`fit_words`: a message, an error, an advice): the first whole words that fit and `…`, never a
   figure right before the `…` (`50%…` would read as a figure cut);
 - items (`fit_items`: a title's " · " parts, a footer's keys): the first whole items that fit, the rest
-  dropped.
+  dropped;
+- a screen's subtitle (`subtitle_room`): the columns Textual's `Header` leaves it between its icon and clock.
 """
 
 from __future__ import annotations
@@ -18,6 +19,12 @@ from urllib.parse import urlsplit
 ELLIPSIS = "…"
 # A word `fit_words` does not end on: a figure ("50%", "1.02x", "<", "(10") or a separator ("·", "—").
 _NOT_LAST = re.compile(r"^[<>~(+\-]?\d|^[^\w]*$")
+HEADER_MARGINS = 18  # the header's icon and clock columns, either side of the title
+
+
+def subtitle_room(width: int, title: str) -> int:
+    """The columns a header `width` wide leaves for the subtitle after `title` and " — "."""
+    return width - HEADER_MARGINS - len(title) - len(" — ")
 
 
 def short_url(url: str, width: int) -> str:

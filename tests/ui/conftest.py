@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -66,13 +67,19 @@ def recorded_run(bench_folders: Path, monkeypatch: pytest.MonkeyPatch) -> BurstR
 
 
 @pytest.fixture
-def live_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SpectopApp:
+def config_toml(tmp_path: Path) -> Path:
+    """A copy of the sample config in the test's folder."""
+    target = tmp_path / "config.toml"
+    shutil.copy(sample_configs_dir() / "config.toml", target)
+    return target
+
+
+@pytest.fixture
+def live_app(tmp_path: Path, config_toml: Path, monkeypatch: pytest.MonkeyPatch) -> SpectopApp:
     """The dashboard on one endpoint where nothing listens, with the sample config as its file."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    config = tmp_path / "config.toml"
-    config.write_text((sample_configs_dir() / "config.toml").read_text(encoding="utf-8"), encoding="utf-8")
     endpoint = EndpointSettings(
-        name="e", url="http://127.0.0.1:9", config_file=config, restart_command=["true"]
+        name="e", url="http://127.0.0.1:9", config_file=config_toml, restart_command=["true"]
     )  # nothing listens
     settings = Settings(poll_interval_s=60, endpoints=[endpoint])
     return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)

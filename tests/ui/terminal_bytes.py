@@ -16,7 +16,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tui.screens.editor import EditorScreen
 from tui.ui.editor_app import EditorApp
@@ -83,6 +83,6 @@ async def editing(config: Path) -> AsyncIterator[tuple[Pilot[Any], EditorScreen]
     """The config editor on `config`, once the file is loaded."""
     app = EditorApp(config)
     async with app.run_test(size=(100, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await opened_editor(pilot)
         assert isinstance(app.screen, EditorScreen)
         yield pilot, app.screen

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cut_figures import cut_figures, cut_words
+from textual.app import App, ComposeResult
 from ui_waiting import wait_for
 
 from tui.advice.advisor import Advice
@@ -120,8 +122,9 @@ def test_inconsistent_page_error_shows_although_up() -> None:
     assert "inconsistent page" in badge_line(CardData(name="a", reading=reading, now=1.0), 80).plain
 
 
-async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> None:
-    from tui.settings import Settings
+async def test_detail_screen_shows_bounds_notes_and_restart(
+    tmp_path: Path, replay_app: Callable[..., SpectopApp]
+) -> None:
     from tui.telemetry.recording import HeaderRecord, RecordedEndpoint
     from tui.widgets.figure_table import FigureTable
 
@@ -131,7 +134,7 @@ async def test_detail_screen_shows_bounds_notes_and_restart(tmp_path: Path) -> N
     )  # type: ignore[call-arg]
     path = tmp_path / "run.jsonl"
     path.write_text(header.model_dump_json() + "\n" + record.model_dump_json() + "\n")
-    app = SpectopApp(Settings(), replay_path=path, replay_speed=0.0, remember_theme_choice=False)
+    app = replay_app(replay_path=path)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.replay_done and bool(app.screen.query(EndpointCard)))
         await pilot.press("enter")
@@ -232,8 +235,6 @@ def test_the_badge_line_shortens_an_error_an_alert_or_an_advice_by_whole_words()
 async def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None:
     """One line left under the figures: the advice whole without its basis, not the advice and the start
     of the basis (`< bar` and the bar's figure gone)."""
-    from textual.app import App, ComposeResult
-
     from tui.widgets.figure_table import FigureTable
 
     advice = Advice(
@@ -256,17 +257,18 @@ async def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -
         assert not cut_figures(app, given=[f"advice {advice.line()}"], whole_or_absent=[f"({advice.basis})"])
 
 
+class CardApp(App[None]):
+    def __init__(self, data: CardData) -> None:
+        super().__init__()
+        self.data = data
+
+    def compose(self) -> ComposeResult:
+        yield EndpointCard(self.data)
+
+
 async def test_crit_badge_fits_on_a_card_at_80_columns() -> None:
-    from textual.app import App, ComposeResult
-
     reading = _reading(1.0, acceptance_rate=0.25)
-    data = CardData(name="a", reading=reading, alerts=_alerts(), now=1.0)
-
-    class CardApp(App[None]):
-        def compose(self) -> ComposeResult:
-            yield EndpointCard(data)
-
-    app = CardApp()
+    app = CardApp(CardData(name="a", reading=reading, alerts=_alerts(), now=1.0))
     async with app.run_test(size=(80, 8)) as pilot:
         await pilot.pause()
         card = app.query_one(EndpointCard)
@@ -291,16 +293,8 @@ def test_long_model_names_keep_their_tail_or_the_part_that_differs() -> None:
 
 
 async def test_card_title_shortens_the_model_from_the_left() -> None:
-    from textual.app import App, ComposeResult
-
     model = "/models/huggingface/hub/deepseek-ai/DeepSeek-V3-0324-FP8-dynamic-quantized"
-    data = CardData(name="mtp-on", backend="vllm", model=model, reading=_reading(1.0), now=1.0)
-
-    class CardApp(App[None]):
-        def compose(self) -> ComposeResult:
-            yield EndpointCard(data)
-
-    app = CardApp()
+    app = CardApp(CardData(name="mtp-on", backend="vllm", model=model, reading=_reading(1.0), now=1.0))
     async with app.run_test(size=(80, 8)) as pilot:
         await pilot.pause()
         title = str(app.query_one(EndpointCard).border_title)

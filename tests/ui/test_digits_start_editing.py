@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from test_keys_not_text import _open, config, live_app  # noqa: F401  (fixtures)
+from test_keys_not_text import _open
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
@@ -23,7 +23,7 @@ from tui.widgets.edit_mode import FieldInput
 SIZE = (120, 36)
 
 
-async def test_a_digit_on_the_tune_form_replaces_the_value(live_app: SpectopApp) -> None:  # noqa: F811
+async def test_a_digit_on_the_tune_form_replaces_the_value(live_app: SpectopApp) -> None:
     async with live_app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, live_app, "T", "TuneScreen")
         values = screen.query_one("#values", FieldInput)
@@ -41,7 +41,7 @@ async def test_a_digit_on_the_tune_form_replaces_the_value(live_app: SpectopApp)
         assert loads.value == "1,8,16" and not loads.editing
 
 
-async def test_the_tune_forms_errors_name_the_value_they_refuse(live_app: SpectopApp) -> None:  # noqa: F811
+async def test_the_tune_forms_errors_name_the_value_they_refuse(live_app: SpectopApp) -> None:
     async with live_app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, live_app, "T", "TuneScreen")
         progress = screen.query_one("#progress", Static)

@@ -7,10 +7,9 @@ import sys
 from pathlib import Path
 
 import httpx
-import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Log, Select, Static, TabbedContent, TextArea
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
@@ -19,21 +18,6 @@ from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import ConfigFieldRow
 
 SIZE = (80, 24)
-
-
-@pytest.fixture
-def config_toml(tmp_path: Path) -> Path:
-    target = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", target)
-    return target
-
-
-async def opened_editor(pilot: Pilot) -> EditorScreen:
-    app = pilot.app
-    await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded, "the editor")
-    screen = app.screen
-    assert isinstance(screen, EditorScreen)
-    return screen
 
 
 def field_input(screen: EditorScreen, *path: str) -> Input:
@@ -50,6 +34,14 @@ async def type_into(pilot: Pilot, widget: Input, text: str, *, enter: bool = Tru
     await pilot.pause()
 
 
+async def save_to_the_diff(pilot: Pilot) -> DiffDialog:
+    """ctrl+s: the diff dialog of the changes."""
+    await pilot.press("ctrl+s")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, DiffDialog), "the diff")
+    assert isinstance(pilot.app.screen, DiffDialog)
+    return pilot.app.screen
+
+
 def changed_lines(before: bytes, after: bytes) -> list[tuple[bytes, bytes]]:
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
     assert len(old) == len(new)
@@ -64,10 +56,7 @@ async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) ->
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "3")
         assert "modified" in str(screen.query_one("#editor-title", Static).render())
         assert config_toml.read_bytes() == before  # nothing written before ctrl+s
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
-        dialog = app.screen
-        assert isinstance(dialog, DiffDialog)
+        dialog = await save_to_the_diff(pilot)
         assert "-num_speculative_tokens = 2" in dialog.diff and "+num_speculative_tokens = 3" in dialog.diff
         await pilot.press("y")
         await wait_for(pilot, lambda: config_toml.read_bytes() != before, "the save")
@@ -105,8 +94,7 @@ async def test_declining_the_diff_writes_nothing(config_toml: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
         await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "32")
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await save_to_the_diff(pilot)
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
         assert config_toml.read_bytes() == before
@@ -132,9 +120,8 @@ async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None
         assert "cannot save: model.gpu_memory_utilization" in status
         assert app.focused is gpu
         await type_into(pilot, gpu, "0.8", enter=False)
-        await pilot.press("ctrl+s")  # a valid value still being typed is applied before the diff
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
-        assert "+gpu_memory_utilization = 0.8" in app.screen.diff
+        dialog = await save_to_the_diff(pilot)  # a valid value still being typed is applied before the diff
+        assert "+gpu_memory_utilization = 0.8" in dialog.diff
 
 
 async def test_undo_reverts_the_last_field_change(config_toml: Path) -> None:
@@ -218,8 +205,7 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
         raw.action_select_line()
         raw.replace("num_speculative_tokens = 2", raw.selection.start, raw.selection.end)
         await wait_for(pilot, lambda: screen.document is not None and bool(screen._rows), "the form")
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await save_to_the_diff(pilot)
         await pilot.press("y")
         await wait_for(pilot, lambda: broken.read_bytes() != before, "the save")
         assert broken.read_bytes() == b'[model]\nname = "m"\n\n[speculative]\nnum_speculative_tokens = 2\n'
@@ -251,16 +237,14 @@ async def test_external_change_is_not_overwritten_without_asking(config_toml: Pa
         await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "16")
         external = config_toml.read_text().replace("block_size = 16", "block_size = 32")
         config_toml.write_text(external)
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await save_to_the_diff(pilot)
         await pilot.press("y")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the overwrite question")
         assert "changed on disk" in app.screen.question
         await pilot.press("n")
         await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
         assert config_toml.read_text() == external
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await save_to_the_diff(pilot)
         await pilot.press("y")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the overwrite question")
         await pilot.press("o")
@@ -354,8 +338,7 @@ async def test_after_a_save_the_field_just_typed_is_not_an_unsaved_change(config
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "4")
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await save_to_the_diff(pilot)
         await pilot.press("y")
         await wait_for(pilot, lambda: "num_speculative_tokens = 4" in config_toml.read_text(), "the save")
         await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")

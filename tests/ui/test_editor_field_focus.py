@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pytest
 from key_bursts import press_at_once
-from test_editor import SIZE, config_toml, opened_editor, status_text  # noqa: F401  (fixture)
+from test_editor import SIZE, save_to_the_diff, status_text
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Select
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tui.configs.document import dotted
 from tui.screens.editor import FIELD_KEYS, EditorScreen
 from tui.screens.help import key_rows
 from tui.ui.editor_app import EditorApp
-from tui.widgets.config_dialogs import DiffDialog
 from tui.widgets.config_field import FOCUS_MARK, ConfigFieldRow
 from tui.widgets.edit_mode import HELP_ROW
 
@@ -34,7 +33,7 @@ def marked_rows(screen: EditorScreen) -> list[ConfigFieldRow]:
     ]
 
 
-async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml: Path) -> None:  # noqa: F811
+async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml: Path) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
@@ -44,14 +43,12 @@ async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml
         assert screen.document is not None
         await wait_for(pilot, lambda: screen.document.get(rows[3]) == 4, "max_model_len = 4")
         assert screen.document.get(rows[0]) == "deepseek-ai/DeepSeek-V3"
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
-        assert isinstance(app.screen, DiffDialog)
-        assert "+max_model_len = 4" in app.screen.diff and "name =" not in app.screen.diff
+        dialog = await save_to_the_diff(pilot)
+        assert "+max_model_len = 4" in dialog.diff and "name =" not in dialog.diff
 
 
 async def test_the_focused_field_is_marked_named_and_in_view(
-    config_toml: Path,  # noqa: F811
+    config_toml: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("NO_COLOR", "1")  # the mark is a shape, not a colour
@@ -79,7 +76,7 @@ async def test_the_focused_field_is_marked_named_and_in_view(
 
 
 async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(
-    config_toml: Path,  # noqa: F811
+    config_toml: Path,
 ) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
@@ -91,7 +88,7 @@ async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(
         assert set(keys) <= set(rows[text]) and "⏎ applies, esc cancels" in text and "0-9" in keys
 
 
-async def test_page_keys_move_the_focus_a_page_of_fields(config_toml: Path) -> None:  # noqa: F811
+async def test_page_keys_move_the_focus_a_page_of_fields(config_toml: Path) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)

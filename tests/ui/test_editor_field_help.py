@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Input, Static
-from ui_waiting import wait_for
+from ui_waiting import opened_editor
 
 from tui.configs.schemas import SCHEMAS, field_specs
 from tui.paths import sample_configs_dir
-from tui.screens.editor import EditorScreen
 from tui.ui.editor_app import EditorApp
 from tui.widgets.config_field import ConfigFieldRow
 
@@ -41,7 +40,7 @@ async def test_every_help_line_is_shown_whole_at_80_columns(tmp_path: Path, samp
     shutil.copy(sample_configs_dir() / sample, target)
     app = EditorApp(target)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await opened_editor(pilot)
         await pilot.pause()
         rows = list(app.screen.query(ConfigFieldRow))
         assert rows

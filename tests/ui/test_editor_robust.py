@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import Input, Static, TextArea
-from ui_waiting import wait_for, wait_for_exit, wait_for_screen
+from ui_waiting import opened_editor, wait_for, wait_for_exit, wait_for_screen
 
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
@@ -27,20 +25,6 @@ REPO = Path(__file__).resolve().parents[2]
 def recovery_path(path: Path) -> Path:
     """Where the error message says the unsaved edits went (the user-facing contract)."""
     return path.with_name(path.name + ".spectop-recovery")
-
-
-@pytest.fixture
-def config_toml(tmp_path: Path) -> Path:
-    target = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", target)
-    return target
-
-
-async def opened_editor(pilot: Pilot[Any]) -> EditorScreen:
-    app = pilot.app
-    await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded, "the editor")
-    assert isinstance(app.screen, EditorScreen)
-    return app.screen
 
 
 def line_of(raw: TextArea, prefix: str) -> int:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_editor import SIZE, config_toml, field_input, opened_editor, status_text  # noqa: F401  (fixture)
-from test_keys_not_text import _open, config, live_app  # noqa: F401  (fixtures)
-from ui_waiting import wait_for
+from test_editor import SIZE, field_input, status_text
+from test_keys_not_text import _open
+from ui_waiting import opened_editor, wait_for
 
 from tui.ui.app import SpectopApp
 from tui.ui.editor_app import EditorApp
@@ -19,7 +19,7 @@ TP = ("model", "tensor_parallel_size")
 K = ("speculative", "num_speculative_tokens")
 
 
-async def test_esc_in_the_editor_restores_the_field_and_applies_nothing(config_toml: Path) -> None:  # noqa: F811
+async def test_esc_in_the_editor_restores_the_field_and_applies_nothing(config_toml: Path) -> None:
     before = config_toml.read_text()
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
@@ -40,7 +40,7 @@ async def test_esc_in_the_editor_restores_the_field_and_applies_nothing(config_t
         assert status_text(screen) == "nothing to undo in the form"
 
 
-async def test_enter_applies_and_ctrl_z_undoes_it(config_toml: Path) -> None:  # noqa: F811
+async def test_enter_applies_and_ctrl_z_undoes_it(config_toml: Path) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
@@ -54,7 +54,7 @@ async def test_enter_applies_and_ctrl_z_undoes_it(config_toml: Path) -> None:  #
         assert screen.document.get(TP) == 8 and tp.value == "8"
 
 
-async def test_an_invalid_text_cancelled_leaves_no_error(config_toml: Path) -> None:  # noqa: F811
+async def test_an_invalid_text_cancelled_leaves_no_error(config_toml: Path) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
@@ -72,7 +72,7 @@ async def test_an_invalid_text_cancelled_leaves_no_error(config_toml: Path) -> N
     [("b", "BenchScreen", "requests", "32"), ("T", "TuneScreen", "values", "0,1,2,3,4")],
 )
 async def test_esc_restores_the_burst_and_tune_forms_fields(
-    live_app: SpectopApp,  # noqa: F811
+    live_app: SpectopApp,
     key: str,
     screen_name: str,
     field_id: str,

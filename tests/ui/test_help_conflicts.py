@@ -12,7 +12,7 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Static
-from ui_waiting import wait_for
+from ui_waiting import wait_for, wait_for_dashboard
 
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.guard import GuardDialog
@@ -21,11 +21,6 @@ from tui.ui.app import SpectopApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog
 
 SIZE = (80, 24)
-GUARD_DIFF = "-enabled = true\n+enabled = false\n"
-
-
-def dashboard_ready(app: SpectopApp) -> bool:
-    return isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
 
 
 def conflicts(screen: Screen[Any]) -> list[str]:
@@ -58,9 +53,7 @@ async def test_no_screen_lists_a_key_with_two_meanings(live_app: SpectopApp) -> 
     app = live_app
     seen: dict[str, list[str]] = {}
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(
-            pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
-        )
+        await wait_for_dashboard(pilot)
         await check_help(pilot, "dashboard", seen)
         await pilot.press("v")
         await pilot.pause()
@@ -114,9 +107,7 @@ async def test_no_screen_lists_a_key_with_two_meanings(live_app: SpectopApp) -> 
 async def test_the_alerts_and_tune_screens_say_what_a_does_there(live_app: SpectopApp) -> None:
     app = live_app
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(
-            pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
-        )
+        await wait_for_dashboard(pilot)
         await pilot.press("a")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "AlertsScreen")
         texts = {row.text for row in key_rows(app.screen) if "a" in row.keys}

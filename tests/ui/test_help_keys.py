@@ -10,7 +10,7 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TextArea
 from textual.widgets._footer import FooterKey
-from ui_waiting import wait_for
+from ui_waiting import wait_for, wait_for_dashboard
 
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
@@ -85,9 +85,7 @@ def _in_sight(key: FooterKey, palette: FooterKey) -> bool:
 async def test_the_editor_and_bench_list_their_keys_and_the_footers_keep_theirs(live_app: SpectopApp) -> None:
     app = live_app
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(
-            pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
-        )
+        await wait_for_dashboard(pilot)
         await wait_for(pilot, lambda: "^p" in _footer_keys(app))  # the command palette is in the footer
         await wait_for(pilot, lambda: _footer_keys(app)["^p"].region.width > 0)  # laid out
         keys = _footer_keys(app)

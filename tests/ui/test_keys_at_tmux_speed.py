@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from key_bursts import press_at_once
-from test_editor import SIZE, config_toml, field_input, opened_editor  # noqa: F401  (fixture)
-from test_keys_not_text import _open, config, live_app  # noqa: F401  (fixtures)
+from test_editor import SIZE, field_input
+from test_keys_not_text import _open
 from textual.widgets import TextArea
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tui.ui.app import SpectopApp
 from tui.ui.editor_app import EditorApp
@@ -18,7 +18,7 @@ from tui.widgets.edit_mode import FieldInput
 K = ("speculative", "num_speculative_tokens")
 
 
-async def test_i_backspace_digit_enter_at_once_applies_the_digit(config_toml: Path) -> None:  # noqa: F811
+async def test_i_backspace_digit_enter_at_once_applies_the_digit(config_toml: Path) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
@@ -31,7 +31,7 @@ async def test_i_backspace_digit_enter_at_once_applies_the_digit(config_toml: Pa
         assert field.value == "5" and not field.editing
 
 
-async def test_raw_view_keys_at_once_edit_the_line(config_toml: Path) -> None:  # noqa: F811
+async def test_raw_view_keys_at_once_edit_the_line(config_toml: Path) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
@@ -46,7 +46,7 @@ async def test_raw_view_keys_at_once_edit_the_line(config_toml: Path) -> None:  
         assert screen.document is not None and screen.document.get(K) == 5
 
 
-async def test_a_burst_form_field_takes_keys_at_once(live_app: SpectopApp) -> None:  # noqa: F811
+async def test_a_burst_form_field_takes_keys_at_once(live_app: SpectopApp) -> None:
     async with live_app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, live_app, "b", "BenchScreen")
         field = screen.query_one("#requests", FieldInput)

@@ -13,40 +13,14 @@ import pytest
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Input, Select, TextArea
-from ui_waiting import wait_for
+from ui_waiting import wait_for, wait_for_dashboard
 
-from tui.paths import sample_configs_dir, themes_dir
-from tui.screens.dashboard import DashboardScreen
-from tui.screens.help import HelpScreen, key_rows
-from tui.settings import EndpointSettings, Settings
+from tui.screens.help import HelpScreen
 from tui.ui.app import SpectopApp
 from tui.ui.editor_app import EditorApp
 from tui.widgets.edit_mode import FieldInput
 
 SIZE = (80, 24)
-GUARD_DIFF = "-enabled = true\n+enabled = false\n"
-
-
-def dashboard_ready(app: SpectopApp) -> bool:
-    return isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text((sample_configs_dir() / "config.toml").read_text(encoding="utf-8"), encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def live_app(tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch) -> SpectopApp:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    endpoint = EndpointSettings(
-        name="e", url="http://127.0.0.1:9", config_file=config, restart_command=["true"]
-    )  # nothing listens
-    settings = Settings(poll_interval_s=60, endpoints=[endpoint])
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
 
 
 def field_values(screen: Screen[Any]) -> dict[str, object]:
@@ -75,37 +49,29 @@ async def help_then_quit(pilot: Pilot[Any], screen: Screen[Any]) -> None:
 
 
 async def _open(pilot: Pilot[Any], app: SpectopApp, key: str, name: str) -> Screen[Any]:
-    await wait_for(
-        pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
-    )
+    await wait_for_dashboard(pilot)
     await pilot.press(key)
     await wait_for(pilot, lambda: type(app.screen).__name__ == name and getattr(app.screen, "loaded", True))
     await pilot.pause()
     return app.screen
 
 
-async def test_question_mark_and_q_on_a_fresh_editor_are_commands(live_app: SpectopApp, config: Path) -> None:
-    before = config.read_bytes()
+@pytest.mark.parametrize(
+    ("key", "name", "field"),
+    [("e", "EditorScreen", None), ("b", "BenchScreen", "#requests"), ("T", "TuneScreen", None)],
+    ids=["editor", "burst-form", "tune-form"],
+)
+async def test_question_mark_and_q_on_a_fresh_form_are_commands(
+    live_app: SpectopApp, config_toml: Path, key: str, name: str, field: str | None
+) -> None:
+    before = config_toml.read_bytes()
     async with live_app.run_test(size=SIZE) as pilot:
-        screen = await _open(pilot, live_app, "e", "EditorScreen")
+        screen = await _open(pilot, live_app, key, name)
+        if field is not None:
+            screen.query_one(field, FieldInput).focus()  # a text field, as after tab
         await wait_for(pilot, lambda: isinstance(screen.focused, FieldInput))  # the form's first field
         await help_then_quit(pilot, screen)
-    assert config.read_bytes() == before
-
-
-async def test_question_mark_and_q_on_a_fresh_burst_form_are_commands(live_app: SpectopApp) -> None:
-    async with live_app.run_test(size=SIZE) as pilot:
-        screen = await _open(pilot, live_app, "b", "BenchScreen")
-        screen.query_one("#requests", FieldInput).focus()  # a text field, as after tab
-        await pilot.pause()
-        await help_then_quit(pilot, screen)
-
-
-async def test_question_mark_and_q_on_a_fresh_tune_form_are_commands(live_app: SpectopApp) -> None:
-    async with live_app.run_test(size=SIZE) as pilot:
-        screen = await _open(pilot, live_app, "T", "TuneScreen")
-        await wait_for(pilot, lambda: isinstance(screen.focused, FieldInput))  # the values field
-        await help_then_quit(pilot, screen)
+    assert config_toml.read_bytes() == before
 
 
 async def test_i_types_into_a_field_and_esc_gives_the_letters_back(live_app: SpectopApp) -> None:
@@ -125,12 +91,10 @@ async def test_i_types_into_a_field_and_esc_gives_the_letters_back(live_app: Spe
         assert field.value == "1,8"
 
 
-async def test_the_help_says_how_editing_starts_and_ends(config: Path) -> None:
-    app = EditorApp(config)
+async def test_q_in_the_raw_view_quits_and_types_nothing(config_toml: Path) -> None:
+    app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: getattr(app.screen, "loaded", False))
-        rows = key_rows(app.screen)
-        assert any({"⏎", "i"} <= set(row.keys) and "esc" in row.text for row in rows)
         await pilot.press("f3")  # the raw view: read-only until i
         raw = app.screen.query_one("#raw", TextArea)
         before = raw.text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -106,7 +106,9 @@ async def test_detail_screen_tails_the_log(sim: SimServer, tmp_path: Path) -> No
         await wait_for(pilot, lambda: any("SpecDecoding" in line.text for line in log.lines))
 
 
-async def test_record_then_replay_gives_the_same_figures(sim: SimServer, tmp_path: Path) -> None:
+async def test_record_then_replay_gives_the_same_figures(
+    sim: SimServer, tmp_path: Path, replay_app: Callable[..., SpectopApp]
+) -> None:
     path = tmp_path / "session.jsonl"
     app = _app(sim, tmp_path, record_path=path)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -115,13 +117,7 @@ async def test_record_then_replay_gives_the_same_figures(sim: SimServer, tmp_pat
     recorded = [record async for record in read_records(path) if isinstance(record, EndpointReading)]
     assert len(recorded) >= 5
     assert any(record.figures == seen_live for record in recorded)
-    replayed = SpectopApp(
-        Settings(),
-        replay_path=path,
-        replay_speed=0,
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-    )
+    replayed = replay_app(replay_path=path)
     async with replayed.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: replayed.replay_done)
         assert replayed.readings["sim"].figures == recorded[-1].figures

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,10 +11,8 @@ from rich.color import ColorType
 from textual.app import App
 from textual.strip import Strip
 from textual.widgets import Label, Switch
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
-from tui.paths import sample_configs_dir
-from tui.screens.editor import EditorScreen
 from tui.ui.app import SpectopApp
 from tui.ui.editor_app import EditorApp
 from tui.widgets.config_field import ConfigFieldRow
@@ -73,17 +70,15 @@ async def test_with_colour_the_app_keeps_its_colours(
 
 @pytest.mark.parametrize("no_color", [True, False])
 async def test_switches_say_on_and_off(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_color: bool
+    config_toml: Path, monkeypatch: pytest.MonkeyPatch, no_color: bool
 ) -> None:
     if no_color:
         monkeypatch.setenv("NO_COLOR", "1")
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
-    target = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", target)
-    app = EditorApp(target)
+    app = EditorApp(config_toml)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await opened_editor(pilot)
         row = app.screen.query_one("#field-speculative--enabled", ConfigFieldRow)
         state = row.query_one("#unset", Label)
         assert str(state.render()).strip() == "on"
@@ -99,16 +94,14 @@ async def test_switches_say_on_and_off(
 
 
 async def test_a_placeholder_does_not_read_as_a_value_under_no_color(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without colour a placeholder (the burst form's A+ example, the editor's "(not set)") looked exactly
     like typed text; it is in italics."""
     monkeypatch.setenv("NO_COLOR", "1")
-    target = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", target)
-    app = EditorApp(target)
+    app = EditorApp(config_toml)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await opened_editor(pilot)
         await pilot.pause()
         field = app.screen.query_one("#field-model--served_model_name Input")
         y = field.region.y

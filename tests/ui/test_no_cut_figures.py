@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,21 +21,21 @@ import pytest
 from bench_fixtures import BenchTestApp, text_of, until
 from cut_figures import cut_figures
 from recording_factory import write_recording
-from test_editor import field_input, opened_editor, type_into
+from test_editor import field_input, type_into
 from test_log_viewer import ViewerApp, opened, write_log
 from textual.app import App
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tests.fleet.fake_fleet import NOW, ScriptedPoller, fleet_app, fleet_settings, scripted_readings
 from tui.bench.results import BurstResult
 from tui.gpu.models import REASON_SW_POWER_CAP, GpuSample
 from tui.gpu.monitor import EndpointGpus
-from tui.paths import sample_configs_dir, themes_dir
+from tui.paths import sample_configs_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.gpus import GpuScreen
 from tui.screens.tune import TuneScreen
-from tui.settings import EndpointSettings, Settings
+from tui.settings import EndpointSettings
 from tui.sources.fleet import FleetSource
 from tui.sources.updates import GpusPolled
 from tui.tune.result import TuneCell, TuneResult, ValueOutcome
@@ -92,16 +93,6 @@ def eight_gpus(throttled: bool = True) -> tuple[GpuSample, ...]:
     )
 
 
-def replay(recording: Path) -> SpectopApp:
-    return SpectopApp(
-        Settings(),
-        replay_path=recording,
-        replay_speed=0.0,
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-    )
-
-
 async def settled_replay(pilot: Any, *, gpus: bool = True) -> SpectopApp:
     app = pilot.app
     await wait_for(pilot, lambda: app.replay_done)
@@ -125,8 +116,10 @@ def assert_whole(
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-async def test_dashboard_cards_table_detail_alerts_and_help(tmp_path: Path, size: tuple[int, int]) -> None:
-    app = replay(bounded_recording(tmp_path / "recording.jsonl"))
+async def test_dashboard_cards_table_detail_alerts_and_help(
+    tmp_path: Path, size: tuple[int, int], replay_app: Callable[..., SpectopApp]
+) -> None:
+    app = replay_app(replay_path=bounded_recording(tmp_path / "recording.jsonl"))
     async with app.run_test(size=size) as pilot:
         await settled_replay(pilot)
         messages = tuple(alert.message for alert in app.board.alerts.all_alerts())
@@ -220,9 +213,8 @@ class TuneApp(App[None]):
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-async def test_tune_table_after_a_cancel(tmp_path: Path, size: tuple[int, int]) -> None:
-    config = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", config)
+async def test_tune_table_after_a_cancel(config_toml: Path, size: tuple[int, int]) -> None:
+    config = config_toml
     endpoint = EndpointSettings(
         name="tuned", url="http://127.0.0.1:9", config_file=config, restart_command="true"
     )
@@ -295,12 +287,14 @@ async def test_log_viewer_status_line(tmp_path: Path, size: tuple[int, int]) -> 
         assert_whole(app)
 
 
-async def test_the_detail_title_keeps_whole_parts_at_80x24(tmp_path: Path) -> None:
+async def test_the_detail_title_keeps_whole_parts_at_80x24(
+    tmp_path: Path, replay_app: Callable[..., SpectopApp]
+) -> None:
     """Names too long for the header with the backend, model, status and caveat: whole parts, the rest
     dropped (never `· up · wind…`)."""
     recording = write_recording(tmp_path / "recording.jsonl")
     recording.write_text(recording.read_text().replace('"mtp-', '"mtp-node-7-rack-b-'))
-    app = replay(recording)
+    app = replay_app(replay_path=recording)
     async with app.run_test(size=(80, 24)) as pilot:
         await settled_replay(pilot, gpus=False)
         await pilot.press("enter")

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from recording_factory import write_recording
-
-from tui.paths import sample_configs_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,9 +27,8 @@ def run_without_terminal(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("command", ["dashboard", "replay", "edit", "demo"])
-def test_tui_commands_without_a_terminal_exit_2(command: str, tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", config)
+def test_tui_commands_without_a_terminal_exit_2(command: str, tmp_path: Path, config_toml: Path) -> None:
+    config = config_toml
     argv = {
         "dashboard": ["--endpoint", "http://127.0.0.1:9"],
         "replay": ["replay", str(write_recording(tmp_path / "recording.jsonl"))],

@@ -3,18 +3,16 @@ restart fails. Against a real `spectop sim` process restarted by SIGHUP."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tests.sim.conftest import spawn_sim
-from tui.paths import sample_configs_dir, themes_dir
-from tui.screens.editor import EditorScreen
+from tui.paths import themes_dir
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.ui.app import SpectopApp
 from tui.widgets.config_dialogs import ConfirmDialog, RestartDialog
@@ -22,9 +20,8 @@ from tui.widgets.endpoint_card import EndpointCard
 
 
 @pytest.fixture
-def sim_process(tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
-    config = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", config)
+def sim_process(config_toml: Path) -> Iterator[tuple[int, str, Path]]:
+    config = config_toml
     process, url = spawn_sim("--config", str(config))
     try:
         yield process.pid, url, config
@@ -54,7 +51,7 @@ def _signal_command(pid: int, signal_name: str, sleep_s: float, exit_code: int) 
 
 async def _save_and_restart(pilot: Pilot[object], app: SpectopApp) -> RestartDialog:
     app.open_editor("sim")
-    await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+    await opened_editor(pilot)
     await pilot.press("ctrl+r")
     await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
     await pilot.press("y")

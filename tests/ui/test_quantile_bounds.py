@@ -6,14 +6,13 @@ interpolated value (95 ms, or 50 ms for a p50) as if it were measured."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from recording_factory import write_recording
 from ui_waiting import wait_for
 
-from tui.paths import themes_dir
 from tui.screens.detail import DetailScreen
-from tui.settings import Settings
 from tui.telemetry.figures import Figures
 from tui.telemetry.series import EndpointSeries
 from tui.ui.app import SpectopApp
@@ -45,18 +44,8 @@ def bounded(path: Path) -> Path:
     return path
 
 
-def app_on(path: Path) -> SpectopApp:
-    return SpectopApp(
-        Settings(),
-        replay_path=path,
-        replay_speed=0.0,
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-    )
-
-
-async def test_every_screen_says_the_bound(tmp_path: Path) -> None:
-    app = app_on(bounded(tmp_path / "recording.jsonl"))
+async def test_every_screen_says_the_bound(tmp_path: Path, replay_app: Callable[..., SpectopApp]) -> None:
+    app = replay_app(replay_path=bounded(tmp_path / "recording.jsonl"))
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: app.replay_done)
         await pilot.pause()

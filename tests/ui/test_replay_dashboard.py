@@ -154,20 +154,13 @@ async def test_screenshot_goes_into_the_current_folder(
     assert "mtp-on" in svg
 
 
-async def test_a_broken_recording_line_is_reported_not_fatal(tmp_path: Path) -> None:
-    from tui.paths import themes_dir
-    from tui.settings import Settings
-
+async def test_a_broken_recording_line_is_reported_not_fatal(
+    tmp_path: Path, replay_app: Callable[..., SpectopApp]
+) -> None:
     path = tmp_path / "bad.jsonl"
     good = EndpointReading(name="x", time=1.0, up=True).model_dump_json()
     path.write_text(f"{good}\n{{oops\n{good}\n", encoding="utf-8")
-    app = SpectopApp(
-        Settings(),
-        replay_path=path,
-        replay_speed=0,
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-    )
+    app = replay_app(replay_path=path)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.replay_done)
         messages = [notification.message for notification in app._notifications]

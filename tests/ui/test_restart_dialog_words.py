@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from textual.widgets import Static
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
-from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
 from tui.ui.editor_app import EditorApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog
@@ -19,12 +17,10 @@ def _texts(screen: object) -> str:
     return "\n".join(str(static.render()) for static in screen.query(Static))  # type: ignore[attr-defined]
 
 
-async def test_ctrl_r_dialogs_say_save_and_restart(tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
-    shutil.copy(sample_configs_dir() / "config.toml", config)
-    app = EditorApp(config, restart_command=["true"])
+async def test_ctrl_r_dialogs_say_save_and_restart(config_toml: Path) -> None:
+    app = EditorApp(config_toml, restart_command=["true"])
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await opened_editor(pilot)
         field = app.screen.query_one("#field-scheduler--max_num_seqs FieldInput", FieldInput)
         field.focus()
         await pilot.press("i", "ctrl+a", "ctrl+k", "8", "enter")

@@ -9,14 +9,16 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from ui_waiting import wait_for
+from ui_waiting import opened_editor, wait_for
 
 from tui.paths import sample_configs_dir
-from tui.screens.editor import EditorScreen
+from tui.screens.detail import DetailScreen
+from tui.screens.help import HelpScreen
 from tui.ui.app import SpectopApp
 from tui.ui.editor_app import EditorApp
 from tui.widgets.edit_mode import FieldInput
 from tui.widgets.endpoint_card import EndpointCard
+from tui.widgets.endpoint_table import EndpointTable
 
 
 async def _settled(pilot: Pilot[Any]) -> None:
@@ -28,28 +30,14 @@ async def _settled(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
-def test_dashboard_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
-    assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=_settled)
-
-
 def test_dashboard_160x48(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
     assert snap_compare(replay_app(), terminal_size=(160, 48), run_before=_settled)
-
-
-def test_detail_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
-    async def open_detail(pilot: Pilot[Any]) -> None:
-        await _settled(pilot)
-        await pilot.press("enter")
-        await pilot.pause()
-
-    assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=open_detail)
 
 
 def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
     """`G`: the detail screen's GPU section as one row per GPU, NVML's processes under each."""
     from tui.gpu.models import REASON_SW_POWER_CAP, GpuProcess, GpuSample
     from tui.gpu.monitor import NVML_SOURCE, EndpointGpus
-    from tui.screens.detail import DetailScreen
     from tui.sources.updates import GpusPolled
 
     def gpu(index: int, processes: tuple[GpuProcess, ...]) -> GpuSample:
@@ -77,14 +65,16 @@ def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., Spec
 
 # --- every screen at 80x24, 120x36 and 200x50 -------------------------------------------------------------
 
-SIZES = [(80, 24), (120, 36), (200, 50)]
+each_size = pytest.mark.parametrize(
+    "size", [(80, 24), (120, 36), (200, 50)], ids=lambda size: f"{size[0]}x{size[1]}"
+)
 
 
 def _card_texts(app: Any) -> list[str]:
     return [card.render().plain for card in app.screen.query(EndpointCard)]
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@each_size
 def test_dashboard_cards_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
@@ -99,43 +89,51 @@ def test_dashboard_cards_at_each_size(
     assert snap_compare(replay_app(), terminal_size=size, run_before=cards)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@each_size
 def test_dashboard_table_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
     async def table(pilot: Pilot[Any]) -> None:
+        app = pilot.app
         await _settled(pilot)
         await pilot.press("v")
+        await wait_for(pilot, lambda: app.screen.query_one("#table", EndpointTable).row_count == 3)
         await pilot.pause()
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=table)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@each_size
 def test_detail_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
     async def open_detail(pilot: Pilot[Any]) -> None:
+        """Enter on the first card (focused after the first refresh, not at once) opens its detail."""
+        app = pilot.app
         await _settled(pilot)
+        first = "mtp-on"
+        await wait_for(pilot, lambda: isinstance(app.focused, EndpointCard) and app.focused.endpoint == first)
         await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.endpoint == first)
         await pilot.pause()
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=open_detail)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@each_size
 def test_help_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
     async def open_help(pilot: Pilot[Any]) -> None:
         await _settled(pilot)
         await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
         await pilot.pause()
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=open_help)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@each_size
 def test_editor_at_each_size(
     snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
 ) -> None:
@@ -145,7 +143,7 @@ def test_editor_at_each_size(
 
     async def loaded(pilot: Pilot[Any]) -> None:
         app = pilot.app
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await opened_editor(pilot)
         await wait_for(pilot, lambda: isinstance(app.focused, FieldInput), "the first field's focus")
         await pilot.pause()
 

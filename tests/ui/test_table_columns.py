@@ -7,7 +7,7 @@ import json
 
 import pytest
 from textual.command import CommandPalette
-from ui_waiting import wait_for
+from ui_waiting import wait_for, wait_for_dashboard
 
 from tui.paths import themes_dir
 from tui.screens.dashboard import DashboardScreen
@@ -29,9 +29,7 @@ def _headers(table: EndpointTable) -> list[str]:
 
 
 async def _table_view(pilot, app: SpectopApp) -> EndpointTable:  # type: ignore[no-untyped-def]
-    await wait_for(
-        pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
-    )
+    await wait_for_dashboard(pilot)
     await pilot.press("v")
     table = app.screen.query_one("#table", EndpointTable)
     await wait_for(pilot, lambda: app.focused is table)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings, Settings
 from tui.ui.app import SpectopApp
 
 
-async def test_t_opens_the_tune_screen_of_the_focused_endpoint(tmp_path: Path) -> None:
+async def test_t_opens_the_tune_screen_of_the_focused_endpoint(config_toml: Path) -> None:
     from tui.screens.tune import TuneScreen
 
-    config = tmp_path / "config.toml"
-    config.write_text((sample_configs_dir() / "config.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    config = config_toml
     endpoint = EndpointSettings(
         name="gpu1", url="http://127.0.0.1:9", config_file=config, restart_command=["true"]
     )

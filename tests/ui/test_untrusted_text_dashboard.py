@@ -11,7 +11,7 @@ the pane, a CSI that clears the screen, an OSC 52 clipboard write, an 8-bit CSI 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -46,7 +46,8 @@ from tui.telemetry.alerts import AlertEngine
 from tui.telemetry.reading import EndpointReading
 from tui.tune.runner import TuneOptions, TuneRun
 from tui.ui.app import SpectopApp
-from tui.ui.terminal_guard import guard_drawn_text, is_guarded
+from tui.ui.editor_app import EditorApp
+from tui.ui.terminal_guard import DropControls, GuardsDrawnText
 from tui.widgets.config_dialogs import RestartDialog
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.figure_table import FigureTable
@@ -75,7 +76,7 @@ async def hostile_app(server: ReplyServer, tmp_path: Path) -> AsyncIterator[tupl
     endpoint = EndpointSettings(name="x", url=server.url, backend="vllm", log_file=log)
     settings = Settings(poll_interval_s=0.25, window_s=1.0, alerts=AlertSettings(sustained_s=0.5),
                         endpoints=[endpoint])  # fmt: skip
-    app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)  # type: ignore[arg-type]
+    app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
         card = app.screen.query_one(EndpointCard)
         await wait_for(pilot, lambda: "evil" in card.data.title())
@@ -129,10 +130,11 @@ def hostile_notes_recording(path: Path) -> Path:
     return path
 
 
-async def test_replayed_notes_on_the_detail_screen(tmp_path: Path) -> None:
+async def test_replayed_notes_on_the_detail_screen(
+    tmp_path: Path, replay_app: Callable[..., SpectopApp]
+) -> None:
     recording = hostile_notes_recording(tmp_path / "recording.jsonl")
-    app = SpectopApp(Settings(), replay_path=recording, replay_speed=0.0, theme_folders=[themes_dir()],
-                     remember_theme_choice=False)  # fmt: skip
+    app = replay_app(replay_path=recording)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.replay_done and bool(app.screen.query(EndpointCard)))
         await pilot.press("enter")
@@ -239,7 +241,7 @@ async def test_fleet_table_and_the_prometheus_down_alert(
 # --- the net under every widget ----------------------------------------------------------------------------
 
 
-class RawLabel(App[None]):
+class RawLabel(GuardsDrawnText, App[None]):
     """A widget that forgets the sanitizer: the hostile text straight into a Static."""
 
     def compose(self) -> ComposeResult:
@@ -247,7 +249,6 @@ class RawLabel(App[None]):
 
 
 async def test_the_net_under_every_widget() -> None:
-    assert guard_drawn_text() and is_guarded()
     app = RawLabel()
     async with app.run_test(size=(60, 5)) as pilot:
         static = app.query_one("#raw", Static)
@@ -257,6 +258,12 @@ async def test_the_net_under_every_widget() -> None:
     assert "evil" in frame
 
 
-def test_spectop_apps_install_the_net() -> None:
-    SpectopApp(Settings(), theme_folders=[], remember_theme_choice=False)
-    assert is_guarded()
+def test_spectop_apps_install_the_net(tmp_path: Path) -> None:
+    """Through Textual's public `get_line_filters`: a Textual release that stops applying an App's line
+    filters to the drawn lines fails `test_the_net_under_every_widget`."""
+    apps = (
+        SpectopApp(Settings(), theme_folders=[], remember_theme_choice=False),
+        EditorApp(tmp_path / "c.toml"),
+    )
+    for app in apps:
+        assert any(isinstance(each, DropControls) for each in app.get_line_filters())

@@ -7,20 +7,17 @@ from pathlib import Path
 import pytest
 from ui_waiting import wait_for
 
-from tui.paths import sample_configs_dir
 from tui.ui.editor_app import EditorApp
 
 
 async def test_the_editor_reports_a_failing_load_and_keeps_running(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def broken_open(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr("tui.screens.editor_saving.open_config_async", broken_open)
-    path = tmp_path / "config.toml"
-    path.write_bytes((sample_configs_dir() / "config.toml").read_bytes())
-    app = EditorApp(path)
+    app = EditorApp(config_toml)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: any("disk on fire" in n.message for n in app._notifications))
         assert app.is_running
@@ -52,7 +49,7 @@ async def test_the_dashboard_reports_a_failing_poll_and_keeps_polling(
 
 
 async def test_a_failing_worker_leaves_its_traceback_in_the_debug_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tui.debug_log import start_debug_log, stop_debug_log
 
@@ -60,12 +57,10 @@ async def test_a_failing_worker_leaves_its_traceback_in_the_debug_log(
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr("tui.screens.editor_saving.open_config_async", broken_open)
-    path = tmp_path / "config.toml"
-    path.write_bytes((sample_configs_dir() / "config.toml").read_bytes())
     log = tmp_path / "debug.log"
     start_debug_log(log)
     try:
-        app = EditorApp(path)
+        app = EditorApp(config_toml)
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_for(pilot, lambda: any("disk on fire" in n.message for n in app._notifications))
     finally:

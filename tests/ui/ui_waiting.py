@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.pilot import Pilot
+
+if TYPE_CHECKING:
+    from tui.screens.editor import EditorScreen
 
 STEP_S = 0.05
 HANG_GUARD_S = 60.0
@@ -36,6 +39,26 @@ async def wait_for(
 
 async def wait_for_screen(pilot: Pilot[Any], kind: type) -> None:
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, kind), f"the {kind.__name__}")
+
+
+async def opened_editor(pilot: Pilot[Any]) -> EditorScreen:
+    """The config editor, once its file is loaded."""
+    from tui.screens.editor import EditorScreen  # here: tests of the first frame import this module
+
+    app = pilot.app
+    await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded, "the editor")
+    assert isinstance(app.screen, EditorScreen)
+    return app.screen
+
+
+async def wait_for_dashboard(pilot: Pilot[Any]) -> None:
+    """The dashboard, with its cards made."""
+    from tui.screens.dashboard import DashboardScreen
+
+    app = pilot.app
+    await wait_for(
+        pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
+    )
 
 
 async def wait_for_exit(pilot: Pilot[Any]) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.screen import Screen
 
-from tui.board import Board, LogEntry
+from tui.board import Board
 from tui.sources.clock import Clock
 from tui.state import TableChoice
 from tui.widgets.card_view import CardData, reading_status
@@ -101,9 +101,6 @@ class ScreenContext:
         from tui.advice.fleet import group_lines
 
         return group_lines(self.board.group_advice())
-
-    def log_entries(self, name: str) -> list[LogEntry]:
-        return self.board.log_entries(name)
 
 
 class EndpointScreen(Screen[None]):

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.widgets import Header, Input, Static
 
-from tui.fit_text import fit_items
+from tui.fit_text import fit_items, subtitle_room
 from tui.format import UNKNOWN, fmt_setting
 from tui.sanitize import safe_line
 from tui.screens.context import EndpointScreen, ScreenContext
@@ -20,7 +20,6 @@ from tui.widgets.figure_table import FigureTable
 from tui.widgets.footer import Footer
 from tui.widgets.gpu_panel import GpuCharts
 from tui.widgets.gpu_rows import GpuRowsPane
-from tui.widgets.header import subtitle_room
 from tui.widgets.log_pane import LogPane
 from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
@@ -102,7 +101,7 @@ class DetailScreen(EndpointScreen):
         else:
             log.border_title = "no log_file for this endpoint"
         log.set_follow(True)
-        log.show(self.context.log_entries(self.endpoint))
+        log.show(self.context.board.log_entries(self.endpoint))
         self._refresh_figures()
         log.focus()
         self.set_interval(1.0, self._refresh_figures)  # ages, and the chart window moving on
@@ -221,7 +220,7 @@ class DetailScreen(EndpointScreen):
     def _filter_changed(self, event: Input.Changed) -> None:
         log = self.query_one(LogPane)
         log.filter_text = event.value.strip().lower()
-        log.show(self.context.log_entries(self.endpoint))
+        log.show(self.context.board.log_entries(self.endpoint))
         log.border_subtitle = f"filter: {event.value.strip()}" if event.value.strip() else None
 
     @on(Input.Submitted, "#log-filter")

@@ -28,7 +28,7 @@ from textual.theme import Theme
 from tui.advice.live import KeptModels, read_config_facts, read_models
 from tui.board import Board, LogEntry
 from tui.configs.atomic import write_file
-from tui.fit_text import fit_words
+from tui.fit_text import fit_words, subtitle_room
 from tui.sanitize import safe_line, safe_text
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.screens.dashboard import DashboardScreen
@@ -42,7 +42,7 @@ from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import DEFAULT_MAX_MB
 from tui.telemetry.series import SeriesStore
 from tui.ui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
-from tui.ui.terminal_guard import exit_on_signals, guard_drawn_text, restore_signals
+from tui.ui.terminal_guard import GuardsDrawnText, exit_on_signals, restore_signals
 from tui.ui.themes import (
     DEFAULT_THEME,
     FOOTER_CSS,
@@ -51,7 +51,6 @@ from tui.ui.themes import (
     next_theme,
 )
 from tui.widgets.card_view import CardData
-from tui.widgets.header import subtitle_room
 from tui.widgets.messages import (
     EndpointsUpdated,
     EndpointUpdated,
@@ -95,7 +94,7 @@ def fit_parts(parts: list[str], width: int) -> list[str]:
     return kept
 
 
-class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, App[int]):
+class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, GuardsDrawnText, App[int]):
     TITLE = "spectop"
     CSS = FOOTER_CSS
     ENABLE_COMMAND_PALETTE = True
@@ -135,7 +134,6 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         the advisor's step-cost models (default: read from spectop's data folder; none in a replay).
         `bench_pair`: the burst screen's A and B whichever card is focused (the demo's: MTP off, MTP on)."""
         super().__init__()
-        guard_drawn_text()
         honour_no_color(self)
         self.settings = settings
         self.board = Board(settings)

@@ -12,14 +12,14 @@ from textual.binding import Binding, BindingType
 from tui.configs.restart import HEALTH_TIMEOUT_S
 from tui.screens.editor import EditorScreen
 from tui.ui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
-from tui.ui.terminal_guard import exit_on_signals, guard_drawn_text, restore_signals
+from tui.ui.terminal_guard import GuardsDrawnText, exit_on_signals, restore_signals
 from tui.ui.themes import FOOTER_CSS, honour_no_color
 from tui.widgets.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
 
 HTTP_TIMEOUT_S = 5.0
 
 
-class EditorApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, App[None]):
+class EditorApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, GuardsDrawnText, App[None]):
     TITLE = "spectop edit"
     CSS = FOOTER_CSS
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -41,7 +41,6 @@ class EditorApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, A
         health_timeout_s: float = HEALTH_TIMEOUT_S,
     ) -> None:
         super().__init__()
-        guard_drawn_text()
         honour_no_color(self)
         self.path = path
         self.kind = kind

@@ -1,12 +1,10 @@
 """What every spectop App does to keep the terminal safe: nothing raw drawn, and the terminal given back.
 
-* One choke point for drawn text: every line Textual draws becomes terminal bytes in `Strip.render`.
-  `guard_drawn_text()` makes that method drop the control characters from each segment's text before it is
-  styled (`tui.sanitize.drop_controls`; they take no cell, so the layout is unchanged). Widgets still make
-  untrusted text readable with `safe_line` (an escape sequence removed whole, controls shown as symbols);
-  this guard is the net under all of them: a label built from a file, a server or a recording that forgot
-  it cannot retitle the terminal or write its clipboard. Textual's own colour and cursor codes are added
-  around the segments, so they are untouched.
+* One net under all drawn text: every spectop App adds `DropControls` to its line filters (Textual's public
+  `App.get_line_filters`, applied to every widget's lines, borders and titles included), which drops the
+  control characters from each segment's text (`tui.sanitize.drop_controls`; they take no cell, so the
+  layout is unchanged). Widgets still make untrusted text readable with `safe_line`; this net catches a
+  label built from a file, a server or a recording that forgot it.
 * SIGTERM and SIGHUP (a logout, `kill`, a closing SSH session) end the app the way `q` does, from the
   event loop (`exit_on_signals`): Textual leaves the alternate screen, turns mouse reporting off and stops
   its input thread, which would otherwise spin on a closed terminal and keep the process alive. An editor
@@ -21,53 +19,39 @@ import contextlib
 import signal
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 from rich.segment import Segment
 from textual.app import App
-from textual.strip import Strip
+from textual.color import Color
+from textual.filter import LineFilter
 
 from tui.sanitize import drop_controls, safe_line
 
 EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-_GUARDED = "_spectop_guarded"
 
 
-def _clean(segments: list[Segment]) -> list[Segment] | None:
-    """The segments with controls dropped from their text; None when every text is printable already."""
-    if all(segment.text.isprintable() for segment in segments):
-        return None
-    return [
-        segment if segment.text.isprintable() else Segment(drop_controls(segment.text), *segment[1:])
-        for segment in segments
-    ]
+class DropControls(LineFilter):
+    def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        if all(segment.text.isprintable() for segment in segments):
+            return segments
+        return [
+            segment if segment.text.isprintable() else Segment(drop_controls(segment.text), *segment[1:])
+            for segment in segments
+        ]
 
 
-def guard_drawn_text() -> bool:
-    """Install the guard on `Strip.render` (once); False when this Textual's Strip is not the one it knows."""
-    render = Strip.render
-    if getattr(render, _GUARDED, False):
-        return True
-    if not hasattr(Strip, "__slots__") or "_segments" not in Strip.__slots__:
-        return False
-
-    def guarded_render(self: Strip, console: Any) -> str:
-        if self._render_cache is None:
-            cleaned = _clean(self._segments)
-            if cleaned is not None:
-                self._segments = cleaned  # same cells: controls are zero-width
-        return render(self, console)
-
-    setattr(guarded_render, _GUARDED, True)
-    Strip.render = guarded_render  # type: ignore[method-assign]
-    return True
+_DROP_CONTROLS = DropControls()  # one instance: Strip caches filtered lines per filter
 
 
-def is_guarded() -> bool:
-    return bool(getattr(Strip.render, _GUARDED, False))
+class GuardsDrawnText(App[Any]):
+    """Mixin for every spectop App: nothing raw drawn (see the module doc)."""
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        return [*super().get_line_filters(), _DROP_CONTROLS]
 
 
 # --- signals -----------------------------------------------------------------------------------------------

@@ -24,9 +24,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input
-
-from tui.widgets.safe_editing import SafeInput, SafeTextArea
+from textual.widgets import Input, TextArea
 
 EDIT_HINT = "enter or i edits the field · a digit replaces it"
 EDITING_HINT = "enter applies · esc cancels"
@@ -49,7 +47,7 @@ async def run_own_binding(widget: Widget, event: events.Key) -> bool:
     return True
 
 
-class FieldInput(SafeInput):
+class FieldInput(Input):
     DEFAULT_CSS = """
     FieldInput.-editing { text-style: bold; }
     FieldInput:focus.-editing { background: $boost; }
@@ -162,7 +160,7 @@ class FieldInput(SafeInput):
         self.call_after_refresh(self._restart_blink)
 
 
-class RawTextArea(SafeTextArea):
+class RawTextArea(TextArea):
     """The raw view: read-only until `i` or `enter`; `esc` stops editing (a second esc goes on)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -7,6 +7,8 @@ are one line of `Text` that fits its column (numbers come padded, names are cut 
 for those the same segments can be made directly: `single_line_cell` gives what DataTable's path gives
 (the same text and style in every column, tests/ui/test_table_cell.py), or None to leave a cell that
 is not so simple (wider than its column, several lines, tabs, justified) to DataTable.
+Measured (bench_fleet_dashboard, 1,000 instances, with/without in one run, 3 pairs): the cells' rendering
+takes 80 ms of CPU with it, 229 ms without (-65%); a whole refresh 70 vs 75 ms.
 """
 
 from __future__ import annotations
