@@ -26,6 +26,8 @@ from tui.telemetry.prometheus import parse_metrics_text
 
 LOW = [0.9, 0.85, 0.3, 0.3, 0.3, 0.3]  # conditional: k=2 best
 HIGH = [0.95, 0.95, 0.95, 0.95, 0.9, 0.9]  # k=4 best (k=5 within 2%)
+# The sim runs at twice its modelled speed (the ratios the test compares do not depend on it) and its
+# background load at twice the rate, so the same number of requests runs at once.
 MODEL = """content_effect = 0.0
 step_base_ms = 10.0
 step_per_seq_ms = 2.0
@@ -35,6 +37,7 @@ prefill_base_ms = 0.5
 prefill_ms_per_token = 0.001
 spec_prefill_overhead = 0.0
 seed = 3
+speed = 2.0
 """
 
 
@@ -87,7 +90,7 @@ def spectop(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 def advisor_sim(tmp_path: Path) -> Iterator[TuneSim]:
     folder = tmp_path / "sim"
     folder.mkdir()
-    with running_sim(write_config(folder / "config.toml"), load_rps=0.5) as sim:
+    with running_sim(write_config(folder / "config.toml"), load_rps=1.0) as sim:
         yield sim
 
 

@@ -25,7 +25,7 @@ def fast_sim(tmp_path: Path) -> Iterator[TuneSim]:
     folder = tmp_path / "sim"
     folder.mkdir()
     config = write_config(folder / "config.toml", k=2)
-    config.write_text(config.read_text().replace("seed = 7\n", "seed = 7\nspeed = 4.0\n"))
+    config.write_text(config.read_text().replace("speed = 2.0\n", "speed = 4.0\n"))
     with running_sim(config) as sim:
         yield sim
 
