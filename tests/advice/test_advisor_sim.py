@@ -114,8 +114,11 @@ def wait_for_live_load(sim: TuneSim) -> None:
     raise AssertionError(f"the sim's background load never ran a request in {HANG_GUARD_S:g} s")
 
 
+WINDOW_S = "6"  # at the sim's doubled speed and load, as many requests as 12 s at the modelled ones
+
+
 def snapshot_advice(sim: TuneSim, env: dict[str, str]) -> dict[str, object]:
-    done = spectop("snapshot", sim.url, "--window", "12", "--json", env=env)
+    done = spectop("snapshot", sim.url, "--window", WINDOW_S, "--json", env=env)
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout.splitlines()[0])
     advice = record["advice"]

@@ -45,6 +45,7 @@ SETTINGS = {
         "spec_prefill_overhead": 0.0,
         "draft_memory_per_token": 0.02,
         "seed": 11,
+        "speed": 2.0,  # twice the modelled speed: the test compares speed ratios
     },
 }
 
