@@ -20,8 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.advice.test_advisor import behaviour
 from tests.tune.conftest import TuneSim, running_sim
-from tui.sim.behaviour import Behaviour, expected_tokens_per_step
+from tui.sim.behaviour import expected_tokens_per_step
 from tui.telemetry.prometheus import parse_metrics_text
 
 LOW = [0.9, 0.85, 0.3, 0.3, 0.3, 0.3]  # conditional: k=2 best
@@ -65,12 +66,8 @@ acceptance = {json.dumps(LOW)}
 
 
 def truth(conditional: list[float], load: float) -> dict[int, float]:
-    """The sim's own decode speed ratio at each k over k=4 at this batch."""
-    model = Behaviour(
-        k=4, acceptance=conditional, content_effect=0.0, step_base_s=0.010, step_per_seq_s=0.002,
-        verify_cost_per_draft=0.5, draft_cost_s=0.003, prefill_base_s=0.0, prefill_per_token_s=0.0,
-        spec_prefill_overhead=0.0, speed=1.0,
-    )  # fmt: skip
+    """The sim's own decode speed ratio at each k over k=4 at this batch (the step costs of MODEL)."""
+    model = behaviour()
     speed = {k: expected_tokens_per_step(conditional[:k]) / model.decode_step_s(load, k) for k in range(1, 7)}
     return {k: value / speed[4] for k, value in speed.items()}
 
