@@ -20,12 +20,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.advice.test_advisor import behaviour
 from tests.tune.conftest import TuneSim, running_sim
-from tui.sim.behaviour import Behaviour, expected_tokens_per_step
+from tui.sim.behaviour import expected_tokens_per_step
 from tui.telemetry.prometheus import parse_metrics_text
 
 LOW = [0.9, 0.85, 0.3, 0.3, 0.3, 0.3]  # conditional: k=2 best
 HIGH = [0.95, 0.95, 0.95, 0.95, 0.9, 0.9]  # k=4 best (k=5 within 2%)
+# The sim runs at twice its modelled speed (the ratios the test compares do not depend on it) and its
+# background load at twice the rate, so the same number of requests runs at once.
 MODEL = """content_effect = 0.0
 step_base_ms = 10.0
 step_per_seq_ms = 2.0
@@ -35,6 +38,7 @@ prefill_base_ms = 0.5
 prefill_ms_per_token = 0.001
 spec_prefill_overhead = 0.0
 seed = 3
+speed = 2.0
 """
 
 
@@ -62,12 +66,8 @@ acceptance = {json.dumps(LOW)}
 
 
 def truth(conditional: list[float], load: float) -> dict[int, float]:
-    """The sim's own decode speed ratio at each k over k=4 at this batch."""
-    model = Behaviour(
-        k=4, acceptance=conditional, content_effect=0.0, step_base_s=0.010, step_per_seq_s=0.002,
-        verify_cost_per_draft=0.5, draft_cost_s=0.003, prefill_base_s=0.0, prefill_per_token_s=0.0,
-        spec_prefill_overhead=0.0, speed=1.0,
-    )  # fmt: skip
+    """The sim's own decode speed ratio at each k over k=4 at this batch (the step costs of MODEL)."""
+    model = behaviour()
     speed = {k: expected_tokens_per_step(conditional[:k]) / model.decode_step_s(load, k) for k in range(1, 7)}
     return {k: value / speed[4] for k, value in speed.items()}
 
@@ -87,7 +87,7 @@ def spectop(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 def advisor_sim(tmp_path: Path) -> Iterator[TuneSim]:
     folder = tmp_path / "sim"
     folder.mkdir()
-    with running_sim(write_config(folder / "config.toml"), load_rps=0.5) as sim:
+    with running_sim(write_config(folder / "config.toml"), load_rps=1.0) as sim:
         yield sim
 
 
@@ -111,8 +111,11 @@ def wait_for_live_load(sim: TuneSim) -> None:
     raise AssertionError(f"the sim's background load never ran a request in {HANG_GUARD_S:g} s")
 
 
+WINDOW_S = "6"  # at the sim's doubled speed and load, as many requests as 12 s at the modelled ones
+
+
 def snapshot_advice(sim: TuneSim, env: dict[str, str]) -> dict[str, object]:
-    done = spectop("snapshot", sim.url, "--window", "12", "--json", env=env)
+    done = spectop("snapshot", sim.url, "--window", WINDOW_S, "--json", env=env)
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout.splitlines()[0])
     advice = record["advice"]

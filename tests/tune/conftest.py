@@ -13,7 +13,8 @@ import pytest
 from tui.sim.supervisor import DemoSim, DemoSims
 
 # The speed model: acceptance per position, step costs, no content effect. With it k=2 is best at
-# concurrency 1 and speculation off (k=0) is best at concurrency 8 (computed in the tests).
+# concurrency 1 and speculation off (k=0) is best at concurrency 8 (computed in the tests). The sim runs it
+# at twice the modelled speed: the tests compare ratios of speeds, which the speed does not change.
 SIM_MODEL = """acceptance = [0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3]
 content_effect = 0.0
 step_base_ms = 10.0
@@ -25,6 +26,7 @@ prefill_ms_per_token = 0.001
 spec_prefill_overhead = 0.0
 draft_memory_per_token = 0.02
 seed = 7
+speed = 2.0
 """
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_sweep import accepted_moments, changed_lines, health, run_cli
+from test_sweep import accepted_moments, changed_lines, health, tune_json
 
 from tests.tune.conftest import TuneSim, running_sim
 from tui.configs.document import load_document
@@ -45,6 +45,7 @@ SETTINGS = {
         "spec_prefill_overhead": 0.0,
         "draft_memory_per_token": 0.02,
         "seed": 11,
+        "speed": 2.0,  # twice the modelled speed: the test compares speed ratios
     },
 }
 
@@ -104,13 +105,10 @@ def test_grid_sweep_finds_the_models_best_point_and_applies_only_its_lines(
         expected_best[concurrency] = ranked[0]
     assert expected_best == {1: 1, 8: 0}  # the chain at low load, speculation off at 8
     out = tmp_path / "tune"
-    process = run_cli(
-        sglang_sim, "--grid", *GRID, "--concurrency", "1,8", "--requests", "12", "--apply", "--apply-at", "1",
-        "--json", f"{out}.json", "--csv", f"{out}.csv", "--markdown", f"{out}.md",
+    result, stdout = tune_json(
+        sglang_sim, Path(f"{out}.json"), "--grid", *GRID, "--concurrency", "1,8", "--requests", "12",
+        "--apply", "--apply-at", "1", "--csv", f"{out}.csv", "--markdown", f"{out}.md",
     )  # fmt: skip
-    stdout, stderr = process.communicate(timeout=240)
-    assert process.returncode == 0, stderr
-    result = json.loads(Path(f"{out}.json").read_text(encoding="utf-8"))
     assert {int(c): v for c, v in result["best"].items()} == expected_best
     assert result["best_points"]["1"] == {"value": 1, "steps": 3, "topk": 1, "draft_tokens": 4,
                                           "label": labels[1]}  # fmt: skip

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import httpx
 import pytest
 
 from tui.configs.restart import OLD_PROCESS, StartFailureWatch, read_identity, wait_for_health
+from tui.tune import runner
 from tui.tune.runner import Changer
 
 HANDOVER_S = 1.5
@@ -230,9 +232,13 @@ def test_start_failure_watch_needs_a_fatal_error_and_a_quiet_log(tmp_path: Path)
     assert reason is not None and "no-such-draft" in reason and "died while starting" in reason
 
 
-async def test_a_server_that_dies_starting_fails_at_once_with_the_logs_reason(tmp_path: Path) -> None:
+async def test_a_server_that_dies_starting_fails_at_once_with_the_logs_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The restart command returns at once; the server writes its traceback and exits; /health never
     answers. The change fails with the log's reason instead of waiting out the health timeout."""
+    # The quiet period (30 s) is the test above's; here a short one, so the wait is on the log, not on it.
+    monkeypatch.setattr(runner, "StartFailureWatch", partial(StartFailureWatch, quiet_s=0.5))
     log = tmp_path / "server.log"
     log.write_text("")
     config = tmp_path / "config.toml"

@@ -1,4 +1,6 @@
-"""`spectop tune` against a real simulator with a known speed model (content effect 0)."""
+"""`spectop tune` against a real simulator with a known speed model (content effect 0): the best k, a
+failing value, signals, the guard; values within noise tied (the cheaper recommended), and
+`--until-separated` adding rounds until values 10% apart are told apart."""
 
 from __future__ import annotations
 
@@ -10,15 +12,17 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, write_config
+from tests.tune.conftest import TuneSim, running_sim, write_config
+from tui.bench.burst_store import list_bursts
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
-from tui.tune.result import list_tunes, load_tune, save_tune
+from tui.tune.result import list_tunes, load_tune, save_tune, tune_history_lines
 from tui.tune.runner import TuneOptions, TuneRun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,6 +141,14 @@ def run_cli(tune_sim: TuneSim, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def tune_json(tune_sim: TuneSim, out: Path, *extra: str) -> tuple[dict, str]:
+    """`spectop tune` run to its end (exit 0): the result it wrote to `out` and its stdout."""
+    process = run_cli(tune_sim, "--json", str(out), *extra)
+    stdout, stderr = process.communicate(timeout=900)  # a hang guard
+    assert process.returncode == 0, stderr
+    return json.loads(out.read_text(encoding="utf-8")), stdout
+
+
 def test_an_oom_value_fails_with_the_reason_the_sweep_goes_on_and_apply_changes_one_line(
     tune_sim: TuneSim, tmp_path: Path
 ) -> None:
@@ -145,13 +157,10 @@ def test_an_oom_value_fails_with_the_reason_the_sweep_goes_on_and_apply_changes_
     before_bytes = tune_sim.config.read_bytes()
     # Off is left out: k=2 beats it by only ~10%, which 8 requests on a loaded machine do not always tell.
     assert expected_rate(tune_sim.config, 2, 1) > 1.2 * expected_rate(tune_sim.config, 4, 1)
-    out = tmp_path / "tune.json"
-    process = run_cli(
-        tune_sim, "--values", "8,2", "--concurrency", "1", "--requests", "8", "--apply", "--json", str(out)
-    )
-    stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 0, stderr
-    result = json.loads(out.read_text(encoding="utf-8"))
+    result, stdout = tune_json(
+        tune_sim, tmp_path / "tune.json", "--values", "8,2", "--concurrency", "1", "--requests", "8",
+        "--apply",
+    )  # fmt: skip
     by_value = {outcome["value"]: outcome for outcome in result["outcomes"]}
     assert by_value[8]["started"] is False
     assert "out of memory" in by_value[8]["failure"].lower()
@@ -229,3 +238,60 @@ def _low_acceptance(endpoint):  # type: ignore[no-untyped-def]
         mode=endpoint.guard, now=1000.0, acceptance_alert_active=True, acceptance=0.3, threshold=0.6,
         low_since=950.0, speculation_on=True, can_change=True,
     )  # fmt: skip
+
+
+# --- ties and --until-separated, on a sim at four times its modelled speed ---------------------------
+
+
+@pytest.fixture
+def fast_sim(tmp_path: Path) -> Iterator[TuneSim]:
+    folder = tmp_path / "sim"
+    folder.mkdir()
+    config = write_config(folder / "config.toml", k=2)
+    config.write_text(config.read_text().replace("speed = 2.0\n", "speed = 4.0\n"))
+    with running_sim(config) as sim:
+        yield sim
+
+
+def _tune(sim: TuneSim, out: Path, *extra: str) -> tuple[dict, str]:
+    return tune_json(sim, out, "--health-timeout", "30", "--concurrency", "1", "--max-tokens", "32", *extra)
+
+
+def test_two_values_under_two_percent_apart_are_tied_and_the_smaller_is_recommended(
+    fast_sim: TuneSim, tmp_path: Path
+) -> None:
+    one, two = expected_rate(fast_sim.config, 1, 1), expected_rate(fast_sim.config, 2, 1)
+    assert abs(one / two - 1) < 0.02  # the model: k=1 and k=2 within 2% of each other
+    result, stdout = _tune(fast_sim, tmp_path / "t.json", "--values", "0,1,2", "--requests", "12", "--apply")
+    (decision,) = result["decisions"]
+    assert decision["concurrency"] == 1 and set(decision["tied"]) >= {1, 2}
+    assert decision["best"] == 1 and decision["significant"] is False
+    assert set(decision) >= {"concurrency", "best", "tied", "speedup", "ci", "significant"}
+    assert "k=1 and k=2 are within noise; k=1 uses fewer draft tokens" in stdout
+    # --apply: k=1 is not significantly faster than the file's own k=2: the file is kept, and why.
+    assert result["applied"] is None and "not significantly faster than the file's own k=2" in stdout
+    assert "num_speculative_tokens = 2" in fast_sim.config.read_text(encoding="utf-8")
+    # The history: the tune is one entry; its bursts are inside its own folder, not in the burst list.
+    assert list_bursts() == []
+    entry = tune_history_lines()
+    assert len(entry) == 3 and "best c=1: k=1 (tied)" in entry[1]
+    runs = result["outcomes"][0]["cells"][0]["runs"]
+    assert runs and all(Path(run["burst_file"]).parent.name.startswith("tune-") for run in runs)
+
+
+def test_until_separated_adds_rounds_until_values_ten_percent_apart_are_told_apart(
+    fast_sim: TuneSim, tmp_path: Path
+) -> None:
+    two, three = expected_rate(fast_sim.config, 2, 1), expected_rate(fast_sim.config, 3, 1)
+    assert 0.07 < two / three - 1 < 0.13
+    result, stdout = _tune(
+        fast_sim, tmp_path / "t.json", "--values", "2,3", "--requests", "6", "--until-separated",
+        "--max-rounds", "6",
+    )  # fmt: skip
+    (decision,) = result["decisions"]
+    assert result["until_separated"] and result["looks"] == 6
+    assert result["ci_level"] == pytest.approx(1 - 0.05 / 6)
+    assert decision["significant"] and decision["tied"] == [2] and decision["best"] == 2
+    assert result["stop_reason"].startswith("separated at every load after")
+    assert 1 <= result["rounds_run"] < 6
+    assert f"rounds: {result['rounds_run']} round" in stdout and "Bonferroni" in stdout
