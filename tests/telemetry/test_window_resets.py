@@ -37,7 +37,7 @@ def test_rate_over_the_window() -> None:
     for second in range(0, 31, 2):
         window.add(scrape(page(100.0 * second), float(second)))
     assert window.figures().generation_tokens_per_s == pytest.approx(100.0)
-    assert window.span_s == pytest.approx(30.0)
+    assert window.covered_s == pytest.approx(30.0)
 
 
 def test_old_scrapes_leave_the_window() -> None:
@@ -47,7 +47,7 @@ def test_old_scrapes_leave_the_window() -> None:
         generated = 10.0 * min(second, 10) + 50.0 * max(0, second - 10)
         window.add(scrape(page(generated), float(second)))
     assert window.figures().generation_tokens_per_s == pytest.approx(50.0)
-    assert window.span_s == pytest.approx(10.0)
+    assert window.covered_s == pytest.approx(10.0)
 
 
 def test_restart_at_an_unknown_time_has_no_rates_then_counts_from_its_first_reading() -> None:

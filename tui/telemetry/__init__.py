@@ -1,2 +1,1 @@
-"""Telemetry core: scraping, Prometheus parsing, backend knowledge, windowed
-figures, log tailing and typed log events. Never imports textual."""
+"""Telemetry core: scraping, parsing, windowed figures, log tailing, log events. Never imports textual."""

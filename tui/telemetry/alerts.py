@@ -1,19 +1,5 @@
-"""Alert rules: plain logic over readings and log events, no UI.
-
-One alert per condition and endpoint; its severity is the worst that holds now and its text follows the
-current figure while it stays active. Times are Unix seconds.
-- acceptance below the endpoint's threshold for `sustained_s` → warning, below `acceptance_critical` →
-  critical (drafting slows the server). The text gives the mean acceptance length and any k change since
-  acceptance was last fine: after k 2→4 acceptance falls but the mean length rises, and the user must not
-  be told to undo a change that helped. Unknown acceptance (idle, speculation off) ends the condition.
-- a failed scrape → "down", except during a planned restart (`begin_restart` … `end_restart`), which is
-  "down" only when it fails or outlasts `restart_grace_s`. A /health answering before the server even
-  went down (`kill -HUP` returns at once) does not end the restart: the first good scrape after it was
-  seen down does, or `restart_settle_s` after /health answered with the endpoint up all along.
-- OOM or engine error in the log → critical, a traceback → warning; cleared by a restart or `log_hold_s`.
-- conditions told by their text (`_follow`): GPU memory high, Prometheus down (fleet: ONE alert for the
-  source, not one per instance), replica imbalance, a faster k from the advisor.
-- a fallback-guard action is a `note`: over as it happens, kept with the cleared alerts."""
+"""Alert rules over readings and log events, no UI: one alert per condition and endpoint, its severity the
+worst that holds now and its text following the current figure while active. Times are Unix seconds."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Prompt wake-ups for the log tailer: Linux inotify on a folder, through ctypes, no dependency.
-
-`wait(timeout)` returns when a file named like the log is created, moved or deleted, or at the timeout:
-polling stays the fallback (network filesystems, other systems, no folder yet, inotify limits: then
-`open_watch` returns None). A thread of its own reads the descriptor and calls `on_change` first, so the
-tailer takes hold of a rotated file even while the event loop is busy. Not `watchfiles`: not a
-dependency, and this is one watch in about 60 lines."""
+"""Prompt wake-ups for the log tailer: Linux inotify on a folder through ctypes (no dependency); `open_watch`
+returns None where it cannot watch, and polling stays the fallback."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""One endpoint as one row of a table (the dashboard's table view, and the fleet's through `FleetRow`):
-plain data, cheap to compare. Unknown figures sort after every known one whichever the direction; names
-sort with their numbers as numbers (node-2 before node-10)."""
+"""One endpoint as one row of a table (dashboard and fleet): plain data; unknown figures sort last either
+way, names with their numbers as numbers (node-2 before node-10)."""
 
 from __future__ import annotations
 

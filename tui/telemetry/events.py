@@ -1,8 +1,5 @@
-"""Typed events parsed from server log lines (field names as in `tui.telemetry.figures`).
-
-`time` is the line's own wall time (ISO-8601 with a full date, else as printed: vLLM prints no year).
-llama.cpp prints only the time since start: that goes to `uptime`, and `time` stays None unless a
-wrapper's prefix or a live follower knows the wall time."""
+"""Typed events parsed from server log lines. `time` is the line's own wall time; llama.cpp's time since
+start goes to `uptime`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The derived figures of one endpoint over a window (names are part of the JSON output: keep them).
-
-A figure not provided, or without data in the window, is None (never 0); why travels with it (`notes`,
-covered time, restart, quantile bounds). Before a window has two scrapes, `lifetime` holds what the
-counters say since the server started (`LIFETIME_FIGURES`); screens show it marked, alerts and the advisor
-read the window's figures only."""
+"""The derived figures of one endpoint over a window (names are part of the JSON output: keep them). Unknown
+is None (never 0), with why in `notes`; `lifetime`: the first reading's figures since the server started."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
 """A window onto a (possibly huge) log file for the log viewer: the tail first, older pages on demand.
-
-Opening reads only the last `PAGE_BYTES` (a 1 GB log opens as fast as a small one); `newer()` starts
-again from the tail when the file was truncated or replaced. Lines held are capped in length and number.
 Blocking calls: the screen runs them off the event loop."""
 
 from __future__ import annotations

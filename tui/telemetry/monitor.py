@@ -1,8 +1,4 @@
-"""Polling one endpoint: scrape, window, figures, backoff while it is down.
-
-The live source owns the httpx client and the timer; an `EndpointMonitor` says when
-its endpoint is due and turns one poll into an `EndpointReading`.
-"""
+"""Polling one endpoint: scrape, window, figures, backoff while it is down."""
 
 from __future__ import annotations
 

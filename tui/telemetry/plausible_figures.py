@@ -1,13 +1,5 @@
-"""Derived figures no server can have: dropped (None, with a note saying what and why), never shown.
-
-A bad page (a proxy mixing two servers, a counter written by another process, a garbled exposition) can
-give accepted tokens above drafted ones ("acceptance 309%", "mean len 7.17" with k = 2), a KV-cache gauge
-above 1 ("KV cache 250%") or a negative queue ("running -3"). Acceptance, per-position acceptance, KV-cache
-usage and prefix-cache hit rate lie in [0, 1]; the mean acceptance length in [1, 1 + k] (k: the number of
-draft positions, when known); rates, latencies and queue gauges are never negative; nothing is NaN or
-infinite. `drop_impossible` applies these rules to one `Figures` in place and says how many it dropped,
-for the window's count (the same rules as the log parser's, `tui.telemetry.logs.dispatch.plausible`).
-"""
+"""Derived figures no server can have (a bad page: accepted > drafted, KV cache above 1, a negative queue):
+dropped with a note saying what and why, never shown; the log parser's rules (`logs.dispatch.plausible`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""A fast, strict parser for the Prometheus text exposition format.
-
-prometheus_client's parser is several times over the README's parse + derive budget
-(`tests/bench/bench_metrics_parse.py`); it stays the cross-check in the tests. Accepted: comments, labels
-in any order with escapes and a trailing comma, every float form servers print, timestamps, OpenMetrics
-exemplars and `# EOF`, CRLF, and a leading HTTP header block (saved llama.cpp captures). Anything else
-raises `MetricsFormatError` naming the line."""
+"""A fast, strict parser for the Prometheus text exposition format (prometheus_client's is the cross-check
+in the tests); anything it does not accept raises `MetricsFormatError` naming the line."""
 
 from __future__ import annotations
 

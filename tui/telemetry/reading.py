@@ -1,8 +1,5 @@
-"""`EndpointReading`: one scrape of one endpoint, as the dashboard shows it and as a recording stores it.
-
-Its JSON is the recording's `reading` line (`kind: "reading"`). Every field but `name`, `time` and
-`up` has a default, so the lines of older recordings (without `url`, `window_s` or `per_model`) still read.
-"""
+"""`EndpointReading`: one poll of one endpoint, as the dashboard shows it and a recording stores it (every
+field but `name`, `time` and `up` has a default, so older recordings still read)."""
 
 from __future__ import annotations
 

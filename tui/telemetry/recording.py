@@ -1,12 +1,6 @@
-"""Recordings: every scrape's figures and every log event as JSON lines, and reading them back.
-
-Lines by `kind`: `header` (a file may hold several appended sessions), `reading` (an `EndpointReading`),
-`log` (one log event with the time spectop read it), `guard` (one fallback-guard action). A bad line is
-reported with its file and line number and skipped.
-
-Writes are buffered and done by a worker thread at 256 KB, every second and at `close()` (a killed
-spectop loses at most a second). Past `max_bytes` the file rotates (FILE → FILE.1 …, `keep` old files) and
-the new one starts with a `continues` header, so `recording_parts` plays the set in order."""
+"""Recordings: every reading, log event and guard action as JSON lines (by `kind`), and reading them back.
+Writes are buffered (a killed spectop loses at most a second); past `max_bytes` the file rotates and the
+new one starts with a `continues` header, so `recording_parts` plays the set in order."""
 
 from __future__ import annotations
 

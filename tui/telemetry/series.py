@@ -1,10 +1,4 @@
-"""Per-endpoint time series (ring buffers) of readings' figures, for sparklines and detail charts.
-
-Memory is bounded: each endpoint keeps at most `maxlen` samples, enough for
-`history_s` seconds at the poll interval (capped, so a silly setting cannot eat
-the machine). A figure that was unknown at a scrape is kept as None, so a chart
-shows a gap rather than a fake zero.
-"""
+"""Per-endpoint ring buffers of readings' figures for sparklines and charts; an unknown figure is a gap."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
-"""Async log follower with `tail -F` semantics: by inode, woken by inotify, polling as the fallback.
-
-* Starts at the end (or the start, `from_start`); a file that does not exist yet is waited for (said once
-  through `on_notice`) and read from its start.
-* Rotation: the old file is drained first and still read until quiet for `LINGER_S` (a server writes on
-  until it reopens its log). Files rotated away between two looks (`log` → `log.1` → `log.2` within one
-  poll), or while the path stays empty, are found among the siblings (`NAME.1`, `NAME-20261201`, not
-  compressed) and read in order. Deletion: the open file is kept until a new one appears.
-* copytruncate is seen by size, or by the first bytes and those before the offset when the new content
-  already grew past it; reading restarts at 0.
-* inotify (`tui.telemetry.dirwatch`) makes its thread take hold of new and rotated files at once
-  (`_Follower.capture`), even while the reader is busy: a missed rotation needs milliseconds, not a poll.
-  A rotated file deleted before the tailer looked is lost, as for `tail -F`. A file let go is known by
-  inode, first bytes and mtime: an inode a rotation storm frees and reuses is a new file.
-* Lines are capped at `max_line_bytes`, NUL runs (a copytruncate's hole) dropped, bad UTF-8 replaced, a
-  partial last line held; memory stays bounded. File work runs in `asyncio.to_thread`."""
+"""Async log follower with `tail -F` semantics: by inode, woken by inotify (`dirwatch`), polling as the
+fallback. Rotated files are drained and read until quiet, copytruncate is seen by size and fingerprint,
+lines are capped and memory stays bounded; file work runs in `asyncio.to_thread`."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
-"""Derived figures over a sliding window of scrapes.
-
-Each scrape becomes a backend `PageSnapshot`; between consecutive ones a segment holds the counter
-increases, and the figures are the summed increases over the covered time (`increase()` without
-extrapolation).
-
-Restarts (the start marker changed, or most counters went down) count from 0 like Prometheus'
-`increase()`, and the figures start afresh there (a restart is how k changes: old and new draft positions
-never share a window). The new process' counts cover the time since it started when that is known (vLLM's
-`_created` stamps, `process_start_time_seconds`, llama.cpp's Process-Start-Time-Unix on this machine's
-monotonic clock); when it is not, the segment has no rates (and says why) while newest, then is a baseline.
-
-One series going down while the rest do not is an inconsistent page: dropped and counted; lower again on
-the next page, that series alone was reset. A series missing from a page (or NaN) keeps its last value; a
-series that appears is a baseline, except where the server documents it starts at 0 (`ZERO_START`). A page
-with the same series twice is not added (`inconsistent`).
-
-One scrape has no increase: its counters since the server started go to `Figures.lifetime`."""
+"""Derived figures over a sliding window of scrapes: the counters' increases between consecutive pages,
+summed over the time they cover (`increase()` without extrapolation). Restarts count from zero and start
+the figures afresh (`_segment`); one scrape's counters since the server started go to `Figures.lifetime`."""
 
 from __future__ import annotations
 
@@ -120,9 +105,8 @@ class _NewestScrape:
 
 
 def _restart_start(before: _Entry, after: _NewestScrape) -> tuple[float | None, str]:
-    """When the new process began counting, on the monotonic clock of the readings, and by what; or
-    (None, why that is not known). Only a start between the two readings is believed: the old process
-    answered the first one (a stamp outside is another machine's clock, or not a start at all)."""
+    """When the new process began counting (monotonic) and by what, or (None, why not known): only a
+    start between the two readings is believed (the old process answered the first one)."""
     page = after.page
     if page.restart_marker is not None:
         name = page.restart_name or "its start time"
@@ -151,8 +135,7 @@ def _restart_start(before: _Entry, after: _NewestScrape) -> tuple[float | None, 
 def _counted_from_zero(
     backend: Backend, before: _Entry, after: _NewestScrape
 ) -> tuple[_Segment, Mapping[CounterKey, float]]:
-    """The segment of a restart: the new process' counters are the increase, over the time since it
-    started (when that is known; else over an unknown time: no rates)."""
+    """A restart's segment: the new counters are the increase, over the time since it started (if known)."""
     page = after.page
     started, why = _restart_start(before, after)
     seconds = 0.0 if started is None else after.monotonic - started
@@ -246,9 +229,7 @@ _RATE_UNKNOWN = (
 
 @dataclass(frozen=True, slots=True)
 class _Restart:
-    """The newest restart in the window: when the new process started (monotonic, None: unknown) and by
-    what (or why not known), between which two readings; `baseline`: the figures start at its first
-    reading instead (its start unknown)."""
+    """The newest restart in the window; `baseline`: start unknown, the figures start at its first reading."""
 
     started: float | None
     why: str
@@ -343,13 +324,6 @@ class ScrapeWindow:
         return self._entries[-1].page.models if self._entries else ()
 
     @property
-    def span_s(self) -> float:
-        """Seconds between the oldest and newest scrape in the window."""
-        if len(self._entries) < 2:
-            return 0.0
-        return self._entries[-1].monotonic - self._entries[0].monotonic
-
-    @property
     def covered_s(self) -> float:
         """Seconds the figures cover: the window, or less after a restart inside it."""
         self._delta()
@@ -385,9 +359,8 @@ class ScrapeWindow:
                 self._entries.clear()  # clock went backwards: start over
                 segment, counters = None, page.counters
             elif segment is not None and segment.went_down_alone not in ((), self._held_down):
-                # A counter going backwards alone while the others go on is an inconsistent page (a
-                # glitch of one line: "gen tok/s 4986k" once it is back), not a restart: dropped and
-                # counted. The same series lower again on the next page is a reset of that series alone.
+                # One counter going backwards alone is an inconsistent page: dropped and counted (lower
+                # again on the next page: a reset of that series alone).
                 self._held_down = segment.went_down_alone
                 self.dropped_pages += 1
                 self._dropped_at = scrape.monotonic
@@ -434,11 +407,8 @@ class ScrapeWindow:
         return self._delta_cache
 
     def _without_gap(self, segments: list[_Segment], ends: list[float]) -> list[_Segment]:
-        """The segments, less the newest ones whose page lacked a series (missing or NaN): over those
-        that series' increase is not known yet, and counting their seconds without it would make its
-        figures too low (or a ratio of two counters wrong). At most `_GAP_READINGS` (a series gone for
-        good must not freeze the figures); kept when every segment lacks it (the quantity then has no
-        increase at all, and its figure is None)."""
+        """The segments less the newest (at most `_GAP_READINGS`) whose page lacked a series: counting
+        their seconds without its increase would make its figures too low."""
         self._gap_note = None
         end = len(segments)
         while end > 0 and len(segments) - end < _GAP_READINGS and segments[end - 1].missing:
@@ -523,8 +493,7 @@ class ScrapeWindow:
         return figures
 
     def _first_reading(self, figures: Figures) -> None:
-        """One scrape: the rates say they need another, and what the counters say since the server
-        started goes in `figures.lifetime` (each noted where the window's figure is unknown)."""
+        """One scrape: the rates need another; the counters since the server started go to `lifetime`."""
         assert self._backend is not None
         for name in RATE_FIGURES:
             if getattr(figures, name) is None:
@@ -532,8 +501,6 @@ class ScrapeWindow:
         page = self._entries[-1].page
         if not page.counters:
             return
-        # Counters count from 0 at the server's start: their values are the increases since then (no
-        # seconds: no rate).
         derived = self._backend.derive(Delta(seconds=0.0, counters=dict(page.counters)), page)
         known = {
             name: getattr(derived, name) for name in LIFETIME_FIGURES if getattr(derived, name) is not None

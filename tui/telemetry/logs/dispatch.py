@@ -3,9 +3,9 @@ substring test before any regex runs."""
 
 from __future__ import annotations
 
-from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.events import ErrorCategory, ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import errors, fastpath, llamacpp, sglang, vllm
-from tui.telemetry.logs.prefix import clean_line, split_prefix
+from tui.telemetry.logs.prefix import LinePrefix, clean_line, split_prefix
 
 MAX_LINE_CHARS = 16384
 MAX_MESSAGE_CHARS = 2000
@@ -125,8 +125,10 @@ def error_event(line: str, backend: str | None) -> ErrorEvent | None:
         return None
     prefix = split_prefix(line)
     category = errors.classify(prefix.message, prefix.level)
-    if category is None:
-        return None
+    return None if category is None else error_of(prefix, category, line, backend)
+
+
+def error_of(prefix: LinePrefix, category: ErrorCategory, line: str, backend: str | None) -> ErrorEvent:
     return ErrorEvent(
         time=prefix.time,
         uptime=prefix.uptime,

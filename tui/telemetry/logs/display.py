@@ -1,8 +1,5 @@
-"""A log line as the log pane shows it: the logger prefix cut to a short time, access lines told apart.
-
-A vLLM prefix takes half of 80 columns; `display_line` keeps the time as HH:MM:SS, a level other than
-INFO, and the message. Access lines (uvicorn's, llama.cpp's `request: GET …`) are flagged so the pane can
-hide them: a monitor scraping every second would fill it."""
+"""A log line as the log pane shows it: the logger prefix cut to HH:MM:SS and a level other than INFO;
+access lines flagged so the pane can hide them (a monitor scraping every second would fill it)."""
 
 from __future__ import annotations
 

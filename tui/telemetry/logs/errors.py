@@ -1,8 +1,5 @@
-"""Classifying error lines: `oom`, `engine_dead`, `spec_config`, `traceback`, `other`.
-
-Keyed on message text (vllm.md §2.5, sglang.md §2.4, llamacpp.md §1, ggml allocation failures): SGLang
-has no level field and Python exceptions reach stderr without one. A known level below ERROR is never
-an error."""
+"""Classifying error lines by message text (vllm.md §2.5, sglang.md §2.4, llamacpp.md §1): SGLang has no
+level field; a known level below ERROR is never an error."""
 
 from __future__ import annotations
 
@@ -166,11 +163,3 @@ def classify(message: str, level: str | None) -> ErrorCategory | None:
 def is_frame_line(message: str) -> bool:
     """A traceback body line: `  File "...", line N`, source lines, `^^^^` markers, `| ` group lines."""
     return message[:1] in (" ", "\t") or (message[:1] in "^~" and set(message.strip()) <= set("^~ "))
-
-
-def is_traceback_start(message: str) -> bool:
-    return TRACEBACK_START in message
-
-
-def is_traceback_continuation(message: str) -> bool:
-    return message.startswith(TRACEBACK_CONTINUATIONS)

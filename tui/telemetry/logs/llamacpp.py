@@ -1,10 +1,5 @@
-"""llama.cpp `llama-server` log grammar (llamacpp.md §3).
-
-`draft acceptance = 1.00000 (56 accepted / 56 generated), mean len = 9.00`: per finished request (older
-servers: `draft acceptance rate = …` without the mean length); `acc per pos = (…)` (`-lv 4`, per request);
-`statistics draft-simple: … #acc tokens = …` (`-lv 4`, lifetime). The per-step `accepted 8/ 8 draft
-tokens` lines would drown the request figures: no events. The `0.00.640.963` stamp is the time since
-start: it goes to `uptime`, never to `time`."""
+"""llama.cpp `llama-server` log grammar (llamacpp.md §3): per-request `draft acceptance`, `acc per pos` and
+the lifetime `statistics` line. Its `0.00.640.963` stamp is the time since start: `uptime`, never `time`."""
 
 from __future__ import annotations
 

@@ -1,18 +1,16 @@
-"""`LogParser`: the stateful line-by-line parser a tailer feeds.
-
-It remembers the detected backend (for bare tracebacks) and groups a Python traceback into one
-`traceback` event, ended by a line that cannot belong to it or by `flush()`. An exception line naming a
-specific failure (OOM, dead engine, bad spec config) is reported at once, so its alert does not wait."""
+"""`LogParser`: the stateful line-by-line parser a tailer feeds; it remembers the backend and groups a
+traceback into one event, reporting a specific failure (OOM, dead engine, spec config) at once."""
 
 from __future__ import annotations
 
 import logging
 
-from tui.telemetry.events import ErrorCategory, ErrorEvent, LogEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.events import ErrorEvent, LogEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import errors
 from tui.telemetry.logs.dispatch import (
     MAX_MESSAGE_CHARS,
     ParsedEvent,
+    error_of,
     grammar_events,
     normalize_backend,
     plausible,
@@ -43,18 +41,11 @@ class LogParser:
         """True while a traceback is open (its event comes with a later line or `flush()`)."""
         return self._group is not None
 
-    def feed(self, line: str) -> list[LogEvent]:
-        """The events `line` completes. A grammar bug raises here (tests see it); see `feed_guarded`."""
-        return self._feed(line)
-
     def feed_guarded(self, line: str) -> list[LogEvent]:
-        """`feed` for a line from a file: the one safety net between a log and the parser.
-
-        A line the parser could not read (it raised: a grammar bug, never a server's fault) gives no
-        events and is counted in `failed_lines`, with the last error in `last_failure`, so a monitor
-        keeps going and the count is shown (`spectop logs`, the detail screen), never silent."""
+        """`feed` for a line from a file, the one safety net: a line the parser raised on (a grammar bug)
+        gives no events and is counted in `failed_lines` (shown, never silent)."""
         try:
-            return self._feed(line)
+            return self.feed(line)
         except Exception as error:  # a grammar bug: counted and shown, the traceback in the debug log
             log.exception("a %s log line could not be parsed", self.backend or "server")
             self._group = None
@@ -67,7 +58,8 @@ class LogParser:
         group, self._group = self._group, None
         return [group.event()] if group is not None else []
 
-    def _feed(self, raw: str) -> list[LogEvent]:
+    def feed(self, raw: str) -> list[LogEvent]:
+        """The events the line completes. A grammar bug raises here (tests see it); see `feed_guarded`."""
         line = prepare(raw)
         events: list[LogEvent] = []
         found = grammar_events(line)
@@ -95,11 +87,13 @@ class LogParser:
         if errors.has_quiet_level(line) or not errors.passes_gate(line):
             return events
         prefix = split_prefix(line)
-        if errors.is_traceback_start(prefix.message) and prefix.level not in ("DEBUG", "INFO", "WARNING"):
+        if errors.TRACEBACK_START in prefix.message and prefix.level not in ("DEBUG", "INFO", "WARNING"):
             self._group = TracebackGroup(line, prefix, self.backend)
         category = errors.classify(prefix.message, prefix.level)
         if category is not None and (self._group is None or category in _SPECIFIC):
-            events.append(self._error(category, prefix, line))
+            if self.backend is None:
+                self.backend = prefix.backend
+            events.append(error_of(prefix, category, line, self.backend))
             if self._group is not None:
                 self._group.reported_categories.add(category)
         return events
@@ -148,18 +142,3 @@ class LogParser:
                 line=line,
             )
         ]
-
-    def _error(self, category: ErrorCategory, prefix: LinePrefix, line: str) -> ErrorEvent:
-        self._remember(prefix.backend)
-        return ErrorEvent(
-            time=prefix.time,
-            uptime=prefix.uptime,
-            backend=prefix.backend or self.backend,
-            category=category,
-            message=prefix.message.strip()[:MAX_MESSAGE_CHARS],
-            line=line,
-        )
-
-    def _remember(self, backend: str | None) -> None:
-        if self.backend is None and backend is not None:
-            self.backend = backend

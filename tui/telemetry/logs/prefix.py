@@ -1,10 +1,5 @@
-"""Cleaning a raw log line and splitting off each backend's logger prefix.
-
-Cleaning removes escape sequences (vLLM colours on a TTY) and resolves carriage returns: the last
-non-empty `\\r` segment wins (vLLM's continuation lines, progress bars). Prefixes (vllm.md §2.1,
-sglang.md §2.1, llamacpp.md §1): vLLM `(EngineCore pid=243) INFO 08-20 14:02:24 [core.py:122] msg` or
-older `INFO 10-16 19:05:47 metrics.py:367] msg`; SGLang `[2026-07-20 09:50:00 TP0] msg` (no level);
-llama.cpp `0.00.640.930 I slot print_timing: ...` (time since start, level letter)."""
+"""Cleaning a raw log line (escape sequences, `\\r` redraws) and splitting off each backend's logger prefix
+(vllm.md §2.1, sglang.md §2.1, llamacpp.md §1)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tui.format import fmt_count, fmt_length, fmt_rate, fmt_tokens_per_s
 from tui.sanitize import json_safe, safe_line
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
@@ -13,22 +11,9 @@ _NO_LINE: set[str] = {"line"}  # pydantic takes a set (or a mapping) of field na
 LINE_WIDTH = 80
 
 
-def event_record(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> dict[str, Any]:
-    """`{"kind", "time", ...fields}`: unknown figures left out, `kind` and `time` always there.
-
-    The raw `line` is kept for errors only (a grouped traceback's full text lives there).
-    """
-    exclude = None if isinstance(event, ErrorEvent) else {"line"}
-    fields = event.model_dump(exclude_none=True, exclude=exclude)
-    record: dict[str, Any] = {"kind": event.kind, "time": event.time}
-    for key, value in fields.items():
-        if key not in record:
-            record[key] = value
-    return record
-
-
 def event_json(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> str:
-    """`event_record` as one JSON line, serialised by pydantic's (compiled) serializer for speed."""
+    """`{"kind", "time", ...known fields}` as one JSON line; the raw `line` is kept for errors only (a
+    grouped traceback's full text lives there)."""
     exclude = None if isinstance(event, ErrorEvent) else _NO_LINE
     text = event.model_dump_json(exclude_none=True, exclude=exclude)
     if event.time is not None:
@@ -63,16 +48,16 @@ def _stats_text(event: StatsEvent) -> str:
     if event.waiting is not None:
         parts.append(f"wait {fmt_count(event.waiting)}")
     if event.kv_cache_usage is not None:
-        parts.append(f"kv {_percent(event.kv_cache_usage)}")
+        parts.append(f"kv {fmt_rate(event.kv_cache_usage)}")
     if event.prefix_cache_hit_rate is not None:
-        parts.append(f"hit {_percent(event.prefix_cache_hit_rate)}")
+        parts.append(f"hit {fmt_rate(event.prefix_cache_hit_rate)}")
     return " ".join(parts)
 
 
 def _spec_text(event: SpecDecodeEvent) -> str:
     parts = ["spec "]
     if event.acceptance_rate is not None:
-        parts.append(f"accept {_percent(event.acceptance_rate)}")
+        parts.append(f"accept {fmt_rate(event.acceptance_rate)}")
     if event.mean_acceptance_length is not None:
         parts.append(f"len {fmt_length(event.mean_acceptance_length)}")
     if event.accepted_tokens is not None and event.drafted_tokens is not None:
@@ -82,10 +67,6 @@ def _spec_text(event: SpecDecodeEvent) -> str:
     if event.scope == "lifetime":
         parts.append("(lifetime)")
     return " ".join(parts)
-
-
-def _percent(fraction: float) -> str:
-    return fmt_rate(fraction)
 
 
 def _fit(text: str, width: int) -> str:

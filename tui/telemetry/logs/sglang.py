@@ -1,12 +1,5 @@
 """SGLang log grammar: `Prefill batch` / `Decode batch` lines in every version (sglang.md §2.2, §2.3).
-
-Follows the reference's robust recipe rather than one regex per version: find the head
-(`Decode batch`, `Prefill batch`, with `.` or `,`, an optional ` [iter]`, or the pre-2024-08
-`[gpu_id=N] #running-req: ...` form), drop a trailing `, `, split on `", "` and split each item at
-its last `": "`. Field order, hybrid-pool variants (`full token usage`, `mamba usage`), PD and
-DSpark extras, graph labels (`cuda`/`cpu`/`npu`/`musa graph`) and the 2025-07 `timestamp` all
-fall out of that; fields spectop has no name for land in `extra`.
-"""
+Find the head, split on `", "`, each item at its last `": "`; fields spectop has no name for go to `extra`."""
 
 from __future__ import annotations
 

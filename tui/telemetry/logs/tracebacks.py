@@ -1,11 +1,5 @@
-"""Grouping the physical lines of one Python traceback into a single `traceback` error event.
-
-A traceback starts at `Traceback (most recent call last):`. It owns the indented frame lines,
-chained-exception headers and blank lines, then the exception line(s). vLLM repeats the record's
-prefix (`(EngineCore pid=1) ERROR date [core.py:1131] `) on every line, so a prefixed line belongs
-to the traceback only when its process, level and file:line match the first line; SGLang and raw
-stderr tracebacks have no prefix at all, so there any prefixed line is a new log record.
-"""
+"""Grouping the lines of one Python traceback into a single `traceback` error event. vLLM repeats the
+record's prefix on every line, so a prefixed line belongs only when process, level and file:line match."""
 
 from __future__ import annotations
 
@@ -62,7 +56,7 @@ class TracebackGroup:
             self._in_exception = self._in_exception and not errors.is_frame_line(message)
             self._add(line)
             return True, None
-        if errors.is_traceback_start(message) or errors.is_traceback_continuation(stripped):
+        if errors.TRACEBACK_START in message or stripped.startswith(errors.TRACEBACK_CONTINUATIONS):
             self._in_exception = False
             self._add(line)
             return True, None

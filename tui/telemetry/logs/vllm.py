@@ -1,14 +1,5 @@
-"""vLLM log grammar: the periodic stats line and the speculative-decoding line (vllm.md §2.2, §2.3).
-
-Keyed on message text only (file:line drifts between builds). Every known variant:
-  stats  V1 current `Engine 000: Avg prompt throughput: ...` with the optional Deferred, Preemptions,
-         Corrupted, External prefix cache and MM cache segments, `N Engines Aggregated: `, the early-2025
-         V1 line without the engine prefix, the V0 line (`Swapped`, `Pending`, `CPU KV cache usage`, final
-         `.`) and V0's separate `Prefix cache hit rate: GPU: x%, CPU: y%`.
-  spec   current `SpecDecoding metrics: Mean acceptance length ... Avg Draft acceptance rate: x%`, the
-         never-shipped order with `Draft acceptance rate` first, the Apr-Sep 2025 form, the Apr 2025
-         short forms, and V0's cumulative `Speculative metrics: ... Number of emitted tokens: N.`
-"""
+"""vLLM log grammar: the periodic stats line and the speculative-decoding line, V0 and V1 in every known
+variant (vllm.md §2.2, §2.3), keyed on message text only (file:line drifts between builds)."""
 
 from __future__ import annotations
 
