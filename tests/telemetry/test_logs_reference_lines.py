@@ -992,29 +992,17 @@ def _check(line: str, expected: Expected | list[Expected]) -> None:
     assert (first is None) == (not expected)
 
 
-@pytest.mark.parametrize(("line", "expected"), [c[1:] for c in VLLM_CASES], ids=[c[0] for c in VLLM_CASES])
-def test_vllm_reference_lines(line: str, expected: Expected | list[Expected]) -> None:
+BACKEND_CASES = [
+    pytest.param(line, expected, backend, id=name)
+    for backend, cases in (("vllm", VLLM_CASES), ("sglang", SGLANG_CASES), ("llamacpp", LLAMACPP_CASES))
+    for name, line, expected in cases
+]
+
+
+@pytest.mark.parametrize(("line", "expected", "backend"), BACKEND_CASES)
+def test_reference_lines(line: str, expected: Expected | list[Expected], backend: str) -> None:
     _check(line, expected)
-    for event in parse_events(line):
-        assert event.backend == "vllm"
-
-
-@pytest.mark.parametrize(
-    ("line", "expected"), [c[1:] for c in SGLANG_CASES], ids=[c[0] for c in SGLANG_CASES]
-)
-def test_sglang_reference_lines(line: str, expected: Expected | list[Expected]) -> None:
-    _check(line, expected)
-    for event in parse_events(line):
-        assert event.backend == "sglang"
-
-
-@pytest.mark.parametrize(
-    ("line", "expected"), [c[1:] for c in LLAMACPP_CASES], ids=[c[0] for c in LLAMACPP_CASES]
-)
-def test_llamacpp_reference_lines(line: str, expected: Expected | list[Expected]) -> None:
-    _check(line, expected)
-    for event in parse_events(line):
-        assert event.backend == "llamacpp"
+    assert {event.backend for event in parse_events(line)} <= {backend}
 
 
 @pytest.mark.parametrize(
@@ -1037,7 +1025,7 @@ def test_sglang_decode_line_gives_stats_first_from_parse_line() -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "expected"), [c[1:] for c in WRAPPED_CASES], ids=[c[0] for c in WRAPPED_CASES]
+    ("line", "expected"), [case[1:] for case in WRAPPED_CASES], ids=[case[0] for case in WRAPPED_CASES]
 )
 def test_wrapped_and_older_prefixes(line: str, expected: Expected | list[Expected]) -> None:
     _check(line, expected)

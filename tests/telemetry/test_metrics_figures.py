@@ -110,9 +110,26 @@ def test_down_last_scrape_gives_no_figures() -> None:
 # --- several engines and models (vLLM data parallel) ------------------------------------------------------
 
 
-def _vllm_engine_page(values: dict[tuple[str, str], dict[str, float]]) -> str:
+# (model, engine): counters at the first scrape (twice that at the second), then the gauges
+_ENGINES = {
+    ("a", "0"): {"gen": 1000, "drafts": 400, "accepted": 600, "done": 10, "fast": 5, "running": 3, "kv": 0.2},
+    ("a", "1"): {
+        "gen": 3000,
+        "drafts": 1000,
+        "accepted": 1000,
+        "done": 30,
+        "fast": 30,
+        "running": 5,
+        "kv": 0.4,
+    },
+    ("b", "0"): {"gen": 500, "drafts": 100, "accepted": 100, "done": 2, "fast": 0, "running": 1, "kv": 0.6},
+}
+
+
+def _vllm_engine_page(scale: float) -> str:
     lines = []
-    for (model, engine), v in values.items():
+    for (model, engine), values in _ENGINES.items():
+        v = {name: value if name in ("running", "kv") else value * scale for name, value in values.items()}
         labels = f'engine="{engine}",model_name="{model}"'
         lines += [
             f"vllm:generation_tokens_total{{{labels}}} {v['gen']}",
@@ -130,38 +147,7 @@ def _vllm_engine_page(values: dict[tuple[str, str], dict[str, float]]) -> str:
 
 
 def test_multi_engine_multi_model_vllm_sums_counts_and_averages_fractions() -> None:
-    def state(scale: float) -> dict[tuple[str, str], dict[str, float]]:
-        return {
-            ("a", "0"): dict(
-                gen=1000 * scale,
-                drafts=400 * scale,
-                accepted=600 * scale,
-                done=10 * scale,
-                fast=5 * scale,
-                running=3,
-                kv=0.2,
-            ),
-            ("a", "1"): dict(
-                gen=3000 * scale,
-                drafts=1000 * scale,
-                accepted=1000 * scale,
-                done=30 * scale,
-                fast=30 * scale,
-                running=5,
-                kv=0.4,
-            ),
-            ("b", "0"): dict(
-                gen=500 * scale,
-                drafts=100 * scale,
-                accepted=100 * scale,
-                done=2 * scale,
-                fast=0,
-                running=1,
-                kv=0.6,
-            ),
-        }
-
-    f = figures_between(scrape(_vllm_engine_page(state(1)), 0.0), scrape(_vllm_engine_page(state(2)), 10.0))
+    f = figures_between(scrape(_vllm_engine_page(1), 0.0), scrape(_vllm_engine_page(2), 10.0))
     assert f.generation_tokens_per_s == pytest.approx(4500 / 10)
     assert f.requests_per_s == pytest.approx(42 / 10)
     assert f.acceptance_rate == pytest.approx(1700 / 3000)
@@ -172,8 +158,8 @@ def test_multi_engine_multi_model_vllm_sums_counts_and_averages_fractions() -> N
     assert f.ttft_p50_s == pytest.approx(0.1 * 21 / 35)
 
     window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(_vllm_engine_page(state(1)), 0.0))
-    window.add(scrape(_vllm_engine_page(state(2)), 10.0))
+    window.add(scrape(_vllm_engine_page(1), 0.0))
+    window.add(scrape(_vllm_engine_page(2), 10.0))
     assert window.figures().model_dump(include=set(FIGURE_NAMES)) == f.model_dump(include=set(FIGURE_NAMES))
     by_model = window.figures_by_model()
     assert set(by_model) == {"a", "b"}
@@ -204,21 +190,14 @@ def _sglang_rank_page(decode: float, running: float, dp: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_sglang_tp_ranks_are_not_double_counted() -> None:
+@pytest.mark.parametrize(("dp", "rate", "running"), [(False, 200.0, 8.0), (True, 800.0, 32.0)])
+def test_sglang_tp_ranks_are_counted_once_and_dp_ranks_summed(dp: bool, rate: float, running: float) -> None:
     f = figures_between(
-        scrape(_sglang_rank_page(1000, 8, dp=False), 0.0), scrape(_sglang_rank_page(3000, 8, dp=False), 10.0)
+        scrape(_sglang_rank_page(1000, 8, dp=dp), 0.0), scrape(_sglang_rank_page(3000, 8, dp=dp), 10.0)
     )
-    assert f.generation_tokens_per_s == pytest.approx(200.0)
-    assert f.running == 8.0
+    assert f.generation_tokens_per_s == pytest.approx(rate)
+    assert f.running == running
     assert f.kv_cache_usage == pytest.approx(0.1)
-
-
-def test_sglang_dp_ranks_are_summed() -> None:
-    f = figures_between(
-        scrape(_sglang_rank_page(1000, 8, dp=True), 0.0), scrape(_sglang_rank_page(3000, 8, dp=True), 10.0)
-    )
-    assert f.generation_tokens_per_s == pytest.approx(800.0)
-    assert f.running == 32.0
 
 
 def _sglang_spec_page(running: float, verify: float, generated: float, draft_tokens: bool = True) -> str:
@@ -235,34 +214,32 @@ def _sglang_spec_page(running: float, verify: float, generated: float, draft_tok
     return text
 
 
-def test_sglang_spec_gauges_hidden_when_idle() -> None:
-    f = figures_between(scrape(_sglang_spec_page(0, 10, 30), 0.0), scrape(_sglang_spec_page(0, 10, 30), 5.0))
-    assert f.acceptance_rate is None and f.mean_acceptance_length is None
+@pytest.mark.parametrize(
+    ("running", "second", "acceptance", "length"),
+    [
+        pytest.param(0, (10, 30), None, None, id="gauges hidden when idle"),
+        pytest.param(4, (10, 30), 0.5, 2.5, id="gauges while running without finished requests"),
+        pytest.param(4, (20, 60), (3.0 - 1) / 3, 3.0, id="counters preferred"),
+    ],
+)
+def test_sglang_acceptance(
+    running: float, second: tuple[float, float], acceptance: float | None, length: float | None
+) -> None:
+    first_page, second_page = _sglang_spec_page(running, 10, 30), _sglang_spec_page(running, *second)
+    f = figures_between(scrape(first_page, 0.0), scrape(second_page, 5.0))
+    assert f.acceptance_rate == pytest.approx(acceptance)
+    assert f.mean_acceptance_length == pytest.approx(length)
 
 
-def test_sglang_spec_gauges_used_while_running_without_finished_requests() -> None:
-    f = figures_between(scrape(_sglang_spec_page(4, 10, 30), 0.0), scrape(_sglang_spec_page(4, 10, 30), 5.0))
-    assert (f.acceptance_rate, f.mean_acceptance_length) == (0.5, 2.5)
-
-
-def test_sglang_acceptance_prefers_counters() -> None:
-    f = figures_between(scrape(_sglang_spec_page(4, 10, 30), 0.0), scrape(_sglang_spec_page(4, 20, 60), 5.0))
-    assert f.mean_acceptance_length == pytest.approx(3.0)
-    assert f.acceptance_rate == pytest.approx((3.0 - 1) / 3)
-
-
-def test_sglang_old_server_without_verify_counter_uses_gauges() -> None:
+@pytest.mark.parametrize(
+    ("gauge", "length"),
+    [pytest.param(2.2, 2.2, id="old server: gauge"), pytest.param(0.0, None, id="spec off")],
+)
+def test_sglang_server_without_verify_counter(gauge: float, length: float | None) -> None:
     labels = 'engine_type="unified",model_name="m",tp_rank="0"'
-    page = f"sglang:num_running_reqs{{{labels}}} 3\nsglang:spec_accept_length{{{labels}}} 2.2\n"
+    page = f"sglang:num_running_reqs{{{labels}}} 3\nsglang:spec_accept_length{{{labels}}} {gauge}\n"
     f = figures_between(scrape(page, 0.0), scrape(page, 5.0))
-    assert f.mean_acceptance_length == 2.2 and f.acceptance_rate is None
-
-
-def test_sglang_spec_off_gives_none() -> None:
-    labels = 'engine_type="unified",model_name="m",tp_rank="0"'
-    page = f"sglang:num_running_reqs{{{labels}}} 3\nsglang:spec_accept_length{{{labels}}} 0.0\n"
-    f = figures_between(scrape(page, 0.0), scrape(page, 5.0))
-    assert f.mean_acceptance_length is None and f.acceptance_rate is None
+    assert f.mean_acceptance_length == length and f.acceptance_rate is None
 
 
 # --- renamed and removed vLLM names ---------------------------------------------------------------------

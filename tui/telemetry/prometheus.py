@@ -141,11 +141,8 @@ def _parse_line(line: str, line_number: int) -> tuple[str, str, str | None, floa
 
 
 class MetricsParser:
-    """Parses the /metrics pages of ONE endpoint, remembering what repeats between its scrapes.
-
-    The caches (label blocks, validated `name{labels}` heads, whole lines pruned to about one page) are what
-    meets the README's parse + derive budget (`tests/bench/bench_metrics_parse.py`); one parser per endpoint,
-    so a busy server never evicts another's entries."""
+    """Parses the /metrics pages of ONE endpoint, caching what repeats between its scrapes (label blocks,
+    `name{labels}` heads, whole lines): `tests/bench/bench_metrics_parse.py` shows what that pays."""
 
     __slots__ = ("_heads", "_labels", "_lines")
 
@@ -213,9 +210,6 @@ class MetricsParser:
 
 
 def parse_metrics_text(text: str, parser: MetricsParser | None = None) -> list[Sample]:
-    """Every sample on a /metrics page, in page order; `parser`: the endpoint's, to reuse what its
-    earlier pages held (without one, nothing is remembered).
-
-    Raises MetricsFormatError on a page that is not Prometheus text.
-    """
+    """Every sample on a /metrics page in order (MetricsFormatError if it is not Prometheus text);
+    `parser`: the endpoint's, to reuse what its earlier pages held."""
     return (parser or MetricsParser()).parse(text)

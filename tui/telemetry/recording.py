@@ -85,10 +85,8 @@ def describe_os_error(error: BaseException) -> str:
 
 
 class RecordingWriter:
-    """Appends records to a JSONL file: buffered, written off the event loop, rotated at `max_bytes`.
-
-    `on_rotate(rotated_path)` is called (on the event loop) after each rotation, to say so.
-    """
+    """Appends records to a JSONL file: buffered, written off the event loop, rotated at `max_bytes`
+    (`on_rotate(rotated_path)` is called on the event loop after each rotation)."""
 
     def __init__(
         self,
@@ -135,10 +133,8 @@ class RecordingWriter:
         await self._write(record.model_dump_json(), record.time)
 
     async def flush(self) -> None:
-        """Write what is buffered (in a worker thread); rotate first if it would pass the cap.
-
-        A failed write raises its OSError, now and on every later write (`_error`): a full disk stops
-        the recording, never the caller."""
+        """Write what is buffered (in a worker thread), rotating first at the cap. A failed write raises
+        its OSError now and on every later write: a full disk stops the recording, never the caller."""
         async with self._lock:
             if not self._buffer or self._file is None:
                 return
@@ -284,10 +280,7 @@ async def read_records(
 
 
 def first_record(path: str | Path) -> Record | None:
-    """The first record of a file (None if it has none); RecordingError naming the line if it is not one.
-
-    Blocking, and reads one line at most (capped): for checking a file before anything starts.
-    """
+    """The first record of a file, or None; RecordingError naming the line (blocking, one line at most)."""
     with open(path, encoding="utf-8", errors="replace") as file:
         for line_number, line in enumerate(iter(lambda: file.readline(MAX_LINE_CHARS + 1), ""), start=1):
             if len(line) > MAX_LINE_CHARS:

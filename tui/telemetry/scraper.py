@@ -125,11 +125,8 @@ async def scrape_metrics(
     detector: BackendDetector | None = None,
     parser: MetricsParser | None = None,
 ) -> Scrape:
-    """GET metrics_url and parse it. Failures come back as a Scrape with `error` set.
-
-    `detector` (one per endpoint) remembers the detected backend between scrapes, `parser` (one
-    per endpoint) what repeats between its pages.
-    """
+    """GET metrics_url and parse it; failures come back as a Scrape with `error` set. `detector` and
+    `parser`: the endpoint's, remembering its backend and what repeats between its pages."""
     result = await fetch_body(
         client, metrics_url, timeout_s, max_bytes, {"Accept": _ACCEPT, **(headers or {})}
     )
@@ -182,10 +179,7 @@ async def fetch_slots_decoded(
     headers: dict[str, str] | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> float | str:
-    """Σ n_decoded of the slots still generating, from llama-server's GET /slots; else an error text.
-
-    /slots needs `--slots` (else HTTP 501) and the API key when one is set (else 401).
-    """
+    """Σ n_decoded of the slots still generating, from llama-server's GET /slots; else an error text."""
     url = f"{base_url.rstrip('/')}/slots"
     request_headers = {"Accept": "application/json", **(headers or {})}
     result = await fetch_body(client, url, timeout_s, _SLOTS_MAX_BYTES, request_headers)
@@ -211,15 +205,9 @@ async def scrape_with_slots(
     detector: BackendDetector | None = None,
     parser: MetricsParser | None = None,
 ) -> tuple[Scrape, str | None]:
-    """A scrape with llama.cpp's live Σ n_decoded from /slots; also the reason /slots gave none.
-
-    /slots is read just BEFORE /metrics: the two GETs are not atomic, and in this order a token decoded
-    between them is simply not counted yet (the next reading counts it), where /metrics first would put
-    it in this reading, and so take it from a window that starts here. (A request finishing in between
-    counts twice for one reading in this order and not at all in the other: the window keeps a running
-    maximum either way.) Until the backend is known (the first scrape) the page is read first; when it
-    is llama.cpp's, /slots and then the page again make the reading.
-    """
+    """A scrape with llama.cpp's live Σ n_decoded from /slots, and why /slots gave none. /slots is read
+    just BEFORE /metrics, so a token decoded between the two GETs is counted by the next reading, never
+    taken from a window that starts here. Until the backend is known the page is read first."""
 
     def scrape() -> Awaitable[Scrape]:
         return scrape_metrics(

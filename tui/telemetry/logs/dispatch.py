@@ -26,10 +26,8 @@ _STATS_COUNTS = (
 
 
 def plausible(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> bool:
-    """False when the event holds a value no server prints, from a garbled or mutated line: dropped and
-    counted as unread (`LogParser.unread`), never shown. Acceptance, per-position rates, KV usage and
-    prefix hits lie in [0, 1], the mean acceptance length (with the bonus token) is at least 1, counts
-    and rates are never negative, accepted tokens never exceed drafted ones."""
+    """False when the event holds a value no server prints (a garbled line): dropped and counted as
+    unread (`LogParser.unread`), never shown."""
     values = event.__dict__  # plain reads, no calls: this runs for every figure-carrying line
     kind = values["kind"]
     if kind == "spec_decode":
