@@ -1,24 +1,33 @@
-"""ScrapeWindow under real conditions: NaN or missing series, new series, duplicates, quantile bounds."""
+"""ScrapeWindow under real conditions: NaN or missing series (through the monitor and `spectop snapshot`
+too: never a wrong figure, and where one cannot be known, None with the reason), new series, duplicates,
+quantile bounds."""
 
 from __future__ import annotations
+
+import json
 
 import httpx
 import pytest
 from metrics_test_server import Reply, ReplyServer, sample_body, scrape
+from test_snapshot_cli import spectop
 
 from tui.settings import EndpointSettings
 from tui.telemetry.figures import Figures
 from tui.telemetry.monitor import EndpointMonitor
+from tui.telemetry.reading import EndpointReading
 from tui.telemetry.window import ScrapeWindow
 
 LABELS = 'engine="0",model_name="m"'
 LIFETIME = 10_000_000.0
 
 
-def vllm_page(generated: float | str | None, drafts: float, accepted: float, extra: str = "") -> str:
+def vllm_page(
+    generated: float | str | None, drafts: float | str, accepted: float | str, extra: str = ""
+) -> str:
+    draft_tokens = drafts if isinstance(drafts, str) else 2 * drafts
     lines = [
         f"vllm:spec_decode_num_drafts_total{{{LABELS}}} {drafts}",
-        f"vllm:spec_decode_num_draft_tokens_total{{{LABELS}}} {drafts * 2}",
+        f"vllm:spec_decode_num_draft_tokens_total{{{LABELS}}} {draft_tokens}",
         f"vllm:spec_decode_num_accepted_tokens_total{{{LABELS}}} {accepted}",
         f"vllm:num_requests_running{{{LABELS}}} 3",
     ]
@@ -27,28 +36,42 @@ def vllm_page(generated: float | str | None, drafts: float, accepted: float, ext
     return "\n".join(lines) + "\n" + extra
 
 
-def steady_window(gap: str) -> ScrapeWindow:
-    """100 tok/s and 10 drafts/s on lifetime counters near 10 M; in scrape 5 the counters are `gap`."""
-    window = ScrapeWindow(window_s=60.0)
-    for second in range(10):
-        generated, drafts, accepted = (LIFETIME + rate * second for rate in (100.0, 10.0, 12.0))
-        text = vllm_page(generated, drafts, accepted)
-        if second == 5 and gap == "NaN":  # every counter of the page NaN in one scrape
-            text = "\n".join(
-                line.rsplit(" ", 1)[0] + " NaN" if "_total" in line else line for line in text.splitlines()
-            )
-        elif second == 5:
-            text = vllm_page(None, drafts, accepted)  # one series missing from one page
-        window.add(scrape(text, float(second)))
-    return window
+def steady(second: int) -> tuple[float, float, float]:
+    """100 tok/s, 10 drafts/s (20 draft tokens/s), 12 accepted/s on lifetime counters near 10 M."""
+    return LIFETIME + 100.0 * second, LIFETIME + 10.0 * second, LIFETIME + 12.0 * second
+
+
+def _never_wrong(figures: Figures) -> None:
+    # Once shown for a NaN mid-window: 1,111,255 tok/s against a true 100, acceptance 47.25, mean length 95.5.
+    true = {"generation_tokens_per_s": 100.0, "acceptance_rate": 0.6, "mean_acceptance_length": 2.2}
+    for name, value in true.items():
+        assert getattr(figures, name) in (None, pytest.approx(value)), figures
 
 
 @pytest.mark.parametrize("gap", ["NaN", "missing"])
 def test_one_nan_or_missing_series_does_not_inflate_the_window(gap: str) -> None:
-    f = steady_window(gap).figures()
+    window = ScrapeWindow(window_s=60.0)
+    for second in range(10):
+        text = vllm_page(*steady(second))
+        if second == 5:  # every counter NaN in one scrape, or one series missing from one page
+            text = vllm_page("NaN", "NaN", "NaN") if gap == "NaN" else vllm_page(None, *steady(second)[1:])
+        window.add(scrape(text, float(second)))
+        _never_wrong(window.figures())
+    f = window.figures()
     assert f.generation_tokens_per_s == pytest.approx(100.0)
     assert f.acceptance_rate == pytest.approx(12 / 20)
     assert f.mean_acceptance_length == pytest.approx(1 + 12 / 10)
+
+
+async def _readings(pages: list[str], monkeypatch: pytest.MonkeyPatch) -> list[EndpointReading]:
+    """One monitor poll per page, one second apart (the scraper's clock)."""
+    readings = []
+    async with ReplyServer([Reply(text.encode()) for text in pages]) as server, httpx.AsyncClient() as client:
+        monitor = EndpointMonitor(EndpointSettings(name="gpu", url=server.url), window_s=60.0)
+        for second in range(len(pages)):
+            monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda at=100.0 + second: at)
+            readings.append(await monitor.poll(client))
+    return readings
 
 
 def test_a_new_series_is_a_baseline_not_an_increase() -> None:
@@ -180,3 +203,78 @@ def test_one_series_reset_alone_counts_from_zero_without_restarting_the_window()
     f = window.figures()
     assert f.generation_tokens_per_s == pytest.approx((1000 + 500 + 2000 + 300) / 30)
     assert not f.restarted_in_window and f.covered_s == pytest.approx(30.0)
+
+
+@pytest.mark.parametrize("gap", ["generated", "accepted"])
+async def test_a_nan_in_the_newest_scrape_does_not_pull_the_figures_down(
+    gap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nine good scrapes, then one where a counter is NaN: over the nine seconds that counter's increase
+    # is known for eight only. Before: 88.9 tok/s (or acceptance 0.53) against a true 100 (0.60).
+    pages = [vllm_page(*steady(second)) for second in range(9)]
+    generated, drafts, accepted = steady(9)
+    pages.append(
+        vllm_page("NaN", drafts, accepted) if gap == "generated" else vllm_page(generated, drafts, "NaN")
+    )
+    pages.append(vllm_page(*steady(10)))  # back: the increase over the gap counts in full
+    readings = await _readings(pages, monkeypatch)
+    during, after = readings[-2].figures, readings[-1].figures
+    assert during.generation_tokens_per_s == pytest.approx(100.0)
+    assert during.acceptance_rate == pytest.approx(12 / 20)
+    assert during.mean_acceptance_length == pytest.approx(1 + 12 / 10)
+    assert "not in the newer readings (missing or NaN)" in during.notes["window"]
+    assert after.generation_tokens_per_s == pytest.approx(100.0)
+    assert after.acceptance_rate == pytest.approx(12 / 20)
+    assert "window" not in after.notes or "missing" not in after.notes["window"]
+
+
+@pytest.mark.parametrize("which", ["first", "last"])
+async def test_snapshot_with_a_nan_counter_says_why_the_figure_is_unknown(which: str) -> None:
+    good = [vllm_page(*steady(0)), vllm_page(*steady(1))]
+    bad = vllm_page("NaN", "NaN", "NaN") if which == "first" else vllm_page("NaN", *steady(1)[1:])
+    pages = [bad, good[1]] if which == "first" else [good[0], bad]
+    async with ReplyServer([Reply(text.encode()) for text in pages]) as server:
+        code, out, err = await spectop("snapshot", server.url, "--window", "0.3", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["generation_tokens_per_s"] is None  # never 10 M tokens in 0.3 s
+    if which == "first":
+        assert record["acceptance_rate"] is None and record["mean_acceptance_length"] is None
+        assert "first seen in the newest reading" in record["notes"]["window"]
+    else:
+        assert record["acceptance_rate"] == pytest.approx(0.6)
+        assert "not in the newest reading (missing or NaN)" in record["notes"]["window"]
+    assert "generation_tokens" in record["notes"]["window"]
+
+
+@pytest.mark.parametrize("which", ["first", "last"])
+async def test_the_dashboard_and_the_snapshot_agree_on_what_is_unknown_and_why(
+    which: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = vllm_page("NaN", "NaN", "NaN") if which == "first" else vllm_page("NaN", *steady(1)[1:])
+    pages = [bad, vllm_page(*steady(1))] if which == "first" else [vllm_page(*steady(0)), bad]
+    async with ReplyServer([Reply(text.encode()) for text in pages]) as server:
+        _, out, _ = await spectop("snapshot", server.url, "--window", "0.3", "--json")
+    snapshot = json.loads(out)
+    dashboard = (await _readings(pages, monkeypatch))[-1].figures.model_dump()
+    for name in ("generation_tokens_per_s", "acceptance_rate", "mean_acceptance_length", "running"):
+        assert (dashboard[name] is None) == (snapshot[name] is None), name
+    assert dashboard["acceptance_rate"] == snapshot["acceptance_rate"]
+    # The dashboard's window is 60 s, so it also says the window is short; the reason is the same.
+    assert snapshot["notes"]["window"] in dashboard["notes"]["window"]
+
+
+def test_a_series_gone_for_good_never_freezes_the_figures() -> None:
+    # Engine 1's counter stops being printed from second 5 on: the figures leave out at most the two
+    # newest readings, so they never describe a moment further in the past than that.
+    window = ScrapeWindow(window_s=60.0)
+    for second in range(12):
+        text = vllm_page(*steady(second))
+        if second < 5:
+            text += f'vllm:generation_tokens_total{{engine="1",model_name="m"}} {5e6 + 50 * second}\n'
+        window.add(scrape(text, float(second)))
+        figures = window.figures()
+        if second >= 5:
+            assert "figures end at the reading 2 s ago" in figures.notes["window"] or second == 5
+            assert figures.acceptance_rate == pytest.approx(0.6)
+    assert window.covered_s == pytest.approx(9.0)
