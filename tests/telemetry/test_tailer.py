@@ -97,15 +97,6 @@ async def test_from_start_reads_existing_lines_first(tmp_path: Path) -> None:
     assert follower.payload() == ["old 1", "old 2", "new 1"]
 
 
-async def test_file_that_does_not_exist_yet_is_read_from_its_start(tmp_path: Path) -> None:
-    log = tmp_path / "later.log"
-    async with Follower(log) as follower:
-        await asyncio.sleep(POLL_S * 3)  # a few polls find nothing
-        log.write_text("first\nsecond\n")
-        await follower.wait_for("second")
-    assert follower.lines == ["first", "second"]
-
-
 async def test_rotation_by_rename_then_new_file(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("")

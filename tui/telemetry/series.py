@@ -87,19 +87,9 @@ class EndpointSeries:
             self.bounds[name].append(bound)
             series[name].append(None if bound is not None else getattr(figures, name))
 
-    def values(self, name: str, *, since: float | None = None) -> list[float | None]:
-        """The series `name` (oldest first), only samples at or after `since` when given."""
-        values = self.series[name]
-        if since is None:
-            return list(values)
-        start = 0
-        for index, time in enumerate(self.times):
-            if time >= since:
-                start = index
-                break
-        else:
-            return []
-        return list(values)[start:]
+    def values(self, name: str) -> list[float | None]:
+        """The series `name`, oldest first."""
+        return list(self.series[name])
 
     def window(self, name: str, since: float) -> tuple[list[float], list[float | None]]:
         """Times and values of series `name` at or after `since` (oldest first)."""
@@ -109,8 +99,7 @@ class EndpointSeries:
         return times[start:], values[start:]
 
     def bound_since(self, name: str, since: float) -> Bounds | None:
-        """The newest bound among the samples of quantile `name` at or after `since` (None: no bound:
-        every sample was a value, or `name` is not a quantile)."""
+        """The newest bound among the samples of quantile `name` at or after `since`, if any."""
         bounds = self.bounds.get(name)
         if bounds is None:
             return None

@@ -87,34 +87,26 @@ def grammar_events(line: str) -> list[ParsedEvent]:
         found = sglang.find_batch(line)
         if found is not None:
             return sglang.parse_batch(line, found)
-    if "throughput" in line:
-        start = line.find(vllm.STATS_MARKER)
-        if start >= 0:
-            stats = fastpath.vllm_stats(line) or vllm.parse_stats(line, start)
-            return [stats] if stats else []
+    if "throughput" in line and (start := line.find(vllm.STATS_MARKER)) >= 0:
+        return _listed(fastpath.vllm_stats(line) or vllm.parse_stats(line, start))
     if "metrics: " in line:
         for marker in vllm.SPEC_MARKERS:
-            start = line.find(marker)
-            if start >= 0:
-                spec = fastpath.vllm_spec(line) or vllm.parse_spec(line, start, marker)
-                return [spec] if spec else []
+            if (start := line.find(marker)) >= 0:
+                return _listed(fastpath.vllm_spec(line) or vllm.parse_spec(line, start, marker))
     if "acc" in line:
-        start = line.find(llamacpp.ACCEPTANCE_MARKER)
-        if start >= 0:
-            spec = llamacpp.parse_acceptance(line, start)
-            return [spec] if spec else []
-        start = line.find(llamacpp.PER_POSITION_MARKER)
-        if start >= 0:
-            spec = llamacpp.parse_per_position(line, start)
-            return [spec] if spec else []
+        if (start := line.find(llamacpp.ACCEPTANCE_MARKER)) >= 0:
+            return _listed(llamacpp.parse_acceptance(line, start))
+        if (start := line.find(llamacpp.PER_POSITION_MARKER)) >= 0:
+            return _listed(llamacpp.parse_per_position(line, start))
         if llamacpp.STATISTICS_MARKER in line:
-            spec = llamacpp.parse_statistics(line)
-            return [spec] if spec else []
+            return _listed(llamacpp.parse_statistics(line))
     if "Prefix cache hit rate: GPU: " in line:
-        start = line.find(vllm.V0_PREFIX_HIT_MARKER)
-        stats = vllm.parse_v0_prefix_hit(line, start)
-        return [stats] if stats else []
+        return _listed(vllm.parse_v0_prefix_hit(line, line.find(vllm.V0_PREFIX_HIT_MARKER)))
     return []
+
+
+def _listed(event: ParsedEvent | None) -> list[ParsedEvent]:
+    return [event] if event is not None else []
 
 
 def error_event(line: str, backend: str | None) -> ErrorEvent | None:

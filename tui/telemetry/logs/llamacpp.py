@@ -7,7 +7,7 @@ import re
 
 from tui.telemetry.events import SpecDecodeEvent
 from tui.telemetry.logs.prefix import split_prefix
-from tui.telemetry.logs.values import parse_float_list
+from tui.telemetry.logs.values import parse_float_list, parse_number
 
 ACCEPTANCE_MARKER = "draft acceptance"  # `draft acceptance = ...`; before 2025 `draft acceptance rate = ...`
 PER_POSITION_MARKER = "acc per pos = "
@@ -29,23 +29,13 @@ _STATISTICS_MEAN = re.compile(r"#mean acc len =\s*([\d.]+)")
 _STATISTICS_POSITIONS = re.compile(r"#acc rate/pos = \((?P<positions>[^)]*)\)")
 
 
-def _finite(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if value == value and abs(value) != float("inf") else None
-
-
 def parse_acceptance(line: str, start: int) -> SpecDecodeEvent | None:
     match = _ACCEPTANCE.match(line, start)
     if match is None:
         return None
     accepted = int(match["accepted"])
     drafted = int(match["drafted"])
-    rate = _finite(match["rate"])
+    rate = parse_number(match["rate"])
     if rate is None and drafted:
         rate = accepted / drafted
     elapsed = _ELAPSED.match(line)  # the usual `0.00.640.963 I slot print_timing: ...` needs no full split
@@ -58,7 +48,7 @@ def parse_acceptance(line: str, start: int) -> SpecDecodeEvent | None:
         time=time,
         uptime=uptime,
         backend="llamacpp",
-        mean_acceptance_length=_finite(match["mean"]),
+        mean_acceptance_length=parse_number(match["mean"]) if match["mean"] else None,
         acceptance_rate=rate,
         accepted_tokens=accepted,
         drafted_tokens=drafted,
@@ -101,7 +91,7 @@ def parse_statistics(line: str) -> SpecDecodeEvent | None:
         time=prefix.time,
         uptime=prefix.uptime,
         backend="llamacpp",
-        mean_acceptance_length=_finite(mean[1]) if mean else None,
+        mean_acceptance_length=parse_number(mean[1]) if mean else None,
         acceptance_rate=accepted / drafted if drafted else None,
         per_position_acceptance=parse_float_list(positions["positions"]) if positions else None,
         accepted_tokens=accepted,
