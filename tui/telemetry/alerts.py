@@ -96,8 +96,7 @@ class AlertEngine:
         self.version = 0
 
     def set_threshold(self, endpoint: str, threshold: float | None, source: str = "") -> None:
-        """The warning threshold of one endpoint and where it comes from (its config file's name, the
-        settings); None → the rules' `acceptance_warning`."""
+        """The warning threshold of one endpoint and where it comes from; None: the rules' own."""
         state = self._state(endpoint)
         if threshold is None:
             state.threshold, state.threshold_source = self.rules.acceptance_warning, self.rules.warning_source
@@ -111,20 +110,17 @@ class AlertEngine:
         return self._state(endpoint).threshold_source
 
     def active(self, endpoint: str | None = None) -> list[Alert]:
-        """Copies of the active alerts, oldest first: an active alert's text and severity follow its
-        figure, and a card must not see that change before it is told to redraw."""
+        """Copies of the active alerts, oldest first (a card must not see one change before it redraws)."""
         states = [self._state(endpoint)] if endpoint is not None else list(self._endpoints.values())
         alerts = [replace(alert) for state in states for alert in state.active.values()]
         return sorted(alerts, key=lambda alert: alert.started_at)
 
     def active_severities(self, endpoint: str) -> tuple[str, ...]:
-        """The severities of the endpoint's active alerts, without the copies `active` makes (the fleet's
-        table asks this of every instance at every refresh)."""
+        """The severities of the endpoint's active alerts, without the copies `active` makes (fleet table)."""
         return tuple(alert.severity for alert in self._state(endpoint).active.values())
 
     def active_count(self) -> int:
-        """How many alerts are active (the header's count), without the copies `active` makes: a fleet
-        refresh may change hundreds of alerts, each with many others active."""
+        """How many alerts are active (the header's count), without the copies `active` makes."""
         return sum(len(state.active) for state in self._endpoints.values())
 
     def all_alerts(self) -> list[Alert]:
@@ -144,8 +140,7 @@ class AlertEngine:
         self.version += 1
 
     def end_restart(self, endpoint: str, time: float, ok: bool, detail: str = "") -> list[Alert]:
-        """The restart command and health wait are over: `ok` once /health answered again. A failed
-        restart of an endpoint that is down raises "endpoint down" at once (with `detail`)."""
+        """The restart and health wait are over (`ok`: /health answered); failed and down: "down" at once."""
         state = self._state(endpoint)
         if state.restart_began is None:
             return []
@@ -182,8 +177,7 @@ class AlertEngine:
         mean_length: float | None = None,
         k: int | None = None,
     ) -> list[Alert]:
-        """Apply one scrape; the alerts that started, cleared or became critical. `mean_length` and `k`
-        only shape the text."""
+        """Apply one scrape; the alerts that started, cleared or became critical (`k` and `mean_length`: text)."""
         state = self._state(endpoint)
         state.last_up = up
         changed: list[Alert] = []
@@ -231,8 +225,7 @@ class AlertEngine:
         return self._follow(endpoint, "imbalance", "warning", time, message)
 
     def observe_source(self, source: str, time: float, message: str | None) -> list[Alert]:
-        """Fleet mode: the source itself (`source`: Prometheus) failed (`message` says how), or, with
-        None, answers again. Its text follows the latest failure while active."""
+        """Fleet mode: the source itself (Prometheus) failed (`message` says how), or with None, answers."""
         return self._follow(source, "source_down", "critical", time, message)
 
     def _follow(
@@ -251,13 +244,11 @@ class AlertEngine:
         return []
 
     def observe_gpu_memory(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
-        """One GPU reading of the endpoint: `message` when memory is high with speculation on (its text
-        follows the figure while active), None when it is not (or no longer known): clears."""
+        """`message` when GPU memory is high with speculation on; None (not, or unknown) clears."""
         return self._follow(endpoint, "gpu_memory_high", "warning", time, message)
 
     def observe_advice(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
-        """The advisor (tui/advice/advisor.py): `message` while another k has stayed faster by more than
-        the margin for `sustained_s` (its text follows the figure), None when not: clears."""
+        """The advisor: `message` while another k has stayed faster for `sustained_s`; None clears."""
         return self._follow(endpoint, "advice", "warning", time, message)
 
     def note(self, endpoint: str, time: float, message: str, diff: str = "") -> Alert:

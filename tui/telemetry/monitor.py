@@ -95,12 +95,13 @@ class EndpointMonitor:
     def _headers(self) -> dict[str, str]:
         return endpoint_headers(self.endpoint)
 
-    async def _list_model(self, client: httpx.AsyncClient) -> None:
-        """Ask /v1/models once (servers without a model label, such as llama.cpp)."""
+    async def _list_model(self, client: httpx.AsyncClient) -> list[str] | str:
+        """Ask /v1/models (once: servers without a model label, such as llama.cpp); the ids or why not."""
         self._models_asked = True
         ids = await fetch_model_ids(client, self.endpoint.url, headers=self._headers())
         if isinstance(ids, list) and ids:
             self._listed_model = ", ".join(ids[:3])
+        return ids
 
     async def _scrape_metrics(self, client: httpx.AsyncClient) -> Scrape:
         """/metrics, and for llama.cpp its /slots (live Σ n_decoded), asked again a minute after a refusal."""
@@ -132,13 +133,8 @@ class EndpointMonitor:
         if self.endpoint.backend != "openai":
             return await self._scrape_metrics(client)
         # Hosted OpenAI-compatible gateways have no /metrics: reachability is all there is.
-        ids = await fetch_model_ids(client, self.endpoint.url, headers=self._headers())
-        if isinstance(ids, str):
-            return failed(ids)
-        if ids:
-            self._listed_model = ", ".join(ids[:3])
-        self._models_asked = True
-        return Scrape(time.time(), time.monotonic(), (), None, None)
+        ids = await self._list_model(client)
+        return failed(ids) if isinstance(ids, str) else Scrape(time.time(), time.monotonic(), (), None, None)
 
     def _model(self) -> str | None:
         if self.endpoint.model:

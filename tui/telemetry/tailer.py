@@ -44,10 +44,7 @@ class LineSplitter:
         self._dropping = False  # inside an over-long line whose first part was already given out
 
     def feed(self, chunk: bytes) -> list[str]:
-        if b"\0" in chunk:
-            # NUL runs are holes, not text: a copytruncate beside a writer that is not in append mode
-            # leaves one before its next line (at its old offset), which would otherwise fill the line
-            # cap and lose that line. `tail -F` shows the line too.
+        if b"\0" in chunk:  # a copytruncate's hole (a writer not in append mode), not text
             chunk = chunk.replace(b"\0", b"")
         pieces = chunk.split(b"\n")
         remainder = pieces.pop()
