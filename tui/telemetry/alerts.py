@@ -177,7 +177,7 @@ class AlertEngine:
         mean_length: float | None = None,
         k: int | None = None,
     ) -> list[Alert]:
-        """Apply one scrape; the alerts that started, cleared or became critical (`k` and `mean_length`: text)."""
+        """One scrape: the alerts that started, cleared or became critical (`k`, `mean_length`: the text)."""
         state = self._state(endpoint)
         state.last_up = up
         changed: list[Alert] = []
