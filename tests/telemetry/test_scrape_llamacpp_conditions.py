@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable, Iterable
 
 import httpx
 import pytest
@@ -19,6 +20,18 @@ async def _scrape_at(client: httpx.AsyncClient, server: FakeLlamaServer, at: flo
     scrape = await scrape_metrics(client, f"{server.url}/metrics")
     assert scrape.up, scrape.error
     return dataclasses.replace(scrape, time=at, monotonic=at)
+
+
+def _poll_clock(monkeypatch: pytest.MonkeyPatch, moments: Iterable[float]) -> Callable[[], float]:
+    """Call before each poll: the scraper's monotonic clock moves on to the next of `moments` (returned)."""
+    upcoming = iter(moments)
+
+    def poll_moment() -> float:
+        moment = next(upcoming)
+        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
+        return moment
+
+    return poll_moment
 
 
 async def _run(server: FakeLlamaServer, *, second_scraper: bool, rounds: int = 12) -> list[tuple]:
@@ -79,17 +92,10 @@ async def test_counters_too_coarse_to_count_requests_give_none() -> None:
 
 
 async def test_slots_give_a_live_token_rate_during_a_long_generation(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = iter(float(second) for second in range(100, 200))
-    moments: list[float] = []
-
-    def poll_moment() -> None:
-        moment = next(clock)
-        moments.append(moment)
-        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
-
+    poll_moment = _poll_clock(monkeypatch, range(100, 200))
     async with FakeLlamaServer(tokens=704, seconds=0.6) as server, httpx.AsyncClient() as client:
         monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
-        poll_moment()
+        first = poll_moment()
         await monitor.poll(client)
         rates = []
         for decoded in (40, 80, 120):  # a long request is generating: the counters do not move
@@ -98,14 +104,14 @@ async def test_slots_give_a_live_token_rate_during_a_long_generation(monkeypatch
             rates.append((await monitor.poll(client)).figures)
         server.running = {}
         server.finish(150, 1.5)  # it ends with 150 tokens: the counters jump, its slot is free
-        poll_moment()
+        last = poll_moment()
         done = (await monitor.poll(client)).figures
     assert [figures.generation_tokens_per_s for figures in rates] == pytest.approx([40.0, 40.0, 40.0])
     assert rates[-1].running == 1.0 and rates[-1].acceptance_rate is None
     assert "finished requests only" in rates[-1].notes["acceptance_rate"]
     assert "generation_tokens_per_s" not in rates[-1].notes
     # No double count when the request moves from /slots into the counters.
-    assert done.generation_tokens_per_s == pytest.approx(150 / (moments[-1] - moments[0]))
+    assert done.generation_tokens_per_s == pytest.approx(150 / (last - first))
     assert not done.restarted_in_window
     assert "/slots" in server.paths
 
@@ -116,14 +122,7 @@ async def test_tokens_decoded_between_the_two_gets_are_not_taken_from_the_window
     # Requests start the moment /metrics was read (as when a load test starts right after a scrape):
     # by the time /slots is read they decoded 50 tokens. Read /slots first, and those tokens belong to
     # the window; read it after /metrics, and the window's first reading claims them.
-    clock = iter(float(second) for second in range(100, 200))
-    moments: list[float] = []
-
-    def poll_moment() -> None:
-        moment = next(clock)
-        moments.append(moment)
-        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
-
+    poll_moment = _poll_clock(monkeypatch, range(100, 200))
     async with FakeLlamaServer(tokens=704, seconds=0.6) as server, httpx.AsyncClient() as client:
         monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
 
@@ -131,7 +130,7 @@ async def test_tokens_decoded_between_the_two_gets_are_not_taken_from_the_window
             server.running = {0: 50}
             server.after_metrics = None
 
-        poll_moment()
+        first = poll_moment()
         await monitor.poll(client)  # learns it is llama.cpp: /metrics, /slots, then /metrics again
         assert server.paths == ["/metrics", "/slots", "/metrics"]
         server.finish(10, 0.1)  # this one ended before the window's first reading below
@@ -141,9 +140,9 @@ async def test_tokens_decoded_between_the_two_gets_are_not_taken_from_the_window
         assert server.paths[3:] == ["/slots", "/metrics"]
         server.running = {}
         server.finish(100, 1.0)
-        poll_moment()
+        last = poll_moment()
         figures = (await monitor.poll(client)).figures
-    assert figures.generation_tokens_per_s == pytest.approx(110 / (moments[-1] - moments[0]))
+    assert figures.generation_tokens_per_s == pytest.approx(110 / (last - first))
 
 
 async def test_a_request_ending_between_metrics_and_slots_is_no_restart(
@@ -223,12 +222,7 @@ async def test_a_killed_server_restarted_on_its_port_is_read_live_again(
 ) -> None:
     # Killed, then restarted on the same port with counters from zero. While it was down /slots was
     # refused like /metrics: the endpoint's being down, not /slots', so the new process is asked at once.
-    moments = iter([100.0, 101.0, 102.0, 110.0, 111.0, 112.0])
-
-    def poll_moment() -> None:
-        moment = next(moments)
-        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
-
+    poll_moment = _poll_clock(monkeypatch, [100.0, 101.0, 102.0, 110.0, 111.0, 112.0])
     async with FakeLlamaServer(tokens=704, seconds=0.6) as server, httpx.AsyncClient() as client:
         monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
         server.drafts, server.draft_tokens, server.accepted = 10.0, 80.0, 80.0
@@ -272,12 +266,7 @@ async def test_a_server_restarted_with_slots_enabled_is_asked_for_them_at_once(
 ) -> None:
     # No --slots (HTTP 501): not asked again for a minute, unless the server goes down and comes back,
     # a new process that may have been started with other flags.
-    moments = iter([100.0, 101.0, 105.0, 106.0])
-
-    def poll_moment() -> None:
-        moment = next(moments)
-        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
-
+    poll_moment = _poll_clock(monkeypatch, [100.0, 101.0, 105.0, 106.0])
     async with (
         FakeLlamaServer(tokens=704, seconds=0.6, slots_enabled=False) as server,
         httpx.AsyncClient() as client,
