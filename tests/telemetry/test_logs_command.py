@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (real log lines)
 """`spectop logs FILE [--follow] [--from-start] [--json]` as a user runs it."""
 
 from __future__ import annotations
@@ -14,15 +13,12 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+from test_logs_dropped_lines import VLLM_SPEC
 
 from tui.cli import main
 
 SAMPLES = Path(__file__).parent / "log_samples"
-SPEC_LINE = (
-    "(APIServer pid=1) INFO 08-20 14:04:17 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.42, "
-    "Accepted throughput: 39.17 tokens/s, Drafted throughput: 55.20 tokens/s, Accepted: 1629 tokens, Drafted: "
-    "2296 tokens, Per-position acceptance rate: 0.807, 0.612, Avg Draft acceptance rate: 70.9%\n"
-)
+SPEC_LINE = VLLM_SPEC + "\n"
 
 
 @pytest.mark.parametrize(

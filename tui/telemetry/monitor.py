@@ -78,7 +78,6 @@ class EndpointMonitor:
         self._last_attempt: float | None = None
         self._listed_model: str | None = None
         self._models_asked = False
-        self.last_scrape: Scrape | None = None
         self._detector = BackendDetector()
         self._parser = MetricsParser()  # this endpoint's: what repeats between its pages
         # llama.cpp /slots: why it gave nothing, and when it was last asked.
@@ -153,7 +152,6 @@ class EndpointMonitor:
         except Exception as error:  # a bug must not stop the dashboard: shown as the error, and logged
             log.exception("%s: scraping %s failed", self.endpoint.name, self.endpoint.resolved_metrics_url)
             scrape = failed(f"internal error: {type(error).__name__}: {error} (see the debug log)")
-        self.last_scrape = scrape
         if scrape.up:
             self.consecutive_failures = 0
             self.window.add(scrape)

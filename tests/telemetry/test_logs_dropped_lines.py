@@ -1,16 +1,23 @@
 # ruff: noqa: E501  (real log lines)
-"""Garbled lines with impossible figures are dropped and counted as unread, never shown."""
+"""Lines whose events cannot be used are dropped and counted, never shown: garbled lines with impossible
+figures (`LogParser.unread`), and lines the parser raised on (`failed_lines`: the one safety net between a
+log file and the parser), both reported by `spectop logs` and kept per endpoint for the detail screen."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
+from test_tailer import _until
 
 from tui.cli import main
 from tui.telemetry.events import SpecDecodeEvent, StatsEvent
-from tui.telemetry.logs import LogParser, parse_events
+from tui.telemetry.logs import LogParser, llamacpp, parse_events
+from tui.telemetry.logs.follow import follow_events
+
+SAMPLES = Path(__file__).parent / "log_samples"
 
 VLLM_SPEC = (
     "(APIServer pid=1) INFO 08-20 14:04:17 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.42, "
@@ -26,6 +33,7 @@ SGLANG_DECODE = (
     "[2026-07-20 09:50:00 TP0] Decode batch, #running-req: 3, #token: 512, token usage: 0.05, accept len: 2.53, "
     "accept rate: 0.51, cuda graph: True, gen throughput (token/s): 187.20, #queue-req: 0"
 )
+BROKEN = "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 0.50000 (   5 accepted /    10 generated)"
 LLAMACPP = "0.00.640.963 I slot print_timing: id  0 | task 2 | draft acceptance = 0.57576 (   19 accepted /    33 generated), mean len =  2.10"
 
 # Each mutation keeps the line's shape (a grammar still reads it) but prints a value no server can.
@@ -99,3 +107,55 @@ def test_spectop_logs_text_never_shows_impossible_percentages(
     assert "7151.7%" not in captured.out and "-81.0%" not in captured.out
     assert captured.out == ""
     assert f"{len(GARBLED)} events unread" in captured.err
+
+
+@pytest.fixture
+def broken_acceptance_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama.cpp's `draft acceptance` grammar with a bug: it raises."""
+
+    def broken(line: str, start: int) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(llamacpp, "parse_acceptance", broken)
+
+
+@pytest.mark.parametrize("json_flag", [["--json"], []])
+def test_spectop_logs_reports_the_lines_it_could_not_read(
+    broken_acceptance_grammar: None, json_flag: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([VLLM_STATS, BROKEN, BROKEN, BROKEN, VLLM_STATS]) + "\n")
+    assert main(["logs", str(log), *json_flag]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 2  # both stats lines
+    if json_flag:
+        assert [json.loads(line)["kind"] for line in captured.out.splitlines()] == ["stats", "stats"]
+    assert "3 lines unreadable" in captured.err and "ZeroDivisionError: division by zero" in captured.err
+
+
+def test_spectop_logs_says_nothing_when_every_line_was_read(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["logs", str(SAMPLES / "llamacpp.server.log"), "--json"]) == 0
+    assert "unreadable" not in capsys.readouterr().err
+
+
+async def test_follow_events_counts_a_line_it_could_not_read_and_goes_on(
+    broken_acceptance_grammar: None, tmp_path: Path
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(f"{BROKEN}\n{VLLM_STATS}\n")
+    parser = LogParser()
+    received: list[tuple[str | None, list[object]]] = []
+
+    async def consume() -> None:
+        async for line, events in follow_events(log, parser, from_start=True, poll_interval_s=0.02):
+            received.append((line, list(events)))
+
+    task = asyncio.create_task(consume())
+    try:
+        await _until(lambda: len(received) >= 2, "both lines")
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert [(line, len(events)) for line, events in received[:2]] == [(BROKEN, 0), (VLLM_STATS, 1)]
+    assert parser.failed_lines == 1
