@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.telemetry.events import ErrorEvent, SpecDecodeEvent
+from tui.telemetry.events import SpecDecodeEvent
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import (
@@ -126,23 +126,23 @@ async def test_replay_at_speed_zero_does_not_wait_and_pause_holds(tmp_path: Path
     await iterator.aclose()
 
 
-def test_log_record_keeps_the_event_kind() -> None:
-    record = LogRecord(endpoint="a", time=1.0, event=ErrorEvent(category="oom", line="OOM"))
-    again = parse_record(record.model_dump_json())
-    assert isinstance(again, LogRecord) and isinstance(again.event, ErrorEvent)
-    assert again.event.category == "oom"
-
-
 def _event(number: int) -> SpecDecodeEvent:
     return SpecDecodeEvent(acceptance_rate=0.7, accepted_tokens=number, line=f"SpecDecoding {number}")
+
+
+async def _write_events(writer: RecordingWriter, count: int, *, close: bool = True) -> None:
+    """A recording of endpoint "a": its header, then `count` log events (each ~360 bytes)."""
+    await writer.open([RecordedEndpoint(name="a")], now=0.0)
+    for number in range(count):
+        await writer.write_log_event("a", float(number), _event(number))
+    if close:
+        await writer.close()
 
 
 async def test_writes_are_buffered_until_a_flush_and_all_there_after_close(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     writer = RecordingWriter(path, flush_interval_s=3600)  # no timed flush during the test
-    await writer.open([], now=0.0)
-    for number in range(500):  # ~180 KB: under the batch size
-        await writer.write_log_event("a", float(number), _event(number))
+    await _write_events(writer, 500, close=False)  # ~180 KB: under the batch size
     on_disk = path.read_text(encoding="utf-8").splitlines()
     assert len(on_disk) == 1 and json.loads(on_disk[0])["kind"] == "header"  # one write for the batch
     await writer.close()
@@ -167,10 +167,7 @@ async def test_the_file_is_rotated_at_the_cap_and_says_so(tmp_path: Path) -> Non
     rotated: list[Path] = []
     cap = 20_000
     writer = RecordingWriter(path, max_bytes=cap, on_rotate=rotated.append)
-    await writer.open([RecordedEndpoint(name="a")], now=0.0)
-    for number in range(600):  # ~200 KB: several rotations
-        await writer.write_log_event("a", float(number), _event(number))
-    await writer.close()
+    await _write_events(writer, 600)  # ~200 KB: several rotations
     assert sorted(file.name for file in tmp_path.iterdir()) == ["r.jsonl", "r.jsonl.1"]  # keep=1
     assert rotated and set(rotated) == {tmp_path / "r.jsonl.1"} and writer.rotations == len(rotated) >= 3
     for file in (path, tmp_path / "r.jsonl.1"):
@@ -183,11 +180,7 @@ async def test_the_file_is_rotated_at_the_cap_and_says_so(tmp_path: Path) -> Non
 
 async def test_replay_plays_a_rotated_set_oldest_first(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    writer = RecordingWriter(path, max_bytes=20_000, keep=3)
-    await writer.open([RecordedEndpoint(name="a")], now=0.0)
-    for number in range(1000):
-        await writer.write_log_event("a", float(number), _event(number))
-    await writer.close()
+    await _write_events(RecordingWriter(path, max_bytes=20_000, keep=3), 1000)
     assert recording_parts(path) == [tmp_path / f"r.jsonl.{n}" for n in (3, 2, 1)] + [path]
     played = [record async for record in replay(path, ReplayClock(speed=0)) if isinstance(record, LogRecord)]
     numbers = [record.event.accepted_tokens for record in played]  # type: ignore[union-attr]
