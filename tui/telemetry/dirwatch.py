@@ -113,8 +113,7 @@ def _libc() -> ctypes.CDLL | None:
 
 
 def open_watch(path: Path, on_change: Callable[[], None] = lambda: None) -> DirectoryWatch | None:
-    """A watch on the folder of `path` for changes to names starting with its name, or None. `on_change`
-    is called in the watch's thread before each wake-up."""
+    """A watch on the folder of `path` for names starting with its name (`on_change`: in its thread)."""
     libc = _libc()
     if libc is None:
         return None

@@ -54,6 +54,5 @@ def quantile_in_bucket(q: float, buckets: Mapping[float, float]) -> tuple[float,
 
 
 def is_vague(value: float, lower: float, upper: float) -> bool:
-    """True when the bucket says more than the interpolated value: the first bucket (from 0),
-    the +Inf bucket, or a bucket wider than the value itself."""
+    """True when the bucket (the first, the +Inf one, or one wider than the value) says more than it."""
     return lower == 0 or math.isinf(upper) or (upper - lower) > abs(value)

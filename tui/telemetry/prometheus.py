@@ -152,8 +152,7 @@ class MetricsParser:
         self._lines: dict[str, Sample] = {}
 
     def parse(self, text: str) -> list[Sample]:
-        """Every sample on a /metrics page, in page order; MetricsFormatError for a page that is not
-        Prometheus text."""
+        """Every sample on a /metrics page, in page order (see `parse_metrics_text`)."""
         start, skipped_lines = _body_start(text)
         body = text[start:] if start else text
         if "\r" in body:

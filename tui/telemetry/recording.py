@@ -338,8 +338,7 @@ async def replay(
     on_error: Callable[[RecordingError], None] | None = None,
     max_gap_s: float = 5.0,
 ) -> AsyncIterator[Record]:
-    """Records paced by their times (speed and pause apply at once), a rotated set from its oldest part;
-    a gap longer than `max_gap_s` of real time (a recording left idle overnight) is shortened."""
+    """Records paced by their times, a rotated set from its oldest part; gaps cut to `max_gap_s`."""
     previous: float | None = None
     parts = await asyncio.to_thread(recording_parts, path)
     for part in parts:

@@ -311,8 +311,7 @@ class _Follower:
         self.verified_at = time.time()
 
     def _folder_changed(self) -> bool:
-        """Whether the folder may hold new rotated files since it was last looked at: its entries changed
-        (or changed so recently that a coarse clock would not tell)."""
+        """Whether the folder's entries changed since the last look (or too recently for a coarse clock)."""
         try:
             changed = os.stat(self.path.parent).st_mtime_ns
         except OSError:

@@ -546,8 +546,7 @@ def _figures_by_model(backend: Backend, delta: Delta | None, last: PageSnapshot)
 def figures_between(
     first: Scrape, last: Scrape, backend: str | None = None, *, memo: SeriesMemo | None = None
 ) -> Figures:
-    """Figures from two scrapes (e.g. before and after an A/B run); gauges from `last`.
-    `memo`: the endpoint's, when the caller keeps one between calls."""
+    """Figures from two scrapes (e.g. before and after an A/B run); gauges from `last`."""
     if not last.up:
         return Figures()
     name = backend or last.backend or first.backend

@@ -25,8 +25,7 @@ _SPECIFIC = frozenset({"oom", "engine_dead", "spec_config"})
 
 
 class LogParser:
-    """Feed it lines in order; it returns the events each line completes. `unread` counts events dropped as
-    impossible (`plausible`); `feed_guarded` counts a line the parser raised on in `failed_lines`."""
+    """Feed it lines in order; it returns the events each line completes."""
 
     def __init__(self, backend: str | None = None) -> None:
         self.backend: str | None = normalize_backend(backend)
