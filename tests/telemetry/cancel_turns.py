@@ -1,9 +1,5 @@
-"""Helpers for the cancellation tests: exact event-loop turns, and whether a cancel ended a task.
-
-`asyncio.wait_for` on Python 3.11 drops a cancel that lands in the loop turn its awaited thing completes
-in; a task that never ends by itself then never ends. The tests land the cancel 0, 1, 2, ... turns after
-the event, so one of them hits that turn.
-"""
+"""Helpers for the cancellation tests: the cancel lands 0, 1, 2, ... loop turns after the event, so one of
+them hits the turn in which Python 3.11's `asyncio.wait_for` would drop it."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""A llama-server stand-in on a real loopback socket: /metrics and /slots as llama.cpp serves them.
-
-Like llama-server it resets the gauges `predicted_tokens_seconds` and `prompt_tokens_seconds` on
-every GET /metrics (whoever sends it), counts a request in the counters only when it finishes,
-prints every value with six significant digits (C++ stream default), and counts n − 1 decode
-tokens per request in the generation gauge. The test drives it: `finish(...)` ends a request,
-`decode(...)` advances a running slot.
-"""
+"""A llama-server stand-in on a real loopback socket: /metrics and /slots as llama.cpp serves them (gauges
+reset on every GET /metrics, six significant digits); `finish(...)` ends a request."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""A tiny HTTP/1.1 server on a real loopback socket (port 0) for scrape tests, and scrapes made without one.
-
-It answers every request with the next planned `Reply` (the last one repeats),
-or with a fixed reply for a routed path, and records each request's path and headers.
-"""
+"""A tiny HTTP/1.1 server on a loopback socket answering planned `Reply`s, and scrapes made without one."""
 
 from __future__ import annotations
 

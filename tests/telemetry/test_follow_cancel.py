@@ -1,9 +1,5 @@
-"""Cancelling a log follower always ends it, also when the cancel lands as a line (or a wake-up) arrives.
-
-With `asyncio.wait_for` (Python 3.11) a `follow_events` over a busy log kept following after the
-dashboard quit, and the app's shutdown waited for it forever (seen with four llama-servers under
-traffic). Everything runs in the event loop (no threads), so the loop turns are exact (cancel_turns.py).
-"""
+"""Cancelling a log follower always ends it, also when the cancel lands as a line (or a wake-up) arrives
+(with `asyncio.wait_for` on 3.11, the dashboard's shutdown once waited for one forever)."""
 
 from __future__ import annotations
 

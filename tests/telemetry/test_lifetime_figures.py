@@ -1,10 +1,5 @@
-"""The first reading shows what the server's counters say since it started.
-
-One scrape has no increase: the window's figures are unknown and the rates say they need a second scrape,
-but the counters count from the server's start, so acceptance, mean length, per position, prefix-cache
-hits and latencies over its lifetime are known (`Figures.lifetime`). Once two scrapes are in the window,
-its own figures replace them. The sample pages are the reference sets (tests/telemetry/metrics_samples).
-"""
+"""The first reading shows what the server's counters say since it started (`Figures.lifetime`); the rates
+say they need a second scrape, whose window's own figures then replace them."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 # ruff: noqa: E501  (real log lines, kept whole-ish for readability)
-"""Every log line quoted in the reference (vllm.md §2, §5; sglang.md §2, §5; llamacpp.md §1, §3),
-plus one line built from each format string the reference lists, -> the expected events.
-
-Each case: (id, line, [(kind, {field: value, ...}), ...]). Values are typed in from the reference. Lines
-of the sample logs that give no event are test_logs_samples' (each sample's events are counted there).
-"""
+"""Every log line quoted in the reference and one built from each format string it lists -> the expected
+events, typed in from the reference. Sample-log lines that give no event are counted by test_logs_samples."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Each reference sample `server.log` yields exactly the events its README lists.
-
-The logs are copies of `shared/reference/samples/*/server.log` (in `log_samples/`); expected values
-are typed in from the samples' READMEs, not computed from the files.
-"""
+"""Each reference sample `server.log` (copied to `log_samples/`) gives exactly the events its README lists."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""SGLang variants from `shared/reference/sglang.md` that the line tables elsewhere do not cover.
-
-Each case quotes the reference (format strings of §2.2 / §2.3, the formula history of §5.1, the
-catalogue of §1.3 / §1.5); the expected figures are what the reference says the fields mean.
-"""
+"""SGLang variants from `shared/reference/sglang.md` that the line tables elsewhere do not cover."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""`LogTailer` in the races `tail -F` survives: two rotations between two polls, a copytruncate whose new
-content grows past the old offset before the next poll, a file that does not exist yet (and says so).
-
-The tailer runs with its default poll interval (250 ms) and each file operation sequence is done without
-yielding to the event loop, so it lands between two polls (or in the middle of one read: either way no line
-may be lost). Waits are bounded polling loops."""
+"""`LogTailer` in the races `tail -F` survives, at its default poll interval: each file operation sequence
+runs without yielding to the event loop, so it lands between two polls (or inside one read); no line may
+be lost."""
 
 from __future__ import annotations
 
