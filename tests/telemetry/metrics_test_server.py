@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from tui.telemetry.backends import detect_backend
 from tui.telemetry.prometheus import parse_metrics_text
@@ -29,6 +32,25 @@ def scrape(text: str, at: float) -> Scrape:
     """A scrape of the page `text`, made without a server."""
     samples = tuple(parse_metrics_text(text))
     return Scrape(time=EPOCH + at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples))
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def poll_clock(monkeypatch: pytest.MonkeyPatch, moments: Iterable[float]) -> Callable[[], float]:
+    """Call before each poll: the scraper's monotonic clock moves on to the next of `moments` (returned)."""
+    upcoming = iter(moments)
+
+    def poll_moment() -> float:
+        moment = next(upcoming)
+        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
+        return moment
+
+    return poll_moment
 
 
 def sample_scrapes(backend: str, seconds: float) -> tuple[Scrape, Scrape]:

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import socket
-
 import httpx
 import pytest
-from metrics_test_server import Reply, ReplyServer, sample_body
+from metrics_test_server import Reply, ReplyServer, closed_port, poll_clock, sample_body
 
 from tui.settings import EndpointSettings
 from tui.telemetry.figures import Figures
 from tui.telemetry.monitor import EndpointMonitor, backoff_s
 from tui.telemetry.scraper import scrape_metrics
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def test_good_page() -> None:
@@ -88,13 +80,12 @@ async def test_monitor_reading_and_counter_restart_through_the_socket(
 ) -> None:
     # Counters: 1000 → 2000 → restart (30) → 1030. Never negative, never a spike.
     replies = [Reply(_counter_page(value)) for value in (1000, 2000, 30, 1030)]
-    clock = iter([100.0, 110.0, 120.0, 130.0])
+    poll_moment = poll_clock(monkeypatch, [100.0, 110.0, 120.0, 130.0])
     async with ReplyServer(replies) as server, httpx.AsyncClient() as client:
         monitor = EndpointMonitor(EndpointSettings(name="gpu0", url=server.url), window_s=60.0)
         readings = []
         for _ in replies:
-            moment = next(clock)
-            monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda moment=moment: moment)
+            poll_moment()
             readings.append(await monitor.poll(client))
     rates = [reading.figures.generation_tokens_per_s for reading in readings]
     assert rates[0] is None

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Iterable
 
 import httpx
 import pytest
 from llamacpp_fake_server import FakeLlamaServer
+from metrics_test_server import poll_clock
 
 from tui.settings import EndpointSettings
 from tui.telemetry.monitor import EndpointMonitor
@@ -20,18 +20,6 @@ async def _scrape_at(client: httpx.AsyncClient, server: FakeLlamaServer, at: flo
     scrape = await scrape_metrics(client, f"{server.url}/metrics")
     assert scrape.up, scrape.error
     return dataclasses.replace(scrape, time=at, monotonic=at)
-
-
-def _poll_clock(monkeypatch: pytest.MonkeyPatch, moments: Iterable[float]) -> Callable[[], float]:
-    """Call before each poll: the scraper's monotonic clock moves on to the next of `moments` (returned)."""
-    upcoming = iter(moments)
-
-    def poll_moment() -> float:
-        moment = next(upcoming)
-        monkeypatch.setattr("tui.telemetry.scraper.time.monotonic", lambda: moment)
-        return moment
-
-    return poll_moment
 
 
 async def _run(server: FakeLlamaServer, *, second_scraper: bool, rounds: int = 12) -> list[tuple]:
@@ -92,7 +80,7 @@ async def test_counters_too_coarse_to_count_requests_give_none() -> None:
 
 
 async def test_slots_give_a_live_token_rate_during_a_long_generation(monkeypatch: pytest.MonkeyPatch) -> None:
-    poll_moment = _poll_clock(monkeypatch, range(100, 200))
+    poll_moment = poll_clock(monkeypatch, range(100, 200))
     async with FakeLlamaServer(tokens=704, seconds=0.6) as server, httpx.AsyncClient() as client:
         monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
         first = poll_moment()
@@ -122,7 +110,7 @@ async def test_tokens_decoded_between_the_two_gets_are_not_taken_from_the_window
     # Requests start the moment /metrics was read (as when a load test starts right after a scrape):
     # by the time /slots is read they decoded 50 tokens. Read /slots first, and those tokens belong to
     # the window; read it after /metrics, and the window's first reading claims them.
-    poll_moment = _poll_clock(monkeypatch, range(100, 200))
+    poll_moment = poll_clock(monkeypatch, range(100, 200))
     async with FakeLlamaServer(tokens=704, seconds=0.6) as server, httpx.AsyncClient() as client:
         monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
 
@@ -222,7 +210,7 @@ async def test_a_killed_server_restarted_on_its_port_is_read_live_again(
 ) -> None:
     # Killed, then restarted on the same port with counters from zero. While it was down /slots was
     # refused like /metrics: the endpoint's being down, not /slots', so the new process is asked at once.
-    poll_moment = _poll_clock(monkeypatch, [100.0, 101.0, 102.0, 110.0, 111.0, 112.0])
+    poll_moment = poll_clock(monkeypatch, [100.0, 101.0, 102.0, 110.0, 111.0, 112.0])
     async with FakeLlamaServer(tokens=704, seconds=0.6) as server, httpx.AsyncClient() as client:
         monitor = EndpointMonitor(EndpointSettings(name="llama", url=server.url, model="m"), window_s=60.0)
         server.drafts, server.draft_tokens, server.accepted = 10.0, 80.0, 80.0
@@ -266,7 +254,7 @@ async def test_a_server_restarted_with_slots_enabled_is_asked_for_them_at_once(
 ) -> None:
     # No --slots (HTTP 501): not asked again for a minute, unless the server goes down and comes back,
     # a new process that may have been started with other flags.
-    poll_moment = _poll_clock(monkeypatch, [100.0, 101.0, 105.0, 106.0])
+    poll_moment = poll_clock(monkeypatch, [100.0, 101.0, 105.0, 106.0])
     async with (
         FakeLlamaServer(tokens=704, seconds=0.6, slots_enabled=False) as server,
         httpx.AsyncClient() as client,

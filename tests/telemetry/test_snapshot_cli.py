@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from metrics_test_server import SAMPLES, Reply, ReplyServer, sample_body, sample_scrapes
+from metrics_test_server import SAMPLES, Reply, ReplyServer, closed_port, sample_body, sample_scrapes
 
 from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.window import RATE_FIGURES, figures_between
@@ -95,14 +94,8 @@ async def test_openai_style_base_url_is_accepted() -> None:
     assert [request.path for request in server.requests] == ["/metrics", "/metrics"]
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def test_one_endpoint_down_exits_1_and_table_fits_80_columns() -> None:
-    down = f"http://127.0.0.1:{_closed_port()}"
+    down = f"http://127.0.0.1:{closed_port()}"
     async with sample_server("vllm") as server:
         code, out, _ = await spectop("snapshot", server.url, down, "--window", "0.3")
     assert code == 1
@@ -113,7 +106,7 @@ async def test_one_endpoint_down_exits_1_and_table_fits_80_columns() -> None:
 
 
 async def test_all_down_json_and_exit_1() -> None:
-    down = f"http://127.0.0.1:{_closed_port()}/metrics"
+    down = f"http://127.0.0.1:{closed_port()}/metrics"
     code, out, _ = await spectop("snapshot", down, "--json", "--window", "30")
     assert code == 1
     record = json.loads(out)
