@@ -1,10 +1,5 @@
-"""The A/B burst screen: pick A and B, run a burst, read the verdict, keep and export it.
-
-A and B are endpoints from the settings or arms of past bursts (before/after). The form
-becomes a `tui.bench.session.BurstRequest` (its one validation) and a `BurstSession` runs
-it in a worker on the app's shared httpx client, reporting through the "bursts" messages;
-orchestration, statistics and file formats live in `tui.bench`.
-"""
+"""The A/B burst screen: pick A and B (endpoints or arms of past bursts), run a burst, read the verdict,
+keep and export it; the form becomes a `tui.bench.session.BurstRequest`, the work is `tui.bench`'s."""
 
 from __future__ import annotations
 
@@ -81,8 +76,7 @@ MORE_FIELDS = (
     ("rounds", "rounds", "rounds", "3", "rounds; the arm that goes first alternates"),
     ("warm-up", "warmup", "warmup", "1", "warm-up requests per arm, left out of the figures"),
 )
-# Per-arm request fields (A and B may then be one URL) and SLOs: free text, checked by BurstRequest.
-# Placeholders say "e.g." in words: set apart by italics alone, they read as values under NO_COLOR.
+# Per-arm request fields and SLOs, checked by BurstRequest; placeholders say "e.g." (NO_COLOR has no italics).
 ARM_FIELDS = (
     ("A+", "a-extra", "a_extra", 'e.g. {"enable_speculative": false}', "JSON request fields for A only"),
     ("B+", "b-extra", "b_extra", 'e.g. {"enable_speculative": true}', "JSON request fields for B only"),
@@ -164,8 +158,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         Binding("j", "export('json')", "Export", key_display="j/c/m", tooltip="export JSON, CSV, Markdown"),
         Binding("c", "export('csv')", show=False),
         Binding("m", "export('markdown')", show=False),
-        # The app's keys, kept but out of the footer (it keeps esc .. ? in sight at 80 columns); its b
-        # would open a second burst screen.
+        # The app's keys, out of the footer (80 columns); its b would open a second burst screen.
         Binding("p", "app.toggle_pause", show=False),
         Binding("a", "app.alerts", show=False),
         Binding("b", "already_here", show=False),

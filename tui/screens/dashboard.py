@@ -1,13 +1,6 @@
-"""The dashboard: one card per endpoint, stacked on small terminals and in a grid on large ones; a table
-(one row per endpoint, sortable) when the cards do not fit, or on `v`. In fleet mode the table is the
-fleet's (`FleetTable`: grouped by model or job, with summary rows and the imbalance marks), with a line
-per group the what-if advisor has a calibrated answer for ("advice · group llama-8b: k=4 now · k=2
-would be 1.12x", tui/advice/fleet.py) above the table or the cards.
-
-What is hidden costs nothing: cards are made the first time the cards view shows (a fleet of 1,000
-instances in the table view has none), a hidden card or table is not updated, and is brought up to
-date with the latest data when it shows again. New endpoints and new data are taken in batches (one
-layout and one redraw per poll, not one per endpoint)."""
+"""The dashboard: one card per endpoint (stacked, or in a grid), or a table when they do not fit or on
+`v` (in fleet mode the fleet's, with the advisor's line per group). What is hidden costs nothing: cards
+are made when first shown, hidden views are brought up to date when shown, updates come in batches."""
 
 from __future__ import annotations
 
@@ -52,11 +45,8 @@ NO_ENDPOINTS = (
 
 
 def card_layout(width: int, height: int, count: int, extra_rows: int = 0) -> tuple[int, bool] | None:
-    """(columns, roomy) for `count` cards in `width` x `height`, or None when they do not fit.
-
-    Roomy cards (sparklines with their ranges, every figure) in as many columns as fit, when all of
-    them fit without scrolling; else compact cards; else None: the table view shows them all.
-    """
+    """(columns, roomy) for `count` cards in `width` x `height`: roomy when all fit without scrolling,
+    else compact; None when even those do not fit (the table shows them)."""
     room = height - CHROME_ROWS
     cards = max(1, count)
     for min_width, card_rows, roomy in (
@@ -70,9 +60,8 @@ def card_layout(width: int, height: int, count: int, extra_rows: int = 0) -> tup
 
 
 def card_height(width: int, height: int, count: int, columns: int, roomy: bool, extra_rows: int = 0) -> int:
-    """The rows of each card in a layout of `card_layout`: all the room there is when it gives every card
-    enough for the detail's charts (`CHART_CARD_ROWS`, `CHART_MIN_WIDTH`), else the roomy or compact
-    height. The card then draws what its size holds (`tui.widgets.card_view.card_lines`)."""
+    """The rows of each card: all the room there is when every card gets the detail's charts, else the
+    roomy or compact height (the card draws what its size holds)."""
     base = (ROOMY_CARD_ROWS if roomy else COMPACT_CARD_ROWS) + extra_rows
     share = (height - CHROME_ROWS) // -(-max(1, count) // columns)
     content_width = (width - (columns - 1)) // columns - CARD_CHROME_COLUMNS  # a gutter between columns
@@ -185,8 +174,7 @@ class DashboardScreen(EndpointScreen):
         self.set_interval(AGE_TICK_S, self._tick_ages)
 
     def _ensure_cards(self) -> None:
-        """Every endpoint has its card (made with its latest data); a card that missed updates while
-        hidden gets the latest data."""
+        """Every endpoint has its card; one that missed updates while hidden gets the latest data."""
         for name in self._stale_cards:
             card = self._cards.get(name)
             if card is not None:
@@ -232,17 +220,11 @@ class DashboardScreen(EndpointScreen):
             cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
-        """New figures, an alert, a new endpoint: redraw soon, batched.
-
-        Every endpoint is polled on the same tick, so their readings arrive within milliseconds of
-        each other: one redraw `BATCH_DELAY_S` after the first covers them all (one frame per tick
-        instead of one per endpoint).
-        """
+        """New figures, an alert, a new endpoint: one redraw `BATCH_DELAY_S` after the first covers a tick."""
         self._mark_dirty((message.endpoint,), message.immediate)
 
     def on_endpoints_updated(self, message: EndpointsUpdated) -> None:
-        """The readings of a poll (a fleet refresh), in one message: as `EndpointUpdated` for each,
-        drawn now when the poll is whole."""
+        """The readings of a poll, as `EndpointUpdated` for each; drawn now when the poll is whole."""
         self._mark_dirty(message.endpoints, immediate=message.immediate)
 
     def _mark_dirty(self, names: Iterable[str], immediate: bool) -> None:
@@ -252,8 +234,7 @@ class DashboardScreen(EndpointScreen):
                 self._add_endpoint(name)
             self._dirty.add(name)
             if name not in self._read and name in readings:
-                # An endpoint's first figures are drawn now: the batching is for the steady state, and
-                # its delay would eat much of the start-up's budget (the first frame with figures).
+                # An endpoint's first figures are drawn now: batching is for the steady state.
                 self._read.add(name)
                 immediate = True
         if immediate:
@@ -272,8 +253,7 @@ class DashboardScreen(EndpointScreen):
         self._refresh_group_advice()
 
     def _update(self, names: set[str] | list[str]) -> None:
-        """New data for `names`, drawn by the view that shows; the hidden one is brought up to date
-        when it shows again (`_show_view`)."""
+        """New data for `names`, drawn by the view that shows (the other when it shows, `_show_view`)."""
         if not names:
             return
         if self.view == "cards":
@@ -325,8 +305,7 @@ class DashboardScreen(EndpointScreen):
             self._layout_for(self.size.width, self.size.height)
 
     def _tick_ages(self) -> None:
-        """Once a second: cards whose last scrape is late show their growing age; a table row (which
-        shows no age) only when its endpoint turns stale or stops being stale."""
+        """Once a second: late cards show their growing age; a table row only when it turns stale or back."""
         board = self.context.board
         now = self.context.clock.time()
         if now is None:  # a replay before its first record: no age yet
@@ -374,8 +353,7 @@ class DashboardScreen(EndpointScreen):
         if width <= 0 or height <= 0:
             return  # not laid out yet
         cards = self.query_one("#cards", Container)
-        # Roomy cards whenever they all fit without scrolling (the two endpoints of `spectop demo`
-        # in 80x24), in a grid from 120 columns on; compact otherwise; the table when even those do not.
+        # Roomy cards when all fit (the demo's two in 80x24), a grid from 120 columns, else compact.
         strip_rows, gpu_line = self._gpu_rows  # the GPU strip at the top; a GPU line on the cards
         strip_rows += self._advice_rows
         intro = self.query_one("#intro", Static)
@@ -430,8 +408,7 @@ class DashboardScreen(EndpointScreen):
         return self._fleet if self._fleet is not None else self.query_one(EndpointTable)
 
     def _set_rows(self, rows: list[tuple[EndpointRow, list[float | None]]]) -> None:
-        """New figures for the table: the endpoints' table takes rows, the fleet's reads the board itself
-        (`refresh_rows`)."""
+        """New figures for the table (the fleet's reads the board itself, `refresh_rows`)."""
         if self._fleet is not None:
             self._fleet.refresh_rows()
         else:
