@@ -147,35 +147,26 @@ async def test_undo_reverts_the_last_field_change(config_toml: Path) -> None:
         assert screen.query_one("#raw", TextArea).text == before
 
 
-async def test_undo_puts_a_removed_key_back_in_place(tmp_path: Path) -> None:
+async def test_select_and_switch_fields_and_undo_of_a_removed_key(tmp_path: Path) -> None:
     target = tmp_path / "settings.json"
     shutil.copy(sample_configs_dir() / "sglang_settings.json", target)
     before = target.read_text()
     app = EditorApp(target)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
+        assert screen.kind == "sglang_json"
         select = screen.query_one("#field-speculative_algorithm Select", Select)
         select.focus()
         select.value = Select.NULL  # "(not set)" removes the key
         await pilot.pause()
         assert screen.document is not None and not screen.document.has(("speculative_algorithm",))
-        await pilot.press("ctrl+z")
+        await pilot.press("ctrl+z")  # undo puts it back in place
         await pilot.pause()
         assert screen.document.text == before
         assert select.value == "EAGLE"
-
-
-async def test_select_and_switch_fields(tmp_path: Path) -> None:
-    target = tmp_path / "settings.json"
-    shutil.copy(sample_configs_dir() / "sglang_settings.json", target)
-    app = EditorApp(target)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
-        assert screen.kind == "sglang_json"
-        select = screen.query_one("#field-speculative_algorithm Select", Select)
         select.value = "NEXTN"
         await pilot.pause()
-        assert screen.document is not None and screen.document.get(("speculative_algorithm",)) == "NEXTN"
+        assert screen.document.get(("speculative_algorithm",)) == "NEXTN"
         switch_row = screen._rows[("disable_radix_cache",)]
         switch_row.query_one("#value").toggle()
         await pilot.pause()

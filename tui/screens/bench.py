@@ -253,19 +253,20 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             )
             for label, field_id, _, value, tooltip in FORM_FIELDS:
                 yield Label(label, classes="gap")
-                field = FieldInput(value=value, id=field_id, compact=True)
-                field.tooltip = tooltip
-                yield field
+                yield FieldInput(value=value, id=field_id, compact=True, tooltip=tooltip)
         with Horizontal(classes="form-row"):
             for index, (label, field_id, _, value, tooltip) in enumerate(MORE_FIELDS):
                 yield Label(label, classes="gap" if index else "")
-                field = FieldInput(value=value, id=field_id, compact=True)
-                field.tooltip = tooltip
-                yield field
+                yield FieldInput(value=value, id=field_id, compact=True, tooltip=tooltip)
             yield Label("api", classes="gap")
-            api = Select(APIS, value="chat", allow_blank=False, id="api-select", compact=True)
-            api.tooltip = "chat / completions (OpenAI API), or sglang: SGLang's native /generate"
-            yield api
+            yield Select(
+                APIS,
+                value="chat",
+                allow_blank=False,
+                id="api-select",
+                compact=True,
+                tooltip="chat / completions (OpenAI API), or sglang: SGLang's native /generate",
+            )
             for label, toggle_id, _, tooltip in TOGGLES:
                 toggle = OnOff(label, id=toggle_id)
                 toggle.tooltip = tooltip
@@ -273,9 +274,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         with Horizontal(classes="form-row"):
             for index, (label, field_id, _, placeholder, tooltip) in enumerate(ARM_FIELDS):
                 yield Label(label, classes="gap" if index else "")
-                field = FieldInput(placeholder=placeholder, id=field_id, compact=True)
-                field.tooltip = tooltip
-                yield field
+                yield FieldInput(placeholder=placeholder, id=field_id, compact=True, tooltip=tooltip)
             schedule = Select(
                 SCHEDULES, value="alternate", allow_blank=False, id="schedule-select", compact=True
             )
@@ -286,15 +285,14 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         with Horizontal(classes="form-row"):
             label, field_id, _, placeholder, tooltip = SLO_FIELD
             yield Label(label)
-            slo = FieldInput(placeholder=placeholder, id=field_id, compact=True)
-            slo.tooltip = tooltip
-            yield slo
+            yield FieldInput(placeholder=placeholder, id=field_id, compact=True, tooltip=tooltip)
             yield Label("client settings", classes="gap")
-            settings = FieldInput(
-                placeholder="optional, e.g. settings.json", id="client-settings", compact=True
+            yield FieldInput(
+                placeholder="optional, e.g. settings.json",
+                id="client-settings",
+                compact=True,
+                tooltip="client settings.json: api_key_env, model, timeout, retries, extra_body",
             )
-            settings.tooltip = "client settings.json: api_key_env, model, timeout, retries, extra_body"
-            yield settings
         with Horizontal(id="progress-row"):
             yield ProgressBar(total=1, show_eta=False, id="progress")
             yield Static("ready", id="phase")

@@ -4,7 +4,7 @@ are made when first shown, hidden views are brought up to date when shown, updat
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
@@ -470,24 +470,19 @@ class DashboardScreen(EndpointScreen):
 
     def action_log_viewer(self) -> None:
         card = self._focused_card()
-        if card is None:
-            self.notify("select an endpoint first", severity="warning")
-            return
-        self.context.open_log(card.endpoint)
+        self._open(self.context.open_log, card.endpoint if card is not None else None)
 
     def action_edit(self) -> None:
-        name = self._focused_endpoint()
-        if name is None:
-            self.notify("select an endpoint first", severity="warning")
-            return
-        self.context.open_editor(name)
+        self._open(self.context.open_editor, self._focused_endpoint())
 
     def action_tune(self) -> None:
-        name = self._focused_endpoint()
+        self._open(self.context.open_tune, self._focused_endpoint())
+
+    def _open(self, opener: Callable[[str], None], name: str | None) -> None:
         if name is None:
             self.notify("select an endpoint first", severity="warning")
-            return
-        self.context.open_tune(name)
+        else:
+            opener(name)
 
     def action_filter(self) -> None:
         box = self.query_one("#card-filter", Input)

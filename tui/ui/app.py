@@ -612,22 +612,16 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         """Any theme change (t, or the palette's theme picker) is remembered for the next run."""
         if self._remember_theme_choice and self.is_running and theme.name != self._saved_theme:
             self._saved_theme = theme.name
-            self.run_worker(self._save_theme_choice(theme.name), name="remember theme")
+            self.run_worker(self._save_choice(remember_theme, theme.name), name="remember theme")
 
-    async def _save_theme_choice(self, name: str) -> None:
-        problem = await asyncio.to_thread(remember_theme, name)
+    async def _save_choice(self, remember: Callable[[Any], str | None], choice: object) -> None:
+        problem = await asyncio.to_thread(remember, choice)
         if problem:
             self.notify(problem, severity="warning")
 
     def _remember_table(self, choice: TableChoice) -> None:
-        self.run_worker(
-            self._save_table_choice(choice), name="remember table", group="remember-table", exclusive=True
-        )
-
-    async def _save_table_choice(self, choice: TableChoice) -> None:
-        problem = await asyncio.to_thread(remember_table, choice)
-        if problem:
-            self.notify(problem, severity="warning")
+        work = self._save_choice(remember_table, choice)
+        self.run_worker(work, name="remember table", group="remember-table", exclusive=True)
 
     def _update_subtitle(self) -> None:
         self._subtitle_due = False
