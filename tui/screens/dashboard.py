@@ -263,10 +263,7 @@ class DashboardScreen(EndpointScreen):
                     card.update_data(self.context.card_data(name))
             return
         self._stale_cards.update(name for name in names if name in self._cards)
-        if self._fleet is not None:  # the fleet's table reads the board itself
-            self._fleet.refresh_rows()
-        else:
-            self._set_rows([_table_entry(self.context.card_data(name)) for name in names])
+        self._set_rows(names)
 
     def _refresh_gpu(self) -> None:
         """The GPU strip at the top, and one more row per card when any card shows a GPU line."""
@@ -383,10 +380,7 @@ class DashboardScreen(EndpointScreen):
         table = self._table()
         if view == "table":
             focused = self._focused_endpoint()
-            if self._fleet is not None:
-                self._fleet.refresh_rows()
-            else:
-                self._set_rows([_table_entry(self.context.card_data(name)) for name in self._names])
+            self._set_rows(self._names)
             if focused is not None and isinstance(table, EndpointTable):  # the cursor on the focused card
                 table.select(focused)
             if not isinstance(self.focused, Input):
@@ -407,12 +401,12 @@ class DashboardScreen(EndpointScreen):
     def _table(self) -> EndpointTable | FleetTable:
         return self._fleet if self._fleet is not None else self.query_one(EndpointTable)
 
-    def _set_rows(self, rows: list[tuple[EndpointRow, list[float | None]]]) -> None:
+    def _set_rows(self, names: Iterable[str]) -> None:
         """New figures for the table (the fleet's reads the board itself, `refresh_rows`)."""
         if self._fleet is not None:
             self._fleet.refresh_rows()
         else:
-            self._table().set_rows(rows)
+            self._table().set_rows([_table_entry(self.context.card_data(name)) for name in names])
 
     def action_toggle_view(self) -> None:
         self._chosen_view = "cards" if self.view == "table" else "table"
