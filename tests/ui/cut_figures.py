@@ -1,21 +1,8 @@
-"""Finding figures and words a screen cut: what tests/ui/test_no_cut_figures.py checks on every screen.
-
-The screen is read as the terminal would show it (the compositor's lines), cropped to each widget's content
-region, so a widget's edge is where its text was cut. A figure is cut when:
-
-- an ellipsis follows a number or a number with (part of) its unit: `43…`, `2330W 4…`, `12.5 m…`;
-- two figures run together: `442.310.0 ms` (a number with two decimal points), `71%80%`;
-- an interval lost its upper end: `1.80-1`;
-- a unit lost its end: `< 100 m` (ms), `43°` (°C);
-- a figure wraps between its number and its unit: `(10` / `s): at least 10 s`;
-- a table is wider than the screen (its last column cut at the edge);
-- a text the screen was given (an alert, a path, a note) does not appear whole (`given`);
-- a footer key is cut (`p Paus`: past the footer's end or under the command palette's key);
-- the header's title is cut (`· up · wind…`: the header shows less than it was given);
-- a text the screen may shorten (a message, an error, an advice) is cut mid-word (`mean l…`): the part
-  shown must end where a word ends (`words_whole`).
-
-Log views show the server's own text (and wrap or scroll it on purpose): they are left out.
+"""Finding figures and words a screen cut, read as the terminal shows it, cropped to each widget's content
+region: an ellipsis after a number or unit (`43…`), figures run together (`442.310.0 ms`), a unit or an
+interval cut (`< 100 m`, `1.80-1`), a figure wrapped from its unit, a table wider than the screen, a
+`given` text not whole, a footer key or the header's title cut, a `words_whole` text cut mid-word.
+Log views show the server's own text (wrapped or scrolled on purpose): they are left out.
 """
 
 from __future__ import annotations

@@ -5,17 +5,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
+import httpx
 from scripted_source import ScriptedSourceBase
+from textual.app import App
+from textual.widgets import DataTable
 from ui_waiting import wait_for
 
 from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
+from tests.advice.test_guard_control import FakePorts, _board, _reading
+from tui.advice.guard import GuardRecord
+from tui.advice.guard_control import GuardController
 from tui.advice.live import KeptModels
 from tui.advice.stepcost import StepCostFile
+from tui.screens.alerts import AlertsScreen
 from tui.screens.detail import DetailScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.sources.clock import WallClock
 from tui.sources.updates import ReadingArrived, Update
+from tui.telemetry.alerts import AlertEngine
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
 from tui.ui.app import SpectopApp
@@ -91,3 +100,57 @@ async def test_without_a_model_the_detail_offers_the_calibration() -> None:
         table = " ".join(app.screen.query_one(FigureTable).render().plain.split())
         assert "no step-cost model for this server: calibrate with spectop tune CONFIG" in table
         assert "(or in spectop: T, then c on the tune screen)" in table
+
+
+# --- the alerts list's guard rows say the k the guard offered and the file's k before
+
+
+async def _offered_and_declined(tmp_path: Path) -> AlertEngine:
+    """The controller offers the advisor's k=2 for a file with k=4, and the user declines."""
+    board, _ = _board(tmp_path)
+    ports = FakePorts()
+    now = {"t": 100.0}
+    async with httpx.AsyncClient() as client:
+        guard = GuardController(board, lambda: client, lambda: now["t"], ports)
+        for time in (100.0, 105.0, 111.0):
+            now["t"] = time
+            board.add_reading(_reading(time))
+            guard.watch(["e"])
+            await ports.settle()
+        [(_offer, answer)] = ports.offers
+        now["t"] = 112.0
+        answer(False)
+        await ports.settle()
+    return board.alerts
+
+
+async def _guard_rows(alerts: AlertEngine) -> list[str]:
+    app: App[None] = App()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(AlertsScreen(alerts))
+        table = app.screen.query_one(DataTable)
+        await wait_for(pilot, lambda: table.row_count > 0)
+        rows = [[str(cell) for cell in table.get_row_at(index)] for index in range(table.row_count)]
+    return [" ".join(row[4].split()) for row in rows if row[0] == "GUARD"]
+
+
+async def test_a_k_offer_row_says_the_k_offered_and_the_k_before(tmp_path: Path) -> None:
+    declined, offered = await _guard_rows(await _offered_and_declined(tmp_path))  # newest first
+    assert offered.startswith("guard offered k=2 (was 4): k=2 would be"), offered
+    assert declined.startswith("guard offer of k=2 declined, k stays 4: "), declined
+    assert "speculation" not in offered + declined
+
+
+async def test_only_an_offer_to_switch_off_says_switch_speculation_off() -> None:
+    alerts = AlertEngine()
+    reason = "acceptance 30% below 50% for 31 s"
+    for record in (
+        GuardRecord("e", 1.0, "offered", reason, 0.3, 0.5),
+        GuardRecord("e", 2.0, "k_changed", reason, 0.3, 0.5, detail="k=1; the server is back", k=1, was_k=2),
+        GuardRecord("e", 3.0, "failed", reason, 0.3, 0.5, detail="the server did not come back", k=3),
+    ):
+        alerts.note(record.endpoint, record.time, record.line(), record.diff)
+    failed, changed, off = await _guard_rows(alerts)
+    assert off.startswith("guard offered to switch speculation off: acceptance 30%"), off
+    assert changed.startswith("guard set k=1 (was 2): acceptance 30%"), changed
+    assert failed.startswith("guard could not set k=3: "), failed

@@ -4,30 +4,47 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from bench_fixtures import BenchTestApp, bench_screen, text_of, type_into, until
+from bench_fixtures import (
+    MTP_OFF,
+    MTP_ON,
+    BenchTestApp,
+    bench_screen,
+    mtp_burst,
+    recorded_arm,
+    recorded_burst,
+    text_of,
+    type_into,
+    until,
+)
 from rich.color import ColorType
+from terminal_bytes import assert_nothing_injected
+from textual.containers import VerticalScroll
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Footer, Input, Select
+from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Select
 from textual.widgets._footer import FooterKey
 from ui_waiting import wait_for
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bursts"))
-from timed_server import Behaviour, TimedServer
-
-from tui.bench.burst_store import list_bursts, save_burst
+from tests.bursts.timed_server import Behaviour, TimedServer
+from tests.untrusted import HOSTILE, hostile_burst
+from tui.bench.burst_store import bursts_dir, list_bursts, save_burst
 from tui.bench.client_settings import ClientSettings
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
+from tui.bench.results import BurstResult
 from tui.bench.session import EndpointArm, PastArm
 from tui.paths import themes_dir
 from tui.screens.bench import NO_B, BenchScreen
 from tui.settings import EndpointSettings, Settings
+from tui.sim.per_request import ResponseOptions
+from tui.sim.server import SimServer
 from tui.ui.app import SpectopApp
+from tui.widgets.messages import BurstFailed
 from tui.widgets.on_off import OnOff
 
 SLOW = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=10)  # 9 tokens after the first in 180 ms
@@ -347,3 +364,231 @@ async def test_under_no_color_the_toggles_read_on_and_off_and_focus_shows_withou
             )
         ]
         assert colours == []
+
+
+# --- placeholders say "e.g." in words, not by italics alone (NO_COLOR)
+
+
+async def test_every_empty_burst_field_says_its_placeholder_is_an_example(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = BenchTestApp([MTP_OFF, MTP_ON])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = bench_screen(app)
+        examples: dict[str, Any] = {
+            field.id: field.placeholder
+            for field in screen.query(Input)
+            if field.id in ("a-extra", "b-extra", "slo", "client-settings")
+        }
+        assert len(examples) == 4
+        for field_id, placeholder in examples.items():
+            assert "e.g. " in placeholder, field_id
+        # and on screen, at 80 columns, where the field is narrow: the words come first
+        a_extra = screen.query_one("#a-extra", Input)
+        row = app.screen._compositor.render_strips()[a_extra.region.y]
+        assert "e.g." in "".join(segment.text for segment in row)
+
+
+# --- per-request figures from a sim: one URL with two request bodies, SLOs, the explain view
+
+
+FIGURES = ResponseOptions(spec_metrics="summary", timing_metrics=True, prompt_tokens_details=True)
+
+
+async def test_one_url_two_bodies_and_the_explain_view() -> None:
+    async with SimServer(flavor="vllm", responses=FIGURES, speed=4.0) as sim:
+        same = [
+            EndpointSettings(name=name, url=sim.base_url, model=sim.model) for name in ("spec-on", "spec-off")
+        ]
+        app = BenchTestApp(same)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = bench_screen(app)
+            await type_into(screen, pilot, "requests", "8")
+            await type_into(screen, pilot, "max-tokens", "32")
+            await type_into(screen, pilot, "a-extra", '{"enable_speculative": true}')
+            await type_into(screen, pilot, "b-extra", '{"enable_speculative": false}')
+            await type_into(screen, pilot, "slo", "ttft=2s,e2e=10s")
+            await pilot.press("enter")
+            await wait_for(
+                pilot,
+                lambda: screen.summary is not None or "failed" in text_of(screen, "#phase"),
+                timeout_s=120,
+            )
+            assert screen.summary is not None, text_of(screen, "#status")
+            table = screen.query_one("#results-table", DataTable)
+            labels = [str(table.get_row_at(row)[0]) for row in range(table.row_count)]
+            assert "decode tok/s pooled" in labels and "accept/req p10/50/90" in labels
+            assert "goodput (SLO)" in labels and "TTFT server p50" in labels
+            await pilot.press("e")
+            assert screen.query_one("#switcher", ContentSwitcher).current == "explain"
+            assert screen.query_one("#explain", VerticalScroll).has_focus
+            explained = text_of(screen, "#explain-text")
+            assert "A accept" in explained and "code" in explained and "prose" in explained
+            assert "request fields (enable_speculative), not by server" in explained
+            assert "/metrics:" in explained and "SLO TTFT ≤ 2 s, e2e ≤ 10 s" in explained
+            await pilot.press("e")
+            assert screen.query_one("#switcher", ContentSwitcher).current == "results"
+
+
+async def test_a_bad_arm_field_names_it() -> None:
+    app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = bench_screen(app)
+        await type_into(screen, pilot, "b-extra", '{"stream": false')
+        await pilot.press("enter")
+        await pilot.pause()
+        assert text_of(screen, "#status").startswith("B fields:")
+
+
+# --- the history (h): date, both URLs, verdict and prompt set, fitted to 80 columns; older files list
+
+
+FAR = EndpointSettings(name="far", url="http://inference-gpu-node-17.cluster.example.com:8443/v1")
+
+
+def _cells(screen: BenchScreen, row: int) -> list[str]:
+    return [str(cell) for cell in screen.query_one("#history-table", DataTable).get_row_at(row)]
+
+
+def _keep_as_older_spectop(result: BurstResult) -> Path:
+    """`result` written as a spectop without kept verdicts wrote it (no verdict field)."""
+    document = json.loads(result.model_dump_json())
+    del document["verdict"]
+    folder = bursts_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"burst-{result.started_at:%Y%m%d-%H%M%S-%f}.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+async def test_a_burst_just_run_lists_with_both_urls_and_its_verdict(recorded_run: BurstResult) -> None:
+    app = BenchTestApp([MTP_OFF, MTP_ON])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = bench_screen(app)
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: screen.summary is not None)
+        table = screen.query_one("#history-table", DataTable)
+        await until(pilot, lambda: table.row_count == 1)
+        await pilot.press("h")
+        await pilot.pause()
+        comparison = screen.summary.comparison if screen.summary else None
+        assert comparison is not None and comparison.ci95 is not None
+        low, high = comparison.ci95
+        when, a_url, b_url, verdict, prompt_set, requests = _cells(screen, 0)
+        assert when == f"{recorded_run.started_at:%m-%d %H:%M}"
+        assert (a_url, b_url) == ("10.0.0.7:8000", "10.0.0.8:8000")  # http:// left out at 80 columns
+        assert verdict == f"B {comparison.decode_tokens_per_s_ratio:.2f}x ({low:.2f}-{high:.2f})"
+        assert (prompt_set, requests) == (
+            recorded_run.settings.prompt_set,
+            str(recorded_run.settings.requests),
+        )
+        assert table.virtual_size.width <= table.scrollable_content_region.width  # all in sight
+
+
+@pytest.mark.usefixtures("bench_folders")
+@pytest.mark.parametrize("width", [80, 200])
+async def test_older_files_and_long_urls_list_in_80_columns_and_in_full_when_wide(width: int) -> None:
+    _keep_as_older_spectop(mtp_burst())
+    far = [recorded_arm("a", FAR, 1, 0.010, None)]
+    save_burst(recorded_burst(far, started_at=datetime(2026, 11, 30, 3, 0, tzinfo=UTC)))
+    app = BenchTestApp([MTP_OFF])
+    async with app.run_test(size=(width, 24)) as pilot:
+        screen = bench_screen(app)
+        table = screen.query_one("#history-table", DataTable)
+        await until(pilot, lambda: table.row_count == 2)
+        await pilot.press("h")
+        await pilot.pause()
+        one_arm, older = _cells(screen, 0), _cells(screen, 1)
+        assert one_arm[2] == "one arm" and one_arm[3] == "–"
+        assert older[3] == "–"  # kept without a verdict: none guessed
+        assert "–: no verdict kept" in text_of(screen, "#status")
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        if width == 80:
+            assert one_arm[1].startswith("…") and one_arm[1].endswith("e.com:8443")
+            assert older[0] == "11-30 02:40"
+        else:
+            assert one_arm[1] == FAR.url and (older[1], older[2]) == (MTP_OFF.url, MTP_ON.url)
+            assert older[0] == "2026-11-30 02:40"
+        await pilot.press("down", "enter")  # opening the older file computes its verdict
+        await until(pilot, lambda: screen.summary is not None)
+        assert "B is" in text_of(screen, "#verdict") and "faster" in text_of(screen, "#verdict")
+
+
+@pytest.mark.usefixtures("bench_folders")
+async def test_the_history_refits_when_the_terminal_is_resized() -> None:
+    save_burst(recorded_burst([recorded_arm("a", FAR, 1, 0.010, None)]))
+    app = BenchTestApp([MTP_OFF])
+    async with app.run_test(size=(200, 24)) as pilot:
+        screen = bench_screen(app)
+        table = screen.query_one("#history-table", DataTable)
+        await until(pilot, lambda: table.row_count == 1)
+        assert _cells(screen, 0)[1] == FAR.url
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: _cells(screen, 0)[1] != FAR.url)
+        assert _cells(screen, 0)[1].endswith(":8443")
+
+
+@pytest.mark.usefixtures("bench_folders")
+async def test_more_bursts_than_rows_still_fit_beside_the_scroll_bar() -> None:
+    for minute in range(20):
+        arms = [recorded_arm("a", FAR, 1, 0.010, None), recorded_arm("b", FAR, 2, 0.012, 0.71)]  # both cut
+        save_burst(recorded_burst(arms, started_at=datetime(2026, 11, 30, 4, minute, tzinfo=UTC)))
+    app = BenchTestApp([MTP_OFF])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = bench_screen(app)
+        table = screen.query_one("#history-table", DataTable)
+        await until(pilot, lambda: table.row_count == 20)
+        await pilot.press("h")
+        await pilot.pause()
+        assert table.virtual_size.height > table.scrollable_content_region.height  # it scrolls down
+        assert table.virtual_size.width <= table.scrollable_content_region.width  # and not sideways
+        assert _cells(screen, 0)[1].endswith(":8443") and _cells(screen, 0)[3].startswith("B ")
+
+
+# --- nothing from a kept burst file or a server error reaches the terminal raw
+
+
+async def _shown(pilot: Pilot[None]) -> BenchScreen:
+    """The burst screen with the hostile burst kept in its history."""
+    screen = pilot.app.screen
+    assert isinstance(screen, BenchScreen)
+    await wait_for(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 1)
+    return screen
+
+
+async def test_bench_history_table() -> None:
+    save_burst(hostile_burst(prompt_set=f"mix{HOSTILE}"))
+    async with BenchTestApp([]).run_test(size=(100, 30)) as pilot:
+        screen = await _shown(pilot)
+        await pilot.press("h")
+        await assert_nothing_injected(pilot, screen.query_one("#history-table"), "mixevil")
+
+
+async def test_burst_history_row_with_a_hostile_endpoint_url() -> None:
+    burst = hostile_burst()
+    for arm in burst.arms:
+        arm.url = f"http://e{HOSTILE}x:8000/v1"
+    save_burst(burst)
+    async with BenchTestApp([]).run_test(size=(140, 30)) as pilot:
+        screen = await _shown(pilot)
+        await pilot.press("h")
+        await assert_nothing_injected(pilot, screen.query_one("#history-table"), "eevil")
+
+
+async def test_bench_verdict() -> None:
+    save_burst(hostile_burst())
+    async with BenchTestApp([]).run_test(size=(100, 30)) as pilot:
+        screen = await _shown(pilot)
+        await pilot.press("h", "enter")  # show that burst
+        await wait_for(pilot, lambda: screen.summary is not None)
+        await assert_nothing_injected(pilot, screen.query_one("#verdict"), "first divergence in p0evil")
+
+
+async def test_bench_status_line() -> None:
+    save_burst(hostile_burst())
+    async with BenchTestApp([]).run_test(size=(100, 30)) as pilot:
+        screen = await _shown(pilot)
+        screen.post_message(BurstFailed(f"HTTP 500: {HOSTILE}"))
+        await assert_nothing_injected(pilot, screen.query_one("#status"), "HTTP 500: evil")

@@ -5,10 +5,12 @@ URL, README's numbers) come back from the help and the palette."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import tomllib
 from pathlib import Path
 
+import httpx
 from textual.command import CommandPalette
 from textual.widgets import Static
 
@@ -19,9 +21,15 @@ from tui.commands.demo import (
     GUARD_TRY,
     GUARD_TRY_THEN,
     copy_demo_config,
+    demo_app,
+    demo_sims,
+    guard_hint,
     guard_lines,
 )
+from tui.configs import read_acceptance_threshold
+from tui.format import fmt_rate
 from tui.paths import sample_configs_dir
+from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
 from tui.settings import EndpointSettings, Settings
 from tui.sim.behaviour import Behaviour
@@ -29,6 +37,7 @@ from tui.sim.config import load_sim_config
 from tui.sim.engine import EngineObserver, SimEngine, StepReport
 from tui.sim.faults import FaultSettings
 from tui.ui.app import SpectopApp
+from tui.widgets.figure_table import FigureTable
 
 
 def test_a_is_mtp_off_and_b_is_mtp_on() -> None:
@@ -144,3 +153,38 @@ def test_sample_configs_speak_of_themselves() -> None:
     for path in sample_configs_dir().iterdir():
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"\bseed\b(?! *=)|article", text, re.IGNORECASE), path.name
+
+
+# --- the demo shows the fallback guard on mtp-on, with its threshold and how to lower acceptance
+
+
+def test_the_demo_guards_mtp_on_and_says_how_to_lower_its_acceptance() -> None:
+    with demo_sims(background_load_rps=0.0) as sims:
+        endpoints = {endpoint.name: endpoint for endpoint in sims.endpoints}
+        guarded = endpoints["mtp-on"]
+        assert guarded.guard == "ask" and guarded.config_file is not None and guarded.restart_command
+        assert endpoints["mtp-off"].guard == "off"
+        hint = guard_hint(sims)
+        url = f"{guarded.url}/sim/control"
+        assert f"curl -d '{GUARD_TRY}' {url}" in hint
+        response = httpx.post(url, content=GUARD_TRY, timeout=5)  # what the hint tells the user to do
+        assert response.status_code == 200 and response.json()["applied"] == json.loads(GUARD_TRY)
+
+
+async def test_the_demo_has_one_threshold_the_config_files_and_says_so() -> None:
+    with demo_sims(background_load_rps=0.0) as sims:
+        guarded = next(endpoint for endpoint in sims.endpoints if endpoint.name == "mtp-on")
+        assert guarded.config_file is not None
+        in_the_file = read_acceptance_threshold(guarded.config_file)
+        assert in_the_file == 0.5 and "spectop demo" in guarded.config_file.read_text(encoding="utf-8")
+        app = demo_app(sims)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.alerts.threshold_source("mtp-on") == "config.toml")
+            assert app.alerts.threshold("mtp-on") == in_the_file  # what the alerts and the guard compare with
+            assert app.card_data("mtp-on").threshold == in_the_file  # the card's acceptance colour
+            await pilot.press("down", "enter")  # mtp-on's card, its detail
+            await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+            table = app.screen.query_one(FigureTable)
+            await wait_for(pilot, lambda: "threshold" in table.render().plain)
+            shown = " ".join(table.render().plain.split())
+            assert f"threshold {fmt_rate(in_the_file)} (config.toml)" in shown

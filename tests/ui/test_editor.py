@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
 
 import httpx
+import pytest
+from textual.containers import VerticalScroll
 from textual.pilot import Pilot
-from textual.widgets import Input, Log, Select, Static, TabbedContent, TextArea
-from ui_waiting import opened_editor, wait_for
+from textual.widgets import Input, Label, Log, Select, Static, TabbedContent, TextArea
+from ui_waiting import opened_editor, press_at_once, wait_for
 
+from tui.configs.document import dotted
+from tui.configs.schemas import SCHEMAS, field_specs
 from tui.paths import sample_configs_dir
-from tui.screens.editor import EditorScreen
+from tui.screens.editor import FIELD_KEYS, EditorScreen
+from tui.screens.help import key_rows
 from tui.ui.editor_app import EditorApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
-from tui.widgets.config_field import ConfigFieldRow
+from tui.widgets.config_field import FOCUS_MARK, ConfigFieldRow
+from tui.widgets.edit_mode import HELP_ROW, FieldInput
 
 SIZE = (80, 24)
 
@@ -56,6 +63,10 @@ async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) ->
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "3")
         assert "modified" in str(screen.query_one("#editor-title", Static).render())
         assert config_toml.read_bytes() == before  # nothing written before ctrl+s
+        await save_to_the_diff(pilot)
+        await pilot.press("escape")  # declined: nothing written
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+        assert config_toml.read_bytes() == before
         dialog = await save_to_the_diff(pilot)
         assert "-num_speculative_tokens = 2" in dialog.diff and "+num_speculative_tokens = 3" in dialog.diff
         await pilot.press("y")
@@ -64,8 +75,12 @@ async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) ->
             (b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")
         ]
         assert (config_toml.parent / "config.toml.bak").read_bytes() == before
-        assert isinstance(app.screen, EditorScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
         assert "modified" not in str(screen.query_one("#editor-title", Static).render())
+        assert not screen.has_unsaved_changes()  # the field just typed counts as saved: esc closes at once
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmDialog)
 
 
 def status_text(screen: EditorScreen) -> str:
@@ -86,18 +101,6 @@ async def test_the_opening_status_stays_until_the_focus_moves(config_toml: Path)
         await wait_for(pilot, lambda: not status_text(screen).startswith("opened"), "the field's hint")
         hint = "speculative.num_speculative_tokens: enter or i edits the field"
         assert status_text(screen).startswith(hint)
-
-
-async def test_declining_the_diff_writes_nothing(config_toml: Path) -> None:
-    before = config_toml.read_bytes()
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
-        await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "32")
-        await save_to_the_diff(pilot)
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
-        assert config_toml.read_bytes() == before
 
 
 async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None:
@@ -144,35 +147,26 @@ async def test_undo_reverts_the_last_field_change(config_toml: Path) -> None:
         assert screen.query_one("#raw", TextArea).text == before
 
 
-async def test_undo_puts_a_removed_key_back_in_place(tmp_path: Path) -> None:
+async def test_select_and_switch_fields_and_undo_of_a_removed_key(tmp_path: Path) -> None:
     target = tmp_path / "settings.json"
     shutil.copy(sample_configs_dir() / "sglang_settings.json", target)
     before = target.read_text()
     app = EditorApp(target)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
+        assert screen.kind == "sglang_json"
         select = screen.query_one("#field-speculative_algorithm Select", Select)
         select.focus()
         select.value = Select.NULL  # "(not set)" removes the key
         await pilot.pause()
         assert screen.document is not None and not screen.document.has(("speculative_algorithm",))
-        await pilot.press("ctrl+z")
+        await pilot.press("ctrl+z")  # undo puts it back in place
         await pilot.pause()
         assert screen.document.text == before
         assert select.value == "EAGLE"
-
-
-async def test_select_and_switch_fields(tmp_path: Path) -> None:
-    target = tmp_path / "settings.json"
-    shutil.copy(sample_configs_dir() / "sglang_settings.json", target)
-    app = EditorApp(target)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
-        assert screen.kind == "sglang_json"
-        select = screen.query_one("#field-speculative_algorithm Select", Select)
         select.value = "NEXTN"
         await pilot.pause()
-        assert screen.document is not None and screen.document.get(("speculative_algorithm",)) == "NEXTN"
+        assert screen.document.get(("speculative_algorithm",)) == "NEXTN"
         switch_row = screen._rows[("disable_radix_cache",)]
         switch_row.query_one("#value").toggle()
         await pilot.pause()
@@ -332,17 +326,162 @@ def test_rows_exist_for_every_known_field() -> None:
     assert all(spec.path for spec in field_specs("vllm_toml"))
 
 
-async def test_after_a_save_the_field_just_typed_is_not_an_unsaved_change(config_toml: Path) -> None:
-    """The field the value was typed into counts as saved once the file holds it: esc closes at once."""
+# --- the dialogs ctrl+r opens say "save & restart", not plain "save" / "run"
+
+
+def _texts(screen: object) -> str:
+    return "\n".join(str(static.render()) for static in screen.query(Static))  # type: ignore[attr-defined]
+
+
+async def test_ctrl_r_dialogs_say_save_and_restart(config_toml: Path) -> None:
+    app = EditorApp(config_toml, restart_command=["true"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await opened_editor(pilot)
+        field = app.screen.query_one("#field-scheduler--max_num_seqs FieldInput", FieldInput)
+        field.focus()
+        await pilot.press("i", "ctrl+a", "ctrl+k", "8", "enter")
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog))
+        shown = _texts(app.screen)
+        assert "Save & restart" in shown and "[y/enter] save & restart" in shown
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        assert "Save & restart: run the restart command?" in _texts(app.screen)
+        assert "[y] restart" in _texts(app.screen)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen))
+        await pilot.press("ctrl+s")  # a plain save says save
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, EditorScreen) and "no changes" in _texts(app.screen)
+        )
+
+
+# --- field help: the whole description on screen (wrapped, never cut), the range said once
+
+
+# A range in words or brackets inside a description says it a second time (the row adds `range_text`).
+_RANGE_IN_WORDS = re.compile(r"\d\.\.\d|\bin [\[(]|[\[(]\d[^)\]]*, *\d[^)\]]*[\])]|\(> ?\d")
+_CUT = re.compile(r"(?:'s|\b(?:the|a|an|of|to|in|and|or|its|their))$")
+
+
+@pytest.mark.parametrize("kind", sorted(SCHEMAS))
+def test_descriptions_do_not_repeat_the_range_nor_stop_mid_phrase(kind: str) -> None:
+    for spec in field_specs(kind):  # type: ignore[arg-type]
+        if spec.range_text:
+            assert not _RANGE_IN_WORDS.search(spec.help), (spec.key, spec.help)
+        assert not _CUT.search(spec.help.strip()), (spec.key, spec.help)
+
+
+def test_ranges_read_without_float_noise() -> None:
+    ranges = {spec.key: spec.range_text for spec in field_specs("vllm_toml")}
+    assert ranges["speculative.num_speculative_tokens"] == "[1, 16]"
+    assert ranges["model.gpu_memory_utilization"] == "(0, 1]"
+
+
+@pytest.mark.parametrize("sample", ["config.toml", "sglang_settings.json", "client_settings.json"])
+async def test_every_help_line_is_shown_whole_at_80_columns(tmp_path: Path, sample: str) -> None:
+    target = tmp_path / sample
+    shutil.copy(sample_configs_dir() / sample, target)
+    app = EditorApp(target)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await opened_editor(pilot)
+        await pilot.pause()
+        rows = list(app.screen.query(ConfigFieldRow))
+        assert rows
+        for row in rows:
+            help_line = row.query_one(".field-help", Static)
+            expected = row.spec.help + (f"  {row.spec.range_text}" if row.spec.range_text else "")
+            lines = [line.text.strip() for line in help_line.render_lines(help_line.region.reset_offset)]
+            shown = " ".join(line for line in lines if line)
+            assert " ".join(shown.split()) == " ".join(expected.split()), row.spec.key
+            assert expected.count(row.spec.range_text or "\0") <= 1
+            field = row.query_one("#value")
+            if isinstance(field, Input) and row.spec.range_text:  # an unset field: its range once, below
+                assert row.spec.range_text not in field.placeholder, row.spec.key
+
+
+# --- focus moves as in any terminal form (↑↓, scrolled into view, `▶`, named in the status line)
+
+
+def focused_row(screen: EditorScreen) -> ConfigFieldRow | None:
+    return screen._row_of(screen.focused) if screen.focused is not None else None
+
+
+def marked_rows(screen: EditorScreen) -> list[ConfigFieldRow]:
+    return [
+        row
+        for row in screen._rows.values()
+        if str(row.query_one(".field-key", Label).render()).startswith(FOCUS_MARK)
+    ]
+
+
+async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml: Path) -> None:
     app = EditorApp(config_toml)
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
-        await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "4")
-        await save_to_the_diff(pilot)
-        await pilot.press("y")
-        await wait_for(pilot, lambda: "num_speculative_tokens = 4" in config_toml.read_text(), "the save")
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
-        assert not screen.has_unsaved_changes()
-        await pilot.press("escape")
-        await pilot.pause()
-        assert not isinstance(app.screen, ConfirmDialog)
+        rows = list(screen._rows)
+        assert rows[0] == ("model", "name") and rows[3] == ("model", "max_model_len")
+        await press_at_once(pilot, "down", "down", "down", "4", "enter")  # as fast as tmux sends them
+        assert screen.document is not None
+        await wait_for(pilot, lambda: screen.document.get(rows[3]) == 4, "max_model_len = 4")
+        assert screen.document.get(rows[0]) == "deepseek-ai/DeepSeek-V3"
+        dialog = await save_to_the_diff(pilot)
+        assert "+max_model_len = 4" in dialog.diff and "name =" not in dialog.diff
+
+
+async def test_the_focused_field_is_marked_named_and_in_view(
+    config_toml: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")  # the mark is a shape, not a colour
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        form = screen.query_one("#form-fields", VerticalScroll)
+        await wait_for(pilot, lambda: marked_rows(screen) == [screen._rows[("model", "name")]], "name marked")
+        assert "model.name" in status_text(screen)
+        await pilot.press("down")
+        dtype = screen.query_one("#field-model--dtype Select", Select)
+        assert screen.focused is dtype and not dtype.expanded  # ↓ moves on; enter opens a choice
+        target = ("speculative", "acceptance_threshold")
+        row = screen._rows[target]
+        await press_at_once(pilot, *["down"] * (list(screen._rows).index(target) - 1))  # at tmux speed
+        await wait_for(pilot, lambda: focused_row(screen) is row, "down the form, field after field")
+        await wait_for(pilot, lambda: marked_rows(screen) == [row], "only the focused row marked")
+        assert status_text(screen).startswith(f"{dotted(target)}: enter or i edits the field")
+        in_view = lambda: form.content_region.contains_region(row.region)  # noqa: E731  (with its help line)
+        await wait_for(pilot, in_view, "the focused field and its help in view")
+        await pilot.press("up")
+        above = list(screen._rows.values())[list(screen._rows).index(target) - 1]
+        await wait_for(pilot, lambda: marked_rows(screen) == [above], "the mark moved up")
+        assert dotted(above.spec.path) in status_text(screen)
+
+
+async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(
+    config_toml: Path,
+) -> None:
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        await wait_for(pilot, lambda: focused_row(screen) is not None, "a focused field")
+        rows = {row.text: row.keys for row in key_rows(screen)}
+        assert set(rows[FIELD_KEYS]) == {"↑", "↓"}
+        keys, text = HELP_ROW
+        assert set(keys) <= set(rows[text]) and "⏎ applies, esc cancels" in text and "0-9" in keys
+
+
+async def test_page_keys_move_the_focus_a_page_of_fields(config_toml: Path) -> None:
+    app = EditorApp(config_toml)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened_editor(pilot)
+        form = screen.query_one("#form-fields", VerticalScroll)
+        rows = list(screen._rows.values())
+        await wait_for(pilot, lambda: focused_row(screen) is rows[0], "the first field")
+        await pilot.press("pagedown")
+        reached = focused_row(screen)
+        assert reached is not None and rows.index(reached) > 1
+        await press_at_once(pilot, *["pagedown"] * len(rows))  # the focus never leaves the page in view
+        await wait_for(pilot, lambda: focused_row(screen) is rows[-1], "the last field")
+        await wait_for(pilot, lambda: form.content_region.contains_region(rows[-1].region), "in view")
+        await pilot.press("pageup")
+        assert focused_row(screen) not in (rows[-1], None)

@@ -1,17 +1,27 @@
+# ruff: noqa: E501  (real log lines)
 """The dashboard against real simulators (in-process SimServer, short poll interval)."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from scripted_source import ScriptedSourceBase
+from textual.widgets import Static
 from ui_waiting import wait_for, wait_until_tailed
 
+import tui.screens.dashboard as dashboard
 from tui.paths import sample_configs_dir, themes_dir
 from tui.screens.detail import DetailScreen
-from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.settings import AlertSettings, EndpointSettings, Settings, parse_settings
 from tui.sim.server import SimServer
+from tui.sources.clock import WallClock
+from tui.sources.updates import ReadingArrived, Update
+from tui.telemetry.figures import Figures
+from tui.telemetry.logs import llamacpp
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import read_records
 from tui.ui.app import SpectopApp
@@ -190,3 +200,146 @@ async def test_a_traceback_that_ends_the_log_raises_its_alert(tmp_path: Path) ->
         (alert,) = [alert for alert in app.alerts.active("e") if alert.kind == "log_error"]
         assert alert.severity == "warning"
         assert any(len(entry.line) == len(long_line) for entry in app.log_entries("e"))
+
+
+# --- what spectop assumed about the settings is said in the dashboard
+
+
+async def test_the_dashboard_says_http_was_added_to_a_url_without_scheme(tmp_path: Path) -> None:
+    path = tmp_path / "spectop.toml"
+    settings = parse_settings('poll_interval_s = 60\n[[endpoints]]\nname = "a"\nurl = "127.0.0.1:9"\n', path)
+    assert settings.notes  # nothing listens on port 9: the card is down, the note is what is read here
+    app = SpectopApp(settings, remember_theme_choice=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+
+        def said() -> bool:
+            return any("using http://127.0.0.1:9" in note.message for note in app._notifications)
+
+        await wait_for(pilot, said)
+
+
+# --- `T` opens the tune screen of the focused endpoint (or says what it needs)
+
+
+async def test_t_opens_the_tune_screen_of_the_focused_endpoint(config_toml: Path) -> None:
+    from tui.screens.tune import TuneScreen
+
+    config = config_toml
+    endpoint = EndpointSettings(
+        name="gpu1", url="http://127.0.0.1:9", config_file=config, restart_command=["true"]
+    )
+    bare = EndpointSettings(name="bare", url="http://127.0.0.1:9")
+    app = SpectopApp(Settings(endpoints=[endpoint, bare]), remember_theme_choice=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("T")
+        await pilot.pause()
+        assert isinstance(app.screen, TuneScreen)
+        assert app.screen.endpoint.name == "gpu1"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, TuneScreen)
+        await pilot.press("down", "T")
+        await pilot.pause()
+        assert not isinstance(app.screen, TuneScreen)  # no config file nor restart command: said, not opened
+
+
+# --- a log line the parser could not read is counted per endpoint
+
+
+BROKEN = "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 0.50000 (   5 accepted /    10 generated)"
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:  # bound then closed: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_the_board_counts_the_log_lines_the_parser_could_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(line: str, start: int) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(llamacpp, "parse_acceptance", broken)
+    log = tmp_path / "server.log"
+    log.write_text("")
+    endpoint = EndpointSettings(name="x", url=f"http://127.0.0.1:{_closed_port()}", log_file=log)
+    app = SpectopApp(
+        Settings(poll_interval_s=0.25, endpoints=[endpoint]),
+        theme_folders=[themes_dir()],
+        remember_theme_choice=False,
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        before = await wait_until_tailed(pilot, log, lambda: len(app.board.log_entries("x")))
+        with log.open("a") as file:
+            file.write(f"{BROKEN}\nan ordinary line\n{BROKEN}\n")
+        await wait_for(pilot, lambda: app.board.log_failed_lines.get("x") == 2)
+        await wait_for(pilot, lambda: len(app.board.log_entries("x")) >= before + 3)  # shown, as plain lines
+
+
+# --- an endpoint's first reading is drawn at once; later ones are batched
+
+
+URL = "http://127.0.0.1:8000"
+
+
+class TwoReadings(ScriptedSourceBase):
+    """A first reading when `first` is set (the dashboard is up), the second when `go` is (no HTTP)."""
+
+    def __init__(self) -> None:
+        self.first = asyncio.Event()
+        self.go = asyncio.Event()
+        self.now = 100.0
+        self.clock = WallClock(lambda: self.now)
+        self.sent = 0
+
+    async def updates(self) -> AsyncIterator[Update]:
+        await self.first.wait()
+        for running in (3.0, 7.0):
+            if self.sent:
+                await self.go.wait()
+                self.now += 2.0
+            figures = Figures(running=running, acceptance_rate=0.6)
+            yield ReadingArrived(
+                EndpointReading(name="a", url=URL, time=self.now, up=True, model="m", figures=figures)
+            )
+            self.sent += 1
+        await asyncio.Event().wait()
+
+
+async def test_the_first_reading_skips_the_batching_and_the_next_one_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(dashboard, "BATCH_DELAY_S", 3600.0)
+    source = TwoReadings()
+    settings = Settings(endpoints=[EndpointSettings(name="a", url=URL)])
+    app = SpectopApp(settings, source=source, clock=source.clock.time, remember_theme_choice=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query(EndpointCard)))
+        card = app.screen.query(EndpointCard).first()
+        await pilot.pause()
+        source.first.set()
+        await wait_for(pilot, lambda: card.data.reading is not None)
+        assert card.data.figures.running == 3.0
+        source.go.set()
+        await wait_for(pilot, lambda: source.sent == 2 and app.readings["a"].figures.running == 7.0)
+        await pilot.pause()
+        assert card.data.figures.running == 3.0  # batched: drawn after BATCH_DELAY_S
+
+
+# --- no endpoint configured: how to give one, and `spectop demo`
+
+
+async def test_the_empty_dashboard_mentions_the_demo_at_80_columns() -> None:
+    app = SpectopApp(Settings(), theme_folders=[], remember_theme_choice=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        empty = app.screen.query_one("#empty", Static)
+        await wait_for(pilot, lambda: empty.display and empty.region.height > 0)
+        shown = [
+            "".join(segment.text for segment in app.screen._compositor.render_strips()[y]).strip()
+            for y in range(empty.region.y, empty.region.bottom)
+        ]
+        text = " ".join(shown)
+        assert "--endpoint URL" in text and "`spectop demo`" in text, shown

@@ -1,11 +1,6 @@
 """A figure is shown whole or not at all, on every screen, at 80x24, 120x36 and 200x50; so are words, footer
-keys and titles (shortened by whole words or items, never cut mid-word).
-
-Every screen is rendered from deterministic data (a recording whose TTFT p95 are histogram bounds, eight
-GPUs of a busy node, a fleet of instances whose TTFTs round into the next unit, a tune sweep cancelled
-half way, a recorded burst) and read as the terminal shows it: tests/ui/cut_figures.py finds any figure
-cut by an ellipsis or a widget's edge, run together with its neighbour, or split from its unit, and any
-text the screen was given (alerts, the editor's `.bak` path, notes) not shown whole.
+keys and titles (shortened by whole words or items, never cut mid-word). Every screen is drawn from
+deterministic data chosen to sit on the edges (histogram bounds, busy GPUs, units that round up).
 """
 
 from __future__ import annotations

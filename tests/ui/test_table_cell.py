@@ -1,7 +1,5 @@
 """The tables' one-line cells made directly (tui/widgets/table_cell.py) are what DataTable's Rich path
-makes of them: the same character in the same style (colours, bold, dim, the row and column meta of
-mouse clicks) at every column of every cell on the screen, under the cursor too, in the fleet table
-and the dashboard's; cells that do not fit, or of several lines, are left to DataTable."""
+makes of them, character and style, in the fleet table and the dashboard's."""
 
 from __future__ import annotations
 

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rich.color import ColorType
+from textual.app import App, ComposeResult
+from textual.color import Color
+from textual.strip import Strip
+from textual.widgets import Label, Static, Switch
+from ui_waiting import opened_editor, wait_for
 
 from tui.paths import themes_dir
 from tui.state import remember_theme, remembered_theme, state_path
+from tui.ui.app import SpectopApp
+from tui.ui.editor_app import EditorApp
 from tui.ui.themes import load_theme_file, load_themes, next_theme
+from tui.widgets.config_field import ConfigFieldRow
+from tui.widgets.endpoint_card import EndpointCard
+from tui.widgets.palette import Palette
 
 
 def test_shipped_themes_load() -> None:
@@ -57,3 +70,145 @@ def test_single_file_error_is_a_value_error(tmp_path: Path) -> None:
     path.write_text('name = "t"\nprimary = "#000"\nsurprise = 1\n', encoding="utf-8")
     with pytest.raises(ValueError, match="field surprise"):
         load_theme_file(path)
+
+
+# --- NO_COLOR: no colour codes at all, focus visible without colour, switches say on / off
+
+
+def _coloured(strips: list[Strip]) -> list[str]:
+    """Every segment whose style carries a colour (anything but the terminal's default)."""
+    found = []
+    for strip in strips:
+        for segment in strip:
+            style = segment.style
+            if style is None:
+                continue
+            for color in (style.color, style.bgcolor):
+                if color is not None and color.type is not ColorType.DEFAULT:
+                    found.append(f"{segment.text!r} {color}")
+    return found
+
+
+def _screen_strips(app: App[Any]) -> list[Strip]:
+    return app.screen._compositor.render_strips()
+
+
+async def test_dashboard_and_detail_have_no_colour_under_no_color(
+    monkeypatch: pytest.MonkeyPatch, replay_app: Callable[..., SpectopApp]
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = replay_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        await pilot.pause()
+        assert _coloured(_screen_strips(app)) == []
+        card = app.screen.query(EndpointCard).first()
+        assert card.has_focus, app.focused
+        top_left = _screen_strips(app)[card.region.y].text[card.region.x]
+        assert top_left == "┏"  # focus is a heavy border, not a shade of grey
+        await pilot.press("enter")
+        await pilot.pause()
+        assert _coloured(_screen_strips(app)) == []
+
+
+async def test_with_colour_the_app_keeps_its_colours(
+    monkeypatch: pytest.MonkeyPatch, replay_app: Callable[..., SpectopApp]
+) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    app = replay_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        await pilot.pause()
+        assert _coloured(_screen_strips(app))
+        card = app.screen.query(EndpointCard).first()
+        assert _screen_strips(app)[card.region.y].text[card.region.x] != "┏"  # the NO_COLOR CSS is not loaded
+
+
+@pytest.mark.parametrize("no_color", [True, False])
+async def test_switches_say_on_and_off(
+    config_toml: Path, monkeypatch: pytest.MonkeyPatch, no_color: bool
+) -> None:
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", "1")
+    else:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    app = EditorApp(config_toml)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await opened_editor(pilot)
+        row = app.screen.query_one("#field-speculative--enabled", ConfigFieldRow)
+        state = row.query_one("#unset", Label)
+        assert str(state.render()).strip() == "on"
+        unset = app.screen.query_one("#field-model--trust_remote_code", ConfigFieldRow)
+        assert str(unset.query_one("#unset", Label).render()).strip() == "off (not set)"
+        switch = row.query_one(Switch)
+        switch.focus()
+        await pilot.press("space")
+        await pilot.pause()
+        assert str(state.render()).strip() == "off"
+        if no_color:
+            assert _coloured(_screen_strips(app)) == []
+
+
+async def test_a_placeholder_does_not_read_as_a_value_under_no_color(
+    config_toml: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without colour a placeholder (the burst form's A+ example, the editor's "(not set)") looked exactly
+    like typed text; it is in italics."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = EditorApp(config_toml)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await opened_editor(pilot)
+        await pilot.pause()
+        field = app.screen.query_one("#field-model--served_model_name Input")
+        y = field.region.y
+        segments = [segment for segment in _screen_strips(app)[y] if "(not set)" in segment.text]
+        assert segments and all(segment.style is not None and segment.style.italic for segment in segments)
+        assert _coloured(_screen_strips(app)) == []
+
+
+# --- card styles resolve their theme variables as Textual's CSS draws them
+
+
+THEMES = load_themes([themes_dir()]).themes
+# The variables the cards' styles name (tui/widgets/card_view.py and format.py).
+NAMES = ("text-muted", "text", "success", "warning", "error", "accent", "primary")
+
+
+class _Probe(App[None]):
+    """One Static per variable, drawn with `color: $name` on the theme's `$background`."""
+
+    CSS = "Static { background: $background; }\n" + "\n".join(
+        f"#{name} {{ color: ${name}; }}" for name in NAMES
+    )
+
+    def compose(self) -> ComposeResult:
+        for name in NAMES:
+            yield Static("x", id=name)
+
+
+@pytest.mark.parametrize("theme", sorted(THEMES))
+async def test_palette_colours_are_textuals_css_colours(theme: str) -> None:
+    app = _Probe()
+    for loaded in THEMES.values():
+        app.register_theme(loaded)
+    async with app.run_test() as pilot:
+        app.theme = theme
+        await pilot.pause()
+        palette = Palette(app.theme_variables)
+        for name in NAMES:
+            drawn = app.query_one(f"#{name}", Static).rich_style  # what the terminal shows for `color: $name`
+            assert drawn.color is not None and drawn.bgcolor is not None
+            background = Color.from_rich_color(drawn.bgcolor)
+            resolved = palette.style(f"${name} bold")
+            assert resolved.foreground is not None and not resolved.foreground.auto, name
+            assert (background + resolved.foreground).hex == Color.from_rich_color(drawn.color).hex, name
+            assert resolved.bold
+
+
+async def test_unknown_variables_draw_plain_and_styles_are_kept_per_palette() -> None:
+    app = _Probe()
+    async with app.run_test():
+        palette = Palette(app.theme_variables)
+        assert palette.style("$no-such-variable").foreground is None
+        assert palette.style("$error bold reverse") is palette.style("$error bold reverse")
+        assert palette.style("$error bold reverse").reverse

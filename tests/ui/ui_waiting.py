@@ -1,8 +1,5 @@
-"""The one way tests wait: on a condition, in small pauses of the app, never on a fixed time.
-
-`timeout_s` is a hang guard, generous on purpose (a loaded 2-core machine is slow, not broken); it is
-never an assertion about speed. `explain` adds what the screen showed to the failure.
-"""
+"""The one way tests wait: on a condition, in small pauses of the app, never on a fixed time (`timeout_s`
+is a hang guard, never an assertion about speed); and keys sent as a terminal sends them."""
 
 from __future__ import annotations
 
@@ -10,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.pilot import Pilot
 
 if TYPE_CHECKING:
@@ -17,6 +15,8 @@ if TYPE_CHECKING:
 
 STEP_S = 0.05
 HANG_GUARD_S = 60.0
+# The characters a terminal sends for these keys (None: an escape sequence, no character).
+CHARACTERS = {"backspace": "\x7f", "enter": "\r", "escape": "\x1b", "tab": "\t"}
 
 
 async def wait_for(
@@ -76,3 +76,12 @@ async def wait_until_tailed(pilot: Pilot[Any], log: Path, lines_shown: Callable[
                 return lines_shown()
             await pilot.pause(STEP_S)
     raise AssertionError(f"the tailer never read {log}")
+
+
+async def press_at_once(pilot: Pilot[Any], *keys: str) -> None:
+    """Queue `keys` (" " is the space bar) before the app handles the first, as a burst read from the
+    terminal is (`Pilot.press` lets the app go idle after each key); wait on what they do."""
+    for key in keys:
+        name = "space" if key == " " else key
+        pilot.app.post_message(events.Key(name, key if len(key) == 1 else CHARACTERS.get(key)))
+    await pilot.pause()

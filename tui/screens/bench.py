@@ -1,10 +1,5 @@
-"""The A/B burst screen: pick A and B, run a burst, read the verdict, keep and export it.
-
-A and B are endpoints from the settings or arms of past bursts (before/after). The form
-becomes a `tui.bench.session.BurstRequest` (its one validation) and a `BurstSession` runs
-it in a worker on the app's shared httpx client, reporting through the "bursts" messages;
-orchestration, statistics and file formats live in `tui.bench`.
-"""
+"""The A/B burst screen: pick A and B (endpoints or arms of past bursts), run a burst, read the verdict,
+keep and export it; the form becomes a `tui.bench.session.BurstRequest`, the work is `tui.bench`'s."""
 
 from __future__ import annotations
 
@@ -81,8 +76,7 @@ MORE_FIELDS = (
     ("rounds", "rounds", "rounds", "3", "rounds; the arm that goes first alternates"),
     ("warm-up", "warmup", "warmup", "1", "warm-up requests per arm, left out of the figures"),
 )
-# Per-arm request fields (A and B may then be one URL) and SLOs: free text, checked by BurstRequest.
-# Placeholders say "e.g." in words: set apart by italics alone, they read as values under NO_COLOR.
+# Per-arm request fields and SLOs, checked by BurstRequest; placeholders say "e.g." (NO_COLOR has no italics).
 ARM_FIELDS = (
     ("A+", "a-extra", "a_extra", 'e.g. {"enable_speculative": false}', "JSON request fields for A only"),
     ("B+", "b-extra", "b_extra", 'e.g. {"enable_speculative": true}', "JSON request fields for B only"),
@@ -164,8 +158,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         Binding("j", "export('json')", "Export", key_display="j/c/m", tooltip="export JSON, CSV, Markdown"),
         Binding("c", "export('csv')", show=False),
         Binding("m", "export('markdown')", show=False),
-        # The app's keys, kept but out of the footer (it keeps esc .. ? in sight at 80 columns); its b
-        # would open a second burst screen.
+        # The app's keys, out of the footer (80 columns); its b would open a second burst screen.
         Binding("p", "app.toggle_pause", show=False),
         Binding("a", "app.alerts", show=False),
         Binding("b", "already_here", show=False),
@@ -260,19 +253,20 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             )
             for label, field_id, _, value, tooltip in FORM_FIELDS:
                 yield Label(label, classes="gap")
-                field = FieldInput(value=value, id=field_id, compact=True)
-                field.tooltip = tooltip
-                yield field
+                yield FieldInput(value=value, id=field_id, compact=True, tooltip=tooltip)
         with Horizontal(classes="form-row"):
             for index, (label, field_id, _, value, tooltip) in enumerate(MORE_FIELDS):
                 yield Label(label, classes="gap" if index else "")
-                field = FieldInput(value=value, id=field_id, compact=True)
-                field.tooltip = tooltip
-                yield field
+                yield FieldInput(value=value, id=field_id, compact=True, tooltip=tooltip)
             yield Label("api", classes="gap")
-            api = Select(APIS, value="chat", allow_blank=False, id="api-select", compact=True)
-            api.tooltip = "chat / completions (OpenAI API), or sglang: SGLang's native /generate"
-            yield api
+            yield Select(
+                APIS,
+                value="chat",
+                allow_blank=False,
+                id="api-select",
+                compact=True,
+                tooltip="chat / completions (OpenAI API), or sglang: SGLang's native /generate",
+            )
             for label, toggle_id, _, tooltip in TOGGLES:
                 toggle = OnOff(label, id=toggle_id)
                 toggle.tooltip = tooltip
@@ -280,9 +274,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         with Horizontal(classes="form-row"):
             for index, (label, field_id, _, placeholder, tooltip) in enumerate(ARM_FIELDS):
                 yield Label(label, classes="gap" if index else "")
-                field = FieldInput(placeholder=placeholder, id=field_id, compact=True)
-                field.tooltip = tooltip
-                yield field
+                yield FieldInput(placeholder=placeholder, id=field_id, compact=True, tooltip=tooltip)
             schedule = Select(
                 SCHEDULES, value="alternate", allow_blank=False, id="schedule-select", compact=True
             )
@@ -293,15 +285,14 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         with Horizontal(classes="form-row"):
             label, field_id, _, placeholder, tooltip = SLO_FIELD
             yield Label(label)
-            slo = FieldInput(placeholder=placeholder, id=field_id, compact=True)
-            slo.tooltip = tooltip
-            yield slo
+            yield FieldInput(placeholder=placeholder, id=field_id, compact=True, tooltip=tooltip)
             yield Label("client settings", classes="gap")
-            settings = FieldInput(
-                placeholder="optional, e.g. settings.json", id="client-settings", compact=True
+            yield FieldInput(
+                placeholder="optional, e.g. settings.json",
+                id="client-settings",
+                compact=True,
+                tooltip="client settings.json: api_key_env, model, timeout, retries, extra_body",
             )
-            settings.tooltip = "client settings.json: api_key_env, model, timeout, retries, extra_body"
-            yield settings
         with Horizontal(id="progress-row"):
             yield ProgressBar(total=1, show_eta=False, id="progress")
             yield Static("ready", id="phase")

@@ -1,9 +1,5 @@
-"""What the dashboard's screens are given when they are made: the board, the clock and what they may ask.
-
-Screens never reach into the app for their data: the dashboard, detail and alerts screens take a
-`ScreenContext`. A screen that shows one endpoint says which (`EndpointScreen.endpoint_in_view`, the
-bench's side A); one that shows log lines says so (`shows_log_lines`), so the app sends it each line.
-"""
+"""What the dashboard's screens are given when they are made: the board, the clock and what they may ask
+(screens never reach into the app)."""
 
 from __future__ import annotations
 
@@ -78,8 +74,7 @@ class ScreenContext:
         return FleetView(self._fleet_instances, self._trend)
 
     def _fleet_instances(self) -> list[Instance]:
-        """Each instance's reading, card status and alert severities (not its whole card: a refresh of
-        1,000 instances asks this of every one)."""
+        """Each instance's reading, card status and alert severities (not its whole card)."""
         from tui.fleet.table_rows import Instance
 
         board, now = self.board, self.clock.time()

@@ -1,17 +1,10 @@
-"""The dashboard: one card per endpoint, stacked on small terminals and in a grid on large ones; a table
-(one row per endpoint, sortable) when the cards do not fit, or on `v`. In fleet mode the table is the
-fleet's (`FleetTable`: grouped by model or job, with summary rows and the imbalance marks), with a line
-per group the what-if advisor has a calibrated answer for ("advice · group llama-8b: k=4 now · k=2
-would be 1.12x", tui/advice/fleet.py) above the table or the cards.
-
-What is hidden costs nothing: cards are made the first time the cards view shows (a fleet of 1,000
-instances in the table view has none), a hidden card or table is not updated, and is brought up to
-date with the latest data when it shows again. New endpoints and new data are taken in batches (one
-layout and one redraw per poll, not one per endpoint)."""
+"""The dashboard: one card per endpoint (stacked, or in a grid), or a table when they do not fit or on
+`v` (in fleet mode the fleet's, with the advisor's line per group). What is hidden costs nothing: cards
+are made when first shown, hidden views are brought up to date when shown, updates come in batches."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
@@ -52,11 +45,8 @@ NO_ENDPOINTS = (
 
 
 def card_layout(width: int, height: int, count: int, extra_rows: int = 0) -> tuple[int, bool] | None:
-    """(columns, roomy) for `count` cards in `width` x `height`, or None when they do not fit.
-
-    Roomy cards (sparklines with their ranges, every figure) in as many columns as fit, when all of
-    them fit without scrolling; else compact cards; else None: the table view shows them all.
-    """
+    """(columns, roomy) for `count` cards in `width` x `height`: roomy when all fit without scrolling,
+    else compact; None when even those do not fit (the table shows them)."""
     room = height - CHROME_ROWS
     cards = max(1, count)
     for min_width, card_rows, roomy in (
@@ -70,9 +60,8 @@ def card_layout(width: int, height: int, count: int, extra_rows: int = 0) -> tup
 
 
 def card_height(width: int, height: int, count: int, columns: int, roomy: bool, extra_rows: int = 0) -> int:
-    """The rows of each card in a layout of `card_layout`: all the room there is when it gives every card
-    enough for the detail's charts (`CHART_CARD_ROWS`, `CHART_MIN_WIDTH`), else the roomy or compact
-    height. The card then draws what its size holds (`tui.widgets.card_view.card_lines`)."""
+    """The rows of each card: all the room there is when every card gets the detail's charts, else the
+    roomy or compact height (the card draws what its size holds)."""
     base = (ROOMY_CARD_ROWS if roomy else COMPACT_CARD_ROWS) + extra_rows
     share = (height - CHROME_ROWS) // -(-max(1, count) // columns)
     content_width = (width - (columns - 1)) // columns - CARD_CHROME_COLUMNS  # a gutter between columns
@@ -185,8 +174,7 @@ class DashboardScreen(EndpointScreen):
         self.set_interval(AGE_TICK_S, self._tick_ages)
 
     def _ensure_cards(self) -> None:
-        """Every endpoint has its card (made with its latest data); a card that missed updates while
-        hidden gets the latest data."""
+        """Every endpoint has its card; one that missed updates while hidden gets the latest data."""
         for name in self._stale_cards:
             card = self._cards.get(name)
             if card is not None:
@@ -232,17 +220,11 @@ class DashboardScreen(EndpointScreen):
             cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
-        """New figures, an alert, a new endpoint: redraw soon, batched.
-
-        Every endpoint is polled on the same tick, so their readings arrive within milliseconds of
-        each other: one redraw `BATCH_DELAY_S` after the first covers them all (one frame per tick
-        instead of one per endpoint).
-        """
+        """New figures, an alert, a new endpoint: one redraw `BATCH_DELAY_S` after the first covers a tick."""
         self._mark_dirty((message.endpoint,), message.immediate)
 
     def on_endpoints_updated(self, message: EndpointsUpdated) -> None:
-        """The readings of a poll (a fleet refresh), in one message: as `EndpointUpdated` for each,
-        drawn now when the poll is whole."""
+        """The readings of a poll, as `EndpointUpdated` for each; drawn now when the poll is whole."""
         self._mark_dirty(message.endpoints, immediate=message.immediate)
 
     def _mark_dirty(self, names: Iterable[str], immediate: bool) -> None:
@@ -252,8 +234,7 @@ class DashboardScreen(EndpointScreen):
                 self._add_endpoint(name)
             self._dirty.add(name)
             if name not in self._read and name in readings:
-                # An endpoint's first figures are drawn now: the batching is for the steady state, and
-                # its delay would eat much of the start-up's budget (the first frame with figures).
+                # An endpoint's first figures are drawn now: batching is for the steady state.
                 self._read.add(name)
                 immediate = True
         if immediate:
@@ -272,8 +253,7 @@ class DashboardScreen(EndpointScreen):
         self._refresh_group_advice()
 
     def _update(self, names: set[str] | list[str]) -> None:
-        """New data for `names`, drawn by the view that shows; the hidden one is brought up to date
-        when it shows again (`_show_view`)."""
+        """New data for `names`, drawn by the view that shows (the other when it shows, `_show_view`)."""
         if not names:
             return
         if self.view == "cards":
@@ -283,10 +263,7 @@ class DashboardScreen(EndpointScreen):
                     card.update_data(self.context.card_data(name))
             return
         self._stale_cards.update(name for name in names if name in self._cards)
-        if self._fleet is not None:  # the fleet's table reads the board itself
-            self._fleet.refresh_rows()
-        else:
-            self._set_rows([_table_entry(self.context.card_data(name)) for name in names])
+        self._set_rows(names)
 
     def _refresh_gpu(self) -> None:
         """The GPU strip at the top, and one more row per card when any card shows a GPU line."""
@@ -325,8 +302,7 @@ class DashboardScreen(EndpointScreen):
             self._layout_for(self.size.width, self.size.height)
 
     def _tick_ages(self) -> None:
-        """Once a second: cards whose last scrape is late show their growing age; a table row (which
-        shows no age) only when its endpoint turns stale or stops being stale."""
+        """Once a second: late cards show their growing age; a table row only when it turns stale or back."""
         board = self.context.board
         now = self.context.clock.time()
         if now is None:  # a replay before its first record: no age yet
@@ -374,8 +350,7 @@ class DashboardScreen(EndpointScreen):
         if width <= 0 or height <= 0:
             return  # not laid out yet
         cards = self.query_one("#cards", Container)
-        # Roomy cards whenever they all fit without scrolling (the two endpoints of `spectop demo`
-        # in 80x24), in a grid from 120 columns on; compact otherwise; the table when even those do not.
+        # Roomy cards when all fit (the demo's two in 80x24), a grid from 120 columns, else compact.
         strip_rows, gpu_line = self._gpu_rows  # the GPU strip at the top; a GPU line on the cards
         strip_rows += self._advice_rows
         intro = self.query_one("#intro", Static)
@@ -405,10 +380,7 @@ class DashboardScreen(EndpointScreen):
         table = self._table()
         if view == "table":
             focused = self._focused_endpoint()
-            if self._fleet is not None:
-                self._fleet.refresh_rows()
-            else:
-                self._set_rows([_table_entry(self.context.card_data(name)) for name in self._names])
+            self._set_rows(self._names)
             if focused is not None and isinstance(table, EndpointTable):  # the cursor on the focused card
                 table.select(focused)
             if not isinstance(self.focused, Input):
@@ -429,13 +401,12 @@ class DashboardScreen(EndpointScreen):
     def _table(self) -> EndpointTable | FleetTable:
         return self._fleet if self._fleet is not None else self.query_one(EndpointTable)
 
-    def _set_rows(self, rows: list[tuple[EndpointRow, list[float | None]]]) -> None:
-        """New figures for the table: the endpoints' table takes rows, the fleet's reads the board itself
-        (`refresh_rows`)."""
+    def _set_rows(self, names: Iterable[str]) -> None:
+        """New figures for the table (the fleet's reads the board itself, `refresh_rows`)."""
         if self._fleet is not None:
             self._fleet.refresh_rows()
         else:
-            self._table().set_rows(rows)
+            self._table().set_rows([_table_entry(self.context.card_data(name)) for name in names])
 
     def action_toggle_view(self) -> None:
         self._chosen_view = "cards" if self.view == "table" else "table"
@@ -493,24 +464,19 @@ class DashboardScreen(EndpointScreen):
 
     def action_log_viewer(self) -> None:
         card = self._focused_card()
-        if card is None:
-            self.notify("select an endpoint first", severity="warning")
-            return
-        self.context.open_log(card.endpoint)
+        self._open(self.context.open_log, card.endpoint if card is not None else None)
 
     def action_edit(self) -> None:
-        name = self._focused_endpoint()
-        if name is None:
-            self.notify("select an endpoint first", severity="warning")
-            return
-        self.context.open_editor(name)
+        self._open(self.context.open_editor, self._focused_endpoint())
 
     def action_tune(self) -> None:
-        name = self._focused_endpoint()
+        self._open(self.context.open_tune, self._focused_endpoint())
+
+    def _open(self, opener: Callable[[str], None], name: str | None) -> None:
         if name is None:
             self.notify("select an endpoint first", severity="warning")
-            return
-        self.context.open_tune(name)
+        else:
+            opener(name)
 
     def action_filter(self) -> None:
         box = self.query_one("#card-filter", Input)

@@ -146,8 +146,7 @@ class DetailScreen(EndpointScreen):
         self.query_one("#charts-title", Static).update(f"last {label} · keys 1 2 3 w{legend}")
 
     def _refresh_gpu(self, start: float, end: float) -> None:
-        """The GPU section: memory, power and utilisation of the endpoint's GPUs over the window, or (`G`)
-        one row per GPU as it is now."""
+        """The GPU section: charts over the window, or (`G`) one row per GPU as it is now."""
         board = self.context.board
         view = board.gpus.get(self.endpoint)
         charts, rows = self.query_one(GpuCharts), self.query_one(GpuRowsPane)

@@ -1,10 +1,5 @@
-"""The config editor: a form of the schema's fields, the raw text, lint findings and the launch command.
-
-Keys: F2 form, F3 raw, F4 lint, F5 launch (ctrl+o flips form/raw), ctrl+s save (after the diff),
-ctrl+r save & restart, ctrl+z undo (the last form field change; in the raw view the text's own undo),
-c copy the launch command (OSC 52), y launch as CLI/YAML, escape close. Closing, and quitting the app
-(ctrl+q, ctrl+c), ask save / discard / cancel while there are unsaved changes.
-"""
+"""The config editor: the schema's form (F2), the raw text (F3), lint (F4) and the launch command (F5).
+Closing or quitting with unsaved changes asks save / discard / cancel."""
 
 from __future__ import annotations
 
@@ -91,8 +86,8 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
         client: httpx.AsyncClient | None = None,
         keep_recovery_note: Callable[[str], None] | None = None,
     ) -> None:
-        """`client`: the app's one httpx client (the /health wait after a restart; None: the dialog's own).
-        `keep_recovery_note`: told where the unsaved text went when the app fails (printed after it ends)."""
+        """`client`: the app's httpx client (None: the dialog's own); `keep_recovery_note`: told where the
+        unsaved text went when the app fails."""
         super().__init__()
         self.path = Path(path)
         self.client = client
@@ -140,8 +135,7 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
         self.load_file()
 
     def on_unmount(self) -> None:
-        # An unhandled exception ends the app with return code 1, and every screen is unmounted on the
-        # way out: the moment to keep the unsaved text (Textual's public API has no earlier hook).
+        # An unhandled exception unmounts every screen on the way out: keep the unsaved text now.
         if self.app.return_code not in (None, 0):
             note = self.write_recovery_copy()
             if note and self._keep_recovery_note is not None:
@@ -202,9 +196,8 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
         return True
 
     def action_next_field(self, step: int, page: bool = False) -> None:
-        """Focus the field `step` rows (or pages) below, above when negative, scrolled into view with its
-        section's title; from the last (first) field the form scrolls to its end (top). The focus stays
-        on a field in sight: the form scrolls only with it."""
+        """Focus the field `step` rows (or pages) below (above when negative), scrolled into view with its
+        section's title; the form scrolls only with the focus."""
         form = self.query_one("#form-fields", VerticalScroll)
         rows = list(self._rows.values())
         current = self._row_of(self.focused) if self.focused is not None else None

@@ -39,11 +39,7 @@ class EditorForm(EditorViews):
 
     async def _build_form(self) -> None:
         """Rebuild the form from the document; returns once a build that started after the call is done.
-
-        Raw edits arrive while a build is under way (a key typed then erased within 0.1 s): builds run
-        one at a time, and `_rows` holds only rows of a finished build, so an update never reaches a
-        row that is being removed or not yet composed.
-        """
+        Builds run one at a time, so an update never reaches a row being removed or not yet composed."""
         self._form_wanted = True
         async with self._form_lock:
             while self._form_wanted:

@@ -35,8 +35,7 @@ def file_text(text: str) -> Content:
 
 
 def short_path(path: Path, width: int) -> str:
-    """`path` as the user reads it: relative to the working folder or under `~` when it is, else whole;
-    longer than `width`, its leading folders become "…/" (the file's name and folder stay whole)."""
+    """`path` relative to the working folder or `~` when under them; too long, its leading folders "…/"."""
     text = str(path)
     with contextlib.suppress(ValueError):
         text = str(Path(os.path.abspath(path)).relative_to(Path.cwd()))

@@ -1,5 +1,4 @@
-"""The GPUs, one row per GPU (`g` on the dashboard or the detail screen): the card's summed GPU line
-expanded, as nvitop shows them, with the processes on each GPU where NVML lists them."""
+"""The GPUs, one row per GPU (`g`), as nvitop shows them, with their processes where NVML lists them."""
 
 from __future__ import annotations
 

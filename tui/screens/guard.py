@@ -1,11 +1,5 @@
-"""The fallback guard on the screen: its dialog (an offer: switch speculation off, or set the advisor's
-better k; or a past action's diff) and `DialogPorts`, how the core's `GuardController`
-(tui/advice/guard_control.py, which makes every decision) shows an offer, tells an action and records it.
-
-Keyboard only and sized for 80x24: the reason and figures on top, the diff in a scroll below, one line
-of keys. An offer answers True (y / enter: do it) or False (n / escape: decline); a past action's
-view closes with any of those keys.
-"""
+"""The fallback guard on the screen: its dialog (an offer, or a past action's diff; y / n) and
+`DialogPorts`, how the core's `GuardController` (which makes every decision) shows and records it."""
 
 from __future__ import annotations
 
@@ -90,8 +84,7 @@ class GuardDialog(ModalScreen[bool]):
 
 @dataclass
 class DialogPorts:
-    """The controller's ports on the screen side: the app gives its facts, its worker runner, its screen
-    stack and its notifications as callables (the ports never hold the app)."""
+    """The controller's ports on the screen side, as callables (they never hold the app)."""
 
     facts_of: Callable[[EndpointSettings], GuardFacts]
     run: Callable[[Coroutine[Any, Any, None], str], object]

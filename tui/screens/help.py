@@ -1,10 +1,5 @@
-"""The keys of the screen in view, generated from its bindings and the app's (never typed twice).
-
-Each binding's `tooltip` (or its footer `description`) says what it does; keys of one action, or with
-the same text, share a row. Bindings that do not apply here (`check_action` says no: + / - live,
-the bench in a replay) are left out. Two columns, so every screen's keys fit 80x24; the close hint
-is in the frame, visible without scrolling.
-"""
+"""The keys of the screen in view, generated from its bindings and the app's (never typed twice); keys
+that do not apply here are left out, two columns fit every screen's keys in 80x24."""
 
 from __future__ import annotations
 
@@ -45,9 +40,8 @@ class KeyRow:
 
 
 def declared_bindings(node: DOMNode, active: Iterable[ActiveBinding] = ()) -> list[Binding]:
-    """The node's bindings as Textual merges them, from public attributes: its classes' `BINDINGS`
-    (a subclass's key replaces its base's), then those bound at run time that `active` (a screen's
-    `active_bindings`) shows for the node (the app's command palette key)."""
+    """The node's bindings as Textual merges them (a subclass's key replaces its base's), then those bound
+    at run time that `active` shows for the node."""
     keys: dict[str, list[Binding]] = {}
     for cls in reversed(type(node).__mro__):
         if issubclass(cls, DOMNode) and "BINDINGS" in vars(cls):
@@ -70,8 +64,7 @@ def _spectops(node: DOMNode, active: Iterable[ActiveBinding] = ()) -> list[Bindi
 
 
 def action_state(screen: Screen[Any], action: str, node: DOMNode) -> bool | None:
-    """What `check_action` says of a binding's action (namespaced `app.` / `screen.` / `focused.`, else
-    the node's own), as Textual asks it before running the binding: False hides the key."""
+    """What `check_action` says of a binding's action, as Textual asks it: False hides the key."""
     app = screen.app
     namespace, name, parameters = actions.parse(action)
     targets: dict[str, DOMNode | None] = {"app": app, "screen": screen, "focused": screen.focused}
@@ -80,8 +73,7 @@ def action_state(screen: Screen[Any], action: str, node: DOMNode) -> bool | None
 
 
 def _focused_spectops(screen: Screen[Any]) -> list[tuple[str, DOMNode]]:
-    """The focused widget and its containers that have keys of spectop's own (the log pane's h), not the
-    editing keys every Input / TextArea has."""
+    """The focused widget and its containers with keys of spectop's own (not every Input's editing keys)."""
     chain: list[tuple[str, DOMNode]] = []
     node: DOMNode | None = screen.focused
     while node is not None and node is not screen:
@@ -102,14 +94,9 @@ def _declared_by_spectop(node: DOMNode) -> set[str]:
 
 
 def key_rows(screen: Screen[Any]) -> list[KeyRow]:
-    """This screen's keys first (with those of the focused widget: the log pane's), then the app's; one
-    row per action (keys with the same text merged).
-
-    A key has one meaning here: the binding Textual runs for it. The focused widget's come first, then
-    the screen's, then the app's, so the alerts screen's `a` (back) hides the app's `a` (alerts) and
-    the bench's ctrl+c (cancel) the app's (quit); a key the screen passes on to the same app action
-    (the bench's `p`) keeps the app's row.
-    """
+    """This screen's keys (the focused widget's first), then the app's, one row per action. A key has the
+    one meaning Textual runs: the screen's `a` hides the app's; a key passed on to the app's action keeps
+    the app's row."""
     app = screen.app
     rows: dict[tuple[str, str], KeyRow] = {}
     claimed: set[str] = set()

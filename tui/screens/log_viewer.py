@@ -1,11 +1,5 @@
-"""An endpoint's log, full screen (`l` on the dashboard or the detail screen), toolong-class.
-
-The file opens at its tail at once whatever its size (tui/telemetry/log_window.py reads the last page;
-scrolling past the top reads the page before). Lines read as in the detail's log pane: logger prefixes cut
-to the time, figures highlighted, errors and warnings in their colours, HTTP access lines hidden and
-counted (`h` shows them). Keys: `/` search, `n` / `N` next / previous match, `e` / `E` next / previous
-error or warning, `f` follow on / off, `w` wrap on / off, arrows, page keys, `home` / `end` (`g` / `G`).
-"""
+"""An endpoint's log, full screen (`l`), toolong-class: opens at its tail whatever its size, reads older
+pages on scrolling up; search, errors, follow and wrap."""
 
 from __future__ import annotations
 
@@ -33,8 +27,7 @@ LEVEL_STYLES = {"error": "$error bold", "warning": "$warning", "info": ""}
 
 
 def wrap_points(text: str, width: int) -> list[tuple[int, int]]:
-    """Where a line wraps at `width`: after the last space that fits (a figure and its unit stay on one
-    row: "1.02 s" never becomes "1.02" / "s"), else at the width (a word longer than a row)."""
+    """Where a line wraps at `width`: after the last space that fits ("1.02 s" stays whole), else at it."""
     rows, start = [], 0
     while len(text) - start > width:
         cut = text.rfind(" ", start, start + width + 1)
@@ -61,8 +54,7 @@ _UNITS = {"ms", "s", "tokens/s", "tok/s", "tokens", "reqs", "GiB", "MiB", "GB", 
 
 
 class LogView(Widget, can_focus=True):
-    """The visible part of the window's lines, from `top`; wrapped or cut at the width (then `→` marks
-    a line that goes on: scroll right with the wrap on, `w`)."""
+    """The visible part of the window's lines from `top`, wrapped or cut (`→` marks a line that goes on)."""
 
     DEFAULT_CSS = """
     LogView { height: 1fr; padding: 0 1; }
@@ -313,8 +305,7 @@ class LogViewerScreen(Screen[None]):
         self._status()
 
     async def _find(self, step: int, matches: object) -> bool:
-        """The next line (by `step`) from the current one that `matches`; older pages are read when the
-        search runs past the top. False when there is none."""
+        """The next line (by `step`) that `matches`, reading older pages past the top; False when none."""
         view = self.view
         start = view.current if view.current is not None else view.top - (1 if step > 0 else 0)
         start = max(-1, min(start, view.count))

@@ -1,13 +1,5 @@
-"""The tune screen (`T` on an endpoint with a config file and a restart command).
-
-Choose the values and loads, run (ctrl+r), watch the table and the curves fill in (decode tokens/s and
-acceptance per value, one line per concurrency), cancel (escape: the file is restored and the server
-restarted), then "apply best" (a): the diff is shown, y writes it and restarts. `c` calibrates the
-what-if advisor instead (`spectop tune --calibrate`, tui/advice/calibrate.py: a few k around the file's
-own at the loads seen live, the file restored): the fitted step-cost model is kept and handed to
-`on_calibrated`, so the dashboard's advice uses it at once. Everything the screen needs comes through its
-constructor; the sweep itself is `tui.tune.runner.TuneRun`.
-"""
+"""The tune screen (`T`): run a sweep (ctrl+r), watch the table and curves, cancel (the file restored),
+apply the best (a); or calibrate the what-if advisor (c), its model handed to `on_calibrated`."""
 
 from __future__ import annotations
 
@@ -70,8 +62,7 @@ def screen_words(text: str) -> str:
 
 
 def tune_rows(result: TuneResult) -> tuple[list[str], list[list[str]]]:
-    """The tune table as text: the header and one row per value (value, then per concurrency tok/s,
-    ×base and 95% CI, then acceptance)."""
+    """The tune table as text: a header and one row per value."""
     header = ["value"]
     for concurrency in result.concurrencies:
         header += [f"c={concurrency} tok/s", "×base", "95% CI"]
@@ -98,8 +89,7 @@ def tune_rows(result: TuneResult) -> tuple[list[str], list[list[str]]]:
 def fitting_columns(
     header: list[str], rows: list[list[str]], concurrencies: list[int], width: int
 ) -> tuple[list[int], str]:
-    """The columns that fit in `width` whole (each with a cell of padding either side): all of them,
-    else without the 95% CI columns, else the first concurrencies only; and what was left out."""
+    """The columns that fit `width` whole (fewer CIs, then fewer concurrencies), and what was left out."""
 
     def cells(index: int) -> int:
         return (

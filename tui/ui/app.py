@@ -1,10 +1,5 @@
-"""SpectopApp: the dashboard, fed by one source (live endpoints, or a recording played back).
-
-The app composes: it holds a `Source` (tui/sources) whose updates it applies to the `Board` (plain
-data) in a worker, tells the screens with `EndpointUpdated`, binds the keys, and owns themes and
-screenshots. Whatever differs between live and replay is a property of the source. Screens are
-given what they need (`ScreenContext`) when they are made.
-"""
+"""SpectopApp: the dashboard, fed by one `Source` (live or replay) whose updates it applies to the `Board`
+and tells the screens; it binds the keys and owns themes and screenshots."""
 
 from __future__ import annotations
 
@@ -65,28 +60,18 @@ if TYPE_CHECKING:
     from tui.advice.stepcost import StepCostModel
 
 YIELD_EVERY = 200  # updates applied in a row at most before the screens get a turn
-# Fleet mode: once the first refresh is drawn, the objects alive then (Textual's, the modules', the
-# board's first readings and rows) are moved out of the garbage collector's sight (`gc.freeze`): every
-# full collection scanned them all again, and a 1,000-instance refresh makes enough objects to set one
-# off every few refreshes (a large share of a refresh's CPU, `bench_fleet_dashboard.py`). And young
-# collections come every FLEET_GC_THRESHOLD objects rather than every 700 (a refresh makes some
-# 100,000, most of them gone by the next: far fewer collections per refresh). Undone on exit
-# (`gc.unfreeze`, the thresholds as they were), so that an app run in a test process leaves nothing
-# uncollectable behind.
+# Fleet mode: once the first refresh is drawn, the objects alive are frozen out of the collector's sight,
+# young collections come less often (a refresh makes some 100,000 short-lived objects); undone on exit.
 FREEZE_HEAP_IN_FLEET_MODE = True
 FREEZE_HEAP_AFTER_S = 2.0  # after the first readings were told to the screens
 FLEET_GC_THRESHOLD = 50_000
-# The guard is made this long after the first figures came (they are drawn meanwhile, even on a loaded
-# machine), or at the latest this long after the start (an endpoint that never answers); its modules are
-# imported in a thread: a third of spectop's imports, on the event loop they would delay the first frame
-# with figures and freeze the keys. The sustained alert it acts on takes longer (30 s by default).
+# The guard's imports (a third of spectop's) run in a thread after the first figures, or at the latest.
 GUARD_AFTER_FIGURES_S = 2.0
 GUARD_AT_THE_LATEST_S = 5.0
 
 
 def fit_parts(parts: list[str], width: int) -> list[str]:
-    """The subtitle's parts that fit in `width`, whole: the poll interval goes first, then the parts after
-    the first; the first (what matters most: Prometheus DOWN) and the last (the alert count) stay."""
+    """The subtitle's parts that fit `width`, whole: the poll interval goes first, never the first or last."""
     kept = list(parts)
     while len(" · ".join(kept)) > width and len(kept) > 2:
         interval = next((index for index, part in enumerate(kept) if part.startswith("every ")), None)
@@ -129,10 +114,8 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         step_costs: KeptModels | None = None,
         bench_pair: tuple[str, str] | None = None,
     ) -> None:
-        """`source` as given, else a replay of `replay_path`, else the live endpoints of `settings`.
-        `intro`: a line the dashboard shows until the first key (`spectop demo`'s story). `step_costs`:
-        the advisor's step-cost models (default: read from spectop's data folder; none in a replay).
-        `bench_pair`: the burst screen's A and B whichever card is focused (the demo's: MTP off, MTP on)."""
+        """`source` as given, else a replay of `replay_path`, else the live endpoints of `settings`; `intro`:
+        the demo's line until the first key; `bench_pair`: the burst screen's A and B."""
         super().__init__()
         honour_no_color(self)
         self.settings = settings
@@ -158,8 +141,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         )
         self._wall_clock = clock
         self._restarting: str | None = None  # the endpoint of a planned restart under way
-        # The fallback guard (core: every decision), made after the first frame with figures (its imports
-        # are large).
+        # The fallback guard (core: every decision), made after the first frame with figures.
         self.guard: GuardController | None = None
         self._guard_timed = False  # the first figures set the guard's timer
         self._guard_started = False
@@ -172,8 +154,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         self._remember_theme_choice = remember_theme_choice
         self.theme_names: list[str] = []
         self.bench_pair = bench_pair
-        # Before the app runs: its first CSS parse has the theme's colours (set in on_mount, every style was
-        # parsed twice and applied again before the first frame).
+        # Before the app runs, so that the first CSS parse has the theme's colours.
         self._theme_problems = self._load_themes()
 
     # --- what tests and scripts read ------------------------------------------------------------------------
@@ -236,9 +217,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         self.set_timer(GUARD_AT_THE_LATEST_S, self._start_guard)
 
     def _start_guard(self) -> None:
-        """The fallback guard (`ask` offers a dialog, `auto` switches speculation off), made once the first
-        figures are on screen: it brings the tuner and the burst engine, a third of spectop's imports. The
-        sustained acceptance alert it acts on takes longer than that to start."""
+        """The fallback guard, made once the first figures are on screen (its imports are large)."""
         if not self._guard_started:
             self._guard_started = True
             self.run_worker(self._make_guard(), name="guard", group="guard start", exit_on_error=False)
@@ -383,8 +362,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
                 self.notify(message, title=title, severity=severity, timeout=6, markup=False)
 
     def _guard_facts(self, endpoint: EndpointSettings) -> GuardFacts:
-        """What only the app knows for the guard: a planned restart under way, and whether the user is
-        at the endpoint's config (its editor, or a tune of it, on the screen stack)."""
+        """What only the app knows for the guard: a planned restart, and whether the user is editing."""
         from tui.advice.guard_control import GuardFacts  # lazy: +16% on the first frame
         from tui.screens.editor import EditorScreen  # not before the first frame (a test)
         from tui.screens.tune import TuneScreen  # lazy: +13% on the first frame
@@ -616,8 +594,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
     # --- themes and header ----------------------------------------------------------------------------------
 
     def _load_themes(self) -> list[str]:
-        """Registers the theme files' themes and sets the remembered one (else spectop's); returns the
-        problems of the files skipped."""
+        """Registers the theme files' themes, sets the remembered one; returns the problems."""
         folders = self._theme_folders
         loaded = load_themes(folders) if folders is not None else load_themes()
         for theme in loaded.themes.values():
@@ -635,22 +612,16 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         """Any theme change (t, or the palette's theme picker) is remembered for the next run."""
         if self._remember_theme_choice and self.is_running and theme.name != self._saved_theme:
             self._saved_theme = theme.name
-            self.run_worker(self._save_theme_choice(theme.name), name="remember theme")
+            self.run_worker(self._save_choice(remember_theme, theme.name), name="remember theme")
 
-    async def _save_theme_choice(self, name: str) -> None:
-        problem = await asyncio.to_thread(remember_theme, name)
+    async def _save_choice(self, remember: Callable[[Any], str | None], choice: object) -> None:
+        problem = await asyncio.to_thread(remember, choice)
         if problem:
             self.notify(problem, severity="warning")
 
     def _remember_table(self, choice: TableChoice) -> None:
-        self.run_worker(
-            self._save_table_choice(choice), name="remember table", group="remember-table", exclusive=True
-        )
-
-    async def _save_table_choice(self, choice: TableChoice) -> None:
-        problem = await asyncio.to_thread(remember_table, choice)
-        if problem:
-            self.notify(problem, severity="warning")
+        work = self._save_choice(remember_table, choice)
+        self.run_worker(work, name="remember table", group="remember-table", exclusive=True)
 
     def _update_subtitle(self) -> None:
         self._subtitle_due = False

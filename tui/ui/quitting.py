@@ -1,10 +1,5 @@
-"""Every way out of a spectop app asks first when a screen holds unsaved work (the config editor).
-
-ctrl+q, ctrl+c (which quits, like in htop or k9s, unless the screen uses it: the bench cancels a
-burst with it) and the palette's quit all run `action_quit`;
-a screen that `AsksBeforeQuitting` and whose `ask_before_quitting()` returns True has taken over: it
-asks (save / discard / cancel) and exits the app itself when the user agrees.
-"""
+"""Every way out of a spectop app (ctrl+q, ctrl+c, the palette) asks first when a screen holds unsaved work:
+a screen whose `ask_before_quitting()` is True asks and exits the app itself."""
 
 from __future__ import annotations
 

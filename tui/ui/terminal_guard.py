@@ -1,16 +1,5 @@
-"""What every spectop App does to keep the terminal safe: nothing raw drawn, and the terminal given back.
-
-* One net under all drawn text: every spectop App adds `DropControls` to its line filters (Textual's public
-  `App.get_line_filters`, applied to every widget's lines, borders and titles included), which drops the
-  control characters from each segment's text (`tui.sanitize.drop_controls`; they take no cell, so the
-  layout is unchanged). Widgets still make untrusted text readable with `safe_line`; this net catches a
-  label built from a file, a server or a recording that forgot it.
-* SIGTERM and SIGHUP (a logout, `kill`, a closing SSH session) end the app the way `q` does, from the
-  event loop (`exit_on_signals`): Textual leaves the alternate screen, turns mouse reporting off and stops
-  its input thread, which would otherwise spin on a closed terminal and keep the process alive. An editor
-  holding unsaved text writes its recovery copy first. `run_app` runs an App so, and lets go of the input
-  thread whatever way `App.run` ended.
-"""
+"""What every spectop App does to keep the terminal safe: control characters dropped from all drawn text
+(a net under `safe_line`), and SIGTERM / SIGHUP ending the app as `q` does, so the terminal is given back."""
 
 from __future__ import annotations
 
@@ -54,14 +43,8 @@ class GuardsDrawnText(App[Any]):
         return [*super().get_line_filters(), _DROP_CONTROLS]
 
 
-# --- signals -----------------------------------------------------------------------------------------------
-#
-# A signal handler installed with `signal.signal` runs in the main thread between two bytecodes, which may
-# be inside Textual's shutdown or a queue's locked section: raising there (KeyboardInterrupt) can leave
-# Textual's input or writer thread waiting forever. So the handler only schedules the exit on the event
-# loop (`call_soon_threadsafe` writes one byte to the loop's wake-up pipe), or, before the app's loop
-# runs, leaves it for `exit_on_signals` to act on.
-
+# --- signals: the handler only schedules the exit on the event loop (raising inside Textual's shutdown
+# could leave its threads waiting forever).
 
 _SignalHandler = Callable[[int, FrameType | None], Any] | int | None  # what signal.signal returns
 
@@ -91,8 +74,7 @@ def signal_state(app: App[Any]) -> SignalState:
 def _handler(app: App[Any]) -> Callable[[int, FrameType | None], None]:
     def handle(number: int, _frame: FrameType | None) -> None:
         if number == signal.SIGHUP:
-            # The terminal hung up: the kernel sends SIGCONT next, on which Textual would start its
-            # application mode again (new threads, writes to a dead terminal) in the middle of the exit.
+            # Hung up: Textual would restart its application mode on the SIGCONT that follows.
             with contextlib.suppress(ValueError, OSError):
                 signal.signal(signal.SIGCONT, signal.SIG_DFL)
         state = signal_state(app)

@@ -1,14 +1,5 @@
-"""Colour themes as data files.
-
-Themes come from `tui.paths.themes_dir()` (shipped) and then the user's
-`$XDG_CONFIG_HOME/spectop/themes/` (a user theme with a shipped name replaces it).
-A broken file is reported (file and field) and skipped. The chosen theme is kept by `tui.state`.
-
-NO_COLOR (https://no-color.org): Textual alone turns colours into greys, still 256/true-colour codes, and
-a focused card is then only a lighter grey. `honour_no_color` makes the output carry no colour at all
-(the terminal's default foreground and background) and marks focus with shapes and reverse video
-instead; spectop never relies on colour alone otherwise (status words, badges, switches say on/off).
-"""
+"""Colour themes as data files (shipped, then the user's; a broken file is reported and skipped), and
+NO_COLOR (https://no-color.org) honoured with no colour codes at all, focus shown by shape."""
 
 from __future__ import annotations
 
@@ -128,11 +119,8 @@ def next_theme(current: str, names: list[str]) -> str:
     return names[(names.index(current) + 1) % len(names)]
 
 
-# Focus and selection without colour: a heavy border, reverse video. Loaded only under NO_COLOR.
-# Textual's compact footer gives every key `margin-right: 1`, the docked command-palette key too: the keys
-# that overflow at 80 columns then show one character at the right edge ("^p paletteh"). Both apps use it.
-# On a dialog only the newest toast shows, at the top: the dialog's keys are on its last lines (the
-# middle of the screen or lower), and a toast must not hide them. The others show when it closes.
+# Focus and selection without colour (loaded only under NO_COLOR); the footer's last key's margin dropped;
+# on a dialog, only the newest toast shows, at the top, never over its keys.
 FOOTER_CSS = """
 Footer.-compact FooterKey.-command-palette { margin-right: 0; padding-right: 1; }
 ModalScreen > ToastRack { dock: top; align: right top; margin-bottom: 0; }
@@ -152,8 +140,7 @@ Input > .input--placeholder { text-style: italic; }
 
 
 def honour_no_color(app: App[Any]) -> None:
-    """Under NO_COLOR: no colour codes (Textual's greys become the terminal's defaults), focus shown by
-    shape and reverse video. Call from the App's `__init__`."""
+    """Under NO_COLOR: no colour codes, focus shown by shape and reverse video. Call from `__init__`."""
     if not app.no_color:
         return
     app._filters[:] = [NoColor() if isinstance(item, Monochrome) else item for item in app._filters]

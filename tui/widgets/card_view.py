@@ -1,7 +1,4 @@
-"""What one endpoint looks like right now: status, figures and the lines of its card.
-
-Every figure reads as the vocabulary (`tui.format`) says, here as on every other screen.
-"""
+"""What one endpoint looks like right now: status, figures and the lines of its card."""
 
 from __future__ import annotations
 
@@ -81,8 +78,7 @@ def _tail(model: str, keep: int, limit: int) -> str:
 
 
 def short_model(model: str, width: int, peers: Sequence[str] = ()) -> str:
-    """`model` in `width` columns, shortened from the left ("…DeepSeek-V3-0324"); when `peers` (the other
-    endpoints' models) share a long prefix with it, the part that differs is kept ("…70B-Instruct")."""
+    """`model` in `width` columns, cut from the left; with `peers`, the part that differs from theirs kept."""
     if len(model) <= width:
         return model
     if width < 2:
@@ -102,8 +98,7 @@ def short_model(model: str, width: int, peers: Sequence[str] = ()) -> str:
 def reading_status(
     reading: EndpointReading | None, now: float | None, stale_after_s: float, *, restarting: bool = False
 ) -> Status:
-    """An endpoint's status from its newest reading (`CardData.status`; the fleet's table asks it of
-    every instance at every refresh, without a `CardData` each)."""
+    """An endpoint's status from its newest reading (the fleet's table asks it without a `CardData`)."""
     if reading is None:
         return "waiting"
     if not reading.up:
@@ -214,8 +209,7 @@ class CardData:
         return [] if line is None else [line]
 
     def title(self, width: int | None = None, peers: Sequence[str] | None = None) -> str:
-        """ "name · backend · model"; in `width` columns the model is cut from the left (`short_model`),
-        keeping what differs from `peers` (by default the other endpoints' models, `peer_models`)."""
+        """ "name · backend · model", the model cut to `width` as `short_model` does."""
         if peers is None:
             peers = self.peer_models
         reading = self.reading
@@ -251,8 +245,7 @@ class CardData:
         return self.text(name)
 
     def caveat(self) -> str | None:
-        """Why the figures cover less than usual or lag: the first reading's lifetime figures, a restart, a
-        short window, finished requests."""
+        """Why the figures cover less than usual or lag (lifetime figures, a restart, a short window)."""
         figures = self.figures
         if figures.lifetime is not None:
             return LIFETIME_CAVEAT
@@ -279,10 +272,8 @@ def _label(text: str) -> tuple[str, str]:
 
 
 def badge_line(data: CardData, width: int) -> Content:
-    """Alert badges, then the scrape error when down (or the worst alert's message, or the caveat).
-
-    Badges are never cut: those that do not fit in `width` are counted ("+2"), and the message gets what
-    is left, in whole words."""
+    """Alert badges, then the scrape error, worst alert or caveat; badges that do not fit are counted
+    ("+2"), the message gets what is left, in whole words."""
     badges: list[tuple[str, str]] = []
     for alert in sorted(data.alerts, key=lambda alert: alert.severity != "critical"):
         label, style = SEVERITY_BADGE[alert.severity]
@@ -304,8 +295,7 @@ def badge_line(data: CardData, width: int) -> Content:
 
 
 def _badge_message(data: CardData) -> tuple[str, str] | None:
-    """The badge line's message and its style: the scrape error, the worst alert's message, the figures
-    dropped, the caveat or the advice."""
+    """The badge line's message and its style."""
     reading = data.reading
     caveat = data.caveat()
     if reading is not None and reading.error:
@@ -420,8 +410,7 @@ def _positions_line(data: CardData, width: int) -> Content:
 
 
 def figure_lines(data: CardData, width: int) -> list[Content]:
-    """`FIGURE_LINES` lines in `width`: `FLOWING_FIGURES` on two (the first `FIRST_LINE_FIGURES` on the
-    first as far as they fit), then the per-position acceptance alone, with as many positions as fit."""
+    """`FIGURE_LINES` lines: `FLOWING_FIGURES` on two, then the per-position acceptance alone."""
     lines: list[list[tuple[str, str]]] = [[]]
     used = 0
     for count, key in enumerate(FLOWING_FIGURES):
@@ -466,9 +455,7 @@ def charts_fit(data: CardData, width: int, height: int) -> bool:
 
 
 def chart_lines_of(data: CardData, width: int, height: int) -> list[Content]:
-    """The detail screen's charts (tokens/s, TTFT, acceptance) over the last `CARD_CHART_WINDOW_S`, with
-    their y ranges, the time axis and the restart / config-change markers, from the card's own history;
-    then the figures and the badges. `height` lines; a down endpoint's first line says for how long."""
+    """The detail screen's charts over the last `CARD_CHART_WINDOW_S`, then the figures and the badges."""
     history = data.history
     end = data.now if data.now is not None else (history.times[-1] if history else 0.0)
     start = end - CARD_CHART_WINDOW_S
@@ -489,8 +476,7 @@ def chart_lines_of(data: CardData, width: int, height: int) -> list[Content]:
 
 
 def card_lines(data: CardData, width: int, height: int) -> list[Content]:
-    """What a card of `width` x `height` (its content) shows: the charts when they fit, else the roomy
-    sparklines when their lines fit, else the three compact lines."""
+    """What a card shows: the charts when they fit, else the roomy sparklines, else three compact lines."""
     if charts_fit(data, width, height):
         return chart_lines_of(data, width, height)
     if height >= ROOMY_LINES + len(data.gpu_line(width)):

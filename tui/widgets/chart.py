@@ -1,18 +1,5 @@
-"""Charts and sparklines of one series: the scale they are drawn on, and the detail screen's block chart.
-
-The scale (`scale_for`) is what keeps a picture honest:
-- a span floor, so noise does not fill the height: the axis spans at least `floor` (in the series'
-  unit) and at least `RELATIVE_FLOOR` of the largest value; 0.2 ms of TTFT noise around 6.5 ms is a
-  ripple, not a cliff;
-- zero at the bottom: a flat 0.0 (an idle endpoint) is drawn at the floor of the chart, never at
-  mid-height, and a series that is never negative is never drawn against a negative axis;
-- not from zero either: TTFT at 40 ± 5 ms is drawn on 35..45 ms, not as a solid block from 0.
-The range it used is printed next to the picture (`Scale.text`) so the height means something: after a
-card's sparkline, and at the left of the detail charts (top and bottom value), with a time axis under them
-("-5 min … now") and markers for restarts (R) and config changes (C) at the time they happened.
-
-The drawing (`sparkline`, `bucketed`, `chart_rows`, `chart_lines`, `time_axis`) is pure text; only
-`Chart` and `TimeAxis` are widgets.
+"""Charts and sparklines of one series. `scale_for` keeps a picture honest: a span floor (noise is a
+ripple, not a cliff), zero at the bottom for a series never negative, and the range printed beside it.
 """
 
 from __future__ import annotations
@@ -112,11 +99,7 @@ Marker = tuple[float, str]  # (time, kind): kind is "restart" or "config" (a sav
 def sparkline(
     values: Sequence[float | None], width: int, low: float | None = None, high: float | None = None
 ) -> str:
-    """The last `width` values as block characters; unknown values are blanks.
-
-    The scale runs from `low` to `high` (default: the smallest and largest known values), so a
-    flat line shows as a flat line.
-    """
+    """The last `width` values as block characters on `low`..`high`; unknown values are blanks."""
     if width <= 0:
         return ""
     tail = list(values)[-width:]
@@ -146,11 +129,8 @@ def _column(time: float, start: float, end: float, columns: int) -> int:
 def bucketed(
     times: Sequence[float], values: Sequence[float | None], start: float, end: float, columns: int
 ) -> list[float | None]:
-    """`columns` means over equal slices of [start, end].
-
-    A slice with samples but no known value (endpoint down, figure missing) is None; a slice with
-    no sample at all (columns narrower than the poll interval) repeats the slice before it.
-    """
+    """`columns` means over equal slices of [start, end]: None for a slice with no known value, the slice
+    before repeated for one with no sample at all."""
     if columns <= 0 or end <= start:
         return []
     sums = [0.0] * columns
@@ -178,8 +158,7 @@ def bucketed(
 
 
 def marker_columns(markers: Sequence[Marker], start: float, end: float, columns: int) -> dict[int, str]:
-    """column -> kind of the markers inside [start, end], on the columns of `bucketed` (a restart wins
-    over a config change in the same column)."""
+    """column -> kind of the markers inside [start, end] (a restart wins over a config change)."""
     if columns <= 0 or end <= start:
         return {}
     result: dict[int, str] = {}
@@ -242,8 +221,7 @@ def _gutter(text: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class ChartSpec:
-    """What a detail chart shows: a figure (and history series) `key`, in its style, on its scale; its label
-    and the text of its values and axis are the vocabulary's (`tui.format.FIGURES`)."""
+    """What a detail chart shows: a figure `key` in its style and scale, in the vocabulary's words."""
 
     key: str
     style: str
@@ -281,13 +259,8 @@ def chart_lines(
     value: tuple[str, str] | None = None,
     bound: tuple[float, float | None] | None = None,
 ) -> list[Content]:
-    """A detail chart `height` lines tall: a title (label, current value), then the chart with its y range
-    at the left (top and bottom value; in the title when the chart is one row), markers as columns.
-
-    `value` (text, style) is the title's current value as the caller shows it (a card: the figure, as a
-    bound when it is one, in its acceptance colour); by default the newest known value of the series.
-    `bound`: samples of the window were a histogram bound (a quantile in the first or the +Inf bucket),
-    left as gaps: the chart says so, never plotting the interpolated value as if it were measured."""
+    """A detail chart: a title (label, `value` or the newest value), then the rows with their y range.
+    `bound`: some samples were a bucket bound, left as gaps and said, never plotted as measured."""
     rows_count = max(1, height - 1)
     columns = max(1, width - GUTTER)
     tail = bucketed(times, values, start, end, columns)
@@ -342,8 +315,7 @@ def _reads_exactly(seconds: float) -> bool:
 
 
 def _tick_step(span: float, columns: int) -> int | None:
-    """The smallest tick step at least TICK_SPACING columns apart whose every label reads exactly: two ticks
-    never read the same ("-4 min  -4 min" at 200 columns)."""
+    """The smallest tick step TICK_SPACING apart whose labels read exactly (never "-4 min  -4 min")."""
     for step in TICK_STEPS_S:
         if step / span * columns < TICK_SPACING:
             continue
@@ -353,8 +325,7 @@ def _tick_step(span: float, columns: int) -> int | None:
 
 
 def time_axis(start: float, end: float, width: int, markers: Sequence[Marker] = ()) -> Content:
-    """The time axis under the charts (same gutter and columns): "-5 min  -4 min … now", and the markers'
-    letters (R restart, C config change) at their columns; a tick that would overlap a marker is left out."""
+    """ "-5 min  -4 min … now" under the charts, with the markers' letters; ticks never overlap them."""
     columns = max(1, width - GUTTER)
     cells: list[tuple[str, str] | None] = [None] * columns
     for column, kind in marker_columns(markers, start, end, columns).items():
@@ -419,8 +390,6 @@ class Chart(Widget):
         value: tuple[str, str] | None = None,
         bound: tuple[float, float | None] | None = None,
     ) -> None:
-        """Samples at `times`, drawn over the window [start, end] (one column per slice of it); `value`:
-        the title's figure as the screen shows it; `bound`: some samples were a bucket bound (gaps)."""
         self.times, self.values, self.start, self.end = times, values, start, end
         self.markers = list(markers)
         self.value, self.bound = value, bound

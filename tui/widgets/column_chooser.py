@@ -1,8 +1,4 @@
-"""The table view's column chooser (`c` on the table): which columns show, and in which order.
-
-A list of every column with `[x]` / `[ ]`: space shows or hides the highlighted one, shift+up / shift+down
-(or `K` / `J`) move it, enter applies, esc leaves the table as it was. The name column always shows.
-"""
+"""The table view's column chooser (`c`): space shows or hides, shift+up/down move, enter applies."""
 
 from __future__ import annotations
 

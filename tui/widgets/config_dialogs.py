@@ -56,8 +56,7 @@ class ConfirmDialog(ModalScreen[str | None]):
 
 
 def diff_text(diff: str) -> Text:
-    """A unified diff, coloured; each line made safe (a file's text is untrusted: TOML comments may
-    hold C1 controls and bidi overrides)."""
+    """A unified diff, coloured, each line made safe (TOML comments may hold controls)."""
     text = Text()
     for line in map(safe_line, diff.splitlines()):
         style = ""
@@ -110,9 +109,7 @@ class DiffDialog(ModalScreen[bool]):
 
 
 class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
-    """Runs the restart command, shows its output, then waits for /health (with a timeout); escape
-    closes (and stops). When the command fails or the server does not come back, the error lines of
-    the endpoint's log since the restart say why."""
+    """Runs the restart command, then waits for /health; on failure the log's error lines say why."""
 
     DEFAULT_CSS = """
     RestartDialog { align: center middle; }

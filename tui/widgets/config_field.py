@@ -102,8 +102,7 @@ class ConfigFieldRow(Widget):
         limits = f"  {self.spec.range_text}" if self.spec.range_text else ""
         return f"{self.spec.help}{limits}"
 
-    # A row being removed (the form is rebuilt after a raw edit) or not yet composed has no children:
-    # updates then only change the row's state, which compose() shows if the row is still to be built.
+    # A row being removed or not yet composed has no children: only its state changes.
 
     def set_error(self, error: str | None) -> None:
         self._error = error

@@ -1,19 +1,6 @@
-"""Fields that take text only once the user chose to type, as in htop and k9s.
-
-A focused `FieldInput` is in command mode: its letters are the screen's keys (`?` help, `q` quit, `a`
-apply …) and its editing keys do nothing. `enter` or `i` enters edit mode (a click too) with the text as
-it is, to change it; a digit (or `.`, `,`, `-`) that is no key of the screen here starts a new value: it
-replaces the text, as typing into a spreadsheet cell does (a bound key such as the detail screen's `1`
-stays a command). In edit mode `enter` applies the text (Input.Submitted), `esc` cancels: the text is
-what it was when editing started, and nothing is applied. Moving the focus away leaves edit mode with
-the text as typed (the editor's form applies it). `RawTextArea` is the same for the config editor's raw
-view: it can be scrolled and read in command mode, `i` / `enter` start editing, `esc` stops (keeping the
-text: its changes are the document's).
-
-Both run their own bindings (`i`, `enter`, `esc`, backspace, the cursor keys) as their key arrives:
-Textual runs a focused widget's bindings only once the key has bubbled up to the App, and by then the
-widget has handled the keys that came after it. At tmux or paste speed `i BSpace 2` typed the `2` in
-command mode before `i` took effect, and the backspace came last.
+"""Fields that take text only once the user chose to type, as in htop and k9s: in command mode their
+letters are the screen's keys; `enter`/`i` (or a digit, spreadsheet-style) start editing, `esc` cancels.
+Their bindings run as the key arrives, so that keys at tmux or paste speed keep their order.
 """
 
 from __future__ import annotations
@@ -36,8 +23,7 @@ NUMBER_START = frozenset("0123456789.,-")  # characters that start typing when n
 
 
 async def run_own_binding(widget: Widget, event: events.Key) -> bool:
-    """Run `widget`'s own binding for the key now, in the order the keys came; False when it has none
-    that acts here (the key then goes on as usual)."""
+    """Run `widget`'s own binding for the key now; False when it has none that acts here."""
     active = widget.screen.active_bindings.get(event.key)
     if active is None or active.node is not widget or not active.enabled:
         return False
@@ -117,8 +103,7 @@ class FieldInput(Input):
         self._set_editing(False)
         await super().action_submit()
 
-    # Textual calls the handler of every class in the MRO: prevent_default() keeps Input's from running
-    # (the key still bubbles to the screen's bindings); in edit mode Input's handlers run as usual.
+    # prevent_default() keeps Input's handler from running (the key still bubbles to the screen).
 
     async def _on_key(self, event: events.Key) -> None:
         if await run_own_binding(self, event):

@@ -21,11 +21,7 @@ def palette_for(theme: str, variables: dict[str, str]) -> Palette:
 
 
 class EndpointCard(Widget, can_focus=True):
-    """A focusable card; Enter (bound on the dashboard) opens the endpoint's detail screen.
-
-    What it draws depends on its size alone (`card_lines`): the detail's charts when they fit, else
-    sparklines, else three compact lines. Its height is the dashboard's (`roomy`, or an explicit height
-    when there is room for charts); its data comes with `update_data`."""
+    """A focusable card; what it draws depends on its size alone (`card_lines`)."""
 
     DEFAULT_CSS = """
     EndpointCard {
@@ -76,8 +72,7 @@ class EndpointCard(Widget, can_focus=True):
         self._apply_titles()
 
     def _apply_titles(self) -> None:
-        # The other endpoints' models come with the data (`CardData.peer_models`, once per board change):
-        # asking every other card for its model made one refresh cost N x N.
+        # The peers' models come with the data: asking every other card made a refresh cost N x N.
         width = self.size.width or None
         self.border_title = Content(self.data.title(width - 4 if width else None))
         self.border_subtitle = self.data.status_content()

@@ -1,14 +1,6 @@
-"""The dashboard's table view: one row per endpoint, sortable like htop / k9s (`<` `>` pick the column,
-`i` inverts), for when cards do not fit (many endpoints, a small terminal) or on `v`.
-
-Built for a thousand rows: rows are updated in place, never rebuilt. A tick takes every row's new data
-(`show_rows`), but only the rows on the screen are drawn (their cells made, and only the cells whose text
-changed rewritten, `update_cell`); a row off the screen keeps its new data and is drawn when it scrolls
-into view (`_draw_visible`). Rows are re-sorted only when their order changes. Row data is
-`tui.telemetry.endpoint_row.EndpointRow`.
-The fleet's table (tui/widgets/fleet_table.py) extends this one: the same figure columns, cells,
-sorting keys and cell-by-cell updates, with its own rows (grouped, a summary row per group).
-"""
+"""The dashboard's table view, sortable like htop / k9s. Built for a thousand rows: rows are updated in
+place, only the cells on the screen whose text changed are rewritten, and rows are re-sorted only when
+their order changes. The fleet's table extends it."""
 
 from __future__ import annotations
 
@@ -75,9 +67,7 @@ FIGURES: tuple[tuple[SortColumn, str, Callable[[EndpointRow], str]], ...] = (
     ("kv", "KV", lambda row: fmt_rate(row.kv_cache_usage)),
 )
 TREND = Column(None, "  trend tok/s", TREND_COLUMNS + 2)
-# The text columns that grow to their widest cell (and a space) while the room allows, in this order: the
-# name first (it tells the rows apart), the model last. A cell still too long is shortened where it says
-# least (`_fitted`).
+# The text columns that grow to their widest cell while the room allows, in this order.
 FITTED: tuple[SortColumn, ...] = ("name", "status", "model")
 
 
@@ -276,9 +266,7 @@ class EndpointTable(DataTable[Text]):
         self._draw_visible()  # a taller table shows more rows
 
     def _fitted_widths(self, rows: Sequence[EndpointRow]) -> dict[str, int]:
-        """The `FITTED` columns' widths for `rows`: each its widest cell (and a space before a text
-        column: a figure's starts with its own), in `FITTED`'s order while the room allows (the table's
-        width, less the scrollbar's when the rows need one), never below its least width."""
+        """The `FITTED` columns' widths for `rows`: each its widest cell, in order, while the room allows."""
         layout = self.layout_columns
         gaps = {
             column.key: int(following.figure is None)
@@ -302,9 +290,7 @@ class EndpointTable(DataTable[Text]):
         return widths
 
     def text_widths(self, rows: Sequence[EndpointRow]) -> dict[SortColumn, int]:
-        """The widest text of each `FITTED` column among `rows`, or a little more (`cell` says exactly), from
-        the rows' strings alone: a fleet refresh asks it of every instance, making their cells took 30 ms
-        for 1,000."""
+        """The widest text of each `FITTED` column, from the rows' strings alone (no cells made)."""
         return {
             "name": max(len(row.name) for row in rows),
             "status": max(len(row.status) + (7 if row.worst_alert else 2) for row in rows),  # "● up CRIT"
@@ -325,10 +311,8 @@ class EndpointTable(DataTable[Text]):
         cursor: bool = False,
         hover: bool = False,
     ) -> SegmentLines:
-        """DataTable's cell rendering, kept per cell until what the cell shows changes: DataTable drops
-        every rendered cell whenever any one cell changes (its cache key holds a table-wide update count),
-        and redrawing a screen of unchanged cells was most of a refresh's cost with hundreds of rows. The
-        key is the cell's text and style, not the Text object (rendering may add to its spans)."""
+        """DataTable's cell rendering, kept per cell until what it shows changes (DataTable drops every
+        rendered cell whenever any one changes)."""
         row_key = self._row_locations.get_key(row_index) if row_index >= 0 else None
         column_key = self._column_locations.get_key(column_index) if column_index >= 0 else None
         if row_key is None or column_key is None:  # the header, row labels: as DataTable does
@@ -370,8 +354,7 @@ class EndpointTable(DataTable[Text]):
         cursor: bool,
         hover: bool,
     ) -> SegmentLines | None:
-        """A one-line cell's segments made directly (tui/widgets/table_cell.py), with the styles DataTable
-        gives the cell; None: DataTable's own path renders it."""
+        """A one-line cell's segments made directly (table_cell.py); None: DataTable renders it."""
         component_style, post_style = self._get_styles_to_render_cell(
             False,
             False,
@@ -439,10 +422,8 @@ class EndpointTable(DataTable[Text]):
         self.show_rows(sorted_rows(shown, self.sort_column, reverse=self.sort_reverse), self._trends)
 
     def show_rows(self, rows: Sequence[EndpointRow], trends: Mapping[str, Sequence[float | None]]) -> None:
-        """`rows` top to bottom are the table now, updated in place: rows come and go, a row whose data
-        changed is redrawn when it is on the screen (only its changed cells rewritten; off the screen it
-        waits until it scrolls into view), and the table is re-sorted (the cursor staying on its row)
-        only when the order changed."""
+        """`rows` top to bottom are the table now, updated in place: changed rows on the screen are redrawn
+        cell by cell, the others when they scroll into view; re-sorted only when the order changed."""
         if not self.columns:
             return
         styles = self._styles()
@@ -488,8 +469,7 @@ class EndpointTable(DataTable[Text]):
         return tuple(self._fitted(column, self.cell(column, row, trend, styles)) for column in columns)
 
     def _fitted(self, column: Column, cell: Text) -> Text:
-        """A `FITTED` column's cell in its room: a name keeps its end (`…0.1:38531`: the port tells the
-        rows apart), a model its last parts (`…DeepSeek-V3`), a status its first whole words."""
+        """A `FITTED` cell in its room: a name keeps its end (the port), a model its last parts."""
         room = self._rooms.get(column.key)
         if room is None or cell.cell_len <= room:
             return cell
@@ -558,8 +538,7 @@ class EndpointTable(DataTable[Text]):
         self._sorted()
 
     def action_sort_column(self, column: SortColumn) -> None:
-        """Sort by `column`; again: the other way round (the fleet table's letter keys). A hidden column
-        does not sort: the arrow would be nowhere in sight."""
+        """Sort by `column`, again: the other way round; a hidden column does not sort."""
         if column not in self.visible_sorts:
             self.app.bell()
             return
@@ -575,8 +554,7 @@ class EndpointTable(DataTable[Text]):
         self._remember()
 
     def _label_columns(self) -> None:
-        """The sort column's header says so: an arrow and reverse video (no colour needed); a figure's
-        arrow in front of it, so that it fits the column."""
+        """The sort column's header has an arrow and reverse video (no colour needed)."""
         for column in self.layout_columns:
             if column.key not in self.columns:
                 continue

@@ -44,8 +44,7 @@ FULL_ROWS = 2  # the last rows of `figure_rows` take a full row each
 
 
 def figure_rows(data: CardData) -> list[tuple[str, str]]:
-    """(label, text) of every figure, in the vocabulary's words; per-position bars and the threshold with
-    where it comes from last (a full row each)."""
+    """(label, text) of every figure; per-position bars and the threshold last (a full row each)."""
     rows = [("status", data.status_short()), ("window", _window(data))]
     rows += [(FIGURES[key].label, data.text(key)) for key in TABLE_FIGURES]
     rows += [(FIGURES[key].label, data.text(key)) for key in (*LATENCY_FIGURES, *LOAD_FIGURES)]
@@ -118,8 +117,7 @@ class FigureTable(Widget):
 
 
 def advice_lines(advice: Advice, width: int, room: int) -> list[str]:
-    """The advice wrapped whole in `room` lines: with its basis when that fits, else without it, else its
-    first whole words on one line."""
+    """The advice wrapped whole in `room` lines: with its basis when that fits."""
     line = safe_line(advice.line())
     texts = [f"{line} ({safe_line(advice.basis)})", line] if advice.basis else [line]
     for text in texts:

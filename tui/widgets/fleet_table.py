@@ -1,14 +1,5 @@
-"""The fleet table: one row per instance, grouped (`--group-by`) with a summary row per group, for when
-the fleet's instances do not fit as cards (tui/fleet/table_rows.py has the rows as plain data).
-
-Sorting as in htop / k9s: `<` `>` move the sort column, `i` inverts it, and a column's letter sorts by
-it (again: inverted): S status, N name, M model, T tok/s, F TTFT p95, A acceptance, L mean length,
-R running, K KV. The `off` column marks an instance far off its group (its acceptance or tokens/s,
-e.g. `acc-35%`) and a group with such members (`2 off`). Enter on an instance opens its detail screen.
-
-The dashboard's endpoint table (tui/widgets/endpoint_table.py) extended: its figure columns, cells,
-sorting and cell-by-cell updates; here the rows come from a `FleetView` at each refresh, grouped.
-"""
+"""The fleet table: one row per instance, grouped (`--group-by`) with a summary row per group, sorted as
+in htop / k9s (`<` `>`, `i`, a column's letter); the `off` column marks an instance far off its group."""
 
 from __future__ import annotations
 
@@ -34,8 +25,7 @@ from tui.widgets.endpoint_table import (
 
 WIDE_TABLE = 130  # from this width on, the model and a tok/s trend are shown too
 OFF = Column(None, " off", 8)
-# 78 cells: 80 columns less the scrollbar. A figure column is one wider than its longest text ("0.85 ms",
-# a group's summed "1200/350" running/waiting), so that cells never run together ("2.50496/100").
+# 80 columns less the scrollbar; a figure column is one wider than its longest text.
 NARROW_COLUMNS: tuple[Column, ...] = (
     Column("status", "status", 12),
     Column("name", "instance", 16),
@@ -64,8 +54,7 @@ SORT_KEYS: dict[str, SortColumn] = {
 
 
 def figure_cell(column: Column, row: EndpointRow) -> str:
-    """A figure right-aligned with at least one space before it; one too long for its column is not
-    cut (nor let run into its neighbour): "…" says it does not fit (the detail screen has it whole)."""
+    """A figure right-aligned after a space; one too long for its column is "…", never cut."""
     assert column.figure is not None
     text = column.figure(row)
     return (text if len(text) < column.width else "…").rjust(column.width)
@@ -73,8 +62,7 @@ def figure_cell(column: Column, row: EndpointRow) -> str:
 
 @dataclass(frozen=True)
 class FleetView:
-    """What the fleet table draws, asked at each refresh (the dashboard's context makes it from the board):
-    every instance's reading, card status and alert severities, and an instance's last tok/s for the trend."""
+    """What the fleet table draws, asked at each refresh."""
 
     instances: Callable[[], list[Instance]]
     trend: Callable[[str, int], Sequence[float | None]]
@@ -96,8 +84,7 @@ class FleetTable(EndpointTable):
     def cell(
         self, column: Column, row: EndpointRow, trend: Sequence[float | None], styles: dict[str, str]
     ) -> Text:
-        """An instance's cells are the endpoint table's (but for the status of an instance Prometheus
-        says nothing of: no alert badge, there is one alert for Prometheus); a group's are bold."""
+        """The endpoint table's cells (no alert badge on an instance: Prometheus has it); groups bold."""
         assert isinstance(row, FleetRow)
         if column is OFF:
             return Text(" " + row.off, style=f"bold {styles['warning']}" if row.off_far else "dim")
@@ -142,8 +129,7 @@ class FleetTable(EndpointTable):
         self.refresh_rows()
 
     def refresh_rows(self) -> None:
-        """The rows from the board, as plain data (every instance: the sort and the group summaries need
-        them all); the table updates them in place and draws those on the screen (`show_rows`)."""
+        """Every instance's row from the board, as plain data, updated in place (`show_rows`)."""
         if not self.columns:
             return
         rows = fleet_rows(

@@ -1,14 +1,5 @@
-"""The screens' footer: Textual's, recomposed only when the keys it shows changed, and showing only the keys
-that fit whole.
-
-Textual's `Footer` recomposes (one widget per key, each styled again) at every bindings change: focus
-moving from one card to the next, a screen resuming, an action's check changing. The dashboard's
-recomposed five times before its first frame with figures, about 10 ms of CPU each, to show the same
-keys (tests/bench/bench_dashboard_first_frame.py).
-
-Keys that do not fit left of the command palette's are hidden whole, from the last (the screen's keys come
-first, the app's after them), never cut (`p Paus`); the help key stays: `?` lists them all.
-"""
+"""Textual's footer, recomposed only when the keys it shows changed, and showing only the keys that fit
+whole (the help key always: `?` lists them all)."""
 
 from __future__ import annotations
 
@@ -23,8 +14,7 @@ class Footer(TextualFooter):
     _shown: tuple[object, ...] | None = None  # what the last compose showed
 
     def _shows(self) -> tuple[object, ...]:
-        """Everything the footer's compose reads: the active bindings (enabled or not, their tooltips), the
-        command palette's key and the footer's own options."""
+        """Everything the footer's compose reads."""
         if not self._bindings_ready:
             return ()
         try:
@@ -49,8 +39,7 @@ class Footer(TextualFooter):
         self._fit_keys()
 
     def _fit_keys(self) -> None:
-        """Show the keys that fit whole left of the palette's key, in their order, the help key always (it
-        lists the others); hide the others."""
+        """Show the keys that fit whole left of the palette's key, the help key always."""
         keys = [child for child in self.children if isinstance(child, FooterKey)]
         kept = [key for key in keys if key.has_class(PALETTE) or key.action.rsplit(".", 1)[-1] == "help"]
         room = self.size.width - sum(self._width(key) for key in kept)

@@ -1,10 +1,5 @@
-"""The GPU panel: one line per card (memory bar, utilisation, power, temperature, throttling), or a strip
-at the top of the dashboard when the endpoints share GPUs, or the one line saying why there is none.
-
-Several GPUs of one endpoint (tensor parallel) make one line: memory and power summed, utilisation the
-mean, temperature the hottest, throttled when any is. Everything a server sent (GPU names, reasons that
-quote a page or an error) goes through `safe_line` before it is shown.
-"""
+"""The GPU panel: one line per card, or a strip at the top of the dashboard when endpoints share GPUs.
+Several GPUs of one endpoint make one line (memory and power summed, utilisation the mean)."""
 
 from __future__ import annotations
 
@@ -55,9 +50,7 @@ def gpus_label(gpus: Sequence[GpuSample]) -> str:
 
 
 Segments = list[tuple[str, str]]
-# What a GPU line leaves out first when it does not fit: the bar, the temperature, the memory figures,
-# utilisation, the clocks; the label, the memory percent, the power and a throttle warning stay. A part
-# is shown whole or not at all (never "2330W 43…").
+# What a GPU line leaves out first when it does not fit (parts are shown whole or not at all).
 DROP_ORDER = ("bar", "temp", "memory", "util", "clk", "power")
 
 
@@ -105,8 +98,7 @@ def fitted(groups: list[tuple[str, Segments]], width: int) -> Segments:
 
 
 def gpu_segments(gpus: Sequence[GpuSample], width: int | None = None) -> Segments:
-    """`GPU0 mem 71.2/79.6G ███████░ 89% util 97% 610W 62°C clk ok` as styled segments (what fits in
-    `width`, whole parts only)."""
+    """`GPU0 mem 71.2/79.6G ███████░ 89% util 97% 610W 62°C clk ok`, whole parts that fit `width`."""
     groups = gpu_groups(gpus)
     if width is None:
         return [segment for _name, segments in groups for segment in segments]
@@ -144,8 +136,7 @@ def card_gpu_line(
     views: Mapping[str, EndpointGpus],
     width: int,
 ) -> Content | None:
-    """The card's GPU line: its own GPUs, or why it has none; None when the strip says it (shared GPUs,
-    or the same reason for every endpoint) or no GPU poll has happened yet."""
+    """The card's GPU line, or why it has none; None when the strip says it or no poll happened yet."""
     if view is None or all_same_reason(views) is not None:
         return None
     if not view.available:
@@ -157,8 +148,7 @@ def card_gpu_line(
 
 
 def strip_lines(views: Mapping[str, EndpointGpus], shared: frozenset[str], width: int) -> list[Content]:
-    """The strip at the top of the dashboard: the shared GPUs (one line each, or one summed line when
-    there are many), or the one reason every endpoint has for no GPU panel; [] when cards say it all."""
+    """The dashboard's strip: the shared GPUs, or the one reason every endpoint has for none."""
     reason = all_same_reason(views)
     if reason is not None:
         return [reason_line(reason).truncate(width, ellipsis=True)]
@@ -222,8 +212,7 @@ CHARTS = (
 
 
 class GpuCharts(Horizontal):
-    """The detail screen's GPU section: memory (the fullest GPU), power (summed) and utilisation (mean)
-    over the window; one line saying why when the endpoint has no GPU data; hidden before any GPU poll."""
+    """The detail screen's GPU section: memory, power and utilisation over the window, or why none."""
 
     DEFAULT_CSS = """
     GpuCharts { height: 4; padding: 0 1; display: none; }

@@ -1,15 +1,5 @@
-"""One row per GPU (nvitop-class): what the card's summed GPU line expands to on the GPU screen (`g`), and
-the detail screen's GPU section in place of its charts (`G`, `GpuRowsPane`).
-
-Each GPU: its index and name, a memory bar with used / total and percent, a utilisation bar, power,
-temperature, SM clock and the clock event (throttle) reasons by name; below it its MIG slices
-(dcgm-exporter's GPU instances: profile and id, the slice's memory, how busy its engine is) and, where
-NVML lists them, the processes holding a context on it (pid, name, GPU memory), one line each. A part
-that does not fit the width is left out whole (the name first, then the utilisation bar, the clock, the
-temperature), never cut. dcgm-exporter does not list processes: the screen says so once per source.
-Rows read `GpuSample`s as the GPU sources give them (tui/gpu/models.py); server text (names, process
-names) goes through `safe_line`.
-"""
+"""One row per GPU (nvitop-class) on the GPU screen (`g`) and the detail screen (`G`): bars, power,
+temperature, clock and throttle reasons, MIG slices and processes; parts that do not fit go whole."""
 
 from __future__ import annotations
 
@@ -108,8 +98,7 @@ def _length(groups: list[tuple[str, Segments]]) -> int:
 
 
 def fit_row(groups: list[tuple[str, Segments]], width: int) -> list[Content]:
-    """The parts that fit in `width`, whole ones only, leaving out those of `ROW_DROP_ORDER` first; when
-    the throttle reasons still do not fit, they go on a line of their own under the row."""
+    """The parts that fit in `width`, `ROW_DROP_ORDER` left out first; throttle reasons may wrap below."""
     kept = list(groups)
     for name in ROW_DROP_ORDER:
         if _length(kept) <= width:
@@ -126,8 +115,7 @@ def fit_row(groups: list[tuple[str, Segments]], width: int) -> list[Content]:
 
 
 def process_lines(gpu: GpuSample, width: int) -> list[Content]:
-    """The processes on `gpu` (largest first), a few of them and a count of the rest; [] when the source
-    does not list processes (said once per source instead)."""
+    """The processes on `gpu`, largest first, a few and a count of the rest."""
     if gpu.processes is None:
         return []
     if not gpu.processes:
@@ -162,8 +150,7 @@ def gpu_rows(gpus: Sequence[GpuSample], width: int) -> list[Content]:
 
 
 def screen_lines(views: Mapping[str, EndpointGpus], shared: frozenset[str], width: int) -> list[Content]:
-    """Every endpoint's GPUs, one row each, under a title per endpoint (GPUs several endpoints show are
-    listed once, under "shared: a, b"); an endpoint without GPU data says why in one line."""
+    """Every endpoint's GPUs under a title each (shared ones once); or why an endpoint has none."""
     lines: list[Content] = []
     shared_users = [name for name, view in views.items() if set(view.keys) & shared]
     if shared_users:
@@ -205,8 +192,7 @@ def _no_processes(gpus: Sequence[GpuSample], source: str) -> list[Content]:
 
 
 def endpoint_lines(view: EndpointGpus | None, width: int, no_poll: str) -> list[Content]:
-    """One endpoint's GPUs, one row each (slices and processes under it), shared ones too; or the one
-    line saying why there are none (`no_poll` when no GPU poll has answered)."""
+    """One endpoint's GPUs, one row each; or the line saying why there are none."""
     if view is None:
         return [Content.styled(f"{UNKNOWN} {no_poll}", "$text-muted")]
     if not view.available:
@@ -215,8 +201,7 @@ def endpoint_lines(view: EndpointGpus | None, width: int, no_poll: str) -> list[
 
 
 class GpuRowsPane(VerticalScroll):
-    """The detail screen's GPU section as one row per GPU (instead of its charts); it scrolls when the
-    rows are more than its height."""
+    """The detail screen's GPU section as one row per GPU (instead of its charts)."""
 
     DEFAULT_CSS = """
     GpuRowsPane { height: auto; max-height: 50%; padding: 0 1; display: none; }

@@ -1,8 +1,4 @@
-"""Typed messages from background work (workers, timers) to widgets.
-
-One module for every message the app posts, grouped by feature. Each section is
-owned by the feature that posts it; add new messages inside your section.
-"""
+"""Typed messages from background work (workers, timers) to widgets, grouped by feature."""
 
 from __future__ import annotations
 
@@ -17,10 +13,7 @@ if TYPE_CHECKING:
 
 
 class EndpointUpdated(Message):
-    """The board's state for `endpoint` changed (new reading, log line or alert): views redraw.
-
-    `immediate`: redraw now rather than batched with the next updates (the source has finished).
-    """
+    """The board's state for `endpoint` changed; `immediate`: redraw now, not batched."""
 
     def __init__(self, endpoint: str, log_line: LogEntry | None = None, *, immediate: bool = False) -> None:
         super().__init__()
@@ -30,12 +23,7 @@ class EndpointUpdated(Message):
 
 
 class EndpointsUpdated(Message):
-    """The board's state of several endpoints changed (the readings of one poll, a fleet refresh):
-    one message for all of them (in the order they changed), so a refresh of 1,000 instances is one
-    message, not 1,000.
-
-    `immediate`: the poll is whole (a fleet refresh): redraw now, there is nothing to batch it with.
-    """
+    """The board's state of several endpoints changed, in one message (a fleet refresh is one, not 1,000)."""
 
     def __init__(self, endpoints: tuple[str, ...], *, immediate: bool = False) -> None:
         super().__init__()
@@ -47,11 +35,7 @@ class EndpointsUpdated(Message):
 
 
 class ConfigFieldEdited(Message):
-    """A form field of the config editor was changed by the user; `value` is text, a bool or None (unset).
-
-    `commit` is False while typing (validate only) and True on enter, on leaving the field, or for
-    switches and selects (apply to the document).
-    """
+    """A config form field changed; `commit` False while typing (validate only)."""
 
     def __init__(self, path: tuple[str, ...], value: str | bool | None, commit: bool = True) -> None:
         super().__init__()

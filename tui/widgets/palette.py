@@ -1,16 +1,5 @@
-"""Card styles with theme variables ("$success", "$text-muted bold") resolved by Textual itself.
-
-`textual.markup.parse_style` with the theme's variables (`App.theme_variables`: Textual's
-`Theme.to_color_system().generate()` plus the theme's own) is what Textual does for a `$variable` in a
-content style; `Palette` keeps each resolved style for one theme, so a card redrawn every second does
-not parse its styles again.
-
-One gap is filled here: Textual 8 drops the alpha of a variable such as `text-muted: auto 60%` in
-content styles (it tokenizes variable values as CSS, where `60%` is a scalar the content-style parser
-skips), so muted text would draw at full contrast. Such a variable is made concrete the way Textual's
-CSS does for `color: $text-muted`: the contrast text of the background at that alpha, over the
-theme's `$background`.
-"""
+"""Card styles with theme variables resolved by Textual itself, kept per theme. An `auto N%` variable is made
+concrete as Textual's CSS does it (its content styles drop the alpha)."""
 
 from __future__ import annotations
 

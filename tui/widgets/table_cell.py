@@ -26,9 +26,7 @@ _NEWLINE = Text("\n")
 def single_line_cell(
     console: Console, text: Text, width: int, padding: int, pre_style: Style, post_style: Style
 ) -> SegmentLines | None:
-    """The one line of segments of `text` in a cell `width` columns wide with `padding` on each side,
-    styled `pre_style` + the text's styles + `post_style`; None when the text is not one plain line that
-    fits (DataTable's own path renders those)."""
+    """The one line of segments of `text` in a cell, as DataTable's path makes it; None when not simple."""
     plain = text.plain
     inner = width - 2 * padding
     if (

@@ -1,13 +1,5 @@
-"""The one handler for failed background workers, and the notes of recovery copies.
-
-`Worker.StateChanged` does not bubble: it reaches only the node that started the
-worker. Every node that starts workers (the apps, the editor and burst screens,
-the restart dialog) mixes this in, so a failure is reported the same way
-everywhere and never takes the app down (workers run with exit_on_error=False):
-a toast, and the traceback in the debug log (tui/debug_log.py).
-Any other unhandled exception does end the app; the config editor saves its unsaved text first
-(`EditorScreen.on_unmount`) and tells the app where (`KeepsRecoveryNotes`), printed after the app ends.
-"""
+"""The one handler for failed background workers (a toast and the debug log, never the app down), and the
+notes of the editor's recovery copies printed after the app ends."""
 
 from __future__ import annotations
 
@@ -47,11 +39,7 @@ class ReportsWorkerFailures:
 
 
 class KeepsRecoveryNotes:
-    """Mixin for a Textual App: where each failing editor saved its unsaved text.
-
-    The editor screens are given `keep_recovery_note` when they are made; the command that ran the app
-    prints the notes after Textual's traceback (`print_recovery_notes`).
-    """
+    """Mixin for a Textual App: where each failing editor saved its unsaved text."""
 
     recovery_notes: tuple[str, ...] = ()
 

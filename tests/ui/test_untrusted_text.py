@@ -1,11 +1,6 @@
-"""Nothing from a server, a log file, a recording or Prometheus reaches the terminal raw on the dashboard and
-the screens it opens: the card and its toasts, the detail screen with its log pane and replayed notes, the
-alerts screen, the guard's dialog, the tune screen's diff, the restart dialog and the fleet dashboard; and the
-net under every widget (`tui.ui.terminal_guard`: a label that forgot `safe_line` still writes nothing raw).
-Each is drawn to the bytes Textual would write to the terminal.
-
-The model name on a real local /metrics server and an OOM line in a real log file carry an OSC that retitles
-the pane, a CSI that clears the screen, an OSC 52 clipboard write, an 8-bit CSI and a bidi override.
+"""Nothing from a server, a log file, a recording, Prometheus or a config file reaches the terminal raw:
+each screen is drawn to the bytes Textual would write, with text carrying an OSC that retitles the pane,
+a CSI that clears the screen, an OSC 52 clipboard write, an 8-bit CSI and a bidi override.
 """
 
 from __future__ import annotations
@@ -23,18 +18,19 @@ from terminal_bytes import (
     OneScreenApp,
     assert_clean,
     assert_nothing_injected,
+    editing,
     region_text,
     terminal_output,
 )
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Header, Static
+from textual.widgets import DataTable, Header, OptionList, Static, TabbedContent, TextArea
 from textual.widgets._toast import Toast
 from ui_waiting import wait_for
 
 from tests.fleet.fake_fleet import fleet_app, fleet_settings
 from tests.fleet.fake_prometheus import FakePrometheus
-from tests.untrusted import HOSTILE, OOM_LINE, Reply, ReplyServer, hostile_fleet, hostile_page
+from tests.untrusted import HOSTILE, OOM_LINE, Reply, ReplyServer, hostile_config, hostile_fleet, hostile_page
 from tui.paths import themes_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.detail import DetailScreen
@@ -48,7 +44,7 @@ from tui.tune.runner import TuneOptions, TuneRun
 from tui.ui.app import SpectopApp
 from tui.ui.editor_app import EditorApp
 from tui.ui.terminal_guard import DropControls, GuardsDrawnText
-from tui.widgets.config_dialogs import RestartDialog
+from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.figure_table import FigureTable
 from tui.widgets.fleet_table import FleetTable
@@ -267,3 +263,65 @@ def test_spectop_apps_install_the_net(tmp_path: Path) -> None:
     )
     for app in apps:
         assert any(isinstance(each, DropControls) for each in app.get_line_filters())
+
+
+# --- nothing from a config file reaches the terminal raw from the config editor
+
+
+async def test_raw_view_of_a_file_with_control_bytes(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[model]\nname = "{HOSTILE}"\n', encoding="utf-8")
+    async with editing(config) as (pilot, screen):
+        assert screen.query_one(TabbedContent).active == "raw-pane"
+        raw_view = screen.query_one("#raw", TextArea)
+        await assert_nothing_injected(pilot, raw_view, "]0;PWNED[2J]52;c;aGVsbG8=evil", raw=CONTROLS)
+
+
+async def test_field_view_of_an_escaped_control_character(tmp_path: Path) -> None:
+    async with editing(hostile_config(tmp_path / "config.toml")) as (pilot, screen):
+        assert screen.document is not None
+        field = screen.query_one("#field-model--name Input")
+        await assert_nothing_injected(pilot, field, "aGVsbG8=evil31m", raw=CONTROLS)
+
+
+async def test_launch_tab_of_an_escaped_control_character(tmp_path: Path) -> None:
+    async with editing(hostile_config(tmp_path / "config.toml")) as (pilot, screen):
+        await pilot.press("f5")  # the launch tab
+        await assert_nothing_injected(pilot, screen.query_one("#launch-text"), "evil", raw=CONTROLS)
+
+
+async def test_lint_findings_quoting_a_hostile_model_name(tmp_path: Path) -> None:
+    config = hostile_config(tmp_path / "config.toml")
+    config.write_text(config.read_text() + '[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 2\n')
+    async with editing(config) as (pilot, screen):
+        await pilot.press("f4")
+        lint = screen.query_one("#lint-list", OptionList)
+        await wait_for(pilot, lambda: "MTP heads" in region_text(pilot.app, lint))
+        drawn = region_text(pilot.app, lint)
+        assert_clean(drawn, terminal_output(pilot.app), raw=CONTROLS)
+        # The whole OSC 52 went (not only its ESC and BEL, as the net alone would leave "…aGVsbG8=evil"):
+        # the finding quoting the model name was made safe where it was built.
+        assert "evil\ufffd31m" in drawn and "aGVsbG8=evil" not in drawn
+
+
+async def test_editor_status_line_of_a_file_named_with_control_characters(tmp_path: Path) -> None:
+    config = tmp_path / f"c{HOSTILE}.toml"
+    config.write_text('[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 2\n', encoding="utf-8")
+    async with editing(config) as (pilot, screen):
+        await assert_nothing_injected(pilot, screen.query_one("#editor-title"), "evil")
+        await assert_nothing_injected(pilot, screen.query_one("#editor-status"), "evil")
+
+
+async def test_the_editors_diff_and_question_dialogs() -> None:
+    """A TOML comment may hold C1 controls and bidi overrides: the save's diff shows them harmless; the
+    questions quote the file's name."""
+    dialog = DiffDialog(f"Save c{HOSTILE}.toml?", HOSTILE_DIFF)
+    async with OneScreenApp(dialog).run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: bool(pilot.app.screen.query("#diff")))
+        screen = pilot.app.screen
+        await assert_nothing_injected(pilot, screen.query(Static).first(), "Save cevil")
+        await assert_nothing_injected(pilot, screen.query_one("#diff"), '-name = "evil')
+    question = ConfirmDialog(f"c{HOSTILE}.toml has unsaved changes. Quit spectop?", {"n": ""})
+    async with OneScreenApp(question).run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog))
+        await assert_nothing_injected(pilot, pilot.app.screen.query(Static).first(), "cevil")
