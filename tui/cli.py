@@ -13,6 +13,7 @@ import importlib
 import logging
 import sys
 from importlib.metadata import PackageNotFoundError, version
+from typing import NoReturn
 
 import shtab
 
@@ -106,10 +107,17 @@ def add_debug_log_argument(parser: argparse.ArgumentParser, *, default: object =
     completes_files(debug_log)
 
 
+class _DashboardParser(argparse.ArgumentParser):
+    """The dashboard's options alone; an error in them is said with the whole command line's usage."""
+
+    def error(self, message: str) -> NoReturn:
+        build_parser().error(message)
+
+
 def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     """The whole command line, or (`commands=False`) the dashboard's alone: the dashboard, the common case,
     then does not load every other command's module before its first frame."""
-    parser = argparse.ArgumentParser(
+    parser = (argparse.ArgumentParser if commands else _DashboardParser)(
         prog="spectop",
         description="Watch and tune speculative decoding on vLLM, SGLang, llama.cpp and "
         "OpenAI-compatible servers. Without a command, opens the live dashboard.",
