@@ -1,10 +1,5 @@
-"""API keys, the one rule: a key comes only from the environment variable a setting names
-(`api_key_env`, `--api-key-env`, fleet's `bearer_token_env`) and goes only into the Authorization
-header of a request to that endpoint; it is never an argument, never printed, logged or exported.
-
-Every client of an endpoint (the monitor's scrapes and /v1/models, `spectop snapshot`, bursts and
-their probes, the fleet's Prometheus client) builds its header here. No textual.
-"""
+"""API keys, the one rule: a key comes only from the environment variable a setting names and goes only
+into the Authorization header of a request to that endpoint; never an argument, printed or logged."""
 
 from __future__ import annotations
 

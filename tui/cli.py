@@ -1,9 +1,5 @@
-"""Command-line entry point: `spectop [COMMAND] ...`.
-
-Each command lives in its own module under `tui.commands`, exposing
-`register(subparsers)`; the module sets `func` on its parser to a callable
-`(argparse.Namespace) -> int` (the exit code).
-"""
+"""Command-line entry point: `spectop [COMMAND] ...`; each command's module under `tui.commands` has
+`register(subparsers)`, which sets `func(args) -> exit code` on its parser."""
 
 from __future__ import annotations
 
@@ -19,10 +15,9 @@ import shtab
 
 from tui import __version__
 from tui.cli_options import completes_files
-from tui.commands import monitor
+from tui.commands import NoTerminalError, monitor
 from tui.debug_log import ENV_VARIABLE, start_debug_log, stop_debug_log
 from tui.safe_output import sanitized_stdio
-from tui.terminal import NoTerminalError
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,5 @@
-"""Field checks shared by the pydantic models of the files spectop reads, and their messages.
-
-One URL rule everywhere (`--endpoint`, `spectop.toml`, `spectop snapshot`, `spectop bench`): an
-http(s) URL; a bare `host:port` gets `http://` in front (and the caller says so); any other scheme
-is refused, and so is a user or password in it (fleet mode's rule: a URL is shown, a secret never).
-Validation errors are told in spectop's words, without pydantic's prefixes.
-"""
+"""Field checks shared by the models of the files spectop reads, and their messages in spectop's words.
+One URL rule everywhere: an http(s) URL, `host:port` gets `http://`, no user or password in it."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a check
 
 from tui.gpu.history import GpuHistory
 from tui.gpu.models import GpuReading
-from tui.gpu.once import read_once
+from tui.gpu.monitor import read_once
 from tui.gpu.text import panel_lines
 
 NO_GPU_PREFIX = "no GPU: "

@@ -1,14 +1,6 @@
-"""The bucket bounds of the fleet's latency histograms, so that a `histogram_quantile` answer says what
-it is worth.
-
-Prometheus' `histogram_quantile` answers a bare number: inside the first bucket it interpolates from 0,
-in the +Inf bucket it answers the highest finite bound, inside a wide bucket it interpolates across it.
-Direct scraping knows the bucket that holds each quantile (tui/telemetry/histogram.py); here each
-instance's bucket bounds (`le`) are asked once (`bucket_bounds_query`, again only when new instances
-appear) and each quantile is placed in its bucket, with the same bounds and notes as direct scraping
-("< 100 ms", "> 10 s", "~850 ms"). Until an instance's bounds are known its quantiles are noted as
-interpolated by Prometheus, bucket unknown.
-"""
+"""The bucket bounds of the fleet's latency histograms: `histogram_quantile` answers a bare number, so each
+instance's `le` bounds are asked and each quantile placed in its bucket with the same notes as direct
+scraping ("< 100 ms", "> 10 s"); until they are known, it is noted as interpolated by Prometheus."""
 
 from __future__ import annotations
 

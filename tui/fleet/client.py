@@ -1,12 +1,6 @@
-"""A small client of the Prometheus HTTP API (`/api/v1/query`, `query_range`, `series`, label values).
-
-Everything Prometheus answers is untrusted: the body is size-capped, parsed into pydantic models (or,
-for the fleet poller's hot loop, `query_samples`: parsed, and each sample checked by its reader as it
-reads it), and every failure (connection refused, timeout, HTTP error, `status: error`, a body that is not
-the API's JSON) raises `PrometheusError` with a short text for the dashboard. Every request has a
-timeout. Secrets (bearer token, basic-auth password) come from environment variables named in the
-settings; they go into request headers only and never into a message.
-"""
+"""A small client of the Prometheus HTTP API (`query`, `query_range`, `series`, label values). Everything it
+answers is untrusted (size-capped, checked); every failure raises `PrometheusError` with a short text;
+secrets come from the environment variables the settings name and go into headers only."""
 
 from __future__ import annotations
 

@@ -1,22 +1,7 @@
-"""One refresh of a whole fleet through Prometheus: a constant number of queries, a reading per instance.
-
-`FleetPoller.refresh()` sends, concurrently and all evaluated at the same instant: the discovery
-query (which backend each `instance` runs, by its metric families), `up`, the time of each target's
-last scrape, and one query per figure. It returns a `FleetRefresh` whose readings are
-`FleetReading`s, i.e. `EndpointReading`s (name and url = the instance) with the same `Figures` the
-dashboard shows for a directly scraped endpoint, so the dashboard renders them unchanged. Each answer
-is reduced to what the refresh keeps of it (instance → value) as soon as it arrives (`_ask`).
-
-Faults are data, never a crash and never 0: Prometheus unreachable, slow or answering
-`status: error` makes every known instance `up=False` with that text and unknown figures; a target
-with `up == 0` is down ("target down"); a target whose last scrape is older than `stale_after_s` is
-"stale"; a figure whose query failed, or that Prometheus answers with NaN (an empty window), is None.
-A quantile (TTFT p50 / p95) says the bucket it falls in, as in direct scraping: the instances' bucket
-bounds are asked with the first refresh, and again (at most every `BOUNDS_RETRY_S`) only while an
-instance has a quantile whose bounds are unknown (it came later, the query failed): tui/fleet/buckets.py.
-Instances once seen stay listed (down) when their series disappear. `load_history()` fills
-sparklines at start-up from `query_range`.
-"""
+"""One refresh of a whole fleet through Prometheus: a constant number of queries, all evaluated at one
+instant, a `FleetReading` per instance (the dashboard renders it as a scraped endpoint's reading).
+Faults are data, never a crash and never 0: Prometheus failing makes every known instance unknown, a
+target down or stale says so, a failed figure is None. Instances once seen stay listed (down)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
 """PromQL for every figure of every backend: one query per figure for all instances, `by (instance)`.
 
-The figures mean what they mean in direct scraping (`tui/telemetry/backends/*.py`), computed by
-Prometheus over the window: counter rates with `rate()`, ratios of rates with a `> 0` guard on the
-denominator (an empty window gives no sample, never 0), histogram quantiles with
-`histogram_quantile` over `sum by (le)`, gauges as the newest value. The three backends' forms of
-one figure are joined with `or` (an instance exposes one backend's names), so the number of
-queries per refresh does not depend on how many instances there are.
-
-SGLang writes some series once per TP rank: copies are folded with `max without (tp_rank,
-moe_ep_rank, pid)` before summing over DP ranks, and only the `priority=""` totals are read.
-llama.cpp has no request counter, so its request rate is unknown here (direct scraping derives it
-from a gauge that every scrape resets, which a Prometheus query cannot replay).
-"""
+The figures mean what they mean in direct scraping (`tui/telemetry/backends/*.py`); a denominator is
+guarded with `> 0` (an empty window gives no sample, never 0), and the backends' forms of one figure are
+joined with `or`, so the number of queries does not grow with the instances."""
 
 from __future__ import annotations
 
