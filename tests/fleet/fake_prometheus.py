@@ -168,5 +168,5 @@ async def query_with(answer: Callable[[str, dict[str, str]], Answer], **extra: A
     async with FakePrometheus(answer) as fake:
         client = PrometheusClient(settings(fake.url, **extra), max_bytes=max_bytes)
         async with client:
-            await client.query("up")
+            await client.query_vector("up")
     return fake

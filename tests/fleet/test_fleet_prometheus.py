@@ -165,16 +165,6 @@ async def test_history_fills_sparklines_at_start(fleet: Fleet) -> None:
         assert [stamp for stamp, _ in points] == sorted(stamp for stamp, _ in points)
 
 
-async def test_series_and_label_values(fleet: Fleet) -> None:
-    async with PrometheusClient(PrometheusSettings(url=fleet.prometheus.url)) as client:
-        series = await client.series(['up{job="sglang"}'], start=time.time() - 60, end=time.time())
-        jobs = await client.label_values("job")
-        sglang_instances = await client.label_values("instance", ['up{job="sglang"}'])
-    assert [labels["instance"] for labels in series] == [fleet.instance("sglang")]
-    assert {"vllm", "sglang", "llamacpp"} <= set(jobs)
-    assert sglang_instances == [fleet.instance("sglang")]
-
-
 async def test_a_window_shorter_than_two_scrapes_is_unknown_not_zero(fleet: Fleet) -> None:
     async with poller_for(fleet, 0.5) as poller:  # Prometheus scrapes every second: rate() has no pair
         refresh = await poller.refresh()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from tui.fleet.client import InstantSample
+from tui.fleet.client import SampleJson
 from tui.fleet.queries import selector
 from tui.telemetry.backends import sglang, vllm
 from tui.telemetry.backends.base import note_bucket
@@ -39,13 +39,14 @@ def _histogram(name: str) -> str | None:
     return None
 
 
-def bucket_bounds(samples: Iterable[InstantSample]) -> Bounds:
+def bucket_bounds(samples: Iterable[SampleJson]) -> Bounds:
     """The finite bucket bounds of each (instance, histogram) in the answer of `bucket_bounds_query`."""
     found: dict[tuple[str, str], set[float]] = {}
     for sample in samples:
-        instance, histogram = sample.metric.get("instance"), _histogram(sample.metric.get("__name__", ""))
+        metric = sample.get("metric", {})
+        instance, histogram = metric.get("instance"), _histogram(metric.get("__name__", ""))
         try:
-            bound = float(sample.metric.get("le", "nan"))
+            bound = float(metric.get("le", "nan"))
         except ValueError:
             continue
         if instance is None or histogram is None or not math.isfinite(bound):

@@ -24,7 +24,7 @@ from tui.fleet.buckets import (
     bucket_bounds_query,
     quantile_notes,
 )
-from tui.fleet.client import InstantSample, PrometheusClient, PrometheusError, SampleJson, number
+from tui.fleet.client import PrometheusClient, PrometheusError, SampleJson, number
 from tui.fleet.queries import (
     FLEET_FIGURES,
     FigureQuery,
@@ -195,10 +195,6 @@ def _by_engine(samples: Iterable[SampleJson]) -> EngineAnswer:
     return found
 
 
-def _bounds_of(samples: Iterable[SampleJson]) -> Bounds:
-    return bucket_bounds(InstantSample(sample.get("metric", {}), sample["value"]) for sample in samples)
-
-
 def _instance_rows(samples: Iterable[SampleJson], group_label: str) -> dict[str, _Instance]:
     """Discovery answer → instances: the backend with the most family names wins (as `detect_backend`)."""
     votes: dict[str, dict[str, float]] = {}
@@ -305,7 +301,7 @@ class FleetPoller:
             return self._guarded(partial(self._ask, expr, at, reduce), deadline)
 
         instances = _checked(partial(_instance_rows, group_label=self.settings.group_by))
-        bounds_asked = [ask(bucket_bounds_query(self.matchers), _checked(_bounds_of))] if asking else []
+        bounds_asked = [ask(bucket_bounds_query(self.matchers), _checked(bucket_bounds))] if asking else []
         discovery, up, scraped_at, figure_list, engine_list, bounds_list = await asyncio.gather(
             ask(self._discovery(), instances),
             ask(up_query(self.matchers), _by_instance),
