@@ -1,9 +1,5 @@
-"""Fleet mode against a real Prometheus scraping real `spectop sim` servers every second.
-
-Skips (saying why) without the prometheus binary. The fleet's figures are compared with spectop's
-own direct scrapes of the same sims over the same window: they differ only by sampling (Prometheus
-scrapes on its own 1 s grid and `rate()` extrapolates to the window's edges), hence the tolerances.
-"""
+"""Fleet mode against a real Prometheus scraping real `spectop sim` servers every second, compared with
+spectop's own direct scrapes (they differ only by sampling, hence the tolerances)."""
 
 from __future__ import annotations
 
