@@ -37,11 +37,8 @@ def _invalid_because(key: str) -> str | None:
 
 
 def api_key_from_env(name: str | None, environ: Mapping[str, str] | None = None) -> str | None:
-    """The key held by environment variable `name`, or None when no name is given or it is unset/empty.
-
-    Raises ApiKeyError when the value cannot be a header (a CR from a CRLF key file, a line feed, another
-    control, non-ASCII): said with the variable's name and why, without the key.
-    """
+    """The key in environment variable `name` (None when unnamed, unset or empty); ApiKeyError, naming the
+    variable and never the key, when it cannot be a header value."""
     if not name:
         return None
     key = (os.environ if environ is None else environ).get(name) or None

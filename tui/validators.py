@@ -38,11 +38,8 @@ def without_credentials(url: str) -> str:
 
 
 def normalize_http_url(value: str, *, allow_credentials: bool = False) -> str:
-    """`value` as an http(s) URL without a trailing slash; `host:port` becomes `http://host:port`.
-
-    A user or password in it is refused (without echoing the URL) unless `allow_credentials`: every URL
-    spectop is given is shown on a card, in a snapshot header and its JSON, in exports and recordings.
-    """
+    """`value` as an http(s) URL without a trailing slash (`host:port` gets `http://`); a user or password
+    in it is refused unless `allow_credentials`: every URL spectop is given is shown somewhere."""
     text = value.strip()
     if not text:
         raise ValueError("expected an http:// or https:// URL, got an empty value")

@@ -71,10 +71,8 @@ _QueryData = Annotated[_VectorJson | _ScalarJson, Field(discriminator="resultTyp
 
 
 class _QueryJson(TypedDict):
-    """A successful instant query's whole answer. Validated from the JSON bytes in one go (pydantic-core
-    reads the JSON itself, into typed dicts: cheaper than models), which matters for a refresh of
-    1,000 instances, about 20,000 samples. Anything else (an error, a body that is not the API's
-    JSON) goes the general way (`_envelope`) for its exact message."""
+    """A successful instant query's whole answer, validated from the JSON bytes in one go (cheaper than
+    models); anything else goes the general way (`_envelope`) for its exact message."""
 
     status: Literal["success"]
     data: _QueryData
@@ -164,10 +162,7 @@ def _size_text(max_bytes: int) -> str:
 
 
 class PrometheusClient:
-    """One Prometheus server. Use as `async with PrometheusClient(settings) as client:`.
-
-    `requests` counts the HTTP requests sent (the benchmark reports queries per refresh).
-    """
+    """One Prometheus server (`async with`); `requests` counts the HTTP requests sent."""
 
     def __init__(
         self,
@@ -268,11 +263,8 @@ class PrometheusClient:
         return _general_vector(expr, status, body)
 
     async def query_samples(self, expr: str, at: float | None = None) -> list[Any]:
-        """An instant vector's samples as parsed, NOT checked one by one: for a reader that checks what
-        it reads of each sample as it reads it (the fleet poller, 20 answers of 1,000 samples per
-        refresh of 1,000 instances: pydantic's checking adds much to the parsing). Only the answer
-        around them is checked; anything but a vector goes `query_vector`'s way (checked, or the
-        `PrometheusError` saying what is wrong)."""
+        """An instant vector's samples as parsed, NOT checked one by one: for a reader that checks each
+        sample as it reads it (the fleet poller's hot path); all but a vector goes `query_vector`'s way."""
         status, body = await self._fetch("/api/v1/query", self._query_params(expr, at))
         if status < 300:
             samples = _unchecked_vector(body)

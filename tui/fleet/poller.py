@@ -451,10 +451,8 @@ class FleetPoller:
     async def load_history(
         self, history_s: float, step_s: float, *, names: tuple[str, ...] = SERIES_NAMES
     ) -> dict[str, list[tuple[float, Figures]]]:
-        """Figures of every instance at every `step_s` over the last `history_s` seconds (query_range).
-
-        One range query per figure; a figure that fails or has no data at a step stays None there.
-        """
+        """Figures of every instance at every `step_s` over the last `history_s` seconds, one range query per
+        figure; a figure that fails or has no data at a step stays None there."""
         end = time.time()
         step_s = max(step_s, history_s / _MAX_POINTS, 0.001)
         start = end - history_s

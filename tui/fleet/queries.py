@@ -261,15 +261,9 @@ def _marker_names(table_names: list[str], prefix: str) -> str:
 
 
 def discovery_query(matchers: str, labels: tuple[str, ...], lookback_s: float | None = None) -> str:
-    """Per instance and backend: how many of the backend's metric families it has (most names win).
-
-    The answer has one series per (instance, backend, model_name, labels...) with the count of
-    distinct family names as its value. With `lookback_s`, series seen in that time count too
-    (a target that is down now still had its names a moment ago). Each backend's families are
-    counted on their own and the `backend` label put on the counts (one per instance), not on every
-    series selected (some 30 per vLLM instance): the same answer for less of Prometheus's time,
-    and this is a refresh's most costly query.
-    """
+    """Per instance and backend: how many of the backend's metric families it has (most names win); with
+    `lookback_s`, series seen in that time count too (a target down now still had its names). Each backend
+    is counted on its own and labelled on the counts: a refresh's most costly query made cheaper."""
     # `backend` is the one put on the counts (a group_by label of that name groups by it too)
     keys = ", ".join(
         key for key in dict.fromkeys(("instance", "job", "model_name", *labels)) if key != "backend"
