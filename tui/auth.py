@@ -1,10 +1,5 @@
-"""API keys, the one rule: a key comes only from the environment variable a setting names
-(`api_key_env`, `--api-key-env`, fleet's `bearer_token_env`) and goes only into the Authorization
-header of a request to that endpoint; it is never an argument, never printed, logged or exported.
-
-Every client of an endpoint (the monitor's scrapes and /v1/models, `spectop snapshot`, bursts and
-their probes, the fleet's Prometheus client) builds its header here. No textual.
-"""
+"""API keys, the one rule: a key comes only from the environment variable a setting names and goes only
+into the Authorization header of a request to that endpoint; never an argument, printed or logged."""
 
 from __future__ import annotations
 
@@ -42,11 +37,8 @@ def _invalid_because(key: str) -> str | None:
 
 
 def api_key_from_env(name: str | None, environ: Mapping[str, str] | None = None) -> str | None:
-    """The key held by environment variable `name`, or None when no name is given or it is unset/empty.
-
-    Raises ApiKeyError when the value cannot be a header (a CR from a CRLF key file, a line feed, another
-    control, non-ASCII): said with the variable's name and why, without the key.
-    """
+    """The key in environment variable `name` (None when unnamed, unset or empty); ApiKeyError, naming the
+    variable and never the key, when it cannot be a header value."""
     if not name:
         return None
     key = (os.environ if environ is None else environ).get(name) or None

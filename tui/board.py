@@ -1,8 +1,5 @@
-"""What the dashboard knows, as plain data: endpoints, latest readings, figure series, alerts, log lines.
-
-No Textual here: a source's updates go in through `apply` and the screens read it. Memory is
-bounded (ring buffers of figures, `LOG_LINES_KEPT` lines per endpoint, a capped list of cleared alerts).
-"""
+"""What the dashboard knows, as plain data (no Textual): endpoints, readings, figure series, alerts, log
+lines, each bounded. A source's updates go in through `apply`; the screens read it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Command-line entry point: `spectop [COMMAND] ...`.
-
-Each command lives in its own module under `tui.commands`, exposing
-`register(subparsers)`; the module sets `func` on its parser to a callable
-`(argparse.Namespace) -> int` (the exit code).
-"""
+"""Command-line entry point: `spectop [COMMAND] ...`; each command's module under `tui.commands` has
+`register(subparsers)`, which sets `func(args) -> exit code` on its parser."""
 
 from __future__ import annotations
 
@@ -13,15 +9,15 @@ import importlib
 import logging
 import sys
 from importlib.metadata import PackageNotFoundError, version
+from typing import NoReturn
 
 import shtab
 
 from tui import __version__
 from tui.cli_options import completes_files
-from tui.commands import monitor
+from tui.commands import NoTerminalError, monitor
 from tui.debug_log import ENV_VARIABLE, start_debug_log, stop_debug_log
 from tui.safe_output import sanitized_stdio
-from tui.terminal import NoTerminalError
 
 log = logging.getLogger(__name__)
 
@@ -106,10 +102,17 @@ def add_debug_log_argument(parser: argparse.ArgumentParser, *, default: object =
     completes_files(debug_log)
 
 
+class _DashboardParser(argparse.ArgumentParser):
+    """The dashboard's options alone; an error in them is said with the whole command line's usage."""
+
+    def error(self, message: str) -> NoReturn:
+        build_parser().error(message)
+
+
 def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     """The whole command line, or (`commands=False`) the dashboard's alone: the dashboard, the common case,
     then does not load every other command's module before its first frame."""
-    parser = argparse.ArgumentParser(
+    parser = (argparse.ArgumentParser if commands else _DashboardParser)(
         prog="spectop",
         description="Watch and tune speculative decoding on vLLM, SGLang, llama.cpp and "
         "OpenAI-compatible servers. Without a command, opens the live dashboard.",

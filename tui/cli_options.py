@@ -1,9 +1,5 @@
-"""Options declared once, as rows: the flag, the field it fills (its dest), argparse's keywords.
-
-A command adds its rows, reads the fields back from the parsed arguments, and names the flag of a
-field in an error from the same rows. Completion scripts come from the parser (shtab, `spectop
---completion`); file arguments are marked for it here.
-"""
+"""Options declared once, as rows (flag, field, argparse keywords): a command adds them, reads the fields
+back, and names a field's flag in an error from the same rows."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The debug log: spectop's unexpected errors with their tracebacks, off unless asked for.
-
-`spectop --debug-log FILE …` or `SPECTOP_DEBUG_LOG=FILE` turns it on (the option wins). Every module logs
-to `logging.getLogger(__name__)` under the `tui` logger; without a debug log those records go nowhere (a
-NullHandler, never the terminal: a full-screen app must not be scribbled on). A failure the user should
-know about is also counted and shown where its figure would be; the log holds the why.
-"""
+"""The debug log (`--debug-log FILE` or `$SPECTOP_DEBUG_LOG`): unexpected errors with their tracebacks.
+Without it, records go nowhere: a full-screen app must not be scribbled on."""
 
 from __future__ import annotations
 

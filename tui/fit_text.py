@@ -1,14 +1,5 @@
-"""Text fitted to a width, shown whole or shortened where it says least; never cut mid-word or mid-number.
-
-- a URL (`short_url`): what goes first is the scheme, then the path, then the host's left end; the port and
-  the host's right end (the part that tells servers apart) stay to the last;
-- a name (`cut_left`): its left end goes (`…0.1:38531`), its end tells it apart;
-- words (`fit_words`: a message, an error, an advice): the first whole words that fit and `…`, never a
-  figure right before the `…` (`50%…` would read as a figure cut);
-- items (`fit_items`: a title's " · " parts, a footer's keys): the first whole items that fit, the rest
-  dropped;
-- a screen's subtitle (`subtitle_room`): the columns Textual's `Header` leaves it between its icon and clock.
-"""
+"""Text fitted to a width, shown whole or shortened where it says least; never cut mid-word or mid-number
+(a URL keeps its host's right end and port, a name its end, words their first whole ones)."""
 
 from __future__ import annotations
 

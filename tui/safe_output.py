@@ -1,8 +1,5 @@
-"""The CLI's one choke point for terminal output: stdout and stderr pass every write through the sanitizer.
-
-A command's text may quote a server or a file anywhere, so `tui.cli.main` wraps stdout and stderr in
-`SafeStream` rather than trusting every `print` (`safe_text`; JSON passes unchanged). spectop's own
-control sequences go through `write_control`, which alone writes raw. Textual writes to `sys.__stderr__`."""
+"""The CLI's one choke point for terminal output: `tui.cli.main` wraps stdout and stderr in `SafeStream`,
+so every write passes the sanitizer; spectop's own control sequences go through `write_control`."""
 
 from __future__ import annotations
 

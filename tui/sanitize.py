@@ -1,14 +1,6 @@
-"""Untrusted text made safe for a terminal: the one function every renderer uses.
-
-Text from a server or a file may hold an OSC that retitles the pane or writes the clipboard, a CSI that
-clears the screen, a bidi override. `safe_text` (multi-line) and `safe_line` (one line) remove complete
-escape sequences (CSI, OSC, DCS / SOS / PM / APC, two-character ones) and show every other control
-(nothing silently lost): C0 as its Control Picture (`␛`, `␇`; CR and LF too in `safe_line`), DEL as `␡`,
-C1 and bidi overrides / isolates as `�`. Tab is kept; `safe_text` keeps newlines (`\\r\\n` → `\\n`).
-
-Editable widgets keep the file's text as it is: `drop_controls` only removes controls from what is drawn.
-JSON needs no stripping: `json_safe` escapes what `json.dumps` leaves raw (DEL, C1, bidi, U+2028/9).
-A line that `str.isprintable()` (nearly every log line) is returned as it is."""
+"""Untrusted text made safe for a terminal: escape sequences removed, every other control shown (C0 as its
+Control Picture, C1 and bidi controls as `�`), nothing silently lost. `json_safe` escapes what
+`json.dumps` leaves raw; `drop_controls` is for drawn text only."""
 
 from __future__ import annotations
 

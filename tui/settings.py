@@ -1,10 +1,5 @@
-"""Monitor settings: `spectop.toml` (endpoints, thresholds, intervals).
-
-Looked up from `--config FILE`, then `./spectop.toml`, then the user config
-folder (`$XDG_CONFIG_HOME/spectop/spectop.toml`). `--endpoint URL` works with
-no file at all. API keys are never stored here: only the *name* of the
-environment variable that holds one (`api_key_env`).
-"""
+"""Monitor settings: `spectop.toml` from `--config`, `./spectop.toml` or the user config folder;
+`--endpoint URL` works with none. API keys are never stored, only their variable's name."""
 
 from __future__ import annotations
 

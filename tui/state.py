@@ -1,11 +1,6 @@
-"""spectop's remembered choices: `$XDG_CONFIG_HOME/spectop/state.json` (the theme, the table's columns).
-
-This module is the file's one owner. One JSON object; each choice is one key. Reading never raises (a
-missing or broken file is no choice). `remember` reads, changes one key and replaces the file atomically
-while holding an exclusive lock on `state.json.lock`, so changes made at once (a theme and a table choice,
-two spectop windows) never lose one another; it returns a problem instead of raising (a read-only home is
-fine). Written from a thread: the callers are on the event loop.
-"""
+"""spectop's remembered choices (`state.json`: the theme, the table's columns), this module its one owner:
+reading never raises, `remember` changes one key under a file lock, so choices made at once never
+lose one another."""
 
 from __future__ import annotations
 

@@ -79,9 +79,3 @@ def _text(cell: Any) -> str:
 
 def _markdown_row(cells: Sequence[Any]) -> str:
     return "| " + " | ".join(markdown_escape(_text(cell)) for cell in cells) + " |"
-
-
-def _csv_cell(cell: Any) -> Any:
-    if cell is None:
-        return ""
-    return safe_line(cell) if isinstance(cell, str) else cell

@@ -1,10 +1,5 @@
-"""Field checks shared by the pydantic models of the files spectop reads, and their messages.
-
-One URL rule everywhere (`--endpoint`, `spectop.toml`, `spectop snapshot`, `spectop bench`): an
-http(s) URL; a bare `host:port` gets `http://` in front (and the caller says so); any other scheme
-is refused, and so is a user or password in it (fleet mode's rule: a URL is shown, a secret never).
-Validation errors are told in spectop's words, without pydantic's prefixes.
-"""
+"""Field checks shared by the models of the files spectop reads, and their messages in spectop's words.
+One URL rule everywhere: an http(s) URL, `host:port` gets `http://`, no user or password in it."""
 
 from __future__ import annotations
 
@@ -43,11 +38,8 @@ def without_credentials(url: str) -> str:
 
 
 def normalize_http_url(value: str, *, allow_credentials: bool = False) -> str:
-    """`value` as an http(s) URL without a trailing slash; `host:port` becomes `http://host:port`.
-
-    A user or password in it is refused (without echoing the URL) unless `allow_credentials`: every URL
-    spectop is given is shown on a card, in a snapshot header and its JSON, in exports and recordings.
-    """
+    """`value` as an http(s) URL without a trailing slash (`host:port` gets `http://`); a user or password
+    in it is refused unless `allow_credentials`: every URL spectop is given is shown somewhere."""
     text = value.strip()
     if not text:
         raise ValueError("expected an http:// or https:// URL, got an empty value")

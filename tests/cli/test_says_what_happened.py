@@ -20,6 +20,14 @@ def test_a_mistyped_option_shows_its_commands_usage_and_the_option_meant() -> No
     assert "spectop snapshot: error: unrecognized arguments: --windw (did you mean --window?)" in shown.stderr
 
 
+def test_an_error_in_the_dashboards_options_shows_the_whole_usage() -> None:
+    shown = spectop("--endpoint")
+    assert shown.returncode == 2
+    assert shown.stderr.startswith("usage: spectop ")
+    assert "COMMAND ..." in shown.stderr
+    assert "spectop: error: argument --endpoint: expected one argument" in shown.stderr
+
+
 def test_a_mistyped_option_of_a_config_action_names_that_action(config: Path) -> None:
     shown = spectop("config", "set", str(config), "model.max_model_len", "4096", "--dryrun")
     assert shown.returncode == 2

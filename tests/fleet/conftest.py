@@ -1,8 +1,5 @@
-"""A real Prometheus server scraping real `spectop sim` processes, for the fleet-mode tests.
-
-Prometheus is Debian's `prometheus` package (`.ci/run` installs it when it can); tests that need
-it skip, saying why, when the binary is missing. Everything listens on 127.0.0.1 only.
-"""
+"""A real Prometheus (Debian's `prometheus`; the tests skip without it) scraping real `spectop sim`
+processes on 127.0.0.1, and the 40-instance fake fleet, for the fleet-mode tests."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""A fleet of many vLLM instances behind the fake Prometheus, and the dashboard app on it.
-
-`Fleet40` decides every figure of every instance (so tests compute what the table must say from it,
-not from the table), answers the poller's queries with them, and can be switched to fail.
-"""
+"""A fleet of many vLLM instances behind the fake Prometheus (`Fleet40` decides every figure and can be
+switched to fail), and the dashboard app on it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""A fake Prometheus HTTP API on a real loopback socket, for the fault tests.
-
-`answer(path, form)` decides each reply: (status, JSON-able body or raw bytes, delay in seconds).
-Requests (path, form, headers) are recorded. `healthy()` answers as a Prometheus that scrapes two
-vLLM instances A and B; `refresh_with` / `query_with` run one poller refresh / one client query.
-"""
+"""A fake Prometheus HTTP API on a real loopback socket: `answer(path, form)` decides each reply (status,
+body, delay) and requests are recorded; `healthy()` scrapes two vLLM instances A and B."""
 
 from __future__ import annotations
 
@@ -168,5 +164,5 @@ async def query_with(answer: Callable[[str, dict[str, str]], Answer], **extra: A
     async with FakePrometheus(answer) as fake:
         client = PrometheusClient(settings(fake.url, **extra), max_bytes=max_bytes)
         async with client:
-            await client.query("up")
+            await client.query_vector("up")
     return fake

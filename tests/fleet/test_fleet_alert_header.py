@@ -1,10 +1,5 @@
-"""The header's alert count after a fleet refresh that changes many alerts at once.
-
-A refresh of a large fleet may start or clear an alert per replica (the first refresh of a fleet with
-many imbalanced replicas, or a group whose median moves). The header counts the active alerts once those
-updates are in, not once per alert, and counts them without copying every alert
-(`AlertEngine.active_count`): per alert and with copies, the work grew with the changes times the alerts.
-"""
+"""The header's alert count after a fleet refresh that changes many alerts at once: counted once those
+updates are in, not once per alert, and without copying every alert."""
 
 from __future__ import annotations
 

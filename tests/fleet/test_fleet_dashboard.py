@@ -1,8 +1,5 @@
-"""The fleet dashboard (`spectop --prometheus URL`) on 40 instances behind a fake Prometheus.
-
-What the table must say is computed from the fake's own figures (`Fleet40`), never from the table.
-The fake, its Prometheus and the app are tests/fleet/conftest.py's fixtures (`fleet40`, `fleet40_app`).
-"""
+"""The fleet dashboard (`spectop --prometheus URL`) on 40 instances behind a fake Prometheus; what the table
+must say is computed from the fake's own figures (`Fleet40`), never from the table."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The per-engine queries through a real Prometheus: only instances with two or more data-parallel
-engines answer (a fleet of one engine per server answers nothing to drop), with the figures of each.
-
-Skips (saying why) without the prometheus binary. Two vLLM pages served here, scraped every second: one
-server of two engines (engine 1 accepting half as many drafts), one of a single engine.
-"""
+"""The per-engine queries through a real Prometheus: only instances with two or more data-parallel engines
+answer, with the figures of each (one server of two engines, one of a single engine)."""
 
 from __future__ import annotations
 

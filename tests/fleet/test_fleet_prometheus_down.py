@@ -1,9 +1,5 @@
-"""Prometheus itself going away, against a real Prometheus (stopped mid-test) scraping real sims.
-
-A target whose `up` is 0 while Prometheus answers is down: its own alert. Prometheus unreachable is ONE
-alert ("Prometheus at URL unreachable: …"), not one "down" per instance: the instances' figures are
-unknown ("–") with that reason, and their status is "no data", not "down".
-"""
+"""Prometheus itself going away (a real one, stopped mid-test): ONE alert, not one "down" per instance; the
+instances' figures are unknown with that reason and their status "no data"."""
 
 from __future__ import annotations
 

@@ -23,7 +23,6 @@ from tests.fleet.fake_prometheus import (
 )
 from tui.fleet import poller as poller_module
 from tui.fleet.buckets import UNKNOWN_BUCKET, bucket_bounds, bucket_of, quantile_notes
-from tui.fleet.client import InstantSample
 from tui.fleet.poller import FleetPoller
 from tui.fleet.table_rows import Instance, fleet_rows
 from tui.format import fmt_quantile
@@ -51,7 +50,7 @@ def test_a_quantile_is_placed_in_the_bucket_prometheus_interpolated_it_in() -> N
 
 def test_bounds_parsed_per_instance_and_histogram_numerically() -> None:
     samples = [
-        InstantSample(metric=labels, value=(0.0, value))
+        {"metric": labels, "value": (0.0, value)}
         for labels, value in [
             *le_rows(A, ("1e+01", "0.5", "+Inf", "0.1000000001")),
             ({"instance": B, "__name__": "sglang:time_to_first_token_seconds_bucket", "le": "1"}, "2"),

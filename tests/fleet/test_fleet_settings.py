@@ -1,16 +1,14 @@
-"""`prometheus = {...}` in spectop.toml, `--prometheus/--match/--group-by`, the PromQL selector rule,
-the queries' shape, and that the fleet core never imports textual."""
+"""`prometheus = {...}` in spectop.toml, `--prometheus/--match/--group-by`, the PromQL selector rule and the
+queries' shape."""
 
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.fleet.conftest import ROOT
+from tests.cli.conftest import spectop
 from tui.fleet.options import apply_fleet_flags, prometheus_settings
 from tui.fleet.queries import FLEET_FIGURES, discovery_query, duration, figure_queries, selector
 from tui.settings import PrometheusSettings, Settings, SettingsError, parse_settings
@@ -153,12 +151,6 @@ def test_bad_flags_name_the_flag(values: dict[str, str], expected: str) -> None:
         apply_fleet_flags(Settings(), flags(**values))
 
 
-def spectop(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
-    )
-
-
 def test_dashboard_with_prometheus_opens_the_fleet_dashboard() -> None:
     result = spectop("--prometheus", "http://127.0.0.1:9")  # no terminal here: it says so, as any dashboard
     assert result.returncode == 2
@@ -191,16 +183,3 @@ def test_snapshot_with_prometheus_down_exits_1(tmp_path: Path) -> None:
     assert result.returncode == 1 and "Prometheus unreachable" in result.stderr
     assert "environment variable FLEET_UNSET_TOKEN is not set" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def test_fleet_core_does_not_import_textual() -> None:
-    code = (
-        "import importlib, pkgutil, sys, tui.fleet\n"
-        "for info in pkgutil.walk_packages(tui.fleet.__path__, prefix='tui.fleet.'):\n"
-        "    importlib.import_module(info.name)\n"
-        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'textual')))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
-    )
-    assert result.stdout.strip() == ""

@@ -1,15 +1,8 @@
-"""Device check, run by hand on a machine with an NVIDIA GPU: read NVML and print the GPU panel.
+"""Device check, run by hand on a machine with an NVIDIA GPU: read twice, a second apart, and print each
+GPU's panel line and the energy between the reads (where there is no GPU, why, and exit 0).
 
     python tests/gpu/check_device.py             # local GPUs through NVML (pip install 'spectop[gpu]')
-    python tests/gpu/check_device.py --dcgm URL  # or a dcgm-exporter page
-
-It reads twice, a second apart, and prints each GPU's line (what the dashboard's GPU panel shows) and
-the energy used between the two reads (from the energy counter, else the integrated power; or that
-both reads returned the same cached exporter sample, as dcgm-exporter serves between its collections,
-every 30 s by default). Where there
-is no GPU it prints why and exits 0, so it is safe anywhere; `tests/gpu/test_check_device.py` runs it
-and is skipped, with the reason, when there is no GPU.
-"""
+    python tests/gpu/check_device.py --dcgm URL  # or a dcgm-exporter page"""
 
 from __future__ import annotations
 
@@ -22,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a check
 
 from tui.gpu.history import GpuHistory
 from tui.gpu.models import GpuReading
-from tui.gpu.once import read_once
+from tui.gpu.monitor import read_once
 from tui.gpu.text import panel_lines
 
 NO_GPU_PREFIX = "no GPU: "

@@ -9,8 +9,8 @@ import pytest
 
 from tests.gpu.fake_pynvml import FakeDevice, FakeNvml
 from tui.gpu.models import REASON_HW_THERMAL, REASON_SW_POWER_CAP, GpuReading, GpuUnavailable
+from tui.gpu.monitor import read_once
 from tui.gpu.nvml import NvmlSource
-from tui.gpu.once import read_once
 from tui.gpu.text import panel_lines
 
 

@@ -1,12 +1,6 @@
-"""One vocabulary, enforced: numbers are turned into text only by tui/format.py.
-
-An AST walk over tui/ (the simulator aside: it writes the servers' own formats) finds every place that
-formats a number itself: an f-string format spec with a precision, a float / percent / exponent type or a
-thousands separator (`{x:.2f}`, `{x:.0%}`, `{x:g}`, `{x:,}`), `round()` inside an f-string, printf-style
-`"%.1f" % x`, `format(x, ".2f")` and `"{:.2f}".format(x)`. Widths and alignment alone (`{name:>10}`)
-and datetime specs (`{when:%H:%M}`) are not figures. What is left must call a word of tui/format.py, or
-be a wire format (a query parameter, a CSV column, a JSON key) listed in `NOT_FIGURES` with its reason.
-"""
+"""One vocabulary, enforced: numbers are turned into text only by tui/format.py. An AST walk over tui/ (the
+simulator aside) finds every place that formats a number itself (`{x:.2f}`, `{x:.0%}`, `round()` in an
+f-string, `"%.1f" % x`, ...); what is left is a wire format listed in `NOT_FIGURES` with its reason."""
 
 from __future__ import annotations
 

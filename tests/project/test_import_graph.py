@@ -1,12 +1,5 @@
-"""No import cycle between spectop's modules, and the core imports nothing from the UI.
-
-The graph is read from the source with `ast`: every `import` and `from … import` of a `tui` module,
-at module level, inside functions (a function-level import is how a cycle usually hides) and under
-`if TYPE_CHECKING:` (a type-only cycle is still two modules that need each other: the screens once
-cast the app they were shown by). `from package import name` counts as an import of
-`package.name` when that is a module, else of `package`. A package's `__init__` is not counted as
-imported by its own submodules (Python runs it first anyway).
-"""
+"""No import cycle between spectop's modules, and the core imports nothing from the UI. The graph is read
+with `ast`, counting imports inside functions and under `if TYPE_CHECKING:` (where a cycle usually hides)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,6 @@ CORE = (
     "tui.sanitize",
     "tui.fit_text",
     "tui.debug_log",
-    "tui.terminal",
     "tui.safe_output",
     "tui.state",
     "tui.tables",
@@ -39,7 +38,7 @@ ENTRY = ("tui.cli", "tui.cli_options", "tui.commands", "tui.__main__")
 # imports inside functions (a lazy import is still an arrow), and no two of them import each other.
 FLOORS = {
     **dict.fromkeys(("format", "sanitize", "validators", "paths", "auth", "fit_text", "safe_output"), 1),
-    **dict.fromkeys(("terminal", "debug_log", "tables"), 1),
+    **dict.fromkeys(("debug_log", "tables"), 1),
     **dict.fromkeys(("telemetry", "configs", "sim", "gpu", "settings", "state"), 2),
     **dict.fromkeys(("tune", "bench", "fleet"), 3),
     "advice": 4,

@@ -1,17 +1,6 @@
-"""vLLM's OpenAI-compatible stream shapes (reference vllm.md §4, per-request.md) through `run_request`,
-served by a real local HTTP server.
-
-The chunks are the reference's own shapes, with its `…` placeholders filled in: the chat role chunk
-(`"delta":{"role":"assistant","content":""}`), the completions chunk (`"text"`, `"stop_reason":null`,
-`"token_ids":null`), the final `"choices": []` usage chunk carrying `system_fingerprint` and the
-per-request `metrics` object of per-request.md verbatim, `data: [DONE]`, and an error sent inside the
-stream followed by `[DONE]`.
-
-The workload behind the numbers is per-request.md's example: 43 verification steps with the
-acceptance histogram [39, 1, 0, 3] (k = 3), i.e. one chunk per engine step carrying 1, 2 or 4
-tokens, after the prefill chunk's first token: 1 + 39·1 + 1·2 + 3·4 = 54 tokens (= steps + accepted
-+ first token, vllm.md §1.2).
-"""
+"""vLLM's OpenAI-compatible stream shapes (reference vllm.md §4, per-request.md) through `run_request`, served
+by a real local HTTP server: the reference's own chunks, with per-request.md's workload (43 steps, the
+acceptance histogram [39, 1, 0, 3] with k = 3: 1 + 39·1 + 1·2 + 3·4 = 54 tokens)."""
 
 from __future__ import annotations
 

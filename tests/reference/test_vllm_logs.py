@@ -1,11 +1,7 @@
 # ruff: noqa: E501  (log lines are kept whole)
-"""vLLM log variants of reference vllm.md §2 not covered line by line in tests/telemetry: the process
-prefixes of §2.1 on the stats / error lines, the multi-line record shapes (`logger.exception` repeats
-one prefix on every line; raw stderr carries only the process prefix), and lines that must give no
-event (the per-iteration detail line, the diffusion line, the speculative warnings of §2.5).
-
-Lines are the reference's own, or built from the format strings it quotes (marked so).
-"""
+"""vLLM log variants of reference vllm.md §2 not covered line by line in tests/telemetry: process prefixes,
+multi-line records, and lines that must give no event. Lines are the reference's own, or built from the
+format strings it quotes (marked so)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""vLLM `/metrics` variants from reference vllm.md §1 that the sample pages do not show by themselves,
-built by rewriting the real sample text (`samples/vllm/metrics_t{0,1}.txt`) the way those servers
-print it: one series per DP `engine`, the ~v0.10 pages that exported the deprecated names beside the
-new ones, `num_requests_waiting_by_reason`, the `e+10` exponent form of newer prometheus_client, and
-a diffusion model's counters (which are not speculative decoding).
-
-Expected values are the sample README's: acceptance 3,468 / 4,960, mean length 1 + 3,468 / 2,480,
-per-position 1,981 / 2,480 and 1,487 / 2,480, TTFT mean 0.2056565 / 4, prefix hit 4,096 / 8,607.
-"""
+"""vLLM `/metrics` variants of reference vllm.md §1 the sample pages do not show, made by rewriting the
+sample text as those servers print it. Expected values are the sample README's (acceptance 3,468 / 4,960,
+mean length 1 + 3,468 / 2,480, TTFT mean 0.2056565 / 4, prefix hit 4,096 / 8,607)."""
 
 from __future__ import annotations
 

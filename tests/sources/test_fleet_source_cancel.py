@@ -1,8 +1,4 @@
-"""Cancelling `FleetSource.updates()` always ends it, also when the cancel lands as a resume wakes it.
-
-With `asyncio.wait_for` (Python 3.11) the fleet loop went on waiting for its next refresh after the app
-quit (tests/telemetry/cancel_turns.py says how the cancel is landed on that loop turn).
-"""
+"""Cancelling `FleetSource.updates()` always ends it, also when the cancel lands as a resume wakes it."""
 
 from __future__ import annotations
 

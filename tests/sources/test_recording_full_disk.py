@@ -1,8 +1,5 @@
-"""A full disk under `--record`: the readings are still published (the card goes on updating), the
-recording fails alone, said once as an error notice, and closing raises nothing (no traceback on quit).
-
-The disk is simulated: the recorder's blocking write raises OSError(ENOSPC) from a chosen write on (a real
-tiny file system needs mounting rights the test machine does not give)."""
+"""A full disk under `--record` (a simulated ENOSPC): the readings are still published, the recording fails
+alone, said once, and closing raises nothing."""
 
 from __future__ import annotations
 

@@ -11,6 +11,20 @@ from tui.ui.terminal_guard import run_app
 from tui.widgets.worker_errors import KeepsRecoveryNotes, print_recovery_notes
 
 
+class NoTerminalError(Exception):
+    """stdin or stdout is not a terminal (Textual would spin on a closed stdin forever); exit code 2."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(f"spectop: {command} needs a terminal; use `spectop snapshot` / `spectop logs`")
+
+
+def require_terminal(command: str) -> None:
+    """Raise NoTerminalError unless both stdin and stdout are terminals (call it before `App.run`)."""
+    for stream in (sys.stdin, sys.stdout):
+        if stream is None or stream.closed or not stream.isatty():
+            raise NoTerminalError(command)
+
+
 def say(command: str, message: str) -> None:
     """A line on stderr from `spectop COMMAND` (the dashboard's: no command): what went wrong, or what it
     did about it."""

@@ -21,7 +21,7 @@ from tui.configs.launch import render_launch
 from tui.configs.lint import GPU_CHECKED_KINDS, gpu_findings, has_errors, lint_document, sort_findings
 from tui.configs.schemas import field_specs, shown_value, unknown_keys
 from tui.gpu.models import GpuUnavailable
-from tui.gpu.once import read_once
+from tui.gpu.monitor import read_once
 from tui.paths import sample_configs_dir
 from tui.sanitize import json_safe, safe_line, safe_text
 

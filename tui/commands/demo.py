@@ -1,12 +1,5 @@
-"""`spectop demo`: two simulated vLLM servers (MTP on, MTP off) and the dashboard on them.
-
-The sims are `spectop sim` subprocesses on free loopback ports, started from copies of the
-sample configs in a temporary folder (so edits from the dashboard never touch the repository),
-with their logs in that folder and a gentle background load. Quitting stops everything it started.
-
-The sims are supervised by `tui.sim.supervisor` (reaped at once, restarted over a Unix socket);
-a sim's death is told to the dashboard with the error lines of its log.
-"""
+"""`spectop demo`: two simulated vLLM servers (MTP on, MTP off) and the dashboard on them, from copies of
+the sample configs in a temporary folder (edits never touch the repository); quitting stops them all."""
 
 from __future__ import annotations
 
@@ -24,7 +17,7 @@ from pathlib import Path
 
 from tui.advice.calibrate import sim_step_cost
 from tui.advice.live import KeptModels, read_models
-from tui.commands import run_until_quit
+from tui.commands import require_terminal, run_until_quit
 from tui.commands.replay import add_record_arguments
 from tui.format import fmt_setting
 from tui.paths import sample_configs_dir
@@ -42,7 +35,6 @@ from tui.sim.supervisor import (
 )
 from tui.sources import LiveSource
 from tui.telemetry.recording import DEFAULT_MAX_MB
-from tui.terminal import require_terminal
 from tui.ui.app import SpectopApp
 
 # A = MTP off (the baseline), B = MTP on: the burst screen takes the first two endpoints as A and B,

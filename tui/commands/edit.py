@@ -7,10 +7,9 @@ import shlex
 from pathlib import Path
 
 from tui.cli_options import completes_files
-from tui.commands import fail, run_until_quit, say
+from tui.commands import fail, require_terminal, run_until_quit, say
 from tui.configs.errors import ConfigError
 from tui.configs.kinds import parse_kind
-from tui.terminal import require_terminal
 from tui.ui.editor_app import EditorApp
 from tui.validators import normalize_http_url, scheme_was_added
 

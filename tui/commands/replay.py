@@ -6,11 +6,10 @@ import argparse
 from pathlib import Path
 
 from tui.cli_options import completes_files
-from tui.commands import fail, run_until_quit
+from tui.commands import fail, require_terminal, run_until_quit
 from tui.settings import Settings, SettingsError, load_settings
 from tui.sources import ReplaySource
 from tui.telemetry.recording import DEFAULT_MAX_MB, RecordingError, check_recording
-from tui.terminal import require_terminal
 from tui.ui.app import SpectopApp
 
 

@@ -1,11 +1,5 @@
-"""`spectop snapshot URL [URL ...] [--window SECONDS] [--json] [--api-key-env NAME]`: figures over one window.
-
-Scrapes every URL at the start and at the end of the window and prints the
-derived figures: a table by default, or with --json one object per endpoint
-per line, with why a figure is what it is (`notes`, `restarted_in_window`,
-`quantile_bounds`). Exit 0 when every endpoint was up, 1 when one was not (or
-served an inconsistent page), 2 on bad arguments.
-"""
+"""`spectop snapshot URL ...`: scrape each endpoint at both ends of a window and print the figures (a table,
+or JSON lines with why each figure is what it is). Exit 0 all up, 1 one was not, 2 bad arguments."""
 
 from __future__ import annotations
 
@@ -26,8 +20,7 @@ from tui.advice.fleet import advice_lines, group_advices, instance_advice
 from tui.advice.live import advice_for, read_models
 from tui.auth import ApiKeyError, api_key_from_env, endpoint_headers
 from tui.commands import fail, say
-from tui.fleet.flags import add_fleet_arguments
-from tui.fleet.options import prometheus_settings
+from tui.fleet.options import add_fleet_arguments, prometheus_settings
 from tui.fleet.poller import FleetPoller
 from tui.fleet.snapshot import row, table
 from tui.format import FIGURES, FIGURES_FAILED, figure_text, fmt_setting

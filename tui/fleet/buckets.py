@@ -1,21 +1,13 @@
-"""The bucket bounds of the fleet's latency histograms, so that a `histogram_quantile` answer says what
-it is worth.
-
-Prometheus' `histogram_quantile` answers a bare number: inside the first bucket it interpolates from 0,
-in the +Inf bucket it answers the highest finite bound, inside a wide bucket it interpolates across it.
-Direct scraping knows the bucket that holds each quantile (tui/telemetry/histogram.py); here each
-instance's bucket bounds (`le`) are asked once (`bucket_bounds_query`, again only when new instances
-appear) and each quantile is placed in its bucket, with the same bounds and notes as direct scraping
-("< 100 ms", "> 10 s", "~850 ms"). Until an instance's bounds are known its quantiles are noted as
-interpolated by Prometheus, bucket unknown.
-"""
+"""The bucket bounds of the fleet's latency histograms: `histogram_quantile` answers a bare number, so each
+instance's `le` bounds are asked and each quantile placed in its bucket with the same notes as direct
+scraping ("< 100 ms", "> 10 s"); until they are known, it is noted as interpolated by Prometheus."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
 
-from tui.fleet.client import InstantSample
+from tui.fleet.client import SampleJson
 from tui.fleet.queries import selector
 from tui.telemetry.backends import sglang, vllm
 from tui.telemetry.backends.base import note_bucket
@@ -47,13 +39,14 @@ def _histogram(name: str) -> str | None:
     return None
 
 
-def bucket_bounds(samples: Iterable[InstantSample]) -> Bounds:
+def bucket_bounds(samples: Iterable[SampleJson]) -> Bounds:
     """The finite bucket bounds of each (instance, histogram) in the answer of `bucket_bounds_query`."""
     found: dict[tuple[str, str], set[float]] = {}
     for sample in samples:
-        instance, histogram = sample.metric.get("instance"), _histogram(sample.metric.get("__name__", ""))
+        metric = sample.get("metric", {})
+        instance, histogram = metric.get("instance"), _histogram(metric.get("__name__", ""))
         try:
-            bound = float(sample.metric.get("le", "nan"))
+            bound = float(metric.get("le", "nan"))
         except ValueError:
             continue
         if instance is None or histogram is None or not math.isfinite(bound):

@@ -1,12 +1,6 @@
-"""A small client of the Prometheus HTTP API (`/api/v1/query`, `query_range`, `series`, label values).
-
-Everything Prometheus answers is untrusted: the body is size-capped, parsed into pydantic models (or,
-for the fleet poller's hot loop, `query_samples`: parsed, and each sample checked by its reader as it
-reads it), and every failure (connection refused, timeout, HTTP error, `status: error`, a body that is not
-the API's JSON) raises `PrometheusError` with a short text for the dashboard. Every request has a
-timeout. Secrets (bearer token, basic-auth password) come from environment variables named in the
-settings; they go into request headers only and never into a message.
-"""
+"""A small client of the Prometheus HTTP API (instant and range queries). Everything it
+answers is untrusted (size-capped, checked); every failure raises `PrometheusError` with a short text;
+secrets come from the environment variables the settings name and go into headers only."""
 
 from __future__ import annotations
 
@@ -14,8 +8,6 @@ import asyncio
 import json
 import math
 import os
-import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Any, Literal, NotRequired
 from urllib.parse import urlencode
@@ -31,18 +23,7 @@ from tui.settings import PrometheusSettings
 from tui.telemetry.scraper import _connect_error_text
 
 DEFAULT_MAX_BYTES = 32 * 2**20
-_POST_PATHS = frozenset({"/api/v1/query", "/api/v1/query_range", "/api/v1/series"})
 _STALE_CONNECTION = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
-_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-
-__all__ = [
-    "InstantSample",
-    "PrometheusClient",
-    "PrometheusError",
-    "RangeSeries",
-    "SampleJson",
-    "number",
-]
 
 
 class PrometheusError(Exception):
@@ -58,18 +39,6 @@ class _Response(BaseModel):
     errorType: str | None = None
     error: str | None = None
     warnings: list[str] = Field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class InstantSample:
-    """One series of an instant vector: labels and [unix time, "value"]."""
-
-    metric: dict[str, str]
-    value: tuple[float, str]
-
-    @property
-    def number(self) -> float | None:
-        return number(self.value[1])
 
 
 class RangeSeries(BaseModel):
@@ -102,10 +71,8 @@ _QueryData = Annotated[_VectorJson | _ScalarJson, Field(discriminator="resultTyp
 
 
 class _QueryJson(TypedDict):
-    """A successful instant query's whole answer. Validated from the JSON bytes in one go (pydantic-core
-    reads the JSON itself, into typed dicts: cheaper than models), which matters for a refresh of
-    1,000 instances, about 20,000 samples. Anything else (an error, a body that is not the API's
-    JSON) goes the general way (`_envelope`) for its exact message."""
+    """A successful instant query's whole answer, validated from the JSON bytes in one go (cheaper than
+    models); anything else goes the general way (`_envelope`) for its exact message."""
 
     status: Literal["success"]
     data: _QueryData
@@ -195,10 +162,7 @@ def _size_text(max_bytes: int) -> str:
 
 
 class PrometheusClient:
-    """One Prometheus server. Use as `async with PrometheusClient(settings) as client:`.
-
-    `requests` counts the HTTP requests sent (the benchmark reports queries per refresh).
-    """
+    """One Prometheus server (`async with`); `requests` counts the HTTP requests sent."""
 
     def __init__(
         self,
@@ -240,17 +204,12 @@ class PrometheusClient:
     # --- transport --------------------------------------------------------------------------------------
 
     async def _read(self, path: str, params: list[tuple[str, str]]) -> tuple[int, bytes]:
-        # Queries go as a POST form (long PromQL does not fit a URL); label lookups as GET.
-        post = path in _POST_PATHS
-        headers = self._headers
-        if post:
-            headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+        # A POST form: long PromQL does not fit a URL.
         async with self._http.stream(
-            "POST" if post else "GET",
+            "POST",
             f"{self.base_url}{path}",
-            content=_form(params) if post else None,
-            params=None if post else httpx.QueryParams(urlencode(params)),
-            headers=headers,
+            content=_form(params),
+            headers={**self._headers, "Content-Type": "application/x-www-form-urlencoded"},
             auth=self._auth or httpx.USE_CLIENT_DEFAULT,
             timeout=self.timeout_s,
         ) as response:
@@ -264,9 +223,6 @@ class PrometheusClient:
                 if len(body) > self.max_bytes:
                     raise PrometheusError(too_large)
             return response.status_code, bytes(body)
-
-    async def _get(self, path: str, params: list[tuple[str, str]]) -> _Response:
-        return _envelope(*await self._fetch(path, params))
 
     async def _fetch(self, path: str, params: list[tuple[str, str]]) -> tuple[int, bytes]:
         """The HTTP status and body of one request; every transport failure as a `PrometheusError`."""
@@ -296,15 +252,8 @@ class PrometheusClient:
 
     # --- API ----------------------------------------------------------------------------------------------
 
-    async def query(self, expr: str, at: float | None = None) -> list[InstantSample]:
-        """An instant query; a scalar answer comes back as one sample without labels."""
-        return [
-            InstantSample(sample.get("metric", {}), sample["value"])
-            for sample in await self.query_vector(expr, at)
-        ]
-
     async def query_vector(self, expr: str, at: float | None = None) -> list[SampleJson]:
-        """`query`'s samples as their validated JSON objects, without an `InstantSample` each."""
+        """An instant query's samples as validated JSON objects; a scalar as one sample without labels."""
         status, body = await self._fetch("/api/v1/query", self._query_params(expr, at))
         if status < 300:
             try:
@@ -314,11 +263,8 @@ class PrometheusClient:
         return _general_vector(expr, status, body)
 
     async def query_samples(self, expr: str, at: float | None = None) -> list[Any]:
-        """An instant vector's samples as parsed, NOT checked one by one: for a reader that checks what
-        it reads of each sample as it reads it (the fleet poller, 20 answers of 1,000 samples per
-        refresh of 1,000 instances: pydantic's checking adds much to the parsing). Only the answer
-        around them is checked; anything but a vector goes `query_vector`'s way (checked, or the
-        `PrometheusError` saying what is wrong)."""
+        """An instant vector's samples as parsed, NOT checked one by one: for a reader that checks each
+        sample as it reads it (the fleet poller's hot path); all but a vector goes `query_vector`'s way."""
         status, body = await self._fetch("/api/v1/query", self._query_params(expr, at))
         if status < 300:
             samples = _unchecked_vector(body)
@@ -341,36 +287,8 @@ class PrometheusClient:
             ("step", f"{step_s:g}"),
             ("timeout", f"{self.timeout_s:g}s"),
         ]
-        answer = await self._get("/api/v1/query_range", params)
+        answer = _envelope(*await self._fetch("/api/v1/query_range", params))
         try:
             return _Matrix.model_validate(answer.data).result
         except ValidationError:
             raise PrometheusError(f"Prometheus: unexpected answer to {expr[:60]!r}") from None
-
-    async def series(
-        self, matchers: list[str], start: float | None = None, end: float | None = None
-    ) -> list[dict[str, str]]:
-        """The label sets of the series matching any of `matchers` (`/api/v1/series`)."""
-        params = [("match[]", matcher) for matcher in matchers]
-        if start is not None:
-            params.append(("start", f"{start:.3f}"))
-        if end is not None:
-            params.append(("end", f"{end:.3f}"))
-        answer = await self._get("/api/v1/series", params)
-        if not isinstance(answer.data, list):
-            raise PrometheusError("Prometheus: unexpected answer to a series request")
-        return [
-            {str(key): str(value) for key, value in item.items()}
-            for item in answer.data
-            if isinstance(item, dict)
-        ]
-
-    async def label_values(self, label: str, matchers: list[str] | None = None) -> list[str]:
-        """The values of one label (`/api/v1/label/<label>/values`), within `matchers` when given."""
-        if not _LABEL_NAME.match(label):
-            raise PrometheusError(f"not a label name: {label!r}")
-        params = [("match[]", matcher) for matcher in matchers or []]
-        answer = await self._get(f"/api/v1/label/{label}/values", params)
-        if not isinstance(answer.data, list):
-            raise PrometheusError("Prometheus: unexpected answer to a label request")
-        return [str(value) for value in answer.data]

@@ -1,9 +1,5 @@
-"""`--prometheus URL [--match SELECTOR] [--group-by LABEL]`: the command-line side of fleet mode.
-
-The flags override the `prometheus = {...}` table of spectop.toml. Its auth fields (bearer token /
-basic auth variable names, TLS switch) are kept only when the flag names the same URL, so a
-secret meant for one server is never sent to another.
-"""
+"""`--prometheus URL [--match SELECTOR] [--group-by LABEL]`, over spectop.toml's `prometheus` table; its
+auth fields are kept only for the same URL, so a secret meant for one server is never sent to another."""
 
 from __future__ import annotations
 
@@ -13,6 +9,25 @@ from pydantic import ValidationError
 
 from tui.settings import PrometheusSettings, Settings, SettingsError
 from tui.validators import friendly_message
+
+
+def add_fleet_arguments(parser: argparse.ArgumentParser, *, group_by: bool = True) -> None:
+    parser.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="fleet mode: read this Prometheus server instead of scraping endpoints",
+    )
+    parser.add_argument(
+        "--match",
+        metavar="SELECTOR",
+        help="with --prometheus: label matchers selecting the instances, e.g. '{job=\"vllm\"}'",
+    )
+    if group_by:
+        parser.add_argument(
+            "--group-by",
+            metavar="LABEL",
+            help="with --prometheus: label grouping the instances (default job; 'model' = model name)",
+        )
 
 
 def prometheus_settings(

@@ -1,22 +1,7 @@
-"""One refresh of a whole fleet through Prometheus: a constant number of queries, a reading per instance.
-
-`FleetPoller.refresh()` sends, concurrently and all evaluated at the same instant: the discovery
-query (which backend each `instance` runs, by its metric families), `up`, the time of each target's
-last scrape, and one query per figure. It returns a `FleetRefresh` whose readings are
-`FleetReading`s, i.e. `EndpointReading`s (name and url = the instance) with the same `Figures` the
-dashboard shows for a directly scraped endpoint, so the dashboard renders them unchanged. Each answer
-is reduced to what the refresh keeps of it (instance → value) as soon as it arrives (`_ask`).
-
-Faults are data, never a crash and never 0: Prometheus unreachable, slow or answering
-`status: error` makes every known instance `up=False` with that text and unknown figures; a target
-with `up == 0` is down ("target down"); a target whose last scrape is older than `stale_after_s` is
-"stale"; a figure whose query failed, or that Prometheus answers with NaN (an empty window), is None.
-A quantile (TTFT p50 / p95) says the bucket it falls in, as in direct scraping: the instances' bucket
-bounds are asked with the first refresh, and again (at most every `BOUNDS_RETRY_S`) only while an
-instance has a quantile whose bounds are unknown (it came later, the query failed): tui/fleet/buckets.py.
-Instances once seen stay listed (down) when their series disappear. `load_history()` fills
-sparklines at start-up from `query_range`.
-"""
+"""One refresh of a whole fleet through Prometheus: a constant number of queries, all evaluated at one
+instant, a `FleetReading` per instance (the dashboard renders it as a scraped endpoint's reading).
+Faults are data, never a crash and never 0: Prometheus failing makes every known instance unknown, a
+target down or stale says so, a failed figure is None. Instances once seen stay listed (down)."""
 
 from __future__ import annotations
 
@@ -39,7 +24,7 @@ from tui.fleet.buckets import (
     bucket_bounds_query,
     quantile_notes,
 )
-from tui.fleet.client import InstantSample, PrometheusClient, PrometheusError, SampleJson, number
+from tui.fleet.client import PrometheusClient, PrometheusError, SampleJson, number
 from tui.fleet.queries import (
     FLEET_FIGURES,
     FigureQuery,
@@ -210,10 +195,6 @@ def _by_engine(samples: Iterable[SampleJson]) -> EngineAnswer:
     return found
 
 
-def _bounds_of(samples: Iterable[SampleJson]) -> Bounds:
-    return bucket_bounds(InstantSample(sample.get("metric", {}), sample["value"]) for sample in samples)
-
-
 def _instance_rows(samples: Iterable[SampleJson], group_label: str) -> dict[str, _Instance]:
     """Discovery answer → instances: the backend with the most family names wins (as `detect_backend`)."""
     votes: dict[str, dict[str, float]] = {}
@@ -320,7 +301,7 @@ class FleetPoller:
             return self._guarded(partial(self._ask, expr, at, reduce), deadline)
 
         instances = _checked(partial(_instance_rows, group_label=self.settings.group_by))
-        bounds_asked = [ask(bucket_bounds_query(self.matchers), _checked(_bounds_of))] if asking else []
+        bounds_asked = [ask(bucket_bounds_query(self.matchers), _checked(bucket_bounds))] if asking else []
         discovery, up, scraped_at, figure_list, engine_list, bounds_list = await asyncio.gather(
             ask(self._discovery(), instances),
             ask(up_query(self.matchers), _by_instance),
@@ -470,10 +451,8 @@ class FleetPoller:
     async def load_history(
         self, history_s: float, step_s: float, *, names: tuple[str, ...] = SERIES_NAMES
     ) -> dict[str, list[tuple[float, Figures]]]:
-        """Figures of every instance at every `step_s` over the last `history_s` seconds (query_range).
-
-        One range query per figure; a figure that fails or has no data at a step stays None there.
-        """
+        """Figures of every instance at every `step_s` over the last `history_s` seconds, one range query per
+        figure; a figure that fails or has no data at a step stays None there."""
         end = time.time()
         step_s = max(step_s, history_s / _MAX_POINTS, 0.001)
         start = end - history_s

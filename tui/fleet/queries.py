@@ -1,17 +1,8 @@
 """PromQL for every figure of every backend: one query per figure for all instances, `by (instance)`.
 
-The figures mean what they mean in direct scraping (`tui/telemetry/backends/*.py`), computed by
-Prometheus over the window: counter rates with `rate()`, ratios of rates with a `> 0` guard on the
-denominator (an empty window gives no sample, never 0), histogram quantiles with
-`histogram_quantile` over `sum by (le)`, gauges as the newest value. The three backends' forms of
-one figure are joined with `or` (an instance exposes one backend's names), so the number of
-queries per refresh does not depend on how many instances there are.
-
-SGLang writes some series once per TP rank: copies are folded with `max without (tp_rank,
-moe_ep_rank, pid)` before summing over DP ranks, and only the `priority=""` totals are read.
-llama.cpp has no request counter, so its request rate is unknown here (direct scraping derives it
-from a gauge that every scrape resets, which a Prometheus query cannot replay).
-"""
+The figures mean what they mean in direct scraping (`tui/telemetry/backends/*.py`); a denominator is
+guarded with `> 0` (an empty window gives no sample, never 0), and the backends' forms of one figure are
+joined with `or`, so the number of queries does not grow with the instances."""
 
 from __future__ import annotations
 
@@ -270,15 +261,9 @@ def _marker_names(table_names: list[str], prefix: str) -> str:
 
 
 def discovery_query(matchers: str, labels: tuple[str, ...], lookback_s: float | None = None) -> str:
-    """Per instance and backend: how many of the backend's metric families it has (most names win).
-
-    The answer has one series per (instance, backend, model_name, labels...) with the count of
-    distinct family names as its value. With `lookback_s`, series seen in that time count too
-    (a target that is down now still had its names a moment ago). Each backend's families are
-    counted on their own and the `backend` label put on the counts (one per instance), not on every
-    series selected (some 30 per vLLM instance): the same answer for less of Prometheus's time,
-    and this is a refresh's most costly query.
-    """
+    """Per instance and backend: how many of the backend's metric families it has (most names win); with
+    `lookback_s`, series seen in that time count too (a target down now still had its names). Each backend
+    is counted on its own and labelled on the counts: a refresh's most costly query made cheaper."""
     # `backend` is the one put on the counts (a group_by label of that name groups by it too)
     keys = ", ".join(
         key for key in dict.fromkeys(("instance", "job", "model_name", *labels)) if key != "backend"

@@ -1,13 +1,6 @@
-"""Per group of the fleet: its summary row, and data-parallel imbalance (how far apart the replicas
-of a group, or the engines of one vLLM, are).
-
-For acceptance and tokens/s, a group's `Spread` gives the median, lowest and highest value and the
-members "far off" the others. Far off means more than `rel` of the median away AND more than `abs_`
-away (so identical idle replicas, or small absolute differences, never count), judged only with at
-least three known members (with two, neither can be told to be the odd one). Unknown values (None)
-take no part: they are not 0. `ImbalanceAlerts` turns an outlier that stays one for `sustained_s`
-into a `tui.telemetry.alerts.Alert` (kind "imbalance"), and clears it when it is back in line.
-"""
+"""Per group of the fleet: its summary row, and imbalance (how far apart its replicas, or one vLLM's
+engines, are). A member is far off when more than `rel` of the median AND more than `abs_` away, judged
+with at least three known members (with two, neither is the odd one); unknown values take no part."""
 
 from __future__ import annotations
 
@@ -66,10 +59,9 @@ def spread_of(
     )
 
 
-# The last readings `group_spreads` was asked of (kept, so that their ids stay theirs) and its answer: a
-# refresh's readings are asked twice, by the source's imbalance check and by the fleet table's rows, and
-# with 1,000 instances each answer is not cheap. Readings are not changed once a refresh
-# has returned them, and the answer does not depend on their order.
+# The last readings `group_spreads` was asked of (kept, so that their ids are not reused) and its answer: a
+# refresh's readings are asked twice (the source's imbalance check, the fleet table's rows), and readings do
+# not change once a refresh returned them.
 _last_spreads: list[tuple[tuple[FleetReading, ...], set[int], list[Spread]]] = []
 
 

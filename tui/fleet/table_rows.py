@@ -1,13 +1,6 @@
-"""The fleet table as plain data: one row per instance, grouped, a summary row per group, sorted.
-
-Core code (no Textual), used by `tui.widgets.fleet_table`. Groups come by the settings' `group_by`
-label (`FleetReading.group`), each group's summary row first (tui.fleet.spread: summed tokens/s and
-queue, median acceptance and mean length, the worst TTFT p95 and KV use), then its instances by the
-sort column; unknown figures (None, "–") sort after every known one whichever the direction. The
-`off` marker says how far an instance is off its group (or one of its engines off the others), and
-on a group's row how many of its members are. `FleetRow` is the dashboard's `EndpointRow`
-(tui/telemetry/endpoint_row.py) with the fleet's extras, sorted by the same `sorted_rows`.
-"""
+"""The fleet table as plain data: per group its summary row (tui/fleet/spread.py), then its instances by
+the sort column; `off` marks how far an instance is off its group. `FleetRow` is the dashboard's
+`EndpointRow` with the fleet's extras, sorted by the same `sorted_rows`."""
 
 from __future__ import annotations
 

@@ -51,10 +51,6 @@ def memory_high_with_speculation(
     )
 
 
-def throttled_samples(samples: Iterable[GpuSample]) -> list[GpuSample]:
-    return [gpu for gpu in samples if gpu.throttling]
-
-
 def throttling_during_burst(
     history: GpuHistory, start: float, end: float, keys: Iterable[str] | None = None
 ) -> GpuCondition | None:
@@ -64,7 +60,7 @@ def throttling_during_burst(
     mask = 0
     labels: list[str] = []
     for key in chosen:
-        throttled = throttled_samples(history.samples_between(key, start, end))
+        throttled = [gpu for gpu in history.samples_between(key, start, end) if gpu.throttling]
         if throttled:
             labels.append(throttled[0].label)
             for gpu in throttled:

@@ -1,9 +1,5 @@
-"""The GPUs during an A/B burst: energy per output token, tokens per joule and clock throttling per arm.
-
-`BurstGpuWatch` reads the arms' GPUs before, every `interval_s` during (energy needs close readings) and
-after the burst; `record` gives one arm's `ArmGpuRecord`. Under the parallel schedule arms sharing GPUs
-cannot be told apart: their energy is None with the reason, never a split guess. Under the alternate
-schedule an arm's energy on shared GPUs is theirs over its own rounds (`energy_scope` says so)."""
+"""The GPUs during an A/B burst: energy per output token, tokens per joule and throttling per arm. Arms
+sharing GPUs under the parallel schedule cannot be told apart: their energy is None with the reason."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """NVIDIA dcgm-exporter pages: parse one into `GpuSample`s, and read one over HTTP.
 
-Units (default-counters.csv): FB_* in MiB, GPU_UTIL %, POWER_USAGE W, TOTAL_ENERGY_CONSUMPTION mJ since
-boot, SM_CLOCK MHz, GPU_TEMP °C, PROF_DRAM_ACTIVE 0..1. Throttle reasons are not default counters: None
-unless watched.
-
-MIG: a 3.x page shows a MIG GPU only as its instances (issue #561), which become its slices. Device-wide
-fields (power, energy, temperature, clocks) are the parent's on every instance (issue #50); memory is each
-instance's own, so the GPU's is the slices' sum; GPU_UTIL reads 0 per instance (issue #216) and profiling
-ratios are per instance, so the GPU's utilisation and DRAM activity are None. A 2.x page keeps its
-whole-GPU lines. DCGM's blank sentinels and NaN / ±Inf become None."""
+A 3.x page shows a MIG GPU only as its instances, which become its slices: memory is their sum,
+device-wide fields are the parent's, and per-instance utilisation (always 0) is None. DCGM's blank
+sentinels and NaN / ±Inf become None."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Does a config's memory fraction fit the GPUs as they are now? (for `spectop config lint` on the node)
-
-`gpu_memory_utilization` / `mem_fraction_static` is the share of each GPU the server claims at start.
-Less in use than the claim: the server is not running, and vLLM refuses to start unless what is in use
-fits in `(1 − fraction) × total`. At least the claim in use: it probably runs, and at ≥ 95% with
-speculation on drafts leave no room. Memory of the running server itself is freed on restart."""
+"""Does a config's memory fraction fit the GPUs as they are now? (`spectop config lint` on the node): less
+in use than the claim means the server is not running, and vLLM only starts when what is in use fits
+in `(1 − fraction) × total`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""A window of GPU readings with the figures derived from it: series for charts, energy over an interval.
-
-Energy over [start, end] comes from the energy counter when every GPU has one (interpolated at the edges),
-else from power (trapezoids clipped to the interval); a counter that goes down (driver reload) falls back
-to power. An interval the readings do not cover has no energy (None), never a part passed off as the
-whole. A dcgm-exporter reading identical to the previous one (its cached sample) is not a new point."""
+"""A window of GPU readings: series for charts, and energy over an interval, from the energy counter when
+every GPU has one, else from power; an interval the readings do not cover has no energy (None)."""
 
 from __future__ import annotations
 

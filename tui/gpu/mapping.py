@@ -1,7 +1,5 @@
-"""Which GPUs belong to which endpoint, and where each endpoint's GPU figures come from.
-
-Without `gpu_metrics_url` (a dcgm-exporter page) the local GPUs are read through NVML, but only for an
-endpoint on this machine or with `gpus` set: a server on another host does not run on these GPUs."""
+"""Which GPUs belong to which endpoint: a dcgm-exporter page (`gpu_metrics_url`), else NVML, but only for
+an endpoint on this machine or with `gpus` set."""
 
 from __future__ import annotations
 

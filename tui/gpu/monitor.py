@@ -132,3 +132,16 @@ class GpuMonitor:
     def close(self) -> None:
         if self._nvml is not None:
             self._nvml.close()
+
+
+async def read_once(gpu_metrics_url: str | None = None) -> GpuReading | GpuUnavailable:
+    """One GPU reading for a command that runs once (`spectop config lint`, the device check): the
+    exporter page at `gpu_metrics_url`, else the local GPUs through NVML. Never raises."""
+    if gpu_metrics_url:
+        async with httpx.AsyncClient(timeout=5.0) as client:
+            return await read_dcgm(client, gpu_metrics_url)
+    source = NvmlSource()
+    try:
+        return await source.read()
+    finally:
+        source.close()

@@ -1,8 +1,5 @@
-"""The local GPUs through NVML (`nvidia-ml-py`, imported as `pynvml`, optional: `spectop[gpu]`).
-
-Imported on the first read; every call runs in a worker thread (NVML blocks, sometimes for tens of ms).
-No bindings, driver or GPU: a `GpuUnavailable` with the reason. Units: bytes, mW, mJ since the driver
-loaded, MHz."""
+"""The local GPUs through NVML (`pynvml`, optional: `spectop[gpu]`), imported on the first read, every call
+in a worker thread (NVML blocks); no bindings, driver or GPU is a `GpuUnavailable` with the reason."""
 
 from __future__ import annotations
 

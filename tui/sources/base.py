@@ -1,7 +1,5 @@
-"""`Source`: where the dashboard's data comes from, live endpoints or a recording.
-
-What differs between live and replay (pause, speed keys, bench and editor, subtitle, toasts) are
-properties of the source, so nothing else has to ask which kind it is."""
+"""`Source`: where the dashboard's data comes from; what differs between live and replay are properties of
+the source, so nothing else has to ask which kind it is."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""`FleetSource`: the dashboard fed by a Prometheus server that scrapes the fleet (`--prometheus URL`).
-
-At start, one `SeriesLoaded` from `query_range` (sparklines full at once); then every `poll_interval_s`
-one `FleetPoller.refresh()` (never two in flight) and one `ReadingsArrived`. Prometheus failing leaves
-every instance unknown (not "down": nothing is known of them) and raises ONE alert (`SourceDown`), said
-once and once again when it is back. A replica far off its group raises "imbalance" (`ImbalanceSeen`)."""
+"""`FleetSource`: the dashboard fed by Prometheus (`--prometheus URL`): history at start, then one refresh
+per interval; Prometheus failing is ONE alert (`SourceDown`), not one per instance."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""`LiveSource`: the endpoints polled, their logs followed, and both recorded when asked.
-
-An endpoint still being polled, or backing off while down, skips the tick. A quiet log flushes its
-parser, so the traceback a dying server printed last still becomes an event. A failing task is said once
-as a notice; the others keep running."""
+"""`LiveSource`: the endpoints polled, their logs followed, and both recorded when asked; a failing task is
+said once as a notice and the others keep running."""
 
 from __future__ import annotations
 
