@@ -34,6 +34,16 @@ INTEGRATION_HANG_GUARD_S = 2400
 # is one group: its bed checks run first.
 SHARED_VLLMS = "vllm_servers"
 PREPARATION_SCRIPTS = {"llamacpp": "llama_build.py", "real_vllm": "vllm_install.py"}
+# The unit tests' longest files (`--durations`), started first so that the two workers end together
+# rather than one finishing a 2-minute sim test alone at the end.
+SLOWEST_FIRST = (
+    "advice/test_advisor_sim.py",
+    "tune/test_tune_screen.py",
+    "tune/test_sweep.py",
+    "tune/test_grid_sweep.py",
+    "ui/test_demo_command.py",
+    "fleet/test_fleet_prometheus.py",
+)
 
 # Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (as on the CI machines): without the cache
 # every pytest process rewrites the asserts of ~400 test modules again (collection took 33 s instead of 4 s
@@ -69,10 +79,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if suite == "llamacpp" or SHARED_VLLMS in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group(suite))
 
-    # Stable sort: the unit tests first, then the llama.cpp bed's own checks, that suite, then vLLM's.
-    def order(item: pytest.Item) -> tuple[bool, bool, bool]:
+    # Stable sort: the unit tests first (the slowest files first), then the llama.cpp bed's own checks,
+    # that suite, then vLLM's.
+    def order(item: pytest.Item) -> tuple[bool, bool, bool, int]:
         suite = real_server_suite(item.path)
-        return (suite is not None, suite == "real_vllm", item.path.name != BED_CHECKS)
+        slow = [index for index, name in enumerate(SLOWEST_FIRST) if item.path.match(name)]
+        return (
+            suite is not None,
+            suite == "real_vllm",
+            item.path.name != BED_CHECKS,
+            slow[0] if slow else len(SLOWEST_FIRST),
+        )
 
     items.sort(key=order)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.sim.conftest import spawn_sim
+from tests.sim.conftest import spawn_sim, write_vllm_config
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import Prompt, PromptSet, load_prompt_set
 from tui.bench.report.summary import burst_summary
@@ -40,14 +40,7 @@ def _config(a: ArmTarget, b: ArmTarget | None, **more: object) -> BurstConfig:
 
 
 def _k3(tmp_path: Path) -> Path:
-    path = tmp_path / "k3.toml"
-    path.write_text(
-        '[model]\nname = "m"\nmax_model_len = 32768\ngpu_memory_utilization = 0.85\n'
-        '[speculative]\nenabled = true\nmethod = "mtp"\nnum_speculative_tokens = 3\n'
-        "[cache]\nenable_prefix_caching = true\nblock_size = 16\n[scheduler]\nmax_num_seqs = 64\n",
-        encoding="utf-8",
-    )
-    return path
+    return write_vllm_config(tmp_path / "k3.toml", k=3)
 
 
 async def test_per_request_acceptance_agrees_with_the_model_and_metrics_exactly(

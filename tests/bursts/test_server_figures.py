@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.bench.server_figures import FigureReader, figures_from_body
+from tui.bench.server_figures import FigureReader, ServerFigures, figures_from_body
 
 SAMPLES = Path("/work/shared/reference/samples/llamacpp")
 
@@ -31,12 +31,13 @@ VLLM_METRICS = {
 }
 
 
-def _stream_events(path: Path) -> list[dict]:
-    events = []
+def _stream_figures(path: Path) -> ServerFigures:
+    """The figures a FigureReader takes from a recorded stream's events."""
+    reader = FigureReader()
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("data:") and line[5:].strip() != "[DONE]":
-            events.append(json.loads(line[5:]))
-    return events
+            reader.feed(json.loads(line[5:]))
+    return reader.figures()
 
 
 def test_vllm_metrics_on_the_final_usage_chunk() -> None:
@@ -68,10 +69,7 @@ def test_vllm_metrics_on_the_final_usage_chunk() -> None:
 
 
 def test_llamacpp_stream_sample_timings() -> None:
-    reader = FigureReader()
-    for event in _stream_events(SAMPLES / "stream.txt"):
-        reader.feed(event)
-    figures = reader.figures()
+    figures = _stream_figures(SAMPLES / "stream.txt")
     assert figures.source == "llamacpp"
     assert (figures.drafted, figures.accepted) == (56, 56)
     assert figures.cached_tokens == 111 and figures.prompt_tokens == 112
@@ -84,10 +82,7 @@ def test_llamacpp_completion_body_and_the_no_usage_stream() -> None:
     assert (figures.drafted, figures.accepted, figures.cached_tokens, figures.prompt_tokens) == (56, 56, 2, 8)
     assert figures.server_ttft_ms == 2.979 and figures.generation_ms == 44.285
     assert figures.mean_itl_ms == pytest.approx(44.285 / 63)
-    reader = FigureReader()
-    for event in _stream_events(SAMPLES / "stream_chat_no_usage_draft_same.txt"):
-        reader.feed(event)
-    no_usage = reader.figures()
+    no_usage = _stream_figures(SAMPLES / "stream_chat_no_usage_draft_same.txt")
     assert (no_usage.drafted, no_usage.accepted) == (6, 6)
     assert no_usage.cached_tokens is not None  # from timings.cache_n when usage is absent
 
