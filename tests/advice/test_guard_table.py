@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from tui.advice.guard import GuardInput, GuardRecord, decide, guard_text
 from tui.advice.guard_table import table_offer
-from tui.advice.stepcost import CostPoint, StepCostModel, fit
+from tui.advice.stepcost import CostPoint, StepCostModel, config_facts, fit
 from tui.configs.document import load_document
 
 PER_POSITION = [0.8, 0.56, 0.34]  # a draft's position i accepted: length 1.8 at k=1, 2.36 at k=2, 2.7 at 3
@@ -69,3 +69,10 @@ def test_the_guard_offers_the_table_in_ask_mode_and_writes_it() -> None:
     )
     record = GuardRecord("gpu-0", 1000.0, "offered", decision.reason, 0.6, 0.5, table=decision.table)
     assert record.line().startswith("guard offered k by batch size (batch 1: k=1, 2-64: k=0): one k does not")
+
+
+def test_a_table_leaves_the_settings_digest_as_it_was() -> None:
+    """The step-cost model of a server still applies once the guard or tune wrote a table into its file."""
+    doc = load_document('[model]\nname = "m"\n\n[speculative]\nnum_speculative_tokens = 3\n', "vllm_toml")
+    with_table = load_document(guard_text(doc, None, [[1, 1, 1], [2, 64, 0]]), "vllm_toml")
+    assert config_facts(with_table)[1] == config_facts(doc)[1]

@@ -68,7 +68,9 @@ def test_no_table_without_a_significant_difference_or_a_second_k() -> None:
     )
     table, why = table_decision(forced, 64)
     assert table is None
-    assert why.startswith("the best k changes between concurrency 1 and 8 (k=2 → k=0) but not significantly")
+    assert why.startswith(
+        "the best k changes between concurrency 1 and 8 (k=2 → k=0) but one of them is within noise"
+    )
     sglang = _result({1: {0: 100.0, 2: 150.0}, 8: {0: 100.0, 2: 70.0}}, kind="sglang_json")
     assert table_decision(sglang, 64)[0] is None
 
@@ -116,12 +118,12 @@ async def _drafts_per_token(url: str, concurrency: int) -> float:
 async def test_tune_apply_writes_the_table_and_the_restarted_sim_runs_each_ranges_k(
     tune_sim: TuneSim, tmp_path: Path
 ) -> None:
-    """The sim's model: k=2 is best at concurrency 1, speculation off at 8 (test_sweep checks it)."""
+    """The sim's model: k=2 1.18x faster than off at concurrency 1, off 1.22x faster at 16."""
     result, stdout = await asyncio.to_thread(
-        tune_json, tune_sim, tmp_path / "tune.json", "--values", "0,2", "--concurrency", "1,8",
+        tune_json, tune_sim, tmp_path / "tune.json", "--values", "0,2", "--concurrency", "1,16",
         "--requests", "12", "--rounds", "2", "--apply",
     )  # fmt: skip
-    assert result["applied"]["table"] == [[1, 1, 2], [2, 64, 0]]
+    assert result["applied"] and result["applied"]["table"] == [[1, 1, 2], [2, 64, 0]], stdout
     assert "--apply: the best k differs significantly between loads: batch 1: k=2, 2-64: k=0" in stdout
     text = tune_sim.config.read_text(encoding="utf-8")
     assert "num_speculative_tokens_per_batch_size = [[1, 1, 2], [2, 64, 0]]" in text

@@ -476,7 +476,7 @@ def table_decision(result: TuneResult, top: int) -> tuple[list[list[int]] | None
             words = sequential_words(result.ci_level, result.looks)
             return None, (
                 f"the best k changes between concurrency {low} and {high} ({result.name(before.value)} → "
-                f"{result.name(after.value)}) but not significantly ({words}): one k is written"
+                f"{result.name(after.value)}) but one of them is within noise of the other at both ({words})"
             )
     table = table_from_steps([(step.value, step.up_to_concurrency) for step in steps], max(top, loads[-1]))
     ranges = [(lo, hi, k) for lo, hi, k in table]
