@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 
+import httpx
+
+from tests.advice.test_guard_control import FakePorts
+from tests.tune.conftest import write_config
 from tui.advice.guard import GuardInput, GuardRecord, decide, guard_text
+from tui.advice.guard_control import GuardController
 from tui.advice.guard_table import table_offer
-from tui.advice.stepcost import CostPoint, StepCostModel, config_facts, fit
+from tui.advice.live import ConfigFacts, KeptModels
+from tui.advice.stepcost import CostPoint, StepCostFile, StepCostModel, config_facts, fit
+from tui.board import Board
 from tui.configs.document import load_document
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.telemetry.figures import Figures
+from tui.telemetry.reading import EndpointReading
 
 PER_POSITION = [0.8, 0.56, 0.34]  # a draft's position i accepted: length 1.8 at k=1, 2.36 at k=2, 2.7 at 3
 
@@ -76,3 +87,32 @@ def test_a_table_leaves_the_settings_digest_as_it_was() -> None:
     doc = load_document('[model]\nname = "m"\n\n[speculative]\nnum_speculative_tokens = 3\n', "vllm_toml")
     with_table = load_document(guard_text(doc, None, [[1, 1, 1], [2, 64, 0]]), "vllm_toml")
     assert config_facts(with_table)[1] == config_facts(doc)[1]
+
+
+async def test_the_controller_offers_the_table_with_its_diff(tmp_path: Path) -> None:
+    endpoint = EndpointSettings(
+        name="e", url="http://127.0.0.1:8000", config_file=write_config(tmp_path / "config.toml", k=3),
+        restart_command=["true"], guard="ask",
+    )  # fmt: skip
+    board = Board(Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=[endpoint]))
+    board.enable_advice(KeptModels(StepCostFile(models=[_model(8.0, 10.0)])))
+    board.set_config_facts("e", ConfigFacts(3, "s", "speculative.num_speculative_tokens"))
+    figures = Figures(per_position_acceptance=PER_POSITION, running=1.0, acceptance_rate=0.57)
+    board.add_reading(
+        EndpointReading(name="e", url=endpoint.url, time=100.0, up=True, model="m", figures=figures)
+    )
+    ports = FakePorts()
+    async with httpx.AsyncClient() as client:
+        guard = GuardController(board, lambda: client, lambda: 100.0, ports)
+        guard.watch(["e"])
+        await ports.settle()
+        (offer, answer), *_ = ports.offers
+        assert offer.table == [[1, 1, 1], [2, 256, 0]]
+        assert offer.title == "guard · e: set k by batch size?" and offer.yes == "write the table"
+        assert "+num_speculative_tokens_per_batch_size = [[1, 1, 1], [2, 256, 0]]" in offer.diff
+        assert "+num_speculative_tokens = 1" in offer.diff
+        answer(False)
+        await ports.settle()
+    assert [record.words() for record in ports.told] == [
+        "offer of k by batch size declined (batch 1: k=1, 2-256: k=0)"
+    ]
