@@ -95,6 +95,8 @@ def test_schema_knows_the_table_and_the_form_edits_it_as_a_literal() -> None:
          "data_parallel_size = 2", "spec-table-data-parallel", "warning", "data parallel > 1"),
         ('num_speculative_tokens = 3\nnum_speculative_tokens_per_batch_size = {"1-8" = 3}', "",
          "spec-table-dict-form", "info", "early draft"),
+        ("num_speculative_tokens = 3\nnum_speculative_tokens_per_batch_size = [[1, 8, 3], [20, 64, 0]]", "",
+         "spec-table-gap", "info", "9-19 run k=3"),
     ],
 )  # fmt: skip
 def test_table_lint(speculative: str, model: str, finding: str, severity: str, words: str) -> None:
@@ -106,7 +108,7 @@ def test_table_lint(speculative: str, model: str, finding: str, severity: str, w
 
 def test_a_sound_table_lints_clean() -> None:
     found = _lint(
-        "num_speculative_tokens = 3\nnum_speculative_tokens_per_batch_size = [[1, 8, 3], [20, 64, 0]]"
+        "num_speculative_tokens = 3\nnum_speculative_tokens_per_batch_size = [[1, 8, 3], [9, 64, 0]]"
     )
     assert not [f for f in found.values() if f.id.startswith("spec-table")]
 

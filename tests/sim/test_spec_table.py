@@ -67,6 +67,10 @@ def test_the_table_is_read_as_vllm_reads_it(tmp_path: Path) -> None:
     # k clamped to num_speculative_tokens = 3; batch 5-8 (a gap) and beyond 16 inherit the previous k
     assert [config.k_at(batch) for batch in (1, 4, 5, 8, 9, 16, 40)] == [3, 3, 3, 3, 0, 0, 0]
     assert load_sim_config(_config(tmp_path, "")).k_at(40) == 3
+    data_parallel = _config(tmp_path, "num_speculative_tokens_per_batch_size = [[1, 4, 0]]")
+    text = data_parallel.read_text(encoding="utf-8").replace("[model]\n", "[model]\ndata_parallel_size = 2\n")
+    data_parallel.write_text(text, encoding="utf-8")
+    assert load_sim_config(data_parallel).k_at(1) == 3  # vLLM turns the table off with data parallel > 1
 
 
 @pytest.mark.parametrize(

@@ -270,8 +270,7 @@ def _vllm_table_rules(lint: _Linter, spec_on: bool) -> None:
     tokens = lint.value(("speculative", "num_speculative_tokens"))
     max_k = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
     for problem in table_problems(ranges, max_k):
-        severity: Severity = "error" if problem.severity == "error" else "warning"
-        lint.add(problem.id, severity, path, problem.message, problem.fix)
+        lint.add(problem.id, problem.severity, path, problem.message, problem.fix)
     if max_k is None and spec_on:
         lint.add(
             "spec-table-no-max",

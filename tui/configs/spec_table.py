@@ -11,7 +11,7 @@ import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 TABLE_KEY = "num_speculative_tokens_per_batch_size"
 Range = tuple[int, int, int]  # (lo, hi, k): batch sizes lo..hi inclusive run k draft tokens
@@ -71,14 +71,14 @@ def table_or_none(value: Any) -> list[Range] | None:
 @dataclass(frozen=True)
 class TableProblem:
     id: str
-    severity: str  # "error" (vLLM refuses to start) | "warning"
+    severity: Literal["error", "warning", "info"]  # error: vLLM refuses to start
     message: str
     fix: str
 
 
 def table_problems(ranges: Sequence[Range], max_k: int | None) -> list[TableProblem]:
-    """What vLLM refuses (overlapping ranges, a first range not at 1) and what it silently changes
-    (k above `num_speculative_tokens` is clamped)."""
+    """What vLLM refuses (overlapping ranges, a first range not at 1) and what it silently does (a gap
+    takes the previous range's k; k above `num_speculative_tokens` is clamped)."""
     problems: list[TableProblem] = []
     ordered = sorted(ranges)
     for before, after in itertools.pairwise(ordered):
@@ -100,6 +100,17 @@ def table_problems(ranges: Sequence[Range], max_k: int | None) -> list[TableProb
                 f"the first range starts at batch size {ordered[0][0]}, not 1: vLLM refuses the table "
                 "(every batch size needs a k)",
                 f"add [1, {ordered[0][0] - 1}, K] or start the first range at 1",
+            )
+        )
+    gaps = [(before, after) for before, after in itertools.pairwise(ordered) if after[0] > before[1] + 1]
+    if gaps:
+        listed = ", ".join(f"{b[1] + 1}-{a[0] - 1} run k={b[2]}" for b, a in gaps)
+        problems.append(
+            TableProblem(
+                "spec-table-gap",
+                "info",
+                f"batch sizes in no range take the previous range's k: {listed}",
+                "give those batch sizes a range of their own if another k suits them",
             )
         )
     above = [r for r in ordered if max_k is not None and r[2] > max_k]
