@@ -173,6 +173,7 @@ def _from_vllm_toml(source: str, data: dict[str, Any]) -> dict[str, Any]:
     spec = _section(source, data, "speculative")
     cache = _section(source, data, "cache")
     sched = _section(source, data, "scheduler")
+    table = _spec_table(source, spec)  # off with data parallel > 1, as vLLM does (ranks would diverge)
     fields: dict[str, Any] = {
         "model": _expect(source, model, "name", str, "deepseek-ai/DeepSeek-V3"),
         "served_model_name": _expect(source, model, "served_model_name", str, None),
@@ -182,10 +183,7 @@ def _from_vllm_toml(source: str, data: dict[str, Any]) -> dict[str, Any]:
         "spec_enabled": _expect(source, spec, "enabled", bool, bool(spec)),
         "spec_method": _expect(source, spec, "method", str, "mtp"),
         "num_speculative_tokens": _expect(source, spec, "num_speculative_tokens", int, 2 if spec else 0),
-        # vLLM switches the table off with data parallel > 1 (ranks would pick different k)
-        "spec_table": _spec_table(source, spec)
-        if _expect(source, model, "data_parallel_size", int, 1) <= 1
-        else None,
+        "spec_table": table if _expect(source, model, "data_parallel_size", int, 1) <= 1 else None,
         "enable_prefix_caching": _expect(source, cache, "enable_prefix_caching", bool, True),
         "block_size": _expect(source, cache, "block_size", int, 16),
         "max_num_seqs": _expect(source, sched, "max_num_seqs", int, 256),
