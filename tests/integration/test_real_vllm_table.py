@@ -13,6 +13,7 @@ import os
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,5 +105,6 @@ def test_a_two_range_table_runs_each_ranges_k_at_its_load(managed: ManagedVllm) 
     # batch size 1: the first range's k (the last step of an answer may draft fewer, up to max_tokens)
     assert max(alone) == 2 and alone.count(2) > 0.8 * len(alone), alone
     together = [k for steps in _drafted(managed.url, 4, 8) for k in steps]
+    print(f"per_step_drafted, 1 at a time: {dict(Counter(alone))}; 4 at a time: {dict(Counter(together))}")
     # batch sizes 2-4: the second range's k=1; a request's last steps may run alone (k=2)
     assert set(together) <= {1, 2} and together.count(1) > 0.6 * len(together), together

@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from tui.advice.advisor import DEFAULT_MARGIN, Advice, advise
 from tui.advice.live import AdviceBook
 from tui.advice.stepcost import StepCostModel, find_model
-from tui.configs.spec_table import table_from_steps, table_text
+from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS, table_from_steps, table_text
 from tui.format import fmt_count, fmt_times
 from tui.telemetry.figures import Figures
 
 VLLM_KEY = "speculative.num_speculative_tokens"  # the only key whose schedule an engine takes as a table
-DEFAULT_TOP = 256  # the last range's end: vLLM carries the last k on to its max_num_seqs anyway
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ def table_offer(
     current_k: int | None,
     model: StepCostModel | None,
     *,
-    top: int = DEFAULT_TOP,
+    top: int = VLLM_DEFAULT_MAX_NUM_SEQS,
     margin: float = DEFAULT_MARGIN,
 ) -> TableOffer | None:
     """The table the model's calibrated loads call for, or None (no model measured over loads, no best k

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 TABLE_KEY = "num_speculative_tokens_per_batch_size"
+# A written table's last range ends here unless the file sets max_num_seqs (vLLM's default on GPUs); vLLM
+# carries the last k on to its own max_num_seqs either way.
+VLLM_DEFAULT_MAX_NUM_SEQS = 256
 Range = tuple[int, int, int]  # (lo, hi, k): batch sizes lo..hi inclusive run k draft tokens
 
 _DICT_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")

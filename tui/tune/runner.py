@@ -44,6 +44,7 @@ from tui.configs.restart import (
     run_restart,
     wait_for_health,
 )
+from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS
 from tui.format import fmt_duration, fmt_eta, fmt_rate, fmt_setting
 from tui.telemetry.scraper import _connect_error_text, scrape_metrics
 from tui.tune.decision import sequential_level
@@ -64,7 +65,6 @@ from tui.tune.result import (
 
 RESTART_OUTPUT_LINES = 40
 MAX_NUM_SEQS = ("scheduler", "max_num_seqs")
-VLLM_DEFAULT_MAX_NUM_SEQS = 256  # the table's last range runs to it (vLLM carries the last k on anyway)
 METRICS_POLL_S = 0.5
 PREFLIGHT_TIMEOUT_S = 5.0
 
@@ -739,8 +739,13 @@ class TuneRun:
             table, table_why = table_decision(
                 result, top if isinstance(top, int) else VLLM_DEFAULT_MAX_NUM_SEQS
             )
+        text = None
         if table is not None:
-            text = edited_table(doc, table).text
+            try:
+                text = edited_table(doc, table).text
+            except ConfigError as error:
+                table_why = f"the table does not make a valid file: {error}"
+        if table is not None and text is not None:
             result.apply_note = table_why
             diff = masked_diff(unified_diff(self.opened.text, text, self.options.config_file.name))
             result.applied = AppliedChange(
