@@ -19,18 +19,20 @@ from typing import Literal
 
 import httpx
 
+from tui.advice.guard_table import TableOffer
 from tui.advice.live import Advised  # made by the dashboard, which must not import the guard early
 from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
+from tui.configs.spec_table import table_text
 from tui.format import fmt_duration, fmt_rate
 from tui.settings import EndpointSettings
-from tui.tune.plan import TuneKey, TunePlanError, default_key, edited
+from tui.tune.plan import TuneKey, TunePlanError, default_key, edited, edited_table
 from tui.tune.runner import Changer
 
 GuardMode = Literal["off", "ask", "auto"]
-GuardAction = Literal["offer", "switch_off", "offer_k"]
+GuardAction = Literal["offer", "switch_off", "offer_k", "offer_table"]
 DEFAULT_COOLDOWN_S = 600.0
 
 
@@ -51,6 +53,7 @@ class GuardInput:
     cooldown_s: float = DEFAULT_COOLDOWN_S
     editing: bool = False  # the endpoint's config is open in the editor or a tune sweep
     advised: Advised = field(default_factory=Advised)  # the advisor's better k (offered in ask mode only)
+    table_offer: TableOffer | None = None  # a k by batch size where one k does not fit all loads (ask mode)
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class GuardDecision:
     action: GuardAction | None
     reason: str  # why (also when there is no action), for the log and the screen
     k: int | None = None  # `offer_k`: the k offered (0 or None: speculation off)
+    table: list[list[int]] | None = None  # `offer_table`: vLLM's num_speculative_tokens_per_batch_size
 
 
 def decide(state: GuardInput) -> GuardDecision:
@@ -103,6 +107,8 @@ def _held_back(state: GuardInput) -> GuardDecision | None:
 def _decide_k(state: GuardInput) -> GuardDecision:
     """Ask mode: offer the advisor's better k (a config edit and a restart), never on its own (auto)."""
     k = state.advised.held_k
+    if k is None and state.table_offer is not None:
+        return _decide_table(state, state.table_offer)
     if k is None:
         return GuardDecision(None, "acceptance is not low for long enough")
     if state.mode != "ask":
@@ -119,6 +125,20 @@ def _decide_k(state: GuardInput) -> GuardDecision:
     return GuardDecision("offer_k", state.advised.words or f"k={k} would be faster", k)
 
 
+def _decide_table(state: GuardInput, offer: TableOffer) -> GuardDecision:
+    """Ask mode: offer the k-by-batch-size table the advisor's model calls for (never on its own)."""
+    if state.mode != "ask":
+        return GuardDecision(None, "the guard offers a k-by-batch-size table in ask mode only")
+    if state.speculation_on is False:
+        return GuardDecision(None, "speculation is off")
+    if not state.can_change:
+        return GuardDecision(None, "no config file or restart command: the guard cannot write a table")
+    held = _held_back(state)
+    if held is not None:
+        return held
+    return GuardDecision("offer_table", f"one k does not fit every load: {offer.words}", table=offer.table)
+
+
 # A guard action as the alerts list, the notification and the recording's message say it (the recording's
 # `action` field keeps the name): switching speculation off, or (`K_ACTION_WORDS`) setting k.
 ACTION_WORDS = {
@@ -126,6 +146,12 @@ ACTION_WORDS = {
     "declined": "declined, speculation stays on",
     "switched_off": "switched speculation off",
     "failed": "could not switch speculation off",
+}
+TABLE_ACTION_WORDS = {
+    "offered": "offered k by batch size ({table})",
+    "declined": "offer of k by batch size declined ({table})",
+    "table_set": "set k by batch size ({table})",
+    "failed": "could not set k by batch size ({table})",
 }
 K_ACTION_WORDS = {
     "offered": "offered k={k}{was}",
@@ -141,7 +167,7 @@ class GuardRecord:
 
     endpoint: str
     time: float
-    action: str  # "offered" | "declined" | "switched_off" | "k_changed" | "failed"
+    action: str  # "offered" | "declined" | "switched_off" | "k_changed" | "table_set" | "failed"
     reason: str
     acceptance: float | None
     threshold: float
@@ -149,9 +175,14 @@ class GuardRecord:
     detail: str = ""
     k: int | None = None  # the k offered or set; None: speculation off
     was_k: int | None = None  # the file's k before (None: not known)
+    table: list[list[int]] | None = None  # the k-by-batch-size table offered or set
 
     def words(self) -> str:
-        """The action ("offered to switch speculation off", "offered k=1 (was 2)")."""
+        """The action ("offered to switch speculation off", "offered k=1 (was 2)", "set k by batch size
+        (batch 1: k=2, 2-256: k=0)")."""
+        if self.table:
+            shown = table_text([(lo, hi, k) for lo, hi, k in self.table])
+            return TABLE_ACTION_WORDS.get(self.action, self.action).format(table=shown)
         if not self.k:
             return ACTION_WORDS.get(self.action, self.action)
         known = self.was_k is not None
@@ -180,8 +211,12 @@ def k_text(doc: ConfigDocument, k: int) -> str:
     return edited(doc, key, k, doc).text
 
 
-def guard_text(doc: ConfigDocument, k: int | None) -> str:
-    """The text the guard writes: speculation off (k None or 0), or `k` draft tokens."""
+def guard_text(doc: ConfigDocument, k: int | None, table: list[list[int]] | None = None) -> str:
+    """The text the guard writes: speculation off (k None or 0), `k` draft tokens, or a vLLM table."""
+    if table:
+        if default_key(doc).style != "vllm":
+            raise TunePlanError("only a vLLM config takes a k-by-batch-size table")
+        return edited_table(doc, table).text
     return speculation_off_text(doc)[0] if not k else k_text(doc, k)
 
 
@@ -226,6 +261,7 @@ async def switch_speculation_off(
             detail,
             decision.k,
             was_k,
+            decision.table,
         )
 
     if endpoint.config_file is None or not endpoint.restart_command:
@@ -235,7 +271,7 @@ async def switch_speculation_off(
         if opened.document is None:
             return record("failed", detail=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
         was_k = file_k(opened.document)
-        text = guard_text(opened.document, decision.k)
+        text = guard_text(opened.document, decision.k, decision.table)
     except (ConfigError, TunePlanError) as error:
         return record("failed", detail=str(error))
     diff = masked_diff(unified_diff(opened.text, text, endpoint.config_file.name))  # recorded: no secret
@@ -255,6 +291,8 @@ async def switch_speculation_off(
     change = await changer.restart()
     if not change.ok:
         return record("failed", diff, change.reason or "the server did not come back")
+    if decision.table:
+        return record("table_set", diff, "k by batch size; the server is back")
     if decision.k:
         return record("k_changed", diff, f"k={decision.k}; the server is back")
     return record("switched_off", diff, "speculation off; the server is back")

@@ -22,6 +22,7 @@ import httpx
 
 from tui.advice.guard import Advised, GuardDecision, GuardInput, GuardRecord, decide, switch_speculation_off
 from tui.advice.guard_state import GuardBook, Prepared, guard_input, log_record, prepare, record_for
+from tui.advice.guard_table import TableOffer, book_table_offer
 from tui.advice.live import AdviceBook
 from tui.settings import EndpointSettings
 from tui.telemetry.alerts import AlertEngine
@@ -45,15 +46,20 @@ class GuardOffer:
     k: int | None  # None: switch speculation off; else set k
     reason: str
     diff: str
+    table: list[list[int]] | None = None  # set: write this k-by-batch-size table
 
     @property
     def title(self) -> str:
+        if self.table:
+            return f"guard · {self.endpoint}: set k by batch size?"
         if self.k is None:
             return f"guard · {self.endpoint}: switch speculative decoding off?"
         return f"guard · {self.endpoint}: set k={self.k}?"
 
     @property
     def yes(self) -> str:
+        if self.table:
+            return "write the table"
         return "switch off" if self.k is None else f"set k={self.k}"
 
 
@@ -113,6 +119,14 @@ class GuardController:
         advice = self.board.advice
         return advice.sustained_better(name, now) if advice is not None else Advised()
 
+    def _table(self, endpoint: EndpointSettings) -> TableOffer | None:
+        """A k by batch size where the advisor's model says one k does not fit every load (ask mode)."""
+        book, reading = self.board.advice, self.board.readings.get(endpoint.name)
+        if endpoint.guard != "ask" or book is None or reading is None or not reading.up:
+            return None
+        url = reading.url or endpoint.url
+        return book_table_offer(book, endpoint.name, url, reading.model or endpoint.model, reading.figures)
+
     def watch(self, names: tuple[str, ...] | list[str]) -> None:
         """After a board change of `names`: start a check for each whose first look calls for action."""
         if not self.enabled or self.client() is None:
@@ -131,6 +145,7 @@ class GuardController:
                 restarting=facts.restarting,
                 editing=facts.editing,
                 advised=self._better(name, now),
+                table_offer=self._table(endpoint),
             )
             if state is not None:
                 self.book.begin(name, "checking")
@@ -139,7 +154,7 @@ class GuardController:
     async def _check(self, endpoint: EndpointSettings, first: GuardDecision) -> None:
         """The second look, with the config file read (is speculation on, the diff), then the action."""
         name = endpoint.name
-        prepared = await prepare(endpoint, first.k if first.action == "offer_k" else None)
+        prepared = await prepare(endpoint, first.k if first.action == "offer_k" else None, first.table)
         facts = self.ports.facts(endpoint)
         now = self.clock()
         state = guard_input(
@@ -152,9 +167,11 @@ class GuardController:
             last_action_at=self.book.last_action_at.get(name),
             editing=facts.editing,
             advised=self._better(name, now),
+            table_offer=self._table(endpoint),
         )
         decision = decide(state)
-        if decision.action is None or decision.k != first.k:
+        moved = decision.k != first.k or decision.table != first.table
+        if decision.action is None or moved or (decision.table and prepared.has_table):
             self.book.release(name)  # nothing to do, or the advice moved while the file was read
         elif decision.action == "switch_off":
             await self._switch(endpoint, state, decision)
@@ -171,7 +188,7 @@ class GuardController:
         self.book.begin(name, "offered")
         self._note(record_for(state, name, decision, "offered", prepared, now=state.now))
         k = (decision.k or None) if decision.action == "offer_k" else None  # k=0: speculation off
-        offer = GuardOffer(name, k, decision.reason, prepared.diff)
+        offer = GuardOffer(name, k, decision.reason, prepared.diff, decision.table)
         self.ports.offer(offer, partial(self._answered, endpoint, state, decision, prepared))
 
     def _answered(
@@ -210,7 +227,7 @@ class GuardController:
             self.ports.restart_ended(False, "the guard's change was interrupted")
             self.book.acted(endpoint.name, self.clock())
             raise
-        self.ports.restart_ended(record.action in ("switched_off", "k_changed"), record.detail)
+        self.ports.restart_ended(record.action in ("switched_off", "k_changed", "table_set"), record.detail)
         self.book.acted(endpoint.name, self.clock())
         self._note(record)
 

@@ -23,13 +23,14 @@ from tui.advice.guard import (
     file_k,
     guard_text,
 )
+from tui.advice.guard_table import TableOffer
 from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
 from tui.settings import EndpointSettings
 from tui.telemetry.alerts import AlertEngine
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import GuardLogRecord
-from tui.tune.plan import TunePlanError
+from tui.tune.plan import VLLM_TABLE, TunePlanError
 
 ACCEPTANCE_KINDS = ("acceptance_low", "acceptance_critical")
 Busy = Literal["checking", "offered", "switching"]
@@ -43,11 +44,14 @@ class Prepared:
     diff: str = ""
     problem: str = ""  # why there is no diff (the file does not parse, no speculative key)
     k: int | None = None  # the file's draft tokens per step (0: off; None: cannot tell)
+    has_table: bool = False  # the file already runs the k-by-batch-size table asked about
 
 
-async def prepare(endpoint: EndpointSettings, k: int | None = None) -> Prepared:
+async def prepare(
+    endpoint: EndpointSettings, k: int | None = None, table: list[list[int]] | None = None
+) -> Prepared:
     """Read the endpoint's config file (off the event loop) for the guard's second look: the diff that
-    switches speculation off (k None), or that sets `k` draft tokens."""
+    switches speculation off (k None), that sets `k` draft tokens, or that writes a k-by-batch-size table."""
     if endpoint.config_file is None:
         return Prepared(None, problem="no config file")
     try:
@@ -58,11 +62,13 @@ async def prepare(endpoint: EndpointSettings, k: int | None = None) -> Prepared:
         return Prepared(None, problem=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
     now = file_k(opened.document)
     on = None if now is None else now > 0
+    has_table = bool(table) and opened.document.has(VLLM_TABLE) and opened.document.get(VLLM_TABLE) == table
     try:
-        text = guard_text(opened.document, k)
+        text = guard_text(opened.document, k, table)
     except (ConfigError, TunePlanError) as error:
-        return Prepared(on, problem=str(error), k=now)
-    return Prepared(on, masked_diff(unified_diff(opened.text, text, endpoint.config_file.name)), k=now)
+        return Prepared(on, problem=str(error), k=now, has_table=has_table)
+    diff = masked_diff(unified_diff(opened.text, text, endpoint.config_file.name))
+    return Prepared(on, diff, k=now, has_table=has_table)
 
 
 def guard_input(
@@ -76,9 +82,10 @@ def guard_input(
     last_action_at: float | None = None,
     editing: bool = False,
     advised: Advised | None = None,
+    table_offer: TableOffer | None = None,
 ) -> GuardInput:
     """The guard's view of one endpoint from the alert engine and its latest reading. `advised`: what
-    the advisor says (its better k), for ask mode."""
+    the advisor says (its better k), and `table_offer` (a k by batch size), for ask mode."""
     alert = next((a for a in alerts.active(endpoint.name) if a.kind in ACCEPTANCE_KINDS), None)
     acceptance = reading.figures.acceptance_rate if reading is not None and reading.up else None
     return GuardInput(
@@ -95,6 +102,7 @@ def guard_input(
         cooldown_s=endpoint.guard_cooldown_s,
         editing=editing,
         advised=advised or Advised(),
+        table_offer=table_offer,
     )
 
 
@@ -115,6 +123,7 @@ class GuardBook:
         restarting: bool,
         editing: bool = False,
         advised: Advised | None = None,
+        table_offer: TableOffer | None = None,
     ) -> GuardInput | None:
         """The guard's input when a first look (speculation assumed on) calls for an action; None when
         the guard is off, the endpoint is busy, or nothing is to be done (no file read needed)."""
@@ -129,6 +138,7 @@ class GuardBook:
             last_action_at=self.last_action_at.get(endpoint.name),
             editing=editing,
             advised=advised,
+            table_offer=table_offer,
         )
         return state if decide(state).action is not None else None
 
@@ -161,6 +171,7 @@ def record_for(
         prepared.problem,
         decision.k,
         prepared.k,
+        decision.table,
     )
 
 

@@ -372,11 +372,11 @@ def find_model(
 
 def config_key_paths(key: str) -> list[tuple[str, ...]]:
     """What a digest leaves out for a swept key: the key and the switches a tune writes with it."""
-    from tui.tune.plan import SGLANG_ALGORITHM, SGLANG_DRAFT_TOKENS, VLLM_ENABLED
+    from tui.tune.plan import SGLANG_ALGORITHM, SGLANG_DRAFT_TOKENS, VLLM_ENABLED, VLLM_TABLE
 
     paths = [tuple(key.split("."))]
     if key == "speculative.num_speculative_tokens":
-        paths.append(VLLM_ENABLED)
+        paths += [VLLM_ENABLED, VLLM_TABLE]
     if key == "speculative_num_steps":
         paths += [SGLANG_DRAFT_TOKENS, SGLANG_ALGORITHM]
     return paths

@@ -123,6 +123,7 @@ def _show(args: argparse.Namespace, kind: Any) -> int:
     print(safe_line(f"{args.file}: {KIND_TITLES[opened.kind]} [{opened.kind}]"))
     for spec in field_specs(opened.kind):
         value = _show_value(doc.get(spec.path)) if doc.has(spec.path) else "–"
+        value = json.dumps(doc.get(spec.path)) if spec.type == "literal" and doc.has(spec.path) else value
         limits = f" {spec.range_text}" if spec.range_text else ""
         print(safe_text(f"  {spec.key:<40} {value:<24} {spec.help}{limits}"))
     unknown = unknown_keys(opened.kind, doc.data)

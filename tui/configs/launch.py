@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from tui.configs.errors import ConfigError
 from tui.configs.schemas import is_secret_key
+from tui.configs.spec_table import TABLE_KEY, normalized, table_or_none
 
 LaunchFormat = Literal["cli", "yaml"]
 
@@ -111,6 +112,9 @@ def vllm_speculative_config(data: dict[str, Any]) -> dict[str, Any] | None:
         if key in _SPECTOP_ONLY or key in _LEGACY_SPEC or key in ("method", "model") or value is None:
             continue
         out[key] = value
+    table = table_or_none(out.get(TABLE_KEY))
+    if table is not None:  # the early dict form ({"1-16": 3}) as the list vLLM 0.32 takes
+        out[TABLE_KEY] = normalized(table)
     return out
 
 
@@ -228,6 +232,11 @@ def _yaml_scalar(value: Any) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def _yaml_item(item: Any) -> str:
+    """A list item: a scalar, or a nested list / mapping in flow style (JSON is valid YAML)."""
+    return json.dumps(item, ensure_ascii=False) if isinstance(item, list | dict) else _yaml_scalar(item)
+
+
 def _yaml_entry(key: str, value: Any, indent: str) -> str:
     if is_secret_key((key.replace("-", "_"),)) and isinstance(value, str):
         return f"{indent}# {key}: (a credential: pass --{key} {_env_reference(key)} on the command line)"
@@ -235,7 +244,7 @@ def _yaml_entry(key: str, value: Any, indent: str) -> str:
         inner = "\n".join(_yaml_entry(str(k), v, indent + "  ") for k, v in value.items())
         return f"{indent}{key}:\n{inner}"
     if isinstance(value, list) and value:
-        items = "\n".join(f"{indent}  - {_yaml_scalar(item)}" for item in value)
+        items = "\n".join(f"{indent}  - {_yaml_item(item)}" for item in value)
         return f"{indent}{key}:\n{items}"
     if isinstance(value, dict | list):
         return f"{indent}{key}: {'{}' if isinstance(value, dict) else '[]'}"

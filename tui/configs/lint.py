@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from tui.configs.document import ConfigDocument, KeyPath, dotted
 from tui.configs.schemas import did_you_mean, is_secret_key, unknown_keys, validate_data
+from tui.configs.spec_table import TABLE_KEY, table_or_none, table_problems
 from tui.gpu.headroom import headroom_problems
 from tui.gpu.models import GpuSample
 
@@ -239,6 +240,9 @@ def _vllm_rules(lint: _Linter) -> None:
             "no server falls back to plain decoding on low acceptance; spectop alerts instead",
             "keep it: spectop's dashboard warns when acceptance stays below it",
         )
+    _vllm_table_rules(lint, spec_on)
+    _vllm_method_rules(lint, spec_on)
+    _vllm_sampling_rules(lint, spec_on)
     if spec_on and lint.value(("model", "enable_lora")) is True:
         lint.add(
             "spec-feature-conflict",
@@ -247,6 +251,138 @@ def _vllm_rules(lint: _Linter) -> None:
             "LoRA with speculative decoding needs a larger token budget and may fail at start-up",
             "raise scheduler.max_num_batched_tokens or lower num_speculative_tokens",
         )
+
+
+def _data_parallel_size(lint: _Linter) -> int | None:
+    """data_parallel_size wherever the file sets it ([model] is the schema's place)."""
+    for section in lint.data.values():
+        value = section.get("data_parallel_size") if isinstance(section, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _vllm_table_rules(lint: _Linter, spec_on: bool) -> None:
+    path = ("speculative", TABLE_KEY)
+    ranges = table_or_none(lint.value(path))
+    if ranges is None:
+        return  # absent, or a shape the schema rules report
+    tokens = lint.value(("speculative", "num_speculative_tokens"))
+    max_k = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+    for problem in table_problems(ranges, max_k):
+        lint.add(problem.id, problem.severity, path, problem.message, problem.fix)
+    if max_k is None and spec_on:
+        lint.add(
+            "spec-table-no-max",
+            "error",
+            path,
+            "the table needs num_speculative_tokens: vLLM sizes its buffers by it and clamps every k to it",
+            f"set num_speculative_tokens = {max(k for _lo, _hi, k in ranges) or 1}",
+        )
+    dp_size = _data_parallel_size(lint)
+    if spec_on and dp_size is not None and dp_size > 1:
+        lint.add(
+            "spec-table-data-parallel",
+            "warning",
+            path,
+            f"vLLM switches the table off with data parallel > 1 (data_parallel_size = {dp_size}) and runs "
+            f"the static num_speculative_tokens{f' = {max_k}' if max_k else ''} at every batch size",
+            "drop the table, or set num_speculative_tokens to the k the busiest load wants",
+        )
+    if isinstance(lint.value(path), dict):
+        lint.add(
+            "spec-table-dict-form",
+            "info",
+            path,
+            'the dict form ({"1-16": 3}) is the setting\'s early draft; vLLM 0.32 takes [[lo, hi, k], ...]',
+            "spectop launch writes the list form; write it in the file too: [[1, 16, 3], ...]",
+        )
+
+
+# The `*_mtp` method names vLLM 0.32 knows (MTPModelTypes in vllm/config/speculative.py); it rewrites
+# each to "mtp" and refuses any other `*_mtp`.
+VLLM_MTP_NAMES = frozenset(
+    {
+        "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp",
+        "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp",
+        "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
+        "bailing_hybrid_mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "hy_v3_mtp", "hy_v4_mtp",
+        "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
+    }
+)  # fmt: skip
+# Methods whose draft is a separate checkpoint: without `model` vLLM has nothing to load.
+DRAFT_CHECKPOINT_METHODS = ("eagle", "eagle3", "dflash", "dspark", "draft_model", "medusa", "mlp_speculator")
+
+
+def _vllm_method_rules(lint: _Linter, spec_on: bool) -> None:
+    path = ("speculative", "method")
+    method = lint.value(path)
+    if not spec_on or not isinstance(method, str):
+        return
+    if method.endswith("_mtp") and method not in VLLM_MTP_NAMES:
+        lint.add(
+            "unknown-method",
+            "warning",
+            path,
+            f"vLLM 0.32 does not know method {method!r} and refuses it (it knows mtp and "
+            f"{len(VLLM_MTP_NAMES)} model-named *_mtp aliases)",
+            'write method = "mtp": vLLM finds the MTP heads from the checkpoint',
+        )
+    draft = lint.value(("speculative", "model")) or lint.value(("speculative", "speculative_model"))
+    if method in DRAFT_CHECKPOINT_METHODS and not draft:
+        lint.add(
+            "draft-model-missing",
+            "error",
+            path,
+            f"method {method!r} drafts with a separate checkpoint, and [speculative] has no model",
+            f"set model to the {method} draft trained for this target",
+        )
+
+
+# rejection_sample_method: vLLM 0.32's values, and the older builds' names (vllm/config/speculative.py).
+REJECTION_METHODS = ("standard", "synthetic", "block")
+OLD_REJECTION_METHODS = {"strict": "standard", "probabilistic": "standard"}
+
+
+def _vllm_sampling_rules(lint: _Linter, spec_on: bool) -> None:
+    path = ("speculative", "rejection_sample_method")
+    method = lint.value(path)
+    if isinstance(method, str) and method in OLD_REJECTION_METHODS:
+        lint.add(
+            "renamed-value",
+            "warning",
+            path,
+            f"rejection_sample_method {method!r} is an older vLLM's name; current vLLM takes "
+            f"{', '.join(REJECTION_METHODS)} and refuses {method!r}",
+            f'write rejection_sample_method = "{OLD_REJECTION_METHODS[method]}"',
+        )
+    elif isinstance(method, str) and method not in REJECTION_METHODS:
+        lint.add(
+            "invalid-value",
+            "error",
+            path,
+            f"rejection_sample_method {method!r}: vLLM takes {', '.join(REJECTION_METHODS)}",
+            'write rejection_sample_method = "standard" (the default)',
+        )
+    for name in ("synthetic_acceptance_rates", "synthetic_acceptance_length"):
+        key = ("speculative", name)
+        if lint.doc.has(key):
+            lint.add(
+                "benchmarking-only",
+                "warning",
+                key,
+                f"{name} fakes acceptance for benchmarking: the server's acceptance and speedup are then "
+                "made up, not measured",
+                'delete it in a production config (and rejection_sample_method = "synthetic" with it)',
+            )
+            if spec_on and method != "synthetic":
+                lint.add(
+                    "invalid-value",
+                    "error",
+                    key,
+                    f'vLLM refuses {name} unless rejection_sample_method = "synthetic"',
+                    f"delete {name}",
+                )
 
 
 # --- SGLang settings.json -------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tui.configs.document import KeyPath, dotted
 from tui.configs.kinds import ConfigKind
+from tui.configs.spec_table import TableError, read_table
 from tui.format import fmt_setting
 from tui.validators import check_env_var_name, check_http_url, friendly_message
 
@@ -48,6 +49,7 @@ class VllmModelSection(BaseModel):
     gpu_memory_utilization: float | None = Field(
         None, gt=0.0, le=1.0, description="fraction of GPU memory vLLM may use; default 0.92"
     )
+    data_parallel_size: int | None = Field(None, ge=1, description="replicas in data parallel (-dp)")
     served_model_name: str | None = Field(None, description="model id in the API and the metrics label")
     trust_remote_code: bool | None = Field(None, description="run the checkpoint's own model code")
 
@@ -62,6 +64,25 @@ class VllmSpeculativeSection(BaseModel):
         None, ge=0.0, le=1.0, description="spectop alerts when acceptance stays below this"
     )
     draft_tensor_parallel_size: int | None = Field(None, ge=1, description="TP size of the draft")
+    num_speculative_tokens_per_batch_size: list[list[int]] | dict[str, int] | None = Field(
+        None,
+        description="k by batch size: [[lo, hi, k], ...] inclusive, k=0 = off (num_speculative_tokens = max)",
+    )
+    rejection_sample_method: str | None = Field(None, description="standard (default), block or synthetic")
+    synthetic_acceptance_rates: list[float] | None = Field(
+        None, description="benchmarking only: fakes acceptance (needs rejection_sample_method synthetic)"
+    )
+    synthetic_acceptance_length: float | None = Field(None, ge=1.0, description="benchmarking only, as above")
+
+    @field_validator("num_speculative_tokens_per_batch_size", mode="before")
+    @classmethod
+    def _table_shape(cls, value: Any) -> Any:
+        if value is not None:
+            try:
+                read_table(value)
+            except TableError as error:
+                raise ValueError(str(error)) from None
+        return value
 
     @field_validator("method")
     @classmethod
@@ -187,7 +208,8 @@ FREE_FORM = {("sim",), ("extra_body",)}
 
 # --- field descriptions for the form and for `set` ---------------------------------------------------------
 
-FieldType = Literal["bool", "int", "float", "str", "choice", "table"]
+# "literal": a list or table edited as one TOML/JSON literal in the form ("table": not in the form).
+FieldType = Literal["bool", "int", "float", "str", "choice", "literal", "table"]
 
 
 @dataclass(frozen=True)
@@ -244,6 +266,10 @@ def _range_text(metadata: list[Any]) -> str:
     return f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
 
 
+LITERAL_FIELDS = {
+    ("speculative", "num_speculative_tokens_per_batch_size"),
+    ("speculative", "synthetic_acceptance_rates"),
+}
 _EXTRA_CHOICES: dict[KeyPath, tuple[str, ...]] = {
     ("speculative", "method"): VLLM_METHODS,
     ("speculative_algorithm",): SGLANG_ALGORITHMS,
@@ -271,7 +297,7 @@ def _specs(model: type[BaseModel], prefix: KeyPath) -> list[FieldSpec]:
         elif annotation is str:
             field_type = "choice" if choices else "str"
         else:
-            field_type = "table"
+            field_type = "literal" if path in LITERAL_FIELDS else "table"
         specs.append(
             FieldSpec(
                 path=path,
@@ -426,7 +452,12 @@ def parse_literal(raw: str, kind: ConfigKind) -> Any:
     """A TOML or JSON literal (by kind), falling back to the plain string."""
     try:
         if kind == "vllm_toml":
-            return tomllib.loads(f"v = {raw}")["v"]
+            try:
+                return tomllib.loads(f"v = {raw}")["v"]
+            except tomllib.TOMLDecodeError:
+                if not raw.lstrip().startswith("{"):
+                    raise
+                # the form shows a table as JSON (`{"1-16": 3}`), which TOML writes `{"1-16" = 3}`
         return json.loads(raw)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError):
         return raw

@@ -6,8 +6,8 @@ Two kinds of server file are understood (see `sample_configs/`):
 * an SGLang-style `settings.json` (flat keys such as `speculative_num_steps`).
 
 Either may carry a `[sim]` section (`"sim": {...}` in JSON) with the speed model; command-line flags
-override it. This module deliberately does not depend on `tui.configs`: it reads only the few keys the
-simulator needs and ignores the rest.
+override it. It reads only the few keys the simulator needs and ignores the rest (of `tui.configs` it
+uses only the reading of vLLM's k-by-batch-size table, so both read it alike).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tui.configs.spec_table import TABLE_KEY, Range, TableError, k_for_batch, read_table, table_problems
 from tui.validators import friendly_message
 
 DEFAULT_ACCEPTANCE = (0.85, 0.70, 0.55, 0.45, 0.38, 0.32, 0.27, 0.23)
@@ -89,6 +90,9 @@ class SimConfig(BaseModel):
     spec_enabled: bool = True
     spec_method: str = "mtp"
     num_speculative_tokens: int = Field(default=2, ge=0, le=32)
+    spec_table: list[tuple[int, int, int]] | None = Field(
+        default=None, description="vLLM's num_speculative_tokens_per_batch_size: (lo, hi, k) ranges"
+    )
     num_draft_tokens: int | None = None  # SGLang's speculative_num_draft_tokens, for the accept-rate formula
     eagle_topk: int = 1
     max_num_seqs: int = Field(default=64, ge=1)
@@ -101,6 +105,12 @@ class SimConfig(BaseModel):
     def k(self) -> int:
         """Draft tokens per step; 0 when speculation is off."""
         return self.num_speculative_tokens if self.spec_enabled else 0
+
+    def k_at(self, batch_size: int) -> int:
+        """The k of a step with `batch_size` running sequences: the table's (as vLLM reads it), else `k`."""
+        if not self.spec_enabled or self.spec_table is None:
+            return self.k
+        return k_for_batch(self.spec_table, batch_size, self.num_speculative_tokens)
 
     @property
     def model_name(self) -> str:
@@ -163,6 +173,7 @@ def _from_vllm_toml(source: str, data: dict[str, Any]) -> dict[str, Any]:
     spec = _section(source, data, "speculative")
     cache = _section(source, data, "cache")
     sched = _section(source, data, "scheduler")
+    table = _spec_table(source, spec)  # off with data parallel > 1, as vLLM does (ranks would diverge)
     fields: dict[str, Any] = {
         "model": _expect(source, model, "name", str, "deepseek-ai/DeepSeek-V3"),
         "served_model_name": _expect(source, model, "served_model_name", str, None),
@@ -172,12 +183,27 @@ def _from_vllm_toml(source: str, data: dict[str, Any]) -> dict[str, Any]:
         "spec_enabled": _expect(source, spec, "enabled", bool, bool(spec)),
         "spec_method": _expect(source, spec, "method", str, "mtp"),
         "num_speculative_tokens": _expect(source, spec, "num_speculative_tokens", int, 2 if spec else 0),
+        "spec_table": table if _expect(source, model, "data_parallel_size", int, 1) <= 1 else None,
         "enable_prefix_caching": _expect(source, cache, "enable_prefix_caching", bool, True),
         "block_size": _expect(source, cache, "block_size", int, 16),
         "max_num_seqs": _expect(source, sched, "max_num_seqs", int, 256),
         "chunked_prefill": _expect(source, sched, "chunked_prefill", bool, True),
     }
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def _spec_table(source: str, spec: dict[str, Any]) -> list[Range] | None:
+    """The k-by-batch-size table; a table vLLM refuses at start-up stops the simulator alike."""
+    if spec.get(TABLE_KEY) is None:
+        return None
+    try:
+        ranges = read_table(spec[TABLE_KEY])
+    except TableError as error:
+        raise SimConfigError(f"{source}: field {TABLE_KEY!r}: {error}") from None
+    refused = [problem.message for problem in table_problems(ranges, None) if problem.severity == "error"]
+    if refused:
+        raise SimConfigError(f"{source}: field {TABLE_KEY!r}: {refused[0]}")
+    return ranges
 
 
 def _from_sglang_json(source: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -280,13 +280,21 @@ class SimEngine:
                 next_at = time.monotonic()
                 continue
             computed = sum(request.computed_prompt_tokens for request in admitted)
-            model_s = self.behaviour.decode_step_s(len(decoding) + len(admitted))
+            batch = len(decoding) + len(admitted)
+            k = self.step_k(batch)
+            model_s = self.behaviour.decode_step_s(batch, None if k == self.behaviour.k else k)
             if admitted:
                 model_s += self.behaviour.prefill_s(computed)
             start = time.monotonic()
             next_at = max(next_at, start - 0.05) + model_s / self.behaviour.speed
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
-            self._finish_step(start, model_s, admitted, decoding)
+            self._finish_step(start, model_s, admitted, decoding, k)
+
+    def step_k(self, batch: int) -> int:
+        """Draft tokens of a step at this batch size: vLLM's k-by-batch-size table, else the fixed k."""
+        if self.config.spec_table is None:
+            return self.behaviour.k
+        return min(self.behaviour.k, self.config.k_at(batch))
 
     async def _maybe_stall(self) -> None:
         every, length = self.faults.stall_every_s, self.faults.stall_s
@@ -348,7 +356,7 @@ class SimEngine:
         return admitted
 
     def _finish_step(
-        self, start: float, model_s: float, admitted: list[SimRequest], decoding: list[SimRequest]
+        self, start: float, model_s: float, admitted: list[SimRequest], decoding: list[SimRequest], k: int
     ) -> None:
         end = time.monotonic()
         records: list[StepRecord] = []
@@ -359,14 +367,13 @@ class SimEngine:
             request.generated = 1
             self.prefix_cache.insert(request.hashes)
             records.append(StepRecord(request, 1, 0, 0, True, 0.0))
-        k = self.behaviour.k
         lossy = self.faults.lossy_rate
         for request in decoding:
             remaining = request.target_tokens - request.generated
             if remaining <= 0:
                 continue
             # The verifier's result counts in the spec statistics even when max_tokens cuts the output.
-            accepted = draw_accepted(request.rng, request.acceptance) if k else 0
+            accepted = draw_accepted(request.rng, request.acceptance[:k]) if k else 0
             emitted = min(accepted + 1, remaining)
             if k:
                 request.drafted += k

@@ -4,6 +4,8 @@ The key defaults by config kind:
 
 * vLLM-style TOML: `speculative.num_speculative_tokens`; value 0 is speculation off, written as
   `speculative.enabled = false` (the token count is left as it was, so it comes back when turned on);
+  a k-by-batch-size table in the file is taken out while one k is measured, and `--apply` may write the
+  schedule as that table (`table_edits`);
 * SGLang JSON: `speculative_num_steps`, with `speculative_num_draft_tokens` kept at steps + 1 when
   `speculative_eagle_topk` is 1 (SGLang forces it); value 0 is `speculative_algorithm = null`;
 * anything else: the numeric key given explicitly (e.g. a llama.cpp launch file's `draft_max`).
@@ -26,10 +28,13 @@ from typing import Any
 from tui.configs.document import ConfigDocument, KeyPath, dotted, parse_key_path
 from tui.configs.editing import set_value
 from tui.configs.errors import ConfigError
+from tui.configs.spec_table import TABLE_KEY
 from tui.tune.result import SkippedPoint, SweepPoint
 
 VLLM_K: KeyPath = ("speculative", "num_speculative_tokens")
 VLLM_ENABLED: KeyPath = ("speculative", "enabled")
+VLLM_TABLE: KeyPath = ("speculative", TABLE_KEY)
+REMOVE = object()  # an edit that deletes the key
 SGLANG_STEPS: KeyPath = ("speculative_num_steps",)
 SGLANG_DRAFT_TOKENS: KeyPath = ("speculative_num_draft_tokens",)
 SGLANG_TOPK: KeyPath = ("speculative_eagle_topk",)
@@ -108,6 +113,8 @@ class TuneKey:
                 edits.append((self.path, value))
                 if doc.has(VLLM_ENABLED) and doc.get(VLLM_ENABLED) is not True:
                     edits.append((VLLM_ENABLED, True))
+            if doc.has(VLLM_TABLE):  # the table would clamp or replace the k measured
+                edits.append((VLLM_TABLE, REMOVE))
         elif self.style == "sglang":
             if value == 0:
                 edits.append((SGLANG_ALGORITHM, None))
@@ -153,10 +160,28 @@ def default_key(doc: ConfigDocument, explicit: str | None = None) -> TuneKey:
 
 def edited(doc: ConfigDocument, key: TuneKey, value: int, original: ConfigDocument) -> ConfigDocument:
     """`doc` with `value` written (validated like `spectop config set`); ConfigError when invalid."""
+    return _applied(doc, key.changes(doc, value, original), new_key=key.style != "plain")
+
+
+def _applied(doc: ConfigDocument, edits: list[tuple[KeyPath, Any]], *, new_key: bool) -> ConfigDocument:
     after = doc
-    for path, new in key.changes(doc, value, original):
-        after = set_value(after, path, new, new_key=key.style != "plain")
+    for path, new in edits:
+        after = after.without(path) if new is REMOVE else set_value(after, path, new, new_key=new_key)
     return after
+
+
+def table_edits(doc: ConfigDocument, table: list[list[int]]) -> list[tuple[KeyPath, Any]]:
+    """The edits that make a vLLM file run `table` (vLLM's `num_speculative_tokens_per_batch_size`):
+    num_speculative_tokens becomes the table's largest k (vLLM's maximum), speculation on."""
+    edits: list[tuple[KeyPath, Any]] = [(VLLM_K, max(1, *(k for _lo, _hi, k in table))), (VLLM_TABLE, table)]
+    if doc.has(VLLM_ENABLED) and doc.get(VLLM_ENABLED) is not True:
+        edits.append((VLLM_ENABLED, True))
+    return [(path, new) for path, new in edits if not (doc.has(path) and _same(doc.get(path), new))]
+
+
+def edited_table(doc: ConfigDocument, table: list[list[int]]) -> ConfigDocument:
+    """`doc` running `table` (validated like `spectop config set`); ConfigError when invalid."""
+    return _applied(doc, table_edits(doc, table), new_key=True)
 
 
 def check_values(key: TuneKey, values: Sequence[int]) -> None:

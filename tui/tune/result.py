@@ -13,6 +13,7 @@ carries its parts; `skipped` lists the grid's points SGLang would not run, with 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ from tui.bench.report.summary import arm_summary, sequential_words
 from tui.bench.results import ArmResult
 from tui.bench.stats import percentile, pooled_rate
 from tui.configs.atomic import write_file
+from tui.configs.spec_table import table_from_steps, table_text
 from tui.format import UNKNOWN as DASH
 from tui.format import (
     fmt_latency,
@@ -153,6 +155,9 @@ class ValueOutcome(BaseModel):
     cells: list[TuneCell] = Field(default_factory=list)
 
 
+VLLM_TABLE_OWNER = "speculative.num_speculative_tokens"  # the key whose schedule vLLM takes as a table
+
+
 class ScheduleStep(BaseModel):
     value: int
     up_to_concurrency: int | None = Field(description="None: beyond every measured load")
@@ -162,6 +167,9 @@ class AppliedChange(BaseModel):
     value: int
     concurrency: int
     diff: str
+    table: list[list[int]] | None = Field(
+        None, description="vLLM's num_speculative_tokens_per_batch_size written instead of one k"
+    )
 
 
 class TuneResult(BaseModel):
@@ -432,6 +440,47 @@ def apply_decision(result: TuneResult, concurrency: int) -> tuple[int | None, st
         f"{name} is not significantly faster than the file's own {result.name(own)} ({measured}): "
         "the file is kept"
     )
+
+
+def _faster_at(result: TuneResult, concurrency: int, value: int, other: int) -> bool:
+    """`value` is significantly faster than `other` at this load (their ratio's interval above 1)."""
+    runs = _runs_at(result, concurrency)
+    if not runs:
+        return False
+    interval = speedups(runs, result.baseline_value).pair_interval(value, other, result.ci_level)
+    return interval is not None and interval[0] > 1.0
+
+
+def table_decision(result: TuneResult, top: int) -> tuple[list[list[int]] | None, str]:
+    """(the schedule as vLLM's `num_speculative_tokens_per_batch_size`, or None; why). A table is
+    written only where the best k differs significantly between loads: at each boundary of the
+    schedule, each side's k is significantly faster than the other side's k at its side's load (else
+    one of them is within noise of the best on both sides: one k fits).
+    Batch sizes between two measured loads take the lower load's k; the last range runs to `top`."""
+    if result.kind != "vllm_toml" or result.key != VLLM_TABLE_OWNER:
+        return None, "only vLLM's num_speculative_tokens takes a table by batch size"
+    steps = result.schedule
+    if len(steps) < 2:
+        return None, "one k is best at every measured load"
+    if any(d.client_ok is False for d in result.decisions):
+        return None, "the measuring client fell behind at some load: no table"
+    loads = sorted(c for c in result.concurrencies if result.best.get(c) is not None)
+    for before, after in itertools.pairwise(steps):
+        assert before.up_to_concurrency is not None  # only the last step runs beyond every load
+        low = before.up_to_concurrency
+        high = loads[loads.index(low) + 1]
+        if not (
+            _faster_at(result, low, before.value, after.value)
+            and _faster_at(result, high, after.value, before.value)
+        ):
+            words = sequential_words(result.ci_level, result.looks)
+            return None, (
+                f"the best k changes between concurrency {low} and {high} ({result.name(before.value)} → "
+                f"{result.name(after.value)}) but one of them is within noise of the other at both ({words})"
+            )
+    table = table_from_steps([(step.value, step.up_to_concurrency) for step in steps], max(top, loads[-1]))
+    ranges = [(lo, hi, k) for lo, hi, k in table]
+    return table, f"the best k differs significantly between loads: {table_text(ranges)}"
 
 
 # --- rendering --------------------------------------------------------------------------------------

@@ -44,10 +44,11 @@ from tui.configs.restart import (
     run_restart,
     wait_for_health,
 )
+from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS
 from tui.format import fmt_duration, fmt_eta, fmt_rate, fmt_setting
 from tui.telemetry.scraper import _connect_error_text, scrape_metrics
 from tui.tune.decision import sequential_level
-from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, grid_key
+from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, edited_table, grid_key
 from tui.tune.result import (
     AppliedChange,
     CellRun,
@@ -58,10 +59,12 @@ from tui.tune.result import (
     apply_decision,
     cell_from_arm,
     merged_cell,
+    table_decision,
     tune_file_name,
 )
 
 RESTART_OUTPUT_LINES = 40
+MAX_NUM_SEQS = ("scheduler", "max_num_seqs")
 METRICS_POLL_S = 0.5
 PREFLIGHT_TIMEOUT_S = 5.0
 
@@ -689,14 +692,7 @@ class TuneRun:
         path = self.options.config_file
         target = self.original_bytes
         if apply:
-            concurrency = self.options.apply_at or self.options.concurrencies[0]
-            value, why = apply_decision(result, concurrency)
-            result.apply_note = why
-            if value is not None:
-                target = self.text_for(value).encode("utf-8")
-                result.applied = AppliedChange(
-                    value=value, concurrency=concurrency, diff=self.diff_for(value)
-                )
+            target = self._applied_bytes(result)
         self._progress("apply" if result.applied else "restore", None, None, "restoring the config file")
         try:
             on_disk = path.read_bytes()
@@ -729,6 +725,41 @@ class TuneRun:
         result.duration_s = time.monotonic() - self._started
         self._progress("done", None, None, "done")
         self._update()
+
+    def _applied_bytes(self, result: TuneResult) -> bytes:
+        """What `--apply` writes: the schedule as vLLM's k-by-batch-size table where the best k differs
+        significantly between loads (not with --apply-at, which asks for one load's k), else the best
+        value at the chosen load when it beats the file's own; the original bytes otherwise."""
+        concurrency = self.options.apply_at or self.options.concurrencies[0]
+        assert self.opened is not None and self.opened.document is not None
+        doc = self.opened.document
+        table, table_why = None, ""
+        if self.options.apply_at is None:
+            top = doc.get(MAX_NUM_SEQS) if doc.has(MAX_NUM_SEQS) else VLLM_DEFAULT_MAX_NUM_SEQS
+            table, table_why = table_decision(
+                result, top if isinstance(top, int) else VLLM_DEFAULT_MAX_NUM_SEQS
+            )
+        text = None
+        if table is not None:
+            try:
+                text = edited_table(doc, table).text
+            except ConfigError as error:
+                table_why = f"the table does not make a valid file: {error}"
+        if table is not None and text is not None:
+            result.apply_note = table_why
+            diff = masked_diff(unified_diff(self.opened.text, text, self.options.config_file.name))
+            result.applied = AppliedChange(
+                value=max(k for _lo, _hi, k in table), concurrency=concurrency, diff=diff, table=table
+            )
+            return text.encode("utf-8")
+        value, why = apply_decision(result, concurrency)
+        if len(result.schedule) > 1 and result.kind == "vllm_toml":
+            why += f" (no k-by-batch-size table: {table_why or '--apply-at asks for one load'})"
+        result.apply_note = why
+        if value is None:
+            return self.original_bytes
+        result.applied = AppliedChange(value=value, concurrency=concurrency, diff=self.diff_for(value))
+        return self.text_for(value).encode("utf-8")
 
     # --- reporting ------------------------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ class ConfigFieldRow(Widget):
     DEFAULT_CSS = """
     ConfigFieldRow { height: auto; padding: 0 1; }
     ConfigFieldRow > Horizontal { height: 1; }
-    ConfigFieldRow .field-key { width: 36; }
+    ConfigFieldRow .field-key { width: 36; text-wrap: nowrap; text-overflow: ellipsis; }
     ConfigFieldRow:focus-within .field-key { text-style: bold reverse; }
     ConfigFieldRow Input { width: 1fr; }
     ConfigFieldRow Select { width: 1fr; }

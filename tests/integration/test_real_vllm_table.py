@@ -1,0 +1,116 @@
+"""vLLM's k by batch size on the real vLLM (CPU build): a two-range `num_speculative_tokens_per_batch_size`
+set with `spectop config set`, rendered by `spectop config launch --format yaml` (the restart script),
+and each range's k seen in effect at its load.
+
+The k in effect is read from the answers' `per_step_drafted` (`--per-request-spec-decode-metrics
+detailed`): vLLM 0.32's per-request `num_spec_tokens` is the configured maximum (`RequestSpecDecodeMetrics`
+in vllm/v1/metrics/stats.py), the same at every load.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from vllm_managed import ManagedVllm, make_managed, spectop_argv
+from vllm_models import VllmModels
+from vllm_server import log_tail
+from vllm_workload import MODEL, prompt
+
+TABLE = "[[1, 1, 2], [2, 8, 1]]"  # k=2 alone, k=1 from two requests at a time (max_num_seqs = 8)
+MAX_TOKENS = 32
+
+
+@pytest.fixture
+def managed(vllm_python: Path, vllm_models: VllmModels, tmp_path: Path) -> Iterator[ManagedVllm]:
+    server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=2)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def _drafted(url: str, concurrency: int, requests: int, max_tokens: int) -> list[list[int]]:
+    """`per_step_drafted` of each answer, `concurrency` requests at a time: each worker's client made
+    first and the workers released together, so the requests overlap even on a fast server."""
+    answers: list[dict[str, Any]] = []
+    lock = threading.Lock()
+    ready = threading.Barrier(concurrency)
+
+    def work(start: int) -> None:
+        with httpx.Client(timeout=600) as client:
+            ready.wait()
+            for index in range(start, requests, concurrency):
+                body = {"model": MODEL, "prompt": prompt(index), "max_tokens": max_tokens, "temperature": 0}
+                response = client.post(url + "/v1/completions", json={**body, "ignore_eos": True})
+                response.raise_for_status()
+                with lock:
+                    answers.append(response.json())
+
+    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == requests, "a request failed (see the thread's traceback above)"
+    return [answer["metrics"]["speculative_decoding"]["per_step_drafted"] for answer in answers]
+
+
+def _started_or_refused(server: ManagedVllm) -> str | None:
+    """None once the restarted vLLM answers /health; its log's last lines if its process ends first."""
+    with httpx.Client(timeout=5.0) as client:
+        while True:
+            pid = server.pid()
+            try:
+                if client.get(server.url + "/health").status_code == 200:
+                    return None
+            except httpx.HTTPError:
+                pass
+            if pid is not None and not _alive(pid):
+                return log_tail(server.log_file, 40)
+            time.sleep(0.5)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_two_range_table_runs_each_ranges_k_at_its_load(managed: ManagedVllm) -> None:
+    set_table = [
+        *spectop_argv(), "config", "set", str(managed.config),
+        "speculative.num_speculative_tokens_per_batch_size", TABLE,
+    ]  # fmt: skip
+    done = subprocess.run(set_table, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"num_speculative_tokens_per_batch_size = {TABLE}" in managed.config.read_text()
+    old = managed.pid()
+    restart = subprocess.run(managed.restart_command, capture_output=True, text=True, check=False)
+    assert restart.returncode == 0, restart.stdout + restart.stderr
+    assert (
+        "num_speculative_tokens_per_batch_size:\n    - [1, 1, 2]\n    - [2, 8, 1]"
+        in (managed.folder / "serve.yaml").read_text()
+    )
+    while old is not None and _alive(old):  # the restart race: the old server answers until it is gone
+        time.sleep(0.2)
+    refusal = _started_or_refused(managed)
+    assert refusal is None, f"vLLM 0.32 (CPU) refused the table:\n{refusal}"
+    alone = [k for steps in _drafted(managed.url, 1, 3, MAX_TOKENS) for k in steps]
+    # batch size 1: the first range's k (the last step of an answer may draft fewer, up to max_tokens)
+    assert max(alone) == 2 and alone.count(2) > 0.8 * len(alone), alone
+    together = [k for steps in _drafted(managed.url, 4, 4, 4 * MAX_TOKENS) for k in steps]
+    print(f"per_step_drafted, 1 at a time: {dict(Counter(alone))}; 4 at a time: {dict(Counter(together))}")
+    # batch sizes 2-4: the second range's k=1; a request's first or last steps may run alone (k=2)
+    assert set(together) <= {1, 2} and together.count(1) > 0.6 * len(together), together
