@@ -15,10 +15,12 @@ LABELS = 'engine="0",model_name="m"'
 LIFETIME = 10_000_000.0
 
 
-def vllm_page(generated: float | str | None, drafts: float, accepted: float, extra: str = "") -> str:
+def vllm_page(
+    generated: float | str | None, drafts: float, accepted: float, extra: str = "", k: int = 2
+) -> str:
     lines = [
         f"vllm:spec_decode_num_drafts_total{{{LABELS}}} {drafts}",
-        f"vllm:spec_decode_num_draft_tokens_total{{{LABELS}}} {drafts * 2}",
+        f"vllm:spec_decode_num_draft_tokens_total{{{LABELS}}} {drafts * k}",
         f"vllm:spec_decode_num_accepted_tokens_total{{{LABELS}}} {accepted}",
         f"vllm:num_requests_running{{{LABELS}}} 3",
     ]
@@ -80,7 +82,7 @@ def test_draft_positions_changing_without_a_visible_restart_start_afresh() -> No
 
     def page(drafts: float, positions: list[float]) -> str:
         extra = "".join(family.format(labels=LABELS, i=i, v=v) for i, v in enumerate(positions))
-        return vllm_page(drafts * 3, drafts, sum(positions), extra)
+        return vllm_page(drafts * 3, drafts, sum(positions), extra, k=len(positions))
 
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(page(1000, [880, 650]), 0.0))
