@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from tui.telemetry.figures import Figures
 
 UNKNOWN = "–"
+MIXED = "mixed"  # per-position acceptance over drafts of different lengths (variable k)
 # Where the figures would be when spectop failed to derive them (a bug; the traceback is in the debug log).
 FIGURES_FAILED = "figures failed: see the debug log"
 BAR_CHARS = " ▁▂▃▄▅▆▇█"
@@ -333,11 +334,24 @@ def figure_text(figures: Figures, key: str, *, positions: int = 8) -> str:
         assert figures.lifetime is not None
         return figure_text(figures.lifetime, key, positions=positions) + LIFETIME_MARK
     if key == "per_position_acceptance":
+        if not figures.per_position_acceptance and figures.per_position_mixed:
+            return MIXED
         return position_bars(figures.per_position_acceptance, limit=positions)
     value = getattr(figures, key)
     if key in QUANTILES:
         return fmt_quantile(value, figures.quantile_bounds.get(key))
     return FIGURES[key].format(value)
+
+
+def fmt_k_in_effect(figures: Figures) -> str:
+    """The draft length in effect beside the configured one: "2 of 3", "2.4 of 3 (derived)" (from
+    counters), "3"; "–" when unknown."""
+    if not known(figures.k_in_effect):
+        return UNKNOWN
+    text = fmt_count(round(figures.k_in_effect, 1))
+    if figures.k_configured is not None:
+        text += f" of {figures.k_configured}"
+    return text + (" (derived)" if figures.k_in_effect_derived else "")
 
 
 def reason(figures: Figures, key: str) -> str | None:

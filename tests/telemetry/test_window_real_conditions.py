@@ -22,9 +22,13 @@ LIFETIME = 10_000_000.0
 
 
 def vllm_page(
-    generated: float | str | None, drafts: float | str, accepted: float | str, extra: str = ""
+    generated: float | str | None,
+    drafts: float | str,
+    accepted: float | str,
+    extra: str = "",
+    k: int = 2,
 ) -> str:
-    draft_tokens = drafts if isinstance(drafts, str) else 2 * drafts
+    draft_tokens = drafts if isinstance(drafts, str) else k * drafts
     lines = [
         f"vllm:spec_decode_num_drafts_total{{{LABELS}}} {drafts}",
         f"vllm:spec_decode_num_draft_tokens_total{{{LABELS}}} {draft_tokens}",
@@ -103,7 +107,7 @@ def test_draft_positions_changing_without_a_visible_restart_start_afresh() -> No
 
     def page(drafts: float, positions: list[float]) -> str:
         extra = "".join(family.format(labels=LABELS, i=i, v=v) for i, v in enumerate(positions))
-        return vllm_page(drafts * 3, drafts, sum(positions), extra)
+        return vllm_page(drafts * 3, drafts, sum(positions), extra, k=len(positions))
 
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(page(1000, [880, 650]), 0.0))

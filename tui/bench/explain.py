@@ -40,6 +40,7 @@ class RequestFigures:
     spec_steps: int | None = None
     spec_tokens: int | None = None
     histogram: list[int] | None = None
+    by_length: dict[int, list[int]] | None = None  # draft length -> its steps' histogram
     cached_tokens: int | None = None
     prompt_tokens: int | None = None
     client_ttft_s: float | None = None
@@ -88,6 +89,10 @@ class AcceptanceFigures:
     mean_length: float | None = None  # 1 + Σaccepted / Σsteps (bonus token included)
     per_position: list[float] | None = None  # position i accepted in this share of steps (pooled)
     note: str | None = None
+    k_in_effect: float | None = None  # Σdrafted / Σsteps: draft tokens a step proposed
+    k_configured: int | None = None  # the server's configured k (the largest draft a step may make)
+    per_position_by_length: dict[int, list[float]] | None = None  # drafts of several lengths, apart
+    per_position_note: str | None = None  # why per-position is shown per length or not at all
 
 
 def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
@@ -107,6 +112,8 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
     partial: str | None = None
     if len(counted) < sum(1 for r in requests if r.ok):
         partial = f"{len(counted)} of {sum(1 for r in requests if r.ok)} requests carried draft figures"
+    positions, by_length, positions_note = per_position_split(counted)
+    configured = [r.spec_tokens for r in counted if r.spec_tokens is not None]
     return AcceptanceFigures(
         requests=len(counted),
         drafted=drafted,
@@ -116,9 +123,60 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
         p50=_pct(rates, 50),
         p90=_pct(rates, 90),
         mean_length=mean_length,
-        per_position=per_position(counted),
+        per_position=positions,
         note=partial,
+        k_in_effect=drafted / steps if steps and len(with_steps) == len(counted) else None,
+        k_configured=max(configured) if configured else None,
+        per_position_by_length=by_length,
+        per_position_note=positions_note,
     )
+
+
+MIXED = "mixed: steps drafted different lengths"
+
+
+def per_position_split(
+    requests: Sequence[RequestFigures],
+) -> tuple[list[float] | None, dict[int, list[float]] | None, str | None]:
+    """(per-position acceptance, the same per draft length, why) of requests whose k may have varied.
+
+    One histogram over drafts of different lengths mixes them (a 1-token draft never reaches
+    position 1), so per-position rates are given per draft length when the servers said it (vLLM's
+    `acceptance_histogram_by_draft_length` or `detailed` per-step arrays), and are unknown otherwise."""
+    if not any(_varied(r) for r in requests):
+        return per_position(requests), None, None
+    if any(r.by_length is None for r in requests):
+        return None, None, f"{MIXED}, and the server did not say which (per position unknown)"
+    pooled: dict[int, list[int]] = {}
+    for request in requests:
+        for length, histogram in (request.by_length or {}).items():
+            totals = pooled.setdefault(length, [0] * (length + 1))
+            for index, count in enumerate(histogram[: length + 1]):
+                totals[index] += count
+    rates = {length: _positions(totals) for length, totals in sorted(pooled.items())}
+    known = {length: positions for length, positions in rates.items() if positions is not None}
+    if len(known) == 1:
+        return next(iter(known.values())), None, None
+    lengths = ", ".join(str(length) for length in known)
+    return None, known or None, f"{MIXED} ({lengths}): per position given per draft length"
+
+
+def _varied(request: RequestFigures) -> bool:
+    """The request's steps did not all draft the configured k (its own split says so, or its counts)."""
+    if request.by_length is not None:
+        return len(request.by_length) > 1 or (
+            request.spec_tokens is not None and set(request.by_length) != {request.spec_tokens}
+        )
+    if request.drafted is None or not request.spec_steps or request.spec_tokens is None:
+        return False
+    return request.drafted != request.spec_steps * request.spec_tokens
+
+
+def _positions(totals: list[int]) -> list[float] | None:
+    steps = sum(totals)
+    if steps <= 0 or len(totals) < 2:
+        return None
+    return [sum(totals[i + 1 :]) / steps for i in range(len(totals) - 1)]
 
 
 def per_position(requests: Sequence[RequestFigures]) -> list[float] | None:

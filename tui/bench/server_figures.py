@@ -1,10 +1,11 @@
 """What the server says about one request in its own response (reference `per-request.md`).
 
 * vLLM: the top-level `metrics` object (final usage chunk when streaming, body otherwise):
-  `speculative_decoding` and the timing fields;
+  `speculative_decoding` (with the `detailed` per-step arrays and `acceptance_histogram_by_draft_length`
+  where present) and the timing fields;
 * llama.cpp: `timings` (`draft_n`, `draft_n_accepted`, `prompt_ms`, `predicted_ms`, `cache_n`);
-* SGLang native `/generate`: `meta_info` (`spec_verify_ct`, `spec_accept_length`, the drafts histogram,
-  `cached_tokens`, ...);
+* SGLang native `/generate`: `meta_info` (`spec_verify_ct`, `spec_accept_length`, the drafts histogram
+  or `spec_accept_histogram`, `cached_tokens`, ...), its identities checked;
 * any server: `usage.prompt_tokens_details.cached_tokens`.
 
 Everything is untrusted: a field of the wrong type, negative or not finite is dropped (None), never
@@ -49,6 +50,34 @@ def _histogram(value: Any) -> list[int] | None:
 Count = Annotated[int | None, BeforeValidator(_count)]
 Amount = Annotated[float | None, BeforeValidator(_amount)]
 Histogram = Annotated[list[int] | None, BeforeValidator(_histogram)]
+MAX_STEPS = 1 << 20  # `detailed` per-step arrays: one entry per verification step
+
+
+def _steps(value: Any) -> list[int] | None:
+    if not isinstance(value, list) or len(value) > MAX_STEPS:
+        return None
+    counts = [_count(item) for item in value]
+    return None if any(count is None for count in counts) else [int(count or 0) for count in counts]
+
+
+def _by_length(value: Any) -> dict[int, list[int]] | None:
+    """vLLM's `acceptance_histogram_by_draft_length`: {"3": [...], ...}; keys are draft lengths."""
+    if not isinstance(value, dict) or not 0 < len(value) <= MAX_HISTOGRAM:
+        return None
+    out: dict[int, list[int]] = {}
+    for key, buckets in value.items():
+        length = _count(int(key)) if isinstance(key, str) and key.isdigit() else None
+        histogram = _histogram(buckets)
+        if not length or histogram is None or length >= MAX_HISTOGRAM:
+            return None
+        if any(histogram[length + 1 :]):  # a step cannot accept more drafts than it proposed
+            return None
+        out[length] = (histogram + [0] * (length + 1))[: length + 1]
+    return out
+
+
+Steps = Annotated[list[int] | None, BeforeValidator(_steps)]
+ByLength = Annotated[dict[int, list[int]] | None, BeforeValidator(_by_length)]
 
 
 class _Lenient(BaseModel):
@@ -63,6 +92,9 @@ class VllmSpecDecoding(_Lenient):
     num_accepted_draft_tokens: Count = None
     num_draft_tokens: Count = None
     num_spec_tokens: Count = None
+    acceptance_histogram_by_draft_length: ByLength = None
+    per_step_accepted: Steps = None
+    per_step_drafted: Steps = None
 
 
 class VllmMetrics(_Lenient):
@@ -98,6 +130,7 @@ class SglangMetaInfo(_Lenient):
     spec_num_correct_drafts: Count = None
     spec_num_proposed_drafts: Count = None
     spec_correct_drafts_histogram: Histogram = None
+    spec_accept_histogram: Histogram = None  # sgl PR #18332: the same buckets under another name
 
 
 def acceptance_rate(accepted: int | None, drafted: int | None) -> float | None:
@@ -127,6 +160,12 @@ class ServerFigures(BaseModel):
     acceptance_histogram: list[int] | None = Field(
         None, description="index j = steps that accepted exactly j drafts (bonus excluded)"
     )
+    histograms_by_length: dict[int, list[int]] | None = Field(
+        None,
+        description="draft length -> its steps' histogram (length + 1 buckets); None when the server "
+        "did not say how long each step's draft was and the lengths varied",
+    )
+    figures_note: str | None = Field(None, description="why figures the server sent were dropped")
     cached_tokens: int | None = Field(None, description="prompt tokens served from the prefix cache")
     prompt_tokens: int | None = None
     server_ttft_ms: float | None = Field(
@@ -161,6 +200,13 @@ class ServerFigures(BaseModel):
     @property
     def mean_acceptance_length(self) -> float | None:
         return mean_acceptance_length(self.accepted, self.spec_steps)
+
+    @property
+    def k_in_effect(self) -> float | None:
+        """Draft tokens proposed per verification step (the configured k unless k varied)."""
+        if self.drafted is None or not self.spec_steps:
+            return None
+        return self.drafted / self.spec_steps
 
     @property
     def empty(self) -> bool:
@@ -242,6 +288,52 @@ def _from_vllm(figures: ServerFigures, metrics: VllmMetrics) -> None:
     figures.spec_steps = spec.num_spec_steps
     figures.spec_tokens = spec.num_spec_tokens
     figures.acceptance_histogram = _checked_histogram(spec.acceptance_histogram, spec.num_spec_steps)
+    figures.histograms_by_length = _vllm_by_length(spec, figures)
+
+
+def _vllm_by_length(spec: VllmSpecDecoding, figures: ServerFigures) -> dict[int, list[int]] | None:
+    """Each draft length's histogram: vLLM's own split, else the `detailed` per-step arrays, else the
+    one histogram when every step drafted the configured k."""
+    steps = spec.num_spec_steps
+    split = spec.acceptance_histogram_by_draft_length
+    if split is not None and (steps is None or sum(sum(h) for h in split.values()) == steps):
+        return split
+    from_steps = _split_steps(spec.per_step_accepted, spec.per_step_drafted, figures)
+    if from_steps is not None:
+        return from_steps
+    return _uniform(figures.acceptance_histogram, figures.drafted, steps, figures.spec_tokens)
+
+
+def _split_steps(
+    accepted: list[int] | None, drafted: list[int] | None, figures: ServerFigures
+) -> dict[int, list[int]] | None:
+    """Histograms per draft length from the per-step arrays, when they agree with the totals."""
+    if accepted is None or drafted is None or len(accepted) != len(drafted):
+        return None
+    pairs = [(a, d) for a, d in zip(accepted, drafted, strict=True) if d > 0]
+    if any(a > d or d >= MAX_HISTOGRAM for a, d in pairs):
+        return None
+    if figures.spec_steps is not None and len(pairs) != figures.spec_steps:
+        return None
+    if figures.drafted is not None and sum(d for _, d in pairs) != figures.drafted:
+        return None
+    if figures.accepted is not None and sum(a for a, _ in pairs) != figures.accepted:
+        return None
+    out: dict[int, list[int]] = {}
+    for a, d in pairs:
+        out.setdefault(d, [0] * (d + 1))[a] += 1
+    return dict(sorted(out.items())) or None
+
+
+def _uniform(
+    histogram: list[int] | None, drafted: int | None, steps: int | None, k: int | None
+) -> dict[int, list[int]] | None:
+    """The histogram as the one draft length's, when every step drafted k tokens."""
+    if histogram is None or drafted is None or not steps or not k or drafted != steps * k:
+        return None
+    if len(histogram) != k + 1:
+        return None
+    return {k: histogram}
 
 
 def _from_llamacpp(figures: ServerFigures, timings: LlamaTimings) -> None:
@@ -265,16 +357,38 @@ def _from_sglang(figures: ServerFigures, meta: SglangMetaInfo) -> None:
     proposed = meta.spec_num_proposed_drafts
     figures.accepted, figures.drafted = _plausible(meta.spec_num_correct_drafts, proposed)
     figures.spec_steps = meta.spec_verify_ct
-    histogram = _checked_histogram(meta.spec_correct_drafts_histogram, meta.spec_verify_ct)
+    sent = meta.spec_correct_drafts_histogram or meta.spec_accept_histogram
+    histogram, figures.figures_note = _sglang_identities(sent, meta, figures.accepted, proposed)
     figures.acceptance_histogram = histogram
     if histogram is not None:
-        figures.spec_tokens = len(histogram) - 1
+        figures.spec_tokens = len(histogram) - 1  # the block size: the largest draft a step can make
+        figures.histograms_by_length = _uniform(
+            histogram, figures.drafted, meta.spec_verify_ct, figures.spec_tokens
+        )
     if meta.cached_tokens is not None:
         figures.cached_tokens = meta.cached_tokens
     if meta.prompt_tokens is not None:
         figures.prompt_tokens = meta.prompt_tokens
     if meta.e2e_latency is not None:
         figures.server_e2e_ms = meta.e2e_latency * 1000.0
+
+
+def _sglang_identities(
+    histogram: list[int] | None, meta: SglangMetaInfo, correct: int | None, proposed: int | None
+) -> tuple[list[int] | None, str | None]:
+    """The drafts histogram when it agrees with the counts (sgl PR #33518's identities: Σ buckets =
+    verify steps, Σ j·bucket j = correct drafts, at most block-size proposals a step), else None and why."""
+    if histogram is None:
+        return None, None
+    steps = meta.spec_verify_ct
+    if steps is not None and sum(histogram) != steps:
+        return None, f"drafts histogram dropped: its {sum(histogram)} steps are not spec_verify_ct {steps}"
+    drafts = sum(index * count for index, count in enumerate(histogram))
+    if correct is not None and drafts != correct:
+        return None, f"drafts histogram dropped: it holds {drafts} correct drafts, not {correct}"
+    if proposed is not None and steps is not None and proposed > steps * (len(histogram) - 1):
+        return None, f"drafts histogram dropped: {proposed} proposals exceed {steps} steps of its block size"
+    return histogram, None
 
 
 def figures_from_body(body: Any) -> ServerFigures:

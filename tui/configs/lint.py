@@ -388,15 +388,80 @@ def _vllm_sampling_rules(lint: _Linter, spec_on: bool) -> None:
 # --- SGLang settings.json -------------------------------------------------------------------------------
 
 
+def _sglang_adaptive_rules(lint: _Linter, steps: Any, topk: Any) -> None:
+    """`speculative_adaptive` and its config file (tui/configs/sglang_adaptive.py)."""
+    from pathlib import Path
+
+    from tui.configs import sglang_adaptive
+
+    adaptive = lint.value(("speculative_adaptive",))
+    config_path = lint.value(("speculative_adaptive_config",))
+    if config_path and not adaptive:
+        lint.add(
+            "sglang-adaptive-config-unused",
+            "warning",
+            ("speculative_adaptive_config",),
+            "speculative_adaptive_config is read only with speculative_adaptive = true",
+            "set speculative_adaptive to true, or remove the config file setting",
+        )
+    if not adaptive:
+        return
+    if isinstance(topk, int) and topk != 1:
+        lint.add(
+            "sglang-adaptive-topk",
+            "error",
+            ("speculative_eagle_topk",),
+            f"adaptive steps need speculative_eagle_topk = 1 (not {topk})",
+            "set speculative_eagle_topk to 1, or turn speculative_adaptive off",
+        )
+    if not isinstance(config_path, str) or not config_path:
+        return
+    path = Path(config_path).expanduser()
+    if not path.is_absolute():
+        return  # relative to the server's working directory: only the server can tell
+    config, why = sglang_adaptive.read_config(path)
+    problems = [why] if why else sglang_adaptive.problems(config)
+    for problem in problems:
+        lint.add(
+            "sglang-adaptive-config",
+            "error",
+            ("speculative_adaptive_config",),
+            f"adaptive config: {problem}",
+            'write JSON such as {"candidate_steps": [1, 3, 7], "ema_alpha": 0.2, "update_interval": 8}',
+        )
+    found = sglang_adaptive.sections(config) if not problems else None
+    if found and isinstance(steps, int):
+        candidates = sorted({step for settings in found.values() for step in sglang_adaptive.tiers(settings)})
+        if steps not in candidates:
+            lint.add(
+                "sglang-adaptive-steps",
+                "info",
+                ("speculative_num_steps",),
+                f"speculative_num_steps {steps} is not a candidate step {candidates}: the server "
+                "starts at the middle candidate and moves between them",
+                f"use one of {candidates}, or drop speculative_num_steps",
+            )
+
+
 def _sglang_rules(lint: _Linter) -> None:
     algorithm = lint.value(("speculative_algorithm",))
     steps = lint.value(("speculative_num_steps",))
     topk = lint.value(("speculative_eagle_topk",))
     draft_tokens = lint.value(("speculative_num_draft_tokens",))
     if not algorithm:
+        if lint.value(("speculative_adaptive",)):
+            lint.add(
+                "sglang-adaptive-without-speculation",
+                "warning",
+                ("speculative_adaptive",),
+                "speculative_adaptive has no effect: speculative_algorithm is not set",
+                'set speculative_algorithm (e.g. "EAGLE"), or remove speculative_adaptive',
+            )
         return
+    _sglang_adaptive_rules(lint, steps, topk)
     name = str(algorithm).upper()
-    if steps is None and (topk is not None or draft_tokens is not None):
+    adaptive = bool(lint.value(("speculative_adaptive",)))
+    if steps is None and not adaptive and (topk is not None or draft_tokens is not None):
         lint.add(
             "sglang-auto-choice",
             "error",

@@ -137,6 +137,12 @@ class SglangConfig(BaseModel):
     speculative_num_draft_tokens: int | None = Field(
         None, ge=2, description="verify tokens per round; forced to steps + 1 when topk = 1"
     )
+    speculative_adaptive: bool | None = Field(
+        None, description="adaptive draft steps (EAGLE, topk 1): the server moves between candidate steps"
+    )
+    speculative_adaptive_config: str | None = Field(
+        None, description="JSON file: candidate_steps, ema_alpha, warmup_batches, update_interval, thresholds"
+    )
     speculative_accept_threshold_single: float | None = Field(
         None, ge=0.0, le=1.0, description="accept a draft token above this target probability (hot-updatable)"
     )

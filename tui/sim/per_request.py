@@ -40,7 +40,8 @@ class ResponseOptions:
 
 
 class StepLog(EngineObserver):
-    """Accepted drafts per verification step of every request, for vLLM's `detailed` figures."""
+    """(accepted, drafted) per verification step of every request: vLLM's `detailed` arrays and
+    `acceptance_histogram_by_draft_length` (steps of a per-batch-size table draft different lengths)."""
 
     def __init__(self) -> None:
         self.steps: weakref.WeakKeyDictionary[SimRequest, list[tuple[int, int]]] = weakref.WeakKeyDictionary()
@@ -52,14 +53,23 @@ class StepLog(EngineObserver):
 
 
 def observers(options: ResponseOptions) -> tuple[list[EngineObserver], StepLog | None]:
-    """The engine observers these options need, and the step log among them (or None)."""
-    if options.spec_metrics == "detailed":
+    """The engine observers these options need, and the step log among them (or None): the per-step
+    arrays of `detailed` and the histogram per draft length both come from it."""
+    if options.spec_metrics != "none":
         log = StepLog()
         return [log], log
     return [], None
 
 
 # ---- shared figures -------------------------------------------------------------------------------
+
+
+def histograms_by_length(record: list[tuple[int, int]]) -> dict[str, list[int]]:
+    """Draft length (a string, as vLLM keys it) -> its steps' histogram, length + 1 buckets."""
+    out: dict[int, list[int]] = {}
+    for accepted, drafted in record:
+        out.setdefault(drafted, [0] * (drafted + 1))[min(accepted, drafted)] += 1
+    return {str(length): histogram for length, histogram in sorted(out.items())}
 
 
 def acceptance_histogram(request: SimRequest) -> list[int]:
@@ -107,14 +117,17 @@ def vllm_metrics(request: SimRequest, options: ResponseOptions, steps: StepLog |
             else None,
             "draft_acceptance_rate": _ratio(request.accepted, request.drafted),
             "acceptance_histogram": histogram,
-            "acceptance_histogram_by_draft_length": {str(k): histogram},
+            "acceptance_histogram_by_draft_length": {str(k): histogram},  # every step drafted k
             "num_spec_steps": request.verify_steps,
             "num_accepted_draft_tokens": request.accepted,
             "num_draft_tokens": request.drafted,
             "num_spec_tokens": k,
         }
+        record = steps.steps.get(request) if steps is not None else None
+        if record is not None:
+            spec["acceptance_histogram_by_draft_length"] = histograms_by_length(record)
         if options.spec_metrics == "detailed":
-            record = steps.steps.get(request, []) if steps is not None else []
+            record = record or []
             spec["per_step_accepted"] = [accepted for accepted, _ in record]
             spec["per_step_drafted"] = [drafted for _, drafted in record]
         body["speculative_decoding"] = spec
@@ -182,7 +195,7 @@ def sglang_meta_info(request: SimRequest, rid: str) -> dict[str, Any]:
         "cached_tokens": request.cached_tokens,
     }
     if k:
-        proposed = request.verify_steps * k  # topk = 1: num_draft_tokens - 1 = k proposals per step
+        proposed = request.drafted  # topk = 1: each step proposes the steps in use (k, or an adaptive tier)
         meta.update(
             spec_accept_rate=_ratio(request.accepted, proposed) or 0.0,
             spec_accept_length=(request.accepted + request.verify_steps) / request.verify_steps

@@ -53,6 +53,17 @@ class Figures(BaseModel):
     waiting: float | None = None
     kv_cache_usage: float | None = Field(None, description="0..1")
     prefix_cache_hit_rate: float | None = Field(None, description="0..1")
+    # --- the draft length in effect (variable k: vLLM's per-batch-size table, SGLang's adaptive steps) ---
+    k_in_effect: float | None = Field(
+        None, description="draft tokens a verify step proposed over the window (a mean when k varied)"
+    )
+    k_in_effect_derived: bool = Field(
+        False, description="k_in_effect worked out from counters, not reported by the server as such"
+    )
+    k_configured: int | None = Field(None, description="the largest k the server drafts (its configured k)")
+    per_position_mixed: bool = Field(
+        False, description="steps drafted different lengths: one per-position view would mix them"
+    )
     # --- why: reasons and qualifiers (all optional, so older recordings still load) ---
     notes: dict[str, str] = Field(
         default_factory=dict, description='figure name (or "window") -> why it is None, partial or a bound'

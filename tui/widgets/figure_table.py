@@ -10,7 +10,15 @@ from textual.widget import Widget
 
 from tui.advice.advisor import Advice
 from tui.fit_text import fit_words
-from tui.format import FIGURES, UNKNOWN, fmt_duration, fmt_part_of_window, fmt_rate, note_lines
+from tui.format import (
+    FIGURES,
+    UNKNOWN,
+    fmt_duration,
+    fmt_k_in_effect,
+    fmt_part_of_window,
+    fmt_rate,
+    note_lines,
+)
 from tui.sanitize import safe_line
 from tui.widgets.card_view import CardData
 
@@ -48,6 +56,8 @@ def figure_rows(data: CardData) -> list[tuple[str, str]]:
     rows = [("status", data.status_short()), ("window", _window(data))]
     rows += [(FIGURES[key].label, data.text(key)) for key in TABLE_FIGURES]
     rows += [(FIGURES[key].label, data.text(key)) for key in (*LATENCY_FIGURES, *LOAD_FIGURES)]
+    if data.figures.k_in_effect is not None:  # drafts per step, where the server's figures give it
+        rows.append(("k in effect", fmt_k_in_effect(data.figures)))
     rows.append((FIGURES["per_position_acceptance"].label, data.text("per_position_acceptance")))
     source = f" ({data.threshold_source})" if data.threshold_source else ""
     rows.append(("threshold", fmt_rate(data.threshold) + source))

@@ -46,6 +46,7 @@ def request_figures(result: RequestResult) -> explain.RequestFigures:
         spec_steps=server.spec_steps if server else None,
         spec_tokens=server.spec_tokens if server else None,
         histogram=server.acceptance_histogram if server else None,
+        by_length=server.histograms_by_length if server else None,
         cached_tokens=server.cached_tokens if server else None,
         prompt_tokens=(server.prompt_tokens if server else None) or result.prompt_tokens,
         client_ttft_s=result.ttft_s,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tui.bench.client_check import ClientCheck
+from tui.bench.explain import AcceptanceFigures
 from tui.bench.report.models import BurstSummary
 from tui.bench.report.summary import coalesced_words, sequential_words
 from tui.bench.report.table import category_table, table_rows
@@ -34,9 +35,7 @@ def explain_lines(summary: BurstSummary) -> list[str]:
         lines += [f"{name}: {note}" for note in extra.notes]
         if extra.acceptance.note and extra.acceptance.note != "no request succeeded":
             lines.append(f"{name}: {extra.acceptance.note}")
-        if extra.acceptance.per_position:
-            shown = " ".join(fmt_rate(value) for value in extra.acceptance.per_position[:8])
-            lines.append(f"{name} acceptance by position (per-request histograms): {shown}")
+        lines += acceptance_lines(name, extra.acceptance)
         if extra.reconciliation is not None and extra.acceptance.requests:
             lines.append(f"{name} /metrics: {extra.reconciliation.message}")
         if extra.goodput is not None and extra.slo:
@@ -47,6 +46,24 @@ def explain_lines(summary: BurstSummary) -> list[str]:
             lines.append(f"{name} outlier {outlier.describe()}")
         if len(extra.outliers) > 5:
             lines.append(f"{name}: {len(extra.outliers) - 5} more outliers (see the JSON export)")
+    return lines
+
+
+def acceptance_lines(name: str, acceptance: AcceptanceFigures) -> list[str]:
+    """The k in effect beside the configured one, and per-position acceptance (per draft length when
+    the steps drafted different lengths, or why it is unknown)."""
+    lines = []
+    if acceptance.k_in_effect is not None:
+        configured = f" (configured {acceptance.k_configured})" if acceptance.k_configured is not None else ""
+        lines.append(f"{name} k in effect: {fmt_count(acceptance.k_in_effect)} drafts per step{configured}")
+    if acceptance.per_position:
+        shown = " ".join(fmt_rate(value) for value in acceptance.per_position[:8])
+        lines.append(f"{name} acceptance by position (per-request histograms): {shown}")
+    for length, rates in (acceptance.per_position_by_length or {}).items():
+        shown = " ".join(fmt_rate(value) for value in rates[:8])
+        lines.append(f"{name} acceptance by position, drafts of {length}: {shown}")
+    if acceptance.per_position_note:
+        lines.append(f"{name} per position: {acceptance.per_position_note}")
     return lines
 
 

@@ -58,6 +58,8 @@ TABLE: MetricTable = {
     "sglang:spec_accept_length": Metric(Kind.GAUGE_MEAN, "spec_accept_length"),
     "sglang:spec_accept_rate": Metric(Kind.GAUGE_MEAN, "spec_accept_rate"),
     "sglang:spec_num_draft_tokens": Metric(Kind.GAUGE_MEAN, "spec_num_draft_tokens"),
+    # The steps in use: under --speculative-adaptive the tier the server switched to (since 2026-06-01).
+    "sglang:spec_num_steps": Metric(Kind.GAUGE_MEAN, "spec_num_steps"),
 }
 
 _RANK_LABELS = frozenset({"tp_rank", "moe_ep_rank", "pid"})
@@ -219,6 +221,15 @@ def _prompt_rate(delta: Delta | None, notes: dict[str, str]) -> float | None:
     return value
 
 
+def _steps_in_effect(last: PageSnapshot) -> float | None:
+    """The draft steps in use (the adaptive tier) as the server reports them (`spec_num_steps`); None
+    while nothing runs, with speculation off, or on servers before the gauge (2026-06-01)."""
+    if not _spec_gauges_live(last):
+        return None
+    steps = last.gauges.get("spec_num_steps")
+    return steps if steps is not None and steps > 0 else None
+
+
 def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
     notes: dict[str, str] = {}
     acceptance_rate, mean_length = _acceptance(delta, last, notes)
@@ -244,4 +255,5 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
         prefix_cache_hit_rate=_prefix_hit_rate(delta),
         notes=notes,
         quantile_bounds=bounds,
+        k_in_effect=_steps_in_effect(last),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tui.format import fmt_length
 from tui.telemetry.backends.base import (
     Delta,
     Kind,
@@ -95,6 +96,32 @@ def _spec_notes(last: PageSnapshot, notes: dict[str, str]) -> None:
         notes["mean_acceptance_length"] = notes["per_position_acceptance"] = NO_DRAFTS_COUNTER
 
 
+MIXED = (
+    "mixed: steps drafted {k} tokens on average of {configured} positions (a per-batch-size table); "
+    "a position's rate would count steps that never drafted it"
+)
+
+
+def k_in_effect(delta: Delta | None, positions: list[float] | None) -> tuple[float | None, int | None]:
+    """(draft tokens per verify step over the window, the configured k = the positions on the page)."""
+    configured = len(positions) if positions else None
+    if delta is None:
+        return None, configured
+    return ratio(delta.total("draft_tokens"), delta.total("drafts")), configured
+
+
+def _variable_k(figures: Figures, positions: list[float] | None, delta: Delta | None) -> Figures:
+    """The k in effect beside the configured one; per-position unknown ("mixed") when k varied."""
+    k, configured = k_in_effect(delta, positions)
+    figures.k_in_effect, figures.k_configured = k, configured
+    figures.k_in_effect_derived = k is not None
+    if k is not None and configured is not None and abs(k - configured) > 0.005:
+        figures.per_position_acceptance = None
+        figures.per_position_mixed = True
+        figures.notes["per_position_acceptance"] = MIXED.format(k=fmt_length(k), configured=configured)
+    return figures
+
+
 def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
     notes: dict[str, str] = {}
     _spec_notes(last, notes)
@@ -117,13 +144,14 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
             notes["prefix_cache_hit_rate"] = V0_GAUGE
     kv_cache_usage = last.gauges.get("kv_cache_usage", last.gauges.get("old_kv_cache_usage"))
     bounds: dict[str, tuple[float, float | None]] = {}
-    return Figures(
+    positions = per_position(delta, "accepted_per_pos", drafts)
+    figures = Figures(
         generation_tokens_per_s=rate(delta, "generation_tokens"),
         prompt_tokens_per_s=rate(delta, "prompt_tokens"),
         requests_per_s=rate(delta, "requests"),
         acceptance_rate=acceptance_rate,
         mean_acceptance_length=None if mean_length is None else 1.0 + mean_length,
-        per_position_acceptance=per_position(delta, "accepted_per_pos", drafts),
+        per_position_acceptance=positions,
         ttft_mean_s=mean(delta, "ttft"),
         ttft_p50_s=quantile_figure(delta, "ttft", 0.5, "ttft_p50_s", notes, bounds),
         ttft_p95_s=quantile_figure(delta, "ttft", 0.95, "ttft_p95_s", notes, bounds),
@@ -136,3 +164,4 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
         notes=notes,
         quantile_bounds=bounds,
     )
+    return _variable_k(figures, positions, delta)

@@ -1,0 +1,92 @@
+"""SGLang's adaptive speculative steps: `--speculative-adaptive` with `--speculative-adaptive-config FILE`
+(sgl PRs #21599, #23336, #24055; reference engines-2026-12.md §3, sglang-server-args.md).
+
+The file is JSON, either one set of keys or one per batch size (`{"<bs>": {...}}`): `candidate_steps`
+(default [1, 3, 7]; the server starts at the middle one), `ema_alpha`, `warmup_batches`,
+`update_interval`, and rise/drop thresholds of its EMA with hysteresis."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CANDIDATE_STEPS = (1, 3, 7)
+KNOWN_KEYS = frozenset({"candidate_steps", "ema_alpha", "warmup_batches", "update_interval"})
+MAX_FILE_BYTES = 1 << 16
+
+
+def _threshold(key: str) -> bool:
+    return "threshold" in key
+
+
+def _number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _whole(value: Any, low: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= low
+
+
+def tiers(settings: dict[str, Any]) -> list[int]:
+    """The candidate steps of one set of settings (the default when absent)."""
+    steps = settings.get("candidate_steps")
+    if isinstance(steps, list) and steps and all(_whole(step, 0) for step in steps):
+        return sorted(set(steps))
+    return list(DEFAULT_CANDIDATE_STEPS)
+
+
+def sections(config: Any) -> dict[str, dict[str, Any]] | None:
+    """{"": settings} for one set of keys, {"<bs>": settings} per batch size; None when neither."""
+    if not isinstance(config, dict):
+        return None
+    if config and all(isinstance(key, str) and key.isdigit() for key in config):
+        if not all(isinstance(value, dict) for value in config.values()):
+            return None
+        return dict(config)
+    return {"": config}
+
+
+def problems(config: Any) -> list[str]:
+    """What SGLang would refuse or ignore in an adaptive config (empty: it reads)."""
+    found = sections(config)
+    if found is None:
+        return ['expected an object of settings, or one per batch size ({"<bs>": {...}})']
+    out: list[str] = []
+    for batch, settings in found.items():
+        where = f"batch size {batch}: " if batch else ""
+        steps = settings.get("candidate_steps")
+        if steps is not None and not (
+            isinstance(steps, list) and steps and all(_whole(step, 0) for step in steps)
+        ):
+            out.append(f"{where}candidate_steps must be a list of whole numbers >= 0, such as [1, 3, 7]")
+        elif isinstance(steps, list) and steps != sorted(set(steps)):
+            out.append(f"{where}candidate_steps {steps} should rise without repeats")
+        alpha = settings.get("ema_alpha")
+        if alpha is not None and not (_number(alpha) and 0 < alpha <= 1):
+            out.append(f"{where}ema_alpha must be in (0, 1]")
+        for key, low in (("warmup_batches", 0), ("update_interval", 1)):
+            if key in settings and not _whole(settings[key], low):
+                out.append(f"{where}{key} must be a whole number >= {low}")
+        for key, value in settings.items():
+            if _threshold(key) and not _number(value):
+                out.append(f"{where}{key} must be a number")
+            elif key not in KNOWN_KEYS and not _threshold(key):
+                out.append(f"{where}unknown key {key!r} (SGLang ignores it)")
+    return out
+
+
+def read_config(path: Path) -> tuple[Any, str | None]:
+    """The parsed adaptive config file, or None and why it could not be read."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        return None, f"cannot read {path}: {error.strerror or error}"
+    if len(raw) > MAX_FILE_BYTES:
+        return None, f"{path} is larger than {MAX_FILE_BYTES} bytes"
+    try:
+        return json.loads(raw), None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        return None, f"{path} is not JSON: {error}"
