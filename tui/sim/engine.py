@@ -222,7 +222,7 @@ class SimEngine:
             output=output,
             natural_stop=natural,
             stop_reason=stop_reason,
-            acceptance=self.behaviour.request_acceptance(prompt_text, temperature),
+            acceptance=self.behaviour.request_acceptance(prompt_text, temperature, n_prompt),
             rng=rng,
             temperature=temperature,
             arrival=now,
@@ -281,6 +281,7 @@ class SimEngine:
                 continue
             computed = sum(request.computed_prompt_tokens for request in admitted)
             model_s = self.behaviour.decode_step_s(len(decoding) + len(admitted))
+            model_s += self.behaviour.context_s(sum(r.prompt_tokens + r.generated for r in decoding))
             if admitted:
                 model_s += self.behaviour.prefill_s(computed)
             start = time.monotonic()
