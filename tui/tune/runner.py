@@ -26,6 +26,7 @@ from typing import TypeVar
 import httpx
 
 from tui.bench.burst_store import bursts_dir, save_burst
+from tui.bench.context import counted_prompt_tokens
 from tui.bench.engine import ArmUnreachable, BurstConfigError, BurstProgress
 from tui.bench.session import BurstCancelled, BurstRequest, BurstRequestError, BurstSession, EndpointArm
 from tui.configs.atomic import SaveError, atomic_write
@@ -46,6 +47,7 @@ from tui.configs.restart import (
 )
 from tui.format import fmt_duration, fmt_eta, fmt_rate, fmt_setting
 from tui.telemetry.scraper import _connect_error_text, scrape_metrics
+from tui.tune.context import NOT_WRITTEN
 from tui.tune.decision import sequential_level
 from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, grid_key
 from tui.tune.result import (
@@ -93,6 +95,7 @@ class TuneOptions:
     restart_timeout_s: float = RESTART_TIMEOUT_S
     apply: bool = False
     apply_at: int | None = None  # the concurrency whose best value --apply writes (default: the first)
+    prompt_tokens: tuple[int, ...] | None = None  # the context axis: prompt lengths (the set at each)
     keep_history: bool = True
     history_dir: Path | None = None
 
@@ -426,6 +429,7 @@ class TuneRun:
             looks=looks,
             until_separated=sequential,
             notes=notes,
+            prompt_tokens=list(options.prompt_tokens or []),
         )
         return self.result
 
@@ -557,7 +561,7 @@ class TuneRun:
             outcome = ValueOutcome(value=value, started=False, diff=self.diff_for(value))
             self.result.outcomes.append(outcome)
         elif not outcome.started:  # it did not start before: not tried again
-            self._done_steps += len(self.options.concurrencies)
+            self._done_steps += self._loads
             return True
         self._progress(
             "restart", value, None, f"round {number + 1}: writing {self.key.label(value)}, restarting"
@@ -581,17 +585,23 @@ class TuneRun:
             outcome.failure = change.reason
             if outcome.started:
                 self.result.notes.append(f"{self.key.label(value)} did not restart in round {number + 1}")
-            self._done_steps += len(self.options.concurrencies)
+            self._done_steps += self._loads
             self._update()
             return True
         outcome.started = True
         for concurrency in self.options.concurrencies:
-            if cancel.is_set():
-                raise TuneCancelled
-            await self._measure(outcome, value, concurrency, cancel, number, position)
-            self._done_steps += 1
-            self._update()
+            for tokens in self.options.prompt_tokens or (None,):
+                if cancel.is_set():
+                    raise TuneCancelled
+                await self._measure(outcome, value, concurrency, cancel, number, position, tokens)
+                self._done_steps += 1
+                self._update()
         return True
+
+    @property
+    def _loads(self) -> int:
+        """Bursts per value and round: every concurrency at every prompt length."""
+        return len(self.options.concurrencies) * len(self.options.prompt_tokens or (None,))
 
     def _save(self, changer: Changer, data: bytes) -> None:
         path = self.options.config_file
@@ -608,10 +618,12 @@ class TuneRun:
         cancel: asyncio.Event,
         number: int,
         position: int,
+        tokens: int | None = None,
     ) -> None:
         assert self.result is not None and self.key is not None
         options = self.options
         label = self.key.label(value)
+        at = f" at {tokens} prompt tokens" if tokens is not None else ""
         request = BurstRequest.parse(
             {
                 "a": EndpointArm(
@@ -620,7 +632,7 @@ class TuneRun:
                     metrics_url=options.metrics_url,
                     model=options.model,
                 ),
-                "prompts": options.prompts,
+                "prompts": options.prompts if tokens is None else f"{options.prompts}@{tokens}",
                 "requests": max(options.requests, concurrency),
                 "concurrency": concurrency,
                 "rounds": 1,
@@ -631,11 +643,11 @@ class TuneRun:
                 "api_key_env": options.api_key_env,
             }
         )
-        self._progress("burst", value, concurrency, f"{label} at concurrency {concurrency}")
+        self._progress("burst", value, concurrency, f"{label} at concurrency {concurrency}{at}")
         session = BurstSession(request)
 
         def progress(burst: BurstProgress) -> None:
-            where = f"{label} at concurrency {concurrency}"
+            where = f"{label} at concurrency {concurrency}{at}"
             self._progress("burst", value, concurrency, where, burst.fraction)
 
         try:
@@ -643,16 +655,25 @@ class TuneRun:
         except BurstCancelled:
             raise TuneCancelled from None
         except (BurstRequestError, BurstConfigError, ArmUnreachable) as error:
-            if self.result.cell(value, concurrency) is None:
-                failed = TuneCell(value=value, concurrency=concurrency, ok=False, failure=str(error))
+            if self.result.cell(value, concurrency, tokens) is None:
+                failed = TuneCell(
+                    value=value, concurrency=concurrency, ok=False, failure=str(error), prompt_tokens=tokens
+                )
                 outcome.cells.append(failed)
-            self.result.notes.append(f"{label} at c={concurrency}, round {number + 1}: {error}")
+            self.result.notes.append(f"{label} at c={concurrency}{at}, round {number + 1}: {error}")
             return
         assert ran.ran is not None
         arm = ran.ran.arms[0]
         # acceptance and per position from the same scrapes: the engine's, right around the measured part
         cell = cell_from_arm(value, concurrency, arm)
-        cell = cell.model_copy(update={"per_position_acceptance": arm.server.per_position_acceptance})
+        counted = sorted(counted_prompt_tokens(arm))
+        cell = cell.model_copy(
+            update={
+                "per_position_acceptance": arm.server.per_position_acceptance,
+                "prompt_tokens": tokens,
+                "prompt_tokens_counted": counted[len(counted) // 2] if counted else None,
+            }
+        )
         check = arm.client_check
         run = CellRun(
             round=number,
@@ -667,10 +688,14 @@ class TuneRun:
                 run.burst_file = str(save_burst(ran.ran, self.bursts_folder()))
             except OSError as error:
                 self.result.notes.append(f"a burst could not be kept in the history: {error}")
-        earlier = self.result.cell(value, concurrency)
+        earlier = self.result.cell(value, concurrency, tokens)
         merged = merged_cell(earlier if earlier is not None and earlier.ok else None, cell, run)
-        outcome.cells = [c for c in outcome.cells if c.concurrency != concurrency] + [merged]
-        outcome.cells.sort(key=lambda c: self.options.concurrencies.index(c.concurrency))
+        here = (concurrency, tokens)
+        outcome.cells = [c for c in outcome.cells if (c.concurrency, c.prompt_tokens) != here] + [merged]
+        lengths = list(self.options.prompt_tokens or (None,))
+        outcome.cells.sort(
+            key=lambda c: (self.options.concurrencies.index(c.concurrency), lengths.index(c.prompt_tokens))
+        )
 
     def bursts_folder(self) -> Path:
         """A tune's bursts are kept inside its own folder, so the burst history lists the tune once."""
@@ -691,6 +716,8 @@ class TuneRun:
         if apply:
             concurrency = self.options.apply_at or self.options.concurrencies[0]
             value, why = apply_decision(result, concurrency)
+            if len(result.prompt_tokens) > 1:
+                why += f" (at {result.primary_context} prompt tokens; {NOT_WRITTEN})"
             result.apply_note = why
             if value is not None:
                 target = self.text_for(value).encode("utf-8")
@@ -741,7 +768,7 @@ class TuneRun:
         rounds = self.options.rounds
         if self.options.until_separated:
             rounds = (self.result.rounds_run if self.result else 0) + 1
-        steps = (1 + max(1, rounds) * len(self.order)) * len(self.options.concurrencies)
+        steps = (1 + max(1, rounds) * len(self.order)) * self._loads
         done = self._done_steps + fraction
         elapsed = time.monotonic() - self._started
         eta = elapsed / done * (steps - done) if done > 0 else None
