@@ -57,6 +57,10 @@ class Figures(BaseModel):
     waiting: float | None = None
     kv_cache_usage: float | None = Field(None, description="0..1")
     prefix_cache_hit_rate: float | None = Field(None, description="0..1")
+    prompt_tokens_mean: float | None = Field(
+        None,
+        description="mean prompt length of the requests finished in the window (the advisor reads it)",
+    )
     # --- why: reasons and qualifiers (all optional, so older recordings still load) ---
     notes: dict[str, str] = Field(
         default_factory=dict, description='figure name (or "window") -> why it is None, partial or a bound'
