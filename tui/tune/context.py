@@ -7,14 +7,18 @@ only the per-concurrency answer, at the first prompt length, and says so.
 
 from __future__ import annotations
 
-from tui.format import UNKNOWN, fmt_times, fmt_times_interval
-from tui.tables import Table
 from tui.tune.result import ContextDecision, ContextStop, TuneResult, analyse
 
 NOT_WRITTEN = (
     "the best value by context is not written: no engine takes a context-keyed setting yet (vLLM's "
     "RFC #48627 and PR #54801 are open)"
 )
+
+
+def analyse_all(result: TuneResult) -> TuneResult:
+    """`analyse`, and with a context axis every bucket's decision and where speculation stops paying."""
+    analysed = analyse(result)
+    return with_context_axis(analysed) if len(result.prompt_tokens) > 1 else analysed
 
 
 def _at(result: TuneResult, tokens: int) -> TuneResult:
@@ -93,36 +97,3 @@ def _stop(result: TuneResult, concurrency: int) -> ContextStop:
                 significant=bool(below) and all(below),
             )
     return ContextStop(concurrency=concurrency, prompt_tokens=None, pays_up_to=picks[-1][0])
-
-
-def stop_line(result: TuneResult, stop: ContextStop) -> str:
-    """ "at concurrency 1 speculation stops paying at 16384 prompt tokens (it pays at 4096); every draft
-    value is significantly slower there" or why it does not or cannot be said."""
-    where = f"context at concurrency {stop.concurrency}"
-    if stop.reason is not None:
-        return f"{where}: speculation stops paying at {UNKNOWN} ({stop.reason})"
-    if stop.prompt_tokens is None:
-        return f"{where}: speculation pays at every measured prompt length (up to {stop.pays_up_to})"
-    line = f"{where}: speculation stops paying at {stop.prompt_tokens} prompt tokens"
-    if stop.pays_up_to is not None:
-        line += f" (it pays at {stop.pays_up_to})"
-    if stop.significant:
-        return line + "; every draft value is significantly slower there"
-    return line + "; within noise: some draft value is not significantly slower there"
-
-
-def context_summary_lines(result: TuneResult) -> list[str]:
-    return [stop_line(result, stop) for stop in result.context_stops]
-
-
-def context_table(result: TuneResult) -> Table:
-    """Per (concurrency, prompt length): the prompt tokens counted, the pick and its speedup."""
-    rows = []
-    for decision in result.context_decisions:
-        pick = UNKNOWN if decision.best is None else result.name(decision.best)
-        if decision.best is not None and decision.best != result.baseline_value:
-            pick += f" {fmt_times(decision.speedup)} ({fmt_times_interval(decision.ci)})"
-            pick += "" if decision.significant else " tied"
-        counted = UNKNOWN if decision.prompt_tokens_counted is None else f"{decision.prompt_tokens_counted:,}"
-        rows.append([str(decision.concurrency), f"{decision.prompt_tokens:,}", counted, pick])
-    return Table(["c", "prompt tokens", "counted", "best (speedup, CI)"], rows)

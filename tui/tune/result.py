@@ -439,11 +439,7 @@ def analyse(result: TuneResult) -> TuneResult:
             "decisions": decisions,
         }
     )
-    if len(result.prompt_tokens) > 1:
-        from tui.tune.context import with_context_axis  # the context axis builds on this analysis
-
-        analysed = with_context_axis(analysed)
-    return analysed
+    return analysed  # with a context axis, tui/tune/context.py adds each bucket's decision
 
 
 def apply_decision(result: TuneResult, concurrency: int) -> tuple[int | None, str]:
@@ -588,10 +584,7 @@ def summary_lines(result: TuneResult) -> list[str]:
             lines += decision_lines(result, decision)
     lines.append("schedule: " + schedule_text(result))
     lines.append(break_even_text(result))
-    if len(result.prompt_tokens) > 1:
-        from tui.tune.context import context_summary_lines  # the context axis builds on this analysis
-
-        lines += context_summary_lines(result)
+    lines += [context_stop_line(stop) for stop in result.context_stops]
     lines += rounds_text(result).split("\n")
     if result.apply_note:
         lines.append(f"--apply: {result.apply_note}")
@@ -616,6 +609,35 @@ def rounds_text(result: TuneResult) -> str:
     return (
         f"rounds: {rounds}{why}\n  intervals: {words} over rounds, the baselines before and after, requests"
     )
+
+
+def context_stop_line(stop: ContextStop) -> str:
+    """ "at concurrency 1 speculation stops paying at 16384 prompt tokens (it pays at 4096); every draft
+    value is significantly slower there" or why it does not or cannot be said."""
+    where = f"context at concurrency {stop.concurrency}"
+    if stop.reason is not None:
+        return f"{where}: speculation stops paying at {DASH} ({stop.reason})"
+    if stop.prompt_tokens is None:
+        return f"{where}: speculation pays at every measured prompt length (up to {stop.pays_up_to})"
+    line = f"{where}: speculation stops paying at {stop.prompt_tokens} prompt tokens"
+    if stop.pays_up_to is not None:
+        line += f" (it pays at {stop.pays_up_to})"
+    if stop.significant:
+        return line + "; every draft value is significantly slower there"
+    return line + "; within noise: some draft value is not significantly slower there"
+
+
+def context_table(result: TuneResult) -> Table:
+    """Per (concurrency, prompt length): the prompt tokens counted, the pick and its speedup."""
+    rows = []
+    for decision in result.context_decisions:
+        pick = DASH if decision.best is None else result.name(decision.best)
+        if decision.best is not None and decision.best != result.baseline_value:
+            pick += f" {fmt_times(decision.speedup)} ({fmt_times_interval(decision.ci)})"
+            pick += "" if decision.significant else " tied"
+        counted = DASH if decision.prompt_tokens_counted is None else f"{decision.prompt_tokens_counted:,}"
+        rows.append([str(decision.concurrency), f"{decision.prompt_tokens:,}", counted, pick])
+    return Table(["c", "prompt tokens", "counted", "best (speedup, CI)"], rows)
 
 
 CellText = Callable[[ValueOutcome, TuneCell | None], str]
@@ -669,9 +691,7 @@ def render_text(result: TuneResult) -> str:
     lines = [f"spectop tune {result.config_file}: {result.key} on {result.endpoint}", ""]
     lines += speedups.text([label] + [24] * len(result.concurrencies))
     lines += ["", *Table(columns, rows).text([label, 5, 8, 8, 10, 8, 0])]
-    if len(result.prompt_tokens) > 1:
-        from tui.tune.context import context_table  # the context axis builds on this analysis
-
+    if result.context_decisions:
         lines += ["", "by context:", *context_table(result).text(gap="  ", left=(3,))]
     lines += ["", *summary_lines(result), *result.notes]
     return "\n".join(safe_line(line) for line in lines)
@@ -685,9 +705,7 @@ def render_markdown(result: TuneResult) -> str:
     columns = ["value", "c", "acceptance", "mean length", "TTFT p50", "TTFT p95", "per position %"]
     rows = _acceptance_rows(result, lambda value: result.name(value) if result.points else str(value))
     lines += ["", *Table(columns, rows).markdown()]
-    if len(result.prompt_tokens) > 1:
-        from tui.tune.context import context_table  # the context axis builds on this analysis
-
+    if result.context_decisions:
         lines += ["", *context_table(result).markdown()]
     lines += [""] + [f"- {markdown_escape(line)}" for line in summary_lines(result) + list(result.notes)]
     return "\n".join(safe_line(line) for line in lines) + "\n"

@@ -47,7 +47,7 @@ from tui.configs.restart import (
 )
 from tui.format import fmt_duration, fmt_eta, fmt_rate, fmt_setting
 from tui.telemetry.scraper import _connect_error_text, scrape_metrics
-from tui.tune.context import NOT_WRITTEN
+from tui.tune.context import NOT_WRITTEN, analyse_all
 from tui.tune.decision import sequential_level
 from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, grid_key
 from tui.tune.result import (
@@ -710,7 +710,7 @@ class TuneRun:
         (with `wait`; without, only the restart command's exit is known)."""
         result = self.result
         assert result is not None
-        self.result = result = analyse(result)
+        self.result = result = analyse_all(result)
         path = self.options.config_file
         target = self.original_bytes
         if apply:
@@ -778,7 +778,7 @@ class TuneRun:
 
     def _update(self) -> None:
         if self.on_update is not None and self.result is not None:
-            self.on_update(analyse(self.result))
+            self.on_update(analyse_all(self.result))
 
 
 def progress_line(progress: TuneProgress) -> str:
