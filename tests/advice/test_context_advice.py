@@ -45,8 +45,8 @@ def advice_line(folder: Path, prompt_tokens: float | None, running: float = 1.0,
 def test_past_the_tuned_stop_the_advice_is_k0_with_where_it_came_from(tmp_path: Path) -> None:
     kept_tune(tmp_path)
     assert advice_line(tmp_path, 18_000) == (
-        "k=2 now · at this context (18000 prompt tokens), k=0: speculation stops paying from 16,384 at c=1; "
-        "it pays at 4,096 (tune 2026-12-05)"
+        "k=2 now · at this context (18,000 prompt tokens), k=0: speculation stops paying from 16,384 at c=1 "
+        "(tune 2026-12-05)"
     )
     assert "from 4,096 at c=8" in advice_line(tmp_path, 5_000, running=7)  # the load nearest the window's
 

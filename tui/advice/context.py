@@ -12,7 +12,6 @@ from pathlib import Path
 
 from tui.advice.stepcost import endpoint_key
 from tui.bench.burst_store import BurstFileError
-from tui.format import fmt_count
 from tui.tune.result import list_tunes, load_tune
 
 
@@ -53,9 +52,9 @@ def read_context_findings(folder: Path | None = None) -> tuple[ContextFinding, .
 def context_words(
     findings: tuple[ContextFinding, ...], url: str, prompt_tokens: float | None, running: float | None
 ) -> str | None:
-    """ "at this context (18,432 prompt tokens), k=0: off wins from 16,384 at c=1 (tune 2026-12-05)" when
-    the window's mean prompt length reaches the newest tune's stop at the load nearest the window's;
-    None when it does not, or when either is unknown."""
+    """ "at this context (18,432 prompt tokens), k=0: speculation stops paying from 16,384 at c=1 (tune
+    2026-12-05)" when the window's mean prompt length reaches the newest tune's stop at the load nearest
+    the window's; None when it does not, or when either is unknown."""
     key = endpoint_key(url)
     mine = [finding for finding in findings if finding.endpoint == key]
     if prompt_tokens is None or not mine:
@@ -67,8 +66,7 @@ def context_words(
     )
     if prompt_tokens < finding.prompt_tokens:
         return None
-    pays = f"; it pays at {finding.pays_up_to:,}" if finding.pays_up_to is not None else ""
     return (
-        f"at this context ({fmt_count(round(prompt_tokens))} prompt tokens), k=0: speculation stops paying "
-        f"from {finding.prompt_tokens:,} at c={finding.concurrency}{pays} (tune {finding.tuned_at:%Y-%m-%d})"
+        f"at this context ({round(prompt_tokens):,} prompt tokens), k=0: speculation stops paying from "
+        f"{finding.prompt_tokens:,} at c={finding.concurrency} (tune {finding.tuned_at:%Y-%m-%d})"
     )
