@@ -112,3 +112,32 @@ def test_bad_prompt_lengths_name_the_option(text: str, expected: str) -> None:
 
     with pytest.raises(OptionError, match=expected):
         parse_prompt_tokens(text)
+
+
+def test_with_the_servers_tokenizer_the_padding_reaches_the_length_in_its_tokens() -> None:
+    from tui.bench.prompts import estimated_tokens, sized_prompt_set
+
+    def count(text: str) -> int:  # a tokenizer that splits every word in three
+        return 3 * len(text.split())
+
+    sized = sized_prompt_set(load_prompt_set("chat"), 3000, count, counted_by="the server's tokenizer")
+    assert (sized.sizing or "").endswith("lengths by the server's tokenizer")
+    for prompt in sized.prompts:
+        assert abs(estimated_tokens(prompt, count) - 3000) < 0.05 * 3000
+    assert "estimated at 4 characters a token" in (load_prompt_set("chat@3000").sizing or "")
+
+
+async def test_a_server_without_a_tokenizer_endpoint_is_sized_by_the_estimate() -> None:
+    import httpx
+
+    from tui.bench.context import server_token_counts
+
+    def no_tokenizer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(404, json={"error": "not found"})
+
+    def tokenizer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"tokens": [7, 8, 9]})  # llama.cpp's answer (vLLM's has "count")
+
+    for handler, expected in ((no_tokenizer, None), (tokenizer, {"a b": 3})):
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            assert await server_token_counts(client, "http://x/tokenize", ["a b"]) == expected

@@ -1,8 +1,20 @@
-"""Context as an axis of a burst: the prompt tokens the server counted, and one row per prompt length."""
+"""Context as an axis of a burst: prompts sized by the server's own tokenizer (`POST /tokenize`, which
+llama.cpp, vLLM and SGLang serve) when it has one, the prompt tokens it counted, one row per length."""
 
 from __future__ import annotations
 
-from tui.bench.prompts import counted_line
+from collections.abc import Iterable
+
+import httpx
+
+from tui.bench.prompts import (
+    PromptSet,
+    aload_prompt_set,
+    counted_line,
+    filler_sample,
+    sized_prompt_set,
+    sized_spec,
+)
 from tui.bench.report.models import BurstSummary
 from tui.bench.results import ArmResult
 from tui.format import UNKNOWN, fmt_times, fmt_times_interval, fmt_tokens_per_s
@@ -44,3 +56,55 @@ def context_table(rows: list[tuple[int, list[ArmResult], BurstSummary]]) -> list
             ]
         )
     return ["by context length", *Table(columns, table).text(gap="  ")]
+
+
+def tokenize_url(base_url: str) -> str:
+    base = base_url.rstrip("/")
+    for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
+        base = base.removesuffix(suffix)
+    return base + "/tokenize"
+
+
+async def server_token_counts(
+    client: httpx.AsyncClient, url: str, texts: Iterable[str]
+) -> dict[str, int] | None:
+    """Each text's token count by the server's tokenizer (llama.cpp reads `content`, vLLM and SGLang
+    `prompt`); None when the server has no such endpoint or answers something else."""
+    counts: dict[str, int] = {}
+    for text in texts:
+        try:
+            response = await client.post(url, json={"content": text, "prompt": text}, timeout=10.0)
+            data = response.json() if response.is_success else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        count, tokens = data.get("count"), data.get("tokens")
+        if isinstance(count, int):
+            counts[text] = count
+        elif isinstance(tokens, list):
+            counts[text] = len(tokens)
+        else:
+            return None
+    return counts
+
+
+async def sized_for_server(
+    spec: str, base_url: str | None, client: httpx.AsyncClient | None = None
+) -> PromptSet:
+    """The prompt set of `spec`; a `SET@N` one sized by the server's tokenizer at `base_url` when it has
+    one, else by the estimate (its `sizing` says which)."""
+    sized = sized_spec(spec)
+    if sized is None or base_url is None:
+        return await aload_prompt_set(spec)
+    base = await aload_prompt_set(sized[0])
+    texts = {content for prompt in base.prompts for _role, content in prompt.messages} | {filler_sample()}
+    url = tokenize_url(base_url)
+    if client is None:
+        async with httpx.AsyncClient() as own:
+            counts = await server_token_counts(own, url, texts)
+    else:
+        counts = await server_token_counts(client, url, texts)
+    if counts is None:
+        return sized_prompt_set(base, sized[1])
+    return sized_prompt_set(base, sized[1], counts.__getitem__, counted_by=f"the server's tokenizer ({url})")

@@ -13,6 +13,7 @@ import hashlib
 import json
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -206,41 +207,63 @@ def parse_prompt_tokens(text: str, option: str = "--prompt-tokens") -> tuple[int
     return tuple(lengths)
 
 
-def estimated_tokens(prompt: Prompt) -> int:
-    """About how many tokens the server will count (its own tokenizer decides: see `counted_line`)."""
-    text = sum(len(content) for _role, content in prompt.messages)
-    return CHAT_TEMPLATE_TOKENS + -(-text // CHARS_PER_TOKEN)
+TokenCount = Callable[[str], int]  # the server's tokenizer, when it has one (see tui/bench/context.py)
+FILLER_SAMPLE_WORDS = 200
 
 
-def _padded(prompt: Prompt, tokens: int) -> Prompt:
+def _estimate(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def estimated_tokens(prompt: Prompt, count: TokenCount | None = None) -> int:
+    """About how many tokens the server will count: its own tokenizer's count of the text when given,
+    else 4 characters a token; plus the chat template's few (the burst checks it: `counted_line`)."""
+    measure = count or _estimate
+    return CHAT_TEMPLATE_TOKENS + sum(measure(content) for _role, content in prompt.messages)
+
+
+def filler_sample() -> str:
+    """The filler words whose token count says how many tokens a filler word is, for a tokenizer."""
+    rng = random.Random("filler sample")
+    words = FILLER_TEXT.split()
+    return " " + " ".join(rng.choice(words) for _ in range(FILLER_SAMPLE_WORDS))
+
+
+def _padded(prompt: Prompt, tokens: int, count: TokenCount | None) -> Prompt:
     """`prompt` with filler words before its last message's text, to about `tokens` in all."""
-    missing = tokens - estimated_tokens(prompt)
+    missing = tokens - estimated_tokens(prompt, count)
     if missing <= 0:
         return prompt
+    per_word = count(filler_sample()) / FILLER_SAMPLE_WORDS if count is not None else 1.0
     rng = random.Random(f"{prompt.id}@{tokens}")
     words = FILLER_TEXT.split()
-    filler = " ".join(rng.choice(words) for _ in range(missing))
+    filler = " ".join(rng.choice(words) for _ in range(max(1, round(missing / max(per_word, 1e-3)))))
     *head, (role, content) = prompt.messages
     padded = f"Notes (filler for length; ignore): {filler}\n\n{content}"
     return Prompt(id=f"{prompt.id}@{tokens}", messages=(*head, (role, padded)), category=prompt.category)
 
 
-def sized_prompt_set(base: PromptSet, tokens: int) -> PromptSet:
+def sized_prompt_set(
+    base: PromptSet, tokens: int, count: TokenCount | None = None, counted_by: str | None = None
+) -> PromptSet:
     """`base` at about `tokens` prompt tokens: the set's own prompts of about that length when it has
-    some (within 25%: drawn by length), else every prompt padded with filler words, one token each in
-    most tokenizers, before its text (synthesized). `sizing` says which, for the report."""
+    some (within 25%: drawn by length), else every prompt padded with filler words before its text
+    (synthesized). Lengths are the server's tokenizer's (`count`, named by `counted_by`) when given,
+    else estimated at 4 characters a token. `sizing` says which, for the report."""
     low, high = tokens * (1 - DRAWN_WITHIN), tokens * (1 + DRAWN_WITHIN)
-    drawn = tuple(p for p in base.prompts if low <= estimated_tokens(p) <= high)
+    lengths = [estimated_tokens(p, count) for p in base.prompts]
+    by = f"; lengths by {counted_by}" if counted_by else "; lengths estimated at 4 characters a token"
+    drawn = tuple(p for p, n in zip(base.prompts, lengths, strict=True) if low <= n <= high)
     name = f"{base.name}@{tokens}"
     if drawn:
         of = f"{len(drawn)} of {base.name}'s {len(base.prompts)} prompts"
-        how = f"drawn by length: {of} are about {tokens} tokens"
+        how = f"drawn by length: {of} are about {tokens} tokens{by}"
         return PromptSet(name=name, prompts=drawn, sizing=how, prompt_tokens=tokens)
-    longer = sum(1 for p in base.prompts if estimated_tokens(p) > high)
-    how = f"synthesized: {base.name}'s prompts padded with filler words to about {tokens} tokens"
+    longer = sum(1 for n in lengths if n > high)
+    how = f"synthesized: {base.name}'s prompts padded with filler words to about {tokens} tokens{by}"
     if longer:
         how += f" ({longer} already longer, sent as written)"
-    prompts = tuple(_padded(p, tokens) for p in base.prompts)
+    prompts = tuple(_padded(p, tokens, count) for p in base.prompts)
     return PromptSet(name=name, prompts=prompts, sizing=how, prompt_tokens=tokens)
 
 
@@ -259,7 +282,7 @@ def counted_line(asked: int, counted: list[int]) -> str:
 
 def load_prompt_set(spec: str) -> PromptSet:
     """A built-in set by name, or a user JSONL file by path; `SET@N`: that set at about N tokens."""
-    sized = _sized_spec(spec)
+    sized = sized_spec(spec)
     if sized is not None:
         return sized_prompt_set(load_prompt_set(sized[0]), sized[1])
     builtin = _builtin(spec)
@@ -280,7 +303,7 @@ def load_prompt_set(spec: str) -> PromptSet:
 
 async def aload_prompt_set(spec: str) -> PromptSet:
     """As `load_prompt_set`, reading user files through aiofiles (for the event loop)."""
-    sized = _sized_spec(spec)
+    sized = sized_spec(spec)
     if sized is not None:
         return sized_prompt_set(await aload_prompt_set(sized[0]), sized[1])
     builtin = _builtin(spec)
@@ -306,7 +329,7 @@ def _decode_and_parse(path: Path, raw: bytes) -> PromptSet:
     return parse_prompt_lines(text, str(path), name=path.name)
 
 
-def _sized_spec(spec: str) -> tuple[str, int] | None:
+def sized_spec(spec: str) -> tuple[str, int] | None:
     """`mixed@4096` -> ("mixed", 4096); None for a plain set (or a file whose own name has an @)."""
     match = SIZED_SPEC.fullmatch(spec)
     if match is None or Path(spec).is_file():

@@ -320,10 +320,11 @@ def _burst(args: argparse.Namespace) -> tuple[int, Any]:
 def _run_lengths(args: argparse.Namespace) -> int:
     """`--prompt-tokens 256,4096`: one burst per prompt length (the set at about that many tokens), each
     checked against the prompt tokens the server counted, then one line per length."""
+    import asyncio
     from pathlib import Path
 
-    from tui.bench.context import context_table, length_check
-    from tui.bench.prompts import OptionError, PromptSetError, load_prompt_set, parse_prompt_tokens
+    from tui.bench.context import context_table, length_check, sized_for_server
+    from tui.bench.prompts import OptionError, PromptSetError, parse_prompt_tokens
 
     if args.compare:
         return _fail("--prompt-tokens: runs bursts; --compare only reads kept ones")
@@ -335,7 +336,7 @@ def _run_lengths(args: argparse.Namespace) -> int:
     for tokens in lengths:
         spec = f"{args.prompts}@{tokens}"
         try:
-            sizing = load_prompt_set(spec).sizing
+            sizing = asyncio.run(sized_for_server(spec, args.a)).sizing
         except PromptSetError as error:
             return _fail(f"--prompts: {error}")
         print(f"\n== context {tokens} tokens: {sizing}")
