@@ -70,7 +70,7 @@ def _stop(result: TuneResult, concurrency: int) -> ContextStop:
     """The shortest measured prompt length from which speculation off is the pick at every longer one;
     significant when, there, every draft value's interval lies below the baseline's."""
     if result.baseline_value != 0 or not result.zero_is_off:
-        why = "the baseline is not speculation off (sweep value 0 for it)"
+        why = "the baseline is not speculation off"
         return ContextStop(concurrency=concurrency, prompt_tokens=None, reason=why)
     picks = [
         (tokens, decision)
