@@ -76,6 +76,7 @@ def test_tune_finds_where_speculation_stops_paying_along_the_context_axis(tmp_pa
     # the decisions per load are at the first length; nothing context-keyed is written, and it says so
     assert result["best"] == {"1": 2} and NOT_WRITTEN in result["apply_note"]
     assert config.read_text(encoding="utf-8") == CONTEXT_MODEL
+    assert "prompts at 2048 tokens: synthesized: mixed's prompts padded with filler words" in stdout
 
 
 def test_bench_runs_a_burst_per_prompt_length_and_checks_the_length(tmp_path: Path) -> None:

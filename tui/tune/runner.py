@@ -26,8 +26,9 @@ from typing import TypeVar
 import httpx
 
 from tui.bench.burst_store import bursts_dir, save_burst
-from tui.bench.context import counted_prompt_tokens
+from tui.bench.context import counted_prompt_tokens, sized_for_server
 from tui.bench.engine import ArmUnreachable, BurstConfigError, BurstProgress
+from tui.bench.prompts import PromptSetError
 from tui.bench.session import BurstCancelled, BurstRequest, BurstRequestError, BurstSession, EndpointArm
 from tui.configs.atomic import SaveError, atomic_write
 from tui.configs.document import ConfigDocument
@@ -466,6 +467,7 @@ class TuneRun:
         cancel = cancel or asyncio.Event()
         self._started = time.monotonic()
         async with client_or_own(client) as client:
+            await self._say_sizing(client)
             changer = self.options.changer(client, self.on_line)
             # The sweep watches `cancel` itself (between steps, inside each burst and each wait for the
             # server); a restart command under way runs to its end unless `kill` is set, so the final
@@ -493,6 +495,20 @@ class TuneRun:
                 # Shielded: a second Ctrl-C must not leave the file half-way.
                 await asyncio.shield(finish)
         return self.result
+
+    async def _say_sizing(self, client: httpx.AsyncClient) -> None:
+        """How each prompt length of the context axis is reached, in the notes (the server's tokenizer
+        when it has one; each cell's `prompt_tokens_counted` is the check)."""
+        assert self.result is not None
+        for tokens in self.options.prompt_tokens or ():
+            try:
+                sized = await sized_for_server(
+                    f"{self.options.prompts}@{tokens}", self.options.endpoint, client
+                )
+            except PromptSetError as error:
+                self.result.notes.append(f"prompts at {tokens} tokens: {error}")
+                continue
+            self.result.notes.append(f"prompts at {tokens} tokens: {sized.sizing}")
 
     async def _sweep(
         self, changer: Changer, client: httpx.AsyncClient, cancel: asyncio.Event, kill: asyncio.Event | None
