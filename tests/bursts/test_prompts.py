@@ -81,7 +81,7 @@ def test_a_set_at_a_length_is_padded_to_about_that_many_tokens_and_says_how() ->
     assert sized.digest == load_prompt_set("mixed@4096").digest != load_prompt_set("mixed@256").digest
     short = sized_prompt_set(plain, 8)  # already longer: sent as written, and said
     assert short.prompts == plain.prompts and "already longer" in (short.sizing or "")
-    assert "3,990 (median" in counted_line(4096, [3990, 3980, 4000])
+    assert "4,096 tokens asked; the server counted 3,990 (median" in counted_line(4096, [3990, 3980, 4000])
     assert "off, the context is not the length asked" in counted_line(4096, [1000, 1100])
     assert "unchecked" in counted_line(4096, [])
 

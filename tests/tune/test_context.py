@@ -69,7 +69,7 @@ def test_tune_finds_where_speculation_stops_paying_along_the_context_axis(tmp_pa
     [stop] = result["context_stops"]
     assert (stop["prompt_tokens"], stop["pays_up_to"], stop["significant"]) == (2048, 512, True)
     assert (
-        "context at concurrency 1: speculation stops paying at 2048 prompt tokens (it pays at 512)" in stdout
+        "context at concurrency 1: speculation stops paying at 2,048 prompt tokens (it pays at 512)" in stdout
     )
     for cell in result["outcomes"][0]["cells"]:  # the length asked is the length the server counted
         assert abs(cell["prompt_tokens_counted"] - cell["prompt_tokens"]) < 0.1 * cell["prompt_tokens"]
@@ -93,7 +93,7 @@ def test_bench_runs_a_burst_per_prompt_length_and_checks_the_length(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "== context 2048 tokens: synthesized: mixed's prompts padded with filler words" in out
-    assert "A: 2048 tokens asked; the server counted 2,0" in out
+    assert "A: 2,048 tokens asked; the server counted 2,0" in out
     table = out[out.index("by context length") :].splitlines()
     assert table[1].split()[:2] == ["prompt", "tokens"] and len(table) == 4
     assert [row.split()[0] for row in table[2:]] == ["256", "2,048"]

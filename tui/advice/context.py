@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tui.advice.stepcost import endpoint_key
 from tui.bench.burst_store import BurstFileError
+from tui.format import fmt_tokens
 from tui.tune.result import list_tunes, load_tune
 
 
@@ -67,6 +68,6 @@ def context_words(
     if prompt_tokens < finding.prompt_tokens:
         return None
     return (
-        f"at this context ({round(prompt_tokens):,} prompt tokens), k=0: speculation stops paying from "
-        f"{finding.prompt_tokens:,} at c={finding.concurrency} (tune {finding.tuned_at:%Y-%m-%d})"
+        f"at this context ({fmt_tokens(prompt_tokens)} prompt tokens), k=0: speculation stops paying from "
+        f"{fmt_tokens(finding.prompt_tokens)} at c={finding.concurrency} (tune {finding.tuned_at:%Y-%m-%d})"
     )

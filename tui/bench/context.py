@@ -17,7 +17,7 @@ from tui.bench.prompts import (
 )
 from tui.bench.report.models import BurstSummary
 from tui.bench.results import ArmResult
-from tui.format import UNKNOWN, fmt_times, fmt_times_interval, fmt_tokens_per_s
+from tui.format import UNKNOWN, fmt_times, fmt_times_interval, fmt_tokens, fmt_tokens_per_s
 from tui.tables import Table
 
 
@@ -39,7 +39,7 @@ def context_table(rows: list[tuple[int, list[ArmResult], BurstSummary]]) -> list
     table = []
     for tokens, arms, summary in rows:
         counted = sorted(n for arm in arms for n in counted_prompt_tokens(arm))
-        middle = f"{counted[len(counted) // 2]:,}" if counted else UNKNOWN
+        middle = fmt_tokens(counted[len(counted) // 2]) if counted else UNKNOWN
         b = summary.b.decode_tokens_per_s.pooled if summary.b else None
         ratio = UNKNOWN  # one arm
         if (comparison := summary.comparison) is not None:
@@ -48,7 +48,7 @@ def context_table(rows: list[tuple[int, list[ArmResult], BurstSummary]]) -> list
             )
         table.append(
             [
-                f"{tokens:,}",
+                f"{fmt_tokens(tokens)}",
                 middle,
                 fmt_tokens_per_s(summary.a.decode_tokens_per_s.pooled),
                 fmt_tokens_per_s(b),

@@ -21,6 +21,8 @@ from typing import Literal
 import aiofiles
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from tui.format import fmt_rate, fmt_tokens
+
 PROMPT_SETS_DIR = Path(__file__).resolve().parent / "prompt_sets"
 BUILTIN_CATEGORIES = ("code", "chat", "math", "prose")
 LANGUAGES = ("en", "zh")
@@ -271,12 +273,15 @@ def counted_line(asked: int, counted: list[int]) -> str:
     """What the server counted against what was asked: "4096 asked; the server counted 3,990 (p50,
     3,950-4,020)", or a loud line when it is more than 25% off (the length is not what was meant)."""
     if not counted:
-        return f"{asked} tokens asked; the server reported no prompt token counts (length unchecked)"
+        return (
+            f"{fmt_tokens(asked)} tokens asked; the server reported no prompt token counts (length unchecked)"
+        )
     ordered = sorted(counted)
     middle = ordered[len(ordered) // 2]
-    line = f"{asked} tokens asked; the server counted {middle:,} (median, {ordered[0]:,}-{ordered[-1]:,})"
+    spread = f"{fmt_tokens(ordered[0])}-{fmt_tokens(ordered[-1])}"
+    line = f"{fmt_tokens(asked)} tokens asked; the server counted {fmt_tokens(middle)} (median, {spread})"
     if abs(middle - asked) > DRAWN_WITHIN * asked:
-        line += f": {abs(middle - asked) / asked:.0%} off, the context is not the length asked"
+        line += f": {fmt_rate(abs(middle - asked) / asked)} off, the context is not the length asked"
     return line
 
 

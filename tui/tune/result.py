@@ -33,6 +33,7 @@ from tui.format import (
     fmt_rate,
     fmt_times,
     fmt_times_interval,
+    fmt_tokens,
     fmt_tokens_per_s,
 )
 from tui.sanitize import safe_line
@@ -618,10 +619,12 @@ def context_stop_line(stop: ContextStop) -> str:
     if stop.reason is not None:
         return f"{where}: speculation stops paying at {DASH} ({stop.reason})"
     if stop.prompt_tokens is None:
-        return f"{where}: speculation pays at every measured prompt length (up to {stop.pays_up_to})"
-    line = f"{where}: speculation stops paying at {stop.prompt_tokens} prompt tokens"
+        return (
+            f"{where}: speculation pays at every measured prompt length (up to {fmt_tokens(stop.pays_up_to)})"
+        )
+    line = f"{where}: speculation stops paying at {fmt_tokens(stop.prompt_tokens)} prompt tokens"
     if stop.pays_up_to is not None:
-        line += f" (it pays at {stop.pays_up_to})"
+        line += f" (it pays at {fmt_tokens(stop.pays_up_to)})"
     if stop.significant:
         return line + "; every draft value is significantly slower there"
     return line + "; within noise: some draft value is not significantly slower there"
@@ -635,8 +638,12 @@ def context_table(result: TuneResult) -> Table:
         if decision.best is not None and decision.best != result.baseline_value:
             pick += f" {fmt_times(decision.speedup)} ({fmt_times_interval(decision.ci)})"
             pick += "" if decision.significant else " tied"
-        counted = DASH if decision.prompt_tokens_counted is None else f"{decision.prompt_tokens_counted:,}"
-        rows.append([str(decision.concurrency), f"{decision.prompt_tokens:,}", counted, pick])
+        counted = (
+            DASH
+            if decision.prompt_tokens_counted is None
+            else f"{fmt_tokens(decision.prompt_tokens_counted)}"
+        )
+        rows.append([str(decision.concurrency), f"{fmt_tokens(decision.prompt_tokens)}", counted, pick])
     return Table(["c", "prompt tokens", "counted", "best (speedup, CI)"], rows)
 
 
