@@ -7,7 +7,8 @@ One function per kind of figure, one rule each:
 - latencies in ms below a second ("51 ms", "6.5 ms" below 10 ms, "0.85 ms" below 1 ms), in seconds
   with three significant digits from a second on ("1.20 s", "12.5 s", "120 s");
 - token rates with one decimal below 1000, then in thousands: "45.3", "2.33k";
-- request rates with two decimals: "0.25"; counts as integers ("3"; "2.5" when not whole);
+- request rates with two decimals: "0.25"; counts as integers ("3"; "2.5" when not whole); token counts
+  (prompt lengths) with separators: "16,384";
 - ratios of two figures (B against A, speedups) with two decimals and an "x": "1.80x" ("1.70-1.90" for
   the interval);
 - durations and ages, rounded down: "8 s", "3 min", "2 h 5 min", "3 d";
@@ -200,6 +201,12 @@ def fmt_tokens_per_s(value: float) -> str:
     thousands = value / 1000
     digits = 2 if size < 10_000 else 1 if size < 100_000 else 0
     return f"{thousands:.{digits}f}k"
+
+
+@_figure
+def fmt_tokens(value: float) -> str:
+    """A token count (a prompt length) with thousands separators: "16,384"."""
+    return f"{round(value):,}"
 
 
 @_figure

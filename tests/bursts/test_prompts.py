@@ -63,3 +63,81 @@ def test_bad_lines_name_file_line_and_field(tmp_path: Path, line: str, expected:
 def test_unknown_set_lists_the_builtins() -> None:
     with pytest.raises(PromptSetError, match="code-zh"):
         load_prompt_set("no-such-set")
+
+
+def test_a_set_at_a_length_is_padded_to_about_that_many_tokens_and_says_how() -> None:
+    from tui.bench.prompts import counted_line, sized_prompt_set
+    from tui.sim.tokens import count_tokens
+
+    sized = load_prompt_set("mixed@4096")
+    assert sized.name == "mixed@4096" and sized.prompt_tokens == 4096
+    assert sized.sizing is not None and sized.sizing.startswith("synthesized")
+    plain = load_prompt_set("mixed")
+    assert len(sized.prompts) == len(plain.prompts)
+    for padded, original in zip(sized.prompts, plain.prompts, strict=True):
+        text = padded.messages[-1][1]
+        assert text.endswith(original.messages[-1][1])  # the question stays last
+        assert 0.9 * 4096 <= count_tokens(text) <= 1.1 * 4096
+    assert sized.digest == load_prompt_set("mixed@4096").digest != load_prompt_set("mixed@256").digest
+    short = sized_prompt_set(plain, 8)  # already longer: sent as written, and said
+    assert short.prompts == plain.prompts and "already longer" in (short.sizing or "")
+    assert "4,096 tokens asked; the server counted 3,990 (median" in counted_line(4096, [3990, 3980, 4000])
+    assert "off, the context is not the length asked" in counted_line(4096, [1000, 1100])
+    assert "unchecked" in counted_line(4096, [])
+
+
+def test_a_file_with_prompts_of_the_length_draws_them(tmp_path: Path) -> None:
+    path = tmp_path / "lengths.jsonl"
+    path.write_text('"short"\n"' + "word " * 400 + '"\n', encoding="utf-8")
+    drawn = load_prompt_set(f"{path}@512")
+    assert [p.id for p in drawn.prompts] == ["line-2"]
+    assert (drawn.sizing or "").startswith("drawn by length: 1 of lengths.jsonl's 2 prompts")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("256,4096,16384", (256, 4096, 16384)), ("4k, 16k", (4096, 16384)), ("512", (512,))],
+)
+def test_prompt_lengths_parse(text: str, expected: tuple[int, ...]) -> None:
+    from tui.bench.prompts import parse_prompt_tokens
+
+    assert parse_prompt_tokens(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("abc", "expected a number"), ("0", "1 to"), ("4,4", "twice")]
+)
+def test_bad_prompt_lengths_name_the_option(text: str, expected: str) -> None:
+    from tui.bench.prompts import OptionError, parse_prompt_tokens
+
+    with pytest.raises(OptionError, match=expected):
+        parse_prompt_tokens(text)
+
+
+def test_with_the_servers_tokenizer_the_padding_reaches_the_length_in_its_tokens() -> None:
+    from tui.bench.prompts import estimated_tokens, sized_prompt_set
+
+    def count(text: str) -> int:  # a tokenizer that splits every word in three
+        return 3 * len(text.split())
+
+    sized = sized_prompt_set(load_prompt_set("chat"), 3000, count, counted_by="the server's tokenizer")
+    assert (sized.sizing or "").endswith("lengths by the server's tokenizer")
+    for prompt in sized.prompts:
+        assert abs(estimated_tokens(prompt, count) - 3000) < 0.05 * 3000
+    assert "estimated at 4 characters a token" in (load_prompt_set("chat@3000").sizing or "")
+
+
+async def test_a_server_without_a_tokenizer_endpoint_is_sized_by_the_estimate() -> None:
+    import httpx
+
+    from tui.bench.context import server_token_counts
+
+    def no_tokenizer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(404, json={"error": "not found"})
+
+    def tokenizer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"tokens": [7, 8, 9]})  # llama.cpp's answer (vLLM's has "count")
+
+    for handler, expected in ((no_tokenizer, None), (tokenizer, {"a b": 3})):
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            assert await server_token_counts(client, "http://x/tokenize", ["a b"]) == expected

@@ -456,3 +456,14 @@ async def test_dashboard_cards_carry_the_charts_at_200x50_and_120x36_not_at_80x2
         await pilot.resize_terminal(80, 24)
         await wait_for(pilot, lambda: not any("-5 min" in text for text in _card_texts(app).values()))
         assert all("tok/s" in text for text in _card_texts(app).values())
+
+
+def test_the_badge_line_says_the_context_advice_without_a_step_cost_model() -> None:
+    words = "at this context (18,000 prompt tokens), k=0: speculation stops paying from 16,384 at c=1"
+    advice = Advice(2, context=words)  # no calibration (no basis): the context alone is worth saying
+    line = badge_line(CardData(name="a", reading=_reading(1.0), now=1.0, advice=advice), 200).plain
+    assert line.endswith(f"k=2 now · {words}")
+    assert (
+        badge_line(CardData(name="a", reading=_reading(1.0), now=1.0, advice=Advice(2)), 200).plain.strip()
+        == ""
+    )

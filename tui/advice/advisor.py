@@ -52,6 +52,7 @@ class Advice:
     # each k's speedup interval from the step-cost model's refits (the calibration's uncertainty only)
     interval_by_k: dict[int, tuple[float, float]] = field(default_factory=dict)
     uncertainty: float | None = None  # in the threshold: the compared k's relative interval half-width
+    context: str | None = None  # "at this context, k=0: ..." (tui/advice/context.py): says more than the k's
 
     @property
     def gain(self) -> float | None:
@@ -86,6 +87,8 @@ class Advice:
     def line(self) -> str:
         """ "k=4 now · k=2 would be 1.12x", "k=4 now · best (k=3 0.97x)" (the runner-up among the trusted
         k; a guess only when no other is trusted, marked so), or why it is unknown."""
+        if self.context is not None:  # the window's prompts are past where speculation stops paying
+            return self.context if self.current_k is None else f"k={self.current_k} now · {self.context}"
         if self.current_k is None:
             return f"advice: {self.note}" if self.note else "advice: –"
         head = f"k={self.current_k} now"
@@ -128,6 +131,7 @@ class Advice:
             "uncertainty": self.uncertainty,
             "basis": self.basis,
             "note": self.note,
+            "context": self.context,
         }
 
 

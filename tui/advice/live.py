@@ -9,11 +9,12 @@ advice and the sustained "another k is better" condition.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
 from tui.advice.advisor import DEFAULT_MARGIN, Advice, AdviceTracker, advise, alert_text
+from tui.advice.context import ContextFinding, context_words, read_context_findings
 from tui.advice.stepcost import StepCostError, StepCostFile, StepCostModel, find_model, load_models
 from tui.telemetry.figures import Figures
 
@@ -35,13 +36,15 @@ class KeptModels:
 
     models: StepCostFile = field(default_factory=StepCostFile)
     problem: str | None = None
+    contexts: tuple[ContextFinding, ...] = ()  # the kept tunes' context stops (tui/advice/context.py)
 
 
 def read_models(path: Path | None = None) -> KeptModels:
+    contexts = read_context_findings()
     try:
-        return KeptModels(load_models(path))
+        return KeptModels(load_models(path), contexts=contexts)
     except StepCostError as error:
-        return KeptModels(problem=str(error))
+        return KeptModels(problem=str(error), contexts=contexts)
 
 
 def advice_for(
@@ -58,7 +61,7 @@ def advice_for(
     model, note = find_model(kept.models, url, model_name, settings)
     if kept.problem is not None:
         note = f"step-cost models unreadable ({kept.problem})"
-    return advise(
+    advice = advise(
         figures.per_position_acceptance,
         current_k,
         figures.running,
@@ -66,6 +69,8 @@ def advice_for(
         model_note=note,
         margin=margin,
     )
+    context = context_words(kept.contexts, url, figures.prompt_tokens_mean, figures.running)
+    return advice if context is None else replace(advice, context=context)
 
 
 @dataclass(frozen=True)

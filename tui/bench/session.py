@@ -30,8 +30,9 @@ from tui.bench.burst_options import (
 )
 from tui.bench.burst_store import BurstFileError, combine_bursts, load_burst, save_burst
 from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
+from tui.bench.context import sized_for_server
 from tui.bench.engine import ArmTarget, BurstConfig, BurstProgress, run_burst
-from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError, aload_prompt_set
+from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError
 from tui.bench.report.export import export
 from tui.bench.report.models import BurstSummary
 from tui.bench.report.summary import burst_summary, comparison
@@ -383,8 +384,9 @@ class BurstSession:
         `sides`: which of the request's arms each live one is (default a, b), for its own fields."""
         request, settings = self.request, self.settings
         spec = past.settings.prompt_set if past is not None else request.prompts
-        try:
-            prompt_set = await aload_prompt_set(spec)
+        try:  # SET@N sized by the live server's tokenizer (the first arm's: both get the same prompts)
+            sized_by = live[0].base_url if past is None and live else None
+            prompt_set = await sized_for_server(spec, sized_by, self.client)
         except PromptSetError as error:
             raise BurstRequestError("prompts", str(error)) from None
         if past is not None and prompt_set.digest != past.settings.prompt_set_digest:

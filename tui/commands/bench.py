@@ -123,6 +123,13 @@ def register(subparsers: Any) -> None:
     )
     completes_files(compare)
     parser.add_argument("--history", action="store_true", help="list the kept bursts, newest first")
+    parser.add_argument(
+        "--prompt-tokens",
+        metavar="LIST",
+        help="context lengths, e.g. 256,4096,16384 (or 4k,16k): one burst per length, the prompts drawn "
+        "from the set by length or padded to about that many tokens; each checked against the prompt "
+        "tokens the server counted",
+    )
     add_options(parser, EXPORT_OPTIONS)
     parser.set_defaults(func=run)
 
@@ -245,40 +252,55 @@ async def _run_session(session: Any, args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
     from pathlib import Path
 
-    from tui.bench.engine import ArmUnreachable, BurstConfigError
     from tui.bench.report.text import render_text
     from tui.bench.session import BurstRequestError, BurstSession, PastArm
 
     if args.history:
         return _list_history()
+    if args.prompt_tokens is not None:
+        return _run_lengths(args)
+    if args.compare:
+        try:
+            before, after = (PastArm(path=Path(path)) for path in args.compare)
+            outcome = BurstSession.compare(before, after)
+        except BurstRequestError as error:
+            return _fail(error.described({"a": "BEFORE", "b": "AFTER"}))
+        except ValueError as error:
+            return _fail(str(error))
+        print(render_text(outcome.summary))
+        return _write_exports(outcome, args)
+    return _burst(args)[0]
+
+
+def _burst(args: argparse.Namespace) -> tuple[int, Any]:
+    """One burst as the flags say: its exit code and outcome (None when it did not run)."""
+    import asyncio
+
+    from tui.bench.engine import ArmUnreachable, BurstConfigError
+    from tui.bench.report.text import render_text
+    from tui.bench.session import BurstRequestError, BurstSession
+
     flags = option_flags(BURST_OPTIONS)
     if args.rate is not None:
         flags["concurrency"] = "--max-concurrency"
     try:
-        if args.compare:
-            flags = {"a": "BEFORE", "b": "AFTER"}
-            before, after = (PastArm(path=Path(path)) for path in args.compare)
-            outcome = BurstSession.compare(before, after)
-            print(render_text(outcome.summary))
-            return _write_exports(outcome, args)
         request = _request(args)
         for note in request.notes:
             print(f"spectop bench: {note}", file=sys.stderr)
         session = BurstSession(request)
         outcome = asyncio.run(_run_session(session, args))
     except BurstRequestError as error:
-        return _fail(error.described(flags))
+        return _fail(error.described(flags)), None
     except ArmUnreachable as error:
         print(f"spectop bench: {error}", file=sys.stderr)
-        return EXIT_REQUEST_FAILED
+        return EXIT_REQUEST_FAILED, None
     except (BurstConfigError, ValueError) as error:
-        return _fail(str(error))
+        return _fail(str(error)), None
     except KeyboardInterrupt:
         print("\nspectop bench: cancelled; every request in flight was closed", file=sys.stderr)
-        return EXIT_CANCELLED
+        return EXIT_CANCELLED, None
     if sys.stderr.isatty():
         print(file=sys.stderr)
     for note in outcome.notes:
@@ -291,5 +313,43 @@ def run(args: argparse.Namespace) -> int:
             print(f"spectop bench: could not keep the burst in the history: {error}", file=sys.stderr)
     written = _write_exports(outcome, args)
     if written != EXIT_OK:
-        return written
-    return EXIT_REQUEST_FAILED if outcome.failed else EXIT_OK
+        return written, outcome
+    return (EXIT_REQUEST_FAILED if outcome.failed else EXIT_OK), outcome
+
+
+def _run_lengths(args: argparse.Namespace) -> int:
+    """`--prompt-tokens 256,4096`: one burst per prompt length (the set at about that many tokens), each
+    checked against the prompt tokens the server counted, then one line per length."""
+    import asyncio
+    from pathlib import Path
+
+    from tui.bench.context import context_table, length_check, sized_for_server
+    from tui.bench.prompts import OptionError, PromptSetError, parse_prompt_tokens
+
+    if args.compare:
+        return _fail("--prompt-tokens: runs bursts; --compare only reads kept ones")
+    try:
+        lengths = parse_prompt_tokens(args.prompt_tokens)
+    except OptionError as error:
+        return _fail(str(error))
+    rows, code = [], EXIT_OK
+    for tokens in lengths:
+        spec = f"{args.prompts}@{tokens}"
+        try:
+            sizing = asyncio.run(sized_for_server(spec, args.a)).sizing
+        except PromptSetError as error:
+            return _fail(f"--prompts: {error}")
+        print(f"\n== context {tokens} tokens: {sizing}")
+        exports = {
+            kind: str(Path(path).with_stem(f"{Path(path).stem}-{tokens}tok"))
+            for kind in ("json", "csv", "markdown")
+            if (path := getattr(args, kind))
+        }
+        code, outcome = _burst(argparse.Namespace(**(vars(args) | exports | {"prompts": spec})))
+        if outcome is None:
+            return code
+        arms = outcome.ran.arms if outcome.ran else outcome.result.arms
+        print(length_check(tokens, arms))
+        rows.append((tokens, arms, outcome.summary))
+    print("\n" + "\n".join(context_table(rows)))
+    return code

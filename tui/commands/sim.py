@@ -68,6 +68,8 @@ keys (all optional):
                         probabilities per position, e.g. [0.9, 0.8, 0.7]
   speed                 a factor on the decode speed (> 0)
   content_effect        how much code and repeated text accept more (0..3)
+  context_half_tokens   acceptance halves at this prompt length in tokens (0: no fall-off)
+  context_ms_per_1k     step time per 1k context tokens per verified token (k + 1 a step)
   background_load_rps   the simulator's own traffic in requests/s (0..1000)
   reset_counters        true: every counter back to 0 (an unnoticed crash-restart)
   faults                an object of fault names, or each fault name as a key of its own:

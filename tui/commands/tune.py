@@ -72,6 +72,13 @@ TUNE_OPTIONS: list[Option] = [
         default="mixed",
         metavar="SET|FILE",
     ),
+    option(
+        "--prompt-tokens",
+        "a context axis, e.g. 256,4096,16384: every value and load at each prompt length (the set's prompts "
+        "of about that length, else padded to it); the best value per (load, context) and the context where "
+        "speculation stops paying (--apply writes the first length's answer: no engine takes one by context)",
+        metavar="LIST",
+    ),
     option("--max-tokens", "default 128", type=int, default=128, metavar="M"),
     option("--seed", "sampling seed (default 0)", type=int, default=0, metavar="S"),
     MODEL,
@@ -164,6 +171,7 @@ def _progress_printer() -> Any:
 
 
 def _options(args: argparse.Namespace) -> Any:
+    from tui.bench.prompts import OptionError, parse_prompt_tokens  # lazy: +13% on the first frame
     from tui.tune.plan import TunePlanError, parse_int_list  # lazy: +13% on the first frame
     from tui.tune.runner import TuneOptions  # lazy: +13% on the first frame
 
@@ -186,6 +194,10 @@ def _options(args: argparse.Namespace) -> Any:
         health = normalize_http_url(args.health_url) if args.health_url else None
     except ValueError as error:
         raise TunePlanError(str(error)) from None
+    try:
+        lengths = parse_prompt_tokens(args.prompt_tokens) if args.prompt_tokens is not None else None
+    except OptionError as error:
+        raise TunePlanError(str(error)) from None
     passed = {field.name for field in fields(TuneOptions)}
     given = {field: value for field, value in option_values(args, TUNE_OPTIONS).items() if field in passed}
     return TuneOptions(
@@ -203,6 +215,7 @@ def _options(args: argparse.Namespace) -> Any:
             "health_url": health,
             "log_file": Path(args.log_file) if args.log_file else None,
             "keep_history": not args.no_history,
+            "prompt_tokens": lengths,
         }
     )
 

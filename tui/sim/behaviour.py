@@ -3,7 +3,8 @@
 Each decode step drafts k tokens; draft position i is accepted with conditional probability p_i (given
 that every earlier position was accepted); the first rejection ends the step, and the step emits
 accepted + 1 tokens (the bonus / corrected token). Step time grows with the batch and with k, so
-drafting pays off at low load and pays less at high concurrency.
+drafting pays off at low load and pays less at high concurrency. Context works against it too: acceptance
+falls with the prompt's length and every verified token attends to the whole context (`context_s`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 
 from tui.sim.config import SimConfig
 from tui.sim.tokens import content_factor
+
+CONTENT_CHARS = 2000  # the content factor reads the prompt's end: what the draft follows
 
 
 @dataclass
@@ -30,6 +33,8 @@ class Behaviour:
     prefill_per_token_s: float
     spec_prefill_overhead: float
     speed: float
+    context_half_tokens: float = 0.0  # acceptance halves at this prompt length (0: no fall-off)
+    context_s_per_1k: float = 0.0  # step time per 1k context tokens per verified token
     # SGLang topk > 1: the target verifies a tree of num_draft_tokens - 1 drafts; acceptance follows a chain
     # of min(num_steps, num_draft_tokens - 1) positions (the sim does not model what a wider tree gains).
     verify_drafts: int | None = None
@@ -50,6 +55,8 @@ class Behaviour:
             prefill_per_token_s=sim.prefill_ms_per_token / 1000.0,
             spec_prefill_overhead=sim.spec_prefill_overhead,
             speed=sim.speed,
+            context_half_tokens=sim.context_half_tokens,
+            context_s_per_1k=sim.context_ms_per_1k / 1000.0,
             verify_drafts=tree,
         )
 
@@ -67,9 +74,11 @@ class Behaviour:
                 raise ValueError("acceptance scale: expected a number between 0 and 2")
             self.acceptance = [min(1.0, p * float(value)) for p in self.acceptance]
 
-    def request_acceptance(self, prompt_text: str, temperature: float) -> list[float]:
-        """Per-position probabilities for one request: the content factor, and a little less when sampling."""
-        factor = content_factor(prompt_text, self.content_effect)
+    def request_acceptance(self, prompt_text: str, temperature: float, prompt_tokens: int = 0) -> list[float]:
+        """Per-position probabilities for one request: the content factor of the text it ends with (what
+        the draft follows), the context factor, and a little less when sampling."""
+        factor = content_factor(prompt_text[-CONTENT_CHARS:], self.content_effect)
+        factor *= self.context_factor(prompt_tokens)
         if temperature > 0:
             factor *= 1.0 - 0.08 * min(temperature, 1.5)
         return [min(0.995, p * factor) for p in self.acceptance[: self.k]]
@@ -83,6 +92,19 @@ class Behaviour:
         verify = self.step_per_seq_s * batch * (1.0 + self.verify_cost_per_draft * verified)
         draft = self.draft_cost_s * drafts * (1.0 + 0.05 * batch)
         return self.step_base_s + verify + draft
+
+    def context_factor(self, prompt_tokens: int) -> float:
+        """Acceptance at this prompt length over acceptance at a short one: 1 / (1 + tokens / half)."""
+        if self.context_half_tokens <= 0:
+            return 1.0
+        return 1.0 / (1.0 + max(0, prompt_tokens) / self.context_half_tokens)
+
+    def context_s(self, context_tokens: int, k: int | None = None) -> float:
+        """Model time the batch's context adds to a step: each of the k + 1 verified tokens of every
+        sequence attends to its context (`context_tokens`, summed over the batch)."""
+        drafts = self.k if k is None else k
+        verified = self.verify_drafts if k is None and self.verify_drafts is not None else drafts
+        return self.context_s_per_1k * context_tokens / 1000.0 * (1 + verified)
 
     def prefill_s(self, computed_tokens: int) -> float:
         """Model time to prefill `computed_tokens` uncached tokens (drafting adds the draft's prefill)."""

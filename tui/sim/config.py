@@ -44,6 +44,12 @@ class SimSection(BaseModel):
     acceptance_scale: float = Field(default=1.0, ge=0.0, le=2.0)
     content_effect: float = Field(default=1.0, ge=0.0, le=3.0, description="0 = acceptance ignores content")
     step_base_ms: float = Field(default=2.5, gt=0.0, description="decode step time at batch 1, no drafting")
+    context_half_tokens: float = Field(
+        default=65536.0, ge=0.0, description="acceptance halves at this prompt length (0 = no fall-off)"
+    )
+    context_ms_per_1k: float = Field(
+        default=0.01, ge=0.0, description="step time per 1k context tokens per verified token (attention)"
+    )
     step_per_seq_ms: float = Field(default=0.1, ge=0.0, description="extra step time per running sequence")
     verify_cost_per_draft: float = Field(
         default=0.35, ge=0.0, description="per-seq cost factor per draft token"

@@ -39,6 +39,8 @@ class ControlChanges(BaseModel):
     reset_counters: bool = False
     speed: float | None = Field(default=None, gt=0.0)
     content_effect: float | None = Field(default=None, ge=0.0, le=3.0)
+    context_half_tokens: float | None = Field(default=None, ge=0.0)
+    context_ms_per_1k: float | None = Field(default=None, ge=0.0)
     error_rate: float | None = None
     slow_first_token_s: float | None = None
     disconnect_rate: float | None = None

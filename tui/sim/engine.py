@@ -222,7 +222,7 @@ class SimEngine:
             output=output,
             natural_stop=natural,
             stop_reason=stop_reason,
-            acceptance=self.behaviour.request_acceptance(prompt_text, temperature),
+            acceptance=self.behaviour.request_acceptance(prompt_text, temperature, n_prompt),
             rng=rng,
             temperature=temperature,
             arrival=now,
@@ -283,6 +283,7 @@ class SimEngine:
             batch = len(decoding) + len(admitted)
             k = self.step_k(batch)
             model_s = self.behaviour.decode_step_s(batch, None if k == self.behaviour.k else k)
+            model_s += self.behaviour.context_s(sum(r.prompt_tokens + r.generated for r in decoding))
             if admitted:
                 model_s += self.behaviour.prefill_s(computed)
             start = time.monotonic()

@@ -274,6 +274,10 @@ class SimServer:
                 self.behaviour.speed = parsed.speed
             if parsed.content_effect is not None:
                 self.behaviour.content_effect = parsed.content_effect
+            if parsed.context_half_tokens is not None:
+                self.behaviour.context_half_tokens = parsed.context_half_tokens
+            if parsed.context_ms_per_1k is not None:
+                self.behaviour.context_s_per_1k = parsed.context_ms_per_1k / 1000.0
         if parsed.background_load_rps is not None:
             self.background_load_rps = parsed.background_load_rps
         if parsed.reset_counters:

@@ -64,6 +64,10 @@ class Figures(BaseModel):
     per_position_mixed: bool = Field(
         False, description="steps drafted different lengths: one per-position view would mix them"
     )
+    prompt_tokens_mean: float | None = Field(
+        None,
+        description="mean prompt length of the requests finished in the window (the advisor reads it)",
+    )
     # --- why: reasons and qualifiers (all optional, so older recordings still load) ---
     notes: dict[str, str] = Field(
         default_factory=dict, description='figure name (or "window") -> why it is None, partial or a bound'

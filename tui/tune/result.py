@@ -35,6 +35,7 @@ from tui.format import (
     fmt_rate,
     fmt_times,
     fmt_times_interval,
+    fmt_tokens,
     fmt_tokens_per_s,
 )
 from tui.sanitize import safe_line
@@ -47,7 +48,7 @@ CSV_FIELDS = (
     "ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "acceptance_rate", "mean_acceptance_length",
     "per_position_acceptance", "speedup", "speedup_ci_low", "speedup_ci_high", "best", "failure",
     "burst_file", "label", "steps", "topk", "draft_tokens", "tied", "speedup_significant", "rounds",
-    "client_ok",
+    "client_ok", "prompt_tokens", "prompt_tokens_counted",
 )  # fmt: skip
 
 
@@ -140,6 +141,8 @@ class TuneCell(BaseModel):
     runs: list[CellRun] = Field(default_factory=list)
     client_ok: bool | None = Field(None, description="False: the measuring client fell behind")
     client_reason: str | None = None
+    prompt_tokens: int | None = Field(None, description="the context axis: the prompt length asked")
+    prompt_tokens_counted: int | None = Field(None, description="the median the server counted")
 
 
 class ValueOutcome(BaseModel):
@@ -170,6 +173,23 @@ class AppliedChange(BaseModel):
     table: list[list[int]] | None = Field(
         None, description="vLLM's num_speculative_tokens_per_batch_size written instead of one k"
     )
+
+
+class ContextDecision(TuneDecision):
+    """The recommendation at one (concurrency, prompt length) bucket of the context axis."""
+
+    prompt_tokens: int
+    prompt_tokens_counted: int | None = Field(None, description="the median the server counted")
+
+
+class ContextStop(BaseModel):
+    """Where speculation stops paying along the context axis at one concurrency (tui/tune/context.py)."""
+
+    concurrency: int
+    prompt_tokens: int | None = Field(description="the shortest measured context from which off wins")
+    pays_up_to: int | None = Field(None, description="the longest context below it where it still pays")
+    significant: bool | None = Field(None, description="every draft value is significantly slower there")
+    reason: str | None = Field(None, description="why it cannot be known (None: known)")
 
 
 class TuneResult(BaseModel):
@@ -215,12 +235,21 @@ class TuneResult(BaseModel):
     )
     cancelled: bool = False
     notes: list[str] = Field(default_factory=list)
+    prompt_tokens: list[int] = Field(default_factory=list, description="the context axis ([]: none)")
+    context_decisions: list[ContextDecision] = Field(default_factory=list)
+    context_stops: list[ContextStop] = Field(default_factory=list)
 
-    def cell(self, value: int, concurrency: int) -> TuneCell | None:
+    @property
+    def primary_context(self) -> int | None:
+        """The prompt length the per-concurrency decisions are made at: the first of the context axis."""
+        return self.prompt_tokens[0] if self.prompt_tokens else None
+
+    def cell(self, value: int, concurrency: int, prompt_tokens: int | None = None) -> TuneCell | None:
+        tokens = self.primary_context if prompt_tokens is None else prompt_tokens
         for outcome in self.outcomes:
             if outcome.value == value:
                 for cell in outcome.cells:
-                    if cell.concurrency == concurrency:
+                    if cell.concurrency == concurrency and cell.prompt_tokens == tokens:
                         return cell
         return None
 
@@ -247,6 +276,14 @@ class TuneResult(BaseModel):
 
     def decision(self, concurrency: int) -> TuneDecision | None:
         return next((d for d in self.decisions if d.concurrency == concurrency), None)
+
+    def context_decision(self, concurrency: int, prompt_tokens: int | None) -> TuneDecision | None:
+        found = (
+            d
+            for d in self.context_decisions
+            if (d.concurrency, d.prompt_tokens) == (concurrency, prompt_tokens)
+        )
+        return next(found, None)
 
     def name(self, value: int) -> str:
         """How a value reads in a sentence: "k=2", or a grid's "steps 3 · topk 1 · draft 4" / "off"."""
@@ -369,6 +406,8 @@ def analyse(result: TuneResult) -> TuneResult:
             for index, cell in enumerate(outcome.cells):
                 if cell.concurrency != concurrency or not cell.runs:
                     continue
+                if cell.prompt_tokens != result.primary_context:
+                    continue
                 point = found.point.get(outcome.value)  # the baseline's is 1.0, with no interval
                 is_base = outcome.value == result.baseline_value
                 ci = (
@@ -401,7 +440,7 @@ def analyse(result: TuneResult) -> TuneResult:
             if all(best[c] == 0 for c in ordered[index:]):
                 break_even = concurrency
                 break
-    return updated.model_copy(
+    analysed = updated.model_copy(
         update={
             "best": best,
             "schedule": schedule,
@@ -409,6 +448,7 @@ def analyse(result: TuneResult) -> TuneResult:
             "decisions": decisions,
         }
     )
+    return analysed  # with a context axis, tui/tune/context.py adds each bucket's decision
 
 
 def apply_decision(result: TuneResult, concurrency: int) -> tuple[int | None, str]:
@@ -594,6 +634,7 @@ def summary_lines(result: TuneResult) -> list[str]:
             lines += decision_lines(result, decision)
     lines.append("schedule: " + schedule_text(result))
     lines.append(break_even_text(result))
+    lines += [context_stop_line(stop) for stop in result.context_stops]
     lines += rounds_text(result).split("\n")
     if result.apply_note:
         lines.append(f"--apply: {result.apply_note}")
@@ -618,6 +659,41 @@ def rounds_text(result: TuneResult) -> str:
     return (
         f"rounds: {rounds}{why}\n  intervals: {words} over rounds, the baselines before and after, requests"
     )
+
+
+def context_stop_line(stop: ContextStop) -> str:
+    """ "at concurrency 1 speculation stops paying at 16384 prompt tokens (it pays at 4096); every draft
+    value is significantly slower there" or why it does not or cannot be said."""
+    where = f"context at concurrency {stop.concurrency}"
+    if stop.reason is not None:
+        return f"{where}: speculation stops paying at {DASH} ({stop.reason})"
+    if stop.prompt_tokens is None:
+        return (
+            f"{where}: speculation pays at every measured prompt length (up to {fmt_tokens(stop.pays_up_to)})"
+        )
+    line = f"{where}: speculation stops paying at {fmt_tokens(stop.prompt_tokens)} prompt tokens"
+    if stop.pays_up_to is not None:
+        line += f" (it pays at {fmt_tokens(stop.pays_up_to)})"
+    if stop.significant:
+        return line + "; every draft value is significantly slower there"
+    return line + "; within noise: some draft value is not significantly slower there"
+
+
+def context_table(result: TuneResult) -> Table:
+    """Per (concurrency, prompt length): the prompt tokens counted, the pick and its speedup."""
+    rows = []
+    for decision in result.context_decisions:
+        pick = DASH if decision.best is None else result.name(decision.best)
+        if decision.best is not None and decision.best != result.baseline_value:
+            pick += f" {fmt_times(decision.speedup)} ({fmt_times_interval(decision.ci)})"
+            pick += "" if decision.significant else " tied"
+        counted = (
+            DASH
+            if decision.prompt_tokens_counted is None
+            else f"{fmt_tokens(decision.prompt_tokens_counted)}"
+        )
+        rows.append([str(decision.concurrency), f"{fmt_tokens(decision.prompt_tokens)}", counted, pick])
+    return Table(["c", "prompt tokens", "counted", "best (speedup, CI)"], rows)
 
 
 CellText = Callable[[ValueOutcome, TuneCell | None], str]
@@ -657,6 +733,7 @@ def _acceptance_rows(result: TuneResult, name: Callable[[int], str]) -> list[lis
         ]
         for outcome in result.outcomes
         for cell in outcome.cells
+        if cell.prompt_tokens == result.primary_context
     ]  # fmt: skip
 
 
@@ -670,6 +747,8 @@ def render_text(result: TuneResult) -> str:
     lines = [f"spectop tune {result.config_file}: {result.key} on {result.endpoint}", ""]
     lines += speedups.text([label] + [24] * len(result.concurrencies))
     lines += ["", *Table(columns, rows).text([label, 5, 8, 8, 10, 8, 0])]
+    if result.context_decisions:
+        lines += ["", "by context:", *context_table(result).text(gap="  ", left=(3,))]
     lines += ["", *summary_lines(result), *result.notes]
     return "\n".join(safe_line(line) for line in lines)
 
@@ -682,6 +761,8 @@ def render_markdown(result: TuneResult) -> str:
     columns = ["value", "c", "acceptance", "mean length", "TTFT p50", "TTFT p95", "per position %"]
     rows = _acceptance_rows(result, lambda value: result.name(value) if result.points else str(value))
     lines += ["", *Table(columns, rows).markdown()]
+    if result.context_decisions:
+        lines += ["", *context_table(result).markdown()]
     lines += [""] + [f"- {markdown_escape(line)}" for line in summary_lines(result) + list(result.notes)]
     return "\n".join(safe_line(line) for line in lines) + "\n"
 
@@ -689,6 +770,8 @@ def render_markdown(result: TuneResult) -> str:
 def _csv_record(result: TuneResult, outcome: ValueOutcome, cell: TuneCell) -> dict[str, object]:
     ci, point = cell.speedup_ci95, result.point(outcome.value)
     decision = result.decision(cell.concurrency)
+    if cell.prompt_tokens != result.primary_context:
+        decision = result.context_decision(cell.concurrency, cell.prompt_tokens)
     return {
         "value": cell.value, "concurrency": cell.concurrency, "ok": cell.ok and outcome.started,
         "requests": cell.requests, "errors": cell.errors, "decode_tokens_per_s": cell.decode_tokens_per_s,
@@ -697,13 +780,15 @@ def _csv_record(result: TuneResult, outcome: ValueOutcome, cell: TuneCell) -> di
         "mean_acceptance_length": cell.mean_acceptance_length,
         "per_position_acceptance": " ".join(f"{p:.4f}" for p in cell.per_position_acceptance or []),
         "speedup": cell.speedup, "speedup_ci_low": ci and ci[0], "speedup_ci_high": ci and ci[1],
-        "best": result.best.get(cell.concurrency) == cell.value, "failure": cell.failure or outcome.failure,
+        "best": decision is not None and decision.best == cell.value,
+        "failure": cell.failure or outcome.failure,
         "burst_file": cell.burst_file, "label": result.name(outcome.value) if result.points else "",
         "steps": point and point.steps, "topk": point and point.topk,
         "draft_tokens": point and point.draft_tokens,
         "tied": cell.value in (decision.tied if decision else []),
         "speedup_significant": cell.speedup_significant, "rounds": len(cell.runs),
-        "client_ok": cell.client_ok,
+        "client_ok": cell.client_ok, "prompt_tokens": cell.prompt_tokens,
+        "prompt_tokens_counted": cell.prompt_tokens_counted,
     }  # fmt: skip
 
 

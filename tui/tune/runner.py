@@ -26,7 +26,9 @@ from typing import TypeVar
 import httpx
 
 from tui.bench.burst_store import bursts_dir, save_burst
+from tui.bench.context import counted_prompt_tokens, sized_for_server
 from tui.bench.engine import ArmUnreachable, BurstConfigError, BurstProgress
+from tui.bench.prompts import PromptSetError
 from tui.bench.session import BurstCancelled, BurstRequest, BurstRequestError, BurstSession, EndpointArm
 from tui.configs.atomic import SaveError, atomic_write
 from tui.configs.document import ConfigDocument
@@ -47,6 +49,7 @@ from tui.configs.restart import (
 from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS
 from tui.format import fmt_duration, fmt_eta, fmt_rate, fmt_setting
 from tui.telemetry.scraper import _connect_error_text, scrape_metrics
+from tui.tune.context import NOT_WRITTEN, analyse_all
 from tui.tune.decision import sequential_level
 from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, edited_table, grid_key
 from tui.tune.result import (
@@ -96,6 +99,7 @@ class TuneOptions:
     restart_timeout_s: float = RESTART_TIMEOUT_S
     apply: bool = False
     apply_at: int | None = None  # the concurrency whose best value --apply writes (default: the first)
+    prompt_tokens: tuple[int, ...] | None = None  # the context axis: prompt lengths (the set at each)
     keep_history: bool = True
     history_dir: Path | None = None
 
@@ -429,6 +433,7 @@ class TuneRun:
             looks=looks,
             until_separated=sequential,
             notes=notes,
+            prompt_tokens=list(options.prompt_tokens or []),
         )
         return self.result
 
@@ -465,6 +470,7 @@ class TuneRun:
         cancel = cancel or asyncio.Event()
         self._started = time.monotonic()
         async with client_or_own(client) as client:
+            await self._say_sizing(client)
             changer = self.options.changer(client, self.on_line)
             # The sweep watches `cancel` itself (between steps, inside each burst and each wait for the
             # server); a restart command under way runs to its end unless `kill` is set, so the final
@@ -492,6 +498,20 @@ class TuneRun:
                 # Shielded: a second Ctrl-C must not leave the file half-way.
                 await asyncio.shield(finish)
         return self.result
+
+    async def _say_sizing(self, client: httpx.AsyncClient) -> None:
+        """How each prompt length of the context axis is reached, in the notes (the server's tokenizer
+        when it has one; each cell's `prompt_tokens_counted` is the check)."""
+        assert self.result is not None
+        for tokens in self.options.prompt_tokens or ():
+            try:
+                sized = await sized_for_server(
+                    f"{self.options.prompts}@{tokens}", self.options.endpoint, client
+                )
+            except PromptSetError as error:
+                self.result.notes.append(f"prompts at {tokens} tokens: {error}")
+                continue
+            self.result.notes.append(f"prompts at {tokens} tokens: {sized.sizing}")
 
     async def _sweep(
         self, changer: Changer, client: httpx.AsyncClient, cancel: asyncio.Event, kill: asyncio.Event | None
@@ -560,7 +580,7 @@ class TuneRun:
             outcome = ValueOutcome(value=value, started=False, diff=self.diff_for(value))
             self.result.outcomes.append(outcome)
         elif not outcome.started:  # it did not start before: not tried again
-            self._done_steps += len(self.options.concurrencies)
+            self._done_steps += self._loads
             return True
         self._progress(
             "restart", value, None, f"round {number + 1}: writing {self.key.label(value)}, restarting"
@@ -584,17 +604,23 @@ class TuneRun:
             outcome.failure = change.reason
             if outcome.started:
                 self.result.notes.append(f"{self.key.label(value)} did not restart in round {number + 1}")
-            self._done_steps += len(self.options.concurrencies)
+            self._done_steps += self._loads
             self._update()
             return True
         outcome.started = True
         for concurrency in self.options.concurrencies:
-            if cancel.is_set():
-                raise TuneCancelled
-            await self._measure(outcome, value, concurrency, cancel, number, position)
-            self._done_steps += 1
-            self._update()
+            for tokens in self.options.prompt_tokens or (None,):
+                if cancel.is_set():
+                    raise TuneCancelled
+                await self._measure(outcome, value, concurrency, cancel, number, position, tokens)
+                self._done_steps += 1
+                self._update()
         return True
+
+    @property
+    def _loads(self) -> int:
+        """Bursts per value and round: every concurrency at every prompt length."""
+        return len(self.options.concurrencies) * len(self.options.prompt_tokens or (None,))
 
     def _save(self, changer: Changer, data: bytes) -> None:
         path = self.options.config_file
@@ -611,10 +637,12 @@ class TuneRun:
         cancel: asyncio.Event,
         number: int,
         position: int,
+        tokens: int | None = None,
     ) -> None:
         assert self.result is not None and self.key is not None
         options = self.options
         label = self.key.label(value)
+        at = f" at {tokens} prompt tokens" if tokens is not None else ""
         request = BurstRequest.parse(
             {
                 "a": EndpointArm(
@@ -623,7 +651,7 @@ class TuneRun:
                     metrics_url=options.metrics_url,
                     model=options.model,
                 ),
-                "prompts": options.prompts,
+                "prompts": options.prompts if tokens is None else f"{options.prompts}@{tokens}",
                 "requests": max(options.requests, concurrency),
                 "concurrency": concurrency,
                 "rounds": 1,
@@ -634,11 +662,11 @@ class TuneRun:
                 "api_key_env": options.api_key_env,
             }
         )
-        self._progress("burst", value, concurrency, f"{label} at concurrency {concurrency}")
+        self._progress("burst", value, concurrency, f"{label} at concurrency {concurrency}{at}")
         session = BurstSession(request)
 
         def progress(burst: BurstProgress) -> None:
-            where = f"{label} at concurrency {concurrency}"
+            where = f"{label} at concurrency {concurrency}{at}"
             self._progress("burst", value, concurrency, where, burst.fraction)
 
         try:
@@ -646,16 +674,25 @@ class TuneRun:
         except BurstCancelled:
             raise TuneCancelled from None
         except (BurstRequestError, BurstConfigError, ArmUnreachable) as error:
-            if self.result.cell(value, concurrency) is None:
-                failed = TuneCell(value=value, concurrency=concurrency, ok=False, failure=str(error))
+            if self.result.cell(value, concurrency, tokens) is None:
+                failed = TuneCell(
+                    value=value, concurrency=concurrency, ok=False, failure=str(error), prompt_tokens=tokens
+                )
                 outcome.cells.append(failed)
-            self.result.notes.append(f"{label} at c={concurrency}, round {number + 1}: {error}")
+            self.result.notes.append(f"{label} at c={concurrency}{at}, round {number + 1}: {error}")
             return
         assert ran.ran is not None
         arm = ran.ran.arms[0]
         # acceptance and per position from the same scrapes: the engine's, right around the measured part
         cell = cell_from_arm(value, concurrency, arm)
-        cell = cell.model_copy(update={"per_position_acceptance": arm.server.per_position_acceptance})
+        counted = sorted(counted_prompt_tokens(arm))
+        cell = cell.model_copy(
+            update={
+                "per_position_acceptance": arm.server.per_position_acceptance,
+                "prompt_tokens": tokens,
+                "prompt_tokens_counted": counted[len(counted) // 2] if counted else None,
+            }
+        )
         check = arm.client_check
         run = CellRun(
             round=number,
@@ -670,10 +707,14 @@ class TuneRun:
                 run.burst_file = str(save_burst(ran.ran, self.bursts_folder()))
             except OSError as error:
                 self.result.notes.append(f"a burst could not be kept in the history: {error}")
-        earlier = self.result.cell(value, concurrency)
+        earlier = self.result.cell(value, concurrency, tokens)
         merged = merged_cell(earlier if earlier is not None and earlier.ok else None, cell, run)
-        outcome.cells = [c for c in outcome.cells if c.concurrency != concurrency] + [merged]
-        outcome.cells.sort(key=lambda c: self.options.concurrencies.index(c.concurrency))
+        here = (concurrency, tokens)
+        outcome.cells = [c for c in outcome.cells if (c.concurrency, c.prompt_tokens) != here] + [merged]
+        lengths = list(self.options.prompt_tokens or (None,))
+        outcome.cells.sort(
+            key=lambda c: (self.options.concurrencies.index(c.concurrency), lengths.index(c.prompt_tokens))
+        )
 
     def bursts_folder(self) -> Path:
         """A tune's bursts are kept inside its own folder, so the burst history lists the tune once."""
@@ -688,7 +729,7 @@ class TuneRun:
         (with `wait`; without, only the restart command's exit is known)."""
         result = self.result
         assert result is not None
-        self.result = result = analyse(result)
+        self.result = result = analyse_all(result)
         path = self.options.config_file
         target = self.original_bytes
         if apply:
@@ -747,6 +788,8 @@ class TuneRun:
                 table_why = f"the table does not make a valid file: {error}"
         if table is not None and text is not None:
             result.apply_note = table_why
+            if len(result.prompt_tokens) > 1:
+                result.apply_note += f" (at {result.primary_context} prompt tokens; {NOT_WRITTEN})"
             diff = masked_diff(unified_diff(self.opened.text, text, self.options.config_file.name))
             result.applied = AppliedChange(
                 value=max(k for _lo, _hi, k in table), concurrency=concurrency, diff=diff, table=table
@@ -755,6 +798,8 @@ class TuneRun:
         value, why = apply_decision(result, concurrency)
         if len(result.schedule) > 1 and result.kind == "vllm_toml":
             why += f" (no k-by-batch-size table: {table_why or '--apply-at asks for one load'})"
+        if len(result.prompt_tokens) > 1:
+            why += f" (at {result.primary_context} prompt tokens; {NOT_WRITTEN})"
         result.apply_note = why
         if value is None:
             return self.original_bytes
@@ -772,7 +817,7 @@ class TuneRun:
         rounds = self.options.rounds
         if self.options.until_separated:
             rounds = (self.result.rounds_run if self.result else 0) + 1
-        steps = (1 + max(1, rounds) * len(self.order)) * len(self.options.concurrencies)
+        steps = (1 + max(1, rounds) * len(self.order)) * self._loads
         done = self._done_steps + fraction
         elapsed = time.monotonic() - self._started
         eta = elapsed / done * (steps - done) if done > 0 else None
@@ -782,7 +827,7 @@ class TuneRun:
 
     def _update(self) -> None:
         if self.on_update is not None and self.result is not None:
-            self.on_update(analyse(self.result))
+            self.on_update(analyse_all(self.result))
 
 
 def progress_line(progress: TuneProgress) -> str:

@@ -308,8 +308,9 @@ def _badge_message(data: CardData) -> tuple[str, str] | None:
         return dropped_words(reading.impossible_figures), "$warning"  # how many, not only notes
     if caveat is not None:
         return caveat, "$text-muted" if caveat == LIFETIME_CAVEAT else "$warning"
-    if data.advice is not None and data.advice.basis is not None and data.status == "up":
-        return data.advice.line(), "$warning" if data.advice.better_k else "$text-muted"
+    advice = data.advice
+    if advice is not None and (advice.basis or advice.context) is not None and data.status == "up":
+        return advice.line(), "$warning" if advice.better_k or advice.context else "$text-muted"
     return None
 
 

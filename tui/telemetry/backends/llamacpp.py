@@ -67,6 +67,7 @@ ZERO_START = ("accepted_per_pos:",)
 RUNNING_MAX = ("live_tokens",)
 _LIVE_KEY = ("live_tokens", (), None)
 FINISHED_ONLY = "from finished requests only (llama.cpp counts a request when it ends)"
+NO_PROMPT_LENGTHS = "llama.cpp exports no per-request prompt lengths"
 _FINISHED_FIGURES = ("acceptance_rate", "mean_acceptance_length", "per_position_acceptance", "tpot_mean_s")
 _SIGNIFICANT_DIGITS = 6
 
@@ -231,5 +232,6 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
     if delta is not None:
         for name in _FINISHED_FIGURES:
             notes.setdefault(name, FINISHED_ONLY)
+    notes["prompt_tokens_mean"] = NO_PROMPT_LENGTHS
     figures.notes = notes
     return figures

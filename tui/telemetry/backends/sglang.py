@@ -47,6 +47,7 @@ TABLE: MetricTable = {
     # Removed 2025-03; the older name of the per-token histogram.
     **histogram("sglang:time_per_output_token_seconds", "old_tpot"),
     **histogram("sglang:e2e_request_latency_seconds", "e2e"),
+    **histogram("sglang:prompt_tokens_histogram", "prompt_len"),
     "sglang:num_running_reqs": Metric(Kind.GAUGE_SUM, "running"),
     "sglang:num_queue_reqs": Metric(Kind.GAUGE_SUM, "waiting"),
     "sglang:token_usage": Metric(Kind.GAUGE_MEAN, "token_usage"),
@@ -253,6 +254,7 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
         waiting=last.gauges.get("waiting"),
         kv_cache_usage=_kv_cache_usage(last),
         prefix_cache_hit_rate=_prefix_hit_rate(delta),
+        prompt_tokens_mean=mean(delta, "prompt_len"),
         notes=notes,
         quantile_bounds=bounds,
         k_in_effect=_steps_in_effect(last),

@@ -53,6 +53,7 @@ TABLE: MetricTable = {
     # Removed about 0.15; same per-step meaning as inter_token_latency_seconds.
     **histogram("vllm:time_per_output_token_seconds", "old_step_latency"),
     **histogram("vllm:e2e_request_latency_seconds", "e2e"),
+    **histogram("vllm:request_prompt_tokens", "prompt_len"),
     "vllm:num_requests_running": Metric(Kind.GAUGE_SUM, "running"),
     "vllm:num_requests_waiting": Metric(Kind.GAUGE_SUM, "waiting"),
     "vllm:kv_cache_usage_perc": Metric(Kind.GAUGE_MEAN, "kv_cache_usage"),  # a 0..1 fraction
@@ -161,6 +162,7 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
         waiting=last.gauges.get("waiting"),
         kv_cache_usage=kv_cache_usage,
         prefix_cache_hit_rate=prefix_hit_rate,
+        prompt_tokens_mean=mean(delta, "prompt_len"),
         notes=notes,
         quantile_bounds=bounds,
     )

@@ -1,0 +1,99 @@
+"""The context axis on the simulator, with a known context effect: bursts and tune take prompt lengths,
+the lengths are checked against what the server counted, and the tune finds where speculation stops
+paying where the model puts it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.tune.conftest import running_sim
+from tests.tune.test_sweep import ROOT, tune_json
+from tui.sim.behaviour import Behaviour, expected_tokens_per_step
+from tui.sim.config import load_sim_config
+from tui.tune.context import NOT_WRITTEN
+
+LENGTHS = (256, 512, 2048)
+# Speculation pays well at short context; acceptance halves at 1024 tokens and each verified token reads
+# the context at 2 ms per 1k tokens, so somewhere between 512 and 2048 tokens it stops paying.
+CONTEXT_MODEL = """[model]
+name = "deepseek-ai/DeepSeek-V3"
+max_model_len = 32768
+gpu_memory_utilization = 0.85
+
+[speculative]
+enabled = true
+method = "mtp"
+num_speculative_tokens = 2
+
+[sim]
+acceptance = [0.8, 0.7, 0.6, 0.5]
+content_effect = 0.0
+step_base_ms = 10.0
+step_per_seq_ms = 1.0
+verify_cost_per_draft = 0.35
+draft_cost_ms = 0.5
+prefill_ms_per_token = 0.001
+spec_prefill_overhead = 0.0
+context_half_tokens = 1024
+context_ms_per_1k = 2.0
+speed = 2.0
+seed = 7
+"""
+
+
+def model_speedup(behaviour: Behaviour, prompt_tokens: int, k: int) -> float:
+    """The model's decode speedup of k over speculation off at batch 1 and this prompt length."""
+    accepted = expected_tokens_per_step(behaviour.request_acceptance("", 0.0, prompt_tokens)[:k])
+    on = behaviour.decode_step_s(1, k) + behaviour.context_s(prompt_tokens, k)
+    off = behaviour.decode_step_s(1, 0) + behaviour.context_s(prompt_tokens, 0)
+    return accepted * off / on
+
+
+def test_tune_finds_where_speculation_stops_paying_along_the_context_axis(tmp_path: Path) -> None:
+    folder = tmp_path / "sim"
+    folder.mkdir()
+    config = folder / "config.toml"
+    config.write_text(CONTEXT_MODEL, encoding="utf-8")
+    behaviour = Behaviour.from_config(load_sim_config(config))
+    speedups = {tokens: model_speedup(behaviour, tokens, 2) for tokens in LENGTHS}
+    assert speedups[256] > 1.4 and speedups[512] > 1.25 and speedups[2048] < 0.85, speedups
+    with running_sim(config) as sim:
+        result, stdout = tune_json(
+            sim, tmp_path / "tune.json", "--values", "0,2", "--concurrency", "1", "--requests", "8",
+            "--prompt-tokens", ",".join(map(str, LENGTHS)), "--apply",
+        )  # fmt: skip
+    best = {d["prompt_tokens"]: d["best"] for d in result["context_decisions"]}
+    assert best == {256: 2, 512: 2, 2048: 0}
+    [stop] = result["context_stops"]
+    assert (stop["prompt_tokens"], stop["pays_up_to"], stop["significant"]) == (2048, 512, True)
+    assert (
+        "context at concurrency 1: speculation stops paying at 2,048 prompt tokens (it pays at 512)" in stdout
+    )
+    for cell in result["outcomes"][0]["cells"]:  # the length asked is the length the server counted
+        assert abs(cell["prompt_tokens_counted"] - cell["prompt_tokens"]) < 0.1 * cell["prompt_tokens"]
+    # the decisions per load are at the first length; nothing context-keyed is written, and it says so
+    assert result["best"] == {"1": 2} and NOT_WRITTEN in result["apply_note"]
+    assert config.read_text(encoding="utf-8") == CONTEXT_MODEL
+    assert "prompts at 2048 tokens: synthesized: mixed's prompts padded with filler words" in stdout
+
+
+def test_bench_runs_a_burst_per_prompt_length_and_checks_the_length(tmp_path: Path) -> None:
+    folder = tmp_path / "sim"
+    folder.mkdir()
+    config = folder / "config.toml"
+    config.write_text(CONTEXT_MODEL, encoding="utf-8")
+    with running_sim(config) as sim:
+        command = [
+            sys.executable, "-m", "tui", "bench", "--a", sim.url, "--requests", "4", "--rounds", "1",
+            "--max-tokens", "16", "--prompt-tokens", "256,2k", "--no-history",
+        ]  # fmt: skip
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "== context 2048 tokens: synthesized: mixed's prompts padded with filler words" in out
+    assert "A: 2,048 tokens asked; the server counted 2,0" in out
+    table = out[out.index("by context length") :].splitlines()
+    assert table[1].split()[:2] == ["prompt", "tokens"] and len(table) == 4
+    assert [row.split()[0] for row in table[2:]] == ["256", "2,048"]

@@ -1,0 +1,110 @@
+"""Context as an axis of a burst: prompts sized by the server's own tokenizer (`POST /tokenize`, which
+llama.cpp, vLLM and SGLang serve) when it has one, the prompt tokens it counted, one row per length."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import httpx
+
+from tui.bench.prompts import (
+    PromptSet,
+    aload_prompt_set,
+    counted_line,
+    filler_sample,
+    sized_prompt_set,
+    sized_spec,
+)
+from tui.bench.report.models import BurstSummary
+from tui.bench.results import ArmResult
+from tui.format import UNKNOWN, fmt_times, fmt_times_interval, fmt_tokens, fmt_tokens_per_s
+from tui.tables import Table
+
+
+def counted_prompt_tokens(arm: ArmResult) -> list[int]:
+    """The prompt tokens the server reported (`usage.prompt_tokens`) for each measured request."""
+    return [r.prompt_tokens for r in arm.requests if r.ok and r.prompt_tokens is not None]
+
+
+def length_check(tokens: int, arms: list[ArmResult]) -> str:
+    """One line per arm: the length asked against what the server counted."""
+    return "\n".join(
+        f"{arm.label.upper()}: {counted_line(tokens, counted_prompt_tokens(arm))}" for arm in arms
+    )
+
+
+def context_table(rows: list[tuple[int, list[ArmResult], BurstSummary]]) -> list[str]:
+    """Per prompt length: what each arm's server counted (median), A's and B's decode tokens/s and B/A."""
+    columns = ["prompt tokens", "counted", "A decode tok/s", "B decode tok/s", "B/A (95% CI)"]
+    table = []
+    for tokens, arms, summary in rows:
+        counted = sorted(n for arm in arms for n in counted_prompt_tokens(arm))
+        middle = fmt_tokens(counted[len(counted) // 2]) if counted else UNKNOWN
+        b = summary.b.decode_tokens_per_s.pooled if summary.b else None
+        ratio = UNKNOWN  # one arm
+        if (comparison := summary.comparison) is not None:
+            ratio = (
+                f"{fmt_times(comparison.decode_tokens_per_s_ratio)} ({fmt_times_interval(comparison.ci95)})"
+            )
+        table.append(
+            [
+                f"{fmt_tokens(tokens)}",
+                middle,
+                fmt_tokens_per_s(summary.a.decode_tokens_per_s.pooled),
+                fmt_tokens_per_s(b),
+                ratio,
+            ]
+        )
+    return ["by context length", *Table(columns, table).text(gap="  ")]
+
+
+def tokenize_url(base_url: str) -> str:
+    base = base_url.rstrip("/")
+    for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
+        base = base.removesuffix(suffix)
+    return base + "/tokenize"
+
+
+async def server_token_counts(
+    client: httpx.AsyncClient, url: str, texts: Iterable[str]
+) -> dict[str, int] | None:
+    """Each text's token count by the server's tokenizer (llama.cpp reads `content`, vLLM and SGLang
+    `prompt`); None when the server has no such endpoint or answers something else."""
+    counts: dict[str, int] = {}
+    for text in texts:
+        try:
+            response = await client.post(url, json={"content": text, "prompt": text}, timeout=10.0)
+            data = response.json() if response.is_success else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        count, tokens = data.get("count"), data.get("tokens")
+        if isinstance(count, int):
+            counts[text] = count
+        elif isinstance(tokens, list):
+            counts[text] = len(tokens)
+        else:
+            return None
+    return counts
+
+
+async def sized_for_server(
+    spec: str, base_url: str | None, client: httpx.AsyncClient | None = None
+) -> PromptSet:
+    """The prompt set of `spec`; a `SET@N` one sized by the server's tokenizer at `base_url` when it has
+    one, else by the estimate (its `sizing` says which)."""
+    sized = sized_spec(spec)
+    if sized is None or base_url is None:
+        return await aload_prompt_set(spec)
+    base = await aload_prompt_set(sized[0])
+    texts = {content for prompt in base.prompts for _role, content in prompt.messages} | {filler_sample()}
+    url = tokenize_url(base_url)
+    if client is None:
+        async with httpx.AsyncClient() as own:
+            counts = await server_token_counts(own, url, texts)
+    else:
+        counts = await server_token_counts(client, url, texts)
+    if counts is None:
+        return sized_prompt_set(base, sized[1])
+    return sized_prompt_set(base, sized[1], counts.__getitem__, counted_by=f"the server's tokenizer ({url})")
