@@ -30,6 +30,7 @@ from tui.advice.stepcost import StepCostModel
 from tui.format import fmt_count, fmt_duration, fmt_rate, fmt_times, fmt_times_interval
 
 DEFAULT_MARGIN = 0.05  # another k must be this much faster (plus the model's error) to be advised
+MAX_INTERVAL = 1.6  # a speedup known only within a wider interval (high / low) is unknown, not a figure
 EXTRAPOLATE = 2  # k' above the current k that are extrapolated
 CALIBRATE_HINT = "spectop tune CONFIG --endpoint URL --restart-command CMD --calibrate"
 CALIBRATE_KEYS = "T, then c on the tune screen"  # the same calibration from the dashboard
@@ -111,7 +112,7 @@ class Advice:
         if others:
             value, k = max(others)
             return f"{head} · best (k={k} ~{fmt_times(value)}, guess)"
-        return f"{head} · best"
+        return f"{head} · {self.note}" if self.note else f"{head} · best"  # no other k known: why
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -187,6 +188,16 @@ def advise(
             load=load,
             threshold=threshold,
         )
+    if model.caveat is not None:
+        return Advice(
+            current_k,
+            length_by_k=dict(sorted(lengths.items())),
+            extrapolated=extrapolated,
+            basis=model.basis(),
+            note=f"step cost unknown: {model.caveat}",
+            load=load,
+            threshold=threshold,
+        )
     concurrency = load if load is not None and load >= 1 else 1.0
     low, high = model.k_range
     candidates = [k for k in sorted(lengths) if k >= 1 or low == 0]
@@ -212,18 +223,28 @@ def advise(
             speedups[k] = None
             continue
         speedups[k] = (lengths[k] / cost) / (current_length / current_cost)
+    intervals = {}
+    widen = 1.0 + model.residual  # the fit's own error at its points: a prediction may be that far off
+    for k, value in speedups.items():
+        ratio = model.speed_ratio_interval(k, current_k, concurrency)
+        if value is not None and ratio is not None and current_length is not None:
+            scale = lengths[k] / current_length
+            intervals[k] = (ratio[0] * scale / widen, ratio[1] * scale * widen)
+    wide = [k for k, (a, b) in intervals.items() if k != current_k and not (a > 0 and b / a <= MAX_INTERVAL)]
+    for k in wide:  # a figure that could be anything within that interval is no figure
+        speedups[k] = None
+        del intervals[k]
+    if wide:
+        notes.append(
+            f"k={','.join(map(str, wide))} unknown: the calibration's interval is wider than "
+            f"{fmt_times(MAX_INTERVAL)} (calibrate with more rounds)"
+        )
     trusted = [
         (value, -k)
         for k, value in speedups.items()
         if value is not None and k not in outside and k not in extrapolated
     ]
     best = -max(trusted)[1] if trusted else None
-    intervals = {}
-    for k, value in speedups.items():
-        ratio = model.speed_ratio_interval(k, current_k, concurrency)
-        if value is not None and ratio is not None and current_length is not None:
-            scale = lengths[k] / current_length
-            intervals[k] = (ratio[0] * scale, ratio[1] * scale)
     uncertainty = _uncertainty(speedups, intervals, trusted, best, current_k)
     if uncertainty is not None:
         threshold += uncertainty

@@ -28,6 +28,7 @@ from tui.advice.stepcost import (
     CostPoint,
     StepCostError,
     StepCostModel,
+    caveat,
     config_facts,
     endpoint_key,
     fit,
@@ -59,11 +60,15 @@ MAX_LOAD = 64
 
 def calibration_values(current_k: int | None, zero_is_off: bool = False) -> tuple[int, ...]:
     """A few k around the file's own: k-2 .. k+1, at least three values, from 1 up; and 0 first where
-    value 0 is speculation off (its length is exactly 1: it pins the intercept)."""
+    value 0 is speculation off (its length is exactly 1: it pins the intercept and the cost of switching
+    on). With 0 the step is a line in k >= 1, so three values above 0 (k-2, k, k+1) fit it and check it:
+    a fourth would cost a restart and its bursts for nothing the model needs."""
     k = current_k if current_k and current_k > 0 else 2
     values = list(range(max(1, k - 2), k + 2))
     while len(values) < 3:
         values.append(values[-1] + 1)
+    if zero_is_off and len(values) > 3:
+        values.remove(k - 1)
     return (0, *values) if zero_is_off else tuple(values)
 
 
@@ -263,6 +268,7 @@ def model_from_tune(result: TuneResult, calibration: Calibration, source: str | 
         k_range=(min(p.k for p in points), max(p.k for p in points)),
         loads=sorted({p.concurrency for p in points}),
         residual=residual,
+        caveat=caveat(points, load_dependent, residual),
         points=points,
         replicates=replicates,
     )
