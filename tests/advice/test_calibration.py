@@ -14,8 +14,10 @@ import pytest
 
 from tui.advice.advisor import advise
 from tui.advice.calibrate import (
+    CALIBRATION_MAX_TOKENS,
     Calibration,
     burst_spread,
+    calibration_time_s,
     calibration_values,
     model_from_tune,
     plan_calibration,
@@ -141,6 +143,25 @@ def test_a_calibration_runs_at_least_two_rounds_with_the_off_point(tmp_path: Pat
     more = TuneOptions(config_file=config, endpoint="http://127.0.0.1:1", restart_command=["true"], rounds=3)
     again, _, _ = asyncio.run(plan_calibration(more, values_given=True, loads_given=True))
     assert again.rounds == 3 and again.values == more.values  # more rounds and given values are kept
+
+
+def test_the_issues_calibration_takes_minutes_and_says_so_up_front(tmp_path: Path) -> None:
+    """Issue 36: a sim with a 20 ms step at k=4 took 12 minutes (k=0,2,3,4,5 x two loads x two rounds x
+    16 requests of 128 tokens). Three values above 0 and requests of 32 tokens: a quarter of the time."""
+    import asyncio
+
+    config = tmp_path / "config.toml"
+    config.write_text(VLLM.replace("num_speculative_tokens = 2", "num_speculative_tokens = 4"))
+    token_s = 0.020 / 2.0  # a 20 ms step emitting two tokens
+    given = dict(config_file=config, endpoint="http://127.0.0.1:1", restart_command=["true"], model="m")
+    before = TuneOptions(**given, values=(0, 2, 3, 4, 5), concurrencies=(1, 4), rounds=2, requests=16)  # type: ignore[arg-type]
+    options = TuneOptions(**given, concurrencies=(1, 4), requests=16, max_tokens=CALIBRATION_MAX_TOKENS)  # type: ignore[arg-type]
+    planned, _, line = asyncio.run(plan_calibration(options, values_given=False, loads_given=True))
+    assert planned.values == (0, 2, 4, 5) and planned.rounds == 2
+    took, was = calibration_time_s(planned, token_s), calibration_time_s(before, token_s)
+    assert took is not None and was is not None
+    assert took < 240 / 2 and was > 4 * took, (took, was)  # half the budget left for 8 restarts
+    assert line.endswith("its time known after the first burst (no live time per token), plus 8 restarts")
 
 
 # --- the calibration's own uncertainty ---------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Each decode step drafts k tokens; draft position i is accepted with conditional probability p_i (given
 that every earlier position was accepted); the first rejection ends the step, and the step emits
 accepted + 1 tokens (the bonus / corrected token). Step time grows with the batch and with k, so
-drafting pays off at low load and pays less at high concurrency.
+drafting pays off at low load and pays less at high concurrency; switching speculation on costs a step
+more than any further draft token (a draft forward pass and the rejection sampler), as on real servers.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Behaviour:
     prefill_per_token_s: float
     spec_prefill_overhead: float
     speed: float
+    spec_on_cost_s: float = 0.0  # any k > 0: the cost of speculation being on (with its load term)
     # SGLang topk > 1: the target verifies a tree of num_draft_tokens - 1 drafts; acceptance follows a chain
     # of min(num_steps, num_draft_tokens - 1) positions (the sim does not model what a wider tree gains).
     verify_drafts: int | None = None
@@ -50,6 +52,7 @@ class Behaviour:
             prefill_per_token_s=sim.prefill_ms_per_token / 1000.0,
             spec_prefill_overhead=sim.spec_prefill_overhead,
             speed=sim.speed,
+            spec_on_cost_s=sim.spec_on_cost_ms / 1000.0,
             verify_drafts=tree,
         )
 
@@ -81,7 +84,7 @@ class Behaviour:
             return 0.0
         verified = self.verify_drafts if k is None and self.verify_drafts is not None else drafts
         verify = self.step_per_seq_s * batch * (1.0 + self.verify_cost_per_draft * verified)
-        draft = self.draft_cost_s * drafts * (1.0 + 0.05 * batch)
+        draft = (self.draft_cost_s * drafts + (self.spec_on_cost_s if drafts else 0.0)) * (1.0 + 0.05 * batch)
         return self.step_base_s + verify + draft
 
     def prefill_s(self, computed_tokens: int) -> float:
