@@ -318,3 +318,23 @@ def test_a_real_vllm_calibration_on_a_busy_host_advises_nothing() -> None:
     )
     unsure = advise(REAL_LIVE, 2, 1.0, model.model_copy(update={"replicates": []}))
     assert unsure.better_k == 0  # the bar without the calibration's uncertainty: advice on noise
+
+
+def test_the_sims_step_pays_for_switching_speculation_on_and_its_model_says_so(tmp_path: Path) -> None:
+    """The simulator as real servers are: its first draft token costs more than the next ones, and the
+    model `spectop demo` gives its dashboard has that cost exactly."""
+    from tests.advice.test_advisor_sim import write_config
+    from tui.advice.calibrate import sim_step_cost
+    from tui.sim.behaviour import Behaviour
+    from tui.sim.config import load_sim_config
+
+    config = write_config(tmp_path / "config.toml")  # spec_on_cost_ms = 8
+    behaviour = Behaviour.from_config(load_sim_config(config))
+    steps = [behaviour.decode_step_s(2, k) for k in range(4)]
+    assert steps[1] - steps[0] > 2 * (steps[2] - steps[1]) > 0 and steps[3] - steps[2] == pytest.approx(
+        steps[2] - steps[1]
+    )
+    model = sim_step_cost(config, "http://127.0.0.1:8000")
+    assert model is not None and model.residual < 1e-9 and model.caveat is None
+    on = (0.008 / behaviour.speed, 0.0004 / behaviour.speed)  # the sim runs at twice its modelled speed
+    assert (model.cost.on_s, model.cost.on_seq_s) == pytest.approx(on, rel=1e-6)

@@ -16,9 +16,12 @@ model's own fit error plus the calibration's measurement uncertainty: a 1.02x fr
 off is noise, and so is a 1.10x whose step costs were measured only to ±12%. The uncertainty is the
 spread of the speedup over the model's refits (`StepCostModel.replicates`: the calibration's points
 moved by their standard errors), for the k the advice compares (the best trusted k, or the runner-up
-when the current k is best); `interval_by_k` holds each k's 95% interval of it. An older model without
-refits adds nothing (its uncertainty is unknown, None). `AdviceTracker` raises the alert text once
-another k has stayed better for `sustained_s`.
+when the current k is best); `interval_by_k` holds each k's 95% interval of it, widened by the fit's
+own error. An older model without refits adds nothing (its uncertainty is unknown, None). What cannot
+be predicted well is "unknown" with the reason, never a figure: a model with a caveat (too few points
+for its terms, a fit off its own points) gives no speedups at all, and a k whose interval is wider than
+MAX_INTERVAL has none. `AdviceTracker` raises the alert text once another k has stayed better for
+`sustained_s`.
 """
 
 from __future__ import annotations
