@@ -154,7 +154,7 @@ def test_calibrated_advice_says_k2_then_keep_k4_after_acceptance_rises(
     calibration_file = tmp_path / "calibration.json"
     calibrated = spectop(
         "tune", str(advisor_sim.config), "--endpoint", advisor_sim.url, "--restart-command", command,
-        "--calibrate", "--max-tokens", "48", "--requests", "12", "--no-history",
+        "--calibrate", "--requests", "12", "--no-history",
         "--json", str(calibration_file), env=env,
     )  # fmt: skip
     assert calibrated.returncode == 0, calibrated.stderr
@@ -179,7 +179,7 @@ def test_calibrated_advice_says_k2_then_keep_k4_after_acceptance_rises(
     sweep_file = tmp_path / "sweep.json"
     swept = spectop(
         "tune", str(advisor_sim.config), "--endpoint", advisor_sim.url, "--restart-command", command,
-        "--values", "2,3,4", "--concurrency", "1", "--max-tokens", "48", "--requests", "12",
+        "--values", "2,3,4", "--concurrency", "1", "--max-tokens", "32", "--requests", "12",
         "--rounds", "3", "--no-history", "--json", str(sweep_file), env=env,
     )  # fmt: skip
     assert swept.returncode == 0, swept.stderr
