@@ -338,3 +338,12 @@ def test_the_sims_step_pays_for_switching_speculation_on_and_its_model_says_so(t
     assert model is not None and model.residual < 1e-9 and model.caveat is None
     on = (0.008 / behaviour.speed, 0.0004 / behaviour.speed)  # the sim runs at twice its modelled speed
     assert (model.cost.on_s, model.cost.on_seq_s) == pytest.approx(on, rel=1e-6)
+
+
+def test_the_fit_error_widens_each_ks_interval_but_the_current_ks() -> None:
+    model = calibrated(drift=0.005, jitter=0.005)
+    exact = advise(LIVE, 3, 1.0, model.model_copy(update={"residual": 0.0}))
+    off = advise(LIVE, 3, 1.0, model.model_copy(update={"residual": 0.1}))
+    low, high = exact.interval_by_k[2]
+    assert off.interval_by_k[2] == pytest.approx((low / 1.1, high * 1.1))
+    assert off.interval_by_k[3] == exact.interval_by_k[3]

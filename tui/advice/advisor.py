@@ -232,7 +232,8 @@ def advise(
         ratio = model.speed_ratio_interval(k, current_k, concurrency)
         if value is not None and ratio is not None and current_length is not None:
             scale = lengths[k] / current_length
-            intervals[k] = (ratio[0] * scale / widen, ratio[1] * scale * widen)
+            stretch = 1.0 if k == current_k else widen  # the current k over itself is exactly 1
+            intervals[k] = (ratio[0] * scale / stretch, ratio[1] * scale * stretch)
     wide = [k for k, (a, b) in intervals.items() if k != current_k and not (a > 0 and b / a <= MAX_INTERVAL)]
     for k in wide:  # a figure that could be anything within that interval is no figure
         speedups[k] = None
