@@ -347,3 +347,11 @@ def test_the_fit_error_widens_each_ks_interval_but_the_current_ks() -> None:
     low, high = exact.interval_by_k[2]
     assert off.interval_by_k[2] == pytest.approx((low / 1.1, high * 1.1))
     assert off.interval_by_k[3] == exact.interval_by_k[3]
+
+
+def test_the_kept_line_names_the_cost_of_switching_speculation_on(tmp_path: Path) -> None:
+    from tui.advice.calibrate import keep_calibration
+
+    calibration = Calibration("127.0.0.1:8000", "m", "s", "speculative.num_speculative_tokens", 3, 0.0, True)
+    line = keep_calibration(calibration_result(0.005, 0.005), calibration, None, tmp_path / "stepcost.json")
+    assert line.startswith("step-cost model kept in ") and " + on (" in line, line

@@ -371,6 +371,7 @@ def fit_and_keep(
     return model, (
         f"step-cost model kept in {where}: step {fmt_latency(cost.base_s)}"
         f" + {fmt_latency(cost.per_seq_s)}/seq"
+        f" + on ({fmt_latency(cost.on_s)} + {fmt_latency(cost.on_seq_s)}/seq)"
         f" + k·({fmt_latency(cost.per_draft_s)} + {fmt_latency(cost.per_draft_seq_s)}/seq){scope}, "
         f"fit within {fmt_rate(model.residual)}{measured}"
     )
