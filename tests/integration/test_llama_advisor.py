@@ -2,9 +2,10 @@
 
 `spectop tune --calibrate --key draft.max` fits the step cost of the noisy-draft server; `spectop snapshot`
 under steady traffic (one request after another, concurrency 1) gives the advice from the live window;
-a sweep of the same server at the same load (draft max 4, the file's, as baseline) measures what the
-advice predicts. The prediction must fall within the sweep's 95% interval (widened by the model's own
-fit error).
+a sweep of the same server at the same load over three rounds (restarts; draft max 4, the file's, as
+baseline) measures what the advice predicts. The prediction's interval must meet the sweep's 95%
+interval, neither widened (a plain key: 0 is no speculation-off point, so the model's cost of switching
+speculation on is part of its base).
 """
 
 from __future__ import annotations
@@ -40,7 +41,17 @@ def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
 ) -> None:
     launch, log_file, url, restart = tuned_server
     original = launch.read_bytes()
-    calibrate = ("--calibrate", "--values", "1,2,3,4", "--concurrency", "1,2", "--requests", "8")
+    calibrate = (
+        "--calibrate",
+        "--values",
+        "1,2,3,4",
+        "--concurrency",
+        "1,2",
+        "--requests",
+        "8",
+        "--rounds",
+        "3",
+    )
     said = _tune(launch, url, restart, log_file, tmp_path, *calibrate)
     assert "step-cost model kept" in said, said
     assert launch.read_bytes() == original
@@ -50,14 +61,31 @@ def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
     advice = json_lines(snapshot.stdout)[0]["advice"]
     assert advice["current_k"] == ORIGINAL and str(advice["basis"]).startswith("tune "), advice
     report = tmp_path / "sweep.json"
-    sweep = ("--values", "1,2,4", "--concurrency", "1", "--requests", "12", "--json", str(report))
+    sweep = (
+        "--values",
+        "1,2,4",
+        "--concurrency",
+        "1",
+        "--requests",
+        "12",
+        "--rounds",
+        "3",
+        "--json",
+        str(report),
+    )
     _tune(launch, url, restart, log_file, tmp_path, *sweep)
     cells = {o["value"]: o["cells"][0] for o in json.loads(report.read_text())["outcomes"]}
-    tolerance = 1.0 + advice["threshold"] - 0.05  # the model's fit error and its calibration's uncertainty
-    rows = []
-    for k in (1, 2):
-        low, high = cells[k]["speedup_ci95"]
-        rows.append((k, advice["speedup_by_k"][str(k)], cells[k]["speedup"], low, high))
-    print("llama.cpp advisor vs sweep (k, predicted, measured, 95% CI):", rows, advice)
-    for _, predicted, _, low, high in rows:
-        assert low / tolerance <= predicted <= high * tolerance, rows
+    rows = {
+        k: (advice["speedup_by_k"][str(k)], advice["interval_by_k"].get(str(k)), cells[k]["speedup"],
+            cells[k]["speedup_ci95"])
+        for k in (1, 2)
+    }  # fmt: skip
+    print("llama.cpp advisor vs sweep {k: (predicted, its interval, measured, 95% CI over 3 rounds)}:", rows)
+    print("advice", advice)
+    known = {k: row for k, row in rows.items() if row[0] is not None}
+    assert known, advice  # a number for one k at least
+    for _, interval, _, (low, high) in known.values():
+        assert interval is not None and interval[1] / interval[0] <= 1.6, rows
+        assert interval[0] <= high and low <= interval[1], rows  # they meet, neither widened
+    for k in rows.keys() - known.keys():  # unknown, with the reason
+        assert f"k={k}" in advice["note"] and "unknown" in advice["note"], advice

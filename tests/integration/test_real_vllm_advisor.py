@@ -1,37 +1,36 @@
 """The what-if advisor against a sweep of a real vLLM (CPU build, the tiny model with the noisy draft, k=2).
 
 `spectop tune --calibrate` fits the step cost with spectop's own choices (k=0,1,2,3: speculation off
-included, since a vLLM file can switch it off; two rounds) at concurrency 1; `spectop snapshot` under
-steady traffic (one request after another) gives the advice from the live window; a sweep of the same
-server at the same load (k=1,2,3, the file's k=2 as baseline) measures what the advice predicts.
+included, since a vLLM file can switch it off, so the model has the cost of switching speculation on; three
+rounds: this shared host moves a burst by tens of percent) at concurrency 1; `spectop snapshot` under steady
+traffic (one request after another, the sweep's own prompts) gives the advice from the live window; a sweep
+of the same server at the same load over three rounds (restarts: its interval holds what moves a whole
+burst; k=1,2,3, the file's k=2 as baseline) measures what the advice predicts.
 
-Asserted, per k of the sweep: the prediction's interval (the calibration's own, from the model's
-refits), widened by the model's fit error, meets the sweep's 95% interval widened by the restart-to-restart
-spread the calibration measured on this host (the sweep's interval resamples the requests of one burst: what
-moves a whole burst, a restart's own speed or the host stalling two of its 16 requests threefold, as seen in
-a local run, is not in it, and one round of a sweep cannot measure it); for k=1 (a smaller k: its
-length is observed in the live window) with the advice's own figure, and for every swept k with the
-sweep's own lengths (k=3's live length is extrapolated: that is the length's guess, not the step
-cost's). And the advice never advises a k on noise: a k it advises is one the sweep finds significantly
-faster than k=2. The figures are printed (tests/bench/README.md quotes them).
+Asserted, unwidened (issue 36): k=1's predicted speedup is a number, within 15% of the measured one, its
+interval no wider than 1.6x end to end and meeting the sweep's 95% interval; a k the advice advises is one
+the sweep finds significantly faster. The figures are printed (README quotes them).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from llama_spectop import json_lines, run_spectop
 from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
-from vllm_workload import steady_load
+from vllm_workload import MODEL
 
 from tui.advice.stepcost import StepCostModel, load_models
+from tui.bench.prompts import load_prompt_set
 
 K = 2  # the file's
 MAX_TOKENS = 64  # a burst of a few seconds: a busy host's time slices average out within it
@@ -72,25 +71,30 @@ def _kept_model(home: Path) -> StepCostModel:
     return model
 
 
-def _widened(interval: tuple[float, float], error: float) -> tuple[float, float]:
-    return interval[0] / (1.0 + error), interval[1] * (1.0 + error)
+@contextmanager
+def sweep_traffic(url: str) -> Iterator[list[int]]:
+    """One chat request after another with the sweep's own prompts (built-in), until the block ends."""
+    prompts = load_prompt_set("mixed").prompts
+    stop, sent = threading.Event(), [0]
 
+    def work() -> None:
+        index = 0
+        while not stop.is_set():
+            body = {
+                "model": MODEL, "messages": prompts[index % len(prompts)].chat_messages(),
+                "max_tokens": MAX_TOKENS, "temperature": 0,
+            }  # fmt: skip
+            httpx.post(url + "/v1/chat/completions", json=body, timeout=600).raise_for_status()
+            sent[0] += 1
+            index += 1
 
-def _restart_spread(model: StepCostModel) -> float:
-    """t x the host's burst-to-burst standard deviation of the log step time, as the calibration measured
-    it (each point's spread is exp(t x sd / sqrt(bursts)) - 1)."""
-    spreads = [math.log1p(p.spread) * math.sqrt(p.rounds) for p in model.points if p.spread and p.rounds]
-    assert spreads, model.points
-    return max(spreads)
-
-
-def _sweep_interval(cells: dict[int, Any], k: int, spread: float) -> tuple[float, float]:
-    """The sweep's 95% interval of k over K, widened by the restarts' own spread: k's bursts and K's
-    bursts each carry one draw of it per restart."""
-    low, high = cells[k]["speedup_ci95"]
-    bursts = len(cells[k]["runs"]), len(cells[K]["runs"])
-    factor = math.exp(spread * math.sqrt(1 / bursts[0] + 1 / bursts[1]))
-    return low / factor, high * factor
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    try:
+        yield sent
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _meets(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -100,59 +104,49 @@ def _meets(a: tuple[float, float], b: tuple[float, float]) -> bool:
 def test_the_advice_on_k_matches_a_sweep_of_the_same_vllm(managed: ManagedVllm, tmp_path: Path) -> None:
     original = managed.config.read_bytes()
     calibration_file = tmp_path / "calibration.json"
-    said = _tune(managed, tmp_path, "--calibrate", "--json", str(calibration_file))
-    assert "k=0,1,2,3 at concurrency 1, 2 rounds" in said, said  # spectop's own choice of values
+    said = _tune(managed, tmp_path, "--calibrate", "--rounds", "3", "--json", str(calibration_file))
+    assert "k=0,1,2,3 at concurrency 1, 3 rounds" in said, said  # spectop's own choice of values
     assert "step-cost model kept" in said, said
     assert managed.config.read_bytes() == original
     model = _kept_model(tmp_path)
     calibration = json.loads(calibration_file.read_text())
-    assert calibration["rounds_run"] == 2 and calibration["baseline_value"] == 0, calibration["stop_reason"]
+    assert calibration["rounds_run"] == 3 and calibration["baseline_value"] == 0, calibration["stop_reason"]
     assert model.k_range == (0, 3) and [p.k for p in model.points] == [0, 1, 2, 3]
-    assert all(p.rounds and p.rounds >= 2 and p.spread is not None for p in model.points), model.points
     assert len(model.replicates) >= 50
-    assert calibration["requests"] == 16
 
-    with steady_load([managed.url], concurrency=1, max_tokens=MAX_TOKENS) as loads:
+    with sweep_traffic(managed.url) as sent:
         snapshot = run_spectop(
             ["snapshot", managed.url, "--window", str(WINDOW_S), "--json"], tmp_path, timeout_s=RUN_GUARD_S
         )
     assert snapshot.returncode == 0, snapshot.stderr
-    assert loads[0].sent > 0 and not loads[0].errors, loads[0].errors
+    assert sent[0] > 0
     advice: dict[str, Any] = json_lines(snapshot.stdout)[0]["advice"]
     assert advice["current_k"] == K and str(advice["basis"]).startswith("tune "), advice
 
     report = tmp_path / "sweep.json"
-    _tune(managed, tmp_path, "--values", "1,2,3", "--requests", str(SWEEP_REQUESTS), "--json", str(report))
+    _tune(
+        managed, tmp_path, "--values", "1,2,3", "--requests", str(SWEEP_REQUESTS), "--rounds", "3",
+        "--json", str(report),
+    )  # fmt: skip
     sweep = json.loads(report.read_text())
-    assert sweep["baseline_value"] == K
+    assert sweep["baseline_value"] == K and sweep["rounds_run"] == 3
     cells = {o["value"]: o["cells"][0] for o in sweep["outcomes"]}
-
-    error = model.residual  # the model's own fit error; the calibration's uncertainty is in the intervals
-    concurrency = advice["load"] if advice["load"] and advice["load"] >= 1 else 1.0
-    spread = _restart_spread(model)
-    rows = []
-    for k in (1, 3):
-        measured, ci = cells[k]["speedup"], _sweep_interval(cells, k, spread)
-        # the step-cost model with the sweep's own lengths: what the calibration is about
-        lengths = cells[k]["mean_acceptance_length"] / cells[K]["mean_acceptance_length"]
-        cost = model.step_s(K, concurrency) / model.step_s(k, concurrency)
-        ratio = model.speed_ratio_interval(k, K, concurrency)
-        assert ratio is not None
-        modelled = (ratio[0] * lengths, ratio[1] * lengths)
-        live = advice["speedup_by_k"][str(k)], tuple(advice["interval_by_k"][str(k)])
-        rows.append((k, live[0], live[1], cost * lengths, modelled, measured, ci))
+    rows = {
+        k: (advice["speedup_by_k"].get(str(k)), advice["interval_by_k"].get(str(k)), cells[k]["speedup"],
+            cells[k]["speedup_ci95"])
+        for k in (1, 3)
+    }  # fmt: skip
     print(
-        "vLLM advisor vs sweep (k, advice, its interval, model with the sweep's lengths, its interval, "
-        "measured, 95% CI with the bursts' spread):", rows, "model", model.cost, "fit error", error,
-        "burst spread (t x sd of log step)", spread,
-        "sweep's own CIs", {k: cells[k]["speedup_ci95"] for k in (1, 3)},
+        "vLLM advisor vs sweep {k: (predicted, its interval, measured, 95% CI over 3 rounds)}:", rows,
+        "model", model.cost, "fit error", model.residual, "caveat", model.caveat,
         "points", [(p.k, round(p.step_s * 1000, 3), p.spread) for p in model.points],
         "advice", advice, "load average", os.getloadavg(),
     )  # fmt: skip
-    for k, _, live_interval, _, modelled, _, ci in rows:
-        assert _meets(_widened(modelled, error), ci), (k, rows)
-        if k < K:  # its length was observed in the live window
-            assert _meets(_widened(live_interval, error), ci), (k, rows)
+    predicted, interval, measured, ci = rows[1]
+    assert predicted is not None and interval is not None, advice  # a number, not "unknown"
+    assert abs(predicted / measured - 1.0) <= 0.15, rows
+    assert interval[1] / interval[0] <= 1.6, rows
+    assert _meets(tuple(interval), tuple(ci)), rows
     better = advice["better_k"]
     if better == 0:  # speculation off: the calibration measured k=2 over it (its baseline)
         off = next(o["cells"][0] for o in calibration["outcomes"] if o["value"] == K)

@@ -16,9 +16,12 @@ model's own fit error plus the calibration's measurement uncertainty: a 1.02x fr
 off is noise, and so is a 1.10x whose step costs were measured only to ±12%. The uncertainty is the
 spread of the speedup over the model's refits (`StepCostModel.replicates`: the calibration's points
 moved by their standard errors), for the k the advice compares (the best trusted k, or the runner-up
-when the current k is best); `interval_by_k` holds each k's 95% interval of it. An older model without
-refits adds nothing (its uncertainty is unknown, None). `AdviceTracker` raises the alert text once
-another k has stayed better for `sustained_s`.
+when the current k is best); `interval_by_k` holds each k's 95% interval of it, widened by the fit's
+own error. An older model without refits adds nothing (its uncertainty is unknown, None). What cannot
+be predicted well is "unknown" with the reason, never a figure: a model with a caveat (too few points
+for its terms, a fit off its own points) gives no speedups at all, and a k whose interval is wider than
+MAX_INTERVAL has none. `AdviceTracker` raises the alert text once another k has stayed better for
+`sustained_s`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from tui.advice.stepcost import StepCostModel
 from tui.format import fmt_count, fmt_duration, fmt_rate, fmt_times, fmt_times_interval
 
 DEFAULT_MARGIN = 0.05  # another k must be this much faster (plus the model's error) to be advised
+MAX_INTERVAL = 1.6  # a speedup known only within a wider interval (high / low) is unknown, not a figure
 EXTRAPOLATE = 2  # k' above the current k that are extrapolated
 CALIBRATE_HINT = "spectop tune CONFIG --endpoint URL --restart-command CMD --calibrate"
 CALIBRATE_KEYS = "T, then c on the tune screen"  # the same calibration from the dashboard
@@ -114,7 +118,7 @@ class Advice:
         if others:
             value, k = max(others)
             return f"{head} · best (k={k} ~{fmt_times(value)}, guess)"
-        return f"{head} · best"
+        return f"{head} · {self.note}" if self.note else f"{head} · best"  # no other k known: why
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -191,6 +195,16 @@ def advise(
             load=load,
             threshold=threshold,
         )
+    if model.caveat is not None:
+        return Advice(
+            current_k,
+            length_by_k=dict(sorted(lengths.items())),
+            extrapolated=extrapolated,
+            basis=model.basis(),
+            note=f"step cost unknown: {model.caveat}",
+            load=load,
+            threshold=threshold,
+        )
     concurrency = load if load is not None and load >= 1 else 1.0
     low, high = model.k_range
     candidates = [k for k in sorted(lengths) if k >= 1 or low == 0]
@@ -216,18 +230,29 @@ def advise(
             speedups[k] = None
             continue
         speedups[k] = (lengths[k] / cost) / (current_length / current_cost)
+    intervals = {}
+    widen = 1.0 + model.residual  # the fit's own error at its points: a prediction may be that far off
+    for k, value in speedups.items():
+        ratio = model.speed_ratio_interval(k, current_k, concurrency)
+        if value is not None and ratio is not None and current_length is not None:
+            scale = lengths[k] / current_length
+            stretch = 1.0 if k == current_k else widen  # the current k over itself is exactly 1
+            intervals[k] = (ratio[0] * scale / stretch, ratio[1] * scale * stretch)
+    wide = [k for k, (a, b) in intervals.items() if k != current_k and not (a > 0 and b / a <= MAX_INTERVAL)]
+    for k in wide:  # a figure that could be anything within that interval is no figure
+        speedups[k] = None
+        del intervals[k]
+    if wide:
+        notes.append(
+            f"k={','.join(map(str, wide))} unknown: the calibration's interval is wider than "
+            f"{fmt_times(MAX_INTERVAL)} (calibrate with more rounds)"
+        )
     trusted = [
         (value, -k)
         for k, value in speedups.items()
         if value is not None and k not in outside and k not in extrapolated
     ]
     best = -max(trusted)[1] if trusted else None
-    intervals = {}
-    for k, value in speedups.items():
-        ratio = model.speed_ratio_interval(k, current_k, concurrency)
-        if value is not None and ratio is not None and current_length is not None:
-            scale = lengths[k] / current_length
-            intervals[k] = (ratio[0] * scale, ratio[1] * scale)
     uncertainty = _uncertainty(speedups, intervals, trusted, best, current_k)
     if uncertainty is not None:
         threshold += uncertainty

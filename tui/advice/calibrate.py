@@ -28,6 +28,7 @@ from tui.advice.stepcost import (
     CostPoint,
     StepCostError,
     StepCostModel,
+    caveat,
     config_facts,
     endpoint_key,
     fit,
@@ -35,7 +36,7 @@ from tui.advice.stepcost import (
 )
 from tui.bench.stats import pooled_rate
 from tui.configs.editing import open_config_async
-from tui.format import fmt_count, fmt_latency, fmt_rate
+from tui.format import fmt_count, fmt_duration, fmt_latency, fmt_rate
 from tui.sim.behaviour import Behaviour
 from tui.sim.config import SimConfigError, load_sim_config
 from tui.telemetry.scraper import scrape_metrics
@@ -43,6 +44,7 @@ from tui.tune.result import CellRun, TuneCell, TuneResult
 from tui.tune.runner import TuneOptions, client_or_own
 
 CALIBRATION_REQUESTS = 16
+CALIBRATION_MAX_TOKENS = 32  # the step time is what is measured: a short request measures it as well
 CALIBRATION_ROUNDS = 2  # at least: a point measured once shows nothing of the host's drift
 RESAMPLES = 200  # refits of the model on replicates of its points
 KEPT_REPLICATES = 100  # of them kept with the model (the advisor's intervals)
@@ -59,11 +61,15 @@ MAX_LOAD = 64
 
 def calibration_values(current_k: int | None, zero_is_off: bool = False) -> tuple[int, ...]:
     """A few k around the file's own: k-2 .. k+1, at least three values, from 1 up; and 0 first where
-    value 0 is speculation off (its length is exactly 1: it pins the intercept)."""
+    value 0 is speculation off (its length is exactly 1: it pins the intercept and the cost of switching
+    on). With 0 the step is a line in k >= 1, so three values above 0 (k-2, k, k+1) fit it and check it:
+    a fourth would cost a restart and its bursts for nothing the model needs."""
     k = current_k if current_k and current_k > 0 else 2
     values = list(range(max(1, k - 2), k + 2))
     while len(values) < 3:
         values.append(values[-1] + 1)
+    if zero_is_off and len(values) > 3:
+        values.remove(k - 1)
     return (0, *values) if zero_is_off else tuple(values)
 
 
@@ -75,25 +81,46 @@ def calibration_loads(live_running: float | None) -> tuple[int, ...]:
     return tuple(sorted({1, live, min(MAX_LOAD, 2 * live)}))
 
 
-async def live_running(
-    client: httpx.AsyncClient, metrics_url: str, *, scrapes: int = LIVE_SCRAPES
-) -> float | None:
-    """The mean of the running-requests gauge over a few scrapes (None when the server shows none)."""
+@dataclass(frozen=True)
+class LiveLoad:
+    """What the server does before the calibration: its running requests and time per output token."""
+
+    running: float | None
+    token_s: float | None
+
+
+async def live_load(client: httpx.AsyncClient, metrics_url: str, *, scrapes: int = LIVE_SCRAPES) -> LiveLoad:
+    """The means of the running-requests gauge and of the time per output token over a few scrapes
+    (None where the server shows none)."""
     from tui.telemetry.window import figures_between
 
-    seen: list[float] = []
+    running: list[float] = []
+    token: list[float] = []
     previous = None
     for index in range(scrapes):
         scrape = await scrape_metrics(client, metrics_url, timeout_s=3.0)
         if scrape.up and previous is not None:
-            running = figures_between(previous, scrape).running
-            if running is not None:
-                seen.append(running)
+            figures = figures_between(previous, scrape)
+            if figures.running is not None:
+                running.append(figures.running)
+            if figures.tpot_mean_s is not None and figures.tpot_mean_s > 0:
+                token.append(figures.tpot_mean_s)
         if scrape.up:
             previous = scrape
         if index < scrapes - 1:
             await asyncio.sleep(LIVE_INTERVAL_S)
-    return sum(seen) / len(seen) if seen else None
+    return LiveLoad(
+        sum(running) / len(running) if running else None, sum(token) / len(token) if token else None
+    )
+
+
+def calibration_time_s(options: TuneOptions, token_s: float | None) -> float | None:
+    """The bursts' time, roughly: per round, value and load, the waves of `requests` at that load each
+    `max_tokens` tokens at the live time per token (None when that is unknown; restarts not counted)."""
+    if token_s is None or options.max_tokens is None:
+        return None
+    waves = sum(math.ceil(options.requests / load) for load in options.concurrencies)
+    return options.rounds * len(options.values) * waves * options.max_tokens * token_s
 
 
 @dataclass(frozen=True)
@@ -263,6 +290,7 @@ def model_from_tune(result: TuneResult, calibration: Calibration, source: str | 
         k_range=(min(p.k for p in points), max(p.k for p in points)),
         loads=sorted({p.concurrency for p in points}),
         residual=residual,
+        caveat=caveat(points, load_dependent, residual),
         points=points,
         replicates=replicates,
     )
@@ -286,7 +314,10 @@ async def plan_calibration(
     async with client_or_own(None) as client:
         model = options.model or await served_model(client, options.endpoint)
         calibration = await read_calibration(options.config_file, options.endpoint, options.key, model)
-        running = None if loads_given else await live_running(client, options.resolved_metrics_url)
+        live = await live_load(
+            client, options.resolved_metrics_url, scrapes=2 if loads_given else LIVE_SCRAPES
+        )
+    running = None if loads_given else live.running
     values = (
         options.values if values_given else calibration_values(calibration.current_k, calibration.zero_is_off)
     )
@@ -295,10 +326,18 @@ async def plan_calibration(
     changed = replace(options, values=tuple(values), concurrencies=tuple(loads), rounds=rounds)
     calibration = replace(calibration, background=running or 0.0)
     seen = "no load seen" if running is None else f"{fmt_count(round(running, 1))} running"
+    restarts = rounds * len(values)
+    took = calibration_time_s(changed, live.token_s)
+    time = (
+        f"its time known after the first burst (no live time per token), plus {restarts} restarts"
+        if took is None or live.token_s is None
+        else f"about {fmt_duration(took)} of bursts at the live {fmt_latency(live.token_s)} per token, "
+        f"plus {restarts} restarts"
+    )
     line = (
         f"calibrating the step cost of {calibration.endpoint} ({model or 'model unknown'}): "
         f"k={','.join(map(str, values))} at concurrency {','.join(map(str, loads))}, "
-        f"{rounds} rounds ({seen} live)"
+        f"{rounds} rounds ({seen} live): {time}"
     )
     return changed, calibration, line
 
@@ -332,6 +371,7 @@ def fit_and_keep(
     return model, (
         f"step-cost model kept in {where}: step {fmt_latency(cost.base_s)}"
         f" + {fmt_latency(cost.per_seq_s)}/seq"
+        f" + on ({fmt_latency(cost.on_s)} + {fmt_latency(cost.on_seq_s)}/seq)"
         f" + k·({fmt_latency(cost.per_draft_s)} + {fmt_latency(cost.per_draft_seq_s)}/seq){scope}, "
         f"fit within {fmt_rate(model.residual)}{measured}"
     )

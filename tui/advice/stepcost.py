@@ -4,13 +4,17 @@ A tune point (value k, concurrency c) gives the pooled decode tokens/s of its re
 acceptance length L of the server over the burst (1 with speculation off). Each decode step of a
 request emits L tokens on average, so the step takes T = L / (decode tokens/s). The model is
 
-    T(k, c) = base + per_seq·c + k·(per_draft + per_draft_seq·c)
+    T(k, c) = base + per_seq·c + [k > 0]·(on + on_seq·c) + k·(per_draft + per_draft_seq·c)
 
-(a fixed cost, the batch's verify cost, and per draft token the draft model's and the verifier's
-extra work), fitted by least squares on relative errors with every term >= 0 (each is a cost; on a
-noisy, loaded machine an unconstrained fit can give one a negative value that bends the predictions).
-With one load only, T(k) = base + per_draft·k (the load terms unknown: the model holds at that load).
-The model's relative residual says how far its predictions can be trusted.
+(a fixed cost, the batch's verify cost, the cost of speculation being on at all (the draft model's
+forward pass, the rejection sampler: real servers pay more to switch it on than for any further draft
+token; a vLLM measured 1.2, 2.4, 3.4, 3.9 ms at k = 0..3), and per draft token the draft's and the
+verifier's extra work), fitted by least squares on relative errors with every term >= 0 (each is a
+cost; on a noisy, loaded machine an unconstrained fit can give one a negative value that bends the
+predictions). The on-terms need k = 0 points (without them `on` is part of `base`: the model holds for
+k >= 1); with one load only the load terms are unknown (the model holds at that load). `caveat` says
+why a model cannot predict (too few points for its terms, a residual too wide); the advisor then says
+"unknown" with it. The model's relative residual says how far its predictions can be trusted.
 
 A calibration also says how far its own measurements can be trusted: `replicates` are the model fitted
 again on replicates of the calibration's points (each point's step time moved by a Student-t draw of its
@@ -41,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tui.bench.stats import percentile_interval
 from tui.configs.atomic import file_lock, write_file
 from tui.configs.errors import ConfigError
+from tui.format import fmt_rate
 from tui.paths import step_cost_file
 
 if TYPE_CHECKING:  # tomlkit and the config kinds: for the tuner, not for the dashboard's first frame
@@ -80,10 +85,12 @@ class CostPoint(BaseModel):
 
 
 class StepCost(BaseModel):
-    """T(k, c) = base + per_seq·c + k·(per_draft + per_draft_seq·c), in seconds."""
+    """T(k, c) = base + per_seq·c + [k > 0]·(on + on_seq·c) + k·(per_draft + per_draft_seq·c), in s."""
 
     base_s: float
     per_seq_s: float = 0.0
+    on_s: float = 0.0  # speculation on at all (0 in models fitted before it was a term)
+    on_seq_s: float = 0.0
     per_draft_s: float
     per_draft_seq_s: float = 0.0
 
@@ -92,6 +99,7 @@ class StepCost(BaseModel):
         value = (
             self.base_s
             + self.per_seq_s * concurrency
+            + (self.on_s + self.on_seq_s * concurrency if k > 0 else 0.0)
             + k * (self.per_draft_s + self.per_draft_seq_s * concurrency)
         )
         return value if value > 0 and math.isfinite(value) else None
@@ -111,6 +119,9 @@ class StepCostModel(BaseModel):
     k_range: tuple[int, int]
     loads: list[float]
     residual: float = Field(ge=0, description="largest relative error of the fit over its points")
+    caveat: str | None = Field(
+        None, description="why the model cannot predict (too few points for its terms, a wide residual)"
+    )
     points: list[CostPoint]
     replicates: list[StepCost] = Field(
         default_factory=list,
@@ -200,7 +211,7 @@ def _nonnegative_least_squares(features: list[list[float]], targets: list[float]
     """Relative least squares with every coefficient >= 0 (each is a cost: a negative one is noise that
     would bend predictions away from the points), exactly: the constrained optimum is the unconstrained
     fit on its own support, so the best of the non-negative fits over every subset of the columns is it
-    (15 for the 4 terms). None when no subset gives a fit."""
+    (63 for the 6 terms). None when no subset gives a fit."""
     width = len(features[0])
     best: tuple[float, list[float]] | None = None
     for mask in range(1, 1 << width):
@@ -221,18 +232,48 @@ def _usable(points: Sequence[CostPoint]) -> list[CostPoint]:
     return [point for point in points if math.isfinite(point.step_s) and point.step_s > 0]
 
 
+# the terms' names, in the order of StepCost's fields
+TERMS = ("base_s", "per_seq_s", "on_s", "on_seq_s", "per_draft_s", "per_draft_seq_s")
+MAX_RESIDUAL = 0.15  # a fit further off than this at one of its own points: the step is not this shape
+
+
+def _terms(usable: Sequence[CostPoint], load_dependent: bool) -> list[str]:
+    """The terms the points can fit: the load terms with two loads or more, the on-terms with k = 0
+    measured beside k > 0 (without k = 0 the cost of switching on is part of `base`)."""
+    ks = {point.k for point in usable}
+    switched = 0 in ks and len(ks) >= 2
+    return [
+        term
+        for term in TERMS
+        if (load_dependent or not term.endswith("seq_s")) and (switched or not term.startswith("on"))
+    ]
+
+
+def _feature(term: str, point: CostPoint) -> float:
+    on = 1.0 if point.k > 0 else 0.0
+    return {
+        "base_s": 1.0,
+        "per_seq_s": point.concurrency,
+        "on_s": on,
+        "on_seq_s": on * point.concurrency,
+        "per_draft_s": float(point.k),
+        "per_draft_seq_s": point.k * point.concurrency,
+    }[term]
+
+
 def _fit_cost(usable: Sequence[CostPoint], load_dependent: bool) -> StepCost | None:
-    """The fit of the load-dependent form (all four terms) or of T(k) = base + per_draft·k alone."""
-    targets = [point.step_s for point in usable]
-    if load_dependent:
-        features = [[1.0, p.concurrency, p.k, p.k * p.concurrency] for p in usable]
-        solved = _nonnegative_least_squares(features, targets)
-        if solved is None:
-            return None
-        base, per_seq, per_draft, per_draft_seq = solved
-        return StepCost(base_s=base, per_seq_s=per_seq, per_draft_s=per_draft, per_draft_seq_s=per_draft_seq)
-    solved = _nonnegative_least_squares([[1.0, p.k] for p in usable], targets)
-    return None if solved is None else StepCost(base_s=solved[0], per_draft_s=solved[1])
+    """The fit of the load-dependent form (every term) or of the terms at one load alone."""
+    terms = _terms(usable, load_dependent)
+    features = [[_feature(term, point) for term in terms] for point in usable]
+    solved = _nonnegative_least_squares(features, [point.step_s for point in usable])
+    if solved is None:
+        return None
+    return StepCost.model_validate({"per_draft_s": 0.0, **dict(zip(terms, solved, strict=True))})
+
+
+def _dependent(usable: Sequence[CostPoint]) -> bool:
+    """Two loads or more, and at least as many points as the load-dependent form has terms."""
+    return len({p.concurrency for p in usable}) >= 2 and len(usable) >= len(_terms(usable, True))
 
 
 def fit(points: Sequence[CostPoint]) -> tuple[StepCost, bool, float]:
@@ -240,13 +281,12 @@ def fit(points: Sequence[CostPoint]) -> tuple[StepCost, bool, float]:
     the points cannot give one (fewer than two values of k)."""
     usable = _usable(points)
     ks = {point.k for point in usable}
-    loads = {point.concurrency for point in usable}
     if len(ks) < 2:
         raise StepCostError(
             f"a step-cost model needs two values of k or more; measured: {sorted(ks) or 'none'}"
         )
     cost: StepCost | None = None
-    if len(loads) >= 2 and len(usable) >= 4:
+    if _dependent(usable):
         cost = _fit_cost(usable, True)
     load_dependent = cost is not None
     if cost is None:
@@ -264,6 +304,27 @@ def fit(points: Sequence[CostPoint]) -> tuple[StepCost, bool, float]:
     return cost, load_dependent, residual
 
 
+def caveat(points: Sequence[CostPoint], load_dependent: bool, residual: float) -> str | None:
+    """Why a fitted model cannot predict, in words (None: it can): k = 0 with a single k > 0 (the cost of
+    switching speculation on and the per-draft cost are one number then), fewer points than terms, or a
+    residual above MAX_RESIDUAL."""
+    usable = _usable(points)
+    drafted = sorted({point.k for point in usable if point.k > 0})
+    if 0 in {point.k for point in usable} and len(drafted) < 2:
+        return (
+            f"k=0 and k={drafted[0]} only: the cost of switching speculation on cannot be told from "
+            "the cost per draft token (calibrate two values of k above 0)"
+        )
+    cells = {(point.k, point.concurrency) for point in usable}
+    terms = len(_terms(usable, load_dependent))
+    if len(cells) < terms:
+        return f"{len(cells)} measured points for {terms} step-cost terms"
+    if residual > MAX_RESIDUAL:
+        limit = fmt_rate(MAX_RESIDUAL)
+        return f"the step-cost fit is {fmt_rate(residual)} off at its own points (above {limit})"
+    return None
+
+
 def fit_replicates(resampled: Sequence[Sequence[CostPoint]], load_dependent: bool) -> list[StepCost]:
     """The same form of the model fitted on each resample of the points (a resample that gives no fit,
     or fewer than two values of k, is left out)."""
@@ -272,8 +333,7 @@ def fit_replicates(resampled: Sequence[Sequence[CostPoint]], load_dependent: boo
         usable = _usable(points)
         if len({point.k for point in usable}) < 2:
             continue
-        dependent = load_dependent and len({p.concurrency for p in usable}) >= 2 and len(usable) >= 4
-        cost = _fit_cost(usable, dependent)
+        cost = _fit_cost(usable, load_dependent and _dependent(usable))
         if cost is not None:
             fits.append(cost)
     return fits

@@ -79,7 +79,7 @@ TUNE_OPTIONS: list[Option] = [
         "speculation stops paying (--apply writes the first length's answer: no engine takes one by context)",
         metavar="LIST",
     ),
-    option("--max-tokens", "default 128", type=int, default=128, metavar="M"),
+    option("--max-tokens", "default 128 (32 with --calibrate)", type=int, metavar="M"),
     option("--seed", "sampling seed (default 0)", type=int, default=0, metavar="S"),
     MODEL,
     API_KEY_ENV,
@@ -105,8 +105,9 @@ TUNE_OPTIONS: list[Option] = [
     option(
         "--calibrate",
         "a short sweep for the live advisor's step-cost model: k around the file's own, at the loads "
-        "seen live (unless --values / --concurrency), 16 requests per burst (unless --requests); the fit is "
-        "kept in spectop's data folder (stepcost.json)",
+        "seen live (unless --values / --concurrency), 16 requests of 32 tokens per burst (unless "
+        "--requests / --max-tokens), its time said up front; the fit is kept in spectop's data folder "
+        "(stepcost.json)",
         action="store_true",
     ),
     option("--json", "the whole result", metavar="FILE"),
@@ -184,7 +185,7 @@ def _options(args: argparse.Namespace) -> Any:
         ("--requests", 32 if args.requests is None else args.requests),
         ("--rounds", args.rounds),
         ("--max-rounds", args.max_rounds),
-        ("--max-tokens", args.max_tokens),
+        ("--max-tokens", 128 if args.max_tokens is None else args.max_tokens),
     ):
         if number < 1:
             raise TunePlanError(f"{name}: must be at least 1, got {number}")
@@ -210,6 +211,7 @@ def _options(args: argparse.Namespace) -> Any:
             "values": parse_int_list(args.values or "0,1,2,3,4", "--values", minimum=0),
             "concurrencies": parse_int_list(args.concurrency or "1,8,32", "--concurrency", minimum=1),
             "requests": 32 if args.requests is None else args.requests,
+            "max_tokens": 128 if args.max_tokens is None else args.max_tokens,
             "warmup": max(0, args.warmup),
             "metrics_url": metrics,
             "health_url": health,
@@ -221,10 +223,16 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def _calibration(args: argparse.Namespace, options: Any) -> tuple[Any, Any]:
-    from tui.advice.calibrate import CALIBRATION_REQUESTS, plan_calibration  # lazy: +13% on the first frame
+    from tui.advice.calibrate import (  # lazy: +13% on the first frame
+        CALIBRATION_MAX_TOKENS,
+        CALIBRATION_REQUESTS,
+        plan_calibration,
+    )
 
     if args.requests is None:
         options = replace(options, requests=CALIBRATION_REQUESTS)
+    if args.max_tokens is None:  # the step time is what is measured: short requests measure it as well
+        options = replace(options, max_tokens=CALIBRATION_MAX_TOKENS)
     given = {"values_given": args.values is not None, "loads_given": args.concurrency is not None}
     planned = plan_calibration(options, **given)
     options, calibration, line = asyncio.run(planned)

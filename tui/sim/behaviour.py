@@ -3,8 +3,10 @@
 Each decode step drafts k tokens; draft position i is accepted with conditional probability p_i (given
 that every earlier position was accepted); the first rejection ends the step, and the step emits
 accepted + 1 tokens (the bonus / corrected token). Step time grows with the batch and with k, so
-drafting pays off at low load and pays less at high concurrency. Context works against it too: acceptance
-falls with the prompt's length and every verified token attends to the whole context (`context_s`).
+drafting pays off at low load and pays less at high concurrency; switching speculation on costs a step
+more than any further draft token (a draft forward pass and the rejection sampler), as on real servers.
+Context works against it too: acceptance falls with the prompt's length and every verified token attends to
+the whole context (`context_s`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Behaviour:
     speed: float
     context_half_tokens: float = 0.0  # acceptance halves at this prompt length (0: no fall-off)
     context_s_per_1k: float = 0.0  # step time per 1k context tokens per verified token
+    spec_on_cost_s: float = 0.0  # any k > 0: the cost of speculation being on (with its load term)
     # SGLang topk > 1: the target verifies a tree of num_draft_tokens - 1 drafts; acceptance follows a chain
     # of min(num_steps, num_draft_tokens - 1) positions (the sim does not model what a wider tree gains).
     verify_drafts: int | None = None
@@ -57,6 +60,7 @@ class Behaviour:
             speed=sim.speed,
             context_half_tokens=sim.context_half_tokens,
             context_s_per_1k=sim.context_ms_per_1k / 1000.0,
+            spec_on_cost_s=sim.spec_on_cost_ms / 1000.0,
             verify_drafts=tree,
         )
 
@@ -90,7 +94,7 @@ class Behaviour:
             return 0.0
         verified = self.verify_drafts if k is None and self.verify_drafts is not None else drafts
         verify = self.step_per_seq_s * batch * (1.0 + self.verify_cost_per_draft * verified)
-        draft = self.draft_cost_s * drafts * (1.0 + 0.05 * batch)
+        draft = (self.draft_cost_s * drafts + (self.spec_on_cost_s if drafts else 0.0)) * (1.0 + 0.05 * batch)
         return self.step_base_s + verify + draft
 
     def context_factor(self, prompt_tokens: int) -> float:

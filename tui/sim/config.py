@@ -57,6 +57,9 @@ class SimSection(BaseModel):
     draft_cost_ms: float = Field(
         default=0.25, ge=0.0, description="draft model cost per draft token per step"
     )
+    spec_on_cost_ms: float = Field(
+        default=0.8, ge=0.0, description="step cost of speculation being on at all (any k > 0)"
+    )
     prefill_base_ms: float = Field(default=2.0, ge=0.0)
     prefill_ms_per_token: float = Field(default=0.01, ge=0.0)
     spec_prefill_overhead: float = Field(

@@ -283,7 +283,9 @@ class SimEngine:
             batch = len(decoding) + len(admitted)
             k = self.step_k(batch)
             model_s = self.behaviour.decode_step_s(batch, None if k == self.behaviour.k else k)
-            model_s += self.behaviour.context_s(sum(r.prompt_tokens + r.generated for r in decoding))
+            model_s += self.behaviour.context_s(
+                sum(r.prompt_tokens + r.generated for r in decoding), None if k == self.behaviour.k else k
+            )
             if admitted:
                 model_s += self.behaviour.prefill_s(computed)
             start = time.monotonic()
