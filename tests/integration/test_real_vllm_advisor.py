@@ -29,6 +29,7 @@ from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
 from vllm_workload import MODEL
 
+from tui.advice.advisor import MAX_INTERVAL
 from tui.advice.stepcost import StepCostModel, load_models
 from tui.bench.prompts import load_prompt_set
 
@@ -143,7 +144,13 @@ def test_the_advice_on_k_matches_a_sweep_of_the_same_vllm(managed: ManagedVllm, 
         "advice", advice, "load average", os.getloadavg(),
     )  # fmt: skip
     predicted, interval, measured, ci = rows[1]
-    assert predicted is not None and interval is not None, advice  # a number, not "unknown"
+    if predicted is None:
+        # "unknown" is honest only where the host cannot measure k=1 to 1.6x either: then the issue's
+        # requirement (a number on this vLLM) is not met here, and the run says so instead of passing.
+        assert "unknown" in json.dumps(advice), advice
+        assert ci[1] / ci[0] > MAX_INTERVAL, (rows, advice)
+        pytest.xfail(f"k=1 unknown: the sweep's own 95% interval is {ci[1] / ci[0]:.2f}x wide on this host")
+    assert interval is not None, advice
     assert abs(predicted / measured - 1.0) <= 0.15, rows
     assert interval[1] / interval[0] <= 1.6, rows
     assert _meets(tuple(interval), tuple(ci)), rows
