@@ -15,6 +15,7 @@ from llama_build import LlamaBuildError, ensure_llama_server
 from llama_models import ModelSet, make_models
 from llama_server import LlamaServer
 from vllm_install import VLLM_VERSION, VllmInstallImpossible, cache_dir, ensure_vllm
+from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
 from vllm_models import make_models as make_vllm_models
 from vllm_server import VllmServer, VllmServerError, kill_groups
@@ -141,3 +142,14 @@ def vllm_servers(
         kill_groups([server.process.pid for server in servers.values() if server.process is not None])
         for server in servers.values():
             server.reap()
+
+
+@pytest.fixture
+def managed(vllm_python: Path, vllm_models: VllmModels, tmp_path: Path) -> Iterator[ManagedVllm]:
+    """A vLLM of the test's own (k=2) that spectop may edit and restart; stopped after."""
+    server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=2)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()

@@ -25,8 +25,7 @@ from typing import Any
 import httpx
 import pytest
 from llama_spectop import json_lines, run_spectop
-from vllm_managed import ManagedVllm, make_managed
-from vllm_models import VllmModels
+from vllm_managed import ManagedVllm
 from vllm_workload import MODEL
 
 from tui.advice.advisor import MAX_INTERVAL
@@ -39,16 +38,6 @@ SWEEP_REQUESTS = 16  # as the calibration's own (spectop's default for --calibra
 WINDOW_S = 20
 HEALTH_TIMEOUT_S = 900  # a hung start, not a slow one: vLLM takes 30-90 s on a loaded 2-core machine
 RUN_GUARD_S = HEALTH_TIMEOUT_S * 14  # a hang guard over every restart of a run, never a speed bound
-
-
-@pytest.fixture
-def managed(vllm_python: Path, vllm_models: VllmModels, tmp_path: Path) -> Iterator[ManagedVllm]:
-    server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=K)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
 
 
 def _tune(server: ManagedVllm, home: Path, *extra: str) -> str:

@@ -14,29 +14,15 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-from vllm_managed import ManagedVllm, make_managed, spectop_argv
-from vllm_models import VllmModels
+from vllm_managed import ManagedVllm, spectop_argv
 from vllm_server import log_tail
 from vllm_workload import MODEL, prompt
 
 TABLE = "[[1, 1, 2], [2, 8, 1]]"  # k=2 alone, k=1 from two requests at a time (max_num_seqs = 8)
 MAX_TOKENS = 32
-
-
-@pytest.fixture
-def managed(vllm_python: Path, vllm_models: VllmModels, tmp_path: Path) -> Iterator[ManagedVllm]:
-    server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=2)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
 
 
 def _drafted(url: str, concurrency: int, requests: int, max_tokens: int) -> list[list[int]]:

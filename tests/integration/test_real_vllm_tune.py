@@ -15,7 +15,6 @@ import difflib
 import json
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +28,6 @@ from vllm_workload import RecordingTap, completion, sse_objects
 REQUESTS = 3
 MAX_TOKENS = 24
 HEALTH_TIMEOUT_S = 900  # a hung start, not a slow one: vLLM takes 30-90 s on a loaded 2-core machine
-
-
-@pytest.fixture
-def managed(vllm_python: Path, vllm_models: VllmModels, tmp_path: Path) -> Iterator[ManagedVllm]:
-    server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=2)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
 
 
 def _tune_args(server: ManagedVllm, tap: RecordingTap, values: str, report: Path) -> list[str]:
