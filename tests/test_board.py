@@ -35,15 +35,6 @@ def test_endpoints_first_seen_in_a_recording_are_added_once() -> None:
     assert [endpoint.name for endpoint in board.endpoints] == ["x", "y"]
 
 
-def test_alert_changes_bump_the_version() -> None:
-    board = Board(Settings())
-    before = board.alerts_version
-    board.add_reading(EndpointReading(name="a", time=1.0, up=False))
-    assert board.alerts_version == before + 1
-    board.add_reading(EndpointReading(name="a", time=2.0, up=False))
-    assert board.alerts_version == before + 1
-
-
 def test_board_does_not_import_textual() -> None:
     code = "import sys, tui.board; print(any(m.startswith('textual') for m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

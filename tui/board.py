@@ -84,7 +84,6 @@ class Board:
                 sustained_s=settings.alerts.sustained_s,
             )
         )
-        self.alerts_version = 0  # bumped whenever an alert starts or clears
         self.series = SeriesStore(samples_for(settings.history_s, settings.poll_interval_s))
         self.readings: dict[str, EndpointReading] = {}
         self.logs: dict[str, deque[LogEntry]] = {}
@@ -173,12 +172,10 @@ class Board:
                     series.add(time, figures)
             return Applied(changed=tuple(update.points))
         if isinstance(update, ImbalanceSeen):
-            alerts = self._counted(
-                self.alerts.observe_imbalance(update.endpoint, update.time, update.message)
-            )
+            alerts = self.alerts.observe_imbalance(update.endpoint, update.time, update.message)
             return Applied(changed=(update.endpoint,) if alerts else (), alerts=alerts)
         if isinstance(update, SourceDown):
-            alerts = self._counted(self.alerts.observe_source(update.source, update.time, update.message))
+            alerts = self.alerts.observe_source(update.source, update.time, update.message)
             return Applied(alerts=alerts)
         if isinstance(update, GpusPolled):
             return self.add_gpus(update)
@@ -223,7 +220,7 @@ class Board:
             model = reading.model or (endpoint.model if endpoint else None)
             message = self.advice.observe(reading.name, url, model, figures, reading.up, reading.time)
             changes += self.alerts.observe_advice(reading.name, reading.time, message)
-        return self._counted(changes)
+        return changes
 
     def enable_advice(self, kept: KeptModels, margin: float | None = None) -> None:
         """The advisor on every reading from now on, with the step-cost models read at start."""
@@ -264,11 +261,11 @@ class Board:
         changes: list[Alert] = []
         for event in events:
             changes += self.alerts.observe_log_event(name, time, event)
-        return self._counted(changes)
+        return changes
 
     def end_restart(self, name: str, time: float, ok: bool, detail: str) -> list[Alert]:
         """A planned restart is over; a failed one of an endpoint that is down raises "endpoint down"."""
-        return self._counted(self.alerts.end_restart(name, time, ok, detail))
+        return self.alerts.end_restart(name, time, ok, detail)
 
     # --- GPUs --------------------------------------------------------------------------------------------
 
@@ -287,7 +284,7 @@ class Board:
             condition = memory_high_with_speculation(view.gpus, self.speculation_on(name))
             message = None if condition is None else condition.message
             changes += self.alerts.observe_gpu_memory(name, update.time, message)
-        return Applied(changed=tuple(update.views), alerts=self._counted(changes))
+        return Applied(changed=tuple(update.views), alerts=changes)
 
     def speculation_on(self, name: str) -> bool | None:
         """True once the endpoint's figures showed drafting (acceptance, mean length or per-position
@@ -308,8 +305,3 @@ class Board:
 
     def log_entries(self, name: str) -> list[LogEntry]:
         return list(self.logs.get(name, ()))
-
-    def _counted(self, changes: list[Alert]) -> list[Alert]:
-        if changes:
-            self.alerts_version += 1
-        return changes

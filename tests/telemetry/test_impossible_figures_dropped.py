@@ -5,6 +5,8 @@ is unknown with a note saying why."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from test_window_real_conditions import LABELS, scrape, vllm_page
 
@@ -59,6 +61,13 @@ def test_possible_figures_are_kept() -> None:
     assert drop_impossible(figures) == 0 and figures.notes == {}
 
 
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("name", ["acceptance_rate", "mean_acceptance_length", "kv_cache_usage", "running"])
+def test_nan_and_the_infinities_are_dropped(name: str, value: float) -> None:
+    figures = Figures.model_validate({name: value, "per_position_acceptance": [0.5, 0.5]})
+    assert drop_impossible(figures) == 1 and getattr(figures, name) is None
+
+
 def test_after_a_change_of_k_per_position_says_why_it_is_unknown() -> None:
     family = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {v}\n'
 
@@ -73,36 +82,3 @@ def test_after_a_change_of_k_per_position_says_why_it_is_unknown() -> None:
     figures = window.figures()
     assert figures.per_position_acceptance is None
     assert "draft positions changed (k 2 → 4)" in figures.notes["per_position_acceptance"]
-
-
-_ODD = [None, 0.0, 0.5, 1.0, 1.2, 3.0, -0.1, float("nan"), float("inf"), float("-inf"), 1e9]
-
-
-def test_the_quick_check_passes_exactly_the_figures_no_rule_drops() -> None:
-    """`drop_impossible` first checks that nothing is to drop (the usual case): that check must pass
-    exactly what the rules would all keep, NaN and the infinities included."""
-    import itertools
-    import random
-
-    from tui.telemetry.plausible_figures import _all_possible, _drop_by_the_rules
-
-    chooser = random.Random(20)
-    names = ["acceptance_rate", "kv_cache_usage", "prefix_cache_hit_rate", "generation_tokens_per_s",
-             "ttft_p95_s", "running", "waiting", "mean_acceptance_length"]  # fmt: skip
-    cases = []
-    for name, value in itertools.product(names, _ODD):
-        cases.append({name: value})
-    for _ in range(3000):
-        values = {name: chooser.choice(_ODD) for name in chooser.sample(names, 3)}
-        if chooser.random() < 0.5:
-            values["per_position_acceptance"] = [
-                chooser.choice(_ODD[1:]) for _ in range(chooser.randint(1, 3))
-            ]
-        cases.append(values)
-    kept = 0
-    for values in cases:
-        figures = Figures.model_validate(values)
-        expected = _drop_by_the_rules(figures.model_copy(deep=True)) == 0
-        assert _all_possible(figures) is expected, values
-        kept += expected
-    assert 0 < kept < len(cases)

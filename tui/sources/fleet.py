@@ -70,7 +70,6 @@ class FleetSource(Source):
         self._wake = asyncio.Event()
         self._imbalanced: dict[str, str] = {}
         self.error: str | None = None  # Prometheus' own failure at the last refresh
-        self.last_refresh: FleetRefresh | None = None
         self._closed = False
 
     @property
@@ -122,7 +121,6 @@ class FleetSource(Source):
     def updates_of(self, refresh: FleetRefresh) -> list[Update]:
         """What one refresh tells the board: a notice when Prometheus fails or is back, the readings,
         and imbalance alerts that start, change or clear."""
-        self.last_refresh = refresh
         updates: list[Update] = []
         if refresh.error != self.error:
             if refresh.error is not None:

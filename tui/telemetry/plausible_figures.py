@@ -28,65 +28,40 @@ def _shown(name: str, value: float) -> str:
     return FIGURES[name].format(value) if math.isfinite(value) else str(value)
 
 
-def _all_possible(figures: Figures) -> bool:
-    """True when no rule of `drop_impossible` drops anything (the usual case, checked first: a fleet
-    refresh checks 1,000 readings). A comparison with NaN is false, so NaN is never taken as possible."""
-    for name in _UNIT_INTERVAL:
+def _impossible(figures: Figures) -> dict[str, str]:
+    """Each impossible figure of `figures` and why (a comparison with NaN is false: NaN is never possible)."""
+    found: dict[str, str] = {}
+    acceptance = figures.acceptance_rate
+    if acceptance is not None and not 0.0 <= acceptance <= 1.0:
+        above = math.isfinite(acceptance) and acceptance > 1
+        what = "accepted > drafted tokens" if above else "outside 0-100%"
+        found["acceptance_rate"] = f"{_shown('acceptance_rate', acceptance)}: {what}"
+    positions = figures.per_position_acceptance
+    if positions and not all(0.0 <= rate <= 1.0 for rate in positions):
+        found["per_position_acceptance"] = "a position outside 0-100%"
+    length = figures.mean_acceptance_length
+    most = 1.0 + len(positions) if positions else math.inf  # the draft positions tell k, even when wrong
+    if length is not None and not (1.0 <= length <= most + 1e-9 and length < math.inf):
+        bound = f"more than 1 + k = {_shown('mean_acceptance_length', most)}" if length > 1 else "below 1"
+        found["mean_acceptance_length"] = f"{_shown('mean_acceptance_length', length)}: {bound}"
+    for name in _UNIT_INTERVAL[1:]:
         value = getattr(figures, name)
         if value is not None and not 0.0 <= value <= 1.0:
-            return False
+            found[name] = f"{_shown(name, value)}: outside 0-100%"
     for name in _NON_NEGATIVE:
         value = getattr(figures, name)
         if value is not None and not 0.0 <= value < math.inf:
-            return False
-    positions = figures.per_position_acceptance
-    if positions and not all(0.0 <= rate <= 1.0 for rate in positions):
-        return False
-    length = figures.mean_acceptance_length
-    most = 1.0 + len(positions) if positions else math.inf
-    return length is None or (1.0 <= length <= most + 1e-9 and length < math.inf)
+            found[name] = f"{_shown(name, value)}: negative" if math.isfinite(value) else f"{value}"
+    return found
 
 
 def drop_impossible(figures: Figures) -> int:
     """Drop every impossible figure of `figures` (in place), each with a note; how many were dropped."""
-    return 0 if _all_possible(figures) else _drop_by_the_rules(figures)
-
-
-def _drop_by_the_rules(figures: Figures) -> int:
-    dropped = 0
-
-    def drop(name: str, why: str) -> None:
-        nonlocal dropped
-        if getattr(figures, name) is None:
-            return
+    found = _impossible(figures)
+    for name, why in found.items():
         setattr(figures, name, None)
         figures.notes[name] = f"{DROPPED_NOTE} ({why}): the page is inconsistent"
-        dropped += 1
-
-    acceptance = figures.acceptance_rate
-    if acceptance is not None and not (math.isfinite(acceptance) and 0.0 <= acceptance <= 1.0):
-        above = math.isfinite(acceptance) and acceptance > 1
-        what = "accepted > drafted tokens" if above else "outside 0-100%"
-        drop("acceptance_rate", f"{_shown('acceptance_rate', acceptance)}: {what}")
-    positions = figures.per_position_acceptance
-    k = len(positions) if positions else None  # the draft positions tell k, even when their rates are wrong
-    if positions and not all(math.isfinite(rate) and 0.0 <= rate <= 1.0 for rate in positions):
-        drop("per_position_acceptance", "a position outside 0-100%")
-    length = figures.mean_acceptance_length
-    if length is not None:
-        most = 1.0 + k if k else math.inf
-        if not math.isfinite(length) or length < 1.0 or length > most + 1e-9:
-            bound = f"more than 1 + k = {_shown('mean_acceptance_length', most)}" if length > 1 else "below 1"
-            drop("mean_acceptance_length", f"{_shown('mean_acceptance_length', length)}: {bound}")
-    for name in _UNIT_INTERVAL[1:]:
-        value = getattr(figures, name)
-        if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            drop(name, f"{_shown(name, value)}: outside 0-100%")
-    for name in _NON_NEGATIVE:
-        value = getattr(figures, name)
-        if value is not None and not (math.isfinite(value) and value >= 0.0):
-            drop(name, f"{_shown(name, value)}: negative" if math.isfinite(value) else f"{value}")
-    return dropped
+    return len(found)
 
 
 def dropped_words(count: int) -> str:

@@ -1,18 +1,6 @@
-"""llama.cpp `llama-server --metrics`: metric names and figure derivation.
-
-No labels but `position`; values are C++ doubles with 6 significant digits. `tokens_predicted_*` and
-`spec_decode_*` move only when a request finishes; the per-position family is absent until the first
-speculative request finished (counts from 0). No TTFT/E2E histograms, no KV usage (bar an old build's
-`kv_cache_usage_ratio`).
-
-Finished requests: the gauge `predicted_tokens_seconds` covers exactly the requests finished since the
-previous scrape and counts n − 1 decode tokens each, so finished = Δtokens_predicted − gauge ×
-Δtokens_predicted_seconds, an integer within printed precision. When it is not (or the prompt gauge is not
-Δprompt_tokens / Δprompt_seconds), another scraper reset the gauges: no request rate or latency, noted.
-Counters too large for the precision to tell integers apart give none either.
-
-Live tokens: with `/slots` the monitor adds Σ n_decoded of the generating slots (`live_tokens`); the two
-GETs are not atomic, so that sum is a running maximum, never taken for a restart."""
+"""llama.cpp `llama-server --metrics`: metric names and figure derivation. Its counters move when a request
+finishes and print 6 significant digits; finished requests come from the `predicted_tokens_seconds` gauge
+(reset by every GET, so another scraper makes them unknown); `/slots` adds the live tokens."""
 
 from __future__ import annotations
 

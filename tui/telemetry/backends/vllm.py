@@ -1,10 +1,5 @@
-"""vLLM: metric names (current V1, renamed and removed ones, V0) and figure derivation.
-
-Series carry `model_name` and `engine` (one per DP engine): counts summed, fractions averaged.
-TPOT is `request_time_per_output_token_seconds` (true per token). Older servers only have per-*step*
-histograms (`inter_token_latency_seconds`, ≤ 0.15 `time_per_output_token_seconds`), several tokens per
-step under speculation: the step time is then divided by the tokens those steps produced, Δstep_sum /
-(Δgeneration_tokens − ΔTTFT count) (4.167 ms on the sample against 4.235 ms per request)."""
+"""vLLM: metric names (current V1, renamed and removed ones, V0) and figure derivation. Servers with only
+per-step latency histograms get TPOT as step time / the tokens those steps produced (several per step)."""
 
 from __future__ import annotations
 

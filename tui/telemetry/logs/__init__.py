@@ -1,6 +1,5 @@
 """Server log lines -> typed events (`stats`, `spec_decode`, `error`) for vLLM, SGLang and llama.cpp."""
 
-from tui.telemetry.logs.dispatch import parse_events, parse_line
-from tui.telemetry.logs.parser import LogParser
+from tui.telemetry.logs.dispatch import LogParser, parse_events, parse_line
 
 __all__ = ["LogParser", "parse_events", "parse_line"]

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from tui.telemetry.events import LogEvent
-from tui.telemetry.logs.parser import LogParser
+from tui.telemetry.logs.dispatch import LogParser
 from tui.telemetry.tailer import LogTailer
 
 QUEUE_LINES = 1_000  # with 16 KB lines at most, the queue holds ≤ 16 MB
