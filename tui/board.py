@@ -172,10 +172,10 @@ class Board:
                     series.add(time, figures)
             return Applied(changed=tuple(update.points))
         if isinstance(update, ImbalanceSeen):
-            alerts = self.alerts.observe_imbalance(update.endpoint, update.time, update.message)
+            alerts = self.alerts.observe_condition(update.endpoint, "imbalance", update.time, update.message)
             return Applied(changed=(update.endpoint,) if alerts else (), alerts=alerts)
         if isinstance(update, SourceDown):
-            alerts = self.alerts.observe_source(update.source, update.time, update.message)
+            alerts = self.alerts.observe_condition(update.source, "source_down", update.time, update.message)
             return Applied(alerts=alerts)
         if isinstance(update, GpusPolled):
             return self.add_gpus(update)
@@ -219,7 +219,7 @@ class Board:
             url = reading.url or (endpoint.url if endpoint else None)
             model = reading.model or (endpoint.model if endpoint else None)
             message = self.advice.observe(reading.name, url, model, figures, reading.up, reading.time)
-            changes += self.alerts.observe_advice(reading.name, reading.time, message)
+            changes += self.alerts.observe_condition(reading.name, "advice", reading.time, message)
         return changes
 
     def enable_advice(self, kept: KeptModels, margin: float | None = None) -> None:
@@ -283,7 +283,7 @@ class Board:
                     self.gpu_history.add_sample(update.time, gpu, cached=view.source != "NVML")
             condition = memory_high_with_speculation(view.gpus, self.speculation_on(name))
             message = None if condition is None else condition.message
-            changes += self.alerts.observe_gpu_memory(name, update.time, message)
+            changes += self.alerts.observe_condition(name, "gpu_memory_high", update.time, message)
         return Applied(changed=tuple(update.views), alerts=changes)
 
     def speculation_on(self, name: str) -> bool | None:

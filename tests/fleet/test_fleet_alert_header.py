@@ -15,9 +15,9 @@ def test_active_count_is_the_number_of_active_alerts() -> None:
     engine = AlertEngine()
     assert engine.active_count() == 0
     for index in range(5):
-        engine.observe_imbalance(f"r{index}", NOW, f"acceptance {index}% vs median 70%")
+        engine.observe_condition(f"r{index}", "imbalance", NOW, f"acceptance {index}% vs median 70%")
     assert engine.active_count() == len(engine.active()) == 5
-    engine.observe_imbalance("r0", NOW + 1, None)
+    engine.observe_condition("r0", "imbalance", NOW + 1, None)
     assert engine.active_count() == len(engine.active()) == 4
 
 

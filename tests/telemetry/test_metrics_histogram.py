@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tui.telemetry.histogram import histogram_quantile
+from tui.telemetry.backends.base import histogram_quantile
 
 INF = math.inf
 

@@ -27,6 +27,15 @@ Severity = Literal["warning", "critical"]
 ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
 
 MAX_CLEARED_ALERTS = 500
+# Conditions told by their text: an instance far off its fleet group, the fleet's source (Prometheus)
+# failing, GPU memory high with speculation on, another k staying faster for `sustained_s` (the advisor).
+TextKind = Literal["imbalance", "source_down", "gpu_memory_high", "advice"]
+TEXT_CONDITIONS: dict[TextKind, Severity] = {
+    "imbalance": "warning",
+    "source_down": "critical",
+    "gpu_memory_high": "warning",
+    "advice": "warning",
+}
 LOG_ALERT_KINDS: dict[str, tuple[AlertKind, Severity, str]] = {
     "oom": ("oom", "critical", "out of memory in the log"),
     "engine_dead": ("engine_error", "critical", "engine error in the log"),
@@ -220,36 +229,21 @@ class AlertEngine:
         detail = f"{message}: {event.message}" if event.message else message
         return self._raise(state, endpoint, kind, severity, detail[:200], time)
 
-    def observe_imbalance(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
-        """Fleet mode: the endpoint is far off its group (`message` says how) or, with None, back in line."""
-        return self._follow(endpoint, "imbalance", "warning", time, message)
-
-    def observe_source(self, source: str, time: float, message: str | None) -> list[Alert]:
-        """Fleet mode: the source itself (Prometheus) failed (`message` says how), or with None, answers."""
-        return self._follow(source, "source_down", "critical", time, message)
-
-    def _follow(
-        self, endpoint: str, kind: AlertKind, severity: Severity, time: float, message: str | None
+    def observe_condition(
+        self, endpoint: str, kind: TextKind, time: float, message: str | None
     ) -> list[Alert]:
-        """A condition told by its text: raised with `message`, its text following it, cleared by None."""
+        """A condition told by its text (`TEXT_CONDITIONS`): raised with `message`, its text following it,
+        cleared by None."""
         state = self._state(endpoint)
         if message is None:
             return self._clear(state, (kind,), time)
         alert = state.active.get(kind)
         if alert is None:
-            return self._raise(state, endpoint, kind, severity, message[:200], time)
+            return self._raise(state, endpoint, kind, TEXT_CONDITIONS[kind], message[:200], time)
         if alert.message != message[:200]:
             alert.message = message[:200]
             self.version += 1
         return []
-
-    def observe_gpu_memory(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
-        """`message` when GPU memory is high with speculation on; None (not, or unknown) clears."""
-        return self._follow(endpoint, "gpu_memory_high", "warning", time, message)
-
-    def observe_advice(self, endpoint: str, time: float, message: str | None) -> list[Alert]:
-        """The advisor: `message` while another k has stayed faster for `sustained_s`; None clears."""
-        return self._follow(endpoint, "advice", "warning", time, message)
 
     def note(self, endpoint: str, time: float, message: str, diff: str = "") -> Alert:
         """An event for the alerts list (a guard action): over as it happens, kept with the cleared ones."""

@@ -76,14 +76,6 @@ def _restarted(before: _Entry, after_page: PageSnapshot, after_start: str | None
     return before.process_start != after_start
 
 
-def _zero_start(backend: Backend) -> tuple[str, ...]:
-    return getattr(backend, "ZERO_START", ())
-
-
-def _running_max(backend: Backend) -> tuple[str, ...]:
-    return getattr(backend, "RUNNING_MAX", ())
-
-
 def _new_position(name: str, previous: Mapping[CounterKey, float]) -> bool:
     """True when `previous` has draft positions but not this one."""
     names = {key[0] for key in previous if key[0].startswith(_POSITIONS)}
@@ -94,20 +86,9 @@ def _positions_of(counters: Mapping[CounterKey, float]) -> int:
     return len({key[0] for key in counters if key[0].startswith(_POSITIONS)})
 
 
-@dataclass(frozen=True, slots=True)
-class _NewestScrape:
-    """The newest scrape, as a segment is made of it."""
-
-    page: PageSnapshot
-    process_start: str | None
-    monotonic: float
-    time: float  # time.time() at the same moment (start stamps are Unix times)
-
-
-def _restart_start(before: _Entry, after: _NewestScrape) -> tuple[float | None, str]:
+def _restart_start(before: _Entry, page: PageSnapshot, after: Scrape) -> tuple[float | None, str]:
     """When the new process began counting (monotonic) and by what, or (None, why not known): only a
     start between the two readings is believed (the old process answered the first one)."""
-    page = after.page
     if page.restart_marker is not None:
         name = page.restart_name or "its start time"
         old = before.page.restart_marker
@@ -133,11 +114,10 @@ def _restart_start(before: _Entry, after: _NewestScrape) -> tuple[float | None, 
 
 
 def _counted_from_zero(
-    backend: Backend, before: _Entry, after: _NewestScrape
+    backend: Backend, before: _Entry, page: PageSnapshot, after: Scrape
 ) -> tuple[_Segment, Mapping[CounterKey, float]]:
     """A restart's segment: the new counters are the increase, over the time since it started (if known)."""
-    page = after.page
-    started, why = _restart_start(before, after)
+    started, why = _restart_start(before, page, after)
     seconds = 0.0 if started is None else after.monotonic - started
     increases = {key: max(value, 0.0) for key, value in page.counters.items()}
     extras: dict[str, float] = {}
@@ -148,17 +128,19 @@ def _counted_from_zero(
 
 
 def _segment(
-    backend: Backend, before: _Entry, after: _NewestScrape
+    backend: Backend, before: _Entry, page: PageSnapshot, after: Scrape
 ) -> tuple[_Segment | None, Mapping[CounterKey, float]]:
-    """The segment from `before` to `after`, and the counters to compare the next page with."""
-    page = after.page
+    """The segment from `before` to `after` (whose page is `page`), and the counters to compare the next
+    page with."""
     seconds = after.monotonic - before.monotonic
     if seconds <= 0:
         return None, page.counters
     if _restarted(before, page, after.process_start):
-        return _counted_from_zero(backend, before, after)
+        return _counted_from_zero(backend, before, page, after)
     previous = before.counters
     current = page.counters
+    zero_start: tuple[str, ...] = getattr(backend, "ZERO_START", ())
+    running_max: tuple[str, ...] = getattr(backend, "RUNNING_MAX", ())
     increases: dict[CounterKey, float] = {}
     shared = 0
     carried: dict[CounterKey, float] | None = None
@@ -172,7 +154,7 @@ def _segment(
             name = key[0]
             if name.startswith(_POSITIONS) and _new_position(name, previous):
                 positions_changed = True  # k changed: old and new positions must not share a window
-            if name.startswith(_zero_start(backend)):
+            if name.startswith(zero_start):
                 increases[key] = max(value, 0.0)  # documented to appear at 0
             else:
                 baselines[name] = None
@@ -180,7 +162,7 @@ def _segment(
         shared += 1
         increase = value - old
         if increase < 0:
-            if key[0] in _running_max(backend):
+            if key[0] in running_max:
                 # Not monotonic by construction (two requests, not one snapshot): keep the highest.
                 carried = dict(current) if carried is None else carried
                 carried[key] = old
@@ -192,7 +174,7 @@ def _segment(
         increases[key] = increase
     if went_down and 2 * went_down >= sum(1 for value in previous.values() if value > 0):
         # Most counters went down: the server restarted without a visible start marker.
-        return _counted_from_zero(backend, before, after)
+        return _counted_from_zero(backend, before, page, after)
     if previous and current and shared == 0:
         # No series in common: a different server, or a restart with new labels. Start afresh.
         return _Segment(seconds, {}, {}, fresh_after=True), current
@@ -214,7 +196,7 @@ def _segment(
         seconds,
         increases,
         extras,
-        missing=tuple(dict.fromkeys(key[0] for key in missing if key[0] not in _running_max(backend))),
+        missing=tuple(dict.fromkeys(key[0] for key in missing if key[0] not in running_max)),
         baselines=tuple(baselines),
         went_down_alone=tuple(down_names),
     )
@@ -353,8 +335,7 @@ class ScrapeWindow:
         segment = None
         counters: Mapping[CounterKey, float] = page.counters
         if self._entries:
-            reading = _NewestScrape(page, scrape.process_start, scrape.monotonic, scrape.time)
-            segment, counters = _segment(backend, self._entries[-1], reading)
+            segment, counters = _segment(backend, self._entries[-1], page, scrape)
             if scrape.monotonic <= self._entries[-1].monotonic:
                 self._entries.clear()  # clock went backwards: start over
                 segment, counters = None, page.counters

@@ -22,7 +22,6 @@ async def follow_events(
     from_start: bool = False,
     poll_interval_s: float = 0.25,
     idle_flush_s: float = 1.0,
-    max_line_bytes: int = 16384,
     on_notice: Callable[[str], None] | None = None,
 ) -> AsyncIterator[tuple[str | None, list[LogEvent]]]:
     """(line, its events) for every new line, (None, held-back events) after `idle_flush_s` of quiet;
@@ -31,7 +30,6 @@ async def follow_events(
         path,
         from_start=from_start,
         poll_interval_s=poll_interval_s,
-        max_line_bytes=max_line_bytes,
         on_notice=on_notice,
     )
     queue: asyncio.Queue[str] = asyncio.Queue(maxsize=QUEUE_LINES)
