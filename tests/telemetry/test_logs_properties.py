@@ -169,6 +169,7 @@ def _both_ways(line: str) -> list[LogEvent]:
     hit=_PERCENT,
     engine=st.integers(0, 999),
     preemptions=st.none() | _COUNT,
+    device=st.sampled_from(["GPU", "CPU"]),  # vLLM's CPU build names its KV device
 )
 def test_vllm_stats_line_round_trips(
     prompt: str,
@@ -179,12 +180,13 @@ def test_vllm_stats_line_round_trips(
     hit: str,
     engine: int,
     preemptions: int | None,
+    device: str,
 ) -> None:
     extra = "" if preemptions is None else f"Preemptions: {preemptions}, "  # off the fast path
     line = (
         f"(APIServer pid=1) INFO 08-20 14:04:17 [loggers.py:310] Engine {engine:03d}: Avg prompt throughput: "
         f"{prompt} tokens/s, Avg generation throughput: {generation} tokens/s, Running: {running} reqs, "
-        f"Waiting: {waiting} reqs, {extra}GPU KV cache usage: {kv}%, Prefix cache hit rate: {hit}%"
+        f"Waiting: {waiting} reqs, {extra}{device} KV cache usage: {kv}%, Prefix cache hit rate: {hit}%"
     )
     event = _only(_both_ways(line), "stats")
     assert (event.backend, event.time, event.engine) == ("vllm", "08-20 14:04:17", str(engine))
@@ -283,6 +285,67 @@ def test_sglang_decode_line_round_trips(
 
 
 @settings(max_examples=150, deadline=None)
+@given(
+    new=_COUNT,
+    cached=_COUNT,
+    usage=_FRACTION,
+    running=_COUNT,
+    queue=_COUNT,
+    prompt=_DECIMAL,
+    ranks=st.sampled_from(["", " TP0", " DP1 TP1"]),
+    ms=st.sampled_from(["", ".123", ".007"]),
+)
+def test_sglang_prefill_line_round_trips(
+    new: int, cached: int, usage: str, running: int, queue: int, prompt: str, ranks: str, ms: str
+) -> None:
+    line = (
+        f"[2026-07-20 09:49:58{ms}{ranks}] Prefill batch, #new-seq: 1, #new-token: {new}, #cached-token: {cached}, "
+        f"token usage: {usage}, #running-req: {running}, #queue-req: {queue}, #pending-token: 7, cuda graph: "
+        f"False, input throughput (token/s): {prompt}"
+    )
+    stats = _only(_both_ways(line), "stats")
+    assert (stats.phase, stats.engine, stats.new_tokens, stats.cached_tokens) == (
+        "prefill",
+        ranks.strip() or None,
+        new,
+        cached,
+    )
+    assert (stats.running, stats.waiting, stats.kv_cache_usage) == (running, queue, float(usage))
+    assert stats.prompt_tokens_per_s == float(prompt)
+    found = sglang.find_batch(line)
+    fast = fastpath.sglang_batch(line)
+    assert found is not None and fast is not None
+    assert [event.model_dump() for event in fast] == [
+        event.model_dump() for event in sglang.parse_batch(line, found)
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # an optional segment, the old mean-length convention, a trailing comma, a prefix with a period
+        "(APIServer pid=1) INFO 08-20 14:05:00 [loggers.py:310] Engine 000: Avg prompt throughput: 1.0 tokens/s, "
+        "Avg generation throughput: 2.0 tokens/s, Running: 4 reqs, Waiting: 6 reqs, Preemptions: 3, GPU KV cache "
+        "usage: 50.0%, Prefix cache hit rate: 25.0%",
+        "INFO 04-30 10:00:00 [metrics.py:80] SpecDecoding metrics: Mean acceptance length: 1.40, Accepted "
+        "throughput: 1.00 tokens/s, Drafted throughput: 2.00 tokens/s, Accepted: 140 tokens, Drafted: 200 tokens, "
+        "Per-position acceptance rate: 0.800, 0.600, Avg Draft acceptance rate: 70.0%",
+        "[2025-10-22 08:00:00 TP0] Decode batch. #running-req: 1, #token: 108, token usage: 0.00, accept len: "
+        "2.17, accept rate: 0.54, cuda graph: True, gen throughput (token/s): 0.39, #queue-req: 0, ",
+        "[2026-07-20 09:50:00 TP0] Decode batch, #running-req: 2, #full token: 500, full token usage: 0.01, "
+        "mamba num: 1, mamba usage: 0.1, cuda graph: True, gen throughput (token/s): 80.00, #queue-req: 0",
+        "[2026-02-01 10:00:00 TP0] Prefill batch, #new-seq: 1, #new-token: 100, #cached-token: 0, token usage: "
+        "0.01, #running-req: 0, #queue-req: 0, input throughput (token/s): 100.00, cuda graph: False",
+        "[2026-07-20 09:50:00 TP0] Decode batch [12], #running-req: 1, #token: 2, token usage: 0.01, cuda "
+        "graph: True, gen throughput (token/s): 1.00, #queue-req: 0",
+    ],
+)
+def test_fast_paths_decline_other_variants(line: str) -> None:
+    fast = (fastpath.vllm_stats(line), fastpath.vllm_spec(line), fastpath.sglang_batch(line))
+    assert fast == (None, None, None) and parse_events(line)
+
+
+@settings(max_examples=150, deadline=None)
 @given(accepted=_COUNT, extra_drafted=_COUNT, mean=st.decimals(1, 64, places=2).map(str))
 def test_llamacpp_acceptance_line_round_trips(accepted: int, extra_drafted: int, mean: str) -> None:
     drafted = accepted + extra_drafted
@@ -354,6 +417,7 @@ GRAMMAR_PROPERTIES = (
     test_vllm_stats_line_round_trips,
     test_vllm_spec_decoding_line_round_trips,
     test_sglang_decode_line_round_trips,
+    test_sglang_prefill_line_round_trips,
     test_llamacpp_acceptance_line_round_trips,
     test_llamacpp_per_position_line_round_trips,
     test_llamacpp_statistics_line_round_trips,
