@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +32,40 @@ def scrape(text: str, at: float) -> Scrape:
     """A scrape of the page `text`, made without a server."""
     samples = tuple(parse_metrics_text(text))
     return Scrape(time=EPOCH + at, monotonic=at, samples=samples, error=None, backend=detect_backend(samples))
+
+
+VLLM_LABELS = 'engine="0",model_name="m"'
+
+
+def vllm_page(
+    generated: float | str | None,
+    drafts: float | str | None = None,
+    accepted: float | str | None = None,
+    extra: str = "",
+    *,
+    draft_tokens: float | str | None = None,
+    k: float = 2,
+    positions: Sequence[float] = (),
+    running: float = 3,
+    model: str = "m",
+) -> str:
+    """A vLLM page of engine 0: the counters given (None: not printed; `k` draft tokens a draft unless
+    `draft_tokens` says), the per-position family, the running gauge, then `extra`."""
+    labels = f'engine="0",model_name="{model}"'
+    if draft_tokens is None and drafts is not None:
+        draft_tokens = drafts if isinstance(drafts, str) else k * drafts
+    counters = {
+        "generation_tokens_total": generated,
+        "spec_decode_num_drafts_total": drafts,
+        "spec_decode_num_draft_tokens_total": draft_tokens,
+        "spec_decode_num_accepted_tokens_total": accepted,
+    }
+    lines = [f"vllm:{name}{{{labels}}} {value}" for name, value in counters.items() if value is not None]
+    lines += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {value}'
+        for i, value in enumerate(positions)
+    ]
+    return "\n".join([*lines, f"vllm:num_requests_running{{{labels}}} {running}"]) + "\n" + extra
 
 
 def closed_port() -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_window_real_conditions import LABELS, scrape, vllm_page
+from metrics_test_server import VLLM_LABELS, scrape, vllm_page
 
 from tui.format import figure_text
 from tui.telemetry.figures import Figures
@@ -28,19 +28,12 @@ def test_a_counter_going_backwards_alone_is_an_inconsistent_page() -> None:
     assert "1 inconsistent page dropped: generation_tokens went down" in figures.notes["window"]
 
 
-def _with_gauges(text: str, kv: float, running: float) -> str:
-    text = text.replace(
-        f"vllm:num_requests_running{{{LABELS}}} 3", f"vllm:num_requests_running{{{LABELS}}} {running}"
-    )
-    return text + f"vllm:kv_cache_usage_perc{{{LABELS}}} {kv}\n"
-
-
 def test_accepted_above_drafted_a_kv_gauge_above_one_and_a_negative_queue_are_dropped() -> None:
-    family = "vllm:spec_decode_num_accepted_tokens_per_pos_total{{" + LABELS + ',position="{i}"}} {v}\n'
     window = ScrapeWindow(window_s=60.0)
+    kv = f"vllm:kv_cache_usage_perc{{{VLLM_LABELS}}} 2.5\n"
     for second, (drafts, accepted) in enumerate([(1000.0, 1000.0), (1100.0, 1618.0)]):
-        extra = family.format(i=0, v=accepted / 2) + family.format(i=1, v=accepted / 2)
-        text = _with_gauges(vllm_page(1e6 + 100 * second, drafts, accepted, extra), kv=2.5, running=-3)
+        positions = [accepted / 2, accepted / 2]
+        text = vllm_page(1e6 + 100 * second, drafts, accepted, kv, positions=positions, running=-3)
         window.add(scrape(text, float(second * 10)))
     figures = window.figures()
     # 618 accepted of 200 drafted tokens with k = 2: "acceptance 309%", "mean len 7.18"
@@ -69,11 +62,8 @@ def test_nan_and_the_infinities_are_dropped(name: str, value: float) -> None:
 
 
 def test_after_a_change_of_k_per_position_says_why_it_is_unknown() -> None:
-    family = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {v}\n'
-
     def page(drafts: float, positions: list[float]) -> str:
-        extra = "".join(family.format(labels=LABELS, i=i, v=v) for i, v in enumerate(positions))
-        return vllm_page(drafts * 3, drafts, sum(positions) / 2, extra)
+        return vllm_page(drafts * 3, drafts, sum(positions) / 2, positions=positions)
 
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(page(1000, [880, 650]), 0.0))

@@ -5,25 +5,14 @@ its counters beside the configured k (the per-position labels), per position "mi
 from __future__ import annotations
 
 import pytest
-from metrics_test_server import scrape
+from metrics_test_server import scrape, vllm_page
 
 from tui.format import MIXED, figure_text, fmt_k_in_effect
 from tui.telemetry.window import figures_between
 
 
 def _vllm_page(drafts: float, draft_tokens: float, positions: tuple[float, ...]) -> str:
-    labels = 'engine="0",model_name="m"'
-    lines = [
-        f"vllm:spec_decode_num_drafts_total{{{labels}}} {drafts}",
-        f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {draft_tokens}",
-        f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {sum(positions)}",
-        *(
-            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {value}'
-            for i, value in enumerate(positions)
-        ),
-        f"vllm:num_requests_running{{{labels}}} 4",
-    ]
-    return "\n".join(lines) + "\n"
+    return vllm_page(None, drafts, sum(positions), draft_tokens=draft_tokens, positions=positions, running=4)
 
 
 def test_vllm_static_k_keeps_per_position_and_shows_the_k() -> None:

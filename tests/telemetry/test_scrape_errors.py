@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from metrics_test_server import Reply, ReplyServer, closed_port, poll_clock, sample_body
+from metrics_test_server import Reply, ReplyServer, closed_port, poll_clock, sample_body, vllm_page
 
 from tui.settings import EndpointSettings
 from tui.telemetry.figures import Figures
@@ -69,10 +69,7 @@ async def test_headers_are_sent_and_process_start_kept() -> None:
 
 
 def _counter_page(generated: float) -> bytes:
-    labels = 'engine="0",model_name="served-model"'
-    return (
-        f"vllm:generation_tokens_total{{{labels}}} {generated}\nvllm:num_requests_running{{{labels}}} 2\n"
-    ).encode()
+    return vllm_page(generated, running=2, model="served-model").encode()
 
 
 async def test_monitor_reading_and_counter_restart_through_the_socket(

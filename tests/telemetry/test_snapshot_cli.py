@@ -9,7 +9,15 @@ import time
 from pathlib import Path
 
 import pytest
-from metrics_test_server import SAMPLES, Reply, ReplyServer, closed_port, sample_body, sample_scrapes
+from metrics_test_server import (
+    SAMPLES,
+    Reply,
+    ReplyServer,
+    closed_port,
+    sample_body,
+    sample_scrapes,
+    vllm_page,
+)
 
 from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.window import RATE_FIGURES, figures_between
@@ -165,12 +173,8 @@ def test_table_header_keeps_the_status_when_the_model_path_is_long() -> None:
 
 
 def _vllm_counter_page(generated: float, started: float | None) -> bytes:
-    labels = 'engine="0",model_name="m"'
     start = "" if started is None else f"process_start_time_seconds {started}\n"
-    return (
-        f"{start}vllm:generation_tokens_total{{{labels}}} {generated}\n"
-        f"vllm:num_requests_running{{{labels}}} 1\n"
-    ).encode()
+    return (start + vllm_page(generated, running=1)).encode()
 
 
 async def test_restart_inside_the_snapshot_window_counts_from_the_start_and_says_so() -> None:

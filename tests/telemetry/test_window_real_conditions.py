@@ -8,7 +8,7 @@ import json
 
 import httpx
 import pytest
-from metrics_test_server import Reply, ReplyServer, sample_body, scrape
+from metrics_test_server import VLLM_LABELS, Reply, ReplyServer, sample_body, scrape, vllm_page
 from test_snapshot_cli import spectop
 
 from tui.settings import EndpointSettings
@@ -17,27 +17,7 @@ from tui.telemetry.monitor import EndpointMonitor
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.window import ScrapeWindow
 
-LABELS = 'engine="0",model_name="m"'
 LIFETIME = 10_000_000.0
-
-
-def vllm_page(
-    generated: float | str | None,
-    drafts: float | str,
-    accepted: float | str,
-    extra: str = "",
-    k: int = 2,
-) -> str:
-    draft_tokens = drafts if isinstance(drafts, str) else k * drafts
-    lines = [
-        f"vllm:spec_decode_num_drafts_total{{{LABELS}}} {drafts}",
-        f"vllm:spec_decode_num_draft_tokens_total{{{LABELS}}} {draft_tokens}",
-        f"vllm:spec_decode_num_accepted_tokens_total{{{LABELS}}} {accepted}",
-        f"vllm:num_requests_running{{{LABELS}}} 3",
-    ]
-    if generated is not None:
-        lines.append(f"vllm:generation_tokens_total{{{LABELS}}} {generated}")
-    return "\n".join(lines) + "\n" + extra
 
 
 def steady(second: int) -> tuple[float, float, float]:
@@ -103,11 +83,8 @@ def test_llamacpp_per_position_family_appearing_counts_from_zero() -> None:
 
 
 def test_draft_positions_changing_without_a_visible_restart_start_afresh() -> None:
-    family = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {v}\n'
-
     def page(drafts: float, positions: list[float]) -> str:
-        extra = "".join(family.format(labels=LABELS, i=i, v=v) for i, v in enumerate(positions))
-        return vllm_page(drafts * 3, drafts, sum(positions), extra, k=len(positions))
+        return vllm_page(drafts * 3, drafts, sum(positions), k=len(positions), positions=positions)
 
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(page(1000, [880, 650]), 0.0))
@@ -141,7 +118,7 @@ async def test_duplicate_series_make_the_page_inconsistent() -> None:
 
 
 def test_duplicate_gauge_line_alone_is_found() -> None:
-    text = vllm_page(10.0, 1.0, 1.0) + f"vllm:kv_cache_usage_perc{{{LABELS}}} 0.5\n" * 2
+    text = vllm_page(10.0, 1.0, 1.0) + f"vllm:kv_cache_usage_perc{{{VLLM_LABELS}}} 0.5\n" * 2
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(text, 0.0))
     assert window.inconsistent is not None and "vllm:kv_cache_usage_perc" in window.inconsistent

@@ -5,27 +5,17 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from metrics_test_server import EPOCH, scrape
+from metrics_test_server import EPOCH, VLLM_LABELS, scrape, vllm_page
 
 from tui.telemetry.figures import FIGURE_NAMES
 from tui.telemetry.prometheus import parse_metrics_text
 from tui.telemetry.scraper import Scrape
 from tui.telemetry.window import ScrapeWindow
 
-LABELS = 'engine="0",model_name="m"'
-
 
 def page(generated: float, drafts: float = 0.0, accepted: float = 0.0, created: float | None = None) -> str:
-    text = (
-        f"vllm:generation_tokens_total{{{LABELS}}} {generated}\n"
-        f"vllm:spec_decode_num_drafts_total{{{LABELS}}} {drafts}\n"
-        f"vllm:spec_decode_num_draft_tokens_total{{{LABELS}}} {drafts * 2}\n"
-        f"vllm:spec_decode_num_accepted_tokens_total{{{LABELS}}} {accepted}\n"
-        f"vllm:num_requests_running{{{LABELS}}} 1\n"
-    )
-    if created is not None:
-        text += f"vllm:generation_tokens_created{{{LABELS}}} {created}\n"
-    return text
+    extra = "" if created is None else f"vllm:generation_tokens_created{{{VLLM_LABELS}}} {created}\n"
+    return vllm_page(generated, drafts, accepted, extra, running=1)
 
 
 def down(at: float) -> Scrape:
@@ -172,7 +162,7 @@ def test_memory_is_bounded() -> None:
 
 def test_forced_backend_is_used() -> None:
     window = ScrapeWindow(window_s=60.0, backend="vllm")
-    text = f"vllm:generation_tokens_total{{{LABELS}}} 5\n"
+    text = f"vllm:generation_tokens_total{{{VLLM_LABELS}}} 5\n"
     window.add(Scrape(0.0, 0.0, tuple(parse_metrics_text(text)), None, None))
     assert window.backend == "vllm"
 

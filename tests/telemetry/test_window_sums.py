@@ -6,7 +6,7 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from metrics_test_server import sample_body, scrape
+from metrics_test_server import sample_body, scrape, vllm_page
 
 from tui.telemetry.backends.base import Delta
 from tui.telemetry.scraper import Scrape
@@ -54,17 +54,9 @@ def test_column_sums_are_bit_identical(rows: list[list[float]], drop: list[int],
         assert repr(fast.seconds) == repr(plain.seconds)
 
 
-def _page(generated: float, running: int) -> str:
-    labels = 'engine="0",model_name="m"'
-    return (
-        f"vllm:generation_tokens_total{{{labels}}} {generated}\n"
-        f"vllm:num_requests_running{{{labels}}} {running}\n"
-    )
-
-
 def test_figures_follow_every_add_even_when_read_in_between() -> None:
-    scrapes = [scrape(_page(10.0 * step * step, step), float(step)) for step in range(8)]
-    scrapes.insert(4, scrape(_page(1.0, 9), 3.5))  # a restart: a counter went down
+    scrapes = [scrape(vllm_page(10.0 * step * step, running=step), float(step)) for step in range(8)]
+    scrapes.insert(4, scrape(vllm_page(1.0, running=9), 3.5))  # a restart: a counter went down
     read_often = ScrapeWindow(window_s=4.0)
     for count, reading in enumerate(scrapes, start=1):
         read_often.add(reading)
