@@ -1,6 +1,6 @@
 """Recordings: every reading, log event and guard action as JSON lines (by `kind`), and reading them back.
-Writes are buffered (a killed spectop loses at most a second); past `max_bytes` the file rotates and the
-new one starts with a `continues` header, so `recording_parts` plays the set in order."""
+Writes are buffered (a killed spectop loses at most a second); past `max_bytes` the file moves to FILE.1
+(at most 2 × the cap on disk) and the new one starts with a `continues` header, so both play in order."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from tui.telemetry.reading import EndpointReading
 FORMAT_VERSION = 1
 MAX_LINE_CHARS = 1_000_000
 DEFAULT_MAX_MB = 256  # `--record-max-mb`: a day of a busy server's log events is well under this
-DEFAULT_KEEP = 1  # rotated files kept next to the recording (FILE.1): at most 2 × the cap on disk
 FLUSH_BYTES = 256 * 1024
 FLUSH_INTERVAL_S = 1.0
 
@@ -41,7 +40,7 @@ class HeaderRecord(BaseModel):
     version: int = FORMAT_VERSION
     time: float
     endpoints: list[RecordedEndpoint] = Field(default_factory=list)
-    # True when this file was started by a rotation: it continues FILE.1 (FILE.1 continues FILE.2, …)
+    # True when this file was started by a rotation: it continues FILE.1
     continues: bool = False
 
 
@@ -93,13 +92,11 @@ class RecordingWriter:
         path: str | Path,
         *,
         max_bytes: int | None = DEFAULT_MAX_MB * 1024 * 1024,
-        keep: int = DEFAULT_KEEP,
         on_rotate: Callable[[Path], None] | None = None,
         flush_interval_s: float = FLUSH_INTERVAL_S,
     ) -> None:
         self.path = Path(path)
         self.max_bytes = max_bytes if max_bytes and max_bytes > 0 else None
-        self.keep = max(1, keep)
         self.on_rotate = on_rotate
         self.flush_interval_s = flush_interval_s
         self.flush_bytes = FLUSH_BYTES if self.max_bytes is None else min(FLUSH_BYTES, self.max_bytes // 16)
@@ -217,13 +214,7 @@ class RecordingWriter:
     def _rotate_blocking(self) -> Path:
         assert self._file is not None
         self._file.close()
-        oldest = _part(self.path, self.keep)
-        if oldest.exists():
-            oldest.unlink()
-        for number in range(self.keep - 1, 0, -1):
-            if _part(self.path, number).exists():
-                _part(self.path, number).replace(_part(self.path, number + 1))
-        rotated = _part(self.path, 1)
+        rotated = rotated_part(self.path)
         self.path.replace(rotated)
         self._file = self._open_file()
         header = HeaderRecord(time=self._last_time, endpoints=self._endpoints, continues=True)
@@ -233,8 +224,8 @@ class RecordingWriter:
         return rotated
 
 
-def _part(path: Path, number: int) -> Path:
-    return path.with_name(f"{path.name}.{number}")
+def rotated_part(path: Path) -> Path:
+    return path.with_name(f"{path.name}.1")
 
 
 def parse_record(line: str, path: str | Path = "<recording>", line_number: int = 0) -> Record | None:
@@ -302,21 +293,15 @@ def check_recording(path: str | Path) -> None:
 
 
 def recording_parts(path: str | Path) -> list[Path]:
-    """The files of a rotated recording, oldest first: FILE.2, FILE.1, FILE as far as each `continues`."""
+    """The files of a recording, oldest first: FILE.1 and FILE when FILE continues it, else FILE."""
     path = Path(path)
-    parts = [path]
-    for number in range(1, 1000):
-        try:
-            record = first_record(parts[0])
-        except (OSError, RecordingError):
-            break
-        if not isinstance(record, HeaderRecord) or not record.continues:
-            break
-        previous = _part(path, number)
-        if not previous.is_file():
-            break
-        parts.insert(0, previous)
-    return parts
+    try:
+        record = first_record(path)
+    except (OSError, RecordingError):
+        return [path]
+    rotated = rotated_part(path)
+    continues = isinstance(record, HeaderRecord) and record.continues
+    return [rotated, path] if continues and rotated.is_file() else [path]
 
 
 class ReplayClock:
