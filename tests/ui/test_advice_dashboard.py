@@ -22,7 +22,7 @@ from tui.advice.stepcost import StepCostFile
 from tui.screens.alerts import AlertsScreen
 from tui.screens.detail import DetailScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings
-from tui.sources.clock import WallClock
+from tui.sources.base import WallClock
 from tui.sources.updates import ReadingArrived, Update
 from tui.telemetry.alerts import AlertEngine
 from tui.telemetry.figures import Figures

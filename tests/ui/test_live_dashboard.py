@@ -18,7 +18,7 @@ from tui.paths import sample_configs_dir, themes_dir
 from tui.screens.detail import DetailScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings, parse_settings
 from tui.sim.server import SimServer
-from tui.sources.clock import WallClock
+from tui.sources.base import WallClock
 from tui.sources.updates import ReadingArrived, Update
 from tui.telemetry.figures import Figures
 from tui.telemetry.logs import llamacpp

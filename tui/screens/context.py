@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.screen import Screen
 
 from tui.board import Board
-from tui.sources.clock import Clock
+from tui.sources.base import Clock
 from tui.state import TableChoice
 from tui.widgets.card_view import CardData, reading_status
 

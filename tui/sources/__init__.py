@@ -1,7 +1,6 @@
 """Where the dashboard's data comes from (core, no Textual): a source yields typed updates for the `Board`."""
 
-from tui.sources.base import Source
-from tui.sources.clock import Clock, WallClock
+from tui.sources.base import Clock, Source, WallClock
 from tui.sources.live import LiveSource
 from tui.sources.replay import ReplaySource
 

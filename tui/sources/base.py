@@ -1,17 +1,31 @@
 """`Source`: where the dashboard's data comes from; what differs between live and replay are properties of
-the source, so nothing else has to ask which kind it is."""
+the source, so nothing else has to ask which kind it is. `Clock`: the time the screens age against."""
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
-from typing import ClassVar
+from collections.abc import AsyncIterator, Callable
+from typing import ClassVar, Protocol
 
 import httpx
 
-from tui.sources.clock import Clock
 from tui.sources.updates import Update
 from tui.telemetry.recording import GuardLogRecord
+
+
+class Clock(Protocol):
+    def time(self) -> float | None:
+        """Unix seconds now (None while a replay has not played its first record)."""
+        ...
+
+
+class WallClock:
+    def __init__(self, now: Callable[[], float] = time.time) -> None:
+        self._now = now
+
+    def time(self) -> float:
+        return self._now()
 
 
 class Source(ABC):

@@ -14,8 +14,7 @@ from tui.fleet.poller import FleetPoller, FleetReading, FleetRefresh
 from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads
 from tui.format import fmt_setting
 from tui.settings import PrometheusSettings, Settings
-from tui.sources.base import Source
-from tui.sources.clock import WallClock
+from tui.sources.base import Source, WallClock
 from tui.sources.updates import ImbalanceSeen, Notice, ReadingsArrived, SeriesLoaded, SourceDown, Update
 from tui.telemetry.alerts import Alert
 from tui.telemetry.figures import Figures

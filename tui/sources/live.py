@@ -20,8 +20,7 @@ from tui.configs import read_acceptance_threshold
 from tui.format import fmt_setting
 from tui.gpu.monitor import GpuMonitor
 from tui.settings import EndpointSettings, Settings
-from tui.sources.base import Source
-from tui.sources.clock import WallClock
+from tui.sources.base import Source, WallClock
 from tui.sources.updates import GpusPolled, LogLineArrived, Notice, ReadingArrived, ThresholdRead, Update
 from tui.telemetry.monitor import EndpointMonitor
 from tui.telemetry.recording import (

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
@@ -15,9 +15,7 @@ from tui.telemetry.reading import EndpointReading
 SortColumn = Literal[
     "status", "name", "model", "tokens_per_s", "ttft_p95", "acceptance", "mean_length", "running", "kv"
 ]
-SORT_COLUMNS: tuple[SortColumn, ...] = (
-    "status", "name", "model", "tokens_per_s", "ttft_p95", "acceptance", "mean_length", "running", "kv",
-)  # fmt: skip
+SORT_COLUMNS: tuple[SortColumn, ...] = get_args(SortColumn)
 # Worst first when sorted ascending: what needs a look comes to the top.
 # "no data": fleet mode, Prometheus failed (nothing known of the instance).
 STATUS_ORDER = {"down": 0, "restarting": 1, "no data": 1, "stale": 2, "waiting": 3, "up": 4}

@@ -13,7 +13,7 @@ from itertools import pairwise
 from operator import add
 
 from tui.format import fmt_duration
-from tui.telemetry.backends import Backend, backend_module, segment_extras_of
+from tui.telemetry.backends import Backend, backend_module
 from tui.telemetry.backends.base import CounterKey, Delta, PageSnapshot, SeriesMemo, delta_of_model
 from tui.telemetry.figures import LIFETIME_FIGURES, Figures
 from tui.telemetry.plausible_figures import drop_impossible
@@ -113,6 +113,14 @@ def _restart_start(before: _Entry, page: PageSnapshot, after: Scrape) -> tuple[f
     return None, "the page has no start time"
 
 
+def _segment_extras(
+    backend: Backend, start: PageSnapshot, end: PageSnapshot, delta: Delta
+) -> dict[str, float]:
+    """The backend's own figures of one segment (llama.cpp's finished requests), if it has any."""
+    segment_extras = getattr(backend, "segment_extras", None)
+    return {} if segment_extras is None else segment_extras(start, end, delta)
+
+
 def _counted_from_zero(
     backend: Backend, before: _Entry, page: PageSnapshot, after: Scrape
 ) -> tuple[_Segment, Mapping[CounterKey, float]]:
@@ -120,10 +128,7 @@ def _counted_from_zero(
     started, why = _restart_start(before, page, after)
     seconds = 0.0 if started is None else after.monotonic - started
     increases = {key: max(value, 0.0) for key, value in page.counters.items()}
-    extras: dict[str, float] = {}
-    segment_extras = segment_extras_of(backend)
-    if segment_extras is not None:
-        extras = segment_extras(_EMPTY_PAGE, page, Delta(seconds, increases))
+    extras = _segment_extras(backend, _EMPTY_PAGE, page, Delta(seconds, increases))
     return _Segment(seconds, increases, extras, restart=True, restart_start=(started, why)), page.counters
 
 
@@ -188,10 +193,7 @@ def _segment(
         if missing:
             carried = dict(current) if carried is None else carried
             carried.update(missing)
-    extras: dict[str, float] = {}
-    segment_extras = segment_extras_of(backend)
-    if segment_extras is not None:
-        extras = segment_extras(before.page, page, Delta(seconds, increases))
+    extras = _segment_extras(backend, before.page, page, Delta(seconds, increases))
     segment = _Segment(
         seconds,
         increases,

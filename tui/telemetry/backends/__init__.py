@@ -1,10 +1,10 @@
 """Per-backend knowledge of /metrics pages: one module per server, each with NAME, PREFIX,
 `extract(samples, memo) -> PageSnapshot`, `derive(delta, last) -> Figures` and optionally
-`segment_extras(start, end, segment)` for figures computed per pair of scrapes."""
+`segment_extras(start, end, segment)` for figures computed per pair of scrapes (see `window`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Protocol
 
@@ -63,10 +63,3 @@ class BackendDetector:
 
 def backend_module(name: str | None) -> Backend | None:
     return BACKENDS.get(name) if name else None
-
-
-SegmentExtras = Callable[[PageSnapshot, PageSnapshot, Delta], dict[str, float]]
-
-
-def segment_extras_of(backend: Backend) -> SegmentExtras | None:
-    return getattr(backend, "segment_extras", None)
