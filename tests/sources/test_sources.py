@@ -1,13 +1,17 @@
-"""The dashboard's sources without Textual: a replay's updates, and a live log followed to its end."""
+"""The dashboard's sources without Textual: a replay's updates, a live log followed to its end, and a
+fleet source that ends when cancelled."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+from tests.fleet.fake_fleet import ScriptedPoller, fleet_settings, scripted_readings
+from tests.telemetry.cancel_turns import TURNS, cancel_ends, loop_turns
 from tui.board import Board
 from tui.settings import EndpointSettings, Settings
 from tui.sources import LiveSource, ReplaySource
+from tui.sources.fleet import FleetSource
 from tui.sources.updates import EndpointsNamed, Finished, LogLineArrived, ReadingArrived, Update
 from tui.telemetry.events import ErrorEvent
 from tui.telemetry.reading import EndpointReading
@@ -86,3 +90,26 @@ def test_endpoints_named_adds_only_new_ones() -> None:
     named = EndpointsNamed([RecordedEndpoint(name="a"), RecordedEndpoint(name="a")])
     assert board.apply(named).changed == ("a",)
     assert board.apply(Finished()).changed == ("a",)
+
+
+async def test_fleet_updates_end_when_cancelled_as_a_resume_wakes_them() -> None:
+    swallowed = []
+    for turns in TURNS:
+        settings = fleet_settings("http://prometheus.test:9090", poll_interval_s=3600.0)
+        assert settings.prometheus is not None
+        source = FleetSource(
+            settings, poller=ScriptedPoller(settings.prometheus, scripted_readings(2)), load_history=False
+        )
+
+        async def consume(source: FleetSource = source) -> None:
+            async for _ in source.updates():
+                pass
+
+        task = asyncio.create_task(consume())
+        await loop_turns(10)  # the first refresh's updates, then the hour's wait
+        source.toggle_pause()  # pausing wakes the wait (the next round skips the refresh)
+        await loop_turns(turns)
+        if not await cancel_ends(task):
+            swallowed.append(turns)
+        await source.close()
+    assert swallowed == [], f"cancelled {swallowed} loop turns after the wake-up: kept polling"

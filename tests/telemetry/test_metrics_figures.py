@@ -1,4 +1,5 @@
-"""Derived figures per backend: the sample sets' README values, label sets, old names, stale gauges."""
+"""Derived figures per backend: the sample sets' README values, label sets, old names, stale gauges, the
+draft length in effect."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from metrics_test_server import sample_body, sample_scrapes, scrape
+from metrics_test_server import sample_body, sample_scrapes, scrape, vllm_page
 
+from tui.format import MIXED, figure_text, fmt_k_in_effect
 from tui.telemetry.backends import detect_backend
 from tui.telemetry.figures import FIGURE_NAMES, Figures
 from tui.telemetry.prometheus import MetricsFormatError, Sample
@@ -369,3 +371,45 @@ def test_sglang_priority_parts_are_not_added_to_the_total() -> None:
     f = figures_between(scrape(page(1000), 0.0), scrape(page(2000), 10.0))
     assert f.generation_tokens_per_s == pytest.approx(100.0)
     assert f.running == 4.0
+
+
+def _vllm_page(drafts: float, draft_tokens: float, positions: tuple[float, ...]) -> str:
+    return vllm_page(None, drafts, sum(positions), draft_tokens=draft_tokens, positions=positions, running=4)
+
+
+def test_vllm_static_k_keeps_per_position_and_shows_the_k() -> None:
+    first = scrape(_vllm_page(0, 0, (0, 0, 0)), 0.0)
+    last = scrape(_vllm_page(100, 300, (80, 50, 20)), 10.0)
+    f = figures_between(first, last)
+    assert (f.k_in_effect, f.k_configured, f.k_in_effect_derived) == (3.0, 3, True)
+    assert f.per_position_acceptance == pytest.approx([0.8, 0.5, 0.2]) and not f.per_position_mixed
+    assert fmt_k_in_effect(f) == "3 of 3 (derived)"
+
+
+def test_vllm_table_mixes_draft_lengths_per_position_says_mixed() -> None:
+    # 100 steps, 180 draft tokens: some steps drafted 1 token, others 3 (a per-batch-size table).
+    first = scrape(_vllm_page(0, 0, (0, 0, 0)), 0.0)
+    last = scrape(_vllm_page(100, 180, (70, 30, 10)), 10.0)
+    f = figures_between(first, last)
+    assert f.k_in_effect == pytest.approx(1.8) and f.k_configured == 3
+    assert f.per_position_acceptance is None and f.per_position_mixed
+    assert figure_text(f, "per_position_acceptance") == MIXED
+    assert "mixed: steps drafted 1.80 tokens on average of 3 positions" in f.notes["per_position_acceptance"]
+    assert fmt_k_in_effect(f) == "1.8 of 3 (derived)"
+
+
+def _sglang_page(steps: float | None, running: float = 4) -> str:
+    labels = 'engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"'
+    text = f"sglang:num_running_reqs{{{labels}}} {running}\nsglang:spec_accept_length{{{labels}}} 2.5\n"
+    if steps is not None:
+        text += f"sglang:spec_num_steps{{{labels}}} {steps}\n"
+    return text
+
+
+@pytest.mark.parametrize(
+    ("steps", "running", "shown"),
+    [(3.0, 4, "3"), (1.0, 4, "1"), (None, 4, "–"), (3.0, 0, "–")],  # idle: the gauge goes stale
+)
+def test_sglang_tier_in_use_from_spec_num_steps(steps: float | None, running: float, shown: str) -> None:
+    f = figures_between(scrape(_sglang_page(steps, running), 0.0), scrape(_sglang_page(steps, running), 5.0))
+    assert fmt_k_in_effect(f) == shown and not f.k_in_effect_derived

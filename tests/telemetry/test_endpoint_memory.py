@@ -1,0 +1,105 @@
+"""What one endpoint remembers between pages: its backend (yet a different server on the URL is noticed)
+and what each series means (its window's `SeriesMemo`, keyed by the series text, never by `id()`)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from metrics_test_server import Reply, ReplyServer, sample_body
+
+from tui.settings import EndpointSettings
+from tui.telemetry.backends import BackendDetector, base, detect_backend, sglang, vllm
+from tui.telemetry.backends.base import SeriesMemo
+from tui.telemetry.monitor import EndpointMonitor
+from tui.telemetry.prometheus import MetricsParser, Sample, parse_metrics_text
+from tui.telemetry.scraper import Scrape
+from tui.telemetry.window import ScrapeWindow
+
+
+def _page(backend: str, name: str = "metrics_t0.txt") -> tuple[Sample, ...]:
+    return tuple(MetricsParser().parse(sample_body(backend, name).decode()))
+
+
+def test_a_reading_is_the_same_with_and_without_a_memo() -> None:
+    for module, backend in ((vllm, "vllm"), (sglang, "sglang")):
+        memo = SeriesMemo()
+        for name in ("metrics_t0.txt", "metrics_t1.txt", "metrics_t0.txt"):
+            samples = _page(backend, name)
+            assert module.extract(samples, memo) == module.extract(samples)
+
+
+def test_each_window_keeps_its_own_memo() -> None:
+    vllm_window, sglang_window = ScrapeWindow(60.0), ScrapeWindow(60.0)
+    vllm_window.add(Scrape(0.0, 0.0, _page("vllm"), None, "vllm"))
+    sglang_window.add(Scrape(0.0, 0.0, _page("sglang"), None, "sglang"))
+    vllm_series = {sample.series for sample in _page("vllm")}
+    sglang_series = {sample.series for sample in _page("sglang")}
+    vllm_plans = vllm_window._memo.plans(vllm.TABLE)
+    sglang_plans = sglang_window._memo.plans(sglang.TABLE)
+    assert vllm_plans and set(vllm_plans) <= vllm_series
+    assert sglang_plans and set(sglang_plans) <= sglang_series
+    assert sglang_window._memo.identities and set(sglang_window._memo.identities) <= sglang_series
+    assert not vllm_window._memo.identities  # vLLM merges no ranks
+    # No process-global, id()-keyed caches left to share between endpoints.
+    assert not hasattr(base, "_PLANS") and not hasattr(sglang, "_IDENTITIES")
+
+
+def test_another_server_behind_the_url_starts_the_memo_over() -> None:
+    memo = SeriesMemo()
+    vllm.extract(_page("vllm"), memo)
+    assert memo.plans(vllm.TABLE)
+    assert memo.plans(sglang.TABLE) == {}
+
+
+def test_the_memo_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "_MEMO_MAX", 50)
+    memo = SeriesMemo()
+    page = _page("sglang")
+    for _ in range(3):
+        assert sglang.extract(page, memo) == sglang.extract(page)
+        assert 50 <= len(memo._plans) <= len(page)  # this page's series only: cleared before it
+    assert memo.plans(sglang.TABLE) == {}  # full: cleared before the next page, never grown without bound
+
+
+def _samples(backend: str, name: str = "metrics_t0.txt") -> tuple:
+    return tuple(parse_metrics_text(sample_body(backend, name).decode()))
+
+
+def test_detector_answers_like_detect_backend_page_after_page() -> None:
+    pages = [
+        _samples("vllm"),
+        _samples("vllm", "metrics_t1.txt"),
+        _samples("vllm"),
+        _samples("sglang"),  # a different server after a restart
+        _samples("sglang", "metrics_t1.txt"),
+        (),
+        _samples("llamacpp"),
+        _samples("vllm"),
+    ]
+    detector = BackendDetector()
+    answers = [detector.detect(samples) for samples in pages]
+    assert answers == [detect_backend(samples) for samples in pages]
+    assert answers == ["vllm", "vllm", "vllm", "sglang", "sglang", None, "llamacpp", "vllm"]
+
+
+def test_detector_sees_a_page_whose_names_changed_in_place() -> None:
+    detector = BackendDetector()
+    vllm_page = "vllm:a_total 1\nvllm:b_total 2\nsglang:c_total 3\n"
+    sglang_page = "vllm:a_total 1\nsglang:b_total 2\nsglang:c_total 3\n"  # same length, other names
+    assert detector.detect(tuple(parse_metrics_text(vllm_page))) == "vllm"
+    assert detector.detect(tuple(parse_metrics_text(sglang_page))) == "sglang"
+    assert detector.detect(tuple(parse_metrics_text(vllm_page))) == "vllm"
+
+
+async def test_monitor_notices_a_different_server_after_a_restart() -> None:
+    replies = [
+        Reply(sample_body("vllm", "metrics_t0.txt")),
+        Reply(sample_body("vllm", "metrics_t1.txt")),
+        Reply(sample_body("sglang", "metrics_t0.txt")),
+        Reply(sample_body("sglang", "metrics_t1.txt")),
+    ]
+    async with ReplyServer(replies) as server, httpx.AsyncClient() as client:
+        monitor = EndpointMonitor(EndpointSettings(name="swap", url=server.url), window_s=60.0)
+        readings = [await monitor.poll(client) for _ in range(4)]
+    assert [reading.backend for reading in readings] == ["vllm", "vllm", "sglang", "sglang"]
+    assert monitor.window.backend == "sglang"
