@@ -39,18 +39,6 @@ _LABEL_PAIR_RE = re.compile(rf"([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*({_LABEL_VAL
 _ESCAPE_RE = re.compile(r"\\(.)")
 _ESCAPES = {"n": "\n", "\\": "\\", '"': '"'}
 _EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
-# Special values Go's ParseFloat accepts besides decimal numbers.
-_SPECIAL_VALUES = {
-    "nan": float("nan"),
-    "inf": float("inf"),
-    "+inf": float("inf"),
-    "-inf": float("-inf"),
-    "infinity": float("inf"),
-    "+infinity": float("inf"),
-    "-infinity": float("-inf"),
-}
-_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
 # A parser's label and head caches are bounded: each is cleared when full.
 _LABEL_CACHE_MAX = 20_000
 _SPARE_LINES = 64  # lines kept beyond two pages' worth before the line cache is pruned
@@ -74,11 +62,9 @@ def _parse_labels(block: str) -> Mapping[str, str]:
 
 
 def parse_value(text: str) -> float:
-    """A sample value as Prometheus prints it; ValueError for anything else."""
-    special = _SPECIAL_VALUES.get(text.lower())
-    if special is not None:
-        return special
-    if _NUMBER_RE.fullmatch(text) is None:
+    """A sample value as Prometheus prints it (NaN, ±Inf, decimals); ValueError for anything else, also
+    for what only Python's float reads (`1_000`, non-ASCII digits)."""
+    if "_" in text or not text.isascii():
         raise ValueError(text)
     return float(text)
 
@@ -171,9 +157,9 @@ class MetricsParser:
                 # Fast path: the `name{labels}` part of the line was validated on an earlier scrape.
                 head, _, value_text = line.rpartition(" ")
                 known = heads.get(head)
-                if known is not None and "_" not in value_text and value_text.isascii():
+                if known is not None:
                     try:
-                        sample = Sample(known[0], known[1], float(value_text), known[2])
+                        sample = Sample(known[0], known[1], parse_value(value_text), known[2])
                     except ValueError:
                         sample = None  # the careful path below names the problem
                 if sample is None:
