@@ -16,7 +16,7 @@ from textual.events import Key, Resize
 from textual.widgets import DataTable, Header, Input, Static
 
 from tui.screens.context import EndpointScreen, ScreenContext
-from tui.telemetry.endpoint_row import EndpointRow, endpoint_row
+from tui.telemetry.endpoint_row import EndpointRow, row_fields
 from tui.widgets.card_view import CHART_LINES, CHART_MIN_WIDTH, CardData
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import TREND_COLUMNS, EndpointTable
@@ -524,12 +524,14 @@ class DashboardScreen(EndpointScreen):
 
 
 def _table_entry(data: CardData) -> tuple[EndpointRow, list[float | None]]:
-    row = endpoint_row(
-        data.name,
-        data.reading,
-        status=data.status,
-        backend=data.backend,
-        model=data.model,
-        alert_severities=[alert.severity for alert in data.alerts],
+    row = EndpointRow(
+        **row_fields(
+            data.name,
+            data.reading,
+            status=data.status,
+            backend=data.backend,
+            model=data.model,
+            alert_severities=[alert.severity for alert in data.alerts],
+        )
     )
     return row, data.series("generation_tokens_per_s", TREND_COLUMNS)

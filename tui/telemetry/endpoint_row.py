@@ -83,24 +83,6 @@ def _p95_bounds(reading: EndpointReading, lifetime: frozenset[str]) -> tuple[flo
     return figures.quantile_bounds.get("ttft_p95_s") if figures is not None else None
 
 
-def endpoint_row(
-    name: str,
-    reading: EndpointReading | None,
-    *,
-    status: str,
-    backend: str | None = None,
-    model: str | None = None,
-    alert_severities: Sequence[str] = (),
-) -> EndpointRow:
-    """The row of `name` from its latest reading (None before the first scrape); a down endpoint has no
-    figures, not its last ones."""
-    return EndpointRow(
-        **row_fields(
-            name, reading, status=status, backend=backend, model=model, alert_severities=alert_severities
-        )
-    )
-
-
 def row_fields(
     name: str,
     reading: EndpointReading | None,
@@ -110,8 +92,8 @@ def row_fields(
     model: str | None = None,
     alert_severities: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """`endpoint_row`'s fields, for a row type that extends `EndpointRow` (the fleet's, 1,000 per
-    refresh: built at once, not copied from an `EndpointRow`)."""
+    """The fields of `name`'s row (of `EndpointRow` or a type extending it: the fleet's) from its latest
+    reading (None before the first scrape); a down endpoint has no figures, not its last ones."""
     worst = "critical" if "critical" in alert_severities else ("warning" if alert_severities else None)
     if reading is None:
         return {
