@@ -1,14 +1,6 @@
-"""SGLang: metric names and figure derivation.
-
-The page merges every process (prometheus_client multiprocess mode). Of series differing only in
-`tp_rank` / `moe_ep_rank` / `pid` the lowest `tp_rank` is kept, then DP ranks are summed; with priority
-scheduling only the `priority=""` totals are read.
-
-Acceptance from counters (Δgeneration_tokens / Δspec_verify_calls, finished requests; rate (L − 1) /
-(spec_num_draft_tokens − 1), the current definition), else from the live gauges, hidden while nothing
-runs (they go stale). A page without `spec_num_draft_tokens` (before 2026-06-01) notes the rate gauge's
-changed definition (2026-04-28); without `realtime_tokens_total` (before 2025-12-24) the token rates
-count finished requests only (noted)."""
+"""SGLang: metric names and figure derivation. The page merges every process: the lowest `tp_rank` of a
+series is kept, DP ranks summed, and with priority scheduling only the `priority=""` totals read. Acceptance
+comes from the counters, else from the live gauges (hidden while nothing runs: they go stale)."""
 
 from __future__ import annotations
 
