@@ -1,13 +1,7 @@
 """The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers.
 
-Every arm must answer GET /v1/models first (ArmUnreachable otherwise: nothing is sent).
-Both arms get the same prompts in the same order. Schedule "alternate" (the default) runs A's
-round, then B's, so the arms never overlap (two servers on one host would otherwise measure each
-other's load); "parallel" interleaves sends A, B, A, B. Either way the arm that goes first
-alternates by round, to cancel drift. Warm-up requests
-are sent first and left out. Each endpoint's /metrics is scraped right before and
-after its measured requests, for acceptance during the burst (windowed deltas).
-Cancelling the task running `run_burst` cancels every request in flight.
+Both arms get the same prompts in the same order; "alternate" runs A's round then B's so the arms
+never measure each other's load, and the arm that goes first alternates by round, to cancel drift.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Prompt sets: built-in (code, chat, math, prose; English and Chinese) and user JSONL files.
-
-A user file has one JSON value per line: a string (the prompt), `{"prompt": "..."}`
-or `{"messages": [{"role": "user", "content": "..."}, ...]}`, each optionally with
-`"id"` and `"category"` (the burst reports acceptance and speed per category; the
-built-in sets are categories). Blank lines and lines starting with `#` are skipped.
-`SET@N` (e.g. `mixed@4096`) is SET at about N prompt tokens: a context length (see `sized_prompt_set`).
-"""
+"""Prompt sets: built-in (code, chat, math, prose; English and Chinese) and user JSONL files (a string,
+`{"prompt": ...}` or `{"messages": [...]}` a line, optional `id` and `category`; `#` lines skipped).
+`SET@N` (e.g. `mixed@4096`) is SET at about N prompt tokens."""
 
 from __future__ import annotations
 
@@ -248,10 +243,8 @@ def _padded(prompt: Prompt, tokens: int, count: TokenCount | None) -> Prompt:
 def sized_prompt_set(
     base: PromptSet, tokens: int, count: TokenCount | None = None, counted_by: str | None = None
 ) -> PromptSet:
-    """`base` at about `tokens` prompt tokens: the set's own prompts of about that length when it has
-    some (within 25%: drawn by length), else every prompt padded with filler words before its text
-    (synthesized). Lengths are the server's tokenizer's (`count`, named by `counted_by`) when given,
-    else estimated at 4 characters a token. `sizing` says which, for the report."""
+    """`base` at about `tokens` prompt tokens: its own prompts near that length (within 25%), else every
+    prompt padded with filler; counted by the server's tokenizer (`count`), else at 4 chars a token."""
     low, high = tokens * (1 - DRAWN_WITHIN), tokens * (1 + DRAWN_WITHIN)
     lengths = [estimated_tokens(p, count) for p in base.prompts]
     by = f"; lengths by {counted_by}" if counted_by else "; lengths estimated at 4 characters a token"

@@ -1,9 +1,5 @@
-"""Load shapes: a fixed count at a concurrency (closed loop), or a request rate (open loop).
-
-Open loop: request i is scheduled at a fixed offset from the start (Poisson or evenly
-spaced), and the concurrency cap may delay it; that delay is the request's send lag,
-reported apart from the server's latency so client-side queueing never hides in TTFT.
-"""
+"""Load shapes: a fixed count at a concurrency (closed loop), or a request rate (open loop), whose
+scheduled offsets make client-side queueing show as send lag rather than hide in TTFT."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""One burst session: a typed request, validated once, then run / compared / kept / exported.
-
-`spectop bench` and the burst screen both build a `BurstRequest` (from argparse values or from
-the form's text) and hand it to a `BurstSession`; neither orchestrates a burst itself. An arm is
-a live endpoint (`EndpointArm`) or an arm of a kept burst (`PastArm`): two past arms are compared
-without a request sent; one live arm against a past one runs the live arm on the past burst's
-prompt set and compares the two (before/after).
-"""
+"""One burst session: a typed request (from the CLI or the burst screen), validated once, then run,
+compared, kept and exported. An arm is a live endpoint or an arm of a kept burst (`PastArm`)."""
 
 from __future__ import annotations
 
@@ -50,11 +44,7 @@ _NOT_A_NUMBER = frozenset({"int_parsing", "float_parsing", "int_from_float", "fi
 
 
 class BurstRequestError(ValueError):
-    """A burst that cannot be asked for: `field` names the request field, `message` says why.
-
-    Each front end names the field its own way (`--requests` in the CLI, `n (requests)` on the
-    screen): `described(labels)`.
-    """
+    """A burst that cannot be asked for: `field` names the request field, `message` says why."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -111,9 +101,8 @@ Arm = Annotated[EndpointArm | PastArm, Field(discriminator="kind")]
 
 
 def _sequential(request: BurstRequest, arms: int) -> dict[str, Any]:
-    """--until-significant: up to max_rounds rounds, a look after each from the second on; each look's
-    interval at the Bonferroni-split level 1 - 0.05 / looks, so looking often cannot manufacture a
-    difference."""
+    """--until-significant: a look after each round from the second on, each at the Bonferroni-split
+    level 1 - 0.05 / looks, so looking often cannot manufacture a difference."""
     if not request.until_significant:
         return {}
     if arms < 2:
@@ -310,9 +299,8 @@ class GpuWatch(Protocol):
 
 
 def with_gpu(result: BurstResult, watch: GpuWatch) -> BurstResult:
-    """Each arm with its GPUs' energy and throttling over its measured time (first send, last done);
-    under the alternate schedule also its own phases (its rounds, `time.time()` moments), over which
-    GPUs it shares with the other arm are its alone."""
+    """Each arm with its GPUs' energy and throttling over its measured time, and (alternate schedule) over
+    its own rounds, during which GPUs shared with the other arm are its alone."""
     origin = result.started_at.timestamp()
     arms = []
     for arm in result.arms:

@@ -1,30 +1,10 @@
-"""How sure a tune is: speedup intervals that cover drift, tie sets, the recommendation, the apply rule.
+"""How sure a tune is: speedup intervals that cover drift, tie sets, the recommendation.
 
-The sweep measures the baseline at the start of every round and once more at its end (`timeline`),
-so each value's bursts sit between two baseline bursts measured minutes apart. The speedup of a value
-is its pooled decode rate over the pooled rate of the baseline bursts that bracket it, and its interval
-is a bootstrap that resamples, in this order:
-
-1. the rounds (passes over every value), so drift from one round to the next widens it;
-2. within a picked round, the bracketing baseline bursts (before / after, with replacement), so drift
-   between the two ends of one round widens it even when only one round ran;
-3. the requests within every burst;
-4. each value's own bursts by the baseline's burst-to-burst spread: a value measured once is as far off
-   as the baseline is from itself from one burst to the next (each burst's rate times exp(±d/√2), d a
-   log ratio of two consecutive baseline bursts, drawn at random). Without it the drift between two
-   values measured minutes apart in the same round would hide: they share the baseline draws, so their
-   ratio would carry only their requests' noise (on a drifting host, a false "separated").
-
-All values are resampled with the same draws, so the replicates of two values can be divided to compare
-them with each other (`pair_interval`): the baseline's noise, shared by both, cancels.
-
-For each concurrency the values whose speedup is not significantly below the fastest's form the tie
-set; the recommendation is its cheapest member (fewest draft tokens: less KV memory, lower TTFT). An
-applied change must be significantly faster than the file's own value.
-
-Sequential testing (`--until-separated`): the rounds are looks at the data; each look's intervals are
-made at the Bonferroni-split level 1 - alpha / max_looks, so the chance that any look declares a false
-separation stays below alpha (`sequential_level`).
+A value's speedup is its pooled decode rate over that of the baseline bursts that bracket it; its
+bootstrap resamples rounds, the bracketing baseline bursts, requests, and each value's bursts by the
+baseline's burst-to-burst spread (so drift between values measured minutes apart is not hidden). All
+values share the draws, so two values' replicates divide (`pair_interval`). The recommendation is the
+cheapest member of the tie set; `--until-separated` splits the level over its looks (Bonferroni).
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
-"""What a tune sweeps: the key, its values, the loads; and how one value becomes one edit of the file.
+"""What a tune sweeps (the key, its values, the loads) and how one value becomes one edit of the file.
 
-The key defaults by config kind:
-
-* vLLM-style TOML: `speculative.num_speculative_tokens`; value 0 is speculation off, written as
-  `speculative.enabled = false` (the token count is left as it was, so it comes back when turned on);
-  a k-by-batch-size table in the file is taken out while one k is measured, and `--apply` may write the
-  schedule as that table (`table_edits`);
-* SGLang JSON: `speculative_num_steps`, with `speculative_num_draft_tokens` kept at steps + 1 when
-  `speculative_eagle_topk` is 1 (SGLang forces it); value 0 is `speculative_algorithm = null`;
-* anything else: the numeric key given explicitly (e.g. a llama.cpp launch file's `draft_max`).
-
-An SGLang file can instead be swept over a grid (`--grid steps=1,2,3 topk=1,4 draft=2,4,8`): each valid
-(steps, topk, draft tokens) point is one value of the sweep (numbered 1.., 0 = speculation off when the
-grid's steps include 0), and writing it edits the lines of those three keys only. A point SGLang would
-not run as written is skipped with the reason (`grid_problem`).
-
-Only the lines of the keys involved change; every other byte stays (round-trip documents).
+Default keys: vLLM TOML `speculative.num_speculative_tokens` (0: `speculative.enabled = false`), SGLang
+`speculative_num_steps` (0: `speculative_algorithm = null`), else the key given. An SGLang file can be
+swept over a `--grid` of (steps, topk, draft tokens) points. Only the keys' lines change.
 """
 
 from __future__ import annotations
@@ -305,9 +292,8 @@ class GridKey(TuneKey):
 
 
 def grid_key(doc: ConfigDocument, words: Sequence[str] | str) -> GridKey:
-    """The points of `--grid` for this SGLang file: valid ones numbered 1.. in the grid's order (steps,
-    then topk, then draft tokens), the others skipped with the reason, and the file's own point (if it is
-    not in the grid) numbered after them so it can be the baseline."""
+    """The `--grid` points for this SGLang file: valid ones numbered 1.. in grid order, the others skipped
+    with the reason, the file's own point (when not in the grid) numbered after them as a baseline."""
     if doc.kind != "sglang_json":
         raise TunePlanError(f"--grid sweeps SGLang's steps × topk × draft tokens: {doc.kind} is not SGLang")
     axes = parse_grid(words)

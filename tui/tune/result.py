@@ -1,14 +1,8 @@
 """A tune's result (the on-disk `spectop-tune/1` format), its analysis and its renderings.
 
-Per (value, concurrency) cell: the burst's figures, and the speedup over the baseline value at the
-same concurrency (pooled decode tokens/s ratio with its bootstrap 95% interval, from
-`tui.bench.report.summary`). Then the best value per concurrency, the schedule it implies
-(vLLM's `num_speculative_tokens_per_batch_size` style: which k up to which batch size) and the
-break-even concurrency, where speculation stops paying. A figure that could not be measured is None.
-
-A grid sweep (SGLang steps × topk × draft tokens) numbers its points: `value` n is `points` entry n
-(0 is speculation off), rows are labelled by the point ("steps 3 · topk 1 · draft 4") and the CSV
-carries its parts; `skipped` lists the grid's points SGLang would not run, with the reason.
+Per (value, concurrency) cell: the burst's figures and the speedup over the baseline; then the best
+value per load, the schedule it implies and the break-even load. A grid sweep's `value` n is `points`
+entry n (0: speculation off). A figure that could not be measured is None.
 """
 
 from __future__ import annotations
@@ -492,11 +486,8 @@ def _faster_at(result: TuneResult, concurrency: int, value: int, other: int) -> 
 
 
 def table_decision(result: TuneResult, top: int) -> tuple[list[list[int]] | None, str]:
-    """(the schedule as vLLM's `num_speculative_tokens_per_batch_size`, or None; why). A table is
-    written only where the best k differs significantly between loads: at each boundary of the
-    schedule, each side's k is significantly faster than the other side's k at its side's load (else
-    one of them is within noise of the best on both sides: one k fits).
-    Batch sizes between two measured loads take the lower load's k; the last range runs to `top`."""
+    """(vLLM's `num_speculative_tokens_per_batch_size` for the schedule, or None; why): written only when, at
+    each boundary, each side's k is significantly faster than the other's at its own load."""
     if result.kind != "vllm_toml" or result.key != VLLM_TABLE_OWNER:
         return None, "only vLLM's num_speculative_tokens takes a table by batch size"
     steps = result.schedule

@@ -1,15 +1,8 @@
 """Running a tune: for each value, change the file, restart, wait, measure every load; then restore.
 
-The change-and-verify step (`Changer.change`) is shared with the fallback guard: write the new text
-atomically (only the key's line changes), run the restart command without a shell, wait for
-`/health` (with a timeout) and for a first `/metrics` page. A value the server cannot start with is
-a failed `ValueOutcome` with the reason (the endpoint log's last errors, else the restart command's
-last lines) and the sweep goes on.
-
-Whatever way `TuneRun.run` ends (done, cancelled, an exception), `finish` puts the original bytes back
-(or, with `apply`, the best value for the chosen load), restarts the server on it and waits for it (after a
-cancel, only if asked to). A cancel ends every wait for /health and /metrics at once; a restart command
-under way runs to its end unless `kill` is set too.
+`Changer` (shared with the guard) writes, restarts and waits for /health and /metrics; a value the
+server cannot start with is a failed `ValueOutcome` and the sweep goes on. However `TuneRun.run` ends,
+`finish` puts the original bytes (or the applied value) back and restarts the server.
 """
 
 from __future__ import annotations
@@ -222,9 +215,8 @@ class Changer:
     async def restart(
         self, cancel: asyncio.Event | None = None, kill: asyncio.Event | None = None
     ) -> ChangeOutcome:
-        """Restart, then wait for /health (from a new process) and a first /metrics page; the reason when
-        it did not come back. Interrupted when `cancel` is set during a wait for the server, or `kill`
-        while the restart command runs (it is killed)."""
+        """Restart, then wait for /health (from a new process) and /metrics; Interrupted when `cancel` is set
+        while waiting, or `kill` while the command runs."""
         log_start = _size(self.log_file)
         before = await until(cancel, read_identity(self.client, self.metrics_url))
         ran = await self.run_command(log_start, kill)
@@ -233,9 +225,8 @@ class Changer:
         return await until(cancel, self._wait_back(before, ran.output, log_start))
 
     async def run_command(self, log_start: int, kill: asyncio.Event | None = None) -> ChangeOutcome:
-        """Run the restart command (ok: it exited 0) without waiting for the server; Interrupted (the
-        command killed) when `kill` is set while it runs. `kill` is cleared as the command starts: a
-        signal stops the command that keeps you waiting, never the next one (the final restart)."""
+        """Run the restart command (ok: exit 0); Interrupted when `kill` is set while it runs. `kill` is
+        cleared first: a signal stops the command under way, never the next one (the final restart)."""
         if kill is not None:
             kill.clear()
         output: list[str] = []
@@ -459,11 +450,9 @@ class TuneRun:
         wait_when_cancelled: bool = True,
         kill: asyncio.Event | None = None,
     ) -> TuneResult:
-        """Sweep every value; cancelled when `cancel` is set. The file is restored (or the best applied)
-        and the server restarted on it however this ends; `result.final_restart_ok` says if it came back.
-        Cancelled, the final restart is waited for only with `wait_when_cancelled`. `kill` (set with or
-        after `cancel`) kills the restart command under way. `client` (the app's, for the health waits
-        and scrapes; the bursts have their own pool) or one of its own."""
+        """Sweep every value (cancelled when `cancel` is set); however it ends, the file is restored (or the
+        best applied) and the server restarted, waited for after a cancel only with `wait_when_cancelled`.
+        `kill` kills the restart command under way."""
         if self.result is None:
             await self.prepare()
         assert self.result is not None
@@ -516,9 +505,8 @@ class TuneRun:
     async def _sweep(
         self, changer: Changer, client: httpx.AsyncClient, cancel: asyncio.Event, kill: asyncio.Event | None
     ) -> None:
-        """Rounds over every value, the baseline measured at the start of each and once more at the end
-        (the closing baseline of one round opens the next); odd rounds run the values backwards, so a
-        steady drift weighs on every value alike."""
+        """Rounds over every value, the baseline at the start of each and once at the end; odd rounds run
+        backwards, so a steady drift weighs on every value alike."""
         assert self.result is not None
         baseline, others = self.order[0], self.order[1:]
         position = 0
@@ -768,9 +756,8 @@ class TuneRun:
         self._update()
 
     def _applied_bytes(self, result: TuneResult) -> bytes:
-        """What `--apply` writes: the schedule as vLLM's k-by-batch-size table where the best k differs
-        significantly between loads (not with --apply-at, which asks for one load's k), else the best
-        value at the chosen load when it beats the file's own; the original bytes otherwise."""
+        """What `--apply` writes: vLLM's k-by-batch-size table where the best k differs significantly between
+        loads (not with --apply-at), else the best value at the chosen load when it beats the file's own."""
         concurrency = self.options.apply_at or self.options.concurrencies[0]
         assert self.opened is not None and self.opened.document is not None
         doc = self.opened.document

@@ -1,8 +1,5 @@
-"""The typed burst summary: one arm's figures, the comparison of two, the whole burst.
-
-A summary's JSON (`BurstSummary.model_dump(mode="json")`) is the head of the JSON export:
-{"a": ARM, "b": ARM|None, "comparison": ..., "equivalence": ..., "settings", "started_at", ...}.
-"""
+"""The typed burst summary: one arm's figures, the comparison of two, the whole burst (the JSON
+export's head)."""
 
 from __future__ import annotations
 
