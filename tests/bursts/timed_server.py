@@ -1,11 +1,5 @@
-"""A tiny OpenAI-style streaming server with exactly known timing, for tests and benchmarks.
-
-Runs in its own process (port 0), so it never competes with the client for the GIL.
-Each request: the first content chunk after `ttft_s`, then a chunk of
-`tokens_per_chunk` tokens every `interval_s`. Every write's time is recorded with
-time.perf_counter (CLOCK_MONOTONIC: the same clock in every process on the host), so
-tests compare what the client measured with what the server did (`records`).
-"""
+"""A tiny OpenAI-style streaming server in its own process with exactly known timing: every write's
+`time.perf_counter` is recorded (`records`), for tests and benchmarks."""
 
 from __future__ import annotations
 

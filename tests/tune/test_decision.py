@@ -41,10 +41,8 @@ def test_drift_between_the_baselines_widens_the_interval_and_it_covers_the_truth
 
 
 def test_drift_between_two_values_of_one_round_widens_their_comparison() -> None:
-    """Two values equal in truth, measured one after the other while the host slows by as much as the
-    baseline did from the start of the round to its end: their ratio must not read as separated (their
-    shared baseline draws cancel, so only their own bursts' drift, borrowed from the baseline's, can
-    widen it). Real llama-server on a busy host: k=0 806 then 522 tok/s around k=1 and k=2."""
+    """Two values equal in truth measured while the host slows as much as the baseline did over the round:
+    their ratio must not read as separated."""
     rng = random.Random(3)
     runs = [
         Run(0, 0, 0, _burst(rng, 100.0)),
