@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from tui.bench.stats import RateSample, percentile, pooled_rate
-from tui.format import fmt_level
+from pydantic import BaseModel, ConfigDict, Field
+
+from tui.bench.stats import RateSample, percentile_interval, pooled_rate
 
 RESAMPLES = 2000
 ALPHA = 0.05
@@ -25,13 +26,6 @@ ALPHA = 0.05
 def sequential_level(looks: int, alpha: float = ALPHA) -> float:
     """The level of each look's interval so that `looks` looks together keep the error below `alpha`."""
     return 1.0 - alpha / max(1, looks)
-
-
-def level_words(level: float, looks: int = 1) -> str:
-    """ "95% CI", or "99.2% CI (Bonferroni: 95% over 6 looks)"."""
-    if looks <= 1:
-        return f"{fmt_level(level)} CI"
-    return f"{fmt_level(level)} CI (Bonferroni: {fmt_level(1 - ALPHA)} over {looks} looks)"
 
 
 @dataclass(frozen=True)
@@ -56,26 +50,17 @@ class Speedups:
 
     def interval(self, value: int, level: float) -> tuple[float, float] | None:
         known = [r for r in self.replicates.get(value, []) if r is not None]
-        return _interval(known, len(self.replicates.get(value, [])), level)
+        return percentile_interval(known, len(self.replicates.get(value, [])), level)
 
     def pair_interval(self, value: int, other: int, level: float) -> tuple[float, float] | None:
         """The interval of speedup(value) / speedup(other), from the same replicates."""
         mine, theirs = self.replicates.get(value, []), self.replicates.get(other, [])
         ratios = [m / t for m, t in zip(mine, theirs, strict=False) if m is not None and t]
-        return _interval(ratios, min(len(mine), len(theirs)), level)
+        return percentile_interval(ratios, min(len(mine), len(theirs)), level)
 
     def pair_point(self, value: int, other: int) -> float | None:
         mine, theirs = self.point.get(value), self.point.get(other)
         return mine / theirs if mine is not None and theirs else None
-
-
-def _interval(values: list[float], resamples: int, level: float) -> tuple[float, float] | None:
-    if resamples == 0 or len(values) < resamples // 2:
-        return None
-    values = sorted(values)
-    tail = (1.0 - level) / 2 * 100
-    low, high = percentile(values, tail), percentile(values, 100 - tail)
-    return None if low is None or high is None else (low, high)
 
 
 def _brackets(order: int, baseline_orders: Sequence[int]) -> tuple[int, ...]:
@@ -162,24 +147,26 @@ def speedups(runs: Sequence[Run], baseline: int, *, resamples: int = RESAMPLES, 
     return result
 
 
-@dataclass(frozen=True)
-class Decision:
-    """The recommendation at one load, with its uncertainty."""
+class TuneDecision(BaseModel):
+    """The recommendation at one concurrency with its uncertainty (`--json`'s `decisions`)."""
+
+    model_config = ConfigDict(extra="ignore")
 
     concurrency: int
-    best: int | None  # the recommendation: the cheapest value of the tie set
-    fastest: int | None  # the highest point estimate
-    tied: tuple[int, ...]  # values not significantly slower than the fastest (cheapest first)
-    speedup: float | None  # the recommendation's speedup over the baseline
-    ci: tuple[float, float] | None
-    significant: bool  # the recommendation is separated from every other value (a tie set of one)
-    beats_baseline: bool | None  # its interval lies above 1.0 (None: it is the baseline, or unknown)
+    best: int | None = Field(description="the recommendation: the cheapest value of the tie set")
+    tied: list[int] = Field(default_factory=list, description="not significantly slower than the fastest")
+    speedup: float | None = Field(None, description="the recommendation's speedup over the baseline")
+    ci: tuple[float, float] | None = None
+    significant: bool = Field(False, description="the recommendation is separated from every other value")
+    fastest: int | None = Field(None, description="the highest point estimate (may be within noise)")
+    beats_baseline: bool | None = Field(None, description="its interval lies above 1.0")
+    client_ok: bool | None = Field(None, description="False: a burst at this load had a starved client")
 
 
-def decide(found: Speedups, concurrency: int, cost: Callable[[int], float], level: float) -> Decision:
+def decide(found: Speedups, concurrency: int, cost: Callable[[int], float], level: float) -> TuneDecision:
     measured = [value for value, point in found.point.items() if point is not None]
     if not measured:
-        return Decision(concurrency, None, None, (), None, None, False, None)
+        return TuneDecision(concurrency=concurrency, best=None)
     fastest = max(measured, key=lambda v: (found.point[v] or 0.0, -cost(v)))
     tied = [fastest]
     for value in measured:
@@ -192,11 +179,11 @@ def decide(found: Speedups, concurrency: int, cost: Callable[[int], float], leve
     best = tied[0]
     ci = found.interval(best, level) if best != found.baseline else None
     beats = None if best == found.baseline or ci is None else ci[0] > 1.0
-    return Decision(
+    return TuneDecision(
         concurrency=concurrency,
         best=best,
         fastest=fastest,
-        tied=tuple(tied),
+        tied=tied,
         speedup=found.point.get(best),
         ci=ci,
         significant=len(tied) == 1,

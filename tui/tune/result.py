@@ -35,7 +35,7 @@ from tui.format import (
 from tui.sanitize import safe_line
 from tui.tables import Table, markdown_escape
 from tui.tables import render_json as json_text
-from tui.tune.decision import Decision, Run, Speedups, decide, speedups
+from tui.tune.decision import Run, Speedups, TuneDecision, decide, speedups
 
 CSV_FIELDS = (
     "value", "concurrency", "ok", "requests", "errors", "decode_tokens_per_s", "output_tokens_per_s",
@@ -89,22 +89,6 @@ class CellRun(BaseModel):
     client_ok: bool | None = Field(None, description="False: the measuring client fell behind")
     client_reason: str | None = None
     burst_file: str | None = None
-
-
-class TuneDecision(BaseModel):
-    """The recommendation at one concurrency with its uncertainty (`--json`'s `decisions`)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    concurrency: int
-    best: int | None = Field(description="the recommendation: the cheapest value of the tie set")
-    tied: list[int] = Field(default_factory=list, description="not significantly slower than the fastest")
-    speedup: float | None = Field(None, description="the recommendation's speedup over the baseline")
-    ci: tuple[float, float] | None = None
-    significant: bool = Field(False, description="the recommendation is separated from every other value")
-    fastest: int | None = Field(None, description="the highest point estimate (may be within noise)")
-    beats_baseline: bool | None = Field(None, description="its interval lies above 1.0")
-    client_ok: bool | None = Field(None, description="False: a burst at this load had a starved client")
 
 
 class TuneCell(BaseModel):
@@ -371,19 +355,15 @@ def _decision(result: TuneResult, concurrency: int) -> tuple[TuneDecision, Speed
         }
         fastest = max(rates, key=lambda v: (rates[v], -result.cost(v))) if rates else None
         point = found.point.get(fastest) if fastest is not None else None
-        tied = (fastest,) if fastest is not None else ()
-        made = Decision(concurrency, fastest, fastest, tied, point, None, False, None)
+        tied = [fastest] if fastest is not None else []
+        made = TuneDecision(concurrency=concurrency, best=fastest, fastest=fastest, tied=tied, speedup=point)
     cells = [result.cell(value, concurrency) for value in made.tied]
     client_ok = (
         None
         if not any(c and c.client_ok is not None for c in cells)
         else all(c.client_ok is not False for c in cells if c)
     )
-    decision = TuneDecision(
-        concurrency=concurrency, best=made.best, tied=list(made.tied), speedup=made.speedup, ci=made.ci,
-        significant=made.significant, fastest=made.fastest, beats_baseline=made.beats_baseline,
-        client_ok=client_ok,
-    )  # fmt: skip
+    decision = made.model_copy(update={"client_ok": client_ok})
     return decision, found
 
 
