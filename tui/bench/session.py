@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tui.bench.burst_options import (
     OptionError,
@@ -157,44 +157,29 @@ class BurstRequest(BaseModel):
     until_significant: bool = False  # rounds of `requests` until the interval excludes 1.0
     max_rounds: int = Field(10, ge=2, le=1000)
 
-    @field_validator("slo")
+    @field_validator("slo", "percentiles")
     @classmethod
-    def _slo(cls, value: str | None) -> str | None:
-        if value is not None and value.strip():
-            try:
-                parse_slo(value)
-            except OptionError as error:
-                raise ValueError(str(error).removeprefix("--slo ")) from None
-            return value.strip()
-        return None
-
-    @field_validator("percentiles")
-    @classmethod
-    def _percentiles(cls, value: str | None) -> str | None:
-        if value is not None and value.strip():
-            try:
-                parse_percentiles(value)
-            except OptionError as error:
-                raise ValueError(str(error).removeprefix("--percentiles ")) from None
-            return value.strip()
-        return None
+    def _option(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parse = parse_slo if info.field_name == "slo" else parse_percentiles
+        try:
+            parse(value)
+        except OptionError as error:
+            raise ValueError(str(error).removeprefix(f"--{info.field_name} ")) from None
+        return value.strip()
 
     @field_validator("a_extra", "b_extra", mode="before")
     @classmethod
     def _extra(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            if not value.strip():
-                return None
-            try:
-                return parse_extra(value, "fields")
-            except OptionError as error:
-                raise ValueError(str(error).removeprefix("fields: ")) from None
-        if isinstance(value, dict):
-            try:
-                return parse_extra(json.dumps(value), "fields")
-            except (OptionError, TypeError) as error:
-                raise ValueError(str(error).removeprefix("fields: ")) from None
-        return value
+        if isinstance(value, str) and not value.strip():
+            return None
+        if not isinstance(value, str | dict):
+            return value
+        try:
+            return parse_extra(value if isinstance(value, str) else json.dumps(value), "fields")
+        except (OptionError, TypeError) as error:
+            raise ValueError(str(error).removeprefix("fields: ")) from None
 
     @field_validator("a", "b")
     @classmethod
