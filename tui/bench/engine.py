@@ -568,10 +568,8 @@ class _Run:
         load = self.config.load
         offsets: list[float] = []
         if load.open_loop and load.rate is not None:
-            offsets = arrival_offsets(self.config.requests, load.rate, load.arrival, self.rng)
-        if load.open_loop and load.rate is not None and self.config.until_significant:
-            count = self.config.requests * self.config.max_rounds
-            offsets = arrival_offsets(count, load.rate, load.arrival, self.rng)
+            rounds = self.config.max_rounds if self.config.until_significant else 1
+            offsets = arrival_offsets(self.config.requests * rounds, load.rate, load.arrival, self.rng)
         first_send = self.now()
         self.monitor.start()  # the client checks itself while it measures
         try:

@@ -181,31 +181,19 @@ class ChangeOutcome:
     output: list[str] = field(default_factory=list)
 
 
+@dataclass
 class Changer:
     """Writes a text to the config file, restarts the server and waits for it (shared with the guard)."""
 
-    def __init__(
-        self,
-        path: Path,
-        restart_command: Sequence[str],
-        client: httpx.AsyncClient,
-        *,
-        health_url: str,
-        metrics_url: str,
-        log_file: Path | None = None,
-        health_timeout_s: float = HEALTH_TIMEOUT_S,
-        restart_timeout_s: float = RESTART_TIMEOUT_S,
-        on_line: Callable[[str], None] | None = None,
-    ) -> None:
-        self.path = path
-        self.restart_command = list(restart_command)
-        self.client = client
-        self.health_url = health_url
-        self.metrics_url = metrics_url
-        self.log_file = log_file
-        self.health_timeout_s = health_timeout_s
-        self.restart_timeout_s = restart_timeout_s
-        self.on_line = on_line
+    path: Path
+    restart_command: Sequence[str]
+    client: httpx.AsyncClient
+    health_url: str
+    metrics_url: str
+    log_file: Path | None = None
+    health_timeout_s: float = HEALTH_TIMEOUT_S
+    restart_timeout_s: float = RESTART_TIMEOUT_S
+    on_line: Callable[[str], None] | None = None
 
     def write(self, data: bytes) -> None:
         """Atomically, symlink and owner kept; the file's bytes are exactly `data`."""
@@ -239,7 +227,7 @@ class Changer:
 
         try:
             code = await until(
-                kill, run_restart(self.restart_command, line, timeout_s=self.restart_timeout_s)
+                kill, run_restart(list(self.restart_command), line, timeout_s=self.restart_timeout_s)
             )
         except OSError as error:
             return ChangeOutcome(False, f"the restart command cannot run: {error.strerror or error}", output)
