@@ -70,8 +70,7 @@ HISTORY_COLUMNS = ("when", "A", "B", "faster (95% CI)", "set", "n")  # set: the 
 def history_row(
     entry: BurstEntry, *, url_width: int = 22, set_width: int = 12, year: bool = True
 ) -> list[str]:
-    """One burst as the history shows it (HISTORY_COLUMNS): both URLs (or "one arm") cut to
-    `url_width` keeping host:port, the short verdict, the prompt set cut from the left."""
+    """One burst as the history shows it: both URLs cut to `url_width` keeping host:port, the verdict."""
     urls = [short_url(url, url_width) for url in entry.arm_urls[:2]] or [DASH]
     return [
         f"{entry.started_at:%Y-%m-%d %H:%M}" if year else f"{entry.started_at:%m-%d %H:%M}",
@@ -146,8 +145,7 @@ def load_kept(model: type[Kept], path: Path) -> Kept:
 
 
 def export_path(kind: str, when: datetime, base: Path | None = None) -> Path:
-    """Where the burst screen writes an export: `spectop-exports/spectop-burst-….ext` under `base`
-    (the current folder)."""
+    """Where the burst screen writes an export: `spectop-exports/` under `base` (the current folder)."""
     return (base or Path.cwd()) / EXPORTS_FOLDER / export_name(kind, when)
 
 

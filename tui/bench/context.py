@@ -92,8 +92,7 @@ async def server_token_counts(
 async def sized_for_server(
     spec: str, base_url: str | None, client: httpx.AsyncClient | None = None
 ) -> PromptSet:
-    """The prompt set of `spec`; a `SET@N` one sized by the server's tokenizer at `base_url` when it has
-    one, else by the estimate (its `sizing` says which)."""
+    """The prompt set of `spec`; `SET@N` sized by the server's tokenizer at `base_url` when it has one."""
     sized = sized_spec(spec)
     if sized is None or base_url is None:
         return await aload_prompt_set(spec)

@@ -124,8 +124,7 @@ def _sequential(request: BurstRequest, arms: int) -> dict[str, Any]:
 
 
 class BurstRequest(BaseModel):
-    """What a burst is asked to do, from the CLI's flags or the screen's form (text is accepted
-    and converted: the screen hands its fields over as typed). `parse` is the one validation."""
+    """What a burst is asked to do, from the CLI's flags or the screen's form (text is converted)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -259,8 +258,7 @@ def _outcome(result: BurstResult, ran: BurstResult | None) -> BurstOutcome:
 
 
 def compare(before: PastArm, after: PastArm) -> BurstOutcome:
-    """Two kept bursts of the same prompt set: `before` as A, `after` as B. Nothing is sent.
-    Reads files and bootstraps (CPU): from async code, in a thread."""
+    """Two kept bursts of the same prompt set, `before` as A (CPU work: from async code, in a thread)."""
     first, second = _past("a", before), _past("b", after)
     return _outcome(_combined("b", (first, before.arm), (second, after.arm)), None)
 
@@ -301,8 +299,7 @@ def with_gpu(result: BurstResult, watch: GpuWatch) -> BurstResult:
 
 
 class BurstSession:
-    """Runs one `BurstRequest`: `run` (two past arms: compared, nothing sent), then `save`; the outcome
-    exports. `BurstSession.compare(before, after)` and `open_burst(path)` for kept bursts alone."""
+    """Runs one `BurstRequest` (`run`, then `save`); the outcome exports."""
 
     compare = staticmethod(compare)
 

@@ -81,8 +81,7 @@ def bootstrap_pooled_ratio_ci(
 
 
 def percentile_interval(ratios: list[float], resamples: int, level: float) -> tuple[float, float] | None:
-    """The percentile bootstrap's interval of `ratios` (sorted in place); None when fewer than half of
-    the `resamples` gave a ratio (the rest had an arm without decode time)."""
+    """The percentile bootstrap's interval of `ratios` (sorted in place); None under half the resamples."""
     if len(ratios) < resamples // 2:
         return None
     ratios.sort()

@@ -30,8 +30,7 @@ def sequential_level(looks: int, alpha: float = ALPHA) -> float:
 
 @dataclass(frozen=True)
 class Run:
-    """One burst of one value at one concurrency: when it ran (`order` on the timeline) and its
-    requests' (decode tokens, decode seconds)."""
+    """One burst of one value at one load: its place on the timeline and its requests' decode samples."""
 
     value: int
     order: int
@@ -41,8 +40,7 @@ class Run:
 
 @dataclass
 class Speedups:
-    """Per value: the point speedup over the baseline and its bootstrap replicates (aligned by index;
-    None where a replicate had no decode time)."""
+    """Per value: the point speedup over the baseline and its bootstrap replicates (None: no decode time)."""
 
     baseline: int
     point: dict[int, float | None] = field(default_factory=dict)

@@ -234,8 +234,7 @@ def _number(doc: ConfigDocument, path: KeyPath) -> int | None:
 
 
 def file_point(doc: ConfigDocument) -> tuple[int, int, int] | None:
-    """The (steps, topk, draft tokens) SGLang runs this file with; None when speculation is off or the
-    file leaves the choice to SGLang (no steps)."""
+    """The (steps, topk, draft tokens) SGLang runs this file with; None when off or steps are not set."""
     if not _get(doc, SGLANG_ALGORITHM):
         return None
     steps = _number(doc, SGLANG_STEPS)

@@ -75,8 +75,7 @@ class SkippedPoint(BaseModel):
 
 
 class CellRun(BaseModel):
-    """One burst of a cell: its round, its place on the sweep's timeline and its requests' decode
-    samples (tokens - 1, decode seconds), kept so the analysis can resample them."""
+    """One burst of a cell: its round, its place on the timeline and its decode samples (to resample)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -245,8 +244,7 @@ class TuneResult(BaseModel):
         return {c: point for c, point in points.items() if point is not None}
 
     def cost(self, value: int) -> float:
-        """Draft tokens a value asks for (what a tie is broken by): the value itself, a grid point's
-        draft tokens, 0 for speculation off."""
+        """Draft tokens a value asks for (ties are broken by it); 0 for speculation off."""
         if not self.points:
             return float(value)
         point = self.point(value)
@@ -297,8 +295,7 @@ def cell_from_arm(value: int, concurrency: int, arm: ArmResult) -> TuneCell:
 
 
 def merged_cell(earlier: TuneCell | None, cell: TuneCell, run: CellRun) -> TuneCell:
-    """`cell` (this round's burst) folded into the cell of the earlier rounds: the decode rate pooled
-    over every round; the other figures are the latest round's."""
+    """`cell` folded into the earlier rounds' cell: the decode rate pooled, the rest the latest round's."""
     runs = [*(earlier.runs if earlier else []), run]
     samples = [tuple(sample) for r in runs for sample in r.samples]
     client_bad = [r for r in runs if r.client_ok is False]
@@ -802,8 +799,7 @@ def list_tunes(folder: Path | None = None) -> list[Path]:
 
 
 def tune_history_lines(folder: Path | None = None, limit: int = 50) -> list[str]:
-    """`spectop bench --history`'s tunes: one entry per tune (its bursts are inside its own folder):
-    when, the key and values, rounds, the pick per load, and the file."""
+    """`spectop bench --history`'s tunes: when, the key and values, rounds, the pick per load, the file."""
     lines = []
     for path in list_tunes(folder)[:limit]:
         try:

@@ -477,8 +477,7 @@ class TuneRun:
         return self.result
 
     async def _say_sizing(self, client: httpx.AsyncClient) -> None:
-        """How each prompt length of the context axis is reached, in the notes (the server's tokenizer
-        when it has one; each cell's `prompt_tokens_counted` is the check)."""
+        """How each prompt length of the context axis is reached, in the notes."""
         assert self.result is not None
         for tokens in self.options.prompt_tokens or ():
             try:
@@ -701,8 +700,7 @@ class TuneRun:
     async def _finish(
         self, changer: Changer, *, apply: bool, wait: bool = True, kill: asyncio.Event | None = None
     ) -> None:
-        """Restore the original bytes (or apply the best value), restart on them, wait for the server
-        (with `wait`; without, only the restart command's exit is known)."""
+        """Restore the original bytes (or apply the best value), restart on them, and (`wait`) wait for it."""
         result = self.result
         assert result is not None
         self.result = result = analyse_all(result)

@@ -23,8 +23,7 @@ def _request_detail(result: RequestResult, mode: Literal["json", "python"] | str
 
 
 class DecodeRate(BaseModel):
-    """Per-request decode rates: pooled and percentiles (no mean: one stream read at once would make
-    it absurd)."""
+    """Per-request decode rates: pooled and percentiles (a mean would let one coalesced stream swing it)."""
 
     model_config = ConfigDict(frozen=True)
 
