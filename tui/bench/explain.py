@@ -67,9 +67,6 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-# ---- acceptance -----------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class AcceptanceFigures:
     """Per-request acceptance of one arm. `requests` counts the requests whose server said."""
@@ -183,9 +180,6 @@ def per_position(requests: Sequence[RequestFigures]) -> list[float] | None:
     return _positions(totals)
 
 
-# ---- categories -----------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class CategoryRow:
     category: str
@@ -214,9 +208,6 @@ def categories(requests: Sequence[RequestFigures]) -> list[CategoryRow]:
             )
         )
     return rows
-
-
-# ---- outliers -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -262,9 +253,6 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return clean if len(clean) <= limit else clean[: limit - 1] + "…"
 
 
-# ---- server vs client timing ----------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class TimingFigures:
     """Milliseconds. `overhead` = client TTFT - server TTFT per request (network + HTTP + client)."""
@@ -293,9 +281,6 @@ def timing(requests: Sequence[RequestFigures]) -> TimingFigures:
         queue_p50_ms=_pct(queues, 50),
         queue_mean_ms=_mean(queues),
     )
-
-
-# ---- reconciliation with /metrics -----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -379,9 +364,6 @@ def _reconcile_steps(
     return result(share, False, message + (f" (or {incomplete})" if incomplete else ""))
 
 
-# ---- prefix cache ---------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class CacheFigures:
     requests: int = 0  # requests whose server reported cached tokens
@@ -415,9 +397,6 @@ def cache_warning(a: CacheFigures, b: CacheFigures, names: tuple[str, str] = ("A
         f"({b.cached_tokens}/{b.prompt_tokens}): "
         "TTFT differences are cache state, not speculation"
     )
-
-
-# ---- SLOs and goodput -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -473,9 +452,6 @@ def request_throughput(requests: Sequence[RequestFigures], active_s: float | Non
 def percentiles(values: Sequence[float | None], qs: Sequence[float]) -> dict[float, float | None]:
     known = _known(values)
     return {q: percentile(known, q) for q in qs}
-
-
-# ---- bootstrap over rounds ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

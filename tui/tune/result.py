@@ -269,9 +269,6 @@ class TuneResult(BaseModel):
         return point.label if point is not None else "off" if value == 0 else f"point {value}"
 
 
-# --- figures of one burst ---------------------------------------------------------------------------
-
-
 def cell_from_arm(value: int, concurrency: int, arm: ArmResult) -> TuneCell:
     summary = arm_summary(arm, with_detail=False)
     ok = [r for r in arm.requests if r.ok]
@@ -310,9 +307,6 @@ def merged_cell(earlier: TuneCell | None, cell: TuneCell, run: CellRun) -> TuneC
             "client_reason": client_bad[-1].client_reason if client_bad else None,
         }
     )
-
-
-# --- the analysis -----------------------------------------------------------------------------------
 
 
 def _runs_at(result: TuneResult, concurrency: int) -> list[Run]:
@@ -489,9 +483,6 @@ def table_decision(result: TuneResult, top: int) -> tuple[list[list[int]] | None
     table = table_from_steps([(step.value, step.up_to_concurrency) for step in steps], max(top, loads[-1]))
     ranges = [(lo, hi, k) for lo, hi, k in table]
     return table, f"the best k differs significantly between loads: {table_text(ranges)}"
-
-
-# --- rendering --------------------------------------------------------------------------------------
 
 
 def _speedup(cell: TuneCell) -> str:

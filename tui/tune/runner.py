@@ -351,8 +351,6 @@ class TuneRun:
         self._touched = False  # the server was restarted on another text than the original
         self._written_stamp_bytes: bytes | None = None
 
-    # --- planning -------------------------------------------------------------------------------------
-
     async def prepare(self) -> TuneResult:
         """Read the config and plan; TunePlanError / ConfigError when the sweep cannot be done."""
         options = self.options
@@ -427,8 +425,6 @@ class TuneRun:
         return masked_diff(
             unified_diff(self.opened.text, self.text_for(value), self.options.config_file.name)
         )
-
-    # --- running --------------------------------------------------------------------------------------
 
     async def run(
         self,
@@ -778,8 +774,6 @@ class TuneRun:
             return self.original_bytes
         result.applied = AppliedChange(value=value, concurrency=concurrency, diff=self.diff_for(value))
         return self.text_for(value).encode("utf-8")
-
-    # --- reporting ------------------------------------------------------------------------------------
 
     def _progress(
         self, phase: str, value: int | None, concurrency: int | None, message: str, fraction: float = 0.0
