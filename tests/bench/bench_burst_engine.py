@@ -17,9 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
 from tui.bench.prompts import load_prompt_set
-from tui.bench.schedule import LoadShape
 from tui.bench.transport import burst_client
 
 

@@ -10,10 +10,9 @@ import pytest
 from timed_server import Behaviour, Record, TimedServer
 
 from tui.bench.client_check import CPU_BUSY_SHARE
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.results import BurstResult
-from tui.bench.schedule import LoadShape
 
 TTFT_S, INTERVAL_S, TOKENS_PER_CHUNK, CHUNKS = 0.08, 0.02, 3, 15
 # Median client overhead allowed on TTFT, as a share of the server's own TTFT (a ratio, not a wall-clock

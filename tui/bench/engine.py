@@ -29,7 +29,6 @@ from tui.bench.results import (
     RequestResult,
     ServerAcceptance,
 )
-from tui.bench.schedule import LoadShape, arrival_offsets
 from tui.bench.server_figures import counter_deltas
 from tui.bench.stats import percentile, pooled_rate
 from tui.bench.stream_check import check_requests
@@ -46,6 +45,36 @@ MODELS_TIMEOUT_S = 10.0
 PROBE_CONNECT_TIMEOUT_S = 5.0
 SCRAPE_TIMEOUT_S = 5.0
 PROGRESS_INTERVAL_S = 0.1
+
+
+Arrival = Literal["poisson", "constant"]
+
+
+@dataclass(frozen=True)
+class LoadShape:
+    concurrency: int = 1
+    rate: float | None = None  # requests per second per arm; None = as fast as the concurrency allows
+    arrival: Arrival = "poisson"
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.rate is not None and not self.rate > 0:
+            raise ValueError(f"rate must be above 0 requests/s, got {self.rate}")
+
+    @property
+    def open_loop(self) -> bool:
+        return self.rate is not None
+
+
+def arrival_offsets(count: int, rate: float, arrival: Arrival, rng: random.Random) -> list[float]:
+    """Send offsets in seconds from the start for `count` requests at `rate` per second."""
+    offsets: list[float] = []
+    elapsed = 0.0
+    for _ in range(count):
+        offsets.append(elapsed)
+        elapsed += rng.expovariate(rate) if arrival == "poisson" else 1.0 / rate
+    return offsets
 
 
 class BurstConfigError(Exception):

@@ -25,13 +25,12 @@ from tui.bench.burst_options import (
 from tui.bench.burst_store import BurstFileError, combine_bursts, load_burst, save_burst
 from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
 from tui.bench.context import sized_for_server
-from tui.bench.engine import ArmTarget, BurstConfig, BurstProgress, run_burst
+from tui.bench.engine import ArmTarget, Arrival, BurstConfig, BurstProgress, LoadShape, run_burst
 from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError
 from tui.bench.report.export import export
 from tui.bench.report.models import BurstSummary
 from tui.bench.report.summary import burst_summary, comparison
 from tui.bench.results import BurstResult
-from tui.bench.schedule import Arrival, LoadShape
 from tui.bench.transport import burst_client
 from tui.gpu.records import ArmGpuRecord, Rounds
 from tui.settings import EndpointSettings
