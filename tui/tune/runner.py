@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -448,7 +449,7 @@ class TuneRun:
             # The sweep watches `cancel` itself (between steps, inside each burst and each wait for the
             # server); a restart command under way runs to its end unless `kill` is set, so the final
             # restart does not race it.
-            sweep = asyncio.ensure_future(self._sweep(changer, client, cancel, kill))
+            sweep = asyncio.ensure_future(self._sweep(changer, cancel, kill))
             try:
                 await sweep
             except TuneCancelled:
@@ -485,30 +486,23 @@ class TuneRun:
                 continue
             self.result.notes.append(f"prompts at {tokens} tokens: {sized.sizing}")
 
-    async def _sweep(
-        self, changer: Changer, client: httpx.AsyncClient, cancel: asyncio.Event, kill: asyncio.Event | None
-    ) -> None:
+    async def _sweep(self, changer: Changer, cancel: asyncio.Event, kill: asyncio.Event | None) -> None:
         """Rounds over every value, the baseline at the start of each and once at the end; odd rounds run
         backwards, so a steady drift weighs on every value alike."""
         assert self.result is not None
         baseline, others = self.order[0], self.order[1:]
         position = 0
-        if not await self._value_round(changer, client, cancel, kill, baseline, 0, position):
+        if not await self._value_round(changer, cancel, kill, baseline, 0, position):
             return
-        number = 0
-        while True:
-            for value in others if number % 2 == 0 else list(reversed(others)):
+        for number in itertools.count():
+            visits = [(value, number) for value in (others if number % 2 == 0 else others[::-1])]
+            for value, round_number in [*visits, (baseline, number + 1)]:
                 position += 1
-                if not await self._value_round(changer, client, cancel, kill, value, number, position):
+                if not await self._value_round(changer, cancel, kill, value, round_number, position):
                     return
-            position += 1
-            if not await self._value_round(changer, client, cancel, kill, baseline, number + 1, position):
-                return
-            number += 1
-            self.result.rounds_run = number
-            stop = self._stop_reason(number)
-            if stop is not None:
-                self.result.stop_reason = stop
+            self.result.rounds_run = number + 1
+            self.result.stop_reason = self._stop_reason(number + 1)
+            if self.result.stop_reason is not None:
                 return
 
     def _stop_reason(self, rounds: int) -> str | None:
@@ -535,7 +529,6 @@ class TuneRun:
     async def _value_round(
         self,
         changer: Changer,
-        client: httpx.AsyncClient,
         cancel: asyncio.Event,
         kill: asyncio.Event | None,
         value: int,
