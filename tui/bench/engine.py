@@ -85,6 +85,14 @@ class ArmUnreachable(BurstConfigError):
     """An arm's server does not accept connections: checked before anything is sent or kept."""
 
 
+def server_root(base_url: str) -> str:
+    """The server's own root: `base_url` without an OpenAI path (/v1, /v1/completions, ...)."""
+    base = base_url.rstrip("/")
+    for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
+        base = base.removesuffix(suffix)
+    return base
+
+
 @dataclass
 class ArmTarget:
     name: str
@@ -96,14 +104,7 @@ class ArmTarget:
     extra_body: dict[str, Any] = field(default_factory=dict)  # this arm's own request fields
 
     def resolved_metrics_url(self) -> str:
-        if self.metrics_url:
-            return self.metrics_url
-        base = self.base_url.rstrip("/")
-        for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
-            if base.endswith(suffix):
-                base = base[: -len(suffix)]
-                break
-        return base + "/metrics"
+        return self.metrics_url or server_root(self.base_url) + "/metrics"
 
 
 @dataclass
@@ -514,7 +515,7 @@ class _Run:
     async def flush_caches(self) -> None:
         """POST the servers' cache-flush endpoint (vLLM dev mode, SGLang); say what happened."""
         for label, target in self.config.arms():
-            base = endpoint_url(target.base_url, "completions").removesuffix("/v1/completions")
+            base = server_root(target.base_url)
             said = "no cache-flush endpoint answered (vLLM needs VLLM_SERVER_DEV_MODE=1)"
             for path in FLUSH_PATHS:
                 try:
