@@ -367,19 +367,15 @@ def analyse(result: TuneResult) -> TuneResult:
     for concurrency in result.concurrencies:
         decision, found = _decision(updated, concurrency)
         decisions.append(decision)
+        here = (concurrency, result.primary_context)
         for outcome in outcomes:
             for index, cell in enumerate(outcome.cells):
-                if cell.concurrency != concurrency or not cell.runs:
-                    continue
-                if cell.prompt_tokens != result.primary_context:
+                if (cell.concurrency, cell.prompt_tokens) != here or not cell.runs:
                     continue
                 point = found.point.get(outcome.value)  # the baseline's is 1.0, with no interval
-                is_base = outcome.value == result.baseline_value
-                ci = (
-                    found.interval(outcome.value, result.ci_level)
-                    if point is not None and not is_base
-                    else None
-                )
+                ci = None
+                if point is not None and outcome.value != result.baseline_value:
+                    ci = found.interval(outcome.value, result.ci_level)
                 outcome.cells[index] = cell.model_copy(
                     update={
                         "speedup": point,
@@ -393,27 +389,23 @@ def analyse(result: TuneResult) -> TuneResult:
     for index, concurrency in enumerate(ordered):
         value = best[concurrency]
         assert value is not None
+        if schedule and schedule[-1].value == value:  # the same value up to this load: one step
+            schedule.pop()
         last = index == len(ordered) - 1
-        if schedule and schedule[-1].value == value:
-            schedule[-1] = ScheduleStep(value=value, up_to_concurrency=None if last else concurrency)
-        else:
-            schedule.append(ScheduleStep(value=value, up_to_concurrency=None if last else concurrency))
+        schedule.append(ScheduleStep(value=value, up_to_concurrency=None if last else concurrency))
     break_even = None
     if result.baseline_value == 0 and result.zero_is_off:
         # the lowest load from which the recommendation is speculation off at every higher measured load
-        for index, concurrency in enumerate(ordered):
-            if all(best[c] == 0 for c in ordered[index:]):
-                break_even = concurrency
-                break
-    analysed = updated.model_copy(
-        update={
-            "best": best,
-            "schedule": schedule,
-            "break_even_concurrency": break_even,
-            "decisions": decisions,
-        }
-    )
-    return analysed  # with a context axis, tui/tune/context.py adds each bucket's decision
+        off_from = (c for i, c in enumerate(ordered) if all(best[higher] == 0 for higher in ordered[i:]))
+        break_even = next(off_from, None)
+    # with a context axis, tui/tune/context.py adds each bucket's decision
+    update = {
+        "best": best,
+        "schedule": schedule,
+        "break_even_concurrency": break_even,
+        "decisions": decisions,
+    }
+    return updated.model_copy(update=update)
 
 
 def apply_decision(result: TuneResult, concurrency: int) -> tuple[int | None, str]:
