@@ -222,13 +222,10 @@ class TuneResult(BaseModel):
         return self.prompt_tokens[0] if self.prompt_tokens else None
 
     def cell(self, value: int, concurrency: int, prompt_tokens: int | None = None) -> TuneCell | None:
-        tokens = self.primary_context if prompt_tokens is None else prompt_tokens
-        for outcome in self.outcomes:
-            if outcome.value == value:
-                for cell in outcome.cells:
-                    if cell.concurrency == concurrency and cell.prompt_tokens == tokens:
-                        return cell
-        return None
+        here = (concurrency, self.primary_context if prompt_tokens is None else prompt_tokens)
+        outcome = self.outcome(value)  # one per value
+        cells = outcome.cells if outcome is not None else []
+        return next((cell for cell in cells if (cell.concurrency, cell.prompt_tokens) == here), None)
 
     def outcome(self, value: int) -> ValueOutcome | None:
         return next((outcome for outcome in self.outcomes if outcome.value == value), None)

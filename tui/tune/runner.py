@@ -748,10 +748,10 @@ class TuneRun:
                 text = edited_table(doc, table).text
             except ConfigError as error:
                 table_why = f"the table does not make a valid file: {error}"
+        by_context = f" (at {result.primary_context} prompt tokens; {NOT_WRITTEN})"
+        context_note = by_context if len(result.prompt_tokens) > 1 else ""
         if table is not None and text is not None:
-            result.apply_note = table_why
-            if len(result.prompt_tokens) > 1:
-                result.apply_note += f" (at {result.primary_context} prompt tokens; {NOT_WRITTEN})"
+            result.apply_note = table_why + context_note
             diff = masked_diff(unified_diff(self.opened.text, text, self.options.config_file.name))
             result.applied = AppliedChange(
                 value=max(k for _lo, _hi, k in table), concurrency=concurrency, diff=diff, table=table
@@ -760,9 +760,7 @@ class TuneRun:
         value, why = apply_decision(result, concurrency)
         if len(result.schedule) > 1 and result.kind == "vllm_toml":
             why += f" (no k-by-batch-size table: {table_why or '--apply-at asks for one load'})"
-        if len(result.prompt_tokens) > 1:
-            why += f" (at {result.primary_context} prompt tokens; {NOT_WRITTEN})"
-        result.apply_note = why
+        result.apply_note = why + context_note
         if value is None:
             return self.original_bytes
         result.applied = AppliedChange(value=value, concurrency=concurrency, diff=self.diff_for(value))
