@@ -279,14 +279,7 @@ async def _scrape(client: httpx.AsyncClient, target: ArmTarget, headers: dict[st
 
 
 def _acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) -> ServerAcceptance:
-    acceptance = _window_acceptance(target, first, last)
-    if first is not None and last is not None and first.up and last.up:
-        deltas = counter_deltas(first.samples, last.samples, last.backend or first.backend)
-        acceptance = acceptance.model_copy(update=deltas)
-    return acceptance
-
-
-def _window_acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) -> ServerAcceptance:
+    """The arm's acceptance over its window, and the counters' deltas to reconcile requests with."""
     if not target.scrape_metrics:
         return ServerAcceptance(note="metrics scraping off")
     if first is None or last is None or not (first.up and last.up):
@@ -302,6 +295,7 @@ def _window_acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | N
         mean_acceptance_length=figures.mean_acceptance_length,
         note=note,
         per_position_acceptance=figures.per_position_acceptance,
+        **counter_deltas(first.samples, last.samples, last.backend or first.backend),
     )
 
 
