@@ -1,16 +1,5 @@
-"""Benchmark of the burst engine (prints figures; not a test).
-
-Run: .venv/bin/python tests/bench/bench_burst_engine.py [--quick]
-
-1. Throughput: how many concurrent streams and chunks per second the engine handles,
-   and its client CPU cost per chunk (chunks per CPU-second = what one core sustains),
-   next to a plain httpx loop (stream + aiter_lines + json.loads) in the same run.
-   "spectop" uses the client `spectop bench` makes (tui.bench.transport: pools of 16
-   connections); "spectop 1pool" one plain httpx pool, like a shared app client.
-2. TTFT overhead: how many ms the engine adds to the TTFT it measures, against a server
-   (own process) whose per-request truth is recorded: first content write - request
-   received, compared with the client's TTFT. Median and p90 over the requests.
-"""
+"""The burst engine's streams and chunks per second per core, and the TTFT it adds over a server whose
+truth is recorded, next to a plain httpx loop in the same run. `[--quick]`"""
 
 from __future__ import annotations
 
@@ -28,9 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
 from tui.bench.prompts import load_prompt_set
-from tui.bench.schedule import LoadShape
 from tui.bench.transport import burst_client
 
 

@@ -1,7 +1,4 @@
-"""How long the config core takes per operation on the shipped samples (the editor re-runs these per edit).
-
-Run: .venv/bin/python tests/bench/bench_config_edit.py
-"""
+"""The config core's time per operation on the shipped samples (the editor re-runs these per edit)."""
 
 from __future__ import annotations
 

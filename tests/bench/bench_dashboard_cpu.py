@@ -1,12 +1,5 @@
-"""CPU share of the dashboard watching 16 simulated endpoints, polled every second.
-
-The simulators run in ONE separate process (started by this script with `--farm`), so the figure is
-the app's own cost: `time.process_time()` of this process over wall time, while the app (headless,
-200x50, every frame still composed) polls all endpoints and tails their 16 logs.
-
-    .venv/bin/python tests/bench/bench_dashboard_cpu.py [--endpoints 16] [--seconds 60]
-Target: under 10% of one core.
-"""
+"""The headless dashboard's own CPU share watching N simulated endpoints (simulators in one other
+process). `[--endpoints 16] [--seconds 60]`; target under 10% of one core."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""Time from launching `spectop --endpoint URL` to its first frames, in a real terminal (a pty, 80x24).
-
-Starts one simulated vLLM server (a separate process, with background load so its counters move), then
-launches the dashboard several times as a user does (`python -m tui --endpoint URL`, interpreter start,
-imports and the terminal driver included; after one uncounted launch that caches the compiled modules,
-as an installed wheel has them) and reads what it draws on the pty:
-
-* first painted dashboard: the endpoint's card is on screen (its title), no reading yet;
-* first frame with figures: the card says `scraped … ago` and shows the first scrape's figures:
-  acceptance, mean length and per position marked as lifetime (`LIFETIME_MARK`, since the server
-  started), running and KV cache; token rates need a second scrape one poll interval later ("–").
-
-    .venv/bin/python tests/bench/bench_dashboard_first_frame.py [--runs 5]
-Target: first frame with figures under 0.5 s. Baseline in the same run: an interpreter that only
-imports textual.app (what any Textual app pays before its first frame); on a busy machine compare the
-ratio to the baseline, not the seconds.
-"""
+"""`spectop --endpoint URL` on a pty (80x24) against a simulated vLLM: seconds to the painted card and
+to the first frame with figures, next to `import textual.app` in the same run. `[--runs 5]`; target
+first frame with figures under 0.5 s (on a busy machine compare the ratio to the baseline)."""
 
 from __future__ import annotations
 

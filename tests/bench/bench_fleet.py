@@ -1,32 +1,9 @@
-"""Fleet mode at scale through a real Prometheus: the REAL dashboard's own CPU (the targets), or the poller.
+"""Fleet mode at scale through a real Prometheus: the real dashboard's own CPU, or the poller alone.
 
-What runs (all on 127.0.0.1):
-
-* one exporter process (this script with `--exporter N`) serving N synthetic vLLM pages on one port
-  (`/metrics/0` ... `/metrics/N-1`: moving counters, histograms, four models, instance 7 drafting badly,
-  so an imbalance alert fires);
-* a real Prometheus (the `prometheus` binary, Debian's package) scraping each page as its own target
-  (`__metrics_path__`, `instance` and a `quarter` label per target) every `--scrape` seconds;
-* by default `python -m tui --config spectop.toml` (fleet mode, `poll_interval_s = 2`) in a pseudo-terminal
-  of `--size` (200x50 by default: 48 table rows drawn; 80x24: 22), its output read and timestamped here,
-  with a small counting proxy in this process between spectop and Prometheus: it times every query and
-  groups them into refreshes by their evaluation `time` (one refresh's queries share it), which gives the
-  queries per refresh and the refresh latency without touching spectop. Measured over `--duration`
-  seconds (120 by default) after a `--warmup`: the spectop process's own CPU time (utime + stime from
-  /proc/PID/stat, all its threads) over wall time (what the target is about: the other processes on a
-  shared machine do not count, though they slow it down), the refresh latency (first query sent to the
-  last answer, and to the last byte drawn after it: a refresh is drawn as soon as its readings are in,
-  without the dashboard's batching of per-endpoint updates), and the queries of each refresh;
-* with `--poller-only`, no TUI: this process runs the `FleetPoller` every `--refresh` seconds and reports
-  its own `time.process_time()` over wall time, and refreshes a quarter of the fleet (`quarter="q0"`) to
-  show that the number of queries does not depend on the instance count.
-
-    .venv/bin/python tests/bench/bench_fleet.py --instances 200 [--duration 120] [--size 200x50]
-    .venv/bin/python tests/bench/bench_fleet.py --instances 1000
-    .venv/bin/python tests/bench/bench_fleet.py --poller-only [--instances 200] [--duration 40]
-
-Targets (the real TUI): 200 instances < 5% of one core, 1,000 instances < 10% (table view); refresh
-latency p95 < 1 s; the same number of queries in every refresh, whatever N.
+One exporter process serves N synthetic vLLM pages, a real Prometheus scrapes each as a target, and
+`python -m tui --config spectop.toml` runs in a pty behind a counting proxy that groups queries into
+refreshes; `--poller-only` runs the `FleetPoller` here instead. Targets (README): 200 instances < 5% of
+one core, 1,000 < 10%; refresh p95 < 1 s; the same number of queries in every refresh, whatever N.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""The fleet dashboard without Prometheus: the headless app on N scripted instances, CPU per refresh.
-
-`bench_fleet.py` measures the real TUI through a real Prometheus, where half of a refresh is the poller
-and the machine's load moves the figures. This one leaves the poller out: a scripted poller hands the
-app N readings whose tok/s and TTFT move at every refresh (as live ones do), and the app (board, alerts,
-update messages, the fleet table's rows and its redraw at 200x50) runs headless. It prints the CPU time
-(`time.process_time`) per refresh and how many table cells DataTable had to render per refresh (the
-rest come from the table's kept cells).
-
-    .venv/bin/python tests/bench/bench_fleet_dashboard.py [--instances 1000] [--refreshes 10]
-"""
+"""The fleet dashboard without Prometheus: the headless app (200x50) on N scripted instances whose
+figures move every refresh; CPU time and DataTable cell renders per refresh.
+`[--instances 1000] [--refreshes 10]`"""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
 # ruff: noqa: E501  (log line templates)
-"""Benchmark: log lines per second through `LogParser`, next to `grep -c` on the same file.
-
-Generates a 1,000,000-line mixed log (vLLM, SGLang and llama.cpp lines plus noise: access lines,
-start-up chatter, warnings, a traceback now and then) in a temporary folder, then times:
-  * `grep -c "SpecDecoding metrics"` (the baseline: a C substring scan that parses nothing),
-  * `LogParser.feed` over the file read line by line,
-  * `LogParser.feed` over the lines in memory with and without the one-regex fast paths
-    (`tui/telemetry/logs/fastpath.py`), alternated, best of 3 each,
-  * the same through `LogTailer.read_all()` (aiofiles, the path `spectop logs` uses),
-  * `spectop logs FILE --json > /dev/null` end to end (process start, parse, JSON out).
-Prints figures only; asserts nothing about speed. Target: > 300,000 lines/s through the parser.
-
-Run: .venv/bin/python tests/bench/bench_log_parse.py [--lines N]
-"""
+"""Log lines per second through `LogParser` (from disk, in memory with and without the fast paths, through
+`LogTailer`, and `spectop logs --json` end to end) on a generated 1,000,000-line mixed log, next to
+`grep -c`. `[--lines N]`; target > 300,000 lines/s through the parser."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
-"""Benchmark: lines lost in a rotation storm under CPU load, spectop's tailer beside `tail -F`.
-
-A writer process writes `--files` files of `--lines` numbered lines each to `server.log`, renaming the live
-file away after each (`--renames` of them, `--interval` apart) while `--busy` busy-loop processes keep the
-CPU loaded. Two followers run meanwhile, each in its own process: `spectop logs --follow --json` (the
-tailer, the log parser and one JSON event per line, as slow a reader as the dashboard) and `tail -n +1 -F`.
-Afterwards each is given time to catch up and the lines it missed are counted (each line has its own
-prompt throughput figure). Prints figures only; asserts nothing.
-
-Rename schemes (`--scheme`): `numbered` (logrotate's order: .n → .n+1, then the log → .1, `--keep` kept,
-the oldest deleted), `overwrite` (the log → .1, replacing the previous .1), `unique` (the log → .N). The
-next file is made by the writer's next write, after the pause, or at once with `--create`.
-
-Run: .venv/bin/python tests/bench/bench_log_rotation.py [--busy N] [--rounds R] [--scheme S]
-"""
+"""Lines lost in a rotation storm under CPU load: `spectop logs --follow --json` beside `tail -F`.
+`--scheme` numbered (logrotate's order), overwrite or unique; `[--busy N] [--rounds R] [--create]`."""
 
 from __future__ import annotations
 

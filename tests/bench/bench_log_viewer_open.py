@@ -1,13 +1,5 @@
-"""Benchmark: opening a 1 GB-class server log in the log viewer (`l`), against reading it whole.
-
-Writes a vLLM log of `--mb` megabytes (stats, access and spec-decode lines) into a temporary folder,
-then times: `LogWindow.open()` (the tail: the last page), ten `older()` pages back, the viewer screen
-from push to its first frame with the tail shown (in a headless app), and, as the baseline, reading the
-whole file once (what a viewer that loads everything would do before its first frame). Prints figures
-only; asserts nothing.
-
-Run: .venv/bin/python tests/bench/bench_log_viewer_open.py [--mb 1024]
-"""
+"""Opening a 1 GB-class log in the log viewer (`l`): the tail, ten pages back and the screen's first
+frame, against reading the whole file once. `[--mb 1024]`"""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Benchmark: parse + derive the vLLM sample page, next to prometheus_client's full parse.
-
-Run: .venv/bin/python tests/bench/bench_metrics_parse.py [--runs N]
-Prints figures; asserts nothing about speed. Target: < 2 ms per page for spectop.
-"""
+"""Parse + derive the vLLM and SGLang sample pages, next to prometheus_client's full parse.
+`[--runs N]`; target < 2 ms per vLLM page."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 # ruff: noqa: E501  (real log lines)
-"""Benchmark: log events per second through `RecordingWriter` (what `--record` costs), and the file size.
-
-Parses a realistic vLLM log line mix once into events, then times writing `--events` of them with
-`write_log_event`, one `await` per event as the dashboard's log tail does, plus one scrape reading per
-100 events, and `close()`. Prints events/s and bytes per event; asserts nothing.
-Target: well above what the tailer and parser deliver (> 100,000 events/s).
-
-Run: .venv/bin/python tests/bench/bench_recording.py [--events N] [--max-mb MB]
-"""
+"""Log events per second through `RecordingWriter` (what `--record` costs) and bytes per event.
+`[--events N] [--max-mb MB]`; target > 100,000 events/s."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Benchmark of the simulator: speed model figures, wall-clock request time and CPU cost.
-
-Run: .venv/bin/python tests/bench/bench_sim.py
-"""
+"""The simulator: speed model figures, wall-clock request time and CPU cost."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Benchmark: CPU time of `LogTailer.lines()` following an idle log and a busy one.
-
-For each mode (inotify wake-ups, polling only) it follows a log for `--seconds`: first idle, then with a
-writer thread appending `--rate` lines/s in small writes (as a server does), and prints the process CPU
-time per second of following (all threads: the tailer's file work runs in worker threads) and the lines
-seen. Prints figures only; asserts nothing.
-
-Run: .venv/bin/python tests/bench/bench_tailer.py [--seconds S] [--rate LINES_PER_S] [--module PATH]
-(`--module` follows with another copy of tailer.py, e.g. the previous version, to compare.)
-"""
+"""CPU time of `LogTailer.lines()` following an idle log and a busy one (inotify and polling).
+`[--seconds S] [--rate LINES_PER_S] [--module PATH]` (`--module`: another tailer.py to compare)."""
 
 from __future__ import annotations
 

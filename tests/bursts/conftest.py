@@ -1,19 +1,12 @@
-"""Shared fixtures for the burst engine tests: timed servers and a client sized for them."""
+"""Shared fixtures for the burst engine tests: a client sized for many streams, a private history."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
-from timed_server import Behaviour, TimedServer
-
-
-@pytest.fixture
-def timed_server() -> Iterator[TimedServer]:
-    with TimedServer(Behaviour()) as server:
-        yield server
 
 
 @pytest.fixture

@@ -6,10 +6,9 @@ import httpx
 import pytest
 
 from tests.bursts.verdict_words import verdict_body
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.report.summary import burst_summary
-from tui.bench.schedule import LoadShape
 from tui.paths import sample_configs_dir
 
 sim_server = pytest.importorskip("tui.sim.server", reason="the simulator (tui.sim.server) is missing")

@@ -11,13 +11,12 @@ import time
 import httpx
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.report.export import render_csv, render_json, render_markdown
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text
 from tui.bench.results import BurstResult
-from tui.bench.schedule import LoadShape
 
 TTFT_S, INTERVAL_S, TOKENS_PER_CHUNK, CHUNKS = 0.03, 0.02, 3, 15
 # The server's true pace: (tokens - 1) over the time from the first chunk to the last.

@@ -19,6 +19,8 @@ from tui.bench.engine import (
     BurstConfig,
     BurstConfigError,
     BurstProgress,
+    LoadShape,
+    arrival_offsets,
     run_burst,
 )
 from tui.bench.prompts import load_prompt_set
@@ -27,7 +29,6 @@ from tui.bench.report.summary import burst_summary
 from tui.bench.report.table import table_rows
 from tui.bench.report.text import render_text
 from tui.bench.request import RetryBudget
-from tui.bench.schedule import LoadShape, arrival_offsets
 
 FAST = Behaviour(ttft_s=0.01, interval_s=0.002, chunks=5)
 

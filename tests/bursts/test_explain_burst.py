@@ -13,10 +13,9 @@ import httpx
 import pytest
 
 from tests.sim.conftest import spawn_sim, write_vllm_config
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
 from tui.bench.prompts import Prompt, PromptSet, load_prompt_set
 from tui.bench.report.summary import burst_summary
-from tui.bench.schedule import LoadShape
 from tui.sim.per_request import ResponseOptions
 from tui.sim.server import SimServer
 

@@ -1,13 +1,5 @@
-"""Measured TTFT, TPOT and decode tokens/s against a server whose timing is exactly known.
-
-The server runs in its own process and records every write with time.perf_counter
-(CLOCK_MONOTONIC, shared by all processes on the host), so each request's truth is
-known: server TTFT = first content write - request received. The client can never
-measure less than that (its send stamp precedes the request's first byte); what it
-adds on top is the time to notice an arrival, which grows when 64 streams deliver
-their first chunk at the same instant on a shared 2-core box. Decode rates are
-compared with the server's write spacing.
-"""
+"""Measured TTFT, TPOT and decode tokens/s against a server whose every write is timed (its own process,
+the same monotonic clock): the client never measures less than the server's TTFT."""
 
 from __future__ import annotations
 
@@ -18,10 +10,9 @@ import pytest
 from timed_server import Behaviour, Record, TimedServer
 
 from tui.bench.client_check import CPU_BUSY_SHARE
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.results import BurstResult
-from tui.bench.schedule import LoadShape
 
 TTFT_S, INTERVAL_S, TOKENS_PER_CHUNK, CHUNKS = 0.08, 0.02, 3, 15
 # Median client overhead allowed on TTFT, as a share of the server's own TTFT (a ratio, not a wall-clock

@@ -9,9 +9,8 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, LoadShape, run_burst
 from tui.bench.prompts import load_prompt_set
-from tui.bench.schedule import LoadShape
 from tui.bench.transport import ShardedTransport, burst_client
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import httpx
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text
-from tui.bench.schedule import LoadShape
 from tui.bench.session import BurstRequest, _sequential
 
 

@@ -1,11 +1,5 @@
-"""A tiny OpenAI-style streaming server with exactly known timing, for tests and benchmarks.
-
-Runs in its own process (port 0), so it never competes with the client for the GIL.
-Each request: the first content chunk after `ttft_s`, then a chunk of
-`tokens_per_chunk` tokens every `interval_s`. Every write's time is recorded with
-time.perf_counter (CLOCK_MONOTONIC: the same clock in every process on the host), so
-tests compare what the client measured with what the server did (`records`).
-"""
+"""A tiny OpenAI-style streaming server in its own process with exactly known timing: every write's
+`time.perf_counter` is recorded (`records`), for tests and benchmarks."""
 
 from __future__ import annotations
 
@@ -15,7 +9,6 @@ import json
 import random
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
@@ -58,60 +51,19 @@ class Record:
 
 
 class _ServerCore:
-    def __init__(self, behaviour: Behaviour | None = None) -> None:
-        self.behaviour = behaviour or Behaviour()
+    def __init__(self, behaviour: Behaviour) -> None:
+        self.behaviour = behaviour
         self.records: list[Record] = []
-        self.port = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: asyncio.AbstractServer | None = None
-        self._thread: threading.Thread | None = None
+        self.handlers: set[asyncio.Task[None]] = set()
         self._served = 0
         self._seen_ids: set[str] = set()
-        self._lock = threading.Lock()
-        self._handlers: set[asyncio.Task[None]] = set()
-        self._stop: asyncio.Event | None = None
         self._spread = random.Random(self.behaviour.spread_seed)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> _ServerCore:
-        ready = threading.Event()
-
-        async def serve() -> None:
-            self._stop = asyncio.Event()
-            self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024)
-            self.port = self._server.sockets[0].getsockname()[1]
-            ready.set()
-            await self._stop.wait()
-            self._server.close()
-            for task in list(self._handlers):
-                task.cancel()
-            await asyncio.gather(*self._handlers, return_exceptions=True)
-
-        def main() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            loop.run_until_complete(serve())
-            loop.close()
-
-        self._thread = threading.Thread(target=main, daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)  # type: ignore[union-attr]
-        if self._thread is not None:
-            self._thread.join(10)
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         if task is not None:
-            self._handlers.add(task)
-            task.add_done_callback(self._handlers.discard)
+            self.handlers.add(task)
+            task.add_done_callback(self.handlers.discard)
         try:
             while True:
                 request_line = await reader.readline()
@@ -140,9 +92,7 @@ class _ServerCore:
     ) -> bool:
         b = self.behaviour
         if method == "GET" and path == "/_records":
-            with self._lock:
-                records = [asdict(record) for record in self.records]
-            return await _answer(writer, "200 OK", records)
+            return await _answer(writer, "200 OK", [asdict(record) for record in self.records])
         if method == "GET" and path.endswith("/models"):
             return await _answer(writer, "200 OK", {"object": "list", "data": [{"id": "timed-model"}]})
         if method != "POST":
@@ -150,14 +100,12 @@ class _ServerCore:
         body = json.loads(raw) if raw else {}
         record = Record(path=path, headers=headers, body=body, received_s=time.perf_counter())
         request_id = headers.get("x-request-id", raw.decode(errors="replace"))
-        with self._lock:
-            self.records.append(record)
-            self._served += 1
-            number = self._served
-            first_attempt = request_id not in self._seen_ids
-            self._seen_ids.add(request_id)
+        self.records.append(record)
+        self._served += 1
+        first_attempt = request_id not in self._seen_ids
+        self._seen_ids.add(request_id)
         status = b.status
-        if number <= b.fail_first:
+        if self._served <= b.fail_first:
             status = 503
         if first_attempt and b.first_attempt_status is not None:
             status = b.first_attempt_status
@@ -298,11 +246,17 @@ class TimedServer:
             self._process.wait(5)
 
 
-def _child_main(behaviour_json: str) -> None:
-    with _ServerCore(Behaviour(**json.loads(behaviour_json))) as core:
-        print(core.port, flush=True)
-        sys.stdin.read()
+async def _serve(behaviour: Behaviour) -> None:
+    """The child: serve until the parent closes its stdin."""
+    core = _ServerCore(behaviour)
+    server = await asyncio.start_server(core.handle, "127.0.0.1", 0, backlog=1024)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await asyncio.to_thread(sys.stdin.read)
+    server.close()
+    for task in list(core.handlers):
+        task.cancel()
+    await asyncio.gather(*core.handlers, return_exceptions=True)
 
 
 if __name__ == "__main__":
-    _child_main(sys.argv[1])
+    asyncio.run(_serve(Behaviour(**json.loads(sys.argv[1]))))

@@ -1,9 +1,4 @@
-"""A verdict's words after the client's own warning.
-
-On a loaded machine the measuring client may rightly flag itself ("UNRELIABLE (the measuring client fell
-behind …): "); what the comparison says after that must hold either way, and the flag is tested on its own
-(test_client_check.py).
-"""
+"""A verdict's words after the client's own warning (a loaded machine may rightly flag the client)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""`spectop tune --grid` against a real simulator reading an SGLang-style settings.json (known model).
-
-The simulator maps SGLang's `speculative_num_steps` to its chain of k drafts; with topk > 1 its target
-verifies `speculative_num_draft_tokens - 1` drafts per step while acceptance follows a chain of
-min(steps, draft tokens - 1) positions: it does not model what a wider tree gains, so a tree never pays.
-"""
+"""`spectop tune --grid` against a real simulator reading an SGLang-style settings.json (known model,
+in which a wider tree never pays)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The restart race: a restart counts as done only when a NEW process answers.
-
-A restart command that signals the server and returns at once leaves the old process answering /health
-200 for a while. The fake here is a real local HTTP server that plays both processes: after POST
-/restart the old one keeps answering for HANDOVER_S, then (optionally after a gap in which /health fails)
-a new one with another `process_start_time_seconds` and `*_created` stamps takes over. spectop's tune and
-guard (`Changer.restart`) and the editor's restart dialog (`wait_for_health(before=...)`) must wait for it.
-"""
+"""A restart counts as done only when a NEW process answers: the fake keeps the old one answering /health
+for HANDOVER_S after POST /restart, then a new one (new start-time stamps) takes over."""
 
 from __future__ import annotations
 

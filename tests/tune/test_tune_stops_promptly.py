@@ -1,11 +1,5 @@
-"""`spectop tune` fails at once when it cannot work, and a signal ends it without waiting for the server.
-
-Preflight: a server that does not answer, a restart command that cannot run, a file that does not parse
-or lacks the key are refused before anything changes (exit 1 or 2). A SIGTERM or Ctrl-C during a wait
-for the server ends the tune long before the health timeout: the file restored byte for byte, the
-restart command run, /health not waited for (and said so); another Ctrl-C stops a restart command that
-keeps the user waiting, and the file is still restored and the server still restarted on it.
-"""
+"""`spectop tune` refuses at once what cannot work, and a signal ends it without waiting for the server:
+the file restored byte for byte, the restart command run (a second Ctrl-C stops a slow one)."""
 
 from __future__ import annotations
 

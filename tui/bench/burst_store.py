@@ -1,12 +1,5 @@
 """The history: bursts and tunes kept on disk (`$XDG_DATA_HOME/spectop/bursts/`); bursts combined.
-
-Any two bursts of the same prompt set (same digest) can be compared, e.g. one server
-before and after a config change: arm `a` of each by default. An A/B burst is kept with its
-verdict (`BurstResult.verdict`), so the history lists it without a bootstrap per file; bursts kept
-by an older spectop have none ("–" in the list; opening one computes it).
-
-Exports from the burst screen go into `./spectop-exports/` (`export_path`), one folder to ignore.
-"""
+An A/B burst is kept with its verdict, so the history lists it without a bootstrap per file."""
 
 from __future__ import annotations
 
@@ -54,9 +47,8 @@ class BurstEntry:
 
     @property
     def short_verdict(self) -> str:
-        """B against A in a column: `B 1.70x (1.52-1.88)` (decode tokens/s, 95% CI, in the verdict line's
-        words), `A 1.25x (...)` when A is faster, `no difference` when the interval spans 1; "–" for one
-        arm or no kept verdict."""
+        """B against A in a column: `B 1.70x (1.52-1.88)`, `A 1.25x (...)` when A is faster, `no difference`
+        when the interval spans 1; "–" for one arm or no kept verdict."""
         verdict = self.verdict
         if len(self.arm_names) < 2 or verdict is None:
             return DASH
@@ -78,8 +70,7 @@ HISTORY_COLUMNS = ("when", "A", "B", "faster (95% CI)", "set", "n")  # set: the 
 def history_row(
     entry: BurstEntry, *, url_width: int = 22, set_width: int = 12, year: bool = True
 ) -> list[str]:
-    """One burst as the history shows it (HISTORY_COLUMNS): both URLs (or "one arm") cut to
-    `url_width` keeping host:port, the short verdict, the prompt set cut from the left."""
+    """One burst as the history shows it: both URLs cut to `url_width` keeping host:port, the verdict."""
     urls = [short_url(url, url_width) for url in entry.arm_urls[:2]] or [DASH]
     return [
         f"{entry.started_at:%Y-%m-%d %H:%M}" if year else f"{entry.started_at:%m-%d %H:%M}",
@@ -154,8 +145,7 @@ def load_kept(model: type[Kept], path: Path) -> Kept:
 
 
 def export_path(kind: str, when: datetime, base: Path | None = None) -> Path:
-    """Where the burst screen writes an export: `spectop-exports/spectop-burst-….ext` under `base`
-    (the current folder)."""
+    """Where the burst screen writes an export: `spectop-exports/` under `base` (the current folder)."""
     return (base or Path.cwd()) / EXPORTS_FOLDER / export_name(kind, when)
 
 

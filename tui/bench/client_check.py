@@ -1,11 +1,5 @@
 """The measuring client checks itself: was spectop, not the server, the bottleneck of a burst?
-
-During every burst a ticker in the event loop (`LagMonitor`) records how late each tick wakes up (the
-loop's lag: a starved or busy client wakes late, and reads the streams late), and the process's CPU
-time over the burst. `ClientCheck` is the verdict on the client, kept with each arm: `ok` False when
-the client fell behind (the loop's lag, requests sent late, its own CPU use, or streams that reached it
-in one burst while it was late), with the reason and the remedy.
-"""
+`LagMonitor` records the event loop's lag and the process's CPU; `ClientCheck` is the verdict per arm."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The client `settings.json` (base_url, api_key_env, model, timeout, retries, sampling, extra_body).
-
-The file names the environment variable that holds the API key, never the key itself.
-"""
+"""The client `settings.json` (base_url, api_key_env, model, timeout, retries, sampling, extra_body)."""
 
 from __future__ import annotations
 
@@ -23,11 +20,7 @@ class ClientSettingsError(Exception):
 
 
 class ClientSettings(BaseModel):
-    """What a burst takes from the client `settings.json`, with defaults filled in.
-
-    The file itself is validated by `tui.configs.schemas.ClientConfig`, the one model of
-    that format (the editor and `spectop config lint` use it too).
-    """
+    """What a burst takes from the client `settings.json` (validated by `configs.schemas.ClientConfig`)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 import httpx
 
+from tui.bench.engine import server_root
 from tui.bench.prompts import (
     PromptSet,
     aload_prompt_set,
@@ -58,13 +59,6 @@ def context_table(rows: list[tuple[int, list[ArmResult], BurstSummary]]) -> list
     return ["by context length", *Table(columns, table).text(gap="  ")]
 
 
-def tokenize_url(base_url: str) -> str:
-    base = base_url.rstrip("/")
-    for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
-        base = base.removesuffix(suffix)
-    return base + "/tokenize"
-
-
 async def server_token_counts(
     client: httpx.AsyncClient, url: str, texts: Iterable[str]
 ) -> dict[str, int] | None:
@@ -92,14 +86,13 @@ async def server_token_counts(
 async def sized_for_server(
     spec: str, base_url: str | None, client: httpx.AsyncClient | None = None
 ) -> PromptSet:
-    """The prompt set of `spec`; a `SET@N` one sized by the server's tokenizer at `base_url` when it has
-    one, else by the estimate (its `sizing` says which)."""
+    """The prompt set of `spec`; `SET@N` sized by the server's tokenizer at `base_url` when it has one."""
     sized = sized_spec(spec)
     if sized is None or base_url is None:
         return await aload_prompt_set(spec)
     base = await aload_prompt_set(sized[0])
     texts = {content for prompt in base.prompts for _role, content in prompt.messages} | {filler_sample()}
-    url = tokenize_url(base_url)
+    url = server_root(base_url) + "/tokenize"
     if client is None:
         async with httpx.AsyncClient() as own:
             counts = await server_token_counts(own, url, texts)

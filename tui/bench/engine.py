@@ -1,13 +1,7 @@
 """The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers.
 
-Every arm must answer GET /v1/models first (ArmUnreachable otherwise: nothing is sent).
-Both arms get the same prompts in the same order. Schedule "alternate" (the default) runs A's
-round, then B's, so the arms never overlap (two servers on one host would otherwise measure each
-other's load); "parallel" interleaves sends A, B, A, B. Either way the arm that goes first
-alternates by round, to cancel drift. Warm-up requests
-are sent first and left out. Each endpoint's /metrics is scraped right before and
-after its measured requests, for acceptance during the burst (windowed deltas).
-Cancelling the task running `run_burst` cancels every request in flight.
+Both arms get the same prompts in the same order; "alternate" runs A's round then B's so the arms
+never measure each other's load, and the arm that goes first alternates by round, to cancel drift.
 """
 
 from __future__ import annotations
@@ -35,7 +29,6 @@ from tui.bench.results import (
     RequestResult,
     ServerAcceptance,
 )
-from tui.bench.schedule import LoadShape, arrival_offsets
 from tui.bench.server_figures import counter_deltas
 from tui.bench.stats import percentile, pooled_rate
 from tui.bench.stream_check import check_requests
@@ -54,12 +47,50 @@ SCRAPE_TIMEOUT_S = 5.0
 PROGRESS_INTERVAL_S = 0.1
 
 
+Arrival = Literal["poisson", "constant"]
+
+
+@dataclass(frozen=True)
+class LoadShape:
+    concurrency: int = 1
+    rate: float | None = None  # requests per second per arm; None = as fast as the concurrency allows
+    arrival: Arrival = "poisson"
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.rate is not None and not self.rate > 0:
+            raise ValueError(f"rate must be above 0 requests/s, got {self.rate}")
+
+    @property
+    def open_loop(self) -> bool:
+        return self.rate is not None
+
+
+def arrival_offsets(count: int, rate: float, arrival: Arrival, rng: random.Random) -> list[float]:
+    """Send offsets in seconds from the start for `count` requests at `rate` per second."""
+    offsets: list[float] = []
+    elapsed = 0.0
+    for _ in range(count):
+        offsets.append(elapsed)
+        elapsed += rng.expovariate(rate) if arrival == "poisson" else 1.0 / rate
+    return offsets
+
+
 class BurstConfigError(Exception):
     """A burst that cannot start (missing key variable, too small connection pool, ...)."""
 
 
 class ArmUnreachable(BurstConfigError):
     """An arm's server does not accept connections: checked before anything is sent or kept."""
+
+
+def server_root(base_url: str) -> str:
+    """The server's own root: `base_url` without an OpenAI path (/v1, /v1/completions, ...)."""
+    base = base_url.rstrip("/")
+    for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
+        base = base.removesuffix(suffix)
+    return base
 
 
 @dataclass
@@ -73,14 +104,7 @@ class ArmTarget:
     extra_body: dict[str, Any] = field(default_factory=dict)  # this arm's own request fields
 
     def resolved_metrics_url(self) -> str:
-        if self.metrics_url:
-            return self.metrics_url
-        base = self.base_url.rstrip("/")
-        for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
-            if base.endswith(suffix):
-                base = base[: -len(suffix)]
-                break
-        return base + "/metrics"
+        return self.metrics_url or server_root(self.base_url) + "/metrics"
 
 
 @dataclass
@@ -255,14 +279,7 @@ async def _scrape(client: httpx.AsyncClient, target: ArmTarget, headers: dict[st
 
 
 def _acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) -> ServerAcceptance:
-    acceptance = _window_acceptance(target, first, last)
-    if first is not None and last is not None and first.up and last.up:
-        deltas = counter_deltas(first.samples, last.samples, last.backend or first.backend)
-        acceptance = acceptance.model_copy(update=deltas)
-    return acceptance
-
-
-def _window_acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) -> ServerAcceptance:
+    """The arm's acceptance over its window, and the counters' deltas to reconcile requests with."""
     if not target.scrape_metrics:
         return ServerAcceptance(note="metrics scraping off")
     if first is None or last is None or not (first.up and last.up):
@@ -278,6 +295,7 @@ def _window_acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | N
         mean_acceptance_length=figures.mean_acceptance_length,
         note=note,
         per_position_acceptance=figures.per_position_acceptance,
+        **counter_deltas(first.samples, last.samples, last.backend or first.backend),
     )
 
 
@@ -491,7 +509,7 @@ class _Run:
     async def flush_caches(self) -> None:
         """POST the servers' cache-flush endpoint (vLLM dev mode, SGLang); say what happened."""
         for label, target in self.config.arms():
-            base = endpoint_url(target.base_url, "completions").removesuffix("/v1/completions")
+            base = server_root(target.base_url)
             said = "no cache-flush endpoint answered (vLLM needs VLLM_SERVER_DEV_MODE=1)"
             for path in FLUSH_PATHS:
                 try:
@@ -574,10 +592,8 @@ class _Run:
         load = self.config.load
         offsets: list[float] = []
         if load.open_loop and load.rate is not None:
-            offsets = arrival_offsets(self.config.requests, load.rate, load.arrival, self.rng)
-        if load.open_loop and load.rate is not None and self.config.until_significant:
-            count = self.config.requests * self.config.max_rounds
-            offsets = arrival_offsets(count, load.rate, load.arrival, self.rng)
+            rounds = self.config.max_rounds if self.config.until_significant else 1
+            offsets = arrival_offsets(self.config.requests * rounds, load.rate, load.arrival, self.rng)
         first_send = self.now()
         self.monitor.start()  # the client checks itself while it measures
         try:

@@ -28,10 +28,6 @@ class Equivalence(BaseModel):
     identical: int = 0
     divergences: list[Divergence] = Field(default_factory=list)
 
-    @property
-    def identical_fraction(self) -> float | None:
-        return self.identical / self.compared if self.compared else None
-
 
 def first_difference(a: str, b: str) -> int | None:
     """Index of the first differing character, or None when equal."""

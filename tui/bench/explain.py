@@ -1,10 +1,5 @@
-"""Figures that explain a burst: per-request acceptance, server vs client timing, reconciliation with
-/metrics, prefix-cache state, SLO goodput and a bootstrap over rounds. Pure functions, no I/O.
-
-Inputs are `RequestFigures` (what one request measured, client and server side), so the functions do
-not depend on how a burst stores its results. A figure that cannot be known is None, with a reason
-where the caller shows one.
-"""
+"""Figures that explain a burst, from `RequestFigures`: per-request acceptance, server vs client timing,
+reconciliation with /metrics, prefix cache, SLO goodput, a bootstrap over rounds. Pure functions."""
 
 from __future__ import annotations
 
@@ -72,9 +67,6 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-# ---- acceptance -----------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class AcceptanceFigures:
     """Per-request acceptance of one arm. `requests` counts the requests whose server said."""
@@ -138,11 +130,8 @@ MIXED = "mixed: steps drafted different lengths"
 def per_position_split(
     requests: Sequence[RequestFigures],
 ) -> tuple[list[float] | None, dict[int, list[float]] | None, str | None]:
-    """(per-position acceptance, the same per draft length, why) of requests whose k may have varied.
-
-    One histogram over drafts of different lengths mixes them (a 1-token draft never reaches
-    position 1), so per-position rates are given per draft length when the servers said it (vLLM's
-    `acceptance_histogram_by_draft_length` or `detailed` per-step arrays), and are unknown otherwise."""
+    """(per-position acceptance, the same per draft length, why): drafts of different lengths are not mixed
+    in one histogram (a 1-token draft never reaches position 1)."""
     if not any(_varied(r) for r in requests):
         return per_position(requests), None, None
     if any(r.by_length is None for r in requests):
@@ -180,25 +169,15 @@ def _positions(totals: list[int]) -> list[float] | None:
 
 
 def per_position(requests: Sequence[RequestFigures]) -> list[float] | None:
-    """Pooled per-position acceptance from the histograms: position i (0-based) was accepted in
-    Σ_r Σ_{j>i} hist_r[j] of Σ_r steps_r steps. None unless every counted request has a histogram."""
+    """Pooled per-position acceptance from the histograms; None unless every counted request has one."""
     histograms = [r.histogram for r in requests if r.ok and r.drafted is not None]
     if not histograms or any(h is None for h in histograms):
         return None
-    width = max(len(h or []) for h in histograms)
-    if width < 2:
-        return None
-    totals = [0] * width
+    totals = [0] * max(len(h or []) for h in histograms)
     for histogram in histograms:
         for index, count in enumerate(histogram or []):
             totals[index] += count
-    steps = sum(totals)
-    if steps <= 0:
-        return None
-    return [sum(totals[j] for j in range(i + 1, width)) / steps for i in range(width - 1)]
-
-
-# ---- categories -----------------------------------------------------------------------------------
+    return _positions(totals)
 
 
 @dataclass(frozen=True)
@@ -229,9 +208,6 @@ def categories(requests: Sequence[RequestFigures]) -> list[CategoryRow]:
             )
         )
     return rows
-
-
-# ---- outliers -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -277,9 +253,6 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return clean if len(clean) <= limit else clean[: limit - 1] + "…"
 
 
-# ---- server vs client timing ----------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class TimingFigures:
     """Milliseconds. `overhead` = client TTFT - server TTFT per request (network + HTTP + client)."""
@@ -310,9 +283,6 @@ def timing(requests: Sequence[RequestFigures]) -> TimingFigures:
     )
 
 
-# ---- reconciliation with /metrics -----------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Reconciliation:
     """Σ per-request figures against the arm's /metrics deltas over the same window."""
@@ -335,10 +305,8 @@ def reconcile(
     incomplete: str | None = None,
     server_steps: float | None = None,
 ) -> Reconciliation:
-    """`shared_with`: the other arm's requests when both arms read the same /metrics (one URL).
-
-    `incomplete`: why some requests did not report (errors, aborts), which makes a match impossible.
-    `server_steps`: the verification-step counter, used when the page has no draft counters (SGLang)."""
+    """`shared_with`: the other arm's requests when both read one /metrics; `incomplete`: why some requests
+    did not report; `server_steps`: the verification steps, when the page has no draft counters (SGLang)."""
     if server_drafted is None and server_steps is not None:
         return _reconcile_steps([*requests, *shared_with], server_steps, incomplete)
     ours = [r for r in [*requests, *shared_with] if r.drafted is not None and r.accepted is not None]
@@ -396,9 +364,6 @@ def _reconcile_steps(
     return result(share, False, message + (f" (or {incomplete})" if incomplete else ""))
 
 
-# ---- prefix cache ---------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class CacheFigures:
     requests: int = 0  # requests whose server reported cached tokens
@@ -432,9 +397,6 @@ def cache_warning(a: CacheFigures, b: CacheFigures, names: tuple[str, str] = ("A
         f"({b.cached_tokens}/{b.prompt_tokens}): "
         "TTFT differences are cache state, not speculation"
     )
-
-
-# ---- SLOs and goodput -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -492,9 +454,6 @@ def percentiles(values: Sequence[float | None], qs: Sequence[float]) -> dict[flo
     return {q: percentile(known, q) for q in qs}
 
 
-# ---- bootstrap over rounds ------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class RoundsInterval:
     """The pooled-ratio CI with rounds resampled as well as requests, next to the requests-only one."""
@@ -527,13 +486,8 @@ def bootstrap_rounds(
     seed: int = 0,
     level: float = 0.95,
 ) -> RoundsInterval:
-    """CI of pooled_rate(b) / pooled_rate(a), resampling rounds (the same rounds for both arms, which
-    ran them back to back) and then requests within each picked round (a two-stage bootstrap); within a
-    round the arms' requests are resampled as pairs when they are the same prompts (same count, same order).
-
-    With one round it equals the requests-only interval. `disagree` when the rounds' interval is more
-    than ROUNDS_DISAGREE_WIDTH times wider than the requests-only one (the spread between rounds is
-    larger than the requests explain) and the rounds' ratios are more than 25% apart."""
+    """CI of pooled_rate(b) / pooled_rate(a), resampling rounds then requests within each (pairs when the
+    arms ran the same prompts). `disagree`: the rounds' interval is much wider than the requests' one."""
     rounds_a, rounds_b = _by_round(a), _by_round(b)
     numbers = sorted(set(rounds_a) & set(rounds_b))
     round_ratios = []

@@ -1,14 +1,10 @@
-"""Prompt sets: built-in (code, chat, math, prose; English and Chinese) and user JSONL files.
-
-A user file has one JSON value per line: a string (the prompt), `{"prompt": "..."}`
-or `{"messages": [{"role": "user", "content": "..."}, ...]}`, each optionally with
-`"id"` and `"category"` (the burst reports acceptance and speed per category; the
-built-in sets are categories). Blank lines and lines starting with `#` are skipped.
-`SET@N` (e.g. `mixed@4096`) is SET at about N prompt tokens: a context length (see `sized_prompt_set`).
-"""
+"""Prompt sets: built-in (code, chat, math, prose; English and Chinese) and user JSONL files (a string,
+`{"prompt": ...}` or `{"messages": [...]}` a line, optional `id` and `category`; `#` lines skipped).
+`SET@N` (e.g. `mixed@4096`) is SET at about N prompt tokens."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import random
@@ -18,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import aiofiles
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tui.format import fmt_rate, fmt_tokens
@@ -180,11 +175,6 @@ def _builtin(name: str) -> PromptSet | None:
     return PromptSet(name=name, prompts=tuple(mixed))
 
 
-def _check_size(path: Path, size: int) -> None:
-    if size > MAX_PROMPT_FILE_BYTES:
-        raise PromptSetError(f"{path}: larger than {MAX_PROMPT_FILE_BYTES} bytes")
-
-
 def parse_prompt_tokens(text: str, option: str = "--prompt-tokens") -> tuple[int, ...]:
     """`256,4096,16384` (or `4k,16k`) -> (256, 4096, 16384): prompt lengths in tokens, in order given."""
     lengths: list[int] = []
@@ -248,10 +238,8 @@ def _padded(prompt: Prompt, tokens: int, count: TokenCount | None) -> Prompt:
 def sized_prompt_set(
     base: PromptSet, tokens: int, count: TokenCount | None = None, counted_by: str | None = None
 ) -> PromptSet:
-    """`base` at about `tokens` prompt tokens: the set's own prompts of about that length when it has
-    some (within 25%: drawn by length), else every prompt padded with filler words before its text
-    (synthesized). Lengths are the server's tokenizer's (`count`, named by `counted_by`) when given,
-    else estimated at 4 characters a token. `sizing` says which, for the report."""
+    """`base` at about `tokens` prompt tokens: its own prompts near that length (within 25%), else every
+    prompt padded with filler; counted by the server's tokenizer (`count`), else at 4 chars a token."""
     low, high = tokens * (1 - DRAWN_WITHIN), tokens * (1 + DRAWN_WITHIN)
     lengths = [estimated_tokens(p, count) for p in base.prompts]
     by = f"; lengths by {counted_by}" if counted_by else "; lengths estimated at 4 characters a token"
@@ -299,39 +287,22 @@ def load_prompt_set(spec: str) -> PromptSet:
             f"{spec}: neither a prompt file nor a built-in set ({', '.join(builtin_set_names())})"
         )
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_PROMPT_FILE_BYTES + 1)
     except OSError as error:
         raise PromptSetError(f"{path}: cannot read: {error.strerror or error}") from error
-    _check_size(path, len(raw))
-    return _decode_and_parse(path, raw)
-
-
-async def aload_prompt_set(spec: str) -> PromptSet:
-    """As `load_prompt_set`, reading user files through aiofiles (for the event loop)."""
-    sized = sized_spec(spec)
-    if sized is not None:
-        return sized_prompt_set(await aload_prompt_set(sized[0]), sized[1])
-    builtin = _builtin(spec)
-    if builtin is not None:
-        return builtin
-    path = Path(spec)
-    if not path.is_file():
-        raise PromptSetError(f"{spec}: neither a prompt file nor a built-in set")
-    try:
-        async with aiofiles.open(path, "rb") as handle:
-            raw = await handle.read(MAX_PROMPT_FILE_BYTES + 1)
-    except OSError as error:
-        raise PromptSetError(f"{path}: cannot read: {error.strerror or error}") from error
-    _check_size(path, len(raw))
-    return _decode_and_parse(path, raw)
-
-
-def _decode_and_parse(path: Path, raw: bytes) -> PromptSet:
+    if len(raw) > MAX_PROMPT_FILE_BYTES:
+        raise PromptSetError(f"{path}: larger than {MAX_PROMPT_FILE_BYTES} bytes")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise PromptSetError(f"{path}: not UTF-8 text (byte {error.start})") from error
     return parse_prompt_lines(text, str(path), name=path.name)
+
+
+async def aload_prompt_set(spec: str) -> PromptSet:
+    """As `load_prompt_set`, in a thread (for the event loop)."""
+    return await asyncio.to_thread(load_prompt_set, spec)
 
 
 def sized_spec(spec: str) -> tuple[str, int] | None:

@@ -1,11 +1,5 @@
-"""One burst session: a typed request, validated once, then run / compared / kept / exported.
-
-`spectop bench` and the burst screen both build a `BurstRequest` (from argparse values or from
-the form's text) and hand it to a `BurstSession`; neither orchestrates a burst itself. An arm is
-a live endpoint (`EndpointArm`) or an arm of a kept burst (`PastArm`): two past arms are compared
-without a request sent; one live arm against a past one runs the live arm on the past burst's
-prompt set and compares the two (before/after).
-"""
+"""One burst session: a typed request (from the CLI or the burst screen), validated once, then run,
+compared, kept and exported. An arm is a live endpoint or an arm of a kept burst (`PastArm`)."""
 
 from __future__ import annotations
 
@@ -19,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tui.bench.burst_options import (
     OptionError,
@@ -31,13 +25,12 @@ from tui.bench.burst_options import (
 from tui.bench.burst_store import BurstFileError, combine_bursts, load_burst, save_burst
 from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
 from tui.bench.context import sized_for_server
-from tui.bench.engine import ArmTarget, BurstConfig, BurstProgress, run_burst
+from tui.bench.engine import ArmTarget, Arrival, BurstConfig, BurstProgress, LoadShape, run_burst
 from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError
 from tui.bench.report.export import export
 from tui.bench.report.models import BurstSummary
 from tui.bench.report.summary import burst_summary, comparison
 from tui.bench.results import BurstResult
-from tui.bench.schedule import Arrival, LoadShape
 from tui.bench.transport import burst_client
 from tui.gpu.records import ArmGpuRecord, Rounds
 from tui.settings import EndpointSettings
@@ -50,11 +43,7 @@ _NOT_A_NUMBER = frozenset({"int_parsing", "float_parsing", "int_from_float", "fi
 
 
 class BurstRequestError(ValueError):
-    """A burst that cannot be asked for: `field` names the request field, `message` says why.
-
-    Each front end names the field its own way (`--requests` in the CLI, `n (requests)` on the
-    screen): `described(labels)`.
-    """
+    """A burst that cannot be asked for: `field` names the request field, `message` says why."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -111,9 +100,8 @@ Arm = Annotated[EndpointArm | PastArm, Field(discriminator="kind")]
 
 
 def _sequential(request: BurstRequest, arms: int) -> dict[str, Any]:
-    """--until-significant: up to max_rounds rounds, a look after each from the second on; each look's
-    interval at the Bonferroni-split level 1 - 0.05 / looks, so looking often cannot manufacture a
-    difference."""
+    """--until-significant: a look after each round from the second on, each at the Bonferroni-split
+    level 1 - 0.05 / looks, so looking often cannot manufacture a difference."""
     if not request.until_significant:
         return {}
     if arms < 2:
@@ -135,8 +123,7 @@ def _sequential(request: BurstRequest, arms: int) -> dict[str, Any]:
 
 
 class BurstRequest(BaseModel):
-    """What a burst is asked to do, from the CLI's flags or the screen's form (text is accepted
-    and converted: the screen hands its fields over as typed). `parse` is the one validation."""
+    """What a burst is asked to do, from the CLI's flags or the screen's form (text is converted)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -168,44 +155,29 @@ class BurstRequest(BaseModel):
     until_significant: bool = False  # rounds of `requests` until the interval excludes 1.0
     max_rounds: int = Field(10, ge=2, le=1000)
 
-    @field_validator("slo")
+    @field_validator("slo", "percentiles")
     @classmethod
-    def _slo(cls, value: str | None) -> str | None:
-        if value is not None and value.strip():
-            try:
-                parse_slo(value)
-            except OptionError as error:
-                raise ValueError(str(error).removeprefix("--slo ")) from None
-            return value.strip()
-        return None
-
-    @field_validator("percentiles")
-    @classmethod
-    def _percentiles(cls, value: str | None) -> str | None:
-        if value is not None and value.strip():
-            try:
-                parse_percentiles(value)
-            except OptionError as error:
-                raise ValueError(str(error).removeprefix("--percentiles ")) from None
-            return value.strip()
-        return None
+    def _option(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parse = parse_slo if info.field_name == "slo" else parse_percentiles
+        try:
+            parse(value)
+        except OptionError as error:
+            raise ValueError(str(error).removeprefix(f"--{info.field_name} ")) from None
+        return value.strip()
 
     @field_validator("a_extra", "b_extra", mode="before")
     @classmethod
     def _extra(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            if not value.strip():
-                return None
-            try:
-                return parse_extra(value, "fields")
-            except OptionError as error:
-                raise ValueError(str(error).removeprefix("fields: ")) from None
-        if isinstance(value, dict):
-            try:
-                return parse_extra(json.dumps(value), "fields")
-            except (OptionError, TypeError) as error:
-                raise ValueError(str(error).removeprefix("fields: ")) from None
-        return value
+        if isinstance(value, str) and not value.strip():
+            return None
+        if not isinstance(value, str | dict):
+            return value
+        try:
+            return parse_extra(value if isinstance(value, str) else json.dumps(value), "fields")
+        except (OptionError, TypeError) as error:
+            raise ValueError(str(error).removeprefix("fields: ")) from None
 
     @field_validator("a", "b")
     @classmethod
@@ -285,8 +257,7 @@ def _outcome(result: BurstResult, ran: BurstResult | None) -> BurstOutcome:
 
 
 def compare(before: PastArm, after: PastArm) -> BurstOutcome:
-    """Two kept bursts of the same prompt set: `before` as A, `after` as B. Nothing is sent.
-    Reads files and bootstraps (CPU): from async code, in a thread."""
+    """Two kept bursts of the same prompt set, `before` as A (CPU work: from async code, in a thread)."""
     first, second = _past("a", before), _past("b", after)
     return _outcome(_combined("b", (first, before.arm), (second, after.arm)), None)
 
@@ -310,9 +281,8 @@ class GpuWatch(Protocol):
 
 
 def with_gpu(result: BurstResult, watch: GpuWatch) -> BurstResult:
-    """Each arm with its GPUs' energy and throttling over its measured time (first send, last done);
-    under the alternate schedule also its own phases (its rounds, `time.time()` moments), over which
-    GPUs it shares with the other arm are its alone."""
+    """Each arm with its GPUs' energy and throttling over its measured time, and (alternate schedule) over
+    its own rounds, during which GPUs shared with the other arm are its alone."""
     origin = result.started_at.timestamp()
     arms = []
     for arm in result.arms:
@@ -328,8 +298,7 @@ def with_gpu(result: BurstResult, watch: GpuWatch) -> BurstResult:
 
 
 class BurstSession:
-    """Runs one `BurstRequest`: `run` (two past arms: compared, nothing sent), then `save`; the outcome
-    exports. `BurstSession.compare(before, after)` and `open_burst(path)` for kept bursts alone."""
+    """Runs one `BurstRequest` (`run`, then `save`); the outcome exports."""
 
     compare = staticmethod(compare)
 

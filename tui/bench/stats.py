@@ -63,11 +63,8 @@ def bootstrap_pooled_ratio_ci(
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float] | None:
-    """CI of pooled_rate(b) / pooled_rate(a) by the percentile bootstrap.
-
-    Paired (same prompts, index by index) resamples pairs together, which removes
-    the prompt-to-prompt spread that both arms share.
-    """
+    """CI of pooled_rate(b) / pooled_rate(a) by the percentile bootstrap; `paired` resamples index pairs
+    together, removing the prompt-to-prompt spread both arms share."""
     if len(a) < 2 or len(b) < 2 or (paired and len(a) != len(b)):
         return None
     rng = random.Random(seed)
@@ -84,8 +81,7 @@ def bootstrap_pooled_ratio_ci(
 
 
 def percentile_interval(ratios: list[float], resamples: int, level: float) -> tuple[float, float] | None:
-    """The percentile bootstrap's interval of `ratios` (sorted in place); None when fewer than half of
-    the `resamples` gave a ratio (the rest had an arm without decode time)."""
+    """The percentile bootstrap's interval of `ratios` (sorted in place); None under half the resamples."""
     if len(ratios) < resamples // 2:
         return None
     ratios.sort()

@@ -1,15 +1,6 @@
-"""Coalesced streams, and which side to blame: a burst's requests checked against the client's lag.
-
-A stream is coalesced when its chunks reached the client far faster than any server steps: a mean gap
-under COALESCED_GAP_S over at least MIN_CHUNKS chunks ("36 chunks within 0.6 ms"), or a decode rate
-more than SERVER_PACE_FACTOR times the server's own per-request pace (vLLM `metrics`, llama.cpp
-`timings`). Its cause is the client when the event loop ran late while the stream arrived (it read a
-socket's worth of queued chunks at once), else the server (it buffered its output).
-
-A coalesced stream's chunk times say nothing about the server's pace: its decode figures come from the
-server's own timing when the response carries it, and are left out (counted) otherwise. When the client
-fell behind, every request with the server's own timing uses it.
-"""
+"""Coalesced streams (chunks that arrived far faster than a server steps), and which side to blame: the
+client when its event loop ran late meanwhile, else the server. Their decode figures come from the
+server's own timing when the response carries it, and are left out otherwise."""
 
 from __future__ import annotations
 

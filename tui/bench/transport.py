@@ -1,17 +1,6 @@
-"""An httpx transport that spreads requests over several connection pools.
-
-httpcore's pool re-scans every waiting request against every connection whenever one
-is released, so with dozens of concurrent streams in one pool a new request can wait
-long before its first byte is written (tests/bench/bench_burst_engine.py). Several
-small pools behind one client keep that wait near zero. Requests go to the least busy
-shard.
-
-The pools share one TLS context (loading the CA bundle is slow, and was paid once per pool when each made
-its own). The dashboard's client, made before its first frame, makes it on the first https:// request, in
-a thread (`tls_at_first_request`, tests/bench/bench_dashboard_first_frame.py): plain http:// requests go
-to pools of their own that never need one; a burst client makes it at once, so no measured request waits
-for it.
-"""
+"""An httpx transport that spreads requests over several small connection pools (httpcore re-scans one
+pool's waiting requests on every release: a new stream waits). The pools share one TLS context, made on
+the first https:// request for the dashboard (`tls_at_first_request`), at once for a burst."""
 
 from __future__ import annotations
 

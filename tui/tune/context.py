@@ -1,9 +1,6 @@
-"""The context axis of a tune (`--prompt-tokens 256,4096,16384`): the best value per (concurrency, prompt
-length) bucket, each analysed as a sweep of its own, and the context where speculation stops paying.
-
-No engine takes a context-keyed setting yet (vLLM: RFC #48627, PR #54801, both open), so `--apply` writes
-only the per-concurrency answer, at the first prompt length, and says so.
-"""
+"""The context axis of a tune (`--prompt-tokens`): the best value per (concurrency, prompt length) and
+where speculation stops paying. No engine takes a context-keyed setting yet, so `--apply` writes only the
+per-concurrency answer, at the first prompt length."""
 
 from __future__ import annotations
 

@@ -1,30 +1,10 @@
-"""How sure a tune is: speedup intervals that cover drift, tie sets, the recommendation, the apply rule.
+"""How sure a tune is: speedup intervals that cover drift, tie sets, the recommendation.
 
-The sweep measures the baseline at the start of every round and once more at its end (`timeline`),
-so each value's bursts sit between two baseline bursts measured minutes apart. The speedup of a value
-is its pooled decode rate over the pooled rate of the baseline bursts that bracket it, and its interval
-is a bootstrap that resamples, in this order:
-
-1. the rounds (passes over every value), so drift from one round to the next widens it;
-2. within a picked round, the bracketing baseline bursts (before / after, with replacement), so drift
-   between the two ends of one round widens it even when only one round ran;
-3. the requests within every burst;
-4. each value's own bursts by the baseline's burst-to-burst spread: a value measured once is as far off
-   as the baseline is from itself from one burst to the next (each burst's rate times exp(±d/√2), d a
-   log ratio of two consecutive baseline bursts, drawn at random). Without it the drift between two
-   values measured minutes apart in the same round would hide: they share the baseline draws, so their
-   ratio would carry only their requests' noise (on a drifting host, a false "separated").
-
-All values are resampled with the same draws, so the replicates of two values can be divided to compare
-them with each other (`pair_interval`): the baseline's noise, shared by both, cancels.
-
-For each concurrency the values whose speedup is not significantly below the fastest's form the tie
-set; the recommendation is its cheapest member (fewest draft tokens: less KV memory, lower TTFT). An
-applied change must be significantly faster than the file's own value.
-
-Sequential testing (`--until-separated`): the rounds are looks at the data; each look's intervals are
-made at the Bonferroni-split level 1 - alpha / max_looks, so the chance that any look declares a false
-separation stays below alpha (`sequential_level`).
+A value's speedup is its pooled decode rate over that of the baseline bursts that bracket it; its
+bootstrap resamples rounds, the bracketing baseline bursts, requests, and each value's bursts by the
+baseline's burst-to-burst spread (so drift between values measured minutes apart is not hidden). All
+values share the draws, so two values' replicates divide (`pair_interval`). The recommendation is the
+cheapest member of the tie set; `--until-separated` splits the level over its looks (Bonferroni).
 """
 
 from __future__ import annotations
@@ -35,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from tui.bench.stats import RateSample, percentile, pooled_rate
-from tui.format import fmt_level
+from pydantic import BaseModel, ConfigDict, Field
+
+from tui.bench.stats import RateSample, percentile_interval, pooled_rate
 
 RESAMPLES = 2000
 ALPHA = 0.05
@@ -47,17 +28,9 @@ def sequential_level(looks: int, alpha: float = ALPHA) -> float:
     return 1.0 - alpha / max(1, looks)
 
 
-def level_words(level: float, looks: int = 1) -> str:
-    """ "95% CI", or "99.2% CI (Bonferroni: 95% over 6 looks)"."""
-    if looks <= 1:
-        return f"{fmt_level(level)} CI"
-    return f"{fmt_level(level)} CI (Bonferroni: {fmt_level(1 - ALPHA)} over {looks} looks)"
-
-
 @dataclass(frozen=True)
 class Run:
-    """One burst of one value at one concurrency: when it ran (`order` on the timeline) and its
-    requests' (decode tokens, decode seconds)."""
+    """One burst of one value at one load: its place on the timeline and its requests' decode samples."""
 
     value: int
     order: int
@@ -67,8 +40,7 @@ class Run:
 
 @dataclass
 class Speedups:
-    """Per value: the point speedup over the baseline and its bootstrap replicates (aligned by index;
-    None where a replicate had no decode time)."""
+    """Per value: the point speedup over the baseline and its bootstrap replicates (None: no decode time)."""
 
     baseline: int
     point: dict[int, float | None] = field(default_factory=dict)
@@ -76,26 +48,17 @@ class Speedups:
 
     def interval(self, value: int, level: float) -> tuple[float, float] | None:
         known = [r for r in self.replicates.get(value, []) if r is not None]
-        return _interval(known, len(self.replicates.get(value, [])), level)
+        return percentile_interval(known, len(self.replicates.get(value, [])), level)
 
     def pair_interval(self, value: int, other: int, level: float) -> tuple[float, float] | None:
         """The interval of speedup(value) / speedup(other), from the same replicates."""
         mine, theirs = self.replicates.get(value, []), self.replicates.get(other, [])
         ratios = [m / t for m, t in zip(mine, theirs, strict=False) if m is not None and t]
-        return _interval(ratios, min(len(mine), len(theirs)), level)
+        return percentile_interval(ratios, min(len(mine), len(theirs)), level)
 
     def pair_point(self, value: int, other: int) -> float | None:
         mine, theirs = self.point.get(value), self.point.get(other)
         return mine / theirs if mine is not None and theirs else None
-
-
-def _interval(values: list[float], resamples: int, level: float) -> tuple[float, float] | None:
-    if resamples == 0 or len(values) < resamples // 2:
-        return None
-    values = sorted(values)
-    tail = (1.0 - level) / 2 * 100
-    low, high = percentile(values, tail), percentile(values, 100 - tail)
-    return None if low is None or high is None else (low, high)
 
 
 def _brackets(order: int, baseline_orders: Sequence[int]) -> tuple[int, ...]:
@@ -182,24 +145,26 @@ def speedups(runs: Sequence[Run], baseline: int, *, resamples: int = RESAMPLES, 
     return result
 
 
-@dataclass(frozen=True)
-class Decision:
-    """The recommendation at one load, with its uncertainty."""
+class TuneDecision(BaseModel):
+    """The recommendation at one concurrency with its uncertainty (`--json`'s `decisions`)."""
+
+    model_config = ConfigDict(extra="ignore")
 
     concurrency: int
-    best: int | None  # the recommendation: the cheapest value of the tie set
-    fastest: int | None  # the highest point estimate
-    tied: tuple[int, ...]  # values not significantly slower than the fastest (cheapest first)
-    speedup: float | None  # the recommendation's speedup over the baseline
-    ci: tuple[float, float] | None
-    significant: bool  # the recommendation is separated from every other value (a tie set of one)
-    beats_baseline: bool | None  # its interval lies above 1.0 (None: it is the baseline, or unknown)
+    best: int | None = Field(description="the recommendation: the cheapest value of the tie set")
+    tied: list[int] = Field(default_factory=list, description="not significantly slower than the fastest")
+    speedup: float | None = Field(None, description="the recommendation's speedup over the baseline")
+    ci: tuple[float, float] | None = None
+    significant: bool = Field(False, description="the recommendation is separated from every other value")
+    fastest: int | None = Field(None, description="the highest point estimate (may be within noise)")
+    beats_baseline: bool | None = Field(None, description="its interval lies above 1.0")
+    client_ok: bool | None = Field(None, description="False: a burst at this load had a starved client")
 
 
-def decide(found: Speedups, concurrency: int, cost: Callable[[int], float], level: float) -> Decision:
+def decide(found: Speedups, concurrency: int, cost: Callable[[int], float], level: float) -> TuneDecision:
     measured = [value for value, point in found.point.items() if point is not None]
     if not measured:
-        return Decision(concurrency, None, None, (), None, None, False, None)
+        return TuneDecision(concurrency=concurrency, best=None)
     fastest = max(measured, key=lambda v: (found.point[v] or 0.0, -cost(v)))
     tied = [fastest]
     for value in measured:
@@ -212,11 +177,11 @@ def decide(found: Speedups, concurrency: int, cost: Callable[[int], float], leve
     best = tied[0]
     ci = found.interval(best, level) if best != found.baseline else None
     beats = None if best == found.baseline or ci is None else ci[0] > 1.0
-    return Decision(
+    return TuneDecision(
         concurrency=concurrency,
         best=best,
         fastest=fastest,
-        tied=tuple(tied),
+        tied=tied,
         speedup=found.point.get(best),
         ci=ci,
         significant=len(tied) == 1,

@@ -1,21 +1,8 @@
-"""What a tune sweeps: the key, its values, the loads; and how one value becomes one edit of the file.
+"""What a tune sweeps (the key, its values, the loads) and how one value becomes one edit of the file.
 
-The key defaults by config kind:
-
-* vLLM-style TOML: `speculative.num_speculative_tokens`; value 0 is speculation off, written as
-  `speculative.enabled = false` (the token count is left as it was, so it comes back when turned on);
-  a k-by-batch-size table in the file is taken out while one k is measured, and `--apply` may write the
-  schedule as that table (`table_edits`);
-* SGLang JSON: `speculative_num_steps`, with `speculative_num_draft_tokens` kept at steps + 1 when
-  `speculative_eagle_topk` is 1 (SGLang forces it); value 0 is `speculative_algorithm = null`;
-* anything else: the numeric key given explicitly (e.g. a llama.cpp launch file's `draft_max`).
-
-An SGLang file can instead be swept over a grid (`--grid steps=1,2,3 topk=1,4 draft=2,4,8`): each valid
-(steps, topk, draft tokens) point is one value of the sweep (numbered 1.., 0 = speculation off when the
-grid's steps include 0), and writing it edits the lines of those three keys only. A point SGLang would
-not run as written is skipped with the reason (`grid_problem`).
-
-Only the lines of the keys involved change; every other byte stays (round-trip documents).
+Default keys: vLLM TOML `speculative.num_speculative_tokens` (0: `speculative.enabled = false`), SGLang
+`speculative_num_steps` (0: `speculative_algorithm = null`), else the key given. An SGLang file can be
+swept over a `--grid` of (steps, topk, draft tokens) points. Only the keys' lines change.
 """
 
 from __future__ import annotations
@@ -27,7 +14,6 @@ from typing import Any
 
 from tui.configs.document import ConfigDocument, KeyPath, dotted, parse_key_path
 from tui.configs.editing import set_value
-from tui.configs.errors import ConfigError
 from tui.configs.spec_table import TABLE_KEY
 from tui.tune.result import SkippedPoint, SweepPoint
 
@@ -87,21 +73,11 @@ class TuneKey:
 
     def current(self, doc: ConfigDocument) -> int | None:
         """The value the file has now (0 when speculation is off); None when it has none."""
-        if self.style == "vllm":
-            if doc.has(VLLM_ENABLED) and doc.get(VLLM_ENABLED) is False:
-                return 0
-            if not doc.has(("speculative",)):
-                return 0
-            value = doc.get(self.path) if doc.has(self.path) else None
-        elif self.style == "sglang":
-            if not (doc.get(SGLANG_ALGORITHM) if doc.has(SGLANG_ALGORITHM) else None):
-                return 0
-            value = doc.get(self.path) if doc.has(self.path) else None
-        else:
-            value = doc.get(self.path) if doc.has(self.path) else None
-        if isinstance(value, bool) or not isinstance(value, int):
-            return None
-        return value
+        if self.style == "vllm" and (_get(doc, VLLM_ENABLED) is False or not doc.has(("speculative",))):
+            return 0
+        if self.style == "sglang" and not _get(doc, SGLANG_ALGORITHM):
+            return 0
+        return _number(doc, self.path)
 
     def changes(self, doc: ConfigDocument, value: int, original: ConfigDocument) -> list[tuple[KeyPath, Any]]:
         """The (key, value) edits that make the file say `value`; [] when it already does."""
@@ -120,15 +96,23 @@ class TuneKey:
                 edits.append((SGLANG_ALGORITHM, None))
             else:
                 edits.append((self.path, value))
-                if not (doc.get(SGLANG_ALGORITHM) if doc.has(SGLANG_ALGORITHM) else None):
-                    algorithm = original.get(SGLANG_ALGORITHM) if original.has(SGLANG_ALGORITHM) else None
-                    edits.append((SGLANG_ALGORITHM, algorithm or "EAGLE"))
+                if not _get(doc, SGLANG_ALGORITHM):
+                    edits.append((SGLANG_ALGORITHM, _get(original, SGLANG_ALGORITHM) or "EAGLE"))
                 topk = doc.get(SGLANG_TOPK) if doc.has(SGLANG_TOPK) else 1
                 if topk == 1 and doc.has(SGLANG_DRAFT_TOKENS):
                     edits.append((SGLANG_DRAFT_TOKENS, value + 1))
         else:
             edits.append((self.path, value))
-        return [(path, new) for path, new in edits if not (doc.has(path) and _same(doc.get(path), new))]
+        return _needed(doc, edits)
+
+
+def _get(doc: ConfigDocument, path: KeyPath) -> Any:
+    return doc.get(path) if doc.has(path) else None
+
+
+def _needed(doc: ConfigDocument, edits: list[tuple[KeyPath, Any]]) -> list[tuple[KeyPath, Any]]:
+    """The edits that change something (a value of the same type and equal is left alone)."""
+    return [(path, new) for path, new in edits if not (doc.has(path) and _same(doc.get(path), new))]
 
 
 def _same(old: Any, new: Any) -> bool:
@@ -176,7 +160,7 @@ def table_edits(doc: ConfigDocument, table: list[list[int]]) -> list[tuple[KeyPa
     edits: list[tuple[KeyPath, Any]] = [(VLLM_K, max(1, *(k for _lo, _hi, k in table))), (VLLM_TABLE, table)]
     if doc.has(VLLM_ENABLED) and doc.get(VLLM_ENABLED) is not True:
         edits.append((VLLM_ENABLED, True))
-    return [(path, new) for path, new in edits if not (doc.has(path) and _same(doc.get(path), new))]
+    return _needed(doc, edits)
 
 
 def edited_table(doc: ConfigDocument, table: list[list[int]]) -> ConfigDocument:
@@ -245,14 +229,13 @@ def grid_problem(steps: int, topk: int, draft_tokens: int) -> str | None:
 
 
 def _number(doc: ConfigDocument, path: KeyPath) -> int | None:
-    value = doc.get(path) if doc.has(path) else None
+    value = _get(doc, path)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def file_point(doc: ConfigDocument) -> tuple[int, int, int] | None:
-    """The (steps, topk, draft tokens) SGLang runs this file with; None when speculation is off or the
-    file leaves the choice to SGLang (no steps)."""
-    if not (doc.get(SGLANG_ALGORITHM) if doc.has(SGLANG_ALGORITHM) else None):
+    """The (steps, topk, draft tokens) SGLang runs this file with; None when off or steps are not set."""
+    if not _get(doc, SGLANG_ALGORITHM):
         return None
     steps = _number(doc, SGLANG_STEPS)
     if steps is None:
@@ -282,7 +265,7 @@ class GridKey(TuneKey):
     def current(self, doc: ConfigDocument) -> int | None:
         here = file_point(doc)
         if here is None:
-            return 0 if not (doc.get(SGLANG_ALGORITHM) if doc.has(SGLANG_ALGORITHM) else None) else None
+            return None if _get(doc, SGLANG_ALGORITHM) else 0
         return next((p.value for p in self.points if (p.steps, p.topk, p.draft_tokens) == here), None)
 
     def changes(self, doc: ConfigDocument, value: int, original: ConfigDocument) -> list[tuple[KeyPath, Any]]:
@@ -296,18 +279,16 @@ class GridKey(TuneKey):
             # SGLang derives the draft tokens of a chain: a file without the key keeps going without it.
             if point.topk != 1 or doc.has(SGLANG_DRAFT_TOKENS):
                 edits.append((SGLANG_DRAFT_TOKENS, point.draft_tokens))
-            if not (doc.get(SGLANG_ALGORITHM) if doc.has(SGLANG_ALGORITHM) else None):
-                algorithm = original.get(SGLANG_ALGORITHM) if original.has(SGLANG_ALGORITHM) else None
-                edits.append((SGLANG_ALGORITHM, algorithm or "EAGLE"))
+            if not _get(doc, SGLANG_ALGORITHM):
+                edits.append((SGLANG_ALGORITHM, _get(original, SGLANG_ALGORITHM) or "EAGLE"))
         # A file without topk runs a chain: topk 1 needs no new line.
         edits = [edit for edit in edits if not (edit == (SGLANG_TOPK, 1) and not doc.has(SGLANG_TOPK))]
-        return [(path, new) for path, new in edits if not (doc.has(path) and _same(doc.get(path), new))]
+        return _needed(doc, edits)
 
 
 def grid_key(doc: ConfigDocument, words: Sequence[str] | str) -> GridKey:
-    """The points of `--grid` for this SGLang file: valid ones numbered 1.. in the grid's order (steps,
-    then topk, then draft tokens), the others skipped with the reason, and the file's own point (if it is
-    not in the grid) numbered after them so it can be the baseline."""
+    """The `--grid` points for this SGLang file: valid ones numbered 1.. in grid order, the others skipped
+    with the reason, the file's own point (when not in the grid) numbered after them as a baseline."""
     if doc.kind != "sglang_json":
         raise TunePlanError(f"--grid sweeps SGLang's steps × topk × draft tokens: {doc.kind} is not SGLang")
     axes = parse_grid(words)
@@ -342,17 +323,3 @@ def grid_key(doc: ConfigDocument, words: Sequence[str] | str) -> GridKey:
         steps, topk, draft = here
         points.append(SweepPoint(value=len(points) + 1, steps=steps, topk=topk, draft_tokens=draft))
     return GridKey(SGLANG_STEPS, "grid", tuple(points), tuple(skipped), values)
-
-
-__all__ = [
-    "ConfigError",
-    "GridKey",
-    "TuneKey",
-    "TunePlanError",
-    "default_key",
-    "edited",
-    "grid_key",
-    "grid_problem",
-    "parse_grid",
-    "parse_int_list",
-]

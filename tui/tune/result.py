@@ -1,14 +1,8 @@
 """A tune's result (the on-disk `spectop-tune/1` format), its analysis and its renderings.
 
-Per (value, concurrency) cell: the burst's figures, and the speedup over the baseline value at the
-same concurrency (pooled decode tokens/s ratio with its bootstrap 95% interval, from
-`tui.bench.report.summary`). Then the best value per concurrency, the schedule it implies
-(vLLM's `num_speculative_tokens_per_batch_size` style: which k up to which batch size) and the
-break-even concurrency, where speculation stops paying. A figure that could not be measured is None.
-
-A grid sweep (SGLang steps × topk × draft tokens) numbers its points: `value` n is `points` entry n
-(0 is speculation off), rows are labelled by the point ("steps 3 · topk 1 · draft 4") and the CSV
-carries its parts; `skipped` lists the grid's points SGLang would not run, with the reason.
+Per (value, concurrency) cell: the burst's figures and the speedup over the baseline; then the best
+value per load, the schedule it implies and the break-even load. A grid sweep's `value` n is `points`
+entry n (0: speculation off). A figure that could not be measured is None.
 """
 
 from __future__ import annotations
@@ -41,7 +35,7 @@ from tui.format import (
 from tui.sanitize import safe_line
 from tui.tables import Table, markdown_escape
 from tui.tables import render_json as json_text
-from tui.tune.decision import Decision, Run, Speedups, decide, speedups
+from tui.tune.decision import Run, Speedups, TuneDecision, decide, speedups
 
 CSV_FIELDS = (
     "value", "concurrency", "ok", "requests", "errors", "decode_tokens_per_s", "output_tokens_per_s",
@@ -81,8 +75,7 @@ class SkippedPoint(BaseModel):
 
 
 class CellRun(BaseModel):
-    """One burst of a cell: its round, its place on the sweep's timeline and its requests' decode
-    samples (tokens - 1, decode seconds), kept so the analysis can resample them."""
+    """One burst of a cell: its round, its place on the timeline and its decode samples (to resample)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -95,22 +88,6 @@ class CellRun(BaseModel):
     client_ok: bool | None = Field(None, description="False: the measuring client fell behind")
     client_reason: str | None = None
     burst_file: str | None = None
-
-
-class TuneDecision(BaseModel):
-    """The recommendation at one concurrency with its uncertainty (`--json`'s `decisions`)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    concurrency: int
-    best: int | None = Field(description="the recommendation: the cheapest value of the tie set")
-    tied: list[int] = Field(default_factory=list, description="not significantly slower than the fastest")
-    speedup: float | None = Field(None, description="the recommendation's speedup over the baseline")
-    ci: tuple[float, float] | None = None
-    significant: bool = Field(False, description="the recommendation is separated from every other value")
-    fastest: int | None = Field(None, description="the highest point estimate (may be within noise)")
-    beats_baseline: bool | None = Field(None, description="its interval lies above 1.0")
-    client_ok: bool | None = Field(None, description="False: a burst at this load had a starved client")
 
 
 class TuneCell(BaseModel):
@@ -245,13 +222,10 @@ class TuneResult(BaseModel):
         return self.prompt_tokens[0] if self.prompt_tokens else None
 
     def cell(self, value: int, concurrency: int, prompt_tokens: int | None = None) -> TuneCell | None:
-        tokens = self.primary_context if prompt_tokens is None else prompt_tokens
-        for outcome in self.outcomes:
-            if outcome.value == value:
-                for cell in outcome.cells:
-                    if cell.concurrency == concurrency and cell.prompt_tokens == tokens:
-                        return cell
-        return None
+        here = (concurrency, self.primary_context if prompt_tokens is None else prompt_tokens)
+        outcome = self.outcome(value)  # one per value
+        cells = outcome.cells if outcome is not None else []
+        return next((cell for cell in cells if (cell.concurrency, cell.prompt_tokens) == here), None)
 
     def outcome(self, value: int) -> ValueOutcome | None:
         return next((outcome for outcome in self.outcomes if outcome.value == value), None)
@@ -267,8 +241,7 @@ class TuneResult(BaseModel):
         return {c: point for c, point in points.items() if point is not None}
 
     def cost(self, value: int) -> float:
-        """Draft tokens a value asks for (what a tie is broken by): the value itself, a grid point's
-        draft tokens, 0 for speculation off."""
+        """Draft tokens a value asks for (ties are broken by it); 0 for speculation off."""
         if not self.points:
             return float(value)
         point = self.point(value)
@@ -291,9 +264,6 @@ class TuneResult(BaseModel):
             return f"k={value}"
         point = self.point(value)
         return point.label if point is not None else "off" if value == 0 else f"point {value}"
-
-
-# --- figures of one burst ---------------------------------------------------------------------------
 
 
 def cell_from_arm(value: int, concurrency: int, arm: ArmResult) -> TuneCell:
@@ -319,8 +289,7 @@ def cell_from_arm(value: int, concurrency: int, arm: ArmResult) -> TuneCell:
 
 
 def merged_cell(earlier: TuneCell | None, cell: TuneCell, run: CellRun) -> TuneCell:
-    """`cell` (this round's burst) folded into the cell of the earlier rounds: the decode rate pooled
-    over every round; the other figures are the latest round's."""
+    """`cell` folded into the earlier rounds' cell: the decode rate pooled, the rest the latest round's."""
     runs = [*(earlier.runs if earlier else []), run]
     samples = [tuple(sample) for r in runs for sample in r.samples]
     client_bad = [r for r in runs if r.client_ok is False]
@@ -335,9 +304,6 @@ def merged_cell(earlier: TuneCell | None, cell: TuneCell, run: CellRun) -> TuneC
             "client_reason": client_bad[-1].client_reason if client_bad else None,
         }
     )
-
-
-# --- the analysis -----------------------------------------------------------------------------------
 
 
 def _runs_at(result: TuneResult, concurrency: int) -> list[Run]:
@@ -377,19 +343,15 @@ def _decision(result: TuneResult, concurrency: int) -> tuple[TuneDecision, Speed
         }
         fastest = max(rates, key=lambda v: (rates[v], -result.cost(v))) if rates else None
         point = found.point.get(fastest) if fastest is not None else None
-        tied = (fastest,) if fastest is not None else ()
-        made = Decision(concurrency, fastest, fastest, tied, point, None, False, None)
+        tied = [fastest] if fastest is not None else []
+        made = TuneDecision(concurrency=concurrency, best=fastest, fastest=fastest, tied=tied, speedup=point)
     cells = [result.cell(value, concurrency) for value in made.tied]
     client_ok = (
         None
         if not any(c and c.client_ok is not None for c in cells)
         else all(c.client_ok is not False for c in cells if c)
     )
-    decision = TuneDecision(
-        concurrency=concurrency, best=made.best, tied=list(made.tied), speedup=made.speedup, ci=made.ci,
-        significant=made.significant, fastest=made.fastest, beats_baseline=made.beats_baseline,
-        client_ok=client_ok,
-    )  # fmt: skip
+    decision = made.model_copy(update={"client_ok": client_ok})
     return decision, found
 
 
@@ -402,19 +364,15 @@ def analyse(result: TuneResult) -> TuneResult:
     for concurrency in result.concurrencies:
         decision, found = _decision(updated, concurrency)
         decisions.append(decision)
+        here = (concurrency, result.primary_context)
         for outcome in outcomes:
             for index, cell in enumerate(outcome.cells):
-                if cell.concurrency != concurrency or not cell.runs:
-                    continue
-                if cell.prompt_tokens != result.primary_context:
+                if (cell.concurrency, cell.prompt_tokens) != here or not cell.runs:
                     continue
                 point = found.point.get(outcome.value)  # the baseline's is 1.0, with no interval
-                is_base = outcome.value == result.baseline_value
-                ci = (
-                    found.interval(outcome.value, result.ci_level)
-                    if point is not None and not is_base
-                    else None
-                )
+                ci = None
+                if point is not None and outcome.value != result.baseline_value:
+                    ci = found.interval(outcome.value, result.ci_level)
                 outcome.cells[index] = cell.model_copy(
                     update={
                         "speedup": point,
@@ -428,27 +386,23 @@ def analyse(result: TuneResult) -> TuneResult:
     for index, concurrency in enumerate(ordered):
         value = best[concurrency]
         assert value is not None
+        if schedule and schedule[-1].value == value:  # the same value up to this load: one step
+            schedule.pop()
         last = index == len(ordered) - 1
-        if schedule and schedule[-1].value == value:
-            schedule[-1] = ScheduleStep(value=value, up_to_concurrency=None if last else concurrency)
-        else:
-            schedule.append(ScheduleStep(value=value, up_to_concurrency=None if last else concurrency))
+        schedule.append(ScheduleStep(value=value, up_to_concurrency=None if last else concurrency))
     break_even = None
     if result.baseline_value == 0 and result.zero_is_off:
         # the lowest load from which the recommendation is speculation off at every higher measured load
-        for index, concurrency in enumerate(ordered):
-            if all(best[c] == 0 for c in ordered[index:]):
-                break_even = concurrency
-                break
-    analysed = updated.model_copy(
-        update={
-            "best": best,
-            "schedule": schedule,
-            "break_even_concurrency": break_even,
-            "decisions": decisions,
-        }
-    )
-    return analysed  # with a context axis, tui/tune/context.py adds each bucket's decision
+        off_from = (c for i, c in enumerate(ordered) if all(best[higher] == 0 for higher in ordered[i:]))
+        break_even = next(off_from, None)
+    # with a context axis, tui/tune/context.py adds each bucket's decision
+    update = {
+        "best": best,
+        "schedule": schedule,
+        "break_even_concurrency": break_even,
+        "decisions": decisions,
+    }
+    return updated.model_copy(update=update)
 
 
 def apply_decision(result: TuneResult, concurrency: int) -> tuple[int | None, str]:
@@ -492,11 +446,8 @@ def _faster_at(result: TuneResult, concurrency: int, value: int, other: int) -> 
 
 
 def table_decision(result: TuneResult, top: int) -> tuple[list[list[int]] | None, str]:
-    """(the schedule as vLLM's `num_speculative_tokens_per_batch_size`, or None; why). A table is
-    written only where the best k differs significantly between loads: at each boundary of the
-    schedule, each side's k is significantly faster than the other side's k at its side's load (else
-    one of them is within noise of the best on both sides: one k fits).
-    Batch sizes between two measured loads take the lower load's k; the last range runs to `top`."""
+    """(vLLM's `num_speculative_tokens_per_batch_size` for the schedule, or None; why): written only when, at
+    each boundary, each side's k is significantly faster than the other's at its own load."""
     if result.kind != "vllm_toml" or result.key != VLLM_TABLE_OWNER:
         return None, "only vLLM's num_speculative_tokens takes a table by batch size"
     steps = result.schedule
@@ -521,9 +472,6 @@ def table_decision(result: TuneResult, top: int) -> tuple[list[list[int]] | None
     table = table_from_steps([(step.value, step.up_to_concurrency) for step in steps], max(top, loads[-1]))
     ranges = [(lo, hi, k) for lo, hi, k in table]
     return table, f"the best k differs significantly between loads: {table_text(ranges)}"
-
-
-# --- rendering --------------------------------------------------------------------------------------
 
 
 def _speedup(cell: TuneCell) -> str:
@@ -831,8 +779,7 @@ def list_tunes(folder: Path | None = None) -> list[Path]:
 
 
 def tune_history_lines(folder: Path | None = None, limit: int = 50) -> list[str]:
-    """`spectop bench --history`'s tunes: one entry per tune (its bursts are inside its own folder):
-    when, the key and values, rounds, the pick per load, and the file."""
+    """`spectop bench --history`'s tunes: when, the key and values, rounds, the pick per load, the file."""
     lines = []
     for path in list_tunes(folder)[:limit]:
         try:

@@ -1,21 +1,15 @@
 """Running a tune: for each value, change the file, restart, wait, measure every load; then restore.
 
-The change-and-verify step (`Changer.change`) is shared with the fallback guard: write the new text
-atomically (only the key's line changes), run the restart command without a shell, wait for
-`/health` (with a timeout) and for a first `/metrics` page. A value the server cannot start with is
-a failed `ValueOutcome` with the reason (the endpoint log's last errors, else the restart command's
-last lines) and the sweep goes on.
-
-Whatever way `TuneRun.run` ends (done, cancelled, an exception), `finish` puts the original bytes back
-(or, with `apply`, the best value for the chosen load), restarts the server on it and waits for it (after a
-cancel, only if asked to). A cancel ends every wait for /health and /metrics at once; a restart command
-under way runs to its end unless `kill` is set too.
+`Changer` (shared with the guard) writes, restarts and waits for /health and /metrics; a value the
+server cannot start with is a failed `ValueOutcome` and the sweep goes on. However `TuneRun.run` ends,
+`finish` puts the original bytes (or the applied value) back and restarts the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -188,31 +182,19 @@ class ChangeOutcome:
     output: list[str] = field(default_factory=list)
 
 
+@dataclass
 class Changer:
     """Writes a text to the config file, restarts the server and waits for it (shared with the guard)."""
 
-    def __init__(
-        self,
-        path: Path,
-        restart_command: Sequence[str],
-        client: httpx.AsyncClient,
-        *,
-        health_url: str,
-        metrics_url: str,
-        log_file: Path | None = None,
-        health_timeout_s: float = HEALTH_TIMEOUT_S,
-        restart_timeout_s: float = RESTART_TIMEOUT_S,
-        on_line: Callable[[str], None] | None = None,
-    ) -> None:
-        self.path = path
-        self.restart_command = list(restart_command)
-        self.client = client
-        self.health_url = health_url
-        self.metrics_url = metrics_url
-        self.log_file = log_file
-        self.health_timeout_s = health_timeout_s
-        self.restart_timeout_s = restart_timeout_s
-        self.on_line = on_line
+    path: Path
+    restart_command: Sequence[str]
+    client: httpx.AsyncClient
+    health_url: str
+    metrics_url: str
+    log_file: Path | None = None
+    health_timeout_s: float = HEALTH_TIMEOUT_S
+    restart_timeout_s: float = RESTART_TIMEOUT_S
+    on_line: Callable[[str], None] | None = None
 
     def write(self, data: bytes) -> None:
         """Atomically, symlink and owner kept; the file's bytes are exactly `data`."""
@@ -222,9 +204,8 @@ class Changer:
     async def restart(
         self, cancel: asyncio.Event | None = None, kill: asyncio.Event | None = None
     ) -> ChangeOutcome:
-        """Restart, then wait for /health (from a new process) and a first /metrics page; the reason when
-        it did not come back. Interrupted when `cancel` is set during a wait for the server, or `kill`
-        while the restart command runs (it is killed)."""
+        """Restart, then wait for /health (from a new process) and /metrics; Interrupted when `cancel` is set
+        while waiting, or `kill` while the command runs."""
         log_start = _size(self.log_file)
         before = await until(cancel, read_identity(self.client, self.metrics_url))
         ran = await self.run_command(log_start, kill)
@@ -233,9 +214,8 @@ class Changer:
         return await until(cancel, self._wait_back(before, ran.output, log_start))
 
     async def run_command(self, log_start: int, kill: asyncio.Event | None = None) -> ChangeOutcome:
-        """Run the restart command (ok: it exited 0) without waiting for the server; Interrupted (the
-        command killed) when `kill` is set while it runs. `kill` is cleared as the command starts: a
-        signal stops the command that keeps you waiting, never the next one (the final restart)."""
+        """Run the restart command (ok: exit 0); Interrupted when `kill` is set while it runs. `kill` is
+        cleared first: a signal stops the command under way, never the next one (the final restart)."""
         if kill is not None:
             kill.clear()
         output: list[str] = []
@@ -248,7 +228,7 @@ class Changer:
 
         try:
             code = await until(
-                kill, run_restart(self.restart_command, line, timeout_s=self.restart_timeout_s)
+                kill, run_restart(list(self.restart_command), line, timeout_s=self.restart_timeout_s)
             )
         except OSError as error:
             return ChangeOutcome(False, f"the restart command cannot run: {error.strerror or error}", output)
@@ -372,8 +352,6 @@ class TuneRun:
         self._touched = False  # the server was restarted on another text than the original
         self._written_stamp_bytes: bytes | None = None
 
-    # --- planning -------------------------------------------------------------------------------------
-
     async def prepare(self) -> TuneResult:
         """Read the config and plan; TunePlanError / ConfigError when the sweep cannot be done."""
         options = self.options
@@ -449,8 +427,6 @@ class TuneRun:
             unified_diff(self.opened.text, self.text_for(value), self.options.config_file.name)
         )
 
-    # --- running --------------------------------------------------------------------------------------
-
     async def run(
         self,
         cancel: asyncio.Event | None = None,
@@ -459,11 +435,9 @@ class TuneRun:
         wait_when_cancelled: bool = True,
         kill: asyncio.Event | None = None,
     ) -> TuneResult:
-        """Sweep every value; cancelled when `cancel` is set. The file is restored (or the best applied)
-        and the server restarted on it however this ends; `result.final_restart_ok` says if it came back.
-        Cancelled, the final restart is waited for only with `wait_when_cancelled`. `kill` (set with or
-        after `cancel`) kills the restart command under way. `client` (the app's, for the health waits
-        and scrapes; the bursts have their own pool) or one of its own."""
+        """Sweep every value (cancelled when `cancel` is set); however it ends, the file is restored (or the
+        best applied) and the server restarted, waited for after a cancel only with `wait_when_cancelled`.
+        `kill` kills the restart command under way."""
         if self.result is None:
             await self.prepare()
         assert self.result is not None
@@ -475,7 +449,7 @@ class TuneRun:
             # The sweep watches `cancel` itself (between steps, inside each burst and each wait for the
             # server); a restart command under way runs to its end unless `kill` is set, so the final
             # restart does not race it.
-            sweep = asyncio.ensure_future(self._sweep(changer, client, cancel, kill))
+            sweep = asyncio.ensure_future(self._sweep(changer, cancel, kill))
             try:
                 await sweep
             except TuneCancelled:
@@ -500,8 +474,7 @@ class TuneRun:
         return self.result
 
     async def _say_sizing(self, client: httpx.AsyncClient) -> None:
-        """How each prompt length of the context axis is reached, in the notes (the server's tokenizer
-        when it has one; each cell's `prompt_tokens_counted` is the check)."""
+        """How each prompt length of the context axis is reached, in the notes."""
         assert self.result is not None
         for tokens in self.options.prompt_tokens or ():
             try:
@@ -513,31 +486,23 @@ class TuneRun:
                 continue
             self.result.notes.append(f"prompts at {tokens} tokens: {sized.sizing}")
 
-    async def _sweep(
-        self, changer: Changer, client: httpx.AsyncClient, cancel: asyncio.Event, kill: asyncio.Event | None
-    ) -> None:
-        """Rounds over every value, the baseline measured at the start of each and once more at the end
-        (the closing baseline of one round opens the next); odd rounds run the values backwards, so a
-        steady drift weighs on every value alike."""
+    async def _sweep(self, changer: Changer, cancel: asyncio.Event, kill: asyncio.Event | None) -> None:
+        """Rounds over every value, the baseline at the start of each and once at the end; odd rounds run
+        backwards, so a steady drift weighs on every value alike."""
         assert self.result is not None
         baseline, others = self.order[0], self.order[1:]
         position = 0
-        if not await self._value_round(changer, client, cancel, kill, baseline, 0, position):
+        if not await self._value_round(changer, cancel, kill, baseline, 0, position):
             return
-        number = 0
-        while True:
-            for value in others if number % 2 == 0 else list(reversed(others)):
+        for number in itertools.count():
+            visits = [(value, number) for value in (others if number % 2 == 0 else others[::-1])]
+            for value, round_number in [*visits, (baseline, number + 1)]:
                 position += 1
-                if not await self._value_round(changer, client, cancel, kill, value, number, position):
+                if not await self._value_round(changer, cancel, kill, value, round_number, position):
                     return
-            position += 1
-            if not await self._value_round(changer, client, cancel, kill, baseline, number + 1, position):
-                return
-            number += 1
-            self.result.rounds_run = number
-            stop = self._stop_reason(number)
-            if stop is not None:
-                self.result.stop_reason = stop
+            self.result.rounds_run = number + 1
+            self.result.stop_reason = self._stop_reason(number + 1)
+            if self.result.stop_reason is not None:
                 return
 
     def _stop_reason(self, rounds: int) -> str | None:
@@ -564,7 +529,6 @@ class TuneRun:
     async def _value_round(
         self,
         changer: Changer,
-        client: httpx.AsyncClient,
         cancel: asyncio.Event,
         kill: asyncio.Event | None,
         value: int,
@@ -725,8 +689,7 @@ class TuneRun:
     async def _finish(
         self, changer: Changer, *, apply: bool, wait: bool = True, kill: asyncio.Event | None = None
     ) -> None:
-        """Restore the original bytes (or apply the best value), restart on them, wait for the server
-        (with `wait`; without, only the restart command's exit is known)."""
+        """Restore the original bytes (or apply the best value), restart on them, and (`wait`) wait for it."""
         result = self.result
         assert result is not None
         self.result = result = analyse_all(result)
@@ -768,9 +731,8 @@ class TuneRun:
         self._update()
 
     def _applied_bytes(self, result: TuneResult) -> bytes:
-        """What `--apply` writes: the schedule as vLLM's k-by-batch-size table where the best k differs
-        significantly between loads (not with --apply-at, which asks for one load's k), else the best
-        value at the chosen load when it beats the file's own; the original bytes otherwise."""
+        """What `--apply` writes: vLLM's k-by-batch-size table where the best k differs significantly between
+        loads (not with --apply-at), else the best value at the chosen load when it beats the file's own."""
         concurrency = self.options.apply_at or self.options.concurrencies[0]
         assert self.opened is not None and self.opened.document is not None
         doc = self.opened.document
@@ -786,10 +748,10 @@ class TuneRun:
                 text = edited_table(doc, table).text
             except ConfigError as error:
                 table_why = f"the table does not make a valid file: {error}"
+        by_context = f" (at {result.primary_context} prompt tokens; {NOT_WRITTEN})"
+        context_note = by_context if len(result.prompt_tokens) > 1 else ""
         if table is not None and text is not None:
-            result.apply_note = table_why
-            if len(result.prompt_tokens) > 1:
-                result.apply_note += f" (at {result.primary_context} prompt tokens; {NOT_WRITTEN})"
+            result.apply_note = table_why + context_note
             diff = masked_diff(unified_diff(self.opened.text, text, self.options.config_file.name))
             result.applied = AppliedChange(
                 value=max(k for _lo, _hi, k in table), concurrency=concurrency, diff=diff, table=table
@@ -798,15 +760,11 @@ class TuneRun:
         value, why = apply_decision(result, concurrency)
         if len(result.schedule) > 1 and result.kind == "vllm_toml":
             why += f" (no k-by-batch-size table: {table_why or '--apply-at asks for one load'})"
-        if len(result.prompt_tokens) > 1:
-            why += f" (at {result.primary_context} prompt tokens; {NOT_WRITTEN})"
-        result.apply_note = why
+        result.apply_note = why + context_note
         if value is None:
             return self.original_bytes
         result.applied = AppliedChange(value=value, concurrency=concurrency, diff=self.diff_for(value))
         return self.text_for(value).encode("utf-8")
-
-    # --- reporting ------------------------------------------------------------------------------------
 
     def _progress(
         self, phase: str, value: int | None, concurrency: int | None, message: str, fraction: float = 0.0

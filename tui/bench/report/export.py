@@ -57,8 +57,7 @@ CHUNK_FIELDS = ("chunk_times_s", "chunk_chars", "chunk_tokens")
 
 
 def render_json(result: BurstResult, *, detail: bool = False) -> str:
-    """The summary and every request's timings and outputs; with `detail`, every chunk's too (then the
-    "burst" part is the whole BurstResult, lossless)."""
+    """The summary and every request's timings and outputs; with `detail`, every chunk's too (lossless)."""
     payload = burst_summary(result).model_dump(mode="json")
     payload["burst"] = result.model_dump(mode="json")
     if not detail:
@@ -109,8 +108,7 @@ def export_name(kind: str, when: datetime) -> str:
 
 
 def export(result: BurstResult, kind: str, path: Path, *, detail: bool = False) -> Path:
-    """Write one export; `kind` is json, csv or markdown (`detail`: the JSON with every chunk's
-    timing). Returns the path written."""
+    """Write one export (json, csv or markdown; `detail`: the JSON with every chunk's timing)."""
     if kind == "json":
         text = render_json(result, detail=detail)
     elif kind == "csv":

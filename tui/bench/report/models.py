@@ -1,8 +1,5 @@
-"""The typed burst summary: one arm's figures, the comparison of two, the whole burst.
-
-A summary's JSON (`BurstSummary.model_dump(mode="json")`) is the head of the JSON export:
-{"a": ARM, "b": ARM|None, "comparison": ..., "equivalence": ..., "settings", "started_at", ...}.
-"""
+"""The typed burst summary: one arm's figures, the comparison of two, the whole burst (the JSON
+export's head)."""
 
 from __future__ import annotations
 
@@ -26,8 +23,7 @@ def _request_detail(result: RequestResult, mode: Literal["json", "python"] | str
 
 
 class DecodeRate(BaseModel):
-    """Per-request decode rates: pooled and percentiles (no mean: one stream read at once would make
-    it absurd)."""
+    """Per-request decode rates: pooled and percentiles (a mean would let one coalesced stream swing it)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -118,8 +118,7 @@ GPU_ROWS: tuple[Row, ...] = (  # shown when an arm's GPUs were watched
 
 
 def table_rows(summary: BurstSummary) -> list[tuple[str, str, str]]:
-    """(figure, A, B) rows; B is "" in a one-arm burst. Rows of per-request server figures that no
-    arm has are left out (the notes say why)."""
+    """(figure, A, B) rows (B "" for one arm); per-request server rows that no arm has are left out."""
     rows = _rows_for(summary, TABLE_ROWS, skip_empty=False)
     rows += _rows_for(summary, _percentile_rows(summary), skip_empty=False)
     rows += _rows_for(summary, EXPLAIN_ROWS, skip_empty=True)
