@@ -1,14 +1,5 @@
-"""The simulator's settings, read from the same files users edit in spectop.
-
-Two kinds of server file are understood (see `sample_configs/`):
-
-* a vLLM-style `config.toml` (`[model]`, `[speculative]`, `[cache]`, `[scheduler]`), and
-* an SGLang-style `settings.json` (flat keys such as `speculative_num_steps`).
-
-Either may carry a `[sim]` section (`"sim": {...}` in JSON) with the speed model; command-line flags
-override it. It reads only the few keys the simulator needs and ignores the rest (of `tui.configs` it
-uses only the reading of vLLM's k-by-batch-size table, so both read it alike).
-"""
+"""The simulator's settings from the files users edit in spectop (a vLLM `config.toml` or an SGLang
+`settings.json`, see `sample_configs/`), with an optional `[sim]` section that flags override."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Server log writers, one per flavour, in the real line formats and at the real cadence.
-
-vLLM: a stats line plus a SpecDecoding line every `log_interval_s` (10 s by default), suppressed when idle.
-SGLang: a `Prefill batch` line per prefill batch and a `Decode batch` line every `decode_log_interval` (40)
-decode iterations. llama.cpp: slot lines and `print_timing` lines per finished request. All flavours add
-their start-up, readiness, access, shutdown and OOM lines. Lines are buffered and appended to the file by
-a background task (aiofiles), so the engine never blocks on disk.
-"""
+"""Server log writers, one per flavour, in the real line formats and cadence (vLLM stats per interval,
+SGLang batch lines, llama.cpp per request); buffered and appended by a task so the engine never blocks."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""llama.cpp `llama-server` /metrics, rendered by hand exactly like the real server (`llamacpp.md` §2).
-
-No labels except `position`, no `_created` series, values printed as C++ default doubles (6 significant
-digits). Generation and spec counters move only when a request finishes; the two rate gauges cover the
-window since the previous scrape and reset on every scrape.
-"""
+"""llama.cpp's /metrics rendered by hand as the real server does: C++ doubles, counters moved at a request's
+end, and rate gauges over the window since the previous scrape."""
 
 from __future__ import annotations
 
