@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.gpu.conftest import SIM_GPU_MEMORY
 from tui.gpu.alerts import memory_high_with_speculation, throttling_during_burst
-from tui.gpu.dcgm import DcgmSource, parse_dcgm_page
+from tui.gpu.dcgm import parse_dcgm_page, read_dcgm
 from tui.gpu.history import GpuHistory
 from tui.gpu.models import GpuReading
 from tui.sim.config import SimConfig
@@ -36,10 +36,9 @@ def _sim(load: _Load, **fields: object) -> SimGpus:
 async def test_the_sim_page_read_by_the_dcgm_source(gpu_sim: str) -> None:
     async with httpx.AsyncClient() as client:
         page = (await client.get(gpu_sim + GPU_METRICS_PATH)).text
-        source = DcgmSource(client, gpu_sim + GPU_METRICS_PATH)
-        first = await source.read()
+        first = await read_dcgm(client, gpu_sim + GPU_METRICS_PATH)
         await asyncio.sleep(1.5)
-        second = await source.read()
+        second = await read_dcgm(client, gpu_sim + GPU_METRICS_PATH)
     assert list(text_string_to_metric_families(page))  # valid Prometheus text for prometheus_client too
     assert isinstance(first, GpuReading) and isinstance(second, GpuReading)
     (gpu,) = first.gpus  # tensor_parallel_size = 1: one GPU
@@ -130,7 +129,7 @@ async def test_demo_sims_serve_their_gpus_to_the_endpoints() -> None:
     with demo_sims(background_load_rps=0.5) as sims:
         async with httpx.AsyncClient() as client:
             readings = [
-                await DcgmSource(client, endpoint.gpu_metrics_url or "").read() for endpoint in sims.endpoints
+                await read_dcgm(client, endpoint.gpu_metrics_url or "") for endpoint in sims.endpoints
             ]
     assert all(isinstance(reading, GpuReading) for reading in readings)
     on, off = (reading.gpus for reading in readings if isinstance(reading, GpuReading))
