@@ -1,8 +1,5 @@
-"""NVIDIA dcgm-exporter pages: parse one into `GpuSample`s, and read one over HTTP.
-
-A 3.x page shows a MIG GPU only as its instances, which become its slices: memory is their sum,
-device-wide fields are the parent's, and per-instance utilisation (always 0) is None. DCGM's blank
-sentinels and NaN / ±Inf become None."""
+"""NVIDIA dcgm-exporter pages into `GpuSample`s (a MIG GPU's instances are its slices; DCGM's blanks and
+NaN / ±Inf are None), and read over HTTP."""
 
 from __future__ import annotations
 

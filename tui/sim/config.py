@@ -238,10 +238,7 @@ def _raise_validation(source: str, error: ValidationError) -> None:
 
 
 def load_sim_config(path: Path | None, overrides: dict[str, Any] | None = None) -> SimConfig:
-    """Read a vLLM-style TOML or SGLang-style JSON file (or defaults when `path` is None).
-
-    `overrides` are `[sim]` fields (from flags or keyword arguments) applied on top of the file.
-    """
+    """A vLLM-style TOML or SGLang-style JSON file (defaults without one), `overrides` over its `[sim]`."""
     fields: dict[str, Any] = {}
     sim_fields: dict[str, Any] = {}
     if path is not None:

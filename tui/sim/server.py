@@ -118,12 +118,8 @@ class _Uvicorn(uvicorn.Server):
 
 
 class SimServer:
-    """An in-process simulated vLLM / SGLang / llama.cpp server on a loopback port.
-
-    `async with SimServer(flavor="sglang") as sim:` starts it on a free port (`sim.base_url`). Keyword
-    arguments beyond the named ones are `[sim]` fields over the config file's (e.g. `acceptance=[0.9, 0.6]`,
-    `speed=4.0`, `log_interval_s=0.3`); None leaves the file's.
-    """
+    """`async with SimServer(flavor="sglang") as sim:` serves on a free loopback port (`sim.base_url`); other
+    keyword arguments are `[sim]` fields over the config file's (`speed=4.0`), None leaves the file's."""
 
     restart_down_s = 1.0
 
@@ -290,9 +286,7 @@ class SimServer:
 
     def _bind(self) -> socket.socket:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        # IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY on an accepted connection only when its
-        # socket says proto == IPPROTO_TCP. Without it Nagle holds each SSE chunk after the response headers
-        # until the client's delayed ACK (~40 ms on Linux) on every kept-alive request.
+        # IPPROTO_TCP: only then does asyncio set TCP_NODELAY on accepted connections (Nagle holds SSE chunks)
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -408,13 +402,8 @@ async def _watch_parent(parent_pid: int, stop: asyncio.Event) -> None:
 
 
 async def serve_until_signalled(server: SimServer, parent_pid: int | None = None) -> int:
-    """Start, print `spectop sim: <flavor> listening on <url>`, and serve until SIGINT/SIGTERM.
-
-    SIGHUP re-reads the config file and restarts (a simulated restart); a restart that fails like a
-    start-up (OOM) ends the process with exit code 1. Raises `SimStartupError` if the first start fails.
-    With `parent_pid` (`--parent-pid`, which `spectop demo` passes) it also stops when that process is
-    no longer its parent: the demo's sims never outlive it, whatever killed it.
-    """
+    """Start, print `spectop sim: <flavor> listening on <url>`, serve until SIGINT/SIGTERM (or until
+    `parent_pid` is gone); SIGHUP restarts with the config re-read, and a failed restart exits 1."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     outcome = {"code": 0}
