@@ -41,14 +41,19 @@ async def test_control_errors_are_sentences_naming_the_key() -> None:
         assert fine.status_code == 200 and fine.json()["applied"] == {"acceptance": 0.5}
 
 
-def test_sim_help_describes_every_control_key() -> None:
+def test_sim_help_lists_the_flags_and_every_control_key() -> None:
     shown = subprocess.run(
-        [sys.executable, "-m", "tui", "sim", "--help"], capture_output=True, text=True, cwd=REPO, check=True
+        [sys.executable, "-m", "tui", "sim", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+        env={**os.environ, "COLUMNS": "120"},
     ).stdout
-    assert "POST /sim/control" in shown and "--parent-pid" in shown
-    assert CONTROL_HELP.splitlines()[0] in shown
-    for key in (*CONTROL_KEYS, *FAULT_NAMES):
-        assert key in shown, key
+    assert "POST /sim/control" in shown and CONTROL_HELP.splitlines()[0] in shown
+    flags = ("--flavor", "--background-load", "--log-interval", "--error-rate", "--lossy", "--api-key-env")
+    for word in (*flags, "--parent-pid", *CONTROL_KEYS, *FAULT_NAMES):
+        assert word in shown, word
 
 
 def _gone(pid: int) -> bool:
