@@ -37,8 +37,7 @@ def test_check_device_prints_the_panel_of_an_exporter_page(gpu_sim: str) -> None
 
 
 def test_check_device_says_when_both_reads_were_the_same_cached_exporter_sample() -> None:
-    """dcgm-exporter collects every 30 s: two reads a second apart get the same sample. It said "no energy
-    counter and no power reading" (the page has both)."""
+    """dcgm-exporter collects every 30 s: two reads a second apart get the same sample."""
     import http.server
     import threading
 

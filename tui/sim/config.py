@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -231,7 +231,7 @@ def _from_sglang_json(source: str, data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def _raise_validation(source: str, error: ValidationError) -> None:
+def _raise_validation(source: str, error: ValidationError) -> NoReturn:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
     raise SimConfigError(f"{source}: field {where!r}: {friendly_message(dict(first))}") from None
@@ -272,4 +272,3 @@ def load_sim_config(path: Path | None, overrides: dict[str, Any] | None = None) 
         return SimConfig(**fields, sim=sim)
     except ValidationError as error:
         _raise_validation(str(fields.get("source", "defaults")), error)
-    raise AssertionError("unreachable")

@@ -354,20 +354,16 @@ class SimEngine:
                 await self._wake.wait()
 
     def _drop_aborted(self, now: float) -> None:
-        dropped = any(request.aborted for request in self.running) or any(r.aborted for r in self.waiting)
-        for request in [r for r in self.running if r.aborted]:
-            self.running.remove(request)
+        dropped = [request for request in (*self.running, *self.waiting) if request.aborted]
+        if not dropped:
+            return
+        self.running = [request for request in self.running if not request.aborted]
+        self.waiting = deque(request for request in self.waiting if not request.aborted)
+        for request in dropped:
             self._finish(request, "abort", now)
-        if any(request.aborted for request in self.waiting):
-            kept = [request for request in self.waiting if not request.aborted]
-            for request in self.waiting:
-                if request.aborted:
-                    self._finish(request, "abort", now)
-            self.waiting = deque(kept)
-        if dropped:
-            running, waiting, used = len(self.running), len(self.waiting), self.kv_used_tokens
-            for observer in self.observers:
-                observer.load_changed(running, waiting, used, self.kv_capacity_tokens)
+        running, waiting, used = len(self.running), len(self.waiting), self.kv_used_tokens
+        for observer in self.observers:
+            observer.load_changed(running, waiting, used, self.kv_capacity_tokens)
 
     def _admit(self, now: float) -> list[SimRequest]:
         admitted: list[SimRequest] = []
