@@ -29,37 +29,21 @@ class SimSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    acceptance: list[float] | None = Field(
-        default=None, description="conditional acceptance probability per draft position (default decaying)"
-    )
+    acceptance: list[float] | None = None  # conditional, per draft position (default decaying)
     acceptance_scale: float = Field(default=1.0, ge=0.0, le=2.0)
-    content_effect: float = Field(default=1.0, ge=0.0, le=3.0, description="0 = acceptance ignores content")
-    step_base_ms: float = Field(default=2.5, gt=0.0, description="decode step time at batch 1, no drafting")
-    context_half_tokens: float = Field(
-        default=65536.0, ge=0.0, description="acceptance halves at this prompt length (0 = no fall-off)"
-    )
-    context_ms_per_1k: float = Field(
-        default=0.01, ge=0.0, description="step time per 1k context tokens per verified token (attention)"
-    )
-    step_per_seq_ms: float = Field(default=0.1, ge=0.0, description="extra step time per running sequence")
-    verify_cost_per_draft: float = Field(
-        default=0.35, ge=0.0, description="per-seq cost factor per draft token"
-    )
-    draft_cost_ms: float = Field(
-        default=0.25, ge=0.0, description="draft model cost per draft token per step"
-    )
-    spec_on_cost_ms: float = Field(
-        default=0.8, ge=0.0, description="step cost of speculation being on at all (any k > 0)"
-    )
+    content_effect: float = Field(default=1.0, ge=0.0, le=3.0)  # 0 = acceptance ignores content
+    step_base_ms: float = Field(default=2.5, gt=0.0)  # decode step time at batch 1, no drafting
+    context_half_tokens: float = Field(default=65536.0, ge=0.0)  # acceptance halves here (0: no fall-off)
+    context_ms_per_1k: float = Field(default=0.01, ge=0.0)  # per 1k context tokens per verified token
+    step_per_seq_ms: float = Field(default=0.1, ge=0.0)  # extra step time per running sequence
+    verify_cost_per_draft: float = Field(default=0.35, ge=0.0)  # per-seq cost factor per draft token
+    draft_cost_ms: float = Field(default=0.25, ge=0.0)  # draft model cost per draft token per step
+    spec_on_cost_ms: float = Field(default=0.8, ge=0.0)  # the step cost of speculation on (any k > 0)
     prefill_base_ms: float = Field(default=2.0, ge=0.0)
     prefill_ms_per_token: float = Field(default=0.01, ge=0.0)
-    spec_prefill_overhead: float = Field(
-        default=0.12, ge=0.0, description="extra TTFT fraction with drafting"
-    )
+    spec_prefill_overhead: float = Field(default=0.12, ge=0.0)  # extra TTFT fraction with drafting
     kv_cache_tokens: int | None = Field(default=None, gt=0)
-    draft_memory_per_token: float = Field(
-        default=0.02, ge=0.0, description="GPU memory fraction each draft token needs (the OOM rule)"
-    )
+    draft_memory_per_token: float = Field(default=0.02, ge=0.0)  # GPU memory per draft token (the OOM rule)
     speed: float = Field(default=1.0, gt=0.0)
     seed: int = 0
     log_interval_s: float = Field(default=10.0, gt=0.0)

@@ -22,10 +22,8 @@ class ControlChanges(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    acceptance: list[float] | float | None = Field(
-        default=None,
-        description="per-position probabilities (each 0..1), or a factor 0..1 on the current ones",
-    )
+    # per-position probabilities (each 0..1), or a factor 0..1 on the current ones
+    acceptance: list[float] | float | None = None
     faults: FaultSettings | dict[str, Any] | None = None
     background_load_rps: float | None = Field(default=None, ge=0.0, le=1000.0)
     reset_counters: bool = False
