@@ -44,8 +44,7 @@ async def check(dcgm_url: str | None, gap_s: float) -> int:
                 # dcgm-exporter serves its last collection between collections (every 30 s by default)
                 print(
                     f"{gpu.label}: energy – (both reads returned the same cached exporter sample: "
-                    "dcgm-exporter collects every 30 s unless started with e.g. -c 1000; "
-                    "try --gap 31)"
+                    "dcgm-exporter collects every 30 s unless started with e.g. -c 1000; try --gap 31)"
                 )
             elif energy is None:
                 print(f"{gpu.label}: energy – (no energy counter and no power reading)")

@@ -77,8 +77,7 @@ def headroom_problems(
                 f"{full_gpu.label} is at {fmt_rate(fullest)} of its memory now with speculation on: drafting "
                 "needs KV cache beyond this (OOM risk)",
                 f"lower {fraction_key} to {fmt_fraction_setting(_lower_fraction(fraction))}, or halve the "
-                "maximum number of "
-                "running sequences",
+                "maximum number of running sequences",
             )
         )
     return problems

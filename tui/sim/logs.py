@@ -508,8 +508,7 @@ class LlamacppLogWriter(LogWriter):
         )
         self.line(
             f"{head}        eval time = {gen_ms:10.2f} ms / {request.generated:5d} tokens "
-            f"({gen_ms / steps:8.2f} ms per token, {steps / max(1e-9, gen_ms) * 1000:8.2f} "
-            "tokens per second)"
+            f"({gen_ms / steps:8.2f} ms per token, {steps / max(1e-9, gen_ms) * 1000:8.2f} tokens per second)"
         )
         total = request.prompt_tokens + request.generated
         self.line(f"{head}       total time = {prompt_ms + gen_ms:10.2f} ms / {total:5d} tokens")
