@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -18,10 +19,10 @@ from tui.sim.gpu_page import BUSY_BATCH, CONTEXT_FRACTION, GPU_METRICS_PATH, IDL
 from tui.sim.server import SimServer
 
 
+@dataclass
 class _Load:
-    def __init__(self) -> None:
-        self.running = 0
-        self.kv = 0.0
+    running: int = 0
+    kv: float = 0.0
 
     def __call__(self) -> tuple[int, int, float]:
         return self.running, 0, self.kv
@@ -85,11 +86,8 @@ def test_memory_follows_gpu_memory_utilization_k_and_load() -> None:
     assert idle_drafting.used_mib > idle_plain.used_mib and busy_drafting.used_mib > idle_drafting.used_mib
     # The article's failure: 0.92 and k = 2 under load passes 95% → the alert; 0.85 does not.
     for memory, fires in ((0.92, True), (0.85, False)):
-        busy = _Load()
-        busy.running, busy.kv = 64, 0.9
-        page = parse_dcgm_page(
-            _sim(busy, gpu_memory_utilization=memory, num_speculative_tokens=2).render(0.0)
-        )
+        busy = _sim(_Load(64, 0.9), gpu_memory_utilization=memory, num_speculative_tokens=2)
+        page = parse_dcgm_page(busy.render(0.0))
         assert (memory_high_with_speculation(page, speculation_on=True) is not None) is fires
 
 
