@@ -1,5 +1,5 @@
 """Device check, run by hand on a machine with an NVIDIA GPU: read twice, a second apart, and print each
-GPU's panel line and the energy between the reads (where there is no GPU, why, and exit 0).
+GPU's row (as the GPU screen shows it) and the energy between the reads (no GPU: why, and exit 0).
 
     python tests/gpu/check_device.py             # local GPUs through NVML (pip install 'spectop[gpu]')
     python tests/gpu/check_device.py --dcgm URL  # or a dcgm-exporter page"""
@@ -16,9 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a check
 from tui.gpu.history import GpuHistory
 from tui.gpu.models import GpuReading
 from tui.gpu.monitor import read_once
-from tui.gpu.text import panel_lines
+from tui.widgets.gpu_rows import gpu_rows
 
 NO_GPU_PREFIX = "no GPU: "
+ROW_WIDTH = 200  # every part of a row, the GPU's name too
 
 
 async def check(dcgm_url: str | None, gap_s: float) -> int:
@@ -29,8 +30,9 @@ async def check(dcgm_url: str | None, gap_s: float) -> int:
     await asyncio.sleep(gap_s)
     second = await read_once(dcgm_url)
     reading = second if isinstance(second, GpuReading) else first
-    for line in panel_lines(reading):
-        print(line)
+    print(f"GPUs from {reading.where}:")
+    for row in gpu_rows(reading.gpus, ROW_WIDTH):
+        print(row.plain)
     if isinstance(second, GpuReading):
         history = GpuHistory()
         history.add(first)
@@ -42,8 +44,7 @@ async def check(dcgm_url: str | None, gap_s: float) -> int:
                 # dcgm-exporter serves its last collection between collections (every 30 s by default)
                 print(
                     f"{gpu.label}: energy – (both reads returned the same cached exporter sample: "
-                    "dcgm-exporter collects every 30 s unless started with e.g. -c 1000; "
-                    "try --gap 31)"
+                    "dcgm-exporter collects every 30 s unless started with e.g. -c 1000; try --gap 31)"
                 )
             elif energy is None:
                 print(f"{gpu.label}: energy – (no energy counter and no power reading)")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 
-from tests.sim.conftest import spawn_sim, write_vllm_config
+from tests.sim.conftest import spawn_sim, stop, write_vllm_config
 
 SIM_GPU_MEMORY = 0.85
 
@@ -22,9 +21,4 @@ def gpu_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)

@@ -11,19 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim.conftest import spawn_sim, write_vllm_config
+from tests.sim.conftest import spawn_sim, stop, write_vllm_config
 from tui.sim.gpu_page import GPU_METRICS_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -36,56 +27,27 @@ def two_gpu_sims(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     try:
         b, b_url = spawn_sim("--gpu", "--config", str(on))
     except BaseException:
-        _stop(a)
+        stop(a)
         raise
     try:
         yield a_url, b_url
     finally:
-        _stop(a)
-        _stop(b)
+        stop(a)
+        stop(b)
 
 
 def test_bench_energy_per_token_per_arm_and_verdict(two_gpu_sims: tuple[str, str], tmp_path: Path) -> None:
     a_url, b_url = two_gpu_sims
     out = tmp_path / "burst.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tui",
-            "bench",
-            "--a",
-            a_url,
-            "--b",
-            b_url,
-            "--a-gpu-metrics-url",
-            a_url + GPU_METRICS_PATH,
-            "--b-gpu-metrics-url",
-            b_url + GPU_METRICS_PATH,
-            "--requests",
-            "32",
-            "--concurrency",
-            "8",
-            "--rounds",
-            "2",
-            "--warmup",
-            "0",
-            "--max-tokens",
-            "256",
-            "--prompts",
-            "chat",
-            "--no-history",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    command = [
+        sys.executable, "-m", "tui", "bench", "--a", a_url, "--b", b_url,
+        "--a-gpu-metrics-url", a_url + GPU_METRICS_PATH, "--b-gpu-metrics-url", b_url + GPU_METRICS_PATH,
+        "--requests", "32", "--concurrency", "8", "--rounds", "2", "--warmup", "0", "--max-tokens", "256",
+        "--prompts", "chat", "--no-history", "--json", str(out),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
-    data = json.loads(out.read_text())
-    summary = data
+    summary = json.loads(out.read_text())
     a, b = summary["a"], summary["b"]
     for arm in (a, b):
         assert arm["energy_j"] is not None and arm["energy_j"] > 0, arm["gpu"]

@@ -23,6 +23,10 @@ from tui.settings import EndpointSettings
 from tui.sim.config import SimConfig
 from tui.sim.gpu_page import SimGpus
 
+SETTINGS = BurstSettingsRecord(
+    prompt_set="chat", prompt_set_digest="x", requests=1, concurrency=1, max_tokens=8, temperature=0.0
+)
+
 
 def _pages(k: int, running: int, count: int = 60) -> list[Reply]:
     gpus = SimGpus(SimConfig(num_speculative_tokens=k), lambda: (running, 0, 0.5))
@@ -40,11 +44,8 @@ async def _watched(watch: BurstGpuWatch) -> tuple[float, float]:
 
 
 def _summary_notes(record: object) -> list[str]:
-    settings = BurstSettingsRecord(
-        prompt_set="chat", prompt_set_digest="x", requests=1, concurrency=1, max_tokens=8, temperature=0.0
-    )
     arm = ArmResult(label="a", name="A", url="http://a", gpu=record)  # type: ignore[arg-type]
-    result = BurstResult(started_at=datetime.now(UTC), duration_s=1.0, settings=settings, arms=[arm])
+    result = BurstResult(started_at=datetime.now(UTC), duration_s=1.0, settings=SETTINGS, arms=[arm])
     return note_lines(burst_summary(result))
 
 
@@ -128,13 +129,10 @@ def test_with_gpu_gives_the_watch_each_arms_rounds_as_moments() -> None:
             calls.append((url, start, end, phases))
             return None
 
-    settings = BurstSettingsRecord(
-        prompt_set="chat", prompt_set_digest="x", requests=1, concurrency=1, max_tokens=8, temperature=0.0
-    )
     arm = ArmResult(label="a", name="A", url="http://a", started_s=1.0, finished_s=9.0,
                     phases_s=[(1.0, 4.0), (6.0, 9.0)])  # fmt: skip
     started = datetime(2026, 1, 1, tzinfo=UTC)
-    with_gpu(BurstResult(started_at=started, duration_s=10.0, settings=settings, arms=[arm]), Watch())
+    with_gpu(BurstResult(started_at=started, duration_s=10.0, settings=SETTINGS, arms=[arm]), Watch())
     origin = started.timestamp()
     assert calls == [
         ("http://a", origin + 1, origin + 9, [(origin + 1, origin + 4), (origin + 6, origin + 9)])

@@ -38,6 +38,11 @@ async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
         yield server
 
 
+def _sim_app(sim: SimServer, gpus: str) -> SpectopApp:
+    """The dashboard of the sim, its GPUs read from the exporter page at `gpus`."""
+    return _app(EndpointSettings(name="sim", url=sim.base_url, backend="vllm", gpu_metrics_url=gpus))
+
+
 def _app(*endpoints: EndpointSettings) -> SpectopApp:
     settings = Settings(
         poll_interval_s=0.25, window_s=1.0, alerts=AlertSettings(sustained_s=0.5), endpoints=list(endpoints)
@@ -57,10 +62,7 @@ def _busy_pages(count: int = 40) -> list[Reply]:
 
 
 async def test_card_gpu_line_and_detail_charts_from_the_sims_page(sim: SimServer) -> None:
-    endpoint = EndpointSettings(
-        name="sim", url=sim.base_url, backend="vllm", gpu_metrics_url=sim.base_url + GPU_METRICS_PATH
-    )
-    app = _app(endpoint)
+    app = _sim_app(sim, sim.base_url + GPU_METRICS_PATH)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: "GPU0 mem" in _card_text(app))
         line = _card_text(app)
@@ -86,10 +88,7 @@ async def test_card_gpu_line_and_detail_charts_from_the_sims_page(sim: SimServer
 
 async def test_no_gpu_data_is_one_line_saying_why(sim: SimServer) -> None:
     async with ReplyServer([Reply(b"", status=404)]) as exporter:
-        endpoint = EndpointSettings(
-            name="sim", url=sim.base_url, backend="vllm", gpu_metrics_url=exporter.url + "/metrics"
-        )
-        app = _app(endpoint)
+        app = _sim_app(sim, exporter.url + "/metrics")
         async with app.run_test(size=(80, 24)) as pilot:
             strip = app.screen.query_one(GpuStrip)
             await wait_for(pilot, lambda: strip.has_class("visible"))
@@ -104,10 +103,7 @@ async def test_no_gpu_data_is_one_line_saying_why(sim: SimServer) -> None:
 
 async def test_memory_alert_with_speculation_on_at_95_percent(sim: SimServer) -> None:
     async with ReplyServer(_busy_pages()) as exporter:
-        endpoint = EndpointSettings(
-            name="sim", url=sim.base_url, backend="vllm", gpu_metrics_url=exporter.url + "/metrics"
-        )
-        app = _app(endpoint)
+        app = _sim_app(sim, exporter.url + "/metrics")
         async with app.run_test(size=(80, 24)) as pilot:
             board = app.board
 

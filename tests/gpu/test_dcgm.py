@@ -9,7 +9,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.telemetry.metrics_test_server import Reply, ReplyServer
-from tui.gpu.dcgm import DEFAULT_MAX_BYTES, DcgmSource, parse_dcgm_page, read_dcgm
+from tui.gpu.dcgm import DEFAULT_MAX_BYTES, parse_dcgm_page, read_dcgm
 from tui.gpu.models import REASON_SW_POWER_CAP, GpuReading, GpuUnavailable
 from tui.telemetry.prometheus import MetricsFormatError
 
@@ -95,7 +95,7 @@ def test_not_prometheus_text_raises_for_the_caller() -> None:
 async def test_source_over_a_real_socket() -> None:
     body = (SAMPLES / "dcgm_exporter_3.3_h100x2.prom").read_bytes()
     async with ReplyServer([Reply(body)]) as server, httpx.AsyncClient() as client:
-        result = await DcgmSource(client, server.url + "/metrics").read()
+        result = await read_dcgm(client, server.url + "/metrics")
     assert isinstance(result, GpuReading) and result.source == "dcgm"
     assert [gpu.index for gpu in result.gpus] == [0, 1] and result.where.endswith("/metrics")
 

@@ -5,9 +5,12 @@ width."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Static
 
 from tests.gpu.fake_pynvml import FakeDevice, FakeNvml
@@ -28,6 +31,7 @@ from tui.widgets.gpu_rows import GpuRowsPane, gpu_rows, screen_lines
 from tui.widgets.log_pane import LogPane
 
 GIB = 2**30
+Replayed = tuple[SpectopApp, Pilot[None]]
 
 
 def busy(index: int, processes: tuple[GpuProcess, ...] | None = None) -> GpuSample:
@@ -80,21 +84,22 @@ def test_nvml_gives_the_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert any("pid 1 " in line.plain for line in screen_lines(views, frozenset(), 100))
 
 
-def _replay_app(tmp_path: Path) -> SpectopApp:
-    """The dashboard of a short recording (no GPU readings: the tests apply their own polls)."""
-    return SpectopApp(
+@contextlib.asynccontextmanager
+async def _replayed(tmp_path: Path, size: tuple[int, int], view: EndpointGpus) -> AsyncIterator[Replayed]:
+    """The dashboard of a short recording (it has no GPU readings) after one GPU poll of `view`."""
+    app = SpectopApp(
         Settings(), replay_path=write_recording(tmp_path / "r.jsonl"), replay_speed=0.0,
         theme_folders=[themes_dir()], remember_theme_choice=False,
     )  # fmt: skip
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        app.apply(GpusPolled(1.0, {view.endpoint: view}))
+        yield app, pilot
 
 
 async def test_g_opens_one_row_per_gpu_and_follows_the_polls(tmp_path: Path) -> None:
-    app = _replay_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
-        app.apply(
-            GpusPolled(1.0, {"mtp-on": EndpointGpus("mtp-on", "dcgm", tuple(busy(i) for i in range(8)))})
-        )
+    view = EndpointGpus("mtp-on", "dcgm", tuple(busy(i) for i in range(8)))
+    async with _replayed(tmp_path, (80, 24), view) as (app, pilot):
         await pilot.press("g")
         await wait_for(pilot, lambda: isinstance(app.screen, GpuScreen))
         screen = app.screen
@@ -139,12 +144,9 @@ def _pane_text(app: SpectopApp) -> list[str]:
 async def test_G_on_the_detail_screen_turns_its_gpu_charts_into_a_row_per_gpu(
     tmp_path: Path, size: tuple[int, int]
 ) -> None:
-    app = _replay_app(tmp_path)
     processes = (GpuProcess(4242, "vllm-worker", int(66.2 * GIB)),)
-    async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
-        gpus = (busy(0, processes), *(busy(i, ()) for i in range(1, 8)))
-        app.apply(GpusPolled(1.0, {"mtp-on": EndpointGpus("mtp-on", NVML_SOURCE, gpus)}))
+    gpus = (busy(0, processes), *(busy(i, ()) for i in range(1, 8)))
+    async with _replayed(tmp_path, size, EndpointGpus("mtp-on", NVML_SOURCE, gpus)) as (app, pilot):
         await app.push_screen(DetailScreen(app.context, "mtp-on"))
         screen = app.screen
         assert isinstance(screen, DetailScreen)
@@ -181,11 +183,8 @@ async def test_G_on_the_detail_screen_turns_its_gpu_charts_into_a_row_per_gpu(
 
 
 async def test_the_gpu_rows_of_an_endpoint_without_gpu_data_say_why(tmp_path: Path) -> None:
-    app = _replay_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
-        gone = EndpointGpus("mtp-off", "", reason="nvidia-ml-py is not installed")
-        app.apply(GpusPolled(1.0, {"mtp-off": gone}))
+    gone = EndpointGpus("mtp-off", "", reason="nvidia-ml-py is not installed")
+    async with _replayed(tmp_path, (80, 24), gone) as (app, pilot):
         await app.push_screen(DetailScreen(app.context, "mtp-on"))
         await pilot.press("G")
         await wait_for(pilot, lambda: app.screen.query_one(GpuRowsPane).display, "the GPU rows")
@@ -197,12 +196,12 @@ async def test_the_gpu_rows_of_an_endpoint_without_gpu_data_say_why(tmp_path: Pa
         await wait_for(pilot, lambda: _pane_text(app) == ["– nvidia-ml-py is not installed"], "the reason")
 
 
+def _eight_on_an_exporter() -> EndpointGpus:
+    return EndpointGpus("mtp-on", "http://127.0.0.1:9400/metrics", tuple(busy(i) for i in range(8)))
+
+
 async def test_eight_gpus_of_an_exporter_are_all_in_sight_at_80x24(tmp_path: Path) -> None:
-    app = _replay_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
-        exporter = EndpointGpus("mtp-on", "http://127.0.0.1:9400/metrics", tuple(busy(i) for i in range(8)))
-        app.apply(GpusPolled(1.0, {"mtp-on": exporter}))
+    async with _replayed(tmp_path, (80, 24), _eight_on_an_exporter()) as (app, pilot):
         await app.push_screen(DetailScreen(app.context, "mtp-on"))
         await pilot.press("G")
         pane = app.screen.query_one(GpuRowsPane)
@@ -213,11 +212,7 @@ async def test_eight_gpus_of_an_exporter_are_all_in_sight_at_80x24(tmp_path: Pat
 
 
 async def test_a_followed_log_still_shows_its_end_when_the_gpu_rows_take_its_room(tmp_path: Path) -> None:
-    app = _replay_app(tmp_path)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
-        exporter = EndpointGpus("mtp-on", "http://127.0.0.1:9400/metrics", tuple(busy(i) for i in range(8)))
-        app.apply(GpusPolled(1.0, {"mtp-on": exporter}))
+    async with _replayed(tmp_path, (100, 30), _eight_on_an_exporter()) as (app, pilot):
         await app.push_screen(DetailScreen(app.context, "mtp-on"))
         log = app.screen.query_one(LogPane)
         await wait_for(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -10,18 +11,18 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.gpu.conftest import SIM_GPU_MEMORY
 from tui.gpu.alerts import memory_high_with_speculation, throttling_during_burst
-from tui.gpu.dcgm import DcgmSource, parse_dcgm_page
+from tui.gpu.dcgm import parse_dcgm_page, read_dcgm
 from tui.gpu.history import GpuHistory
 from tui.gpu.models import GpuReading
 from tui.sim.config import SimConfig
-from tui.sim.gpu_page import BUSY_BATCH, CONTEXT_FRACTION, GPU_METRICS_PATH, SimGpus
+from tui.sim.gpu_page import BUSY_BATCH, CONTEXT_FRACTION, GPU_METRICS_PATH, IDLE_POWER_W, SimGpus
 from tui.sim.server import SimServer
 
 
+@dataclass
 class _Load:
-    def __init__(self) -> None:
-        self.running = 0
-        self.kv = 0.0
+    running: int = 0
+    kv: float = 0.0
 
     def __call__(self) -> tuple[int, int, float]:
         return self.running, 0, self.kv
@@ -36,10 +37,9 @@ def _sim(load: _Load, **fields: object) -> SimGpus:
 async def test_the_sim_page_read_by_the_dcgm_source(gpu_sim: str) -> None:
     async with httpx.AsyncClient() as client:
         page = (await client.get(gpu_sim + GPU_METRICS_PATH)).text
-        source = DcgmSource(client, gpu_sim + GPU_METRICS_PATH)
-        first = await source.read()
+        first = await read_dcgm(client, gpu_sim + GPU_METRICS_PATH)
         await asyncio.sleep(1.5)
-        second = await source.read()
+        second = await read_dcgm(client, gpu_sim + GPU_METRICS_PATH)
     assert list(text_string_to_metric_families(page))  # valid Prometheus text for prometheus_client too
     assert isinstance(first, GpuReading) and isinstance(second, GpuReading)
     (gpu,) = first.gpus  # tensor_parallel_size = 1: one GPU
@@ -86,11 +86,8 @@ def test_memory_follows_gpu_memory_utilization_k_and_load() -> None:
     assert idle_drafting.used_mib > idle_plain.used_mib and busy_drafting.used_mib > idle_drafting.used_mib
     # The article's failure: 0.92 and k = 2 under load passes 95% → the alert; 0.85 does not.
     for memory, fires in ((0.92, True), (0.85, False)):
-        busy = _Load()
-        busy.running, busy.kv = 64, 0.9
-        page = parse_dcgm_page(
-            _sim(busy, gpu_memory_utilization=memory, num_speculative_tokens=2).render(0.0)
-        )
+        busy = _sim(_Load(64, 0.9), gpu_memory_utilization=memory, num_speculative_tokens=2)
+        page = parse_dcgm_page(busy.render(0.0))
         assert (memory_high_with_speculation(page, speculation_on=True) is not None) is fires
 
 
@@ -130,7 +127,7 @@ async def test_demo_sims_serve_their_gpus_to_the_endpoints() -> None:
     with demo_sims(background_load_rps=0.5) as sims:
         async with httpx.AsyncClient() as client:
             readings = [
-                await DcgmSource(client, endpoint.gpu_metrics_url or "").read() for endpoint in sims.endpoints
+                await read_dcgm(client, endpoint.gpu_metrics_url or "") for endpoint in sims.endpoints
             ]
     assert all(isinstance(reading, GpuReading) for reading in readings)
     on, off = (reading.gpus for reading in readings if isinstance(reading, GpuReading))
@@ -139,13 +136,9 @@ async def test_demo_sims_serve_their_gpus_to_the_endpoints() -> None:
 
 
 def test_power_follows_the_load_averaged_not_each_request() -> None:
-    """A light load (one short request now and then) kept the summed power of 8 GPUs flipping
-    between idle (575 W) and 2.3 kW from one reading to the next; the power is a running average now."""
-    from tui.sim.gpu_page import IDLE_POWER_W, SimGpus
-
     running = iter([1, 0] * 40)
     gpus = SimGpus(SimConfig(tensor_parallel_size=8), lambda: (next(running), 0, 0.05))
     sums = [sum(gpu.power_w for gpu in gpus.tick(now=step * 0.5)) for step in range(80)]
     settled = sums[20:]
     assert min(settled) > 8 * IDLE_POWER_W  # never read as idle while requests run half the time
-    assert max(settled) / min(settled) < 1.3  # no flip (it was 3.9x: 575 W against 2.26 kW)
+    assert max(settled) / min(settled) < 1.3  # no flip between idle and busy from one reading to the next

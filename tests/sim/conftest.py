@@ -71,6 +71,16 @@ def spawn_sim(*args: str) -> tuple[subprocess.Popen[str], str]:
     return process, line.rsplit(" ", 1)[1]
 
 
+def stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM, then SIGKILL if it is not gone within 5 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     """Every sample on a Prometheus page by sample name (parsed by prometheus_client)."""
     out: dict[str, list[tuple[dict[str, str], float]]] = {}
@@ -91,11 +101,6 @@ async def scrape(base_url: str) -> dict[str, list[tuple[dict[str, str], float]]]
         response = await client.get(base_url + "/metrics")
     response.raise_for_status()
     return samples(response.text)
-
-
-@pytest.fixture
-def reference_samples() -> Path:
-    return Path("/work/shared/reference/samples")
 
 
 _OPEN_CLIENTS: list[AsyncOpenAI] = []
@@ -131,3 +136,18 @@ async def burst(sim: SimServer, prompts: Sequence[str], *, max_tokens: int, conc
             )
 
     await asyncio.gather(*(one(prompt) for prompt in prompts))
+
+
+async def speedup(
+    on: Path, off: Path, prompts: Sequence[str], max_tokens: int, concurrency: int, **control: float
+) -> float:
+    """Decode tokens per model-second of a burst with config `on` over `off` (no wall-clock jitter in it)."""
+    rates = []
+    for config in (on, off):
+        async with SimServer(config_path=config, speed=10.0) as sim:
+            if control:
+                sim.control(**control)
+            await burst(sim, prompts, max_tokens=max_tokens, concurrency=concurrency)
+            assert sim.engine is not None
+            rates.append(sim.engine.totals.generated_tokens / sim.engine.totals.busy_model_s)
+    return rates[0] / rates[1]

@@ -1,8 +1,5 @@
-"""The configured acceptance comes back out of the sim's counters and log, within binomial error.
-
-Note: spectop's own derivation (`tui.telemetry`) was still being built when this was written, so the
-figures are derived here from the parsed counters with the reference formulas (vllm.md §1.2).
-"""
+"""The configured acceptance comes back out of the sim's counters and log, within binomial error (derived
+here with the reference formulas, vllm.md §1.2; spectop's own derivation: test_spectop_reads_the_sim.py)."""
 
 from __future__ import annotations
 

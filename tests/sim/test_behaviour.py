@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.sim.conftest import burst, client_for, scrape, value, write_vllm_config
+from tests.sim.conftest import client_for, scrape, speedup, value, write_vllm_config
 from tui.sim.faults import FaultSettings
 from tui.sim.server import SimServer
 from tui.sim.tokens import content_factor
@@ -19,25 +19,11 @@ PROMPTS = [
 ]
 
 
-async def _decode_rate(config: Path, concurrency: int, requests: int) -> float:
-    """Simulated decode tokens per model-second (independent of wall-clock jitter)."""
-    async with SimServer(config_path=config, speed=10.0) as sim:
-        await burst(
-            sim,
-            [PROMPTS[index % len(PROMPTS)] for index in range(requests)],
-            max_tokens=128,
-            concurrency=concurrency,
-        )
-        assert sim.engine is not None
-        totals = sim.engine.totals
-        return totals.generated_tokens / totals.busy_model_s
-
-
 async def test_speculation_gain_shrinks_with_concurrency(tmp_path: Path) -> None:
     on = write_vllm_config(tmp_path / "on.toml", k=2)
     off = write_vllm_config(tmp_path / "off.toml", k=2, enabled=False)
-    gain_low = await _decode_rate(on, 1, 6) / await _decode_rate(off, 1, 6)
-    gain_high = await _decode_rate(on, 32, 64) / await _decode_rate(off, 32, 64)
+    gain_low = await speedup(on, off, (PROMPTS * 2)[:6], max_tokens=128, concurrency=1)
+    gain_high = await speedup(on, off, PROMPTS * 16, max_tokens=128, concurrency=32)
     assert gain_low > 1.4
     assert 1.0 < gain_high < gain_low
 

@@ -1,9 +1,5 @@
-"""A client's TTFT against an idle `spectop sim` over the sim's own figure: no more kept-alive than fresh.
-
-The regression: the listening socket was made without `IPPROTO_TCP`, so asyncio never set `TCP_NODELAY` on
-the accepted connections; after the response headers, Nagle held every SSE chunk until the client's delayed
-ACK (~40 ms on Linux). A fresh connection hid it (quick-ACK mode), a kept-alive one did not.
-"""
+"""A client's TTFT against an idle `spectop sim` over the sim's own figure: no more kept-alive than fresh
+(without TCP_NODELAY, Nagle holds a kept-alive connection's SSE chunks until the client's delayed ACK)."""
 
 from __future__ import annotations
 
@@ -15,13 +11,10 @@ from collections.abc import Awaitable
 import httpx
 import pytest
 
-from tests.sim.conftest import samples, spawn_sim, value
+from tests.sim.conftest import samples, spawn_sim, stop, value
 
 REQUESTS = 8
-# Nagle's stall is the client's delayed ACK (40 ms at least on Linux), on every kept-alive request; a fresh
-# connection hides it (quick-ACK mode). Kept-alive and fresh requests alternate in one run, so a loaded
-# machine slows both alike: kept-alive must not be slower than fresh by half the stall.
-STALL_S = 0.040
+STALL_S = 0.040  # Linux's delayed ACK; kept-alive and fresh alternate, so load slows both alike
 TTFT_SUM = {
     "vllm": "vllm:time_to_first_token_seconds_sum",
     "sglang": "sglang:time_to_first_token_seconds_sum",
@@ -77,8 +70,7 @@ async def test_kept_alive_ttft_is_not_held_back(flavor: str) -> None:
                 kept_alive.append(await _overhead(client, flavor, _client_ttft(client)))
                 fresh.append(await _overhead(client, flavor, _fresh_client_ttft(url)))
     finally:
-        process.terminate()
-        process.wait(timeout=5)
+        stop(process)
     kept_p50, fresh_p50 = statistics.median(kept_alive), statistics.median(fresh)
 
     def ms(seconds: list[float]) -> list[float]:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.sim.conftest import burst, write_vllm_config
+from tests.sim.conftest import speedup, write_vllm_config
 from tui.bench.prompts import load_prompt_set
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
-from tui.sim.server import SimServer
 
 STEEP = {"context_half_tokens": 4096.0, "context_ms_per_1k": 0.2}
 
@@ -31,18 +30,12 @@ def test_the_default_fall_off_is_modest_and_the_knobs_set_a_crossover(tmp_path: 
     assert model_speedup(behaviour, 256, 2) > 1.3 and model_speedup(behaviour, 16384, 2) < 0.8
 
 
-async def _decode_rate(config: Path, prompt_tokens: int, control: dict[str, float]) -> float:
-    prompts = [p.completion_text() for p in load_prompt_set(f"prose@{prompt_tokens}").prompts[:4]]
-    async with SimServer(config_path=config, speed=10.0) as sim:
-        sim.control(**control)
-        await burst(sim, prompts, max_tokens=64, concurrency=1)
-        assert sim.engine is not None
-        return sim.engine.totals.generated_tokens / sim.engine.totals.busy_model_s
-
-
 async def test_speculation_stops_paying_at_long_context_when_set_so(tmp_path: Path) -> None:
     on = write_vllm_config(tmp_path / "on.toml", k=2)
     off = write_vllm_config(tmp_path / "off.toml", k=2, enabled=False)
-    short = await _decode_rate(on, 256, STEEP) / await _decode_rate(off, 256, STEEP)
-    long = await _decode_rate(on, 16384, STEEP) / await _decode_rate(off, 16384, STEEP)
-    assert short > 1.3 and long < 0.9
+    short, long = (
+        [p.completion_text() for p in load_prompt_set(f"prose@{tokens}").prompts[:4]]
+        for tokens in (256, 16384)
+    )
+    assert await speedup(on, off, short, max_tokens=64, concurrency=1, **STEEP) > 1.3
+    assert await speedup(on, off, long, max_tokens=64, concurrency=1, **STEEP) < 0.9

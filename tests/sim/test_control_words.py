@@ -25,6 +25,7 @@ async def test_control_errors_are_sentences_naming_the_key() -> None:
         cases = {
             '{"acceptance": 2}': ["acceptance: 2 is not a factor between 0 and 1", "0.5 halves"],
             '{"acceptanc": 0.5}': ["unknown key 'acceptanc'", "did you mean acceptance?"],
+            '{"acceptance": [0.5], "warp_drive": true}': ["unknown key 'warp_drive'"],  # nothing applied
             '{"acceptance": "lots"}': ["acceptance: 'lots' is not valid", "a number 0..1 or a list"],
             '{"speed": -1}': ["speed: -1 is out of range (expected a number above 0)"],
             '{"error_rate": 3}': ["error_rate: 3 is out of range (expected a number at most 1)"],
@@ -39,16 +40,24 @@ async def test_control_errors_are_sentences_naming_the_key() -> None:
         assert sim.behaviour is not None and sim.behaviour.acceptance == before  # nothing applied
         fine = await client.post("/sim/control", content=b'{"acceptance": 0.5}')
         assert fine.status_code == 200 and fine.json()["applied"] == {"acceptance": 0.5}
+        body = {"acceptance": [0.1, 0.1], "error_rate": 0.0, "background_load_rps": 0.0}
+        lists = await client.post("/sim/control", json=body)
+        assert lists.status_code == 200 and sim.behaviour.acceptance == [0.1, 0.1]
 
 
-def test_sim_help_describes_every_control_key() -> None:
+def test_sim_help_lists_the_flags_and_every_control_key() -> None:
     shown = subprocess.run(
-        [sys.executable, "-m", "tui", "sim", "--help"], capture_output=True, text=True, cwd=REPO, check=True
+        [sys.executable, "-m", "tui", "sim", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+        env={**os.environ, "COLUMNS": "120"},
     ).stdout
-    assert "POST /sim/control" in shown and "--parent-pid" in shown
-    assert CONTROL_HELP.splitlines()[0] in shown
-    for key in (*CONTROL_KEYS, *FAULT_NAMES):
-        assert key in shown, key
+    assert "POST /sim/control" in shown and CONTROL_HELP.splitlines()[0] in shown
+    flags = ("--flavor", "--background-load", "--log-interval", "--error-rate", "--lossy", "--api-key-env")
+    for word in (*flags, "--parent-pid", *CONTROL_KEYS, *FAULT_NAMES):
+        assert word in shown, word
 
 
 def _gone(pid: int) -> bool:

@@ -1,6 +1,2 @@
 """GPU figures beside the speculative-decoding ones: NVML for the local GPUs, dcgm-exporter pages per
 endpoint. Core: no textual; every source failure is a `GpuUnavailable` with its reason, never an error."""
-
-from tui.gpu.models import GpuReading, GpuResult, GpuSample, GpuUnavailable
-
-__all__ = ["GpuReading", "GpuResult", "GpuSample", "GpuUnavailable"]

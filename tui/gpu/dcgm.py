@@ -1,8 +1,5 @@
-"""NVIDIA dcgm-exporter pages: parse one into `GpuSample`s, and read one over HTTP.
-
-A 3.x page shows a MIG GPU only as its instances, which become its slices: memory is their sum,
-device-wide fields are the parent's, and per-instance utilisation (always 0) is None. DCGM's blank
-sentinels and NaN / ±Inf become None."""
+"""NVIDIA dcgm-exporter pages into `GpuSample`s (a MIG GPU's instances are its slices; DCGM's blanks and
+NaN / ±Inf are None), and read over HTTP."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from tui.gpu.models import GpuReading, GpuSample, GpuSlice, GpuUnavailable
-from tui.telemetry.prometheus import MetricsFormatError, Sample, parse_metrics_text
+from tui.telemetry.prometheus import Sample, parse_metrics_text
 from tui.telemetry.scraper import scrape_metrics
 
 MIB = 2**20
@@ -35,23 +32,10 @@ GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 CLOCKS_EVENT_REASONS = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
 CLOCK_THROTTLE_REASONS = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"  # the name before DCGM 3.2
 
-KNOWN_FIELDS = frozenset(
-    {
-        FB_USED,
-        FB_FREE,
-        FB_RESERVED,
-        FB_TOTAL,
-        GPU_UTIL,
-        POWER_USAGE,
-        TOTAL_ENERGY,
-        SM_CLOCK,
-        GPU_TEMP,
-        DRAM_ACTIVE,
-        GR_ENGINE_ACTIVE,
-        CLOCKS_EVENT_REASONS,
-        CLOCK_THROTTLE_REASONS,
-    }
-)
+KNOWN_FIELDS = frozenset({
+    FB_USED, FB_FREE, FB_RESERVED, FB_TOTAL, GPU_UTIL, POWER_USAGE, TOTAL_ENERGY, SM_CLOCK, GPU_TEMP,
+    DRAM_ACTIVE, GR_ENGINE_ACTIVE, CLOCKS_EVENT_REASONS, CLOCK_THROTTLE_REASONS,
+})  # fmt: skip
 
 _INT32_BLANK = 0x7FFFFFF0
 _FP64_BLANK = 2.0**47  # 140737488355328.0; the int64 blanks (0x7ffffffffffffff0..) are above it too
@@ -206,24 +190,3 @@ async def read_dcgm(
     if not gpus:
         return GpuUnavailable("dcgm", f"DCGM exporter {url}: no DCGM_FI_DEV_* GPU samples on the page", url)
     return GpuReading("dcgm", scrape.time, scrape.monotonic, tuple(gpus), url)
-
-
-class DcgmSource:
-    """One exporter URL read with a shared client: `await source.read()`."""
-
-    def __init__(self, client: httpx.AsyncClient, url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self.client = client
-        self.url = url
-        self.timeout_s = timeout_s
-
-    async def read(self) -> GpuReading | GpuUnavailable:
-        return await read_dcgm(self.client, self.url, timeout_s=self.timeout_s)
-
-
-__all__ = [
-    "DcgmSource",
-    "MetricsFormatError",
-    "gpus_from_samples",
-    "parse_dcgm_page",
-    "read_dcgm",
-]

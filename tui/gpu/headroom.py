@@ -13,8 +13,6 @@ from tui.format import fmt_fraction_setting, fmt_gib, fmt_rate, fmt_setting
 from tui.gpu.alerts import MEMORY_HIGH_FRACTION
 from tui.gpu.models import GpuSample
 
-GIB = 2**30
-
 
 @dataclass(frozen=True)
 class HeadroomProblem:
@@ -22,10 +20,6 @@ class HeadroomProblem:
     severity: Literal["error", "warning", "info"]
     message: str
     fix: str
-
-
-def _gib(value: float) -> str:
-    return fmt_gib(value)
 
 
 LOWER_TO = 0.85  # the fraction to suggest to a server that fills its GPUs with speculation on
@@ -67,8 +61,8 @@ def headroom_problems(
             HeadroomProblem(
                 "gpu-headroom-too-small",
                 "warning",
-                f"{fraction_key} {fraction} leaves {_gib(total - claim)} of {gpu.label} ({_gib(total)}) for "
-                f"everything else, but {_gib(used)} is in use now"
+                f"{fraction_key} {fraction} leaves {fmt_gib(total - claim)} of {gpu.label} "
+                f"({fmt_gib(total)}) for everything else, but {fmt_gib(used)} is in use now"
                 + (f" (also on {others})" if others else "")
                 + ": the server will not start beside it, unless that memory is its own (freed on restart)",
                 f"stop what holds the memory, or lower {fraction_key} to {fmt_setting(fits)} at most",
@@ -83,8 +77,7 @@ def headroom_problems(
                 f"{full_gpu.label} is at {fmt_rate(fullest)} of its memory now with speculation on: drafting "
                 "needs KV cache beyond this (OOM risk)",
                 f"lower {fraction_key} to {fmt_fraction_setting(_lower_fraction(fraction))}, or halve the "
-                "maximum number of "
-                "running sequences",
+                "maximum number of running sequences",
             )
         )
     return problems

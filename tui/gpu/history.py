@@ -13,9 +13,7 @@ from tui.format import fmt_times
 from tui.gpu.models import GpuReading, GpuSample
 
 DEFAULT_HISTORY_S = 1800.0
-# Readings further apart than this are too sparse to interpolate a counter at an interval's edge or to
-# integrate power over: the energy is unknown rather than a guess (dcgm-exporter collects every 30 s
-# unless told otherwise, e.g. `-c 1000`).
+# Readings further apart than this are too sparse for energy: unknown rather than a guess.
 DEFAULT_MAX_GAP_S = 5.0
 MAX_POINTS_PER_GPU = 20_000
 
@@ -48,8 +46,7 @@ class GpuHistory:
         if points and time < points[-1][0]:
             return  # out of order (a clock step back): keep the series monotonic
         if cached and points and points[-1][1] == gpu:
-            # The very same figures again: dcgm-exporter serves its cached sample until DCGM collects
-            # the next one (every 30 s by default). Kept at the time first seen, not passed off as new.
+            # dcgm-exporter's cached sample again (until DCGM collects): kept at the time first seen.
             return
         points.append((time, gpu))
         cutoff = time - self.history_s

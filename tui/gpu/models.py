@@ -52,6 +52,10 @@ def reason_names(mask: int) -> list[str]:
     return names
 
 
+def _fraction(used: int | None, total: int | None) -> float | None:
+    return None if used is None or not total else used / total
+
+
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
     """A process with a context on a GPU (NVML's compute processes): its pid, its name when /proc tells
@@ -80,9 +84,7 @@ class GpuSlice:
 
     @property
     def memory_fraction(self) -> float | None:
-        if self.memory_used_bytes is None or not self.memory_total_bytes:
-            return None
-        return self.memory_used_bytes / self.memory_total_bytes
+        return _fraction(self.memory_used_bytes, self.memory_total_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +119,7 @@ class GpuSample:
 
     @property
     def memory_fraction(self) -> float | None:
-        if self.memory_used_bytes is None or not self.memory_total_bytes:
-            return None
-        return self.memory_used_bytes / self.memory_total_bytes
+        return _fraction(self.memory_used_bytes, self.memory_total_bytes)
 
     @property
     def throttling(self) -> bool | None:
@@ -146,10 +146,6 @@ class GpuReading:
     gpus: tuple[GpuSample, ...]
     where: str  # "NVML" or the exporter URL
 
-    @property
-    def available(self) -> bool:
-        return True
-
 
 @dataclass(frozen=True, slots=True)
 class GpuUnavailable:
@@ -158,10 +154,3 @@ class GpuUnavailable:
     source: GpuSourceKind
     reason: str
     where: str = ""
-
-    @property
-    def available(self) -> bool:
-        return False
-
-
-GpuResult = GpuReading | GpuUnavailable

@@ -1,7 +1,5 @@
-"""Polling the GPU sources of every endpoint, each source once per poll, into windowed histories.
-
-Endpoints sharing an exporter URL (or NVML) share one read and one history; `shared_keys()` names the GPUs
-several endpoints show (one strip at the top then). Never raises: a failing source gives the reason."""
+"""Polling each GPU source of the endpoints once per poll into windowed histories (endpoints sharing a
+source share them); a failing source gives its reason, never an error."""
 
 from __future__ import annotations
 

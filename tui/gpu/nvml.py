@@ -153,6 +153,3 @@ def _int(value: object) -> int | None:
 def _error_text(error: BaseException) -> str:
     text = str(error).strip()
     return text or type(error).__name__
-
-
-__all__ = ["INSTALL_HINT", "NvmlSource"]

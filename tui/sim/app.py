@@ -233,15 +233,8 @@ async def control(context: AppContext, request: Request) -> Response:
     return JSONResponse({"ok": True, "applied": applied})
 
 
-async def completions(context: AppContext, request: Request) -> Response:
-    return await _generate(context, request, "completion")
-
-
-async def chat(context: AppContext, request: Request) -> Response:
-    return await _generate(context, request, "chat")
-
-
-async def _generate(context: AppContext, request: Request, kind: str) -> Response:
+async def generate(context: AppContext, request: Request, kind: str) -> Response:
+    """`POST /v1/completions` (kind "completion") and `/v1/chat/completions` (kind "chat")."""
     data = await _generation_body(context, request)
     if isinstance(data, JSONResponse):
         return data
@@ -484,8 +477,8 @@ SHARED_ROUTES: list[Endpoint] = [
     ("GET", "/version", version),
     ("GET", "/v1/models", models),
     ("GET", "/metrics", metrics),
-    ("POST", "/v1/completions", completions),
-    ("POST", "/v1/chat/completions", chat),
+    ("POST", "/v1/completions", partial(generate, kind="completion")),
+    ("POST", "/v1/chat/completions", partial(generate, kind="chat")),
     ("POST", "/sim/control", control),
 ]
 FLAVOR_ROUTES: dict[str, list[Endpoint]] = {

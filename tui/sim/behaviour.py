@@ -1,13 +1,5 @@
-"""The speculative-decoding model: per-position conditional acceptance and the step-time model.
-
-Each decode step drafts k tokens; draft position i is accepted with conditional probability p_i (given
-that every earlier position was accepted); the first rejection ends the step, and the step emits
-accepted + 1 tokens (the bonus / corrected token). Step time grows with the batch and with k, so
-drafting pays off at low load and pays less at high concurrency; switching speculation on costs a step
-more than any further draft token (a draft forward pass and the rejection sampler), as on real servers.
-Context works against it too: acceptance falls with the prompt's length and every verified token attends to
-the whole context (`context_s`).
-"""
+"""The speculative-decoding model: position i is accepted with conditional probability p_i until the first
+rejection (accepted + 1 emitted); step time grows with batch, k and context, so drafting pays at low load."""
 
 from __future__ import annotations
 
@@ -65,18 +57,12 @@ class Behaviour:
         )
 
     def set_acceptance(self, value: list[float] | float) -> None:
-        """A list replaces the per-position probabilities; a number scales the current ones."""
+        """A list (checked by `ControlChanges`) replaces the probabilities, its last one repeated up to k; a
+        number scales the current ones."""
         if isinstance(value, list):
-            probabilities = [float(p) for p in value]
-            if any(not 0.0 <= p <= 1.0 for p in probabilities):
-                raise ValueError("acceptance: expected probabilities between 0 and 1")
-            while len(probabilities) < self.k:
-                probabilities.append(probabilities[-1] if probabilities else 0.0)
-            self.acceptance = probabilities[: max(self.k, len(probabilities))]
+            self.acceptance = [*value, *value[-1:] * (self.k - len(value))]
         else:
-            if not 0.0 <= float(value) <= 2.0:
-                raise ValueError("acceptance scale: expected a number between 0 and 2")
-            self.acceptance = [min(1.0, p * float(value)) for p in self.acceptance]
+            self.acceptance = [min(1.0, p * value) for p in self.acceptance]
 
     def request_acceptance(self, prompt_text: str, temperature: float, prompt_tokens: int = 0) -> list[float]:
         """Per-position probabilities for one request: the content factor of the text it ends with (what

@@ -1,21 +1,12 @@
-"""The simulator's settings, read from the same files users edit in spectop.
-
-Two kinds of server file are understood (see `sample_configs/`):
-
-* a vLLM-style `config.toml` (`[model]`, `[speculative]`, `[cache]`, `[scheduler]`), and
-* an SGLang-style `settings.json` (flat keys such as `speculative_num_steps`).
-
-Either may carry a `[sim]` section (`"sim": {...}` in JSON) with the speed model; command-line flags
-override it. It reads only the few keys the simulator needs and ignores the rest (of `tui.configs` it
-uses only the reading of vLLM's k-by-batch-size table, so both read it alike).
-"""
+"""The simulator's settings from the files users edit in spectop (a vLLM `config.toml` or an SGLang
+`settings.json`, see `sample_configs/`), with an optional `[sim]` section that flags override."""
 
 from __future__ import annotations
 
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -38,37 +29,21 @@ class SimSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    acceptance: list[float] | None = Field(
-        default=None, description="conditional acceptance probability per draft position (default decaying)"
-    )
+    acceptance: list[float] | None = None  # conditional, per draft position (default decaying)
     acceptance_scale: float = Field(default=1.0, ge=0.0, le=2.0)
-    content_effect: float = Field(default=1.0, ge=0.0, le=3.0, description="0 = acceptance ignores content")
-    step_base_ms: float = Field(default=2.5, gt=0.0, description="decode step time at batch 1, no drafting")
-    context_half_tokens: float = Field(
-        default=65536.0, ge=0.0, description="acceptance halves at this prompt length (0 = no fall-off)"
-    )
-    context_ms_per_1k: float = Field(
-        default=0.01, ge=0.0, description="step time per 1k context tokens per verified token (attention)"
-    )
-    step_per_seq_ms: float = Field(default=0.1, ge=0.0, description="extra step time per running sequence")
-    verify_cost_per_draft: float = Field(
-        default=0.35, ge=0.0, description="per-seq cost factor per draft token"
-    )
-    draft_cost_ms: float = Field(
-        default=0.25, ge=0.0, description="draft model cost per draft token per step"
-    )
-    spec_on_cost_ms: float = Field(
-        default=0.8, ge=0.0, description="step cost of speculation being on at all (any k > 0)"
-    )
+    content_effect: float = Field(default=1.0, ge=0.0, le=3.0)  # 0 = acceptance ignores content
+    step_base_ms: float = Field(default=2.5, gt=0.0)  # decode step time at batch 1, no drafting
+    context_half_tokens: float = Field(default=65536.0, ge=0.0)  # acceptance halves here (0: no fall-off)
+    context_ms_per_1k: float = Field(default=0.01, ge=0.0)  # per 1k context tokens per verified token
+    step_per_seq_ms: float = Field(default=0.1, ge=0.0)  # extra step time per running sequence
+    verify_cost_per_draft: float = Field(default=0.35, ge=0.0)  # per-seq cost factor per draft token
+    draft_cost_ms: float = Field(default=0.25, ge=0.0)  # draft model cost per draft token per step
+    spec_on_cost_ms: float = Field(default=0.8, ge=0.0)  # the step cost of speculation on (any k > 0)
     prefill_base_ms: float = Field(default=2.0, ge=0.0)
     prefill_ms_per_token: float = Field(default=0.01, ge=0.0)
-    spec_prefill_overhead: float = Field(
-        default=0.12, ge=0.0, description="extra TTFT fraction with drafting"
-    )
+    spec_prefill_overhead: float = Field(default=0.12, ge=0.0)  # extra TTFT fraction with drafting
     kv_cache_tokens: int | None = Field(default=None, gt=0)
-    draft_memory_per_token: float = Field(
-        default=0.02, ge=0.0, description="GPU memory fraction each draft token needs (the OOM rule)"
-    )
+    draft_memory_per_token: float = Field(default=0.02, ge=0.0)  # GPU memory per draft token (the OOM rule)
     speed: float = Field(default=1.0, gt=0.0)
     seed: int = 0
     log_interval_s: float = Field(default=10.0, gt=0.0)
@@ -240,17 +215,14 @@ def _from_sglang_json(source: str, data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def _raise_validation(source: str, error: ValidationError) -> None:
+def _raise_validation(source: str, error: ValidationError) -> NoReturn:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
     raise SimConfigError(f"{source}: field {where!r}: {friendly_message(dict(first))}") from None
 
 
 def load_sim_config(path: Path | None, overrides: dict[str, Any] | None = None) -> SimConfig:
-    """Read a vLLM-style TOML or SGLang-style JSON file (or defaults when `path` is None).
-
-    `overrides` are `[sim]` fields (from flags or keyword arguments) applied on top of the file.
-    """
+    """A vLLM-style TOML or SGLang-style JSON file (defaults without one), `overrides` over its `[sim]`."""
     fields: dict[str, Any] = {}
     sim_fields: dict[str, Any] = {}
     if path is not None:
@@ -284,4 +256,3 @@ def load_sim_config(path: Path | None, overrides: dict[str, Any] | None = None) 
         return SimConfig(**fields, sim=sim)
     except ValidationError as error:
         _raise_validation(str(fields.get("source", "defaults")), error)
-    raise AssertionError("unreachable")

@@ -1,13 +1,5 @@
-"""`POST /sim/control`: what it accepts, and its errors in plain words.
-
-The body is one JSON object; every key is optional. `acceptance` given as a number is a factor between 0
-and 1 on the per-position probabilities (0.5 halves them: what the demo's guard story does); a list sets
-them (each between 0 and 1). A bad body is answered 400 with one sentence per problem, naming the key,
-what was given and what is expected, never pydantic's report.
-
-A restart keeps what `/sim/control` changed (`KeptControl`): a real server's traffic does not change when
-it restarts. With `--control-file` the changes are kept in that file, so a new process has them too.
-"""
+"""`POST /sim/control`: what it accepts, its errors as one sentence per problem (never pydantic's report),
+and `KeptControl`, which carries the changes across restarts (a real server's traffic outlives one)."""
 
 from __future__ import annotations
 
@@ -30,10 +22,8 @@ class ControlChanges(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    acceptance: list[float] | float | None = Field(
-        default=None,
-        description="per-position probabilities (each 0..1), or a factor 0..1 on the current ones",
-    )
+    # per-position probabilities (each 0..1), or a factor 0..1 on the current ones
+    acceptance: list[float] | float | None = None
     faults: FaultSettings | dict[str, Any] | None = None
     background_load_rps: float | None = Field(default=None, ge=0.0, le=1000.0)
     reset_counters: bool = False

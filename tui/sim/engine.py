@@ -1,30 +1,65 @@
-"""The simulated engine: an asyncio scheduler with a running batch, a waiting queue and decode steps.
-
-One task runs the loop. Each iteration admits waiting requests up to `max_num_seqs` (and the KV
-capacity), prefills the newcomers (their first token comes out at the end of the step), and runs one
-decode step for everybody else: k drafted tokens, accepted with the behaviour model, accepted + 1
-emitted. The loop sleeps (asyncio) for the modelled step time divided by `speed`; the bookkeeping is
-done once per step. Observers (metrics recorder, log writer) see every step and every request.
-"""
+"""The simulated engine: one asyncio loop that admits waiting requests, prefills newcomers and runs a decode
+step (k drafts, accepted + 1 emitted) per iteration, sleeping the modelled step time; observers see it all."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import random
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from tui.sim.behaviour import Behaviour, draw_accepted
 from tui.sim.config import SimConfig
 from tui.sim.faults import FaultSettings
-from tui.sim.prefix_cache import PrefixCache, block_hashes
 from tui.sim.tokens import generate, tokenize, wrong_token
 
 MAX_PROMPT_TOKENS = 262_144
 MAX_OUTPUT_TOKENS = 32_768
+
+
+def block_hashes(tokens: list[str], block_size: int) -> list[bytes]:
+    """Chained hashes of the full blocks of a token list (a block's hash covers everything before it)."""
+    hashes: list[bytes] = []
+    previous = b""
+    for start in range(0, len(tokens) - block_size + 1, block_size):
+        block = "\x1f".join(tokens[start : start + block_size]).encode("utf-8", "replace")
+        previous = hashlib.blake2b(previous + block, digest_size=12).digest()
+        hashes.append(previous)
+    return hashes
+
+
+class PrefixCache:
+    """vLLM's automatic prefix caching: a least-recently-used set of blocks (by chained hash), bounded by
+    `capacity_blocks`. Off, requests have no hashes."""
+
+    def __init__(self, capacity_blocks: int, block_size: int) -> None:
+        self.capacity_blocks = max(1, capacity_blocks)
+        self.block_size = block_size
+        self._blocks: OrderedDict[bytes, None] = OrderedDict()
+
+    def lookup(self, hashes: list[bytes], prompt_tokens: int) -> int:
+        """Cached prompt tokens for a request (at least one token is always computed)."""
+        hit_blocks = 0
+        for digest in hashes:
+            if digest not in self._blocks:
+                break
+            self._blocks.move_to_end(digest)
+            hit_blocks += 1
+        return min(hit_blocks * self.block_size, max(0, prompt_tokens - 1))
+
+    def insert(self, hashes: list[bytes]) -> None:
+        for digest in hashes:
+            self._blocks[digest] = None
+            self._blocks.move_to_end(digest)
+        while len(self._blocks) > self.capacity_blocks:
+            self._blocks.popitem(last=False)
+
+    def clear(self) -> None:
+        self._blocks.clear()
 
 
 @dataclass(frozen=True)
@@ -167,9 +202,7 @@ class SimEngine:
         self.faults = faults
         self.max_num_seqs = config.max_num_seqs
         self.kv_capacity_tokens = config.kv_cache_tokens()
-        self.prefix_cache = PrefixCache(
-            self.kv_capacity_tokens // config.block_size, config.block_size, config.enable_prefix_caching
-        )
+        self.prefix_cache = PrefixCache(self.kv_capacity_tokens // config.block_size, config.block_size)
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
         self.observers: list[EngineObserver] = []
@@ -321,20 +354,16 @@ class SimEngine:
                 await self._wake.wait()
 
     def _drop_aborted(self, now: float) -> None:
-        dropped = any(request.aborted for request in self.running) or any(r.aborted for r in self.waiting)
-        for request in [r for r in self.running if r.aborted]:
-            self.running.remove(request)
+        dropped = [request for request in (*self.running, *self.waiting) if request.aborted]
+        if not dropped:
+            return
+        self.running = [request for request in self.running if not request.aborted]
+        self.waiting = deque(request for request in self.waiting if not request.aborted)
+        for request in dropped:
             self._finish(request, "abort", now)
-        if any(request.aborted for request in self.waiting):
-            kept = [request for request in self.waiting if not request.aborted]
-            for request in self.waiting:
-                if request.aborted:
-                    self._finish(request, "abort", now)
-            self.waiting = deque(kept)
-        if dropped:
-            running, waiting, used = len(self.running), len(self.waiting), self.kv_used_tokens
-            for observer in self.observers:
-                observer.load_changed(running, waiting, used, self.kv_capacity_tokens)
+        running, waiting, used = len(self.running), len(self.waiting), self.kv_used_tokens
+        for observer in self.observers:
+            observer.load_changed(running, waiting, used, self.kv_capacity_tokens)
 
     def _admit(self, now: float) -> list[SimRequest]:
         admitted: list[SimRequest] = []

@@ -16,18 +16,14 @@ class FaultSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    error_rate: float = Field(default=0.0, ge=0.0, le=1.0, description="requests answered with HTTP 500")
-    slow_first_token_s: float = Field(
-        default=0.0, ge=0.0, description="extra delay before a request is scheduled"
-    )
-    disconnect_rate: float = Field(default=0.0, ge=0.0, le=1.0, description="streams cut mid-way")
-    stall_every_s: float = Field(default=0.0, ge=0.0, description="the engine freezes this often ...")
-    stall_s: float = Field(default=0.0, ge=0.0, description="... for this long (no tokens, no log lines)")
-    garbage_metrics: bool = Field(default=False, description="/metrics answers with unparseable text")
-    counter_reset_every_s: float = Field(default=0.0, ge=0.0, description="counters drop to 0 this often")
-    lossy_rate: float = Field(
-        default=0.0, ge=0.0, le=1.0, description="chance that an accepted draft token is wrong (lossy mode)"
-    )
+    error_rate: float = Field(default=0.0, ge=0.0, le=1.0)  # requests answered with HTTP 500
+    slow_first_token_s: float = Field(default=0.0, ge=0.0)  # extra delay before a request is scheduled
+    disconnect_rate: float = Field(default=0.0, ge=0.0, le=1.0)  # streams cut mid-way
+    stall_every_s: float = Field(default=0.0, ge=0.0)  # the engine freezes this often ...
+    stall_s: float = Field(default=0.0, ge=0.0)  # ... for this long (no tokens, no log lines)
+    garbage_metrics: bool = False  # /metrics answers with unparseable text
+    counter_reset_every_s: float = Field(default=0.0, ge=0.0)  # counters drop to 0 this often
+    lossy_rate: float = Field(default=0.0, ge=0.0, le=1.0)  # an accepted draft token is wrong (lossy)
 
     def merged(self, changes: dict[str, object]) -> FaultSettings:
         """A copy with `changes` applied (validated; unknown names are rejected)."""

@@ -1,20 +1,6 @@
-"""`spectop sim --gpu`: a dcgm-exporter page for the simulated server's GPUs, at `/sim/gpu/metrics`.
-
-One GPU per tensor-parallel rank (`tensor_parallel_size`), an H100 80GB each, written in dcgm-exporter
-3.3+'s layout (HELP/TYPE per field; labels gpu, UUID, pci_bus_id, device, modelName, Hostname,
-DCGM_FI_DRIVER_VERSION) and units (MiB, W, mJ, MHz, °C, %). The figures follow the simulated load:
-
-* memory: the server's pool (`gpu_memory_utilization` × total) plus the CUDA context, plus, with
-  speculation on, the drafts' KV cache and activations (`draft_memory_per_token` × k, the sim's OOM
-  rule) growing with the load: at `gpu_memory_utilization` 0.92 and k = 2 a busy server passes 95%;
-* utilisation and power rise with the running batch, power more with k (drafting and verifying cost
-  compute); near the board limit the power is capped, the SW power cap reason is set and the SM clock
-  drops — throttling, as a busy H100 does; idle shows the idle reason and idle clocks;
-* the energy counter integrates the power (trapezoids between ticks) and never resets, not even on a
-  simulated restart (a GPU's counter counts since the driver loaded).
-
-The path is under /sim/ so the server's access log stays as vLLM's would (the exporter is another process).
-"""
+"""`spectop sim --gpu`: a dcgm-exporter 3.3 page at `/sim/gpu/metrics`, one H100 per tensor-parallel rank,
+following the load: memory grows with the drafts, power with batch and k (capped and throttled near the
+limit), and the energy counter never resets. Under /sim/ so the access log stays as vLLM's would."""
 
 from __future__ import annotations
 
@@ -96,11 +82,8 @@ class SimGpus:
         return "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"spectop-sim:{self.port}:{self.seed}:{index}"))
 
     def figures(self, index: int, running: float, kv_fraction: float) -> GpuFigures:
-        """What GPU `index` shows under this load (deterministic apart from the power jitter). `running` is
-        the running count averaged over the last seconds: a GPU's utilisation is the share of its sample
-        period a kernel ran, and its power a 1 s average, so one short request does not swing a busy
-        reading from idle to a third of the board's limit and back (the summed power of 8 GPUs flipping
-        between 575 W and 2.3 kW)."""
+        """What GPU `index` shows under this load. `running` is averaged over seconds, as a GPU's utilisation
+        and power are: one short request does not swing a reading from idle to busy and back."""
         config = self.config
         busy_share = min(1.0, running)  # the share of time at least one sequence ran
         batch = min(1.0, running / BUSY_BATCH)

@@ -1,11 +1,5 @@
-"""Server log writers, one per flavour, in the real line formats and at the real cadence.
-
-vLLM: a stats line plus a SpecDecoding line every `log_interval_s` (10 s by default), suppressed when idle.
-SGLang: a `Prefill batch` line per prefill batch and a `Decode batch` line every `decode_log_interval` (40)
-decode iterations. llama.cpp: slot lines and `print_timing` lines per finished request. All flavours add
-their start-up, readiness, access, shutdown and OOM lines. Lines are buffered and appended to the file by
-a background task (aiofiles), so the engine never blocks on disk.
-"""
+"""Server log writers, one per flavour, in the real line formats and cadence (vLLM stats per interval,
+SGLang batch lines, llama.cpp per request); buffered and appended by a task so the engine never blocks."""
 
 from __future__ import annotations
 
@@ -84,6 +78,19 @@ class LogWriter(EngineObserver):
     # vLLM and SGLang serve through uvicorn: its lines, in the flavour's log format
     def uvicorn_line(self, text: str) -> None:
         raise NotImplementedError
+
+    def uvicorn_started(self) -> None:
+        for text in (
+            f"Started server process [{self.pid}]",
+            "Waiting for application startup.",
+            "Application startup complete.",
+        ):
+            self.uvicorn_line(text)
+
+    def oom_gib(self) -> tuple[float, float]:
+        """What the drafts tried to allocate and what was free, in GiB of a 140 GiB GPU."""
+        free = max(0.01, 140.0 * (1.0 - self.config.gpu_memory_utilization) * 0.5)
+        return 140.0 * self.config.draft_memory_need, free
 
     def shutdown(self) -> None:
         for text in (
@@ -191,8 +198,8 @@ class VllmLogWriter(LogWriter):
         self.engine_line(
             f"Initializing a V1 LLM engine (v{VERSIONS['vllm']}) with config: model='{c.model}', "
             f"speculative_config={spec}, tokenizer='{c.model}', dtype=torch.bfloat16, "
-            f"max_seq_len={c.max_model_len}, "
-            f"tensor_parallel_size={c.tensor_parallel_size}, served_model_name={c.model_name}, "
+            f"max_seq_len={c.max_model_len}, tensor_parallel_size={c.tensor_parallel_size}, "
+            f"served_model_name={c.model_name}, "
             f"enable_prefix_caching={c.enable_prefix_caching}, enable_chunked_prefill={c.chunked_prefill}",
             "core.py:122",
         )
@@ -204,9 +211,8 @@ class VllmLogWriter(LogWriter):
         )
         tokens = c.kv_cache_tokens()
         self.engine_line(
-            f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {c.max_model_len:,} "
-            "tokens per request: "
-            f"{tokens / c.max_model_len:.2f}x",
+            f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {c.max_model_len:,} tokens per "
+            f"request: {tokens / c.max_model_len:.2f}x",
             "kv_cache_utils.py:1916",
         )
 
@@ -227,12 +233,7 @@ class VllmLogWriter(LogWriter):
             ("/version", "GET"),
         ):
             self.line(f"Route: {route}, Methods: {methods}", where="launcher.py:60")
-        for text in (
-            f"Started server process [{self.pid}]",
-            "Waiting for application startup.",
-            "Application startup complete.",
-        ):
-            self.uvicorn_line(text)
+        self.uvicorn_started()
         now = time.monotonic()
         self._reset_interval(now)
         self._spec_started = now
@@ -242,8 +243,7 @@ class VllmLogWriter(LogWriter):
 
     def oom(self) -> None:
         c = self.config
-        need = 140.0 * c.draft_memory_need
-        free = max(0.01, 140.0 * (1.0 - c.gpu_memory_utilization) * 0.5)
+        need, free = self.oom_gib()
         where = "core.py:1346"
         self.engine_line("EngineCore failed to start.", where, level="ERROR")
         for text in (
@@ -307,12 +307,10 @@ class VllmLogWriter(LogWriter):
         spec_elapsed = max(1e-6, now - self._spec_started)  # vLLM resets this clock only after printing
         per_pos = ", ".join(f"{count / drafts:.3f}" for count in self._spec_pos)
         self.line(
-            f"SpecDecoding metrics: Mean acceptance length: {1 + accepted / drafts:.2f}, Accepted "
-            "throughput: "
-            f"{accepted / spec_elapsed:.2f} tokens/s, Drafted throughput: "
-            f"{drafted / spec_elapsed:.2f} tokens/s, "
-            f"Accepted: {accepted} tokens, Drafted: {drafted} tokens, Per-position acceptance rate: "
-            f"{per_pos}, "
+            f"SpecDecoding metrics: Mean acceptance length: {1 + accepted / drafts:.2f}, "
+            f"Accepted throughput: {accepted / spec_elapsed:.2f} tokens/s, "
+            f"Drafted throughput: {drafted / spec_elapsed:.2f} tokens/s, Accepted: {accepted} tokens, "
+            f"Drafted: {drafted} tokens, Per-position acceptance rate: {per_pos}, "
             f"Avg Draft acceptance rate: {100.0 * accepted / drafted:.1f}%",
             where="metrics.py:120",
         )
@@ -349,34 +347,30 @@ class SglangLogWriter(LogWriter):
             else "speculative_algorithm=None, "
         )
         self.line(
-            f"server_args=ServerArgs(model_path='{c.model}', tokenizer_path='{c.model}', "
-            f"host='{host}', port={port}, "
-            f"mem_fraction_static={c.gpu_memory_utilization}, max_running_requests={c.max_num_seqs}, "
-            f"chunked_prefill_size=8192, tp_size={c.tensor_parallel_size}, "
-            f"served_model_name='{c.model_name}', "
+            f"server_args=ServerArgs(model_path='{c.model}', tokenizer_path='{c.model}', host='{host}', "
+            f"port={port}, mem_fraction_static={c.gpu_memory_utilization}, "
+            f"max_running_requests={c.max_num_seqs}, chunked_prefill_size=8192, "
+            f"tp_size={c.tensor_parallel_size}, served_model_name='{c.model_name}', "
             f"enable_metrics=True, decode_log_interval={c.sim.decode_log_interval}, {spec}"
             f"disable_radix_cache={not c.enable_prefix_caching}, ...)"
         )
-        self.line("Init torch distributed begin.", scheduler=True)
-        self.line("Init torch distributed ends. elapsed=2.84 s, mem usage=1.02 GB", scheduler=True)
-        self.line("Load weight begin. avail mem=138.16 GB", scheduler=True)
-        self.line(
+        scheduler = [
+            "Init torch distributed begin.",
+            "Init torch distributed ends. elapsed=2.84 s, mem usage=1.02 GB",
+            "Load weight begin. avail mem=138.16 GB",
             "Load weight end. elapsed=8.42 s, type=DeepseekV3ForCausalLM, quant=fp8, fmt=e4m3, "
             "avail mem=52.31 GB, mem usage=85.85 GB.",
-            scheduler=True,
-        )
-        self.line(
             f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {self._capacity}, KV size: "
             f"{self._capacity / 15280:.2f} GB",
-            scheduler=True,
-        )
+        ]
         if c.k:
-            self.line("Load weight begin. avail mem=14.52 GB", scheduler=True)
-            self.line(
+            scheduler += [
+                "Load weight begin. avail mem=14.52 GB",
                 "Load weight end. elapsed=6.93 s, type=DeepseekV3ForCausalLMNextN, quant=fp8, fmt=e4m3, "
                 "avail mem=12.61 GB, mem usage=1.91 GB.",
-                scheduler=True,
-            )
+            ]
+        for text in scheduler:
+            self.line(text, scheduler=True)
 
     def ready(self, host: str, port: int) -> None:
         c = self.config
@@ -387,13 +381,8 @@ class SglangLogWriter(LogWriter):
             f"available_gpu_mem={available:.2f} GB",
             scheduler=True,
         )
-        for text in (
-            f"Started server process [{self.pid}]",
-            "Waiting for application startup.",
-            "Application startup complete.",
-            f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)",
-        ):
-            self.uvicorn_line(text)
+        self.uvicorn_started()
+        self.uvicorn_line(f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
         self.line("The server is fired up and ready to roll!")
         self.window.reset(time.monotonic())
         self._last_prefill = time.monotonic()
@@ -402,9 +391,7 @@ class SglangLogWriter(LogWriter):
         self.line(f"INFO:     {text}")
 
     def oom(self) -> None:
-        c = self.config
-        need = 140.0 * c.draft_memory_need
-        free = max(0.01, 140.0 * (1.0 - c.gpu_memory_utilization) * 0.5)
+        need, free = self.oom_gib()
         self.line(
             "Capture draft extend CUDA graph begin. backend=full, num_tokens_per_req="
             f"{self.num_draft_tokens}, bs=[1, 2, 4, 8, 16, 32, 48], avail mem={free:.2f} GB",
@@ -412,9 +399,8 @@ class SglangLogWriter(LogWriter):
         )
         self.line("Scheduler hit an exception: Traceback (most recent call last):", scheduler=True)
         self.emit(
-            f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {need:.2f} GiB. GPU 0 "
-            "has a total "
-            f"capacity of 139.80 GiB of which {free:.2f} GiB is free."
+            f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {need:.2f} GiB. "
+            f"GPU 0 has a total capacity of 139.80 GiB of which {free:.2f} GiB is free."
         )
         self.emit("")
         self.line("Received sigquit from a child process. It usually means the child failed.")
@@ -457,32 +443,30 @@ class LlamacppLogWriter(LogWriter):
         us = int((time.monotonic() - self.started) * 1e6)
         return f"{us // 60_000_000}.{(us // 1_000_000) % 60:02d}.{(us // 1000) % 1000:03d}.{us % 1000:03d}"
 
-    def line(self, level: str, message: str) -> None:
+    def line(self, message: str, level: str = "I") -> None:
         self.emit(f"{self.elapsed()} {level} {message}")
 
     def startup(self, host: str, port: int) -> None:
         c = self.config
-        self.line("I", "srv  llama_server: initializing ...")
+        self.line("srv  llama_server: initializing ...")
         self.line(
-            "I",
-            "cmn  common_param: common_params_print_info: verbosity = 3 (adjust with the `-lv N` CLI arg)",
+            "cmn  common_param: common_params_print_info: verbosity = 3 (adjust with the `-lv N` CLI arg)"
         )
-        self.line("I", f"srv    load_model: loading model '{c.model}'")
+        self.line(f"srv    load_model: loading model '{c.model}'")
         if c.k:
-            self.line("I", f"common_speculative_init_result: loading draft model '{c.model}-draft'")
+            self.line(f"common_speculative_init_result: loading draft model '{c.model}-draft'")
         n_ctx = c.max_model_len // max(1, c.max_num_seqs)
         self.line(
-            "I",
             f"srv    load_model: initializing, n_slots = {c.max_num_seqs}, n_ctx_slot = {n_ctx}, "
-            "kv_unified = 'false'",
+            "kv_unified = 'false'"
         )
 
     def ready(self, host: str, port: int) -> None:
-        self.line("I", "srv  llama_server: model loaded")
-        self.line("I", f"srv  llama_server: listening on http://{host}:{port}")
+        self.line("srv  llama_server: model loaded")
+        self.line(f"srv  llama_server: listening on http://{host}:{port}")
 
     def shutdown(self) -> None:
-        self.line("I", "srv    operator(): operator(): cleaning up before exit...")
+        self.line("srv    operator(): operator(): cleaning up before exit...")
 
     def access(self, client: str, method: str, path: str, status: int) -> None:
         return None  # llama.cpp logs no access lines
@@ -491,24 +475,22 @@ class LlamacppLogWriter(LogWriter):
         c = self.config
         mib = 140.0 * 1024 * c.draft_memory_need
         self.line(
-            "E",
             f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating {mib:.2f} MiB on device 0: "
             "cudaMalloc failed: out of memory",
+            "E",
         )
         self.line(
-            "E",
             "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache",
+            "E",
         )
-        self.line("E", f"srv    load_model: failed to load draft model, '{c.model}-draft'")
-        self.line("E", "main: exiting due to model loading error")
+        self.line(f"srv    load_model: failed to load draft model, '{c.model}-draft'", "E")
+        self.line("main: exiting due to model loading error", "E")
 
     def request_scheduled(self, request: SimRequest) -> None:
         slot = f"id {request.slot:2d} | task -1 |"
-        self.line("I", f"slot get_availabl: {slot} selected slot by LRU, t_last = -1")
+        self.line(f"slot get_availabl: {slot} selected slot by LRU, t_last = -1")
         self.line(
-            "I",
-            f"slot launch_slot_: id {request.slot:2d} | task {request.number} | processing task, "
-            "is_child = 0",
+            f"slot launch_slot_: id {request.slot:2d} | task {request.number} | processing task, is_child = 0"
         )
 
     def request_finished(self, request: SimRequest) -> None:
@@ -520,32 +502,27 @@ class LlamacppLogWriter(LogWriter):
         gen_ms = (request.finished_at - request.first_token_at) * 1000
         steps = max(1, request.generated - 1)
         self.line(
-            "I",
             f"{head} prompt eval time = {prompt_ms:10.2f} ms / {computed:5d} tokens "
             f"({prompt_ms / computed:8.2f} ms per token, {computed / max(1e-9, prompt_ms) * 1000:8.2f} "
-            "tokens per second)",
+            "tokens per second)"
         )
         self.line(
-            "I",
             f"{head}        eval time = {gen_ms:10.2f} ms / {request.generated:5d} tokens "
-            f"({gen_ms / steps:8.2f} ms per token, {steps / max(1e-9, gen_ms) * 1000:8.2f} "
-            "tokens per second)",
+            f"({gen_ms / steps:8.2f} ms per token, {steps / max(1e-9, gen_ms) * 1000:8.2f} tokens per second)"
         )
         total = request.prompt_tokens + request.generated
-        self.line("I", f"{head}       total time = {prompt_ms + gen_ms:10.2f} ms / {total:5d} tokens")
-        self.line("I", f"{head}    graphs reused = {max(0, request.verify_steps - 1):10d}")
+        self.line(f"{head}       total time = {prompt_ms + gen_ms:10.2f} ms / {total:5d} tokens")
+        self.line(f"{head}    graphs reused = {max(0, request.verify_steps - 1):10d}")
         if request.drafted:
             rate = request.accepted / request.drafted
             mean = 1 + request.accepted / max(1, request.verify_steps)
             self.line(
-                "I",
                 f"{head} draft acceptance = {rate:0.5f} ({request.accepted:5d} accepted / "
-                f"{request.drafted:5d} generated), mean len = {mean:5.2f}",
+                f"{request.drafted:5d} generated), mean len = {mean:5.2f}"
             )
         self.line(
-            "I",
             f"slot      release: id {request.slot:2d} | task {request.number} | stop processing: "
-            f"n_tokens = {total - 1}, truncated = 0",
+            f"n_tokens = {total - 1}, truncated = 0"
         )
 
 

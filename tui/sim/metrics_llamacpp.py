@@ -1,9 +1,5 @@
-"""llama.cpp `llama-server` /metrics, rendered by hand exactly like the real server (`llamacpp.md` §2).
-
-No labels except `position`, no `_created` series, values printed as C++ default doubles (6 significant
-digits). Generation and spec counters move only when a request finishes; the two rate gauges cover the
-window since the previous scrape and reset on every scrape.
-"""
+"""llama.cpp's /metrics rendered by hand as the real server does: C++ doubles, counters moved at a request's
+end, and rate gauges over the window since the previous scrape."""
 
 from __future__ import annotations
 
@@ -98,32 +94,26 @@ class LlamacppRecorder(MetricsRecorder):
         return {"Process-Start-Time-Unix": str(self.start_us), "Server": "llama.cpp"}
 
     def render(self) -> bytes:
-        lines: list[str] = []
-        for name, documentation in COUNTERS:
-            lines += [
-                f"# HELP llamacpp:{name} {documentation}",
-                f"# TYPE llamacpp:{name} counter",
-                f"llamacpp:{name} {cpp_double(self.values[name])}",
-            ]
         prompt_tokens, prompt_s = self._window_prompt
         predicted, predicted_s = self._window_predicted
+        decodes = self.values["n_decode_total"]
         gauges = {
             "prompt_tokens_seconds": prompt_tokens / prompt_s if prompt_s else 0.0,
             "predicted_tokens_seconds": predicted / predicted_s if predicted_s else 0.0,
             "requests_processing": float(self.running),
             "requests_deferred": float(self.waiting),
-            "n_busy_slots_per_decode": self.busy_slots / self.values["n_decode_total"]
-            if self.values["n_decode_total"]
-            else 0.0,
+            "n_busy_slots_per_decode": self.busy_slots / decodes if decodes else 0.0,
         }
         self._window_prompt = [0.0, 0.0]
         self._window_predicted = [0.0, 0.0]
-        for name, documentation in GAUGES:
-            lines += [
-                f"# HELP llamacpp:{name} {documentation}",
-                f"# TYPE llamacpp:{name} gauge",
-                f"llamacpp:{name} {cpp_double(gauges[name])}",
-            ]
+        lines: list[str] = []
+        for table, kind, values in ((COUNTERS, "counter", self.values), (GAUGES, "gauge", gauges)):
+            for name, documentation in table:
+                lines += [
+                    f"# HELP llamacpp:{name} {documentation}",
+                    f"# TYPE llamacpp:{name} {kind}",
+                    f"llamacpp:{name} {cpp_double(values[name])}",
+                ]
         if self.per_pos_visible:
             name = "spec_decode_num_accepted_tokens_per_pos_total"
             lines += [

@@ -1,9 +1,5 @@
-"""vLLM's /metrics page, rendered by real prometheus_client objects on a private registry.
-
-Names, HELP text, labels, buckets and registration order follow vLLM ≈ v0.28.0 (reference `vllm.md` §1);
-counters move exactly when vLLM moves them (spec counters per request-step, prompt counters at the first
-token, per-request histograms at finish).
-"""
+"""vLLM's /metrics page (names, HELP, labels, buckets and order of v0.28.0) on a private prometheus_client
+registry; counters move when vLLM moves them (spec per request-step, prompt at the first token)."""
 
 from __future__ import annotations
 
@@ -28,98 +24,23 @@ from prometheus_client.registry import CollectorRegistry as _Registry
 from tui.sim.config import SimConfig
 from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 
+# vLLM's bucket bounds, as its source writes them
 TTFT_BUCKETS = [
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-    160.0,
-    640.0,
-    2560.0,
-]
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
+    80.0, 160.0, 640.0, 2560.0,
+]  # fmt: skip
 ITL_BUCKETS = [
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.15,
-    0.2,
-    0.3,
-    0.4,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-]
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+]  # fmt: skip
 REQUEST_LATENCY_BUCKETS = [
-    0.3,
-    0.5,
-    0.8,
-    1.0,
-    1.5,
-    2.0,
-    2.5,
-    5.0,
-    10.0,
-    15.0,
-    20.0,
-    30.0,
-    40.0,
-    50.0,
-    60.0,
-    120.0,
-    240.0,
-    480.0,
-    960.0,
-    1920.0,
-    7680.0,
-]
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
+    960.0, 1920.0, 7680.0,
+]  # fmt: skip
 ITERATION_TOKEN_BUCKETS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
 HTTP_HIGHR_BUCKETS = [
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    1.5,
-    2.0,
-    2.5,
-    3.0,
-    3.5,
-    4.0,
-    4.5,
-    5.0,
-    7.5,
-    10.0,
-    30.0,
-    60.0,
-]
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 7.5, 10.0,
+    30.0, 60.0,
+]  # fmt: skip
 INSTRUMENTATOR_EXCLUDED = {"/metrics", "/health", "/load", "/ping", "/version", "/server_info"}
 FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 LABELS = ["model_name", "engine"]

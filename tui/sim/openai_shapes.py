@@ -126,19 +126,20 @@ def error_body(status: int, message: str, param: str | None = None) -> dict[str,
 
 
 def usage(flavor: str, request: SimRequest) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "prompt_tokens": request.prompt_tokens,
-        "total_tokens": request.prompt_tokens + request.generated,
-        "completion_tokens": request.generated,
-    }
+    prompt, completion = request.prompt_tokens, request.generated
     if flavor == "llamacpp":
         return {
-            "completion_tokens": request.generated,
-            "prompt_tokens": request.prompt_tokens,
-            "total_tokens": request.prompt_tokens + request.generated,
+            "completion_tokens": completion,
+            "prompt_tokens": prompt,
+            "total_tokens": prompt + completion,
             "prompt_tokens_details": {"cached_tokens": request.cached_tokens},
         }
-    body["prompt_tokens_details"] = None
+    body: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+        "completion_tokens": completion,
+        "prompt_tokens_details": None,
+    }
     if flavor == "sglang":
         body["reasoning_tokens"] = 0
     return body
@@ -202,9 +203,18 @@ class ChunkMaker:
             "choices": choices,
         }
 
+    def _shaped(self, key: str, value: Any, finish: str | None) -> dict[str, Any]:
+        """A choice in the flavour's field order (llama.cpp's chat choices have no logprobs)."""
+        if self.flavor != "llamacpp":
+            return {"index": 0, key: value, "logprobs": None, "finish_reason": finish}
+        if key == "text":
+            return {"text": value, "index": 0, "logprobs": None, "finish_reason": finish}
+        return {"finish_reason": finish, "index": 0, key: value}
+
     def _choice(self, text: str | None, finish: str | None, *, role: bool = False) -> dict[str, Any]:
-        stop_reason = self.request.stop_reason if finish == "stop" else None
-        if self.kind == "chat":
+        if self.kind != "chat":
+            choice = self._shaped("text", text or "", finish)
+        else:
             delta: dict[str, Any] = {}
             if role:
                 delta["role"] = "assistant"
@@ -213,16 +223,11 @@ class ChunkMaker:
                 delta["content"] = text
             if self.flavor == "sglang":
                 delta = {"reasoning_content": None, **delta}
-            if self.flavor == "llamacpp":
-                return {"finish_reason": finish, "index": 0, "delta": delta}
-            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-        else:
-            if self.flavor == "llamacpp":
-                return {"text": text or "", "index": 0, "logprobs": None, "finish_reason": finish}
-            choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+            choice = self._shaped("delta", delta, finish)
+        stop_reason = self.request.stop_reason if finish == "stop" else None
         if self.flavor == "sglang":
-            choice["matched_stop"] = stop_reason if finish == "stop" else None
-        elif finish is not None or self.kind != "chat":
+            choice["matched_stop"] = stop_reason
+        elif self.flavor == "vllm" and (finish is not None or self.kind != "chat"):
             choice["stop_reason"] = stop_reason
         return choice
 
@@ -254,15 +259,9 @@ class ChunkMaker:
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if self.flavor != "llamacpp":
                 message.update(reasoning_content=None, tool_calls=[])
-            choice: dict[str, Any] = (
-                {"finish_reason": finish, "index": 0, "message": message}
-                if self.flavor == "llamacpp"
-                else {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-            )
-        elif self.flavor == "llamacpp":
-            choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": finish}
+            choice = self._shaped("message", message, finish)
         else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+            choice = self._shaped("text", text, finish)
         if self.flavor == "vllm":
             choice["stop_reason"] = request.stop_reason
         elif self.flavor == "sglang":

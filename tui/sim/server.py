@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
 import socket
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -18,7 +19,6 @@ from typing import Any
 import uvicorn
 
 from tui.sim.app import AppContext, build_app
-from tui.sim.background import run_background_load
 from tui.sim.behaviour import Behaviour
 from tui.sim.config import SimConfig, SimConfigError, SimStartupError, load_sim_config
 from tui.sim.control import FAULT_NAMES, ControlChanges, KeptControl, parse_changes
@@ -43,6 +43,66 @@ def make_recorder(flavor: str, config: SimConfig, started: float | None = None) 
     return LlamacppRecorder(config)
 
 
+PROMPT_MIX: tuple[tuple[str, int], ...] = (
+    (
+        "Implement a thread-safe LRU cache with expiry in Python.\n```python\nclass LRUCache:\n    def "
+        "__init__(self, capacity: int, ttl: float) -> None:\n        self.capacity = capacity\n",
+        192,
+    ),
+    (
+        "Explain how speculative decoding keeps the output of the target model unchanged while drafting "
+        "several tokens ahead, and why the acceptance rate matters for throughput.",
+        160,
+    ),
+    (
+        "Summarise the following meeting notes for a busy manager. The team discussed the launch date, the "
+        "budget, the hiring plan and the open risks around the data migration.",
+        128,
+    ),
+    (
+        "Repeat after me: the quick brown fox jumps over the lazy dog. the quick brown fox jumps over the "
+        "lazy dog. the quick brown fox jumps over the lazy dog.",
+        96,
+    ),
+    (
+        "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n"
+        "\n# Rewrite this function iteratively and add type hints.\n",
+        224,
+    ),
+    (
+        "Write a short story about a lighthouse keeper who discovers that the light has been signalling to "
+        "ships that do not exist.",
+        256,
+    ),
+)
+
+
+async def run_background_load(
+    engine: Callable[[], SimEngine], rate: Callable[[], float], on_request: Callable[[], None], seed: int = 0
+) -> None:
+    """Submit requests at `rate()` per second (Poisson) until cancelled; `engine()` may change on restart."""
+    rng = random.Random(seed ^ 0xB6)
+    while True:
+        rps = rate()
+        if rps <= 0:
+            await asyncio.sleep(0.25)
+            continue
+        await asyncio.sleep(min(30.0, rng.expovariate(rps)))
+        if rate() <= 0:
+            continue
+        prompt, typical = rng.choice(PROMPT_MIX)
+        current = engine()
+        request = current.new_request(
+            endpoint="chat",
+            prompt_text=prompt,
+            max_tokens=max(16, int(rng.gauss(typical, typical / 4))),
+            temperature=0.0 if rng.random() < 0.5 else 0.7,
+            seed=rng.randrange(1 << 30),
+        )
+        on_request()
+        current.submit(request)  # nobody reads its outbox; it is freed with the request
+
+
 class _Uvicorn(uvicorn.Server):
     """uvicorn without its own signal handling: the owner (CLI or test) decides when to stop."""
 
@@ -52,12 +112,8 @@ class _Uvicorn(uvicorn.Server):
 
 
 class SimServer:
-    """An in-process simulated vLLM / SGLang / llama.cpp server on a loopback port.
-
-    `async with SimServer(flavor="sglang") as sim:` starts it on a free port (`sim.base_url`). Keyword
-    arguments beyond the named ones are `[sim]` fields over the config file's (e.g. `acceptance=[0.9, 0.6]`,
-    `speed=4.0`, `log_interval_s=0.3`); None leaves the file's.
-    """
+    """`async with SimServer(flavor="sglang") as sim:` serves on a free loopback port (`sim.base_url`); other
+    keyword arguments are `[sim]` fields over the config file's (`speed=4.0`), None leaves the file's."""
 
     restart_down_s = 1.0
 
@@ -224,9 +280,7 @@ class SimServer:
 
     def _bind(self) -> socket.socket:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        # IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY on an accepted connection only when its
-        # socket says proto == IPPROTO_TCP. Without it Nagle holds each SSE chunk after the response headers
-        # until the client's delayed ACK (~40 ms on Linux) on every kept-alive request.
+        # IPPROTO_TCP: only then does asyncio set TCP_NODELAY on accepted connections (Nagle holds SSE chunks)
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -270,12 +324,9 @@ class SimServer:
         if self.behaviour is not None:
             if parsed.acceptance is not None:
                 self.behaviour.set_acceptance(parsed.acceptance)
-            if parsed.speed is not None:
-                self.behaviour.speed = parsed.speed
-            if parsed.content_effect is not None:
-                self.behaviour.content_effect = parsed.content_effect
-            if parsed.context_half_tokens is not None:
-                self.behaviour.context_half_tokens = parsed.context_half_tokens
+            for name in ("speed", "content_effect", "context_half_tokens"):
+                if (value := getattr(parsed, name)) is not None:
+                    setattr(self.behaviour, name, value)
             if parsed.context_ms_per_1k is not None:
                 self.behaviour.context_s_per_1k = parsed.context_ms_per_1k / 1000.0
         if parsed.background_load_rps is not None:
@@ -345,13 +396,8 @@ async def _watch_parent(parent_pid: int, stop: asyncio.Event) -> None:
 
 
 async def serve_until_signalled(server: SimServer, parent_pid: int | None = None) -> int:
-    """Start, print `spectop sim: <flavor> listening on <url>`, and serve until SIGINT/SIGTERM.
-
-    SIGHUP re-reads the config file and restarts (a simulated restart); a restart that fails like a
-    start-up (OOM) ends the process with exit code 1. Raises `SimStartupError` if the first start fails.
-    With `parent_pid` (`--parent-pid`, which `spectop demo` passes) it also stops when that process is
-    no longer its parent: the demo's sims never outlive it, whatever killed it.
-    """
+    """Start, print `spectop sim: <flavor> listening on <url>`, serve until SIGINT/SIGTERM (or until
+    `parent_pid` is gone); SIGHUP restarts with the config re-read, and a failed restart exits 1."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     outcome = {"code": 0}

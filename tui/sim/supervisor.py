@@ -1,11 +1,5 @@
-"""The demo's process supervisor: `spectop sim` children it starts, reaps, restarts and stops.
-
-A sim can die (a config with k=16 makes it OOM, like a real vLLM): a watcher thread reaps the
-children at once (no zombies) and reports why, from the error lines of the sim's log.
-Each endpoint's restart command asks the supervisor, over a Unix socket in the folder, to restart that
-sim: a live sim gets SIGHUP (it re-reads its config) and the command waits until it is back or dead;
-a dead one is started again on its port. The command's output and exit code say which.
-"""
+"""The demo's process supervisor: starts `spectop sim` children, reaps a dead one at once (saying why, from
+its log), and restarts one on request over a Unix socket (SIGHUP when alive, a new process when dead)."""
 
 from __future__ import annotations
 
