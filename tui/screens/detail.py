@@ -17,7 +17,7 @@ from tui.sanitize import safe_line
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.widgets.chart import ACCEPTANCE_CHART, TOKENS_CHART, TTFT_CHART, Chart, ChartSpec, TimeAxis
 from tui.widgets.figure_table import FigureTable
-from tui.widgets.footer import Footer
+from tui.widgets.footer import BottomInput, Footer
 from tui.widgets.gpu_panel import GpuCharts
 from tui.widgets.gpu_rows import GpuRowsPane
 from tui.widgets.log_pane import LogPane
@@ -41,8 +41,6 @@ class DetailScreen(EndpointScreen):
     DetailScreen #charts { width: 1fr; padding: 0 1 0 1; }
     DetailScreen #charts-title { height: 1; color: $text-muted; }
     DetailScreen Chart { height: 1fr; }
-    DetailScreen #log-filter { dock: bottom; display: none; }
-    DetailScreen #log-filter.visible { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", tooltip="back (or clear the filter)"),
@@ -83,9 +81,7 @@ class DetailScreen(EndpointScreen):
         yield GpuCharts(id="gpu-charts")
         yield GpuRowsPane(id="gpu-rows")
         yield LogPane(id="log")
-        yield Input(
-            placeholder="show only log lines containing… (Escape clears)", id="log-filter", disabled=True
-        )
+        yield BottomInput("show only log lines containing… (Escape clears)", id="log-filter")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -175,8 +171,7 @@ class DetailScreen(EndpointScreen):
         return True
 
     def action_back(self) -> None:
-        box = self.query_one("#log-filter", Input)
-        if box.has_class("visible"):
+        if self.query_one("#log-filter", BottomInput).is_open:
             self._close_filter(clear=True)
             return
         self.app.pop_screen()
@@ -207,10 +202,7 @@ class DetailScreen(EndpointScreen):
         self.context.open_log(self.endpoint)
 
     def action_filter(self) -> None:
-        box = self.query_one("#log-filter", Input)
-        box.disabled = False
-        box.add_class("visible")
-        box.focus()
+        self.query_one("#log-filter", BottomInput).open()
 
     def action_open_detail(self) -> None:
         """Already here (the command palette offers it everywhere)."""
@@ -227,9 +219,5 @@ class DetailScreen(EndpointScreen):
         self._close_filter(clear=not event.value.strip())
 
     def _close_filter(self, *, clear: bool) -> None:
-        box = self.query_one("#log-filter", Input)
-        if clear and box.value:
-            box.value = ""
-        box.remove_class("visible")
-        box.disabled = True
+        self.query_one("#log-filter", BottomInput).close(clear=clear)
         self.query_one(LogPane).focus()
