@@ -18,7 +18,6 @@ from terminal_bytes import (
     OneScreenApp,
     assert_clean,
     assert_nothing_injected,
-    editing,
     region_text,
     terminal_output,
 )
@@ -26,7 +25,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Header, OptionList, Static, TabbedContent, TextArea
 from textual.widgets._toast import Toast
-from ui_waiting import wait_for
+from ui_waiting import editing, wait_for
 
 from tests.fleet.fake_fleet import fleet_app, fleet_settings
 from tests.fleet.fake_prometheus import FakePrometheus
@@ -271,21 +270,21 @@ def test_spectop_apps_install_the_net(tmp_path: Path) -> None:
 async def test_raw_view_of_a_file_with_control_bytes(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(f'[model]\nname = "{HOSTILE}"\n', encoding="utf-8")
-    async with editing(config) as (pilot, screen):
+    async with editing(config, size=(100, 24)) as (pilot, screen):
         assert screen.query_one(TabbedContent).active == "raw-pane"
         raw_view = screen.query_one("#raw", TextArea)
         await assert_nothing_injected(pilot, raw_view, "]0;PWNED[2J]52;c;aGVsbG8=evil", raw=CONTROLS)
 
 
 async def test_field_view_of_an_escaped_control_character(tmp_path: Path) -> None:
-    async with editing(hostile_config(tmp_path / "config.toml")) as (pilot, screen):
+    async with editing(hostile_config(tmp_path / "config.toml"), size=(100, 24)) as (pilot, screen):
         assert screen.document is not None
         field = screen.query_one("#field-model--name Input")
         await assert_nothing_injected(pilot, field, "aGVsbG8=evil31m", raw=CONTROLS)
 
 
 async def test_launch_tab_of_an_escaped_control_character(tmp_path: Path) -> None:
-    async with editing(hostile_config(tmp_path / "config.toml")) as (pilot, screen):
+    async with editing(hostile_config(tmp_path / "config.toml"), size=(100, 24)) as (pilot, screen):
         await pilot.press("f5")  # the launch tab
         await assert_nothing_injected(pilot, screen.query_one("#launch-text"), "evil", raw=CONTROLS)
 
@@ -293,7 +292,7 @@ async def test_launch_tab_of_an_escaped_control_character(tmp_path: Path) -> Non
 async def test_lint_findings_quoting_a_hostile_model_name(tmp_path: Path) -> None:
     config = hostile_config(tmp_path / "config.toml")
     config.write_text(config.read_text() + '[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 2\n')
-    async with editing(config) as (pilot, screen):
+    async with editing(config, size=(100, 24)) as (pilot, screen):
         await pilot.press("f4")
         lint = screen.query_one("#lint-list", OptionList)
         await wait_for(pilot, lambda: "MTP heads" in region_text(pilot.app, lint))
@@ -307,7 +306,7 @@ async def test_lint_findings_quoting_a_hostile_model_name(tmp_path: Path) -> Non
 async def test_editor_status_line_of_a_file_named_with_control_characters(tmp_path: Path) -> None:
     config = tmp_path / f"c{HOSTILE}.toml"
     config.write_text('[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 2\n', encoding="utf-8")
-    async with editing(config) as (pilot, screen):
+    async with editing(config, size=(100, 24)) as (pilot, screen):
         await assert_nothing_injected(pilot, screen.query_one("#editor-title"), "evil")
         await assert_nothing_injected(pilot, screen.query_one("#editor-status"), "evil")
 

@@ -451,7 +451,7 @@ class DashboardScreen(EndpointScreen):
         self.app.push_screen(DetailScreen(self.context, name))
 
     def action_gpus(self) -> None:
-        from tui.screens.gpus import GpuScreen
+        from tui.screens.detail import GpuScreen
 
         card = self._focused_card()
         self.app.push_screen(GpuScreen(self.context, card.endpoint if card is not None else None))
