@@ -62,16 +62,16 @@ async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(confi
 async def test_a_crash_in_the_editor_writes_a_recovery_copy_of_the_unsaved_text(
     config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tui.screens.editor_views as editor_views
+    import tui.screens.editor_form as editor_form
 
-    real_lint = editor_views.lint_document
+    real_lint = editor_form.lint_document
 
     def lint_that_breaks(document: object) -> object:
         if "max_num_seqs = 77" in document.text:  # type: ignore[attr-defined]
             raise RuntimeError("lint bug")
         return real_lint(document)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(editor_views, "lint_document", lint_that_breaks)
+    monkeypatch.setattr(editor_form, "lint_document", lint_that_breaks)
     before = config_toml.read_text()
     app = EditorApp(config_toml)
     with pytest.raises(RuntimeError, match="lint bug"):

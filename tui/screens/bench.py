@@ -42,9 +42,14 @@ from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
 from tui.widgets.edit_mode import FieldInput
 from tui.widgets.footer import Footer
-from tui.widgets.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
+from tui.widgets.messages import (
+    BurstFailed,
+    BurstFinished,
+    BurstHistoryLoaded,
+    BurstProgressed,
+    ReportsWorkerFailures,
+)
 from tui.widgets.on_off import OnOff
-from tui.widgets.worker_errors import ReportsWorkerFailures
 
 MAX_USER_PROMPT_FILES = 20
 

@@ -11,7 +11,7 @@ from textual.binding import ActiveBinding, Binding, BindingType
 from tui.screens.help import HelpScreen
 from tui.ui.terminal_guard import GuardsDrawnText
 from tui.ui.themes import FOOTER_CSS, honour_no_color
-from tui.widgets.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
+from tui.widgets.messages import KeepsRecoveryNotes, ReportsWorkerFailures
 
 ReturnType = TypeVar("ReturnType")
 # Every Screen binds ctrl+c to copying a mouse selection; that one does not keep ctrl+c from quitting.
