@@ -1,6 +1,6 @@
 """What a screen writes to the terminal, read back to check that text from a server or a file is drawn made
-harmless: the frame as the bytes Textual would send, the characters drawn in one widget, and the apps that
-show one screen or the config editor."""
+harmless: the frame as the bytes Textual would send, the characters drawn in one widget, and an app that
+shows one screen."""
 
 from __future__ import annotations
 

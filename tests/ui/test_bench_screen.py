@@ -45,8 +45,8 @@ from tui.settings import EndpointSettings, Settings
 from tui.sim.per_request import ResponseOptions
 from tui.sim.server import SimServer
 from tui.ui.app import SpectopApp
+from tui.widgets.edit_mode import OnOff
 from tui.widgets.messages import BurstFailed
-from tui.widgets.on_off import OnOff
 
 SLOW = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=10)  # 9 tokens after the first in 180 ms
 FAST = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=5, tokens_per_chunk=2)  # ... in 80 ms: 2.25x

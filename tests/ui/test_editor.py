@@ -300,8 +300,6 @@ async def test_close_asks_before_dropping_edits(config_toml: Path) -> None:
 
 
 def test_rows_exist_for_every_known_field() -> None:
-    from tui.configs.schemas import field_specs
-
     assert ConfigFieldRow  # the row widget is importable without an app
     assert all(spec.path for spec in field_specs("vllm_toml"))
 

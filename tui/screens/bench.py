@@ -40,7 +40,7 @@ from tui.format import fmt_latency, fmt_tokens_per_s
 from tui.gpu.burst import watch_for
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
-from tui.widgets.edit_mode import FieldInput
+from tui.widgets.edit_mode import FieldInput, OnOff
 from tui.widgets.footer import Footer
 from tui.widgets.messages import (
     BurstFailed,
@@ -49,7 +49,6 @@ from tui.widgets.messages import (
     BurstProgressed,
     ReportsWorkerFailures,
 )
-from tui.widgets.on_off import OnOff
 
 MAX_USER_PROMPT_FILES = 20
 
