@@ -18,7 +18,7 @@ from tui.advice.stepcost import load_models, save_model
 from tui.bench.burst_store import save_burst
 from tui.bench.report.export import export as export_burst
 from tui.configs.atomic import write_file
-from tui.screens.editor_recovery import write_recovery
+from tui.screens.editor_saving import write_recovery
 from tui.state import TableChoice, remember_table, remember_theme
 from tui.tune.result import TuneResult, save_tune
 from tui.tune.result import export as export_tune

@@ -20,14 +20,12 @@ from tui.gpu.models import REASON_SW_POWER_CAP, REASON_SW_THERMAL, GpuProcess, G
 from tui.gpu.monitor import NVML_SOURCE, EndpointGpus
 from tui.gpu.nvml import NvmlSource
 from tui.paths import themes_dir
-from tui.screens.detail import DetailScreen
-from tui.screens.gpus import GpuScreen
+from tui.screens.detail import DetailScreen, GpuScreen
 from tui.screens.help import key_rows
 from tui.settings import Settings
 from tui.sources.updates import GpusPolled
 from tui.ui.app import SpectopApp
-from tui.widgets.gpu_panel import GpuCharts
-from tui.widgets.gpu_rows import GpuRowsPane, gpu_rows, screen_lines
+from tui.widgets.gpu_panel import GpuCharts, GpuRowsPane, gpu_rows, screen_lines
 from tui.widgets.log_pane import LogPane
 
 GIB = 2**30

@@ -4,7 +4,8 @@ The fixtures (`bench_folders`, `recorded_run`) are in conftest.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +43,15 @@ def bench_screen(app: App[Any]) -> BenchScreen:
     screen = app.screen
     assert isinstance(screen, BenchScreen)
     return screen
+
+
+@asynccontextmanager
+async def bench_on(
+    endpoints: list[EndpointSettings], *, size: tuple[int, int] = (80, 24), **screen_options: Any
+) -> AsyncIterator[tuple[Pilot[Any], BenchScreen]]:
+    """The burst screen on `endpoints` in a headless terminal."""
+    async with BenchTestApp(endpoints, **screen_options).run_test(size=size) as pilot:
+        yield pilot, bench_screen(pilot.app)
 
 
 def text_of(screen: BenchScreen, selector: str) -> str:

@@ -1,14 +1,11 @@
 """What a screen writes to the terminal, read back to check that text from a server or a file is drawn made
-harmless: the frame as the bytes Textual would send, the characters drawn in one widget, and the apps that
-show one screen or the config editor."""
+harmless: the frame as the bytes Textual would send, the characters drawn in one widget, and an app that
+shows one screen."""
 
 from __future__ import annotations
 
 import io
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -16,10 +13,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
-from ui_waiting import opened_editor, wait_for
-
-from tui.screens.editor import EditorScreen
-from tui.ui.editor_app import EditorApp
+from ui_waiting import wait_for
 
 # What the data would put on the terminal; Textual's own output is CSI colour / cursor codes only.
 FROM_THE_DATA = ("\x1b]", "\x1b[2J", "\x07", "\x9b", "\u202e", "PWNED", "aGVsbG8=")
@@ -76,13 +70,3 @@ class OneScreenApp(App[None]):
 
     def on_mount(self) -> None:
         self.push_screen(self.first)
-
-
-@asynccontextmanager
-async def editing(config: Path) -> AsyncIterator[tuple[Pilot[Any], EditorScreen]]:
-    """The config editor on `config`, once the file is loaded."""
-    app = EditorApp(config)
-    async with app.run_test(size=(100, 24)) as pilot:
-        await opened_editor(pilot)
-        assert isinstance(app.screen, EditorScreen)
-        yield pilot, app.screen

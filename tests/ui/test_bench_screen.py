@@ -14,6 +14,7 @@ from bench_fixtures import (
     MTP_OFF,
     MTP_ON,
     BenchTestApp,
+    bench_on,
     bench_screen,
     mtp_burst,
     recorded_arm,
@@ -44,8 +45,8 @@ from tui.settings import EndpointSettings, Settings
 from tui.sim.per_request import ResponseOptions
 from tui.sim.server import SimServer
 from tui.ui.app import SpectopApp
+from tui.widgets.edit_mode import OnOff
 from tui.widgets.messages import BurstFailed
-from tui.widgets.on_off import OnOff
 
 SLOW = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=10)  # 9 tokens after the first in 180 ms
 FAST = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=5, tokens_per_chunk=2)  # ... in 80 ms: 2.25x
@@ -63,9 +64,7 @@ def _endpoints(*servers: TimedServer) -> list[EndpointSettings]:
 
 async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_path: Path) -> None:
     with TimedServer(SLOW) as server_a, TimedServer(FAST) as server_b:
-        app = BenchTestApp(_endpoints(server_a, server_b))
-        async with app.run_test(size=(80, 24)) as pilot:
-            screen = bench_screen(app)
+        async with bench_on(_endpoints(server_a, server_b)) as (pilot, screen):
             a, b = (screen.query_one(f"#{side}-select", Select).value for side in "ab")
             assert isinstance(a, EndpointArm) and a.name == "mtp-off" and a.base_url == server_a.base_url
             assert isinstance(b, EndpointArm) and b.name == "mtp-on"
@@ -87,23 +86,10 @@ async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_pa
     assert len(list_bursts()) == 1
 
 
-async def test_bad_form_value_names_the_field() -> None:
-    app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = bench_screen(app)
-        await type_into(screen, pilot, "requests", "abc")
-        await pilot.press("enter")
-        await pilot.pause()
-        assert "n (requests): expected a whole number" in text_of(screen, "#status")
-        assert screen.query_one("#status").has_class("error")
-
-
 async def test_escape_cancels_a_running_burst_not_at_its_timeout() -> None:
     stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
     with TimedServer(stalled) as server:
-        app = BenchTestApp(_endpoints(server))
-        async with app.run_test(size=(80, 24)) as pilot:
-            screen = bench_screen(app)
+        async with bench_on(_endpoints(server)) as (pilot, screen):
             await pilot.press("ctrl+r")
             await until(pilot, lambda: len(server.records) > 0)  # the warm-up request is stuck
             started = asyncio.get_running_loop().time()
@@ -112,7 +98,9 @@ async def test_escape_cancels_a_running_burst_not_at_its_timeout() -> None:
             # Against the stalled stream's own timeout (a ratio, not a wall-clock limit): cancelled.
             assert asyncio.get_running_loop().time() - started < ClientSettings().timeout / 10
             assert not screen.running
-            assert isinstance(app.screen, BenchScreen)  # escape while running cancels, it does not leave
+            assert isinstance(
+                pilot.app.screen, BenchScreen
+            )  # escape while running cancels, it does not leave
 
 
 async def test_two_past_bursts_are_compared_from_the_history() -> None:
@@ -126,9 +114,7 @@ async def test_two_past_bursts_are_compared_from_the_history() -> None:
                     warmup=0,
                 )
                 save_burst(await run_burst(config, client))
-    app = BenchTestApp([])
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = bench_screen(app)
+    async with bench_on([]) as (pilot, screen):
         await until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 2)
         await pilot.press("h")  # history; newest (FAST) first
         await pilot.press("b", "down", "a")
@@ -142,16 +128,14 @@ async def test_two_past_bursts_are_compared_from_the_history() -> None:
 async def test_a_cancelled_burst_does_not_leave_the_previous_result_on_screen() -> None:
     stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
     with TimedServer(FAST) as quick, TimedServer(stalled) as stuck:
-        app = BenchTestApp(_endpoints(quick, stuck))
-        async with app.run_test(size=(80, 24)) as pilot:
-            screen = bench_screen(app)
+        async with bench_on(_endpoints(quick, stuck)) as (pilot, screen):
             screen.query_one("#b-select", Select).value = NO_B
             await type_into(screen, pilot, "requests", "2")
             await pilot.press("enter")
             await until(pilot, lambda: screen.summary is not None)
             table = screen.query_one("#results-table", DataTable)
             assert table.row_count > 0 and "one arm" in text_of(screen, "#verdict")
-            screen.query_one("#a-select", Select).value = EndpointArm.from_settings(app.endpoints[1])
+            screen.query_one("#a-select", Select).value = EndpointArm.from_settings(pilot.app.endpoints[1])
             await pilot.press("ctrl+r")
             await until(pilot, lambda: len(stuck.records) > 0)
             await pilot.press("escape")
@@ -165,9 +149,7 @@ async def test_a_cancelled_burst_does_not_leave_the_previous_result_on_screen() 
 async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
     limited = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3, first_attempt_status=429, retry_after="0")
     with TimedServer(limited) as server:
-        app = BenchTestApp(_endpoints(server))
-        async with app.run_test(size=(80, 24)) as pilot:
-            screen = bench_screen(app)
+        async with bench_on(_endpoints(server)) as (pilot, screen):
             await type_into(screen, pilot, "requests", "3")
             await pilot.press("enter")
             await until(pilot, lambda: screen.summary is not None)
@@ -181,9 +163,10 @@ async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
 
 
 async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
-    app = BenchTestApp([EndpointSettings(name="gone", url="http://127.0.0.1:1", model="m")])
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = bench_screen(app)
+    async with bench_on([EndpointSettings(name="gone", url="http://127.0.0.1:1", model="m")]) as (
+        pilot,
+        screen,
+    ):
         await pilot.press("ctrl+r")
         await until(pilot, lambda: "failed" in text_of(screen, "#phase"))
         assert "arm A (gone) http://127.0.0.1:1 is not reachable: connection refused" in text_of(
@@ -201,9 +184,10 @@ async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
     with TimedServer(FAST) as server:
         values = {"base_url": server.base_url, "api_key_env": "BENCH_UI_KEY", "max_tokens": 5}
         settings.write_text(json.dumps({**values, "extra_body": {"top_k": 7}}), encoding="utf-8")
-        app = BenchTestApp([EndpointSettings(name="srv", url=server.base_url, model="m")])
-        async with app.run_test(size=(80, 24)) as pilot:
-            screen = bench_screen(app)
+        async with bench_on([EndpointSettings(name="srv", url=server.base_url, model="m")]) as (
+            pilot,
+            screen,
+        ):
             for field_id, value in (
                 ("requests", "4"), ("rounds", "2"), ("warmup", "2"), ("max-tokens", ""),
                 ("client-settings", str(settings)),
@@ -224,18 +208,15 @@ async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
 @pytest.mark.parametrize(
     ("field_id", "value", "message"),
     [
+        ("requests", "abc", "n (requests): expected a whole number"),
         ("rounds", "0", "rounds: must be at least 1, got 0"),
         ("warmup", "x", "warm-up: expected a whole number, got 'x'"),
         ("temperature", "9", "T (temperature): must be at most 5"),
         ("client-settings", "/no/such/settings.json", "client settings: /no/such/settings.json: cannot read"),
     ],
 )
-async def test_the_new_fields_are_checked_by_the_one_validation(
-    field_id: str, value: str, message: str
-) -> None:
-    app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = bench_screen(app)
+async def test_a_bad_form_value_names_its_field(field_id: str, value: str, message: str) -> None:
+    async with bench_on([EndpointSettings(name="x", url="http://127.0.0.1:9")]) as (pilot, screen):
         await type_into(screen, pilot, field_id, value)
         await pilot.press("enter")
         await until(pilot, lambda: message in text_of(screen, "#status"), timeout_s=5.0)
@@ -243,9 +224,7 @@ async def test_the_new_fields_are_checked_by_the_one_validation(
 
 
 async def test_every_field_fits_80x24() -> None:
-    app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = bench_screen(app)
+    async with bench_on([EndpointSettings(name="x", url="http://127.0.0.1:9")]) as (pilot, screen):
         await pilot.pause()
         for widget in [*screen.query(Input), *screen.query(Select)]:
             region = widget.region
@@ -262,9 +241,10 @@ def _run(server: TimedServer, start: int) -> tuple[list[str], list[str]]:
 
 async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_sent() -> None:
     with TimedServer(FAST) as server:
-        app = BenchTestApp([EndpointSettings(name="srv", url=server.base_url, model="m")])
-        async with app.run_test(size=(80, 24)) as pilot:
-            screen = bench_screen(app)
+        async with bench_on([EndpointSettings(name="srv", url=server.base_url, model="m")]) as (
+            pilot,
+            screen,
+        ):
             for field_id, value in (("requests", "2"), ("rounds", "1"), ("warmup", "0")):
                 await type_into(screen, pilot, field_id, value)
             prime, flush = screen.query_one("#prime-cache", OnOff), screen.query_one("#flush-cache", OnOff)
@@ -402,9 +382,7 @@ async def test_one_url_two_bodies_and_the_explain_view() -> None:
         same = [
             EndpointSettings(name=name, url=sim.base_url, model=sim.model) for name in ("spec-on", "spec-off")
         ]
-        app = BenchTestApp(same)
-        async with app.run_test(size=(80, 24)) as pilot:
-            screen = bench_screen(app)
+        async with bench_on(same) as (pilot, screen):
             await type_into(screen, pilot, "requests", "8")
             await type_into(screen, pilot, "max-tokens", "32")
             await type_into(screen, pilot, "a-extra", '{"enable_speculative": true}')
@@ -433,9 +411,7 @@ async def test_one_url_two_bodies_and_the_explain_view() -> None:
 
 
 async def test_a_bad_arm_field_names_it() -> None:
-    app = BenchTestApp([EndpointSettings(name="x", url="http://127.0.0.1:9")])
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = bench_screen(app)
+    async with bench_on([EndpointSettings(name="x", url="http://127.0.0.1:9")]) as (pilot, screen):
         await type_into(screen, pilot, "b-extra", '{"stream": false')
         await pilot.press("enter")
         await pilot.pause()
@@ -464,9 +440,7 @@ def _keep_as_older_spectop(result: BurstResult) -> Path:
 
 
 async def test_a_burst_just_run_lists_with_both_urls_and_its_verdict(recorded_run: BurstResult) -> None:
-    app = BenchTestApp([MTP_OFF, MTP_ON])
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = bench_screen(app)
+    async with bench_on([MTP_OFF, MTP_ON]) as (pilot, screen):
         await pilot.press("ctrl+r")
         await until(pilot, lambda: screen.summary is not None)
         table = screen.query_one("#history-table", DataTable)
@@ -493,9 +467,7 @@ async def test_older_files_and_long_urls_list_in_80_columns_and_in_full_when_wid
     _keep_as_older_spectop(mtp_burst())
     far = [recorded_arm("a", FAR, 1, 0.010, None)]
     save_burst(recorded_burst(far, started_at=datetime(2026, 11, 30, 3, 0, tzinfo=UTC)))
-    app = BenchTestApp([MTP_OFF])
-    async with app.run_test(size=(width, 24)) as pilot:
-        screen = bench_screen(app)
+    async with bench_on([MTP_OFF], size=(width, 24)) as (pilot, screen):
         table = screen.query_one("#history-table", DataTable)
         await until(pilot, lambda: table.row_count == 2)
         await pilot.press("h")
@@ -519,9 +491,7 @@ async def test_older_files_and_long_urls_list_in_80_columns_and_in_full_when_wid
 @pytest.mark.usefixtures("bench_folders")
 async def test_the_history_refits_when_the_terminal_is_resized() -> None:
     save_burst(recorded_burst([recorded_arm("a", FAR, 1, 0.010, None)]))
-    app = BenchTestApp([MTP_OFF])
-    async with app.run_test(size=(200, 24)) as pilot:
-        screen = bench_screen(app)
+    async with bench_on([MTP_OFF], size=(200, 24)) as (pilot, screen):
         table = screen.query_one("#history-table", DataTable)
         await until(pilot, lambda: table.row_count == 1)
         assert _cells(screen, 0)[1] == FAR.url
@@ -535,9 +505,7 @@ async def test_more_bursts_than_rows_still_fit_beside_the_scroll_bar() -> None:
     for minute in range(20):
         arms = [recorded_arm("a", FAR, 1, 0.010, None), recorded_arm("b", FAR, 2, 0.012, 0.71)]  # both cut
         save_burst(recorded_burst(arms, started_at=datetime(2026, 11, 30, 4, minute, tzinfo=UTC)))
-    app = BenchTestApp([MTP_OFF])
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = bench_screen(app)
+    async with bench_on([MTP_OFF]) as (pilot, screen):
         table = screen.query_one("#history-table", DataTable)
         await until(pilot, lambda: table.row_count == 20)
         await pilot.press("h")

@@ -89,24 +89,10 @@ async def test_the_demo_kv_cache_moves_with_load(tmp_path: Path) -> None:
     assert after < heavy
 
 
-async def test_the_intro_line_shows_until_the_first_key() -> None:
-    app = SpectopApp(
-        Settings(endpoints=[EndpointSettings(name="x", url="http://127.0.0.1:9")]), intro=DEMO_INTRO
-    )
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        intro = app.screen.query_one("#intro")
-        assert intro.display and "A = mtp-off, B = mtp-on" in str(intro.render())
-        assert intro.region.width >= 78 and intro.region.height >= 1
-        await pilot.press("down")
-        await pilot.pause()
-        assert not intro.display
-
-
 GUARD_URL = "http://127.0.0.1:9/sim/control"
 
 
-async def test_the_demo_hints_come_back_from_the_palette_and_the_help() -> None:
+async def test_the_intro_shows_until_the_first_key_and_comes_back_from_the_palette_and_the_help() -> None:
     app = SpectopApp(
         Settings(endpoints=[EndpointSettings(name="x", url="http://127.0.0.1:9")]),
         intro=DEMO_INTRO + guard_lines("http://127.0.0.1:9"),
@@ -115,6 +101,8 @@ async def test_the_demo_hints_come_back_from_the_palette_and_the_help() -> None:
         await pilot.pause()
         dashboard = app.screen
         intro = dashboard.query_one("#intro")
+        assert intro.display and "A = mtp-off, B = mtp-on" in str(intro.render())
+        assert intro.region.width >= 78 and intro.region.height >= 1
         assert GUARD_URL in str(intro.render()) and "? (help)" in str(intro.render())
         await pilot.press("down")  # the first key hides it
         await wait_for(pilot, lambda: not intro.display)

@@ -12,7 +12,7 @@ import pytest
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Log, Select, Static, TabbedContent, TextArea
-from ui_waiting import opened_editor, press_at_once, wait_for
+from ui_waiting import editing, opened_editor, press_at_once, wait_for
 
 from tui.configs.document import dotted
 from tui.configs.schemas import SCHEMAS, field_specs
@@ -57,15 +57,13 @@ def changed_lines(before: bytes, after: bytes) -> list[tuple[bytes, bytes]]:
 
 async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) -> None:
     before = config_toml.read_bytes()
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "3")
         assert "modified" in str(screen.query_one("#editor-title", Static).render())
         assert config_toml.read_bytes() == before  # nothing written before ctrl+s
         await save_to_the_diff(pilot)
         await pilot.press("escape")  # declined: nothing written
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen), "back in the editor")
         assert config_toml.read_bytes() == before
         dialog = await save_to_the_diff(pilot)
         assert "-num_speculative_tokens = 2" in dialog.diff and "+num_speculative_tokens = 3" in dialog.diff
@@ -75,12 +73,12 @@ async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) ->
             (b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")
         ]
         assert (config_toml.parent / "config.toml.bak").read_bytes() == before
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen), "back in the editor")
         assert "modified" not in str(screen.query_one("#editor-title", Static).render())
         assert not screen.has_unsaved_changes()  # the field just typed counts as saved: esc closes at once
         await pilot.press("escape")
         await pilot.pause()
-        assert not isinstance(app.screen, ConfirmDialog)
+        assert not isinstance(pilot.app.screen, ConfirmDialog)
 
 
 def status_text(screen: EditorScreen) -> str:
@@ -90,11 +88,9 @@ def status_text(screen: EditorScreen) -> str:
 async def test_the_opening_status_stays_until_the_focus_moves(config_toml: Path) -> None:
     """The first field is focused on opening: its hint does not replace what was opened (as the user and
     the snapshots see it); focusing another field shows its hint."""
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         first = field_input(screen, "model", "name")
-        await wait_for(pilot, lambda: app.focused is first, "the first field's focus")
+        await wait_for(pilot, lambda: pilot.app.focused is first, "the first field's focus")
         await pilot.pause()
         assert status_text(screen).startswith("opened config.toml"), status_text(screen)
         field_input(screen, "speculative", "num_speculative_tokens").focus()
@@ -105,9 +101,7 @@ async def test_the_opening_status_stays_until_the_focus_moves(config_toml: Path)
 
 async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None:
     before = config_toml.read_text()
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         gpu = field_input(screen, "model", "gpu_memory_utilization")
         await type_into(pilot, gpu, "1.5", enter=False)
         row = screen._rows[("model", "gpu_memory_utilization")]
@@ -118,10 +112,10 @@ async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None
         assert screen.document.text == before
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert not isinstance(app.screen, DiffDialog)
+        assert not isinstance(pilot.app.screen, DiffDialog)
         status = str(screen.query_one("#editor-status", Static).render())
         assert "cannot save: model.gpu_memory_utilization" in status
-        assert app.focused is gpu
+        assert pilot.app.focused is gpu
         await type_into(pilot, gpu, "0.8", enter=False)
         dialog = await save_to_the_diff(pilot)  # a valid value still being typed is applied before the diff
         assert "+gpu_memory_utilization = 0.8" in dialog.diff
@@ -129,9 +123,7 @@ async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None
 
 async def test_undo_reverts_the_last_field_change(config_toml: Path) -> None:
     before = config_toml.read_text()
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "4")
         await type_into(pilot, field_input(screen, "model", "tensor_parallel_size"), "2")
         assert screen.document is not None
@@ -151,9 +143,7 @@ async def test_select_and_switch_fields_and_undo_of_a_removed_key(tmp_path: Path
     target = tmp_path / "settings.json"
     shutil.copy(sample_configs_dir() / "sglang_settings.json", target)
     before = target.read_text()
-    app = EditorApp(target)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(target) as (pilot, screen):
         assert screen.kind == "sglang_json"
         select = screen.query_one("#field-speculative_algorithm Select", Select)
         select.focus()
@@ -179,9 +169,7 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
     broken = tmp_path / "broken.toml"
     broken.write_bytes(b'[model]\nname = "m"\n\n[speculative]\nnum_speculative_tokens = = 2\n')
     before = broken.read_bytes()
-    app = EditorApp(broken)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(broken) as (pilot, screen):
         assert screen.document is None and screen.syntax_error is not None
         assert screen.query_one(TabbedContent).active == "raw-pane"
         raw = screen.query_one("#raw", TextArea)
@@ -189,7 +177,7 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
         assert raw.cursor_location[1] == screen.syntax_error.column - 1
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert not isinstance(app.screen, DiffDialog)
+        assert not isinstance(pilot.app.screen, DiffDialog)
         assert "cannot save" in str(screen.query_one("#editor-status", Static).render())
         assert broken.read_bytes() == before
         # Fixing the line in the raw view brings the form back and allows the save.
@@ -207,9 +195,7 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
 
 async def test_raw_edit_with_a_syntax_error_blocks_the_save(config_toml: Path) -> None:
     before = config_toml.read_bytes()
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await pilot.press("f3")
         raw = screen.query_one("#raw", TextArea)
         raw.move_cursor((5, 0))
@@ -218,29 +204,27 @@ async def test_raw_edit_with_a_syntax_error_blocks_the_save(config_toml: Path) -
         await pilot.press("f2")
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert not isinstance(app.screen, DiffDialog)
+        assert not isinstance(pilot.app.screen, DiffDialog)
         assert screen.query_one(TabbedContent).active == "raw-pane"
         assert raw.cursor_location[0] == screen.syntax_error.line - 1
         assert config_toml.read_bytes() == before
 
 
 async def test_external_change_is_not_overwritten_without_asking(config_toml: Path) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "16")
         external = config_toml.read_text().replace("block_size = 16", "block_size = 32")
         config_toml.write_text(external)
         await save_to_the_diff(pilot)
         await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the overwrite question")
-        assert "changed on disk" in app.screen.question
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog), "the overwrite question")
+        assert "changed on disk" in pilot.app.screen.question
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen), "back in the editor")
         assert config_toml.read_text() == external
         await save_to_the_diff(pilot)
         await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the overwrite question")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog), "the overwrite question")
         await pilot.press("o")
         await wait_for(pilot, lambda: "max_num_seqs = 16" in config_toml.read_text(), "the overwrite")
 
@@ -248,9 +232,7 @@ async def test_external_change_is_not_overwritten_without_asking(config_toml: Pa
 async def test_lint_and_launch_views(tmp_path: Path) -> None:
     target = tmp_path / "seed.toml"
     shutil.copy(Path(__file__).parents[1] / "configs" / "fixtures" / "seed_config.toml", target)
-    app = EditorApp(target)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(target) as (pilot, screen):
         assert {finding.id for finding in screen.findings} >= {"removed-key", "gpu-memory-high-with-spec"}
         await pilot.press("f4")
         assert screen.query_one(TabbedContent).active == "lint"
@@ -265,7 +247,7 @@ async def test_lint_and_launch_views(tmp_path: Path) -> None:
         launch = str(screen.query_one("#launch-text", Static).render())
         assert "vllm serve deepseek-ai/DeepSeek-V3" in launch and '"method": "mtp"' in launch
         await pilot.press("c")
-        assert app.clipboard.startswith("vllm serve deepseek-ai/DeepSeek-V3 --dtype bfloat16")
+        assert pilot.app.clipboard.startswith("vllm serve deepseek-ai/DeepSeek-V3 --dtype bfloat16")
         await pilot.press("y")
         assert "speculative-config:" in str(screen.query_one("#launch-text", Static).render())
 
@@ -302,26 +284,22 @@ async def test_save_and_restart_runs_the_command_and_waits_for_health(config_tom
 
 
 async def test_close_asks_before_dropping_edits(config_toml: Path) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "8")
         screen.query_one("#raw", TextArea).focus()
         await pilot.press("i", "escape")  # into the raw text and out of it again
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the discard question")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog), "the discard question")
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen), "back in the editor")
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the discard question")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog), "the discard question")
         await pilot.press("d")
-        await wait_for(pilot, lambda: not app.is_running, "the app to exit")
+        await wait_for(pilot, lambda: not pilot.app.is_running, "the pilot.app to exit")
     assert "max_num_seqs = 64" in config_toml.read_text()
 
 
 def test_rows_exist_for_every_known_field() -> None:
-    from tui.configs.schemas import field_specs
-
     assert ConfigFieldRow  # the row widget is importable without an app
     assert all(spec.path for spec in field_specs("vllm_toml"))
 
@@ -334,25 +312,24 @@ def _texts(screen: object) -> str:
 
 
 async def test_ctrl_r_dialogs_say_save_and_restart(config_toml: Path) -> None:
-    app = EditorApp(config_toml, restart_command=["true"])
-    async with app.run_test(size=(80, 24)) as pilot:
-        await opened_editor(pilot)
-        field = app.screen.query_one("#field-scheduler--max_num_seqs FieldInput", FieldInput)
+    async with editing(config_toml, restart_command=["true"]) as (pilot, screen):
+        field = screen.query_one("#field-scheduler--max_num_seqs FieldInput", FieldInput)
         field.focus()
         await pilot.press("i", "ctrl+a", "ctrl+k", "8", "enter")
         await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog))
-        shown = _texts(app.screen)
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, DiffDialog))
+        shown = _texts(pilot.app.screen)
         assert "Save & restart" in shown and "[y/enter] save & restart" in shown
         await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
-        assert "Save & restart: run the restart command?" in _texts(app.screen)
-        assert "[y] restart" in _texts(app.screen)
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog))
+        assert "Save & restart: run the restart command?" in _texts(pilot.app.screen)
+        assert "[y] restart" in _texts(pilot.app.screen)
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen))
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen))
         await pilot.press("ctrl+s")  # a plain save says save
         await wait_for(
-            pilot, lambda: isinstance(app.screen, EditorScreen) and "no changes" in _texts(app.screen)
+            pilot,
+            lambda: isinstance(pilot.app.screen, EditorScreen) and "no changes" in _texts(pilot.app.screen),
         )
 
 
@@ -382,11 +359,9 @@ def test_ranges_read_without_float_noise() -> None:
 async def test_every_help_line_is_shown_whole_at_80_columns(tmp_path: Path, sample: str) -> None:
     target = tmp_path / sample
     shutil.copy(sample_configs_dir() / sample, target)
-    app = EditorApp(target)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await opened_editor(pilot)
+    async with editing(target) as (pilot, screen):
         await pilot.pause()
-        rows = list(app.screen.query(ConfigFieldRow))
+        rows = list(screen.query(ConfigFieldRow))
         assert rows
         for row in rows:
             help_line = row.query_one(".field-help", Static)
@@ -416,9 +391,7 @@ def marked_rows(screen: EditorScreen) -> list[ConfigFieldRow]:
 
 
 async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml: Path) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         rows = list(screen._rows)
         assert rows[0] == ("model", "name") and rows[3] == ("model", "max_model_len")
         await press_at_once(pilot, "down", "down", "down", "4", "enter")  # as fast as tmux sends them
@@ -434,9 +407,7 @@ async def test_the_focused_field_is_marked_named_and_in_view(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("NO_COLOR", "1")  # the mark is a shape, not a colour
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         form = screen.query_one("#form-fields", VerticalScroll)
         await wait_for(pilot, lambda: marked_rows(screen) == [screen._rows[("model", "name")]], "name marked")
         assert "model.name" in status_text(screen)
@@ -460,9 +431,7 @@ async def test_the_focused_field_is_marked_named_and_in_view(
 async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(
     config_toml: Path,
 ) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await wait_for(pilot, lambda: focused_row(screen) is not None, "a focused field")
         rows = {row.text: row.keys for row in key_rows(screen)}
         assert set(rows[FIELD_KEYS]) == {"↑", "↓"}
@@ -471,9 +440,7 @@ async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(
 
 
 async def test_page_keys_move_the_focus_a_page_of_fields(config_toml: Path) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         form = screen.query_one("#form-fields", VerticalScroll)
         rows = list(screen._rows.values())
         await wait_for(pilot, lambda: focused_row(screen) is rows[0], "the first field")

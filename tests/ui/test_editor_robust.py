@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import pytest
 from textual.widgets import Input, Static, TextArea
-from ui_waiting import opened_editor, wait_for, wait_for_exit, wait_for_screen
+from ui_waiting import editing, opened_editor, wait_for, wait_for_exit, wait_for_screen
 
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
@@ -35,9 +35,7 @@ def line_of(raw: TextArea, prefix: str) -> int:
 
 async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(config_toml: Path) -> None:
     """A key typed and erased at once over a key line raises nothing (it once raised NoMatches)."""
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await pilot.press("f3", "i")  # the raw view, in edit mode
         raw = screen.query_one("#raw", TextArea)
         row = line_of(raw, "num_speculative_tokens")
@@ -45,7 +43,7 @@ async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(confi
         raw.insert("x")  # "= 2x" does not parse: the form is being taken down …
         await pilot.pause(0)
         raw.action_delete_left()  # … when the text parses again
-        await pilot.pause()  # both edits handled (the app idle), then the rebuild they started finishes
+        await pilot.pause()  # both edits handled (the pilot.app idle), then the rebuild they started finishes
 
         def rebuilt() -> bool:
             rows = screen._rows
@@ -54,7 +52,7 @@ async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(confi
             )
 
         await wait_for(pilot, rebuilt, "one finished build of the form")
-        assert app.is_running
+        assert pilot.app.is_running
         assert screen.document is not None and screen.document.text == config_toml.read_text()
         rows = list(screen.query(ConfigFieldRow))
         assert len(rows) == len(screen._rows)  # one build's rows, none left over
@@ -64,16 +62,16 @@ async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(confi
 async def test_a_crash_in_the_editor_writes_a_recovery_copy_of_the_unsaved_text(
     config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tui.screens.editor_views as editor_views
+    import tui.screens.editor_form as editor_form
 
-    real_lint = editor_views.lint_document
+    real_lint = editor_form.lint_document
 
     def lint_that_breaks(document: object) -> object:
         if "max_num_seqs = 77" in document.text:  # type: ignore[attr-defined]
             raise RuntimeError("lint bug")
         return real_lint(document)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(editor_views, "lint_document", lint_that_breaks)
+    monkeypatch.setattr(editor_form, "lint_document", lint_that_breaks)
     before = config_toml.read_text()
     app = EditorApp(config_toml)
     with pytest.raises(RuntimeError, match="lint bug"):
@@ -113,11 +111,9 @@ async def test_a_crash_while_the_raw_text_does_not_parse_keeps_that_text(
 
 async def test_opening_a_file_with_a_recovery_copy_says_so(config_toml: Path) -> None:
     recovery_path(config_toml).write_text("left over", encoding="utf-8")
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        await opened_editor(pilot)
-        await wait_for(pilot, lambda: any("spectop-recovery" in n.message for n in app._notifications))
-        assert any(str(recovery_path(config_toml)) in n.message for n in app._notifications)
+    async with editing(config_toml) as (pilot, _):
+        await wait_for(pilot, lambda: any("spectop-recovery" in n.message for n in pilot.app._notifications))
+        assert any(str(recovery_path(config_toml)) in n.message for n in pilot.app._notifications)
 
 
 async def edit_a_field(pilot, screen: EditorScreen, value: str) -> None:  # type: ignore[no-untyped-def]
@@ -146,20 +142,16 @@ async def ask_cancel_ask_answer(pilot, first_key: str, second_key: str, answer: 
 @pytest.mark.parametrize("key", ["ctrl+q", "ctrl+c"])
 async def test_quitting_spectop_edit_asks_and_saves(config_toml: Path, key: str) -> None:
     """ctrl+q / ctrl+c with unsaved edits ask first (and can save) instead of quitting and losing them."""
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await edit_a_field(pilot, screen, "8")
         await ask_cancel_ask_answer(pilot, key, key, "s")
     assert "max_num_seqs = 8\n" in config_toml.read_text()
 
 
 async def test_the_quit_action_and_escape_ask_too(config_toml: Path) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await edit_a_field(pilot, screen, "8")
-        await app.run_action("quit")  # the command palette's "Quit"
+        await pilot.app.run_action("quit")  # the command palette's "Quit"
         await wait_for_screen(pilot, ConfirmDialog)
         await pilot.press("escape")
         await wait_for_screen(pilot, EditorScreen)
@@ -226,9 +218,14 @@ async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
     copy = f"import shutil; shutil.copyfileobj(open({str(crash)!r}), open({str(log)!r}, 'a'))"
     restart = [sys.executable, "-c", copy]
     url = f"http://127.0.0.1:{closed_port()}/health"
-    app = EditorApp(config_toml, restart_command=restart, health_url=url, log_file=log, health_timeout_s=0.5)
-    async with app.run_test(size=(100, 30)) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(
+        config_toml,
+        restart_command=restart,
+        health_url=url,
+        log_file=log,
+        health_timeout_s=0.5,
+        size=(100, 30),
+    ) as (pilot, screen):
         await edit_a_field(pilot, screen, "8")
         await pilot.press("ctrl+r")
         await wait_for_screen(pilot, DiffDialog)
@@ -236,7 +233,7 @@ async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
         await wait_for_screen(pilot, ConfirmDialog)
         await pilot.press("y")
         await wait_for_screen(pilot, RestartDialog)
-        dialog = app.screen
+        dialog = pilot.app.screen
         assert isinstance(dialog, RestartDialog)
         await wait_for(pilot, lambda: dialog.finished, "the restart to finish")
         status = str(dialog.query_one("#restart-status", Static).render())

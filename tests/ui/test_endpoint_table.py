@@ -293,13 +293,12 @@ async def test_escape_leaves_the_columns_as_they_were() -> None:
         assert _headers(table) == before
 
 
-@pytest.mark.parametrize("wanted", ["Tune", "Table view", "Table columns", "Bench", "Help"])
-async def test_the_palette_lists_the_screens_actions(wanted: str) -> None:
+async def test_the_palette_lists_the_screens_actions() -> None:
     app = _app(remember=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await _table_view(pilot, app)
-        titles = [command.title for command in app.get_system_commands(app.screen)]
-        assert wanted in titles
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        assert {"Tune", "Table view", "Table columns", "Bench", "Help"} <= titles
         assert "Log viewer" in titles  # the dashboard opens the focused endpoint's log
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))

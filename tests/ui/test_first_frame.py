@@ -112,7 +112,7 @@ def _card_text(app: SpectopApp) -> str:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])
-async def test_first_frame_shows_lifetime_figures_until_the_second_scrape(
+async def test_first_frame_shows_lifetime_figures_until_the_second_scrape_and_the_help_says_so(
     tmp_path: Path, size: tuple[int, int]
 ) -> None:
     replies = [Reply(sample_body("vllm", "metrics_t0.txt"))]
@@ -146,17 +146,11 @@ async def test_first_frame_shows_lifetime_figures_until_the_second_scrape(
             assert LIFETIME_MARK not in text and LIFETIME_CAVEAT not in text
             assert "70%" in text  # 3,468 / 4,960 in the window (samples/vllm/README.md)
 
+            await pilot.press("question_mark")  # the help explains the mark
+            await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+            assert LIFETIME_LEGEND in str(app.screen.query_one("#notes", Static).render())
+            assert not cut_figures(app, given=[LIFETIME_LEGEND])
+
 
 def _table_text(table: EndpointTable) -> str:
     return " ".join(" ".join(str(cell) for cell in table.get_row_at(row)) for row in range(table.row_count))
-
-
-async def test_help_explains_the_lifetime_mark(tmp_path: Path) -> None:
-    async with ReplyServer([Reply(sample_body("vllm", "metrics_t0.txt"))]) as server:
-        app = _app(server.url)
-        async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press("question_mark")
-            await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-            notes = str(app.screen.query_one("#notes", Static).render())
-            assert LIFETIME_LEGEND in notes
-            assert not cut_figures(app, given=[LIFETIME_LEGEND])

@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Input, Select, Static, TextArea
-from ui_waiting import opened_editor, press_at_once, wait_for, wait_for_dashboard
+from ui_waiting import editing, press_at_once, wait_for, wait_for_dashboard
 
 from tui.screens.help import HelpScreen
 from tui.ui.app import SpectopApp
@@ -176,9 +176,7 @@ K = ("speculative", "num_speculative_tokens")
 
 
 async def test_i_backspace_digit_enter_at_once_applies_the_digit(config_toml: Path) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         field = field_input(screen, *K)
         field.focus()
         await pilot.pause()
@@ -189,9 +187,7 @@ async def test_i_backspace_digit_enter_at_once_applies_the_digit(config_toml: Pa
 
 
 async def test_raw_view_keys_at_once_edit_the_line(config_toml: Path) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await pilot.press("f3")
         raw = screen.query_one("#raw", TextArea)
         await wait_for(pilot, lambda: screen.focused is raw, "the raw view")
@@ -222,9 +218,7 @@ TP = ("model", "tensor_parallel_size")
 
 async def test_esc_in_the_editor_restores_the_field_and_applies_nothing(config_toml: Path) -> None:
     before = config_toml.read_text()
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         tp = field_input(screen, *TP)
         tp.focus()
         await pilot.press("7", "5", "escape")  # a digit starts a new value; esc drops it
@@ -242,9 +236,7 @@ async def test_esc_in_the_editor_restores_the_field_and_applies_nothing(config_t
 
 
 async def test_enter_applies_and_ctrl_z_undoes_it(config_toml: Path) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         tp = field_input(screen, *TP)
         tp.focus()
         await pilot.press("4", "enter")
@@ -256,9 +248,7 @@ async def test_enter_applies_and_ctrl_z_undoes_it(config_toml: Path) -> None:
 
 
 async def test_an_invalid_text_cancelled_leaves_no_error(config_toml: Path) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         field_input(screen, *TP).focus()
         await pilot.press("0")  # below 1: shown as an error while typed
         row = screen._rows[TP]

@@ -63,7 +63,7 @@ def _card(app: SpectopApp) -> EndpointCard:
     return app.screen.query_one(EndpointCard)
 
 
-async def test_cards_appear_and_figures_update(sim: SimServer, tmp_path: Path) -> None:
+async def test_cards_appear_update_go_down_and_come_back(sim: SimServer, tmp_path: Path) -> None:
     app = _app(sim, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         assert _card(app).endpoint == "sim"
@@ -75,6 +75,13 @@ async def test_cards_appear_and_figures_update(sim: SimServer, tmp_path: Path) -
         assert data.reading is not None and data.reading.backend == "vllm"
         assert "tok/s" in str(_card(app).render())
         assert app.alerts.threshold("sim") == 0.7  # from the endpoint's config file, not the settings
+        await sim.stop()
+        await wait_for(pilot, lambda: _card(app).data.status == "down")
+        assert "down" in str(_card(app).data.status_content())
+        assert any(alert.kind == "down" for alert in app.alerts.active("sim"))
+        await sim.start()
+        await wait_for(pilot, lambda: _card(app).data.status == "up", timeout_s=60)
+        assert not any(alert.kind == "down" for alert in app.alerts.active("sim"))
 
 
 async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServer, tmp_path: Path) -> None:
@@ -89,19 +96,6 @@ async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServ
         await wait_for(pilot, lambda: not app.alerts.active("sim"))
         cleared = [alert for alert in app.alerts.cleared if alert.worst == "critical"]
         assert cleared and cleared[0].cleared_at is not None and cleared[0].cleared_at > cleared[0].started_at
-
-
-async def test_endpoint_down_shows_down_and_comes_back(sim: SimServer, tmp_path: Path) -> None:
-    app = _app(sim, tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: _card(app).data.status == "up")
-        await sim.stop()
-        await wait_for(pilot, lambda: _card(app).data.status == "down")
-        assert "down" in str(_card(app).data.status_content())
-        assert any(alert.kind == "down" for alert in app.alerts.active("sim"))
-        await sim.start()
-        await wait_for(pilot, lambda: _card(app).data.status == "up", timeout_s=60)
-        assert not any(alert.kind == "down" for alert in app.alerts.active("sim"))
 
 
 async def test_detail_screen_tails_the_log(sim: SimServer, tmp_path: Path) -> None:

@@ -102,6 +102,9 @@ VLLM_STATS = (
     "Avg generation throughput: 181.2 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 2.1%, "
     "Prefix cache hit rate: 0.0%"
 )
+LLAMA_TIMING = (  # llama.cpp's print_timing line after its prefix
+    "id  1 | task 2 | draft acceptance = 1.00000 (   56 accepted /    56 generated), mean len =  9.00"
+)
 
 
 @pytest.mark.parametrize(
@@ -128,21 +131,16 @@ VLLM_STATS = (
             "14:02:14 Started",
         ),
         ("Traceback (most recent call last):", "Traceback (most recent call last):"),
+        # llama.cpp: its uptime and source tag go
+        (f"0.00.674.091 I slot print_timing: {LLAMA_TIMING}", LLAMA_TIMING),
+        ("0.00.003.748 W srv  llama_server: security: no API key", "WARNING security: no API key"),
+        # uvicorn's level prefix is read as the level
+        ("(APIServer pid=1) ERROR:    Exception in ASGI application", "ERROR Exception in ASGI application"),
     ],
 )
 def test_known_prefixes_give_way_to_a_short_time(raw: str, text: str) -> None:
-    assert display_line(raw).text == text
-
-
-def test_llamacpp_lines_lose_their_uptime_and_source_tag() -> None:
-    shown = display_line(
-        "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 1.00000 "
-        "(   56 accepted /    56 generated), mean len =  9.00"
-    )
-    assert shown.text.startswith("id  1 | task 2 | draft acceptance")
-    assert display_line("0.00.003.748 W srv  llama_server: security: no API key").text == (
-        "WARNING security: no API key"
-    )
+    shown = display_line(raw)
+    assert shown.text == text and not is_access(shown.message)
 
 
 @pytest.mark.parametrize(
@@ -168,12 +166,6 @@ def test_the_sample_logs_stats_lines_are_not_access_lines() -> None:
             if "throughput" in raw or "Decode batch" in raw or "print_timing" in raw:
                 assert not shown.access
                 assert "pid=" not in shown.head
-
-
-def test_uvicorn_level_prefix_is_read_as_the_level() -> None:
-    shown = display_line("(APIServer pid=1) ERROR:    Exception in ASGI application")
-    assert shown.text == "ERROR Exception in ASGI application"
-    assert not is_access(shown.message)
 
 
 def test_figures_are_numbers_with_units_and_named_figures_in_stats() -> None:

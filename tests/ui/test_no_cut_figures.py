@@ -19,7 +19,7 @@ from recording_factory import write_recording
 from test_editor import field_input, type_into
 from test_log_viewer import ViewerApp, opened, write_log
 from textual.app import App
-from ui_waiting import opened_editor, wait_for
+from ui_waiting import editing, wait_for
 
 from tests.fleet.fake_fleet import NOW, ScriptedPoller, fleet_app, fleet_settings, scripted_readings
 from tui.bench.results import BurstResult
@@ -27,15 +27,13 @@ from tui.gpu.models import REASON_SW_POWER_CAP, GpuSample
 from tui.gpu.monitor import EndpointGpus
 from tui.paths import sample_configs_dir
 from tui.screens.alerts import AlertsScreen
-from tui.screens.detail import DetailScreen
-from tui.screens.gpus import GpuScreen
+from tui.screens.detail import DetailScreen, GpuScreen
 from tui.screens.tune import TuneScreen
 from tui.settings import EndpointSettings
 from tui.sources.fleet import FleetSource
 from tui.sources.updates import GpusPolled
 from tui.tune.result import TuneCell, TuneResult, ValueOutcome
 from tui.ui.app import SpectopApp
-from tui.ui.editor_app import EditorApp
 from tui.widgets.fleet_table import FleetTable
 
 SIZES = [(80, 24), (120, 36), (200, 50)]
@@ -157,16 +155,16 @@ async def test_editor_status_line_after_a_save(
     folder.mkdir(parents=True)
     target = folder / "config.toml"
     shutil.copy(sample_configs_dir() / "config.toml", target)
-    app = EditorApp(target)
-    async with app.run_test(size=size) as pilot:
-        screen = await opened_editor(pilot)
+    async with editing(target, size=size) as (pilot, screen):
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "3")
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: app.screen is not screen)
+        await wait_for(pilot, lambda: pilot.app.screen is not screen)
         await pilot.press("y")
-        await wait_for(pilot, lambda: target.with_name("config.toml.bak").exists() and app.screen is screen)
+        await wait_for(
+            pilot, lambda: target.with_name("config.toml.bak").exists() and pilot.app.screen is screen
+        )
         await pilot.pause()
-        assert_whole(app, ("vllm-deepseek-v3-mtp/config.toml", "previous version:", "config.toml.bak"))
+        assert_whole(pilot.app, ("vllm-deepseek-v3-mtp/config.toml", "previous version:", "config.toml.bak"))
 
 
 def cancelled_sweep() -> TuneResult:

@@ -31,7 +31,7 @@ def _card_text(app: SpectopApp, name: str) -> str:
     return str(card.render())
 
 
-async def test_replay_shows_one_card_per_endpoint_with_the_last_figures(
+async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
     replay_app: Callable[..., SpectopApp], recording: Path
 ) -> None:
     app = replay_app()
@@ -49,18 +49,19 @@ async def test_replay_shows_one_card_per_endpoint_with_the_last_figures(
         mtp_off = _card_text(app, "mtp-off")
         assert "accept     –" in mtp_off  # no drafting: a dash, never 0
         assert len(app.series.endpoint("mtp-on")) == STEPS
-
-
-async def test_replay_raises_and_clears_alerts(replay_app: Callable[..., SpectopApp]) -> None:
-    app = replay_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
         active = {(alert.endpoint, alert.kind) for alert in app.alerts.active()}
         assert active == {("mtp-on", "acceptance_critical")}  # one alert per condition, the worst
         cleared = {(alert.endpoint, alert.kind) for alert in app.alerts.cleared}
         assert ("llama-draft", "down") in cleared  # went down at step 100, back at 110
         assert ("llama-draft", "oom") in cleared  # the restart cleared the OOM
         assert "CRIT" in _card_text(app, "mtp-on")
+        # Three cards: 3 x 8 roomy rows + header + footer = 26 rows. 80x24 is too short for that,
+        # so the cards stay compact (every card visible); 80x30 has room for the roomy layout.
+        assert not any(card.roomy for card in cards)
+        assert "TTFT p50" not in _card_text(app, "mtp-on")  # compact: "TTFT p50/p95" on one line
+        await pilot.resize_terminal(80, 30)
+        await wait_for(pilot, lambda: all(card.roomy for card in app.screen.query(EndpointCard)))
+        assert "TTFT p50" in _card_text(app, "mtp-on")
         await pilot.press("a")
         assert isinstance(app.screen, AlertsScreen)
         await pilot.press("escape")
@@ -126,13 +127,21 @@ async def test_help_pause_speed_and_filter(replay_app: Callable[..., SpectopApp]
         assert all(card.display for card in app.screen.query(EndpointCard))
 
 
-async def test_theme_cycles_and_is_remembered(replay_app: Callable[..., SpectopApp], tmp_path: Path) -> None:
+async def test_theme_cycles_and_is_remembered_but_starting_up_writes_no_state(
+    replay_app: Callable[..., SpectopApp], tmp_path: Path
+) -> None:
+    state = tmp_path / "config-home" / "spectop" / "state.json"
+    app = replay_app(remember_theme_choice=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.replay_done)
+        await pilot.pause(0.2)
+    assert not state.exists()  # nothing chosen: nothing written, starting or quitting
     app = replay_app(remember_theme_choice=True)
     async with app.run_test(size=(80, 24)) as pilot:
         assert app.theme == "spectop-dark"
         await pilot.press("t")
         assert app.theme == "spectop-high-contrast"
-        await wait_for(pilot, lambda: (tmp_path / "config-home" / "spectop" / "state.json").is_file())
+        await wait_for(pilot, state.is_file)
     again = replay_app(remember_theme_choice=True)
     async with again.run_test(size=(80, 24)):
         assert again.theme == "spectop-high-contrast"
@@ -166,31 +175,6 @@ async def test_a_broken_recording_line_is_reported_not_fatal(
         messages = [notification.message for notification in app._notifications]
         assert any("bad.jsonl:2: not JSON" in message for message in messages)
         assert [card.endpoint for card in app.screen.query(EndpointCard)] == ["x"]
-
-
-async def test_starting_up_does_not_write_the_theme_state(
-    replay_app: Callable[..., SpectopApp], tmp_path: Path
-) -> None:
-    app = replay_app(remember_theme_choice=True)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
-        await pilot.pause(0.2)
-    assert not (tmp_path / "config-home" / "spectop" / "state.json").exists()
-
-
-async def test_cards_are_roomy_only_when_all_of_them_fit(replay_app: Callable[..., SpectopApp]) -> None:
-    # Three cards: 3 x 8 roomy rows + header + footer = 26 rows. 80x24 is too short for that,
-    # so the cards stay compact (every card visible); 80x30 has room for the roomy layout.
-    app = replay_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
-        await pilot.pause()
-        cards = list(app.screen.query(EndpointCard))
-        assert len(cards) == 3 and not any(card.roomy for card in cards)
-        assert "TTFT p50" not in _card_text(app, "mtp-on")  # compact: "TTFT p50/p95" on one line
-        await pilot.resize_terminal(80, 30)
-        await wait_for(pilot, lambda: all(card.roomy for card in app.screen.query(EndpointCard)))
-        assert "TTFT p50" in _card_text(app, "mtp-on")
 
 
 def test_replaying_a_file_that_is_not_a_recording_exits_2_before_any_screen(tmp_path: Path) -> None:

@@ -12,16 +12,14 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.strip import Strip
 from textual.widgets import Label, Static, Switch
-from ui_waiting import opened_editor, wait_for
+from ui_waiting import editing, wait_for
 
 from tui.paths import themes_dir
 from tui.state import remember_theme, remembered_theme, state_path
 from tui.ui.app import SpectopApp
-from tui.ui.editor_app import EditorApp
 from tui.ui.themes import load_theme_file, load_themes, next_theme
 from tui.widgets.config_field import ConfigFieldRow
-from tui.widgets.endpoint_card import EndpointCard
-from tui.widgets.palette import Palette
+from tui.widgets.endpoint_card import EndpointCard, Palette
 
 
 def test_shipped_themes_load() -> None:
@@ -132,13 +130,11 @@ async def test_switches_say_on_and_off(
         monkeypatch.setenv("NO_COLOR", "1")
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
-    app = EditorApp(config_toml)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await opened_editor(pilot)
-        row = app.screen.query_one("#field-speculative--enabled", ConfigFieldRow)
+    async with editing(config_toml) as (pilot, screen):
+        row = screen.query_one("#field-speculative--enabled", ConfigFieldRow)
         state = row.query_one("#unset", Label)
         assert str(state.render()).strip() == "on"
-        unset = app.screen.query_one("#field-model--trust_remote_code", ConfigFieldRow)
+        unset = screen.query_one("#field-model--trust_remote_code", ConfigFieldRow)
         assert str(unset.query_one("#unset", Label).render()).strip() == "off (not set)"
         switch = row.query_one(Switch)
         switch.focus()
@@ -146,7 +142,7 @@ async def test_switches_say_on_and_off(
         await pilot.pause()
         assert str(state.render()).strip() == "off"
         if no_color:
-            assert _coloured(_screen_strips(app)) == []
+            assert _coloured(_screen_strips(pilot.app)) == []
 
 
 async def test_a_placeholder_does_not_read_as_a_value_under_no_color(
@@ -155,15 +151,13 @@ async def test_a_placeholder_does_not_read_as_a_value_under_no_color(
     """Without colour a placeholder (the burst form's A+ example, the editor's "(not set)") looked exactly
     like typed text; it is in italics."""
     monkeypatch.setenv("NO_COLOR", "1")
-    app = EditorApp(config_toml)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await opened_editor(pilot)
+    async with editing(config_toml) as (pilot, screen):
         await pilot.pause()
-        field = app.screen.query_one("#field-model--served_model_name Input")
+        field = screen.query_one("#field-model--served_model_name Input")
         y = field.region.y
-        segments = [segment for segment in _screen_strips(app)[y] if "(not set)" in segment.text]
+        segments = [segment for segment in _screen_strips(pilot.app)[y] if "(not set)" in segment.text]
         assert segments and all(segment.style is not None and segment.style.italic for segment in segments)
-        assert _coloured(_screen_strips(app)) == []
+        assert _coloured(_screen_strips(pilot.app)) == []
 
 
 # --- card styles resolve their theme variables as Textual's CSS draws them

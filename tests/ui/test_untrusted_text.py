@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -18,15 +17,13 @@ from terminal_bytes import (
     OneScreenApp,
     assert_clean,
     assert_nothing_injected,
-    editing,
     region_text,
     terminal_output,
 )
 from textual.app import App, ComposeResult
-from textual.pilot import Pilot
 from textual.widgets import DataTable, Header, OptionList, Static, TabbedContent, TextArea
 from textual.widgets._toast import Toast
-from ui_waiting import wait_for
+from ui_waiting import editing, wait_for
 
 from tests.fleet.fake_fleet import fleet_app, fleet_settings
 from tests.fleet.fake_prometheus import FakePrometheus
@@ -65,9 +62,8 @@ async def server() -> AsyncIterator[ReplyServer]:
         yield s
 
 
-@asynccontextmanager
-async def hostile_app(server: ReplyServer, tmp_path: Path) -> AsyncIterator[tuple[SpectopApp, Pilot[int]]]:
-    """The app once the hostile model name is on the card and the hostile OOM line raised its alert."""
+async def test_card_toast_detail_log_pane_and_alerts(server: ReplyServer, tmp_path: Path) -> None:
+    """One live app, once the hostile model name is on the card and the hostile OOM line raised its alert."""
     log = tmp_path / "server.log"  # appears once the app runs: the tailer then reads it from its start
     endpoint = EndpointSettings(name="x", url=server.url, backend="vllm", log_file=log)
     settings = Settings(poll_interval_s=0.25, window_s=1.0, alerts=AlertSettings(sustained_s=0.5),
@@ -79,34 +75,16 @@ async def hostile_app(server: ReplyServer, tmp_path: Path) -> AsyncIterator[tupl
         log.write_text(OOM_LINE + "\n" + f"(APIServer pid=1) INFO 05-01 14:39:07 [x.py:1] {HOSTILE}\n")
         await wait_for(pilot, lambda: any(alert.kind == "oom" for alert in app.alerts.active("x")))
         await wait_for(pilot, lambda: "CUDA out of memory" in str(card.render()))
-        yield app, pilot
-
-
-async def test_card(server: ReplyServer, tmp_path: Path) -> None:
-    async with hostile_app(server, tmp_path) as (app, pilot):
-        card = app.screen.query_one(EndpointCard)
+        await wait_for(pilot, lambda: bool(app.screen.query(Toast)))  # first: a toast goes after 6 s
+        await assert_nothing_injected(pilot, app.screen.query(Toast).last(), "memory. evil")
         await assert_nothing_injected(pilot, card, "x · vllm · evil")  # the title: the model name
         await assert_nothing_injected(pilot, card, "CUDA out of memory. evil")  # the badge line: the alert
-
-
-async def test_toast(server: ReplyServer, tmp_path: Path) -> None:
-    async with hostile_app(server, tmp_path) as (app, pilot):
-        await wait_for(pilot, lambda: bool(app.screen.query(Toast)))
-        await assert_nothing_injected(pilot, app.screen.query(Toast).last(), "memory. evil")
-
-
-async def test_detail_screen_and_log_pane(server: ReplyServer, tmp_path: Path) -> None:
-    async with hostile_app(server, tmp_path) as (app, pilot):
         await app.push_screen(DetailScreen(app.context, "x"))
         await wait_for(pilot, lambda: bool(app.screen.query(LogPane) and app.screen.query("HeaderTitle")))
         await assert_nothing_injected(pilot, app.screen.query_one(Header), "x · vllm · evil")
-        log = app.screen.query_one(LogPane)
-        await assert_nothing_injected(pilot, log, "CUDA out of memory. evil")
-        await assert_nothing_injected(pilot, log, "14:39:07 evil")
-
-
-async def test_alerts_screen(server: ReplyServer, tmp_path: Path) -> None:
-    async with hostile_app(server, tmp_path) as (app, pilot):
+        log_pane = app.screen.query_one(LogPane)
+        await assert_nothing_injected(pilot, log_pane, "CUDA out of memory. evil")
+        await assert_nothing_injected(pilot, log_pane, "14:39:07 evil")
         await app.push_screen(AlertsScreen(app.board.alerts))
         await wait_for(pilot, lambda: bool(app.screen.query(DataTable)))
         await assert_nothing_injected(pilot, app.screen.query_one(DataTable), "CUDA out of memory. evil")
@@ -271,29 +249,21 @@ def test_spectop_apps_install_the_net(tmp_path: Path) -> None:
 async def test_raw_view_of_a_file_with_control_bytes(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(f'[model]\nname = "{HOSTILE}"\n', encoding="utf-8")
-    async with editing(config) as (pilot, screen):
+    async with editing(config, size=(100, 24)) as (pilot, screen):
         assert screen.query_one(TabbedContent).active == "raw-pane"
         raw_view = screen.query_one("#raw", TextArea)
         await assert_nothing_injected(pilot, raw_view, "]0;PWNED[2J]52;c;aGVsbG8=evil", raw=CONTROLS)
 
 
-async def test_field_view_of_an_escaped_control_character(tmp_path: Path) -> None:
-    async with editing(hostile_config(tmp_path / "config.toml")) as (pilot, screen):
+async def test_field_launch_and_lint_views_of_a_hostile_model_name(tmp_path: Path) -> None:
+    config = hostile_config(tmp_path / "config.toml")
+    config.write_text(config.read_text() + '[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 2\n')
+    async with editing(config, size=(100, 24)) as (pilot, screen):
         assert screen.document is not None
         field = screen.query_one("#field-model--name Input")
         await assert_nothing_injected(pilot, field, "aGVsbG8=evil31m", raw=CONTROLS)
-
-
-async def test_launch_tab_of_an_escaped_control_character(tmp_path: Path) -> None:
-    async with editing(hostile_config(tmp_path / "config.toml")) as (pilot, screen):
         await pilot.press("f5")  # the launch tab
         await assert_nothing_injected(pilot, screen.query_one("#launch-text"), "evil", raw=CONTROLS)
-
-
-async def test_lint_findings_quoting_a_hostile_model_name(tmp_path: Path) -> None:
-    config = hostile_config(tmp_path / "config.toml")
-    config.write_text(config.read_text() + '[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 2\n')
-    async with editing(config) as (pilot, screen):
         await pilot.press("f4")
         lint = screen.query_one("#lint-list", OptionList)
         await wait_for(pilot, lambda: "MTP heads" in region_text(pilot.app, lint))
@@ -307,7 +277,7 @@ async def test_lint_findings_quoting_a_hostile_model_name(tmp_path: Path) -> Non
 async def test_editor_status_line_of_a_file_named_with_control_characters(tmp_path: Path) -> None:
     config = tmp_path / f"c{HOSTILE}.toml"
     config.write_text('[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 2\n', encoding="utf-8")
-    async with editing(config) as (pilot, screen):
+    async with editing(config, size=(100, 24)) as (pilot, screen):
         await assert_nothing_injected(pilot, screen.query_one("#editor-title"), "evil")
         await assert_nothing_injected(pilot, screen.query_one("#editor-status"), "evil")
 

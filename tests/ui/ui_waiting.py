@@ -3,7 +3,8 @@ is a hang guard, never an assertion about speed); and keys sent as a terminal se
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,17 @@ async def opened_editor(pilot: Pilot[Any]) -> EditorScreen:
     await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded, "the editor")
     assert isinstance(app.screen, EditorScreen)
     return app.screen
+
+
+@asynccontextmanager
+async def editing(
+    path: Path, *, size: tuple[int, int] = (80, 24), **options: Any
+) -> AsyncIterator[tuple[Pilot[Any], EditorScreen]]:
+    """`spectop edit path` (EditorApp's `options`) in a headless terminal, once the file is loaded."""
+    from tui.ui.editor_app import EditorApp  # here: tests of the first frame import this module
+
+    async with EditorApp(path, **options).run_test(size=size) as pilot:
+        yield pilot, await opened_editor(pilot)
 
 
 async def wait_for_dashboard(pilot: Pilot[Any]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from textual.app import App
 
 from tui.ui.terminal_guard import run_app
-from tui.widgets.worker_errors import KeepsRecoveryNotes, print_recovery_notes
+from tui.widgets.messages import KeepsRecoveryNotes, print_recovery_notes
 
 
 class NoTerminalError(Exception):

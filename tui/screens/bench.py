@@ -40,11 +40,15 @@ from tui.format import fmt_latency, fmt_tokens_per_s
 from tui.gpu.burst import watch_for
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
-from tui.widgets.edit_mode import FieldInput
+from tui.widgets.edit_mode import FieldInput, OnOff
 from tui.widgets.footer import Footer
-from tui.widgets.messages import BurstFailed, BurstFinished, BurstHistoryLoaded, BurstProgressed
-from tui.widgets.on_off import OnOff
-from tui.widgets.worker_errors import ReportsWorkerFailures
+from tui.widgets.messages import (
+    BurstFailed,
+    BurstFinished,
+    BurstHistoryLoaded,
+    BurstProgressed,
+    ReportsWorkerFailures,
+)
 
 MAX_USER_PROMPT_FILES = 20
 

@@ -21,7 +21,7 @@ from tui.widgets.card_view import CHART_LINES, CHART_MIN_WIDTH, CardData
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import TREND_COLUMNS, EndpointTable
 from tui.widgets.figure_table import wrap_whole
-from tui.widgets.footer import Footer
+from tui.widgets.footer import BottomInput, Footer
 from tui.widgets.gpu_panel import GpuStrip, card_gpu_line
 from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
@@ -80,8 +80,6 @@ class DashboardScreen(EndpointScreen):
     DashboardScreen #table, DashboardScreen #fleet-table { display: none; }
     DashboardScreen.table-view #table, DashboardScreen.table-view #fleet-table { display: block; }
     DashboardScreen.table-view #cards-scroll { display: none; }
-    DashboardScreen #card-filter { dock: bottom; display: none; }
-    DashboardScreen #card-filter.visible { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_detail", "Open", key_display="⏎", tooltip="detail screen of the card"),
@@ -154,11 +152,7 @@ class DashboardScreen(EndpointScreen):
                 id="table", choice=self.context.table_choice, on_chosen=self.context.remember_table
             )
         )
-        yield Input(
-            placeholder="filter endpoints by name (Enter keeps it, Escape clears)",
-            id="card-filter",
-            disabled=True,
-        )
+        yield BottomInput("filter endpoints by name (Enter keeps it, Escape clears)", id="card-filter")
         yield Footer(compact=True)
 
     async def on_mount(self) -> None:
@@ -457,7 +451,7 @@ class DashboardScreen(EndpointScreen):
         self.app.push_screen(DetailScreen(self.context, name))
 
     def action_gpus(self) -> None:
-        from tui.screens.gpus import GpuScreen
+        from tui.screens.detail import GpuScreen
 
         card = self._focused_card()
         self.app.push_screen(GpuScreen(self.context, card.endpoint if card is not None else None))
@@ -479,16 +473,10 @@ class DashboardScreen(EndpointScreen):
             opener(name)
 
     def action_filter(self) -> None:
-        box = self.query_one("#card-filter", Input)
-        box.disabled = False
-        box.add_class("visible")
-        box.focus()
+        self.query_one("#card-filter", BottomInput).open()
 
     def action_clear_filter(self) -> None:
-        box = self.query_one("#card-filter", Input)
-        box.value = ""
-        box.remove_class("visible")
-        box.disabled = True
+        self.query_one("#card-filter", BottomInput).close(clear=True)
         self._apply_filter("")
         cards = self._visible_cards()
         if self.view == "table":
@@ -503,8 +491,7 @@ class DashboardScreen(EndpointScreen):
     @on(Input.Submitted, "#card-filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
         if not event.value:
-            event.input.remove_class("visible")
-            event.input.disabled = True
+            self.query_one("#card-filter", BottomInput).close()
         cards = self._visible_cards()
         if self.view == "table":
             self._table().focus()

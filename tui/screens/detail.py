@@ -1,4 +1,5 @@
-"""One endpoint in depth: charts over 1 / 5 / 30 minutes, every figure, and its log."""
+"""One endpoint in depth: charts over 1 / 5 / 30 minutes, every figure, and its log; and the GPUs, one row per
+GPU (`g`), as nvitop shows them, with their processes where NVML lists them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.events import Resize
 from textual.widgets import Header, Input, Static
 
@@ -17,9 +19,8 @@ from tui.sanitize import safe_line
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.widgets.chart import ACCEPTANCE_CHART, TOKENS_CHART, TTFT_CHART, Chart, ChartSpec, TimeAxis
 from tui.widgets.figure_table import FigureTable
-from tui.widgets.footer import Footer
-from tui.widgets.gpu_panel import GpuCharts
-from tui.widgets.gpu_rows import GpuRowsPane
+from tui.widgets.footer import BottomInput, Footer
+from tui.widgets.gpu_panel import GpuCharts, GpuRowsPane, screen_lines
 from tui.widgets.log_pane import LogPane
 from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
@@ -41,8 +42,6 @@ class DetailScreen(EndpointScreen):
     DetailScreen #charts { width: 1fr; padding: 0 1 0 1; }
     DetailScreen #charts-title { height: 1; color: $text-muted; }
     DetailScreen Chart { height: 1fr; }
-    DetailScreen #log-filter { dock: bottom; display: none; }
-    DetailScreen #log-filter.visible { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", tooltip="back (or clear the filter)"),
@@ -83,9 +82,7 @@ class DetailScreen(EndpointScreen):
         yield GpuCharts(id="gpu-charts")
         yield GpuRowsPane(id="gpu-rows")
         yield LogPane(id="log")
-        yield Input(
-            placeholder="show only log lines containing… (Escape clears)", id="log-filter", disabled=True
-        )
+        yield BottomInput("show only log lines containing… (Escape clears)", id="log-filter")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -175,8 +172,7 @@ class DetailScreen(EndpointScreen):
         return True
 
     def action_back(self) -> None:
-        box = self.query_one("#log-filter", Input)
-        if box.has_class("visible"):
+        if self.query_one("#log-filter", BottomInput).is_open:
             self._close_filter(clear=True)
             return
         self.app.pop_screen()
@@ -199,18 +195,13 @@ class DetailScreen(EndpointScreen):
         self.context.open_editor(self.endpoint)
 
     def action_gpus(self) -> None:
-        from tui.screens.gpus import GpuScreen
-
         self.app.push_screen(GpuScreen(self.context, self.endpoint))
 
     def action_log_viewer(self) -> None:
         self.context.open_log(self.endpoint)
 
     def action_filter(self) -> None:
-        box = self.query_one("#log-filter", Input)
-        box.disabled = False
-        box.add_class("visible")
-        box.focus()
+        self.query_one("#log-filter", BottomInput).open()
 
     def action_open_detail(self) -> None:
         """Already here (the command palette offers it everywhere)."""
@@ -227,9 +218,58 @@ class DetailScreen(EndpointScreen):
         self._close_filter(clear=not event.value.strip())
 
     def _close_filter(self, *, clear: bool) -> None:
-        box = self.query_one("#log-filter", Input)
-        if clear and box.value:
-            box.value = ""
-        box.remove_class("visible")
-        box.disabled = True
+        self.query_one("#log-filter", BottomInput).close(clear=clear)
         self.query_one(LogPane).focus()
+
+
+class GpuScreen(EndpointScreen):
+    DEFAULT_CSS = """
+    GpuScreen #gpu-rows { padding: 0 1; }
+    GpuScreen #gpu-rows-text { width: 100%; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", tooltip="back to the screen before"),
+        Binding("g", "back", "Back", show=False, tooltip="back to the screen before"),
+    ]
+
+    def __init__(self, context: ScreenContext, endpoint: str | None = None) -> None:
+        super().__init__(context)
+        self.endpoint = endpoint  # the endpoint it was opened from: its GPUs first
+
+    @property
+    def endpoint_in_view(self) -> str | None:
+        return self.endpoint
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        with VerticalScroll(id="gpu-rows"):
+            yield Static(id="gpu-rows-text")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.sub_title = "GPUs, one row each"
+        self._show()
+        self.query_one("#gpu-rows", VerticalScroll).focus()
+
+    def on_resize(self, event: Resize) -> None:
+        self._show()
+
+    def on_endpoint_updated(self, message: EndpointUpdated) -> None:
+        if message.log_line is None:
+            self._show()
+
+    def on_endpoints_updated(self, message: EndpointsUpdated) -> None:
+        self._show()
+
+    def lines(self) -> list[Content]:
+        board = self.context.board
+        views = dict(board.gpus)
+        if self.endpoint in views:  # the endpoint it was opened from first
+            views = {self.endpoint: views[self.endpoint], **views}
+        return screen_lines(views, board.gpu_shared, max(20, self.size.width - 4))
+
+    def _show(self) -> None:
+        self.query_one("#gpu-rows-text", Static).update(Content("\n").join(self.lines()))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

@@ -26,13 +26,12 @@ from tui.configs.lint import Finding
 from tui.configs.restart import HEALTH_TIMEOUT_S
 from tui.sanitize import safe_line
 from tui.screens.editor_form import FieldChange
-from tui.screens.editor_recovery import write_recovery
-from tui.screens.editor_saving import EditorSaving
+from tui.screens.editor_saving import EditorSaving, write_recovery
 from tui.widgets.config_dialogs import ConfirmDialog
 from tui.widgets.config_field import MISSING, ConfigFieldRow
 from tui.widgets.edit_mode import EDITING_HINT, FieldInput, RawTextArea
 from tui.widgets.footer import Footer
-from tui.widgets.worker_errors import ReportsWorkerFailures
+from tui.widgets.messages import ReportsWorkerFailures
 
 FIELD_KEYS = "the field below / above (the form scrolls to it)"
 PAGE_KEYS = "a page of fields down / up"

@@ -1,25 +1,63 @@
-"""The config editor's form: rows built from the schema, field edits applied to the document, and
-raw-text edits parsed back into it."""
+"""The config editor's form and views kept in step with its document: rows built from the schema, field
+edits applied to the document, raw-text edits parsed back into it; the title, lint list, launch command,
+status line, and moving between tabs."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from textual.containers import VerticalScroll
-from textual.widgets import Static, TextArea
+from textual.content import Content
+from textual.css.query import QueryError
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import OptionList, Select, Static, Switch, TabbedContent, TextArea
+from textual.widgets.option_list import Option
 
-from tui.configs.document import KeyPath, dotted, load_document
-from tui.configs.editing import (
-    set_value,
-)
+from tui.configs.document import ConfigDocument, KeyPath, dotted, load_document
+from tui.configs.editing import set_value
 from tui.configs.errors import ConfigError, ConfigSyntaxError
+from tui.configs.kinds import KIND_TITLES, ConfigKind
+from tui.configs.launch import LaunchFormat, render_launch
+from tui.configs.lint import Finding, lint_document
 from tui.configs.schemas import field_spec, field_specs, shown_value, typed_value, unknown_keys
-from tui.screens.editor_views import EditorViews, syntax_message
+from tui.paths import home_dir
+from tui.sanitize import safe_line, safe_text
 from tui.widgets.config_field import MISSING, ConfigFieldRow, value_text
-from tui.widgets.edit_mode import EDITING_HINT
+from tui.widgets.edit_mode import EDIT_HINT, EDITING_HINT, FieldInput
 from tui.widgets.messages import ConfigFieldEdited
+
+_SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i"}
+FIELD_HINTS = {FieldInput: EDIT_HINT, Select: "enter opens the choices", Switch: "enter or space switches it"}
+
+
+def file_text(text: str) -> Content:
+    """A label quoting the file (a model name, an unknown key): controls made visible, no markup."""
+    return Content(safe_text(text))
+
+
+def short_path(path: Path, width: int) -> str:
+    """`path` relative to the working folder or `~` when under them; too long, its leading folders "…/"."""
+    text = str(path)
+    with contextlib.suppress(ValueError):
+        text = str(Path(os.path.abspath(path)).relative_to(Path.cwd()))
+    home = str(home_dir())
+    if text.startswith(home + os.sep):
+        text = "~" + text[len(home) :]
+    parts = text.split(os.sep)
+    while len(text) > width and len(parts) > 2:
+        parts = ["…", *parts[2:]] if parts[0] == "…" else ["…", *parts[1:]]
+        text = os.sep.join(parts)
+    return text
+
+
+def syntax_message(error: ConfigSyntaxError) -> str:
+    return f"syntax error at line {error.line}, column {error.column}: {error.reason}"
 
 
 @dataclass
@@ -30,12 +68,167 @@ class FieldChange:
     text_after: str
 
 
-class EditorForm(EditorViews):
-    """The form and the edits (views below, saving above)."""
+class EditorForm(Screen[None]):
+    """The editor's views kept in step with its document (the form, the raw text, lint, launch, the status
+    line) and the edits made in them; saving is above (EditorSaving)."""
 
+    # The editor's state (set in EditorScreen.__init__), shared by the views, the form and saving.
+    path: Path
+    kind: ConfigKind | None
+    document: ConfigDocument | None
+    syntax_error: ConfigSyntaxError | None
+    saved_text: str
+    findings: list[Finding]
+    launch_format: LaunchFormat
+    loaded: bool
+    _opening_focus: Widget | None
+    _raw_shown_text: str
+    _rows: dict[KeyPath, ConfigFieldRow]
     _undo: list[FieldChange]  # one entry per field change, newest last
     _form_lock: asyncio.Lock
     _form_wanted: bool
+
+    def _value(self, path: KeyPath) -> Any:
+        if self.document is None or not self.document.has(path):
+            return MISSING
+        return self.document.get(path)
+
+    def _load_raw(self, text: str) -> None:
+        raw = self.query_one("#raw", TextArea)
+        location = raw.cursor_location
+        raw.load_text(text)
+        self._raw_shown_text = raw.text
+        last_row = raw.document.line_count - 1
+        row = min(location[0], last_row)
+        raw.move_cursor((row, min(location[1], len(raw.document.get_line(row)))))
+
+    def _set_document(
+        self, document: ConfigDocument, *, origin: KeyPath | None = None, from_raw: bool = False
+    ) -> None:
+        self.document = document
+        self.syntax_error = None
+        if not from_raw:
+            self._load_raw(document.text)
+        for path, row in self._rows.items():
+            if path != origin:
+                if from_raw:
+                    row.set_error(None)
+                row.show(self._value(path))
+            else:  # its Input keeps what was typed; the row knows the value is applied (not pending)
+                row.applied(self._value(path))
+        self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        modified = self.current_text() != self.saved_text
+        kind_title = KIND_TITLES.get(self.kind or "", "")
+        marker = " · modified" if modified else ""
+        self.query_one("#editor-title", Static).update(safe_line(f"{self.path} · {kind_title}{marker}"))
+        lint_list = self.query_one("#lint-list", OptionList)
+        lint_list.clear_options()
+        if self.document is None:
+            self.findings = []
+            error = self.syntax_error
+            if error is not None:
+                label = f"✗ L{error.line}:{error.column} syntax: {error.reason}"
+                lint_list.add_option(Option(file_text(label), id="syntax"))
+            self.query_one("#launch-text", Static).update("(the file does not parse)")
+            self.query_one(TabbedContent).get_tab("lint").label = "Lint ✗"
+            return
+        self.findings = lint_document(self.document)
+        for index, finding in enumerate(self.findings):
+            line = f"L{finding.line}" if finding.line else "  "
+            label = (
+                f"{_SEVERITY_MARK[finding.severity]} {line} [{finding.id}] {finding.message}\n"
+                f"    fix: {finding.fix}"
+            )
+            lint_list.add_option(Option(file_text(label), id=str(index)))  # findings quote the file
+        if not self.findings:
+            lint_list.add_option(Option("no findings", disabled=True))
+        errors = sum(finding.severity == "error" for finding in self.findings)
+        self.query_one(TabbedContent).get_tab("lint").label = f"Lint ({len(self.findings)})" + (
+            f" ✗{errors}" if errors else ""
+        )
+        try:
+            launch = render_launch(self.document.kind, self.document.data, self.launch_format)
+        except ConfigError as error:
+            launch = f"(no launch command: {error})"
+        self.query_one("#launch-text", Static).update(safe_text(launch))
+
+    def current_text(self) -> str:
+        if self.document is not None:
+            return self.document.text
+        return self.query_one("#raw", TextArea).text
+
+    def unsaved_text(self) -> str | None:
+        """The text with the user's edits when it differs from the saved file, else None."""
+        candidates = []
+        try:
+            candidates.append(self.query_one("#raw", TextArea).text)
+        except QueryError:  # unmounted (the app is failing): the last text the raw view held
+            if self._raw_shown_text:
+                candidates.append(self._raw_shown_text)
+        if self.document is not None:
+            candidates.append(self.document.text)
+        return next((text for text in candidates if text != self.saved_text), None)
+
+    def set_status(self, message: str, *, error: bool = False) -> None:
+        status = self.query_one("#editor-status", Static)
+        status.update(safe_line(message))  # it may quote the file's name, keys or values
+        status.set_class(error, "-error")
+        self.call_after_refresh(self._scroll_to_focused_field)  # a status of other height moves the form
+
+    def _scroll_to_focused_field(self) -> None:
+        row = self._row_of(self.focused) if self.focused is not None else None
+        if row is not None:
+            self.query_one("#form-fields").scroll_to_widget(row, animate=False)
+
+    def _goto_line(self, line: int, column: int = 1) -> None:
+        self.query_one(TabbedContent).active = "raw-pane"
+        raw = self.query_one("#raw", TextArea)
+        row = max(0, min(line - 1, raw.document.line_count - 1))
+        raw.move_cursor((row, max(0, min(column - 1, len(raw.document.get_line(row))))), center=True)
+        raw.focus()
+
+    def _goto_syntax_error(self) -> None:
+        error = self.syntax_error
+        if error is None:
+            return
+        self._goto_line(error.line, error.column)
+        self.set_status(syntax_message(error), error=True)
+
+    def action_show_tab(self, tab: str) -> None:
+        tab_id = "raw-pane" if tab == "raw" else tab
+        self.query_one(TabbedContent).active = tab_id
+        widget = self._tab_focus_target(tab_id)
+        if isinstance(widget, OptionList) and widget.highlighted is None and widget.option_count:
+            widget.highlighted = 0  # enter on the first finding jumps to its line at once
+        widget.focus()
+
+    def _tab_focus_target(self, tab_id: str) -> Widget:
+        """What a tab focuses when shown: the form's first field (else the form), the raw text, the list."""
+        if tab_id == "form":
+            rows = list(self._rows.values())
+            if rows:
+                return rows[0].query_one("#value")
+        targets = {
+            "form": "#form-fields",
+            "raw-pane": "#raw",
+            "lint": "#lint-list",
+            "launch": "#launch-scroll",
+        }
+        return self.query_one(targets[tab_id])
+
+    def _row_of(self, widget: Widget) -> ConfigFieldRow | None:
+        """The form row whose value `widget` is (None: another widget, a choice's open list)."""
+        row = widget.parent.parent if widget.id == "value" and widget.parent is not None else None
+        return row if isinstance(row, ConfigFieldRow) else None
+
+    def _field_status(self, row: ConfigFieldRow, widget: Widget) -> str:
+        hint = next((text for kind, text in FIELD_HINTS.items() if isinstance(widget, kind)), "")
+        return f"{dotted(row.spec.path)}: {hint} · ↑↓ other fields"
+
+    def action_flip_view(self) -> None:
+        self.action_show_tab("form" if self.query_one(TabbedContent).active == "raw-pane" else "raw")
 
     async def _build_form(self) -> None:
         """Rebuild the form from the document; returns once a build that started after the call is done.

@@ -1,4 +1,5 @@
-"""The config editor's file: opening it, checking what would be saved, the diff, writing, restarting."""
+"""The config editor's file: opening it, checking what would be saved, the diff, writing, restarting; and
+where it keeps unsaved edits when it fails (beside the file, else the data folder)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import httpx
 from textual import work
 from textual.widgets import Static, TabbedContent, TextArea
 
-from tui.configs.atomic import BACKUP_SUFFIX, FileStamp, changed_on_disk
+from tui.configs.atomic import BACKUP_SUFFIX, FileStamp, changed_on_disk, write_file
 from tui.configs.document import dotted, load_document
 from tui.configs.editing import (
     ChangedOnDiskError,
@@ -23,11 +24,38 @@ from tui.configs.editing import (
 )
 from tui.configs.errors import ConfigError, ConfigSyntaxError
 from tui.configs.kinds import KIND_TITLES, ConfigKind
+from tui.paths import user_data_dir
 from tui.sanitize import safe_line, safe_text
-from tui.screens.editor_form import EditorForm
-from tui.screens.editor_recovery import recovery_path
-from tui.screens.editor_views import short_path
+from tui.screens.editor_form import EditorForm, short_path
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
+
+RECOVERY_SUFFIX = ".spectop-recovery"
+
+
+def recovery_path(path: Path) -> Path:
+    """Where unsaved edits of `path` go when the editor fails: `FILE.spectop-recovery` beside it."""
+    return path.with_name(path.name + RECOVERY_SUFFIX)
+
+
+def fallback_recovery_path(path: Path) -> Path:
+    """When the file's folder is not writable: `$XDG_DATA_HOME/spectop/recovery/FILE.spectop-recovery`."""
+    return user_data_dir() / "recovery" / (path.name + RECOVERY_SUFFIX)
+
+
+def write_recovery(path: Path, text: str) -> str:
+    """Write `text` (unsaved edits of `path`) beside it, else in the recovery folder; a note saying where."""
+    problems = []
+    for target in (recovery_path(path), fallback_recovery_path(path)):
+        try:
+            write_file(target, text)  # synchronous on purpose: the app is going down
+        except OSError as error:
+            problems.append(f"{target}: {error.strerror or error}")
+            continue
+        return (
+            f"spectop: the editor failed; your unsaved edits of {path} were saved to {target} "
+            f"(compare: diff {path} {target})"
+        )
+    return f"spectop: the editor failed and the unsaved edits could not be saved ({'; '.join(problems)})"
 
 
 class EditorSaving(EditorForm):

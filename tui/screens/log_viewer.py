@@ -20,7 +20,7 @@ from tui.format import fmt_count
 from tui.sanitize import safe_line
 from tui.telemetry.log_window import LogWindow, line_level
 from tui.telemetry.logs.display import display_line, figure_spans, is_access
-from tui.widgets.footer import Footer
+from tui.widgets.footer import BottomInput, Footer
 
 FOLLOW_EVERY_S = 0.5
 LEVEL_STYLES = {"error": "$error bold", "warning": "$warning", "info": ""}
@@ -165,8 +165,6 @@ class LogView(Widget, can_focus=True):
 class LogViewerScreen(Screen[None]):
     DEFAULT_CSS = """
     LogViewerScreen #log-status { height: 1; padding: 0 1; color: $text-muted; }
-    LogViewerScreen #log-search { dock: bottom; display: none; }
-    LogViewerScreen #log-search.visible { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", tooltip="back / close search"),
@@ -196,7 +194,7 @@ class LogViewerScreen(Screen[None]):
         yield Header(icon="◆")
         yield LogView(self.window, id="log-view")
         yield Static(id="log-status", markup=False)
-        yield Input(placeholder="search (enter: go, escape: close)", id="log-search", disabled=True)
+        yield BottomInput("search (enter: go, escape: close)", id="log-search")
         yield Footer(compact=True)
 
     async def on_mount(self) -> None:
@@ -364,11 +362,9 @@ class LogViewerScreen(Screen[None]):
     # --- search box --------------------------------------------------------------------------------------
 
     def action_search(self) -> None:
-        box = self.query_one("#log-search", Input)
-        box.disabled = False
-        box.add_class("visible")
+        box = self.query_one("#log-search", BottomInput)
         box.value = self.view.search
-        box.focus()
+        box.open()
 
     @on(Input.Submitted, "#log-search")
     async def _search_submitted(self, event: Input.Submitted) -> None:
@@ -382,13 +378,11 @@ class LogViewerScreen(Screen[None]):
         self._status()
 
     def _close_search(self) -> None:
-        box = self.query_one("#log-search", Input)
-        box.remove_class("visible")
-        box.disabled = True
+        self.query_one("#log-search", BottomInput).close()
         self.view.focus()
 
     def action_back(self) -> None:
-        if self.query_one("#log-search", Input).has_class("visible"):
+        if self.query_one("#log-search", BottomInput).is_open:
             self._close_search()
             return
         self.app.pop_screen()

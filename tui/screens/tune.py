@@ -37,6 +37,7 @@ from tui.widgets.footer import Footer
 from tui.widgets.messages import HealthChecked, RestartStarted
 
 DEFAULT_LOADS = "1,8"
+DEFAULT_REQUESTS = 16
 SPARK_WIDTH = 12
 
 
@@ -86,17 +87,18 @@ def tune_rows(result: TuneResult) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def column_width(header: list[str], rows: list[list[str]], index: int) -> int:
+    """The widest text of a column, its header's or a cell's (never cut)."""
+    return max([len(header[index]), *(len(row[index]) for row in rows)])
+
+
 def fitting_columns(
     header: list[str], rows: list[list[str]], concurrencies: list[int], width: int
 ) -> tuple[list[int], str]:
     """The columns that fit `width` whole (fewer CIs, then fewer concurrencies), and what was left out."""
 
     def cells(index: int) -> int:
-        return (
-            max(len(header[index]), *(len(row[index]) for row in rows)) + 2
-            if rows
-            else len(header[index]) + 2
-        )
+        return column_width(header, rows, index) + 2
 
     every = list(range(len(header)))
     if sum(map(cells, every)) <= width:
@@ -143,7 +145,6 @@ class TuneScreen(Screen[None]):
         *,
         on_finished: Callable[[TuneResult], None] | None = None,
         on_calibrated: Callable[[StepCostModel], None] | None = None,
-        requests: int = 16,
         max_tokens: int = 64,
         health_timeout_s: float = 60.0,
         client: httpx.AsyncClient | None = None,
@@ -153,7 +154,6 @@ class TuneScreen(Screen[None]):
         self.client = client  # the app's (None: the sweep opens its own)
         self.on_finished = on_finished
         self.on_calibrated = on_calibrated
-        self.requests = requests
         self.max_tokens = max_tokens
         self.health_timeout_s = health_timeout_s
         self.result: TuneResult | None = None
@@ -173,7 +173,7 @@ class TuneScreen(Screen[None]):
             yield Label("loads")
             yield FieldInput(DEFAULT_LOADS, id="loads")
             yield Label("n")
-            yield FieldInput(str(self.requests), id="requests")
+            yield FieldInput(str(DEFAULT_REQUESTS), id="requests")
         yield Static(
             "ctrl+r: run   c: calibrate   escape: cancel (restores) / close   a: apply best",
             id="progress",
@@ -247,10 +247,7 @@ class TuneScreen(Screen[None]):
         shown, left_out = fitting_columns(header, rows, result.concurrencies, max(20, self.size.width - 2))
         table.clear(columns=True)
         for index in shown:
-            width = (
-                max(len(header[index]), *(len(row[index]) for row in rows)) if rows else len(header[index])
-            )
-            table.add_column(header[index], width=width)  # wide enough for every figure: never cut
+            table.add_column(header[index], width=column_width(header, rows, index))
         for row in rows:
             table.add_row(*(row[index] for index in shown))
         self._left_out = left_out
@@ -378,15 +375,10 @@ class TuneScreen(Screen[None]):
         elif not self.applying:
             self.dismiss()
 
-    def _apply_concurrency(self) -> int | None:
-        if self.result is None or not self.result.concurrencies:
-            return None
-        return self.result.concurrencies[0]
-
     def action_apply_best(self) -> None:
         if self.running or self.applying or self.result is None or self.tune is None:
             return
-        concurrency = self._apply_concurrency()
+        concurrency = self.result.concurrencies[0] if self.result.concurrencies else None
         best = self.result.best.get(concurrency) if concurrency is not None else None
         if best is None or concurrency is None:
             self._say("nothing to apply: no value was measured", error=True)

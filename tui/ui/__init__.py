@@ -1,2 +1,2 @@
-"""The Textual app shell: the two apps, their typed messages, themes and the app-wide mixins (render and
-dispatch only; the figures come from the core)."""
+"""The Textual app shell: the two apps on one base, themes and the terminal guard (render and dispatch only;
+the figures come from the core)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -27,7 +27,6 @@ from tui.fit_text import fit_words, subtitle_room
 from tui.sanitize import safe_line, safe_text
 from tui.screens.context import EndpointScreen, ScreenContext
 from tui.screens.dashboard import DashboardScreen
-from tui.screens.help import HelpScreen
 from tui.settings import EndpointSettings, Settings
 from tui.sources import LiveSource, ReplaySource, Source
 from tui.sources.updates import Finished, Notice, ReadingsArrived, Update
@@ -36,15 +35,9 @@ from tui.telemetry.alerts import Alert, AlertEngine
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import DEFAULT_MAX_MB
 from tui.telemetry.series import SeriesStore
-from tui.ui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
-from tui.ui.terminal_guard import GuardsDrawnText, exit_on_signals, restore_signals
-from tui.ui.themes import (
-    DEFAULT_THEME,
-    FOOTER_CSS,
-    honour_no_color,
-    load_themes,
-    next_theme,
-)
+from tui.ui.base import SpectopBase, app_bindings
+from tui.ui.terminal_guard import exit_on_signals, restore_signals
+from tui.ui.themes import DEFAULT_THEME, load_themes, next_theme
 from tui.widgets.card_view import CardData
 from tui.widgets.messages import (
     EndpointsUpdated,
@@ -53,7 +46,6 @@ from tui.widgets.messages import (
     RestartExited,
     RestartStarted,
 )
-from tui.widgets.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
 
 if TYPE_CHECKING:
     from tui.advice.guard_control import GuardController, GuardFacts
@@ -79,14 +71,11 @@ def fit_parts(parts: list[str], width: int) -> list[str]:
     return kept
 
 
-class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, GuardsDrawnText, App[int]):
+class SpectopApp(SpectopBase[int]):
     TITLE = "spectop"
-    CSS = FOOTER_CSS
     ENABLE_COMMAND_PALETTE = True
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit", tooltip="quit spectop"),
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="the keys of this screen"),
-        Binding("f1", "help", "Help", show=False, tooltip="the keys of this screen"),
+    BINDINGS: ClassVar[list[BindingType]] = app_bindings(
+        "quit spectop",
         Binding("p", "toggle_pause", "Pause", tooltip="pause / resume"),
         Binding("t", "next_theme", "Theme", show=False, tooltip="next theme (remembered)"),
         Binding("s", "screenshot", "Shot", show=False, tooltip="save an SVG screenshot"),
@@ -95,8 +84,7 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         # One footer item for both speed keys (the detail screen's footer is full at 80 columns).
         Binding("plus", "faster", "Speed", key_display="+/-", tooltip="replay faster (+) / slower (-)"),
         Binding("minus", "slower", "", show=False),
-        *QUIT_BINDINGS,
-    ]
+    )
 
     def __init__(
         self,
@@ -117,7 +105,6 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         """`source` as given, else a replay of `replay_path`, else the live endpoints of `settings`; `intro`:
         the demo's line until the first key; `bench_pair`: the burst screen's A and B."""
         super().__init__()
-        honour_no_color(self)
         self.settings = settings
         self.board = Board(settings)
         if source is None and replay_path is not None:
@@ -408,10 +395,6 @@ class SpectopApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, 
         if action == "bench":
             return self.source.allows_bench
         return True
-
-    def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.screen))
 
     def open_log(self, name: str) -> None:
         """The endpoint's log file full screen (the log viewer); said why not when it has none."""

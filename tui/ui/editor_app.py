@@ -6,29 +6,19 @@ from pathlib import Path
 from typing import ClassVar
 
 import httpx
-from textual.app import App
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 
 from tui.configs.restart import HEALTH_TIMEOUT_S
 from tui.screens.editor import EditorScreen
-from tui.ui.quitting import QUIT_BINDINGS, AsksBeforeQuitting
-from tui.ui.terminal_guard import GuardsDrawnText, exit_on_signals, restore_signals
-from tui.ui.themes import FOOTER_CSS, honour_no_color
-from tui.widgets.worker_errors import KeepsRecoveryNotes, ReportsWorkerFailures
+from tui.ui.base import SpectopBase, app_bindings
+from tui.ui.terminal_guard import exit_on_signals, restore_signals
 
 HTTP_TIMEOUT_S = 5.0
 
 
-class EditorApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, GuardsDrawnText, App[None]):
+class EditorApp(SpectopBase[None]):
     TITLE = "spectop edit"
-    CSS = FOOTER_CSS
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # As on the dashboard: outside a field's edit mode a letter is a command.
-        Binding("q", "quit", "Quit", tooltip="quit (asks when there are unsaved changes)"),
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="the keys of this screen"),
-        Binding("f1", "help", "Help", show=False, tooltip="the keys of this screen"),
-        *QUIT_BINDINGS,
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = app_bindings("quit (asks when there are unsaved changes)")
 
     def __init__(
         self,
@@ -41,7 +31,6 @@ class EditorApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, G
         health_timeout_s: float = HEALTH_TIMEOUT_S,
     ) -> None:
         super().__init__()
-        honour_no_color(self)
         self.path = path
         self.kind = kind
         self.restart_command = restart_command
@@ -64,12 +53,6 @@ class EditorApp(AsksBeforeQuitting, KeepsRecoveryNotes, ReportsWorkerFailures, G
             keep_recovery_note=self.keep_recovery_note,
         )
         self.push_screen(screen, lambda _result: self.exit())
-
-    def action_help(self) -> None:
-        from tui.screens.help import HelpScreen
-
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.screen))
 
     async def on_unmount(self) -> None:
         restore_signals(self)

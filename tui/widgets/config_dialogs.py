@@ -19,8 +19,13 @@ from textual.widgets import Log, Static
 from tui.configs.restart import HEALTH_TIMEOUT_S, last_errors, read_identity, run_restart, wait_for_health
 from tui.format import fmt_duration, fmt_setting
 from tui.sanitize import safe_line, safe_text
-from tui.widgets.messages import HealthChecked, RestartExited, RestartOutput, RestartStarted
-from tui.widgets.worker_errors import ReportsWorkerFailures
+from tui.widgets.messages import (
+    HealthChecked,
+    ReportsWorkerFailures,
+    RestartExited,
+    RestartOutput,
+    RestartStarted,
+)
 
 
 class ConfirmDialog(ModalScreen[str | None]):

@@ -1,6 +1,8 @@
 """Fields that take text only once the user chose to type, as in htop and k9s: in command mode their
 letters are the screen's keys; `enter`/`i` (or a digit, spreadsheet-style) start editing, `esc` cancels.
-Their bindings run as the key arrives, so that keys at tmux or paste speed keep their order.
+Their bindings run as the key arrives, so that keys at tmux or paste speed keep their order. And a one-line
+on/off toggle that says its state in words ("prime on" / "prime off"): colour alone does not say it, and
+NO_COLOR has none; space (or a click) flips it, enter is left to the screen.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from typing import Any, ClassVar
 
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
 
@@ -181,3 +185,51 @@ class RawTextArea(TextArea):
 
     def _on_blur(self, event: events.Blur) -> None:
         self.read_only = True
+
+
+def state_text(label: str, value: bool) -> str:
+    """The toggle's text, one width for both states (the row does not shift when it flips)."""
+    return f"{label} {'on ' if value else 'off'}"
+
+
+class OnOff(Widget, can_focus=True):
+    DEFAULT_CSS = """
+    OnOff { width: auto; height: 1; }
+    OnOff:focus { text-style: reverse; }
+    OnOff.-on { text-style: bold; }
+    OnOff.-on:focus { text-style: bold reverse; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space", "flip", "Toggle", show=False, tooltip="turn the focused option on / off"),
+    ]
+
+    value: reactive[bool] = reactive(False)
+
+    class Changed(Message):
+        def __init__(self, toggle: OnOff, value: bool) -> None:
+            super().__init__()
+            self.toggle = toggle
+            self.value = value
+
+        @property
+        def control(self) -> OnOff:
+            return self.toggle
+
+    def __init__(self, label: str, value: bool = False, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.label = label
+        self.set_reactive(OnOff.value, value)
+        self.set_class(value, "-on")
+
+    def render(self) -> Content:
+        return Content(state_text(self.label, self.value))
+
+    def watch_value(self, value: bool) -> None:
+        self.set_class(value, "-on")
+        self.post_message(self.Changed(self, value))
+
+    def action_flip(self) -> None:
+        self.value = not self.value
+
+    def on_click(self) -> None:
+        self.action_flip()

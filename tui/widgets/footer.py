@@ -1,13 +1,41 @@
-"""Textual's footer, recomposed only when the keys it shows changed, and showing only the keys that fit
-whole (the help key always: `?` lists them all)."""
+"""The bottom of a screen: Textual's footer, recomposed only when the keys it shows changed, and showing only
+the keys that fit whole (the help key always: `?` lists them all); the filter / search box above it."""
 
 from __future__ import annotations
 
 from textual.dom import NoScreen
 from textual.widgets import Footer as TextualFooter
+from textual.widgets import Input
 from textual.widgets._footer import FooterKey
 
 PALETTE = "-command-palette"
+
+
+class BottomInput(Input):
+    """A filter or search box above the footer, shown by `/` (open) until enter or escape (close)."""
+
+    DEFAULT_CSS = """
+    BottomInput { dock: bottom; display: none; }
+    BottomInput.visible { display: block; }
+    """
+
+    def __init__(self, placeholder: str, id: str) -> None:
+        super().__init__(placeholder=placeholder, id=id, disabled=True)
+
+    @property
+    def is_open(self) -> bool:
+        return self.has_class("visible")
+
+    def open(self) -> None:
+        self.disabled = False
+        self.add_class("visible")
+        self.focus()
+
+    def close(self, *, clear: bool = False) -> None:
+        if clear:
+            self.value = ""
+        self.remove_class("visible")
+        self.disabled = True
 
 
 class Footer(TextualFooter):
