@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.tune.conftest import write_config
 from tui.advice.guard import GuardRecord
-from tui.advice.guard_state import GuardBook, guard_input, log_record, prepare
+from tui.advice.guard_control import GuardBook, guard_input, log_record, prepare
 from tui.settings import EndpointSettings
 from tui.telemetry.alerts import AlertEngine, AlertRules
 from tui.telemetry.recording import GuardLogRecord, parse_record

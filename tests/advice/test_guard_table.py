@@ -10,9 +10,8 @@ import httpx
 
 from tests.advice.test_guard_control import FakePorts
 from tests.tune.conftest import write_config
-from tui.advice.guard import GuardInput, GuardRecord, decide, guard_text
+from tui.advice.guard import GuardInput, GuardRecord, decide, guard_text, table_offer
 from tui.advice.guard_control import GuardController
-from tui.advice.guard_table import table_offer
 from tui.advice.live import ConfigFacts, KeptModels
 from tui.advice.stepcost import CostPoint, StepCostFile, StepCostModel, config_facts, fit
 from tui.board import Board

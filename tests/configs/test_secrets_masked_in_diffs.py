@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.tune.conftest import write_config
-from tui.advice.guard_state import prepare
+from tui.advice.guard_control import prepare
 from tui.configs.editing import masked_diff
 from tui.settings import EndpointSettings
 from tui.tune.runner import TuneOptions, TuneRun

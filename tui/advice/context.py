@@ -56,8 +56,7 @@ def context_words(
     findings: tuple[ContextFinding, ...], url: str, prompt_tokens: float | None, running: float | None
 ) -> str | None:
     """ "at this context (18,432 prompt tokens), k=0: speculation stops paying from 16,384 at c=1 (tune
-    2026-12-05)" when the window's mean prompt length reaches the newest tune's stop at the load nearest
-    the window's; None when it does not, or when either is unknown."""
+    2026-12-05)" when the window's prompts reach the newest tune's stop; else None."""
     key = endpoint_key(url)
     mine = [finding for finding in findings if finding.endpoint == key]
     if prompt_tokens is None or not mine:

@@ -1,9 +1,6 @@
 """The advisor on live figures: one endpoint's (or a fleet group's) window and the kept step-cost models.
 
-`advice_for` is what `spectop snapshot` (direct and fleet) and the dashboard call with a window's
-figures. `AdviceBook` is the dashboard's per-endpoint state: the models (read once at start), what each
-endpoint's config file says (its k and settings digest, read by the app off the event loop), the latest
-advice and the sustained "another k is better" condition.
+`advice_for` is what `spectop snapshot` and the dashboard call; `AdviceBook` is the dashboard's state.
 """
 
 from __future__ import annotations

@@ -316,10 +316,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_fleet(args: argparse.Namespace) -> int:
-    """`--prometheus URL [--match SELECTOR]`: one row per instance. Prometheus already holds the window, so
-    nothing is waited for: the figures are PromQL over the last S seconds (S should span at least two of
-    Prometheus' scrapes, else the rates are unknown). Exit 0 when every instance was up, 1 when one was not
-    or Prometheus failed, 2 on bad arguments."""
+    """`--prometheus URL [--match SELECTOR]`: one row per instance, PromQL over the last S seconds. Exit 0
+    when every instance was up, 1 when one was not or Prometheus failed, 2 on bad arguments."""
 
     async def refresh_once(poller: FleetPoller) -> Any:
         async with poller:

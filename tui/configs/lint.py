@@ -595,11 +595,7 @@ def lint_document(doc: ConfigDocument) -> list[Finding]:
 
 
 def gpu_findings(doc: ConfigDocument, gpus: Sequence[GpuSample]) -> list[Finding]:
-    """The config's memory fraction against the node's GPUs as they are now (see `tui.gpu.headroom`).
-
-    vLLM without `gpu_memory_utilization` claims its default; SGLang without `mem_fraction_static`
-    computes its own, which spectop cannot know: nothing to check then.
-    """
+    """The config's memory fraction against the node's GPUs as they are now (SGLang's auto: nothing)."""
     lint = _Linter(doc)
     path: KeyPath
     if doc.kind == "vllm_toml":

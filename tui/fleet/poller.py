@@ -99,10 +99,8 @@ _PAIR = (list, tuple)  # [time, "value"]: a list as parsed, a tuple once checked
 
 
 def _by_instance(samples: list[Any]) -> dict[str, float]:
-    """Each instance's value (`number`'s rule: a finite float, else left out). The hot loop of a refresh
-    (about 20,000 samples for 1,000 instances): the parsed JSON read as it is (`query_samples`), and what
-    is read of a sample checked here, in the same pass (an instance label that is not a string, a value
-    that is not [time, "text"]: `_UnexpectedSample`)."""
+    """Each instance's finite value (the refresh's hot loop): the parsed JSON read as it is, and a sample of
+    an unexpected shape raised as `_UnexpectedSample`."""
     values: dict[str, float] = {}
     for sample in samples:
         # `_label_and_value`'s checks, inlined: a call per sample would give back much of what they save
@@ -342,9 +340,8 @@ class FleetPoller:
         return result
 
     async def _ask(self, expr: str, at: float, reduce: Callable[[list[Any]], _T]) -> _T:
-        """An instant query's answer reduced at once to what the refresh keeps of it (instance → value):
-        a refresh of 1,000 instances parses some 20,000 samples, and kept until the last answer came they
-        set off a garbage collection of them all at every refresh (see FREEZE_HEAP_IN_FLEET_MODE)."""
+        """An instant query's answer reduced at once to instance → value, so a refresh's parsed samples are
+        never all alive together."""
         samples = await self.client.query_samples(expr, at)
         try:
             return reduce(samples)
