@@ -29,7 +29,7 @@ from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS, table_from_steps, 
 from tui.format import fmt_count, fmt_duration, fmt_rate, fmt_times
 from tui.settings import EndpointSettings
 from tui.telemetry.figures import Figures
-from tui.tune.plan import TuneKey, TunePlanError, default_key, edited, edited_table
+from tui.tune.plan import TunePlanError, default_key, edited, edited_table
 from tui.tune.runner import Changer
 
 VLLM_KEY = "speculative.num_speculative_tokens"  # the only key whose schedule an engine takes as a table
@@ -266,29 +266,18 @@ class GuardRecord:
         return text + (f" ({self.detail})" if self.detail else "")
 
 
-def speculation_off_text(doc: ConfigDocument) -> tuple[str, TuneKey]:
-    """The file with speculation off (the same edit as a tune's value 0); ConfigError / TunePlanError."""
-    key = default_key(doc)
-    if key.style == "plain":
-        raise TunePlanError("the guard needs a vLLM-style or SGLang config to switch speculation off")
-    return edited(doc, key, 0, doc).text, key
-
-
-def k_text(doc: ConfigDocument, k: int) -> str:
-    """The file with `k` draft tokens (the same edit as a tune's value k); ConfigError / TunePlanError."""
-    key = default_key(doc)
-    if key.style == "plain":
-        raise TunePlanError("the guard needs a vLLM-style or SGLang config to change k")
-    return edited(doc, key, k, doc).text
-
-
 def guard_text(doc: ConfigDocument, k: int | None, table: list[list[int]] | None = None) -> str:
-    """The text the guard writes: speculation off (k None or 0), `k` draft tokens, or a vLLM table."""
+    """The text the guard writes (the same edit as a tune's value): speculation off (k None or 0), `k`
+    draft tokens, or a vLLM table; ConfigError / TunePlanError."""
+    key = default_key(doc)
     if table:
-        if default_key(doc).style != "vllm":
+        if key.style != "vllm":
             raise TunePlanError("only a vLLM config takes a k-by-batch-size table")
         return edited_table(doc, table).text
-    return speculation_off_text(doc)[0] if not k else k_text(doc, k)
+    if key.style == "plain":
+        change = "change k" if k else "switch speculation off"
+        raise TunePlanError(f"the guard needs a vLLM-style or SGLang config to {change}")
+    return edited(doc, key, k or 0, doc).text
 
 
 def file_k(doc: ConfigDocument) -> int | None:
@@ -297,12 +286,6 @@ def file_k(doc: ConfigDocument) -> int | None:
         return default_key(doc).current(doc)
     except (TunePlanError, ConfigError):
         return None
-
-
-def speculation_on(doc: ConfigDocument) -> bool | None:
-    """Whether the file has speculation on (None when it cannot tell)."""
-    value = file_k(doc)
-    return None if value is None else value > 0
 
 
 async def switch_speculation_off(

@@ -43,13 +43,16 @@ Busy = Literal["checking", "offered", "switching"]
 
 @dataclass(frozen=True)
 class Prepared:
-    """What the config file says: speculation on (None: cannot tell) and the diff that switches it off."""
+    """What the config file says: its k (0: off; None: cannot tell) and the diff of the guard's change."""
 
-    speculation_on: bool | None
     diff: str = ""
     problem: str = ""  # why there is no diff (the file does not parse, no speculative key)
-    k: int | None = None  # the file's draft tokens per step (0: off; None: cannot tell)
+    k: int | None = None
     has_table: bool = False  # the file already runs the k-by-batch-size table asked about
+
+    @property
+    def speculation_on(self) -> bool | None:
+        return None if self.k is None else self.k > 0
 
 
 async def prepare(
@@ -58,22 +61,21 @@ async def prepare(
     """Read the endpoint's config file (off the event loop) for the guard's second look: the diff that
     switches speculation off (k None), that sets `k` draft tokens, or that writes a k-by-batch-size table."""
     if endpoint.config_file is None:
-        return Prepared(None, problem="no config file")
+        return Prepared(problem="no config file")
     try:
         opened = await open_config_async(endpoint.config_file)
     except ConfigError as error:
-        return Prepared(None, problem=str(error))
+        return Prepared(problem=str(error))
     if opened.document is None:
-        return Prepared(None, problem=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
+        return Prepared(problem=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
     now = file_k(opened.document)
-    on = None if now is None else now > 0
     has_table = bool(table) and opened.document.has(VLLM_TABLE) and opened.document.get(VLLM_TABLE) == table
     try:
         text = guard_text(opened.document, k, table)
     except (ConfigError, TunePlanError) as error:
-        return Prepared(on, problem=str(error), k=now, has_table=has_table)
+        return Prepared(problem=str(error), k=now, has_table=has_table)
     diff = masked_diff(unified_diff(opened.text, text, endpoint.config_file.name))
-    return Prepared(on, diff, k=now, has_table=has_table)
+    return Prepared(diff, k=now, has_table=has_table)
 
 
 def guard_input(
