@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.advice.stepcost import StepCostModel
-from tui.format import fmt_count, fmt_duration, fmt_rate, fmt_times, fmt_times_interval
+from tui.format import fmt_count, fmt_duration, fmt_times, fmt_times_interval
 
 DEFAULT_MARGIN = 0.05  # another k must be this much faster (plus the model's error) to be advised
 MAX_INTERVAL = 1.6  # a speedup known only within a wider interval (high / low) is unknown, not a figure
@@ -303,6 +303,3 @@ def alert_text(advice: Advice, for_s: float) -> str:
         f"for {fmt_duration(for_s)} ({advice.basis or 'no model'})"
     )
 
-
-def positions_text(per_position: list[float] | None) -> str:
-    return " ".join(fmt_rate(rate) for rate in per_position or [])

@@ -203,9 +203,6 @@ class BurstSpread:
     sd: float
     df: int
 
-    def t_quantile(self) -> float:
-        return student_t_quantile(self.df)
-
 
 def burst_spread(result: TuneResult) -> BurstSpread | None:
     """The spread of a calibration's bursts; None when no cell was measured twice (no degrees of freedom)."""
@@ -256,7 +253,7 @@ def model_from_tune(result: TuneResult, calibration: Calibration, source: str | 
     replicates = []
     spread = burst_spread(result)
     if spread is not None:
-        t = spread.t_quantile()
+        t = student_t_quantile(spread.df)
         points = [
             point.model_copy(update={"spread": math.exp(t * spread.sd / math.sqrt(point.rounds or 1)) - 1.0})
             for point in points
@@ -324,13 +321,6 @@ async def plan_calibration(
         f"{rounds} rounds ({seen} live): {time}"
     )
     return changed, calibration, line
-
-
-def keep_calibration(
-    result: TuneResult, calibration: Calibration, source: str | None, path: Path | None = None
-) -> str:
-    """Fit and keep the model; the line to print (the model, or why none was kept)."""
-    return fit_and_keep(result, calibration, source, path)[1]
 
 
 def fit_and_keep(

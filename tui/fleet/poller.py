@@ -353,10 +353,6 @@ class FleetPoller:
         quantile whose bounds are unknown (it came later, the query failed), at most every BOUNDS_RETRY_S."""
         return self._bounds_missing and now - self._bounds_asked >= BOUNDS_RETRY_S
 
-    async def poll(self) -> list[FleetReading]:
-        """`refresh()`, readings only (like `EndpointMonitor.poll` for every instance at once)."""
-        return (await self.refresh()).readings
-
     def _unknown(self, instance: str, known: _Instance, at: float, error: str) -> FleetReading:
         known.consecutive_failures += 1
         reading = self._reading(instance, known, at, up=False, error=error, figures=Figures())
