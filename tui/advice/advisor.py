@@ -302,4 +302,3 @@ def alert_text(advice: Advice, for_s: float) -> str:
         f"k={better} would be {fmt_times(gain)} faster than k={advice.current_k} "
         f"for {fmt_duration(for_s)} ({advice.basis or 'no model'})"
     )
-
