@@ -10,8 +10,7 @@ import httpx
 import pytest
 
 from tests.sim.conftest import burst, write_vllm_config
-from tui.advice.context import read_context_findings
-from tui.advice.live import KeptModels, advice_for
+from tui.advice.live import KeptModels, advice_for, read_context_findings
 from tui.bench.prompts import load_prompt_set
 from tui.sim.server import SimServer
 from tui.telemetry.figures import Figures

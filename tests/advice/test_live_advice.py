@@ -17,8 +17,8 @@ from tui.advice.fleet import (
 )
 from tui.advice.live import AdviceBook, ConfigFacts, KeptModels, advice_for
 from tui.advice.stepcost import StepCostFile
+from tui.commands.snapshot import fleet_row
 from tui.fleet.poller import FleetReading
-from tui.fleet.snapshot import row
 from tui.telemetry.figures import Figures
 
 KEPT = KeptModels(StepCostFile(models=[fitted()]))  # calibrated for 127.0.0.1:8000, model "m"
@@ -63,7 +63,7 @@ def test_the_fleet_snapshot_carries_instance_and_group_advice() -> None:
     readings = [member("127.0.0.1:8000", unconditional(CONDITIONAL[:4]), 100.0, 2.5)]
     groups = group_advices(readings, KEPT)
     advice = instance_advice(readings[0], KEPT)
-    record = row(readings[0], advice, groups["vllm"])
+    record = fleet_row(readings[0], advice, groups["vllm"])
     assert record["advice"]["best_k"] == 2 and record["group"] == "vllm"
     assert record["group_advice"]["best_k"] == 2
     lines = advice_lines(groups, {"127.0.0.1:8000": advice})

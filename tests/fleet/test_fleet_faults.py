@@ -22,9 +22,9 @@ from tests.fleet.fake_prometheus import (
     settings,
     vector,
 )
+from tui.commands.snapshot import fleet_row, fleet_table
 from tui.fleet.client import PrometheusClient, PrometheusError
 from tui.fleet.poller import FleetPoller
-from tui.fleet.snapshot import row, table
 from tui.format import figure_text
 from tui.telemetry.figures import Figures
 from tui.widgets.card_view import CardData, badge_line
@@ -208,10 +208,10 @@ async def test_impossible_fleet_figures_are_dropped_counted_and_shown() -> None:
     assert bad.figures.generation_tokens_per_s == 120.5  # the possible figures stay
     assert bad.impossible_figures == 2 and good.impossible_figures == 0
     assert good.figures.acceptance_rate == 0.7
-    lines = table(refresh.readings)
+    lines = fleet_table(refresh.readings)
     assert f"{A}: 2 impossible figures dropped (inconsistent page)" in lines
     assert not any(line.startswith(f"{B}:") for line in lines)
-    assert row(bad)["impossible_figures"] == 2 and row(good)["impossible_figures"] == 0
+    assert fleet_row(bad)["impossible_figures"] == 2 and fleet_row(good)["impossible_figures"] == 0
     card = badge_line(CardData(name=A, reading=bad, now=bad.time), 80).plain
     assert "2 impossible figures dropped" in card
     assert "impossible" not in badge_line(CardData(name=B, reading=good, now=good.time), 80).plain

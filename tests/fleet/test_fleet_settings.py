@@ -9,9 +9,15 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import spectop
-from tui.fleet.options import apply_fleet_flags, prometheus_settings
 from tui.fleet.queries import FLEET_FIGURES, discovery_query, duration, figure_queries, selector
-from tui.settings import PrometheusSettings, Settings, SettingsError, parse_settings
+from tui.settings import (
+    PrometheusSettings,
+    Settings,
+    SettingsError,
+    apply_fleet_flags,
+    parse_settings,
+    prometheus_settings,
+)
 from tui.validators import parse_matchers
 
 FILE = """

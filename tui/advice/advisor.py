@@ -37,7 +37,7 @@ class Advice:
     # each k's speedup interval from the step-cost model's refits (the calibration's uncertainty only)
     interval_by_k: dict[int, tuple[float, float]] = field(default_factory=dict)
     uncertainty: float | None = None  # in the threshold: the compared k's relative interval half-width
-    context: str | None = None  # "at this context, k=0: ..." (tui/advice/context.py): says more than the k's
+    context: str | None = None  # "at this context, k=0: ..." (`context_words`): says more than the k's
 
     @property
     def gain(self) -> float | None:

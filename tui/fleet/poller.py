@@ -1,7 +1,8 @@
 """One refresh of a whole fleet through Prometheus: a constant number of queries, all evaluated at one
 instant, a `FleetReading` per instance (the dashboard renders it as a scraped endpoint's reading).
 Faults are data, never a crash and never 0: Prometheus failing makes every known instance unknown, a
-target down or stale says so, a failed figure is None. Instances once seen stay listed (down)."""
+target down or stale says so, a failed figure is None. Instances once seen stay listed (down).
+Quantiles are placed in their instance's bucket bounds, asked once, with the notes of direct scraping."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from math import isfinite
@@ -17,13 +18,6 @@ from typing import Any, TypeVar
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from tui.fleet.buckets import (
-    UNKNOWN_BUCKET,
-    Bounds,
-    bucket_bounds,
-    bucket_bounds_query,
-    quantile_notes,
-)
 from tui.fleet.client import PrometheusClient, PrometheusError, SampleJson, number
 from tui.fleet.queries import (
     FLEET_FIGURES,
@@ -31,15 +25,95 @@ from tui.fleet.queries import (
     discovery_query,
     engine_queries,
     figure_queries,
+    selector,
     up_query,
     up_timestamp_query,
 )
 from tui.format import fmt_duration, fmt_setting
 from tui.settings import PrometheusSettings
+from tui.telemetry.backends import sglang, vllm
+from tui.telemetry.backends.base import note_bucket
 from tui.telemetry.figures import Figures
 from tui.telemetry.plausible_figures import drop_impossible
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import SERIES_NAMES
+
+# The quantile figures of fleet mode and the histogram each is of (llama.cpp has no TTFT histogram).
+QUANTILE_HISTOGRAMS: dict[str, str] = {
+    "ttft_p50_s": "time_to_first_token_seconds",
+    "ttft_p95_s": "time_to_first_token_seconds",
+}
+_PREFIXES = (vllm.PREFIX, sglang.PREFIX)
+UNKNOWN_BUCKET = "interpolated by Prometheus (histogram_quantile); its bucket bounds are not known yet"
+
+Bounds = dict[tuple[str, str], tuple[float, ...]]  # (instance, histogram) -> its finite `le`, ascending
+
+
+def bucket_bounds_query(matchers: str) -> str:
+    """One series per instance, histogram and bucket bound: `count by (instance, __name__, le)`."""
+    names = sorted(
+        {f"{prefix}{histogram}_bucket" for prefix in _PREFIXES for histogram in QUANTILE_HISTOGRAMS.values()}
+    )
+    series = selector("", matchers, f'__name__=~"{"|".join(names)}"')
+    return f"count by (instance, __name__, le) ({series})"
+
+
+def _histogram(name: str) -> str | None:
+    for prefix in _PREFIXES:
+        if name.startswith(prefix) and name.endswith("_bucket"):
+            return name.removeprefix(prefix).removesuffix("_bucket")
+    return None
+
+
+def bucket_bounds(samples: Iterable[SampleJson]) -> Bounds:
+    """The finite bucket bounds of each (instance, histogram) in the answer of `bucket_bounds_query`."""
+    found: dict[tuple[str, str], set[float]] = {}
+    for sample in samples:
+        metric = sample.get("metric", {})
+        instance, histogram = metric.get("instance"), _histogram(metric.get("__name__", ""))
+        try:
+            bound = float(metric.get("le", "nan"))
+        except ValueError:
+            continue
+        if instance is None or histogram is None or not math.isfinite(bound):
+            continue
+        found.setdefault((instance, histogram), set()).add(bound)
+    return {key: tuple(sorted(bounds)) for key, bounds in found.items()}
+
+
+def bucket_of(value: float, bounds: tuple[float, ...]) -> tuple[float, float] | None:
+    """The bucket (lower, upper) that `histogram_quantile` placed `value` in: the first bucket from 0,
+    the +Inf bucket (upper inf) at the highest finite bound, which is all it answers there."""
+    if not bounds or not math.isfinite(value):
+        return None
+    if value >= bounds[-1]:
+        return bounds[-1], math.inf
+    lower = 0.0
+    for bound in bounds:
+        if value <= bound:
+            return lower, bound
+        lower = bound
+    return None  # not reached: value < bounds[-1]
+
+
+def quantile_notes(
+    instance: str, figures: Mapping[str, object], bounds: Bounds
+) -> tuple[dict[str, str], dict[str, tuple[float, float | None]]]:
+    """The notes and `quantile_bounds` of an instance's quantile figures, as direct scraping gives them."""
+    notes: dict[str, str] = {}
+    placed: dict[str, tuple[float, float | None]] = {}
+    for figure, histogram in QUANTILE_HISTOGRAMS.items():
+        value = figures.get(figure)
+        if not isinstance(value, float | int):
+            continue
+        known = bounds.get((instance, histogram))
+        bucket = bucket_of(float(value), known) if known else None
+        if bucket is None:
+            notes[figure] = UNKNOWN_BUCKET
+            continue
+        note_bucket(figure, float(value), bucket[0], bucket[1], notes, placed)
+    return notes, placed
+
 
 log = logging.getLogger(__name__)
 
