@@ -10,6 +10,7 @@ import math
 import os
 import textwrap
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -94,16 +95,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --- measuring ------------------------------------------------------------------------------------------
 
 
+@dataclass
 class _Result:
-    def __init__(self, url: str, window_s: float) -> None:
-        self.url = url
-        self.window_s = window_s
-        self.up = False
-        self.error: str | None = None
-        self.backend: str | None = None
-        self.model: str | None = None
-        self.figures: Figures | None = None
-        self.advice: Advice | None = None  # the what-if advisor (tui/advice/advisor.py)
+    url: str
+    window_s: float
+    up: bool = False
+    error: str | None = None
+    backend: str | None = None
+    model: str | None = None
+    figures: Figures | None = None
+    advice: Advice | None = None  # the what-if advisor (tui/advice/advisor.py)
 
     def as_json(self) -> dict[str, Any]:
         record = snapshot_record(
