@@ -192,15 +192,20 @@ def test_the_input_comes_from_the_acceptance_alert(tmp_path: Path) -> None:
 
 def test_a_busy_endpoint_is_left_alone_and_an_answer_starts_the_cool_down(tmp_path: Path) -> None:
     endpoint, alerts, book = _endpoint(tmp_path, guard_cooldown_s=60.0), _low_alerts(), GuardBook()
-    assert book.candidate(endpoint, alerts, None, now=111.0, restarting=False) is not None
-    assert book.candidate(endpoint, alerts, None, now=111.0, restarting=True) is None
+
+    def acts(now: float, restarting: bool = False) -> bool:  # the controller's first look
+        last = book.last_action_at.get("e")
+        state = guard_input(endpoint, alerts, None, now=now, restarting=restarting, last_action_at=last)
+        return book.free(endpoint) and decide(state).action is not None
+
+    assert acts(111.0)
+    assert not acts(111.0, restarting=True)
     book.begin("e", "offered")
-    assert book.candidate(endpoint, alerts, None, now=112.0, restarting=False) is None  # one dialog at a time
+    assert not acts(112.0)  # one dialog at a time
     book.acted("e", 112.0)  # declined
-    assert book.candidate(endpoint, alerts, None, now=150.0, restarting=False) is None  # cool-down
-    assert book.candidate(endpoint, alerts, None, now=173.0, restarting=False) is not None
-    off = _endpoint(tmp_path, guard="off")
-    assert GuardBook().candidate(off, alerts, None, now=111.0, restarting=False) is None
+    assert not acts(150.0)  # cool-down
+    assert acts(173.0)
+    assert not GuardBook().free(_endpoint(tmp_path, guard="off"))
 
 
 async def test_prepare_reads_the_file_and_the_diff(tmp_path: Path) -> None:

@@ -120,34 +120,9 @@ class GuardBook:
     last_action_at: dict[str, float] = field(default_factory=dict)
     busy: dict[str, Busy] = field(default_factory=dict)
 
-    def candidate(
-        self,
-        endpoint: EndpointSettings,
-        alerts: AlertEngine,
-        reading: EndpointReading | None,
-        *,
-        now: float,
-        restarting: bool,
-        editing: bool = False,
-        advised: Advised | None = None,
-        table_offer: TableOffer | None = None,
-    ) -> GuardInput | None:
-        """The guard's input when a first look (speculation assumed on) calls for an action; None when
-        the guard is off, the endpoint is busy, or nothing is to be done (no file read needed)."""
-        if endpoint.guard == "off" or endpoint.name in self.busy:
-            return None
-        state = guard_input(
-            endpoint,
-            alerts,
-            reading,
-            now=now,
-            restarting=restarting,
-            last_action_at=self.last_action_at.get(endpoint.name),
-            editing=editing,
-            advised=advised,
-            table_offer=table_offer,
-        )
-        return state if decide(state).action is not None else None
+    def free(self, endpoint: EndpointSettings) -> bool:
+        """Whether the guard may take a first look: it is on and nothing is under way for the endpoint."""
+        return endpoint.guard != "off" and endpoint.name not in self.busy
 
     def begin(self, name: str, what: Busy) -> None:
         self.busy[name] = what
@@ -300,42 +275,35 @@ class GuardController:
             return
         for name in names:
             endpoint = self.board.endpoint(name)
-            if endpoint is None or endpoint.guard == "off":
+            if endpoint is None or not self.book.free(endpoint):
                 continue
-            facts = self.ports.facts(endpoint)
-            now = self.clock()
-            state = self.book.candidate(
-                endpoint,
-                self.board.alerts,
-                self.board.readings.get(name),
-                now=now,
-                restarting=facts.restarting,
-                editing=facts.editing,
-                advised=self._better(name, now),
-                table_offer=self._table(endpoint),
-            )
-            if state is not None:
+            first = decide(self._state(endpoint))  # a cheap first look: speculation assumed on
+            if first.action is not None:
                 self.book.begin(name, "checking")
-                self.ports.start(self._check(endpoint, decide(state)), name)
+                self.ports.start(self._check(endpoint, first), name)
+
+    def _state(self, endpoint: EndpointSettings, speculation_on: bool | None = None) -> GuardInput:
+        """The guard's input for `endpoint` now: the board's alerts, reading and advice, the app's facts."""
+        facts = self.ports.facts(endpoint)
+        now = self.clock()
+        return guard_input(
+            endpoint,
+            self.board.alerts,
+            self.board.readings.get(endpoint.name),
+            now=now,
+            restarting=facts.restarting,
+            speculation_on=speculation_on,
+            last_action_at=self.book.last_action_at.get(endpoint.name),
+            editing=facts.editing,
+            advised=self._better(endpoint.name, now),
+            table_offer=self._table(endpoint),
+        )
 
     async def _check(self, endpoint: EndpointSettings, first: GuardDecision) -> None:
         """The second look, with the config file read (is speculation on, the diff), then the action."""
         name = endpoint.name
         prepared = await prepare(endpoint, first.k if first.action == "offer_k" else None, first.table)
-        facts = self.ports.facts(endpoint)
-        now = self.clock()
-        state = guard_input(
-            endpoint,
-            self.board.alerts,
-            self.board.readings.get(name),
-            now=now,
-            restarting=facts.restarting,
-            speculation_on=prepared.speculation_on,
-            last_action_at=self.book.last_action_at.get(name),
-            editing=facts.editing,
-            advised=self._better(name, now),
-            table_offer=self._table(endpoint),
-        )
+        state = self._state(endpoint, prepared.speculation_on)
         decision = decide(state)
         moved = decision.k != first.k or decision.table != first.table
         if decision.action is None or moved or (decision.table and prepared.has_table):
