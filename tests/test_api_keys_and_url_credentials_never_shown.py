@@ -3,18 +3,25 @@ diff masks credential values (`config set` too); a URL with a user or password i
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.tune.conftest import write_config
+from tui.advice.guard_control import prepare
+from tui.auth import api_key_from_env, bearer_headers, endpoint_headers
+from tui.configs.editing import masked_diff
+from tui.settings import EndpointSettings
+from tui.tune.runner import TuneOptions, TuneRun
+
 sys.path.insert(0, str(Path(__file__).parent / "telemetry"))
 
 from metrics_test_server import Reply, ReplyServer, sample_body
 from test_snapshot_cli import spectop
 
-from tui.settings import EndpointSettings
 from tui.telemetry.monitor import EndpointMonitor
 
 KEY = "sk-live-7f3a9c"
@@ -124,3 +131,88 @@ def test_without_credentials() -> None:
     assert without_credentials("u:p@h:1") == "****@h:1"
     assert without_credentials("http://h:1/x?a@b") == "http://h:1/x?a@b"
     assert not has_credentials("http://h:1/path@x") and has_credentials("https://tok@h")
+
+
+# --- API keys (tui/auth.py): from the named variable only, one Bearer header --------------------------------
+
+
+TUI = Path(__file__).resolve().parents[1] / "tui"
+# A header written by hand: {"Authorization": ...} or headers["Authorization"] = ...
+HAND_MADE = re.compile(r"""["']Authorization["']\s*[:\]]""", re.IGNORECASE)
+
+
+def test_the_key_comes_from_the_named_variable_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECTOP_AUTH_TEST_KEY", "s3cret")
+    monkeypatch.setenv("SPECTOP_AUTH_EMPTY", "")
+    assert api_key_from_env("SPECTOP_AUTH_TEST_KEY") == "s3cret"
+    assert api_key_from_env("SPECTOP_AUTH_EMPTY") is None  # empty is no key, not an empty Bearer
+    assert api_key_from_env(None) is None
+    assert api_key_from_env("K", {"K": "from a mapping"}) == "from a mapping"
+    endpoint = EndpointSettings(name="a", url="http://127.0.0.1:1", api_key_env="SPECTOP_AUTH_TEST_KEY")
+    assert endpoint_headers(endpoint) == {"Authorization": "Bearer s3cret"}
+    assert endpoint_headers(EndpointSettings(name="b", url="http://127.0.0.1:1")) == {}
+    assert bearer_headers(None) == bearer_headers("") == {}
+    assert "s3cret" not in endpoint.model_dump_json()  # settings hold the variable's name, not the key
+
+
+def test_the_authorization_header_is_built_in_tui_auth_only() -> None:
+    """The monitor, `spectop snapshot`, bursts and the fleet client all go through tui/auth.py (the
+    simulator, a server, checks the header and is left out)."""
+    hand_made = [
+        f"{path.relative_to(TUI)}:{number}"
+        for path in sorted(TUI.rglob("*.py"))
+        if path.name != "auth.py" and "sim" not in path.relative_to(TUI).parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if HAND_MADE.search(line)
+    ]
+    assert hand_made == []
+
+
+# --- a config file's credential never travels with a diff (guard, tune, stdout) -----------------------------
+
+
+SECRET = "sk-live-NEVER-IN-A-DIFF-42"
+
+
+def config_with_a_key(path: Path) -> Path:
+    """tests/tune's config with the server's API key right above the speculative section and in the
+    section right below it: either is context of a diff of that section."""
+    write_config(path, k=1)
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("\n[speculative]", f'api_key = "{SECRET}"\n\n[speculative]')
+    text = text.replace("\n[scheduler]", f'[server]\napi_key = "{SECRET}"\n\n[scheduler]')
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def test_the_guards_diff_masks_the_key(tmp_path: Path) -> None:
+    config = config_with_a_key(tmp_path / "config.toml")
+    endpoint = EndpointSettings(name="x", url="http://127.0.0.1:1", config_file=config)
+    prepared = await prepare(endpoint)
+    assert "-enabled = true" in prepared.diff and "+enabled = false" in prepared.diff
+    assert SECRET not in prepared.diff
+    assert "api_key = ****" in prepared.diff  # the context line is there, its value masked
+
+
+async def test_the_tunes_diffs_mask_the_key(tmp_path: Path) -> None:
+    config = config_with_a_key(tmp_path / "config.toml")
+    tune = TuneRun(TuneOptions(config_file=config, endpoint="http://127.0.0.1:1", restart_command=["true"]))
+    await tune.prepare()
+    diff = tune.diff_for(3)
+    assert "+num_speculative_tokens = 3" in diff and SECRET not in diff
+    assert SECRET in tune.text_for(3)  # the file written keeps its key, of course
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        (f' api_key = "{SECRET}"', " api_key = ****"),
+        (f'-  "api_key": "{SECRET}",', '-  "api_key": ****'),
+        (f"+api-key: {SECRET}", "+api-key: ****"),
+        (f"  server.password = '{SECRET}'", "  server.password = ****"),
+        (" num_speculative_tokens = 2", " num_speculative_tokens = 2"),
+        (f"--- {SECRET}_api_key = x", f"--- {SECRET}_api_key = x"),  # a file name: not a key line
+    ],
+)
+def test_masked_diff_lines(line: str, shown: str) -> None:
+    assert masked_diff(line + "\n") == shown + "\n"

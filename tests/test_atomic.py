@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -19,7 +21,7 @@ from tui.bench.burst_store import save_burst
 from tui.bench.report.export import export as export_burst
 from tui.configs.atomic import write_file
 from tui.screens.editor_saving import write_recovery
-from tui.state import TableChoice, remember_table, remember_theme
+from tui.state import TableChoice, read_state, remember, remember_table, remember_theme, state_path
 from tui.tune.result import TuneResult, save_tune
 from tui.tune.result import export as export_tune
 
@@ -106,3 +108,59 @@ def test_threads_saving_step_cost_models_lose_none(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert sorted(model.endpoint for model in load_models(path).models) == endpoints
+
+
+# --- the remembered choices (state.json): concurrent changes never lose one another -------------------------
+
+
+CHANGES = 40
+
+
+def test_threads_changing_different_keys_lose_none() -> None:
+    problems: list[str] = []
+
+    def change(key: str) -> None:
+        for number in range(CHANGES):
+            problem = remember(key, number)
+            if problem:
+                problems.append(problem)
+
+    threads = [threading.Thread(target=change, args=(f"thread {index}",)) for index in range(6)]
+    threads.append(threading.Thread(target=lambda: [remember_theme(f"theme {n}") for n in range(CHANGES)]))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert problems == []
+    expected = {f"thread {index}": CHANGES - 1 for index in range(6)} | {"theme": f"theme {CHANGES - 1}"}
+    assert read_state() == expected
+
+
+def test_processes_changing_different_keys_lose_none() -> None:
+    code = (
+        "import sys\n"
+        "from tui.state import remember\n"
+        f"for number in range({CHANGES}):\n"
+        "    problem = remember(sys.argv[1], number)\n"
+        "    assert problem is None, problem\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    processes = [
+        subprocess.Popen([sys.executable, "-c", code, f"process {index}"], cwd=repo) for index in range(4)
+    ]
+    assert [process.wait() for process in processes] == [0] * 4
+    assert read_state() == {f"process {index}": CHANGES - 1 for index in range(4)}
+
+
+def test_a_failed_change_keeps_the_file_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert remember("table", {"columns": ["name"]}) is None
+    before = state_path().read_bytes()
+
+    def no_space(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", no_space)
+    problem = remember("theme", "spectop-light")
+    assert problem is not None and "cannot save the theme choice" in problem and "No space" in problem
+    assert state_path().read_bytes() == before
+    assert not [name for name in os.listdir(state_path().parent) if name.endswith(".tmp")]

@@ -43,3 +43,22 @@ def option(flag: str, help: str | None, *, dest: str | None = None, **keywords: 
 # Rows bench and tune share.
 MODEL = option("--model", "default: the first model from /v1/models", metavar="NAME")
 API_KEY_ENV = option("--api-key-env", "environment variable that holds the API key", metavar="NAME")
+
+
+def add_fleet_arguments(parser: argparse.ArgumentParser, *, group_by: bool = True) -> None:
+    parser.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="fleet mode: read this Prometheus server instead of scraping endpoints",
+    )
+    parser.add_argument(
+        "--match",
+        metavar="SELECTOR",
+        help="with --prometheus: label matchers selecting the instances, e.g. '{job=\"vllm\"}'",
+    )
+    if group_by:
+        parser.add_argument(
+            "--group-by",
+            metavar="LABEL",
+            help="with --prometheus: label grouping the instances (default job; 'model' = model name)",
+        )

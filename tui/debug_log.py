@@ -21,9 +21,7 @@ def debug_log_path(option: str | os.PathLike[str] | None) -> Path | None:
 
 
 def start_debug_log(option: str | os.PathLike[str] | None = None) -> Path | None:
-    """Send the `tui` logger's records (DEBUG and up) to the chosen file, appending; None when off.
-
-    Raises OSError when the file cannot be opened (the caller says so and exits)."""
+    """The `tui` logger's records (DEBUG and up) appended to `path`; None when off; OSError."""
     global _handler
     path = debug_log_path(option)
     stop_debug_log()

@@ -1,26 +1,7 @@
 """One figure vocabulary: how every figure reads, on every screen and in every text export.
 
-One function per kind of figure, one rule each:
-- rates and fractions (acceptance, KV cache, prefix hits, per position) as whole percent: "71%"
-  ("<1%" for a rate above 0 that would round to "0%");
-- lengths (mean acceptance length, tokens per chunk) with two decimals: "2.40";
-- latencies in ms below a second ("51 ms", "6.5 ms" below 10 ms, "0.85 ms" below 1 ms), in seconds
-  with three significant digits from a second on ("1.20 s", "12.5 s", "120 s");
-- token rates with one decimal below 1000, then in thousands: "45.3", "2.33k";
-- request rates with two decimals: "0.25"; counts as integers ("3"; "2.5" when not whole); token counts
-  (prompt lengths) with separators: "16,384";
-- ratios of two figures (B against A, speedups) with two decimals and an "x": "1.80x" ("1.70-1.90" for
-  the interval);
-- durations and ages, rounded down: "8 s", "3 min", "2 h 5 min", "3 d";
-- histogram bounds (`Figures.quantile_bounds`) as the bound they are: "< 100 ms", "> 10 s", "~850 ms".
-
-A figure that cannot be known (None, NaN, infinite) reads "–" (`UNKNOWN`), never 0; why it is unknown
-is in `Figures.notes` (`reason`). On the first reading, before a window has two scrapes, a figure the
-server's counters give since it started (`Figures.lifetime`) reads with `LIFETIME_MARK` after it:
-"71%*" (`LIFETIME_LEGEND` says so where the screens explain their marks). `FIGURES` maps each figure of
-`Figures` to its label and formatter; cards, the detail table, `spectop snapshot` and exports go through
-it. JSON stays raw numbers.
-Pure functions, no textual.
+One function per kind of figure, one rule each. A figure that cannot be known reads "–" (`UNKNOWN`),
+never 0; `FIGURES` maps each figure of `Figures` to its label and formatter. Pure functions, no textual.
 """
 
 from __future__ import annotations

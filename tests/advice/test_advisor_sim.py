@@ -1,12 +1,6 @@
-"""The advisor against a simulator with a known model: k=4 configured, k=2 best, and switching
-speculation on costs more than a draft token (as on real servers: a vLLM's steps at k=0..3 took 1.2,
-2.4, 3.4, 3.9 ms; here k=1's step is twice k=0's).
-
-`spectop tune --calibrate` fits the step cost; `spectop snapshot --json` then says best k=2; a sweep of
-the same server at the same load over three rounds (restarts) measures each k's speedup, and the
-advice's interval meets the sweep's 95% interval, neither widened (and the point is near the sim's
-own formula, as far as a busy machine lets the sim keep to it); after acceptance is raised through
-`/sim/control` so that k=4 is best, the next window's advice says keep k=4.
+"""The advisor against a simulator with a known model (k=4 configured, k=2 best): `spectop tune --calibrate`
+fits the step cost, `spectop snapshot --json` then advises k=2 with an interval that meets a sweep's own;
+once acceptance is raised through `/sim/control` so that k=4 is best, the next window says keep k=4.
 """
 
 from __future__ import annotations

@@ -350,8 +350,8 @@ def test_the_fit_error_widens_each_ks_interval_but_the_current_ks() -> None:
 
 
 def test_the_kept_line_names_the_cost_of_switching_speculation_on(tmp_path: Path) -> None:
-    from tui.advice.calibrate import keep_calibration
+    from tui.advice.calibrate import fit_and_keep
 
     calibration = Calibration("127.0.0.1:8000", "m", "s", "speculative.num_speculative_tokens", 3, 0.0, True)
-    line = keep_calibration(calibration_result(0.005, 0.005), calibration, None, tmp_path / "stepcost.json")
+    _, line = fit_and_keep(calibration_result(0.005, 0.005), calibration, None, tmp_path / "stepcost.json")
     assert line.startswith("step-cost model kept in ") and " + on (" in line, line

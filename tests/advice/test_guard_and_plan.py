@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.advice.guard import GuardInput, decide, speculation_off_text, speculation_on
+from tui.advice.guard import GuardInput, decide, file_k, guard_text
 from tui.configs.document import load_document
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings
@@ -69,10 +69,10 @@ def _lines(before: str, after: str) -> list[tuple[str, str]]:
 def test_speculation_off_is_one_line_of_the_vllm_file() -> None:
     text = (sample_configs_dir() / "config.toml").read_text(encoding="utf-8")
     doc = load_document(text, "vllm_toml")
-    assert speculation_on(doc) is True
-    off, _ = speculation_off_text(doc)
+    assert file_k(doc) == 2
+    off = guard_text(doc, None)
     assert _lines(text, off) == [("enabled = true", "enabled = false")]
-    assert speculation_on(load_document(off, "vllm_toml")) is False
+    assert file_k(load_document(off, "vllm_toml")) == 0
 
 
 def test_sglang_steps_keep_draft_tokens_consistent_for_topk_1() -> None:

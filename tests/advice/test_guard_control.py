@@ -1,11 +1,12 @@
 """The guard's core controller (no UI): the app's facts in, offers and records out; the advisor's better k
-offered in ask mode (a config edit and a restart, diff shown), never acted on in auto mode."""
+or k-by-batch-size table offered in ask mode (a config edit and a restart, diff shown), never in auto."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +14,25 @@ import httpx
 
 from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
 from tests.tune.conftest import write_config
-from tui.advice.guard import Advised, GuardInput, GuardRecord, decide
-from tui.advice.guard_control import GuardController, GuardFacts, GuardOffer
+from tui.advice.guard import Advised, GuardInput, GuardRecord, decide, guard_text, table_offer
+from tui.advice.guard_control import (
+    GuardBook,
+    GuardController,
+    GuardFacts,
+    GuardOffer,
+    guard_input,
+    log_record,
+    prepare,
+)
 from tui.advice.live import ConfigFacts, KeptModels
-from tui.advice.stepcost import StepCostFile
+from tui.advice.stepcost import CostPoint, StepCostFile, StepCostModel, config_facts, fit
 from tui.board import Board
+from tui.configs.document import load_document
 from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.telemetry.alerts import AlertEngine, AlertRules
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
-from tui.telemetry.recording import GuardLogRecord
+from tui.telemetry.recording import GuardLogRecord, parse_record
 
 BASE = GuardInput(
     mode="ask", now=1000.0, acceptance_alert_active=False, acceptance=0.7, threshold=0.5, low_since=None,
@@ -143,3 +154,175 @@ async def test_the_controller_offers_the_better_k_with_its_diff_and_records_a_de
     assert [record.action for record in ports.recorded] == ["offered", "declined"]
     assert [record.action for record in ports.told] == ["declined"]
     assert guard.book.last_action_at["e"] == 111.0  # the cool-down starts
+
+
+# --- the per-endpoint state: the first look, busy, the cool-down, the config read, the recording's line ---
+
+
+def _endpoint(tmp_path: Path, guard: str = "ask", **extra: object) -> EndpointSettings:
+    return EndpointSettings(
+        name="e",
+        url="http://127.0.0.1:1",
+        config_file=write_config(tmp_path / "config.toml"),
+        restart_command=["true"],
+        guard=guard,  # type: ignore[arg-type]
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _low_alerts() -> AlertEngine:
+    alerts = AlertEngine(AlertRules(sustained_s=10.0))
+    alerts.set_threshold("e", 0.6)
+    for time in (100.0, 105.0, 111.0):
+        alerts.observe_reading("e", time, True, 0.4)
+    return alerts
+
+
+def test_the_input_comes_from_the_acceptance_alert(tmp_path: Path) -> None:
+    alerts = _low_alerts()
+    state = guard_input(_endpoint(tmp_path, guard_cooldown_s=30.0), alerts, None, now=111.0, restarting=False)
+    assert state.acceptance_alert_active and state.low_since == 100.0 and state.threshold == 0.6
+    assert state.can_change and state.cooldown_s == 30.0 and state.mode == "ask"
+    assert state.acceptance is None  # no reading: unknown, never a guess
+    quiet = AlertEngine()
+    assert not guard_input(
+        _endpoint(tmp_path), quiet, None, now=1.0, restarting=False
+    ).acceptance_alert_active
+
+
+def test_a_busy_endpoint_is_left_alone_and_an_answer_starts_the_cool_down(tmp_path: Path) -> None:
+    endpoint, alerts, book = _endpoint(tmp_path, guard_cooldown_s=60.0), _low_alerts(), GuardBook()
+
+    def acts(now: float, restarting: bool = False) -> bool:  # the controller's first look
+        last = book.last_action_at.get("e")
+        state = guard_input(endpoint, alerts, None, now=now, restarting=restarting, last_action_at=last)
+        return book.free(endpoint) and decide(state).action is not None
+
+    assert acts(111.0)
+    assert not acts(111.0, restarting=True)
+    book.begin("e", "offered")
+    assert not acts(112.0)  # one dialog at a time
+    book.acted("e", 112.0)  # declined
+    assert not acts(150.0)  # cool-down
+    assert acts(173.0)
+    assert not GuardBook().free(_endpoint(tmp_path, guard="off"))
+
+
+async def test_prepare_reads_the_file_and_the_diff(tmp_path: Path) -> None:
+    endpoint = _endpoint(tmp_path)
+    prepared = await prepare(endpoint)
+    assert prepared.speculation_on is True and not prepared.problem
+    assert "-enabled = true" in prepared.diff and "+enabled = false" in prepared.diff
+    write_config(tmp_path / "config.toml", enabled=False)
+    assert (await prepare(endpoint)).speculation_on is False
+    (tmp_path / "config.toml").write_text("[speculative\n", encoding="utf-8")
+    broken = await prepare(endpoint)
+    assert broken.speculation_on is None and broken.problem
+
+
+def test_a_guard_action_is_a_recording_line() -> None:
+    record = GuardRecord("e", 5.0, "declined", "acceptance 40% below 60% for 30 s", 0.4, 0.6, "-a\n+b\n")
+    line = log_record(record).model_dump_json()
+    parsed = parse_record(line)
+    assert isinstance(parsed, GuardLogRecord)
+    assert parsed.message == record.line() and parsed.diff == "-a\n+b\n" and parsed.acceptance == 0.4
+
+
+# --- a k by batch size where one k does not fit all loads: offered in ask mode, written as vLLM's table -----
+
+
+PER_POSITION = [0.8, 0.56, 0.34]  # a draft's position i accepted: length 1.8 at k=1, 2.36 at k=2, 2.7 at 3
+
+
+def _model(per_seq_ms: float, per_draft_seq_ms: float) -> StepCostModel:
+    """Fitted on points of T(k, c) = 10 + per_seq·c + k·(1 + per_draft_seq·c) ms, at loads 1 and 8."""
+    lengths = [1.0, 1.8, 2.36, 2.7]
+
+    def step_s(k: int, c: int) -> float:
+        return (10 + per_seq_ms * c + k * (1 + per_draft_seq_ms * c)) / 1e3
+
+    points = [
+        CostPoint(k=k, concurrency=c, mean_length=lengths[k], decode_tokens_per_s=lengths[k] / step_s(k, c))
+        for k in range(4)
+        for c in (1, 8)
+    ]
+    cost, dependent, residual = fit(points)
+    return StepCostModel(
+        endpoint="127.0.0.1:8000", model="m", settings="s", key="speculative.num_speculative_tokens",
+        fitted_at=datetime(2026, 12, 1, tzinfo=UTC), cost=cost, load_dependent=dependent, k_range=(0, 3),
+        loads=[1.0, 8.0], residual=residual, points=points,
+    )  # fmt: skip
+
+
+def test_a_k_that_wins_alone_and_loses_busy_becomes_a_table() -> None:
+    # load 1: k=1 (1.8 tokens in 29 ms) beats off (1 in 18 ms); load 8: off (74 ms) beats k=1 (155 ms)
+    offer = table_offer(PER_POSITION, 3, _model(8.0, 10.0), top=64)
+    assert offer is not None
+    assert offer.table == [[1, 1, 1], [2, 64, 0]]
+    assert (
+        offer.words == "batch 1: k=1, 2-64: k=0 (k=1 1.12x over k=0 at load 1; k=0 1.16x over k=1 at load 8)"
+    )
+
+
+def test_one_k_for_every_load_offers_no_table() -> None:
+    assert table_offer(PER_POSITION, 3, _model(0.1, 0.1)) is None  # cheap verification: k=3 everywhere
+    # k=1 is best alone by 1.03x only (within the 5% margin): off fits both loads
+    assert table_offer(PER_POSITION, 3, _model(8.0, 12.46), top=64) is None
+    assert table_offer(PER_POSITION, 3, None) is None
+    assert table_offer(None, 3, _model(8.0, 8.0)) is None
+
+
+def test_the_guard_offers_the_table_in_ask_mode_and_writes_it() -> None:
+    offer = table_offer(PER_POSITION, 3, _model(8.0, 10.0), top=64)
+    state = GuardInput(
+        mode="ask", now=1000.0, acceptance_alert_active=False, acceptance=0.6, threshold=0.5, low_since=None,
+        speculation_on=True, can_change=True, table_offer=offer,
+    )  # fmt: skip
+    decision = decide(state)
+    assert decision.action == "offer_table" and decision.table == [[1, 1, 1], [2, 64, 0]]
+    assert decision.reason.startswith("one k does not fit every load: batch 1: k=1, 2-64: k=0")
+    assert decide(replace(state, mode="auto")).action is None  # never on its own
+    assert decide(replace(state, last_action_at=900.0)).action is None  # the cool-down
+    doc = load_document('[model]\nname = "m"\n\n[speculative]\nnum_speculative_tokens = 3\n', "vllm_toml")
+    text = guard_text(doc, None, decision.table)
+    assert (
+        "num_speculative_tokens = 1\nnum_speculative_tokens_per_batch_size = [[1, 1, 1], [2, 64, 0]]" in text
+    )
+    record = GuardRecord("gpu-0", 1000.0, "offered", decision.reason, 0.6, 0.5, table=decision.table)
+    assert record.line().startswith("guard offered k by batch size (batch 1: k=1, 2-64: k=0): one k does not")
+
+
+def test_a_table_leaves_the_settings_digest_as_it_was() -> None:
+    """The step-cost model of a server still applies once the guard or tune wrote a table into its file."""
+    doc = load_document('[model]\nname = "m"\n\n[speculative]\nnum_speculative_tokens = 3\n', "vllm_toml")
+    with_table = load_document(guard_text(doc, None, [[1, 1, 1], [2, 64, 0]]), "vllm_toml")
+    assert config_facts(with_table)[1] == config_facts(doc)[1]
+
+
+async def test_the_controller_offers_the_table_with_its_diff(tmp_path: Path) -> None:
+    endpoint = EndpointSettings(
+        name="e", url="http://127.0.0.1:8000", config_file=write_config(tmp_path / "config.toml", k=3),
+        restart_command=["true"], guard="ask",
+    )  # fmt: skip
+    board = Board(Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=[endpoint]))
+    board.enable_advice(KeptModels(StepCostFile(models=[_model(8.0, 10.0)])))
+    board.set_config_facts("e", ConfigFacts(3, "s", "speculative.num_speculative_tokens"))
+    figures = Figures(per_position_acceptance=PER_POSITION, running=1.0, acceptance_rate=0.57)
+    board.add_reading(
+        EndpointReading(name="e", url=endpoint.url, time=100.0, up=True, model="m", figures=figures)
+    )
+    ports = FakePorts()
+    async with httpx.AsyncClient() as client:
+        guard = GuardController(board, lambda: client, lambda: 100.0, ports)
+        guard.watch(["e"])
+        await ports.settle()
+        (offer, answer), *_ = ports.offers
+        assert offer.table == [[1, 1, 1], [2, 256, 0]]
+        assert offer.title == "guard · e: set k by batch size?" and offer.yes == "write the table"
+        assert "+num_speculative_tokens_per_batch_size = [[1, 1, 1], [2, 256, 0]]" in offer.diff
+        assert "+num_speculative_tokens = 1" in offer.diff
+        answer(False)
+        await ports.settle()
+    assert [record.words() for record in ports.told] == [
+        "offer of k by batch size declined (batch 1: k=1, 2-256: k=0)"
+    ]

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import tomlkit
 from config_awkward_samples import JSON_AWKWARD, TOML_AWKWARD
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tui.configs.atomic import atomic_write
 from tui.configs.document import JsonDocument, load_document, parse_key_path
@@ -19,16 +21,6 @@ from tui.paths import sample_configs_dir
 
 SAMPLES = sorted(p for p in sample_configs_dir().iterdir() if p.suffix in (".toml", ".json"))
 SERVER_SAMPLES = [p for p in SAMPLES if p.name != "spectop.toml"]
-
-
-def _scalar_paths(data: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    paths: list[tuple[str, ...]] = []
-    if isinstance(data, dict):
-        for key, value in data.items():
-            paths.extend(_scalar_paths(value, (*prefix, key)))
-    elif not isinstance(data, list):
-        paths.append(prefix)
-    return paths
 
 
 def _other_value(value: Any) -> Any:
@@ -165,3 +157,89 @@ def test_kind_detection() -> None:
             path.name, "client_json" if path.name.startswith("client") else "sglang_json"
         )
         assert detect_kind(path.read_text(), path) == expected, path.name
+
+
+# --- property: splicing a value into any JSON layout changes that value and nothing else --------------------
+
+
+keys = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=10),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)),
+    max_leaves=8,
+)
+layouts = st.sampled_from([None, 2, 4, "\t"])
+
+
+def _scalar_paths(data: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    if isinstance(data, dict):
+        return [path for key, value in data.items() for path in _scalar_paths(value, (*prefix, key))]
+    return [] if isinstance(data, list) or not prefix else [prefix]
+
+
+def _render(data: dict[str, Any], indent: Any, crlf: bool, ascii_only: bool) -> str:
+    text = json.dumps(data, indent=indent, ensure_ascii=ascii_only)
+    return text.replace("\n", "\r\n") if crlf else text
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.dictionaries(keys, values, min_size=1, max_size=6),
+    indent=layouts,
+    crlf=st.booleans(),
+    ascii_only=st.booleans(),
+    new_value=scalars,
+    pick=st.integers(0, 1000),
+)
+def test_set_changes_only_that_value(
+    data: dict[str, Any], indent: Any, crlf: bool, ascii_only: bool, new_value: Any, pick: int
+) -> None:
+    text = _render(data, indent, crlf, ascii_only)
+    doc = load_document(text, "client_json")
+    assert doc.data == json.loads(text)
+    paths = _scalar_paths(doc.data)
+    if not paths:
+        return
+    path = paths[pick % len(paths)]
+    changed = doc.with_value(path, new_value)
+    expected = json.loads(text)
+    node = expected
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = new_value
+    assert json.loads(changed.text) == expected
+    old_lines, new_lines = text.split("\n"), changed.text.split("\n")
+    assert len(old_lines) == len(new_lines)
+    assert sum(a != b for a, b in zip(old_lines, new_lines, strict=True)) <= 1
+    assert changed.with_value(path, doc.get(path)).data == doc.data
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    data=st.dictionaries(keys, values, min_size=1, max_size=5),
+    indent=layouts,
+    crlf=st.booleans(),
+    new_key=keys,
+    new_value=values,
+)
+def test_adding_and_removing_keys_keeps_the_rest(
+    data: dict[str, Any], indent: Any, crlf: bool, new_key: str, new_value: Any
+) -> None:
+    text = _render(data, indent, crlf, False)
+    doc = load_document(text, "client_json")
+    added = doc.with_value((new_key,), new_value)
+    assert json.loads(added.text) == {**data, new_key: new_value}
+    if new_key not in data:
+        assert added.without((new_key,)).data == data
+        if crlf:
+            assert "\n" not in added.text.replace("\r\n", "")
+    first = next(iter(data))
+    removed = doc.without((first,))
+    assert json.loads(removed.text) == {key: value for key, value in data.items() if key != first}

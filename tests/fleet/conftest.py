@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -67,11 +68,12 @@ def spawn_sim(flavor: str, *args: str) -> tuple[subprocess.Popen[str], str]:
     return process, line.rsplit(" ", 1)[1]
 
 
-def stop(process: subprocess.Popen[str]) -> None:
+def stop(process: subprocess.Popen[Any], timeout_s: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after `timeout_s`."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
-            process.wait(timeout=5)
+            process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
@@ -99,13 +101,7 @@ class PrometheusProcess:
     data_dir: Path
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop(self.process, timeout_s=10.0)
 
 
 def start_prometheus(config: Path, data_dir: Path, *, ready_timeout_s: float = 30.0) -> PrometheusProcess:

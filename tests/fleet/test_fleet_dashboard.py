@@ -3,23 +3,29 @@ must say is computed from the fake's own figures (`Fleet40`), never from the tab
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
 from typing import Any
 
 import pytest
+from textual.message import Message
 from textual.pilot import Pilot
+from textual.screen import Screen
 
-from tests.fleet.fake_fleet import Fleet40
+from tests.fleet.fake_fleet import NOW, Fleet40, scripted_app, scripted_readings
 from tests.fleet.fake_prometheus import FakePrometheus
 from tests.ui.ui_waiting import wait_for
 from tui.fleet.table_rows import FleetRow
 from tui.format import UNKNOWN
 from tui.screens.detail import DetailScreen
 from tui.sources.fleet import SOURCE_NAME
-from tui.ui.app import SpectopApp
+from tui.sources.updates import ImbalanceSeen
+from tui.telemetry.alerts import AlertEngine
+from tui.ui.app import FLEET_GC_THRESHOLD, SpectopApp
 from tui.widgets.fleet_table import FleetTable
 from tui.widgets.log_pane import LogPane
+from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
 
 def table_of(app: SpectopApp) -> FleetTable:
@@ -190,3 +196,103 @@ async def test_a_target_down_and_nan_are_not_zero(fleet40_app: SpectopApp) -> No
         assert rows["10.1.0.39:8000"].status == "up" and rows["10.1.0.39:8000"].acceptance_rate is None
         cells = [cell.plain.strip() for cell in table.get_row("10.1.0.39:8000")]
         assert cells[4] == UNKNOWN  # acceptance: "–", not 0
+
+
+# --- the heap frozen (gc.freeze) once the first refresh is drawn, unfrozen on exit --------------------------
+
+
+async def test_the_heap_is_frozen_after_the_first_refresh_and_unfrozen_on_exit() -> None:
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    app = scripted_app(50)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query(FleetTable)))
+        table = app.screen.query_one(FleetTable)
+        await wait_for(pilot, lambda: len(table.endpoints) == 50)
+        await wait_for(pilot, lambda: gc.get_freeze_count() > 0, "the heap frozen")
+        assert gc.get_threshold() == (FLEET_GC_THRESHOLD, *before[1:])
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
+
+
+# --- the header's alert count after a refresh that changes many alerts: counted once ------------------------
+
+
+ALERTING_INSTANCES = 60
+
+
+def test_active_count_is_the_number_of_active_alerts() -> None:
+    engine = AlertEngine()
+    assert engine.active_count() == 0
+    for index in range(5):
+        engine.observe_condition(f"r{index}", "imbalance", NOW, f"acceptance {index}% vs median 70%")
+    assert engine.active_count() == len(engine.active()) == 5
+    engine.observe_condition("r0", "imbalance", NOW + 1, None)
+    assert engine.active_count() == len(engine.active()) == 4
+
+
+async def test_a_refresh_that_changes_many_alerts_redraws_the_header_once() -> None:
+    app = scripted_app(ALERTING_INSTANCES)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(app.readings) == ALERTING_INSTANCES)
+        await pilot.pause()
+        names = sorted(app.readings)
+        before = app.alerts.active_count()
+        redrawn: list[str] = []
+        update_subtitle = app._update_subtitle
+
+        def counted() -> None:
+            update_subtitle()
+            redrawn.append(app.sub_title)
+
+        app._update_subtitle = counted  # type: ignore[method-assign]
+        for step, message in enumerate(("tok/s 100 vs median 900", None)):  # raised, then cleared
+            for name in names:
+                app.apply(ImbalanceSeen(name, NOW + step, message))
+            await wait_for(pilot, lambda step=step: len(redrawn) >= step + 1)
+            await pilot.pause()
+            assert len(redrawn) == step + 1  # once for the whole run of updates
+            if message is not None:
+                assert app.alerts.active_count() >= ALERTING_INSTANCES > before
+                assert f"{app.alerts.active_count()} alerts (a)" in redrawn[-1]
+        assert app.alerts.active_count() < before  # the scripted fleet's own imbalance cleared too
+        assert ("alert" in redrawn[-1]) == (app.alerts.active_count() > 0)
+
+
+# --- a refresh is one message to each screen (not one per instance), drawn at once --------------------------
+
+
+REFRESHED_INSTANCES = 400
+
+
+async def test_a_refresh_of_400_instances_is_one_message_to_each_screen_drawn_at_once() -> None:
+    app = scripted_app(REFRESHED_INSTANCES)
+    posted: list[Message] = []
+    post = Screen.post_message
+
+    def counting(self: Screen[Any], message: Message) -> bool:
+        if isinstance(message, EndpointUpdated | EndpointsUpdated):
+            posted.append(message)
+        return post(self, message)
+
+    Screen.post_message = counting  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=(200, 50)) as pilot:
+            await wait_for(pilot, lambda: bool(app.screen.query(FleetTable)))
+            table = app.screen.query_one(FleetTable)
+            await wait_for(pilot, lambda: len(table.endpoints) == REFRESHED_INSTANCES)
+            told = [
+                name
+                for message in posted
+                if isinstance(message, EndpointsUpdated)
+                for name in message.endpoints
+            ]
+            assert not [message for message in posted if isinstance(message, EndpointUpdated)]
+            assert len(posted) == len(app.screen_stack) == 1  # the whole refresh at once
+            assert all(isinstance(message, EndpointsUpdated) and message.immediate for message in posted)
+            # every instance was told, once, in the order the source gave them
+            assert len(told) == REFRESHED_INSTANCES and set(told) == set(table.endpoints)
+            first_seen = list(dict.fromkeys(told))
+            assert first_seen == [reading.name for reading in scripted_readings(REFRESHED_INSTANCES)]
+    finally:
+        Screen.post_message = post  # type: ignore[method-assign]

@@ -22,9 +22,12 @@ from tests.fleet.fake_prometheus import (
     settings,
     vector,
 )
+from tui.commands.snapshot import fleet_row, fleet_table
 from tui.fleet.client import PrometheusClient, PrometheusError
 from tui.fleet.poller import FleetPoller
+from tui.format import figure_text
 from tui.telemetry.figures import Figures
+from tui.widgets.card_view import CardData, badge_line
 
 
 async def test_healthy_fleet_gives_readings_and_nan_is_unknown() -> None:
@@ -182,3 +185,33 @@ async def test_an_instance_whose_metrics_vanish_stays_listed_and_says_so() -> No
     readings = {reading.instance: reading for reading in second.readings}
     assert readings[A].error is None
     assert readings[B].error == "no vllm metrics in Prometheus now" and readings[B].backend == "vllm"
+
+
+# --- impossible figures (acceptance > 100%, KV 2.5): dropped, counted and shown -----------------------------
+
+
+BAD = {
+    "generation_tokens_per_s": {A: "120.5", B: "80"},
+    "acceptance_rate": {A: "3.09", B: "0.7"},  # accepted > drafted on A: "309%"
+    "kv_cache_usage": {A: "2.5", B: "0.4"},
+}
+
+
+async def test_impossible_fleet_figures_are_dropped_counted_and_shown() -> None:
+    refresh = await refresh_with(healthy(figures=BAD))
+    by_instance = {reading.instance: reading for reading in refresh.readings}
+    bad, good = by_instance[A], by_instance[B]
+    for name in ("acceptance_rate", "kv_cache_usage"):
+        assert getattr(bad.figures, name) is None and figure_text(bad.figures, name) == "–", name
+        assert "impossible value dropped" in bad.figures.notes[name], name
+    assert "309%" in bad.figures.notes["acceptance_rate"]
+    assert bad.figures.generation_tokens_per_s == 120.5  # the possible figures stay
+    assert bad.impossible_figures == 2 and good.impossible_figures == 0
+    assert good.figures.acceptance_rate == 0.7
+    lines = fleet_table(refresh.readings)
+    assert f"{A}: 2 impossible figures dropped (inconsistent page)" in lines
+    assert not any(line.startswith(f"{B}:") for line in lines)
+    assert fleet_row(bad)["impossible_figures"] == 2 and fleet_row(good)["impossible_figures"] == 0
+    card = badge_line(CardData(name=A, reading=bad, now=bad.time), 80).plain
+    assert "2 impossible figures dropped" in card
+    assert "impossible" not in badge_line(CardData(name=B, reading=good, now=good.time), 80).plain

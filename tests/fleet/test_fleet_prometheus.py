@@ -6,21 +6,35 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.fleet.conftest import NEEDS_PROMETHEUS, ROOT, Fleet, stop
+from tests.fleet.conftest import (
+    NEEDS_PROMETHEUS,
+    ROOT,
+    Fleet,
+    start_prometheus,
+    stop,
+    wait_targets_up,
+    write_config,
+)
 from tests.fleet.fake_fleet import fleet_app
 from tests.ui.ui_waiting import wait_for
 from tui.fleet.client import PrometheusClient
 from tui.fleet.poller import FleetPoller
-from tui.fleet.queries import _marker_names, discovery_query
+from tui.fleet.queries import _marker_names, discovery_query, engine_queries
 from tui.settings import PrometheusSettings, Settings
+from tui.sources.fleet import SOURCE_NAME
 from tui.telemetry.backends import llamacpp as llama_table
 from tui.telemetry.backends import sglang as sglang_table
 from tui.telemetry.backends import vllm as vllm_table
-from tui.telemetry.figures import FIGURE_NAMES
+from tui.telemetry.figures import FIGURE_NAMES, Figures
 from tui.telemetry.scraper import scrape_metrics
 from tui.telemetry.window import figures_between
 from tui.widgets.fleet_table import FleetTable
@@ -303,3 +317,145 @@ async def test_the_dashboard_rows_match_direct_scrapes(fleet: Fleet) -> None:
     assert not problems, problems
     summary = {row.group: row for row in rows.values() if row.summary}
     assert summary["vllm"].members == 2  # the vllm job: the vllm sim and the victim
+
+
+# --- Prometheus itself going away: ONE alert, not one per instance; figures unknown, status no data ------
+
+
+async def test_prometheus_down_is_one_alert_and_unknown_figures(
+    own_fleet: Fleet,
+) -> None:
+    url = own_fleet.prometheus.url
+    settings = Settings(
+        prometheus=PrometheusSettings(url=url, timeout_s=2.0), window_s=4.0, poll_interval_s=0.5
+    )
+    a, b, c = (own_fleet.instance(name) for name in ("a", "b", "c"))
+    stop(own_fleet.sims["c"][0])  # Prometheus answers, c's `up` becomes 0: c is down
+    app = fleet_app(settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+
+        def c_down_others_up() -> bool:
+            readings = app.readings
+            return (
+                all(name in readings for name in (a, b, c))
+                and not readings[c].up
+                and readings[a].up
+                and readings[b].up
+            )
+
+        await wait_for(pilot, c_down_others_up, timeout_s=30.0)
+        active = app.alerts.active()
+        assert [(alert.endpoint, alert.kind) for alert in active] == [(c, "down")]
+        assert "target down" in (app.readings[c].error or "")
+
+        own_fleet.prometheus.stop()  # Prometheus itself goes away
+        await wait_for(pilot, lambda: (app.readings[a].error or "").startswith("Prometheus"), timeout_s=30.0)
+        await pilot.pause()
+        active = app.alerts.active()
+        kinds = sorted((alert.endpoint, alert.kind) for alert in active)
+        assert kinds == sorted([(c, "down"), (SOURCE_NAME, "source_down")])  # not one per instance
+        source_alert = next(alert for alert in active if alert.kind == "source_down")
+        assert source_alert.severity == "critical"
+        assert source_alert.message.startswith(f"Prometheus at {url} unreachable: ")
+        assert "2 alerts (a)" in app.sub_title
+
+        context = app.context
+        for name in (a, b):
+            reading = app.readings[name]
+            assert reading.error is not None and reading.error.startswith("Prometheus unreachable")
+            assert reading.figures == Figures()  # every figure unknown ("–"), none 0
+            assert context.card_data(name).status == "no data"  # not "down": nothing is known
+        table = app.screen.query_one(FleetTable)
+        table.refresh_rows()
+        rows = {row.name: row for row in table.rows_shown}
+        for name in (a, b):
+            assert rows[name].status == "no data" and rows[name].worst_alert is None
+            assert rows[name].tokens_per_s is None and rows[name].acceptance_rate is None
+
+
+# --- the per-engine queries: only instances with two or more data-parallel engines answer -------------------
+
+
+STARTED = time.time()
+
+
+def page(engines: tuple[str, ...]) -> bytes:
+    """A vLLM page whose counters grow with the time: 100 tokens/s, 50 drafts/s per engine; engine "1"
+    accepts 20% of its drafts, the others 80%."""
+    elapsed = time.time() - STARTED
+    lines = []
+    for engine in engines:
+        labels = f'engine="{engine}",model_name="m"'
+        accepted = 0.2 if engine == "1" else 0.8
+        lines += [
+            f"vllm:generation_tokens_total{{{labels}}} {100 * elapsed:.3f}",
+            f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {50 * elapsed:.3f}",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {50 * accepted * elapsed:.3f}",
+            f"vllm:num_requests_running{{{labels}}} 1",
+        ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+class Pages(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        engines = ("0", "1") if self.path == "/metrics/two" else ("0",)
+        body = page(engines)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def prometheus_url(tmp_path: Path) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"127.0.0.1:{server.server_address[1]}"
+    config = write_config(tmp_path / "prometheus.yml", {})
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + "".join(
+            f"  - job_name: {name}\n    metrics_path: /metrics/{name}\n"
+            f"    static_configs:\n      - targets: ['{address}']\n        labels: {{replica: {name}}}\n"
+            f"    relabel_configs:\n      - target_label: instance\n        replacement: {name}\n"
+            for name in ("two", "one")
+        ),
+        encoding="utf-8",
+    )
+    prometheus = start_prometheus(config, tmp_path)
+    try:
+        wait_targets_up(prometheus.url, 2)
+        yield prometheus.url
+    finally:
+        prometheus.stop()
+        server.shutdown()
+
+
+async def test_only_instances_with_several_engines_answer(prometheus_url: str) -> None:
+    figures = [query.figure for query in engine_queries("", 4.0)]
+    assert figures == ["acceptance_rate", "generation_tokens_per_s"]
+    async with FleetPoller(PrometheusSettings(url=prometheus_url, timeout_s=5.0), 4.0) as poller:
+        every = "sum by (instance, engine) (rate(vllm:generation_tokens_total[4s]))"
+        for _ in range(100):  # rate() needs two scrapes in the window, of each of the three engines
+            if len(await poller.client.query_vector(every)) == 3:
+                break
+            await asyncio.sleep(0.2)
+        samples = await poller.client.query_vector(engine_queries("", 4.0)[1].expr)
+        assert sorted((s["metric"]["instance"], s["metric"]["engine"]) for s in samples) == [
+            ("two", "0"),
+            ("two", "1"),
+        ]
+        refresh = await poller.refresh()
+    readings = {reading.instance: reading for reading in refresh.readings}
+    assert readings["one"].engines == {}
+    two = readings["two"].engines
+    assert sorted(two) == ["0", "1"]
+    assert two["0"].acceptance_rate == pytest.approx(0.8, abs=0.02)
+    assert two["1"].acceptance_rate == pytest.approx(0.2, abs=0.02)
+    tokens = [two[engine].generation_tokens_per_s for engine in ("0", "1")]
+    assert tokens[0] is not None and tokens[0] > 0
+    assert tokens[1] == pytest.approx(tokens[0], rel=0.05)  # both engines write at the same speed

@@ -22,8 +22,7 @@ from tests.fleet.fake_prometheus import (
     vector,
 )
 from tui.fleet import poller as poller_module
-from tui.fleet.buckets import UNKNOWN_BUCKET, bucket_bounds, bucket_of, quantile_notes
-from tui.fleet.poller import FleetPoller
+from tui.fleet.poller import UNKNOWN_BUCKET, FleetPoller, bucket_bounds, bucket_of, quantile_notes
 from tui.fleet.table_rows import Instance, fleet_rows
 from tui.format import fmt_quantile
 

@@ -5,13 +5,25 @@ sample that is not what the API sends makes that query's answer unexpected (chec
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.fleet.fake_prometheus import FIGURE_OF, A, Answer, healthy, refresh_with, vector
+from tests.fleet.fake_fleet import Fleet40, instances
+from tests.fleet.fake_prometheus import (
+    FIGURE_OF,
+    A,
+    Answer,
+    FakePrometheus,
+    healthy,
+    refresh_with,
+    settings,
+    vector,
+)
 from tui.fleet.client import SampleJson, number
-from tui.fleet.poller import _by_instance, _instance_rows, _positions, _UnexpectedSample
+from tui.fleet.poller import FleetPoller, _by_instance, _instance_rows, _positions, _UnexpectedSample
 
 TEXTS = ["1.5", "0", "-2", "1e3", "NaN", "+Inf", "-Inf", "inf", "nan", "", "x", "1_000", " 7 "]
 
@@ -97,3 +109,49 @@ async def test_an_unexpected_sample_fails_its_figure_only() -> None:
     reading = next(reading for reading in refresh.readings if reading.instance == A)
     assert reading.figures.generation_tokens_per_s is None
     assert reading.figures.acceptance_rate is not None
+
+
+# --- a refresh reduces each answer as it arrives: its parsed samples set off no garbage collection ----------
+
+
+THRESHOLD = 20_000  # young objects: about those of one refresh's parsed samples here (10 answers of 1,000)
+REFRESHES = 6
+
+
+@pytest.fixture
+def collections() -> Iterator[list[int]]:
+    """Young collections counted while the test runs, with the heap frozen and THRESHOLD set."""
+    counted = [0]
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 0:
+            counted[0] += 1
+
+    thresholds = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(THRESHOLD, *thresholds[1:])
+    gc.callbacks.append(count)
+    try:
+        yield counted
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
+async def test_refreshes_of_1000_instances_set_off_few_collections(collections: list[int]) -> None:
+    fleet = Fleet40(instances(1000))
+    async with (
+        FakePrometheus(fleet.answer) as prometheus,
+        FleetPoller(settings(prometheus.url), 30.0) as poller,
+    ):
+        first = await poller.refresh()
+        assert len(first.readings) == 1000 and first.error is None
+        collections[0] = 0
+        for _ in range(REFRESHES):
+            refresh = await poller.refresh()
+            assert sum(reading.up for reading in refresh.readings) == 999
+    # Answers kept until the refresh ends: two collections per refresh. Reduced as they come: the
+    # readings' own objects (made while the last refresh's are still alive) now and then.
+    assert collections[0] <= REFRESHES // 3

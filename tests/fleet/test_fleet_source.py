@@ -7,11 +7,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from tests.fleet.fake_fleet import Fleet40, fleet_settings
-from tests.fleet.fake_prometheus import WINDOW_S, FakePrometheus
+from tests.fleet.fake_prometheus import WINDOW_S, A, B, FakePrometheus, healthy, refresh_with
 from tui.board import Board
 from tui.fleet.poller import FleetPoller, FleetRefresh
+from tui.settings import Settings
 from tui.sources.fleet import FleetSource
 from tui.sources.updates import ImbalanceSeen, Notice, ReadingsArrived, SeriesLoaded, Update
+from tui.telemetry.figures import Figures
 
 OUTLIER = "10.1.0.7:8000"
 GONE = "10.9.9.9:8000"
@@ -150,3 +152,18 @@ async def test_one_refresh_in_flight_at_a_time() -> None:
         assert source.paused
         await updates.aclose()
         await source.close()
+
+
+# --- fleet readings go into the dashboard's Board unchanged: history, gaps and alerts -----------------------
+
+
+async def test_fleet_readings_feed_the_board_history_and_alerts() -> None:
+    refresh = await refresh_with(healthy(up={A: "1", B: "0"}))
+    board = Board(Settings())
+    board.apply(SeriesLoaded({A: [(refresh.time - 4, Figures(generation_tokens_per_s=100.0))]}))
+    changes = [alert for reading in refresh.readings for alert in board.add_reading(reading)]
+    assert [endpoint.name for endpoint in board.endpoints] == [A, B]
+    assert board.readings[A].figures.generation_tokens_per_s == 120.5
+    assert board.series.endpoint(A).values("generation_tokens_per_s") == [100.0, 120.5]
+    assert board.series.endpoint(B).values("generation_tokens_per_s") == [None]  # down: a gap, not 0
+    assert [(alert.endpoint, alert.kind) for alert in changes] == [(B, "down")]

@@ -16,9 +16,8 @@ from tui.bench.report.summary import burst_summary
 from tui.bench.report.table import table_rows
 from tui.bench.report.text import render_text
 from tui.bench.results import ArmResult, BurstResult, BurstSettingsRecord, RequestResult, ServerAcceptance
-from tui.commands.snapshot import _Result, _table
+from tui.commands.snapshot import _Result, _table, fleet_table
 from tui.fleet.poller import FleetReading
-from tui.fleet.snapshot import table as fleet_table
 from tui.format import figure_text, fmt_latency
 from tui.screens.detail import DetailScreen
 from tui.telemetry.figures import Figures

@@ -1,27 +1,8 @@
-"""Is k still right now? The live what-if: decode speed at every other k, from the window and a model.
+"""Is k still right now? Decode speed at every other k, from the window's per-position acceptance and a model.
 
-The window's per-position acceptance a_i (the fraction of drafts whose position i was accepted) says
-how many tokens a step would keep at any smaller k: drafting k' ≤ k positions keeps min(accepted, k'),
-so E[length at k'] = 1 + Σ_{i<k'} a_i, exactly (the same drafts, cut shorter). Above k no position
-was observed: the length is extrapolated from the decay of the last observed positions (the ratio
-a_{k-1}/a_{k-2}, held constant) and the k' is flagged `extrapolated`.
-
-The step-cost model (tui/advice/stepcost.py, from a calibration) gives T(k', c) at the current load c
-(the running requests), so decode tokens/s at k' relative to k is
-(E[len at k'] / T(k', c)) / (E[len at k] / T(k, c)). Without a model only the lengths are known: the
-advice says so and offers the calibration.
-
-The advice recommends another k only when it beats the current one by more than the margin plus the
-model's own fit error plus the calibration's measurement uncertainty: a 1.02x from a model that is 3%
-off is noise, and so is a 1.10x whose step costs were measured only to ±12%. The uncertainty is the
-spread of the speedup over the model's refits (`StepCostModel.replicates`: the calibration's points
-moved by their standard errors), for the k the advice compares (the best trusted k, or the runner-up
-when the current k is best); `interval_by_k` holds each k's 95% interval of it, widened by the fit's
-own error. An older model without refits adds nothing (its uncertainty is unknown, None). What cannot
-be predicted well is "unknown" with the reason, never a figure: a model with a caveat (too few points
-for its terms, a fit off its own points) gives no speedups at all, and a k whose interval is wider than
-MAX_INTERVAL has none. `AdviceTracker` raises the alert text once another k has stayed better for
-`sustained_s`.
+E[length at k'] = 1 + Σ_{i<k'} a_i (extrapolated above the observed k); the step-cost model gives T(k', c).
+Another k is advised only when it beats the current one by more than the margin plus the model's fit
+error plus the calibration's uncertainty; what cannot be predicted well is "unknown" with the reason.
 """
 
 from __future__ import annotations
@@ -30,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.advice.stepcost import StepCostModel
-from tui.format import fmt_count, fmt_duration, fmt_rate, fmt_times, fmt_times_interval
+from tui.format import fmt_count, fmt_duration, fmt_times, fmt_times_interval
 
 DEFAULT_MARGIN = 0.05  # another k must be this much faster (plus the model's error) to be advised
 MAX_INTERVAL = 1.6  # a speedup known only within a wider interval (high / low) is unknown, not a figure
@@ -56,7 +37,7 @@ class Advice:
     # each k's speedup interval from the step-cost model's refits (the calibration's uncertainty only)
     interval_by_k: dict[int, tuple[float, float]] = field(default_factory=dict)
     uncertainty: float | None = None  # in the threshold: the compared k's relative interval half-width
-    context: str | None = None  # "at this context, k=0: ..." (tui/advice/context.py): says more than the k's
+    context: str | None = None  # "at this context, k=0: ..." (`context_words`): says more than the k's
 
     @property
     def gain(self) -> float | None:
@@ -279,9 +260,8 @@ def _uncertainty(
     best: int | None,
     current_k: int,
 ) -> float | None:
-    """How far the compared k's speedup may be off by the calibration's measurements alone: the farther
-    end of its interval from its point, relative (the compared k: the best trusted one, or the runner-up
-    when the current k is best). None when the model has no refits."""
+    """How far the compared k's speedup may be off by the calibration's measurements alone (relative); None
+    without refits."""
     others = [(value, -negated) for value, negated in trusted if -negated != current_k]
     compared = best if best is not None and best != current_k else (max(others)[1] if others else None)
     if compared is None:
@@ -322,7 +302,3 @@ def alert_text(advice: Advice, for_s: float) -> str:
         f"k={better} would be {fmt_times(gain)} faster than k={advice.current_k} "
         f"for {fmt_duration(for_s)} ({advice.basis or 'no model'})"
     )
-
-
-def positions_text(per_position: list[float] | None) -> str:
-    return " ".join(fmt_rate(rate) for rate in per_position or [])

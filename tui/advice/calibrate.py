@@ -1,15 +1,7 @@
 """`spectop tune --calibrate`: a short sweep made for the step-cost model, and the model it fits.
 
-The values are a few around the file's own k (k-2 .. k+1, at least three, never below 1), and 0 where
-the config can switch speculation off (vLLM, SGLang: "0 is off"): a step with speculation off emits
-exactly one token, so its time is 1 / decode tokens/s with no acceptance length to measure, and it
-pins the model's intercept (a fit on k=1..3 alone tells the fixed cost from the per-draft cost poorly
-once the lengths are noisy). The loads are the ones seen live (the running requests over a few scrapes
-before the sweep), with concurrency 1 and twice the live load beside it so the model learns how the
-step grows with the batch. The sweep is an ordinary tune of at least `CALIBRATION_ROUNDS` rounds (the
-file restored byte for byte); the fit goes to `stepcost.json`, with its refits on replicates
-of the points, each moved by its standard error from the rounds' spread (`replicates`): the
-calibration's own measurement uncertainty, which the advisor adds to its bar.
+The values are a few around the file's own k, and 0 where the config can switch speculation off (it pins
+the model's intercept); the loads are 1 and twice the live load, so the model learns how the step grows.
 """
 
 from __future__ import annotations
@@ -60,10 +52,8 @@ MAX_LOAD = 64
 
 
 def calibration_values(current_k: int | None, zero_is_off: bool = False) -> tuple[int, ...]:
-    """A few k around the file's own: k-2 .. k+1, at least three values, from 1 up; and 0 first where
-    value 0 is speculation off (its length is exactly 1: it pins the intercept and the cost of switching
-    on). With 0 the step is a line in k >= 1, so three values above 0 (k-2, k, k+1) fit it and check it:
-    a fourth would cost a restart and its bursts for nothing the model needs."""
+    """A few k around the file's own (k-2 .. k+1, from 1 up), and 0 first where 0 is speculation off: it pins
+    the intercept, and three values above 0 then fit and check the line."""
     k = current_k if current_k and current_k > 0 else 2
     values = list(range(max(1, k - 2), k + 2))
     while len(values) < 3:
@@ -171,9 +161,7 @@ def _length(outcome_value: int, cell: TuneCell, runs: list[CellRun]) -> float | 
 
 
 def _cells(result: TuneResult) -> list[tuple[int, TuneCell]]:
-    """The cells a model is fitted from: (k, cell) of every started value, speculation off only where
-    value 0 is off. Value 0 of a plain key is not (llama.cpp with `-md` still drafts at
-    `--spec-draft-n-max 0`): it is no k=0 point, and left out."""
+    """(k, cell) of every started value; value 0 of a plain key is no k=0 point (llama.cpp drafts there)."""
     if result.points:
         raise StepCostError("a grid sweep gives no step-cost model: calibrate one key (k)")
     cells = []
@@ -209,15 +197,11 @@ def points_from_tune(result: TuneResult, background: float = 0.0) -> list[CostPo
 
 @dataclass(frozen=True)
 class BurstSpread:
-    """The host's burst-to-burst spread over a calibration: the pooled standard deviation of the log
-    step time of one burst around its cell's mean (every cell's bursts count, each cell its own mean)
-    and its degrees of freedom (bursts minus cells)."""
+    """The host's burst-to-burst spread: the pooled standard deviation of a burst's log step time around its
+    cell's mean, and its degrees of freedom (bursts minus cells)."""
 
     sd: float
     df: int
-
-    def t_quantile(self) -> float:
-        return student_t_quantile(self.df)
 
 
 def burst_spread(result: TuneResult) -> BurstSpread | None:
@@ -246,11 +230,8 @@ def student_t_quantile(df: int) -> float:
 def replicate_points(
     points: list[CostPoint], spread: BurstSpread, *, resamples: int = RESAMPLES, seed: int = 0
 ) -> list[list[CostPoint]]:
-    """The points as a repeat of the calibration could have measured them, `resamples` times: each
-    point's step time moved by its own standard error (the host's burst spread over √ its bursts) times
-    a Student-t draw of the spread's degrees of freedom, independently (the bursts of different k ran
-    minutes apart, restarts between them). The t rather than a normal: with two rounds the spread itself
-    is known from a handful of bursts, and resampling two bursts would show half their variance."""
+    """The points as a repeat of the calibration could have measured them, `resamples` times: each step time
+    moved by its standard error times a Student-t draw (the spread itself is known from few bursts)."""
     rng = random.Random(seed)
     out = []
     for _ in range(resamples):
@@ -272,7 +253,7 @@ def model_from_tune(result: TuneResult, calibration: Calibration, source: str | 
     replicates = []
     spread = burst_spread(result)
     if spread is not None:
-        t = spread.t_quantile()
+        t = student_t_quantile(spread.df)
         points = [
             point.model_copy(update={"spread": math.exp(t * spread.sd / math.sqrt(point.rounds or 1)) - 1.0})
             for point in points
@@ -342,13 +323,6 @@ async def plan_calibration(
     return changed, calibration, line
 
 
-def keep_calibration(
-    result: TuneResult, calibration: Calibration, source: str | None, path: Path | None = None
-) -> str:
-    """Fit and keep the model; the line to print (the model, or why none was kept)."""
-    return fit_and_keep(result, calibration, source, path)[1]
-
-
 def fit_and_keep(
     result: TuneResult, calibration: Calibration, source: str | None, path: Path | None = None
 ) -> tuple[StepCostModel | None, str]:
@@ -385,9 +359,7 @@ SIM_LOADS = (1, 4, 16)
 
 
 def sim_step_cost(config_file: Path, url: str) -> StepCostModel | None:
-    """What a calibration of the sim serving `config_file` at `url` would fit, from its own speed model
-    (None when the file is not a sim config). `spectop demo` gives its dashboard these (in memory only),
-    so the advisor has a model from the first poll; `source` says it is the simulator's."""
+    """What a calibration of the sim at `url` would fit, from its speed model (None: not a sim config)."""
     try:
         config = load_sim_config(config_file)
     except (SimConfigError, OSError):

@@ -1,15 +1,7 @@
 """The what-if advisor in fleet mode: per instance from its PromQL per-position rates, and per group.
 
-An instance's advice is the direct one (`tui.advice.live.advice_for`) on its figures, its step-cost
-model found by its `instance` label (host:port, as `spectop tune --calibrate --endpoint` keys it) and
-model name. A group's per-position acceptance is the members' pooled: each member's rates weighted by
-its draft steps per second (generation tokens/s ÷ mean acceptance length: every decode step of a
-speculating server is one draft and emits mean-length tokens), its load the members' mean running
-requests (each replica batches its own), its model the first member's that has one. Members that run
-different k have no common advice.
-
-The dashboard shows a line per group whose advice has a step-cost model behind it (`group_lines`: those
-that advise another k first, at most `MAX_GROUP_LINES`); `spectop snapshot --prometheus` every group's.
+A group's per-position acceptance is its members' pooled, each weighted by its draft steps per second
+(generation tokens/s ÷ mean acceptance length); members that run different k have no common advice.
 """
 
 from __future__ import annotations

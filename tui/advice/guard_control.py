@@ -1,33 +1,175 @@
-"""The fallback guard's controller: every decision of the guard in the running app, without the UI.
+"""The fallback guard in the running app, without the UI: per-endpoint state and the controller.
 
-The app drives it: after each board change it calls `watch(names)`; the controller takes the cheap first
-look (`GuardBook.candidate`), reads the config file in a task, decides (`decide`), and either asks
-(`GuardPorts.offer`: the screen renders the dialog and calls back with the answer) or acts (auto mode,
-or a yes): the config edit, the restart, the health wait, the record. The facts only the app knows come
-through `GuardPorts.facts`: is a planned restart under way, is the endpoint's editor or tune screen
-open. What the advisor says (a better k held for `sustained_s`) comes from the board (`GuardBoard`).
-
-The guard offers (ask) switching speculation off when acceptance stays low, and otherwise the advisor's
-better k; auto mode only ever switches speculation off.
+After each board change the app calls `GuardController.watch(names)`: a cheap first look
+(`GuardBook.candidate`, speculation assumed on), the config file read in a task (`prepare`), `decide`
+again, then an offer (`GuardPorts.offer`, the screen's dialog) or the change itself. While an offer is
+open or a check or a switch is under way the endpoint is busy; every answer and every switch starts the
+cool-down.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import httpx
 
-from tui.advice.guard import Advised, GuardDecision, GuardInput, GuardRecord, decide, switch_speculation_off
-from tui.advice.guard_state import GuardBook, Prepared, guard_input, log_record, prepare, record_for
-from tui.advice.guard_table import TableOffer, book_table_offer
+from tui.advice.guard import (
+    Advised,
+    GuardDecision,
+    GuardInput,
+    GuardRecord,
+    TableOffer,
+    book_table_offer,
+    decide,
+    file_k,
+    guard_text,
+    switch_speculation_off,
+)
 from tui.advice.live import AdviceBook
+from tui.configs.editing import masked_diff, open_config_async, unified_diff
+from tui.configs.errors import ConfigError
 from tui.settings import EndpointSettings
 from tui.telemetry.alerts import AlertEngine
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import GuardLogRecord
+from tui.tune.plan import VLLM_TABLE, TunePlanError
+
+ACCEPTANCE_KINDS = ("acceptance_low", "acceptance_critical")
+Busy = Literal["checking", "offered", "switching"]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the config file says: its k (0: off; None: cannot tell) and the diff of the guard's change."""
+
+    diff: str = ""
+    problem: str = ""  # why there is no diff (the file does not parse, no speculative key)
+    k: int | None = None
+    has_table: bool = False  # the file already runs the k-by-batch-size table asked about
+
+    @property
+    def speculation_on(self) -> bool | None:
+        return None if self.k is None else self.k > 0
+
+
+async def prepare(
+    endpoint: EndpointSettings, k: int | None = None, table: list[list[int]] | None = None
+) -> Prepared:
+    """Read the endpoint's config file (off the event loop) for the guard's second look: the diff that
+    switches speculation off (k None), that sets `k` draft tokens, or that writes a k-by-batch-size table."""
+    if endpoint.config_file is None:
+        return Prepared(problem="no config file")
+    try:
+        opened = await open_config_async(endpoint.config_file)
+    except ConfigError as error:
+        return Prepared(problem=str(error))
+    if opened.document is None:
+        return Prepared(problem=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
+    now = file_k(opened.document)
+    has_table = bool(table) and opened.document.has(VLLM_TABLE) and opened.document.get(VLLM_TABLE) == table
+    try:
+        text = guard_text(opened.document, k, table)
+    except (ConfigError, TunePlanError) as error:
+        return Prepared(problem=str(error), k=now, has_table=has_table)
+    diff = masked_diff(unified_diff(opened.text, text, endpoint.config_file.name))
+    return Prepared(diff, k=now, has_table=has_table)
+
+
+def guard_input(
+    endpoint: EndpointSettings,
+    alerts: AlertEngine,
+    reading: EndpointReading | None,
+    *,
+    now: float,
+    restarting: bool,
+    speculation_on: bool | None = None,
+    last_action_at: float | None = None,
+    editing: bool = False,
+    advised: Advised | None = None,
+    table_offer: TableOffer | None = None,
+) -> GuardInput:
+    """The guard's view of one endpoint from the alert engine and its latest reading. `advised`: what
+    the advisor says (its better k), and `table_offer` (a k by batch size), for ask mode."""
+    alert = next((a for a in alerts.active(endpoint.name) if a.kind in ACCEPTANCE_KINDS), None)
+    acceptance = reading.figures.acceptance_rate if reading is not None and reading.up else None
+    return GuardInput(
+        mode=endpoint.guard,
+        now=now,
+        acceptance_alert_active=alert is not None,
+        acceptance=acceptance,
+        threshold=alerts.threshold(endpoint.name),
+        low_since=alert.started_at if alert is not None else None,
+        speculation_on=speculation_on,
+        can_change=endpoint.config_file is not None and bool(endpoint.restart_command),
+        restarting=restarting,
+        last_action_at=last_action_at,
+        cooldown_s=endpoint.guard_cooldown_s,
+        editing=editing,
+        advised=advised or Advised(),
+        table_offer=table_offer,
+    )
+
+
+@dataclass
+class GuardBook:
+    """Per endpoint: the last guard action's time and what is under way (a check, an offer, a switch)."""
+
+    last_action_at: dict[str, float] = field(default_factory=dict)
+    busy: dict[str, Busy] = field(default_factory=dict)
+
+    def free(self, endpoint: EndpointSettings) -> bool:
+        """Whether the guard may take a first look: it is on and nothing is under way for the endpoint."""
+        return endpoint.guard != "off" and endpoint.name not in self.busy
+
+    def begin(self, name: str, what: Busy) -> None:
+        self.busy[name] = what
+
+    def release(self, name: str) -> None:
+        """The check found nothing to do: not busy, no cool-down."""
+        self.busy.pop(name, None)
+
+    def acted(self, name: str, now: float) -> None:
+        """An offer answered or a switch over (done or failed): not busy, the cool-down starts."""
+        self.busy.pop(name, None)
+        self.last_action_at[name] = now
+
+
+def record_for(
+    state: GuardInput, name: str, decision: GuardDecision, action: str, prepared: Prepared, *, now: float
+) -> GuardRecord:
+    """The record of an action that is not a switch (`switch_speculation_off` makes those): offered,
+    declined, or failed before anything was changed (why: `prepared.problem`)."""
+    return GuardRecord(
+        name,
+        now,
+        action,
+        decision.reason,
+        state.acceptance,
+        state.threshold,
+        prepared.diff,
+        prepared.problem,
+        decision.k,
+        prepared.k,
+        decision.table,
+    )
+
+
+def log_record(record: GuardRecord) -> GuardLogRecord:
+    """The record as the recording keeps it."""
+    return GuardLogRecord(
+        endpoint=record.endpoint,
+        time=record.time,
+        action=record.action,
+        reason=record.reason,
+        message=record.line(),
+        acceptance=record.acceptance,
+        threshold=record.threshold,
+        diff=record.diff,
+        detail=record.detail,
+    )
 
 
 @dataclass(frozen=True)
@@ -133,42 +275,35 @@ class GuardController:
             return
         for name in names:
             endpoint = self.board.endpoint(name)
-            if endpoint is None or endpoint.guard == "off":
+            if endpoint is None or not self.book.free(endpoint):
                 continue
-            facts = self.ports.facts(endpoint)
-            now = self.clock()
-            state = self.book.candidate(
-                endpoint,
-                self.board.alerts,
-                self.board.readings.get(name),
-                now=now,
-                restarting=facts.restarting,
-                editing=facts.editing,
-                advised=self._better(name, now),
-                table_offer=self._table(endpoint),
-            )
-            if state is not None:
+            first = decide(self._state(endpoint))  # a cheap first look: speculation assumed on
+            if first.action is not None:
                 self.book.begin(name, "checking")
-                self.ports.start(self._check(endpoint, decide(state)), name)
+                self.ports.start(self._check(endpoint, first), name)
+
+    def _state(self, endpoint: EndpointSettings, speculation_on: bool | None = None) -> GuardInput:
+        """The guard's input for `endpoint` now: the board's alerts, reading and advice, the app's facts."""
+        facts = self.ports.facts(endpoint)
+        now = self.clock()
+        return guard_input(
+            endpoint,
+            self.board.alerts,
+            self.board.readings.get(endpoint.name),
+            now=now,
+            restarting=facts.restarting,
+            speculation_on=speculation_on,
+            last_action_at=self.book.last_action_at.get(endpoint.name),
+            editing=facts.editing,
+            advised=self._better(endpoint.name, now),
+            table_offer=self._table(endpoint),
+        )
 
     async def _check(self, endpoint: EndpointSettings, first: GuardDecision) -> None:
         """The second look, with the config file read (is speculation on, the diff), then the action."""
         name = endpoint.name
         prepared = await prepare(endpoint, first.k if first.action == "offer_k" else None, first.table)
-        facts = self.ports.facts(endpoint)
-        now = self.clock()
-        state = guard_input(
-            endpoint,
-            self.board.alerts,
-            self.board.readings.get(name),
-            now=now,
-            restarting=facts.restarting,
-            speculation_on=prepared.speculation_on,
-            last_action_at=self.book.last_action_at.get(name),
-            editing=facts.editing,
-            advised=self._better(name, now),
-            table_offer=self._table(endpoint),
-        )
+        state = self._state(endpoint, prepared.speculation_on)
         decision = decide(state)
         moved = decision.k != first.k or decision.table != first.table
         if decision.action is None or moved or (decision.table and prepared.has_table):

@@ -1,22 +1,88 @@
-"""The advisor on live figures: one endpoint's (or a fleet group's) window and the kept step-cost models.
+"""The advisor on live figures: one endpoint's (or a fleet group's) window, the kept step-cost models and
+the kept tunes' context stops ("at this context, k=0" where the window's prompts are that long).
 
-`advice_for` is what `spectop snapshot` (direct and fleet) and the dashboard call with a window's
-figures. `AdviceBook` is the dashboard's per-endpoint state: the models (read once at start), what each
-endpoint's config file says (its k and settings digest, read by the app off the event loop), the latest
-advice and the sustained "another k is better" condition.
+`advice_for` is what `spectop snapshot` and the dashboard call; `AdviceBook` is the dashboard's state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 
 from tui.advice.advisor import DEFAULT_MARGIN, Advice, AdviceTracker, advise, alert_text
-from tui.advice.context import ContextFinding, context_words, read_context_findings
-from tui.advice.stepcost import StepCostError, StepCostFile, StepCostModel, find_model, load_models
+from tui.advice.stepcost import (
+    StepCostError,
+    StepCostFile,
+    StepCostModel,
+    endpoint_key,
+    find_model,
+    load_models,
+)
+from tui.format import fmt_tokens
 from tui.telemetry.figures import Figures
+
+
+@dataclass(frozen=True)
+class ContextFinding:
+    """From a kept tune: at `concurrency`, speculation off wins from `prompt_tokens` on (significantly)."""
+
+    endpoint: str  # host:port
+    concurrency: int
+    prompt_tokens: int
+    pays_up_to: int | None
+    tuned_at: datetime
+
+
+def read_context_findings(folder: Path | None = None) -> tuple[ContextFinding, ...]:
+    """Every kept tune's significant context stops, newest tune first (a tune that does not read is
+    skipped: the burst history lists it with its problem)."""
+    # lazy: the tune's and the bursts' report modules are 35 ms of imports, +9% on the first frame
+    from tui.bench.burst_store import BurstFileError
+    from tui.tune.result import list_tunes, load_tune
+
+    found = []
+    for path in list_tunes(folder):
+        try:
+            result = load_tune(path)
+        except BurstFileError:
+            continue
+        found += [
+            ContextFinding(
+                endpoint_key(result.endpoint),
+                stop.concurrency,
+                stop.prompt_tokens,
+                stop.pays_up_to,
+                result.started_at,
+            )
+            for stop in result.context_stops
+            if stop.significant and stop.prompt_tokens is not None
+        ]
+    return tuple(found)
+
+
+def context_words(
+    findings: tuple[ContextFinding, ...], url: str, prompt_tokens: float | None, running: float | None
+) -> str | None:
+    """ "at this context (18,432 prompt tokens), k=0: speculation stops paying from 16,384 at c=1 (tune
+    2026-12-05)" when the window's prompts reach the newest tune's stop; else None."""
+    key = endpoint_key(url)
+    mine = [finding for finding in findings if finding.endpoint == key]
+    if prompt_tokens is None or not mine:
+        return None
+    newest = max(finding.tuned_at for finding in mine)
+    load = max(1.0, running or 0.0)
+    finding = min(
+        (f for f in mine if f.tuned_at == newest), key=lambda f: (abs(f.concurrency - load), f.concurrency)
+    )
+    if prompt_tokens < finding.prompt_tokens:
+        return None
+    return (
+        f"at this context ({fmt_tokens(prompt_tokens)} prompt tokens), k=0: speculation stops paying from "
+        f"{fmt_tokens(finding.prompt_tokens)} at c={finding.concurrency} (tune {finding.tuned_at:%Y-%m-%d})"
+    )
 
 
 @dataclass(frozen=True)
@@ -36,7 +102,7 @@ class KeptModels:
 
     models: StepCostFile = field(default_factory=StepCostFile)
     problem: str | None = None
-    contexts: tuple[ContextFinding, ...] = ()  # the kept tunes' context stops (tui/advice/context.py)
+    contexts: tuple[ContextFinding, ...] = ()  # the kept tunes' context stops
 
 
 def read_models(path: Path | None = None) -> KeptModels:

@@ -1,31 +1,8 @@
 """The step-cost model: what one decode step costs as a function of k (draft tokens) and the load.
 
-A tune point (value k, concurrency c) gives the pooled decode tokens/s of its requests and the mean
-acceptance length L of the server over the burst (1 with speculation off). Each decode step of a
-request emits L tokens on average, so the step takes T = L / (decode tokens/s). The model is
-
-    T(k, c) = base + per_seq·c + [k > 0]·(on + on_seq·c) + k·(per_draft + per_draft_seq·c)
-
-(a fixed cost, the batch's verify cost, the cost of speculation being on at all (the draft model's
-forward pass, the rejection sampler: real servers pay more to switch it on than for any further draft
-token; a vLLM measured 1.2, 2.4, 3.4, 3.9 ms at k = 0..3), and per draft token the draft's and the
-verifier's extra work), fitted by least squares on relative errors with every term >= 0 (each is a
-cost; on a noisy, loaded machine an unconstrained fit can give one a negative value that bends the
-predictions). The on-terms need k = 0 points (without them `on` is part of `base`: the model holds for
-k >= 1); with one load only the load terms are unknown (the model holds at that load). `caveat` says
-why a model cannot predict (too few points for its terms, a residual too wide); the advisor then says
-"unknown" with it. The model's relative residual says how far its predictions can be trusted.
-
-A calibration also says how far its own measurements can be trusted: `replicates` are the model fitted
-again on replicates of the calibration's points (each point's step time moved by a Student-t draw of its
-standard error, from the spread of its rounds; `tui.advice.calibrate`), so the spread of a prediction over
-them is the calibration's measurement uncertainty (`speed_ratio_interval`). With speculation off in the
-sweep (a config that can switch it off), the k=0 points (length exactly 1) pin `base + per_seq·c` on their
-own, and the per-draft slope no longer has to be told apart from the intercept by k=1..3 alone.
-
-Models are kept in `stepcost.json` in spectop's data folder (`tui.paths.step_cost_file`), one per
-(endpoint, model, settings), where settings is a digest of the config file with the swept key left
-out: the same server with another k is the same model; another quantization or batch limit is not.
+A tune point's step time is T = L / (decode tokens/s) (L: mean acceptance length); `StepCost` is the
+model fitted to it, by least squares on relative errors with every term >= 0 (each is a cost). Models
+are kept in `stepcost.json`, one per (endpoint, model, settings digest with the swept key left out).
 """
 
 from __future__ import annotations
@@ -147,9 +124,8 @@ class StepCostModel(BaseModel):
     def speed_ratio_interval(
         self, k: int, reference: int, concurrency: float, level: float = 0.95
     ) -> tuple[float, float] | None:
-        """The interval of T(reference, c) / T(k, c) over the replicates: the steps/s at k over the
-        steps/s at `reference` (the lengths aside). None without replicates, or when fewer than half of
-        them give both a positive time."""
+        """The interval of T(reference, c) / T(k, c) over the replicates; None without replicates or
+        when fewer than half of them give both a positive time."""
         if not self.replicates:
             return None
         ratios = []
@@ -208,10 +184,8 @@ def _relative_error(features: list[list[float]], targets: list[float], solved: l
 
 
 def _nonnegative_least_squares(features: list[list[float]], targets: list[float]) -> list[float] | None:
-    """Relative least squares with every coefficient >= 0 (each is a cost: a negative one is noise that
-    would bend predictions away from the points), exactly: the constrained optimum is the unconstrained
-    fit on its own support, so the best of the non-negative fits over every subset of the columns is it
-    (63 for the 6 terms). None when no subset gives a fit."""
+    """Relative least squares with every coefficient >= 0, exactly: the best non-negative unconstrained fit
+    over every subset of the columns. None when no subset gives a fit."""
     width = len(features[0])
     best: tuple[float, list[float]] | None = None
     for mask in range(1, 1 << width):
@@ -305,9 +279,7 @@ def fit(points: Sequence[CostPoint]) -> tuple[StepCost, bool, float]:
 
 
 def caveat(points: Sequence[CostPoint], load_dependent: bool, residual: float) -> str | None:
-    """Why a fitted model cannot predict, in words (None: it can): k = 0 with a single k > 0 (the cost of
-    switching speculation on and the per-draft cost are one number then), fewer points than terms, or a
-    residual above MAX_RESIDUAL."""
+    """Why a fitted model cannot predict, in words (None: it can)."""
     usable = _usable(points)
     drafted = sorted({point.k for point in usable if point.k > 0})
     if 0 in {point.k for point in usable} and len(drafted) < 2:

@@ -112,9 +112,8 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
 
 
 def _stamp_wall_time(event: LogEvent) -> None:
-    """A llama.cpp line prints only its time since start (`uptime`); one read live, as it was written,
-    gets the wall time it was read at (local, ISO 8601, to the millisecond). Lines that were already
-    in the file (`--from-start`) keep `time` unknown."""
+    """A llama.cpp line read live gets the wall time it was read at (it prints only its uptime); lines already
+    in the file keep `time` unknown."""
     if event.time is None and getattr(event, "uptime", None) is not None:
         event.time = datetime.now().astimezone().isoformat(timespec="milliseconds")
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 
 from tui.auth import ApiKeyError
-from tui.cli_options import completes_files
+from tui.cli_options import add_fleet_arguments, completes_files
 from tui.commands import fail, require_terminal, run_until_quit, say
 from tui.commands.replay import add_record_arguments
-from tui.fleet.options import add_fleet_arguments, apply_fleet_flags
-from tui.settings import SettingsError, load_settings
+from tui.settings import SettingsError, apply_fleet_flags, load_settings
 from tui.sources import LiveSource, Source
 from tui.sources.fleet import FleetSource
 from tui.ui.app import SpectopApp

@@ -10,6 +10,7 @@ import math
 import os
 import textwrap
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -19,11 +20,10 @@ from tui.advice.advisor import Advice
 from tui.advice.fleet import advice_lines, group_advices, instance_advice
 from tui.advice.live import advice_for, read_models
 from tui.auth import ApiKeyError, api_key_from_env, endpoint_headers
+from tui.cli_options import add_fleet_arguments
 from tui.commands import fail, say
-from tui.fleet.options import add_fleet_arguments, prometheus_settings
-from tui.fleet.poller import FleetPoller
-from tui.fleet.snapshot import row, table
-from tui.format import FIGURES, FIGURES_FAILED, figure_text, fmt_setting
+from tui.fleet.poller import FleetPoller, FleetReading
+from tui.format import FIGURES, FIGURES_FAILED, UNKNOWN, figure_text, fmt_setting
 from tui.format import note_lines as grouped_notes
 from tui.sanitize import safe_line
 from tui.settings import (
@@ -32,10 +32,12 @@ from tui.settings import (
     endpoint_from_url,
     find_settings_file,
     parse_settings,
+    prometheus_settings,
 )
-from tui.tables import render_json
+from tui.tables import Table, render_json
 from tui.telemetry.figures import Figures
 from tui.telemetry.monitor import fetch_model_ids
+from tui.telemetry.plausible_figures import dropped_words
 from tui.telemetry.scraper import Scrape, scrape_with_slots
 from tui.telemetry.snapshot_record import snapshot_record
 from tui.telemetry.window import ScrapeWindow
@@ -86,23 +88,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="environment variable holding the API key, sent as a Bearer token (the key itself is "
         "never an argument)",
     )
-    add_fleet_arguments(parser, group_by=False)  # fleet mode: tui/fleet/snapshot.py
+    add_fleet_arguments(parser, group_by=False)  # fleet mode: `_run_fleet`
     parser.set_defaults(func=run)
 
 
 # --- measuring ------------------------------------------------------------------------------------------
 
 
+@dataclass
 class _Result:
-    def __init__(self, url: str, window_s: float) -> None:
-        self.url = url
-        self.window_s = window_s
-        self.up = False
-        self.error: str | None = None
-        self.backend: str | None = None
-        self.model: str | None = None
-        self.figures: Figures | None = None
-        self.advice: Advice | None = None  # the what-if advisor (tui/advice/advisor.py)
+    url: str
+    window_s: float
+    up: bool = False
+    error: str | None = None
+    backend: str | None = None
+    model: str | None = None
+    figures: Figures | None = None
+    advice: Advice | None = None  # the what-if advisor (tui/advice/advisor.py)
 
     def as_json(self) -> dict[str, Any]:
         record = snapshot_record(
@@ -315,11 +317,64 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(result.up and not result.error for result in results) else 1
 
 
+def fleet_row(
+    reading: FleetReading, advice: Advice | None = None, group_advice: Advice | None = None
+) -> dict[str, Any]:
+    """`--prometheus`: a direct snapshot's JSON line (the same record type), url = the instance;
+    `advice` the instance's, `group` and `group_advice` its group's (tui/advice/fleet.py)."""
+    record = snapshot_record(
+        url=reading.instance,
+        backend=reading.backend,
+        up=reading.up,
+        model=reading.model,
+        window_s=reading.window_s,
+        figures=_shown(reading),
+        error=reading.error,
+    )
+    record["advice"] = None if advice is None else advice.as_json()
+    record["group"] = reading.group
+    record["group_advice"] = None if group_advice is None else group_advice.as_json()
+    record["impossible_figures"] = reading.impossible_figures  # dropped so far (each one's note says why)
+    return record
+
+
+def _shown(reading: FleetReading) -> Figures:
+    """Like a direct snapshot: a down instance has no figures (not the window's last ones)."""
+    return reading.figures if reading.up else Figures()
+
+
+_COLUMNS = ("instance", "status", "backend", "tok/s", "accept", "len", "TTFT p95", "run/wait", "KV", "model")
+_FIGURES = ("generation_tokens_per_s", "acceptance_rate", "mean_acceptance_length", "ttft_p95_s")
+_LEFT = {0, 1, 2, 9}  # text columns; figures are right-aligned
+
+
+def fleet_table(readings: list[FleetReading]) -> list[str]:
+    rows = []
+    for reading in readings:
+        f = _shown(reading)
+        rows.append(
+            (  # labels are Prometheus's (the targets'): untrusted text
+                safe_line(reading.instance),
+                "up" if reading.up else "DOWN",
+                safe_line(reading.backend or "?"),
+                *(figure_text(f, key) for key in _FIGURES),
+                f"{figure_text(f, 'running')}/{figure_text(f, 'waiting')}",
+                figure_text(f, "kv_cache_usage"),
+                safe_line(reading.model or UNKNOWN),
+            )
+        )
+    lines = Table(_COLUMNS, rows).text(left=_LEFT, gap="  ")
+    for reading in readings:
+        if reading.error:
+            lines.append(safe_line(f"{reading.instance}: {reading.error}"))
+        if reading.impossible_figures:
+            lines.append(safe_line(f"{reading.instance}: {dropped_words(reading.impossible_figures)}"))
+    return lines
+
+
 def _run_fleet(args: argparse.Namespace) -> int:
-    """`--prometheus URL [--match SELECTOR]`: one row per instance. Prometheus already holds the window, so
-    nothing is waited for: the figures are PromQL over the last S seconds (S should span at least two of
-    Prometheus' scrapes, else the rates are unknown). Exit 0 when every instance was up, 1 when one was not
-    or Prometheus failed, 2 on bad arguments."""
+    """`--prometheus URL [--match SELECTOR]`: one row per instance, PromQL over the last S seconds. Exit 0
+    when every instance was up, 1 when one was not or Prometheus failed, 2 on bad arguments."""
 
     async def refresh_once(poller: FleetPoller) -> Any:
         async with poller:
@@ -360,10 +415,10 @@ def _run_fleet(args: argparse.Namespace) -> int:
     advices = {reading.instance: instance_advice(reading, kept) for reading in refresh.readings}
     if args.json:
         for reading in refresh.readings:
-            line = row(reading, advices[reading.instance], groups.get(reading.group or ""))
+            line = fleet_row(reading, advices[reading.instance], groups.get(reading.group or ""))
             print(render_json(line, indent=None))
     else:
         print(f"{settings.url} · {len(refresh.readings)} instances · {fmt_setting(args.window)} s window")
-        print("\n".join(table(refresh.readings)))
+        print("\n".join(fleet_table(refresh.readings)))
         print("\n".join(advice_lines(groups, advices)))
     return 0 if all(reading.up for reading in refresh.readings) else 1

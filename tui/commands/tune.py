@@ -274,7 +274,7 @@ async def _run(tune: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui.advice.calibrate import keep_calibration  # lazy: +13% on the first frame
+    from tui.advice.calibrate import fit_and_keep  # lazy: +13% on the first frame
     from tui.tune.plan import TunePlanError  # lazy: +13% on the first frame
     from tui.tune.result import export, render_text, save_tune  # lazy: +13% on the first frame
     from tui.tune.runner import TuneRun, preflight  # lazy: +13% on the first frame
@@ -312,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             _say(f"could not keep the tune in the history: {error}")
     if calibration is not None:
-        _say(keep_calibration(result, calibration, None if kept is None else str(kept)))
+        _say(fit_and_keep(result, calibration, None if kept is None else str(kept))[1])
     for kind, destination in (("json", args.json), ("csv", args.csv), ("markdown", args.markdown)):
         if destination:
             try:

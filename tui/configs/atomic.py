@@ -63,9 +63,8 @@ def write_file(path: Path, data: bytes | str) -> Path:
 def replace_atomically(
     target: Path, data: bytes, mode: int, prepare: Callable[[int], None] | None = None
 ) -> None:
-    """Write `data` to a new temp file beside `target`, let `prepare` adjust the open file (owner,
-    attributes), give it `mode`, fsync it and rename it over `target`. Any failure removes the temp file
-    and is raised; `target` is then unchanged."""
+    """Write `data` to a temp file beside `target` (`prepare` adjusts the open file), fsync it and rename it
+    over `target`; any failure removes the temp file and is raised."""
     fd, temp = _create_temp(target.parent, target.name)
     try:
         try:
@@ -209,11 +208,7 @@ def changed_on_disk(path: Path, stamp: FileStamp | None) -> bool:
 
 
 def mode_allows_write(mode: int, file_uid: int, file_gid: int, uid: int, groups: Iterable[int]) -> bool:
-    """Whether the permission bits give user `uid` (in `groups`) write access.
-
-    Decided by the mode alone, not by `os.access`: root may write anything, but a file nobody may write
-    (e.g. 0444) is read-only on purpose, so for root any write bit counts and none means refused.
-    """
+    """Whether the mode bits let `uid` write: for root any write bit counts (0444 is read-only on purpose)."""
     if uid == 0:
         return bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     if uid == file_uid:
@@ -306,11 +301,8 @@ def _keep_xattrs(fd: int, source: Path) -> str | None:
 def _replace_with(
     target: Path, data: bytes, original: os.stat_result | None, saving: Path, what: str = ""
 ) -> tuple[str, ...]:
-    """Write `data` to a temp file beside `target` with the metadata of the file `saving` resolves to
-    (`original`, its stat), then rename it over `target`.
-
-    Errors name `saving` (the file the user saves) and `what` was being written when it is not that file.
-    """
+    """Write `data` beside `target` with the metadata of `original`, then rename it over `target`; errors
+    name `saving`, and `what` was written when it is not that file."""
     warnings: list[str] = []
 
     def keep_metadata(fd: int) -> None:
@@ -336,12 +328,8 @@ def _replace_with(
 def atomic_write(
     path: Path, data: bytes, *, backup: bool = True, allow_read_only: bool = False
 ) -> SaveResult:
-    """Replace `path` with `data` atomically; keep the old version as `FILE.bak`.
-
-    A symlink is followed: its target is replaced (temp file and backup beside the target) and the link
-    is kept. Owner, group and mode are kept (a warning in the result when the owner cannot be). A file
-    the user may not write is refused with ReadOnlyFileError unless `allow_read_only`. Raises SaveError.
-    """
+    """Replace `path` (a symlink's target) with `data` atomically, keeping owner, group and mode, and the old
+    version as `FILE.bak`; a read-only file only with `allow_read_only`. Raises SaveError."""
     target = resolve_target(Path(path))
     try:
         original: os.stat_result | None = target.stat()
@@ -383,9 +371,8 @@ def _write_backup(target: Path, original: os.stat_result, saving: Path) -> None:
 
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive flock on `NAME.lock` beside a file spectop reads, changes and writes back (state.json,
-    stepcost.json): it excludes other processes and, since each call opens its own descriptor, other threads
-    of this one, so changes made at once never lose one another."""
+    """An exclusive flock on `NAME.lock` beside a file spectop reads, changes and writes back: concurrent
+    changes (other processes, other threads) never lose one another."""
     fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -412,11 +399,8 @@ def lock_path(path: Path) -> Path:
 
 @contextlib.contextmanager
 def config_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive `flock` on the folder of the file's target: two saves of the same file (two
-    `config set` of different keys, the editor and a tune) take turns, so a read, change and save is never
-    interleaved with another one and the changed-on-disk check holds up to the rename. Other threads and
-    processes wait (each opens its own descriptor); the same thread may nest. A folder that cannot be
-    opened is not locked: the save there fails anyway."""
+    """Hold an exclusive `flock` on the folder of the file's target, so two saves of one file take turns
+    (re-entrant per thread). A folder that cannot be opened is not locked: the save there fails anyway."""
     lock = lock_path(path)
     depth = _held.depth
     if lock in depth:

@@ -76,10 +76,8 @@ _FILE_TYPES = {
 
 
 def _read_regular(path: Path) -> bytes:
-    """The file's bytes (at most MAX_CONFIG_BYTES + 1); anything but a regular file is refused at once.
-
-    Opened non-blocking, so a FIFO with no writer does not hang the open, then checked with fstat on the
-    same descriptor (no race with a rename)."""
+    """The file's bytes (at most MAX_CONFIG_BYTES + 1), opened non-blocking (a FIFO does not hang) and refused
+    at once unless fstat says it is a regular file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
@@ -129,11 +127,7 @@ _KEY_LINE = re.compile(r"""^(?P<head>[ +-]\s*(?P<q>["']?)(?P<key>[\w.-]+)(?P=q)\
 
 
 def masked_diff(diff: str) -> str:
-    """`diff` with the values of credential keys (api_key, password, …) shown as `****`.
-
-    A diff is shown, recorded and exported (the guard's records, the tune's results): a secret the config
-    file holds must not travel with it, as `config show` and the editor's fields never print it.
-    """
+    """`diff` with the values of credential keys (api_key, password, …) as `****`: diffs are recorded."""
     lines = []
     for line in diff.splitlines(keepends=True):
         match = None if line.startswith(("+++", "---", "@@")) else _KEY_LINE.match(line)
@@ -164,11 +158,8 @@ def get_value(doc: ConfigDocument, path: KeyPath) -> Any:
 
 
 def set_value(doc: ConfigDocument, path: KeyPath, value: Any, *, new_key: bool = False) -> ConfigDocument:
-    """A new document with one key changed; ConfigError when that makes the file invalid.
-
-    A key the schema does not know and the file does not have yet (a typo, most likely) is refused
-    with "did you mean ...?" unless `new_key`.
-    """
+    """A new document with one key changed; ConfigError when that makes the file invalid, or when the key is
+    unknown to both the schema and the file (a typo, most likely) without `new_key`."""
     after = doc.with_value(path, value)
     if not new_key and not doc.has(path) and not schema_knows(doc.kind, path):
         raise KeyPathError(
@@ -196,12 +187,8 @@ def save_text(
     force: bool = False,
     allow_read_only: bool = False,
 ) -> SaveResult:
-    """Validate `text` parses, check nobody changed the file since `stamp`, then write atomically.
-
-    `force` overwrites a file changed on disk; `allow_read_only` replaces a file the user may not write.
-    Raises SaveError (ReadOnlyFileError) when nothing was written; the result's warnings say what could
-    not be kept (e.g. the owner).
-    """
+    """Check `text` parses and nobody changed the file since `stamp` (unless `force`), then write atomically.
+    Raises SaveError (ReadOnlyFileError) when nothing was written."""
     load_document(text, kind, path)  # raises ConfigSyntaxError: never save an unparsable file
     with config_lock(path):  # the check and the rename as one step against other spectop processes
         if not force and changed_on_disk(path, stamp):

@@ -36,10 +36,7 @@ _VLLM_SPEC_ONLY = {"per_request_spec_decode_metrics"}
 
 @dataclass
 class LaunchCommand:
-    """A command as groups of words: the program first, then one group per option.
-
-    `prequoted` holds words that are already shell-quoted (e.g. a "$API_KEY" reference).
-    """
+    """A command as groups of words: the program, then one per option; `prequoted` words are shell-quoted."""
 
     groups: list[list[str]]
     prequoted: set[str] = field(default_factory=set)

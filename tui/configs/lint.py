@@ -103,6 +103,14 @@ _SCHEMA_IDS: dict[KeyPath, tuple[str, str]] = {
     ),
 }
 
+_NO_DISABLE_BY_BATCH = (
+    "vLLM removed --speculative-disable-by-batch-size (2025-03)",
+    "delete it; spectop's acceptance alerts show when drafting stops paying off",
+)
+_NO_PER_REQUEST_SWITCH = (
+    "no server has a per-request switch for speculative decoding; it is set when the server starts",
+    "delete it and compare two server configs (spectop bench) instead",
+)
 # Keys current servers no longer take: path -> (message, fix).
 _REMOVED: dict[str, dict[KeyPath, tuple[str, str]]] = {
     "vllm_toml": {
@@ -119,24 +127,12 @@ _REMOVED: dict[str, dict[KeyPath, tuple[str, str]]] = {
             "vLLM removed --speculative-model; the draft is set in --speculative-config",
             "move it to [speculative] as method / model",
         ),
-        ("speculative", "speculative_disable_by_batch_size"): (
-            "vLLM removed --speculative-disable-by-batch-size (2025-03)",
-            "delete it; spectop's acceptance alerts show when drafting stops paying off",
-        ),
-        ("speculative", "disable_by_batch_size"): (
-            "vLLM removed --speculative-disable-by-batch-size (2025-03)",
-            "delete it; spectop's acceptance alerts show when drafting stops paying off",
-        ),
+        ("speculative", "speculative_disable_by_batch_size"): _NO_DISABLE_BY_BATCH,
+        ("speculative", "disable_by_batch_size"): _NO_DISABLE_BY_BATCH,
     },
     "client_json": {
-        ("extra_body", "enable_speculative"): (
-            "no server has a per-request switch for speculative decoding; it is set when the server starts",
-            "delete it and compare two server configs (spectop bench) instead",
-        ),
-        ("enable_speculative",): (
-            "no server has a per-request switch for speculative decoding; it is set when the server starts",
-            "delete it and compare two server configs (spectop bench) instead",
-        ),
+        ("extra_body", "enable_speculative"): _NO_PER_REQUEST_SWITCH,
+        ("enable_speculative",): _NO_PER_REQUEST_SWITCH,
     },
 }
 
@@ -595,11 +591,7 @@ def lint_document(doc: ConfigDocument) -> list[Finding]:
 
 
 def gpu_findings(doc: ConfigDocument, gpus: Sequence[GpuSample]) -> list[Finding]:
-    """The config's memory fraction against the node's GPUs as they are now (see `tui.gpu.headroom`).
-
-    vLLM without `gpu_memory_utilization` claims its default; SGLang without `mem_fraction_static`
-    computes its own, which spectop cannot know: nothing to check then.
-    """
+    """The config's memory fraction against the node's GPUs as they are now (SGLang's auto: nothing)."""
     lint = _Linter(doc)
     path: KeyPath
     if doc.kind == "vllm_toml":

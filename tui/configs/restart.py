@@ -1,14 +1,7 @@
 """Run an endpoint's restart command (no shell) and wait for its /health to answer again.
 
-Every wait has a timeout (HEALTH_TIMEOUT_S by default); when the server does not come back,
-`last_errors` picks the error lines of the endpoint's log (a CUDA OOM, a dead engine) to show why.
-
-A restart command may return before the old process has stopped (it signals the server and leaves), so
-a /health 200 right after it can still come from the old process. `read_identity` takes the server's
-process identity from its /metrics page before the command runs (vLLM's and SGLang's
-`process_start_time_seconds`, vLLM's `*_created` stamps, llama.cpp's `Process-Start-Time-Unix` header),
-and `wait_for_health` given it counts the server as back only when a new process answers: /health went
-down and came back, or the identity changed.
+A restart command may return before the old process has stopped, so `wait_for_health` given the
+server's process identity (`read_identity`) counts it back only when a new process answers.
 """
 
 from __future__ import annotations
@@ -62,13 +55,8 @@ def restart_command_problem(argv: Sequence[str]) -> str | None:
 async def run_restart(
     argv: list[str], on_line: Callable[[str], object], *, timeout_s: float = RESTART_TIMEOUT_S
 ) -> int:
-    """Run `argv` without a shell, passing each output line (stdout+stderr) to `on_line`.
-
-    Returns the exit code. Raises OSError when the program cannot be started and
-    TimeoutError after `timeout_s` (the process is killed). Cancelling kills it too. It runs in a session
-    of its own: a Ctrl-C in spectop's terminal reaches spectop, which decides (`spectop tune` lets a
-    restart finish, and kills it at a second Ctrl-C), not the restart command half-way.
-    """
+    """Run `argv` without a shell in a session of its own, each output line to `on_line`; the exit code.
+    OSError when it cannot start, TimeoutError after `timeout_s` (killed, as on cancel)."""
     process = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
@@ -143,10 +131,8 @@ _FATAL = ("oom", "engine_dead", "spec_config", "traceback")
 
 
 class StartFailureWatch:
-    """Tells a server that died while starting from one still starting, by its log: a fatal error
-    (OOM, dead engine, bad speculative config, a traceback) written since the restart, then the log
-    quiet for `quiet_s`, while /health does not answer. Without it a start-up failure behind a restart
-    command that returns at once (the usual case) costs the whole health timeout."""
+    """Tells a server that died while starting (a fatal log line since the restart, then `quiet_s` of quiet
+    while /health does not answer) from one still starting, so a failed start costs no health timeout."""
 
     def __init__(
         self,
@@ -216,14 +202,8 @@ async def wait_for_health(
     before: ServerIdentity | None = None,
     died: Callable[[], Awaitable[str | None]] | None = None,
 ) -> bool:
-    """Poll `url` until it answers 2xx (True) or `timeout_s` passes (False).
-
-    With `before` (the process that answered before the restart, from `read_identity`), a 2xx counts
-    only once /health has failed since, or once the page's identity differs from `before`; a 2xx from a
-    process whose identity is unknown (no marker on either page) counts, as nothing tells them apart.
-    `died` (e.g. a `StartFailureWatch`) is asked while /health does not answer; a reason ends the wait
-    at once (False, the reason passed to `on_poll`).
-    """
+    """Poll `url` until it answers 2xx (True) or `timeout_s` passes (False). With `before`, a 2xx counts only
+    from a new process (/health failed since, or the identity changed); `died` can end the wait at once."""
     started = time.monotonic()
     went_down = before is None or not before.known
     while True:

@@ -17,6 +17,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 
 from tui.configs.document import KeyPath, dotted
 from tui.configs.kinds import ConfigKind
@@ -246,6 +247,12 @@ def _strip_optional(annotation: Any) -> Any:
     return annotation
 
 
+def _section(info: FieldInfo) -> type[BaseModel] | None:
+    """The model of a field that is a section of its own (a TOML table), else None."""
+    annotation = _strip_optional(info.annotation)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
 def _bound(value: object) -> str:
     return fmt_setting(value) if isinstance(value, float) else str(value)  # 0.0 → 0, 1.0 → 1
 
@@ -286,10 +293,11 @@ def _specs(model: type[BaseModel], prefix: KeyPath) -> list[FieldSpec]:
     specs: list[FieldSpec] = []
     for name, info in model.model_fields.items():
         path = (*prefix, name)
-        annotation = _strip_optional(info.annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            specs.extend(_specs(annotation, path))
+        section = _section(info)
+        if section is not None:
+            specs.extend(_specs(section, path))
             continue
+        annotation = _strip_optional(info.annotation)
         choices: tuple[str, ...] = _EXTRA_CHOICES.get(path, ())
         if get_origin(annotation) is Literal:
             field_type: FieldType = "choice"
@@ -351,24 +359,17 @@ def _walk_unknown(model: type[BaseModel], data: Any, prefix: KeyPath, out: list[
         if info is None:
             out.append(path)
             continue
-        if path in FREE_FORM:
-            continue
-        annotation = _strip_optional(info.annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            _walk_unknown(annotation, value, path, out)
+        section = None if path in FREE_FORM else _section(info)
+        if section is not None:
+            _walk_unknown(section, value, path, out)
 
 
 def section_model(kind: ConfigKind, path: KeyPath) -> type[BaseModel] | None:
     """The schema model of the section at `path` (`()` is the whole file), or None when it is not one."""
-    model = SCHEMAS[kind]
+    model: type[BaseModel] | None = SCHEMAS[kind]
     for depth, key in enumerate(path):
-        info = model.model_fields.get(key)
-        if info is None or path[: depth + 1] in FREE_FORM:
-            return None
-        annotation = _strip_optional(info.annotation)
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return None
-        model = annotation
+        info = None if model is None else model.model_fields.get(key)
+        model = None if info is None or path[: depth + 1] in FREE_FORM else _section(info)
     return model
 
 
@@ -387,9 +388,9 @@ def _schema_paths(model: type[BaseModel], prefix: KeyPath) -> list[KeyPath]:
     for name, info in model.model_fields.items():
         path = (*prefix, name)
         paths.append(path)
-        annotation = _strip_optional(info.annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            paths.extend(_schema_paths(annotation, path))
+        section = _section(info)
+        if section is not None:
+            paths.extend(_schema_paths(section, path))
     return paths
 
 

@@ -1,7 +1,8 @@
 """One refresh of a whole fleet through Prometheus: a constant number of queries, all evaluated at one
 instant, a `FleetReading` per instance (the dashboard renders it as a scraped endpoint's reading).
 Faults are data, never a crash and never 0: Prometheus failing makes every known instance unknown, a
-target down or stale says so, a failed figure is None. Instances once seen stay listed (down)."""
+target down or stale says so, a failed figure is None. Instances once seen stay listed (down).
+Quantiles are placed in their instance's bucket bounds, asked once, with the notes of direct scraping."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from math import isfinite
@@ -17,13 +18,6 @@ from typing import Any, TypeVar
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from tui.fleet.buckets import (
-    UNKNOWN_BUCKET,
-    Bounds,
-    bucket_bounds,
-    bucket_bounds_query,
-    quantile_notes,
-)
 from tui.fleet.client import PrometheusClient, PrometheusError, SampleJson, number
 from tui.fleet.queries import (
     FLEET_FIGURES,
@@ -31,15 +25,95 @@ from tui.fleet.queries import (
     discovery_query,
     engine_queries,
     figure_queries,
+    selector,
     up_query,
     up_timestamp_query,
 )
 from tui.format import fmt_duration, fmt_setting
 from tui.settings import PrometheusSettings
+from tui.telemetry.backends import sglang, vllm
+from tui.telemetry.backends.base import note_bucket
 from tui.telemetry.figures import Figures
 from tui.telemetry.plausible_figures import drop_impossible
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import SERIES_NAMES
+
+# The quantile figures of fleet mode and the histogram each is of (llama.cpp has no TTFT histogram).
+QUANTILE_HISTOGRAMS: dict[str, str] = {
+    "ttft_p50_s": "time_to_first_token_seconds",
+    "ttft_p95_s": "time_to_first_token_seconds",
+}
+_PREFIXES = (vllm.PREFIX, sglang.PREFIX)
+UNKNOWN_BUCKET = "interpolated by Prometheus (histogram_quantile); its bucket bounds are not known yet"
+
+Bounds = dict[tuple[str, str], tuple[float, ...]]  # (instance, histogram) -> its finite `le`, ascending
+
+
+def bucket_bounds_query(matchers: str) -> str:
+    """One series per instance, histogram and bucket bound: `count by (instance, __name__, le)`."""
+    names = sorted(
+        {f"{prefix}{histogram}_bucket" for prefix in _PREFIXES for histogram in QUANTILE_HISTOGRAMS.values()}
+    )
+    series = selector("", matchers, f'__name__=~"{"|".join(names)}"')
+    return f"count by (instance, __name__, le) ({series})"
+
+
+def _histogram(name: str) -> str | None:
+    for prefix in _PREFIXES:
+        if name.startswith(prefix) and name.endswith("_bucket"):
+            return name.removeprefix(prefix).removesuffix("_bucket")
+    return None
+
+
+def bucket_bounds(samples: Iterable[SampleJson]) -> Bounds:
+    """The finite bucket bounds of each (instance, histogram) in the answer of `bucket_bounds_query`."""
+    found: dict[tuple[str, str], set[float]] = {}
+    for sample in samples:
+        metric = sample.get("metric", {})
+        instance, histogram = metric.get("instance"), _histogram(metric.get("__name__", ""))
+        try:
+            bound = float(metric.get("le", "nan"))
+        except ValueError:
+            continue
+        if instance is None or histogram is None or not math.isfinite(bound):
+            continue
+        found.setdefault((instance, histogram), set()).add(bound)
+    return {key: tuple(sorted(bounds)) for key, bounds in found.items()}
+
+
+def bucket_of(value: float, bounds: tuple[float, ...]) -> tuple[float, float] | None:
+    """The bucket (lower, upper) that `histogram_quantile` placed `value` in: the first bucket from 0,
+    the +Inf bucket (upper inf) at the highest finite bound, which is all it answers there."""
+    if not bounds or not math.isfinite(value):
+        return None
+    if value >= bounds[-1]:
+        return bounds[-1], math.inf
+    lower = 0.0
+    for bound in bounds:
+        if value <= bound:
+            return lower, bound
+        lower = bound
+    return None  # not reached: value < bounds[-1]
+
+
+def quantile_notes(
+    instance: str, figures: Mapping[str, object], bounds: Bounds
+) -> tuple[dict[str, str], dict[str, tuple[float, float | None]]]:
+    """The notes and `quantile_bounds` of an instance's quantile figures, as direct scraping gives them."""
+    notes: dict[str, str] = {}
+    placed: dict[str, tuple[float, float | None]] = {}
+    for figure, histogram in QUANTILE_HISTOGRAMS.items():
+        value = figures.get(figure)
+        if not isinstance(value, float | int):
+            continue
+        known = bounds.get((instance, histogram))
+        bucket = bucket_of(float(value), known) if known else None
+        if bucket is None:
+            notes[figure] = UNKNOWN_BUCKET
+            continue
+        note_bucket(figure, float(value), bucket[0], bucket[1], notes, placed)
+    return notes, placed
+
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +173,8 @@ _PAIR = (list, tuple)  # [time, "value"]: a list as parsed, a tuple once checked
 
 
 def _by_instance(samples: list[Any]) -> dict[str, float]:
-    """Each instance's value (`number`'s rule: a finite float, else left out). The hot loop of a refresh
-    (about 20,000 samples for 1,000 instances): the parsed JSON read as it is (`query_samples`), and what
-    is read of a sample checked here, in the same pass (an instance label that is not a string, a value
-    that is not [time, "text"]: `_UnexpectedSample`)."""
+    """Each instance's finite value (the refresh's hot loop): the parsed JSON read as it is, and a sample of
+    an unexpected shape raised as `_UnexpectedSample`."""
     values: dict[str, float] = {}
     for sample in samples:
         # `_label_and_value`'s checks, inlined: a call per sample would give back much of what they save
@@ -342,9 +414,8 @@ class FleetPoller:
         return result
 
     async def _ask(self, expr: str, at: float, reduce: Callable[[list[Any]], _T]) -> _T:
-        """An instant query's answer reduced at once to what the refresh keeps of it (instance → value):
-        a refresh of 1,000 instances parses some 20,000 samples, and kept until the last answer came they
-        set off a garbage collection of them all at every refresh (see FREEZE_HEAP_IN_FLEET_MODE)."""
+        """An instant query's answer reduced at once to instance → value, so a refresh's parsed samples are
+        never all alive together."""
         samples = await self.client.query_samples(expr, at)
         try:
             return reduce(samples)
@@ -355,10 +426,6 @@ class FleetPoller:
         """Ask the bucket bounds with this refresh: with the first, then only while an instance has a
         quantile whose bounds are unknown (it came later, the query failed), at most every BOUNDS_RETRY_S."""
         return self._bounds_missing and now - self._bounds_asked >= BOUNDS_RETRY_S
-
-    async def poll(self) -> list[FleetReading]:
-        """`refresh()`, readings only (like `EndpointMonitor.poll` for every instance at once)."""
-        return (await self.refresh()).readings
 
     def _unknown(self, instance: str, known: _Instance, at: float, error: str) -> FleetReading:
         known.consecutive_failures += 1

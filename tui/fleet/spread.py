@@ -5,12 +5,13 @@ with at least three known members (with two, neither is the odd one); unknown va
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tui.fleet.poller import FleetReading
 from tui.format import FIGURES, fmt_rate_delta
 from tui.telemetry.alerts import Alert
+from tui.telemetry.figures import Figures
 
 # figure -> (relative, absolute) distance from the median that counts as far off
 DEFAULT_LIMITS: dict[str, tuple[float, float]] = {
@@ -85,13 +86,21 @@ def _group_spreads(readings: Iterable[FleetReading], limits: dict[str, tuple[flo
     for reading in readings:
         if reading.up:
             groups.setdefault(reading.group or "", []).append(reading)
+    return [
+        spread
+        for group, members in sorted(groups.items())
+        for spread in _spreads(group, {reading.instance: reading.figures for reading in members}, limits)
+    ]
+
+
+def _spreads(group: str, members: dict[str, Figures], limits: dict[str, tuple[float, float]]) -> list[Spread]:
+    """The spread of each figure of `limits` over the members' figures (a figure none knows: none)."""
     spreads = []
-    for group, members in sorted(groups.items()):
-        for figure, figure_limits in limits.items():
-            values = {reading.instance: getattr(reading.figures, figure) for reading in members}
-            spread = spread_of(group, figure, values, figure_limits)
-            if spread is not None:
-                spreads.append(spread)
+    for figure, figure_limits in limits.items():
+        values = {member: getattr(figures, figure) for member, figures in members.items()}
+        spread = spread_of(group, figure, values, figure_limits)
+        if spread is not None:
+            spreads.append(spread)
     return spreads
 
 
@@ -99,17 +108,8 @@ def engine_spreads(
     reading: FleetReading, limits: dict[str, tuple[float, float]] | None = None
 ) -> list[Spread]:
     """Spread across the `engine` labels (data-parallel ranks) of one vLLM instance."""
-    limits = limits or DEFAULT_LIMITS
-    spreads = []
-    for figure, figure_limits in limits.items():
-        values = {
-            f"{reading.instance} engine={engine}": getattr(figures, figure)
-            for engine, figures in reading.engines.items()
-        }
-        spread = spread_of(reading.instance, figure, values, figure_limits)
-        if spread is not None:
-            spreads.append(spread)
-    return spreads
+    engines = {f"{reading.instance} engine={engine}": figures for engine, figures in reading.engines.items()}
+    return _spreads(reading.instance, engines, limits or DEFAULT_LIMITS)
 
 
 def imbalance_text(spread: Spread, outlier: Outlier) -> str:
@@ -178,23 +178,10 @@ class GroupSummary:
     ttft_p95_bounds: tuple[float, float | None] | None = None  # the worst replica's bucket, when a bound
 
 
-def _known(values: Iterable[float | None]) -> list[float]:
-    return [value for value in values if value is not None]
-
-
-def _total(values: Iterable[float | None]) -> float | None:
-    known = _known(values)
-    return sum(known) if known else None
-
-
-def _median(values: Iterable[float | None]) -> float | None:
-    known = _known(values)
-    return statistics.median(known) if known else None
-
-
-def _highest(values: Iterable[float | None]) -> float | None:
-    known = _known(values)
-    return max(known) if known else None
+def _of_known(reduce: Callable[[list[float]], float], values: Iterable[float | None]) -> float | None:
+    """`reduce` (sum, median, max) of the known values; None when none is known."""
+    known = [value for value in values if value is not None]
+    return reduce(known) if known else None
 
 
 def group_summaries(readings: Iterable[FleetReading]) -> list[GroupSummary]:
@@ -213,13 +200,13 @@ def group_summaries(readings: Iterable[FleetReading]) -> list[GroupSummary]:
                 group=group,
                 instances=len(members),
                 up=len(live),
-                generation_tokens_per_s=_total(f.generation_tokens_per_s for f in live),
-                running=_total(f.running for f in live),
-                waiting=_total(f.waiting for f in live),
-                acceptance_rate=_median(f.acceptance_rate for f in live),
-                mean_acceptance_length=_median(f.mean_acceptance_length for f in live),
+                generation_tokens_per_s=_of_known(sum, (f.generation_tokens_per_s for f in live)),
+                running=_of_known(sum, (f.running for f in live)),
+                waiting=_of_known(sum, (f.waiting for f in live)),
+                acceptance_rate=_of_known(statistics.median, (f.acceptance_rate for f in live)),
+                mean_acceptance_length=_of_known(statistics.median, (f.mean_acceptance_length for f in live)),
                 ttft_p95_s=None if worst is None else worst.ttft_p95_s,
-                kv_cache_usage=_highest(f.kv_cache_usage for f in live),
+                kv_cache_usage=_of_known(max, (f.kv_cache_usage for f in live)),
                 ttft_p95_bounds=None if worst is None else worst.quantile_bounds.get("ttft_p95_s"),
             )
         )

@@ -104,9 +104,7 @@ def fleet_rows(
     reverse: bool = False,
     filter_text: str = "",
 ) -> list[FleetRow]:
-    """The table top to bottom: per group (by name) its summary row, then its shown instances sorted.
-
-    The summary and the spread are over the group's instances the filter shows."""
+    """The table top to bottom: per group its summary row (of the shown instances), then those sorted."""
     readings = {instance.name: instance.reading for instance in instances}
     text = filter_text.strip().lower()
     by_group: dict[str, list[FleetRow]] = {}
