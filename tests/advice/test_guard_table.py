@@ -1,4 +1,4 @@
-"""Where one k does not fit all loads, the guard offers vLLM's k-by-batch-size table (issue 36 item 2)."""
+"""Where one k does not fit all loads, the guard offers vLLM's k-by-batch-size table."""
 
 from __future__ import annotations
 

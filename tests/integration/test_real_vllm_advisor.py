@@ -7,7 +7,7 @@ traffic (one request after another, the sweep's own prompts) gives the advice fr
 of the same server at the same load over three rounds (restarts: its interval holds what moves a whole
 burst; k=1,2,3, the file's k=2 as baseline) measures what the advice predicts.
 
-Asserted, unwidened (issue 36): k=1's predicted speedup is a number, within 15% of the measured one, its
+Asserted, unwidened: k=1's predicted speedup is a number, within 15% of the measured one, its
 interval no wider than 1.6x end to end and meeting the sweep's 95% interval; a k the advice advises is one
 the sweep finds significantly faster. The figures are printed (README quotes them).
 """

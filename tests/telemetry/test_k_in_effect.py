@@ -1,4 +1,4 @@
-"""The k in effect on the dashboard (issue 36 items 3 and 5): vLLM's drafts per verify step derived from
+"""The k in effect on the dashboard: vLLM's drafts per verify step derived from
 its counters beside the configured k (the per-position labels), per position "mixed" when k varied
 (a per-batch-size table); SGLang's adaptive tier from `spec_num_steps`."""
 
