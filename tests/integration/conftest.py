@@ -20,9 +20,8 @@ from vllm_models import VllmModels
 from vllm_models import make_models as make_vllm_models
 from vllm_server import VllmServer, VllmServerError, kill_groups
 
-SERVER_DRAFTS = ("nodraft", "same", "noisy", "random")
-# The long-lived vLLMs (k = 3 draft tokens where there is a draft), shared by the whole session.
-VLLM_KINDS = ("nodraft", "same", "noisy", "random")
+# The long-lived servers of each suite (vLLM's at k = 3 where there is a draft), shared by the whole session.
+SERVER_KINDS = ("nodraft", "same", "noisy", "random")
 
 
 @pytest.fixture(scope="session")
@@ -38,13 +37,10 @@ def gguf_models(tmp_path_factory: pytest.TempPathFactory) -> ModelSet:
     return make_models(tmp_path_factory.mktemp("models"))
 
 
-def _draft_for(models: ModelSet, kind: str) -> Path | None:
-    return {
-        "nodraft": None,
-        "same": models.draft_same,
-        "noisy": models.draft_noisy,
-        "random": models.draft_random,
-    }[kind]
+def _llama(binary: Path, models: ModelSet, name: str, kind: str, workdir: Path) -> LlamaServer:
+    return LlamaServer(
+        name=name, binary=binary, model=models.target, draft=models.draft(kind), workdir=workdir
+    )
 
 
 @pytest.fixture(scope="session")
@@ -53,16 +49,7 @@ def llama_servers(
 ) -> Iterator[dict[str, LlamaServer]]:
     """The four long-lived servers: no draft, identical draft, noisy draft, random draft."""
     workdir = tmp_path_factory.mktemp("servers")
-    servers = {
-        kind: LlamaServer(
-            name=kind,
-            binary=llama_server_binary,
-            model=gguf_models.target,
-            draft=_draft_for(gguf_models, kind),
-            workdir=workdir,
-        )
-        for kind in SERVER_DRAFTS
-    }
+    servers = {kind: _llama(llama_server_binary, gguf_models, kind, kind, workdir) for kind in SERVER_KINDS}
     try:
         for server in servers.values():
             server.start()
@@ -80,13 +67,7 @@ def make_server(
     started: list[LlamaServer] = []
 
     def factory(kind: str) -> LlamaServer:
-        server = LlamaServer(
-            name=f"own-{kind}-{len(started)}",
-            binary=llama_server_binary,
-            model=gguf_models.target,
-            draft=_draft_for(gguf_models, kind),
-            workdir=tmp_path,
-        )
+        server = _llama(llama_server_binary, gguf_models, f"own-{kind}-{len(started)}", kind, tmp_path)
         started.append(server)
         server.start()
         return server
@@ -127,7 +108,7 @@ def vllm_servers(
             draft=vllm_models.draft(kind),
             workdir=workdir,
         )
-        for kind in VLLM_KINDS
+        for kind in SERVER_KINDS
     }
     try:
         for server in servers.values():

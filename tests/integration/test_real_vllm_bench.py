@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from llama_spectop import run_spectop
+from tap import RecordingTap
 from vllm_server import VllmServer
-from vllm_workload import RecordingTap, delta, read_page, sse_objects
+from vllm_workload import delta, read_page, sse_objects
 
 REQUESTS = 6  # per arm, over the rounds
 MAX_TOKENS = 32

@@ -12,7 +12,7 @@ from pathlib import Path
 from vllm_managed import make_managed
 from vllm_models import VllmModels
 from vllm_waits import until_served
-from vllm_workload import completion, steady_load
+from vllm_workload import served_k, steady_load
 
 from tui.paths import themes_dir
 from tui.screens.editor import EditorScreen
@@ -24,18 +24,13 @@ from tui.widgets.edit_mode import FieldInput
 HEALTH_TIMEOUT_S = 900.0
 
 
-def _served_k(url: str) -> int:
-    spec = (completion(url, "w5 w6 w7", 8).get("metrics") or {}).get("speculative_decoding")
-    return int(spec["num_spec_tokens"]) if spec else 0
-
-
 async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
     vllm_python: Path, vllm_models: VllmModels, tmp_path: Path
 ) -> None:
     server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=2, fmt="cli")
     try:
         await asyncio.to_thread(server.start)  # the CLI rendering of config.toml starts vLLM
-        assert await asyncio.to_thread(_served_k, server.url) == 2
+        assert await asyncio.to_thread(served_k, server.url) == 2
         endpoint = EndpointSettings(
             name="edited",
             url=server.url,
@@ -111,6 +106,6 @@ async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
                 )
         assert "num_speculative_tokens = 1" in server.config.read_text()
         assert server.restarts() == [2, 1]
-        assert await asyncio.to_thread(_served_k, server.url) == 1
+        assert await asyncio.to_thread(served_k, server.url) == 1
     finally:
         server.stop()

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from llama_spectop import run_spectop
+from llama_spectop import json_lines, run_spectop
 from vllm_server import VllmServer
-from vllm_workload import delta, json_lines, read_page, steady_load, total
+from vllm_workload import delta, read_page, steady_load, total
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.fleet.conftest import prometheus_binary, start_prometheus, write_config

@@ -17,7 +17,8 @@ from collections import Counter
 from typing import Any
 
 import httpx
-from vllm_managed import ManagedVllm, spectop_argv
+from llama_spectop import spectop_command
+from vllm_managed import ManagedVllm
 from vllm_server import log_tail
 from vllm_workload import MODEL, prompt
 
@@ -76,7 +77,7 @@ def _alive(pid: int) -> bool:
 
 def test_a_two_range_table_runs_each_ranges_k_at_its_load(managed: ManagedVllm) -> None:
     set_table = [
-        *spectop_argv(), "config", "set", str(managed.config),
+        *spectop_command(), "config", "set", str(managed.config),
         "speculative.num_speculative_tokens_per_batch_size", TABLE,
     ]  # fmt: skip
     done = subprocess.run(set_table, capture_output=True, text=True, check=False)

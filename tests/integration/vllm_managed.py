@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llama_server import free_port
+from llama_spectop import spectop_command
 from vllm_models import VllmModels
-from vllm_server import VLLM_ENV, kill_group, log_tail, wait_healthy
+from vllm_server import VLLM_ENV, kill_groups, log_tail, wait_healthy
 
 CONFIG = """# vLLM (CPU build) serving the tiny test model; spectop renders it with `config launch`
 [model]
@@ -109,11 +110,6 @@ print(f"vLLM restarting as pid {process.pid} with k={k} ({fmt}); the old one was
 '''
 
 
-def spectop_argv() -> list[str]:
-    script = Path(sys.executable).parent / "spectop"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "tui"]
-
-
 @dataclass
 class ManagedVllm:
     folder: Path
@@ -156,7 +152,7 @@ class ManagedVllm:
     def stop(self) -> None:
         pid = self.pid()
         if pid:
-            kill_group(pid)
+            kill_groups([pid])
 
     def tail(self) -> str:
         return log_tail(self.log_file)
@@ -182,7 +178,7 @@ def make_managed(
         port=port,
     )
     (folder / "config.toml").write_text(config, encoding="utf-8")
-    bed = {"python": str(python), "spectop": spectop_argv(), "format": fmt, "env": VLLM_ENV}
+    bed = {"python": str(python), "spectop": spectop_command(), "format": fmt, "env": VLLM_ENV}
     (folder / "bed.json").write_text(json.dumps(bed))
     (folder / "restart.py").write_text(RESTART, encoding="utf-8")
     return ManagedVllm(folder, port)

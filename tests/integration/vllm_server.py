@@ -72,11 +72,6 @@ def speculative_args(draft: Path | None, k: int) -> list[str]:
     return ["--speculative-config", json.dumps(spec), "--per-request-spec-decode-metrics", "detailed"]
 
 
-def kill_group(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM the process group led by `pid`, then SIGKILL what is left after `timeout_s`."""
-    kill_groups([pid], timeout_s)
-
-
 def kill_groups(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
     """SIGTERM every process group at once, then SIGKILL what is left of them after `timeout_s`."""
     alive = []
@@ -175,7 +170,7 @@ class VllmServer:
     def stop(self) -> None:
         if self.process is None:
             return
-        kill_group(self.process.pid)
+        kill_groups([self.process.pid])
         self.reap()
 
     def reap(self) -> None:
