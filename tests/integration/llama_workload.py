@@ -67,6 +67,11 @@ def complete(
     return body
 
 
+def traffic_request(url: str, index: int) -> None:
+    """One request of a steady load (vllm_workload.steady_load): PROMPTS in turn."""
+    complete(url, PROMPTS[index % len(PROMPTS)], 64, timeout_s=30.0)
+
+
 def run_requests(url: str, count: int, max_tokens: int = 64, concurrency: int = 1) -> list[dict[str, Any]]:
     """`count` greedy completions over PROMPTS, `concurrency` at a time; returns every response."""
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(count)]

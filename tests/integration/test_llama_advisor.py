@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 from llama_spectop import json_lines, run_spectop
-from llama_traffic import steady_traffic
+from llama_workload import traffic_request
 from test_llama_tune import ORIGINAL, tuned_server
+from vllm_workload import steady_load
 
 pytestmark = pytest.mark.llamacpp
 __all__ = ["tuned_server"]  # the fixture, shared with the tune test
@@ -55,7 +56,7 @@ def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
     said = _tune(launch, url, restart, log_file, tmp_path, *calibrate)
     assert "step-cost model kept" in said, said
     assert launch.read_bytes() == original
-    with steady_traffic([url]):
+    with steady_load([url], concurrency=1, send=traffic_request):
         snapshot = run_spectop(["snapshot", url, "--window", "20", "--json"], tmp_path, timeout_s=120)
     assert snapshot.returncode == 0, snapshot.stderr
     advice = json_lines(snapshot.stdout)[0]["advice"]

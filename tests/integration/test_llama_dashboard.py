@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 from llama_server import LlamaServer
-from llama_traffic import steady_traffic
-from llama_workload import acceptance_lines, log_size
+from llama_workload import acceptance_lines, log_size, traffic_request
+from vllm_workload import steady_load
 
 from tests.ui.ui_waiting import wait_for
 from tui.format import fmt_rate
@@ -69,7 +69,7 @@ async def test_dashboard_shows_each_servers_acceptance_and_alerts_on_the_random_
     offsets = {kind: log_size(llama_servers[kind].log_file) for kind in KINDS}
     app = make_app(dashboard_settings(llama_servers, KINDS))
     async with app.run_test(size=(80, 24)) as pilot:
-        with steady_traffic([llama_servers[kind].url for kind in KINDS]):
+        with steady_load([llama_servers[kind].url for kind in KINDS], concurrency=1, send=traffic_request):
             await wait_for(
                 pilot,
                 lambda: (
@@ -119,7 +119,7 @@ async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
     server = make_server("same")
     app = make_app(dashboard_settings({"victim": server}, ("victim",)))
     async with app.run_test(size=(80, 24)) as pilot:
-        with steady_traffic([server.url]):
+        with steady_load([server.url], concurrency=1, send=traffic_request):
             await wait_for(pilot, lambda: acceptance_of(app, "victim") == 1.0, "acceptance 1.00 while up")
             server.kill()
             await wait_for(

@@ -121,35 +121,17 @@ def test_tune_sweeps_llama_draft_max_and_reports_acceptance_from_the_server(
     launch, log_file, url, restart = tuned_server
     original = launch.read_bytes()
     report = tmp_path / "tune.json"
+    values = ",".join(map(str, VALUES))
     done = run_spectop(
         [
-            "tune",
-            str(launch),
-            "--endpoint",
-            url,
-            "--key",
-            "draft.max",
-            "--values",
-            ",".join(str(v) for v in VALUES),
-            "--concurrency",
-            "1,2",
-            "--restart-command",
-            " ".join(restart),
-            "--requests",
-            "6",
-            "--max-tokens",
-            "64",
-            "--health-timeout",
-            "90",
-            "--log-file",
-            str(log_file),
-            "--no-history",
-            "--json",
-            str(report),
+            "tune", str(launch), "--endpoint", url, "--key", "draft.max", "--values", values,
+            "--concurrency", "1,2", "--restart-command", " ".join(restart), "--requests", "6",
+            "--max-tokens", "64", "--health-timeout", "90", "--log-file", str(log_file), "--no-history",
+            "--json", str(report),
         ],
         tmp_path,
         timeout_s=900,
-    )
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(report.read_text(encoding="utf-8"))
     assert result["key"] == "draft.max"

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +23,7 @@ import httpx
 import pytest
 from llama_spectop import json_lines, run_spectop
 from vllm_managed import ManagedVllm
-from vllm_workload import MODEL
+from vllm_workload import MODEL, steady_load
 
 from tui.advice.advisor import MAX_INTERVAL
 from tui.advice.stepcost import StepCostModel, load_models
@@ -61,30 +58,12 @@ def _kept_model(home: Path) -> StepCostModel:
     return model
 
 
-@contextmanager
-def sweep_traffic(url: str) -> Iterator[list[int]]:
-    """One chat request after another with the sweep's own prompts (built-in), until the block ends."""
+def sweep_request(url: str, index: int) -> None:
+    """A chat request with the sweep's own prompts (built-in), in turn."""
     prompts = load_prompt_set("mixed").prompts
-    stop, sent = threading.Event(), [0]
-
-    def work() -> None:
-        index = 0
-        while not stop.is_set():
-            body = {
-                "model": MODEL, "messages": prompts[index % len(prompts)].chat_messages(),
-                "max_tokens": MAX_TOKENS, "temperature": 0,
-            }  # fmt: skip
-            httpx.post(url + "/v1/chat/completions", json=body, timeout=600).raise_for_status()
-            sent[0] += 1
-            index += 1
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    try:
-        yield sent
-    finally:
-        stop.set()
-        thread.join()
+    messages = prompts[index % len(prompts)].chat_messages()
+    body = {"model": MODEL, "messages": messages, "max_tokens": MAX_TOKENS, "temperature": 0}
+    httpx.post(url + "/v1/chat/completions", json=body, timeout=600).raise_for_status()
 
 
 def _meets(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -104,12 +83,12 @@ def test_the_advice_on_k_matches_a_sweep_of_the_same_vllm(managed: ManagedVllm, 
     assert model.k_range == (0, 3) and [p.k for p in model.points] == [0, 1, 2, 3]
     assert len(model.replicates) >= 50
 
-    with sweep_traffic(managed.url) as sent:
+    with steady_load([managed.url], concurrency=1, send=sweep_request) as (load,):
         snapshot = run_spectop(
             ["snapshot", managed.url, "--window", str(WINDOW_S), "--json"], tmp_path, timeout_s=RUN_GUARD_S
         )
     assert snapshot.returncode == 0, snapshot.stderr
-    assert sent[0] > 0
+    assert load.sent > 0
     advice: dict[str, Any] = json_lines(snapshot.stdout)[0]["advice"]
     assert advice["current_k"] == K and str(advice["basis"]).startswith("tune "), advice
 

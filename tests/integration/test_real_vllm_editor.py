@@ -16,12 +16,9 @@ from vllm_workload import served_k, steady_load
 
 from tui.paths import themes_dir
 from tui.screens.editor import EditorScreen
-from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.ui.app import SpectopApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.edit_mode import FieldInput
-
-HEALTH_TIMEOUT_S = 900.0
 
 
 async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
@@ -31,18 +28,7 @@ async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
     try:
         await asyncio.to_thread(server.start)  # the CLI rendering of config.toml starts vLLM
         assert await asyncio.to_thread(served_k, server.url) == 2
-        endpoint = EndpointSettings(
-            name="edited",
-            url=server.url,
-            backend="vllm",
-            config_file=server.config,
-            log_file=server.log_file,
-            restart_command=server.restart_command,
-            health_timeout_s=HEALTH_TIMEOUT_S,
-        )
-        settings = Settings(
-            poll_interval_s=1.0, window_s=8.0, alerts=AlertSettings(sustained_s=30.0), endpoints=[endpoint]
-        )
+        settings = server.settings("edited", 8.0, 30.0)
         app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)  # type: ignore[arg-type]
         with steady_load([server.url], concurrency=1):
             async with app.run_test(size=(100, 30)) as pilot:

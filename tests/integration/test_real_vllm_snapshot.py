@@ -31,19 +31,9 @@ def test_snapshot_figures_equal_the_servers_counters_over_the_same_pages(
             stack.enter_context(tap)
         with steady_load([vllm_servers[kind].url for kind in KINDS], concurrency=1) as loads:
             # A generous scrape timeout: four vLLMs under load share two cores with other work.
-            done = run_spectop(
-                [
-                    "snapshot",
-                    *(taps[kind].url for kind in KINDS),
-                    "--json",
-                    "--window",
-                    str(WINDOW_S),
-                    "--timeout",
-                    "60",
-                ],
-                tmp_path,
-                timeout_s=WINDOW_S + 600,
-            )
+            urls = [taps[kind].url for kind in KINDS]
+            args = ["snapshot", *urls, "--json", "--window", str(WINDOW_S), "--timeout", "60"]
+            done = run_spectop(args, tmp_path, timeout_s=WINDOW_S + 600)
         assert all(not load.errors for load in loads), [load.errors[:2] for load in loads]
     assert done.returncode == 0, done.stderr
     records = {record["url"]: record for record in json_lines(done.stdout)}

@@ -15,11 +15,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from llama_server import free_port
 from llama_spectop import spectop_command
 from vllm_models import VllmModels
-from vllm_server import VLLM_ENV, kill_groups, log_tail, wait_healthy
+from vllm_server import START_TIMEOUT_S, VLLM_ENV, kill_groups, log_tail, wait_healthy
+
+from tui.settings import AlertSettings, EndpointSettings, Settings
 
 CONFIG = """# vLLM (CPU build) serving the tiny test model; spectop renders it with `config launch`
 [model]
@@ -156,6 +159,15 @@ class ManagedVllm:
 
     def tail(self) -> str:
         return log_tail(self.log_file)
+
+    def settings(self, name: str, window_s: float, sustained_s: float, **endpoint: Any) -> Settings:
+        """A dashboard's settings watching this server alone, with its config file, log and restart script."""
+        watched = EndpointSettings(
+            name=name, url=self.url, backend="vllm", config_file=self.config, log_file=self.log_file,
+            restart_command=self.restart_command, health_timeout_s=START_TIMEOUT_S, **endpoint,
+        )  # fmt: skip
+        alerts = AlertSettings(sustained_s=sustained_s)
+        return Settings(poll_interval_s=1.0, window_s=window_s, alerts=alerts, endpoints=[watched])
 
 
 def make_managed(

@@ -10,7 +10,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,13 +95,16 @@ def prompt(index: int) -> str:
     return " ".join(f"w{(index * 7 + j * 13) % 500 + 3}" for j in range(4 + index % 5))
 
 
+Send = Callable[[str, int], object]  # one request to the URL: a worker's index-th
+
+
 @dataclass
 class SteadyLoad:
-    """`concurrency` workers sending completions back to back until stopped."""
+    """`concurrency` workers sending requests back to back until stopped."""
 
     url: str
+    send: Send
     concurrency: int = 2
-    max_tokens: int = 24
     sent: int = 0
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -111,7 +114,7 @@ class SteadyLoad:
         index = worker
         while not self._stop.is_set():
             try:
-                completion(self.url, prompt(index), self.max_tokens)
+                self.send(self.url, index)
                 self.sent += 1
             except httpx.HTTPError as error:
                 self.errors.append(repr(error))
@@ -133,8 +136,15 @@ class SteadyLoad:
 
 
 @contextmanager
-def steady_load(urls: list[str], concurrency: int = 2, max_tokens: int = 24) -> Iterator[list[SteadyLoad]]:
-    loads = [SteadyLoad(url, concurrency, max_tokens).start() for url in urls]
+def steady_load(
+    urls: list[str], concurrency: int = 2, max_tokens: int = 24, send: Send | None = None
+) -> Iterator[list[SteadyLoad]]:
+    """A steady load on each URL: completions of `prompt(index)` unless `send` makes the requests."""
+
+    def completions(url: str, index: int) -> None:
+        completion(url, prompt(index), max_tokens)
+
+    loads = [SteadyLoad(url, send or completions, concurrency).start() for url in urls]
     try:
         yield loads
     finally:
