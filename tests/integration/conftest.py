@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from llama_build import LlamaBuildError, ensure_llama_server
 from llama_models import ModelSet, make_models
-from llama_server import LlamaServer
+from llama_server import LlamaServer, ServerError
 from vllm_install import VLLM_VERSION, VllmInstallImpossible, cache_dir, ensure_vllm
 from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
 from vllm_models import make_models as make_vllm_models
-from vllm_server import VllmServer, VllmServerError, kill_groups
+from vllm_server import VllmServer, kill_groups
 
 # The long-lived servers of each suite (vLLM's at k = 3 where there is a draft), shared by the whole session.
 SERVER_KINDS = ("nodraft", "same", "noisy", "random")
@@ -116,7 +116,7 @@ def vllm_servers(
         for server in servers.values():
             try:
                 server.wait_healthy()
-            except VllmServerError as exc:
+            except ServerError as exc:
                 pytest.fail(f"vLLM {server.name} did not start (log kept in {server.log_file}): {exc}")
         yield servers
     finally:

@@ -93,19 +93,12 @@ def read_log(log_file: Path, offset: int = 0) -> str:
 
 
 def acceptance_lines(log_file: Path, offset: int = 0) -> list[AcceptanceLine]:
-    found = []
-    for match in ACCEPTANCE_LINE.finditer(read_log(log_file, offset)):
-        found.append(
-            AcceptanceLine(
-                slot=int(match["slot"]),
-                task=int(match["task"]),
-                rate=float(match["rate"]),
-                accepted=int(match["acc"]),
-                generated=int(match["gen"]),
-                mean_length=float(match["mal"]),
-            )
+    return [
+        AcceptanceLine(
+            int(m["slot"]), int(m["task"]), float(m["rate"]), int(m["acc"]), int(m["gen"]), float(m["mal"])
         )
-    return found
+        for m in ACCEPTANCE_LINE.finditer(read_log(log_file, offset))
+    ]
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,8 @@ from the file.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +19,7 @@ from llama_models import ModelSet
 from llama_server import LlamaServer, free_port
 from llama_spectop import json_lines, run_spectop
 from llama_workload import traffic_request
+from vllm_server import kill_groups
 from vllm_workload import steady_load
 
 pytestmark = pytest.mark.llamacpp
@@ -107,13 +105,7 @@ def tuned_server(
     finally:
         pid_file = folder / "server.pid"
         if pid_file.exists():
-            pid = int(pid_file.read_text())
-            for number in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(pid, number)
-                except ProcessLookupError:
-                    break
-                time.sleep(1.0)
+            kill_groups([int(pid_file.read_text())])
 
 
 def test_tune_sweeps_llama_draft_max_and_reports_acceptance_from_the_server(

@@ -1,15 +1,11 @@
 """The what-if advisor against a sweep of a real vLLM (CPU build, the tiny model with the noisy draft, k=2).
 
-`spectop tune --calibrate` fits the step cost with spectop's own choices (k=0,1,2,3: speculation off
-included, since a vLLM file can switch it off, so the model has the cost of switching speculation on; three
-rounds: this shared host moves a burst by tens of percent) at concurrency 1; `spectop snapshot` under steady
-traffic (one request after another, the sweep's own prompts) gives the advice from the live window; a sweep
-of the same server at the same load over three rounds (restarts: its interval holds what moves a whole
-burst; k=1,2,3, the file's k=2 as baseline) measures what the advice predicts.
-
-Asserted, unwidened: k=1's predicted speedup is a number, within 15% of the measured one, its
-interval no wider than 1.6x end to end and meeting the sweep's 95% interval; a k the advice advises is one
-the sweep finds significantly faster. The figures are printed (README quotes them).
+`tune --calibrate` fits the step cost with spectop's own choices (k=0,1,2,3: a vLLM file can switch
+speculation off; three rounds: this shared host moves a burst by tens of percent); `snapshot` under steady
+traffic gives the advice; a three-round sweep of the same server at the same load measures it. Asserted,
+unwidened: k=1's prediction within 15% of the measurement, its interval at most 1.6x wide and meeting the
+sweep's 95% interval; an advised k is one the sweep finds significantly faster. The figures are printed
+(README quotes them).
 """
 
 from __future__ import annotations

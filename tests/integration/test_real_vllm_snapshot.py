@@ -1,9 +1,6 @@
-"""`spectop snapshot --json` on real vLLMs under a steady load agrees with the servers' own counters.
-
-Each server sits behind a tap that keeps the /metrics pages spectop read; the truth is computed here
-from the first and last of those pages (prometheus_client's parser, Prometheus' arithmetic): acceptance,
-mean acceptance length, per-position acceptance, tokens/s, requests/s, TTFT mean / p50 / p95 and TPOT.
-Identical, noisy and random drafts (k = 3), and the server without a draft ("–": no counters).
+"""`spectop snapshot --json` on real vLLMs under a steady load agrees with the servers' own counters: the
+truth is computed here (Prometheus' arithmetic) from the first and last of the /metrics pages a tap kept of
+what spectop read. Identical, noisy and random drafts (k = 3), and the server without a draft ("–").
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""`spectop tune` over `num_speculative_tokens` on a real vLLM, restarted through a restart script that
-renders the file with `spectop config launch --format yaml` and returns before the old server is gone.
+"""`spectop tune` over `num_speculative_tokens` on a real vLLM whose restart script returns before the old
+server is gone (vllm_managed.py).
 
-spectop reaches the server through a tap that keeps every answer, so each burst's requests say which
-k the answering server ran (`metrics.speculative_decoding.num_spec_tokens`, none with speculation off):
-a burst sent to the old process after a restart (the restart race) shows as the previous k. Acceptance
-per value is compared with the answers' own counts; the file has exactly one line changed with
-`--apply`; it is byte-identical after a value that fails to start (a draft model path that does not
-exist: the reason comes from vLLM's log) and after SIGINT.
+A tap keeps every answer, so each burst says which k the answering server ran: a burst sent to the old
+process after a restart (the restart race) shows as the previous k. `--apply` changes exactly one line;
+the file is byte-identical after a value that fails to start (the reason from vLLM's log) and after SIGINT.
 """
 
 from __future__ import annotations

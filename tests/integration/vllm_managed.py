@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llama_server import free_port
+from llama_server import free_port, log_tail, wait_healthy
 from llama_spectop import spectop_command
 from vllm_models import VllmModels
-from vllm_server import START_TIMEOUT_S, VLLM_ENV, kill_groups, log_tail, wait_healthy
+from vllm_server import START_TIMEOUT_S, VLLM_ENV, kill_groups
 
 from tui.settings import AlertSettings, EndpointSettings, Settings
 
@@ -150,7 +150,7 @@ class ManagedVllm:
         done = subprocess.run(self.restart_command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"restart.py failed: {done.stdout}{done.stderr}")
-        wait_healthy(self.url, None, "managed vLLM", self.log_file)
+        wait_healthy(self.url, None, "managed vLLM", self.log_file, START_TIMEOUT_S)
 
     def stop(self) -> None:
         pid = self.pid()

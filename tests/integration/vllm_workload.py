@@ -198,8 +198,5 @@ def spec_line_totals(text: str) -> tuple[int, int]:
 
 def sse_objects(text: str) -> list[dict[str, Any]]:
     """The JSON objects of an SSE answer (`data: {...}` lines, `[DONE]` left out)."""
-    out = []
-    for line in text.splitlines():
-        if line.startswith("data: ") and line[6:].strip() != "[DONE]":
-            out.append(json.loads(line[6:]))
-    return out
+    lines = [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+    return [json.loads(line) for line in lines if line.strip() != "[DONE]"]
