@@ -1,8 +1,7 @@
 """Session fixtures for the integration suites: real llama-servers and real vLLMs (CPU build).
 
-Their markers, xdist groups and order are set in tests/conftest.py. The first run on a machine builds
-llama-server (about 8 minutes on 2 cores) and installs vLLM's CPU build into its own venv (2-3 minutes);
-later runs reuse both caches.
+Markers, xdist groups and order: tests/conftest.py. A machine's first run builds llama-server (about 8 minutes
+on 2 cores) and installs vLLM's CPU build (2-3 minutes); later runs reuse both caches.
 """
 
 from __future__ import annotations

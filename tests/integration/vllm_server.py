@@ -69,13 +69,13 @@ def kill_groups(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while alive and time.monotonic() < deadline:
         time.sleep(0.2)
-        alive = [pid for pid in alive if _group_alive(pid)]
+        alive = [pid for pid in alive if group_alive(pid)]
     for pid in alive:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     """Whether a process of group `pgid` still runs. A dead one not yet reaped (our own child, the server,
     is reaped after this wait) does not count: `killpg(pgid, 0)` counts it, and the wait lasted the whole
     timeout after every server had exited."""
