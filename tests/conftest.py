@@ -39,8 +39,12 @@ PREPARATION_SCRIPTS = {"llamacpp": "llama_build.py", "real_vllm": "vllm_install.
 SLOWEST_FIRST = (
     "advice/test_advisor_sim.py",
     "tune/test_tune_screen.py",
+    "tune/test_table_apply.py",
     "tune/test_sweep.py",
     "tune/test_grid_sweep.py",
+    "tune/test_tune_by_context.py",
+    "ui/test_no_cut_figures.py",
+    "ui/test_bench_screen.py",
     "ui/test_demo_command.py",
     "fleet/test_fleet_prometheus.py",
 )

@@ -348,7 +348,7 @@ def test_a_faster_guess_is_shown_but_never_best_or_advised() -> None:
 
 
 def test_the_runner_up_shown_plain_is_a_trusted_k_not_a_guess_within_the_threshold() -> None:
-    """As on the real vLLM (issue 23): an extrapolated k a little faster than the current one (within
+    """As on the real vLLM: an extrapolated k a little faster than the current one (within
     the threshold: no guess shown) was the runner-up "best (k=5 1.03x)", shown as if measured."""
     advice = advise(unconditional([0.9, 0.8, 0.95]), 3, 1.0, fitted())  # k=4, 5 extrapolated
     assert advice.best_k == 3 and advice.guess is None

@@ -65,7 +65,7 @@ def test_the_fit_with_the_off_point_recovers_every_term_exactly() -> None:
     assert cost.per_draft_seq_s == pytest.approx(PER_DRAFT_SEQ_S, rel=1e-9)
 
 
-VLLM_STEPS_MS = {0: 1.2, 1: 2.4, 2: 3.4, 3: 3.9}  # issue 36: a real vLLM's steps at k = 0..3
+VLLM_STEPS_MS = {0: 1.2, 1: 2.4, 2: 3.4, 3: 3.9}  # a real vLLM's steps at k = 0..3
 
 
 def _points(steps_ms: dict[int, float]) -> list[CostPoint]:
@@ -145,8 +145,8 @@ def test_a_calibration_runs_at_least_two_rounds_with_the_off_point(tmp_path: Pat
     assert again.rounds == 3 and again.values == more.values  # more rounds and given values are kept
 
 
-def test_the_issues_calibration_takes_minutes_and_says_so_up_front(tmp_path: Path) -> None:
-    """Issue 36: a sim with a 20 ms step at k=4 took 12 minutes (k=0,2,3,4,5 x two loads x two rounds x
+def test_a_calibration_of_a_slow_step_takes_minutes_and_says_so_up_front(tmp_path: Path) -> None:
+    """Before: a sim with a 20 ms step at k=4 took 12 minutes (k=0,2,3,4,5 x two loads x two rounds x
     16 requests of 128 tokens). Three values above 0 and requests of 32 tokens: a quarter of the time."""
     import asyncio
 

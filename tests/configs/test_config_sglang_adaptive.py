@@ -1,4 +1,4 @@
-"""SGLang adaptive steps in the config (issue 36 item 5): `speculative_adaptive` and
+"""SGLang adaptive steps in the config: `speculative_adaptive` and
 `speculative_adaptive_config` in the schema, lint (the JSON file read and checked) and launch."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""vLLM's k by batch size (`num_speculative_tokens_per_batch_size`) and the vLLM settings lint (issue 36
-items 2 and 6): both forms read, vLLM 0.32's lookup, schema, lint, launch and `config set`."""
+"""vLLM's k by batch size (`num_speculative_tokens_per_batch_size`) and the vLLM settings lint:
+both forms read, vLLM 0.32's lookup, schema, lint, launch and `config set`."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def test_launch_renders_the_table_as_vllm_takes_it(fmt: str) -> None:
         assert "  num_speculative_tokens_per_batch_size:\n    - [1, 4, 3]\n    - [5, 64, 0]\n" in text
 
 
-# --- item 6: dead and renamed settings ------------------------------------------------------------------
+# --- dead and renamed settings -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,7 @@
 """Session fixtures for the integration suites: real llama-servers and real vLLMs (CPU build).
 
-Their markers, xdist groups and order are set in tests/conftest.py. The first run on a machine builds
-llama-server (about 8 minutes on 2 cores) and installs vLLM's CPU build into its own venv (2-3 minutes);
-later runs reuse both caches.
+Markers, xdist groups and order: tests/conftest.py. A machine's first run builds llama-server (about 8 minutes
+on 2 cores) and installs vLLM's CPU build (2-3 minutes); later runs reuse both caches.
 """
 
 from __future__ import annotations
@@ -13,16 +12,15 @@ from pathlib import Path
 import pytest
 from llama_build import LlamaBuildError, ensure_llama_server
 from llama_models import ModelSet, make_models
-from llama_server import LlamaServer
+from llama_server import LlamaServer, ServerError
 from vllm_install import VLLM_VERSION, VllmInstallImpossible, cache_dir, ensure_vllm
 from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
 from vllm_models import make_models as make_vllm_models
-from vllm_server import VllmServer, VllmServerError, kill_groups
+from vllm_server import VllmServer, kill_groups
 
-SERVER_DRAFTS = ("nodraft", "same", "noisy", "random")
-# The long-lived vLLMs (k = 3 draft tokens where there is a draft), shared by the whole session.
-VLLM_KINDS = ("nodraft", "same", "noisy", "random")
+# The long-lived servers of each suite (vLLM's at k = 3 where there is a draft), shared by the whole session.
+SERVER_KINDS = ("nodraft", "same", "noisy", "random")
 
 
 @pytest.fixture(scope="session")
@@ -38,13 +36,10 @@ def gguf_models(tmp_path_factory: pytest.TempPathFactory) -> ModelSet:
     return make_models(tmp_path_factory.mktemp("models"))
 
 
-def _draft_for(models: ModelSet, kind: str) -> Path | None:
-    return {
-        "nodraft": None,
-        "same": models.draft_same,
-        "noisy": models.draft_noisy,
-        "random": models.draft_random,
-    }[kind]
+def _llama(binary: Path, models: ModelSet, name: str, kind: str, workdir: Path) -> LlamaServer:
+    return LlamaServer(
+        name=name, binary=binary, model=models.target, draft=models.draft(kind), workdir=workdir
+    )
 
 
 @pytest.fixture(scope="session")
@@ -53,16 +48,7 @@ def llama_servers(
 ) -> Iterator[dict[str, LlamaServer]]:
     """The four long-lived servers: no draft, identical draft, noisy draft, random draft."""
     workdir = tmp_path_factory.mktemp("servers")
-    servers = {
-        kind: LlamaServer(
-            name=kind,
-            binary=llama_server_binary,
-            model=gguf_models.target,
-            draft=_draft_for(gguf_models, kind),
-            workdir=workdir,
-        )
-        for kind in SERVER_DRAFTS
-    }
+    servers = {kind: _llama(llama_server_binary, gguf_models, kind, kind, workdir) for kind in SERVER_KINDS}
     try:
         for server in servers.values():
             server.start()
@@ -80,13 +66,7 @@ def make_server(
     started: list[LlamaServer] = []
 
     def factory(kind: str) -> LlamaServer:
-        server = LlamaServer(
-            name=f"own-{kind}-{len(started)}",
-            binary=llama_server_binary,
-            model=gguf_models.target,
-            draft=_draft_for(gguf_models, kind),
-            workdir=tmp_path,
-        )
+        server = _llama(llama_server_binary, gguf_models, f"own-{kind}-{len(started)}", kind, tmp_path)
         started.append(server)
         server.start()
         return server
@@ -127,7 +107,7 @@ def vllm_servers(
             draft=vllm_models.draft(kind),
             workdir=workdir,
         )
-        for kind in VLLM_KINDS
+        for kind in SERVER_KINDS
     }
     try:
         for server in servers.values():
@@ -135,7 +115,7 @@ def vllm_servers(
         for server in servers.values():
             try:
                 server.wait_healthy()
-            except VllmServerError as exc:
+            except ServerError as exc:
                 pytest.fail(f"vLLM {server.name} did not start (log kept in {server.log_file}): {exc}")
         yield servers
     finally:

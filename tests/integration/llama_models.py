@@ -29,55 +29,12 @@ SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>")
 UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
 FIRST_NORMAL_ID = len(SPECIAL_TOKENS) + 256
 WORDS = (
-    "the",
-    "model",
-    "draft",
-    "token",
-    "accept",
-    "speculative",
-    "decode",
-    "hello",
-    "world",
-    "server",
-    "llama",
-    "fast",
-    "slow",
-    "rate",
-    "length",
-    "mean",
-    "batch",
-    "cache",
-    "prompt",
-    "user",
-    "assistant",
-    "system",
-    "what",
-    "is",
-    "a",
-    "an",
-    "of",
-    "to",
-    "and",
-    "in",
-    "on",
-    "for",
-    "with",
-    "you",
-    "it",
-    "that",
-    "this",
-    "tell",
-    "me",
-    "story",
-    "about",
-    "count",
-    "from",
-    "one",
-    "two",
-    "three",
-    "write",
+    "the", "model", "draft", "token", "accept", "speculative", "decode", "hello", "world", "server",
+    "llama", "fast", "slow", "rate", "length", "mean", "batch", "cache", "prompt", "user", "assistant",
+    "system", "what", "is", "a", "an", "of", "to", "and", "in", "on", "for", "with", "you", "it",
+    "that", "this", "tell", "me", "story", "about", "count", "from", "one", "two", "three", "write",
     "poem",
-)
+)  # fmt: skip
 NOISY_DRAFT_NOISE = 0.07  # about 0.4 acceptance: between the default warning (0.6) and critical (0.3)
 
 
@@ -101,6 +58,15 @@ class ModelSet:
     draft_same: Path
     draft_noisy: Path
     draft_random: Path
+
+    def draft(self, kind: str) -> Path | None:
+        """The draft model of a server kind: nodraft / same / noisy / random."""
+        return {
+            "nodraft": None,
+            "same": self.draft_same,
+            "noisy": self.draft_noisy,
+            "random": self.draft_random,
+        }[kind]
 
 
 def spm_vocabulary() -> tuple[list[str], list[float], list[int]]:

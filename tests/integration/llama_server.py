@@ -1,4 +1,5 @@
-"""Start, watch and stop one real `llama-server` process on a free loopback port."""
+"""Start, watch and stop one real `llama-server` process on a free loopback port (and what the vLLM
+suite's servers share: the port, the wait for /health, the log's tail)."""
 
 from __future__ import annotations
 
@@ -16,25 +17,50 @@ HEALTH_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 # Flags from the reference (§1): drafting needs --spec-type draft-simple besides -md.
 DRAFT_FLAGS = (
-    "--spec-type",
-    "draft-simple",
-    "--spec-draft-n-max",
-    "8",
-    "--spec-draft-n-min",
-    "0",
-    "--spec-draft-p-min",
-    "0.0",
-)
+    "--spec-type", "draft-simple",
+    "--spec-draft-n-max", "8", "--spec-draft-n-min", "0", "--spec-draft-p-min", "0.0",
+)  # fmt: skip
 
 
-class LlamaServerError(RuntimeError):
-    """The server did not start, or did not become healthy in time."""
+TAIL_BYTES = 64 * 1024  # the end of a log is all a tail needs; waits read it at every step
+
+
+class ServerError(RuntimeError):
+    """A real server exited, or did not answer /health in time."""
 
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def log_tail(path: Path, lines: int = 25) -> str:
+    try:
+        with path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - TAIL_BYTES))
+            text = log.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def wait_healthy(
+    url: str, process: subprocess.Popen[bytes] | None, name: str, log_file: Path, timeout_s: float
+) -> None:
+    """Until `url` answers /health; ServerError with the log's tail when the process exits first."""
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=5.0) as client:
+        while time.monotonic() < deadline:
+            if process is not None and process.poll() is not None:
+                raise ServerError(f"{name} exited with {process.returncode}:\n{log_tail(log_file)}")
+            try:
+                if client.get(f"{url}/health").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+    raise ServerError(f"{name} not healthy after {timeout_s:g} s:\n{log_tail(log_file)}")
 
 
 @dataclass
@@ -73,29 +99,13 @@ class LlamaServer:
         cmd = [str(self.binary), "-m", str(self.model)]
         if self.draft is not None:
             cmd += ["-md", str(self.draft), *DRAFT_FLAGS]
+        # -fa off: CPU flash attention accumulates V in f16 along a different path for a 1-token draft step
+        # than for a 9-token verification batch; near-ties then flip, and an identical draft stops being 100%.
         cmd += [
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--metrics",
-            "--slots",
-            "-c",
-            str(self.context),
-            "-np",
-            str(self.parallel),
-            "-t",
-            str(self.threads),
-            "-tb",
-            str(self.threads),
-            # CPU flash attention accumulates V in f16 along a different path for a 1-token draft step than
-            # for a 9-token verification batch; near-ties then flip, and an identical draft stops being 100%.
-            "-fa",
-            "off",
-            "--log-file",
-            str(self.log_file),
-            *self.extra_args,
-        ]
+            "--host", "127.0.0.1", "--port", str(self.port), "--metrics", "--slots", "-c", str(self.context),
+            "-np", str(self.parallel), "-t", str(self.threads), "-tb", str(self.threads), "-fa", "off",
+            "--log-file", str(self.log_file), *self.extra_args,
+        ]  # fmt: skip
         return cmd
 
     def start(self, port: int | None = None) -> None:
@@ -118,27 +128,14 @@ class LlamaServer:
             try:
                 self.wait_healthy()
                 return
-            except LlamaServerError:
+            except ServerError:
                 self.stop()
                 if port is not None or attempt == 2:
                     raise
                 self.port = 0  # the free port may have been taken meanwhile: try another
 
     def wait_healthy(self, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
-        deadline = time.monotonic() + timeout_s
-        with httpx.Client(timeout=2.0) as client:
-            while time.monotonic() < deadline:
-                if self.process is not None and self.process.poll() is not None:
-                    raise LlamaServerError(
-                        f"{self.name} exited with {self.process.returncode}: {self.stderr_tail()}"
-                    )
-                try:
-                    if client.get(f"{self.url}/health").status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.1)
-        raise LlamaServerError(f"{self.name} not healthy after {timeout_s} s: {self.stderr_tail()}")
+        wait_healthy(self.url, self.process, self.name, self.stderr_file, timeout_s)
 
     def is_running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -162,10 +159,3 @@ class LlamaServer:
     def restart(self) -> None:
         self.stop()
         self.start(port=self.port)
-
-    def stderr_tail(self, lines: int = 15) -> str:
-        try:
-            text = self.stderr_file.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,18 @@ def start_spectop(args: list[str], home: Path) -> subprocess.Popen[str]:
         env=private_env(home),
         stdin=subprocess.DEVNULL,
     )
+
+
+@contextmanager
+def spectop_running(args: list[str], home: Path) -> Iterator[subprocess.Popen[str]]:
+    """`spectop` started in the background; killed on the way out if the block left it running."""
+    process = start_spectop(args, home)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

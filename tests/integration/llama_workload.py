@@ -67,6 +67,11 @@ def complete(
     return body
 
 
+def traffic_request(url: str, index: int) -> None:
+    """One request of a steady load (vllm_workload.steady_load): PROMPTS in turn."""
+    complete(url, PROMPTS[index % len(PROMPTS)], 64, timeout_s=30.0)
+
+
 def run_requests(url: str, count: int, max_tokens: int = 64, concurrency: int = 1) -> list[dict[str, Any]]:
     """`count` greedy completions over PROMPTS, `concurrency` at a time; returns every response."""
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(count)]
@@ -88,19 +93,12 @@ def read_log(log_file: Path, offset: int = 0) -> str:
 
 
 def acceptance_lines(log_file: Path, offset: int = 0) -> list[AcceptanceLine]:
-    found = []
-    for match in ACCEPTANCE_LINE.finditer(read_log(log_file, offset)):
-        found.append(
-            AcceptanceLine(
-                slot=int(match["slot"]),
-                task=int(match["task"]),
-                rate=float(match["rate"]),
-                accepted=int(match["acc"]),
-                generated=int(match["gen"]),
-                mean_length=float(match["mal"]),
-            )
+    return [
+        AcceptanceLine(
+            int(m["slot"]), int(m["task"]), float(m["rate"]), int(m["acc"]), int(m["gen"]), float(m["mal"])
         )
-    return found
+        for m in ACCEPTANCE_LINE.finditer(read_log(log_file, offset))
+    ]
 
 
 @dataclass(frozen=True)

@@ -30,30 +30,13 @@ def test_bench_ab_no_draft_vs_identical_draft(llama_servers: dict[str, LlamaServ
     report = tmp_path / "burst.json"
     done = run_spectop(
         [
-            "bench",
-            "--a",
-            a.url,
-            "--b",
-            b.url,
-            "--requests",
-            str(REQUESTS),
-            "--rounds",
-            "2",
-            "--warmup",
-            "0",
-            "--temperature",
-            "0",
-            "--max-tokens",
-            str(MAX_TOKENS),
-            "--timeout",
-            "60",
-            "--no-history",
-            "--json",
-            str(report),
+            "bench", "--a", a.url, "--b", b.url, "--requests", str(REQUESTS), "--rounds", "2",
+            "--warmup", "0", "--temperature", "0", "--max-tokens", str(MAX_TOKENS), "--timeout", "60",
+            "--no-history", "--json", str(report),
         ],
         tmp_path,
         timeout_s=300,
-    )
+    )  # fmt: skip
     summary = json.loads(report.read_text())
     failures = [
         (request["error_kind"], request["error"])

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from llama_server import LlamaServer
-from llama_traffic import steady_traffic
-from llama_workload import acceptance_lines, log_size
-from textual.pilot import Pilot
+from llama_workload import acceptance_lines, log_size, traffic_request
+from vllm_workload import steady_load
 
+from tests.ui.ui_waiting import wait_for
 from tui.format import fmt_rate
 from tui.paths import themes_dir
 from tui.settings import AlertSettings, EndpointSettings, Settings
@@ -21,11 +20,6 @@ from tui.widgets.endpoint_card import EndpointCard
 pytestmark = pytest.mark.llamacpp
 
 KINDS = ("nodraft", "same", "noisy", "random")
-
-
-@pytest.fixture(autouse=True)
-def _private_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
 
 
 def dashboard_settings(servers: dict[str, LlamaServer], names: tuple[str, ...]) -> Settings:
@@ -60,14 +54,6 @@ def card_state(app: SpectopApp, name: str) -> tuple[str, float | None, set[str]]
     return str(card.render()), card.data.figures.acceptance_rate, {alert.kind for alert in card.data.alerts}
 
 
-async def wait_for(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    for _ in range(int(timeout_s / 0.1)):
-        if condition():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError(f"not reached within {timeout_s} s: {what}")
-
-
 def acceptance_of(app: SpectopApp, name: str) -> float | None:
     reading = app.readings.get(name)
     return reading.figures.acceptance_rate if reading is not None and reading.up else None
@@ -83,7 +69,7 @@ async def test_dashboard_shows_each_servers_acceptance_and_alerts_on_the_random_
     offsets = {kind: log_size(llama_servers[kind].log_file) for kind in KINDS}
     app = make_app(dashboard_settings(llama_servers, KINDS))
     async with app.run_test(size=(80, 24)) as pilot:
-        with steady_traffic([llama_servers[kind].url for kind in KINDS]):
+        with steady_load([llama_servers[kind].url for kind in KINDS], concurrency=1, send=traffic_request):
             await wait_for(
                 pilot,
                 lambda: (
@@ -91,9 +77,9 @@ async def test_dashboard_shows_each_servers_acceptance_and_alerts_on_the_random_
                     and "acceptance_critical" in card_state(app, "random")[2]
                     and "acceptance_low" in card_state(app, "noisy")[2]
                 ),
-                timeout_s=120,
-                what="acceptance on every drafting card, a critical alert on the random draft and a warning "
+                "acceptance on every drafting card, a critical alert on the random draft and a warning "
                 "on the noisy one (about 0.4, below the default 0.6)",
+                timeout_s=120,
             )
             states = {kind: card_state(app, kind) for kind in KINDS}
             texts = {kind: state[0] for kind, state in states.items()}
@@ -133,8 +119,8 @@ async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
     server = make_server("same")
     app = make_app(dashboard_settings({"victim": server}, ("victim",)))
     async with app.run_test(size=(80, 24)) as pilot:
-        with steady_traffic([server.url]):
-            await wait_for(pilot, lambda: acceptance_of(app, "victim") == 1.0, 60, "acceptance 1.00 while up")
+        with steady_load([server.url], concurrency=1, send=traffic_request):
+            await wait_for(pilot, lambda: acceptance_of(app, "victim") == 1.0, "acceptance 1.00 while up")
             server.kill()
             await wait_for(
                 pilot,
@@ -143,7 +129,6 @@ async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
                     and "down" in alert_kinds(app, "victim")
                     and "CRIT" in card_text(app, "victim")
                 ),
-                30,
                 "the killed server reported down on its card",
             )
             down_text = card_text(app, "victim")
@@ -157,7 +142,6 @@ async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
                     and re.search(rf"accept(ance)?\s+{re.escape(fmt_rate(1.0))}", card_text(app, "victim"))
                     and "CRIT" not in card_text(app, "victim")
                 ),
-                60,
                 "the restarted server up again with its acceptance on the card",
             )
             up_text = card_text(app, "victim")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from llama_server import LlamaServer
-from llama_spectop import json_lines, run_spectop, start_spectop
-from llama_workload import EVAL_LINE, log_size, read_log
+from llama_spectop import json_lines, run_spectop, spectop_running
+from llama_workload import EVAL_LINE, log_size, read_log, wait_for_finished_requests
 
 pytestmark = pytest.mark.llamacpp
 
@@ -19,56 +19,24 @@ BURST_REQUESTS = 40
 BURST_DEADLINE_S = 120.0
 
 
-def wait_for_finished(server: LlamaServer, offset: int, count: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if len(EVAL_LINE.findall(read_log(server.log_file, offset))) >= count:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_bench_reports_errors_when_the_server_dies_mid_burst(
     make_server: Callable[[str], LlamaServer], tmp_path: Path
 ) -> None:
     server = make_server("same")
     offset = log_size(server.log_file)
     report = tmp_path / "burst.json"
-    process = start_spectop(
-        [
-            "bench",
-            "--a",
-            server.url,
-            "--requests",
-            str(BURST_REQUESTS),
-            "--concurrency",
-            "2",
-            "--rounds",
-            "1",
-            "--warmup",
-            "0",
-            "--max-tokens",
-            "256",
-            "--temperature",
-            "0",
-            "--timeout",
-            "10",
-            "--no-history",
-            "--json",
-            str(report),
-        ],
-        tmp_path,
-    )
-    try:
-        assert wait_for_finished(server, offset, 3, timeout_s=120), "the burst never got going"
+    args = [
+        "bench", "--a", server.url, "--requests", str(BURST_REQUESTS), "--concurrency", "2", "--rounds", "1",
+        "--warmup", "0", "--max-tokens", "256", "--temperature", "0", "--timeout", "10", "--no-history",
+        "--json", str(report),
+    ]  # fmt: skip
+    with spectop_running(args, tmp_path) as process:
+        started = wait_for_finished_requests(server.log_file, offset, 3, timeout_s=120)
+        assert len(EVAL_LINE.findall(started)) >= 3, "the burst never got going"
         server.kill()
         killed_at = time.monotonic()
         stdout, stderr = process.communicate(timeout=BURST_DEADLINE_S)
         ended_after_s = time.monotonic() - killed_at
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     assert process.returncode == 1, stdout + stderr  # the burst ran, some requests failed
     summary = json.loads(report.read_text())
     arm = summary["a"]

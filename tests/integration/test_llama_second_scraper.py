@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 from llama_server import LlamaServer
-from llama_spectop import json_lines, start_spectop
-from llama_tap import MetricsTap
+from llama_spectop import json_lines, spectop_running
 from llama_workload import log_size, run_requests, timings_totals, wait_for_finished_requests
+from tap import RecordingTap
 
 pytestmark = pytest.mark.llamacpp
 
@@ -57,21 +57,15 @@ def test_a_second_scraper_never_makes_a_wrong_request_rate_or_tpot(
 ) -> None:
     server = llama_servers["noisy"]
     offset = log_size(server.log_file)
-    with MetricsTap(server.url) as tap, SecondScraper(server.url) as other:
-        process = start_spectop(
-            ["snapshot", f"{tap.url}/metrics", "--json", "--window", str(WINDOW_S)], tmp_path
-        )
-        try:
+    with RecordingTap(server.url) as tap, SecondScraper(server.url) as other:
+        args = ["snapshot", f"{tap.url}/metrics", "--json", "--window", str(WINDOW_S)]
+        with spectop_running(args, tmp_path) as process:
             # The first GET tells spectop it is llama.cpp; /slots and a second GET start the window.
             assert tap.wait_for_metrics_scrapes(2, timeout_s=60), "spectop never scraped"
             responses = run_requests(server.url, REQUESTS, MAX_TOKENS)
             wait_for_finished_requests(server.log_file, offset, REQUESTS)
             finished_at = time.monotonic()
             stdout, stderr = process.communicate(timeout=WINDOW_S + 60)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
         _, first, second = tap.metrics_scrapes()
     assert process.returncode == 0, stderr
     assert second > finished_at, "the workload outlasted the window"

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 from llama_server import LlamaServer
-from llama_spectop import json_lines, run_spectop, start_spectop
-from llama_tap import MetricsTap
+from llama_spectop import json_lines, run_spectop, spectop_running
 from llama_workload import (
     acceptance_lines,
     log_size,
@@ -27,6 +26,7 @@ from llama_workload import (
     verification_steps,
     wait_for_finished_requests,
 )
+from tap import RecordingTap
 
 pytestmark = pytest.mark.llamacpp
 
@@ -39,15 +39,16 @@ DRAFT_N_MAX = 8
 
 def _snapshot_around_workload(
     servers: dict[str, LlamaServer], home: Path
-) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]], dict[str, int], dict[str, MetricsTap]]:
-    taps = {kind: MetricsTap(servers[kind].url) for kind in KINDS}
+) -> tuple[
+    dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]], dict[str, int], dict[str, RecordingTap]
+]:
+    taps = {kind: RecordingTap(servers[kind].url) for kind in KINDS}
     with ExitStack() as stack:
         for tap in taps.values():
             stack.enter_context(tap)
         offsets = {kind: log_size(servers[kind].log_file) for kind in KINDS}
         urls = [f"{taps[kind].url}/metrics" for kind in KINDS]
-        process = start_spectop(["snapshot", *urls, "--json", "--window", str(WINDOW_S)], home)
-        try:
+        with spectop_running(["snapshot", *urls, "--json", "--window", str(WINDOW_S)], home) as process:
             for kind, tap in taps.items():
                 # The first GET tells spectop it is llama.cpp; /slots and a second GET make the window's first
                 # reading (so a token decoded between /metrics and /slots is never taken from the window).
@@ -61,10 +62,6 @@ def _snapshot_around_workload(
                 wait_for_finished_requests(servers[kind].log_file, offsets[kind], REQUESTS)
             finished_at = time.monotonic()
             stdout, stderr = process.communicate(timeout=WINDOW_S + 60)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
     assert process.returncode == 0, stderr
     for kind, tap in taps.items():
         scrapes = tap.metrics_scrapes()
@@ -151,15 +148,10 @@ def test_snapshot_table_fits_80_columns_and_shows_acceptance(
     llama_servers: dict[str, LlamaServer], tmp_path: Path
 ) -> None:
     server = llama_servers["noisy"]
-    process = start_spectop(["snapshot", server.url, "--window", "8"], tmp_path)
-    try:
+    with spectop_running(["snapshot", server.url, "--window", "8"], tmp_path) as process:
         time.sleep(2.0)  # past the first scrape (a slow start only shortens the traffic inside the window)
         run_requests(server.url, 2)
         stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     assert process.returncode == 0, stderr
     lines = stdout.splitlines()
     assert lines and all(len(line) <= 80 for line in lines), stdout

@@ -1,19 +1,15 @@
-"""`spectop tune` over a real llama-server's draft max.
+"""`spectop tune` over a real llama-server's draft max, and what stands on it: the advisor, a context axis.
 
 A small launch file (`[draft] max = 4`) is read by a wrapper script, which is the restart command: it
 stops the server it started before (pid file) and starts llama-server again with `--spec-draft-n-max`
-from the file. The tune sweeps `draft.max`, restarts through the wrapper each time, and reports
-acceptance per value from the server's own /metrics counters; the file is byte-identical afterwards.
+from the file.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +17,10 @@ import httpx
 import pytest
 from llama_models import ModelSet
 from llama_server import LlamaServer, free_port
-from llama_spectop import run_spectop
+from llama_spectop import json_lines, run_spectop
+from llama_workload import traffic_request
+from vllm_server import kill_groups
+from vllm_workload import steady_load
 
 pytestmark = pytest.mark.llamacpp
 
@@ -106,50 +105,28 @@ def tuned_server(
     finally:
         pid_file = folder / "server.pid"
         if pid_file.exists():
-            pid = int(pid_file.read_text())
-            for number in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(pid, number)
-                except ProcessLookupError:
-                    break
-                time.sleep(1.0)
+            kill_groups([int(pid_file.read_text())])
 
 
 def test_tune_sweeps_llama_draft_max_and_reports_acceptance_from_the_server(
     tuned_server: tuple[Path, Path, str, list[str]], tmp_path: Path
 ) -> None:
+    """The tune restarts through the wrapper for each value and reports acceptance per value from the
+    server's own /metrics counters; the file is byte-identical afterwards."""
     launch, log_file, url, restart = tuned_server
     original = launch.read_bytes()
     report = tmp_path / "tune.json"
+    values = ",".join(map(str, VALUES))
     done = run_spectop(
         [
-            "tune",
-            str(launch),
-            "--endpoint",
-            url,
-            "--key",
-            "draft.max",
-            "--values",
-            ",".join(str(v) for v in VALUES),
-            "--concurrency",
-            "1,2",
-            "--restart-command",
-            " ".join(restart),
-            "--requests",
-            "6",
-            "--max-tokens",
-            "64",
-            "--health-timeout",
-            "90",
-            "--log-file",
-            str(log_file),
-            "--no-history",
-            "--json",
-            str(report),
+            "tune", str(launch), "--endpoint", url, "--key", "draft.max", "--values", values,
+            "--concurrency", "1,2", "--restart-command", " ".join(restart), "--requests", "6",
+            "--max-tokens", "64", "--health-timeout", "90", "--log-file", str(log_file), "--no-history",
+            "--json", str(report),
         ],
         tmp_path,
         timeout_s=900,
-    )
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(report.read_text(encoding="utf-8"))
     assert result["key"] == "draft.max"
@@ -169,3 +146,128 @@ def test_tune_sweeps_llama_draft_max_and_reports_acceptance_from_the_server(
             assert positions is None or len(positions) <= outcome["value"]  # the restart reset them
     assert set(result["best"]) == {"1", "2"} and all(v in VALUES for v in result["best"].values())
     assert "best at concurrency 1: k=" in done.stdout
+
+
+def _tune(launch: Path, url: str, restart: list[str], log_file: Path, home: Path, *extra: str) -> str:
+    done = run_spectop(
+        [
+            "tune", str(launch), "--endpoint", url, "--key", "draft.max",
+            "--restart-command", " ".join(restart), "--max-tokens", "64", "--health-timeout", "90",
+            "--log-file", str(log_file), "--no-history", *extra,
+        ],
+        home,
+        timeout_s=1200,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stderr
+
+
+def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
+    tuned_server: tuple[Path, Path, str, list[str]], tmp_path: Path
+) -> None:
+    """`tune --calibrate` fits the step cost of the noisy-draft server; `snapshot` under steady traffic gives
+    the advice; a three-round sweep (the file's draft max 4 as baseline) measures it: the prediction's
+    interval meets the sweep's 95% interval, neither widened (a plain key: 0 is no speculation-off point,
+    so the cost of switching speculation on is part of the model's base)."""
+    launch, log_file, url, restart = tuned_server
+    original = launch.read_bytes()
+    calibrate = (
+        "--calibrate",
+        "--values",
+        "1,2,3,4",
+        "--concurrency",
+        "1,2",
+        "--requests",
+        "8",
+        "--rounds",
+        "3",
+    )
+    said = _tune(launch, url, restart, log_file, tmp_path, *calibrate)
+    assert "step-cost model kept" in said, said
+    assert launch.read_bytes() == original
+    with steady_load([url], concurrency=1, send=traffic_request):
+        snapshot = run_spectop(["snapshot", url, "--window", "20", "--json"], tmp_path, timeout_s=120)
+    assert snapshot.returncode == 0, snapshot.stderr
+    advice = json_lines(snapshot.stdout)[0]["advice"]
+    assert advice["current_k"] == ORIGINAL and str(advice["basis"]).startswith("tune "), advice
+    report = tmp_path / "sweep.json"
+    sweep = (
+        "--values",
+        "1,2,4",
+        "--concurrency",
+        "1",
+        "--requests",
+        "12",
+        "--rounds",
+        "3",
+        "--json",
+        str(report),
+    )
+    _tune(launch, url, restart, log_file, tmp_path, *sweep)
+    cells = {o["value"]: o["cells"][0] for o in json.loads(report.read_text())["outcomes"]}
+    rows = {
+        k: (advice["speedup_by_k"].get(str(k)), advice["interval_by_k"].get(str(k)), cells[k]["speedup"],
+            cells[k]["speedup_ci95"])
+        for k in (1, 2)
+    }  # fmt: skip
+    print("llama.cpp advisor vs sweep {k: (predicted, its interval, measured, 95% CI over 3 rounds)}:", rows)
+    print("advice", advice)
+    known = {k: row for k, row in rows.items() if row[0] is not None}
+    if not known:  # the whole model unknown (a caveat): said with the reason, and reported as not met here
+        assert "unknown" in advice["note"], advice
+        pytest.xfail(f"no k predicted on this host: {advice['note']}")
+    for _, interval, _, (low, high) in known.values():
+        assert interval is not None and interval[1] / interval[0] <= 1.6, rows
+        assert interval[0] <= high and low <= interval[1], rows  # they meet, neither widened
+    for k in rows.keys() - known.keys():  # unknown, with the reason
+        assert f"k={k}" in advice["note"] and "unknown" in advice["note"], advice
+
+
+LENGTHS = (256, 768)  # + 32 generated tokens: within a slot's 1024
+
+
+def test_a_context_axis_on_a_real_llama_server(
+    tuned_server: tuple[Path, Path, str, list[str]], tmp_path: Path
+) -> None:
+    """Prompts sized by the server's own tokenizer (`POST /tokenize`: the tiny vocabulary spells most filler
+    words out in pieces); bursts and the tune take the lengths, the server's counts match them, and the tune
+    picks per (load, context) and, its baseline being the file's draft max (llama.cpp's 0 still drafts), says
+    that where speculation stops paying cannot be known rather than guess."""
+    launch, log_file, url, restart = tuned_server
+    lengths = ",".join(map(str, LENGTHS))
+    bench = run_spectop(
+        ["bench", "--a", url, "--prompts", "chat", "--prompt-tokens", lengths, "--requests", "4",
+         "--rounds", "1", "--max-tokens", "32", "--no-history"],
+        tmp_path, timeout_s=600,
+    )  # fmt: skip
+    assert bench.returncode == 0, bench.stderr[-3000:]
+    assert f"lengths by the server's tokenizer ({url}/tokenize)" in bench.stdout
+    for tokens in LENGTHS:
+        line = next(
+            line for line in bench.stdout.splitlines() if line.startswith(f"A: {tokens} tokens asked")
+        )
+        assert "the server counted" in line and "off, the context is not" not in line, line
+
+    report = tmp_path / "tune.json"
+    tune = run_spectop(
+        ["tune", str(launch), "--endpoint", url, "--key", "draft.max", "--values", "1,4",
+         "--concurrency", "1", "--restart-command", " ".join(restart), "--requests", "4",
+         "--max-tokens", "32", "--prompts", "chat", "--prompt-tokens", lengths, "--health-timeout", "90",
+         "--log-file", str(log_file), "--no-history", "--json", str(report)],
+        tmp_path, timeout_s=900,
+    )  # fmt: skip
+    assert tune.returncode == 0, tune.stderr[-3000:]
+    result = json.loads(report.read_text(encoding="utf-8"))
+    assert result["prompt_tokens"] == list(LENGTHS)
+    buckets = {(d["concurrency"], d["prompt_tokens"]): d for d in result["context_decisions"]}
+    assert set(buckets) == {(1, tokens) for tokens in LENGTHS}
+    assert all(d["best"] in (1, 4) for d in buckets.values())
+    for outcome in result["outcomes"]:
+        assert outcome["started"], outcome["failure"]
+        for cell in outcome["cells"]:
+            assert (
+                abs(cell["prompt_tokens_counted"] - cell["prompt_tokens"]) < 0.25 * cell["prompt_tokens"]
+            ), cell
+    [stop] = result["context_stops"]
+    assert stop["prompt_tokens"] is None and "not speculation off" in stop["reason"]
+    assert "speculation stops paying at – (the baseline is not speculation off" in tune.stdout

@@ -1,24 +1,17 @@
 """The what-if advisor against a sweep of a real vLLM (CPU build, the tiny model with the noisy draft, k=2).
 
-`spectop tune --calibrate` fits the step cost with spectop's own choices (k=0,1,2,3: speculation off
-included, since a vLLM file can switch it off, so the model has the cost of switching speculation on; three
-rounds: this shared host moves a burst by tens of percent) at concurrency 1; `spectop snapshot` under steady
-traffic (one request after another, the sweep's own prompts) gives the advice from the live window; a sweep
-of the same server at the same load over three rounds (restarts: its interval holds what moves a whole
-burst; k=1,2,3, the file's k=2 as baseline) measures what the advice predicts.
-
-Asserted, unwidened (issue 36): k=1's predicted speedup is a number, within 15% of the measured one, its
-interval no wider than 1.6x end to end and meeting the sweep's 95% interval; a k the advice advises is one
-the sweep finds significantly faster. The figures are printed (README quotes them).
+`tune --calibrate` fits the step cost with spectop's own choices (k=0,1,2,3: a vLLM file can switch
+speculation off; three rounds: this shared host moves a burst by tens of percent); `snapshot` under steady
+traffic gives the advice; a three-round sweep of the same server at the same load measures it. Asserted,
+unwidened: k=1's prediction within 15% of the measurement, its interval at most 1.6x wide and meeting the
+sweep's 95% interval; an advised k is one the sweep finds significantly faster. The figures are printed
+(README quotes them).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +19,7 @@ import httpx
 import pytest
 from llama_spectop import json_lines, run_spectop
 from vllm_managed import ManagedVllm
-from vllm_workload import MODEL
+from vllm_workload import MODEL, steady_load
 
 from tui.advice.advisor import MAX_INTERVAL
 from tui.advice.stepcost import StepCostModel, load_models
@@ -61,30 +54,12 @@ def _kept_model(home: Path) -> StepCostModel:
     return model
 
 
-@contextmanager
-def sweep_traffic(url: str) -> Iterator[list[int]]:
-    """One chat request after another with the sweep's own prompts (built-in), until the block ends."""
+def sweep_request(url: str, index: int) -> None:
+    """A chat request with the sweep's own prompts (built-in), in turn."""
     prompts = load_prompt_set("mixed").prompts
-    stop, sent = threading.Event(), [0]
-
-    def work() -> None:
-        index = 0
-        while not stop.is_set():
-            body = {
-                "model": MODEL, "messages": prompts[index % len(prompts)].chat_messages(),
-                "max_tokens": MAX_TOKENS, "temperature": 0,
-            }  # fmt: skip
-            httpx.post(url + "/v1/chat/completions", json=body, timeout=600).raise_for_status()
-            sent[0] += 1
-            index += 1
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    try:
-        yield sent
-    finally:
-        stop.set()
-        thread.join()
+    messages = prompts[index % len(prompts)].chat_messages()
+    body = {"model": MODEL, "messages": messages, "max_tokens": MAX_TOKENS, "temperature": 0}
+    httpx.post(url + "/v1/chat/completions", json=body, timeout=600).raise_for_status()
 
 
 def _meets(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -104,12 +79,12 @@ def test_the_advice_on_k_matches_a_sweep_of_the_same_vllm(managed: ManagedVllm, 
     assert model.k_range == (0, 3) and [p.k for p in model.points] == [0, 1, 2, 3]
     assert len(model.replicates) >= 50
 
-    with sweep_traffic(managed.url) as sent:
+    with steady_load([managed.url], concurrency=1, send=sweep_request) as (load,):
         snapshot = run_spectop(
             ["snapshot", managed.url, "--window", str(WINDOW_S), "--json"], tmp_path, timeout_s=RUN_GUARD_S
         )
     assert snapshot.returncode == 0, snapshot.stderr
-    assert sent[0] > 0
+    assert load.sent > 0
     advice: dict[str, Any] = json_lines(snapshot.stdout)[0]["advice"]
     assert advice["current_k"] == K and str(advice["basis"]).startswith("tune "), advice
 

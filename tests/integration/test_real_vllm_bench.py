@@ -1,11 +1,8 @@
 """`spectop bench` on real vLLMs: what spectop keeps of each request is what the server answered.
 
-The arms sit behind a tap that keeps every streamed answer. With `--enable-force-include-usage` every
-chunk of a vLLM stream carries a cumulative `usage` (never to be added up) and the final one the
-request's `metrics.speculative_decoding`; spectop's per-request drafted / accepted / steps / histogram
-and output tokens must be those of the answers, their sum the /metrics delta the test takes itself (no
-other traffic), and at temperature 0 the texts with the draft on and off identical (greedy equivalence
-on a real engine: the verification keeps the target's argmax).
+Every chunk of a vLLM stream carries a cumulative `usage` (`--enable-force-include-usage`: never to be added
+up), the final one the request's `metrics.speculative_decoding`; a tap keeps the answers to hold spectop's
+per-request figures against, and at temperature 0 the texts with the draft on and off are identical.
 """
 
 from __future__ import annotations
@@ -16,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from llama_spectop import run_spectop
+from tap import RecordingTap
 from vllm_server import VllmServer
-from vllm_workload import RecordingTap, delta, read_page, sse_objects
+from vllm_workload import delta, read_page, sse_objects
 
 REQUESTS = 6  # per arm, over the rounds
 MAX_TOKENS = 32

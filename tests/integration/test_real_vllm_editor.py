@@ -12,21 +12,13 @@ from pathlib import Path
 from vllm_managed import make_managed
 from vllm_models import VllmModels
 from vllm_waits import until_served
-from vllm_workload import completion, steady_load
+from vllm_workload import served_k, steady_load
 
 from tui.paths import themes_dir
 from tui.screens.editor import EditorScreen
-from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.ui.app import SpectopApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.edit_mode import FieldInput
-
-HEALTH_TIMEOUT_S = 900.0
-
-
-def _served_k(url: str) -> int:
-    spec = (completion(url, "w5 w6 w7", 8).get("metrics") or {}).get("speculative_decoding")
-    return int(spec["num_spec_tokens"]) if spec else 0
 
 
 async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
@@ -35,19 +27,8 @@ async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
     server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=2, fmt="cli")
     try:
         await asyncio.to_thread(server.start)  # the CLI rendering of config.toml starts vLLM
-        assert await asyncio.to_thread(_served_k, server.url) == 2
-        endpoint = EndpointSettings(
-            name="edited",
-            url=server.url,
-            backend="vllm",
-            config_file=server.config,
-            log_file=server.log_file,
-            restart_command=server.restart_command,
-            health_timeout_s=HEALTH_TIMEOUT_S,
-        )
-        settings = Settings(
-            poll_interval_s=1.0, window_s=8.0, alerts=AlertSettings(sustained_s=30.0), endpoints=[endpoint]
-        )
+        assert await asyncio.to_thread(served_k, server.url) == 2
+        settings = server.settings("edited", 8.0, 30.0)
         app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)  # type: ignore[arg-type]
         with steady_load([server.url], concurrency=1):
             async with app.run_test(size=(100, 30)) as pilot:
@@ -111,6 +92,6 @@ async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
                 )
         assert "num_speculative_tokens = 1" in server.config.read_text()
         assert server.restarts() == [2, 1]
-        assert await asyncio.to_thread(_served_k, server.url) == 1
+        assert await asyncio.to_thread(served_k, server.url) == 1
     finally:
         server.stop()

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from llama_spectop import run_spectop
+from llama_spectop import json_lines, run_spectop
 from vllm_server import VllmServer
-from vllm_workload import delta, json_lines, read_page, steady_load, total
+from vllm_workload import delta, read_page, steady_load, total
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.fleet.conftest import prometheus_binary, start_prometheus, write_config
@@ -82,20 +82,16 @@ def test_fleet_figures_are_the_servers_own_counters(
             _wait_scraped(prometheus.url, instances[kind], drafts_total, total(after[kind], drafts_total))
         elapsed = time.monotonic() - started
         assert elapsed < WINDOW_S - 2 * SCRAPE_S, "the window would not cover the load"
-        done = run_spectop(
-            [
-                "snapshot",
-                "--prometheus",
-                prometheus.url,
-                "--match",
-                '{job="vllm"}',
-                "--window",
-                str(WINDOW_S),
-                "--json",
-            ],
-            tmp_path,
-            timeout_s=600,
-        )
+        args = [
+            "snapshot",
+            "--prometheus",
+            prometheus.url,
+            "--match",
+            '{job="vllm"}',
+            "--window",
+            str(WINDOW_S),
+        ]
+        done = run_spectop([*args, "--json"], tmp_path, timeout_s=600)
     finally:
         prometheus.stop()
     assert done.returncode == 0, done.stdout + done.stderr

@@ -15,10 +15,8 @@ from vllm_workload import completion, steady_load
 
 from tui.advice.guard import ACTION_WORDS
 from tui.paths import themes_dir
-from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.ui.app import SpectopApp
 
-HEALTH_TIMEOUT_S = 900.0  # a hung start, not a slow one
 SWITCHED_OFF = f"guard {ACTION_WORDS['switched_off']}:"
 FAILED = f"guard {ACTION_WORDS['failed']}:"
 
@@ -29,20 +27,7 @@ async def test_auto_guard_switches_speculation_off_on_a_real_vllm(
     server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=3, draft=vllm_models.random)
     try:
         await asyncio.to_thread(server.start)
-        endpoint = EndpointSettings(
-            name="guarded",
-            url=server.url,
-            backend="vllm",
-            config_file=server.config,
-            log_file=server.log_file,
-            restart_command=server.restart_command,
-            acceptance_threshold=0.5,
-            guard="auto",
-            health_timeout_s=HEALTH_TIMEOUT_S,
-        )
-        settings = Settings(
-            poll_interval_s=1.0, window_s=10.0, alerts=AlertSettings(sustained_s=3.0), endpoints=[endpoint]
-        )
+        settings = server.settings("guarded", 10.0, 3.0, acceptance_threshold=0.5, guard="auto")
         app = SpectopApp(
             settings,
             record_path=tmp_path / "rec.jsonl",

@@ -12,19 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
-from llama_spectop import run_spectop
+from llama_spectop import json_lines, run_spectop
+from llama_workload import log_size, read_log
 from vllm_server import VllmServer
-from vllm_workload import (
-    completion,
-    delta,
-    json_lines,
-    log_size,
-    log_text,
-    prompt,
-    read_page,
-    wait_for_idle_line,
-    wait_until_quiet,
-)
+from vllm_workload import completion, delta, prompt, read_page, wait_for_idle_line, wait_until_quiet
 
 from tui.telemetry.logs.display import display_line
 
@@ -43,7 +34,7 @@ def test_logs_spec_lines_equal_the_counters_over_the_same_interval(
     after = read_page(server.url)
     end = wait_for_idle_line(server.log_file, log_size(server.log_file))
     excerpt = tmp_path / "server.log"
-    excerpt.write_text(log_text(server.log_file, start)[: end - start], encoding="utf-8")
+    excerpt.write_text(read_log(server.log_file, start)[: end - start], encoding="utf-8")
 
     done = run_spectop(["logs", str(excerpt), "--json"], tmp_path, timeout_s=600)
     assert done.returncode == 0, done.stderr

@@ -1,9 +1,6 @@
-"""`spectop snapshot --json` on real vLLMs under a steady load agrees with the servers' own counters.
-
-Each server sits behind a tap that keeps the /metrics pages spectop read; the truth is computed here
-from the first and last of those pages (prometheus_client's parser, Prometheus' arithmetic): acceptance,
-mean acceptance length, per-position acceptance, tokens/s, requests/s, TTFT mean / p50 / p95 and TPOT.
-Identical, noisy and random drafts (k = 3), and the server without a draft ("–": no counters).
+"""`spectop snapshot --json` on real vLLMs under a steady load agrees with the servers' own counters: the
+truth is computed here (Prometheus' arithmetic) from the first and last of the /metrics pages a tap kept of
+what spectop read. Identical, noisy and random drafts (k = 3), and the server without a draft ("–").
 """
 
 from __future__ import annotations
@@ -12,9 +9,10 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from llama_spectop import run_spectop
+from llama_spectop import json_lines, run_spectop
+from tap import RecordingTap
 from vllm_server import VllmServer
-from vllm_workload import RecordingTap, delta, histogram_quantile, json_lines, steady_load
+from vllm_workload import delta, histogram_quantile, steady_load
 
 KINDS = ("same", "noisy", "random", "nodraft")
 WINDOW_S = 12.0
@@ -30,19 +28,9 @@ def test_snapshot_figures_equal_the_servers_counters_over_the_same_pages(
             stack.enter_context(tap)
         with steady_load([vllm_servers[kind].url for kind in KINDS], concurrency=1) as loads:
             # A generous scrape timeout: four vLLMs under load share two cores with other work.
-            done = run_spectop(
-                [
-                    "snapshot",
-                    *(taps[kind].url for kind in KINDS),
-                    "--json",
-                    "--window",
-                    str(WINDOW_S),
-                    "--timeout",
-                    "60",
-                ],
-                tmp_path,
-                timeout_s=WINDOW_S + 600,
-            )
+            urls = [taps[kind].url for kind in KINDS]
+            args = ["snapshot", *urls, "--json", "--window", str(WINDOW_S), "--timeout", "60"]
+            done = run_spectop(args, tmp_path, timeout_s=WINDOW_S + 600)
         assert all(not load.errors for load in loads), [load.errors[:2] for load in loads]
     assert done.returncode == 0, done.stderr
     records = {record["url"]: record for record in json_lines(done.stdout)}

@@ -9,7 +9,6 @@ in vllm/v1/metrics/stats.py), the same at every load.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
@@ -17,8 +16,10 @@ from collections import Counter
 from typing import Any
 
 import httpx
-from vllm_managed import ManagedVllm, spectop_argv
-from vllm_server import log_tail
+from llama_server import log_tail
+from llama_spectop import spectop_command
+from vllm_managed import ManagedVllm
+from vllm_server import group_alive
 from vllm_workload import MODEL, prompt
 
 TABLE = "[[1, 1, 2], [2, 8, 1]]"  # k=2 alone, k=1 from two requests at a time (max_num_seqs = 8)
@@ -61,22 +62,14 @@ def _started_or_refused(server: ManagedVllm) -> str | None:
                     return None
             except httpx.HTTPError:
                 pass
-            if pid is not None and not _alive(pid):
+            if pid is not None and not group_alive(pid):
                 return log_tail(server.log_file, 40)
             time.sleep(0.5)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_a_two_range_table_runs_each_ranges_k_at_its_load(managed: ManagedVllm) -> None:
     set_table = [
-        *spectop_argv(), "config", "set", str(managed.config),
+        *spectop_command(), "config", "set", str(managed.config),
         "speculative.num_speculative_tokens_per_batch_size", TABLE,
     ]  # fmt: skip
     done = subprocess.run(set_table, capture_output=True, text=True, check=False)
@@ -89,7 +82,7 @@ def test_a_two_range_table_runs_each_ranges_k_at_its_load(managed: ManagedVllm) 
         "num_speculative_tokens_per_batch_size:\n    - [1, 1, 2]\n    - [2, 8, 1]"
         in (managed.folder / "serve.yaml").read_text()
     )
-    while old is not None and _alive(old):  # the restart race: the old server answers until it is gone
+    while old is not None and group_alive(old):  # the restart race: the old server answers until it is gone
         time.sleep(0.2)
     refusal = _started_or_refused(managed)
     assert refusal is None, f"vLLM 0.32 (CPU) refused the table:\n{refusal}"

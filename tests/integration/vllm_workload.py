@@ -1,25 +1,23 @@
 """Traffic for the real-vLLM tests, and the server's own figures read independently of spectop.
 
 `/metrics` pages are parsed with prometheus_client (not spectop's parser); deltas, rates and histogram
-quantiles are computed here the way Prometheus computes them. `RecordingTap` sits between spectop and a
-server and keeps every page it forwarded, so a test compares spectop with the very pages spectop read.
+quantiles are computed here the way Prometheus computes them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
+from llama_workload import log_size, read_log
 from prometheus_client.parser import text_string_to_metric_families
 
 MODEL = "tiny"
@@ -87,17 +85,26 @@ def completion(url: str, prompt: str, max_tokens: int, **extra: Any) -> dict[str
     return dict(response.json())
 
 
+def served_k(url: str) -> int:
+    """The k the server answers with (its per-request figures; 0 with speculation off)."""
+    spec = (completion(url, "w5 w6 w7", 8).get("metrics") or {}).get("speculative_decoding")
+    return int(spec["num_spec_tokens"]) if spec else 0
+
+
 def prompt(index: int) -> str:
     return " ".join(f"w{(index * 7 + j * 13) % 500 + 3}" for j in range(4 + index % 5))
 
 
+Send = Callable[[str, int], object]  # one request to the URL: a worker's index-th
+
+
 @dataclass
 class SteadyLoad:
-    """`concurrency` workers sending completions back to back until stopped."""
+    """`concurrency` workers sending requests back to back until stopped."""
 
     url: str
+    send: Send
     concurrency: int = 2
-    max_tokens: int = 24
     sent: int = 0
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -107,7 +114,7 @@ class SteadyLoad:
         index = worker
         while not self._stop.is_set():
             try:
-                completion(self.url, prompt(index), self.max_tokens)
+                self.send(self.url, index)
                 self.sent += 1
             except httpx.HTTPError as error:
                 self.errors.append(repr(error))
@@ -129,87 +136,20 @@ class SteadyLoad:
 
 
 @contextmanager
-def steady_load(urls: list[str], concurrency: int = 2, max_tokens: int = 24) -> Iterator[list[SteadyLoad]]:
-    loads = [SteadyLoad(url, concurrency, max_tokens).start() for url in urls]
+def steady_load(
+    urls: list[str], concurrency: int = 2, max_tokens: int = 24, send: Send | None = None
+) -> Iterator[list[SteadyLoad]]:
+    """A steady load on each URL: completions of `prompt(index)` unless `send` makes the requests."""
+
+    def completions(url: str, index: int) -> None:
+        completion(url, prompt(index), max_tokens)
+
+    loads = [SteadyLoad(url, send or completions, concurrency).start() for url in urls]
     try:
         yield loads
     finally:
         for load in loads:
             load.stop()
-
-
-class RecordingTap:
-    """A pass-through HTTP tap that keeps (monotonic time the upstream answered, path, body) of every GET,
-    and (request JSON, response text) of every POST, whose answer it streams on as it arrives."""
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.rstrip("/")
-        self.seen: list[tuple[float, str, str]] = []
-        self.posts: list[tuple[dict[str, Any], str]] = []
-        self._changed = threading.Condition()
-        tap = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                request = self.rfile.read(length)
-                headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
-                received: list[bytes] = []
-                with httpx.stream(
-                    "POST", tap.upstream + self.path, content=request, headers=headers, timeout=600
-                ) as answer:
-                    self.send_response(answer.status_code)
-                    self.send_header("Content-Type", answer.headers.get("content-type", "application/json"))
-                    self.send_header("Connection", "close")
-                    self.end_headers()
-                    for chunk in answer.iter_raw():
-                        received.append(chunk)
-                        self.wfile.write(chunk)
-                        self.wfile.flush()
-                self.close_connection = True
-                with tap._changed:
-                    answer_text = b"".join(received).decode("utf-8", "replace")
-                    tap.posts.append((json.loads(request or b"{}"), answer_text))
-
-            def do_GET(self) -> None:
-                try:
-                    answer = httpx.get(tap.upstream + self.path, timeout=60)
-                except httpx.HTTPError:
-                    self.send_error(502, "upstream unreachable")
-                    return
-                with tap._changed:
-                    tap.seen.append((time.monotonic(), self.path, answer.text))
-                    tap._changed.notify_all()
-                body = answer.content
-                self.send_response(answer.status_code)
-                self.send_header("Content-Type", answer.headers.get("content-type", "text/plain"))
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
-                    self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def pages(self) -> list[tuple[float, Page]]:
-        with self._changed:
-            return [(at, parse_page(body)) for at, path, body in self.seen if path.startswith("/metrics")]
-
-    def __enter__(self) -> RecordingTap:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=30)
 
 
 # --- the server's log ----------------------------------------------------------------------------------
@@ -220,24 +160,11 @@ _IDLE_LINE = re.compile(
 )
 
 
-def log_size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def log_text(path: Path, start: int = 0) -> str:
-    with path.open("rb") as file:
-        file.seek(start)
-        return file.read().decode("utf-8", "replace")
-
-
 def wait_for_idle_line(path: Path, start: int) -> int:
     """Waits until the log prints an idle `Engine 000:` line after byte `start` (the stats logger has
     flushed every interval with traffic); returns the log's size then."""
     while True:
-        text = log_text(path, start)
+        text = read_log(path, start)
         if _IDLE_LINE.search(text):
             return log_size(path)
         time.sleep(1.0)
@@ -251,7 +178,7 @@ def wait_until_quiet(path: Path, url: str) -> int:
     from before it."""
     while True:
         size = log_size(path)
-        text = log_text(path)
+        text = read_log(path)
         engine_lines = [line for line in text.splitlines() if "Engine 000: " in line]
         idle = not engine_lines or _IDLE_LINE.search(engine_lines[-1]) is not None
         counted = total(read_page(url), "vllm:spec_decode_num_accepted_tokens_total")
@@ -271,12 +198,5 @@ def spec_line_totals(text: str) -> tuple[int, int]:
 
 def sse_objects(text: str) -> list[dict[str, Any]]:
     """The JSON objects of an SSE answer (`data: {...}` lines, `[DONE]` left out)."""
-    out = []
-    for line in text.splitlines():
-        if line.startswith("data: ") and line[6:].strip() != "[DONE]":
-            out.append(json.loads(line[6:]))
-    return out
-
-
-def json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    lines = [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+    return [json.loads(line) for line in lines if line.strip() != "[DONE]"]

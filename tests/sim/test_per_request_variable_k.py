@@ -1,6 +1,6 @@
 """The simulator's per-request figures when steps draft different lengths (a per-batch-size table or
 adaptive steps): vLLM's histogram per draft length and `detailed` arrays come from each step's own
-draft; SGLang's proposed drafts count what was proposed, so its identities hold (issue 36 items 3, 5)."""
+draft; SGLang's proposed drafts count what was proposed, so its identities hold."""
 
 from __future__ import annotations
 

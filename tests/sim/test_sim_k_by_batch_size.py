@@ -1,4 +1,4 @@
-"""The simulator honours vLLM's k-by-batch-size table (issue 36 item 2): each step drafts the k of the
+"""The simulator honours vLLM's k-by-batch-size table: each step drafts the k of the
 running batch size, as the per-request `per_step_drafted` and the draft counters show."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`tune --apply` writes vLLM's k-by-batch-size table where the best k differs significantly between
-loads, and one k otherwise (issue 36 item 2)."""
+loads, and one k otherwise."""
 
 from __future__ import annotations
 
