@@ -18,7 +18,7 @@ MAX_FILE_BYTES = 1 << 16
 
 
 def _threshold(key: str) -> bool:
-    return "threshold" in key
+    return "threshold" in key or "hysteresis" in key  # upstream: up_hysteresis, down_hysteresis
 
 
 def _number(value: Any) -> bool:

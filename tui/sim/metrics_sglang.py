@@ -18,6 +18,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from tui.sim.adaptive import AdaptiveSteps
 from tui.sim.config import SimConfig
 from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 from tui.sim.tally import BucketCounts, DecodeWindow
@@ -281,10 +282,14 @@ class SglangRecorder(MetricsRecorder, Collector):
         self.gauges.update(
             fwd_occupancy=float("nan"),
             new_token_ratio=0.7,
-            spec_num_steps=float(config.k),
-            spec_num_draft_tokens=float(self.num_draft_tokens if config.k else 0),
             kv_available_tokens=self.capacity,
         )
+        first = (
+            AdaptiveSteps(config.adaptive, config.adaptive_start).steps_for(1)
+            if config.adaptive
+            else config.k
+        )
+        self._steps_in_use(first, self.num_draft_tokens if first == config.k else first + 1)
         self.http: dict[tuple[str, str, str], float] = {}
         self.window = DecodeWindow()
         self.last_report = time.monotonic()
@@ -323,12 +328,23 @@ class SglangRecorder(MetricsRecorder, Collector):
         now = report.end
         self.gauges["gen_throughput"] = self.window.throughput(now)
         if self.config.k:
+            steps = report.decode_records[-1].drafted if report.decode_records else int(self.config.k)
+            if self.config.adaptive is not None:  # topk 1: a tier of n steps verifies n + 1 tokens
+                self._steps_in_use(steps, steps + 1)
             self.gauges["spec_accept_length"] = self.window.accept_length()
-            self.gauges["spec_accept_rate"] = self.window.accept_rate(self.num_draft_tokens)
+            self.gauges["spec_accept_rate"] = self.window.accept_rate(
+                int(self.gauges["spec_num_draft_tokens"])
+            )
         self.gauges["cache_hit_rate"] = 0.0
         self._set_usage(report)
         self.window.reset(now)
         self.last_report = now
+
+    def _steps_in_use(self, steps: int, draft_tokens: int) -> None:
+        """The gauges of the steps in use: they move under --speculative-adaptive (0: speculation off)."""
+        self.gauges.update(
+            spec_num_steps=float(steps), spec_num_draft_tokens=float(draft_tokens if steps else 0)
+        )
 
     def _set_usage(self, report: StepReport) -> None:
         used = float(report.kv_used_tokens)
