@@ -80,6 +80,7 @@ class ConfigFacts:
     k: int | None
     settings: str | None
     key: str | None = None
+    adaptive_steps: tuple[int, ...] | None = None  # SGLang's adaptive tiers (tui/configs/sglang_adaptive.py)
 
 
 async def read_config_facts(path: Path) -> ConfigFacts:
@@ -94,8 +95,10 @@ async def read_config_facts(path: Path) -> ConfigFacts:
         return ConfigFacts(None, None)
     if opened.document is None:
         return ConfigFacts(None, None)
+    from tui.configs.sglang_adaptive import candidate_steps
+
     k, digest, key = config_facts(opened.document)
-    return ConfigFacts(k, digest, key)
+    return ConfigFacts(k, digest, key, candidate_steps(opened.document.data))
 
 
 @dataclass
@@ -143,6 +146,11 @@ class AdviceBook:
         self._deferred.pop(name, None)
         advice = self.latest[name] = advise_now()
         return self.tracker.observe(name, advice, now)
+
+    def adaptive_steps(self, name: str) -> tuple[int, ...] | None:
+        """The endpoint's adaptive tiers from its config file (SGLang `speculative_adaptive`), or None."""
+        facts = self.facts.get(name)
+        return facts.adaptive_steps if facts else None
 
     def advice(self, name: str) -> Advice | None:
         deferred = self._deferred.pop(name, None)
