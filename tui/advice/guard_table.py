@@ -28,6 +28,11 @@ class TableOffer:
     table: list[list[int]]
     words: str  # "batch 1: k=3, 2-256: k=1 (k=3 1.21x over k=1 at load 1; k=1 1.15x over k=3 at load 8)"
 
+    @property
+    def ranges(self) -> str:
+        """ "1: k=3, 2-256: k=1": the advice line's words for the table."""
+        return table_text([(lo, hi, k) for lo, hi, k in self.table]).removeprefix("batch ")
+
 
 def _beats(advice: Advice, k: int, other: int) -> float | None:
     """k's speed over `other`'s at this advice's load, when it clears the advice's threshold."""

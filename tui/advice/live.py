@@ -144,8 +144,15 @@ class AdviceBook:
             self._deferred[name] = advise_now
             return self.tracker.observe(name, None, now)
         self._deferred.pop(name, None)
-        advice = self.latest[name] = advise_now()
+        advice = self.latest[name] = self._with_table(advise_now(), name, url, model, figures)
         return self.tracker.observe(name, advice, now)
+
+    def _with_table(self, advice: Advice, name: str, url: str, model: str | None, figures: Figures) -> Advice:
+        """The advice with the k by batch size, where one k does not fit every calibrated load."""
+        from tui.advice.guard_table import book_table_offer  # it imports this module
+
+        offer = book_table_offer(self, name, url, model, figures)
+        return advice if offer is None else replace(advice, table=offer.ranges)
 
     def adaptive_steps(self, name: str) -> tuple[int, ...] | None:
         """The endpoint's adaptive tiers from its config file (SGLang `speculative_adaptive`), or None."""

@@ -312,7 +312,8 @@ def _badge_message(data: CardData) -> tuple[str, str] | None:
         return caveat, "$text-muted" if caveat == LIFETIME_CAVEAT else "$warning"
     advice = data.advice
     if advice is not None and (advice.basis or advice.context) is not None and data.status == "up":
-        return advice.line(), "$warning" if advice.better_k or advice.context else "$text-muted"
+        urgent = advice.better_k or advice.context or advice.table
+        return advice.line(), "$warning" if urgent else "$text-muted"
     return None
 
 
