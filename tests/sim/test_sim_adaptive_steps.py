@@ -116,6 +116,9 @@ async def test_sim_drafts_the_tier_in_use_and_reports_it(
 async def test_drafts_details_only_when_asked(tmp_path: Path) -> None:
     async with SimServer(flavor="sglang", config_path=_settings(tmp_path, FAST, 0.8)) as sim:
         plain, asked = await _generate(sim.base_url, 1, False), await _generate(sim.base_url, 1, True)
+        async with httpx.AsyncClient() as client:
+            info = (await client.get(sim.base_url + "/server_info")).json()
+    assert info["speculative_adaptive"] is True and info["speculative_num_steps"] is None  # not given
     details = {"spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_correct_drafts_histogram"}
     assert not details & plain[0].keys() and plain[0]["spec_verify_ct"] > 0
     assert details <= asked[0].keys()

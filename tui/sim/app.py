@@ -421,8 +421,9 @@ async def server_info(context: AppContext, request: Request) -> Response:
             "mem_fraction_static": config.gpu_memory_utilization,
             "max_running_requests": config.max_num_seqs,
             "speculative_algorithm": config.spec_method if config.k else None,
-            "speculative_num_steps": config.k or None,
+            "speculative_num_steps": (config.adaptive_start if config.adaptive else config.k) or None,
             "speculative_eagle_topk": config.eagle_topk if config.k else None,
+            "speculative_adaptive": config.adaptive is not None,  # its tier in use: the spec_num_steps gauge
             "speculative_num_draft_tokens": (config.num_draft_tokens or config.k + 1) if config.k else None,
             "disable_radix_cache": not config.enable_prefix_caching,
             "version": VERSIONS["sglang"],
