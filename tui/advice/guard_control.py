@@ -22,7 +22,7 @@ import httpx
 
 from tui.advice.guard import Advised, GuardDecision, GuardInput, GuardRecord, decide, switch_speculation_off
 from tui.advice.guard_state import GuardBook, Prepared, guard_input, log_record, prepare, record_for
-from tui.advice.guard_table import TableOffer, book_table_offer
+from tui.advice.guard_table import TableOffer
 from tui.advice.live import AdviceBook
 from tui.settings import EndpointSettings
 from tui.telemetry.alerts import AlertEngine
@@ -125,7 +125,7 @@ class GuardController:
         if endpoint.guard != "ask" or book is None or reading is None or not reading.up:
             return None
         url = reading.url or endpoint.url
-        return book_table_offer(book, endpoint.name, url, reading.model or endpoint.model, reading.figures)
+        return book.table_offer(endpoint.name, url, reading.model or endpoint.model, reading.figures)
 
     def watch(self, names: tuple[str, ...] | list[str]) -> None:
         """After a board change of `names`: start a check for each whose first look calls for action."""

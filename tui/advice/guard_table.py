@@ -14,11 +14,9 @@ import itertools
 from dataclasses import dataclass
 
 from tui.advice.advisor import DEFAULT_MARGIN, Advice, advise
-from tui.advice.live import AdviceBook
-from tui.advice.stepcost import StepCostModel, find_model
+from tui.advice.stepcost import StepCostModel
 from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS, table_from_steps, table_text
 from tui.format import fmt_count, fmt_times
-from tui.telemetry.figures import Figures
 
 VLLM_KEY = "speculative.num_speculative_tokens"  # the only key whose schedule an engine takes as a table
 
@@ -82,14 +80,3 @@ def table_offer(
             steps.append((k, None if last else load))
     table = table_from_steps(steps, max(top, loads[-1]))
     return TableOffer(table, f"{table_text([(lo, hi, k) for lo, hi, k in table])} ({'; '.join(reasons)})")
-
-
-def book_table_offer(
-    book: AdviceBook, name: str, url: str, model_name: str | None, figures: Figures
-) -> TableOffer | None:
-    """The offer for one endpoint of the dashboard's advice book (vLLM files only: their config's key)."""
-    facts = book.facts.get(name)
-    if facts is None or facts.key != VLLM_KEY:
-        return None
-    model, _ = find_model(book.kept.models, url, model_name, facts.settings)
-    return table_offer(figures.per_position_acceptance, facts.k, model, margin=book.margin)

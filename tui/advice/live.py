@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tui.advice.advisor import DEFAULT_MARGIN, Advice, AdviceTracker, advise, alert_text
 from tui.advice.context import ContextFinding, context_words, read_context_findings
+from tui.advice.guard_table import VLLM_KEY, TableOffer, table_offer
 from tui.advice.stepcost import StepCostError, StepCostFile, StepCostModel, find_model, load_models
 from tui.telemetry.figures import Figures
 
@@ -149,10 +150,16 @@ class AdviceBook:
 
     def _with_table(self, advice: Advice, name: str, url: str, model: str | None, figures: Figures) -> Advice:
         """The advice with the k by batch size, where one k does not fit every calibrated load."""
-        from tui.advice.guard_table import book_table_offer  # it imports this module
-
-        offer = book_table_offer(self, name, url, model, figures)
+        offer = self.table_offer(name, url, model, figures)
         return advice if offer is None else replace(advice, table=offer.ranges)
+
+    def table_offer(self, name: str, url: str, model_name: str | None, figures: Figures) -> TableOffer | None:
+        """The k by batch size for one endpoint (vLLM files only: their config's key takes a table)."""
+        facts = self.facts.get(name)
+        if facts is None or facts.key != VLLM_KEY:
+            return None
+        model, _ = find_model(self.kept.models, url, model_name, facts.settings)
+        return table_offer(figures.per_position_acceptance, facts.k, model, margin=self.margin)
 
     def adaptive_steps(self, name: str) -> tuple[int, ...] | None:
         """The endpoint's adaptive tiers from its config file (SGLang `speculative_adaptive`), or None."""
