@@ -378,9 +378,9 @@ def k_in_effect_row(
     of = f" of {max(adaptive_steps)}" if adaptive_steps else ""
     if known(figures.k_in_effect):
         return STEPS_IN_USE, f"{fmt_count(round(figures.k_in_effect))}{of} (adaptive)", None
-    length = figures.mean_acceptance_length
     if not adaptive_steps:
         return STEPS_IN_USE, UNKNOWN, TIERS_UNKNOWN
+    length = figures.mean_acceptance_length
     if not known(length):
         return STEPS_IN_USE, UNKNOWN, STEPS_UNKNOWN
     tier = next((step for step in adaptive_steps if step >= length - 1.0 - 1e-9), adaptive_steps[-1])

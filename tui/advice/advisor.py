@@ -57,9 +57,7 @@ class Advice:
     interval_by_k: dict[int, tuple[float, float]] = field(default_factory=dict)
     uncertainty: float | None = None  # in the threshold: the compared k's relative interval half-width
     context: str | None = None  # "at this context, k=0: ..." (tui/advice/context.py): says more than the k's
-    table: str | None = (
-        None  # "1-8: k=2, 9-64: k=0": one k does not fit every load (tui/advice/guard_table.py)
-    )
+    table: str | None = None  # "1-8: k=2, 9-64: k=0" where one k does not fit every load (guard_table)
 
     @property
     def gain(self) -> float | None:

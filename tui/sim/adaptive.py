@@ -56,10 +56,6 @@ class AdaptiveSteps:
         self.bounds = sorted(keyed) or [1]
         self.slots = [_Slot({**shared, **keyed.get(bound, {})}, initial) for bound in self.bounds]
 
-    @property
-    def largest(self) -> int:
-        return max(max(slot.tiers) for slot in self.slots)
-
     def _slot(self, batch: int) -> _Slot:
         return self.slots[max(0, bisect.bisect_right(self.bounds, batch) - 1)]
 

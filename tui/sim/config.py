@@ -228,9 +228,7 @@ def _from_sglang_json(source: str, data: dict[str, Any]) -> dict[str, Any]:
     draft_tokens = _expect(source, data, "speculative_num_draft_tokens", int, steps + 1)
     adaptive = _adaptive_sections(source, data) if algorithm else None
     start = steps if "speculative_num_steps" in data else None
-    if (
-        adaptive is not None
-    ):  # the engine drafts up to the largest tier, starting at `start` or the middle one
+    if adaptive is not None:  # the engine drafts up to the largest tier, from `start` or the middle one
         steps = max(tier for settings in adaptive.values() for tier in tiers(settings))
     if topk == 1:
         draft_tokens = steps + 1  # SGLang forces this (and warns) when topk == 1

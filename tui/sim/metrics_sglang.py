@@ -227,12 +227,8 @@ class SglangRecorder(MetricsRecorder, Collector):
             new_token_ratio=0.7,
             kv_available_tokens=self.capacity,
         )
-        first = (
-            AdaptiveSteps(config.adaptive, config.adaptive_start).steps_for(1)
-            if config.adaptive
-            else config.k
-        )
-        self._steps_in_use(first, self.num_draft_tokens if first == config.k else first + 1)
+        adaptive = AdaptiveSteps(config.adaptive, config.adaptive_start) if config.adaptive else None
+        self._steps_in_use(config.k if adaptive is None else adaptive.steps_for(1))
         self.http: dict[tuple[str, str, str], float] = {}
         self.window = DecodeWindow()
         self.last_report = time.monotonic()
@@ -271,20 +267,20 @@ class SglangRecorder(MetricsRecorder, Collector):
         now = report.end
         self.gauges["gen_throughput"] = self.window.throughput(now)
         if self.config.k:
-            steps = report.decode_records[-1].drafted if report.decode_records else int(self.config.k)
-            if self.config.adaptive is not None:  # topk 1: a tier of n steps verifies n + 1 tokens
-                self._steps_in_use(steps, steps + 1)
+            if self.config.adaptive is not None and report.decode_records:
+                self._steps_in_use(report.decode_records[-1].drafted)
+            draft_tokens = int(self.gauges["spec_num_draft_tokens"])
             self.gauges["spec_accept_length"] = self.window.accept_length()
-            self.gauges["spec_accept_rate"] = self.window.accept_rate(
-                int(self.gauges["spec_num_draft_tokens"])
-            )
+            self.gauges["spec_accept_rate"] = self.window.accept_rate(draft_tokens)
         self.gauges["cache_hit_rate"] = 0.0
         self._set_usage(report)
         self.window.reset(now)
         self.last_report = now
 
-    def _steps_in_use(self, steps: int, draft_tokens: int) -> None:
-        """The gauges of the steps in use: they move under --speculative-adaptive (0: speculation off)."""
+    def _steps_in_use(self, steps: int) -> None:
+        """The gauges of the steps in use, which move under --speculative-adaptive (a tier of n steps
+        verifies n + 1 tokens: topk 1); 0 with speculation off."""
+        draft_tokens = steps + 1 if self.config.adaptive else self.num_draft_tokens
         self.gauges.update(
             spec_num_steps=float(steps), spec_num_draft_tokens=float(draft_tokens if steps else 0)
         )
