@@ -68,7 +68,8 @@ def test_adaptive_lets_sglang_choose_steps_with_topk_set() -> None:
         ({"ema_alpha": 1.5}, "ema_alpha must be in (0, 1]"),
         ({"update_interval": 0}, "update_interval must be a whole number >= 1"),
         ({"rise_threshold": "high"}, "rise_threshold must be a number"),
-        ({"down_hysteresis": "low"}, "down_hysteresis must be a number"),  # upstream's name for it
+        ({"down_hysteresis": "low"}, "down_hysteresis must be a number"),  # upstream's names for them
+        ({"ceiling_coeff": "off"}, "ceiling_coeff must be a number"),
         ({"candidate_step": [1, 3]}, "unknown key 'candidate_step'"),
         ({"8": {"ema_alpha": 0}}, "batch size 8: ema_alpha"),
         ([1, 3, 7], "expected an object"),

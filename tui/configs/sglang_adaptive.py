@@ -18,7 +18,8 @@ MAX_FILE_BYTES = 1 << 16
 
 
 def _threshold(key: str) -> bool:
-    return "threshold" in key or "hysteresis" in key  # upstream: up_hysteresis, down_hysteresis
+    """A number of the EMA's rules: its thresholds (upstream: up/down_hysteresis) and its ceiling."""
+    return "threshold" in key or "hysteresis" in key or key == "ceiling_coeff"
 
 
 def _number(value: Any) -> bool:
