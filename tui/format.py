@@ -342,6 +342,32 @@ def fmt_k_in_effect(figures: Figures) -> str:
     return text + (" (derived)" if figures.k_in_effect_derived else "")
 
 
+K_IN_EFFECT = "k in effect"
+STEPS_IN_USE = "steps in use"  # SGLang's adaptive steps, in its own word
+STEPS_UNKNOWN = "no spec_num_steps from the server and no accept length yet"
+TIERS_UNKNOWN = "no spec_num_steps from the server, and its adaptive config file cannot be read here"
+
+
+def k_in_effect_row(
+    figures: Figures, adaptive_steps: tuple[int, ...] | None = None
+) -> tuple[str, str, str | None] | None:
+    """(label, text, why unknown) of the draft length in effect, or None where nothing tells it: vLLM's
+    "k in effect 2 of 3 (derived)"; with SGLang's adaptive tiers "steps in use 3 of 7 (adaptive)" from its
+    spec_num_steps gauge, else the least tier that holds the accept length, "(adaptive, derived)"."""
+    if adaptive_steps is None:
+        return None if figures.k_in_effect is None else (K_IN_EFFECT, fmt_k_in_effect(figures), None)
+    of = f" of {max(adaptive_steps)}" if adaptive_steps else ""
+    if known(figures.k_in_effect):
+        return STEPS_IN_USE, f"{fmt_count(round(figures.k_in_effect))}{of} (adaptive)", None
+    if not adaptive_steps:
+        return STEPS_IN_USE, UNKNOWN, TIERS_UNKNOWN
+    length = figures.mean_acceptance_length
+    if not known(length):
+        return STEPS_IN_USE, UNKNOWN, STEPS_UNKNOWN
+    tier = next((step for step in adaptive_steps if step >= length - 1.0 - 1e-9), adaptive_steps[-1])
+    return STEPS_IN_USE, f"{tier}{of} (adaptive, derived)", None
+
+
 def reason(figures: Figures, key: str) -> str | None:
     """Why figure `key` is unknown, partial or a bound (its note), or None."""
     return figures.notes.get(key)

@@ -14,7 +14,7 @@ import httpx
 
 from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
 from tests.tune.conftest import write_config
-from tui.advice.guard import Advised, GuardInput, GuardRecord, decide, guard_text, table_offer
+from tui.advice.guard import Advised, GuardInput, GuardRecord, decide, guard_text
 from tui.advice.guard_control import (
     GuardBook,
     GuardController,
@@ -24,7 +24,7 @@ from tui.advice.guard_control import (
     log_record,
     prepare,
 )
-from tui.advice.live import ConfigFacts, KeptModels
+from tui.advice.live import ConfigFacts, KeptModels, table_offer
 from tui.advice.stepcost import CostPoint, StepCostFile, StepCostModel, config_facts, fit
 from tui.board import Board
 from tui.configs.document import load_document

@@ -28,7 +28,13 @@ def _config_file(tmp_path: Path, config: object) -> str:
     return str(path)
 
 
-GOOD = {"candidate_steps": [1, 3, 7], "ema_alpha": 0.2, "warmup_batches": 10, "update_interval": 5}
+GOOD = {
+    "candidate_steps": [1, 3, 7],
+    "ema_alpha": 0.2,
+    "warmup_batches": 10,
+    "update_interval": 5,
+    "down_hysteresis": -0.25,
+}
 
 
 def test_launch_renders_the_adaptive_flags(tmp_path: Path) -> None:
@@ -62,6 +68,8 @@ def test_adaptive_lets_sglang_choose_steps_with_topk_set() -> None:
         ({"ema_alpha": 1.5}, "ema_alpha must be in (0, 1]"),
         ({"update_interval": 0}, "update_interval must be a whole number >= 1"),
         ({"rise_threshold": "high"}, "rise_threshold must be a number"),
+        ({"down_hysteresis": "low"}, "down_hysteresis must be a number"),  # upstream's names for them
+        ({"ceiling_coeff": "off"}, "ceiling_coeff must be a number"),
         ({"candidate_step": [1, 3]}, "unknown key 'candidate_step'"),
         ({"8": {"ema_alpha": 0}}, "batch size 8: ema_alpha"),
         ([1, 3, 7], "expected an object"),

@@ -144,6 +144,7 @@ async def _generate(client: httpx.AsyncClient, base_url: str, index: int, stream
         "text": f"Request {index}: explain prefix caches in detail.",
         "sampling_params": {"max_new_tokens": 100, "temperature": 0, "ignore_eos": True},
         "stream": stream,
+        "return_spec_tokens_details": True,
     }
     response = await client.post(base_url + "/generate", json=body)
     response.raise_for_status()

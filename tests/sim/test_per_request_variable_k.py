@@ -49,7 +49,7 @@ def test_vllm_histogram_per_draft_length_and_detailed_arrays() -> None:
 
 def test_sglang_proposed_drafts_are_what_the_steps_proposed() -> None:
     request, _ = _request_and_log()
-    meta = sglang_meta_info(request, "r")
+    meta = sglang_meta_info(request, "r", details=True)
     assert (meta["spec_num_proposed_drafts"], meta["spec_num_correct_drafts"]) == (8, 6)
     figures = figures_from_body({"text": "x", "meta_info": meta})
     assert figures.figures_note is None and figures.acceptance_histogram == [1, 1, 1, 1]

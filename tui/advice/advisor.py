@@ -38,6 +38,7 @@ class Advice:
     interval_by_k: dict[int, tuple[float, float]] = field(default_factory=dict)
     uncertainty: float | None = None  # in the threshold: the compared k's relative interval half-width
     context: str | None = None  # "at this context, k=0: ..." (`context_words`): says more than the k's
+    table: str | None = None  # "1-8: k=2, 9-64: k=0" where one k does not fit every load (live.table_offer)
 
     @property
     def gain(self) -> float | None:
@@ -74,6 +75,9 @@ class Advice:
         k; a guess only when no other is trusted, marked so), or why it is unknown."""
         if self.context is not None:  # the window's prompts are past where speculation stops paying
             return self.context if self.current_k is None else f"k={self.current_k} now · {self.context}"
+        if self.table is not None:  # each range's k beats the others' there by more than the threshold
+            head = "advice:" if self.current_k is None else f"k={self.current_k} now ·"
+            return f"{head} k by batch size {self.table} (significant)"
         if self.current_k is None:
             return f"advice: {self.note}" if self.note else "advice: –"
         head = f"k={self.current_k} now"

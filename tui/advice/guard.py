@@ -9,98 +9,24 @@ a k by batch size (`table_offer`) where one k does not fit all loads.
 from __future__ import annotations
 
 import asyncio
-import itertools
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import httpx
 
-from tui.advice.advisor import DEFAULT_MARGIN, Advice, advise
 from tui.advice.live import (  # made by the dashboard, which must not import the guard early
-    AdviceBook,
     Advised,
+    TableOffer,
 )
-from tui.advice.stepcost import StepCostModel, find_model
 from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
-from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS, table_from_steps, table_text
-from tui.format import fmt_count, fmt_duration, fmt_rate, fmt_times
+from tui.configs.spec_table import table_text
+from tui.format import fmt_duration, fmt_rate
 from tui.settings import EndpointSettings
-from tui.telemetry.figures import Figures
 from tui.tune.plan import TunePlanError, default_key, edited, edited_table
 from tui.tune.runner import Changer
-
-VLLM_KEY = "speculative.num_speculative_tokens"  # the only key whose schedule an engine takes as a table
-
-
-@dataclass(frozen=True)
-class TableOffer:
-    table: list[list[int]]
-    words: str  # "batch 1: k=3, 2-256: k=1 (k=3 1.21x over k=1 at load 1; k=1 1.15x over k=3 at load 8)"
-
-
-def _beats(advice: Advice, k: int, other: int) -> float | None:
-    """k's speed over `other`'s at this advice's load, when it clears the advice's threshold."""
-    mine, theirs = advice.speedup_by_k.get(k), advice.speedup_by_k.get(other)
-    if mine is None or not theirs:
-        return None
-    ratio = mine / theirs
-    return ratio if ratio > 1.0 + advice.threshold else None
-
-
-def table_offer(
-    per_position: list[float] | None,
-    current_k: int | None,
-    model: StepCostModel | None,
-    *,
-    top: int = VLLM_DEFAULT_MAX_NUM_SEQS,
-    margin: float = DEFAULT_MARGIN,
-) -> TableOffer | None:
-    """The table the model's calibrated loads call for, or None (no model measured over loads, no best k
-    at some load, one k best everywhere, or a change of k within noise)."""
-    if model is None or not model.load_dependent or not per_position:
-        return None
-    loads = sorted({max(1, round(load)) for load in model.loads})
-    bests: list[tuple[int, int, Advice]] = []
-    for load in loads:
-        advice = advise(per_position, current_k, float(load), model, margin=margin)
-        if advice.best_k is None:
-            return None
-        bests.append((load, advice.best_k, advice))
-    if len({k for _, k, _ in bests}) < 2:
-        return None
-    reasons = []
-    for (low, low_k, low_advice), (high, high_k, high_advice) in itertools.pairwise(bests):
-        if low_k == high_k:
-            continue
-        below, above = _beats(low_advice, low_k, high_k), _beats(high_advice, high_k, low_k)
-        if below is None or above is None:  # one of the two k is within noise of the best at both loads
-            return None
-        reasons.append(f"k={low_k} {fmt_times(below)} over k={high_k} at load {fmt_count(low)}")
-        reasons.append(f"k={high_k} {fmt_times(above)} over k={low_k} at load {fmt_count(high)}")
-    steps: list[tuple[int, int | None]] = []
-    for index, (load, k, _) in enumerate(bests):
-        last = index == len(bests) - 1
-        if steps and steps[-1][0] == k:
-            steps[-1] = (k, None if last else load)
-        else:
-            steps.append((k, None if last else load))
-    table = table_from_steps(steps, max(top, loads[-1]))
-    return TableOffer(table, f"{table_text([(lo, hi, k) for lo, hi, k in table])} ({'; '.join(reasons)})")
-
-
-def book_table_offer(
-    book: AdviceBook, name: str, url: str, model_name: str | None, figures: Figures
-) -> TableOffer | None:
-    """The offer for one endpoint of the dashboard's advice book (vLLM files only: their config's key)."""
-    facts = book.facts.get(name)
-    if facts is None or facts.key != VLLM_KEY:
-        return None
-    model, _ = find_model(book.kept.models, url, model_name, facts.settings)
-    return table_offer(figures.per_position_acceptance, facts.k, model, margin=book.margin)
-
 
 GuardMode = Literal["off", "ask", "auto"]
 GuardAction = Literal["offer", "switch_off", "offer_k", "offer_table"]

@@ -22,7 +22,6 @@ from tui.advice.guard import (
     GuardInput,
     GuardRecord,
     TableOffer,
-    book_table_offer,
     decide,
     file_k,
     guard_text,
@@ -267,7 +266,7 @@ class GuardController:
         if endpoint.guard != "ask" or book is None or reading is None or not reading.up:
             return None
         url = reading.url or endpoint.url
-        return book_table_offer(book, endpoint.name, url, reading.model or endpoint.model, reading.figures)
+        return book.table_offer(endpoint.name, url, reading.model or endpoint.model, reading.figures)
 
     def watch(self, names: tuple[str, ...] | list[str]) -> None:
         """After a board change of `names`: start a check for each whose first look calls for action."""

@@ -6,6 +6,7 @@ the kept tunes' context stops ("at this context, k=0" where the window's prompts
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -21,8 +22,72 @@ from tui.advice.stepcost import (
     find_model,
     load_models,
 )
-from tui.format import fmt_tokens
+from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS, table_from_steps, table_text
+from tui.format import fmt_count, fmt_times, fmt_tokens
 from tui.telemetry.figures import Figures
+
+VLLM_KEY = "speculative.num_speculative_tokens"  # the only key whose schedule an engine takes as a table
+
+
+@dataclass(frozen=True)
+class TableOffer:
+    table: list[list[int]]
+    words: str  # "batch 1: k=3, 2-256: k=1 (k=3 1.21x over k=1 at load 1; k=1 1.15x over k=3 at load 8)"
+
+    @property
+    def ranges(self) -> str:
+        """ "1: k=3, 2-256: k=1": the advice line's words for the table."""
+        return table_text([(lo, hi, k) for lo, hi, k in self.table]).removeprefix("batch ")
+
+
+def _beats(advice: Advice, k: int, other: int) -> float | None:
+    """k's speed over `other`'s at this advice's load, when it clears the advice's threshold."""
+    mine, theirs = advice.speedup_by_k.get(k), advice.speedup_by_k.get(other)
+    if mine is None or not theirs:
+        return None
+    ratio = mine / theirs
+    return ratio if ratio > 1.0 + advice.threshold else None
+
+
+def table_offer(
+    per_position: list[float] | None,
+    current_k: int | None,
+    model: StepCostModel | None,
+    *,
+    top: int = VLLM_DEFAULT_MAX_NUM_SEQS,
+    margin: float = DEFAULT_MARGIN,
+) -> TableOffer | None:
+    """The table the model's calibrated loads call for, or None (no model measured over loads, no best k
+    at some load, one k best everywhere, or a change of k within noise)."""
+    if model is None or not model.load_dependent or not per_position:
+        return None
+    loads = sorted({max(1, round(load)) for load in model.loads})
+    bests: list[tuple[int, int, Advice]] = []
+    for load in loads:
+        advice = advise(per_position, current_k, float(load), model, margin=margin)
+        if advice.best_k is None:
+            return None
+        bests.append((load, advice.best_k, advice))
+    if len({k for _, k, _ in bests}) < 2:
+        return None
+    reasons = []
+    for (low, low_k, low_advice), (high, high_k, high_advice) in itertools.pairwise(bests):
+        if low_k == high_k:
+            continue
+        below, above = _beats(low_advice, low_k, high_k), _beats(high_advice, high_k, low_k)
+        if below is None or above is None:  # one of the two k is within noise of the best at both loads
+            return None
+        reasons.append(f"k={low_k} {fmt_times(below)} over k={high_k} at load {fmt_count(low)}")
+        reasons.append(f"k={high_k} {fmt_times(above)} over k={low_k} at load {fmt_count(high)}")
+    steps: list[tuple[int, int | None]] = []
+    for index, (load, k, _) in enumerate(bests):
+        last = index == len(bests) - 1
+        if steps and steps[-1][0] == k:
+            steps[-1] = (k, None if last else load)
+        else:
+            steps.append((k, None if last else load))
+    table = table_from_steps(steps, max(top, loads[-1]))
+    return TableOffer(table, f"{table_text([(lo, hi, k) for lo, hi, k in table])} ({'; '.join(reasons)})")
 
 
 @dataclass(frozen=True)
@@ -146,6 +211,7 @@ class ConfigFacts:
     k: int | None
     settings: str | None
     key: str | None = None
+    adaptive_steps: tuple[int, ...] | None = None  # SGLang's adaptive tiers (tui/configs/sglang_adaptive.py)
 
 
 async def read_config_facts(path: Path) -> ConfigFacts:
@@ -160,8 +226,10 @@ async def read_config_facts(path: Path) -> ConfigFacts:
         return ConfigFacts(None, None)
     if opened.document is None:
         return ConfigFacts(None, None)
+    from tui.configs.sglang_adaptive import candidate_steps
+
     k, digest, key = config_facts(opened.document)
-    return ConfigFacts(k, digest, key)
+    return ConfigFacts(k, digest, key, candidate_steps(opened.document.data))
 
 
 @dataclass
@@ -207,8 +275,26 @@ class AdviceBook:
             self._deferred[name] = advise_now
             return self.tracker.observe(name, None, now)
         self._deferred.pop(name, None)
-        advice = self.latest[name] = advise_now()
+        advice = self.latest[name] = self._with_table(advise_now(), name, url, model, figures)
         return self.tracker.observe(name, advice, now)
+
+    def _with_table(self, advice: Advice, name: str, url: str, model: str | None, figures: Figures) -> Advice:
+        """The advice with the k by batch size, where one k does not fit every calibrated load."""
+        offer = self.table_offer(name, url, model, figures)
+        return advice if offer is None else replace(advice, table=offer.ranges)
+
+    def table_offer(self, name: str, url: str, model_name: str | None, figures: Figures) -> TableOffer | None:
+        """The k by batch size for one endpoint (vLLM files only: their config's key takes a table)."""
+        facts = self.facts.get(name)
+        if facts is None or facts.key != VLLM_KEY:
+            return None
+        model, _ = find_model(self.kept.models, url, model_name, facts.settings)
+        return table_offer(figures.per_position_acceptance, facts.k, model, margin=self.margin)
+
+    def adaptive_steps(self, name: str) -> tuple[int, ...] | None:
+        """The endpoint's adaptive tiers from its config file (SGLang `speculative_adaptive`), or None."""
+        facts = self.facts.get(name)
+        return facts.adaptive_steps if facts else None
 
     def advice(self, name: str) -> Advice | None:
         deferred = self._deferred.pop(name, None)

@@ -21,7 +21,7 @@ import httpx
 from tui.auth import ApiKeyError, api_key_from_env, bearer_headers
 from tui.bench.client_check import LagMonitor
 from tui.bench.prompts import Prompt, PromptSet
-from tui.bench.request import RequestSpec, RetryBudget, endpoint_url, run_request
+from tui.bench.request import NATIVE_FIELDS, RequestSpec, RetryBudget, endpoint_url, run_request
 from tui.bench.results import (
     ArmResult,
     BurstResult,
@@ -252,7 +252,7 @@ def build_body(
         params.update(max_new_tokens=config.max_tokens, temperature=config.temperature)
         if config.seed is not None:
             params["sampling_seed"] = config.seed
-        return {**body, "text": prompt.completion_text(), "sampling_params": params, "stream": True}
+        return {**body, "text": prompt.completion_text(), "sampling_params": params, **NATIVE_FIELDS}
     if model:
         body["model"] = model
     if config.api == "chat":

@@ -126,6 +126,10 @@ class _StreamState:
     native_chars: int = 0  # SGLang native /generate: characters of the cumulative text seen so far
 
 
+# Every native /generate request streams and asks for the drafts counts and histogram (sgl PR #33518).
+NATIVE_FIELDS = {"stream": True, "return_spec_tokens_details": True}
+
+
 def endpoint_url(base_url: str, api: str) -> str:
     """`/v1/chat/completions` or `/v1/completions` under a base URL (with or without `/v1`);
     SGLang's native `/generate` (api "sglang") beside `/v1`."""

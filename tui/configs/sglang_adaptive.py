@@ -18,7 +18,8 @@ MAX_FILE_BYTES = 1 << 16
 
 
 def _threshold(key: str) -> bool:
-    return "threshold" in key
+    """A number of the EMA's rules: its thresholds (upstream: up/down_hysteresis) and its ceiling."""
+    return "threshold" in key or "hysteresis" in key or key == "ceiling_coeff"
 
 
 def _number(value: Any) -> bool:
@@ -90,3 +91,19 @@ def read_config(path: Path) -> tuple[Any, str | None]:
         return json.loads(raw), None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         return None, f"{path} is not JSON: {error}"
+
+
+def candidate_steps(settings: dict[str, Any]) -> tuple[int, ...] | None:
+    """The tiers an SGLang config with `speculative_adaptive` moves between (every batch size's); () when
+    its file cannot be read here (a relative path is the server's to resolve); None when not adaptive."""
+    if settings.get("speculative_adaptive") is not True:
+        return None
+    name = settings.get("speculative_adaptive_config")
+    if not name:
+        return DEFAULT_CANDIDATE_STEPS
+    path = Path(str(name)).expanduser()
+    config, why = read_config(path) if path.is_absolute() else (None, "relative")
+    found = sections(config) if why is None and not problems(config) else None
+    if found is None:
+        return ()
+    return tuple(sorted({step for section in found.values() for step in tiers(section)}))

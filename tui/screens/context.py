@@ -64,6 +64,7 @@ class ScreenContext:
             gpu_shared=board.gpu_shared,
             gpu_views=board.gpus,
             advice=board.advice.advice(name) if board.advice is not None else None,
+            adaptive_steps=board.advice.adaptive_steps(name) if board.advice is not None else None,
             peer_models=board.peer_models(),
         )
 

@@ -367,19 +367,23 @@ async def sglang_generate(context: AppContext, request: Request) -> Response:
     rid = body.rid or sim_request.request_id
     engine.submit(sim_request)
     if body.stream:
-        return StreamingResponse(_sglang_stream(context, sim_request, rid), media_type="text/event-stream")
+        stream = _sglang_stream(context, sim_request, rid, body.return_spec_tokens_details)
+        return StreamingResponse(stream, media_type="text/event-stream")
     await _until_finished(context, sim_request)
-    return JSONResponse({"text": sim_request.text(), "meta_info": sglang_meta_info(sim_request, rid)})
+    meta = sglang_meta_info(sim_request, rid, body.return_spec_tokens_details)
+    return JSONResponse({"text": sim_request.text(), "meta_info": meta})
 
 
-async def _sglang_stream(context: AppContext, sim_request: SimRequest, rid: str) -> AsyncIterator[str]:
+async def _sglang_stream(
+    context: AppContext, sim_request: SimRequest, rid: str, details: bool
+) -> AsyncIterator[str]:
     try:
         while True:
             delivery = await sim_request.outbox.get()
             if delivery.end > delivery.start or delivery.finished:
                 chunk = {
                     "text": sim_request.text(0, delivery.end),
-                    "meta_info": sglang_meta_info(sim_request, rid),
+                    "meta_info": sglang_meta_info(sim_request, rid, details),
                     "index": 0,
                 }
                 yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
@@ -410,8 +414,9 @@ async def server_info(context: AppContext, request: Request) -> Response:
             "mem_fraction_static": config.gpu_memory_utilization,
             "max_running_requests": config.max_num_seqs,
             "speculative_algorithm": config.spec_method if config.k else None,
-            "speculative_num_steps": config.k or None,
+            "speculative_num_steps": (config.adaptive_start if config.adaptive else config.k) or None,
             "speculative_eagle_topk": config.eagle_topk if config.k else None,
+            "speculative_adaptive": config.adaptive is not None,  # its tier in use: the spec_num_steps gauge
             "speculative_num_draft_tokens": (config.num_draft_tokens or config.k + 1) if config.k else None,
             "disable_radix_cache": not config.enable_prefix_caching,
             "version": VERSIONS["sglang"],

@@ -10,6 +10,8 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tui.configs.sglang_adaptive import problems as problems_of
+from tui.configs.sglang_adaptive import read_config, sections, tiers
 from tui.configs.spec_table import TABLE_KEY, Range, TableError, k_for_batch, read_table, table_problems
 from tui.validators import friendly_message
 
@@ -78,6 +80,10 @@ class SimConfig(BaseModel):
         default=None, description="vLLM's num_speculative_tokens_per_batch_size: (lo, hi, k) ranges"
     )
     num_draft_tokens: int | None = None  # SGLang's speculative_num_draft_tokens, for the accept-rate formula
+    adaptive: dict[str, dict[str, Any]] | None = Field(
+        default=None, description="SGLang's adaptive steps: its config's sections (tui/sim/adaptive.py)"
+    )
+    adaptive_start: int | None = None  # speculative_num_steps under adaptive: the first tier when a candidate
     eagle_topk: int = 1
     max_num_seqs: int = Field(default=64, ge=1)
     enable_prefix_caching: bool = True
@@ -195,6 +201,10 @@ def _from_sglang_json(source: str, data: dict[str, Any]) -> dict[str, Any]:
     steps = _expect(source, data, "speculative_num_steps", int, 3 if algorithm else 0)
     topk = _expect(source, data, "speculative_eagle_topk", int, 1)
     draft_tokens = _expect(source, data, "speculative_num_draft_tokens", int, steps + 1)
+    adaptive = _adaptive_sections(source, data) if algorithm else None
+    start = steps if "speculative_num_steps" in data else None
+    if adaptive is not None:  # the engine drafts up to the largest tier, from `start` or the middle one
+        steps = max(tier for settings in adaptive.values() for tier in tiers(settings))
     if topk == 1:
         draft_tokens = steps + 1  # SGLang forces this (and warns) when topk == 1
     fields: dict[str, Any] = {
@@ -208,11 +218,32 @@ def _from_sglang_json(source: str, data: dict[str, Any]) -> dict[str, Any]:
         "num_speculative_tokens": steps,
         "num_draft_tokens": draft_tokens,
         "eagle_topk": topk,
+        "adaptive": adaptive,
+        "adaptive_start": start if adaptive is not None else None,
         "enable_prefix_caching": not _expect(source, data, "disable_radix_cache", bool, False),
         "block_size": _expect(source, data, "page_size", int, 1),
         "max_num_seqs": _expect(source, data, "max_running_requests", int, 48 if algorithm else 256),
     }
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def _adaptive_sections(source: str, data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """`speculative_adaptive`'s settings (the file of `speculative_adaptive_config`, a relative path read
+    beside `source`; the default tiers without one); a file SGLang would refuse stops the simulator alike."""
+    if not _expect(source, data, "speculative_adaptive", bool, False):
+        return None
+    name = _expect(source, data, "speculative_adaptive_config", (str, type(None)), None)
+    if not name:
+        return {"": {}}
+    path = Path(name).expanduser()
+    if not path.is_absolute() and source != "defaults":
+        path = Path(source).parent / path
+    config, why = read_config(path)
+    problems = [why] if why else [p for p in problems_of(config) if "unknown key" not in p]
+    found = sections(config) if not problems else None
+    if found is None:
+        raise SimConfigError(f"{source}: field 'speculative_adaptive_config': {problems[0]}")
+    return found
 
 
 def _raise_validation(source: str, error: ValidationError) -> NoReturn:

@@ -12,6 +12,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+from tui.sim.adaptive import AdaptiveSteps
 from tui.sim.behaviour import Behaviour, draw_accepted
 from tui.sim.config import SimConfig
 from tui.sim.faults import FaultSettings
@@ -214,6 +215,7 @@ class SimEngine:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._next_stall_at: float | None = None
+        self.adaptive = AdaptiveSteps(config.adaptive, config.adaptive_start) if config.adaptive else None
 
     # ---- requests -------------------------------------------------------------------------------
     def new_request(
@@ -327,7 +329,10 @@ class SimEngine:
             self._finish_step(start, model_s, admitted, decoding, k)
 
     def step_k(self, batch: int) -> int:
-        """Draft tokens of a step at this batch size: vLLM's k-by-batch-size table, else the fixed k."""
+        """Draft tokens of a step at this batch size: vLLM's k-by-batch-size table, SGLang's adaptive tier,
+        else the fixed k."""
+        if self.adaptive is not None:
+            return min(self.behaviour.k, self.adaptive.steps_for(batch))
         if self.config.spec_table is None:
             return self.behaviour.k
         return min(self.behaviour.k, self.config.k_at(batch))
@@ -422,6 +427,9 @@ class SimEngine:
             request.generated += emitted
             request.last_token_at = end
             records.append(StepRecord(request, emitted, k, accepted, False, gap))
+        if self.adaptive is not None:  # SGLang counts every decode batch, drafting or not (tier 0)
+            verified = [record.accepted for record in records if not record.first]
+            self.adaptive.observe(len(admitted) + len(decoding), verified)
         self.running.extend(admitted)
         finished_now = [r.request for r in records if r.request.generated >= r.request.target_tokens]
         for request in finished_now:

@@ -425,9 +425,12 @@ class SglangLogWriter(LogWriter):
             usage = report.kv_used_tokens / self._capacity
             spec = ""
             if self.config.k:
+                draft_tokens = self.num_draft_tokens
+                if self.config.adaptive is not None and report.decode_records:  # the tier in use, + 1
+                    draft_tokens = report.decode_records[-1].drafted + 1
                 spec = (
                     f"accept len: {self.window.accept_length():.2f}, "
-                    f"accept rate: {self.window.accept_rate(self.num_draft_tokens):.2f}, "
+                    f"accept rate: {self.window.accept_rate(draft_tokens):.2f}, "
                 )
             self.line(
                 f"Decode batch, #running-req: {report.running}, #token: {report.kv_used_tokens}, "

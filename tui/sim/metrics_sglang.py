@@ -18,6 +18,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from tui.sim.adaptive import AdaptiveSteps
 from tui.sim.config import SimConfig
 from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 from tui.sim.tally import BucketCounts, DecodeWindow
@@ -104,69 +105,12 @@ ITL_BUCKETS = [
     6.000,
     8.000,
 ]
-E2E_BUCKETS = [
-    0.1,
-    0.2,
-    0.4,
-    0.6,
-    0.8,
-    1.0,
-    2.0,
-    4.0,
-    6.0,
-    8.0,
-    10.0,
-    20.0,
-    40.0,
-    60.0,
-    80.0,
-    100.0,
-    200.0,
-    400.0,
-    600.0,
-    1200.0,
-    1800.0,
-    2400.0,
-]
-QUEUE_BUCKETS = [
-    0.0,
-    0.001,
-    0.005,
-    0.01,
-    0.05,
-    0.1,
-    0.2,
-    0.5,
-    1.0,
-    2.0,
-    3.0,
-    4.0,
-    5.0,
-    10.0,
-    15.0,
-    20.0,
-    30.0,
-    40.0,
-    50.0,
-    60.0,
-    70.0,
-    80.0,
-    90.0,
-    100.0,
-    200.0,
-    300.0,
-    400.0,
-    500.0,
-    600.0,
-    700.0,
-    800.0,
-    900.0,
-    1000.0,
-    1200.0,
-    1400.0,
-    1600.0,
-    1800.0,
-    2000.0,
+E2E_BUCKETS = [*TTFT_BUCKETS, 600.0, 1200.0, 1800.0, 2400.0]
+QUEUE_BUCKETS = [  # seconds: fine below 20, then steps of 10, 100 and 200
+    *(0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 15.0),
+    *(float(seconds) for seconds in range(20, 101, 10)),
+    *(float(seconds) for seconds in range(200, 1001, 100)),
+    *(float(seconds) for seconds in range(1200, 2001, 200)),
     2500.0,
     3000.0,
 ]
@@ -281,10 +225,10 @@ class SglangRecorder(MetricsRecorder, Collector):
         self.gauges.update(
             fwd_occupancy=float("nan"),
             new_token_ratio=0.7,
-            spec_num_steps=float(config.k),
-            spec_num_draft_tokens=float(self.num_draft_tokens if config.k else 0),
             kv_available_tokens=self.capacity,
         )
+        adaptive = AdaptiveSteps(config.adaptive, config.adaptive_start) if config.adaptive else None
+        self._steps_in_use(config.k if adaptive is None else adaptive.steps_for(1))
         self.http: dict[tuple[str, str, str], float] = {}
         self.window = DecodeWindow()
         self.last_report = time.monotonic()
@@ -323,12 +267,23 @@ class SglangRecorder(MetricsRecorder, Collector):
         now = report.end
         self.gauges["gen_throughput"] = self.window.throughput(now)
         if self.config.k:
+            if self.config.adaptive is not None and report.decode_records:
+                self._steps_in_use(report.decode_records[-1].drafted)
+            draft_tokens = int(self.gauges["spec_num_draft_tokens"])
             self.gauges["spec_accept_length"] = self.window.accept_length()
-            self.gauges["spec_accept_rate"] = self.window.accept_rate(self.num_draft_tokens)
+            self.gauges["spec_accept_rate"] = self.window.accept_rate(draft_tokens)
         self.gauges["cache_hit_rate"] = 0.0
         self._set_usage(report)
         self.window.reset(now)
         self.last_report = now
+
+    def _steps_in_use(self, steps: int) -> None:
+        """The gauges of the steps in use, which move under --speculative-adaptive (a tier of n steps
+        verifies n + 1 tokens: topk 1); 0 with speculation off."""
+        draft_tokens = steps + 1 if self.config.adaptive else self.num_draft_tokens
+        self.gauges.update(
+            spec_num_steps=float(steps), spec_num_draft_tokens=float(draft_tokens if steps else 0)
+        )
 
     def _set_usage(self, report: StepReport) -> None:
         used = float(report.kv_used_tokens)

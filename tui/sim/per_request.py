@@ -5,7 +5,7 @@
   chunk when streaming and in the body otherwise (reference `per-request.md`).
 * llama.cpp: `timings` with `draft_n` / `draft_n_accepted` / `cache_n` (built in `openai_shapes.timings`).
 * SGLang: the native `POST /generate` (streamed or not) whose `meta_info` carries `spec_verify_ct`,
-  `spec_accept_length`, `spec_accept_rate`, the correct-drafts histogram and `cached_tokens`.
+  `spec_accept_length`, `spec_accept_rate`, `cached_tokens`, and the drafts counts and histogram when asked.
 * `usage.prompt_tokens_details.cached_tokens` when the server is started to report it
   (vLLM `--enable-prompt-tokens-details`, SGLang `--enable-cache-report`; llama.cpp always does).
 
@@ -168,6 +168,7 @@ class GenerateBody(BaseModel):
     sampling_params: SamplingParams = Field(default_factory=SamplingParams)
     stream: bool = False
     rid: str | None = None
+    return_spec_tokens_details: bool = False  # sgl PR #33518: the drafts counts and histogram too
 
 
 def _finish(request: SimRequest) -> dict[str, Any] | None:
@@ -183,8 +184,9 @@ def _finish(request: SimRequest) -> dict[str, Any] | None:
     return {"type": "abort", "message": "client disconnected"}
 
 
-def sglang_meta_info(request: SimRequest, rid: str) -> dict[str, Any]:
-    """`meta_info` of a native /generate response (the running values while streaming)."""
+def sglang_meta_info(request: SimRequest, rid: str, details: bool = False) -> dict[str, Any]:
+    """`meta_info` of a native /generate response (the running values while streaming); the drafts counts
+    and histogram only when the request asked for them (`return_spec_tokens_details`)."""
     k = len(request.accepted_per_pos)
     meta: dict[str, Any] = {
         "id": rid,
@@ -202,10 +204,13 @@ def sglang_meta_info(request: SimRequest, rid: str) -> dict[str, Any]:
             if request.verify_steps
             else 1.0,
             spec_verify_ct=request.verify_steps,
-            spec_num_correct_drafts=request.accepted,
-            spec_num_proposed_drafts=proposed,
-            spec_correct_drafts_histogram=acceptance_histogram(request),
         )
+        if details:
+            meta.update(
+                spec_num_correct_drafts=request.accepted,
+                spec_num_proposed_drafts=proposed,
+                spec_correct_drafts_histogram=acceptance_histogram(request),
+            )
     finished = request.finished_at
     if finished is not None:
         meta["e2e_latency"] = max(0.0, finished - request.arrival)

@@ -18,6 +18,7 @@ from tui.format import (
     UNKNOWN,
     figure_text,
     fmt_duration,
+    k_in_effect_row,
     shown_figures,
     window_text,
 )
@@ -130,6 +131,7 @@ class CardData:
     gpu_shared: frozenset[str] = frozenset()  # GPU keys shown in the dashboard's strip instead
     gpu_views: dict[str, EndpointGpus] = field(default_factory=dict)  # every endpoint's, for the strip rule
     advice: Advice | None = None  # the what-if advisor's (live sources only)
+    adaptive_steps: tuple[int, ...] | None = None  # SGLang's adaptive tiers from the config file (() unread)
     peer_models: tuple[str, ...] = ()  # every endpoint's model (`Board.peer_models`), for the title
 
     @property
@@ -310,7 +312,8 @@ def _badge_message(data: CardData) -> tuple[str, str] | None:
         return caveat, "$text-muted" if caveat == LIFETIME_CAVEAT else "$warning"
     advice = data.advice
     if advice is not None and (advice.basis or advice.context) is not None and data.status == "up":
-        return advice.line(), "$warning" if advice.better_k or advice.context else "$text-muted"
+        urgent = advice.better_k or advice.context or advice.table
+        return advice.line(), "$warning" if urgent else "$text-muted"
     return None
 
 
@@ -354,12 +357,24 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         (spark(data.series("acceptance_rate", columns), columns, low=0.0, high=1.0)[0], "$accent"),
         _label("  len "),
         _value(data.text("mean_acceptance_length")),
-        _label("  pos "),
-        _value(data.text("per_position_acceptance", positions=3)),
+        *_positions_or_steps(data),
         _label("  KV "),
         _value(data.text("kv_cache_usage")),
     )
     return [line1.truncate(width), line2.truncate(width), *data.gpu_line(width), badge_line(data, width)]
+
+
+def _steps_in_use(data: CardData) -> list[tuple[str, str]]:
+    """ "  steps in use 3 of 7 (adaptive)" for SGLang's adaptive steps (tui/format.py), else nothing."""
+    row = k_in_effect_row(data.figures, data.adaptive_steps) if data.adaptive_steps is not None else None
+    return [] if row is None else [_label(f"  {row[0]} "), _value(row[1])]
+
+
+def _positions_or_steps(data: CardData) -> list[tuple[str, str]]:
+    """The compact card's per-position rates, or the steps in use where they are adaptive (SGLang has no
+    per-position figures)."""
+    steps = _steps_in_use(data)
+    return steps or [_label("  pos "), _value(data.text("per_position_acceptance", positions=3))]
 
 
 def _roomy_spark(data: CardData, spec: ChartSpec, columns: int) -> Content:
@@ -401,10 +416,12 @@ def _pair(data: CardData, key: str, first: bool, positions: int = 8) -> list[tup
 
 
 def _positions_line(data: CardData, width: int) -> Content:
-    """ "per pos ▆80% ▅60% ▃40%…": as many positions as fit in `width` (at least one), none cut."""
+    """ "per pos ▆80% ▅60% ▃40%…": as many positions as fit in `width` (at least one), none cut; then
+    the steps in use where they are adaptive."""
     rates = shown_figures(data.figures, "per_position_acceptance").per_position_acceptance or []
+    steps = _steps_in_use(data)
     for positions in range(max(1, len(rates)), 0, -1):
-        line = Content.assemble(*_pair(data, "per_position_acceptance", True, positions))
+        line = Content.assemble(*_pair(data, "per_position_acceptance", True, positions), *steps)
         if line.cell_length <= width:
             break
     return line.truncate(width, ellipsis=True)

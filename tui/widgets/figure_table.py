@@ -14,9 +14,9 @@ from tui.format import (
     FIGURES,
     UNKNOWN,
     fmt_duration,
-    fmt_k_in_effect,
     fmt_part_of_window,
     fmt_rate,
+    k_in_effect_row,
     note_lines,
 )
 from tui.sanitize import safe_line
@@ -45,7 +45,10 @@ def _window(data: CardData) -> str:
 
 def note_rows(data: CardData) -> list[str]:
     """Why figures are unknown, partial or bounds: one line per reason, figures sharing it grouped."""
-    return note_lines(data.figures.notes)
+    row = k_in_effect_row(data.figures, data.adaptive_steps)
+    if row is None or row[2] is None:
+        return note_lines(data.figures.notes)
+    return note_lines({**data.figures.notes, row[0]: row[2]})
 
 
 FULL_ROWS = 2  # the last rows of `figure_rows` take a full row each
@@ -56,8 +59,9 @@ def figure_rows(data: CardData) -> list[tuple[str, str]]:
     rows = [("status", data.status_short()), ("window", _window(data))]
     rows += [(FIGURES[key].label, data.text(key)) for key in TABLE_FIGURES]
     rows += [(FIGURES[key].label, data.text(key)) for key in (*LATENCY_FIGURES, *LOAD_FIGURES)]
-    if data.figures.k_in_effect is not None:  # drafts per step, where the server's figures give it
-        rows.append(("k in effect", fmt_k_in_effect(data.figures)))
+    k_row = k_in_effect_row(data.figures, data.adaptive_steps)  # where the server's figures or config tell
+    if k_row is not None:
+        rows.append(k_row[:2])
     rows.append((FIGURES["per_position_acceptance"].label, data.text("per_position_acceptance")))
     source = f" ({data.threshold_source})" if data.threshold_source else ""
     rows.append(("threshold", fmt_rate(data.threshold) + source))
