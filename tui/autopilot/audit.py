@@ -48,7 +48,7 @@ class AuditRecord(BaseModel):
 
     def line(self) -> str:
         """One plain line: what, why, how sure."""
-        change = "" if self.to_k is None else f" k={self.from_k}->{self.to_k}"
+        change = "" if None in (self.from_k, self.to_k) else f" k={self.from_k}->{self.to_k}"
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.time))
         sure = "" if self.sureness is None else f" (sure at {self.sureness:.2%})"
         verdict = "" if self.verdict is None else f" · {self.verdict}{sure}"

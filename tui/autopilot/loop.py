@@ -27,7 +27,7 @@ from tui.advice.live import KeptModels, advice_for
 from tui.advice.stepcost import find_model
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord, Figure
-from tui.autopilot.observe import Seen, speed
+from tui.autopilot.observe import Seen, load, speed
 from tui.autopilot.policy import Limits, PilotState, Sustained, gate
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import Target
@@ -35,7 +35,7 @@ from tui.format import fmt_duration
 from tui.telemetry.figures import Figures
 
 Eyes = Callable[[], Awaitable[dict[str, Seen]]]
-BEFORE_SAMPLES = 20  # one server: the window before a change it is compared with
+BEFORE_SAMPLES = 20  # one server: the intervals before a change, (speed, requests/s), compared with
 
 
 @dataclass
@@ -53,6 +53,7 @@ class Trial:
     samples: list[float] = field(default_factory=list)
     mine: list[float] = field(default_factory=list)
     theirs: list[float] = field(default_factory=list)
+    loads: list[float | None] = field(default_factory=list)  # one server: requests/s after the change
 
 
 def figure(values: list[float]) -> Figure:
@@ -157,8 +158,9 @@ class Autopilot:
         if self.single:
             for what in seen.values():
                 value = speed(what.figures)
-                if what.up and value and what.figures.running is not None:
-                    self.before.append((value, what.figures.running))
+                rate = load(what.figures)
+                if what.up and value and rate is not None:
+                    self.before.append((value, rate))
         advice = self.advice(seen)
         better = None if advice is None else advice.better_k
         held_for = self.sustained.observe(better, now)
@@ -168,18 +170,17 @@ class Autopilot:
             return
         up = sorted(name for name, what in seen.items() if what.up)
         blocked = gate(self.limits, self.changes, now, len(up), len(self.targets))
-        if self.single and len(self.before) < BEFORE_SAMPLES // 2:
-            blocked = (
-                blocked or f"{len(self.before)} intervals seen before the change: too few to compare with"
-            )
+        enough = BEFORE_SAMPLES // 2
+        if self.single and blocked is None and len(self.before) < enough:
+            blocked = f"too few intervals before the change to compare with: {len(self.before)} of {enough}"
         canary = up[0]
         held = fmt_duration(held_for)
         words = f"set k={better} on {canary} (k={advice.current_k} now): {advice.line()}, for {held}"
         if blocked is not None:
-            self.once(f"would {words}, but not now: {blocked}")
+            self.once(f"would {words}, but not now: {blocked}", f"blocked {better} {blocked.split(':')[0]}")
             return
         if not self.auto:
-            if self.once(f"would {words} (dry run: --auto to act)"):
+            if self.once(f"would {words} (dry run: --auto to act)", f"propose {better}"):
                 self.record(
                     AuditRecord(
                         outcome="proposed",
@@ -227,6 +228,14 @@ class Autopilot:
         over = now - trial.started - self.limits.quiet_s >= self.limits.test_limit_s
         state = self.states[name]
         state.words = f"{state.phase} k={trial.to_k}, {fmt_duration(now - trial.started)}, {verdict.words()}"
+        moved = self.load_moved(trial)
+        if moved is not None and not over:
+            state.words += f"; {moved}: waiting"
+            self.once(f"{name}: {moved}: waiting", f"moved {trial.started}")
+            return
+        if moved is not None:
+            await self.roll_back(f"{moved} until the time limit: no verdict")
+            return
         if verdict.verdict in ("better", "not worse"):
             await self.keep(trial, verdict)
         elif verdict.verdict != "inconclusive" or over:
@@ -243,14 +252,7 @@ class Autopilot:
             if not self.before:
                 return None
             base = sum(s for s, _ in self.before) / len(self.before)
-            load = sum(c for _, c in self.before) / len(self.before)
-            running = seen[name].figures.running
-            if running is None or load <= 0 or abs(running / load - 1.0) > self.limits.max_load_shift:
-                shown = "unknown" if running is None else f"{running:.1f}"
-                self.once(
-                    f"{name}: load moved too much to compare ({shown} running vs {load:.1f} before): waiting"
-                )
-                return None
+            trial.loads.append(load(seen[name].figures))
         else:
             wanted = trial.to_k if trial.promotion else trial.from_k
             others = [
@@ -265,6 +267,18 @@ class Autopilot:
         trial.mine.append(mine)
         trial.theirs.append(base)
         return math.log(mine / base) if mine > 0 and base > 0 else None
+
+    def load_moved(self, trial: Trial) -> str | None:
+        """One server: why the load since the change is not the load before it (None: it matches)."""
+        known = [value for value in trial.loads if value is not None]
+        if not self.single or not known:
+            return None
+        before = sum(c for _, c in self.before) / len(self.before)
+        after = sum(known) / len(known)
+        if before > 0 and abs(after / before - 1.0) <= self.limits.max_load_shift:
+            return None
+        shown = f"{after:.2f} requests/s after the change, {before:.2f} before"
+        return f"the load moved too much to compare ({shown})"
 
     async def keep(self, trial: Trial, verdict: Judgement) -> None:
         name = trial.target.name
@@ -290,7 +304,7 @@ class Autopilot:
         up = [name for name, what in seen.items() if what.up]
         blocked = gate(self.limits, self.changes, self.clock(), len(up), len(self.targets))
         if blocked is not None:
-            self.once(f"promotion waits: {blocked}")
+            self.once(f"promotion waits: {blocked}", f"promotion {blocked.split(':')[0]}")
             return
         name = self.queue.pop(0)
         k = next(
@@ -311,9 +325,13 @@ class Autopilot:
             where = "as found" if now == self.found[name] else "at its last verified state"
             if now != self.verified[name]:
                 where = "CHANGED since the autopilot's last write (not by it): left as it is"
-            self.say(f"{name}: config left {where} (k={self.k.get(name)})")
             self.record(
-                AuditRecord(outcome="left", instance=name, to_k=self.k.get(name), reason=f"left {where}")
+                AuditRecord(
+                    outcome="left",
+                    instance=name,
+                    to_k=self.k.get(name),
+                    reason=f"config left {where} (k={self.k.get(name)})",
+                )
             )
 
     def trial_record(
@@ -341,10 +359,12 @@ class Autopilot:
         if record.outcome != "started":
             self.say(record.line())
 
-    def once(self, line: str) -> bool:
-        """Say a line unless it was said already (a condition that holds is not repeated every interval)."""
-        if line in self._said:
+    def once(self, line: str, key: str | None = None) -> bool:
+        """Say a line unless one of the same `key` (default: the line) was said already: a condition that
+        holds is said when it starts, not every interval."""
+        key = line if key is None else key
+        if key in self._said:
             return False
-        self._said.add(line)
+        self._said.add(key)
         self.say(line)
         return True

@@ -38,6 +38,11 @@ def speed(figures: Figures) -> float | None:
     return tokens / running
 
 
+def load(figures: Figures) -> float | None:
+    """The offered load: finished requests/s (running requests fall as a server gets faster)."""
+    return figures.requests_per_s
+
+
 class FleetEyes:
     """Every instance Prometheus knows, one refresh per call."""
 
