@@ -50,8 +50,11 @@ class AuditRecord(BaseModel):
         """One plain line: what, why, how sure."""
         change = "" if None in (self.from_k, self.to_k) else f" k={self.from_k}->{self.to_k}"
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.time))
-        sure = "" if self.sureness is None else f" (sure at {self.sureness:.2%})"
-        verdict = "" if self.verdict is None else f" · {self.verdict}{sure}"
+        gain = "" if self.gain is None else f" {self.gain:+.1%}"
+        if self.gain_low is not None and self.gain_high is not None:
+            gain += f" (95%: {self.gain_low:+.1%} to {self.gain_high:+.1%})"
+        sure = "" if self.sureness is None else f", sure at {self.sureness:.2%}"
+        verdict = "" if self.verdict is None else f" · {self.verdict}{gain}{sure}"
         return safe_line(f"{stamp} {self.instance}:{change} {self.outcome}{verdict} · {self.reason}")
 
 

@@ -202,7 +202,7 @@ class Autopilot:
         self.say(f"{name}: setting k={k} (was {self.k.get(name)}): {trigger}")
         change = await target.set_k(self.client, k)
         self.changes.append(now)
-        trial = Trial(target, self.k.get(name), k, old, change.diff, trigger, now, promotion)
+        trial = Trial(target, self.k.get(name), k, old, change.diff, trigger, self.clock(), promotion)
         self.k[name] = k
         self.states[name].phase, self.states[name].k = ("promoting" if promotion else "canary"), k
         self.trial = trial
@@ -213,13 +213,11 @@ class Autopilot:
         trial = self.trial
         assert trial is not None
         name, now = trial.target.name, self.clock()
-        mine = seen.get(name)
-        if mine is None or not mine.up:
-            await self.roll_back(
-                "failed health check: down in Prometheus" if not self.single else "failed health check"
-            )
+        if now - trial.started < self.limits.quiet_s:  # the restart's gap may still be in the figures
             return
-        if now - trial.started < self.limits.quiet_s:
+        mine = seen.get(name)
+        if (mine is None or not mine.up) and not await self.healthy(trial.target):
+            await self.roll_back("failed health check")
             return
         sample = self.sample(trial, seen)
         if sample is not None:
@@ -245,7 +243,7 @@ class Autopilot:
     def sample(self, trial: Trial, seen: dict[str, Seen]) -> float | None:
         """One interval's log(changed / reference), None when it cannot be compared."""
         name = trial.target.name
-        mine = speed(seen[name].figures)
+        mine = speed(seen[name].figures) if name in seen else None
         if mine is None:
             return None
         if self.single:
@@ -279,6 +277,14 @@ class Autopilot:
             return None
         shown = f"{after:.2f} requests/s after the change, {before:.2f} before"
         return f"the load moved too much to compare ({shown})"
+
+    async def healthy(self, target: Target) -> bool:
+        """Its /health answers OK now (a reading that says down is confirmed before a rollback)."""
+        try:
+            answer = await self.client.get(target.url + "/health", timeout=5.0)
+        except httpx.HTTPError:
+            return False
+        return answer.is_success
 
     async def keep(self, trial: Trial, verdict: Judgement) -> None:
         name = trial.target.name
