@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 from tests.fleet.conftest import (
-    NEEDS_PROMETHEUS,
     PrometheusProcess,
     start_prometheus,
     wait_targets_up,
@@ -33,9 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # k=4 pays while the drafts are accepted deep; /sim/control's DECAYING makes k=2 the better one.
 SIM_SECTION = "\n[sim]\nacceptance = [0.9, 0.85, 0.8, 0.75]\ndraft_cost_ms = 0.25\n"
 DECAYING = [0.85, 0.45, 0.2, 0.08]
+WITHIN_NOISE = [0.9, 0.75, 0.55, 0.35]  # k=3 1.03x over k=4 by the model: below the 1.05x bar
 FAST = Limits(margin=0.05, sustained_s=4, max_changes_per_hour=20, quiet_s=5, interval_s=2, test_limit_s=60)
-
-pytestmark = NEEDS_PROMETHEUS
 
 
 def sim_config(path: Path, k: int) -> Path:

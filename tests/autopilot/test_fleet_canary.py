@@ -9,7 +9,10 @@ from pathlib import Path
 import httpx
 
 from tests.autopilot.conftest import DECAYING, SimFleet, fleet_speed, run_until
+from tests.fleet.conftest import NEEDS_PROMETHEUS
 from tui.autopilot import audit
+
+pytestmark = NEEDS_PROMETHEUS
 
 
 async def test_the_better_k_is_proven_on_a_canary_and_promoted(sim_fleet: SimFleet, tmp_path: Path) -> None:
@@ -30,10 +33,9 @@ async def test_the_better_k_is_proven_on_a_canary_and_promoted(sim_fleet: SimFle
     promoted = [r for r in records if r.outcome == "promoted"]
     print("\n".join(sim_fleet.lines))
     predicted = advice.speedup_by_k[2] if advice is not None else None
-    print(
-        f"predicted {predicted}, fleet {before:.0f} -> {after:.0f} tokens/s per request: {after / before:.3f}x"
-    )
+    moved = after / before
+    print(f"predicted {predicted}, fleet {before:.0f} -> {after:.0f} tokens/s per request ({moved:.3f}x)")
     assert [r.verdict for r in kept] == ["better"] and len(promoted) == 3
     assert all(r.verdict == "not worse" for r in promoted)
     assert kept[0].gain_low is not None and kept[0].gain_low > 0
-    assert predicted is not None and abs(after / before - predicted) < 0.1
+    assert predicted is not None and abs(moved - predicted) < 0.1

@@ -35,6 +35,7 @@ from tui.format import fmt_duration
 from tui.telemetry.figures import Figures
 
 Eyes = Callable[[], Awaitable[dict[str, Seen]]]
+LOAD_INTERVALS = 5  # one server: the load of the last intervals must match the load before the change
 BEFORE_SAMPLES = 20  # one server: the intervals before a change, (speed, requests/s), compared with
 
 
@@ -229,7 +230,7 @@ class Autopilot:
         moved = self.load_moved(trial)
         if moved is not None and not over:
             state.words += f"; {moved}: waiting"
-            self.once(f"{name}: {moved}: waiting", f"moved {trial.started}")
+            self.once(f"{name}: {moved}: waiting", f"moved {len(trial.samples)}")
             return
         if moved is not None:
             await self.roll_back(f"{moved} until the time limit: no verdict")
@@ -238,7 +239,7 @@ class Autopilot:
             await self.keep(trial, verdict)
         elif verdict.verdict != "inconclusive" or over:
             why = "time limit reached" if verdict.verdict == "inconclusive" else "the change did not pay"
-            await self.roll_back(f"{verdict.words()}: {why}", verdict)
+            await self.roll_back(why, verdict)
 
     def sample(self, trial: Trial, seen: dict[str, Seen]) -> float | None:
         """One interval's log(changed / reference), None when it cannot be compared."""
@@ -247,10 +248,10 @@ class Autopilot:
         if mine is None:
             return None
         if self.single:
-            if not self.before:
+            trial.loads.append(load(seen[name].figures))
+            if not self.before or self.load_moved(trial) is not None:
                 return None
             base = sum(s for s, _ in self.before) / len(self.before)
-            trial.loads.append(load(seen[name].figures))
         else:
             wanted = trial.to_k if trial.promotion else trial.from_k
             others = [
@@ -267,12 +268,13 @@ class Autopilot:
         return math.log(mine / base) if mine > 0 and base > 0 else None
 
     def load_moved(self, trial: Trial) -> str | None:
-        """One server: why the load since the change is not the load before it (None: it matches)."""
-        known = [value for value in trial.loads if value is not None]
-        if not self.single or not known:
+        """One server: why the load of the last intervals is not the load before the change (None: it
+        matches, or it is not known)."""
+        recent = [value for value in trial.loads[-LOAD_INTERVALS:] if value is not None]
+        if not self.single or not recent or not self.before:
             return None
         before = sum(c for _, c in self.before) / len(self.before)
-        after = sum(known) / len(known)
+        after = sum(recent) / len(recent)
         if before > 0 and abs(after / before - 1.0) <= self.limits.max_load_shift:
             return None
         shown = f"{after:.2f} requests/s after the change, {before:.2f} before"
@@ -299,7 +301,8 @@ class Autopilot:
         trial = self.trial
         assert trial is not None
         name = trial.target.name
-        self.say(f"{name}: rolling back to k={trial.from_k}: {why}")
+        words = why if verdict is None else f"{verdict.words()}: {why}"
+        self.say(f"{name}: rolling back to k={trial.from_k}: {words}")
         restored = await trial.target.write(self.client, trial.old)
         self.k[name], self.trial, self.queue = trial.from_k, None, []
         self.states[name].phase, self.states[name].k = "rolled back", trial.from_k
