@@ -30,15 +30,16 @@ from tui.sim.supervisor import DemoSim, DemoSims
 
 ROOT = Path(__file__).resolve().parents[2]
 # k=4 pays while the drafts are accepted deep; /sim/control's DECAYING makes k=2 the better one.
-SIM_SECTION = "\n[sim]\nacceptance = [0.9, 0.85, 0.8, 0.75]\ndraft_cost_ms = 0.25\n"
+DEEP = [0.9, 0.85, 0.8, 0.75]
 DECAYING = [0.85, 0.45, 0.2, 0.08]
 WITHIN_NOISE = [0.9, 0.75, 0.55, 0.35]  # k=3 1.03x over k=4 by the model: below the 1.05x bar
 FAST = Limits(margin=0.05, sustained_s=4, max_changes_per_hour=20, quiet_s=5, interval_s=2, test_limit_s=60)
 
 
-def sim_config(path: Path, k: int) -> Path:
+def sim_config(path: Path, k: int, acceptance: list[float] = DEEP) -> Path:
     text = (ROOT / "sample_configs" / "config.toml").read_text(encoding="utf-8")
-    path.write_text(text.replace("num_speculative_tokens = 2", f"num_speculative_tokens = {k}") + SIM_SECTION)
+    text = text.replace("num_speculative_tokens = 2", f"num_speculative_tokens = {k}")
+    path.write_text(f"{text}\n[sim]\nacceptance = {acceptance}\n", encoding="utf-8")
     return path
 
 
@@ -78,6 +79,20 @@ class SimFleet:
             {}, FleetEyes(poller), self.kept(), limits, auto=auto, audit_path=audit, client=client,
             make_target=self.target, say=self.lines.append, **extra,  # type: ignore[arg-type]
         )  # fmt: skip
+
+
+@pytest.fixture
+def one_sim(tmp_path: Path) -> Iterator[DemoSims]:
+    """One sim at k=4 whose drafts past the second are mostly rejected (k=2 is better)."""
+    sims = DemoSims(tmp_path, background_load_rps=4.0)
+    try:
+        sim = DemoSim.in_folder("one", sim_config(tmp_path / "one.toml", 4, DECAYING), tmp_path)
+        sims.sims.append(sim)
+        sims.start(sim)
+        sims.watch()
+        yield sims
+    finally:
+        sims.stop()
 
 
 @pytest.fixture
