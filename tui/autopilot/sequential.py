@@ -15,7 +15,7 @@ from typing import Literal
 
 Verdict = Literal["better", "worse", "no difference", "inconclusive", "not worse"]
 LEVEL = 0.95
-MIN_SAMPLES = 6  # the spread of fewer samples says too little
+MIN_SAMPLES = 8  # the spread of fewer samples says too little
 TIGHTEST_AT = 30  # the sequence is tightest around this many samples
 
 
