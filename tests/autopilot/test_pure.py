@@ -36,7 +36,7 @@ def test_no_verdict_from_too_few_samples_and_its_words_say_how_sure() -> None:
     assert judge([0.2] * (MIN_SAMPLES - 1), 0.05).verdict == "inconclusive"
     clear = judge([0.1, 0.12, 0.09, 0.11, 0.1, 0.08, 0.1, 0.1], 0.05)
     assert clear.verdict == "better" and clear.sureness is not None and clear.sureness > 0.95
-    assert clear.words().== "better: +10.5% (95% +9.0% to +12.0%, 8 intervals; sure at 99.99%)"
+    assert clear.words() == "better: +10.5% (95% +9.0% to +12.0%, 8 intervals; sure at 99.99%)"
     assert judge([0.1, -0.1] * 4, 0.05).verdict == "inconclusive"
     assert judge([-0.01, 0.0, 0.01, 0.0] * 2, 0.05, non_inferiority=True).verdict == "not worse"
 
