@@ -53,7 +53,7 @@ def test_the_cli_keeps_a_better_k_and_leaves_it_on_sigint(one_sim: DemoSims, tmp
         capture_output=True, text=True, cwd=ROOT, check=True,
     ).stdout  # fmt: skip
     print(history)
-    assert "1 change(s) kept" in history and "k=4 -> k=2: +" in history
+    assert "1 change(s) kept" in history and "k=4 -> k=2: +" in history and "sure at " in history
 
 
 async def test_a_load_that_moved_is_said_and_waited_out(one_sim: DemoSims, tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ def test_no_verdict_from_too_few_samples_and_its_words_say_how_sure() -> None:
     assert judge([0.2] * (MIN_SAMPLES - 1), 0.05).verdict == "inconclusive"
     clear = judge([0.1, 0.12, 0.09, 0.11, 0.1, 0.08, 0.1, 0.1], 0.05)
     assert clear.verdict == "better" and clear.sureness is not None and clear.sureness > 0.95
-    assert clear.words() == "better: +10.5% (95% +9.0% to +12.0%, 8 intervals; sure at 99.99%)"
+    assert clear.words() == "better: +11% (95% +9% to +12%, 8 intervals; sure at 99.9%)"
     assert judge([0.1, -0.1] * 4, 0.05).verdict == "inconclusive"
     assert judge([-0.01, 0.0, 0.01, 0.0] * 2, 0.05, non_inferiority=True).verdict == "not worse"
 
@@ -67,9 +67,9 @@ def test_the_trail_is_capped_and_summarised(tmp_path: Path) -> None:
     path.write_text(path.read_text() + "not json\n")
     records, bad = audit.read(path)
     assert bad == 1 and path.with_name("autopilot.jsonl.1").exists()
-    assert "kept · better +10.0% (95%: +5.0% to +15.0%), sure at 99.90%" in kept.line()
+    assert "kept · better +10% (95%: +5% to +15%), sure at 99.9%" in kept.line()
     assert audit.summary([records[0], kept]).endswith(
-        "k=4 -> k=2: +10.0% decode tokens/s per request against the starting config (+5.0% to +15.0%)"
+        "k=4 -> k=2: +10% decode tokens/s per request against the starting config (+5% to +15%)"
     )
     assert (
         audit.summary([])

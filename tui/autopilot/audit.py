@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from tui.format import fmt_level, fmt_rate_delta
 from tui.sanitize import safe_line
 
 Outcome = Literal["started", "proposed", "kept", "rolled_back", "promoted", "left", "waited"]
@@ -50,10 +51,10 @@ class AuditRecord(BaseModel):
         """One plain line: what, why, how sure."""
         change = "" if None in (self.from_k, self.to_k) else f" k={self.from_k}->{self.to_k}"
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.time))
-        gain = "" if self.gain is None else f" {self.gain:+.1%}"
+        gain = "" if self.gain is None else f" {fmt_rate_delta(self.gain)}"
         if self.gain_low is not None and self.gain_high is not None:
-            gain += f" (95%: {self.gain_low:+.1%} to {self.gain_high:+.1%})"
-        sure = "" if self.sureness is None else f", sure at {self.sureness:.2%}"
+            gain += f" (95%: {fmt_rate_delta(self.gain_low)} to {fmt_rate_delta(self.gain_high)})"
+        sure = "" if self.sureness is None else f", sure at {fmt_level(self.sureness)}"
         verdict = "" if self.verdict is None else f" · {self.verdict}{gain}{sure}"
         return safe_line(f"{stamp} {self.instance}:{change} {self.outcome}{verdict} · {self.reason}")
 
@@ -98,6 +99,6 @@ def summary(records: list[AuditRecord]) -> str:
         high *= 1.0 + (record.gain_high if record.gain_high is not None else record.gain or 0.0)
     first, last = kept[0].from_k, kept[-1].to_k
     return (
-        f"{head}; k={first} -> k={last}: {gain - 1:+.1%} decode tokens/s per request against the "
-        f"starting config ({low - 1:+.1%} to {high - 1:+.1%})"
+        f"{head}; k={first} -> k={last}: {fmt_rate_delta(gain - 1)} decode tokens/s per request against the "
+        f"starting config ({fmt_rate_delta(low - 1)} to {fmt_rate_delta(high - 1)})"
     )

@@ -31,7 +31,7 @@ from tui.autopilot.observe import Seen, load, speed
 from tui.autopilot.policy import Limits, PilotState, Sustained, gate
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import Target
-from tui.format import fmt_duration
+from tui.format import fmt_duration, fmt_per_s
 from tui.telemetry.figures import Figures
 
 Eyes = Callable[[], Awaitable[dict[str, Seen]]]
@@ -277,7 +277,7 @@ class Autopilot:
         after = sum(recent) / len(recent)
         if before > 0 and abs(after / before - 1.0) <= self.limits.max_load_shift:
             return None
-        shown = f"{after:.2f} requests/s after the change, {before:.2f} before"
+        shown = f"{fmt_per_s(after)} requests/s after the change, {fmt_per_s(before)} before"
         return f"the load moved too much to compare ({shown})"
 
     async def healthy(self, target: Target) -> bool:

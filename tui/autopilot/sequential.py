@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tui.format import fmt_level, fmt_rate_delta
+
 Verdict = Literal["better", "worse", "no difference", "inconclusive", "not worse"]
 LEVEL = 0.95
 MIN_SAMPLES = 8  # the spread of fewer samples says too little
@@ -47,12 +49,12 @@ class Judgement:
         """ "better: +8.1% (95% +3.0% to +13.4%, 12 intervals; sure at 99.6%)"."""
         if self.gain is None:
             return f"{self.verdict}: no samples"
-        shown = f"{self.verdict}: {self.gain:+.1%}"
+        shown = f"{self.verdict}: {fmt_rate_delta(self.gain)}"
         if self.low is None or self.high is None:
             return f"{shown} ({self.n} intervals, too few for an interval)"
-        sure = "" if self.sureness is None else f"; sure at {self.sureness:.2%}"
-        level = f"{LEVEL:.0%}"
-        return f"{shown} ({level} {self.low:+.1%} to {self.high:+.1%}, {self.n} intervals{sure})"
+        sure = "" if self.sureness is None else f"; sure at {fmt_level(self.sureness)}"
+        interval = f"{fmt_rate_delta(self.low)} to {fmt_rate_delta(self.high)}"
+        return f"{shown} ({fmt_level(LEVEL)} {interval}, {self.n} intervals{sure})"
 
 
 def _decide(mean: float, half: float, margin: float, non_inferiority: bool) -> Verdict | None:
@@ -85,8 +87,8 @@ def judge(samples: Sequence[float], margin: float, *, non_inferiority: bool = Fa
 
 
 def _sureness(samples: Sequence[float], mean: float, margin: float, verdict: Verdict, non_inf: bool) -> float:
-    """The largest level (up to 99.99%) at which the interval still gives `verdict` (bisection on log α)."""
-    low, high = math.log(1e-4), math.log(1.0 - LEVEL)  # α from 0.0001 to 0.05: the verdict holds at 0.05
+    """The largest level (up to 99.9%) at which the interval still gives `verdict` (bisection on log α)."""
+    low, high = math.log(1e-3), math.log(1.0 - LEVEL)  # α from 0.001 to 0.05: the verdict holds at 0.05
     if _decide(mean, radius(samples, math.exp(low)), margin, non_inf) == verdict:
         return 1.0 - math.exp(low)
     for _ in range(30):
