@@ -58,7 +58,7 @@ def test_the_cli_keeps_a_better_k_and_leaves_it_on_sigint(one_sim: DemoSims, tmp
 
 async def test_a_load_that_moved_is_said_and_waited_out(one_sim: DemoSims, tmp_path: Path) -> None:
     sim, trail = one_sim.sims[0], tmp_path / "autopilot.jsonl"
-    found, lines = sim.config.read_bytes(), []
+    found, lines, shown = sim.config.read_bytes(), [], []
     target = Target(sim.url, sim.config, one_sim.restart_command("one"), sim.url)
     model = sim_step_cost(sim.config, sim.url)
     assert model is not None
@@ -66,6 +66,7 @@ async def test_a_load_that_moved_is_said_and_waited_out(one_sim: DemoSims, tmp_p
         pilot = Autopilot(
             {sim.url: target}, ServerEyes(sim.url, sim.url, client), KeptModels(StepCostFile(models=[model])),
             LIMITS, auto=True, audit_path=trail, client=client, say=lines.append,
+            on_state=lambda states: shown.extend(state.line() for state in states.values()),
         )  # fmt: skip
         run = asyncio.create_task(pilot.run())
         while pilot.trial is None:
@@ -81,3 +82,7 @@ async def test_a_load_that_moved_is_said_and_waited_out(one_sim: DemoSims, tmp_p
     outcomes = [(r.outcome, r.reason) for r in audit.read(trail)[0]]
     assert ("rolled_back", "interrupted before the test was clear") in outcomes
     assert outcomes[-1] == ("left", "config left as found (k=4)")
+    # what a dashboard card shows, interval by interval
+    assert any(line.startswith("autopilot: watching · k=4 now · k=2 would be") for line in shown)
+    assert "autopilot: canary k=2: restarted, quiet period" in shown
+    assert any("not yet significant; the load moved too much to compare" in line for line in shown)

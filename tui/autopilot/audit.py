@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from tui.format import fmt_level, fmt_rate_delta
+from tui.format import fmt_level, fmt_rate_delta, fmt_times
 from tui.sanitize import safe_line
 
 Outcome = Literal["started", "proposed", "kept", "rolled_back", "promoted", "left", "waited"]
@@ -38,6 +38,7 @@ class AuditRecord(BaseModel):
     from_k: int | None = None
     to_k: int | None = None
     diff: str = ""  # masked: tui.configs.editing.unified_diff
+    predicted: float | None = None  # the advisor's speedup (1.11: +11%)
     before: Figure = Field(default_factory=Figure)
     after: Figure = Field(default_factory=Figure)
     verdict: str | None = None
@@ -56,6 +57,8 @@ class AuditRecord(BaseModel):
             gain += f" (95%: {fmt_rate_delta(self.gain_low)} to {fmt_rate_delta(self.gain_high)})"
         sure = "" if self.sureness is None else f", sure at {fmt_level(self.sureness)}"
         verdict = "" if self.verdict is None else f" · {self.verdict}{gain}{sure}"
+        if self.predicted is not None:
+            verdict += f" (advisor: {fmt_times(self.predicted)})"
         return safe_line(f"{stamp} {self.instance}:{change} {self.outcome}{verdict} · {self.reason}")
 
 

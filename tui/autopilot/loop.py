@@ -16,7 +16,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import httpx
@@ -31,7 +31,7 @@ from tui.autopilot.observe import Seen, load, speed
 from tui.autopilot.policy import Limits, PilotState, Sustained, gate
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import Target
-from tui.format import fmt_duration, fmt_per_s
+from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
 from tui.telemetry.figures import Figures
 
 Eyes = Callable[[], Awaitable[dict[str, Seen]]]
@@ -51,6 +51,7 @@ class Trial:
     trigger: str
     started: float
     promotion: bool = False
+    predicted: float | None = None  # the advisor's speedup
     samples: list[float] = field(default_factory=list)
     mine: list[float] = field(default_factory=list)
     theirs: list[float] = field(default_factory=list)
@@ -83,10 +84,12 @@ class Autopilot:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         say: Callable[[str], None] = print,
+        on_state: Callable[[dict[str, PilotState]], None] | None = None,
     ) -> None:
         self.targets, self.eyes, self.kept, self.limits = targets, eyes, kept, limits
         self.auto, self.audit_path, self.client = auto, audit_path, client
         self.make_target, self.clock, self.sleep, self.say = make_target, clock, sleep, say
+        self.on_state = on_state  # after each interval: what a dashboard shows per instance
         self.k: dict[str, int | None] = {}
         self.found: dict[str, bytes] = {}  # as the autopilot found them
         self.verified: dict[str, bytes] = {}  # the last verified state
@@ -135,6 +138,8 @@ class Autopilot:
             await self.promote_next(seen)
         else:
             await self.watch(seen)
+        if self.on_state is not None:
+            self.on_state({name: replace(state) for name, state in self.states.items()})
 
     # --- watching -----------------------------------------------------------------------------------------
 
@@ -166,7 +171,7 @@ class Autopilot:
         better = None if advice is None else advice.better_k
         held_for = self.sustained.observe(better, now)
         for state in self.states.values():
-            state.phase, state.words = "watching", "" if advice is None else f"watching · {advice.line()}"
+            state.words = "watching" if advice is None else f"watching · {advice.line()}"
         if advice is None or better is None or held_for is None or not self.sustained.held(now):
             return
         up = sorted(name for name, what in seen.items() if what.up)
@@ -193,19 +198,25 @@ class Autopilot:
                     )
                 )
             return
-        await self.start_trial(canary, better, advice.line(), promotion=False)
+        predicted = advice.speedup_by_k.get(better)
+        await self.start_trial(canary, better, advice.line(), promotion=False, predicted=predicted)
 
     # --- changing and testing -----------------------------------------------------------------------------
 
-    async def start_trial(self, name: str, k: int, trigger: str, *, promotion: bool) -> None:
+    async def start_trial(
+        self, name: str, k: int, trigger: str, *, promotion: bool, predicted: float | None = None
+    ) -> None:
         target, now = self.targets[name], self.clock()
         old = await asyncio.to_thread(target.config.read_bytes)
         self.say(f"{name}: setting k={k} (was {self.k.get(name)}): {trigger}")
         change = await target.set_k(self.client, k)
         self.changes.append(now)
-        trial = Trial(target, self.k.get(name), k, old, change.diff, trigger, self.clock(), promotion)
+        trial = Trial(
+            target, self.k.get(name), k, old, change.diff, trigger, self.clock(), promotion, predicted
+        )
         self.k[name] = k
-        self.states[name].phase, self.states[name].k = ("promoting" if promotion else "canary"), k
+        self.states[name].k = k
+        self.states[name].words = f"{'promoting' if promotion else 'canary'} k={k}: restarted, quiet period"
         self.trial = trial
         if not change.ok:
             await self.roll_back(f"did not come back: {change.reason}")
@@ -225,8 +236,11 @@ class Autopilot:
             trial.samples.append(sample)
         verdict = judge(trial.samples, self.limits.margin, non_inferiority=trial.promotion)
         over = now - trial.started - self.limits.quiet_s >= self.limits.test_limit_s
-        state = self.states[name]
-        state.words = f"{state.phase} k={trial.to_k}, {fmt_duration(now - trial.started)}, {verdict.words()}"
+        state, role = self.states[name], "promoting" if trial.promotion else "canary"
+        so_far = "no sample yet" if verdict.gain is None else f"{fmt_rate_delta(verdict.gain)} so far"
+        state.words = (
+            f"{role} k={trial.to_k}, {fmt_duration(now - trial.started)}, {so_far} (not yet significant)"
+        )
         moved = self.load_moved(trial)
         if moved is not None and not over:
             state.words += f"; {moved}: waiting"
@@ -292,7 +306,9 @@ class Autopilot:
         name = trial.target.name
         self.verified[name] = await asyncio.to_thread(trial.target.config.read_bytes)
         self.trial = None
-        self.states[name].phase = "kept"
+        self.states[
+            name
+        ].last = f"{'promoted' if trial.promotion else 'kept'} k={trial.to_k}: {verdict.words()}"
         self.record(self.trial_record(trial, "promoted" if trial.promotion else "kept", verdict, "verified"))
         if not trial.promotion:
             self.queue = sorted(n for n in self.targets if n != name and self.k.get(n) == trial.from_k)
@@ -305,7 +321,10 @@ class Autopilot:
         self.say(f"{name}: rolling back to k={trial.from_k}: {words}")
         restored = await trial.target.write(self.client, trial.old)
         self.k[name], self.trial, self.queue = trial.from_k, None, []
-        self.states[name].phase, self.states[name].k = "rolled back", trial.from_k
+        self.states[name].k, self.states[name].last = (
+            trial.from_k,
+            f"rolled back to k={trial.from_k}: {words}",
+        )
         reason = why if restored.ok else f"{why}; the rollback's restart failed too: {restored.reason}"
         self.record(self.trial_record(trial, "rolled_back", verdict, reason))
 
@@ -353,6 +372,7 @@ class Autopilot:
             from_k=trial.from_k,
             to_k=trial.to_k,
             diff=trial.diff,
+            predicted=trial.predicted,
             before=figure(trial.theirs),
             after=figure(trial.mine),
             verdict=None if verdict is None else verdict.verdict,

@@ -7,7 +7,7 @@ stayed the same for `sustained_s`. `PilotState` is what a screen shows of one in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tui.format import fmt_duration
 
@@ -71,10 +71,9 @@ class PilotState:
     """What the autopilot is doing with one instance, in words a card or a row can show."""
 
     instance: str
-    phase: str = "watching"  # watching | canary | promoting | rolled back | kept
     k: int | None = None
-    words: str = ""
-    history: list[str] = field(default_factory=list)
+    words: str = "watching"  # now: "canary k=2, 3 min, +8% so far (not yet significant)"
+    last: str = ""  # the last decision: "kept k=2: better +11% (…)"
 
     def line(self) -> str:
-        return f"autopilot: {self.words}" if self.words else f"autopilot: {self.phase}"
+        return f"autopilot: {self.words}" + (f" · last: {self.last}" if self.last else "")
