@@ -85,4 +85,4 @@ async def test_a_load_that_moved_is_said_and_waited_out(one_sim: DemoSims, tmp_p
     # what a dashboard card shows, interval by interval
     assert any(line.startswith("autopilot: watching · k=4 now · k=2 would be") for line in shown)
     assert "autopilot: canary k=2: restarted, quiet period" in shown
-    assert any("not yet significant; the load moved too much to compare" in line for line in shown)
+    assert any("(not yet significant); the load moved too much to compare" in line for line in shown)
