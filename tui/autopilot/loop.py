@@ -98,6 +98,7 @@ class Autopilot:
         self.sustained = Sustained(limits.sustained_s)
         self.trial: Trial | None = None
         self.queue: list[str] = []  # replicas still to promote
+        self.promoting = 0  # to the canary's verified k
         self.before: deque[tuple[float, float]] = deque(maxlen=BEFORE_SAMPLES)  # one server: (speed, load)
         self._said: set[str] = set()
         self.single = make_target is None
@@ -117,21 +118,26 @@ class Autopilot:
             await self.leave()
 
     async def adopt(self, name: str, target: Target) -> None:
+        """Take a server in hand: its file's bytes and k as found (one it cannot read is left alone)."""
+        try:
+            found = await asyncio.to_thread(target.config.read_bytes)
+        except OSError as error:
+            self.once(f"{name}: left alone: cannot read {target.config}: {error.strerror or error}")
+            return
         self.targets[name] = target
-        self.found[name] = self.verified[name] = await asyncio.to_thread(target.config.read_bytes)
+        self.found[name] = self.verified[name] = found
         self.k[name] = await target.k()
         self.states[name] = PilotState(name, k=self.k[name])
         self.record(AuditRecord(outcome="started", instance=name, from_k=self.k[name], reason="as found"))
 
     async def step(self, seen: dict[str, Seen]) -> None:
         for name, what in sorted(seen.items()):
-            if name not in self.targets and self.make_target is not None:
-                target = self.make_target(name, what)
-                if target is not None:
-                    await self.adopt(name, target)
-            elif name in self.targets and name not in self.found:
-                await self.adopt(name, self.targets[name])
-        seen = {name: what for name, what in seen.items() if name in self.targets}
+            known = self.targets.get(name)
+            if known is None and self.make_target is not None:
+                known = self.make_target(name, what)
+            if known is not None and name not in self.found:
+                await self.adopt(name, known)
+        seen = {name: what for name, what in seen.items() if name in self.found}
         if self.trial is not None:
             await self.test(seen)
         elif self.queue:
@@ -306,12 +312,12 @@ class Autopilot:
         name = trial.target.name
         self.verified[name] = await asyncio.to_thread(trial.target.config.read_bytes)
         self.trial = None
-        self.states[
-            name
-        ].last = f"{'promoted' if trial.promotion else 'kept'} k={trial.to_k}: {verdict.words()}"
-        self.record(self.trial_record(trial, "promoted" if trial.promotion else "kept", verdict, "verified"))
+        outcome: audit.Outcome = "promoted" if trial.promotion else "kept"
+        self.states[name].last = f"{outcome} k={trial.to_k}: {verdict.words()}"
+        self.record(self.trial_record(trial, outcome, verdict, "verified"))
         if not trial.promotion:
-            self.queue = sorted(n for n in self.targets if n != name and self.k.get(n) == trial.from_k)
+            self.queue = sorted(n for n in self.found if n != name and self.k.get(n) == trial.from_k)
+            self.promoting = trial.to_k
 
     async def roll_back(self, why: str, verdict: Judgement | None = None) -> None:
         trial = self.trial
@@ -320,6 +326,8 @@ class Autopilot:
         words = why if verdict is None else f"{verdict.words()}: {why}"
         self.say(f"{name}: rolling back to k={trial.from_k}: {words}")
         restored = await trial.target.write(self.client, trial.old)
+        if trial.promotion and self.queue:
+            why += f"; the promotion stops: {len(self.queue) + 1} replica(s) stay at k={trial.from_k}"
         self.k[name], self.trial, self.queue = trial.from_k, None, []
         self.states[name].k, self.states[name].last = (
             trial.from_k,
@@ -334,11 +342,7 @@ class Autopilot:
         if blocked is not None:
             self.once(f"promotion waits: {blocked}", f"promotion {blocked.split(':')[0]}")
             return
-        name = self.queue.pop(0)
-        k = next(
-            self.k[n] for n in self.targets if n not in self.queue and n != name and self.k.get(n) is not None
-        )
-        await self.start_trial(name, k or 0, "promoting the verified canary's k", promotion=True)
+        await self.start_trial(self.queue.pop(0), self.promoting, "the verified canary's k", promotion=True)
 
     # --- leaving, saying, recording -----------------------------------------------------------------------
 
