@@ -35,6 +35,7 @@ from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
 from tui.telemetry.figures import Figures
 
 Eyes = Callable[[], Awaitable[dict[str, Seen]]]
+TTFT_SLOWER = 0.25  # a change whose first tokens are surely this much slower goes back, whatever its speed
 LOAD_INTERVALS = 5  # one server: the load of the last intervals must match the load before the change
 BEFORE_SAMPLES = 20  # one server: the intervals before a change, (speed, requests/s), compared with
 
@@ -55,7 +56,10 @@ class Trial:
     samples: list[float] = field(default_factory=list)
     mine: list[float] = field(default_factory=list)
     theirs: list[float] = field(default_factory=list)
-    loads: list[float | None] = field(default_factory=list)  # one server: requests/s after the change
+    loads: list[float | None] = field(default_factory=list)
+    ttft: list[float] = field(
+        default_factory=list
+    )  # log(reference TTFT / changed TTFT) per interval  # one server: requests/s after the change
 
 
 def figure(values: list[float]) -> Figure:
@@ -99,7 +103,8 @@ class Autopilot:
         self.trial: Trial | None = None
         self.queue: list[str] = []  # replicas still to promote
         self.promoting = 0  # to the canary's verified k
-        self.before: deque[tuple[float, float]] = deque(maxlen=BEFORE_SAMPLES)  # one server: (speed, load)
+        # one server: (speed, load, TTFT) of the intervals before a change
+        self.before: deque[tuple[float, float, float | None]] = deque(maxlen=BEFORE_SAMPLES)
         self._said: set[str] = set()
         self.single = make_target is None
 
@@ -172,7 +177,7 @@ class Autopilot:
                 value = speed(what.figures)
                 rate = load(what.figures)
                 if what.up and value and rate is not None:
-                    self.before.append((value, rate))
+                    self.before.append((value, rate, what.figures.ttft_mean_s))
         advice = self.advice(seen)
         better = None if advice is None else advice.better_k
         held_for = self.sustained.observe(better, now)
@@ -255,7 +260,13 @@ class Autopilot:
         if moved is not None:
             await self.roll_back(f"{moved} until the time limit: no verdict")
             return
-        if verdict.verdict in ("better", "not worse"):
+        slower = judge(trial.ttft, TTFT_SLOWER)
+        if slower.high is not None and slower.gain is not None and slower.high < -TTFT_SLOWER:
+            rise = fmt_rate_delta(1.0 / (1.0 + slower.gain) - 1.0)
+            await self.roll_back(
+                f"TTFT rose {rise} (surely more than {fmt_rate_delta(TTFT_SLOWER)})", verdict
+            )
+        elif verdict.verdict in ("better", "not worse"):
             await self.keep(trial, verdict)
         elif verdict.verdict != "inconclusive" or over:
             why = "time limit reached" if verdict.verdict == "inconclusive" else "the change did not pay"
@@ -271,7 +282,8 @@ class Autopilot:
             trial.loads.append(load(seen[name].figures))
             if not self.before or self.load_moved(trial) is not None:
                 return None
-            base = sum(s for s, _ in self.before) / len(self.before)
+            base = sum(s for s, _, _ in self.before) / len(self.before)
+            ttfts = [t for _, _, t in self.before if t is not None]
         else:
             wanted = trial.to_k if trial.promotion else trial.from_k
             others = [
@@ -283,8 +295,12 @@ class Autopilot:
             if not others:
                 return None
             base = sum(others) / len(others)
+            ttfts = [t for other, what in seen.items() if other != name and (t := what.figures.ttft_mean_s)]
         trial.mine.append(mine)
         trial.theirs.append(base)
+        ttft = seen[name].figures.ttft_mean_s
+        if ttft and ttfts:
+            trial.ttft.append(math.log(sum(ttfts) / len(ttfts) / ttft))
         return math.log(mine / base) if mine > 0 and base > 0 else None
 
     def load_moved(self, trial: Trial) -> str | None:
@@ -293,7 +309,7 @@ class Autopilot:
         recent = [value for value in trial.loads[-LOAD_INTERVALS:] if value is not None]
         if not self.single or not recent or not self.before:
             return None
-        before = sum(c for _, c in self.before) / len(self.before)
+        before = sum(c for _, c, _ in self.before) / len(self.before)
         after = sum(recent) / len(recent)
         if before > 0 and abs(after / before - 1.0) <= self.limits.max_load_shift:
             return None
