@@ -6,7 +6,8 @@ proposed (dry run: said and recorded, nothing changed). In auto mode one canary 
 period each interval gives a sample of log(canary speed / the unchanged replicas' mean speed) (one
 server: / its speed before the change, at matched load), until the sequential test is clear or the time
 limit passes. Better: kept, then promoted one replica at a time, each tested as not worse than the
-changed ones. Anything else (down, OOM, worse, no difference, unclear): the exact bytes written back.
+changed ones. Anything else (down, OOM, worse, no difference, unclear, first tokens surely 25% slower):
+the exact bytes written back.
 """
 
 from __future__ import annotations

@@ -117,7 +117,9 @@ async def _run(args: argparse.Namespace, path: Path) -> int:
     from tui.fleet.poller import FleetPoller
 
     given = {
-        name: getattr(args, name) for name in Limits.__dataclass_fields__ if getattr(args, name, None) is not None
+        name: getattr(args, name)
+        for name in Limits.__dataclass_fields__
+        if getattr(args, name, None) is not None
     }
     limits = Limits(**given)
     kept = read_models()
