@@ -262,7 +262,8 @@ class Autopilot:
             await self.roll_back(f"{moved} until the time limit: no verdict")
             return
         slower = judge(trial.ttft, TTFT_SLOWER)
-        if slower.high is not None and slower.gain is not None and slower.high < -TTFT_SLOWER:
+        surely_slower = slower.high is not None and slower.high < -TTFT_SLOWER
+        if verdict.verdict != "worse" and surely_slower and slower.gain is not None:
             rise = fmt_rate_delta(1.0 / (1.0 + slower.gain) - 1.0)
             await self.roll_back(
                 f"TTFT rose {rise} (surely more than {fmt_rate_delta(TTFT_SLOWER)})", verdict
