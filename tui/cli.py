@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "tui.commands.bench",
     "tui.commands.tune",
     "tui.commands.replay",
+    "tui.commands.autopilot",
 )
 
 

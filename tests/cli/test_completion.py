@@ -22,7 +22,18 @@ def test_version_is_the_installed_packages() -> None:
 def test_completion_script_names_every_command(shell: str) -> None:
     result = spectop("--completion", shell)
     assert result.returncode == 0, result.stderr
-    for command in ("demo", "snapshot", "logs", "sim", "config", "edit", "bench", "replay", "launch"):
+    for command in (
+        "demo",
+        "snapshot",
+        "logs",
+        "sim",
+        "config",
+        "edit",
+        "bench",
+        "replay",
+        "autopilot",
+        "launch",
+    ):
         assert command in result.stdout
     assert "--flavor" in result.stdout or "-l flavor" in result.stdout
 
@@ -48,7 +59,7 @@ shift
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
-        (["spectop", ""], "demo snapshot logs sim config edit bench tune replay"),
+        (["spectop", ""], "demo snapshot logs sim config edit bench tune replay autopilot"),
         (["spectop", "si"], "sim"),
         (["spectop", "sim", "--flavor", ""], "vllm sglang llamacpp"),
         (["spectop", "config", ""], "show get set lint launch example"),

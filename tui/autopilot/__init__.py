@@ -1,0 +1,1 @@
+"""The autopilot (issue 37): keeps a server or a fleet at its best speculative k, proving each change."""

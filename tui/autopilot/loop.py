@@ -1,0 +1,421 @@
+"""The loop: watch, propose, and in --auto change one replica, test it, keep or roll back, promote.
+
+Each interval the eyes give every server's figures. While watching, the advisor (pooled over the
+replicas that run the same k) names a better k; held for `sustained_s` and allowed by the limits, it is
+proposed (dry run: said and recorded, nothing changed). In auto mode one canary gets it: after the quiet
+period each interval gives a sample of log(canary speed / the unchanged replicas' mean speed) (one
+server: / its speed before the change, at matched load), until the sequential test is clear or the time
+limit passes. Better: kept, then promoted one replica at a time, each tested as not worse than the
+changed ones. Anything else (down, OOM, worse, no difference, unclear, first tokens surely 25% slower):
+the exact bytes written back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import httpx
+
+from tui.advice.advisor import Advice
+from tui.advice.fleet import pooled_positions
+from tui.advice.live import KeptModels, advice_for
+from tui.advice.stepcost import find_model
+from tui.autopilot import audit
+from tui.autopilot.audit import AuditRecord, Figure
+from tui.autopilot.observe import Seen, load, speed
+from tui.autopilot.policy import Limits, PilotState, Sustained, gate
+from tui.autopilot.sequential import Judgement, judge
+from tui.autopilot.targets import Target
+from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
+from tui.telemetry.figures import Figures
+
+Eyes = Callable[[], Awaitable[dict[str, Seen]]]
+TTFT_SLOWER = 0.25  # a change whose first tokens are surely this much slower goes back, whatever its speed
+LOAD_INTERVALS = 5  # one server: the load of the last intervals must match the load before the change
+BEFORE_SAMPLES = 20  # one server: the intervals before a change, (speed, requests/s), compared with
+
+
+@dataclass
+class Trial:
+    """A change under test: which server, from and to which k, the bytes it replaced."""
+
+    target: Target
+    from_k: int | None
+    to_k: int
+    old: bytes
+    diff: str
+    trigger: str
+    started: float
+    promotion: bool = False
+    predicted: float | None = None  # the advisor's speedup
+    samples: list[float] = field(default_factory=list)
+    mine: list[float] = field(default_factory=list)
+    theirs: list[float] = field(default_factory=list)
+    loads: list[float | None] = field(default_factory=list)
+    ttft: list[float] = field(
+        default_factory=list
+    )  # log(reference TTFT / changed TTFT) per interval  # one server: requests/s after the change
+
+
+def figure(values: list[float]) -> Figure:
+    """Mean and its 95% interval (normal) of the values."""
+    if not values:
+        return Figure()
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return Figure(mean=mean, samples=1)
+    se = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
+    return Figure(mean=mean, low=mean - 1.96 * se, high=mean + 1.96 * se, samples=len(values))
+
+
+class Autopilot:
+    def __init__(
+        self,
+        targets: dict[str, Target],
+        eyes: Eyes,
+        kept: KeptModels,
+        limits: Limits,
+        *,
+        auto: bool,
+        audit_path: Path,
+        client: httpx.AsyncClient,
+        make_target: Callable[[str, Seen], Target | None] | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        say: Callable[[str], None] = print,
+        on_state: Callable[[dict[str, PilotState]], None] | None = None,
+    ) -> None:
+        self.targets, self.eyes, self.kept, self.limits = targets, eyes, kept, limits
+        self.auto, self.audit_path, self.client = auto, audit_path, client
+        self.make_target, self.clock, self.sleep, self.say = make_target, clock, sleep, say
+        self.on_state = on_state  # after each interval: what a dashboard shows per instance
+        self.k: dict[str, int | None] = {}
+        self.found: dict[str, bytes] = {}  # as the autopilot found them
+        self.verified: dict[str, bytes] = {}  # the last verified state
+        self.states: dict[str, PilotState] = {}
+        self.changes: list[float] = []
+        self.sustained = Sustained(limits.sustained_s)
+        self.trial: Trial | None = None
+        self.queue: list[str] = []  # replicas still to promote
+        self.promoting = 0  # to the canary's verified k
+        # one server: (speed, load, TTFT) of the intervals before a change
+        self.before: deque[tuple[float, float, float | None]] = deque(maxlen=BEFORE_SAMPLES)
+        self._said: set[str] = set()
+        self.single = make_target is None
+
+    # --- running ------------------------------------------------------------------------------------------
+
+    async def run(self, rounds: int | None = None) -> None:
+        """Watch (and act) every interval; on the way out (cancelled, SIGINT) leave each config as
+        found or at its last verified state, and say which."""
+        try:
+            done = 0
+            while rounds is None or done < rounds:
+                await self.step(await self.eyes())
+                await self.sleep(self.limits.interval_s)
+                done += 1
+        finally:
+            await self.leave()
+
+    async def adopt(self, name: str, target: Target) -> None:
+        """Take a server in hand: its file's bytes and k as found (one it cannot read is left alone)."""
+        try:
+            found = await asyncio.to_thread(target.config.read_bytes)
+        except OSError as error:
+            self.once(f"{name}: left alone: cannot read {target.config}: {error.strerror or error}")
+            return
+        self.targets[name] = target
+        self.found[name] = self.verified[name] = found
+        self.k[name] = await target.k()
+        self.states[name] = PilotState(name, k=self.k[name])
+        self.record(AuditRecord(outcome="started", instance=name, from_k=self.k[name], reason="as found"))
+
+    async def step(self, seen: dict[str, Seen]) -> None:
+        for name, what in sorted(seen.items()):
+            known = self.targets.get(name)
+            if known is None and self.make_target is not None:
+                known = self.make_target(name, what)
+            if known is not None and name not in self.found:
+                await self.adopt(name, known)
+        seen = {name: what for name, what in seen.items() if name in self.found}
+        if self.trial is not None:
+            await self.test(seen)
+        elif self.queue:
+            await self.promote_next(seen)
+        else:
+            await self.watch(seen)
+        if self.on_state is not None:
+            self.on_state({name: replace(state) for name, state in self.states.items()})
+
+    # --- watching -----------------------------------------------------------------------------------------
+
+    def advice(self, seen: dict[str, Seen]) -> Advice | None:
+        up = [name for name, what in seen.items() if what.up]
+        ks = {self.k.get(name) for name in up}
+        if not up or len(ks) != 1:
+            return None
+        figures = [seen[name].figures for name in up]
+        positions, _ = pooled_positions(figures)
+        running = [f.running for f in figures if f.running is not None]
+        pooled = Figures(
+            per_position_acceptance=positions, running=sum(running) / len(running) if running else None
+        )
+        url = next((n for n in up if find_model(self.kept.models, n, seen[n].model, None)[0]), up[0])
+        return advice_for(
+            pooled, url, seen[url].model, self.kept, current_k=ks.pop(), margin=self.limits.margin
+        )
+
+    async def watch(self, seen: dict[str, Seen]) -> None:
+        now = self.clock()
+        if self.single:
+            for what in seen.values():
+                value = speed(what.figures)
+                rate = load(what.figures)
+                if what.up and value and rate is not None:
+                    self.before.append((value, rate, what.figures.ttft_mean_s))
+        advice = self.advice(seen)
+        better = None if advice is None else advice.better_k
+        held_for = self.sustained.observe(better, now)
+        for state in self.states.values():
+            state.words = "watching" if advice is None else f"watching · {advice.line()}"
+        if advice is None or better is None or held_for is None or not self.sustained.held(now):
+            return
+        up = sorted(name for name, what in seen.items() if what.up)
+        blocked = gate(self.limits, self.changes, now, len(up), len(self.targets))
+        enough = BEFORE_SAMPLES // 2
+        if self.single and blocked is None and len(self.before) < enough:
+            blocked = f"too few intervals before the change to compare with: {len(self.before)} of {enough}"
+        canary = up[0]
+        held = fmt_duration(held_for)
+        words = f"set k={better} on {canary} (k={advice.current_k} now): {advice.line()}, for {held}"
+        if blocked is not None:
+            self.once(f"would {words}, but not now: {blocked}", f"blocked {better} {blocked.split(':')[0]}")
+            return
+        if not self.auto:
+            if self.once(f"would {words} (dry run: --auto to act)", f"propose {better}"):
+                self.record(
+                    AuditRecord(
+                        outcome="proposed",
+                        instance=canary,
+                        trigger=advice.line(),
+                        from_k=advice.current_k,
+                        to_k=better,
+                        reason="dry run",
+                    )
+                )
+            return
+        predicted = advice.speedup_by_k.get(better)
+        await self.start_trial(canary, better, advice.line(), promotion=False, predicted=predicted)
+
+    # --- changing and testing -----------------------------------------------------------------------------
+
+    async def start_trial(
+        self, name: str, k: int, trigger: str, *, promotion: bool, predicted: float | None = None
+    ) -> None:
+        target, now = self.targets[name], self.clock()
+        old = await asyncio.to_thread(target.config.read_bytes)
+        self.say(f"{name}: setting k={k} (was {self.k.get(name)}): {trigger}")
+        change = await target.set_k(self.client, k)
+        self.changes.append(now)
+        trial = Trial(
+            target, self.k.get(name), k, old, change.diff, trigger, self.clock(), promotion, predicted
+        )
+        self.k[name] = k
+        self.states[name].k = k
+        self.states[name].words = f"{'promoting' if promotion else 'canary'} k={k}: restarted, quiet period"
+        self.trial = trial
+        if not change.ok:
+            await self.roll_back(f"did not come back: {change.reason}")
+
+    async def test(self, seen: dict[str, Seen]) -> None:
+        trial = self.trial
+        assert trial is not None
+        name, now = trial.target.name, self.clock()
+        if now - trial.started < self.limits.quiet_s:  # the restart's gap may still be in the figures
+            return
+        mine = seen.get(name)
+        if (mine is None or not mine.up) and not await self.healthy(trial.target):
+            await self.roll_back("failed health check")
+            return
+        sample = self.sample(trial, seen)
+        if sample is not None:
+            trial.samples.append(sample)
+        verdict = judge(trial.samples, self.limits.margin, non_inferiority=trial.promotion)
+        over = now - trial.started - self.limits.quiet_s >= self.limits.test_limit_s
+        state, role = self.states[name], "promoting" if trial.promotion else "canary"
+        so_far = "no sample yet" if verdict.gain is None else f"{fmt_rate_delta(verdict.gain)} so far"
+        state.words = (
+            f"{role} k={trial.to_k}, {fmt_duration(now - trial.started)}, {so_far} (not yet significant)"
+        )
+        moved = self.load_moved(trial)
+        if moved is not None and not over:
+            state.words += f"; {moved}: waiting"
+            self.once(f"{name}: {moved}: waiting", f"moved {len(trial.samples)}")
+            return
+        if moved is not None:
+            await self.roll_back(f"{moved} until the time limit: no verdict")
+            return
+        slower = judge(trial.ttft, TTFT_SLOWER)
+        surely_slower = slower.high is not None and slower.high < -TTFT_SLOWER
+        if verdict.verdict != "worse" and surely_slower and slower.gain is not None:
+            rise = fmt_rate_delta(1.0 / (1.0 + slower.gain) - 1.0)
+            await self.roll_back(
+                f"TTFT rose {rise} (surely more than {fmt_rate_delta(TTFT_SLOWER)})", verdict
+            )
+        elif verdict.verdict in ("better", "not worse"):
+            await self.keep(trial, verdict)
+        elif verdict.verdict != "inconclusive" or over:
+            why = "time limit reached" if verdict.verdict == "inconclusive" else "the change did not pay"
+            await self.roll_back(why, verdict)
+
+    def sample(self, trial: Trial, seen: dict[str, Seen]) -> float | None:
+        """One interval's log(changed / reference), None when it cannot be compared."""
+        name = trial.target.name
+        mine = speed(seen[name].figures) if name in seen else None
+        if mine is None:
+            return None
+        if self.single:
+            trial.loads.append(load(seen[name].figures))
+            if not self.before or self.load_moved(trial) is not None:
+                return None
+            base = sum(s for s, _, _ in self.before) / len(self.before)
+            ttfts = [t for _, _, t in self.before if t is not None]
+        else:
+            wanted = trial.to_k if trial.promotion else trial.from_k
+            others = [
+                value for other, what in seen.items()
+                if other != name and what.up and self.k.get(other) == wanted
+                and (not trial.promotion or other not in self.queue)
+                and (value := speed(what.figures)) is not None
+            ]  # fmt: skip
+            if not others:
+                return None
+            base = sum(others) / len(others)
+            ttfts = [t for other, what in seen.items() if other != name and (t := what.figures.ttft_mean_s)]
+        trial.mine.append(mine)
+        trial.theirs.append(base)
+        ttft = seen[name].figures.ttft_mean_s
+        if ttft and ttfts:
+            trial.ttft.append(math.log(sum(ttfts) / len(ttfts) / ttft))
+        return math.log(mine / base) if mine > 0 and base > 0 else None
+
+    def load_moved(self, trial: Trial) -> str | None:
+        """One server: why the load of the last intervals is not the load before the change (None: it
+        matches, or it is not known)."""
+        recent = [value for value in trial.loads[-LOAD_INTERVALS:] if value is not None]
+        if not self.single or not recent or not self.before:
+            return None
+        before = sum(c for _, c, _ in self.before) / len(self.before)
+        after = sum(recent) / len(recent)
+        if before > 0 and abs(after / before - 1.0) <= self.limits.max_load_shift:
+            return None
+        shown = f"{fmt_per_s(after)} requests/s after the change, {fmt_per_s(before)} before"
+        return f"the load moved too much to compare ({shown})"
+
+    async def healthy(self, target: Target) -> bool:
+        """Its /health answers OK now (a reading that says down is confirmed before a rollback)."""
+        try:
+            answer = await self.client.get(target.url + "/health", timeout=5.0)
+        except httpx.HTTPError:
+            return False
+        return answer.is_success
+
+    async def keep(self, trial: Trial, verdict: Judgement) -> None:
+        name = trial.target.name
+        self.verified[name] = await asyncio.to_thread(trial.target.config.read_bytes)
+        self.trial = None
+        outcome: audit.Outcome = "promoted" if trial.promotion else "kept"
+        self.states[name].last = f"{outcome} k={trial.to_k}: {verdict.words()}"
+        self.record(self.trial_record(trial, outcome, verdict, "verified"))
+        if not trial.promotion:
+            self.queue = sorted(n for n in self.found if n != name and self.k.get(n) == trial.from_k)
+            self.promoting = trial.to_k
+
+    async def roll_back(self, why: str, verdict: Judgement | None = None) -> None:
+        trial = self.trial
+        assert trial is not None
+        name = trial.target.name
+        words = why if verdict is None else f"{verdict.words()}: {why}"
+        self.say(f"{name}: rolling back to k={trial.from_k}: {words}")
+        restored = await trial.target.write(self.client, trial.old)
+        if trial.promotion and self.queue:
+            why += f"; the promotion stops: {len(self.queue) + 1} replica(s) stay at k={trial.from_k}"
+        self.k[name], self.trial, self.queue = trial.from_k, None, []
+        self.states[name].k, self.states[name].last = (
+            trial.from_k,
+            f"rolled back to k={trial.from_k}: {words}",
+        )
+        reason = why if restored.ok else f"{why}; the rollback's restart failed too: {restored.reason}"
+        self.record(self.trial_record(trial, "rolled_back", verdict, reason))
+
+    async def promote_next(self, seen: dict[str, Seen]) -> None:
+        up = [name for name, what in seen.items() if what.up]
+        blocked = gate(self.limits, self.changes, self.clock(), len(up), len(self.targets))
+        if blocked is not None:
+            self.once(f"promotion waits: {blocked}", f"promotion {blocked.split(':')[0]}")
+            return
+        await self.start_trial(self.queue.pop(0), self.promoting, "the verified canary's k", promotion=True)
+
+    # --- leaving, saying, recording -----------------------------------------------------------------------
+
+    async def leave(self) -> None:
+        """An unverified change goes back; then each config is as found or at its last verified state."""
+        if self.trial is not None:
+            await self.roll_back("interrupted before the test was clear")
+        for name, target in sorted(self.targets.items()):
+            if name not in self.found:
+                continue
+            now = await asyncio.to_thread(target.config.read_bytes)
+            where = "as found" if now == self.found[name] else "at its last verified state"
+            if now != self.verified[name]:
+                where = "CHANGED since the autopilot's last write (not by it): left as it is"
+            self.record(
+                AuditRecord(
+                    outcome="left",
+                    instance=name,
+                    to_k=self.k.get(name),
+                    reason=f"config left {where} (k={self.k.get(name)})",
+                )
+            )
+
+    def trial_record(
+        self, trial: Trial, outcome: audit.Outcome, verdict: Judgement | None, why: str
+    ) -> AuditRecord:
+        return AuditRecord(
+            outcome=outcome,
+            instance=trial.target.name,
+            trigger=trial.trigger,
+            from_k=trial.from_k,
+            to_k=trial.to_k,
+            diff=trial.diff,
+            predicted=trial.predicted,
+            before=figure(trial.theirs),
+            after=figure(trial.mine),
+            verdict=None if verdict is None else verdict.verdict,
+            gain=None if verdict is None else verdict.gain,
+            gain_low=None if verdict is None else verdict.low,
+            gain_high=None if verdict is None else verdict.high,
+            sureness=None if verdict is None else verdict.sureness,
+            reason=why,
+        )
+
+    def record(self, record: AuditRecord) -> None:
+        audit.append(self.audit_path, record)
+        if record.outcome != "started":
+            self.say(record.line())
+
+    def once(self, line: str, key: str | None = None) -> bool:
+        """Say a line unless one of the same `key` (default: the line) was said already: a condition that
+        holds is said when it starts, not every interval."""
+        key = line if key is None else key
+        if key in self._said:
+            return False
+        self._said.add(key)
+        self.say(line)
+        return True

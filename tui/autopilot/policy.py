@@ -1,0 +1,79 @@
+"""The autopilot's limits and its pure decisions (no I/O, no clock: the caller passes the time).
+
+`gate` says why no change may start now: too many changes this hour, the quiet period after the last
+one, too few healthy replicas to take one out. `Sustained` holds the advisor's better k until it has
+stayed the same for `sustained_s`. `PilotState` is what a screen shows of one instance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tui.format import fmt_duration
+
+HOUR_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    margin: float = 0.05  # a change must pay this much to count as better
+    sustained_s: float = 120.0  # the advice must hold this long
+    max_changes_per_hour: int = 6
+    min_healthy: int = 1  # replicas that must stay up beside the one being changed
+    quiet_s: float = 60.0  # after a change: no other, and the test's samples start after it
+    interval_s: float = 15.0  # one sample per instance per interval
+    test_limit_s: float = 900.0  # a test still unclear then is inconclusive
+    max_load_shift: float = 0.3  # one server: before and after must be within this of each other's load
+
+
+def gate(limits: Limits, changes: list[float], now: float, healthy: int, total: int) -> str | None:
+    """Why no change may start now (None: it may). `changes`: when each earlier change was made."""
+    recent = [at for at in changes if now - at < HOUR_S]
+    if len(recent) >= limits.max_changes_per_hour:
+        left = HOUR_S - (now - min(recent))
+        limit = limits.max_changes_per_hour
+        return f"{len(recent)} changes in the last hour (limit {limit}): {fmt_duration(left)} to wait"
+    if changes and now - changes[-1] < limits.quiet_s:
+        return (
+            f"quiet period after the last change: {fmt_duration(limits.quiet_s - (now - changes[-1]))} left"
+        )
+    if total > 1 and healthy - 1 < limits.min_healthy:
+        fewer = limits.min_healthy
+        return f"{healthy} of {total} replicas healthy: taking one out would leave fewer than {fewer}"
+    if healthy < total:
+        return f"only {healthy} of {total} replicas healthy"
+    return None
+
+
+@dataclass
+class Sustained:
+    """Since when the advisor has said the same better k."""
+
+    sustained_s: float
+    k: int | None = None
+    since: float = 0.0
+
+    def observe(self, k: int | None, now: float) -> float | None:
+        """How long `k` has been advised (None: no better k)."""
+        if k is None:
+            self.k = None
+            return None
+        if k != self.k:
+            self.k, self.since = k, now
+        return now - self.since
+
+    def held(self, now: float) -> bool:
+        return self.k is not None and now - self.since >= self.sustained_s
+
+
+@dataclass
+class PilotState:
+    """What the autopilot is doing with one instance, in words a card or a row can show."""
+
+    instance: str
+    k: int | None = None
+    words: str = "watching"  # now: "canary k=2, 3 min, +8% so far (not yet significant)"
+    last: str = ""  # the last decision: "kept k=2: better +11% (…)"
+
+    def line(self) -> str:
+        return f"autopilot: {self.words}" + (f" · last: {self.last}" if self.last else "")

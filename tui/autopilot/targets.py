@@ -1,0 +1,96 @@
+"""The servers the autopilot changes: a config file, a restart command, and where to ask if it is back.
+
+A change is the guard's edit (`tui.advice.guard.k_text`) written atomically, then the restart and the
+health wait of the tune's `Changer`; a rollback writes back the exact bytes it replaced. In fleet mode
+each instance's file and command come from templates ({instance}, {host}, {port}, {job}).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tui.advice.guard import file_k, k_text
+from tui.configs.atomic import SaveError
+from tui.configs.editing import open_config_async, unified_diff
+from tui.configs.errors import ConfigError
+from tui.tune.plan import TunePlanError
+from tui.tune.runner import Changer
+
+
+@dataclass(frozen=True)
+class Change:
+    ok: bool
+    reason: str = ""
+    diff: str = ""  # masked
+
+
+@dataclass
+class Target:
+    name: str  # the instance (host:port) or the endpoint's URL
+    config: Path
+    restart_command: list[str]
+    url: str  # base URL: /health and /metrics below it
+    health_timeout_s: float = 120.0
+
+    def changer(self, client: httpx.AsyncClient) -> Changer:
+        return Changer(
+            self.config,
+            self.restart_command,
+            client,
+            health_url=self.url + "/health",
+            metrics_url=self.url + "/metrics",
+            health_timeout_s=self.health_timeout_s,
+        )
+
+    async def k(self) -> int | None:
+        """The file's k (0: speculation off; None: it cannot tell)."""
+        try:
+            opened = await open_config_async(self.config)
+        except ConfigError:
+            return None
+        return None if opened.document is None else file_k(opened.document)
+
+    async def set_k(self, client: httpx.AsyncClient, k: int) -> Change:
+        """Write k, restart, wait until the server is back."""
+        try:
+            opened = await open_config_async(self.config)
+            if opened.document is None:
+                return Change(False, f"{self.config} does not parse: {opened.syntax_error}")
+            text = k_text(opened.document, k)
+        except (ConfigError, TunePlanError) as error:
+            return Change(False, str(error))
+        return await self.write(client, text.encode("utf-8"), opened.text)
+
+    async def write(self, client: httpx.AsyncClient, data: bytes, old_text: str | None = None) -> Change:
+        """Write exactly `data` (a rollback: the bytes found), restart, wait until the server is back."""
+        if old_text is None:
+            old_text = (await asyncio.to_thread(self.config.read_bytes)).decode("utf-8", "replace")
+        diff = unified_diff(old_text, data.decode("utf-8", "replace"), self.config.name)
+        changer = self.changer(client)
+        try:
+            await asyncio.to_thread(changer.write, data)
+        except (SaveError, OSError) as error:
+            return Change(False, f"cannot write {self.config}: {error}", diff)
+        outcome = await changer.restart()
+        return Change(outcome.ok, outcome.reason or "", diff)
+
+
+def from_templates(
+    instance: str, job: str | None, config_template: str, restart_template: str, scheme: str = "http"
+) -> Target:
+    """An instance's target: its file and its command with {instance}, {host}, {port}, {job} filled in
+    (shell-quoted in the command)."""
+    host, _, port = instance.rpartition(":")
+    values = {"instance": instance, "host": host or instance, "port": port, "job": job or ""}
+    quoted = {name: shlex.quote(value) for name, value in values.items()}
+    return Target(
+        instance,
+        Path(config_template.format(**values)),
+        shlex.split(restart_template.format(**quoted)),
+        f"{scheme}://{instance}",
+    )
