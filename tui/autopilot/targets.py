@@ -1,6 +1,6 @@
 """The servers the autopilot changes: a config file, a restart command, and where to ask if it is back.
 
-A change is the guard's edit (`tui.advice.guard.k_text`) written atomically, then the restart and the
+A change is the guard's edit (`tui.advice.guard.guard_text`) written atomically, then the restart and the
 health wait of the tune's `Changer`; a rollback writes back the exact bytes it replaced. In fleet mode
 each instance's file and command come from templates ({instance}, {host}, {port}, {job}).
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tui.advice.guard import file_k, k_text
+from tui.advice.guard import file_k, guard_text
 from tui.configs.atomic import SaveError
 from tui.configs.editing import open_config_async, unified_diff
 from tui.configs.errors import ConfigError
@@ -61,7 +61,7 @@ class Target:
             opened = await open_config_async(self.config)
             if opened.document is None:
                 return Change(False, f"{self.config} does not parse: {opened.syntax_error}")
-            text = k_text(opened.document, k)
+            text = guard_text(opened.document, k)
         except (ConfigError, TunePlanError) as error:
             return Change(False, str(error))
         return await self.write(client, text.encode("utf-8"), opened.text)

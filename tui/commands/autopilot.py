@@ -13,6 +13,7 @@ import signal
 from dataclasses import replace
 from pathlib import Path
 
+from tui.cli_options import Option, add_fleet_arguments, add_options, completes_files, option, option_values
 from tui.commands import fail
 from tui.paths import user_data_dir
 from tui.sanitize import safe_line
@@ -25,59 +26,63 @@ def audit_file() -> Path:
     return user_data_dir() / "autopilot.jsonl"
 
 
+# One server's options, a fleet's (beside --prometheus and --match), the limits (Limits' fields) and the rest.
+OPTIONS: list[Option] = [
+    option("--endpoint", "one server: its base URL", metavar="URL"),
+    option("--restart-command", "one server: restarts it (split like a shell)", metavar="CMD"),
+    option(
+        "--config-template", "a fleet: each instance's config, e.g. /etc/vllm/{port}.toml", metavar="PATH"
+    ),
+    option(
+        "--restart-template",
+        "a fleet: e.g. 'systemctl restart vllm@{port}' ({instance} {host} {job})",
+        metavar="CMD",
+    ),
+    option("--auto", "act: change, test, keep or roll back (never the default)", action="store_true"),
+    option("--history", "print the audit trail and what it gained, then exit", action="store_true"),
+    option("--audit", f"the audit trail (default {audit_file()})", type=Path, metavar="FILE"),
+    option("--rounds", "stop after N intervals (default: at Ctrl-C)", type=int, metavar="N"),
+    option("--sim-step-cost", "spectop sim servers: use each sim's own step-cost model", action="store_true"),
+]
+LIMITS: list[Option] = [
+    option("--margin", "a change must pay this fraction (default 0.05)", type=float, metavar="F"),
+    option(
+        "--sustained",
+        "seconds the advice must hold (default 120)",
+        dest="sustained_s",
+        type=float,
+        metavar="S",
+    ),
+    option("--max-changes-per-hour", "default 6", type=int, metavar="N"),
+    option("--min-healthy", "replicas kept up beside the one changed (default 1)", type=int, metavar="N"),
+    option(
+        "--quiet",
+        "seconds after a change before its test samples and the next (default 60)",
+        dest="quiet_s",
+        type=float,
+        metavar="S",
+    ),
+    option("--interval", "seconds per sample (default 15)", dest="interval_s", type=float, metavar="S"),
+    option(
+        "--test-limit",
+        "seconds a test may run before it is inconclusive (default 900)",
+        dest="test_limit_s",
+        type=float,
+        metavar="S",
+    ),
+]
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("autopilot", help=HELP, description=HELP + ".")
-    parser.add_argument("config", nargs="?", type=Path, metavar="CONFIG", help="one server: its config file")
-    parser.add_argument("--endpoint", metavar="URL", help="one server: its base URL")
-    parser.add_argument(
-        "--restart-command", metavar="CMD", help="one server: restarts it (split like a shell)"
+    completes_files(
+        parser.add_argument(
+            "config", nargs="?", type=Path, metavar="CONFIG", help="one server: its config file"
+        )
     )
-    parser.add_argument("--prometheus", metavar="URL", help="a fleet: the Prometheus that scrapes it")
-    parser.add_argument("--match", metavar="SELECTOR", help="a fleet: label matchers, e.g. '{job=\"vllm\"}'")
-    parser.add_argument(
-        "--config-template",
-        metavar="PATH",
-        help="a fleet: each instance's config, e.g. /etc/vllm/{port}.toml",
-    )
-    parser.add_argument(
-        "--restart-template",
-        metavar="CMD",
-        help="a fleet: e.g. 'systemctl restart vllm@{port}' ({instance} {host} {job})",
-    )
-    parser.add_argument(
-        "--auto", action="store_true", help="act: change, test, keep or roll back (never the default)"
-    )
-    parser.add_argument(
-        "--history", action="store_true", help="print the audit trail and what it gained, then exit"
-    )
-    parser.add_argument(
-        "--audit", type=Path, metavar="FILE", help=f"the audit trail (default {audit_file()})"
-    )
-    numbers = parser.add_argument_group("limits")
-    for flag, field, kind, words in (
-        ("--margin", "margin", float, "a change must pay this fraction (default 0.05)"),
-        ("--sustained", "sustained_s", float, "seconds the advice must hold (default 120)"),
-        ("--max-changes-per-hour", "max_changes_per_hour", int, "default 6"),
-        ("--min-healthy", "min_healthy", int, "replicas kept up beside the one changed (default 1)"),
-        (
-            "--quiet",
-            "quiet_s",
-            float,
-            "seconds after a change before its test samples and the next (default 60)",
-        ),
-        ("--interval", "interval_s", float, "seconds per sample (default 15)"),
-        (
-            "--test-limit",
-            "test_limit_s",
-            float,
-            "seconds a test may run before it is inconclusive (default 900)",
-        ),
-    ):
-        numbers.add_argument(flag, dest=field, type=kind, metavar="N", help=words)
-    parser.add_argument("--rounds", type=int, metavar="N", help="stop after N intervals (default: at Ctrl-C)")
-    parser.add_argument(
-        "--sim-step-cost", action="store_true", help="spectop sim servers: use each sim's own step-cost model"
-    )
+    add_options(parser, OPTIONS)
+    add_fleet_arguments(parser, group_by=False)
+    add_options(parser.add_argument_group("limits"), LIMITS)
     parser.set_defaults(func=run)
 
 
@@ -98,9 +103,11 @@ def run(args: argparse.Namespace) -> int:
         return fail("autopilot", "--prometheus needs --config-template and --restart-template")
     if not fleet and not (args.config and args.endpoint and args.restart_command):
         return fail("autopilot", "give CONFIG --endpoint URL --restart-command CMD, or --prometheus URL ...")
+    from tui.settings import SettingsError
+
     try:
         return asyncio.run(_run(args, path))
-    except ValueError as error:
+    except (ValueError, SettingsError) as error:
         return fail("autopilot", str(error))
 
 
@@ -113,15 +120,12 @@ async def _run(args: argparse.Namespace, path: Path) -> int:
     from tui.autopilot.observe import FleetEyes, Seen, ServerEyes
     from tui.autopilot.policy import Limits
     from tui.autopilot.targets import Target, from_templates
-    from tui.fleet.options import prometheus_settings
     from tui.fleet.poller import FleetPoller
+    from tui.settings import prometheus_settings
 
-    given = {
-        name: getattr(args, name)
-        for name in Limits.__dataclass_fields__
-        if getattr(args, name, None) is not None
-    }
-    limits = Limits(**given)
+    limits = Limits(
+        **{name: value for name, value in option_values(args, LIMITS).items() if value is not None}
+    )
     kept = read_models()
 
     def with_sim_model(kept: KeptModels, target: Target) -> KeptModels:
