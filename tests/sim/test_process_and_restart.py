@@ -98,23 +98,24 @@ def test_startup_oom_exits_non_zero(tmp_path: Path) -> None:
     assert "listening" not in result.stdout
 
 
-async def test_in_process_restart_keeps_port_and_resets_counters(tmp_path: Path) -> None:
+async def test_in_process_restart_keeps_port_and_resets_counters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with SimServer(flavor="llamacpp") as sim:
-        sim.restart_down_s = 0.3
+        sim.restart_down_s = 0.0
         base_url = sim.base_url
         await client_for(sim.base_url).completions.create(model=sim.model, prompt="x", max_tokens=8)
         assert value(await scrape(sim.base_url), "llamacpp:tokens_predicted_total") == 8
-        restart = asyncio.create_task(sim.restart())
-        went_down = False
-        async with httpx.AsyncClient() as client:
-            while not went_down and not restart.done():  # down for restart_down_s, then back
-                try:
+        start = sim.start
+
+        async def start_once_down() -> None:  # the moment the restart comes back up: refused until then
+            async with httpx.AsyncClient() as client:
+                with pytest.raises(httpx.ConnectError):
                     await client.get(base_url + "/health")
-                except (httpx.ConnectError, httpx.RemoteProtocolError):  # refused, or closed as it went down
-                    went_down = True
-                await asyncio.sleep(0.01)
-        assert went_down
-        await restart
+            await start()
+
+        monkeypatch.setattr(sim, "start", start_once_down)
+        await sim.restart()
         assert sim.base_url == base_url
         assert value(await scrape(sim.base_url), "llamacpp:tokens_predicted_total") == 0
         greedy = write_vllm_config(tmp_path / "greedy.toml", k=8, gpu_memory_utilization=0.97)

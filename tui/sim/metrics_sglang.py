@@ -1,10 +1,5 @@
-"""SGLang's /metrics page: the multiprocess exposition of SGLang ≈ v0.5.15 (reference `sglang.md` §1).
-
-The page is rendered by prometheus_client's `generate_latest` from a custom collector on a private
-registry, so the text format (sorted labels, Go floats, `_total`) is the library's; the collector builds
-the families itself because multiprocess mode prints histograms as `_sum`, buckets, `_count` and has no
-`_created` series. Scheduler series carry `tp_rank`; constants and decode passes repeat for every rank.
-"""
+"""SGLang's /metrics page (v0.5.15, multiprocess mode): a custom collector builds the families because that
+mode prints histograms as `_sum`, buckets, `_count` without `_created`; scheduler series carry `tp_rank`."""
 
 from __future__ import annotations
 
@@ -24,87 +19,18 @@ from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 from tui.sim.tally import BucketCounts, DecodeWindow
 
 TOKEN_BUCKETS = [
-    100.0,
-    300.0,
-    500.0,
-    700.0,
-    1000.0,
-    1500.0,
-    2000.0,
-    3000.0,
-    4000.0,
-    5000.0,
-    6000.0,
-    7000.0,
-    8000.0,
-    9000.0,
-    10000.0,
-    12500.0,
-    15000.0,
-    17500.0,
-    20000.0,
-    22500.0,
-    25000.0,
-    27500.0,
-    30000.0,
-    35000.0,
-    40000.0,
-    60000.0,
-    80000.0,
-    100000.0,
-    200000.0,
-    300000.0,
-    400000.0,
-    600000.0,
-    800000.0,
-    1000000.0,
+    100.0, 300.0, 500.0, 700.0, 1000.0, 1500.0, 2000.0, 3000.0, 4000.0, 5000.0, 6000.0, 7000.0, 8000.0,
+    9000.0, 10000.0, 12500.0, 15000.0, 17500.0, 20000.0, 22500.0, 25000.0, 27500.0, 30000.0, 35000.0,
+    40000.0, 60000.0, 80000.0, 100000.0, 200000.0, 300000.0, 400000.0, 600000.0, 800000.0, 1000000.0,
     1100000.0,
-]
+]  # fmt: skip
 TTFT_BUCKETS = [
-    0.1,
-    0.2,
-    0.4,
-    0.6,
-    0.8,
-    1.0,
-    2.0,
-    4.0,
-    6.0,
-    8.0,
-    10.0,
-    20.0,
-    40.0,
-    60.0,
-    80.0,
-    100.0,
-    200.0,
-    400.0,
-]
+    0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0, 400.0,
+]  # fmt: skip
 ITL_BUCKETS = [
-    0.002,
-    0.004,
-    0.006,
-    0.008,
-    0.010,
-    0.015,
-    0.020,
-    0.025,
-    0.030,
-    0.035,
-    0.040,
-    0.060,
-    0.080,
-    0.100,
-    0.200,
-    0.400,
-    0.600,
-    0.800,
-    1.000,
-    2.000,
-    4.000,
-    6.000,
-    8.000,
-]
+    0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080, 0.100,
+    0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
+]  # fmt: skip
 E2E_BUCKETS = [*TTFT_BUCKETS, 600.0, 1200.0, 1800.0, 2400.0]
 QUEUE_BUCKETS = [  # seconds: fine below 20, then steps of 10, 100 and 200
     *(0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 15.0),
