@@ -13,11 +13,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
 
-from tui.widgets.gpu_rows import gpu_rows
-
 from tui.gpu.history import GpuHistory
 from tui.gpu.models import GpuReading
 from tui.gpu.monitor import read_once
+from tui.widgets.gpu_panel import gpu_rows
 
 NO_GPU_PREFIX = "no GPU: "
 ROW_WIDTH = 200  # every part of a row, the GPU's name too
