@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
+from tui.cli import main
 from tui.commands.sim import CONTROL_HELP
 from tui.sim.control import CONTROL_KEYS, FAULT_NAMES
 from tui.sim.server import SimServer
@@ -45,15 +47,14 @@ async def test_control_errors_are_sentences_naming_the_key() -> None:
         assert lists.status_code == 200 and sim.behaviour.acceptance == [0.1, 0.1]
 
 
-def test_sim_help_lists_the_flags_and_every_control_key() -> None:
-    shown = subprocess.run(
-        [sys.executable, "-m", "tui", "sim", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=True,
-        env={**os.environ, "COLUMNS": "120"},
-    ).stdout
+def test_sim_help_lists_the_flags_and_every_control_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "120")
+    with pytest.raises(SystemExit) as exited:
+        main(["sim", "--help"])
+    assert exited.value.code == 0
+    shown = capsys.readouterr().out
     assert "POST /sim/control" in shown and CONTROL_HELP.splitlines()[0] in shown
     flags = ("--flavor", "--background-load", "--log-interval", "--error-rate", "--lossy", "--api-key-env")
     for word in (*flags, "--parent-pid", *CONTROL_KEYS, *FAULT_NAMES):

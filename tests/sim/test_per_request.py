@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from tests.sim.conftest import scrape, spawn_sim, value, write_vllm_config
+from tests.sim.conftest import scrape, value, write_vllm_config
+from tui.cli import main
+from tui.sim import server as sim_server
 from tui.sim.per_request import ResponseOptions
 from tui.sim.server import SimServer
 
@@ -177,20 +180,14 @@ async def test_sglang_native_generate_streams_meta_info_that_sums_to_the_counter
     assert verify == calls
 
 
-def test_cli_flags_turn_the_figures_on() -> None:
-    process, url = spawn_sim(
-        "--flavor",
-        "vllm",
-        "--per-request-spec-decode-metrics",
-        "summary",
-        "--enable-per-request-metrics",
-        "--enable-prompt-tokens-details",
-    )
-    try:
-        events = asyncio.run(_burst(url, 1))[0]
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-    assert "speculative_decoding" in events[-1]["metrics"]
-    assert "queue_time_ms" in events[-1]["metrics"]
-    assert "cached_tokens" in events[-1]["usage"]["prompt_tokens_details"]
+def test_cli_flags_turn_the_figures_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: list[SimServer] = []
+
+    async def serve(server: SimServer, parent_pid: int | None = None) -> int:
+        served.append(server)
+        return 0
+
+    monkeypatch.setattr(sim_server, "serve_until_signalled", serve)
+    flags = ["--per-request-spec-decode-metrics", "summary", "--enable-per-request-metrics"]
+    assert main(["sim", "--flavor", "vllm", *flags, "--enable-prompt-tokens-details"]) == 0
+    assert [server.responses for server in served] == [ALL_FIGURES]
