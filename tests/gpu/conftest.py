@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.sim.conftest import spawn_sim, stop, write_vllm_config
+from tests.sim.conftest import sim_processes, write_vllm_config
 
 SIM_GPU_MEMORY = 0.85
 
@@ -17,8 +17,5 @@ def gpu_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = write_vllm_config(
         tmp_path_factory.mktemp("gpu_sim") / "config.toml", k=2, gpu_memory_utilization=SIM_GPU_MEMORY
     )
-    process, url = spawn_sim("--gpu", "--config", str(config))
-    try:
+    with sim_processes(["--gpu", "--config", str(config)]) as (url,):
         yield url
-    finally:
-        stop(process)

@@ -11,38 +11,29 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim.conftest import spawn_sim, stop, write_vllm_config
+from tests.sim.conftest import sim_processes, write_vllm_config
 from tui.sim.gpu_page import GPU_METRICS_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def two_gpu_sims(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+def two_gpu_sims(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     """A (no speculation) and B (k = 3, which draws more power: the sim caps it) with --gpu."""
     folder = tmp_path_factory.mktemp("burst_energy")
     off = write_vllm_config(folder / "off.toml", enabled=False, k=0)
     on = write_vllm_config(folder / "on.toml", k=3)
-    a, a_url = spawn_sim("--gpu", "--config", str(off))
-    try:
-        b, b_url = spawn_sim("--gpu", "--config", str(on))
-    except BaseException:
-        stop(a)
-        raise
-    try:
-        yield a_url, b_url
-    finally:
-        stop(a)
-        stop(b)
+    with sim_processes(["--gpu", "--config", str(off)], ["--gpu", "--config", str(on)]) as urls:
+        yield urls
 
 
-def test_bench_energy_per_token_per_arm_and_verdict(two_gpu_sims: tuple[str, str], tmp_path: Path) -> None:
+def test_bench_energy_per_token_per_arm_and_verdict(two_gpu_sims: list[str], tmp_path: Path) -> None:
     a_url, b_url = two_gpu_sims
     out = tmp_path / "burst.json"
     command = [
         sys.executable, "-m", "tui", "bench", "--a", a_url, "--b", b_url,
         "--a-gpu-metrics-url", a_url + GPU_METRICS_PATH, "--b-gpu-metrics-url", b_url + GPU_METRICS_PATH,
-        "--requests", "32", "--concurrency", "8", "--rounds", "2", "--warmup", "0", "--max-tokens", "256",
+        "--requests", "16", "--concurrency", "8", "--rounds", "2", "--warmup", "0", "--max-tokens", "128",
         "--prompts", "chat", "--no-history", "--json", str(out),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -53,32 +54,54 @@ max_num_seqs = {max_num_seqs}
     return path
 
 
-def spawn_sim(*args: str) -> tuple[subprocess.Popen[str], str]:
-    """`spectop sim --port 0 ARGS` as a process; returns it and its base URL from the ready line."""
-    process = subprocess.Popen(
+def _start_sim(args: Sequence[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", "tui", "sim", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parents[2],
     )
+
+
+def _ready_url(process: subprocess.Popen[str]) -> str:
+    """The base URL from a started sim's ready line."""
     assert process.stdout is not None
     line = process.stdout.readline().strip()
     if not line.startswith("spectop sim: "):
         process.kill()
         _, err = process.communicate(timeout=5)
         pytest.fail(f"no ready line: {line!r} {err!r}")
-    return process, line.rsplit(" ", 1)[1]
+    return line.rsplit(" ", 1)[1]
 
 
-def stop(process: subprocess.Popen[str]) -> None:
-    """SIGTERM, then SIGKILL if it is not gone within 5 s."""
-    process.terminate()
+def spawn_sim(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """`spectop sim --port 0 ARGS` as a process; returns it and its base URL from the ready line."""
+    process = _start_sim(args)
+    return process, _ready_url(process)
+
+
+@contextlib.contextmanager
+def sim_processes(*arg_lists: Sequence[str]) -> Iterator[list[str]]:
+    """`spectop sim --port 0 ARGS` processes started together; their base URLs, all stopped at the end."""
+    processes = [_start_sim(args) for args in arg_lists]
     try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        yield [_ready_url(process) for process in processes]
+    finally:
+        stop(*processes)
+
+
+def stop(*processes: subprocess.Popen[str]) -> None:
+    """SIGTERM to each, then SIGKILL to any not gone within 5 s."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:

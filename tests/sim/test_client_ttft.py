@@ -11,7 +11,7 @@ from collections.abc import Awaitable
 import httpx
 import pytest
 
-from tests.sim.conftest import samples, spawn_sim, stop, value
+from tests.sim.conftest import samples, sim_processes, value
 
 REQUESTS = 8
 STALL_S = 0.040  # Linux's delayed ACK; kept-alive and fresh alternate, so load slows both alike
@@ -60,8 +60,7 @@ async def _overhead(client: httpx.AsyncClient, flavor: str, request: Awaitable[f
 
 @pytest.mark.parametrize("flavor", ["vllm", "sglang"])
 async def test_kept_alive_ttft_is_not_held_back(flavor: str) -> None:
-    process, url = spawn_sim("--flavor", flavor)
-    try:
+    with sim_processes(["--flavor", flavor]) as (url,):
         async with httpx.AsyncClient(base_url=url, timeout=10.0) as client:
             await _client_ttft(client)  # warm-up: imports, first connection
             await _fresh_client_ttft(url)
@@ -69,8 +68,6 @@ async def test_kept_alive_ttft_is_not_held_back(flavor: str) -> None:
             for _ in range(REQUESTS):
                 kept_alive.append(await _overhead(client, flavor, _client_ttft(client)))
                 fresh.append(await _overhead(client, flavor, _fresh_client_ttft(url)))
-    finally:
-        stop(process)
     kept_p50, fresh_p50 = statistics.median(kept_alive), statistics.median(fresh)
 
     def ms(seconds: list[float]) -> list[float]:
