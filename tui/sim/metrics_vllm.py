@@ -41,6 +41,34 @@ HTTP_HIGHR_BUCKETS = [
     0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 7.5, 10.0,
     30.0, 60.0,
 ]  # fmt: skip
+# (key, name, HELP, buckets: None for the 1-2-5 token buckets up to max_model_len), in vLLM's order
+REQUEST_HISTOGRAMS: tuple[tuple[str, str, str, Sequence[float] | None], ...] = (
+    ("prompt_tokens", "request_prompt_tokens", "Number of prefill tokens processed.", None),
+    ("generation_tokens", "request_generation_tokens", "Number of generation tokens processed.", None),
+    ("iteration_tokens", "iteration_tokens_total", "Histogram of number of tokens per engine_step.",
+     ITERATION_TOKEN_BUCKETS),
+    ("max_generation_tokens", "request_max_num_generation_tokens",
+     "Histogram of maximum number of requested generation tokens.", None),
+    ("params_n", "request_params_n", "Histogram of the n request parameter.", [1, 2, 5, 10, 20]),
+    ("params_max_tokens", "request_params_max_tokens", "Histogram of the max_tokens request parameter.",
+     None),
+    ("ttft", "time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS),
+    ("itl", "inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS),
+    ("tpot", "request_time_per_output_token_seconds",
+     "Histogram of time_per_output_token_seconds per request.", ITL_BUCKETS),
+    ("e2e", "e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+     REQUEST_LATENCY_BUCKETS),
+    ("queue_time", "request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+     REQUEST_LATENCY_BUCKETS),
+    ("inference_time", "request_inference_time_seconds",
+     "Histogram of time spent in RUNNING phase for request.", REQUEST_LATENCY_BUCKETS),
+    ("prefill_time", "request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
+     REQUEST_LATENCY_BUCKETS),
+    ("decode_time", "request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
+     REQUEST_LATENCY_BUCKETS),
+    ("kv_computed", "request_prefill_kv_computed_tokens",
+     "Histogram of new KV tokens computed during prefill (excluding cached tokens).", None),
+)  # fmt: skip
 INSTRUMENTATOR_EXCLUDED = {"/metrics", "/health", "/load", "/ping", "/version", "/server_info"}
 FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 LABELS = ["model_name", "engine"]
@@ -202,68 +230,10 @@ class VllmRecorder(MetricsRecorder):
         }
 
     def _request_histograms(self, token_buckets: Sequence[float]) -> None:
-        histogram = self._histogram
-        self.request_prompt_tokens = histogram(
-            "vllm:request_prompt_tokens", "Number of prefill tokens processed.", token_buckets
-        )
-        self.request_generation_tokens = histogram(
-            "vllm:request_generation_tokens", "Number of generation tokens processed.", token_buckets
-        )
-        self.iteration_tokens = histogram(
-            "vllm:iteration_tokens_total",
-            "Histogram of number of tokens per engine_step.",
-            ITERATION_TOKEN_BUCKETS,
-        )
-        histogram(
-            "vllm:request_max_num_generation_tokens",
-            "Histogram of maximum number of requested generation tokens.",
-            token_buckets,
-        )
-        histogram("vllm:request_params_n", "Histogram of the n request parameter.", [1, 2, 5, 10, 20])
-        self.params_max_tokens = histogram(
-            "vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", token_buckets
-        )
-        self.ttft = histogram(
-            "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS
-        )
-        self.itl = histogram(
-            "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS
-        )
-        self.tpot = histogram(
-            "vllm:request_time_per_output_token_seconds",
-            "Histogram of time_per_output_token_seconds per request.",
-            ITL_BUCKETS,
-        )
-        self.e2e = histogram(
-            "vllm:e2e_request_latency_seconds",
-            "Histogram of e2e request latency in seconds.",
-            REQUEST_LATENCY_BUCKETS,
-        )
-        self.queue_time = histogram(
-            "vllm:request_queue_time_seconds",
-            "Histogram of time spent in WAITING phase for request.",
-            REQUEST_LATENCY_BUCKETS,
-        )
-        self.inference_time = histogram(
-            "vllm:request_inference_time_seconds",
-            "Histogram of time spent in RUNNING phase for request.",
-            REQUEST_LATENCY_BUCKETS,
-        )
-        self.prefill_time = histogram(
-            "vllm:request_prefill_time_seconds",
-            "Histogram of time spent in PREFILL phase for request.",
-            REQUEST_LATENCY_BUCKETS,
-        )
-        self.decode_time = histogram(
-            "vllm:request_decode_time_seconds",
-            "Histogram of time spent in DECODE phase for request.",
-            REQUEST_LATENCY_BUCKETS,
-        )
-        self.kv_computed = histogram(
-            "vllm:request_prefill_kv_computed_tokens",
-            "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
-            token_buckets,
-        )
+        self.histograms = {
+            key: self._histogram(f"vllm:{name}", documentation, token_buckets if buckets is None else buckets)
+            for key, name, documentation, buckets in REQUEST_HISTOGRAMS
+        }
 
     def _cache_config_info(self, config: SimConfig) -> None:
         blocks = config.kv_cache_tokens() // config.block_size
@@ -362,9 +332,10 @@ class VllmRecorder(MetricsRecorder):
                 self.prompt_computed.inc(request.computed_prompt_tokens)
                 self.prompt_cache_hit.inc(request.cached_tokens)
                 self.prompt_cached.inc(request.cached_tokens)
-                self.ttft.observe(max(0.0, (request.first_token_at or report.end) - request.arrival))
+                ttft = max(0.0, (request.first_token_at or report.end) - request.arrival)
+                self.histograms["ttft"].observe(ttft)
                 continue
-            self.itl.observe(record.gap_s)
+            self.histograms["itl"].observe(record.gap_s)
             if record.drafted:
                 drafts += 1
                 drafted += record.drafted
@@ -380,7 +351,7 @@ class VllmRecorder(MetricsRecorder):
                 if count:
                     child.inc(count)
         computed = sum(request.computed_prompt_tokens for request in report.prefilled)
-        self.iteration_tokens.observe(computed + generated)
+        self.histograms["iteration_tokens"].observe(computed + generated)
         self.set_load(report.running, report.waiting, report.kv_used_tokens / report.kv_capacity_tokens)
 
     def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:
@@ -398,17 +369,21 @@ class VllmRecorder(MetricsRecorder):
             return
         scheduled = request.scheduled_at or request.arrival
         decode_s = request.finished_at - request.first_token_at
-        self.request_prompt_tokens.observe(request.prompt_tokens)
-        self.request_generation_tokens.observe(request.generated)
-        if request.max_tokens_given:
-            self.params_max_tokens.observe(request.max_tokens)
-        self.e2e.observe(request.finished_at - request.arrival)
-        self.queue_time.observe(scheduled - request.arrival)
-        self.inference_time.observe(request.finished_at - scheduled)
-        self.prefill_time.observe(request.first_token_at - scheduled)
-        self.decode_time.observe(decode_s)
-        self.tpot.observe(decode_s / (request.generated - 1) if request.generated > 1 else 0.0)
-        self.kv_computed.observe(request.computed_prompt_tokens)
+        observed = {
+            "prompt_tokens": request.prompt_tokens,
+            "generation_tokens": request.generated,
+            "params_max_tokens": request.max_tokens if request.max_tokens_given else None,
+            "e2e": request.finished_at - request.arrival,
+            "queue_time": scheduled - request.arrival,
+            "inference_time": request.finished_at - scheduled,
+            "prefill_time": request.first_token_at - scheduled,
+            "decode_time": decode_s,
+            "tpot": decode_s / (request.generated - 1) if request.generated > 1 else 0.0,
+            "kv_computed": request.computed_prompt_tokens,
+        }
+        for key, observation in observed.items():
+            if observation is not None:
+                self.histograms[key].observe(observation)
 
     # ---- HTTP and exposition --------------------------------------------------------------------
     def http_request(
