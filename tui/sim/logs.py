@@ -16,7 +16,7 @@ import aiofiles
 
 from tui.sim.config import SimConfig
 from tui.sim.engine import EngineObserver, SimRequest, StepReport
-from tui.sim.tally import DecodeWindow
+from tui.sim.metrics_sglang import DecodeWindow
 
 MAX_BUFFERED_LINES = 20_000
 LoadFn = Callable[[], tuple[int, int, float]]  # running, waiting, KV usage fraction

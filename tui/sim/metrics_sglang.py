@@ -3,10 +3,12 @@ mode prints histograms as `_sum`, buckets, `_count` without `_created`; schedule
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
@@ -16,7 +18,6 @@ from prometheus_client.utils import floatToGoString
 from tui.sim.adaptive import AdaptiveSteps
 from tui.sim.config import SimConfig
 from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
-from tui.sim.tally import BucketCounts, DecodeWindow
 
 TOKEN_BUCKETS = [
     100.0, 300.0, 500.0, 700.0, 1000.0, 1500.0, 2000.0, 3000.0, 4000.0, 5000.0, 6000.0, 7000.0, 8000.0,
@@ -112,6 +113,67 @@ CONSTANTS = (
 )
 HTTP_ENDPOINTS_IGNORED = ("/sim/",)
 IDLE_REPUBLISH_S = 30.0
+
+
+@dataclass
+class DecodeWindow:
+    """SGLang's decode-report window (its recorder's and its log's): sums since the last report."""
+
+    started: float = field(default_factory=time.monotonic)
+    iterations: int = 0
+    tokens: int = 0
+    verify_steps: int = 0
+    accepted: int = 0
+
+    def add(self, report: StepReport) -> bool:
+        """Add one engine step; True when it was a decode iteration."""
+        decoded = report.decode_records
+        if not decoded:
+            return False
+        self.iterations += 1
+        for record in decoded:
+            self.tokens += record.emitted
+            if record.drafted:
+                self.verify_steps += 1
+                self.accepted += record.accepted
+        return True
+
+    def accept_length(self) -> float:
+        return (self.accepted + self.verify_steps) / self.verify_steps if self.verify_steps else 0.0
+
+    def accept_rate(self, num_draft_tokens: int) -> float:
+        denominator = self.verify_steps * max(1, num_draft_tokens - 1)
+        return self.accepted / denominator if self.verify_steps else 0.0
+
+    def throughput(self, now: float) -> float:
+        return self.tokens / max(1e-6, now - self.started)
+
+    def reset(self, now: float) -> None:
+        self.started = now
+        self.tokens = self.verify_steps = self.accepted = 0
+
+
+class BucketCounts:
+    """A Prometheus-style histogram kept by hand (non-cumulative counts, sum, count)."""
+
+    def __init__(self, bounds: list[float]) -> None:
+        self.bounds = bounds
+        self.counts = [0.0] * (len(bounds) + 1)
+        self.sum = 0.0
+        self.count = 0.0
+
+    def observe(self, value: float, weight: float = 1.0, amount: float | None = None) -> None:
+        """Add `weight` observations of `value`; `amount` (default value × weight) goes into the sum."""
+        self.counts[bisect.bisect_left(self.bounds, value)] += weight
+        self.sum += value * weight if amount is None else amount
+        self.count += weight
+
+    def cumulative(self) -> list[float]:
+        total, out = 0.0, []
+        for count in self.counts:
+            total += count
+            out.append(total)
+        return out
 
 
 class SglangRecorder(MetricsRecorder, Collector):

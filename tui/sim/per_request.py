@@ -1,17 +1,6 @@
-"""Per-request figures in the simulator's responses, shaped as the real servers put them.
-
-* vLLM: a top-level `metrics` object (`--per-request-spec-decode-metrics summary|detailed` for
-  `speculative_decoding`, `--enable-per-request-metrics` for the timing fields), on the final usage
-  chunk when streaming and in the body otherwise (reference `per-request.md`).
-* llama.cpp: `timings` with `draft_n` / `draft_n_accepted` / `cache_n` (built in `openai_shapes.timings`).
-* SGLang: the native `POST /generate` (streamed or not) whose `meta_info` carries `spec_verify_ct`,
-  `spec_accept_length`, `spec_accept_rate`, `cached_tokens`, and the drafts counts and histogram when asked.
-* `usage.prompt_tokens_details.cached_tokens` when the server is started to report it
-  (vLLM `--enable-prompt-tokens-details`, SGLang `--enable-cache-report`; llama.cpp always does).
-
-Every count comes from the same `SimRequest` fields the `/metrics` recorders add up, so the sum over
-requests equals the `/metrics` delta to the token when nothing else ran.
-"""
+"""Per-request figures in the simulator's responses, shaped as the real servers put them (vLLM's `metrics`,
+llama.cpp's `timings`, SGLang's `meta_info`), from the same `SimRequest` fields the /metrics recorders add up:
+summed over requests they equal the /metrics delta to the token."""
 
 from __future__ import annotations
 
@@ -73,10 +62,8 @@ def histograms_by_length(record: list[tuple[int, int]]) -> dict[str, list[int]]:
 
 
 def acceptance_histogram(request: SimRequest) -> list[int]:
-    """Index j = verification steps that accepted exactly j drafts (bonus token excluded), k+1 long.
-
-    Acceptance stops at the first rejection, so `accepted_per_pos[i]` counts the steps that accepted
-    more than i drafts, and the histogram follows from it exactly."""
+    """Index j = verification steps that accepted exactly j drafts (bonus excluded), k+1 long; exact since
+    acceptance stops at the first rejection (`accepted_per_pos[i]`: steps that accepted more than i)."""
     per_pos = list(request.accepted_per_pos)
     k = len(per_pos)
     above = [request.verify_steps, *per_pos, 0]  # above[j] = steps that accepted at least j drafts
