@@ -148,9 +148,6 @@ class StepReport:
 class EngineObserver:
     """Hooks the engine calls synchronously; subclasses override what they need."""
 
-    def request_arrived(self, request: SimRequest) -> None:
-        return None
-
     def request_scheduled(self, request: SimRequest) -> None:
         return None
 
@@ -190,10 +187,8 @@ class MetricsRecorder(EngineObserver):
 class EngineTotals:
     """Model-time accounting, for speed comparisons that do not depend on wall-clock jitter."""
 
-    steps: int = 0
     busy_model_s: float = 0.0
     generated_tokens: int = 0
-    finished: int = 0
 
 
 class SimEngine:
@@ -267,8 +262,6 @@ class SimEngine:
 
     def submit(self, request: SimRequest) -> None:
         self.waiting.append(request)
-        for observer in self.observers:
-            observer.request_arrived(request)
         self._wake.set()
 
     def abort(self, request: SimRequest) -> None:
@@ -434,7 +427,6 @@ class SimEngine:
         finished_now = [r.request for r in records if r.request.generated >= r.request.target_tokens]
         for request in finished_now:
             self.running.remove(request)  # stats after the step count finished requests out, as vLLM's do
-        self.totals.steps += 1
         self.totals.busy_model_s += model_s
         self.totals.generated_tokens += sum(record.emitted for record in records)
         report = StepReport(
@@ -465,7 +457,6 @@ class SimEngine:
             self._free_slots.append(request.slot)
         if reason == "abort":
             request.outbox.put_nowait(Delivery(request.generated, request.generated, True))
-        self.totals.finished += 1
         for observer in self.observers:
             observer.request_finished(request)
 
