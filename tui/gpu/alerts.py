@@ -28,15 +28,15 @@ class GpuCondition:
 
 
 def memory_high_with_speculation(
-    gpus: Sequence[GpuSample], speculation_on: bool | None, threshold: float = MEMORY_HIGH_FRACTION
+    gpus: Sequence[GpuSample], speculation_on: bool | None
 ) -> GpuCondition | None:
-    """A warning when speculation is on and any GPU's memory is at or above `threshold` of its total."""
+    """A warning when speculation is on and a GPU's memory is at MEMORY_HIGH_FRACTION of its total or more."""
     if speculation_on is not True:
         return None
     high = [
         (gpu, fraction)
         for gpu in gpus
-        if (fraction := gpu.memory_fraction) is not None and fraction >= threshold
+        if (fraction := gpu.memory_fraction) is not None and fraction >= MEMORY_HIGH_FRACTION
     ]
     if not high:
         return None

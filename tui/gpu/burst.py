@@ -27,10 +27,9 @@ class BurstGpuWatch:
         client: httpx.AsyncClient,
         *,
         interval_s: float = WATCH_INTERVAL_S,
-        monitor: GpuMonitor | None = None,
     ) -> None:
         self.urls = {endpoint.url.rstrip("/"): endpoint.name for endpoint in arms}
-        self.monitor = monitor or GpuMonitor(arms, client)
+        self.monitor = GpuMonitor(arms, client)
         self.interval_s = interval_s
         self._task: asyncio.Task[None] | None = None
 

@@ -176,14 +176,10 @@ def parse_dcgm_page(text: str) -> list[GpuSample]:
 
 
 async def read_dcgm(
-    client: httpx.AsyncClient,
-    url: str,
-    *,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    max_bytes: int = DEFAULT_MAX_BYTES,
+    client: httpx.AsyncClient, url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> GpuReading | GpuUnavailable:
     """GET a dcgm-exporter page (timeout, size cap). Never raises: a failure is a `GpuUnavailable`."""
-    scrape = await scrape_metrics(client, url, timeout_s=timeout_s, max_bytes=max_bytes)
+    scrape = await scrape_metrics(client, url, timeout_s=timeout_s, max_bytes=DEFAULT_MAX_BYTES)
     if scrape.samples is None:
         return GpuUnavailable("dcgm", f"DCGM exporter {url}: {scrape.error}", url)
     gpus = gpus_from_samples(scrape.samples)

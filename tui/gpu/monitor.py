@@ -45,7 +45,6 @@ class GpuMonitor:
         endpoints: Sequence[EndpointSettings],
         client: httpx.AsyncClient,
         *,
-        nvml: NvmlSource | None = None,
         history_s: float = DEFAULT_HISTORY_S,
     ) -> None:
         self.client = client
@@ -57,7 +56,7 @@ class GpuMonitor:
                 endpoint.url, endpoint.gpu_metrics_url, endpoint.gpus
             )
             self.selectors[endpoint.name] = endpoint.gpus
-        self._nvml = nvml
+        self._nvml: NvmlSource | None = None
         self.histories: dict[str, GpuHistory] = {}
         self.latest: dict[str, EndpointGpus] = {}
 
