@@ -16,6 +16,7 @@ from textual.widgets import Static
 from tests.gpu.fake_pynvml import FakeDevice, FakeNvml
 from tests.ui.recording_factory import write_recording
 from tests.ui.ui_waiting import wait_for
+from tui.gpu.dcgm import parse_dcgm_page
 from tui.gpu.models import REASON_SW_POWER_CAP, REASON_SW_THERMAL, GpuProcess, GpuSample
 from tui.gpu.monitor import NVML_SOURCE, EndpointGpus
 from tui.gpu.nvml import NvmlSource
@@ -115,8 +116,6 @@ async def test_g_opens_one_row_per_gpu_and_follows_the_polls(tmp_path: Path) -> 
 @pytest.mark.parametrize("width", [36, 76, 116])
 def test_mig_slices_under_their_gpu_in_whole_parts(width: int) -> None:
     page = (Path(__file__).parent / "samples" / "dcgm_exporter_3.3_h100_mig.prom").read_text()
-    from tui.gpu.dcgm import parse_dcgm_page
-
     lines = [row.plain for row in gpu_rows(parse_dcgm_page(page), width)]
     assert all(len(line) <= width and "…" not in line for line in lines)
     assert [line.split()[0] for line in lines if line.startswith("GPU")] == ["GPU0", "GPU1"]

@@ -14,6 +14,7 @@ from tui.cli import main
 from tui.configs.document import ConfigDocument, load_document
 from tui.configs.lint import gpu_findings
 from tui.gpu.models import GpuSample
+from tui.paths import sample_configs_dir
 from tui.sim.gpu_page import GPU_METRICS_PATH
 
 GIB = 2**30
@@ -105,7 +106,5 @@ def test_lint_without_gpu_data_says_why_in_one_line(tmp_path: Path, capsys, monk
 
 @pytest.mark.parametrize("name", ["client_settings.json"])
 def test_client_configs_are_not_gpu_checked(name: str, capsys) -> None:
-    from tui.paths import sample_configs_dir
-
     assert main(["config", "lint", str(sample_configs_dir() / name)]) == 0
     assert "GPU headroom" not in capsys.readouterr().err
