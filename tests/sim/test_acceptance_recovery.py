@@ -1,5 +1,6 @@
 """The configured acceptance comes back out of the sim's counters and log, within binomial error (derived
-here with the reference formulas, vllm.md §1.2; spectop's own derivation: test_spectop_reads_the_sim.py)."""
+here with the reference formulas, vllm.md §1.2), and out of spectop's own parsers (telemetry scraper,
+window, log grammar) reading the same run."""
 
 from __future__ import annotations
 
@@ -7,14 +8,19 @@ import asyncio
 import math
 import re
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
-from tests.sim.conftest import burst, scrape, value, write_vllm_config
+from tests.sim.conftest import burst, samples, value, write_vllm_config
 from tui.sim.behaviour import expected_tokens_per_step
 from tui.sim.server import SimServer
+from tui.telemetry import scraper, window
+from tui.telemetry.logs import dispatch as log_dispatch
 
 ACCEPTANCE = [0.8, 0.6, 0.5]
+Page = dict[str, list[tuple[dict[str, str], float]]]
 
 
 def _accepted_variance(probabilities: list[float]) -> float:
@@ -33,22 +39,7 @@ def _logged(text: str, what: str) -> int:
     return sum(int(m) for m in re.findall(rf"{what}: (\d+) tokens", text))
 
 
-@pytest.mark.parametrize("flavor", ["vllm", "llamacpp"])
-async def test_counters_recover_configured_acceptance(tmp_path: Path, flavor: str) -> None:
-    config = write_vllm_config(tmp_path / "config.toml", k=3, sim="content_effect = 0.0\nspeed = 4.0")
-    log = tmp_path / "server.log"
-    async with SimServer(
-        flavor=flavor, config_path=config, acceptance=ACCEPTANCE, log_path=log, log_interval_s=0.5
-    ) as sim:
-        await burst(sim, [f"Request number {index} about caches" for index in range(40)], max_tokens=200)
-        page = await scrape(sim.base_url)
-        if flavor == "vllm":  # until the log interval after the load has written its line
-            accepted = value(page, "vllm:spec_decode_num_accepted_tokens_total")
-            deadline = asyncio.get_running_loop().time() + 60  # a hang guard, not a speed target
-            while _logged(log.read_text(), "Accepted") < accepted:
-                assert asyncio.get_running_loop().time() < deadline, "the last log interval never came"
-                await asyncio.sleep(0.05)
-    prefix = "vllm:" if flavor == "vllm" else "llamacpp:"
+def _check_draft_counters(prefix: str, page: Page, log: str) -> None:
     drafts = value(page, prefix + "spec_decode_num_drafts_total")
     drafted = value(page, prefix + "spec_decode_num_draft_tokens_total")
     accepted = value(page, prefix + "spec_decode_num_accepted_tokens_total")
@@ -66,32 +57,94 @@ async def test_counters_recover_configured_acceptance(tmp_path: Path, flavor: st
     mean_length = 1 + accepted / drafts
     expected = expected_tokens_per_step(ACCEPTANCE)
     assert abs(mean_length - expected) < 4 * math.sqrt(_accepted_variance(ACCEPTANCE) / drafts)
-    if flavor == "vllm":
-        text = log.read_text()
-        logged_accepted = _logged(text, "Accepted")
-        logged_drafted = _logged(text, "Drafted")
-        assert logged_accepted == accepted
-        assert logged_drafted == drafted
-        assert "Per-position acceptance rate: " in text
+    if prefix == "vllm:":
+        assert _logged(log, "Accepted") == accepted
+        assert _logged(log, "Drafted") == drafted
+        assert "Per-position acceptance rate: " in log
 
 
-async def test_sglang_gauges_and_counters_recover_acceptance(tmp_path: Path) -> None:
-    settings = tmp_path / "settings.json"
-    settings.write_text(
-        '{"model_path": "m", "tp_size": 1, "mem_fraction_static": 0.8, '
-        '"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, '
-        '"speculative_eagle_topk": 1, "max_running_requests": 16, '
-        '"sim": {"content_effect": 0.0, "speed": 4.0, "decode_log_interval": 20}}'
-    )
-    log = tmp_path / "server.log"
-    async with SimServer(flavor="sglang", config_path=settings, acceptance=ACCEPTANCE, log_path=log) as sim:
-        await burst(sim, [f"Request number {index} about caches" for index in range(40)], max_tokens=200)
-        page = await scrape(sim.base_url)
-    generated = value(page, "sglang:generation_tokens_total")
-    verify = value(page, "sglang:spec_verify_calls_total")
+def _check_sglang(page: Page, log: str) -> None:
     expected = expected_tokens_per_step(ACCEPTANCE)
+    verify = value(page, "sglang:spec_verify_calls_total")
     # completion tokens per verify call (first token free, last step cut short): close to the mean length
-    assert abs(generated / verify - expected) < 0.15
-    lengths = [float(m) for m in re.findall(r"accept len: ([\d.]+)", log.read_text())]
+    assert abs(value(page, "sglang:generation_tokens_total") / verify - expected) < 0.15
+    lengths = [float(m) for m in re.findall(r"accept len: ([\d.]+)", log)]
     assert len(lengths) > 10
     assert abs(sum(lengths) / len(lengths) - expected) < 0.15
+
+
+def _check_spectops_figures(flavor: str, first: Any, last: Any) -> None:
+    assert first.backend == last.backend == flavor
+    figures = window.figures_between(first, last)
+    assert figures.acceptance_rate is not None
+    # about 40 * 200 / 2.1 ≈ 3800 verify steps: 4 standard errors of the per-token rate is ≈ 0.025
+    expected_rate = (expected_tokens_per_step(ACCEPTANCE) - 1) / 3
+    assert abs(figures.acceptance_rate - expected_rate) < 0.04, figures.acceptance_rate
+    if flavor != "sglang":  # SGLang exposes no per-position acceptance
+        assert figures.per_position_acceptance is not None
+        chain = 1.0
+        for observed, p in zip(figures.per_position_acceptance, ACCEPTANCE, strict=True):
+            chain *= p
+            assert abs(observed - chain) < 4 * math.sqrt(chain * (1 - chain) / 2000), figures
+    if flavor == "vllm":
+        assert figures.mean_acceptance_length is not None
+        assert abs(figures.mean_acceptance_length - expected_tokens_per_step(ACCEPTANCE)) < 0.1
+
+
+@pytest.mark.parametrize("flavor", ["vllm", "sglang", "llamacpp"])
+async def test_configured_acceptance_comes_back_out(tmp_path: Path, flavor: str) -> None:
+    config = write_vllm_config(
+        tmp_path / "config.toml", k=3, sim="content_effect = 0.0\nspeed = 4.0\ndecode_log_interval = 20"
+    )
+    log = tmp_path / "server.log"
+    async with (
+        SimServer(
+            flavor=flavor, config_path=config, acceptance=ACCEPTANCE, log_path=log, log_interval_s=0.5
+        ) as sim,
+        httpx.AsyncClient() as http,
+    ):
+        first = await scraper.scrape_metrics(http, sim.base_url + "/metrics")
+        await burst(sim, [f"Request number {index} about caches" for index in range(40)], max_tokens=200)
+        last = await scraper.scrape_metrics(http, sim.base_url + "/metrics")
+        page = samples((await http.get(sim.base_url + "/metrics")).text)
+        if flavor == "vllm":  # until the log interval after the load has written its line
+            accepted = value(page, "vllm:spec_decode_num_accepted_tokens_total")
+            deadline = asyncio.get_running_loop().time() + 60  # a hang guard, not a speed target
+            while _logged(log.read_text(), "Accepted") < accepted:
+                assert asyncio.get_running_loop().time() < deadline, "the last log interval never came"
+                await asyncio.sleep(0.05)
+    if flavor == "sglang":
+        _check_sglang(page, log.read_text())
+    else:
+        _check_draft_counters(f"{flavor}:", page, log.read_text())
+    _check_spectops_figures(flavor, first, last)
+
+
+def _logged_kinds(log: Path) -> tuple[list[Any], list[Any]]:
+    """The log's spec_decode events and stats events, parsed by spectop's grammar."""
+    events = [log_dispatch.parse_line(line, "vllm") for line in log.read_text().splitlines()]
+    spec = [event for event in events if event is not None and event.kind == "spec_decode"]
+    stats = [event for event in events if event is not None and event.kind == "stats"]
+    return spec, stats
+
+
+async def test_log_lines_parse_with_spectops_grammar(tmp_path: Path) -> None:
+    config = write_vllm_config(tmp_path / "config.toml", k=3, sim="content_effect = 0.0")
+    log = tmp_path / "vllm.log"
+    async with SimServer(config_path=config, acceptance=ACCEPTANCE, log_path=log, log_interval_s=0.3) as sim:
+        await burst(sim, [f"prompt {index}" for index in range(8)], max_tokens=160)
+        deadline = asyncio.get_running_loop().time() + 60  # a hang guard, not a speed target
+        while not all(_logged_kinds(log)):  # until the log interval after the run has written its lines
+            assert asyncio.get_running_loop().time() < deadline, log.read_text()[-2000:]
+            await asyncio.sleep(0.05)
+    spec, stats = _logged_kinds(log)
+    assert spec and stats
+    accepted = sum(event.accepted_tokens or 0 for event in spec)
+    drafted = sum(event.drafted_tokens or 0 for event in spec)
+    assert abs(accepted / drafted - (expected_tokens_per_step(ACCEPTANCE) - 1) / 3) < 0.06
+    oom_log = tmp_path / "oom.log"
+    greedy = write_vllm_config(tmp_path / "greedy.toml", k=8, gpu_memory_utilization=0.95)
+    with pytest.raises(Exception, match="out of memory"):
+        await SimServer(config_path=greedy, log_path=oom_log).start()
+    errors = [log_dispatch.parse_line(line, "vllm") for line in oom_log.read_text().splitlines()]
+    assert any(event is not None and event.kind == "error" for event in errors)

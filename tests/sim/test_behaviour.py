@@ -34,7 +34,7 @@ async def test_speculation_gain_shrinks_with_concurrency(tmp_path: Path) -> None
 
 
 async def _greedy_outputs(config: Path, faults: FaultSettings | None = None) -> list[str]:
-    async with SimServer(config_path=config, faults=faults) as sim:
+    async with SimServer(config_path=config, faults=faults, speed=10.0) as sim:  # the text is speed-blind
         client = client_for(sim.base_url)
         outputs = []
         for prompt in PROMPTS:
@@ -89,6 +89,7 @@ async def test_requests_beyond_max_num_seqs_wait(tmp_path: Path) -> None:
             await asyncio.sleep(0.02)
         assert value(page, "vllm:num_requests_running") == 2
         assert value(page, "vllm:num_requests_waiting") == 4
+        sim.control(speed=50.0)  # the queue seen: the rest at once
         await asyncio.gather(*jobs)
         page = await scrape(sim.base_url)
         assert value(page, "vllm:request_queue_time_seconds_count") == 6
