@@ -315,7 +315,7 @@ class AdviceBook:
         advice = self.advice(name)
         if advice is None:
             return Advised()
-        held = self.tracker.since.get(name)
-        if held is None or advice.better_k != held[0] or now - held[1] < self.sustained_s:
+        held_s = self.tracker.held_s(name, advice, now)
+        if held_s is None:
             return Advised(None, advice.better_k, advice.current_k, advice.line())
-        return Advised(held[0], advice.better_k, advice.current_k, alert_text(advice, now - held[1]))
+        return Advised(advice.better_k, advice.better_k, advice.current_k, alert_text(advice, held_s))
