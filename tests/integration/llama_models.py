@@ -1,13 +1,7 @@
-"""Tiny random-weight GGUF models (llama architecture, SPM byte-fallback vocabulary) for llama-server tests.
-
-Four models share one vocabulary, so any of the last three can draft for the first:
-  * `target.gguf`       4 layers, hidden 256, 4 heads / 2 KV heads, ff 704 (about 12.7 MB, F32);
-  * `draft_same.gguf`   a byte copy of the target: every draft token is accepted;
-  * `draft_noisy.gguf`  the target's weights plus 7 % Gaussian noise: partial acceptance (about 0.4);
-  * `draft_random.gguf` unrelated random weights, 2 layers, hidden 128: acceptance near 0.
-Greedy decoding never picks a special or byte token (their output rows are zero while the others are
-random), so every generation runs to `max_tokens` and `finish_reason` is "length".
-"""
+"""Tiny random-weight GGUF models (llama architecture, one SPM byte-fallback vocabulary) for llama-server:
+the target, and as drafts its byte copy (accepts all), the target plus 7% noise (about 0.4) and unrelated
+weights (near 0). Greedy decoding never picks a special or byte token, so every generation runs to
+`max_tokens`."""
 
 from __future__ import annotations
 
