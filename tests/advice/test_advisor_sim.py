@@ -25,8 +25,8 @@ from tui.telemetry.prometheus import parse_metrics_text
 
 LOW = [0.9, 0.85, 0.3, 0.3, 0.3, 0.3]  # conditional: k=2 best
 HIGH = [0.95, 0.95, 0.95, 0.95, 0.9, 0.9]  # k=4 best (k=5 within 2%)
-# The sim runs at twice its modelled speed (the ratios the test compares do not depend on it) and its
-# background load at twice the rate, so the same number of requests runs at once.
+# The sim runs at four times its modelled speed (the ratios the test compares do not depend on it) and its
+# background load at four times the rate, so the same number of requests runs at once.
 MODEL = """content_effect = 0.0
 step_base_ms = 10.0
 step_per_seq_ms = 2.0
@@ -37,7 +37,7 @@ prefill_base_ms = 0.5
 prefill_ms_per_token = 0.001
 spec_prefill_overhead = 0.0
 seed = 3
-speed = 2.0
+speed = 4.0
 """
 
 
@@ -86,8 +86,18 @@ def spectop(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 def advisor_sim(tmp_path: Path) -> Iterator[TuneSim]:
     folder = tmp_path / "sim"
     folder.mkdir()
-    with running_sim(write_config(folder / "config.toml"), load_rps=1.0) as sim:
+    with running_sim(write_config(folder / "config.toml"), load_rps=2.0) as sim:
         yield sim
+
+
+def restart_command(sim: TuneSim) -> str:
+    """The demo's restart through its control socket, as `python -m tui.commands.demo restart` asks for it,
+    without importing the demo's dashboard for each of the test's restarts."""
+    *_, control, name = sim.restart_command
+    client = (
+        "import sys; from tui.sim.supervisor import restart_client; sys.exit(restart_client(*sys.argv[1:]))"
+    )
+    return shlex.join([sys.executable, "-c", client, control, name])
 
 
 POLL_S = 0.1  # a pause between looks at the live load (the wait is on the load, not on a time)
@@ -110,7 +120,7 @@ def wait_for_live_load(sim: TuneSim) -> None:
     raise AssertionError(f"the sim's background load never ran a request in {HANG_GUARD_S:g} s")
 
 
-WINDOW_S = "6"  # at the sim's doubled speed and load, as many requests as 12 s at the modelled ones
+WINDOW_S = "3"  # at the sim's speed and load, as many requests as 12 s at the modelled ones
 
 
 def snapshot_advice(sim: TuneSim, env: dict[str, str]) -> dict[str, object]:
@@ -143,7 +153,7 @@ def test_calibrated_advice_says_k2_then_keep_k4_after_acceptance_rises(
     assert before["basis"] is None and "--calibrate" in str(before["note"])  # no model yet: says so
 
     original = advisor_sim.config.read_bytes()
-    command = shlex.join(advisor_sim.restart_command)
+    command = restart_command(advisor_sim)
     wait_for_live_load(advisor_sim)
     calibration_file = tmp_path / "calibration.json"
     calibrated = spectop(

@@ -332,7 +332,7 @@ def test_the_sims_step_pays_for_switching_speculation_on_and_its_model_says_so(t
     )
     model = sim_step_cost(config, "http://127.0.0.1:8000")
     assert model is not None and model.residual < 1e-9 and model.caveat is None
-    on = (0.008 / behaviour.speed, 0.0004 / behaviour.speed)  # the sim runs at twice its modelled speed
+    on = (0.008 / behaviour.speed, 0.0004 / behaviour.speed)  # the sim runs faster than its model
     assert (model.cost.on_s, model.cost.on_seq_s) == pytest.approx(on, rel=1e-6)
 
 
