@@ -18,10 +18,12 @@ from tui.advice.stepcost import (
     StepCostError,
     StepCostFile,
     StepCostModel,
+    config_facts,
     endpoint_key,
     find_model,
     load_models,
 )
+from tui.configs.errors import ConfigError
 from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS, table_from_steps, table_text
 from tui.format import fmt_count, fmt_times, fmt_tokens
 from tui.telemetry.figures import Figures
@@ -216,9 +218,7 @@ class ConfigFacts:
 
 async def read_config_facts(path: Path) -> ConfigFacts:
     """The k and the settings digest of a config file (unknown when it does not read or has no k)."""
-    from tui.advice.stepcost import config_facts
     from tui.configs.editing import open_config_async
-    from tui.configs.errors import ConfigError
 
     try:
         opened = await open_config_async(path)
