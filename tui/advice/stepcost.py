@@ -43,18 +43,12 @@ class CostPoint(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     k: int = Field(ge=0)
-    concurrency: float = Field(
-        ge=1, description="the batch: the burst's concurrency plus the live load beside it"
-    )
+    concurrency: float = Field(ge=1)  # the batch: the burst's concurrency plus the live load beside it
     decode_tokens_per_s: float = Field(gt=0)
     mean_length: float = Field(ge=1)
-    spread: float | None = Field(
-        None,
-        ge=0,
-        description="relative half-width of the step time's 95% interval over the calibration's "
-        "resamples (None: not measured)",
-    )
-    rounds: int | None = Field(None, description="the bursts (rounds) the point pools")
+    # relative half-width of the step time's 95% interval over the calibration's resamples (None: unknown)
+    spread: float | None = Field(None, ge=0)
+    rounds: int | None = None  # the bursts (rounds) the point pools
 
     @property
     def step_s(self) -> float:
@@ -85,26 +79,22 @@ class StepCost(BaseModel):
 class StepCostModel(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    endpoint: str = Field(description="host:port of the server (fleet instances are named so)")
+    endpoint: str  # host:port of the server (fleet instances are named so)
     model: str | None = None
-    settings: str | None = Field(None, description="digest of the config with the swept key left out")
-    key: str = Field(description="the swept key, e.g. speculative.num_speculative_tokens")
+    settings: str | None = None  # digest of the config with the swept key left out
+    key: str  # the swept key, e.g. speculative.num_speculative_tokens
     fitted_at: datetime
-    source: str | None = Field(None, description="the tune file it was fitted from")
+    source: str | None = None  # the tune file it was fitted from
     cost: StepCost
-    load_dependent: bool = Field(description="fitted over two or more loads (else: at `loads` only)")
+    load_dependent: bool  # fitted over two or more loads (else: at `loads` only)
     k_range: tuple[int, int]
     loads: list[float]
-    residual: float = Field(ge=0, description="largest relative error of the fit over its points")
-    caveat: str | None = Field(
-        None, description="why the model cannot predict (too few points for its terms, a wide residual)"
-    )
+    residual: float = Field(ge=0)  # largest relative error of the fit over its points
+    caveat: str | None = None  # why the model cannot predict (too few points for its terms, a wide residual)
     points: list[CostPoint]
-    replicates: list[StepCost] = Field(
-        default_factory=list,
-        description="the fit on replicates of the calibration's points: its measurement uncertainty "
-        "([]: unknown, e.g. an older model or the simulator's)",
-    )
+    # the fit on replicates of the calibration's points: its measurement uncertainty ([]: unknown, e.g. an
+    # older model or the simulator's)
+    replicates: list[StepCost] = Field(default_factory=list)
 
     def basis(self) -> str:
         """How the advice names it: "tune 2026-12-01 21:04" (or the simulator's own model, in the demo)."""
