@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from tui.bench.stats import percentile_interval
 from tui.configs.atomic import file_lock, write_file
@@ -39,8 +39,6 @@ class StepCostError(ValueError):
 
 class CostPoint(BaseModel):
     """One measured point: k, the load, and the step time it implies."""
-
-    model_config = ConfigDict(extra="ignore")
 
     k: int = Field(ge=0)
     concurrency: float = Field(ge=1)  # the batch: the burst's concurrency plus the live load beside it
@@ -77,8 +75,6 @@ class StepCost(BaseModel):
 
 
 class StepCostModel(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
     endpoint: str  # host:port of the server (fleet instances are named so)
     model: str | None = None
     settings: str | None = None  # digest of the config with the swept key left out
@@ -127,8 +123,6 @@ class StepCostModel(BaseModel):
 
 
 class StepCostFile(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
     format: Literal["spectop-stepcost/1"] = FORMAT
     models: list[StepCostModel] = Field(default_factory=list)
 
