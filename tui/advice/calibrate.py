@@ -1,8 +1,5 @@
-"""`spectop tune --calibrate`: a short sweep made for the step-cost model, and the model it fits.
-
-The values are a few around the file's own k, and 0 where the config can switch speculation off (it pins
-the model's intercept); the loads are 1 and twice the live load, so the model learns how the step grows.
-"""
+"""`spectop tune --calibrate`: a short sweep made for the step-cost model (a few k around the file's own,
+0 where the config can switch speculation off; loads 1 and about the live one), and the model it fits."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """The advisor on live figures: one endpoint's (or a fleet group's) window, the kept step-cost models and
-the kept tunes' context stops ("at this context, k=0" where the window's prompts are that long).
-
-`advice_for` is what `spectop snapshot` and the dashboard call; `AdviceBook` is the dashboard's state.
-"""
+the kept tunes' context stops. `advice_for` serves `spectop snapshot` and the dashboard; `AdviceBook` is
+the dashboard's state."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The step-cost model: what one decode step costs as a function of k (draft tokens) and the load.
-
-A tune point's step time is T = L / (decode tokens/s) (L: mean acceptance length); `StepCost` is the
-model fitted to it, by least squares on relative errors with every term >= 0 (each is a cost). Models
-are kept in `stepcost.json`, one per (endpoint, model, settings digest with the swept key left out).
-"""
+"""The step-cost model: one decode step's time T = L / (decode tokens/s) as a function of k and the load,
+fitted by least squares on relative errors with every term >= 0; kept in `stepcost.json`, one per
+(endpoint, model, settings digest with the swept key left out)."""
 
 from __future__ import annotations
 
