@@ -1,13 +1,7 @@
-"""The suite's shape: the unit tests on every core, then the real-server suites.
-
-pytest-xdist runs the tests (`-n auto --dist loadgroup`, pyproject.toml). Every `test_real_vllm_*.py` test
-under tests/integration/ gets the `real_vllm` marker, every other one there the `llamacpp` marker; the tests
-that share real servers are an xdist group (below), which runs whole on one worker, so the session fixture
-that starts them does so once. Run one suite alone with `-m llamacpp` or `-m real_vllm`, or
-leave both out with `-m "not llamacpp and not real_vllm"`; `-n 0` runs everything in one process.
-
-On a machine's first run, llama-server's build and vLLM's install start in the background as soon as the
-tests are collected, niced, beside the unit tests; the session fixtures then wait on the same file locks.
+"""The suite's shape: the unit tests on every core (xdist), then the real-server suites, marked `llamacpp`
+and `real_vllm` (`-m` runs or leaves out one); the tests that share real servers are one xdist group, so
+their session fixture starts them once. llama-server's build and vLLM's install start in the background
+at collection, niced; the session fixtures wait on the same file locks.
 """
 
 from __future__ import annotations
@@ -25,17 +19,12 @@ import pytest
 INTEGRATION = Path(__file__).parent / "integration"
 VLLM_PREFIX = "test_real_vllm_"
 BED_CHECKS = "test_llama_servers.py"  # the llama.cpp bed's own checks run first: a broken bed fails there
-# A hang guard, not a speed limit: it covers a session fixture's setup too, building llama-server (8-17 min
-# on a busy 2-core machine) or installing vLLM and starting four of them.
+# A hang guard, not a speed limit: it covers a session fixture's setup too (building llama-server).
 INTEGRATION_HANG_GUARD_S = 2400
-# The session fixture of the four vLLMs that several tests share: the tests that use it are one xdist group,
-# so they start once, on one worker. The other vLLM tests start (and restart) their own vLLM: on two
-# workers, two of those starts go at once (each takes about one core). The llama.cpp suite (about a minute)
-# is one group: its bed checks run first.
+# The session fixture of the four shared vLLMs: the tests that use it are one xdist group (one worker).
 SHARED_VLLMS = "vllm_servers"
 PREPARATION_SCRIPTS = {"llamacpp": "llama_build.py", "real_vllm": "vllm_install.py"}
-# The unit tests' longest files (`--durations`), started first so that the two workers end together
-# rather than one finishing a 2-minute sim test alone at the end.
+# The unit tests' longest files, started first so that the two workers end together.
 SLOWEST_FIRST = (
     "advice/test_advisor_sim.py",
     "tune/test_tune_screen.py",
@@ -49,18 +38,15 @@ SLOWEST_FIRST = (
     "fleet/test_fleet_prometheus.py",
 )
 
-# Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (as on the CI machines): without the cache
-# every pytest process rewrites the asserts of ~400 test modules again (collection took 33 s instead of 4 s
-# on a busy 2-core machine, in each xdist worker), and every `spectop` subprocess compiles tui/ again.
+# Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (as on the CI machines): else every pytest
+# worker rewrites the asserts of every test module again, and every `spectop` subprocess compiles tui/.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture(autouse=True)
 def _private_user_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the user's ~/.config, ~/.local/share or ~/.local/state/spectop (the state
-    file, the histories, the step-cost models): tests on other workers would share them. A folder's own
-    conftest may point one elsewhere still."""
+    """No test reads or writes the user's config, data or state folders (other workers would share them)."""
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(name, str(tmp_path / name.lower()))
 

@@ -1,6 +1,5 @@
-"""The calibration behind the advisor: the speculation-off point pins the intercept, a calibration runs at
-least two rounds, and its own measurement uncertainty (the model's bootstrap refits) raises the
-advisor's bar, so noisy points advise nothing."""
+"""The calibration behind the advisor: the speculation-off point pins the intercept, at least two rounds,
+and its own uncertainty (bootstrap refits) raises the advisor's bar, so noisy points advise nothing."""
 
 from __future__ import annotations
 
@@ -146,8 +145,7 @@ def test_a_calibration_runs_at_least_two_rounds_with_the_off_point(tmp_path: Pat
 
 
 def test_a_calibration_of_a_slow_step_takes_minutes_and_says_so_up_front(tmp_path: Path) -> None:
-    """Before: a sim with a 20 ms step at k=4 took 12 minutes (k=0,2,3,4,5 x two loads x two rounds x
-    16 requests of 128 tokens). Three values above 0 and requests of 32 tokens: a quarter of the time."""
+    """Three values above 0 and short requests: a quarter of the time of five values of long ones."""
     import asyncio
 
     config = tmp_path / "config.toml"
@@ -298,10 +296,8 @@ REAL_LIVE = [0.41598, 0.18257]  # the snapshot's per-position acceptance beside 
 
 
 def test_a_real_vllm_calibration_on_a_busy_host_advises_nothing() -> None:
-    """vLLM's CPU build on the shared 2-core machine (tests/integration/test_real_vllm_advisor.py, load
-    average about 4): k=0 at 1.52x by the fit, from bursts whose rates differed up to threefold. The
-    old bar (5% + the fit error) advised switching speculation off on it; the calibration's own k=2 over
-    k=0 interval was 0.20-2.06: k=0 and k=1 are unknown, not figures."""
+    """vLLM's CPU build on a busy host, bursts up to threefold apart: without the calibration's own
+    uncertainty the bar advised switching speculation off on noise; with it, k=0 and k=1 are unknown."""
     result = TuneResult.model_validate_json(REAL.read_text())
     cell = result.cell(2, 1)
     assert cell is not None and cell.speedup_ci95 is not None
@@ -336,7 +332,7 @@ def test_the_sims_step_pays_for_switching_speculation_on_and_its_model_says_so(t
     )
     model = sim_step_cost(config, "http://127.0.0.1:8000")
     assert model is not None and model.residual < 1e-9 and model.caveat is None
-    on = (0.008 / behaviour.speed, 0.0004 / behaviour.speed)  # the sim runs at twice its modelled speed
+    on = (0.008 / behaviour.speed, 0.0004 / behaviour.speed)  # the sim runs faster than its model
     assert (model.cost.on_s, model.cost.on_seq_s) == pytest.approx(on, rel=1e-6)
 
 

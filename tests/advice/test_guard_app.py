@@ -5,7 +5,7 @@ or `auto` switches speculation off; every action in the alerts list and the reco
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -16,6 +16,7 @@ from textual.widgets import DataTable
 from tests.tune.conftest import running_sim, write_config
 from tests.ui.ui_waiting import wait_for
 from tui.advice.guard import ACTION_WORDS
+from tui.advice.guard_control import ACCEPTANCE_KINDS
 from tui.paths import themes_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.editor import EditorScreen
@@ -71,11 +72,6 @@ def _app(endpoint: EndpointSettings, record: Path) -> SpectopApp:
     )
 
 
-async def _until(pilot: Pilot[object], condition: Callable[[], bool]) -> None:
-    """A hang guard, not a speed bound: counted in the app's pauses, so a loaded machine gets longer."""
-    await wait_for(pilot, condition)
-
-
 def _guard_alerts(app: SpectopApp) -> list[Alert]:
     return [alert for alert in app.alerts.all_alerts() if alert.kind == "guard"]
 
@@ -85,7 +81,6 @@ GUARD_OFFERED, GUARD_DECLINED, GUARD_SWITCHED_OFF = (
 )
 
 
-ACCEPTANCE_KINDS = ("acceptance_low", "acceptance_critical")
 POLLS_WITH_THE_ALERT = 10  # 2 s of 0.2 s polls: many chances for the guard to offer again
 
 
@@ -103,7 +98,7 @@ async def _acceptance_known(pilot: Pilot[object], app: SpectopApp) -> None:
         reading = app.readings.get("guarded")
         return reading is not None and reading.figures.acceptance_rate is not None
 
-    await _until(pilot, known)
+    await wait_for(pilot, known)
     assert not app.alerts.active("guarded")  # fine before it is lowered: nothing to guard
 
 
@@ -116,30 +111,30 @@ async def test_ask_offers_the_diff_and_a_yes_switches_speculation_off(
         await _acceptance_known(pilot, app)
         assert not isinstance(app.screen, GuardDialog)
         guard_sim.lower_acceptance()
-        await _until(pilot, lambda: isinstance(app.screen, GuardDialog))
+        await wait_for(pilot, lambda: isinstance(app.screen, GuardDialog))
         dialog = app.screen
         assert isinstance(dialog, GuardDialog)
         assert "-enabled = true" in dialog.diff and "+enabled = false" in dialog.diff
         assert "below 50%" in dialog.figures
         before = guard_sim.restarts()
         await pilot.press("y")
-        await _until(pilot, lambda: GUARD_SWITCHED_OFF in _actions(app))
+        await wait_for(pilot, lambda: GUARD_SWITCHED_OFF in _actions(app))
         assert not isinstance(app.screen, GuardDialog)
         assert "enabled = false" in guard_sim.sim.config.read_text(encoding="utf-8")
         assert guard_sim.restarts() == before + 1  # the restart command ran: the sim re-read its config
         assert _actions(app) == [GUARD_OFFERED, GUARD_SWITCHED_OFF]
         # The server is back without speculation: no acceptance any more, so nothing to guard.
-        await _until(pilot, lambda: not app.alerts.restarting("guarded"))
-        await _until(pilot, lambda: not app.alerts.active("guarded"))
+        await wait_for(pilot, lambda: not app.alerts.restarting("guarded"))
+        await wait_for(pilot, lambda: not app.alerts.active("guarded"))
         await pilot.press("a")
-        await _until(pilot, lambda: isinstance(app.screen, AlertsScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, AlertsScreen))
         table = app.screen.query_one(DataTable)
         rows = [[str(cell) for cell in table.get_row_at(index)] for index in range(table.row_count)]
         guard_rows = [row for row in rows if row[0] == "GUARD"]
         assert len(guard_rows) == 2 and "switched speculation off" in guard_rows[0][4]
         table.move_cursor(row=rows.index(guard_rows[0]))
         await pilot.press("enter")
-        await _until(pilot, lambda: isinstance(app.screen, GuardDialog))
+        await wait_for(pilot, lambda: isinstance(app.screen, GuardDialog))
         assert "+enabled = false" in app.screen.diff  # type: ignore[attr-defined]
         await pilot.press("escape")
     recorded = _recorded(record)
@@ -153,7 +148,7 @@ async def test_ask_offers_the_diff_and_a_yes_switches_speculation_off(
         remember_theme_choice=False,
     )
     async with replay.run_test(size=(80, 24)) as pilot:  # the replay shows the guard's actions too
-        await _until(pilot, lambda: replay.replay_done)
+        await wait_for(pilot, lambda: replay.replay_done)
         assert _actions(replay) == [GUARD_OFFERED, GUARD_SWITCHED_OFF]
         assert "+enabled = false" in _guard_alerts(replay)[0].diff
 
@@ -166,9 +161,9 @@ async def test_a_declined_offer_changes_nothing_and_is_not_offered_again_within_
     async with app.run_test(size=(80, 24)) as pilot:
         await _acceptance_known(pilot, app)
         guard_sim.lower_acceptance()
-        await _until(pilot, lambda: isinstance(app.screen, GuardDialog))
+        await wait_for(pilot, lambda: isinstance(app.screen, GuardDialog))
         await pilot.press("n")
-        await _until(pilot, lambda: GUARD_DECLINED in _actions(app))
+        await wait_for(pilot, lambda: GUARD_DECLINED in _actions(app))
         # The alert stays on for many more polls; the guard stays quiet (cool-down of 600 s). Counted in
         # polls that read it on (a loaded machine's sim may idle a window: unknown acceptance ends it).
         polls_with_the_alert: set[float] = set()
@@ -180,7 +175,7 @@ async def test_a_declined_offer_changes_nothing_and_is_not_offered_again_within_
                 polls_with_the_alert.add(app.readings["guarded"].time)
             return len(polls_with_the_alert) >= POLLS_WITH_THE_ALERT
 
-        await _until(pilot, many_polls_with_the_alert)
+        await wait_for(pilot, many_polls_with_the_alert)
         assert not offered_again and not isinstance(app.screen, GuardDialog)
         assert _actions(app) == [GUARD_OFFERED, GUARD_DECLINED]
     assert guard_sim.sim.config.read_bytes() == original
@@ -199,7 +194,7 @@ async def test_auto_switches_without_a_dialog_and_records_it(guard_sim: GuardSim
             dialogs.extend(screen for screen in app.screen_stack if isinstance(screen, GuardDialog))
             return GUARD_SWITCHED_OFF in _actions(app)
 
-        await _until(pilot, switched)
+        await wait_for(pilot, switched)
         assert not dialogs
         assert _actions(app) == [GUARD_SWITCHED_OFF]
         assert "+enabled = false" in _guard_alerts(app)[0].diff
@@ -215,12 +210,12 @@ async def test_the_guard_waits_while_the_user_edits_the_endpoint_config(
     async with app.run_test(size=(80, 24)) as pilot:
         await _acceptance_known(pilot, app)
         app.open_editor("guarded")
-        await _until(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
+        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded)
         guard_sim.lower_acceptance()
-        await _until(pilot, lambda: bool(app.alerts.active("guarded")))
+        await wait_for(pilot, lambda: bool(app.alerts.active("guarded")))
         polled = app.readings["guarded"].time
-        await _until(pilot, lambda: app.readings["guarded"].time > polled + 1.0)
+        await wait_for(pilot, lambda: app.readings["guarded"].time > polled + 1.0)
         assert isinstance(app.screen, EditorScreen) and not _actions(app)  # its write would race the editor's
         await pilot.press("escape")
-        await _until(pilot, lambda: isinstance(app.screen, GuardDialog))
+        await wait_for(pilot, lambda: isinstance(app.screen, GuardDialog))
         assert _actions(app) == [GUARD_OFFERED]

@@ -103,14 +103,20 @@ class FakePorts:
             await self.tasks.pop(0)
 
 
-def _board(tmp_path: Path) -> tuple[Board, EndpointSettings]:
+FACTS = ConfigFacts(4, "s")
+
+
+def _board(
+    tmp_path: Path, model: StepCostModel | None = None, facts: ConfigFacts = FACTS
+) -> tuple[Board, EndpointSettings]:
+    """A board watching endpoint "e" in ask mode: its config file at k = `facts.k`, one step-cost model."""
     endpoint = EndpointSettings(
-        name="e", url="http://127.0.0.1:8000", config_file=write_config(tmp_path / "config.toml", k=4),
-        restart_command=["true"], guard="ask",
+        name="e", url="http://127.0.0.1:8000", restart_command=["true"], guard="ask",
+        config_file=write_config(tmp_path / "config.toml", k=facts.k or 0),
     )  # fmt: skip
     board = Board(Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=[endpoint]))
-    board.enable_advice(KeptModels(StepCostFile(models=[fitted()])))
-    board.set_config_facts("e", ConfigFacts(4, "s"))
+    board.enable_advice(KeptModels(StepCostFile(models=[model or fitted()])))
+    board.set_config_facts("e", facts)
     return board, endpoint
 
 
@@ -300,13 +306,9 @@ def test_a_table_leaves_the_settings_digest_as_it_was() -> None:
 
 
 async def test_the_controller_offers_the_table_with_its_diff(tmp_path: Path) -> None:
-    endpoint = EndpointSettings(
-        name="e", url="http://127.0.0.1:8000", config_file=write_config(tmp_path / "config.toml", k=3),
-        restart_command=["true"], guard="ask",
-    )  # fmt: skip
-    board = Board(Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=[endpoint]))
-    board.enable_advice(KeptModels(StepCostFile(models=[_model(8.0, 10.0)])))
-    board.set_config_facts("e", ConfigFacts(3, "s", "speculative.num_speculative_tokens"))
+    board, endpoint = _board(
+        tmp_path, _model(8.0, 10.0), ConfigFacts(3, "s", "speculative.num_speculative_tokens")
+    )
     figures = Figures(per_position_acceptance=PER_POSITION, running=1.0, acceptance_rate=0.57)
     board.add_reading(
         EndpointReading(name="e", url=endpoint.url, time=100.0, up=True, model="m", figures=figures)

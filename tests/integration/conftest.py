@@ -1,8 +1,5 @@
-"""Session fixtures for the integration suites: real llama-servers and real vLLMs (CPU build).
-
-Markers, xdist groups and order: tests/conftest.py. A machine's first run builds llama-server (about 8 minutes
-on 2 cores) and installs vLLM's CPU build (2-3 minutes); later runs reuse both caches.
-"""
+"""Session fixtures for the integration suites: real llama-servers and real vLLMs (CPU build), from caches
+that a machine's first run fills. Markers, xdist groups and order: tests/conftest.py."""
 
 from __future__ import annotations
 

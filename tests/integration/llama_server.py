@@ -63,23 +63,12 @@ def wait_healthy(
     raise ServerError(f"{name} not healthy after {timeout_s:g} s:\n{log_tail(log_file)}")
 
 
-@dataclass
-class LlamaServer:
-    """One llama-server: the target model, optionally a draft model, logging to `log_file`."""
+@dataclass(kw_only=True)
+class LoopbackServer:
+    """A real server of the suites: its name, work folder (its log there), loopback port and process."""
 
     name: str
-    binary: Path
-    model: Path
-    draft: Path | None
     workdir: Path
-    # One thread: ggml's worker threads spin while they wait, so four servers with -t 2 on a shared 2-core
-    # machine starve each other (random draft: ~250 tok/s with -t 1, ~100 with -t 2 under load).
-    threads: int = 1
-    parallel: int = 2
-    context: int = 2048
-    # LLAMA_TRACE=1 logs every verification step (`accepted 8/ 8 draft tokens`): the tests' exact step count.
-    env: dict[str, str] = field(default_factory=lambda: {"LLAMA_TRACE": "1"})
-    extra_args: tuple[str, ...] = ()
     port: int = 0
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -90,6 +79,26 @@ class LlamaServer:
     @property
     def log_file(self) -> Path:
         return self.workdir / f"{self.name}.log"
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass(kw_only=True)
+class LlamaServer(LoopbackServer):
+    """One llama-server: the target model, optionally a draft model, logging to `log_file`."""
+
+    binary: Path
+    model: Path
+    draft: Path | None
+    # One thread: ggml's worker threads spin while they wait, so four servers with -t 2 on a shared 2-core
+    # machine starve each other (random draft: ~250 tok/s with -t 1, ~100 with -t 2 under load).
+    threads: int = 1
+    parallel: int = 2
+    context: int = 2048
+    # LLAMA_TRACE=1 logs every verification step (`accepted 8/ 8 draft tokens`): the tests' exact step count.
+    env: dict[str, str] = field(default_factory=lambda: {"LLAMA_TRACE": "1"})
+    extra_args: tuple[str, ...] = ()
 
     @property
     def stderr_file(self) -> Path:
@@ -136,9 +145,6 @@ class LlamaServer:
 
     def wait_healthy(self, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
         wait_healthy(self.url, self.process, self.name, self.stderr_file, timeout_s)
-
-    def is_running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
 
     def kill(self) -> None:
         """SIGKILL, as a crash would: no clean shutdown."""

@@ -1,8 +1,6 @@
-"""`spectop bench` A/B between the no-draft server and the identical-draft server.
-
-Speculative decoding is lossless, so greedy output must be identical on both arms; the timings spectop
-measures on the client side must be consistent with what the servers logged for the same requests
-(medians: on a loaded 2-core machine the client now and then reads a whole 64-token stream at once).
+"""`spectop bench` A/B between the no-draft and the identical-draft server: greedy output identical on
+both arms, client-side timings consistent with the servers' logs (medians: a loaded client may read a
+stream at once).
 """
 
 from __future__ import annotations

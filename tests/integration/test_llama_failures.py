@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,8 +14,7 @@ from llama_workload import EVAL_LINE, log_size, read_log, wait_for_finished_requ
 pytestmark = pytest.mark.llamacpp
 
 BURST_REQUESTS = 40
-# With every request in flight failing fast, the burst must end well within this.
-BURST_DEADLINE_S = 120.0
+BURST_DEADLINE_S = 120.0  # a hang guard: with every request in flight failing fast, it ends long before
 
 
 def test_bench_reports_errors_when_the_server_dies_mid_burst(
@@ -34,9 +32,7 @@ def test_bench_reports_errors_when_the_server_dies_mid_burst(
         started = wait_for_finished_requests(server.log_file, offset, 3, timeout_s=120)
         assert len(EVAL_LINE.findall(started)) >= 3, "the burst never got going"
         server.kill()
-        killed_at = time.monotonic()
-        stdout, stderr = process.communicate(timeout=BURST_DEADLINE_S)
-        ended_after_s = time.monotonic() - killed_at
+        stdout, stderr = process.communicate(timeout=BURST_DEADLINE_S)  # TimeoutExpired: it hung
     assert process.returncode == 1, stdout + stderr  # the burst ran, some requests failed
     summary = json.loads(report.read_text())
     arm = summary["a"]
@@ -46,7 +42,6 @@ def test_bench_reports_errors_when_the_server_dies_mid_burst(
     assert arm["requests"] - arm["errors"] <= finished_on_server  # no success the server never finished
     assert set(arm["errors_by_kind"]) <= {"connect", "broken_stream", "timeout", "http_status"}, arm
     assert "connect" in arm["errors_by_kind"] or "broken_stream" in arm["errors_by_kind"], arm
-    assert ended_after_s < BURST_DEADLINE_S
 
 
 def test_snapshot_sees_a_restarted_server_again(

@@ -1,9 +1,6 @@
-"""`spectop snapshot` on a real llama-server that a second scraper (Prometheus, another spectop) also reads.
-
-llama-server resets its `predicted_tokens_seconds` gauge on every GET /metrics, whoever sends it. Between two
-of spectop's scrapes the other scraper steals that gauge many times over, so the number of finished requests
-cannot be worked out from it: spectop must then say it does not know (None, with the reason), never print a
-rate built from a stolen gauge. What it does report must match the server's own record (`timings`).
+"""`spectop snapshot` on a real llama-server that a second scraper also reads: every GET /metrics resets
+`predicted_tokens_seconds`, so spectop must say the finished requests are unknown (None, with the reason),
+and what it does report must match the server's `timings`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""`spectop snapshot --json` on real llama-servers agrees with the servers' own record of the same requests.
-
-llama.cpp adds a request's tokens and drafts to /metrics only when the request finishes, so the requests
-must start after spectop's first scrape and finish before its second. Each server sits behind a
-pass-through tap that shows when spectop scraped; the truth is the server's log (the per-request
-`draft acceptance = …` lines and, with LLAMA_TRACE=1, one line per verification step) and the responses'
-`timings`.
+"""`spectop snapshot --json` on real llama-servers agrees with the servers' own record (log lines, `timings`).
+llama.cpp counts a request on /metrics when it finishes, so the requests run between spectop's first two
+scrapes, which a pass-through tap shows.
 """
 
 from __future__ import annotations

@@ -117,17 +117,10 @@ def test_tune_sweeps_llama_draft_max_and_reports_acceptance_from_the_server(
     original = launch.read_bytes()
     report = tmp_path / "tune.json"
     values = ",".join(map(str, VALUES))
-    done = run_spectop(
-        [
-            "tune", str(launch), "--endpoint", url, "--key", "draft.max", "--values", values,
-            "--concurrency", "1,2", "--restart-command", " ".join(restart), "--requests", "6",
-            "--max-tokens", "64", "--health-timeout", "90", "--log-file", str(log_file), "--no-history",
-            "--json", str(report),
-        ],
-        tmp_path,
-        timeout_s=900,
+    done = _tune(
+        launch, url, restart, log_file, tmp_path, "--values", values, "--concurrency", "1,2",
+        "--requests", "6", "--max-tokens", "64", "--json", str(report),
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(report.read_text(encoding="utf-8"))
     assert result["key"] == "draft.max"
     assert result["baseline_value"] == ORIGINAL  # no 0 in the sweep: the file's own value
@@ -148,18 +141,20 @@ def test_tune_sweeps_llama_draft_max_and_reports_acceptance_from_the_server(
     assert "best at concurrency 1: k=" in done.stdout
 
 
-def _tune(launch: Path, url: str, restart: list[str], log_file: Path, home: Path, *extra: str) -> str:
+def _tune(
+    launch: Path, url: str, restart: list[str], log_file: Path, home: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`spectop tune` of the launch file's draft max through the wrapper; it must succeed."""
     done = run_spectop(
         [
-            "tune", str(launch), "--endpoint", url, "--key", "draft.max",
-            "--restart-command", " ".join(restart), "--max-tokens", "64", "--health-timeout", "90",
-            "--log-file", str(log_file), "--no-history", *extra,
+            "tune", str(launch), "--endpoint", url, "--key", "draft.max", "--restart-command",
+            " ".join(restart), "--health-timeout", "90", "--log-file", str(log_file), "--no-history", *extra,
         ],
         home,
         timeout_s=1200,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stderr
+    return done
 
 
 def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
@@ -171,18 +166,10 @@ def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
     so the cost of switching speculation on is part of the model's base)."""
     launch, log_file, url, restart = tuned_server
     original = launch.read_bytes()
-    calibrate = (
-        "--calibrate",
-        "--values",
-        "1,2,3,4",
-        "--concurrency",
-        "1,2",
-        "--requests",
-        "8",
-        "--rounds",
-        "3",
-    )
-    said = _tune(launch, url, restart, log_file, tmp_path, *calibrate)
+    said = _tune(
+        launch, url, restart, log_file, tmp_path, "--calibrate", "--values", "1,2,3,4",
+        "--concurrency", "1,2", "--requests", "8", "--rounds", "3", "--max-tokens", "64",
+    ).stderr  # fmt: skip
     assert "step-cost model kept" in said, said
     assert launch.read_bytes() == original
     with steady_load([url], concurrency=1, send=traffic_request):
@@ -191,19 +178,10 @@ def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
     advice = json_lines(snapshot.stdout)[0]["advice"]
     assert advice["current_k"] == ORIGINAL and str(advice["basis"]).startswith("tune "), advice
     report = tmp_path / "sweep.json"
-    sweep = (
-        "--values",
-        "1,2,4",
-        "--concurrency",
-        "1",
-        "--requests",
-        "12",
-        "--rounds",
-        "3",
-        "--json",
-        str(report),
-    )
-    _tune(launch, url, restart, log_file, tmp_path, *sweep)
+    _tune(
+        launch, url, restart, log_file, tmp_path, "--values", "1,2,4", "--concurrency", "1",
+        "--requests", "12", "--rounds", "3", "--max-tokens", "64", "--json", str(report),
+    )  # fmt: skip
     cells = {o["value"]: o["cells"][0] for o in json.loads(report.read_text())["outcomes"]}
     rows = {
         k: (advice["speedup_by_k"].get(str(k)), advice["interval_by_k"].get(str(k)), cells[k]["speedup"],
@@ -249,14 +227,10 @@ def test_a_context_axis_on_a_real_llama_server(
         assert "the server counted" in line and "off, the context is not" not in line, line
 
     report = tmp_path / "tune.json"
-    tune = run_spectop(
-        ["tune", str(launch), "--endpoint", url, "--key", "draft.max", "--values", "1,4",
-         "--concurrency", "1", "--restart-command", " ".join(restart), "--requests", "4",
-         "--max-tokens", "32", "--prompts", "chat", "--prompt-tokens", lengths, "--health-timeout", "90",
-         "--log-file", str(log_file), "--no-history", "--json", str(report)],
-        tmp_path, timeout_s=900,
+    tune = _tune(
+        launch, url, restart, log_file, tmp_path, "--values", "1,4", "--concurrency", "1", "--requests", "4",
+        "--max-tokens", "32", "--prompts", "chat", "--prompt-tokens", lengths, "--json", str(report),
     )  # fmt: skip
-    assert tune.returncode == 0, tune.stderr[-3000:]
     result = json.loads(report.read_text(encoding="utf-8"))
     assert result["prompt_tokens"] == list(LENGTHS)
     buckets = {(d["concurrency"], d["prompt_tokens"]): d for d in result["context_decisions"]}

@@ -1,11 +1,6 @@
-"""The what-if advisor against a sweep of a real vLLM (CPU build, the tiny model with the noisy draft, k=2).
-
-`tune --calibrate` fits the step cost with spectop's own choices (k=0,1,2,3: a vLLM file can switch
-speculation off; three rounds: this shared host moves a burst by tens of percent); `snapshot` under steady
-traffic gives the advice; a three-round sweep of the same server at the same load measures it. Asserted,
-unwidened: k=1's prediction within 15% of the measurement, its interval at most 1.6x wide and meeting the
-sweep's 95% interval; an advised k is one the sweep finds significantly faster. The figures are printed
-(README quotes them).
+"""The what-if advisor against a sweep of a real vLLM (CPU build, noisy draft, k=2): `tune --calibrate`
+with spectop's own choices, `snapshot` under steady traffic for the advice, a three-round sweep at the same
+load to measure it; asserted unwidened (the figures are printed).
 """
 
 from __future__ import annotations

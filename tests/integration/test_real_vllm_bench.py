@@ -1,8 +1,5 @@
-"""`spectop bench` on real vLLMs: what spectop keeps of each request is what the server answered.
-
-Every chunk of a vLLM stream carries a cumulative `usage` (`--enable-force-include-usage`: never to be added
-up), the final one the request's `metrics.speculative_decoding`; a tap keeps the answers to hold spectop's
-per-request figures against, and at temperature 0 the texts with the draft on and off are identical.
+"""`spectop bench` on real vLLMs: what spectop keeps of each request is what the server answered (a tap
+keeps the answers; `usage` is cumulative; at temperature 0 the texts with the draft on and off agree).
 """
 
 from __future__ import annotations

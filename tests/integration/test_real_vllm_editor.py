@@ -11,7 +11,6 @@ from pathlib import Path
 
 from vllm_managed import make_managed
 from vllm_models import VllmModels
-from vllm_waits import until_served
 from vllm_workload import served_k, steady_load
 
 from tui.paths import themes_dir
@@ -38,26 +37,25 @@ async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
                     per_position = reading.figures.per_position_acceptance if reading else None
                     return len(per_position) if per_position else None
 
-                await until_served(pilot, lambda: positions() == 2, "two draft positions on the card", server)
+                await server.until_served(pilot, lambda: positions() == 2, "two draft positions on the card")
                 await pilot.press("e")
-                await until_served(
+                await server.until_served(
                     pilot,
                     lambda: isinstance(app.screen, EditorScreen) and app.screen.loaded,
                     "the editor",
-                    server,
                 )
                 editor = app.screen
                 assert isinstance(editor, EditorScreen)
                 field = editor.query_one("#field-speculative--num_speculative_tokens Input", FieldInput)
                 field.focus()
                 await pilot.press("i")  # a field takes text only in edit mode (htop/k9s keys otherwise)
-                await until_served(pilot, lambda: field.editing, "the field in edit mode", server)
+                await server.until_served(pilot, lambda: field.editing, "the field in edit mode")
                 field.value = ""
                 await pilot.press("1", "enter")
                 assert field.value == "1"
                 await pilot.press("ctrl+r")
-                await until_served(
-                    pilot, lambda: isinstance(app.screen, DiffDialog | ConfirmDialog), "the diff", server
+                await server.until_served(
+                    pilot, lambda: isinstance(app.screen, DiffDialog | ConfirmDialog), "the diff"
                 )
 
                 def confirmed() -> bool:
@@ -66,11 +64,10 @@ async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
                 while not confirmed():
                     if isinstance(app.screen, DiffDialog | ConfirmDialog):
                         await pilot.press("y")
-                    await until_served(
+                    await server.until_served(
                         pilot,
                         lambda: confirmed() or isinstance(app.screen, DiffDialog | ConfirmDialog),
                         "the restart dialog",
-                        server,
                     )
                 dialog = app.screen
                 status = dialog.query_one("#restart-status")
@@ -78,17 +75,16 @@ async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
                 def restart_status() -> str:
                     return str(status.render())
 
-                await until_served(
+                await server.until_served(
                     pilot,
                     lambda: "✓" in restart_status() or "✗" in restart_status(),
                     "the restart's outcome",
-                    server,
                 )
                 assert "✓" in restart_status(), restart_status()
                 await pilot.press("escape")
                 # The card's figures after the restart: one draft position (k = 1), from the new server.
-                await until_served(
-                    pilot, lambda: positions() == 1, "one draft position after the restart", server
+                await server.until_served(
+                    pilot, lambda: positions() == 1, "one draft position after the restart"
                 )
         assert "num_speculative_tokens = 1" in server.config.read_text()
         assert server.restarts() == [2, 1]

@@ -1,10 +1,6 @@
-"""Fleet mode on real vLLMs: a real Prometheus scrapes two real vLLMs, and `spectop snapshot --prometheus`
-gives the figures of the servers' own counters.
-
-The load runs between idle stretches that Prometheus has scraped, so over a window that covers it every
-counter's increase is exactly the difference the test reads from the servers' /metrics before and after;
-acceptance, mean acceptance length and per-position acceptance are ratios of those increases (Prometheus'
-extrapolation cancels in them, the samples of one scrape sharing their timestamps).
+"""Fleet mode on real vLLMs: a real Prometheus scrapes two vLLMs, and `spectop snapshot --prometheus` gives
+the figures of their own counters. The load runs between scraped idle stretches, so each counter's increase
+is exactly the difference of the servers' /metrics before and after.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from vllm_managed import make_managed
 from vllm_models import VllmModels
-from vllm_waits import until_served
 from vllm_workload import completion, steady_load
 
 from tui.advice.guard import ACTION_WORDS
@@ -40,11 +39,10 @@ async def test_auto_guard_switches_speculation_off_on_a_real_vllm(
                 def guard_actions() -> list[str]:
                     return [alert.message for alert in app.alerts.all_alerts() if alert.kind == "guard"]
 
-                await until_served(
+                await server.until_served(
                     pilot,
                     lambda: any(m.startswith((SWITCHED_OFF, FAILED)) for m in guard_actions()),
                     "the guard's action",
-                    server,
                 )
                 actions = guard_actions()
                 assert any(message.startswith(SWITCHED_OFF) for message in actions), actions

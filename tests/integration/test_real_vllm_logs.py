@@ -1,9 +1,6 @@
-"""`spectop logs` on a real vLLM's log: its `Engine 000:` lines (with the CPU build's "CPU KV cache usage"),
-its `SpecDecoding metrics:` lines and its access lines, against the server's own counters.
-
-The requests run between two idle `Engine 000:` lines (the stats logger has printed every interval with
-traffic), so the `SpecDecoding metrics:` lines in between cover exactly the counter increase the test
-reads from /metrics before and after.
+"""`spectop logs` on a real vLLM's log (`Engine 000:`, `SpecDecoding metrics:` and access lines) against
+the server's own counters; the requests run between two idle `Engine 000:` lines, so the lines in between
+cover exactly the counters' increase.
 """
 
 from __future__ import annotations

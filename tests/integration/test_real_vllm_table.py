@@ -1,10 +1,6 @@
-"""vLLM's k by batch size on the real vLLM (CPU build): a two-range `num_speculative_tokens_per_batch_size`
-set with `spectop config set`, rendered by `spectop config launch --format yaml` (the restart script),
-and each range's k seen in effect at its load.
-
-The k in effect is read from the answers' `per_step_drafted` (`--per-request-spec-decode-metrics
-detailed`): vLLM 0.32's per-request `num_spec_tokens` is the configured maximum (`RequestSpecDecodeMetrics`
-in vllm/v1/metrics/stats.py), the same at every load.
+"""vLLM's k by batch size on the real vLLM: a two-range table set with `spectop config set`, rendered by
+`config launch --format yaml`, each range's k seen in effect at its load (from the answers'
+`per_step_drafted`: vLLM 0.32's per-request `num_spec_tokens` is the configured maximum at every load).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """`spectop tune` over `num_speculative_tokens` on a real vLLM whose restart script returns before the old
-server is gone (vllm_managed.py).
-
-A tap keeps every answer, so each burst says which k the answering server ran: a burst sent to the old
-process after a restart (the restart race) shows as the previous k. `--apply` changes exactly one line;
-the file is byte-identical after a value that fails to start (the reason from vLLM's log) and after SIGINT.
+server is gone (vllm_managed.py); a tap shows which k answered each burst (the restart race).
 """
 
 from __future__ import annotations

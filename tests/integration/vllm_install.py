@@ -8,7 +8,6 @@ lock serialises installers. Run alone: `.venv/bin/python tests/integration/vllm_
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import platform
@@ -18,6 +17,8 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from llama_build import ensure_cached, run_alone
 
 VLLM_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0+cpu"
@@ -137,28 +138,10 @@ def install(version: str = VLLM_VERSION, log: Log = print) -> Path:
 
 def ensure_vllm(version: str = VLLM_VERSION, log: Log = print) -> Path:
     """The python of a venv with vLLM's CPU build: the cached one when valid, else installed now."""
-    python = cached_python(version)
-    if python is not None:
-        return python
-    cache_root().mkdir(parents=True, exist_ok=True)
-    with (cache_root() / ".install.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        python = cached_python(version)  # another process may have installed it while we waited
-        if python is not None:
-            return python
-        return install(version, log)
-
-
-def main() -> int:
-    started = time.monotonic()
-    try:
-        python = ensure_vllm(log=lambda line: print(line, flush=True))
-    except VllmInstallImpossible as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"{python} ({time.monotonic() - started:.0f} s)")
-    return 0
+    return ensure_cached(
+        cache_root(), ".install.lock", lambda: cached_python(version), lambda: install(version, log)
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_alone(ensure_vllm, VllmInstallImpossible))

@@ -13,16 +13,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llama_server import free_port, log_tail, wait_healthy
 from llama_spectop import spectop_command
+from textual.pilot import Pilot
 from vllm_models import VllmModels
 from vllm_server import START_TIMEOUT_S, VLLM_ENV, kill_groups
 
+from tests.ui.ui_waiting import wait_for
 from tui.settings import AlertSettings, EndpointSettings, Settings
+
+# What vLLM's log says when its worker crashed (not "EngineDeadError": vLLM logs that on every SIGTERM too).
+ENGINE_DEAD_MARKS = ("died unexpectedly",)
 
 CONFIG = """# vLLM (CPU build) serving the tiny test model; spectop renders it with `config launch`
 [model]
@@ -159,6 +165,18 @@ class ManagedVllm:
 
     def tail(self) -> str:
         return log_tail(self.log_file)
+
+    async def until_served(self, pilot: Pilot[Any], condition: Callable[[], bool], what: str) -> None:
+        """`wait_for` in a Pilot-driven app, failing at once with the log when the server's worker died."""
+
+        def died() -> bool:
+            return any(mark in self.tail() for mark in ENGINE_DEAD_MARKS)
+
+        await wait_for(
+            pilot, lambda: condition() or died(), what, timeout_s=START_TIMEOUT_S, explain=self.tail
+        )
+        if not condition():
+            raise AssertionError(f"vLLM's worker died while waiting for {what}:\n{self.tail()}")
 
     def settings(self, name: str, window_s: float, sustained_s: float, **endpoint: Any) -> Settings:
         """A dashboard's settings watching this server alone, with its config file, log and restart script."""

@@ -1,12 +1,6 @@
-"""Tiny random-weight Llama models for the real-vLLM suite, made at test time (no download) and cached.
-
-Made by running this file with the vLLM venv's python (torch and transformers come with vLLM), cached under
-`<vllm cache>/models-<hash of this file>/`. The target: 2 layers, hidden 128, a word-level vocabulary of 512
-"wN" words, N(0, 0.5) weights (greedy decoding is deterministic). Drafts: the target itself, `noisy` (N(0,
-0.02) added: acceptance about 0.3) and `random` (N(0, 0.1): about 0.05).
-
-Run alone: `VENV/bin/python tests/integration/vllm_models.py OUT_DIR`.
-"""
+"""Tiny random-weight Llama models for the real-vLLM suite, made at test time with the vLLM venv's python
+and cached by this file's hash: the target, and as drafts itself, `noisy` (acceptance about 0.3) and
+`random` (about 0.05). Run alone: `VENV/bin/python tests/integration/vllm_models.py OUT_DIR`."""
 
 from __future__ import annotations
 

@@ -15,10 +15,10 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from llama_server import free_port, wait_healthy
+from llama_server import LoopbackServer, free_port, wait_healthy
 
 START_TIMEOUT_S = 900.0  # a hung start, not a slow one: the machine is shared and loaded
 STOP_TIMEOUT_S = 30.0
@@ -89,27 +89,15 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-@dataclass
-class VllmServer:
+@dataclass(kw_only=True)
+class VllmServer(LoopbackServer):
     """One vLLM: the target model, optionally a draft with k speculative tokens, logging to `log_file`."""
 
-    name: str
     python: Path
     model: Path
     draft: Path | None
-    workdir: Path
     k: int = 3
-    port: int = 0
     extra_args: tuple[str, ...] = ()
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def log_file(self) -> Path:
-        return self.workdir / f"{self.name}.log"
 
     def command(self) -> list[str]:
         return [
@@ -139,9 +127,6 @@ class VllmServer:
 
     def wait_healthy(self) -> None:
         wait_healthy(self.url, self.process, self.name, self.log_file, START_TIMEOUT_S)
-
-    def is_running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
         if self.process is None:

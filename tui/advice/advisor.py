@@ -1,8 +1,5 @@
-"""Is k still right now? Decode speed at every other k, from the window's per-position acceptance and a model.
-
-E[length at k'] = 1 + Σ_{i<k'} a_i (extrapolated above the observed k); the step-cost model gives T(k', c).
-Another k is advised only when it beats the current one by more than the margin plus the model's fit
-error plus the calibration's uncertainty; what cannot be predicted well is "unknown" with the reason.
+"""Is k still right now? Decode speed at every other k, from the window's per-position acceptance
+(E[length at k'] = 1 + Σ_{i<k'} a_i, extrapolated above the observed k) and a step-cost model T(k', c).
 """
 
 from __future__ import annotations
@@ -170,23 +167,18 @@ def advise(
         extrapolated = tuple(k for k in lengths if k > observed)
     lengths[0] = 1.0
     threshold = margin + (model.residual if model is not None else 0.0)
-    if model is None:
-        note = model_note or "no step-cost model for this server"
+    if model is None or model.caveat is not None:  # no step cost: the lengths alone, and why
+        if model is None:
+            note = f"{model_note or 'no step-cost model for this server'}: calibrate with {CALIBRATE_HINT} "
+            note += f"(or in spectop: {CALIBRATE_KEYS})"
+        else:
+            note = f"step cost unknown: {model.caveat}"
         return Advice(
             current_k,
             length_by_k=dict(sorted(lengths.items())),
             extrapolated=extrapolated,
-            note=f"{note}: calibrate with {CALIBRATE_HINT} (or in spectop: {CALIBRATE_KEYS})",
-            load=load,
-            threshold=threshold,
-        )
-    if model.caveat is not None:
-        return Advice(
-            current_k,
-            length_by_k=dict(sorted(lengths.items())),
-            extrapolated=extrapolated,
-            basis=model.basis(),
-            note=f"step cost unknown: {model.caveat}",
+            basis=None if model is None else model.basis(),
+            note=note,
             load=load,
             threshold=threshold,
         )
@@ -289,13 +281,17 @@ class AdviceTracker:
         if better is None or advice is None:
             self.since.pop(name, None)
             return None
-        held = self.since.get(name)
-        if held is None or held[0] != better:
+        if self.since.get(name, (None,))[0] != better:
             self.since[name] = (better, now)
-            held = self.since[name]
-        if now - held[1] < self.sustained_s:
+        held_s = self.held_s(name, advice, now)
+        return None if held_s is None else alert_text(advice, held_s)
+
+    def held_s(self, name: str, advice: Advice, now: float) -> float | None:
+        """How long the advice's better k has held, once that is `sustained_s` or more; else None."""
+        held = self.since.get(name)
+        if held is None or advice.better_k != held[0] or now - held[1] < self.sustained_s:
             return None
-        return alert_text(advice, now - held[1])
+        return now - held[1]
 
 
 def alert_text(advice: Advice, for_s: float) -> str:

@@ -1,15 +1,12 @@
-"""`spectop tune --calibrate`: a short sweep made for the step-cost model, and the model it fits.
-
-The values are a few around the file's own k, and 0 where the config can switch speculation off (it pins
-the model's intercept); the loads are 1 and twice the live load, so the model learns how the step grows.
-"""
+"""`spectop tune --calibrate`: a short sweep made for the step-cost model (a few k around the file's own,
+0 where the config can switch speculation off; loads 1 and about the live one), and the model it fits."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,6 +22,7 @@ from tui.advice.stepcost import (
     endpoint_key,
     fit,
     fit_replicates,
+    save_model,
 )
 from tui.bench.stats import pooled_rate
 from tui.configs.editing import open_config_async
@@ -290,8 +288,6 @@ async def plan_calibration(
 ) -> tuple[TuneOptions, Calibration, str]:
     """The tune's options for a calibration (values around the file's k, the live loads, short bursts
     unless given), what the model will be keyed by, and a line saying what was chosen and why."""
-    from dataclasses import replace
-
     async with client_or_own(None) as client:
         model = options.model or await served_model(client, options.endpoint)
         calibration = await read_calibration(options.config_file, options.endpoint, options.key, model)
@@ -328,8 +324,6 @@ def fit_and_keep(
 ) -> tuple[StepCostModel | None, str]:
     """Fit and keep the model: the model (None when none was fitted) and the line saying so, or why not.
     A model fitted but not written is still returned (the dashboard can use it until it quits)."""
-    from tui.advice.stepcost import save_model
-
     try:
         model = model_from_tune(result, calibration, source)
     except StepCostError as error:

@@ -1,8 +1,5 @@
-"""The what-if advisor in fleet mode: per instance from its PromQL per-position rates, and per group.
-
-A group's per-position acceptance is its members' pooled, each weighted by its draft steps per second
-(generation tokens/s ÷ mean acceptance length); members that run different k have no common advice.
-"""
+"""The what-if advisor in fleet mode: per instance from its PromQL per-position rates, and per group from
+its members' rates pooled by draft steps (members that run different k have no common advice)."""
 
 from __future__ import annotations
 

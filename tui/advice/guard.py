@@ -1,9 +1,7 @@
 """The fallback guard (the article's `acceptance_threshold`): plain decoding when acceptance stays low.
 
-Per endpoint, `guard = "off" | "ask" | "auto"`: `decide` (pure: the caller passes the alert state and the
-time) says whether to offer (ask) or do (auto) the change, which goes through the same change-and-verify
-step as `spectop tune` (`switch_speculation_off`). In ask mode it also offers the advisor's better k, or
-a k by batch size (`table_offer`) where one k does not fit all loads.
+`decide` is pure (the caller passes the alert state and the time); the change goes through the same
+change-and-verify step as `spectop tune` (`switch_speculation_off`).
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from tui.configs.errors import ConfigError
 from tui.configs.spec_table import table_text
 from tui.format import fmt_duration, fmt_rate
 from tui.settings import EndpointSettings
-from tui.tune.plan import TunePlanError, default_key, edited, edited_table
+from tui.tune.plan import VLLM_TABLE, TunePlanError, default_key, edited, edited_table
 from tui.tune.runner import Changer
 
 GuardMode = Literal["off", "ask", "auto"]
@@ -102,38 +100,30 @@ def _held_back(state: GuardInput) -> GuardDecision | None:
 
 
 def _decide_k(state: GuardInput) -> GuardDecision:
-    """Ask mode: offer the advisor's better k (a config edit and a restart), never on its own (auto)."""
-    k = state.advised.held_k
-    if k is None and state.table_offer is not None:
-        return _decide_table(state, state.table_offer)
-    if k is None:
+    """Ask mode: offer the advisor's better k, else its k by batch size (a config edit and a restart),
+    never on its own (auto)."""
+    k, offer = state.advised.held_k, state.table_offer
+    if k is None and offer is None:
         return GuardDecision(None, "acceptance is not low for long enough")
+    what, change = (
+        ("a better k", "change k") if k is not None else ("a k-by-batch-size table", "write a table")
+    )
     if state.mode != "ask":
-        return GuardDecision(None, "the guard offers a better k in ask mode only")
+        return GuardDecision(None, f"the guard offers {what} in ask mode only")
     if state.speculation_on is False:
         return GuardDecision(None, "speculation is off")
-    if state.advised.current_k is not None and state.advised.current_k == k:
+    if k is not None and state.advised.current_k == k:
         return GuardDecision(None, f"the file already has k={k}")
     if not state.can_change:
-        return GuardDecision(None, "no config file or restart command: the guard cannot change k")
+        return GuardDecision(None, f"no config file or restart command: the guard cannot {change}")
     held = _held_back(state)
     if held is not None:
         return held
+    if offer is not None and k is None:
+        return GuardDecision(
+            "offer_table", f"one k does not fit every load: {offer.words}", table=offer.table
+        )
     return GuardDecision("offer_k", state.advised.words or f"k={k} would be faster", k)
-
-
-def _decide_table(state: GuardInput, offer: TableOffer) -> GuardDecision:
-    """Ask mode: offer the k-by-batch-size table the advisor's model calls for (never on its own)."""
-    if state.mode != "ask":
-        return GuardDecision(None, "the guard offers a k-by-batch-size table in ask mode only")
-    if state.speculation_on is False:
-        return GuardDecision(None, "speculation is off")
-    if not state.can_change:
-        return GuardDecision(None, "no config file or restart command: the guard cannot write a table")
-    held = _held_back(state)
-    if held is not None:
-        return held
-    return GuardDecision("offer_table", f"one k does not fit every load: {offer.words}", table=offer.table)
 
 
 # A guard action as the alerts list, the notification and the recording's message say it (the recording's
@@ -214,6 +204,70 @@ def file_k(doc: ConfigDocument) -> int | None:
         return None
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What the config file says: its k (0: off; None: cannot tell) and the guard's change to it."""
+
+    diff: str = ""
+    problem: str = ""  # why there is no diff (the file does not parse, no speculative key)
+    k: int | None = None
+    has_table: bool = False  # the file already runs the k-by-batch-size table asked about
+    text: str = ""  # the file as the guard writes it
+
+    @property
+    def speculation_on(self) -> bool | None:
+        return None if self.k is None else self.k > 0
+
+
+async def prepare(
+    endpoint: EndpointSettings, k: int | None = None, table: list[list[int]] | None = None
+) -> Prepared:
+    """The guard's change read off the event loop: speculation off (k None), `k` draft tokens, or a
+    k-by-batch-size table, with its diff (secrets masked)."""
+    if endpoint.config_file is None:
+        return Prepared(problem="no config file")
+    try:
+        opened = await open_config_async(endpoint.config_file)
+    except ConfigError as error:
+        return Prepared(problem=str(error))
+    if opened.document is None:
+        return Prepared(problem=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
+    now = file_k(opened.document)
+    has_table = bool(table) and opened.document.has(VLLM_TABLE) and opened.document.get(VLLM_TABLE) == table
+    try:
+        text = guard_text(opened.document, k, table)
+    except (ConfigError, TunePlanError) as error:
+        return Prepared(problem=str(error), k=now, has_table=has_table)
+    diff = masked_diff(unified_diff(opened.text, text, endpoint.config_file.name))
+    return Prepared(diff, k=now, has_table=has_table, text=text)
+
+
+def guard_record(
+    name: str,
+    now: float,
+    action: str,
+    decision: GuardDecision,
+    prepared: Prepared,
+    acceptance: float | None,
+    threshold: float,
+    detail: str | None = None,
+) -> GuardRecord:
+    """The record of one action on the prepared change (`detail`: the prepared problem unless given)."""
+    return GuardRecord(
+        name,
+        now,
+        action,
+        decision.reason,
+        acceptance,
+        threshold,
+        prepared.diff,
+        prepared.problem if detail is None else detail,
+        decision.k,
+        prepared.k,
+        decision.table,
+    )
+
+
 async def switch_speculation_off(
     endpoint: EndpointSettings,
     client: httpx.AsyncClient,
@@ -224,37 +278,18 @@ async def switch_speculation_off(
     threshold: float,
     health_timeout_s: float = 60.0,
 ) -> GuardRecord:
-    """The guard's action: speculation off in the endpoint's config file (the diff kept in the record),
-    restart, wait for /health and /metrics. The record says `switched_off` or `failed` and why."""
+    """The guard's action: the change in the endpoint's config file (the diff kept in the record), restart,
+    wait for /health and /metrics. The record says `switched_off` (or what was set) or `failed` and why."""
+    prepared = Prepared()
 
-    was_k: int | None = None
-
-    def record(action: str, diff: str = "", detail: str = "") -> GuardRecord:
-        return GuardRecord(
-            endpoint.name,
-            now,
-            action,
-            decision.reason,
-            acceptance,
-            threshold,
-            diff,
-            detail,
-            decision.k,
-            was_k,
-            decision.table,
-        )
+    def record(action: str, detail: str = "") -> GuardRecord:
+        return guard_record(endpoint.name, now, action, decision, prepared, acceptance, threshold, detail)
 
     if endpoint.config_file is None or not endpoint.restart_command:
-        return record("failed", detail="no config file or restart command")
-    try:
-        opened = await open_config_async(endpoint.config_file)
-        if opened.document is None:
-            return record("failed", detail=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
-        was_k = file_k(opened.document)
-        text = guard_text(opened.document, decision.k, decision.table)
-    except (ConfigError, TunePlanError) as error:
-        return record("failed", detail=str(error))
-    diff = masked_diff(unified_diff(opened.text, text, endpoint.config_file.name))  # recorded: no secret
+        return record("failed", "no config file or restart command")
+    prepared = await prepare(endpoint, decision.k, decision.table)
+    if prepared.problem:
+        return record("failed", prepared.problem)
     changer = Changer(
         endpoint.config_file,
         endpoint.restart_command,
@@ -265,14 +300,14 @@ async def switch_speculation_off(
         health_timeout_s=health_timeout_s,
     )
     try:
-        await asyncio.to_thread(changer.write, text.encode("utf-8"))
+        await asyncio.to_thread(changer.write, prepared.text.encode("utf-8"))
     except (SaveError, OSError) as error:
-        return record("failed", diff, f"cannot write {endpoint.config_file}: {error}")
+        return record("failed", f"cannot write {endpoint.config_file}: {error}")
     change = await changer.restart()
     if not change.ok:
-        return record("failed", diff, change.reason or "the server did not come back")
+        return record("failed", change.reason or "the server did not come back")
     if decision.table:
-        return record("table_set", diff, "k by batch size; the server is back")
+        return record("table_set", "k by batch size; the server is back")
     if decision.k:
-        return record("k_changed", diff, f"k={decision.k}; the server is back")
-    return record("switched_off", diff, "speculation off; the server is back")
+        return record("k_changed", f"k={decision.k}; the server is back")
+    return record("switched_off", "speculation off; the server is back")

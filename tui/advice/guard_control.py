@@ -1,10 +1,7 @@
 """The fallback guard in the running app, without the UI: per-endpoint state and the controller.
 
-After each board change the app calls `GuardController.watch(names)`: a cheap first look
-(`GuardBook.candidate`, speculation assumed on), the config file read in a task (`prepare`), `decide`
-again, then an offer (`GuardPorts.offer`, the screen's dialog) or the change itself. While an offer is
-open or a check or a switch is under way the endpoint is busy; every answer and every switch starts the
-cool-down.
+`watch` takes a cheap first look, reads the config file in a task (`prepare`), decides again, then offers
+or acts; while an offer, a check or a switch is under way the endpoint is busy.
 """
 
 from __future__ import annotations
@@ -21,60 +18,21 @@ from tui.advice.guard import (
     GuardDecision,
     GuardInput,
     GuardRecord,
+    Prepared,
     TableOffer,
     decide,
-    file_k,
-    guard_text,
+    guard_record,
+    prepare,
     switch_speculation_off,
 )
 from tui.advice.live import AdviceBook
-from tui.configs.editing import masked_diff, open_config_async, unified_diff
-from tui.configs.errors import ConfigError
 from tui.settings import EndpointSettings
 from tui.telemetry.alerts import AlertEngine
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import GuardLogRecord
-from tui.tune.plan import VLLM_TABLE, TunePlanError
 
 ACCEPTANCE_KINDS = ("acceptance_low", "acceptance_critical")
 Busy = Literal["checking", "offered", "switching"]
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """What the config file says: its k (0: off; None: cannot tell) and the diff of the guard's change."""
-
-    diff: str = ""
-    problem: str = ""  # why there is no diff (the file does not parse, no speculative key)
-    k: int | None = None
-    has_table: bool = False  # the file already runs the k-by-batch-size table asked about
-
-    @property
-    def speculation_on(self) -> bool | None:
-        return None if self.k is None else self.k > 0
-
-
-async def prepare(
-    endpoint: EndpointSettings, k: int | None = None, table: list[list[int]] | None = None
-) -> Prepared:
-    """Read the endpoint's config file (off the event loop) for the guard's second look: the diff that
-    switches speculation off (k None), that sets `k` draft tokens, or that writes a k-by-batch-size table."""
-    if endpoint.config_file is None:
-        return Prepared(problem="no config file")
-    try:
-        opened = await open_config_async(endpoint.config_file)
-    except ConfigError as error:
-        return Prepared(problem=str(error))
-    if opened.document is None:
-        return Prepared(problem=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
-    now = file_k(opened.document)
-    has_table = bool(table) and opened.document.has(VLLM_TABLE) and opened.document.get(VLLM_TABLE) == table
-    try:
-        text = guard_text(opened.document, k, table)
-    except (ConfigError, TunePlanError) as error:
-        return Prepared(problem=str(error), k=now, has_table=has_table)
-    diff = masked_diff(unified_diff(opened.text, text, endpoint.config_file.name))
-    return Prepared(diff, k=now, has_table=has_table)
 
 
 def guard_input(
@@ -134,26 +92,6 @@ class GuardBook:
         """An offer answered or a switch over (done or failed): not busy, the cool-down starts."""
         self.busy.pop(name, None)
         self.last_action_at[name] = now
-
-
-def record_for(
-    state: GuardInput, name: str, decision: GuardDecision, action: str, prepared: Prepared, *, now: float
-) -> GuardRecord:
-    """The record of an action that is not a switch (`switch_speculation_off` makes those): offered,
-    declined, or failed before anything was changed (why: `prepared.problem`)."""
-    return GuardRecord(
-        name,
-        now,
-        action,
-        decision.reason,
-        state.acceptance,
-        state.threshold,
-        prepared.diff,
-        prepared.problem,
-        decision.k,
-        prepared.k,
-        decision.table,
-    )
 
 
 def log_record(record: GuardRecord) -> GuardLogRecord:
@@ -311,7 +249,7 @@ class GuardController:
             await self._switch(endpoint, state, decision)
         elif prepared.problem:
             self.book.acted(name, state.now)
-            self._note(record_for(state, name, decision, "failed", prepared, now=state.now))
+            self._note(self._record(state, name, decision, "failed", prepared))
         else:
             self._offer(endpoint, state, decision, prepared)
 
@@ -320,7 +258,7 @@ class GuardController:
     ) -> None:
         name = endpoint.name
         self.book.begin(name, "offered")
-        self._note(record_for(state, name, decision, "offered", prepared, now=state.now))
+        self._note(self._record(state, name, decision, "offered", prepared))
         k = (decision.k or None) if decision.action == "offer_k" else None  # k=0: speculation off
         offer = GuardOffer(name, k, decision.reason, prepared.diff, decision.table)
         self.ports.offer(offer, partial(self._answered, endpoint, state, decision, prepared))
@@ -339,7 +277,7 @@ class GuardController:
             self.ports.start(self._switch(endpoint, replace(state, now=now), decision), endpoint.name)
             return
         self.book.acted(endpoint.name, now)  # declined: counts for the cool-down
-        self._note(record_for(state, endpoint.name, decision, "declined", prepared, now=now))
+        self._note(self._record(replace(state, now=now), endpoint.name, decision, "declined", prepared))
 
     async def _switch(self, endpoint: EndpointSettings, state: GuardInput, decision: GuardDecision) -> None:
         """The change (speculation off, or the offered k), restart, health wait; the card shows it."""
@@ -364,6 +302,13 @@ class GuardController:
         self.ports.restart_ended(record.action in ("switched_off", "k_changed", "table_set"), record.detail)
         self.book.acted(endpoint.name, self.clock())
         self._note(record)
+
+    @staticmethod
+    def _record(
+        state: GuardInput, name: str, decision: GuardDecision, action: str, prepared: Prepared
+    ) -> GuardRecord:
+        """An action that is not a switch: offered, declined, or failed before anything was changed."""
+        return guard_record(name, state.now, action, decision, prepared, state.acceptance, state.threshold)
 
     def _note(self, record: GuardRecord) -> None:
         """Every guard action: into the alerts list (with its diff), the recording, and a notification."""

@@ -1,8 +1,6 @@
 """The advisor on live figures: one endpoint's (or a fleet group's) window, the kept step-cost models and
-the kept tunes' context stops ("at this context, k=0" where the window's prompts are that long).
-
-`advice_for` is what `spectop snapshot` and the dashboard call; `AdviceBook` is the dashboard's state.
-"""
+the kept tunes' context stops. `advice_for` serves `spectop snapshot` and the dashboard; `AdviceBook` is
+the dashboard's state."""
 
 from __future__ import annotations
 
@@ -18,10 +16,12 @@ from tui.advice.stepcost import (
     StepCostError,
     StepCostFile,
     StepCostModel,
+    config_facts,
     endpoint_key,
     find_model,
     load_models,
 )
+from tui.configs.errors import ConfigError
 from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS, table_from_steps, table_text
 from tui.format import fmt_count, fmt_times, fmt_tokens
 from tui.telemetry.figures import Figures
@@ -216,9 +216,7 @@ class ConfigFacts:
 
 async def read_config_facts(path: Path) -> ConfigFacts:
     """The k and the settings digest of a config file (unknown when it does not read or has no k)."""
-    from tui.advice.stepcost import config_facts
     from tui.configs.editing import open_config_async
-    from tui.configs.errors import ConfigError
 
     try:
         opened = await open_config_async(path)
@@ -315,7 +313,7 @@ class AdviceBook:
         advice = self.advice(name)
         if advice is None:
             return Advised()
-        held = self.tracker.since.get(name)
-        if held is None or advice.better_k != held[0] or now - held[1] < self.sustained_s:
+        held_s = self.tracker.held_s(name, advice, now)
+        if held_s is None:
             return Advised(None, advice.better_k, advice.current_k, advice.line())
-        return Advised(held[0], advice.better_k, advice.current_k, alert_text(advice, now - held[1]))
+        return Advised(advice.better_k, advice.better_k, advice.current_k, alert_text(advice, held_s))

@@ -1,9 +1,6 @@
-"""The step-cost model: what one decode step costs as a function of k (draft tokens) and the load.
-
-A tune point's step time is T = L / (decode tokens/s) (L: mean acceptance length); `StepCost` is the
-model fitted to it, by least squares on relative errors with every term >= 0 (each is a cost). Models
-are kept in `stepcost.json`, one per (endpoint, model, settings digest with the swept key left out).
-"""
+"""The step-cost model: one decode step's time T = L / (decode tokens/s) as a function of k and the load,
+fitted by least squares on relative errors with every term >= 0; kept in `stepcost.json`, one per
+(endpoint, model, settings digest with the swept key left out)."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from tui.bench.stats import percentile_interval
 from tui.configs.atomic import file_lock, write_file
@@ -40,21 +37,13 @@ class StepCostError(ValueError):
 class CostPoint(BaseModel):
     """One measured point: k, the load, and the step time it implies."""
 
-    model_config = ConfigDict(extra="ignore")
-
     k: int = Field(ge=0)
-    concurrency: float = Field(
-        ge=1, description="the batch: the burst's concurrency plus the live load beside it"
-    )
+    concurrency: float = Field(ge=1)  # the batch: the burst's concurrency plus the live load beside it
     decode_tokens_per_s: float = Field(gt=0)
     mean_length: float = Field(ge=1)
-    spread: float | None = Field(
-        None,
-        ge=0,
-        description="relative half-width of the step time's 95% interval over the calibration's "
-        "resamples (None: not measured)",
-    )
-    rounds: int | None = Field(None, description="the bursts (rounds) the point pools")
+    # relative half-width of the step time's 95% interval over the calibration's resamples (None: unknown)
+    spread: float | None = Field(None, ge=0)
+    rounds: int | None = None  # the bursts (rounds) the point pools
 
     @property
     def step_s(self) -> float:
@@ -83,28 +72,22 @@ class StepCost(BaseModel):
 
 
 class StepCostModel(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    endpoint: str = Field(description="host:port of the server (fleet instances are named so)")
+    endpoint: str  # host:port of the server (fleet instances are named so)
     model: str | None = None
-    settings: str | None = Field(None, description="digest of the config with the swept key left out")
-    key: str = Field(description="the swept key, e.g. speculative.num_speculative_tokens")
+    settings: str | None = None  # digest of the config with the swept key left out
+    key: str  # the swept key, e.g. speculative.num_speculative_tokens
     fitted_at: datetime
-    source: str | None = Field(None, description="the tune file it was fitted from")
+    source: str | None = None  # the tune file it was fitted from
     cost: StepCost
-    load_dependent: bool = Field(description="fitted over two or more loads (else: at `loads` only)")
+    load_dependent: bool  # fitted over two or more loads (else: at `loads` only)
     k_range: tuple[int, int]
     loads: list[float]
-    residual: float = Field(ge=0, description="largest relative error of the fit over its points")
-    caveat: str | None = Field(
-        None, description="why the model cannot predict (too few points for its terms, a wide residual)"
-    )
+    residual: float = Field(ge=0)  # largest relative error of the fit over its points
+    caveat: str | None = None  # why the model cannot predict (too few points for its terms, a wide residual)
     points: list[CostPoint]
-    replicates: list[StepCost] = Field(
-        default_factory=list,
-        description="the fit on replicates of the calibration's points: its measurement uncertainty "
-        "([]: unknown, e.g. an older model or the simulator's)",
-    )
+    # the fit on replicates of the calibration's points: its measurement uncertainty ([]: unknown, e.g. an
+    # older model or the simulator's)
+    replicates: list[StepCost] = Field(default_factory=list)
 
     def basis(self) -> str:
         """How the advice names it: "tune 2026-12-01 21:04" (or the simulator's own model, in the demo)."""
@@ -137,8 +120,6 @@ class StepCostModel(BaseModel):
 
 
 class StepCostFile(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
     format: Literal["spectop-stepcost/1"] = FORMAT
     models: list[StepCostModel] = Field(default_factory=list)
 
