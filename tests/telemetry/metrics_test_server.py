@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,6 +103,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     # Makes the body when the request is answered (e.g. a start stamp of that moment); `body` otherwise.
     make_body: Callable[[], bytes] | None = None
+    content_type: str = "text/plain"
 
 
 @dataclass
@@ -141,41 +141,50 @@ class ReplyServer:
         if task is not None:
             self._handlers.add(task)
             task.add_done_callback(self._handlers.discard)
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            headers = {}
-            for line in lines[1:]:
-                if ":" in line:
-                    key, value = line.split(":", 1)
-                    headers[key.strip().lower()] = value.strip()
-            self.requests.append(Request(path, headers))
-            reply = self.routes.get(path)
-            if reply is None:
-                self._planned += 1
-                reply = self.replies[min(self._planned - 1, len(self.replies) - 1)]
-            if reply.delay_s:
-                await asyncio.sleep(reply.delay_s)
-            if reply.make_body is not None:
-                reply = dataclasses.replace(reply, body=reply.make_body(), make_body=None)
-            extra = "".join(f"{key}: {value}\r\n" for key, value in reply.headers.items())
-            status_line = (
-                f"HTTP/1.1 {reply.status} X\r\nContent-Type: text/plain\r\n{extra}Connection: close\r\n"
-            )
-            if reply.chunked:
-                writer.write((status_line + "Transfer-Encoding: chunked\r\n\r\n").encode())
-                for start in range(0, len(reply.body), 65536):
-                    chunk = reply.body[start : start + 65536]
-                    writer.write(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
-                    await writer.drain()
-                writer.write(b"0\r\n\r\n")
-            else:
-                writer.write(
-                    (status_line + f"Content-Length: {len(reply.body)}\r\n\r\n").encode() + reply.body
-                )
-            await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
+        await answer_request(reader, writer, self._reply)
+
+    async def _reply(self, request: Request) -> Reply:
+        self.requests.append(request)
+        reply = self.routes.get(request.path)
+        if reply is None:
+            self._planned += 1
+            reply = self.replies[min(self._planned - 1, len(self.replies) - 1)]
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
+        return reply
+
+
+async def answer_request(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    reply_to: Callable[[Request], Awaitable[Reply]],
+) -> None:
+    """Read one HTTP/1.1 request, write the `Reply` that `reply_to` gives, close the connection."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            if ":" in line:
+                key, value = line.split(":", 1)
+                headers[key.strip().lower()] = value.strip()
+        reply = await reply_to(Request(lines[0].split(" ")[1], headers))
+        body = reply.make_body() if reply.make_body is not None else reply.body
+        extra = "".join(f"{key}: {value}\r\n" for key, value in reply.headers.items())
+        status_line = (
+            f"HTTP/1.1 {reply.status} X\r\nContent-Type: {reply.content_type}\r\n{extra}Connection: close\r\n"
+        )
+        if reply.chunked:
+            writer.write((status_line + "Transfer-Encoding: chunked\r\n\r\n").encode())
+            for start in range(0, len(body), 65536):
+                chunk = body[start : start + 65536]
+                writer.write(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                await writer.drain()
+            writer.write(b"0\r\n\r\n")
+        else:
+            writer.write((status_line + f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+        await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        writer.close()
