@@ -1,9 +1,11 @@
-"""A tiny HTTP/1.1 server on a loopback socket answering planned `Reply`s, and scrapes made without one."""
+"""A tiny HTTP/1.1 server on a loopback socket answering planned `Reply`s, scrapes made without one, pages
+built for a case, and `spectop` run as users run it."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +67,45 @@ def vllm_page(
         for i, value in enumerate(positions)
     ]
     return "\n".join([*lines, f"vllm:num_requests_running{{{labels}}} {running}"]) + "\n" + extra
+
+
+def sglang_ttft_page(counts: list[float], total_s: float) -> str:
+    bounds = ["0.1", "0.2", "0.4", "0.6", "0.8", "1.0", "2.0", "+Inf"]
+    labels = 'model_name="m",tp_rank="0"'
+    lines = [
+        f'sglang:time_to_first_token_seconds_bucket{{{labels},le="{bound}"}} {count}'
+        for bound, count in zip(bounds, counts, strict=True)
+    ]
+    lines += [
+        f"sglang:time_to_first_token_seconds_sum{{{labels}}} {total_s}",
+        f"sglang:time_to_first_token_seconds_count{{{labels}}} {counts[-1]}",
+        f"sglang:num_running_reqs{{{labels}}} 1",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def spectop(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tui",
+        *args,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+def assert_rate(value: float | None, increase: float, window_s: float) -> None:
+    """A rate over a window of about window_s (the real Δt is a little longer)."""
+    assert value is not None
+    assert increase / (window_s + 3.0) <= value <= increase / window_s * 1.001
 
 
 def closed_port() -> int:

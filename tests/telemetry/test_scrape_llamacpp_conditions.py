@@ -10,8 +10,7 @@ import random
 import httpx
 import pytest
 from llamacpp_fake_server import FakeLlamaServer
-from metrics_test_server import SAMPLES, Reply, ReplyServer, poll_clock, sample_body
-from test_snapshot_cli import assert_rate, spectop
+from metrics_test_server import SAMPLES, Reply, ReplyServer, assert_rate, poll_clock, sample_body, spectop
 
 from tui.settings import EndpointSettings
 from tui.telemetry.monitor import EndpointMonitor
