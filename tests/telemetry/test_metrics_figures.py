@@ -203,17 +203,19 @@ def test_sglang_tp_ranks_are_counted_once_and_dp_ranks_summed(dp: bool, rate: fl
     assert f.kv_cache_usage == pytest.approx(0.1)
 
 
-def _sglang_spec_page(running: float, verify: float, generated: float, draft_tokens: bool = True) -> str:
+def _sglang_spec_page(running: float, verify: float, generated: float, *, steps: float | None = None) -> str:
+    """The live spec gauges (4 draft tokens, `steps` the adaptive tier when given) and the two counters."""
     labels = 'engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"'
     text = (
         f"sglang:num_running_reqs{{{labels}}} {running}\n"
         f"sglang:spec_accept_length{{{labels}}} 2.5\n"
         f"sglang:spec_accept_rate{{{labels}}} 0.5\n"
+        f"sglang:spec_num_draft_tokens{{{labels}}} 4.0\n"
         f'sglang:generation_tokens_total{{engine_type="unified",model_name="m"}} {generated}\n'
         f'sglang:spec_verify_calls_total{{engine_type="unified",model_name="m"}} {verify}\n'
     )
-    if draft_tokens:
-        text += f"sglang:spec_num_draft_tokens{{{labels}}} 4.0\n"
+    if steps is not None:
+        text += f"sglang:spec_num_steps{{{labels}}} {steps}\n"
     return text
 
 
@@ -399,20 +401,13 @@ def test_vllm_table_mixes_draft_lengths_per_position_says_mixed() -> None:
     assert fmt_k_in_effect(f) == "1.8 of 3 (derived)"
 
 
-def _sglang_page(steps: float | None, running: float = 4) -> str:
-    labels = 'engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"'
-    text = f"sglang:num_running_reqs{{{labels}}} {running}\nsglang:spec_accept_length{{{labels}}} 2.5\n"
-    if steps is not None:
-        text += f"sglang:spec_num_steps{{{labels}}} {steps}\n"
-    return text
-
-
 @pytest.mark.parametrize(
     ("steps", "running", "shown"),
     [(3.0, 4, "3"), (1.0, 4, "1"), (None, 4, "–"), (3.0, 0, "–")],  # idle: the gauge goes stale
 )
 def test_sglang_tier_in_use_from_spec_num_steps(steps: float | None, running: float, shown: str) -> None:
-    f = figures_between(scrape(_sglang_page(steps, running), 0.0), scrape(_sglang_page(steps, running), 5.0))
+    page = _sglang_spec_page(running, 10, 30, steps=steps)
+    f = figures_between(scrape(page, 0.0), scrape(page, 5.0))
     assert fmt_k_in_effect(f) == shown and not f.k_in_effect_derived
 
 
