@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from tui.board import LOG_LINES_KEPT, Board, log_kind
-from tui.settings import EndpointSettings, Settings
+from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.sources.updates import ThresholdRead
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import RecordedEndpoint
@@ -35,27 +33,7 @@ def test_endpoints_first_seen_in_a_recording_are_added_once() -> None:
     assert [endpoint.name for endpoint in board.endpoints] == ["x", "y"]
 
 
-def test_board_does_not_import_textual() -> None:
-    code = "import sys, tui.board; print(any(m.startswith('textual') for m in sys.modules))"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "False"
-
-
-def test_a_threshold_read_from_a_config_file_applies_once() -> None:
-    from tui.sources.updates import ThresholdRead
-
-    board = Board(Settings(endpoints=[EndpointSettings(name="a", url="http://127.0.0.1:9")]))
-    assert board.apply(ThresholdRead("a", 0.7)).changed == ("a",)
-    assert board.alerts.threshold("a") == 0.7
-    assert board.apply(ThresholdRead("a", 0.7)).changed == ()  # the same value: nothing to redraw
-    assert board.apply(ThresholdRead("a", None)).changed == ("a",)  # unset: the settings' value again
-    assert board.alerts.threshold("a") == board.alerts.rules.acceptance_warning
-
-
-def test_the_threshold_says_where_it_comes_from() -> None:
-    from tui.settings import AlertSettings
-    from tui.sources.updates import ThresholdRead
-
+def test_a_threshold_read_from_a_config_file_applies_once_and_says_where_it_comes_from() -> None:
     config = EndpointSettings(name="a", url="http://127.0.0.1:9", config_file="server.toml")  # type: ignore[arg-type]
     own = EndpointSettings(name="b", url="http://127.0.0.1:9", acceptance_threshold=0.5)
     board = Board(Settings(endpoints=[config, own]))
@@ -63,7 +41,10 @@ def test_the_threshold_says_where_it_comes_from() -> None:
     assert (board.alerts.threshold("b"), board.alerts.threshold_source("b")) == (0.5, "spectop.toml")
     assert board.apply(ThresholdRead("a", 0.6)).changed == ("a",)  # the same figure, from the file now
     assert board.alerts.threshold_source("a") == "server.toml"
-    assert board.apply(ThresholdRead("a", None)).changed == ("a",)
-    assert board.alerts.threshold_source("a") == "default"
+    assert board.apply(ThresholdRead("a", 0.7)).changed == ("a",)
+    assert board.alerts.threshold("a") == 0.7
+    assert board.apply(ThresholdRead("a", 0.7)).changed == ()  # the same value: nothing to redraw
+    assert board.apply(ThresholdRead("a", None)).changed == ("a",)  # unset: the settings' value again
+    assert (board.alerts.threshold("a"), board.alerts.threshold_source("a")) == (0.6, "default")
     warned = Board(Settings(alerts=AlertSettings(acceptance_warning=0.7), endpoints=[config]))
     assert (warned.alerts.threshold("a"), warned.alerts.threshold_source("a")) == (0.7, "spectop.toml")

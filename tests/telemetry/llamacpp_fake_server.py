@@ -8,6 +8,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from metrics_test_server import Reply, Request, answer_request
+
 
 def _printed(value: float) -> str:
     return f"{value:.6g}"
@@ -127,34 +129,19 @@ class FakeLlamaServer:
         return int(self.url.rsplit(":", 1)[1])
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            path = head.decode("latin-1").split(" ")[1]
-            self.paths.append(path)
-            status, body, kind = 404, "", "text/plain"
-            if path == "/metrics":
-                status, body, kind = 200, self.metrics_page(), "text/plain; version=0.0.4"
-                if self.after_metrics is not None:
-                    self.after_metrics()
-            elif path == "/slots":
-                if self.slots_enabled:
-                    status, body, kind = 200, self.slots_body(), "application/json"
-                else:
-                    status, body = (
-                        501,
-                        '{"error":{"code":501,"message":"This server does not support slots endpoint."}}',
-                    )
-            data = body.encode()
-            writer.write(
-                (
-                    f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\n"
-                    f"Process-Start-Time-Unix: {self.process_start}\r\n"
-                    f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
-                ).encode()
-                + data
-            )
-            await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
+        await answer_request(reader, writer, self._reply)
+
+    async def _reply(self, request: Request) -> Reply:
+        self.paths.append(request.path)
+        headers = {"Process-Start-Time-Unix": self.process_start}
+        if request.path == "/metrics":
+            page = self.metrics_page()
+            if self.after_metrics is not None:
+                self.after_metrics()
+            return Reply(page.encode(), headers=headers, content_type="text/plain; version=0.0.4")
+        if request.path == "/slots" and self.slots_enabled:
+            return Reply(self.slots_body().encode(), headers=headers, content_type="application/json")
+        if request.path == "/slots":
+            error = b'{"error":{"code":501,"message":"This server does not support slots endpoint."}}'
+            return Reply(error, status=501, headers=headers)
+        return Reply(status=404, headers=headers)

@@ -1,11 +1,12 @@
-"""A tiny HTTP/1.1 server on a loopback socket answering planned `Reply`s, and scrapes made without one."""
+"""A tiny HTTP/1.1 server on a loopback socket answering planned `Reply`s, scrapes made without one, pages
+built for a case, and `spectop` run as users run it."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import socket
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +69,45 @@ def vllm_page(
     return "\n".join([*lines, f"vllm:num_requests_running{{{labels}}} {running}"]) + "\n" + extra
 
 
+def sglang_ttft_page(counts: list[float], total_s: float) -> str:
+    bounds = ["0.1", "0.2", "0.4", "0.6", "0.8", "1.0", "2.0", "+Inf"]
+    labels = 'model_name="m",tp_rank="0"'
+    lines = [
+        f'sglang:time_to_first_token_seconds_bucket{{{labels},le="{bound}"}} {count}'
+        for bound, count in zip(bounds, counts, strict=True)
+    ]
+    lines += [
+        f"sglang:time_to_first_token_seconds_sum{{{labels}}} {total_s}",
+        f"sglang:time_to_first_token_seconds_count{{{labels}}} {counts[-1]}",
+        f"sglang:num_running_reqs{{{labels}}} 1",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def spectop(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tui",
+        *args,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+def assert_rate(value: float | None, increase: float, window_s: float) -> None:
+    """A rate over a window of about window_s (the real Δt is a little longer)."""
+    assert value is not None
+    assert increase / (window_s + 3.0) <= value <= increase / window_s * 1.001
+
+
 def closed_port() -> int:
     """A loopback port nothing listens on."""
     with socket.socket() as sock:
@@ -104,6 +144,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     # Makes the body when the request is answered (e.g. a start stamp of that moment); `body` otherwise.
     make_body: Callable[[], bytes] | None = None
+    content_type: str = "text/plain"
 
 
 @dataclass
@@ -141,41 +182,50 @@ class ReplyServer:
         if task is not None:
             self._handlers.add(task)
             task.add_done_callback(self._handlers.discard)
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            headers = {}
-            for line in lines[1:]:
-                if ":" in line:
-                    key, value = line.split(":", 1)
-                    headers[key.strip().lower()] = value.strip()
-            self.requests.append(Request(path, headers))
-            reply = self.routes.get(path)
-            if reply is None:
-                self._planned += 1
-                reply = self.replies[min(self._planned - 1, len(self.replies) - 1)]
-            if reply.delay_s:
-                await asyncio.sleep(reply.delay_s)
-            if reply.make_body is not None:
-                reply = dataclasses.replace(reply, body=reply.make_body(), make_body=None)
-            extra = "".join(f"{key}: {value}\r\n" for key, value in reply.headers.items())
-            status_line = (
-                f"HTTP/1.1 {reply.status} X\r\nContent-Type: text/plain\r\n{extra}Connection: close\r\n"
-            )
-            if reply.chunked:
-                writer.write((status_line + "Transfer-Encoding: chunked\r\n\r\n").encode())
-                for start in range(0, len(reply.body), 65536):
-                    chunk = reply.body[start : start + 65536]
-                    writer.write(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
-                    await writer.drain()
-                writer.write(b"0\r\n\r\n")
-            else:
-                writer.write(
-                    (status_line + f"Content-Length: {len(reply.body)}\r\n\r\n").encode() + reply.body
-                )
-            await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
+        await answer_request(reader, writer, self._reply)
+
+    async def _reply(self, request: Request) -> Reply:
+        self.requests.append(request)
+        reply = self.routes.get(request.path)
+        if reply is None:
+            self._planned += 1
+            reply = self.replies[min(self._planned - 1, len(self.replies) - 1)]
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
+        return reply
+
+
+async def answer_request(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    reply_to: Callable[[Request], Awaitable[Reply]],
+) -> None:
+    """Read one HTTP/1.1 request, write the `Reply` that `reply_to` gives, close the connection."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            if ":" in line:
+                key, value = line.split(":", 1)
+                headers[key.strip().lower()] = value.strip()
+        reply = await reply_to(Request(lines[0].split(" ")[1], headers))
+        body = reply.make_body() if reply.make_body is not None else reply.body
+        extra = "".join(f"{key}: {value}\r\n" for key, value in reply.headers.items())
+        status_line = (
+            f"HTTP/1.1 {reply.status} X\r\nContent-Type: {reply.content_type}\r\n{extra}Connection: close\r\n"
+        )
+        if reply.chunked:
+            writer.write((status_line + "Transfer-Encoding: chunked\r\n\r\n").encode())
+            for start in range(0, len(body), 65536):
+                chunk = body[start : start + 65536]
+                writer.write(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                await writer.drain()
+            writer.write(b"0\r\n\r\n")
+        else:
+            writer.write((status_line + f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+        await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        writer.close()

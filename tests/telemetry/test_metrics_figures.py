@@ -1,5 +1,5 @@
 """Derived figures per backend: the sample sets' README values, label sets, old names, stale gauges, the
-draft length in effect."""
+draft length in effect; histogram quantiles as Prometheus' `histogram_quantile` (promql bucketQuantile)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from metrics_test_server import sample_body, sample_scrapes, scrape, vllm_page
 
 from tui.format import MIXED, figure_text, fmt_k_in_effect
 from tui.telemetry.backends import detect_backend
+from tui.telemetry.backends.base import histogram_quantile
 from tui.telemetry.figures import FIGURE_NAMES, Figures
 from tui.telemetry.prometheus import MetricsFormatError, Sample
 from tui.telemetry.scraper import Scrape
@@ -202,17 +203,19 @@ def test_sglang_tp_ranks_are_counted_once_and_dp_ranks_summed(dp: bool, rate: fl
     assert f.kv_cache_usage == pytest.approx(0.1)
 
 
-def _sglang_spec_page(running: float, verify: float, generated: float, draft_tokens: bool = True) -> str:
+def _sglang_spec_page(running: float, verify: float, generated: float, *, steps: float | None = None) -> str:
+    """The live spec gauges (4 draft tokens, `steps` the adaptive tier when given) and the two counters."""
     labels = 'engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"'
     text = (
         f"sglang:num_running_reqs{{{labels}}} {running}\n"
         f"sglang:spec_accept_length{{{labels}}} 2.5\n"
         f"sglang:spec_accept_rate{{{labels}}} 0.5\n"
+        f"sglang:spec_num_draft_tokens{{{labels}}} 4.0\n"
         f'sglang:generation_tokens_total{{engine_type="unified",model_name="m"}} {generated}\n'
         f'sglang:spec_verify_calls_total{{engine_type="unified",model_name="m"}} {verify}\n'
     )
-    if draft_tokens:
-        text += f"sglang:spec_num_draft_tokens{{{labels}}} 4.0\n"
+    if steps is not None:
+        text += f"sglang:spec_num_steps{{{labels}}} {steps}\n"
     return text
 
 
@@ -398,18 +401,79 @@ def test_vllm_table_mixes_draft_lengths_per_position_says_mixed() -> None:
     assert fmt_k_in_effect(f) == "1.8 of 3 (derived)"
 
 
-def _sglang_page(steps: float | None, running: float = 4) -> str:
-    labels = 'engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"'
-    text = f"sglang:num_running_reqs{{{labels}}} {running}\nsglang:spec_accept_length{{{labels}}} 2.5\n"
-    if steps is not None:
-        text += f"sglang:spec_num_steps{{{labels}}} {steps}\n"
-    return text
-
-
 @pytest.mark.parametrize(
     ("steps", "running", "shown"),
     [(3.0, 4, "3"), (1.0, 4, "1"), (None, 4, "–"), (3.0, 0, "–")],  # idle: the gauge goes stale
 )
 def test_sglang_tier_in_use_from_spec_num_steps(steps: float | None, running: float, shown: str) -> None:
-    f = figures_between(scrape(_sglang_page(steps, running), 0.0), scrape(_sglang_page(steps, running), 5.0))
+    page = _sglang_spec_page(running, 10, 30, steps=steps)
+    f = figures_between(scrape(page, 0.0), scrape(page, 5.0))
     assert fmt_k_in_effect(f) == shown and not f.k_in_effect_derived
+
+
+# --- histogram quantiles, as Prometheus computes them ------------------------------------------------------
+
+INF = math.inf
+
+
+def test_vllm_sample_window_ttft() -> None:
+    # Δbuckets of the vLLM sample (README): le 0.04 → 1, 0.06 → 2, 0.08 → 4.
+    buckets = {0.02: 0.0, 0.04: 1.0, 0.06: 2.0, 0.08: 4.0, 0.1: 4.0, 0.25: 4.0, INF: 4.0}
+    assert histogram_quantile(0.5, buckets) == pytest.approx(0.06)
+    assert histogram_quantile(0.9, buckets) == pytest.approx(0.076)
+    assert histogram_quantile(0.95, buckets) == pytest.approx(0.078)
+
+
+def test_first_bucket_interpolates_from_zero() -> None:
+    assert histogram_quantile(0.5, {1.0: 10.0, INF: 10.0}) == pytest.approx(0.5)
+
+
+def test_rank_in_inf_bucket_returns_highest_finite_bound() -> None:
+    assert histogram_quantile(0.99, {1.0: 1.0, 2.0: 2.0, INF: 10.0}) == 2.0
+
+
+def test_negative_first_bound_is_returned_as_is() -> None:
+    assert histogram_quantile(0.1, {-1.0: 5.0, 0.0: 6.0, INF: 6.0}) == -1.0
+
+
+@pytest.mark.parametrize(
+    "buckets",
+    [
+        {},
+        {INF: 5.0},  # a single bucket
+        {1.0: 2.0, 2.0: 3.0},  # no +Inf bucket
+        {1.0: 0.0, INF: 0.0},  # no observations
+    ],
+)
+def test_unknown_quantiles_are_none(buckets: dict[float, float]) -> None:
+    assert histogram_quantile(0.5, buckets) is None
+
+
+def test_out_of_range_q_like_prometheus() -> None:
+    buckets = {1.0: 1.0, INF: 1.0}
+    assert histogram_quantile(-0.1, buckets) == -INF
+    assert histogram_quantile(1.1, buckets) == INF
+    assert histogram_quantile(math.nan, buckets) is None
+
+
+def test_non_monotonic_counts_are_fixed_up() -> None:
+    # A dip (float noise, merged series) must not produce a quantile outside the buckets.
+    value = histogram_quantile(0.5, {1.0: 4.0, 2.0: 3.9, 3.0: 8.0, INF: 8.0})
+    assert value is not None and 1.0 <= value <= 3.0
+
+
+@given(
+    st.lists(st.floats(min_value=-1e6, max_value=1e6), min_size=1, max_size=10, unique=True),
+    st.lists(st.floats(min_value=0, max_value=1e9), min_size=11, max_size=11),
+    st.floats(min_value=0, max_value=1),
+)
+def test_quantile_stays_within_the_bounds(bounds: list[float], counts: list[float], q: float) -> None:
+    bounds = sorted(bounds)
+    cumulative = 0.0
+    buckets = {}
+    for bound, count in zip([*bounds, INF], counts, strict=False):
+        cumulative += count
+        buckets[bound] = cumulative
+    value = histogram_quantile(q, buckets)
+    if value is not None:
+        assert min(0.0, bounds[0]) <= value <= max(bounds[-1], 0.0) or value == bounds[-1]

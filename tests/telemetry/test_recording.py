@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tui.sources.replay import ReplayClock, replay
 from tui.telemetry.events import SpecDecodeEvent
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
@@ -18,12 +19,10 @@ from tui.telemetry.recording import (
     RecordedEndpoint,
     RecordingError,
     RecordingWriter,
-    ReplayClock,
     check_recording,
     parse_record,
     read_records,
     recording_parts,
-    replay,
 )
 
 

@@ -10,8 +10,7 @@ import random
 import httpx
 import pytest
 from llamacpp_fake_server import FakeLlamaServer
-from metrics_test_server import SAMPLES, Reply, ReplyServer, poll_clock, sample_body
-from test_snapshot_cli import assert_rate, spectop
+from metrics_test_server import SAMPLES, Reply, ReplyServer, assert_rate, poll_clock, sample_body, spectop
 
 from tui.settings import EndpointSettings
 from tui.telemetry.monitor import EndpointMonitor
@@ -286,35 +285,32 @@ SLOTS = (SAMPLES / "llamacpp" / "slots_t1_draft_same.json").read_bytes()
 MODELS = (SAMPLES / "llamacpp" / "models.json").read_bytes()
 
 
-async def _decoded(body: bytes) -> float | str:
-    async with ReplyServer([Reply(body)]) as server, httpx.AsyncClient() as client:
-        return await fetch_slots_decoded(client, server.url)
-
-
-async def test_real_slots_body_after_the_workload_has_nothing_in_flight() -> None:
-    # Both slots idle (`"is_processing":false`, `n_decoded` reset to 0 after release).
-    assert await _decoded(SLOTS) == 0.0
-
-
-async def test_never_used_slot_reports_only_four_fields() -> None:
-    # llamacpp.md §6: "A slot that has never been used reports only id, n_ctx, speculative, is_processing."
-    body = json.dumps(
-        [
-            {"id": 0, "n_ctx": 1024, "speculative": True, "is_processing": False},
-            {"id": 1, "n_ctx": 1024, "speculative": True, "is_processing": False},
-        ]
-    ).encode()
-    assert await _decoded(body) == 0.0
-
-
-async def test_slot_in_the_middle_of_a_long_request_counts_its_decoded_tokens() -> None:
+def _in_the_middle_of_a_long_request() -> bytes:
     # llamacpp.md §6: "During a 900-token request a slot showed is_processing: true, n_prompt_tokens: 345,
     # n_decoded: 330, n_remain: 570." The real idle slot body with slot 0 turned into that one.
     slots = json.loads(SLOTS)
     slots[0]["is_processing"] = True
     slots[0]["n_prompt_tokens"] = 345
     slots[0]["next_token"][0].update(has_next_token=True, n_remain=570, n_decoded=330)
-    assert await _decoded(json.dumps(slots).encode()) == 330.0
+    return json.dumps(slots).encode()
+
+
+# llamacpp.md §6: "A slot that has never been used reports only id, n_ctx, speculative, is_processing."
+NEVER_USED = [{"id": slot, "n_ctx": 1024, "speculative": True, "is_processing": False} for slot in range(2)]
+
+
+@pytest.mark.parametrize(
+    ("body", "decoded"),
+    [
+        (SLOTS, 0.0),  # after the workload: both idle, `n_decoded` reset to 0 after release
+        (json.dumps(NEVER_USED).encode(), 0.0),
+        (_in_the_middle_of_a_long_request(), 330.0),
+    ],
+    ids=["idle-after-the-workload", "never-used", "mid-request"],
+)
+async def test_slots_count_the_tokens_decoded_by_requests_in_flight(body: bytes, decoded: float) -> None:
+    async with ReplyServer([Reply(body)]) as server, httpx.AsyncClient() as client:
+        assert await fetch_slots_decoded(client, server.url) == decoded
 
 
 async def test_snapshot_reads_the_real_slots_and_models_bodies() -> None:

@@ -8,8 +8,16 @@ import json
 
 import httpx
 import pytest
-from metrics_test_server import VLLM_LABELS, Reply, ReplyServer, sample_body, scrape, vllm_page
-from test_snapshot_cli import spectop
+from metrics_test_server import (
+    VLLM_LABELS,
+    Reply,
+    ReplyServer,
+    sample_body,
+    scrape,
+    sglang_ttft_page,
+    spectop,
+    vllm_page,
+)
 
 from tui.settings import EndpointSettings
 from tui.telemetry.figures import Figures
@@ -124,26 +132,11 @@ def test_duplicate_gauge_line_alone_is_found() -> None:
     assert window.figures().kv_cache_usage is None
 
 
-def _sglang_ttft(counts: list[float], total_s: float) -> str:
-    bounds = ["0.1", "0.2", "0.4", "0.6", "0.8", "1.0", "2.0", "+Inf"]
-    labels = 'model_name="m",tp_rank="0"'
-    lines = [
-        f'sglang:time_to_first_token_seconds_bucket{{{labels},le="{bound}"}} {count}'
-        for bound, count in zip(bounds, counts, strict=True)
-    ]
-    lines += [
-        f"sglang:time_to_first_token_seconds_sum{{{labels}}} {total_s}",
-        f"sglang:time_to_first_token_seconds_count{{{labels}}} {counts[-1]}",
-        f"sglang:num_running_reqs{{{labels}}} 1",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def test_quantile_inside_the_first_bucket_is_a_bound() -> None:
     # Every TTFT fell in the first bucket (≤ 100 ms) with a mean of 6.5 ms: p50 "50 ms" says nothing.
     window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(_sglang_ttft([0] * 8, 0.0), 0.0))
-    window.add(scrape(_sglang_ttft([40] * 8, 40 * 0.0065), 10.0))
+    window.add(scrape(sglang_ttft_page([0] * 8, 0.0), 0.0))
+    window.add(scrape(sglang_ttft_page([40] * 8, 40 * 0.0065), 10.0))
     f = window.figures()
     assert f.ttft_mean_s == pytest.approx(0.0065)
     assert f.quantile_bounds["ttft_p50_s"] == (0.0, 0.1)
@@ -153,8 +146,8 @@ def test_quantile_inside_the_first_bucket_is_a_bound() -> None:
 
 def test_quantile_in_a_narrow_bucket_has_no_bound_and_the_inf_bucket_is_a_lower_bound() -> None:
     window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(_sglang_ttft([0] * 8, 0.0), 0.0))
-    window.add(scrape(_sglang_ttft([0, 0, 0, 0, 10, 10, 10, 20], 30.0), 10.0))
+    window.add(scrape(sglang_ttft_page([0] * 8, 0.0), 0.0))
+    window.add(scrape(sglang_ttft_page([0, 0, 0, 0, 10, 10, 10, 20], 30.0), 10.0))
     f = window.figures()
     assert f.ttft_p50_s == pytest.approx(0.8)
     assert "ttft_p50_s" not in f.quantile_bounds

@@ -35,11 +35,10 @@ from tui.settings import (
     prometheus_settings,
 )
 from tui.tables import Table, render_json
-from tui.telemetry.figures import Figures
+from tui.telemetry.figures import Figures, snapshot_record
 from tui.telemetry.monitor import fetch_model_ids
 from tui.telemetry.plausible_figures import dropped_words
 from tui.telemetry.scraper import Scrape, scrape_with_slots
-from tui.telemetry.snapshot_record import snapshot_record
 from tui.telemetry.window import ScrapeWindow
 from tui.validators import check_env_var_name, friendly_message, scheme_was_added, without_credentials
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,13 +23,55 @@ from tui.telemetry.recording import (
     GuardLogRecord,
     HeaderRecord,
     LogRecord,
+    Record,
     RecordingError,
-    ReplayClock,
-    replay,
+    read_records,
+    recording_parts,
 )
 
 REPLAY_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 MAX_REPORTED_BAD_LINES = 5
+MAX_GAP_S = 5.0  # a longer pause in the recording plays in this long
+
+
+class ReplayClock:
+    """Recording time as it plays back: speed factor (0 = as fast as possible), pause, current time."""
+
+    def __init__(self, speed: float = 1.0) -> None:
+        self.speed = speed
+        self.paused = False
+        self.now: float | None = None
+
+    def time(self) -> float | None:
+        """The time of the record played last (None before the first): a `tui.sources.Clock`."""
+        return self.now
+
+
+async def replay(
+    path: str | Path,
+    clock: ReplayClock,
+    on_error: Callable[[RecordingError], None] | None = None,
+) -> AsyncIterator[Record]:
+    """Records paced by their times, a rotated set from its oldest part; gaps cut to `MAX_GAP_S`."""
+    previous: float | None = None
+    parts = await asyncio.to_thread(recording_parts, path)
+    for part in parts:
+        async for record in read_records(part, on_error):
+            gap_left = 0.0 if previous is None else max(0.0, record.time - previous)
+            while True:
+                if clock.paused:
+                    await asyncio.sleep(0.05)
+                    continue
+                if clock.speed <= 0 or gap_left <= 0:
+                    break
+                real_left = min(gap_left / clock.speed, MAX_GAP_S)
+                gap_left = real_left * clock.speed
+                step = min(real_left, 0.1)
+                await asyncio.sleep(step)
+                gap_left -= step * clock.speed
+            previous = record.time
+            clock.now = record.time
+            yield record
 
 
 class ReplaySource(Source):

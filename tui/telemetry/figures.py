@@ -3,6 +3,8 @@ is None (never 0), with why in `notes`; `lifetime`: the first reading's figures 
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 FIGURE_NAMES: tuple[str, ...] = (
@@ -91,3 +93,26 @@ class Figures(BaseModel):
         description="the first reading only (no window yet): LIFETIME_FIGURES since the server started, "
         "from its counters alone",
     )
+
+
+# Why the figures are what they are: after the figures and before the error in a `snapshot --json` line.
+EXPLANATION_FIELDS = ("notes", "covered_s", "restarted_in_window", "restarted_s_ago", "quantile_bounds")
+
+
+def snapshot_record(
+    *,
+    url: str,
+    backend: str | None,
+    up: bool,
+    model: str | None,
+    window_s: float | None,
+    figures: Figures | None,
+    error: str | None,
+) -> dict[str, Any]:
+    """One `spectop snapshot --json` line: the same fields for a scraped endpoint and a fleet instance."""
+    dumped = (figures or Figures()).model_dump()
+    record: dict[str, Any] = {"url": url, "backend": backend, "up": up, "model": model, "window_s": window_s}
+    for name in (*FIGURE_NAMES, *EXPLANATION_FIELDS):
+        record[name] = dumped[name]
+    record["error"] = error
+    return record

@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from tui.auth import ApiKeyError, endpoint_headers
 from tui.format import FIGURES_FAILED
 from tui.settings import EndpointSettings
-from tui.telemetry.backends import BackendDetector
 from tui.telemetry.figures import Figures
 from tui.telemetry.prometheus import MetricsParser
 from tui.telemetry.reading import EndpointReading
@@ -78,7 +77,6 @@ class EndpointMonitor:
         self._last_attempt: float | None = None
         self._listed_model: str | None = None
         self._models_asked = False
-        self._detector = BackendDetector()
         self._parser = MetricsParser()  # this endpoint's: what repeats between its pages
         # llama.cpp /slots: why it gave nothing, and when it was last asked.
         self.slots_error: str | None = None
@@ -113,7 +111,6 @@ class EndpointMonitor:
             known_backend=self.window.backend,
             ask_slots=ask_slots,
             headers=self._headers(),
-            detector=self._detector,
             parser=self._parser,
         )
         if slots_error is not None:

@@ -15,7 +15,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from tui.format import fmt_setting
-from tui.telemetry.backends import BackendDetector, detect_backend
+from tui.telemetry.backends import detect_backend
 from tui.telemetry.prometheus import MetricsFormatError, MetricsParser, Sample, parse_metrics_text
 
 log = logging.getLogger(__name__)
@@ -122,11 +122,10 @@ async def scrape_metrics(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_bytes: int = DEFAULT_MAX_BYTES,
     headers: dict[str, str] | None = None,
-    detector: BackendDetector | None = None,
     parser: MetricsParser | None = None,
 ) -> Scrape:
-    """GET metrics_url and parse it; failures come back as a Scrape with `error` set. `detector` and
-    `parser`: the endpoint's, remembering its backend and what repeats between its pages."""
+    """GET metrics_url and parse it; failures come back as a Scrape with `error` set. `parser`: the
+    endpoint's, remembering what repeats between its pages."""
     result = await fetch_body(
         client, metrics_url, timeout_s, max_bytes, {"Accept": _ACCEPT, **(headers or {})}
     )
@@ -145,7 +144,7 @@ async def scrape_metrics(
         monotonic=arrived_monotonic,
         samples=samples,
         error=None,
-        backend=detect_backend(samples) if detector is None else detector.detect(samples),
+        backend=detect_backend(samples),
         process_start=process_start,
     )
 
@@ -202,7 +201,6 @@ async def scrape_with_slots(
     ask_slots: bool = True,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     headers: dict[str, str] | None = None,
-    detector: BackendDetector | None = None,
     parser: MetricsParser | None = None,
 ) -> tuple[Scrape, str | None]:
     """A scrape with llama.cpp's live Σ n_decoded from /slots, and why /slots gave none. /slots is read
@@ -210,9 +208,7 @@ async def scrape_with_slots(
     taken from a window that starts here. Until the backend is known the page is read first."""
 
     def scrape() -> Awaitable[Scrape]:
-        return scrape_metrics(
-            client, metrics_url, timeout_s=timeout_s, headers=headers, detector=detector, parser=parser
-        )
+        return scrape_metrics(client, metrics_url, timeout_s=timeout_s, headers=headers, parser=parser)
 
     if known_backend == "llamacpp" and ask_slots:
         decoded = await fetch_slots_decoded(client, base_url, headers=headers, timeout_s=timeout_s)

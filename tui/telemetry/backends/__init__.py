@@ -4,8 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from operator import attrgetter
+from collections.abc import Iterable
 from typing import Protocol
 
 from tui.telemetry.backends import llamacpp, sglang, vllm
@@ -13,7 +12,7 @@ from tui.telemetry.backends.base import Delta, PageSnapshot, SeriesMemo
 from tui.telemetry.figures import Figures
 from tui.telemetry.prometheus import Sample
 
-__all__ = ["BACKENDS", "Backend", "BackendDetector", "backend_module", "detect_backend"]
+__all__ = ["BACKENDS", "Backend", "backend_module", "detect_backend"]
 
 
 class Backend(Protocol):
@@ -37,28 +36,6 @@ def detect_backend(samples: Iterable[Sample]) -> str | None:
             counts[prefix] += 1
     best = max(counts, key=lambda name: counts[name])
     return best if counts[best] else None
-
-
-_sample_name = attrgetter("name")
-
-
-class BackendDetector:
-    """`detect_backend` for one endpoint, remembered while the page keeps its metric names (mostly
-    identity checks: the parser hands out the same name objects); a server answering after a restart is
-    noticed on its first scrape."""
-
-    __slots__ = ("_backend", "_names")
-
-    def __init__(self) -> None:
-        self._names: tuple[str, ...] | None = None
-        self._backend: str | None = None
-
-    def detect(self, samples: Sequence[Sample]) -> str | None:
-        names = tuple(map(_sample_name, samples))
-        if names != self._names:
-            self._names = names
-            self._backend = detect_backend(samples)
-        return self._backend
 
 
 def backend_module(name: str | None) -> Backend | None:
