@@ -72,14 +72,22 @@ shift
         (["spectop", "tune", "--health-t"], "--health-timeout"),
     ],
 )
-def test_bash_completes_commands_options_and_choices(tmp_path: Path, words: list[str], expected: str) -> None:
-    assert _bash_complete(tmp_path, words) == expected
+def test_bash_completes_commands_options_and_choices(
+    bash_script: Path, words: list[str], expected: str
+) -> None:
+    assert _bash_complete(bash_script, words) == expected
 
 
-def _bash_complete(tmp_path: Path, words: list[str]) -> str:
-    script = tmp_path / "spectop.bash"
+@pytest.fixture(scope="module")
+def bash_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bash completion script, made once for every case (each `spectop` run loads every command)."""
+    script = tmp_path_factory.mktemp("completion") / "spectop.bash"
     script.write_text(spectop("--completion", "bash").stdout, encoding="utf-8")
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    return script
+
+
+def _bash_complete(script: Path, words: list[str]) -> str:
     driver = BASH_DRIVER + 'complete_for "$@"\n'
     result = subprocess.run(
         ["bash", "-c", driver, "bash", str(script), *words],
@@ -106,6 +114,6 @@ def _bash_complete(tmp_path: Path, words: list[str]) -> str:
         ["spectop", "demo", "--debug-log"],
     ],
 )
-def test_file_arguments_complete_file_names(tmp_path: Path, words: list[str]) -> None:
+def test_file_arguments_complete_file_names(bash_script: Path, tmp_path: Path, words: list[str]) -> None:
     (tmp_path / "server.log").write_text("", encoding="utf-8")
-    assert _bash_complete(tmp_path, [*words, str(tmp_path / "serv")]) == str(tmp_path / "server.log")
+    assert _bash_complete(bash_script, [*words, str(tmp_path / "serv")]) == str(tmp_path / "server.log")
