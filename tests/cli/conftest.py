@@ -6,13 +6,17 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tui.cli import main
 from tui.paths import sample_configs_dir
 
 REPO = Path(__file__).resolve().parents[2]
+Spectop = Callable[..., subprocess.CompletedProcess[str]]  # `spectop ARGS` -> its exit code and output
 
 
 def spectop(*args: str) -> subprocess.CompletedProcess[str]:
@@ -21,6 +25,23 @@ def spectop(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=60
     )
+
+
+def spectop_here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`spectop ARGS` in this process (`tui.cli.main`, its sanitized stdio and exit codes as a process has
+    them), for what does not need a process of its own: no interpreter started per case."""
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exit_:  # argparse's usage errors
+        code = int(exit_.code or 0)
+    shown = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, shown.out, shown.err)
+
+
+@pytest.fixture
+def run_spectop(capsys: pytest.CaptureFixture[str]) -> Spectop:
+    return partial(spectop_here, capsys)
 
 
 @pytest.fixture
