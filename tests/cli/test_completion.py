@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import spectop
+from tui.cli import COMMAND_MODULES
 
 
 def test_version_is_the_installed_packages() -> None:
@@ -22,18 +23,7 @@ def test_version_is_the_installed_packages() -> None:
 def test_completion_script_names_every_command(shell: str) -> None:
     result = spectop("--completion", shell)
     assert result.returncode == 0, result.stderr
-    for command in (
-        "demo",
-        "snapshot",
-        "logs",
-        "sim",
-        "config",
-        "edit",
-        "bench",
-        "replay",
-        "autopilot",
-        "launch",
-    ):
+    for command in [name.rsplit(".", 1)[1] for name in COMMAND_MODULES] + ["launch"]:  # and an action
         assert command in result.stdout
     assert "--flavor" in result.stdout or "-l flavor" in result.stdout
 
