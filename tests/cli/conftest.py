@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -16,7 +17,6 @@ from tui.cli import main
 from tui.paths import sample_configs_dir
 
 REPO = Path(__file__).resolve().parents[2]
-Spectop = Callable[..., subprocess.CompletedProcess[str]]  # `spectop ARGS` -> its exit code and output
 
 
 def spectop(*args: str) -> subprocess.CompletedProcess[str]:
@@ -27,7 +27,16 @@ def spectop(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def spectop_here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+class Shown(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+Spectop = Callable[..., Shown]  # `spectop ARGS` -> its exit code and output
+
+
+def spectop_here(capsys: pytest.CaptureFixture[str], *args: str) -> Shown:
     """`spectop ARGS` in this process (`tui.cli.main`, its sanitized stdio and exit codes as a process has
     them), for what does not need a process of its own: no interpreter started per case."""
     capsys.readouterr()
@@ -36,7 +45,7 @@ def spectop_here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.C
     except SystemExit as exit_:  # argparse's usage errors
         code = int(exit_.code or 0)
     shown = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, shown.out, shown.err)
+    return Shown(code, shown.out, shown.err)
 
 
 @pytest.fixture

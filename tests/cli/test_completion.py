@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import spectop
+from tests.cli.conftest import Spectop, spectop
 from tui.cli import COMMAND_MODULES
 
 
@@ -28,8 +28,8 @@ def test_completion_script_names_every_command(shell: str) -> None:
     assert "--flavor" in result.stdout or "-l flavor" in result.stdout
 
 
-def test_unknown_shell_is_a_usage_error() -> None:
-    result = spectop("--completion", "tcsh")
+def test_unknown_shell_is_a_usage_error(run_spectop: Spectop) -> None:
+    result = run_spectop("--completion", "tcsh")
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
 
