@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -25,6 +26,14 @@ def spectop(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=60
     )
+
+
+@functools.cache
+def completion_script(shell: str) -> str:
+    """`spectop --completion SHELL`, run once per shell for every test that reads the script."""
+    shown = spectop("--completion", shell)
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
 
 
 class Shown(NamedTuple):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import Spectop, spectop
+from tests.cli.conftest import Spectop, completion_script, spectop
 from tui.cli import COMMAND_MODULES
 
 
@@ -21,11 +21,10 @@ def test_version_is_the_installed_packages() -> None:
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_script_names_every_command(shell: str) -> None:
-    result = spectop("--completion", shell)
-    assert result.returncode == 0, result.stderr
+    script = completion_script(shell)
     for command in [name.rsplit(".", 1)[1] for name in COMMAND_MODULES] + ["launch"]:  # and an action
-        assert command in result.stdout
-    assert "--flavor" in result.stdout or "-l flavor" in result.stdout
+        assert command in script
+    assert "--flavor" in script or "-l flavor" in script
 
 
 def test_unknown_shell_is_a_usage_error(run_spectop: Spectop) -> None:
@@ -72,7 +71,7 @@ def test_bash_completes_commands_options_and_choices(
 def bash_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bash completion script, made once for every case (each `spectop` run loads every command)."""
     script = tmp_path_factory.mktemp("completion") / "spectop.bash"
-    script.write_text(spectop("--completion", "bash").stdout, encoding="utf-8")
+    script.write_text(completion_script("bash"), encoding="utf-8")
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     return script
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import Spectop, spectop
+from tests.cli.conftest import Spectop, completion_script
 from tui.commands.config import EXAMPLES
 from tui.paths import sample_configs_dir
 
@@ -49,7 +49,7 @@ def test_a_bad_name_lists_the_choices(run_spectop: Spectop) -> None:
 
 
 def test_fish_completes_the_example_names_not_file_names() -> None:
-    script = spectop("--completion", "fish").stdout
+    script = completion_script("fish")
     condition = "-n '_shtab_spectop_using config example; and test $_shtab_spectop_npos -eq 0'"
     lines = [line for line in script.splitlines() if condition in line]
     assert any('-ka "vllm vllm-off sglang client spectop"' in line for line in lines)
