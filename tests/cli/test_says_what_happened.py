@@ -120,25 +120,23 @@ def test_the_dashboard_refuses_a_bad_settings_file_with_exit_2(run_spectop: Spec
     assert f"{bad}: endpoint 'gpu1', field url: expected an http:// or https:// URL" in result.stderr
 
 
-def test_dashboard_with_prometheus_opens_the_fleet_dashboard(run_spectop: Spectop) -> None:
-    result = run_spectop(
-        "--prometheus", "http://127.0.0.1:9"
-    )  # no terminal here: it says so, as any dashboard
-    assert result.returncode == 2
-    assert "terminal" in result.stderr and "coming" not in result.stderr and "not wired" not in result.stderr
-    result = run_spectop("--prometheus", "http://127.0.0.1:9", "--endpoint", "http://127.0.0.1:8000")
-    assert result.returncode == 2 and "no --endpoint" in result.stderr
-    result = run_spectop("--match", '{job="x"}')
-    assert result.returncode == 2 and "need --prometheus" in result.stderr
-
-
-def test_snapshot_argument_errors_exit_2(run_spectop: Spectop) -> None:
-    result = run_spectop("snapshot")
-    assert result.returncode == 2 and "at least one URL, or --prometheus URL" in result.stderr
-    result = run_spectop("snapshot", "http://127.0.0.1:9", "--prometheus", "http://127.0.0.1:9")
-    assert result.returncode == 2 and "not both" in result.stderr
-    result = run_spectop("snapshot", "--prometheus", "http://127.0.0.1:9", "--match", "up")
-    assert result.returncode == 2 and "--match: expected label matchers" in result.stderr
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--prometheus", "http://127.0.0.1:9"], "needs a terminal"),  # the fleet dashboard, as any dashboard
+        (["--prometheus", "http://127.0.0.1:9", "--endpoint", "http://127.0.0.1:8000"], "no --endpoint"),
+        (["--match", '{job="x"}'], "need --prometheus"),
+        (["snapshot"], "at least one URL, or --prometheus URL"),
+        (["snapshot", "http://127.0.0.1:9", "--prometheus", "http://127.0.0.1:9"], "not both"),
+        (
+            ["snapshot", "--prometheus", "http://127.0.0.1:9", "--match", "up"],
+            "--match: expected label matchers",
+        ),
+    ],
+)
+def test_fleet_flags_that_cannot_go_together_exit_2(run_spectop: Spectop, argv: list[str], said: str) -> None:
+    shown = run_spectop(*argv)
+    assert shown.returncode == 2 and said in shown.stderr
 
 
 def test_snapshot_with_prometheus_down_exits_1(run_spectop: Spectop, tmp_path: Path) -> None:
