@@ -3,6 +3,7 @@ diff masks credential values (`config set` too); a URL with a user or password i
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.cli.conftest import spectop_here
 from tests.tune.conftest import write_config
 from tui.advice.guard_control import prepare
 from tui.auth import api_key_from_env, bearer_headers, endpoint_headers
@@ -20,7 +22,6 @@ from tui.tune.runner import TuneOptions, TuneRun
 sys.path.insert(0, str(Path(__file__).parent / "telemetry"))
 
 from metrics_test_server import Reply, ReplyServer, sample_body
-from test_snapshot_cli import spectop
 
 from tui.telemetry.monitor import EndpointMonitor
 
@@ -29,12 +30,13 @@ SAMPLES = Path(__file__).parents[1] / "sample_configs"
 
 
 @pytest.mark.parametrize("bad", [f"{KEY}\r", f"{KEY}\n", f"{KEY}\r\nX-Evil: 1", f"{KEY}é"])
-async def test_snapshot_refuses_a_key_no_header_may_carry(bad: str, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_snapshot_refuses_a_key_no_header_may_carry(
+    bad: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("SPECTOP_TEST_KEY", bad)
     async with ReplyServer([Reply(sample_body("vllm", "metrics_t0.txt"))] * 2) as server:
-        code, out, err = await spectop(
-            "snapshot", server.url, "--window", "0.1", "--api-key-env", "SPECTOP_TEST_KEY"
-        )
+        argv = ("snapshot", server.url, "--window", "0.1", "--api-key-env", "SPECTOP_TEST_KEY")
+        code, out, err = await asyncio.to_thread(spectop_here, capsys, *argv)
     assert code == 2
     assert "SPECTOP_TEST_KEY" in err and "invalid" in err
     assert KEY not in out + err and "Illegal header" not in err
@@ -88,11 +90,11 @@ def _vllm_config(tmp_path: Path) -> Path:
     [(_client_settings, "model", "other"), (_vllm_config, "speculative.num_speculative_tokens", "3")],
     ids=["client-json", "vllm-toml"],
 )
-async def test_config_set_masks_a_credential_in_the_diffs_context(
-    tmp_path: Path, make: object, key: str, value: str
+def test_config_set_masks_a_credential_in_the_diffs_context(
+    tmp_path: Path, make: object, key: str, value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = make(tmp_path)  # type: ignore[operator]
-    code, out, err = await spectop("config", "set", str(path), key, value, "--new-key")
+    code, out, err = spectop_here(capsys, "config", "set", str(path), key, value, "--new-key")
     assert code == 0, err
     assert "api_key" in out and "****" in out  # the context line is there, its value masked
     assert KEY not in out + err
@@ -109,17 +111,19 @@ async def test_config_set_masks_a_credential_in_the_diffs_context(
     ],
     ids=["snapshot", "snapshot-bad-scheme", "bench", "dashboard"],
 )
-async def test_a_url_with_a_password_is_refused_without_echoing_it(argv: list[str]) -> None:
-    code, out, err = await spectop(*argv)
+def test_a_url_with_a_password_is_refused_without_echoing_it(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = spectop_here(capsys, *argv)
     assert code == 2, (out, err)
     assert "hunter2" not in out + err
     assert "no user or password in the URL" in err
 
 
-async def test_settings_file_endpoint_with_a_password(tmp_path: Path) -> None:
+def test_settings_file_endpoint_with_a_password(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "spectop.toml"
     config.write_text('[[endpoints]]\nname = "a"\nurl = "http://ops:hunter2@127.0.0.1:9"\n', encoding="utf-8")
-    code, out, err = await spectop("--config", str(config))
+    code, out, err = spectop_here(capsys, "--config", str(config))
     assert code == 2 and "no user or password in the URL" in err
     assert "hunter2" not in out + err
 

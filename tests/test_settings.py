@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import spectop
 from tui.fleet.queries import FLEET_FIGURES, discovery_query, duration, figure_queries, selector
 from tui.paths import sample_configs_dir, user_config_dir
 from tui.settings import (
@@ -153,19 +152,6 @@ def test_metrics_url_given_as_the_endpoint() -> None:
     assert (endpoint.url, endpoint.resolved_metrics_url) == ("http://h:9000", "http://h:9000/metrics")
 
 
-def test_the_dashboard_refuses_a_bad_settings_file_with_exit_2(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    bad = tmp_path / "bad.toml"
-    bad.write_text('[[endpoints]]\nname = "gpu1"\nurl = "ftp://gpu1:8000"\n')
-    result = subprocess.run(
-        [sys.executable, "-m", "tui", "--config", str(bad)], capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 2
-    assert f"{bad}: endpoint 'gpu1', field url: expected an http:// or https:// URL" in result.stderr
-
-
 # --- fleet mode: the prometheus table, --prometheus / --match / --group-by, and the queries they select -----
 
 
@@ -299,37 +285,3 @@ def test_flags_override_the_file_and_keep_secrets_only_for_the_same_url() -> Non
 def test_bad_flags_name_the_flag(values: dict[str, str], expected: str) -> None:
     with pytest.raises(SettingsError, match=expected.replace("(", r"\(")):
         apply_fleet_flags(Settings(), flags(**values))
-
-
-def test_dashboard_with_prometheus_opens_the_fleet_dashboard() -> None:
-    result = spectop("--prometheus", "http://127.0.0.1:9")  # no terminal here: it says so, as any dashboard
-    assert result.returncode == 2
-    assert "terminal" in result.stderr and "coming" not in result.stderr and "not wired" not in result.stderr
-    result = spectop("--prometheus", "http://127.0.0.1:9", "--endpoint", "http://127.0.0.1:8000")
-    assert result.returncode == 2 and "no --endpoint" in result.stderr
-    result = spectop("--match", '{job="x"}')
-    assert result.returncode == 2 and "need --prometheus" in result.stderr
-
-
-def test_snapshot_argument_errors_exit_2() -> None:
-    result = spectop("snapshot")
-    assert result.returncode == 2 and "at least one URL, or --prometheus URL" in result.stderr
-    result = spectop("snapshot", "http://127.0.0.1:9", "--prometheus", "http://127.0.0.1:9")
-    assert result.returncode == 2 and "not both" in result.stderr
-    result = spectop("snapshot", "--prometheus", "http://127.0.0.1:9", "--match", "up")
-    assert result.returncode == 2 and "--match: expected label matchers" in result.stderr
-
-
-def test_snapshot_with_prometheus_down_exits_1(tmp_path: Path) -> None:
-    from tests.fleet.conftest import free_port
-
-    url = f"http://127.0.0.1:{free_port()}"
-    (tmp_path / "spectop.toml").write_text(
-        f'[prometheus]\nurl = "{url}"\nbearer_token_env = "FLEET_UNSET_TOKEN"\n'
-    )
-    result = spectop(
-        "--config", str(tmp_path / "spectop.toml"), "snapshot", "--prometheus", url, "--timeout", "2"
-    )
-    assert result.returncode == 1 and "Prometheus unreachable" in result.stderr
-    assert "environment variable FLEET_UNSET_TOKEN is not set" in result.stderr
-    assert "Traceback" not in result.stderr

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
+from tui.cli import main
 from tui.paths import sample_configs_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,6 +26,40 @@ def spectop(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=60
     )
+
+
+@functools.cache
+def completion_script(shell: str) -> str:
+    """`spectop --completion SHELL`, run once per shell for every test that reads the script."""
+    shown = spectop("--completion", shell)
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
+
+
+class Shown(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+Spectop = Callable[..., Shown]  # `spectop ARGS` -> its exit code and output
+
+
+def spectop_here(capsys: pytest.CaptureFixture[str], *args: str) -> Shown:
+    """`spectop ARGS` in this process (`tui.cli.main`, its sanitized stdio and exit codes as a process has
+    them), for what does not need a process of its own: no interpreter started per case."""
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exit_:  # argparse's usage errors
+        code = int(exit_.code or 0)
+    shown = capsys.readouterr()
+    return Shown(code, shown.out, shown.err)
+
+
+@pytest.fixture
+def run_spectop(capsys: pytest.CaptureFixture[str]) -> Spectop:
+    return partial(spectop_here, capsys)
 
 
 @pytest.fixture

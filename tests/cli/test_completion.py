@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import spectop
+from tests.cli.conftest import Spectop, completion_script, spectop
+from tui.cli import COMMAND_MODULES
 
 
 def test_version_is_the_installed_packages() -> None:
@@ -20,26 +21,14 @@ def test_version_is_the_installed_packages() -> None:
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_script_names_every_command(shell: str) -> None:
-    result = spectop("--completion", shell)
-    assert result.returncode == 0, result.stderr
-    for command in (
-        "demo",
-        "snapshot",
-        "logs",
-        "sim",
-        "config",
-        "edit",
-        "bench",
-        "replay",
-        "autopilot",
-        "launch",
-    ):
-        assert command in result.stdout
-    assert "--flavor" in result.stdout or "-l flavor" in result.stdout
+    script = completion_script(shell)
+    for command in [name.rsplit(".", 1)[1] for name in COMMAND_MODULES] + ["launch"]:  # and an action
+        assert command in script
+    assert "--flavor" in script or "-l flavor" in script
 
 
-def test_unknown_shell_is_a_usage_error() -> None:
-    result = spectop("--completion", "tcsh")
+def test_unknown_shell_is_a_usage_error(run_spectop: Spectop) -> None:
+    result = run_spectop("--completion", "tcsh")
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
 
@@ -72,14 +61,22 @@ shift
         (["spectop", "tune", "--health-t"], "--health-timeout"),
     ],
 )
-def test_bash_completes_commands_options_and_choices(tmp_path: Path, words: list[str], expected: str) -> None:
-    assert _bash_complete(tmp_path, words) == expected
+def test_bash_completes_commands_options_and_choices(
+    bash_script: Path, words: list[str], expected: str
+) -> None:
+    assert _bash_complete(bash_script, words) == expected
 
 
-def _bash_complete(tmp_path: Path, words: list[str]) -> str:
-    script = tmp_path / "spectop.bash"
-    script.write_text(spectop("--completion", "bash").stdout, encoding="utf-8")
+@pytest.fixture(scope="module")
+def bash_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bash completion script, made once for every case (each `spectop` run loads every command)."""
+    script = tmp_path_factory.mktemp("completion") / "spectop.bash"
+    script.write_text(completion_script("bash"), encoding="utf-8")
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    return script
+
+
+def _bash_complete(script: Path, words: list[str]) -> str:
     driver = BASH_DRIVER + 'complete_for "$@"\n'
     result = subprocess.run(
         ["bash", "-c", driver, "bash", str(script), *words],
@@ -106,6 +103,6 @@ def _bash_complete(tmp_path: Path, words: list[str]) -> str:
         ["spectop", "demo", "--debug-log"],
     ],
 )
-def test_file_arguments_complete_file_names(tmp_path: Path, words: list[str]) -> None:
+def test_file_arguments_complete_file_names(bash_script: Path, tmp_path: Path, words: list[str]) -> None:
     (tmp_path / "server.log").write_text("", encoding="utf-8")
-    assert _bash_complete(tmp_path, [*words, str(tmp_path / "serv")]) == str(tmp_path / "server.log")
+    assert _bash_complete(bash_script, [*words, str(tmp_path / "serv")]) == str(tmp_path / "server.log")

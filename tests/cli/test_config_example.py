@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import spectop
+from tests.cli.conftest import Spectop, completion_script
 from tui.commands.config import EXAMPLES
 from tui.paths import sample_configs_dir
 
@@ -27,19 +27,21 @@ def test_every_shipped_sample_config_has_a_name() -> None:
         ("spectop", None),
     ],
 )
-def test_an_example_prints_the_shipped_file_as_it_is(tmp_path: Path, name: str, kind: str | None) -> None:
-    shown = spectop("config", "example", name)
+def test_an_example_prints_the_shipped_file_as_it_is(
+    run_spectop: Spectop, tmp_path: Path, name: str, kind: str | None
+) -> None:
+    shown = run_spectop("config", "example", name)
     assert shown.returncode == 0, shown.stderr
     shipped = sample_configs_dir() / EXAMPLES[name][0]
     assert shown.stdout == shipped.read_text(encoding="utf-8")
     if kind is not None:  # the printed file is one spectop edits: redirected to a file, it opens as its kind
         written = tmp_path / shipped.name
         written.write_text(shown.stdout, encoding="utf-8")
-        assert f"[{kind}]" in spectop("config", "show", str(written)).stdout
+        assert f"[{kind}]" in run_spectop("config", "show", str(written)).stdout
 
 
-def test_a_bad_name_lists_the_choices() -> None:
-    shown = spectop("config", "example", "vlm")
+def test_a_bad_name_lists_the_choices(run_spectop: Spectop) -> None:
+    shown = run_spectop("config", "example", "vlm")
     assert shown.returncode == 2
     assert shown.stderr.startswith("usage: spectop config example ")
     for name in EXAMPLES:
@@ -47,7 +49,7 @@ def test_a_bad_name_lists_the_choices() -> None:
 
 
 def test_fish_completes_the_example_names_not_file_names() -> None:
-    script = spectop("--completion", "fish").stdout
+    script = completion_script("fish")
     condition = "-n '_shtab_spectop_using config example; and test $_shtab_spectop_npos -eq 0'"
     lines = [line for line in script.splitlines() if condition in line]
     assert any('-ka "vllm vllm-off sglang client spectop"' in line for line in lines)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tui.cli import main
 from tui.configs import atomic
 from tui.configs.atomic import FileStamp, atomic_write, changed_on_disk, config_lock, lock_path
 from tui.configs.editing import ChangedOnDiskError, open_config, save_text
@@ -246,10 +247,10 @@ def test_open_config_refuses_a_directory_and_a_device(tmp_path: Path) -> None:
         open_config(Path("/dev/null"))
 
 
-def test_a_save_leaves_no_lock_file_beside_the_config(tmp_path: Path) -> None:
+def test_a_save_leaves_no_lock_file_beside_the_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "config.toml"
     config.write_text((sample_configs_dir() / "config.toml").read_text(encoding="utf-8"), encoding="utf-8")
-    process = _spectop("config", "set", str(config), "scheduler.max_num_seqs", "77")
-    _, err = process.communicate(timeout=120)
-    assert process.returncode == 0, err
+    assert main(["config", "set", str(config), "scheduler.max_num_seqs", "77"]) == 0, capsys.readouterr().err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["config.toml", "config.toml.bak"]

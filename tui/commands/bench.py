@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import importlib.util
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
+import httpx
+from pydantic import ValidationError
+
+from tui.bench.burst_store import bursts_dir, history_lines, list_bursts
+from tui.bench.context import context_table, length_check, sized_for_server
+from tui.bench.engine import ArmUnreachable, BurstConfigError
+from tui.bench.prompts import OptionError, PromptSetError, parse_prompt_tokens
+from tui.bench.report.text import render_text
+from tui.bench.session import BurstRequest, BurstRequestError, BurstSession, EndpointArm, PastArm
 from tui.cli_options import (
     API_KEY_ENV,
     MODEL,
@@ -16,6 +29,14 @@ from tui.cli_options import (
     option_flags,
     option_values,
 )
+from tui.format import fmt_latency
+from tui.gpu.burst import BurstGpuWatch
+from tui.gpu.mapping import plan_for_endpoint
+from tui.safe_output import progress_line
+from tui.sanitize import safe_line
+from tui.settings import EndpointSettings
+from tui.tune.result import tune_history_lines
+from tui.validators import friendly_message
 
 EXIT_OK, EXIT_REQUEST_FAILED, EXIT_BAD_ARGUMENTS, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -135,16 +156,11 @@ def register(subparsers: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    from tui.sanitize import safe_line
-
     print(f"spectop bench: {safe_line(message)}", file=sys.stderr)
     return EXIT_BAD_ARGUMENTS
 
 
 def _progress_printer() -> Any:
-    from tui.format import fmt_latency
-    from tui.safe_output import progress_line
-
     if not sys.stderr.isatty():
         return None
 
@@ -156,11 +172,6 @@ def _progress_printer() -> Any:
 
 
 def _list_history() -> int:
-    import shutil
-
-    from tui.bench.burst_store import bursts_dir, history_lines, list_bursts
-    from tui.tune.result import tune_history_lines
-
     entries = list_bursts()
     tunes = tune_history_lines()
     if not entries and not tunes:
@@ -179,8 +190,6 @@ def _or(value: Any, default: Any) -> Any:
 
 def _request(args: argparse.Namespace) -> Any:
     """The BurstRequest of these flags (BurstRequestError when one cannot be used)."""
-    from tui.bench.session import BurstRequest, EndpointArm
-
     values = option_values(args, BURST_OPTIONS)
     max_concurrency = values.pop("max_concurrency")
     values |= {
@@ -193,8 +202,6 @@ def _request(args: argparse.Namespace) -> Any:
 
 
 def _write_exports(outcome: Any, args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     for kind, destination in (("json", args.json), ("csv", args.csv), ("markdown", args.markdown)):
         if destination:
             try:
@@ -208,15 +215,6 @@ def _write_exports(outcome: Any, args: argparse.Namespace) -> int:
 
 def _gpu_arms(args: argparse.Namespace, request: Any) -> list[Any]:
     """The live arms whose GPUs to watch: those with an exporter URL, and local ones when NVML is there."""
-    import importlib.util
-
-    from pydantic import ValidationError
-
-    from tui.bench.session import EndpointArm
-    from tui.gpu.mapping import plan_for_endpoint
-    from tui.settings import EndpointSettings
-    from tui.validators import friendly_message
-
     nvml = importlib.util.find_spec("pynvml") is not None
     arms = []
     for side, arm in (("a", request.a), ("b", request.b)):
@@ -235,10 +233,6 @@ def _gpu_arms(args: argparse.Namespace, request: Any) -> list[Any]:
 
 async def _run_session(session: Any, args: argparse.Namespace) -> Any:
     """The burst, with the arms' GPUs watched when there are any to watch."""
-    import httpx
-
-    from tui.gpu.burst import BurstGpuWatch
-
     arms = _gpu_arms(args, session.request)
     if not arms:
         return await session.run(on_progress=_progress_printer())
@@ -252,11 +246,6 @@ async def _run_session(session: Any, args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from tui.bench.report.text import render_text
-    from tui.bench.session import BurstRequestError, BurstSession, PastArm
-
     if args.history:
         return _list_history()
     if args.prompt_tokens is not None:
@@ -276,12 +265,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _burst(args: argparse.Namespace) -> tuple[int, Any]:
     """One burst as the flags say: its exit code and outcome (None when it did not run)."""
-    import asyncio
-
-    from tui.bench.engine import ArmUnreachable, BurstConfigError
-    from tui.bench.report.text import render_text
-    from tui.bench.session import BurstRequestError, BurstSession
-
     flags = option_flags(BURST_OPTIONS)
     if args.rate is not None:
         flags["concurrency"] = "--max-concurrency"
@@ -320,12 +303,6 @@ def _burst(args: argparse.Namespace) -> tuple[int, Any]:
 def _run_lengths(args: argparse.Namespace) -> int:
     """`--prompt-tokens 256,4096`: one burst per prompt length (the set at about that many tokens), each
     checked against the prompt tokens the server counted, then one line per length."""
-    import asyncio
-    from pathlib import Path
-
-    from tui.bench.context import context_table, length_check, sized_for_server
-    from tui.bench.prompts import OptionError, PromptSetError, parse_prompt_tokens
-
     if args.compare:
         return _fail("--prompt-tokens: runs bursts; --compare only reads kept ones")
     try:

@@ -195,7 +195,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui.sim.server import SimServer, serve_until_signalled  # lazy: +16% on the first frame
+    from tui.sim.server import SimServer, serve_until_signalled  # lazy: only `spectop sim` serves
 
     api_key = args.api_key
     if args.api_key_env:

@@ -11,11 +11,16 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from tui.advice.calibrate import CALIBRATION_MAX_TOKENS, CALIBRATION_REQUESTS, fit_and_keep, plan_calibration
+from tui.bench.prompts import OptionError, parse_prompt_tokens
 from tui.cli_options import API_KEY_ENV, MODEL, Option, add_options, completes_files, option, option_values
 from tui.commands import say
 from tui.configs.errors import ConfigError
 from tui.safe_output import progress_line as redraw
 from tui.sanitize import safe_line, safe_text
+from tui.tune.plan import TunePlanError, parse_int_list
+from tui.tune.result import export, render_text, save_tune
+from tui.tune.runner import TuneOptions, TuneRun, preflight, progress_line
 from tui.validators import normalize_http_url
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_CANCELLED = 0, 1, 2, 130
@@ -153,8 +158,6 @@ def _say(message: str) -> None:
 
 
 def _progress_printer() -> Any:
-    from tui.tune.runner import progress_line  # lazy: +13% on the first frame
-
     tty = sys.stderr.isatty()
     last: dict[str, Any] = {"key": None}
 
@@ -172,10 +175,6 @@ def _progress_printer() -> Any:
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from tui.bench.prompts import OptionError, parse_prompt_tokens  # lazy: +13% on the first frame
-    from tui.tune.plan import TunePlanError, parse_int_list  # lazy: +13% on the first frame
-    from tui.tune.runner import TuneOptions  # lazy: +13% on the first frame
-
     command = shlex.split(args.restart_command)
     if not command:
         raise TunePlanError("--restart-command: empty")
@@ -223,12 +222,6 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def _calibration(args: argparse.Namespace, options: Any) -> tuple[Any, Any]:
-    from tui.advice.calibrate import (  # lazy: +13% on the first frame
-        CALIBRATION_MAX_TOKENS,
-        CALIBRATION_REQUESTS,
-        plan_calibration,
-    )
-
     if args.requests is None:
         options = replace(options, requests=CALIBRATION_REQUESTS)
     if args.max_tokens is None:  # the step time is what is measured: short requests measure it as well
@@ -274,11 +267,6 @@ async def _run(tune: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui.advice.calibrate import fit_and_keep  # lazy: +13% on the first frame
-    from tui.tune.plan import TunePlanError  # lazy: +13% on the first frame
-    from tui.tune.result import export, render_text, save_tune  # lazy: +13% on the first frame
-    from tui.tune.runner import TuneRun, preflight  # lazy: +13% on the first frame
-
     calibration = None
     try:
         options = _options(args)

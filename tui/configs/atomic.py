@@ -1,12 +1,6 @@
 """Atomic file writes: a reader sees the old file or the new one, whole, never a half-written one.
-
-The new bytes go to a temp file beside the file (`.NAME.PID.RANDOM.tmp`, unique per write), are fsynced and
-renamed over the file (a symlink's target; the link stays); the folder is fsynced after. Temp files a killed
-write left are removed by the next write of the same file. `write_file` is what every file spectop writes
-goes through; `atomic_write` adds what a config save needs: the original's owner, group, mode and extended
-attributes, the previous version as `FILE.bak`, refusing a read-only file. Its failures are `SaveError`s
-with one line saying what happened; the file is then unchanged and no temp file is left.
-"""
+`write_file` is what every file spectop writes goes through; `atomic_write` adds what a config save needs
+(owner, mode, xattrs, `FILE.bak`, refusing a read-only file) and fails with a one-line `SaveError`."""
 
 from __future__ import annotations
 
