@@ -63,9 +63,10 @@ async def test_a_load_that_moved_is_said_and_waited_out(one_sim: DemoSims, tmp_p
     model = sim_step_cost(sim.config, sim.url)
     assert model is not None
     async with httpx.AsyncClient() as client:
+        eyes = ServerEyes(sim.url, sim.url + "/metrics", client)
         pilot = Autopilot(
-            {sim.url: target}, ServerEyes(sim.url, sim.url, client), KeptModels(StepCostFile(models=[model])),
-            LIMITS, auto=True, audit_path=trail, client=client, say=lines.append,
+            {sim.url: target}, eyes, KeptModels(StepCostFile(models=[model])), LIMITS,
+            auto=True, audit_path=trail, client=client, say=lines.append,
             on_state=lambda states: shown.extend(state.line() for state in states.values()),
         )  # fmt: skip
         run = asyncio.create_task(pilot.run())

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -28,12 +29,15 @@ from tui.advice.live import KeptModels, advice_for
 from tui.advice.stepcost import find_model
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord, Figure
-from tui.autopilot.observe import Seen, load, speed
+from tui.autopilot.observe import Seen, ServerEyes, load, speed
 from tui.autopilot.policy import Limits, PilotState, Sustained, gate
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import Target
 from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
 from tui.telemetry.figures import Figures
+
+if TYPE_CHECKING:
+    from tui.settings import EndpointSettings
 
 Eyes = Callable[[], Awaitable[dict[str, Seen]]]
 TTFT_SLOWER = 0.25  # a change whose first tokens are surely this much slower goes back, whatever its speed
@@ -166,9 +170,15 @@ class Autopilot:
         pooled = Figures(
             per_position_acceptance=positions, running=sum(running) / len(running) if running else None
         )
-        url = next((n for n in up if find_model(self.kept.models, n, seen[n].model, None)[0]), up[0])
+        models = self.kept.models
+        name = next((n for n in up if find_model(models, self.targets[n].url, seen[n].model, None)[0]), up[0])
         return advice_for(
-            pooled, url, seen[url].model, self.kept, current_k=ks.pop(), margin=self.limits.margin
+            pooled,
+            self.targets[name].url,
+            seen[name].model,
+            self.kept,
+            current_k=ks.pop(),
+            margin=self.limits.margin,
         )
 
     async def watch(self, seen: dict[str, Seen]) -> None:
@@ -419,3 +429,30 @@ class Autopilot:
         self._said.add(key)
         self.say(line)
         return True
+
+
+async def pilot_endpoints(
+    endpoints: list[EndpointSettings],
+    client: httpx.AsyncClient,
+    kept: KeptModels,
+    limits: Limits,
+    *,
+    audit_path: Path,
+    on_state: Callable[[dict[str, PilotState]], None],
+    say: Callable[[str], None],
+) -> None:
+    """The dashboard's mode: one dry-run autopilot per endpoint that has a config file and a restart
+    command (each its own server: its figures are compared with its own before, not with the others')."""
+    pilots = []
+    for endpoint in endpoints:
+        if endpoint.config_file is None or not endpoint.restart_command:
+            say(f"{endpoint.name}: left alone: the autopilot needs its config_file and restart_command")
+            continue
+        target = Target(endpoint.name, endpoint.config_file, endpoint.restart_command, endpoint.url)
+        eyes = ServerEyes(endpoint.name, endpoint.resolved_metrics_url, client)
+        pilot = Autopilot(
+            {endpoint.name: target}, eyes, kept, limits, auto=False, audit_path=audit_path,
+            client=client, say=say, on_state=on_state,
+        )  # fmt: skip
+        pilots.append(pilot)
+    await asyncio.gather(*(pilot.run() for pilot in pilots))

@@ -60,8 +60,8 @@ class FleetEyes:
 class ServerEyes:
     """One server's /metrics: its figures since the call before (none on the first call)."""
 
-    def __init__(self, name: str, url: str, client: httpx.AsyncClient) -> None:
-        self.name, self.metrics_url, self.client = name, url.rstrip("/") + "/metrics", client
+    def __init__(self, name: str, metrics_url: str, client: httpx.AsyncClient) -> None:
+        self.name, self.metrics_url, self.client = name, metrics_url, client
         self.last: Scrape | None = None
 
     async def __call__(self) -> dict[str, Seen]:
