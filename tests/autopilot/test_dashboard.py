@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 
-from tests.autopilot.conftest import FAST
 from tui.advice.calibrate import sim_step_cost
 from tui.advice.live import KeptModels
 from tui.advice.stepcost import StepCostFile
 from tui.autopilot import audit, audit_file
+from tui.autopilot.policy import Limits
 from tui.settings import EndpointSettings, Settings
 from tui.sim.supervisor import DemoSims
 from tui.ui.app import SpectopApp
@@ -35,7 +35,7 @@ async def test_the_cards_show_what_the_autopilot_would_do(one_sim: DemoSims) -> 
         Settings(poll_interval_s=1, endpoints=[endpoint]),
         step_costs=KeptModels(StepCostFile(models=[model])),
         remember_theme_choice=False,
-        autopilot_limits=FAST,
+        autopilot_limits=Limits(sustained_s=2, interval_s=1),
     )
 
     def shown() -> str:

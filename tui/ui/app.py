@@ -402,6 +402,8 @@ class SpectopApp(SpectopBase[int]):
             return self.source.has_speed
         if action == "bench":
             return self.source.allows_bench
+        if action == "autopilot":  # live figures only, as the advisor
+            return not isinstance(self.source, ReplaySource)
         return True
 
     def open_log(self, name: str) -> None:
@@ -489,7 +491,7 @@ class SpectopApp(SpectopBase[int]):
             why = (
                 "a fleet's runs as spectop autopilot --prometheus URL with its templates"
                 if self.source.is_fleet
-                else "it needs live endpoints and the advisor, not a replay"
+                else "the advisor has not read its step-cost models yet"
             )
             self.notify(f"no autopilot here: {why}", severity="warning")
             return
