@@ -6,8 +6,8 @@ proposed (dry run: said and recorded, nothing changed). In auto mode one canary 
 period each interval gives a sample of log(canary speed / the unchanged replicas' mean speed) (one
 server: / its speed before the change, at matched load), until the sequential test is clear or the time
 limit passes. Better: kept, then promoted one replica at a time, each tested as not worse than the
-changed ones. Anything else (down, OOM, worse, no difference, unclear, first tokens surely 25% slower):
-the exact bytes written back.
+changed ones. Anything else (down, OOM, worse, no difference, unclear, first tokens surely 25% slower,
+errors surely up): the exact bytes written back.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from tui.advice.live import KeptModels, advice_for
 from tui.advice.stepcost import find_model
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord, Figure
-from tui.autopilot.observe import Seen, ServerEyes, load, speed
-from tui.autopilot.policy import Limits, PilotState, Sustained, gate
+from tui.autopilot.observe import Errors, Seen, ServerEyes, load, speed
+from tui.autopilot.policy import Limits, PilotState, Sustained, errors_rose, gate
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import Target
 from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
@@ -62,9 +62,9 @@ class Trial:
     mine: list[float] = field(default_factory=list)
     theirs: list[float] = field(default_factory=list)
     loads: list[float | None] = field(default_factory=list)
-    ttft: list[float] = field(
-        default_factory=list
-    )  # log(reference TTFT / changed TTFT) per interval  # one server: requests/s after the change
+    ttft: list[float] = field(default_factory=list)  # log(reference TTFT / changed TTFT) per interval
+    failed: list[float] = field(default_factory=lambda: [0.0, 0.0])  # the changed one's (failed, answered)
+    failed_reference: list[float] = field(default_factory=lambda: [0.0, 0.0])  # fleet: the others'
 
 
 def figure(values: list[float]) -> Figure:
@@ -108,8 +108,8 @@ class Autopilot:
         self.trial: Trial | None = None
         self.queue: list[str] = []  # replicas still to promote
         self.promoting = 0  # to the canary's verified k
-        # one server: (speed, load, TTFT) of the intervals before a change
-        self.before: deque[tuple[float, float, float | None]] = deque(maxlen=BEFORE_SAMPLES)
+        # one server: (speed, load, TTFT, errors) of the intervals before a change
+        self.before: deque[tuple[float, float, float | None, Errors | None]] = deque(maxlen=BEFORE_SAMPLES)
         self._said: set[str] = set()
         self.single = make_target is None
 
@@ -188,7 +188,7 @@ class Autopilot:
                 value = speed(what.figures)
                 rate = load(what.figures)
                 if what.up and value and rate is not None:
-                    self.before.append((value, rate, what.figures.ttft_mean_s))
+                    self.before.append((value, rate, what.figures.ttft_mean_s, what.errors))
         advice = self.advice(seen)
         better = None if advice is None else advice.better_k
         held_for = self.sustained.observe(better, now)
@@ -253,6 +253,10 @@ class Autopilot:
         if (mine is None or not mine.up) and not await self.healthy(trial.target):
             await self.roll_back("failed health check")
             return
+        rose = self.errors_rose(trial, seen)
+        if rose is not None:
+            await self.roll_back(rose)
+            return
         sample = self.sample(trial, seen)
         if sample is not None:
             trial.samples.append(sample)
@@ -294,8 +298,8 @@ class Autopilot:
             trial.loads.append(load(seen[name].figures))
             if not self.before or self.load_moved(trial) is not None:
                 return None
-            base = sum(s for s, _, _ in self.before) / len(self.before)
-            ttfts = [t for _, _, t in self.before if t is not None]
+            base = sum(s for s, *_ in self.before) / len(self.before)
+            ttfts = [t for _, _, t, _ in self.before if t is not None]
         else:
             wanted = trial.to_k if trial.promotion else trial.from_k
             others = [
@@ -315,13 +319,36 @@ class Autopilot:
             trial.ttft.append(math.log(sum(ttfts) / len(ttfts) / ttft))
         return math.log(mine / base) if mine > 0 and base > 0 else None
 
+    def errors_rose(self, trial: Trial, seen: dict[str, Seen]) -> str | None:
+        """Counts this interval's answers of the changed server and of its reference (the others at the
+        reference k; one server: the intervals before the change); why its errors surely rose, if they did."""
+        name, interval = trial.target.name, self.limits.interval_s
+        mine = seen[name].errors if name in seen else None
+        if mine is None:
+            return None  # no counter of failed answers (see observe.py): this check cannot be made
+        trial.failed[0] += mine.failed_per_s * interval
+        trial.failed[1] += mine.answered_per_s * interval
+        if self.single:
+            before = [errors for *_, errors in self.before if errors is not None]
+            reference = (
+                sum(e.failed_per_s for e in before) * interval,
+                sum(e.answered_per_s for e in before) * interval,
+            )
+        else:
+            for other, what in seen.items():
+                if other != name and what.up and what.errors is not None:
+                    trial.failed_reference[0] += what.errors.failed_per_s * interval
+                    trial.failed_reference[1] += what.errors.answered_per_s * interval
+            reference = (trial.failed_reference[0], trial.failed_reference[1])
+        return errors_rose((trial.failed[0], trial.failed[1]), reference)
+
     def load_moved(self, trial: Trial) -> str | None:
         """One server: why the load of the last intervals is not the load before the change (None: it
         matches, or it is not known)."""
         recent = [value for value in trial.loads[-LOAD_INTERVALS:] if value is not None]
         if not self.single or not recent or not self.before:
             return None
-        before = sum(c for _, c, _ in self.before) / len(self.before)
+        before = sum(c for _, c, *_ in self.before) / len(self.before)
         after = sum(recent) / len(recent)
         if before > 0 and abs(after / before - 1.0) <= self.limits.max_load_shift:
             return None
