@@ -9,6 +9,7 @@ no status label, llama.cpp has none) has no error figure: its error check cannot
 
 from __future__ import annotations
 
+import asyncio
 import math
 from dataclasses import dataclass
 
@@ -87,8 +88,7 @@ class FleetEyes:
         self.poller = poller
 
     async def __call__(self) -> dict[str, Seen]:
-        refresh = await self.poller.refresh()
-        errors = await self.errors()
+        refresh, errors = await asyncio.gather(self.poller.refresh(), self.errors())
         return {
             r.instance: Seen(
                 r.up and not r.prometheus_error, r.figures, r.model, r.job, r.group, errors.get(r.instance)
@@ -105,12 +105,13 @@ class FleetEyes:
             inner = selector(HTTP_COUNTER, self.poller.matchers, handlers, *extra)
             return f"sum by (instance) (rate({inner}[{window}]))"
 
+        query = self.poller.client.query_vector
+        try:
+            answers = await asyncio.gather(query(rate('status="5xx"')), query(rate()))
+        except PrometheusError:
+            return {}  # this interval's errors are unknown: the check waits for the next
         found: dict[str, list[float | None]] = {}
-        for index, expr in enumerate((rate('status="5xx"'), rate())):
-            try:
-                samples = await self.poller.client.query_vector(expr)
-            except PrometheusError:
-                return {}  # this interval's errors are unknown: the check waits for the next
+        for index, samples in enumerate(answers):
             for sample in samples:
                 instance = sample.get("metric", {}).get("instance", "")
                 found.setdefault(instance, [0.0, None])[index] = number(sample["value"][1])
