@@ -121,10 +121,11 @@ def sim_fleet(tmp_path: Path) -> Iterator[SimFleet]:
 async def run_until(pilot: Autopilot, done: Callable[[], bool], rounds: int) -> None:
     """Step the autopilot every interval until `done()` (or `rounds` intervals: the test then fails)."""
     for _ in range(rounds):
+        began = pilot.clock()
         await pilot.step(await pilot.eyes())
         if done():
             return
-        await pilot.sleep(pilot.limits.interval_s)
+        await pilot.rest(began)
     raise AssertionError(f"not done after {rounds} intervals")
 
 
