@@ -22,11 +22,11 @@ async def test_the_better_k_is_proven_on_a_canary_and_promoted(sim_fleet: SimFle
         for instance in sim_fleet.by_instance:  # the traffic changed: drafts past the second are rejected
             sim_fleet.control(instance, {"acceptance": DECAYING})
         await asyncio.sleep(4)  # a rate window of the new traffic
-        before = await fleet_speed(pilot, 5)
-        await run_until(pilot, lambda: pilot.trial is not None, rounds=40)
-        await run_until(pilot, lambda: set(pilot.k.values()) == {2} and pilot.trial is None, rounds=150)
+        before = await fleet_speed(pilot, 6)
+        await run_until(pilot, lambda: pilot.trial is not None, rounds=80)
+        await run_until(pilot, lambda: set(pilot.k.values()) == {2} and pilot.trial is None, rounds=300)
         await asyncio.sleep(4)
-        after = await fleet_speed(pilot, 5)
+        after = await fleet_speed(pilot, 6)
     records, _ = audit.read(trail)
     kept = [r for r in records if r.outcome == "kept"]
     promoted = [r for r in records if r.outcome == "promoted"]

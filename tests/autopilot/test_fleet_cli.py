@@ -31,7 +31,7 @@ def test_a_dry_run_on_a_fleet_proposes_and_changes_nothing(sim_fleet: SimFleet, 
     command = [
         sys.executable, "-m", "tui", "autopilot", "--prometheus", sim_fleet.prometheus.url,
         "--config-template", str(tmp_path / "port-{port}.toml"), "--restart-template", "false {port}",
-        "--sim-step-cost", "--interval", "2", "--sustained", "4", "--audit", str(tmp_path / "trail.jsonl"),
+        "--sim-step-cost", "--interval", "1", "--sustained", "2", "--audit", str(tmp_path / "trail.jsonl"),
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert process.stdout is not None

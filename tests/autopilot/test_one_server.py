@@ -23,7 +23,7 @@ from tui.autopilot.policy import Limits
 from tui.autopilot.targets import Target
 from tui.sim.supervisor import DemoSims
 
-LIMITS = Limits(sustained_s=4, quiet_s=5, interval_s=2, test_limit_s=60)
+LIMITS = Limits(sustained_s=2, quiet_s=3, interval_s=1, test_limit_s=60)
 
 
 def test_the_cli_keeps_a_better_k_and_leaves_it_on_sigint(one_sim: DemoSims, tmp_path: Path) -> None:
@@ -31,7 +31,7 @@ def test_the_cli_keeps_a_better_k_and_leaves_it_on_sigint(one_sim: DemoSims, tmp
     command = [
         sys.executable, "-m", "tui", "autopilot", str(sim.config), "--endpoint", sim.url,
         "--restart-command", shlex.join(one_sim.restart_command("one")), "--auto", "--sim-step-cost",
-        "--interval", "2", "--sustained", "4", "--quiet", "5", "--test-limit", "60", "--audit", str(trail),
+        "--interval", "1", "--sustained", "2", "--quiet", "3", "--test-limit", "60", "--audit", str(trail),
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert process.stdout is not None
@@ -63,9 +63,10 @@ async def test_a_load_that_moved_is_said_and_waited_out(one_sim: DemoSims, tmp_p
     model = sim_step_cost(sim.config, sim.url)
     assert model is not None
     async with httpx.AsyncClient() as client:
+        eyes = ServerEyes(sim.url, sim.url + "/metrics", client)
         pilot = Autopilot(
-            {sim.url: target}, ServerEyes(sim.url, sim.url, client), KeptModels(StepCostFile(models=[model])),
-            LIMITS, auto=True, audit_path=trail, client=client, say=lines.append,
+            {sim.url: target}, eyes, KeptModels(StepCostFile(models=[model])), LIMITS,
+            auto=True, audit_path=trail, client=client, say=lines.append,
             on_state=lambda states: shown.extend(state.line() for state in states.values()),
         )  # fmt: skip
         run = asyncio.create_task(pilot.run())

@@ -9,7 +9,7 @@ import pytest
 
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord
-from tui.autopilot.policy import Limits, Sustained, gate
+from tui.autopilot.policy import Limits, Sustained, errors_rose, gate
 from tui.autopilot.sequential import MIN_SAMPLES, judge
 
 
@@ -53,6 +53,15 @@ def test_the_limits() -> None:
     assert held.observe(2, 0.0) == 0.0 and not held.held(20.0)
     assert held.observe(3, 25.0) == 0.0 and not held.held(50.0) and held.held(55.0)
     assert held.observe(None, 60.0) is None and not held.held(100.0)
+
+
+def test_errors_rose_only_when_surely_more_answers_failed() -> None:
+    assert errors_rose((30.0, 100.0), (2.0, 300.0)) == (
+        "errors rose: 30% of answers failed, 1% on the reference (sure at 99.9%)"
+    )
+    assert errors_rose((3.0, 100.0), (2.0, 300.0)) is None  # 3% against 0.7%: not sure enough
+    assert errors_rose((5.0, 10.0), (0.0, 300.0)) is None  # too few answers to tell
+    assert errors_rose((0.0, 100.0), (0.0, 300.0)) is None
 
 
 def test_the_trail_is_capped_and_summarised(tmp_path: Path) -> None:

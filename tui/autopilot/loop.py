@@ -6,8 +6,8 @@ proposed (dry run: said and recorded, nothing changed). In auto mode one canary 
 period each interval gives a sample of log(canary speed / the unchanged replicas' mean speed) (one
 server: / its speed before the change, at matched load), until the sequential test is clear or the time
 limit passes. Better: kept, then promoted one replica at a time, each tested as not worse than the
-changed ones. Anything else (down, OOM, worse, no difference, unclear, first tokens surely 25% slower):
-the exact bytes written back.
+changed ones. Anything else (down, OOM, worse, no difference, unclear, first tokens surely 25% slower,
+errors surely up): the exact bytes written back.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -28,12 +29,15 @@ from tui.advice.live import KeptModels, advice_for
 from tui.advice.stepcost import find_model
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord, Figure
-from tui.autopilot.observe import Seen, load, speed
-from tui.autopilot.policy import Limits, PilotState, Sustained, gate
+from tui.autopilot.observe import Errors, Seen, ServerEyes, load, speed
+from tui.autopilot.policy import Limits, PilotState, Sustained, errors_rose, gate
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import Target
 from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
 from tui.telemetry.figures import Figures
+
+if TYPE_CHECKING:
+    from tui.settings import EndpointSettings
 
 Eyes = Callable[[], Awaitable[dict[str, Seen]]]
 TTFT_SLOWER = 0.25  # a change whose first tokens are surely this much slower goes back, whatever its speed
@@ -58,9 +62,9 @@ class Trial:
     mine: list[float] = field(default_factory=list)
     theirs: list[float] = field(default_factory=list)
     loads: list[float | None] = field(default_factory=list)
-    ttft: list[float] = field(
-        default_factory=list
-    )  # log(reference TTFT / changed TTFT) per interval  # one server: requests/s after the change
+    ttft: list[float] = field(default_factory=list)  # log(reference TTFT / changed TTFT) per interval
+    failed: list[float] = field(default_factory=lambda: [0.0, 0.0])  # the changed one's (failed, answered)
+    failed_reference: list[float] = field(default_factory=lambda: [0.0, 0.0])  # fleet: the others'
 
 
 def figure(values: list[float]) -> Figure:
@@ -104,8 +108,8 @@ class Autopilot:
         self.trial: Trial | None = None
         self.queue: list[str] = []  # replicas still to promote
         self.promoting = 0  # to the canary's verified k
-        # one server: (speed, load, TTFT) of the intervals before a change
-        self.before: deque[tuple[float, float, float | None]] = deque(maxlen=BEFORE_SAMPLES)
+        # one server: (speed, load, TTFT, errors) of the intervals before a change
+        self.before: deque[tuple[float, float, float | None, Errors | None]] = deque(maxlen=BEFORE_SAMPLES)
         self._said: set[str] = set()
         self.single = make_target is None
 
@@ -117,11 +121,16 @@ class Autopilot:
         try:
             done = 0
             while rounds is None or done < rounds:
+                began = self.clock()
                 await self.step(await self.eyes())
-                await self.sleep(self.limits.interval_s)
+                await self.rest(began)
                 done += 1
         finally:
             await self.leave()
+
+    async def rest(self, began: float) -> None:
+        """Sleep what is left of the interval begun at `began` (a slow Prometheus does not stretch it)."""
+        await self.sleep(max(0.0, self.limits.interval_s - (self.clock() - began)))
 
     async def adopt(self, name: str, target: Target) -> None:
         """Take a server in hand: its file's bytes and k as found (one it cannot read is left alone)."""
@@ -166,9 +175,15 @@ class Autopilot:
         pooled = Figures(
             per_position_acceptance=positions, running=sum(running) / len(running) if running else None
         )
-        url = next((n for n in up if find_model(self.kept.models, n, seen[n].model, None)[0]), up[0])
+        models = self.kept.models
+        name = next((n for n in up if find_model(models, self.targets[n].url, seen[n].model, None)[0]), up[0])
         return advice_for(
-            pooled, url, seen[url].model, self.kept, current_k=ks.pop(), margin=self.limits.margin
+            pooled,
+            self.targets[name].url,
+            seen[name].model,
+            self.kept,
+            current_k=ks.pop(),
+            margin=self.limits.margin,
         )
 
     async def watch(self, seen: dict[str, Seen]) -> None:
@@ -178,7 +193,7 @@ class Autopilot:
                 value = speed(what.figures)
                 rate = load(what.figures)
                 if what.up and value and rate is not None:
-                    self.before.append((value, rate, what.figures.ttft_mean_s))
+                    self.before.append((value, rate, what.figures.ttft_mean_s, what.errors))
         advice = self.advice(seen)
         better = None if advice is None else advice.better_k
         held_for = self.sustained.observe(better, now)
@@ -243,6 +258,10 @@ class Autopilot:
         if (mine is None or not mine.up) and not await self.healthy(trial.target):
             await self.roll_back("failed health check")
             return
+        rose = self.errors_rose(trial, seen)
+        if rose is not None:
+            await self.roll_back(rose)
+            return
         sample = self.sample(trial, seen)
         if sample is not None:
             trial.samples.append(sample)
@@ -284,8 +303,8 @@ class Autopilot:
             trial.loads.append(load(seen[name].figures))
             if not self.before or self.load_moved(trial) is not None:
                 return None
-            base = sum(s for s, _, _ in self.before) / len(self.before)
-            ttfts = [t for _, _, t in self.before if t is not None]
+            base = sum(s for s, *_ in self.before) / len(self.before)
+            ttfts = [t for _, _, t, _ in self.before if t is not None]
         else:
             wanted = trial.to_k if trial.promotion else trial.from_k
             others = [
@@ -305,13 +324,36 @@ class Autopilot:
             trial.ttft.append(math.log(sum(ttfts) / len(ttfts) / ttft))
         return math.log(mine / base) if mine > 0 and base > 0 else None
 
+    def errors_rose(self, trial: Trial, seen: dict[str, Seen]) -> str | None:
+        """Counts this interval's answers of the changed server and of its reference (the others at the
+        reference k; one server: the intervals before the change); why its errors surely rose, if they did."""
+        name, interval = trial.target.name, self.limits.interval_s
+        mine = seen[name].errors if name in seen else None
+        if mine is None:
+            return None  # no counter of failed answers (see observe.py): this check cannot be made
+        trial.failed[0] += mine.failed_per_s * interval
+        trial.failed[1] += mine.answered_per_s * interval
+        if self.single:
+            before = [errors for *_, errors in self.before if errors is not None]
+            reference = (
+                sum(e.failed_per_s for e in before) * interval,
+                sum(e.answered_per_s for e in before) * interval,
+            )
+        else:
+            for other, what in seen.items():
+                if other != name and what.up and what.errors is not None:
+                    trial.failed_reference[0] += what.errors.failed_per_s * interval
+                    trial.failed_reference[1] += what.errors.answered_per_s * interval
+            reference = (trial.failed_reference[0], trial.failed_reference[1])
+        return errors_rose((trial.failed[0], trial.failed[1]), reference)
+
     def load_moved(self, trial: Trial) -> str | None:
         """One server: why the load of the last intervals is not the load before the change (None: it
         matches, or it is not known)."""
         recent = [value for value in trial.loads[-LOAD_INTERVALS:] if value is not None]
         if not self.single or not recent or not self.before:
             return None
-        before = sum(c for _, c, _ in self.before) / len(self.before)
+        before = sum(c for _, c, *_ in self.before) / len(self.before)
         after = sum(recent) / len(recent)
         if before > 0 and abs(after / before - 1.0) <= self.limits.max_load_shift:
             return None
@@ -419,3 +461,30 @@ class Autopilot:
         self._said.add(key)
         self.say(line)
         return True
+
+
+async def pilot_endpoints(
+    endpoints: list[EndpointSettings],
+    client: httpx.AsyncClient,
+    kept: KeptModels,
+    limits: Limits,
+    *,
+    audit_path: Path,
+    on_state: Callable[[dict[str, PilotState]], None],
+    say: Callable[[str], None],
+) -> None:
+    """The dashboard's mode: one dry-run autopilot per endpoint that has a config file and a restart
+    command (each its own server: its figures are compared with its own before, not with the others')."""
+    pilots = []
+    for endpoint in endpoints:
+        if endpoint.config_file is None or not endpoint.restart_command:
+            say(f"{endpoint.name}: left alone: the autopilot needs its config_file and restart_command")
+            continue
+        target = Target(endpoint.name, endpoint.config_file, endpoint.restart_command, endpoint.url)
+        eyes = ServerEyes(endpoint.name, endpoint.resolved_metrics_url, client)
+        pilot = Autopilot(
+            {endpoint.name: target}, eyes, kept, limits, auto=False, audit_path=audit_path,
+            client=client, say=say, on_state=on_state,
+        )  # fmt: skip
+        pilots.append(pilot)
+    await asyncio.gather(*(pilot.run() for pilot in pilots))

@@ -7,11 +7,16 @@ stayed the same for `sustained_s`. `PilotState` is what a screen shows of one in
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from tui.format import fmt_duration
+from tui.format import fmt_duration, fmt_level, fmt_rate
 
 HOUR_S = 3600.0
+ERRORS_SURE = 0.999  # an error-rate rise is acted on when this sure (one-sided two-proportion z-test)
+ERRORS_SURE_Z = 3.09
+ERRORS_MIN_RISE = 0.01  # and the share of failed answers rose by at least this much
+MIN_ANSWERS = 20  # on each side: fewer answers say too little
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,21 @@ def gate(limits: Limits, changes: list[float], now: float, healthy: int, total: 
     if healthy < total:
         return f"only {healthy} of {total} replicas healthy"
     return None
+
+
+def errors_rose(mine: tuple[float, float], reference: tuple[float, float]) -> str | None:
+    """Why the changed server's share of failed answers is surely above the reference's (None: it is not,
+    or too few answers to tell). Each side is (failed, answered)."""
+    (failed, answered), (ref_failed, ref_answered) = mine, reference
+    if answered < MIN_ANSWERS or ref_answered < MIN_ANSWERS:
+        return None
+    share, ref_share = failed / answered, ref_failed / ref_answered
+    pooled = (failed + ref_failed) / (answered + ref_answered)
+    spread = math.sqrt(pooled * (1.0 - pooled) * (1.0 / answered + 1.0 / ref_answered))
+    if share - ref_share < ERRORS_MIN_RISE or spread <= 0 or (share - ref_share) / spread < ERRORS_SURE_Z:
+        return None
+    shares = f"{fmt_rate(share)} of answers failed, {fmt_rate(ref_share)} on the reference"
+    return f"errors rose: {shares} (sure at {fmt_level(ERRORS_SURE)})"
 
 
 @dataclass

@@ -13,17 +13,13 @@ import signal
 from dataclasses import replace
 from pathlib import Path
 
+from tui.autopilot import audit_file
 from tui.cli_options import Option, add_fleet_arguments, add_options, completes_files, option, option_values
 from tui.commands import fail
-from tui.paths import user_data_dir
 from tui.sanitize import safe_line
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 HELP = "keep a server or a fleet at its best speculative k, proving each change (dry run unless --auto)"
-
-
-def audit_file() -> Path:
-    return user_data_dir() / "autopilot.jsonl"
 
 
 # One server's options, a fleet's (beside --prometheus and --match), the limits (Limits' fields) and the rest.
@@ -151,7 +147,7 @@ async def _run(args: argparse.Namespace, path: Path) -> int:
         else:
             url = args.endpoint.rstrip("/")
             target = Target(url, args.config, shlex.split(args.restart_command), url)
-            eyes, targets, maker = ServerEyes(url, url, client), {url: target}, None
+            eyes, targets, maker = ServerEyes(url, url + "/metrics", client), {url: target}, None
             kept = with_sim_model(kept, target)
         pilot = Autopilot(
             targets, eyes, kept, limits, auto=args.auto, audit_path=path, client=client, make_target=maker,

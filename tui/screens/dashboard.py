@@ -5,6 +5,7 @@ are made when first shown, hidden views are brought up to date when shown, updat
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
@@ -23,7 +24,7 @@ from tui.widgets.endpoint_table import TREND_COLUMNS, EndpointTable
 from tui.widgets.figure_table import wrap_whole
 from tui.widgets.footer import BottomInput, Footer
 from tui.widgets.gpu_panel import GpuStrip, card_gpu_line
-from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
+from tui.widgets.messages import AutopilotUpdated, EndpointsUpdated, EndpointUpdated
 
 if TYPE_CHECKING:  # fleet mode only: its modules are imported when it starts (not before a first frame)
     from tui.widgets.fleet_table import FleetTable
@@ -128,6 +129,7 @@ class DashboardScreen(EndpointScreen):
         self._gpu_rows = (0, False)  # the GPU strip's rows, and whether any card has a GPU line
         self._advice_rows = 0  # fleet mode: the group advice's lines above the table or the cards
         self._advice_text: Content | None = None  # and their text shown
+        self._autopilot: dict[str, str] = {}  # each endpoint's autopilot line, while it is on (`o`)
 
     @property
     def endpoint_in_view(self) -> str | None:
@@ -172,7 +174,7 @@ class DashboardScreen(EndpointScreen):
         for name in self._stale_cards:
             card = self._cards.get(name)
             if card is not None:
-                card.update_data(self.context.card_data(name))
+                card.update_data(self._card_data(name))
         self._stale_cards = set()
         missing = [name for name in self._names if name not in self._cards]
         if not missing:
@@ -181,7 +183,7 @@ class DashboardScreen(EndpointScreen):
         roomy = container.has_class("roomy")
         cards = []
         for name in missing:
-            card = EndpointCard(self.context.card_data(name), id=f"card-{len(self._cards)}")
+            card = EndpointCard(self._card_data(name), id=f"card-{len(self._cards)}")
             card.roomy = roomy
             card.styles.height = self._card_rows
             card.display = self._filter in name.lower()
@@ -221,6 +223,14 @@ class DashboardScreen(EndpointScreen):
         """The readings of a poll, as `EndpointUpdated` for each; drawn now when the poll is whole."""
         self._mark_dirty(message.endpoints, immediate=message.immediate)
 
+    def on_autopilot_updated(self, message: AutopilotUpdated) -> None:
+        changed = (message.lines.keys() | self._autopilot.keys()) & self._known
+        self._autopilot = message.lines
+        self._mark_dirty(changed, immediate=False)
+
+    def _card_data(self, name: str) -> CardData:
+        return replace(self.context.card_data(name), autopilot=self._autopilot.get(name))
+
     def _mark_dirty(self, names: Iterable[str], immediate: bool) -> None:
         readings = self.context.board.readings
         for name in names:
@@ -254,7 +264,7 @@ class DashboardScreen(EndpointScreen):
             for name in names:
                 card = self._cards.get(name)
                 if card is not None:
-                    card.update_data(self.context.card_data(name))
+                    card.update_data(self._card_data(name))
             return
         self._stale_cards.update(name for name in names if name in self._cards)
         self._set_rows(names)
@@ -400,7 +410,7 @@ class DashboardScreen(EndpointScreen):
         if self._fleet is not None:
             self._fleet.refresh_rows()
         else:
-            self._table().set_rows([_table_entry(self.context.card_data(name)) for name in names])
+            self._table().set_rows([_table_entry(self._card_data(name)) for name in names])
 
     def action_toggle_view(self) -> None:
         self._chosen_view = "cards" if self.view == "table" else "table"

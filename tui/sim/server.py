@@ -78,9 +78,10 @@ PROMPT_MIX: tuple[tuple[str, int], ...] = (
 
 
 async def run_background_load(
-    engine: Callable[[], SimEngine], rate: Callable[[], float], on_request: Callable[[], None], seed: int = 0
+    engine: Callable[[], SimEngine], rate: Callable[[], float], on_request: Callable[[], bool], seed: int = 0
 ) -> None:
-    """Submit requests at `rate()` per second (Poisson) until cancelled; `engine()` may change on restart."""
+    """Submit requests at `rate()` per second (Poisson) until cancelled; `engine()` may change on restart;
+    `on_request()` False: the request was answered with an error instead."""
     rng = random.Random(seed ^ 0xB6)
     while True:
         rps = rate()
@@ -99,8 +100,8 @@ async def run_background_load(
             temperature=0.0 if rng.random() < 0.5 else 0.7,
             seed=rng.randrange(1 << 30),
         )
-        on_request()
-        current.submit(request)  # nobody reads its outbox; it is freed with the request
+        if on_request():
+            current.submit(request)  # nobody reads its outbox; it is freed with the request
 
 
 class _Uvicorn(uvicorn.Server):
@@ -366,10 +367,16 @@ class SimServer:
         assert self.engine is not None
         return self.engine
 
-    def _note_bg(self) -> None:
-        if self._context is not None:
-            self._context.recorder.http_request("POST", "/v1/chat/completions", 200, 512, 0, 0.0)
-            self._context.log.access("127.0.0.1:40000", "POST", "/v1/chat/completions", 200)
+    def _note_bg(self) -> bool:
+        """A background request counted as the HTTP path counts one; False: `error_rate` answers it (500)."""
+        context = self._context
+        if context is None:
+            return True
+        failed = bool(context.faults.error_rate) and context.rng.random() < context.faults.error_rate
+        status = 500 if failed else 200
+        context.recorder.http_request("POST", "/v1/chat/completions", status, 512, 0, 0.0)
+        context.log.access("127.0.0.1:40000", "POST", "/v1/chat/completions", status)
+        return not failed
 
     def _load(self) -> tuple[int, int, float]:
         engine = self.engine

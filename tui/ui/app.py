@@ -19,8 +19,10 @@ from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
+from textual.worker import Worker
 
 from tui.advice.live import KeptModels, read_config_facts, read_models
+from tui.autopilot.policy import Limits, PilotState
 from tui.board import Board, LogEntry
 from tui.configs.atomic import write_file
 from tui.fit_text import fit_words, subtitle_room
@@ -40,6 +42,7 @@ from tui.ui.terminal_guard import exit_on_signals, restore_signals
 from tui.ui.themes import DEFAULT_THEME, load_themes, next_theme
 from tui.widgets.card_view import CardData
 from tui.widgets.messages import (
+    AutopilotUpdated,
     EndpointsUpdated,
     EndpointUpdated,
     HealthChecked,
@@ -81,6 +84,7 @@ class SpectopApp(SpectopBase[int]):
         Binding("s", "screenshot", "Shot", show=False, tooltip="save an SVG screenshot"),
         Binding("a", "alerts", "Alerts", tooltip="alerts, active and past"),
         Binding("b", "bench", "Bench", tooltip="A/B burst bench"),
+        Binding("o", "autopilot", "Autopilot", show=False, tooltip="autopilot on/off (a dry run)"),
         # One footer item for both speed keys (the detail screen's footer is full at 80 columns).
         Binding("plus", "faster", "Speed", key_display="+/-", tooltip="replay faster (+) / slower (-)"),
         Binding("minus", "slower", "", show=False),
@@ -101,6 +105,7 @@ class SpectopApp(SpectopBase[int]):
         intro: str | None = None,
         step_costs: KeptModels | None = None,
         bench_pair: tuple[str, str] | None = None,
+        autopilot_limits: Limits | None = None,
     ) -> None:
         """`source` as given, else a replay of `replay_path`, else the live endpoints of `settings`; `intro`:
         the demo's line until the first key; `bench_pair`: the burst screen's A and B."""
@@ -141,6 +146,9 @@ class SpectopApp(SpectopBase[int]):
         self._remember_theme_choice = remember_theme_choice
         self.theme_names: list[str] = []
         self.bench_pair = bench_pair
+        self._autopilot_limits = autopilot_limits or Limits()
+        self._autopilot: Worker[None] | None = None  # `o`: one dry-run autopilot per endpoint
+        self._autopilot_lines: dict[str, str] = {}
         # Before the app runs, so that the first CSS parse has the theme's colours.
         self._theme_problems = self._load_themes()
 
@@ -394,6 +402,8 @@ class SpectopApp(SpectopBase[int]):
             return self.source.has_speed
         if action == "bench":
             return self.source.allows_bench
+        if action == "autopilot":  # live figures only, as the advisor
+            return not isinstance(self.source, ReplaySource)
         return True
 
     def open_log(self, name: str) -> None:
@@ -464,6 +474,42 @@ class SpectopApp(SpectopBase[int]):
         screen = self.screen
         default_a = screen.endpoint_in_view if isinstance(screen, EndpointScreen) else None  # side A
         self.push_screen(BenchScreen(self.board.endpoints, client, default_a=default_a))
+
+    def action_autopilot(self) -> None:
+        """`o`: the autopilot on each endpoint, a dry run (it proposes; `spectop autopilot --auto` acts)."""
+        from tui.autopilot import audit_file
+        from tui.autopilot.loop import pilot_endpoints  # lazy: the advisor's modules
+
+        if self._autopilot is not None:
+            self._autopilot.cancel()
+            self._autopilot, self._autopilot_lines = None, {}
+            self._tell_autopilot()
+            self.notify("autopilot off", timeout=2)
+            return
+        client = self.http_client
+        if self.source.is_fleet or client is None or self.board.advice is None:
+            why = (
+                "a fleet's runs as spectop autopilot --prometheus URL with its templates"
+                if self.source.is_fleet
+                else "the advisor has not read its step-cost models yet"
+            )
+            self.notify(f"no autopilot here: {why}", severity="warning")
+            return
+        work = pilot_endpoints(
+            self.board.endpoints, client, self.board.advice.kept, self._autopilot_limits,
+            audit_path=audit_file(), on_state=self._autopilot_state,
+            say=lambda line: self.notify(safe_line(line), title="autopilot", timeout=10, markup=False),
+        )  # fmt: skip
+        self._autopilot = self.run_worker(work, name="autopilot", group="autopilot", exit_on_error=False)
+        self.notify(f"autopilot on, dry run: it proposes; its trail: {audit_file()}", timeout=4, markup=False)
+
+    def _autopilot_state(self, states: dict[str, PilotState]) -> None:
+        self._autopilot_lines |= {name: state.line() for name, state in states.items()}
+        self._tell_autopilot()
+
+    def _tell_autopilot(self) -> None:
+        for screen in self.screen_stack:
+            screen.post_message(AutopilotUpdated(dict(self._autopilot_lines)))
 
     def open_editor(self, name: str) -> None:
         from tui.configs.restart import HEALTH_TIMEOUT_S  # not before the first frame (a test)

@@ -133,6 +133,7 @@ class CardData:
     advice: Advice | None = None  # the what-if advisor's (live sources only)
     adaptive_steps: tuple[int, ...] | None = None  # SGLang's adaptive tiers from the config file (() unread)
     peer_models: tuple[str, ...] = ()  # every endpoint's model (`Board.peer_models`), for the title
+    autopilot: str | None = None  # the dashboard's autopilot, when on: what it does with this endpoint
 
     @property
     def figures(self) -> Figures:
@@ -310,6 +311,8 @@ def _badge_message(data: CardData) -> tuple[str, str] | None:
         return dropped_words(reading.impossible_figures), "$warning"  # how many, not only notes
     if caveat is not None:
         return caveat, "$text-muted" if caveat == LIFETIME_CAVEAT else "$warning"
+    if data.autopilot is not None:  # it says the advice too ("watching · k=4 now · k=2 would be …")
+        return data.autopilot, "$accent"
     advice = data.advice
     if advice is not None and (advice.basis or advice.context) is not None and data.status == "up":
         urgent = advice.better_k or advice.context or advice.table

@@ -79,6 +79,14 @@ class EndpointsUpdated(Message):
         self.immediate = immediate
 
 
+class AutopilotUpdated(Message):
+    """The dashboard's autopilot: each endpoint's line (`PilotState.line()`); empty once it is turned off."""
+
+    def __init__(self, lines: dict[str, str]) -> None:
+        super().__init__()
+        self.lines = lines
+
+
 # --- config editor ---------------------------------------------------------------------------------------
 
 
