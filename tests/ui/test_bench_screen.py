@@ -23,8 +23,8 @@ from bench_fixtures import (
     type_into,
     until,
 )
-from rich.color import ColorType
 from terminal_bytes import assert_nothing_injected
+from test_themes import coloured
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Select
@@ -318,17 +318,7 @@ async def test_under_no_color_the_toggles_read_on_and_off_and_focus_shows_withou
         toggle = row.crop(prime.region.x, prime.region.right)
         assert toggle.text == "prime on "
         assert all(s.style is not None and s.style.reverse for s in toggle)  # focus: reverse video
-        colours = [
-            segment.text
-            for strip in strips
-            for segment in strip
-            if segment.style is not None
-            and any(
-                c is not None and c.type is not ColorType.DEFAULT
-                for c in (segment.style.color, segment.style.bgcolor)
-            )
-        ]
-        assert colours == []
+        assert coloured(strips) == []
 
 
 # --- placeholders say "e.g." in words, not by italics alone (NO_COLOR)

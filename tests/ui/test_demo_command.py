@@ -11,14 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 from textual.widgets import Select
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
 from tui.bench.session import EndpointArm
 from tui.commands.demo import demo_sims, start_sims
-from tui.paths import sample_configs_dir, themes_dir
-from tui.settings import EndpointSettings, Settings
+from tui.paths import sample_configs_dir
+from tui.settings import EndpointSettings
 from tui.sim.supervisor import FOLDER_PREFIX, KEPT_FILE, PID_FILE, DemoError, clean_old_folders
-from tui.ui.app import SpectopApp
 
 
 def _alive(pid: int) -> bool:
@@ -195,12 +194,7 @@ async def test_the_demo_burst_is_mtp_off_against_mtp_on(tmp_path: Path, monkeypa
         EndpointSettings(name=name, url=f"http://127.0.0.1:{port}")
         for name, port in (("mtp-off", 9), ("mtp-on", 10))
     ]
-    app = SpectopApp(
-        Settings(poll_interval_s=60, endpoints=endpoints),
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-        bench_pair=("mtp-off", "mtp-on"),
-    )
+    app = spectop(*endpoints, bench_pair=("mtp-off", "mtp-on"))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: len(app.screen.query("EndpointCard")) == 2)
         await pilot.press("down", "down")  # mtp-on's card (as after editing it)

@@ -11,13 +11,12 @@ import pytest
 from cut_figures import cut_figures, widget_lines
 from textual.command import CommandPalette
 from textual.widgets import DataTable
-from ui_waiting import wait_for, wait_for_dashboard
+from ui_waiting import spectop, wait_for, wait_for_dashboard
 
 from tui.fleet.table_rows import FleetRow
-from tui.paths import themes_dir
 from tui.screens.dashboard import DashboardScreen, card_layout
 from tui.screens.detail import DetailScreen
-from tui.settings import EndpointSettings, Settings
+from tui.settings import EndpointSettings
 from tui.state import TableChoice, remembered_table, state_path
 from tui.telemetry.endpoint_row import EndpointRow, sorted_rows
 from tui.ui.app import SpectopApp
@@ -144,11 +143,13 @@ async def test_a_tick_redraws_only_the_cells_that_changed(
         assert updates == [("mtp-off", "tokens_per_s")] and added == []
 
 
+def _nowhere(names: list[str]) -> list[EndpointSettings]:
+    """Endpoints where nothing listens."""
+    return [EndpointSettings(name=name, url=f"http://127.0.0.1:{9 + i}") for i, name in enumerate(names)]
+
+
 async def test_the_table_comes_by_itself_when_cards_do_not_fit() -> None:
-    endpoints = [
-        EndpointSettings(name=f"node-{index:02}", url=f"http://127.0.0.1:{9 + index}") for index in range(8)
-    ]
-    app = SpectopApp(Settings(endpoints=endpoints), remember_theme_choice=False)
+    app = spectop(*_nowhere([f"node-{index:02}" for index in range(8)]))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         screen = app.screen
@@ -180,8 +181,7 @@ async def test_table_names_are_whole_with_a_gap_or_keep_their_port(
     """Two sims on 38531 and 38532 read apart: a name gets the room it needs (`127.0.0.1:38531` whole and a
     space before the next column), and one too long for the room keeps its port (`…ple.com:38531`)."""
     names = [f"{host}:{38531 + index}" for index in range(count)]
-    endpoints = [EndpointSettings(name=name, url=f"http://127.0.0.1:{9 + i}") for i, name in enumerate(names)]
-    app = SpectopApp(Settings(endpoints=endpoints), remember_theme_choice=False)
+    app = spectop(*_nowhere(names))
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         screen = app.screen
@@ -208,7 +208,7 @@ async def test_text_widths_are_at_least_the_cells_widths() -> None:
         EndpointRow("a", "down", worst_alert="critical", backend="vllm"),
         EndpointRow("node-with-a-longer-name:8000", "no data"),
     ]
-    app = SpectopApp(Settings(), remember_theme_choice=False)
+    app = spectop()
     async with app.run_test(size=(200, 50)):
         table = EndpointTable()
         await app.screen.mount(table)
@@ -223,9 +223,7 @@ async def test_text_widths_are_at_least_the_cells_widths() -> None:
 
 
 def _app(remember: bool = True) -> SpectopApp:
-    endpoints = [EndpointSettings(name=f"e{i}", url=f"http://127.0.0.1:{9 + i}") for i in range(3)]
-    settings = Settings(poll_interval_s=60, endpoints=endpoints)
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=remember)
+    return spectop(*_nowhere(["e0", "e1", "e2"]), remember_theme_choice=remember)
 
 
 def _headers(table: EndpointTable) -> list[str]:
