@@ -81,8 +81,8 @@ class SpectopApp(SpectopBase[int]):
         Binding("a", "alerts", "Alerts", tooltip="alerts, active and past"),
         Binding("b", "bench", "Bench", tooltip="A/B burst bench"),
         # One footer item for both speed keys (the detail screen's footer is full at 80 columns).
-        Binding("plus", "faster", "Speed", key_display="+/-", tooltip="replay faster (+) / slower (-)"),
-        Binding("minus", "slower", "", show=False),
+        Binding("plus", "speed(1)", "Speed", key_display="+/-", tooltip="replay faster (+) / slower (-)"),
+        Binding("minus", "speed(-1)", "", show=False),
     )
 
     def __init__(
@@ -388,7 +388,7 @@ class SpectopApp(SpectopBase[int]):
     # --- actions --------------------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("faster", "slower"):
+        if action == "speed":
             return self.source.has_speed
         if action == "bench":
             return self.source.allows_bench
@@ -419,12 +419,8 @@ class SpectopApp(SpectopBase[int]):
         self._update_subtitle()
         self.notify("paused" if self.source.paused else "resumed", timeout=2)
 
-    def action_faster(self) -> None:
-        self.source.change_speed(+1)
-        self._update_subtitle()
-
-    def action_slower(self) -> None:
-        self.source.change_speed(-1)
+    def action_speed(self, step: int) -> None:
+        self.source.change_speed(step)
         self._update_subtitle()
 
     def action_next_theme(self) -> None:
