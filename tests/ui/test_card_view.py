@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import get_args
 
+import pytest
 from cut_figures import cut_figures, cut_words
 from textual.app import App, ComposeResult
 from ui_waiting import wait_for
 
 from tui.advice.advisor import Advice
+from tui.configs.sglang_adaptive import candidate_steps
+from tui.format import STEPS_UNKNOWN, TIERS_UNKNOWN, UNKNOWN, k_in_effect_row
 from tui.screens.dashboard import CHART_CARD_ROWS, ROOMY_CARD_ROWS, card_height, card_layout
 from tui.screens.detail import DetailScreen
 from tui.telemetry.alerts import Alert, AlertKind
@@ -33,7 +37,7 @@ from tui.widgets.card_view import (
 )
 from tui.widgets.chart import FIGURE_CHARTS, GUTTER, chart_lines
 from tui.widgets.endpoint_card import EndpointCard
-from tui.widgets.figure_table import FigureTable
+from tui.widgets.figure_table import FigureTable, figure_rows, note_rows
 
 
 def _reading(time: float, up: bool = True, **figures: float) -> EndpointReading:
@@ -454,3 +458,56 @@ def test_the_badge_line_says_the_context_advice_without_a_step_cost_model() -> N
         badge_line(CardData(name="a", reading=_reading(1.0), now=1.0, advice=Advice(2)), 200).plain.strip()
         == ""
     )
+
+
+# --- SGLang's adaptive steps: the tier in use beside the largest candidate, from `spec_num_steps`
+# ("(adaptive)"), else the least tier that holds the accept length ("(adaptive, derived)"), else "–" and
+# why; the tiers come from the endpoint's config file
+
+TIERS = (1, 3, 7)
+
+
+@pytest.mark.parametrize(
+    ("figures", "tiers", "row"),
+    [
+        (Figures(k_in_effect=3.0), TIERS, ("steps in use", "3 of 7 (adaptive)", None)),
+        (Figures(mean_acceptance_length=3.4), TIERS, ("steps in use", "3 of 7 (adaptive, derived)", None)),
+        (Figures(mean_acceptance_length=4.2), TIERS, ("steps in use", "7 of 7 (adaptive, derived)", None)),
+        (Figures(), TIERS, ("steps in use", UNKNOWN, STEPS_UNKNOWN)),
+        (Figures(k_in_effect=1.0), (), ("steps in use", "1 (adaptive)", None)),
+        (Figures(mean_acceptance_length=2.0), (), ("steps in use", UNKNOWN, TIERS_UNKNOWN)),
+        (Figures(k_in_effect=3.0), None, ("k in effect", "3", None)),  # not adaptive: the k line as it was
+        (Figures(), None, None),
+    ],
+)
+def test_steps_in_use_row(figures: Figures, tiers: tuple[int, ...] | None, row: tuple | None) -> None:
+    assert k_in_effect_row(figures, tiers) == row
+
+
+def test_tiers_from_the_config_file(tmp_path: Path) -> None:
+    adaptive = tmp_path / "adaptive.json"
+    adaptive.write_text(json.dumps({"1": {"candidate_steps": [1, 2]}, "8": {"candidate_steps": [0, 5]}}))
+    on = {"speculative_adaptive": True}
+    assert candidate_steps({**on, "speculative_adaptive_config": str(adaptive)}) == (0, 1, 2, 5)
+    assert candidate_steps(on) == TIERS  # SGLang's default candidates
+    assert candidate_steps({**on, "speculative_adaptive_config": "adaptive.json"}) == ()  # the server's cwd
+    assert candidate_steps({"speculative_num_steps": 3}) is None
+
+
+def _sglang_card(figures: Figures, tiers: tuple[int, ...] | None) -> CardData:
+    reading = EndpointReading(name="s", time=1.0, up=True, backend="sglang", figures=figures)
+    return CardData(name="s", reading=reading, now=1.0, adaptive_steps=tiers)
+
+
+def test_cards_and_detail_show_the_steps_in_use() -> None:
+    card = _sglang_card(Figures(k_in_effect=3.0, mean_acceptance_length=3.2, running=4.0), TIERS)
+    compact = "\n".join(line.plain for line in compact_lines(card, 80))
+    roomy = "\n".join(line.plain for line in roomy_lines(card, 116))
+    assert "steps in use 3 of 7 (adaptive)" in compact and "pos" not in compact
+    assert "steps in use 3 of 7 (adaptive)" in roomy
+    assert dict(figure_rows(card))["steps in use"] == "3 of 7 (adaptive)"
+    unknown = _sglang_card(Figures(running=0.0), TIERS)
+    assert dict(figure_rows(unknown))["steps in use"] == UNKNOWN
+    assert f"steps in use: {STEPS_UNKNOWN}" in note_rows(unknown)
+    plain = _sglang_card(Figures(running=4.0), None)  # not adaptive: the cards as before
+    assert "steps in use" not in "\n".join(line.plain for line in compact_lines(plain, 80))
