@@ -357,7 +357,6 @@ async def test_one_url_two_bodies_and_the_explain_view() -> None:
         ]
         async with bench_on(same) as (pilot, screen):
             await type_into(screen, pilot, "requests", "8")
-            await type_into(screen, pilot, "rounds", "1")  # what is shown, not a verdict, is tested here
             await type_into(screen, pilot, "max-tokens", "32")
             await type_into(screen, pilot, "a-extra", '{"enable_speculative": true}')
             await type_into(screen, pilot, "b-extra", '{"enable_speculative": false}')
