@@ -13,7 +13,7 @@ import httpx
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
-from ui_waiting import wait_for
+from ui_waiting import press_at_once, wait_for
 
 from tui.bench.engine import ArmProgress, BurstConfig, BurstProgress
 from tui.bench.prompts import load_prompt_set
@@ -70,8 +70,11 @@ async def until(pilot: Pilot[Any], condition: Callable[[], bool], timeout_s: flo
 
 async def type_into(screen: BenchScreen, pilot: Pilot[Any], field_id: str, value: str) -> None:
     """Replace a form field's text from the keyboard."""
-    screen.query_one(f"#{field_id}", Input).focus()
-    await pilot.press("i", "ctrl+a", "ctrl+k", *value)  # i: into edit mode (a letter is a key before)
+    field = screen.query_one(f"#{field_id}", Input)
+    field.focus()
+    # i: into edit mode (a letter is a key before); the keys at once, as a paste or tmux sends them
+    await press_at_once(pilot, "i", "ctrl+a", "ctrl+k", *value)
+    await wait_for(pilot, lambda: field.value == value, f"{field_id} = {value!r}")
 
 
 # --- recorded bursts --------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,6 @@ import pytest
 from bench_fixtures import (
     MTP_OFF,
     MTP_ON,
-    BenchTestApp,
     bench_on,
     bench_screen,
     mtp_burst,
@@ -23,13 +23,13 @@ from bench_fixtures import (
     type_into,
     until,
 )
-from rich.color import ColorType
 from terminal_bytes import assert_nothing_injected
+from test_themes import coloured
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Select
 from textual.widgets._footer import FooterKey
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
 from tests.bursts.timed_server import Behaviour, TimedServer
 from tests.untrusted import HOSTILE, hostile_burst
@@ -39,12 +39,10 @@ from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.results import BurstResult
 from tui.bench.session import EndpointArm, PastArm
-from tui.paths import themes_dir
 from tui.screens.bench import NO_B, BenchScreen
-from tui.settings import EndpointSettings, Settings
+from tui.settings import EndpointSettings
 from tui.sim.per_request import ResponseOptions
 from tui.sim.server import SimServer
-from tui.ui.app import SpectopApp
 from tui.widgets.edit_mode import OnOff
 from tui.widgets.messages import BurstFailed
 
@@ -52,6 +50,7 @@ SLOW = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=10)  # 9 tokens after the 
 FAST = Behaviour(ttft_s=0.02, interval_s=0.02, chunks=5, tokens_per_chunk=2)  # ... in 80 ms: 2.25x
 
 
+NOWHERE = EndpointSettings(name="x", url="http://127.0.0.1:9")  # nothing listens
 pytestmark = pytest.mark.usefixtures("bench_folders")
 
 
@@ -163,10 +162,8 @@ async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
 
 
 async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
-    async with bench_on([EndpointSettings(name="gone", url="http://127.0.0.1:1", model="m")]) as (
-        pilot,
-        screen,
-    ):
+    gone = EndpointSettings(name="gone", url="http://127.0.0.1:1", model="m")
+    async with bench_on([gone]) as (pilot, screen):
         await pilot.press("ctrl+r")
         await until(pilot, lambda: "failed" in text_of(screen, "#phase"))
         assert "arm A (gone) http://127.0.0.1:1 is not reachable: connection refused" in text_of(
@@ -184,10 +181,7 @@ async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
     with TimedServer(FAST) as server:
         values = {"base_url": server.base_url, "api_key_env": "BENCH_UI_KEY", "max_tokens": 5}
         settings.write_text(json.dumps({**values, "extra_body": {"top_k": 7}}), encoding="utf-8")
-        async with bench_on([EndpointSettings(name="srv", url=server.base_url, model="m")]) as (
-            pilot,
-            screen,
-        ):
+        async with bench_on(_endpoints(server)) as (pilot, screen):
             for field_id, value in (
                 ("requests", "4"), ("rounds", "2"), ("warmup", "2"), ("max-tokens", ""),
                 ("client-settings", str(settings)),
@@ -216,7 +210,7 @@ async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
     ],
 )
 async def test_a_bad_form_value_names_its_field(field_id: str, value: str, message: str) -> None:
-    async with bench_on([EndpointSettings(name="x", url="http://127.0.0.1:9")]) as (pilot, screen):
+    async with bench_on([NOWHERE]) as (pilot, screen):
         await type_into(screen, pilot, field_id, value)
         await pilot.press("enter")
         await until(pilot, lambda: message in text_of(screen, "#status"), timeout_s=5.0)
@@ -224,7 +218,7 @@ async def test_a_bad_form_value_names_its_field(field_id: str, value: str, messa
 
 
 async def test_every_field_fits_80x24() -> None:
-    async with bench_on([EndpointSettings(name="x", url="http://127.0.0.1:9")]) as (pilot, screen):
+    async with bench_on([NOWHERE]) as (pilot, screen):
         await pilot.pause()
         for widget in [*screen.query(Input), *screen.query(Select)]:
             region = widget.region
@@ -241,10 +235,7 @@ def _run(server: TimedServer, start: int) -> tuple[list[str], list[str]]:
 
 async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_sent() -> None:
     with TimedServer(FAST) as server:
-        async with bench_on([EndpointSettings(name="srv", url=server.base_url, model="m")]) as (
-            pilot,
-            screen,
-        ):
+        async with bench_on(_endpoints(server)) as (pilot, screen):
             for field_id, value in (("requests", "2"), ("rounds", "1"), ("warmup", "0")):
                 await type_into(screen, pilot, field_id, value)
             prime, flush = screen.query_one("#prime-cache", OnOff), screen.query_one("#flush-cache", OnOff)
@@ -282,12 +273,6 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
     ]
 
 
-def _spectop() -> SpectopApp:
-    endpoint = EndpointSettings(name="e", url="http://127.0.0.1:9")  # nothing listens
-    settings = Settings(poll_interval_s=60, endpoints=[endpoint])
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
-
-
 async def _opened_with_b(pilot: Pilot[None]) -> BenchScreen:
     """The burst screen as a user opens it: b on the dashboard."""
     app = pilot.app
@@ -298,7 +283,7 @@ async def _opened_with_b(pilot: Pilot[None]) -> BenchScreen:
 
 
 async def test_in_the_app_the_footer_keeps_the_keys_in_sight_at_80_and_b_opens_no_second_screen() -> None:
-    app = _spectop()
+    app = spectop(EndpointSettings(name="e", url="http://127.0.0.1:9"))  # nothing listens
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _opened_with_b(pilot)
         screen.query_one("#results-table", DataTable).focus()
@@ -320,7 +305,7 @@ async def test_under_no_color_the_toggles_read_on_and_off_and_focus_shows_withou
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = _spectop()
+    app = spectop(EndpointSettings(name="e", url="http://127.0.0.1:9"))  # nothing listens
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _opened_with_b(pilot)
         prime = screen.query_one("#prime-cache", OnOff)
@@ -333,17 +318,7 @@ async def test_under_no_color_the_toggles_read_on_and_off_and_focus_shows_withou
         toggle = row.crop(prime.region.x, prime.region.right)
         assert toggle.text == "prime on "
         assert all(s.style is not None and s.style.reverse for s in toggle)  # focus: reverse video
-        colours = [
-            segment.text
-            for strip in strips
-            for segment in strip
-            if segment.style is not None
-            and any(
-                c is not None and c.type is not ColorType.DEFAULT
-                for c in (segment.style.color, segment.style.bgcolor)
-            )
-        ]
-        assert colours == []
+        assert coloured(strips) == []
 
 
 # --- placeholders say "e.g." in words, not by italics alone (NO_COLOR)
@@ -353,10 +328,8 @@ async def test_every_empty_burst_field_says_its_placeholder_is_an_example(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = BenchTestApp([MTP_OFF, MTP_ON])
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with bench_on([MTP_OFF, MTP_ON]) as (pilot, screen):
         await pilot.pause()
-        screen = bench_screen(app)
         examples: dict[str, Any] = {
             field.id: field.placeholder
             for field in screen.query(Input)
@@ -367,7 +340,7 @@ async def test_every_empty_burst_field_says_its_placeholder_is_an_example(
             assert "e.g. " in placeholder, field_id
         # and on screen, at 80 columns, where the field is narrow: the words come first
         a_extra = screen.query_one("#a-extra", Input)
-        row = app.screen._compositor.render_strips()[a_extra.region.y]
+        row = screen._compositor.render_strips()[a_extra.region.y]
         assert "e.g." in "".join(segment.text for segment in row)
 
 
@@ -411,7 +384,7 @@ async def test_one_url_two_bodies_and_the_explain_view() -> None:
 
 
 async def test_a_bad_arm_field_names_it() -> None:
-    async with bench_on([EndpointSettings(name="x", url="http://127.0.0.1:9")]) as (pilot, screen):
+    async with bench_on([NOWHERE]) as (pilot, screen):
         await type_into(screen, pilot, "b-extra", '{"stream": false')
         await pilot.press("enter")
         await pilot.pause()
@@ -461,7 +434,6 @@ async def test_a_burst_just_run_lists_with_both_urls_and_its_verdict(recorded_ru
         assert table.virtual_size.width <= table.scrollable_content_region.width  # all in sight
 
 
-@pytest.mark.usefixtures("bench_folders")
 @pytest.mark.parametrize("width", [80, 200])
 async def test_older_files_and_long_urls_list_in_80_columns_and_in_full_when_wide(width: int) -> None:
     _keep_as_older_spectop(mtp_burst())
@@ -488,7 +460,6 @@ async def test_older_files_and_long_urls_list_in_80_columns_and_in_full_when_wid
         assert "B is" in text_of(screen, "#verdict") and "faster" in text_of(screen, "#verdict")
 
 
-@pytest.mark.usefixtures("bench_folders")
 async def test_the_history_refits_when_the_terminal_is_resized() -> None:
     save_burst(recorded_burst([recorded_arm("a", FAR, 1, 0.010, None)]))
     async with bench_on([MTP_OFF], size=(200, 24)) as (pilot, screen):
@@ -500,7 +471,6 @@ async def test_the_history_refits_when_the_terminal_is_resized() -> None:
         assert _cells(screen, 0)[1].endswith(":8443")
 
 
-@pytest.mark.usefixtures("bench_folders")
 async def test_more_bursts_than_rows_still_fit_beside_the_scroll_bar() -> None:
     for minute in range(20):
         arms = [recorded_arm("a", FAR, 1, 0.010, None), recorded_arm("b", FAR, 2, 0.012, 0.71)]  # both cut
@@ -518,45 +488,36 @@ async def test_more_bursts_than_rows_still_fit_beside_the_scroll_bar() -> None:
 # --- nothing from a kept burst file or a server error reaches the terminal raw
 
 
-async def _shown(pilot: Pilot[None]) -> BenchScreen:
-    """The burst screen with the hostile burst kept in its history."""
-    screen = pilot.app.screen
-    assert isinstance(screen, BenchScreen)
-    await wait_for(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 1)
-    return screen
-
-
-async def test_bench_history_table() -> None:
-    save_burst(hostile_burst(prompt_set=f"mix{HOSTILE}"))
-    async with BenchTestApp([]).run_test(size=(100, 30)) as pilot:
-        screen = await _shown(pilot)
-        await pilot.press("h")
-        await assert_nothing_injected(pilot, screen.query_one("#history-table"), "mixevil")
-
-
-async def test_burst_history_row_with_a_hostile_endpoint_url() -> None:
-    burst = hostile_burst()
+def _hostile_url(burst: BurstResult) -> BurstResult:
     for arm in burst.arms:
         arm.url = f"http://e{HOSTILE}x:8000/v1"
-    save_burst(burst)
-    async with BenchTestApp([]).run_test(size=(140, 30)) as pilot:
-        screen = await _shown(pilot)
-        await pilot.press("h")
-        await assert_nothing_injected(pilot, screen.query_one("#history-table"), "eevil")
+    return burst
 
 
-async def test_bench_verdict() -> None:
-    save_burst(hostile_burst())
-    async with BenchTestApp([]).run_test(size=(100, 30)) as pilot:
-        screen = await _shown(pilot)
-        await pilot.press("h", "enter")  # show that burst
-        await wait_for(pilot, lambda: screen.summary is not None)
-        await assert_nothing_injected(pilot, screen.query_one("#verdict"), "first divergence in p0evil")
+async def _show_status(pilot: Pilot[None], screen: BenchScreen) -> None:
+    screen.post_message(BurstFailed(f"HTTP 500: {HOSTILE}"))
 
 
-async def test_bench_status_line() -> None:
-    save_burst(hostile_burst())
-    async with BenchTestApp([]).run_test(size=(100, 30)) as pilot:
-        screen = await _shown(pilot)
-        screen.post_message(BurstFailed(f"HTTP 500: {HOSTILE}"))
-        await assert_nothing_injected(pilot, screen.query_one("#status"), "HTTP 500: evil")
+async def _show_burst(pilot: Pilot[None], screen: BenchScreen) -> None:
+    await pilot.press("h", "enter")
+    await wait_for(pilot, lambda: screen.summary is not None)
+
+
+@pytest.mark.parametrize(
+    ("burst", "width", "show", "selector", "expected"),
+    [
+        (lambda: hostile_burst(prompt_set=f"mix{HOSTILE}"), 100, "h", "#history-table", "mixevil"),
+        (lambda: _hostile_url(hostile_burst()), 140, "h", "#history-table", "eevil"),
+        (hostile_burst, 100, _show_burst, "#verdict", "first divergence in p0evil"),
+        (hostile_burst, 100, _show_status, "#status", "HTTP 500: evil"),
+    ],
+    ids=["history-table", "history-url", "verdict", "status-line"],
+)
+async def test_nothing_from_a_kept_burst_or_a_server_error_reaches_the_terminal_raw(
+    burst: Callable[[], BurstResult], width: int, show: Any, selector: str, expected: str
+) -> None:
+    save_burst(burst())
+    async with bench_on([], size=(width, 30)) as (pilot, screen):
+        await wait_for(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 1)
+        await (pilot.press(show) if isinstance(show, str) else show(pilot, screen))
+        await assert_nothing_injected(pilot, screen.query_one(selector), expected)

@@ -2,25 +2,42 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import get_args
 
+import pytest
 from cut_figures import cut_figures, cut_words
 from textual.app import App, ComposeResult
 from ui_waiting import wait_for
 
 from tui.advice.advisor import Advice
+from tui.configs.sglang_adaptive import candidate_steps
+from tui.format import STEPS_UNKNOWN, TIERS_UNKNOWN, UNKNOWN, k_in_effect_row
+from tui.screens.dashboard import CHART_CARD_ROWS, ROOMY_CARD_ROWS, card_height, card_layout
 from tui.screens.detail import DetailScreen
-from tui.telemetry.alerts import Alert
+from tui.telemetry.alerts import Alert, AlertKind
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
+from tui.telemetry.recording import HeaderRecord, RecordedEndpoint
+from tui.telemetry.series import EndpointSeries
 from tui.ui.app import SpectopApp
-from tui.widgets.card_view import CardData, badge_line, compact_lines, roomy_lines
+from tui.widgets.card_view import (
+    ALERT_LABEL,
+    CARD_CHART_WINDOW_S,
+    CardData,
+    badge_line,
+    card_lines,
+    charts_fit,
+    compact_lines,
+    roomy_lines,
+    short_model,
+)
+from tui.widgets.chart import FIGURE_CHARTS, GUTTER, chart_lines
 from tui.widgets.endpoint_card import EndpointCard
-
-if TYPE_CHECKING:
-    from tui.telemetry.series import EndpointSeries
+from tui.widgets.figure_table import FigureTable, figure_rows, note_rows
 
 
 def _reading(time: float, up: bool = True, **figures: float) -> EndpointReading:
@@ -125,9 +142,6 @@ def test_inconsistent_page_error_shows_although_up() -> None:
 async def test_detail_screen_shows_bounds_notes_and_restart(
     tmp_path: Path, replay_app: Callable[..., SpectopApp]
 ) -> None:
-    from tui.telemetry.recording import HeaderRecord, RecordedEndpoint
-    from tui.widgets.figure_table import FigureTable
-
     header = HeaderRecord(time=100.0, endpoints=[RecordedEndpoint(name="a", url="http://127.0.0.1:1")])
     record = EndpointReading(
         name="a", time=101.0, up=True, backend="sglang", window_s=8.0, figures=_qualified_figures()
@@ -151,8 +165,6 @@ async def test_detail_screen_shows_bounds_notes_and_restart(
 
 
 def _history(spells: list[tuple[float, bool]]) -> EndpointSeries:
-    from tui.telemetry.series import EndpointSeries
-
     history = EndpointSeries(256)
     for time, up in spells:
         history.add(time, Figures(generation_tokens_per_s=10.0) if up else None)
@@ -235,8 +247,6 @@ def test_the_badge_line_shortens_an_error_an_alert_or_an_advice_by_whole_words()
 async def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None:
     """One line left under the figures: the advice whole without its basis, not the advice and the start
     of the basis (`< bar` and the bar's figure gone)."""
-    from tui.widgets.figure_table import FigureTable
-
     advice = Advice(
         4,
         best_k=4,
@@ -279,8 +289,6 @@ async def test_crit_badge_fits_on_a_card_at_80_columns() -> None:
 
 
 def test_long_model_names_keep_their_tail_or_the_part_that_differs() -> None:
-    from tui.widgets.card_view import short_model
-
     assert short_model("deepseek-ai/DeepSeek-V3-0324", 40) == "deepseek-ai/DeepSeek-V3-0324"
     assert short_model("deepseek-ai/DeepSeek-V3-0324", 18) == "…DeepSeek-V3-0324"
     peers = ["meta-llama/Llama-3.1-8B-Instruct-FP8-dynamic"]
@@ -306,11 +314,6 @@ async def test_card_title_shortens_the_model_from_the_left() -> None:
 
 
 def test_every_alert_kind_has_a_badge_label() -> None:
-    from typing import get_args
-
-    from tui.telemetry.alerts import AlertKind
-    from tui.widgets.card_view import ALERT_LABEL
-
     kinds = get_args(AlertKind)
     assert "imbalance" in kinds
     assert set(ALERT_LABEL) == set(kinds)
@@ -320,8 +323,6 @@ def test_every_alert_kind_has_a_badge_label() -> None:
 
 
 def _positions(line: str) -> list[str]:
-    import re
-
     return re.findall(r"[▁▂▃▄▅▆▇█](?:\d+%|<1%)", line)
 
 
@@ -353,8 +354,6 @@ def test_roomy_card_shows_per_position_acceptance_whole_at_59_columns() -> None:
 def _ramp_history(
     now: float, count: int = 150, step_s: float = 2.0, markers: tuple[tuple[float, str], ...] = ()
 ) -> EndpointSeries:
-    from tui.telemetry.series import EndpointSeries
-
     history = EndpointSeries(512)
     for index in range(count):
         time = now - (count - 1 - index) * step_s
@@ -365,9 +364,6 @@ def _ramp_history(
 
 
 def test_a_card_with_room_draws_the_detail_charts_from_its_own_history() -> None:
-    from tui.widgets.card_view import CARD_CHART_WINDOW_S, card_lines, charts_fit, compact_lines
-    from tui.widgets.chart import FIGURE_CHARTS, GUTTER, chart_lines
-
     now = 10_000.0
     reading = _reading(now, generation_tokens_per_s=200.0, acceptance_rate=0.7)
     history = _ramp_history(now, markers=((now - 60.0, "restart"),))
@@ -408,8 +404,6 @@ def test_a_card_with_room_draws_the_detail_charts_from_its_own_history() -> None
 
 
 def test_a_down_card_with_charts_says_for_how_long_and_where_first() -> None:
-    from tui.widgets.card_view import card_lines
-
     now = 10_000.0
     data = CardData(
         name="a",
@@ -424,8 +418,6 @@ def test_a_down_card_with_charts_says_for_how_long_and_where_first() -> None:
 
 
 def test_card_height_gives_charts_the_room_only_when_every_card_gets_enough() -> None:
-    from tui.screens.dashboard import CHART_CARD_ROWS, ROOMY_CARD_ROWS, card_height, card_layout
-
     def height(width: int, rows: int, count: int) -> int:
         layout = card_layout(width, rows, count)
         assert layout is not None
@@ -440,7 +432,6 @@ def test_card_height_gives_charts_the_room_only_when_every_card_gets_enough() ->
 
 
 def _card_texts(app: SpectopApp) -> dict[str, str]:
-
     return {card.endpoint: card.render().plain for card in app.screen.query(EndpointCard)}
 
 
@@ -467,3 +458,56 @@ def test_the_badge_line_says_the_context_advice_without_a_step_cost_model() -> N
         badge_line(CardData(name="a", reading=_reading(1.0), now=1.0, advice=Advice(2)), 200).plain.strip()
         == ""
     )
+
+
+# --- SGLang's adaptive steps: the tier in use beside the largest candidate, from `spec_num_steps`
+# ("(adaptive)"), else the least tier that holds the accept length ("(adaptive, derived)"), else "–" and
+# why; the tiers come from the endpoint's config file
+
+TIERS = (1, 3, 7)
+
+
+@pytest.mark.parametrize(
+    ("figures", "tiers", "row"),
+    [
+        (Figures(k_in_effect=3.0), TIERS, ("steps in use", "3 of 7 (adaptive)", None)),
+        (Figures(mean_acceptance_length=3.4), TIERS, ("steps in use", "3 of 7 (adaptive, derived)", None)),
+        (Figures(mean_acceptance_length=4.2), TIERS, ("steps in use", "7 of 7 (adaptive, derived)", None)),
+        (Figures(), TIERS, ("steps in use", UNKNOWN, STEPS_UNKNOWN)),
+        (Figures(k_in_effect=1.0), (), ("steps in use", "1 (adaptive)", None)),
+        (Figures(mean_acceptance_length=2.0), (), ("steps in use", UNKNOWN, TIERS_UNKNOWN)),
+        (Figures(k_in_effect=3.0), None, ("k in effect", "3", None)),  # not adaptive: the k line as it was
+        (Figures(), None, None),
+    ],
+)
+def test_steps_in_use_row(figures: Figures, tiers: tuple[int, ...] | None, row: tuple | None) -> None:
+    assert k_in_effect_row(figures, tiers) == row
+
+
+def test_tiers_from_the_config_file(tmp_path: Path) -> None:
+    adaptive = tmp_path / "adaptive.json"
+    adaptive.write_text(json.dumps({"1": {"candidate_steps": [1, 2]}, "8": {"candidate_steps": [0, 5]}}))
+    on = {"speculative_adaptive": True}
+    assert candidate_steps({**on, "speculative_adaptive_config": str(adaptive)}) == (0, 1, 2, 5)
+    assert candidate_steps(on) == TIERS  # SGLang's default candidates
+    assert candidate_steps({**on, "speculative_adaptive_config": "adaptive.json"}) == ()  # the server's cwd
+    assert candidate_steps({"speculative_num_steps": 3}) is None
+
+
+def _sglang_card(figures: Figures, tiers: tuple[int, ...] | None) -> CardData:
+    reading = EndpointReading(name="s", time=1.0, up=True, backend="sglang", figures=figures)
+    return CardData(name="s", reading=reading, now=1.0, adaptive_steps=tiers)
+
+
+def test_cards_and_detail_show_the_steps_in_use() -> None:
+    card = _sglang_card(Figures(k_in_effect=3.0, mean_acceptance_length=3.2, running=4.0), TIERS)
+    compact = "\n".join(line.plain for line in compact_lines(card, 80))
+    roomy = "\n".join(line.plain for line in roomy_lines(card, 116))
+    assert "steps in use 3 of 7 (adaptive)" in compact and "pos" not in compact
+    assert "steps in use 3 of 7 (adaptive)" in roomy
+    assert dict(figure_rows(card))["steps in use"] == "3 of 7 (adaptive)"
+    unknown = _sglang_card(Figures(running=0.0), TIERS)
+    assert dict(figure_rows(unknown))["steps in use"] == UNKNOWN
+    assert f"steps in use: {STEPS_UNKNOWN}" in note_rows(unknown)
+    plain = _sglang_card(Figures(running=4.0), None)  # not adaptive: the cards as before
+    assert "steps in use" not in "\n".join(line.plain for line in compact_lines(plain, 80))

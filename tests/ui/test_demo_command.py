@@ -11,14 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 from textual.widgets import Select
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
 from tui.bench.session import EndpointArm
 from tui.commands.demo import demo_sims, start_sims
-from tui.paths import sample_configs_dir, themes_dir
-from tui.settings import EndpointSettings, Settings
-from tui.sim.supervisor import FOLDER_PREFIX, KEPT_FILE, PID_FILE, DemoError, clean_old_folders
-from tui.ui.app import SpectopApp
+from tui.paths import sample_configs_dir
+from tui.settings import EndpointSettings
+from tui.sim.supervisor import FOLDER_PREFIX, KEPT_FILE, PID_FILE, DemoError, DemoSims, clean_old_folders
 
 
 def _alive(pid: int) -> bool:
@@ -27,34 +26,6 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-def test_demo_starts_two_sims_on_free_ports_and_stops_them() -> None:
-    samples_before = {path.name: path.read_bytes() for path in sample_configs_dir().iterdir()}
-    with demo_sims(background_load_rps=0.5) as sims:
-        folder = sims.folder
-        assert [endpoint.name for endpoint in sims.endpoints] == [
-            "mtp-off",
-            "mtp-on",
-        ]  # A = MTP off, B = MTP on
-        ports = set()
-        for endpoint, process in zip(sims.endpoints, sims.processes, strict=True):
-            assert endpoint.url.startswith("http://127.0.0.1:")
-            ports.add(endpoint.url.rsplit(":", 1)[1])
-            assert endpoint.config_file is not None and endpoint.config_file.parent == folder
-            assert endpoint.log_file is not None and endpoint.log_file.parent == folder
-            assert process.poll() is None
-            control = str(folder / "control.sock")
-            assert endpoint.restart_command[-4:] == ["tui.commands.demo", "restart", control, endpoint.name]
-            page = httpx.get(f"{endpoint.url}/metrics", timeout=5.0).text
-            assert "vllm:generation_tokens_total" in page
-        assert len(ports) == 2
-        on_text = (folder / "config.toml").read_text(encoding="utf-8")
-        assert "enabled = true" in on_text
-        pids = [process.pid for process in sims.processes]
-    assert not any(_alive(pid) for pid in pids)
-    assert not folder.exists()
-    assert {path.name: path.read_bytes() for path in sample_configs_dir().iterdir()} == samples_before
 
 
 def test_a_sim_that_cannot_start_is_reported_and_nothing_is_left(
@@ -84,11 +55,34 @@ def _reaped(pid: int) -> bool:
     return not Path(f"/proc/{pid}").exists()
 
 
-def test_a_sim_that_dies_is_reaped_reported_and_started_again_once_fixed() -> None:
-    """A sim that dies after save & restart with k=16 (CUDA out of memory) is reaped and its death reported
-    once with the reason: no zombie is left for `kill -HUP` to "restart"."""
+def _check_started(sims: DemoSims) -> None:
+    """Two sims on free ports, A = MTP off and B = MTP on, from copies of the samples in the demo's folder."""
+    folder = sims.folder
+    assert [endpoint.name for endpoint in sims.endpoints] == ["mtp-off", "mtp-on"]
+    ports = set()
+    for endpoint, process in zip(sims.endpoints, sims.processes, strict=True):
+        assert endpoint.url.startswith("http://127.0.0.1:")
+        ports.add(endpoint.url.rsplit(":", 1)[1])
+        assert endpoint.config_file is not None and endpoint.config_file.parent == folder
+        assert endpoint.log_file is not None and endpoint.log_file.parent == folder
+        assert process.poll() is None
+        control = str(folder / "control.sock")
+        assert endpoint.restart_command[-4:] == ["tui.commands.demo", "restart", control, endpoint.name]
+        page = httpx.get(f"{endpoint.url}/metrics", timeout=5.0).text
+        assert "vllm:generation_tokens_total" in page
+    assert len(ports) == 2
+    assert "enabled = true" in (folder / "config.toml").read_text(encoding="utf-8")
+
+
+def test_the_demo_starts_its_sims_and_one_that_dies_is_reaped_reported_and_started_again_once_fixed() -> None:
+    """The demo's two sims start, then stop with it (no process, no folder, the samples untouched). A sim
+    that dies after save & restart with k=16 (CUDA out of memory) is reaped and its death reported once
+    with the reason: no zombie is left for `kill -HUP` to "restart"."""
+    samples_before = {path.name: path.read_bytes() for path in sample_configs_dir().iterdir()}
     deaths: list[str] = []
     with demo_sims(background_load_rps=0.5) as sims:
+        _check_started(sims)
+        folder, first_pids = sims.folder, [process.pid for process in sims.processes]
         sims.on_exit = deaths.append
         endpoint = sims.endpoints[1]  # mtp-on
         assert endpoint.config_file is not None and endpoint.restart_command is not None
@@ -120,8 +114,10 @@ def test_a_sim_that_dies_is_reaped_reported_and_started_again_once_fixed() -> No
         result = _run_restart_command(endpoint.restart_command)
         assert result.returncode == 0 and "restarted on" in result.stdout, result.stdout
         assert sims.processes[1].pid == new_pid
-    assert _reaped(new_pid)
+    assert _reaped(new_pid) and not any(_alive(pid) for pid in first_pids)
     assert deaths[1:] == []
+    assert not folder.exists()
+    assert {path.name: path.read_bytes() for path in sample_configs_dir().iterdir()} == samples_before
 
 
 def _accepted_after_a_request(url: str) -> tuple[float, float]:
@@ -195,12 +191,7 @@ async def test_the_demo_burst_is_mtp_off_against_mtp_on(tmp_path: Path, monkeypa
         EndpointSettings(name=name, url=f"http://127.0.0.1:{port}")
         for name, port in (("mtp-off", 9), ("mtp-on", 10))
     ]
-    app = SpectopApp(
-        Settings(poll_interval_s=60, endpoints=endpoints),
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-        bench_pair=("mtp-off", "mtp-on"),
-    )
+    app = spectop(*endpoints, bench_pair=("mtp-off", "mtp-on"))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: len(app.screen.query("EndpointCard")) == 2)
         await pilot.press("down", "down")  # mtp-on's card (as after editing it)

@@ -14,7 +14,7 @@ import httpx
 from textual.command import CommandPalette
 from textual.widgets import Static
 
-from tests.ui.ui_waiting import wait_for
+from tests.ui.ui_waiting import spectop, wait_for
 from tui.commands.demo import (
     DEMO_ENDPOINTS,
     DEMO_INTRO,
@@ -31,12 +31,11 @@ from tui.format import fmt_rate
 from tui.paths import sample_configs_dir
 from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
-from tui.settings import EndpointSettings, Settings
+from tui.settings import EndpointSettings
 from tui.sim.behaviour import Behaviour
 from tui.sim.config import load_sim_config
 from tui.sim.engine import EngineObserver, SimEngine, StepReport
 from tui.sim.faults import FaultSettings
-from tui.ui.app import SpectopApp
 from tui.widgets.figure_table import FigureTable
 
 
@@ -90,13 +89,11 @@ async def test_the_demo_kv_cache_moves_with_load(tmp_path: Path) -> None:
 
 
 GUARD_URL = "http://127.0.0.1:9/sim/control"
+NOWHERE = EndpointSettings(name="x", url="http://127.0.0.1:9")  # nothing listens
 
 
 async def test_the_intro_shows_until_the_first_key_and_comes_back_from_the_palette_and_the_help() -> None:
-    app = SpectopApp(
-        Settings(endpoints=[EndpointSettings(name="x", url="http://127.0.0.1:9")]),
-        intro=DEMO_INTRO + guard_lines("http://127.0.0.1:9"),
-    )
+    app = spectop(NOWHERE, intro=DEMO_INTRO + guard_lines("http://127.0.0.1:9"))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         dashboard = app.screen
@@ -121,7 +118,7 @@ async def test_the_intro_shows_until_the_first_key_and_comes_back_from_the_palet
 
 
 async def test_without_an_intro_there_are_no_demo_hints() -> None:
-    app = SpectopApp(Settings(endpoints=[EndpointSettings(name="x", url="http://127.0.0.1:9")]))
+    app = spectop(NOWHERE)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert "Demo hints" not in [command.title for command in app.get_system_commands(app.screen)]
@@ -143,26 +140,15 @@ def test_sample_configs_speak_of_themselves() -> None:
         assert not re.search(r"\bseed\b(?! *=)|article", text, re.IGNORECASE), path.name
 
 
-# --- the demo shows the fallback guard on mtp-on, with its threshold and how to lower acceptance
+# --- the demo guards mtp-on at its file's threshold, said on screen, and says how to lower acceptance
 
 
-def test_the_demo_guards_mtp_on_and_says_how_to_lower_its_acceptance() -> None:
-    with demo_sims(background_load_rps=0.0) as sims:
+async def test_the_demo_guards_mtp_on_at_its_files_threshold_and_says_how_to_lower_its_acceptance() -> None:
+    with demo_sims(background_load_rps=0.0) as sims:  # one demo for both stories (its start is slow)
         endpoints = {endpoint.name: endpoint for endpoint in sims.endpoints}
         guarded = endpoints["mtp-on"]
         assert guarded.guard == "ask" and guarded.config_file is not None and guarded.restart_command
         assert endpoints["mtp-off"].guard == "off"
-        hint = guard_hint(sims)
-        url = f"{guarded.url}/sim/control"
-        assert f"curl -d '{GUARD_TRY}' {url}" in hint
-        response = httpx.post(url, content=GUARD_TRY, timeout=5)  # what the hint tells the user to do
-        assert response.status_code == 200 and response.json()["applied"] == json.loads(GUARD_TRY)
-
-
-async def test_the_demo_has_one_threshold_the_config_files_and_says_so() -> None:
-    with demo_sims(background_load_rps=0.0) as sims:
-        guarded = next(endpoint for endpoint in sims.endpoints if endpoint.name == "mtp-on")
-        assert guarded.config_file is not None
         in_the_file = read_acceptance_threshold(guarded.config_file)
         assert in_the_file == 0.5 and "spectop demo" in guarded.config_file.read_text(encoding="utf-8")
         app = demo_app(sims)
@@ -176,3 +162,8 @@ async def test_the_demo_has_one_threshold_the_config_files_and_says_so() -> None
             await wait_for(pilot, lambda: "threshold" in table.render().plain)
             shown = " ".join(table.render().plain.split())
             assert f"threshold {fmt_rate(in_the_file)} (config.toml)" in shown
+        hint = guard_hint(sims)
+        url = f"{guarded.url}/sim/control"
+        assert f"curl -d '{GUARD_TRY}' {url}" in hint
+        response = httpx.post(url, content=GUARD_TRY, timeout=5)  # what the hint tells the user to do
+        assert response.status_code == 200 and response.json()["applied"] == json.loads(GUARD_TRY)

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import pytest
 from textual.widgets import Input, Static, TextArea
-from ui_waiting import editing, opened_editor, wait_for, wait_for_exit, wait_for_screen
+from ui_waiting import editing, opened_editor, spectop, wait_for, wait_for_exit, wait_for_screen
 
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
@@ -164,11 +164,9 @@ async def test_the_quit_action_and_escape_ask_too(config_toml: Path) -> None:
 
 
 async def test_quitting_the_dashboard_with_the_editor_open_asks(config_toml: Path) -> None:
-    from tui.settings import EndpointSettings, Settings
-    from tui.ui.app import SpectopApp
+    from tui.settings import EndpointSettings
 
-    endpoint = EndpointSettings(name="sim", url="http://127.0.0.1:9", config_file=config_toml)
-    app = SpectopApp(Settings(poll_interval_s=60, endpoints=[endpoint]), remember_theme_choice=False)
+    app = spectop(EndpointSettings(name="sim", url="http://127.0.0.1:9", config_file=config_toml))
     async with app.run_test(size=SIZE) as pilot:
         app.open_editor("sim")
         screen = await opened_editor(pilot)
@@ -178,10 +176,7 @@ async def test_quitting_the_dashboard_with_the_editor_open_asks(config_toml: Pat
 
 
 async def test_ctrl_c_quits_the_dashboard_like_q() -> None:
-    from tui.settings import Settings
-    from tui.ui.app import SpectopApp
-
-    app = SpectopApp(Settings(poll_interval_s=60), remember_theme_choice=False)
+    app = spectop()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+c")
         await wait_for_exit(pilot)
@@ -248,9 +243,6 @@ async def test_a_screen_that_uses_ctrl_c_keeps_it() -> None:
     from textual.binding import Binding, BindingType
     from textual.screen import Screen
 
-    from tui.settings import Settings
-    from tui.ui.app import SpectopApp
-
     class Cancellable(Screen[None]):
         BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+c", "cancel", "Cancel", priority=True)]
         cancelled = 0
@@ -258,7 +250,7 @@ async def test_a_screen_that_uses_ctrl_c_keeps_it() -> None:
         def action_cancel(self) -> None:
             self.cancelled += 1
 
-    app = SpectopApp(Settings(poll_interval_s=60), remember_theme_choice=False)
+    app = spectop()
     async with app.run_test(size=SIZE) as pilot:
         screen = Cancellable()
         await app.push_screen(screen)

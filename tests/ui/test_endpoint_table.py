@@ -9,15 +9,19 @@ from collections.abc import Callable
 
 import pytest
 from cut_figures import cut_figures, widget_lines
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
 from textual.command import CommandPalette
 from textual.widgets import DataTable
-from ui_waiting import wait_for, wait_for_dashboard
+from ui_waiting import spectop, wait_for, wait_for_dashboard
 
+from tests.fleet.fake_fleet import scripted_app
 from tui.fleet.table_rows import FleetRow
-from tui.paths import themes_dir
 from tui.screens.dashboard import DashboardScreen, card_layout
 from tui.screens.detail import DetailScreen
-from tui.settings import EndpointSettings, Settings
+from tui.settings import EndpointSettings
 from tui.state import TableChoice, remembered_table, state_path
 from tui.telemetry.endpoint_row import EndpointRow, sorted_rows
 from tui.ui.app import SpectopApp
@@ -26,6 +30,7 @@ from tui.widgets.column_chooser import ColumnChooser
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import Column, EndpointTable
 from tui.widgets.fleet_table import FleetTable
+from tui.widgets.table_cell import single_line_cell
 
 
 @pytest.mark.parametrize(
@@ -144,11 +149,13 @@ async def test_a_tick_redraws_only_the_cells_that_changed(
         assert updates == [("mtp-off", "tokens_per_s")] and added == []
 
 
+def _nowhere(names: list[str]) -> list[EndpointSettings]:
+    """Endpoints where nothing listens."""
+    return [EndpointSettings(name=name, url=f"http://127.0.0.1:{9 + i}") for i, name in enumerate(names)]
+
+
 async def test_the_table_comes_by_itself_when_cards_do_not_fit() -> None:
-    endpoints = [
-        EndpointSettings(name=f"node-{index:02}", url=f"http://127.0.0.1:{9 + index}") for index in range(8)
-    ]
-    app = SpectopApp(Settings(endpoints=endpoints), remember_theme_choice=False)
+    app = spectop(*_nowhere([f"node-{index:02}" for index in range(8)]))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         screen = app.screen
@@ -180,8 +187,7 @@ async def test_table_names_are_whole_with_a_gap_or_keep_their_port(
     """Two sims on 38531 and 38532 read apart: a name gets the room it needs (`127.0.0.1:38531` whole and a
     space before the next column), and one too long for the room keeps its port (`…ple.com:38531`)."""
     names = [f"{host}:{38531 + index}" for index in range(count)]
-    endpoints = [EndpointSettings(name=name, url=f"http://127.0.0.1:{9 + i}") for i, name in enumerate(names)]
-    app = SpectopApp(Settings(endpoints=endpoints), remember_theme_choice=False)
+    app = spectop(*_nowhere(names))
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         screen = app.screen
@@ -208,7 +214,7 @@ async def test_text_widths_are_at_least_the_cells_widths() -> None:
         EndpointRow("a", "down", worst_alert="critical", backend="vllm"),
         EndpointRow("node-with-a-longer-name:8000", "no data"),
     ]
-    app = SpectopApp(Settings(), remember_theme_choice=False)
+    app = spectop()
     async with app.run_test(size=(200, 50)):
         table = EndpointTable()
         await app.screen.mount(table)
@@ -223,9 +229,7 @@ async def test_text_widths_are_at_least_the_cells_widths() -> None:
 
 
 def _app(remember: bool = True) -> SpectopApp:
-    endpoints = [EndpointSettings(name=f"e{i}", url=f"http://127.0.0.1:{9 + i}") for i in range(3)]
-    settings = Settings(poll_interval_s=60, endpoints=endpoints)
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=remember)
+    return spectop(*_nowhere(["e0", "e1", "e2"]), remember_theme_choice=remember)
 
 
 def _headers(table: EndpointTable) -> list[str]:
@@ -302,3 +306,59 @@ async def test_the_palette_lists_the_screens_actions() -> None:
         assert "Log viewer" in titles  # the dashboard opens the focused endpoint's log
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+
+
+# --- one-line cells made directly (tui/widgets/table_cell.py) are what DataTable's Rich path makes of them,
+# character and style, in the fleet table and the dashboard's
+
+Cells = list[tuple[str, Style | None]]
+
+
+def characters(lines: list[list[Segment]]) -> list[Cells]:
+    return [[(char, segment.style) for segment in line for char in segment.text] for line in lines]
+
+
+def compare_screen(table: EndpointTable) -> int:
+    """Every cell of the rows on the screen, made both ways (cursor and hover as DataTable would draw
+    them); how many were compared. Fails at the first difference."""
+    compared = 0
+    cursor_row = table.cursor_coordinate.row
+    for row_index in range(min(table.row_count, table.size.height)):
+        row_style = table._get_row_style(row_index, table.rich_style)
+        for column_index, column in enumerate(table.ordered_columns):
+            width = column.get_render_width(table)
+            row_key = table._row_locations.get_key(row_index)
+            value = table._data[row_key][column.key]
+            assert isinstance(value, Text)
+            for cursor, hover in ((row_index == cursor_row, False), (False, True)):
+                fast = table._single_line_cell(
+                    value, row_index, column_index, row_style, width, cursor, hover
+                )
+                slow = DataTable._render_cell(table, row_index, column_index, row_style, width, cursor, hover)
+                if fast is None:
+                    continue
+                assert characters(fast) == characters(slow), (row_index, column.key, value.plain)
+                compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("size", [(200, 50), (80, 24)])
+async def test_fleet_table_cells_made_directly_equal_datatables(size: tuple[int, int]) -> None:
+    app = scripted_app(40)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query(FleetTable)))
+        table = app.screen.query_one(FleetTable)
+        await wait_for(pilot, lambda: len(table.endpoints) == 40)
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert compare_screen(table) > 100
+
+
+def test_a_cell_that_does_not_fit_or_has_lines_is_left_to_datatable() -> None:
+    console = Console(width=80)
+    plain = Style()
+    assert single_line_cell(console, Text("12345678"), 8, 1, plain, plain) is None  # 6 columns inside
+    assert single_line_cell(console, Text("a\nb"), 8, 1, plain, plain) is None
+    assert single_line_cell(console, Text("a", justify="right"), 8, 1, plain, plain) is None
+    (line,) = single_line_cell(console, Text("ab", style="bold"), 6, 1, plain, plain) or [[]]
+    assert "".join(segment.text for segment in line) == " ab   "

@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 from cut_figures import cut_figures
 from textual.widgets import Static
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
 from tests.telemetry.metrics_test_server import Reply, ReplyServer, sample_body
 from tui.format import LIFETIME_CAVEAT, LIFETIME_LEGEND, LIFETIME_MARK
-from tui.paths import themes_dir
 from tui.screens.help import HelpScreen
-from tui.settings import EndpointSettings, Settings
+from tui.settings import EndpointSettings
 from tui.ui.app import SpectopApp
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import EndpointTable
@@ -101,10 +100,8 @@ LIFETIME_ACCEPTANCE = f"70%{LIFETIME_MARK}"  # 1,430,743 / 2,041,330 accepted si
 
 
 def _app(url: str) -> SpectopApp:
-    endpoint = EndpointSettings(name="mimo", url=url, backend="vllm")
     # One scrape at the start; the next only when the test asks (`poll_due`).
-    settings = Settings(poll_interval_s=3600.0, endpoints=[endpoint])
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+    return spectop(EndpointSettings(name="mimo", url=url, backend="vllm"), poll_interval_s=3600.0)
 
 
 def _card_text(app: SpectopApp) -> str:

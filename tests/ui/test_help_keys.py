@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from textual.app import App
@@ -12,7 +13,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TextArea
 from textual.widgets._footer import FooterKey
-from ui_waiting import wait_for, wait_for_dashboard
+from ui_waiting import editing, wait_for, wait_for_dashboard
 
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
@@ -113,14 +114,9 @@ async def test_the_editor_and_bench_list_their_keys_and_the_footers_keep_theirs(
         assert "^r" in listed  # start a burst
 
 
-async def test_f4_then_enter_jumps_to_the_findings_line(live_app: SpectopApp) -> None:
-    app = live_app
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
-        await pilot.press("e")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded)  # type: ignore[attr-defined]
-        editor = app.screen
-        findings = [finding for finding in editor.findings if finding.line]  # type: ignore[attr-defined]
+async def test_f4_then_enter_jumps_to_the_findings_line(config_toml: Path) -> None:
+    async with editing(config_toml, size=SIZE) as (pilot, editor):
+        findings = [finding for finding in editor.findings if finding.line]
         assert findings, "the sample config has findings with a line"
         await pilot.press("f4", "enter")
         await wait_for(pilot, lambda: editor.query_one(TabbedContent).active == "raw-pane")

@@ -109,7 +109,9 @@ async def test_q_in_the_raw_view_quits_and_types_nothing(config_toml: Path) -> N
 TUNE_SIZE = (120, 36)
 
 
-async def test_a_digit_on_the_tune_form_replaces_the_value(live_app: SpectopApp) -> None:
+async def test_a_digit_on_the_tune_form_replaces_the_value_and_errors_name_what_they_refuse(
+    live_app: SpectopApp,
+) -> None:
     async with live_app.run_test(size=TUNE_SIZE) as pilot:
         screen = await _open(pilot, live_app, "T", "TuneScreen")
         values = screen.query_one("#values", FieldInput)
@@ -125,11 +127,7 @@ async def test_a_digit_on_the_tune_form_replaces_the_value(live_app: SpectopApp)
         assert loads.value == "1,8,16" and loads.editing
         await pilot.press("enter", "a")  # a letter is still the screen's command: nothing typed
         assert loads.value == "1,8,16" and not loads.editing
-
-
-async def test_the_tune_forms_errors_name_the_value_they_refuse(live_app: SpectopApp) -> None:
-    async with live_app.run_test(size=TUNE_SIZE) as pilot:
-        screen = await _open(pilot, live_app, "T", "TuneScreen")
+        # the form's errors name the value they refuse
         progress = screen.query_one("#progress", Static)
         for field_id, typed, error in (
             ("values", "0,41", "values: 41 is outside vLLM's 1..16 draft tokens"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from scripted_source import ScriptedSourceBase
 from textual.widgets import Static
-from ui_waiting import wait_for, wait_until_tailed
+from ui_waiting import spectop, wait_for, wait_until_tailed
 
 import tui.screens.dashboard as dashboard
 from tui.paths import sample_configs_dir, themes_dir
@@ -148,8 +148,7 @@ async def test_threshold_follows_the_config_file_after_another_screen(tmp_path: 
     sample = (sample_configs_dir() / "config.toml").read_text(encoding="utf-8")
     config.write_text(sample, encoding="utf-8")
     endpoint = EndpointSettings(name="e", url="http://127.0.0.1:9", config_file=config)  # nothing listens
-    settings = Settings(endpoints=[endpoint])
-    app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+    app = spectop(endpoint)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.readings.get("e") is not None)
         assert app.alerts.threshold("e") == 0.6
@@ -180,11 +179,7 @@ async def test_a_traceback_that_ends_the_log_raises_its_alert(tmp_path: Path) ->
     log = tmp_path / "server.log"
     log.write_text("(APIServer pid=1) INFO 08-20 14:04:00 [api_server.py:1] starting\n", encoding="utf-8")
     endpoint = EndpointSettings(name="e", url="http://127.0.0.1:9", backend="vllm", log_file=log)
-    app = SpectopApp(
-        Settings(poll_interval_s=60, endpoints=[endpoint]),
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-    )
+    app = spectop(endpoint)
     long_line = "(APIServer pid=1) INFO 08-20 14:04:16 [x.py:1] " + "x" * 5000  # the tailer allows 16 KB
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until_tailed(pilot, log, lambda: len(app.log_entries("e")))  # what follows is new
@@ -218,12 +213,11 @@ async def test_the_dashboard_says_http_was_added_to_a_url_without_scheme(tmp_pat
 async def test_t_opens_the_tune_screen_of_the_focused_endpoint(config_toml: Path) -> None:
     from tui.screens.tune import TuneScreen
 
-    config = config_toml
     endpoint = EndpointSettings(
-        name="gpu1", url="http://127.0.0.1:9", config_file=config, restart_command=["true"]
+        name="gpu1", url="http://127.0.0.1:9", config_file=config_toml, restart_command=["true"]
     )
     bare = EndpointSettings(name="bare", url="http://127.0.0.1:9")
-    app = SpectopApp(Settings(endpoints=[endpoint, bare]), remember_theme_choice=False)
+    app = spectop(endpoint, bare)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         await pilot.press("T")
@@ -260,11 +254,7 @@ async def test_the_board_counts_the_log_lines_the_parser_could_not_read(
     log = tmp_path / "server.log"
     log.write_text("")
     endpoint = EndpointSettings(name="x", url=f"http://127.0.0.1:{_closed_port()}", log_file=log)
-    app = SpectopApp(
-        Settings(poll_interval_s=0.25, endpoints=[endpoint]),
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-    )
+    app = spectop(endpoint, poll_interval_s=0.25)
     async with app.run_test(size=(80, 24)) as pilot:
         before = await wait_until_tailed(pilot, log, lambda: len(app.board.log_entries("x")))
         with log.open("a") as file:
@@ -308,8 +298,7 @@ async def test_the_first_reading_skips_the_batching_and_the_next_one_waits(
 ) -> None:
     monkeypatch.setattr(dashboard, "BATCH_DELAY_S", 3600.0)
     source = TwoReadings()
-    settings = Settings(endpoints=[EndpointSettings(name="a", url=URL)])
-    app = SpectopApp(settings, source=source, clock=source.clock.time, remember_theme_choice=False)
+    app = spectop(EndpointSettings(name="a", url=URL), source=source, clock=source.clock.time)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: bool(app.screen.query(EndpointCard)))
         card = app.screen.query(EndpointCard).first()
@@ -327,7 +316,7 @@ async def test_the_first_reading_skips_the_batching_and_the_next_one_waits(
 
 
 async def test_the_empty_dashboard_mentions_the_demo_at_80_columns() -> None:
-    app = SpectopApp(Settings(), theme_folders=[], remember_theme_choice=False)
+    app = spectop(theme_folders=[])
     async with app.run_test(size=(80, 24)) as pilot:
         empty = app.screen.query_one("#empty", Static)
         await wait_for(pilot, lambda: empty.display and empty.region.height > 0)

@@ -35,7 +35,7 @@ def _text(pane: LogPane) -> str:
     return "\n".join(strip.text for strip in pane.lines)
 
 
-async def test_stats_line_is_readable_at_80_columns_and_access_lines_hide() -> None:
+async def test_stats_line_is_readable_at_80_columns_access_lines_hide_and_lines_rewrap() -> None:
     app = PaneApp()
     async with app.run_test(size=(80, 24)) as pilot:
         pane = app.query_one(LogPane)
@@ -59,6 +59,10 @@ async def test_stats_line_is_readable_at_80_columns_and_access_lines_hide() -> N
         await pilot.pause()
         assert "GET /metrics" not in _text(pane)
         assert "3 access lines hidden" in str(pane.border_subtitle)
+        narrow = len(pane.lines)
+        await pilot.resize_terminal(200, 24)  # the lines wrap again
+        await pilot.pause()
+        assert len(pane.lines) < narrow
 
 
 async def test_figures_are_highlighted_and_errors_stand_out() -> None:
@@ -79,29 +83,11 @@ async def test_figures_are_highlighted_and_errors_stand_out() -> None:
         assert any(segment.style and segment.style.bold for segment in error if "CUDA" in segment.text)
 
 
-async def test_lines_wrap_again_when_the_pane_is_resized() -> None:
-    app = PaneApp()
-    async with app.run_test(size=(80, 24)) as pilot:
-        pane = app.query_one(LogPane)
-        pane.show([Entry(STATS, "stats")])
-        await pilot.pause()
-        narrow = len(pane.lines)
-        await pilot.resize_terminal(200, 24)
-        await pilot.pause()
-        assert len(pane.lines) < narrow
-
-
 # --- the log pane's core: prefixes cut to HH:MM:SS, access lines told apart, figures found
 
 
 SAMPLES = Path(__file__).parents[1] / "telemetry" / "log_samples"
 
-VLLM_STATS = (
-    "(APIServer pid=1) INFO 08-20 14:03:20 [loggers.py:257] Engine 000: "
-    "Avg prompt throughput: 112.0 tokens/s, "
-    "Avg generation throughput: 181.2 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 2.1%, "
-    "Prefix cache hit rate: 0.0%"
-)
 LLAMA_TIMING = (  # llama.cpp's print_timing line after its prefix
     "id  1 | task 2 | draft acceptance = 1.00000 (   56 accepted /    56 generated), mean len =  9.00"
 )
@@ -110,7 +96,7 @@ LLAMA_TIMING = (  # llama.cpp's print_timing line after its prefix
 @pytest.mark.parametrize(
     ("raw", "text"),
     [
-        (VLLM_STATS, "14:03:20 " + VLLM_STATS.split("] ", 1)[1]),
+        (STATS, "14:03:20 " + STATS.split("] ", 1)[1]),
         (
             "(EngineCore_DP0 pid=243) WARNING 08-20 14:02:14 [speculative.py:975] Enabling many tokens",
             "14:02:14 WARNING Enabling many tokens",
@@ -169,7 +155,7 @@ def test_the_sample_logs_stats_lines_are_not_access_lines() -> None:
 
 
 def test_figures_are_numbers_with_units_and_named_figures_in_stats() -> None:
-    message = display_line(VLLM_STATS).message
+    message = display_line(STATS).message
     figures = [message[start:end] for start, end in figure_spans(message, named=True)]
     assert figures == ["112.0 tokens/s", "181.2 tokens/s", "4 reqs", "0 reqs", "2.1%", "0.0%"]
     sglang = (

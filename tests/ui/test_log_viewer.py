@@ -8,13 +8,11 @@ from pathlib import Path
 
 from textual.app import App
 from textual.widgets import Static
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
-from tui.paths import themes_dir
 from tui.screens.log_viewer import LogView, LogViewerScreen, wrap_points
-from tui.settings import EndpointSettings, Settings
+from tui.settings import EndpointSettings
 from tui.telemetry.log_window import PAGE_BYTES, LogWindow
-from tui.ui.app import SpectopApp
 
 STATS = (
     "INFO 08-20 14:02:{s:02d} [loggers.py:257] Engine 000: Avg prompt throughput: 18.2 tokens/s, "
@@ -132,8 +130,7 @@ async def test_open_search_errors_follow_wrap_access(tmp_path: Path) -> None:
 
 async def test_l_on_the_dashboard_opens_the_endpoints_log(tmp_path: Path) -> None:
     path = write_log(tmp_path / "server.log", lines=50)
-    settings = Settings(endpoints=[EndpointSettings(name="sim", url="http://127.0.0.1:9", log_file=path)])
-    app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+    app = spectop(EndpointSettings(name="sim", url="http://127.0.0.1:9", log_file=path))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         await pilot.press("l")

@@ -8,15 +8,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from recording_factory import STEPS
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
-from tui.paths import themes_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
-from tui.settings import Settings
 from tui.sources import LiveSource, ReplaySource
 from tui.telemetry.events import ErrorEvent
 from tui.telemetry.reading import EndpointReading
@@ -148,11 +147,8 @@ async def test_theme_cycles_and_is_remembered_but_starting_up_writes_no_state(
 
 
 async def test_screenshot_goes_into_the_current_folder(
-    replay_app: Callable[..., SpectopApp], tmp_path: Path, monkeypatch: object
+    replay_app: Callable[..., SpectopApp], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pytest
-
-    assert isinstance(monkeypatch, pytest.MonkeyPatch)
     monkeypatch.chdir(tmp_path)
     app = replay_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -199,13 +195,7 @@ def test_the_replay_command_accepts_a_real_recording(recording: Path) -> None:
 
 async def test_a_live_recording_rotated_at_its_cap_says_so(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
-    app = SpectopApp(
-        Settings(),
-        record_path=path,
-        record_max_mb=0.02,  # 20 KB
-        theme_folders=[themes_dir()],
-        remember_theme_choice=False,
-    )
+    app = spectop(record_path=path, record_max_mb=0.02)  # 20 KB
     async with app.run_test(size=(80, 24)) as pilot:
         assert isinstance(app.source, LiveSource)
         recorder = app.source.recorder

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from pty_session import ALT_SCREEN_OFF, ALT_SCREEN_ON, MOUSE_OFF, PtySession
 from recording_factory import write_recording
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
-from tui.settings import EndpointSettings, Settings
-from tui.ui.app import SpectopApp
+from tui.settings import EndpointSettings
 from tui.ui.terminal_guard import release_input_thread, signal_state
 
 
@@ -51,8 +50,7 @@ def test_demo_with_its_terminal_closed_and_sigterm_exits() -> None:
 
 
 async def test_a_signal_ends_the_app_from_its_event_loop() -> None:
-    settings = Settings(endpoints=[EndpointSettings(name="gpu", url="http://127.0.0.1:9")])
-    app = SpectopApp(settings, theme_folders=[], remember_theme_choice=False)
+    app = spectop(EndpointSettings(name="gpu", url="http://127.0.0.1:9"), theme_folders=[])
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.screen.is_mounted)
         os.kill(os.getpid(), signal.SIGTERM)

@@ -73,7 +73,7 @@ def test_single_file_error_is_a_value_error(tmp_path: Path) -> None:
 # --- NO_COLOR: no colour codes at all, focus visible without colour, switches say on / off
 
 
-def _coloured(strips: list[Strip]) -> list[str]:
+def coloured(strips: list[Strip]) -> list[str]:
     """Every segment whose style carries a colour (anything but the terminal's default)."""
     found = []
     for strip in strips:
@@ -91,45 +91,38 @@ def _screen_strips(app: App[Any]) -> list[Strip]:
     return app.screen._compositor.render_strips()
 
 
-async def test_dashboard_and_detail_have_no_colour_under_no_color(
-    monkeypatch: pytest.MonkeyPatch, replay_app: Callable[..., SpectopApp]
+def _set_no_color(monkeypatch: pytest.MonkeyPatch, no_color: bool) -> None:
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", "1")
+    else:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+@pytest.mark.parametrize("no_color", [True, False])
+async def test_dashboard_and_detail_are_colourless_exactly_under_no_color(
+    monkeypatch: pytest.MonkeyPatch, replay_app: Callable[..., SpectopApp], no_color: bool
 ) -> None:
-    monkeypatch.setenv("NO_COLOR", "1")
+    _set_no_color(monkeypatch, no_color)
     app = replay_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.replay_done)
         await pilot.pause()
-        assert _coloured(_screen_strips(app)) == []
+        assert (coloured(_screen_strips(app)) == []) is no_color
         card = app.screen.query(EndpointCard).first()
         assert card.has_focus, app.focused
         top_left = _screen_strips(app)[card.region.y].text[card.region.x]
-        assert top_left == "┏"  # focus is a heavy border, not a shade of grey
-        await pilot.press("enter")
-        await pilot.pause()
-        assert _coloured(_screen_strips(app)) == []
-
-
-async def test_with_colour_the_app_keeps_its_colours(
-    monkeypatch: pytest.MonkeyPatch, replay_app: Callable[..., SpectopApp]
-) -> None:
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    app = replay_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
-        await pilot.pause()
-        assert _coloured(_screen_strips(app))
-        card = app.screen.query(EndpointCard).first()
-        assert _screen_strips(app)[card.region.y].text[card.region.x] != "┏"  # the NO_COLOR CSS is not loaded
+        assert (top_left == "┏") is no_color  # under NO_COLOR focus is a heavy border, not a shade of grey
+        if no_color:
+            await pilot.press("enter")
+            await pilot.pause()
+            assert coloured(_screen_strips(app)) == []
 
 
 @pytest.mark.parametrize("no_color", [True, False])
 async def test_switches_say_on_and_off(
     config_toml: Path, monkeypatch: pytest.MonkeyPatch, no_color: bool
 ) -> None:
-    if no_color:
-        monkeypatch.setenv("NO_COLOR", "1")
-    else:
-        monkeypatch.delenv("NO_COLOR", raising=False)
+    _set_no_color(monkeypatch, no_color)
     async with editing(config_toml) as (pilot, screen):
         row = screen.query_one("#field-speculative--enabled", ConfigFieldRow)
         state = row.query_one("#unset", Label)
@@ -142,7 +135,7 @@ async def test_switches_say_on_and_off(
         await pilot.pause()
         assert str(state.render()).strip() == "off"
         if no_color:
-            assert _coloured(_screen_strips(pilot.app)) == []
+            assert coloured(_screen_strips(pilot.app)) == []
 
 
 async def test_a_placeholder_does_not_read_as_a_value_under_no_color(
@@ -157,7 +150,7 @@ async def test_a_placeholder_does_not_read_as_a_value_under_no_color(
         y = field.region.y
         segments = [segment for segment in _screen_strips(pilot.app)[y] if "(not set)" in segment.text]
         assert segments and all(segment.style is not None and segment.style.italic for segment in segments)
-        assert _coloured(_screen_strips(pilot.app)) == []
+        assert coloured(_screen_strips(pilot.app)) == []
 
 
 # --- card styles resolve their theme variables as Textual's CSS draws them

@@ -13,6 +13,8 @@ from textual.pilot import Pilot
 
 if TYPE_CHECKING:
     from tui.screens.editor import EditorScreen
+    from tui.settings import EndpointSettings
+    from tui.ui.app import SpectopApp
 
 STEP_S = 0.05
 HANG_GUARD_S = 60.0
@@ -61,6 +63,16 @@ async def editing(
 
     async with EditorApp(path, **options).run_test(size=size) as pilot:
         yield pilot, await opened_editor(pilot)
+
+
+def spectop(*endpoints: EndpointSettings, poll_interval_s: float = 60.0, **options: Any) -> SpectopApp:
+    """The dashboard on `endpoints` with the project's themes, remembering no choice of the user's."""
+    from tui.paths import themes_dir  # here: tests of the first frame import this module
+    from tui.settings import Settings
+    from tui.ui.app import SpectopApp
+
+    options = {"theme_folders": [themes_dir()], "remember_theme_choice": False, **options}
+    return SpectopApp(Settings(poll_interval_s=poll_interval_s, endpoints=list(endpoints)), **options)
 
 
 async def wait_for_dashboard(pilot: Pilot[Any]) -> None:

@@ -104,10 +104,11 @@ class EndpointScreen(Screen[None]):
 
     shows_log_lines: ClassVar[bool] = False
 
-    def __init__(self, context: ScreenContext) -> None:
+    def __init__(self, context: ScreenContext, endpoint: str | None = None) -> None:
         super().__init__()
         self.context = context
+        self.endpoint = endpoint
 
     @property
     def endpoint_in_view(self) -> str | None:
-        return None
+        return self.endpoint

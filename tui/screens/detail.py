@@ -61,14 +61,10 @@ class DetailScreen(EndpointScreen):
     shows_log_lines: ClassVar[bool] = True
 
     def __init__(self, context: ScreenContext, endpoint: str) -> None:
-        super().__init__(context)
-        self.endpoint = endpoint
+        super().__init__(context, endpoint)
+        self.endpoint: str = endpoint
         self.window_s = 300.0
         self.gpu_rows = False  # the GPU section: charts over the window, or one row per GPU (`G`)
-
-    @property
-    def endpoint_in_view(self) -> str | None:
-        return self.endpoint
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -231,14 +227,6 @@ class GpuScreen(EndpointScreen):
         Binding("escape", "back", "Back", tooltip="back to the screen before"),
         Binding("g", "back", "Back", show=False, tooltip="back to the screen before"),
     ]
-
-    def __init__(self, context: ScreenContext, endpoint: str | None = None) -> None:
-        super().__init__(context)
-        self.endpoint = endpoint  # the endpoint it was opened from: its GPUs first
-
-    @property
-    def endpoint_in_view(self) -> str | None:
-        return self.endpoint
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")

@@ -112,10 +112,7 @@ class EditorSaving(EditorForm):
 
     async def _save_now(self) -> bool:
         """Save without the diff (the user asked to save on the way out); False when it did not happen."""
-        problem = self._blocking_issue()
-        if problem is not None:
-            self.set_status(problem, error=True)
-            self.notify(safe_text(problem), severity="error", markup=False)
+        if self._refused():
             return False
         assert self.document is not None
         if self.document.text == self.saved_text:
@@ -127,6 +124,14 @@ class EditorSaving(EditorForm):
 
     def action_save_restart(self) -> None:
         self.save_flow(restart=True)
+
+    def _refused(self) -> bool:
+        """The current text must not be saved: said, and the cursor where it is wrong."""
+        problem = self._blocking_issue()
+        if problem is not None:
+            self.set_status(problem, error=True)
+            self.notify(safe_text(problem), severity="error", markup=False)
+        return problem is not None
 
     def _blocking_issue(self) -> str | None:
         """Why the current text must not be saved (and where the cursor goes), or None."""
@@ -159,10 +164,7 @@ class EditorSaving(EditorForm):
 
     @work(exclusive=True, group="editor-save", exit_on_error=False)
     async def save_flow(self, restart: bool) -> None:
-        problem = self._blocking_issue()
-        if problem is not None:
-            self.set_status(problem, error=True)
-            self.notify(safe_text(problem), severity="error", markup=False)
+        if self._refused():
             return
         assert self.document is not None and self.kind is not None
         text = self.document.text

@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 YIELD_EVERY = 200  # updates applied in a row at most before the screens get a turn
 # Fleet mode: once the first refresh is drawn, the objects alive are frozen out of the collector's sight,
 # young collections come less often (a refresh makes some 100,000 short-lived objects); undone on exit.
-FREEZE_HEAP_IN_FLEET_MODE = True
 FREEZE_HEAP_AFTER_S = 2.0  # after the first readings were told to the screens
 FLEET_GC_THRESHOLD = 50_000
 # The guard's imports (a third of spectop's) run in a thread after the first figures, or at the latest.
@@ -86,8 +85,8 @@ class SpectopApp(SpectopBase[int]):
         Binding("b", "bench", "Bench", tooltip="A/B burst bench"),
         Binding("o", "autopilot", "Autopilot", show=False, tooltip="autopilot on/off (a dry run)"),
         # One footer item for both speed keys (the detail screen's footer is full at 80 columns).
-        Binding("plus", "faster", "Speed", key_display="+/-", tooltip="replay faster (+) / slower (-)"),
-        Binding("minus", "slower", "", show=False),
+        Binding("plus", "speed(1)", "Speed", key_display="+/-", tooltip="replay faster (+) / slower (-)"),
+        Binding("minus", "speed(-1)", "", show=False),
     )
 
     def __init__(
@@ -140,7 +139,7 @@ class SpectopApp(SpectopBase[int]):
         self._changed: dict[str, None] = {}  # endpoints changed since the screens were last told, in order
         self._whole_poll = False  # those changes hold a whole poll's readings (a fleet refresh): draw now
         self._subtitle_due = False  # alerts changed: the header's count is redrawn once they are all in
-        self._heap_frozen = False  # fleet mode: gc.freeze() asked for (FREEZE_HEAP_IN_FLEET_MODE)
+        self._heap_frozen = False  # fleet mode: gc.freeze() asked for
         self._gc_thresholds: tuple[int, int, int] | None = None  # the thresholds before, once frozen
         self._theme_folders = theme_folders
         self._remember_theme_choice = remember_theme_choice
@@ -219,8 +218,8 @@ class SpectopApp(SpectopBase[int]):
 
     async def _make_guard(self) -> None:
         await asyncio.to_thread(importlib.import_module, "tui.screens.guard")  # off the event loop
-        from tui.advice.guard_control import GuardController  # lazy: +16% on the first frame
-        from tui.screens.guard import DialogPorts  # lazy: +16% on the first frame
+        from tui.advice.guard_control import GuardController  # not before the first frame (a test)
+        from tui.screens.guard import DialogPorts  # not before the first frame (a test)
 
         source, clock = self.source, self._wall_clock
         ports = DialogPorts(
@@ -265,7 +264,7 @@ class SpectopApp(SpectopBase[int]):
         await self.source.close()
 
     def _freeze_heap(self) -> None:
-        """Fleet mode, the first refresh drawn: see FREEZE_HEAP_IN_FLEET_MODE."""
+        """Fleet mode, the first refresh drawn: see FREEZE_HEAP_AFTER_S."""
         if self._gc_thresholds is None:
             self._gc_thresholds = gc.get_threshold()
             gc.freeze()
@@ -358,9 +357,9 @@ class SpectopApp(SpectopBase[int]):
 
     def _guard_facts(self, endpoint: EndpointSettings) -> GuardFacts:
         """What only the app knows for the guard: a planned restart, and whether the user is editing."""
-        from tui.advice.guard_control import GuardFacts  # lazy: +16% on the first frame
+        from tui.advice.guard_control import GuardFacts  # not before the first frame (a test)
         from tui.screens.editor import EditorScreen  # not before the first frame (a test)
-        from tui.screens.tune import TuneScreen  # lazy: +13% on the first frame
+        from tui.screens.tune import TuneScreen  # not before the first frame (a test)
 
         editing = any(
             (isinstance(screen, TuneScreen) and screen.endpoint.name == endpoint.name)
@@ -382,9 +381,8 @@ class SpectopApp(SpectopBase[int]):
         immediate, self._whole_poll = self._whole_poll, False
         for screen in self.screen_stack:
             screen.post_message(EndpointsUpdated(changed, immediate=immediate))
-        if self.source.is_fleet and FREEZE_HEAP_IN_FLEET_MODE and not self._heap_frozen:
-            self._heap_frozen = True
-            # when the first refresh is in and drawn: FREEZE_HEAP_IN_FLEET_MODE
+        if self.source.is_fleet and not self._heap_frozen:
+            self._heap_frozen = True  # when the first refresh is in and drawn
             self.set_timer(FREEZE_HEAP_AFTER_S, self._freeze_heap)
 
     def _broadcast(self, message: EndpointUpdated) -> None:
@@ -398,7 +396,7 @@ class SpectopApp(SpectopBase[int]):
     # --- actions --------------------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("faster", "slower"):
+        if action == "speed":
             return self.source.has_speed
         if action == "bench":
             return self.source.allows_bench
@@ -421,7 +419,7 @@ class SpectopApp(SpectopBase[int]):
         self.push_screen(LogViewerScreen(Path(log_file), f"{name} · {log_file}"))
 
     def action_alerts(self) -> None:
-        from tui.screens.alerts import AlertsScreen  # lazy: +16% on the first frame
+        from tui.screens.alerts import AlertsScreen  # not before the first frame (a test)
 
         if not isinstance(self.screen, AlertsScreen):
             self.push_screen(AlertsScreen(self.board.alerts))
@@ -431,12 +429,8 @@ class SpectopApp(SpectopBase[int]):
         self._update_subtitle()
         self.notify("paused" if self.source.paused else "resumed", timeout=2)
 
-    def action_faster(self) -> None:
-        self.source.change_speed(+1)
-        self._update_subtitle()
-
-    def action_slower(self) -> None:
-        self.source.change_speed(-1)
+    def action_speed(self, step: int) -> None:
+        self.source.change_speed(step)
         self._update_subtitle()
 
     def action_next_theme(self) -> None:
@@ -458,7 +452,7 @@ class SpectopApp(SpectopBase[int]):
         self.notify(f"screenshot saved: {target}", timeout=8)
 
     def action_bench(self) -> None:
-        from tui.screens.bench import BenchScreen  # lazy: +13% on the first frame
+        from tui.screens.bench import BenchScreen  # not before the first frame (a test)
 
         if not self.source.allows_bench:
             self.notify("the bench needs live endpoints, not a replay", severity="warning")
@@ -533,7 +527,7 @@ class SpectopApp(SpectopBase[int]):
 
     def open_tune(self, name: str) -> None:
         """`T`: sweep the endpoint's speculative parameter with restarts (needs its config and restart)."""
-        from tui.screens.tune import TuneScreen  # lazy: +13% on the first frame
+        from tui.screens.tune import TuneScreen  # not before the first frame (a test)
 
         endpoint: EndpointSettings | None = self.board.endpoint(name)
         if endpoint is None or endpoint.config_file is None or not endpoint.restart_command:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App
@@ -60,23 +61,23 @@ def print_recovery_notes(app: KeepsRecoveryNotes) -> None:
 # --- dashboard / telemetry -------------------------------------------------------------------------------
 
 
+@dataclass
 class EndpointUpdated(Message):
     """The board's state for `endpoint` changed; `immediate`: redraw now, not batched."""
 
-    def __init__(self, endpoint: str, log_line: LogEntry | None = None, *, immediate: bool = False) -> None:
-        super().__init__()
-        self.endpoint = endpoint
-        self.log_line = log_line
-        self.immediate = immediate
+    endpoint: str
+    log_line: LogEntry | None = None
+    _: KW_ONLY
+    immediate: bool = False
 
 
+@dataclass
 class EndpointsUpdated(Message):
     """The board's state of several endpoints changed, in one message (a fleet refresh is one, not 1,000)."""
 
-    def __init__(self, endpoints: tuple[str, ...], *, immediate: bool = False) -> None:
-        super().__init__()
-        self.endpoints = endpoints
-        self.immediate = immediate
+    endpoints: tuple[str, ...]
+    _: KW_ONLY
+    immediate: bool = False
 
 
 class AutopilotUpdated(Message):
@@ -90,84 +91,76 @@ class AutopilotUpdated(Message):
 # --- config editor ---------------------------------------------------------------------------------------
 
 
+@dataclass
 class ConfigFieldEdited(Message):
     """A config form field changed; `commit` False while typing (validate only)."""
 
-    def __init__(self, path: tuple[str, ...], value: str | bool | None, commit: bool = True) -> None:
-        super().__init__()
-        self.path = path
-        self.value = value
-        self.commit = commit
+    path: tuple[str, ...]
+    value: str | bool | None
+    commit: bool = True
 
 
+@dataclass
 class RestartOutput(Message):
     """One line printed by the endpoint's restart command."""
 
-    def __init__(self, line: str) -> None:
-        super().__init__()
-        self.line = line
+    line: str
 
 
+@dataclass
 class RestartStarted(Message):
     """A planned restart (the config editor's save & restart) begins; its server answers at `health_url`."""
 
-    def __init__(self, health_url: str | None) -> None:
-        super().__init__()
-        self.health_url = health_url
+    health_url: str | None
 
 
+@dataclass
 class RestartExited(Message):
     """The restart command ended; `returncode` is None when it could not be started."""
 
-    def __init__(self, returncode: int | None, detail: str = "") -> None:
-        super().__init__()
-        self.returncode = returncode
-        self.detail = detail
+    returncode: int | None
+    detail: str = ""
 
 
+@dataclass
 class HealthChecked(Message):
     """One poll of the server's /health after a restart; `back` once it answers 2xx."""
 
-    def __init__(self, back: bool, detail: str, elapsed_s: float) -> None:
-        super().__init__()
-        self.back = back
-        self.detail = detail
-        self.elapsed_s = elapsed_s
+    back: bool
+    detail: str
+    elapsed_s: float
 
 
 # --- bursts (A/B bench) ----------------------------------------------------------------------------------
 
 
+@dataclass
 class BurstProgressed(Message):
     """A burst moved on: `progress` is a tui.bench.engine.BurstProgress."""
 
-    def __init__(self, progress: object) -> None:
-        super().__init__()
-        self.progress = progress
+    progress: object
 
 
+@dataclass
 class BurstFinished(Message):
-    """A burst (or a comparison of past bursts) is done; `summary` is a tui.bench.report.BurstSummary."""
+    """A burst (or a comparison of past bursts) is done; `summary` is a tui.bench.report.BurstSummary,
+    `result` a tui.bench.session.BurstOutcome."""
 
-    def __init__(self, summary: object, result: object | None, saved_to: str | None) -> None:
-        super().__init__()
-        self.summary = summary
-        self.result = result  # tui.bench.session.BurstOutcome
-        self.saved_to = saved_to
+    summary: object
+    result: object | None
+    saved_to: str | None
 
 
+@dataclass
 class BurstFailed(Message):
     """A burst could not start or stopped; `error` says why in one line."""
 
-    def __init__(self, error: str, cancelled: bool = False) -> None:
-        super().__init__()
-        self.error = error
-        self.cancelled = cancelled
+    error: str
+    cancelled: bool = False
 
 
+@dataclass
 class BurstHistoryLoaded(Message):
     """The list of past bursts (tui.bench.burst_store.BurstEntry, newest first)."""
 
-    def __init__(self, entries: list[object]) -> None:
-        super().__init__()
-        self.entries = entries
+    entries: list[object]

@@ -1,5 +1,5 @@
 """One table cell's segments made directly, as DataTable's general Rich path makes them (equal in
-tests/ui/test_table_cell.py); None leaves a cell that is not one fitting line to DataTable.
+tests/ui/test_endpoint_table.py); None leaves a cell that is not one fitting line to DataTable.
 bench_fleet_dashboard, 1,000 instances, 3 pairs with/without: 31-71% less CPU in the cells' rendering."""
 
 from __future__ import annotations
