@@ -12,7 +12,7 @@ from tests.tune.conftest import running_sim
 from tests.tune.test_sweep import ROOT, tune_json
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
-from tui.tune.context import NOT_WRITTEN
+from tui.tune.result import NOT_WRITTEN
 
 LENGTHS = (256, 512, 2048)
 # Speculation pays well at short context; acceptance halves at 1024 tokens and each verified token reads

@@ -43,16 +43,17 @@ from tui.configs.restart import (
 from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS
 from tui.format import fmt_duration, fmt_eta, fmt_rate, fmt_setting
 from tui.telemetry.scraper import _connect_error_text, scrape_metrics
-from tui.tune.context import NOT_WRITTEN, analyse_all
 from tui.tune.decision import sequential_level
 from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, edited_table, grid_key
 from tui.tune.result import (
+    NOT_WRITTEN,
     AppliedChange,
     CellRun,
     TuneCell,
     TuneResult,
     ValueOutcome,
     analyse,
+    analyse_all,
     apply_decision,
     cell_from_arm,
     merged_cell,
