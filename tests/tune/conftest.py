@@ -3,6 +3,7 @@ control socket (a live sim gets SIGHUP, a dead one is started again), with a kno
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -53,6 +54,12 @@ max_num_seqs = 64
         encoding="utf-8",
     )
     return path
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    """The lines a diff takes out (-) and puts in (+), headers left out."""
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+    return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
 
 
 @dataclass

@@ -4,7 +4,6 @@ failing value, signals, the guard; values within noise tied (the cheaper recomme
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import shlex
@@ -18,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, running_sim, write_config
+from tests.tune.conftest import TuneSim, changed_lines, running_sim, write_config
 from tui.bench.burst_store import list_bursts
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
@@ -60,11 +59,6 @@ def accepted_moments(probabilities: list[float]) -> tuple[float, float]:
 
 def health(url: str) -> int:
     return httpx.get(url + "/health", timeout=5).status_code
-
-
-def changed_lines(before: str, after: str) -> list[str]:
-    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
-    return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
 
 
 async def test_sweep_finds_the_models_best_k_and_restores_the_file(tune_sim: TuneSim) -> None:

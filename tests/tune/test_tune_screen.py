@@ -3,13 +3,11 @@ calibration of the advisor from the dashboard, its restarts planned (in the whol
 
 from __future__ import annotations
 
-import difflib
-
 import httpx
 from textual.app import App
 from textual.widgets import DataTable, Input, Static
 
-from tests.tune.conftest import TuneSim, write_config
+from tests.tune.conftest import TuneSim, changed_lines, write_config
 from tests.ui.ui_waiting import wait_for
 from tui.screens.tune import TuneScreen
 from tui.settings import EndpointSettings
@@ -91,12 +89,7 @@ async def test_run_cancel_run_apply_from_the_keyboard(tune_sim: TuneSim) -> None
         await pilot.press("y")
         await _until(pilot, lambda: "applied k=2: the server is back" in _text(screen, "#progress"))
         await _until(pilot, lambda: not screen.applying)
-    after = tune_sim.config.read_text(encoding="utf-8")
-    changed = [
-        line
-        for line in difflib.unified_diff(original.decode().splitlines(), after.splitlines(), lineterm="", n=0)
-        if line[:1] in "+-" and line[:3] not in ("+++", "---")
-    ]
+    changed = changed_lines(original.decode(), tune_sim.config.read_text(encoding="utf-8"))
     assert len(changed) == 2  # one line out, one line in
     assert httpx.get(tune_sim.url + "/health", timeout=5).status_code == 200
 
