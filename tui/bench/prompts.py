@@ -51,7 +51,7 @@ class PromptSetError(Exception):
 
 
 class OptionError(ValueError):
-    """A prompt-length option that cannot be used; the message names the option."""
+    """A burst option that cannot be used (prompt lengths, SLOs, ...); the message names the option."""
 
 
 class ChatMessage(BaseModel):
