@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui.bench.equivalence import compare_outputs, first_difference
+from tui.bench.report.summary import compare_outputs, first_difference
 from tui.bench.results import RequestResult
 
 
