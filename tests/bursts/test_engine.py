@@ -26,8 +26,7 @@ from tui.bench.engine import (
 from tui.bench.prompts import load_prompt_set
 from tui.bench.report.export import export
 from tui.bench.report.summary import burst_summary
-from tui.bench.report.table import table_rows
-from tui.bench.report.text import render_text
+from tui.bench.report.text import render_text, table_rows
 from tui.bench.request import RetryBudget
 
 FAST = Behaviour(ttft_s=0.01, interval_s=0.002, chunks=5)
