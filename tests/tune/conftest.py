@@ -4,6 +4,7 @@ control socket (a live sim gets SIGHUP, a dead one is started again), with a kno
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tui.sim.supervisor import DemoSim, DemoSims
+from tui.sim.supervisor import CONTROL_SOCKET, DemoSim, DemoSims
+
+RESTART_CLIENT = Path(__file__).with_name("restart_sim.py")
 
 # The speed model: acceptance per position, step costs, no content effect. With it k=2 is best at
 # concurrency 1 and speculation off (k=0) is best at concurrency 8 (computed in the tests). The sim runs it
@@ -74,7 +77,8 @@ class TuneSim:
 
     @property
     def restart_command(self) -> list[str]:
-        return self.sims.restart_command(self.sim.name)
+        """What `sims.restart_command` runs, by a client that does not import spectop (restart_sim.py)."""
+        return [sys.executable, str(RESTART_CLIENT), str(self.sims.folder / CONTROL_SOCKET), self.sim.name]
 
 
 @contextmanager
