@@ -13,7 +13,6 @@ from tui.bench.explain import Slo
 from tui.bench.prompts import OptionError
 
 Schedule = Literal["alternate", "parallel"]
-SCHEDULES: tuple[str, ...] = ("alternate", "parallel")
 MAX_EXTRA_CHARS = 10_000
 _UNITS = {"ms": 0.001, "s": 1.0, "": 0.001}  # a bare number is milliseconds
 _SLO_NAMES = ("ttft", "tpot", "e2e")
