@@ -3,7 +3,9 @@ control socket (a live sim gets SIGHUP, a dead one is started again), with a kno
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import io
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tui.cli import main
 from tui.sim.supervisor import CONTROL_SOCKET, DemoSim, DemoSims
 
 RESTART_CLIENT = Path(__file__).with_name("restart_sim.py")
@@ -63,6 +66,14 @@ def changed_lines(before: str, after: str) -> list[str]:
     """The lines a diff takes out (-) and puts in (+), headers left out."""
     diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
     return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
+def spectop(*argv: str) -> tuple[int, str, str]:
+    """`spectop ARGV` run in this process (no interpreter start per run): its exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
 
 
 @dataclass

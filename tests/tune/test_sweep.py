@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, changed_lines, running_sim, write_config
+from tests.tune.conftest import TuneSim, changed_lines, running_sim, spectop, write_config
 from tui.bench.burst_store import list_bursts
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
@@ -126,20 +126,24 @@ async def test_sweep_finds_the_models_best_k_and_restores_the_file(tune_sim: Tun
     assert list_tunes() == [kept] and load_tune(kept).best == expected_best
 
 
-def run_cli(tune_sim: TuneSim, *extra: str) -> subprocess.Popen[str]:
-    command = [
-        sys.executable, "-m", "tui", "tune", str(tune_sim.config), "--endpoint", tune_sim.url,
+def tune_args(tune_sim: TuneSim, *extra: str) -> list[str]:
+    return [
+        "tune", str(tune_sim.config), "--endpoint", tune_sim.url,
         "--restart-command", shlex.join(tune_sim.restart_command), "--log-file", str(tune_sim.sim.log_file),
         "--health-timeout", "15", "--max-tokens", "24", *extra,
     ]  # fmt: skip
+
+
+def run_cli(tune_sim: TuneSim, *extra: str) -> subprocess.Popen[str]:
+    """`spectop tune` as its own process (to be signalled)."""
+    command = [sys.executable, "-m", "tui", *tune_args(tune_sim, *extra)]
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def tune_json(tune_sim: TuneSim, out: Path, *extra: str) -> tuple[dict, str]:
     """`spectop tune` run to its end (exit 0): the result it wrote to `out` and its stdout."""
-    process = run_cli(tune_sim, "--json", str(out), *extra)
-    stdout, stderr = process.communicate(timeout=900)  # a hang guard
-    assert process.returncode == 0, stderr
+    code, stdout, stderr = spectop(*tune_args(tune_sim, "--json", str(out), *extra))
+    assert code == 0, stderr
     return json.loads(out.read_text(encoding="utf-8")), stdout
 
 

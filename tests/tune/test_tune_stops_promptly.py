@@ -13,8 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, write_config
-from tui.cli import main
+from tests.tune.conftest import TuneSim, spectop, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTH_TIMEOUT_S = 300.0  # a wait the tests must never sit out
@@ -25,10 +24,10 @@ def spectop_tune(config: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def refused(capsys: pytest.CaptureFixture[str], config: Path, *extra: str) -> tuple[int, str]:
+def refused(config: Path, *extra: str) -> tuple[int, str]:
     """`spectop tune` run in this process (it ends before any server is asked): its exit code, stderr."""
-    code = main(["tune", str(config), "--values", "1", *extra])
-    return code, capsys.readouterr().err
+    code, _, stderr = spectop("tune", str(config), "--values", "1", *extra)
+    return code, stderr
 
 
 def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -40,12 +39,10 @@ def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
     return process.returncode, stdout, stderr
 
 
-def test_a_server_that_does_not_answer_is_refused_before_anything_changes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_server_that_does_not_answer_is_refused_before_anything_changes(tmp_path: Path) -> None:
     config = write_config(tmp_path / "config.toml")
     before = config.read_bytes()
-    code, stderr = refused(capsys, config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true")
+    code, stderr = refused(config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true")
     assert code == 1
     assert "http://127.0.0.1:1/health: connection refused: is the server running?" in stderr
     assert config.read_bytes() == before
@@ -60,13 +57,13 @@ def test_a_server_that_does_not_answer_is_refused_before_anything_changes(
     ],
 )
 def test_a_restart_command_that_cannot_run_is_refused_before_anything_changes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, said: str
+    tmp_path: Path, command: str, said: str
 ) -> None:
     config = write_config(tmp_path / "config.toml")
     before = config.read_bytes()
     command, said = (text.replace("CONFIG", str(config)) for text in (command, said))
     # No server answers there: the restart command is checked first, and that is the refusal.
-    code, stderr = refused(capsys, config, "--endpoint", "http://127.0.0.1:1", "--restart-command", command)
+    code, stderr = refused(config, "--endpoint", "http://127.0.0.1:1", "--restart-command", command)
     assert code == 1
     assert f"spectop tune: --restart-command: {said}" in stderr
     assert config.read_bytes() == before
@@ -80,14 +77,12 @@ def test_a_restart_command_that_cannot_run_is_refused_before_anything_changes(
     ],
 )
 def test_a_file_that_does_not_parse_or_lacks_the_key_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | None, extra: tuple[str, ...], said: str
+    tmp_path: Path, text: str | None, extra: tuple[str, ...], said: str
 ) -> None:
     config = write_config(tmp_path / "config.toml")
     if text is not None:
         config.write_text(text, encoding="utf-8")
-    code, stderr = refused(
-        capsys, config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true", *extra
-    )
+    code, stderr = refused(config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true", *extra)
     assert code == 2
     assert said in stderr
 
