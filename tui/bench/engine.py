@@ -1,8 +1,6 @@
-"""The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers.
-
-Both arms get the same prompts in the same order; "alternate" runs A's round then B's so the arms
-never measure each other's load, and the arm that goes first alternates by round, to cancel drift.
-"""
+"""The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers. Both arms get the same
+prompts in the same order; "alternate" runs A's round then B's so the arms never measure each other's load,
+and the arm that goes first alternates by round, to cancel drift."""
 
 from __future__ import annotations
 

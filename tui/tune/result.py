@@ -1,9 +1,7 @@
-"""A tune's result (the on-disk `spectop-tune/1` format), its analysis and its renderings.
-
-Per (value, concurrency) cell: the burst's figures and the speedup over the baseline; then the best
-value per load, the schedule it implies and the break-even load. A grid sweep's `value` n is `points`
-entry n (0: speculation off). A figure that could not be measured is None.
-"""
+"""A tune's result (the on-disk `spectop-tune/1` format), its analysis and its renderings. Per (value,
+concurrency) cell: the burst's figures and the speedup over the baseline; then the best value per load, the
+schedule it implies and the break-even load. A grid sweep's `value` n is `points` entry n (0: speculation
+off). A figure that could not be measured is None."""
 
 from __future__ import annotations
 

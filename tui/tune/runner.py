@@ -1,9 +1,7 @@
-"""Running a tune: for each value, change the file, restart, wait, measure every load; then restore.
-
-`Changer` (shared with the guard) writes, restarts and waits for /health and /metrics; a value the
-server cannot start with is a failed `ValueOutcome` and the sweep goes on. However `TuneRun.run` ends,
-`finish` puts the original bytes (or the applied value) back and restarts the server.
-"""
+"""Running a tune: for each value, change the file, restart, wait, measure every load; then restore. `Changer`
+(shared with the guard) writes, restarts and waits for /health and /metrics; a value the server cannot start
+with is a failed `ValueOutcome` and the sweep goes on. However `TuneRun.run` ends, `finish` puts the original
+bytes (or the applied value) back and restarts the server."""
 
 from __future__ import annotations
 
