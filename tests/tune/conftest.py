@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import io
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from tui.cli import main
 from tui.sim.supervisor import CONTROL_SOCKET, DemoSim, DemoSims
 
 RESTART_CLIENT = Path(__file__).with_name("restart_sim.py")
+ROOT = Path(__file__).resolve().parents[2]
 
 # The speed model: acceptance per position, step costs, no content effect. With it k=2 is best at
 # concurrency 1 and speculation off (k=0) is best at concurrency 8 (computed in the tests). The sim runs it
@@ -74,6 +76,12 @@ def spectop(*argv: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
+
+
+def spectop_process(*argv: str) -> subprocess.Popen[str]:
+    """`spectop ARGV` as its own process, to be signalled."""
+    command = [sys.executable, "-m", "tui", *argv]
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @dataclass

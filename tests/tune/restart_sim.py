@@ -1,6 +1,5 @@
-"""The tune tests' restart command: the demo's `restart NAME` over its control socket, as
-`python -m tui.commands.demo restart` sends it but without importing spectop (seconds per restart on a
-loaded machine; the demo's own client is tested in tests/ui/test_demo_command.py)."""
+"""The tune tests' restart command: the demo's `restart NAME` over its control socket without importing
+spectop (seconds per restart under load; the demo's own client is tested in tests/ui/test_demo_command.py)."""
 
 from __future__ import annotations
 

@@ -8,8 +8,6 @@ import json
 import math
 import shlex
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,14 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, changed_lines, running_sim, spectop, write_config
+from tests.tune.conftest import TuneSim, changed_lines, running_sim, spectop, spectop_process, write_config
 from tui.bench.burst_store import list_bursts
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
 from tui.tune.result import list_tunes, load_tune, save_tune, tune_history_lines
 from tui.tune.runner import TuneOptions, TuneRun
 
-ROOT = Path(__file__).resolve().parents[2]
 VALUES = (0, 2, 4)
 CONCURRENCIES = (1, 8)
 
@@ -134,12 +131,6 @@ def tune_args(tune_sim: TuneSim, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def run_cli(tune_sim: TuneSim, *extra: str) -> subprocess.Popen[str]:
-    """`spectop tune` as its own process (to be signalled)."""
-    command = [sys.executable, "-m", "tui", *tune_args(tune_sim, *extra)]
-    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 def tune_json(tune_sim: TuneSim, out: Path, *extra: str) -> tuple[dict, str]:
     """`spectop tune` run to its end (exit 0): the result it wrote to `out` and its stdout."""
     code, stdout, stderr = spectop(*tune_args(tune_sim, "--json", str(out), *extra))
@@ -184,7 +175,9 @@ def test_a_signal_mid_sweep_leaves_the_original_file_and_a_running_server(
     tune_sim: TuneSim, signal_number: int
 ) -> None:
     original = tune_sim.config.read_bytes()
-    process = run_cli(tune_sim, "--values", "0,2,4", "--concurrency", "1", "--requests", "200")
+    process = spectop_process(
+        *tune_args(tune_sim, "--values", "0,2,4", "--concurrency", "1", "--requests", "200")
+    )
     deadline = time.monotonic() + 60
     while tune_sim.config.read_bytes() == original and time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()

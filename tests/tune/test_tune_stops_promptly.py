@@ -6,22 +6,15 @@ from __future__ import annotations
 import shlex
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, spectop, write_config
+from tests.tune.conftest import TuneSim, spectop, spectop_process, write_config
 
-ROOT = Path(__file__).resolve().parents[2]
 HEALTH_TIMEOUT_S = 300.0  # a wait the tests must never sit out
-
-
-def spectop_tune(config: Path, *extra: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "tui", "tune", str(config), *extra]
-    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def refused(config: Path, *extra: str) -> tuple[int, str]:
@@ -109,8 +102,8 @@ def run_count(runs: Path) -> int:
 
 
 def sweep_k3(tune_sim: TuneSim, script: Path) -> subprocess.Popen[str]:
-    return spectop_tune(
-        tune_sim.config, "--endpoint", tune_sim.url, "--restart-command", str(script),
+    return spectop_process(
+        "tune", str(tune_sim.config), "--endpoint", tune_sim.url, "--restart-command", str(script),
         "--values", "3", "--concurrency", "1", "--requests", "2", "--max-tokens", "8",
         "--health-timeout", str(HEALTH_TIMEOUT_S), "--no-history",
     )  # fmt: skip
