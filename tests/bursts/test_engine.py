@@ -200,9 +200,8 @@ async def test_429_once_per_request_every_request_succeeds(
 ) -> None:
     limited = replace(FAST, first_attempt_status=429, retry_after=retry_after)
     with TimedServer(limited) as server_a, TimedServer(limited) as server_b:
-        config = _config(
-            server_a.base_url, server_b.base_url, requests=32, load=LoadShape(concurrency=concurrency)
-        )
+        load = LoadShape(concurrency=concurrency)  # one round: each arm waits out a Retry-After once
+        config = _config(server_a.base_url, server_b.base_url, requests=32, rounds=1, load=load)
         result = await run_burst(config, client)
         assert len(server_a.records) == len(server_b.records) == 64  # each request: one 429, one 200
     for arm in result.arms:
