@@ -1,6 +1,6 @@
 """The measuring client checks itself: was spectop, not the server, the bottleneck of a burst?
 `LagMonitor` records the event loop's lag and the process's CPU; `check_requests` finds coalesced streams
-(blaming the client when its loop ran late meanwhile) and gives `ClientCheck`, the verdict per arm."""
+(blaming the client when its loop ran late meanwhile) and gives the verdict per arm, a `ClientCheck`."""
 
 from __future__ import annotations
 
@@ -9,15 +9,10 @@ import contextlib
 import time
 from bisect import bisect_left
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from tui.bench.results import ClientCheck, RequestResult
 from tui.bench.stats import percentile
 from tui.format import fmt_count, fmt_latency, fmt_rate
-
-if TYPE_CHECKING:  # results.py records a ClientCheck
-    from tui.bench.results import RequestResult
 
 TICK_S = 0.01
 MAX_TICKS = 200_000  # about half an hour of ticks; later ones are not recorded (said in the check)
@@ -32,32 +27,6 @@ REMEDY = (
     "lower --concurrency, give spectop a core of its own (another host, taskset away from the server), "
     "or split the load over several spectop processes"
 )
-
-
-class ClientCheck(BaseModel):
-    """Was the measuring client keeping up? (`--json`'s `client_check`)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    ok: bool
-    reason: str | None = Field(None, description="why not, in words")
-    remedy: str | None = None
-    loop_lag_p99_s: float | None = Field(None, description="how late the event loop's ticker woke, p99")
-    loop_lag_max_s: float | None = None
-    send_lag_p99_s: float | None = Field(None, description="first attempts, against their turn")
-    cpu_share: float | None = Field(None, description="spectop's CPU time over the burst, of one core")
-    ticks: int = 0
-    coalesced: int = Field(0, description="streams whose chunks reached the client in one burst")
-    coalesced_client: int = Field(0, description="... while the client was late")
-    coalesced_server: int = Field(0, description="... while the client kept up: the server buffered")
-    server_timed: int = Field(0, description="requests whose decode figures are the server's own timing")
-    left_out: int = Field(0, description="coalesced requests left out of decode figures (no server timing)")
-
-    def summary(self) -> str:
-        """One line: "client OK" or "CLIENT FELL BEHIND: <reason>"."""
-        if self.ok:
-            return "client check: OK"
-        return f"CLIENT FELL BEHIND: {self.reason}; remedy: {self.remedy}"
 
 
 class LagMonitor:

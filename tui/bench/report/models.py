@@ -9,8 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, FieldSerializationInfo, field_serializer
 
 from tui.bench import explain
-from tui.bench.client_check import ClientCheck
-from tui.bench.results import BurstSettingsRecord, RequestResult
+from tui.bench.results import BurstSettingsRecord, ClientCheck, RequestResult
 from tui.bench.stats import Summary
 from tui.gpu.records import ArmGpuRecord
 

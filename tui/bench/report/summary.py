@@ -8,7 +8,6 @@ from typing import Any
 
 from tui.bench import explain
 from tui.bench.burst_options import arms_differ_by, parse_slo
-from tui.bench.client_check import ClientCheck
 from tui.bench.report.models import (
     ArmExplain,
     ArmSummary,
@@ -18,7 +17,14 @@ from tui.bench.report.models import (
     Divergence,
     Equivalence,
 )
-from tui.bench.results import ERROR_KINDS, ArmResult, BurstResult, BurstSettingsRecord, RequestResult
+from tui.bench.results import (
+    ERROR_KINDS,
+    ArmResult,
+    BurstResult,
+    BurstSettingsRecord,
+    ClientCheck,
+    RequestResult,
+)
 from tui.bench.stats import bootstrap_pooled_ratio_ci, percentile, pooled_rate, summarize
 from tui.format import fmt_latency_delta, fmt_level, fmt_rate, fmt_times, fmt_times_interval
 from tui.gpu.history import energy_ratio_text

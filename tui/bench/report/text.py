@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tui.bench import explain
-from tui.bench.client_check import ClientCheck
 from tui.bench.explain import AcceptanceFigures
 from tui.bench.report.models import ArmExplain, ArmSummary, BurstSummary
 from tui.bench.report.summary import DEFAULT_QS, coalesced_words, sequential_words
+from tui.bench.results import ClientCheck
 from tui.format import UNKNOWN, fmt_count, fmt_latency, fmt_length, fmt_per_s, fmt_rate, fmt_tokens_per_s
 from tui.sanitize import safe_line
 from tui.tables import Table
