@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, changed_lines, running_sim, spectop, spectop_process, write_config
+from tests.tune.conftest import TuneSim, changed_lines, running_sim, spectop_process, write_config
 from tui.bench.burst_store import list_bursts
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
@@ -132,9 +132,11 @@ def tune_args(tune_sim: TuneSim, *extra: str) -> list[str]:
 
 
 def tune_json(tune_sim: TuneSim, out: Path, *extra: str) -> tuple[dict, str]:
-    """`spectop tune` run to its end (exit 0): the result it wrote to `out` and its stdout."""
-    code, stdout, stderr = spectop(*tune_args(tune_sim, "--json", str(out), *extra))
-    assert code == 0, stderr
+    """`spectop tune` run to its end (exit 0) in its own process, so that its measuring client has the
+    process to itself: the result it wrote to `out` and its stdout."""
+    process = spectop_process(*tune_args(tune_sim, "--json", str(out), *extra))
+    stdout, stderr = process.communicate(timeout=900)  # a hang guard
+    assert process.returncode == 0, stderr
     return json.loads(out.read_text(encoding="utf-8")), stdout
 
 
