@@ -26,8 +26,7 @@ from tui.bench.engine import (
 from tui.bench.prompts import load_prompt_set
 from tui.bench.report.export import export
 from tui.bench.report.summary import burst_summary
-from tui.bench.report.table import table_rows
-from tui.bench.report.text import render_text
+from tui.bench.report.text import render_text, table_rows
 from tui.bench.request import RetryBudget
 
 FAST = Behaviour(ttft_s=0.01, interval_s=0.002, chunks=5)
@@ -201,9 +200,8 @@ async def test_429_once_per_request_every_request_succeeds(
 ) -> None:
     limited = replace(FAST, first_attempt_status=429, retry_after=retry_after)
     with TimedServer(limited) as server_a, TimedServer(limited) as server_b:
-        config = _config(
-            server_a.base_url, server_b.base_url, requests=32, load=LoadShape(concurrency=concurrency)
-        )
+        load = LoadShape(concurrency=concurrency)  # one round: each arm waits out a Retry-After once
+        config = _config(server_a.base_url, server_b.base_url, requests=32, rounds=1, load=load)
         result = await run_burst(config, client)
         assert len(server_a.records) == len(server_b.records) == 64  # each request: one 429, one 200
     for arm in result.arms:

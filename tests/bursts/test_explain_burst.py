@@ -5,8 +5,6 @@ two request bodies, SGLang's native API and `spectop bench` as a user runs it.""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -196,7 +194,11 @@ async def test_sglang_native_api_reports_meta_info_per_request(
 
 
 @pytest.mark.parametrize("flavor", ["vllm", "llamacpp"])
-def test_spectop_bench_prints_the_category_table_and_cache_verdict(flavor: str, tmp_path: Path) -> None:
+def test_spectop_bench_prints_the_category_table_and_cache_verdict(
+    flavor: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli import main
+
     flags = ["--per-request-spec-decode-metrics", "summary", "--enable-prompt-tokens-details"]
     (a, a_url), (b, b_url) = spawn_sim("--flavor", flavor, *flags), spawn_sim("--flavor", flavor, *flags)
     try:
@@ -207,17 +209,16 @@ def test_spectop_bench_prints_the_category_table_and_cache_verdict(flavor: str, 
             encoding="utf-8",
         )
         common = ["--prompts", str(prompts), "--requests", "4", "--max-tokens", "32", "--no-history"]
-        bench = [sys.executable, "-m", "tui", "bench", *common, "--warmup", "0", "--a", a_url]
-        subprocess.run(bench, check=True, capture_output=True, timeout=60)  # A's cache now holds the prompts
-        done = subprocess.run(
-            [*bench, "--b", b_url, "--rounds", "1"], capture_output=True, text=True, timeout=60
-        )
+        bench = ["bench", *common, "--warmup", "0", "--a", a_url]
+        assert main(bench) == 0  # A's cache now holds the prompts
+        capsys.readouterr()
+        code = main([*bench, "--b", b_url, "--rounds", "1"])
     finally:
         for process in (a, b):
             process.terminate()
             process.wait(timeout=10)
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out, err = capsys.readouterr()
+    assert code == 0, err
     assert "category" in out and "A accept" in out and "\na " in out and "\nb " in out
     assert "prefix cache differs" in out and "cache state, not speculation" in out
     assert "accept/req p10/50/90" in out

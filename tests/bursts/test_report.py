@@ -1,6 +1,6 @@
 """The bench report and its exports: why requests failed, no control sequence from a server or a file
 (what `spectop bench` prints of them is in tests/cli/test_untrusted_text_stdout.py), Markdown cells
-escaped (the tune's too), and a JSON export without every chunk's timing unless asked."""
+escaped (the tune's too), a JSON export without every chunk's timing unless asked; greedy equivalence."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from bench_fixtures import MTP_OFF, recorded_arm, recorded_burst
 
 from tests.untrusted import assert_no_raw_controls, hostile_burst
 from tui.bench.report.export import CHUNK_FIELDS, export, render_markdown
-from tui.bench.report.summary import burst_summary
+from tui.bench.report.summary import burst_summary, compare_outputs, first_difference
 from tui.bench.report.text import render_text
 from tui.bench.results import ArmResult, BurstResult, RequestResult
 from tui.tables import Table
@@ -115,3 +115,52 @@ def test_the_tune_markdown_escapes_what_the_server_said() -> None:
     assert "`num_speculative_tokens` in `a'b.toml` on http://x, started 2026-12-01T00:00:00+00:00" in markdown
     assert "| 3 | failed to start |" in markdown
     assert "- k=3 failed: CUDA OOM \\| see 'dmesg'" in markdown
+
+
+def _greedy(arm: str, index: int, chunks: list[str], tokens: list[int] | None = None) -> RequestResult:
+    return RequestResult(
+        arm=arm,
+        index=index,
+        prompt_id=f"p{index}",
+        scheduled_s=0.0,
+        sent_s=0.0,
+        ttft_s=0.01,
+        e2e_s=0.1,
+        chunk_times_s=[0.01 * (i + 1) for i in range(len(chunks))],
+        chunk_chars=[len(c) for c in chunks],
+        chunk_tokens=tokens,
+        output_tokens=sum(tokens) if tokens else len(chunks),
+        text="".join(chunks),
+    )
+
+
+def test_first_difference() -> None:
+    assert first_difference("abc", "abc") is None
+    assert first_difference("abc", "abd") == 2
+    assert first_difference("ab", "abc") == 2  # one stops early
+
+
+def test_identical_and_divergent_pairs() -> None:
+    a = [
+        _greedy("a", 0, ["Hello", " world"], [1, 1]),
+        _greedy("a", 1, ["The", " cat", " sat", " down"], [1, 1, 1, 1]),
+        _greedy("a", 2, ["x"]),
+    ]
+    b = [
+        _greedy("b", 0, ["Hello world"], [2]),
+        _greedy("b", 1, ["The cat", " ran", " off"], [2, 1, 1]),
+    ]
+    outcome = compare_outputs(a, b)
+    assert outcome.compared == 2  # index 2 has no B result
+    assert outcome.identical == 1
+    [divergence] = outcome.divergences
+    assert divergence.prompt_id == "p1"
+    assert divergence.char_position == len("The cat ")
+    assert divergence.token_position == 2  # "The", " cat" before the differing token
+    assert divergence.a_snippet.endswith("sat down")
+    assert divergence.b_snippet.endswith("ran off")
+
+
+def test_failed_requests_are_not_compared() -> None:
+    failed = _greedy("b", 0, ["zzz"]).model_copy(update={"error_kind": "timeout"})
+    assert compare_outputs([_greedy("a", 0, ["a"])], [failed]).compared == 0

@@ -28,7 +28,7 @@ NOT_FIGURES: dict[tuple[str, str], str] = {
     ("tui/fleet/queries.py", "q:g"): "the quantile inside a PromQL query, a wire format",
     ("tui/commands/demo.py", "DEMO_KV_CACHE_TOKENS:,"): "a comment in the demo's sample config",
     ("tui/tune/result.py", "p:.4f"): "per-position rates in the CSV export, machine data",
-    ("tui/bench/report/table.py", "q:g"): 'a percentile\'s key ("50", "p95"), a name, not a figure',
+    ("tui/bench/report/text.py", "q:g"): 'a percentile\'s key ("50", "p95"), a name, not a figure',
     ("tui/bench/report/summary.py", "q:g"): 'a percentile\'s key ("50", "p95"), a name, not a figure',
     # Stray, left on purpose while the GPU rows of this widget were being rewritten; to become
     # fmt_gib_number / fmt_whole (W, °C) / fmt_rate, as tui/gpu/text.py does.

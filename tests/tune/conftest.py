@@ -3,6 +3,11 @@ control socket (a live sim gets SIGHUP, a dead one is started again), with a kno
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import io
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -10,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tui.sim.supervisor import DemoSim, DemoSims
+from tui.cli import main
+from tui.sim.supervisor import CONTROL_SOCKET, DemoSim, DemoSims
+
+RESTART_CLIENT = Path(__file__).with_name("restart_sim.py")
+ROOT = Path(__file__).resolve().parents[2]
 
 # The speed model: acceptance per position, step costs, no content effect. With it k=2 is best at
 # concurrency 1 and speculation off (k=0) is best at concurrency 8 (computed in the tests). The sim runs it
@@ -55,6 +64,26 @@ max_num_seqs = 64
     return path
 
 
+def changed_lines(before: str, after: str) -> list[str]:
+    """The lines a diff takes out (-) and puts in (+), headers left out."""
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+    return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
+def spectop(*argv: str) -> tuple[int, str, str]:
+    """`spectop ARGV` run in this process (no interpreter start per run): its exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def spectop_process(*argv: str) -> subprocess.Popen[str]:
+    """`spectop ARGV` as its own process, to be signalled."""
+    command = [sys.executable, "-m", "tui", *argv]
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 @dataclass
 class TuneSim:
     sims: DemoSims
@@ -67,7 +96,8 @@ class TuneSim:
 
     @property
     def restart_command(self) -> list[str]:
-        return self.sims.restart_command(self.sim.name)
+        """What `sims.restart_command` runs, by a client that does not import spectop (restart_sim.py)."""
+        return [sys.executable, str(RESTART_CLIENT), str(self.sims.folder / CONTROL_SOCKET), self.sim.name]
 
 
 @contextmanager

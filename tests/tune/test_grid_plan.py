@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import difflib
 import io
 import json
 from datetime import UTC, datetime
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tune.conftest import changed_lines
 from tui.cli import build_parser
 from tui.commands.tune import _options
 from tui.configs.document import load_document
@@ -34,11 +34,6 @@ KEYS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draf
 def sample() -> tuple[str, object]:
     text = (sample_configs_dir() / "sglang_settings.json").read_text(encoding="utf-8")
     return text, load_document(text, "sglang_json", Path("settings.json"))
-
-
-def changed(before: str, after: str) -> list[str]:
-    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
-    return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
 
 
 def test_grid_syntax() -> None:
@@ -83,7 +78,7 @@ def test_every_valid_point_is_a_value_and_edits_only_its_lines() -> None:
     assert key.current(doc) == next(v for v, label in labels.items() if label == "steps 3 · topk 1 · draft 4")
     for value in key.values:
         after = edited(doc, key, value, doc)
-        lines = changed(text, after.text)
+        lines = changed_lines(text, after.text)
         removed = [line for line in lines if line.startswith("-")]
         assert 0 <= len(removed) <= 3 and len(lines) == 2 * len(removed)
         if value == 0:

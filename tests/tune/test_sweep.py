@@ -4,13 +4,10 @@ failing value, signals, the guard; values within noise tied (the cheaper recomme
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import shlex
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,14 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, running_sim, write_config
+from tests.tune.conftest import TuneSim, changed_lines, running_sim, spectop_process, write_config
 from tui.bench.burst_store import list_bursts
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
 from tui.tune.result import list_tunes, load_tune, save_tune, tune_history_lines
 from tui.tune.runner import TuneOptions, TuneRun
 
-ROOT = Path(__file__).resolve().parents[2]
 VALUES = (0, 2, 4)
 CONCURRENCIES = (1, 8)
 
@@ -60,11 +56,6 @@ def accepted_moments(probabilities: list[float]) -> tuple[float, float]:
 
 def health(url: str) -> int:
     return httpx.get(url + "/health", timeout=5).status_code
-
-
-def changed_lines(before: str, after: str) -> list[str]:
-    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
-    return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
 
 
 async def test_sweep_finds_the_models_best_k_and_restores_the_file(tune_sim: TuneSim) -> None:
@@ -132,18 +123,18 @@ async def test_sweep_finds_the_models_best_k_and_restores_the_file(tune_sim: Tun
     assert list_tunes() == [kept] and load_tune(kept).best == expected_best
 
 
-def run_cli(tune_sim: TuneSim, *extra: str) -> subprocess.Popen[str]:
-    command = [
-        sys.executable, "-m", "tui", "tune", str(tune_sim.config), "--endpoint", tune_sim.url,
+def tune_args(tune_sim: TuneSim, *extra: str) -> list[str]:
+    return [
+        "tune", str(tune_sim.config), "--endpoint", tune_sim.url,
         "--restart-command", shlex.join(tune_sim.restart_command), "--log-file", str(tune_sim.sim.log_file),
         "--health-timeout", "15", "--max-tokens", "24", *extra,
     ]  # fmt: skip
-    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def tune_json(tune_sim: TuneSim, out: Path, *extra: str) -> tuple[dict, str]:
-    """`spectop tune` run to its end (exit 0): the result it wrote to `out` and its stdout."""
-    process = run_cli(tune_sim, "--json", str(out), *extra)
+    """`spectop tune` run to its end (exit 0) in its own process, so that its measuring client has the
+    process to itself: the result it wrote to `out` and its stdout."""
+    process = spectop_process(*tune_args(tune_sim, "--json", str(out), *extra))
     stdout, stderr = process.communicate(timeout=900)  # a hang guard
     assert process.returncode == 0, stderr
     return json.loads(out.read_text(encoding="utf-8")), stdout
@@ -186,7 +177,9 @@ def test_a_signal_mid_sweep_leaves_the_original_file_and_a_running_server(
     tune_sim: TuneSim, signal_number: int
 ) -> None:
     original = tune_sim.config.read_bytes()
-    process = run_cli(tune_sim, "--values", "0,2,4", "--concurrency", "1", "--requests", "200")
+    process = spectop_process(
+        *tune_args(tune_sim, "--values", "0,2,4", "--concurrency", "1", "--requests", "200")
+    )
     deadline = time.monotonic() + 60
     while tune_sim.config.read_bytes() == original and time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()

@@ -115,12 +115,12 @@ async def _drafts_per_token(url: str, concurrency: int) -> float:
     return (drafted_after - drafted) / (generated_after - generated)
 
 
-async def test_tune_apply_writes_the_table_and_the_restarted_sim_runs_each_ranges_k(
+def test_tune_apply_writes_the_table_and_the_restarted_sim_runs_each_ranges_k(
     tune_sim: TuneSim, tmp_path: Path
 ) -> None:
     """The sim's model: k=2 1.18x faster than off at concurrency 1, off 1.22x faster at 16."""
-    result, stdout = await asyncio.to_thread(
-        tune_json, tune_sim, tmp_path / "tune.json", "--values", "0,2", "--concurrency", "1,16",
+    result, stdout = tune_json(
+        tune_sim, tmp_path / "tune.json", "--values", "0,2", "--concurrency", "1,16",
         "--requests", "12", "--rounds", "2", "--apply",
     )  # fmt: skip
     assert result["applied"] and result["applied"]["table"] == [[1, 1, 2], [2, 64, 0]], stdout
@@ -129,7 +129,7 @@ async def test_tune_apply_writes_the_table_and_the_restarted_sim_runs_each_range
     assert "num_speculative_tokens_per_batch_size = [[1, 1, 2], [2, 64, 0]]" in text
     assert "enabled = true" in text and "num_speculative_tokens = 2   # draft tokens per step" in text
     # the restarted sim runs the table: 2 draft tokens per step alone, almost none at 8 at a time
-    alone = await _drafts_per_token(tune_sim.url, 1)
-    busy = await _drafts_per_token(tune_sim.url, 8)
+    alone = asyncio.run(_drafts_per_token(tune_sim.url, 1))
+    busy = asyncio.run(_drafts_per_token(tune_sim.url, 8))
     assert 0.6 < alone < 1.0  # k=2 drafts, 1 + accepted tokens per step
     assert busy < 0.25 * alone  # only the burst's last steps, with one request left, draft

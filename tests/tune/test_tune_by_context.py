@@ -4,15 +4,13 @@ paying where the model puts it."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.tune.conftest import running_sim
-from tests.tune.test_sweep import ROOT, tune_json
+from tests.tune.conftest import running_sim, spectop
+from tests.tune.test_sweep import tune_json
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
-from tui.tune.context import NOT_WRITTEN
+from tui.tune.result import NOT_WRITTEN
 
 LENGTHS = (256, 512, 2048)
 # Speculation pays well at short context; acceptance halves at 1024 tokens and each verified token reads
@@ -85,13 +83,11 @@ def test_bench_runs_a_burst_per_prompt_length_and_checks_the_length(tmp_path: Pa
     config = folder / "config.toml"
     config.write_text(CONTEXT_MODEL, encoding="utf-8")
     with running_sim(config) as sim:
-        command = [
-            sys.executable, "-m", "tui", "bench", "--a", sim.url, "--requests", "4", "--rounds", "1",
-            "--max-tokens", "16", "--prompt-tokens", "256,2k", "--no-history",
-        ]  # fmt: skip
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+        code, out, err = spectop(
+            "bench", "--a", sim.url, "--requests", "4", "--rounds", "1", "--max-tokens", "16",
+            "--prompt-tokens", "256,2k", "--no-history",
+        )  # fmt: skip
+    assert code == 0, err
     assert "== context 2048 tokens: synthesized: mixed's prompts padded with filler words" in out
     assert "A: 2,048 tokens asked; the server counted 2,0" in out
     table = out[out.index("by context length") :].splitlines()

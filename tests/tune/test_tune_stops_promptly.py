@@ -6,22 +6,21 @@ from __future__ import annotations
 import shlex
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, write_config
+from tests.tune.conftest import TuneSim, spectop, spectop_process, write_config
 
-ROOT = Path(__file__).resolve().parents[2]
 HEALTH_TIMEOUT_S = 300.0  # a wait the tests must never sit out
 
 
-def spectop_tune(config: Path, *extra: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "tui", "tune", str(config), *extra]
-    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def refused(config: Path, *extra: str) -> tuple[int, str]:
+    """`spectop tune` run in this process (it ends before any server is asked): its exit code, stderr."""
+    code, _, stderr = spectop("tune", str(config), "--values", "1", *extra)
+    return code, stderr
 
 
 def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -36,10 +35,7 @@ def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
 def test_a_server_that_does_not_answer_is_refused_before_anything_changes(tmp_path: Path) -> None:
     config = write_config(tmp_path / "config.toml")
     before = config.read_bytes()
-    process = spectop_tune(
-        config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true", "--values", "1"
-    )
-    code, _, stderr = finished(process)
+    code, stderr = refused(config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true")
     assert code == 1
     assert "http://127.0.0.1:1/health: connection refused: is the server running?" in stderr
     assert config.read_bytes() == before
@@ -54,17 +50,16 @@ def test_a_server_that_does_not_answer_is_refused_before_anything_changes(tmp_pa
     ],
 )
 def test_a_restart_command_that_cannot_run_is_refused_before_anything_changes(
-    tune_sim: TuneSim, command: str, said: str
+    tmp_path: Path, command: str, said: str
 ) -> None:
-    before = tune_sim.config.read_bytes()
-    command, said = (text.replace("CONFIG", str(tune_sim.config)) for text in (command, said))
-    process = spectop_tune(
-        tune_sim.config, "--endpoint", tune_sim.url, "--restart-command", command, "--values", "1"
-    )
-    code, _, stderr = finished(process)
+    config = write_config(tmp_path / "config.toml")
+    before = config.read_bytes()
+    command, said = (text.replace("CONFIG", str(config)) for text in (command, said))
+    # No server answers there: the restart command is checked first, and that is the refusal.
+    code, stderr = refused(config, "--endpoint", "http://127.0.0.1:1", "--restart-command", command)
     assert code == 1
     assert f"spectop tune: --restart-command: {said}" in stderr
-    assert tune_sim.config.read_bytes() == before
+    assert config.read_bytes() == before
 
 
 @pytest.mark.parametrize(
@@ -80,10 +75,7 @@ def test_a_file_that_does_not_parse_or_lacks_the_key_is_refused(
     config = write_config(tmp_path / "config.toml")
     if text is not None:
         config.write_text(text, encoding="utf-8")
-    process = spectop_tune(
-        config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true", "--values", "1", *extra
-    )
-    code, _, stderr = finished(process)
+    code, stderr = refused(config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true", *extra)
     assert code == 2
     assert said in stderr
 
@@ -110,8 +102,8 @@ def run_count(runs: Path) -> int:
 
 
 def sweep_k3(tune_sim: TuneSim, script: Path) -> subprocess.Popen[str]:
-    return spectop_tune(
-        tune_sim.config, "--endpoint", tune_sim.url, "--restart-command", str(script),
+    return spectop_process(
+        "tune", str(tune_sim.config), "--endpoint", tune_sim.url, "--restart-command", str(script),
         "--values", "3", "--concurrency", "1", "--requests", "2", "--max-tokens", "8",
         "--health-timeout", str(HEALTH_TIMEOUT_S), "--no-history",
     )  # fmt: skip

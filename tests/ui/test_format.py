@@ -13,8 +13,7 @@ from recording_factory import write_recording
 from ui_waiting import wait_for
 
 from tui.bench.report.summary import burst_summary
-from tui.bench.report.table import table_rows
-from tui.bench.report.text import render_text
+from tui.bench.report.text import render_text, table_rows
 from tui.bench.results import ArmResult, BurstResult, BurstSettingsRecord, RequestResult, ServerAcceptance
 from tui.commands.snapshot import _Result, _table, fleet_table
 from tui.fleet.poller import FleetReading

@@ -10,18 +10,14 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from tui.bench.explain import Slo
+from tui.bench.prompts import OptionError
 
 Schedule = Literal["alternate", "parallel"]
-SCHEDULES: tuple[str, ...] = ("alternate", "parallel")
 MAX_EXTRA_CHARS = 10_000
 _UNITS = {"ms": 0.001, "s": 1.0, "": 0.001}  # a bare number is milliseconds
 _SLO_NAMES = ("ttft", "tpot", "e2e")
 # Fields spectop sets itself: an arm's extra fields may not replace them (the arms would not be comparable).
 RESERVED_FIELDS = frozenset({"messages", "prompt", "text", "stream", "stream_options", "max_tokens", "model"})
-
-
-class OptionError(ValueError):
-    """A burst option that cannot be used; the message names the option."""
 
 
 def parse_slo(text: str) -> Slo:

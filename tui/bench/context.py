@@ -3,6 +3,7 @@ llama.cpp, vLLM and SGLang serve) when it has one, the prompt tokens it counted,
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 
 import httpx
@@ -10,9 +11,9 @@ import httpx
 from tui.bench.engine import server_root
 from tui.bench.prompts import (
     PromptSet,
-    aload_prompt_set,
     counted_line,
     filler_sample,
+    load_prompt_set,
     sized_prompt_set,
     sized_spec,
 )
@@ -89,8 +90,8 @@ async def sized_for_server(
     """The prompt set of `spec`; `SET@N` sized by the server's tokenizer at `base_url` when it has one."""
     sized = sized_spec(spec)
     if sized is None or base_url is None:
-        return await aload_prompt_set(spec)
-    base = await aload_prompt_set(sized[0])
+        return await asyncio.to_thread(load_prompt_set, spec)
+    base = await asyncio.to_thread(load_prompt_set, sized[0])
     texts = {content for prompt in base.prompts for _role, content in prompt.messages} | {filler_sample()}
     url = server_root(base_url) + "/tokenize"
     if client is None:

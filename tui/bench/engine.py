@@ -1,8 +1,6 @@
-"""The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers.
-
-Both arms get the same prompts in the same order; "alternate" runs A's round then B's so the arms
-never measure each other's load, and the arm that goes first alternates by round, to cancel drift.
-"""
+"""The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers. Both arms get the same
+prompts in the same order; "alternate" runs A's round then B's so the arms never measure each other's load,
+and the arm that goes first alternates by round, to cancel drift."""
 
 from __future__ import annotations
 
@@ -19,7 +17,7 @@ from typing import Any, Literal
 import httpx
 
 from tui.auth import ApiKeyError, api_key_from_env, bearer_headers
-from tui.bench.client_check import LagMonitor
+from tui.bench.client_check import LagMonitor, check_requests
 from tui.bench.prompts import Prompt, PromptSet
 from tui.bench.request import NATIVE_FIELDS, RequestSpec, RetryBudget, endpoint_url, run_request
 from tui.bench.results import (
@@ -31,7 +29,6 @@ from tui.bench.results import (
 )
 from tui.bench.server_figures import counter_deltas
 from tui.bench.stats import percentile, pooled_rate
-from tui.bench.stream_check import check_requests
 from tui.format import fmt_setting
 from tui.telemetry.scraper import Scrape, scrape_metrics
 from tui.telemetry.window import figures_between

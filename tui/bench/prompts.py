@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import random
@@ -51,7 +50,7 @@ class PromptSetError(Exception):
 
 
 class OptionError(ValueError):
-    """A prompt-length option that cannot be used; the message names the option."""
+    """A burst option that cannot be used (prompt lengths, SLOs, ...); the message names the option."""
 
 
 class ChatMessage(BaseModel):
@@ -298,11 +297,6 @@ def load_prompt_set(spec: str) -> PromptSet:
     except UnicodeDecodeError as error:
         raise PromptSetError(f"{path}: not UTF-8 text (byte {error.start})") from error
     return parse_prompt_lines(text, str(path), name=path.name)
-
-
-async def aload_prompt_set(spec: str) -> PromptSet:
-    """As `load_prompt_set`, in a thread (for the event loop)."""
-    return await asyncio.to_thread(load_prompt_set, spec)
 
 
 def sized_spec(spec: str) -> tuple[str, int] | None:

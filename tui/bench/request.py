@@ -1,13 +1,6 @@
-"""One streamed OpenAI-compatible request, timed chunk by chunk.
-
-TTFT is the first chunk that carries content (the role-only first chunk does not
-count). Tokens come from `usage` (or llama.cpp `timings.predicted_n`); only when the
-server sends neither are chunks counted and the result marked `usage_estimated`.
-Retries: connect errors and 5xx/429 only, before any byte of the body was read, at most
-`max_retries` per request and within a cap per arm (against retry storms). The wait is the
-server's `Retry-After` (seconds or an HTTP-date; more than MAX_RETRY_AFTER_S fails the request
-instead) or exponential backoff. Redirects are never followed: they would carry the API key.
-"""
+"""One streamed OpenAI-compatible request, timed chunk by chunk: TTFT at the first chunk with content,
+tokens from `usage` (else counted from chunks, `usage_estimated`), bounded retries before any byte of
+the body, redirects never followed (they would carry the API key)."""
 
 from __future__ import annotations
 
@@ -43,12 +36,8 @@ RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 @dataclass
 class RetryBudget:
-    """Retries left for one arm, so a dead or overloaded server never turns into a retry storm.
-
-    On top of `max_retries` per request: one retry per request on average (at least 3), so
-    a server that rate-limits every request once still completes the burst, while a dead one
-    gets at most twice the requests.
-    """
+    """Retries left for one arm beyond `max_retries` per request: one per request on average (at least
+    3), so a server that rate-limits each request once still completes and a dead one is no retry storm."""
 
     remaining: int
     cap: int | None = None

@@ -7,12 +7,37 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from tui.bench.client_check import ClientCheck
 from tui.bench.server_figures import ServerFigures
 from tui.gpu.records import ArmGpuRecord
 
 ErrorKind = Literal["connect", "timeout", "http_status", "broken_stream"]
 ERROR_KINDS: tuple[ErrorKind, ...] = ("connect", "timeout", "http_status", "broken_stream")
+
+
+class ClientCheck(BaseModel):
+    """Was the measuring client keeping up? (`--json`'s `client_check`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    ok: bool
+    reason: str | None = Field(None, description="why not, in words")
+    remedy: str | None = None
+    loop_lag_p99_s: float | None = Field(None, description="how late the event loop's ticker woke, p99")
+    loop_lag_max_s: float | None = None
+    send_lag_p99_s: float | None = Field(None, description="first attempts, against their turn")
+    cpu_share: float | None = Field(None, description="spectop's CPU time over the burst, of one core")
+    ticks: int = 0
+    coalesced: int = Field(0, description="streams whose chunks reached the client in one burst")
+    coalesced_client: int = Field(0, description="... while the client was late")
+    coalesced_server: int = Field(0, description="... while the client kept up: the server buffered")
+    server_timed: int = Field(0, description="requests whose decode figures are the server's own timing")
+    left_out: int = Field(0, description="coalesced requests left out of decode figures (no server timing)")
+
+    def summary(self) -> str:
+        """One line: "client OK" or "CLIENT FELL BEHIND: <reason>"."""
+        if self.ok:
+            return "client check: OK"
+        return f"CLIENT FELL BEHIND: {self.reason}; remedy: {self.remedy}"
 
 
 class RequestResult(BaseModel):

@@ -1,17 +1,7 @@
-"""What the server says about one request in its own response (reference `per-request.md`).
-
-* vLLM: the top-level `metrics` object (final usage chunk when streaming, body otherwise):
-  `speculative_decoding` (with the `detailed` per-step arrays and `acceptance_histogram_by_draft_length`
-  where present) and the timing fields;
-* llama.cpp: `timings` (`draft_n`, `draft_n_accepted`, `prompt_ms`, `predicted_ms`, `cache_n`);
-* SGLang native `/generate`: `meta_info` (`spec_verify_ct`, `spec_accept_length`, the drafts histogram
-  or `spec_accept_histogram`, `cached_tokens`, ...), its identities checked;
-* any server: `usage.prompt_tokens_details.cached_tokens`.
-
-Everything is untrusted: a field of the wrong type, negative or not finite is dropped (None), never
-guessed; a histogram that does not add up to its step count is dropped. Absent figures stay None (a
-llama.cpp request without `draft_n` may not have drafted at all, which is not the same as 0 accepted).
-"""
+"""What the server says about one request in its own response (reference `per-request.md`): vLLM's
+`metrics`, llama.cpp's `timings`, SGLang's native `meta_info`, any server's `usage` cached tokens.
+Everything is untrusted: a field of the wrong type, negative, not finite or a histogram that does not add
+up is dropped (None), never guessed; an absent figure stays None (not drafting is not 0 accepted)."""
 
 from __future__ import annotations
 

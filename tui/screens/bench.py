@@ -24,8 +24,7 @@ from tui.bench.burst_store import HISTORY_COLUMNS, BurstEntry, alist_bursts, exp
 from tui.bench.engine import BurstConfigError, BurstProgress
 from tui.bench.prompts import DEFAULT_PROMPT_SET, builtin_set_names
 from tui.bench.report.models import BurstSummary
-from tui.bench.report.table import table_rows
-from tui.bench.report.text import client_check_lines, equivalence_line, explain_block, note_lines
+from tui.bench.report.text import client_check_lines, equivalence_line, explain_block, note_lines, table_rows
 from tui.bench.session import (
     BurstCancelled,
     BurstOutcome,

@@ -1,11 +1,9 @@
-"""How sure a tune is: speedup intervals that cover drift, tie sets, the recommendation.
-
-A value's speedup is its pooled decode rate over that of the baseline bursts that bracket it; its
-bootstrap resamples rounds, the bracketing baseline bursts, requests, and each value's bursts by the
-baseline's burst-to-burst spread (so drift between values measured minutes apart is not hidden). All
-values share the draws, so two values' replicates divide (`pair_interval`). The recommendation is the
-cheapest member of the tie set; `--until-separated` splits the level over its looks (Bonferroni).
-"""
+"""How sure a tune is: speedup intervals that cover drift, tie sets, the recommendation. A value's speedup is
+its pooled decode rate over that of the baseline bursts that bracket it; its bootstrap resamples rounds, the
+bracketing baseline bursts, requests, and each value's bursts by the baseline's burst-to-burst spread (so
+drift between values measured minutes apart is not hidden). All values share the draws, so two values'
+replicates divide (`pair_interval`). The recommendation is the cheapest member of the tie set;
+`--until-separated` splits the level over its looks (Bonferroni)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""What a tune sweeps (the key, its values, the loads) and how one value becomes one edit of the file.
-
-Default keys: vLLM TOML `speculative.num_speculative_tokens` (0: `speculative.enabled = false`), SGLang
-`speculative_num_steps` (0: `speculative_algorithm = null`), else the key given. An SGLang file can be
-swept over a `--grid` of (steps, topk, draft tokens) points. Only the keys' lines change.
-"""
+"""What a tune sweeps (the key, its values, the loads) and how one value becomes one edit of the file. Default
+keys: vLLM TOML `speculative.num_speculative_tokens` (0: `speculative.enabled = false`), SGLang
+`speculative_num_steps` (0: `speculative_algorithm = null`), else the key given. An SGLang file can be swept
+over a `--grid` of (steps, topk, draft tokens) points. Only the keys' lines change."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""Running a tune: for each value, change the file, restart, wait, measure every load; then restore.
-
-`Changer` (shared with the guard) writes, restarts and waits for /health and /metrics; a value the
-server cannot start with is a failed `ValueOutcome` and the sweep goes on. However `TuneRun.run` ends,
-`finish` puts the original bytes (or the applied value) back and restarts the server.
-"""
+"""Running a tune: for each value, change the file, restart, wait, measure every load; then restore. `Changer`
+(shared with the guard) writes, restarts and waits for /health and /metrics; a value the server cannot start
+with is a failed `ValueOutcome` and the sweep goes on. However `TuneRun.run` ends, `finish` puts the original
+bytes (or the applied value) back and restarts the server."""
 
 from __future__ import annotations
 
@@ -43,16 +41,17 @@ from tui.configs.restart import (
 from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS
 from tui.format import fmt_duration, fmt_eta, fmt_rate, fmt_setting
 from tui.telemetry.scraper import _connect_error_text, scrape_metrics
-from tui.tune.context import NOT_WRITTEN, analyse_all
 from tui.tune.decision import sequential_level
 from tui.tune.plan import TuneKey, TunePlanError, check_values, default_key, edited, edited_table, grid_key
 from tui.tune.result import (
+    NOT_WRITTEN,
     AppliedChange,
     CellRun,
     TuneCell,
     TuneResult,
     ValueOutcome,
     analyse,
+    analyse_all,
     apply_decision,
     cell_from_arm,
     merged_cell,

@@ -1,2 +1,2 @@
-"""Burst reports: `models` (the typed summary), `summary` (its figures and the verdict), `table` (its rows),
+"""Burst reports: `models` (the typed summary), `summary` (its figures and the verdict),
 `text` (for a terminal), `export` (Markdown, CSV, JSON)."""

@@ -7,8 +7,13 @@ from pathlib import Path
 
 from tui.bench.report.models import BurstSummary
 from tui.bench.report.summary import burst_summary
-from tui.bench.report.table import category_table, table_rows
-from tui.bench.report.text import client_check_lines, equivalence_line, explain_lines
+from tui.bench.report.text import (
+    category_table,
+    client_check_lines,
+    equivalence_line,
+    explain_lines,
+    table_rows,
+)
 from tui.bench.results import ArmResult, BurstResult, RequestResult
 from tui.configs.atomic import write_file
 from tui.sanitize import safe_line

@@ -6,12 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, FieldSerializationInfo, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, FieldSerializationInfo, field_serializer
 
 from tui.bench import explain
-from tui.bench.client_check import ClientCheck
-from tui.bench.equivalence import Equivalence
-from tui.bench.results import BurstSettingsRecord, RequestResult
+from tui.bench.results import BurstSettingsRecord, ClientCheck, RequestResult
 from tui.bench.stats import Summary
 from tui.gpu.records import ArmGpuRecord
 
@@ -111,6 +109,25 @@ class Comparison(BaseModel):
     round_ratios: list[float | None] = []
     warnings: list[str] = []  # what the verdict must be read with (cache state, rounds, schedule)
     arms_differ_by: str | None = None
+
+
+class Divergence(BaseModel):
+    index: int
+    prompt_id: str
+    char_position: int = Field(description="first character that differs (0-based)")
+    token_position: int | None = Field(
+        None, description="tokens before the chunk holding that character (exact with one token per chunk)"
+    )
+    a_snippet: str
+    b_snippet: str
+
+
+class Equivalence(BaseModel):
+    """Greedy equivalence: at temperature 0, did A and B produce the same text for each prompt?"""
+
+    compared: int = 0
+    identical: int = 0
+    divergences: list[Divergence] = Field(default_factory=list)
 
 
 class BurstSummary(BaseModel):

@@ -3,14 +3,28 @@ its interval, the warnings and the verdict line), greedy equivalence."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tui.bench import explain
 from tui.bench.burst_options import arms_differ_by, parse_slo
-from tui.bench.client_check import ClientCheck
-from tui.bench.equivalence import compare_outputs
-from tui.bench.report.models import ArmExplain, ArmSummary, BurstSummary, Comparison, DecodeRate
-from tui.bench.results import ERROR_KINDS, ArmResult, BurstResult, BurstSettingsRecord, RequestResult
+from tui.bench.report.models import (
+    ArmExplain,
+    ArmSummary,
+    BurstSummary,
+    Comparison,
+    DecodeRate,
+    Divergence,
+    Equivalence,
+)
+from tui.bench.results import (
+    ERROR_KINDS,
+    ArmResult,
+    BurstResult,
+    BurstSettingsRecord,
+    ClientCheck,
+    RequestResult,
+)
 from tui.bench.stats import bootstrap_pooled_ratio_ci, percentile, pooled_rate, summarize
 from tui.format import fmt_latency_delta, fmt_level, fmt_rate, fmt_times, fmt_times_interval
 from tui.gpu.history import energy_ratio_text
@@ -18,6 +32,8 @@ from tui.gpu.records import ArmGpuRecord
 from tui.sanitize import safe_line
 
 DEFAULT_QS = (50.0, 90.0, 99.0)
+SNIPPET_BEFORE = 20  # characters shown around where greedy outputs diverge
+SNIPPET_AFTER = 40
 
 
 def aggregate_tokens_per_s(arm: ArmResult) -> float | None:
@@ -368,6 +384,65 @@ def coalesced_words(name: str, check: ClientCheck) -> str:
 def _with_energy(verdict: str, a: ArmResult, b: ArmResult) -> str:
     energy = energy_words(a, b)
     return f"{verdict} and {energy}" if energy else verdict
+
+
+def first_difference(a: str, b: str) -> int | None:
+    """Index of the first differing character, or None when equal."""
+    if a == b:
+        return None
+    limit = min(len(a), len(b))
+    for position in range(limit):
+        if a[position] != b[position]:
+            return position
+    return limit
+
+
+def tokens_before(result: RequestResult, char_position: int) -> int | None:
+    if result.chunk_tokens is None or len(result.chunk_tokens) != len(result.chunk_chars):
+        return None
+    seen_chars = 0
+    tokens = 0
+    for chars, count in zip(result.chunk_chars, result.chunk_tokens, strict=True):
+        if seen_chars + chars > char_position:
+            return tokens
+        seen_chars += chars
+        tokens += count
+    return tokens
+
+
+def _snippet(text: str, position: int) -> str:
+    return text[max(0, position - SNIPPET_BEFORE) : position + SNIPPET_AFTER]
+
+
+def compare_outputs(a: Sequence[RequestResult], b: Sequence[RequestResult]) -> Equivalence:
+    """Pairs requests by index (same prompt, same order) and compares successful ones."""
+    b_by_index = {result.index: result for result in b if result.ok}
+    outcome = Equivalence()
+    for left in sorted((r for r in a if r.ok), key=lambda r: r.index):
+        right = b_by_index.get(left.index)
+        if right is None or right.prompt_id != left.prompt_id:
+            continue
+        outcome.compared += 1
+        left_text, right_text = left.text, right.text
+        if left.text_truncated or right.text_truncated:
+            limit = min(len(left_text), len(right_text))
+            left_text, right_text = left_text[:limit], right_text[:limit]
+        position = first_difference(left_text, right_text)
+        if position is None:
+            outcome.identical += 1
+            continue
+        bounds = [t for t in (tokens_before(left, position), tokens_before(right, position)) if t is not None]
+        outcome.divergences.append(
+            Divergence(
+                index=left.index,
+                prompt_id=left.prompt_id,
+                char_position=position,
+                token_position=max(bounds) if bounds else None,
+                a_snippet=_snippet(left.text, position),
+                b_snippet=_snippet(right.text, position),
+            )
+        )
+    return outcome
 
 
 def burst_summary(result: BurstResult, *, with_detail: bool = True) -> BurstSummary:

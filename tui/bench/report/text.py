@@ -1,15 +1,159 @@
-"""The summary for a terminal: notes, explanation lines, the plain-text table (80 columns)."""
+"""The summary for a terminal: the table's rows ((figure, A, B) and per category), notes, explanation
+lines, the plain-text table (80 columns)."""
 
 from __future__ import annotations
 
-from tui.bench.client_check import ClientCheck
+from collections.abc import Callable
+from typing import Any
+
+from tui.bench import explain
 from tui.bench.explain import AcceptanceFigures
-from tui.bench.report.models import BurstSummary
-from tui.bench.report.summary import coalesced_words, sequential_words
-from tui.bench.report.table import category_table, table_rows
-from tui.format import fmt_count, fmt_rate
+from tui.bench.report.models import ArmExplain, ArmSummary, BurstSummary
+from tui.bench.report.summary import DEFAULT_QS, coalesced_words, sequential_words
+from tui.bench.results import ClientCheck
+from tui.format import UNKNOWN, fmt_count, fmt_latency, fmt_length, fmt_per_s, fmt_rate, fmt_tokens_per_s
 from tui.sanitize import safe_line
 from tui.tables import Table
+
+Row = tuple[str, Callable[[ArmSummary], Any], Callable[[Any], str]]
+TABLE_ROWS: tuple[Row, ...] = (
+    ("requests", lambda arm: arm.requests, fmt_count),
+    ("errors", lambda arm: arm.errors, fmt_count),
+    ("retries", lambda arm: arm.retries, fmt_count),
+    ("TTFT mean", lambda arm: arm.ttft_s.mean, fmt_latency),
+    ("TTFT p50", lambda arm: arm.ttft_s.p50, fmt_latency),
+    ("TTFT p90", lambda arm: arm.ttft_s.p90, fmt_latency),
+    ("TTFT p99", lambda arm: arm.ttft_s.p99, fmt_latency),
+    ("TPOT (per token) p50", lambda arm: arm.tpot_s.p50, fmt_latency),
+    ("chunk gap p50", lambda arm: arm.chunk_gap_s.p50, fmt_latency),
+    ("e2e p50", lambda arm: arm.e2e_s.p50, fmt_latency),
+    ("decode tok/s p10", lambda arm: arm.decode_tokens_per_s.p10, fmt_tokens_per_s),
+    ("decode tok/s p50", lambda arm: arm.decode_tokens_per_s.p50, fmt_tokens_per_s),
+    ("decode tok/s p90", lambda arm: arm.decode_tokens_per_s.p90, fmt_tokens_per_s),
+    ("output tok/s (all)", lambda arm: arm.output_tokens_per_s, fmt_tokens_per_s),
+    ("tokens per chunk", lambda arm: arm.tokens_per_chunk, fmt_length),
+    ("send lag p99", lambda arm: arm.send_lag_s.p99, fmt_latency),
+    ("acceptance (server)", lambda arm: arm.acceptance_rate, fmt_rate),
+    ("mean accept length", lambda arm: arm.mean_acceptance_length, fmt_length),
+)
+
+
+def _x(get: Callable[[ArmExplain], Any]) -> Callable[[ArmSummary], Any]:
+    return lambda arm: get(arm.explain) if arm.explain is not None else None
+
+
+def _spread(value: tuple[float | None, float | None, float | None] | None) -> str:
+    if value is None or any(v is None for v in value):
+        return UNKNOWN
+    return "/".join(fmt_rate(v) for v in value)
+
+
+def _goodput(value: explain.Goodput | None) -> str:
+    if value is None or value.fraction is None:
+        return UNKNOWN
+    rate = f" {fmt_per_s(value.per_s)}/s" if value.per_s is not None else ""
+    return f"{fmt_rate(value.fraction)}{rate}"
+
+
+def _milliseconds(value: float | None) -> str:
+    """A latency the server reports in ms, in the vocabulary's latency words."""
+    return fmt_latency(None if value is None else value / 1000)
+
+
+# Rows from the servers' per-request figures, the SLOs and the cache: shown when an arm has them.
+EXPLAIN_ROWS: tuple[Row, ...] = (
+    ("decode tok/s pooled", _x(lambda e: e.decode_tokens_per_s_pooled), fmt_tokens_per_s),
+    ("requests/s", _x(lambda e: e.request_throughput), fmt_per_s),
+    ("goodput (SLO)", _x(lambda e: e.goodput), _goodput),
+    ("accept/request pooled", _x(lambda e: e.acceptance.pooled), fmt_rate),
+    ("accept/req p10/50/90", _x(lambda e: (e.acceptance.p10, e.acceptance.p50, e.acceptance.p90)), _spread),
+    ("accept length/request", _x(lambda e: e.acceptance.mean_length), fmt_length),
+    ("TTFT server p50", _x(lambda e: e.timing.server_ttft_p50_ms), _milliseconds),
+    ("TTFT client-server p50", _x(lambda e: e.timing.overhead_p50_ms), _milliseconds),
+    ("queue (server) p50", _x(lambda e: e.timing.queue_p50_ms), _milliseconds),
+    ("prompt cached", _x(lambda e: e.cache.share), fmt_rate),
+)
+_ALWAYS = frozenset({"decode tok/s pooled", "requests/s"})
+
+
+def _rows_for(
+    summary: BurstSummary, rows: tuple[Row, ...], *, skip_empty: bool
+) -> list[tuple[str, str, str]]:
+    out = []
+    for label, figure, formatter in rows:
+        values = [figure(arm) for _, arm in summary.arms]
+        if skip_empty and label not in _ALWAYS and all(_empty(value) for value in values):
+            continue
+        texts = [formatter(value) for value in values]
+        out.append((label, texts[0], texts[1] if len(texts) > 1 else ""))
+    return out
+
+
+def _empty(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(item is None for item in value)
+    return value is None
+
+
+def _percentile_rows(summary: BurstSummary) -> tuple[Row, ...]:
+    """Rows for --percentiles beyond the table's own p50 / p90 / p99."""
+    qs = [q for q in summary.settings.percentiles or () if q not in DEFAULT_QS]
+    rows: list[Row] = []
+
+    def getter(key: str, q: float) -> Callable[[ArmExplain], float | None]:
+        return lambda e: e.percentiles.get(key, {}).get(f"{q:g}")
+
+    for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("e2e", "e2e_s")):
+        rows += [(f"{name} p{q:g}", _x(getter(key, q)), fmt_latency) for q in qs]
+    return tuple(rows)
+
+
+def _gpu(spec: str, unit: str = "") -> Callable[[float | None], str]:
+    """GPU energy figures (joules, tokens per joule): not in the live vocabulary, "–" when unknown."""
+    return lambda value: UNKNOWN if value is None else f"{value:{spec}}{unit}"
+
+
+GPU_ROWS: tuple[Row, ...] = (  # shown when an arm's GPUs were watched
+    ("GPU energy", lambda arm: arm.energy_j, _gpu(".0f", " J")),
+    ("energy per token", lambda arm: arm.energy_per_token_j, _gpu(".3g", " J")),
+    ("tokens per joule", lambda arm: arm.tokens_per_joule, _gpu(".3g")),
+    ("clocks throttled", lambda arm: arm.throttled, lambda v: UNKNOWN if v is None else "yes" if v else "no"),
+)
+
+
+def table_rows(summary: BurstSummary) -> list[tuple[str, str, str]]:
+    """(figure, A, B) rows (B "" for one arm); per-request server rows that no arm has are left out."""
+    rows = _rows_for(summary, TABLE_ROWS, skip_empty=False)
+    rows += _rows_for(summary, _percentile_rows(summary), skip_empty=False)
+    rows += _rows_for(summary, EXPLAIN_ROWS, skip_empty=True)
+    if any(arm.gpu is not None for _, arm in summary.arms):  # shown when an arm's GPUs were watched
+        rows += _rows_for(summary, GPU_ROWS, skip_empty=False)
+    return rows
+
+
+def category_table(summary: BurstSummary) -> Table | None:
+    """Acceptance and decode tok/s per prompt category, per arm; None when there is nothing to tell."""
+    tables = [
+        {row.category: row for row in arm.explain.categories} if arm.explain else {}
+        for _, arm in summary.arms
+    ]
+    names = list(dict.fromkeys(name for table in tables for name in table))
+    if len(names) < 2 and not any(row.acceptance is not None for t in tables for row in t.values()):
+        return None
+    rows = []
+    for name in names:
+        cells: list[str] = [name]
+        for table in tables:
+            row = table.get(name)
+            cells += [
+                fmt_rate(row.acceptance if row else None),
+                fmt_tokens_per_s(row.decode_tokens_per_s if row else None),
+            ]
+        rows.append(cells)
+    columns = ["category"] + [
+        f"{arm.upper()} {what}" for arm, _ in summary.arms for what in ("accept", "tok/s")
+    ]
+    return Table(columns, rows)
 
 
 def explain_lines(summary: BurstSummary) -> list[str]:
