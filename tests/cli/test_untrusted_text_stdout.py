@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.fleet.fake_prometheus import FakePrometheus
-from tests.tune.conftest import TuneSim, _private_history, tune_sim  # noqa: F401 (fixtures)
-from tests.tune.test_sweep import run_cli
+from tests.tune.conftest import TuneSim, _private_history, spectop_process, tune_sim  # noqa: F401 (fixtures)
+from tests.tune.test_sweep import tune_args
 from tests.untrusted import (
     HOSTILE,
     RAW_CONTROLS,
@@ -199,8 +199,19 @@ def test_the_applied_diff_is_printed_without_raw_controls(tune_sim: TuneSim, tmp
     )
     tune_sim.config.write_text(text, encoding="utf-8")
     out = tmp_path / "tune.json"
-    process = run_cli(
-        tune_sim, "--values", "0,2", "--concurrency", "1", "--requests", "6", "--apply", "--json", str(out)
+    process = spectop_process(
+        *tune_args(
+            tune_sim,
+            "--values",
+            "0,2",
+            "--concurrency",
+            "1",
+            "--requests",
+            "6",
+            "--apply",
+            "--json",
+            str(out),
+        )
     )
     stdout, stderr = process.communicate(timeout=180)
     assert process.returncode == 0, stderr
