@@ -39,10 +39,10 @@ from tui.autopilot.audit import AuditRecord
 from tui.configs.editing import open_config, unified_diff
 
 START_K = 3
-SCRAPE_S = 1
-# The limits: a sample every 5 s (Prometheus' rate over the interval), the advice held 10 s, 15 s of quiet
-# after a restart, and a test inconclusive after 150 s (30 samples at most; the test needs 8 at least).
-LIMITS = ["--interval", "5", "--sustained", "10", "--quiet", "15", "--test-limit", "150"]
+SCRAPE_S = 2  # a vLLM's /metrics may take a second to answer on this loaded host: a 1 s scrape would miss
+# The limits: a sample every 6 s (Prometheus' rate over the interval: 3 scrapes), the advice held 12 s, 15 s
+# of quiet after a restart, and a test inconclusive after 150 s (25 samples at most; it needs 8 at least).
+LIMITS = ["--interval", "6", "--sustained", "12", "--quiet", "15", "--test-limit", "150"]
 HANG_GUARD_S = 6 * START_TIMEOUT_S  # a hung cycle (three restarts, two tests at most), never a speed bound
 END_OF_CYCLE = ("promoted", "rolled_back")  # two replicas: the canary rolled back, or the other promoted
 
