@@ -21,6 +21,18 @@ def test_the_templates_name_each_instance_s_file_and_command() -> None:
     assert target.config == Path("/etc/vllm/8001.toml")
     assert target.restart_command == ["restart.sh", "10.0.0.5", "vllm a", "10.0.0.5:8001"]
     assert target.url == "http://10.0.0.5:8001"
+    assert target.health_timeout_s == 120  # the default; --health-timeout sets it for slow starters
+    slow = from_templates("10.0.0.5:8001", None, "/{port}.toml", "true", health_timeout_s=900)
+    assert slow.health_timeout_s == 900 and slow.changer(None).health_timeout_s == 900  # type: ignore[arg-type]
+
+
+def test_a_health_timeout_must_be_positive() -> None:
+    command = [
+        sys.executable, "-m", "tui", "autopilot", "--prometheus", "http://127.0.0.1:9", "--config-template",
+        "{port}.toml", "--restart-template", "true", "--health-timeout", "0",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 2 and "--health-timeout must be > 0" in done.stderr + done.stdout
 
 
 def test_a_dry_run_on_a_fleet_proposes_and_changes_nothing(sim_fleet: SimFleet, tmp_path: Path) -> None:

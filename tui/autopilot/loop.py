@@ -236,11 +236,16 @@ class Autopilot:
         target, now = self.targets[name], self.clock()
         old = await asyncio.to_thread(target.config.read_bytes)
         self.say(f"{name}: setting k={k} (was {self.k.get(name)}): {trigger}")
-        change = await target.set_k(self.client, k)
+        from_k = self.k.get(name)
+        try:
+            change = await target.set_k(self.client, k)
+        except asyncio.CancelledError:  # Ctrl-C during the restart: the file may have k already; `leave`
+            # puts the bytes back (without this trial it took the new k for someone else's edit, left it)
+            self.trial = Trial(target, from_k, k, old, "", trigger, self.clock(), promotion, predicted)
+            raise
         self.changes.append(now)
-        trial = Trial(
-            target, self.k.get(name), k, old, change.diff, trigger, self.clock(), promotion, predicted
-        )
+        self.sustained = Sustained(self.limits.sustained_s)  # after this trial, the advice must hold anew
+        trial = Trial(target, from_k, k, old, change.diff, trigger, self.clock(), promotion, predicted)
         self.k[name] = k
         self.states[name].k = k
         self.states[name].words = f"{'promoting' if promotion else 'canary'} k={k}: restarted, quiet period"

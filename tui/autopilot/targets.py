@@ -21,6 +21,8 @@ from tui.configs.errors import ConfigError
 from tui.tune.plan import TunePlanError
 from tui.tune.runner import Changer
 
+HEALTH_TIMEOUT_S = 120.0  # a server back after a restart within this (--health-timeout: a big model's load)
+
 
 @dataclass(frozen=True)
 class Change:
@@ -35,7 +37,7 @@ class Target:
     config: Path
     restart_command: list[str]
     url: str  # base URL: /health and /metrics below it
-    health_timeout_s: float = 120.0
+    health_timeout_s: float = HEALTH_TIMEOUT_S
 
     def changer(self, client: httpx.AsyncClient) -> Changer:
         return Changer(
@@ -81,7 +83,12 @@ class Target:
 
 
 def from_templates(
-    instance: str, job: str | None, config_template: str, restart_template: str, scheme: str = "http"
+    instance: str,
+    job: str | None,
+    config_template: str,
+    restart_template: str,
+    scheme: str = "http",
+    health_timeout_s: float = HEALTH_TIMEOUT_S,
 ) -> Target:
     """An instance's target: its file and its command with {instance}, {host}, {port}, {job} filled in
     (shell-quoted in the command)."""
@@ -93,4 +100,5 @@ def from_templates(
         Path(config_template.format(**values)),
         shlex.split(restart_template.format(**quoted)),
         f"{scheme}://{instance}",
+        health_timeout_s,
     )

@@ -34,6 +34,13 @@ OPTIONS: list[Option] = [
         "a fleet: e.g. 'systemctl restart vllm@{port}' ({instance} {host} {job})",
         metavar="CMD",
     ),
+    option(
+        "--health-timeout",
+        "wait this long for a changed server's /health after its restart (default 120)",
+        dest="health_timeout_s",
+        type=float,
+        metavar="S",
+    ),
     option("--auto", "act: change, test, keep or roll back (never the default)", action="store_true"),
     option("--history", "print the audit trail and what it gained, then exit", action="store_true"),
     option("--audit", f"the audit trail (default {audit_file()})", type=Path, metavar="FILE"),
@@ -99,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         return fail("autopilot", "--prometheus needs --config-template and --restart-template")
     if not fleet and not (args.config and args.endpoint and args.restart_command):
         return fail("autopilot", "give CONFIG --endpoint URL --restart-command CMD, or --prometheus URL ...")
+    if args.health_timeout_s is not None and args.health_timeout_s <= 0:
+        return fail("autopilot", "--health-timeout must be > 0")
     from tui.settings import SettingsError
 
     try:
@@ -115,7 +124,7 @@ async def _run(args: argparse.Namespace, path: Path) -> int:
     from tui.autopilot.loop import Autopilot, Eyes
     from tui.autopilot.observe import FleetEyes, Seen, ServerEyes
     from tui.autopilot.policy import Limits
-    from tui.autopilot.targets import Target, from_templates
+    from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target, from_templates
     from tui.fleet.poller import FleetPoller
     from tui.settings import prometheus_settings
 
@@ -123,6 +132,7 @@ async def _run(args: argparse.Namespace, path: Path) -> int:
         **{name: value for name, value in option_values(args, LIMITS).items() if value is not None}
     )
     kept = read_models()
+    health_timeout_s = args.health_timeout_s or HEALTH_TIMEOUT_S
 
     def with_sim_model(kept: KeptModels, target: Target) -> KeptModels:
         model = sim_step_cost(target.config, target.url) if args.sim_step_cost else None
@@ -139,14 +149,15 @@ async def _run(args: argparse.Namespace, path: Path) -> int:
             targets: dict[str, Target] = {}
 
             def make_target(name: str, seen: Seen) -> Target:
-                target = from_templates(name, seen.job, args.config_template, args.restart_template)
+                templates = args.config_template, args.restart_template
+                target = from_templates(name, seen.job, *templates, health_timeout_s=health_timeout_s)
                 pilot.kept = with_sim_model(pilot.kept, target)
                 return target
 
             maker = make_target
         else:
             url = args.endpoint.rstrip("/")
-            target = Target(url, args.config, shlex.split(args.restart_command), url)
+            target = Target(url, args.config, shlex.split(args.restart_command), url, health_timeout_s)
             eyes, targets, maker = ServerEyes(url, url + "/metrics", client), {url: target}, None
             kept = with_sim_model(kept, target)
         pilot = Autopilot(
