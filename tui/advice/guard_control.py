@@ -19,13 +19,12 @@ from tui.advice.guard import (
     GuardInput,
     GuardRecord,
     Prepared,
-    TableOffer,
     decide,
     guard_record,
     prepare,
     switch_speculation_off,
 )
-from tui.advice.live import AdviceBook
+from tui.advice.live import AdviceBook, TableOffer
 from tui.settings import EndpointSettings
 from tui.telemetry.alerts import AlertEngine
 from tui.telemetry.reading import EndpointReading
