@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from ui_waiting import opened_editor, wait_for
+from ui_waiting import opened_editor, wait_for, wait_until_still
 
 from tui.paths import sample_configs_dir
 from tui.screens.detail import DetailScreen
@@ -85,6 +85,7 @@ def test_dashboard_cards_at_each_size(
         await _settled(pilot)
         charts = size != (80, 24)
         await wait_for(pilot, lambda: all(("-5 min" in text) == charts for text in _card_texts(pilot.app)))
+        await wait_until_still(pilot)
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=cards)
 

@@ -40,6 +40,20 @@ async def wait_for(
     raise AssertionError(f"timed out waiting for {what}" + (f": {explain()}" if explain else ""))
 
 
+async def wait_until_still(pilot: Pilot[Any], frames: int = 3) -> None:
+    """Let the app run until what it draws stays the same for `frames` pauses in a row: a layout that
+    settles in two passes (a card sized, then its charts drawn to that size) is only then a snapshot."""
+    still, last = 0, None
+    for _ in range(int(HANG_GUARD_S / STEP_S)):
+        screen = pilot.app.export_screenshot()
+        still = still + 1 if screen == last else 0
+        if still >= frames:
+            return
+        last = screen
+        await pilot.pause(STEP_S)
+    raise AssertionError("the screen never stopped changing")
+
+
 async def wait_for_screen(pilot: Pilot[Any], kind: type) -> None:
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, kind), f"the {kind.__name__}")
 
