@@ -44,49 +44,22 @@ def installed_version() -> str:
         return __version__
 
 
-class _PrintAndExit(argparse.Action):
-    """An option that prints a text made when it is asked for (`text`), then exits."""
-
-    def text(self, parser: argparse.ArgumentParser, values: object) -> str:
-        raise NotImplementedError
+class _CompletionAction(argparse.Action):
+    """`--completion SHELL`: print shtab's completion script of the whole parser, then exit."""
 
     def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option: object = None,
+        self, parser: argparse.ArgumentParser, namespace: object, values: object, *_: object
     ) -> None:
-        sys.stdout.write(self.text(parser, values))
+        sys.stdout.write(shtab.complete(build_parser(), shell=str(values)))
         parser.exit(0)
 
 
-class _VersionAction(_PrintAndExit):
-    """`--version`: the version is looked up when asked."""
-
-    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: str) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs.get("help"))
-
-    def text(self, parser: argparse.ArgumentParser, values: object) -> str:
-        return f"spectop {installed_version()}\n"
-
-
-COMPLETION_SHELLS = ("bash", "zsh", "fish")
-
-
-class _CompletionAction(_PrintAndExit):
-    """`--completion SHELL`: print shtab's completion script of the whole parser, then exit."""
-
-    def text(self, parser: argparse.ArgumentParser, values: object) -> str:
-        return shtab.complete(build_parser(), shell=str(values))
-
-
 def add_meta_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--version", action=_VersionAction, help="show program's version number and exit")
+    parser.add_argument("--version", action="version", version=f"spectop {installed_version()}")
     parser.add_argument(
         "--completion",
         action=_CompletionAction,
-        choices=COMPLETION_SHELLS,
+        choices=("bash", "zsh", "fish"),
         metavar="SHELL",
         help="print a completion script for bash, zsh or fish and exit "
         '(e.g. eval "$(spectop --completion bash)")',

@@ -10,6 +10,9 @@ from textual.app import App
 from tui.ui.terminal_guard import run_app
 from tui.widgets.messages import KeepsRecoveryNotes, print_recovery_notes
 
+# The README's exit codes: done, a failure the command reports, bad arguments / unreadable file, cancelled.
+EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_CANCELLED = 0, 1, 2, 130
+
 
 class NoTerminalError(Exception):
     """stdin or stdout is not a terminal (Textual would spin on a closed stdin forever); exit code 2."""
@@ -31,7 +34,7 @@ def say(command: str, message: str) -> None:
     print(f"spectop {command}: {message}" if command else f"spectop: {message}", file=sys.stderr, flush=True)
 
 
-def fail(command: str, message: str, code: int = 2) -> int:
+def fail(command: str, message: str, code: int = EXIT_BAD_ARGUMENTS) -> int:
     """Say what stopped `spectop COMMAND`; the exit code to return (2: bad arguments)."""
     say(command, message)
     return code

@@ -13,12 +13,21 @@ import signal
 from dataclasses import replace
 from pathlib import Path
 
-from tui.autopilot import audit_file
-from tui.cli_options import Option, add_fleet_arguments, add_options, completes_files, option, option_values
-from tui.commands import fail
-from tui.sanitize import safe_line
+import httpx
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS = 0, 1, 2
+from tui.advice.calibrate import sim_step_cost
+from tui.advice.live import KeptModels, read_models
+from tui.autopilot import audit, audit_file
+from tui.autopilot.loop import Autopilot, Eyes
+from tui.autopilot.observe import FleetEyes, Seen, ServerEyes
+from tui.autopilot.policy import Limits
+from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target, from_templates
+from tui.cli_options import Option, add_fleet_arguments, add_options, completes_files, option, option_values
+from tui.commands import EXIT_OK, fail
+from tui.fleet.poller import FleetPoller
+from tui.sanitize import safe_line
+from tui.settings import SettingsError, prometheus_settings
+
 HELP = "keep a server or a fleet at its best speculative k, proving each change (dry run unless --auto)"
 
 
@@ -90,8 +99,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui.autopilot import audit
-
     path = args.audit or audit_file()
     if args.history:
         records, bad = audit.read(path)
@@ -108,8 +115,6 @@ def run(args: argparse.Namespace) -> int:
         return fail("autopilot", "give CONFIG --endpoint URL --restart-command CMD, or --prometheus URL ...")
     if args.health_timeout_s is not None and args.health_timeout_s <= 0:
         return fail("autopilot", "--health-timeout must be > 0")
-    from tui.settings import SettingsError
-
     try:
         return asyncio.run(_run(args, path))
     except (ValueError, SettingsError) as error:
@@ -117,17 +122,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, path: Path) -> int:
-    import httpx
-
-    from tui.advice.calibrate import sim_step_cost
-    from tui.advice.live import KeptModels, read_models
-    from tui.autopilot.loop import Autopilot, Eyes
-    from tui.autopilot.observe import FleetEyes, Seen, ServerEyes
-    from tui.autopilot.policy import Limits
-    from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target, from_templates
-    from tui.fleet.poller import FleetPoller
-    from tui.settings import prometheus_settings
-
     limits = Limits(
         **{name: value for name, value in option_values(args, LIMITS).items() if value is not None}
     )
@@ -183,7 +177,5 @@ async def _run(args: argparse.Namespace, path: Path) -> int:
             loop.remove_signal_handler(signal.SIGINT)
             if args.prometheus:
                 await poller.aclose()
-    from tui.autopilot import audit
-
     print(audit.summary(audit.read(path)[0]), flush=True)
     return EXIT_OK

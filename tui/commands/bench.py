@@ -29,6 +29,7 @@ from tui.cli_options import (
     option_flags,
     option_values,
 )
+from tui.commands import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, fail, say
 from tui.format import fmt_latency
 from tui.gpu.burst import BurstGpuWatch
 from tui.gpu.mapping import plan_for_endpoint
@@ -37,8 +38,6 @@ from tui.sanitize import safe_line
 from tui.settings import EndpointSettings
 from tui.tune.result import tune_history_lines
 from tui.validators import friendly_message
-
-EXIT_OK, EXIT_REQUEST_FAILED, EXIT_BAD_ARGUMENTS, EXIT_CANCELLED = 0, 1, 2, 130
 
 # The BurstRequest's fields, each from its flag, in the order of --help; the load pair excludes itself.
 ARM_OPTIONS: list[Option] = [
@@ -156,8 +155,7 @@ def register(subparsers: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"spectop bench: {safe_line(message)}", file=sys.stderr)
-    return EXIT_BAD_ARGUMENTS
+    return fail("bench", safe_line(message))
 
 
 def _progress_printer() -> Any:
@@ -184,18 +182,15 @@ def _list_history() -> int:
     return EXIT_OK
 
 
-def _or(value: Any, default: Any) -> Any:
-    return default if value is None else value
-
-
 def _request(args: argparse.Namespace) -> Any:
     """The BurstRequest of these flags (BurstRequestError when one cannot be used)."""
     values = option_values(args, BURST_OPTIONS)
     max_concurrency = values.pop("max_concurrency")
+    concurrency = 1 if args.concurrency is None else args.concurrency
     values |= {
         "a": EndpointArm(name="A", base_url=args.a) if args.a is not None else None,
         "b": EndpointArm(name="B", base_url=args.b) if args.b is not None else None,
-        "concurrency": max_concurrency if args.rate is not None else _or(args.concurrency, 1),
+        "concurrency": max_concurrency if args.rate is not None else concurrency,
         "scrape_metrics": not args.no_metrics,
     }
     return BurstRequest.parse(values)
@@ -208,8 +203,8 @@ def _write_exports(outcome: Any, args: argparse.Namespace) -> int:
                 written = outcome.export(kind, Path(destination), detail=kind == "json" and args.json_detail)
                 print(f"{kind} written to {written}", file=sys.stderr)
             except OSError as error:
-                print(f"spectop bench: cannot write {destination}: {error}", file=sys.stderr)
-                return EXIT_REQUEST_FAILED
+                say("bench", f"cannot write {destination}: {error}")
+                return EXIT_FAILED
     return EXIT_OK
 
 
@@ -271,33 +266,34 @@ def _burst(args: argparse.Namespace) -> tuple[int, Any]:
     try:
         request = _request(args)
         for note in request.notes:
-            print(f"spectop bench: {note}", file=sys.stderr)
+            say("bench", note)
         session = BurstSession(request)
         outcome = asyncio.run(_run_session(session, args))
     except BurstRequestError as error:
         return _fail(error.described(flags)), None
     except ArmUnreachable as error:
-        print(f"spectop bench: {error}", file=sys.stderr)
-        return EXIT_REQUEST_FAILED, None
+        say("bench", str(error))
+        return EXIT_FAILED, None
     except (BurstConfigError, ValueError) as error:
         return _fail(str(error)), None
     except KeyboardInterrupt:
-        print("\nspectop bench: cancelled; every request in flight was closed", file=sys.stderr)
+        print(file=sys.stderr)
+        say("bench", "cancelled; every request in flight was closed")
         return EXIT_CANCELLED, None
     if sys.stderr.isatty():
         print(file=sys.stderr)
     for note in outcome.notes:
-        print(f"spectop bench: {note}", file=sys.stderr)
+        say("bench", note)
     print(render_text(outcome.summary))
     if not args.no_history:
         try:
             print(f"kept in the burst history: {session.save()}", file=sys.stderr)
         except OSError as error:
-            print(f"spectop bench: could not keep the burst in the history: {error}", file=sys.stderr)
+            say("bench", f"could not keep the burst in the history: {error}")
     written = _write_exports(outcome, args)
     if written != EXIT_OK:
         return written, outcome
-    return (EXIT_REQUEST_FAILED if outcome.failed else EXIT_OK), outcome
+    return (EXIT_FAILED if outcome.failed else EXIT_OK), outcome
 
 
 def _run_lengths(args: argparse.Namespace) -> int:

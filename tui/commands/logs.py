@@ -7,11 +7,11 @@ import asyncio
 import os
 import sys
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from tui.cli_options import completes_files
 from tui.commands import fail, say
-from tui.telemetry.events import LogEvent
 from tui.telemetry.logs import LogParser
 from tui.telemetry.logs.follow import follow_events
 from tui.telemetry.logs.render import event_json, event_text
@@ -95,41 +95,25 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
 
         # A log that does not exist yet is read from its first line once it appears.
         from_start = args.from_start or not os.path.exists(path)
-
-        def notice(text: str) -> None:  # "waiting for FILE to appear", rotations, truncations (like tail -F)
-            say("logs", text)
-
+        # "waiting for FILE to appear", rotations, truncations (like tail -F)
+        notice = partial(say, "logs")
         async for _, events in follow_events(path, parser, from_start=from_start, on_notice=notice):
             for event in events:
-                if not from_start:
-                    _stamp_wall_time(event)
+                # A llama.cpp line read live gets the wall time it was read at (it prints only its uptime);
+                # lines already in the file keep `time` unknown.
+                if not from_start and event.time is None and getattr(event, "uptime", None) is not None:
+                    event.time = datetime.now().astimezone().isoformat(timespec="milliseconds")
                 out.write(render(event) + "\n")
             if events:
                 out.flush()
     finally:
-        _report_unread(parser.unread)
-        _report_failed(parser.failed_lines, parser.last_failure)
-
-
-def _stamp_wall_time(event: LogEvent) -> None:
-    """A llama.cpp line read live gets the wall time it was read at (it prints only its uptime); lines already
-    in the file keep `time` unknown."""
-    if event.time is None and getattr(event, "uptime", None) is not None:
-        event.time = datetime.now().astimezone().isoformat(timespec="milliseconds")
-
-
-def _report_unread(unread: int) -> None:
-    """Events dropped for an impossible figure (garbled lines) are never printed; say how many on stderr."""
-    if unread:
-        noun = "event" if unread == 1 else "events"
-        say("logs", f"{unread} {noun} unread (impossible figures in garbled lines)")
-
-
-def _report_failed(failed: int, last_failure: str | None) -> None:
-    """Lines the parser raised on (a spectop bug, not the server's) give no events; say how many on stderr."""
-    if failed:
-        noun = "line" if failed == 1 else "lines"
-        say(
-            "logs",
-            f"{failed} {noun} unreadable (the parser failed on them, a spectop bug; last: {last_failure})",
-        )
+        if parser.unread:  # events dropped for an impossible figure (garbled lines) are never printed
+            noun = "event" if parser.unread == 1 else "events"
+            say("logs", f"{parser.unread} {noun} unread (impossible figures in garbled lines)")
+        if parser.failed_lines:  # lines the parser raised on (a spectop bug, not the server's)
+            noun = "line" if parser.failed_lines == 1 else "lines"
+            say(
+                "logs",
+                f"{parser.failed_lines} {noun} unreadable (the parser failed on them, a spectop bug; "
+                f"last: {parser.last_failure})",
+            )

@@ -7,7 +7,6 @@ import argparse
 import asyncio
 import logging
 import math
-import os
 import textwrap
 import time
 from dataclasses import dataclass
@@ -23,8 +22,7 @@ from tui.auth import ApiKeyError, api_key_from_env, endpoint_headers
 from tui.cli_options import add_fleet_arguments
 from tui.commands import fail, say
 from tui.fleet.poller import FleetPoller, FleetReading
-from tui.format import FIGURES, FIGURES_FAILED, UNKNOWN, figure_text, fmt_setting
-from tui.format import note_lines as grouped_notes
+from tui.format import FIGURES, FIGURES_FAILED, UNKNOWN, figure_text, fmt_setting, note_lines
 from tui.sanitize import safe_line
 from tui.settings import (
     EndpointSettings,
@@ -197,14 +195,6 @@ async def _measure(
 # --- printing -------------------------------------------------------------------------------------------
 
 
-def note_lines(notes: dict[str, str], width: int = WIDTH) -> list[str]:
-    """Notes grouped by text ("acceptance, TPOT: from finished requests only"), wrapped."""
-    lines = []
-    for line in grouped_notes(notes):
-        lines += textwrap.wrap(line, width=width, initial_indent="  * ", subsequent_indent="    ")
-    return lines
-
-
 MAX_ERROR_LINES = 8
 
 
@@ -260,15 +250,9 @@ def _table(result: _Result) -> list[str]:
     if result.advice is not None and result.advice.current_k is not None:
         lines += textwrap.wrap(result.advice.line(), width=WIDTH, initial_indent=f"  {'advice':<17} ",
                                subsequent_indent=" " * 20)  # fmt: skip
-    return lines + note_lines(f.notes)
-
-
-def _advise(results: list[_Result], endpoints: list[EndpointSettings]) -> None:
-    """The what-if advice of each endpoint that was up, from the kept step-cost models."""
-    kept = read_models()
-    for result, endpoint in zip(results, endpoints, strict=True):
-        if result.up and result.figures is not None:
-            result.advice = advice_for(result.figures, endpoint.url, result.model, kept)
+    for line in note_lines(f.notes):  # grouped by text: "acceptance, TPOT: from finished requests only"
+        lines += textwrap.wrap(line, width=WIDTH, initial_indent="  * ", subsequent_indent="    ")
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -292,21 +276,20 @@ def run(args: argparse.Namespace) -> int:
             say("snapshot", f"{url}: no scheme given; using {endpoint.url}")
         endpoints.append(endpoint)
     if args.api_key_env is not None:
-        try:
+        try:  # an ApiKeyError is a ValueError: a key that cannot be a header value
             name = check_env_var_name(args.api_key_env)
+            if api_key_from_env(name) is None:
+                return fail("snapshot", f"--api-key-env: {name} is not set (or empty)")
         except ValueError as error:
-            return fail("snapshot", f"--api-key-env: {error}")
-        if not os.environ.get(name):
-            return fail("snapshot", f"--api-key-env: {name} is not set (or empty)")
-        try:
-            api_key_from_env(name)
-        except ApiKeyError as error:
             return fail("snapshot", f"--api-key-env: {error}")
         endpoints = [endpoint.model_copy(update={"api_key_env": name}) for endpoint in endpoints]
     # Each endpoint as spectop read it (http:// added, a trailing / or /v1 dropped), also in the JSON.
     shown_urls = [endpoint.metrics_url or endpoint.url for endpoint in endpoints]
     results = asyncio.run(_measure(endpoints, shown_urls, args.window, args.timeout))
-    _advise(results, endpoints)
+    kept = read_models()  # the what-if advice of each endpoint that was up, from the kept step-cost models
+    for result, endpoint in zip(results, endpoints, strict=True):
+        if result.up and result.figures is not None:
+            result.advice = advice_for(result.figures, endpoint.url, result.model, kept)
     if args.json:
         for result in results:
             print(render_json(result.as_json(), indent=None))

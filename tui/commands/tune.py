@@ -14,7 +14,7 @@ from typing import Any
 from tui.advice.calibrate import CALIBRATION_MAX_TOKENS, CALIBRATION_REQUESTS, fit_and_keep, plan_calibration
 from tui.bench.prompts import OptionError, parse_prompt_tokens
 from tui.cli_options import API_KEY_ENV, MODEL, Option, add_options, completes_files, option, option_values
-from tui.commands import say
+from tui.commands import EXIT_BAD_ARGUMENTS, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, say
 from tui.configs.errors import ConfigError
 from tui.safe_output import progress_line as redraw
 from tui.sanitize import safe_line, safe_text
@@ -22,9 +22,6 @@ from tui.tune.plan import TunePlanError, parse_int_list
 from tui.tune.result import export, render_text, save_tune
 from tui.tune.runner import TuneOptions, TuneRun, preflight, progress_line
 from tui.validators import normalize_http_url
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGUMENTS, EXIT_CANCELLED = 0, 1, 2, 130
-
 
 # The sweep's options; those named as TuneOptions fields go to it as they are.
 TUNE_OPTIONS: list[Option] = [
