@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import Spectop
 from tests.fleet.fake_prometheus import FakePrometheus
 from tests.tune.conftest import TuneSim, _private_history, spectop_process, tune_sim  # noqa: F401 (fixtures)
 from tests.tune.test_sweep import tune_args
@@ -27,7 +28,6 @@ from tests.untrusted import (
     hostile_log,
     hostile_page,
     sample_body,
-    spectop,
 )
 from tui.bench.burst_store import save_burst
 from tui.cli import main
@@ -62,8 +62,8 @@ def test_main_wraps_stdout_and_stderr_and_restores_them(capsys: pytest.CaptureFi
         assert isinstance(sys.stdout, SafeStream) and isinstance(sys.stderr, SafeStream)
 
 
-async def test_argparse_errors_echo_arguments_safely() -> None:
-    code, out, err = await spectop("config", f"x{HOSTILE}", "file.toml")
+def test_argparse_errors_echo_arguments_safely(run_spectop: Spectop) -> None:
+    code, out, err = run_spectop("config", f"x{HOSTILE}", "file.toml")
     assert code == 2 and "invalid choice" in err
     assert_no_raw_controls(out + err)
 
@@ -72,11 +72,11 @@ async def test_argparse_errors_echo_arguments_safely() -> None:
 
 
 @JSON_OR_TEXT
-async def test_snapshot_prints_no_control_sequence(json_output: bool) -> None:
+async def test_snapshot_prints_no_control_sequence(run_spectop: Spectop, json_output: bool) -> None:
     replies = [Reply(hostile_page("metrics_t0.txt")), Reply(hostile_page("metrics_t1.txt"))]
     async with ReplyServer(replies) as server:
-        code, out, err = await spectop(
-            "snapshot", server.url, "--window", "0.2", *(["--json"] if json_output else [])
+        code, out, err = await asyncio.to_thread(
+            run_spectop, "snapshot", server.url, "--window", "0.2", *(["--json"] if json_output else [])
         )
     assert code == 0, err
     assert_no_raw_controls(out)
@@ -86,24 +86,32 @@ async def test_snapshot_prints_no_control_sequence(json_output: bool) -> None:
         assert "evil" in out
 
 
-async def test_snapshot_notes_quoting_a_hostile_series() -> None:
+async def test_snapshot_notes_quoting_a_hostile_series(run_spectop: Spectop) -> None:
     # A page with the same series twice is inconsistent; its note names the series, labels and all.
     hostile = f'model_name="{HOSTILE}"'.encode()
     page = sample_body("vllm", "metrics_t1.txt").replace(b'model_name="mimo-7b"', hostile)
     first = sample_body("vllm", "metrics_t0.txt")
     async with ReplyServer([Reply(first), Reply(page + page)]) as server:
-        code, out, err = await spectop("snapshot", server.url, "--window", "0.2")
+        code, out, err = await asyncio.to_thread(run_spectop, "snapshot", server.url, "--window", "0.2")
     assert code == 1, err
     assert "inconsistent page" in out and "evil" in out
     assert_no_raw_controls(out + err)
 
 
 @JSON_OR_TEXT
-async def test_snapshot_of_a_fleet_prints_no_control_sequence(json_output: bool) -> None:
+async def test_snapshot_of_a_fleet_prints_no_control_sequence(
+    run_spectop: Spectop, json_output: bool
+) -> None:
     fleet = hostile_fleet(4)
     async with FakePrometheus(fleet.answer) as prometheus:
-        code, out, err = await spectop(
-            "snapshot", "--prometheus", prometheus.url, "--timeout", "5", *(["--json"] if json_output else [])
+        code, out, err = await asyncio.to_thread(
+            run_spectop,
+            "snapshot",
+            "--prometheus",
+            prometheus.url,
+            "--timeout",
+            "5",
+            *(["--json"] if json_output else []),
         )
     assert code == 1, err  # the fleet's last instance is down
     assert_no_raw_controls(out + err)
@@ -115,11 +123,13 @@ async def test_snapshot_of_a_fleet_prints_no_control_sequence(json_output: bool)
         assert "10.1.0.1evil" in out and "qwenevil" in out
 
 
-async def test_a_failing_prometheus_error_is_printed_without_control_sequences() -> None:
+async def test_a_failing_prometheus_error_is_printed_without_control_sequences(run_spectop: Spectop) -> None:
     fleet = hostile_fleet(4)
     fleet.failing = (422, {"status": "error", "errorType": f"bad{HOSTILE}", "error": f"no {HOSTILE}"}, 0.0)
     async with FakePrometheus(fleet.answer) as prometheus:
-        code, out, err = await spectop("snapshot", "--prometheus", prometheus.url, "--timeout", "5")
+        code, out, err = await asyncio.to_thread(
+            run_spectop, "snapshot", "--prometheus", prometheus.url, "--timeout", "5"
+        )
     assert code == 1
     assert "error (badevil" in err and "Traceback" not in err
     assert_no_raw_controls(out + err)
@@ -129,9 +139,9 @@ async def test_a_failing_prometheus_error_is_printed_without_control_sequences()
 
 
 @JSON_OR_TEXT
-async def test_logs_prints_no_control_sequence(tmp_path: Path, json_output: bool) -> None:
+def test_logs_prints_no_control_sequence(run_spectop: Spectop, tmp_path: Path, json_output: bool) -> None:
     log = hostile_log(tmp_path / "server.log")
-    code, out, err = await spectop("logs", str(log), *(["--json"] if json_output else []))
+    code, out, err = run_spectop("logs", str(log), *(["--json"] if json_output else []))
     assert code == 0, err
     assert_no_raw_controls(out)
     if json_output:
@@ -160,13 +170,15 @@ async def test_logs_follow_waiting_for_a_hostile_file_name(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     "record", [{"kind": HOSTILE}, {"kind": "reading", "time": HOSTILE}], ids=["tag", "value"]
 )
-async def test_not_a_recording_is_said_without_control_sequences(tmp_path: Path, record: dict) -> None:
+def test_not_a_recording_is_said_without_control_sequences(
+    run_spectop: Spectop, tmp_path: Path, record: dict
+) -> None:
     """The reason may quote the file (a JSON tag, a field name)."""
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")  # valid JSON: ESC spelled \u001b
     with pytest.raises(RecordingError):
         parse_record(path.read_text(encoding="utf-8"), path, 1)
-    code, out, err = await spectop("replay", str(path))
+    code, out, err = run_spectop("replay", str(path))
     assert code == 2 and "not a spectop recording" in err and "Traceback" not in err
     assert_no_raw_controls(out + err)
 
@@ -179,9 +191,9 @@ async def test_not_a_recording_is_said_without_control_sequences(tmp_path: Path,
     [["show"], ["get", "model.name"], ["lint"], ["lint", "--json"], ["launch"]],
     ids=lambda action: "-".join(action),
 )  # fmt: skip
-async def test_config_prints_no_control_sequence(tmp_path: Path, action: list[str]) -> None:
+def test_config_prints_no_control_sequence(run_spectop: Spectop, tmp_path: Path, action: list[str]) -> None:
     config = hostile_config(tmp_path / "config.toml")
-    code, out, err = await spectop("config", action[0], str(config), *action[1:])
+    code, out, err = run_spectop("config", action[0], str(config), *action[1:])
     assert code in (0, 1), err
     assert_no_raw_controls(out + err)
     assert "evil" in out or "\\u001b" in out
@@ -225,34 +237,34 @@ def test_the_applied_diff_is_printed_without_raw_controls(tune_sim: TuneSim, tmp
 # --- spectop bench: kept burst files ----------------------------------------------------------------------
 
 
-async def test_bench_compare_prints_no_control_sequence(tmp_path: Path) -> None:
+def test_bench_compare_prints_no_control_sequence(run_spectop: Spectop, tmp_path: Path) -> None:
     before, after = tmp_path / "before.json", tmp_path / "after.json"
     before.write_text(hostile_burst().model_dump_json())
     after.write_text(hostile_burst(replies=("Bx",)).model_dump_json())
-    code, out, err = await spectop("bench", "--compare", str(before), str(after))
+    code, out, err = run_spectop("bench", "--compare", str(before), str(after))
     assert code == 0, err
     assert "first divergence in p0evil" in out
     assert_no_raw_controls(out + err)
 
 
-async def test_bench_compare_error_prints_no_control_sequence(tmp_path: Path) -> None:
+def test_bench_compare_error_prints_no_control_sequence(run_spectop: Spectop, tmp_path: Path) -> None:
     before, after = tmp_path / "before.json", tmp_path / "after.json"
     before.write_text(hostile_burst(f"one{HOSTILE}").model_dump_json())
     after.write_text(hostile_burst("two").model_dump_json())
-    code, out, err = await spectop("bench", "--compare", str(before), str(after))
+    code, out, err = run_spectop("bench", "--compare", str(before), str(after))
     assert code != 0 and "different prompt sets (oneevil" in err
     assert_no_raw_controls(out + err)
 
 
-async def test_bench_history_command_with_a_hostile_endpoint_url(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_bench_history_command_with_a_hostile_endpoint_url(
+    run_spectop: Spectop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))  # the burst history, the test's own
     burst = hostile_burst()
     for arm in burst.arms:
         arm.url = f"http://e{HOSTILE}x:8000/v1"
     save_burst(burst)
-    code, out, err = await spectop("bench", "--history")
+    code, out, err = run_spectop("bench", "--history")
     assert code == 0, err
     assert "eevil" in out
     assert_no_raw_controls(out + err)
