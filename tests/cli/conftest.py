@@ -1,12 +1,11 @@
-"""Shared helpers of the command-line tests: spectop run as a user runs it, and a config to change."""
+"""Shared helpers of the command-line tests: spectop run in this process, and a config to change."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import os
+import io
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -17,23 +16,14 @@ import pytest
 from tui.cli import main
 from tui.paths import sample_configs_dir
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def spectop(*args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m tui ARGS` in a subprocess, from the repository, whatever the test's directory."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=60
-    )
-
 
 @functools.cache
 def completion_script(shell: str) -> str:
-    """`spectop --completion SHELL`, run once per shell for every test that reads the script."""
-    shown = spectop("--completion", shell)
-    assert shown.returncode == 0, shown.stderr
-    return shown.stdout
+    """`spectop --completion SHELL` (in this process), made once per shell for every test that reads it."""
+    with contextlib.redirect_stdout(io.StringIO()) as out, pytest.raises(SystemExit) as exit_:
+        main(["--completion", shell])
+    assert exit_.value.code == 0
+    return out.getvalue()
 
 
 class Shown(NamedTuple):

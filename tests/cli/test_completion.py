@@ -1,4 +1,4 @@
-"""`spectop --completion SHELL` and `spectop --version`, run as a user would (a subprocess)."""
+"""`spectop --completion SHELL` and `--version`; bash completes with the script as a user's shell would."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import Spectop, completion_script, spectop
+from tests.cli.conftest import Spectop, completion_script
 from tui.cli import COMMAND_MODULES
 
 
-def test_version_is_the_installed_packages() -> None:
-    result = spectop("--version")
+def test_version_is_the_installed_packages(run_spectop: Spectop) -> None:
+    result = run_spectop("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"spectop {version('spectop')}"
 
