@@ -147,24 +147,19 @@ async def _measure(
             known[url] = scrape.backend
         return scrape
 
-    async def scrape_all(client: httpx.AsyncClient, indexes: list[int]) -> dict[int, Scrape]:
-        scrapes = await asyncio.gather(*(scrape_one(client, endpoints[i]) for i in indexes))
-        return dict(zip(indexes, scrapes, strict=True))
-
     async with httpx.AsyncClient(follow_redirects=True) as client:
-        first = await scrape_all(client, list(range(len(endpoints))))
-        alive = [i for i, scrape in first.items() if scrape.up]
-        for i, scrape in first.items():
-            if not scrape.up:
-                results[i].error = scrape.error
+        first = await asyncio.gather(*(scrape_one(client, endpoint) for endpoint in endpoints))
+        alive = [i for i, scrape in enumerate(first) if scrape.up]
+        for result, scrape in zip(results, first, strict=True):
+            result.error = None if scrape.up else scrape.error
         if not alive:
             return results
         # Every endpoint's Δt is at least --window (and close to it).
         last_arrival = max(first[i].monotonic for i in alive)
         await asyncio.sleep(max(0.0, last_arrival + window_s - time.monotonic()))
-        last = await scrape_all(client, alive)
-        for i in alive:
-            result, start, end = results[i], first[i], last[i]
+        last = await asyncio.gather(*(scrape_one(client, endpoints[i]) for i in alive))
+        for i, end in zip(alive, last, strict=True):
+            result, start = results[i], first[i]
             if not end.up:
                 result.error = end.error
                 continue
