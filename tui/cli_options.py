@@ -45,20 +45,22 @@ MODEL = option("--model", "default: the first model from /v1/models", metavar="N
 API_KEY_ENV = option("--api-key-env", "environment variable that holds the API key", metavar="NAME")
 
 
-def add_fleet_arguments(parser: argparse.ArgumentParser, *, group_by: bool = True) -> None:
-    parser.add_argument(
-        "--prometheus",
-        metavar="URL",
-        help="fleet mode: read this Prometheus server instead of scraping endpoints",
-    )
-    parser.add_argument(
+FLEET_OPTIONS = [
+    option(
+        "--prometheus", "fleet mode: read this Prometheus server instead of scraping endpoints", metavar="URL"
+    ),
+    option(
         "--match",
+        "with --prometheus: label matchers selecting the instances, e.g. '{job=\"vllm\"}'",
         metavar="SELECTOR",
-        help="with --prometheus: label matchers selecting the instances, e.g. '{job=\"vllm\"}'",
-    )
-    if group_by:
-        parser.add_argument(
-            "--group-by",
-            metavar="LABEL",
-            help="with --prometheus: label grouping the instances (default job; 'model' = model name)",
-        )
+    ),
+    option(
+        "--group-by",
+        "with --prometheus: label grouping the instances (default job; 'model' = model name)",
+        metavar="LABEL",
+    ),
+]
+
+
+def add_fleet_arguments(parser: argparse.ArgumentParser, *, group_by: bool = True) -> None:
+    add_options(parser, FLEET_OPTIONS if group_by else FLEET_OPTIONS[:2])

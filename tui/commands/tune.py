@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.advice.calibrate import CALIBRATION_MAX_TOKENS, CALIBRATION_REQUESTS, fit_and_keep, plan_calibration
-from tui.bench.prompts import OptionError, parse_prompt_tokens
+from tui.bench.prompts import parse_prompt_tokens
 from tui.cli_options import API_KEY_ENV, MODEL, Option, add_options, completes_files, option, option_values
 from tui.commands import EXIT_BAD_ARGUMENTS, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, say
 from tui.configs.errors import ConfigError
@@ -177,11 +177,13 @@ def _options(args: argparse.Namespace) -> Any:
         raise TunePlanError("--restart-command: empty")
     if args.grid and (args.key or args.values):
         raise TunePlanError("--grid sweeps steps × topk × draft tokens: leave out --key and --values")
+    requests = 32 if args.requests is None else args.requests
+    max_tokens = 128 if args.max_tokens is None else args.max_tokens
     for name, number in (
-        ("--requests", 32 if args.requests is None else args.requests),
+        ("--requests", requests),
         ("--rounds", args.rounds),
         ("--max-rounds", args.max_rounds),
-        ("--max-tokens", 128 if args.max_tokens is None else args.max_tokens),
+        ("--max-tokens", max_tokens),
     ):
         if number < 1:
             raise TunePlanError(f"{name}: must be at least 1, got {number}")
@@ -189,11 +191,8 @@ def _options(args: argparse.Namespace) -> Any:
         endpoint = normalize_http_url(args.endpoint)
         metrics = normalize_http_url(args.metrics_url) if args.metrics_url else None
         health = normalize_http_url(args.health_url) if args.health_url else None
-    except ValueError as error:
-        raise TunePlanError(str(error)) from None
-    try:
         lengths = parse_prompt_tokens(args.prompt_tokens) if args.prompt_tokens is not None else None
-    except OptionError as error:
+    except ValueError as error:  # OptionError is one
         raise TunePlanError(str(error)) from None
     passed = {field.name for field in fields(TuneOptions)}
     given = {field: value for field, value in option_values(args, TUNE_OPTIONS).items() if field in passed}
@@ -206,8 +205,8 @@ def _options(args: argparse.Namespace) -> Any:
             "grid": tuple(args.grid) if args.grid else None,
             "values": parse_int_list(args.values or "0,1,2,3,4", "--values", minimum=0),
             "concurrencies": parse_int_list(args.concurrency or "1,8,32", "--concurrency", minimum=1),
-            "requests": 32 if args.requests is None else args.requests,
-            "max_tokens": 128 if args.max_tokens is None else args.max_tokens,
+            "requests": requests,
+            "max_tokens": max_tokens,
             "warmup": max(0, args.warmup),
             "metrics_url": metrics,
             "health_url": health,
