@@ -21,11 +21,25 @@ from tui.tune.plan import TunePlanError, check_values, default_key
 from tui.validators import normalize_http_url
 
 
-def test_a_mistyped_option_shows_its_commands_usage_and_the_option_meant(run_spectop: Spectop) -> None:
-    shown = run_spectop("snapshot", "--windw", "3")
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["snapshot", "--windw", "3"], "--windw (did you mean --window?)"),
+        (
+            ["config", "set", "config.toml", "model.max_model_len", "4096", "--dryrun"],
+            "--dryrun (did you mean --dry-run?)",
+        ),
+    ],
+)
+def test_a_mistyped_option_shows_its_commands_usage_and_the_option_meant(
+    run_spectop: Spectop, argv: list[str], meant: str
+) -> None:
+    """Said by the innermost command: `spectop config set`, not `spectop config` or `spectop`."""
+    shown = run_spectop(*argv)
+    command = " ".join(argv[: 2 if argv[0] == "config" else 1])
     assert shown.returncode == 2
-    assert shown.stderr.startswith("usage: spectop snapshot ")
-    assert "spectop snapshot: error: unrecognized arguments: --windw (did you mean --window?)" in shown.stderr
+    assert shown.stderr.startswith(f"usage: spectop {command} ")
+    assert f"spectop {command}: error: unrecognized arguments: {meant}" in shown.stderr
 
 
 def test_an_error_in_the_dashboards_options_shows_the_whole_usage(run_spectop: Spectop) -> None:
@@ -34,13 +48,6 @@ def test_an_error_in_the_dashboards_options_shows_the_whole_usage(run_spectop: S
     assert shown.stderr.startswith("usage: spectop ")
     assert "COMMAND ..." in shown.stderr
     assert "spectop: error: argument --endpoint: expected one argument" in shown.stderr
-
-
-def test_a_mistyped_option_of_a_config_action_names_that_action(run_spectop: Spectop, config: Path) -> None:
-    shown = run_spectop("config", "set", str(config), "model.max_model_len", "4096", "--dryrun")
-    assert shown.returncode == 2
-    assert shown.stderr.startswith("usage: spectop config set ")
-    assert "unrecognized arguments: --dryrun (did you mean --dry-run?)" in shown.stderr
 
 
 def test_a_dry_run_says_nothing_was_written(run_spectop: Spectop, config: Path) -> None:
