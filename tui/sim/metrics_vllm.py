@@ -278,12 +278,8 @@ class VllmRecorder(MetricsRecorder):
 
     def step_done(self, report: StepReport) -> None:
         counters = self.counters
-        generated = 0
-        drafts = drafted = accepted = 0
-        per_pos = [0] * len(self.per_pos)
         for record in report.records:
             request = record.request
-            generated += record.emitted
             if record.first:
                 counters["prompt_tokens"].inc(request.prompt_tokens)
                 counters["prompt_tokens_by_source/local_compute"].inc(request.computed_prompt_tokens)
@@ -291,15 +287,11 @@ class VllmRecorder(MetricsRecorder):
                 counters["prompt_tokens_cached"].inc(request.cached_tokens)
                 ttft = max(0.0, (request.first_token_at or report.end) - request.arrival)
                 self.histograms["ttft"].observe(ttft)
-                continue
-            self.histograms["itl"].observe(record.gap_s)
-            if record.drafted:
-                drafts += 1
-                drafted += record.drafted
-                accepted += record.accepted
-                for position in range(min(record.accepted, len(per_pos))):
-                    per_pos[position] += 1
+            else:
+                self.histograms["itl"].observe(record.gap_s)
+        generated = sum(record.emitted for record in report.records)
         counters["generation_tokens"].inc(generated)
+        drafts, drafted, accepted, per_pos = report.drafts(len(self.per_pos))
         if drafts:
             counters["spec_decode_num_drafts"].inc(drafts)
             counters["spec_decode_num_draft_tokens"].inc(drafted)
