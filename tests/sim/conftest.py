@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
+import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -124,6 +127,51 @@ async def scrape(base_url: str) -> dict[str, list[tuple[dict[str, str], float]]]
         response = await client.get(base_url + "/metrics")
     response.raise_for_status()
     return samples(response.text)
+
+
+async def until(done: Callable[[], Any], what: str) -> Any:
+    """Call (and await) `done` every 0.02 s until it gives something truthy, which is returned; the 60 s are
+    a hang guard, not a speed target."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while not (result := (await got) if inspect.isawaitable(got := done()) else got):
+        assert asyncio.get_running_loop().time() < deadline, what
+        await asyncio.sleep(0.02)
+    return result
+
+
+async def scrape_until(
+    base_url: str, done: Callable[[dict[str, list[tuple[dict[str, str], float]]]], bool]
+) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Scrape until the page is `done`; that page."""
+
+    async def page_if_done() -> dict[str, list[tuple[dict[str, str], float]]] | None:
+        page = await scrape(base_url)
+        return page if done(page) else None
+
+    return await until(page_if_done, f"{base_url}/metrics never got there")
+
+
+def events(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a server-sent event stream (without `[DONE]`)."""
+    return [
+        json.loads(line[5:])
+        for line in text.splitlines()
+        if line.startswith("data:") and line[5:].strip() != "[DONE]"
+    ]
+
+
+async def post_all(base_url: str, path: str, bodies: Sequence[dict[str, Any]]) -> list[Any]:
+    """POST every body, 8 at a time; each answer's JSON, or its events when the body asks for a stream."""
+    gate = asyncio.Semaphore(8)
+    async with httpx.AsyncClient(base_url=base_url, timeout=30.0) as client:
+
+        async def one(body: dict[str, Any]) -> Any:
+            async with gate:
+                response = await client.post(path, json=body)
+            response.raise_for_status()
+            return events(response.text) if body.get("stream") else response.json()
+
+        return list(await asyncio.gather(*(one(body) for body in bodies)))
 
 
 _OPEN_CLIENTS: list[AsyncOpenAI] = []

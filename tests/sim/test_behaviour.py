@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.sim.conftest import client_for, scrape, speedup, value, write_vllm_config
+from tests.sim.conftest import client_for, scrape, scrape_until, speedup, value, write_vllm_config
 from tui.bench.prompts import load_prompt_set
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
@@ -80,13 +80,12 @@ async def test_requests_beyond_max_num_seqs_wait(tmp_path: Path) -> None:
             )
             for i in range(6)
         ]
-        deadline = asyncio.get_running_loop().time() + 60  # a hang guard (2 s was not on a busy machine)
-        while True:  # until all six have arrived
-            page = await scrape(sim.base_url)
-            if value(page, "vllm:num_requests_running") + value(page, "vllm:num_requests_waiting") == 6:
-                break
-            assert asyncio.get_running_loop().time() < deadline, "the six requests never all arrived"
-            await asyncio.sleep(0.02)
+        page = await scrape_until(  # until all six have arrived
+            sim.base_url,
+            lambda page: (
+                value(page, "vllm:num_requests_running") + value(page, "vllm:num_requests_waiting") == 6
+            ),
+        )
         assert value(page, "vllm:num_requests_running") == 2
         assert value(page, "vllm:num_requests_waiting") == 4
         sim.control(speed=50.0)  # the queue seen: the rest at once

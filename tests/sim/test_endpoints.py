@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from tests.sim.conftest import client_for
+from tests.sim.conftest import client_for, until
 from tui.sim.server import SimServer
 
 
@@ -31,13 +32,12 @@ async def test_llamacpp_slots_show_drafting_and_sglang_server_info() -> None:
                 model=sim.model, prompt="x", max_tokens=400, extra_body={"ignore_eos": True}
             )
         )
-        deadline = asyncio.get_running_loop().time() + 60  # a hang guard, not a speed target
-        while True:  # until the request is in a slot
+
+        async def busy_slots() -> list[dict[str, Any]] | None:
             slots = (await client.get("/slots")).json()
-            if any(slot["is_processing"] for slot in slots) or job.done():
-                break
-            assert asyncio.get_running_loop().time() < deadline, slots
-            await asyncio.sleep(0.02)
+            return slots if any(slot["is_processing"] for slot in slots) or job.done() else None
+
+        slots = await until(busy_slots, "the request never went into a slot")
         assert slots[0]["speculative"] is True
         assert sum(slot["is_processing"] for slot in slots) == 1
         assert (await client.get("/props")).json()["default_generation_settings"]["params"][

@@ -2,41 +2,34 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
-from openai import AsyncOpenAI
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.sim.conftest import client_for, scrape, value, write_vllm_config
+from tests.sim.conftest import client_for, scrape, scrape_until, value, write_vllm_config
 from tui.sim.config import SimConfigError, SimStartupError, load_sim_config
 from tui.sim.faults import FaultSettings
 from tui.sim.server import SimServer
 
 
-def _client(sim: SimServer, key: str = "unused") -> AsyncOpenAI:
-    return client_for(sim.base_url, key)
-
-
 async def test_error_rate_answers_500_in_openai_shape() -> None:
     async with SimServer(faults=FaultSettings(error_rate=1.0)) as sim:
         with pytest.raises(openai.InternalServerError) as caught:
-            await _client(sim).completions.create(model=sim.model, prompt="x", max_tokens=5)
+            await client_for(sim.base_url).completions.create(model=sim.model, prompt="x", max_tokens=5)
         body = caught.value.body
         assert isinstance(body, dict) and body["code"] == 500 and body["type"] == "InternalServerError"
         sim.control(error_rate=0.0)
-        result = await _client(sim).completions.create(model=sim.model, prompt="x", max_tokens=5)
+        result = await client_for(sim.base_url).completions.create(model=sim.model, prompt="x", max_tokens=5)
         assert result.usage is not None and result.usage.completion_tokens == 5
 
 
 async def test_disconnect_mid_stream_and_request_is_aborted() -> None:
     async with SimServer(faults=FaultSettings(disconnect_rate=1.0)) as sim:
-        stream = await _client(sim).chat.completions.create(
+        stream = await client_for(sim.base_url).chat.completions.create(
             model=sim.model,
             messages=[{"role": "user", "content": "hi"}],
             max_tokens=200,
@@ -49,8 +42,9 @@ async def test_disconnect_mid_stream_and_request_is_aborted() -> None:
             async for _chunk in stream:
                 received += 1
         assert 0 < received < 200
-        await asyncio.sleep(0.1)
-        page = await scrape(sim.base_url)
+        page = await scrape_until(
+            sim.base_url, lambda page: value(page, "vllm:request_success_total", finished_reason="abort") > 0
+        )
         assert value(page, "vllm:request_success_total", finished_reason="abort") == 1
         assert value(page, "vllm:num_requests_running") == 0
 
@@ -58,7 +52,9 @@ async def test_disconnect_mid_stream_and_request_is_aborted() -> None:
 async def test_slow_first_token_and_stalls_delay_tokens() -> None:
     async with SimServer(faults=FaultSettings(slow_first_token_s=0.4)) as sim:
         started = time.monotonic()
-        stream = await _client(sim).completions.create(model=sim.model, prompt="x", max_tokens=4, stream=True)
+        stream = await client_for(sim.base_url).completions.create(
+            model=sim.model, prompt="x", max_tokens=4, stream=True
+        )
         async for _chunk in stream:
             break
         assert time.monotonic() - started >= 0.4
@@ -66,7 +62,7 @@ async def test_slow_first_token_and_stalls_delay_tokens() -> None:
         assert value(page, "vllm:time_to_first_token_seconds_sum") >= 0.4
     async with SimServer(faults=FaultSettings(stall_every_s=0.05, stall_s=0.3)) as sim:
         started = time.monotonic()
-        await _client(sim).completions.create(
+        await client_for(sim.base_url).completions.create(
             model=sim.model, prompt="x", max_tokens=100, extra_body={"ignore_eos": True}
         )
         assert time.monotonic() - started >= 0.3
@@ -74,7 +70,7 @@ async def test_slow_first_token_and_stalls_delay_tokens() -> None:
 
 async def test_garbage_metrics_and_counter_reset() -> None:
     async with SimServer() as sim:
-        await _client(sim).completions.create(model=sim.model, prompt="x", max_tokens=10)
+        await client_for(sim.base_url).completions.create(model=sim.model, prompt="x", max_tokens=10)
         before = value(await scrape(sim.base_url), "vllm:generation_tokens_total")
         assert before == 10
         sim.control(reset_counters=True)
@@ -94,9 +90,13 @@ async def test_malformed_body_unknown_model_and_bad_key() -> None:
         missing = await client.post("/v1/chat/completions", json={"model": sim.model}, headers=auth)
         assert missing.status_code == 400 and missing.json()["error"]["param"] == "messages"
         with pytest.raises(openai.NotFoundError):
-            await _client(sim, "sekrit").completions.create(model="no-such-model", prompt="x", max_tokens=2)
+            await client_for(sim.base_url, "sekrit").completions.create(
+                model="no-such-model", prompt="x", max_tokens=2
+            )
         with pytest.raises(openai.AuthenticationError):
-            await _client(sim, "wrong").completions.create(model=sim.model, prompt="x", max_tokens=2)
+            await client_for(sim.base_url, "wrong").completions.create(
+                model=sim.model, prompt="x", max_tokens=2
+            )
         assert (await client.get("/health")).status_code == 200  # health and metrics stay open
         assert (await client.get("/version")).json() == {"version": "0.28.0"}
 
@@ -156,17 +156,7 @@ async def test_periodic_counter_reset(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(sglang_metrics, "IDLE_REPUBLISH_S", 0.4)
         # Idle: SGLang re-publishes gen_throughput as 0, spec gauges stay. Waited for, not slept: on a
         # loaded machine the republish timer runs late.
-        page = await _scrape_until(sim.base_url, lambda page: value(page, "sglang:gen_throughput") == 0)
+        page = await scrape_until(sim.base_url, lambda page: value(page, "sglang:gen_throughput") == 0)
         assert value(page, "sglang:spec_accept_length") > 1
         sim.control(counter_reset_every_s=0.5)
-        await _scrape_until(sim.base_url, lambda page: value(page, "sglang:generation_tokens_total") == 0)
-
-
-async def _scrape_until(base_url: str, done: Callable[[str], bool], scrapes: int = 600) -> str:
-    """Scrape until `done`: a hang guard of `scrapes` tries 0.1 s apart (longer on a loaded machine)."""
-    for _ in range(scrapes):
-        page = await scrape(base_url)
-        if done(page):
-            return page
-        await asyncio.sleep(0.1)
-    raise AssertionError(page[-2000:])
+        await scrape_until(sim.base_url, lambda page: value(page, "sglang:generation_tokens_total") == 0)

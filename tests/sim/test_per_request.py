@@ -8,19 +8,16 @@ length and `detailed` arrays follow each step's own draft; SGLang's proposed dra
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import json
 import math
 import random
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.sim.conftest import scrape, value, write_vllm_config
+from tests.sim.conftest import post_all, scrape, value, write_vllm_config
 from tui.bench.server_figures import figures_from_body
 from tui.cli import main
 from tui.sim import server as sim_server
@@ -32,38 +29,20 @@ ACCEPTANCE = [0.8, 0.6, 0.5]
 ALL_FIGURES = ResponseOptions(spec_metrics="summary", timing_metrics=True, prompt_tokens_details=True)
 
 
-def _events(text: str) -> list[dict[str, Any]]:
-    events = []
-    for line in text.splitlines():
-        if line.startswith("data:") and line[5:].strip() != "[DONE]":
-            events.append(json.loads(line[5:]))
-    return events
-
-
-async def _chat(client: httpx.AsyncClient, base_url: str, index: int, stream: bool = True) -> list[dict]:
-    body: dict[str, Any] = {
-        "messages": [{"role": "user", "content": f"Request {index}: explain prefix caches in detail."}],
-        "max_tokens": 120,
-        "temperature": 0,
-        "ignore_eos": True,
-        "stream": stream,
-    }
-    if stream:
-        body["stream_options"] = {"include_usage": True}
-    response = await client.post(base_url + "/v1/chat/completions", json=body)
-    response.raise_for_status()
-    return _events(response.text) if stream else [response.json()]
-
-
-async def _burst(base_url: str, requests: int, stream: bool = True) -> list[list[dict]]:
-    async with httpx.AsyncClient(timeout=30.0) as client:
-        gate = asyncio.Semaphore(8)
-
-        async def one(index: int) -> list[dict]:
-            async with gate:
-                return await _chat(client, base_url, index, stream)
-
-        return list(await asyncio.gather(*(one(index) for index in range(requests))))
+async def _burst(base_url: str, requests: int, stream: bool = True) -> list[Any]:
+    """Greedy chat requests of 120 tokens: each one's events (with usage), or its body when not streamed."""
+    bodies = [
+        {
+            "messages": [{"role": "user", "content": f"Request {index}: explain prefix caches in detail."}],
+            "max_tokens": 120,
+            "temperature": 0,
+            "ignore_eos": True,
+            "stream": stream,
+            **({"stream_options": {"include_usage": True}} if stream else {}),
+        }
+        for index in range(requests)
+    ]
+    return await post_all(base_url, "/v1/chat/completions", bodies)
 
 
 def _config(tmp_path: Path) -> Path:
@@ -122,7 +101,7 @@ async def test_vllm_metrics_are_off_by_default_and_in_the_body_when_not_streamin
     detailed = ResponseOptions(spec_metrics="detailed")
     async with SimServer(flavor="vllm", config_path=_config(tmp_path), responses=detailed) as sim:
         bodies = await _burst(sim.base_url, 3, stream=False)
-    for (body,) in bodies:
+    for body in bodies:
         spec = body["metrics"]["speculative_decoding"]
         assert "time_to_first_token_ms" not in body["metrics"]  # timing needs its own flag
         assert len(spec["per_step_accepted"]) == spec["num_spec_steps"]
@@ -148,24 +127,21 @@ async def test_llamacpp_timings_sum_to_the_counters(tmp_path: Path) -> None:
         assert events[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] == t["cache_n"]
 
 
-async def _generate(client: httpx.AsyncClient, base_url: str, index: int, stream: bool) -> list[dict]:
-    body = {
+def _generate(index: int, stream: bool) -> dict[str, Any]:
+    return {
         "text": f"Request {index}: explain prefix caches in detail.",
         "sampling_params": {"max_new_tokens": 100, "temperature": 0, "ignore_eos": True},
         "stream": stream,
         "return_spec_tokens_details": True,
     }
-    response = await client.post(base_url + "/generate", json=body)
-    response.raise_for_status()
-    return _events(response.text) if stream else [response.json()]
 
 
 async def test_sglang_native_generate_streams_meta_info_that_sums_to_the_counters(tmp_path: Path) -> None:
     async with SimServer(flavor="sglang", config_path=_config(tmp_path), acceptance=ACCEPTANCE) as sim:
         before = await scrape(sim.base_url)
-        async with httpx.AsyncClient(timeout=30.0) as client:
-            streams = await asyncio.gather(*(_generate(client, sim.base_url, i, True) for i in range(12)))
-            (body,) = await _generate(client, sim.base_url, 99, False)
+        *streams, body = await post_all(
+            sim.base_url, "/generate", [*(_generate(i, True) for i in range(12)), _generate(99, False)]
+        )
         after = await scrape(sim.base_url)
     verify = 0
     for events in streams:

@@ -17,30 +17,20 @@ from tui.sim.config import SimStartupError
 from tui.sim.server import SimServer
 
 
-def _wait_health(url: str, expect: int, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
+def _wait(url: str, up: bool) -> None:
+    """Until /health answers 200 (`up`) or refuses connections; the 30 s are a hang guard."""
+    deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline:
         try:
-            if httpx.get(url + "/health", timeout=1.0).status_code == expect:
+            if httpx.get(url + "/health", timeout=1.0).status_code == 200 and up:
+                return
+        except httpx.ConnectError:
+            if not up:
                 return
         except httpx.HTTPError:
             pass
-        time.sleep(0.05)
-    pytest.fail(f"{url}/health never answered {expect}")
-
-
-def _wait_down(url: str, timeout: float = 30.0) -> None:
-    """Until /health refuses connections (the sim is down); the timeout is a hang guard."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url + "/health", timeout=1.0)
-        except httpx.ConnectError:
-            return
-        except httpx.HTTPError:
-            pass
         time.sleep(0.02)
-    pytest.fail(f"{url} never went down")
+    pytest.fail(f"{url} never went {'up' if up else 'down'}")
 
 
 def test_sigterm_stops_the_sim_cleanly_under_load(tmp_path: Path) -> None:
@@ -67,8 +57,8 @@ def test_sighup_restart_rereads_config_and_oom_exits(tmp_path: Path) -> None:
         assert "vllm:spec_decode_num_drafts_total" in page
         write_vllm_config(config, enabled=False)  # the user turns speculation off, then restarts
         process.send_signal(signal.SIGHUP)
-        _wait_down(url)  # it goes down, then comes back
-        _wait_health(url, 200)
+        _wait(url, up=False)  # it goes down, then comes back
+        _wait(url, up=True)
         page = httpx.get(url + "/metrics", timeout=5.0).text
         assert "vllm:spec_decode_num_drafts_total" not in page  # new settings applied
         assert 'vllm:generation_tokens_total{engine="0",model_name="deepseek-ai/DeepSeek-V3"} 0.0' in page

@@ -5,7 +5,6 @@ and the per-request figures show it; native /generate gives the drafts counts an
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.sim.conftest import scrape, value, write_vllm_config
+from tests.sim.conftest import post_all, scrape, value, write_vllm_config
 from tui.bench.server_figures import figures_from_body
 from tui.sim.adaptive import AdaptiveSteps
 from tui.sim.config import SimConfigError, load_sim_config
@@ -82,18 +81,15 @@ def test_adaptive_settings_read_from_the_sglang_file(tmp_path: Path) -> None:
 
 
 async def _generate(base_url: str, requests: int, details: bool) -> list[dict[str, Any]]:
-    async def one(client: httpx.AsyncClient, index: int) -> dict[str, Any]:
-        body = {
+    bodies = [
+        {
             "text": f"Request {index}: explain adaptive drafting.",
             "sampling_params": {"max_new_tokens": 160, "temperature": 0, "ignore_eos": True},
             "return_spec_tokens_details": details,
         }
-        response = await client.post(base_url + "/generate", json=body)
-        response.raise_for_status()
-        return response.json()["meta_info"]
-
-    async with httpx.AsyncClient(timeout=30.0) as client:
-        return list(await asyncio.gather(*(one(client, index) for index in range(requests))))
+        for index in range(requests)
+    ]
+    return [answer["meta_info"] for answer in await post_all(base_url, "/generate", bodies)]
 
 
 @pytest.mark.parametrize(("acceptance", "tier"), [(0.97, 7), (0.05, 1)])
@@ -139,17 +135,17 @@ def _config(tmp_path: Path, table: str = TABLE) -> Path:
 
 
 async def _specs(base_url: str, requests: int) -> list[dict[str, Any]]:
-    async def one(client: httpx.AsyncClient, index: int) -> dict[str, Any]:
-        body = {
+    bodies = [
+        {
             "messages": [{"role": "user", "content": f"Request {index}: explain prefix caches."}],
-            "max_tokens": 60, "temperature": 0, "ignore_eos": True,
-        }  # fmt: skip
-        response = await client.post(base_url + "/v1/chat/completions", json=body)
-        response.raise_for_status()
-        return response.json()["metrics"]["speculative_decoding"]
-
-    async with httpx.AsyncClient(timeout=30.0) as client:
-        return list(await asyncio.gather(*(one(client, index) for index in range(requests))))
+            "max_tokens": 60,
+            "temperature": 0,
+            "ignore_eos": True,
+        }
+        for index in range(requests)
+    ]
+    answers = await post_all(base_url, "/v1/chat/completions", bodies)
+    return [answer["metrics"]["speculative_decoding"] for answer in answers]
 
 
 async def test_each_step_drafts_the_k_of_its_batch_size(tmp_path: Path) -> None:

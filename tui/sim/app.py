@@ -26,9 +26,8 @@ from tui.sim.faults import GARBAGE_METRICS, FaultSettings
 from tui.sim.gpu_page import CONTENT_TYPE as GPU_CONTENT_TYPE
 from tui.sim.gpu_page import GPU_METRICS_PATH, SimGpus
 from tui.sim.logs import VERSIONS, LogWriter
-from tui.sim.openai_shapes import ChatBody, ChunkMaker, CompletionBody, error_body
-from tui.sim.per_request import GenerateBody, ResponseOptions, StepLog, decorate, sglang_meta_info
-from tui.sim.tokens import count_tokens
+from tui.sim.openai_shapes import BODIES, ChunkMaker, GenerateBody, error_body
+from tui.sim.per_request import ResponseOptions, StepLog, decorate, sglang_meta_info
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 DISCONNECT_AFTER_CHUNKS = 3
@@ -234,52 +233,60 @@ async def control(context: AppContext, request: Request) -> Response:
 
 
 async def generate(context: AppContext, request: Request, kind: str) -> Response:
-    """`POST /v1/completions` (kind "completion") and `/v1/chat/completions` (kind "chat")."""
+    """`POST /v1/completions` (kind "completion"), `/v1/chat/completions` ("chat") and SGLang's native
+    `/generate` ("generate": cumulative text per streamed chunk, `meta_info` on every chunk)."""
     data = await _generation_body(context, request)
     if isinstance(data, JSONResponse):
         return data
-    body: ChatBody | CompletionBody
-    prompt_tokens: int | None  # None: the engine counts the prompt text
     try:
-        if kind == "chat":
-            body = chat_body = ChatBody.model_validate(data)
-            prompt_text = chat_body.content_text()
-            prompt_tokens = count_tokens(chat_body.prompt_text())
-            limit = chat_body.token_limit()
-        else:
-            body = completion_body = CompletionBody.model_validate(data)
-            prompt_text, prompt_tokens = completion_body.prompt_text()
-            limit = completion_body.max_tokens
+        body = BODIES[kind].model_validate(data)
+        prompt_text, prompt_tokens, limit = body.request()  # prompt_tokens None: the engine counts the text
     except ValidationError as error:
         first = error.errors()[0]
         param = ".".join(str(part) for part in first["loc"])
-        return _error(400, f"{param}: {first['msg']}", param)
+        return _error(400, f"{param}: {first['msg']}", None if kind == "generate" else param)
     except ValueError as error:
         return _error(400, str(error), "prompt")
     flavor = context.flavor
-    if flavor != "llamacpp" and body.model is not None and body.model != context.model:
-        return _error(404, f"The model `{body.model}` does not exist.", "model")
-    if context.faults.error_rate and context.rng.random() < context.faults.error_rate:
-        return _error(500, "Internal server error (simulated fault)")
+    if not isinstance(
+        body, GenerateBody
+    ):  # SGLang's native API names no model, and the error fault is the OpenAI API's
+        if flavor != "llamacpp" and body.model not in (None, context.model):
+            return _error(404, f"The model `{body.model}` does not exist.", "model")
+        if context.faults.error_rate and context.rng.random() < context.faults.error_rate:
+            return _error(500, "Internal server error (simulated fault)")
     engine = context.engine
+    sampling = body.sampling
     sim_request = engine.new_request(
         endpoint=kind,
         prompt_text=prompt_text,
         prompt_tokens=prompt_tokens,
         max_tokens=limit,
-        temperature=body.temperature,
-        seed=body.seed,
-        stop=body.stops(),
-        ignore_eos=body.ignore_eos,
+        temperature=sampling.temperature,
+        seed=sampling.seed,
+        stop=sampling.stops(),
+        ignore_eos=sampling.ignore_eos,
     )
-    if sim_request.prompt_tokens >= context.config.max_model_len:
-        return _error(
-            400,
-            f"This model's maximum context length is {context.config.max_model_len} tokens. "
-            f"However, your request has {sim_request.prompt_tokens} input tokens.",
+    max_len, prompt = context.config.max_model_len, sim_request.prompt_tokens
+    if prompt >= max_len:
+        if isinstance(body, GenerateBody):
+            return _error(400, f"The input ({prompt} tokens) is longer than the model's context length "
+                          f"({max_len} tokens).")  # fmt: skip
+        return _error(400, f"This model's maximum context length is {max_len} tokens. However, your request "
+                      f"has {prompt} input tokens.")  # fmt: skip
+    engine.submit(sim_request)
+    if isinstance(body, GenerateBody):
+        rid = body.rid or sim_request.request_id
+        details = body.return_spec_tokens_details
+        if body.stream:
+            return StreamingResponse(
+                _sglang_stream(context, sim_request, rid, details), media_type="text/event-stream"
+            )
+        await _until_finished(context, sim_request)
+        return JSONResponse(
+            {"text": sim_request.text(), "meta_info": sglang_meta_info(sim_request, rid, details)}
         )
     maker = ChunkMaker(flavor, kind, context.model, sim_request)
-    engine.submit(sim_request)
     if body.stream:
         drop = bool(context.faults.disconnect_rate) and context.rng.random() < context.faults.disconnect_rate
         return StreamingResponse(
@@ -337,41 +344,6 @@ async def flush_cache(context: AppContext, request: Request) -> Response:
 
 
 # ---- SGLang ----------------------------------------------------------------------------------------
-
-
-async def sglang_generate(context: AppContext, request: Request) -> Response:
-    """SGLang's native `POST /generate`: cumulative text per streamed chunk, `meta_info` on every chunk."""
-    data = await _generation_body(context, request)
-    if isinstance(data, JSONResponse):
-        return data
-    try:
-        body = GenerateBody.model_validate(data)
-    except ValidationError as problem:
-        first = problem.errors()[0]
-        return _error(400, f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}")
-    params = body.sampling_params
-    engine = context.engine
-    sim_request = engine.new_request(
-        endpoint="generate",
-        prompt_text=body.text,
-        prompt_tokens=count_tokens(body.text),
-        max_tokens=params.max_new_tokens,
-        temperature=params.temperature,
-        seed=params.seed,
-        stop=params.stops(),
-        ignore_eos=params.ignore_eos,
-    )
-    if sim_request.prompt_tokens >= context.config.max_model_len:
-        return _error(400, f"The input ({sim_request.prompt_tokens} tokens) is longer than the model's "
-                      f"context length ({context.config.max_model_len} tokens).")  # fmt: skip
-    rid = body.rid or sim_request.request_id
-    engine.submit(sim_request)
-    if body.stream:
-        stream = _sglang_stream(context, sim_request, rid, body.return_spec_tokens_details)
-        return StreamingResponse(stream, media_type="text/event-stream")
-    await _until_finished(context, sim_request)
-    meta = sglang_meta_info(sim_request, rid, body.return_spec_tokens_details)
-    return JSONResponse({"text": sim_request.text(), "meta_info": meta})
 
 
 async def _sglang_stream(
@@ -495,7 +467,7 @@ FLAVOR_ROUTES: dict[str, list[Endpoint]] = {
     "sglang": [
         ("GET", "/health_generate", health),
         ("GET", "/server_info", server_info),
-        ("POST", "/generate", sglang_generate),
+        ("POST", "/generate", partial(generate, kind="generate")),
         ("POST", "/flush_cache", flush_cache),
     ],
     "llamacpp": [("GET", "/props", props), ("GET", "/slots", slots)],

@@ -144,6 +144,19 @@ class StepReport:
     def decode_records(self) -> list[StepRecord]:
         return [record for record in self.records if not record.first]
 
+    def drafts(self, k: int) -> tuple[int, int, int, list[int]]:
+        """Verification steps, drafted and accepted tokens, and steps that accepted position i (i < k)."""
+        steps = drafted = accepted = 0
+        per_pos = [0] * k
+        for record in self.records:
+            if record.drafted:
+                steps += 1
+                drafted += record.drafted
+                accepted += record.accepted
+                for position in range(min(record.accepted, k)):
+                    per_pos[position] += 1
+        return steps, drafted, accepted, per_pos
+
 
 class EngineObserver:
     """Hooks the engine calls synchronously; subclasses override what they need."""

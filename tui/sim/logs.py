@@ -268,14 +268,10 @@ class VllmLogWriter(LogWriter):
 
     def step_done(self, report: StepReport) -> None:
         self._prompt_computed += sum(request.computed_prompt_tokens for request in report.prefilled)
-        for record in report.records:
-            self._generated += record.emitted
-            if record.drafted:
-                self._spec[0] += 1
-                self._spec[1] += record.drafted
-                self._spec[2] += record.accepted
-                for position in range(min(record.accepted, len(self._spec_pos))):
-                    self._spec_pos[position] += 1
+        self._generated += sum(record.emitted for record in report.records)
+        *counts, per_pos = report.drafts(len(self._spec_pos))
+        self._spec = [total + count for total, count in zip(self._spec, counts, strict=True)]
+        self._spec_pos = [total + count for total, count in zip(self._spec_pos, per_pos, strict=True)]
 
     async def _stats_forever(self) -> None:
         while True:

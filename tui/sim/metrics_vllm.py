@@ -69,8 +69,59 @@ REQUEST_HISTOGRAMS: tuple[tuple[str, str, str, Sequence[float] | None], ...] = (
     ("kv_computed", "request_prefill_kv_computed_tokens",
      "Histogram of new KV tokens computed during prefill (excluding cached tokens).", None),
 )  # fmt: skip
+PER_POS = "spec_decode_num_accepted_tokens_per_pos"
+# (kind, name, HELP, extra label, its values) of the counters and gauges after the spec-decode ones, in vLLM's
+# order; a recorder keys each series by name, or "name/value" for the extra label's
+Family = tuple[type[Counter] | type[Gauge], str, str, str, tuple[str, ...]]
+FAMILIES: tuple[Family, ...] = (
+    (Counter, "estimated_flops_per_gpu_total", "Estimated number of floating point operations per GPU (for "
+     "Model Flops Utilization calculations).", "", ()),
+    (Counter, "estimated_read_bytes_per_gpu_total", "Estimated number of bytes read from memory per GPU (for "
+     "Model Flops Utilization calculations).", "", ()),
+    (Counter, "estimated_write_bytes_per_gpu_total", "Estimated number of bytes written to memory per GPU "
+     "(for Model Flops Utilization calculations).", "", ()),
+    (Gauge, "num_requests_running", "Number of requests in model execution batches.", "", ()),
+    (Gauge, "num_requests_waiting", "Number of requests waiting to be processed.", "", ()),
+    (Gauge, "num_requests_waiting_by_reason",
+     "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; "
+     "'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). "
+     "Sum of all reasons equals vllm:num_requests_waiting.", "reason", ("capacity", "deferred")),
+    (Gauge, "engine_sleep_state",
+     "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
+     "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+     "sleep_state", ("awake", "weights_offloaded", "discard_all")),
+    (Gauge, "kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "", ()),
+    (Counter, "prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", "", ()),
+    (Counter, "prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", "", ()),
+    (Counter, "external_prefix_cache_queries", "External prefix cache queries from KV connector "
+     "cross-instance cache sharing, in terms of number of queried tokens.", "", ()),
+    (Counter, "external_prefix_cache_hits", "External prefix cache hits from KV connector "
+     "cross-instance cache sharing, in terms of number of cached tokens.", "", ()),
+    (Counter, "mm_cache_queries", "Multi-modal cache queries, in terms of number of queried items.", "", ()),
+    (Counter, "mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items.", "", ()),
+    (Counter, "num_preemptions", "Cumulative number of preemption from the engine.", "", ()),
+    (Counter, "prompt_tokens", "Number of prefill tokens processed.", "", ()),
+    (Counter, "prompt_tokens_by_source", "Number of prompt tokens by source.", "source",
+     ("local_compute", "local_cache_hit", "external_kv_transfer")),
+    (Counter, "prompt_tokens_cached", "Number of cached prompt tokens (local + external).", "", ()),
+    (Counter, "generation_tokens", "Number of generation tokens processed.", "", ()),
+    (Counter, "request_success", "Count of successfully processed requests.", "finished_reason",
+     ("stop", "length", "abort", "error", "repetition")),
+)  # fmt: skip
+
+
+def _families(k: int) -> tuple[Family, ...]:
+    """The spec-decode counters come first, with speculation on."""
+    spec: tuple[Family, ...] = (
+        (Counter, "spec_decode_num_drafts", "Number of spec decoding drafts.", "", ()),
+        (Counter, "spec_decode_num_draft_tokens", "Number of draft tokens.", "", ()),
+        (Counter, "spec_decode_num_accepted_tokens", "Number of accepted tokens.", "", ()),
+        (Counter, PER_POS, "Accepted tokens per draft position.", "position", tuple(map(str, range(k)))),
+    )
+    return (spec if k else ()) + FAMILIES
+
+
 INSTRUMENTATOR_EXCLUDED = {"/metrics", "/health", "/load", "/ping", "/version", "/server_info"}
-FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 LABELS = ["model_name", "engine"]
 
 
@@ -113,127 +164,32 @@ class VllmRecorder(MetricsRecorder):
         GCCollector(registry=registry)
         PlatformCollector(registry=registry)
         _SimulatedProcessCollector(self.started, registry)
-        self._labels = {"model_name": config.model_name, "engine": "0"}
-        self.spec = config.k > 0
-        if self.spec:
-            self._spec_decode_counters(config.k)
-        for name, what in (
-            ("flops", "number of floating point operations"),
-            ("read_bytes", "number of bytes read from memory"),
-            ("write_bytes", "number of bytes written to memory"),
-        ):
-            self._counter(
-                f"vllm:estimated_{name}_per_gpu_total",
-                f"Estimated {what} per GPU (for Model Flops Utilization calculations).",
+        labels = {"model_name": config.model_name, "engine": "0"}
+        self.counters: dict[str, Counter] = {}
+        self.gauges: dict[str, Gauge] = {}
+        for kind, name, documentation, label, values in _families(config.k):
+            metric = kind(
+                f"vllm:{name}", documentation, [*LABELS, *([label] if label else [])], registry=registry
             )
-        self._load_gauges()
-        self._token_counters()
-        self._request_histograms(one_two_five_buckets(config.max_model_len))
-        self._cache_config_info(config)
-        self._http(registry)
-
-    def _counter(self, name: str, documentation: str) -> Counter:
-        return Counter(name, documentation, LABELS, registry=self.registry).labels(**self._labels)
-
-    def _gauge(self, name: str, documentation: str) -> Gauge:
-        return Gauge(name, documentation, LABELS, registry=self.registry).labels(**self._labels)
-
-    def _histogram(self, name: str, documentation: str, buckets: Sequence[float]) -> Histogram:
-        metric = Histogram(name, documentation, LABELS, buckets=buckets, registry=self.registry)
-        return metric.labels(**self._labels)
-
-    def _spec_decode_counters(self, k: int) -> None:
-        self.num_drafts = self._counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.")
-        self.draft_tokens = self._counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.")
-        self.accepted_tokens = self._counter(
-            "vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens."
-        )
-        per_pos = Counter(
-            "vllm:spec_decode_num_accepted_tokens_per_pos",
-            "Accepted tokens per draft position.",
-            [*LABELS, "position"],
-            registry=self.registry,
-        )
-        self.per_pos = [per_pos.labels(**self._labels, position=str(i)) for i in range(k)]
-
-    def _load_gauges(self) -> None:
-        labels = self._labels
-        self.running = self._gauge(
-            "vllm:num_requests_running", "Number of requests in model execution batches."
-        )
-        self.waiting = self._gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
-        by_reason = Gauge(
-            "vllm:num_requests_waiting_by_reason",
-            "Number of waiting requests by reason. Reason labels: "
-            "'capacity' = waiting for scheduling capacity; "
-            "'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). "
-            "Sum of all reasons equals vllm:num_requests_waiting.",
-            [*LABELS, "reason"],
-            registry=self.registry,
-        )
-        self.waiting_capacity = by_reason.labels(**labels, reason="capacity")
-        by_reason.labels(**labels, reason="deferred")
-        sleep = Gauge(
-            "vllm:engine_sleep_state",
-            "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
-            "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
-            [*LABELS, "sleep_state"],
-            registry=self.registry,
-        )
-        for state, value in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
-            sleep.labels(**labels, sleep_state=state).set(value)
-        self.kv_usage = self._gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
-
-    def _token_counters(self) -> None:
-        counter, labels = self._counter, self._labels
-        self.prefix_queries = counter(
-            "vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens."
-        )
-        self.prefix_hits = counter(
-            "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."
-        )
-        counter(
-            "vllm:external_prefix_cache_queries",
-            "External prefix cache queries from KV connector "
-            "cross-instance cache sharing, in terms of number of queried tokens.",
-        )
-        counter(
-            "vllm:external_prefix_cache_hits",
-            "External prefix cache hits from KV connector "
-            "cross-instance cache sharing, in terms of number of cached tokens.",
-        )
-        counter("vllm:mm_cache_queries", "Multi-modal cache queries, in terms of number of queried items.")
-        counter("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items.")
-        counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.")
-        self.prompt_tokens = counter("vllm:prompt_tokens", "Number of prefill tokens processed.")
-        by_source = Counter(
-            "vllm:prompt_tokens_by_source",
-            "Number of prompt tokens by source.",
-            [*LABELS, "source"],
-            registry=self.registry,
-        )
-        self.prompt_computed = by_source.labels(**labels, source="local_compute")
-        self.prompt_cache_hit = by_source.labels(**labels, source="local_cache_hit")
-        by_source.labels(**labels, source="external_kv_transfer")
-        self.prompt_cached = counter(
-            "vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external)."
-        )
-        self.generation_tokens = counter("vllm:generation_tokens", "Number of generation tokens processed.")
-        success = Counter(
-            "vllm:request_success",
-            "Count of successfully processed requests.",
-            [*LABELS, "finished_reason"],
-            registry=self.registry,
-        )
-        self.success = {
-            reason: success.labels(**labels, finished_reason=reason) for reason in FINISHED_REASONS
-        }
-
-    def _request_histograms(self, token_buckets: Sequence[float]) -> None:
+            for value in values or ("",):
+                child = metric.labels(**labels, **({label: value} if label else {}))
+                key = f"{name}/{value}" if label else name
+                if isinstance(child, Counter):
+                    self.counters[key] = child
+                else:
+                    self.gauges[key] = child
+        for state, awake in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
+            self.gauges[f"engine_sleep_state/{state}"].set(awake)
+        self.per_pos = [self.counters[f"{PER_POS}/{i}"] for i in range(config.k)]
+        token_buckets = one_two_five_buckets(config.max_model_len)
         self.histograms = {
-            key: self._histogram(f"vllm:{name}", documentation, token_buckets if buckets is None else buckets)
+            key: Histogram(
+                f"vllm:{name}", documentation, LABELS, buckets=buckets or token_buckets, registry=registry
+            ).labels(**labels)
             for key, name, documentation, buckets in REQUEST_HISTOGRAMS
         }
+        self._cache_config_info(config)
+        self._http(registry)
 
     def _cache_config_info(self, config: SimConfig) -> None:
         blocks = config.kv_cache_tokens() // config.block_size
@@ -317,54 +273,44 @@ class VllmRecorder(MetricsRecorder):
 
     # ---- engine hooks ---------------------------------------------------------------------------
     def request_scheduled(self, request: SimRequest) -> None:
-        self.prefix_queries.inc(request.prompt_tokens)
-        self.prefix_hits.inc(request.cached_tokens)
+        self.counters["prefix_cache_queries"].inc(request.prompt_tokens)
+        self.counters["prefix_cache_hits"].inc(request.cached_tokens)
 
     def step_done(self, report: StepReport) -> None:
-        generated = 0
-        drafts = drafted = accepted = 0
-        per_pos = [0] * len(self.per_pos) if self.spec else []
+        counters = self.counters
         for record in report.records:
             request = record.request
-            generated += record.emitted
             if record.first:
-                self.prompt_tokens.inc(request.prompt_tokens)
-                self.prompt_computed.inc(request.computed_prompt_tokens)
-                self.prompt_cache_hit.inc(request.cached_tokens)
-                self.prompt_cached.inc(request.cached_tokens)
+                counters["prompt_tokens"].inc(request.prompt_tokens)
+                counters["prompt_tokens_by_source/local_compute"].inc(request.computed_prompt_tokens)
+                counters["prompt_tokens_by_source/local_cache_hit"].inc(request.cached_tokens)
+                counters["prompt_tokens_cached"].inc(request.cached_tokens)
                 ttft = max(0.0, (request.first_token_at or report.end) - request.arrival)
                 self.histograms["ttft"].observe(ttft)
-                continue
-            self.histograms["itl"].observe(record.gap_s)
-            if record.drafted:
-                drafts += 1
-                drafted += record.drafted
-                accepted += record.accepted
-                for position in range(min(record.accepted, len(per_pos))):
-                    per_pos[position] += 1
-        self.generation_tokens.inc(generated)
+            else:
+                self.histograms["itl"].observe(record.gap_s)
+        generated = sum(record.emitted for record in report.records)
+        counters["generation_tokens"].inc(generated)
+        drafts, drafted, accepted, per_pos = report.drafts(len(self.per_pos))
         if drafts:
-            self.num_drafts.inc(drafts)
-            self.draft_tokens.inc(drafted)
-            self.accepted_tokens.inc(accepted)
+            counters["spec_decode_num_drafts"].inc(drafts)
+            counters["spec_decode_num_draft_tokens"].inc(drafted)
+            counters["spec_decode_num_accepted_tokens"].inc(accepted)
             for child, count in zip(self.per_pos, per_pos, strict=True):
                 if count:
                     child.inc(count)
         computed = sum(request.computed_prompt_tokens for request in report.prefilled)
         self.histograms["iteration_tokens"].observe(computed + generated)
-        self.set_load(report.running, report.waiting, report.kv_used_tokens / report.kv_capacity_tokens)
+        self.load_changed(report.running, report.waiting, report.kv_used_tokens, report.kv_capacity_tokens)
 
     def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:
-        self.set_load(running, waiting, kv_used_tokens / kv_capacity_tokens)
-
-    def set_load(self, running: int, waiting: int, kv_usage: float) -> None:
-        self.running.set(running)
-        self.waiting.set(waiting)
-        self.waiting_capacity.set(waiting)
-        self.kv_usage.set(kv_usage)
+        self.gauges["num_requests_running"].set(running)
+        self.gauges["num_requests_waiting"].set(waiting)
+        self.gauges["num_requests_waiting_by_reason/capacity"].set(waiting)
+        self.gauges["kv_cache_usage_perc"].set(kv_used_tokens / kv_capacity_tokens)
 
     def request_finished(self, request: SimRequest) -> None:
-        self.success[request.finish_reason or "abort"].inc()
+        self.counters[f"request_success/{request.finish_reason or 'abort'}"].inc()
         if request.first_token_at is None or request.finished_at is None:
             return
         scheduled = request.scheduled_at or request.arrival

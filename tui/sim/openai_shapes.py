@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tui.sim.engine import SimRequest
+from tui.sim.tokens import count_tokens
 
 FLAVORS: tuple[str, ...] = ("vllm", "sglang", "llamacpp")
 _ALNUM = string.ascii_letters + string.digits
@@ -28,6 +29,7 @@ class Sampling(BaseModel):
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
     stop: str | list[str] | None = None
     ignore_eos: bool = False
+    seed: int | None = None
 
     def stops(self) -> list[str]:
         if self.stop is None:
@@ -38,10 +40,13 @@ class Sampling(BaseModel):
 class _Common(Sampling):
     model: str | None = None
     max_tokens: int | None = Field(default=None, ge=1)
-    seed: int | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
     n: int = Field(default=1, ge=1, le=1)
+
+    @property
+    def sampling(self) -> Sampling:
+        return self
 
     @property
     def include_usage(self) -> bool:
@@ -51,15 +56,15 @@ class _Common(Sampling):
 class CompletionBody(_Common):
     prompt: str | list[str] | list[int]
 
-    def prompt_text(self) -> tuple[str, int | None]:
-        """The prompt as text, and its token count when the client sent token ids."""
+    def request(self) -> tuple[str, int | None, int | None]:
+        """The prompt as text, its token count when the client sent token ids, and the token limit."""
         if isinstance(self.prompt, str):
-            return self.prompt, None
+            return self.prompt, None, self.max_tokens
         if all(isinstance(item, int) for item in self.prompt):
-            return " ".join(str(item) for item in self.prompt), len(self.prompt)
+            return " ".join(str(item) for item in self.prompt), len(self.prompt), self.max_tokens
         if len(self.prompt) != 1:
             raise ValueError("prompt: only one prompt per request is supported")
-        return str(self.prompt[0]), None
+        return str(self.prompt[0]), None, self.max_tokens
 
 
 class ContentPart(BaseModel):
@@ -85,17 +90,43 @@ class ChatBody(_Common):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
 
-    def prompt_text(self) -> str:
-        """The chat template, ChatML style, so prompt token counts include the role markers."""
+    def request(self) -> tuple[str, int | None, int | None]:
+        """What the messages say (it drives the content factor and the output), the token count of the chat
+        template (ChatML style, so it includes the role markers), and the token limit."""
         turns = [f"<|im_start|>{message.role}\n{message.text()}<|im_end|>" for message in self.messages]
-        return "\n".join([*turns, "<|im_start|>assistant\n"])
+        template = "\n".join([*turns, "<|im_start|>assistant\n"])
+        content = "\n".join(message.text() for message in self.messages)
+        return content, count_tokens(template), self.max_completion_tokens or self.max_tokens
 
-    def content_text(self) -> str:
-        """What the messages say, without the template (drives the content factor and the output)."""
-        return "\n".join(message.text() for message in self.messages)
 
-    def token_limit(self) -> int | None:
-        return self.max_completion_tokens or self.max_tokens
+class SamplingParams(Sampling):
+    max_new_tokens: int | None = Field(default=128, ge=1)
+    seed: int | None = Field(default=None, alias="sampling_seed")
+
+
+class GenerateBody(BaseModel):
+    """The body of SGLang's native `POST /generate` (one prompt as text)."""
+
+    model_config = ConfigDict(extra="allow")
+    text: str
+    sampling_params: SamplingParams = Field(default_factory=SamplingParams)
+    stream: bool = False
+    rid: str | None = None
+    return_spec_tokens_details: bool = False  # sgl PR #33518: the drafts counts and histogram too
+
+    @property
+    def sampling(self) -> Sampling:
+        return self.sampling_params
+
+    def request(self) -> tuple[str, int | None, int | None]:
+        return self.text, count_tokens(self.text), self.sampling_params.max_new_tokens
+
+
+BODIES: dict[str, type[CompletionBody | ChatBody | GenerateBody]] = {
+    "completion": CompletionBody,
+    "chat": ChatBody,
+    "generate": GenerateBody,
+}
 
 
 def new_id(flavor: str, kind: str) -> str:

@@ -8,10 +8,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from tui.sim.engine import EngineObserver, SimRequest, StepReport
-from tui.sim.openai_shapes import Sampling
 
 SpecMetrics = Literal["none", "summary", "detailed"]
 
@@ -140,22 +137,6 @@ def decorate(
 
 
 # ---- SGLang native /generate ----------------------------------------------------------------------
-
-
-class SamplingParams(Sampling):
-    max_new_tokens: int | None = Field(default=128, ge=1)
-    seed: int | None = Field(default=None, alias="sampling_seed")
-
-
-class GenerateBody(BaseModel):
-    """The body of SGLang's native `POST /generate` (one prompt as text)."""
-
-    model_config = ConfigDict(extra="allow")
-    text: str
-    sampling_params: SamplingParams = Field(default_factory=SamplingParams)
-    stream: bool = False
-    rid: str | None = None
-    return_spec_tokens_details: bool = False  # sgl PR #33518: the drafts counts and histogram too
 
 
 def _finish(request: SimRequest) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -75,33 +75,6 @@ PROMPT_MIX: tuple[tuple[str, int], ...] = (
         256,
     ),
 )
-
-
-async def run_background_load(
-    engine: Callable[[], SimEngine], rate: Callable[[], float], on_request: Callable[[], bool], seed: int = 0
-) -> None:
-    """Submit requests at `rate()` per second (Poisson) until cancelled; `engine()` may change on restart;
-    `on_request()` False: the request was answered with an error instead."""
-    rng = random.Random(seed ^ 0xB6)
-    while True:
-        rps = rate()
-        if rps <= 0:
-            await asyncio.sleep(0.25)
-            continue
-        await asyncio.sleep(min(30.0, rng.expovariate(rps)))
-        if rate() <= 0:
-            continue
-        prompt, typical = rng.choice(PROMPT_MIX)
-        current = engine()
-        request = current.new_request(
-            endpoint="chat",
-            prompt_text=prompt,
-            max_tokens=max(16, int(rng.gauss(typical, typical / 4))),
-            temperature=0.0 if rng.random() < 0.5 else 0.7,
-            seed=rng.randrange(1 << 30),
-        )
-        if on_request():
-            current.submit(request)  # nobody reads its outbox; it is freed with the request
 
 
 class _Uvicorn(uvicorn.Server):
@@ -234,12 +207,7 @@ class SimServer:
         log.ready(self.host, self.port)
         await log.flush()  # tailers see readiness at once
         self._tasks = [
-            asyncio.create_task(
-                run_background_load(
-                    self._engine, lambda: self.background_load_rps, self._note_bg, seed=config.sim.seed
-                ),
-                name="spectop-sim-background",
-            ),
+            asyncio.create_task(self._background_load(config.sim.seed), name="spectop-sim-background"),
             asyncio.create_task(self._maintenance(), name="spectop-sim-maintenance"),
         ]
         self.running = True
@@ -363,20 +331,32 @@ class SimServer:
             if self.gpu is not None:
                 self.gpu.tick(now)
 
-    def _engine(self) -> SimEngine:
-        assert self.engine is not None
-        return self.engine
-
-    def _note_bg(self) -> bool:
-        """A background request counted as the HTTP path counts one; False: `error_rate` answers it (500)."""
-        context = self._context
-        if context is None:
-            return True
-        failed = bool(context.faults.error_rate) and context.rng.random() < context.faults.error_rate
-        status = 500 if failed else 200
-        context.recorder.http_request("POST", "/v1/chat/completions", status, 512, 0, 0.0)
-        context.log.access("127.0.0.1:40000", "POST", "/v1/chat/completions", status)
-        return not failed
+    async def _background_load(self, seed: int) -> None:
+        """Requests at `background_load_rps` (Poisson) until cancelled, counted as the HTTP path counts one;
+        `error_rate` answers its share with a 500 instead (nobody reads the outboxes)."""
+        rng = random.Random(seed ^ 0xB6)
+        while True:
+            if self.background_load_rps <= 0:
+                await asyncio.sleep(0.25)
+                continue
+            await asyncio.sleep(min(30.0, rng.expovariate(self.background_load_rps)))
+            context = self._context
+            if self.background_load_rps <= 0 or context is None:
+                continue
+            prompt, typical = rng.choice(PROMPT_MIX)
+            request = context.engine.new_request(
+                endpoint="chat",
+                prompt_text=prompt,
+                max_tokens=max(16, int(rng.gauss(typical, typical / 4))),
+                temperature=0.0 if rng.random() < 0.5 else 0.7,
+                seed=rng.randrange(1 << 30),
+            )
+            failed = bool(context.faults.error_rate) and context.rng.random() < context.faults.error_rate
+            status = 500 if failed else 200
+            context.recorder.http_request("POST", "/v1/chat/completions", status, 512, 0, 0.0)
+            context.log.access("127.0.0.1:40000", "POST", "/v1/chat/completions", status)
+            if not failed:
+                context.engine.submit(request)
 
     def _load(self) -> tuple[int, int, float]:
         engine = self.engine
