@@ -83,7 +83,7 @@ async def test_present_gpus_with_nvml_units_off_the_event_loop(monkeypatch: pyte
     assert gpu0.throttling is False and gpu0.dram_active is None  # NVML has no DRAM-active ratio
     # A figure the board does not support is unknown, not 0.
     assert gpu1.power_w is None and gpu1.energy_j is None
-    assert gpu1.throttling is True and gpu1.throttle_text == "power cap, thermal (hardware)"
+    assert gpu1.throttling is True and gpu1.throttle_reasons == REASON_SW_POWER_CAP | REASON_HW_THERMAL
     assert threading.get_ident() not in fake.threads  # every NVML call ran in a worker thread
     await source.read()
     assert fake.init_calls == 1  # NVML is initialised once

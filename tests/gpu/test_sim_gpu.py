@@ -13,7 +13,7 @@ from tests.gpu.conftest import SIM_GPU_MEMORY
 from tui.gpu.alerts import memory_high_with_speculation, throttling_during_burst
 from tui.gpu.dcgm import parse_dcgm_page, read_dcgm
 from tui.gpu.history import GpuHistory
-from tui.gpu.models import GpuReading
+from tui.gpu.models import REASON_SW_POWER_CAP, GpuReading
 from tui.sim.config import SimConfig
 from tui.sim.gpu_page import BUSY_BATCH, CONTEXT_FRACTION, GPU_METRICS_PATH, IDLE_POWER_W, SimGpus
 from tui.sim.server import SimServer
@@ -103,7 +103,7 @@ def test_power_follows_load_and_k_and_a_capped_gpu_throttles() -> None:
     for second in range(5):
         history.add_sample(float(second), parse_dcgm_page(k4.render(now=float(second)))[0])
     latest = history.latest(history.keys()[0])
-    assert latest is not None and latest.throttling and latest.throttle_text == "power cap"
+    assert latest is not None and latest.throttling and latest.throttle_reasons == REASON_SW_POWER_CAP
     assert (latest.sm_clock_mhz or 0) < k0.figures(0, 2, 0.1).sm_clock_mhz
     assert throttling_during_burst(history, 1.0, 3.0) is not None
 

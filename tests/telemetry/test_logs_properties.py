@@ -76,7 +76,7 @@ def _assert_events_valid(events: Sequence[LogEvent]) -> None:
             event.model_dump_json()
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.text() | st.binary().map(lambda data: data.decode("utf-8", errors="replace")))
 def test_parse_line_never_raises_on_text_or_bytes(text: str) -> None:
     event = parse_line(text)

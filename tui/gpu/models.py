@@ -128,13 +128,6 @@ class GpuSample:
             return None
         return bool(self.throttle_reasons & THROTTLING_REASONS)
 
-    @property
-    def throttle_text(self) -> str | None:
-        if self.throttle_reasons is None:
-            return None
-        names = reason_names(self.throttle_reasons & ~REASON_GPU_IDLE)
-        return ", ".join(names) if names else "none"
-
 
 @dataclass(frozen=True, slots=True)
 class GpuReading:

@@ -6,21 +6,14 @@ from __future__ import annotations
 import math
 
 from tui.format import FIGURES, fmt_count
-from tui.telemetry.figures import Figures
+from tui.telemetry.figures import FIGURE_NAMES, Figures
 
 DROPPED_NOTE = "impossible value dropped"  # how a dropped figure's note begins
 _UNIT_INTERVAL = ("acceptance_rate", "kv_cache_usage", "prefix_cache_hit_rate")
-_NON_NEGATIVE = (
-    "generation_tokens_per_s",
-    "prompt_tokens_per_s",
-    "requests_per_s",
-    "ttft_mean_s",
-    "ttft_p50_s",
-    "ttft_p95_s",
-    "tpot_mean_s",
-    "e2e_mean_s",
-    "running",
-    "waiting",
+_NON_NEGATIVE = tuple(
+    name
+    for name in FIGURE_NAMES
+    if name not in (*_UNIT_INTERVAL, "mean_acceptance_length", "per_position_acceptance")
 )
 
 

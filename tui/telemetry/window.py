@@ -511,19 +511,13 @@ class ScrapeWindow:
             return {}
         if self._backend is None or not self._entries or len(self._entries[-1].page.models) < 2:
             return {}
-        by_model = _figures_by_model(self._backend, self._delta(), self._entries[-1].page)
-        return {model: self._qualified(figures) for model, figures in by_model.items()}
-
-
-def _figures_by_model(backend: Backend, delta: Delta | None, last: PageSnapshot) -> dict[str, Figures]:
-    if len(last.models) < 2:
-        return {}
-    result = {}
-    for model in last.models:
-        model_delta = delta_of_model(delta, model) if delta is not None else None
-        gauges = last.model_gauges.get(model, {})
-        result[model] = backend.derive(model_delta, PageSnapshot(counters={}, gauges=gauges, models=(model,)))
-    return result
+        delta, last = self._delta(), self._entries[-1].page
+        result = {}
+        for model in last.models:
+            model_delta = delta_of_model(delta, model) if delta is not None else None
+            page = PageSnapshot(counters={}, gauges=last.model_gauges.get(model, {}), models=(model,))
+            result[model] = self._qualified(self._backend.derive(model_delta, page))
+        return result
 
 
 def figures_between(

@@ -413,3 +413,17 @@ def per_position(delta: Delta | None, quantity: str, drafts: float | None) -> li
     for position, value in positions:
         values[position] = value / drafts
     return values
+
+
+def speculation(delta: Delta | None) -> tuple[float | None, float | None, list[float] | None]:
+    """(acceptance rate, mean acceptance length with the bonus token, per-position acceptance) from the
+    drafts, draft_tokens and accepted counters (vLLM and llama.cpp count them alike)."""
+    if delta is None:
+        return None, None, None
+    drafts, accepted = delta.total("drafts"), delta.total("accepted")
+    length = ratio(accepted, drafts)
+    return (
+        ratio(accepted, delta.total("draft_tokens")),
+        None if length is None else 1.0 + length,
+        per_position(delta, "accepted_per_pos", drafts),
+    )

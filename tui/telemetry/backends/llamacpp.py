@@ -15,9 +15,9 @@ from tui.telemetry.backends.base import (
     MetricTable,
     PageSnapshot,
     SeriesMemo,
-    per_position,
     rate,
     ratio,
+    speculation,
 )
 from tui.telemetry.backends.base import extract as extract_table
 from tui.telemetry.figures import Figures
@@ -167,8 +167,6 @@ def _unknown_count_note(delta: Delta) -> str:
 
 
 def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
-    drafts = delta.total("drafts") if delta else None
-    accepted = delta.total("accepted") if delta else None
     requests_per_s = None
     tpot = None
     prefix_hit_rate = None
@@ -203,14 +201,14 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
         else:
             generation_rate = rate(delta, "tokens_predicted")
             notes["generation_tokens_per_s"] = FINISHED_ONLY + "; live with --slots"
-    mean_length = ratio(accepted, drafts)
+    acceptance_rate, mean_length, positions = speculation(delta)
     figures = Figures(
         generation_tokens_per_s=generation_rate,
         prompt_tokens_per_s=prompt_rate,
         requests_per_s=requests_per_s,
-        acceptance_rate=ratio(accepted, delta.total("draft_tokens")) if delta else None,
-        mean_acceptance_length=None if mean_length is None else 1.0 + mean_length,
-        per_position_acceptance=per_position(delta, "accepted_per_pos", drafts),
+        acceptance_rate=acceptance_rate,
+        mean_acceptance_length=mean_length,
+        per_position_acceptance=positions,
         tpot_mean_s=tpot,
         running=last.gauges.get("running"),
         waiting=last.gauges.get("waiting"),

@@ -15,10 +15,10 @@ from tui.telemetry.backends.base import (
     SeriesMemo,
     histogram,
     mean,
-    per_position,
     quantile_figure,
     rate,
     ratio,
+    speculation,
 )
 from tui.telemetry.backends.base import extract as extract_table
 from tui.telemetry.figures import Figures
@@ -121,14 +121,11 @@ def _variable_k(figures: Figures, positions: list[float] | None, delta: Delta | 
 def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
     notes: dict[str, str] = {}
     _spec_notes(last, notes)
-    drafts = delta.total("drafts") if delta else None
-    accepted = delta.total("accepted") if delta else None
-    acceptance_rate = ratio(accepted, delta.total("draft_tokens")) if delta else None
+    acceptance_rate, mean_length, positions = speculation(delta)
     if acceptance_rate is None and (delta is None or delta.total("draft_tokens") is None):
         acceptance_rate = last.gauges.get("v0_acceptance_rate")
         if acceptance_rate is not None:
             notes["acceptance_rate"] = V0_GAUGE
-    mean_length = ratio(accepted, drafts)
     prefix_hit_rate = None
     if delta is not None:
         prefix_hit_rate = ratio(delta.total("prefix_hits"), delta.total("prefix_queries"))
@@ -140,13 +137,12 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
             notes["prefix_cache_hit_rate"] = V0_GAUGE
     kv_cache_usage = last.gauges.get("kv_cache_usage", last.gauges.get("old_kv_cache_usage"))
     bounds: dict[str, tuple[float, float | None]] = {}
-    positions = per_position(delta, "accepted_per_pos", drafts)
     figures = Figures(
         generation_tokens_per_s=rate(delta, "generation_tokens"),
         prompt_tokens_per_s=rate(delta, "prompt_tokens"),
         requests_per_s=rate(delta, "requests"),
         acceptance_rate=acceptance_rate,
-        mean_acceptance_length=None if mean_length is None else 1.0 + mean_length,
+        mean_acceptance_length=mean_length,
         per_position_acceptance=positions,
         ttft_mean_s=mean(delta, "ttft"),
         ttft_p50_s=quantile_figure(delta, "ttft", 0.5, "ttft_p50_s", notes, bounds),

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from tui.format import fmt_count, fmt_length, fmt_rate, fmt_tokens_per_s
+from tui.format import UNKNOWN, fmt_count, fmt_length, fmt_rate, fmt_tokens_per_s
 from tui.sanitize import json_safe, safe_line
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 
-UNKNOWN = "–"
 _NO_LINE: set[str] = {"line"}  # pydantic takes a set (or a mapping) of field names
 LINE_WIDTH = 80
 
@@ -34,7 +33,8 @@ def event_text(event: StatsEvent | SpecDecodeEvent | ErrorEvent, width: int = LI
     uptime = getattr(event, "uptime", None)  # llama.cpp's time since start: shown apart from wall time
     if uptime is not None:
         body += f"  (up {uptime})"
-    return _fit(safe_line(f"{time:<14} {body}"), width)
+    text = safe_line(f"{time:<14} {body}")
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _stats_text(event: StatsEvent) -> str:
@@ -67,7 +67,3 @@ def _spec_text(event: SpecDecodeEvent) -> str:
     if event.scope == "lifetime":
         parts.append("(lifetime)")
     return " ".join(parts)
-
-
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
