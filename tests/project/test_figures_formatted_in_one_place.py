@@ -30,14 +30,6 @@ NOT_FIGURES: dict[tuple[str, str], str] = {
     ("tui/tune/result.py", "p:.4f"): "per-position rates in the CSV export, machine data",
     ("tui/bench/report/text.py", "q:g"): 'a percentile\'s key ("50", "p95"), a name, not a figure',
     ("tui/bench/report/summary.py", "q:g"): 'a percentile\'s key ("50", "p95"), a name, not a figure',
-    # Stray, left on purpose while the GPU rows of this widget were being rewritten; to become
-    # fmt_gib_number / fmt_whole (W, °C) / fmt_rate, as tui/gpu/text.py does.
-    ("tui/widgets/gpu_panel.py", "used / GIB:.1f"): "stray, to become fmt_gib_number",
-    ("tui/widgets/gpu_panel.py", "total / GIB:.1f"): "stray, to become fmt_gib_number",
-    ("tui/widgets/gpu_panel.py", "util:.0f"): "stray, to become fmt_rate(util / 100)",
-    ("tui/widgets/gpu_panel.py", "power:.0f"): "stray, to become fmt_whole",
-    ("tui/widgets/gpu_panel.py", "temp:.0f"): "stray, to become fmt_whole",
-    ("tui/widgets/gpu_panel.py", "value:.0f"): "stray, to become fmt_whole / fmt_rate",
 }
 
 ADVICE = (

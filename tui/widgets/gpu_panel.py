@@ -7,7 +7,7 @@ left out whole."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -22,7 +22,6 @@ from tui.gpu.text import memory_bar
 from tui.sanitize import safe_line
 from tui.widgets.chart import Chart, ChartSpec
 
-GIB = 2**30
 BAR_WIDTH = 8
 MEMORY_WARN_FRACTION = 0.95
 MAX_STRIP_LINES = 4  # shared GPUs beyond this make one summed line
@@ -34,6 +33,12 @@ def _label(text: str) -> tuple[str, str]:
 
 def _value(text: str) -> tuple[str, str]:
     return (text, "$text-muted" if UNKNOWN in text else "bold")
+
+
+def _figure(value: float | None, unit: str, words: Callable[[float | None], str] = fmt_whole) -> str:
+    """`value` in `words` with its unit, or "–" alone."""
+    text = words(value)
+    return text if text == UNKNOWN else text + unit
 
 
 def _sum(values: Sequence[float | None]) -> float | None:
@@ -65,24 +70,22 @@ def gpu_groups(gpus: Sequence[GpuSample]) -> list[tuple[str, Segments]]:
     fraction = used / total if used is not None and total else None
     fullest = max((f for gpu in gpus if (f := gpu.memory_fraction) is not None), default=None)
     memory_style = "$warning bold" if fullest is not None and fullest >= MEMORY_WARN_FRACTION else "$primary"
-    utils = [gpu.utilization_pct for gpu in gpus]
-    util = None if any(u is None for u in utils) else sum(u or 0.0 for u in utils) / len(utils)
-    power = _sum([gpu.power_w for gpu in gpus])
+    util = _sum([gpu.utilization_pct for gpu in gpus])
     temps = [gpu.temperature_c for gpu in gpus]
     temp = None if any(t is None for t in temps) else max(t or 0.0 for t in temps)
     return [
         ("label", [(gpus_label(gpus), "bold")]),
         ("memory", [
             _label(" mem "),
-            _value(UNKNOWN if used is None else f"{used / GIB:.1f}"),
+            _value(fmt_gib_number(used)),
             _label("/"),
-            _value(UNKNOWN if total is None else f"{total / GIB:.1f}G"),
+            _value(_figure(total, "G", fmt_gib_number)),
         ]),
         ("bar", [(" ", ""), (memory_bar(fraction, BAR_WIDTH), memory_style)]),
         ("percent", [(" ", ""), (fmt_rate(fraction), memory_style if fraction is not None else "$text-muted")]),  # noqa: E501
-        ("util", [_label(" util "), _value(UNKNOWN if util is None else f"{util:.0f}%")]),
-        ("power", [(" ", ""), _value(UNKNOWN + "W" if power is None else f"{power:.0f}W")]),
-        ("temp", [(" ", ""), _value(UNKNOWN + "°C" if temp is None else f"{temp:.0f}°C")]),
+        ("util", [_label(" util "), _value(_percent(None if util is None else util / len(gpus)))]),
+        ("power", [(" ", ""), _value(fmt_whole(_sum([gpu.power_w for gpu in gpus])) + "W")]),
+        ("temp", [(" ", ""), _value(fmt_whole(temp) + "°C")]),
         ("clk", [(" ", ""), *throttle_segment(gpus)]),
     ]  # fmt: skip
 
@@ -212,18 +215,19 @@ class GpuStrip(Static):
 
 
 def _watts(value: float | None) -> str:
-    return UNKNOWN if value is None else f"{value:.0f} W"
+    return _figure(value, " W")
 
 
-def _util(value: float | None) -> str:
-    return UNKNOWN if value is None else f"{value:.0f}%"
+def _percent(value: float | None) -> str:
+    """A percent of 100 (a GPU's utilisation) in the vocabulary of rates: "97%"."""
+    return fmt_rate(None if value is None else value / 100)
 
 
 # (chart id, label, GpuSample figure, how several GPUs combine, formatter, style, low, high)
 CHARTS = (
     ("gpu-chart-memory", "GPU mem", "memory_fraction", "max", fmt_rate, "$warning", 0.0, 1.0),
     ("gpu-chart-power", "GPU W", "power_w", "sum", _watts, "$error", 0.0, None),
-    ("gpu-chart-util", "GPU util", "utilization_pct", "mean", _util, "$success", 0.0, 100.0),
+    ("gpu-chart-util", "GPU util", "utilization_pct", "mean", _percent, "$success", 0.0, 100.0),
 )
 
 
@@ -270,10 +274,6 @@ MAX_PROCESS_ROWS = 4  # per GPU; the rest is a count
 ROW_DROP_ORDER = ("name", "util_bar", "clock", "memory_bar", "temp", "memory", "util")
 
 
-def _figure(value: float | None, unit: str) -> str:
-    return UNKNOWN if value is None else f"{fmt_whole(value)}{unit}"
-
-
 def reasons_text(gpu: GpuSample) -> tuple[str, str]:
     """`⚠ power cap, thermal (software)` when clocks are held down, `clocks ok`, or `clocks –`."""
     if gpu.throttle_reasons is None:
@@ -295,7 +295,7 @@ def row_groups(gpu: GpuSample) -> list[tuple[str, Segments]]:
         *_memory_groups(gpu.memory_fraction, gpu.memory_used_bytes, gpu.memory_total_bytes),
         ("util", [_label("  util ")]),
         ("util_bar", [(memory_bar(None if util is None else util / 100, ROW_BAR), "$success"), (" ", "")]),
-        ("util", [_value(_figure(util, "%"))]),
+        ("util", [_value(_percent(util))]),
         ("power", [(" ", ""), _value(_figure(gpu.power_w, " W"))]),
         ("temp", [(" ", ""), _value(_figure(gpu.temperature_c, " °C"))]),
         ("clock", [_label(" SM "), _value(_figure(gpu.sm_clock_mhz, " MHz"))]),
@@ -354,9 +354,7 @@ def process_lines(gpu: GpuSample, width: int) -> list[Content]:
     ordered = sorted(gpu.processes, key=lambda p: -(p.used_memory_bytes or 0))
     lines = []
     for process in ordered[:MAX_PROCESS_ROWS]:
-        used = (
-            UNKNOWN if process.used_memory_bytes is None else f"{fmt_gib_number(process.used_memory_bytes)}G"
-        )
+        used = _figure(process.used_memory_bytes, "G", fmt_gib_number)
         head = f"    pid {process.pid:<8} {used:>7}  "
         name = safe_line(process.name or UNKNOWN)
         room = max(0, width - len(head))
