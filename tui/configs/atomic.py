@@ -363,18 +363,6 @@ def _write_backup(target: Path, original: os.stat_result, saving: Path) -> None:
 # --- one writer at a time ---------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive flock on `NAME.lock` beside a file spectop reads, changes and writes back: concurrent
-    changes (other processes, other threads) never lose one another."""
-    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
 class _Held(threading.local):
     """The folders this thread holds locked → how many times (the lock is re-entrant per thread)."""
 
@@ -386,15 +374,16 @@ _held = _Held()
 
 
 def lock_path(path: Path) -> Path:
-    """What a save of a config file locks: the folder of its (symlink's) target. A lock on the folder
-    itself leaves nothing beside the configs (a sidecar lock file would stay beside every config saved)."""
+    """What `file_lock` locks: the folder of the (symlink's) target. A lock on the folder itself leaves
+    nothing beside the file (a sidecar lock file would stay beside every config saved)."""
     return resolve_target(Path(path)).parent
 
 
 @contextlib.contextmanager
-def config_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive `flock` on the folder of the file's target, so two saves of one file take turns
-    (re-entrant per thread). A folder that cannot be opened is not locked: the save there fails anyway."""
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive `flock` on the folder of the file's target while spectop reads, changes and
+    writes it back, so changes made at once (other processes, other threads) never lose one another
+    (re-entrant per thread). A folder that cannot be opened is not locked: the write there fails anyway."""
     lock = lock_path(path)
     depth = _held.depth
     if lock in depth:
