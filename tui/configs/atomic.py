@@ -226,26 +226,22 @@ def read_only_reason(path: Path, info: os.stat_result) -> str | None:
 # --- owner and group ----------------------------------------------------------------------------------------
 
 
-def _name_of_uid(uid: int) -> str:
-    try:
-        import pwd
-
-        return pwd.getpwuid(uid).pw_name
-    except (ImportError, KeyError):
-        return str(uid)
-
-
-def _name_of_gid(gid: int) -> str:
+def _owner_text(info: os.stat_result) -> str:
+    """`user:group` of a file, by name where the system knows the ids."""
     try:
         import grp
-
-        return grp.getgrgid(gid).gr_name
-    except (ImportError, KeyError):
-        return str(gid)
-
-
-def _owner_text(info: os.stat_result) -> str:
-    return f"{_name_of_uid(info.st_uid)}:{_name_of_gid(info.st_gid)}"
+        import pwd
+    except ImportError:
+        return f"{info.st_uid}:{info.st_gid}"
+    try:
+        user = pwd.getpwuid(info.st_uid).pw_name
+    except KeyError:
+        user = str(info.st_uid)
+    try:
+        group = grp.getgrgid(info.st_gid).gr_name
+    except KeyError:
+        group = str(info.st_gid)
+    return f"{user}:{group}"
 
 
 def _keep_owner(fd: int, original: os.stat_result) -> str | None:
