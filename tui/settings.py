@@ -9,14 +9,23 @@ import os
 import shlex
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from tui.auth import api_key_from_env
 from tui.paths import user_config_dir
 from tui.validators import (
-    check_env_var_name,
+    EnvName,
+    HttpUrl,
     friendly_message,
     normalize_http_url,
     parse_matchers,
@@ -55,13 +64,13 @@ class EndpointSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1)
-    url: str = Field(description="base URL of the server, e.g. http://127.0.0.1:8000")
-    metrics_url: str | None = Field(None, description="default: url + /metrics")
+    url: HttpUrl = Field(description="base URL of the server, e.g. http://127.0.0.1:8000")
+    metrics_url: HttpUrl | None = Field(None, description="default: url + /metrics")
     backend: Backend = "auto"
     log_file: Path | None = None
     config_file: Path | None = Field(None, description="the server's config.toml / settings.json")
     model: str | None = None
-    api_key_env: str | None = Field(
+    api_key_env: EnvName | None = Field(
         None, description="NAME of the environment variable holding the API key (never the key)"
     )
     restart_command: list[str] | None = Field(None, description="run without a shell after a config save")
@@ -76,13 +85,8 @@ class EndpointSettings(BaseModel):
         description="after a restart, how long /health may take to answer (a real vLLM: 30-90 s and more); "
         "default 30 s for the editor, 60 s for the guard and the tune screen",
     )
-    gpu_metrics_url: str | None = Field(None, description="a DCGM exporter page with this server's GPUs")
+    gpu_metrics_url: HttpUrl | None = Field(None, description="a DCGM exporter page with this server's GPUs")
     gpus: list[int | str] | None = Field(None, description="the server's GPUs: NVML indices or UUIDs")
-
-    @field_validator("url", "metrics_url", "gpu_metrics_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        return None if value is None else normalize_http_url(value)
 
     @field_validator("restart_command", mode="before")
     @classmethod
@@ -90,11 +94,6 @@ class EndpointSettings(BaseModel):
         if isinstance(value, str):
             return shlex.split(value)
         return value
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        return None if value is None else check_env_var_name(value)
 
     @property
     def resolved_metrics_url(self) -> str:
@@ -110,40 +109,24 @@ class PrometheusSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(description="base URL of the Prometheus server, e.g. http://prometheus:9090")
-    match: str | None = Field(None, description='label matchers that select the instances, e.g. {job="vllm"}')
+    url: HttpUrl = Field(description="base URL of the Prometheus server, e.g. http://prometheus:9090")
+    match: Annotated[str, AfterValidator(parse_matchers)] | None = Field(
+        None, description='label matchers that select the instances, e.g. {job="vllm"}'
+    )
     group_by: str = Field(
         "job",
         pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$",
         description="label that groups instances in the table ('model' = the model name)",
     )
-    bearer_token_env: str | None = Field(None, description="NAME of the env variable holding a bearer token")
+    bearer_token_env: EnvName | None = Field(
+        None, description="NAME of the env variable holding a bearer token"
+    )
     basic_auth_user: str | None = None
-    basic_auth_password_env: str | None = Field(
+    basic_auth_password_env: EnvName | None = Field(
         None, description="NAME of the env variable holding the password"
     )
     tls_verify: bool = True
     timeout_s: float = Field(10.0, gt=0.0, le=300.0, description="timeout of each Prometheus request")
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        url = normalize_http_url(value)
-        if "@" in url.split("://", 1)[1].split("/", 1)[0]:
-            raise ValueError(
-                "put no user or password in the URL: use basic_auth_user and basic_auth_password_env"
-            )
-        return url
-
-    @field_validator("match")
-    @classmethod
-    def _matchers(cls, value: str | None) -> str | None:
-        return None if value is None else parse_matchers(value)
-
-    @field_validator("bearer_token_env", "basic_auth_password_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        return None if value is None else check_env_var_name(value)
 
 
 class Settings(BaseModel):

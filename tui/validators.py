@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
+
+from pydantic import AfterValidator
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -80,6 +82,12 @@ def check_env_var_name(value: str) -> str:
             "expected the NAME of an environment variable (letters, digits, _), not the key itself"
         )
     return value
+
+
+# The field types of the models spectop reads: each rule checked once, wherever the field is.
+HttpUrl = Annotated[str, AfterValidator(normalize_http_url)]
+WrittenHttpUrl = Annotated[str, AfterValidator(check_http_url)]  # a config file's URL, kept as written
+EnvName = Annotated[str, AfterValidator(check_env_var_name)]
 
 
 # pydantic's error types → spectop's words. `ctx` carries the bound of a range error.

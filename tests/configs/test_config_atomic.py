@@ -16,7 +16,7 @@ import pytest
 
 from tui.cli import main
 from tui.configs import atomic
-from tui.configs.atomic import FileStamp, atomic_write, changed_on_disk, config_lock, lock_path
+from tui.configs.atomic import FileStamp, atomic_write, changed_on_disk, file_lock, lock_path
 from tui.configs.editing import ChangedOnDiskError, open_config, save_text
 from tui.configs.errors import UnreadableFileError
 from tui.paths import sample_configs_dir
@@ -172,7 +172,7 @@ def test_two_concurrent_sets_of_different_keys_both_land(tmp_path: Path) -> None
     config.write_text((sample_configs_dir() / "config.toml").read_text(encoding="utf-8"), encoding="utf-8")
     # While this test holds the lock, both commands start and wait for it, then race for it the moment it is
     # released: each must read the other's result (without the lock both read the same old text).
-    with config_lock(config):
+    with file_lock(config):
         first = _spectop("config", "set", str(config), "speculative.num_speculative_tokens", "4")
         second = _spectop("config", "set", str(config), "scheduler.max_num_seqs", "77")
         waiting_for_lock(config, 2)
@@ -190,7 +190,7 @@ def test_the_lock_is_reentrant_and_on_the_symlinks_target_folder(tmp_path: Path)
     link = tmp_path / "link.toml"
     link.symlink_to(target)
     assert lock_path(link) == tmp_path / "real"
-    with config_lock(link), config_lock(target):  # the save inside `config set` takes it again
+    with file_lock(link), file_lock(target):  # the save inside `config set` takes it again
         assert atomic._held.depth[lock_path(target)] == 2
     assert lock_path(target) not in atomic._held.depth
 
@@ -200,10 +200,10 @@ def test_another_thread_waits_for_the_lock(tmp_path: Path) -> None:
     entered = threading.Event()
 
     def save_from_another_thread() -> None:
-        with config_lock(config):
+        with file_lock(config):
             entered.set()
 
-    with config_lock(config):
+    with file_lock(config):
         other = threading.Thread(target=save_from_another_thread)
         other.start()
         assert not entered.wait(0.2)  # re-entrance is per thread: the other one must wait
@@ -215,11 +215,11 @@ def test_a_second_process_waits_for_the_lock(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("a = 1\n")
     code = (
-        "import sys; from pathlib import Path; from tui.configs.atomic import config_lock\n"
-        f"with config_lock(Path({str(config)!r})): print('got it', flush=True)\n"
+        "import sys; from pathlib import Path; from tui.configs.atomic import file_lock\n"
+        f"with file_lock(Path({str(config)!r})): print('got it', flush=True)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    with config_lock(config):
+    with file_lock(config):
         process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
         waiting_for_lock(config, 1)
         assert process.poll() is None

@@ -12,7 +12,7 @@ from typing import Any
 
 from tui.cli_options import completes_files
 from tui.commands import fail, say
-from tui.configs.atomic import ReadOnlyFileError, config_lock
+from tui.configs.atomic import ReadOnlyFileError, file_lock
 from tui.configs.document import parse_key_path
 from tui.configs.editing import get_value, open_config, save_text, set_raw_value, unified_diff
 from tui.configs.errors import ConfigError, UnreadableFileError
@@ -144,7 +144,7 @@ def _get(args: argparse.Namespace, kind: Any) -> int:
 def _set(args: argparse.Namespace, kind: Any) -> int:
     # Read, change and save under the file's lock: a `config set` of another key at the same moment
     # waits, then reads this one's result (no update lost).
-    with config_lock(args.file) if not args.dry_run else contextlib.nullcontext():
+    with file_lock(args.file) if not args.dry_run else contextlib.nullcontext():
         opened = _open(args, kind)
         changed = set_raw_value(opened.document, parse_key_path(args.key), args.value, new_key=args.new_key)
         diff = unified_diff(opened.text, changed.text, str(args.file))

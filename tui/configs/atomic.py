@@ -226,26 +226,22 @@ def read_only_reason(path: Path, info: os.stat_result) -> str | None:
 # --- owner and group ----------------------------------------------------------------------------------------
 
 
-def _name_of_uid(uid: int) -> str:
-    try:
-        import pwd
-
-        return pwd.getpwuid(uid).pw_name
-    except (ImportError, KeyError):
-        return str(uid)
-
-
-def _name_of_gid(gid: int) -> str:
+def _owner_text(info: os.stat_result) -> str:
+    """`user:group` of a file, by name where the system knows the ids."""
     try:
         import grp
-
-        return grp.getgrgid(gid).gr_name
-    except (ImportError, KeyError):
-        return str(gid)
-
-
-def _owner_text(info: os.stat_result) -> str:
-    return f"{_name_of_uid(info.st_uid)}:{_name_of_gid(info.st_gid)}"
+        import pwd
+    except ImportError:
+        return f"{info.st_uid}:{info.st_gid}"
+    try:
+        user = pwd.getpwuid(info.st_uid).pw_name
+    except KeyError:
+        user = str(info.st_uid)
+    try:
+        group = grp.getgrgid(info.st_gid).gr_name
+    except KeyError:
+        group = str(info.st_gid)
+    return f"{user}:{group}"
 
 
 def _keep_owner(fd: int, original: os.stat_result) -> str | None:
@@ -363,18 +359,6 @@ def _write_backup(target: Path, original: os.stat_result, saving: Path) -> None:
 # --- one writer at a time ---------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive flock on `NAME.lock` beside a file spectop reads, changes and writes back: concurrent
-    changes (other processes, other threads) never lose one another."""
-    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
 class _Held(threading.local):
     """The folders this thread holds locked → how many times (the lock is re-entrant per thread)."""
 
@@ -386,15 +370,16 @@ _held = _Held()
 
 
 def lock_path(path: Path) -> Path:
-    """What a save of a config file locks: the folder of its (symlink's) target. A lock on the folder
-    itself leaves nothing beside the configs (a sidecar lock file would stay beside every config saved)."""
+    """What `file_lock` locks: the folder of the (symlink's) target. A lock on the folder itself leaves
+    nothing beside the file (a sidecar lock file would stay beside every config saved)."""
     return resolve_target(Path(path)).parent
 
 
 @contextlib.contextmanager
-def config_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive `flock` on the folder of the file's target, so two saves of one file take turns
-    (re-entrant per thread). A folder that cannot be opened is not locked: the save there fails anyway."""
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive `flock` on the folder of the file's target while spectop reads, changes and
+    writes it back, so changes made at once (other processes, other threads) never lose one another
+    (re-entrant per thread). A folder that cannot be opened is not locked: the write there fails anyway."""
     lock = lock_path(path)
     depth = _held.depth
     if lock in depth:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tui.configs.atomic import FileStamp, SaveResult, atomic_write, changed_on_disk, config_lock
+from tui.configs.atomic import FileStamp, SaveResult, atomic_write, changed_on_disk, file_lock
 from tui.configs.document import ConfigDocument, KeyPath, dotted, load_document
 from tui.configs.errors import ConfigError, ConfigSyntaxError, KeyPathError, UnreadableFileError
 from tui.configs.kinds import ConfigKind, detect_kind
@@ -190,7 +190,7 @@ def save_text(
     """Check `text` parses and nobody changed the file since `stamp` (unless `force`), then write atomically.
     Raises SaveError (ReadOnlyFileError) when nothing was written."""
     load_document(text, kind, path)  # raises ConfigSyntaxError: never save an unparsable file
-    with config_lock(path):  # the check and the rename as one step against other spectop processes
+    with file_lock(path):  # the check and the rename as one step against other spectop processes
         if not force and changed_on_disk(path, stamp):
             raise ChangedOnDiskError(f"{path} changed on disk since it was opened")
         return atomic_write(path, text.encode("utf-8"), allow_read_only=allow_read_only)

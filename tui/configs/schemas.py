@@ -13,7 +13,7 @@ import re
 import tomllib
 import types
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -23,7 +23,7 @@ from tui.configs.document import KeyPath, dotted
 from tui.configs.kinds import ConfigKind
 from tui.configs.spec_table import TableError, read_table
 from tui.format import fmt_setting
-from tui.validators import check_env_var_name, check_http_url, friendly_message
+from tui.validators import EnvName, WrittenHttpUrl, friendly_message
 
 # vLLM SpeculativeMethod (vllm.md §3.1); every *_mtp is rewritten to "mtp".
 VLLM_METHODS = (
@@ -183,8 +183,8 @@ class SglangConfig(BaseModel):
 
 class ClientConfig(BaseModel):
     model_config = _SECTION
-    base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
-    api_key_env: str | None = Field(None, description="NAME of the env variable with the API key")
+    base_url: WrittenHttpUrl = Field(description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    api_key_env: EnvName | None = Field(None, description="NAME of the env variable with the API key")
     model: str | None = Field(None, description="model id sent with each request")
     timeout: float | None = Field(None, gt=0.0, description="request timeout in seconds; 120 suits MTP")
     max_retries: int | None = Field(None, ge=0, le=10, description="retries per request; > 3 risks storms")
@@ -192,16 +192,6 @@ class ClientConfig(BaseModel):
     temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature")
     max_tokens: int | None = Field(None, ge=1, description="output token limit per request")
     extra_body: dict[str, Any] | None = Field(None, description="extra request fields (top_p, ...)")
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        return check_http_url(value)
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        return None if value is None else check_env_var_name(value)
 
 
 SCHEMAS: dict[str, type[BaseModel]] = {
@@ -240,11 +230,12 @@ class SchemaIssue:
 
 
 def _strip_optional(annotation: Any) -> Any:
+    """The type a field holds: without `| None` and without a field type's validators."""
     if get_origin(annotation) in (Union, types.UnionType):
         args = [arg for arg in get_args(annotation) if arg is not type(None)]
         if len(args) == 1:
-            return args[0]
-    return annotation
+            annotation = args[0]
+    return get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
 
 
 def _section(info: FieldInfo) -> type[BaseModel] | None:
