@@ -4,20 +4,23 @@ that a machine's first run fills. Markers, xdist groups and order: tests/conftes
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from llama_build import LlamaBuildError, ensure_llama_server
 from llama_models import ModelSet, make_models
-from llama_server import LlamaServer, ServerError
+from llama_server import LlamaServer, LoopbackServer, ServerError, kill_groups
 from vllm_install import VLLM_VERSION, VllmInstallImpossible, cache_dir, ensure_vllm
 from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
 from vllm_models import make_models as make_vllm_models
-from vllm_server import VllmServer, kill_groups
+from vllm_server import VllmServer
 
 # The long-lived servers of each suite (vLLM's at k = 3 where there is a draft), shared by the whole session.
 SERVER_KINDS = ("nodraft", "same", "noisy", "random")
+Server = TypeVar("Server", bound=LoopbackServer)
 
 
 @pytest.fixture(scope="session")
@@ -39,20 +42,37 @@ def _llama(binary: Path, models: ModelSet, name: str, kind: str, workdir: Path) 
     )
 
 
+@contextmanager
+def all_running(servers: dict[str, Server]) -> Iterator[dict[str, Server]]:
+    """Every server launched at once, then each waited for (its log kept on failure); all stopped after."""
+    try:
+        for server in servers.values():
+            server.launch()
+        for server in servers.values():
+            try:
+                server.wait_healthy()
+            except ServerError as exc:
+                pytest.fail(f"{server.name} did not start (log kept in {server.output_file}): {exc}")
+        yield servers
+    finally:
+        timeout_s = max(server.stop_timeout_s for server in servers.values())
+        kill_groups(
+            [server.process.pid for server in servers.values() if server.process is not None], timeout_s
+        )
+        for server in servers.values():
+            server.reap()
+
+
 @pytest.fixture(scope="session")
 def llama_servers(
     llama_server_binary: Path, gguf_models: ModelSet, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, LlamaServer]]:
     """The four long-lived servers: no draft, identical draft, noisy draft, random draft."""
     workdir = tmp_path_factory.mktemp("servers")
-    servers = {kind: _llama(llama_server_binary, gguf_models, kind, kind, workdir) for kind in SERVER_KINDS}
-    try:
-        for server in servers.values():
-            server.start()
+    with all_running(
+        {kind: _llama(llama_server_binary, gguf_models, kind, kind, workdir) for kind in SERVER_KINDS}
+    ) as servers:
         yield servers
-    finally:
-        for server in servers.values():
-            server.stop()
 
 
 @pytest.fixture
@@ -96,29 +116,19 @@ def vllm_servers(
 ) -> Iterator[dict[str, VllmServer]]:
     """Four vLLMs started at once: no draft, the target as its own draft, a noisy draft, a random one."""
     workdir = tmp_path_factory.mktemp("vllm-servers")
-    servers = {
-        kind: VllmServer(
-            name=kind,
-            python=vllm_python,
-            model=vllm_models.target,
-            draft=vllm_models.draft(kind),
-            workdir=workdir,
-        )
-        for kind in SERVER_KINDS
-    }
-    try:
-        for server in servers.values():
-            server.launch()
-        for server in servers.values():
-            try:
-                server.wait_healthy()
-            except ServerError as exc:
-                pytest.fail(f"vLLM {server.name} did not start (log kept in {server.log_file}): {exc}")
+    with all_running(
+        {
+            kind: VllmServer(
+                name=kind,
+                python=vllm_python,
+                model=vllm_models.target,
+                draft=vllm_models.draft(kind),
+                workdir=workdir,
+            )
+            for kind in SERVER_KINDS
+        }
+    ) as servers:
         yield servers
-    finally:
-        kill_groups([server.process.pid for server in servers.values() if server.process is not None])
-        for server in servers.values():
-            server.reap()
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ suite's servers share: the port, the wait for /health, the log's tail)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -10,6 +11,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 
@@ -63,14 +65,47 @@ def wait_healthy(
     raise ServerError(f"{name} not healthy after {timeout_s:g} s:\n{log_tail(log_file)}")
 
 
+def kill_groups(pids: list[int], timeout_s: float = 30.0) -> None:
+    """SIGTERM every process group at once, then SIGKILL what is left of them after `timeout_s`."""
+    alive = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+            alive.append(pid)
+    deadline = time.monotonic() + timeout_s
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [pid for pid in alive if group_alive(pid)]
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs. A dead one not yet reaped (our own child, the server,
+    is reaped after this wait) does not count: `killpg(pgid, 0)` counts it, and the wait lasted the whole
+    timeout after every server had exited."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _parent, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
 @dataclass(kw_only=True)
 class LoopbackServer:
-    """A real server of the suites: its name, work folder (its log there), loopback port and process."""
+    """A real server of the suites: its name, work folder (its log there), loopback port and process,
+    started in its own process group."""
 
     name: str
     workdir: Path
     port: int = 0
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    start_timeout_s: ClassVar[float] = HEALTH_TIMEOUT_S
+    stop_timeout_s: ClassVar[float] = STOP_TIMEOUT_S
 
     @property
     def url(self) -> str:
@@ -80,8 +115,67 @@ class LoopbackServer:
     def log_file(self) -> Path:
         return self.workdir / f"{self.name}.log"
 
+    @property
+    def output_file(self) -> Path:
+        """Where the process's stdout and stderr go."""
+        return self.log_file
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def environment(self) -> dict[str, str]:
+        return dict(os.environ)
+
     def is_running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def launch(self, port: int | None = None) -> None:
+        """Start the process (on `port`, or the previous one, or a free one) without waiting: several
+        servers start at once, then `wait_healthy` each."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = port or self.port or free_port()
+        with self.output_file.open("ab") as output:
+            self.process = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env=self.environment(),
+                cwd=self.workdir,
+                start_new_session=True,
+            )
+
+    def wait_healthy(self) -> None:
+        wait_healthy(self.url, self.process, self.name, self.output_file, self.start_timeout_s)
+
+    def start(self, port: int | None = None) -> None:
+        """Launch and wait for /health; without `port`, another free one if the first was taken."""
+        for attempt in range(3):
+            self.launch(port)
+            try:
+                self.wait_healthy()
+                return
+            except ServerError:
+                self.stop()
+                if port is not None or attempt == 2:
+                    raise
+                self.port = 0
+
+    def stop(self) -> None:
+        """SIGTERM the process group, SIGKILL it if it does not exit in time; then reap the process."""
+        if self.process is None:
+            return
+        kill_groups([self.process.pid], self.stop_timeout_s)
+        self.reap()
+
+    def reap(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=self.stop_timeout_s)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start(port=self.port)
 
 
 @dataclass(kw_only=True)
@@ -101,8 +195,11 @@ class LlamaServer(LoopbackServer):
     extra_args: tuple[str, ...] = ()
 
     @property
-    def stderr_file(self) -> Path:
+    def output_file(self) -> Path:
         return self.workdir / f"{self.name}.stderr"
+
+    def environment(self) -> dict[str, str]:
+        return {**os.environ, **self.env}
 
     def command(self) -> list[str]:
         cmd = [str(self.binary), "-m", str(self.model)]
@@ -117,51 +214,8 @@ class LlamaServer(LoopbackServer):
         ]  # fmt: skip
         return cmd
 
-    def start(self, port: int | None = None) -> None:
-        """Start the process (on `port`, or the previous one, or a free one) and wait for /health."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        for attempt in range(3):
-            self.port = port or self.port or free_port()
-            stderr = self.stderr_file.open("ab")
-            try:
-                self.process = subprocess.Popen(
-                    self.command(),
-                    stdin=subprocess.DEVNULL,
-                    stdout=stderr,
-                    stderr=stderr,
-                    env={**os.environ, **self.env},
-                    start_new_session=True,
-                )
-            finally:
-                stderr.close()
-            try:
-                self.wait_healthy()
-                return
-            except ServerError:
-                self.stop()
-                if port is not None or attempt == 2:
-                    raise
-                self.port = 0  # the free port may have been taken meanwhile: try another
-
-    def wait_healthy(self, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
-        wait_healthy(self.url, self.process, self.name, self.stderr_file, timeout_s)
-
     def kill(self) -> None:
         """SIGKILL, as a crash would: no clean shutdown."""
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=STOP_TIMEOUT_S)
-
-    def stop(self) -> None:
-        """Terminate, then kill if it does not exit in time."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.kill()
-
-    def restart(self) -> None:
-        self.stop()
-        self.start(port=self.port)

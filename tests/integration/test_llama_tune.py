@@ -16,10 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 from llama_models import ModelSet
-from llama_server import LlamaServer, free_port
+from llama_server import LlamaServer, free_port, kill_groups
 from llama_spectop import json_lines, run_spectop
 from llama_workload import traffic_request
-from vllm_server import kill_groups
 from vllm_workload import steady_load
 
 pytestmark = pytest.mark.llamacpp

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llama_server import free_port, log_tail, wait_healthy
+from llama_server import free_port, kill_groups, log_tail, wait_healthy
 from llama_spectop import spectop_command
 from textual.pilot import Pilot
 from vllm_models import VllmModels
-from vllm_server import START_TIMEOUT_S, VLLM_ENV, kill_groups
+from vllm_server import START_TIMEOUT_S, VLLM_ENV
 
 from tests.ui.ui_waiting import wait_for
 from tui.settings import AlertSettings, EndpointSettings, Settings

@@ -9,16 +9,13 @@ the wait is on that condition (or the process exiting), with a generous cap only
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from llama_server import LoopbackServer, free_port, wait_healthy
+from llama_server import LoopbackServer
 
 START_TIMEOUT_S = 900.0  # a hung start, not a slow one: the machine is shared and loaded
 STOP_TIMEOUT_S = 30.0
@@ -44,49 +41,12 @@ COMMON_ARGS = (
 )  # fmt: skip
 
 
-def server_env() -> dict[str, str]:
-    env = {
-        key: value for key, value in os.environ.items() if not key.startswith(("PYTHONPATH", "VIRTUAL_ENV"))
-    }
-    return {**env, **VLLM_ENV}
-
-
 def speculative_args(draft: Path | None, k: int) -> list[str]:
     if draft is None or k == 0:
         return []
     spec = {"method": "draft_model", "model": str(draft), "num_speculative_tokens": k}
     # Refused without a --speculative-config ("requires speculative decoding to be enabled").
     return ["--speculative-config", json.dumps(spec), "--per-request-spec-decode-metrics", "detailed"]
-
-
-def kill_groups(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM every process group at once, then SIGKILL what is left of them after `timeout_s`."""
-    alive = []
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
-            alive.append(pid)
-    deadline = time.monotonic() + timeout_s
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.2)
-        alive = [pid for pid in alive if group_alive(pid)]
-    for pid in alive:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether a process of group `pgid` still runs. A dead one not yet reaped (our own child, the server,
-    is reaped after this wait) does not count: `killpg(pgid, 0)` counts it, and the wait lasted the whole
-    timeout after every server had exited."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            state, _parent, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
-        except (OSError, IndexError, ValueError):
-            continue  # gone meanwhile
-        if int(group) == pgid and state != "Z":
-            return True
-    return False
 
 
 @dataclass(kw_only=True)
@@ -98,6 +58,8 @@ class VllmServer(LoopbackServer):
     draft: Path | None
     k: int = 3
     extra_args: tuple[str, ...] = ()
+    start_timeout_s: ClassVar[float] = START_TIMEOUT_S
+    stop_timeout_s: ClassVar[float] = STOP_TIMEOUT_S
 
     def command(self) -> list[str]:
         return [
@@ -106,35 +68,10 @@ class VllmServer(LoopbackServer):
             *speculative_args(self.draft, self.k), *self.extra_args,
         ]  # fmt: skip
 
-    def launch(self) -> None:
-        """Start the process without waiting (several servers start at once; `wait_healthy` each)."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = self.port or free_port()
-        with self.log_file.open("ab") as log:
-            self.process = subprocess.Popen(
-                self.command(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=server_env(),
-                cwd=self.workdir,
-                start_new_session=True,
-            )
-
-    def start(self) -> None:
-        self.launch()
-        self.wait_healthy()
-
-    def wait_healthy(self) -> None:
-        wait_healthy(self.url, self.process, self.name, self.log_file, START_TIMEOUT_S)
-
-    def stop(self) -> None:
-        if self.process is None:
-            return
-        kill_groups([self.process.pid])
-        self.reap()
-
-    def reap(self) -> None:
-        if self.process is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=STOP_TIMEOUT_S)
+    def environment(self) -> dict[str, str]:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("PYTHONPATH", "VIRTUAL_ENV"))
+        }
+        return {**env, **VLLM_ENV}

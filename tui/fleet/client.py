@@ -8,13 +8,11 @@ import asyncio
 import json
 import math
 import os
-from functools import lru_cache
 from typing import Annotated, Any, Literal, NotRequired
 from urllib.parse import urlencode
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic_core import from_json
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from tui.auth import api_key_from_env, bearer_headers
@@ -104,29 +102,6 @@ def number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _unchecked_vector(body: bytes) -> list[Any] | None:
-    """The `result` list of a successful vector answer as parsed (its samples unchecked), else None."""
-    try:
-        answer = from_json(body, cache_strings="keys")
-    except ValueError:
-        return None
-    data = answer.get("data") if type(answer) is dict and answer.get("status") == "success" else None
-    if type(data) is not dict or data.get("resultType") != "vector":
-        return None
-    result = data.get("result")
-    return result if type(result) is list else None
-
-
-def _general_vector(expr: str, status: int, body: bytes) -> list[SampleJson]:
-    """An instant query's samples the general way: the envelope read, what is wrong said."""
-    answer = _envelope(status, body)
-    data = answer.data if isinstance(answer.data, dict) else {}
-    try:
-        return _vector(_QUERY_DATA.validate_python(data))
-    except ValidationError:
-        raise PrometheusError(f"Prometheus: unexpected answer to {expr[:60]!r}") from None
-
-
 def _envelope(status: int, body: bytes) -> _Response:
     """The API's envelope of an answer, or a `PrometheusError` saying what is wrong with it."""
     try:
@@ -142,19 +117,6 @@ def _envelope(status: int, body: bytes) -> _Response:
     if status >= 400:
         raise PrometheusError(f"Prometheus: HTTP {status}")
     return answer
-
-
-@lru_cache(maxsize=256)
-def _encoded_query(expr: str) -> str:
-    return urlencode([("query", expr)])
-
-
-def _form(params: list[tuple[str, str]]) -> bytes:
-    """`urlencode(params)` as the body of a POST; a query's PromQL (the same 20 long expressions at every
-    refresh) encoded once."""
-    return "&".join(
-        _encoded_query(value) if key == "query" else urlencode([(key, value)]) for key, value in params
-    ).encode("ascii")
 
 
 def _size_text(max_bytes: int) -> str:
@@ -208,7 +170,7 @@ class PrometheusClient:
         async with self._http.stream(
             "POST",
             f"{self.base_url}{path}",
-            content=_form(params),
+            content=urlencode(params).encode("ascii"),
             headers={**self._headers, "Content-Type": "application/x-www-form-urlencoded"},
             auth=self._auth or httpx.USE_CLIENT_DEFAULT,
             timeout=self.timeout_s,
@@ -260,17 +222,11 @@ class PrometheusClient:
                 return _vector(_QUERY_ANSWER.validate_json(body)["data"])
             except ValidationError:
                 pass  # the general way says what is wrong
-        return _general_vector(expr, status, body)
-
-    async def query_samples(self, expr: str, at: float | None = None) -> list[Any]:
-        """An instant vector's samples as parsed, NOT checked one by one: for a reader that checks each
-        sample as it reads it (the fleet poller's hot path); all but a vector goes `query_vector`'s way."""
-        status, body = await self._fetch("/api/v1/query", self._query_params(expr, at))
-        if status < 300:
-            samples = _unchecked_vector(body)
-            if samples is not None:
-                return samples
-        return _general_vector(expr, status, body)
+        answer = _envelope(status, body)
+        try:
+            return _vector(_QUERY_DATA.validate_python(answer.data if isinstance(answer.data, dict) else {}))
+        except ValidationError:
+            raise PrometheusError(f"Prometheus: unexpected answer to {expr[:60]!r}") from None
 
     def _query_params(self, expr: str, at: float | None) -> list[tuple[str, str]]:
         params = [("query", expr)]

@@ -13,10 +13,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from math import isfinite
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import Field
 
 from tui.fleet.client import PrometheusClient, PrometheusError, SampleJson, number
 from tui.fleet.queries import (
@@ -164,76 +163,24 @@ class _Instance:
     impossible_figures: int = 0  # figures dropped as impossible so far (tui/telemetry/plausible_figures.py)
 
 
-class _UnexpectedSample(Exception):
-    """A sample of an answer is not what the API sends (`_ask` says so as the query's error)."""
-
-
-_SAMPLES = TypeAdapter(list[SampleJson])
-_PAIR = (list, tuple)  # [time, "value"]: a list as parsed, a tuple once checked (`query_vector`)
-
-
-def _by_instance(samples: list[Any]) -> dict[str, float]:
-    """Each instance's finite value (the refresh's hot loop): the parsed JSON read as it is, and a sample of
-    an unexpected shape raised as `_UnexpectedSample`."""
+def _by_instance(samples: Iterable[SampleJson]) -> dict[str, float]:
+    """Each instance's value (`number`'s rule: NaN, infinities and non-numbers left out)."""
     values: dict[str, float] = {}
     for sample in samples:
-        # `_label_and_value`'s checks, inlined: a call per sample would give back much of what they save
-        try:
-            instance = sample.get("metric", _NO_LABELS).get("instance")
-            pair = sample["value"]
-        except (AttributeError, KeyError, TypeError):
-            raise _UnexpectedSample from None
-        if type(pair) not in _PAIR or len(pair) != 2 or type(pair[1]) is not str:
-            raise _UnexpectedSample
-        if type(instance) is not str:
-            if instance is None:
-                continue
-            raise _UnexpectedSample
-        try:
-            value = float(pair[1])
-        except ValueError:
-            continue
-        if isfinite(value):
+        instance, value = sample.get("metric", _NO_LABELS).get("instance"), number(sample["value"][1])
+        if instance is not None and value is not None:
             values[instance] = value
     return values
 
 
-def _checked(reduce: Callable[[list[SampleJson]], _T]) -> Callable[[list[Any]], _T]:
-    """`reduce` of samples checked first as a whole (the answers read less often than every figure's)."""
-
-    def checked(samples: list[Any]) -> _T:
-        try:
-            valid = _SAMPLES.validate_python(samples)
-        except ValidationError:
-            raise _UnexpectedSample from None
-        return reduce(valid)
-
-    return checked
-
-
-def _label_and_value(sample: Any, label: str) -> tuple[str | None, str | None, str]:
-    """A sample's instance, its `label` and its value's text, each checked (`_UnexpectedSample`)."""
-    try:
-        metric = sample.get("metric", _NO_LABELS)
-        instance, labelled = metric.get("instance"), metric.get(label)
-        pair = sample["value"]
-    except (AttributeError, KeyError, TypeError):
-        raise _UnexpectedSample from None
-    if type(pair) not in _PAIR or len(pair) != 2 or type(pair[1]) is not str:
-        raise _UnexpectedSample
-    if not (instance is None or type(instance) is str) or not (labelled is None or type(labelled) is str):
-        raise _UnexpectedSample
-    return instance, labelled, pair[1]
-
-
-def _positions(samples: list[Any]) -> dict[str, list[float]]:
+def _positions(samples: Iterable[SampleJson]) -> dict[str, list[float]]:
     """Per-position acceptance by instance, position 0 first (a missing position counts 0, as direct)."""
     found: dict[str, dict[int, float]] = {}
     for sample in samples:
-        instance, position_text, text = _label_and_value(sample, "position")
-        value = number(text)
+        metric = sample.get("metric", _NO_LABELS)
+        instance, value = metric.get("instance"), number(sample["value"][1])
         try:
-            position = int(position_text or "")
+            position = int(metric.get("position", ""))
         except ValueError:
             continue
         if instance is None or value is None or not 0 <= position < _MAX_POSITIONS:
@@ -252,7 +199,7 @@ FigureAnswer = dict[str, float] | dict[str, list[float]]  # instance → value (
 EngineAnswer = dict[str, dict[str, float]]  # instance → engine → value
 
 
-def _figure_reducer(query: FigureQuery) -> Callable[[list[Any]], FigureAnswer]:
+def _figure_reducer(query: FigureQuery) -> Callable[[list[SampleJson]], FigureAnswer]:
     return _positions if query.by_position else _by_instance
 
 
@@ -369,17 +316,17 @@ class FleetPoller:
         asking = self._bounds_wanted(started)
         deadline = asyncio.get_running_loop().time() + self.client.timeout_s
 
-        def ask(expr: str, reduce: Callable[[list[Any]], _T]) -> Awaitable[_T | PrometheusError]:
+        def ask(expr: str, reduce: Callable[[list[SampleJson]], _T]) -> Awaitable[_T | PrometheusError]:
             return self._guarded(partial(self._ask, expr, at, reduce), deadline)
 
-        instances = _checked(partial(_instance_rows, group_label=self.settings.group_by))
-        bounds_asked = [ask(bucket_bounds_query(self.matchers), _checked(bucket_bounds))] if asking else []
+        instances = partial(_instance_rows, group_label=self.settings.group_by)
+        bounds_asked = [ask(bucket_bounds_query(self.matchers), bucket_bounds)] if asking else []
         discovery, up, scraped_at, figure_list, engine_list, bounds_list = await asyncio.gather(
             ask(self._discovery(), instances),
             ask(up_query(self.matchers), _by_instance),
             ask(up_timestamp_query(self.matchers), _by_instance),
             asyncio.gather(*(ask(query.expr, _figure_reducer(query)) for query in self._queries)),
-            asyncio.gather(*(ask(query.expr, _checked(_by_engine)) for query in self._engine_queries)),
+            asyncio.gather(*(ask(query.expr, _by_engine) for query in self._engine_queries)),
             asyncio.gather(*bounds_asked),
         )
         figure_answers = dict(zip(self._queries, figure_list, strict=True))
@@ -413,14 +360,10 @@ class FleetPoller:
         result.elapsed_s = time.monotonic() - started
         return result
 
-    async def _ask(self, expr: str, at: float, reduce: Callable[[list[Any]], _T]) -> _T:
+    async def _ask(self, expr: str, at: float, reduce: Callable[[list[SampleJson]], _T]) -> _T:
         """An instant query's answer reduced at once to instance → value, so a refresh's parsed samples are
         never all alive together."""
-        samples = await self.client.query_samples(expr, at)
-        try:
-            return reduce(samples)
-        except _UnexpectedSample:
-            raise PrometheusError(f"Prometheus: unexpected answer to {expr[:60]!r}") from None
+        return reduce(await self.client.query_vector(expr, at))
 
     def _bounds_wanted(self, now: float) -> bool:
         """Ask the bucket bounds with this refresh: with the first, then only while an instance has a
