@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.bursts.verdict_words import verdict_body
+from tests.bench.verdict_words import verdict_body
 from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.report.summary import burst_summary
