@@ -10,7 +10,7 @@ import pytest
 from timed_server import Behaviour, Record, TimedServer
 
 from tui.bench.client_check import CPU_BUSY_SHARE
-from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.results import BurstResult
 
@@ -38,7 +38,7 @@ async def _burst(client: httpx.AsyncClient, concurrency: int) -> tuple[BurstResu
             requests=requests,
             warmup=concurrency,
             rounds=1,
-            load=LoadShape(concurrency=concurrency),
+            concurrency=concurrency,
         )
         result = await run_burst(config, client)
         records = {r.headers["x-request-id"].rsplit("-", 1)[1]: r for r in server.records}
