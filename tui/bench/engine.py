@@ -28,6 +28,7 @@ from tui.bench.results import (
     BurstSettings,
     BurstSettingsRecord,
     RequestResult,
+    Schedule,
     ServerAcceptance,
 )
 from tui.bench.server_figures import counter_deltas
@@ -95,6 +96,7 @@ class BurstConfig(BurstSettings):
     a: ArmTarget
     prompt_set: PromptSet
     b: ArmTarget | None = None
+    schedule: Schedule | None = "alternate"
     extra_body: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = 120.0
     max_retries: int = 2
