@@ -1,6 +1,6 @@
 """Hostile text as a server, a log, a config file, a kept burst or Prometheus could hand it to spectop, and
 the check that none of it reaches a terminal raw. Shared by the tests of each surface: stdout (tests/cli),
-the bench report and its exports (tests/bursts) and the screens (tests/ui)."""
+the bench report and its exports (tests/bench) and the screens (tests/ui)."""
 
 from __future__ import annotations
 

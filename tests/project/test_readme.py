@@ -12,7 +12,7 @@ import pytest
 from tui import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-READMES = [ROOT / "README.md", ROOT / "tests" / "bench" / "README.md"]
+READMES = [ROOT / "README.md", ROOT / "tests" / "benchmarks" / "README.md"]
 
 
 def _anchors(markdown: Path) -> set[str]:

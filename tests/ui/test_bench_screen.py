@@ -31,7 +31,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Select
 from textual.widgets._footer import FooterKey
 from ui_waiting import spectop, wait_for
 
-from tests.bursts.timed_server import Behaviour, TimedServer
+from tests.bench.timed_server import Behaviour, TimedServer
 from tests.untrusted import HOSTILE, hostile_burst
 from tui.bench.burst_store import bursts_dir, list_bursts, save_burst
 from tui.bench.client_settings import ClientSettings

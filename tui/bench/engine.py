@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import httpx
+from pydantic import ConfigDict, Field
 
 from tui.auth import ApiKeyError, api_key_from_env, bearer_headers
 from tui.bench.client_check import LagMonitor, check_requests
@@ -22,9 +23,12 @@ from tui.bench.prompts import Prompt, PromptSet
 from tui.bench.request import NATIVE_FIELDS, RequestSpec, RetryBudget, endpoint_url, run_request
 from tui.bench.results import (
     ArmResult,
+    Arrival,
     BurstResult,
+    BurstSettings,
     BurstSettingsRecord,
     RequestResult,
+    Schedule,
     ServerAcceptance,
 )
 from tui.bench.server_figures import counter_deltas
@@ -35,33 +39,11 @@ from tui.telemetry.window import figures_between
 
 log = logging.getLogger(__name__)
 
-Api = Literal["chat", "completions", "sglang"]
-Schedule = Literal["alternate", "parallel"]
 FLUSH_PATHS = ("/reset_prefix_cache", "/flush_cache")  # vLLM (dev mode), SGLang
 MODELS_TIMEOUT_S = 10.0
 PROBE_CONNECT_TIMEOUT_S = 5.0
 SCRAPE_TIMEOUT_S = 5.0
 PROGRESS_INTERVAL_S = 0.1
-
-
-Arrival = Literal["poisson", "constant"]
-
-
-@dataclass(frozen=True)
-class LoadShape:
-    concurrency: int = 1
-    rate: float | None = None  # requests per second per arm; None = as fast as the concurrency allows
-    arrival: Arrival = "poisson"
-
-    def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
-        if self.rate is not None and not self.rate > 0:
-            raise ValueError(f"rate must be above 0 requests/s, got {self.rate}")
-
-    @property
-    def open_loop(self) -> bool:
-        return self.rate is not None
 
 
 def arrival_offsets(count: int, rate: float, arrival: Arrival, rng: random.Random) -> list[float]:
@@ -104,51 +86,39 @@ class ArmTarget:
         return self.metrics_url or server_root(self.base_url) + "/metrics"
 
 
-@dataclass
-class BurstConfig:
+class BurstConfig(BurstSettings):
+    """One burst as the engine runs it: the settings its result keeps, the arms and how to reach them.
+    --until-significant: rounds of `requests` each, up to `max_rounds`, until `check_round` (given the
+    burst so far, from the second round on) names why to stop; the verdict's level is `ci_level`."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
     a: ArmTarget
     prompt_set: PromptSet
     b: ArmTarget | None = None
-    requests: int = 32  # measured requests per arm
-    load: LoadShape = field(default_factory=LoadShape)
-    rounds: int = 3
-    warmup: int = 1  # per arm, left out of the results
-    api: Api = "chat"
-    max_tokens: int = 256
-    temperature: float = 0.0
-    seed: int | None = None  # sent to the server when set
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    schedule: Schedule | None = "alternate"
+    extra_body: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = 120.0
     max_retries: int = 2
     rng_seed: int = 0  # arrivals and backoff jitter
-    schedule: Schedule = "alternate"
-    schedule_reason: str | None = None
-    prime_cache: bool = False  # each prompt once per arm before measuring: both caches start equal
-    flush_cache: bool = False  # ask each server to drop its prefix cache before measuring
-    slo: str | None = None  # recorded with the result: the summary computes goodput from it
-    percentiles: tuple[float, ...] | None = None
-    # --until-significant: rounds of `requests` each, up to `max_rounds`, until `check_round` (given the
-    # burst so far, from the second round on) names why to stop; the verdict's level is `ci_level`.
     until_significant: bool = False
     max_rounds: int = 10
     check_round: Callable[[BurstResult], str | None] | None = None
-    ci_level: float | None = None
-    looks: int | None = None
 
     def arms(self) -> list[tuple[str, ArmTarget]]:
         return [("a", self.a)] + ([("b", self.b)] if self.b else [])
 
-    def validate(self) -> None:
-        if self.requests < 1:
-            raise BurstConfigError(f"requests must be at least 1, got {self.requests}")
-        if self.rounds < 1:
-            raise BurstConfigError(f"rounds must be at least 1, got {self.rounds}")
-        if self.warmup < 0:
-            raise BurstConfigError(f"warmup must not be negative, got {self.warmup}")
-        if self.max_tokens < 1:
-            raise BurstConfigError(f"max_tokens must be at least 1, got {self.max_tokens}")
-        if not self.prompt_set.prompts:
-            raise BurstConfigError("the prompt set is empty")
+    def record(self, rounds_run: int, stop_reason: str | None) -> BurstSettingsRecord:
+        """The settings as the result keeps them (--until-significant: the rounds that ran)."""
+        settings = self.model_dump(include=set(BurstSettings.model_fields))
+        if self.until_significant:
+            settings |= {"requests": self.requests * rounds_run, "rounds": rounds_run}
+        return BurstSettingsRecord(
+            **settings | {"schedule": (self.schedule or "alternate") if self.b is not None else None},
+            prompt_set=self.prompt_set.name,
+            prompt_set_digest=self.prompt_set.digest,
+            stop_reason=stop_reason,
+        )
 
 
 @dataclass
@@ -421,7 +391,7 @@ class _Run:
             self.keys[label] = key
             self.headers[label] = bearer_headers(key)
         limit = _pool_limit(self.client)
-        needed = self.config.load.concurrency * len(self.config.arms())
+        needed = self.config.concurrency * len(self.config.arms())
         if limit is not None and limit < needed:
             raise BurstConfigError(
                 f"concurrency {needed} in total is above the HTTP client's connection limit {limit}: "
@@ -442,7 +412,7 @@ class _Run:
     async def warm_up(self) -> None:
         if self.config.warmup <= 0:
             return
-        concurrency = self.config.load.concurrency
+        concurrency = self.config.concurrency
         semaphores = {label: asyncio.Semaphore(concurrency) for label, _ in self.config.arms()}
 
         async def one(label: str, target: ArmTarget, index: int) -> None:
@@ -475,9 +445,9 @@ class _Run:
                 slot.release()
 
         async def dispatcher(label: str, target: ArmTarget, group: asyncio.TaskGroup) -> None:
-            slot = asyncio.Semaphore(self.config.load.concurrency)
+            slot = asyncio.Semaphore(self.config.concurrency)
             for index in indices:
-                if self.config.load.open_loop:
+                if self.config.rate is not None:
                     scheduled = round_start + offsets[index] - base_offset
                     delay = scheduled - self.now()
                     if delay > 0:
@@ -526,7 +496,7 @@ class _Run:
         prompts when measuring starts; arms one after the other with the alternate schedule."""
         prompts = self.config.prompt_set.prompts
         count = min(self.config.requests, len(prompts))
-        concurrency = self.config.load.concurrency
+        concurrency = self.config.concurrency
 
         async def arm(label: str, target: ArmTarget) -> None:
             gate = asyncio.Semaphore(concurrency)
@@ -573,7 +543,8 @@ class _Run:
         return groups
 
     async def run(self) -> BurstResult:
-        self.config.validate()
+        if not self.config.prompt_set.prompts:
+            raise BurstConfigError("the prompt set is empty")
         await self.prepare()
         self.report(force=True)
         await self.warm_up()
@@ -586,11 +557,11 @@ class _Run:
         before = await self.scrape_all()
         self.phase = "running"
         self.report(force=True)
-        load = self.config.load
+        config = self.config
         offsets: list[float] = []
-        if load.open_loop and load.rate is not None:
-            rounds = self.config.max_rounds if self.config.until_significant else 1
-            offsets = arrival_offsets(self.config.requests * rounds, load.rate, load.arrival, self.rng)
+        if config.rate is not None:
+            rounds = config.max_rounds if config.until_significant else 1
+            offsets = arrival_offsets(config.requests * rounds, config.rate, config.arrival, self.rng)
         first_send = self.now()
         self.monitor.start()  # the client checks itself while it measures
         try:
@@ -636,7 +607,7 @@ class _Run:
         arm_results = []
         for (label, target), first, last in zip(config.arms(), before, after, strict=True):
             requests = sorted(self.results[label], key=lambda r: r.index)
-            requests, check = check_requests(requests, self.monitor, closed_loop=not config.load.open_loop)
+            requests, check = check_requests(requests, self.monitor, closed_loop=not config.rate is not None)
             arm_results.append(
                 ArmResult(
                     label=label,
@@ -646,7 +617,7 @@ class _Run:
                     started_s=first_send,
                     finished_s=last_done,
                     active_s=self.active_s[label] or None,
-                    phases_s=list(self.phases[label]) if config.schedule == "alternate" else None,
+                    phases_s=list(self.phases[label]) if config.schedule != "parallel" else None,
                     requests=requests,
                     server=_acceptance(target, first, last),
                     extra_body=dict(target.extra_body),
@@ -659,29 +630,7 @@ class _Run:
             started_at=self.started_at,
             clock_origin_s=self.t0,
             duration_s=self.now(),
-            settings=BurstSettingsRecord(
-                api=config.api,
-                prompt_set=config.prompt_set.name,
-                prompt_set_digest=config.prompt_set.digest,
-                requests=config.requests * (self.rounds_run if config.until_significant else 1),
-                concurrency=config.load.concurrency,
-                rate=config.load.rate,
-                arrival=config.load.arrival,
-                rounds=self.rounds_run if config.until_significant else config.rounds,
-                warmup=config.warmup,
-                max_tokens=config.max_tokens,
-                temperature=config.temperature,
-                seed=config.seed,
-                schedule=config.schedule if config.b is not None else None,
-                schedule_reason=config.schedule_reason,
-                slo=config.slo,
-                percentiles=list(config.percentiles) if config.percentiles else None,
-                prime_cache=config.prime_cache,
-                flush_cache=config.flush_cache,
-                ci_level=config.ci_level,
-                looks=config.looks,
-                stop_reason=self.stop_reason,
-            ),
+            settings=config.record(self.rounds_run, self.stop_reason),
             arms=arm_results,
         )
 

@@ -190,36 +190,46 @@ class ArmResult(BaseModel):
     )
 
 
-class BurstSettingsRecord(BaseModel):
-    """What was asked for, kept with the result (never the API key)."""
+Api = Literal["chat", "completions", "sglang"]
+Arrival = Literal["poisson", "constant"]
+Schedule = Literal["alternate", "parallel"]
+
+
+class BurstSettings(BaseModel):
+    """What a burst measures, as the engine runs it (`engine.BurstConfig`) and as its result keeps it."""
 
     model_config = ConfigDict(extra="ignore")
 
-    api: Literal["chat", "completions", "sglang"] = "chat"
-    prompt_set: str
-    prompt_set_digest: str
-    requests: int
-    concurrency: int
-    rate: float | None = None
-    arrival: Literal["poisson", "constant"] = "poisson"
-    rounds: int = 3
-    warmup: int = 0
-    max_tokens: int
-    temperature: float
-    seed: int | None = None
-    schedule: Literal["alternate", "parallel"] | None = Field(
-        None, description="None: kept by an older spectop (arms ran in parallel)"
+    api: Api = "chat"  # sglang: SGLang's native /generate
+    requests: int = Field(32, ge=1, description="measured, per arm")
+    concurrency: int = Field(1, ge=1, description="in flight per arm (the cap, with a rate)")
+    rate: float | None = Field(None, gt=0, description="requests/s per arm: open loop (None: closed)")
+    arrival: Arrival = "poisson"
+    rounds: int = Field(3, ge=1, description="the arm that goes first alternates by round")
+    warmup: int = Field(0, ge=0, description="per arm, left out of the results")
+    max_tokens: int = Field(256, ge=1)
+    temperature: float = 0.0
+    seed: int | None = Field(None, description="sent to the server when set")
+    schedule: Schedule | None = Field(
+        None, description="None: alternate; kept: one arm, or an older spectop (arms ran in parallel)"
     )
     schedule_reason: str | None = None
     slo: str | None = Field(None, description="--slo as given, e.g. ttft=500ms,tpot=40ms")
     percentiles: list[float] | None = None
-    prime_cache: bool = False
-    flush_cache: bool = False
+    prime_cache: bool = Field(False, description="each prompt once per arm before measuring")
+    flush_cache: bool = Field(False, description="each server asked to drop its prefix cache first")
+    ci_level: float | None = Field(None, description="the verdict's interval level (None: 95%)")
+    looks: int | None = Field(None, description="--until-significant: the looks the level is split over")
+
+
+class BurstSettingsRecord(BurstSettings):
+    """What was asked for, kept with the result (never the API key)."""
+
+    prompt_set: str
+    prompt_set_digest: str
     compared: Literal["before_after"] | None = Field(
         None, description="before_after: two one-arm bursts compared (--compare), not an A/B burst"
     )
-    ci_level: float | None = Field(None, description="the verdict's interval level (None: 95%)")
-    looks: int | None = Field(None, description="--until-significant: the looks the level is split over")
     stop_reason: str | None = Field(None, description="--until-significant: why no more rounds ran")
 
 

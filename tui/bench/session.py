@@ -25,12 +25,12 @@ from tui.bench.burst_options import (
 from tui.bench.burst_store import BurstFileError, combine_bursts, load_burst, save_burst
 from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
 from tui.bench.context import sized_for_server
-from tui.bench.engine import ArmTarget, Arrival, BurstConfig, BurstProgress, LoadShape, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, BurstProgress, run_burst
 from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError
 from tui.bench.report.export import export
 from tui.bench.report.models import BurstSummary
 from tui.bench.report.summary import burst_summary, comparison
-from tui.bench.results import BurstResult
+from tui.bench.results import Api, Arrival, BurstResult, BurstSettings, Schedule
 from tui.bench.transport import burst_client
 from tui.gpu.records import ArmGpuRecord, Rounds
 from tui.settings import EndpointSettings
@@ -136,7 +136,7 @@ class BurstRequest(BaseModel):
     arrival: Arrival = "poisson"
     rounds: int = Field(3, ge=1, le=1000)  # the arm that goes first alternates by round
     warmup: int = Field(1, ge=0, le=10_000)  # per arm, left out
-    api: Literal["chat", "completions", "sglang"] = "chat"  # sglang: SGLang's native /generate
+    api: Api = "chat"
     model: str | None = None
     max_tokens: int | None = Field(None, ge=1, le=1_000_000)  # None: client settings, else 512
     temperature: float | None = Field(None, ge=0, le=5)  # None: client settings, else 0
@@ -145,7 +145,7 @@ class BurstRequest(BaseModel):
     client_settings: Path | None = None  # a client settings.json
     api_key_env: str | None = None  # None: the arm's, else the client settings'
     scrape_metrics: bool = True
-    schedule: Literal["alternate", "parallel"] | None = None  # None: alternate (see choose_schedule)
+    schedule: Schedule | None = None  # None: alternate (see choose_schedule)
     slo: str | None = None  # ttft=500ms,tpot=40ms,e2e=10s
     percentiles: str | None = None  # 50,90,99,99.9
     a_extra: dict[str, Any] | None = None  # request fields for A only (a JSON object as text is accepted)
@@ -217,6 +217,11 @@ class BurstRequest(BaseModel):
             for side, arm in (("a", self.a), ("b", self.b))
             if isinstance(arm, EndpointArm) and arm.scheme_added
         ]
+
+
+# The request's settings the engine takes as they are (the others come resolved).
+RESOLVED = {"max_tokens", "temperature", "schedule", "percentiles"}
+AS_ASKED = set(BurstRequest.model_fields) & set(BurstSettings.model_fields) - RESOLVED
 
 
 @dataclass(frozen=True)
@@ -368,23 +373,15 @@ class BurstSession:
         b_url = targets[1].base_url if len(targets) > 1 else None
         schedule, reason = choose_schedule(request.schedule, targets[0].base_url, b_url)
         return BurstConfig(
+            **request.model_dump(include=AS_ASKED),
             schedule=schedule,
             schedule_reason=reason if b_url else None,
-            slo=request.slo,
-            percentiles=parse_percentiles(request.percentiles) if request.percentiles else None,
-            prime_cache=request.prime_cache,
-            flush_cache=request.flush_cache,
+            percentiles=list(parse_percentiles(request.percentiles)) if request.percentiles else None,
             a=targets[0],
             b=targets[1] if len(targets) > 1 else None,
             prompt_set=prompt_set,
-            requests=request.requests,
-            load=LoadShape(concurrency=request.concurrency, rate=request.rate, arrival=request.arrival),
-            rounds=request.rounds,
-            warmup=request.warmup,
-            api=request.api,
             max_tokens=request.max_tokens if request.max_tokens is not None else settings.max_tokens,
             temperature=request.temperature if request.temperature is not None else settings.temperature,
-            seed=request.seed,
             extra_body=settings.extra_body,
             timeout_s=request.timeout_s if request.timeout_s is not None else settings.timeout,
             max_retries=settings.max_retries,
@@ -443,7 +440,7 @@ class BurstSession:
         async with contextlib.AsyncExitStack() as stack:
             client = self.client
             if client is None:
-                connections = config.load.concurrency * len(config.arms()) + 8
+                connections = config.concurrency * len(config.arms()) + 8
                 client = await stack.enter_async_context(
                     burst_client(connections, timeout_s=config.timeout_s)
                 )

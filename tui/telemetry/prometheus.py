@@ -128,7 +128,7 @@ def _parse_line(line: str, line_number: int) -> tuple[str, str, str | None, floa
 
 class MetricsParser:
     """Parses the /metrics pages of ONE endpoint, caching what repeats between its scrapes (label blocks,
-    `name{labels}` heads, whole lines): `tests/bench/bench_metrics_parse.py` shows what that pays."""
+    `name{labels}` heads, whole lines): `tests/benchmarks/bench_metrics_parse.py` shows what that pays."""
 
     __slots__ = ("_heads", "_labels", "_lines")
 

@@ -1,5 +1,5 @@
 """One-regex fast paths for the current vLLM/SGLang stats lines, None on any other variant (a test keeps
-them equal to the grammars): +39% lines/s typical, +53% dense (`tests/bench/bench_log_parse.py`)."""
+them equal to the grammars): +39% lines/s typical, +53% dense (`tests/benchmarks/bench_log_parse.py`)."""
 
 from __future__ import annotations
 

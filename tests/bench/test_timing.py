@@ -10,15 +10,15 @@ import pytest
 from timed_server import Behaviour, Record, TimedServer
 
 from tui.bench.client_check import CPU_BUSY_SHARE
-from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.results import BurstResult
 
 TTFT_S, INTERVAL_S, TOKENS_PER_CHUNK, CHUNKS = 0.08, 0.02, 3, 15
 # Median client overhead allowed on TTFT, as a share of the server's own TTFT (a ratio, not a wall-clock
-# limit: the figures themselves are measured by tests/bench/bench_burst_engine.py). At 64 simultaneous first
-# chunks the last one is noticed after the other 63 were handled; on a loaded 2-core machine that approaches
-# the server's TTFT, never the several-fold a blocking client would add.
+# limit: the figures themselves are measured by tests/benchmarks/bench_burst_engine.py). At 64 simultaneous
+# first chunks the last one is noticed after the other 63 were handled; on a loaded 2-core machine that
+# approaches the server's TTFT, never the several-fold a blocking client would add.
 TTFT_OVERHEAD_S = {1: 0.25 * TTFT_S, 64: 1.5 * TTFT_S}
 # A machine busy with other work starves the client: its own check then says it fell behind (the loop's
 # lag), and its decode figures are rightly left out. The burst runs again, up to this many times, for one
@@ -38,7 +38,7 @@ async def _burst(client: httpx.AsyncClient, concurrency: int) -> tuple[BurstResu
             requests=requests,
             warmup=concurrency,
             rounds=1,
-            load=LoadShape(concurrency=concurrency),
+            concurrency=concurrency,
         )
         result = await run_burst(config, client)
         records = {r.headers["x-request-id"].rsplit("-", 1)[1]: r for r in server.records}

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.sim.conftest import spawn_sim, write_vllm_config
-from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import Prompt, PromptSet, load_prompt_set
 from tui.bench.report.summary import burst_summary
 from tui.sim.per_request import ResponseOptions
@@ -26,7 +26,7 @@ def _config(a: ArmTarget, b: ArmTarget | None, **more: object) -> BurstConfig:
     values: dict[str, object] = {
         "prompt_set": load_prompt_set("mixed-en"),
         "requests": 16,
-        "load": LoadShape(concurrency=4),
+        "concurrency": 4,
         "rounds": 2,
         "warmup": 1,
         "max_tokens": 96,

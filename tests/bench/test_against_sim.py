@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.bursts.verdict_words import verdict_body
-from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
+from tests.bench.verdict_words import verdict_body
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.report.summary import burst_summary
 from tui.paths import sample_configs_dir
@@ -27,7 +27,7 @@ def _config(a_url: str, b_url: str, requests: int = 8) -> BurstConfig:
         b=ArmTarget("mtp-on", b_url),
         prompt_set=load_prompt_set("mixed-en"),
         requests=requests,
-        load=LoadShape(concurrency=1),
+        concurrency=1,
         rounds=2,
         warmup=1,
         max_tokens=48,

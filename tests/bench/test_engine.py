@@ -19,7 +19,6 @@ from tui.bench.engine import (
     BurstConfig,
     BurstConfigError,
     BurstProgress,
-    LoadShape,
     arrival_offsets,
     run_burst,
 )
@@ -98,8 +97,9 @@ def test_arrival_offsets() -> None:
 async def test_open_loop_queueing_shows_as_send_lag_not_ttft(client: httpx.AsyncClient) -> None:
     slow = Behaviour(ttft_s=0.1, interval_s=0.001, chunks=2)
     with TimedServer(slow) as server:
-        load = LoadShape(concurrency=1, rate=50.0, arrival="constant")  # 5x faster than the server can take
-        result = await run_burst(_config(server.base_url, requests=8, rounds=1, load=load), client)
+        # 5x faster than the server can take
+        config = _config(server.base_url, requests=8, rounds=1, rate=50.0, arrival="constant")
+        result = await run_burst(config, client)
     requests = result.arms[0].requests
     assert [r.scheduled_s - requests[0].scheduled_s for r in requests] == pytest.approx(
         [i * 0.02 for i in range(8)], abs=0.005
@@ -120,7 +120,7 @@ async def test_cancel_stops_every_request_at_once_not_at_their_timeout(client: h
             server_b.base_url,
             requests=16,
             rounds=1,
-            load=LoadShape(concurrency=8),
+            concurrency=8,
             timeout_s=120.0,
         )
         task = asyncio.create_task(run_burst(config, client, on_progress=progress.append))
@@ -172,7 +172,7 @@ async def test_missing_key_variable_is_a_config_error(client: httpx.AsyncClient,
 
 async def test_concurrency_above_the_client_pool_is_refused() -> None:
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=10)) as small:
-        config = _config("http://127.0.0.1:9", "http://127.0.0.1:9", load=LoadShape(concurrency=8))
+        config = _config("http://127.0.0.1:9", "http://127.0.0.1:9", concurrency=8)
         with pytest.raises(BurstConfigError, match="connection limit 10"):
             await run_burst(config, small)
 
@@ -200,8 +200,8 @@ async def test_429_once_per_request_every_request_succeeds(
 ) -> None:
     limited = replace(FAST, first_attempt_status=429, retry_after=retry_after)
     with TimedServer(limited) as server_a, TimedServer(limited) as server_b:
-        load = LoadShape(concurrency=concurrency)  # one round: each arm waits out a Retry-After once
-        config = _config(server_a.base_url, server_b.base_url, requests=32, rounds=1, load=load)
+        # one round: each arm waits out a Retry-After once
+        config = _config(server_a.base_url, server_b.base_url, requests=32, rounds=1, concurrency=concurrency)
         result = await run_burst(config, client)
         assert len(server_a.records) == len(server_b.records) == 64  # each request: one 429, one 200
     for arm in result.arms:

@@ -15,7 +15,7 @@ from timed_server import Behaviour, TimedServer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ui"))
 from bench_fixtures import MTP_OFF, MTP_ON, mtp_burst, recorded_arm, recorded_burst
 
-from tests.bursts.verdict_words import verdict_body
+from tests.bench.verdict_words import verdict_body
 from tui.bench.burst_store import (
     BurstEntry,
     BurstFileError,

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.transport import burst_client
 
@@ -42,7 +42,7 @@ async def engine_run(
             requests=requests,
             warmup=0,
             rounds=1,
-            load=LoadShape(concurrency=concurrency),
+            concurrency=concurrency,
         )
         wall, cpu = time.perf_counter(), time.process_time()
         result = await run_burst(config, client)
@@ -61,7 +61,7 @@ async def engine_timed(url: str, concurrency: int, requests: int, sharded: bool)
             requests=requests,
             warmup=concurrency,
             rounds=1,
-            load=LoadShape(concurrency=concurrency),
+            concurrency=concurrency,
         )
         result = await run_burst(config, client)
     return result.clock_origin_s or 0.0, result.arms[0].requests

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text
@@ -26,7 +26,7 @@ async def _burst(interval_a: float, interval_b: float, max_rounds: int, spread: 
         config = BurstConfig(
             a=ArmTarget("a", a.base_url, model="m", scrape_metrics=False),
             b=ArmTarget("b", b.base_url, model="m", scrape_metrics=False),
-            prompt_set=load_prompt_set("mixed"), requests=4, load=LoadShape(concurrency=2), warmup=0,
+            prompt_set=load_prompt_set("mixed"), requests=4, concurrency=2, warmup=0,
             max_tokens=16, **_sequential(request, 2),
         )  # fmt: skip
         async with httpx.AsyncClient() as client:

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, LoadShape, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.transport import ShardedTransport, burst_client
 
@@ -78,7 +78,7 @@ async def test_engine_checks_the_sharded_limit() -> None:
         config = BurstConfig(
             a=ArmTarget("x", "http://127.0.0.1:9", model="m", scrape_metrics=False),
             prompt_set=load_prompt_set("chat"),
-            load=LoadShape(concurrency=64),
+            concurrency=64,
         )
         with pytest.raises(BurstConfigError, match="connection limit"):
             await run_burst(config, client)

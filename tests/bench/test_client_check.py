@@ -11,7 +11,7 @@ import time
 import httpx
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, LoadShape, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.prompts import load_prompt_set
 from tui.bench.report.export import render_csv, render_json, render_markdown
 from tui.bench.report.summary import burst_summary
@@ -28,7 +28,7 @@ def _config(url: str, concurrency: int, requests: int) -> BurstConfig:
         a=ArmTarget("timed", url, model="m", scrape_metrics=False),
         prompt_set=load_prompt_set("mixed"),
         requests=requests,
-        load=LoadShape(concurrency=concurrency),
+        concurrency=concurrency,
         rounds=1,
         warmup=0,
         max_tokens=64,
