@@ -21,11 +21,11 @@ MAX_TOKENS = 128
 STALE_KEEP_ALIVE = ("broken_stream", "RemoteProtocolError: Server disconnected without sending a response.")
 
 
-def _bench(args: list[str], tmp_path: Path, name: str) -> tuple[dict[str, Any], Any]:
+def _bench(args: list[str], tmp_path: Path, name: str, warmup: int = 0) -> tuple[dict[str, Any], Any]:
     report = tmp_path / f"{name}.json"
     done = run_spectop(
         [
-            "bench", *args, "--warmup", "0", "--temperature", "0", "--max-tokens", str(MAX_TOKENS),
+            "bench", *args, "--warmup", str(warmup), "--temperature", "0", "--max-tokens", str(MAX_TOKENS),
             "--timeout", "60", "--no-history", "--json", str(report),
         ],
         tmp_path,
@@ -82,9 +82,10 @@ def test_alternating_bursts_of_the_same_pair_agree(
     intervals = []
     for attempt in ("first", "second"):
         summary, done = _bench(
-            ["--a", a.url, "--b", b.url, "--requests", "9", "--rounds", "3", "--concurrency", "1"],
+            ["--a", a.url, "--b", b.url, "--requests", "10", "--rounds", "5", "--concurrency", "1"],
             tmp_path,
             attempt,
+            warmup=1,  # as a user runs it: a server's first answers after its start are slower
         )
         assert summary["settings"]["schedule"] == "alternate", summary["settings"]
         assert "alternate (default" in (summary["settings"]["schedule_reason"] or "")

@@ -86,5 +86,7 @@ def test_a_two_range_table_runs_each_ranges_k_at_its_load(managed: ManagedVllm) 
     assert max(alone) == 2 and alone.count(2) > 0.8 * len(alone), alone
     together = [k for steps in _drafted(managed.url, 4, 4, 4 * MAX_TOKENS) for k in steps]
     print(f"per_step_drafted, 1 at a time: {dict(Counter(alone))}; 4 at a time: {dict(Counter(together))}")
-    # batch sizes 2-4: the second range's k=1; a request's first or last steps may run alone (k=2)
-    assert set(together) <= {1, 2} and together.count(1) > 0.6 * len(together), together
+    # batch sizes 2-4: the second range's k=1. On a busy machine the four requests overlap for only part
+    # of their steps (CI saw 51%; the rest ran alone at k=2); without the table k=1 is only ever an
+    # answer's last step, at most 4 of these ~360 steps.
+    assert set(together) <= {1, 2} and together.count(1) > 0.3 * len(together), together
