@@ -18,7 +18,7 @@ from tui.telemetry.figures import Figures
 from tui.widgets.fleet_table import NARROW_COLUMNS, WIDE_COLUMNS, FleetTable
 
 STYLES = {"success": "", "error": "", "warning": "", "critical": "", "trend": ""}
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_fleet.py"
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_fleet.py"
 
 
 def _reading(

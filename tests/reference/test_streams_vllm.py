@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from reference_streams import run_stream
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bursts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from test_server_figures import VLLM_METRICS
 
 CREATED = 1755702742
