@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tui.configs.atomic import write_file
 from tui.sim.faults import FaultSettings
 
 FAULT_NAMES = tuple(FaultSettings.model_fields)
@@ -145,7 +145,5 @@ class KeptControl:
         if not body:
             return
         if self.path is not None:
-            partial = self.path.with_name(self.path.name + ".partial")
-            partial.write_text(json.dumps([*self.bodies, body]) + "\n", encoding="utf-8")
-            os.replace(partial, self.path)
+            write_file(self.path, json.dumps([*self.bodies, body]) + "\n")
         self.bodies.append(body)
