@@ -81,6 +81,16 @@ def test_the_advice_on_k_matches_a_sweep_of_the_same_vllm(managed: ManagedVllm, 
     assert load.sent > 0
     advice: dict[str, Any] = json_lines(snapshot.stdout)[0]["advice"]
     assert advice["current_k"] == K and str(advice["basis"]).startswith("tune "), advice
+    print(
+        "vLLM advice", advice, "model", model.cost, "fit error", model.residual, "caveat", model.caveat,
+        "points", [(p.k, round(p.step_s * 1000, 3), p.spread) for p in model.points],
+        "load average", os.getloadavg(),
+    )  # fmt: skip
+    if advice["speedup_by_k"].get("1") is None:
+        # The requirement (a number for k=1 on this vLLM) is not met on this run: the run says so and why
+        # instead of passing, before the sweep's nine restarts (it would only measure a figure not given).
+        assert "unknown" in json.dumps(advice), advice
+        pytest.xfail(f"k=1 unknown ({advice['note']})")
 
     report = tmp_path / "sweep.json"
     _tune(
@@ -95,18 +105,8 @@ def test_the_advice_on_k_matches_a_sweep_of_the_same_vllm(managed: ManagedVllm, 
             cells[k]["speedup_ci95"])
         for k in (1, 3)
     }  # fmt: skip
-    print(
-        "vLLM advisor vs sweep {k: (predicted, its interval, measured, 95% CI over 3 rounds)}:", rows,
-        "model", model.cost, "fit error", model.residual, "caveat", model.caveat,
-        "points", [(p.k, round(p.step_s * 1000, 3), p.spread) for p in model.points],
-        "advice", advice, "load average", os.getloadavg(),
-    )  # fmt: skip
+    print("vLLM advisor vs sweep {k: (predicted, its interval, measured, 95% CI over 3 rounds)}:", rows)
     predicted, interval, measured, ci = rows[1]
-    if predicted is None:
-        # The requirement (a number for k=1 on this vLLM) is not met on this run: the run says so and why
-        # (the calibration's own width, and the sweep's) instead of passing.
-        assert "unknown" in json.dumps(advice), advice
-        pytest.xfail(f"k=1 unknown ({advice['note']}); the sweep's 95% interval is {ci[1] / ci[0]:.2f}x wide")
     assert interval is not None, advice
     assert abs(predicted / measured - 1.0) <= 0.15, rows
     assert interval[1] / interval[0] <= 1.6, rows
