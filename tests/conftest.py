@@ -21,6 +21,8 @@ VLLM_PREFIX = "test_real_vllm_"
 BED_CHECKS = "test_llama_servers.py"  # the llama.cpp bed's own checks run first: a broken bed fails there
 # A hang guard, not a speed limit: it covers a session fixture's setup too (building llama-server).
 INTEGRATION_HANG_GUARD_S = 2400
+# The session fixture of the four shared vLLMs: the tests that use it are one xdist group (one worker).
+SHARED_VLLMS = "vllm_servers"
 PREPARATION_SCRIPTS = {"llamacpp": "llama_build.py", "real_vllm": "vllm_install.py"}
 # The unit tests' longest files, started first so that the two workers end together.
 SLOWEST_FIRST = (
@@ -64,13 +66,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         item.add_marker(getattr(pytest.mark, suite))
         item.add_marker(pytest.mark.timeout(INTEGRATION_HANG_GUARD_S))
-        # Each suite is one xdist group: one worker runs it in turn (its shared servers start once) beside
-        # the unit tests, never two vLLM tests competing for the two cores (they slow each other far more
-        # than a unit test slows one).
-        item.add_marker(pytest.mark.xdist_group(suite))
+        if suite == "llamacpp" or SHARED_VLLMS in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(suite))
 
-    # xdist hands out the two suites' groups first (its largest scopes: one per worker), then the unit
-    # tests in this order, the slowest files first; within the llama.cpp group, the bed's own checks first.
+    # Stable sort: the unit tests first (the slowest files first), then the llama.cpp bed's own checks,
+    # that suite, then vLLM's.
     def order(item: pytest.Item) -> tuple[bool, bool, bool, int]:
         suite = real_server_suite(item.path)
         slow = [index for index, name in enumerate(SLOWEST_FIRST) if item.path.match(name)]
