@@ -19,9 +19,6 @@ import pytest
 INTEGRATION = Path(__file__).parent / "integration"
 VLLM_PREFIX = "test_real_vllm_"
 BED_CHECKS = "test_llama_servers.py"  # the llama.cpp bed's own checks run first: a broken bed fails there
-# The two longest vLLM tests as far apart as the order allows: the advisor's (first) holds one worker for
-# minutes, so the other worker takes the rest of the vLLM tests and this one last, never queued behind it.
-VLLM_LAST = "test_real_vllm_autopilot.py"
 # A hang guard, not a speed limit: it covers a session fixture's setup too (building llama-server).
 INTEGRATION_HANG_GUARD_S = 2400
 # The session fixture of the four shared vLLMs: the tests that use it are one xdist group (one worker).
@@ -74,13 +71,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     # Stable sort: the unit tests first (the slowest files first), then the llama.cpp bed's own checks,
     # that suite, then vLLM's.
-    def order(item: pytest.Item) -> tuple[bool, bool, bool, bool, int]:
+    def order(item: pytest.Item) -> tuple[bool, bool, bool, int]:
         suite = real_server_suite(item.path)
         slow = [index for index, name in enumerate(SLOWEST_FIRST) if item.path.match(name)]
         return (
             suite is not None,
             suite == "real_vllm",
-            item.path.name == VLLM_LAST,
             item.path.name != BED_CHECKS,
             slow[0] if slow else len(SLOWEST_FIRST),
         )
