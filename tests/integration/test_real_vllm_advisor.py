@@ -93,11 +93,19 @@ def test_the_advice_on_k_matches_a_sweep_of_the_same_vllm(managed: ManagedVllm, 
         pytest.xfail(f"k=1 unknown ({advice['note']})")
 
     report = tmp_path / "sweep.json"
-    _tune(
-        managed, tmp_path, "--values", "1,2,3", "--requests", str(SWEEP_REQUESTS), "--rounds", "3",
-        "--json", str(report),
-    )  # fmt: skip
-    sweep = json.loads(report.read_text())
+    for attempt in (1, 2):
+        _tune(
+            managed, tmp_path, "--values", "1,2,3", "--requests", str(SWEEP_REQUESTS), "--rounds", "3",
+            "--json", str(report),
+        )  # fmt: skip
+        sweep = json.loads(report.read_text())
+        # A vLLM that dies while starting (seen beside another vLLM test on two cores: EngineDeadError) leaves
+        # its value unmeasured; tune reports it, and the sweep runs once more.
+        unmeasured = {o["value"]: o["failure"] for o in sweep["outcomes"] if not o["cells"]}
+        if not unmeasured:
+            break
+        print(f"sweep {attempt}: values not measured: {unmeasured}")
+    assert not unmeasured, f"the sweep could not measure {unmeasured}"
     assert sweep["baseline_value"] == K and sweep["rounds_run"] == 3
     cells = {o["value"]: o["cells"][0] for o in sweep["outcomes"]}
     rows = {
