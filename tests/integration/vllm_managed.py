@@ -22,7 +22,7 @@ from llama_server import free_port, kill_groups, log_tail, wait_healthy
 from llama_spectop import spectop_command
 from textual.pilot import Pilot
 from vllm_models import VllmModels
-from vllm_server import START_TIMEOUT_S, VLLM_ENV
+from vllm_server import IN_PROCESS_WORKER, START_TIMEOUT_S, VLLM_ENV
 
 from tests.ui.ui_waiting import wait_for
 from tui.settings import AlertSettings, EndpointSettings, Settings
@@ -105,7 +105,7 @@ starter = (
     "    time.sleep(0.2)\n"
     "os.execv(sys.argv[2], sys.argv[2:])\n"
 )
-argv = [bed["python"], "-m", "vllm.entrypoints.openai.api_server", *args]
+argv = [bed["python"], "-m", "vllm.entrypoints.openai.api_server", *args, *bed["extra_args"]]
 with open(here / "server.log", "ab") as log:
     process = subprocess.Popen(
         [sys.executable, "-c", starter, str(old), *argv],
@@ -208,7 +208,13 @@ def make_managed(
         port=port,
     )
     (folder / "config.toml").write_text(config, encoding="utf-8")
-    bed = {"python": str(python), "spectop": spectop_command(), "format": fmt, "env": VLLM_ENV}
+    bed = {
+        "python": str(python),
+        "spectop": spectop_command(),
+        "format": fmt,
+        "env": VLLM_ENV,
+        "extra_args": IN_PROCESS_WORKER,
+    }
     (folder / "bed.json").write_text(json.dumps(bed))
     (folder / "restart.py").write_text(RESTART, encoding="utf-8")
     return ManagedVllm(folder, port)

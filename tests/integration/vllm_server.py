@@ -33,11 +33,16 @@ VLLM_ENV = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false",
+    # With IN_PROCESS_WORKER: the model runs in the engine-core process (the CPU build allows it only then).
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
 }
+# One process fewer to start per (re)start (no separate worker importing torch and vLLM again): the
+# suite restarts vLLM some fifty times. Logs and /metrics come from the API server either way.
+IN_PROCESS_WORKER = ("--distributed-executor-backend", "uni")
 # What every server of the suite is started with (besides the model, port and speculation).
 COMMON_ARGS = (
     "--served-model-name", SERVED_NAME, "--enforce-eager", "--dtype", DTYPE, "--max-model-len", "1024",
-    "--max-num-seqs", "8", "--enable-per-request-metrics", "--enable-force-include-usage",
+    "--max-num-seqs", "8", "--enable-per-request-metrics", "--enable-force-include-usage", *IN_PROCESS_WORKER,
 )  # fmt: skip
 
 
