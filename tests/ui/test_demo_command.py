@@ -20,14 +20,6 @@ from tui.settings import EndpointSettings
 from tui.sim.supervisor import FOLDER_PREFIX, KEPT_FILE, PID_FILE, DemoError, DemoSims, clean_old_folders
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_a_sim_that_cannot_start_is_reported_and_nothing_is_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,7 +106,7 @@ def test_the_demo_starts_its_sims_and_one_that_dies_is_reaped_reported_and_start
         result = _run_restart_command(endpoint.restart_command)
         assert result.returncode == 0 and "restarted on" in result.stdout, result.stdout
         assert sims.processes[1].pid == new_pid
-    assert _reaped(new_pid) and not any(_alive(pid) for pid in first_pids)
+    assert all(_reaped(pid) for pid in (*first_pids, new_pid))
     assert deaths[1:] == []
     assert not folder.exists()
     assert {path.name: path.read_bytes() for path in sample_configs_dir().iterdir()} == samples_before
