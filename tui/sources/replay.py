@@ -112,8 +112,9 @@ class ReplaySource(Source):
     def paused(self) -> bool:
         return self.replay_clock.paused
 
-    def toggle_pause(self) -> None:
-        self.replay_clock.paused = not self.replay_clock.paused
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        self.replay_clock.paused = value
 
     def change_speed(self, step: int) -> None:
         speeds = list(REPLAY_SPEEDS)
