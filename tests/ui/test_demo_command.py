@@ -13,6 +13,7 @@ import pytest
 from textual.widgets import Select
 from ui_waiting import spectop, wait_for
 
+from tests.sim.conftest import samples, value
 from tui.bench.session import EndpointArm
 from tui.commands.demo import demo_sims, start_sims
 from tui.paths import sample_configs_dir
@@ -115,16 +116,10 @@ def test_the_demo_starts_its_sims_and_one_that_dies_is_reaped_reported_and_start
 def _accepted_after_a_request(url: str) -> tuple[float, float]:
     """(drafted, accepted) draft tokens of one completion, from the counters of a fresh (restarted) sim."""
     httpx.post(f"{url}/v1/completions", json={"prompt": "x", "max_tokens": 40}, timeout=30).raise_for_status()
-    page = httpx.get(f"{url}/metrics", timeout=5.0).text
-    totals = {
-        name: float(line.rsplit(" ", 1)[1])
-        for line in page.splitlines()
-        for name in ("vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total")
-        if line.startswith(name + "{")
-    }
-    return totals["vllm:spec_decode_num_draft_tokens_total"], totals[
-        "vllm:spec_decode_num_accepted_tokens_total"
-    ]
+    page = samples(httpx.get(f"{url}/metrics", timeout=5.0).text)
+    return value(page, "vllm:spec_decode_num_draft_tokens_total"), value(
+        page, "vllm:spec_decode_num_accepted_tokens_total"
+    )
 
 
 def test_a_demo_sim_keeps_its_control_changes_across_every_restart() -> None:

@@ -48,9 +48,7 @@ class ReplayClock:
 
 
 async def replay(
-    path: str | Path,
-    clock: ReplayClock,
-    on_error: Callable[[RecordingError], None] | None = None,
+    path: str | Path, clock: ReplayClock, on_error: Callable[[RecordingError], None] | None = None
 ) -> AsyncIterator[Record]:
     """Records paced by their times, a rotated set from its oldest part; gaps cut to `MAX_GAP_S`."""
     previous: float | None = None
