@@ -174,6 +174,31 @@ async def post_all(base_url: str, path: str, bodies: Sequence[dict[str, Any]]) -
         return list(await asyncio.gather(*(one(body) for body in bodies)))
 
 
+def chat_bodies(requests: int, max_tokens: int, stream: bool = False) -> list[dict[str, Any]]:
+    """Greedy chat requests of exactly `max_tokens` (for `post_all`); streamed ones end with a usage chunk."""
+    return [
+        {
+            "messages": [{"role": "user", "content": f"Request {index}: explain prefix caches in detail."}],
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "ignore_eos": True,
+            "stream": stream,
+            **({"stream_options": {"include_usage": True}} if stream else {}),
+        }
+        for index in range(requests)
+    ]
+
+
+def generate_body(index: int, max_new_tokens: int, details: bool, stream: bool = False) -> dict[str, Any]:
+    """A greedy SGLang native /generate request of exactly `max_new_tokens`."""
+    return {
+        "text": f"Request {index}: explain prefix caches in detail.",
+        "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0, "ignore_eos": True},
+        "stream": stream,
+        "return_spec_tokens_details": details,
+    }
+
+
 _OPEN_CLIENTS: list[AsyncOpenAI] = []
 
 

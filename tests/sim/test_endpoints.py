@@ -12,19 +12,6 @@ from tests.sim.conftest import client_for, until
 from tui.sim.server import SimServer
 
 
-async def test_health_and_models_per_flavour() -> None:
-    for flavor, health_body, owner in (
-        ("vllm", b"", "vllm"),
-        ("sglang", b"", "sglang"),
-        ("llamacpp", b'{"status":"ok"}', "llamacpp"),
-    ):
-        async with SimServer(flavor=flavor) as sim, httpx.AsyncClient(base_url=sim.base_url) as client:
-            health = await client.get("/health")
-            assert (health.status_code, health.content) == (200, health_body)
-            models = (await client.get("/v1/models")).json()
-            assert models["object"] == "list" and models["data"][0]["owned_by"] == owner
-
-
 async def test_llamacpp_slots_show_drafting_and_sglang_server_info() -> None:
     async with SimServer(flavor="llamacpp") as sim, httpx.AsyncClient(base_url=sim.base_url) as client:
         job = asyncio.create_task(

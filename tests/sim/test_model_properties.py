@@ -1,13 +1,10 @@
-"""Properties of the toy tokenizer and the acceptance model."""
+"""Properties of the toy tokenizer, its greedy generation and stop strings."""
 
 from __future__ import annotations
-
-import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.sim.behaviour import draw_accepted, expected_tokens_per_step
 from tui.sim.engine import _apply_stop
 from tui.sim.tokens import count_tokens, generate, tokenize
 
@@ -43,12 +40,3 @@ def test_stop_strings_cut_before_the_match(tokens: list[str], stop: str) -> None
         assert len(kept) <= len(tokens)
     else:
         assert (kept, reason) == (tokens, None)
-
-
-def test_draw_accepted_matches_the_expected_length() -> None:
-    probabilities = [0.9, 0.7, 0.5, 0.3]
-    rng = random.Random(7)
-    draws = [draw_accepted(rng, probabilities) for _ in range(40_000)]
-    mean = 1 + sum(draws) / len(draws)
-    assert abs(mean - expected_tokens_per_step(probabilities)) < 0.03
-    assert max(draws) == 4 and min(draws) == 0

@@ -1,7 +1,9 @@
-"""The official openai client talks to every flavour: chat and completions, streaming and not, usage exact."""
+"""The official openai client talks to every flavour: chat and completions, streaming and not, usage exact;
+/health answers in each flavour's shape."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from tests.sim.conftest import client_for
@@ -17,7 +19,11 @@ async def test_chat_and_completions_streaming_and_not(flavor: str) -> None:
         client = client_for(sim.base_url)
         models = await client.models.list()
         model = models.data[0].id
-        assert model == sim.model
+        assert model == sim.model and models.data[0].owned_by == flavor
+        async with httpx.AsyncClient(base_url=sim.base_url) as http:
+            health = await http.get("/health")
+        health_body = b'{"status":"ok"}' if flavor == "llamacpp" else b""
+        assert (health.status_code, health.content) == (200, health_body)
         messages = [{"role": "user", "content": "Explain speculative decoding in two sentences."}]
         full = await client.chat.completions.create(
             model=model, messages=messages, max_tokens=40, temperature=0

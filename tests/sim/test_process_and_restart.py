@@ -13,7 +13,6 @@ import httpx
 import pytest
 
 from tests.sim.conftest import client_for, scrape, spawn_sim, value, write_vllm_config
-from tui.sim.config import SimStartupError
 from tui.sim.server import SimServer
 
 
@@ -88,9 +87,7 @@ def test_startup_oom_exits_non_zero(tmp_path: Path) -> None:
     assert "listening" not in result.stdout
 
 
-async def test_in_process_restart_keeps_port_and_resets_counters(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_in_process_restart_keeps_port_and_resets_counters(monkeypatch: pytest.MonkeyPatch) -> None:
     async with SimServer(flavor="llamacpp") as sim:
         sim.restart_down_s = 0.0
         base_url = sim.base_url
@@ -108,9 +105,6 @@ async def test_in_process_restart_keeps_port_and_resets_counters(
         await sim.restart()
         assert sim.base_url == base_url
         assert value(await scrape(sim.base_url), "llamacpp:tokens_predicted_total") == 0
-        greedy = write_vllm_config(tmp_path / "greedy.toml", k=8, gpu_memory_utilization=0.97)
-        with pytest.raises(SimStartupError):
-            await sim.restart(greedy)
 
 
 async def test_many_sims_side_by_side() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.sim.conftest import post_all, scrape, value, write_vllm_config
+from tests.sim.conftest import chat_bodies, generate_body, post_all, scrape, value, write_vllm_config
 from tui.bench.server_figures import figures_from_body
 from tui.sim.adaptive import AdaptiveSteps
 from tui.sim.config import SimConfigError, load_sim_config
@@ -81,14 +81,7 @@ def test_adaptive_settings_read_from_the_sglang_file(tmp_path: Path) -> None:
 
 
 async def _generate(base_url: str, requests: int, details: bool) -> list[dict[str, Any]]:
-    bodies = [
-        {
-            "text": f"Request {index}: explain adaptive drafting.",
-            "sampling_params": {"max_new_tokens": 160, "temperature": 0, "ignore_eos": True},
-            "return_spec_tokens_details": details,
-        }
-        for index in range(requests)
-    ]
+    bodies = [generate_body(index, 160, details) for index in range(requests)]
     return [answer["meta_info"] for answer in await post_all(base_url, "/generate", bodies)]
 
 
@@ -135,16 +128,7 @@ def _config(tmp_path: Path, table: str = TABLE) -> Path:
 
 
 async def _specs(base_url: str, requests: int) -> list[dict[str, Any]]:
-    bodies = [
-        {
-            "messages": [{"role": "user", "content": f"Request {index}: explain prefix caches."}],
-            "max_tokens": 60,
-            "temperature": 0,
-            "ignore_eos": True,
-        }
-        for index in range(requests)
-    ]
-    answers = await post_all(base_url, "/v1/chat/completions", bodies)
+    answers = await post_all(base_url, "/v1/chat/completions", chat_bodies(requests, 60))
     return [answer["metrics"]["speculative_decoding"] for answer in answers]
 
 

@@ -13,19 +13,12 @@ import pytest
 from textual.widgets import Select
 from ui_waiting import spectop, wait_for
 
+from tests.sim.conftest import samples, value
 from tui.bench.session import EndpointArm
 from tui.commands.demo import demo_sims, start_sims
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings
 from tui.sim.supervisor import FOLDER_PREFIX, KEPT_FILE, PID_FILE, DemoError, DemoSims, clean_old_folders
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_sim_that_cannot_start_is_reported_and_nothing_is_left(
@@ -114,7 +107,7 @@ def test_the_demo_starts_its_sims_and_one_that_dies_is_reaped_reported_and_start
         result = _run_restart_command(endpoint.restart_command)
         assert result.returncode == 0 and "restarted on" in result.stdout, result.stdout
         assert sims.processes[1].pid == new_pid
-    assert _reaped(new_pid) and not any(_alive(pid) for pid in first_pids)
+    assert all(_reaped(pid) for pid in (*first_pids, new_pid))
     assert deaths[1:] == []
     assert not folder.exists()
     assert {path.name: path.read_bytes() for path in sample_configs_dir().iterdir()} == samples_before
@@ -123,16 +116,10 @@ def test_the_demo_starts_its_sims_and_one_that_dies_is_reaped_reported_and_start
 def _accepted_after_a_request(url: str) -> tuple[float, float]:
     """(drafted, accepted) draft tokens of one completion, from the counters of a fresh (restarted) sim."""
     httpx.post(f"{url}/v1/completions", json={"prompt": "x", "max_tokens": 40}, timeout=30).raise_for_status()
-    page = httpx.get(f"{url}/metrics", timeout=5.0).text
-    totals = {
-        name: float(line.rsplit(" ", 1)[1])
-        for line in page.splitlines()
-        for name in ("vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total")
-        if line.startswith(name + "{")
-    }
-    return totals["vllm:spec_decode_num_draft_tokens_total"], totals[
-        "vllm:spec_decode_num_accepted_tokens_total"
-    ]
+    page = samples(httpx.get(f"{url}/metrics", timeout=5.0).text)
+    return value(page, "vllm:spec_decode_num_draft_tokens_total"), value(
+        page, "vllm:spec_decode_num_accepted_tokens_total"
+    )
 
 
 def test_a_demo_sim_keeps_its_control_changes_across_every_restart() -> None:

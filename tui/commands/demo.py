@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tui.advice.calibrate import sim_step_cost
-from tui.advice.live import KeptModels, read_models
+from tui.advice.live import read_models
 from tui.commands import require_terminal, run_until_quit
 from tui.commands.replay import add_record_arguments
 from tui.format import fmt_setting
@@ -181,34 +181,26 @@ def demo_app(
     record: str | None = None,
     record_max_mb: float = DEFAULT_MAX_MB,
 ) -> SpectopApp:
-    """The dashboard on the demo's sims (what `spectop demo` runs)."""
+    """The dashboard on the demo's sims (what `spectop demo` runs), with the advisor's kept models and each
+    sim's own step cost (in memory, never written)."""
     settings = Settings(poll_interval_s=poll_interval_s, endpoints=sims.endpoints)
+    kept = read_models()
+    own = [model for sim in sims.sims if (model := sim_step_cost(sim.config, sim.url)) is not None]
+    guarded = next(sim for sim in sims.sims if sim.name in DEMO_GUARD)
     return SpectopApp(
         settings,
         source=LiveSource(settings, record_path=record, record_max_mb=record_max_mb),
-        intro=DEMO_INTRO + guard_hint(sims),
-        step_costs=demo_step_costs(sims),
+        intro=DEMO_INTRO + guard_lines(guarded.url),
+        step_costs=replace(
+            kept, models=kept.models.model_copy(update={"models": [*kept.models.models, *own]})
+        ),
         bench_pair=(DEMO_ENDPOINTS[0][0], DEMO_ENDPOINTS[1][0]),  # A = MTP off, B = MTP on
     )
 
 
-def demo_step_costs(sims: DemoSims) -> KeptModels:
-    """The advisor's models: the kept ones, and each sim's own step cost (in memory, never written)."""
-    kept = read_models()
-    models = [model for sim in sims.sims if (model := sim_step_cost(sim.config, sim.url)) is not None]
-    return replace(kept, models=kept.models.model_copy(update={"models": [*kept.models.models, *models]}))
-
-
-def guard_hint(sims: DemoSims) -> str:
-    """The intro's last lines: how to make the guarded sim's acceptance fall (and see the guard's offer)."""
-    sim = next((sim for sim in sims.sims if sim.name in DEMO_GUARD), None)
-    if sim is None:
-        return ""
-    return guard_lines(sim.url)
-
-
 def guard_lines(url: str) -> str:
-    """The lines after the intro that tell how to see the guard act on the sim at `url`."""
+    """The intro's last lines: how to make the acceptance of the guarded sim at `url` fall (and see the
+    guard's offer)."""
     return f"\ncurl -d '{GUARD_TRY}' {url}/sim/control\n{GUARD_TRY_THEN}"
 
 

@@ -144,15 +144,6 @@ async def _read_json(request: Request) -> dict[str, Any] | JSONResponse:
     return data
 
 
-async def _generation_body(context: AppContext, request: Request) -> dict[str, Any] | JSONResponse:
-    """The JSON body of a generation request, or the error response: unauthorized, shutting down, bad JSON."""
-    if refused := _refused(context, request):
-        return refused
-    if not context.accepting:
-        return _error(503, "The server is shutting down.")
-    return await _read_json(request)
-
-
 async def _until_finished(context: AppContext, sim_request: SimRequest) -> None:
     """Wait for a non-streamed request's last token; abort it if the client went away first."""
     try:
@@ -235,7 +226,11 @@ async def control(context: AppContext, request: Request) -> Response:
 async def generate(context: AppContext, request: Request, kind: str) -> Response:
     """`POST /v1/completions` (kind "completion"), `/v1/chat/completions` ("chat") and SGLang's native
     `/generate` ("generate": cumulative text per streamed chunk, `meta_info` on every chunk)."""
-    data = await _generation_body(context, request)
+    if refused := _refused(context, request):
+        return refused
+    if not context.accepting:
+        return _error(503, "The server is shutting down.")
+    data = await _read_json(request)
     if isinstance(data, JSONResponse):
         return data
     try:

@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tui.configs.sglang_adaptive import problems as problems_of
 from tui.configs.sglang_adaptive import read_config, sections, tiers
 from tui.configs.spec_table import TABLE_KEY, Range, TableError, k_for_batch, read_table, table_problems
 from tui.validators import friendly_message
 
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 DEFAULT_ACCEPTANCE = (0.85, 0.70, 0.55, 0.45, 0.38, 0.32, 0.27, 0.23)
 
 
@@ -31,7 +32,7 @@ class SimSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    acceptance: list[float] | None = None  # conditional, per draft position (default decaying)
+    acceptance: list[Probability] | None = None  # conditional, per draft position (default decaying)
     acceptance_scale: float = Field(default=1.0, ge=0.0, le=2.0)
     content_effect: float = Field(default=1.0, ge=0.0, le=3.0)  # 0 = acceptance ignores content
     step_base_ms: float = Field(default=2.5, gt=0.0)  # decode step time at batch 1, no drafting
@@ -51,15 +52,6 @@ class SimSection(BaseModel):
     log_interval_s: float = Field(default=10.0, gt=0.0)
     decode_log_interval: int = Field(default=40, gt=0)
     background_load_rps: float = Field(default=0.0, ge=0.0)
-
-    @field_validator("acceptance")
-    @classmethod
-    def _probabilities(cls, value: list[float] | None) -> list[float] | None:
-        if value is not None:
-            for index, p in enumerate(value):
-                if not 0.0 <= p <= 1.0:
-                    raise ValueError(f"acceptance[{index}] = {p}: expected a probability between 0 and 1")
-        return value
 
 
 class SimConfig(BaseModel):

@@ -61,11 +61,6 @@ def _key(location: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in location if not isinstance(part, int)) or "body"
 
 
-def _did_you_mean(name: str, known: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
-
-
 def control_error(error: ValidationError | ValueError | TypeError) -> str:
     """The problems of a control body as sentences: key, what was given, what is expected."""
     if not isinstance(error, ValidationError):
@@ -87,7 +82,8 @@ def control_error(error: ValidationError | ValueError | TypeError) -> str:
         seen_keys.add(key)
         if kind == "extra_forbidden":
             name = key.rsplit(".", 1)[-1]
-            hint = _did_you_mean(name, CONTROL_KEYS + FAULT_NAMES)
+            close = difflib.get_close_matches(name, CONTROL_KEYS + FAULT_NAMES, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
             sentence = f"unknown key {name!r}{hint}; known: {', '.join(CONTROL_KEYS)}"
         elif kind == "value_error":
             sentence = f"{key}: {str(problem.get('msg', '')).removeprefix('Value error, ')}"

@@ -32,11 +32,6 @@ GAUGES = (
 )
 
 
-def cpp_double(value: float) -> str:
-    """How `std::stringstream << double` prints: 6 significant digits."""
-    return "%g" % value  # noqa: UP031 - %g is exactly the C++ default format
-
-
 class LlamacppRecorder(MetricsRecorder):
     content_type = "text/plain; version=0.0.4"
 
@@ -112,7 +107,7 @@ class LlamacppRecorder(MetricsRecorder):
                 lines += [
                     f"# HELP llamacpp:{name} {documentation}",
                     f"# TYPE llamacpp:{name} {kind}",
-                    f"llamacpp:{name} {cpp_double(values[name])}",
+                    f"llamacpp:{name} {values[name]:g}",  # as `std::stringstream << double`
                 ]
         if self.per_pos_visible:
             name = "spec_decode_num_accepted_tokens_per_pos_total"

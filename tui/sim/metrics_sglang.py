@@ -9,6 +9,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
@@ -210,11 +211,7 @@ class SglangRecorder(MetricsRecorder, Collector):
             "request_process": BucketCounts(STAGE_BUCKETS),
         }
         self.gauges: dict[str, float] = {name: 0.0 for name, _ in SCHEDULER_GAUGES}
-        self.gauges.update(
-            fwd_occupancy=float("nan"),
-            new_token_ratio=0.7,
-            kv_available_tokens=self.capacity,
-        )
+        self.gauges.update(fwd_occupancy=float("nan"), new_token_ratio=0.7, kv_available_tokens=self.capacity)
         adaptive = AdaptiveSteps(config.adaptive, config.adaptive_start) if config.adaptive else None
         self._steps_in_use(config.k if adaptive is None else adaptive.steps_for(1))
         self.http: dict[tuple[str, str, str], float] = {}
@@ -434,18 +431,15 @@ class SglangRecorder(MetricsRecorder, Collector):
             yield _gauge(name, documentation, [(rank, constants[name]) for rank in self.ranks])
 
 
-def _counter(name: str, documentation: str, samples: list[tuple[dict[str, str], float]]) -> Metric:
-    metric = Metric(f"sglang:{name}", documentation, "counter")
+def _family(kind: str, name: str, documentation: str, samples: list[tuple[dict[str, str], float]]) -> Metric:
+    metric = Metric(f"sglang:{name}", documentation, kind)
     for labels, value in samples:
-        metric.add_sample(f"sglang:{name}_total", labels, value)
+        metric.add_sample(f"sglang:{name}{'_total' if kind == 'counter' else ''}", labels, value)
     return metric
 
 
-def _gauge(name: str, documentation: str, samples: list[tuple[dict[str, str], float]]) -> Metric:
-    metric = Metric(f"sglang:{name}", documentation, "gauge")
-    for labels, value in samples:
-        metric.add_sample(f"sglang:{name}", labels, value)
-    return metric
+_counter = partial(_family, "counter")
+_gauge = partial(_family, "gauge")
 
 
 def _histogram(name: str, documentation: str, series: list[tuple[dict[str, str], BucketCounts]]) -> Metric:

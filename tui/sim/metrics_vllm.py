@@ -125,19 +125,6 @@ INSTRUMENTATOR_EXCLUDED = {"/metrics", "/health", "/load", "/ping", "/version", 
 LABELS = ["model_name", "engine"]
 
 
-def one_two_five_buckets(maximum: int) -> list[float]:
-    """vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... up to `maximum`."""
-    buckets: list[float] = []
-    exponent = 0
-    while True:
-        for mantissa in (1, 2, 5):
-            value = mantissa * 10**exponent
-            if value > maximum:
-                return buckets
-            buckets.append(float(value))
-        exponent += 1
-
-
 class _SimulatedProcessCollector(ProcessCollector):
     """The process figures, with the simulated server's start time: a restart (SIGHUP, a new recorder)
     is a new server, as a real restart is a new process (spectop tells them apart by it)."""
@@ -181,7 +168,10 @@ class VllmRecorder(MetricsRecorder):
         for state, awake in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
             self.gauges[f"engine_sleep_state/{state}"].set(awake)
         self.per_pos = [self.counters[f"{PER_POS}/{i}"] for i in range(config.k)]
-        token_buckets = one_two_five_buckets(config.max_model_len)
+        # vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... up to max_model_len
+        token_buckets = [
+            float(m * 10**e) for e in range(20) for m in (1, 2, 5) if m * 10**e <= config.max_model_len
+        ]
         self.histograms = {
             key: Histogram(
                 f"vllm:{name}", documentation, LABELS, buckets=buckets or token_buckets, registry=registry

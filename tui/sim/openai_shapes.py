@@ -142,7 +142,6 @@ def error_body(status: int, message: str, param: str | None = None) -> dict[str,
         401: "AuthenticationError",
         404: "NotFoundError",
         413: "BadRequestError",
-        422: "UnprocessableEntityError",
         500: "InternalServerError",
         503: "ServiceUnavailableError",
     }

@@ -22,7 +22,7 @@ class ResponseOptions:
     prompt_tokens_details: bool = False  # vLLM --enable-prompt-tokens-details / SGLang --enable-cache-report
 
 
-# ---- per-step record (only `detailed` needs it) ---------------------------------------------------
+# ---- per-step record (with any spec_metrics) ------------------------------------------------------
 
 
 class StepLog(EngineObserver):
@@ -36,15 +36,6 @@ class StepLog(EngineObserver):
         for record in report.decode_records:
             if record.drafted:
                 self.steps.setdefault(record.request, []).append((record.accepted, record.drafted))
-
-
-def observers(options: ResponseOptions) -> tuple[list[EngineObserver], StepLog | None]:
-    """The engine observers these options need, and the step log among them (or None): the per-step
-    arrays of `detailed` and the histogram per draft length both come from it."""
-    if options.spec_metrics != "none":
-        log = StepLog()
-        return [log], log
-    return [], None
 
 
 # ---- shared figures -------------------------------------------------------------------------------

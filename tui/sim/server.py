@@ -30,8 +30,7 @@ from tui.sim.metrics_llamacpp import LlamacppRecorder
 from tui.sim.metrics_sglang import SglangRecorder
 from tui.sim.metrics_vllm import VllmRecorder
 from tui.sim.openai_shapes import FLAVORS
-from tui.sim.per_request import ResponseOptions
-from tui.sim.per_request import observers as per_request_observers
+from tui.sim.per_request import ResponseOptions, StepLog
 
 
 def make_recorder(flavor: str, config: SimConfig, started: float | None = None) -> MetricsRecorder:
@@ -165,8 +164,8 @@ class SimServer:
             await log.stop()
             raise SimStartupError(f"CUDA out of memory at start-up: {reason}")
         recorder = make_recorder(self.flavor, config)
-        extra, step_log = per_request_observers(self.responses)
-        engine.observers[:] = [recorder, log, *extra]
+        step_log = StepLog() if self.responses.spec_metrics != "none" else None
+        engine.observers[:] = [recorder, log, *([step_log] if step_log else [])]
         self.engine, self.behaviour, self._log = engine, behaviour, log
         self._context = AppContext(
             flavor=self.flavor,
@@ -175,7 +174,7 @@ class SimServer:
             recorder=recorder,
             log=log,
             faults=self.faults,
-            control=self._control_from_http,
+            control=lambda changes: self.control(**changes),
             api_key=self.api_key,
             gpu=self.gpu,
             responses=self.responses,
@@ -302,11 +301,6 @@ class SimServer:
             self.background_load_rps = parsed.background_load_rps
         if parsed.reset_counters:
             self.reset_counters()
-
-    def _control_from_http(self, changes: object) -> dict[str, Any]:
-        parse_changes(changes)  # a body that is not an object: TypeError in words
-        assert isinstance(changes, dict)
-        return self.control(**changes)
 
     def reset_counters(self) -> None:
         """Every counter back to 0, as after a crash-restart the scraper did not notice."""

@@ -112,9 +112,6 @@ class DemoSims:
     def processes(self) -> list[subprocess.Popen[bytes]]:
         return [sim.process for sim in self.sims if sim.process is not None]
 
-    def sim(self, name: str) -> DemoSim | None:
-        return next((sim for sim in self.sims if sim.name == name), None)
-
     # --- starting -----------------------------------------------------------------------------------------
 
     def start(self, sim: DemoSim, port: int = 0) -> None:
@@ -178,7 +175,7 @@ class DemoSims:
 
     def restart(self, name: str, say: Callable[[str], None]) -> bool:
         """Restart sim `name`; `say` gets progress lines. True once it serves again."""
-        sim = self.sim(name)
+        sim = next((sim for sim in self.sims if sim.name == name), None)
         if sim is None:
             say(f"no demo simulator named {name!r}")
             return False
@@ -205,7 +202,8 @@ class DemoSims:
             while time.monotonic() < deadline:
                 if _read(sim.stdout_path).count(RESTARTED) > restarts_before:
                     say(f"{sim.name}: restarted on {sim.url}")
-                    _say_kept(sim, say)
+                    if kept := sim.kept_control():
+                        say(kept)
                     return True
                 if not sim.alive:
                     say(f"{sim.name}: the simulator {sim.why_it_exited()}")
@@ -224,7 +222,8 @@ class DemoSims:
             return False
         assert sim.process is not None
         say(f"{sim.name}: started again as pid {sim.process.pid}, listening on {sim.url}")
-        _say_kept(sim, say)
+        if kept := sim.kept_control():
+            say(kept)
         return True
 
     # --- stopping -----------------------------------------------------------------------------------------
@@ -247,12 +246,6 @@ class DemoSims:
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for process in processes:
             _end(process, max(0.1, deadline - time.monotonic()))
-
-
-def _say_kept(sim: DemoSim, say: Callable[[str], None]) -> None:
-    kept = sim.kept_control()
-    if kept:
-        say(kept)
 
 
 def _end(process: subprocess.Popen[bytes], timeout_s: float = STOP_TIMEOUT_S) -> None:

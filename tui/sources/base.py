@@ -43,6 +43,7 @@ class Source(ABC):
     # The client for live servers (scrapes, health checks, bursts); None when there are none.
     http_client: httpx.AsyncClient | None = None
     finished: bool = False  # True once the source has nothing more to say
+    paused: bool = False
 
     async def start(self) -> None:  # noqa: B027 (a hook: most sources need nothing)
         """Open what the source needs before its first update (the live recording file)."""
@@ -51,13 +52,9 @@ class Source(ABC):
     def updates(self) -> AsyncIterator[Update]:
         """Every update, in order, until the source is finished or the consuming task is cancelled."""
 
-    @property
-    @abstractmethod
-    def paused(self) -> bool: ...
-
-    @abstractmethod
     def toggle_pause(self) -> None:
         """Live: stop / restart polling (logs are still followed). Replay: stop / restart the playback."""
+        self.paused = not self.paused
 
     def change_speed(self, step: int) -> None:  # noqa: B027 (a hook)
         """One step faster (+1) or slower (-1) when the source has a speed."""

@@ -65,7 +65,6 @@ class FleetSource(Source):
         self.clock = WallClock(clock)
         self.imbalance = ImbalanceAlerts(settings.alerts.sustained_s)
         self._load_history = load_history
-        self._paused = False
         self._wake = asyncio.Event()
         self._imbalanced: dict[str, str] = {}
         self.error: str | None = None  # Prometheus' own failure at the last refresh
@@ -92,7 +91,7 @@ class FleetSource(Source):
                     yield SeriesLoaded(loaded)
         while True:
             started = loop.time()
-            if first is not None or not self._paused:
+            if first is not None or not self.paused:
                 refresh = first or await self.poller.refresh()  # one at a time: the loop waits for it
                 first = None
                 for update in self.updates_of(refresh):
@@ -151,12 +150,8 @@ class FleetSource(Source):
         self._imbalanced = now
         return updates
 
-    @property
-    def paused(self) -> bool:
-        return self._paused
-
     def toggle_pause(self) -> None:
-        self._paused = not self._paused
+        super().toggle_pause()
         self._wake.set()
 
     def status(self) -> list[str]:

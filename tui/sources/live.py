@@ -85,7 +85,6 @@ class LiveSource(Source):
         ]
         self.gpu_monitor = GpuMonitor(self.endpoints, self._client, history_s=settings.history_s)
         self._gpu_polling = False
-        self._paused = False
         self._polling: set[str] = set()
         self._queue: asyncio.Queue[Update] = asyncio.Queue()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -147,7 +146,7 @@ class LiveSource(Source):
 
     def poll_due(self) -> None:
         """Start one task for every endpoint that is due; one still in flight skips this tick."""
-        if self._paused:
+        if self.paused:
             return
         now = time.monotonic()
         due = [
@@ -182,7 +181,7 @@ class LiveSource(Source):
 
     def poll_gpus_due(self) -> None:
         """Read every endpoint's GPU sources once (one task per tick; skipped while one is in flight)."""
-        if self._paused or self._gpu_polling:
+        if self.paused or self._gpu_polling:
             return
         self._gpu_polling = True
         self._spawn("GPU poll", self._poll_gpus())
@@ -279,13 +278,6 @@ class LiveSource(Source):
         ]
 
     # --- the rest of the interface --------------------------------------------------------------------------
-
-    @property
-    def paused(self) -> bool:
-        return self._paused
-
-    def toggle_pause(self) -> None:
-        self._paused = not self._paused
 
     def status(self) -> list[str]:
         parts = [f"every {fmt_setting(self.settings.poll_interval_s)}s"]

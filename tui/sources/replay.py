@@ -48,9 +48,7 @@ class ReplayClock:
 
 
 async def replay(
-    path: str | Path,
-    clock: ReplayClock,
-    on_error: Callable[[RecordingError], None] | None = None,
+    path: str | Path, clock: ReplayClock, on_error: Callable[[RecordingError], None] | None = None
 ) -> AsyncIterator[Record]:
     """Records paced by their times, a rotated set from its oldest part; gaps cut to `MAX_GAP_S`."""
     previous: float | None = None
@@ -112,8 +110,9 @@ class ReplaySource(Source):
     def paused(self) -> bool:
         return self.replay_clock.paused
 
-    def toggle_pause(self) -> None:
-        self.replay_clock.paused = not self.replay_clock.paused
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        self.replay_clock.paused = value
 
     def change_speed(self, step: int) -> None:
         speeds = list(REPLAY_SPEEDS)
