@@ -7,8 +7,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import grp
 import hashlib
 import os
+import pwd
 import re
 import secrets
 import stat
@@ -212,13 +214,11 @@ def mode_allows_write(mode: int, file_uid: int, file_gid: int, uid: int, groups:
     return bool(mode & stat.S_IWOTH)
 
 
-def _user_groups() -> set[int]:
-    return {os.getegid(), *os.getgroups()}
-
-
 def read_only_reason(path: Path, info: os.stat_result) -> str | None:
     """Why the current user must not replace the file (None when it is writable)."""
-    if mode_allows_write(info.st_mode, info.st_uid, info.st_gid, os.geteuid(), _user_groups()):
+    if mode_allows_write(
+        info.st_mode, info.st_uid, info.st_gid, os.geteuid(), {os.getegid(), *os.getgroups()}
+    ):
         return None
     return f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}, owner {_owner_text(info)})"
 
@@ -228,11 +228,6 @@ def read_only_reason(path: Path, info: os.stat_result) -> str | None:
 
 def _owner_text(info: os.stat_result) -> str:
     """`user:group` of a file, by name where the system knows the ids."""
-    try:
-        import grp
-        import pwd
-    except ImportError:
-        return f"{info.st_uid}:{info.st_gid}"
     try:
         user = pwd.getpwuid(info.st_uid).pw_name
     except KeyError:
@@ -249,8 +244,6 @@ def _keep_owner(fd: int, original: os.stat_result) -> str | None:
     current = os.fstat(fd)
     if (current.st_uid, current.st_gid) == (original.st_uid, original.st_gid):
         return None
-    if not hasattr(os, "fchown"):
-        return f"owner {_owner_text(original)} not kept: this platform cannot change owners"
     try:
         os.fchown(fd, original.st_uid, original.st_gid)
         return None

@@ -398,11 +398,10 @@ def _data_paths(data: Any, prefix: KeyPath = ()) -> list[KeyPath]:
 SUGGESTION_CUTOFF = 0.8
 
 
-def close_keys(
-    kind: ConfigKind, path: KeyPath, data: dict[str, Any], *, in_file_only: bool = False
-) -> list[str]:
-    """Known keys `path` was probably meant to be: the same key name in another section, or a close
-    spelling in the same section. Schema keys and the file's keys (only the file's with `in_file_only`)."""
+def did_you_mean(kind: ConfigKind, path: KeyPath, data: dict[str, Any], *, in_file_only: bool = False) -> str:
+    """`; did you mean 'a'?` for an error message, or "" when nothing is close: the same key name in another
+    section, or a close spelling in the same section; of the schema's keys and the file's (only the file's
+    with `in_file_only`)."""
     candidates = list(
         dict.fromkeys(_data_paths(data) + ([] if in_file_only else _schema_paths(SCHEMAS[kind], ())))
     )
@@ -412,15 +411,8 @@ def close_keys(
     siblings = {candidate[-1].lower(): candidate for candidate in candidates if candidate[:-1] == path[:-1]}
     spelled = difflib.get_close_matches(last, list(siblings), n=3, cutoff=SUGGESTION_CUTOFF)
     found = same_name + [siblings[name] for name in spelled]
-    return list(dict.fromkeys(dotted(candidate) for candidate in found))[:3]
-
-
-def did_you_mean(kind: ConfigKind, path: KeyPath, data: dict[str, Any], *, in_file_only: bool = False) -> str:
-    """`; did you mean 'a'?` for an error message, or "" when nothing is close."""
-    keys = close_keys(kind, path, data, in_file_only=in_file_only)
-    if not keys:
-        return ""
-    return "; did you mean " + " or ".join(repr(key) for key in keys) + "?"
+    keys = list(dict.fromkeys(dotted(candidate) for candidate in found))[:3]
+    return "; did you mean " + " or ".join(repr(key) for key in keys) + "?" if keys else ""
 
 
 def unknown_keys(kind: ConfigKind, data: dict[str, Any]) -> list[KeyPath]:
