@@ -280,6 +280,9 @@ _EXTRA_CHOICES: dict[KeyPath, tuple[str, ...]] = {
 }
 
 
+_SCALAR_TYPES: dict[Any, FieldType] = {bool: "bool", int: "int", float: "float", str: "str"}
+
+
 def _specs(model: type[BaseModel], prefix: KeyPath) -> list[FieldSpec]:
     specs: list[FieldSpec] = []
     for name, info in model.model_fields.items():
@@ -290,19 +293,11 @@ def _specs(model: type[BaseModel], prefix: KeyPath) -> list[FieldSpec]:
             continue
         annotation = _strip_optional(info.annotation)
         choices: tuple[str, ...] = _EXTRA_CHOICES.get(path, ())
+        field_type = _SCALAR_TYPES.get(annotation) or ("literal" if path in LITERAL_FIELDS else "table")
         if get_origin(annotation) is Literal:
-            field_type: FieldType = "choice"
-            choices = tuple(str(arg) for arg in get_args(annotation))
-        elif annotation is bool:
-            field_type = "bool"
-        elif annotation is int:
-            field_type = "int"
-        elif annotation is float:
-            field_type = "float"
-        elif annotation is str:
-            field_type = "choice" if choices else "str"
-        else:
-            field_type = "literal" if path in LITERAL_FIELDS else "table"
+            field_type, choices = "choice", tuple(str(arg) for arg in get_args(annotation))
+        elif field_type == "str" and choices:
+            field_type = "choice"
         specs.append(
             FieldSpec(
                 path=path,
