@@ -95,27 +95,23 @@ def _temp_pattern(name: str) -> re.Pattern[str]:
 
 
 def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
     try:
         os.kill(pid, 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
     except OSError:  # PermissionError: someone else's live process
-        return True
+        pass
     return True
 
 
-def remove_stale_temps(folder: Path, name: str, *, now: float | None = None) -> list[Path]:
+def remove_stale_temps(folder: Path, name: str) -> None:
     """Delete temp files of `name` a killed write left: only this module's own names, only regular files,
     and only when the writing process is gone or the file is older than STALE_TEMP_AGE_S. Never raises."""
     pattern = _temp_pattern(name)
-    now = time.time() if now is None else now
-    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return removed
+        return
     for entry in entries:
         match = pattern.match(entry.name)
         if match is None:
@@ -127,12 +123,10 @@ def remove_stale_temps(folder: Path, name: str, *, now: float | None = None) -> 
         if not stat.S_ISREG(info.st_mode):
             continue
         pid = match.group("pid")
-        old = now - info.st_mtime > STALE_TEMP_AGE_S
+        old = time.time() - info.st_mtime > STALE_TEMP_AGE_S
         if old or (pid is not None and not _pid_alive(int(pid))):
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
-                removed.append(Path(entry.path))
-    return removed
 
 
 def _create_temp(folder: Path, name: str) -> tuple[int, Path]:
