@@ -481,8 +481,3 @@ def load_document(text: str, kind: ConfigKind | None = None, path: Path | None =
     if kind == "vllm_toml":
         return TomlDocument(text, kind)
     return JsonDocument(text, kind)
-
-
-def read_text(path: Path) -> str:
-    """Read a config file exactly: no newline translation (CRLF stays CRLF)."""
-    return path.read_bytes().decode("utf-8")
