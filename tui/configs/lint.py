@@ -7,7 +7,7 @@ backend references (see /work/shared/reference: seed-summary.md §5, vllm.md §3
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -65,9 +65,6 @@ class Finding:
     key: str
     message: str
     fix: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _model_has_mtp(name: str | None) -> bool:
