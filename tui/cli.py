@@ -54,18 +54,6 @@ class _CompletionAction(argparse.Action):
         parser.exit(0)
 
 
-def add_meta_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--version", action="version", version=f"spectop {installed_version()}")
-    parser.add_argument(
-        "--completion",
-        action=_CompletionAction,
-        choices=("bash", "zsh", "fish"),
-        metavar="SHELL",
-        help="print a completion script for bash, zsh or fish and exit "
-        '(e.g. eval "$(spectop --completion bash)")',
-    )
-
-
 def add_debug_log_argument(parser: argparse.ArgumentParser, *, default: object = None) -> None:
     debug_log = parser.add_argument(
         "--debug-log",
@@ -91,7 +79,15 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
         description="Watch and tune speculative decoding on vLLM, SGLang, llama.cpp and "
         "OpenAI-compatible servers. Without a command, opens the live dashboard.",
     )
-    add_meta_arguments(parser)
+    parser.add_argument("--version", action="version", version=f"spectop {installed_version()}")
+    parser.add_argument(
+        "--completion",
+        action=_CompletionAction,
+        choices=("bash", "zsh", "fish"),
+        metavar="SHELL",
+        help="print a completion script for bash, zsh or fish and exit "
+        '(e.g. eval "$(spectop --completion bash)")',
+    )
     add_debug_log_argument(parser)
     monitor.add_monitor_arguments(parser)
     parser.set_defaults(func=monitor.run, command=None)

@@ -11,7 +11,6 @@ import pytest
 
 from tests.cli.conftest import Spectop
 from tests.fleet.conftest import free_port
-from tui.advice.guard import ACTION_WORDS, GuardRecord
 from tui.cli import main
 from tui.commands.snapshot import _Result, _table
 from tui.configs.document import TomlDocument, load_document
@@ -182,12 +181,6 @@ def test_snapshot_json_echoes_the_normalised_url(run_spectop: Spectop) -> None:
     record = json.loads(shown.stdout.splitlines()[0])
     assert record["url"] == "http://127.0.0.1:9"  # as spectop read it, not as typed
     assert "using http://127.0.0.1:9" in shown.stderr
-
-
-def test_guard_actions_in_words() -> None:
-    record = GuardRecord("mtp-on", 0.0, "switched_off", "acceptance 28% below 50% for 30 s", 0.28, 0.5)
-    assert record.line() == "guard switched speculation off: acceptance 28% below 50% for 30 s"
-    assert all("_" not in words for words in ACTION_WORDS.values())
 
 
 def test_the_tune_screen_names_its_fields_not_the_flags(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from tui.cli import main
 from tui.configs import atomic
 from tui.configs.atomic import FileStamp, atomic_write, changed_on_disk, file_lock, lock_path
 from tui.configs.editing import ChangedOnDiskError, open_config, save_text
@@ -211,22 +210,6 @@ def test_another_thread_waits_for_the_lock(tmp_path: Path) -> None:
     assert entered.is_set()
 
 
-def test_a_second_process_waits_for_the_lock(tmp_path: Path) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text("a = 1\n")
-    code = (
-        "import sys; from pathlib import Path; from tui.configs.atomic import file_lock\n"
-        f"with file_lock(Path({str(config)!r})): print('got it', flush=True)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    with file_lock(config):
-        process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
-        waiting_for_lock(config, 1)
-        assert process.poll() is None
-    out, _ = process.communicate(timeout=60)
-    assert out.strip() == "got it"
-
-
 @pytest.mark.parametrize("action", [["show"], ["set", "speculative.num_speculative_tokens", "3"], ["lint"]])
 def test_a_fifo_is_refused_not_waited_on(tmp_path: Path, action: list[str]) -> None:
     fifo = tmp_path / "config.toml"
@@ -245,12 +228,3 @@ def test_open_config_refuses_a_directory_and_a_device(tmp_path: Path) -> None:
         open_config(tmp_path)
     with pytest.raises(UnreadableFileError, match="a character device, not a regular file"):
         open_config(Path("/dev/null"))
-
-
-def test_a_save_leaves_no_lock_file_beside_the_config(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    config = tmp_path / "config.toml"
-    config.write_text((sample_configs_dir() / "config.toml").read_text(encoding="utf-8"), encoding="utf-8")
-    assert main(["config", "set", str(config), "scheduler.max_num_seqs", "77"]) == 0, capsys.readouterr().err
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["config.toml", "config.toml.bak"]

@@ -24,6 +24,7 @@ from tui.configs.lint import lint_document
 from tui.paths import sample_configs_dir
 
 FIXTURES = Path(__file__).parent / "fixtures"
+KEY = "speculative.num_speculative_tokens"
 
 
 @pytest.fixture
@@ -39,34 +40,30 @@ def _changed_lines(before: bytes, after: bytes) -> list[tuple[bytes, bytes]]:
     return [(a, b) for a, b in zip(old, new, strict=True) if a != b]
 
 
-def test_set_changes_exactly_the_intended_line(config_toml: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = config_toml.read_bytes()
-    assert main(["config", "set", str(config_toml), "speculative.num_speculative_tokens", "3"]) == 0
-    after = config_toml.read_bytes()
-    assert _changed_lines(before, after) == [
-        (b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")
-    ]
-    out = capsys.readouterr().out
-    assert "-num_speculative_tokens = 2" in out and "+num_speculative_tokens = 3" in out
-    assert (config_toml.parent / "config.toml.bak").read_bytes() == before
-
-
-def test_set_types_the_value_by_the_schema(config_toml: Path) -> None:
-    before = config_toml.read_bytes()
-    assert main(["config", "set", str(config_toml), "model.gpu_memory_utilization", "1"]) == 0
-    assert _changed_lines(before, config_toml.read_bytes()) == [
-        (b"gpu_memory_utilization = 0.85\n", b"gpu_memory_utilization = 1.0\n")
-    ]
-    assert main(["config", "set", str(config_toml), "model.name", "org/Model-7B"]) == 0
-    assert b'name = "org/Model-7B"\n' in config_toml.read_bytes()
-
-
-def test_set_json_nested_key_keeps_layout(tmp_path: Path) -> None:
-    target = tmp_path / "client.json"
-    shutil.copy(sample_configs_dir() / "client_settings.json", target)
+@pytest.mark.parametrize(
+    ("sample", "key", "value", "line_before", "line_after"),
+    [
+        ("config.toml", KEY, "3", b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n"),
+        # typed by the schema: a float field written 1 stays a float, a string field a string
+        ("config.toml", "model.gpu_memory_utilization", "1", b"gpu_memory_utilization = 0.85\n",
+         b"gpu_memory_utilization = 1.0\n"),
+        ("config.toml", "model.name", "org/Model-7B", b'name = "deepseek-ai/DeepSeek-V3"\n',
+         b'name = "org/Model-7B"\n'),
+        ("client_settings.json", "extra_body.top_p", "0.9", b'    "top_p": 0.95,\n', b'    "top_p": 0.9,\n'),
+    ],
+)  # fmt: skip
+def test_set_changes_exactly_the_intended_line(
+    tmp_path: Path, sample: str, key: str, value: str, line_before: bytes, line_after: bytes, capsys
+) -> None:
+    target = tmp_path / sample
+    shutil.copy(sample_configs_dir() / sample, target)
     before = target.read_bytes()
-    assert main(["config", "set", str(target), "extra_body.top_p", "0.9"]) == 0
-    assert _changed_lines(before, target.read_bytes()) == [(b'    "top_p": 0.95,\n', b'    "top_p": 0.9,\n')]
+    assert main(["config", "set", str(target), key, value]) == 0
+    assert _changed_lines(before, target.read_bytes()) == [(line_before, line_after)]
+    out = capsys.readouterr().out
+    assert f"-{line_before.decode()}" in out and f"+{line_after.decode()}" in out
+    assert target.with_name(sample + ".bak").read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == sorted([sample, sample + ".bak"])  # no lock file, no temp file
 
 
 @pytest.mark.parametrize(
@@ -104,13 +101,6 @@ def test_invalid_file_is_never_written(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["config", "lint", str(broken)]) == 1
 
 
-def test_dry_run_prints_the_diff_and_writes_nothing(config_toml: Path, capsys) -> None:
-    before = config_toml.read_bytes()
-    assert main(["config", "set", "--dry-run", str(config_toml), "scheduler.max_num_seqs", "32"]) == 0
-    assert config_toml.read_bytes() == before
-    assert "+max_num_seqs = 32" in capsys.readouterr().out
-
-
 def test_set_can_fix_a_seed_error_despite_other_problems(tmp_path: Path) -> None:
     target = tmp_path / "settings.json"
     shutil.copy(FIXTURES / "seed_sglang_settings.json", target)
@@ -134,7 +124,6 @@ def test_get_show_and_forced_kind(config_toml: Path, tmp_path: Path, capsys) -> 
     assert "sglang_json" in capsys.readouterr().out
     assert main(["config", "show", "--kind", "yaml", str(odd)]) == 1
     assert "unknown kind" in capsys.readouterr().err
-    assert main(["config", "show", str(tmp_path / "missing.toml")]) == 2  # README: unreadable file -> 2
 
 
 def test_lint_json_output_and_exit_codes(capsys) -> None:
@@ -142,9 +131,6 @@ def test_lint_json_output_and_exit_codes(capsys) -> None:
     findings = json.loads(capsys.readouterr().out)
     assert {"id", "severity", "line", "key", "message", "fix"} <= set(findings[0])
     assert any(f["id"] == "sglang-unknown-algorithm" and f["line"] == 5 for f in findings)
-    for sample in ("config.toml", "config_mtp_off.toml", "sglang_settings.json", "client_settings.json"):
-        assert main(["config", "lint", str(sample_configs_dir() / sample)]) == 0, sample
-        capsys.readouterr()
 
 
 def test_launch_command_outputs(capsys) -> None:
@@ -152,11 +138,6 @@ def test_launch_command_outputs(capsys) -> None:
     out = capsys.readouterr().out
     assert out.startswith("vllm serve deepseek-ai/DeepSeek-V3 \\\n")
     assert """--speculative-config '{"method": "mtp", "num_speculative_tokens": 2}'""" in out
-    assert (
-        main(["config", "launch", "--format", "yaml", str(sample_configs_dir() / "sglang_settings.json")])
-        == 0
-    )
-    assert "speculative-algorithm: EAGLE" in capsys.readouterr().out
     assert (
         main(["config", "launch", "--format", "yaml", str(sample_configs_dir() / "client_settings.json")])
         == 1
@@ -189,7 +170,6 @@ def test_credentials_in_a_file_are_masked_and_flagged(tmp_path: Path, capsys) ->
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
-KEY = "speculative.num_speculative_tokens"
 
 
 def _tokens(path: Path) -> int:
@@ -280,13 +260,6 @@ def test_read_only_file_is_refused_and_force_overrides(config_toml: Path, capsys
     assert _tokens(config_toml) == 3 and stat.S_IMODE(config_toml.stat().st_mode) == 0o444
 
 
-def test_read_only_refusal_in_the_core(config_toml: Path) -> None:
-    config_toml.chmod(0o440)
-    with pytest.raises(atomic.ReadOnlyFileError):
-        atomic.atomic_write(config_toml, b"x = 1\n")
-    assert atomic.atomic_write(config_toml, b"x = 1\n", allow_read_only=True).stamp.size == 6
-
-
 @pytest.mark.parametrize(
     ("mode", "file_uid", "file_gid", "uid", "groups", "writable"),
     [
@@ -363,23 +336,6 @@ def test_full_disk_after_the_backup_keeps_the_file_and_a_whole_backup(config_tom
     assert _temps(config_toml.parent) == []
 
 
-def test_full_disk_in_a_real_process_prints_no_traceback(config_toml: Path) -> None:
-    """The whole CLI in a child process, with fsync failing there: exit 1, one line, no traceback."""
-    before = config_toml.read_bytes()
-    code = (
-        "import errno, os, sys\n"
-        "def full(*a): raise OSError(errno.ENOSPC, 'No space left on device')\n"
-        "os.fsync = full\n"
-        "from tui.cli import main\n"
-        f"sys.exit(main(['config', 'set', {str(config_toml)!r}, {KEY!r}, '3']))\n"
-    )
-    repo = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
-    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
-    assert config_toml.read_bytes() == before and _temps(config_toml.parent) == []
-
-
 def test_stale_temp_files_of_this_file_are_removed_by_the_next_save(config_toml: Path) -> None:
     folder = config_toml.parent
     finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
@@ -408,25 +364,7 @@ def test_stale_temp_files_of_this_file_are_removed_by_the_next_save(config_toml:
     left = set(os.listdir(folder))
     assert not set(stale) & left
     assert set(kept) <= left and f".config.toml.{dead_pid}.aaaabbbb.tmp" in left
-    assert atomic.remove_stale_temps(folder / "missing-dir", "config.toml") == []
-
-
-def test_a_killed_save_leaves_temps_the_next_save_cleans(config_toml: Path) -> None:
-    """A real kill -9 between writing the temp file and the rename."""
-    code = (
-        "import os, signal, sys\n"
-        "from pathlib import Path\n"
-        "from tui.configs import atomic\n"
-        "def killed(src, dst): os.kill(os.getpid(), signal.SIGKILL)\n"
-        "atomic.os.replace = killed\n"
-        "atomic.atomic_write(Path(sys.argv[1]), b'[model]\\nname = \"x\"\\n', backup=False)\n"
-    )
-    repo = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", code, str(config_toml)], cwd=repo, timeout=60)
-    assert done.returncode == -9
-    assert len(_temps(config_toml.parent)) == 1
-    assert main(["config", "set", str(config_toml), KEY, "3"]) == 0
-    assert _temps(config_toml.parent) == []
+    atomic.remove_stale_temps(folder / "missing-dir", "config.toml")  # never raises
 
 
 # --- 6. a misspelled key is refused with a suggestion ----------------------------------------------------
@@ -441,6 +379,12 @@ def test_misspelled_key_is_refused_with_a_suggestion(config_toml: Path, capsys) 
     assert main(["config", "set", str(config_toml), "modle.name", "x"]) == 1
     assert "did you mean 'model.name'?" in capsys.readouterr().err
     assert config_toml.read_bytes() == before
+    assert main(["config", "get", str(config_toml), "num_speculative_tokens"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "no key 'num_speculative_tokens'" in err
+        and "did you mean 'speculative.num_speculative_tokens'?" in err
+    )
 
 
 def test_new_key_adds_an_unknown_key_and_existing_unknown_keys_can_be_changed(config_toml: Path) -> None:
@@ -449,15 +393,6 @@ def test_new_key_adds_an_unknown_key_and_existing_unknown_keys_can_be_changed(co
     assert main(["config", "set", str(config_toml), "model.enforce_eager", "false"]) == 0  # now in the file
     assert main(["config", "set", str(config_toml), "sim.base_step_ms", "20"]) == 0  # free-form section
     assert main(["config", "set", str(config_toml), "scheduler.max_num_batched_tokens", "4096"]) == 0
-
-
-def test_get_suggests_the_full_path(config_toml: Path, capsys) -> None:
-    assert main(["config", "get", str(config_toml), "num_speculative_tokens"]) == 1
-    err = capsys.readouterr().err
-    assert (
-        "no key 'num_speculative_tokens'" in err
-        and "did you mean 'speculative.num_speculative_tokens'?" in err
-    )
 
 
 def test_lint_warns_about_unknown_keys_in_a_known_section() -> None:

@@ -34,12 +34,6 @@ def test_vllm_sample_command() -> None:
         assert spectop_only not in argv
 
 
-def test_vllm_mtp_off_sample_has_no_speculative_config() -> None:
-    argv = vllm_cli(_data(sample_configs_dir() / "config_mtp_off.toml")).argv
-    assert "--speculative-config" not in argv
-    assert argv[2] == "deepseek-ai/DeepSeek-V3"
-
-
 def test_seed_speculative_model_becomes_mtp() -> None:
     data = _data(FIXTURES / "seed_config.toml")
     assert vllm_speculative_config(data) == {"method": "mtp", "num_speculative_tokens": 2}

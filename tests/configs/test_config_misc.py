@@ -76,27 +76,6 @@ async def test_run_restart_streams_output_without_a_shell() -> None:
         await run_restart([sys.executable, "-c", "import time; time.sleep(30)"], lines.append, timeout_s=0.5)
 
 
-async def test_wait_for_health_until_the_server_is_back() -> None:
-    answers = iter([httpx.ConnectError("refused"), 503, 503, 200])
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        answer = next(answers)
-        if isinstance(answer, Exception):
-            raise answer
-        return httpx.Response(answer)
-
-    polls: list[tuple[bool, str]] = []
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-        back = await wait_for_health(
-            client,
-            "http://127.0.0.1:1/health",
-            lambda ok, detail, _t: polls.append((ok, detail)),
-            interval_s=0.01,
-        )
-    assert back is True
-    assert polls == [(False, "ConnectError"), (False, "HTTP 503"), (False, "HTTP 503"), (True, "HTTP 200")]
-
-
 async def test_wait_for_health_gives_up() -> None:
     async with httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(503))) as client:
         polls: list[bool] = []

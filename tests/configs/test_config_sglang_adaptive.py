@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tui.configs.document import load_document
-from tui.configs.launch import render_launch, sglang_cli
 from tui.configs.lint import Finding, lint_document
 from tui.configs.sglang_adaptive import problems, tiers
 
@@ -35,14 +34,6 @@ GOOD = {
     "update_interval": 5,
     "down_hysteresis": -0.25,
 }
-
-
-def test_launch_renders_the_adaptive_flags(tmp_path: Path) -> None:
-    data = {**BASE, "speculative_adaptive": True, "speculative_adaptive_config": "/etc/adaptive.json"}
-    argv = sglang_cli(data).argv
-    assert "--speculative-adaptive" in argv
-    assert argv[argv.index("--speculative-adaptive-config") + 1] == "/etc/adaptive.json"
-    assert "speculative-adaptive: true" in render_launch("sglang_json", data, "yaml")
 
 
 def test_a_good_config_lints_clean(tmp_path: Path) -> None:

@@ -75,9 +75,6 @@ def test_schema_knows_the_table_and_the_form_edits_it_as_a_literal() -> None:
     assert set_raw_value(doc, TABLE, '{"1-16": 2}').get(TABLE) == {"1-16": 2}
     with pytest.raises(ConfigError, match="start is above its end"):
         set_raw_value(doc, TABLE, "[[4, 1, 2]]")
-    assert "unknown-key" not in _lint(
-        "num_speculative_tokens = 2\nnum_speculative_tokens_per_batch_size = [[1, 8, 2]]"
-    )
 
 
 @pytest.mark.parametrize(
@@ -104,13 +101,6 @@ def test_table_lint(speculative: str, model: str, finding: str, severity: str, w
     assert found.severity == severity and found.key == ".".join(TABLE)
     assert words in found.message
     assert found.line == 6 + speculative.count("\n")  # the table's own line
-
-
-def test_a_sound_table_lints_clean() -> None:
-    found = _lint(
-        "num_speculative_tokens = 3\nnum_speculative_tokens_per_batch_size = [[1, 8, 3], [9, 64, 0]]"
-    )
-    assert not [f for f in found.values() if f.id.startswith("spec-table")]
 
 
 @pytest.mark.parametrize("fmt", ["cli", "yaml"])
@@ -153,15 +143,17 @@ def test_dead_and_renamed_settings(speculative: str, finding: str, severity: str
     assert words in found[finding].message
 
 
-@pytest.mark.parametrize("speculative", ['rejection_sample_method = "block"', 'method = "gemma4_mtp"',
-                                         'method = "dflash"\nmodel = "z-lab/Qwen3-8B-DFlash"'])  # fmt: skip
+@pytest.mark.parametrize(
+    "speculative",
+    [
+        'rejection_sample_method = "block"',
+        'method = "gemma4_mtp"',
+        'method = "dflash"\nmodel = "z-lab/Qwen3-8B-DFlash"',
+        "num_speculative_tokens_per_batch_size = [[1, 8, 2], [9, 64, 0]]",  # a sound table
+    ],
+)
 def test_current_settings_pass(speculative: str) -> None:
     text = _toml("num_speculative_tokens = 2").replace('method = "ngram"\n', "") + speculative + "\n"
     ids = {f.id for f in lint_document(load_document(text, "vllm_toml"))}
-    assert not ids & {
-        "renamed-value",
-        "invalid-value",
-        "unknown-method",
-        "draft-model-missing",
-        "unknown-key",
-    }
+    wrong = {"renamed-value", "invalid-value", "unknown-method", "draft-model-missing", "unknown-key"}
+    assert not {i for i in ids if i in wrong or i.startswith("spec-table")}

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -195,9 +196,7 @@ def _lint(args: argparse.Namespace, kind: Any) -> int:
     if not_checked is not None:
         print(f"{args.file}: info: {not_checked}", file=sys.stderr)
     if args.json:
-        print(
-            json_safe(json.dumps([finding.to_json() for finding in findings], indent=2, ensure_ascii=False))
-        )
+        print(json_safe(json.dumps([asdict(finding) for finding in findings], indent=2, ensure_ascii=False)))
     else:
         _print_findings(args.file, findings)
         if not findings:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import grp
 import hashlib
 import os
+import pwd
 import re
 import secrets
 import stat
@@ -93,27 +95,23 @@ def _temp_pattern(name: str) -> re.Pattern[str]:
 
 
 def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
     try:
         os.kill(pid, 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
     except OSError:  # PermissionError: someone else's live process
-        return True
+        pass
     return True
 
 
-def remove_stale_temps(folder: Path, name: str, *, now: float | None = None) -> list[Path]:
+def remove_stale_temps(folder: Path, name: str) -> None:
     """Delete temp files of `name` a killed write left: only this module's own names, only regular files,
     and only when the writing process is gone or the file is older than STALE_TEMP_AGE_S. Never raises."""
     pattern = _temp_pattern(name)
-    now = time.time() if now is None else now
-    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return removed
+        return
     for entry in entries:
         match = pattern.match(entry.name)
         if match is None:
@@ -125,12 +123,10 @@ def remove_stale_temps(folder: Path, name: str, *, now: float | None = None) -> 
         if not stat.S_ISREG(info.st_mode):
             continue
         pid = match.group("pid")
-        old = now - info.st_mtime > STALE_TEMP_AGE_S
+        old = time.time() - info.st_mtime > STALE_TEMP_AGE_S
         if old or (pid is not None and not _pid_alive(int(pid))):
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
-                removed.append(Path(entry.path))
-    return removed
 
 
 def _create_temp(folder: Path, name: str) -> tuple[int, Path]:
@@ -212,13 +208,11 @@ def mode_allows_write(mode: int, file_uid: int, file_gid: int, uid: int, groups:
     return bool(mode & stat.S_IWOTH)
 
 
-def _user_groups() -> set[int]:
-    return {os.getegid(), *os.getgroups()}
-
-
 def read_only_reason(path: Path, info: os.stat_result) -> str | None:
     """Why the current user must not replace the file (None when it is writable)."""
-    if mode_allows_write(info.st_mode, info.st_uid, info.st_gid, os.geteuid(), _user_groups()):
+    if mode_allows_write(
+        info.st_mode, info.st_uid, info.st_gid, os.geteuid(), {os.getegid(), *os.getgroups()}
+    ):
         return None
     return f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}, owner {_owner_text(info)})"
 
@@ -228,11 +222,6 @@ def read_only_reason(path: Path, info: os.stat_result) -> str | None:
 
 def _owner_text(info: os.stat_result) -> str:
     """`user:group` of a file, by name where the system knows the ids."""
-    try:
-        import grp
-        import pwd
-    except ImportError:
-        return f"{info.st_uid}:{info.st_gid}"
     try:
         user = pwd.getpwuid(info.st_uid).pw_name
     except KeyError:
@@ -249,8 +238,6 @@ def _keep_owner(fd: int, original: os.stat_result) -> str | None:
     current = os.fstat(fd)
     if (current.st_uid, current.st_gid) == (original.st_uid, original.st_gid):
         return None
-    if not hasattr(os, "fchown"):
-        return f"owner {_owner_text(original)} not kept: this platform cannot change owners"
     try:
         os.fchown(fd, original.st_uid, original.st_gid)
         return None

@@ -54,11 +54,6 @@ class JsonObject(JsonNode):
         return found
 
 
-@dataclass
-class JsonArray(JsonNode):
-    items: list[JsonNode] = field(default_factory=list)
-
-
 def check_json(text: str) -> Any:
     """Parse with the standard library; raise ConfigSyntaxError with line and column."""
     try:
@@ -95,40 +90,31 @@ def _parse_value(text: str, index: int) -> JsonNode:
 
 
 def _parse_object(text: str, index: int) -> JsonObject:
-    node = JsonObject(index, index)
+    node = JsonObject(index, index, {})
     index = _skip(text, index + 1)
-    values: dict[str, Any] = {}
-    if text[index] == "}":
-        node.end, node.value = index + 1, values
-        return node
-    while True:
-        key_start = _skip(text, index)
-        key, key_end = scanstring(text, key_start + 1)
-        index = _skip(text, key_end) + 1  # the colon
-        child = _parse_value(text, index)
-        node.members.append(JsonMember(key, key_start, key_end, child))
-        values[key] = child.value
+    while text[index] != "}":
+        key, key_end = scanstring(text, index + 1)
+        child = _parse_value(text, _skip(text, key_end) + 1)  # past the colon
+        node.members.append(JsonMember(key, index, key_end, child))
+        node.value[key] = child.value
         index = _skip(text, child.end)
-        if text[index] == "}":
-            node.end, node.value = index + 1, values
-            return node
-        index += 1  # the comma
+        if text[index] == ",":
+            index = _skip(text, index + 1)
+    node.end = index + 1
+    return node
 
 
-def _parse_array(text: str, index: int) -> JsonArray:
-    node = JsonArray(index, index)
+def _parse_array(text: str, index: int) -> JsonNode:
+    node = JsonNode(index, index, [])
     index = _skip(text, index + 1)
-    if text[index] == "]":
-        node.end, node.value = index + 1, []
-        return node
-    while True:
+    while text[index] != "]":
         child = _parse_value(text, index)
-        node.items.append(child)
+        node.value.append(child.value)
         index = _skip(text, child.end)
-        if text[index] == "]":
-            node.end, node.value = index + 1, [item.value for item in node.items]
-            return node
-        index += 1
+        if text[index] == ",":
+            index = _skip(text, index + 1)
+    node.end = index + 1
+    return node
 
 
 def parse_json_tree(text: str) -> JsonObject:
@@ -495,8 +481,3 @@ def load_document(text: str, kind: ConfigKind | None = None, path: Path | None =
     if kind == "vllm_toml":
         return TomlDocument(text, kind)
     return JsonDocument(text, kind)
-
-
-def read_text(path: Path) -> str:
-    """Read a config file exactly: no newline translation (CRLF stays CRLF)."""
-    return path.read_bytes().decode("utf-8")

@@ -115,10 +115,12 @@ def vllm_speculative_config(data: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
-def _vllm_options(data: dict[str, Any]) -> tuple[str | None, list[tuple[str, Any]]]:
+def _vllm_options(data: dict[str, Any]) -> tuple[str, list[tuple[str, Any]]]:
     model_entry = data.get("model")
     model_section: dict[str, Any] = model_entry if isinstance(model_entry, dict) else {}
     model = model_section.get("name")
+    if not model:
+        raise ConfigError("[model] name is missing: vllm serve needs a model")
     options: list[tuple[str, Any]] = []
     spec = vllm_speculative_config(data)
     for section_name, section in data.items():
@@ -138,47 +140,34 @@ def _vllm_options(data: dict[str, Any]) -> tuple[str | None, list[tuple[str, Any
     return model, options
 
 
-def vllm_cli(data: dict[str, Any]) -> LaunchCommand:
-    model, options = _vllm_options(data)
-    if not model:
-        raise ConfigError("[model] name is missing: vllm serve needs a model")
-    groups = [["vllm", "serve", model]]
+def _cli(program: list[str], options: list[tuple[str, Any]], optional_bools: set[str]) -> LaunchCommand:
+    groups = [program]
     for key, value in options:
-        _add_flag(groups, key, value, _VLLM_OPTIONAL_BOOLS)
+        _add_flag(groups, key, value, optional_bools)
     return _mask_secrets(LaunchCommand(groups))
 
 
-def vllm_yaml(data: dict[str, Any]) -> str:
+def _yaml(header: str, options: list[tuple[str, Any]]) -> str:
+    entries = [_yaml_entry(key.replace("_", "-"), value, "") for key, value in options if value is not None]
+    return "\n".join([header, *entries]) + "\n"
+
+
+def vllm_cli(data: dict[str, Any]) -> LaunchCommand:
     model, options = _vllm_options(data)
-    if not model:
-        raise ConfigError("[model] name is missing: vllm serve needs a model")
-    lines = [f"# vllm serve --config serve.yaml\nmodel: {_yaml_scalar(model)}"]
-    for key, value in options:
-        lines.append(_yaml_entry(key.replace("_", "-"), value, ""))
-    return "\n".join(lines) + "\n"
+    return _cli(["vllm", "serve", model], options, _VLLM_OPTIONAL_BOOLS)
 
 
 # --- SGLang ---------------------------------------------------------------------------------------------
 
 
+def _sglang_options(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    if not data.get("model_path"):
+        raise ConfigError("model_path is missing: sglang.launch_server needs --model-path")
+    return [(key, value) for key, value in data.items() if key not in _SPECTOP_SECTIONS]
+
+
 def sglang_cli(data: dict[str, Any]) -> LaunchCommand:
-    if not data.get("model_path"):
-        raise ConfigError("model_path is missing: sglang.launch_server needs --model-path")
-    groups = [["python", "-m", "sglang.launch_server"]]
-    for key, value in data.items():
-        if key not in _SPECTOP_SECTIONS:
-            _add_flag(groups, key, value, set())
-    return _mask_secrets(LaunchCommand(groups))
-
-
-def sglang_yaml(data: dict[str, Any]) -> str:
-    if not data.get("model_path"):
-        raise ConfigError("model_path is missing: sglang.launch_server needs --model-path")
-    lines = ["# python -m sglang.launch_server --config config.yaml  (YAML only, dashed keys)"]
-    for key, value in data.items():
-        if value is not None and key not in _SPECTOP_SECTIONS:
-            lines.append(_yaml_entry(key.replace("_", "-"), value, ""))
-    return "\n".join(lines) + "\n"
+    return _cli(["python", "-m", "sglang.launch_server"], _sglang_options(data), set())
 
 
 # --- client ---------------------------------------------------------------------------------------------
@@ -254,9 +243,11 @@ def render_launch(
     """The launch command (or YAML config) for a document's data. Raises ConfigError."""
     if fmt == "yaml":
         if kind == "vllm_toml":
-            return vllm_yaml(data)
+            model, options = _vllm_options(data)
+            return _yaml(f"# vllm serve --config serve.yaml\nmodel: {_yaml_scalar(model)}", options)
         if kind == "sglang_json":
-            return sglang_yaml(data)
+            header = "# python -m sglang.launch_server --config config.yaml  (YAML only, dashed keys)"
+            return _yaml(header, _sglang_options(data))
         raise ConfigError("client settings have no server YAML; use --format cli for a curl request")
     builders = {"vllm_toml": vllm_cli, "sglang_json": sglang_cli, "client_json": client_curl}
     command = builders[kind](data)

@@ -7,9 +7,11 @@ backend references (see /work/shared/reference: seed-summary.md §5, vllm.md §3
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
+from tui.configs import sglang_adaptive
 from tui.configs.document import ConfigDocument, KeyPath, dotted
 from tui.configs.schemas import did_you_mean, is_secret_key, unknown_keys, validate_data
 from tui.configs.spec_table import TABLE_KEY, table_or_none, table_problems
@@ -64,9 +66,6 @@ class Finding:
     message: str
     fix: str
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def _model_has_mtp(name: str | None) -> bool:
     lowered = (name or "").lower()
@@ -94,14 +93,6 @@ class _Linter:
 
 
 # --- rules shared by every kind -------------------------------------------------------------------------
-
-# Schema errors with their own id and fix; the rest are "invalid-value".
-_SCHEMA_IDS: dict[KeyPath, tuple[str, str]] = {
-    ("speculative_algorithm",): (
-        "sglang-unknown-algorithm",
-        'use "EAGLE" (or its alias "NEXTN") for DeepSeek MTP; the NextN weights are in the checkpoint',
-    ),
-}
 
 _NO_DISABLE_BY_BATCH = (
     "vLLM removed --speculative-disable-by-batch-size (2025-03)",
@@ -139,9 +130,15 @@ _REMOVED: dict[str, dict[KeyPath, tuple[str, str]]] = {
 
 def _schema_rules(lint: _Linter) -> None:
     for issue in validate_data(lint.doc.kind, lint.data):
-        default = ("invalid-value", "set a valid value (see the help line)")
-        finding_id, fix = _SCHEMA_IDS.get(issue.path, default)
-        lint.add(finding_id, "error", issue.path, issue.message, fix)
+        if issue.path == ("speculative_algorithm",):
+            fix = (
+                'use "EAGLE" (or its alias "NEXTN") for DeepSeek MTP; the NextN weights are in the checkpoint'
+            )
+            lint.add("sglang-unknown-algorithm", "error", issue.path, issue.message, fix)
+        else:
+            lint.add(
+                "invalid-value", "error", issue.path, issue.message, "set a valid value (see the help line)"
+            )
     removed = _REMOVED.get(lint.doc.kind, {})
     for path, (message, fix) in removed.items():
         if lint.doc.has(path):
@@ -386,10 +383,6 @@ def _vllm_sampling_rules(lint: _Linter, spec_on: bool) -> None:
 
 def _sglang_adaptive_rules(lint: _Linter, steps: Any, topk: Any) -> None:
     """`speculative_adaptive` and its config file (tui/configs/sglang_adaptive.py)."""
-    from pathlib import Path
-
-    from tui.configs import sglang_adaptive
-
     adaptive = lint.value(("speculative_adaptive",))
     config_path = lint.value(("speculative_adaptive_config",))
     if config_path and not adaptive:

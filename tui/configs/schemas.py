@@ -280,6 +280,9 @@ _EXTRA_CHOICES: dict[KeyPath, tuple[str, ...]] = {
 }
 
 
+_SCALAR_TYPES: dict[Any, FieldType] = {bool: "bool", int: "int", float: "float", str: "str"}
+
+
 def _specs(model: type[BaseModel], prefix: KeyPath) -> list[FieldSpec]:
     specs: list[FieldSpec] = []
     for name, info in model.model_fields.items():
@@ -290,19 +293,11 @@ def _specs(model: type[BaseModel], prefix: KeyPath) -> list[FieldSpec]:
             continue
         annotation = _strip_optional(info.annotation)
         choices: tuple[str, ...] = _EXTRA_CHOICES.get(path, ())
+        field_type = _SCALAR_TYPES.get(annotation) or ("literal" if path in LITERAL_FIELDS else "table")
         if get_origin(annotation) is Literal:
-            field_type: FieldType = "choice"
-            choices = tuple(str(arg) for arg in get_args(annotation))
-        elif annotation is bool:
-            field_type = "bool"
-        elif annotation is int:
-            field_type = "int"
-        elif annotation is float:
-            field_type = "float"
-        elif annotation is str:
-            field_type = "choice" if choices else "str"
-        else:
-            field_type = "literal" if path in LITERAL_FIELDS else "table"
+            field_type, choices = "choice", tuple(str(arg) for arg in get_args(annotation))
+        elif field_type == "str" and choices:
+            field_type = "choice"
         specs.append(
             FieldSpec(
                 path=path,
@@ -398,11 +393,10 @@ def _data_paths(data: Any, prefix: KeyPath = ()) -> list[KeyPath]:
 SUGGESTION_CUTOFF = 0.8
 
 
-def close_keys(
-    kind: ConfigKind, path: KeyPath, data: dict[str, Any], *, in_file_only: bool = False
-) -> list[str]:
-    """Known keys `path` was probably meant to be: the same key name in another section, or a close
-    spelling in the same section. Schema keys and the file's keys (only the file's with `in_file_only`)."""
+def did_you_mean(kind: ConfigKind, path: KeyPath, data: dict[str, Any], *, in_file_only: bool = False) -> str:
+    """`; did you mean 'a'?` for an error message, or "" when nothing is close: the same key name in another
+    section, or a close spelling in the same section; of the schema's keys and the file's (only the file's
+    with `in_file_only`)."""
     candidates = list(
         dict.fromkeys(_data_paths(data) + ([] if in_file_only else _schema_paths(SCHEMAS[kind], ())))
     )
@@ -412,15 +406,8 @@ def close_keys(
     siblings = {candidate[-1].lower(): candidate for candidate in candidates if candidate[:-1] == path[:-1]}
     spelled = difflib.get_close_matches(last, list(siblings), n=3, cutoff=SUGGESTION_CUTOFF)
     found = same_name + [siblings[name] for name in spelled]
-    return list(dict.fromkeys(dotted(candidate) for candidate in found))[:3]
-
-
-def did_you_mean(kind: ConfigKind, path: KeyPath, data: dict[str, Any], *, in_file_only: bool = False) -> str:
-    """`; did you mean 'a'?` for an error message, or "" when nothing is close."""
-    keys = close_keys(kind, path, data, in_file_only=in_file_only)
-    if not keys:
-        return ""
-    return "; did you mean " + " or ".join(repr(key) for key in keys) + "?"
+    keys = list(dict.fromkeys(dotted(candidate) for candidate in found))[:3]
+    return "; did you mean " + " or ".join(repr(key) for key in keys) + "?" if keys else ""
 
 
 def unknown_keys(kind: ConfigKind, data: dict[str, Any]) -> list[KeyPath]:
