@@ -243,10 +243,6 @@ class CardData:
         """Figure `key` as the vocabulary writes it (quantiles as their bound when it says more)."""
         return figure_text(self.figures, key, positions=positions)
 
-    def quantile(self, name: str) -> str:
-        """A TTFT quantile, or its bound ("< 100 ms") when its histogram bucket says more."""
-        return self.text(name)
-
     def caveat(self) -> str | None:
         """Why the figures cover less than usual or lag (lifetime figures, a restart, a short window)."""
         figures = self.figures
