@@ -5,7 +5,6 @@ deterministic data chosen to sit on the edges (histogram bounds, busy GPUs, unit
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from bench_fixtures import BenchTestApp, text_of, until
 from cut_figures import cut_figures
 from recording_factory import write_recording
 from test_editor import field_input, type_into
+from test_format import FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE, bounded_recording
 from test_log_viewer import ViewerApp, opened, write_log
 from textual.app import App
 from ui_waiting import editing, wait_for
@@ -39,30 +39,6 @@ from tui.widgets.fleet_table import FleetTable
 SIZES = [(80, 24), (120, 36), (200, 50)]
 SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 GIB = 2**30
-FIRST_BUCKET_NOTE = "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated"
-LAST_BUCKET_NOTE = "above the highest bucket bound (10 s): at least 10 s"
-
-
-def bounded_recording(path: Path) -> Path:
-    """The snapshot tests' recording, with TTFT p95 a histogram bound: inside the first bucket on mtp-on
-    ("< 100 ms", interpolated 95 ms), beyond the last on mtp-off ("> 10 s")."""
-    write_recording(path)
-    lines = []
-    for line in path.read_text().splitlines():
-        record = json.loads(line)
-        if record.get("kind") == "reading" and record.get("figures"):
-            figures = record["figures"]
-            if record["name"] == "mtp-on":
-                figures["ttft_p95_s"] = 0.095
-                figures["quantile_bounds"] = {"ttft_p95_s": [0.0, 0.1]}
-                figures["notes"] = {"ttft_p95_s": FIRST_BUCKET_NOTE}
-            elif record["name"] == "mtp-off":
-                figures["ttft_p95_s"] = 10.0
-                figures["quantile_bounds"] = {"ttft_p95_s": [10.0, None]}
-                figures["notes"] = {"ttft_p95_s": LAST_BUCKET_NOTE}
-        lines.append(json.dumps(record))
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def eight_gpus(throttled: bool = True) -> tuple[GpuSample, ...]:
