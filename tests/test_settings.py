@@ -61,15 +61,6 @@ def test_fields_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert endpoint.restart_command == ["systemctl", "restart", "vllm server"]  # split, never a shell
 
 
-def test_api_key_comes_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    endpoint = parse_settings(GOOD).endpoints[0]
-    monkeypatch.delenv("GPU1_KEY", raising=False)
-    assert endpoint.api_key() is None
-    monkeypatch.setenv("GPU1_KEY", "sk-secret")
-    assert endpoint.api_key() == "sk-secret"
-    assert "sk-secret" not in endpoint.model_dump_json()
-
-
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
