@@ -33,17 +33,17 @@ TTFT = ChartSpec("ttft_p50_s", "$secondary", floor=0.001)
 ACCEPTANCE = ChartSpec("acceptance_rate", "$accent", low=0.0, high=1.0)
 
 
-def test_sparkline_scales_between_min_and_max_and_leaves_gaps() -> None:
-    assert sparkline([1.0, None, 2.0, 3.0], 6) == "  ▁ ▅█"
-    assert sparkline([], 4) == "    "
-    assert sparkline([5.0, 5.0], 2) == "▅▅"  # flat stays flat, mid-height
-    assert sparkline([9.0, 1.0, 2.0], 2) == "▁█"  # the newest values only
+def test_sparkline_scales_between_low_and_high_and_leaves_gaps() -> None:
+    assert sparkline([1.0, None, 2.0, 3.0], 6, 1.0, 3.0) == "  ▁ ▅█"
+    assert sparkline([], 4, 0.0, 1.0) == "    "
+    assert sparkline([5.0, 5.0], 2, 5.0, 5.0) == "▅▅"  # flat stays flat, mid-height
+    assert sparkline([9.0, 1.0, 2.0], 2, 1.0, 2.0) == "▁█"  # the newest values only
 
 
 def test_chart_rows_stack_blocks_from_the_bottom() -> None:
-    rows = chart_rows([0.0, 1.0], 2, 2, low=0.0)
+    rows = chart_rows([0.0, 1.0], 2, 2, 0.0, 1.0)
     assert rows[1][1] == "█" and rows[0][1] == "█" and rows[0][0] == " "
-    assert chart_rows([None], 1, 2) == [" ", " "]
+    assert chart_rows([None], 1, 2, 0.0, 1.0) == [" ", " "]
 
 
 def test_bucketed_averages_slices_fills_between_polls_and_keeps_outages() -> None:

@@ -159,10 +159,8 @@ class CardData:
         if reading is None or reading.up or self.now is None:
             return None
         since = reading.time
-        history = self.history
-        ups = getattr(history, "up", None)
-        if history is not None and ups is not None and len(ups) == len(history.times):
-            for time, up in zip(reversed(history.times), reversed(ups), strict=True):
+        if self.history is not None:
+            for time, up in zip(reversed(self.history.times), reversed(self.history.up), strict=True):
                 if up:
                     break
                 since = min(since, time)
@@ -476,7 +474,7 @@ def chart_lines_of(data: CardData, width: int, height: int) -> list[Content]:
     history = data.history
     end = data.now if data.now is not None else (history.times[-1] if history else 0.0)
     start = end - CARD_CHART_WINDOW_S
-    markers = [marker for marker in getattr(history, "markers", ()) if start <= marker[0] <= end]
+    markers = [marker for marker in history.markers if start <= marker[0] <= end] if history else []
     under = [*figure_lines(data, width), *data.gpu_line(width), badge_line(data, width)]
     room = max(len(FIGURE_CHARTS) * 2, height - len(under) - 1)
     lines: list[Content] = []

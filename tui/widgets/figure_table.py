@@ -34,8 +34,7 @@ LOAD_FIGURES = ("running", "waiting", "kv_cache_usage", "prefix_cache_hit_rate")
 
 
 def _window(data: CardData) -> str:
-    reading = data.reading
-    covered = getattr(reading, "window_s", None) if reading is not None else None
+    covered = data.reading.window_s if data.reading is not None else None
     if not covered:
         return UNKNOWN
     if data.figures.window_short and data.window_s:
