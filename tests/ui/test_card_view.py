@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import get_args
 
 import pytest
-from cut_figures import cut_figures, cut_words
+from cut_figures import cut_words
 from textual.app import App, ComposeResult
 from ui_waiting import wait_for
 
@@ -17,11 +16,9 @@ from tui.advice.advisor import Advice
 from tui.configs.sglang_adaptive import candidate_steps
 from tui.format import STEPS_UNKNOWN, TIERS_UNKNOWN, UNKNOWN, k_in_effect_row
 from tui.screens.dashboard import CHART_CARD_ROWS, ROOMY_CARD_ROWS, card_height, card_layout
-from tui.screens.detail import DetailScreen
 from tui.telemetry.alerts import Alert, AlertKind
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
-from tui.telemetry.recording import HeaderRecord, RecordedEndpoint
 from tui.telemetry.series import EndpointSeries
 from tui.ui.app import SpectopApp
 from tui.widgets.card_view import (
@@ -37,7 +34,7 @@ from tui.widgets.card_view import (
 )
 from tui.widgets.chart import FIGURE_CHARTS, GUTTER, chart_lines
 from tui.widgets.endpoint_card import EndpointCard
-from tui.widgets.figure_table import FigureTable, figure_rows, note_rows
+from tui.widgets.figure_table import advice_lines, figure_rows, note_rows
 
 
 def _reading(time: float, up: bool = True, **figures: float) -> EndpointReading:
@@ -118,14 +115,20 @@ def _qualified_figures() -> Figures:
     )
 
 
-def test_card_shows_quantile_bounds_and_the_restart() -> None:
+def test_card_and_detail_figures_show_quantile_bounds_notes_and_the_restart() -> None:
     reading = _reading(1.0)
-    reading.figures = _qualified_figures()
+    reading.figures, reading.window_s = _qualified_figures(), 8.0
     data = CardData(name="a", reading=reading, now=1.0, window_s=60.0)
     for lines in (compact_lines(data, 80), roomy_lines(data, 100)):
         text = "\n".join(line.plain for line in lines)
         assert "< 100 ms" in text and "50 ms" not in text
         assert "restarted 12 s ago · window 8 s of 1 min" in text
+    rows = dict(figure_rows(data))  # the detail screen's figures, its notes and its title's caveat
+    assert rows["TTFT p50"] == "< 100 ms" and rows["window"] == "8/60 s"
+    notes = note_rows(data)
+    assert any(note.startswith("TTFT p50: inside the first bucket") for note in notes)
+    assert any("restarted during the window" in note for note in notes)
+    assert "restarted 12 s ago" in (data.caveat() or "")
 
 
 def test_card_says_acceptance_comes_from_finished_requests_while_one_runs() -> None:
@@ -142,28 +145,6 @@ def test_inconsistent_page_error_shows_although_up() -> None:
     reading = _reading(1.0)
     reading.error = "inconsistent page: the series vllm:num_requests_running{} appears more than once"
     assert "inconsistent page" in badge_line(CardData(name="a", reading=reading, now=1.0), 80).plain
-
-
-async def test_detail_screen_shows_bounds_notes_and_restart(
-    tmp_path: Path, replay_app: Callable[..., SpectopApp]
-) -> None:
-    header = HeaderRecord(time=100.0, endpoints=[RecordedEndpoint(name="a", url="http://127.0.0.1:1")])
-    record = EndpointReading(
-        name="a", time=101.0, up=True, backend="sglang", window_s=8.0, figures=_qualified_figures()
-    )  # type: ignore[call-arg]
-    path = tmp_path / "run.jsonl"
-    path.write_text(header.model_dump_json() + "\n" + record.model_dump_json() + "\n")
-    app = replay_app(replay_path=path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done and bool(app.screen.query(EndpointCard)))
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
-        screen = app.screen
-        assert "restarted 12 s ago" in screen.sub_title
-        table = screen.query_one(FigureTable).render().plain
-        assert "< 100 ms" in table and "8/60 s" in table
-        assert "TTFT p50: inside the first bucket" in table
-        assert "restarted during the window" in table
 
 
 # --- down for how long and where, "scraped … ago", badges at 80 columns, model names ---------------------
@@ -242,7 +223,7 @@ def test_the_badge_line_shortens_an_error_an_alert_or_an_advice_by_whole_words()
             assert text in line or line.endswith("…")
 
 
-async def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None:
+def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None:
     """One line left under the figures: the advice whole without its basis, not the advice and the start
     of the basis (`< bar` and the bar's figure gone)."""
     advice = Advice(
@@ -251,18 +232,9 @@ async def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -
         speedup_by_k={4: 1.0, 3: 1.02},
         basis="the step costs measured at k=2-5 under the load of the last minutes",
     )
-    data = CardData(name="a", reading=_reading(1.0), now=1.0, advice=advice)
-
-    class Figures(App[None]):
-        CSS = "FigureTable { width: 80; height: 11; }"
-
-        def compose(self) -> ComposeResult:
-            yield FigureTable(data)
-
-    app = Figures()
-    async with app.run_test(size=(100, 24)) as pilot:
-        await pilot.pause()
-        assert not cut_figures(app, given=[f"advice {advice.line()}"], whole_or_absent=[f"({advice.basis})"])
+    line = f"advice {advice.line()}"
+    assert advice_lines(advice, 78, 1) == [line]
+    assert " ".join(part.strip() for part in advice_lines(advice, 78, 2)) == f"{line} ({advice.basis})"
 
 
 class CardApp(App[None]):
