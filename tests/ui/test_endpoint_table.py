@@ -244,11 +244,15 @@ async def _table_view(pilot, app: SpectopApp) -> EndpointTable:  # type: ignore[
     return table
 
 
-async def test_choose_and_order_columns_then_sort_only_by_visible_ones() -> None:
+async def test_choose_and_order_columns_or_escape_then_sort_only_by_visible_ones() -> None:
     app = _app()
     async with app.run_test(size=(80, 24)) as pilot:
         table = await _table_view(pilot, app)
-        assert _headers(table)[:3] == ["status ▲", "endpoint", "tok/s"]
+        before = _headers(table)
+        assert before[:3] == ["status ▲", "endpoint", "tok/s"]
+        await pilot.press("c", "space", "escape")  # escape leaves the columns as they were
+        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        assert _headers(table) == before
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ColumnChooser))
         await pilot.press("space")  # status hidden
@@ -285,16 +289,6 @@ async def test_the_choice_is_remembered_for_the_next_run() -> None:
         table = await _table_view(pilot, app)
         assert _headers(table) == ["endpoint", "▲KV"]
     assert json.loads(path.read_text())["theme"] == "spectop-dark"  # the other choices are kept
-
-
-async def test_escape_leaves_the_columns_as_they_were() -> None:
-    app = _app(remember=False)
-    async with app.run_test(size=(80, 24)) as pilot:
-        table = await _table_view(pilot, app)
-        before = _headers(table)
-        await pilot.press("c", "space", "escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
-        assert _headers(table) == before
 
 
 async def test_the_palette_lists_the_screens_actions() -> None:
