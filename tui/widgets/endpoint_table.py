@@ -71,10 +71,6 @@ TREND = Column(None, "  trend tok/s", TREND_COLUMNS + 2)
 FITTED: tuple[SortColumn, ...] = ("name", "status", "model")
 
 
-def _known_keys(columns: Sequence[Column]) -> set[str]:
-    return {column.key for column in columns}
-
-
 def figure_columns(*widths: int) -> tuple[Column, ...]:
     """The figure columns (tok/s … KV) in these widths."""
     return tuple(
@@ -121,10 +117,6 @@ def status_cell(row: EndpointRow, styles: dict[str, str], *, badge: bool = True)
     return status
 
 
-def trend_cell(trend: Sequence[float | None], styles: dict[str, str]) -> Text:
-    return Text("  " + spark(trend, TREND_COLUMNS, TOKENS_PER_S_FLOOR)[0], style=styles.get("trend", ""))
-
-
 class EndpointTable(DataTable[Text]):
     DEFAULT_CSS = """
     EndpointTable { height: 1fr; }
@@ -153,7 +145,8 @@ class EndpointTable(DataTable[Text]):
         self.chosen: tuple[str, ...] = ()  # column keys in order; empty: every column of the layout
         self.on_chosen = on_chosen
         if choice is not None:
-            self.chosen = tuple(key for key in choice.columns if key in _known_keys(self.wide_columns))
+            known = {column.key for column in self.wide_columns}
+            self.chosen = tuple(key for key in choice.columns if key in known)
             if choice.sort in SORT_COLUMNS:
                 self.sort_column, self.sort_reverse = choice.sort, choice.reverse
         self.filter_text = ""
@@ -202,13 +195,10 @@ class EndpointTable(DataTable[Text]):
 
     def set_columns(self, keys: Sequence[str]) -> None:
         """Show these columns in this order (unknown keys dropped) and keep the choice."""
-        known = _known_keys(self.wide_columns)
+        known = {column.key for column in self.wide_columns}
         self.chosen = tuple(key for key in keys if key in known)
         self._keep_sort_visible()
-        selected = self._cursor_key()
         self._build_columns()
-        if selected is not None:
-            self.select(selected)
         self._remember()
 
     def _remember(self) -> None:
@@ -237,8 +227,12 @@ class EndpointTable(DataTable[Text]):
         self.app.push_screen(ColumnChooser(every, shown, notes), chosen)
 
     def _build_columns(self) -> None:
+        """The layout's columns and the rows again, the cursor kept on its row."""
+        selected = self._cursor_key()
         self._add_columns()
         self.refresh_rows()
+        if selected is not None:
+            self.select(selected)
 
     def _add_columns(self) -> None:
         """The layout's columns in their widths now, without rows."""
@@ -255,12 +249,9 @@ class EndpointTable(DataTable[Text]):
     def on_resize(self, event: Resize) -> None:
         wide = event.size.width >= self.wide_from
         if wide != self.wide:
-            selected = self._cursor_key()
             self.wide = wide
             self._keep_sort_visible()
             self._build_columns()
-            if selected is not None:
-                self.select(selected)
         else:
             self.refresh_rows()  # the text columns fitted to the new width
         self._draw_visible()  # a taller table shows more rows
@@ -393,7 +384,7 @@ class EndpointTable(DataTable[Text]):
             return Text(safe_line(row.name), style="bold")
         if column.sort == "model":
             return Text(safe_line(row.model or row.backend or UNKNOWN), style="" if row.model else "dim")
-        return trend_cell(trend, styles)
+        return Text("  " + spark(trend, TREND_COLUMNS, TOKENS_PER_S_FLOOR)[0], style=styles.get("trend", ""))
 
     def row_key(self, row: EndpointRow) -> str:
         return row.name
