@@ -15,6 +15,7 @@ import pytest
 from bench_fixtures import BenchTestApp, text_of, until
 from cut_figures import cut_figures
 from recording_factory import write_recording
+from terminal_bytes import OneScreenApp
 from test_editor import field_input, type_into
 from test_format import FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE, bounded_recording
 from test_log_viewer import ViewerApp, opened, write_log
@@ -41,7 +42,7 @@ SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 GIB = 2**30
 
 
-def eight_gpus(throttled: bool = True) -> tuple[GpuSample, ...]:
+def eight_gpus() -> tuple[GpuSample, ...]:
     """A busy 8-GPU node: 291 W each (2330 W summed), 43 °C, power capped."""
     return tuple(
         GpuSample(
@@ -55,7 +56,7 @@ def eight_gpus(throttled: bool = True) -> tuple[GpuSample, ...]:
             energy_j=1e7,
             temperature_c=43.0 + i % 2,
             sm_clock_mhz=1755.0,
-            throttle_reasons=REASON_SW_POWER_CAP if throttled else 0,
+            throttle_reasons=REASON_SW_POWER_CAP,
             dram_active=0.6,
         )
         for i in range(8)
@@ -172,26 +173,15 @@ def cancelled_sweep() -> TuneResult:
     )  # fmt: skip
 
 
-class TuneApp(App[None]):
-    def __init__(self, endpoint: EndpointSettings) -> None:
-        super().__init__()
-        self.endpoint = endpoint
-
-    def on_mount(self) -> None:
-        self.push_screen(TuneScreen(self.endpoint, on_finished=lambda _result: None))
-
-
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 async def test_tune_table_after_a_cancel(config_toml: Path, size: tuple[int, int]) -> None:
-    config = config_toml
     endpoint = EndpointSettings(
-        name="tuned", url="http://127.0.0.1:9", config_file=config, restart_command="true"
+        name="tuned", url="http://127.0.0.1:9", config_file=config_toml, restart_command="true"
     )
-    app = TuneApp(endpoint)
+    screen = TuneScreen(endpoint, on_finished=lambda _result: None)
+    app = OneScreenApp(screen)
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, TuneScreen))
-        screen = app.screen
-        assert isinstance(screen, TuneScreen)
+        await wait_for(pilot, lambda: app.screen is screen)
         screen._update(cancelled_sweep())
         await pilot.pause()
         assert_whole(app)
