@@ -15,7 +15,6 @@ from tui.settings import (
     Settings,
     SettingsError,
     apply_fleet_flags,
-    endpoint_from_url,
     load_settings,
     parse_settings,
     prometheus_settings,
@@ -124,7 +123,7 @@ def test_lookup_order(tmp_path: Path) -> None:
 
 
 def test_endpoint_urls_work_without_any_file() -> None:
-    settings = load_settings(endpoint_urls=["http://127.0.0.1:8000", "127.0.0.1:30000/metrics"])
+    settings = load_settings(endpoint_urls=["http://127.0.0.1:8000", "127.0.0.1:30000/metrics/"])
     assert [e.url for e in settings.endpoints] == ["http://127.0.0.1:8000", "http://127.0.0.1:30000"]
     assert settings.endpoints[1].resolved_metrics_url == "http://127.0.0.1:30000/metrics"
     with pytest.raises(SettingsError, match="--endpoint ftp://x"):
@@ -136,11 +135,6 @@ def test_endpoint_urls_add_to_an_explicit_file(tmp_path: Path) -> None:
     explicit.write_text('[[endpoints]]\nname = "gpu1"\nurl = "http://x"\n')
     settings = load_settings(explicit, ["http://y:1"])
     assert [e.name for e in settings.endpoints] == ["gpu1", "y:1"]
-
-
-def test_metrics_url_given_as_the_endpoint() -> None:
-    endpoint = endpoint_from_url("http://h:9000/metrics/")
-    assert (endpoint.url, endpoint.resolved_metrics_url) == ("http://h:9000", "http://h:9000/metrics")
 
 
 # --- fleet mode: the prometheus table, --prometheus / --match / --group-by, and the queries they select -----
