@@ -187,8 +187,7 @@ class CardData:
 
     def status_short(self) -> str:
         """ "up", "stale", "down 1 min": the status for a table cell or a screen's subtitle."""
-        status = self.status
-        return f"{status} {fmt_duration(self.down_for)}" if status in ("down", "restarting") else status
+        return self.status_text().split(" · ")[0]
 
     def render_key(self) -> tuple[object, ...]:
         """Everything the card shows, cheaply: equal keys mean an identical card."""
@@ -326,12 +325,10 @@ def down_line(data: CardData, width: int) -> Content:
 
 def compact_lines(data: CardData, width: int) -> list[Content]:
     """Three lines for an 80-column terminal; a down endpoint's first line says for how long and where."""
-    figures = data.figures
     columns = max(4, min(24, width - 70))
-    acceptance = figures.acceptance_rate
     line1 = Content.assemble(
         _label("tok/s "),
-        _value(data.text("generation_tokens_per_s").rjust(6)),
+        _figure_value(data, "generation_tokens_per_s", 6),
         " ",
         (spark(data.series("generation_tokens_per_s", columns), columns, TOKENS_PER_S_FLOOR)[0], "$primary"),
         _label("  TTFT "),
@@ -349,7 +346,7 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         line1 = down_line(data, width)
     line2 = Content.assemble(
         _label("accept"),
-        (data.text("acceptance_rate").rjust(6), data.acceptance_style(acceptance)),
+        _figure_value(data, "acceptance_rate", 6),
         " ",
         (spark(data.series("acceptance_rate", columns), columns, low=0.0, high=1.0)[0], "$accent"),
         _label("  len "),
