@@ -28,9 +28,8 @@ from tui.ui.app import SpectopApp
 from tui.widgets import endpoint_table, fleet_table
 from tui.widgets.column_chooser import ColumnChooser
 from tui.widgets.endpoint_card import EndpointCard
-from tui.widgets.endpoint_table import Column, EndpointTable
+from tui.widgets.endpoint_table import Column, EndpointTable, single_line_cell
 from tui.widgets.fleet_table import FleetTable
-from tui.widgets.table_cell import single_line_cell
 
 
 @pytest.mark.parametrize(
@@ -302,7 +301,7 @@ async def test_the_palette_lists_the_screens_actions() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
 
 
-# --- one-line cells made directly (tui/widgets/table_cell.py) are what DataTable's Rich path makes of them,
+# --- one-line cells made directly (`single_line_cell`) are what DataTable's Rich path makes of them,
 # character and style, in the fleet table and the dashboard's
 
 Cells = list[tuple[str, Style | None]]
