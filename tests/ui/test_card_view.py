@@ -68,18 +68,15 @@ def test_status_from_the_newest_scrape(
         assert "connection refused" in badge_line(data, 80).plain
 
 
-def test_down_endpoint_shows_dashes_not_old_figures() -> None:
-    data = CardData(name="a", reading=_reading(1.0, up=False, generation_tokens_per_s=500.0), now=2.0)
-    assert data.figures.generation_tokens_per_s is None
-    assert "500" not in "\n".join(line.plain for line in compact_lines(data, 76))
-
-
-def test_lines_fit_the_width_and_unknowns_are_dashes() -> None:
+def test_lines_fit_the_width_and_unknowns_are_dashes_never_old_figures() -> None:
     data = CardData(name="a", reading=_reading(1.0, generation_tokens_per_s=594.9), now=1.0)
     for lines in (compact_lines(data, 76), roomy_lines(data, 95)):
         assert all(line.cell_length <= 95 for line in lines)
         text = "\n".join(line.plain for line in lines)
         assert "594.9" in text and "–" in text and " 0%" not in text
+    down = CardData(name="a", reading=_reading(1.0, up=False, generation_tokens_per_s=500.0), now=2.0)
+    assert down.figures.generation_tokens_per_s is None
+    assert "500" not in "\n".join(line.plain for line in compact_lines(down, 76))
 
 
 def test_badges_put_critical_first_with_its_message() -> None:

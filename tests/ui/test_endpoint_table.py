@@ -50,7 +50,7 @@ def test_card_layout_uses_the_room(
     assert card_layout(*size, count) == layout
 
 
-def test_rows_sort_with_unknown_figures_last_either_way() -> None:
+def test_rows_sort_with_unknown_figures_last_either_way_and_names_by_their_numbers() -> None:
     rows = [
         EndpointRow("b", "up", tokens_per_s=10.0),
         EndpointRow("a", "down"),
@@ -59,11 +59,8 @@ def test_rows_sort_with_unknown_figures_last_either_way() -> None:
     assert [row.name for row in sorted_rows(rows, "tokens_per_s")] == ["b", "c", "a"]
     assert [row.name for row in sorted_rows(rows, "tokens_per_s", reverse=True)] == ["c", "b", "a"]
     assert [row.name for row in sorted_rows(rows, "status")] == ["a", "c", "b"]  # worst first
-
-
-def test_names_sort_with_their_numbers_as_numbers() -> None:
-    rows = [EndpointRow(name, "up") for name in ("node-10", "Node-2", "node-1")]
-    assert [row.name for row in sorted_rows(rows, "name")] == ["node-1", "Node-2", "node-10"]
+    names = [EndpointRow(name, "up") for name in ("node-10", "Node-2", "node-1")]  # numbers as numbers
+    assert [row.name for row in sorted_rows(names, "name")] == ["node-1", "Node-2", "node-10"]
 
 
 def test_the_fleet_table_is_the_endpoint_table_extended() -> None:
