@@ -31,12 +31,10 @@ from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
 from tui.widgets.chart import (
     FIGURE_CHARTS,
-    RANGE_COLUMNS,
     TOKENS_PER_S_FLOOR,
     ChartSpec,
     chart_lines,
     spark,
-    spark_with_range,
     time_axis,
 )
 from tui.widgets.gpu_panel import card_gpu_line
@@ -374,13 +372,14 @@ def _positions_or_steps(data: CardData) -> list[tuple[str, str]]:
 def _roomy_spark(data: CardData, spec: ChartSpec, columns: int) -> Content:
     """ "label     value  ▁▂▅█ low–high": a figure, its sparkline and the range it is drawn on."""
     word = FIGURES[spec.key]
+    line, scale = spark(data.series(spec.key, columns), columns, spec.floor, spec.low, spec.high)
+    scale_text = f" {scale.text(word.format)}" if scale is not None else ""
     return Content.assemble(
         _label(word.label.ljust(12)),
         _figure_value(data, spec.key, 8),
         ("  ", ""),
-        *spark_with_range(
-            data.series(spec.key, columns), columns, word.format, spec.style, spec.floor, spec.low, spec.high
-        ),
+        (line, spec.style),
+        _label(scale_text[:RANGE_COLUMNS].ljust(RANGE_COLUMNS)),
     )
 
 
@@ -401,6 +400,7 @@ FLOWING_FIGURES = (
     "prefix_cache_hit_rate",
     "mean_acceptance_length",
 )
+RANGE_COLUMNS = 18  # " 5.9 ms–7.2 ms" after a roomy card's sparkline
 FIRST_LINE_FIGURES = 4  # latency and load on the first line, the caches and the mean length on the second
 FIGURE_LINES = 3  # under a roomy card's sparklines or its charts: two of FLOWING_FIGURES, one of positions
 

@@ -17,7 +17,6 @@ RELATIVE_FLOOR = 0.2  # the axis spans at least a fifth of the largest value
 DEFAULT_FLOOR = 1.0  # an all-zero series with no floor of its own: [0, 1]
 TOKENS_PER_S_FLOOR = 1.0  # tok/s: an idle endpoint is 0 on a 0..1 axis
 SECONDS_FLOOR = 0.001  # latencies: at least 1 ms from bottom to top
-RANGE_COLUMNS = 18  # " 5.9 ms–7.2 ms" after a card's sparkline
 GUTTER = 8  # the detail charts' y labels ("45 ms" top and bottom), right-aligned, and a space
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 MARKER_LETTERS = {"restart": "R", "config": "C"}
@@ -73,21 +72,6 @@ def spark(
     if scale is None:
         return " " * max(0, width), None
     return sparkline(tail, width, scale.low, scale.high), scale
-
-
-def spark_with_range(
-    values: Sequence[float | None],
-    width: int,
-    formatter: Callable[[float | None], str],
-    style: str,
-    floor: float = 0.0,
-    low: float | None = None,
-    high: float | None = None,
-) -> tuple[tuple[str, str], tuple[str, str]]:
-    """A card's sparkline and, after it, the range it is drawn on (`RANGE_COLUMNS` wide, muted)."""
-    line, scale = spark(values, width, floor, low, high)
-    label = f" {scale.text(formatter)}" if scale is not None else ""
-    return (line, style), (label[:RANGE_COLUMNS].ljust(RANGE_COLUMNS), "$text-muted")
 
 
 Marker = tuple[float, str]  # (time, kind): kind is "restart" or "config" (a save & restart from the editor)
