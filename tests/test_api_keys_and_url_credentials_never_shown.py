@@ -14,7 +14,7 @@ import pytest
 from tests.cli.conftest import spectop_here
 from tests.tune.conftest import write_config
 from tui.advice.guard_control import prepare
-from tui.auth import api_key_from_env, bearer_headers, endpoint_headers
+from tui.auth import ApiKeyError, api_key_from_env, bearer_headers, endpoint_headers
 from tui.configs.editing import masked_diff
 from tui.settings import EndpointSettings
 from tui.tune.runner import TuneOptions, TuneRun
@@ -54,16 +54,6 @@ async def test_the_dashboards_scrape_says_the_key_is_invalid(monkeypatch: pytest
     assert not reading.up and reading.error is not None
     assert "SPECTOP_TEST_KEY" in reading.error and "carriage return" in reading.error
     assert KEY not in reading.model_dump_json()
-
-
-def test_a_good_key_is_given_as_it_is() -> None:
-    from tui.auth import ApiKeyError, api_key_from_env
-
-    assert api_key_from_env("K", {"K": KEY}) == KEY
-    assert api_key_from_env("K", {"K": ""}) is None
-    with pytest.raises(ApiKeyError, match="K is invalid: it ends in a carriage return") as caught:
-        api_key_from_env("K", {"K": f"{KEY}\r"})
-    assert KEY not in str(caught.value)
 
 
 def _client_settings(tmp_path: Path) -> Path:
@@ -152,6 +142,9 @@ def test_the_key_comes_from_the_named_variable_only(monkeypatch: pytest.MonkeyPa
     assert api_key_from_env("SPECTOP_AUTH_EMPTY") is None  # empty is no key, not an empty Bearer
     assert api_key_from_env(None) is None
     assert api_key_from_env("K", {"K": "from a mapping"}) == "from a mapping"
+    with pytest.raises(ApiKeyError, match="K is invalid: it ends in a carriage return") as caught:
+        api_key_from_env("K", {"K": f"{KEY}\r"})
+    assert KEY not in str(caught.value)
     endpoint = EndpointSettings(name="a", url="http://127.0.0.1:1", api_key_env="SPECTOP_AUTH_TEST_KEY")
     assert endpoint_headers(endpoint) == {"Authorization": "Bearer s3cret"}
     assert endpoint_headers(EndpointSettings(name="b", url="http://127.0.0.1:1")) == {}

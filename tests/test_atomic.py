@@ -34,6 +34,10 @@ def _tune() -> TuneResult:
     )  # fmt: skip
 
 
+def no_space(*args: object) -> None:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
 WRITERS: dict[str, Callable[[Path], object]] = {
     "tune export": lambda folder: export_tune(_tune(), "markdown", folder / "tune.md"),
     "tune history": lambda folder: save_tune(_tune(), folder),
@@ -74,9 +78,6 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(
 ) -> None:
     path = tmp_path / "kept.json"
     write_file(path, "old\n")
-
-    def no_space(*args: object) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "write", no_space)
     with pytest.raises(OSError, match="No space"):
@@ -155,9 +156,6 @@ def test_processes_changing_different_keys_lose_none() -> None:
 def test_a_failed_change_keeps_the_file_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     assert remember("table", {"columns": ["name"]}) is None
     before = state_path().read_bytes()
-
-    def no_space(*args: object) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "write", no_space)
     problem = remember("theme", "spectop-light")

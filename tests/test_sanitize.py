@@ -111,15 +111,3 @@ def test_drop_controls_keeps_the_cells() -> None:
     every = "".join(chr(code) for code in [*range(0xA0), *range(0x2020, 0x2070)])
     assert cell_len(drop_controls(every)) == cell_len(every) and dangerous(drop_controls(every)) == []
     assert drop_controls("plain ünï") == "plain ünï"
-
-
-def test_core_module_imports_no_ui() -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, tui.sanitize\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "[]"

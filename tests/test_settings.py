@@ -15,7 +15,6 @@ from tui.settings import (
     Settings,
     SettingsError,
     apply_fleet_flags,
-    endpoint_from_url,
     load_settings,
     parse_settings,
     prometheus_settings,
@@ -59,15 +58,6 @@ def test_fields_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert endpoint.backend == "auto"
     assert endpoint.log_file == (tmp_path / "conf" / "logs" / "vllm.log").resolve()
     assert endpoint.restart_command == ["systemctl", "restart", "vllm server"]  # split, never a shell
-
-
-def test_api_key_comes_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    endpoint = parse_settings(GOOD).endpoints[0]
-    monkeypatch.delenv("GPU1_KEY", raising=False)
-    assert endpoint.api_key() is None
-    monkeypatch.setenv("GPU1_KEY", "sk-secret")
-    assert endpoint.api_key() == "sk-secret"
-    assert "sk-secret" not in endpoint.model_dump_json()
 
 
 @pytest.mark.parametrize(
@@ -133,7 +123,7 @@ def test_lookup_order(tmp_path: Path) -> None:
 
 
 def test_endpoint_urls_work_without_any_file() -> None:
-    settings = load_settings(endpoint_urls=["http://127.0.0.1:8000", "127.0.0.1:30000/metrics"])
+    settings = load_settings(endpoint_urls=["http://127.0.0.1:8000", "127.0.0.1:30000/metrics/"])
     assert [e.url for e in settings.endpoints] == ["http://127.0.0.1:8000", "http://127.0.0.1:30000"]
     assert settings.endpoints[1].resolved_metrics_url == "http://127.0.0.1:30000/metrics"
     with pytest.raises(SettingsError, match="--endpoint ftp://x"):
@@ -145,11 +135,6 @@ def test_endpoint_urls_add_to_an_explicit_file(tmp_path: Path) -> None:
     explicit.write_text('[[endpoints]]\nname = "gpu1"\nurl = "http://x"\n')
     settings = load_settings(explicit, ["http://y:1"])
     assert [e.name for e in settings.endpoints] == ["gpu1", "y:1"]
-
-
-def test_metrics_url_given_as_the_endpoint() -> None:
-    endpoint = endpoint_from_url("http://h:9000/metrics/")
-    assert (endpoint.url, endpoint.resolved_metrics_url) == ("http://h:9000", "http://h:9000/metrics")
 
 
 # --- fleet mode: the prometheus table, --prometheus / --match / --group-by, and the queries they select -----

@@ -368,11 +368,6 @@ def k_in_effect_row(
     return STEPS_IN_USE, f"{tier}{of} (adaptive, derived)", None
 
 
-def reason(figures: Figures, key: str) -> str | None:
-    """Why figure `key` is unknown, partial or a bound (its note), or None."""
-    return figures.notes.get(key)
-
-
 def note_lines(notes: dict[str, str]) -> list[str]:
     """Notes grouped by text, figures by their label: "acceptance, TPOT: from finished requests only"."""
     by_text: dict[str, list[str]] = {}

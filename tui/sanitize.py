@@ -45,26 +45,16 @@ def strip_escapes(text: str) -> str:
 
 def safe_text(text: str) -> str:
     """Multi-line `text` safe for a terminal; a carriage return shows as `␍` except in `\\r\\n` (→ `\\n`)."""
-    if text.isprintable():
+    text = strip_escapes(text)
+    if text.isprintable():  # often colour codes only (vLLM on a TTY)
         return text
-    if "\x1b" in text:
-        text = _ESCAPE_SEQUENCE.sub("", text)
-        if text.isprintable():
-            return text
-    if "\r\n" in text:
-        text = text.replace("\r\n", "\n")
-    return text.translate(_TEXT_TABLE)
+    return text.replace("\r\n", "\n").translate(_TEXT_TABLE)
 
 
 def safe_line(text: str) -> str:
     """One line safe for a terminal: like `safe_text`, and line breaks shown as `␊` / `␍` / `␤`."""
-    if text.isprintable():
-        return text
-    if "\x1b" in text:
-        text = _ESCAPE_SEQUENCE.sub("", text)
-        if text.isprintable():  # colour codes only (vLLM on a TTY)
-            return text
-    return text.translate(_LINE_TABLE)
+    text = strip_escapes(text)
+    return text if text.isprintable() else text.translate(_LINE_TABLE)
 
 
 def drop_controls(text: str) -> str:

@@ -195,15 +195,14 @@ def _describe_location(data: dict, location: tuple[int | str, ...]) -> str:
 def _model_at(location: tuple[int | str, ...]) -> type[BaseModel] | None:
     """The settings model that holds the field at `location` (for "did you mean")."""
     parent = location[:-1]
-    if not parent:
-        return Settings
-    if parent == ("alerts",):
-        return AlertSettings
-    if parent == ("prometheus",):
-        return PrometheusSettings
     if len(parent) == 2 and parent[0] == "endpoints":
         return EndpointSettings
-    return None
+    models: dict[tuple[int | str, ...], type[BaseModel]] = {
+        (): Settings,
+        ("alerts",): AlertSettings,
+        ("prometheus",): PrometheusSettings,
+    }
+    return models.get(parent)
 
 
 def _describe_problem(item: dict) -> str:
@@ -269,12 +268,10 @@ def load_settings(
         for url in endpoint_urls:
             try:
                 endpoint = endpoint_from_url(url)
-            except (ValidationError, ValueError) as error:
-                if isinstance(error, ValidationError):
-                    reason: object = friendly_message(dict(error.errors()[0]))
-                else:
-                    reason = error
-                raise SettingsError(f"--endpoint {without_credentials(url)}: {reason}") from error
+            except ValueError as error:  # a ValidationError too
+                problem = error.errors()[0] if isinstance(error, ValidationError) else None
+                why = error if problem is None else friendly_message(dict(problem))
+                raise SettingsError(f"--endpoint {without_credentials(url)}: {why}") from error
             if scheme_was_added(url, endpoint.url):
                 settings.notes.append(f"--endpoint {url}: no scheme given; using {endpoint.url}")
             extra.append(endpoint)
@@ -295,9 +292,7 @@ def prometheus_settings(
         if match is not None or group_by is not None:
             raise SettingsError("--match and --group-by need --prometheus URL")
         return None
-    data: dict[str, object] = {}
-    if base is not None:
-        data = base.model_dump()
+    data: dict[str, object] = base.model_dump() if base is not None else {}
     try:
         if url is not None:
             new_url = PrometheusSettings(url=url).url

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import get_args
 
 import pytest
-from cut_figures import cut_figures, cut_words
+from cut_figures import cut_words
 from textual.app import App, ComposeResult
 from ui_waiting import wait_for
 
@@ -17,11 +16,9 @@ from tui.advice.advisor import Advice
 from tui.configs.sglang_adaptive import candidate_steps
 from tui.format import STEPS_UNKNOWN, TIERS_UNKNOWN, UNKNOWN, k_in_effect_row
 from tui.screens.dashboard import CHART_CARD_ROWS, ROOMY_CARD_ROWS, card_height, card_layout
-from tui.screens.detail import DetailScreen
 from tui.telemetry.alerts import Alert, AlertKind
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
-from tui.telemetry.recording import HeaderRecord, RecordedEndpoint
 from tui.telemetry.series import EndpointSeries
 from tui.ui.app import SpectopApp
 from tui.widgets.card_view import (
@@ -37,7 +34,7 @@ from tui.widgets.card_view import (
 )
 from tui.widgets.chart import FIGURE_CHARTS, GUTTER, chart_lines
 from tui.widgets.endpoint_card import EndpointCard
-from tui.widgets.figure_table import FigureTable, figure_rows, note_rows
+from tui.widgets.figure_table import advice_lines, figure_rows, note_rows
 
 
 def _reading(time: float, up: bool = True, **figures: float) -> EndpointReading:
@@ -51,33 +48,35 @@ def _reading(time: float, up: bool = True, **figures: float) -> EndpointReading:
     )  # type: ignore[arg-type]
 
 
-def test_status_waiting_up_stale_down() -> None:
-    assert CardData(name="a", now=100.0).status == "waiting"
-    assert CardData(name="a", reading=_reading(99.0), now=100.0, stale_after_s=10).status == "up"
-    assert CardData(name="a", reading=_reading(80.0), now=100.0, stale_after_s=10).status == "stale"
-    down = CardData(name="a", reading=_reading(99.0, up=False), now=100.0)
-    assert down.status == "down"
-    assert down.status_content().plain == "● down 1 s"
-    assert "connection refused" in badge_line(down, 80).plain
-    assert (
-        CardData(name="a", reading=_reading(99.0, up=False), now=100.0, restarting=True).status
-        == "restarting"
-    )
-    assert CardData(name="a", reading=_reading(99.0), now=None).status == "up"  # no clock: never stale
+@pytest.mark.parametrize(
+    ("reading", "now", "restarting", "status"),
+    [
+        (None, 100.0, False, "● waiting"),
+        (_reading(99.6), 100.0, False, "● up · scraped 0 s ago"),  # an age, not an uptime
+        (_reading(40.0), 100.0, False, "● stale · scraped 1 min ago"),
+        (_reading(99.0, up=False), 100.0, False, "● down 1 s"),
+        (_reading(99.0, up=False), 100.0, True, "● restarting 1 s"),
+        (_reading(40.0), None, False, "● up · scraped – ago"),  # no clock: never stale
+    ],
+)
+def test_status_from_the_newest_scrape(
+    reading: EndpointReading | None, now: float | None, restarting: bool, status: str
+) -> None:
+    data = CardData(name="a", reading=reading, now=now, stale_after_s=10, restarting=restarting)
+    assert data.status_content().plain == status
+    if reading is not None and not reading.up:
+        assert "connection refused" in badge_line(data, 80).plain
 
 
-def test_down_endpoint_shows_dashes_not_old_figures() -> None:
-    data = CardData(name="a", reading=_reading(1.0, up=False, generation_tokens_per_s=500.0), now=2.0)
-    assert data.figures.generation_tokens_per_s is None
-    assert "500" not in "\n".join(line.plain for line in compact_lines(data, 76))
-
-
-def test_lines_fit_the_width_and_unknowns_are_dashes() -> None:
+def test_lines_fit_the_width_and_unknowns_are_dashes_never_old_figures() -> None:
     data = CardData(name="a", reading=_reading(1.0, generation_tokens_per_s=594.9), now=1.0)
     for lines in (compact_lines(data, 76), roomy_lines(data, 95)):
         assert all(line.cell_length <= 95 for line in lines)
         text = "\n".join(line.plain for line in lines)
         assert "594.9" in text and "–" in text and " 0%" not in text
+    down = CardData(name="a", reading=_reading(1.0, up=False, generation_tokens_per_s=500.0), now=2.0)
+    assert down.figures.generation_tokens_per_s is None
+    assert "500" not in "\n".join(line.plain for line in compact_lines(down, 76))
 
 
 def test_badges_put_critical_first_with_its_message() -> None:
@@ -113,14 +112,20 @@ def _qualified_figures() -> Figures:
     )
 
 
-def test_card_shows_quantile_bounds_and_the_restart() -> None:
+def test_card_and_detail_figures_show_quantile_bounds_notes_and_the_restart() -> None:
     reading = _reading(1.0)
-    reading.figures = _qualified_figures()
+    reading.figures, reading.window_s = _qualified_figures(), 8.0
     data = CardData(name="a", reading=reading, now=1.0, window_s=60.0)
     for lines in (compact_lines(data, 80), roomy_lines(data, 100)):
         text = "\n".join(line.plain for line in lines)
         assert "< 100 ms" in text and "50 ms" not in text
         assert "restarted 12 s ago · window 8 s of 1 min" in text
+    rows = dict(figure_rows(data))  # the detail screen's figures, its notes and its title's caveat
+    assert rows["TTFT p50"] == "< 100 ms" and rows["window"] == "8/60 s"
+    notes = note_rows(data)
+    assert any(note.startswith("TTFT p50: inside the first bucket") for note in notes)
+    assert any("restarted during the window" in note for note in notes)
+    assert "restarted 12 s ago" in (data.caveat() or "")
 
 
 def test_card_says_acceptance_comes_from_finished_requests_while_one_runs() -> None:
@@ -137,28 +142,6 @@ def test_inconsistent_page_error_shows_although_up() -> None:
     reading = _reading(1.0)
     reading.error = "inconsistent page: the series vllm:num_requests_running{} appears more than once"
     assert "inconsistent page" in badge_line(CardData(name="a", reading=reading, now=1.0), 80).plain
-
-
-async def test_detail_screen_shows_bounds_notes_and_restart(
-    tmp_path: Path, replay_app: Callable[..., SpectopApp]
-) -> None:
-    header = HeaderRecord(time=100.0, endpoints=[RecordedEndpoint(name="a", url="http://127.0.0.1:1")])
-    record = EndpointReading(
-        name="a", time=101.0, up=True, backend="sglang", window_s=8.0, figures=_qualified_figures()
-    )  # type: ignore[call-arg]
-    path = tmp_path / "run.jsonl"
-    path.write_text(header.model_dump_json() + "\n" + record.model_dump_json() + "\n")
-    app = replay_app(replay_path=path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done and bool(app.screen.query(EndpointCard)))
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
-        screen = app.screen
-        assert "restarted 12 s ago" in screen.sub_title
-        table = screen.query_one(FigureTable).render().plain
-        assert "< 100 ms" in table and "8/60 s" in table
-        assert "TTFT p50: inside the first bucket" in table
-        assert "restarted during the window" in table
 
 
 # --- down for how long and where, "scraped … ago", badges at 80 columns, model names ---------------------
@@ -191,13 +174,6 @@ def test_a_down_endpoint_says_for_how_long_since_its_first_failed_scrape_and_its
     assert (
         CardData(name="a", reading=_reading(3.0, up=False), history=_history(again), now=5.0).down_for == 3.0
     )
-
-
-def test_an_up_endpoint_says_when_it_was_scraped_not_an_uptime() -> None:
-    data = CardData(name="a", reading=_reading(99.6), now=100.0)
-    assert data.status_content().plain == "● up · scraped 0 s ago"
-    stale = CardData(name="a", reading=_reading(40.0), now=100.0, stale_after_s=10)
-    assert stale.status_content().plain == "● stale · scraped 1 min ago"
 
 
 def _alerts() -> list[Alert]:
@@ -244,7 +220,7 @@ def test_the_badge_line_shortens_an_error_an_alert_or_an_advice_by_whole_words()
             assert text in line or line.endswith("…")
 
 
-async def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None:
+def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None:
     """One line left under the figures: the advice whole without its basis, not the advice and the start
     of the basis (`< bar` and the bar's figure gone)."""
     advice = Advice(
@@ -253,18 +229,9 @@ async def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -
         speedup_by_k={4: 1.0, 3: 1.02},
         basis="the step costs measured at k=2-5 under the load of the last minutes",
     )
-    data = CardData(name="a", reading=_reading(1.0), now=1.0, advice=advice)
-
-    class Figures(App[None]):
-        CSS = "FigureTable { width: 80; height: 11; }"
-
-        def compose(self) -> ComposeResult:
-            yield FigureTable(data)
-
-    app = Figures()
-    async with app.run_test(size=(100, 24)) as pilot:
-        await pilot.pause()
-        assert not cut_figures(app, given=[f"advice {advice.line()}"], whole_or_absent=[f"({advice.basis})"])
+    line = f"advice {advice.line()}"
+    assert advice_lines(advice, 78, 1) == [line]
+    assert " ".join(part.strip() for part in advice_lines(advice, 78, 2)) == f"{line} ({advice.basis})"
 
 
 class CardApp(App[None]):
@@ -274,18 +241,6 @@ class CardApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield EndpointCard(self.data)
-
-
-async def test_crit_badge_fits_on_a_card_at_80_columns() -> None:
-    reading = _reading(1.0, acceptance_rate=0.25)
-    app = CardApp(CardData(name="a", reading=reading, alerts=_alerts(), now=1.0))
-    async with app.run_test(size=(80, 8)) as pilot:
-        await pilot.pause()
-        card = app.query_one(EndpointCard)
-        lines = card.render().plain.splitlines()
-        assert card.content_size.width == 76
-        assert lines[-1].startswith(" CRIT accept ") and " CRIT OOM " in lines[-1]
-        assert all(len(line) <= 76 for line in lines)
 
 
 def test_long_model_names_keep_their_tail_or_the_part_that_differs() -> None:

@@ -28,9 +28,8 @@ from tui.ui.app import SpectopApp
 from tui.widgets import endpoint_table, fleet_table
 from tui.widgets.column_chooser import ColumnChooser
 from tui.widgets.endpoint_card import EndpointCard
-from tui.widgets.endpoint_table import Column, EndpointTable
+from tui.widgets.endpoint_table import Column, EndpointTable, single_line_cell
 from tui.widgets.fleet_table import FleetTable
-from tui.widgets.table_cell import single_line_cell
 
 
 @pytest.mark.parametrize(
@@ -51,7 +50,7 @@ def test_card_layout_uses_the_room(
     assert card_layout(*size, count) == layout
 
 
-def test_rows_sort_with_unknown_figures_last_either_way() -> None:
+def test_rows_sort_with_unknown_figures_last_either_way_and_names_by_their_numbers() -> None:
     rows = [
         EndpointRow("b", "up", tokens_per_s=10.0),
         EndpointRow("a", "down"),
@@ -60,11 +59,8 @@ def test_rows_sort_with_unknown_figures_last_either_way() -> None:
     assert [row.name for row in sorted_rows(rows, "tokens_per_s")] == ["b", "c", "a"]
     assert [row.name for row in sorted_rows(rows, "tokens_per_s", reverse=True)] == ["c", "b", "a"]
     assert [row.name for row in sorted_rows(rows, "status")] == ["a", "c", "b"]  # worst first
-
-
-def test_names_sort_with_their_numbers_as_numbers() -> None:
-    rows = [EndpointRow(name, "up") for name in ("node-10", "Node-2", "node-1")]
-    assert [row.name for row in sorted_rows(rows, "name")] == ["node-1", "Node-2", "node-10"]
+    names = [EndpointRow(name, "up") for name in ("node-10", "Node-2", "node-1")]  # numbers as numbers
+    assert [row.name for row in sorted_rows(names, "name")] == ["node-1", "Node-2", "node-10"]
 
 
 def test_the_fleet_table_is_the_endpoint_table_extended() -> None:
@@ -244,11 +240,15 @@ async def _table_view(pilot, app: SpectopApp) -> EndpointTable:  # type: ignore[
     return table
 
 
-async def test_choose_and_order_columns_then_sort_only_by_visible_ones() -> None:
+async def test_choose_and_order_columns_or_escape_then_sort_only_by_visible_ones() -> None:
     app = _app()
     async with app.run_test(size=(80, 24)) as pilot:
         table = await _table_view(pilot, app)
-        assert _headers(table)[:3] == ["status ▲", "endpoint", "tok/s"]
+        before = _headers(table)
+        assert before[:3] == ["status ▲", "endpoint", "tok/s"]
+        await pilot.press("c", "space", "escape")  # escape leaves the columns as they were
+        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        assert _headers(table) == before
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ColumnChooser))
         await pilot.press("space")  # status hidden
@@ -287,16 +287,6 @@ async def test_the_choice_is_remembered_for_the_next_run() -> None:
     assert json.loads(path.read_text())["theme"] == "spectop-dark"  # the other choices are kept
 
 
-async def test_escape_leaves_the_columns_as_they_were() -> None:
-    app = _app(remember=False)
-    async with app.run_test(size=(80, 24)) as pilot:
-        table = await _table_view(pilot, app)
-        before = _headers(table)
-        await pilot.press("c", "space", "escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
-        assert _headers(table) == before
-
-
 async def test_the_palette_lists_the_screens_actions() -> None:
     app = _app(remember=False)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -308,7 +298,7 @@ async def test_the_palette_lists_the_screens_actions() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
 
 
-# --- one-line cells made directly (tui/widgets/table_cell.py) are what DataTable's Rich path makes of them,
+# --- one-line cells made directly (`single_line_cell`) are what DataTable's Rich path makes of them,
 # character and style, in the fleet table and the dashboard's
 
 Cells = list[tuple[str, Style | None]]

@@ -58,60 +58,10 @@ def _card() -> CardData:
     return CardData(name="a", reading=reading, history=history, now=1.0)
 
 
-def test_acceptance_ttft_and_mean_length_read_the_same_everywhere() -> None:
-    data = _card()
-    compact = "\n".join(line.plain for line in compact_lines(data, 76))
-    roomy = "\n".join(line.plain for line in roomy_lines(data, 116))
-    table = dict(figure_rows(data))
+def _snapshot() -> str:
     result = _Result("http://127.0.0.1:8000", 5.0)
     result.up, result.backend, result.figures = True, "vllm", FIGURES
-    snapshot = "\n".join(_table(result))
-    snapshot_p50 = re.search(rf"TTFT mean/p50/p95\s+{VALUE} / ({VALUE}) /", snapshot)
-    assert snapshot_p50 is not None
-    charts = {
-        key: chart_lines(ChartSpec(key, "$accent"), [1.0], [getattr(FIGURES, key)], 0.0, 2.0, 40, 3)[0].plain
-        for key in ("acceptance_rate", "ttft_p50_s", "mean_acceptance_length")
-    }
-    surfaces = {
-        "acceptance": {
-            "card": _after(compact, "accept"),
-            "roomy card": _after(roomy, "acceptance"),
-            "detail table": table["acceptance"],
-            "chart": _after(charts["acceptance_rate"], "acceptance"),
-            "snapshot": _after(snapshot, "acceptance"),
-        },
-        "TTFT p50": {
-            "card": _after(compact, "TTFT"),
-            "roomy card": _after(roomy, "TTFT p50"),
-            "detail table": table["TTFT p50"],
-            "chart": _after(charts["ttft_p50_s"], "TTFT p50"),
-            "snapshot": snapshot_p50.group(1),
-        },
-        "mean length": {
-            "card": _after(compact, "len"),
-            "roomy card": _after(roomy, "mean len"),
-            "detail table": table["mean len"],
-            "chart": _after(charts["mean_acceptance_length"], "mean len"),
-            "snapshot": _after(snapshot, "mean len"),
-        },
-    }
-    for figure, texts in surfaces.items():
-        assert len(set(texts.values())) == 1, f"{figure} reads differently: {texts}"
-    # the style picked for each kind: rates as %, latencies in ms, lengths with two decimals
-    assert [next(iter(texts.values())) for texts in surfaces.values()] == ["71%", "51 ms", "2.40"]
-
-
-def test_per_position_acceptance_reads_as_percent_everywhere() -> None:
-    data = _card()
-    result = _Result("http://127.0.0.1:8000", 5.0)
-    result.up, result.backend, result.figures = True, "vllm", FIGURES
-    snapshot = "\n".join(_table(result))
-    for text in (
-        dict(figure_rows(data))["per pos"],
-        "\n".join(line.plain for line in roomy_lines(data, 116)),
-    ):
-        assert "80%" in text and "60%" in text and ".80" not in text
-    assert "80% 60%" in snapshot
+    return "\n".join(_table(result))
 
 
 def _burst() -> BurstResult:
@@ -143,13 +93,20 @@ def _burst() -> BurstResult:
     )
 
 
-def test_a_burst_report_and_the_fleet_table_read_like_the_card_and_the_snapshot() -> None:
-    """The bench report (table and text), the fleet snapshot table, the card and `spectop snapshot` give
-    one figure one text: acceptance as whole percent, TTFT in ms, mean length with two decimals."""
-    compact = "\n".join(line.plain for line in compact_lines(_card(), 76))
-    result = _Result("http://127.0.0.1:8000", 5.0)
-    result.up, result.backend, result.figures = True, "vllm", FIGURES
-    snapshot = "\n".join(_table(result))
+def test_acceptance_ttft_and_mean_length_read_the_same_everywhere() -> None:
+    """The cards, the detail table and chart, `spectop snapshot`, the bench report (table and text) and the
+    fleet snapshot table give one figure one text."""
+    data = _card()
+    compact = "\n".join(line.plain for line in compact_lines(data, 76))
+    roomy = "\n".join(line.plain for line in roomy_lines(data, 116))
+    table = dict(figure_rows(data))
+    snapshot = _snapshot()
+    snapshot_p50 = re.search(rf"TTFT mean/p50/p95\s+{VALUE} / ({VALUE}) /", snapshot)
+    assert snapshot_p50 is not None
+    charts = {
+        key: chart_lines(ChartSpec(key, "$accent"), [1.0], [getattr(FIGURES, key)], 0.0, 2.0, 40, 3)[0].plain
+        for key in ("acceptance_rate", "ttft_p50_s", "mean_acceptance_length")
+    }
     summary = burst_summary(_burst())
     rows = {label: a for label, a, _ in table_rows(summary)}
     text = render_text(summary)
@@ -158,47 +115,65 @@ def test_a_burst_report_and_the_fleet_table_read_like_the_card_and_the_snapshot(
     )
     header, line = fleet_table([fleet])[:2]
     fleet_cells = dict(zip(re.split(r"\s{2,}", header), re.split(r"\s{2,}", line), strict=True))
-    acceptance = {
-        "card": _after(compact, "accept"),
-        "snapshot": _after(snapshot, "acceptance"),
-        "bench table": rows["acceptance (server)"],
-        "bench text": _after(text, "acceptance (server)"),
-        "fleet": fleet_cells["accept"],
+    surfaces = {
+        "acceptance": {
+            "card": _after(compact, "accept"),
+            "roomy card": _after(roomy, "acceptance"),
+            "detail table": table["acceptance"],
+            "chart": _after(charts["acceptance_rate"], "acceptance"),
+            "snapshot": _after(snapshot, "acceptance"),
+            "bench table": rows["acceptance (server)"],
+            "bench text": _after(text, "acceptance (server)"),
+            "fleet": fleet_cells["accept"],
+        },
+        "TTFT p50": {
+            "card": _after(compact, "TTFT"),
+            "roomy card": _after(roomy, "TTFT p50"),
+            "detail table": table["TTFT p50"],
+            "chart": _after(charts["ttft_p50_s"], "TTFT p50"),
+            "snapshot": snapshot_p50.group(1),
+            "bench table": rows["TTFT p50"],
+            "bench text": _after(text, "TTFT p50"),
+        },
+        "mean length": {
+            "card": _after(compact, "len"),
+            "roomy card": _after(roomy, "mean len"),
+            "detail table": table["mean len"],
+            "chart": _after(charts["mean_acceptance_length"], "mean len"),
+            "snapshot": _after(snapshot, "mean len"),
+            "bench table": rows["mean accept length"],
+            "bench text": _after(text, "mean accept length"),
+            "fleet": fleet_cells["len"],
+        },
     }
-    length = {
-        "card": _after(compact, "len"),
-        "snapshot": _after(snapshot, "mean len"),
-        "bench table": rows["mean accept length"],
-        "bench text": _after(text, "mean accept length"),
-        "fleet": fleet_cells["len"],
-    }
-    ttft_p50 = {
-        "card": _after(compact, "TTFT"),
-        "bench table": rows["TTFT p50"],
-        "bench text": _after(text, "TTFT p50"),
-    }
-    for texts in (acceptance, length, ttft_p50):
-        assert len(set(texts.values())) == 1, f"reads differently: {texts}"
+    for figure, texts in surfaces.items():
+        assert len(set(texts.values())) == 1, f"{figure} reads differently: {texts}"
+    # the style picked for each kind: rates as %, latencies in ms, lengths with two decimals
+    assert [next(iter(texts.values())) for texts in surfaces.values()] == ["71%", "51 ms", "2.40"]
     assert fmt_latency(FIGURES.ttft_p95_s) == figure_text(FIGURES, "ttft_p95_s") == fleet_cells["TTFT p95"]
 
 
-def test_latency_rounding_carries_into_the_next_unit() -> None:
-    """9.96 ms is "10 ms" (not "10.0 ms", 7 characters), 999.6 ms is "1.00 s" (not "1000 ms")."""
-    from tui.format import fmt_latency
-
-    cases = {
-        0.00996: "10 ms", 0.0099: "9.9 ms", 0.0009996: "1.0 ms", 0.00099: "0.99 ms", 0.9996: "1.00 s",
-        0.9994: "999 ms", 9.996: "10.0 s", 99.96: "100 s", -0.9996: "-1.00 s", 0.051: "51 ms",
-    }  # fmt: skip
-    assert {value: fmt_latency(value) for value in cases} == cases
+def test_per_position_acceptance_reads_as_percent_everywhere() -> None:
+    data = _card()
+    for text in (
+        dict(figure_rows(data))["per pos"],
+        "\n".join(line.plain for line in roomy_lines(data, 116)),
+    ):
+        assert "80%" in text and "60%" in text and ".80" not in text
+    assert "80% 60%" in _snapshot()
 
 
 # --- one rule wherever a quantile appears: inside the first bucket it reads as the bound
 
 
-def bounded(path: Path) -> Path:
-    """mtp-on: TTFT p50 (interpolated 50 ms) and p95 (95 ms) inside the first bucket (≤ 100 ms) for the
-    last half of the recording; mtp-off: p95 beyond the last bucket (> 10 s)."""
+FIRST_BUCKET_NOTE = "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated"
+LAST_BUCKET_NOTE = "above the highest bucket bound (10 s): at least 10 s"
+
+
+def bounded_recording(path: Path) -> Path:
+    """The snapshot tests' recording with TTFT quantiles as bucket bounds: on mtp-on, p50 (interpolated 50 ms)
+    and p95 (95 ms) inside the first bucket (≤ 100 ms) for its last half; on mtp-off, p95 beyond the last
+    bucket (> 10 s)."""
     write_recording(path)
     lines = []
     readings = 0
@@ -210,16 +185,21 @@ def bounded(path: Path) -> Path:
                 record["figures"].update(
                     ttft_p50_s=0.05, ttft_p95_s=0.095,
                     quantile_bounds={"ttft_p50_s": [0.0, 0.1], "ttft_p95_s": [0.0, 0.1]},
+                    notes={"ttft_p95_s": FIRST_BUCKET_NOTE},
                 )  # fmt: skip
         elif record.get("kind") == "reading" and record["name"] == "mtp-off":
-            record["figures"].update(ttft_p95_s=10.0, quantile_bounds={"ttft_p95_s": [10.0, None]})
+            record["figures"].update(
+                ttft_p95_s=10.0,
+                quantile_bounds={"ttft_p95_s": [10.0, None]},
+                notes={"ttft_p95_s": LAST_BUCKET_NOTE},
+            )
         lines.append(json.dumps(record))
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 async def test_every_screen_says_the_bound(tmp_path: Path, replay_app: Callable[..., SpectopApp]) -> None:
-    app = replay_app(replay_path=bounded(tmp_path / "recording.jsonl"))
+    app = replay_app(replay_path=bounded_recording(tmp_path / "recording.jsonl"))
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: app.replay_done)
         await pilot.pause()

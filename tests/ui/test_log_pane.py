@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
 
+from tui.board import LogEntry
 from tui.telemetry.logs.display import display_line, figure_spans, is_access
 from tui.widgets.log_pane import LogPane
 
@@ -18,12 +18,6 @@ STATS = (
     "Prefix cache hit rate: 0.0%"
 )
 ACCESS = '(APIServer pid=1) INFO:     127.0.0.1:54321 - "GET /metrics HTTP/1.1" 200 OK'
-
-
-@dataclass
-class Entry:
-    line: str
-    kind: str
 
 
 class PaneApp(App[None]):
@@ -40,7 +34,9 @@ async def test_stats_line_is_readable_at_80_columns_access_lines_hide_and_lines_
     async with app.run_test(size=(80, 24)) as pilot:
         pane = app.query_one(LogPane)
         pane.focus()
-        pane.show([Entry(STATS, "stats"), Entry(ACCESS, "plain"), Entry(ACCESS, "plain")])
+        pane.show(
+            [LogEntry(0.0, STATS, "stats"), LogEntry(0.0, ACCESS, "plain"), LogEntry(0.0, ACCESS, "plain")]
+        )
         await pilot.pause()
         text = _text(pane)
         assert all(len(strip.text) <= 78 for strip in pane.lines)
@@ -55,7 +51,7 @@ async def test_stats_line_is_readable_at_80_columns_access_lines_hide_and_lines_
         assert _text(pane).count('"GET /metrics HTTP/1.1" 200') == 2
 
         await pilot.press("h")
-        pane.add(Entry(ACCESS, "plain"))
+        pane.add(LogEntry(0.0, ACCESS, "plain"))
         await pilot.pause()
         assert "GET /metrics" not in _text(pane)
         assert "3 access lines hidden" in str(pane.border_subtitle)
@@ -70,7 +66,10 @@ async def test_figures_are_highlighted_and_errors_stand_out() -> None:
     async with app.run_test(size=(100, 10)) as pilot:
         pane = app.query_one(LogPane)
         pane.show(
-            [Entry(STATS, "stats"), Entry("ERROR 08-20 14:03:21 [core.py:1] CUDA out of memory", "error")]
+            [
+                LogEntry(0.0, STATS, "stats"),
+                LogEntry(0.0, "ERROR 08-20 14:03:21 [core.py:1] CUDA out of memory", "error"),
+            ]
         )
         await pilot.pause()
         stats = pane.lines[0]

@@ -5,7 +5,6 @@ deterministic data chosen to sit on the edges (histogram bounds, busy GPUs, unit
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -16,7 +15,9 @@ import pytest
 from bench_fixtures import BenchTestApp, text_of, until
 from cut_figures import cut_figures
 from recording_factory import write_recording
+from terminal_bytes import OneScreenApp
 from test_editor import field_input, type_into
+from test_format import FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE, bounded_recording
 from test_log_viewer import ViewerApp, opened, write_log
 from textual.app import App
 from ui_waiting import editing, wait_for
@@ -39,33 +40,9 @@ from tui.widgets.fleet_table import FleetTable
 SIZES = [(80, 24), (120, 36), (200, 50)]
 SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 GIB = 2**30
-FIRST_BUCKET_NOTE = "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated"
-LAST_BUCKET_NOTE = "above the highest bucket bound (10 s): at least 10 s"
 
 
-def bounded_recording(path: Path) -> Path:
-    """The snapshot tests' recording, with TTFT p95 a histogram bound: inside the first bucket on mtp-on
-    ("< 100 ms", interpolated 95 ms), beyond the last on mtp-off ("> 10 s")."""
-    write_recording(path)
-    lines = []
-    for line in path.read_text().splitlines():
-        record = json.loads(line)
-        if record.get("kind") == "reading" and record.get("figures"):
-            figures = record["figures"]
-            if record["name"] == "mtp-on":
-                figures["ttft_p95_s"] = 0.095
-                figures["quantile_bounds"] = {"ttft_p95_s": [0.0, 0.1]}
-                figures["notes"] = {"ttft_p95_s": FIRST_BUCKET_NOTE}
-            elif record["name"] == "mtp-off":
-                figures["ttft_p95_s"] = 10.0
-                figures["quantile_bounds"] = {"ttft_p95_s": [10.0, None]}
-                figures["notes"] = {"ttft_p95_s": LAST_BUCKET_NOTE}
-        lines.append(json.dumps(record))
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def eight_gpus(throttled: bool = True) -> tuple[GpuSample, ...]:
+def eight_gpus() -> tuple[GpuSample, ...]:
     """A busy 8-GPU node: 291 W each (2330 W summed), 43 °C, power capped."""
     return tuple(
         GpuSample(
@@ -79,7 +56,7 @@ def eight_gpus(throttled: bool = True) -> tuple[GpuSample, ...]:
             energy_j=1e7,
             temperature_c=43.0 + i % 2,
             sm_clock_mhz=1755.0,
-            throttle_reasons=REASON_SW_POWER_CAP if throttled else 0,
+            throttle_reasons=REASON_SW_POWER_CAP,
             dram_active=0.6,
         )
         for i in range(8)
@@ -196,26 +173,15 @@ def cancelled_sweep() -> TuneResult:
     )  # fmt: skip
 
 
-class TuneApp(App[None]):
-    def __init__(self, endpoint: EndpointSettings) -> None:
-        super().__init__()
-        self.endpoint = endpoint
-
-    def on_mount(self) -> None:
-        self.push_screen(TuneScreen(self.endpoint, on_finished=lambda _result: None))
-
-
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 async def test_tune_table_after_a_cancel(config_toml: Path, size: tuple[int, int]) -> None:
-    config = config_toml
     endpoint = EndpointSettings(
-        name="tuned", url="http://127.0.0.1:9", config_file=config, restart_command="true"
+        name="tuned", url="http://127.0.0.1:9", config_file=config_toml, restart_command="true"
     )
-    app = TuneApp(endpoint)
+    screen = TuneScreen(endpoint, on_finished=lambda _result: None)
+    app = OneScreenApp(screen)
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, TuneScreen))
-        screen = app.screen
-        assert isinstance(screen, TuneScreen)
+        await wait_for(pilot, lambda: app.screen is screen)
         screen._update(cancelled_sweep())
         await pilot.pause()
         assert_whole(app)

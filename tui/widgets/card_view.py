@@ -31,12 +31,10 @@ from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
 from tui.widgets.chart import (
     FIGURE_CHARTS,
-    RANGE_COLUMNS,
     TOKENS_PER_S_FLOOR,
     ChartSpec,
     chart_lines,
     spark,
-    spark_with_range,
     time_axis,
 )
 from tui.widgets.gpu_panel import card_gpu_line
@@ -159,10 +157,8 @@ class CardData:
         if reading is None or reading.up or self.now is None:
             return None
         since = reading.time
-        history = self.history
-        ups = getattr(history, "up", None)
-        if history is not None and ups is not None and len(ups) == len(history.times):
-            for time, up in zip(reversed(history.times), reversed(ups), strict=True):
+        if self.history is not None:
+            for time, up in zip(reversed(self.history.times), reversed(self.history.up), strict=True):
                 if up:
                     break
                 since = min(since, time)
@@ -189,8 +185,7 @@ class CardData:
 
     def status_short(self) -> str:
         """ "up", "stale", "down 1 min": the status for a table cell or a screen's subtitle."""
-        status = self.status
-        return f"{status} {fmt_duration(self.down_for)}" if status in ("down", "restarting") else status
+        return self.status_text().split(" · ")[0]
 
     def render_key(self) -> tuple[object, ...]:
         """Everything the card shows, cheaply: equal keys mean an identical card."""
@@ -242,10 +237,6 @@ class CardData:
     def text(self, key: str, positions: int = 8) -> str:
         """Figure `key` as the vocabulary writes it (quantiles as their bound when it says more)."""
         return figure_text(self.figures, key, positions=positions)
-
-    def quantile(self, name: str) -> str:
-        """A TTFT quantile, or its bound ("< 100 ms") when its histogram bucket says more."""
-        return self.text(name)
 
     def caveat(self) -> str | None:
         """Why the figures cover less than usual or lag (lifetime figures, a restart, a short window)."""
@@ -332,12 +323,10 @@ def down_line(data: CardData, width: int) -> Content:
 
 def compact_lines(data: CardData, width: int) -> list[Content]:
     """Three lines for an 80-column terminal; a down endpoint's first line says for how long and where."""
-    figures = data.figures
     columns = max(4, min(24, width - 70))
-    acceptance = figures.acceptance_rate
     line1 = Content.assemble(
         _label("tok/s "),
-        _value(data.text("generation_tokens_per_s").rjust(6)),
+        _figure_value(data, "generation_tokens_per_s", 6),
         " ",
         (spark(data.series("generation_tokens_per_s", columns), columns, TOKENS_PER_S_FLOOR)[0], "$primary"),
         _label("  TTFT "),
@@ -355,7 +344,7 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         line1 = down_line(data, width)
     line2 = Content.assemble(
         _label("accept"),
-        (data.text("acceptance_rate").rjust(6), data.acceptance_style(acceptance)),
+        _figure_value(data, "acceptance_rate", 6),
         " ",
         (spark(data.series("acceptance_rate", columns), columns, low=0.0, high=1.0)[0], "$accent"),
         _label("  len "),
@@ -383,13 +372,14 @@ def _positions_or_steps(data: CardData) -> list[tuple[str, str]]:
 def _roomy_spark(data: CardData, spec: ChartSpec, columns: int) -> Content:
     """ "label     value  ▁▂▅█ low–high": a figure, its sparkline and the range it is drawn on."""
     word = FIGURES[spec.key]
+    line, scale = spark(data.series(spec.key, columns), columns, spec.floor, spec.low, spec.high)
+    scale_text = f" {scale.text(word.format)}" if scale is not None else ""
     return Content.assemble(
         _label(word.label.ljust(12)),
         _figure_value(data, spec.key, 8),
         ("  ", ""),
-        *spark_with_range(
-            data.series(spec.key, columns), columns, word.format, spec.style, spec.floor, spec.low, spec.high
-        ),
+        (line, spec.style),
+        _label(scale_text[:RANGE_COLUMNS].ljust(RANGE_COLUMNS)),
     )
 
 
@@ -410,6 +400,7 @@ FLOWING_FIGURES = (
     "prefix_cache_hit_rate",
     "mean_acceptance_length",
 )
+RANGE_COLUMNS = 18  # " 5.9 ms–7.2 ms" after a roomy card's sparkline
 FIRST_LINE_FIGURES = 4  # latency and load on the first line, the caches and the mean length on the second
 FIGURE_LINES = 3  # under a roomy card's sparklines or its charts: two of FLOWING_FIGURES, one of positions
 
@@ -480,7 +471,7 @@ def chart_lines_of(data: CardData, width: int, height: int) -> list[Content]:
     history = data.history
     end = data.now if data.now is not None else (history.times[-1] if history else 0.0)
     start = end - CARD_CHART_WINDOW_S
-    markers = [marker for marker in getattr(history, "markers", ()) if start <= marker[0] <= end]
+    markers = [marker for marker in history.markers if start <= marker[0] <= end] if history else []
     under = [*figure_lines(data, width), *data.gpu_line(width), badge_line(data, width)]
     room = max(len(FIGURE_CHARTS) * 2, height - len(under) - 1)
     lines: list[Content] = []

@@ -17,7 +17,6 @@ RELATIVE_FLOOR = 0.2  # the axis spans at least a fifth of the largest value
 DEFAULT_FLOOR = 1.0  # an all-zero series with no floor of its own: [0, 1]
 TOKENS_PER_S_FLOOR = 1.0  # tok/s: an idle endpoint is 0 on a 0..1 axis
 SECONDS_FLOOR = 0.001  # latencies: at least 1 ms from bottom to top
-RANGE_COLUMNS = 18  # " 5.9 ms–7.2 ms" after a card's sparkline
 GUTTER = 8  # the detail charts' y labels ("45 ms" top and bottom), right-aligned, and a space
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 MARKER_LETTERS = {"restart": "R", "config": "C"}
@@ -72,22 +71,7 @@ def spark(
     scale = scale_for(tail, floor, low, high)
     if scale is None:
         return " " * max(0, width), None
-    return sparkline(tail, width, low=scale.low, high=scale.high), scale
-
-
-def spark_with_range(
-    values: Sequence[float | None],
-    width: int,
-    formatter: Callable[[float | None], str],
-    style: str,
-    floor: float = 0.0,
-    low: float | None = None,
-    high: float | None = None,
-) -> tuple[tuple[str, str], tuple[str, str]]:
-    """A card's sparkline and, after it, the range it is drawn on (`RANGE_COLUMNS` wide, muted)."""
-    line, scale = spark(values, width, floor, low, high)
-    label = f" {scale.text(formatter)}" if scale is not None else ""
-    return (line, style), (label[:RANGE_COLUMNS].ljust(RANGE_COLUMNS), "$text-muted")
+    return sparkline(tail, width, scale.low, scale.high), scale
 
 
 Marker = tuple[float, str]  # (time, kind): kind is "restart" or "config" (a save & restart from the editor)
@@ -96,19 +80,12 @@ Marker = tuple[float, str]  # (time, kind): kind is "restart" or "config" (a sav
 # --- drawing (pure text) --------------------------------------------------------------------------------
 
 
-def sparkline(
-    values: Sequence[float | None], width: int, low: float | None = None, high: float | None = None
-) -> str:
+def sparkline(values: Sequence[float | None], width: int, low: float, high: float) -> str:
     """The last `width` values as block characters on `low`..`high`; unknown values are blanks."""
     if width <= 0:
         return ""
     tail = list(values)[-width:]
-    known_values = [value for value in tail if known(value)]
-    if not known_values:
-        return " " * width
-    top = high if high is not None else max(known_values)
-    bottom = low if low is not None else min(known_values)
-    span = top - bottom
+    span = high - low
     chars = []
     for value in tail:
         if not known(value):
@@ -116,7 +93,7 @@ def sparkline(
         elif span <= 0:
             chars.append(SPARK_CHARS[len(SPARK_CHARS) // 2])
         else:
-            level = (value - bottom) / span
+            level = (value - low) / span
             index = round(min(1.0, max(0.0, level)) * (len(SPARK_CHARS) - 1))
             chars.append(SPARK_CHARS[index])
     return "".join(chars).rjust(width)
@@ -170,35 +147,24 @@ def marker_columns(markers: Sequence[Marker], start: float, end: float, columns:
     return result
 
 
-def chart_rows(
-    values: Sequence[float | None],
-    width: int,
-    height: int,
-    low: float | None = None,
-    high: float | None = None,
-) -> list[str]:
+def chart_rows(values: Sequence[float | None], width: int, height: int, low: float, high: float) -> list[str]:
     """A block chart `height` rows tall (top row first) of the last `width` values (axis `low`..`high`)."""
     if width <= 0 or height <= 0:
         return []
     tail = list(values)[-width:]
-    known_values = [value for value in tail if known(value)]
     rows = [[" "] * len(tail) for _ in range(height)]
-    if known_values:
-        top = high if high is not None else max(known_values)
-        bottom = low if low is not None else min(known_values)
-        span = top - bottom
-        steps = height * 8
-        for column, value in enumerate(tail):
-            if not known(value):
-                continue
-            level = 0.5 if span <= 0 else (value - bottom) / span
-            eighths = max(1, round(min(1.0, max(0.0, level)) * steps))
-            for row in range(height):
-                filled = eighths - (height - 1 - row) * 8
-                if filled >= 8:
-                    rows[row][column] = "█"
-                elif filled > 0:
-                    rows[row][column] = BAR_CHARS[filled]
+    span = high - low
+    for column, value in enumerate(tail):
+        if not known(value):
+            continue
+        level = 0.5 if span <= 0 else (value - low) / span
+        eighths = max(1, round(min(1.0, max(0.0, level)) * height * 8))
+        for row in range(height):
+            filled = eighths - (height - 1 - row) * 8
+            if filled >= 8:
+                rows[row][column] = "█"
+            elif filled > 0:
+                rows[row][column] = BAR_CHARS[filled]
     return ["".join(row).rjust(width) for row in rows]
 
 
@@ -283,7 +249,7 @@ def chart_lines(
         rows = [" " * columns for _ in range(rows_count)]
         rows[-1] = f"{UNKNOWN} {gaps or 'no data in this window'}".ljust(columns)[:columns]
     else:
-        rows = chart_rows(tail, columns, rows_count, low=scale.low, high=scale.high)
+        rows = chart_rows(tail, columns, rows_count, scale.low, scale.high)
     labels = [""] * rows_count
     if scale is not None and rows_count >= 2:
         labels[0], labels[-1] = spec.formatter(scale.high), spec.formatter(scale.low)

@@ -60,19 +60,14 @@ class ConfirmDialog(ModalScreen[str | None]):
         self.dismiss(answer or None)
 
 
+DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("+", "green"), ("-", "red"), ("@@", "cyan"))  # first wins
+
+
 def diff_text(diff: str) -> Text:
     """A unified diff, coloured, each line made safe (TOML comments may hold controls)."""
     text = Text()
     for line in map(safe_line, diff.splitlines()):
-        style = ""
-        if line.startswith(("+++", "---")):
-            style = "bold"
-        elif line.startswith("+"):
-            style = "green"
-        elif line.startswith("-"):
-            style = "red"
-        elif line.startswith("@@"):
-            style = "cyan"
+        style = next((style for start, style in DIFF_STYLES if line.startswith(start)), "")
         text.append(line + "\n", style=style)
     return text
 

@@ -22,20 +22,9 @@ from tui.format import (
 from tui.sanitize import safe_line
 from tui.widgets.card_view import CardData
 
-TABLE_FIGURES = (
-    "generation_tokens_per_s",
-    "prompt_tokens_per_s",
-    "requests_per_s",
-    "acceptance_rate",
-    "mean_acceptance_length",
-)
-LATENCY_FIGURES = ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "tpot_mean_s", "e2e_mean_s")
-LOAD_FIGURES = ("running", "waiting", "kv_cache_usage", "prefix_cache_hit_rate")
-
 
 def _window(data: CardData) -> str:
-    reading = data.reading
-    covered = getattr(reading, "window_s", None) if reading is not None else None
+    covered = data.reading.window_s if data.reading is not None else None
     if not covered:
         return UNKNOWN
     if data.figures.window_short and data.window_s:
@@ -57,8 +46,9 @@ FULL_ROWS = 2  # the last rows of `figure_rows` take a full row each
 def figure_rows(data: CardData) -> list[tuple[str, str]]:
     """(label, text) of every figure; per-position bars and the threshold last (a full row each)."""
     rows = [("status", data.status_short()), ("window", _window(data))]
-    rows += [(FIGURES[key].label, data.text(key)) for key in TABLE_FIGURES]
-    rows += [(FIGURES[key].label, data.text(key)) for key in (*LATENCY_FIGURES, *LOAD_FIGURES)]
+    rows += [
+        (word.label, data.text(key)) for key, word in FIGURES.items() if key != "per_position_acceptance"
+    ]
     k_row = k_in_effect_row(data.figures, data.adaptive_steps)  # where the server's figures or config tell
     if k_row is not None:
         rows.append(k_row[:2])

@@ -90,11 +90,6 @@ def gpu_groups(gpus: Sequence[GpuSample]) -> list[tuple[str, Segments]]:
     ]  # fmt: skip
 
 
-def fitted(groups: list[tuple[str, Segments]], width: int) -> Segments:
-    """The groups that fit in `width`, leaving out whole parts in `DROP_ORDER` (never cutting one)."""
-    return [segment for _name, segments in _dropped(groups, DROP_ORDER, width) for segment in segments]
-
-
 def _length(groups: list[tuple[str, Segments]]) -> int:
     return sum(len(text) for _name, segments in groups for text, _style in segments)
 
@@ -121,12 +116,11 @@ def shared_gpus(views: Mapping[str, EndpointGpus], shared: frozenset[str]) -> li
     return sorted(gpus.values(), key=lambda gpu: (gpu.index is None, gpu.index or 0, gpu.key))
 
 
-def gpu_segments(gpus: Sequence[GpuSample], width: int | None = None) -> Segments:
-    """`GPU0 mem 71.2/79.6G ███████░ 89% util 97% 610W 62°C clk ok`, whole parts that fit `width`."""
-    groups = gpu_groups(gpus)
-    if width is None:
-        return [segment for _name, segments in groups for segment in segments]
-    return fitted(groups, width)
+def gpu_segments(gpus: Sequence[GpuSample], width: int) -> Segments:
+    """`GPU0 mem 71.2/79.6G ███████░ 89% util 97% 610W 62°C clk ok`: the parts that fit `width`, whole parts
+    left out in `DROP_ORDER` (never cutting one)."""
+    kept = _dropped(gpu_groups(gpus), DROP_ORDER, width)
+    return [segment for _name, segments in kept for segment in segments]
 
 
 def throttle_segment(gpus: Sequence[GpuSample]) -> list[tuple[str, str]]:
@@ -324,14 +318,6 @@ def slice_groups(part: GpuSlice) -> list[tuple[str, Segments]]:
     ]
 
 
-def slice_rows(gpu: GpuSample, width: int) -> list[Content]:
-    """The GPU's MIG slices, a line each (none when it is not in MIG mode)."""
-    lines: list[Content] = []
-    for part in gpu.slices:
-        lines += fit_row(slice_groups(part), width)
-    return lines
-
-
 def fit_row(groups: list[tuple[str, Segments]], width: int) -> list[Content]:
     """The parts that fit in `width`, `ROW_DROP_ORDER` left out first; throttle reasons may wrap below."""
     kept = _dropped(groups, ROW_DROP_ORDER, width)
@@ -373,7 +359,8 @@ def gpu_rows(gpus: Sequence[GpuSample], width: int) -> list[Content]:
     lines: list[Content] = []
     for gpu in gpus:
         lines += fit_row(row_groups(gpu), width)
-        lines += slice_rows(gpu, width)
+        for part in gpu.slices:  # MIG slices, a line each
+            lines += fit_row(slice_groups(part), width)
         lines += process_lines(gpu, width)
     return lines
 

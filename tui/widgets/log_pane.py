@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -15,15 +15,11 @@ from textual.widgets import RichLog
 from tui.sanitize import safe_line
 from tui.telemetry.logs.display import DisplayLine, display_line, figure_spans
 
+if TYPE_CHECKING:
+    from tui.board import LogEntry
+
 PANE_MAX_LINES = 2000
 MIN_WRAP_WIDTH = 20
-
-
-class LogLine(Protocol):
-    @property
-    def line(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
 
 
 class LogPane(RichLog):
@@ -48,7 +44,7 @@ class LogPane(RichLog):
         self.follow = True
         self.show_access = False
         self.hidden_access = 0
-        self._entries: deque[tuple[LogLine, DisplayLine]] = deque(maxlen=PANE_MAX_LINES)
+        self._entries: deque[tuple[LogEntry, DisplayLine]] = deque(maxlen=PANE_MAX_LINES)
         self._width = 0
 
     def _styles(self) -> dict[str, str]:
@@ -63,12 +59,12 @@ class LogPane(RichLog):
             "access": "dim",
         }
 
-    def matches(self, entry: LogLine, shown: DisplayLine) -> bool:
+    def matches(self, entry: LogEntry, shown: DisplayLine) -> bool:
         if shown.access and not self.show_access:
             return False
         return not self.filter_text or self.filter_text in entry.line.lower()
 
-    def styled(self, entry: LogLine, shown: DisplayLine, styles: dict[str, str]) -> Text:
+    def styled(self, entry: LogEntry, shown: DisplayLine, styles: dict[str, str]) -> Text:
         """One entry as styled text: dim time/level, the message in its kind's style, figures bold."""
         head = safe_line(shown.head)
         message = safe_line(shown.message)
@@ -82,7 +78,7 @@ class LogPane(RichLog):
                 text.stylize(styles["figure"], offset + start, offset + end)
         return text
 
-    def add(self, entry: LogLine) -> None:
+    def add(self, entry: LogEntry) -> None:
         shown = display_line(entry.line)
         self._entries.append((entry, shown))
         if self.matches(entry, shown):
@@ -91,7 +87,7 @@ class LogPane(RichLog):
             self.hidden_access += 1
             self._update_title()
 
-    def show(self, entries: Iterable[LogLine]) -> None:
+    def show(self, entries: Iterable[LogEntry]) -> None:
         """Redraw from the app's buffer (after a filter change or on opening)."""
         self._entries = deque(((entry, display_line(entry.line)) for entry in entries), maxlen=PANE_MAX_LINES)
         self._redraw()

@@ -21,14 +21,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def report_worker_failure(app: App[Any], worker: Worker[Any]) -> None:
-    name = worker.name or "background task"
-    error = worker.error
-    if isinstance(error, BaseException):
-        log.error("%s failed", name, exc_info=(type(error), error, error.__traceback__))
-    app.notify(safe_text(f"{name} failed: {error}"), severity="error", timeout=10, markup=False)
-
-
 class HasApp(Protocol):
     """A Textual App, Screen or Widget: each knows its app."""
 
@@ -40,8 +32,13 @@ class ReportsWorkerFailures:
     """Mixin for a Textual App, Screen or Widget that starts workers."""
 
     def on_worker_state_changed(self: HasApp, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            report_worker_failure(self.app, event.worker)
+        if event.state != WorkerState.ERROR:
+            return
+        name = event.worker.name or "background task"
+        error = event.worker.error
+        if isinstance(error, BaseException):
+            log.error("%s failed", name, exc_info=(type(error), error, error.__traceback__))
+        self.app.notify(safe_text(f"{name} failed: {error}"), severity="error", timeout=10, markup=False)
 
 
 class KeepsRecoveryNotes:
