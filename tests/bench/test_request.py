@@ -127,8 +127,11 @@ async def test_503_retried_then_succeeds(client: httpx.AsyncClient) -> None:
     assert result.ttft_s is not None and result.ttft_s < 0.5
 
 
-async def test_retries_bounded_per_request_and_by_budget(client: httpx.AsyncClient) -> None:
-    with TimedServer(Behaviour(status=503)) as server:
+@pytest.mark.parametrize(("status", "retry_after"), [(503, None), (429, "0")])
+async def test_retries_bounded_per_request_and_by_budget(
+    client: httpx.AsyncClient, status: int, retry_after: str | None
+) -> None:
+    with TimedServer(Behaviour(status=status, retry_after=retry_after)) as server:
         one = await _run(client, _spec(server.base_url), max_retries=2)
         assert one.attempts == 3 and len(server.records) == 3
         budget = RetryBudget(2)
@@ -136,7 +139,7 @@ async def test_retries_bounded_per_request_and_by_budget(client: httpx.AsyncClie
             *(_run(client, _spec(server.base_url), max_retries=5, budget=budget) for _ in range(6))
         )
         assert len(server.records) == 3 + 6 + 2  # six first tries, two retries from the budget
-    assert all(r.error_kind == "http_status" and r.http_status == 503 for r in results)
+    assert all(r.error_kind == "http_status" and r.http_status == status for r in [one, *results])
 
 
 async def test_read_timeout(client: httpx.AsyncClient) -> None:
@@ -214,13 +217,6 @@ async def test_connection_dropped_before_a_response_is_retried() -> None:
     assert result.ok and result.attempts == 2 and calls == 2
 
 
-async def test_retries_per_request_bounded_by_max_retries(client: httpx.AsyncClient) -> None:
-    with TimedServer(Behaviour(status=429, retry_after="0")) as server:
-        result = await _run(client, _spec(server.base_url), max_retries=3)
-        assert len(server.records) == 4
-    assert result.attempts == 4 and result.http_status == 429
-
-
 @pytest.mark.parametrize("retry_after", ["3600", "http-date+7200"])
 async def test_huge_retry_after_fails_at_once_with_a_clear_error(
     client: httpx.AsyncClient, retry_after: str, monkeypatch: pytest.MonkeyPatch
@@ -242,26 +238,21 @@ async def test_huge_retry_after_fails_at_once_with_a_clear_error(
     assert "not retried" in (result.error or "")
 
 
-async def test_redirect_is_named_and_not_followed_with_the_key(client: httpx.AsyncClient) -> None:
-    secret = "sk-redirect-NEVER-FORWARD"
+@pytest.mark.parametrize(
+    ("status", "secret", "said"),
+    [(302, "sk-redirect-NEVER-FORWARD", " (it would carry the API key)"), (307, None, "")],
+)
+async def test_a_redirect_is_named_and_not_followed_even_by_a_client_that_follows_them(
+    status: int, secret: str | None, said: str
+) -> None:
+    headers = {"Authorization": f"Bearer {secret}"} if secret else None
     with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3)) as elsewhere:
         target = elsewhere.base_url + "/v1/chat/completions"
-        with TimedServer(Behaviour(redirect_to=target)) as server:
-            spec = _spec(server.base_url, headers={"Authorization": f"Bearer {secret}"})
-            result = await _run(client, spec, max_retries=2, secret=secret)
-            assert len(server.records) == 1  # a redirect is not retried either
-        assert elsewhere.records == []  # the key never went to the other host
-    assert result.error_kind == "http_status" and result.http_status == 302
-    assert result.error == f"redirected (302) to {target}; not followed (it would carry the API key)"
-
-
-async def test_redirect_not_followed_even_by_a_client_that_follows_redirects() -> None:
-    with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3)) as elsewhere:
-        moved = Behaviour(redirect_to=elsewhere.base_url + "/v1/chat/completions", redirect_status=307)
-        with TimedServer(moved) as server:
+        with TimedServer(Behaviour(redirect_to=target, redirect_status=status)) as server:
             async with httpx.AsyncClient(follow_redirects=True) as following:
-                result = await _run(following, _spec(server.base_url), max_retries=2)
-        assert elsewhere.records == []  # a 307 would have sent the same POST there
-    assert result.http_status == 307 and result.error == (
-        f"redirected (307) to {elsewhere.base_url}/v1/chat/completions; not followed"
-    )
+                spec = _spec(server.base_url, headers=headers)
+                result = await _run(following, spec, max_retries=2, secret=secret)
+            assert len(server.records) == 1  # a redirect is not retried either
+        assert elsewhere.records == []  # the POST (and the key) never went to the other host
+    assert result.error_kind == "http_status" and result.http_status == status
+    assert result.error == f"redirected ({status}) to {target}; not followed{said}"

@@ -160,33 +160,25 @@ def test_a_histogram_that_does_not_add_up_is_dropped() -> None:
     assert junk.drafted is None and junk.spec_steps is None
 
 
-CASES = [  # (accepted, drafted, steps)
-    (30, 40, 20),
-    (0, 40, 20),
-    (0, 0, 0),  # nothing drafted: unknown, not 0%
-    (None, 40, 20),
-    (30, None, None),
-    (30, 40, None),  # no step count: no mean length
+CASES = [  # (accepted, drafted, steps, acceptance, mean length)
+    (30, 40, 20, 0.75, 2.5),
+    (0, 40, 20, 0.0, 1.0),  # drafted and none accepted is a known 0
+    (0, 0, 0, None, None),  # nothing drafted: unknown, not 0%
+    (None, 40, 20, None, None),
+    (30, None, None, None, None),
+    (30, 40, None, 0.75, None),  # no step count: no mean length
 ]
 
 
-@pytest.mark.parametrize(("accepted", "drafted", "steps"), CASES)
+@pytest.mark.parametrize(("accepted", "drafted", "steps", "rate", "length"), CASES)
 def test_server_and_explained_figures_derive_alike(
-    accepted: int | None, drafted: int | None, steps: int | None
+    accepted: int | None, drafted: int | None, steps: int | None, rate: float | None, length: float | None
 ) -> None:
     server = ServerFigures(accepted=accepted, drafted=drafted, spec_steps=steps)
     request = explain.RequestFigures(ok=True, accepted=accepted, drafted=drafted, spec_steps=steps)
-    assert server.acceptance_rate == request.acceptance_rate == acceptance_rate(accepted, drafted)
-    assert server.mean_acceptance_length == request.mean_acceptance_length
-    assert request.mean_acceptance_length == mean_acceptance_length(accepted, steps)
-
-
-def test_the_rules_themselves() -> None:
-    assert acceptance_rate(30, 40) == 0.75
-    assert acceptance_rate(0, 40) == 0.0  # drafted and none accepted is a known 0
-    assert acceptance_rate(0, 0) is None and acceptance_rate(None, 4) is None
-    assert mean_acceptance_length(30, 20) == 2.5
-    assert mean_acceptance_length(30, 0) is None and mean_acceptance_length(None, 20) is None
+    assert server.acceptance_rate == request.acceptance_rate == acceptance_rate(accepted, drafted) == rate
+    assert server.mean_acceptance_length == request.mean_acceptance_length == length
+    assert mean_acceptance_length(accepted, steps) == length
 
 
 def test_an_arm_pools_by_the_same_rule() -> None:

@@ -307,9 +307,25 @@ def reconcile(
 ) -> Reconciliation:
     """`shared_with`: the other arm's requests when both read one /metrics; `incomplete`: why some requests
     did not report; `server_steps`: the verification steps, when the page has no draft counters (SGLang)."""
+    mine = [*requests, *shared_with]
     if server_drafted is None and server_steps is not None:
-        return _reconcile_steps([*requests, *shared_with], server_steps, incomplete)
-    ours = [r for r in [*requests, *shared_with] if r.drafted is not None and r.accepted is not None]
+        known = [r.spec_steps for r in mine if r.spec_steps is not None]
+        steps = sum(known) if known else None
+
+        def of_steps(share: float | None, exact: bool, message: str) -> Reconciliation:
+            return Reconciliation(None, None, None, None, share, exact, message)
+
+        if steps is None:
+            return of_steps(None, False, "no per-request verification steps: nothing to reconcile")
+        if steps == round(server_steps):
+            return of_steps(0.0, True, f"Σ per-request = /metrics: {steps} verification steps")
+        if steps > server_steps:
+            said = (
+                f"per-request steps exceed /metrics ({steps} vs {fmt_count(server_steps)}): counters reset?"
+            )
+            return of_steps(None, False, said)
+        return of_steps(*_other_load(steps, server_steps, "verification steps", incomplete))
+    ours = [r for r in mine if r.drafted is not None and r.accepted is not None]
     drafted = sum(r.drafted or 0 for r in ours) if ours else None
     accepted = sum(r.accepted or 0 for r in ours) if ours else None
 
@@ -329,39 +345,14 @@ def reconcile(
             f"per-request figures exceed /metrics ({drafted} vs {fmt_count(server_drafted)} drafted): "
             "counters reset or another server answered",
         )
-    share = 1.0 - drafted / server_drafted if server_drafted > 0 else None
-    said = f"{fmt_rate(share)} of drafts were not ours" if share is not None else "the drafts differ"
-    message = f"{said} ({drafted} of {fmt_count(server_drafted)}): the server was serving other load"
-    if incomplete:
-        message += f" (or {incomplete})"
-    return result(share, False, message)
+    return result(*_other_load(drafted, server_drafted, "drafts", incomplete))
 
 
-def _reconcile_steps(
-    requests: Sequence[RequestFigures], server_steps: float, incomplete: str | None
-) -> Reconciliation:
-    known = [r for r in requests if r.spec_steps is not None]
-    steps = sum(r.spec_steps or 0 for r in known) if known else None
-
-    def result(share: float | None, exact: bool, message: str) -> Reconciliation:
-        return Reconciliation(None, None, None, None, share, exact, message)
-
-    if steps is None:
-        return result(None, False, "no per-request verification steps: nothing to reconcile")
-    if steps == round(server_steps):
-        return result(0.0, True, f"Σ per-request = /metrics: {steps} verification steps")
-    if steps > server_steps:
-        return result(
-            None,
-            False,
-            f"per-request steps exceed /metrics ({steps} vs {fmt_count(server_steps)}): counters reset?",
-        )
-    share = 1.0 - steps / server_steps if server_steps > 0 else None
-    said = (
-        f"{fmt_rate(share)} of verification steps were not ours" if share is not None else "the steps differ"
-    )
-    message = f"{said} ({steps} of {fmt_count(server_steps)}): the server was serving other load"
-    return result(share, False, message + (f" (or {incomplete})" if incomplete else ""))
+def _other_load(ours: int, server: float, noun: str, incomplete: str | None) -> tuple[float, bool, str]:
+    """(the share of the server's count that was not this burst's, not exact, the message)."""
+    share = 1.0 - ours / server  # ours < server here, so server > 0
+    message = f"{fmt_rate(share)} of {noun} were not ours ({ours} of {fmt_count(server)}): the server was "
+    return share, False, message + "serving other load" + (f" (or {incomplete})" if incomplete else "")
 
 
 @dataclass(frozen=True)
