@@ -222,21 +222,3 @@ def test_spectop_bench_prints_the_category_table_and_cache_verdict(
     assert "category" in out and "A accept" in out and "\na " in out and "\nb " in out
     assert "prefix cache differs" in out and "cache state, not speculation" in out
     assert "accept/req p10/50/90" in out
-
-
-@pytest.mark.parametrize(
-    ("flag", "value"),
-    [
-        ("--slo", "ttft=fast"),
-        ("--a-extra", "{"),
-        ("--percentiles", "200"),
-        ("--b-extra", '{"stream": false}'),
-    ],
-)
-def test_bad_explain_flags_exit_2_naming_the_flag(
-    flag: str, value: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from tui.cli import main
-
-    assert main(["bench", "--a", "http://127.0.0.1:9", flag, value]) == 2
-    assert f"spectop bench: {flag}:" in capsys.readouterr().err
