@@ -20,7 +20,14 @@ from pydantic import ConfigDict, Field
 from tui.auth import ApiKeyError, api_key_from_env, bearer_headers
 from tui.bench.client_check import LagMonitor, check_requests
 from tui.bench.prompts import Prompt, PromptSet
-from tui.bench.request import NATIVE_FIELDS, RequestSpec, RetryBudget, endpoint_url, run_request
+from tui.bench.request import (
+    NATIVE_FIELDS,
+    RequestSpec,
+    RetryBudget,
+    endpoint_url,
+    run_request,
+    server_root,
+)
 from tui.bench.results import (
     ArmResult,
     Arrival,
@@ -62,14 +69,6 @@ class BurstConfigError(Exception):
 
 class ArmUnreachable(BurstConfigError):
     """An arm's server does not accept connections: checked before anything is sent or kept."""
-
-
-def server_root(base_url: str) -> str:
-    """The server's own root: `base_url` without an OpenAI path (/v1, /v1/completions, ...)."""
-    base = base_url.rstrip("/")
-    for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
-        base = base.removesuffix(suffix)
-    return base
 
 
 @dataclass
@@ -191,7 +190,7 @@ async def probe_arm(
 ) -> str | None:
     """GET /v1/models once before the burst: raises ArmUnreachable when nothing accepts the
     connection; returns the first served model id, or None when the server does not say."""
-    url = endpoint_url(target.base_url, "completions").removesuffix("/completions") + "/models"
+    url = server_root(target.base_url) + "/v1/models"
     timeout = httpx.Timeout(MODELS_TIMEOUT_S, connect=PROBE_CONNECT_TIMEOUT_S)
     try:
         response = await client.get(url, headers=headers, timeout=timeout, follow_redirects=False)
@@ -534,13 +533,10 @@ class _Run:
 
     def round_indices(self) -> list[list[int]]:
         count, rounds = self.config.requests, min(self.config.rounds, self.config.requests)
-        size, extra = divmod(count, rounds)
-        groups, start = [], 0
-        for number in range(rounds):
-            end = start + size + (1 if number < extra else 0)
-            groups.append(list(range(start, end)))
-            start = end
-        return groups
+        size, extra = divmod(count, rounds)  # the first `extra` rounds one request more
+        return [
+            list(range(n * size + min(n, extra), (n + 1) * size + min(n + 1, extra))) for n in range(rounds)
+        ]
 
     async def run(self) -> BurstResult:
         if not self.config.prompt_set.prompts:
