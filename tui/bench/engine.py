@@ -590,7 +590,7 @@ class _Run:
             await self.monitor.pause()  # the look is spectop's own work, with nothing in flight
             so_far = self.build(before, [None] * len(before), first_send, self.now())
             reason = await asyncio.to_thread(config.check_round, so_far)
-            self.monitor.resume()
+            self.monitor.start()
             if reason is not None:
                 self.stop_reason = reason
                 return
