@@ -27,6 +27,7 @@ from tui.bench.report.export import export
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text, table_rows
 from tui.bench.request import RetryBudget
+from tui.bench.transport import burst_client
 
 FAST = Behaviour(ttft_s=0.01, interval_s=0.002, chunks=5)
 
@@ -170,10 +171,12 @@ async def test_missing_key_variable_is_a_config_error(client: httpx.AsyncClient,
         await run_burst(config, client)
 
 
-async def test_concurrency_above_the_client_pool_is_refused() -> None:
-    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=10)) as small:
+@pytest.mark.parametrize("sharded", [False, True], ids=["httpx-pool", "sharded-pools"])
+async def test_concurrency_above_the_client_pool_is_refused(sharded: bool) -> None:
+    small = burst_client(10) if sharded else httpx.AsyncClient(limits=httpx.Limits(max_connections=10))
+    async with small:
         config = _config("http://127.0.0.1:9", "http://127.0.0.1:9", concurrency=8)
-        with pytest.raises(BurstConfigError, match="connection limit 10"):
+        with pytest.raises(BurstConfigError, match="connection limit"):
             await run_burst(config, small)
 
 
