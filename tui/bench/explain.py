@@ -3,13 +3,20 @@ reconciliation with /metrics, prefix cache, SLO goodput, a bootstrap over rounds
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tui.bench import server_figures
-from tui.bench.stats import DEFAULT_RESAMPLES, RateSample, percentile, percentile_interval, pooled_rate
+from tui.bench.stats import (
+    DEFAULT_RESAMPLES,
+    RateSample,
+    known,
+    percentile,
+    percentile_interval,
+    pooled_rate,
+    summarize,
+)
 from tui.format import fmt_bound, fmt_count, fmt_length, fmt_rate, fmt_times
 
 SNIPPET_CHARS = 60
@@ -52,19 +59,6 @@ class RequestFigures:
     @property
     def mean_acceptance_length(self) -> float | None:
         return server_figures.mean_acceptance_length(self.accepted, self.spec_steps)
-
-
-def _known(values: Sequence[float | None]) -> list[float]:
-    return sorted(v for v in values if v is not None and math.isfinite(v))
-
-
-def _pct(values: Sequence[float | None], q: float) -> float | None:
-    return percentile(_known(values), q)
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    known = _known(values)
-    return sum(known) / len(known) if known else None
 
 
 @dataclass(frozen=True)
@@ -111,9 +105,9 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
         drafted=drafted,
         accepted=accepted,
         pooled=server_figures.acceptance_rate(accepted, drafted),
-        p10=_pct(rates, 10),
-        p50=_pct(rates, 50),
-        p90=_pct(rates, 90),
+        p10=percentile(known(rates), 10),
+        p50=percentile(known(rates), 50),
+        p90=percentile(known(rates), 90),
         mean_length=mean_length,
         per_position=positions,
         note=partial,
@@ -271,15 +265,15 @@ def timing(requests: Sequence[RequestFigures]) -> TimingFigures:
     paired = [r for r in ok if r.server_ttft_ms is not None and r.client_ttft_s is not None]
     overheads = [(r.client_ttft_s or 0.0) * 1000.0 - (r.server_ttft_ms or 0.0) for r in paired]
     client = [r.client_ttft_s * 1000.0 for r in ok if r.client_ttft_s is not None]
-    queues = [r.queue_ms for r in ok]
+    overhead, queue = summarize(overheads), summarize([r.queue_ms for r in ok])
     return TimingFigures(
         requests=len(paired),
-        client_ttft_p50_ms=_pct(client, 50),
-        server_ttft_p50_ms=_pct([r.server_ttft_ms for r in ok], 50),
-        overhead_p50_ms=_pct(overheads, 50),
-        overhead_mean_ms=_mean(overheads),
-        queue_p50_ms=_pct(queues, 50),
-        queue_mean_ms=_mean(queues),
+        client_ttft_p50_ms=summarize(client).p50,
+        server_ttft_p50_ms=summarize([r.server_ttft_ms for r in ok]).p50,
+        overhead_p50_ms=overhead.p50,
+        overhead_mean_ms=overhead.mean,
+        queue_p50_ms=queue.p50,
+        queue_mean_ms=queue.mean,
     )
 
 
@@ -438,11 +432,6 @@ def request_throughput(requests: Sequence[RequestFigures], active_s: float | Non
     if not active_s or active_s <= 0:
         return None
     return sum(1 for r in requests if r.ok) / active_s
-
-
-def percentiles(values: Sequence[float | None], qs: Sequence[float]) -> dict[float, float | None]:
-    known = _known(values)
-    return {q: percentile(known, q) for q in qs}
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from tui.bench.results import (
     ClientCheck,
     RequestResult,
 )
-from tui.bench.stats import bootstrap_pooled_ratio_ci, percentile, pooled_rate, summarize
+from tui.bench.stats import bootstrap_pooled_ratio_ci, known, percentile, pooled_rate, summarize
 from tui.format import fmt_latency_delta, fmt_level, fmt_rate, fmt_times, fmt_times_interval
 from tui.gpu.history import energy_ratio_text
 from tui.gpu.records import ArmGpuRecord
@@ -96,7 +96,7 @@ def arm_explain(
     qs = tuple(settings.percentiles or DEFAULT_QS)
     ok = [r for r in arm.requests if r.ok]
     percentiles = {
-        name: {f"{q:g}": value for q, value in explain.percentiles(values, qs).items()}
+        name: {f"{q:g}": percentile(known(values), q) for q in qs}
         for name, values in (
             ("ttft_s", [r.ttft_s for r in ok]),
             ("tpot_s", [r.tpot_s for r in ok]),
