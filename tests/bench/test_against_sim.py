@@ -5,9 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.bench.verdict_words import verdict_body
+from tests.bench.bursts import burst_config, verdict_body
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
-from tui.bench.prompts import load_prompt_set
 from tui.bench.report.summary import burst_summary
 from tui.paths import sample_configs_dir
 
@@ -22,17 +21,8 @@ SPEED = 1.0  # real-time steps: faster ones fall under the event loop's own over
 
 
 def _config(a_url: str, b_url: str, requests: int = 8) -> BurstConfig:
-    return BurstConfig(
-        a=ArmTarget("mtp-off", a_url),
-        b=ArmTarget("mtp-on", b_url),
-        prompt_set=load_prompt_set("mixed-en"),
-        requests=requests,
-        concurrency=1,
-        rounds=2,
-        warmup=1,
-        max_tokens=48,
-        temperature=0.0,
-    )
+    arms = ArmTarget("mtp-off", a_url), ArmTarget("mtp-on", b_url)
+    return burst_config(*arms, "mixed-en", requests=requests, rounds=2, warmup=1, max_tokens=48)
 
 
 async def test_mtp_on_is_faster_at_low_concurrency_and_outputs_match(client: httpx.AsyncClient) -> None:

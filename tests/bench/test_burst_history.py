@@ -15,7 +15,7 @@ from timed_server import Behaviour, TimedServer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ui"))
 from bench_fixtures import MTP_OFF, MTP_ON, mtp_burst, recorded_arm, recorded_burst
 
-from tests.bench.verdict_words import verdict_body
+from tests.bench.bursts import burst_config, verdict_body
 from tui.bench.burst_store import (
     BurstEntry,
     BurstFileError,
@@ -28,8 +28,7 @@ from tui.bench.burst_store import (
     load_burst,
     save_burst,
 )
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
-from tui.bench.prompts import load_prompt_set
+from tui.bench.engine import run_burst
 from tui.bench.report.summary import burst_summary
 from tui.bench.results import BurstResult, BurstVerdict, ServerAcceptance
 from tui.bench.session import PastArm, compare
@@ -165,13 +164,7 @@ def test_exports_go_into_one_named_folder(tmp_path: Path) -> None:
 
 async def _burst(client: httpx.AsyncClient, behaviour: Behaviour, prompts: str = "code-en"):
     with TimedServer(behaviour) as server:
-        config = BurstConfig(
-            a=ArmTarget("srv", server.base_url, model="m", scrape_metrics=False),
-            prompt_set=load_prompt_set(prompts),
-            requests=6,
-            warmup=0,
-        )
-        return await run_burst(config, client)
+        return await run_burst(burst_config(server.base_url, prompts=prompts, requests=6), client)
 
 
 async def test_before_after_comparison_from_history(client: httpx.AsyncClient) -> None:

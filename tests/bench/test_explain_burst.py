@@ -10,9 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.bench.bursts import burst_config
 from tests.sim.conftest import spawn_sim, write_vllm_config
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
-from tui.bench.prompts import Prompt, PromptSet, load_prompt_set
+from tui.bench.prompts import Prompt, PromptSet
 from tui.bench.report.summary import burst_summary
 from tui.sim.per_request import ResponseOptions
 from tui.sim.server import SimServer
@@ -22,18 +23,11 @@ FIGURES = ResponseOptions(spec_metrics="summary", timing_metrics=True, prompt_to
 SIM = {"acceptance": ACCEPTANCE, "content_effect": 0.0, "speed": 4.0}
 
 
-def _config(a: ArmTarget, b: ArmTarget | None, **more: object) -> BurstConfig:
-    values: dict[str, object] = {
-        "prompt_set": load_prompt_set("mixed-en"),
-        "requests": 16,
-        "concurrency": 4,
-        "rounds": 2,
-        "warmup": 1,
-        "max_tokens": 96,
-        "temperature": 0.0,
-        **more,
-    }
-    return BurstConfig(a=a, b=b, **values)  # type: ignore[arg-type]
+def _config(
+    a: ArmTarget, b: ArmTarget | None, prompts: str | PromptSet = "mixed-en", **more: object
+) -> BurstConfig:
+    values = {"requests": 16, "concurrency": 4, "rounds": 2, "warmup": 1, "max_tokens": 96, **more}
+    return burst_config(a, b, prompts, **values)
 
 
 def _k3(tmp_path: Path) -> Path:
@@ -134,10 +128,10 @@ async def test_cache_state_difference_is_named_and_priming_evens_it(
         SimServer(flavor="vllm", config_path=_k3(tmp_path), responses=FIGURES, **SIM) as a,
         SimServer(flavor="vllm", config_path=_k3(tmp_path), responses=FIGURES, **SIM) as b,
     ):
-        warm = _config(ArmTarget("A", a.base_url), None, prompt_set=prompts, requests=6, warmup=0)
+        warm = _config(ArmTarget("A", a.base_url), None, prompts=prompts, requests=6, warmup=0)
         await run_burst(warm, client)  # A has seen these prompts; B has not
         config = _config(
-            ArmTarget("A", a.base_url), ArmTarget("B", b.base_url), prompt_set=prompts, requests=6, warmup=0,
+            ArmTarget("A", a.base_url), ArmTarget("B", b.base_url), prompts=prompts, requests=6, warmup=0,
             rounds=1,
         )  # fmt: skip
         uneven = burst_summary(await run_burst(config, client))

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tests.bench.verdict_words import verdict_body
+from tests.bench.bursts import verdict_body
 from tui.bench.burst_store import list_bursts
 from tui.bench.client_settings import ClientSettings
 from tui.bench.engine import BurstProgress
