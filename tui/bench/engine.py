@@ -9,7 +9,7 @@ import logging
 import random
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -427,7 +427,6 @@ class _Run:
         arms = self.config.arms()
         if round_number % 2 == 1:
             arms = list(reversed(arms))
-        round_start = self.now()
         base_offset = offsets[indices[0]] if offsets else 0.0
         first_send: dict[str, float] = {}
         last_done: dict[str, float] = {}
@@ -443,34 +442,40 @@ class _Run:
             finally:
                 slot.release()
 
-        async def dispatcher(label: str, target: ArmTarget, group: asyncio.TaskGroup) -> None:
+        async def dispatcher(label: str, target: ArmTarget) -> None:
             slot = asyncio.Semaphore(self.config.concurrency)
-            for index in indices:
-                if self.config.rate is not None:
-                    scheduled = round_start + offsets[index] - base_offset
-                    delay = scheduled - self.now()
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                    await slot.acquire()  # waiting here is client-side queueing: it shows as send lag
-                else:
-                    await slot.acquire()
-                    scheduled = self.now()
-                group.create_task(request_task(label, target, index, scheduled, slot))
-                await asyncio.sleep(0)  # let the other arm's dispatcher send next: A, B, A, B
-
-        if self.config.schedule == "parallel":
+            start = self.now()  # alternate: this arm's own round starts now
             async with asyncio.TaskGroup() as group:
-                for label, target in arms:
-                    group.create_task(dispatcher(label, target, group))
-        else:  # alternate: one arm's round, then the other's; they never overlap
-            for label, target in arms:
-                round_start = self.now()
-                async with asyncio.TaskGroup() as group:
-                    group.create_task(dispatcher(label, target, group))
+                for index in indices:
+                    if self.config.rate is not None:
+                        scheduled = start + offsets[index] - base_offset
+                        delay = scheduled - self.now()
+                        if delay > 0:
+                            await asyncio.sleep(delay)
+                        await slot.acquire()  # waiting here is client-side queueing: it shows as send lag
+                    else:
+                        await slot.acquire()
+                        scheduled = self.now()
+                    group.create_task(request_task(label, target, index, scheduled, slot))
+                    await asyncio.sleep(0)  # let the other arm's dispatcher send next: A, B, A, B
+
+        await self._by_schedule(arms, dispatcher)  # alternate: one arm's round, then the other's
         for label, _ in arms:
             if label in first_send and label in last_done:
                 self.active_s[label] += last_done[label] - first_send[label]
                 self.phases[label].append((first_send[label], last_done[label]))
+
+    async def _by_schedule(
+        self, arms: list[tuple[str, ArmTarget]], work: Callable[[str, ArmTarget], Coroutine[Any, Any, None]]
+    ) -> None:
+        """`work` for each arm: side by side (parallel schedule), else one arm after the other."""
+        if self.config.schedule != "parallel":
+            for label, target in arms:
+                await work(label, target)
+            return
+        async with asyncio.TaskGroup() as group:
+            for label, target in arms:
+                group.create_task(work(label, target))
 
     async def flush_caches(self) -> None:
         """POST the servers' cache-flush endpoint (vLLM dev mode, SGLang); say what happened."""
@@ -516,13 +521,7 @@ class _Run:
                 for index in range(count):
                     group.create_task(one(index))
 
-        if self.config.schedule == "parallel":
-            async with asyncio.TaskGroup() as group:
-                for label, target in self.config.arms():
-                    group.create_task(arm(label, target))
-        else:
-            for label, target in self.config.arms():
-                await arm(label, target)
+        await self._by_schedule(self.config.arms(), arm)
         for label, _ in self.config.arms():
             self.arm_notes[label].append(f"prefix cache primed with the {count} prompts")
 
