@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
 from tui.bench.request import MAX_RETRY_AFTER_S, RequestSpec, RetryBudget, endpoint_url, run_request
-
-SAMPLES = Path(__file__).parent / "samples"  # copies of shared/reference/samples/llamacpp/stream*.txt
 
 
 def _spec(url: str, api: str = "chat", headers: dict[str, str] | None = None) -> RequestSpec:
@@ -49,37 +46,6 @@ async def _run(client: httpx.AsyncClient, spec: RequestSpec, **kwargs: object):
 )
 def test_endpoint_url(base: str, api: str, expected: str) -> None:
     assert endpoint_url(base, api) == expected
-
-
-def _sample_transport(name: str) -> httpx.MockTransport:
-    raw = (SAMPLES / name).read_bytes()
-    body = raw.split(b"\r\n\r\n", 1)[1] if raw.startswith(b"HTTP/") else raw
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
-
-    return httpx.MockTransport(handler)
-
-
-async def test_llamacpp_stream_sample_one_token_per_chunk_with_usage() -> None:
-    async with httpx.AsyncClient(transport=_sample_transport("llamacpp_stream.txt")) as client:
-        result = await _run(client, _spec("http://sample"))
-    assert result.ok
-    assert result.output_tokens == 64  # from usage.completion_tokens
-    assert result.prompt_tokens == 112
-    assert not result.usage_estimated
-    assert len(result.chunk_times_s) == 64  # role chunk and finish chunk carry no content
-    assert result.chunk_tokens == [1] * 64
-    assert result.finish_reason == "length"
-    assert result.text.startswith(" modebn modebn")
-
-
-async def test_llamacpp_stream_without_usage_counts_timings_not_chunks() -> None:
-    async with httpx.AsyncClient(transport=_sample_transport("llamacpp_stream_no_usage.txt")) as client:
-        result = await _run(client, _spec("http://sample"))
-    assert result.ok
-    assert result.output_tokens == 8  # timings.predicted_n on the finish chunk
-    assert not result.usage_estimated
 
 
 async def test_no_usage_at_all_is_marked_estimated(client: httpx.AsyncClient) -> None:

@@ -39,15 +39,6 @@ VLLM_METRICS = {
 }
 
 
-def _stream_figures(path: Path) -> ServerFigures:
-    """The figures a FigureReader takes from a recorded stream's events."""
-    reader = FigureReader()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("data:") and line[5:].strip() != "[DONE]":
-            reader.feed(json.loads(line[5:]))
-    return reader.figures()
-
-
 def test_vllm_metrics_on_the_final_usage_chunk() -> None:
     reader = FigureReader()
     reader.feed({"choices": [{"delta": {"content": "hi"}}]})
@@ -76,23 +67,12 @@ def test_vllm_metrics_on_the_final_usage_chunk() -> None:
     assert (figures.cached_tokens, figures.prompt_tokens) == (141, 142)
 
 
-def test_llamacpp_stream_sample_timings() -> None:
-    figures = _stream_figures(SAMPLES / "stream.txt")
-    assert figures.source == "llamacpp"
-    assert (figures.drafted, figures.accepted) == (56, 56)
-    assert figures.cached_tokens == 111 and figures.prompt_tokens == 112
-    assert figures.spec_steps is None and figures.mean_acceptance_length is None  # llama.cpp does not say
-
-
-def test_llamacpp_completion_body_and_the_no_usage_stream() -> None:
+def test_llamacpp_completion_body() -> None:  # its streams: tests/reference/test_streams_openai_shapes.py
     body = json.loads((SAMPLES / "completion.json").read_text(encoding="utf-8"))
     figures = figures_from_body(body)
     assert (figures.drafted, figures.accepted, figures.cached_tokens, figures.prompt_tokens) == (56, 56, 2, 8)
     assert figures.server_ttft_ms == 2.979 and figures.generation_ms == 44.285
     assert figures.mean_itl_ms == pytest.approx(44.285 / 63)
-    no_usage = _stream_figures(SAMPLES / "stream_chat_no_usage_draft_same.txt")
-    assert (no_usage.drafted, no_usage.accepted) == (6, 6)
-    assert no_usage.cached_tokens is not None  # from timings.cache_n when usage is absent
 
 
 def test_no_draft_fields_means_unknown_not_zero() -> None:
