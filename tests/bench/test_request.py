@@ -48,16 +48,6 @@ def test_endpoint_url(base: str, api: str, expected: str) -> None:
     assert endpoint_url(base, api) == expected
 
 
-async def test_no_usage_at_all_is_marked_estimated(client: httpx.AsyncClient) -> None:
-    with TimedServer(
-        Behaviour(ttft_s=0.0, interval_s=0.0, chunks=5, tokens_per_chunk=3, usage=False)
-    ) as server:
-        result = await _run(client, _spec(server.base_url))
-    assert result.ok
-    assert result.usage_estimated
-    assert result.output_tokens == 5  # one per chunk: a lower bound, hence "estimated"
-
-
 async def test_several_tokens_per_chunk_counted_from_usage(client: httpx.AsyncClient) -> None:
     with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, chunks=4, tokens_per_chunk=3)) as server:
         result = await _run(client, _spec(server.base_url, api="completions"))

@@ -19,7 +19,7 @@ from tui.bench.server_figures import (
 
 SAMPLES = Path("/work/shared/reference/samples/llamacpp")
 
-# The example of reference per-request.md (vLLM `metrics`), verbatim.
+# The example of reference per-request.md (vLLM `metrics`), verbatim; tests/reference streams it.
 VLLM_METRICS = {
     "time_to_first_token_ms": 85.2,
     "generation_time_ms": 1240.5,
@@ -37,34 +37,6 @@ VLLM_METRICS = {
         "num_spec_tokens": 3,
     },
 }
-
-
-def test_vllm_metrics_on_the_final_usage_chunk() -> None:
-    reader = FigureReader()
-    reader.feed({"choices": [{"delta": {"content": "hi"}}]})
-    reader.feed(
-        {
-            "choices": [],
-            "usage": {
-                "prompt_tokens": 142,
-                "completion_tokens": 44,
-                "prompt_tokens_details": {"cached_tokens": 141},
-            },
-            "metrics": VLLM_METRICS,
-        }
-    )
-    figures = reader.figures()
-    assert figures.source == "vllm"
-    assert (figures.drafted, figures.accepted, figures.spec_steps, figures.spec_tokens) == (129, 10, 43, 3)
-    assert figures.acceptance_histogram == [39, 1, 0, 3]
-    assert figures.mean_acceptance_length == pytest.approx(
-        VLLM_METRICS["speculative_decoding"]["mean_acceptance_length"]
-    )
-    assert figures.acceptance_rate == pytest.approx(
-        VLLM_METRICS["speculative_decoding"]["draft_acceptance_rate"]
-    )
-    assert (figures.server_ttft_ms, figures.queue_ms, figures.generation_ms) == (85.2, 12.3, 1240.5)
-    assert (figures.cached_tokens, figures.prompt_tokens) == (141, 142)
 
 
 def test_llamacpp_completion_body() -> None:  # its streams: tests/reference/test_streams_openai_shapes.py
