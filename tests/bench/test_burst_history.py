@@ -222,6 +222,7 @@ def _with_acceptance(result: BurstResult, rate: float | None) -> BurstResult:
 )
 async def test_compare_verdict_names_the_acceptance_of_both_arms(
     client: httpx.AsyncClient,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     before_rate: float | None,
     after_rate: float | None,
@@ -232,7 +233,9 @@ async def test_compare_verdict_names_the_acceptance_of_both_arms(
     first = save_burst(_with_acceptance(before, before_rate))
     second = save_burst(_with_acceptance(after, after_rate))
     capsys.readouterr()
-    assert main(["bench", "--compare", str(first), str(second)]) == 0
+    markdown = tmp_path / "compared.md"
+    assert main(["bench", "--compare", str(first), str(second), "--markdown", str(markdown)]) == 0
     lines = capsys.readouterr().out.splitlines()
     verdict = lines[lines.index("") + 1]  # the verdict follows the table after a blank line
-    assert verdict.endswith(f", {words}")
+    assert verdict.endswith(f", {words}") and "greedy equivalence: 6/6 identical" in lines
+    assert f"**Verdict:** {verdict}" in markdown.read_text(encoding="utf-8")
