@@ -89,16 +89,6 @@ async def test_client_settings_fill_what_the_request_leaves_open(
     assert outcome.ran is not None and outcome.ran.settings.max_tokens == 5
 
 
-async def test_an_unreadable_client_settings_file_is_a_request_error(tmp_path: Path) -> None:
-    request = _request(
-        a=EndpointArm(name="A", base_url="http://127.0.0.1:9"), client_settings="/no/such.json"
-    )
-    with pytest.raises(BurstRequestError) as raised:
-        await BurstSession(request).run()
-    assert raised.value.field == "client_settings"
-    assert "/no/such.json: cannot read" in raised.value.message
-
-
 async def test_a_live_b_against_a_past_a_runs_on_the_past_prompts_and_is_compared(
     client: httpx.AsyncClient,
 ) -> None:
@@ -136,15 +126,6 @@ async def test_two_past_arms_are_compared_without_a_request(client: httpx.AsyncC
     outcome = await session.run()
     assert outcome.ran is None and session.save() is None  # nothing ran, nothing new to keep
     assert outcome.summary.comparison is not None
-
-
-async def test_a_past_burst_that_cannot_be_read_names_its_side(tmp_path: Path) -> None:
-    broken = tmp_path / "burst-x.json"
-    broken.write_text("{}", encoding="utf-8")
-    request = _request(a=PastArm(path=tmp_path / "gone.json"), b=PastArm(path=broken))
-    with pytest.raises(BurstRequestError) as raised:
-        await BurstSession(request).run()
-    assert raised.value.field == "a" and "cannot read" in raised.value.message
 
 
 async def test_the_cancel_event_closes_every_request_and_keeps_nothing(client: httpx.AsyncClient) -> None:
