@@ -66,18 +66,5 @@ async def test_lossy_mode_diverges_and_the_position_is_right(client: httpx.Async
         position = divergence.char_position
         assert a.text[:position] == b.text[:position]
         assert a.text[position : position + 1] != b.text[position : position + 1]
-        # llama.cpp streams one token per chunk, so the token position is exact: every chunk
-        # before it is the same on both arms, and the chunk at it differs.
-        token = divergence.token_position
-        assert token is not None
-
-        def chunks(result):  # type: ignore[no-untyped-def]
-            out, start = [], 0
-            for size in result.chunk_chars:
-                out.append(result.text[start : start + size])
-                start += size
-            return out
-
-        a_chunks, b_chunks = chunks(a), chunks(b)
-        assert a_chunks[:token] == b_chunks[:token]
-        assert a_chunks[token] != b_chunks[token]
+        # llama.cpp streams one token per chunk: the token position is known (its rule: test_report.py)
+        assert divergence.token_position is not None
