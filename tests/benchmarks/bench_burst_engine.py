@@ -13,7 +13,6 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from timed_server import Behaviour, TimedServer
 
