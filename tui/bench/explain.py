@@ -390,10 +390,6 @@ class Slo:
     tpot_s: float | None = None
     e2e_s: float | None = None
 
-    @property
-    def empty(self) -> bool:
-        return self.ttft_s is None and self.tpot_s is None and self.e2e_s is None
-
     def describe(self) -> str:
         parts = [
             f"{name} ≤ {fmt_bound(value)}"
