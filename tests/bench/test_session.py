@@ -61,14 +61,6 @@ def test_one_validation_names_the_field_in_spectops_words(
     assert raised.value.described({field: "--flag"}).startswith(f"--flag: {message}")
 
 
-def test_host_and_port_get_http_and_the_request_says_so() -> None:
-    request = BurstRequest.parse({"a": EndpointArm(name="A", base_url="10.0.0.7:8000/")})
-    assert isinstance(request.a, EndpointArm)
-    assert request.a.base_url == "http://10.0.0.7:8000"
-    assert request.notes == ["A: no scheme given, using http://10.0.0.7:8000"]
-    assert BurstRequest.parse({"a": EndpointArm(name="A", base_url="https://h")}).notes == []
-
-
 async def test_client_settings_fill_what_the_request_leaves_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
