@@ -1,5 +1,6 @@
 """The burst history: bursts kept on disk, listed (both URLs, the kept verdict, the prompt set, in 80
-columns), loaded (files of an older spectop too) and compared before/after; exports go into one folder."""
+columns), loaded (files of an older spectop too) and compared before/after (the screen's exports folder:
+tests/ui/test_bench_screen.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from tui.bench.burst_store import (
     BurstFileError,
     bursts_dir,
     combine_bursts,
-    export_path,
     history_lines,
     history_rows,
     list_bursts,
@@ -153,13 +153,6 @@ def test_cli_history_lists_urls_verdict_and_prompt_set(
     assert f"B {shown.decode_tokens_per_s_ratio:.2f}x (" in row and "code-en" in row
     assert row.split()[-1] == "6" and len(row) <= 80
     assert file_line.strip() == str(path)  # what --compare takes
-
-
-def test_exports_go_into_one_named_folder(tmp_path: Path) -> None:
-    when = datetime(2026, 11, 30, 2, 40, tzinfo=UTC)
-    path = export_path("csv", when, tmp_path)
-    assert path.parent == tmp_path / "spectop-exports"
-    assert path.name.startswith("spectop-burst-") and path.suffix == ".csv"
 
 
 async def _burst(client: httpx.AsyncClient, behaviour: Behaviour, prompts: str = "code-en"):
