@@ -303,8 +303,8 @@ def reconcile(
     did not report; `server_steps`: the verification steps, when the page has no draft counters (SGLang)."""
     mine = [*requests, *shared_with]
     if server_drafted is None and server_steps is not None:
-        known = [r.spec_steps for r in mine if r.spec_steps is not None]
-        steps = sum(known) if known else None
+        counted = [r.spec_steps for r in mine if r.spec_steps is not None]
+        steps = sum(counted) if counted else None
 
         def of_steps(share: float | None, exact: bool, message: str) -> Reconciliation:
             return Reconciliation(None, None, None, None, share, exact, message)
