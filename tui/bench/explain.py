@@ -342,11 +342,14 @@ def reconcile(
     return result(*_other_load(drafted, server_drafted, "drafts", incomplete))
 
 
-def _other_load(ours: int, server: float, noun: str, incomplete: str | None) -> tuple[float, bool, str]:
+def _other_load(
+    ours: int, server: float, noun: str, incomplete: str | None
+) -> tuple[float | None, bool, str]:
     """(the share of the server's count that was not this burst's, not exact, the message)."""
-    share = 1.0 - ours / server  # ours < server here, so server > 0
-    message = f"{fmt_rate(share)} of {noun} were not ours ({ours} of {fmt_count(server)}): the server was "
-    return share, False, message + "serving other load" + (f" (or {incomplete})" if incomplete else "")
+    share = 1.0 - ours / server if server > 0 else None
+    said = f"{fmt_rate(share)} of {noun} were not ours" if share is not None else f"the {noun} differ"
+    message = f"{said} ({ours} of {fmt_count(server)}): the server was serving other load"
+    return share, False, message + (f" (or {incomplete})" if incomplete else "")
 
 
 @dataclass(frozen=True)
