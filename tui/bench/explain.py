@@ -7,16 +7,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tui.bench import server_figures
-from tui.bench.stats import (
-    DEFAULT_RESAMPLES,
-    RateSample,
-    known,
-    percentile,
-    percentile_interval,
-    pooled_rate,
-    summarize,
-)
+from tui.bench import server_figures, stats
+from tui.bench.stats import RateSample, pooled_rate
 from tui.format import fmt_bound, fmt_count, fmt_length, fmt_rate, fmt_times
 
 SNIPPET_CHARS = 60
@@ -105,9 +97,9 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
         drafted=drafted,
         accepted=accepted,
         pooled=server_figures.acceptance_rate(accepted, drafted),
-        p10=percentile(known(rates), 10),
-        p50=percentile(known(rates), 50),
-        p90=percentile(known(rates), 90),
+        p10=stats.percentile(stats.known(rates), 10),
+        p50=stats.percentile(stats.known(rates), 50),
+        p90=stats.percentile(stats.known(rates), 90),
         mean_length=mean_length,
         per_position=positions,
         note=partial,
@@ -265,11 +257,11 @@ def timing(requests: Sequence[RequestFigures]) -> TimingFigures:
     paired = [r for r in ok if r.server_ttft_ms is not None and r.client_ttft_s is not None]
     overheads = [(r.client_ttft_s or 0.0) * 1000.0 - (r.server_ttft_ms or 0.0) for r in paired]
     client = [r.client_ttft_s * 1000.0 for r in ok if r.client_ttft_s is not None]
-    overhead, queue = summarize(overheads), summarize([r.queue_ms for r in ok])
+    overhead, queue = stats.summarize(overheads), stats.summarize([r.queue_ms for r in ok])
     return TimingFigures(
         requests=len(paired),
-        client_ttft_p50_ms=summarize(client).p50,
-        server_ttft_p50_ms=summarize([r.server_ttft_ms for r in ok]).p50,
+        client_ttft_p50_ms=stats.summarize(client).p50,
+        server_ttft_p50_ms=stats.summarize([r.server_ttft_ms for r in ok]).p50,
         overhead_p50_ms=overhead.p50,
         overhead_mean_ms=overhead.mean,
         queue_p50_ms=queue.p50,
@@ -461,7 +453,7 @@ def bootstrap_rounds(
     a: Sequence[tuple[int, RateSample]],
     b: Sequence[tuple[int, RateSample]],
     *,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int = stats.DEFAULT_RESAMPLES,
     seed: int = 0,
     level: float = 0.95,
 ) -> RoundsInterval:
@@ -520,4 +512,4 @@ def _two_stage(
         rate_a, rate_b = pooled_rate(sample_a), pooled_rate(sample_b)
         if rate_a and rate_b is not None:
             ratios.append(rate_b / rate_a)
-    return percentile_interval(ratios, resamples, level)
+    return stats.percentile_interval(ratios, resamples, level)
