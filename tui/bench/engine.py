@@ -20,14 +20,7 @@ from pydantic import ConfigDict, Field
 from tui.auth import ApiKeyError, api_key_from_env, bearer_headers
 from tui.bench.client_check import LagMonitor, check_requests
 from tui.bench.prompts import Prompt, PromptSet
-from tui.bench.request import (
-    NATIVE_FIELDS,
-    RequestSpec,
-    RetryBudget,
-    endpoint_url,
-    run_request,
-    server_root,
-)
+from tui.bench.request import NATIVE_FIELDS, RequestSpec, RetryBudget, endpoint_url, run_request, server_root
 from tui.bench.results import (
     ArmResult,
     Arrival,
