@@ -39,16 +39,6 @@ from tui.settings import EndpointSettings
 LONG = EndpointSettings(name="far", url="http://inference-gpu-node-17.cluster.example.com:8443/v1")
 
 
-def _old_format(result: BurstResult, folder: Path, name: str) -> Path:
-    """`result` as an older spectop wrote it: the same document without the verdict field."""
-    document = json.loads(result.model_dump_json())
-    del document["verdict"]
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
-
-
 def test_an_ab_burst_is_kept_with_the_verdict_it_showed() -> None:
     result = mtp_burst()
     shown = burst_summary(result, with_detail=False).comparison
@@ -73,11 +63,12 @@ def test_a_one_arm_burst_has_no_verdict_and_says_one_arm() -> None:
 
 
 def test_a_file_of_an_older_spectop_loads_without_a_verdict(tmp_path: Path) -> None:
-    folder = tmp_path / "bursts"
-    path = _old_format(mtp_burst(), folder, "burst-20261130-024000-000000.json")
-    assert "verdict" not in json.loads(path.read_text(encoding="utf-8"))
+    document = json.loads(mtp_burst().model_dump_json())
+    del document["verdict"]  # as an older spectop wrote it
+    path = tmp_path / "burst-20261130-024000-000000.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
     assert load_burst(path).verdict is None
-    (entry,) = list_bursts(folder)
+    (entry,) = list_bursts(tmp_path)
     assert entry.verdict is None and entry.short_verdict == "–"  # not guessed
     assert entry.arm_urls == (MTP_OFF.url, MTP_ON.url)
 
