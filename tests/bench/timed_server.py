@@ -47,7 +47,6 @@ class Record:
     body: dict[str, Any]
     received_s: float
     writes_s: list[float] = field(default_factory=list)  # content chunks only
-    tokens: int = 0
 
 
 class _ServerCore:
@@ -172,7 +171,6 @@ class _ServerCore:
             send(json.dumps(event))
             if not b.buffered:
                 await writer.drain()
-        record.tokens = token
         finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
         send(json.dumps(finish))
         if b.usage:
