@@ -27,7 +27,6 @@ class Behaviour:
     stall_after_chunks: int | None = None  # stop writing, keep the connection open
     break_after_chunks: int | None = None  # close the connection mid-stream
     error_in_stream_after: int | None = None  # send data: {"error": ...} after this many chunks
-    role_chunk: bool = True
     first_attempt_status: int | None = None  # answer this to the first attempt of each X-Request-Id
     retry_after: str | None = None  # Retry-After on error answers; "http-date+N": an HTTP-date N s ahead
     redirect_to: str | None = None  # answer every POST with `redirect_status` to this Location
@@ -137,7 +136,7 @@ class _ServerCore:
                 writer.write(framed)
 
         chat = path.endswith("/chat/completions")
-        if b.role_chunk and chat:
+        if chat:
             send(json.dumps({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}))
             await writer.drain()
         interval_s = b.interval_s * (1.0 + b.interval_spread * (2.0 * self._spread.random() - 1.0))
