@@ -1,5 +1,6 @@
 """The burst history: bursts kept on disk, listed (both URLs, the kept verdict, the prompt set, in 80
-columns), loaded (files of an older spectop too) and compared before/after; exports go into one folder."""
+columns), loaded (files of an older spectop too) and compared before/after (the screen's exports folder:
+tests/ui/test_bench_screen.py)."""
 
 from __future__ import annotations
 
@@ -15,21 +16,19 @@ from timed_server import Behaviour, TimedServer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ui"))
 from bench_fixtures import MTP_OFF, MTP_ON, mtp_burst, recorded_arm, recorded_burst
 
-from tests.bench.verdict_words import verdict_body
+from tests.bench.bursts import burst_config, verdict_body
 from tui.bench.burst_store import (
     BurstEntry,
     BurstFileError,
     bursts_dir,
     combine_bursts,
-    export_path,
     history_lines,
     history_rows,
     list_bursts,
     load_burst,
     save_burst,
 )
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
-from tui.bench.prompts import load_prompt_set
+from tui.bench.engine import run_burst
 from tui.bench.report.summary import burst_summary
 from tui.bench.results import BurstResult, BurstVerdict, ServerAcceptance
 from tui.bench.session import PastArm, compare
@@ -38,16 +37,6 @@ from tui.fit_text import short_url
 from tui.settings import EndpointSettings
 
 LONG = EndpointSettings(name="far", url="http://inference-gpu-node-17.cluster.example.com:8443/v1")
-
-
-def _old_format(result: BurstResult, folder: Path, name: str) -> Path:
-    """`result` as an older spectop wrote it: the same document without the verdict field."""
-    document = json.loads(result.model_dump_json())
-    del document["verdict"]
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
 
 
 def test_an_ab_burst_is_kept_with_the_verdict_it_showed() -> None:
@@ -74,11 +63,12 @@ def test_a_one_arm_burst_has_no_verdict_and_says_one_arm() -> None:
 
 
 def test_a_file_of_an_older_spectop_loads_without_a_verdict(tmp_path: Path) -> None:
-    folder = tmp_path / "bursts"
-    path = _old_format(mtp_burst(), folder, "burst-20261130-024000-000000.json")
-    assert "verdict" not in json.loads(path.read_text(encoding="utf-8"))
+    document = json.loads(mtp_burst().model_dump_json())
+    del document["verdict"]  # as an older spectop wrote it
+    path = tmp_path / "burst-20261130-024000-000000.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
     assert load_burst(path).verdict is None
-    (entry,) = list_bursts(folder)
+    (entry,) = list_bursts(tmp_path)
     assert entry.verdict is None and entry.short_verdict == "–"  # not guessed
     assert entry.arm_urls == (MTP_OFF.url, MTP_ON.url)
 
@@ -156,22 +146,9 @@ def test_cli_history_lists_urls_verdict_and_prompt_set(
     assert file_line.strip() == str(path)  # what --compare takes
 
 
-def test_exports_go_into_one_named_folder(tmp_path: Path) -> None:
-    when = datetime(2026, 11, 30, 2, 40, tzinfo=UTC)
-    path = export_path("csv", when, tmp_path)
-    assert path.parent == tmp_path / "spectop-exports"
-    assert path.name.startswith("spectop-burst-") and path.suffix == ".csv"
-
-
 async def _burst(client: httpx.AsyncClient, behaviour: Behaviour, prompts: str = "code-en"):
     with TimedServer(behaviour) as server:
-        config = BurstConfig(
-            a=ArmTarget("srv", server.base_url, model="m", scrape_metrics=False),
-            prompt_set=load_prompt_set(prompts),
-            requests=6,
-            warmup=0,
-        )
-        return await run_burst(config, client)
+        return await run_burst(burst_config(server.base_url, prompts=prompts, requests=6), client)
 
 
 async def test_before_after_comparison_from_history(client: httpx.AsyncClient) -> None:
@@ -229,6 +206,7 @@ def _with_acceptance(result: BurstResult, rate: float | None) -> BurstResult:
 )
 async def test_compare_verdict_names_the_acceptance_of_both_arms(
     client: httpx.AsyncClient,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     before_rate: float | None,
     after_rate: float | None,
@@ -239,7 +217,9 @@ async def test_compare_verdict_names_the_acceptance_of_both_arms(
     first = save_burst(_with_acceptance(before, before_rate))
     second = save_burst(_with_acceptance(after, after_rate))
     capsys.readouterr()
-    assert main(["bench", "--compare", str(first), str(second)]) == 0
+    markdown = tmp_path / "compared.md"
+    assert main(["bench", "--compare", str(first), str(second), "--markdown", str(markdown)]) == 0
     lines = capsys.readouterr().out.splitlines()
     verdict = lines[lines.index("") + 1]  # the verdict follows the table after a blank line
-    assert verdict.endswith(f", {words}")
+    assert verdict.endswith(f", {words}") and "greedy equivalence: 6/6 identical" in lines
+    assert f"**Verdict:** {verdict}" in markdown.read_text(encoding="utf-8")

@@ -11,8 +11,8 @@ import time
 import httpx
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
-from tui.bench.prompts import load_prompt_set
+from tests.bench.bursts import burst_config
+from tui.bench.engine import run_burst
 from tui.bench.report.export import render_csv, render_json, render_markdown
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text
@@ -21,18 +21,6 @@ from tui.bench.results import BurstResult
 TTFT_S, INTERVAL_S, TOKENS_PER_CHUNK, CHUNKS = 0.03, 0.02, 3, 15
 # The server's true pace: (tokens - 1) over the time from the first chunk to the last.
 TRUE_PACE = (TOKENS_PER_CHUNK * CHUNKS - 1) / ((CHUNKS - 1) * INTERVAL_S)
-
-
-def _config(url: str, concurrency: int, requests: int) -> BurstConfig:
-    return BurstConfig(
-        a=ArmTarget("timed", url, model="m", scrape_metrics=False),
-        prompt_set=load_prompt_set("mixed"),
-        requests=requests,
-        concurrency=concurrency,
-        rounds=1,
-        warmup=0,
-        max_tokens=64,
-    )
 
 
 async def _starve(stop: asyncio.Event) -> None:
@@ -45,11 +33,14 @@ async def _starve(stop: asyncio.Event) -> None:
 async def _burst(behaviour: Behaviour, concurrency: int, requests: int, *, starve: bool) -> BurstResult:
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
     with TimedServer(behaviour) as server:
+        config = burst_config(
+            server.base_url, requests=requests, concurrency=concurrency, rounds=1, max_tokens=64
+        )
         async with httpx.AsyncClient(limits=limits) as client:
             stop = asyncio.Event()
             starving = asyncio.create_task(_starve(stop)) if starve else None
             try:
-                return await run_burst(_config(server.base_url, concurrency, requests), client)
+                return await run_burst(config, client)
             finally:
                 stop.set()
                 if starving is not None:

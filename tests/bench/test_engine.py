@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -13,40 +12,21 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import (
-    ArmTarget,
-    ArmUnreachable,
-    BurstConfig,
-    BurstConfigError,
-    BurstProgress,
-    arrival_offsets,
-    run_burst,
-)
-from tui.bench.prompts import load_prompt_set
+from tests.bench.bursts import burst_config
+from tui.bench.engine import ArmUnreachable, BurstConfigError, BurstProgress, arrival_offsets, run_burst
 from tui.bench.report.export import export
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text, table_rows
 from tui.bench.request import RetryBudget
+from tui.bench.transport import burst_client
 
 FAST = Behaviour(ttft_s=0.01, interval_s=0.002, chunks=5)
-
-
-def _config(a: str, b: str | None = None, **overrides: object) -> BurstConfig:
-    options: dict[str, object] = {
-        "a": ArmTarget("A", a, model="m", scrape_metrics=False),
-        "b": ArmTarget("B", b, model="m", scrape_metrics=False) if b else None,
-        "prompt_set": load_prompt_set("mixed"),
-        "requests": 6,
-        "warmup": 0,
-    }
-    options.update(overrides)
-    return BurstConfig(**options)  # type: ignore[arg-type]
 
 
 async def test_ab_same_prompts_same_order_interleaved_and_rounds_alternate(client: httpx.AsyncClient) -> None:
     with TimedServer(FAST) as server_a, TimedServer(FAST) as server_b:
         # A warm-up opens the connections, so no connect race decides the send order.
-        config = _config(server_a.base_url, server_b.base_url, requests=6, rounds=3, warmup=1)
+        config = burst_config(server_a.base_url, server_b.base_url, requests=6, rounds=3, warmup=1)
         result = await run_burst(config, client)
     a, b = result.arms
     assert [r.prompt_id for r in a.requests] == [r.prompt_id for r in b.requests]
@@ -58,14 +38,14 @@ async def test_ab_same_prompts_same_order_interleaved_and_rounds_alternate(clien
 
 async def test_warmup_requests_are_sent_but_left_out(client: httpx.AsyncClient) -> None:
     with TimedServer(FAST) as server:
-        result = await run_burst(_config(server.base_url, requests=4, warmup=3), client)
+        result = await run_burst(burst_config(server.base_url, requests=4, warmup=3), client)
         assert len(server.records) == 7
     assert [r.index for r in result.arms[0].requests] == [0, 1, 2, 3]
 
 
 async def test_model_from_v1_models_when_not_given(client: httpx.AsyncClient) -> None:
     with TimedServer(FAST) as server:
-        config = _config(server.base_url, requests=1)
+        config = burst_config(server.base_url, requests=1)
         config.a.model = None
         result = await run_burst(config, client)
         assert server.records[0].body["model"] == "timed-model"
@@ -74,7 +54,7 @@ async def test_model_from_v1_models_when_not_given(client: httpx.AsyncClient) ->
 
 async def test_body_passes_sampling_and_extra_body(client: httpx.AsyncClient) -> None:
     with TimedServer(FAST) as server:
-        config = _config(
+        config = burst_config(
             server.base_url, requests=1, max_tokens=77, temperature=0.5, seed=9, extra_body={"top_p": 0.9}
         )
         await run_burst(config, client)
@@ -98,7 +78,7 @@ async def test_open_loop_queueing_shows_as_send_lag_not_ttft(client: httpx.Async
     slow = Behaviour(ttft_s=0.1, interval_s=0.001, chunks=2)
     with TimedServer(slow) as server:
         # 5x faster than the server can take
-        config = _config(server.base_url, requests=8, rounds=1, rate=50.0, arrival="constant")
+        config = burst_config(server.base_url, requests=8, rounds=1, rate=50.0, arrival="constant")
         result = await run_burst(config, client)
     requests = result.arms[0].requests
     assert [r.scheduled_s - requests[0].scheduled_s for r in requests] == pytest.approx(
@@ -115,7 +95,7 @@ async def test_cancel_stops_every_request_at_once_not_at_their_timeout(client: h
     stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
     progress: list[BurstProgress] = []
     with TimedServer(stalled) as server_a, TimedServer(stalled) as server_b:
-        config = _config(
+        config = burst_config(
             server_a.base_url,
             server_b.base_url,
             requests=16,
@@ -139,7 +119,7 @@ async def test_cancel_stops_every_request_at_once_not_at_their_timeout(client: h
 async def test_progress_reports_live_figures(client: httpx.AsyncClient) -> None:
     seen: list[BurstProgress] = []
     with TimedServer(FAST) as server:
-        await run_burst(_config(server.base_url, requests=5), client, on_progress=seen.append)
+        await run_burst(burst_config(server.base_url, requests=5), client, on_progress=seen.append)
     assert seen[-1].phase == "done"
     assert seen[-1].done == seen[-1].total == 5
     assert seen[-1].arms[0].ttft_p50_s is not None
@@ -151,7 +131,7 @@ async def test_api_key_from_env_is_sent_and_never_exported(
     secret = "sk-live-DO-NOT-LEAK-0123456789"
     monkeypatch.setenv("SPECTOP_TEST_KEY", secret)
     with TimedServer(FAST) as server:
-        config = _config(server.base_url, requests=3)
+        config = burst_config(server.base_url, requests=3)
         config.a.api_key_env = "SPECTOP_TEST_KEY"
         config.a.model = None
         result = await run_burst(config, client)
@@ -164,22 +144,24 @@ async def test_api_key_from_env_is_sent_and_never_exported(
 
 async def test_missing_key_variable_is_a_config_error(client: httpx.AsyncClient, monkeypatch) -> None:
     monkeypatch.delenv("SPECTOP_NO_SUCH_KEY", raising=False)
-    config = _config("http://127.0.0.1:9", requests=1)
+    config = burst_config("http://127.0.0.1:9", requests=1)
     config.a.api_key_env = "SPECTOP_NO_SUCH_KEY"
     with pytest.raises(BurstConfigError, match="SPECTOP_NO_SUCH_KEY"):
         await run_burst(config, client)
 
 
-async def test_concurrency_above_the_client_pool_is_refused() -> None:
-    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=10)) as small:
-        config = _config("http://127.0.0.1:9", "http://127.0.0.1:9", concurrency=8)
-        with pytest.raises(BurstConfigError, match="connection limit 10"):
+@pytest.mark.parametrize("sharded", [False, True], ids=["httpx-pool", "sharded-pools"])
+async def test_concurrency_above_the_client_pool_is_refused(sharded: bool) -> None:
+    small = burst_client(10) if sharded else httpx.AsyncClient(limits=httpx.Limits(max_connections=10))
+    async with small:
+        config = burst_config("http://127.0.0.1:9", "http://127.0.0.1:9", concurrency=8)
+        with pytest.raises(BurstConfigError, match="connection limit"):
             await run_burst(config, small)
 
 
 async def test_failed_requests_are_counted_by_kind(client: httpx.AsyncClient) -> None:
     with TimedServer(Behaviour(status=500)) as server:
-        config = _config(server.base_url, requests=4, max_retries=1)
+        config = burst_config(server.base_url, requests=4, max_retries=1)
         result = await run_burst(config, client)
         # Every request tried at most twice (max_retries 1), within the arm's retry cap.
         assert len(server.records) == 4 + 4
@@ -201,7 +183,9 @@ async def test_429_once_per_request_every_request_succeeds(
     limited = replace(FAST, first_attempt_status=429, retry_after=retry_after)
     with TimedServer(limited) as server_a, TimedServer(limited) as server_b:
         # one round: each arm waits out a Retry-After once
-        config = _config(server_a.base_url, server_b.base_url, requests=32, rounds=1, concurrency=concurrency)
+        config = burst_config(
+            server_a.base_url, server_b.base_url, requests=32, rounds=1, concurrency=concurrency
+        )
         result = await run_burst(config, client)
         assert len(server_a.records) == len(server_b.records) == 64  # each request: one 429, one 200
     for arm in result.arms:
@@ -215,12 +199,7 @@ async def test_429_once_per_request_every_request_succeeds(
     assert summary.b is not None
     assert summary.a.retries == summary.b.retries == 32
     assert summary.a.errors == summary.b.errors == 0
-    assert ("retries", "32", "32") in table_rows(summary)
-    assert any(line.split()[:3] == ["retries", "32", "32"] for line in render_text(summary).splitlines())
-    data = json.loads(export(result, "json", tmp_path / "r.json").read_text(encoding="utf-8"))
-    assert data["a"]["retries"] == data["b"]["retries"] == 32
-    markdown = export(result, "markdown", tmp_path / "r.md").read_text(encoding="utf-8")
-    assert "| retries | 32 | 32 |" in markdown
+    assert ("retries", "32", "32") in table_rows(summary)  # the rows every format shows
     rows = list(csv.DictReader(export(result, "csv", tmp_path / "r.csv").open(encoding="utf-8")))
     assert [int(row["attempts"]) for row in rows] == [2] * 64
 
@@ -229,7 +208,7 @@ async def test_a_storm_on_one_arm_leaves_the_other_arms_retries(client: httpx.As
     dead = Behaviour(status=503, retry_after="0")
     limited = replace(FAST, first_attempt_status=429, retry_after="0")
     with TimedServer(dead) as server_a, TimedServer(limited) as server_b:
-        result = await run_burst(_config(server_a.base_url, server_b.base_url, requests=16), client)
+        result = await run_burst(burst_config(server_a.base_url, server_b.base_url, requests=16), client)
         a_attempts = len(server_a.records)
     a, b = result.arms
     assert all(r.ok for r in b.requests)  # A used up its own cap, not B's
@@ -242,7 +221,7 @@ async def test_a_storm_on_one_arm_leaves_the_other_arms_retries(client: httpx.As
 async def test_every_unreachable_arm_is_named_before_anything_is_sent(client: httpx.AsyncClient) -> None:
     with TimedServer(FAST) as gone_a, TimedServer(FAST) as gone_b:
         a_url, b_url = gone_a.base_url, gone_b.base_url
-    config = _config(a_url, b_url)
+    config = burst_config(a_url, b_url)
     config.b.name = "mtp-on"  # type: ignore[union-attr]
     with pytest.raises(ArmUnreachable) as raised:
         await run_burst(config, client)

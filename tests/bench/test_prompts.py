@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tui.bench.prompts import PromptSetError, builtin_set_names, load_prompt_set
+from tui.bench.context import server_token_counts
+from tui.bench.prompts import (
+    OptionError,
+    PromptSetError,
+    builtin_set_names,
+    counted_line,
+    estimated_tokens,
+    load_prompt_set,
+    parse_prompt_tokens,
+    sized_prompt_set,
+)
+from tui.sim.tokens import count_tokens
 
 
 def test_every_builtin_set_loads_with_english_and_chinese() -> None:
@@ -66,9 +78,6 @@ def test_unknown_set_lists_the_builtins() -> None:
 
 
 def test_a_set_at_a_length_is_padded_to_about_that_many_tokens_and_says_how() -> None:
-    from tui.bench.prompts import counted_line, sized_prompt_set
-    from tui.sim.tokens import count_tokens
-
     sized = load_prompt_set("mixed@4096")
     assert sized.name == "mixed@4096" and sized.prompt_tokens == 4096
     assert sized.sizing is not None and sized.sizing.startswith("synthesized")
@@ -99,8 +108,6 @@ def test_a_file_with_prompts_of_the_length_draws_them(tmp_path: Path) -> None:
     [("256,4096,16384", (256, 4096, 16384)), ("4k, 16k", (4096, 16384)), ("512", (512,))],
 )
 def test_prompt_lengths_parse(text: str, expected: tuple[int, ...]) -> None:
-    from tui.bench.prompts import parse_prompt_tokens
-
     assert parse_prompt_tokens(text) == expected
 
 
@@ -108,15 +115,11 @@ def test_prompt_lengths_parse(text: str, expected: tuple[int, ...]) -> None:
     ("text", "expected"), [("abc", "expected a number"), ("0", "1 to"), ("4,4", "twice")]
 )
 def test_bad_prompt_lengths_name_the_option(text: str, expected: str) -> None:
-    from tui.bench.prompts import OptionError, parse_prompt_tokens
-
     with pytest.raises(OptionError, match=expected):
         parse_prompt_tokens(text)
 
 
 def test_with_the_servers_tokenizer_the_padding_reaches_the_length_in_its_tokens() -> None:
-    from tui.bench.prompts import estimated_tokens, sized_prompt_set
-
     def count(text: str) -> int:  # a tokenizer that splits every word in three
         return 3 * len(text.split())
 
@@ -128,10 +131,6 @@ def test_with_the_servers_tokenizer_the_padding_reaches_the_length_in_its_tokens
 
 
 async def test_a_server_without_a_tokenizer_endpoint_is_sized_by_the_estimate() -> None:
-    import httpx
-
-    from tui.bench.context import server_token_counts
-
     def no_tokenizer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(404, json={"error": "not found"})
 

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
 from tui.bench.request import MAX_RETRY_AFTER_S, RequestSpec, RetryBudget, endpoint_url, run_request
-
-SAMPLES = Path(__file__).parent / "samples"  # copies of shared/reference/samples/llamacpp/stream*.txt
 
 
 def _spec(url: str, api: str = "chat", headers: dict[str, str] | None = None) -> RequestSpec:
@@ -51,47 +48,6 @@ def test_endpoint_url(base: str, api: str, expected: str) -> None:
     assert endpoint_url(base, api) == expected
 
 
-def _sample_transport(name: str) -> httpx.MockTransport:
-    raw = (SAMPLES / name).read_bytes()
-    body = raw.split(b"\r\n\r\n", 1)[1] if raw.startswith(b"HTTP/") else raw
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
-
-    return httpx.MockTransport(handler)
-
-
-async def test_llamacpp_stream_sample_one_token_per_chunk_with_usage() -> None:
-    async with httpx.AsyncClient(transport=_sample_transport("llamacpp_stream.txt")) as client:
-        result = await _run(client, _spec("http://sample"))
-    assert result.ok
-    assert result.output_tokens == 64  # from usage.completion_tokens
-    assert result.prompt_tokens == 112
-    assert not result.usage_estimated
-    assert len(result.chunk_times_s) == 64  # role chunk and finish chunk carry no content
-    assert result.chunk_tokens == [1] * 64
-    assert result.finish_reason == "length"
-    assert result.text.startswith(" modebn modebn")
-
-
-async def test_llamacpp_stream_without_usage_counts_timings_not_chunks() -> None:
-    async with httpx.AsyncClient(transport=_sample_transport("llamacpp_stream_no_usage.txt")) as client:
-        result = await _run(client, _spec("http://sample"))
-    assert result.ok
-    assert result.output_tokens == 8  # timings.predicted_n on the finish chunk
-    assert not result.usage_estimated
-
-
-async def test_no_usage_at_all_is_marked_estimated(client: httpx.AsyncClient) -> None:
-    with TimedServer(
-        Behaviour(ttft_s=0.0, interval_s=0.0, chunks=5, tokens_per_chunk=3, usage=False)
-    ) as server:
-        result = await _run(client, _spec(server.base_url))
-    assert result.ok
-    assert result.usage_estimated
-    assert result.output_tokens == 5  # one per chunk: a lower bound, hence "estimated"
-
-
 async def test_several_tokens_per_chunk_counted_from_usage(client: httpx.AsyncClient) -> None:
     with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, chunks=4, tokens_per_chunk=3)) as server:
         result = await _run(client, _spec(server.base_url, api="completions"))
@@ -127,8 +83,11 @@ async def test_503_retried_then_succeeds(client: httpx.AsyncClient) -> None:
     assert result.ttft_s is not None and result.ttft_s < 0.5
 
 
-async def test_retries_bounded_per_request_and_by_budget(client: httpx.AsyncClient) -> None:
-    with TimedServer(Behaviour(status=503)) as server:
+@pytest.mark.parametrize(("status", "retry_after"), [(503, None), (429, "0")])
+async def test_retries_bounded_per_request_and_by_budget(
+    client: httpx.AsyncClient, status: int, retry_after: str | None
+) -> None:
+    with TimedServer(Behaviour(status=status, retry_after=retry_after)) as server:
         one = await _run(client, _spec(server.base_url), max_retries=2)
         assert one.attempts == 3 and len(server.records) == 3
         budget = RetryBudget(2)
@@ -136,7 +95,7 @@ async def test_retries_bounded_per_request_and_by_budget(client: httpx.AsyncClie
             *(_run(client, _spec(server.base_url), max_retries=5, budget=budget) for _ in range(6))
         )
         assert len(server.records) == 3 + 6 + 2  # six first tries, two retries from the budget
-    assert all(r.error_kind == "http_status" and r.http_status == 503 for r in results)
+    assert all(r.error_kind == "http_status" and r.http_status == status for r in [one, *results])
 
 
 async def test_read_timeout(client: httpx.AsyncClient) -> None:
@@ -214,13 +173,6 @@ async def test_connection_dropped_before_a_response_is_retried() -> None:
     assert result.ok and result.attempts == 2 and calls == 2
 
 
-async def test_retries_per_request_bounded_by_max_retries(client: httpx.AsyncClient) -> None:
-    with TimedServer(Behaviour(status=429, retry_after="0")) as server:
-        result = await _run(client, _spec(server.base_url), max_retries=3)
-        assert len(server.records) == 4
-    assert result.attempts == 4 and result.http_status == 429
-
-
 @pytest.mark.parametrize("retry_after", ["3600", "http-date+7200"])
 async def test_huge_retry_after_fails_at_once_with_a_clear_error(
     client: httpx.AsyncClient, retry_after: str, monkeypatch: pytest.MonkeyPatch
@@ -242,26 +194,21 @@ async def test_huge_retry_after_fails_at_once_with_a_clear_error(
     assert "not retried" in (result.error or "")
 
 
-async def test_redirect_is_named_and_not_followed_with_the_key(client: httpx.AsyncClient) -> None:
-    secret = "sk-redirect-NEVER-FORWARD"
+@pytest.mark.parametrize(
+    ("status", "secret", "said"),
+    [(302, "sk-redirect-NEVER-FORWARD", " (it would carry the API key)"), (307, None, "")],
+)
+async def test_a_redirect_is_named_and_not_followed_even_by_a_client_that_follows_them(
+    status: int, secret: str | None, said: str
+) -> None:
+    headers = {"Authorization": f"Bearer {secret}"} if secret else None
     with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3)) as elsewhere:
         target = elsewhere.base_url + "/v1/chat/completions"
-        with TimedServer(Behaviour(redirect_to=target)) as server:
-            spec = _spec(server.base_url, headers={"Authorization": f"Bearer {secret}"})
-            result = await _run(client, spec, max_retries=2, secret=secret)
-            assert len(server.records) == 1  # a redirect is not retried either
-        assert elsewhere.records == []  # the key never went to the other host
-    assert result.error_kind == "http_status" and result.http_status == 302
-    assert result.error == f"redirected (302) to {target}; not followed (it would carry the API key)"
-
-
-async def test_redirect_not_followed_even_by_a_client_that_follows_redirects() -> None:
-    with TimedServer(Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3)) as elsewhere:
-        moved = Behaviour(redirect_to=elsewhere.base_url + "/v1/chat/completions", redirect_status=307)
-        with TimedServer(moved) as server:
+        with TimedServer(Behaviour(redirect_to=target, redirect_status=status)) as server:
             async with httpx.AsyncClient(follow_redirects=True) as following:
-                result = await _run(following, _spec(server.base_url), max_retries=2)
-        assert elsewhere.records == []  # a 307 would have sent the same POST there
-    assert result.http_status == 307 and result.error == (
-        f"redirected (307) to {elsewhere.base_url}/v1/chat/completions; not followed"
-    )
+                spec = _spec(server.base_url, headers=headers)
+                result = await _run(following, spec, max_retries=2, secret=secret)
+            assert len(server.records) == 1  # a redirect is not retried either
+        assert elsewhere.records == []  # the POST (and the key) never went to the other host
+    assert result.error_kind == "http_status" and result.http_status == status
+    assert result.error == f"redirected ({status}) to {target}; not followed{said}"

@@ -19,7 +19,7 @@ from tui.bench.server_figures import (
 
 SAMPLES = Path("/work/shared/reference/samples/llamacpp")
 
-# The example of reference per-request.md (vLLM `metrics`), verbatim.
+# The example of reference per-request.md (vLLM `metrics`), verbatim; tests/reference streams it.
 VLLM_METRICS = {
     "time_to_first_token_ms": 85.2,
     "generation_time_ms": 1240.5,
@@ -39,60 +39,12 @@ VLLM_METRICS = {
 }
 
 
-def _stream_figures(path: Path) -> ServerFigures:
-    """The figures a FigureReader takes from a recorded stream's events."""
-    reader = FigureReader()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("data:") and line[5:].strip() != "[DONE]":
-            reader.feed(json.loads(line[5:]))
-    return reader.figures()
-
-
-def test_vllm_metrics_on_the_final_usage_chunk() -> None:
-    reader = FigureReader()
-    reader.feed({"choices": [{"delta": {"content": "hi"}}]})
-    reader.feed(
-        {
-            "choices": [],
-            "usage": {
-                "prompt_tokens": 142,
-                "completion_tokens": 44,
-                "prompt_tokens_details": {"cached_tokens": 141},
-            },
-            "metrics": VLLM_METRICS,
-        }
-    )
-    figures = reader.figures()
-    assert figures.source == "vllm"
-    assert (figures.drafted, figures.accepted, figures.spec_steps, figures.spec_tokens) == (129, 10, 43, 3)
-    assert figures.acceptance_histogram == [39, 1, 0, 3]
-    assert figures.mean_acceptance_length == pytest.approx(
-        VLLM_METRICS["speculative_decoding"]["mean_acceptance_length"]
-    )
-    assert figures.acceptance_rate == pytest.approx(
-        VLLM_METRICS["speculative_decoding"]["draft_acceptance_rate"]
-    )
-    assert (figures.server_ttft_ms, figures.queue_ms, figures.generation_ms) == (85.2, 12.3, 1240.5)
-    assert (figures.cached_tokens, figures.prompt_tokens) == (141, 142)
-
-
-def test_llamacpp_stream_sample_timings() -> None:
-    figures = _stream_figures(SAMPLES / "stream.txt")
-    assert figures.source == "llamacpp"
-    assert (figures.drafted, figures.accepted) == (56, 56)
-    assert figures.cached_tokens == 111 and figures.prompt_tokens == 112
-    assert figures.spec_steps is None and figures.mean_acceptance_length is None  # llama.cpp does not say
-
-
-def test_llamacpp_completion_body_and_the_no_usage_stream() -> None:
+def test_llamacpp_completion_body() -> None:  # its streams: tests/reference/test_streams_openai_shapes.py
     body = json.loads((SAMPLES / "completion.json").read_text(encoding="utf-8"))
     figures = figures_from_body(body)
     assert (figures.drafted, figures.accepted, figures.cached_tokens, figures.prompt_tokens) == (56, 56, 2, 8)
     assert figures.server_ttft_ms == 2.979 and figures.generation_ms == 44.285
     assert figures.mean_itl_ms == pytest.approx(44.285 / 63)
-    no_usage = _stream_figures(SAMPLES / "stream_chat_no_usage_draft_same.txt")
-    assert (no_usage.drafted, no_usage.accepted) == (6, 6)
-    assert no_usage.cached_tokens is not None  # from timings.cache_n when usage is absent
 
 
 def test_no_draft_fields_means_unknown_not_zero() -> None:
@@ -160,33 +112,25 @@ def test_a_histogram_that_does_not_add_up_is_dropped() -> None:
     assert junk.drafted is None and junk.spec_steps is None
 
 
-CASES = [  # (accepted, drafted, steps)
-    (30, 40, 20),
-    (0, 40, 20),
-    (0, 0, 0),  # nothing drafted: unknown, not 0%
-    (None, 40, 20),
-    (30, None, None),
-    (30, 40, None),  # no step count: no mean length
+CASES = [  # (accepted, drafted, steps, acceptance, mean length)
+    (30, 40, 20, 0.75, 2.5),
+    (0, 40, 20, 0.0, 1.0),  # drafted and none accepted is a known 0
+    (0, 0, 0, None, None),  # nothing drafted: unknown, not 0%
+    (None, 40, 20, None, None),
+    (30, None, None, None, None),
+    (30, 40, None, 0.75, None),  # no step count: no mean length
 ]
 
 
-@pytest.mark.parametrize(("accepted", "drafted", "steps"), CASES)
+@pytest.mark.parametrize(("accepted", "drafted", "steps", "rate", "length"), CASES)
 def test_server_and_explained_figures_derive_alike(
-    accepted: int | None, drafted: int | None, steps: int | None
+    accepted: int | None, drafted: int | None, steps: int | None, rate: float | None, length: float | None
 ) -> None:
     server = ServerFigures(accepted=accepted, drafted=drafted, spec_steps=steps)
     request = explain.RequestFigures(ok=True, accepted=accepted, drafted=drafted, spec_steps=steps)
-    assert server.acceptance_rate == request.acceptance_rate == acceptance_rate(accepted, drafted)
-    assert server.mean_acceptance_length == request.mean_acceptance_length
-    assert request.mean_acceptance_length == mean_acceptance_length(accepted, steps)
-
-
-def test_the_rules_themselves() -> None:
-    assert acceptance_rate(30, 40) == 0.75
-    assert acceptance_rate(0, 40) == 0.0  # drafted and none accepted is a known 0
-    assert acceptance_rate(0, 0) is None and acceptance_rate(None, 4) is None
-    assert mean_acceptance_length(30, 20) == 2.5
-    assert mean_acceptance_length(30, 0) is None and mean_acceptance_length(None, 20) is None
+    assert server.acceptance_rate == request.acceptance_rate == acceptance_rate(accepted, drafted) == rate
+    assert server.mean_acceptance_length == request.mean_acceptance_length == length
+    assert mean_acceptance_length(accepted, steps) == length
 
 
 def test_an_arm_pools_by_the_same_rule() -> None:

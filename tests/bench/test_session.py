@@ -11,7 +11,7 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tests.bench.verdict_words import verdict_body
+from tests.bench.bursts import verdict_body
 from tui.bench.burst_store import list_bursts
 from tui.bench.client_settings import ClientSettings
 from tui.bench.engine import BurstProgress
@@ -61,14 +61,6 @@ def test_one_validation_names_the_field_in_spectops_words(
     assert raised.value.described({field: "--flag"}).startswith(f"--flag: {message}")
 
 
-def test_host_and_port_get_http_and_the_request_says_so() -> None:
-    request = BurstRequest.parse({"a": EndpointArm(name="A", base_url="10.0.0.7:8000/")})
-    assert isinstance(request.a, EndpointArm)
-    assert request.a.base_url == "http://10.0.0.7:8000"
-    assert request.notes == ["A: no scheme given, using http://10.0.0.7:8000"]
-    assert BurstRequest.parse({"a": EndpointArm(name="A", base_url="https://h")}).notes == []
-
-
 async def test_client_settings_fill_what_the_request_leaves_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -87,16 +79,6 @@ async def test_client_settings_fill_what_the_request_leaves_open(
     assert {body["top_k"] for body in bodies} == {7}
     assert keys == {"Bearer sk-session-secret"}
     assert outcome.ran is not None and outcome.ran.settings.max_tokens == 5
-
-
-async def test_an_unreadable_client_settings_file_is_a_request_error(tmp_path: Path) -> None:
-    request = _request(
-        a=EndpointArm(name="A", base_url="http://127.0.0.1:9"), client_settings="/no/such.json"
-    )
-    with pytest.raises(BurstRequestError) as raised:
-        await BurstSession(request).run()
-    assert raised.value.field == "client_settings"
-    assert "/no/such.json: cannot read" in raised.value.message
 
 
 async def test_a_live_b_against_a_past_a_runs_on_the_past_prompts_and_is_compared(
@@ -136,15 +118,6 @@ async def test_two_past_arms_are_compared_without_a_request(client: httpx.AsyncC
     outcome = await session.run()
     assert outcome.ran is None and session.save() is None  # nothing ran, nothing new to keep
     assert outcome.summary.comparison is not None
-
-
-async def test_a_past_burst_that_cannot_be_read_names_its_side(tmp_path: Path) -> None:
-    broken = tmp_path / "burst-x.json"
-    broken.write_text("{}", encoding="utf-8")
-    request = _request(a=PastArm(path=tmp_path / "gone.json"), b=PastArm(path=broken))
-    with pytest.raises(BurstRequestError) as raised:
-        await BurstSession(request).run()
-    assert raised.value.field == "a" and "cannot read" in raised.value.message
 
 
 async def test_the_cancel_event_closes_every_request_and_keeps_nothing(client: httpx.AsyncClient) -> None:

@@ -9,9 +9,9 @@ import httpx
 import pytest
 from timed_server import Behaviour, Record, TimedServer
 
+from tests.bench.bursts import burst_config
 from tui.bench.client_check import CPU_BUSY_SHARE
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
-from tui.bench.prompts import load_prompt_set
+from tui.bench.engine import run_burst
 from tui.bench.results import BurstResult
 
 TTFT_S, INTERVAL_S, TOKENS_PER_CHUNK, CHUNKS = 0.08, 0.02, 3, 15
@@ -32,13 +32,8 @@ async def _burst(client: httpx.AsyncClient, concurrency: int) -> tuple[BurstResu
     )
     requests = 64 if concurrency == 64 else 8
     with TimedServer(behaviour) as server:
-        config = BurstConfig(
-            a=ArmTarget("timed", server.base_url, model="m", scrape_metrics=False),
-            prompt_set=load_prompt_set("mixed"),
-            requests=requests,
-            warmup=concurrency,
-            rounds=1,
-            concurrency=concurrency,
+        config = burst_config(
+            server.base_url, requests=requests, warmup=concurrency, rounds=1, concurrency=concurrency
         )
         result = await run_burst(config, client)
         records = {r.headers["x-request-id"].rsplit("-", 1)[1]: r for r in server.records}

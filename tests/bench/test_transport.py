@@ -9,8 +9,6 @@ import httpx
 import pytest
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, BurstConfigError, run_burst
-from tui.bench.prompts import load_prompt_set
 from tui.bench.transport import ShardedTransport, burst_client
 
 
@@ -71,14 +69,3 @@ async def test_every_pool_shares_one_tls_context_made_when_first_needed() -> Non
     shards = [shard for shard in transport._shards if shard is not None]
     assert len(shards) == 2
     assert {id(shard._pool._ssl_context) for shard in shards} == {id(transport._tls)}
-
-
-async def test_engine_checks_the_sharded_limit() -> None:
-    async with burst_client(8) as client:
-        config = BurstConfig(
-            a=ArmTarget("x", "http://127.0.0.1:9", model="m", scrape_metrics=False),
-            prompt_set=load_prompt_set("chat"),
-            concurrency=64,
-        )
-        with pytest.raises(BurstConfigError, match="connection limit"):
-            await run_burst(config, client)

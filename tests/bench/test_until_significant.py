@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 from timed_server import Behaviour, TimedServer
 
-from tui.bench.engine import ArmTarget, BurstConfig, run_burst
-from tui.bench.prompts import load_prompt_set
+from tests.bench.bursts import burst_config
+from tui.bench.engine import run_burst
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text
 from tui.bench.session import BurstRequest, _sequential
@@ -23,12 +23,9 @@ async def _burst(interval_a: float, interval_b: float, max_rounds: int, spread: 
             Behaviour(ttft_s=0.01, interval_s=interval_b, chunks=8, interval_spread=spread, spread_seed=2)
         ) as b,
     ):
-        config = BurstConfig(
-            a=ArmTarget("a", a.base_url, model="m", scrape_metrics=False),
-            b=ArmTarget("b", b.base_url, model="m", scrape_metrics=False),
-            prompt_set=load_prompt_set("mixed"), requests=4, concurrency=2, warmup=0,
-            max_tokens=16, **_sequential(request, 2),
-        )  # fmt: skip
+        config = burst_config(
+            a.base_url, b.base_url, requests=4, concurrency=2, max_tokens=16, **_sequential(request, 2)
+        )
         async with httpx.AsyncClient() as client:
             return await run_burst(config, client)
 

@@ -27,7 +27,6 @@ class Behaviour:
     stall_after_chunks: int | None = None  # stop writing, keep the connection open
     break_after_chunks: int | None = None  # close the connection mid-stream
     error_in_stream_after: int | None = None  # send data: {"error": ...} after this many chunks
-    role_chunk: bool = True
     first_attempt_status: int | None = None  # answer this to the first attempt of each X-Request-Id
     retry_after: str | None = None  # Retry-After on error answers; "http-date+N": an HTTP-date N s ahead
     redirect_to: str | None = None  # answer every POST with `redirect_status` to this Location
@@ -47,7 +46,6 @@ class Record:
     body: dict[str, Any]
     received_s: float
     writes_s: list[float] = field(default_factory=list)  # content chunks only
-    tokens: int = 0
 
 
 class _ServerCore:
@@ -138,7 +136,7 @@ class _ServerCore:
                 writer.write(framed)
 
         chat = path.endswith("/chat/completions")
-        if b.role_chunk and chat:
+        if chat:
             send(json.dumps({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}))
             await writer.drain()
         interval_s = b.interval_s * (1.0 + b.interval_spread * (2.0 * self._spread.random() - 1.0))
@@ -172,7 +170,6 @@ class _ServerCore:
             send(json.dumps(event))
             if not b.buffered:
                 await writer.drain()
-        record.tokens = token
         finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
         send(json.dumps(finish))
         if b.usage:

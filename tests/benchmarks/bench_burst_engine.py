@@ -12,8 +12,7 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bursts"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from timed_server import Behaviour, TimedServer
 
@@ -32,15 +31,15 @@ def _client(concurrency: int) -> httpx.AsyncClient:
 
 
 async def engine_run(
-    url: str, concurrency: int, requests: int, sharded: bool = True
-) -> tuple[float, float, int, list]:
-    """Wall s, CPU s, chunks received, per-request results."""
+    url: str, concurrency: int, requests: int, sharded: bool = True, warmup: int = 0
+) -> tuple[float, float, int, float, list]:
+    """Wall s, CPU s, chunks received, the engine's clock origin and its measured requests."""
     async with (_engine_client if sharded else _client)(concurrency) as client:
         config = BurstConfig(
             a=ArmTarget("bench", url, model="m", scrape_metrics=False),
             prompt_set=load_prompt_set("mixed"),
             requests=requests,
-            warmup=0,
+            warmup=warmup,
             rounds=1,
             concurrency=concurrency,
         )
@@ -49,22 +48,7 @@ async def engine_run(
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     measured = result.arms[0].requests
     chunks = sum(len(r.chunk_times_s) for r in measured)
-    return wall, cpu, chunks, measured
-
-
-async def engine_timed(url: str, concurrency: int, requests: int, sharded: bool) -> tuple[float, list]:
-    """The engine's clock origin and measured requests, after one warm-up request per slot."""
-    async with (_engine_client if sharded else _client)(concurrency) as client:
-        config = BurstConfig(
-            a=ArmTarget("bench", url, model="m", scrape_metrics=False),
-            prompt_set=load_prompt_set("mixed"),
-            requests=requests,
-            warmup=concurrency,
-            rounds=1,
-            concurrency=concurrency,
-        )
-        result = await run_burst(config, client)
-    return result.clock_origin_s or 0.0, result.arms[0].requests
+    return wall, cpu, chunks, result.clock_origin_s or 0.0, measured
 
 
 async def plain_httpx_run(
@@ -123,7 +107,7 @@ def throughput(quick: bool) -> None:
             requests = max(4, concurrency * 2)
             for name in ("spectop", "plain httpx"):
                 runner = engine_run if name == "spectop" else plain_httpx_run
-                wall, cpu, chunks, _ = asyncio.run(runner(server.base_url, concurrency, requests))
+                wall, cpu, chunks, *_ = asyncio.run(runner(server.base_url, concurrency, requests))
                 print(
                     f"{name:12}{concurrency:>8}{chunks / wall:>10.0f}{cpu / wall * 100:>7.0f}"
                     f"{chunks / cpu if cpu else 0:>14.0f}"
@@ -150,9 +134,9 @@ def ttft_overhead(quick: bool) -> None:
             read_side: list[float] = []
             with TimedServer(behaviour) as server:
                 if name.startswith("spectop"):
-                    sharded = name == "spectop"
-                    origin, measured = asyncio.run(
-                        engine_timed(server.base_url, concurrency, requests, sharded)
+                    sharded = name == "spectop"  # after one warm-up request per slot
+                    *_, origin, measured = asyncio.run(
+                        engine_run(server.base_url, concurrency, requests, sharded, warmup=concurrency)
                     )
                     truth = {r.headers["x-request-id"].rsplit("-", 1)[1]: r for r in server.records}
                     for m in measured:

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 
 async def _farm(count: int, folder: Path, load_rps: float) -> None:

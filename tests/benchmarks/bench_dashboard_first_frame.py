@@ -17,10 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from tui.format import LIFETIME_MARK
 
-from tui.format import LIFETIME_MARK  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 _ESCAPES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 TIMEOUT_S = 60.0

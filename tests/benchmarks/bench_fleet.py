@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # tests.fleet's Prometheus helpers
 
 # A quarter of the fleet (every fourth target, at least one at any size) for the constant-queries check
 # (a regex on the names, `replica-0[0-N]`, selected nothing below 40 instances).

@@ -104,18 +104,22 @@ def generate(path: Path, total_lines: int, templates: list[str]) -> None:
             written += len(lines)
 
 
+def _child(argv: list[str]) -> tuple[float, float, str]:
+    """Wall and CPU seconds (from the children's rusage) of a command, and what it printed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    result = subprocess.run(argv, stdout=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), result.stdout
+
+
 def time_grep(path: Path) -> tuple[float, float, int]:
-    """Wall and CPU seconds of `grep -c` (CPU from the child's rusage)."""
     grep = shutil.which("grep")
     if grep is None:
         return float("nan"), float("nan"), 0
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    result = subprocess.run([grep, "-c", "SpecDecoding metrics", str(path)], capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, int(result.stdout.strip() or 0)
+    wall, cpu, out = _child([grep, "-c", "SpecDecoding metrics", str(path)])
+    return wall, cpu, int(out.strip() or 0)
 
 
 def time_parser(path: Path) -> tuple[float, float, int, int]:
@@ -179,15 +183,8 @@ def time_tailer(path: Path) -> tuple[float, float, int, int]:
 
 
 def time_command(path: Path) -> tuple[float, float, int]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "tui", "logs", str(path), "--json"], stdout=subprocess.PIPE, text=True
-    )
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, result.stdout.count("\n")
+    wall, cpu, out = _child([sys.executable, "-m", "tui", "logs", str(path), "--json"])
+    return wall, cpu, out.count("\n")
 
 
 def _row(name: str, lines: int, wall: float, cpu: float, note: str) -> None:

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import httpx
 

@@ -47,13 +47,6 @@ class LagMonitor:
         self._cpu0, self._wall0 = time.process_time(), time.perf_counter()
         self._task = asyncio.get_running_loop().create_task(self._tick())
 
-    async def pause(self) -> None:
-        """Stop measuring while spectop does its own work between rounds (nothing in flight)."""
-        await self._halt()
-
-    def resume(self) -> None:
-        self.start()
-
     async def _tick(self) -> None:
         while True:
             expected = time.perf_counter() + self.tick_s
@@ -66,20 +59,20 @@ class LagMonitor:
             self.lags.append(max(0.0, now - expected))
 
     async def stop(self) -> None:
-        await self._halt()
+        await self.pause()
         if self._wall > 0:
             self.cpu_share = self._cpu / self._wall
 
-    async def _halt(self) -> None:
+    async def pause(self) -> None:
+        """Stop measuring (`start` measures again): spectop's own work between rounds, nothing in flight."""
         if self._task is None:
             return
         self._wall += time.perf_counter() - self._wall0
         self._cpu += time.process_time() - self._cpu0
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
 
     def lag_between(self, start_s: float, end_s: float) -> float | None:
         """The largest lag of a tick that woke between `start_s` and a tick after `end_s` (a late tick
@@ -117,22 +110,21 @@ def _late_enough(result: RequestResult) -> float:
     return max(STREAM_LATE_S, 0.5 * span)
 
 
-def _late_source(result: RequestResult, monitor: LagMonitor | None) -> RequestResult:
+def _late_source(result: RequestResult, monitor: LagMonitor) -> RequestResult:
     """A request of a burst whose client fell behind: the server's own timing, else left out of decode
     figures when the client was late while it streamed (its chunk times are the client's)."""
     if result.decode_from != "client" or not result.ok:
         return result
     if result.server_decode_sample():
         return result.model_copy(update={"decode_from": "server"})
-    end = result.sent_s + (result.e2e_s or 0.0)
-    lag = monitor.lag_between(result.sent_s, end) if monitor is not None else None
+    lag = monitor.lag_between(result.sent_s, result.sent_s + (result.e2e_s or 0.0))
     if lag is None or lag >= STREAM_LATE_S:
         return result.model_copy(update={"decode_from": "none"})
     return result
 
 
 def check_requests(
-    requests: Sequence[RequestResult], monitor: LagMonitor | None, *, closed_loop: bool
+    requests: Sequence[RequestResult], monitor: LagMonitor, *, closed_loop: bool
 ) -> tuple[list[RequestResult], ClientCheck]:
     """The requests with `coalesced` and `decode_from` set, and the verdict on the client."""
     checked: list[RequestResult] = []
@@ -141,16 +133,14 @@ def check_requests(
         if not is_coalesced(result):
             checked.append(result)
             continue
-        end = result.sent_s + (result.e2e_s or 0.0)
-        lag = monitor.lag_between(result.sent_s, end) if monitor is not None else None
+        lag = monitor.lag_between(result.sent_s, result.sent_s + (result.e2e_s or 0.0))
         cause = "client" if lag is not None and lag >= _late_enough(result) else "server"
         client_blamed += cause == "client"
         server_blamed += cause == "server"
         source = "server" if result.server_decode_sample() else "none"
         checked.append(result.model_copy(update={"coalesced": cause, "decode_from": source}))
-    p99 = monitor.p99() if monitor is not None else None
-    largest = max(monitor.lags) if monitor is not None and monitor.lags else None
-    cpu = monitor.cpu_share if monitor is not None else None
+    p99, cpu = monitor.p99(), monitor.cpu_share
+    largest = max(monitor.lags) if monitor.lags else None
     first_tries = sorted(r.send_lag_s for r in requests if r.attempts == 1)
     send_p99 = percentile(first_tries, 99)
     reasons = []
@@ -173,7 +163,7 @@ def check_requests(
         loop_lag_max_s=largest,
         send_lag_p99_s=send_p99,
         cpu_share=cpu,
-        ticks=len(monitor.lags) if monitor is not None else 0,
+        ticks=len(monitor.lags),
         coalesced=client_blamed + server_blamed,
         coalesced_client=client_blamed,
         coalesced_server=server_blamed,

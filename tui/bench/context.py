@@ -8,7 +8,6 @@ from collections.abc import Iterable
 
 import httpx
 
-from tui.bench.engine import server_root
 from tui.bench.prompts import (
     PromptSet,
     counted_line,
@@ -18,6 +17,7 @@ from tui.bench.prompts import (
     sized_spec,
 )
 from tui.bench.report.models import BurstSummary
+from tui.bench.request import server_root
 from tui.bench.results import ArmResult
 from tui.format import UNKNOWN, fmt_times, fmt_times_interval, fmt_tokens, fmt_tokens_per_s
 from tui.tables import Table

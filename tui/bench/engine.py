@@ -9,7 +9,7 @@ import logging
 import random
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field
 from tui.auth import ApiKeyError, api_key_from_env, bearer_headers
 from tui.bench.client_check import LagMonitor, check_requests
 from tui.bench.prompts import Prompt, PromptSet
-from tui.bench.request import NATIVE_FIELDS, RequestSpec, RetryBudget, endpoint_url, run_request
+from tui.bench.request import NATIVE_FIELDS, RequestSpec, RetryBudget, endpoint_url, run_request, server_root
 from tui.bench.results import (
     ArmResult,
     Arrival,
@@ -62,14 +62,6 @@ class BurstConfigError(Exception):
 
 class ArmUnreachable(BurstConfigError):
     """An arm's server does not accept connections: checked before anything is sent or kept."""
-
-
-def server_root(base_url: str) -> str:
-    """The server's own root: `base_url` without an OpenAI path (/v1, /v1/completions, ...)."""
-    base = base_url.rstrip("/")
-    for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
-        base = base.removesuffix(suffix)
-    return base
 
 
 @dataclass
@@ -191,7 +183,7 @@ async def probe_arm(
 ) -> str | None:
     """GET /v1/models once before the burst: raises ArmUnreachable when nothing accepts the
     connection; returns the first served model id, or None when the server does not say."""
-    url = endpoint_url(target.base_url, "completions").removesuffix("/completions") + "/models"
+    url = server_root(target.base_url) + "/v1/models"
     timeout = httpx.Timeout(MODELS_TIMEOUT_S, connect=PROBE_CONNECT_TIMEOUT_S)
     try:
         response = await client.get(url, headers=headers, timeout=timeout, follow_redirects=False)
@@ -428,7 +420,6 @@ class _Run:
         arms = self.config.arms()
         if round_number % 2 == 1:
             arms = list(reversed(arms))
-        round_start = self.now()
         base_offset = offsets[indices[0]] if offsets else 0.0
         first_send: dict[str, float] = {}
         last_done: dict[str, float] = {}
@@ -444,34 +435,40 @@ class _Run:
             finally:
                 slot.release()
 
-        async def dispatcher(label: str, target: ArmTarget, group: asyncio.TaskGroup) -> None:
+        async def dispatcher(label: str, target: ArmTarget) -> None:
             slot = asyncio.Semaphore(self.config.concurrency)
-            for index in indices:
-                if self.config.rate is not None:
-                    scheduled = round_start + offsets[index] - base_offset
-                    delay = scheduled - self.now()
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                    await slot.acquire()  # waiting here is client-side queueing: it shows as send lag
-                else:
-                    await slot.acquire()
-                    scheduled = self.now()
-                group.create_task(request_task(label, target, index, scheduled, slot))
-                await asyncio.sleep(0)  # let the other arm's dispatcher send next: A, B, A, B
-
-        if self.config.schedule == "parallel":
+            start = self.now()  # alternate: this arm's own round starts now
             async with asyncio.TaskGroup() as group:
-                for label, target in arms:
-                    group.create_task(dispatcher(label, target, group))
-        else:  # alternate: one arm's round, then the other's; they never overlap
-            for label, target in arms:
-                round_start = self.now()
-                async with asyncio.TaskGroup() as group:
-                    group.create_task(dispatcher(label, target, group))
+                for index in indices:
+                    if self.config.rate is not None:
+                        scheduled = start + offsets[index] - base_offset
+                        delay = scheduled - self.now()
+                        if delay > 0:
+                            await asyncio.sleep(delay)
+                        await slot.acquire()  # waiting here is client-side queueing: it shows as send lag
+                    else:
+                        await slot.acquire()
+                        scheduled = self.now()
+                    group.create_task(request_task(label, target, index, scheduled, slot))
+                    await asyncio.sleep(0)  # let the other arm's dispatcher send next: A, B, A, B
+
+        await self._by_schedule(arms, dispatcher)  # alternate: one arm's round, then the other's
         for label, _ in arms:
             if label in first_send and label in last_done:
                 self.active_s[label] += last_done[label] - first_send[label]
                 self.phases[label].append((first_send[label], last_done[label]))
+
+    async def _by_schedule(
+        self, arms: list[tuple[str, ArmTarget]], work: Callable[[str, ArmTarget], Coroutine[Any, Any, None]]
+    ) -> None:
+        """`work` for each arm: side by side (parallel schedule), else one arm after the other."""
+        if self.config.schedule != "parallel":
+            for label, target in arms:
+                await work(label, target)
+            return
+        async with asyncio.TaskGroup() as group:
+            for label, target in arms:
+                group.create_task(work(label, target))
 
     async def flush_caches(self) -> None:
         """POST the servers' cache-flush endpoint (vLLM dev mode, SGLang); say what happened."""
@@ -517,13 +514,7 @@ class _Run:
                 for index in range(count):
                     group.create_task(one(index))
 
-        if self.config.schedule == "parallel":
-            async with asyncio.TaskGroup() as group:
-                for label, target in self.config.arms():
-                    group.create_task(arm(label, target))
-        else:
-            for label, target in self.config.arms():
-                await arm(label, target)
+        await self._by_schedule(self.config.arms(), arm)
         for label, _ in self.config.arms():
             self.arm_notes[label].append(f"prefix cache primed with the {count} prompts")
 
@@ -534,13 +525,10 @@ class _Run:
 
     def round_indices(self) -> list[list[int]]:
         count, rounds = self.config.requests, min(self.config.rounds, self.config.requests)
-        size, extra = divmod(count, rounds)
-        groups, start = [], 0
-        for number in range(rounds):
-            end = start + size + (1 if number < extra else 0)
-            groups.append(list(range(start, end)))
-            start = end
-        return groups
+        size, extra = divmod(count, rounds)  # the first `extra` rounds one request more
+        return [
+            list(range(n * size + min(n, extra), (n + 1) * size + min(n + 1, extra))) for n in range(rounds)
+        ]
 
     async def run(self) -> BurstResult:
         if not self.config.prompt_set.prompts:
@@ -594,7 +582,7 @@ class _Run:
             await self.monitor.pause()  # the look is spectop's own work, with nothing in flight
             so_far = self.build(before, [None] * len(before), first_send, self.now())
             reason = await asyncio.to_thread(config.check_round, so_far)
-            self.monitor.resume()
+            self.monitor.start()
             if reason is not None:
                 self.stop_reason = reason
                 return

@@ -3,13 +3,12 @@ reconciliation with /metrics, prefix cache, SLO goodput, a bootstrap over rounds
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tui.bench import server_figures
-from tui.bench.stats import DEFAULT_RESAMPLES, RateSample, percentile, percentile_interval, pooled_rate
+from tui.bench import server_figures, stats
+from tui.bench.stats import RateSample, pooled_rate
 from tui.format import fmt_bound, fmt_count, fmt_length, fmt_rate, fmt_times
 
 SNIPPET_CHARS = 60
@@ -52,19 +51,6 @@ class RequestFigures:
     @property
     def mean_acceptance_length(self) -> float | None:
         return server_figures.mean_acceptance_length(self.accepted, self.spec_steps)
-
-
-def _known(values: Sequence[float | None]) -> list[float]:
-    return sorted(v for v in values if v is not None and math.isfinite(v))
-
-
-def _pct(values: Sequence[float | None], q: float) -> float | None:
-    return percentile(_known(values), q)
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    known = _known(values)
-    return sum(known) / len(known) if known else None
 
 
 @dataclass(frozen=True)
@@ -111,9 +97,9 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
         drafted=drafted,
         accepted=accepted,
         pooled=server_figures.acceptance_rate(accepted, drafted),
-        p10=_pct(rates, 10),
-        p50=_pct(rates, 50),
-        p90=_pct(rates, 90),
+        p10=stats.percentile(stats.known(rates), 10),
+        p50=stats.percentile(stats.known(rates), 50),
+        p90=stats.percentile(stats.known(rates), 90),
         mean_length=mean_length,
         per_position=positions,
         note=partial,
@@ -271,15 +257,15 @@ def timing(requests: Sequence[RequestFigures]) -> TimingFigures:
     paired = [r for r in ok if r.server_ttft_ms is not None and r.client_ttft_s is not None]
     overheads = [(r.client_ttft_s or 0.0) * 1000.0 - (r.server_ttft_ms or 0.0) for r in paired]
     client = [r.client_ttft_s * 1000.0 for r in ok if r.client_ttft_s is not None]
-    queues = [r.queue_ms for r in ok]
+    overhead, queue = stats.summarize(overheads), stats.summarize([r.queue_ms for r in ok])
     return TimingFigures(
         requests=len(paired),
-        client_ttft_p50_ms=_pct(client, 50),
-        server_ttft_p50_ms=_pct([r.server_ttft_ms for r in ok], 50),
-        overhead_p50_ms=_pct(overheads, 50),
-        overhead_mean_ms=_mean(overheads),
-        queue_p50_ms=_pct(queues, 50),
-        queue_mean_ms=_mean(queues),
+        client_ttft_p50_ms=stats.summarize(client).p50,
+        server_ttft_p50_ms=stats.summarize([r.server_ttft_ms for r in ok]).p50,
+        overhead_p50_ms=overhead.p50,
+        overhead_mean_ms=overhead.mean,
+        queue_p50_ms=queue.p50,
+        queue_mean_ms=queue.mean,
     )
 
 
@@ -307,9 +293,25 @@ def reconcile(
 ) -> Reconciliation:
     """`shared_with`: the other arm's requests when both read one /metrics; `incomplete`: why some requests
     did not report; `server_steps`: the verification steps, when the page has no draft counters (SGLang)."""
+    mine = [*requests, *shared_with]
     if server_drafted is None and server_steps is not None:
-        return _reconcile_steps([*requests, *shared_with], server_steps, incomplete)
-    ours = [r for r in [*requests, *shared_with] if r.drafted is not None and r.accepted is not None]
+        counted = [r.spec_steps for r in mine if r.spec_steps is not None]
+        steps = sum(counted) if counted else None
+
+        def of_steps(share: float | None, exact: bool, message: str) -> Reconciliation:
+            return Reconciliation(None, None, None, None, share, exact, message)
+
+        if steps is None:
+            return of_steps(None, False, "no per-request verification steps: nothing to reconcile")
+        if steps == round(server_steps):
+            return of_steps(0.0, True, f"Σ per-request = /metrics: {steps} verification steps")
+        if steps > server_steps:
+            said = (
+                f"per-request steps exceed /metrics ({steps} vs {fmt_count(server_steps)}): counters reset?"
+            )
+            return of_steps(None, False, said)
+        return of_steps(*_other_load(steps, server_steps, "verification steps", incomplete))
+    ours = [r for r in mine if r.drafted is not None and r.accepted is not None]
     drafted = sum(r.drafted or 0 for r in ours) if ours else None
     accepted = sum(r.accepted or 0 for r in ours) if ours else None
 
@@ -329,39 +331,17 @@ def reconcile(
             f"per-request figures exceed /metrics ({drafted} vs {fmt_count(server_drafted)} drafted): "
             "counters reset or another server answered",
         )
-    share = 1.0 - drafted / server_drafted if server_drafted > 0 else None
-    said = f"{fmt_rate(share)} of drafts were not ours" if share is not None else "the drafts differ"
-    message = f"{said} ({drafted} of {fmt_count(server_drafted)}): the server was serving other load"
-    if incomplete:
-        message += f" (or {incomplete})"
-    return result(share, False, message)
+    return result(*_other_load(drafted, server_drafted, "drafts", incomplete))
 
 
-def _reconcile_steps(
-    requests: Sequence[RequestFigures], server_steps: float, incomplete: str | None
-) -> Reconciliation:
-    known = [r for r in requests if r.spec_steps is not None]
-    steps = sum(r.spec_steps or 0 for r in known) if known else None
-
-    def result(share: float | None, exact: bool, message: str) -> Reconciliation:
-        return Reconciliation(None, None, None, None, share, exact, message)
-
-    if steps is None:
-        return result(None, False, "no per-request verification steps: nothing to reconcile")
-    if steps == round(server_steps):
-        return result(0.0, True, f"Σ per-request = /metrics: {steps} verification steps")
-    if steps > server_steps:
-        return result(
-            None,
-            False,
-            f"per-request steps exceed /metrics ({steps} vs {fmt_count(server_steps)}): counters reset?",
-        )
-    share = 1.0 - steps / server_steps if server_steps > 0 else None
-    said = (
-        f"{fmt_rate(share)} of verification steps were not ours" if share is not None else "the steps differ"
-    )
-    message = f"{said} ({steps} of {fmt_count(server_steps)}): the server was serving other load"
-    return result(share, False, message + (f" (or {incomplete})" if incomplete else ""))
+def _other_load(
+    ours: int, server: float, noun: str, incomplete: str | None
+) -> tuple[float | None, bool, str]:
+    """(the share of the server's count that was not this burst's, not exact, the message)."""
+    share = 1.0 - ours / server if server > 0 else None
+    said = f"{fmt_rate(share)} of {noun} were not ours" if share is not None else f"the {noun} differ"
+    message = f"{said} ({ours} of {fmt_count(server)}): the server was serving other load"
+    return share, False, message + (f" (or {incomplete})" if incomplete else "")
 
 
 @dataclass(frozen=True)
@@ -405,10 +385,6 @@ class Slo:
     tpot_s: float | None = None
     e2e_s: float | None = None
 
-    @property
-    def empty(self) -> bool:
-        return self.ttft_s is None and self.tpot_s is None and self.e2e_s is None
-
     def describe(self) -> str:
         parts = [
             f"{name} ≤ {fmt_bound(value)}"
@@ -449,11 +425,6 @@ def request_throughput(requests: Sequence[RequestFigures], active_s: float | Non
     return sum(1 for r in requests if r.ok) / active_s
 
 
-def percentiles(values: Sequence[float | None], qs: Sequence[float]) -> dict[float, float | None]:
-    known = _known(values)
-    return {q: percentile(known, q) for q in qs}
-
-
 @dataclass(frozen=True)
 class RoundsInterval:
     """The pooled-ratio CI with rounds resampled as well as requests, next to the requests-only one."""
@@ -482,7 +453,7 @@ def bootstrap_rounds(
     a: Sequence[tuple[int, RateSample]],
     b: Sequence[tuple[int, RateSample]],
     *,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int = stats.DEFAULT_RESAMPLES,
     seed: int = 0,
     level: float = 0.95,
 ) -> RoundsInterval:
@@ -541,4 +512,4 @@ def _two_stage(
         rate_a, rate_b = pooled_rate(sample_a), pooled_rate(sample_b)
         if rate_a and rate_b is not None:
             ratios.append(rate_b / rate_a)
-    return percentile_interval(ratios, resamples, level)
+    return stats.percentile_interval(ratios, resamples, level)

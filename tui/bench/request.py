@@ -119,20 +119,19 @@ class _StreamState:
 NATIVE_FIELDS = {"stream": True, "return_spec_tokens_details": True}
 
 
+def server_root(base_url: str) -> str:
+    """The server's own root: `base_url` without an OpenAI path (/v1, /v1/completions, ...)."""
+    base = base_url.rstrip("/")
+    for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
+        base = base.removesuffix(suffix)
+    return base
+
+
 def endpoint_url(base_url: str, api: str) -> str:
     """`/v1/chat/completions` or `/v1/completions` under a base URL (with or without `/v1`);
     SGLang's native `/generate` (api "sglang") beside `/v1`."""
-    url = base_url.rstrip("/")
-    if api == "sglang":
-        return endpoint_url(base_url, "completions").removesuffix("/v1/completions") + "/generate"
-    suffix = "/chat/completions" if api == "chat" else "/completions"
-    for full in ("/v1/chat/completions", "/v1/completions"):
-        if url.endswith(full):
-            url = url[: -len(full)]
-            break
-    if not url.endswith("/v1"):
-        url += "/v1"
-    return url + suffix
+    paths = {"chat": "/v1/chat/completions", "sglang": "/generate"}
+    return server_root(base_url) + paths.get(api, "/v1/completions")
 
 
 def parse_retry_after(value: str) -> float | None:

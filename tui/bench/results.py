@@ -33,12 +33,6 @@ class ClientCheck(BaseModel):
     server_timed: int = Field(0, description="requests whose decode figures are the server's own timing")
     left_out: int = Field(0, description="coalesced requests left out of decode figures (no server timing)")
 
-    def summary(self) -> str:
-        """One line: "client OK" or "CLIENT FELL BEHIND: <reason>"."""
-        if self.ok:
-            return "client check: OK"
-        return f"CLIENT FELL BEHIND: {self.reason}; remedy: {self.remedy}"
-
 
 class RequestResult(BaseModel):
     """One measured request. Times are seconds; `*_s` offsets without `sent` are from the burst start."""

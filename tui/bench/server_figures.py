@@ -30,8 +30,9 @@ def _amount(value: Any) -> float | None:
     return number if math.isfinite(number) and number >= 0 else None
 
 
-def _histogram(value: Any) -> list[int] | None:
-    if not isinstance(value, list) or not 0 < len(value) <= MAX_HISTOGRAM:
+def _counts(value: Any, most: int = MAX_HISTOGRAM, least: int = 1) -> list[int] | None:
+    """A list of `least` to `most` counts (a histogram's buckets, a per-step array), or None."""
+    if not isinstance(value, list) or not least <= len(value) <= most:
         return None
     counts = [_count(item) for item in value]
     return None if any(count is None for count in counts) else [int(count or 0) for count in counts]
@@ -39,15 +40,8 @@ def _histogram(value: Any) -> list[int] | None:
 
 Count = Annotated[int | None, BeforeValidator(_count)]
 Amount = Annotated[float | None, BeforeValidator(_amount)]
-Histogram = Annotated[list[int] | None, BeforeValidator(_histogram)]
+Histogram = Annotated[list[int] | None, BeforeValidator(_counts)]
 MAX_STEPS = 1 << 20  # `detailed` per-step arrays: one entry per verification step
-
-
-def _steps(value: Any) -> list[int] | None:
-    if not isinstance(value, list) or len(value) > MAX_STEPS:
-        return None
-    counts = [_count(item) for item in value]
-    return None if any(count is None for count in counts) else [int(count or 0) for count in counts]
 
 
 def _by_length(value: Any) -> dict[int, list[int]] | None:
@@ -57,7 +51,7 @@ def _by_length(value: Any) -> dict[int, list[int]] | None:
     out: dict[int, list[int]] = {}
     for key, buckets in value.items():
         length = _count(int(key)) if isinstance(key, str) and key.isdigit() else None
-        histogram = _histogram(buckets)
+        histogram = _counts(buckets)
         if not length or histogram is None or length >= MAX_HISTOGRAM:
             return None
         if any(histogram[length + 1 :]):  # a step cannot accept more drafts than it proposed
@@ -66,7 +60,7 @@ def _by_length(value: Any) -> dict[int, list[int]] | None:
     return out
 
 
-Steps = Annotated[list[int] | None, BeforeValidator(_steps)]
+Steps = Annotated[list[int] | None, BeforeValidator(lambda value: _counts(value, MAX_STEPS, 0))]
 ByLength = Annotated[dict[int, list[int]] | None, BeforeValidator(_by_length)]
 
 

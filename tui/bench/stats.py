@@ -31,15 +31,20 @@ def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     return float(sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction)
 
 
+def known(values: Sequence[float | None]) -> list[float]:
+    """The values that are known (not None, finite), sorted: what `percentile` takes."""
+    return sorted(v for v in values if v is not None and math.isfinite(v))
+
+
 def summarize(values: Sequence[float | None]) -> Summary:
-    known = sorted(v for v in values if v is not None and math.isfinite(v))
-    if not known:
+    ranked = known(values)
+    if not ranked:
         return Summary()
     return Summary(
-        mean=sum(known) / len(known),
-        p50=percentile(known, 50),
-        p90=percentile(known, 90),
-        p99=percentile(known, 99),
+        mean=sum(ranked) / len(ranked),
+        p50=percentile(ranked, 50),
+        p90=percentile(ranked, 90),
+        p99=percentile(ranked, 99),
     )
 
 

@@ -25,7 +25,7 @@ from tui.bench.results import (
     ClientCheck,
     RequestResult,
 )
-from tui.bench.stats import bootstrap_pooled_ratio_ci, percentile, pooled_rate, summarize
+from tui.bench.stats import bootstrap_pooled_ratio_ci, known, percentile, pooled_rate, summarize
 from tui.format import fmt_latency_delta, fmt_level, fmt_rate, fmt_times, fmt_times_interval
 from tui.gpu.history import energy_ratio_text
 from tui.gpu.records import ArmGpuRecord
@@ -96,7 +96,7 @@ def arm_explain(
     qs = tuple(settings.percentiles or DEFAULT_QS)
     ok = [r for r in arm.requests if r.ok]
     percentiles = {
-        name: {f"{q:g}": value for q, value in explain.percentiles(values, qs).items()}
+        name: {f"{q:g}": percentile(known(values), q) for q in qs}
         for name, values in (
             ("ttft_s", [r.ttft_s for r in ok]),
             ("tpot_s", [r.tpot_s for r in ok]),
@@ -207,13 +207,6 @@ def _paired_samples(
             left.append(sample)
             right.append(other[1])
     return (left, right) if len(left) >= 2 else None
-
-
-def energy_words(a: ArmResult, b: ArmResult) -> str | None:
-    """The verdict's energy clause, B against A ("uses 0.6x the energy per token"), when both are known."""
-    a_jpt = a.gpu.energy_per_token_j if a.gpu else None
-    b_jpt = b.gpu.energy_per_token_j if b.gpu else None
-    return energy_ratio_text(b_jpt, a_jpt)
 
 
 def verdict_text(
@@ -382,7 +375,9 @@ def coalesced_words(name: str, check: ClientCheck) -> str:
 
 
 def _with_energy(verdict: str, a: ArmResult, b: ArmResult) -> str:
-    energy = energy_words(a, b)
+    """The verdict and its energy clause, B against A ("uses 0.6x the energy per token"), when known."""
+    a_jpt = a.gpu.energy_per_token_j if a.gpu else None
+    energy = energy_ratio_text(b.gpu.energy_per_token_j if b.gpu else None, a_jpt)
     return f"{verdict} and {energy}" if energy else verdict
 
 
@@ -390,11 +385,7 @@ def first_difference(a: str, b: str) -> int | None:
     """Index of the first differing character, or None when equal."""
     if a == b:
         return None
-    limit = min(len(a), len(b))
-    for position in range(limit):
-        if a[position] != b[position]:
-            return position
-    return limit
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def tokens_before(result: RequestResult, char_position: int) -> int | None:
