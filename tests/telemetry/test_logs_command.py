@@ -38,14 +38,6 @@ def test_no_log_file_exits_2(
     assert said in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["vllm", "sglang", "llamacpp"])
-def test_readable_output_fits_80_columns(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["logs", str(SAMPLES / f"{name}.server.log")]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines
-    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
-
-
 def test_readable_output_of_the_vllm_sample(capsys: pytest.CaptureFixture[str]) -> None:
     main(["logs", str(SAMPLES / "vllm.server.log")])
     lines = capsys.readouterr().out.splitlines()
