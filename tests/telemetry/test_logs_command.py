@@ -18,6 +18,7 @@ from typing import IO
 
 import pytest
 from test_logs_dropped_lines import VLLM_SPEC
+from test_logs_samples import _events
 
 from tui.cli import main
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
@@ -207,13 +208,8 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path: Path) -> None:
 
 
 def _sample_events() -> list[StatsEvent | SpecDecodeEvent | ErrorEvent]:
-    events = []
-    for name in ("vllm", "sglang", "llamacpp"):
-        parser = LogParser()
-        for line in (SAMPLES / f"{name}.server.log").read_text().splitlines():
-            events.extend(parser.feed(line))
     return [
-        *events,
+        *(event for name in ("vllm", "sglang", "llamacpp") for event in _events(name)),
         ErrorEvent(category="oom", message="torch.OutOfMemoryError: CUDA out of memory." * 5, line="x"),
         StatsEvent(),
         SpecDecodeEvent(per_position_acceptance=[0.5] * 15, scope="lifetime"),
