@@ -12,7 +12,6 @@ import httpx
 import pytest
 from llamacpp_fake_server import FakeLlamaServer
 from metrics_test_server import (
-    SAMPLES,
     Reply,
     ReplyServer,
     assert_rate,
@@ -127,16 +126,6 @@ async def test_bad_arguments_exit_2(args: list[str]) -> None:
     code, _, err = await spectop(*args)
     assert code == 2
     assert err.strip()
-
-
-async def test_llamacpp_capture_served_with_its_saved_headers_in_the_body() -> None:
-    raw = [Reply((SAMPLES / "llamacpp" / name).read_bytes()) for name in ("metrics_t0.txt", "metrics_t1.txt")]
-    async with ReplyServer(raw, routes={"/slots": Reply(b"", status=501)}) as server:
-        code, out, err = await spectop("snapshot", server.url, "--window", "0.3", "--json")
-    assert code == 0, err
-    record = json.loads(out)
-    assert (record["backend"], record["mean_acceptance_length"]) == ("llamacpp", 9.0)
-    assert record["prefix_cache_hit_rate"] == pytest.approx(0.465714, abs=1e-6)
 
 
 def test_table_header_keeps_the_status_when_the_model_path_is_long() -> None:
