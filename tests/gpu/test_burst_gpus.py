@@ -24,7 +24,7 @@ from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import note_lines
 from tui.bench.results import ArmResult, BurstResult, BurstSettingsRecord
 from tui.bench.session import with_gpu
-from tui.gpu.burst import BurstGpuWatch
+from tui.gpu.burst import BurstGpuWatch, watch_for
 from tui.gpu.records import ArmGpuRecord
 from tui.settings import EndpointSettings
 from tui.sim.config import SimConfig
@@ -144,6 +144,19 @@ def test_with_gpu_gives_the_watch_each_arms_rounds_as_moments() -> None:
     assert calls == [
         ("http://a", origin + 1, origin + 9, [(origin + 1, origin + 4), (origin + 6, origin + 9)])
     ]
+
+
+def test_the_burst_screen_watches_the_arms_with_a_gpu_metrics_url() -> None:
+    client = httpx.AsyncClient()
+    endpoints = [
+        EndpointSettings(
+            name="a", url="http://10.9.9.9:8000", gpu_metrics_url="http://10.9.9.9:9400/metrics"
+        ),
+        EndpointSettings(name="b", url="http://10.9.9.9:8001"),
+    ]
+    watch = watch_for(["http://10.9.9.9:8000/", "http://10.9.9.9:8001"], endpoints, client)
+    assert watch is not None and set(watch.urls.values()) == {"a"}
+    assert watch_for(["http://10.9.9.9:8001"], endpoints, client) is None
 
 
 ROOT = Path(__file__).resolve().parents[2]

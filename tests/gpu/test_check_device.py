@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.telemetry.metrics_test_server import Reply, ReplyServer
 from tui.sim.gpu_page import GPU_METRICS_PATH
 
 SCRIPT = Path(__file__).parent / "check_device.py"
@@ -36,30 +38,11 @@ def test_check_device_prints_the_panel_of_an_exporter_page(gpu_sim: str) -> None
     assert lines[2].startswith("GPU 0: ") and "from the counter" in lines[2]
 
 
-def test_check_device_says_when_both_reads_were_the_same_cached_exporter_sample() -> None:
+async def test_check_device_says_when_both_reads_were_the_same_cached_exporter_sample() -> None:
     """dcgm-exporter collects every 30 s: two reads a second apart get the same sample."""
-    import http.server
-    import threading
-
     page = (Path(__file__).parent / "samples" / "dcgm_exporter_3.3_h100x2.prom").read_bytes()
-
-    class Page(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(page)))
-            self.end_headers()
-            self.wfile.write(page)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        result = _run("--dcgm", f"http://127.0.0.1:{server.server_address[1]}/metrics")
-    finally:
-        server.shutdown()
+    async with ReplyServer([Reply(page)]) as exporter:
+        result = await asyncio.to_thread(_run, "--dcgm", exporter.url + "/metrics")
     assert result.returncode == 0, result.stderr
     energy = [line for line in result.stdout.splitlines() if ": energy" in line]
     assert energy and all("same cached exporter sample" in line for line in energy), result.stdout

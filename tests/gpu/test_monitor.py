@@ -1,7 +1,9 @@
-"""GpuMonitor: each source read once per poll, endpoints mapped to their GPUs, energy per endpoint and arm."""
+"""GpuMonitor: each source read once per poll, endpoints mapped to their GPUs, energy per endpoint and arm;
+LiveSource polls it with the shared client, one poll per tick, into the board."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from pathlib import Path
@@ -11,8 +13,11 @@ import pytest
 
 from tests.gpu.fake_pynvml import FakeDevice, FakeNvml
 from tests.telemetry.metrics_test_server import Reply, ReplyServer
+from tui.board import Board
 from tui.gpu.monitor import GpuMonitor
-from tui.settings import EndpointSettings
+from tui.settings import EndpointSettings, Settings
+from tui.sources.live import LiveSource
+from tui.sources.updates import GpusPolled
 
 SAMPLE = Path(__file__).parent / "samples" / "dcgm_exporter_3.3_h100x2.prom"
 UUID_1 = "GPU-edc718f8-e593-6468-b9f9-563d508366ed"
@@ -91,3 +96,32 @@ async def test_a_gpu_in_mig_mode_is_found_by_its_index() -> None:
     assert view.available and view.reason is None and not view.missing
     (gpu,) = view.gpus
     assert gpu.index == 0 and len(gpu.slices) == 4
+
+
+async def test_one_gpu_poll_per_tick_with_the_shared_client_into_the_board() -> None:
+    async with (
+        ReplyServer([Reply(SAMPLE.read_bytes(), delay_s=0.3)]) as exporter,
+        httpx.AsyncClient() as client,
+    ):
+        endpoints = [
+            EndpointSettings(name="a", url="http://10.9.9.9:8000", gpu_metrics_url=exporter.url + "/metrics"),
+            EndpointSettings(name="b", url="http://10.9.9.9:8001", gpu_metrics_url=exporter.url + "/metrics"),
+            EndpointSettings(name="far", url="http://10.9.9.8:8000"),
+        ]
+        settings = Settings(endpoints=endpoints)
+        source = LiveSource(settings, http_client=client)
+        assert source.gpu_monitor.client is client
+        for _ in range(3):  # ticks while the first poll is still in flight
+            source.poll_gpus_due()
+        update = await asyncio.wait_for(source._queue.get(), 10)
+        await source.close()
+    assert isinstance(update, GpusPolled)
+    assert len(exporter.requests) == 1  # two endpoints on one exporter, three ticks: one read
+    board = Board(settings)
+    applied = board.apply(update)
+    assert set(applied.changed) == {"a", "b", "far"}
+    assert [gpu.index for gpu in board.gpus["a"].gpus] == [0, 1]
+    assert board.gpu_shared == frozenset(board.gpus["a"].keys)  # a and b show the same GPUs: the strip
+    assert board.gpus["far"].reason is not None and "gpu_metrics_url" in board.gpus["far"].reason
+    key = board.gpus["a"].keys[0]
+    assert len(board.gpu_history.series(key, "power_w")) == 1

@@ -1,16 +1,13 @@
 """What one endpoint remembers between pages: what each series means (its window's `SeriesMemo`, keyed by
-the series text, never by `id()`), yet a different server on the URL is noticed."""
+the series text, never by `id()`), started over for a different server on the URL."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
-from metrics_test_server import Reply, ReplyServer, sample_body
+from metrics_test_server import sample_body
 
-from tui.settings import EndpointSettings
 from tui.telemetry.backends import base, detect_backend, sglang, vllm
 from tui.telemetry.backends.base import SeriesMemo
-from tui.telemetry.monitor import EndpointMonitor
 from tui.telemetry.prometheus import MetricsParser, Sample, parse_metrics_text
 from tui.telemetry.scraper import Scrape
 from tui.telemetry.window import ScrapeWindow
@@ -61,26 +58,8 @@ def test_the_memo_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert memo.plans(sglang.TABLE) == {}  # full: cleared before the next page, never grown without bound
 
 
-def _samples(backend: str, name: str = "metrics_t0.txt") -> tuple:
-    return tuple(parse_metrics_text(sample_body(backend, name).decode()))
-
-
 def test_the_backend_is_the_one_most_metric_names_belong_to() -> None:
-    pages = [_samples("vllm"), _samples("sglang"), (), _samples("llamacpp")]
+    pages = [_page("vllm"), _page("sglang"), (), _page("llamacpp")]
     assert [detect_backend(samples) for samples in pages] == ["vllm", "sglang", None, "llamacpp"]
     mostly_vllm = "vllm:a_total 1\nvllm:b_total 2\nsglang:c_total 3\n"
     assert detect_backend(tuple(parse_metrics_text(mostly_vllm))) == "vllm"
-
-
-async def test_monitor_notices_a_different_server_after_a_restart() -> None:
-    replies = [
-        Reply(sample_body("vllm", "metrics_t0.txt")),
-        Reply(sample_body("vllm", "metrics_t1.txt")),
-        Reply(sample_body("sglang", "metrics_t0.txt")),
-        Reply(sample_body("sglang", "metrics_t1.txt")),
-    ]
-    async with ReplyServer(replies) as server, httpx.AsyncClient() as client:
-        monitor = EndpointMonitor(EndpointSettings(name="swap", url=server.url), window_s=60.0)
-        readings = [await monitor.poll(client) for _ in range(4)]
-    assert [reading.backend for reading in readings] == ["vllm", "vllm", "sglang", "sglang"]
-    assert monitor.window.backend == "sglang"

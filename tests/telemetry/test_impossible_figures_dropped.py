@@ -1,7 +1,6 @@
 """Impossible figures from a bad page, dropped and counted, never shown: one counter going
 backwards alone while the others rise is an inconsistent page (not a restart); accepted > drafted, a KV
-gauge above 1 and a negative queue are dropped with a note; after a change of k, per-position acceptance
-is unknown with a note saying why."""
+gauge above 1 and a negative queue are dropped with a note."""
 
 from __future__ import annotations
 
@@ -59,16 +58,3 @@ def test_possible_figures_are_kept() -> None:
 def test_nan_and_the_infinities_are_dropped(name: str, value: float) -> None:
     figures = Figures.model_validate({name: value, "per_position_acceptance": [0.5, 0.5]})
     assert drop_impossible(figures) == 1 and getattr(figures, name) is None
-
-
-def test_after_a_change_of_k_per_position_says_why_it_is_unknown() -> None:
-    def page(drafts: float, positions: list[float]) -> str:
-        return vllm_page(drafts * 3, drafts, sum(positions) / 2, positions=positions)
-
-    window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(page(1000, [880, 650]), 0.0))
-    window.add(scrape(page(1100, [968, 715]), 10.0))
-    window.add(scrape(page(1200, [1056, 780, 10, 5]), 20.0))  # k 2 → 4
-    figures = window.figures()
-    assert figures.per_position_acceptance is None
-    assert "draft positions changed (k 2 → 4)" in figures.notes["per_position_acceptance"]

@@ -18,6 +18,7 @@ from typing import IO
 
 import pytest
 from test_logs_dropped_lines import VLLM_SPEC
+from test_logs_samples import _events
 
 from tui.cli import main
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
@@ -36,14 +37,6 @@ def test_no_log_file_exits_2(
 ) -> None:
     assert main(["logs", str(tmp_path / name)]) == 2
     assert said in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("name", ["vllm", "sglang", "llamacpp"])
-def test_readable_output_fits_80_columns(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["logs", str(SAMPLES / f"{name}.server.log")]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines
-    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
 
 
 def test_readable_output_of_the_vllm_sample(capsys: pytest.CaptureFixture[str]) -> None:
@@ -215,13 +208,8 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path: Path) -> None:
 
 
 def _sample_events() -> list[StatsEvent | SpecDecodeEvent | ErrorEvent]:
-    events = []
-    for name in ("vllm", "sglang", "llamacpp"):
-        parser = LogParser()
-        for line in (SAMPLES / f"{name}.server.log").read_text().splitlines():
-            events.extend(parser.feed(line))
     return [
-        *events,
+        *(event for name in ("vllm", "sglang", "llamacpp") for event in _events(name)),
         ErrorEvent(category="oom", message="torch.OutOfMemoryError: CUDA out of memory." * 5, line="x"),
         StatsEvent(),
         SpecDecodeEvent(per_position_acceptance=[0.5] * 15, scope="lifetime"),

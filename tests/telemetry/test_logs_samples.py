@@ -68,12 +68,6 @@ def test_vllm_sample_gives_three_stats_and_three_spec_events() -> None:
         assert event.engine == "0"  # from the stats line it follows
 
 
-def test_vllm_first_spec_line_counts_recompute_to_the_readme_figures() -> None:
-    first = next(e for e in _events("vllm") if isinstance(e, SpecDecodeEvent))
-    assert first.accepted_tokens / first.drafted_tokens == pytest.approx(0.7095, abs=1e-4)
-    assert 1 + first.accepted_tokens / (first.drafted_tokens / 2) == pytest.approx(2.419, abs=1e-3)
-
-
 # SGLang README: the Decode table
 SGLANG_DECODE = [
     ("2026-07-20T09:49:58", 32, 90512, 0.16, 2.90, 0.63, 2264.12, 0),
@@ -157,8 +151,3 @@ def test_spectop_logs_json_on_each_sample(
     assert Counter(record["kind"] for record in records) == expected_kinds
     spec = [r for r in records if r["kind"] == "spec_decode"]
     assert all("accepted_tokens" in r or r.get("mean_acceptance_length") for r in spec)
-    if name == "vllm":
-        assert spec[0]["acceptance_rate"] == pytest.approx(0.709)
-        assert spec[0]["per_position_acceptance"] == pytest.approx([0.807, 0.612])
-        assert records[0]["generation_tokens_per_s"] == pytest.approx(277.9)
-        assert records[0]["kv_cache_usage"] == pytest.approx(0.007)

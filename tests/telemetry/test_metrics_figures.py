@@ -414,46 +414,31 @@ def test_sglang_tier_in_use_from_spec_num_steps(steps: float | None, running: fl
 # --- histogram quantiles, as Prometheus computes them ------------------------------------------------------
 
 INF = math.inf
-
-
-def test_vllm_sample_window_ttft() -> None:
-    # Δbuckets of the vLLM sample (README): le 0.04 → 1, 0.06 → 2, 0.08 → 4.
-    buckets = {0.02: 0.0, 0.04: 1.0, 0.06: 2.0, 0.08: 4.0, 0.1: 4.0, 0.25: 4.0, INF: 4.0}
-    assert histogram_quantile(0.5, buckets) == pytest.approx(0.06)
-    assert histogram_quantile(0.9, buckets) == pytest.approx(0.076)
-    assert histogram_quantile(0.95, buckets) == pytest.approx(0.078)
-
-
-def test_first_bucket_interpolates_from_zero() -> None:
-    assert histogram_quantile(0.5, {1.0: 10.0, INF: 10.0}) == pytest.approx(0.5)
-
-
-def test_rank_in_inf_bucket_returns_highest_finite_bound() -> None:
-    assert histogram_quantile(0.99, {1.0: 1.0, 2.0: 2.0, INF: 10.0}) == 2.0
-
-
-def test_negative_first_bound_is_returned_as_is() -> None:
-    assert histogram_quantile(0.1, {-1.0: 5.0, 0.0: 6.0, INF: 6.0}) == -1.0
+SAMPLE_TTFT = {0.02: 0.0, 0.04: 1.0, 0.06: 2.0, 0.08: 4.0, 0.1: 4.0, 0.25: 4.0, INF: 4.0}  # vLLM sample's Δ
 
 
 @pytest.mark.parametrize(
-    "buckets",
+    ("q", "buckets", "expected"),
     [
-        {},
-        {INF: 5.0},  # a single bucket
-        {1.0: 2.0, 2.0: 3.0},  # no +Inf bucket
-        {1.0: 0.0, INF: 0.0},  # no observations
+        (0.5, SAMPLE_TTFT, 0.06),  # the README's figures
+        (0.9, SAMPLE_TTFT, 0.076),
+        (0.95, SAMPLE_TTFT, 0.078),
+        (0.5, {1.0: 10.0, INF: 10.0}, 0.5),  # the first bucket interpolates from zero
+        (0.99, {1.0: 1.0, 2.0: 2.0, INF: 10.0}, 2.0),  # in the +Inf bucket: the highest finite bound
+        (0.1, {-1.0: 5.0, 0.0: 6.0, INF: 6.0}, -1.0),  # a negative first bound is returned as is
+        (-0.1, {1.0: 1.0, INF: 1.0}, -INF),  # q out of range, as Prometheus gives it
+        (1.1, {1.0: 1.0, INF: 1.0}, INF),
+        (math.nan, {1.0: 1.0, INF: 1.0}, None),
+        (0.5, {}, None),
+        (0.5, {INF: 5.0}, None),  # a single bucket
+        (0.5, {1.0: 2.0, 2.0: 3.0}, None),  # no +Inf bucket
+        (0.5, {1.0: 0.0, INF: 0.0}, None),  # no observations
     ],
 )
-def test_unknown_quantiles_are_none(buckets: dict[float, float]) -> None:
-    assert histogram_quantile(0.5, buckets) is None
-
-
-def test_out_of_range_q_like_prometheus() -> None:
-    buckets = {1.0: 1.0, INF: 1.0}
-    assert histogram_quantile(-0.1, buckets) == -INF
-    assert histogram_quantile(1.1, buckets) == INF
-    assert histogram_quantile(math.nan, buckets) is None
+def test_quantiles_as_prometheus_gives_them(
+    q: float, buckets: dict[float, float], expected: float | None
+) -> None:
+    assert histogram_quantile(q, buckets) == (None if expected is None else pytest.approx(expected))
 
 
 def test_non_monotonic_counts_are_fixed_up() -> None:

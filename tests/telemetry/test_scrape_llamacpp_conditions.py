@@ -329,9 +329,3 @@ async def test_snapshot_reads_the_real_slots_and_models_bodies() -> None:
     assert_rate(record["generation_tokens_per_s"], 704, 0.5)
     assert "generation_tokens_per_s" not in record["notes"]
     assert_rate(record["requests_per_s"], 11, 0.5)
-    assert (record["acceptance_rate"], record["mean_acceptance_length"]) == (1.0, 9.0)
-    assert record["per_position_acceptance"] == [1.0] * 8
-    assert record["tpot_mean_s"] == pytest.approx(0.667529 / 693, rel=1e-4)
-    assert record["prefix_cache_hit_rate"] == pytest.approx(163 / 350)
-    assert (record["running"], record["waiting"]) == (0.0, 0.0)
-    assert record["kv_cache_usage"] is None  # not exposed by this build (llamacpp.md §7)

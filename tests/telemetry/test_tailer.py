@@ -39,8 +39,10 @@ async def _until(condition: Callable[[], bool], what: str) -> None:
 class Follower:
     """Runs `LogTailer.lines()` in a task and collects what it yields."""
 
-    def __init__(self, path: Path, **options: object) -> None:
-        self.tailer = LogTailer(path, poll_interval_s=POLL_S, **options)  # type: ignore[arg-type]
+    def __init__(self, path: Path, *, default_poll: bool = False, **options: object) -> None:
+        if not default_poll:  # else the tailer's own interval, the one the CLI and dashboard use
+            options["poll_interval_s"] = POLL_S
+        self.tailer = LogTailer(path, **options)  # type: ignore[arg-type]
         self.lines: list[str] = []
         self.task: asyncio.Task[None] | None = None
 
@@ -390,20 +392,12 @@ def _write_lines(path: Path, lines: list[str]) -> None:
     _append(path, "".join(line + "\n" for line in lines))
 
 
-class DefaultPollFollower(Follower):
-    """`Follower` with the tailer's own default poll interval (the one the CLI and dashboard use)."""
-
-    def __init__(self, path: Path, **options: object) -> None:
-        super().__init__(path, **options)
-        self.tailer = LogTailer(path, **options)  # type: ignore[arg-type]
-
-
 async def test_rotated_files_present_before_the_start_are_not_replayed(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     _write_lines(tmp_path / "server.log.2", ["from an older rotation 2"])
     _write_lines(tmp_path / "server.log.1", ["from an older rotation 1"])
     log.write_text("")
-    async with DefaultPollFollower(log) as follower:
+    async with Follower(log, default_poll=True) as follower:
         await follower.sync(log)
         _write_lines(log, ["before"])
         os.rename(tmp_path / "server.log.1", tmp_path / "server.log.2")
@@ -419,7 +413,7 @@ async def test_copytruncate_regrowing_past_the_old_offset_loses_nothing(tmp_path
     log = tmp_path / "server.log"
     log.write_text("")
     before, after = _numbered("before", 100), _numbered("after", 400)
-    async with DefaultPollFollower(log) as follower:
+    async with Follower(log, default_poll=True) as follower:
         await follower.sync(log)
         _write_lines(log, before)
         await follower.wait_for(before[-1])
@@ -436,7 +430,7 @@ async def test_copytruncate_with_the_same_first_bytes_is_still_seen(tmp_path: Pa
     banner = "=" * 100 + " server starting " + "=" * 100
     log.write_text(banner + "\n")
     before, after = _numbered("before", 50), _numbered("after", 200)
-    async with DefaultPollFollower(log) as follower:
+    async with Follower(log, default_poll=True) as follower:
         await follower.sync(log)
         _write_lines(log, before)
         await follower.wait_for(before[-1])
@@ -469,7 +463,7 @@ async def test_rotations_between_polls_lose_nothing_and_keep_file_order(
     log = tmp_path / "server.log"
     log.write_text("")
     batches = [_numbered(f"file{index}", 50) for index in range(rotations + int(new_file_last))]
-    async with DefaultPollFollower(log) as follower:
+    async with Follower(log, default_poll=True) as follower:
         await follower.sync(log)
         for index, batch in enumerate(batches):
             _write_lines(log, batch)
@@ -499,7 +493,7 @@ async def test_a_rotation_wakes_the_tailer_before_its_next_poll(tmp_path: Path) 
 async def test_rotations_seen_one_by_one_read_each_file_once(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("")
-    async with DefaultPollFollower(log) as follower:
+    async with Follower(log, default_poll=True) as follower:
         await follower.sync(log)
         for index in range(3):
             _write_lines(log, [f"file {index}"])
@@ -517,7 +511,7 @@ async def test_rotations_seen_one_by_one_read_each_file_once(tmp_path: Path) -> 
 async def test_other_files_named_like_the_log_are_not_read(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("")
-    async with DefaultPollFollower(log) as follower:
+    async with Follower(log, default_poll=True) as follower:
         await follower.sync(log)
         _write_lines(tmp_path / "server.log.lock", ["not a log"])
         _write_lines(tmp_path / "server.log_stderr", ["not this one either"])
@@ -532,7 +526,7 @@ async def test_other_files_named_like_the_log_are_not_read(tmp_path: Path) -> No
 async def test_lines_written_to_the_rotated_file_before_the_writer_reopens_are_read(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("")
-    async with DefaultPollFollower(log) as follower:
+    async with Follower(log, default_poll=True) as follower:
         await follower.sync(log)
         _write_lines(log, ["old 1"])
         os.rename(log, tmp_path / "server.log.1")  # logrotate: rename, create, then signal the server
@@ -553,7 +547,7 @@ async def test_files_rotated_while_the_path_is_empty_are_read(tmp_path: Path) ->
     log = tmp_path / "server.log"
     log.write_text("")
     batches = [_numbered(f"file{index}", 100) for index in range(4)]
-    async with DefaultPollFollower(log) as follower:
+    async with Follower(log, default_poll=True) as follower:
         await follower.sync(log)
         for batch in batches:
             _write_lines(log, batch)
@@ -605,7 +599,7 @@ async def test_a_file_on_the_inode_of_one_already_read_is_read(
     log = tmp_path / "server.log"
     first = _numbered("first", 50)
     log.write_text("")
-    async with DefaultPollFollower(log, watch=False) as follower:
+    async with Follower(log, default_poll=True, watch=False) as follower:
         await follower.sync(log)
         _write_lines(log, first)
         os.rename(log, tmp_path / "server.log.1")
@@ -641,7 +635,7 @@ async def test_copytruncate_seen_by_the_first_bytes_alone(tmp_path: Path) -> Non
     ] * 20
     after = [*again, *(f"INFO after line {number:04d}" for number in range(50))]
     assert len(before[0]) == len(again[0])  # the old offset falls on the same heartbeat bytes
-    async with DefaultPollFollower(log) as follower:
+    async with Follower(log, default_poll=True) as follower:
         await follower.sync(log)
         markers = log.read_text().splitlines()  # "sync-0": the new content starts as long, but differs
         _write_lines(log, before)

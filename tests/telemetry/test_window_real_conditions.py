@@ -97,6 +97,8 @@ def test_draft_positions_changing_without_a_visible_restart_start_afresh() -> No
     window.add(scrape(page(1000, [880, 650]), 0.0))
     window.add(scrape(page(1100, [968, 715]), 10.0))
     window.add(scrape(page(1200, [1056, 780, 10, 5]), 20.0))  # k 2 → 4
+    assert window.figures().per_position_acceptance is None
+    assert "draft positions changed (k 2 → 4)" in window.figures().notes["per_position_acceptance"]
     window.add(scrape(page(1300, [1144, 845, 70, 25]), 30.0))
     assert window.figures().per_position_acceptance == pytest.approx([0.88, 0.65, 0.60, 0.20])
     assert window.figures().covered_s == pytest.approx(10.0)

@@ -74,7 +74,8 @@ class BurstGpuWatch:
             samples = [s for key in history[1] for s in history[0].samples_between(key, start, end)]
             reasons_known = bool(samples) and all(s.throttle_reasons is not None for s in samples)
             throttled = True if throttling is not None else (False if reasons_known else None)
-        others = set(view.keys) & self._other_keys(name)
+        latest = self.monitor.latest.items()
+        others = set(view.keys) & {key for other, shown in latest if other != name for key in shown.keys}
         note = scope = None
         energy = None
         if others and phases:
@@ -118,9 +119,6 @@ class BurstGpuWatch:
         return EnergyFigure(
             sum(figure.joules for figure in known), sum(figure.seconds for figure in known), method
         )
-
-    def _other_keys(self, name: str | None) -> set[str]:
-        return {key for other, view in self.monitor.latest.items() if other != name for key in view.keys}
 
 
 def watch_for(

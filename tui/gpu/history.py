@@ -94,10 +94,9 @@ class GpuHistory:
         total = 0.0
         method: Literal["counter", "power"] = "counter"
         for key in chosen:
-            points = list(self._points.get(key, ()))
-            joules = _counter_energy(points, start, end, max_gap_s)
+            joules = _counter_energy(self.series(key, "energy_j"), start, end, max_gap_s)
             if joules is None:
-                joules = _power_energy(points, start, end, max_gap_s)
+                joules = _power_energy(self.series(key, "power_w"), start, end, max_gap_s)
                 method = "power"
             if joules is None:
                 return None
@@ -126,14 +125,10 @@ def _span(points: list[tuple[float, float]], start: float, end: float) -> list[t
     return points[first : last + 1]
 
 
-def _values(points: list[tuple[float, GpuSample]], figure: str) -> list[tuple[float, float]]:
-    return [(t, float(value)) for t, gpu in points if (value := getattr(gpu, figure)) is not None]
-
-
 def _counter_energy(
-    points: list[tuple[float, GpuSample]], start: float, end: float, max_gap_s: float
+    points: list[tuple[float, float]], start: float, end: float, max_gap_s: float
 ) -> float | None:
-    span = _span(_values(points, "energy_j"), start, end)
+    span = _span(points, start, end)
     if not _covering(span, start, end):
         return None
     start_gap = span[1][0] - span[0][0] if span[0][0] < start else 0.0
@@ -146,9 +141,9 @@ def _counter_energy(
 
 
 def _power_energy(
-    points: list[tuple[float, GpuSample]], start: float, end: float, max_gap_s: float
+    points: list[tuple[float, float]], start: float, end: float, max_gap_s: float
 ) -> float | None:
-    span = _span(_values(points, "power_w"), start, end)
+    span = _span(points, start, end)
     if not _covering(span, start, end) or any(
         t1 - t0 > max_gap_s for (t0, _), (t1, _) in itertools.pairwise(span)
     ):

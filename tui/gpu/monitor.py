@@ -49,13 +49,11 @@ class GpuMonitor:
     ) -> None:
         self.client = client
         self.history_s = history_s
-        self.plans: dict[str, GpuPlan] = {}
-        self.selectors: dict[str, list[int | str] | None] = {}
-        for endpoint in endpoints:
-            self.plans[endpoint.name] = plan_for_endpoint(
-                endpoint.url, endpoint.gpu_metrics_url, endpoint.gpus
-            )
-            self.selectors[endpoint.name] = endpoint.gpus
+        self.plans: dict[str, GpuPlan] = {
+            endpoint.name: plan_for_endpoint(endpoint.url, endpoint.gpu_metrics_url, endpoint.gpus)
+            for endpoint in endpoints
+        }
+        self.selectors = {endpoint.name: endpoint.gpus for endpoint in endpoints}
         self._nvml: NvmlSource | None = None
         self.histories: dict[str, GpuHistory] = {}
         self.latest: dict[str, EndpointGpus] = {}
@@ -79,11 +77,8 @@ class GpuMonitor:
         for source, result in results.items():
             if isinstance(result, GpuReading):
                 self.histories.setdefault(source, GpuHistory(self.history_s)).add(result)
-        views = {}
-        for name, plan in self.plans.items():
-            views[name] = self._view(name, plan, results)
-        self.latest = views
-        return views
+        self.latest = {name: self._view(name, plan, results) for name, plan in self.plans.items()}
+        return self.latest
 
     def _view(
         self, name: str, plan: GpuPlan, results: dict[str, GpuReading | GpuUnavailable]

@@ -95,25 +95,16 @@ def row_fields(
     """The fields of `name`'s row (of `EndpointRow` or a type extending it: the fleet's) from its latest
     reading (None before the first scrape); a down endpoint has no figures, not its last ones."""
     worst = "critical" if "critical" in alert_severities else ("warning" if alert_severities else None)
+    fields = {"name": name, "status": status, "alerts": len(alert_severities), "worst_alert": worst}
     if reading is None:
-        return {
-            "name": name,
-            "status": status,
-            "backend": backend,
-            "model": model,
-            "alerts": len(alert_severities),
-            "worst_alert": worst,
-        }
+        return {**fields, "backend": backend, "model": model}
     values = row_figures(reading.figures if reading.up else None)
     lifetime = _with_lifetime(values, reading.figures) if reading.up else frozenset()
     return {
-        "name": name,
-        "status": status,
+        **fields,
         "backend": reading.backend or backend,
         "model": reading.model or model,
         **values,
-        "alerts": len(alert_severities),
-        "worst_alert": worst,
         "ttft_p95_bounds": _p95_bounds(reading, lifetime),
         "lifetime": lifetime,
     }
