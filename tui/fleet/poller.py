@@ -313,7 +313,9 @@ class FleetPoller:
         started = time.monotonic()
         requests_before = self.client.requests
         at = time.time()
-        asking = self._bounds_wanted(started)
+        # The bucket bounds: with the first refresh, then only while an instance has a quantile whose bounds
+        # are unknown (it came later, the query failed), at most every BOUNDS_RETRY_S.
+        asking = self._bounds_missing and started - self._bounds_asked >= BOUNDS_RETRY_S
         deadline = asyncio.get_running_loop().time() + self.client.timeout_s
 
         def ask(expr: str, reduce: Callable[[list[SampleJson]], _T]) -> Awaitable[_T | PrometheusError]:
@@ -364,11 +366,6 @@ class FleetPoller:
         """An instant query's answer reduced at once to instance → value, so a refresh's parsed samples are
         never all alive together."""
         return reduce(await self.client.query_vector(expr, at))
-
-    def _bounds_wanted(self, now: float) -> bool:
-        """Ask the bucket bounds with this refresh: with the first, then only while an instance has a
-        quantile whose bounds are unknown (it came later, the query failed), at most every BOUNDS_RETRY_S."""
-        return self._bounds_missing and now - self._bounds_asked >= BOUNDS_RETRY_S
 
     def _unknown(self, instance: str, known: _Instance, at: float, error: str) -> FleetReading:
         known.consecutive_failures += 1

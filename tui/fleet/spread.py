@@ -66,37 +66,29 @@ def spread_of(
 _last_spreads: list[tuple[tuple[FleetReading, ...], set[int], list[Spread]]] = []
 
 
-def group_spreads(
-    readings: Iterable[FleetReading], limits: dict[str, tuple[float, float]] | None = None
-) -> list[Spread]:
+def group_spreads(readings: Iterable[FleetReading]) -> list[Spread]:
     """Spread of acceptance and tokens/s across the up instances of each group (group_by label)."""
-    if limits is not None:
-        return _group_spreads(readings, limits)
     kept = tuple(readings)
     ids = {id(reading) for reading in kept}
     if _last_spreads and len(_last_spreads[0][0]) == len(kept) and _last_spreads[0][1] == ids:
         return list(_last_spreads[0][2])
-    spreads = _group_spreads(kept, DEFAULT_LIMITS)
+    groups: dict[str, list[FleetReading]] = {}
+    for reading in kept:
+        if reading.up:
+            groups.setdefault(reading.group or "", []).append(reading)
+    spreads = [
+        spread
+        for group, members in sorted(groups.items())
+        for spread in _spreads(group, {reading.instance: reading.figures for reading in members})
+    ]
     _last_spreads[:] = [(kept, ids, spreads)]
     return list(spreads)
 
 
-def _group_spreads(readings: Iterable[FleetReading], limits: dict[str, tuple[float, float]]) -> list[Spread]:
-    groups: dict[str, list[FleetReading]] = {}
-    for reading in readings:
-        if reading.up:
-            groups.setdefault(reading.group or "", []).append(reading)
-    return [
-        spread
-        for group, members in sorted(groups.items())
-        for spread in _spreads(group, {reading.instance: reading.figures for reading in members}, limits)
-    ]
-
-
-def _spreads(group: str, members: dict[str, Figures], limits: dict[str, tuple[float, float]]) -> list[Spread]:
-    """The spread of each figure of `limits` over the members' figures (a figure none knows: none)."""
+def _spreads(group: str, members: dict[str, Figures]) -> list[Spread]:
+    """The spread of each figure of DEFAULT_LIMITS over the members' figures (a figure none knows: none)."""
     spreads = []
-    for figure, figure_limits in limits.items():
+    for figure, figure_limits in DEFAULT_LIMITS.items():
         values = {member: getattr(figures, figure) for member, figures in members.items()}
         spread = spread_of(group, figure, values, figure_limits)
         if spread is not None:
@@ -104,12 +96,10 @@ def _spreads(group: str, members: dict[str, Figures], limits: dict[str, tuple[fl
     return spreads
 
 
-def engine_spreads(
-    reading: FleetReading, limits: dict[str, tuple[float, float]] | None = None
-) -> list[Spread]:
+def engine_spreads(reading: FleetReading) -> list[Spread]:
     """Spread across the `engine` labels (data-parallel ranks) of one vLLM instance."""
     engines = {f"{reading.instance} engine={engine}": figures for engine, figures in reading.engines.items()}
-    return _spreads(reading.instance, engines, limits or DEFAULT_LIMITS)
+    return _spreads(reading.instance, engines)
 
 
 def imbalance_text(spread: Spread, outlier: Outlier) -> str:
