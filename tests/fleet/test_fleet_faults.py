@@ -107,7 +107,7 @@ async def test_one_failed_figure_is_unknown_and_named() -> None:
 
 
 async def test_target_down_and_stale_target() -> None:
-    refresh = await refresh_with(healthy(up={A: "0", B: "1"}))
+    refresh = await refresh_with(healthy(up=(False, True)))
     readings = {reading.instance: reading for reading in refresh.readings}
     assert not readings[A].up and "target down" in (readings[A].error or "")
     assert readings[B].up
@@ -191,9 +191,9 @@ async def test_an_instance_whose_metrics_vanish_stays_listed_and_says_so() -> No
 
 
 BAD = {
-    "generation_tokens_per_s": {A: "120.5", B: "80"},
-    "acceptance_rate": {A: "3.09", B: "0.7"},  # accepted > drafted on A: "309%"
-    "kv_cache_usage": {A: "2.5", B: "0.4"},
+    "generation_tokens_per_s": {A: 120.5, B: 80},
+    "acceptance_rate": {A: 3.09, B: 0.7},  # accepted > drafted on A: "309%"
+    "kv_cache_usage": {A: 2.5, B: 0.4},
 }
 
 

@@ -89,7 +89,7 @@ def test_bounds_and_notes_as_direct_scraping_gives_them(
 
 
 def fleet_answer(
-    ttft: dict[str, str], le: Callable[[], list[tuple[dict[str, str], str]]]
+    ttft: dict[str, float], le: Callable[[], list[tuple[dict[str, str], str]]]
 ) -> Callable[[str, dict[str, str]], Answer]:
     def bounds(query: str) -> Answer | None:
         if query.startswith("count by (instance, __name__, le)"):
@@ -106,7 +106,7 @@ def bounds_asked(fake: FakePrometheus) -> int:
 
 
 async def test_the_bounds_are_asked_with_the_first_refresh_only() -> None:
-    answer = fleet_answer({A: "0.0005", B: "2560"}, lambda: le_rows(A) + le_rows(B))
+    answer = fleet_answer({A: 0.0005, B: 2560}, lambda: le_rows(A) + le_rows(B))
     async with FakePrometheus(answer) as fake, FleetPoller(settings(fake.url), WINDOW_S) as poller:
         first = await poller.refresh()
         second = await poller.refresh()
@@ -127,7 +127,7 @@ async def test_an_instance_without_bounds_is_interpolated_until_they_are_asked_a
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     known = [le_rows(A)]
-    answer = fleet_answer({A: "1.2", B: "1.2"}, lambda: known[0])
+    answer = fleet_answer({A: 1.2, B: 1.2}, lambda: known[0])
     async with FakePrometheus(answer) as fake, FleetPoller(settings(fake.url), WINDOW_S) as poller:
         first = {r.instance: r for r in (await poller.refresh()).readings}
         assert first[B].figures.notes["ttft_p95_s"] == UNKNOWN_BUCKET and not first[B].figures.quantile_bounds

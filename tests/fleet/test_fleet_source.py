@@ -158,7 +158,7 @@ async def test_one_refresh_in_flight_at_a_time() -> None:
 
 
 async def test_fleet_readings_feed_the_board_history_and_alerts() -> None:
-    refresh = await refresh_with(healthy(up={A: "1", B: "0"}))
+    refresh = await refresh_with(healthy(up=(True, False)))
     board = Board(Settings())
     board.apply(SeriesLoaded({A: [(refresh.time - 4, Figures(generation_tokens_per_s=100.0))]}))
     changes = [alert for reading in refresh.readings for alert in board.add_reading(reading)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fleet.fake_fleet import fleet_reading
 from tests.fleet.fake_prometheus import A, Answer, healthy, refresh_with, vector
-from tui.fleet.poller import FleetReading
 from tui.fleet.queries import engine_queries
 from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads, group_summaries, spread_of
 from tui.telemetry.figures import Figures
@@ -14,20 +14,8 @@ LIMITS = (0.2, 0.1)
 
 
 def reading(instance: str, group: str, *, acceptance: float | None, tokens: float | None, up: bool = True):
-    return FleetReading(
-        name=instance,
-        url=instance,
-        instance=instance,
-        time=0.0,
-        up=up,
-        error=None,
-        backend="vllm",
-        model="m",
-        window_s=60.0,
-        figures=Figures(acceptance_rate=acceptance, generation_tokens_per_s=tokens),
-        consecutive_failures=0,
-        group=group,
-    )
+    figures = Figures(acceptance_rate=acceptance, generation_tokens_per_s=tokens)
+    return fleet_reading(instance, figures, up=up, group=group)
 
 
 def test_one_replica_far_off_is_named() -> None:
