@@ -119,30 +119,25 @@ async def test_target_down_and_stale_target() -> None:
         assert reading.last_scrape_age_s == pytest.approx(300, abs=5)
 
 
-async def test_non_json_oversized_and_wrong_shape_answers() -> None:
-    def proxy_page(query: str) -> Answer | None:
-        return 502, b"<html>Bad Gateway</html>", 0.0
-
-    with pytest.raises(PrometheusError, match=r"^Prometheus: HTTP 502$"):
-        await query_with(healthy(broken=proxy_page))
-
-    def login_redirect(query: str) -> Answer | None:
-        return 302, b"", 0.0
-
-    with pytest.raises(PrometheusError, match=r"^Prometheus: HTTP 302$"):
-        await query_with(healthy(broken=login_redirect))
-
-    def huge(query: str) -> Answer | None:
-        return 200, vector(*(({"instance": str(i)}, "1") for i in range(5000))), 0.0
-
-    with pytest.raises(PrometheusError, match="larger than"):
-        await query_with(healthy(broken=huge), max_bytes=64 * 1024)
-
-    def matrix_for_instant(query: str) -> Answer | None:
-        return 200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, 0.0
-
-    with pytest.raises(PrometheusError, match="unexpected answer"):
-        await query_with(healthy(broken=matrix_for_instant))
+@pytest.mark.parametrize(
+    ("answer", "max_bytes", "message"),
+    [
+        ((502, b"<html>Bad Gateway</html>", 0.0), 2**20, r"^Prometheus: HTTP 502$"),  # a proxy's page
+        ((302, b"", 0.0), 2**20, r"^Prometheus: HTTP 302$"),  # a redirect to a login page: not followed
+        ((200, vector(*(({"instance": str(i)}, "1") for i in range(5000))), 0.0), 64 * 1024, "larger than"),
+        (
+            (200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, 0.0),
+            2**20,
+            "unexpected",
+        ),
+    ],
+    ids=["proxy-page", "login-redirect", "huge", "matrix-for-instant"],
+)
+async def test_non_json_oversized_and_wrong_shape_answers(
+    answer: Answer, max_bytes: int, message: str
+) -> None:
+    with pytest.raises(PrometheusError, match=message):
+        await query_with(healthy(broken=lambda query: answer), max_bytes=max_bytes)
 
 
 async def test_bearer_token_and_basic_auth_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,14 +26,10 @@ from tests.fleet.conftest import (
 )
 from tests.fleet.fake_fleet import fleet_app
 from tests.ui.ui_waiting import wait_for
-from tui.fleet.client import PrometheusClient
 from tui.fleet.poller import FleetPoller
-from tui.fleet.queries import _marker_names, discovery_query, engine_queries
+from tui.fleet.queries import engine_queries
 from tui.settings import PrometheusSettings, Settings
 from tui.sources.fleet import SOURCE_NAME
-from tui.telemetry.backends import llamacpp as llama_table
-from tui.telemetry.backends import sglang as sglang_table
-from tui.telemetry.backends import vllm as vllm_table
 from tui.telemetry.figures import FIGURE_NAMES, Figures
 from tui.telemetry.scraper import scrape_metrics
 from tui.telemetry.window import figures_between
@@ -80,86 +76,37 @@ async def test_discovers_every_backend_and_its_model(fleet: Fleet) -> None:
     assert readings[fleet.instance("llamacpp")].model is None  # llama.cpp has no model label
 
 
-def one_selector_discovery(lookback: str | None) -> str:
-    """The discovery query as it was (one selector of every backend's names, each series tagged with its
-    backend by label_replace): the per-backend form must answer exactly the same."""
-    names = "|".join(
-        _marker_names(list(module.TABLE), module.PREFIX) for module in (vllm_table, sglang_table, llama_table)
-    )
-    series = f'{{__name__=~"{names}"}}'
-    if lookback:
-        series = f"last_over_time({series}[{lookback}])"
-    keys = "instance, job, backend, model_name"
-    tagged = f'label_replace({series}, "backend", "$1", "__name__", "(vllm|sglang|llamacpp):.*")'
-    return f"count by ({keys}) (count by ({keys}, __name__) ({tagged}))"
-
-
-async def test_discovery_per_backend_answers_as_one_selector_did(fleet: Fleet) -> None:
-    async with PrometheusClient(PrometheusSettings(url=fleet.prometheus.url, timeout_s=5.0)) as client:
-        for lookback in (None, 300.0):
-            at = time.time()
-            answers = [
-                await client.query_vector(expr, at)
-                for expr in (
-                    discovery_query("", (), lookback),
-                    one_selector_discovery(None if lookback is None else "5m"),
-                )
-            ]
-            rows = [sorted((sorted(s.get("metric", {}).items()), s["value"][1]) for s in a) for a in answers]
-            assert len(rows[0]) >= 4 and {dict(labels)["backend"] for labels, _ in rows[0]} == set(BACKENDS)
-            assert rows[0] == rows[1]
-
-
-async def test_fleet_figures_agree_with_direct_scrapes(fleet: Fleet) -> None:
-    async with httpx.AsyncClient() as client:
-        first = {name: await scrape_metrics(client, fleet.url(name) + "/metrics") for name in BACKENDS}
-        started = time.time()
-        await asyncio.sleep(WINDOW_S)
-        last = {name: await scrape_metrics(client, fleet.url(name) + "/metrics") for name in BACKENDS}
-        window_s = time.time() - started
-    direct = {name: figures_between(first[name], last[name]) for name in BACKENDS}
-    async with poller_for(fleet, window_s) as poller:
-        refresh = await poller.refresh()
-    assert refresh.error is None and not refresh.figure_errors
-    fleet_figures = {reading.instance: reading.figures for reading in refresh.readings}
-    problems = []
-    for name in BACKENDS:
-        got, want = fleet_figures[fleet.instance(name)], direct[name]
-        checks = {
-            "generation_tokens_per_s": close(
-                got.generation_tokens_per_s, want.generation_tokens_per_s, rel=0.3
-            ),
-            "prompt_tokens_per_s": close(got.prompt_tokens_per_s, want.prompt_tokens_per_s, rel=0.4),
-            "acceptance_rate": close(got.acceptance_rate, want.acceptance_rate, abs_=0.08),
-            "mean_acceptance_length": close(
-                got.mean_acceptance_length, want.mean_acceptance_length, abs_=0.25
-            ),
-            "prefix_cache_hit_rate": close(got.prefix_cache_hit_rate, want.prefix_cache_hit_rate, abs_=0.15),
-        }
-        if name == "llamacpp":  # no request count (Prometheus resets its gauge): TPOT unknown both ways
-            checks["tpot_mean_s"] = got.tpot_mean_s is None and want.tpot_mean_s is None
-        else:
-            checks["tpot_mean_s"] = close(got.tpot_mean_s, want.tpot_mean_s, rel=0.3)
-        if name != "llamacpp":  # llama.cpp has no TTFT histogram and no request counter
-            checks["ttft_mean_s"] = close(got.ttft_mean_s, want.ttft_mean_s, rel=0.5)
-            checks["requests_per_s"] = close(got.requests_per_s, want.requests_per_s, rel=0.5)
-            checks["e2e_mean_s"] = close(got.e2e_mean_s, want.e2e_mean_s, rel=0.5)
-            # Quantiles interpolate in the same buckets: a few requests more or less move them little.
-            checks["ttft_p95_s"] = got.ttft_p95_s is not None and want.ttft_p95_s is not None
-        if want.per_position_acceptance is not None:
-            pairs = zip(got.per_position_acceptance or [], want.per_position_acceptance, strict=False)
-            checks["per_position_acceptance"] = len(got.per_position_acceptance or []) == len(
-                want.per_position_acceptance
-            ) and all(abs(a - b) <= 0.1 for a, b in pairs)
-        # Gauges are instantaneous: only known-ness and the range are comparable.
-        for gauge in ("running", "waiting", "kv_cache_usage"):
-            checks[gauge] = (getattr(got, gauge) is None) == (getattr(want, gauge) is None)
-        problems += [
-            f"{name}.{figure}: fleet {getattr(got, figure)} direct {getattr(want, figure)}"
-            for figure, ok in checks.items()
-            if not ok
-        ]
-    assert not problems, "\n".join(problems)
+def disagreements(name: str, got: Figures, want: Figures) -> list[str]:
+    """The figures of fleet mode (`got`) that differ from a direct scrape's (`want`) beyond sampling."""
+    checks = {
+        "generation_tokens_per_s": close(got.generation_tokens_per_s, want.generation_tokens_per_s, rel=0.3),
+        "prompt_tokens_per_s": close(got.prompt_tokens_per_s, want.prompt_tokens_per_s, rel=0.4),
+        "acceptance_rate": close(got.acceptance_rate, want.acceptance_rate, abs_=0.08),
+        "mean_acceptance_length": close(got.mean_acceptance_length, want.mean_acceptance_length, abs_=0.25),
+        "prefix_cache_hit_rate": close(got.prefix_cache_hit_rate, want.prefix_cache_hit_rate, abs_=0.15),
+    }
+    if name == "llamacpp":  # no request count (Prometheus resets its gauge): TPOT unknown both ways
+        checks["tpot_mean_s"] = got.tpot_mean_s is None and want.tpot_mean_s is None
+    else:  # llama.cpp has no TTFT histogram and no request counter
+        checks["tpot_mean_s"] = close(got.tpot_mean_s, want.tpot_mean_s, rel=0.3)
+        checks["ttft_mean_s"] = close(got.ttft_mean_s, want.ttft_mean_s, rel=0.5)
+        checks["requests_per_s"] = close(got.requests_per_s, want.requests_per_s, rel=0.5)
+        checks["e2e_mean_s"] = close(got.e2e_mean_s, want.e2e_mean_s, rel=0.5)
+        # Quantiles interpolate in the same buckets: a few requests more or less move them little.
+        checks["ttft_p95_s"] = got.ttft_p95_s is not None and want.ttft_p95_s is not None
+    if want.per_position_acceptance is not None:
+        pairs = zip(got.per_position_acceptance or [], want.per_position_acceptance, strict=False)
+        checks["per_position_acceptance"] = len(got.per_position_acceptance or []) == len(
+            want.per_position_acceptance
+        ) and all(abs(a - b) <= 0.1 for a, b in pairs)
+    # Gauges are instantaneous: only known-ness and the range are comparable.
+    for gauge in ("running", "waiting", "kv_cache_usage"):
+        checks[gauge] = (getattr(got, gauge) is None) == (getattr(want, gauge) is None)
+    return [
+        f"{name}.{figure}: fleet {getattr(got, figure)} direct {getattr(want, figure)}"
+        for figure, ok in checks.items()
+        if not ok
+    ]
 
 
 async def test_history_fills_sparklines_at_start(fleet: Fleet) -> None:
@@ -267,8 +214,8 @@ async def test_killed_sim_shows_down(fleet: Fleet) -> None:
     assert all(rows[0][name] is None for name in FIGURE_NAMES) and "target down" in str(rows[0]["error"])
 
 
-async def test_the_dashboard_rows_match_direct_scrapes(fleet: Fleet) -> None:
-    """`spectop --prometheus URL` as a user runs it: its table's rows against direct scrapes."""
+async def test_the_dashboard_rows_and_figures_match_direct_scrapes(fleet: Fleet) -> None:
+    """`spectop --prometheus URL` as a user runs it: its readings against direct scrapes, in its rows."""
     settings = Settings(
         prometheus=PrometheusSettings(url=fleet.prometheus.url, timeout_s=5.0),
         window_s=WINDOW_S,
@@ -297,24 +244,15 @@ async def test_the_dashboard_rows_match_direct_scrapes(fleet: Fleet) -> None:
                     return False  # the table has not redrawn this refresh yet
             return True
 
-        await wait_for(pilot, fresh)
-        rows = {row.name: row for row in table.rows_shown}
+        await wait_for(pilot, fresh)  # the rows show this refresh's readings
+        rows, readings = {row.name: row for row in table.rows_shown}, dict(app.readings)
     assert ended - started >= WINDOW_S
     problems = []
     for name in BACKENDS:
-        row, want = rows[fleet.instance(name)], direct[name]
-        assert row.status == "up", row
-        checks = {
-            "tok/s": close(row.tokens_per_s, want.generation_tokens_per_s, rel=0.3),
-            "acceptance": close(row.acceptance_rate, want.acceptance_rate, abs_=0.08),
-            "mean length": close(row.mean_acceptance_length, want.mean_acceptance_length, abs_=0.25),
-            "running known": (row.running is None) == (want.running is None),
-            "KV known": (row.kv_cache_usage is None) == (want.kv_cache_usage is None),
-        }
-        if name != "llamacpp":  # no TTFT histogram in llama.cpp
-            checks["TTFT p95 known"] = row.ttft_p95_s is not None and want.ttft_p95_s is not None
-        problems += [f"{name} {figure}: {row} vs {want}" for figure, ok in checks.items() if not ok]
-    assert not problems, problems
+        row, reading = rows[fleet.instance(name)], readings[fleet.instance(name)]
+        assert row.status == "up" and reading.error is None, (row, reading.error)  # no figure failed
+        problems += disagreements(name, reading.figures, direct[name])
+    assert not problems, "\n".join(problems)
     summary = {row.group: row for row in rows.values() if row.summary}
     assert summary["vllm"].members == 2  # the vllm job: the vllm sim and the victim
 

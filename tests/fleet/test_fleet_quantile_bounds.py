@@ -11,7 +11,6 @@ from collections.abc import Callable
 import pytest
 
 from tests.fleet.fake_prometheus import (
-    FIGURE_OF,
     WINDOW_S,
     A,
     Answer,
@@ -141,7 +140,3 @@ async def test_an_instance_without_bounds_is_interpolated_until_they_are_asked_a
         assert again[B].figures.quantile_bounds["ttft_p95_s"] == (1.0, 2.5)
         await poller.refresh()
         assert bounds_asked(fake) == 2  # every quantile has its bucket now: not asked again
-
-
-def test_the_fake_knows_every_figure_query() -> None:
-    assert "ttft_p95_s" in FIGURE_OF.values() and "ttft_p50_s" in FIGURE_OF.values()
