@@ -7,7 +7,8 @@ import pytest
 from tests.fleet.fake_fleet import fleet_reading
 from tests.fleet.fake_prometheus import A, Answer, healthy, refresh_with, vector
 from tui.fleet.queries import engine_queries
-from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads, group_summaries, spread_of
+from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads, spread_of
+from tui.fleet.table_rows import Instance, fleet_rows
 from tui.telemetry.figures import Figures
 
 LIMITS = (0.2, 0.1)
@@ -111,9 +112,9 @@ def test_group_summary_rows() -> None:
         reading("d", "vllm", acceptance=0.1, tokens=999, up=False),  # down: counted, its figures not
         reading("e", "sglang", acceptance=None, tokens=None),
     ]
-    summaries = {summary.group: summary for summary in group_summaries(readings)}
+    rows = fleet_rows([Instance(r.name, r, "up" if r.up else "down") for r in readings])
+    summaries = {row.group: row for row in rows if row.summary}
     vllm_row, sglang_row = summaries["vllm"], summaries["sglang"]
-    assert (vllm_row.instances, vllm_row.up) == (4, 3)
-    assert vllm_row.generation_tokens_per_s == 400 and vllm_row.acceptance_rate == pytest.approx(0.7)
-    assert (sglang_row.instances, sglang_row.up) == (1, 1)
-    assert sglang_row.generation_tokens_per_s is None and sglang_row.acceptance_rate is None  # not 0
+    assert vllm_row.status == "3/4 up" and sglang_row.status == "1/1 up"
+    assert vllm_row.tokens_per_s == 400 and vllm_row.acceptance_rate == pytest.approx(0.7)
+    assert sglang_row.tokens_per_s is None and sglang_row.acceptance_rate is None  # not 0

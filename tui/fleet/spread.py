@@ -1,11 +1,11 @@
-"""Per group of the fleet: its summary row, and imbalance (how far apart its replicas, or one vLLM's
+"""Per group of the fleet: imbalance (how far apart its replicas, or one vLLM's
 engines, are). A member is far off when more than `rel` of the median AND more than `abs_` away, judged
 with at least three known members (with two, neither is the odd one); unknown values take no part."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tui.fleet.poller import FleetReading
@@ -148,56 +148,3 @@ class ImbalanceAlerts:
                 cleared.cleared_at = time
                 changed.append(cleared)
         return changed
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSummary:
-    """The summary row of one group in the fleet table. Unknown (None) values take no part;
-    a figure no member knows stays None."""
-
-    group: str
-    instances: int
-    up: int
-    generation_tokens_per_s: float | None  # sum over the group
-    running: float | None  # sum
-    waiting: float | None  # sum
-    acceptance_rate: float | None  # median of the replicas
-    mean_acceptance_length: float | None  # median
-    ttft_p95_s: float | None  # the worst replica's
-    kv_cache_usage: float | None  # the fullest replica's
-    ttft_p95_bounds: tuple[float, float | None] | None = None  # the worst replica's bucket, when a bound
-
-
-def _of_known(reduce: Callable[[list[float]], float], values: Iterable[float | None]) -> float | None:
-    """`reduce` (sum, median, max) of the known values; None when none is known."""
-    known = [value for value in values if value is not None]
-    return reduce(known) if known else None
-
-
-def group_summaries(readings: Iterable[FleetReading]) -> list[GroupSummary]:
-    """One summary per group (group_by label), from the up instances' figures."""
-    groups: dict[str, list[FleetReading]] = {}
-    for reading in readings:
-        groups.setdefault(reading.group or "", []).append(reading)
-    summaries = []
-    for group, members in sorted(groups.items()):
-        live = [reading.figures for reading in members if reading.up]
-        worst = max(
-            (f for f in live if f.ttft_p95_s is not None), key=lambda f: f.ttft_p95_s or 0.0, default=None
-        )
-        summaries.append(
-            GroupSummary(
-                group=group,
-                instances=len(members),
-                up=len(live),
-                generation_tokens_per_s=_of_known(sum, (f.generation_tokens_per_s for f in live)),
-                running=_of_known(sum, (f.running for f in live)),
-                waiting=_of_known(sum, (f.waiting for f in live)),
-                acceptance_rate=_of_known(statistics.median, (f.acceptance_rate for f in live)),
-                mean_acceptance_length=_of_known(statistics.median, (f.mean_acceptance_length for f in live)),
-                ttft_p95_s=None if worst is None else worst.ttft_p95_s,
-                kv_cache_usage=_of_known(max, (f.kv_cache_usage for f in live)),
-                ttft_p95_bounds=None if worst is None else worst.quantile_bounds.get("ttft_p95_s"),
-            )
-        )
-    return summaries
