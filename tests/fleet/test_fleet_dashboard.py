@@ -60,13 +60,17 @@ def expected_order(fleet: Fleet40, group: str, figure: str, *, reverse: bool = F
     return [m.name for m in ordered + rest]
 
 
-async def test_forty_instances_open_as_a_sorted_grouped_table(
+async def test_forty_instances_open_as_a_sorted_grouped_table_down_and_nan_unknown(
     fleet40: Fleet40, fleet40_app: SpectopApp
 ) -> None:
     fleet, app = fleet40, fleet40_app
     async with app.run_test(size=(80, 24)) as pilot:
         table = await filled(pilot)
         assert app.screen.has_class("table-view")  # 40 cards do not fit in 80x24
+        rows = {row.name: row for row in table.rows_shown}
+        assert rows["10.1.0.40:8000"].status == "down" and rows["10.1.0.40:8000"].tokens_per_s is None
+        assert rows["10.1.0.39:8000"].status == "up" and rows["10.1.0.39:8000"].acceptance_rate is None
+        assert [cell.plain.strip() for cell in table.get_row("10.1.0.39:8000")][4] == UNKNOWN  # not 0
         assert isinstance(app.focused, FleetTable)
         groups = [row.name for row in table.rows_shown if row.summary]
         assert groups == ["llama-8b", "qwen-7b"]
@@ -184,17 +188,6 @@ async def test_prometheus_failing_shows_as_such_never_as_zero(
             await wait_for(pilot, lambda: any(row.status == "up" for row in members(table, "qwen-7b")))
             assert "Prometheus DOWN" not in app.sub_title
             await wait_for(pilot, lambda: all(a.kind != "source_down" for a in app.alerts.active()))
-
-
-async def test_a_target_down_and_nan_are_not_zero(fleet40_app: SpectopApp) -> None:
-    app = fleet40_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        table = await filled(pilot)
-        rows = {row.name: row for row in table.rows_shown}
-        assert rows["10.1.0.40:8000"].status == "down" and rows["10.1.0.40:8000"].tokens_per_s is None
-        assert rows["10.1.0.39:8000"].status == "up" and rows["10.1.0.39:8000"].acceptance_rate is None
-        cells = [cell.plain.strip() for cell in table.get_row("10.1.0.39:8000")]
-        assert cells[4] == UNKNOWN  # acceptance: "–", not 0
 
 
 # --- the heap frozen (gc.freeze) once the first refresh is drawn, unfrozen on exit --------------------------
