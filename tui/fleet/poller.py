@@ -7,6 +7,7 @@ Quantiles are placed in their instance's bucket bounds, asked once, with the not
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import math
 import time
@@ -46,22 +47,13 @@ _PREFIXES = (vllm.PREFIX, sglang.PREFIX)
 UNKNOWN_BUCKET = "interpolated by Prometheus (histogram_quantile); its bucket bounds are not known yet"
 
 Bounds = dict[tuple[str, str], tuple[float, ...]]  # (instance, histogram) -> its finite `le`, ascending
+_BUCKETS = {f"{prefix}{name}_bucket": name for prefix in _PREFIXES for name in QUANTILE_HISTOGRAMS.values()}
 
 
 def bucket_bounds_query(matchers: str) -> str:
     """One series per instance, histogram and bucket bound: `count by (instance, __name__, le)`."""
-    names = sorted(
-        {f"{prefix}{histogram}_bucket" for prefix in _PREFIXES for histogram in QUANTILE_HISTOGRAMS.values()}
-    )
-    series = selector("", matchers, f'__name__=~"{"|".join(names)}"')
+    series = selector("", matchers, f'__name__=~"{"|".join(sorted(_BUCKETS))}"')
     return f"count by (instance, __name__, le) ({series})"
-
-
-def _histogram(name: str) -> str | None:
-    for prefix in _PREFIXES:
-        if name.startswith(prefix) and name.endswith("_bucket"):
-            return name.removeprefix(prefix).removesuffix("_bucket")
-    return None
 
 
 def bucket_bounds(samples: Iterable[SampleJson]) -> Bounds:
@@ -69,7 +61,7 @@ def bucket_bounds(samples: Iterable[SampleJson]) -> Bounds:
     found: dict[tuple[str, str], set[float]] = {}
     for sample in samples:
         metric = sample.get("metric", {})
-        instance, histogram = metric.get("instance"), _histogram(metric.get("__name__", ""))
+        instance, histogram = metric.get("instance"), _BUCKETS.get(metric.get("__name__", ""))
         try:
             bound = float(metric.get("le", "nan"))
         except ValueError:
@@ -87,12 +79,8 @@ def bucket_of(value: float, bounds: tuple[float, ...]) -> tuple[float, float] | 
         return None
     if value >= bounds[-1]:
         return bounds[-1], math.inf
-    lower = 0.0
-    for bound in bounds:
-        if value <= bound:
-            return lower, bound
-        lower = bound
-    return None  # not reached: value < bounds[-1]
+    upper = bisect.bisect_left(bounds, value)  # the first bound >= value
+    return (bounds[upper - 1] if upper else 0.0), bounds[upper]
 
 
 def quantile_notes(
@@ -369,9 +357,9 @@ class FleetPoller:
 
     def _unknown(self, instance: str, known: _Instance, at: float, error: str) -> FleetReading:
         known.consecutive_failures += 1
-        reading = self._reading(instance, known, at, up=False, error=error, figures=Figures())
-        reading.prometheus_error = True
-        return reading
+        return self._reading(
+            instance, known, at, up=False, error=error, figures=Figures(), prometheus_error=True
+        )
 
     def _reading(
         self,
@@ -383,6 +371,7 @@ class FleetPoller:
         error: str | None,
         figures: Figures,
         age: float | None = None,
+        prometheus_error: bool = False,
     ) -> FleetReading:
         return FleetReading(
             name=instance,
@@ -400,6 +389,7 @@ class FleetPoller:
             job=known.job,
             group=known.group,
             last_scrape_age_s=age,
+            prometheus_error=prometheus_error,
         )
 
     def _readings(
