@@ -198,15 +198,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         yield running
 
 
-@pytest.fixture
-def own_fleet(tmp_path: Path) -> Iterator[Fleet]:
-    """Three vLLM sims (a, b, c) in one job and a Prometheus of the test's own (it may stop it)."""
-    with running_fleet(
-        tmp_path, {"a": "vllm", "b": "vllm", "c": "vllm"}, {"vllm": ["a", "b", "c"]}
-    ) as running:
-        yield running
-
-
 # --- the dashboard on 40 instances behind the fake Prometheus (tests/fleet/fake_fleet.py) ----------------
 
 

@@ -21,6 +21,7 @@ from tui.format import UNKNOWN
 from tui.screens.detail import DetailScreen
 from tui.sources.fleet import SOURCE_NAME
 from tui.sources.updates import ImbalanceSeen
+from tui.telemetry.figures import Figures
 from tui.ui.app import FLEET_GC_THRESHOLD, SpectopApp
 from tui.widgets.fleet_table import FleetTable
 from tui.widgets.log_pane import LogPane
@@ -173,6 +174,19 @@ async def test_prometheus_failing_shows_as_such_never_as_zero(
         kinds = [(alert.endpoint, alert.kind) for alert in app.alerts.active()]
         assert kinds.count((SOURCE_NAME, "source_down")) == 1  # one alert for Prometheus
         assert [kind for kind in kinds if kind[1] == "down"] == [("10.1.0.40:8000", "down")]  # up == 0
+        source_down = next(alert for alert in app.alerts.active() if alert.kind == "source_down")
+        assert source_down.severity == "critical"
+        qwen = [row for row in members(table, "qwen-7b") if row.name != "10.1.0.40:8000"]
+        assert all(row.worst_alert is None for row in qwen)  # not one alert per instance
+        for row in qwen:
+            assert app.readings[row.name].figures == Figures()  # every figure unknown, none 0
+            assert app.card_data(row.name).status == "no data"  # not "down": nothing is known
+        if failure is None:
+            url = fleet40_prometheus.url
+            assert source_down.message.startswith(f"Prometheus at {url} unreachable: ")
+            assert all(
+                (app.readings[row.name].error or "").startswith("Prometheus unreachable") for row in qwen
+            )
         # Only the rows on the screen are drawn: those below are drawn as they scroll in.
         for scrolled in (False, True):
             if scrolled:

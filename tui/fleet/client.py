@@ -192,8 +192,6 @@ class PrometheusClient:
                 except _STALE_CONNECTION:
                     # A kept-alive connection the server closed (e.g. Prometheus restarted): once more.
                     status, body = await self._read(path, params)
-        except PrometheusError:
-            raise
         except (TimeoutError, httpx.TimeoutException):
             raise PrometheusError(f"Prometheus timeout after {fmt_setting(self.timeout_s)} s") from None
         except httpx.ConnectError as error:

@@ -284,8 +284,6 @@ class FleetPoller:
             return error
         except TimeoutError:
             return PrometheusError(f"Prometheus timeout after {fmt_setting(self.client.timeout_s)} s")
-        except asyncio.CancelledError:
-            raise
         except Exception as error:  # a bug must not stop the dashboard
             log.exception("a fleet refresh failed")
             return PrometheusError(f"internal error: {type(error).__name__}: {error}")
