@@ -29,13 +29,8 @@ SCRAPE_INTERVAL_S = 1
 
 
 def prometheus_binary() -> str | None:
-    """The prometheus binary; SPECTOP_PROMETHEUS_BIN names another one ("" = none: the tests skip)."""
-    chosen = os.environ.get("SPECTOP_PROMETHEUS_BIN")
-    if chosen is not None:
-        return chosen if chosen and os.access(chosen, os.X_OK) else None
-    return shutil.which("prometheus") or (
-        "/usr/bin/prometheus" if os.access("/usr/bin/prometheus", os.X_OK) else None
-    )
+    on_path = shutil.which("prometheus")
+    return on_path or ("/usr/bin/prometheus" if os.access("/usr/bin/prometheus", os.X_OK) else None)
 
 
 NEEDS_PROMETHEUS = pytest.mark.skipif(

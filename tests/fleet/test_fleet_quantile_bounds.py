@@ -91,7 +91,7 @@ def fleet_answer(
     ttft: dict[str, float], le: Callable[[], list[tuple[dict[str, str], str]]]
 ) -> Callable[[str, dict[str, str]], Answer]:
     def bounds(query: str) -> Answer | None:
-        if query.startswith("count by (instance, __name__, le)"):
+        if query.startswith(BUCKET_QUERY):
             return 200, vector(*le()), 0.0
         return None
 
@@ -99,9 +99,7 @@ def fleet_answer(
 
 
 def bounds_asked(fake: FakePrometheus) -> int:
-    return sum(
-        seen.form.get("query", "").startswith("count by (instance, __name__, le)") for seen in fake.seen
-    )
+    return sum(seen.form.get("query", "").startswith(BUCKET_QUERY) for seen in fake.seen)
 
 
 async def test_the_bounds_are_asked_with_the_first_refresh_only() -> None:

@@ -1,4 +1,4 @@
-"""The fleet table as plain data: per group its summary row (tui/fleet/spread.py), then its instances by
+"""The fleet table as plain data: per group its summary row (`summary_figures`), then its instances by
 the sort column; `off` marks how far an instance is off its group. `FleetRow` is the dashboard's
 `EndpointRow` with the fleet's extras, sorted by the same `sorted_rows`."""
 
