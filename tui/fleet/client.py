@@ -134,16 +134,11 @@ class PrometheusClient:
         self.max_bytes = max_bytes
         self.requests = 0
         self._headers = {"Accept": "application/json"}
-        auth: httpx.BasicAuth | None = None
         if settings.bearer_token_env:
             self._headers.update(bearer_headers(api_key_from_env(settings.bearer_token_env)))
-        if settings.basic_auth_user is not None:
-            password = ""
-            if settings.basic_auth_password_env:
-                password = os.environ.get(settings.basic_auth_password_env, "")
-            auth = httpx.BasicAuth(settings.basic_auth_user, password)
-        self._http = httpx.AsyncClient(verify=settings.tls_verify)
-        self._auth = auth
+        user, password = settings.basic_auth_user, os.environ.get(settings.basic_auth_password_env or "", "")
+        auth = None if user is None else httpx.BasicAuth(user, password)
+        self._http = httpx.AsyncClient(verify=settings.tls_verify, auth=auth)
 
     def missing_secrets(self) -> list[str]:
         """Names of environment variables the settings name but that are not set (never their values)."""
@@ -168,7 +163,6 @@ class PrometheusClient:
             f"{self.base_url}{path}",
             content=urlencode(params).encode("ascii"),
             headers={**self._headers, "Content-Type": "application/x-www-form-urlencoded"},
-            auth=self._auth or httpx.USE_CLIENT_DEFAULT,
             timeout=self.timeout_s,
         ) as response:
             declared = response.headers.get("content-length")
