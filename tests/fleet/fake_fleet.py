@@ -7,13 +7,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from textual.pilot import Pilot
+
 from tests.fleet.fake_prometheus import WINDOW_S, FakeFleet, Member
+from tests.ui.ui_waiting import wait_for
 from tui.fleet.poller import FleetPoller, FleetReading, FleetRefresh
 from tui.paths import themes_dir
 from tui.settings import AlertSettings, PrometheusSettings, Settings
 from tui.sources.fleet import FleetSource
 from tui.telemetry.figures import Figures
 from tui.ui.app import SpectopApp
+from tui.widgets.fleet_table import FleetTable
 
 MODELS = ("llama-8b", "qwen-7b")
 
@@ -40,6 +44,16 @@ def instances(count: int = 40) -> list[Member]:
 @dataclass
 class Fleet40(FakeFleet):
     members: list[Member] = field(default_factory=instances)
+
+
+async def filled(pilot: Pilot[Any], count: int = 40) -> FleetTable:
+    """The fleet table once it lists `count` instances."""
+    app = pilot.app
+    assert isinstance(app, SpectopApp)
+    await wait_for(pilot, lambda: len(app.readings) == count and bool(app.screen.query(FleetTable)))
+    table = app.screen.query_one(FleetTable)
+    await wait_for(pilot, lambda: len(table.endpoints) == count)
+    return table
 
 
 def fleet_settings(url: str, **extra: Any) -> Settings:

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 from textual.message import Message
-from textual.pilot import Pilot
 from textual.screen import Screen
 
-from tests.fleet.fake_fleet import NOW, Fleet40, scripted_app, scripted_readings
+from tests.fleet.fake_fleet import NOW, Fleet40, filled, scripted_app, scripted_readings
 from tests.fleet.fake_prometheus import FakePrometheus
 from tests.ui.ui_waiting import wait_for
 from tui.fleet.table_rows import FleetRow
@@ -34,15 +33,6 @@ def table_of(app: SpectopApp) -> FleetTable:
 
 def members(table: FleetTable, group: str) -> list[FleetRow]:
     return [row for row in table.rows_shown if not row.summary and row.group == group]
-
-
-async def filled(pilot: Pilot[Any], count: int = 40) -> FleetTable:
-    app = pilot.app
-    assert isinstance(app, SpectopApp)
-    await wait_for(pilot, lambda: len(app.readings) == count and bool(app.screen.query(FleetTable)))
-    table = table_of(app)
-    await wait_for(pilot, lambda: len(table.endpoints) == count)
-    return table
 
 
 def expected_order(fleet: Fleet40, group: str, figure: str, *, reverse: bool = False) -> list[str]:
@@ -212,9 +202,7 @@ async def test_the_heap_is_frozen_after_the_first_refresh_and_unfrozen_on_exit()
     assert gc.get_freeze_count() == 0
     app = scripted_app(50)
     async with app.run_test(size=(200, 50)) as pilot:
-        await wait_for(pilot, lambda: bool(app.screen.query(FleetTable)))
-        table = app.screen.query_one(FleetTable)
-        await wait_for(pilot, lambda: len(table.endpoints) == 50)
+        await filled(pilot, 50)
         await wait_for(pilot, lambda: gc.get_freeze_count() > 0, "the heap frozen")
         assert gc.get_threshold() == (FLEET_GC_THRESHOLD, *before[1:])
     assert gc.get_freeze_count() == 0
@@ -275,9 +263,7 @@ async def test_a_refresh_of_400_instances_is_one_message_to_each_screen_drawn_at
     Screen.post_message = counting  # type: ignore[method-assign]
     try:
         async with app.run_test(size=(200, 50)) as pilot:
-            await wait_for(pilot, lambda: bool(app.screen.query(FleetTable)))
-            table = app.screen.query_one(FleetTable)
-            await wait_for(pilot, lambda: len(table.endpoints) == REFRESHED_INSTANCES)
+            table = await filled(pilot, REFRESHED_INSTANCES)
             told = [
                 name
                 for message in posted
