@@ -321,10 +321,8 @@ class FleetPoller:
         engine_answers = dict(zip(self._engine_queries, engine_list, strict=True))
         if asking:
             self._bounds_asked = started
-        if isinstance(discovery, PrometheusError):
-            error: PrometheusError | None = discovery
-        else:
-            error = next((answer for answer in (up, scraped_at) if isinstance(answer, PrometheusError)), None)
+        answers = (discovery, up, scraped_at)
+        error = next((answer for answer in answers if isinstance(answer, PrometheusError)), None)
         if error is not None:
             readings = [
                 self._unknown(instance, known, at, str(error)) for instance, known in self._instances.items()
