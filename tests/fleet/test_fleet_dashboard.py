@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from tests.fleet.fake_fleet import NOW, Fleet40, filled, scripted_app, scripted_readings
-from tests.fleet.fake_prometheus import FakePrometheus
+from tests.fleet.fake_prometheus import FakePrometheus, Member
 from tests.ui.ui_waiting import wait_for
 from tui.fleet.table_rows import FleetRow
 from tui.format import UNKNOWN
@@ -36,19 +36,15 @@ def members(table: FleetTable, group: str) -> list[FleetRow]:
 
 
 def expected_order(fleet: Fleet40, group: str, figure: str, *, reverse: bool = False) -> list[str]:
-    """The instances of `group` by `figure` (name breaks ties); unknown (NaN, down) last."""
-    group_members = [m for m in fleet.members if m.model == group]
+    """The instances of `group` by `figure`, ties by number (10.1.0.2 before 10.1.0.10); unknown (NaN,
+    down) last."""
+    members = [m for m in fleet.members if m.model == group]  # by number
 
-    def known(member: Any) -> bool:
+    def known(member: Member) -> bool:
         return member.up and not math.isnan(member.figures[figure])
 
-    def number(member: Any) -> int:  # ties by name, numbers as numbers: 10.1.0.2 before 10.1.0.10
-        return fleet.members.index(member)
-
-    ordered = sorted((m for m in group_members if known(m)), key=number)
-    ordered.sort(key=lambda m: m.figures[figure], reverse=reverse)
-    rest = sorted((m for m in group_members if not known(m)), key=number)
-    return [m.name for m in ordered + rest]
+    ordered = sorted((m for m in members if known(m)), key=lambda m: m.figures[figure], reverse=reverse)
+    return [m.name for m in ordered + [m for m in members if not known(m)]]
 
 
 async def test_forty_instances_open_as_a_sorted_grouped_table_down_and_nan_unknown(
