@@ -34,8 +34,6 @@ class Spread:
     figure: str
     members: int  # members with a known value
     median: float
-    low: float
-    high: float
     outliers: tuple[Outlier, ...]
 
 
@@ -55,9 +53,7 @@ def spread_of(
             if distance > abs_ and distance > rel * abs(median):
                 deviation = (value - median) / median if median else float("inf")
                 outliers.append(Outlier(member, value, deviation))
-    return Spread(
-        group, figure, len(known), median, min(known.values()), max(known.values()), tuple(outliers)
-    )
+    return Spread(group, figure, len(known), median, tuple(outliers))
 
 
 # The last readings `group_spreads` was asked of (kept, so that their ids are not reused) and its answer: a
