@@ -44,6 +44,12 @@ def sim_config(path: Path, k: int, acceptance: list[float] = DEEP) -> Path:
     return path
 
 
+def kept_models(*sims: DemoSim) -> KeptModels:
+    """The sims' step-cost models, as `--sim-step-cost` has them."""
+    models = [sim_step_cost(sim.config, sim.url) for sim in sims]
+    return KeptModels(StepCostFile(models=[model for model in models if model is not None]))
+
+
 @dataclass
 class SimFleet:
     sims: DemoSims
@@ -59,10 +65,6 @@ class SimFleet:
         sim = self.by_instance[instance]
         return Target(instance, sim.config, self.sims.restart_command(sim.name), f"http://{instance}")
 
-    def kept(self) -> KeptModels:
-        models = [sim_step_cost(sim.config, f"http://{name}") for name, sim in self.by_instance.items()]
-        return KeptModels(StepCostFile(models=[m for m in models if m is not None]))
-
     def pilot(
         self,
         audit: Path,
@@ -76,8 +78,9 @@ class SimFleet:
         settings = PrometheusSettings(url=self.prometheus.url)
         poller = FleetPoller(settings, 3.0)
         extra = {} if clock is None else {"clock": clock, "sleep": sleep}
+        kept = kept_models(*self.by_instance.values())
         return Autopilot(
-            {}, FleetEyes(poller), self.kept(), limits, auto=auto, audit_path=audit, client=client,
+            {}, FleetEyes(poller), kept, limits, auto=auto, audit_path=audit, client=client,
             make_target=self.target, say=self.lines.append, **extra,  # type: ignore[arg-type]
         )  # fmt: skip
 

@@ -7,9 +7,7 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 
-from tui.advice.calibrate import sim_step_cost
-from tui.advice.live import KeptModels
-from tui.advice.stepcost import StepCostFile
+from tests.autopilot.conftest import kept_models
 from tui.autopilot import audit, audit_file
 from tui.autopilot.policy import Limits
 from tui.settings import EndpointSettings, Settings
@@ -29,11 +27,9 @@ async def test_the_cards_show_what_the_autopilot_would_do(one_sim: DemoSims) -> 
     endpoint = EndpointSettings(
         name="one", url=sim.url, config_file=sim.config, restart_command=one_sim.restart_command("one")
     )
-    model = sim_step_cost(sim.config, sim.url)
-    assert model is not None
     app = SpectopApp(
         Settings(poll_interval_s=1, endpoints=[endpoint]),
-        step_costs=KeptModels(StepCostFile(models=[model])),
+        step_costs=kept_models(sim),
         remember_theme_choice=False,
         autopilot_limits=Limits(sustained_s=2, interval_s=1),
     )

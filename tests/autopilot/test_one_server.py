@@ -12,10 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.autopilot.conftest import ROOT
-from tui.advice.calibrate import sim_step_cost
-from tui.advice.live import KeptModels
-from tui.advice.stepcost import StepCostFile
+from tests.autopilot.conftest import ROOT, kept_models
 from tui.autopilot import audit
 from tui.autopilot.loop import Autopilot
 from tui.autopilot.observe import ServerEyes
@@ -60,12 +57,10 @@ async def test_a_load_that_moved_is_said_and_waited_out(one_sim: DemoSims, tmp_p
     sim, trail = one_sim.sims[0], tmp_path / "autopilot.jsonl"
     found, lines, shown = sim.config.read_bytes(), [], []
     target = Target(sim.url, sim.config, one_sim.restart_command("one"), sim.url)
-    model = sim_step_cost(sim.config, sim.url)
-    assert model is not None
     async with httpx.AsyncClient() as client:
         eyes = ServerEyes(sim.url, sim.url + "/metrics", client)
         pilot = Autopilot(
-            {sim.url: target}, eyes, KeptModels(StepCostFile(models=[model])), LIMITS,
+            {sim.url: target}, eyes, kept_models(sim), LIMITS,
             auto=True, audit_path=trail, client=client, say=lines.append,
             on_state=lambda states: shown.extend(state.line() for state in states.values()),
         )  # fmt: skip

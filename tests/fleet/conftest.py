@@ -29,13 +29,8 @@ SCRAPE_INTERVAL_S = 1
 
 
 def prometheus_binary() -> str | None:
-    """The prometheus binary; SPECTOP_PROMETHEUS_BIN names another one ("" = none: the tests skip)."""
-    chosen = os.environ.get("SPECTOP_PROMETHEUS_BIN")
-    if chosen is not None:
-        return chosen if chosen and os.access(chosen, os.X_OK) else None
-    return shutil.which("prometheus") or (
-        "/usr/bin/prometheus" if os.access("/usr/bin/prometheus", os.X_OK) else None
-    )
+    on_path = shutil.which("prometheus")
+    return on_path or ("/usr/bin/prometheus" if os.access("/usr/bin/prometheus", os.X_OK) else None)
 
 
 NEEDS_PROMETHEUS = pytest.mark.skipif(
@@ -195,15 +190,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     sims = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp", "victim": "vllm"}
     jobs = {"vllm": ["vllm", "victim"], "sglang": ["sglang"], "llamacpp": ["llamacpp"]}
     with running_fleet(tmp_path_factory.mktemp("fleet"), sims, jobs) as running:
-        yield running
-
-
-@pytest.fixture
-def own_fleet(tmp_path: Path) -> Iterator[Fleet]:
-    """Three vLLM sims (a, b, c) in one job and a Prometheus of the test's own (it may stop it)."""
-    with running_fleet(
-        tmp_path, {"a": "vllm", "b": "vllm", "c": "vllm"}, {"vllm": ["a", "b", "c"]}
-    ) as running:
         yield running
 
 

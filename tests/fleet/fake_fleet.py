@@ -4,30 +4,25 @@ switched to fail), and the dashboard app on it."""
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fleet.fake_prometheus import FIGURE_OF, WINDOW_S, Answer, is_discovery, vector
+from textual.pilot import Pilot
+
+from tests.fleet.fake_prometheus import WINDOW_S, FakeFleet, Member
+from tests.ui.ui_waiting import wait_for
 from tui.fleet.poller import FleetPoller, FleetReading, FleetRefresh
 from tui.paths import themes_dir
 from tui.settings import AlertSettings, PrometheusSettings, Settings
 from tui.sources.fleet import FleetSource
 from tui.telemetry.figures import Figures
 from tui.ui.app import SpectopApp
+from tui.widgets.fleet_table import FleetTable
 
 MODELS = ("llama-8b", "qwen-7b")
 
 
-@dataclass
-class Instance:
-    name: str
-    model: str
-    up: bool
-    figures: dict[str, float]  # NaN: Prometheus answers NaN (an empty window)
-
-
-def instances(count: int = 40) -> list[Instance]:
+def instances(count: int = 40) -> list[Member]:
     """Instance i: model by parity, tok/s 100+i, acceptance 0.6..0.66; #7 far off its group (0.2);
     #39 NaN acceptance (empty window); #40 a target down."""
     result = []
@@ -42,42 +37,23 @@ def instances(count: int = 40) -> list[Instance]:
             "waiting": float(i % 3),
             "kv_cache_usage": (i % 10) / 10,
         }
-        result.append(Instance(f"10.1.0.{i}:8000", MODELS[(i + 1) % 2], i != count, figures))
+        result.append(Member(f"10.1.0.{i}:8000", MODELS[(i + 1) % 2], i != count, figures))
     return result
 
 
 @dataclass
-class Fleet40:
-    members: list[Instance] = field(default_factory=instances)
-    failing: Answer | None = None  # every answer while set (status error, 503, slow)
+class Fleet40(FakeFleet):
+    members: list[Member] = field(default_factory=instances)
 
-    def by_name(self) -> dict[str, Instance]:
-        return {member.name: member for member in self.members}
 
-    def answer(self, path: str, form: dict[str, str]) -> Answer:
-        if self.failing is not None:
-            return self.failing
-        query = form.get("query", "")
-        if path == "/api/v1/query_range":
-            return 200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, 0.0
-        if is_discovery(query):
-            rows = [
-                ({"instance": m.name, "job": "vllm", "backend": "vllm", "model_name": m.model}, "16")
-                for m in self.members
-            ]
-            return 200, vector(*rows), 0.0
-        if query == "up":
-            return 200, vector(*(({"instance": m.name}, "1" if m.up else "0") for m in self.members)), 0.0
-        if query.startswith("timestamp(up"):
-            stamp = f"{time.time() - 1:.3f}"
-            return 200, vector(*(({"instance": m.name}, stamp) for m in self.members)), 0.0
-        figure = FIGURE_OF.get(query, "")
-        rows = [
-            ({"instance": m.name}, "NaN" if math.isnan(v) else repr(v))
-            for m in self.members
-            if m.up and (v := m.figures.get(figure)) is not None
-        ]
-        return 200, vector(*rows), 0.0
+async def filled(pilot: Pilot[Any], count: int = 40) -> FleetTable:
+    """The fleet table once it lists `count` instances."""
+    app = pilot.app
+    assert isinstance(app, SpectopApp)
+    await wait_for(pilot, lambda: len(app.readings) == count and bool(app.screen.query(FleetTable)))
+    table = app.screen.query_one(FleetTable)
+    await wait_for(pilot, lambda: len(table.endpoints) == count)
+    return table
 
 
 def fleet_settings(url: str, **extra: Any) -> Settings:
@@ -129,27 +105,31 @@ class ScriptedPoller(FleetPoller):
         return loaded
 
 
+def fleet_reading(
+    name: str, figures: Figures | None = None, *, up: bool = True, **extra: Any
+) -> FleetReading:
+    """An instance's reading at NOW: vLLM, model "m", its figures (none unless given)."""
+    fields = {"backend": "vllm", "model": "m", "window_s": WINDOW_S, **extra}
+    return FleetReading(
+        name=name, url=name, instance=name, time=NOW, up=up, figures=figures or Figures(), **fields
+    )
+
+
 def scripted_readings(count: int = 40) -> list[FleetReading]:
-    readings = []
-    for member in instances(count):
-        known = {name: value for name, value in member.figures.items() if not math.isnan(value)}
-        readings.append(
-            FleetReading(
-                name=member.name,
-                url=member.name,
-                instance=member.name,
-                time=NOW,
-                up=member.up,
-                error=None if member.up else "target down (up == 0): Prometheus cannot scrape it",
-                backend="vllm",
-                model=member.model,
-                window_s=WINDOW_S,
-                figures=Figures.model_validate(known if member.up else {}),
-                job="vllm",
-                group=member.model,
-            )
+    return [
+        fleet_reading(
+            member.name,
+            Figures.model_validate({k: v for k, v in member.figures.items() if not math.isnan(v)})
+            if member.up
+            else None,
+            up=member.up,
+            error=None if member.up else "target down (up == 0): Prometheus cannot scrape it",
+            model=member.model,
+            job="vllm",
+            group=member.model,
         )
-    return readings
+        for member in instances(count)
+    ]
 
 
 def scripted_app(count: int = 40) -> SpectopApp:

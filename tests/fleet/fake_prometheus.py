@@ -1,13 +1,15 @@
 """A fake Prometheus HTTP API on a real loopback socket: `answer(path, form)` decides each reply (status,
-body, delay) and requests are recorded; `healthy()` scrapes two vLLM instances A and B."""
+body, delay) and requests are recorded; `FakeFleet` answers as a Prometheus scraping its members would,
+`healthy()` with two vLLM instances A and B."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -99,49 +101,78 @@ class FakePrometheus:
             writer.close()
 
 
-# --- a fleet of two vLLM instances behind the fake -------------------------------------------------
+# --- a fleet behind the fake: its members decide every answer ----------------------------------------------
 
 WINDOW_S = 30.0
 FIGURE_OF = {query.expr: query.figure for query in figure_queries("", WINDOW_S)}
 A, B = "10.0.0.1:8000", "10.0.0.2:8000"
 
 
-def healthy(
-    *,
-    up: dict[str, str] | None = None,
-    scraped_age_s: float = 1.0,
-    figures: dict[str, dict[str, str]] | None = None,
-    broken: Callable[[str], Answer | None] = lambda query: None,
-) -> Callable[[str, dict[str, str]], Answer]:
-    """A Prometheus that knows two vLLM instances A and B."""
-    up = {A: "1", B: "1"} if up is None else up
-    values = figures or {
-        "generation_tokens_per_s": {A: "120.5", B: "80"},
-        "acceptance_rate": {A: "0.7", B: "NaN"},
-    }
+@dataclass
+class Member:
+    name: str
+    model: str = "m"
+    up: bool = True
+    figures: dict[str, float] = field(default_factory=dict)  # NaN: Prometheus answers NaN (an empty window)
 
-    def answer(path: str, form: dict[str, str]) -> Answer:
+
+@dataclass
+class FakeFleet:
+    """What Prometheus answers of `members` (vLLM, job "vllm"); `broken(query)` answers first where it
+    answers, `failing` answers everything while set (status error, 503, slow)."""
+
+    members: list[Member]
+    failing: Answer | None = None
+    scraped_age_s: float = 1.0
+    broken: Callable[[str], Answer | None] | None = None
+
+    def by_name(self) -> dict[str, Member]:
+        return {member.name: member for member in self.members}
+
+    def answer(self, path: str, form: dict[str, str]) -> Answer:
         query = form.get("query", "")
-        special = broken(query)
-        if special is not None:
+        special = self.failing or (self.broken and self.broken(query))
+        if special:
             return special
-        if path != "/api/v1/query":
-            return 404, {"status": "error", "errorType": "not_found", "error": "no"}, 0.0
+        if path == "/api/v1/query_range":
+            return 200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, 0.0
         if is_discovery(query):
             rows = [
-                ({"instance": i, "job": "vllm", "backend": "vllm", "model_name": "m"}, "16") for i in (A, B)
+                ({"instance": m.name, "job": "vllm", "backend": "vllm", "model_name": m.model}, "16")
+                for m in self.members
             ]
             return 200, vector(*rows), 0.0
         if query == "up":
-            return 200, vector(*(({"instance": i, "job": "vllm"}, v) for i, v in up.items())), 0.0
+            return 200, vector(*(({"instance": m.name}, "1" if m.up else "0") for m in self.members)), 0.0
         if query.startswith("timestamp(up"):
-            stamp = f"{time.time() - scraped_age_s:.3f}"
-            return 200, vector(*(({"instance": i, "job": "vllm"}, stamp) for i in up)), 0.0
-        figure = FIGURE_OF.get(query)
-        rows = [({"instance": i}, v) for i, v in values.get(figure or "", {}).items()]
+            stamp = f"{time.time() - self.scraped_age_s:.3f}"
+            return 200, vector(*(({"instance": m.name}, stamp) for m in self.members)), 0.0
+        figure = FIGURE_OF.get(query, "")
+        rows = [
+            ({"instance": m.name}, "NaN" if math.isnan(v) else repr(v))
+            for m in self.members
+            if m.up and (v := m.figures.get(figure)) is not None
+        ]
         return 200, vector(*rows), 0.0
 
-    return answer
+
+def healthy(
+    *,
+    up: tuple[bool, bool] = (True, True),
+    scraped_age_s: float = 1.0,
+    figures: dict[str, dict[str, float]] | None = None,
+    broken: Callable[[str], Answer | None] | None = None,
+) -> Callable[[str, dict[str, str]], Answer]:
+    """A Prometheus that knows two vLLM instances A and B (`up`: whether each is)."""
+    values = figures or {
+        "generation_tokens_per_s": {A: 120.5, B: 80},
+        "acceptance_rate": {A: 0.7, B: math.nan},
+    }
+    members = [
+        Member(name, up=is_up, figures={f: by[name] for f, by in values.items() if name in by})
+        for name, is_up in zip((A, B), up, strict=True)
+    ]
+    return FakeFleet(members, scraped_age_s=scraped_age_s, broken=broken).answer
 
 
 def settings(url: str, **extra: Any) -> PrometheusSettings:

@@ -10,18 +10,17 @@ from typing import Any
 
 import pytest
 from textual.message import Message
-from textual.pilot import Pilot
 from textual.screen import Screen
 
-from tests.fleet.fake_fleet import NOW, Fleet40, scripted_app, scripted_readings
-from tests.fleet.fake_prometheus import FakePrometheus
+from tests.fleet.fake_fleet import NOW, Fleet40, filled, scripted_app, scripted_readings
+from tests.fleet.fake_prometheus import FakePrometheus, Member
 from tests.ui.ui_waiting import wait_for
 from tui.fleet.table_rows import FleetRow
 from tui.format import UNKNOWN
 from tui.screens.detail import DetailScreen
 from tui.sources.fleet import SOURCE_NAME
 from tui.sources.updates import ImbalanceSeen
-from tui.telemetry.alerts import AlertEngine
+from tui.telemetry.figures import Figures
 from tui.ui.app import FLEET_GC_THRESHOLD, SpectopApp
 from tui.widgets.fleet_table import FleetTable
 from tui.widgets.log_pane import LogPane
@@ -36,38 +35,29 @@ def members(table: FleetTable, group: str) -> list[FleetRow]:
     return [row for row in table.rows_shown if not row.summary and row.group == group]
 
 
-async def filled(pilot: Pilot[Any], count: int = 40) -> FleetTable:
-    app = pilot.app
-    assert isinstance(app, SpectopApp)
-    await wait_for(pilot, lambda: len(app.readings) == count and bool(app.screen.query(FleetTable)))
-    table = table_of(app)
-    await wait_for(pilot, lambda: len(table.endpoints) == count)
-    return table
-
-
 def expected_order(fleet: Fleet40, group: str, figure: str, *, reverse: bool = False) -> list[str]:
-    """The instances of `group` by `figure` (name breaks ties); unknown (NaN, down) last."""
-    group_members = [m for m in fleet.members if m.model == group]
+    """The instances of `group` by `figure`, ties by number (10.1.0.2 before 10.1.0.10); unknown (NaN,
+    down) last."""
+    members = [m for m in fleet.members if m.model == group]  # by number
 
-    def known(member: Any) -> bool:
+    def known(member: Member) -> bool:
         return member.up and not math.isnan(member.figures[figure])
 
-    def number(member: Any) -> int:  # ties by name, numbers as numbers: 10.1.0.2 before 10.1.0.10
-        return fleet.members.index(member)
-
-    ordered = sorted((m for m in group_members if known(m)), key=number)
-    ordered.sort(key=lambda m: m.figures[figure], reverse=reverse)
-    rest = sorted((m for m in group_members if not known(m)), key=number)
-    return [m.name for m in ordered + rest]
+    ordered = sorted((m for m in members if known(m)), key=lambda m: m.figures[figure], reverse=reverse)
+    return [m.name for m in ordered + [m for m in members if not known(m)]]
 
 
-async def test_forty_instances_open_as_a_sorted_grouped_table(
+async def test_forty_instances_open_as_a_sorted_grouped_table_down_and_nan_unknown(
     fleet40: Fleet40, fleet40_app: SpectopApp
 ) -> None:
     fleet, app = fleet40, fleet40_app
     async with app.run_test(size=(80, 24)) as pilot:
         table = await filled(pilot)
         assert app.screen.has_class("table-view")  # 40 cards do not fit in 80x24
+        rows = {row.name: row for row in table.rows_shown}
+        assert rows["10.1.0.40:8000"].status == "down" and rows["10.1.0.40:8000"].tokens_per_s is None
+        assert rows["10.1.0.39:8000"].status == "up" and rows["10.1.0.39:8000"].acceptance_rate is None
+        assert [cell.plain.strip() for cell in table.get_row("10.1.0.39:8000")][4] == UNKNOWN  # not 0
         assert isinstance(app.focused, FleetTable)
         groups = [row.name for row in table.rows_shown if row.summary]
         assert groups == ["llama-8b", "qwen-7b"]
@@ -170,6 +160,19 @@ async def test_prometheus_failing_shows_as_such_never_as_zero(
         kinds = [(alert.endpoint, alert.kind) for alert in app.alerts.active()]
         assert kinds.count((SOURCE_NAME, "source_down")) == 1  # one alert for Prometheus
         assert [kind for kind in kinds if kind[1] == "down"] == [("10.1.0.40:8000", "down")]  # up == 0
+        source_down = next(alert for alert in app.alerts.active() if alert.kind == "source_down")
+        assert source_down.severity == "critical"
+        qwen = [row for row in members(table, "qwen-7b") if row.name != "10.1.0.40:8000"]
+        assert all(row.worst_alert is None for row in qwen)  # not one alert per instance
+        for row in qwen:
+            assert app.readings[row.name].figures == Figures()  # every figure unknown, none 0
+            assert app.card_data(row.name).status == "no data"  # not "down": nothing is known
+        if failure is None:
+            url = fleet40_prometheus.url
+            assert source_down.message.startswith(f"Prometheus at {url} unreachable: ")
+            assert all(
+                (app.readings[row.name].error or "").startswith("Prometheus unreachable") for row in qwen
+            )
         # Only the rows on the screen are drawn: those below are drawn as they scroll in.
         for scrolled in (False, True):
             if scrolled:
@@ -187,17 +190,6 @@ async def test_prometheus_failing_shows_as_such_never_as_zero(
             await wait_for(pilot, lambda: all(a.kind != "source_down" for a in app.alerts.active()))
 
 
-async def test_a_target_down_and_nan_are_not_zero(fleet40_app: SpectopApp) -> None:
-    app = fleet40_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        table = await filled(pilot)
-        rows = {row.name: row for row in table.rows_shown}
-        assert rows["10.1.0.40:8000"].status == "down" and rows["10.1.0.40:8000"].tokens_per_s is None
-        assert rows["10.1.0.39:8000"].status == "up" and rows["10.1.0.39:8000"].acceptance_rate is None
-        cells = [cell.plain.strip() for cell in table.get_row("10.1.0.39:8000")]
-        assert cells[4] == UNKNOWN  # acceptance: "–", not 0
-
-
 # --- the heap frozen (gc.freeze) once the first refresh is drawn, unfrozen on exit --------------------------
 
 
@@ -206,9 +198,7 @@ async def test_the_heap_is_frozen_after_the_first_refresh_and_unfrozen_on_exit()
     assert gc.get_freeze_count() == 0
     app = scripted_app(50)
     async with app.run_test(size=(200, 50)) as pilot:
-        await wait_for(pilot, lambda: bool(app.screen.query(FleetTable)))
-        table = app.screen.query_one(FleetTable)
-        await wait_for(pilot, lambda: len(table.endpoints) == 50)
+        await filled(pilot, 50)
         await wait_for(pilot, lambda: gc.get_freeze_count() > 0, "the heap frozen")
         assert gc.get_threshold() == (FLEET_GC_THRESHOLD, *before[1:])
     assert gc.get_freeze_count() == 0
@@ -219,16 +209,6 @@ async def test_the_heap_is_frozen_after_the_first_refresh_and_unfrozen_on_exit()
 
 
 ALERTING_INSTANCES = 60
-
-
-def test_active_count_is_the_number_of_active_alerts() -> None:
-    engine = AlertEngine()
-    assert engine.active_count() == 0
-    for index in range(5):
-        engine.observe_condition(f"r{index}", "imbalance", NOW, f"acceptance {index}% vs median 70%")
-    assert engine.active_count() == len(engine.active()) == 5
-    engine.observe_condition("r0", "imbalance", NOW + 1, None)
-    assert engine.active_count() == len(engine.active()) == 4
 
 
 async def test_a_refresh_that_changes_many_alerts_redraws_the_header_once() -> None:
@@ -252,6 +232,7 @@ async def test_a_refresh_that_changes_many_alerts_redraws_the_header_once() -> N
             await wait_for(pilot, lambda step=step: len(redrawn) >= step + 1)
             await pilot.pause()
             assert len(redrawn) == step + 1  # once for the whole run of updates
+            assert app.alerts.active_count() == len(app.alerts.active())
             if message is not None:
                 assert app.alerts.active_count() >= ALERTING_INSTANCES > before
                 assert f"{app.alerts.active_count()} alerts (a)" in redrawn[-1]
@@ -278,9 +259,7 @@ async def test_a_refresh_of_400_instances_is_one_message_to_each_screen_drawn_at
     Screen.post_message = counting  # type: ignore[method-assign]
     try:
         async with app.run_test(size=(200, 50)) as pilot:
-            await wait_for(pilot, lambda: bool(app.screen.query(FleetTable)))
-            table = app.screen.query_one(FleetTable)
-            await wait_for(pilot, lambda: len(table.endpoints) == REFRESHED_INSTANCES)
+            table = await filled(pilot, REFRESHED_INSTANCES)
             told = [
                 name
                 for message in posted

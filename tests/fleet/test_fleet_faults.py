@@ -107,7 +107,7 @@ async def test_one_failed_figure_is_unknown_and_named() -> None:
 
 
 async def test_target_down_and_stale_target() -> None:
-    refresh = await refresh_with(healthy(up={A: "0", B: "1"}))
+    refresh = await refresh_with(healthy(up=(False, True)))
     readings = {reading.instance: reading for reading in refresh.readings}
     assert not readings[A].up and "target down" in (readings[A].error or "")
     assert readings[B].up
@@ -119,30 +119,25 @@ async def test_target_down_and_stale_target() -> None:
         assert reading.last_scrape_age_s == pytest.approx(300, abs=5)
 
 
-async def test_non_json_oversized_and_wrong_shape_answers() -> None:
-    def proxy_page(query: str) -> Answer | None:
-        return 502, b"<html>Bad Gateway</html>", 0.0
-
-    with pytest.raises(PrometheusError, match=r"^Prometheus: HTTP 502$"):
-        await query_with(healthy(broken=proxy_page))
-
-    def login_redirect(query: str) -> Answer | None:
-        return 302, b"", 0.0
-
-    with pytest.raises(PrometheusError, match=r"^Prometheus: HTTP 302$"):
-        await query_with(healthy(broken=login_redirect))
-
-    def huge(query: str) -> Answer | None:
-        return 200, vector(*(({"instance": str(i)}, "1") for i in range(5000))), 0.0
-
-    with pytest.raises(PrometheusError, match="larger than"):
-        await query_with(healthy(broken=huge), max_bytes=64 * 1024)
-
-    def matrix_for_instant(query: str) -> Answer | None:
-        return 200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, 0.0
-
-    with pytest.raises(PrometheusError, match="unexpected answer"):
-        await query_with(healthy(broken=matrix_for_instant))
+@pytest.mark.parametrize(
+    ("answer", "max_bytes", "message"),
+    [
+        ((502, b"<html>Bad Gateway</html>", 0.0), 2**20, r"^Prometheus: HTTP 502$"),  # a proxy's page
+        ((302, b"", 0.0), 2**20, r"^Prometheus: HTTP 302$"),  # a redirect to a login page: not followed
+        ((200, vector(*(({"instance": str(i)}, "1") for i in range(5000))), 0.0), 64 * 1024, "larger than"),
+        (
+            (200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, 0.0),
+            2**20,
+            "unexpected",
+        ),
+    ],
+    ids=["proxy-page", "login-redirect", "huge", "matrix-for-instant"],
+)
+async def test_non_json_oversized_and_wrong_shape_answers(
+    answer: Answer, max_bytes: int, message: str
+) -> None:
+    with pytest.raises(PrometheusError, match=message):
+        await query_with(healthy(broken=lambda query: answer), max_bytes=max_bytes)
 
 
 async def test_bearer_token_and_basic_auth_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -155,15 +150,11 @@ async def test_bearer_token_and_basic_auth_come_from_the_environment(monkeypatch
     configured = settings("http://127.0.0.1:9", bearer_token_env="FLEET_TEST_TOKEN", basic_auth_user="ops")
     for text in (repr(configured), configured.model_dump_json()):
         assert "s3cret" not in text  # settings hold the variable's name only
-
-
-async def test_missing_secret_is_named_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("FLEET_TEST_TOKEN", raising=False)
-    client = PrometheusClient(settings("http://127.0.0.1:9", bearer_token_env="FLEET_TEST_TOKEN"))
-    assert client.missing_secrets() == ["FLEET_TEST_TOKEN"]
-    await client.aclose()
-    fake = await query_with(healthy(), bearer_token_env="FLEET_TEST_TOKEN")
-    assert "authorization" not in fake.seen[0].headers
+    monkeypatch.delenv("FLEET_TEST_TOKEN")  # a missing secret is named, and not sent
+    async with PrometheusClient(configured) as client:
+        assert client.missing_secrets() == ["FLEET_TEST_TOKEN"]
+    unset = await query_with(healthy(), bearer_token_env="FLEET_TEST_TOKEN")
+    assert "authorization" not in unset.seen[0].headers
 
 
 async def test_an_instance_whose_metrics_vanish_stays_listed_and_says_so() -> None:
@@ -191,9 +182,9 @@ async def test_an_instance_whose_metrics_vanish_stays_listed_and_says_so() -> No
 
 
 BAD = {
-    "generation_tokens_per_s": {A: "120.5", B: "80"},
-    "acceptance_rate": {A: "3.09", B: "0.7"},  # accepted > drafted on A: "309%"
-    "kv_cache_usage": {A: "2.5", B: "0.4"},
+    "generation_tokens_per_s": {A: 120.5, B: 80},
+    "acceptance_rate": {A: 3.09, B: 0.7},  # accepted > drafted on A: "309%"
+    "kv_cache_usage": {A: 2.5, B: 0.4},
 }
 
 

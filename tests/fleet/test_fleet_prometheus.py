@@ -26,14 +26,9 @@ from tests.fleet.conftest import (
 )
 from tests.fleet.fake_fleet import fleet_app
 from tests.ui.ui_waiting import wait_for
-from tui.fleet.client import PrometheusClient
 from tui.fleet.poller import FleetPoller
-from tui.fleet.queries import _marker_names, discovery_query, engine_queries
+from tui.fleet.queries import engine_queries
 from tui.settings import PrometheusSettings, Settings
-from tui.sources.fleet import SOURCE_NAME
-from tui.telemetry.backends import llamacpp as llama_table
-from tui.telemetry.backends import sglang as sglang_table
-from tui.telemetry.backends import vllm as vllm_table
 from tui.telemetry.figures import FIGURE_NAMES, Figures
 from tui.telemetry.scraper import scrape_metrics
 from tui.telemetry.window import figures_between
@@ -60,106 +55,62 @@ def close(fleet_value: float | None, direct: float | None, *, rel: float = 0.0, 
     return abs(fleet_value - direct) <= max(abs_, rel * abs(direct))
 
 
-async def test_discovers_every_backend_and_its_model(fleet: Fleet) -> None:
-    async with poller_for(fleet, 5.0) as poller:
-        refresh = await poller.refresh()
+async def test_discovers_every_backend_and_its_model_in_as_many_queries_for_any_instances(
+    fleet: Fleet,
+) -> None:
+    async with poller_for(fleet, 5.0) as poller, poller_for(fleet, 5.0, match='{job="sglang"}') as one:
+        refresh, one_refresh = await poller.refresh(), await one.refresh()
     assert refresh.error is None, refresh.error
     readings = {reading.instance: reading for reading in refresh.readings}
-    for name, backend in (
-        ("vllm", "vllm"),
-        ("sglang", "sglang"),
-        ("llamacpp", "llamacpp"),
-        ("victim", "vllm"),
-    ):
+    for name, backend in {
+        "vllm": "vllm",
+        "sglang": "sglang",
+        "llamacpp": "llamacpp",
+        "victim": "vllm",
+    }.items():
         reading = readings[fleet.instance(name)]
         assert reading.backend == backend
         assert reading.up, reading.error
-        assert reading.group == ("vllm" if backend == "vllm" else backend)  # grouped by job
+        assert reading.group == backend  # grouped by job
     assert readings[fleet.instance("vllm")].model == "deepseek-ai/DeepSeek-V3"
     assert readings[fleet.instance("sglang")].model == "deepseek-ai/DeepSeek-V3"
     assert readings[fleet.instance("llamacpp")].model is None  # llama.cpp has no model label
+    assert [reading.backend for reading in one_refresh.readings] == ["sglang"]
+    # the first refresh asks the bucket bounds too (once)
+    assert refresh.queries == one_refresh.queries == poller.queries_per_refresh + 1
 
 
-def one_selector_discovery(lookback: str | None) -> str:
-    """The discovery query as it was (one selector of every backend's names, each series tagged with its
-    backend by label_replace): the per-backend form must answer exactly the same."""
-    names = "|".join(
-        _marker_names(list(module.TABLE), module.PREFIX) for module in (vllm_table, sglang_table, llama_table)
-    )
-    series = f'{{__name__=~"{names}"}}'
-    if lookback:
-        series = f"last_over_time({series}[{lookback}])"
-    keys = "instance, job, backend, model_name"
-    tagged = f'label_replace({series}, "backend", "$1", "__name__", "(vllm|sglang|llamacpp):.*")'
-    return f"count by ({keys}) (count by ({keys}, __name__) ({tagged}))"
-
-
-async def test_discovery_per_backend_answers_as_one_selector_did(fleet: Fleet) -> None:
-    async with PrometheusClient(PrometheusSettings(url=fleet.prometheus.url, timeout_s=5.0)) as client:
-        for lookback in (None, 300.0):
-            at = time.time()
-            answers = [
-                await client.query_vector(expr, at)
-                for expr in (
-                    discovery_query("", (), lookback),
-                    one_selector_discovery(None if lookback is None else "5m"),
-                )
-            ]
-            rows = [sorted((sorted(s.get("metric", {}).items()), s["value"][1]) for s in a) for a in answers]
-            assert len(rows[0]) >= 4 and {dict(labels)["backend"] for labels, _ in rows[0]} == set(BACKENDS)
-            assert rows[0] == rows[1]
-
-
-async def test_fleet_figures_agree_with_direct_scrapes(fleet: Fleet) -> None:
-    async with httpx.AsyncClient() as client:
-        first = {name: await scrape_metrics(client, fleet.url(name) + "/metrics") for name in BACKENDS}
-        started = time.time()
-        await asyncio.sleep(WINDOW_S)
-        last = {name: await scrape_metrics(client, fleet.url(name) + "/metrics") for name in BACKENDS}
-        window_s = time.time() - started
-    direct = {name: figures_between(first[name], last[name]) for name in BACKENDS}
-    async with poller_for(fleet, window_s) as poller:
-        refresh = await poller.refresh()
-    assert refresh.error is None and not refresh.figure_errors
-    fleet_figures = {reading.instance: reading.figures for reading in refresh.readings}
-    problems = []
-    for name in BACKENDS:
-        got, want = fleet_figures[fleet.instance(name)], direct[name]
-        checks = {
-            "generation_tokens_per_s": close(
-                got.generation_tokens_per_s, want.generation_tokens_per_s, rel=0.3
-            ),
-            "prompt_tokens_per_s": close(got.prompt_tokens_per_s, want.prompt_tokens_per_s, rel=0.4),
-            "acceptance_rate": close(got.acceptance_rate, want.acceptance_rate, abs_=0.08),
-            "mean_acceptance_length": close(
-                got.mean_acceptance_length, want.mean_acceptance_length, abs_=0.25
-            ),
-            "prefix_cache_hit_rate": close(got.prefix_cache_hit_rate, want.prefix_cache_hit_rate, abs_=0.15),
-        }
-        if name == "llamacpp":  # no request count (Prometheus resets its gauge): TPOT unknown both ways
-            checks["tpot_mean_s"] = got.tpot_mean_s is None and want.tpot_mean_s is None
-        else:
-            checks["tpot_mean_s"] = close(got.tpot_mean_s, want.tpot_mean_s, rel=0.3)
-        if name != "llamacpp":  # llama.cpp has no TTFT histogram and no request counter
-            checks["ttft_mean_s"] = close(got.ttft_mean_s, want.ttft_mean_s, rel=0.5)
-            checks["requests_per_s"] = close(got.requests_per_s, want.requests_per_s, rel=0.5)
-            checks["e2e_mean_s"] = close(got.e2e_mean_s, want.e2e_mean_s, rel=0.5)
-            # Quantiles interpolate in the same buckets: a few requests more or less move them little.
-            checks["ttft_p95_s"] = got.ttft_p95_s is not None and want.ttft_p95_s is not None
-        if want.per_position_acceptance is not None:
-            pairs = zip(got.per_position_acceptance or [], want.per_position_acceptance, strict=False)
-            checks["per_position_acceptance"] = len(got.per_position_acceptance or []) == len(
-                want.per_position_acceptance
-            ) and all(abs(a - b) <= 0.1 for a, b in pairs)
-        # Gauges are instantaneous: only known-ness and the range are comparable.
-        for gauge in ("running", "waiting", "kv_cache_usage"):
-            checks[gauge] = (getattr(got, gauge) is None) == (getattr(want, gauge) is None)
-        problems += [
-            f"{name}.{figure}: fleet {getattr(got, figure)} direct {getattr(want, figure)}"
-            for figure, ok in checks.items()
-            if not ok
-        ]
-    assert not problems, "\n".join(problems)
+def disagreements(name: str, got: Figures, want: Figures) -> list[str]:
+    """The figures of fleet mode (`got`) that differ from a direct scrape's (`want`) beyond sampling."""
+    checks = {
+        "generation_tokens_per_s": close(got.generation_tokens_per_s, want.generation_tokens_per_s, rel=0.3),
+        "prompt_tokens_per_s": close(got.prompt_tokens_per_s, want.prompt_tokens_per_s, rel=0.4),
+        "acceptance_rate": close(got.acceptance_rate, want.acceptance_rate, abs_=0.08),
+        "mean_acceptance_length": close(got.mean_acceptance_length, want.mean_acceptance_length, abs_=0.25),
+        "prefix_cache_hit_rate": close(got.prefix_cache_hit_rate, want.prefix_cache_hit_rate, abs_=0.15),
+    }
+    if name == "llamacpp":  # no request count (Prometheus resets its gauge): TPOT unknown both ways
+        checks["tpot_mean_s"] = got.tpot_mean_s is None and want.tpot_mean_s is None
+    else:  # llama.cpp has no TTFT histogram and no request counter
+        checks["tpot_mean_s"] = close(got.tpot_mean_s, want.tpot_mean_s, rel=0.3)
+        checks["ttft_mean_s"] = close(got.ttft_mean_s, want.ttft_mean_s, rel=0.5)
+        checks["requests_per_s"] = close(got.requests_per_s, want.requests_per_s, rel=0.5)
+        checks["e2e_mean_s"] = close(got.e2e_mean_s, want.e2e_mean_s, rel=0.5)
+        # Quantiles interpolate in the same buckets: a few requests more or less move them little.
+        checks["ttft_p95_s"] = got.ttft_p95_s is not None and want.ttft_p95_s is not None
+    if want.per_position_acceptance is not None:
+        pairs = zip(got.per_position_acceptance or [], want.per_position_acceptance, strict=False)
+        checks["per_position_acceptance"] = len(got.per_position_acceptance or []) == len(
+            want.per_position_acceptance
+        ) and all(abs(a - b) <= 0.1 for a, b in pairs)
+    # Gauges are instantaneous: only known-ness and the range are comparable.
+    for gauge in ("running", "waiting", "kv_cache_usage"):
+        checks[gauge] = (getattr(got, gauge) is None) == (getattr(want, gauge) is None)
+    return [
+        f"{name}.{figure}: fleet {getattr(got, figure)} direct {getattr(want, figure)}"
+        for figure, ok in checks.items()
+        if not ok
+    ]
 
 
 async def test_history_fills_sparklines_at_start(fleet: Fleet) -> None:
@@ -186,14 +137,6 @@ async def test_a_window_shorter_than_two_scrapes_is_unknown_not_zero(fleet: Flee
         assert figures.generation_tokens_per_s is None and figures.prompt_tokens_per_s is None
         assert figures.ttft_p95_s is None and figures.tpot_mean_s is None
         assert figures.running is not None  # gauges are still known
-
-
-async def test_queries_per_refresh_do_not_depend_on_instances(fleet: Fleet) -> None:
-    async with poller_for(fleet, 5.0) as every, poller_for(fleet, 5.0, match='{job="sglang"}') as one:
-        all_refresh, one_refresh = await every.refresh(), await one.refresh()
-    assert len(all_refresh.readings) >= 3 and [r.backend for r in one_refresh.readings] == ["sglang"]
-    # the first refresh asks the bucket bounds too (once)
-    assert all_refresh.queries == one_refresh.queries == every.queries_per_refresh + 1
 
 
 def snapshot(*args: str) -> tuple[int, list[dict[str, object]], str]:
@@ -267,8 +210,8 @@ async def test_killed_sim_shows_down(fleet: Fleet) -> None:
     assert all(rows[0][name] is None for name in FIGURE_NAMES) and "target down" in str(rows[0]["error"])
 
 
-async def test_the_dashboard_rows_match_direct_scrapes(fleet: Fleet) -> None:
-    """`spectop --prometheus URL` as a user runs it: its table's rows against direct scrapes."""
+async def test_the_dashboard_rows_and_figures_match_direct_scrapes(fleet: Fleet) -> None:
+    """`spectop --prometheus URL` as a user runs it: its readings against direct scrapes, in its rows."""
     settings = Settings(
         prometheus=PrometheusSettings(url=fleet.prometheus.url, timeout_s=5.0),
         window_s=WINDOW_S,
@@ -297,80 +240,17 @@ async def test_the_dashboard_rows_match_direct_scrapes(fleet: Fleet) -> None:
                     return False  # the table has not redrawn this refresh yet
             return True
 
-        await wait_for(pilot, fresh)
-        rows = {row.name: row for row in table.rows_shown}
+        await wait_for(pilot, fresh)  # the rows show this refresh's readings
+        rows, readings = {row.name: row for row in table.rows_shown}, dict(app.readings)
     assert ended - started >= WINDOW_S
     problems = []
     for name in BACKENDS:
-        row, want = rows[fleet.instance(name)], direct[name]
-        assert row.status == "up", row
-        checks = {
-            "tok/s": close(row.tokens_per_s, want.generation_tokens_per_s, rel=0.3),
-            "acceptance": close(row.acceptance_rate, want.acceptance_rate, abs_=0.08),
-            "mean length": close(row.mean_acceptance_length, want.mean_acceptance_length, abs_=0.25),
-            "running known": (row.running is None) == (want.running is None),
-            "KV known": (row.kv_cache_usage is None) == (want.kv_cache_usage is None),
-        }
-        if name != "llamacpp":  # no TTFT histogram in llama.cpp
-            checks["TTFT p95 known"] = row.ttft_p95_s is not None and want.ttft_p95_s is not None
-        problems += [f"{name} {figure}: {row} vs {want}" for figure, ok in checks.items() if not ok]
-    assert not problems, problems
+        row, reading = rows[fleet.instance(name)], readings[fleet.instance(name)]
+        assert row.status == "up" and reading.error is None, (row, reading.error)  # no figure failed
+        problems += disagreements(name, reading.figures, direct[name])
+    assert not problems, "\n".join(problems)
     summary = {row.group: row for row in rows.values() if row.summary}
     assert summary["vllm"].members == 2  # the vllm job: the vllm sim and the victim
-
-
-# --- Prometheus itself going away: ONE alert, not one per instance; figures unknown, status no data ------
-
-
-async def test_prometheus_down_is_one_alert_and_unknown_figures(
-    own_fleet: Fleet,
-) -> None:
-    url = own_fleet.prometheus.url
-    settings = Settings(
-        prometheus=PrometheusSettings(url=url, timeout_s=2.0), window_s=4.0, poll_interval_s=0.5
-    )
-    a, b, c = (own_fleet.instance(name) for name in ("a", "b", "c"))
-    stop(own_fleet.sims["c"][0])  # Prometheus answers, c's `up` becomes 0: c is down
-    app = fleet_app(settings)
-    async with app.run_test(size=(120, 40)) as pilot:
-
-        def c_down_others_up() -> bool:
-            readings = app.readings
-            return (
-                all(name in readings for name in (a, b, c))
-                and not readings[c].up
-                and readings[a].up
-                and readings[b].up
-            )
-
-        await wait_for(pilot, c_down_others_up, timeout_s=30.0)
-        active = app.alerts.active()
-        assert [(alert.endpoint, alert.kind) for alert in active] == [(c, "down")]
-        assert "target down" in (app.readings[c].error or "")
-
-        own_fleet.prometheus.stop()  # Prometheus itself goes away
-        await wait_for(pilot, lambda: (app.readings[a].error or "").startswith("Prometheus"), timeout_s=30.0)
-        await pilot.pause()
-        active = app.alerts.active()
-        kinds = sorted((alert.endpoint, alert.kind) for alert in active)
-        assert kinds == sorted([(c, "down"), (SOURCE_NAME, "source_down")])  # not one per instance
-        source_alert = next(alert for alert in active if alert.kind == "source_down")
-        assert source_alert.severity == "critical"
-        assert source_alert.message.startswith(f"Prometheus at {url} unreachable: ")
-        assert "2 alerts (a)" in app.sub_title
-
-        context = app.context
-        for name in (a, b):
-            reading = app.readings[name]
-            assert reading.error is not None and reading.error.startswith("Prometheus unreachable")
-            assert reading.figures == Figures()  # every figure unknown ("–"), none 0
-            assert context.card_data(name).status == "no data"  # not "down": nothing is known
-        table = app.screen.query_one(FleetTable)
-        table.refresh_rows()
-        rows = {row.name: row for row in table.rows_shown}
-        for name in (a, b):
-            assert rows[name].status == "no data" and rows[name].worst_alert is None
-            assert rows[name].tokens_per_s is None and rows[name].acceptance_rate is None
 
 
 # --- the per-engine queries: only instances with two or more data-parallel engines answer -------------------

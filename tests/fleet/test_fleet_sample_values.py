@@ -34,21 +34,12 @@ def _sample(labels: dict[str, str] | None, text: str) -> SampleJson:
     return sample
 
 
-def test_values_by_instance_follow_number() -> None:
+def test_values_by_instance_follow_number_and_need_an_instance() -> None:
     samples = [_sample({"instance": f"i{index}"}, text) for index, text in enumerate(TEXTS)]
+    samples += [_sample(None, "1"), _sample({}, "2"), _sample({"job": "x"}, "3")]  # for no instance
     expected = {f"i{index}": value for index, text in enumerate(TEXTS) if (value := number(text)) is not None}
     assert _by_instance(samples) == expected
     assert "i4" not in expected and "i5" not in expected and expected["i0"] == 1.5
-
-
-def test_samples_without_an_instance_count_for_none() -> None:
-    samples = [
-        _sample(None, "1"),
-        _sample({}, "2"),
-        _sample({"job": "x"}, "3"),
-        _sample({"instance": "a"}, "4"),
-    ]
-    assert _by_instance(samples) == {"a": 4.0}
     assert _positions([_sample(None, "0.5"), _sample({"instance": "a", "position": "1"}, "0.5")]) == {
         "a": [0.0, 0.5]
     }

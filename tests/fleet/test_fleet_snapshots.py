@@ -6,20 +6,13 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from tests.fleet.fake_fleet import scripted_app
-from tests.ui.ui_waiting import wait_for
-from tui.ui.app import SpectopApp
-from tui.widgets.fleet_table import FleetTable
+from tests.fleet.fake_fleet import filled, scripted_app
 
 
 async def _settled(pilot: Pilot[Any]) -> None:
-    app = pilot.app
-    assert isinstance(app, SpectopApp)
-    await wait_for(pilot, lambda: len(app.readings) == 40)
-    table = app.screen.query_one(FleetTable)
-    await wait_for(pilot, lambda: len(table.endpoints) == 40)
+    await filled(pilot)
     await pilot.pause()
-    app.clear_notifications()
+    pilot.app.clear_notifications()
     await pilot.pause()
 
 

@@ -60,62 +60,60 @@ async def test_history_first_then_a_reading_per_instance_into_the_board() -> Non
         await source.close()
 
 
-async def test_imbalance_goes_through_the_alert_engine_and_clears() -> None:
-    fleet = Fleet40()
-    async with FakePrometheus(fleet.answer) as fake:
-        settings = fleet_settings(fake.url)
-        source = FleetSource(settings, load_history=False)
-        board = Board(settings)
-        updates = source.updates()
-        seen = [update for update in await take(updates, 2) if isinstance(update, ImbalanceSeen)]
-        assert [update.endpoint for update in seen] == [OUTLIER]
-        applied = board.apply(seen[0])
-        assert [(alert.endpoint, alert.kind, alert.active) for alert in applied.alerts] == [
-            (OUTLIER, "imbalance", True)
-        ]
-        assert "acceptance 20% vs median" in applied.alerts[0].message
-        fleet.by_name()[OUTLIER].figures["acceptance_rate"] = 0.62  # back in line
-        cleared: list[ImbalanceSeen] = []
-        while not cleared:
-            update = await anext(updates)
-            if isinstance(update, ImbalanceSeen):
-                cleared.append(update)
-        assert cleared[0].message is None
-        assert [(alert.kind, alert.active) for alert in board.apply(cleared[0]).alerts] == [
-            ("imbalance", False)
-        ]
-        assert not board.alerts.active(OUTLIER) or all(a.kind != "imbalance" for a in board.alerts.active())
-        await updates.aclose()
-        await source.close()
+async def test_imbalance_goes_through_the_alert_engine_and_clears(
+    fleet40: Fleet40, fleet40_prometheus: FakePrometheus
+) -> None:
+    settings = fleet_settings(fleet40_prometheus.url)
+    source = FleetSource(settings, load_history=False)
+    board = Board(settings)
+    updates = source.updates()
+    seen = [update for update in await take(updates, 2) if isinstance(update, ImbalanceSeen)]
+    assert [update.endpoint for update in seen] == [OUTLIER]
+    applied = board.apply(seen[0])
+    assert [(alert.endpoint, alert.kind, alert.active) for alert in applied.alerts] == [
+        (OUTLIER, "imbalance", True)
+    ]
+    assert "acceptance 20% vs median" in applied.alerts[0].message
+    fleet40.by_name()[OUTLIER].figures["acceptance_rate"] = 0.62  # back in line
+    cleared: list[ImbalanceSeen] = []
+    while not cleared:
+        update = await anext(updates)
+        if isinstance(update, ImbalanceSeen):
+            cleared.append(update)
+    assert cleared[0].message is None
+    assert [(alert.kind, alert.active) for alert in board.apply(cleared[0]).alerts] == [("imbalance", False)]
+    assert not board.alerts.active(OUTLIER) or all(a.kind != "imbalance" for a in board.alerts.active())
+    await updates.aclose()
+    await source.close()
 
 
-async def test_prometheus_down_is_said_once_and_its_return_too() -> None:
-    fleet = Fleet40()
-    async with FakePrometheus(fleet.answer) as fake:
-        source = FleetSource(fleet_settings(fake.url, poll_interval_s=0.05), load_history=False)
-        updates = source.updates()
-        await take(updates, 2)  # the first refresh's readings and its imbalance
-        fleet.failing = (503, b"overloaded", 0.0)
-        notices: list[Notice] = []
-        readings = 0
-        while readings < 120:  # three refreshes while down
-            update = await anext(updates)
-            if isinstance(update, Notice) and update.title.startswith("Prometheus"):
-                notices.append(update)
-            elif isinstance(update, ReadingsArrived):
-                readings += len(update.readings)
-                assert not any(reading.up for reading in update.readings)
-                assert all(reading.figures.generation_tokens_per_s is None for reading in update.readings)
-        assert [notice.title for notice in notices] == ["Prometheus DOWN"]
-        assert "HTTP 503" in notices[0].message
-        assert source.status()[0].startswith("Prometheus DOWN")
-        fleet.failing = None
-        while not (isinstance(update := await anext(updates), Notice) and update.title == "Prometheus"):
-            pass
-        assert update.message == "Prometheus answers again"
-        assert not any("DOWN" in part for part in source.status())
-        await updates.aclose()
-        await source.close()
+async def test_prometheus_down_is_said_once_and_its_return_too(
+    fleet40: Fleet40, fleet40_prometheus: FakePrometheus
+) -> None:
+    source = FleetSource(fleet_settings(fleet40_prometheus.url, poll_interval_s=0.05), load_history=False)
+    updates = source.updates()
+    await take(updates, 2)  # the first refresh's readings and its imbalance
+    fleet40.failing = (503, b"overloaded", 0.0)
+    notices: list[Notice] = []
+    readings = 0
+    while readings < 120:  # three refreshes while down
+        update = await anext(updates)
+        if isinstance(update, Notice) and update.title.startswith("Prometheus"):
+            notices.append(update)
+        elif isinstance(update, ReadingsArrived):
+            readings += len(update.readings)
+            assert not any(reading.up for reading in update.readings)
+            assert all(reading.figures.generation_tokens_per_s is None for reading in update.readings)
+    assert [notice.title for notice in notices] == ["Prometheus DOWN"]
+    assert "HTTP 503" in notices[0].message
+    assert source.status()[0].startswith("Prometheus DOWN")
+    fleet40.failing = None
+    while not (isinstance(update := await anext(updates), Notice) and update.title == "Prometheus"):
+        pass
+    assert update.message == "Prometheus answers again"
+    assert not any("DOWN" in part for part in source.status())
+    await updates.aclose()
+    await source.close()
 
 
 class CountingPoller(FleetPoller):
@@ -138,27 +136,25 @@ class CountingPoller(FleetPoller):
             self.refreshes += 1
 
 
-async def test_one_refresh_in_flight_at_a_time() -> None:
-    fleet = Fleet40()
-    async with FakePrometheus(fleet.answer) as fake:
-        settings = fleet_settings(fake.url, poll_interval_s=0.001)
-        assert settings.prometheus is not None
-        poller = CountingPoller(settings.prometheus, WINDOW_S)
-        source = FleetSource(settings, poller=poller, load_history=False)
-        updates = source.updates()
-        await take(updates, 6)
-        assert poller.refreshes >= 4 and poller.most_in_flight == 1
-        source.toggle_pause()
-        assert source.paused
-        await updates.aclose()
-        await source.close()
+async def test_one_refresh_in_flight_at_a_time(fleet40: Fleet40, fleet40_prometheus: FakePrometheus) -> None:
+    settings = fleet_settings(fleet40_prometheus.url, poll_interval_s=0.001)
+    assert settings.prometheus is not None
+    poller = CountingPoller(settings.prometheus, WINDOW_S)
+    source = FleetSource(settings, poller=poller, load_history=False)
+    updates = source.updates()
+    await take(updates, 6)
+    assert poller.refreshes >= 4 and poller.most_in_flight == 1
+    source.toggle_pause()
+    assert source.paused
+    await updates.aclose()
+    await source.close()
 
 
 # --- fleet readings go into the dashboard's Board unchanged: history, gaps and alerts -----------------------
 
 
 async def test_fleet_readings_feed_the_board_history_and_alerts() -> None:
-    refresh = await refresh_with(healthy(up={A: "1", B: "0"}))
+    refresh = await refresh_with(healthy(up=(True, False)))
     board = Board(Settings())
     board.apply(SeriesLoaded({A: [(refresh.time - 4, Figures(generation_tokens_per_s=100.0))]}))
     changes = [alert for reading in refresh.readings for alert in board.add_reading(reading)]

@@ -4,36 +4,25 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fleet.fake_fleet import fleet_reading
 from tests.fleet.fake_prometheus import A, Answer, healthy, refresh_with, vector
-from tui.fleet.poller import FleetReading
 from tui.fleet.queries import engine_queries
-from tui.fleet.spread import ImbalanceAlerts, engine_spreads, group_spreads, group_summaries, spread_of
+from tui.fleet.spread import ImbalanceAlerts, Spread, engine_spreads, group_spreads, spread_of
+from tui.fleet.table_rows import Instance, fleet_rows
 from tui.telemetry.figures import Figures
 
 LIMITS = (0.2, 0.1)
 
 
 def reading(instance: str, group: str, *, acceptance: float | None, tokens: float | None, up: bool = True):
-    return FleetReading(
-        name=instance,
-        url=instance,
-        instance=instance,
-        time=0.0,
-        up=up,
-        error=None,
-        backend="vllm",
-        model="m",
-        window_s=60.0,
-        figures=Figures(acceptance_rate=acceptance, generation_tokens_per_s=tokens),
-        consecutive_failures=0,
-        group=group,
-    )
+    figures = Figures(acceptance_rate=acceptance, generation_tokens_per_s=tokens)
+    return fleet_reading(instance, figures, up=up, group=group)
 
 
 def test_one_replica_far_off_is_named() -> None:
     spread = spread_of("g", "acceptance_rate", {"a": 0.72, "b": 0.70, "c": 0.74, "d": 0.31}, LIMITS)
     assert spread is not None
-    assert (spread.members, spread.median, spread.low, spread.high) == (4, pytest.approx(0.71), 0.31, 0.74)
+    assert (spread.members, spread.median) == (4, pytest.approx(0.71))
     assert [(o.member, o.value) for o in spread.outliers] == [("d", 0.31)]
     assert spread.outliers[0].deviation == pytest.approx((0.31 - 0.71) / 0.71)
 
@@ -66,29 +55,21 @@ def test_group_spreads_per_group_and_only_up_instances() -> None:
     assert [o.member for o in spreads["vllm", "generation_tokens_per_s"].outliers] == ["c"]
 
 
-def test_alert_after_sustained_and_cleared_when_back() -> None:
+def test_alert_after_sustained_its_text_follows_the_figures_and_clears_when_back() -> None:
+    def far(value: float) -> list[Spread | None]:
+        return [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": value}, LIMITS)]
+
     alerts = ImbalanceAlerts(sustained_s=30)
-    far = [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": 0.2}, LIMITS)]
-    assert alerts.observe(0.0, far) == []
-    assert alerts.observe(20.0, far) == []
-    started = alerts.observe(31.0, far)
+    assert alerts.observe(0.0, far(0.318)) == []
+    assert alerts.observe(20.0, far(0.318)) == []
+    started = alerts.observe(31.0, far(0.318))
     assert [(a.endpoint, a.kind, a.active, a.started_at) for a in started] == [("c", "imbalance", True, 0.0)]
-    assert "acceptance 20% vs median 70% of 3 in g" in started[0].message
-    back = [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": 0.68}, LIMITS)]
-    cleared = alerts.observe(40.0, back)
-    assert cleared == started and not cleared[0].active and alerts.active() == []
-
-
-def test_the_alert_text_follows_the_figures_in_the_vocabulary() -> None:
-    """The text was frozen at first firing and printed raw fractions ("0.318") while the row
-    showed "32%", and toasts "tokens/s 787": now the figures as every screen writes them, live."""
-    alerts = ImbalanceAlerts(sustained_s=0)
-    first = alerts.observe(0.0, [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": 0.318}, LIMITS)])
-    assert first[0].message == "acceptance 32% vs median 70% of 3 in g (-55%)"
-    alerts.observe(2.0, [spread_of("g", "acceptance_rate", {"a": 0.7, "b": 0.7, "c": 0.25}, LIMITS)])
+    assert started[0].message == "acceptance 32% vs median 70% of 3 in g (-55%)"  # as the rows write it
+    alerts.observe(33.0, far(0.25))
     assert [alert.message for alert in alerts.active()] == ["acceptance 25% vs median 70% of 3 in g (-64%)"]
-    tokens = ImbalanceAlerts(sustained_s=0)
-    slow = tokens.observe(
+    cleared = alerts.observe(40.0, far(0.68))
+    assert cleared == started and not cleared[0].active and alerts.active() == []
+    slow = ImbalanceAlerts(sustained_s=0).observe(
         0.0, [spread_of("", "generation_tokens_per_s", {"a": 2000, "b": 2100, "c": 787}, LIMITS)]
     )
     assert slow[0].message == "gen tok/s 787.0 vs median 2.00k of 3 in the fleet (-61%)"
@@ -123,9 +104,9 @@ def test_group_summary_rows() -> None:
         reading("d", "vllm", acceptance=0.1, tokens=999, up=False),  # down: counted, its figures not
         reading("e", "sglang", acceptance=None, tokens=None),
     ]
-    summaries = {summary.group: summary for summary in group_summaries(readings)}
+    rows = fleet_rows([Instance(r.name, r, "up" if r.up else "down") for r in readings])
+    summaries = {row.group: row for row in rows if row.summary}
     vllm_row, sglang_row = summaries["vllm"], summaries["sglang"]
-    assert (vllm_row.instances, vllm_row.up) == (4, 3)
-    assert vllm_row.generation_tokens_per_s == 400 and vllm_row.acceptance_rate == pytest.approx(0.7)
-    assert (sglang_row.instances, sglang_row.up) == (1, 1)
-    assert sglang_row.generation_tokens_per_s is None and sglang_row.acceptance_rate is None  # not 0
+    assert vllm_row.status == "3/4 up" and sglang_row.status == "1/1 up"
+    assert vllm_row.tokens_per_s == 400 and vllm_row.acceptance_rate == pytest.approx(0.7)
+    assert sglang_row.tokens_per_s is None and sglang_row.acceptance_rate is None  # not 0

@@ -12,6 +12,7 @@ from typing import Any, cast
 import pytest
 from rich.text import Text
 
+from tests.fleet.fake_fleet import fleet_reading
 from tui.fleet.poller import FleetReading
 from tui.fleet.table_rows import Instance, fleet_rows
 from tui.telemetry.figures import Figures
@@ -21,10 +22,7 @@ STYLES = {"success": "", "error": "", "warning": "", "critical": "", "trend": ""
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_fleet.py"
 
 
-def _reading(
-    index: int, *, failed: bool = False, backend: str = "vllm", model: str | None = "m"
-) -> FleetReading:
-    name = f"replica-{index:03d}"
+def _reading(index: int, *, failed: bool = False, **extra: Any) -> FleetReading:
     figures = Figures(
         generation_tokens_per_s=1234.5 + index,
         acceptance_rate=0.7,
@@ -34,18 +32,15 @@ def _reading(
         waiting=6.0,  # "1200"
         kv_cache_usage=1.0,
     )
-    return FleetReading(
-        name=name,
-        url=name,
-        instance=name,
-        time=100.0,
+    error = "Prometheus unreachable: refused" if failed else None
+    return fleet_reading(
+        f"replica-{index:03d}",
+        None if failed else figures,
         up=not failed,
-        error="Prometheus unreachable: refused" if failed else None,
-        backend=backend,
-        model=model,
-        figures=Figures() if failed else figures,
+        error=error,
         group="fleet",
         prometheus_error=failed,
+        **extra,
     )
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -13,6 +15,12 @@ from metrics_test_server import Reply, ReplyServer
 
 from tui.bench.request import RequestSpec, RetryBudget, endpoint_url, run_request
 from tui.bench.results import RequestResult
+
+
+def sse(events: list[dict[str, Any] | str]) -> bytes:
+    """`data: <json>\\n\\n` per event; the stream always ends with `data: [DONE]\\n\\n` (vllm.md §4)."""
+    parts = [f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n" for event in events]
+    return "".join(parts).encode() + b"data: [DONE]\n\n"
 
 
 async def run_stream(body: bytes, api: str = "chat") -> RequestResult:

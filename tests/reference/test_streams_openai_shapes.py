@@ -4,12 +4,11 @@ against every per-request figure the sample README and per-request.md give."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from reference_streams import run_stream
+from reference_streams import run_stream, sse
 
 LLAMACPP = Path("/work/shared/reference/samples/llamacpp")
 
@@ -81,8 +80,7 @@ async def test_sglang_chat_stream_shape(cache_report: bool) -> None:
         "reasoning_tokens": 0,
     }
     events.append({**_sglang_chunk({}), "choices": [], "usage": usage})
-    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
-    result = await run_stream(body.encode())
+    result = await run_stream(sse(events))
     assert result.ok, result.error
     assert result.text == "".join(texts)
     assert (result.output_tokens, len(result.chunk_times_s), result.prompt_tokens) == (9, 4, 20)
@@ -100,7 +98,6 @@ async def test_a_stream_the_server_ends_with_abort_or_error_is_a_failed_request(
     failed request, never a short success in the burst's figures."""
     events: list[dict[str, Any]] = [_sglang_chunk({"role": "assistant", "content": ""})]
     events += [_sglang_chunk({"content": "Hello"}), _sglang_chunk({"content": ""}, reason, None)]
-    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
-    result = await run_stream(body.encode())
+    result = await run_stream(sse(events))
     assert not result.ok
     assert result.error is not None and reason in result.error

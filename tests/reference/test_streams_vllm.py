@@ -4,13 +4,12 @@ acceptance histogram [39, 1, 0, 3] with k = 3: 1 + 39·1 + 1·2 + 3·4 = 54 toke
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from reference_streams import run_stream
+from reference_streams import run_stream, sse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from test_server_figures import VLLM_METRICS
@@ -79,12 +78,6 @@ def _usage_chunk(object_name: str, metrics: Any = METRICS) -> dict[str, Any]:
     return chunk
 
 
-def _sse(events: list[dict[str, Any] | str]) -> bytes:
-    """`data: <json>\\n\\n` per event; the stream always ends with `data: [DONE]\\n\\n` (vllm.md §4)."""
-    parts = [f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n" for event in events]
-    return "".join(parts).encode() + b"data: [DONE]\n\n"
-
-
 def _chat_stream(*, usage: bool = True, continuous: bool = False, metrics: Any = METRICS) -> bytes:
     events: list[dict[str, Any] | str] = [
         _chat_chunk({"role": "assistant", "content": ""}, prompt_token_ids=None, prompt_text=None)
@@ -97,7 +90,7 @@ def _chat_stream(*, usage: bool = True, continuous: bool = False, metrics: Any =
     events.append(_chat_chunk({"content": ""}, "stop", **({"usage": _usage(done)} if continuous else {})))
     if usage:
         events.append(_usage_chunk("chat.completion.chunk", metrics))
-    return _sse(events)
+    return sse(events)
 
 
 async def test_chat_stream_counts_usage_not_chunks_and_reads_the_metrics_of_the_usage_chunk() -> None:
@@ -169,7 +162,7 @@ async def test_completions_stream_shape() -> None:
     events: list[dict[str, Any] | str] = [_completion_chunk(f"<{i}>") for i in range(len(CHUNK_TOKENS))]
     events.append(_completion_chunk("", "length"))
     events.append(_usage_chunk("text_completion"))
-    result = await run_stream(_sse(events), api="completions")
+    result = await run_stream(sse(events), api="completions")
     assert result.ok, result.error
     assert result.output_tokens == 54 and not result.usage_estimated
     assert len(result.chunk_times_s) == 44
@@ -187,7 +180,7 @@ async def test_error_inside_the_stream_then_done_is_a_broken_stream_with_the_mes
             "code": 404,
         }
     }
-    body = _sse([_chat_chunk({"role": "assistant", "content": ""}), _chat_chunk({"content": "a"}), error])
+    body = sse([_chat_chunk({"role": "assistant", "content": ""}), _chat_chunk({"content": "a"}), error])
     result = await run_stream(body)
     assert result.error_kind == "broken_stream"
     assert "The model `x` does not exist." in (result.error or "")

@@ -4,7 +4,6 @@ mean length 1 + 3,468 / 2,480, TTFT mean 0.2056565 / 4, prefix hit 4,096 / 8,607
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -89,44 +88,6 @@ def test_deprecated_names_beside_the_new_ones_are_not_counted_twice() -> None:
     assert both == plain
     _assert_sample_ratios(both)
     assert both.kv_cache_usage == pytest.approx(0.005718747362201401)
-
-
-def test_only_the_deprecated_names_still_give_the_figures() -> None:
-    """A page from before the new names existed: `gpu_*` and `time_per_output_token_seconds` only.
-
-    Without `request_time_per_output_token_seconds` (added 2025-09-23) the per-token latency is the
-    per-step time spread over the tokens those steps emitted: 24.774153 s / (5,949 - 4 first tokens),
-    about the README's step ITL / mean length (4.165 ms)."""
-
-    def old(page: str) -> str:
-        page = _with_deprecated_names(page)
-        kept = [
-            line
-            for line in page.splitlines()
-            if not line.startswith(
-                (
-                    "vllm:kv_cache_usage_perc{",
-                    "vllm:prefix_cache_",
-                    "vllm:inter_token_latency_seconds_",
-                    "vllm:request_time_per_output_token_seconds_",
-                )
-            )
-        ]
-        return "\n".join(kept) + "\n"
-
-    f = _figures(old(T0), old(T1))
-    assert f.kv_cache_usage == pytest.approx(0.005718747362201401)
-    assert f.prefix_cache_hit_rate == pytest.approx(4096 / 8607)
-    assert f.tpot_mean_s == pytest.approx(24.774152994155884 / (5949 - 4))
-    assert f.acceptance_rate == pytest.approx(3468 / 4960)
-
-
-def test_exponent_forms_of_both_prometheus_client_versions() -> None:
-    """`1.440309248e+010` (prometheus_client <= 0.25.0) and `1.440309248e+10` (from fb2351f) alike."""
-    assert "e+010" in T0
-    newer = [re.sub(r"e\+0(\d\d)\b", r"e+\1", page) for page in (T0, T1)]
-    assert "e+010" not in newer[0]
-    assert _figures(*newer) == _figures(T0, T1)
 
 
 def test_diffusion_counters_are_not_speculative_decoding() -> None:

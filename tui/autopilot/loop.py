@@ -29,7 +29,7 @@ from tui.advice.live import KeptModels, advice_for
 from tui.advice.stepcost import find_model
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord, Figure
-from tui.autopilot.observe import Errors, Seen, ServerEyes, load, speed
+from tui.autopilot.observe import Errors, Seen, ServerEyes, speed
 from tui.autopilot.policy import Limits, PilotState, Sustained, errors_rose, gate
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import Target
@@ -191,7 +191,7 @@ class Autopilot:
         if self.single:
             for what in seen.values():
                 value = speed(what.figures)
-                rate = load(what.figures)
+                rate = what.figures.requests_per_s  # the load: running requests fall as a server speeds up
                 if what.up and value and rate is not None:
                     self.before.append((value, rate, what.figures.ttft_mean_s, what.errors))
         advice = self.advice(seen)
@@ -305,7 +305,7 @@ class Autopilot:
         if mine is None:
             return None
         if self.single:
-            trial.loads.append(load(seen[name].figures))
+            trial.loads.append(seen[name].figures.requests_per_s)
             if not self.before or self.load_moved(trial) is not None:
                 return None
             base = sum(s for s, *_ in self.before) / len(self.before)

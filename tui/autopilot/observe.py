@@ -56,11 +56,6 @@ def speed(figures: Figures) -> float | None:
     return tokens / running
 
 
-def load(figures: Figures) -> float | None:
-    """The offered load: finished requests/s (running requests fall as a server gets faster)."""
-    return figures.requests_per_s
-
-
 def answer_counts(samples: tuple[Sample, ...] | None) -> tuple[float, float] | None:
     """(5xx answers, all answers) of the inference handlers on one page; None without the counter."""
     if samples is None:

@@ -18,7 +18,7 @@ from typing_extensions import TypedDict  # pydantic needs this one before Python
 from tui.auth import api_key_from_env, bearer_headers
 from tui.format import fmt_setting
 from tui.settings import PrometheusSettings
-from tui.telemetry.scraper import _connect_error_text
+from tui.telemetry.scraper import _connect_error_text, _size_text
 
 DEFAULT_MAX_BYTES = 32 * 2**20
 _STALE_CONNECTION = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
@@ -119,10 +119,6 @@ def _envelope(status: int, body: bytes) -> _Response:
     return answer
 
 
-def _size_text(max_bytes: int) -> str:
-    return f"{max_bytes // 2**20} MiB" if max_bytes >= 2**20 else f"{max_bytes} bytes"
-
-
 class PrometheusClient:
     """One Prometheus server (`async with`); `requests` counts the HTTP requests sent."""
 
@@ -138,16 +134,11 @@ class PrometheusClient:
         self.max_bytes = max_bytes
         self.requests = 0
         self._headers = {"Accept": "application/json"}
-        auth: httpx.BasicAuth | None = None
         if settings.bearer_token_env:
             self._headers.update(bearer_headers(api_key_from_env(settings.bearer_token_env)))
-        if settings.basic_auth_user is not None:
-            password = ""
-            if settings.basic_auth_password_env:
-                password = os.environ.get(settings.basic_auth_password_env, "")
-            auth = httpx.BasicAuth(settings.basic_auth_user, password)
-        self._http = httpx.AsyncClient(verify=settings.tls_verify)
-        self._auth = auth
+        user, password = settings.basic_auth_user, os.environ.get(settings.basic_auth_password_env or "", "")
+        auth = None if user is None else httpx.BasicAuth(user, password)
+        self._http = httpx.AsyncClient(verify=settings.tls_verify, auth=auth)
 
     def missing_secrets(self) -> list[str]:
         """Names of environment variables the settings name but that are not set (never their values)."""
@@ -172,7 +163,6 @@ class PrometheusClient:
             f"{self.base_url}{path}",
             content=urlencode(params).encode("ascii"),
             headers={**self._headers, "Content-Type": "application/x-www-form-urlencoded"},
-            auth=self._auth or httpx.USE_CLIENT_DEFAULT,
             timeout=self.timeout_s,
         ) as response:
             declared = response.headers.get("content-length")
@@ -196,8 +186,6 @@ class PrometheusClient:
                 except _STALE_CONNECTION:
                     # A kept-alive connection the server closed (e.g. Prometheus restarted): once more.
                     status, body = await self._read(path, params)
-        except PrometheusError:
-            raise
         except (TimeoutError, httpx.TimeoutException):
             raise PrometheusError(f"Prometheus timeout after {fmt_setting(self.timeout_s)} s") from None
         except httpx.ConnectError as error:
@@ -216,7 +204,12 @@ class PrometheusClient:
 
     async def query_vector(self, expr: str, at: float | None = None) -> list[SampleJson]:
         """An instant query's samples as validated JSON objects; a scalar as one sample without labels."""
-        status, body = await self._fetch("/api/v1/query", self._query_params(expr, at))
+        params = [
+            ("query", expr),
+            *([("time", f"{at:.3f}")] if at is not None else []),
+            ("timeout", f"{self.timeout_s:g}s"),
+        ]
+        status, body = await self._fetch("/api/v1/query", params)
         if status < 300:
             try:
                 return _vector(_QUERY_ANSWER.validate_json(body)["data"])
@@ -227,13 +220,6 @@ class PrometheusClient:
             return _vector(_QUERY_DATA.validate_python(answer.data if isinstance(answer.data, dict) else {}))
         except ValidationError:
             raise PrometheusError(f"Prometheus: unexpected answer to {expr[:60]!r}") from None
-
-    def _query_params(self, expr: str, at: float | None) -> list[tuple[str, str]]:
-        params = [("query", expr)]
-        if at is not None:
-            params.append(("time", f"{at:.3f}"))
-        params.append(("timeout", f"{self.timeout_s:g}s"))
-        return params
 
     async def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[RangeSeries]:
         params = [

@@ -7,6 +7,7 @@ Quantiles are placed in their instance's bucket bounds, asked once, with the not
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import math
 import time
@@ -46,22 +47,13 @@ _PREFIXES = (vllm.PREFIX, sglang.PREFIX)
 UNKNOWN_BUCKET = "interpolated by Prometheus (histogram_quantile); its bucket bounds are not known yet"
 
 Bounds = dict[tuple[str, str], tuple[float, ...]]  # (instance, histogram) -> its finite `le`, ascending
+_BUCKETS = {f"{prefix}{name}_bucket": name for prefix in _PREFIXES for name in QUANTILE_HISTOGRAMS.values()}
 
 
 def bucket_bounds_query(matchers: str) -> str:
     """One series per instance, histogram and bucket bound: `count by (instance, __name__, le)`."""
-    names = sorted(
-        {f"{prefix}{histogram}_bucket" for prefix in _PREFIXES for histogram in QUANTILE_HISTOGRAMS.values()}
-    )
-    series = selector("", matchers, f'__name__=~"{"|".join(names)}"')
+    series = selector("", matchers, f'__name__=~"{"|".join(sorted(_BUCKETS))}"')
     return f"count by (instance, __name__, le) ({series})"
-
-
-def _histogram(name: str) -> str | None:
-    for prefix in _PREFIXES:
-        if name.startswith(prefix) and name.endswith("_bucket"):
-            return name.removeprefix(prefix).removesuffix("_bucket")
-    return None
 
 
 def bucket_bounds(samples: Iterable[SampleJson]) -> Bounds:
@@ -69,7 +61,7 @@ def bucket_bounds(samples: Iterable[SampleJson]) -> Bounds:
     found: dict[tuple[str, str], set[float]] = {}
     for sample in samples:
         metric = sample.get("metric", {})
-        instance, histogram = metric.get("instance"), _histogram(metric.get("__name__", ""))
+        instance, histogram = metric.get("instance"), _BUCKETS.get(metric.get("__name__", ""))
         try:
             bound = float(metric.get("le", "nan"))
         except ValueError:
@@ -87,12 +79,8 @@ def bucket_of(value: float, bounds: tuple[float, ...]) -> tuple[float, float] | 
         return None
     if value >= bounds[-1]:
         return bounds[-1], math.inf
-    lower = 0.0
-    for bound in bounds:
-        if value <= bound:
-            return lower, bound
-        lower = bound
-    return None  # not reached: value < bounds[-1]
+    upper = bisect.bisect_left(bounds, value)  # the first bound >= value
+    return (bounds[upper - 1] if upper else 0.0), bounds[upper]
 
 
 def quantile_notes(
@@ -296,8 +284,6 @@ class FleetPoller:
             return error
         except TimeoutError:
             return PrometheusError(f"Prometheus timeout after {fmt_setting(self.client.timeout_s)} s")
-        except asyncio.CancelledError:
-            raise
         except Exception as error:  # a bug must not stop the dashboard
             log.exception("a fleet refresh failed")
             return PrometheusError(f"internal error: {type(error).__name__}: {error}")
@@ -313,7 +299,9 @@ class FleetPoller:
         started = time.monotonic()
         requests_before = self.client.requests
         at = time.time()
-        asking = self._bounds_wanted(started)
+        # The bucket bounds: with the first refresh, then only while an instance has a quantile whose bounds
+        # are unknown (it came later, the query failed), at most every BOUNDS_RETRY_S.
+        asking = self._bounds_missing and started - self._bounds_asked >= BOUNDS_RETRY_S
         deadline = asyncio.get_running_loop().time() + self.client.timeout_s
 
         def ask(expr: str, reduce: Callable[[list[SampleJson]], _T]) -> Awaitable[_T | PrometheusError]:
@@ -333,10 +321,8 @@ class FleetPoller:
         engine_answers = dict(zip(self._engine_queries, engine_list, strict=True))
         if asking:
             self._bounds_asked = started
-        if isinstance(discovery, PrometheusError):
-            error: PrometheusError | None = discovery
-        else:
-            error = next((answer for answer in (up, scraped_at) if isinstance(answer, PrometheusError)), None)
+        answers = (discovery, up, scraped_at)
+        error = next((answer for answer in answers if isinstance(answer, PrometheusError)), None)
         if error is not None:
             readings = [
                 self._unknown(instance, known, at, str(error)) for instance, known in self._instances.items()
@@ -365,16 +351,11 @@ class FleetPoller:
         never all alive together."""
         return reduce(await self.client.query_vector(expr, at))
 
-    def _bounds_wanted(self, now: float) -> bool:
-        """Ask the bucket bounds with this refresh: with the first, then only while an instance has a
-        quantile whose bounds are unknown (it came later, the query failed), at most every BOUNDS_RETRY_S."""
-        return self._bounds_missing and now - self._bounds_asked >= BOUNDS_RETRY_S
-
     def _unknown(self, instance: str, known: _Instance, at: float, error: str) -> FleetReading:
         known.consecutive_failures += 1
-        reading = self._reading(instance, known, at, up=False, error=error, figures=Figures())
-        reading.prometheus_error = True
-        return reading
+        return self._reading(
+            instance, known, at, up=False, error=error, figures=Figures(), prometheus_error=True
+        )
 
     def _reading(
         self,
@@ -386,6 +367,7 @@ class FleetPoller:
         error: str | None,
         figures: Figures,
         age: float | None = None,
+        prometheus_error: bool = False,
     ) -> FleetReading:
         return FleetReading(
             name=instance,
@@ -403,6 +385,7 @@ class FleetPoller:
             job=known.job,
             group=known.group,
             last_scrape_age_s=age,
+            prometheus_error=prometheus_error,
         )
 
     def _readings(

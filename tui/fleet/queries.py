@@ -90,15 +90,16 @@ class _Forms:
     def quantile(self, q: float, histogram: str) -> str:
         return f"histogram_quantile({q:g}, {_sum(self.rate(f'{histogram}_bucket'), 'instance, le')})"
 
-    def acceptance(self, accepted: str, draft_tokens: str) -> str:
-        return _ratio(self.total_rate(accepted), self.total_rate(draft_tokens))
-
-    def mean_length(self, accepted: str, drafts: str) -> str:
-        return f"1 + {_ratio(self.total_rate(accepted), self.total_rate(drafts))}"
-
-    def per_position(self, per_pos: str, drafts: str) -> str:
-        by_position = _sum(self.rate(per_pos), "instance, position")
-        return f"{by_position} / on (instance) group_left () ({self.total_rate(drafts)} > 0)"
+    def spec_counters(self) -> dict[str, str]:
+        """Acceptance, mean length and per position from vLLM's spec_decode counters (llama.cpp's too)."""
+        accepted = self.total_rate("spec_decode_num_accepted_tokens_total")
+        drafts = self.total_rate("spec_decode_num_drafts_total")
+        by_position = _sum(self.rate("spec_decode_num_accepted_tokens_per_pos_total"), "instance, position")
+        return {
+            "acceptance_rate": _ratio(accepted, self.total_rate("spec_decode_num_draft_tokens_total")),
+            "mean_acceptance_length": f"1 + {_ratio(accepted, drafts)}",
+            "per_position_acceptance": f"{by_position} / on (instance) group_left () ({drafts} > 0)",
+        }
 
 
 def _vllm(m: _Forms) -> dict[str, str]:
@@ -114,19 +115,15 @@ def _vllm(m: _Forms) -> dict[str, str]:
     generated = m.total_rate("generation_tokens_total")
     # Δstep time / (Δtokens − Δfirst tokens) when no request finished (see backends/vllm.py).
     step_tpot = f"({step_sum}) / (({generated} - ({has_ttft_count} or {generated} * 0)) > 0)"
+    spec = m.spec_counters()
     return {
+        **spec,
         "generation_tokens_per_s": generated,
         "prompt_tokens_per_s": m.total_rate("prompt_tokens_total"),
         "requests_per_s": m.total_rate("request_success_total"),
         "acceptance_rate": _either(
-            m.acceptance("spec_decode_num_accepted_tokens_total", "spec_decode_num_draft_tokens_total"),
+            spec["acceptance_rate"],
             f"{_avg(m.sel('spec_decode_draft_acceptance_rate'))} unless on (instance) {has_draft_tokens}",
-        ),
-        "mean_acceptance_length": m.mean_length(
-            "spec_decode_num_accepted_tokens_total", "spec_decode_num_drafts_total"
-        ),
-        "per_position_acceptance": m.per_position(
-            "spec_decode_num_accepted_tokens_per_pos_total", "spec_decode_num_drafts_total"
         ),
         "ttft_mean_s": m.mean("time_to_first_token_seconds"),
         "ttft_p50_s": m.quantile(0.5, "time_to_first_token_seconds"),
@@ -201,18 +198,10 @@ def _llamacpp(m: _Forms) -> dict[str, str]:
     computed = m.total_rate("prompt_tokens_total")  # excludes cached tokens
     prompt_all = f"({computed} + ({m.total_rate('prompt_tokens_cached_total')} or {computed} * 0))"
     return {
+        **m.spec_counters(),
         "generation_tokens_per_s": m.total_rate("tokens_predicted_total"),
         # Like vLLM and SGLang: prompt tokens including those served from the cache.
         "prompt_tokens_per_s": prompt_all,
-        "acceptance_rate": m.acceptance(
-            "spec_decode_num_accepted_tokens_total", "spec_decode_num_draft_tokens_total"
-        ),
-        "mean_acceptance_length": m.mean_length(
-            "spec_decode_num_accepted_tokens_total", "spec_decode_num_drafts_total"
-        ),
-        "per_position_acceptance": m.per_position(
-            "spec_decode_num_accepted_tokens_per_pos_total", "spec_decode_num_drafts_total"
-        ),
         # No TPOT: it needs the count of finished requests (one first token each), which llama.cpp only
         # gives through a gauge every scrape resets; a per-token ratio would be a guess (as direct scraping).
         "running": _sum(m.gauge("requests_processing")),

@@ -1,11 +1,11 @@
-"""Per group of the fleet: its summary row, and imbalance (how far apart its replicas, or one vLLM's
+"""Per group of the fleet: imbalance (how far apart its replicas, or one vLLM's
 engines, are). A member is far off when more than `rel` of the median AND more than `abs_` away, judged
 with at least three known members (with two, neither is the odd one); unknown values take no part."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tui.fleet.poller import FleetReading
@@ -34,8 +34,6 @@ class Spread:
     figure: str
     members: int  # members with a known value
     median: float
-    low: float
-    high: float
     outliers: tuple[Outlier, ...]
 
 
@@ -55,9 +53,7 @@ def spread_of(
             if distance > abs_ and distance > rel * abs(median):
                 deviation = (value - median) / median if median else float("inf")
                 outliers.append(Outlier(member, value, deviation))
-    return Spread(
-        group, figure, len(known), median, min(known.values()), max(known.values()), tuple(outliers)
-    )
+    return Spread(group, figure, len(known), median, tuple(outliers))
 
 
 # The last readings `group_spreads` was asked of (kept, so that their ids are not reused) and its answer: a
@@ -66,37 +62,29 @@ def spread_of(
 _last_spreads: list[tuple[tuple[FleetReading, ...], set[int], list[Spread]]] = []
 
 
-def group_spreads(
-    readings: Iterable[FleetReading], limits: dict[str, tuple[float, float]] | None = None
-) -> list[Spread]:
+def group_spreads(readings: Iterable[FleetReading]) -> list[Spread]:
     """Spread of acceptance and tokens/s across the up instances of each group (group_by label)."""
-    if limits is not None:
-        return _group_spreads(readings, limits)
     kept = tuple(readings)
     ids = {id(reading) for reading in kept}
     if _last_spreads and len(_last_spreads[0][0]) == len(kept) and _last_spreads[0][1] == ids:
         return list(_last_spreads[0][2])
-    spreads = _group_spreads(kept, DEFAULT_LIMITS)
+    groups: dict[str, list[FleetReading]] = {}
+    for reading in kept:
+        if reading.up:
+            groups.setdefault(reading.group or "", []).append(reading)
+    spreads = [
+        spread
+        for group, members in sorted(groups.items())
+        for spread in _spreads(group, {reading.instance: reading.figures for reading in members})
+    ]
     _last_spreads[:] = [(kept, ids, spreads)]
     return list(spreads)
 
 
-def _group_spreads(readings: Iterable[FleetReading], limits: dict[str, tuple[float, float]]) -> list[Spread]:
-    groups: dict[str, list[FleetReading]] = {}
-    for reading in readings:
-        if reading.up:
-            groups.setdefault(reading.group or "", []).append(reading)
-    return [
-        spread
-        for group, members in sorted(groups.items())
-        for spread in _spreads(group, {reading.instance: reading.figures for reading in members}, limits)
-    ]
-
-
-def _spreads(group: str, members: dict[str, Figures], limits: dict[str, tuple[float, float]]) -> list[Spread]:
-    """The spread of each figure of `limits` over the members' figures (a figure none knows: none)."""
+def _spreads(group: str, members: dict[str, Figures]) -> list[Spread]:
+    """The spread of each figure of DEFAULT_LIMITS over the members' figures (a figure none knows: none)."""
     spreads = []
-    for figure, figure_limits in limits.items():
+    for figure, figure_limits in DEFAULT_LIMITS.items():
         values = {member: getattr(figures, figure) for member, figures in members.items()}
         spread = spread_of(group, figure, values, figure_limits)
         if spread is not None:
@@ -104,12 +92,10 @@ def _spreads(group: str, members: dict[str, Figures], limits: dict[str, tuple[fl
     return spreads
 
 
-def engine_spreads(
-    reading: FleetReading, limits: dict[str, tuple[float, float]] | None = None
-) -> list[Spread]:
+def engine_spreads(reading: FleetReading) -> list[Spread]:
     """Spread across the `engine` labels (data-parallel ranks) of one vLLM instance."""
     engines = {f"{reading.instance} engine={engine}": figures for engine, figures in reading.engines.items()}
-    return _spreads(reading.instance, engines, limits or DEFAULT_LIMITS)
+    return _spreads(reading.instance, engines)
 
 
 def imbalance_text(spread: Spread, outlier: Outlier) -> str:
@@ -158,56 +144,3 @@ class ImbalanceAlerts:
                 cleared.cleared_at = time
                 changed.append(cleared)
         return changed
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSummary:
-    """The summary row of one group in the fleet table. Unknown (None) values take no part;
-    a figure no member knows stays None."""
-
-    group: str
-    instances: int
-    up: int
-    generation_tokens_per_s: float | None  # sum over the group
-    running: float | None  # sum
-    waiting: float | None  # sum
-    acceptance_rate: float | None  # median of the replicas
-    mean_acceptance_length: float | None  # median
-    ttft_p95_s: float | None  # the worst replica's
-    kv_cache_usage: float | None  # the fullest replica's
-    ttft_p95_bounds: tuple[float, float | None] | None = None  # the worst replica's bucket, when a bound
-
-
-def _of_known(reduce: Callable[[list[float]], float], values: Iterable[float | None]) -> float | None:
-    """`reduce` (sum, median, max) of the known values; None when none is known."""
-    known = [value for value in values if value is not None]
-    return reduce(known) if known else None
-
-
-def group_summaries(readings: Iterable[FleetReading]) -> list[GroupSummary]:
-    """One summary per group (group_by label), from the up instances' figures."""
-    groups: dict[str, list[FleetReading]] = {}
-    for reading in readings:
-        groups.setdefault(reading.group or "", []).append(reading)
-    summaries = []
-    for group, members in sorted(groups.items()):
-        live = [reading.figures for reading in members if reading.up]
-        worst = max(
-            (f for f in live if f.ttft_p95_s is not None), key=lambda f: f.ttft_p95_s or 0.0, default=None
-        )
-        summaries.append(
-            GroupSummary(
-                group=group,
-                instances=len(members),
-                up=len(live),
-                generation_tokens_per_s=_of_known(sum, (f.generation_tokens_per_s for f in live)),
-                running=_of_known(sum, (f.running for f in live)),
-                waiting=_of_known(sum, (f.waiting for f in live)),
-                acceptance_rate=_of_known(statistics.median, (f.acceptance_rate for f in live)),
-                mean_acceptance_length=_of_known(statistics.median, (f.mean_acceptance_length for f in live)),
-                ttft_p95_s=None if worst is None else worst.ttft_p95_s,
-                kv_cache_usage=_of_known(max, (f.kv_cache_usage for f in live)),
-                ttft_p95_bounds=None if worst is None else worst.quantile_bounds.get("ttft_p95_s"),
-            )
-        )
-    return summaries

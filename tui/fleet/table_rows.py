@@ -1,22 +1,18 @@
-"""The fleet table as plain data: per group its summary row (tui/fleet/spread.py), then its instances by
+"""The fleet table as plain data: per group its summary row (`summary_figures`), then its instances by
 the sort column; `off` marks how far an instance is off its group. `FleetRow` is the dashboard's
 `EndpointRow` with the fleet's extras, sorted by the same `sorted_rows`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tui.fleet.poller import FleetReading
-from tui.fleet.spread import Spread, engine_spreads, group_spreads, group_summaries
+from tui.fleet.spread import Spread, engine_spreads, group_spreads
 from tui.format import fmt_rate_delta
-from tui.telemetry.endpoint_row import (
-    EndpointRow,
-    SortColumn,
-    row_fields,
-    row_figures,
-    sorted_rows,
-)
+from tui.telemetry.endpoint_row import EndpointRow, SortColumn, row_fields, sorted_rows
 from tui.telemetry.reading import EndpointReading
 
 GROUP_KEY_PREFIX = "\x00group:"  # row keys of summary rows (an instance name never starts so)
@@ -92,6 +88,31 @@ def instance_row(instance: Instance, marked: Mapping[str, str]) -> FleetRow:
     return FleetRow(**shared, key=instance.name, group=group_of(reading), off=off, off_far=bool(off))
 
 
+def summary_figures(readings: Sequence[FleetReading]) -> dict[str, Any]:
+    """A group's summary row figures, of its up instances: tok/s, running and waiting summed, acceptance and
+    mean length the replicas' median, the worst TTFT p95 (with its bucket), the fullest KV cache. Unknown
+    (None) values take no part; a figure no member knows stays None."""
+    live = [reading.figures for reading in readings if reading.up]
+
+    def known(reduce: Callable[[list[float]], float], figure: str) -> float | None:
+        values = [value for figures in live if (value := getattr(figures, figure)) is not None]
+        return reduce(values) if values else None
+
+    worst = max(
+        (f for f in live if f.ttft_p95_s is not None), key=lambda f: f.ttft_p95_s or 0.0, default=None
+    )
+    return {
+        "tokens_per_s": known(sum, "generation_tokens_per_s"),
+        "running": known(sum, "running"),
+        "waiting": known(sum, "waiting"),
+        "acceptance_rate": known(statistics.median, "acceptance_rate"),
+        "mean_acceptance_length": known(statistics.median, "mean_acceptance_length"),
+        "kv_cache_usage": known(max, "kv_cache_usage"),
+        "ttft_p95_s": None if worst is None else worst.ttft_p95_s,
+        "ttft_p95_bounds": None if worst is None else worst.quantile_bounds.get("ttft_p95_s"),
+    }
+
+
 def matches(row: FleetRow, text: str) -> bool:
     """The dashboard's `/` filter: a piece of the instance, its model or its group."""
     return not text or any(text in (part or "").lower() for part in (row.name, row.model, row.group))
@@ -121,7 +142,6 @@ def fleet_rows(
     for group in sorted(by_group):
         members = by_group[group]
         shown = [reading for row in members if isinstance(reading := readings.get(row.name), FleetReading)]
-        summary = group_summaries(shown)
         far = sum(row.off_far for row in members)
         up = sum(row.status == "up" for row in members)
         # Prometheus failed: nothing is known of the members, which are not down ("0/3 up" said so)
@@ -129,7 +149,6 @@ def fleet_rows(
         spreads = group_spreads(shown) if text else spreads_of.get(group, [])  # unfiltered: known already
         known = [s for s in spreads if s.figure == "acceptance_rate"]
         even = "even" if known and known[0].members >= 3 and not far else ""
-        head = summary[0] if summary else None
         result.append(
             FleetRow(
                 key=GROUP_KEY_PREFIX + group,
@@ -137,8 +156,7 @@ def fleet_rows(
                 status="no data" if unknown else f"{up}/{len(members)} up",
                 group=group,
                 summary=True,
-                **row_figures(head),  # type: ignore[arg-type]  # the figure fields only
-                ttft_p95_bounds=None if head is None else head.ttft_p95_bounds,
+                **summary_figures(shown),
                 off=f"{far} off" if far else even,
                 off_far=bool(far),
                 up=up,
