@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tune.conftest import tune_result
 from tui.advice.advisor import advise
 from tui.advice.calibrate import (
     CALIBRATION_MAX_TOKENS,
@@ -189,11 +190,9 @@ def calibration_result(drift: float, jitter: float, seed: int = 1, requests: int
             mean_acceptance_length=None if k == 0 else LENGTH[k], runs=runs,
         )  # fmt: skip
         outcomes.append(ValueOutcome(value=k, started=True, cells=[cell]))
-    return TuneResult(
-        started_at=datetime(2026, 12, 2, 9, 0, tzinfo=UTC), config_file="config.toml", kind="vllm_toml",
-        key="speculative.num_speculative_tokens", endpoint="http://127.0.0.1:8000", restart_command=["x"],
-        values=[0, 1, 2, 3], concurrencies=[1], original_value=3, baseline_value=0, requests=requests,
-        max_tokens=32, prompts="mixed", outcomes=outcomes, rounds=2, rounds_run=2, zero_is_off=True,
+    return tune_result(
+        started_at=datetime(2026, 12, 2, 9, 0, tzinfo=UTC), outcomes=outcomes, original_value=3,
+        requests=requests, rounds=2, rounds_run=2,
     )  # fmt: skip
 
 

@@ -11,12 +11,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tui.cli import main
 from tui.sim.supervisor import CONTROL_SOCKET, DemoSim, DemoSims
+from tui.tune.result import TuneCell, TuneResult, ValueOutcome
 
 RESTART_CLIENT = Path(__file__).with_name("restart_sim.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +71,34 @@ def changed_lines(before: str, after: str) -> list[str]:
     """The lines a diff takes out (-) and puts in (+), headers left out."""
     diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
     return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
+def tune_result(rates: dict[tuple[int, int], float | None] | None = None, **fields: Any) -> TuneResult:
+    """A tune of vLLM's k (value 0 the baseline): `rates` ((value, concurrency) -> decode tokens/s) are its
+    cells unless `outcomes` is given; `fields` override the other defaults."""
+    if rates is not None:
+        cells = [
+            TuneCell(value=v, concurrency=c, ok=True, decode_tokens_per_s=rate)
+            for (v, c), rate in rates.items()
+        ]
+        values = sorted({cell.value for cell in cells})
+        fields["outcomes"] = [
+            ValueOutcome(
+                value=v,
+                started=True,
+                cells=sorted((c for c in cells if c.value == v), key=lambda c: c.concurrency),
+            )
+            for v in values
+        ]
+    outcomes: list[ValueOutcome] = fields["outcomes"]
+    defaults: dict[str, Any] = {
+        "started_at": datetime(2026, 12, 1, tzinfo=UTC), "config_file": "config.toml", "kind": "vllm_toml",
+        "key": "speculative.num_speculative_tokens", "endpoint": "http://127.0.0.1:8000",
+        "restart_command": ["true"], "values": [o.value for o in outcomes],
+        "concurrencies": sorted({c.concurrency for o in outcomes for c in o.cells}), "original_value": None,
+        "baseline_value": 0, "requests": 8, "max_tokens": 32, "prompts": "mixed",
+    }  # fmt: skip
+    return TuneResult(**{**defaults, **fields})
 
 
 def spectop(*argv: str) -> tuple[int, str, str]:
