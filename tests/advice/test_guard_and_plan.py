@@ -1,58 +1,18 @@
-"""The fallback guard's decision, the settings field, and how a swept value becomes one edit."""
+"""The fallback guard's settings field, and how a swept value becomes one edit."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from tests.tune.conftest import tune_result
-from tui.advice.guard import GuardInput, decide, file_k, guard_text
+from tui.advice.guard import file_k, guard_text
 from tui.configs.document import load_document
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings
 from tui.tune.plan import TunePlanError, default_key, edited, parse_int_list
 from tui.tune.result import analyse, render_csv, render_markdown, render_text
-
-LOW = GuardInput(
-    mode="ask",
-    now=1000.0,
-    acceptance_alert_active=True,
-    acceptance=0.4,
-    threshold=0.6,
-    low_since=960.0,
-    speculation_on=True,
-    can_change=True,
-)
-
-
-def test_ask_offers_and_auto_switches_off_when_acceptance_stays_low() -> None:
-    offer = decide(LOW)
-    assert (
-        offer.action == "offer" and "40%" in offer.reason and "60%" in offer.reason and "40 s" in offer.reason
-    )
-    assert decide(dataclasses.replace(LOW, mode="auto")).action == "switch_off"
-
-
-@pytest.mark.parametrize(
-    "change",
-    [
-        {"mode": "off"},
-        {"acceptance_alert_active": False},
-        {"speculation_on": False},
-        {"can_change": False},
-        {"restarting": True},
-        {"last_action_at": 900.0},  # inside the 600 s cool-down
-    ],
-)
-def test_the_guard_holds_back(change: dict[str, object]) -> None:
-    decision = decide(dataclasses.replace(LOW, **change))  # type: ignore[arg-type]
-    assert decision.action is None and decision.reason
-
-
-def test_the_cool_down_ends() -> None:
-    assert decide(dataclasses.replace(LOW, last_action_at=1000.0 - 601)).action == "offer"
 
 
 def test_guard_setting_defaults_off_and_rejects_unknown_modes() -> None:
