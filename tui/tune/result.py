@@ -587,10 +587,6 @@ def value_label(result: TuneResult, value: int) -> str:
     return text + (f" ({', '.join(tags)})" if tags else "")
 
 
-def _label_width(result: TuneResult) -> int:
-    return max([12] + [len(value_label(result, outcome.value)) + 2 for outcome in result.outcomes])
-
-
 def schedule_text(result: TuneResult) -> str:
     if not result.schedule:
         return "no schedule: no value was measured"
@@ -777,7 +773,7 @@ def _acceptance_rows(result: TuneResult, name: Callable[[int], str]) -> list[lis
 
 def render_text(result: TuneResult) -> str:
     """Decode tokens/s and speedup per value × concurrency, acceptance per value, the verdict."""
-    label = _label_width(result)
+    label = max([12] + [len(value_label(result, outcome.value)) + 2 for outcome in result.outcomes])
     speedups = _speedup_table(result, "c={} tok/s, speedup", _rate_and_speedup)
     acceptance = _acceptance_rows(result, lambda value: value_label(result, value))
     columns = ["value", "c", "accept", "length", "TTFT p50", "p95", "  per position %"]
