@@ -12,13 +12,7 @@ import pytest
 
 from tests.tune.conftest import tune_result
 from tui.advice.advisor import Advice, AdviceTracker, advise, expected_lengths
-from tui.advice.calibrate import (
-    Calibration,
-    calibration_loads,
-    calibration_values,
-    model_from_tune,
-    points_from_tune,
-)
+from tui.advice.calibrate import Calibration, model_from_tune, points_from_tune
 from tui.advice.stepcost import (
     CostPoint,
     StepCostError,
@@ -241,14 +235,6 @@ def test_the_alert_waits_for_sustained_s() -> None:
 
 
 # --- calibration and persistence ----------------------------------------------------------------------
-
-
-def test_calibration_values_and_loads() -> None:
-    assert calibration_values(4) == (2, 3, 4, 5)
-    assert calibration_values(1) == (1, 2, 3)
-    assert calibration_values(None) == (1, 2, 3)
-    assert calibration_loads(None) == (1, 4)
-    assert calibration_loads(6.4) == (1, 6, 12)
 
 
 def test_a_tune_result_becomes_a_model() -> None:
