@@ -128,14 +128,22 @@ class FakePorts:
 FACTS = ConfigFacts(4, "s")
 
 
+def _endpoint(tmp_path: Path, guard: str = "ask", k: int = 2, **extra: object) -> EndpointSettings:
+    return EndpointSettings(
+        name="e",
+        url="http://127.0.0.1:8000",
+        config_file=write_config(tmp_path / "config.toml", k=k),
+        restart_command=["true"],
+        guard=guard,  # type: ignore[arg-type]
+        **extra,  # type: ignore[arg-type]
+    )
+
+
 def _board(
     tmp_path: Path, model: StepCostModel | None = None, facts: ConfigFacts = FACTS
 ) -> tuple[Board, EndpointSettings]:
     """A board watching endpoint "e" in ask mode: its config file at k = `facts.k`, one step-cost model."""
-    endpoint = EndpointSettings(
-        name="e", url="http://127.0.0.1:8000", restart_command=["true"], guard="ask",
-        config_file=write_config(tmp_path / "config.toml", k=facts.k or 0),
-    )  # fmt: skip
+    endpoint = _endpoint(tmp_path, k=facts.k or 0)
     board = Board(Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=[endpoint]))
     board.enable_advice(KeptModels(StepCostFile(models=[model or fitted()])))
     board.set_config_facts("e", facts)
@@ -185,17 +193,6 @@ async def test_the_controller_offers_the_better_k_with_its_diff_and_records_a_de
 
 
 # --- the per-endpoint state: the first look, busy, the cool-down, the config read, the recording's line ---
-
-
-def _endpoint(tmp_path: Path, guard: str = "ask", **extra: object) -> EndpointSettings:
-    return EndpointSettings(
-        name="e",
-        url="http://127.0.0.1:1",
-        config_file=write_config(tmp_path / "config.toml"),
-        restart_command=["true"],
-        guard=guard,  # type: ignore[arg-type]
-        **extra,  # type: ignore[arg-type]
-    )
 
 
 def _low_alerts() -> AlertEngine:
