@@ -573,10 +573,6 @@ def _speedup(cell: TuneCell) -> str:
     return text + ("!" if cell.client_ok is False else "")
 
 
-def _positions(values: list[float] | None) -> str:
-    return DASH if not values else " ".join(fmt_rate(p) for p in values)
-
-
 def value_label(result: TuneResult, value: int) -> str:
     tags = []
     if value == result.baseline_value:
@@ -622,11 +618,6 @@ def break_even_text(result: TuneResult) -> str:
     return f"break-even: speculation stops paying at concurrency {result.break_even_concurrency}{below}"
 
 
-def _names(result: TuneResult, values: list[int]) -> str:
-    names = [result.name(value) for value in values]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def decision_lines(result: TuneResult, decision: TuneDecision) -> list[str]:
     """ "best at concurrency 1: k=2, 1.52x (95% CI 1.40-1.66) over k=0", then (indented) "k=2 and k=3
     are within noise; k=2 uses fewer draft tokens" and a loud line when the client fell behind."""
@@ -646,9 +637,9 @@ def decision_lines(result: TuneResult, decision: TuneDecision) -> list[str]:
     tied = decision.tied
     if len(tied) > 1:
         fewer = "fewer" if len(tied) == 2 else "the fewest"
-        lines.append(
-            f"  {_names(result, tied)} are within noise; {result.name(value)} uses {fewer} draft tokens"
-        )
+        *others, last = [result.name(member) for member in tied]
+        names = f"{', '.join(others)} and {last}"
+        lines.append(f"  {names} are within noise; {result.name(value)} uses {fewer} draft tokens")
     elif decision.significant and len(result.outcomes) > 1:
         lines.append(f"  {result.name(value)} is separated from every other value")
     elif decision.ci is None and value != result.baseline_value:
@@ -763,7 +754,8 @@ def _acceptance_rows(result: TuneResult, name: Callable[[int], str]) -> list[lis
         [
             name(outcome.value), str(cell.concurrency), fmt_rate(cell.acceptance_rate),
             fmt_length(cell.mean_acceptance_length), fmt_latency(cell.ttft_p50_s),
-            fmt_latency(cell.ttft_p95_s), _positions(cell.per_position_acceptance),
+            fmt_latency(cell.ttft_p95_s),
+            " ".join(fmt_rate(p) for p in cell.per_position_acceptance or []) or DASH,
         ]
         for outcome in result.outcomes
         for cell in outcome.cells
