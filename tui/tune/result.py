@@ -417,25 +417,6 @@ def analyse_all(result: TuneResult) -> TuneResult:
     return with_context_axis(analysed) if len(result.prompt_tokens) > 1 else analysed
 
 
-def _at(result: TuneResult, tokens: int) -> TuneResult:
-    """The sweep at one prompt length only, as if it had been run alone."""
-    outcomes = [
-        outcome.model_copy(update={"cells": [c for c in outcome.cells if c.prompt_tokens == tokens]})
-        for outcome in result.outcomes
-    ]
-    return result.model_copy(update={"outcomes": outcomes, "prompt_tokens": [tokens]})
-
-
-def _counted(result: TuneResult, concurrency: int, tokens: int) -> int | None:
-    counts = sorted(
-        cell.prompt_tokens_counted
-        for outcome in result.outcomes
-        if (cell := result.cell(outcome.value, concurrency, tokens))
-        and cell.prompt_tokens_counted is not None
-    )
-    return counts[len(counts) // 2] if counts else None
-
-
 def with_context_axis(result: TuneResult) -> TuneResult:
     """`result` (analysed at its first prompt length) with every bucket's decision, the cells' speedups
     at their own prompt length, and where speculation stops paying per concurrency."""
@@ -445,12 +426,22 @@ def with_context_axis(result: TuneResult) -> TuneResult:
         for outcome in result.outcomes
     }
     for tokens in result.prompt_tokens:
-        alone = analyse(_at(result, tokens))
+        only = [  # the sweep at this prompt length only, as if it had been run alone
+            outcome.model_copy(update={"cells": [c for c in outcome.cells if c.prompt_tokens == tokens]})
+            for outcome in result.outcomes
+        ]
+        alone = analyse(result.model_copy(update={"outcomes": only, "prompt_tokens": [tokens]}))
         for outcome in alone.outcomes:
             if tokens != result.primary_context:
                 cells.setdefault(outcome.value, []).extend(outcome.cells)
         for decision in alone.decisions:
-            counted = _counted(alone, decision.concurrency, tokens)
+            counts = sorted(  # the median the server counted
+                cell.prompt_tokens_counted
+                for outcome in alone.outcomes
+                if (cell := alone.cell(outcome.value, decision.concurrency, tokens))
+                and cell.prompt_tokens_counted is not None
+            )
+            counted = counts[len(counts) // 2] if counts else None
             decisions.append(
                 ContextDecision(**decision.model_dump(), prompt_tokens=tokens, prompt_tokens_counted=counted)
             )
