@@ -314,31 +314,21 @@ def _runs_at(result: TuneResult, concurrency: int) -> list[Run]:
     return runs
 
 
-def _point_only(result: TuneResult, concurrency: int) -> Speedups:
-    """Cells without runs (kept by an older spectop): point estimates, no intervals."""
-    found = Speedups(baseline=result.baseline_value)
-    base = result.cell(result.baseline_value, concurrency)
-    base_rate = base.decode_tokens_per_s if base else None
-    for outcome in result.outcomes:
-        cell = result.cell(outcome.value, concurrency)
-        rate = cell.decode_tokens_per_s if cell else None
-        if rate is not None and base_rate:
-            found.point[outcome.value] = rate / base_rate
-    return found
-
-
 def _decision(result: TuneResult, concurrency: int) -> tuple[TuneDecision, Speedups]:
     runs = _runs_at(result, concurrency)
     if runs:
         found = speedups(runs, result.baseline_value)
         made = decide(found, concurrency, result.cost, result.ci_level)
-    else:  # no samples to resample: the fastest point estimate, never called separated
-        found = _point_only(result, concurrency)
+    else:  # no samples to resample (cells kept by an older spectop): the fastest point estimate, no intervals
         rates = {
             outcome.value: cell.decode_tokens_per_s
             for outcome in result.outcomes
             if (cell := result.cell(outcome.value, concurrency)) and cell.decode_tokens_per_s is not None
         }
+        found = Speedups(baseline=result.baseline_value)
+        base_rate = rates.get(result.baseline_value)
+        if base_rate:
+            found.point = {value: rate / base_rate for value, rate in rates.items()}
         fastest = max(rates, key=lambda v: (rates[v], -result.cost(v))) if rates else None
         point = found.point.get(fastest) if fastest is not None else None
         tied = [fastest] if fastest is not None else []
