@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.sim.conftest import write_vllm_config
 from tui.cli import main
 from tui.sim.supervisor import CONTROL_SOCKET, DemoSim, DemoSims
 from tui.tune.result import TuneCell, TuneResult, ValueOutcome
@@ -43,27 +44,12 @@ speed = 2.0
 
 
 def write_config(path: Path, *, k: int = 2, enabled: bool = True) -> Path:
-    """A vLLM-style config.toml; gpu_memory_utilization 0.85 leaves room for up to 7 draft tokens."""
-    path.write_text(
-        f"""# a tune test config: comments and layout must survive
-[model]
-name = "deepseek-ai/DeepSeek-V3"
-tensor_parallel_size = 1
-max_model_len = 32768
-gpu_memory_utilization = 0.85
-
-[speculative]
-enabled = {"true" if enabled else "false"}
-method = "mtp"
-num_speculative_tokens = {k}   # draft tokens per step
-
-[scheduler]
-max_num_seqs = 64
-
-[sim]
-{SIM_MODEL}""",
-        encoding="utf-8",
-    )
+    """tests/sim's vLLM-style config.toml with SIM_MODEL, its k line commented (comments must survive a tune);
+    gpu_memory_utilization 0.85 leaves room for up to 7 draft tokens."""
+    write_vllm_config(path, k=k, enabled=enabled, sim=SIM_MODEL)
+    line = f"num_speculative_tokens = {k}\n"
+    text = path.read_text(encoding="utf-8").replace(line, line.replace("\n", "   # draft tokens per step\n"))
+    path.write_text(text, encoding="utf-8")
     return path
 
 
