@@ -138,8 +138,3 @@ def tune_sim(tmp_path: Path) -> Iterator[TuneSim]:
     folder.mkdir()
     with running_sim(write_config(folder / "config.toml")) as sim:
         yield sim
-
-
-@pytest.fixture(autouse=True)
-def _private_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
