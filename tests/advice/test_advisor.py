@@ -10,14 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.tune.conftest import tune_result
 from tui.advice.advisor import Advice, AdviceTracker, advise, expected_lengths
-from tui.advice.calibrate import (
-    Calibration,
-    calibration_loads,
-    calibration_values,
-    model_from_tune,
-    points_from_tune,
-)
+from tui.advice.calibrate import Calibration, model_from_tune, points_from_tune
 from tui.advice.stepcost import (
     CostPoint,
     StepCostError,
@@ -31,7 +26,7 @@ from tui.advice.stepcost import (
 )
 from tui.configs.document import load_document
 from tui.sim.behaviour import Behaviour, draw_accepted, expected_tokens_per_step
-from tui.tune.result import TuneCell, TuneResult, ValueOutcome
+from tui.tune.result import TuneCell, ValueOutcome
 
 CONDITIONAL = [0.9, 0.75, 0.3, 0.3, 0.3, 0.3]  # k=2 is best with the step costs below
 
@@ -242,14 +237,6 @@ def test_the_alert_waits_for_sustained_s() -> None:
 # --- calibration and persistence ----------------------------------------------------------------------
 
 
-def test_calibration_values_and_loads() -> None:
-    assert calibration_values(4) == (2, 3, 4, 5)
-    assert calibration_values(1) == (1, 2, 3)
-    assert calibration_values(None) == (1, 2, 3)
-    assert calibration_loads(None) == (1, 4)
-    assert calibration_loads(6.4) == (1, 6, 12)
-
-
 def test_a_tune_result_becomes_a_model() -> None:
     points = sim_points([0, 2, 4], [1, 4])
     outcomes = []
@@ -264,12 +251,7 @@ def test_a_tune_result_becomes_a_model() -> None:
         ]  # fmt: skip
         outcomes.append(ValueOutcome(value=k, started=True, cells=cells))
     outcomes.append(ValueOutcome(value=6, started=False, failure="OOM"))
-    result = TuneResult(
-        started_at=datetime(2026, 12, 1, tzinfo=UTC), config_file="c.toml", kind="vllm_toml",
-        key="speculative.num_speculative_tokens", endpoint="http://127.0.0.1:8000", restart_command=["x"],
-        values=[0, 2, 4, 6], concurrencies=[1, 4], original_value=4, baseline_value=0, requests=8,
-        max_tokens=64, prompts="mixed", outcomes=outcomes,
-    )  # fmt: skip
+    result = tune_result(outcomes=outcomes, original_value=4, max_tokens=64)
     assert len(points_from_tune(result)) == 6
     model = model_from_tune(result, Calibration("127.0.0.1:8000", "m", "s", "k", 4), "tune.json")
     assert model.k_range == (0, 4) and model.loads == [1, 4] and model.residual < 1e-9
@@ -283,12 +265,8 @@ def test_value_0_of_a_plain_key_is_no_speculation_off_point() -> None:
         k: [TuneCell(value=k, concurrency=1, ok=True, decode_tokens_per_s=v, mean_acceptance_length=length)]
         for k, v, length in ((0, 650.0, 1.76), (1, 690.0, 1.76), (2, 800.0, 2.34))
     }
-    result = TuneResult(
-        started_at=datetime(2026, 12, 2, tzinfo=UTC), config_file="launch.toml", kind="toml", key="draft.max",
-        endpoint="http://127.0.0.1:8080", restart_command=["x"], values=[0, 1, 2], concurrencies=[1],
-        original_value=2, baseline_value=0, requests=32, max_tokens=128, prompts="mixed", zero_is_off=False,
-        outcomes=[ValueOutcome(value=k, started=True, cells=c) for k, c in cells.items()],
-    )  # fmt: skip
+    outcomes = [ValueOutcome(value=k, started=True, cells=c) for k, c in cells.items()]
+    result = tune_result(outcomes=outcomes, kind="toml", key="draft.max", original_value=2, zero_is_off=False)
     assert [p.k for p in points_from_tune(result)] == [1, 2]
     vllm = result.model_copy(update={"zero_is_off": True})
     assert [(p.k, p.mean_length) for p in points_from_tune(vllm)] == [(0, 1.0), (1, 1.76), (2, 2.34)]

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.advice.test_advisor import behaviour
+from tests.sim.conftest import write_vllm_config
 from tests.tune.conftest import TuneSim, running_sim
 from tui.sim.behaviour import expected_tokens_per_step
 from tui.telemetry.prometheus import parse_metrics_text
@@ -42,26 +43,8 @@ speed = 2.0
 
 
 def write_config(path: Path) -> Path:
-    path.write_text(
-        f"""# the advisor's known model: k=4 configured, k=2 best at this acceptance
-[model]
-name = "advisor-sim"
-gpu_memory_utilization = 0.85
-
-[speculative]
-enabled = true
-method = "mtp"
-num_speculative_tokens = 4
-
-[scheduler]
-max_num_seqs = 64
-
-[sim]
-acceptance = {json.dumps(LOW)}
-{MODEL}""",
-        encoding="utf-8",
-    )
-    return path
+    """The advisor's known model: k=4 configured, k=2 best at this acceptance."""
+    return write_vllm_config(path, k=4, sim=f"acceptance = {json.dumps(LOW)}\n{MODEL}")
 
 
 def truth(conditional: list[float], load: float) -> dict[int, float]:

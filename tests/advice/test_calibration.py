@@ -3,6 +3,7 @@ and its own uncertainty (bootstrap refits) raises the advisor's bar, so noisy po
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 import statistics
@@ -11,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.tune.conftest import tune_result
 from tui.advice.advisor import advise
 from tui.advice.calibrate import (
     CALIBRATION_MAX_TOKENS,
     Calibration,
     burst_spread,
+    calibration_loads,
     calibration_time_s,
     calibration_values,
     model_from_tune,
@@ -111,6 +114,8 @@ def test_the_calibration_includes_speculation_off_where_the_config_can_switch_it
     assert calibration_values(2, zero_is_off=True) == (0, 1, 2, 3)
     assert calibration_values(4, zero_is_off=True) == (0, 2, 4, 5)  # a line above 0: 3 values
     assert calibration_values(4) == (2, 3, 4, 5)  # a plain key: 0 is not off (llama.cpp's draft.max)
+    assert calibration_values(1) == calibration_values(None) == (1, 2, 3)
+    assert calibration_loads(None) == (1, 4) and calibration_loads(6.4) == (1, 6, 12)
     config = tmp_path / "config.toml"
     config.write_text(VLLM)
     calibration = _read(config, None)
@@ -122,14 +127,10 @@ def test_the_calibration_includes_speculation_off_where_the_config_can_switch_it
 
 
 def _read(path: Path, key: str | None) -> Calibration:
-    import asyncio
-
     return asyncio.run(read_calibration(path, "http://127.0.0.1:8000", key, "m"))
 
 
 def test_a_calibration_runs_at_least_two_rounds_with_the_off_point(tmp_path: Path) -> None:
-    import asyncio
-
     config = tmp_path / "config.toml"
     config.write_text(VLLM)
     options = TuneOptions(
@@ -146,8 +147,6 @@ def test_a_calibration_runs_at_least_two_rounds_with_the_off_point(tmp_path: Pat
 
 def test_a_calibration_of_a_slow_step_takes_minutes_and_says_so_up_front(tmp_path: Path) -> None:
     """Three values above 0 and short requests: a quarter of the time of five values of long ones."""
-    import asyncio
-
     config = tmp_path / "config.toml"
     config.write_text(VLLM.replace("num_speculative_tokens = 2", "num_speculative_tokens = 4"))
     token_s = 0.020 / 2.0  # a 20 ms step emitting two tokens
@@ -189,11 +188,9 @@ def calibration_result(drift: float, jitter: float, seed: int = 1, requests: int
             mean_acceptance_length=None if k == 0 else LENGTH[k], runs=runs,
         )  # fmt: skip
         outcomes.append(ValueOutcome(value=k, started=True, cells=[cell]))
-    return TuneResult(
-        started_at=datetime(2026, 12, 2, 9, 0, tzinfo=UTC), config_file="config.toml", kind="vllm_toml",
-        key="speculative.num_speculative_tokens", endpoint="http://127.0.0.1:8000", restart_command=["x"],
-        values=[0, 1, 2, 3], concurrencies=[1], original_value=3, baseline_value=0, requests=requests,
-        max_tokens=32, prompts="mixed", outcomes=outcomes, rounds=2, rounds_run=2, zero_is_off=True,
+    return tune_result(
+        started_at=datetime(2026, 12, 2, 9, 0, tzinfo=UTC), outcomes=outcomes, original_value=3,
+        requests=requests, rounds=2, rounds_run=2,
     )  # fmt: skip
 
 

@@ -1,57 +1,18 @@
-"""The fallback guard's decision, the settings field, and how a swept value becomes one edit."""
+"""The fallback guard's settings field, and how a swept value becomes one edit."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
-from tui.advice.guard import GuardInput, decide, file_k, guard_text
+from tests.tune.conftest import tune_result
+from tui.advice.guard import file_k, guard_text
 from tui.configs.document import load_document
 from tui.paths import sample_configs_dir
 from tui.settings import EndpointSettings
 from tui.tune.plan import TunePlanError, default_key, edited, parse_int_list
-from tui.tune.result import TuneCell, TuneResult, analyse, render_csv, render_markdown, render_text
-
-LOW = GuardInput(
-    mode="ask",
-    now=1000.0,
-    acceptance_alert_active=True,
-    acceptance=0.4,
-    threshold=0.6,
-    low_since=960.0,
-    speculation_on=True,
-    can_change=True,
-)
-
-
-def test_ask_offers_and_auto_switches_off_when_acceptance_stays_low() -> None:
-    offer = decide(LOW)
-    assert (
-        offer.action == "offer" and "40%" in offer.reason and "60%" in offer.reason and "40 s" in offer.reason
-    )
-    assert decide(dataclasses.replace(LOW, mode="auto")).action == "switch_off"
-
-
-@pytest.mark.parametrize(
-    "change",
-    [
-        {"mode": "off"},
-        {"acceptance_alert_active": False},
-        {"speculation_on": False},
-        {"can_change": False},
-        {"restarting": True},
-        {"last_action_at": 900.0},  # inside the 600 s cool-down
-    ],
-)
-def test_the_guard_holds_back(change: dict[str, object]) -> None:
-    decision = decide(dataclasses.replace(LOW, **change))  # type: ignore[arg-type]
-    assert decision.action is None and decision.reason
-
-
-def test_the_cool_down_ends() -> None:
-    assert decide(dataclasses.replace(LOW, last_action_at=1000.0 - 601)).action == "offer"
+from tui.tune.result import analyse, render_csv, render_markdown, render_text
 
 
 def test_guard_setting_defaults_off_and_rejects_unknown_modes() -> None:
@@ -105,50 +66,10 @@ def test_value_lists() -> None:
         parse_int_list("two", "--values", minimum=0)
 
 
-def _result(rates: dict[tuple[int, int], float | None]) -> TuneResult:
-    from datetime import UTC, datetime
-
-    from tui.tune.result import ValueOutcome
-
-    values = sorted({v for v, _ in rates})
-    concurrencies = sorted({c for _, c in rates})
-    outcomes = [
-        ValueOutcome(
-            value=v,
-            started=True,
-            cells=[
-                TuneCell(value=v, concurrency=c, ok=True, decode_tokens_per_s=rates[(v, c)])
-                for c in concurrencies
-            ],
-        )
-        for v in values
-    ]
-    return TuneResult(
-        started_at=datetime.now(UTC), config_file="c.toml", kind="vllm_toml", key="k", endpoint="http://x",
-        restart_command=["true"], values=values, concurrencies=concurrencies, original_value=2,
-        baseline_value=0, requests=8, max_tokens=16, prompts="mixed", outcomes=outcomes,
-    )  # fmt: skip
-
-
 def test_schedule_and_break_even_from_the_best_values() -> None:
-    result = analyse(
-        _result(
-            {
-                (0, 1): 10,
-                (2, 1): 20,
-                (4, 1): 25,
-                (0, 4): 10,
-                (2, 4): 14,
-                (4, 4): 12,
-                (0, 16): 10,
-                (2, 16): 9,
-                (4, 16): None,
-                (0, 32): 10,
-                (2, 32): 8,
-                (4, 32): 7,
-            }
-        )
-    )
+    rows = {1: (10, 20, 25), 4: (10, 14, 12), 16: (10, 9, None), 32: (10, 8, 7)}  # c: k=0, k=2, k=4
+    rates = {(k, c): rate for c, row in rows.items() for k, rate in zip((0, 2, 4), row, strict=True)}
+    result = analyse(tune_result(rates, original_value=2))
     assert result.best == {1: 4, 4: 2, 16: 0, 32: 0}
     assert [(s.value, s.up_to_concurrency) for s in result.schedule] == [(4, 1), (2, 4), (0, None)]
     assert result.break_even_concurrency == 16
@@ -160,6 +81,6 @@ def test_schedule_and_break_even_from_the_best_values() -> None:
 
 
 def test_no_break_even_when_speculation_always_pays() -> None:
-    result = analyse(_result({(0, 1): 10, (2, 1): 20, (0, 8): 10, (2, 8): 11}))
+    result = analyse(tune_result({(0, 1): 10, (2, 1): 20, (0, 8): 10, (2, 8): 11}, original_value=2))
     assert result.break_even_concurrency is None
     assert "pays at every measured concurrency" in render_text(result)

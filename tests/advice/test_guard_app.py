@@ -13,7 +13,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from tests.tune.conftest import running_sim, write_config
+from tests.tune.conftest import changed_lines, running_sim, write_config
 from tests.ui.ui_waiting import wait_for
 from tui.advice.guard import ACTION_WORDS
 from tui.advice.guard_control import ACCEPTANCE_KINDS
@@ -184,6 +184,7 @@ async def test_a_declined_offer_changes_nothing_and_is_not_offered_again_within_
 
 async def test_auto_switches_without_a_dialog_and_records_it(guard_sim: GuardSim, tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
+    before = guard_sim.sim.config.read_text(encoding="utf-8")
     app = _app(guard_sim.endpoint("auto"), record)
     dialogs: list[object] = []
     async with app.run_test(size=(80, 24)) as pilot:
@@ -198,8 +199,11 @@ async def test_auto_switches_without_a_dialog_and_records_it(guard_sim: GuardSim
         assert not dialogs
         assert _actions(app) == [GUARD_SWITCHED_OFF]
         assert "+enabled = false" in _guard_alerts(app)[0].diff
-        assert "enabled = false" in guard_sim.sim.config.read_text(encoding="utf-8")
+        after = guard_sim.sim.config.read_text(encoding="utf-8")
+        assert changed_lines(before, after) == ["-enabled = true", "+enabled = false"]
         assert guard_sim.restarts() == 1
+        await wait_for(pilot, lambda: not app.alerts.restarting("guarded"))
+        assert "spec_decode" not in httpx.get(guard_sim.sim.url + "/metrics", timeout=5).text  # off now
     assert [line["action"] for line in _recorded(record)] == ["switched_off"]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
 from tests.tune.conftest import write_config
@@ -60,13 +61,34 @@ def test_auto_never_changes_k_and_the_usual_holds_apply() -> None:
     assert decide(replace(BASE, advised=HELD, can_change=False)).action is None
 
 
+LOW = replace(BASE, acceptance_alert_active=True, acceptance=0.4, low_since=960.0)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"mode": "off"},
+        {"acceptance_alert_active": False},
+        {"speculation_on": False},
+        {"can_change": False},
+        {"restarting": True},
+        {"last_action_at": 900.0},  # inside the 600 s cool-down
+    ],
+)
+def test_the_guard_holds_back(change: dict[str, object]) -> None:
+    decision = decide(replace(LOW, **change))  # type: ignore[arg-type]
+    assert decision.action is None and decision.reason
+
+
 def test_low_acceptance_offers_the_advised_k_before_switching_off() -> None:
-    low = replace(BASE, acceptance_alert_active=True, acceptance=0.4, low_since=960.0)
-    assert decide(low).action == "offer"  # no advice: switch off
-    advised = decide(replace(low, advised=replace(HELD, held_k=None)))  # this window's advice is enough
+    offer = decide(LOW)  # no advice: switch off
+    assert offer.action == "offer" and offer.reason == "acceptance 40% below 50% for 40 s"
+    assert decide(replace(LOW, mode="auto")).action == "switch_off"
+    assert decide(replace(LOW, last_action_at=1000.0 - 601)).action == "offer"  # the cool-down ended
+    advised = decide(replace(LOW, advised=replace(HELD, held_k=None)))  # this window's advice is enough
     assert (advised.action, advised.k) == ("offer_k", 2)
     assert advised.reason.startswith("acceptance 40% below 50%; ")
-    assert decide(replace(low, mode="auto", advised=HELD)).action == "switch_off"
+    assert decide(replace(LOW, mode="auto", advised=HELD)).action == "switch_off"
 
 
 class FakePorts:
@@ -106,14 +128,22 @@ class FakePorts:
 FACTS = ConfigFacts(4, "s")
 
 
+def _endpoint(tmp_path: Path, guard: str = "ask", k: int = 2, **extra: object) -> EndpointSettings:
+    return EndpointSettings(
+        name="e",
+        url="http://127.0.0.1:8000",
+        config_file=write_config(tmp_path / "config.toml", k=k),
+        restart_command=["true"],
+        guard=guard,  # type: ignore[arg-type]
+        **extra,  # type: ignore[arg-type]
+    )
+
+
 def _board(
     tmp_path: Path, model: StepCostModel | None = None, facts: ConfigFacts = FACTS
 ) -> tuple[Board, EndpointSettings]:
     """A board watching endpoint "e" in ask mode: its config file at k = `facts.k`, one step-cost model."""
-    endpoint = EndpointSettings(
-        name="e", url="http://127.0.0.1:8000", restart_command=["true"], guard="ask",
-        config_file=write_config(tmp_path / "config.toml", k=facts.k or 0),
-    )  # fmt: skip
+    endpoint = _endpoint(tmp_path, k=facts.k or 0)
     board = Board(Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=[endpoint]))
     board.enable_advice(KeptModels(StepCostFile(models=[model or fitted()])))
     board.set_config_facts("e", facts)
@@ -163,17 +193,6 @@ async def test_the_controller_offers_the_better_k_with_its_diff_and_records_a_de
 
 
 # --- the per-endpoint state: the first look, busy, the cool-down, the config read, the recording's line ---
-
-
-def _endpoint(tmp_path: Path, guard: str = "ask", **extra: object) -> EndpointSettings:
-    return EndpointSettings(
-        name="e",
-        url="http://127.0.0.1:1",
-        config_file=write_config(tmp_path / "config.toml"),
-        restart_command=["true"],
-        guard=guard,  # type: ignore[arg-type]
-        **extra,  # type: ignore[arg-type]
-    )
 
 
 def _low_alerts() -> AlertEngine:

@@ -12,6 +12,7 @@ import pytest
 import tui.advice.live as live_advice
 from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
 from tests.sim.conftest import burst, write_vllm_config
+from tests.tune.conftest import tune_result
 from tui.advice.fleet import (
     advice_lines,
     group_advice,
@@ -29,7 +30,7 @@ from tui.sim.server import SimServer
 from tui.telemetry.figures import Figures
 from tui.telemetry.scraper import scrape_metrics
 from tui.telemetry.window import figures_between
-from tui.tune.result import ContextStop, TuneResult, save_tune
+from tui.tune.result import ContextStop, save_tune
 
 KEPT = KeptModels(StepCostFile(models=[fitted()]))  # calibrated for 127.0.0.1:8000, model "m"
 
@@ -189,11 +190,9 @@ def test_with_a_model_the_advice_is_worked_out_at_each_reading_for_the_alert(cou
 
 
 def kept_tune(folder: Path, *, significant: bool = True, endpoint: str = URL) -> None:
-    result = TuneResult(
-        started_at=datetime(2026, 12, 5, 17, 0, tzinfo=UTC), config_file="c.toml", kind="vllm",
-        key="speculative.num_speculative_tokens", endpoint=endpoint, restart_command=["true"], values=[0, 2],
-        concurrencies=[1, 8], original_value=2, baseline_value=0, requests=8, max_tokens=24, prompts="mixed",
-        prompt_tokens=[256, 4096, 16384],
+    result = tune_result(
+        started_at=datetime(2026, 12, 5, 17, 0, tzinfo=UTC), kind="vllm", endpoint=endpoint, outcomes=[],
+        values=[0, 2], concurrencies=[1, 8], prompt_tokens=[256, 4096, 16384],
         context_stops=[
             ContextStop(concurrency=1, prompt_tokens=16384, pays_up_to=4096, significant=significant),
             ContextStop(concurrency=8, prompt_tokens=4096, pays_up_to=256, significant=significant),

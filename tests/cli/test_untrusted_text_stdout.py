@@ -14,7 +14,7 @@ import pytest
 
 from tests.cli.conftest import Spectop
 from tests.fleet.fake_prometheus import FakePrometheus
-from tests.tune.conftest import TuneSim, _private_history, spectop_process, tune_sim  # noqa: F401 (fixtures)
+from tests.tune.conftest import TuneSim, spectop_process, tune_sim  # noqa: F401 (a fixture)
 from tests.tune.test_sweep import tune_args
 from tests.untrusted import (
     HOSTILE,

@@ -11,12 +11,16 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.sim.conftest import write_vllm_config
 from tui.cli import main
 from tui.sim.supervisor import CONTROL_SOCKET, DemoSim, DemoSims
+from tui.tune.result import TuneCell, TuneResult, ValueOutcome
 
 RESTART_CLIENT = Path(__file__).with_name("restart_sim.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,27 +44,12 @@ speed = 2.0
 
 
 def write_config(path: Path, *, k: int = 2, enabled: bool = True) -> Path:
-    """A vLLM-style config.toml; gpu_memory_utilization 0.85 leaves room for up to 7 draft tokens."""
-    path.write_text(
-        f"""# a tune test config: comments and layout must survive
-[model]
-name = "deepseek-ai/DeepSeek-V3"
-tensor_parallel_size = 1
-max_model_len = 32768
-gpu_memory_utilization = 0.85
-
-[speculative]
-enabled = {"true" if enabled else "false"}
-method = "mtp"
-num_speculative_tokens = {k}   # draft tokens per step
-
-[scheduler]
-max_num_seqs = 64
-
-[sim]
-{SIM_MODEL}""",
-        encoding="utf-8",
-    )
+    """tests/sim's vLLM-style config.toml with SIM_MODEL, its k line commented (comments must survive a tune);
+    gpu_memory_utilization 0.85 leaves room for up to 7 draft tokens."""
+    write_vllm_config(path, k=k, enabled=enabled, sim=SIM_MODEL)
+    line = f"num_speculative_tokens = {k}\n"
+    text = path.read_text(encoding="utf-8").replace(line, line.replace("\n", "   # draft tokens per step\n"))
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -68,6 +57,34 @@ def changed_lines(before: str, after: str) -> list[str]:
     """The lines a diff takes out (-) and puts in (+), headers left out."""
     diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
     return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
+def tune_result(rates: dict[tuple[int, int], float | None] | None = None, **fields: Any) -> TuneResult:
+    """A tune of vLLM's k (value 0 the baseline): `rates` ((value, concurrency) -> decode tokens/s) are its
+    cells unless `outcomes` is given; `fields` override the other defaults."""
+    if rates is not None:
+        cells = [
+            TuneCell(value=v, concurrency=c, ok=True, decode_tokens_per_s=rate)
+            for (v, c), rate in rates.items()
+        ]
+        values = sorted({cell.value for cell in cells})
+        fields["outcomes"] = [
+            ValueOutcome(
+                value=v,
+                started=True,
+                cells=sorted((c for c in cells if c.value == v), key=lambda c: c.concurrency),
+            )
+            for v in values
+        ]
+    outcomes: list[ValueOutcome] = fields["outcomes"]
+    defaults: dict[str, Any] = {
+        "started_at": datetime(2026, 12, 1, tzinfo=UTC), "config_file": "config.toml", "kind": "vllm_toml",
+        "key": "speculative.num_speculative_tokens", "endpoint": "http://127.0.0.1:8000",
+        "restart_command": ["true"], "values": [o.value for o in outcomes],
+        "concurrencies": sorted({c.concurrency for o in outcomes for c in o.cells}), "original_value": None,
+        "baseline_value": 0, "requests": 8, "max_tokens": 32, "prompts": "mixed",
+    }  # fmt: skip
+    return TuneResult(**{**defaults, **fields})
 
 
 def spectop(*argv: str) -> tuple[int, str, str]:
@@ -121,8 +138,3 @@ def tune_sim(tmp_path: Path) -> Iterator[TuneSim]:
     folder.mkdir()
     with running_sim(write_config(folder / "config.toml")) as sim:
         yield sim
-
-
-@pytest.fixture(autouse=True)
-def _private_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))

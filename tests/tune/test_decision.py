@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from tui.tune.decision import Run, decide, sequential_level, speedups
 
 
@@ -61,28 +63,22 @@ def test_drift_between_two_values_of_one_round_widens_their_comparison() -> None
     assert apart is not None and apart[1] < 1.0
 
 
-def test_values_under_two_percent_apart_are_tied_and_the_cheaper_is_recommended() -> None:
-    runs = _sweep({0: 100.0, 1: 166.5, 2: 163.5}, rounds=1)
-    found = speedups(runs, 0)
-    decision = decide(found, 1, float, 0.95)
-    assert set(decision.tied) == {1, 2} and decision.best == 1
-    assert not decision.significant and decision.beats_baseline
-
-
-def test_a_cheaper_value_within_noise_of_a_faster_one_is_picked_even_when_it_is_slower() -> None:
-    runs = _sweep({0: 100.0, 1: 150.0, 3: 152.0}, rounds=1)
-    decision = decide(speedups(runs, 0), 1, float, 0.95)
-    assert decision.fastest == 3 and decision.best == 1 and decision.tied == [1, 3]
-
-
-def test_values_well_apart_are_separated() -> None:
-    decision = decide(speedups(_sweep({0: 100.0, 2: 150.0, 3: 120.0}, rounds=2), 0), 1, float, 0.95)
-    assert decision.tied == [2] and decision.significant and decision.best == 2
-
-
-def test_speculation_off_is_recommended_when_nothing_beats_it_significantly() -> None:
-    decision = decide(speedups(_sweep({0: 100.0, 2: 101.0}, rounds=1), 0), 8, float, 0.95)
-    assert decision.best == 0 and 2 in decision.tied
+@pytest.mark.parametrize(
+    ("rates", "rounds", "fastest", "best", "tied", "significant"),
+    [
+        ({0: 100.0, 1: 166.5, 2: 163.5}, 1, 1, 1, [1, 2], False),  # under 2% apart: the cheaper
+        ({0: 100.0, 1: 150.0, 3: 152.0}, 1, 3, 1, [1, 3], False),  # the cheaper, though slower
+        ({0: 100.0, 2: 150.0, 3: 120.0}, 2, 2, 2, [2], True),  # well apart: separated
+        ({0: 100.0, 2: 101.0}, 1, 2, 0, [0, 2], False),  # nothing beats speculation off significantly
+    ],
+)
+def test_values_within_noise_are_tied_and_the_cheapest_is_recommended(
+    rates: dict[int, float], rounds: int, fastest: int, best: int, tied: list[int], significant: bool
+) -> None:
+    decision = decide(speedups(_sweep(rates, rounds=rounds), 0), 1, float, 0.95)
+    assert (decision.fastest, decision.best, decision.tied) == (fastest, best, tied)
+    assert decision.significant is significant
+    assert decision.beats_baseline is (None if best == 0 else True)
 
 
 def test_the_bonferroni_level_is_split_over_the_looks() -> None:

@@ -5,21 +5,18 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.tune.conftest import changed_lines
+from tests.tune.conftest import changed_lines, tune_result
 from tui.cli import build_parser
 from tui.commands.tune import _options
 from tui.configs.document import load_document
 from tui.paths import sample_configs_dir
 from tui.tune.plan import TunePlanError, edited, grid_key, grid_problem, parse_grid, tree_candidates
 from tui.tune.result import (
-    TuneCell,
     TuneResult,
-    ValueOutcome,
     analyse,
     render_csv,
     render_json,
@@ -137,23 +134,13 @@ def _grid_result() -> TuneResult:
     assert [key.label(v) for v in key.values] == [
         "off", "steps 3 · topk 1 · draft 4", "steps 3 · topk 4 · draft 4", "steps 3 · topk 4 · draft 9",
     ]  # fmt: skip
-    outcomes = [
-        ValueOutcome(
-            value=value,
-            started=True,
-            cells=[
-                TuneCell(value=value, concurrency=c, ok=True, decode_tokens_per_s=rate)
-                for c, rate in zip((1, 8), rates[value], strict=True)
-            ],
-        )
-        for value in key.values
-    ]
+    by_load = {
+        (value, c): rate for value, pair in rates.items() for c, rate in zip((1, 8), pair, strict=True)
+    }
     return analyse(
-        TuneResult(
-            started_at=datetime.now(UTC), config_file="settings.json", kind="sglang_json", key=key.name,
-            endpoint="http://x", restart_command=["true"], values=list(key.values), concurrencies=[1, 8],
-            original_value=key.current(doc), baseline_value=0, requests=8, max_tokens=16, prompts="mixed",
-            outcomes=outcomes, points=list(key.points), skipped=list(key.skipped),
+        tune_result(
+            by_load, config_file="settings.json", kind="sglang_json", key=key.name,
+            original_value=key.current(doc), points=list(key.points), skipped=list(key.skipped),
         )
     )  # fmt: skip
 

@@ -116,15 +116,23 @@ def _restart_command(url: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _changer(url: str, tmp_path: Path, client: httpx.AsyncClient, timeout_s: float = 60.0) -> Changer:
+def _changer(
+    url: str,
+    tmp_path: Path,
+    client: httpx.AsyncClient,
+    timeout_s: float = 60.0,
+    command: list[str] | None = None,
+    log_file: Path | None = None,
+) -> Changer:
     config = tmp_path / "config.toml"
     config.write_text("[model]\nname = 'tiny'\n")
     return Changer(
         config,
-        _restart_command(url),
+        command or _restart_command(url),
         client,
         health_url=url + "/health",
         metrics_url=url + "/metrics",
+        log_file=log_file,
         health_timeout_s=timeout_s,
     )
 
@@ -235,20 +243,10 @@ async def test_a_server_that_dies_starting_fails_at_once_with_the_logs_reason(
     monkeypatch.setattr(runner, "StartFailureWatch", partial(StartFailureWatch, quiet_s=0.5))
     log = tmp_path / "server.log"
     log.write_text("")
-    config = tmp_path / "config.toml"
-    config.write_text("[model]\nname = 'tiny'\n")
     script = f"open({str(log)!r}, 'a').write({FAILED_START!r})"
-    url = "http://127.0.0.1:9"  # discard port: nothing answers
     async with httpx.AsyncClient(timeout=5.0) as client:
-        changer = Changer(
-            config,
-            [sys.executable, "-c", script],
-            client,
-            health_url=url + "/health",
-            metrics_url=url + "/metrics",
-            log_file=log,
-            health_timeout_s=300.0,  # never reached when it works
-        )
+        # the discard port: nothing answers; the health timeout is never reached when it works
+        changer = _changer("http://127.0.0.1:9", tmp_path, client, 300.0, [sys.executable, "-c", script], log)
         outcome = await changer.restart()
     assert not outcome.ok
     assert outcome.reason is not None and "died while starting" in outcome.reason

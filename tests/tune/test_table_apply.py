@@ -4,13 +4,12 @@ loads, and one k otherwise."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
 from tests.sim.conftest import samples, value
-from tests.tune.conftest import TuneSim
+from tests.tune.conftest import TuneSim, tune_result
 from tests.tune.test_decision import _sweep
 from tests.tune.test_sweep import tune_json
 from tui.configs.document import load_document
@@ -42,12 +41,9 @@ def _result(rates: dict[int, dict[int, float]], rounds: int = 2, kind: str = "vl
                 cell = TuneCell(value=run.value, concurrency=concurrency, ok=True)
                 outcome.cells.append(cell)
             cell.runs.append(cell_run)
-    result = TuneResult(
-        started_at=datetime.now(UTC), config_file="config.toml", kind=kind,
-        key="speculative.num_speculative_tokens", endpoint="http://sim", restart_command=["true"],
-        values=sorted(outcomes), concurrencies=list(rates), original_value=0, baseline_value=0, requests=16,
-        max_tokens=64, prompts="mixed", outcomes=list(outcomes.values()),
-    )  # fmt: skip
+    result = tune_result(
+        outcomes=list(outcomes.values()), kind=kind, original_value=0, requests=16, max_tokens=64
+    )
     return analyse(result)
 
 

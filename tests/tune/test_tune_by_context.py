@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.sim.conftest import write_vllm_config
 from tests.tune.conftest import running_sim, spectop
 from tests.tune.test_sweep import tune_json
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
@@ -15,18 +16,7 @@ from tui.tune.result import NOT_WRITTEN
 LENGTHS = (256, 512, 2048)
 # Speculation pays well at short context; acceptance halves at 1024 tokens and each verified token reads
 # the context at 2 ms per 1k tokens, so somewhere between 512 and 2048 tokens it stops paying.
-CONTEXT_MODEL = """[model]
-name = "deepseek-ai/DeepSeek-V3"
-max_model_len = 32768
-gpu_memory_utilization = 0.85
-
-[speculative]
-enabled = true
-method = "mtp"
-num_speculative_tokens = 2
-
-[sim]
-acceptance = [0.8, 0.7, 0.6, 0.5]
+CONTEXT_MODEL = """acceptance = [0.8, 0.7, 0.6, 0.5]
 content_effect = 0.0
 step_base_ms = 10.0
 step_per_seq_ms = 1.0
@@ -41,6 +31,12 @@ seed = 7
 """
 
 
+def context_config(tmp_path: Path) -> Path:
+    folder = tmp_path / "sim"
+    folder.mkdir()
+    return write_vllm_config(folder / "config.toml", max_num_seqs=256, sim=CONTEXT_MODEL)
+
+
 def model_speedup(behaviour: Behaviour, prompt_tokens: int, k: int) -> float:
     """The model's decode speedup of k over speculation off at batch 1 and this prompt length."""
     accepted = expected_tokens_per_step(behaviour.request_acceptance("", 0.0, prompt_tokens)[:k])
@@ -50,10 +46,8 @@ def model_speedup(behaviour: Behaviour, prompt_tokens: int, k: int) -> float:
 
 
 def test_tune_finds_where_speculation_stops_paying_along_the_context_axis(tmp_path: Path) -> None:
-    folder = tmp_path / "sim"
-    folder.mkdir()
-    config = folder / "config.toml"
-    config.write_text(CONTEXT_MODEL, encoding="utf-8")
+    config = context_config(tmp_path)
+    before = config.read_text(encoding="utf-8")
     behaviour = Behaviour.from_config(load_sim_config(config))
     speedups = {tokens: model_speedup(behaviour, tokens, 2) for tokens in LENGTHS}
     assert speedups[256] > 1.4 and speedups[512] > 1.25 and speedups[2048] < 0.85, speedups
@@ -73,16 +67,12 @@ def test_tune_finds_where_speculation_stops_paying_along_the_context_axis(tmp_pa
         assert abs(cell["prompt_tokens_counted"] - cell["prompt_tokens"]) < 0.1 * cell["prompt_tokens"]
     # the decisions per load are at the first length; nothing context-keyed is written, and it says so
     assert result["best"] == {"1": 2} and NOT_WRITTEN in result["apply_note"]
-    assert config.read_text(encoding="utf-8") == CONTEXT_MODEL
+    assert config.read_text(encoding="utf-8") == before
     assert "prompts at 2048 tokens: synthesized: mixed's prompts padded with filler words" in stdout
 
 
 def test_bench_runs_a_burst_per_prompt_length_and_checks_the_length(tmp_path: Path) -> None:
-    folder = tmp_path / "sim"
-    folder.mkdir()
-    config = folder / "config.toml"
-    config.write_text(CONTEXT_MODEL, encoding="utf-8")
-    with running_sim(config) as sim:
+    with running_sim(context_config(tmp_path)) as sim:
         code, out, err = spectop(
             "bench", "--a", sim.url, "--requests", "4", "--rounds", "1", "--max-tokens", "16",
             "--prompt-tokens", "256,2k", "--no-history",

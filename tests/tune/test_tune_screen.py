@@ -142,7 +142,7 @@ async def test_c_calibrates_the_advisor_with_planned_restarts_and_the_dashboard_
         )
         assert "step-cost model kept in" in _text(screen, "#progress"), _text(screen, "#progress")
         assert tune_sim.config.read_bytes() == original  # restored byte for byte
-        kept = load_models()  # the test's own data folder (tests/tune/conftest.py)
+        kept = load_models()  # the test's own data folder (tests/conftest.py)
         assert app.board.advice is not None
         model, _ = find_model(app.board.advice.kept.models, tune_sim.url, None, None)
         assert model is not None and model.basis().startswith("tune ")

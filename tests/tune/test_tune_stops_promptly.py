@@ -32,33 +32,28 @@ def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
     return process.returncode, stdout, stderr
 
 
-def test_a_server_that_does_not_answer_is_refused_before_anything_changes(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "config.toml")
-    before = config.read_bytes()
-    code, stderr = refused(config, "--endpoint", "http://127.0.0.1:1", "--restart-command", "true")
-    assert code == 1
-    assert "http://127.0.0.1:1/health: connection refused: is the server running?" in stderr
-    assert config.read_bytes() == before
+REFUSED = "spectop tune: --restart-command: "
 
 
 @pytest.mark.parametrize(
     ("command", "said"),
     [
-        ("no-such-restart-command --now", "no-such-restart-command: no such program on PATH"),
-        ("CONFIG", "CONFIG: not executable"),  # the config file itself: not executable
-        ("/nonexistent/restart.sh", "/nonexistent/restart.sh: no such file"),
+        ("no-such-restart-command --now", REFUSED + "no-such-restart-command: no such program on PATH"),
+        ("CONFIG", REFUSED + "CONFIG: not executable"),  # the config file itself: not executable
+        ("/nonexistent/restart.sh", REFUSED + "/nonexistent/restart.sh: no such file"),
+        ("true", "http://127.0.0.1:1/health: connection refused: is the server running?"),
     ],
 )
-def test_a_restart_command_that_cannot_run_is_refused_before_anything_changes(
+def test_a_restart_command_that_cannot_run_or_a_silent_server_is_refused_before_anything_changes(
     tmp_path: Path, command: str, said: str
 ) -> None:
     config = write_config(tmp_path / "config.toml")
     before = config.read_bytes()
     command, said = (text.replace("CONFIG", str(config)) for text in (command, said))
-    # No server answers there: the restart command is checked first, and that is the refusal.
+    # No server answers there: the restart command is checked first.
     code, stderr = refused(config, "--endpoint", "http://127.0.0.1:1", "--restart-command", command)
     assert code == 1
-    assert f"spectop tune: --restart-command: {said}" in stderr
+    assert said in stderr
     assert config.read_bytes() == before
 
 

@@ -275,21 +275,18 @@ def model_from_tune(result: TuneResult, calibration: Calibration, source: str | 
     )
 
 
-async def served_model(client: httpx.AsyncClient, endpoint: str) -> str | None:
-    """The first model the server lists (what the burst used by default)."""
-    from tui.telemetry.monitor import fetch_model_ids
-
-    ids = await fetch_model_ids(client, endpoint, headers={}, timeout_s=5.0)
-    return ids[0] if isinstance(ids, list) and ids else None
-
-
 async def plan_calibration(
     options: TuneOptions, *, values_given: bool, loads_given: bool
 ) -> tuple[TuneOptions, Calibration, str]:
     """The tune's options for a calibration (values around the file's k, the live loads, short bursts
     unless given), what the model will be keyed by, and a line saying what was chosen and why."""
+    from tui.telemetry.monitor import fetch_model_ids
+
     async with client_or_own(None) as client:
-        model = options.model or await served_model(client, options.endpoint)
+        model = options.model
+        if not model:  # the first model the server lists: what the burst uses by default
+            ids = await fetch_model_ids(client, options.endpoint, headers={}, timeout_s=5.0)
+            model = ids[0] if isinstance(ids, list) and ids else None
         calibration = await read_calibration(options.config_file, options.endpoint, options.key, model)
         live = await live_load(
             client, options.resolved_metrics_url, scrapes=2 if loads_given else LIVE_SCRAPES

@@ -243,23 +243,21 @@ async def prepare(
 
 
 def guard_record(
+    state: GuardInput,
     name: str,
-    now: float,
     action: str,
     decision: GuardDecision,
     prepared: Prepared,
-    acceptance: float | None,
-    threshold: float,
     detail: str | None = None,
 ) -> GuardRecord:
     """The record of one action on the prepared change (`detail`: the prepared problem unless given)."""
     return GuardRecord(
         name,
-        now,
+        state.now,
         action,
         decision.reason,
-        acceptance,
-        threshold,
+        state.acceptance,
+        state.threshold,
         prepared.diff,
         prepared.problem if detail is None else detail,
         decision.k,
@@ -269,21 +267,14 @@ def guard_record(
 
 
 async def switch_speculation_off(
-    endpoint: EndpointSettings,
-    client: httpx.AsyncClient,
-    decision: GuardDecision,
-    *,
-    now: float,
-    acceptance: float | None,
-    threshold: float,
-    health_timeout_s: float = 60.0,
+    endpoint: EndpointSettings, client: httpx.AsyncClient, decision: GuardDecision, state: GuardInput
 ) -> GuardRecord:
     """The guard's action: the change in the endpoint's config file (the diff kept in the record), restart,
     wait for /health and /metrics. The record says `switched_off` (or what was set) or `failed` and why."""
     prepared = Prepared()
 
     def record(action: str, detail: str = "") -> GuardRecord:
-        return guard_record(endpoint.name, now, action, decision, prepared, acceptance, threshold, detail)
+        return guard_record(state, endpoint.name, action, decision, prepared, detail)
 
     if endpoint.config_file is None or not endpoint.restart_command:
         return record("failed", "no config file or restart command")
@@ -297,7 +288,7 @@ async def switch_speculation_off(
         health_url=endpoint.url + "/health",
         metrics_url=endpoint.resolved_metrics_url,
         log_file=endpoint.log_file,
-        health_timeout_s=health_timeout_s,
+        health_timeout_s=endpoint.health_timeout_s or 60.0,
     )
     try:
         await asyncio.to_thread(changer.write, prepared.text.encode("utf-8"))

@@ -248,7 +248,7 @@ class GuardController:
             await self._switch(endpoint, state, decision)
         elif prepared.problem:
             self.book.acted(name, state.now)
-            self._note(self._record(state, name, decision, "failed", prepared))
+            self._note(guard_record(state, name, "failed", decision, prepared))
         else:
             self._offer(endpoint, state, decision, prepared)
 
@@ -257,7 +257,7 @@ class GuardController:
     ) -> None:
         name = endpoint.name
         self.book.begin(name, "offered")
-        self._note(self._record(state, name, decision, "offered", prepared))
+        self._note(guard_record(state, name, "offered", decision, prepared))
         k = (decision.k or None) if decision.action == "offer_k" else None  # k=0: speculation off
         offer = GuardOffer(name, k, decision.reason, prepared.diff, decision.table)
         self.ports.offer(offer, partial(self._answered, endpoint, state, decision, prepared))
@@ -276,7 +276,7 @@ class GuardController:
             self.ports.start(self._switch(endpoint, replace(state, now=now), decision), endpoint.name)
             return
         self.book.acted(endpoint.name, now)  # declined: counts for the cool-down
-        self._note(self._record(replace(state, now=now), endpoint.name, decision, "declined", prepared))
+        self._note(guard_record(replace(state, now=now), endpoint.name, "declined", decision, prepared))
 
     async def _switch(self, endpoint: EndpointSettings, state: GuardInput, decision: GuardDecision) -> None:
         """The change (speculation off, or the offered k), restart, health wait; the card shows it."""
@@ -285,15 +285,7 @@ class GuardController:
         self.book.begin(endpoint.name, "switching")
         self.ports.restart_began(f"{endpoint.url}/health")
         try:
-            record = await switch_speculation_off(
-                endpoint,
-                client,
-                decision,
-                now=state.now,
-                acceptance=state.acceptance,
-                threshold=state.threshold,
-                health_timeout_s=endpoint.health_timeout_s or 60.0,
-            )
+            record = await switch_speculation_off(endpoint, client, decision, state)
         except BaseException:
             self.ports.restart_ended(False, "the guard's change was interrupted")
             self.book.acted(endpoint.name, self.clock())
@@ -301,13 +293,6 @@ class GuardController:
         self.ports.restart_ended(record.action in ("switched_off", "k_changed", "table_set"), record.detail)
         self.book.acted(endpoint.name, self.clock())
         self._note(record)
-
-    @staticmethod
-    def _record(
-        state: GuardInput, name: str, decision: GuardDecision, action: str, prepared: Prepared
-    ) -> GuardRecord:
-        """An action that is not a switch: offered, declined, or failed before anything was changed."""
-        return guard_record(name, state.now, action, decision, prepared, state.acceptance, state.threshold)
 
     def _note(self, record: GuardRecord) -> None:
         """Every guard action: into the alerts list (with its diff), the recording, and a notification."""

@@ -152,18 +152,13 @@ def _applied(doc: ConfigDocument, edits: list[tuple[KeyPath, Any]], *, new_key: 
     return after
 
 
-def table_edits(doc: ConfigDocument, table: list[list[int]]) -> list[tuple[KeyPath, Any]]:
-    """The edits that make a vLLM file run `table` (vLLM's `num_speculative_tokens_per_batch_size`):
-    num_speculative_tokens becomes the table's largest k (vLLM's maximum), speculation on."""
+def edited_table(doc: ConfigDocument, table: list[list[int]]) -> ConfigDocument:
+    """`doc` running `table` (vLLM's `num_speculative_tokens_per_batch_size`, validated like `spectop config
+    set`): num_speculative_tokens becomes the table's largest k (vLLM's maximum), speculation on."""
     edits: list[tuple[KeyPath, Any]] = [(VLLM_K, max(1, *(k for _lo, _hi, k in table))), (VLLM_TABLE, table)]
     if doc.has(VLLM_ENABLED) and doc.get(VLLM_ENABLED) is not True:
         edits.append((VLLM_ENABLED, True))
-    return _needed(doc, edits)
-
-
-def edited_table(doc: ConfigDocument, table: list[list[int]]) -> ConfigDocument:
-    """`doc` running `table` (validated like `spectop config set`); ConfigError when invalid."""
-    return _applied(doc, table_edits(doc, table), new_key=True)
+    return _applied(doc, _needed(doc, edits), new_key=True)
 
 
 def check_values(key: TuneKey, values: Sequence[int]) -> None:

@@ -314,31 +314,21 @@ def _runs_at(result: TuneResult, concurrency: int) -> list[Run]:
     return runs
 
 
-def _point_only(result: TuneResult, concurrency: int) -> Speedups:
-    """Cells without runs (kept by an older spectop): point estimates, no intervals."""
-    found = Speedups(baseline=result.baseline_value)
-    base = result.cell(result.baseline_value, concurrency)
-    base_rate = base.decode_tokens_per_s if base else None
-    for outcome in result.outcomes:
-        cell = result.cell(outcome.value, concurrency)
-        rate = cell.decode_tokens_per_s if cell else None
-        if rate is not None and base_rate:
-            found.point[outcome.value] = rate / base_rate
-    return found
-
-
 def _decision(result: TuneResult, concurrency: int) -> tuple[TuneDecision, Speedups]:
     runs = _runs_at(result, concurrency)
     if runs:
         found = speedups(runs, result.baseline_value)
         made = decide(found, concurrency, result.cost, result.ci_level)
-    else:  # no samples to resample: the fastest point estimate, never called separated
-        found = _point_only(result, concurrency)
+    else:  # no samples to resample (cells kept by an older spectop): the fastest point estimate, no intervals
         rates = {
             outcome.value: cell.decode_tokens_per_s
             for outcome in result.outcomes
             if (cell := result.cell(outcome.value, concurrency)) and cell.decode_tokens_per_s is not None
         }
+        found = Speedups(baseline=result.baseline_value)
+        base_rate = rates.get(result.baseline_value)
+        if base_rate:
+            found.point = {value: rate / base_rate for value, rate in rates.items()}
         fastest = max(rates, key=lambda v: (rates[v], -result.cost(v))) if rates else None
         point = found.point.get(fastest) if fastest is not None else None
         tied = [fastest] if fastest is not None else []
@@ -417,25 +407,6 @@ def analyse_all(result: TuneResult) -> TuneResult:
     return with_context_axis(analysed) if len(result.prompt_tokens) > 1 else analysed
 
 
-def _at(result: TuneResult, tokens: int) -> TuneResult:
-    """The sweep at one prompt length only, as if it had been run alone."""
-    outcomes = [
-        outcome.model_copy(update={"cells": [c for c in outcome.cells if c.prompt_tokens == tokens]})
-        for outcome in result.outcomes
-    ]
-    return result.model_copy(update={"outcomes": outcomes, "prompt_tokens": [tokens]})
-
-
-def _counted(result: TuneResult, concurrency: int, tokens: int) -> int | None:
-    counts = sorted(
-        cell.prompt_tokens_counted
-        for outcome in result.outcomes
-        if (cell := result.cell(outcome.value, concurrency, tokens))
-        and cell.prompt_tokens_counted is not None
-    )
-    return counts[len(counts) // 2] if counts else None
-
-
 def with_context_axis(result: TuneResult) -> TuneResult:
     """`result` (analysed at its first prompt length) with every bucket's decision, the cells' speedups
     at their own prompt length, and where speculation stops paying per concurrency."""
@@ -445,12 +416,22 @@ def with_context_axis(result: TuneResult) -> TuneResult:
         for outcome in result.outcomes
     }
     for tokens in result.prompt_tokens:
-        alone = analyse(_at(result, tokens))
+        only = [  # the sweep at this prompt length only, as if it had been run alone
+            outcome.model_copy(update={"cells": [c for c in outcome.cells if c.prompt_tokens == tokens]})
+            for outcome in result.outcomes
+        ]
+        alone = analyse(result.model_copy(update={"outcomes": only, "prompt_tokens": [tokens]}))
         for outcome in alone.outcomes:
             if tokens != result.primary_context:
                 cells.setdefault(outcome.value, []).extend(outcome.cells)
         for decision in alone.decisions:
-            counted = _counted(alone, decision.concurrency, tokens)
+            counts = sorted(  # the median the server counted
+                cell.prompt_tokens_counted
+                for outcome in alone.outcomes
+                if (cell := alone.cell(outcome.value, decision.concurrency, tokens))
+                and cell.prompt_tokens_counted is not None
+            )
+            counted = counts[len(counts) // 2] if counts else None
             decisions.append(
                 ContextDecision(**decision.model_dump(), prompt_tokens=tokens, prompt_tokens_counted=counted)
             )
@@ -573,10 +554,6 @@ def _speedup(cell: TuneCell) -> str:
     return text + ("!" if cell.client_ok is False else "")
 
 
-def _positions(values: list[float] | None) -> str:
-    return DASH if not values else " ".join(fmt_rate(p) for p in values)
-
-
 def value_label(result: TuneResult, value: int) -> str:
     tags = []
     if value == result.baseline_value:
@@ -585,10 +562,6 @@ def value_label(result: TuneResult, value: int) -> str:
         tags.append("file")
     text = result.name(value) if result.points else f"{value}"
     return text + (f" ({', '.join(tags)})" if tags else "")
-
-
-def _label_width(result: TuneResult) -> int:
-    return max([12] + [len(value_label(result, outcome.value)) + 2 for outcome in result.outcomes])
 
 
 def schedule_text(result: TuneResult) -> str:
@@ -626,11 +599,6 @@ def break_even_text(result: TuneResult) -> str:
     return f"break-even: speculation stops paying at concurrency {result.break_even_concurrency}{below}"
 
 
-def _names(result: TuneResult, values: list[int]) -> str:
-    names = [result.name(value) for value in values]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def decision_lines(result: TuneResult, decision: TuneDecision) -> list[str]:
     """ "best at concurrency 1: k=2, 1.52x (95% CI 1.40-1.66) over k=0", then (indented) "k=2 and k=3
     are within noise; k=2 uses fewer draft tokens" and a loud line when the client fell behind."""
@@ -650,9 +618,9 @@ def decision_lines(result: TuneResult, decision: TuneDecision) -> list[str]:
     tied = decision.tied
     if len(tied) > 1:
         fewer = "fewer" if len(tied) == 2 else "the fewest"
-        lines.append(
-            f"  {_names(result, tied)} are within noise; {result.name(value)} uses {fewer} draft tokens"
-        )
+        *others, last = [result.name(member) for member in tied]
+        names = f"{', '.join(others)} and {last}"
+        lines.append(f"  {names} are within noise; {result.name(value)} uses {fewer} draft tokens")
     elif decision.significant and len(result.outcomes) > 1:
         lines.append(f"  {result.name(value)} is separated from every other value")
     elif decision.ci is None and value != result.baseline_value:
@@ -767,7 +735,8 @@ def _acceptance_rows(result: TuneResult, name: Callable[[int], str]) -> list[lis
         [
             name(outcome.value), str(cell.concurrency), fmt_rate(cell.acceptance_rate),
             fmt_length(cell.mean_acceptance_length), fmt_latency(cell.ttft_p50_s),
-            fmt_latency(cell.ttft_p95_s), _positions(cell.per_position_acceptance),
+            fmt_latency(cell.ttft_p95_s),
+            " ".join(fmt_rate(p) for p in cell.per_position_acceptance or []) or DASH,
         ]
         for outcome in result.outcomes
         for cell in outcome.cells
@@ -777,7 +746,7 @@ def _acceptance_rows(result: TuneResult, name: Callable[[int], str]) -> list[lis
 
 def render_text(result: TuneResult) -> str:
     """Decode tokens/s and speedup per value × concurrency, acceptance per value, the verdict."""
-    label = _label_width(result)
+    label = max([12] + [len(value_label(result, outcome.value)) + 2 for outcome in result.outcomes])
     speedups = _speedup_table(result, "c={} tok/s, speedup", _rate_and_speedup)
     acceptance = _acceptance_rows(result, lambda value: value_label(result, value))
     columns = ["value", "c", "accept", "length", "TTFT p50", "p95", "  per position %"]
