@@ -1,4 +1,4 @@
-"""The autopilot's last proof (issue 37): one full cycle of `spectop autopilot --auto` on two real vLLMs
+"""One full cycle of `spectop autopilot --auto` on two real vLLMs
 (CPU build) scraped by a real Prometheus, with the same steady load on both.
 
 Each replica runs from its own `config.toml` through the restart script of the other real-vLLM tests

@@ -1,4 +1,4 @@
-"""The autopilot (issue 37): keeps a server or a fleet at its best speculative k, proving each change."""
+"""The autopilot: keeps a server or a fleet at its best speculative k, proving each change."""
 
 from pathlib import Path
 
