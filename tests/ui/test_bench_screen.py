@@ -85,23 +85,6 @@ async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_pa
     assert len(list_bursts()) == 1
 
 
-async def test_escape_cancels_a_running_burst_not_at_its_timeout() -> None:
-    stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
-    with TimedServer(stalled) as server:
-        async with bench_on(_endpoints(server)) as (pilot, screen):
-            await pilot.press("ctrl+r")
-            await until(pilot, lambda: len(server.records) > 0)  # the warm-up request is stuck
-            started = asyncio.get_running_loop().time()
-            await pilot.press("escape")
-            await until(pilot, lambda: "cancelled" in text_of(screen, "#phase"))
-            # Against the stalled stream's own timeout (a ratio, not a wall-clock limit): cancelled.
-            assert asyncio.get_running_loop().time() - started < ClientSettings().timeout / 10
-            assert not screen.running
-            assert isinstance(
-                pilot.app.screen, BenchScreen
-            )  # escape while running cancels, it does not leave
-
-
 async def test_two_past_bursts_are_compared_from_the_history() -> None:
     async with httpx.AsyncClient() as client:
         for behaviour in (SLOW, FAST):
@@ -124,7 +107,7 @@ async def test_two_past_bursts_are_compared_from_the_history() -> None:
         assert "faster" in text_of(screen, "#verdict")
 
 
-async def test_a_cancelled_burst_does_not_leave_the_previous_result_on_screen() -> None:
+async def test_escape_cancels_a_running_burst_and_leaves_no_previous_result() -> None:
     stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
     with TimedServer(FAST) as quick, TimedServer(stalled) as stuck:
         async with bench_on(_endpoints(quick, stuck)) as (pilot, screen):
@@ -136,9 +119,13 @@ async def test_a_cancelled_burst_does_not_leave_the_previous_result_on_screen() 
             assert table.row_count > 0 and "one arm" in text_of(screen, "#verdict")
             screen.query_one("#a-select", Select).value = EndpointArm.from_settings(pilot.app.endpoints[1])
             await pilot.press("ctrl+r")
-            await until(pilot, lambda: len(stuck.records) > 0)
+            await until(pilot, lambda: len(stuck.records) > 0)  # the warm-up request is stuck
+            started = asyncio.get_running_loop().time()
             await pilot.press("escape")
             await until(pilot, lambda: "cancelled" in text_of(screen, "#phase"))
+            # Against the stalled stream's own timeout (a ratio, not a wall-clock limit): cancelled.
+            assert asyncio.get_running_loop().time() - started < ClientSettings().timeout / 10
+            assert not screen.running and pilot.app.screen is screen  # escape cancels, it does not leave
             assert table.row_count == 0  # not the previous burst's figures under "cancelled"
             assert text_of(screen, "#verdict") == "no result: the burst was cancelled"
             await pilot.press("j")
@@ -207,6 +194,7 @@ async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
         ("warmup", "x", "warm-up: expected a whole number, got 'x'"),
         ("temperature", "9", "T (temperature): must be at most 5"),
         ("client-settings", "/no/such/settings.json", "client settings: /no/such/settings.json: cannot read"),
+        ("b-extra", '{"stream": false', "B fields:"),
     ],
 )
 async def test_a_bad_form_value_names_its_field(field_id: str, value: str, message: str) -> None:
@@ -383,14 +371,6 @@ async def test_one_url_two_bodies_and_the_explain_view() -> None:
             assert screen.query_one("#switcher", ContentSwitcher).current == "results"
 
 
-async def test_a_bad_arm_field_names_it() -> None:
-    async with bench_on([NOWHERE]) as (pilot, screen):
-        await type_into(screen, pilot, "b-extra", '{"stream": false')
-        await pilot.press("enter")
-        await pilot.pause()
-        assert text_of(screen, "#status").startswith("B fields:")
-
-
 # --- the history (h): date, both URLs, verdict and prompt set, fitted to 80 columns; older files list
 
 
@@ -455,20 +435,13 @@ async def test_older_files_and_long_urls_list_in_80_columns_and_in_full_when_wid
         else:
             assert one_arm[1] == FAR.url and (older[1], older[2]) == (MTP_OFF.url, MTP_ON.url)
             assert older[0] == "2026-11-30 02:40"
+            await pilot.resize_terminal(80, 24)  # the history refits
+            await until(pilot, lambda: _cells(screen, 0)[1] != FAR.url)
+            assert _cells(screen, 0)[1].endswith(":8443")
+            await pilot.resize_terminal(width, 24)
         await pilot.press("down", "enter")  # opening the older file computes its verdict
         await until(pilot, lambda: screen.summary is not None)
         assert "B is" in text_of(screen, "#verdict") and "faster" in text_of(screen, "#verdict")
-
-
-async def test_the_history_refits_when_the_terminal_is_resized() -> None:
-    save_burst(recorded_burst([recorded_arm("a", FAR, 1, 0.010, None)]))
-    async with bench_on([MTP_OFF], size=(200, 24)) as (pilot, screen):
-        table = screen.query_one("#history-table", DataTable)
-        await until(pilot, lambda: table.row_count == 1)
-        assert _cells(screen, 0)[1] == FAR.url
-        await pilot.resize_terminal(80, 24)
-        await until(pilot, lambda: _cells(screen, 0)[1] != FAR.url)
-        assert _cells(screen, 0)[1].endswith(":8443")
 
 
 async def test_more_bursts_than_rows_still_fit_beside_the_scroll_bar() -> None:
