@@ -59,53 +59,43 @@ async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(confi
         assert screen._rows[("speculative", "num_speculative_tokens")].pending_text is None
 
 
+def _lint_that_breaks(document: object) -> object:
+    import tui.configs.lint
+
+    if "max_num_seqs = 77" in document.text:  # type: ignore[attr-defined]
+        raise RuntimeError("lint bug")
+    return tui.configs.lint.lint_document(document)  # type: ignore[arg-type]
+
+
+def _message_that_breaks(error: object) -> str:
+    raise RuntimeError("status bug")
+
+
+@pytest.mark.parametrize(
+    ("name", "broken", "line"),
+    [
+        ("lint_document", _lint_that_breaks, "max_num_seqs = 77"),
+        # the unparsable text, not the last good document
+        ("syntax_message", _message_that_breaks, "max_num_seqs = = 77"),
+    ],
+    ids=["a-lint-bug", "while-the-text-does-not-parse"],
+)
 async def test_a_crash_in_the_editor_writes_a_recovery_copy_of_the_unsaved_text(
-    config_toml: Path, monkeypatch: pytest.MonkeyPatch
+    config_toml: Path, monkeypatch: pytest.MonkeyPatch, name: str, broken: object, line: str
 ) -> None:
-    import tui.screens.editor_form as editor_form
-
-    real_lint = editor_form.lint_document
-
-    def lint_that_breaks(document: object) -> object:
-        if "max_num_seqs = 77" in document.text:  # type: ignore[attr-defined]
-            raise RuntimeError("lint bug")
-        return real_lint(document)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(editor_form, "lint_document", lint_that_breaks)
+    monkeypatch.setattr(f"tui.screens.editor_form.{name}", broken)
     before = config_toml.read_text()
     app = EditorApp(config_toml)
-    with pytest.raises(RuntimeError, match="lint bug"):
+    with pytest.raises(RuntimeError, match="bug"):
         async with app.run_test(size=SIZE) as pilot:
             screen = await opened_editor(pilot)
             raw = screen.query_one("#raw", TextArea)
             row = line_of(raw, "max_num_seqs")
-            raw.replace("max_num_seqs = 77", (row, 0), (row, len(raw.document.get_line(row))))
-            await wait_for_exit(pilot)  # the lint bug ends the app
+            raw.replace(line, (row, 0), (row, len(raw.document.get_line(row))))
+            await wait_for_exit(pilot)  # the bug ends the app
     assert config_toml.read_text() == before  # never saved without asking
     recovered = recovery_path(config_toml)
-    assert "max_num_seqs = 77" in recovered.read_text()
-    assert any(str(recovered) in note for note in getattr(app, "recovery_notes", ()))
-
-
-async def test_a_crash_while_the_raw_text_does_not_parse_keeps_that_text(
-    config_toml: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import tui.screens.editor_form as editor_form
-
-    def message_that_breaks(error: object) -> str:
-        raise RuntimeError("status bug")
-
-    monkeypatch.setattr(editor_form, "syntax_message", message_that_breaks)
-    app = EditorApp(config_toml)
-    with pytest.raises(RuntimeError, match="status bug"):
-        async with app.run_test(size=SIZE) as pilot:
-            screen = await opened_editor(pilot)
-            raw = screen.query_one("#raw", TextArea)
-            row = line_of(raw, "max_num_seqs")
-            raw.replace("max_num_seqs = = 77", (row, 0), (row, len(raw.document.get_line(row))))
-            await wait_for_exit(pilot)
-    recovered = recovery_path(config_toml)
-    assert "max_num_seqs = = 77" in recovered.read_text()  # the unparsable text, not the last good document
+    assert line in recovered.read_text()
     assert any(str(recovered) in note for note in app.recovery_notes)
 
 
