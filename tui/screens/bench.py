@@ -353,16 +353,12 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             "b": b if isinstance(b, EndpointArm | PastArm) else None,
             "prompts": self.query_one("#prompts-select", Select).value,
         }
-        for _, field_id, name, _, _ in FORM_FIELDS + MORE_FIELDS:
+        for _, field_id, name, _, _ in (*FORM_FIELDS, *MORE_FIELDS, *ARM_FIELDS, SLO_FIELD):
             text = self.query_one(f"#{field_id}", Input).value.strip()
             if text:
                 values[name] = text  # converted (and checked) by BurstRequest
         settings = self.query_one("#client-settings", Input).value.strip()
         values["client_settings"] = Path(settings).expanduser() if settings else None
-        for _, field_id, name, _, _ in (*ARM_FIELDS, SLO_FIELD):
-            text = self.query_one(f"#{field_id}", Input).value.strip()
-            if text:
-                values[name] = text
         values["schedule"] = self.query_one("#schedule-select", Select).value
         values["api"] = self.query_one("#api-select", Select).value
         for _, toggle_id, name, _ in TOGGLES:

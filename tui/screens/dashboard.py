@@ -131,10 +131,6 @@ class DashboardScreen(EndpointScreen):
         self._advice_text: Content | None = None  # and their text shown
         self._autopilot: dict[str, str] = {}  # each endpoint's autopilot line, while it is on (`o`)
 
-    @property
-    def endpoint_in_view(self) -> str | None:
-        return self._focused_endpoint()
-
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
         intro = Static(self._intro_text(), id="intro", markup=False)
@@ -383,7 +379,7 @@ class DashboardScreen(EndpointScreen):
         self.set_class(view == "table", "table-view")
         table = self._table()
         if view == "table":
-            focused = self._focused_endpoint()
+            focused = self.endpoint_in_view
             self._set_rows(self._names)
             if focused is not None and isinstance(table, EndpointTable):  # the cursor on the focused card
                 table.select(focused)
@@ -426,7 +422,8 @@ class DashboardScreen(EndpointScreen):
     def _visible_cards(self) -> list[EndpointCard]:
         return [card for card in self._cards.values() if card.display]
 
-    def _focused_endpoint(self) -> str | None:
+    @property
+    def endpoint_in_view(self) -> str | None:
         """The endpoint of the focused card, or of the table's cursor row in the table view."""
         focused = self.focused
         if isinstance(focused, EndpointTable):  # the fleet's table too
@@ -453,7 +450,7 @@ class DashboardScreen(EndpointScreen):
         cards[max(0, min(len(cards) - 1, target))].focus()
 
     def action_open_detail(self) -> None:
-        name = self._focused_endpoint()
+        name = self.endpoint_in_view
         if name is None:
             return
         from tui.screens.detail import DetailScreen
@@ -471,10 +468,10 @@ class DashboardScreen(EndpointScreen):
         self._open(self.context.open_log, card.endpoint if card is not None else None)
 
     def action_edit(self) -> None:
-        self._open(self.context.open_editor, self._focused_endpoint())
+        self._open(self.context.open_editor, self.endpoint_in_view)
 
     def action_tune(self) -> None:
-        self._open(self.context.open_tune, self._focused_endpoint())
+        self._open(self.context.open_tune, self.endpoint_in_view)
 
     def _open(self, opener: Callable[[str], None], name: str | None) -> None:
         if name is None:
