@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ import pytest
 from textual.widgets import Input, Static, TextArea
 from ui_waiting import editing, opened_editor, spectop, wait_for, wait_for_exit, wait_for_screen
 
+from tests.telemetry.metrics_test_server import closed_port
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
 from tui.ui.editor_app import EditorApp
@@ -183,12 +183,6 @@ def oom_log(tmp_path: Path) -> Path:
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=REPO)
     assert result.returncode == 1, result.stderr
     return log
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
