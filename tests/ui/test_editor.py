@@ -22,7 +22,7 @@ from tui.screens.help import key_rows
 from tui.ui.editor_app import EditorApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import FOCUS_MARK, ConfigFieldRow
-from tui.widgets.edit_mode import HELP_ROW, FieldInput
+from tui.widgets.edit_mode import HELP_ROW
 
 SIZE = (80, 24)
 
@@ -268,8 +268,12 @@ async def test_save_and_restart_runs_the_command_and_waits_for_health(config_tom
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "1")
         await pilot.press("ctrl+r")
         await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        shown = _texts(app.screen)  # the dialogs ctrl+r opens say "save & restart", not "save" / "run"
+        assert "Save & restart" in shown and "[y/enter] save & restart" in shown
         await pilot.press("y")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the restart question")
+        shown = _texts(app.screen)
+        assert "Save & restart: run the restart command?" in shown and "[y] restart" in shown
         await pilot.press("y")
         await wait_for(pilot, lambda: isinstance(app.screen, RestartDialog), "the restart dialog")
         dialog = app.screen
@@ -281,51 +285,12 @@ async def test_save_and_restart_runs_the_command_and_waits_for_health(config_tom
         assert "num_speculative_tokens = 1" in config_toml.read_text()
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
-
-
-async def test_close_asks_before_dropping_edits(config_toml: Path) -> None:
-    async with editing(config_toml) as (pilot, screen):
-        await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "8")
-        screen.query_one("#raw", TextArea).focus()
-        await pilot.press("i", "escape")  # into the raw text and out of it again
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog), "the discard question")
-        await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen), "back in the editor")
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog), "the discard question")
-        await pilot.press("d")
-        await wait_for(pilot, lambda: not pilot.app.is_running, "the pilot.app to exit")
-    assert "max_num_seqs = 64" in config_toml.read_text()
-
-
-# --- the dialogs ctrl+r opens say "save & restart", not plain "save" / "run"
+        await pilot.press("ctrl+s")  # a plain save says save
+        await wait_for(pilot, lambda: "no changes" in _texts(app.screen))
 
 
 def _texts(screen: object) -> str:
     return "\n".join(str(static.render()) for static in screen.query(Static))  # type: ignore[attr-defined]
-
-
-async def test_ctrl_r_dialogs_say_save_and_restart(config_toml: Path) -> None:
-    async with editing(config_toml, restart_command=["true"]) as (pilot, screen):
-        field = screen.query_one("#field-scheduler--max_num_seqs FieldInput", FieldInput)
-        field.focus()
-        await pilot.press("i", "ctrl+a", "ctrl+k", "8", "enter")
-        await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, DiffDialog))
-        shown = _texts(pilot.app.screen)
-        assert "Save & restart" in shown and "[y/enter] save & restart" in shown
-        await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog))
-        assert "Save & restart: run the restart command?" in _texts(pilot.app.screen)
-        assert "[y] restart" in _texts(pilot.app.screen)
-        await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen))
-        await pilot.press("ctrl+s")  # a plain save says save
-        await wait_for(
-            pilot,
-            lambda: isinstance(pilot.app.screen, EditorScreen) and "no changes" in _texts(pilot.app.screen),
-        )
 
 
 # --- field help: the whole description on screen (wrapped, never cut), the range said once

@@ -138,15 +138,15 @@ async def test_quitting_spectop_edit_asks_and_saves(config_toml: Path, key: str)
     assert "max_num_seqs = 8\n" in config_toml.read_text()
 
 
-async def test_the_quit_action_and_escape_ask_too(config_toml: Path) -> None:
+async def test_the_quit_action_and_escape_ask_too_and_d_discards(config_toml: Path) -> None:
     async with editing(config_toml) as (pilot, screen):
         await edit_a_field(pilot, screen, "8")
         await pilot.app.run_action("quit")  # the command palette's "Quit"
         await wait_for_screen(pilot, ConfirmDialog)
         await pilot.press("escape")
         await wait_for_screen(pilot, EditorScreen)
-        screen.query_one("#lint-list").focus()
-        await pilot.press("escape")
+        screen.query_one("#raw", TextArea).focus()
+        await pilot.press("i", "escape", "escape")  # into the raw text and out of it, then close
         await wait_for_screen(pilot, ConfirmDialog)
         await pilot.press("d")
         await wait_for_exit(pilot)
