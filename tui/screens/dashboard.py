@@ -204,11 +204,17 @@ class DashboardScreen(EndpointScreen):
 
     def _focus_first_card(self) -> None:
         self._focus_pending = False
+        in_view = EndpointTable if self.view == "table" else EndpointCard  # the fleet's table too
+        self._focus_view(keep=(in_view, Input))
+
+    def _focus_view(self, keep: tuple[type, ...] = ()) -> None:
+        """The table in the table view, else the first card shown; unless a `keep` widget has the focus."""
         cards = self._visible_cards()
+        if isinstance(self.focused, keep):
+            return
         if self.view == "table":
-            if not isinstance(self.focused, EndpointTable | Input):  # the fleet's table too
-                self._table().focus()
-        elif cards and not isinstance(self.focused, EndpointCard | Input):
+            self._table().focus()
+        elif cards:
             cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
@@ -485,11 +491,7 @@ class DashboardScreen(EndpointScreen):
     def action_clear_filter(self) -> None:
         self.query_one("#card-filter", BottomInput).close(clear=True)
         self._apply_filter("")
-        cards = self._visible_cards()
-        if self.view == "table":
-            self._table().focus()
-        elif cards and self._focused_card() is None:
-            cards[0].focus()
+        self._focus_view(keep=(EndpointCard,) if self.view == "cards" else ())  # the card focused stays
 
     @on(Input.Changed, "#card-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -499,11 +501,7 @@ class DashboardScreen(EndpointScreen):
     def _filter_submitted(self, event: Input.Submitted) -> None:
         if not event.value:
             self.query_one("#card-filter", BottomInput).close()
-        cards = self._visible_cards()
-        if self.view == "table":
-            self._table().focus()
-        elif cards:
-            cards[0].focus()
+        self._focus_view()
 
     def _apply_filter(self, text: str) -> None:
         self._filter = text.strip().lower()
