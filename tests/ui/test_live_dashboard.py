@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from scripted_source import ScriptedSourceBase
 from textual.widgets import Static
-from ui_waiting import spectop, wait_for, wait_until_tailed
+from ui_waiting import polling_fast, spectop, wait_for, wait_until_tailed
 
 import tui.screens.dashboard as dashboard
 from tests.telemetry.metrics_test_server import closed_port
-from tui.paths import sample_configs_dir, themes_dir
+from tui.paths import sample_configs_dir
 from tui.screens.detail import DetailScreen
-from tui.settings import AlertSettings, EndpointSettings, Settings, parse_settings
+from tui.settings import EndpointSettings, parse_settings
 from tui.sim.server import SimServer
 from tui.sources.base import WallClock
 from tui.sources.updates import ReadingArrived, Update
@@ -50,13 +50,7 @@ def _app(sim: SimServer, tmp_path: Path, **kwargs: object) -> SpectopApp:
     endpoint = EndpointSettings(
         name="sim", url=sim.base_url, backend="vllm", log_file=sim.log_path, config_file=sim.config_path
     )
-    settings = Settings(
-        poll_interval_s=0.25,
-        window_s=1.0,
-        alerts=AlertSettings(sustained_s=0.5),
-        endpoints=[endpoint],
-    )
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False, **kwargs)  # type: ignore[arg-type]
+    return polling_fast(endpoint, **kwargs)
 
 
 def _card(app: SpectopApp) -> EndpointCard:
