@@ -62,11 +62,6 @@ class AlertsScreen(Screen[None]):
     def on_resize(self, event: Resize) -> None:
         self._fill()
 
-    def _message_width(self, table: DataTable[object]) -> int:
-        """The alert column takes the rest of the row: its text wraps there, whole (never cut at the edge)."""
-        fixed = sum(width + 2 * table.cell_padding for _label, width in COLUMNS if width is not None)
-        return max(20, table.size.width - fixed - 2 * table.cell_padding - 2)  # 2: the scrollbar
-
     @on(EndpointUpdated)
     @on(EndpointsUpdated)
     def _endpoints_changed(self) -> None:
@@ -79,7 +74,9 @@ class AlertsScreen(Screen[None]):
         if not tables or not tables.first().columns:
             return
         table = tables.first()
-        width = self._message_width(table)
+        # The alert column takes the rest of the row: its text wraps there, whole (never cut at the edge).
+        fixed = sum(width + 2 * table.cell_padding for _label, width in COLUMNS if width is not None)
+        width = max(20, table.size.width - fixed - 2 * table.cell_padding - 2)  # 2: the scrollbar
         table.columns["alert"].width = width  # type: ignore[index]
         table.columns["alert"].auto_width = False  # type: ignore[index]
         self._shown_version = self.alerts.version

@@ -187,21 +187,6 @@ class DashboardScreen(EndpointScreen):
             cards.append(card)
         self._mounting = container.mount_all(cards)
 
-    def _add_endpoint(self, name: str) -> None:
-        """A new endpoint: laid out with the next batch (one layout for all that come in one poll)."""
-        self._names.append(name)
-        self._known.add(name)
-        self._added = True
-        self.query_one("#empty", Static).display = False
-
-    def _after_added(self) -> None:
-        self._added = False
-        self._layout_for(self.size.width, self.size.height)  # the cards view makes their cards
-        in_view = EndpointTable if self.view == "table" else EndpointCard
-        if not self._focus_pending and not isinstance(self.focused, in_view | Input):
-            self._focus_pending = True
-            self.call_after_refresh(self._focus_first_card)
-
     def _focus_first_card(self) -> None:
         self._focus_pending = False
         in_view = EndpointTable if self.view == "table" else EndpointCard  # the fleet's table too
@@ -236,8 +221,11 @@ class DashboardScreen(EndpointScreen):
     def _mark_dirty(self, names: Iterable[str], immediate: bool) -> None:
         readings = self.context.board.readings
         for name in names:
-            if name not in self._known:
-                self._add_endpoint(name)
+            if name not in self._known:  # laid out with the next batch (one layout for a poll's new ones)
+                self._names.append(name)
+                self._known.add(name)
+                self._added = True
+                self.query_one("#empty", Static).display = False
             self._dirty.add(name)
             if name not in self._read and name in readings:
                 # An endpoint's first figures are drawn now: batching is for the steady state.
@@ -253,7 +241,12 @@ class DashboardScreen(EndpointScreen):
         self._flush_pending = False
         dirty, self._dirty = self._dirty, set()
         if self._added:
-            self._after_added()
+            self._added = False
+            self._layout_for(self.size.width, self.size.height)  # the cards view makes their cards
+            in_view = EndpointTable if self.view == "table" else EndpointCard
+            if not self._focus_pending and not isinstance(self.focused, in_view | Input):
+                self._focus_pending = True
+                self.call_after_refresh(self._focus_first_card)
         self._update(dirty)
         self._refresh_gpu()
         self._refresh_group_advice()

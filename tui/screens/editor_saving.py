@@ -36,15 +36,11 @@ def recovery_path(path: Path) -> Path:
     return path.with_name(path.name + RECOVERY_SUFFIX)
 
 
-def fallback_recovery_path(path: Path) -> Path:
-    """When the file's folder is not writable: `$XDG_DATA_HOME/spectop/recovery/FILE.spectop-recovery`."""
-    return user_data_dir() / "recovery" / (path.name + RECOVERY_SUFFIX)
-
-
 def write_recovery(path: Path, text: str) -> str:
-    """Write `text` (unsaved edits of `path`) beside it, else in the recovery folder; a note saying where."""
+    """Write `text` (unsaved edits of `path`) beside it, else in `$XDG_DATA_HOME/spectop/recovery/`; a note
+    saying where."""
     problems = []
-    for target in (recovery_path(path), fallback_recovery_path(path)):
+    for target in (recovery_path(path), user_data_dir() / "recovery" / recovery_path(path).name):
         try:
             write_file(target, text)  # synchronous on purpose: the app is going down
         except OSError as error:

@@ -95,20 +95,14 @@ class LogView(Widget, can_focus=True):
 
     def bottom_top(self) -> int:
         """The `top` that shows the last lines."""
-        height = max(1, self.content_size.height)
+        width, height = max(10, self.content_size.width), max(1, self.content_size.height)
         rows, position = 0, self.count
         while position > 0 and rows < height:
-            rows += self._rows_of(position - 1)
+            rows += len(wrap_points(self._text(position - 1).plain, width)) if self.wrap else 1
             if rows > height:
                 break
             position -= 1
         return min(position, max(0, self.count - 1))  # the last line at least, however tall
-
-    def _rows_of(self, position: int) -> int:
-        width = max(10, self.content_size.width)
-        if not self.wrap:
-            return 1
-        return len(wrap_points(self._text(position).plain, width))
 
     def _text(self, position: int) -> Content:
         raw = self.raw(position)
