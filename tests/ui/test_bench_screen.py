@@ -205,16 +205,6 @@ async def test_a_bad_form_value_names_its_field(field_id: str, value: str, messa
         assert screen.query_one("#status").has_class("error")
 
 
-async def test_every_field_fits_80x24() -> None:
-    async with bench_on([NOWHERE]) as (pilot, screen):
-        await pilot.pause()
-        for widget in [*screen.query(Input), *screen.query(Select)]:
-            region = widget.region
-            assert region.width >= 6 and region.height == 1, widget.id
-            assert region.right <= 80 and region.bottom <= 24, widget.id
-        assert screen.query_one("#results-table", DataTable).region.height >= 10
-
-
 def _run(server: TimedServer, start: int) -> tuple[list[str], list[str]]:
     """The paths and request ids the server received from record `start` on."""
     records = list(server.records)[start:]
