@@ -382,28 +382,6 @@ def _keep_as_older_spectop(result: BurstResult) -> Path:
     return path
 
 
-async def test_a_burst_just_run_lists_with_both_urls_and_its_verdict(recorded_run: BurstResult) -> None:
-    async with bench_on([MTP_OFF, MTP_ON]) as (pilot, screen):
-        await pilot.press("ctrl+r")
-        await until(pilot, lambda: screen.summary is not None)
-        table = screen.query_one("#history-table", DataTable)
-        await until(pilot, lambda: table.row_count == 1)
-        await pilot.press("h")
-        await pilot.pause()
-        comparison = screen.summary.comparison if screen.summary else None
-        assert comparison is not None and comparison.ci95 is not None
-        low, high = comparison.ci95
-        when, a_url, b_url, verdict, prompt_set, requests = _cells(screen, 0)
-        assert when == f"{recorded_run.started_at:%m-%d %H:%M}"
-        assert (a_url, b_url) == ("10.0.0.7:8000", "10.0.0.8:8000")  # http:// left out at 80 columns
-        assert verdict == f"B {comparison.decode_tokens_per_s_ratio:.2f}x ({low:.2f}-{high:.2f})"
-        assert (prompt_set, requests) == (
-            recorded_run.settings.prompt_set,
-            str(recorded_run.settings.requests),
-        )
-        assert table.virtual_size.width <= table.scrollable_content_region.width  # all in sight
-
-
 async def test_an_older_file_opens_with_its_verdict_and_the_history_refits_when_resized() -> None:
     """What each row says at 80 and 200 columns is the history snapshots'."""
     _keep_as_older_spectop(mtp_burst())
