@@ -277,20 +277,18 @@ class DashboardScreen(EndpointScreen):
             self.query_one("#cards", Container).set_class(gpu_rows[1], "gpu")
             self._layout_for(self.size.width, self.size.height)
 
-    def _group_advice_text(self, width: int) -> tuple[Content, int]:
-        """The group advice lines wrapped whole to `width`, and how many rows they take."""
+    def _refresh_group_advice(self, width: int | None = None) -> None:
+        """Fleet mode: the group advice after new readings (or at a new width), its lines wrapped whole; the
+        layout makes room."""
+        if self._fleet is None:
+            return
+        room = max(20, (width or self.size.width) - 2)
         parts = [
             Content.styled(part, "$warning" if better else "$text-muted")
             for line, better in self.context.group_advice_lines()
-            for part in wrap_whole(line, max(20, width - 2), "", "  ")
+            for part in wrap_whole(line, room, "", "  ")
         ]
-        return Content("\n").join(parts), len(parts)
-
-    def _refresh_group_advice(self, width: int | None = None) -> None:
-        """Fleet mode: the group advice after new readings (or at a new width); the layout makes room."""
-        if self._fleet is None:
-            return
-        text, rows = self._group_advice_text(width or self.size.width)
+        text, rows = Content("\n").join(parts), len(parts)
         widget = self.query_one("#group-advice", Static)
         if text != self._advice_text:  # Static.update lays the screen out again: only for a new text
             self._advice_text = text
