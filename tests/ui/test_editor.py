@@ -11,7 +11,7 @@ import httpx
 import pytest
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
-from textual.widgets import Input, Label, Log, Select, Static, TabbedContent, TextArea
+from textual.widgets import Input, Label, Log, OptionList, Select, Static, TabbedContent, TextArea
 from ui_waiting import editing, opened_editor, press_at_once, wait_for
 
 from tui.configs.document import dotted
@@ -237,7 +237,8 @@ async def test_lint_and_launch_views(tmp_path: Path) -> None:
         await pilot.press("f4")
         assert screen.query_one(TabbedContent).active == "lint"
         removed = next(i for i, f in enumerate(screen.findings) if f.id == "removed-key")
-        lint_list = screen.query_one("#lint-list")
+        lint_list = screen.query_one("#lint-list", OptionList)
+        assert lint_list.highlighted == 0  # f4 highlights the first finding: enter jumps to its line at once
         lint_list.highlighted = removed
         await pilot.press("enter")
         await pilot.pause()

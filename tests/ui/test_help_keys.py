@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from textual.app import App
@@ -11,9 +10,9 @@ from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TextArea
+from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
-from ui_waiting import editing, wait_for, wait_for_dashboard
+from ui_waiting import wait_for, wait_for_dashboard
 
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
@@ -191,15 +190,6 @@ async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp)
             dialog.dismiss(None)  # type: ignore[arg-type]
             await pilot.pause()
     assert not {where: found for where, found in seen.items() if found}
-
-
-async def test_f4_then_enter_jumps_to_the_findings_line(config_toml: Path) -> None:
-    async with editing(config_toml, size=SIZE) as (pilot, editor):
-        findings = [finding for finding in editor.findings if finding.line]
-        assert findings, "the sample config has findings with a line"
-        await pilot.press("f4", "enter")
-        await wait_for(pilot, lambda: editor.query_one(TabbedContent).active == "raw-pane")
-        assert editor.query_one("#raw", TextArea).cursor_location[0] == findings[0].line - 1
 
 
 async def test_a_toast_never_covers_a_dialogs_keys(live_app: SpectopApp) -> None:
