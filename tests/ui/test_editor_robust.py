@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ import pytest
 from textual.widgets import Input, Static, TextArea
 from ui_waiting import editing, opened_editor, spectop, wait_for, wait_for_exit, wait_for_screen
 
+from tests.telemetry.metrics_test_server import closed_port
 from tui.paths import sample_configs_dir
 from tui.screens.editor import EditorScreen
 from tui.ui.editor_app import EditorApp
@@ -59,53 +59,43 @@ async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(confi
         assert screen._rows[("speculative", "num_speculative_tokens")].pending_text is None
 
 
+def _lint_that_breaks(document: object) -> object:
+    import tui.configs.lint
+
+    if "max_num_seqs = 77" in document.text:  # type: ignore[attr-defined]
+        raise RuntimeError("lint bug")
+    return tui.configs.lint.lint_document(document)  # type: ignore[arg-type]
+
+
+def _message_that_breaks(error: object) -> str:
+    raise RuntimeError("status bug")
+
+
+@pytest.mark.parametrize(
+    ("name", "broken", "line"),
+    [
+        ("lint_document", _lint_that_breaks, "max_num_seqs = 77"),
+        # the unparsable text, not the last good document
+        ("syntax_message", _message_that_breaks, "max_num_seqs = = 77"),
+    ],
+    ids=["a-lint-bug", "while-the-text-does-not-parse"],
+)
 async def test_a_crash_in_the_editor_writes_a_recovery_copy_of_the_unsaved_text(
-    config_toml: Path, monkeypatch: pytest.MonkeyPatch
+    config_toml: Path, monkeypatch: pytest.MonkeyPatch, name: str, broken: object, line: str
 ) -> None:
-    import tui.screens.editor_form as editor_form
-
-    real_lint = editor_form.lint_document
-
-    def lint_that_breaks(document: object) -> object:
-        if "max_num_seqs = 77" in document.text:  # type: ignore[attr-defined]
-            raise RuntimeError("lint bug")
-        return real_lint(document)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(editor_form, "lint_document", lint_that_breaks)
+    monkeypatch.setattr(f"tui.screens.editor_form.{name}", broken)
     before = config_toml.read_text()
     app = EditorApp(config_toml)
-    with pytest.raises(RuntimeError, match="lint bug"):
+    with pytest.raises(RuntimeError, match="bug"):
         async with app.run_test(size=SIZE) as pilot:
             screen = await opened_editor(pilot)
             raw = screen.query_one("#raw", TextArea)
             row = line_of(raw, "max_num_seqs")
-            raw.replace("max_num_seqs = 77", (row, 0), (row, len(raw.document.get_line(row))))
-            await wait_for_exit(pilot)  # the lint bug ends the app
+            raw.replace(line, (row, 0), (row, len(raw.document.get_line(row))))
+            await wait_for_exit(pilot)  # the bug ends the app
     assert config_toml.read_text() == before  # never saved without asking
     recovered = recovery_path(config_toml)
-    assert "max_num_seqs = 77" in recovered.read_text()
-    assert any(str(recovered) in note for note in getattr(app, "recovery_notes", ()))
-
-
-async def test_a_crash_while_the_raw_text_does_not_parse_keeps_that_text(
-    config_toml: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import tui.screens.editor_form as editor_form
-
-    def message_that_breaks(error: object) -> str:
-        raise RuntimeError("status bug")
-
-    monkeypatch.setattr(editor_form, "syntax_message", message_that_breaks)
-    app = EditorApp(config_toml)
-    with pytest.raises(RuntimeError, match="status bug"):
-        async with app.run_test(size=SIZE) as pilot:
-            screen = await opened_editor(pilot)
-            raw = screen.query_one("#raw", TextArea)
-            row = line_of(raw, "max_num_seqs")
-            raw.replace("max_num_seqs = = 77", (row, 0), (row, len(raw.document.get_line(row))))
-            await wait_for_exit(pilot)
-    recovered = recovery_path(config_toml)
-    assert "max_num_seqs = = 77" in recovered.read_text()  # the unparsable text, not the last good document
+    assert line in recovered.read_text()
     assert any(str(recovered) in note for note in app.recovery_notes)
 
 
@@ -148,15 +138,15 @@ async def test_quitting_spectop_edit_asks_and_saves(config_toml: Path, key: str)
     assert "max_num_seqs = 8\n" in config_toml.read_text()
 
 
-async def test_the_quit_action_and_escape_ask_too(config_toml: Path) -> None:
+async def test_the_quit_action_and_escape_ask_too_and_d_discards(config_toml: Path) -> None:
     async with editing(config_toml) as (pilot, screen):
         await edit_a_field(pilot, screen, "8")
         await pilot.app.run_action("quit")  # the command palette's "Quit"
         await wait_for_screen(pilot, ConfirmDialog)
         await pilot.press("escape")
         await wait_for_screen(pilot, EditorScreen)
-        screen.query_one("#lint-list").focus()
-        await pilot.press("escape")
+        screen.query_one("#raw", TextArea).focus()
+        await pilot.press("i", "escape", "escape")  # into the raw text and out of it, then close
         await wait_for_screen(pilot, ConfirmDialog)
         await pilot.press("d")
         await wait_for_exit(pilot)
@@ -193,12 +183,6 @@ def oom_log(tmp_path: Path) -> Path:
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=REPO)
     assert result.returncode == 1, result.stderr
     return log
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(

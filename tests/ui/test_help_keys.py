@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from textual.app import App
@@ -11,9 +10,9 @@ from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TextArea
+from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
-from ui_waiting import editing, wait_for, wait_for_dashboard
+from ui_waiting import wait_for, wait_for_dashboard
 
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
@@ -46,12 +45,12 @@ async def _help_of(pilot: object, app: App[object], key: str = "f1") -> HelpScre
     return help_screen
 
 
-def _check_help(app: App[object], help_screen: HelpScreen) -> set[str]:
+def _check_help(app: App[object], help_screen: HelpScreen, fits: bool = True) -> set[str]:
     listed = {key for row in help_screen.rows for key in row.keys}
     missing = _shown_keys(app, help_screen.shown_for) - listed
     assert not missing, f"{type(help_screen.shown_for).__name__}: {missing} not in its help"
     frame = help_screen.query_one(VerticalScroll)
-    assert frame.max_scroll_y == 0, "the help needs scrolling at 80x24"
+    assert frame.max_scroll_y == 0 or not fits, "the help needs scrolling at 80x24"
     assert frame.region.bottom <= SIZE[1] and frame.border_subtitle == CLOSE_HINT  # in sight, in the frame
     return listed
 
@@ -78,107 +77,12 @@ async def test_each_dashboard_screen_has_its_own_help(replay_app: Callable[..., 
 
 
 def _footer_keys(app: App[object]) -> dict[str, FooterKey]:
-    footer = app.screen.query_one(Footer)
-    return {key.key_display: key for key in footer.query(FooterKey)}
-
-
-def _in_sight(key: FooterKey, palette: FooterKey) -> bool:
-    region = key.region
-    return region.width > 0 and region.right <= palette.region.x
-
-
-async def test_the_editor_and_bench_list_their_keys_and_the_footers_keep_theirs(live_app: SpectopApp) -> None:
-    app = live_app
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for_dashboard(pilot)
-        await wait_for(pilot, lambda: "^p" in _footer_keys(app))  # the command palette is in the footer
-        await wait_for(pilot, lambda: _footer_keys(app)["^p"].region.width > 0)  # laid out
-        keys = _footer_keys(app)
-        assert all(_in_sight(keys[shown], keys["^p"]) for shown in ("⏎", "/", "e", "q", "?", "b"))
-        await pilot.press("e")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded)  # type: ignore[attr-defined]
-        await wait_for(pilot, lambda: "f4" in _footer_keys(app) and _footer_keys(app)["^p"].region.width > 0)
-        keys = _footer_keys(app)
-        assert _in_sight(keys["f4"], keys["^p"]) and _in_sight(
-            keys["f5"], keys["^p"]
-        )  # with ^r save & restart
-        listed = _check_help(app, await _help_of(pilot, app))
-        assert {"f4", "f5", "^s", "^r"} <= listed
-        await pilot.press("escape")
-        await pilot.press("escape")  # closes the editor (nothing changed)
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
-        await pilot.press("b")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "BenchScreen")
-        await pilot.pause()
-        listed = _check_help(app, await _help_of(pilot, app))
-        assert "^r" in listed  # start a burst
-
-
-async def test_f4_then_enter_jumps_to_the_findings_line(config_toml: Path) -> None:
-    async with editing(config_toml, size=SIZE) as (pilot, editor):
-        findings = [finding for finding in editor.findings if finding.line]
-        assert findings, "the sample config has findings with a line"
-        await pilot.press("f4", "enter")
-        await wait_for(pilot, lambda: editor.query_one(TabbedContent).active == "raw-pane")
-        assert editor.query_one("#raw", TextArea).cursor_location[0] == findings[0].line - 1
-
-
-async def test_the_footers_right_edge_is_the_palette_keys_not_a_stray_letter(live_app: SpectopApp) -> None:
-    """At 80 columns the detail's and the editor's keys overflow under the command-palette key; its margin
-    let the last one show through at the right edge ("^p paletteh")."""
-    app = live_app
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
-        for key, screen_name in (
-            ("enter", "DetailScreen"),
-            ("escape", "DashboardScreen"),
-            ("e", "EditorScreen"),
-        ):
-            await pilot.press(key)
-            await wait_for(pilot, lambda: type(app.screen).__name__ == screen_name)  # noqa: B023
-            await wait_for(
-                pilot, lambda: "^p" in _footer_keys(app) and _footer_keys(app)["^p"].region.width > 0
-            )
-            await pilot.pause()
-            palette = _footer_keys(app)["^p"]
-            assert palette.region.right == SIZE[0], screen_name
-            bottom = app.screen._compositor.render_strips()[-1].text
-            assert bottom.rstrip().endswith("^p palette"), (screen_name, bottom)
+    return {key.key_display: key for key in app.screen.query(FooterKey)}
 
 
 def _merged_by_textual(node: DOMNode) -> list[tuple[str, str]]:
     """What Textual itself holds (private: this test alone reads it, to notice when Textual changes)."""
     return [(b.key, b.action) for bindings in node._bindings.key_to_bindings.values() for b in bindings]
-
-
-async def test_the_help_reads_the_bindings_textual_merged(live_app: SpectopApp) -> None:
-    """The help reads bindings through public attributes (`BINDINGS`, `active_bindings`): the same
-    keys, in the same order, as Textual's own merged map, on the app and on each screen."""
-    app = live_app
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
-        checked = []
-        for opener, name in (
-            ("", "DashboardScreen"),
-            ("e", "EditorScreen"),
-            ("escape", ""),
-            ("b", "BenchScreen"),
-        ):
-            if opener:
-                await pilot.press(opener)
-            if not name:
-                await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
-                continue
-            await wait_for(pilot, lambda: type(app.screen).__name__ == name)  # noqa: B023
-            active = list(app.screen.active_bindings.values())
-            for node in (app.screen, app):
-                public = [(b.key, b.action) for b in declared_bindings(node, active)]
-                assert public == _merged_by_textual(node), type(node).__name__
-            checked.append(name)
-        assert checked == ["DashboardScreen", "EditorScreen", "BenchScreen"]
-
-
-# --- no help lists a key twice with two meanings, descriptions are whole
 
 
 def conflicts(screen: Screen[Any]) -> list[str]:
@@ -193,39 +97,60 @@ def conflicts(screen: Screen[Any]) -> list[str]:
     return found
 
 
-async def check_help(pilot: Pilot[Any], where: str, seen: dict[str, list[str]]) -> None:
-    """The help of the screen in view: no conflicts, nothing cut."""
+async def check_screen(
+    pilot: Pilot[Any], where: str, seen: dict[str, list[str]], *, fits: bool = False
+) -> set[str]:
+    """The screen in view: its help (no key with two meanings, nothing cut, every footer key listed, no
+    scrolling), the bindings as Textual merged them, and a footer whose right edge is the palette key."""
     app = pilot.app
     screen = app.screen
     seen[where] = conflicts(screen)
+    if screen.query(Footer):  # a full screen, not a dialog
+        active = list(screen.active_bindings.values())
+        for node in (screen, app):
+            public = [(b.key, b.action) for b in declared_bindings(node, active)]
+            assert public == _merged_by_textual(node), (where, type(node).__name__)
+        await wait_for(pilot, lambda: "^p" in _footer_keys(app) and _footer_keys(app)["^p"].region.width > 0)
+        await pilot.pause()
+        assert _footer_keys(app)["^p"].region.right == SIZE[0], where
+        bottom = screen._compositor.render_strips()[-1].text
+        assert bottom.rstrip().endswith("^p palette"), (where, bottom)  # not "^p paletteh"
     help_screen = HelpScreen(screen)
     await app.push_screen(help_screen)
     await pilot.pause()
     drawn = "\n".join(str(static.render()) for static in help_screen.query(Static))
     assert "…" not in drawn, f"{where}: a description is cut"
+    listed = _check_help(app, help_screen, fits)
     help_screen.dismiss()
     await wait_for(pilot, lambda: app.screen is screen)
+    return listed
 
 
-async def test_no_screen_lists_a_key_with_two_meanings(live_app: SpectopApp) -> None:
+def _in_sight(app: App[object], *shown: str) -> bool:
+    keys = _footer_keys(app)
+    return all(keys[key].region.width > 0 and keys[key].region.right <= keys["^p"].region.x for key in shown)
+
+
+async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp) -> None:
     app = live_app
     seen: dict[str, list[str]] = {}
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_dashboard(pilot)
-        await check_help(pilot, "dashboard", seen)
+        await check_screen(pilot, "dashboard", seen, fits=True)
+        assert _in_sight(app, "⏎", "/", "e", "q", "?", "b")
         await pilot.press("v")
         await pilot.pause()
-        await check_help(pilot, "dashboard table", seen)
+        await check_screen(pilot, "dashboard table", seen)
         await pilot.press("v", "enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailScreen")
-        await check_help(pilot, "detail", seen)
+        await check_screen(pilot, "detail", seen)
         await pilot.press("tab")
-        await check_help(pilot, "detail, next focus", seen)
+        await check_screen(pilot, "detail, next focus", seen)
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
         await pilot.press("a")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "AlertsScreen")
-        await check_help(pilot, "alerts", seen)
+        await check_screen(pilot, "alerts", seen)
         # `a` says what it does here: back (the alerts screen), not the dashboard's "alerts"
         assert {row.text for row in key_rows(app.screen) if "a" in row.keys} == {"back to the screen before"}
         await pilot.press("escape")
@@ -235,20 +160,22 @@ async def test_no_screen_lists_a_key_with_two_meanings(live_app: SpectopApp) -> 
         for tab in ("f2", "f3", "f4", "f5"):
             await pilot.press(tab)
             await pilot.pause()
-            await check_help(pilot, f"editor {tab}", seen)
+            listed = await check_screen(pilot, f"editor {tab}", seen, fits=tab == "f2")
+            assert {"f4", "f5", "^s", "^r"} <= listed
+            assert _in_sight(app, "f4", "f5")  # with ^r save & restart
         await pilot.press("f2", "escape")
         await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
         await pilot.press("b")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "BenchScreen")
-        await check_help(pilot, "bench", seen)
+        assert "^r" in await check_screen(pilot, "bench", seen, fits=True)  # start a burst
         await pilot.press("h")
         await pilot.pause()
-        await check_help(pilot, "bench history", seen)
+        await check_screen(pilot, "bench history", seen)
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
         await pilot.press("T")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "TuneScreen")
-        await check_help(pilot, "tune", seen)
+        await check_screen(pilot, "tune", seen)
         assert not any("alerts" in row.text for row in key_rows(app.screen) if "a" in row.keys)
         for dialog in (
             ConfirmDialog("Close the editor?", {"s": "save", "d": "discard", "n": ""}),
@@ -259,7 +186,7 @@ async def test_no_screen_lists_a_key_with_two_meanings(live_app: SpectopApp) -> 
         ):
             await app.push_screen(dialog)
             await pilot.pause()
-            await check_help(pilot, type(dialog).__name__, seen)
+            await check_screen(pilot, type(dialog).__name__, seen)
             dialog.dismiss(None)  # type: ignore[arg-type]
             await pilot.pause()
     assert not {where: found for where, found in seen.items() if found}

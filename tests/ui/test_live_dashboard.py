@@ -4,19 +4,19 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 from scripted_source import ScriptedSourceBase
 from textual.widgets import Static
-from ui_waiting import spectop, wait_for, wait_until_tailed
+from ui_waiting import polling_fast, spectop, wait_for, wait_until_tailed
 
 import tui.screens.dashboard as dashboard
-from tui.paths import sample_configs_dir, themes_dir
+from tests.telemetry.metrics_test_server import closed_port
+from tui.paths import sample_configs_dir
 from tui.screens.detail import DetailScreen
-from tui.settings import AlertSettings, EndpointSettings, Settings, parse_settings
+from tui.settings import EndpointSettings, parse_settings
 from tui.sim.server import SimServer
 from tui.sources.base import WallClock
 from tui.sources.updates import ReadingArrived, Update
@@ -50,20 +50,16 @@ def _app(sim: SimServer, tmp_path: Path, **kwargs: object) -> SpectopApp:
     endpoint = EndpointSettings(
         name="sim", url=sim.base_url, backend="vllm", log_file=sim.log_path, config_file=sim.config_path
     )
-    settings = Settings(
-        poll_interval_s=0.25,
-        window_s=1.0,
-        alerts=AlertSettings(sustained_s=0.5),
-        endpoints=[endpoint],
-    )
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False, **kwargs)  # type: ignore[arg-type]
+    return polling_fast(endpoint, **kwargs)
 
 
 def _card(app: SpectopApp) -> EndpointCard:
     return app.screen.query_one(EndpointCard)
 
 
-async def test_cards_appear_update_go_down_and_come_back(sim: SimServer, tmp_path: Path) -> None:
+async def test_cards_appear_update_go_down_come_back_and_the_detail_tails_the_log(
+    sim: SimServer, tmp_path: Path
+) -> None:
     app = _app(sim, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         assert _card(app).endpoint == "sim"
@@ -82,6 +78,12 @@ async def test_cards_appear_update_go_down_and_come_back(sim: SimServer, tmp_pat
         await sim.start()
         await wait_for(pilot, lambda: _card(app).data.status == "up", timeout_s=60)
         assert not any(alert.kind == "down" for alert in app.alerts.active("sim"))
+        await pilot.press("enter")  # the detail screen tails the log
+        assert isinstance(app.screen, DetailScreen)
+        log = app.screen.query_one(LogPane)
+        before = len(log.lines)
+        await wait_for(pilot, lambda: len(log.lines) > before + 2)
+        await wait_for(pilot, lambda: any("SpecDecoding" in line.text for line in log.lines))
 
 
 async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServer, tmp_path: Path) -> None:
@@ -96,18 +98,6 @@ async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServ
         await wait_for(pilot, lambda: not app.alerts.active("sim"))
         cleared = [alert for alert in app.alerts.cleared if alert.worst == "critical"]
         assert cleared and cleared[0].cleared_at is not None and cleared[0].cleared_at > cleared[0].started_at
-
-
-async def test_detail_screen_tails_the_log(sim: SimServer, tmp_path: Path) -> None:
-    app = _app(sim, tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: _card(app).data.status == "up")
-        await pilot.press("enter")
-        assert isinstance(app.screen, DetailScreen)
-        log = app.screen.query_one(LogPane)
-        before = len(log.lines)
-        await wait_for(pilot, lambda: len(log.lines) > before + 2)
-        await wait_for(pilot, lambda: any("SpecDecoding" in line.text for line in log.lines))
 
 
 async def test_record_then_replay_gives_the_same_figures(
@@ -238,12 +228,6 @@ async def test_t_opens_the_tune_screen_of_the_focused_endpoint(config_toml: Path
 BROKEN = "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 0.50000 (   5 accepted /    10 generated)"
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:  # bound then closed: nothing listens there
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 async def test_the_board_counts_the_log_lines_the_parser_could_not_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -253,7 +237,7 @@ async def test_the_board_counts_the_log_lines_the_parser_could_not_read(
     monkeypatch.setattr(llamacpp, "parse_acceptance", broken)
     log = tmp_path / "server.log"
     log.write_text("")
-    endpoint = EndpointSettings(name="x", url=f"http://127.0.0.1:{_closed_port()}", log_file=log)
+    endpoint = EndpointSettings(name="x", url=f"http://127.0.0.1:{closed_port()}", log_file=log)
     app = spectop(endpoint, poll_interval_s=0.25)
     async with app.run_test(size=(80, 24)) as pilot:
         before = await wait_until_tailed(pilot, log, lambda: len(app.board.log_entries("x")))

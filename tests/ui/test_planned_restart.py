@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from ui_waiting import opened_editor, wait_for
+from ui_waiting import opened_editor, polling_fast, wait_for
 
 from tests.sim.conftest import spawn_sim
-from tui.paths import themes_dir
-from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.settings import EndpointSettings
 from tui.ui.app import SpectopApp
 from tui.widgets.config_dialogs import ConfirmDialog, RestartDialog
 from tui.widgets.endpoint_card import EndpointCard
@@ -30,14 +29,8 @@ def sim_process(config_toml: Path) -> Iterator[tuple[int, str, Path]]:
         process.wait(timeout=5)
 
 
-def _app(url: str, config: Path, restart: list[str]) -> SpectopApp:
-    endpoint = EndpointSettings(
-        name="sim", url=url, backend="vllm", config_file=config, restart_command=restart
-    )
-    settings = Settings(
-        poll_interval_s=0.25, window_s=1.0, alerts=AlertSettings(sustained_s=0.5), endpoints=[endpoint]
-    )
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)  # type: ignore[arg-type]
+def _endpoint(url: str, config: Path, restart: list[str]) -> EndpointSettings:
+    return EndpointSettings(name="sim", url=url, backend="vllm", config_file=config, restart_command=restart)
 
 
 def _signal_command(pid: int, signal_name: str, sleep_s: float, exit_code: int) -> list[str]:
@@ -66,7 +59,7 @@ async def test_a_planned_restart_shows_restarting_and_raises_no_down_alert(
     pid, url, config = sim_process
     # SIGHUP, as `spectop demo` restarts: the sim stops, stays down for a second and comes back; the command
     # returns at once, so /health may answer before the sim even went down.
-    app = _app(url, config, _signal_command(pid, "SIGHUP", sleep_s=0.0, exit_code=0))
+    app = polling_fast(_endpoint(url, config, _signal_command(pid, "SIGHUP", sleep_s=0.0, exit_code=0)))
     seen: set[str] = set()
     async with app.run_test(size=(100, 30)) as pilot:
         dashboard = app.screen
@@ -94,7 +87,7 @@ async def test_a_planned_restart_shows_restarting_and_raises_no_down_alert(
 async def test_a_restart_whose_command_fails_raises_down(sim_process: tuple[int, str, Path]) -> None:
     pid, url, config = sim_process
     # The command takes the server down for good (SIGTERM) and then fails.
-    app = _app(url, config, _signal_command(pid, "SIGTERM", sleep_s=0.6, exit_code=3))
+    app = polling_fast(_endpoint(url, config, _signal_command(pid, "SIGTERM", sleep_s=0.6, exit_code=3)))
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.card_data("sim").status == "up")
         dialog = await _save_and_restart(pilot, app)

@@ -12,10 +12,8 @@ import pytest
 from recording_factory import STEPS
 from ui_waiting import spectop, wait_for
 
-from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
-from tui.screens.help import HelpScreen
 from tui.sources import LiveSource, ReplaySource
 from tui.telemetry.events import ErrorEvent
 from tui.telemetry.reading import EndpointReading
@@ -61,10 +59,6 @@ async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
         await pilot.resize_terminal(80, 30)
         await wait_for(pilot, lambda: all(card.roomy for card in app.screen.query(EndpointCard)))
         assert "TTFT p50" in _card_text(app, "mtp-on")
-        await pilot.press("a")
-        assert isinstance(app.screen, AlertsScreen)
-        await pilot.press("escape")
-        assert isinstance(app.screen, DashboardScreen)
 
 
 async def test_keys_move_between_cards_open_detail_and_come_back(
@@ -102,12 +96,9 @@ async def test_keys_move_between_cards_open_detail_and_come_back(
         assert isinstance(app.screen, DashboardScreen)
 
 
-async def test_help_pause_speed_and_filter(replay_app: Callable[..., SpectopApp]) -> None:
+async def test_pause_speed_and_filter(replay_app: Callable[..., SpectopApp]) -> None:
     app = replay_app(replay_speed=1.0)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
-        await pilot.press("escape")
         await pilot.press("p")
         source = app.source
         assert isinstance(source, ReplaySource) and source.paused

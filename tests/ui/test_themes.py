@@ -17,7 +17,7 @@ from ui_waiting import editing, wait_for
 from tui.paths import themes_dir
 from tui.state import remember_theme, remembered_theme, state_path
 from tui.ui.app import SpectopApp
-from tui.ui.themes import load_theme_file, load_themes, next_theme
+from tui.ui.themes import load_themes, next_theme
 from tui.widgets.config_field import ConfigFieldRow
 from tui.widgets.endpoint_card import EndpointCard, Palette
 
@@ -34,12 +34,14 @@ def test_broken_theme_is_reported_with_file_and_field_and_skipped(tmp_path: Path
     (tmp_path / "bad_colour.toml").write_text('name = "x"\nprimary = "not-a-colour"\n', encoding="utf-8")
     (tmp_path / "bad_toml.toml").write_text("name = \n", encoding="utf-8")
     (tmp_path / "missing.toml").write_text('name = "y"\n', encoding="utf-8")
+    (tmp_path / "extra.toml").write_text('name = "t"\nprimary = "#000"\nsurprise = 1\n', encoding="utf-8")
     loaded = load_themes([tmp_path])
     assert list(loaded.themes) == ["mine"]
     problems = "\n".join(loaded.problems)
     assert "bad_colour.toml: field primary" in problems
     assert "bad_toml.toml: not valid TOML" in problems
     assert "missing.toml: field primary" in problems
+    assert "extra.toml: field surprise" in problems
 
 
 def test_user_theme_replaces_a_shipped_one_of_the_same_name(tmp_path: Path) -> None:
@@ -61,13 +63,6 @@ def test_choice_is_remembered_under_xdg_config_home(tmp_path: Path, monkeypatch:
 def test_next_theme_wraps() -> None:
     assert next_theme("b", ["a", "b"]) == "a"
     assert next_theme("zzz", ["a", "b"]) == "a"
-
-
-def test_single_file_error_is_a_value_error(tmp_path: Path) -> None:
-    path = tmp_path / "t.toml"
-    path.write_text('name = "t"\nprimary = "#000"\nsurprise = 1\n', encoding="utf-8")
-    with pytest.raises(ValueError, match="field surprise"):
-        load_theme_file(path)
 
 
 # --- NO_COLOR: no colour codes at all, focus visible without colour, switches say on / off
@@ -119,7 +114,7 @@ async def test_dashboard_and_detail_are_colourless_exactly_under_no_color(
 
 
 @pytest.mark.parametrize("no_color", [True, False])
-async def test_switches_say_on_and_off(
+async def test_switches_say_on_and_off_and_placeholders_are_italic(
     config_toml: Path, monkeypatch: pytest.MonkeyPatch, no_color: bool
 ) -> None:
     _set_no_color(monkeypatch, no_color)
@@ -136,21 +131,12 @@ async def test_switches_say_on_and_off(
         assert str(state.render()).strip() == "off"
         if no_color:
             assert coloured(_screen_strips(pilot.app)) == []
-
-
-async def test_a_placeholder_does_not_read_as_a_value_under_no_color(
-    config_toml: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Without colour a placeholder (the burst form's A+ example, the editor's "(not set)") looked exactly
-    like typed text; it is in italics."""
-    monkeypatch.setenv("NO_COLOR", "1")
-    async with editing(config_toml) as (pilot, screen):
-        await pilot.pause()
-        field = screen.query_one("#field-model--served_model_name Input")
-        y = field.region.y
-        segments = [segment for segment in _screen_strips(pilot.app)[y] if "(not set)" in segment.text]
-        assert segments and all(segment.style is not None and segment.style.italic for segment in segments)
-        assert coloured(_screen_strips(pilot.app)) == []
+            # a placeholder ("(not set)") is in italics: without colour it looked exactly like typed text
+            y = screen.query_one("#field-model--served_model_name Input").region.y
+            segments = [segment for segment in _screen_strips(pilot.app)[y] if "(not set)" in segment.text]
+            assert segments and all(
+                segment.style is not None and segment.style.italic for segment in segments
+            )
 
 
 # --- card styles resolve their theme variables as Textual's CSS draws them

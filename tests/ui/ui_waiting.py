@@ -89,6 +89,17 @@ def spectop(*endpoints: EndpointSettings, poll_interval_s: float = 60.0, **optio
     return SpectopApp(Settings(poll_interval_s=poll_interval_s, endpoints=list(endpoints)), **options)
 
 
+def polling_fast(endpoint: EndpointSettings, **options: Any) -> SpectopApp:
+    """The dashboard on `endpoint` polled four times a second, an alert after half a second."""
+    from tui.paths import themes_dir
+    from tui.settings import AlertSettings, Settings
+    from tui.ui.app import SpectopApp
+
+    alerts = AlertSettings(sustained_s=0.5)
+    settings = Settings(poll_interval_s=0.25, window_s=1.0, alerts=alerts, endpoints=[endpoint])
+    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False, **options)
+
+
 async def wait_for_dashboard(pilot: Pilot[Any]) -> None:
     """The dashboard, with its cards made."""
     from tui.screens.dashboard import DashboardScreen

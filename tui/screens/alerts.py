@@ -7,6 +7,7 @@ import textwrap
 from typing import ClassVar
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
@@ -61,17 +62,10 @@ class AlertsScreen(Screen[None]):
     def on_resize(self, event: Resize) -> None:
         self._fill()
 
-    def _message_width(self, table: DataTable[object]) -> int:
-        """The alert column takes the rest of the row: its text wraps there, whole (never cut at the edge)."""
-        fixed = sum(width + 2 * table.cell_padding for _label, width in COLUMNS if width is not None)
-        return max(20, table.size.width - fixed - 2 * table.cell_padding - 2)  # 2: the scrollbar
-
-    def on_endpoint_updated(self, message: EndpointUpdated) -> None:
+    @on(EndpointUpdated)
+    @on(EndpointsUpdated)
+    def _endpoints_changed(self) -> None:
         # The engine's version also moves when an active alert's text or severity follows its figure.
-        if self.alerts.version != self._shown_version:
-            self._fill()
-
-    def on_endpoints_updated(self, message: EndpointsUpdated) -> None:
         if self.alerts.version != self._shown_version:
             self._fill()
 
@@ -80,7 +74,9 @@ class AlertsScreen(Screen[None]):
         if not tables or not tables.first().columns:
             return
         table = tables.first()
-        width = self._message_width(table)
+        # The alert column takes the rest of the row: its text wraps there, whole (never cut at the edge).
+        fixed = sum(width + 2 * table.cell_padding for _label, width in COLUMNS if width is not None)
+        width = max(20, table.size.width - fixed - 2 * table.cell_padding - 2)  # 2: the scrollbar
         table.columns["alert"].width = width  # type: ignore[index]
         table.columns["alert"].auto_width = False  # type: ignore[index]
         self._shown_version = self.alerts.version

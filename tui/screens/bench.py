@@ -195,21 +195,6 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             for e in self.endpoints
         ]
 
-    def _past_options(self) -> list[tuple[str, ArmChoice]]:
-        options: list[tuple[str, ArmChoice]] = []
-        for entry in self.history[:30]:
-            for label, name in zip("ab", entry.arm_names, strict=False):
-                text = safe_line(
-                    f"◷ {entry.started_at:%m-%d %H:%M} {entry.prompt_set} {label.upper()}:{name}"
-                )
-                options.append((text, PastArm(path=entry.path, arm="a" if label == "a" else "b")))
-        return options
-
-    def _prompt_options(self) -> list[tuple[str, str]]:
-        names = [(name, name) for name in builtin_set_names()]
-        files = sorted(Path.cwd().glob("*.jsonl"))[:MAX_USER_PROMPT_FILES]
-        return names + [(safe_line(path.name), str(path)) for path in files]
-
     def _default(self, wanted: str | None, index: int) -> EndpointArm | None:
         chosen = next((e for e in self.endpoints if e.name == wanted), None)
         if chosen is None and len(self.endpoints) > index:
@@ -245,10 +230,12 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
                 id="b-select",
                 compact=True,
             )
+        files = sorted(Path.cwd().glob("*.jsonl"))[:MAX_USER_PROMPT_FILES]
+        prompt_files = [(safe_line(path.name), str(path)) for path in files]
         with Horizontal(classes="form-row"):
             yield Label("set")
             yield Select(
-                self._prompt_options(),
+                [(name, name) for name in builtin_set_names()] + prompt_files,
                 value=DEFAULT_PROMPT_SET,
                 allow_blank=False,
                 id="prompts-select",
@@ -353,16 +340,12 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             "b": b if isinstance(b, EndpointArm | PastArm) else None,
             "prompts": self.query_one("#prompts-select", Select).value,
         }
-        for _, field_id, name, _, _ in FORM_FIELDS + MORE_FIELDS:
+        for _, field_id, name, _, _ in (*FORM_FIELDS, *MORE_FIELDS, *ARM_FIELDS, SLO_FIELD):
             text = self.query_one(f"#{field_id}", Input).value.strip()
             if text:
                 values[name] = text  # converted (and checked) by BurstRequest
         settings = self.query_one("#client-settings", Input).value.strip()
         values["client_settings"] = Path(settings).expanduser() if settings else None
-        for _, field_id, name, _, _ in (*ARM_FIELDS, SLO_FIELD):
-            text = self.query_one(f"#{field_id}", Input).value.strip()
-            if text:
-                values[name] = text
         values["schedule"] = self.query_one("#schedule-select", Select).value
         values["api"] = self.query_one("#api-select", Select).value
         for _, toggle_id, name, _ in TOGGLES:
@@ -551,12 +534,17 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     def _history_loaded(self, message: BurstHistoryLoaded) -> None:
         self.history = [entry for entry in message.entries if isinstance(entry, BurstEntry)]
         self._fill_history()
+        arms: list[tuple[str, ArmChoice | OneArm]] = [*self._endpoint_options()]
+        for entry in self.history[:30]:
+            for label, name in zip("ab", entry.arm_names, strict=False):
+                text = safe_line(
+                    f"◷ {entry.started_at:%m-%d %H:%M} {entry.prompt_set} {label.upper()}:{name}"
+                )
+                arms.append((text, PastArm(path=entry.path, arm="a" if label == "a" else "b")))
         for side in ("a", "b"):
             select = self.query_one(f"#{side}-select", Select)
             current = select.value
-            options: list[tuple[str, ArmChoice | OneArm]] = [*self._endpoint_options(), *self._past_options()]
-            if side == "b":
-                options = [("(none: one arm)", NO_B), *options]
+            options = [("(none: one arm)", NO_B), *arms] if side == "b" else arms
             select.set_options(options)
             if current is not Select.NULL and any(value == current for _, value in options):
                 select.value = current

@@ -131,10 +131,6 @@ class DashboardScreen(EndpointScreen):
         self._advice_text: Content | None = None  # and their text shown
         self._autopilot: dict[str, str] = {}  # each endpoint's autopilot line, while it is on (`o`)
 
-    @property
-    def endpoint_in_view(self) -> str | None:
-        return self._focused_endpoint()
-
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
         intro = Static(self._intro_text(), id="intro", markup=False)
@@ -191,28 +187,19 @@ class DashboardScreen(EndpointScreen):
             cards.append(card)
         self._mounting = container.mount_all(cards)
 
-    def _add_endpoint(self, name: str) -> None:
-        """A new endpoint: laid out with the next batch (one layout for all that come in one poll)."""
-        self._names.append(name)
-        self._known.add(name)
-        self._added = True
-        self.query_one("#empty", Static).display = False
-
-    def _after_added(self) -> None:
-        self._added = False
-        self._layout_for(self.size.width, self.size.height)  # the cards view makes their cards
-        in_view = EndpointTable if self.view == "table" else EndpointCard
-        if not self._focus_pending and not isinstance(self.focused, in_view | Input):
-            self._focus_pending = True
-            self.call_after_refresh(self._focus_first_card)
-
     def _focus_first_card(self) -> None:
         self._focus_pending = False
+        in_view = EndpointTable if self.view == "table" else EndpointCard  # the fleet's table too
+        self._focus_view(keep=(in_view, Input))
+
+    def _focus_view(self, keep: tuple[type, ...] = ()) -> None:
+        """The table in the table view, else the first card shown; unless a `keep` widget has the focus."""
         cards = self._visible_cards()
+        if isinstance(self.focused, keep):
+            return
         if self.view == "table":
-            if not isinstance(self.focused, EndpointTable | Input):  # the fleet's table too
-                self._table().focus()
-        elif cards and not isinstance(self.focused, EndpointCard | Input):
+            self._table().focus()
+        elif cards:
             cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
@@ -234,8 +221,11 @@ class DashboardScreen(EndpointScreen):
     def _mark_dirty(self, names: Iterable[str], immediate: bool) -> None:
         readings = self.context.board.readings
         for name in names:
-            if name not in self._known:
-                self._add_endpoint(name)
+            if name not in self._known:  # laid out with the next batch (one layout for a poll's new ones)
+                self._names.append(name)
+                self._known.add(name)
+                self._added = True
+                self.query_one("#empty", Static).display = False
             self._dirty.add(name)
             if name not in self._read and name in readings:
                 # An endpoint's first figures are drawn now: batching is for the steady state.
@@ -251,7 +241,12 @@ class DashboardScreen(EndpointScreen):
         self._flush_pending = False
         dirty, self._dirty = self._dirty, set()
         if self._added:
-            self._after_added()
+            self._added = False
+            self._layout_for(self.size.width, self.size.height)  # the cards view makes their cards
+            in_view = EndpointTable if self.view == "table" else EndpointCard
+            if not self._focus_pending and not isinstance(self.focused, in_view | Input):
+                self._focus_pending = True
+                self.call_after_refresh(self._focus_first_card)
         self._update(dirty)
         self._refresh_gpu()
         self._refresh_group_advice()
@@ -282,20 +277,18 @@ class DashboardScreen(EndpointScreen):
             self.query_one("#cards", Container).set_class(gpu_rows[1], "gpu")
             self._layout_for(self.size.width, self.size.height)
 
-    def _group_advice_text(self, width: int) -> tuple[Content, int]:
-        """The group advice lines wrapped whole to `width`, and how many rows they take."""
+    def _refresh_group_advice(self, width: int | None = None) -> None:
+        """Fleet mode: the group advice after new readings (or at a new width), its lines wrapped whole; the
+        layout makes room."""
+        if self._fleet is None:
+            return
+        room = max(20, (width or self.size.width) - 2)
         parts = [
             Content.styled(part, "$warning" if better else "$text-muted")
             for line, better in self.context.group_advice_lines()
-            for part in wrap_whole(line, max(20, width - 2), "", "  ")
+            for part in wrap_whole(line, room, "", "  ")
         ]
-        return Content("\n").join(parts), len(parts)
-
-    def _refresh_group_advice(self, width: int | None = None) -> None:
-        """Fleet mode: the group advice after new readings (or at a new width); the layout makes room."""
-        if self._fleet is None:
-            return
-        text, rows = self._group_advice_text(width or self.size.width)
+        text, rows = Content("\n").join(parts), len(parts)
         widget = self.query_one("#group-advice", Static)
         if text != self._advice_text:  # Static.update lays the screen out again: only for a new text
             self._advice_text = text
@@ -383,7 +376,7 @@ class DashboardScreen(EndpointScreen):
         self.set_class(view == "table", "table-view")
         table = self._table()
         if view == "table":
-            focused = self._focused_endpoint()
+            focused = self.endpoint_in_view
             self._set_rows(self._names)
             if focused is not None and isinstance(table, EndpointTable):  # the cursor on the focused card
                 table.select(focused)
@@ -426,7 +419,8 @@ class DashboardScreen(EndpointScreen):
     def _visible_cards(self) -> list[EndpointCard]:
         return [card for card in self._cards.values() if card.display]
 
-    def _focused_endpoint(self) -> str | None:
+    @property
+    def endpoint_in_view(self) -> str | None:
         """The endpoint of the focused card, or of the table's cursor row in the table view."""
         focused = self.focused
         if isinstance(focused, EndpointTable):  # the fleet's table too
@@ -453,7 +447,7 @@ class DashboardScreen(EndpointScreen):
         cards[max(0, min(len(cards) - 1, target))].focus()
 
     def action_open_detail(self) -> None:
-        name = self._focused_endpoint()
+        name = self.endpoint_in_view
         if name is None:
             return
         from tui.screens.detail import DetailScreen
@@ -471,10 +465,10 @@ class DashboardScreen(EndpointScreen):
         self._open(self.context.open_log, card.endpoint if card is not None else None)
 
     def action_edit(self) -> None:
-        self._open(self.context.open_editor, self._focused_endpoint())
+        self._open(self.context.open_editor, self.endpoint_in_view)
 
     def action_tune(self) -> None:
-        self._open(self.context.open_tune, self._focused_endpoint())
+        self._open(self.context.open_tune, self.endpoint_in_view)
 
     def _open(self, opener: Callable[[str], None], name: str | None) -> None:
         if name is None:
@@ -488,11 +482,7 @@ class DashboardScreen(EndpointScreen):
     def action_clear_filter(self) -> None:
         self.query_one("#card-filter", BottomInput).close(clear=True)
         self._apply_filter("")
-        cards = self._visible_cards()
-        if self.view == "table":
-            self._table().focus()
-        elif cards and self._focused_card() is None:
-            cards[0].focus()
+        self._focus_view(keep=(EndpointCard,) if self.view == "cards" else ())  # the card focused stays
 
     @on(Input.Changed, "#card-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -502,11 +492,7 @@ class DashboardScreen(EndpointScreen):
     def _filter_submitted(self, event: Input.Submitted) -> None:
         if not event.value:
             self.query_one("#card-filter", BottomInput).close()
-        cards = self._visible_cards()
-        if self.view == "table":
-            self._table().focus()
-        elif cards:
-            cards[0].focus()
+        self._focus_view()
 
     def _apply_filter(self, text: str) -> None:
         self._filter = text.strip().lower()

@@ -163,9 +163,7 @@ class DetailScreen(EndpointScreen):
         self._refresh_figures()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "edit":
-            return self.context.editable
-        return True
+        return self.context.editable if action == "edit" else True
 
     def action_back(self) -> None:
         if self.query_one("#log-filter", BottomInput).is_open:

@@ -3,32 +3,22 @@ Closing or quitting with unsaved changes asks save / discard / cancel."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from pathlib import Path
 from typing import ClassVar
 
-import httpx
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.events import DescendantFocus
-from textual.widget import Widget
 from textual.widgets import OptionList, Static, TabbedContent, TabPane, TextArea
 
-from tui.configs.atomic import FileStamp
-from tui.configs.document import ConfigDocument, KeyPath, dotted, load_document
-from tui.configs.errors import ConfigError, ConfigSyntaxError
-from tui.configs.kinds import ConfigKind, parse_kind
-from tui.configs.launch import LaunchFormat, render_launch
-from tui.configs.lint import Finding
-from tui.configs.restart import HEALTH_TIMEOUT_S
+from tui.configs.document import dotted, load_document
+from tui.configs.errors import ConfigError
+from tui.configs.launch import render_launch
 from tui.sanitize import safe_line
-from tui.screens.editor_form import FieldChange
 from tui.screens.editor_saving import EditorSaving, write_recovery
 from tui.widgets.config_dialogs import ConfirmDialog
-from tui.widgets.config_field import MISSING, ConfigFieldRow
+from tui.widgets.config_field import MISSING
 from tui.widgets.edit_mode import EDITING_HINT, FieldInput, RawTextArea
 from tui.widgets.footer import Footer
 from tui.widgets.messages import ReportsWorkerFailures
@@ -72,47 +62,6 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
         Binding("pagedown", "next_field(1, True)", "page down", show=False, priority=True, tooltip=PAGE_KEYS),
         Binding("pageup", "next_field(-1, True)", "page up", show=False, priority=True, tooltip=PAGE_KEYS),
     ]
-
-    def __init__(
-        self,
-        path: Path,
-        *,
-        kind: str | None = None,
-        restart_command: list[str] | None = None,
-        health_url: str | None = None,
-        log_file: Path | None = None,
-        health_timeout_s: float = HEALTH_TIMEOUT_S,
-        client: httpx.AsyncClient | None = None,
-        keep_recovery_note: Callable[[str], None] | None = None,
-    ) -> None:
-        """`client`: the app's httpx client (None: the dialog's own); `keep_recovery_note`: told where the
-        unsaved text went when the app fails."""
-        super().__init__()
-        self.path = Path(path)
-        self.client = client
-        self._keep_recovery_note = keep_recovery_note
-        self.log_file = log_file  # the endpoint's log: its error lines explain a failed restart
-        self.health_timeout_s = health_timeout_s
-        self.forced_kind: ConfigKind | None = parse_kind(kind) if kind else None
-        self.restart_command = restart_command or None
-        self.health_url = health_url
-        self.kind: ConfigKind | None = None
-        self.document: ConfigDocument | None = None
-        self.syntax_error: ConfigSyntaxError | None = None
-        self.saved_text = ""
-        self.stamp: FileStamp | None = None
-        self.findings: list[Finding] = []
-        self.launch_format: LaunchFormat = "cli"
-        # One entry per field change: the key, its previous value, and the texts before and after.
-        self._undo: list[FieldChange] = []
-        self._raw_shown_text = ""
-        self._rows: dict[KeyPath, ConfigFieldRow] = {}
-        self._form_lock = asyncio.Lock()
-        self._form_wanted = False
-        self._leave_question_open = False
-        self.loaded = False  # True once the file is shown (tests and callers can wait for it)
-        # The field focused on opening: its focus hint would replace the opening status at once.
-        self._opening_focus: Widget | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(safe_line(f"{self.path} · loading…"), id="editor-title", markup=False)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.css.query import QueryError
@@ -19,12 +21,14 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Select, Static, Switch, TabbedContent, TextArea
 from textual.widgets.option_list import Option
 
+from tui.configs.atomic import FileStamp
 from tui.configs.document import ConfigDocument, KeyPath, dotted, load_document
 from tui.configs.editing import set_value
 from tui.configs.errors import ConfigError, ConfigSyntaxError
-from tui.configs.kinds import KIND_TITLES, ConfigKind
+from tui.configs.kinds import KIND_TITLES, ConfigKind, parse_kind
 from tui.configs.launch import LaunchFormat, render_launch
 from tui.configs.lint import Finding, lint_document
+from tui.configs.restart import HEALTH_TIMEOUT_S
 from tui.configs.schemas import field_spec, field_specs, shown_value, typed_value, unknown_keys
 from tui.paths import home_dir
 from tui.sanitize import safe_line, safe_text
@@ -69,24 +73,49 @@ class FieldChange:
 
 
 class EditorForm(Screen[None]):
-    """The editor's views kept in step with its document (the form, the raw text, lint, launch, the status
-    line) and the edits made in them; saving is above (EditorSaving)."""
+    """The editor's state, and its views kept in step with its document (the form, the raw text, lint,
+    launch, the status line) and the edits made in them; saving is above (EditorSaving)."""
 
-    # The editor's state (set in EditorScreen.__init__), shared by the views, the form and saving.
-    path: Path
-    kind: ConfigKind | None
-    document: ConfigDocument | None
-    syntax_error: ConfigSyntaxError | None
-    saved_text: str
-    findings: list[Finding]
-    launch_format: LaunchFormat
-    loaded: bool
-    _opening_focus: Widget | None
-    _raw_shown_text: str
-    _rows: dict[KeyPath, ConfigFieldRow]
-    _undo: list[FieldChange]  # one entry per field change, newest last
-    _form_lock: asyncio.Lock
-    _form_wanted: bool
+    def __init__(
+        self,
+        path: Path,
+        *,
+        kind: str | None = None,
+        restart_command: list[str] | None = None,
+        health_url: str | None = None,
+        log_file: Path | None = None,
+        health_timeout_s: float = HEALTH_TIMEOUT_S,
+        client: httpx.AsyncClient | None = None,
+        keep_recovery_note: Callable[[str], None] | None = None,
+    ) -> None:
+        """`client`: the app's httpx client (None: the dialog's own); `keep_recovery_note`: told where the
+        unsaved text went when the app fails."""
+        super().__init__()
+        self.path = Path(path)
+        self.client = client
+        self._keep_recovery_note = keep_recovery_note
+        self.log_file = log_file  # the endpoint's log: its error lines explain a failed restart
+        self.health_timeout_s = health_timeout_s
+        self.forced_kind: ConfigKind | None = parse_kind(kind) if kind else None
+        self.restart_command = restart_command or None
+        self.health_url = health_url
+        self.kind: ConfigKind | None = None
+        self.document: ConfigDocument | None = None
+        self.syntax_error: ConfigSyntaxError | None = None
+        self.saved_text = ""
+        self.stamp: FileStamp | None = None
+        self.findings: list[Finding] = []
+        self.launch_format: LaunchFormat = "cli"
+        # One entry per field change: the key, its previous value, and the texts before and after.
+        self._undo: list[FieldChange] = []
+        self._raw_shown_text = ""
+        self._rows: dict[KeyPath, ConfigFieldRow] = {}
+        self._form_lock = asyncio.Lock()
+        self._form_wanted = False
+        self._leave_question_open = False
+        self.loaded = False  # True once the file is shown (tests and callers can wait for it)
+        # The field focused on opening: its focus hint would replace the opening status at once.
+        self._opening_focus: Widget | None = None
 
     def _value(self, path: KeyPath) -> Any:
         if self.document is None or not self.document.has(path):

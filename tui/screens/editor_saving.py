@@ -8,11 +8,10 @@ import os
 import shlex
 from pathlib import Path
 
-import httpx
 from textual import work
 from textual.widgets import Static, TabbedContent, TextArea
 
-from tui.configs.atomic import BACKUP_SUFFIX, FileStamp, changed_on_disk, write_file
+from tui.configs.atomic import BACKUP_SUFFIX, changed_on_disk, write_file
 from tui.configs.document import dotted, load_document
 from tui.configs.editing import (
     ChangedOnDiskError,
@@ -23,7 +22,7 @@ from tui.configs.editing import (
     unified_diff,
 )
 from tui.configs.errors import ConfigError, ConfigSyntaxError
-from tui.configs.kinds import KIND_TITLES, ConfigKind
+from tui.configs.kinds import KIND_TITLES
 from tui.paths import user_data_dir
 from tui.sanitize import safe_line, safe_text
 from tui.screens.editor_form import EditorForm, short_path
@@ -37,15 +36,11 @@ def recovery_path(path: Path) -> Path:
     return path.with_name(path.name + RECOVERY_SUFFIX)
 
 
-def fallback_recovery_path(path: Path) -> Path:
-    """When the file's folder is not writable: `$XDG_DATA_HOME/spectop/recovery/FILE.spectop-recovery`."""
-    return user_data_dir() / "recovery" / (path.name + RECOVERY_SUFFIX)
-
-
 def write_recovery(path: Path, text: str) -> str:
-    """Write `text` (unsaved edits of `path`) beside it, else in the recovery folder; a note saying where."""
+    """Write `text` (unsaved edits of `path`) beside it, else in `$XDG_DATA_HOME/spectop/recovery/`; a note
+    saying where."""
     problems = []
-    for target in (recovery_path(path), fallback_recovery_path(path)):
+    for target in (recovery_path(path), user_data_dir() / "recovery" / recovery_path(path).name):
         try:
             write_file(target, text)  # synchronous on purpose: the app is going down
         except OSError as error:
@@ -60,14 +55,6 @@ def write_recovery(path: Path, text: str) -> str:
 
 class EditorSaving(EditorForm):
     """Opening and saving the file (the form and the views below)."""
-
-    stamp: FileStamp | None
-    forced_kind: ConfigKind | None
-    restart_command: list[str] | None
-    health_url: str | None
-    log_file: Path | None
-    health_timeout_s: float
-    client: httpx.AsyncClient | None
 
     @work(exclusive=True, group="editor-load", exit_on_error=False)
     async def load_file(self) -> None:

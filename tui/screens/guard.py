@@ -84,19 +84,16 @@ class GuardDialog(ModalScreen[bool]):
 
 @dataclass
 class DialogPorts:
-    """The controller's ports on the screen side, as callables (they never hold the app)."""
+    """The controller's ports (`GuardPorts`) on the screen side, as callables (they never hold the app)."""
 
-    facts_of: Callable[[EndpointSettings], GuardFacts]
+    facts: Callable[[EndpointSettings], GuardFacts]
     run: Callable[[Coroutine[Any, Any, None], str], object]
     push: Callable[[GuardDialog, Callable[[bool | None], None]], object]
     notify: Callable[[str, str, SeverityLevel], None]
-    began: Callable[[str], None]
-    ended: Callable[[bool, str], None]
-    noted: Callable[[str], None]
+    restart_began: Callable[[str], None]
+    restart_ended: Callable[[bool, str], None]
+    changed: Callable[[str], None]
     record_guard: Callable[[GuardLogRecord], Awaitable[None]]
-
-    def facts(self, endpoint: EndpointSettings) -> GuardFacts:
-        return self.facts_of(endpoint)
 
     def start(self, work: Coroutine[Any, Any, None], name: str) -> None:
         self.run(work, name)
@@ -107,15 +104,6 @@ class DialogPorts:
     def tell(self, record: GuardRecord) -> None:
         severity: SeverityLevel = "error" if record.action == "failed" else "warning"
         self.notify(safe_line(record.line()), safe_line(f"guard · {record.endpoint}"), severity)
-
-    def restart_began(self, health_url: str) -> None:
-        self.began(health_url)
-
-    def restart_ended(self, ok: bool, detail: str) -> None:
-        self.ended(ok, detail)
-
-    def changed(self, name: str) -> None:
-        self.noted(name)
 
     async def record(self, record: GuardLogRecord) -> None:
         try:

@@ -95,20 +95,14 @@ class LogView(Widget, can_focus=True):
 
     def bottom_top(self) -> int:
         """The `top` that shows the last lines."""
-        height = max(1, self.content_size.height)
+        width, height = max(10, self.content_size.width), max(1, self.content_size.height)
         rows, position = 0, self.count
         while position > 0 and rows < height:
-            rows += self._rows_of(position - 1)
+            rows += len(wrap_points(self._text(position - 1).plain, width)) if self.wrap else 1
             if rows > height:
                 break
             position -= 1
         return min(position, max(0, self.count - 1))  # the last line at least, however tall
-
-    def _rows_of(self, position: int) -> int:
-        width = max(10, self.content_size.width)
-        if not self.wrap:
-            return 1
-        return len(wrap_points(self._text(position).plain, width))
 
     def _text(self, position: int) -> Content:
         raw = self.raw(position)
@@ -284,13 +278,17 @@ class LogViewerScreen(Screen[None]):
         view = self.view
         view.reindex()
         view.top, view.current = 0, None
-        view.refresh()
-        self._status()
+        self._redraw()
 
     def action_end(self) -> None:
         self.follow = True
+        self._redraw()
+
+    def _redraw(self) -> None:
+        """The view drawn again (at its end when following), and the status line."""
         view = self.view
-        view.top = view.bottom_top()
+        if self.follow:
+            view.top = view.bottom_top()
         view.refresh()
         self._status()
 
@@ -299,8 +297,7 @@ class LogViewerScreen(Screen[None]):
         view.current = position
         view.top = max(0, min(position - 2, view.bottom_top()))
         self.follow = False
-        view.refresh()
-        self._status()
+        self._redraw()
 
     async def _find(self, step: int, matches: object) -> bool:
         """The next line (by `step`) that `matches`, reading older pages past the top; False when none."""
@@ -341,12 +338,8 @@ class LogViewerScreen(Screen[None]):
         self._status()
 
     def action_toggle_wrap(self) -> None:
-        view = self.view
-        view.wrap = not view.wrap
-        if self.follow:
-            view.top = view.bottom_top()
-        view.refresh()
-        self._status()
+        self.view.wrap = not self.view.wrap
+        self._redraw()
 
     def action_toggle_access(self) -> None:
         view = self.view
@@ -354,10 +347,7 @@ class LogViewerScreen(Screen[None]):
         view.show_access = not view.show_access
         view.reindex()
         view.top = next((i for i, index in enumerate(view._shown) if index >= kept), 0)
-        if self.follow:
-            view.top = view.bottom_top()
-        view.refresh()
-        self._status()
+        self._redraw()
 
     # --- search box --------------------------------------------------------------------------------------
 

@@ -250,7 +250,6 @@ class TuneScreen(Screen[None]):
             table.add_column(header[index], width=column_width(header, rows, index))
         for row in rows:
             table.add_row(*(row[index] for index in shown))
-        self._left_out = left_out
         self.query_one("#curves", Static).update(self._curves(result))
         failures = [
             f"k={o.value} failed: {o.failure}" for o in result.outcomes if not o.started and o.failure
@@ -262,11 +261,9 @@ class TuneScreen(Screen[None]):
         if starved:
             why = starved[-1].client_reason
             lines.insert(0, f"!!! the client fell behind in {len(starved)} bursts (marked !): {why}")
-        if self._left_out:
-            lines.append(f"not shown at this width: {self._left_out} (a wider terminal, or the export)")
+        if left_out:
+            lines.append(f"not shown at this width: {left_out} (a wider terminal, or the export)")
         self.query_one("#verdict", Static).update(safe_text("\n".join(lines)))
-
-    _left_out = ""
 
     def on_resize(self) -> None:
         if self.result is not None:

@@ -223,7 +223,7 @@ class SpectopApp(SpectopBase[int]):
 
         source, clock = self.source, self._wall_clock
         ports = DialogPorts(
-            facts_of=self._guard_facts,
+            facts=self._guard_facts,
             run=lambda work, name: self.run_worker(
                 work, name=f"guard {name}", group="guard", exit_on_error=False
             ),
@@ -231,9 +231,9 @@ class SpectopApp(SpectopBase[int]):
             notify=lambda message, title, severity: self.notify(
                 message, title=title, severity=severity, timeout=10, markup=False
             ),
-            began=lambda health_url: self.on_restart_started(RestartStarted(health_url)),
-            ended=self._end_restart,
-            noted=self._guard_noted,
+            restart_began=lambda health_url: self.on_restart_started(RestartStarted(health_url)),
+            restart_ended=self._end_restart,
+            changed=self._guard_noted,
             record_guard=source.record_guard,
         )
         self.guard = GuardController(
@@ -454,20 +454,14 @@ class SpectopApp(SpectopBase[int]):
     def action_bench(self) -> None:
         from tui.screens.bench import BenchScreen  # not before the first frame (a test)
 
-        if not self.source.allows_bench:
-            self.notify("the bench needs live endpoints, not a replay", severity="warning")
-            return
-        client = self.http_client
+        client = self.http_client  # a replay has none (and no `b`: check_action)
         if client is None:
             self.notify("the bench needs the live source's http client", severity="warning")
             return
-        if self.bench_pair is not None:
-            first, second = self.bench_pair
-            self.push_screen(BenchScreen(self.board.endpoints, client, default_a=first, default_b=second))
-            return
         screen = self.screen
-        default_a = screen.endpoint_in_view if isinstance(screen, EndpointScreen) else None  # side A
-        self.push_screen(BenchScreen(self.board.endpoints, client, default_a=default_a))
+        in_view = screen.endpoint_in_view if isinstance(screen, EndpointScreen) else None  # side A
+        default_a, default_b = self.bench_pair or (in_view, None)
+        self.push_screen(BenchScreen(self.board.endpoints, client, default_a=default_a, default_b=default_b))
 
     def action_autopilot(self) -> None:
         """`o`: the autopilot on each endpoint, a dry run (it proposes; `spectop autopilot --auto` acts)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Protocol, TypeVar, runtime_checkable
 
 from textual.app import App
-from textual.binding import ActiveBinding, Binding, BindingType
+from textual.binding import Binding, BindingType
 
 from tui.screens.help import HelpScreen
 from tui.ui.terminal_guard import GuardsDrawnText
@@ -53,22 +53,19 @@ class SpectopBase(KeepsRecoveryNotes, ReportsWorkerFailures, GuardsDrawnText, Ap
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
-    def _screen_ctrl_c(self) -> ActiveBinding | None:
-        """The screen's (or its focused widget's) own priority ctrl+c, if it has an enabled one."""
-        active = self.screen.active_bindings.get("ctrl+c")
-        if active is None or active.node is self or not active.enabled:
-            return None
-        if active.binding.action in _DEFAULT_CTRL_C_ACTIONS:
-            return None
-        return active
-
     async def action_interrupt(self) -> None:
-        """ctrl+c: a screen's own use of it comes first (the bench cancels a burst); otherwise quit."""
-        own = self._screen_ctrl_c()
-        if own is not None:
+        """ctrl+c: a screen's (or its focused widget's) own enabled use of it comes first (the bench cancels
+        a burst); otherwise quit."""
+        own = self.screen.active_bindings.get("ctrl+c")
+        if (
+            own is None
+            or own.node is self
+            or not own.enabled
+            or own.binding.action in _DEFAULT_CTRL_C_ACTIONS
+        ):
+            await self.action_quit()
+        else:
             await self.run_action(own.binding.action, own.node)
-            return
-        await self.action_quit()
 
     async def action_quit(self) -> None:
         for screen in reversed(self.screen_stack):

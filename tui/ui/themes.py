@@ -6,9 +6,9 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.filter import Monochrome, NoColor
@@ -21,46 +21,34 @@ DEFAULT_THEME = "spectop-dark"
 MAX_THEME_FILE_BYTES = 64_000
 
 
+def _colour(value: str) -> str:
+    try:
+        Color.parse(value)
+    except ColorParseError as error:
+        raise ValueError(f"expected a colour such as '#4EA8DE', got {value!r}") from error
+    return value
+
+
+Colour = Annotated[str, AfterValidator(_colour)]
+
+
 class ThemeFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=60)
     dark: bool = True
-    primary: str
-    secondary: str | None = None
-    accent: str | None = None
-    foreground: str | None = None
-    background: str | None = None
-    surface: str | None = None
-    panel: str | None = None
-    boost: str | None = None
-    success: str | None = None
-    warning: str | None = None
-    error: str | None = None
+    primary: Colour
+    secondary: Colour | None = None
+    accent: Colour | None = None
+    foreground: Colour | None = None
+    background: Colour | None = None
+    surface: Colour | None = None
+    panel: Colour | None = None
+    boost: Colour | None = None
+    success: Colour | None = None
+    warning: Colour | None = None
+    error: Colour | None = None
     variables: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator(
-        "primary",
-        "secondary",
-        "accent",
-        "foreground",
-        "background",
-        "surface",
-        "panel",
-        "boost",
-        "success",
-        "warning",
-        "error",
-    )
-    @classmethod
-    def _colour(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            Color.parse(value)
-        except ColorParseError as error:
-            raise ValueError(f"expected a colour such as '#4EA8DE', got {value!r}") from error
-        return value
 
     def to_theme(self) -> Theme:
         return Theme(**self.model_dump())
