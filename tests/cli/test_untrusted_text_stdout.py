@@ -207,8 +207,11 @@ def test_the_applied_diff_is_printed_without_raw_controls(tune_sim: TuneSim, tmp
     text = tune_sim.config.read_text(encoding="utf-8")
     text = text.replace(
         "num_speculative_tokens = 2   # draft tokens per step",
-        f"num_speculative_tokens = 4   {hostile_comment}",  # k=2 is 24% faster: --apply writes it
+        f"num_speculative_tokens = 4   {hostile_comment}",
     )
+    # Drafts 1-2 nearly always accepted, 3-4 nearly never: k=2 is ~40% faster than both k=4 and off, not the
+    # shared model's 24% and 10%, which 6 requests on a busy host do not always tell. --apply writes k=2.
+    text = text.replace("[0.8, 0.7, 0.6, 0.5,", "[0.95, 0.9, 0.05, 0.05,")
     tune_sim.config.write_text(text, encoding="utf-8")
     out = tmp_path / "tune.json"
     process = spectop_process(
@@ -227,7 +230,7 @@ def test_the_applied_diff_is_printed_without_raw_controls(tune_sim: TuneSim, tmp
     )
     stdout, stderr = process.communicate(timeout=180)
     assert process.returncode == 0, stderr
-    assert json.loads(out.read_text(encoding="utf-8"))["applied"]["value"] == 2
+    assert json.loads(out.read_text(encoding="utf-8"))["applied"]["value"] == 2, stdout
     assert "+num_speculative_tokens = 2   # draft" in stdout  # the diff is shown, made harmless
     for raw in RAW_CONTROLS:
         assert raw not in stdout + stderr, (raw, stdout)

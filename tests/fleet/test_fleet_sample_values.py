@@ -127,7 +127,8 @@ async def test_refreshes_of_1000_instances_set_off_few_collections(collections: 
     fleet = Fleet40(instances(1000))
     async with (
         FakePrometheus(fleet.answer) as prometheus,
-        FleetPoller(settings(prometheus.url), 30.0) as poller,
+        # 60 s: only a hang guard (2 s, the fake's usual, can pass on a busy host before 1,000 answers do)
+        FleetPoller(settings(prometheus.url, timeout_s=60.0), 30.0) as poller,
     ):
         first = await poller.refresh()
         assert len(first.readings) == 1000 and first.error is None

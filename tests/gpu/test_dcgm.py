@@ -95,24 +95,24 @@ def test_not_prometheus_text_raises_for_the_caller() -> None:
 async def test_source_over_a_real_socket() -> None:
     body = (SAMPLES / "dcgm_exporter_3.3_h100x2.prom").read_bytes()
     async with ReplyServer([Reply(body)]) as server, httpx.AsyncClient() as client:
-        result = await read_dcgm(client, server.url + "/metrics")
+        result = await read_dcgm(client, server.url + "/metrics", timeout_s=60.0)  # a hang guard
     assert isinstance(result, GpuReading) and result.source == "dcgm"
     assert [gpu.index for gpu in result.gpus] == [0, 1] and result.where.endswith("/metrics")
 
 
 @pytest.mark.parametrize(
-    ("reply", "reason"),
-    [
-        (Reply(b"oops", status=500), "HTTP 500"),
-        (Reply(b"not { prometheus\n"), "not Prometheus text"),
-        (Reply(b"vllm:num_requests_running 1\n"), "no DCGM_FI_DEV_* GPU samples"),
-        (Reply(b"x" * (DEFAULT_MAX_BYTES + 1), chunked=True), "larger than"),
-        (Reply(b"", delay_s=5.0), "timeout"),
+    ("reply", "reason", "timeout_s"),
+    [  # a timeout only the delayed reply is meant to reach; the others' is a hang guard for a busy host
+        (Reply(b"oops", status=500), "HTTP 500", 60.0),
+        (Reply(b"not { prometheus\n"), "not Prometheus text", 60.0),
+        (Reply(b"vllm:num_requests_running 1\n"), "no DCGM_FI_DEV_* GPU samples", 60.0),
+        (Reply(b"x" * (DEFAULT_MAX_BYTES + 1), chunked=True), "larger than", 60.0),
+        (Reply(b"", delay_s=5.0), "timeout", 0.5),
     ],
 )
-async def test_source_failures_are_reasons(reply: Reply, reason: str) -> None:
+async def test_source_failures_are_reasons(reply: Reply, reason: str, timeout_s: float) -> None:
     async with ReplyServer([reply]) as server, httpx.AsyncClient() as client:
-        result = await read_dcgm(client, server.url + "/metrics", timeout_s=0.5)
+        result = await read_dcgm(client, server.url + "/metrics", timeout_s=timeout_s)
     assert isinstance(result, GpuUnavailable) and reason in result.reason and server.url in result.reason
 
 

@@ -21,6 +21,7 @@ from tui.sources.updates import GpusPolled
 
 SAMPLE = Path(__file__).parent / "samples" / "dcgm_exporter_3.3_h100x2.prom"
 UUID_1 = "GPU-edc718f8-e593-6468-b9f9-563d508366ed"
+HANG_GUARD_S = 60.0  # a local exporter read on a busy host: only a hang ends it
 
 
 async def test_endpoints_on_one_exporter_and_on_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,7 +36,7 @@ async def test_endpoints_on_one_exporter_and_on_nvml(monkeypatch: pytest.MonkeyP
             EndpointSettings(name="local", url="http://127.0.0.1:8000", gpus=[1]),
             EndpointSettings(name="remote", url="http://10.0.0.6:8000"),
         ]
-        monitor = GpuMonitor(endpoints, client)
+        monitor = GpuMonitor(endpoints, client, timeout_s=HANG_GUARD_S)
         views = await monitor.poll()
         monitor.close()
     assert len(server.requests) == 1  # three endpoints, one exporter: one read
@@ -68,7 +69,7 @@ async def test_energy_and_throttling_of_an_endpoint_between_polls() -> None:
     ]
     async with ReplyServer([Reply(body) for body in pages]) as server, httpx.AsyncClient() as client:
         endpoints = [EndpointSettings(name="a", url="http://h:1", gpu_metrics_url=server.url + "/metrics")]
-        monitor = GpuMonitor(endpoints, client)
+        monitor = GpuMonitor(endpoints, client, timeout_s=HANG_GUARD_S)
         await monitor.poll()
         start = time.time()
         await monitor.poll()
@@ -90,7 +91,7 @@ async def test_a_gpu_in_mig_mode_is_found_by_its_index() -> None:
     async with ReplyServer([Reply(page)]) as server, httpx.AsyncClient() as client:
         url = server.url + "/metrics"
         endpoint = EndpointSettings(name="mig", url="http://10.0.0.5:8000", gpu_metrics_url=url, gpus=[0])
-        monitor = GpuMonitor([endpoint], client)
+        monitor = GpuMonitor([endpoint], client, timeout_s=HANG_GUARD_S)
         view = (await monitor.poll())["mig"]
         monitor.close()
     assert view.available and view.reason is None and not view.missing

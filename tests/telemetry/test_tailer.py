@@ -11,6 +11,7 @@ import shutil
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cancel_turns import ENDED_WITHIN_S, TURNS, cancel_ends, loop_turns
@@ -392,6 +393,13 @@ def _write_lines(path: Path, lines: list[str]) -> None:
     _append(path, "".join(line + "\n" for line in lines))
 
 
+def _rotate(log: Path, rotated: int) -> None:
+    """logrotate's order: NAME.n → NAME.n+1 for the `rotated` files there, then the live file → NAME.1."""
+    for number in range(rotated, 0, -1):
+        os.rename(f"{log}.{number}", f"{log}.{number + 1}")
+    os.rename(log, f"{log}.1")
+
+
 async def test_rotated_files_present_before_the_start_are_not_replayed(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     _write_lines(tmp_path / "server.log.2", ["from an older rotation 2"])
@@ -469,11 +477,50 @@ async def test_rotations_between_polls_lose_nothing_and_keep_file_order(
             _write_lines(log, batch)
             if index == rotations:
                 break
-            for number in range(index, 0, -1):  # .n → .n+1, then the live file → .1 (logrotate's order)
-                os.rename(tmp_path / f"server.log.{number}", tmp_path / f"server.log.{number + 1}")
-            os.rename(log, tmp_path / "server.log.1")
+            _rotate(log, index)
         await follower.wait_for(batches[-1][-1])
     assert follower.payload() == [line for batch in batches for line in batch]
+
+
+async def test_a_rotation_inside_a_look_loses_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tailer lists the rotated files (file 1 is server.log.1), then logrotate renames before it has read
+    # them: server.log.1 is now file 2, file 1 is server.log.2.
+    log = tmp_path / "server.log"
+    log.write_text("")
+    listing, armed = tailer_module._Follower._siblings, [True]
+
+    def listing_then_rotation(follower: tailer_module._Follower, exclude: set[tuple[int, int]]) -> Any:
+        found = listing(follower, exclude)
+        if armed and armed.pop():
+            _rotate(log, 2)
+        return found
+
+    async with Follower(log, default_poll=True, watch=False) as follower:
+        await follower.sync(log)
+        for index in range(2):
+            _write_lines(log, [f"file {index}"])
+            _rotate(log, index)
+        _write_lines(log, ["file 2"])
+        monkeypatch.setattr(tailer_module._Follower, "_siblings", listing_then_rotation)
+        await follower.wait_for("file 2")
+    assert follower.payload() == ["file 0", "file 1", "file 2"]
+
+
+async def test_rotated_files_written_in_one_clock_tick_are_read_oldest_first(tmp_path: Path) -> None:
+    # A coarse file clock gives files written within one tick the same mtime: their numbers tell the order.
+    log = tmp_path / "server.log"
+    log.write_text("")
+    async with Follower(log, default_poll=True, watch=False) as follower:  # one look at all of it, mostly
+        await follower.sync(log)
+        for index in range(3):
+            _write_lines(log, [f"file {index}"])
+            _rotate(log, index)
+        mtime = os.stat(f"{log}.2").st_mtime_ns
+        os.utime(f"{log}.1", ns=(mtime, mtime))
+        await follower.wait_for("file 2")
+    assert follower.payload() == ["file 0", "file 1", "file 2"]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify wake-ups are Linux only")
@@ -498,9 +545,7 @@ async def test_rotations_seen_one_by_one_read_each_file_once(tmp_path: Path) -> 
         for index in range(3):
             _write_lines(log, [f"file {index}"])
             await follower.wait_for(f"file {index}")
-            for number in range(index, 0, -1):
-                os.rename(tmp_path / f"server.log.{number}", tmp_path / f"server.log.{number + 1}")
-            os.rename(log, tmp_path / "server.log.1")
+            _rotate(log, index)
             log.write_text("")
         _write_lines(log, ["last"])
         await follower.wait_for("last")

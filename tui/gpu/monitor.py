@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import httpx
 
 from tui.gpu.alerts import GpuCondition, throttling_during_burst
-from tui.gpu.dcgm import read_dcgm
+from tui.gpu.dcgm import DEFAULT_TIMEOUT_S, read_dcgm
 from tui.gpu.history import DEFAULT_HISTORY_S, EnergyFigure, GpuHistory
 from tui.gpu.mapping import GpuPlan, plan_for_endpoint, select_gpus, shared_gpu_keys
 from tui.gpu.models import GpuReading, GpuSample, GpuUnavailable
@@ -46,9 +46,11 @@ class GpuMonitor:
         client: httpx.AsyncClient,
         *,
         history_s: float = DEFAULT_HISTORY_S,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self.client = client
         self.history_s = history_s
+        self.timeout_s = timeout_s  # per exporter read
         self.plans: dict[str, GpuPlan] = {
             endpoint.name: plan_for_endpoint(endpoint.url, endpoint.gpu_metrics_url, endpoint.gpus)
             for endpoint in endpoints
@@ -68,7 +70,7 @@ class GpuMonitor:
             if self._nvml is None:
                 self._nvml = NvmlSource()
             return await self._nvml.read()
-        return await read_dcgm(self.client, source)
+        return await read_dcgm(self.client, source, timeout_s=self.timeout_s)
 
     async def poll(self) -> dict[str, EndpointGpus]:
         """Read every source once and return each endpoint's GPUs (also kept in `latest`)."""

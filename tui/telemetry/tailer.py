@@ -31,7 +31,9 @@ MAX_QUEUED = 64  # files held to be read at most (a reader far behind a rotation
 LINGER_S = 5.0  # a rotated file is still read until it has been quiet this long
 MAX_LINGERING = 8  # rotated files still read at once at most (the oldest is let go first)
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+O_SIBLING = os.O_RDONLY | O_CLOEXEC | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
 ROTATED_SUFFIX = re.compile(r"[.-]\d")  # what follows the log's name in a rotated file's name
+NUMBERED_SUFFIX = re.compile(r"[.-](\d{1,6})")  # NAME.1, NAME.2 …: the larger the number, the older the file
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip", ".z", ".lzma", ".br")
 
 
@@ -133,6 +135,7 @@ class _Source:
 
 @dataclass
 class _Sibling:
+    fd: int  # open while one look lasts: the file listed, whatever name it is renamed to meanwhile
     path: Path
     status: os.stat_result
     head: bytes  # first bytes: an inode number reused by a new file is not the file we knew
@@ -262,6 +265,8 @@ class _Follower:
             return False
         siblings = self._siblings(exclude={source.identity})
         self.known = {identity: sibling.seen for identity, sibling in siblings.items()}
+        for sibling in siblings.values():
+            os.close(sibling.fd)
         if not self.started and not self.from_start:
             source.position_at_end()
         elif self.said_waiting:
@@ -323,26 +328,30 @@ class _Follower:
         return True
 
     def _missed(self, siblings: dict[Identity, _Sibling]) -> list[_Source]:
-        """Rotated files that appeared and were rotated away between two looks, oldest first."""
-        found: list[tuple[int, _Source]] = []
+        """Rotated files that appeared and were rotated away between two looks, oldest first (read through
+        the descriptors `_siblings` opened; the others are closed)."""
+        found: list[tuple[tuple[int, int, str], _Source]] = []
         since = self.verified_at - ROTATED_SLACK_S
         for identity, sibling in siblings.items():
             known = self.known.get(identity)
-            if known is not None and known[1] == sibling.seen[1] and sibling.head.startswith(known[0]):
-                continue  # seen before (renamed along since), or read already
             status = sibling.status
-            if max(status.st_mtime, status.st_ctime) < since or len(found) >= MAX_ROTATED_FOUND:
-                continue  # an old file that happens to be new to us
-            try:
-                fd = os.open(sibling.path, os.O_RDONLY | O_CLOEXEC)
-            except OSError:
+            if (
+                (known is not None and known[1] == sibling.seen[1] and sibling.head.startswith(known[0]))
+                or max(status.st_mtime, status.st_ctime) < since  # an old file that happens to be new to us
+                or len(found) >= MAX_ROTATED_FOUND
+            ):  # (the first: seen before, renamed along since, or read already)
+                os.close(sibling.fd)
                 continue
-            opened = os.fstat(fd)
-            if (opened.st_dev, opened.st_ino) != identity:
-                os.close(fd)
-                continue
-            found.append((status.st_mtime_ns, _Source(fd, identity, str(sibling.path))))
+            age = self._age(sibling.path, status.st_mtime_ns)
+            found.append((age, _Source(sibling.fd, identity, str(sibling.path))))
         return [source for _, source in sorted(found, key=lambda item: item[0])]
+
+    def _age(self, path: Path, mtime_ns: int) -> tuple[int, int, str]:
+        """Sort key, oldest first: by mtime, then (files written in one tick of a coarse clock) by name:
+        NAME.2 before NAME.1, NAME-20261201 before NAME-20261202."""
+        suffix = path.name[len(self.path.name) :]
+        numbered = NUMBERED_SUFFIX.fullmatch(suffix)
+        return (mtime_ns, -int(numbered[1]), "") if numbered else (mtime_ns, 0, suffix)
 
     def _siblings(self, exclude: set[Identity]) -> dict[Identity, _Sibling]:
         """Regular files next to the path named like its rotations, not compressed: NAME.1 (logrotate,
@@ -358,16 +367,21 @@ class _Follower:
             suffix = name[len(base) :] if name.startswith(base) else ""
             if not ROTATED_SUFFIX.match(suffix) or name.lower().endswith(COMPRESSED_SUFFIXES):
                 continue
-            try:
-                status = entry.stat(follow_symlinks=False)
-                identity = (status.st_dev, status.st_ino)
-                if not stat.S_ISREG(status.st_mode) or identity in exclude:
-                    continue
-                with open(entry.path, "rb") as handle:
-                    head = handle.read(FINGERPRINT_BYTES)
+            try:  # what the name is now, held open: a rename after the listing cannot swap files under us
+                fd = os.open(entry.path, O_SIBLING)
             except OSError:
                 continue
-            found[identity] = _Sibling(Path(entry.path), status, head)
+            try:
+                status = os.fstat(fd)
+                identity = (status.st_dev, status.st_ino)
+                if stat.S_ISREG(status.st_mode) and identity not in exclude and identity not in found:
+                    found[identity] = _Sibling(
+                        fd, Path(entry.path), status, os.pread(fd, FINGERPRINT_BYTES, 0)
+                    )
+                    continue
+            except OSError:
+                pass
+            os.close(fd)
         return found
 
     def _open_path(self) -> _Source | None:
