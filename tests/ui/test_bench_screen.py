@@ -67,22 +67,31 @@ async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_pa
             a, b = (screen.query_one(f"#{side}-select", Select).value for side in "ab")
             assert isinstance(a, EndpointArm) and a.name == "mtp-off" and a.base_url == server_a.base_url
             assert isinstance(b, EndpointArm) and b.name == "mtp-on"
-            await type_into(screen, pilot, "requests", "6")
-            await pilot.press("enter")  # enter in a field starts the burst
-            await until(pilot, lambda: screen.summary is not None)
+
+            # A busy host can hold spectop's own client back: the burst then says so instead of giving a
+            # verdict (by design), and the test runs it again, as a user would.
+            async def burst() -> str:
+                last = screen.summary
+                await type_into(screen, pilot, "requests", "6")
+                await pilot.press("enter")  # enter in a field starts the burst
+                await until(pilot, lambda: screen.summary is not None and screen.summary is not last)
+                return text_of(screen, "#verdict")
+
+            runs, verdict = 1, await burst()
+            while "CLIENT FELL BEHIND" in verdict and runs < 3:
+                runs, verdict = runs + 1, await burst()
             table = screen.query_one("#results-table", DataTable)
             assert table.row_count >= 16
             assert table.get_row_at(0)[1:] == ["6", "6"]
-            verdict = text_of(screen, "#verdict")
             assert "B is" in verdict and "faster" in verdict  # 2 tokens per chunk at the same pace
             assert "6/6 identical" in verdict
-            await until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 1)
+            await until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == runs)
             await pilot.press("j")
             await until(pilot, lambda: "json written to" in text_of(screen, "#status"))
             assert "written to ./spectop-exports/spectop-burst-" in text_of(screen, "#status")
     assert len(list(tmp_path.glob("spectop-exports/spectop-burst-*.json"))) == 1  # one folder to ignore
     assert not list(tmp_path.glob("spectop-burst-*"))
-    assert len(list_bursts()) == 1
+    assert len(list_bursts()) == runs
 
 
 async def test_two_past_bursts_are_compared_from_the_history() -> None:
