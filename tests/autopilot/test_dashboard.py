@@ -17,6 +17,7 @@ from tui.autopilot.policy import Limits
 from tui.settings import EndpointSettings, Settings
 from tui.sim.supervisor import DemoSims
 from tui.ui.app import SpectopApp
+from tui.widgets.card_view import badge_line
 from tui.widgets.endpoint_card import EndpointCard
 
 LIMITS = Limits(sustained_s=2, quiet_s=3, interval_s=1, test_limit_s=60)
@@ -57,8 +58,10 @@ def app_on(sims: DemoSims, *modes: Literal["propose", "auto"]) -> SpectopApp:
 
 
 def shown(app: SpectopApp, name: str) -> str:
+    """The card's badge line as drawn, when it is the autopilot's."""
     card = next(card for card in app.screen.query(EndpointCard) if card.data.name == name)
-    return card.data.autopilot or ""
+    line = badge_line(card.data, card.content_size.width).plain.strip()
+    return line if card.data.autopilot else ""
 
 
 async def test_the_cards_show_what_the_autopilot_would_do(one_sim: DemoSims) -> None:
@@ -86,7 +89,7 @@ async def test_an_auto_endpoint_gets_the_better_k_and_keeps_it(two_sims: DemoSim
         await pilot.press("o")
         await wait_until(pilot, lambda: "kept" in outcomes("acts") or "rolled_back" in outcomes("acts"))
         assert "kept" in outcomes("acts"), outcomes("acts")
-        await wait_until(pilot, lambda: "last: kept k=2: better" in shown(app, "acts"))
+        await wait_until(pilot, lambda: "kept k=2: better" in shown(app, "acts"))
         assert "num_speculative_tokens = 2" in acts.config.read_text()
         assert "proposed" in outcomes("proposes")
         await pilot.press("ctrl+c")
