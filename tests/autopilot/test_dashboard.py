@@ -100,3 +100,18 @@ async def test_an_auto_endpoint_gets_the_better_k_and_keeps_it(two_sims: DemoSim
     assert any("config left as found (k=4)" in note for note in app.recovery_notes)
     kept = next(r for r in audit.read(audit_file())[0] if r.outcome == "kept")
     assert (kept.from_k, kept.to_k, kept.verdict) == (4, 2, "better")
+
+
+async def test_quitting_while_a_change_is_tested_puts_it_back_first(two_sims: DemoSims) -> None:
+    acts = two_sims.sims[0]
+    found = acts.config.read_bytes()
+    app = app_on(two_sims, "auto", "propose")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.board.advice is not None)
+        await pilot.press("o")
+        await wait_until(pilot, lambda: "canary k=2," in shown(app, "acts"))
+        await pilot.press("ctrl+c")  # the other endpoint's autopilot is done at once: this one still waits
+    print("\n".join(app.recovery_notes))
+    assert acts.config.read_bytes() == found
+    assert any("acts: k=4->2 rolled_back" in note for note in app.recovery_notes)
+    assert any("acts: left · config left as found (k=4)" in note for note in app.recovery_notes)

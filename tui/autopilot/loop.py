@@ -503,4 +503,6 @@ async def pilot_endpoints(
             audit_path=audit_path, client=client, say=say, on_state=on_state,
         )  # fmt: skip
         pilots.append(pilot)
-    await asyncio.gather(*(pilot.run() for pilot in pilots))
+    async with asyncio.TaskGroup() as group:  # cancelled, it waits until each has put its file back (gather
+        for pilot in pilots:  # would return at the first one done)
+            group.create_task(pilot.run())
