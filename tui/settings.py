@@ -79,6 +79,9 @@ class EndpointSettings(BaseModel):
         "off", description="when acceptance stays below the threshold: offer (ask) or switch (auto) spec off"
     )
     guard_cooldown_s: float = Field(600.0, ge=0.0, description="the guard never acts twice within this")
+    autopilot: Literal["off", "propose", "auto"] = Field(
+        "propose", description="what `o` does here: nothing, propose (a dry run) or change k (proved)"
+    )
     health_timeout_s: float | None = Field(
         None,
         gt=0.0,

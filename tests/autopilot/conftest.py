@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,18 +86,25 @@ class SimFleet:
         )  # fmt: skip
 
 
-@pytest.fixture
-def one_sim(tmp_path: Path) -> Iterator[DemoSims]:
-    """One sim at k=4 whose drafts past the second are mostly rejected (k=2 is better)."""
-    sims = DemoSims(tmp_path, background_load_rps=4.0)
+@contextmanager
+def decaying_sims(folder: Path, *names: str) -> Iterator[DemoSims]:
+    """Sims at k=4 whose drafts past the second are mostly rejected (k=2 is better)."""
+    sims = DemoSims(folder, background_load_rps=4.0)
     try:
-        sim = DemoSim.in_folder("one", sim_config(tmp_path / "one.toml", 4, DECAYING), tmp_path)
-        sims.sims.append(sim)
-        sims.start(sim)
+        for name in names:
+            sim = DemoSim.in_folder(name, sim_config(folder / f"{name}.toml", 4, DECAYING), folder)
+            sims.sims.append(sim)
+            sims.start(sim)
         sims.watch()
         yield sims
     finally:
         sims.stop()
+
+
+@pytest.fixture
+def one_sim(tmp_path: Path) -> Iterator[DemoSims]:
+    with decaying_sims(tmp_path, "one") as sims:
+        yield sims
 
 
 @pytest.fixture

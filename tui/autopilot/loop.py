@@ -32,7 +32,7 @@ from tui.autopilot.audit import AuditRecord, Figure
 from tui.autopilot.observe import Errors, Seen, ServerEyes, speed
 from tui.autopilot.policy import Limits, PilotState, Sustained, errors_rose, gate
 from tui.autopilot.sequential import Judgement, judge
-from tui.autopilot.targets import Target
+from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target
 from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
 from tui.telemetry.figures import Figures
 
@@ -159,6 +159,9 @@ class Autopilot:
             await self.promote_next(seen)
         else:
             await self.watch(seen)
+        self.tell()
+
+    def tell(self) -> None:
         if self.on_state is not None:
             self.on_state({name: replace(state) for name, state in self.states.items()})
 
@@ -237,6 +240,8 @@ class Autopilot:
         old = await asyncio.to_thread(target.config.read_bytes)
         self.say(f"{name}: setting k={k} (was {self.k.get(name)}): {trigger}")
         from_k = self.k.get(name)
+        self.states[name].words = f"{'promoting' if promotion else 'canary'} k={k}: restarting"
+        self.tell()
         try:
             change = await target.set_k(self.client, k)
         except asyncio.CancelledError:  # Ctrl-C during the restart: the file may have k already; `leave`
@@ -478,18 +483,26 @@ async def pilot_endpoints(
     on_state: Callable[[dict[str, PilotState]], None],
     say: Callable[[str], None],
 ) -> None:
-    """The dashboard's mode: one dry-run autopilot per endpoint that has a config file and a restart
-    command (each its own server: its figures are compared with its own before, not with the others')."""
+    """The dashboard's mode: one autopilot per endpoint that has a config file and a restart command, acting
+    where its `autopilot` setting is "auto", a dry run where "propose" (each its own server: its figures
+    are compared with its own before, not with the others')."""
     pilots = []
     for endpoint in endpoints:
+        if endpoint.autopilot == "off":
+            continue
         if endpoint.config_file is None or not endpoint.restart_command:
             say(f"{endpoint.name}: left alone: the autopilot needs its config_file and restart_command")
             continue
-        target = Target(endpoint.name, endpoint.config_file, endpoint.restart_command, endpoint.url)
+        target = Target(
+            endpoint.name, endpoint.config_file, endpoint.restart_command, endpoint.url,
+            endpoint.health_timeout_s or HEALTH_TIMEOUT_S,
+        )  # fmt: skip
         eyes = ServerEyes(endpoint.name, endpoint.resolved_metrics_url, client)
         pilot = Autopilot(
-            {endpoint.name: target}, eyes, kept, limits, auto=False, audit_path=audit_path,
-            client=client, say=say, on_state=on_state,
+            {endpoint.name: target}, eyes, kept, limits, auto=endpoint.autopilot == "auto",
+            audit_path=audit_path, client=client, say=say, on_state=on_state,
         )  # fmt: skip
         pilots.append(pilot)
-    await asyncio.gather(*(pilot.run() for pilot in pilots))
+    async with asyncio.TaskGroup() as group:  # cancelled, it waits until each has put its file back (gather
+        for pilot in pilots:  # would return at the first one done)
+            group.create_task(pilot.run())

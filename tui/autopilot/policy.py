@@ -96,4 +96,7 @@ class PilotState:
     last: str = ""  # the last decision: "kept k=2: better +11% (…)"
 
     def line(self) -> str:
+        """Its words, and the last decision: first while it only watches (a card cuts the end off)."""
+        if self.last and self.words.startswith("watching"):
+            return f"autopilot: last: {self.last} · {self.words}"
         return f"autopilot: {self.words}" + (f" · last: {self.last}" if self.last else "")

@@ -83,7 +83,7 @@ class SpectopApp(SpectopBase[int]):
         Binding("s", "screenshot", "Shot", show=False, tooltip="save an SVG screenshot"),
         Binding("a", "alerts", "Alerts", tooltip="alerts, active and past"),
         Binding("b", "bench", "Bench", tooltip="A/B burst bench"),
-        Binding("o", "autopilot", "Autopilot", show=False, tooltip="autopilot on/off (a dry run)"),
+        Binding("o", "autopilot", "Autopilot", show=False, tooltip="autopilot on/off (acts if set to auto)"),
         # One footer item for both speed keys (the detail screen's footer is full at 80 columns).
         Binding("plus", "speed(1)", "Speed", key_display="+/-", tooltip="replay faster (+) / slower (-)"),
         Binding("minus", "speed(-1)", "", show=False),
@@ -148,6 +148,7 @@ class SpectopApp(SpectopBase[int]):
         self._autopilot_limits = autopilot_limits or Limits()
         self._autopilot: Worker[None] | None = None  # `o`: one dry-run autopilot per endpoint
         self._autopilot_lines: dict[str, str] = {}
+        self._leaving = False  # quitting: the autopilot puts the configs back first
         # Before the app runs, so that the first CSS parse has the theme's colours.
         self._theme_problems = self._load_themes()
 
@@ -366,6 +367,7 @@ class SpectopApp(SpectopBase[int]):
             or (isinstance(screen, EditorScreen) and screen.path == endpoint.config_file)
             for screen in self.screen_stack
         )
+        editing = editing or (self._autopilot is not None and endpoint.autopilot == "auto")  # it acts
         restarting = self._restarting is not None or self.alerts.restarting(endpoint.name)
         return GuardFacts(restarting=restarting, editing=editing)
 
@@ -464,7 +466,8 @@ class SpectopApp(SpectopBase[int]):
         self.push_screen(BenchScreen(self.board.endpoints, client, default_a=default_a, default_b=default_b))
 
     def action_autopilot(self) -> None:
-        """`o`: the autopilot on each endpoint, a dry run (it proposes; `spectop autopilot --auto` acts)."""
+        """`o`: the autopilot on each endpoint: it acts where spectop.toml says `autopilot = "auto"`, else
+        proposes (a dry run); `o` again or quitting leaves each file as found or last verified."""
         from tui.autopilot import audit_file
         from tui.autopilot.loop import pilot_endpoints  # lazy: the advisor's modules
 
@@ -486,10 +489,31 @@ class SpectopApp(SpectopBase[int]):
         work = pilot_endpoints(
             self.board.endpoints, client, self.board.advice.kept, self._autopilot_limits,
             audit_path=audit_file(), on_state=self._autopilot_state,
-            say=lambda line: self.notify(safe_line(line), title="autopilot", timeout=10, markup=False),
+            say=self._autopilot_said,
         )  # fmt: skip
         self._autopilot = self.run_worker(work, name="autopilot", group="autopilot", exit_on_error=False)
-        self.notify(f"autopilot on, dry run: it proposes; its trail: {audit_file()}", timeout=4, markup=False)
+        acting = [e.name for e in self.board.endpoints if e.autopilot == "auto"]
+        mode = f"acting on {', '.join(acting)}, elsewhere a dry run" if acting else "dry run: it proposes"
+        self.notify(f"autopilot on, {mode}; its trail: {audit_file()}", timeout=4, markup=False)
+
+    def _autopilot_said(self, line: str) -> None:
+        self.notify(safe_line(line), title="autopilot", timeout=10, markup=False)
+        if self._leaving:  # quitting: what it left is said after the dashboard is gone, as the CLI does
+            self.keep_recovery_note(f"autopilot: {line}")
+
+    async def action_quit(self) -> None:
+        """An acting autopilot first puts back its unverified change (restarting the server) and says where
+        it left each file; then the app quits."""
+        running = [w for w in self.workers if w.group == "autopilot" and w.is_running]  # `o` off: leaving
+        if running and not self._leaving:
+            self._leaving = True
+            self.notify("autopilot: putting the configs back first", timeout=30)
+            for worker in running:
+                if not worker.cancelled_event.is_set():  # a second cancel would stop it putting them back
+                    worker.cancel()
+            while any(worker.is_running for worker in running):
+                await asyncio.sleep(0.05)
+        await super().action_quit()
 
     def _autopilot_state(self, states: dict[str, PilotState]) -> None:
         self._autopilot_lines |= {name: state.line() for name, state in states.items()}

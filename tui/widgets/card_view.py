@@ -295,6 +295,8 @@ def _badge_message(data: CardData) -> tuple[str, str] | None:
     if reading is not None and reading.error:
         # Why it is down (or its page inconsistent) says more than "endpoint down".
         return safe_line(reading.error), "$error"
+    if data.autopilot is not None:  # turned on (`o`): what it does, the advice too ("watching · k=4 now · …")
+        return data.autopilot, "$accent"
     if data.alerts:
         worst = min(data.alerts, key=lambda alert: alert.severity != "critical")
         return safe_line(worst.message), "$text-muted"
@@ -302,8 +304,6 @@ def _badge_message(data: CardData) -> tuple[str, str] | None:
         return dropped_words(reading.impossible_figures), "$warning"  # how many, not only notes
     if caveat is not None:
         return caveat, "$text-muted" if caveat == LIFETIME_CAVEAT else "$warning"
-    if data.autopilot is not None:  # it says the advice too ("watching · k=4 now · k=2 would be …")
-        return data.autopilot, "$accent"
     advice = data.advice
     if advice is not None and (advice.basis or advice.context) is not None and data.status == "up":
         urgent = advice.better_k or advice.context or advice.table
