@@ -110,6 +110,26 @@ def test_too_few_points_or_a_wide_residual_make_the_advice_unknown() -> None:
     assert advice.line() == f"k=3 now · step cost unknown: {said}"
 
 
+def test_a_residual_says_whether_it_is_the_hosts_noise_or_a_wrong_shape() -> None:
+    """A busy host (llama.cpp, load 19 on 2 cores): the same k's bursts differ by up to 2x, the fit is 20% off
+    at points each known within ±40%: still no prediction, but the reason is the noise, not the model's shape.
+    Beyond a point's own spread it is a wrong shape, named at that point."""
+    bent = _points({0: 1.2, 1: 2.4, 2: 6.0, 3: 3.0})
+    cost, dependent, residual = fit(bent)
+    assert residual > 0.15
+    plain = caveat(bent, dependent, residual)
+    assert plain is not None and plain.endswith("off at its own points (above 15%)")
+    noisy = [point.model_copy(update={"spread": 0.9}) for point in bent]
+    said = caveat(noisy, dependent, residual, cost)
+    assert said is not None and said.startswith(plain) and "within the ±90% the calibration's bursts" in said
+    assert "the host's noise, too wide to tell the model's shape" in said
+    quiet = [point.model_copy(update={"spread": 0.05}) for point in bent]
+    said = caveat(quiet, dependent, residual, cost)
+    assert said is not None and said.startswith(plain) and "beyond the ±5% its bursts vary" in said
+    unmeasured = caveat(bent, dependent, residual, cost)  # no spread known: where, and no more
+    assert unmeasured is not None and " at k=" in unmeasured and "beyond" not in unmeasured
+
+
 def test_the_calibration_includes_speculation_off_where_the_config_can_switch_it(tmp_path: Path) -> None:
     assert calibration_values(2, zero_is_off=True) == (0, 1, 2, 3)
     assert calibration_values(4, zero_is_off=True) == (0, 2, 4, 5)  # a line above 0: 3 values

@@ -269,7 +269,7 @@ def model_from_tune(result: TuneResult, calibration: Calibration, source: str | 
         k_range=(min(p.k for p in points), max(p.k for p in points)),
         loads=sorted({p.concurrency for p in points}),
         residual=residual,
-        caveat=caveat(points, load_dependent, residual),
+        caveat=caveat(points, load_dependent, residual, cost),
         points=points,
         replicates=replicates,
     )

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 from tui.bench.stats import percentile_interval
 from tui.configs.atomic import file_lock, write_file
 from tui.configs.errors import ConfigError
-from tui.format import fmt_rate
+from tui.format import fmt_count, fmt_rate
 from tui.paths import step_cost_file
 
 if TYPE_CHECKING:  # tomlkit and the config kinds: for the tuner, not for the dashboard's first frame
@@ -189,7 +189,11 @@ def _usable(points: Sequence[CostPoint]) -> list[CostPoint]:
 
 # the terms' names, in the order of StepCost's fields
 TERMS = ("base_s", "per_seq_s", "on_s", "on_seq_s", "per_draft_s", "per_draft_seq_s")
-MAX_RESIDUAL = 0.15  # a fit further off than this at one of its own points: the step is not this shape
+# A fit further off than this at one of its own points predicts nothing: beyond the point's measured spread
+# (its bursts' 95% interval) the step is not this shape; within every point's it is the host's noise, which
+# leaves the shape unknown (a busy host's bursts of one k and load can differ by 2x: llama.cpp, load 19 on 2
+# cores, gave a 20-45% residual at points each known within ±34-40%).
+MAX_RESIDUAL = 0.15
 
 
 def _terms(usable: Sequence[CostPoint], load_dependent: bool) -> list[str]:
@@ -259,8 +263,12 @@ def fit(points: Sequence[CostPoint]) -> tuple[StepCost, bool, float]:
     return cost, load_dependent, residual
 
 
-def caveat(points: Sequence[CostPoint], load_dependent: bool, residual: float) -> str | None:
-    """Why a fitted model cannot predict, in words (None: it can)."""
+def caveat(
+    points: Sequence[CostPoint], load_dependent: bool, residual: float, cost: StepCost | None = None
+) -> str | None:
+    """Why a fitted model cannot predict, in words (None: it can). With the fitted `cost`, a residual beyond
+    the limit says where and whether it is beyond the point's own measured spread (a wrong shape) or within
+    every point's (the host's noise: the fit is unknown, not shown wrong)."""
     usable = _usable(points)
     drafted = sorted({point.k for point in usable if point.k > 0})
     if 0 in {point.k for point in usable} and len(drafted) < 2:
@@ -272,10 +280,28 @@ def caveat(points: Sequence[CostPoint], load_dependent: bool, residual: float) -
     terms = len(_terms(usable, load_dependent))
     if len(cells) < terms:
         return f"{len(cells)} measured points for {terms} step-cost terms"
-    if residual > MAX_RESIDUAL:
-        limit = fmt_rate(MAX_RESIDUAL)
-        return f"the step-cost fit is {fmt_rate(residual)} off at its own points (above {limit})"
-    return None
+    if residual <= MAX_RESIDUAL:
+        return None
+    said = f"the step-cost fit is {fmt_rate(residual)} off at its own points (above {fmt_rate(MAX_RESIDUAL)})"
+    if cost is None:
+        return said
+    worst: tuple[float, CostPoint] | None = None
+    for point in usable:
+        predicted = cost.step_s(point.k, point.concurrency)
+        off = math.inf if predicted is None else abs(predicted - point.step_s) / point.step_s
+        if off > max(MAX_RESIDUAL, point.spread or 0.0) and (worst is None or off > worst[0]):
+            worst = (off, point)
+    if worst is not None:  # off by more than the point's bursts vary: the step is not this shape
+        off, point = worst
+        where = f"{fmt_rate(off)} at k={point.k}, concurrency {fmt_count(round(point.concurrency, 1))}"
+        if point.spread is None:
+            return f"{said}: {where}"
+        return f"{said}: {where}, beyond the ±{fmt_rate(point.spread)} its bursts vary"
+    spread = max(point.spread or 0.0 for point in usable)
+    return (
+        f"{said}, within the ±{fmt_rate(spread)} the calibration's bursts of one k and load vary: the host's "
+        "noise, too wide to tell the model's shape (calibrate with more rounds, or on a quieter host)"
+    )
 
 
 def fit_replicates(resampled: Sequence[Sequence[CostPoint]], load_dependent: bool) -> list[StepCost]:
