@@ -84,6 +84,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=order)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: a worker per core; two per core for the unit tests alone, which wait on apps, local
+    servers and subprocesses more than they compute. The real-server suites keep one per core."""
+    cores = os.cpu_count() or 1
+    markers = config.option.markexpr or ""
+    unit_only = all(f"not {suite}" in markers for suite in PREPARATION_SCRIPTS)
+    return 2 * cores if unit_only else cores
+
+
 _PREPARING: list[subprocess.Popen[bytes]] = []
 
 

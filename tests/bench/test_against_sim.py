@@ -20,9 +20,9 @@ MTP_OFF = sample_configs_dir() / "config_mtp_off.toml"
 SPEED = 1.0  # real-time steps: faster ones fall under the event loop's own overhead (sim is in-process)
 
 
-def _config(a_url: str, b_url: str, requests: int = 8) -> BurstConfig:
+def _config(a_url: str, b_url: str, requests: int = 8, rounds: int = 2) -> BurstConfig:
     arms = ArmTarget("mtp-off", a_url), ArmTarget("mtp-on", b_url)
-    return burst_config(*arms, "mixed-en", requests=requests, rounds=2, warmup=1, max_tokens=48)
+    return burst_config(*arms, "mixed-en", requests=requests, rounds=rounds, warmup=1, max_tokens=48)
 
 
 async def test_mtp_on_is_faster_at_low_concurrency_and_outputs_match(client: httpx.AsyncClient) -> None:
@@ -30,7 +30,8 @@ async def test_mtp_on_is_faster_at_low_concurrency_and_outputs_match(client: htt
         SimServer(flavor="vllm", config_path=MTP_OFF, speed=SPEED) as off,
         SimServer(flavor="vllm", config_path=MTP_ON, speed=SPEED) as on,
     ):
-        result = await run_burst(_config(off.base_url, on.base_url), client)
+        # Three rounds: the sims share this process's event loop, and a busy host slows one round of two
+        result = await run_burst(_config(off.base_url, on.base_url, requests=12, rounds=3), client)
     summary = burst_summary(result)
     a, b, comparison, equivalence = summary.a, summary.b, summary.comparison, summary.equivalence
     assert b is not None and comparison is not None and equivalence is not None
@@ -39,8 +40,8 @@ async def test_mtp_on_is_faster_at_low_concurrency_and_outputs_match(client: htt
     assert comparison.ci95 is not None and comparison.ci95[0] > 1.0
     assert verdict_body(comparison.verdict).startswith("B is"), comparison.verdict
     assert b.tokens_per_chunk is not None and b.tokens_per_chunk > 1.2  # several tokens per chunk
-    assert equivalence.compared == 8
-    assert equivalence.identical == 8
+    assert equivalence.compared == 12
+    assert equivalence.identical == 12
     # Server-side acceptance during the burst, from /metrics deltas through the telemetry core.
     assert b.acceptance_rate is not None and 0.0 < b.acceptance_rate <= 1.0
     assert b.mean_acceptance_length is not None and b.mean_acceptance_length > 1.0
