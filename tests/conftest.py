@@ -1,7 +1,8 @@
-"""The suite's shape: the unit tests on every core (xdist), then the real-server suites, marked `llamacpp`
-and `real_vllm` (`-m` runs or leaves out one); the tests that share real servers are one xdist group, so
-their session fixture starts them once. llama-server's build and vLLM's install start in the background
-at collection, niced; the session fixtures wait on the same file locks.
+"""The suite's shape: the real-server suites, marked `llamacpp` and `real_vllm` (`-m` runs or leaves out one),
+run in two lanes (xdist groups: one worker each, in order), the unit tests on the other workers beside them.
+Never more than two real-server tests at once; the tests that share real servers are in one lane, so their
+session fixture starts them once. llama-server's build and vLLM's install start in the background at
+collection, niced; the session fixtures wait on the same file locks.
 """
 
 from __future__ import annotations
@@ -21,10 +22,18 @@ VLLM_PREFIX = "test_real_vllm_"
 BED_CHECKS = "test_llama_servers.py"  # the llama.cpp bed's own checks run first: a broken bed fails there
 # A hang guard, not a speed limit: it covers a session fixture's setup too (building llama-server).
 INTEGRATION_HANG_GUARD_S = 2400
-# The session fixture of the four shared vLLMs: the tests that use it are one xdist group (one worker).
-SHARED_VLLMS = "vllm_servers"
+# The lanes, balanced by their durations on two cores: the llama.cpp suite and the vLLM tunes, editor and
+# autopilot; the shared vLLMs (their tests start them once), the other vLLM tests, and last the advisor
+# against a sweep (15 minutes of restarts, measured best once the unit tests are done).
+LANE_A = (
+    "test_llama_*.py",
+    "test_real_vllm_autopilot.py",
+    "test_real_vllm_tune.py",
+    "test_real_vllm_editor.py",
+)
+LAST = "test_real_vllm_advisor.py"
 PREPARATION_SCRIPTS = {"llamacpp": "llama_build.py", "real_vllm": "vllm_install.py"}
-# The unit tests' longest files, started first so that the two workers end together.
+# The unit tests' longest files, started first so that their workers end together.
 SLOWEST_FIRST = (
     "advice/test_advisor_sim.py",
     "tune/test_tune_screen.py",
@@ -66,17 +75,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         item.add_marker(getattr(pytest.mark, suite))
         item.add_marker(pytest.mark.timeout(INTEGRATION_HANG_GUARD_S))
-        if suite == "llamacpp" or SHARED_VLLMS in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group(suite))
+        lane = "a" if any(item.path.match(pattern) for pattern in LANE_A) else "b"
+        item.add_marker(pytest.mark.xdist_group(f"lane-{lane}"))
 
     # Stable sort: the unit tests first (the slowest files first), then the llama.cpp bed's own checks,
-    # that suite, then vLLM's.
-    def order(item: pytest.Item) -> tuple[bool, bool, bool, int]:
+    # that suite, then vLLM's, the advisor last.
+    def order(item: pytest.Item) -> tuple[bool, bool, bool, bool, int]:
         suite = real_server_suite(item.path)
         slow = [index for index, name in enumerate(SLOWEST_FIRST) if item.path.match(name)]
         return (
             suite is not None,
             suite == "real_vllm",
+            item.path.name == LAST,
             item.path.name != BED_CHECKS,
             slow[0] if slow else len(SLOWEST_FIRST),
         )
@@ -85,12 +95,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: a worker per core; two per core for the unit tests alone, which wait on apps, local
-    servers and subprocesses more than they compute. The real-server suites keep one per core."""
-    cores = os.cpu_count() or 1
-    markers = config.option.markexpr or ""
-    unit_only = all(f"not {suite}" in markers for suite in PREPARATION_SCRIPTS)
-    return 2 * cores if unit_only else cores
+    """`-n auto`: two workers per core (at least four: two lanes and two for the unit tests), which wait on
+    apps, local servers and subprocesses more than they compute."""
+    return max(4, 2 * (os.cpu_count() or 1))
 
 
 _PREPARING: list[subprocess.Popen[bytes]] = []

@@ -234,15 +234,21 @@ def test_a_quiet_calibration_is_tight_and_its_advice_says_how_sure_it_is() -> No
     assert advice.as_json()["interval_by_k"]["2"] == [low, high]
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
-def test_noisy_points_widen_the_bar_and_advise_nothing_on_noise(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "said"), [(1, "k=2 unknown"), (3, "under the bar"), (5, "fit unknown")])
+def test_noisy_points_widen_the_bar_and_advise_nothing_on_noise(seed: int, said: str) -> None:
     """The same server measured on a busy host (each burst ±25%, each request ±10%): the fit may still
     point at k=2 (1.10x in truth), but the calibration cannot tell a 1.10x from its noise."""
     quiet = advise(LIVE, 3, 1.0, calibrated(0.005, 0.005, seed))
     model = calibrated(0.25, 0.10, seed)
     noisy = advise(LIVE, 3, 1.0, model)
+    assert (model.caveat is not None) == (said == "fit unknown")
     if model.caveat is not None:  # a fit this far off its own points predicts nothing
         assert noisy.better_k is None and "step cost unknown" in noisy.line()
+        return
+    assert (noisy.speedup_by_k[2] is None) == (said == "k=2 unknown")
+    if noisy.speedup_by_k[2] is None:  # a figure its interval does not pin within ±15% is none
+        assert noisy.better_k is None
+        assert "unknown: the calibration's interval reaches beyond ±15%" in noisy.note
         return
     assert model.spread is not None and model.spread > 0.1
     assert noisy.uncertainty is not None and quiet.uncertainty is not None
@@ -326,8 +332,8 @@ def test_a_real_vllm_calibration_on_a_busy_host_advises_nothing() -> None:
     assert advice.best_k == 2 and advice.better_k is None, advice
     assert advice.speedup_by_k[0] is None and advice.speedup_by_k[1] is None  # unknown, not a figure
     assert advice.line() == (
-        "k=2 now · step cost measured at load 1 only; k=0,1,3,4 unknown: the calibration's interval is "
-        "wider than 1.60x (calibrate with more rounds)"
+        "k=2 now · step cost measured at load 1 only; k=0,1,3,4 unknown: the calibration's interval "
+        "reaches beyond ±15% of the figure (calibrate with more rounds)"
     )
     unsure = advise(REAL_LIVE, 2, 1.0, model.model_copy(update={"replicates": []}))
     assert unsure.better_k == 0  # the bar without the calibration's uncertainty: advice on noise

@@ -4,6 +4,8 @@ its last verified state, and says which."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
@@ -73,7 +75,8 @@ async def test_the_cards_show_what_the_autopilot_would_do(one_sim: DemoSims) -> 
         await pilot.press("o")
         await wait_until(pilot, lambda: "proposed" in outcomes("one"))
         assert shown(app, "one").startswith("autopilot: watching · k=4 now · k=2 would be")
-        assert any("(dry run: --auto to act)" in str(n.message) for n in app._notifications)
+        said = '(dry run: autopilot = "auto" for one in spectop.toml to act)'  # what the dashboard takes
+        assert any(said in str(n.message) for n in app._notifications)
         await pilot.press("o")
         await wait_until(pilot, lambda: shown(app, "one") == "")
         await wait_until(pilot, lambda: "left" in outcomes("one"))
@@ -102,7 +105,8 @@ async def test_an_auto_endpoint_gets_the_better_k_and_keeps_it(two_sims: DemoSim
     assert (kept.from_k, kept.to_k, kept.verdict) == (4, 2, "better")
 
 
-async def test_quitting_while_a_change_is_tested_puts_it_back_first(two_sims: DemoSims) -> None:
+@pytest.mark.parametrize("leaving", ["ctrl+c", "SIGTERM"])
+async def test_quitting_while_a_change_is_tested_puts_it_back_first(two_sims: DemoSims, leaving: str) -> None:
     acts = two_sims.sims[0]
     found = acts.config.read_bytes()
     app = app_on(two_sims, "auto", "propose")
@@ -110,8 +114,13 @@ async def test_quitting_while_a_change_is_tested_puts_it_back_first(two_sims: De
         await wait_until(pilot, lambda: app.board.advice is not None)
         await pilot.press("o")
         await wait_until(pilot, lambda: "canary k=2," in shown(app, "acts"))
-        await pilot.press("ctrl+c")  # the other endpoint's autopilot is done at once: this one still waits
+        if leaving == "SIGTERM":  # as `kill` or a closed SSH session ends it
+            os.kill(os.getpid(), signal.SIGTERM)
+            await wait_until(pilot, lambda: app.return_code is not None)  # its own way out, not the test's
+        else:
+            await pilot.press(leaving)  # the other endpoint's autopilot is done at once: this one still waits
     print("\n".join(app.recovery_notes))
+    assert app.return_code == (128 + signal.SIGTERM if leaving == "SIGTERM" else 0)
     assert acts.config.read_bytes() == found
     assert any("acts: k=4->2 rolled_back" in note for note in app.recovery_notes)
     assert any("acts: left · config left as found (k=4)" in note for note in app.recovery_notes)

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.advice.stepcost import StepCostModel
-from tui.format import fmt_count, fmt_duration, fmt_times, fmt_times_interval
+from tui.format import fmt_count, fmt_duration, fmt_rate, fmt_times, fmt_times_interval
 
 DEFAULT_MARGIN = 0.05  # another k must be this much faster (plus the model's error) to be advised
-MAX_INTERVAL = 1.6  # a speedup known only within a wider interval (high / low) is unknown, not a figure
+# A speedup whose interval reaches further than this from it (either side) is unknown, not a figure: "1.27x
+# (1.07-1.37)" does not say 1.27x (a real vLLM on a busy host then measured 1.10x, its interval 1.00-1.19).
+MAX_OFF = 0.15
 EXTRAPOLATE = 2  # k' above the current k that are extrapolated
 CALIBRATE_HINT = "spectop tune CONFIG --endpoint URL --restart-command CMD --calibrate"
 CALIBRATE_KEYS = "T, then c on the tune screen"  # the same calibration from the dashboard
@@ -215,14 +217,14 @@ def advise(
             scale = lengths[k] / current_length
             stretch = 1.0 if k == current_k else widen  # the current k over itself is exactly 1
             intervals[k] = (ratio[0] * scale / stretch, ratio[1] * scale * stretch)
-    wide = [k for k, (a, b) in intervals.items() if k != current_k and not (a > 0 and b / a <= MAX_INTERVAL)]
+    wide = [k for k, (a, b) in intervals.items() if k != current_k and not _within(speedups[k], a, b)]
     for k in wide:  # a figure that could be anything within that interval is no figure
         speedups[k] = None
         del intervals[k]
     if wide:
         notes.append(
-            f"k={','.join(map(str, wide))} unknown: the calibration's interval is wider than "
-            f"{fmt_times(MAX_INTERVAL)} (calibrate with more rounds)"
+            f"k={','.join(map(str, wide))} unknown: the calibration's interval reaches beyond "
+            f"±{fmt_rate(MAX_OFF)} of the figure (calibrate with more rounds)"
         )
     trusted = [
         (value, -k)
@@ -247,6 +249,10 @@ def advise(
         interval_by_k=intervals,
         uncertainty=uncertainty,
     )
+
+
+def _within(point: float | None, low: float, high: float) -> bool:
+    return point is not None and low > 0 and point / low <= 1 + MAX_OFF and high / point <= 1 + MAX_OFF
 
 
 def _uncertainty(

@@ -94,8 +94,10 @@ class Autopilot:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         say: Callable[[str], None] = print,
         on_state: Callable[[dict[str, PilotState]], None] | None = None,
+        to_act: str = "--auto to act",  # how a dry run's proposal says to let it act
     ) -> None:
         self.targets, self.eyes, self.kept, self.limits = targets, eyes, kept, limits
+        self.to_act = to_act
         self.auto, self.audit_path, self.client = auto, audit_path, client
         self.make_target, self.clock, self.sleep, self.say = make_target, clock, sleep, say
         self.on_state = on_state  # after each interval: what a dashboard shows per instance
@@ -216,7 +218,7 @@ class Autopilot:
             self.once(f"would {words}, but not now: {blocked}", f"blocked {better} {blocked.split(':')[0]}")
             return
         if not self.auto:
-            if self.once(f"would {words} (dry run: --auto to act)", f"propose {better}"):
+            if self.once(f"would {words} (dry run: {self.to_act})", f"propose {better}"):
                 self.record(
                     AuditRecord(
                         outcome="proposed",
@@ -501,6 +503,7 @@ async def pilot_endpoints(
         pilot = Autopilot(
             {endpoint.name: target}, eyes, kept, limits, auto=endpoint.autopilot == "auto",
             audit_path=audit_path, client=client, say=say, on_state=on_state,
+            to_act=f'autopilot = "auto" for {endpoint.name} in spectop.toml to act',
         )  # fmt: skip
         pilots.append(pilot)
     async with asyncio.TaskGroup() as group:  # cancelled, it waits until each has put its file back (gather

@@ -502,8 +502,11 @@ class SpectopApp(SpectopBase[int]):
             self.keep_recovery_note(f"autopilot: {line}")
 
     async def action_quit(self) -> None:
-        """An acting autopilot first puts back its unverified change (restarting the server) and says where
-        it left each file; then the app quits."""
+        await self.leave()
+
+    async def leave(self, return_code: int = 0) -> None:
+        """Quit (`q`, SIGTERM, SIGHUP): an acting autopilot first puts back its unverified change
+        (restarting the server) and says where it left each file."""
         running = [w for w in self.workers if w.group == "autopilot" and w.is_running]  # `o` off: leaving
         if running and not self._leaving:
             self._leaving = True
@@ -513,7 +516,7 @@ class SpectopApp(SpectopBase[int]):
                     worker.cancel()
             while any(worker.is_running for worker in running):
                 await asyncio.sleep(0.05)
-        await super().action_quit()
+        self.exit(return_code=return_code)
 
     def _autopilot_state(self, states: dict[str, PilotState]) -> None:
         self._autopilot_lines |= {name: state.line() for name, state in states.items()}

@@ -136,7 +136,11 @@ def _on_exit_signal(app: App[Any], number: int) -> None:
         if note:
             notes.append(note)
     state.notes = tuple(notes)
-    app.exit(return_code=128 + number)
+    leave = getattr(app, "leave", None)  # an App with work to undo first (an acting autopilot's change)
+    if leave is None:
+        app.exit(return_code=128 + number)
+    else:
+        app.call_later(leave, 128 + number)
 
 
 def release_input_thread(app: App[Any]) -> None:
