@@ -22,16 +22,10 @@ VLLM_PREFIX = "test_real_vllm_"
 BED_CHECKS = "test_llama_servers.py"  # the llama.cpp bed's own checks run first: a broken bed fails there
 # A hang guard, not a speed limit: it covers a session fixture's setup too (building llama-server).
 INTEGRATION_HANG_GUARD_S = 2400
-# The lanes, balanced by their durations on two cores: the llama.cpp suite and the vLLM tunes, editor and
-# autopilot; the shared vLLMs (their tests start them once), the other vLLM tests, and last the advisor
-# against a sweep (15 minutes of restarts, measured best once the unit tests are done).
-LANE_A = (
-    "test_llama_*.py",
-    "test_real_vllm_autopilot.py",
-    "test_real_vllm_tune.py",
-    "test_real_vllm_editor.py",
-)
-LAST = "test_real_vllm_advisor.py"
+# The lanes, balanced by their durations on two cores (~20 minutes each): the advisor against a sweep (15
+# minutes of restarts alone, started first) and the vLLM tunes; every other real-server test.
+LANE_B = ("test_real_vllm_advisor.py", "test_real_vllm_tune.py")
+SHARED_VLLMS = "vllm_servers"  # the session fixture of the four shared vLLMs (tests/integration/conftest.py)
 PREPARATION_SCRIPTS = {"llamacpp": "llama_build.py", "real_vllm": "vllm_install.py"}
 # The unit tests' longest files, started first so that their workers end together.
 SLOWEST_FIRST = (
@@ -75,18 +69,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         item.add_marker(getattr(pytest.mark, suite))
         item.add_marker(pytest.mark.timeout(INTEGRATION_HANG_GUARD_S))
-        lane = "a" if any(item.path.match(pattern) for pattern in LANE_A) else "b"
+        lane = "b" if item.path.name in LANE_B else "a"
         item.add_marker(pytest.mark.xdist_group(f"lane-{lane}"))
 
-    # Stable sort: the unit tests first (the slowest files first), then the llama.cpp bed's own checks,
-    # that suite, then vLLM's, the advisor last.
-    def order(item: pytest.Item) -> tuple[bool, bool, bool, bool, int]:
+    # Stable sort: the unit tests first (the slowest files first), then the real-server tests in each lane's
+    # order: the lane's first file (LANE_B's), the llama.cpp bed's own checks, that suite, then vLLM's, the
+    # tests on the shared vLLMs one after another (they are stopped after the last).
+    def order(item: pytest.Item) -> tuple[bool, bool, bool, bool, bool, int]:
         suite = real_server_suite(item.path)
         slow = [index for index, name in enumerate(SLOWEST_FIRST) if item.path.match(name)]
         return (
             suite is not None,
+            item.path.name != LANE_B[0],
             suite == "real_vllm",
-            item.path.name == LAST,
+            SHARED_VLLMS not in getattr(item, "fixturenames", ()),
             item.path.name != BED_CHECKS,
             slow[0] if slow else len(SLOWEST_FIRST),
         )

@@ -4,7 +4,7 @@ that a machine's first run fills. Markers, xdist groups and order: tests/conftes
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -110,25 +110,42 @@ def vllm_models(vllm_python: Path) -> VllmModels:
     return make_vllm_models(vllm_python, cache_dir())
 
 
+SHARED_VLLMS = "vllm_servers"
+_STOP_SHARED_VLLMS: list[Callable[[], None]] = []
+
+
 @pytest.fixture(scope="session")
 def vllm_servers(
     vllm_python: Path, vllm_models: VllmModels, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, VllmServer]]:
     """Four vLLMs started at once: no draft, the target as its own draft, a noisy draft, a random one."""
     workdir = tmp_path_factory.mktemp("vllm-servers")
-    with all_running(
-        {
-            kind: VllmServer(
-                name=kind,
-                python=vllm_python,
-                model=vllm_models.target,
-                draft=vllm_models.draft(kind),
-                workdir=workdir,
+    with ExitStack() as running:
+        servers = running.enter_context(
+            all_running(
+                {
+                    kind: VllmServer(
+                        name=kind,
+                        python=vllm_python,
+                        model=vllm_models.target,
+                        draft=vllm_models.draft(kind),
+                        workdir=workdir,
+                    )
+                    for kind in SERVER_KINDS
+                }
             )
-            for kind in SERVER_KINDS
-        }
-    ) as servers:
+        )
+        _STOP_SHARED_VLLMS.append(running.close)
         yield servers
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """The shared vLLMs stop after the last test that uses them (those tests run one after another, first in
+    their lane: tests/conftest.py), not at the session's end: idle, each still takes ~10% of a core."""
+    uses = SHARED_VLLMS in getattr(item, "fixturenames", ())
+    if uses and SHARED_VLLMS not in getattr(nextitem, "fixturenames", ()):
+        while _STOP_SHARED_VLLMS:
+            _STOP_SHARED_VLLMS.pop()()
 
 
 @pytest.fixture

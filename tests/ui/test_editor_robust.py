@@ -112,7 +112,7 @@ async def edit_a_field(pilot, screen: EditorScreen, value: str) -> None:  # type
     field.value = ""
     await pilot.pause()
     await pilot.press("i", *value, "enter")  # i: into edit mode
-    await pilot.pause()
+    await wait_for(pilot, screen.has_unsaved_changes, "the edit")  # a busy host: the keys may land later
 
 
 async def ask_cancel_ask_answer(pilot, first_key: str, second_key: str, answer: str) -> None:  # type: ignore[no-untyped-def]

@@ -149,6 +149,7 @@ class SpectopApp(SpectopBase[int]):
         self._autopilot: Worker[None] | None = None  # `o`: one dry-run autopilot per endpoint
         self._autopilot_lines: dict[str, str] = {}
         self._leaving = False  # quitting: the autopilot puts the configs back first
+        self._unmounted = False
         # Before the app runs, so that the first CSS parse has the theme's colours.
         self._theme_problems = self._load_themes()
 
@@ -258,6 +259,7 @@ class SpectopApp(SpectopBase[int]):
 
     async def on_unmount(self) -> None:
         restore_signals(self)
+        self._unmounted = True  # a freeze timer that fires after this (a busy host) must not freeze
         if self._gc_thresholds is not None:
             gc.unfreeze()
             gc.set_threshold(*self._gc_thresholds)
@@ -266,7 +268,7 @@ class SpectopApp(SpectopBase[int]):
 
     def _freeze_heap(self) -> None:
         """Fleet mode, the first refresh drawn: see FREEZE_HEAP_AFTER_S."""
-        if self._gc_thresholds is None:
+        if self._gc_thresholds is None and not self._unmounted:
             self._gc_thresholds = gc.get_threshold()
             gc.freeze()
             gc.set_threshold(FLEET_GC_THRESHOLD, *self._gc_thresholds[1:])
@@ -516,7 +518,10 @@ class SpectopApp(SpectopBase[int]):
                     worker.cancel()
             while any(worker.is_running for worker in running):
                 await asyncio.sleep(0.05)
-        self.exit(return_code=return_code)
+        if return_code:  # a signal: the screens wrote their recovery copies, nothing asks
+            self.exit(return_code=return_code)
+        else:
+            await super().action_quit()  # an editor with unsaved changes asks first
 
     def _autopilot_state(self, states: dict[str, PilotState]) -> None:
         self._autopilot_lines |= {name: state.line() for name, state in states.items()}
