@@ -1,5 +1,6 @@
 """The suite's shape: the real-server suites, marked `llamacpp` and `real_vllm` (`-m` runs or leaves out one),
-run in two lanes (xdist groups: one worker each, in order), the unit tests on the other workers beside them.
+run in two lanes (xdist groups: one worker each, in order), the unit tests on the other workers beside them,
+those that measure sims last.
 Never more than two real-server tests at once; the tests that share real servers are in one lane, so their
 session fixture starts them once. llama-server's build and vLLM's install start in the background at
 collection, niced; the session fixtures wait on the same file locks.
@@ -41,6 +42,17 @@ SLOWEST_FIRST = (
     "fleet/test_fleet_prometheus.py",
 )
 
+# The unit tests that measure speed on simulators (the sim's model against spectop's verdicts): last, so
+# that they run once the real-server lanes have ended, on every worker, on a quiet host.
+MEASURING = (
+    "tune/test_*.py",
+    "advice/test_advisor_sim.py",
+    "ui/test_bench_screen.py",
+    "autopilot/test_*.py",
+    "bench/test_against_sim.py",
+    "bench/test_until_significant.py",
+)
+
 # Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (as on the CI machines): else every pytest
 # worker rewrites the asserts of every test module again, and every `spectop` subprocess compiles tui/.
 sys.dont_write_bytecode = False
@@ -75,11 +87,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Stable sort: the unit tests first (the slowest files first), then the real-server tests in each lane's
     # order: the lane's first file (LANE_B's), the llama.cpp bed's own checks, that suite, then vLLM's, the
     # tests on the shared vLLMs one after another (they are stopped after the last).
-    def order(item: pytest.Item) -> tuple[bool, bool, bool, bool, bool, int]:
+    def order(item: pytest.Item) -> tuple[bool, bool, bool, bool, bool, bool, int]:
         suite = real_server_suite(item.path)
         slow = [index for index, name in enumerate(SLOWEST_FIRST) if item.path.match(name)]
         return (
             suite is not None,
+            any(item.path.match(pattern) for pattern in MEASURING),
             item.path.name != LANE_B[0],
             suite == "real_vllm",
             SHARED_VLLMS not in getattr(item, "fixturenames", ()),
@@ -91,9 +104,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: two workers per core (at least four: two lanes and two for the unit tests), which wait on
-    apps, local servers and subprocesses more than they compute."""
-    return max(4, 2 * (os.cpu_count() or 1))
+    """`-n auto`: with the real-server lanes, one worker per core and one more (on two cores: the lanes and
+    one for the unit tests; four made the unit tests that measure sims fail under load ~18); two per core
+    for the unit tests alone, which wait on apps, local servers and subprocesses more than they compute."""
+    cores = os.cpu_count() or 1
+    markers = config.option.markexpr or ""
+    unit_only = all(f"not {suite}" in markers for suite in PREPARATION_SCRIPTS)
+    return 2 * cores if unit_only else cores + 1
 
 
 _PREPARING: list[subprocess.Popen[bytes]] = []
