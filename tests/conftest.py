@@ -42,8 +42,9 @@ SLOWEST_FIRST = (
     "fleet/test_fleet_prometheus.py",
 )
 
-# The unit tests that measure speed on simulators (the sim's model against spectop's verdicts): last, so
-# that they run once the real-server lanes have ended, on every worker, on a quiet host.
+# The unit tests that measure speed on simulators (the sim's model against spectop's verdicts; and every
+# test on the tune fixture's sim): last, so that they run once the real-server lanes have ended, on every
+# worker, on a quiet host.
 MEASURING = (
     "tune/test_*.py",
     "advice/test_advisor_sim.py",
@@ -92,7 +93,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         slow = [index for index, name in enumerate(SLOWEST_FIRST) if item.path.match(name)]
         return (
             suite is not None,
-            any(item.path.match(pattern) for pattern in MEASURING),
+            any(item.path.match(pattern) for pattern in MEASURING)
+            or "tune_sim" in getattr(item, "fixturenames", ()),
             item.path.name != LANE_B[0],
             suite == "real_vllm",
             SHARED_VLLMS not in getattr(item, "fixturenames", ()),
