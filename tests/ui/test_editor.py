@@ -74,7 +74,8 @@ async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) ->
         ]
         assert (config_toml.parent / "config.toml.bak").read_bytes() == before
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen), "back in the editor")
-        assert "modified" not in str(screen.query_one("#editor-title", Static).render())
+        title = screen.query_one("#editor-title", Static)
+        await wait_for(pilot, lambda: "modified" not in str(title.render()), "the title without 'modified'")
         assert not screen.has_unsaved_changes()  # the field just typed counts as saved: esc closes at once
         await pilot.press("escape")
         await pilot.pause()
@@ -377,7 +378,8 @@ async def test_the_focused_field_is_marked_named_and_in_view(
         await press_at_once(pilot, *["down"] * (list(screen._rows).index(target) - 1))  # at tmux speed
         await wait_for(pilot, lambda: focused_row(screen) is row, "down the form, field after field")
         await wait_for(pilot, lambda: marked_rows(screen) == [row], "only the focused row marked")
-        assert status_text(screen).startswith(f"{dotted(target)}: enter or i edits the field")
+        said = f"{dotted(target)}: enter or i edits the field"
+        await wait_for(pilot, lambda: status_text(screen).startswith(said), "the status of the focused field")
         in_view = lambda: form.content_region.contains_region(row.region)  # noqa: E731  (with its help line)
         await wait_for(pilot, in_view, "the focused field and its help in view")
         await pilot.press("up")
