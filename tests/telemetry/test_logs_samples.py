@@ -11,6 +11,7 @@ import pytest
 from tui.cli import main
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import LogParser
+from tui.telemetry.logs.startup import is_process_start
 
 SAMPLES = Path(__file__).parent / "log_samples"
 
@@ -151,3 +152,10 @@ def test_spectop_logs_json_on_each_sample(
     assert Counter(record["kind"] for record in records) == expected_kinds
     spec = [r for r in records if r["kind"] == "spec_decode"]
     assert all("accepted_tokens" in r or r.get("mean_acceptance_length") for r in spec)
+
+
+@pytest.mark.parametrize("path", sorted(SAMPLES.glob("*.server.log")), ids=lambda path: path.name)
+def test_every_engines_log_has_a_line_that_says_a_process_started(path: Path) -> None:
+    """A restart's start-failure watch counts errors only after such a line (tui/configs/restart.py)."""
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    assert any(is_process_start(line) for line in lines)

@@ -234,6 +234,34 @@ def test_start_failure_watch_needs_a_fatal_error_and_a_quiet_log(tmp_path: Path)
     assert reason is not None and "no-such-draft" in reason and "died while starting" in reason
 
 
+OLD_PROCESS_SHUTDOWN = (
+    "(APIServer pid=5) ERROR 12-07 04:11:52 [async_llm.py:744] AsyncLLM output_handler failed.\n"
+    "(APIServer pid=5) ERROR 12-07 04:11:52 [async_llm.py:744] vllm.v1.engine.exceptions.EngineDeadError: "
+    "EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
+)
+
+
+def test_the_old_processs_shutdown_errors_are_not_a_failed_start(tmp_path: Path) -> None:
+    """vLLM logs EngineDeadError on every SIGTERM; the new process may then import for minutes without a
+    line (a loaded machine). Until its first line, nothing in the log says the new process died."""
+    log = tmp_path / "server.log"
+    log.write_text("(APIServer pid=5) INFO 12-07 04:01:00 [loggers.py:1] Engine 000: Avg generation ...\n")
+    now = [0.0]
+    watch = StartFailureWatch(log, log.stat().st_size, quiet_s=10.0, clock=lambda: now[0])
+    with log.open("a") as file:
+        file.write(OLD_PROCESS_SHUTDOWN)
+    assert watch.poll() is None
+    now[0] = 120.0
+    assert watch.poll() is None  # long quiet after the old process's errors: still starting
+    with log.open("a") as file:
+        file.write(FAILED_START)
+    now[0] = 125.0
+    assert watch.poll() is None
+    now[0] = 140.0
+    reason = watch.poll()
+    assert reason is not None and "no-such-draft" in reason and "EngineDeadError" not in reason
+
+
 async def test_a_server_that_dies_starting_fails_at_once_with_the_logs_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

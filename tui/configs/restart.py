@@ -22,6 +22,7 @@ from tui.sanitize import safe_line
 from tui.telemetry.backends import BACKENDS
 from tui.telemetry.events import ErrorEvent
 from tui.telemetry.logs import LogParser
+from tui.telemetry.logs.startup import is_process_start
 from tui.telemetry.scraper import scrape_metrics
 
 MAX_OUTPUT_LINE = 2000
@@ -131,8 +132,10 @@ _FATAL = ("oom", "engine_dead", "spec_config", "traceback")
 
 
 class StartFailureWatch:
-    """Tells a server that died while starting (a fatal log line since the restart, then `quiet_s` of quiet
-    while /health does not answer) from one still starting, so a failed start costs no health timeout."""
+    """Tells a server that died while starting (a fatal log line after the new process's first line, then
+    `quiet_s` of quiet while /health does not answer) from one still starting, so a failed start costs no
+    health timeout. Errors before that first line are the old process's shutdown: they never count (a log
+    with no line known to start a process falls back to the health timeout)."""
 
     def __init__(
         self,
@@ -149,10 +152,13 @@ class StartFailureWatch:
         self.grew_at = clock()
         self.parser = LogParser()
         self.errors: list[str] = []
+        self.started = False
         self._partial = ""
         self.reason: str | None = None
 
     def _take(self, events: Sequence[object]) -> None:
+        if not self.started:
+            return
         for event in events:
             if isinstance(event, ErrorEvent) and event.category in _FATAL:
                 message = safe_line(event.message or event.line)[:MAX_OUTPUT_LINE]
@@ -179,7 +185,11 @@ class StartFailureWatch:
             self.grew_at = now
             text = self._partial + data.decode("utf-8", "replace")
             *lines, self._partial = text.split("\n")
-            self._take([event for line in lines for event in self.parser.feed_guarded(line)])
+            for line in lines:
+                self._take(self.parser.feed_guarded(line))  # events it ends belong before it
+                if is_process_start(line):
+                    self.started = True
+                    self.errors.clear()  # a process that starts again (a supervisor's retry) is judged anew
             return None
         if now - self.grew_at < self.quiet_s:
             return None
