@@ -14,7 +14,7 @@ from typing import NoReturn
 import shtab
 
 from tui import __version__
-from tui.cli_options import completes_files
+from tui.cli_options import complete_files
 from tui.commands import NoTerminalError, monitor
 from tui.debug_log import ENV_VARIABLE, start_debug_log, stop_debug_log
 from tui.safe_output import sanitized_stdio
@@ -55,13 +55,12 @@ class _CompletionAction(argparse.Action):
 
 
 def add_debug_log_argument(parser: argparse.ArgumentParser, *, default: object = None) -> None:
-    debug_log = parser.add_argument(
+    parser.add_argument(
         "--debug-log",
         metavar="FILE",
         default=default,
         help=f"append unexpected errors with their tracebacks to FILE (also ${ENV_VARIABLE}; off by default)",
     )
-    completes_files(debug_log)
 
 
 class _DashboardParser(argparse.ArgumentParser):
@@ -99,6 +98,7 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
         importlib.import_module(module_name).register(subparsers)
     for command in subparsers.choices.values():  # before or after the command: `spectop demo --debug-log F`
         add_debug_log_argument(command, default=argparse.SUPPRESS)
+    complete_files(parser)
     return parser
 
 

@@ -12,18 +12,21 @@ import shtab
 Option = tuple[str, str, dict[str, Any]]  # (flag, field, add_argument keywords)
 
 
-def completes_files(action: argparse.Action) -> argparse.Action:
-    """Mark an argument whose values are file names: the completion scripts complete files there."""
-    action.complete = shtab.FILE  # type: ignore[attr-defined]
-    return action
+def complete_files(parser: argparse.ArgumentParser) -> None:
+    """Mark every argument whose metavar names files (FILE, CONFIG, BEFORE AFTER), in every subcommand too:
+    the completion scripts complete files there."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                complete_files(command)
+        elif any(word in str(action.metavar) for word in ("FILE", "CONFIG", "BEFORE")):
+            action.complete = shtab.FILE  # type: ignore[attr-defined]
 
 
 def add_options(target: Any, options: Iterable[Option]) -> None:
-    """Add the rows to a parser or an argument group; a FILE metavar completes files."""
+    """Add the rows to a parser or an argument group."""
     for flag, field, keywords in options:
-        action = target.add_argument(flag, dest=field, **keywords)
-        if "FILE" in str(keywords.get("metavar", "")):
-            completes_files(action)
+        target.add_argument(flag, dest=field, **keywords)
 
 
 def option_values(args: argparse.Namespace, options: Iterable[Option]) -> dict[str, Any]:

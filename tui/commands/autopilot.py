@@ -22,7 +22,7 @@ from tui.autopilot.loop import Autopilot, Eyes
 from tui.autopilot.observe import FleetEyes, Seen, ServerEyes
 from tui.autopilot.policy import Limits
 from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target, from_templates
-from tui.cli_options import Option, add_fleet_arguments, add_options, completes_files, option, option_values
+from tui.cli_options import Option, add_fleet_arguments, add_options, option, option_values
 from tui.commands import EXIT_OK, fail
 from tui.fleet.poller import FleetPoller
 from tui.sanitize import safe_line
@@ -87,11 +87,7 @@ LIMITS: list[Option] = [
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("autopilot", help=HELP, description=HELP + ".")
-    completes_files(
-        parser.add_argument(
-            "config", nargs="?", type=Path, metavar="CONFIG", help="one server: its config file"
-        )
-    )
+    parser.add_argument("config", nargs="?", type=Path, metavar="CONFIG", help="one server: its config file")
     add_options(parser, OPTIONS)
     add_fleet_arguments(parser, group_by=False)
     add_options(parser.add_argument_group("limits"), LIMITS)

@@ -24,7 +24,6 @@ from tui.cli_options import (
     MODEL,
     Option,
     add_options,
-    completes_files,
     option,
     option_flags,
     option_values,
@@ -135,13 +134,12 @@ def register(subparsers: Any) -> None:
     gpu.add_argument("--gpu-metrics-url", metavar="URL", help="dcgm-exporter page of both arms' GPUs")
     gpu.add_argument("--a-gpu-metrics-url", metavar="URL", help="dcgm-exporter page of arm A's GPUs")
     gpu.add_argument("--b-gpu-metrics-url", metavar="URL", help="dcgm-exporter page of arm B's GPUs")
-    compare = parser.add_argument(
+    parser.add_argument(
         "--compare",
         nargs=2,
         metavar=("BEFORE", "AFTER"),
         help="compare two kept bursts (files from --history) instead of running one",
     )
-    completes_files(compare)
     parser.add_argument("--history", action="store_true", help="list the kept bursts, newest first")
     parser.add_argument(
         "--prompt-tokens",

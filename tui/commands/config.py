@@ -11,7 +11,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tui.cli_options import completes_files
 from tui.commands import fail, say
 from tui.configs.atomic import ReadOnlyFileError, file_lock
 from tui.configs.document import parse_key_path
@@ -47,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = actions.add_parser(name, help=help_text, description=help_text)
-        completes_files(sub.add_argument("file", type=Path, metavar="FILE"))
+        sub.add_argument("file", type=Path, metavar="FILE")
         sub.add_argument("--kind", help="force the kind: vllm_toml | sglang_json | client_json")
         return sub
 

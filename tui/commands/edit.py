@@ -6,7 +6,6 @@ import argparse
 import shlex
 from pathlib import Path
 
-from tui.cli_options import completes_files
 from tui.commands import fail, require_terminal, run_until_quit, say
 from tui.configs.errors import ConfigError
 from tui.configs.kinds import parse_kind
@@ -21,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Open the config editor on FILE. ctrl+s saves (after showing the diff); with "
         "--restart-command, 'Save & restart' runs it and waits for --health-url.",
     )
-    completes_files(parser.add_argument("file", type=Path, metavar="FILE"))
+    parser.add_argument("file", type=Path, metavar="FILE")
     parser.add_argument("--kind", help="force the kind: vllm_toml | sglang_json | client_json")
     parser.add_argument(
         "--restart-command",
@@ -32,9 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--health-timeout", type=float, default=30.0, metavar="S", help="stop waiting after S s (default 30)"
     )
-    completes_files(
-        parser.add_argument("--log-file", type=Path, metavar="FILE", help="server log, shown on failure")
-    )
+    parser.add_argument("--log-file", type=Path, metavar="FILE", help="server log, shown on failure")
     parser.set_defaults(func=run)
 
 

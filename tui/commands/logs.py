@@ -10,7 +10,6 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from tui.cli_options import completes_files
 from tui.commands import fail, say
 from tui.telemetry.logs import LogParser
 from tui.telemetry.logs.follow import follow_events
@@ -29,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "prints only the time since it started: that is `uptime`; `time` is the wall time when known (a "
         "docker/journald prefix, or a line read live with --follow), else unknown.",
     )
-    completes_files(parser.add_argument("file", metavar="FILE", help="the server's log file"))
+    parser.add_argument("file", metavar="FILE", help="the server's log file")
     parser.add_argument(
         "-f", "--follow", action="store_true", help="keep following the file (survives rotation)"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tui.auth import ApiKeyError
-from tui.cli_options import add_fleet_arguments, completes_files
+from tui.cli_options import add_fleet_arguments
 from tui.commands import fail, require_terminal, run_until_quit, say
 from tui.commands.replay import add_record_arguments
 from tui.settings import SettingsError, apply_fleet_flags, load_settings
@@ -15,7 +15,7 @@ from tui.ui.app import SpectopApp
 
 
 def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
-    completes_files(parser.add_argument("--config", metavar="FILE", help="spectop.toml settings file"))
+    parser.add_argument("--config", metavar="FILE", help="spectop.toml settings file")
     parser.add_argument(
         "--endpoint",
         metavar="URL",

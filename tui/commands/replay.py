@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui.cli_options import completes_files
 from tui.commands import fail, require_terminal, run_until_quit
 from tui.settings import Settings, SettingsError, load_settings
 from tui.sources import ReplaySource
@@ -15,10 +14,7 @@ from tui.ui.app import SpectopApp
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     """`--record FILE` and `--record-max-mb MB` (the dashboard and `spectop demo`)."""
-    record = parser.add_argument(
-        "--record", metavar="FILE", help="append every scrape and log event as JSON lines"
-    )
-    completes_files(record)
+    parser.add_argument("--record", metavar="FILE", help="append every scrape and log event as JSON lines")
     parser.add_argument(
         "--record-max-mb",
         type=float,
@@ -35,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Play a JSONL recording made with `spectop --record FILE` back in the dashboard. "
         "Keys: p pause, + / - speed, q quit.",
     )
-    completes_files(parser.add_argument("file", metavar="FILE", help="the recording (JSON lines)"))
+    parser.add_argument("file", metavar="FILE", help="the recording (JSON lines)")
     parser.add_argument(
         "--speed",
         type=float,
@@ -43,9 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="X",
         help="playback speed factor (default 1; 0 plays everything at once)",
     )
-    completes_files(
-        parser.add_argument("--config", metavar="FILE", help="spectop.toml for alert thresholds (optional)")
-    )
+    parser.add_argument("--config", metavar="FILE", help="spectop.toml for alert thresholds (optional)")
     parser.set_defaults(func=run)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from tui.advice.calibrate import CALIBRATION_MAX_TOKENS, CALIBRATION_REQUESTS, fit_and_keep, plan_calibration
 from tui.bench.prompts import parse_prompt_tokens
-from tui.cli_options import API_KEY_ENV, MODEL, Option, add_options, completes_files, option, option_values
+from tui.cli_options import API_KEY_ENV, MODEL, Option, add_options, option, option_values
 from tui.commands import EXIT_BAD_ARGUMENTS, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, say
 from tui.configs.errors import ConfigError
 from tui.safe_output import progress_line as redraw
@@ -143,9 +143,7 @@ def register(subparsers: Any) -> None:
         "restart failed or nothing could be measured, 2 on bad arguments or an unreadable file, 130 when "
         "cancelled (restored).",
     )
-    completes_files(
-        parser.add_argument("config", metavar="CONFIG", help="the server's config file (edited in place)")
-    )
+    parser.add_argument("config", metavar="CONFIG", help="the server's config file (edited in place)")
     add_options(parser, TUNE_OPTIONS)
     parser.set_defaults(func=run)
 
