@@ -172,7 +172,6 @@ class EngineObserver:
 
     def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:
         """Between steps (e.g. an abort while idle), so gauges do not go stale."""
-        return None
 
 
 class MetricsRecorder(EngineObserver):
@@ -188,7 +187,6 @@ class MetricsRecorder(EngineObserver):
 
     def idle_tick(self, now: float, running: int, waiting: int) -> None:
         """Called about once a second, for servers that re-publish gauges while idle."""
-        return None
 
     def http_request(
         self, method: str, path: str, status: int, request_bytes: int, response_bytes: int, duration_s: float

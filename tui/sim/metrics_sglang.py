@@ -112,6 +112,9 @@ CONSTANTS = (
     ("context_len", "Maximum context length."),
     ("startup_available_gpu_memory_gb", "Available GPU memory in GB at startup."),
 )
+COUNTERS: tuple[str, ...] = ("prompt_tokens", "generation_tokens", "spec_verify_calls", "cached_tokens")
+COUNTERS += ("num_requests", "decode_passes", "prefill_passes", "prefill_compute", "prefill_cache")
+COUNTERS += ("decode_tokens",)
 HTTP_ENDPOINTS_IGNORED = ("/sim/",)
 IDLE_REPUBLISH_S = 30.0
 
@@ -170,11 +173,7 @@ class BucketCounts:
         self.count += weight
 
     def cumulative(self) -> list[float]:
-        total, out = 0.0, []
-        for count in self.counts:
-            total += count
-            out.append(total)
-        return out
+        return list(itertools.accumulate(self.counts))
 
 
 class SglangRecorder(MetricsRecorder, Collector):
@@ -187,21 +186,10 @@ class SglangRecorder(MetricsRecorder, Collector):
         ]
         self.capacity = config.kv_cache_tokens()
         self.num_draft_tokens = config.num_draft_tokens or config.k + 1
-        self.counters: dict[str, float] = {
-            "prompt_tokens": 0.0,
-            "generation_tokens": 0.0,
-            "spec_verify_calls": 0.0,
-            "cached_tokens": 0.0,
-            "num_requests": 0.0,
-            "decode_passes": 0.0,
-            "prefill_passes": 0.0,
-            "prefill_compute": 0.0,
-            "prefill_cache": 0.0,
-            "decode_tokens": 0.0,
-        }
-        self.prompt_hist = BucketCounts(TOKEN_BUCKETS)
-        self.uncached_hist = BucketCounts(TOKEN_BUCKETS)
-        self.generation_hist = BucketCounts(TOKEN_BUCKETS)
+        self.counters: dict[str, float] = dict.fromkeys(COUNTERS, 0.0)
+        self.prompt_hist, self.uncached_hist, self.generation_hist = (
+            BucketCounts(TOKEN_BUCKETS) for _ in range(3)
+        )
         self.ttft = BucketCounts(TTFT_BUCKETS)
         self.itl = BucketCounts(ITL_BUCKETS)
         self.e2e = BucketCounts(E2E_BUCKETS)

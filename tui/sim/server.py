@@ -275,14 +275,9 @@ class SimServer:
         return parsed.model_dump(exclude_defaults=True)
 
     def _apply(self, parsed: ControlChanges) -> None:
-        if isinstance(parsed.faults, FaultSettings):
-            fault_changes: dict[str, Any] = parsed.faults.model_dump()
-        else:
-            fault_changes = dict(parsed.faults or {})
-        for name in FAULT_NAMES:
-            value = getattr(parsed, name)
-            if value is not None:
-                fault_changes[name] = value
+        faults = parsed.faults
+        fault_changes = faults.model_dump() if isinstance(faults, FaultSettings) else dict(faults or {})
+        fault_changes |= {name: value for name in FAULT_NAMES if (value := getattr(parsed, name)) is not None}
         if fault_changes:
             self.faults = self.faults.merged(fault_changes)
             if self.engine is not None:
