@@ -214,20 +214,8 @@ def test_the_applied_diff_is_printed_without_raw_controls(tune_sim: TuneSim, tmp
     text = text.replace("[0.8, 0.7, 0.6, 0.5,", "[0.95, 0.9, 0.05, 0.05,")
     tune_sim.config.write_text(text, encoding="utf-8")
     out = tmp_path / "tune.json"
-    process = spectop_process(
-        *tune_args(
-            tune_sim,
-            "--values",
-            "0,2",
-            "--concurrency",
-            "1",
-            "--requests",
-            "6",
-            "--apply",
-            "--json",
-            str(out),
-        )
-    )
+    flags = ("--values", "0,2", "--concurrency", "1", "--requests", "6", "--apply", "--json", str(out))
+    process = spectop_process(*tune_args(tune_sim, *flags))
     stdout, stderr = process.communicate(timeout=180)
     assert process.returncode == 0, stderr
     assert json.loads(out.read_text(encoding="utf-8"))["applied"]["value"] == 2, stdout

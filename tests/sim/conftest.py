@@ -107,22 +107,30 @@ def stop(*processes: subprocess.Popen[str]) -> None:
             process.wait()
 
 
-def samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+Page = dict[str, list[tuple[dict[str, str], float]]]  # samples by name: {name: [(labels, value)]}
+
+
+def samples(text: str) -> Page:
     """Every sample on a Prometheus page by sample name (parsed by prometheus_client)."""
-    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    out: Page = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             out.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
     return out
 
 
-def value(page: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
+def value(page: Page, name: str, **labels: str) -> float:
     matches = [v for got, v in page.get(name, []) if all(got.get(k) == w for k, w in labels.items())]
     assert matches, f"{name} {labels} not on the page"
     return sum(matches)
 
 
-async def scrape(base_url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+def grew(before: Page, after: Page, name: str) -> float:
+    """How much a series grew from one page to a later one."""
+    return value(after, name) - value(before, name)
+
+
+async def scrape(base_url: str) -> Page:
     async with httpx.AsyncClient(timeout=5.0) as client:
         response = await client.get(base_url + "/metrics")
     response.raise_for_status()
@@ -139,12 +147,10 @@ async def until(done: Callable[[], Any], what: str) -> Any:
     return result
 
 
-async def scrape_until(
-    base_url: str, done: Callable[[dict[str, list[tuple[dict[str, str], float]]]], bool]
-) -> dict[str, list[tuple[dict[str, str], float]]]:
+async def scrape_until(base_url: str, done: Callable[[Page], bool]) -> Page:
     """Scrape until the page is `done`; that page."""
 
-    async def page_if_done() -> dict[str, list[tuple[dict[str, str], float]]] | None:
+    async def page_if_done() -> Page | None:
         page = await scrape(base_url)
         return page if done(page) else None
 

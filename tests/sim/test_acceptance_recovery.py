@@ -12,14 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.sim.conftest import burst, samples, until, value, write_vllm_config
+from tests.sim.conftest import Page, burst, samples, until, value, write_vllm_config
 from tui.sim.behaviour import expected_tokens_per_step
 from tui.sim.server import SimServer
 from tui.telemetry import scraper, window
 from tui.telemetry.logs import dispatch as log_dispatch
 
 ACCEPTANCE = [0.8, 0.6, 0.5]
-Page = dict[str, list[tuple[dict[str, str], float]]]
 
 
 def _accepted_variance(probabilities: list[float]) -> float:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.sim.conftest import client_for, samples, value, write_vllm_config
+from tests.sim.conftest import chat_bodies, post_all, samples, value, write_vllm_config
 from tui.sim.server import SimServer
 
 REFERENCE = Path("/work/shared/reference/samples")
@@ -29,15 +29,8 @@ def _bucket_bounds(text: str, name: str) -> list[str]:
     return first_series
 
 
-async def _traffic(sim: SimServer, requests: int = 3) -> None:
-    client = client_for(sim.base_url)
-    for index in range(requests):
-        await client.chat.completions.create(
-            model=sim.model,
-            messages=[{"role": "user", "content": f"question {index}"}],
-            max_tokens=30,
-            temperature=0,
-        )
+async def _traffic(sim: SimServer) -> None:
+    await post_all(sim.base_url, "/v1/chat/completions", chat_bodies(3, 30))
 
 
 async def _page(base_url: str) -> httpx.Response:

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.sim.conftest import chat_bodies, generate_body, post_all, scrape, value, write_vllm_config
+from tests.sim.conftest import chat_bodies, generate_body, grew, post_all, scrape, write_vllm_config
 from tui.bench.server_figures import figures_from_body
 from tui.cli import main
 from tui.sim import server as sim_server
@@ -60,13 +60,11 @@ async def test_vllm_metrics_ride_the_final_usage_chunk_and_sum_to_the_counters(t
         specs.append(spec)
 
     def delta(name: str) -> float:
-        return value(after, name) - value(before, name)
+        return grew(before, after, f"vllm:spec_decode_num_{name}_total")
 
-    assert sum(s["num_draft_tokens"] for s in specs) == delta("vllm:spec_decode_num_draft_tokens_total")
-    assert sum(s["num_accepted_draft_tokens"] for s in specs) == delta(
-        "vllm:spec_decode_num_accepted_tokens_total"
-    )
-    assert sum(s["num_spec_steps"] for s in specs) == delta("vllm:spec_decode_num_drafts_total")
+    assert sum(s["num_draft_tokens"] for s in specs) == delta("draft_tokens")
+    assert sum(s["num_accepted_draft_tokens"] for s in specs) == delta("accepted_tokens")
+    assert sum(s["num_spec_steps"] for s in specs) == delta("drafts")
 
 
 async def test_vllm_metrics_are_off_by_default_and_in_the_body_when_not_streaming(tmp_path: Path) -> None:
@@ -93,12 +91,8 @@ async def test_llamacpp_timings_sum_to_the_counters(tmp_path: Path) -> None:
     timings = [events[-1]["timings"] for events in responses]
     drafted = sum(t["draft_n"] for t in timings)
     accepted = sum(t["draft_n_accepted"] for t in timings)
-    assert drafted == value(after, "llamacpp:spec_decode_num_draft_tokens_total") - value(
-        before, "llamacpp:spec_decode_num_draft_tokens_total"
-    )
-    assert accepted == value(after, "llamacpp:spec_decode_num_accepted_tokens_total") - value(
-        before, "llamacpp:spec_decode_num_accepted_tokens_total"
-    )
+    assert drafted == grew(before, after, "llamacpp:spec_decode_num_draft_tokens_total")
+    assert accepted == grew(before, after, "llamacpp:spec_decode_num_accepted_tokens_total")
     for events, t in zip(responses, timings, strict=True):
         assert events[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] == t["cache_n"]
 
@@ -127,8 +121,7 @@ async def test_sglang_native_generate_streams_meta_info_that_sums_to_the_counter
         verify += meta["spec_verify_ct"]
     verify += body["meta_info"]["spec_verify_ct"]
     assert body["meta_info"]["completion_tokens"] == 100 and body["text"]
-    calls = value(after, "sglang:spec_verify_calls_total") - value(before, "sglang:spec_verify_calls_total")
-    assert verify == calls
+    assert verify == grew(before, after, "sglang:spec_verify_calls_total")
 
 
 def test_cli_flags_turn_the_figures_on(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.sim.conftest import client_for, scrape, spawn_sim, value, write_vllm_config
+from tests.sim.conftest import chat_bodies, client_for, post_all, scrape, spawn_sim, value, write_vllm_config
+from tui.cli import main
 from tui.sim.server import SimServer
+
+CHAT = "/v1/chat/completions"
 
 
 def _wait(url: str, up: bool) -> None:
@@ -74,17 +75,11 @@ def test_sighup_restart_rereads_config_and_oom_exits(tmp_path: Path) -> None:
     assert process.stderr is not None and "out of memory" in process.stderr.read()
 
 
-def test_startup_oom_exits_non_zero(tmp_path: Path) -> None:
+def test_startup_oom_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = write_vllm_config(tmp_path / "config.toml", k=8, gpu_memory_utilization=0.93)
-    result = subprocess.run(
-        [sys.executable, "-m", "tui", "sim", "--port", "0", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert result.returncode == 1
-    assert "out of memory" in result.stderr
-    assert "listening" not in result.stdout
+    assert main(["sim", "--port", "0", "--config", str(config)]) == 1
+    shown = capsys.readouterr()
+    assert "out of memory" in shown.err and "listening" not in shown.out
 
 
 async def test_in_process_restart_keeps_port_and_resets_counters(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,20 +108,10 @@ async def test_many_sims_side_by_side() -> None:
     await asyncio.gather(*(sim.start() for sim in sims))
     try:
         assert len({sim.base_url for sim in sims}) == 16
-        results = await asyncio.gather(
-            *(
-                client_for(sim.base_url).chat.completions.create(
-                    model=sim.model,
-                    messages=[{"role": "user", "content": "hi"}],
-                    max_tokens=16,
-                    temperature=0,
-                )
-                for sim in sims
-            )
-        )
-        assert all(result.usage is not None and result.usage.completion_tokens == 16 for result in results)
+        answers = await asyncio.gather(*(post_all(sim.base_url, CHAT, chat_bodies(1, 16)) for sim in sims))
+        assert all(answer["usage"]["completion_tokens"] == 16 for (answer,) in answers)
         assert (
-            len({result.choices[0].message.content for result in results}) == 1
-        )  # greedy: same prompt, same text
+            len({answer["choices"][0]["message"]["content"] for (answer,) in answers}) == 1
+        )  # greedy: same text
     finally:
         await asyncio.gather(*(sim.stop() for sim in sims))

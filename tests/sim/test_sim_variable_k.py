@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.sim.conftest import chat_bodies, generate_body, post_all, scrape, value, write_vllm_config
+from tests.sim.conftest import chat_bodies, generate_body, grew, post_all, scrape, value, write_vllm_config
 from tui.bench.server_figures import figures_from_body
 from tui.sim.adaptive import AdaptiveSteps
 from tui.sim.config import SimConfigError, load_sim_config
@@ -144,11 +144,9 @@ async def test_each_step_drafts_the_k_of_its_batch_size(tmp_path: Path) -> None:
     drafted = [k for spec in together for k in spec["per_step_drafted"]]
     assert set(drafted) <= {1, 3} and drafted.count(1) > len(drafted) / 2  # batch 2-8: k=1
     assert all(spec["num_draft_tokens"] == sum(spec["per_step_drafted"]) for spec in together)
-
-    def delta(name: str) -> float:
-        return value(after, name) - value(before, name)
-
-    assert delta("vllm:spec_decode_num_draft_tokens_total") == len(drafted) + 2 * drafted.count(3)
+    assert grew(before, after, "vllm:spec_decode_num_draft_tokens_total") == len(drafted) + 2 * drafted.count(
+        3
+    )
 
 
 def test_the_table_is_read_as_vllm_reads_it(tmp_path: Path) -> None:
