@@ -89,20 +89,13 @@ def _bash_complete(script: Path, words: list[str]) -> str:
     return result.stdout.strip()
 
 
+FILE_ARGUMENTS = ["logs", "edit", "config lint", "sim --config", "bench --json", "tune --prompts"]
+FILE_ARGUMENTS += ["--record", "demo --debug-log"]  # the dashboard's, and one every command has
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
-@pytest.mark.parametrize(
-    "words",
-    [
-        ["spectop", "logs"],
-        ["spectop", "edit"],
-        ["spectop", "config", "lint"],
-        ["spectop", "sim", "--config"],
-        ["spectop", "bench", "--json"],
-        ["spectop", "tune", "--prompts"],
-        ["spectop", "--record"],
-        ["spectop", "demo", "--debug-log"],
-    ],
-)
-def test_file_arguments_complete_file_names(bash_script: Path, tmp_path: Path, words: list[str]) -> None:
+@pytest.mark.parametrize("words", FILE_ARGUMENTS)
+def test_file_arguments_complete_file_names(bash_script: Path, tmp_path: Path, words: str) -> None:
     (tmp_path / "server.log").write_text("", encoding="utf-8")
-    assert _bash_complete(bash_script, [*words, str(tmp_path / "serv")]) == str(tmp_path / "server.log")
+    typed = ["spectop", *words.split(), str(tmp_path / "serv")]
+    assert _bash_complete(bash_script, typed) == str(tmp_path / "server.log")

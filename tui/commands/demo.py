@@ -160,9 +160,8 @@ def run(args: argparse.Namespace) -> int:
                 app.notify(message, title="simulator down", severity="error", timeout=30, markup=False)
 
             sims.on_exit = tell
-            code = run_until_quit(
-                app
-            )  # a signal now ends the app from its event loop; this handler is back after
+            # A signal now ends the app from its event loop; the handler above is back after.
+            code = run_until_quit(app)
             sims.on_exit = None
             if args.keep:
                 print(f"spectop demo: logs and configs kept in {sims.folder}")

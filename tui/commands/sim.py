@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from tui.cli_options import Option, add_options, option, option_flags, option_values
 from tui.commands import fail
-from tui.sim.config import SimConfigError, SimStartupError
+from tui.sim.config import SimConfigError, SimSection, SimStartupError
 from tui.sim.faults import FaultSettings
 from tui.sim.per_request import ResponseOptions
 from tui.validators import friendly_message
@@ -141,15 +141,10 @@ SERVER_OPTIONS: list[Option] = [
         action="store_true",
     ),
 ]
-# The SimConfig fields a flag overrides (when given).
-CONFIG_OVERRIDES = (
-    "step_base_ms",
-    "decode_log_interval",
-    "speed",
-    "seed",
-    "background_load_rps",
-    "log_interval_s",
-)
+# The `[sim]` fields a flag overrides when given (--acceptance is parsed first).
+CONFIG_OVERRIDES = [
+    field for _, field, _ in SERVER_OPTIONS if field in SimSection.model_fields.keys() - {"acceptance"}
+]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -107,7 +107,7 @@ class AccessMiddleware:
             request_bytes = int(length) if length.isdigit() else 0
             handler = (
                 path if path in self.known_paths else "none"
-            )  # bounded label values, like the instrumentator
+            )  # bounded label values, as the instrumentator
             elapsed = time.monotonic() - started
             self.context.recorder.http_request(method, handler, status, request_bytes, sent, elapsed)
 
@@ -243,24 +243,19 @@ async def generate(context: AppContext, request: Request, kind: str) -> Response
     except ValueError as error:
         return _error(400, str(error), "prompt")
     flavor = context.flavor
-    if not isinstance(
-        body, GenerateBody
-    ):  # SGLang's native API names no model, and the error fault is the OpenAI API's
+    # SGLang's native API names no model, and the error fault is the OpenAI API's.
+    if not isinstance(body, GenerateBody):
         if flavor != "llamacpp" and body.model not in (None, context.model):
             return _error(404, f"The model `{body.model}` does not exist.", "model")
         if context.faults.error_rate and context.rng.random() < context.faults.error_rate:
             return _error(500, "Internal server error (simulated fault)")
     engine = context.engine
-    sampling = body.sampling
     sim_request = engine.new_request(
         endpoint=kind,
         prompt_text=prompt_text,
         prompt_tokens=prompt_tokens,
         max_tokens=limit,
-        temperature=sampling.temperature,
-        seed=sampling.seed,
-        stop=sampling.stops(),
-        ignore_eos=sampling.ignore_eos,
+        **body.sampling.engine_args(),
     )
     max_len, prompt = context.config.max_model_len, sim_request.prompt_tokens
     if prompt >= max_len:

@@ -321,10 +321,9 @@ class SimEngine:
             computed = sum(request.computed_prompt_tokens for request in admitted)
             batch = len(decoding) + len(admitted)
             k = self.step_k(batch)
-            model_s = self.behaviour.decode_step_s(batch, None if k == self.behaviour.k else k)
-            model_s += self.behaviour.context_s(
-                sum(r.prompt_tokens + r.generated for r in decoding), None if k == self.behaviour.k else k
-            )
+            drafts = None if k == self.behaviour.k else k  # None: the configured k (a tree verifies more)
+            context = sum(r.prompt_tokens + r.generated for r in decoding)
+            model_s = self.behaviour.decode_step_s(batch, drafts) + self.behaviour.context_s(context, drafts)
             if admitted:
                 model_s += self.behaviour.prefill_s(computed)
             start = time.monotonic()
@@ -335,11 +334,8 @@ class SimEngine:
     def step_k(self, batch: int) -> int:
         """Draft tokens of a step at this batch size: vLLM's k-by-batch-size table, SGLang's adaptive tier,
         else the fixed k."""
-        if self.adaptive is not None:
-            return min(self.behaviour.k, self.adaptive.steps_for(batch))
-        if self.config.spec_table is None:
-            return self.behaviour.k
-        return min(self.behaviour.k, self.config.k_at(batch))
+        steps = self.config.k_at(batch) if self.adaptive is None else self.adaptive.steps_for(batch)
+        return min(self.behaviour.k, steps)
 
     async def _maybe_stall(self) -> None:
         every, length = self.faults.stall_every_s, self.faults.stall_s

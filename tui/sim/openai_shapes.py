@@ -31,10 +31,15 @@ class Sampling(BaseModel):
     ignore_eos: bool = False
     seed: int | None = None
 
-    def stops(self) -> list[str]:
-        if self.stop is None:
-            return []
-        return [self.stop] if isinstance(self.stop, str) else list(self.stop)
+    def engine_args(self) -> dict[str, Any]:
+        """These fields as `SimEngine.new_request` takes them."""
+        stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+        return {
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "stop": stop,
+            "ignore_eos": self.ignore_eos,
+        }
 
 
 class _Common(Sampling):
