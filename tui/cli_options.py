@@ -13,8 +13,7 @@ Option = tuple[str, str, dict[str, Any]]  # (flag, field, add_argument keywords)
 
 
 def complete_files(parser: argparse.ArgumentParser) -> None:
-    """Mark every argument whose metavar names files (FILE, CONFIG, BEFORE AFTER), in every subcommand too:
-    the completion scripts complete files there."""
+    """Completion scripts complete file names for every argument whose metavar names files."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for command in action.choices.values():

@@ -29,8 +29,7 @@ def require_terminal(command: str) -> None:
 
 
 def say(command: str, message: str) -> None:
-    """A line on stderr from `spectop COMMAND` (the dashboard's: no command): what went wrong, or what it
-    did about it."""
+    """A line on stderr from `spectop COMMAND` (no command: the dashboard's)."""
     print(f"spectop {command}: {message}" if command else f"spectop: {message}", file=sys.stderr, flush=True)
 
 
@@ -41,8 +40,7 @@ def fail(command: str, message: str, code: int = EXIT_BAD_ARGUMENTS) -> int:
 
 
 def run_until_quit(app: App[Any]) -> int:
-    """Run a Textual app in this terminal, then print its notes on how to recover from a failure (after
-    Textual's traceback); the app's exit code."""
+    """Run a Textual app, then print its recovery notes (after Textual's traceback); its exit code."""
     run_app(app)
     if isinstance(app, KeepsRecoveryNotes):
         print_recovery_notes(app)

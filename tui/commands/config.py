@@ -142,8 +142,7 @@ def _get(args: argparse.Namespace, kind: Any) -> int:
 
 
 def _set(args: argparse.Namespace, kind: Any) -> int:
-    # Read, change and save under the file's lock: a `config set` of another key at the same moment
-    # waits, then reads this one's result (no update lost).
+    # Under the file's lock: a `config set` of another key meanwhile waits, then reads this result.
     with file_lock(args.file) if not args.dry_run else contextlib.nullcontext():
         opened = _open(args, kind)
         changed = set_raw_value(opened.document, parse_key_path(args.key), args.value, new_key=args.new_key)

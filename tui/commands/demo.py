@@ -37,11 +37,9 @@ from tui.sources import LiveSource
 from tui.telemetry.recording import DEFAULT_MAX_MB
 from tui.ui.app import SpectopApp
 
-# A = MTP off (the baseline), B = MTP on: the burst screen takes the first two endpoints as A and B,
-# so the first verdict reads "B is ... faster".
+# A = MTP off (the baseline), B = MTP on: the burst screen's first verdict reads "B is ... faster".
 DEMO_ENDPOINTS = (("mtp-off", "config_mtp_off.toml"), ("mtp-on", "config.toml"))
-# A simulated GPU small enough that the demo's load shows in the KV-cache figure (the samples' DeepSeek
-# on 8 GPUs would hold two million tokens, and read 0.0% under any load a laptop can send).
+# A KV cache small enough for the demo's load to show (the samples' 8 GPUs would hold 2M tokens: 0.0%).
 DEMO_KV_CACHE_TOKENS = 24_576
 DEMO_SIM_SECTION = f"""
 [sim]
@@ -58,9 +56,8 @@ GUARD_TRY_THEN = (
     "→ k=1 gets faster: in about a minute the guard offers set k=1"
     """ (or '{"acceptance": 0.5}': acceptance halves, it offers a smaller k or to switch speculation off)"""
 )
-# The fallback guard in the demo: mtp-on asks when acceptance stays under its config's acceptance_threshold,
-# 0.5 in the demo's copy: the sample's 0.6 is crossed before the advisor has seen that k=1 is faster, and the
-# guard would offer to switch off where README's story offers set k=1. Its usual ~70% never goes under.
+# mtp-on's guard asks under acceptance_threshold 0.5 in the demo's copy: the sample's 0.6 is crossed
+# before the advisor sees that k=1 is faster (README's story offers set k=1). Its usual ~70% never goes under.
 DEMO_GUARD: dict[str, dict[str, object]] = {"mtp-on": {"guard": "ask"}}
 DEMO_THRESHOLD = 0.5
 
@@ -180,8 +177,7 @@ def demo_app(
     record: str | None = None,
     record_max_mb: float = DEFAULT_MAX_MB,
 ) -> SpectopApp:
-    """The dashboard on the demo's sims (what `spectop demo` runs), with the advisor's kept models and each
-    sim's own step cost (in memory, never written)."""
+    """The dashboard on the demo's sims, with the kept step-cost models and each sim's own (in memory)."""
     settings = Settings(poll_interval_s=poll_interval_s, endpoints=sims.endpoints)
     kept = read_models()
     own = [model for sim in sims.sims if (model := sim_step_cost(sim.config, sim.url)) is not None]
@@ -198,8 +194,7 @@ def demo_app(
 
 
 def guard_lines(url: str) -> str:
-    """The intro's last lines: how to make the acceptance of the guarded sim at `url` fall (and see the
-    guard's offer)."""
+    """The intro's last lines: how to make the guarded sim's acceptance fall (and see the guard's offer)."""
     return f"\ncurl -d '{GUARD_TRY}' {url}/sim/control\n{GUARD_TRY_THEN}"
 
 

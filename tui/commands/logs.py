@@ -98,8 +98,7 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
         notice = partial(say, "logs")
         async for _, events in follow_events(path, parser, from_start=from_start, on_notice=notice):
             for event in events:
-                # A llama.cpp line read live gets the wall time it was read at (it prints only its uptime);
-                # lines already in the file keep `time` unknown.
+                # A llama.cpp line read live gets the wall time it was read at (it prints only its uptime).
                 if not from_start and event.time is None and getattr(event, "uptime", None) is not None:
                     event.time = datetime.now().astimezone().isoformat(timespec="milliseconds")
                 out.write(render(event) + "\n")

@@ -297,8 +297,7 @@ def run(args: argparse.Namespace) -> int:
 def fleet_row(
     reading: FleetReading, advice: Advice | None = None, group_advice: Advice | None = None
 ) -> dict[str, Any]:
-    """`--prometheus`: a direct snapshot's JSON line (the same record type), url = the instance;
-    `advice` the instance's, `group` and `group_advice` its group's (tui/advice/fleet.py)."""
+    """`--prometheus`: a direct snapshot's JSON line for an instance, with its group and their advice."""
     record = snapshot_record(
         url=reading.instance,
         backend=reading.backend,
@@ -350,8 +349,7 @@ def fleet_table(readings: list[FleetReading]) -> list[str]:
 
 
 def _run_fleet(args: argparse.Namespace) -> int:
-    """`--prometheus URL [--match SELECTOR]`: one row per instance, PromQL over the last S seconds. Exit 0
-    when every instance was up, 1 when one was not or Prometheus failed, 2 on bad arguments."""
+    """`--prometheus URL [--match SELECTOR]`: one row per instance, PromQL over the last S seconds."""
 
     async def refresh_once(poller: FleetPoller) -> Any:
         async with poller:

@@ -224,8 +224,7 @@ async def control(context: AppContext, request: Request) -> Response:
 
 
 async def generate(context: AppContext, request: Request, kind: str) -> Response:
-    """`POST /v1/completions` (kind "completion"), `/v1/chat/completions` ("chat") and SGLang's native
-    `/generate` ("generate": cumulative text per streamed chunk, `meta_info` on every chunk)."""
+    """`POST /v1/completions`, `/v1/chat/completions` and SGLang's native `/generate` (by `kind`)."""
     if refused := _refused(context, request):
         return refused
     if not context.accepting:

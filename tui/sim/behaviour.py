@@ -57,8 +57,7 @@ class Behaviour:
         )
 
     def set_acceptance(self, value: list[float] | float) -> None:
-        """A list (checked by `ControlChanges`) replaces the probabilities, its last one repeated up to k; a
-        number scales the current ones."""
+        """A list replaces the probabilities (its last one repeated up to k); a number scales them."""
         if isinstance(value, list):
             self.acceptance = [*value, *value[-1:] * (self.k - len(value))]
         else:

@@ -332,8 +332,7 @@ class SimEngine:
             self._finish_step(start, model_s, admitted, decoding, k)
 
     def step_k(self, batch: int) -> int:
-        """Draft tokens of a step at this batch size: vLLM's k-by-batch-size table, SGLang's adaptive tier,
-        else the fixed k."""
+        """Draft tokens of a step at this batch size (vLLM's k-by-batch-size table, SGLang's tier)."""
         steps = self.config.k_at(batch) if self.adaptive is None else self.adaptive.steps_for(batch)
         return min(self.behaviour.k, steps)
 

@@ -275,8 +275,7 @@ class SglangRecorder(MetricsRecorder, Collector):
         )
 
     def idle_tick(self, now: float, running: int, waiting: int) -> None:
-        # SGLang re-publishes its gauges every ~30 s when idle: gen_throughput drops to 0, the spec
-        # gauges keep their last values (stale), running/queue are refreshed.
+        # SGLang re-publishes every ~30 s when idle: gen_throughput drops to 0, the spec gauges stay stale.
         if running == 0 and now - self.last_report >= IDLE_REPUBLISH_S:
             self.gauges.update(gen_throughput=0.0, num_running_reqs=0, num_queue_reqs=waiting)
             self.last_report = now

@@ -70,8 +70,7 @@ REQUEST_HISTOGRAMS: tuple[tuple[str, str, str, Sequence[float] | None], ...] = (
      "Histogram of new KV tokens computed during prefill (excluding cached tokens).", None),
 )  # fmt: skip
 PER_POS = "spec_decode_num_accepted_tokens_per_pos"
-# (kind, name, HELP, extra label, its values) of the counters and gauges after the spec-decode ones, in vLLM's
-# order; a recorder keys each series by name, or "name/value" for the extra label's
+# (kind, name, HELP, extra label, its values) after the spec families, in vLLM's order; keyed name[/value]
 Family = tuple[type[Counter] | type[Gauge], str, str, str, tuple[str, ...]]
 FAMILIES: tuple[Family, ...] = (
     (Counter, "estimated_flops_per_gpu_total", "Estimated number of floating point operations per GPU (for "

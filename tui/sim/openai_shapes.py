@@ -22,8 +22,7 @@ class StreamOptions(BaseModel):
 
 
 class Sampling(BaseModel):
-    """The sampling fields every generation body has (OpenAI's at the top level, SGLang's in
-    `sampling_params`)."""
+    """The sampling fields of every body (OpenAI's at the top level, SGLang's in `sampling_params`)."""
 
     model_config = ConfigDict(extra="allow")
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)

@@ -144,8 +144,7 @@ def _finish(request: SimRequest) -> dict[str, Any] | None:
 
 
 def sglang_meta_info(request: SimRequest, rid: str, details: bool = False) -> dict[str, Any]:
-    """`meta_info` of a native /generate response (the running values while streaming); the drafts counts
-    and histogram only when the request asked for them (`return_spec_tokens_details`)."""
+    """`meta_info` of a native /generate response; the drafts details only when `details` asks."""
     k = len(request.accepted_per_pos)
     meta: dict[str, Any] = {
         "id": rid,

@@ -238,8 +238,7 @@ class SimServer:
             await self._log.stop()
 
     async def restart(self, config_path: Path | None = None) -> None:
-        """A simulated restart: down for `restart_down_s` (connections refused), then back with counters
-        reset, start-up lines in the log and the (new) config applied. Raises `SimStartupError` on OOM."""
+        """Down for `restart_down_s`, then back with counters reset and the (new) config read."""
         await self.stop()
         if config_path is not None:
             self.config_path = Path(config_path)
@@ -264,8 +263,7 @@ class SimServer:
 
     # ---- runtime control ------------------------------------------------------------------------
     def control(self, **changes: Any) -> dict[str, Any]:
-        """Change behaviour at runtime (see `ControlChanges`), kept across restarts; returns what was
-        applied."""
+        """Change behaviour at runtime (see `ControlChanges`), kept across restarts; what was applied."""
         parsed = parse_changes(changes)
         try:
             self.kept_control.keep(changes)
