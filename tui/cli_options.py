@@ -42,6 +42,11 @@ def option(flag: str, help: str | None, *, dest: str | None = None, **keywords: 
     return (flag, dest or flag.removeprefix("--").replace("-", "_"), {"help": help, **keywords})
 
 
+def seconds(flag: str, help: str, metavar: str = "S", **keywords: Any) -> Option:
+    """A row of a number of seconds; its field is the flag's name with `_s`."""
+    return option(flag, help, dest=option(flag, None)[1] + "_s", type=float, metavar=metavar, **keywords)
+
+
 # Rows bench and tune share.
 MODEL = option("--model", "default: the first model from /v1/models", metavar="NAME")
 API_KEY_ENV = option("--api-key-env", "environment variable that holds the API key", metavar="NAME")

@@ -22,7 +22,7 @@ from tui.autopilot.loop import Autopilot, Eyes
 from tui.autopilot.observe import FleetEyes, Seen, ServerEyes
 from tui.autopilot.policy import Limits
 from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target, from_templates
-from tui.cli_options import Option, add_fleet_arguments, add_options, option, option_values
+from tui.cli_options import Option, add_fleet_arguments, add_options, option, option_values, seconds
 from tui.commands import EXIT_OK, fail
 from tui.fleet.poller import FleetPoller
 from tui.sanitize import safe_line
@@ -43,12 +43,8 @@ OPTIONS: list[Option] = [
         "a fleet: e.g. 'systemctl restart vllm@{port}' ({instance} {host} {job})",
         metavar="CMD",
     ),
-    option(
-        "--health-timeout",
-        "wait this long for a changed server's /health after its restart (default 120)",
-        dest="health_timeout_s",
-        type=float,
-        metavar="S",
+    seconds(
+        "--health-timeout", "wait this long for a changed server's /health after its restart (default 120)"
     ),
     option("--auto", "act: change, test, keep or roll back (never the default)", action="store_true"),
     option("--history", "print the audit trail and what it gained, then exit", action="store_true"),
@@ -58,30 +54,12 @@ OPTIONS: list[Option] = [
 ]
 LIMITS: list[Option] = [
     option("--margin", "a change must pay this fraction (default 0.05)", type=float, metavar="F"),
-    option(
-        "--sustained",
-        "seconds the advice must hold (default 120)",
-        dest="sustained_s",
-        type=float,
-        metavar="S",
-    ),
+    seconds("--sustained", "seconds the advice must hold (default 120)"),
     option("--max-changes-per-hour", "default 6", type=int, metavar="N"),
     option("--min-healthy", "replicas kept up beside the one changed (default 1)", type=int, metavar="N"),
-    option(
-        "--quiet",
-        "seconds after a change before its test samples and the next (default 60)",
-        dest="quiet_s",
-        type=float,
-        metavar="S",
-    ),
-    option("--interval", "seconds per sample (default 15)", dest="interval_s", type=float, metavar="S"),
-    option(
-        "--test-limit",
-        "seconds a test may run before it is inconclusive (default 900)",
-        dest="test_limit_s",
-        type=float,
-        metavar="S",
-    ),
+    seconds("--quiet", "seconds after a change before its test samples and the next (default 60)"),
+    seconds("--interval", "seconds per sample (default 15)"),
+    seconds("--test-limit", "seconds a test may run before it is inconclusive (default 900)"),
 ]
 
 

@@ -27,6 +27,7 @@ from tui.cli_options import (
     option,
     option_flags,
     option_values,
+    seconds,
 )
 from tui.commands import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, fail, say
 from tui.format import fmt_latency
@@ -101,7 +102,7 @@ REQUEST_OPTIONS: list[Option] = [
     MODEL,
     API_KEY_ENV,
     option("--client-settings", "client settings.json", metavar="FILE"),
-    option("--timeout", "seconds per connect / read", dest="timeout_s", type=float, metavar="S"),
+    seconds("--timeout", "seconds per connect / read"),
 ]
 BURST_OPTIONS = [*ARM_OPTIONS, *LOAD_OPTIONS, *REQUEST_OPTIONS]
 EXPORT_OPTIONS: list[Option] = [

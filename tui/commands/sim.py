@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tui.cli_options import Option, add_options, option, option_flags, option_values
+from tui.cli_options import Option, add_options, option, option_flags, option_values, seconds
 from tui.commands import fail
 from tui.sim.config import SimConfigError, SimSection, SimStartupError
 from tui.sim.faults import FaultSettings
@@ -23,30 +23,12 @@ HELP = "run a simulated vLLM / SGLang / llama.cpp server (speculative decoding, 
 # The FaultSettings fields, each from its flag (`--garbage-metrics` is None unless given, as a fault is).
 FAULT_OPTIONS: list[Option] = [
     option("--error-rate", "answer this share of requests with HTTP 500", type=float, metavar="P"),
-    option(
-        "--slow-first-token",
-        "delay every first token",
-        dest="slow_first_token_s",
-        type=float,
-        metavar="SECONDS",
-    ),
+    seconds("--slow-first-token", "delay every first token", "SECONDS"),
     option("--disconnect-rate", "cut this share of streams mid-way", type=float, metavar="P"),
-    option(
-        "--stall-every",
-        "freeze the engine this often ...",
-        dest="stall_every_s",
-        type=float,
-        metavar="SECONDS",
-    ),
-    option("--stall", "... for this long", dest="stall_s", type=float, metavar="SECONDS"),
+    seconds("--stall-every", "freeze the engine this often ...", "SECONDS"),
+    seconds("--stall", "... for this long", "SECONDS"),
     option("--garbage-metrics", "/metrics returns unparseable text", action="store_true", default=None),
-    option(
-        "--counter-reset-every",
-        "reset all counters this often",
-        dest="counter_reset_every_s",
-        type=float,
-        metavar="SECONDS",
-    ),
+    seconds("--counter-reset-every", "reset all counters this often", "SECONDS"),
     option(
         "--lossy",
         "lossy speculation: an accepted draft token is wrong with probability P (default 0.05)",
@@ -101,13 +83,7 @@ SERVER_OPTIONS: list[Option] = [
         type=Path,
         metavar="FILE",
     ),
-    option(
-        "--log-interval",
-        "vLLM stats log interval (default 10)",
-        dest="log_interval_s",
-        type=float,
-        metavar="SECONDS",
-    ),
+    seconds("--log-interval", "vLLM stats log interval (default 10)", "SECONDS"),
     option(
         "--decode-log-interval",
         "SGLang: a Decode batch line every N decode iterations (default 40)",

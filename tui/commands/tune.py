@@ -13,7 +13,7 @@ from typing import Any
 
 from tui.advice.calibrate import CALIBRATION_MAX_TOKENS, CALIBRATION_REQUESTS, fit_and_keep, plan_calibration
 from tui.bench.prompts import parse_prompt_tokens
-from tui.cli_options import API_KEY_ENV, MODEL, Option, add_options, option, option_values
+from tui.cli_options import API_KEY_ENV, MODEL, Option, add_options, option, option_values, seconds
 from tui.commands import EXIT_BAD_ARGUMENTS, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, say
 from tui.configs.errors import ConfigError
 from tui.safe_output import progress_line as redraw
@@ -60,13 +60,7 @@ TUNE_OPTIONS: list[Option] = [
         action="store_true",
     ),
     option("--max-rounds", "with --until-separated: at most R rounds (6)", type=int, default=6, metavar="R"),
-    option(
-        "--budget",
-        "with --until-separated: no round that would end after S seconds of sweeping",
-        dest="budget_s",
-        type=float,
-        metavar="S",
-    ),
+    seconds("--budget", "with --until-separated: no round that would end after S seconds of sweeping"),
     option("--warmup", "warm-up requests per burst (default 1)", type=int, default=1, metavar="W"),
     option(
         "--prompts",
@@ -88,14 +82,7 @@ TUNE_OPTIONS: list[Option] = [
     option("--metrics-url", "default: URL/metrics", metavar="URL"),
     option("--health-url", "default: URL/health", metavar="URL"),
     option("--log-file", "the server's log: why a value failed to start", metavar="FILE"),
-    option(
-        "--health-timeout",
-        "wait for /health after a restart (60)",
-        dest="health_timeout_s",
-        type=float,
-        default=60.0,
-        metavar="S",
-    ),
+    seconds("--health-timeout", "wait for /health after a restart (60)", default=60.0),
     option("--apply", "write the best value instead of restoring", action="store_true"),
     option(
         "--apply-at",
