@@ -166,9 +166,11 @@ def events(text: str) -> list[dict[str, Any]]:
     ]
 
 
-async def post_all(base_url: str, path: str, bodies: Sequence[dict[str, Any]]) -> list[Any]:
-    """POST every body, 8 at a time; each answer's JSON, or its events when the body asks for a stream."""
-    gate = asyncio.Semaphore(8)
+async def post_all(
+    base_url: str, path: str, bodies: Sequence[dict[str, Any]], concurrency: int = 8
+) -> list[Any]:
+    """POST every body, `concurrency` at a time; each answer's JSON, or its events for a stream."""
+    gate = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(base_url=base_url, timeout=30.0) as client:
 
         async def one(body: dict[str, Any]) -> Any:
@@ -224,20 +226,11 @@ async def _close_openai_clients() -> AsyncIterator[None]:
 
 async def burst(sim: SimServer, prompts: Sequence[str], *, max_tokens: int, concurrency: int = 8) -> None:
     """One greedy completion per prompt, `concurrency` at a time, each exactly `max_tokens` long."""
-    client = client_for(sim.base_url)
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(prompt: str) -> None:
-        async with gate:
-            await client.completions.create(
-                model=sim.model,
-                prompt=prompt,
-                max_tokens=max_tokens,
-                temperature=0,
-                extra_body={"ignore_eos": True},
-            )
-
-    await asyncio.gather(*(one(prompt) for prompt in prompts))
+    bodies = [
+        {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
+        for prompt in prompts
+    ]
+    await post_all(sim.base_url, "/v1/completions", bodies, concurrency)
 
 
 async def speedup(
