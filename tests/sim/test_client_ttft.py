@@ -15,10 +15,6 @@ from tests.sim.conftest import samples, sim_processes, value
 
 REQUESTS = 8
 STALL_S = 0.040  # Linux's delayed ACK; kept-alive and fresh alternate, so load slows both alike
-TTFT_SUM = {
-    "vllm": "vllm:time_to_first_token_seconds_sum",
-    "sglang": "sglang:time_to_first_token_seconds_sum",
-}
 
 
 async def _client_ttft(client: httpx.AsyncClient) -> float:
@@ -40,8 +36,8 @@ async def _client_ttft(client: httpx.AsyncClient) -> float:
 
 async def _sim_ttft_sum(client: httpx.AsyncClient, flavor: str) -> tuple[float, float]:
     page = samples((await client.get("/metrics")).text)
-    name = TTFT_SUM[flavor]
-    return value(page, name), value(page, name.replace("_sum", "_count"))
+    name = f"{flavor}:time_to_first_token_seconds"
+    return value(page, name + "_sum"), value(page, name + "_count")
 
 
 async def _fresh_client_ttft(url: str) -> float:
