@@ -150,8 +150,7 @@ async def _until_finished(context: AppContext, sim_request: SimRequest) -> None:
         while not (await sim_request.outbox.get()).finished:
             pass
     finally:
-        if sim_request.finish_reason is None:
-            context.engine.abort(sim_request)
+        context.engine.abort(sim_request)
 
 
 def _event(obj: dict[str, Any]) -> str:
@@ -293,7 +292,6 @@ async def _stream(
     context: AppContext, sim_request: SimRequest, maker: ChunkMaker, include_usage: bool, drop: bool
 ) -> AsyncIterator[str]:
     flavor = context.flavor
-    engine = context.engine
     chunks = 0
     try:
         if maker.kind == "chat":
@@ -318,8 +316,7 @@ async def _stream(
             yield _event(decorate(usage, flavor, sim_request, context.responses, context.step_log))
         yield "data: [DONE]\n\n"
     finally:
-        if sim_request.finish_reason is None:
-            engine.abort(sim_request)
+        context.engine.abort(sim_request)
 
 
 async def flush_cache(context: AppContext, request: Request) -> Response:
@@ -352,8 +349,7 @@ async def _sglang_stream(
                 break
         yield "data: [DONE]\n\n"
     finally:
-        if sim_request.finish_reason is None:
-            context.engine.abort(sim_request)
+        context.engine.abort(sim_request)
 
 
 async def server_info(context: AppContext, request: Request) -> Response:

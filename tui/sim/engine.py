@@ -276,9 +276,10 @@ class SimEngine:
         self._wake.set()
 
     def abort(self, request: SimRequest) -> None:
-        """The client went away: the request leaves the engine at the next step."""
-        request.aborted = True
-        self._wake.set()
+        """The client went away: an unfinished request leaves the engine at the next step."""
+        if request.finish_reason is None:
+            request.aborted = True
+            self._wake.set()
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
