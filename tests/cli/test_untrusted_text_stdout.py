@@ -35,7 +35,7 @@ from tui.safe_output import SafeStream, progress_line, sanitized_stdio
 from tui.telemetry.recording import RecordingError, parse_record
 
 ROOT = Path(__file__).resolve().parents[2]
-JSON_OR_TEXT = pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
+JSON_OR_TEXT = pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["text", "json"])
 
 
 # --- the choke point ------------------------------------------------------------------------------------
@@ -72,15 +72,15 @@ def test_argparse_errors_echo_arguments_safely(run_spectop: Spectop) -> None:
 
 
 @JSON_OR_TEXT
-async def test_snapshot_prints_no_control_sequence(run_spectop: Spectop, json_output: bool) -> None:
+async def test_snapshot_prints_no_control_sequence(run_spectop: Spectop, json_flag: list[str]) -> None:
     replies = [Reply(hostile_page("metrics_t0.txt")), Reply(hostile_page("metrics_t1.txt"))]
     async with ReplyServer(replies) as server:
         code, out, err = await asyncio.to_thread(
-            run_spectop, "snapshot", server.url, "--window", "0.2", *(["--json"] if json_output else [])
+            run_spectop, "snapshot", server.url, "--window", "0.2", *json_flag
         )
     assert code == 0, err
     assert_no_raw_controls(out)
-    if json_output:
+    if json_flag:
         assert json.loads(out)["model"] == HOSTILE  # escaped, not lost
     else:
         assert "evil" in out
@@ -100,22 +100,16 @@ async def test_snapshot_notes_quoting_a_hostile_series(run_spectop: Spectop) -> 
 
 @JSON_OR_TEXT
 async def test_snapshot_of_a_fleet_prints_no_control_sequence(
-    run_spectop: Spectop, json_output: bool
+    run_spectop: Spectop, json_flag: list[str]
 ) -> None:
     fleet = hostile_fleet(4)
     async with FakePrometheus(fleet.answer) as prometheus:
         code, out, err = await asyncio.to_thread(
-            run_spectop,
-            "snapshot",
-            "--prometheus",
-            prometheus.url,
-            "--timeout",
-            "5",
-            *(["--json"] if json_output else []),
+            run_spectop, "snapshot", "--prometheus", prometheus.url, "--timeout", "5", *json_flag
         )
     assert code == 1, err  # the fleet's last instance is down
     assert_no_raw_controls(out + err)
-    if json_output:
+    if json_flag:
         lines = [json.loads(line) for line in out.splitlines()]
         assert {line["url"] for line in lines} >= {fleet.members[0].name}  # escaped, not lost
         assert {line["model"] for line in lines} >= {fleet.members[1].model}
@@ -139,12 +133,12 @@ async def test_a_failing_prometheus_error_is_printed_without_control_sequences(r
 
 
 @JSON_OR_TEXT
-def test_logs_prints_no_control_sequence(run_spectop: Spectop, tmp_path: Path, json_output: bool) -> None:
+def test_logs_prints_no_control_sequence(run_spectop: Spectop, tmp_path: Path, json_flag: list[str]) -> None:
     log = hostile_log(tmp_path / "server.log")
-    code, out, err = run_spectop("logs", str(log), *(["--json"] if json_output else []))
+    code, out, err = run_spectop("logs", str(log), *json_flag)
     assert code == 0, err
     assert_no_raw_controls(out)
-    if json_output:
+    if json_flag:
         (record,) = [json.loads(line) for line in out.splitlines()]
         assert record["category"] == "oom" and "evil\x9b31m\u202e" in record["message"]
         assert "PWNED" not in record["message"]  # the OSC went with the colour codes when the line was read
