@@ -402,23 +402,21 @@ class SglangLogWriter(LogWriter):
         self.line("Received sigquit from a child process. It usually means the child failed.")
 
     def step_done(self, report: StepReport) -> None:
-        now = report.end
+        now, usage = report.end, report.kv_used_tokens / self._capacity
         if report.prefilled:
             new = sum(request.computed_prompt_tokens for request in report.prefilled)
             cached = sum(request.cached_tokens for request in report.prefilled)
             throughput = new / max(1e-6, now - self._last_prefill)
             self._last_prefill = now
-            usage = report.kv_used_tokens / self._capacity
             self.line(
                 f"Prefill batch, #new-seq: {len(report.prefilled)}, #new-token: {new}, "
-                f"#cached-token: {cached}, "
-                f"token usage: {usage:.2f}, #running-req: {report.running - len(report.prefilled)}, "
+                f"#cached-token: {cached}, token usage: {usage:.2f}, "
+                f"#running-req: {report.running - len(report.prefilled)}, "
                 f"#queue-req: {report.waiting}, #pending-token: 0, cuda graph: False, "
                 f"input throughput (token/s): {throughput:.2f}",
                 scheduler=True,
             )
         if self.window.add(report) and self.window.iterations % self.config.sim.decode_log_interval == 0:
-            usage = report.kv_used_tokens / self._capacity
             spec = ""
             if self.config.k:
                 draft_tokens = self.num_draft_tokens
@@ -530,6 +528,4 @@ def make_log_writer(
 ) -> LogWriter:
     if flavor == "vllm":
         return VllmLogWriter(path, config, load, started, log_interval_s)
-    if flavor == "sglang":
-        return SglangLogWriter(path, config, load, started)
-    return LlamacppLogWriter(path, config, load, started)
+    return (SglangLogWriter if flavor == "sglang" else LlamacppLogWriter)(path, config, load, started)

@@ -37,9 +37,7 @@ def make_recorder(flavor: str, config: SimConfig, started: float | None = None) 
     """`started`: the simulated server's start time to keep (vLLM's process_start_time_seconds)."""
     if flavor == "vllm":
         return VllmRecorder(config, started)
-    if flavor == "sglang":
-        return SglangRecorder(config)
-    return LlamacppRecorder(config)
+    return (SglangRecorder if flavor == "sglang" else LlamacppRecorder)(config)
 
 
 PROMPT_MIX: tuple[tuple[str, int], ...] = (
