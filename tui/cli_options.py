@@ -28,8 +28,10 @@ def add_options(target: Any, options: Iterable[Option]) -> None:
         target.add_argument(flag, dest=field, **keywords)
 
 
-def option_values(args: argparse.Namespace, options: Iterable[Option]) -> dict[str, Any]:
-    return {field: getattr(args, field) for _, field, _ in options}
+def option_values(args: argparse.Namespace, options: Iterable[Option], given: bool = False) -> dict[str, Any]:
+    """The rows' fields and values (`given`: only those not None)."""
+    values = {field: getattr(args, field) for _, field, _ in options}
+    return {field: value for field, value in values.items() if value is not None} if given else values
 
 
 def option_flags(options: Iterable[Option]) -> dict[str, str]:

@@ -96,9 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, path: Path) -> int:
-    limits = Limits(
-        **{name: value for name, value in option_values(args, LIMITS).items() if value is not None}
-    )
+    limits = Limits(**option_values(args, LIMITS, given=True))
     kept = read_models()
     health_timeout_s = args.health_timeout_s or HEALTH_TIMEOUT_S
 

@@ -174,10 +174,7 @@ def run(args: argparse.Namespace) -> int:
         if not api_key:
             return fail("sim", f"error: environment variable {args.api_key_env} is not set")
     try:
-        given = {
-            field: value for field, value in option_values(args, FAULT_OPTIONS).items() if value is not None
-        }
-        faults = FaultSettings(**given)
+        faults = FaultSettings(**option_values(args, FAULT_OPTIONS, given=True))
         server = SimServer(
             flavor=args.flavor,
             config_path=args.config,

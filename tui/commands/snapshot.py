@@ -104,15 +104,7 @@ class _Result:
     advice: Advice | None = None  # the what-if advisor (tui/advice/advisor.py)
 
     def as_json(self) -> dict[str, Any]:
-        record = snapshot_record(
-            url=self.url,
-            backend=self.backend,
-            up=self.up,
-            model=self.model,
-            window_s=self.window_s,
-            figures=self.figures,
-            error=self.error,
-        )
+        record = snapshot_record(**{field: value for field, value in vars(self).items() if field != "advice"})
         record["advice"] = None if self.advice is None else self.advice.as_json()
         return record
 
