@@ -25,9 +25,8 @@ async def test_chat_and_completions_streaming_and_not(flavor: str) -> None:
         health_body = b'{"status":"ok"}' if flavor == "llamacpp" else b""
         assert (health.status_code, health.content) == (200, health_body)
         messages = [{"role": "user", "content": "Explain speculative decoding in two sentences."}]
-        full = await client.chat.completions.create(
-            model=model, messages=messages, max_tokens=40, temperature=0
-        )
+        ask = {"model": model, "messages": messages, "max_tokens": 40, "temperature": 0}
+        full = await client.chat.completions.create(**ask)
         assert full.usage is not None
         assert full.usage.completion_tokens == 40
         assert full.usage.total_tokens == full.usage.prompt_tokens + 40
@@ -35,12 +34,7 @@ async def test_chat_and_completions_streaming_and_not(flavor: str) -> None:
         assert count_tokens(full.choices[0].message.content or "") == 40
 
         stream = await client.chat.completions.create(
-            model=model,
-            messages=messages,
-            max_tokens=40,
-            temperature=0,
-            stream=True,
-            stream_options={"include_usage": True},
+            **ask, stream=True, stream_options={"include_usage": True}
         )
         text, chunks, usage, finish = "", 0, None, None
         async for chunk in stream:
@@ -60,14 +54,11 @@ async def test_chat_and_completions_streaming_and_not(flavor: str) -> None:
         else:
             assert chunks < 40  # a chunk carries every token of an engine step
 
-        completion = await client.completions.create(
-            model=model, prompt="def add(a, b):", max_tokens=12, temperature=0
-        )
+        code = {"model": model, "prompt": "def add(a, b):", "max_tokens": 12, "temperature": 0}
+        completion = await client.completions.create(**code)
         assert completion.usage is not None and completion.usage.completion_tokens == 12
         assert completion.usage.prompt_tokens == count_tokens("def add(a, b):")
-        streamed = await client.completions.create(
-            model=model, prompt="def add(a, b):", max_tokens=12, temperature=0, stream=True
-        )
+        streamed = await client.completions.create(**code, stream=True)
         pieces = [choice.text async for chunk in streamed for choice in chunk.choices]
         assert "".join(pieces) == completion.choices[0].text
 
