@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.sim.conftest import client_for, scrape, scrape_until, speedup, value, write_vllm_config
+from tests.sim.conftest import client_for, post_all, scrape, scrape_until, speedup, value, write_vllm_config
 from tui.bench.prompts import load_prompt_set
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
@@ -67,19 +67,10 @@ def test_code_and_repetition_accept_more_than_prose() -> None:
 async def test_requests_beyond_max_num_seqs_wait(tmp_path: Path) -> None:
     config = write_vllm_config(tmp_path / "c.toml", max_num_seqs=2, sim="step_base_ms = 10.0")
     async with SimServer(config_path=config) as sim:
-        client = client_for(sim.base_url)
-        jobs = [
-            asyncio.create_task(
-                client.completions.create(
-                    model=sim.model,
-                    prompt=f"p{i}",
-                    max_tokens=300,
-                    temperature=0,
-                    extra_body={"ignore_eos": True},
-                )
-            )
-            for i in range(6)
+        bodies = [
+            {"prompt": f"p{i}", "max_tokens": 300, "temperature": 0, "ignore_eos": True} for i in range(6)
         ]
+        job = asyncio.create_task(post_all(sim.base_url, "/v1/completions", bodies))
         page = await scrape_until(  # until all six have arrived
             sim.base_url,
             lambda page: (
@@ -89,7 +80,7 @@ async def test_requests_beyond_max_num_seqs_wait(tmp_path: Path) -> None:
         assert value(page, "vllm:num_requests_running") == 2
         assert value(page, "vllm:num_requests_waiting") == 4
         sim.control(speed=50.0)  # the queue seen: the rest at once
-        await asyncio.gather(*jobs)
+        await job
         page = await scrape(sim.base_url)
         assert value(page, "vllm:request_queue_time_seconds_count") == 6
 
