@@ -8,17 +8,14 @@ from typing import Any
 
 import httpx
 
-from tests.sim.conftest import client_for, until
+from tests.sim.conftest import post_all, until
 from tui.sim.server import SimServer
 
 
 async def test_llamacpp_slots_show_drafting_and_sglang_server_info() -> None:
     async with SimServer(flavor="llamacpp") as sim, httpx.AsyncClient(base_url=sim.base_url) as client:
-        job = asyncio.create_task(
-            client_for(sim.base_url).completions.create(
-                model=sim.model, prompt="x", max_tokens=400, extra_body={"ignore_eos": True}
-            )
-        )
+        body = {"prompt": "x", "max_tokens": 400, "ignore_eos": True}
+        job = asyncio.create_task(post_all(sim.base_url, "/v1/completions", [body]))
 
         async def busy_slots() -> list[dict[str, Any]] | None:
             slots = (await client.get("/slots")).json()
@@ -27,9 +24,8 @@ async def test_llamacpp_slots_show_drafting_and_sglang_server_info() -> None:
         slots = await until(busy_slots, "the request never went into a slot")
         assert slots[0]["speculative"] is True
         assert sum(slot["is_processing"] for slot in slots) == 1
-        assert (await client.get("/props")).json()["default_generation_settings"]["params"][
-            "speculative.types"
-        ] == "none"
+        props = (await client.get("/props")).json()
+        assert props["default_generation_settings"]["params"]["speculative.types"] == "none"
         await job
     config = Path("sample_configs/sglang_settings.json")
     async with (
