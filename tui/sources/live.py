@@ -41,8 +41,7 @@ LOG_BACKENDS = ("vllm", "sglang", "llamacpp")
 
 
 def shared_client() -> httpx.AsyncClient:
-    """One client for the app: scrapes, health checks and A/B bursts. Sharded pools keep a burst's many
-    concurrent streams from queueing inside httpx (see tui/bench/transport.py)."""
+    """One client for the app; sharded pools keep a burst's streams from queueing inside httpx."""
     return httpx.AsyncClient(
         transport=ShardedTransport(HTTP_MAX_CONNECTIONS, tls_at_first_request=True),  # not before a frame
         timeout=httpx.Timeout(5.0, connect=2.0),
@@ -123,7 +122,6 @@ class LiveSource(Source):
         task.add_done_callback(self._tasks.discard)
 
     async def _guarded(self, name: str, work: Coroutine[Any, Any, None]) -> None:
-        """A failing task is said once (as a failed worker was); the source and the other tasks go on."""
         try:
             await work
         except asyncio.CancelledError:
@@ -157,8 +155,6 @@ class LiveSource(Source):
         if not due:
             return
         self._polling.update(name for name, _ in due)
-        # One task per tick for every due endpoint (not one per endpoint): a slow endpoint only holds
-        # back itself, since the next tick's task skips just the endpoints still in flight.
         self._spawn("poll", self._poll_all(due))
 
     async def _poll_all(self, due: list[tuple[str, EndpointMonitor]]) -> None:
@@ -180,7 +176,6 @@ class LiveSource(Source):
     # --- GPUs --------------------------------------------------------------------------------------------
 
     def poll_gpus_due(self) -> None:
-        """Read every endpoint's GPU sources once (one task per tick; skipped while one is in flight)."""
         if self.paused or self._gpu_polling:
             return
         self._gpu_polling = True
@@ -247,7 +242,7 @@ class LiveSource(Source):
         await self._record(lambda recorder: recorder.write_guard(record))
 
     async def _record(self, write: Callable[[RecordingWriter], Awaitable[None]]) -> None:
-        """One write to the recording; a failing recording (disk full, file gone) stops alone, said once."""
+        """One write to the recording; a failing recording stops alone, said once."""
         recorder = self.recorder
         if recorder is None:
             return
@@ -267,14 +262,7 @@ class LiveSource(Source):
 
     def recorded_endpoints(self) -> list[RecordedEndpoint]:
         return [
-            RecordedEndpoint(
-                name=endpoint.name,
-                url=endpoint.url,
-                backend=endpoint.backend,
-                model=endpoint.model,
-                acceptance_threshold=endpoint.acceptance_threshold,
-            )
-            for endpoint in self.endpoints
+            RecordedEndpoint.model_validate(endpoint, from_attributes=True) for endpoint in self.endpoints
         ]
 
     # --- the rest of the interface --------------------------------------------------------------------------

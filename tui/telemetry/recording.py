@@ -52,7 +52,7 @@ class LogRecord(BaseModel):
 
 
 class GuardLogRecord(BaseModel):
-    """One fallback-guard action (tui/advice/guard.py's `GuardRecord`): when, what, why, the diff."""
+    """One fallback-guard action (tui/advice/guard.py's `GuardRecord`)."""
 
     kind: Literal["guard"] = "guard"
     endpoint: str
@@ -84,8 +84,7 @@ def describe_os_error(error: BaseException) -> str:
 
 
 class RecordingWriter:
-    """Appends records to a JSONL file: buffered, written off the event loop, rotated at `max_bytes`
-    (`on_rotate(rotated_path)` is called on the event loop after each rotation)."""
+    """Appends records to a JSONL file: buffered, written off the event loop, rotated at `max_bytes`."""
 
     def __init__(
         self,
@@ -130,8 +129,7 @@ class RecordingWriter:
         await self._write(record.model_dump_json(), record.time)
 
     async def flush(self) -> None:
-        """Write what is buffered (in a worker thread), rotating first at the cap. A failed write raises
-        its OSError now and on every later write: a full disk stops the recording, never the caller."""
+        """Write what is buffered, rotating first at the cap; a failed write raises now and later."""
         async with self._lock:
             if not self._buffer or self._file is None:
                 return
@@ -148,7 +146,6 @@ class RecordingWriter:
                 self.on_rotate(rotated)
 
     async def abandon(self) -> None:
-        """Stop after a failed write: the buffer is dropped (it cannot be written) and the file closed."""
         self._buffer, self._buffered = [], 0
         self._error = self._error or OSError("the recording was stopped after a failed write")
         await self.close()
@@ -165,7 +162,6 @@ class RecordingWriter:
             await self.flush()
         finally:
             file, self._file = self._file, None
-            # Its last bytes failing too was said by the flush (or the first failure).
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(file.close)
 

@@ -69,7 +69,7 @@ class LineSplitter:
         return lines
 
     def flush(self) -> str | None:
-        """The held partial line, if any (the file will not complete it: end of file or rotation)."""
+        """The held partial line, if any (end of file or rotation)."""
         dropping, self._dropping = self._dropping, False
         if not self._partial or dropping:
             self._partial.clear()
@@ -95,7 +95,7 @@ _SOURCE_KEYS = itertools.count()
 
 @dataclass
 class _Source:
-    """One open file: where we are in it and what its bytes looked like (to tell a truncation)."""
+    """One open file: where we are in it and what its bytes looked like."""
 
     fd: int
     identity: Identity
@@ -191,8 +191,7 @@ class _Follower:
         return [*current, *self.queue, *(source for source, _ in self.lingering)]
 
     def capture(self) -> None:
-        """Take hold of the files made or rotated since the last look, to be read in turn: a file renamed
-        over (or deleted) before the reader got to it is still read through the descriptor held."""
+        """Take hold of the files made or rotated since the last look (read later through the fd held)."""
         with self.lock:
             if self.current is not None and len(self.queue) < MAX_QUEUED:
                 self._look()
@@ -316,7 +315,6 @@ class _Follower:
         self.verified_at = time.time()
 
     def _folder_changed(self) -> bool:
-        """Whether the folder's entries changed since the last look (or too recently for a coarse clock)."""
         try:
             changed = os.stat(self.path.parent).st_mtime_ns
         except OSError:
