@@ -46,7 +46,6 @@ class LogWindow:
 
     @property
     def at_start(self) -> bool:
-        """The first line of the file is held (nothing older to read)."""
         return self.start == 0
 
     def open(self) -> None:
@@ -100,8 +99,7 @@ class LogWindow:
         return len(added)
 
     def newer(self) -> list[str]:
-        """The lines appended since the last read (follow); after a truncation or a rotation the window
-        starts again on the new file's tail (`restarted` counts it) and returns its lines."""
+        """The lines appended since the last read; after a truncation or rotation, the new file's tail."""
         try:
             stat = self.path.stat()
         except OSError as error:
