@@ -54,8 +54,7 @@ def memory_high_with_speculation(
 def throttling_during_burst(
     history: GpuHistory, start: float, end: float, keys: Iterable[str] | None = None
 ) -> GpuCondition | None:
-    """A warning when any reading of the GPUs (all, or `keys`) between `start` and `end` shows a
-    throttling reason (power cap, thermal, hardware slowdown, sync boost, power brake)."""
+    """A warning when any reading of the GPUs (all, or `keys`) between `start` and `end` shows throttling."""
     chosen = history.keys() if keys is None else list(keys)
     mask = 0
     labels: list[str] = []

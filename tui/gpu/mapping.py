@@ -74,8 +74,7 @@ def select_gpus(gpus: Sequence[GpuSample], selectors: Sequence[GpuSelector] | No
 
 
 def shared_gpu_keys(selections: Mapping[str, Sequence[GpuSample]]) -> set[str]:
-    """GPU keys (UUID, else index) that more than one endpoint shows: then the dashboard shows one GPU
-    strip at the top instead of a GPU panel per endpoint."""
+    """GPU keys (UUID, else index) that more than one endpoint shows (one GPU strip at the top)."""
     counts: Counter[str] = Counter()
     for gpus in selections.values():
         counts.update({gpu.key for gpu in gpus})

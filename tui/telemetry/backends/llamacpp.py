@@ -110,8 +110,7 @@ def _prompt_gauge_matches(start: PageSnapshot, end: PageSnapshot, segment: Delta
 
 
 def segment_extras(start: PageSnapshot, end: PageSnapshot, segment: Delta) -> dict[str, float]:
-    """Per pair of scrapes: finished requests and decode tokens (NaN when unknown), and whether
-    the live token count covers it (`live_segments` of `segments`)."""
+    """Per pair of scrapes: finished requests, decode tokens (NaN: unknown), live token coverage."""
     live = _LIVE_KEY in end.counters and (_LIVE_KEY in start.counters or not start.counters)
     coverage = {"segments": 1.0, "live_segments": 1.0 if live else 0.0}
     return coverage | _finished_requests(start, end, segment)
