@@ -91,8 +91,6 @@ class LiveSource(Source):
         self._running = False
         self._closed = False
 
-    # --- the updates --------------------------------------------------------------------------------------
-
     async def start(self) -> None:
         if not self._started:
             self._started = True
@@ -134,8 +132,6 @@ class LiveSource(Source):
         for task in list(self._tasks):
             task.cancel()
 
-    # --- polling ------------------------------------------------------------------------------------------
-
     async def _tick_forever(self) -> None:
         while True:
             self.poll_due()
@@ -173,8 +169,6 @@ class LiveSource(Source):
         finally:
             self._polling.discard(name)
 
-    # --- GPUs --------------------------------------------------------------------------------------------
-
     def poll_gpus_due(self) -> None:
         if self.paused or self._gpu_polling:
             return
@@ -187,8 +181,6 @@ class LiveSource(Source):
             self._put(GpusPolled(self._wall_clock.time(), views, frozenset(self.gpu_monitor.shared_keys())))
         finally:
             self._gpu_polling = False
-
-    # --- logs ---------------------------------------------------------------------------------------------
 
     async def _tail(self, endpoint: EndpointSettings, path: Path) -> None:
         from tui.telemetry.logs import LogParser  # the log grammars: only for endpoints with a log file
@@ -205,8 +197,6 @@ class LiveSource(Source):
                 await self._record(partial(_write_event, name=endpoint.name, time=now, event=event))
         self._put(Notice(f"tail {endpoint.name}: log tailing ended", "warning", timeout_s=5))
 
-    # --- thresholds from the config files -------------------------------------------------------------------
-
     def reread_thresholds(self) -> None:
         if not self._running:
             return
@@ -219,8 +209,6 @@ class LiveSource(Source):
     async def _read_threshold(self, name: str, config_file: Path) -> None:
         threshold = await asyncio.to_thread(read_acceptance_threshold, config_file)
         self._put(ThresholdRead(name, threshold))
-
-    # --- recording ----------------------------------------------------------------------------------------
 
     async def _open_recorder(self) -> None:
         if self.record_path is None:
@@ -264,8 +252,6 @@ class LiveSource(Source):
         return [
             RecordedEndpoint.model_validate(endpoint, from_attributes=True) for endpoint in self.endpoints
         ]
-
-    # --- the rest of the interface --------------------------------------------------------------------------
 
     def status(self) -> list[str]:
         parts = [f"every {fmt_setting(self.settings.poll_interval_s)}s"]

@@ -133,7 +133,6 @@ class AlertEngine:
         active = sorted(self.active(), key=lambda alert: alert.started_at, reverse=True)
         return active + sorted(self.cleared, key=lambda alert: alert.started_at, reverse=True)
 
-    # ---- planned restarts -------------------------------------------------------------------------
     def restarting(self, endpoint: str) -> bool:
         return self._state(endpoint).restart_began is not None
 
@@ -171,7 +170,6 @@ class AlertEngine:
         state.restart_saw_down = False
         self.version += 1
 
-    # ---- observations -----------------------------------------------------------------------------
     def observe_reading(
         self,
         endpoint: str,
@@ -246,7 +244,6 @@ class AlertEngine:
         self.version += 1
         return alert
 
-    # ---- acceptance ---------------------------------------------------------------------------------
     def _acceptance(
         self, state: _EndpointState, endpoint: str, time: float, rate: float | None
     ) -> list[Alert]:
@@ -305,7 +302,6 @@ class AlertEngine:
             text += ": drafting slows"
         return f"{text}; {context}"
 
-    # ---- bookkeeping --------------------------------------------------------------------------------
     def _raise(
         self,
         state: _EndpointState,

@@ -16,8 +16,7 @@ SortColumn = Literal[
     "status", "name", "model", "tokens_per_s", "ttft_p95", "acceptance", "mean_length", "running", "kv"
 ]
 SORT_COLUMNS: tuple[SortColumn, ...] = get_args(SortColumn)
-# Worst first when sorted ascending: what needs a look comes to the top.
-# "no data": fleet mode, Prometheus failed (nothing known of the instance).
+# Worst first when sorted ascending ("no data": fleet mode, Prometheus failed).
 STATUS_ORDER = {"down": 0, "restarting": 1, "no data": 1, "stale": 2, "waiting": 3, "up": 4}
 
 

@@ -189,8 +189,6 @@ class RecordingWriter:
                 self._error = error
                 return
 
-    # --- in a worker thread ---------------------------------------------------------------------------------
-
     def _open_file(self) -> BinaryIO:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         file = open(self.path, "ab")  # noqa: SIM115 (closed in close())

@@ -169,8 +169,7 @@ class _Follower:
         self.queue: list[_Source] = []  # files still to read after `current`, the live one last
         # rotated files, drained, still read until quiet for LINGER_S (the server writes on until it reopens)
         self.lingering: list[tuple[_Source, float]] = []
-        # rotated siblings accounted for → their first bytes and mtime: an inode number freed and reused
-        # by a new file in a rotation storm (whose first bytes may well be the same) is not that file
+        # rotated siblings accounted for → their first bytes and mtime (an inode number may be reused)
         self.known: dict[Identity, tuple[bytes, int]] = {}
         self.verified_at = time.time()  # when the path last held `current` (or nothing new)
         self.folder_changed = 0  # the folder's mtime (ns) when looked at for rotated files, path gone
