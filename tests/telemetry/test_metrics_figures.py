@@ -1,5 +1,4 @@
-"""Derived figures per backend: the sample sets' README values, label sets, old names, stale gauges, the
-draft length in effect; histogram quantiles as Prometheus' `histogram_quantile` (promql bucketQuantile)."""
+"""Derived figures per backend (README values, label sets, old names, stale gauges, k) and quantiles."""
 
 from __future__ import annotations
 
