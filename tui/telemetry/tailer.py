@@ -78,10 +78,6 @@ class LineSplitter:
         self._partial.clear()
         return line
 
-    def reset(self) -> None:
-        self._partial.clear()
-        self._dropping = False
-
 
 def _decode(data: bytes) -> str:
     if data.endswith(b"\r"):
@@ -447,12 +443,12 @@ class LogTailer:
                             splitters[key] = LineSplitter(self.max_line_bytes)
                         for line in splitters[key].feed(data):
                             yield line
-                    elif what == END and key in splitters:
-                        tail = splitters.pop(key).flush()
-                        if tail is not None:
-                            yield tail
+                    elif (
+                        what == END and key in splitters and (tail := splitters.pop(key).flush()) is not None
+                    ):
+                        yield tail
                     elif what == RESTART and key in splitters:
-                        splitters[key].reset()
+                        splitters[key].flush()  # the partial line is dropped
                 if step.more:
                     continue
                 if watch is None:
