@@ -85,8 +85,7 @@ def is_access(message: str) -> bool:
 
 
 def figure_spans(text: str, *, named: bool = False) -> list[tuple[int, int]]:
-    """Start/end of each figure in `text`: numbers with units and percentages; with `named`, also every
-    `name: number` (a stats line's `Running: 4`, `Mean acceptance length: 2.81`)."""
+    """Start/end of each figure in `text` (numbers with units); with `named`, also every `name: number`."""
     spans = [(match.start(), match.end()) for match in _FIGURE_WITH_UNIT.finditer(text)]
     if named:
         spans += [match.span("figure") for match in _NAMED_FIGURE.finditer(text)]
