@@ -1,6 +1,4 @@
-"""GPU alert rules as pure functions: memory ≥ 95% with speculation on (the article's rule: drafts need
-memory that is not left, OOM risk), and clock throttling in one arm of a burst (it confounds the A/B).
-Unknown (speculation, memory, throttle reasons) gives no alert."""
+"""GPU alert rules as pure functions: memory ≥ 95% with speculation on, throttling during a burst."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The GPUs during an A/B burst: energy per output token, tokens per joule and throttling per arm. Arms
-sharing GPUs under the parallel schedule cannot be told apart: their energy is None with the reason."""
+"""The GPUs during an A/B burst: energy per output token, tokens per joule, throttling per arm."""
 
 from __future__ import annotations
 

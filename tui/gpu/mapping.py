@@ -1,5 +1,4 @@
-"""Which GPUs belong to which endpoint: a dcgm-exporter page (`gpu_metrics_url`), else NVML, but only for
-an endpoint on this machine or with `gpus` set."""
+"""Which GPUs belong to which endpoint: its exporter page, else NVML if local or `gpus` is set."""
 
 from __future__ import annotations
 

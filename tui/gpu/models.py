@@ -1,5 +1,4 @@
-"""What spectop knows about one GPU at one moment, whatever source it came from. A figure a source does not
-give is None, never 0 (dcgm-exporter's defaults have no throttle reasons, old GPUs no energy counter)."""
+"""One GPU at one moment, whatever the source; a figure a source does not give is None, never 0."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`FleetSource`: the dashboard fed by Prometheus (`--prometheus URL`): history at start, then one refresh
-per interval; Prometheus failing is ONE alert (`SourceDown`), not one per instance."""
+"""`FleetSource`: the dashboard fed by Prometheus (`--prometheus URL`): history, then refreshes."""
 
 from __future__ import annotations
 

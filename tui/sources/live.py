@@ -1,5 +1,4 @@
-"""`LiveSource`: the endpoints polled, their logs followed, and both recorded when asked; a failing task is
-said once as a notice and the others keep running."""
+"""`LiveSource`: endpoints polled, logs followed, both recorded when asked; a failing task is said once."""
 
 from __future__ import annotations
 

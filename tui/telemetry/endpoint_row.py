@@ -1,5 +1,4 @@
-"""One endpoint as one row of a table (dashboard and fleet): plain data; unknown figures sort last either
-way, names with their numbers as numbers (node-2 before node-10)."""
+"""One endpoint as one row of a table (dashboard and fleet), and how rows sort."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A window onto a (possibly huge) log file for the log viewer: the tail first, older pages on demand.
-Blocking calls: the screen runs them off the event loop."""
+"""A window onto a (possibly huge) log file for the log viewer: the tail first, older pages on demand."""
 
 from __future__ import annotations
 

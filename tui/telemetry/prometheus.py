@@ -1,5 +1,4 @@
-"""A fast, strict parser for the Prometheus text exposition format (prometheus_client's is the cross-check
-in the tests); anything it does not accept raises `MetricsFormatError` naming the line."""
+"""A fast, strict parser for the Prometheus text format (`MetricsFormatError` names the bad line)."""
 
 from __future__ import annotations
 

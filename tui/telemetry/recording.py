@@ -1,6 +1,4 @@
-"""Recordings: every reading, log event and guard action as JSON lines (by `kind`), and reading them back.
-Writes are buffered (a killed spectop loses at most a second); past `max_bytes` the file moves to FILE.1
-(at most 2 × the cap on disk) and the new one starts with a `continues` header, so both play in order."""
+"""Recordings: readings, log events and guard actions as JSON lines, rotated to FILE.1 past the cap."""
 
 from __future__ import annotations
 

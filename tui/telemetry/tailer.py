@@ -1,6 +1,4 @@
-"""Async log follower with `tail -F` semantics: by inode, woken by inotify (`dirwatch`), polling as the
-fallback. Rotated files are drained and read until quiet, copytruncate is seen by size and fingerprint,
-lines are capped and memory stays bounded; file work runs in `asyncio.to_thread`."""
+"""Async log follower with `tail -F` semantics: by inode, woken by inotify, polling as the fallback."""
 
 from __future__ import annotations
 

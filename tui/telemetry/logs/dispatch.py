@@ -1,5 +1,4 @@
-"""One cleaned line -> typed events (every grammar gated by a plain substring test: most lines are noise),
-and `LogParser`, which feeds lines in order and groups a traceback into one event."""
+"""One cleaned line -> typed events, and `LogParser`, which groups a traceback into one event."""
 
 from __future__ import annotations
 

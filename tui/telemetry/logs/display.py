@@ -1,5 +1,4 @@
-"""A log line as the log pane shows it: the logger prefix cut to HH:MM:SS and a level other than INFO;
-access lines flagged so the pane can hide them (a monitor scraping every second would fill it)."""
+"""A log line as the log pane shows it: prefix cut to HH:MM:SS and a non-INFO level; access lines flagged."""
 
 from __future__ import annotations
 
