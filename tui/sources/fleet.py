@@ -44,7 +44,6 @@ def imbalance_messages(alerts: list[Alert]) -> dict[str, str]:
 
 
 class FleetSource(Source):
-    toasts_alerts: ClassVar[bool] = False
     is_fleet: ClassVar[bool] = True
 
     def __init__(
