@@ -1,8 +1,4 @@
-"""The GPUs of a burst. BurstGpuWatch against fake exporter pages (rendered by the sim's GPU model): a
-power-capped arm is throttled with a warning under the burst table, arms on the same GPUs have no energy (not
-a split guess), an arm without a GPU source says why; under the alternate schedule an arm on shared GPUs has
-its energy over its own rounds. Against `spectop sim --gpu` arms, `spectop bench --a-gpu-metrics-url/--b-…`
-gives each arm's energy per output token and tokens per joule, and the verdict names the ratio."""
+"""The GPUs of a burst: throttling, shared GPUs, energy per arm (also over its own rounds), via the CLI."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The GPU panel. Its lines as plain data: one line per card at 80 columns, several GPUs summed, unknown as
-"–", throttling marked, and what a server sent made safe before it is shown. On the dashboard, against real
-simulators (in-process, `--gpu`) and fake exporter pages: the GPU line on the card, the detail screen's GPU
-charts, the one line when there is no GPU data, and the "GPU memory ≥ 95% with speculation on" alert."""
+"""The GPU panel: its lines as plain data, and on the dashboard against simulators and exporter pages."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""One row per GPU (the GPU screen, `g`; the detail screen's GPU section, `G`): memory bar,
-utilisation, power, temperature, clocks, throttle reasons, and NVML's processes; whole parts only at every
-width."""
+"""One row per GPU (GPU screen, detail screen): every part, whole parts only at every width."""
 
 from __future__ import annotations
 

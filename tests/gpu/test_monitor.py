@@ -1,5 +1,4 @@
-"""GpuMonitor: each source read once per poll, endpoints mapped to their GPUs, energy per endpoint and arm;
-LiveSource polls it with the shared client, one poll per tick, into the board."""
+"""GpuMonitor: each source read once per poll, endpoints mapped to GPUs; LiveSource polls it per tick."""
 
 from __future__ import annotations
 

@@ -76,8 +76,8 @@ async def test_present_gpus_with_nvml_units_off_the_event_loop(monkeypatch: pyte
     gpu0, gpu1 = result.gpus
     assert (gpu0.index, gpu0.uuid, gpu0.name) == (0, "GPU-aaaa", first.name)
     assert gpu0.memory_used_bytes == first.used and gpu0.memory_total_bytes == first.total
-    assert gpu0.power_w == pytest.approx(first.power_mw / 1000)  # mW -> W
-    assert gpu0.energy_j == pytest.approx(first.energy_mj / 1000)  # mJ -> J
+    # mW -> W, mJ -> J
+    assert (gpu0.power_w, gpu0.energy_j) == pytest.approx((first.power_mw / 1000, first.energy_mj / 1000))
     assert gpu0.utilization_pct == first.gpu_util and gpu0.temperature_c == first.temperature
     assert gpu0.sm_clock_mhz == first.sm_clock and gpu0.pci_bus_id == first.bus_id
     assert gpu0.throttling is False and gpu0.dram_active is None  # NVML has no DRAM-active ratio

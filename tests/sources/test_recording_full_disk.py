@@ -1,5 +1,4 @@
-"""A full disk under `--record` (a simulated ENOSPC): the readings are still published, the recording fails
-alone, said once, and closing raises nothing."""
+"""A full disk under `--record`: readings still published, the recording fails alone, said once."""
 
 from __future__ import annotations
 

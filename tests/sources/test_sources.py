@@ -1,5 +1,4 @@
-"""The dashboard's sources without Textual: a replay's updates, a live log followed to its end, and a
-fleet source that ends when cancelled."""
+"""The dashboard's sources without Textual: replay, a live log followed to its end, a fleet source."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Helpers for the cancellation tests: the cancel lands 0, 1, 2, ... loop turns after the event, so one of
-them hits the turn in which Python 3.11's `asyncio.wait_for` would drop it."""
+"""Cancellation helpers: the cancel lands 0, 1, 2, ... loop turns after the event (3.11's wait_for bug)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A llama-server stand-in on a real loopback socket: /metrics and /slots as llama.cpp serves them (gauges
-reset on every GET /metrics, six significant digits); `finish(...)` ends a request."""
+"""A llama-server stand-in on a loopback socket: /metrics (gauges reset per GET) and /slots."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A tiny HTTP/1.1 server on a loopback socket answering planned `Reply`s, scrapes made without one, pages
-built for a case, and `spectop` run as users run it."""
+"""A tiny loopback HTTP server answering planned `Reply`s, page builders, and `spectop` as users run it."""
 
 from __future__ import annotations
 

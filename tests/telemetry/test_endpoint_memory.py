@@ -1,5 +1,4 @@
-"""What one endpoint remembers between pages: what each series means (its window's `SeriesMemo`, keyed by
-the series text, never by `id()`), started over for a different server on the URL."""
+"""What one endpoint remembers between pages (`SeriesMemo`, by series text), reset for a new server."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Impossible figures from a bad page, dropped and counted, never shown: one counter going
-backwards alone while the others rise is an inconsistent page (not a restart); accepted > drafted, a KV
-gauge above 1 and a negative queue are dropped with a note."""
+"""Impossible figures from a bad page are dropped and counted with a note, never shown."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The first reading shows what the server's counters say since it started (`Figures.lifetime`); the rates
-say they need a second scrape, whose window's own figures then replace them."""
+"""The first reading shows the counters since the server started (`Figures.lifetime`)."""
 
 from __future__ import annotations
 

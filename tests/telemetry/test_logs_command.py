@@ -1,6 +1,5 @@
 # ruff: noqa: E501  (real log lines)
-"""`spectop logs FILE [--follow] [--from-start] [--json]` as a user runs it, and its renderings; llama.cpp's
-time since start given apart as `uptime` (`time` is the wall time only when it is known)."""
+"""`spectop logs FILE [--follow] [--from-start] [--json]` as a user runs it, and its renderings."""
 
 from __future__ import annotations
 

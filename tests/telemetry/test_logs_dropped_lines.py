@@ -1,7 +1,5 @@
 # ruff: noqa: E501  (real log lines)
-"""Lines whose events cannot be used are dropped and counted, never shown: garbled lines with impossible
-figures (`LogParser.unread`), and lines the parser raised on (`failed_lines`: the one safety net between a
-log file and the parser), both reported by `spectop logs` and kept per endpoint for the detail screen."""
+"""Garbled lines (`unread`) and lines the parser raised on (`failed_lines`): dropped, counted, reported."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 # ruff: noqa: E501  (real log lines, kept whole-ish for readability)
-"""Every log line quoted in the reference and one built from each format string it lists -> the expected
-events, typed in from the reference. Sample-log lines that give no event are counted by test_logs_samples."""
+"""Every log line quoted in the reference, and one per format string it lists -> the expected events."""
 
 from __future__ import annotations
 

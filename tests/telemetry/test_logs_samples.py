@@ -26,6 +26,10 @@ def _events(name: str) -> list[StatsEvent | SpecDecodeEvent | ErrorEvent]:
     return events
 
 
+def _fields(event: object, names: str) -> tuple:
+    return tuple(getattr(event, name) for name in names.split())
+
+
 # vLLM README: "Expected values parsed from server.log"
 VLLM_STATS = [
     ("08-20 14:04:17", 387.9, 277.9, 2, 0, 0.007, 0.346),
@@ -45,28 +49,18 @@ def test_vllm_sample_gives_three_stats_and_three_spec_events() -> None:
     spec = [e for e in events if isinstance(e, SpecDecodeEvent)]
     assert len(events) == 6
     assert len(stats) == 3 and len(spec) == 3
-    for event, (time, prompt, gen, running, waiting, kv, hit) in zip(stats, VLLM_STATS, strict=True):
-        assert event.time == time
-        assert event.backend == "vllm"
-        assert event.prompt_tokens_per_s == pytest.approx(prompt)
-        assert event.generation_tokens_per_s == pytest.approx(gen)
-        assert event.running == running
-        assert event.waiting == waiting
-        assert event.kv_cache_usage == pytest.approx(kv)
-        assert event.prefix_cache_hit_rate == pytest.approx(hit)
-        assert event.engine == "0"
-    for event, row in zip(spec, VLLM_SPEC, strict=True):
-        time, mean_len, acc_tps, drf_tps, accepted, drafted, positions, rate = row
-        assert event.time == time
-        assert event.mean_acceptance_length == pytest.approx(mean_len)
-        assert event.accepted_tokens_per_s == pytest.approx(acc_tps)
-        assert event.drafted_tokens_per_s == pytest.approx(drf_tps)
-        assert event.accepted_tokens == accepted
-        assert event.drafted_tokens == drafted
+    names = "time prompt_tokens_per_s generation_tokens_per_s running waiting kv_cache_usage"
+    for event, row in zip(stats, VLLM_STATS, strict=True):
+        assert _fields(event, names + " prefix_cache_hit_rate backend engine") == pytest.approx(
+            (*row, "vllm", "0")
+        )
+    names = "time mean_acceptance_length accepted_tokens_per_s drafted_tokens_per_s accepted_tokens"
+    for event, (*row, positions, rate) in zip(spec, VLLM_SPEC, strict=True):
+        # The engine comes from the stats line it follows.
+        assert _fields(event, names + " drafted_tokens acceptance_rate scope engine") == pytest.approx(
+            (*row, rate, "interval", "0")
+        )
         assert event.per_position_acceptance == pytest.approx(positions)
-        assert event.acceptance_rate == pytest.approx(rate)
-        assert event.scope == "interval"
-        assert event.engine == "0"  # from the stats line it follows
 
 
 # SGLang README: the Decode table
@@ -89,16 +83,14 @@ def test_sglang_sample_decode_lines_match_the_readme_table() -> None:
     assert len(decode) == 8 and len(spec) == 8
     for stats, accept, row in zip(decode, spec, SGLANG_DECODE, strict=True):
         time, running, tokens, usage, accept_len, accept_rate, gen, queue = row
-        assert stats.time == time and accept.time == time
-        assert stats.engine == "TP0" and accept.engine == "TP0"
-        assert stats.running == running
         assert stats.extra is not None and stats.extra["#token"] == tokens
-        assert stats.kv_cache_usage == pytest.approx(usage)
-        assert stats.generation_tokens_per_s == pytest.approx(gen)
-        assert stats.waiting == queue
-        assert accept.mean_acceptance_length == pytest.approx(accept_len)
-        assert accept.acceptance_rate == pytest.approx(accept_rate)
-        assert accept.per_position_acceptance is None  # SGLang does not print it
+        assert _fields(stats, "time engine running kv_cache_usage generation_tokens_per_s waiting") == (
+            pytest.approx((time, "TP0", running, usage, gen, queue))
+        )
+        # SGLang prints no per-position figures.
+        assert _fields(
+            accept, "time engine mean_acceptance_length acceptance_rate per_position_acceptance"
+        ) == (pytest.approx((time, "TP0", accept_len, accept_rate, None)))
 
 
 def test_sglang_sample_prefill_lines_sum_to_the_realtime_token_deltas() -> None:
@@ -124,13 +116,10 @@ def test_sglang_sample_prefill_lines_sum_to_the_realtime_token_deltas() -> None:
 def test_llamacpp_sample_gives_eleven_draft_acceptance_events() -> None:
     events = _events("llamacpp")
     assert len(events) == 11
+    names = "backend accepted_tokens drafted_tokens acceptance_rate mean_acceptance_length scope"
     for event in events:
         assert isinstance(event, SpecDecodeEvent)
-        assert event.backend == "llamacpp"
-        assert (event.accepted_tokens, event.drafted_tokens) == (56, 56)
-        assert event.acceptance_rate == pytest.approx(1.0)
-        assert event.mean_acceptance_length == pytest.approx(9.0)
-        assert event.scope == "request"
+        assert _fields(event, names) == pytest.approx(("llamacpp", 56, 56, 1.0, 9.0, "request"))
     assert events[0].time is None and events[0].uptime == "0.00.674.091"  # time since start, not wall time
     assert sum(e.accepted_tokens for e in events) == 616  # type: ignore[misc]
 

@@ -1,7 +1,5 @@
 # ruff: noqa: E501  (real log lines)
-"""`LogParser` groups multi-line tracebacks into one `traceback` event, reports the specific failure
-(OOM, dead engine) from the exception line at once, and keeps everything bounded; what it remembers
-between lines (the backend, vLLM's DP engine of the stats line for the SpecDecoding line after it)."""
+"""`LogParser` groups tracebacks into one event, reports OOM / dead engine at once, stays bounded."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Derived figures per backend: the sample sets' README values, label sets, old names, stale gauges, the
-draft length in effect; histogram quantiles as Prometheus' `histogram_quantile` (promql bucketQuantile)."""
+"""Derived figures per backend (README values, label sets, old names, stale gauges, k) and quantiles."""
 
 from __future__ import annotations
 
@@ -24,47 +23,40 @@ def test_vllm_sample_figures() -> None:
     first, last = sample_scrapes("vllm", 10.0)
     assert (first.backend, last.backend) == ("vllm", "vllm")
     f = figures_between(first, last)
-    assert f.generation_tokens_per_s == pytest.approx(594.9)
-    assert f.prompt_tokens_per_s == pytest.approx(860.7)
-    assert f.requests_per_s == pytest.approx(0.5)
-    assert f.acceptance_rate == pytest.approx(3468 / 4960)
-    assert f.mean_acceptance_length == pytest.approx(1 + 3468 / 2480)
+    rates = (f.generation_tokens_per_s, f.prompt_tokens_per_s, f.requests_per_s)
+    assert rates == pytest.approx((594.9, 860.7, 0.5))
+    assert (f.acceptance_rate, f.mean_acceptance_length) == pytest.approx((3468 / 4960, 1 + 3468 / 2480))
     assert f.per_position_acceptance == pytest.approx([1981 / 2480, 1487 / 2480])
-    assert f.ttft_mean_s == pytest.approx(0.2056565284729004 / 4)
-    assert f.ttft_p50_s == pytest.approx(0.060)
-    assert f.ttft_p95_s == pytest.approx(0.078)
+    assert (f.ttft_mean_s, f.ttft_p50_s, f.ttft_p95_s) == pytest.approx(
+        (0.2056565284729004 / 4, 0.060, 0.078)
+    )
     # True per-token latency from request_time_per_output_token_seconds, not per-step ITL (9.99 ms).
-    assert f.tpot_mean_s == pytest.approx(0.021173870957087004 / 5)
-    assert f.e2e_mean_s == pytest.approx(24.449790716171265 / 5)
+    assert (f.tpot_mean_s, f.e2e_mean_s) == pytest.approx((0.021173870957087004 / 5, 24.449790716171265 / 5))
     assert (f.running, f.waiting) == (2.0, 0.0)
-    assert f.kv_cache_usage == pytest.approx(0.005718747362201401)
-    assert f.prefix_cache_hit_rate == pytest.approx(4096 / 8607)
+    assert (f.kv_cache_usage, f.prefix_cache_hit_rate) == pytest.approx((0.005718747362201401, 4096 / 8607))
 
 
 def test_sglang_sample_figures() -> None:
     f = figures_between(*sample_scrapes("sglang", 10.0))
-    assert f.generation_tokens_per_s == pytest.approx(2332.7)
-    assert f.prompt_tokens_per_s == pytest.approx((13442 + 2624) / 10)
-    assert f.requests_per_s == pytest.approx(0.8)
-    assert f.mean_acceptance_length == pytest.approx(27481 / 9456)
-    assert f.acceptance_rate == pytest.approx((27481 / 9456 - 1) / 3)
+    rates = (f.generation_tokens_per_s, f.prompt_tokens_per_s, f.requests_per_s)
+    assert rates == pytest.approx((2332.7, (13442 + 2624) / 10, 0.8))
+    length = 27481 / 9456
+    assert (f.mean_acceptance_length, f.acceptance_rate) == pytest.approx((length, (length - 1) / 3))
     assert f.per_position_acceptance is None
-    assert f.ttft_mean_s == pytest.approx(4.008309179035109 / 9)
-    assert f.ttft_p50_s == pytest.approx(0.46)
-    assert f.tpot_mean_s == pytest.approx(320.57197711271874 / 22960)
-    assert f.e2e_mean_s == pytest.approx(400.90856586492737 / 8)
+    assert (f.ttft_mean_s, f.ttft_p50_s) == pytest.approx((4.008309179035109 / 9, 0.46))
+    assert (f.tpot_mean_s, f.e2e_mean_s) == pytest.approx(
+        (320.57197711271874 / 22960, 400.90856586492737 / 8)
+    )
     assert (f.running, f.waiting) == (32.0, 1.0)
-    assert f.kv_cache_usage == pytest.approx(0.1633637075134168)
-    assert f.prefix_cache_hit_rate == pytest.approx(1920 / 13250)
+    assert (f.kv_cache_usage, f.prefix_cache_hit_rate) == pytest.approx((0.1633637075134168, 1920 / 13250))
 
 
 def test_llamacpp_sample_figures_with_injected_delta_t() -> None:
     first, last = sample_scrapes("llamacpp", 1.0)
     f = figures_between(first, last)
-    assert f.generation_tokens_per_s == pytest.approx(704.0)
-    assert f.prompt_tokens_per_s == pytest.approx(187.0 + 163.0)  # computed + cached, as for vLLM
-    assert f.acceptance_rate == 1.0
-    assert f.mean_acceptance_length == pytest.approx(9.0)
+    # Prompt tokens: computed + cached, as for vLLM.
+    assert (f.generation_tokens_per_s, f.prompt_tokens_per_s) == pytest.approx((704.0, 187.0 + 163.0))
+    assert (f.acceptance_rate, f.mean_acceptance_length) == pytest.approx((1.0, 9.0))
     assert f.per_position_acceptance == pytest.approx([1.0] * 8)  # family absent at t0 counts from 0
     assert f.tpot_mean_s == pytest.approx(0.667529 / 693, rel=1e-4)
     assert f.requests_per_s == pytest.approx(11.0)
@@ -151,12 +143,9 @@ def _vllm_engine_page(scale: float) -> str:
 
 def test_multi_engine_multi_model_vllm_sums_counts_and_averages_fractions() -> None:
     f = figures_between(scrape(_vllm_engine_page(1), 0.0), scrape(_vllm_engine_page(2), 10.0))
-    assert f.generation_tokens_per_s == pytest.approx(4500 / 10)
-    assert f.requests_per_s == pytest.approx(42 / 10)
-    assert f.acceptance_rate == pytest.approx(1700 / 3000)
-    assert f.mean_acceptance_length == pytest.approx(1 + 1700 / 1500)
-    assert f.running == 9.0
-    assert f.kv_cache_usage == pytest.approx(0.4)
+    assert (f.generation_tokens_per_s, f.requests_per_s) == pytest.approx((4500 / 10, 42 / 10))
+    assert (f.acceptance_rate, f.mean_acceptance_length) == pytest.approx((1700 / 3000, 1 + 1700 / 1500))
+    assert (f.running, f.kv_cache_usage) == pytest.approx((9.0, 0.4))
     # Buckets merged over the three series: 35 of 42 under 0.1 s.
     assert f.ttft_p50_s == pytest.approx(0.1 * 21 / 35)
 

@@ -1,5 +1,4 @@
-"""The Prometheus text parser: real sample pages, every number/label form, clear errors, never a crash; an
-endpoint's parser hands out the same Sample again for a line it has seen; its caches are its own."""
+"""The Prometheus text parser: real pages, every number/label form, clear errors, per-endpoint caches."""
 
 from __future__ import annotations
 

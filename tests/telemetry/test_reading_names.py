@@ -1,6 +1,4 @@
-"""One word, one thing: a "reading" is an endpoint's scrape as the app shows and records it
-(`EndpointReading`, and the fleet's subclass); a backend's compact view of one page is a
-`PageSnapshot` (never a `Reading`, which once meant a counter snapshot there)."""
+"""One word, one thing: a "reading" is an endpoint's scrape; a page is a `PageSnapshot`."""
 
 from __future__ import annotations
 

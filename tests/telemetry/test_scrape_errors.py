@@ -1,5 +1,4 @@
-"""scrape_metrics and EndpointMonitor against a real local socket: every failure is a Scrape, never raised;
-a bug while deriving figures is counted, said where the figures go, and in the debug log."""
+"""scrape_metrics and EndpointMonitor on a real socket: every failure is a Scrape, never raised."""
 
 from __future__ import annotations
 

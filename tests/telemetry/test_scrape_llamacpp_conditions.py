@@ -1,5 +1,4 @@
-"""llama.cpp under production conditions, through real sockets: a second scraper, restarts, /slots; its
-real `/slots` and `/v1/models` captures read by `spectop snapshot`."""
+"""llama.cpp under production conditions through real sockets: a second scraper, restarts, /slots."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The ring buffers of one endpoint: what `add` keeps of a reading (an unknown one as gaps, a quantile
-that is only a bound as a gap with its bound), and `tail` (the newest values, oldest first)."""
+"""One endpoint's ring buffers: what `add` keeps of a reading (gaps, bounds), and `tail`."""
 
 from __future__ import annotations
 

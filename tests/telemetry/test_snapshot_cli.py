@@ -1,6 +1,4 @@
-"""`spectop snapshot` end to end: a real local HTTP server serving each sample set (t0, then t1), and a
-llama-server stand-in doing the bad thing during the window: a figure that cannot be known is None with its
-reason in `notes`, never a wrong number."""
+"""`spectop snapshot` end to end against sample pages and a misbehaving llama-server stand-in."""
 
 from __future__ import annotations
 

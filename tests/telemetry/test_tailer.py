@@ -1,7 +1,4 @@
-"""`LogTailer` against real file operations: rotation, copytruncate, deletion and recreation, a file that
-appears later, partial and over-long lines, invalid UTF-8; its line splitter on any chunking; a follower
-cancelled as a line (or a wake-up) arrives still ends; the races `tail -F` survives at the default poll
-interval (file operations that land between two polls or inside one read), losing no line."""
+"""`LogTailer` against real file operations: rotation, copytruncate, recreation, partial lines, races."""
 
 from __future__ import annotations
 

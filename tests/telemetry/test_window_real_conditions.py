@@ -1,6 +1,4 @@
-"""ScrapeWindow under real conditions: NaN or missing series (through the monitor and `spectop snapshot`
-too: never a wrong figure, and where one cannot be known, None with the reason), new series, duplicates,
-quantile bounds."""
+"""ScrapeWindow under real conditions: NaN or missing series, new series, duplicates, quantile bounds."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""ScrapeWindow: sliding window, counter resets (new baseline, never negative, never a spike), bounds; its
-segments summed column by column to the very same bits as one by one."""
+"""ScrapeWindow: sliding window, counter resets (never negative, never a spike), column sums exact."""
 
 from __future__ import annotations
 

@@ -1,2 +1,1 @@
-"""GPU figures beside the speculative-decoding ones: NVML for the local GPUs, dcgm-exporter pages per
-endpoint. Core: no textual; every source failure is a `GpuUnavailable` with its reason, never an error."""
+"""GPU figures (NVML locally, dcgm-exporter pages per endpoint); a source failure is a `GpuUnavailable`."""

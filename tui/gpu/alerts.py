@@ -1,6 +1,4 @@
-"""GPU alert rules as pure functions: memory ≥ 95% with speculation on (the article's rule: drafts need
-memory that is not left, OOM risk), and clock throttling in one arm of a burst (it confounds the A/B).
-Unknown (speculation, memory, throttle reasons) gives no alert."""
+"""GPU alert rules as pure functions: memory ≥ 95% with speculation on, throttling during a burst."""
 
 from __future__ import annotations
 
@@ -54,8 +52,7 @@ def memory_high_with_speculation(
 def throttling_during_burst(
     history: GpuHistory, start: float, end: float, keys: Iterable[str] | None = None
 ) -> GpuCondition | None:
-    """A warning when any reading of the GPUs (all, or `keys`) between `start` and `end` shows a
-    throttling reason (power cap, thermal, hardware slowdown, sync boost, power brake)."""
+    """A warning when any reading of the GPUs (all, or `keys`) between `start` and `end` shows throttling."""
     chosen = history.keys() if keys is None else list(keys)
     mask = 0
     labels: list[str] = []

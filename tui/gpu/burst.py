@@ -1,5 +1,4 @@
-"""The GPUs during an A/B burst: energy per output token, tokens per joule and throttling per arm. Arms
-sharing GPUs under the parallel schedule cannot be told apart: their energy is None with the reason."""
+"""The GPUs during an A/B burst: energy per output token, tokens per joule, throttling per arm."""
 
 from __future__ import annotations
 
@@ -57,9 +56,8 @@ class BurstGpuWatch:
     def record(
         self, url: str, start: float, end: float, output_tokens: int, phases: Rounds | None = None
     ) -> ArmGpuRecord | None:
-        """The arm at `url` between two `time.time()` moments; None when it has no GPU source at all.
-        `phases`: the arm's rounds under the alternate schedule (`time.time()` moments), when no other
-        arm had requests in flight: on GPUs shared with another arm, its energy is theirs summed."""
+        """The arm at `url` between two moments; None without a GPU source. `phases`: its own rounds
+        (alternate schedule): on GPUs shared with another arm, its energy is theirs summed."""
         name = self.urls.get(url.rstrip("/"))
         view = self.monitor.latest.get(name) if name is not None else None
         if view is None:
@@ -110,22 +108,19 @@ class BurstGpuWatch:
     def _phases_energy(self, endpoint: str, phases: Rounds) -> EnergyFigure | None:
         """The GPUs' energy summed over the phases; None when any phase's is unknown."""
         figures = [self.monitor.energy_between(endpoint, first, last) for first, last in phases]
-        if not figures or any(figure is None for figure in figures):
-            return None
         known = [figure for figure in figures if figure is not None]
+        if not figures or len(known) < len(figures):
+            return None
         method: Literal["counter", "power"] = (
-            "power" if any(figure.method == "power" for figure in known) else "counter"
+            "power" if any(f.method == "power" for f in known) else "counter"
         )
-        return EnergyFigure(
-            sum(figure.joules for figure in known), sum(figure.seconds for figure in known), method
-        )
+        return EnergyFigure(sum(f.joules for f in known), sum(f.seconds for f in known), method)
 
 
 def watch_for(
     arm_urls: Sequence[str], endpoints: Sequence[EndpointSettings], client: httpx.AsyncClient
 ) -> BurstGpuWatch | None:
-    """A watch of the GPUs of the endpoints the arms are (by base URL) that have a `gpu_metrics_url`;
-    None when no arm has one (the burst then has no GPU figures, and its table no GPU rows)."""
+    """A watch of the arms' GPUs (by base URL) with a `gpu_metrics_url`; None when no arm has one."""
     wanted = {url.rstrip("/") for url in arm_urls}
     arms = [e for e in endpoints if e.url.rstrip("/") in wanted and e.gpu_metrics_url]
     return BurstGpuWatch(arms, client) if arms else None

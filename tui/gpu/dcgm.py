@@ -1,5 +1,4 @@
-"""NVIDIA dcgm-exporter pages into `GpuSample`s (a MIG GPU's instances are its slices; DCGM's blanks and
-NaN / ±Inf are None), and read over HTTP."""
+"""NVIDIA dcgm-exporter pages into `GpuSample`s (MIG instances as slices; DCGM's blanks and NaN are None)."""
 
 from __future__ import annotations
 
@@ -72,8 +71,7 @@ def _gpu_identity(labels: Mapping[str, str]) -> tuple[int | None, str | None]:
 
 
 def gpus_from_samples(samples: Iterable[Sample]) -> list[GpuSample]:
-    """GPU samples from the samples of a dcgm-exporter page, in GPU index order; a MIG instance's lines
-    are a slice of its GPU, never a GPU of their own."""
+    """GPU samples of a dcgm-exporter page in GPU index order (a MIG instance is a slice of its GPU)."""
     gpus: dict[tuple[int | None, str | None], _Gpu] = {}
     for sample in samples:
         if sample.name not in KNOWN_FIELDS:
@@ -170,8 +168,7 @@ def _to_sample(gpu: _Gpu) -> GpuSample:
 
 
 def parse_dcgm_page(text: str) -> list[GpuSample]:
-    """GPU samples (MIG instances as their slices) from dcgm-exporter text. Raises `MetricsFormatError`
-    on non-Prometheus text."""
+    """GPU samples from dcgm-exporter text (`MetricsFormatError` on non-Prometheus text)."""
     return gpus_from_samples(parse_metrics_text(text))
 
 

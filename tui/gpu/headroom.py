@@ -1,6 +1,4 @@
-"""Does a config's memory fraction fit the GPUs as they are now? (`spectop config lint` on the node): less
-in use than the claim means the server is not running, and vLLM only starts when what is in use fits
-in `(1 − fraction) × total`."""
+"""Does a config's memory fraction fit the GPUs as they are now? (`spectop config lint` on the node)"""
 
 from __future__ import annotations
 

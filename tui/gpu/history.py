@@ -1,5 +1,4 @@
-"""A window of GPU readings: series for charts, and energy over an interval, from the energy counter when
-every GPU has one, else from power; an interval the readings do not cover has no energy (None)."""
+"""A window of GPU readings: series for charts, and energy over an interval (counter, else power)."""
 
 from __future__ import annotations
 
@@ -84,8 +83,7 @@ class GpuHistory:
         *,
         max_gap_s: float = DEFAULT_MAX_GAP_S,
     ) -> EnergyFigure | None:
-        """Joules used by the GPUs (all, or `keys`) from `start` to `end`; None when it cannot be known.
-        `max_gap_s`: the widest gap between readings an edge (counter) or any part (power) may fall in."""
+        """Joules used by the GPUs (all, or `keys`) from `start` to `end`; None when it cannot be known."""
         if end <= start:
             return None
         chosen = list(self._points) if keys is None else list(keys)
@@ -153,7 +151,6 @@ def _power_energy(
 
 
 def energy_per_token(joules: float | None, output_tokens: int | float | None) -> float | None:
-    """J per output token; None without energy or without tokens (never a division by zero)."""
     if joules is None or output_tokens is None or output_tokens <= 0 or joules < 0:
         return None
     return joules / output_tokens
@@ -168,7 +165,7 @@ def tokens_per_joule(joules: float | None, output_tokens: int | float | None) ->
 def energy_ratio_text(
     arm_joules_per_token: float | None, baseline_joules_per_token: float | None
 ) -> str | None:
-    """The verdict line's energy part: "uses 0.60x the energy per token" (arm relative to baseline)."""
+    """The verdict line's energy part: "uses 0.60x the energy per token"."""
     if arm_joules_per_token is None or not baseline_joules_per_token:
         return None
     return f"uses {fmt_times(arm_joules_per_token / baseline_joules_per_token)} the energy per token"
@@ -177,8 +174,7 @@ def energy_ratio_text(
 def combined_series(
     history: GpuHistory, keys: Sequence[str], figure: str, how: Literal["max", "sum", "mean"], since: float
 ) -> tuple[list[float], list[float | None]]:
-    """One figure of several GPUs as one series (times, values) since `since`: at each reading's time
-    every GPU's latest value then (a cached exporter sample holds), combined; None until all have one."""
+    """One figure of several GPUs combined into one series since `since`; None until all have a value."""
     series = {key: history.series(key, figure) for key in keys}
     times = sorted({time for points in series.values() for time, _ in points if time >= since})
     held: dict[str, float] = {}

@@ -1,5 +1,4 @@
-"""Which GPUs belong to which endpoint: a dcgm-exporter page (`gpu_metrics_url`), else NVML, but only for
-an endpoint on this machine or with `gpus` set."""
+"""Which GPUs belong to which endpoint: its exporter page, else NVML if local or `gpus` is set."""
 
 from __future__ import annotations
 
@@ -74,8 +73,7 @@ def select_gpus(gpus: Sequence[GpuSample], selectors: Sequence[GpuSelector] | No
 
 
 def shared_gpu_keys(selections: Mapping[str, Sequence[GpuSample]]) -> set[str]:
-    """GPU keys (UUID, else index) that more than one endpoint shows: then the dashboard shows one GPU
-    strip at the top instead of a GPU panel per endpoint."""
+    """GPU keys (UUID, else index) that more than one endpoint shows (one GPU strip at the top)."""
     counts: Counter[str] = Counter()
     for gpus in selections.values():
         counts.update({gpu.key for gpu in gpus})

@@ -1,5 +1,4 @@
-"""What spectop knows about one GPU at one moment, whatever source it came from. A figure a source does not
-give is None, never 0 (dcgm-exporter's defaults have no throttle reasons, old GPUs no energy counter)."""
+"""One GPU at one moment, whatever the source; a figure a source does not give is None, never 0."""
 
 from __future__ import annotations
 
@@ -58,8 +57,7 @@ def _fraction(used: int | None, total: int | None) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
-    """A process with a context on a GPU (NVML's compute processes): its pid, its name when /proc tells
-    it, and the GPU memory it holds (None when the driver does not say, e.g. in a container)."""
+    """A process with a context on a GPU (NVML's compute processes); unknown name or memory: None."""
 
     pid: int
     name: str | None = None
@@ -68,9 +66,7 @@ class GpuProcess:
 
 @dataclass(frozen=True, slots=True)
 class GpuSlice:
-    """One MIG GPU instance of a GPU (dcgm-exporter's `GPU_I_PROFILE` / `GPU_I_ID` labels): its own memory
-    and how busy its graphics engine is (DCGM_FI_PROF_GR_ENGINE_ACTIVE, normalised to the slice); None
-    when the page does not give it (GPU_UTIL is not supported per MIG instance: it reads 0)."""
+    """One MIG GPU instance: its own memory and graphics engine activity (GPU_UTIL reads 0 per instance)."""
 
     profile: str  # "1g.10gb"
     instance_id: str  # the GPU instance id on its GPU
@@ -110,7 +106,6 @@ class GpuSample:
 
     @property
     def key(self) -> str:
-        """A stable identity: the UUID, else the index."""
         return self.uuid or f"gpu{self.index}"
 
     @property
@@ -123,10 +118,7 @@ class GpuSample:
 
     @property
     def throttling(self) -> bool | None:
-        """True when a reason that slows a busy GPU is set; None when the source has no reasons."""
-        if self.throttle_reasons is None:
-            return None
-        return bool(self.throttle_reasons & THROTTLING_REASONS)
+        return None if self.throttle_reasons is None else bool(self.throttle_reasons & THROTTLING_REASONS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,4 @@
-"""Polling each GPU source of the endpoints once per poll into windowed histories (endpoints sharing a
-source share them); a failing source gives its reason, never an error."""
+"""Polling each GPU source once per poll into windowed histories; a failing source gives its reason."""
 
 from __future__ import annotations
 
@@ -129,8 +128,7 @@ class GpuMonitor:
 
 
 async def read_once(gpu_metrics_url: str | None = None) -> GpuReading | GpuUnavailable:
-    """One GPU reading for a command that runs once (`spectop config lint`, the device check): the
-    exporter page at `gpu_metrics_url`, else the local GPUs through NVML. Never raises."""
+    """One GPU reading (exporter at `gpu_metrics_url`, else NVML) for a command that runs once."""
     if gpu_metrics_url:
         async with httpx.AsyncClient(timeout=5.0) as client:
             return await read_dcgm(client, gpu_metrics_url)

@@ -1,5 +1,4 @@
-"""The local GPUs through NVML (`pynvml`, optional: `spectop[gpu]`), imported on the first read, every call
-in a worker thread (NVML blocks); no bindings, driver or GPU is a `GpuUnavailable` with the reason."""
+"""The local GPUs through NVML (`pynvml`, optional), every call in a worker thread (NVML blocks)."""
 
 from __future__ import annotations
 

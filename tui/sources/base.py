@@ -1,5 +1,4 @@
-"""`Source`: where the dashboard's data comes from; what differs between live and replay are properties of
-the source, so nothing else has to ask which kind it is. `Clock`: the time the screens age against."""
+"""`Source`: where the dashboard's data comes from (live and replay differ by its properties only)."""
 
 from __future__ import annotations
 
@@ -29,18 +28,13 @@ class WallClock:
 
 
 class Source(ABC):
-    # Whether the A/B bench (needs live servers) and the config editor (needs their files) apply.
     allows_bench: ClassVar[bool] = False
     allows_editing: ClassVar[bool] = False
-    # Whether alerts pop up as toasts (a replay shows badges only: old toasts would bury the screen).
-    toasts_alerts: ClassVar[bool] = False
-    # Whether + / - change the speed.
+    toasts_alerts: ClassVar[bool] = False  # a replay shows badges only: old toasts would bury the screen
     has_speed: ClassVar[bool] = False
-    # Whether the dashboard's table is the fleet's (every instance Prometheus knows, grouped).
     is_fleet: ClassVar[bool] = False
 
     clock: Clock
-    # The client for live servers (scrapes, health checks, bursts); None when there are none.
     http_client: httpx.AsyncClient | None = None
     finished: bool = False  # True once the source has nothing more to say
     paused: bool = False

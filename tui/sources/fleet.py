@@ -1,5 +1,4 @@
-"""`FleetSource`: the dashboard fed by Prometheus (`--prometheus URL`): history at start, then one refresh
-per interval; Prometheus failing is ONE alert (`SourceDown`), not one per instance."""
+"""`FleetSource`: the dashboard fed by Prometheus (`--prometheus URL`): history, then refreshes."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ SOURCE_NAME = "Prometheus"  # the "endpoint" of the alert that says Prometheus i
 
 
 def source_alert_text(url: str, error: str) -> str:
-    """ "Prometheus at URL unreachable: connection refused" (or "… failing: HTTP 503") from the client's
-    error text."""
+    """ "Prometheus at URL unreachable: connection refused" (or "… failing: HTTP 503")."""
     if error.startswith("Prometheus unreachable: "):
         return f"Prometheus at {url} unreachable: {error.removeprefix('Prometheus unreachable: ')}"
     if error.startswith("Prometheus timeout "):
@@ -46,7 +44,6 @@ def imbalance_messages(alerts: list[Alert]) -> dict[str, str]:
 
 
 class FleetSource(Source):
-    toasts_alerts: ClassVar[bool] = False
     is_fleet: ClassVar[bool] = True
 
     def __init__(
@@ -117,8 +114,7 @@ class FleetSource(Source):
             return f"{type(error).__name__}: {error}"
 
     def updates_of(self, refresh: FleetRefresh) -> list[Update]:
-        """What one refresh tells the board: a notice when Prometheus fails or is back, the readings,
-        and imbalance alerts that start, change or clear."""
+        """What one refresh tells the board: source notices, the readings, imbalance alerts."""
         updates: list[Update] = []
         if refresh.error != self.error:
             if refresh.error is not None:

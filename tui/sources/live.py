@@ -1,5 +1,4 @@
-"""`LiveSource`: the endpoints polled, their logs followed, and both recorded when asked; a failing task is
-said once as a notice and the others keep running."""
+"""`LiveSource`: endpoints polled, logs followed, both recorded when asked; a failing task is said once."""
 
 from __future__ import annotations
 
@@ -41,8 +40,7 @@ LOG_BACKENDS = ("vllm", "sglang", "llamacpp")
 
 
 def shared_client() -> httpx.AsyncClient:
-    """One client for the app: scrapes, health checks and A/B bursts. Sharded pools keep a burst's many
-    concurrent streams from queueing inside httpx (see tui/bench/transport.py)."""
+    """One client for the app; sharded pools keep a burst's streams from queueing inside httpx."""
     return httpx.AsyncClient(
         transport=ShardedTransport(HTTP_MAX_CONNECTIONS, tls_at_first_request=True),  # not before a frame
         timeout=httpx.Timeout(5.0, connect=2.0),
@@ -92,8 +90,6 @@ class LiveSource(Source):
         self._running = False
         self._closed = False
 
-    # --- the updates --------------------------------------------------------------------------------------
-
     async def start(self) -> None:
         if not self._started:
             self._started = True
@@ -123,7 +119,6 @@ class LiveSource(Source):
         task.add_done_callback(self._tasks.discard)
 
     async def _guarded(self, name: str, work: Coroutine[Any, Any, None]) -> None:
-        """A failing task is said once (as a failed worker was); the source and the other tasks go on."""
         try:
             await work
         except asyncio.CancelledError:
@@ -135,8 +130,6 @@ class LiveSource(Source):
     def _cancel_tasks(self) -> None:
         for task in list(self._tasks):
             task.cancel()
-
-    # --- polling ------------------------------------------------------------------------------------------
 
     async def _tick_forever(self) -> None:
         while True:
@@ -157,8 +150,6 @@ class LiveSource(Source):
         if not due:
             return
         self._polling.update(name for name, _ in due)
-        # One task per tick for every due endpoint (not one per endpoint): a slow endpoint only holds
-        # back itself, since the next tick's task skips just the endpoints still in flight.
         self._spawn("poll", self._poll_all(due))
 
     async def _poll_all(self, due: list[tuple[str, EndpointMonitor]]) -> None:
@@ -177,10 +168,7 @@ class LiveSource(Source):
         finally:
             self._polling.discard(name)
 
-    # --- GPUs --------------------------------------------------------------------------------------------
-
     def poll_gpus_due(self) -> None:
-        """Read every endpoint's GPU sources once (one task per tick; skipped while one is in flight)."""
         if self.paused or self._gpu_polling:
             return
         self._gpu_polling = True
@@ -192,8 +180,6 @@ class LiveSource(Source):
             self._put(GpusPolled(self._wall_clock.time(), views, frozenset(self.gpu_monitor.shared_keys())))
         finally:
             self._gpu_polling = False
-
-    # --- logs ---------------------------------------------------------------------------------------------
 
     async def _tail(self, endpoint: EndpointSettings, path: Path) -> None:
         from tui.telemetry.logs import LogParser  # the log grammars: only for endpoints with a log file
@@ -210,8 +196,6 @@ class LiveSource(Source):
                 await self._record(partial(_write_event, name=endpoint.name, time=now, event=event))
         self._put(Notice(f"tail {endpoint.name}: log tailing ended", "warning", timeout_s=5))
 
-    # --- thresholds from the config files -------------------------------------------------------------------
-
     def reread_thresholds(self) -> None:
         if not self._running:
             return
@@ -224,8 +208,6 @@ class LiveSource(Source):
     async def _read_threshold(self, name: str, config_file: Path) -> None:
         threshold = await asyncio.to_thread(read_acceptance_threshold, config_file)
         self._put(ThresholdRead(name, threshold))
-
-    # --- recording ----------------------------------------------------------------------------------------
 
     async def _open_recorder(self) -> None:
         if self.record_path is None:
@@ -247,7 +229,7 @@ class LiveSource(Source):
         await self._record(lambda recorder: recorder.write_guard(record))
 
     async def _record(self, write: Callable[[RecordingWriter], Awaitable[None]]) -> None:
-        """One write to the recording; a failing recording (disk full, file gone) stops alone, said once."""
+        """One write to the recording; a failing recording stops alone, said once."""
         recorder = self.recorder
         if recorder is None:
             return
@@ -267,17 +249,8 @@ class LiveSource(Source):
 
     def recorded_endpoints(self) -> list[RecordedEndpoint]:
         return [
-            RecordedEndpoint(
-                name=endpoint.name,
-                url=endpoint.url,
-                backend=endpoint.backend,
-                model=endpoint.model,
-                acceptance_threshold=endpoint.acceptance_threshold,
-            )
-            for endpoint in self.endpoints
+            RecordedEndpoint.model_validate(endpoint, from_attributes=True) for endpoint in self.endpoints
         ]
-
-    # --- the rest of the interface --------------------------------------------------------------------------
 
     def status(self) -> list[str]:
         parts = [f"every {fmt_setting(self.settings.poll_interval_s)}s"]

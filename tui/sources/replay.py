@@ -43,7 +43,7 @@ class ReplayClock:
         self.now: float | None = None
 
     def time(self) -> float | None:
-        """The time of the record played last (None before the first): a `tui.sources.Clock`."""
+        """The time of the record played last (None before the first)."""
         return self.now
 
 
@@ -80,7 +80,6 @@ class ReplaySource(Source):
         self.replay_clock = ReplayClock(speed)
         self.clock = self.replay_clock
         self.bad_lines = 0
-        self.finished = False
 
     async def updates(self) -> AsyncIterator[Update]:
         said: list[Update] = []

@@ -21,16 +21,14 @@ class ReadingArrived:
 
 @dataclass(frozen=True)
 class ReadingsArrived:
-    """The scrapes of a whole poll in one update (a fleet refresh of up to thousands of instances): the
-    screens are told once, and draw it at once, since nothing else of that poll is to come."""
+    """The scrapes of a whole fleet poll in one update: the screens are told, and draw, once."""
 
     readings: tuple[EndpointReading, ...]
 
 
 @dataclass(frozen=True)
 class LogLineArrived:
-    """A log line and the events it completed; `line` is None for events held back until the log went
-    quiet (a traceback that was the last thing the log said). `time` is when spectop read it."""
+    """A log line and the events it completed (`line` None: events held back until the log went quiet)."""
 
     endpoint: str
     time: float
@@ -66,8 +64,7 @@ class Notice:
 
 @dataclass(frozen=True)
 class SeriesLoaded:
-    """Past figures of endpoints (fleet mode: Prometheus' `query_range` at start), oldest first per
-    endpoint, for the series only: sparklines are full at once. A point's None figure stays a gap."""
+    """Past figures per endpoint, oldest first (fleet mode's `query_range` at start), for the series."""
 
     points: dict[str, list[tuple[float, Figures]]]
 
@@ -83,8 +80,7 @@ class ImbalanceSeen:
 
 @dataclass(frozen=True)
 class SourceDown:
-    """Fleet mode: the source itself (`source`: "Prometheus") failed (`message` says how), or answers
-    again (None). One alert for it, not one per endpoint it reads."""
+    """Fleet mode: the source itself ("Prometheus") failed (`message` says how), or answers again (None)."""
 
     source: str
     time: float
@@ -98,8 +94,7 @@ class Finished:
 
 @dataclass(frozen=True)
 class GpusPolled:
-    """One poll of every endpoint's GPU sources (`GpuMonitor.poll()`): each endpoint's GPUs or why it has
-    none, and the keys of GPUs that more than one endpoint shows (then one strip at the top)."""
+    """One poll of every endpoint's GPU sources, and the keys of GPUs more than one endpoint shows."""
 
     time: float
     views: dict[str, EndpointGpus]

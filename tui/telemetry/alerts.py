@@ -27,8 +27,7 @@ Severity = Literal["warning", "critical"]
 ACCEPTANCE: AlertKind = "acceptance_low"  # the key of the one acceptance condition (either kind)
 
 MAX_CLEARED_ALERTS = 500
-# Conditions told by their text: an instance far off its fleet group, the fleet's source (Prometheus)
-# failing, GPU memory high with speculation on, another k staying faster for `sustained_s` (the advisor).
+# Conditions told by their text (fleet imbalance, Prometheus failing, GPU memory high, the advisor's k).
 TextKind = Literal["imbalance", "source_down", "gpu_memory_high", "advice"]
 TEXT_CONDITIONS: dict[TextKind, Severity] = {
     "imbalance": "warning",
@@ -105,7 +104,6 @@ class AlertEngine:
         self.version = 0
 
     def set_threshold(self, endpoint: str, threshold: float | None, source: str = "") -> None:
-        """The warning threshold of one endpoint and where it comes from; None: the rules' own."""
         state = self._state(endpoint)
         if threshold is None:
             state.threshold, state.threshold_source = self.rules.acceptance_warning, self.rules.warning_source
@@ -125,11 +123,9 @@ class AlertEngine:
         return sorted(alerts, key=lambda alert: alert.started_at)
 
     def active_severities(self, endpoint: str) -> tuple[str, ...]:
-        """The severities of the endpoint's active alerts, without the copies `active` makes (fleet table)."""
         return tuple(alert.severity for alert in self._state(endpoint).active.values())
 
     def active_count(self) -> int:
-        """How many alerts are active (the header's count), without the copies `active` makes."""
         return sum(len(state.active) for state in self._endpoints.values())
 
     def all_alerts(self) -> list[Alert]:
@@ -137,13 +133,11 @@ class AlertEngine:
         active = sorted(self.active(), key=lambda alert: alert.started_at, reverse=True)
         return active + sorted(self.cleared, key=lambda alert: alert.started_at, reverse=True)
 
-    # ---- planned restarts -------------------------------------------------------------------------
     def restarting(self, endpoint: str) -> bool:
-        """True while a planned restart of the endpoint is under way."""
         return self._state(endpoint).restart_began is not None
 
     def begin_restart(self, endpoint: str, time: float) -> None:
-        """A planned restart starts (save & restart): failed scrapes until `end_restart` raise nothing."""
+        """A planned restart starts: failed scrapes until `end_restart` raise nothing."""
         state = self._state(endpoint)
         state.restart_began, state.restart_back_at, state.restart_saw_down = time, None, False
         self.version += 1
@@ -176,7 +170,6 @@ class AlertEngine:
         state.restart_saw_down = False
         self.version += 1
 
-    # ---- observations -----------------------------------------------------------------------------
     def observe_reading(
         self,
         endpoint: str,
@@ -232,8 +225,7 @@ class AlertEngine:
     def observe_condition(
         self, endpoint: str, kind: TextKind, time: float, message: str | None
     ) -> list[Alert]:
-        """A condition told by its text (`TEXT_CONDITIONS`): raised with `message`, its text following it,
-        cleared by None."""
+        """A condition told by its text (`TEXT_CONDITIONS`): raised with `message`, cleared by None."""
         state = self._state(endpoint)
         if message is None:
             return self._clear(state, (kind,), time)
@@ -246,13 +238,12 @@ class AlertEngine:
         return []
 
     def note(self, endpoint: str, time: float, message: str, diff: str = "") -> Alert:
-        """An event for the alerts list (a guard action): over as it happens, kept with the cleared ones."""
+        """An event for the alerts list (a guard action), kept with the cleared ones."""
         alert = Alert(endpoint, "guard", "warning", message[:300], time, cleared_at=time, diff=diff)
         self.cleared.append(alert)
         self.version += 1
         return alert
 
-    # ---- acceptance ---------------------------------------------------------------------------------
     def _acceptance(
         self, state: _EndpointState, endpoint: str, time: float, rate: float | None
     ) -> list[Alert]:
@@ -311,7 +302,6 @@ class AlertEngine:
             text += ": drafting slows"
         return f"{text}; {context}"
 
-    # ---- bookkeeping --------------------------------------------------------------------------------
     def _raise(
         self,
         state: _EndpointState,

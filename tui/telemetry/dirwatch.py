@@ -23,9 +23,8 @@ IN_Q_OVERFLOW = 0x4000
 IN_IGNORED = 0x8000
 IN_NONBLOCK = 0o4000
 IN_CLOEXEC = 0o2000000
-# Files created, renamed or deleted: rotations wake the tailer at once. Appends (IN_MODIFY) do not: a busy
-# log would wake it thousands of times a second, for far more CPU than polling
-# (tests/benchmarks/bench_tailer.py); they are read on the next poll, and copytruncate is told by fingerprint.
+# Files created, renamed or deleted wake the tailer at once. Not appends (IN_MODIFY): a busy log would wake
+# it thousands of times a second, for far more CPU than polling.
 WATCH_MASK = IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then `len` bytes of NUL-padded name
 

@@ -1,5 +1,4 @@
-"""One endpoint as one row of a table (dashboard and fleet): plain data; unknown figures sort last either
-way, names with their numbers as numbers (node-2 before node-10)."""
+"""One endpoint as one row of a table (dashboard and fleet), and how rows sort."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ SortColumn = Literal[
     "status", "name", "model", "tokens_per_s", "ttft_p95", "acceptance", "mean_length", "running", "kv"
 ]
 SORT_COLUMNS: tuple[SortColumn, ...] = get_args(SortColumn)
-# Worst first when sorted ascending: what needs a look comes to the top.
-# "no data": fleet mode, Prometheus failed (nothing known of the instance).
+# Worst first when sorted ascending ("no data": fleet mode, Prometheus failed).
 STATUS_ORDER = {"down": 0, "restarting": 1, "no data": 1, "stale": 2, "waiting": 3, "up": 4}
 
 
@@ -42,20 +40,20 @@ class EndpointRow:
 
 
 Row = TypeVar("Row", bound=EndpointRow)
-ROW_FIGURES = {  # a row's figure field → the figure it shows
-    "tokens_per_s": "generation_tokens_per_s",
-    "ttft_p95_s": "ttft_p95_s",
-    "acceptance_rate": "acceptance_rate",
-    "mean_acceptance_length": "mean_acceptance_length",
-    "running": "running",
-    "waiting": "waiting",
-    "kv_cache_usage": "kv_cache_usage",
-}
+_SAME_NAMES = (
+    "ttft_p95_s",
+    "acceptance_rate",
+    "mean_acceptance_length",
+    "running",
+    "waiting",
+    "kv_cache_usage",
+)
+# a row's figure field → the figure it shows
+ROW_FIGURES = {"tokens_per_s": "generation_tokens_per_s", **{name: name for name in _SAME_NAMES}}
 
 
 def row_figures(figures: object | None) -> dict[str, float | None]:
-    """The figure fields of a row from a reading's `Figures`, or anything with their names (a fleet
-    group's summary); None: every figure unknown."""
+    """The figure fields of a row from a reading's `Figures` (or a fleet group's summary); None: unknown."""
     if figures is None:
         return dict.fromkeys(ROW_FIGURES)
     return {field: getattr(figures, source) for field, source in ROW_FIGURES.items()}
@@ -92,8 +90,7 @@ def row_fields(
     model: str | None = None,
     alert_severities: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The fields of `name`'s row (of `EndpointRow` or a type extending it: the fleet's) from its latest
-    reading (None before the first scrape); a down endpoint has no figures, not its last ones."""
+    """The fields of `name`'s row from its latest reading (a down endpoint: no figures)."""
     worst = "critical" if "critical" in alert_severities else ("warning" if alert_severities else None)
     fields = {"name": name, "status": status, "alerts": len(alert_severities), "worst_alert": worst}
     if reading is None:

@@ -1,5 +1,4 @@
-"""A window onto a (possibly huge) log file for the log viewer: the tail first, older pages on demand.
-Blocking calls: the screen runs them off the event loop."""
+"""A window onto a (possibly huge) log file for the log viewer: the tail first, older pages on demand."""
 
 from __future__ import annotations
 
@@ -46,7 +45,6 @@ class LogWindow:
 
     @property
     def at_start(self) -> bool:
-        """The first line of the file is held (nothing older to read)."""
         return self.start == 0
 
     def open(self) -> None:
@@ -100,8 +98,7 @@ class LogWindow:
         return len(added)
 
     def newer(self) -> list[str]:
-        """The lines appended since the last read (follow); after a truncation or a rotation the window
-        starts again on the new file's tail (`restarted` counts it) and returns its lines."""
+        """The lines appended since the last read; after a truncation or rotation, the new file's tail."""
         try:
             stat = self.path.stat()
         except OSError as error:

@@ -93,7 +93,7 @@ class EndpointMonitor:
         return endpoint_headers(self.endpoint)
 
     async def _list_model(self, client: httpx.AsyncClient) -> list[str] | str:
-        """Ask /v1/models (once: servers without a model label, such as llama.cpp); the ids or why not."""
+        """Ask /v1/models (once: for servers without a model label); the ids or why not."""
         self._models_asked = True
         ids = await fetch_model_ids(client, self.endpoint.url, headers=self._headers())
         if isinstance(ids, list) and ids:
@@ -101,7 +101,6 @@ class EndpointMonitor:
         return ids
 
     async def _scrape_metrics(self, client: httpx.AsyncClient) -> Scrape:
-        """/metrics, and for llama.cpp its /slots (live Σ n_decoded), asked again a minute after a refusal."""
         now = time.monotonic()
         ask_slots = self._slots_failed_at is None or now - self._slots_failed_at >= SLOTS_RETRY_S
         scrape, slots_error = await scrape_with_slots(

@@ -58,11 +58,9 @@ def drop_impossible(figures: Figures) -> int:
 
 
 def dropped_words(count: int) -> str:
-    """What a count of dropped figures says where it is shown: "2 impossible figures dropped (...)"."""
     noun = "figure" if count == 1 else "figures"
     return f"{fmt_count(count)} impossible {noun} dropped (inconsistent page)"
 
 
 def dropped_now(figures: Figures) -> bool:
-    """True when a figure of these was dropped as impossible (its note says so)."""
     return any(note.startswith(DROPPED_NOTE) for note in figures.notes.values())

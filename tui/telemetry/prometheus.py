@@ -1,5 +1,4 @@
-"""A fast, strict parser for the Prometheus text exposition format (prometheus_client's is the cross-check
-in the tests); anything it does not accept raises `MetricsFormatError` naming the line."""
+"""A fast, strict parser for the Prometheus text format (`MetricsFormatError` names the bad line)."""
 
 from __future__ import annotations
 
@@ -20,9 +19,7 @@ class Sample:
     name: str
     labels: Mapping[str, str]
     value: float
-    # The sample's `name{labels}` text as printed: the same on every scrape of one series, so
-    # per-endpoint caches of what a series means (backends.base.SeriesMemo) are keyed by it.
-    series: str
+    series: str  # `name{labels}` as printed: the same on every scrape of one series (a cache key)
 
 
 _LABEL_VALUE = r'"(?:[^"\\\n]|\\.)*"'
@@ -62,8 +59,7 @@ def _parse_labels(block: str) -> Mapping[str, str]:
 
 
 def parse_value(text: str) -> float:
-    """A sample value as Prometheus prints it (NaN, ±Inf, decimals); ValueError for anything else, also
-    for what only Python's float reads (`1_000`, non-ASCII digits)."""
+    """A sample value as Prometheus prints it; ValueError also for what only Python reads (`1_000`)."""
     if "_" in text or not text.isascii():
         raise ValueError(text)
     return float(text)
@@ -98,8 +94,7 @@ def _format_error(line_number: int, line: str) -> MetricsFormatError:
 
 
 def _parse_line(line: str, line_number: int) -> tuple[str, str, str | None, float, bool] | None:
-    """The careful path: one line through the full grammar. None for a blank line, else
-    (name, series text, label block, value, whether the value ends the line after one space)."""
+    """The full grammar: None for a blank line, else (name, series, labels, value, value ends the line)."""
     match = _SAMPLE_RE.fullmatch(line)
     if match is None:
         if line.isspace():
@@ -195,6 +190,5 @@ class MetricsParser:
 
 
 def parse_metrics_text(text: str, parser: MetricsParser | None = None) -> list[Sample]:
-    """Every sample on a /metrics page in order (MetricsFormatError if it is not Prometheus text);
-    `parser`: the endpoint's, to reuse what its earlier pages held."""
+    """Every sample on a /metrics page in order (MetricsFormatError if it is not Prometheus text)."""
     return (parser or MetricsParser()).parse(text)

@@ -21,18 +21,13 @@ class EndpointReading(BaseModel):
     error: str | None = None
     backend: str | None = None
     model: str | None = None
-    # Seconds actually covered by the figures (0 until two scrapes; less after a restart); None: not recorded.
+    # Seconds covered by the figures (0 until two scrapes; less after a restart); None: not recorded.
     window_s: float | None = None
     figures: Figures = Field(default_factory=Figures)
     consecutive_failures: int = 0
-    # Figures per model_name when the server serves several models (else empty).
-    per_model: dict[str, Figures] = Field(default_factory=dict)
-    # > 0: this poll's figures could not be derived (a bug, logged to the debug log), and how many polls
-    # of the endpoint failed so; `error` then says "figures failed: see the debug log".
-    figures_failed: int = 0
-    # Figures dropped as impossible so far (a bad page: accepted > drafted, a KV gauge above 100%), counted
-    # by tui/telemetry/plausible_figures.py; each dropped figure's note says which and why.
-    impossible_figures: int = 0
+    per_model: dict[str, Figures] = Field(default_factory=dict)  # when the server serves several models
+    figures_failed: int = 0  # > 0: the polls whose figures could not be derived (a bug, in the debug log)
+    impossible_figures: int = 0  # figures dropped as impossible so far (plausible_figures.py)
 
     @property
     def source_failed(self) -> bool:

@@ -1,6 +1,4 @@
-"""Recordings: every reading, log event and guard action as JSON lines (by `kind`), and reading them back.
-Writes are buffered (a killed spectop loses at most a second); past `max_bytes` the file moves to FILE.1
-(at most 2 × the cap on disk) and the new one starts with a `continues` header, so both play in order."""
+"""Recordings: readings, log events and guard actions as JSON lines, rotated to FILE.1 past the cap."""
 
 from __future__ import annotations
 
@@ -52,7 +50,7 @@ class LogRecord(BaseModel):
 
 
 class GuardLogRecord(BaseModel):
-    """One fallback-guard action (tui/advice/guard.py's `GuardRecord`): when, what, why, the diff."""
+    """One fallback-guard action (tui/advice/guard.py's `GuardRecord`)."""
 
     kind: Literal["guard"] = "guard"
     endpoint: str
@@ -84,8 +82,7 @@ def describe_os_error(error: BaseException) -> str:
 
 
 class RecordingWriter:
-    """Appends records to a JSONL file: buffered, written off the event loop, rotated at `max_bytes`
-    (`on_rotate(rotated_path)` is called on the event loop after each rotation)."""
+    """Appends records to a JSONL file: buffered, written off the event loop, rotated at `max_bytes`."""
 
     def __init__(
         self,
@@ -130,8 +127,7 @@ class RecordingWriter:
         await self._write(record.model_dump_json(), record.time)
 
     async def flush(self) -> None:
-        """Write what is buffered (in a worker thread), rotating first at the cap. A failed write raises
-        its OSError now and on every later write: a full disk stops the recording, never the caller."""
+        """Write what is buffered, rotating first at the cap; a failed write raises now and later."""
         async with self._lock:
             if not self._buffer or self._file is None:
                 return
@@ -148,7 +144,6 @@ class RecordingWriter:
                 self.on_rotate(rotated)
 
     async def abandon(self) -> None:
-        """Stop after a failed write: the buffer is dropped (it cannot be written) and the file closed."""
         self._buffer, self._buffered = [], 0
         self._error = self._error or OSError("the recording was stopped after a failed write")
         await self.close()
@@ -165,7 +160,6 @@ class RecordingWriter:
             await self.flush()
         finally:
             file, self._file = self._file, None
-            # Its last bytes failing too was said by the flush (or the first failure).
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(file.close)
 
@@ -192,8 +186,6 @@ class RecordingWriter:
             except OSError as error:  # disk full, file gone: the next write raises it
                 self._error = error
                 return
-
-    # --- in a worker thread ---------------------------------------------------------------------------------
 
     def _open_file(self) -> BinaryIO:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -34,10 +34,8 @@ class Scrape:
     samples: tuple[Sample, ...] | None  # None when the scrape failed
     error: str | None
     backend: str | None  # detected from metric names: "vllm" | "sglang" | "llamacpp" | None
-    # llama.cpp's Process-Start-Time-Unix header (a monotonic µs clock): changes on restart.
-    process_start: str | None = None
-    # Live figures from another endpoint of the same server, read right after /metrics: llama.cpp's
-    # /slots gives {"slots_decoded": Σ n_decoded of the slots still generating}.
+    process_start: str | None = None  # llama.cpp's Process-Start-Time-Unix header (monotonic µs)
+    # llama.cpp's /slots: {"slots_decoded": Σ n_decoded of the slots still generating}.
     extra_counters: Mapping[str, float] | None = None
 
     @property
@@ -124,8 +122,7 @@ async def scrape_metrics(
     headers: dict[str, str] | None = None,
     parser: MetricsParser | None = None,
 ) -> Scrape:
-    """GET metrics_url and parse it; failures come back as a Scrape with `error` set. `parser`: the
-    endpoint's, remembering what repeats between its pages."""
+    """GET metrics_url and parse it; failures come back as a Scrape with `error` set."""
     result = await fetch_body(
         client, metrics_url, timeout_s, max_bytes, {"Accept": _ACCEPT, **(headers or {})}
     )
@@ -167,7 +164,7 @@ class _Slot(BaseModel):
 
 @functools.cache
 def _slots_adapter() -> TypeAdapter[list[_Slot]]:
-    """Made on the first /slots answer (building it takes longer than the rest of this module's import)."""
+    """Made on the first /slots answer (slow to build)."""
     return TypeAdapter(list[_Slot])
 
 

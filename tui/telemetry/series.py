@@ -30,8 +30,7 @@ Bounds = tuple[float, float | None]
 
 
 def is_bound(bounds: Bounds | None) -> bool:
-    """A quantile that is only a bound: inside the first bucket ("< 100 ms") or the +Inf one ("> 10 s").
-    Its interpolated value is made up, so it is not plotted (a gap, and the chart says why)."""
+    """A quantile that is only a bound (first or +Inf bucket): not plotted, its value is made up."""
     return bounds is not None and (bounds[0] == 0 or bounds[1] is None or math.isinf(bounds[1]))
 
 
@@ -88,7 +87,6 @@ class EndpointSeries:
             series[name].append(None if bound is not None else getattr(figures, name))
 
     def values(self, name: str) -> list[float | None]:
-        """The series `name`, oldest first."""
         return list(self.series[name])
 
     def window(self, name: str, since: float) -> tuple[list[float], list[float | None]]:
@@ -107,7 +105,6 @@ class EndpointSeries:
         return next((b for b in reversed(list(bounds)[start:]) if b is not None), None)
 
     def tail(self, name: str, count: int) -> list[float | None]:
-        """The newest `count` values of series `name`, oldest first."""
         values = self.series[name]
         if count <= 0:
             return []
@@ -129,10 +126,9 @@ class SeriesStore:
         self._endpoints: dict[str, EndpointSeries] = {}
 
     def endpoint(self, name: str) -> EndpointSeries:
-        series = self._endpoints.get(name)
-        if series is None:
-            series = self._endpoints[name] = EndpointSeries(self.maxlen)
-        return series
+        if name not in self._endpoints:
+            self._endpoints[name] = EndpointSeries(self.maxlen)
+        return self._endpoints[name]
 
     def add(self, reading: EndpointReading) -> None:
         self.endpoint(reading.name).add(reading.time, reading.figures if reading.up else None)

@@ -1,6 +1,4 @@
-"""Async log follower with `tail -F` semantics: by inode, woken by inotify (`dirwatch`), polling as the
-fallback. Rotated files are drained and read until quiet, copytruncate is seen by size and fingerprint,
-lines are capped and memory stays bounded; file work runs in `asyncio.to_thread`."""
+"""Async log follower with `tail -F` semantics: by inode, woken by inotify, polling as the fallback."""
 
 from __future__ import annotations
 
@@ -69,7 +67,7 @@ class LineSplitter:
         return lines
 
     def flush(self) -> str | None:
-        """The held partial line, if any (the file will not complete it: end of file or rotation)."""
+        """The held partial line, if any (end of file or rotation)."""
         dropping, self._dropping = self._dropping, False
         if not self._partial or dropping:
             self._partial.clear()
@@ -77,10 +75,6 @@ class LineSplitter:
         line = _decode(bytes(self._partial))
         self._partial.clear()
         return line
-
-    def reset(self) -> None:
-        self._partial.clear()
-        self._dropping = False
 
 
 def _decode(data: bytes) -> str:
@@ -95,7 +89,7 @@ _SOURCE_KEYS = itertools.count()
 
 @dataclass
 class _Source:
-    """One open file: where we are in it and what its bytes looked like (to tell a truncation)."""
+    """One open file: where we are in it and what its bytes looked like."""
 
     fd: int
     identity: Identity
@@ -169,8 +163,7 @@ class _Follower:
         self.queue: list[_Source] = []  # files still to read after `current`, the live one last
         # rotated files, drained, still read until quiet for LINGER_S (the server writes on until it reopens)
         self.lingering: list[tuple[_Source, float]] = []
-        # rotated siblings accounted for → their first bytes and mtime: an inode number freed and reused
-        # by a new file in a rotation storm (whose first bytes may well be the same) is not that file
+        # rotated siblings accounted for → their first bytes and mtime (an inode number may be reused)
         self.known: dict[Identity, tuple[bytes, int]] = {}
         self.verified_at = time.time()  # when the path last held `current` (or nothing new)
         self.folder_changed = 0  # the folder's mtime (ns) when looked at for rotated files, path gone
@@ -191,8 +184,7 @@ class _Follower:
         return [*current, *self.queue, *(source for source, _ in self.lingering)]
 
     def capture(self) -> None:
-        """Take hold of the files made or rotated since the last look, to be read in turn: a file renamed
-        over (or deleted) before the reader got to it is still read through the descriptor held."""
+        """Take hold of the files made or rotated since the last look (read later through the fd held)."""
         with self.lock:
             if self.current is not None and len(self.queue) < MAX_QUEUED:
                 self._look()
@@ -316,7 +308,6 @@ class _Follower:
         self.verified_at = time.time()
 
     def _folder_changed(self) -> bool:
-        """Whether the folder's entries changed since the last look (or too recently for a coarse clock)."""
         try:
             changed = os.stat(self.path.parent).st_mtime_ns
         except OSError:
@@ -450,12 +441,12 @@ class LogTailer:
                             splitters[key] = LineSplitter(self.max_line_bytes)
                         for line in splitters[key].feed(data):
                             yield line
-                    elif what == END and key in splitters:
-                        tail = splitters.pop(key).flush()
-                        if tail is not None:
-                            yield tail
+                    elif (
+                        what == END and key in splitters and (tail := splitters.pop(key).flush()) is not None
+                    ):
+                        yield tail
                     elif what == RESTART and key in splitters:
-                        splitters[key].reset()
+                        splitters[key].flush()  # the partial line is dropped
                 if step.more:
                     continue
                 if watch is None:

@@ -1,6 +1,4 @@
-"""Per-backend knowledge of /metrics pages: one module per server, each with NAME, PREFIX,
-`extract(samples, memo) -> PageSnapshot`, `derive(delta, last) -> Figures` and optionally
-`segment_extras(start, end, segment)` for figures computed per pair of scrapes (see `window`)."""
+"""Per-backend knowledge of /metrics pages: one module per server (optionally `segment_extras`)."""
 
 from __future__ import annotations
 

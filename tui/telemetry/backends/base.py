@@ -1,6 +1,4 @@
-"""What every backend module shares: the per-scrape `PageSnapshot` (counters per series, so a reset is
-seen per series; gauges already aggregated), the window `Delta`, the table-driven extraction and histogram
-quantiles computed exactly like Prometheus' `histogram_quantile`."""
+"""What every backend shares: `PageSnapshot`, the window `Delta`, table-driven extraction, quantiles."""
 
 from __future__ import annotations
 
@@ -14,15 +12,13 @@ from tui.telemetry.prometheus import Sample
 
 
 def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None:
-    """The q-quantile of a cumulative histogram as promql/quantile.go `bucketQuantile` gives it; None
-    where Prometheus gives NaN (no observations, no +Inf bucket, fewer than two buckets)."""
+    """promql `bucketQuantile`; None where Prometheus gives NaN."""
     result = quantile_in_bucket(q, buckets)
     return None if result is None else result[0]
 
 
 def quantile_in_bucket(q: float, buckets: Mapping[float, float]) -> tuple[float, float, float] | None:
-    """(`histogram_quantile`, lower and upper bound of the bucket holding the rank), or None: in the first
-    bucket (from 0) or the +Inf one the value says little, and the bounds say how little."""
+    """(`histogram_quantile`, lower and upper bound of the bucket holding the rank), or None."""
     if math.isnan(q):
         return None
     if q < 0:
@@ -80,8 +76,7 @@ class Kind(Enum):
 class Metric:
     kind: Kind
     quantity: str
-    # Counters whose series differ by this label become quantity:<label value>
-    # (e.g. per-position acceptance, or a mode of realtime_tokens_total).
+    # Counters whose series differ by this label become quantity:<label value>.
     split_label: str | None = None
 
 
@@ -162,8 +157,7 @@ def _series_id(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(labels.items())
 
 
-# How one sample feeds a PageSnapshot: (kind, counter key (counters, buckets) or gauge quantity (gauges),
-# model name); None = skip.
+# (kind, counter key or gauge quantity, model name); None = skip.
 _Plan = tuple[Kind, "CounterKey | str", "str | None"] | None
 
 
@@ -190,9 +184,7 @@ _MEMO_MAX = 50_000
 
 
 class SeriesMemo:
-    """What each series of ONE endpoint's pages means to its backend, keyed by the series text: one per
-    window, for one backend table (forgotten when it changes), cleared when full. Derive: 0.21 ms with it,
-    0.33 without (the vLLM sample pair)."""
+    """Each series' plan for ONE endpoint and backend table, keyed by the series text; cleared when full."""
 
     __slots__ = ("_plans", "_table", "identities")
 
@@ -215,11 +207,9 @@ class SeriesMemo:
 
 
 def _planned(plans: dict[str, _Plan], metric: Metric, sample: Sample) -> _Plan:
-    series = sample.series
-    if series in plans:
-        return plans[series]
-    plan = plans[series] = _plan(metric, sample.labels)
-    return plan
+    if sample.series not in plans:
+        plans[sample.series] = _plan(metric, sample.labels)
+    return plans[sample.series]
 
 
 def extract(
@@ -230,8 +220,7 @@ def extract(
     keep: Callable[[list[tuple[Sample, Metric]], SeriesMemo], list[tuple[Sample, Metric]]] | None = None,
     restart_names: tuple[str, ...] = (),
 ) -> PageSnapshot:
-    """A PageSnapshot from the samples named in `table`; `keep` may filter duplicates (ranks); `memo`: the
-    endpoint's (its window's), so a series' plan is worked out once."""
+    """A PageSnapshot from the samples named in `table`; `keep` may filter duplicates (ranks)."""
     memo = memo or SeriesMemo()
     plans = memo.plans(table)
     selected: list[tuple[Sample, Metric]] = []
@@ -242,13 +231,8 @@ def extract(
     for sample in samples:
         metric = table_get(sample.name)
         if metric is None:
-            value = sample.value
-            if (
-                sample.name in restart_names
-                and not math.isnan(value)
-                and value > (restart_marker or -math.inf)
-            ):
-                restart_marker, restart_name = value, sample.name
+            if sample.name in restart_names and sample.value > (restart_marker or -math.inf):
+                restart_marker, restart_name = sample.value, sample.name
             continue
         selected.append((sample, metric))
     if keep is not None:
@@ -302,7 +286,6 @@ def extract(
 
 
 def _duplicate_counter(plans: dict[str, _Plan], selected: list[tuple[Sample, Metric]]) -> str | None:
-    """The first counter series printed twice (the slow path, only when there is one)."""
     seen: set[CounterKey] = set()
     for sample, metric in selected:
         plan = _planned(plans, metric, sample) if math.isfinite(sample.value) else None
@@ -323,7 +306,6 @@ def _describe(sample: Sample) -> str:
 
 
 def _aggregate(values: dict[str, list[float]], kinds: dict[str, Kind]) -> dict[str, float]:
-    """Counts are summed over label sets, fractions averaged."""
     gauges: dict[str, float] = {}
     for quantity, numbers in values.items():
         total = sum(numbers)
@@ -340,7 +322,6 @@ def delta_of_model(delta: Delta, model: str) -> Delta:
 
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
-    """numerator / denominator, None when either is unknown or the denominator is not positive."""
     if numerator is None or denominator is None or denominator <= 0:
         return None
     result = numerator / denominator
@@ -363,7 +344,6 @@ def mean(delta: Delta | None, quantity: str) -> float | None:
 def quantile_figure(
     delta: Delta | None, quantity: str, q: float, figure: str, notes: dict[str, str], bounds: dict
 ) -> float | None:
-    """`quantile`, recording in `bounds` / `notes` when its bucket says more than the value."""
     if delta is None:
         return None
     result = quantile_in_bucket(q, delta.buckets(f"{quantity}_bucket"))
@@ -377,8 +357,7 @@ def quantile_figure(
 def note_bucket(
     figure: str, value: float, lower: float, upper: float, notes: dict[str, str], bounds: dict
 ) -> None:
-    """When the bucket [lower, upper] holding a quantile says more than its interpolated value (the
-    first bucket, the +Inf bucket, one wider than the value), the bounds and why, in `bounds` / `notes`."""
+    """When the bucket holding a quantile says more than its value: the bounds and why."""
     if not is_vague(value, lower, upper):
         return
     bounds[figure] = (lower, None if math.isinf(upper) else upper)  # None: the +Inf bucket
@@ -396,16 +375,10 @@ def per_position(delta: Delta | None, quantity: str, drafts: float | None) -> li
     """Δaccepted_per_pos{position=i} / Δdrafts, position 0 first; None without the family."""
     if delta is None or drafts is None or drafts <= 0:
         return None
-    by_position = delta.split(quantity)
-    positions: list[tuple[int, float]] = []
-    for text, value in by_position.items():
-        try:
-            positions.append((int(text), value))
-        except ValueError:
-            continue
+    split = delta.split(quantity).items()
+    positions = sorted((n, value) for text, value in split if (n := int_or_none(text)) is not None)
     if not positions:
         return None
-    positions.sort()
     size = positions[-1][0] + 1
     if positions[0][0] < 0 or size > 64:
         return None
@@ -415,9 +388,15 @@ def per_position(delta: Delta | None, quantity: str, drafts: float | None) -> li
     return values
 
 
+def int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
 def speculation(delta: Delta | None) -> tuple[float | None, float | None, list[float] | None]:
-    """(acceptance rate, mean acceptance length with the bonus token, per-position acceptance) from the
-    drafts, draft_tokens and accepted counters (vLLM and llama.cpp count them alike)."""
+    """(acceptance rate, mean acceptance length with the bonus token, per-position acceptance)."""
     if delta is None:
         return None, None, None
     drafts, accepted = delta.total("drafts"), delta.total("accepted")

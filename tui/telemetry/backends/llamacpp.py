@@ -74,7 +74,7 @@ def live_counters(page: PageSnapshot, extra: Mapping[str, float]) -> PageSnapsho
 
 
 def printed_uncertainty(value: float) -> float:
-    """Half a unit in the last printed digit of a value llama.cpp prints with 6 significant digits."""
+    """Half a unit in the last of the 6 significant digits llama.cpp prints."""
     if value == 0 or not math.isfinite(value):
         return 0.0
     if value.is_integer() and abs(value) < 10**_SIGNIFICANT_DIGITS:
@@ -88,12 +88,11 @@ def _counter(page: PageSnapshot, quantity: str) -> float:
 
 
 def _uncertainty(start: PageSnapshot, end: PageSnapshot, quantity: str) -> float:
-    """How far off a counter's increase can be from the printed digits of its two values."""
     return printed_uncertainty(_counter(start, quantity)) + printed_uncertainty(_counter(end, quantity))
 
 
 def _prompt_gauge_matches(start: PageSnapshot, end: PageSnapshot, segment: Delta) -> bool:
-    """False when the prompt gauge does not cover this segment's prompts (another scraper reset it)."""
+    """False when another scraper reset the prompt gauge within this segment."""
     tokens = segment.total("prompt_tokens")
     seconds = segment.total("prompt_seconds")
     gauge = end.gauges.get("prompt_tokens_seconds")
@@ -110,8 +109,7 @@ def _prompt_gauge_matches(start: PageSnapshot, end: PageSnapshot, segment: Delta
 
 
 def segment_extras(start: PageSnapshot, end: PageSnapshot, segment: Delta) -> dict[str, float]:
-    """Per pair of scrapes: finished requests and decode tokens (NaN when unknown), and whether
-    the live token count covers it (`live_segments` of `segments`)."""
+    """Per pair of scrapes: finished requests, decode tokens (NaN: unknown), live token coverage."""
     live = _LIVE_KEY in end.counters and (_LIVE_KEY in start.counters or not start.counters)
     coverage = {"segments": 1.0, "live_segments": 1.0 if live else 0.0}
     return coverage | _finished_requests(start, end, segment)
@@ -159,7 +157,6 @@ _TOO_FEW_DIGITS = (
 
 
 def _unknown_count_note(delta: Delta) -> str:
-    """Why the window's request count is unknown: the printed digits, another scraper, or both."""
     digits, reset = delta.extras.get(_DIGITS, 0.0), delta.extras.get(_RESET, 0.0)
     if digits and reset:
         return f"{_GAUGE_RESET}; and {_TOO_FEW_DIGITS.removeprefix('unknown: ')}"
@@ -167,12 +164,8 @@ def _unknown_count_note(delta: Delta) -> str:
 
 
 def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
-    requests_per_s = None
-    tpot = None
-    prefix_hit_rate = None
-    prompt_rate = None
+    requests_per_s = tpot = prefix_hit_rate = prompt_rate = generation_rate = None
     notes: dict[str, str] = {}
-    generation_rate = None
     if delta is not None:
         requests = delta.extras.get("requests", math.nan)
         if not math.isnan(requests):

@@ -1,6 +1,5 @@
 """SGLang: metric names and figure derivation. The page merges every process: the lowest `tp_rank` of a
-series is kept, DP ranks summed, and with priority scheduling only the `priority=""` totals read. Acceptance
-comes from the counters, else from the live gauges (hidden while nothing runs: they go stale)."""
+series is kept, DP ranks summed, and with priority scheduling only the `priority=""` totals read."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ from tui.telemetry.backends.base import (
     PageSnapshot,
     SeriesMemo,
     histogram,
+    int_or_none,
     mean,
     quantile_figure,
     rate,
@@ -58,18 +58,10 @@ TABLE: MetricTable = {
 _RANK_LABELS = frozenset({"tp_rank", "moe_ep_rank", "pid"})
 
 
-def _rank(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        return 1 << 30
-
-
 _Identity = tuple[str, tuple[tuple[str, str], ...]]
 
 
 def _identity(sample: Sample, rank_text: str, memo: SeriesMemo) -> tuple[_Identity, int]:
-    """The series without its rank labels, and its TP rank; worked out once per series (`memo`)."""
     known = memo.identities.get(sample.series)
     if known is not None:
         return known
@@ -77,12 +69,12 @@ def _identity(sample: Sample, rank_text: str, memo: SeriesMemo) -> tuple[_Identi
         sample.name,
         tuple(sorted(item for item in sample.labels.items() if item[0] not in _RANK_LABELS)),
     )
-    known = memo.identities[sample.series] = (identity, _rank(rank_text))
+    rank = int_or_none(rank_text)
+    known = memo.identities[sample.series] = (identity, 1 << 30 if rank is None else rank)
     return known
 
 
 def _drop_per_priority(selected: list[tuple[Sample, Metric]]) -> list[tuple[Sample, Metric]]:
-    """With priority scheduling the total is under priority="" and parts under priority="<n>"."""
     with_total = {sample.name for sample, _ in selected if sample.labels.get("priority") == ""}
     if not with_total:
         return selected
@@ -94,7 +86,7 @@ def _drop_per_priority(selected: list[tuple[Sample, Metric]]) -> list[tuple[Samp
 def keep_first_tp_rank(
     selected: list[tuple[Sample, Metric]], memo: SeriesMemo
 ) -> list[tuple[Sample, Metric]]:
-    """Drop copies of a series written by TP ranks other than the lowest one (and per-priority parts)."""
+    """Drop copies of a series from TP ranks other than the lowest (and per-priority parts)."""
     selected = _drop_per_priority(selected)
     lowest: dict[_Identity, int] = {}
     ranked: list[tuple[_Identity, int] | None] = []
@@ -121,8 +113,8 @@ def extract(samples: Iterable[Sample], memo: SeriesMemo | None = None) -> PageSn
 
 
 def _spec_gauges_live(last: PageSnapshot) -> bool:
-    running = last.gauges.get("running")
-    return running is not None and running > 0
+    """The spec gauges go stale while nothing runs."""
+    return (last.gauges.get("running") or 0) > 0
 
 
 # Pages older than spec_num_draft_tokens (2026-06-01) may predate the current definition of the gauge.
@@ -135,10 +127,7 @@ GAUGE_DEFINITION = (
 def _acceptance(
     delta: Delta | None, last: PageSnapshot, notes: dict[str, str]
 ) -> tuple[float | None, float | None]:
-    """(acceptance rate, mean acceptance length); a note in `notes` when the rate's definition is unsure."""
-    length = None
-    if delta is not None:
-        length = ratio(delta.total("generation_tokens"), delta.total("verify_calls"))
+    length = None if delta is None else ratio(delta.total("generation_tokens"), delta.total("verify_calls"))
     if length is not None:
         draft_tokens = last.gauges.get("spec_num_draft_tokens")
         acceptance = None
@@ -163,9 +152,7 @@ def _prefix_hit_rate(delta: Delta | None) -> float | None:
         return None
     by_source = delta.split("cached")
     sources = {key: value for key, value in by_source.items() if key != "total"} or by_source
-    hit_rate = None
-    if sources:
-        hit_rate = ratio(sum(sources.values()), delta.total("prompt_tokens"))
+    hit_rate = ratio(sum(sources.values()), delta.total("prompt_tokens")) if sources else None
     if hit_rate is None:
         cache = delta.total("realtime:prefill_cache")
         compute = delta.total("realtime:prefill_compute")
@@ -215,12 +202,9 @@ def _prompt_rate(delta: Delta | None, notes: dict[str, str]) -> float | None:
 
 
 def _steps_in_effect(last: PageSnapshot) -> float | None:
-    """The draft steps in use (the adaptive tier) as the server reports them (`spec_num_steps`); None
-    while nothing runs, with speculation off, or on servers before the gauge (2026-06-01)."""
-    if not _spec_gauges_live(last):
-        return None
+    """The draft steps in use (the adaptive tier); None while nothing runs or without the gauge."""
     steps = last.gauges.get("spec_num_steps")
-    return steps if steps is not None and steps > 0 else None
+    return steps if _spec_gauges_live(last) and steps is not None and steps > 0 else None
 
 
 def derive(delta: Delta | None, last: PageSnapshot) -> Figures:

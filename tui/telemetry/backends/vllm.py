@@ -84,7 +84,7 @@ def _tpot(delta: Delta | None) -> float | None:
 
 
 def _spec_notes(last: PageSnapshot, notes: dict[str, str]) -> None:
-    """Why the speculative figures are unknown when the page itself says so (not just an idle window)."""
+    """Why the speculative figures are unknown when the page itself says so."""
     quantities = {key[0] for key in last.counters}
     if not quantities & {"draft_tokens", "accepted", "drafts"} and "v0_acceptance_rate" not in last.gauges:
         notes.update(dict.fromkeys(_SPEC_FIGURES, SPEC_OFF))
@@ -107,7 +107,6 @@ def k_in_effect(delta: Delta | None, positions: list[float] | None) -> tuple[flo
 
 
 def _variable_k(figures: Figures, positions: list[float] | None, delta: Delta | None) -> Figures:
-    """The k in effect beside the configured one; per-position unknown ("mixed") when k varied."""
     k, configured = k_in_effect(delta, positions)
     figures.k_in_effect, figures.k_configured = k, configured
     figures.k_in_effect_derived = k is not None
@@ -126,12 +125,12 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
         acceptance_rate = last.gauges.get("v0_acceptance_rate")
         if acceptance_rate is not None:
             notes["acceptance_rate"] = V0_GAUGE
+    new_queries = None if delta is None else delta.total("prefix_queries")
     prefix_hit_rate = None
     if delta is not None:
-        prefix_hit_rate = ratio(delta.total("prefix_hits"), delta.total("prefix_queries"))
-        if prefix_hit_rate is None and delta.total("prefix_queries") is None:
-            prefix_hit_rate = ratio(delta.total("old_prefix_hits"), delta.total("old_prefix_queries"))
-    if prefix_hit_rate is None and (delta is None or delta.total("prefix_queries") is None):
+        prefix = "prefix" if new_queries is not None else "old_prefix"
+        prefix_hit_rate = ratio(delta.total(f"{prefix}_hits"), delta.total(f"{prefix}_queries"))
+    if prefix_hit_rate is None and new_queries is None:
         prefix_hit_rate = last.gauges.get("v0_prefix_hit_rate")
         if prefix_hit_rate is not None:
             notes["prefix_cache_hit_rate"] = V0_GAUGE

@@ -1,5 +1,4 @@
-"""One cleaned line -> typed events (every grammar gated by a plain substring test: most lines are noise),
-and `LogParser`, which feeds lines in order and groups a traceback into one event."""
+"""One cleaned line -> typed events, and `LogParser`, which groups a traceback into one event."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ _STATS_COUNTS = (
 
 
 def plausible(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> bool:
-    """False when the event holds a value no server prints (a garbled line): dropped and counted as
-    unread (`LogParser.unread`), never shown."""
+    """False when the event holds a value no server prints (a garbled line): dropped, counted as unread."""
     values = event.__dict__  # plain reads, no calls: this runs for every figure-carrying line
     kind = values["kind"]
     if kind == "spec_decode":
@@ -72,8 +70,6 @@ def normalize_backend(backend: str | None) -> str | None:
 
 def prepare(raw: str) -> str:
     """The cleaned, length-capped text of a raw line."""
-    # The line ending (and vLLM's continuation `\r`) goes in one C call; the general cleaner runs
-    # only for lines that still hold colour codes or carriage returns.
     line = (raw if len(raw) <= MAX_LINE_CHARS else raw[:MAX_LINE_CHARS]).rstrip("\r\n")
     if "\x1b" in line or "\r" in line or "\n" in line:
         line = clean_line(line)
@@ -132,8 +128,7 @@ def error_of(prefix: LinePrefix, category: ErrorCategory, line: str, backend: st
 
 
 def parse_events(raw: str, backend: str | None = None) -> list[ParsedEvent]:
-    """Every event of one line (a SGLang Decode line with spec fields: stats AND spec_decode), impossible
-    ones left out (`plausible`). A grammar bug raises: `LogParser.feed_guarded` counts it."""
+    """Every plausible event of one line (a SGLang Decode line with spec fields: stats AND spec_decode)."""
     line = prepare(raw)
     events = grammar_events(line)
     if events:
@@ -170,11 +165,10 @@ class LogParser:
         return self._group is not None
 
     def feed_guarded(self, line: str) -> list[LogEvent]:
-        """`feed` for a line from a file, the one safety net: a line the parser raised on (a grammar bug)
-        gives no events and is counted in `failed_lines` (shown, never silent)."""
+        """`feed`, but a line the parser raised on (a grammar bug) gives no events and is counted."""
         try:
             return self.feed(line)
-        except Exception as error:  # a grammar bug: counted and shown, the traceback in the debug log
+        except Exception as error:
             log.exception("a %s log line could not be parsed", self.backend or "server")
             self._group = None
             self.failed_lines += 1
@@ -187,7 +181,7 @@ class LogParser:
         return [group.event()] if group is not None else []
 
     def feed(self, raw: str) -> list[LogEvent]:
-        """The events the line completes. A grammar bug raises here (tests see it); see `feed_guarded`."""
+        """The events the line completes. A grammar bug raises here (tests see it)."""
         line = prepare(raw)
         events: list[LogEvent] = []
         found = grammar_events(line)
@@ -227,7 +221,6 @@ class LogParser:
         return events
 
     def _drop_implausible(self, found: list[ParsedEvent]) -> list[LogEvent]:
-        """A figure line with an impossible value: its bad events are counted as unread, never returned."""
         kept = [event for event in found if plausible(event)]
         self.unread += len(found) - len(kept)
         events = self.flush()  # the line still ends an open traceback

@@ -1,5 +1,4 @@
-"""A log line as the log pane shows it: the logger prefix cut to HH:MM:SS and a level other than INFO;
-access lines flagged so the pane can hide them (a monitor scraping every second would fill it)."""
+"""A log line as the log pane shows it: prefix cut to HH:MM:SS and a non-INFO level; access lines flagged."""
 
 from __future__ import annotations
 
@@ -85,8 +84,7 @@ def is_access(message: str) -> bool:
 
 
 def figure_spans(text: str, *, named: bool = False) -> list[tuple[int, int]]:
-    """Start/end of each figure in `text`: numbers with units and percentages; with `named`, also every
-    `name: number` (a stats line's `Running: 4`, `Mean acceptance length: 2.81`)."""
+    """Start/end of each figure in `text` (numbers with units); with `named`, also every `name: number`."""
     spans = [(match.start(), match.end()) for match in _FIGURE_WITH_UNIT.finditer(text)]
     if named:
         spans += [match.span("figure") for match in _NAMED_FIGURE.finditer(text)]

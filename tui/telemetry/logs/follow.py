@@ -1,5 +1,4 @@
-"""Following a log as events: `LogTailer` + `LogParser`, flushing an open traceback when the log is quiet
-(the tailer yields nothing while the file is idle, so a final traceback would wait for the next line)."""
+"""Following a log as events: `LogTailer` + `LogParser`, flushing an open traceback when the log is quiet."""
 
 from __future__ import annotations
 

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tui.format import UNKNOWN, fmt_count, fmt_length, fmt_rate, fmt_tokens_per_s
 from tui.sanitize import json_safe, safe_line
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 
 _NO_LINE: set[str] = {"line"}  # pydantic takes a set (or a mapping) of field names
 LINE_WIDTH = 80
+_STATS_PARTS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("generation_tokens_per_s", "gen {}/s", fmt_tokens_per_s),
+    ("prompt_tokens_per_s", "prompt {}/s", fmt_tokens_per_s),
+    ("running", "run {}", fmt_count),
+    ("waiting", "wait {}", fmt_count),
+    ("kv_cache_usage", "kv {}", fmt_rate),
+    ("prefix_cache_hit_rate", "hit {}", fmt_rate),
+)
 
 
 def event_json(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> str:
-    """`{"kind", "time", ...known fields}` as one JSON line; the raw `line` is kept for errors only (a
-    grouped traceback's full text lives there)."""
+    """`{"kind", "time", ...known fields}` as one JSON line; the raw `line` only for errors (tracebacks)."""
     exclude = None if isinstance(event, ErrorEvent) else _NO_LINE
     text = event.model_dump_json(exclude_none=True, exclude=exclude)
     if event.time is not None:
@@ -39,18 +48,9 @@ def event_text(event: StatsEvent | SpecDecodeEvent | ErrorEvent, width: int = LI
 
 def _stats_text(event: StatsEvent) -> str:
     parts = [f"{event.phase or 'stats':<5}"]
-    if event.generation_tokens_per_s is not None:
-        parts.append(f"gen {fmt_tokens_per_s(event.generation_tokens_per_s)}/s")
-    if event.prompt_tokens_per_s is not None:
-        parts.append(f"prompt {fmt_tokens_per_s(event.prompt_tokens_per_s)}/s")
-    if event.running is not None:
-        parts.append(f"run {fmt_count(event.running)}")
-    if event.waiting is not None:
-        parts.append(f"wait {fmt_count(event.waiting)}")
-    if event.kv_cache_usage is not None:
-        parts.append(f"kv {fmt_rate(event.kv_cache_usage)}")
-    if event.prefix_cache_hit_rate is not None:
-        parts.append(f"hit {fmt_rate(event.prefix_cache_hit_rate)}")
+    for name, text, fmt in _STATS_PARTS:
+        if (value := getattr(event, name)) is not None:
+            parts.append(text.format(fmt(value)))
     return " ".join(parts)
 
 

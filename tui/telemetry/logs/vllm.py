@@ -22,6 +22,18 @@ _STATS_FIELDS = {
     "Prefix cache hit rate": "prefix_cache_hit_rate",
     "GPU prefix cache hit rate": "prefix_cache_hit_rate",
 }
+_SPEC_FIELDS = {
+    "Mean acceptance length": ("mean_acceptance_length", parse_number),
+    "Avg Draft acceptance rate": ("acceptance_rate", parse_number),
+    "Draft acceptance rate": ("acceptance_rate", parse_number),
+    "Accepted": ("accepted_tokens", parse_count),
+    "Number of accepted tokens": ("accepted_tokens", parse_count),
+    "Drafted": ("drafted_tokens", parse_count),
+    "Number of draft tokens": ("drafted_tokens", parse_count),
+    "Accepted throughput": ("accepted_tokens_per_s", parse_number),
+    "Drafted throughput": ("drafted_tokens_per_s", parse_number),
+}
+_LIFETIME_KEYS = ("Number of emitted tokens", "System efficiency")
 _DEVICE_KV = " KV cache usage"
 _ENGINE_PREFIX = "Engine "
 _AGGREGATED_SUFFIX = " Engines Aggregated"
@@ -85,33 +97,19 @@ def parse_spec(line: str, start: int, marker: str) -> SpecDecodeEvent | None:
     """A `SpecDecoding metrics:` / `Speculative metrics:` line whose marker begins at `start`."""
     prefix = split_prefix(line[:start])
     body = line[start + len(marker) :].rstrip().rstrip(".,").rstrip()
-    mean_length: float | None = None
-    rate: float | None = None
-    accepted: int | None = None
-    drafted: int | None = None
-    accepted_per_s: float | None = None
-    drafted_per_s: float | None = None
+    fields: dict[str, float | int | None] = {}
     lifetime = False
     old_format = False  # 2025-04-24 → 2025-09-11: "Draft acceptance rate" first, no throughputs
     for item in body.split(", "):
         key, separator, raw_value = item.partition(": ")
-        if not separator:
-            continue  # a per-position value after the first; read by _positions
-        if key == "Mean acceptance length":
-            mean_length = parse_number(raw_value)
-        elif key in ("Avg Draft acceptance rate", "Draft acceptance rate"):
-            rate = parse_number(raw_value)
-            old_format = key == "Draft acceptance rate"
-        elif key in ("Accepted", "Number of accepted tokens"):
-            accepted = parse_count(raw_value)
-        elif key in ("Drafted", "Number of draft tokens"):
-            drafted = parse_count(raw_value)
-        elif key == "Accepted throughput":
-            accepted_per_s = parse_number(raw_value)
-        elif key == "Drafted throughput":
-            drafted_per_s = parse_number(raw_value)
-        elif key in ("Number of emitted tokens", "System efficiency"):
-            lifetime = True
+        if key in _SPEC_FIELDS and separator:  # no separator: a per-position value, read by _positions
+            name, parse = _SPEC_FIELDS[key]
+            fields[name] = parse(raw_value)
+            if name == "acceptance_rate":
+                old_format = key == "Draft acceptance rate"
+        lifetime = lifetime or (key in _LIFETIME_KEYS and bool(separator))
+    mean_length, rate = fields.get("mean_acceptance_length"), fields.get("acceptance_rate")
+    accepted, drafted = fields.get("accepted_tokens"), fields.get("drafted_tokens")
     per_position = _positions(body)
     # Until #17908 (2025-05-09) the mean length excluded the bonus token: it then equals the
     # sum of the per-position rates instead of 1 + that sum. Only the format of that time can print
@@ -124,19 +122,18 @@ def parse_spec(line: str, start: int, marker: str) -> SpecDecodeEvent | None:
         rate = accepted / drafted
     if mean_length is None and rate is None and accepted is None and drafted is None:
         return None
-    return SpecDecodeEvent(
-        time=prefix.time,
-        backend="vllm",
-        mean_acceptance_length=mean_length,
-        acceptance_rate=rate,
-        per_position_acceptance=per_position or None,
-        accepted_tokens=accepted,
-        drafted_tokens=drafted,
-        accepted_tokens_per_s=accepted_per_s,
-        drafted_tokens_per_s=drafted_per_s,
-        scope="lifetime" if lifetime else "interval",
-        engine=_engine_name(prefix.message),
-        line=line,
+    return SpecDecodeEvent.model_validate(
+        fields
+        | {
+            "time": prefix.time,
+            "backend": "vllm",
+            "mean_acceptance_length": mean_length,
+            "acceptance_rate": rate,
+            "per_position_acceptance": per_position or None,
+            "scope": "lifetime" if lifetime else "interval",
+            "engine": _engine_name(prefix.message),
+            "line": line,
+        }
     )
 
 
