@@ -107,9 +107,8 @@ class Board:
         return self._by_name.get(name)
 
     def peer_models(self) -> tuple[str, ...]:
-        """Every model the endpoints show (the latest reading's, else the settings'), each once, sorted:
-        what a card's title is shortened against (`tui.widgets.card_view.short_model` keeps the part
-        that differs from the others). Computed once per change of a model, not once per card."""
+        """Every model the endpoints show (the latest reading's, else the settings'), each once, sorted, for
+        `tui.widgets.card_view.short_model`; computed once per change of a model, not once per card."""
         if self._peer_models is None:
             models = {self.model_of(endpoint.name) for endpoint in self.endpoints}
             self._peer_models = tuple(sorted(model for model in models if model))

@@ -1,8 +1,6 @@
 """One figure vocabulary: how every figure reads, on every screen and in every text export.
-
 One function per kind of figure, one rule each. A figure that cannot be known reads "–" (`UNKNOWN`),
-never 0; `FIGURES` maps each figure of `Figures` to its label and formatter. Pure functions, no textual.
-"""
+never 0; `FIGURES` maps each figure of `Figures` to its label and formatter. Pure functions, no textual."""
 
 from __future__ import annotations
 
@@ -265,8 +263,7 @@ def window_text(
 
 @dataclass(frozen=True)
 class FigureWord:
-    """How one figure of `Figures` reads: a short label, the unit its text carries (for headers), and
-    its formatter."""
+    """How one figure of `Figures` reads: a short label, its unit (for headers), its formatter."""
 
     label: str
     unit: str

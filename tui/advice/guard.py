@@ -1,8 +1,5 @@
 """The fallback guard (the article's `acceptance_threshold`): plain decoding when acceptance stays low.
-
-`decide` is pure (the caller passes the alert state and the time); the change goes through the same
-change-and-verify step as `spectop tune` (`switch_speculation_off`).
-"""
+`decide` is pure; `switch_speculation_off` changes and verifies as `spectop tune` does."""
 
 from __future__ import annotations
 
@@ -12,10 +9,7 @@ from typing import Literal
 
 import httpx
 
-from tui.advice.live import (  # made by the dashboard, which must not import the guard early
-    Advised,
-    TableOffer,
-)
+from tui.advice.live import Advised, TableOffer  # made by the dashboard (must not import the guard early)
 from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import masked_diff, open_config_async, unified_diff
@@ -165,8 +159,7 @@ class GuardRecord:
     table: list[list[int]] | None = None  # the k-by-batch-size table offered or set
 
     def words(self) -> str:
-        """The action ("offered to switch speculation off", "offered k=1 (was 2)", "set k by batch size
-        (batch 1: k=2, 2-256: k=0)")."""
+        """The action: "offered to switch speculation off", "offered k=1 (was 2)", "set k by batch size …"."""
         if self.table:
             shown = table_text([(lo, hi, k) for lo, hi, k in self.table])
             return TABLE_ACTION_WORDS.get(self.action, self.action).format(table=shown)

@@ -1,5 +1,4 @@
 """The loop: watch, propose, and in --auto change one replica, test it, keep or roll back, promote.
-
 Each interval the eyes give every server's figures. While watching, the advisor (pooled over the
 replicas that run the same k) names a better k; held for `sustained_s` and allowed by the limits, it is
 proposed (dry run: said and recorded, nothing changed). In auto mode one canary gets it: after the quiet
@@ -7,8 +6,7 @@ period each interval gives a sample of log(canary speed / the unchanged replicas
 server: / its speed before the change, at matched load), until the sequential test is clear or the time
 limit passes. Better: kept, then promoted one replica at a time, each tested as not worse than the
 changed ones. Anything else (down, OOM, worse, no difference, unclear, first tokens surely 25% slower,
-errors surely up): the exact bytes written back.
-"""
+errors surely up): the exact bytes written back."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
 """What the autopilot sees each interval: per server, whether it is up and its figures over the interval.
-
 Fleet mode reads Prometheus (`FleetPoller`, its rate window one interval); one server is scraped directly,
 its figures the difference of this scrape and the one before (`ScrapeWindow`). The figure the tests
 compare is `speed`: decode tokens/s per running request (1 / TPOT). Errors are the inference handlers'

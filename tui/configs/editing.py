@@ -1,7 +1,4 @@
-"""A config file opened for editing: load, change keys with validation, diff, save safely.
-
-Shared by `spectop config set` and the editor screen.
-"""
+"""A config file opened for editing (`config set`, the editor): load, change keys, diff, save safely."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Lint advice for config documents: each finding has an id, a severity, the line and a fix.
-
-Rules come from the seed article's troubleshooting list, fact-checked against the
-backend references (see /work/shared/reference: seed-summary.md §5, vllm.md §3, sglang-server-args.md §A).
-"""
+"""Lint advice for config documents: each finding has an id, a severity, the line and a fix. Rules: the seed
+article's troubleshooting list, checked against seed-summary.md §5, vllm.md §3, sglang-server-args.md §A."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Run an endpoint's restart command (no shell) and wait for its /health to answer again.
-
 A restart command may return before the old process has stopped, so `wait_for_health` given the
-server's process identity (`read_identity`) counts it back only when a new process answers.
-"""
+server's process identity (`read_identity`) counts it back only when a new process answers."""
 
 from __future__ import annotations
 

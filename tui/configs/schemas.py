@@ -1,9 +1,5 @@
-"""One pydantic model per config kind: types, ranges and one line of help per field.
-
-Unknown keys are allowed (kept in the file untouched) and reported by `unknown_keys`.
-Semantic advice (too many draft tokens, removed keys, ...) is in `lint`, not here:
-the schema only says what a server would reject.
-"""
+"""One pydantic model per config kind: types, ranges and one line of help per field. Unknown keys are kept
+(reported by `unknown_keys`); the schema says what a server would reject, advice is in `lint`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """vLLM's k by batch size (`num_speculative_tokens_per_batch_size`, Dynamic SD, vllm PR #32374).
-
 The list form `[[lo, hi, k], ...]` (inclusive ranges, k = 0 allowed) and the early dict form
 `{"1-16": 3}` are read alike. The k of a batch size follows vLLM 0.32's dense lookup: a gap (and the
-tail) carries the previous range's k forward, and every k is clamped to `num_speculative_tokens`.
-"""
+tail) carries the previous range's k forward, and every k is clamped to `num_speculative_tokens`."""
 
 from __future__ import annotations
 

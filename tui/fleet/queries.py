@@ -1,5 +1,4 @@
 """PromQL for every figure of every backend: one query per figure for all instances, `by (instance)`.
-
 The figures mean what they mean in direct scraping (`tui/telemetry/backends/*.py`); a denominator is
 guarded with `> 0` (an empty window gives no sample, never 0), and the backends' forms of one figure are
 joined with `or`, so the number of queries does not grow with the instances."""
