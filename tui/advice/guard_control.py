@@ -5,7 +5,7 @@ or acts; while an offer, a check or a switch is under way the endpoint is busy."
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any, Literal, Protocol
 
@@ -91,18 +91,8 @@ class GuardBook:
 
 
 def log_record(record: GuardRecord) -> GuardLogRecord:
-    """The record as the recording keeps it."""
-    return GuardLogRecord(
-        endpoint=record.endpoint,
-        time=record.time,
-        action=record.action,
-        reason=record.reason,
-        message=record.line(),
-        acceptance=record.acceptance,
-        threshold=record.threshold,
-        diff=record.diff,
-        detail=record.detail,
-    )
+    """The record as the recording keeps it (its k, was_k and table are not kept)."""
+    return GuardLogRecord(**asdict(record), message=record.line())
 
 
 @dataclass(frozen=True)

@@ -303,8 +303,7 @@ class AdviceBook:
     def add_model(self, model: StepCostModel) -> None:
         """A calibration made while the dashboard runs: its model counts from the next reading on (it
         replaces a kept one of the same server, model, settings and key, as in the file)."""
-        same = (model.endpoint, model.model, model.settings, model.key)
-        others = [m for m in self.kept.models.models if (m.endpoint, m.model, m.settings, m.key) != same]
+        others = [m for m in self.kept.models.models if m.identity != model.identity]
         self.kept = KeptModels(StepCostFile(models=[*others, model]), self.kept.problem)
 
     def sustained_better(self, name: str, now: float) -> Advised:

@@ -89,6 +89,11 @@ class StepCostModel(BaseModel):
     # older model or the simulator's)
     replicates: list[StepCost] = Field(default_factory=list)
 
+    @property
+    def identity(self) -> tuple[str, str | None, str | None, str]:
+        """What a kept model is replaced by: the same endpoint, model, settings and key."""
+        return self.endpoint, self.model, self.settings, self.key
+
     def basis(self) -> str:
         """How the advice names it: "tune 2026-12-01 21:04" (or the simulator's own model, in the demo)."""
         if self.source == SIM_SOURCE:
@@ -379,12 +384,7 @@ def save_model(model: StepCostModel, path: Path | None = None) -> Path:
     path = path or step_cost_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(path):  # two calibrations finishing at once both stay
-        others = [
-            old
-            for old in load_models(path).models
-            if (old.endpoint, old.model, old.settings, old.key)
-            != (model.endpoint, model.model, model.settings, model.key)
-        ]
+        others = [old for old in load_models(path).models if old.identity != model.identity]
         models = ([*others, model])[-MAX_MODELS:]
         return write_file(path, StepCostFile(models=models).model_dump_json(indent=1))
 

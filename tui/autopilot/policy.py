@@ -1,8 +1,7 @@
 """The autopilot's limits and its pure decisions (no I/O, no clock: the caller passes the time).
 `gate` says why no change may start now: too many changes this hour, the quiet period after the last
 one, too few healthy replicas to take one out. `Sustained` holds the advisor's better k until it has
-stayed the same for `sustained_s`. `PilotState` is what a screen shows of one instance.
-"""
+stayed the same for `sustained_s`. `PilotState` is what a screen shows of one instance."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The servers the autopilot changes: a config file, a restart command, and where to ask if it is back.
 A change is the guard's edit (`tui.advice.guard.guard_text`) written atomically, then the restart and the
 health wait of the tune's `Changer`; a rollback writes back the exact bytes it replaced. In fleet mode
-each instance's file and command come from templates ({instance}, {host}, {port}, {job}).
-"""
+each instance's file and command come from templates ({instance}, {host}, {port}, {job})."""
 
 from __future__ import annotations
 

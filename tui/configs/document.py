@@ -1,8 +1,7 @@
 """Round-trip config documents: read, change one key, write back every other byte unchanged.
 TOML goes through tomlkit (which keeps comments, order and layout); JSON is parsed into a tree that
 remembers where every key and value sits (after `json.loads` accepted it), and a new literal is spliced in
-at the value's span. Documents are immutable: a change returns a new document (undo is a stack of texts).
-"""
+at the value's span. Documents are immutable: a change returns a new document (undo is a stack of texts)."""
 
 from __future__ import annotations
 

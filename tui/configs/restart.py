@@ -155,13 +155,8 @@ class StartFailureWatch:
         self.reason: str | None = None
 
     def _take(self, events: Sequence[object]) -> None:
-        if not self.started:
-            return
-        for event in events:
-            if isinstance(event, ErrorEvent) and event.category in _FATAL:
-                message = safe_line(event.message or event.line)[:MAX_OUTPUT_LINE]
-                if message and message not in self.errors[-1:]:
-                    self.errors.append(message)
+        if self.started:
+            _add_errors(self.errors, events, _FATAL)
 
     def poll(self) -> str | None:
         """The reason when the server has certainly died since the restart, else None (blocking IO)."""
@@ -260,11 +255,17 @@ def last_errors(path: Path, count: int = 5, *, start: int = 0) -> list[str]:
     if offset > start and lines:
         lines = lines[1:]  # the first line read is cut
     parser = LogParser()
-    events = [event for line in lines for event in parser.feed_guarded(line)] + parser.flush()
     messages: list[str] = []
+    _add_errors(messages, [event for line in lines for event in parser.feed_guarded(line)] + parser.flush())
+    return messages[-count:]
+
+
+def _add_errors(
+    messages: list[str], events: Sequence[object], categories: Sequence[str] | None = None
+) -> None:
+    """The error events' messages (of `categories` only, when given), each once in a row."""
     for event in events:
-        if isinstance(event, ErrorEvent):
+        if isinstance(event, ErrorEvent) and (categories is None or event.category in categories):
             message = safe_line(event.message or event.line)[:MAX_OUTPUT_LINE]  # a log line: untrusted
             if message and message not in messages[-1:]:
                 messages.append(message)
-    return messages[-count:]
