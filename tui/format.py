@@ -291,8 +291,7 @@ NOTE_LABELS: dict[str, str] = {"window": "window", **{key: word.label for key, w
 
 
 def lifetime_shown(figures: Figures, key: str) -> bool:
-    """Whether figure `key` shows its value since the server started: the window's is unknown and the
-    first reading's counters give it (`Figures.lifetime`)."""
+    """Whether figure `key` shows its lifetime value: the window's is unknown, `Figures.lifetime`'s known."""
     lifetime = figures.lifetime
     return lifetime is not None and not _has(figures, key) and _has(lifetime, key)
 
@@ -329,8 +328,7 @@ def figure_text(figures: Figures, key: str, *, positions: int = 8) -> str:
 
 
 def fmt_k_in_effect(figures: Figures) -> str:
-    """The draft length in effect beside the configured one: "2 of 3", "2.4 of 3 (derived)" (from
-    counters), "3"; "–" when unknown."""
+    """The draft length in effect beside the configured one: "2 of 3", "2.4 of 3 (derived)", "3"."""
     if not known(figures.k_in_effect):
         return UNKNOWN
     text = fmt_count(round(figures.k_in_effect, 1))

@@ -57,8 +57,7 @@ class Advice:
 
     @property
     def guess(self) -> tuple[int, float] | None:
-        """The fastest of all k' when it is a guess (extrapolated or outside the calibration) that beats
-        the best trusted k by more than the threshold: shown, never acted on."""
+        """The fastest k' when a guess (extrapolated or uncalibrated) beats the best trusted k: shown only."""
         known = [(value, -k) for k, value in self.speedup_by_k.items() if value is not None]
         if not known:
             return None

@@ -54,8 +54,7 @@ class GuardDecision:
 
 
 def decide(state: GuardInput) -> GuardDecision:
-    """`offer` (ask mode) or `switch_off` (auto mode) when the sustained low-acceptance alert is on;
-    else, in ask mode, `offer_k` when the advisor's better k has held for `sustained_s`."""
+    """`offer` / `switch_off` on the sustained low-acceptance alert; else (ask mode) `offer_k` / a table."""
     if state.mode == "off":
         return GuardDecision(None, "guard off")
     if not state.acceptance_alert_active:
@@ -94,8 +93,7 @@ def _held_back(state: GuardInput) -> GuardDecision | None:
 
 
 def _decide_k(state: GuardInput) -> GuardDecision:
-    """Ask mode: offer the advisor's better k, else its k by batch size (a config edit and a restart),
-    never on its own (auto)."""
+    """Ask mode only: offer the advisor's held better k, else its k by batch size."""
     k, offer = state.advised.held_k, state.table_offer
     if k is None and offer is None:
         return GuardDecision(None, "acceptance is not low for long enough")
@@ -176,8 +174,7 @@ class GuardRecord:
 
 
 def guard_text(doc: ConfigDocument, k: int | None, table: list[list[int]] | None = None) -> str:
-    """The text the guard writes (the same edit as a tune's value): speculation off (k None or 0), `k`
-    draft tokens, or a vLLM table; ConfigError / TunePlanError."""
+    """The guard's edit: speculation off (k None or 0), `k`, or a vLLM table; ConfigError / TunePlanError."""
     key = default_key(doc)
     if table:
         if key.style != "vllm":
@@ -215,8 +212,7 @@ class Prepared:
 async def prepare(
     endpoint: EndpointSettings, k: int | None = None, table: list[list[int]] | None = None
 ) -> Prepared:
-    """The guard's change read off the event loop: speculation off (k None), `k` draft tokens, or a
-    k-by-batch-size table, with its diff (secrets masked)."""
+    """The guard's change to the file (off, `k`, or a table) with its masked diff, read off the loop."""
     if endpoint.config_file is None:
         return Prepared(problem="no config file")
     try:
@@ -262,8 +258,7 @@ def guard_record(
 async def switch_speculation_off(
     endpoint: EndpointSettings, client: httpx.AsyncClient, decision: GuardDecision, state: GuardInput
 ) -> GuardRecord:
-    """The guard's action: the change in the endpoint's config file (the diff kept in the record), restart,
-    wait for /health and /metrics. The record says `switched_off` (or what was set) or `failed` and why."""
+    """Write the guard's change, restart, wait for /health: the record says what was done or why not."""
     prepared = Prepared()
 
     def record(action: str, detail: str = "") -> GuardRecord:

@@ -112,8 +112,7 @@ class StepCostModel(BaseModel):
     def speed_ratio_interval(
         self, k: int, reference: int, concurrency: float, level: float = 0.95
     ) -> tuple[float, float] | None:
-        """The interval of T(reference, c) / T(k, c) over the replicates; None without replicates or
-        when fewer than half of them give both a positive time."""
+        """The interval of T(reference, c) / T(k, c) over the replicates (None: too few)."""
         if not self.replicates:
             return None
         ratios = []
@@ -170,8 +169,7 @@ def _relative_error(features: list[list[float]], targets: list[float], solved: l
 
 
 def _nonnegative_least_squares(features: list[list[float]], targets: list[float]) -> list[float] | None:
-    """Relative least squares with every coefficient >= 0, exactly: the best non-negative unconstrained fit
-    over every subset of the columns. None when no subset gives a fit."""
+    """Exact non-negative relative least squares: the best fit over every subset of the columns."""
     width = len(features[0])
     best: tuple[float, list[float]] | None = None
     for mask in range(1, 1 << width):
@@ -241,8 +239,7 @@ def _dependent(usable: Sequence[CostPoint]) -> bool:
 
 
 def fit(points: Sequence[CostPoint]) -> tuple[StepCost, bool, float]:
-    """The model, whether it depends on the load, and its largest relative residual. StepCostError when
-    the points cannot give one (fewer than two values of k)."""
+    """The model, whether it depends on the load, its largest relative residual; StepCostError."""
     usable = _usable(points)
     ks = {point.k for point in usable}
     if len(ks) < 2:
@@ -310,8 +307,7 @@ def caveat(
 
 
 def fit_replicates(resampled: Sequence[Sequence[CostPoint]], load_dependent: bool) -> list[StepCost]:
-    """The same form of the model fitted on each resample of the points (a resample that gives no fit,
-    or fewer than two values of k, is left out)."""
+    """The same form fitted on each resample (those with no fit or fewer than two k left out)."""
     fits = []
     for points in resampled:
         usable = _usable(points)
@@ -379,8 +375,7 @@ def load_models(path: Path | None = None) -> StepCostFile:
 
 
 def save_model(model: StepCostModel, path: Path | None = None) -> Path:
-    """Keep `model`, replacing the one of the same endpoint, model and settings (atomic write). A file
-    that does not read is not overwritten (StepCostError)."""
+    """Keep `model` in place of the one of its identity (atomic); an unreadable file is kept too."""
     path = path or step_cost_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(path):  # two calibrations finishing at once both stay
@@ -392,8 +387,7 @@ def save_model(model: StepCostModel, path: Path | None = None) -> Path:
 def find_model(
     models: StepCostFile, endpoint: str, model: str | None, settings: str | None
 ) -> tuple[StepCostModel | None, str | None]:
-    """The newest model for this server (and model name, when known), preferring the same settings.
-    Also a note: why none fits, or what was not checked."""
+    """The newest model for this server and model, preferring the same settings; and a note why not."""
     key = endpoint_key(endpoint)
     same_server = [
         m for m in models.models if m.endpoint == key and (model is None or m.model in (None, model))

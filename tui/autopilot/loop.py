@@ -116,8 +116,7 @@ class Autopilot:
     # --- running ------------------------------------------------------------------------------------------
 
     async def run(self, rounds: int | None = None) -> None:
-        """Watch (and act) every interval; on the way out (cancelled, SIGINT) leave each config as
-        found or at its last verified state, and say which."""
+        """Watch (and act) every interval; on the way out leave each config as found or verified."""
         try:
             done = 0
             while rounds is None or done < rounds:
@@ -358,8 +357,7 @@ class Autopilot:
         return errors_rose((trial.failed[0], trial.failed[1]), reference)
 
     def load_moved(self, trial: Trial) -> str | None:
-        """One server: why the load of the last intervals is not the load before the change (None: it
-        matches, or it is not known)."""
+        """One server: why the recent load is not the load before the change (None: matches, unknown)."""
         recent = [value for value in trial.loads[-LOAD_INTERVALS:] if value is not None]
         if not self.single or not recent or not self.before:
             return None
@@ -463,8 +461,7 @@ class Autopilot:
             self.say(record.line())
 
     def once(self, line: str, key: str | None = None) -> bool:
-        """Say a line unless one of the same `key` (default: the line) was said already: a condition that
-        holds is said when it starts, not every interval."""
+        """Say a line unless one of the same `key` (default: the line) was said already."""
         key = line if key is None else key
         if key in self._said:
             return False

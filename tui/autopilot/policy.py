@@ -49,8 +49,7 @@ def gate(limits: Limits, changes: list[float], now: float, healthy: int, total: 
 
 
 def errors_rose(mine: tuple[float, float], reference: tuple[float, float]) -> str | None:
-    """Why the changed server's share of failed answers is surely above the reference's (None: it is not,
-    or too few answers to tell). Each side is (failed, answered)."""
+    """Why the changed server's failed share is surely above the reference's; each is (failed, answered)."""
     (failed, answered), (ref_failed, ref_answered) = mine, reference
     if answered < MIN_ANSWERS or ref_answered < MIN_ANSWERS:
         return None

@@ -88,8 +88,7 @@ def from_templates(
     scheme: str = "http",
     health_timeout_s: float = HEALTH_TIMEOUT_S,
 ) -> Target:
-    """An instance's target: its file and its command with {instance}, {host}, {port}, {job} filled in
-    (shell-quoted in the command)."""
+    """An instance's target: {instance}, {host}, {port}, {job} filled in (shell-quoted in the command)."""
     host, _, port = instance.rpartition(":")
     values = {"instance": instance, "host": host or instance, "port": port, "job": job or ""}
     quoted = {name: shlex.quote(value) for name, value in values.items()}

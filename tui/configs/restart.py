@@ -31,8 +31,7 @@ LOG_TAIL_BYTES = 256 * 1024  # how much of the end of a log `last_errors` reads
 
 
 def restart_command_problem(argv: Sequence[str]) -> str | None:
-    """Why `argv` cannot be run (None: its program exists and may be executed), found before anything
-    is changed rather than at the first restart."""
+    """Why `argv` cannot be run (None: it can), found before anything is changed."""
     if not argv:
         return "empty"
     program = argv[0]
@@ -54,8 +53,7 @@ def restart_command_problem(argv: Sequence[str]) -> str | None:
 async def run_restart(
     argv: list[str], on_line: Callable[[str], object], *, timeout_s: float = RESTART_TIMEOUT_S
 ) -> int:
-    """Run `argv` without a shell in a session of its own, each output line to `on_line`; the exit code.
-    OSError when it cannot start, TimeoutError after `timeout_s` (killed, as on cancel)."""
+    """Run `argv` without a shell, each output line to `on_line`; the exit code (OSError, TimeoutError)."""
     process = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
@@ -239,8 +237,7 @@ async def wait_for_health(
 
 
 def last_errors(path: Path, count: int = 5, *, start: int = 0) -> list[str]:
-    """The last `count` error messages (OOM, dead engine, tracebacks, ERROR lines) of the log at `path`
-    from byte `start` on (only its last LOG_TAIL_BYTES are read); [] when there are none or no file."""
+    """The last `count` error messages of the log at `path` from byte `start` on ([] when none)."""
     try:
         with path.open("rb") as file:
             size = file.seek(0, 2)

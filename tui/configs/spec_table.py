@@ -78,8 +78,7 @@ class TableProblem:
 
 
 def table_problems(ranges: Sequence[Range], max_k: int | None) -> list[TableProblem]:
-    """What vLLM refuses (overlapping ranges, a first range not at 1) and what it silently does (a gap
-    takes the previous range's k; k above `num_speculative_tokens` is clamped)."""
+    """What vLLM refuses (overlaps, a first range not at 1) or silently does (gaps, k clamped)."""
     problems: list[TableProblem] = []
     ordered = sorted(ranges)
     for before, after in itertools.pairwise(ordered):
@@ -130,8 +129,7 @@ def table_problems(ranges: Sequence[Range], max_k: int | None) -> list[TableProb
 
 
 def k_for_batch(ranges: Sequence[Range], batch_size: int, max_k: int) -> int:
-    """The k vLLM schedules at `batch_size`: the covering range's, else the previous range's (a gap or
-    the tail), clamped to `max_k`; below the first range (which vLLM refuses) the first range's."""
+    """The k vLLM schedules at `batch_size`: the covering or previous range's, clamped to `max_k`."""
     ordered = sorted(ranges)
     if not ordered:
         return max_k
