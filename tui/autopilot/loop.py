@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING
 import httpx
 
 from tui.advice.advisor import Advice
-from tui.advice.fleet import pooled_positions
+from tui.advice.fleet import calibrated_first, pooled_figures
 from tui.advice.live import KeptModels, advice_for
-from tui.advice.stepcost import find_model
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord, Figure
 from tui.autopilot.observe import Errors, Seen, ServerEyes, speed
@@ -32,7 +31,6 @@ from tui.autopilot.policy import Limits, PilotState, Sustained, errors_rose, gat
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target
 from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
-from tui.telemetry.figures import Figures
 
 if TYPE_CHECKING:
     from tui.settings import EndpointSettings
@@ -171,22 +169,9 @@ class Autopilot:
         ks = {self.k.get(name) for name in up}
         if not up or len(ks) != 1:
             return None
-        figures = [seen[name].figures for name in up]
-        positions, _ = pooled_positions(figures)
-        running = [f.running for f in figures if f.running is not None]
-        pooled = Figures(
-            per_position_acceptance=positions, running=sum(running) / len(running) if running else None
-        )
-        models = self.kept.models
-        name = next((n for n in up if find_model(models, self.targets[n].url, seen[n].model, None)[0]), up[0])
-        return advice_for(
-            pooled,
-            self.targets[name].url,
-            seen[name].model,
-            self.kept,
-            current_k=ks.pop(),
-            margin=self.limits.margin,
-        )
+        pooled, _ = pooled_figures([seen[name].figures for name in up])
+        url, model = calibrated_first([(self.targets[name].url, seen[name].model) for name in up], self.kept)
+        return advice_for(pooled, url, model, self.kept, current_k=ks.pop(), margin=self.limits.margin)
 
     async def watch(self, seen: dict[str, Seen]) -> None:
         now = self.clock()
