@@ -146,7 +146,6 @@ def fmt_eta(seconds: float | None) -> str:
     """Time left as a countdown: "ETA 3:05"; "ETA –" when it cannot be known yet."""
     if not known(seconds):
         return f"ETA {UNKNOWN}"
-    assert seconds is not None
     minutes, secs = divmod(int(max(0.0, seconds) + 0.5), 60)
     return f"ETA {minutes}:{secs:02d}"
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
 from dataclasses import dataclass, replace
@@ -134,10 +135,8 @@ async def read_calibration(
     )
     zero_is_off = False
     if opened.document is not None:
-        try:
+        with contextlib.suppress(TunePlanError):  # no key to sweep: the tune's own planning says so
             zero_is_off = default_key(opened.document, key).style != "plain"
-        except TunePlanError:  # no key to sweep: the tune's own planning says so
-            zero_is_off = False
     return Calibration(endpoint_key(endpoint), model, digest, name or key or "k", current, 0.0, zero_is_off)
 
 
