@@ -29,16 +29,9 @@ from tui.format import (
 from tui.telemetry.figures import FIGURE_NAMES, Figures
 
 FORMATTERS = (
-    fmt_rate,
-    fmt_length,
-    fmt_latency,
-    fmt_latency_delta,
-    fmt_tokens_per_s,
-    fmt_per_s,
-    fmt_count,
-    fmt_duration,
-    fmt_times,
-)
+    fmt_rate, fmt_length, fmt_latency, fmt_latency_delta, fmt_tokens_per_s, fmt_per_s, fmt_count,
+    fmt_duration, fmt_times,
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("formatter", FORMATTERS)

@@ -191,12 +191,7 @@ def advice_for(
     if kept.problem is not None:
         note = f"step-cost models unreadable ({kept.problem})"
     advice = advise(
-        figures.per_position_acceptance,
-        current_k,
-        figures.running,
-        model,
-        model_note=note,
-        margin=margin,
+        figures.per_position_acceptance, current_k, figures.running, model, model_note=note, margin=margin
     )
     context = context_words(kept.contexts, url, figures.prompt_tokens_mean, figures.running)
     return advice if context is None else replace(advice, context=context)

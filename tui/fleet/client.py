@@ -120,12 +120,7 @@ def _envelope(status: int, body: bytes) -> _Response:
 class PrometheusClient:
     """One Prometheus server (`async with`); `requests` counts the HTTP requests sent."""
 
-    def __init__(
-        self,
-        settings: PrometheusSettings,
-        *,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-    ) -> None:
+    def __init__(self, settings: PrometheusSettings, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.settings = settings
         self.base_url = settings.url.rstrip("/")
         self.timeout_s = settings.timeout_s
