@@ -26,11 +26,8 @@ def pooled_positions(members: Iterable[Figures]) -> tuple[list[float] | None, st
     """The members' per-position acceptance pooled by their draft steps/s; or why there is none."""
     weighted: list[tuple[list[float], float]] = []
     for figures in members:
-        rates, tokens, length = (
-            figures.per_position_acceptance,
-            figures.generation_tokens_per_s,
-            figures.mean_acceptance_length,
-        )
+        rates = figures.per_position_acceptance
+        tokens, length = figures.generation_tokens_per_s, figures.mean_acceptance_length
         if rates and tokens and length:
             weighted.append((rates, tokens / length))
     if not weighted:

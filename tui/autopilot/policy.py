@@ -1,7 +1,4 @@
-"""The autopilot's limits and its pure decisions (no I/O, no clock: the caller passes the time).
-`gate` says why no change may start now: too many changes this hour, the quiet period after the last
-one, too few healthy replicas to take one out. `Sustained` holds the advisor's better k until it has
-stayed the same for `sustained_s`. `PilotState` is what a screen shows of one instance."""
+"""The autopilot's limits and its pure decisions (no I/O, no clock: the caller passes the time)."""
 
 from __future__ import annotations
 
