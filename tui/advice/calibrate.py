@@ -315,7 +315,7 @@ async def plan_calibration(
 def fit_and_keep(
     result: TuneResult, calibration: Calibration, source: str | None, path: Path | None = None
 ) -> tuple[StepCostModel | None, str]:
-    """The fitted model (kept even when it cannot be written; None when not fitted) and a line saying so."""
+    """The fitted model (returned even when it cannot be written; None: not fitted) and a line saying so."""
     try:
         model = model_from_tune(result, calibration, source)
     except StepCostError as error:

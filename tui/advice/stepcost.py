@@ -375,7 +375,7 @@ def load_models(path: Path | None = None) -> StepCostFile:
 
 
 def save_model(model: StepCostModel, path: Path | None = None) -> Path:
-    """Keep `model` in place of the one of its identity (atomic); an unreadable file is kept too."""
+    """Keep `model` in place of the one of its identity (atomic); StepCostError leaves an unreadable file."""
     path = path or step_cost_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(path):  # two calibrations finishing at once both stay
