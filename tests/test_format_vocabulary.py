@@ -29,16 +29,9 @@ from tui.format import (
 from tui.telemetry.figures import FIGURE_NAMES, Figures
 
 FORMATTERS = (
-    fmt_rate,
-    fmt_length,
-    fmt_latency,
-    fmt_latency_delta,
-    fmt_tokens_per_s,
-    fmt_per_s,
-    fmt_count,
-    fmt_duration,
-    fmt_times,
-)
+    fmt_rate, fmt_length, fmt_latency, fmt_latency_delta, fmt_tokens_per_s, fmt_per_s, fmt_count,
+    fmt_duration, fmt_times,
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("formatter", FORMATTERS)
@@ -50,19 +43,14 @@ def test_what_cannot_be_known_is_a_dash_and_zero_is_zero(formatter: object) -> N
 
 
 def test_rates_are_whole_percent() -> None:
-    assert fmt_rate(0.71) == "71%"
-    assert fmt_rate(0.699194) == "70%"
-    assert fmt_rate(1.0) == "100%"
-    assert fmt_rate(0.0) == "0%"
-    assert fmt_rate(0.004) == "<1%"  # above zero is never shown as zero
-    assert fmt_rate(0.006) == "1%"
-    assert fmt_rate(-0.05) == "-5%"  # impossible, but shown as it is, not hidden
+    """Above zero is never shown as zero; an impossible rate is shown as it is, not hidden."""
+    cases = {0.71: "71%", 0.699194: "70%", 1.0: "100%", 0.0: "0%", 0.004: "<1%", 0.006: "1%", -0.05: "-5%"}
+    assert {value: fmt_rate(value) for value in cases} == cases
 
 
 def test_lengths_have_two_decimals() -> None:
-    assert fmt_length(2.4) == "2.40"
-    assert fmt_length(1.0) == "1.00"
-    assert fmt_length(-1.5) == "-1.50"
+    cases = {2.4: "2.40", 1.0: "1.00", -1.5: "-1.50"}
+    assert {value: fmt_length(value) for value in cases} == cases
 
 
 def test_latencies_in_ms_below_a_second_then_seconds_rounding_into_the_next_unit() -> None:
@@ -78,25 +66,17 @@ def test_latencies_in_ms_below_a_second_then_seconds_rounding_into_the_next_unit
 
 
 def test_token_rates_counts_and_request_rates() -> None:
-    assert fmt_tokens_per_s(45.25) == "45.2"
-    assert fmt_tokens_per_s(812.44) == "812.4"
-    assert fmt_tokens_per_s(2332.7) == "2.33k"
-    assert fmt_tokens_per_s(19_600.0) == "19.6k"
-    assert fmt_tokens_per_s(123_456.0) == "123k"
-    assert fmt_tokens_per_s(-5.0) == "-5.0"
+    cases = {45.25: "45.2", 812.44: "812.4", 2332.7: "2.33k", 19_600.0: "19.6k", 123_456.0: "123k"}
+    cases[-5.0] = "-5.0"
+    assert {value: fmt_tokens_per_s(value) for value in cases} == cases
     assert fmt_count(3.0) == "3" and fmt_count(2.5) == "2.5" and fmt_count(0.0) == "0"
     assert fmt_per_s(0.25) == "0.25"
 
 
 def test_durations_round_down_and_never_go_negative() -> None:
-    assert fmt_duration(0.4) == "0 s"
-    assert fmt_duration(8.9) == "8 s"
-    assert fmt_duration(90.0) == "1 min"
-    assert fmt_duration(3 * 60 + 59) == "3 min"
-    assert fmt_duration(2 * 3600) == "2 h"
-    assert fmt_duration(2 * 3600 + 5 * 60) == "2 h 5 min"
-    assert fmt_duration(3 * 86400) == "3 d"
-    assert fmt_duration(-5.0) == "0 s"  # a reading "from the future" (clock step) is not an age
+    cases = {0.4: "0 s", 8.9: "8 s", 90.0: "1 min", 3 * 60 + 59: "3 min", 2 * 3600: "2 h", 3 * 86400: "3 d"}
+    cases |= {2 * 3600 + 5 * 60: "2 h 5 min", -5.0: "0 s"}  # a reading "from the future" is not an age
+    assert {value: fmt_duration(value) for value in cases} == cases
 
 
 def test_quantile_bounds_read_as_the_bound_they_are() -> None:
@@ -140,7 +120,6 @@ def test_the_vocabulary_covers_every_figure_and_notes_group_by_text() -> None:
 
 
 def test_ratios_of_two_figures_have_two_decimals_and_an_x() -> None:
-    assert fmt_times(1.8) == "1.80x"
-    assert fmt_times(0.5) == "0.50x"
+    assert (fmt_times(1.8), fmt_times(0.5)) == ("1.80x", "0.50x")
     assert fmt_times_interval((1.7, 1.9)) == "1.70-1.90"
     assert fmt_times_interval(None) == fmt_times_interval((math.nan, 1.0)) == UNKNOWN

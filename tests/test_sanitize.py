@@ -68,8 +68,7 @@ def test_line_breaks() -> None:
 
 
 @pytest.mark.parametrize(
-    "text",
-    ["Qwen/Qwen3-8B", "meta-llama/Llama-3.1-8B-Instruct", "模型 · ünïcödé – 😀", "", "العربية עברית"],
+    "text", ["Qwen/Qwen3-8B", "meta-llama/Llama-3.1-8B-Instruct", "模型 · ünïcödé – 😀", "", "العربية עברית"]
 )
 def test_printable_text_is_untouched(text: str) -> None:
     assert safe_line(text) is text

@@ -107,9 +107,8 @@ class Board:
         return self._by_name.get(name)
 
     def peer_models(self) -> tuple[str, ...]:
-        """Every model the endpoints show (the latest reading's, else the settings'), each once, sorted:
-        what a card's title is shortened against (`tui.widgets.card_view.short_model` keeps the part
-        that differs from the others). Computed once per change of a model, not once per card."""
+        """Every model the endpoints show (the latest reading's, else the settings'), each once, sorted, for
+        `tui.widgets.card_view.short_model`; computed once per change of a model, not once per card."""
         if self._peer_models is None:
             models = {self.model_of(endpoint.name) for endpoint in self.endpoints}
             self._peer_models = tuple(sorted(model for model in models if model))
@@ -229,8 +228,7 @@ class Board:
             self.advice.margin = margin
 
     def group_advice(self) -> dict[str, Advice]:
-        """Fleet mode: each group's advice from its members' pooled per-position rates (tui/advice/fleet.py);
-        empty without the advisor or without fleet readings."""
+        """Fleet mode: each group's advice from its members' pooled per-position rates."""
         from tui.advice.fleet import group_advices
         from tui.fleet.poller import FleetReading
 
@@ -287,8 +285,7 @@ class Board:
         return Applied(changed=tuple(update.views), alerts=changes)
 
     def speculation_on(self, name: str) -> bool | None:
-        """True once the endpoint's figures showed drafting (acceptance, mean length or per-position
-        acceptance known) since it was last seen up; None (unknown) otherwise, never a guess of False."""
+        """True once the figures showed drafting since the endpoint was last up; None, never False."""
         return True if self.drafting.get(name) else None
 
     def _note_drafting(self, reading: EndpointReading) -> None:

@@ -22,18 +22,8 @@ from tui.safe_output import sanitized_stdio
 log = logging.getLogger(__name__)
 
 # Order is the order shown in `spectop --help`.
-COMMAND_MODULES = (
-    "tui.commands.demo",
-    "tui.commands.snapshot",
-    "tui.commands.logs",
-    "tui.commands.sim",
-    "tui.commands.config",
-    "tui.commands.edit",
-    "tui.commands.bench",
-    "tui.commands.tune",
-    "tui.commands.replay",
-    "tui.commands.autopilot",
-)
+COMMANDS = ("demo", "snapshot", "logs", "sim", "config", "edit", "bench", "tune", "replay", "autopilot")
+COMMAND_MODULES = tuple(f"tui.commands.{name}" for name in COMMANDS)
 
 
 def installed_version() -> str:
@@ -132,9 +122,8 @@ def _reject_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, u
 
 def _names_a_command(argv: list[str]) -> bool:
     """Whether the words name a command or ask for help (which lists the commands): else the dashboard."""
-    names = {module_name.rsplit(".", 1)[1] for module_name in COMMAND_MODULES}
     return any(
-        word in names or word == "-h" or ("--help".startswith(word) and len(word) > 2) for word in argv
+        word in COMMANDS or word == "-h" or ("--help".startswith(word) and len(word) > 2) for word in argv
     )
 
 

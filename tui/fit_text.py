@@ -36,8 +36,7 @@ def short_url(url: str, width: int) -> str:
 
 
 def cut_left(text: str, width: int) -> str:
-    """`text` in at most `width` cells, its left end cut (`…` says so): file names and hosts end in
-    the part that tells them apart."""
+    """`text` in at most `width` cells, its left end cut (`…`): names end in what tells them apart."""
     if len(text) <= width:
         return text
     return ELLIPSIS + text[len(text) - width + 1 :] if width > 1 else ELLIPSIS[:width]
@@ -62,8 +61,7 @@ def fit_words(text: str, width: int) -> str:
 
 
 def fit_items(items: Sequence[str], width: int, separator: str = " · ") -> list[str]:
-    """The first of `items` that fit whole in `width` cells joined by `separator` (the rest dropped);
-    the first shortened by whole words when it alone is too long."""
+    """The first of `items` that fit in `width` joined by `separator`; one too long cut by whole words."""
     kept: list[str] = []
     used = 0
     for item in items:

@@ -1,8 +1,6 @@
 """One figure vocabulary: how every figure reads, on every screen and in every text export.
-
 One function per kind of figure, one rule each. A figure that cannot be known reads "–" (`UNKNOWN`),
-never 0; `FIGURES` maps each figure of `Figures` to its label and formatter. Pure functions, no textual.
-"""
+never 0; `FIGURES` maps each figure of `Figures` to its label and formatter. Pure functions, no textual."""
 
 from __future__ import annotations
 
@@ -148,7 +146,6 @@ def fmt_eta(seconds: float | None) -> str:
     """Time left as a countdown: "ETA 3:05"; "ETA –" when it cannot be known yet."""
     if not known(seconds):
         return f"ETA {UNKNOWN}"
-    assert seconds is not None
     minutes, secs = divmod(int(max(0.0, seconds) + 0.5), 60)
     return f"ETA {minutes}:{secs:02d}"
 
@@ -265,8 +262,7 @@ def window_text(
 
 @dataclass(frozen=True)
 class FigureWord:
-    """How one figure of `Figures` reads: a short label, the unit its text carries (for headers), and
-    its formatter."""
+    """How one figure of `Figures` reads: a short label, its unit (for headers), its formatter."""
 
     label: str
     unit: str
@@ -294,8 +290,7 @@ NOTE_LABELS: dict[str, str] = {"window": "window", **{key: word.label for key, w
 
 
 def lifetime_shown(figures: Figures, key: str) -> bool:
-    """Whether figure `key` shows its value since the server started: the window's is unknown and the
-    first reading's counters give it (`Figures.lifetime`)."""
+    """Whether figure `key` shows its lifetime value: the window's is unknown, `Figures.lifetime`'s known."""
     lifetime = figures.lifetime
     return lifetime is not None and not _has(figures, key) and _has(lifetime, key)
 
@@ -332,8 +327,7 @@ def figure_text(figures: Figures, key: str, *, positions: int = 8) -> str:
 
 
 def fmt_k_in_effect(figures: Figures) -> str:
-    """The draft length in effect beside the configured one: "2 of 3", "2.4 of 3 (derived)" (from
-    counters), "3"; "–" when unknown."""
+    """The draft length in effect beside the configured one: "2 of 3", "2.4 of 3 (derived)", "3"."""
     if not known(figures.k_in_effect):
         return UNKNOWN
     text = fmt_count(round(figures.k_in_effect, 1))

@@ -63,8 +63,7 @@ def drop_controls(text: str) -> str:
 
 
 def json_safe(text: str) -> str:
-    """Serialised JSON with DEL, C1, bidi controls and U+2028/U+2029 escaped as `\\uXXXX` (lossless: such
-    characters can only stand inside JSON strings)."""
+    """Serialised JSON with DEL, C1, bidi controls and U+2028/U+2029 escaped as `\\uXXXX` (lossless)."""
     if text.isascii() and "\x7f" not in text:
         return text
     return _JSON_RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", text)

@@ -315,10 +315,6 @@ def prometheus_settings(
 
 def apply_fleet_flags(settings: Settings, args: argparse.Namespace) -> Settings:
     """Put --prometheus / --match / --group-by into `settings.prometheus` (raises SettingsError)."""
-    settings.prometheus = prometheus_settings(
-        settings.prometheus,
-        getattr(args, "prometheus", None),
-        getattr(args, "match", None),
-        getattr(args, "group_by", None),
-    )
+    flags = (getattr(args, name, None) for name in ("prometheus", "match", "group_by"))
+    settings.prometheus = prometheus_settings(settings.prometheus, *flags)
     return settings

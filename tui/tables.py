@@ -24,14 +24,9 @@ class Table:
         return cls(columns, [tuple(record.get(column) for column in columns) for record in records])
 
     def text(
-        self,
-        widths: Sequence[int | None] | None = None,
-        *,
-        left: Collection[int] = (0,),
-        gap: str = "",
+        self, widths: Sequence[int | None] | None = None, *, left: Collection[int] = (0,), gap: str = ""
     ) -> list[str]:
-        """Lines of cells padded to their column's width (None: the widest cell's), left-aligned in the
-        columns `left`, right-aligned elsewhere, `gap` between columns."""
+        """Lines of cells padded to their columns' widths, left-aligned in `left`, `gap` between columns."""
         lines = [[_text(cell) for cell in row] for row in [self.columns, *self.rows]]
         sizes = [
             max(len(line[index]) for line in lines) if size is None else size

@@ -12,12 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.fleet.conftest import (
-    PrometheusProcess,
-    start_prometheus,
-    wait_targets_up,
-    write_config,
-)
+from tests.fleet.conftest import PrometheusProcess, start_prometheus, wait_targets_up, write_config
 from tui.advice.calibrate import sim_step_cost
 from tui.advice.live import KeptModels
 from tui.advice.stepcost import StepCostFile

@@ -27,10 +27,6 @@ from tui.widgets.log_pane import LogPane
 from tui.widgets.messages import EndpointsUpdated, EndpointUpdated
 
 
-def table_of(app: SpectopApp) -> FleetTable:
-    return app.screen.query_one(FleetTable)
-
-
 def members(table: FleetTable, group: str) -> list[FleetRow]:
     return [row for row in table.rows_shown if not row.summary and row.group == group]
 

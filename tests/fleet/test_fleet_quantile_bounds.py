@@ -10,16 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.fleet.fake_prometheus import (
-    WINDOW_S,
-    A,
-    Answer,
-    B,
-    FakePrometheus,
-    healthy,
-    settings,
-    vector,
-)
+from tests.fleet.fake_prometheus import WINDOW_S, A, Answer, B, FakePrometheus, healthy, settings, vector
 from tui.fleet import poller as poller_module
 from tui.fleet.poller import UNKNOWN_BUCKET, FleetPoller, bucket_bounds, bucket_of, quantile_notes
 from tui.fleet.table_rows import Instance, fleet_rows

@@ -11,24 +11,11 @@ import tui
 
 REPO = Path(__file__).resolve().parents[2]
 
+PIP_WHEEL = ("-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w")
+
 
 def test_the_wheel_carries_themes_and_sample_configs(tmp_path: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path),
-            str(REPO),
-        ],
-        check=True,
-        timeout=300,
-    )
+    subprocess.run([sys.executable, *PIP_WHEEL, str(tmp_path), str(REPO)], check=True, timeout=300)
     (wheel,) = tmp_path.glob("spectop-*.whl")
     assert wheel.name.startswith(f"spectop-{tui.__version__}-")  # the version is written once, in tui/
     names = set(zipfile.ZipFile(wheel).namelist())

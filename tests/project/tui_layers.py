@@ -5,34 +5,12 @@ follow it; a new module or folder fails `test_every_module_has_a_layer` until it
 from __future__ import annotations
 
 CORE = (
-    "tui.telemetry",
-    "tui.configs",
-    "tui.bench",
-    "tui.sim",
-    "tui.sources",
-    "tui.gpu",
-    "tui.fleet",
-    "tui.tune",
-    "tui.advice",
-    "tui.autopilot",
-    "tui.board",
-    "tui.settings",
-    "tui.paths",
-    "tui.validators",
-    "tui.format",
-    "tui.auth",
-    "tui.sanitize",
-    "tui.fit_text",
-    "tui.debug_log",
-    "tui.safe_output",
-    "tui.state",
-    "tui.tables",
-)
-UI = (
-    "tui.ui",
-    "tui.screens",
-    "tui.widgets",
-)
+    "tui.telemetry", "tui.configs", "tui.bench", "tui.sim", "tui.sources", "tui.gpu", "tui.fleet",
+    "tui.tune", "tui.advice", "tui.autopilot", "tui.board", "tui.settings", "tui.paths", "tui.validators",
+    "tui.format", "tui.auth", "tui.sanitize", "tui.fit_text", "tui.debug_log", "tui.safe_output",
+    "tui.state", "tui.tables",
+)  # fmt: skip
+UI = ("tui.ui", "tui.screens", "tui.widgets")
 ENTRY = ("tui.cli", "tui.cli_options", "tui.commands", "tui.__main__")
 
 # The floors of tui's top-level folders and modules: each imports only from its own floor or below, counting

@@ -1,6 +1,5 @@
 """Is k still right now? Decode speed at every other k, from the window's per-position acceptance
-(E[length at k'] = 1 + Σ_{i<k'} a_i, extrapolated above the observed k) and a step-cost model T(k', c).
-"""
+(E[length at k'] = 1 + Σ_{i<k'} a_i, extrapolated above the observed k) and a step-cost model T(k', c)."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ class Advice:
 
     @property
     def better_k(self) -> int | None:
-        """The k to switch to: the best (trusted) k when it beats the current one by more than the
-        threshold; None to keep the current k."""
+        """The best (trusted) k when it beats the current one by more than the threshold, else None."""
         gain = self.gain
         if self.best_k is None or self.best_k == self.current_k or gain is None:
             return None
@@ -59,8 +57,7 @@ class Advice:
 
     @property
     def guess(self) -> tuple[int, float] | None:
-        """The fastest of all k' when it is a guess (extrapolated or outside the calibration) that beats
-        the best trusted k by more than the threshold: shown, never acted on."""
+        """The fastest k' when a guess (extrapolated or uncalibrated) beats the best trusted k: shown only."""
         known = [(value, -k) for k, value in self.speedup_by_k.items() if value is not None]
         if not known:
             return None
@@ -262,8 +259,7 @@ def _uncertainty(
     best: int | None,
     current_k: int,
 ) -> float | None:
-    """How far the compared k's speedup may be off by the calibration's measurements alone (relative); None
-    without refits."""
+    """How far (relative) the compared k's speedup may be off by the calibration alone (None: no refits)."""
     others = [(value, -negated) for value, negated in trusted if -negated != current_k]
     compared = best if best is not None and best != current_k else (max(others)[1] if others else None)
     if compared is None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
 from dataclasses import dataclass, replace
@@ -78,8 +79,7 @@ class LiveLoad:
 
 
 async def live_load(client: httpx.AsyncClient, metrics_url: str, *, scrapes: int = LIVE_SCRAPES) -> LiveLoad:
-    """The means of the running-requests gauge and of the time per output token over a few scrapes
-    (None where the server shows none)."""
+    """Mean running requests and time per output token over a few scrapes (None where not shown)."""
     from tui.telemetry.window import figures_between
 
     running: list[float] = []
@@ -135,10 +135,8 @@ async def read_calibration(
     )
     zero_is_off = False
     if opened.document is not None:
-        try:
+        with contextlib.suppress(TunePlanError):  # no key to sweep: the tune's own planning says so
             zero_is_off = default_key(opened.document, key).style != "plain"
-        except TunePlanError:  # no key to sweep: the tune's own planning says so
-            zero_is_off = False
     return Calibration(endpoint_key(endpoint), model, digest, name or key or "k", current, 0.0, zero_is_off)
 
 
@@ -195,8 +193,7 @@ def points_from_tune(result: TuneResult, background: float = 0.0) -> list[CostPo
 
 @dataclass(frozen=True)
 class BurstSpread:
-    """The host's burst-to-burst spread: the pooled standard deviation of a burst's log step time around its
-    cell's mean, and its degrees of freedom (bursts minus cells)."""
+    """The pooled sd of a burst's log step time around its cell's mean, and its degrees of freedom."""
 
     sd: float
     df: int
@@ -244,8 +241,7 @@ def replicate_points(
 
 
 def model_from_tune(result: TuneResult, calibration: Calibration, source: str | None = None) -> StepCostModel:
-    """The step-cost model of a finished tune (StepCostError when its points give none), with its refits
-    on replicates of the calibration and each point's spread (none when no cell has two bursts)."""
+    """A finished tune's step-cost model with its replicate refits and point spreads; StepCostError."""
     points = points_from_tune(result, calibration.background)
     cost, load_dependent, residual = fit(points)
     replicates = []
@@ -319,8 +315,7 @@ async def plan_calibration(
 def fit_and_keep(
     result: TuneResult, calibration: Calibration, source: str | None, path: Path | None = None
 ) -> tuple[StepCostModel | None, str]:
-    """Fit and keep the model: the model (None when none was fitted) and the line saying so, or why not.
-    A model fitted but not written is still returned (the dashboard can use it until it quits)."""
+    """The fitted model (returned even when it cannot be written; None: not fitted) and a line saying so."""
     try:
         model = model_from_tune(result, calibration, source)
     except StepCostError as error:

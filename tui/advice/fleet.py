@@ -26,11 +26,8 @@ def pooled_positions(members: Iterable[Figures]) -> tuple[list[float] | None, st
     """The members' per-position acceptance pooled by their draft steps/s; or why there is none."""
     weighted: list[tuple[list[float], float]] = []
     for figures in members:
-        rates, tokens, length = (
-            figures.per_position_acceptance,
-            figures.generation_tokens_per_s,
-            figures.mean_acceptance_length,
-        )
+        rates = figures.per_position_acceptance
+        tokens, length = figures.generation_tokens_per_s, figures.mean_acceptance_length
         if rates and tokens and length:
             weighted.append((rates, tokens / length))
     if not weighted:
@@ -44,22 +41,27 @@ def pooled_positions(members: Iterable[Figures]) -> tuple[list[float] | None, st
     return [sum(rates[i] * weight for rates, weight in weighted) / total for i in range(size)], None
 
 
+def pooled_figures(members: list[Figures]) -> tuple[Figures, str | None]:
+    """The members' figures for the advisor: `pooled_positions` and the mean running requests."""
+    positions, problem = pooled_positions(members)
+    running = [figures.running for figures in members if figures.running is not None]
+    load = sum(running) / len(running) if running else None
+    return Figures(per_position_acceptance=positions, running=load), problem
+
+
+def calibrated_first(servers: list[tuple[str, str | None]], kept: KeptModels) -> tuple[str, str | None]:
+    """The first (url, model name) with a kept step-cost model, else the first."""
+    return next((s for s in servers if find_model(kept.models, s[0], s[1], None)[0] is not None), servers[0])
+
+
 def group_advice(members: list[FleetReading], kept: KeptModels) -> Advice:
     """One group's advice from its up members."""
     live = [reading for reading in members if reading.up]
-    positions, problem = pooled_positions(reading.figures for reading in live)
-    if positions is None:
+    figures, problem = pooled_figures([reading.figures for reading in live])
+    if figures.per_position_acceptance is None:
         return Advice(None, note=problem or "no member is up")
-    running = [reading.figures.running for reading in live if reading.figures.running is not None]
-    load = sum(running) / len(running) if running else None
-    for reading in live:
-        model, _ = find_model(kept.models, reading.instance, reading.model, None)
-        if model is not None:
-            break
-    else:
-        reading = live[0]
-    figures = Figures(per_position_acceptance=positions, running=load)
-    return advice_for(figures, reading.instance, reading.model, kept)
+    url, model = calibrated_first([(reading.instance, reading.model) for reading in live], kept)
+    return advice_for(figures, url, model, kept)
 
 
 def group_advices(readings: Iterable[FleetReading], kept: KeptModels) -> dict[str, Advice]:

@@ -1,8 +1,5 @@
 """The fallback guard (the article's `acceptance_threshold`): plain decoding when acceptance stays low.
-
-`decide` is pure (the caller passes the alert state and the time); the change goes through the same
-change-and-verify step as `spectop tune` (`switch_speculation_off`).
-"""
+`decide` is pure; `switch_speculation_off` changes and verifies as `spectop tune` does."""
 
 from __future__ import annotations
 
@@ -12,10 +9,7 @@ from typing import Literal
 
 import httpx
 
-from tui.advice.live import (  # made by the dashboard, which must not import the guard early
-    Advised,
-    TableOffer,
-)
+from tui.advice.live import Advised, TableOffer  # made by the dashboard (must not import the guard early)
 from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import masked_diff, open_config_async, unified_diff
@@ -60,8 +54,7 @@ class GuardDecision:
 
 
 def decide(state: GuardInput) -> GuardDecision:
-    """`offer` (ask mode) or `switch_off` (auto mode) when the sustained low-acceptance alert is on;
-    else, in ask mode, `offer_k` when the advisor's better k has held for `sustained_s`."""
+    """`offer` / `switch_off` on the sustained low-acceptance alert; else (ask mode) `offer_k` / a table."""
     if state.mode == "off":
         return GuardDecision(None, "guard off")
     if not state.acceptance_alert_active:
@@ -100,8 +93,7 @@ def _held_back(state: GuardInput) -> GuardDecision | None:
 
 
 def _decide_k(state: GuardInput) -> GuardDecision:
-    """Ask mode: offer the advisor's better k, else its k by batch size (a config edit and a restart),
-    never on its own (auto)."""
+    """Ask mode only: offer the advisor's held better k, else its k by batch size."""
     k, offer = state.advised.held_k, state.table_offer
     if k is None and offer is None:
         return GuardDecision(None, "acceptance is not low for long enough")
@@ -165,8 +157,7 @@ class GuardRecord:
     table: list[list[int]] | None = None  # the k-by-batch-size table offered or set
 
     def words(self) -> str:
-        """The action ("offered to switch speculation off", "offered k=1 (was 2)", "set k by batch size
-        (batch 1: k=2, 2-256: k=0)")."""
+        """The action: "offered to switch speculation off", "offered k=1 (was 2)", "set k by batch size …"."""
         if self.table:
             shown = table_text([(lo, hi, k) for lo, hi, k in self.table])
             return TABLE_ACTION_WORDS.get(self.action, self.action).format(table=shown)
@@ -183,8 +174,7 @@ class GuardRecord:
 
 
 def guard_text(doc: ConfigDocument, k: int | None, table: list[list[int]] | None = None) -> str:
-    """The text the guard writes (the same edit as a tune's value): speculation off (k None or 0), `k`
-    draft tokens, or a vLLM table; ConfigError / TunePlanError."""
+    """The guard's edit: speculation off (k None or 0), `k`, or a vLLM table; ConfigError / TunePlanError."""
     key = default_key(doc)
     if table:
         if key.style != "vllm":
@@ -222,8 +212,7 @@ class Prepared:
 async def prepare(
     endpoint: EndpointSettings, k: int | None = None, table: list[list[int]] | None = None
 ) -> Prepared:
-    """The guard's change read off the event loop: speculation off (k None), `k` draft tokens, or a
-    k-by-batch-size table, with its diff (secrets masked)."""
+    """The guard's change to the file (off, `k`, or a table) with its masked diff, read off the loop."""
     if endpoint.config_file is None:
         return Prepared(problem="no config file")
     try:
@@ -269,8 +258,7 @@ def guard_record(
 async def switch_speculation_off(
     endpoint: EndpointSettings, client: httpx.AsyncClient, decision: GuardDecision, state: GuardInput
 ) -> GuardRecord:
-    """The guard's action: the change in the endpoint's config file (the diff kept in the record), restart,
-    wait for /health and /metrics. The record says `switched_off` (or what was set) or `failed` and why."""
+    """Write the guard's change, restart, wait for /health: the record says what was done or why not."""
     prepared = Prepared()
 
     def record(action: str, detail: str = "") -> GuardRecord:

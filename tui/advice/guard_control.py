@@ -1,13 +1,11 @@
 """The fallback guard in the running app, without the UI: per-endpoint state and the controller.
-
 `watch` takes a cheap first look, reads the config file in a task (`prepare`), decides again, then offers
-or acts; while an offer, a check or a switch is under way the endpoint is busy.
-"""
+or acts; while an offer, a check or a switch is under way the endpoint is busy."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any, Literal, Protocol
 
@@ -47,8 +45,7 @@ def guard_input(
     advised: Advised | None = None,
     table_offer: TableOffer | None = None,
 ) -> GuardInput:
-    """The guard's view of one endpoint from the alert engine and its latest reading. `advised`: what
-    the advisor says (its better k), and `table_offer` (a k by batch size), for ask mode."""
+    """The guard's view of one endpoint: the alert engine, its latest reading and (ask mode) the advice."""
     alert = next((a for a in alerts.active(endpoint.name) if a.kind in ACCEPTANCE_KINDS), None)
     acceptance = reading.figures.acceptance_rate if reading is not None and reading.up else None
     return GuardInput(
@@ -94,18 +91,8 @@ class GuardBook:
 
 
 def log_record(record: GuardRecord) -> GuardLogRecord:
-    """The record as the recording keeps it."""
-    return GuardLogRecord(
-        endpoint=record.endpoint,
-        time=record.time,
-        action=record.action,
-        reason=record.reason,
-        message=record.line(),
-        acceptance=record.acceptance,
-        threshold=record.threshold,
-        diff=record.diff,
-        detail=record.detail,
-    )
+    """The record as the recording keeps it (its k, was_k and table are not kept)."""
+    return GuardLogRecord(**asdict(record), message=record.line())
 
 
 @dataclass(frozen=True)
@@ -145,19 +132,12 @@ class GuardPorts(Protocol):
     """How the controller reaches the app (implemented by the screen side, tui/screens/guard.py)."""
 
     def facts(self, endpoint: EndpointSettings) -> GuardFacts: ...
-
     def start(self, work: Coroutine[Any, Any, None], name: str) -> None: ...
-
     def offer(self, offer: GuardOffer, answered: Callable[[bool | None], None]) -> None: ...
-
     def tell(self, record: GuardRecord) -> None: ...
-
     def restart_began(self, health_url: str) -> None: ...
-
     def restart_ended(self, ok: bool, detail: str) -> None: ...
-
     def changed(self, name: str) -> None: ...
-
     async def record(self, record: GuardLogRecord) -> None: ...
 
 
@@ -166,13 +146,10 @@ class GuardBoard(Protocol):
 
     @property
     def advice(self) -> AdviceBook | None: ...
-
     @property
     def alerts(self) -> AlertEngine: ...
-
     @property
     def readings(self) -> Mapping[str, EndpointReading]: ...
-
     def endpoint(self, name: str) -> EndpointSettings | None: ...
 
 

@@ -102,8 +102,7 @@ class ContextFinding:
 
 
 def read_context_findings(folder: Path | None = None) -> tuple[ContextFinding, ...]:
-    """Every kept tune's significant context stops, newest tune first (a tune that does not read is
-    skipped: the burst history lists it with its problem)."""
+    """Every kept tune's significant context stops, newest first (an unreadable tune is skipped)."""
     # lazy: the tune's and the bursts' report modules are 35 ms of imports, +9% on the first frame
     from tui.bench.burst_store import BurstFileError
     from tui.tune.result import list_tunes, load_tune
@@ -152,8 +151,7 @@ def context_words(
 
 @dataclass(frozen=True)
 class Advised:
-    """The advisor's word for the guard: the better k held for `sustained_s` (None: none), the better k
-    of the current window alone, the k the server runs, and the words."""
+    """For the guard: the better k held for `sustained_s`, this window's better k, the current k, words."""
 
     held_k: int | None = None
     now_k: int | None = None
@@ -193,12 +191,7 @@ def advice_for(
     if kept.problem is not None:
         note = f"step-cost models unreadable ({kept.problem})"
     advice = advise(
-        figures.per_position_acceptance,
-        current_k,
-        figures.running,
-        model,
-        model_note=note,
-        margin=margin,
+        figures.per_position_acceptance, current_k, figures.running, model, model_note=note, margin=margin
     )
     context = context_words(kept.contexts, url, figures.prompt_tokens_mean, figures.running)
     return advice if context is None else replace(advice, context=context)
@@ -248,8 +241,7 @@ class AdviceBook:
     def observe(
         self, name: str, url: str | None, model: str | None, figures: Figures | None, up: bool, now: float
     ) -> str | None:
-        """One reading: the new advice; the alert text while another k has stayed better for
-        `sustained_s` (None: no such condition)."""
+        """Take one reading; the alert text while another k has stayed better for `sustained_s`."""
         if not up or figures is None or url is None:
             self.latest.pop(name, None)
             self._deferred.pop(name, None)
@@ -301,15 +293,12 @@ class AdviceBook:
         return self.latest.get(name)
 
     def add_model(self, model: StepCostModel) -> None:
-        """A calibration made while the dashboard runs: its model counts from the next reading on (it
-        replaces a kept one of the same server, model, settings and key, as in the file)."""
-        same = (model.endpoint, model.model, model.settings, model.key)
-        others = [m for m in self.kept.models.models if (m.endpoint, m.model, m.settings, m.key) != same]
+        """A model calibrated while running: replaces the kept one of the same identity from now on."""
+        others = [m for m in self.kept.models.models if m.identity != model.identity]
         self.kept = KeptModels(StepCostFile(models=[*others, model]), self.kept.problem)
 
     def sustained_better(self, name: str, now: float) -> Advised:
-        """What the guard needs of the advice now: the better k held for `sustained_s` (or None), the
-        better k of this window alone, the current k, and the words."""
+        """The advice as the guard needs it now (`Advised`)."""
         advice = self.advice(name)
         if advice is None:
             return Advised()

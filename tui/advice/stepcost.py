@@ -89,6 +89,11 @@ class StepCostModel(BaseModel):
     # older model or the simulator's)
     replicates: list[StepCost] = Field(default_factory=list)
 
+    @property
+    def identity(self) -> tuple[str, str | None, str | None, str]:
+        """What a kept model is replaced by: the same endpoint, model, settings and key."""
+        return self.endpoint, self.model, self.settings, self.key
+
     def basis(self) -> str:
         """How the advice names it: "tune 2026-12-01 21:04" (or the simulator's own model, in the demo)."""
         if self.source == SIM_SOURCE:
@@ -107,8 +112,7 @@ class StepCostModel(BaseModel):
     def speed_ratio_interval(
         self, k: int, reference: int, concurrency: float, level: float = 0.95
     ) -> tuple[float, float] | None:
-        """The interval of T(reference, c) / T(k, c) over the replicates; None without replicates or
-        when fewer than half of them give both a positive time."""
+        """The interval of T(reference, c) / T(k, c) over the replicates (None: too few)."""
         if not self.replicates:
             return None
         ratios = []
@@ -165,8 +169,7 @@ def _relative_error(features: list[list[float]], targets: list[float], solved: l
 
 
 def _nonnegative_least_squares(features: list[list[float]], targets: list[float]) -> list[float] | None:
-    """Relative least squares with every coefficient >= 0, exactly: the best non-negative unconstrained fit
-    over every subset of the columns. None when no subset gives a fit."""
+    """Exact non-negative relative least squares: the best fit over every subset of the columns."""
     width = len(features[0])
     best: tuple[float, list[float]] | None = None
     for mask in range(1, 1 << width):
@@ -236,8 +239,7 @@ def _dependent(usable: Sequence[CostPoint]) -> bool:
 
 
 def fit(points: Sequence[CostPoint]) -> tuple[StepCost, bool, float]:
-    """The model, whether it depends on the load, and its largest relative residual. StepCostError when
-    the points cannot give one (fewer than two values of k)."""
+    """The model, whether it depends on the load, its largest relative residual; StepCostError."""
     usable = _usable(points)
     ks = {point.k for point in usable}
     if len(ks) < 2:
@@ -305,8 +307,7 @@ def caveat(
 
 
 def fit_replicates(resampled: Sequence[Sequence[CostPoint]], load_dependent: bool) -> list[StepCost]:
-    """The same form of the model fitted on each resample of the points (a resample that gives no fit,
-    or fewer than two values of k, is left out)."""
+    """The same form fitted on each resample (those with no fit or fewer than two k left out)."""
     fits = []
     for points in resampled:
         usable = _usable(points)
@@ -374,17 +375,11 @@ def load_models(path: Path | None = None) -> StepCostFile:
 
 
 def save_model(model: StepCostModel, path: Path | None = None) -> Path:
-    """Keep `model`, replacing the one of the same endpoint, model and settings (atomic write). A file
-    that does not read is not overwritten (StepCostError)."""
+    """Keep `model` in place of the one of its identity (atomic); StepCostError leaves an unreadable file."""
     path = path or step_cost_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(path):  # two calibrations finishing at once both stay
-        others = [
-            old
-            for old in load_models(path).models
-            if (old.endpoint, old.model, old.settings, old.key)
-            != (model.endpoint, model.model, model.settings, model.key)
-        ]
+        others = [old for old in load_models(path).models if old.identity != model.identity]
         models = ([*others, model])[-MAX_MODELS:]
         return write_file(path, StepCostFile(models=models).model_dump_json(indent=1))
 
@@ -392,8 +387,7 @@ def save_model(model: StepCostModel, path: Path | None = None) -> Path:
 def find_model(
     models: StepCostFile, endpoint: str, model: str | None, settings: str | None
 ) -> tuple[StepCostModel | None, str | None]:
-    """The newest model for this server (and model name, when known), preferring the same settings.
-    Also a note: why none fits, or what was not checked."""
+    """The newest model for this server and model, preferring the same settings; and a note why not."""
     key = endpoint_key(endpoint)
     same_server = [
         m for m in models.models if m.endpoint == key and (model is None or m.model in (None, model))

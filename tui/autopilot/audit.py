@@ -1,9 +1,7 @@
 """The audit trail: one JSONL record per decision, in a file of capped size, and its summary.
-
 A record says what triggered the decision, the config diff (secrets masked), the figures before and
 after with their intervals, the test's verdict and how sure it was, and whether the change was kept.
-Past `max_bytes` the file moves to FILE.1 (the one before is dropped) and a new one starts.
-"""
+Past `max_bytes` the file moves to FILE.1 (the one before is dropped) and a new one starts."""
 
 from __future__ import annotations
 

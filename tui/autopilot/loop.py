@@ -1,5 +1,4 @@
 """The loop: watch, propose, and in --auto change one replica, test it, keep or roll back, promote.
-
 Each interval the eyes give every server's figures. While watching, the advisor (pooled over the
 replicas that run the same k) names a better k; held for `sustained_s` and allowed by the limits, it is
 proposed (dry run: said and recorded, nothing changed). In auto mode one canary gets it: after the quiet
@@ -7,8 +6,7 @@ period each interval gives a sample of log(canary speed / the unchanged replicas
 server: / its speed before the change, at matched load), until the sequential test is clear or the time
 limit passes. Better: kept, then promoted one replica at a time, each tested as not worse than the
 changed ones. Anything else (down, OOM, worse, no difference, unclear, first tokens surely 25% slower,
-errors surely up): the exact bytes written back.
-"""
+errors surely up): the exact bytes written back."""
 
 from __future__ import annotations
 
@@ -24,9 +22,8 @@ from typing import TYPE_CHECKING
 import httpx
 
 from tui.advice.advisor import Advice
-from tui.advice.fleet import pooled_positions
+from tui.advice.fleet import calibrated_first, pooled_figures
 from tui.advice.live import KeptModels, advice_for
-from tui.advice.stepcost import find_model
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord, Figure
 from tui.autopilot.observe import Errors, Seen, ServerEyes, speed
@@ -34,7 +31,6 @@ from tui.autopilot.policy import Limits, PilotState, Sustained, errors_rose, gat
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target
 from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
-from tui.telemetry.figures import Figures
 
 if TYPE_CHECKING:
     from tui.settings import EndpointSettings
@@ -118,8 +114,7 @@ class Autopilot:
     # --- running ------------------------------------------------------------------------------------------
 
     async def run(self, rounds: int | None = None) -> None:
-        """Watch (and act) every interval; on the way out (cancelled, SIGINT) leave each config as
-        found or at its last verified state, and say which."""
+        """Watch (and act) every interval; on the way out leave each config as found or verified."""
         try:
             done = 0
             while rounds is None or done < rounds:
@@ -174,22 +169,9 @@ class Autopilot:
         ks = {self.k.get(name) for name in up}
         if not up or len(ks) != 1:
             return None
-        figures = [seen[name].figures for name in up]
-        positions, _ = pooled_positions(figures)
-        running = [f.running for f in figures if f.running is not None]
-        pooled = Figures(
-            per_position_acceptance=positions, running=sum(running) / len(running) if running else None
-        )
-        models = self.kept.models
-        name = next((n for n in up if find_model(models, self.targets[n].url, seen[n].model, None)[0]), up[0])
-        return advice_for(
-            pooled,
-            self.targets[name].url,
-            seen[name].model,
-            self.kept,
-            current_k=ks.pop(),
-            margin=self.limits.margin,
-        )
+        pooled, _ = pooled_figures([seen[name].figures for name in up])
+        url, model = calibrated_first([(self.targets[name].url, seen[name].model) for name in up], self.kept)
+        return advice_for(pooled, url, model, self.kept, current_k=ks.pop(), margin=self.limits.margin)
 
     async def watch(self, seen: dict[str, Seen]) -> None:
         now = self.clock()
@@ -360,8 +342,7 @@ class Autopilot:
         return errors_rose((trial.failed[0], trial.failed[1]), reference)
 
     def load_moved(self, trial: Trial) -> str | None:
-        """One server: why the load of the last intervals is not the load before the change (None: it
-        matches, or it is not known)."""
+        """One server: why the recent load is not the load before the change (None: matches, unknown)."""
         recent = [value for value in trial.loads[-LOAD_INTERVALS:] if value is not None]
         if not self.single or not recent or not self.before:
             return None
@@ -465,8 +446,7 @@ class Autopilot:
             self.say(record.line())
 
     def once(self, line: str, key: str | None = None) -> bool:
-        """Say a line unless one of the same `key` (default: the line) was said already: a condition that
-        holds is said when it starts, not every interval."""
+        """Say a line unless one of the same `key` (default: the line) was said already."""
         key = line if key is None else key
         if key in self._said:
             return False

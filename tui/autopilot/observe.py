@@ -1,11 +1,9 @@
 """What the autopilot sees each interval: per server, whether it is up and its figures over the interval.
-
 Fleet mode reads Prometheus (`FleetPoller`, its rate window one interval); one server is scraped directly,
 its figures the difference of this scrape and the one before (`ScrapeWindow`). The figure the tests
 compare is `speed`: decode tokens/s per running request (1 / TPOT). Errors are the inference handlers'
 5xx answers in `http_requests_total` (vLLM's, and the sim's); a server without that counter (SGLang's has
-no status label, llama.cpp has none) has no error figure: its error check cannot be made, and says so.
-"""
+no status label, llama.cpp has none) has no error figure: its error check cannot be made, and says so."""
 
 from __future__ import annotations
 

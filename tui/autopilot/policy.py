@@ -1,9 +1,4 @@
-"""The autopilot's limits and its pure decisions (no I/O, no clock: the caller passes the time).
-
-`gate` says why no change may start now: too many changes this hour, the quiet period after the last
-one, too few healthy replicas to take one out. `Sustained` holds the advisor's better k until it has
-stayed the same for `sustained_s`. `PilotState` is what a screen shows of one instance.
-"""
+"""The autopilot's limits and its pure decisions (no I/O, no clock: the caller passes the time)."""
 
 from __future__ import annotations
 
@@ -51,8 +46,7 @@ def gate(limits: Limits, changes: list[float], now: float, healthy: int, total: 
 
 
 def errors_rose(mine: tuple[float, float], reference: tuple[float, float]) -> str | None:
-    """Why the changed server's share of failed answers is surely above the reference's (None: it is not,
-    or too few answers to tell). Each side is (failed, answered)."""
+    """Why the changed server's failed share is surely above the reference's; each is (failed, answered)."""
     (failed, answered), (ref_failed, ref_answered) = mine, reference
     if answered < MIN_ANSWERS or ref_answered < MIN_ANSWERS:
         return None

@@ -1,10 +1,8 @@
 """The sequential test: is the changed server faster, on per-interval samples of log(changed / reference)?
-
 An always-valid 95% confidence sequence on the samples' mean (the asymptotic CS of Waudby-Smith et al.,
 "Time-uniform central limit theory", 2021): it may be looked at after every interval and stopped as soon
 as it is clear, without inflating the error. `sureness` is the largest level at which the verdict still
-holds: how sure the test is.
-"""
+holds: how sure the test is."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """The servers the autopilot changes: a config file, a restart command, and where to ask if it is back.
-
 A change is the guard's edit (`tui.advice.guard.guard_text`) written atomically, then the restart and the
 health wait of the tune's `Changer`; a rollback writes back the exact bytes it replaced. In fleet mode
-each instance's file and command come from templates ({instance}, {host}, {port}, {job}).
-"""
+each instance's file and command come from templates ({instance}, {host}, {port}, {job})."""
 
 from __future__ import annotations
 
@@ -90,8 +88,7 @@ def from_templates(
     scheme: str = "http",
     health_timeout_s: float = HEALTH_TIMEOUT_S,
 ) -> Target:
-    """An instance's target: its file and its command with {instance}, {host}, {port}, {job} filled in
-    (shell-quoted in the command)."""
+    """An instance's target: {instance}, {host}, {port}, {job} filled in (shell-quoted in the command)."""
     host, _, port = instance.rpartition(":")
     values = {"instance": instance, "host": host or instance, "port": port, "job": job or ""}
     quoted = {name: shlex.quote(value) for name, value in values.items()}

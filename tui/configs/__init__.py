@@ -1,5 +1,4 @@
-"""Server and client config documents: round-trip load/save, schemas, lint,
-launch commands, atomic writes. Never imports textual."""
+"""Config documents: round-trip load/save, schemas, lint, launch commands, atomic writes (no textual)."""
 
 from __future__ import annotations
 

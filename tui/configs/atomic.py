@@ -88,8 +88,7 @@ def fsync_dir(folder: Path) -> None:
 
 
 def _temp_pattern(name: str) -> re.Pattern[str]:
-    """Exactly the temp names this module writes for `name`: `.NAME.PID.RANDOM.tmp` (or the older
-    `.NAME.RANDOM.tmp`)."""
+    """The temp names this module writes for `name`: `.NAME.PID.RANDOM.tmp` (or `.NAME.RANDOM.tmp`)."""
     escaped, suffix = re.escape(name), re.escape(TEMP_SUFFIX)
     return re.compile(rf"^\.{escaped}\.(?:(?P<pid>\d+)\.[0-9a-f]{{8}}|{_LEGACY_TEMP}){suffix}$")
 
@@ -278,8 +277,7 @@ def _keep_xattrs(fd: int, source: Path) -> str | None:
 def _replace_with(
     target: Path, data: bytes, original: os.stat_result | None, saving: Path, what: str = ""
 ) -> tuple[str, ...]:
-    """Write `data` beside `target` with the metadata of `original`, then rename it over `target`; errors
-    name `saving`, and `what` was written when it is not that file."""
+    """Write `data` with `original`'s metadata over `target`; errors name `saving` (and `what`)."""
     warnings: list[str] = []
 
     def keep_metadata(fd: int) -> None:
@@ -357,8 +355,7 @@ _held = _Held()
 
 
 def lock_path(path: Path) -> Path:
-    """What `file_lock` locks: the folder of the (symlink's) target. A lock on the folder itself leaves
-    nothing beside the file (a sidecar lock file would stay beside every config saved)."""
+    """What `file_lock` locks: the folder of the (symlink's) target, leaving no lock file beside it."""
     return resolve_target(Path(path)).parent
 
 

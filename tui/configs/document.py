@@ -1,9 +1,7 @@
 """Round-trip config documents: read, change one key, write back every other byte unchanged.
-
 TOML goes through tomlkit (which keeps comments, order and layout); JSON is parsed into a tree that
 remembers where every key and value sits (after `json.loads` accepted it), and a new literal is spliced in
-at the value's span. Documents are immutable: a change returns a new document (undo is a stack of texts).
-"""
+at the value's span. Documents are immutable: a change returns a new document (undo is a stack of texts)."""
 
 from __future__ import annotations
 
@@ -257,8 +255,7 @@ def _unclosed(text: str) -> tuple[str, int, int] | None:
 
 
 def _toml_syntax_error(text: str, error: Exception, line: int, column: int) -> tuple[str, int, int]:
-    """What tomlkit's error means for the person who wrote the file: e.g. `missing ']' to close the table
-    header [speculative` rather than `Unexpected character: '\\n'`."""
+    """tomlkit's error as the writer means it: `missing ']' to close the table header [speculative`."""
     reason = str(error).split(" at line ")[0]
     lines = text.splitlines()
     written = lines[line - 1] if 0 < line <= len(lines) else ""

@@ -1,7 +1,4 @@
-"""A config file opened for editing: load, change keys with validation, diff, save safely.
-
-Shared by `spectop config set` and the editor screen.
-"""
+"""A config file opened for editing (`config set`, the editor): load, change keys, diff, save safely."""
 
 from __future__ import annotations
 
@@ -76,8 +73,7 @@ _FILE_TYPES = {
 
 
 def _read_regular(path: Path) -> bytes:
-    """The file's bytes (at most MAX_CONFIG_BYTES + 1), opened non-blocking (a FIFO does not hang) and refused
-    at once unless fstat says it is a regular file."""
+    """The file's bytes (up to the limit + 1), opened non-blocking and refused unless a regular file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
@@ -113,8 +109,7 @@ async def open_config_async(path: Path, kind: ConfigKind | None = None) -> Opene
 
 
 def unified_diff(old: str, new: str, name: str) -> str:
-    """The diff of two versions of a config file, as every screen and command shows it: credential
-    values masked (`masked_diff`), so no caller can forget to (`config set`, the editor, guard, tune)."""
+    """The diff of two versions of a config file, credential values masked (`masked_diff`)."""
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), f"{name} (on disk)", f"{name} (new)"
     )
@@ -187,8 +182,7 @@ def save_text(
     force: bool = False,
     allow_read_only: bool = False,
 ) -> SaveResult:
-    """Check `text` parses and nobody changed the file since `stamp` (unless `force`), then write atomically.
-    Raises SaveError (ReadOnlyFileError) when nothing was written."""
+    """Check `text` parses and the file is unchanged since `stamp`, then write atomically; SaveError."""
     load_document(text, kind, path)  # raises ConfigSyntaxError: never save an unparsable file
     with file_lock(path):  # the check and the rename as one step against other spectop processes
         if not force and changed_on_disk(path, stamp):

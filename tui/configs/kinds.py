@@ -19,12 +19,8 @@ KIND_TITLES: dict[str, str] = {
 }
 
 _SGLANG_HINTS = (
-    "model_path",
-    "tp_size",
-    "mem_fraction_static",
-    "speculative_algorithm",
-    "disable_radix_cache",
-)
+    "model_path", "tp_size", "mem_fraction_static", "speculative_algorithm", "disable_radix_cache",
+)  # fmt: skip
 _CLIENT_HINTS = ("base_url", "api_key_env", "max_retries", "timeout", "stream", "extra_body")
 
 

@@ -1,9 +1,7 @@
 """Render a config document as the command that really starts the server.
-
 vLLM: `vllm serve MODEL --flag ... --speculative-config '{json}'` or a `vllm serve --config` YAML
 (vllm.md §3). SGLang: `python -m sglang.launch_server --model-path ...` or its `--config` YAML with
-dashed keys (sglang.md §3.3). Client settings: a `curl` request that reads the key from the env variable.
-"""
+dashed keys (sglang.md §3.3). Client settings: a `curl` request that reads the key from the env variable."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Lint advice for config documents: each finding has an id, a severity, the line and a fix.
-
-Rules come from the seed article's troubleshooting list, fact-checked against the
-backend references (see /work/shared/reference: seed-summary.md §5, vllm.md §3, sglang-server-args.md §A).
-"""
+"""Lint advice for config documents: each finding has an id, a severity, the line and a fix. Rules: the seed
+article's troubleshooting list, checked against seed-summary.md §5, vllm.md §3, sglang-server-args.md §A."""
 
 from __future__ import annotations
 
@@ -32,29 +29,10 @@ GPU_CHECKED_KINDS = ("vllm_toml", "sglang_json")
 # Model families whose checkpoints ship MTP / NextN heads trained with the target (vllm.md §3.1,
 # sglang-server-args.md §A). Matched case-insensitively against the model name.
 MTP_FAMILIES = (
-    "deepseek-v3",
-    "deepseek-r1",
-    "deepseek-v4",
-    "mimo",
-    "glm-4.5",
-    "glm-4.6",
-    "glm-4.7",
-    "glm-5",
-    "qwen3-next",
-    "qwen3.5",
-    "ernie-4.5",
-    "longcat",
-    "kimi-k2",
-    "step3",
-    "gemma-4",
-    "gemma4",
-    "nemotron-h",
-    "exaone",
-    "bailing",
-    "ling-",
-    "minimax",
-    "pangu",
-)
+    "deepseek-v3", "deepseek-r1", "deepseek-v4", "mimo", "glm-4.5", "glm-4.6", "glm-4.7", "glm-5",
+    "qwen3-next", "qwen3.5", "ernie-4.5", "longcat", "kimi-k2", "step3", "gemma-4", "gemma4", "nemotron-h",
+    "exaone", "bailing", "ling-", "minimax", "pangu",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,6 @@
 """Run an endpoint's restart command (no shell) and wait for its /health to answer again.
-
 A restart command may return before the old process has stopped, so `wait_for_health` given the
-server's process identity (`read_identity`) counts it back only when a new process answers.
-"""
+server's process identity (`read_identity`) counts it back only when a new process answers."""
 
 from __future__ import annotations
 
@@ -33,8 +31,7 @@ LOG_TAIL_BYTES = 256 * 1024  # how much of the end of a log `last_errors` reads
 
 
 def restart_command_problem(argv: Sequence[str]) -> str | None:
-    """Why `argv` cannot be run (None: its program exists and may be executed), found before anything
-    is changed rather than at the first restart."""
+    """Why `argv` cannot be run (None: it can), found before anything is changed."""
     if not argv:
         return "empty"
     program = argv[0]
@@ -56,8 +53,7 @@ def restart_command_problem(argv: Sequence[str]) -> str | None:
 async def run_restart(
     argv: list[str], on_line: Callable[[str], object], *, timeout_s: float = RESTART_TIMEOUT_S
 ) -> int:
-    """Run `argv` without a shell in a session of its own, each output line to `on_line`; the exit code.
-    OSError when it cannot start, TimeoutError after `timeout_s` (killed, as on cancel)."""
+    """Run `argv` without a shell, each output line to `on_line`; the exit code (OSError, TimeoutError)."""
     process = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
@@ -157,13 +153,8 @@ class StartFailureWatch:
         self.reason: str | None = None
 
     def _take(self, events: Sequence[object]) -> None:
-        if not self.started:
-            return
-        for event in events:
-            if isinstance(event, ErrorEvent) and event.category in _FATAL:
-                message = safe_line(event.message or event.line)[:MAX_OUTPUT_LINE]
-                if message and message not in self.errors[-1:]:
-                    self.errors.append(message)
+        if self.started:
+            _add_errors(self.errors, events, _FATAL)
 
     def poll(self) -> str | None:
         """The reason when the server has certainly died since the restart, else None (blocking IO)."""
@@ -246,8 +237,7 @@ async def wait_for_health(
 
 
 def last_errors(path: Path, count: int = 5, *, start: int = 0) -> list[str]:
-    """The last `count` error messages (OOM, dead engine, tracebacks, ERROR lines) of the log at `path`
-    from byte `start` on (only its last LOG_TAIL_BYTES are read); [] when there are none or no file."""
+    """The last `count` error messages of the log at `path` from byte `start` on ([] when none)."""
     try:
         with path.open("rb") as file:
             size = file.seek(0, 2)
@@ -262,11 +252,17 @@ def last_errors(path: Path, count: int = 5, *, start: int = 0) -> list[str]:
     if offset > start and lines:
         lines = lines[1:]  # the first line read is cut
     parser = LogParser()
-    events = [event for line in lines for event in parser.feed_guarded(line)] + parser.flush()
     messages: list[str] = []
+    _add_errors(messages, [event for line in lines for event in parser.feed_guarded(line)] + parser.flush())
+    return messages[-count:]
+
+
+def _add_errors(
+    messages: list[str], events: Sequence[object], categories: Sequence[str] | None = None
+) -> None:
+    """The error events' messages (of `categories` only, when given), each once in a row."""
     for event in events:
-        if isinstance(event, ErrorEvent):
+        if isinstance(event, ErrorEvent) and (categories is None or event.category in categories):
             message = safe_line(event.message or event.line)[:MAX_OUTPUT_LINE]  # a log line: untrusted
             if message and message not in messages[-1:]:
                 messages.append(message)
-    return messages[-count:]

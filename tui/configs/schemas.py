@@ -1,9 +1,5 @@
-"""One pydantic model per config kind: types, ranges and one line of help per field.
-
-Unknown keys are allowed (kept in the file untouched) and reported by `unknown_keys`.
-Semantic advice (too many draft tokens, removed keys, ...) is in `lint`, not here:
-the schema only says what a server would reject.
-"""
+"""One pydantic model per config kind: types, ranges and one line of help per field. Unknown keys are kept
+(reported by `unknown_keys`); the schema says what a server would reject, advice is in `lint`."""
 
 from __future__ import annotations
 
@@ -12,6 +8,7 @@ import json
 import re
 import tomllib
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -336,18 +333,15 @@ def validate_data(kind: ConfigKind, data: dict[str, Any]) -> list[SchemaIssue]:
     return []
 
 
-def _walk_unknown(model: type[BaseModel], data: Any, prefix: KeyPath, out: list[KeyPath]) -> None:
-    if not isinstance(data, dict):
-        return
-    for key, value in data.items():
+def _unknown(model: type[BaseModel], data: Any, prefix: KeyPath) -> Iterator[KeyPath]:
+    for key, value in data.items() if isinstance(data, dict) else ():
         path = (*prefix, key)
         info = model.model_fields.get(key)
+        section = None if info is None or path in FREE_FORM else _section(info)
         if info is None:
-            out.append(path)
-            continue
-        section = None if path in FREE_FORM else _section(info)
-        if section is not None:
-            _walk_unknown(section, value, path, out)
+            yield path
+        elif section is not None:
+            yield from _unknown(section, value, path)
 
 
 def section_model(kind: ConfigKind, path: KeyPath) -> type[BaseModel] | None:
@@ -369,25 +363,18 @@ def schema_knows(kind: ConfigKind, path: KeyPath) -> bool:
     return parent is not None and path[-1] in parent.model_fields
 
 
-def _schema_paths(model: type[BaseModel], prefix: KeyPath) -> list[KeyPath]:
-    paths: list[KeyPath] = []
+def _schema_paths(model: type[BaseModel], prefix: KeyPath) -> Iterator[KeyPath]:
     for name, info in model.model_fields.items():
-        path = (*prefix, name)
-        paths.append(path)
+        yield (*prefix, name)
         section = _section(info)
         if section is not None:
-            paths.extend(_schema_paths(section, path))
-    return paths
+            yield from _schema_paths(section, (*prefix, name))
 
 
-def _data_paths(data: Any, prefix: KeyPath = ()) -> list[KeyPath]:
-    paths: list[KeyPath] = []
-    if isinstance(data, dict):
-        for key, value in data.items():
-            path = (*prefix, str(key))
-            paths.append(path)
-            paths.extend(_data_paths(value, path))
-    return paths
+def _data_paths(data: Any, prefix: KeyPath = ()) -> Iterator[KeyPath]:
+    for key, value in data.items() if isinstance(data, dict) else ():
+        yield (*prefix, str(key))
+        yield from _data_paths(value, (*prefix, str(key)))
 
 
 SUGGESTION_CUTOFF = 0.8
@@ -398,7 +385,7 @@ def did_you_mean(kind: ConfigKind, path: KeyPath, data: dict[str, Any], *, in_fi
     section, or a close spelling in the same section; of the schema's keys and the file's (only the file's
     with `in_file_only`)."""
     candidates = list(
-        dict.fromkeys(_data_paths(data) + ([] if in_file_only else _schema_paths(SCHEMAS[kind], ())))
+        dict.fromkeys([*_data_paths(data), *([] if in_file_only else _schema_paths(SCHEMAS[kind], ()))])
     )
     candidates = [candidate for candidate in candidates if candidate != path]
     last = path[-1].lower()
@@ -412,9 +399,7 @@ def did_you_mean(kind: ConfigKind, path: KeyPath, data: dict[str, Any], *, in_fi
 
 def unknown_keys(kind: ConfigKind, data: dict[str, Any]) -> list[KeyPath]:
     """Keys spectop does not know: kept in the file as they are, shown as unknown."""
-    out: list[KeyPath] = []
-    _walk_unknown(SCHEMAS[kind], data, (), out)
-    return out
+    return list(_unknown(SCHEMAS[kind], data, ()))
 
 
 _SECRET_NAME = re.compile(r"(api_?key|secret|password|passwd|access_token|auth_token|bearer)$", re.IGNORECASE)

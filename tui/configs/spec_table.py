@@ -1,9 +1,7 @@
 """vLLM's k by batch size (`num_speculative_tokens_per_batch_size`, Dynamic SD, vllm PR #32374).
-
 The list form `[[lo, hi, k], ...]` (inclusive ranges, k = 0 allowed) and the early dict form
 `{"1-16": 3}` are read alike. The k of a batch size follows vLLM 0.32's dense lookup: a gap (and the
-tail) carries the previous range's k forward, and every k is clamped to `num_speculative_tokens`.
-"""
+tail) carries the previous range's k forward, and every k is clamped to `num_speculative_tokens`."""
 
 from __future__ import annotations
 
@@ -80,8 +78,7 @@ class TableProblem:
 
 
 def table_problems(ranges: Sequence[Range], max_k: int | None) -> list[TableProblem]:
-    """What vLLM refuses (overlapping ranges, a first range not at 1) and what it silently does (a gap
-    takes the previous range's k; k above `num_speculative_tokens` is clamped)."""
+    """What vLLM refuses (overlaps, a first range not at 1) or silently does (gaps, k clamped)."""
     problems: list[TableProblem] = []
     ordered = sorted(ranges)
     for before, after in itertools.pairwise(ordered):
@@ -132,8 +129,7 @@ def table_problems(ranges: Sequence[Range], max_k: int | None) -> list[TableProb
 
 
 def k_for_batch(ranges: Sequence[Range], batch_size: int, max_k: int) -> int:
-    """The k vLLM schedules at `batch_size`: the covering range's, else the previous range's (a gap or
-    the tail), clamped to `max_k`; below the first range (which vLLM refuses) the first range's."""
+    """The k vLLM schedules at `batch_size`: the covering or previous range's, clamped to `max_k`."""
     ordered = sorted(ranges)
     if not ordered:
         return max_k

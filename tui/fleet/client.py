@@ -48,8 +48,7 @@ class RangeSeries(BaseModel):
 
 
 class SampleJson(TypedDict):
-    """One sample of an instant vector as the API's JSON has it (validated): labels (the key may be
-    missing: no labels) and [unix time, "value"]."""
+    """One instant-vector sample as the API's JSON has it: labels (maybe missing) and [time, "value"]."""
 
     metric: NotRequired[dict[str, str]]
     value: tuple[float, str]
@@ -69,8 +68,7 @@ _QueryData = Annotated[_VectorJson | _ScalarJson, Field(discriminator="resultTyp
 
 
 class _QueryJson(TypedDict):
-    """A successful instant query's whole answer, validated from the JSON bytes in one go (cheaper than
-    models); anything else goes the general way (`_envelope`) for its exact message."""
+    """A successful instant query's answer, validated from the bytes at once (else `_envelope`)."""
 
     status: Literal["success"]
     data: _QueryData
@@ -122,12 +120,7 @@ def _envelope(status: int, body: bytes) -> _Response:
 class PrometheusClient:
     """One Prometheus server (`async with`); `requests` counts the HTTP requests sent."""
 
-    def __init__(
-        self,
-        settings: PrometheusSettings,
-        *,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-    ) -> None:
+    def __init__(self, settings: PrometheusSettings, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.settings = settings
         self.base_url = settings.url.rstrip("/")
         self.timeout_s = settings.timeout_s

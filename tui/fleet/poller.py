@@ -347,8 +347,7 @@ class FleetPoller:
         return result
 
     async def _ask(self, expr: str, at: float, reduce: Callable[[list[SampleJson]], _T]) -> _T:
-        """An instant query's answer reduced at once to instance → value, so a refresh's parsed samples are
-        never all alive together."""
+        """An instant query's answer reduced at once (a refresh's samples are never all alive together)."""
         return reduce(await self.client.query_vector(expr, at))
 
     def _unknown(self, instance: str, known: _Instance, at: float, error: str) -> FleetReading:
@@ -444,8 +443,7 @@ class FleetPoller:
     async def load_history(
         self, history_s: float, step_s: float, *, names: tuple[str, ...] = SERIES_NAMES
     ) -> dict[str, list[tuple[float, Figures]]]:
-        """Figures of every instance at every `step_s` over the last `history_s` seconds, one range query per
-        figure; a figure that fails or has no data at a step stays None there."""
+        """Every instance's figures every `step_s` over the last `history_s` s (one range query a figure)."""
         end = time.time()
         step_s = max(step_s, history_s / _MAX_POINTS, 0.001)
         start = end - history_s

@@ -1,5 +1,4 @@
 """PromQL for every figure of every backend: one query per figure for all instances, `by (instance)`.
-
 The figures mean what they mean in direct scraping (`tui/telemetry/backends/*.py`); a denominator is
 guarded with `> 0` (an empty window gives no sample, never 0), and the backends' forms of one figure are
 joined with `or`, so the number of queries does not grow with the instances."""
@@ -250,8 +249,7 @@ def _marker_names(table_names: list[str], prefix: str) -> str:
 
 
 def discovery_query(matchers: str, labels: tuple[str, ...], lookback_s: float | None = None) -> str:
-    """Per instance and backend: how many of the backend's metric families it has (most names win); with
-    `lookback_s`, series seen in that time count too."""
+    """Per instance and backend: how many of its metric families it has (with `lookback_s`: seen since)."""
     # `backend` is the one put on the counts (a group_by label of that name groups by it too)
     keys = ", ".join(
         key for key in dict.fromkeys(("instance", "job", "model_name", *labels)) if key != "backend"
@@ -278,8 +276,7 @@ def up_timestamp_query(matchers: str) -> str:
 
 
 def engine_queries(matchers: str, window_s: float) -> list[FigureQuery]:
-    """vLLM per data-parallel engine: acceptance and tokens/s `by (instance, engine)`, of instances with
-    two or more engines only."""
+    """vLLM per data-parallel engine: acceptance and tokens/s, of instances with two engines or more."""
     m = _Forms(matchers, duration(window_s), vllm.PREFIX)
     by = "instance, engine"
     accepted = _sum(m.rate("spec_decode_num_accepted_tokens_total"), by)

@@ -99,8 +99,7 @@ def engine_spreads(reading: FleetReading) -> list[Spread]:
 
 
 def imbalance_text(spread: Spread, outlier: Outlier) -> str:
-    """ "acceptance 32% vs median 69% of 50 in model-1 (-54%)": the figures in the one vocabulary
-    (`tui.format.FIGURES`), as the table's rows show them."""
+    """ "acceptance 32% vs median 69% of 50 in model-1 (-54%)", in `tui.format.FIGURES`' words."""
     word = FIGURES[spread.figure]
     return (
         f"{word.label} {word.format(outlier.value)} vs median {word.format(spread.median)} of "

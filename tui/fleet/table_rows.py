@@ -21,8 +21,7 @@ SHORT_FIGURE = {"acceptance_rate": "acc", "generation_tokens_per_s": "tok"}
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FleetRow(EndpointRow):
-    """An instance's row (status: up, down, stale, no data (Prometheus failed), waiting) or a group's
-    summary row (status "3/4 up")."""
+    """An instance's row (up, down, stale, no data, waiting) or a group's summary row ("3/4 up")."""
 
     key: str  # the instance (the board's endpoint name), or GROUP_KEY_PREFIX + group
     group: str
