@@ -1,7 +1,4 @@
-"""Variable k read right in bursts: per-request figures of drafts of different
-lengths (vLLM's `detailed` per-step arrays, `acceptance_histogram_by_draft_length`; SGLang's
-`return_spec_tokens_details` fields and their identities) give per-position rates per draft length,
-or say the view is mixed; the k in effect shows beside the configured one."""
+"""Variable k in bursts: per-position rates per draft length, or a mixed view; the k in effect."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`spectop tune --grid` against a real simulator reading an SGLang-style settings.json (known model,
-in which a wider tree never pays)."""
+"""`spectop tune --grid` against a real simulator on an SGLang settings.json (a wider tree never pays)."""
 
 from __future__ import annotations
 

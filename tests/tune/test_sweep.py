@@ -1,6 +1,4 @@
-"""`spectop tune` against a real simulator with a known speed model (content effect 0): the best k, a
-failing value, signals; values within noise tied (the cheaper recommended), and
-`--until-separated` adding rounds until values 10% apart are told apart."""
+"""`spectop tune` against a real simulator: the best k, a failing value, signals, ties, --until-separated."""
 
 from __future__ import annotations
 
@@ -132,9 +130,7 @@ def tune_args(tune_sim: TuneSim, *extra: str) -> list[str]:
 
 
 def tune_json(tune_sim: TuneSim, out: Path, *extra: str) -> tuple[dict, str]:
-    """`spectop tune` run to its end (exit 0) in its own process, so that its measuring client has the
-    process to itself: the result it wrote to `out` and its stdout. Run again (up to three times) when it
-    says its own client fell behind (a busy host): those figures measure the host, not the sim."""
+    """`spectop tune` in its own process (its client alone); rerun up to 3 times if its client fell behind."""
     found = tune_sim.config.read_bytes()
     for _ in range(3):
         process = spectop_process(*tune_args(tune_sim, "--json", str(out), *extra))

@@ -1,5 +1,4 @@
-"""`spectop tune` refuses at once what cannot work, and a signal ends it without waiting for the server:
-the file restored byte for byte, the restart command run (a second Ctrl-C stops a slow one)."""
+"""`spectop tune` refuses what cannot work; a signal ends it promptly, the file restored."""
 
 from __future__ import annotations
 
@@ -76,8 +75,7 @@ def test_a_file_that_does_not_parse_or_lacks_the_key_is_refused(
 
 
 def restart_script(tune_sim: TuneSim, when_k3: str) -> tuple[Path, Path]:
-    """A restart command that does `when_k3` when the file says k=3, else restarts the sim; each run is
-    counted in a file beside it."""
+    """A restart command doing `when_k3` when the file says k=3, else restarting the sim; runs counted."""
     folder = tune_sim.config.parent
     runs = folder / "runs.txt"
     script = folder / "restart.sh"

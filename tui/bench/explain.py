@@ -1,5 +1,4 @@
-"""Figures that explain a burst, from `RequestFigures`: per-request acceptance, server vs client timing,
-reconciliation with /metrics, prefix cache, SLO goodput, a bootstrap over rounds. Pure functions."""
+"""Figures that explain a burst, from `RequestFigures`. Pure functions."""
 
 from __future__ import annotations
 
@@ -116,8 +115,7 @@ MIXED = "mixed: steps drafted different lengths"
 def per_position_split(
     requests: Sequence[RequestFigures],
 ) -> tuple[list[float] | None, dict[int, list[float]] | None, str | None]:
-    """(per-position acceptance, the same per draft length, why): drafts of different lengths are not mixed
-    in one histogram (a 1-token draft never reaches position 1)."""
+    """(per-position acceptance, the same per draft length, why): drafts of different lengths kept apart."""
     if not any(_varied(r) for r in requests):
         return per_position(requests), None, None
     if any(r.by_length is None for r in requests):
@@ -291,8 +289,7 @@ def reconcile(
     incomplete: str | None = None,
     server_steps: float | None = None,
 ) -> Reconciliation:
-    """`shared_with`: the other arm's requests when both read one /metrics; `incomplete`: why some requests
-    did not report; `server_steps`: the verification steps, when the page has no draft counters (SGLang)."""
+    """`shared_with`: the other arm's requests on one /metrics; `server_steps`: SGLang's verify steps."""
     mine = [*requests, *shared_with]
     if server_drafted is None and server_steps is not None:
         counted = [r.spec_steps for r in mine if r.spec_steps is not None]
@@ -364,7 +361,7 @@ def cache(requests: Sequence[RequestFigures]) -> CacheFigures:
     )
 
 
-def cache_warning(a: CacheFigures, b: CacheFigures, names: tuple[str, str] = ("A", "B")) -> str | None:
+def cache_warning(a: CacheFigures, b: CacheFigures) -> str | None:
     """A warning when the arms' cached prompt shares differ by more than CACHE_WARN_POINTS points."""
     if a.share is None or b.share is None:
         return None
@@ -372,8 +369,8 @@ def cache_warning(a: CacheFigures, b: CacheFigures, names: tuple[str, str] = ("A
     if points <= CACHE_WARN_POINTS:
         return None
     return (
-        f"prefix cache differs: {names[0]} had {fmt_rate(a.share)} of prompt tokens cached "
-        f"({a.cached_tokens}/{a.prompt_tokens}), {names[1]} {fmt_rate(b.share)} "
+        f"prefix cache differs: A had {fmt_rate(a.share)} of prompt tokens cached "
+        f"({a.cached_tokens}/{a.prompt_tokens}), B {fmt_rate(b.share)} "
         f"({b.cached_tokens}/{b.prompt_tokens}): "
         "TTFT differences are cache state, not speculation"
     )
@@ -457,8 +454,7 @@ def bootstrap_rounds(
     seed: int = 0,
     level: float = 0.95,
 ) -> RoundsInterval:
-    """CI of pooled_rate(b) / pooled_rate(a), resampling rounds then requests within each (pairs when the
-    arms ran the same prompts). `disagree`: the rounds' interval is much wider than the requests' one."""
+    """CI of pooled_rate(b) / pooled_rate(a), resampling rounds then requests within each."""
     rounds_a, rounds_b = _by_round(a), _by_round(b)
     numbers = sorted(set(rounds_a) & set(rounds_b))
     round_ratios = []
