@@ -25,15 +25,7 @@ def _vllm(spec: dict) -> ServerFigures:
 
 
 def _request(server: ServerFigures) -> RequestFigures:
-    return RequestFigures(
-        ok=True,
-        drafted=server.drafted,
-        accepted=server.accepted,
-        spec_steps=server.spec_steps,
-        spec_tokens=server.spec_tokens,
-        histogram=server.acceptance_histogram,
-        by_length=server.histograms_by_length,
-    )
+    return RequestFigures(ok=True, **dict(server))
 
 
 def test_vllm_detailed_per_step_arrays_split_by_draft_length() -> None:

@@ -49,24 +49,15 @@ def tokens_per_chunk(arm: ArmResult) -> float | None:
 
 
 def request_figures(result: RequestResult) -> explain.RequestFigures:
-    server = result.server
-    return explain.RequestFigures(
+    server = dict(result.server) if result.server else {}
+    return explain.RequestFigures.model_construct(
+        **server | {"prompt_tokens": server.get("prompt_tokens") or result.prompt_tokens},
         ok=result.ok,
         round=result.round,
         prompt_id=result.prompt_id,
         category=result.category,
         snippet=result.prompt_snippet,
-        drafted=server.drafted if server else None,
-        accepted=server.accepted if server else None,
-        spec_steps=server.spec_steps if server else None,
-        spec_tokens=server.spec_tokens if server else None,
-        histogram=server.acceptance_histogram if server else None,
-        by_length=server.histograms_by_length if server else None,
-        cached_tokens=server.cached_tokens if server else None,
-        prompt_tokens=(server.prompt_tokens if server else None) or result.prompt_tokens,
         client_ttft_s=result.ttft_s,
-        server_ttft_ms=server.server_ttft_ms if server else None,
-        queue_ms=server.queue_ms if server else None,
         e2e_s=result.e2e_s,
         tpot_s=result.tpot_s,
         decode=result.decode_sample(),
