@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.sim.conftest import write_vllm_config
@@ -90,6 +91,14 @@ def spectop(*argv: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
+
+
+def health(url: str) -> int | None:
+    """The server's /health status (None: no answer)."""
+    try:
+        return httpx.get(url + "/health", timeout=5).status_code
+    except httpx.HTTPError:
+        return None
 
 
 def spectop_process(*argv: str) -> subprocess.Popen[str]:

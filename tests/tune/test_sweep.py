@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, changed_lines, running_sim, spectop_process, write_config
+from tests.tune.conftest import TuneSim, changed_lines, health, running_sim, spectop_process, write_config
 from tui.bench.burst_store import list_bursts
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
@@ -50,10 +50,6 @@ def accepted_moments(probabilities: list[float]) -> tuple[float, float]:
     distribution.append(chain)
     mean = sum(j * q for j, q in enumerate(distribution))
     return mean, sum((j - mean) ** 2 * q for j, q in enumerate(distribution))
-
-
-def health(url: str) -> int:
-    return httpx.get(url + "/health", timeout=5).status_code
 
 
 async def test_sweep_finds_the_models_best_k_and_restores_the_file(tune_sim: TuneSim) -> None:
