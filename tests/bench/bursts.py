@@ -1,5 +1,4 @@
-"""What the burst tests share: a burst's config, and a verdict's words after the client's own warning (a
-loaded machine may rightly flag the client)."""
+"""What the burst tests share: a burst's config, and a verdict's words after the client's warning."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The burst history: bursts kept on disk, listed (both URLs, the kept verdict, the prompt set, in 80
-columns), loaded (files of an older spectop too) and compared before/after (the screen's exports folder:
-tests/ui/test_bench_screen.py)."""
+"""The burst history: bursts kept, listed in 80 columns, loaded (older files too), compared."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The measuring client checks itself: a starved client is flagged in every output and prints no decode
-figure faster than the server's true pace; the same burst unstarved is not flagged; a server that
-buffers whole streams is told apart from a late client."""
+"""The measuring client checks itself: a starved client is flagged, a buffering server told apart."""
 
 from __future__ import annotations
 
@@ -56,8 +54,7 @@ def _decode_figures(result: BurstResult) -> list[float]:
 
 
 async def _unstarved_burst(behaviour: Behaviour, concurrency: int, requests: int) -> BurstResult:
-    """Not starved by the test; a busy machine may still wake the client's loop late, which the check
-    rightly reports: up to three tries for a burst where the client kept up."""
+    """Not starved by the test; a busy machine may still make it late: up to three tries."""
     for _ in range(3):
         result = await _burst(behaviour, concurrency, requests, starve=False)
         check = result.arms[0].client_check

@@ -50,8 +50,8 @@ def test_pooled_acceptance_and_its_distribution_over_requests() -> None:
 
 def test_per_position_from_histograms_pooled_over_requests() -> None:
     # k = 2. Request 1: 4 steps accepting 0, 1, 2, 2; request 2: 2 steps accepting 2, 2.
-    one = _req(8, 5, 4, histogram=[1, 1, 2])
-    two = _req(4, 4, 2, histogram=[0, 0, 2])
+    one = _req(8, 5, 4, acceptance_histogram=[1, 1, 2])
+    two = _req(4, 4, 2, acceptance_histogram=[0, 0, 2])
     figures = acceptance([one, two])
     assert figures.per_position == pytest.approx([5 / 6, 4 / 6])
     assert acceptance([one, _req(4, 4, 2)]).per_position is None  # one request without a histogram

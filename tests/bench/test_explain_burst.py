@@ -1,6 +1,4 @@
-"""Bursts that explain themselves, against the simulator over real sockets: per-request acceptance from
-the servers, reconciliation with /metrics, fair (alternating) arms, prefix-cache state, one URL with
-two request bodies, SGLang's native API and `spectop bench` as a user runs it."""
+"""Bursts that explain themselves, against the simulator over real sockets."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The bench report and its exports: why requests failed, no control sequence from a server or a file
-(what `spectop bench` prints of them is in tests/cli/test_untrusted_text_stdout.py), Markdown cells
-escaped (the tune's too), a JSON export without every chunk's timing unless asked; greedy equivalence."""
+"""The bench report and its exports: failure reasons, no raw control sequence, escaped Markdown."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Per-request server figures parsed from real response shapes (reference samples and per-request.md), and
-one rule for acceptance and mean acceptance length, read from the server or explained (`RequestFigures`)."""
+"""Per-request server figures parsed from real response shapes, and one acceptance rule."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Measured TTFT, TPOT and decode tokens/s against a server whose every write is timed (its own process,
-the same monotonic clock): the client never measures less than the server's TTFT."""
+"""Measured TTFT, TPOT and decode tokens/s against a server whose every write is timed."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`spectop bench --until-significant`: rounds until B/A's interval excludes 1.0 (Bonferroni over the
-looks), or --max-rounds; the report says how many rounds ran and why they stopped."""
+"""`spectop bench --until-significant`: rounds until B/A's interval excludes 1.0, or --max-rounds."""
 
 from __future__ import annotations
 

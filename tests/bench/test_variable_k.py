@@ -1,7 +1,4 @@
-"""Variable k read right in bursts: per-request figures of drafts of different
-lengths (vLLM's `detailed` per-step arrays, `acceptance_histogram_by_draft_length`; SGLang's
-`return_spec_tokens_details` fields and their identities) give per-position rates per draft length,
-or say the view is mixed; the k in effect shows beside the configured one."""
+"""Variable k in bursts: per-position rates per draft length, or a mixed view; the k in effect."""
 
 from __future__ import annotations
 
@@ -28,15 +25,7 @@ def _vllm(spec: dict) -> ServerFigures:
 
 
 def _request(server: ServerFigures) -> RequestFigures:
-    return RequestFigures(
-        ok=True,
-        drafted=server.drafted,
-        accepted=server.accepted,
-        spec_steps=server.spec_steps,
-        spec_tokens=server.spec_tokens,
-        histogram=server.acceptance_histogram,
-        by_length=server.histograms_by_length,
-    )
+    return RequestFigures(ok=True, **dict(server))
 
 
 def test_vllm_detailed_per_step_arrays_split_by_draft_length() -> None:

@@ -1,5 +1,4 @@
-"""A tiny OpenAI-style streaming server in its own process with exactly known timing: every write's
-`time.perf_counter` is recorded (`records`), for tests and benchmarks."""
+"""A tiny OpenAI-style streaming server in its own process recording every write's time (`records`)."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ class Behaviour:
     interval_s: float = 0.01
     tokens_per_chunk: int = 1
     chunks: int = 20
-    usage: bool = True
     status: int = 200
     fail_first: int = 0  # answer 503 to this many requests first
     stall_after_chunks: int | None = None  # stop writing, keep the connection open
@@ -172,19 +170,18 @@ class _ServerCore:
                 await writer.drain()
         finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
         send(json.dumps(finish))
-        if b.usage:
-            usage = {"prompt_tokens": 5, "completion_tokens": token, "total_tokens": token + 5}
-            last: dict[str, Any] = {"choices": [], "usage": usage}
-            if b.server_metrics and len(record.writes_s) > 1:
-                generation_ms = (record.writes_s[-1] - record.writes_s[0]) * 1000
-                first_ms = b.ttft_s * 1000
-                last["metrics"] = {
-                    "time_to_first_token_ms": first_ms,
-                    "generation_time_ms": generation_ms,
-                    "mean_itl_ms": generation_ms / max(1, token - 1),
-                    "tokens_per_second": token / ((first_ms + generation_ms) / 1000),
-                }
-            send(json.dumps(last))
+        usage = {"prompt_tokens": 5, "completion_tokens": token, "total_tokens": token + 5}
+        last: dict[str, Any] = {"choices": [], "usage": usage}
+        if b.server_metrics and len(record.writes_s) > 1:
+            generation_ms = (record.writes_s[-1] - record.writes_s[0]) * 1000
+            first_ms = b.ttft_s * 1000
+            last["metrics"] = {
+                "time_to_first_token_ms": first_ms,
+                "generation_time_ms": generation_ms,
+                "mean_itl_ms": generation_ms / max(1, token - 1),
+                "tokens_per_second": token / ((first_ms + generation_ms) / 1000),
+            }
+        send(json.dumps(last))
         send("[DONE]")
         writer.write(b"".join(pending))
         writer.write(b"0\r\n\r\n")

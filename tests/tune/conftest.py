@@ -1,5 +1,4 @@
-"""Shared fixtures for the tune tests: a real `spectop sim` process, restarted through the demo's
-control socket (a live sim gets SIGHUP, a dead one is started again), with a known speed model."""
+"""The tune tests' fixtures: a real `spectop sim` restarted over the demo's control socket."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.sim.conftest import write_vllm_config
@@ -44,8 +44,7 @@ speed = 2.0
 
 
 def write_config(path: Path, *, k: int = 2, enabled: bool = True) -> Path:
-    """tests/sim's vLLM-style config.toml with SIM_MODEL, its k line commented (comments must survive a tune);
-    gpu_memory_utilization 0.85 leaves room for up to 7 draft tokens."""
+    """tests/sim's vLLM config.toml with SIM_MODEL, its k line commented (comments must survive a tune)."""
     write_vllm_config(path, k=k, enabled=enabled, sim=SIM_MODEL)
     line = f"num_speculative_tokens = {k}\n"
     text = path.read_text(encoding="utf-8").replace(line, line.replace("\n", "   # draft tokens per step\n"))
@@ -60,8 +59,7 @@ def changed_lines(before: str, after: str) -> list[str]:
 
 
 def tune_result(rates: dict[tuple[int, int], float | None] | None = None, **fields: Any) -> TuneResult:
-    """A tune of vLLM's k (value 0 the baseline): `rates` ((value, concurrency) -> decode tokens/s) are its
-    cells unless `outcomes` is given; `fields` override the other defaults."""
+    """A tune of vLLM's k (baseline 0) with `rates` ((value, concurrency) -> tok/s) as its cells."""
     if rates is not None:
         cells = [
             TuneCell(value=v, concurrency=c, ok=True, decode_tokens_per_s=rate)
@@ -93,6 +91,14 @@ def spectop(*argv: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
+
+
+def health(url: str) -> int | None:
+    """The server's /health status (None: no answer)."""
+    try:
+        return httpx.get(url + "/health", timeout=5).status_code
+    except httpx.HTTPError:
+        return None
 
 
 def spectop_process(*argv: str) -> subprocess.Popen[str]:

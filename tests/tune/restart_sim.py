@@ -1,5 +1,4 @@
-"""The tune tests' restart command: the demo's `restart NAME` over its control socket without importing
-spectop (seconds per restart under load; the demo's own client is tested in tests/ui/test_demo_command.py)."""
+"""The tune tests' restart command: the demo's `restart NAME` without importing spectop."""
 
 from __future__ import annotations
 

@@ -18,8 +18,7 @@ def _burst(rng: random.Random, rate: float, requests: int = 16, noise: float = 0
 
 
 def _sweep(rates: dict[int, float], rounds: int, drift: float = 0.0, seed: int = 1) -> list[Run]:
-    """The runner's timeline: the baseline 0 first, the values, the baseline again after every round;
-    the host's speed drifts by `drift` per measurement."""
+    """The runner's timeline (baseline first and after every round), drifting by `drift` a burst."""
     rng = random.Random(seed)
     runs, order, others = [], 0, [v for v in rates if v != 0]
     runs.append(Run(0, order, 0, _burst(rng, rates[0])))
@@ -43,8 +42,7 @@ def test_drift_between_the_baselines_widens_the_interval_and_it_covers_the_truth
 
 
 def test_drift_between_two_values_of_one_round_widens_their_comparison() -> None:
-    """Two values equal in truth measured while the host slows as much as the baseline did over the round:
-    their ratio must not read as separated."""
+    """Two values equal in truth, measured while the host slows, must not read as separated."""
     rng = random.Random(3)
     runs = [
         Run(0, 0, 0, _burst(rng, 100.0)),

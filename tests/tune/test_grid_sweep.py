@@ -1,5 +1,4 @@
-"""`spectop tune --grid` against a real simulator reading an SGLang-style settings.json (known model,
-in which a wider tree never pays)."""
+"""`spectop tune --grid` against a real simulator on an SGLang settings.json (a wider tree never pays)."""
 
 from __future__ import annotations
 
@@ -10,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_sweep import accepted_moments, changed_lines, health, tune_json
+from test_sweep import accepted_moments, tune_json
 
-from tests.tune.conftest import TuneSim, running_sim
+from tests.tune.conftest import TuneSim, changed_lines, health, running_sim
 from tui.configs.document import load_document
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config

@@ -1,5 +1,4 @@
-"""A restart counts as done only when a NEW process answers: the fake keeps the old one answering /health
-for HANDOVER_S after POST /restart, then a new one (new start-time stamps) takes over."""
+"""A restart is done only when a NEW process answers (the fake's old one answers for HANDOVER_S)."""
 
 from __future__ import annotations
 
@@ -242,8 +241,7 @@ OLD_PROCESS_SHUTDOWN = (
 
 
 def test_the_old_processs_shutdown_errors_are_not_a_failed_start(tmp_path: Path) -> None:
-    """vLLM logs EngineDeadError on every SIGTERM; the new process may then import for minutes without a
-    line (a loaded machine). Until its first line, nothing in the log says the new process died."""
+    """vLLM logs EngineDeadError on SIGTERM: only the new process's own lines can say it died."""
     log = tmp_path / "server.log"
     log.write_text("(APIServer pid=5) INFO 12-07 04:01:00 [loggers.py:1] Engine 000: Avg generation ...\n")
     now = [0.0]
@@ -265,8 +263,7 @@ def test_the_old_processs_shutdown_errors_are_not_a_failed_start(tmp_path: Path)
 async def test_a_server_that_dies_starting_fails_at_once_with_the_logs_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The restart command returns at once; the server writes its traceback and exits; /health never
-    answers. The change fails with the log's reason instead of waiting out the health timeout."""
+    """A server that dies starting fails the change at once with the log's reason."""
     # The quiet period (30 s) is the test above's; here a short one, so the wait is on the log, not on it.
     monkeypatch.setattr(runner, "StartFailureWatch", partial(StartFailureWatch, quiet_s=0.5))
     log = tmp_path / "server.log"

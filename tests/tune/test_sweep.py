@@ -1,6 +1,4 @@
-"""`spectop tune` against a real simulator with a known speed model (content effect 0): the best k, a
-failing value, signals; values within noise tied (the cheaper recommended), and
-`--until-separated` adding rounds until values 10% apart are told apart."""
+"""`spectop tune` against a real simulator: the best k, a failing value, signals, ties, --until-separated."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, changed_lines, running_sim, spectop_process, write_config
+from tests.tune.conftest import TuneSim, changed_lines, health, running_sim, spectop_process, write_config
 from tui.bench.burst_store import list_bursts
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
@@ -52,10 +50,6 @@ def accepted_moments(probabilities: list[float]) -> tuple[float, float]:
     distribution.append(chain)
     mean = sum(j * q for j, q in enumerate(distribution))
     return mean, sum((j - mean) ** 2 * q for j, q in enumerate(distribution))
-
-
-def health(url: str) -> int:
-    return httpx.get(url + "/health", timeout=5).status_code
 
 
 async def test_sweep_finds_the_models_best_k_and_restores_the_file(tune_sim: TuneSim) -> None:
@@ -132,9 +126,7 @@ def tune_args(tune_sim: TuneSim, *extra: str) -> list[str]:
 
 
 def tune_json(tune_sim: TuneSim, out: Path, *extra: str) -> tuple[dict, str]:
-    """`spectop tune` run to its end (exit 0) in its own process, so that its measuring client has the
-    process to itself: the result it wrote to `out` and its stdout. Run again (up to three times) when it
-    says its own client fell behind (a busy host): those figures measure the host, not the sim."""
+    """`spectop tune` in its own process (its client alone); rerun up to 3 times if its client fell behind."""
     found = tune_sim.config.read_bytes()
     for _ in range(3):
         process = spectop_process(*tune_args(tune_sim, "--json", str(out), *extra))

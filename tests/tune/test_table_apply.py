@@ -1,5 +1,4 @@
-"""`tune --apply` writes vLLM's k-by-batch-size table where the best k differs significantly between
-loads, and one k otherwise."""
+"""`tune --apply` writes vLLM's k-by-batch-size table where the best k differs significantly."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The context axis on the simulator, with a known context effect: bursts and tune take prompt lengths,
-the lengths are checked against what the server counted, and the tune finds where speculation stops
-paying where the model puts it."""
+"""The context axis on the simulator: prompt lengths checked, where speculation stops paying found."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The tune screen against a real simulator: run, cancel (restores), run, apply best (in a tiny app); a
-calibration of the advisor from the dashboard, its restarts planned (in the whole app)."""
+"""The tune screen against a real simulator: run, cancel, run, apply; the advisor's calibration."""
 
 from __future__ import annotations
 
@@ -97,9 +96,7 @@ async def test_run_cancel_run_apply_from_the_keyboard(tune_sim: TuneSim) -> None
 async def test_c_calibrates_the_advisor_with_planned_restarts_and_the_dashboard_takes_the_model(
     tune_sim: TuneSim,
 ) -> None:
-    """`T` then `c`: a few k around the file's own at the loads seen live, the file restored, the model
-    kept in stepcost.json and used by the dashboard's advisor at once. The dashboard keeps polling during
-    the sweep: its restarts read "restarting", never "endpoint down"."""
+    """`T` then `c`: the file restored, the model kept and used at once; restarts never read as down."""
     from tui.advice.stepcost import find_model, load_models
     from tui.settings import Settings
     from tui.ui.app import SpectopApp

@@ -1,5 +1,4 @@
-"""`spectop tune` refuses at once what cannot work, and a signal ends it without waiting for the server:
-the file restored byte for byte, the restart command run (a second Ctrl-C stops a slow one)."""
+"""`spectop tune` refuses what cannot work; a signal ends it promptly, the file restored."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.tune.conftest import TuneSim, spectop, spectop_process, write_config
+from tests.tune.conftest import TuneSim, health, spectop, spectop_process, write_config
 
 HEALTH_TIMEOUT_S = 300.0  # a wait the tests must never sit out
 
@@ -76,8 +75,7 @@ def test_a_file_that_does_not_parse_or_lacks_the_key_is_refused(
 
 
 def restart_script(tune_sim: TuneSim, when_k3: str) -> tuple[Path, Path]:
-    """A restart command that does `when_k3` when the file says k=3, else restarts the sim; each run is
-    counted in a file beside it."""
+    """A restart command doing `when_k3` when the file says k=3, else restarting the sim; runs counted."""
     folder = tune_sim.config.parent
     runs = folder / "runs.txt"
     script = folder / "restart.sh"
@@ -110,13 +108,6 @@ def wait_until(condition: object, process: subprocess.Popen[str]) -> None:
         time.sleep(0.05)
 
 
-def health_status(url: str) -> int | None:
-    try:
-        return httpx.get(url + "/health", timeout=2).status_code
-    except httpx.HTTPError:
-        return None
-
-
 def test_sigterm_during_the_wait_for_health_ends_the_tune_long_before_the_health_timeout(
     tune_sim: TuneSim,
 ) -> None:
@@ -125,7 +116,7 @@ def test_sigterm_during_the_wait_for_health_ends_the_tune_long_before_the_health
     original = tune_sim.config.read_bytes()
     process = sweep_k3(tune_sim, script)
     # k=3 written, its restart killed the server: the tune now waits for /health (up to 300 s).
-    wait_until(lambda: run_count(runs) == 2 and health_status(tune_sim.url) is None, process)
+    wait_until(lambda: run_count(runs) == 2 and health(tune_sim.url) is None, process)
     signalled = time.monotonic()
     process.send_signal(signal.SIGTERM)
     code, stdout, stderr = finished(process)
@@ -138,7 +129,7 @@ def test_sigterm_during_the_wait_for_health_ends_the_tune_long_before_the_health
     assert "restored byte for byte and the restart command run; spectop did not wait for /health" in stderr
     assert "k=3 failed" not in stdout  # cancelled while it started: not reached, not failed
     wait_until_up = time.monotonic()
-    while health_status(tune_sim.url) != 200:  # the demo starts the killed sim again, on k=2
+    while health(tune_sim.url) != 200:  # the demo starts the killed sim again, on k=2
         assert time.monotonic() - wait_until_up < HEALTH_TIMEOUT_S
         time.sleep(0.1)
     assert 'position="1"' in httpx.get(tune_sim.url + "/metrics", timeout=5).text

@@ -1,18 +1,17 @@
-"""Parsing and deciding the burst options that explain a burst: SLOs, percentiles, per-arm request
-fields and the schedule (alternate / parallel). No I/O; errors say which option and what was expected."""
+"""Parsing the burst options: SLOs, percentiles, per-arm request fields and the schedule. No I/O."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 from tui.bench.explain import Slo
 from tui.bench.prompts import OptionError
+from tui.bench.results import Schedule
 
-Schedule = Literal["alternate", "parallel"]
 MAX_EXTRA_CHARS = 10_000
 _UNITS = {"ms": 0.001, "s": 1.0, "": 0.001}  # a bare number is milliseconds
 _SLO_NAMES = ("ttft", "tpot", "e2e")
@@ -23,9 +22,7 @@ RESERVED_FIELDS = frozenset({"messages", "prompt", "text", "stream", "stream_opt
 def parse_slo(text: str) -> Slo:
     """`ttft=500ms,tpot=40ms,e2e=10s` (a bare number is milliseconds)."""
     limits: dict[str, float] = {}
-    for part in text.split(","):
-        if not part.strip():
-            continue
+    for part in filter(str.strip, text.split(",")):
         name, sep, value = part.partition("=")
         name = name.strip().lower()
         if not sep or name not in _SLO_NAMES:
@@ -47,9 +44,7 @@ def parse_slo(text: str) -> Slo:
 def parse_percentiles(text: str) -> tuple[float, ...]:
     """`50,90,99,99.9` -> (50.0, 90.0, 99.0, 99.9), sorted, each in 0..100."""
     values: list[float] = []
-    for part in text.split(","):
-        if not part.strip():
-            continue
+    for part in filter(str.strip, text.split(",")):
         try:
             value = float(part)
         except ValueError:
@@ -89,8 +84,7 @@ def _host(url: str) -> str | None:
 
 
 def choose_schedule(requested: str | None, url_a: str, url_b: str | None) -> tuple[Schedule, str]:
-    """The schedule and why. Default: alternate, always — two URLs may share hardware under different
-    names (two ports on one node, a proxy), and alternating costs burst time, never correctness."""
+    """The schedule and why; default alternate (two URLs may share hardware under different names)."""
     if url_b is None:
         return "alternate", "one arm"
     same = _host(url_a) is not None and _host(url_a) == _host(url_b)

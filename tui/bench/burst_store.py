@@ -1,5 +1,4 @@
-"""The history: bursts and tunes kept on disk (`$XDG_DATA_HOME/spectop/bursts/`); bursts combined.
-An A/B burst is kept with its verdict, so the history lists it without a bootstrap per file."""
+"""The history: bursts and tunes kept on disk; bursts combined (A/B ones kept with their verdict)."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from tui.bench.client_settings import read_bounded
 from tui.bench.report.export import export_name
 from tui.bench.report.models import Comparison
 from tui.bench.report.summary import comparison
@@ -47,8 +47,7 @@ class BurstEntry:
 
     @property
     def short_verdict(self) -> str:
-        """B against A in a column: `B 1.70x (1.52-1.88)`, `A 1.25x (...)` when A is faster, `no difference`
-        when the interval spans 1; "–" for one arm or no kept verdict."""
+        """B against A in a column: `B 1.70x (1.52-1.88)`, `A 1.25x (...)`, `no difference` or "–"."""
         verdict = self.verdict
         if len(self.arm_names) < 2 or verdict is None:
             return DASH
@@ -83,8 +82,7 @@ def history_row(
 
 
 def history_rows(entries: list[BurstEntry], width: int, gap: int = 2) -> list[list[str]]:
-    """The rows of `entries` in `width` cells with `gap` cells between columns: the URLs share what
-    the other columns leave (at least 13 cells each, host:port kept); the year shows from 100 cells."""
+    """The rows in `width` cells: the URLs share what the other columns leave (at least 13 cells each)."""
     year, set_width = width >= 100, 12 if width < 120 else 30
     rows = [history_row(e, url_width=1000, set_width=set_width, year=year) for e in entries]
     table = [list(HISTORY_COLUMNS), *rows]
@@ -128,13 +126,7 @@ def save_kept(result: BaseModel, name: str, folder: Path | None = None) -> Path:
 
 def load_kept(model: type[Kept], path: Path) -> Kept:
     """The file at `path` read as a `model` (BurstResult, TuneResult); BurstFileError says why not."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_BURST_FILE_BYTES + 1)
-    except OSError as error:
-        raise BurstFileError(f"{path}: cannot read: {error.strerror or error}") from error
-    if len(raw) > MAX_BURST_FILE_BYTES:
-        raise BurstFileError(f"{path}: larger than {MAX_BURST_FILE_BYTES} bytes")
+    raw = read_bounded(path, MAX_BURST_FILE_BYTES, BurstFileError)
     try:
         return model.model_validate_json(raw)
     except ValidationError as error:

@@ -1,6 +1,4 @@
-"""The measuring client checks itself: was spectop, not the server, the bottleneck of a burst?
-`LagMonitor` records the event loop's lag and the process's CPU; `check_requests` finds coalesced streams
-(blaming the client when its loop ran late meanwhile) and gives the verdict per arm, a `ClientCheck`."""
+"""The measuring client checks itself: loop lag and CPU (`LagMonitor`), coalesced streams, a verdict."""
 
 from __future__ import annotations
 
@@ -75,8 +73,7 @@ class LagMonitor:
         self._task = None
 
     def lag_between(self, start_s: float, end_s: float) -> float | None:
-        """The largest lag of a tick that woke between `start_s` and a tick after `end_s` (a late tick
-        wakes after the time it covers); None: no tick then."""
+        """The largest lag of a tick that woke between `start_s` and a tick after `end_s` (None: no tick)."""
         if not self.times:
             return None
         first = bisect_left(self.times, start_s)
@@ -103,16 +100,14 @@ def is_coalesced(result: RequestResult) -> bool:
 
 
 def _late_enough(result: RequestResult) -> float:
-    """How late the client must have been to have read this whole stream at once: about half the time
-    the server took to write it (its own figure, else a tenth of a second), at least STREAM_LATE_S."""
+    """How late the client must have been to read this stream at once: half the server's time, at least."""
     server = result.server
     span = server.generation_ms / 1000.0 if server is not None and server.generation_ms else 0.1
     return max(STREAM_LATE_S, 0.5 * span)
 
 
 def _late_source(result: RequestResult, monitor: LagMonitor) -> RequestResult:
-    """A request of a burst whose client fell behind: the server's own timing, else left out of decode
-    figures when the client was late while it streamed (its chunk times are the client's)."""
+    """A late client's request: the server's own timing, else left out of decode figures."""
     if result.decode_from != "client" or not result.ok:
         return result
     if result.server_decode_sample():

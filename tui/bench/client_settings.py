@@ -60,17 +60,28 @@ def parse_client_settings(text: str, label: str = "<client settings>") -> Client
     return ClientSettings(**given)
 
 
-def load_client_settings(path: str | Path) -> ClientSettings:
-    path = Path(path)
+def read_bounded(path: Path, limit: int, error: type[Exception], too_large: str = "") -> bytes:
+    """The file's bytes, or `error` saying why not (unreadable, or larger than `limit`)."""
     try:
         with path.open("rb") as handle:
-            raw = handle.read(MAX_SETTINGS_BYTES + 1)
-    except OSError as error:
-        raise ClientSettingsError(f"{path}: cannot read: {error.strerror or error}") from error
-    if len(raw) > MAX_SETTINGS_BYTES:
-        raise ClientSettingsError(f"{path}: larger than {MAX_SETTINGS_BYTES} bytes; not a settings file")
+            raw = handle.read(limit + 1)
+    except OSError as failure:
+        raise error(f"{path}: cannot read: {failure.strerror or failure}") from failure
+    if len(raw) > limit:
+        raise error(f"{path}: larger than {limit} bytes{too_large}")
+    return raw
+
+
+def read_text(
+    path: Path, limit: int, error: type[Exception], too_large: str = "", encoding: str = "utf-8"
+) -> str:
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ClientSettingsError(f"{path}: not UTF-8 text (byte {error.start})") from error
+        return read_bounded(path, limit, error, too_large).decode(encoding)
+    except UnicodeDecodeError as failure:
+        raise error(f"{path}: not UTF-8 text (byte {failure.start})") from failure
+
+
+def load_client_settings(path: str | Path) -> ClientSettings:
+    path = Path(path)
+    text = read_text(path, MAX_SETTINGS_BYTES, ClientSettingsError, "; not a settings file")
     return parse_client_settings(text, str(path))

@@ -1,5 +1,4 @@
-"""Context as an axis of a burst: prompts sized by the server's own tokenizer (`POST /tokenize`, which
-llama.cpp, vLLM and SGLang serve) when it has one, the prompt tokens it counted, one row per length."""
+"""Context as an axis of a burst: prompts sized by the server's own tokenizer (`POST /tokenize`)."""
 
 from __future__ import annotations
 
@@ -19,6 +18,7 @@ from tui.bench.prompts import (
 from tui.bench.report.models import BurstSummary
 from tui.bench.request import server_root
 from tui.bench.results import ArmResult
+from tui.bench.transport import client_or_own
 from tui.format import UNKNOWN, fmt_times, fmt_times_interval, fmt_tokens, fmt_tokens_per_s
 from tui.tables import Table
 
@@ -63,8 +63,7 @@ def context_table(rows: list[tuple[int, list[ArmResult], BurstSummary]]) -> list
 async def server_token_counts(
     client: httpx.AsyncClient, url: str, texts: Iterable[str]
 ) -> dict[str, int] | None:
-    """Each text's token count by the server's tokenizer (llama.cpp reads `content`, vLLM and SGLang
-    `prompt`); None when the server has no such endpoint or answers something else."""
+    """Each text's token count by the server's tokenizer; None when it has no such endpoint."""
     counts: dict[str, int] = {}
     for text in texts:
         try:
@@ -94,11 +93,8 @@ async def sized_for_server(
     base = await asyncio.to_thread(load_prompt_set, sized[0])
     texts = {content for prompt in base.prompts for _role, content in prompt.messages} | {filler_sample()}
     url = server_root(base_url) + "/tokenize"
-    if client is None:
-        async with httpx.AsyncClient() as own:
-            counts = await server_token_counts(own, url, texts)
-    else:
-        counts = await server_token_counts(client, url, texts)
+    async with client_or_own(client) as own:
+        counts = await server_token_counts(own, url, texts)
     if counts is None:
         return sized_prompt_set(base, sized[1])
     return sized_prompt_set(base, sized[1], counts.__getitem__, counted_by=f"the server's tokenizer ({url})")

@@ -1,6 +1,4 @@
-"""The burst engine: A/B (or one-arm) request bursts against OpenAI-compatible servers. Both arms get the same
-prompts in the same order; "alternate" runs A's round then B's so the arms never measure each other's load,
-and the arm that goes first alternates by round, to cancel drift."""
+"""The burst engine: A/B (or one-arm) bursts, same prompts in the same order, alternating arms by round."""
 
 from __future__ import annotations
 
@@ -79,9 +77,7 @@ class ArmTarget:
 
 
 class BurstConfig(BurstSettings):
-    """One burst as the engine runs it: the settings its result keeps, the arms and how to reach them.
-    --until-significant: rounds of `requests` each, up to `max_rounds`, until `check_round` (given the
-    burst so far, from the second round on) names why to stop; the verdict's level is `ci_level`."""
+    """One burst as the engine runs it (--until-significant: rounds until `check_round` names why to stop)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -181,8 +177,7 @@ def _unreachable_reason(error: httpx.HTTPError) -> str:
 async def probe_arm(
     client: httpx.AsyncClient, label: str, target: ArmTarget, headers: dict[str, str]
 ) -> str | None:
-    """GET /v1/models once before the burst: raises ArmUnreachable when nothing accepts the
-    connection; returns the first served model id, or None when the server does not say."""
+    """GET /v1/models: ArmUnreachable when nothing accepts the connection, else the first model id or None."""
     url = server_root(target.base_url) + "/v1/models"
     timeout = httpx.Timeout(MODELS_TIMEOUT_S, connect=PROBE_CONNECT_TIMEOUT_S)
     try:
@@ -489,8 +484,7 @@ class _Run:
             self.arm_notes[label].append(said)
 
     async def prime_caches(self) -> None:
-        """Each measured prompt once per arm (1 token, left out), so both prefix caches hold the same
-        prompts when measuring starts; arms one after the other with the alternate schedule."""
+        """Each measured prompt once per arm (1 token, left out), so both prefix caches hold them."""
         prompts = self.config.prompt_set.prompts
         count = min(self.config.requests, len(prompts))
         concurrency = self.config.concurrency

@@ -1,5 +1,4 @@
-"""Figures that explain a burst, from `RequestFigures`: per-request acceptance, server vs client timing,
-reconciliation with /metrics, prefix cache, SLO goodput, a bootstrap over rounds. Pure functions."""
+"""Figures that explain a burst, from `RequestFigures`. Pure functions."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tui.bench import server_figures, stats
+from tui.bench.server_figures import ServerFigures
 from tui.bench.stats import RateSample, pooled_rate
 from tui.format import fmt_bound, fmt_count, fmt_length, fmt_rate, fmt_times
 
@@ -20,8 +20,7 @@ ROUNDS_DISAGREE_WIDTH = 1.5  # the rounds' CI this much wider than the requests'
 ROUNDS_DISAGREE_SPREAD = 1.25  # ... and the fastest round's ratio more than 25% above the slowest's
 
 
-@dataclass(frozen=True)
-class RequestFigures:
+class RequestFigures(ServerFigures):
     """One measured request: client-side timing plus what the server said (None: not known)."""
 
     ok: bool
@@ -29,28 +28,10 @@ class RequestFigures:
     prompt_id: str = ""
     category: str | None = None
     snippet: str = ""
-    drafted: int | None = None
-    accepted: int | None = None
-    spec_steps: int | None = None
-    spec_tokens: int | None = None
-    histogram: list[int] | None = None
-    by_length: dict[int, list[int]] | None = None  # draft length -> its steps' histogram
-    cached_tokens: int | None = None
-    prompt_tokens: int | None = None
     client_ttft_s: float | None = None
-    server_ttft_ms: float | None = None
-    queue_ms: float | None = None
     e2e_s: float | None = None
     tpot_s: float | None = None
     decode: RateSample | None = None  # (decode tokens, decode seconds)
-
-    @property
-    def acceptance_rate(self) -> float | None:
-        return server_figures.acceptance_rate(self.accepted, self.drafted)
-
-    @property
-    def mean_acceptance_length(self) -> float | None:
-        return server_figures.mean_acceptance_length(self.accepted, self.spec_steps)
 
 
 @dataclass(frozen=True)
@@ -116,15 +97,14 @@ MIXED = "mixed: steps drafted different lengths"
 def per_position_split(
     requests: Sequence[RequestFigures],
 ) -> tuple[list[float] | None, dict[int, list[float]] | None, str | None]:
-    """(per-position acceptance, the same per draft length, why): drafts of different lengths are not mixed
-    in one histogram (a 1-token draft never reaches position 1)."""
+    """(per-position acceptance, the same per draft length, why): drafts of different lengths kept apart."""
     if not any(_varied(r) for r in requests):
         return per_position(requests), None, None
-    if any(r.by_length is None for r in requests):
+    if any(r.histograms_by_length is None for r in requests):
         return None, None, f"{MIXED}, and the server did not say which (per position unknown)"
     pooled: dict[int, list[int]] = {}
     for request in requests:
-        for length, histogram in (request.by_length or {}).items():
+        for length, histogram in (request.histograms_by_length or {}).items():
             totals = pooled.setdefault(length, [0] * (length + 1))
             for index, count in enumerate(histogram[: length + 1]):
                 totals[index] += count
@@ -138,9 +118,9 @@ def per_position_split(
 
 def _varied(request: RequestFigures) -> bool:
     """The request's steps did not all draft the configured k (its own split says so, or its counts)."""
-    if request.by_length is not None:
-        return len(request.by_length) > 1 or (
-            request.spec_tokens is not None and set(request.by_length) != {request.spec_tokens}
+    if (by_length := request.histograms_by_length) is not None:
+        return len(by_length) > 1 or (
+            request.spec_tokens is not None and set(by_length) != {request.spec_tokens}
         )
     if request.drafted is None or not request.spec_steps or request.spec_tokens is None:
         return False
@@ -156,7 +136,7 @@ def _positions(totals: list[int]) -> list[float] | None:
 
 def per_position(requests: Sequence[RequestFigures]) -> list[float] | None:
     """Pooled per-position acceptance from the histograms; None unless every counted request has one."""
-    histograms = [r.histogram for r in requests if r.ok and r.drafted is not None]
+    histograms = [r.acceptance_histogram for r in requests if r.ok and r.drafted is not None]
     if not histograms or any(h is None for h in histograms):
         return None
     totals = [0] * max(len(h or []) for h in histograms)
@@ -291,8 +271,7 @@ def reconcile(
     incomplete: str | None = None,
     server_steps: float | None = None,
 ) -> Reconciliation:
-    """`shared_with`: the other arm's requests when both read one /metrics; `incomplete`: why some requests
-    did not report; `server_steps`: the verification steps, when the page has no draft counters (SGLang)."""
+    """`shared_with`: the other arm's requests on one /metrics; `server_steps`: SGLang's verify steps."""
     mine = [*requests, *shared_with]
     if server_drafted is None and server_steps is not None:
         counted = [r.spec_steps for r in mine if r.spec_steps is not None]
@@ -364,7 +343,7 @@ def cache(requests: Sequence[RequestFigures]) -> CacheFigures:
     )
 
 
-def cache_warning(a: CacheFigures, b: CacheFigures, names: tuple[str, str] = ("A", "B")) -> str | None:
+def cache_warning(a: CacheFigures, b: CacheFigures) -> str | None:
     """A warning when the arms' cached prompt shares differ by more than CACHE_WARN_POINTS points."""
     if a.share is None or b.share is None:
         return None
@@ -372,8 +351,8 @@ def cache_warning(a: CacheFigures, b: CacheFigures, names: tuple[str, str] = ("A
     if points <= CACHE_WARN_POINTS:
         return None
     return (
-        f"prefix cache differs: {names[0]} had {fmt_rate(a.share)} of prompt tokens cached "
-        f"({a.cached_tokens}/{a.prompt_tokens}), {names[1]} {fmt_rate(b.share)} "
+        f"prefix cache differs: A had {fmt_rate(a.share)} of prompt tokens cached "
+        f"({a.cached_tokens}/{a.prompt_tokens}), B {fmt_rate(b.share)} "
         f"({b.cached_tokens}/{b.prompt_tokens}): "
         "TTFT differences are cache state, not speculation"
     )
@@ -457,8 +436,7 @@ def bootstrap_rounds(
     seed: int = 0,
     level: float = 0.95,
 ) -> RoundsInterval:
-    """CI of pooled_rate(b) / pooled_rate(a), resampling rounds then requests within each (pairs when the
-    arms ran the same prompts). `disagree`: the rounds' interval is much wider than the requests' one."""
+    """CI of pooled_rate(b) / pooled_rate(a), resampling rounds then requests within each."""
     rounds_a, rounds_b = _by_round(a), _by_round(b)
     numbers = sorted(set(rounds_a) & set(rounds_b))
     round_ratios = []

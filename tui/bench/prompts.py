@@ -1,6 +1,4 @@
-"""Prompt sets: built-in (code, chat, math, prose; English and Chinese) and user JSONL files (a string,
-`{"prompt": ...}` or `{"messages": [...]}` a line, optional `id` and `category`; `#` lines skipped).
-`SET@N` (e.g. `mixed@4096`) is SET at about N prompt tokens."""
+"""Prompt sets: built-in and user JSONL files; `SET@N` (e.g. `mixed@4096`) is SET at about N tokens."""
 
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from tui.bench.client_settings import read_text
 from tui.format import fmt_rate, fmt_tokens
 
 PROMPT_SETS_DIR = Path(__file__).resolve().parent / "prompt_sets"
@@ -177,10 +176,8 @@ def _builtin(name: str) -> PromptSet | None:
 def parse_prompt_tokens(text: str, option: str = "--prompt-tokens") -> tuple[int, ...]:
     """`256,4096,16384` (or `4k,16k`) -> (256, 4096, 16384): prompt lengths in tokens, in order given."""
     lengths: list[int] = []
-    for part in text.split(","):
+    for part in filter(str.strip, text.split(",")):
         word = part.strip().lower()
-        if not word:
-            continue
         scale = 1024 if word.endswith("k") else 1
         try:
             tokens = int(word.removesuffix("k")) * scale
@@ -207,8 +204,7 @@ def _estimate(text: str) -> int:
 
 
 def estimated_tokens(prompt: Prompt, count: TokenCount | None = None) -> int:
-    """About how many tokens the server will count: its own tokenizer's count of the text when given,
-    else 4 characters a token; plus the chat template's few (the burst checks it: `counted_line`)."""
+    """About how many tokens the server will count (its tokenizer's count, else 4 characters a token)."""
     measure = count or _estimate
     return CHAT_TEMPLATE_TOKENS + sum(measure(content) for _role, content in prompt.messages)
 
@@ -237,8 +233,7 @@ def _padded(prompt: Prompt, tokens: int, count: TokenCount | None) -> Prompt:
 def sized_prompt_set(
     base: PromptSet, tokens: int, count: TokenCount | None = None, counted_by: str | None = None
 ) -> PromptSet:
-    """`base` at about `tokens` prompt tokens: its own prompts near that length (within 25%), else every
-    prompt padded with filler; counted by the server's tokenizer (`count`), else at 4 chars a token."""
+    """`base` at about `tokens` prompt tokens: its prompts near that length, else padded with filler."""
     low, high = tokens * (1 - DRAWN_WITHIN), tokens * (1 + DRAWN_WITHIN)
     lengths = [estimated_tokens(p, count) for p in base.prompts]
     by = f"; lengths by {counted_by}" if counted_by else "; lengths estimated at 4 characters a token"
@@ -257,8 +252,7 @@ def sized_prompt_set(
 
 
 def counted_line(asked: int, counted: list[int]) -> str:
-    """What the server counted against what was asked: "4096 asked; the server counted 3,990 (p50,
-    3,950-4,020)", or a loud line when it is more than 25% off (the length is not what was meant)."""
+    """What the server counted against what was asked; a loud line when it is more than 25% off."""
     if not counted:
         return (
             f"{fmt_tokens(asked)} tokens asked; the server reported no prompt token counts (length unchecked)"
@@ -285,17 +279,7 @@ def load_prompt_set(spec: str) -> PromptSet:
         raise PromptSetError(
             f"{spec}: neither a prompt file nor a built-in set ({', '.join(builtin_set_names())})"
         )
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_PROMPT_FILE_BYTES + 1)
-    except OSError as error:
-        raise PromptSetError(f"{path}: cannot read: {error.strerror or error}") from error
-    if len(raw) > MAX_PROMPT_FILE_BYTES:
-        raise PromptSetError(f"{path}: larger than {MAX_PROMPT_FILE_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise PromptSetError(f"{path}: not UTF-8 text (byte {error.start})") from error
+    text = read_text(path, MAX_PROMPT_FILE_BYTES, PromptSetError, encoding="utf-8-sig")
     return parse_prompt_lines(text, str(path), name=path.name)
 
 

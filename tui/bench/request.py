@@ -1,6 +1,4 @@
-"""One streamed OpenAI-compatible request, timed chunk by chunk: TTFT at the first chunk with content,
-tokens from `usage` (else counted from chunks, `usage_estimated`), bounded retries before any byte of
-the body, redirects never followed (they would carry the API key)."""
+"""One streamed OpenAI-compatible request, timed chunk by chunk (redirects never followed: the API key)."""
 
 from __future__ import annotations
 
@@ -36,8 +34,7 @@ RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 @dataclass
 class RetryBudget:
-    """Retries left for one arm beyond `max_retries` per request: one per request on average (at least
-    3), so a server that rate-limits each request once still completes and a dead one is no retry storm."""
+    """Retries left for one arm beyond `max_retries` per request: one per request (at least 3)."""
 
     remaining: int
     cap: int | None = None
@@ -68,18 +65,11 @@ class RequestSpec:
 
     def result_fields(self) -> dict[str, Any]:
         """What every RequestResult of this request carries, whatever became of it."""
-        return {
-            "arm": self.arm,
-            "index": self.index,
-            "round": self.round,
-            "prompt_id": self.prompt_id,
-            "category": self.category,
-            "prompt_snippet": self.prompt_snippet,
-        }
+        names = ("arm", "index", "round", "prompt_id", "category", "prompt_snippet")
+        return {name: getattr(self, name) for name in names}
 
 
-# A stream that ends this way was not answered: the request failed (vLLM's finished_reason values,
-# vllm.md; SGLang's final chunk, sglang.md), it is not a short success.
+# A stream that ends this way failed (vLLM's finished_reason, SGLang's final chunk): not a short success.
 ABORTED_FINISH_REASONS = frozenset({"abort", "error"})
 
 
@@ -128,8 +118,7 @@ def server_root(base_url: str) -> str:
 
 
 def endpoint_url(base_url: str, api: str) -> str:
-    """`/v1/chat/completions` or `/v1/completions` under a base URL (with or without `/v1`);
-    SGLang's native `/generate` (api "sglang") beside `/v1`."""
+    """The chat or completions URL under a base URL (with or without `/v1`), or SGLang's `/generate`."""
     paths = {"chat": "/v1/chat/completions", "sglang": "/generate"}
     return server_root(base_url) + paths.get(api, "/v1/completions")
 
@@ -358,8 +347,7 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
     except httpx.TimeoutException as error:
         raise _Failure("timeout", f"timed out waiting for the server ({type(error).__name__})") from error
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as error:
-        # Closed before any response: typically a keep-alive connection the server had just
-        # dropped. Nothing was answered, so a retry on a fresh connection is safe.
+        # Closed before any response (a keep-alive connection just dropped): a retry is safe.
         failure = _Failure("connect", f"connection closed before a response: {type(error).__name__}: {error}")
         failure.retryable = True
         failure.retry_after_s = STALE_RETRY_S
@@ -423,8 +411,7 @@ async def run_request(
 def _result_from_state(
     spec: RequestSpec, state: _StreamState, *, t0: float, sent: float, scheduled_s: float, attempts: int
 ) -> RequestResult:
-    # Server latency is timed from the moment the request was on the wire: time spent
-    # before that (building it, a free connection, connecting) is client-side send lag.
+    # Timed from when the request was on the wire: time before that is client-side send lag.
     if state.on_wire is not None:
         sent = state.on_wire
     end = state.end_s if state.end_s is not None else time.perf_counter()

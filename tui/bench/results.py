@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, Field, computed_field
 
 from tui.bench.server_figures import ServerFigures
 from tui.gpu.records import ArmGpuRecord
@@ -16,8 +16,6 @@ ERROR_KINDS: tuple[ErrorKind, ...] = ("connect", "timeout", "http_status", "brok
 
 class ClientCheck(BaseModel):
     """Was the measuring client keeping up? (`--json`'s `client_check`)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     ok: bool
     reason: str | None = Field(None, description="why not, in words")
@@ -36,8 +34,6 @@ class ClientCheck(BaseModel):
 
 class RequestResult(BaseModel):
     """One measured request. Times are seconds; `*_s` offsets without `sent` are from the burst start."""
-
-    model_config = ConfigDict(extra="ignore")
 
     arm: str
     index: int = Field(description="position in the arm's measured sequence (same prompt on A and B)")
@@ -63,16 +59,10 @@ class RequestResult(BaseModel):
     category: str | None = Field(None, description="the prompt's category (built-in set or JSONL field)")
     prompt_snippet: str = Field("", description="the start of the prompt, to name outliers")
     server: ServerFigures | None = Field(None, description="what the server said about this request")
-    coalesced: Literal["client", "server"] | None = Field(
-        None,
-        description="its chunks reached the client in one burst: the client fell behind, or the server "
-        "buffered its output (its own decode figures say nothing of the server's pace)",
-    )
-    decode_from: Literal["client", "server", "none"] = Field(
-        "client",
-        description="where its decode figures come from: the client's chunk times, the server's own "
-        "per-request timing (a coalesced stream, or a burst whose client fell behind), or nowhere (left out)",
-    )
+    # coalesced: its chunks came at once (the client fell behind, or the server buffered); decode_from: the
+    # client's chunk times, the server's own timing (coalesced, or a late client), or none (left out)
+    coalesced: Literal["client", "server"] | None = Field(None, description="chunks came at once: why")
+    decode_from: Literal["client", "server", "none"] = Field("client", description="decode figures' source")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -110,8 +100,7 @@ class RequestResult(BaseModel):
         return (self.output_tokens - 1, (self.output_tokens - 1) / rate)
 
     def decode_sample(self) -> tuple[float, float] | None:
-        """The parts of decode_tokens_per_s, for pooled rates: the client's, or the server's own timing
-        where the client's chunk times say nothing (`decode_from`)."""
+        """The parts of decode_tokens_per_s: the client's, or the server's own timing (`decode_from`)."""
         if self.decode_from == "none":
             return None
         if self.decode_from == "server":
@@ -151,37 +140,25 @@ class ServerAcceptance(BaseModel):
     draft_tokens: float | None = None
     accepted_tokens: float | None = None
     verify_steps: float | None = None
-    per_position_acceptance: list[float] | None = Field(
-        None, description="acceptance per draft position over the same window (/metrics)"
-    )
+    per_position_acceptance: list[float] | None = Field(None, description="per draft position, same window")
 
 
 class ArmResult(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
     label: str = Field(description="'a' or 'b'")
     name: str = Field(description="endpoint name or URL as the user picked it")
     url: str
     model: str | None = None
     started_s: float | None = Field(None, description="first measured send, from the burst start")
     finished_s: float | None = Field(None, description="last measured request done, from the burst start")
-    active_s: float | None = Field(
-        None, description="time this arm had requests in flight (sum over rounds): for aggregate tokens/s"
-    )
-    phases_s: list[tuple[float, float]] | None = Field(
-        None,
-        description="alternate schedule: (first send, last done) of each of its rounds, from the burst "
-        "start; no other arm had requests in flight in them (None: parallel, or an older spectop)",
-    )
+    active_s: float | None = Field(None, description="time with requests in flight (all rounds)")
+    phases_s: list[tuple[float, float]] | None = Field(None, description="alternate: each round's span")
     requests: list[RequestResult] = Field(default_factory=list)
     server: ServerAcceptance = Field(default_factory=ServerAcceptance)
     extra_body: dict[str, object] = Field(default_factory=dict, description="this arm's own request fields")
     metrics_url: str | None = None
     notes: list[str] = Field(default_factory=list, description="what happened to this arm (cache flush, ...)")
     gpu: ArmGpuRecord | None = Field(None, description="the arm's GPUs' energy and throttling, if watched")
-    client_check: ClientCheck | None = Field(
-        None, description="was the measuring client keeping up (None: kept by an older spectop)"
-    )
+    client_check: ClientCheck | None = Field(None, description="None: an older spectop")
 
 
 Api = Literal["chat", "completions", "sglang"]
@@ -191,8 +168,6 @@ Schedule = Literal["alternate", "parallel"]
 
 class BurstSettings(BaseModel):
     """What a burst measures, as the engine runs it (`engine.BurstConfig`) and as its result keeps it."""
-
-    model_config = ConfigDict(extra="ignore")
 
     api: Api = "chat"  # sglang: SGLang's native /generate
     requests: int = Field(32, ge=1, description="measured, per arm")
@@ -204,9 +179,7 @@ class BurstSettings(BaseModel):
     max_tokens: int = Field(256, ge=1)
     temperature: float = 0.0
     seed: int | None = Field(None, description="sent to the server when set")
-    schedule: Schedule | None = Field(
-        None, description="None: alternate; kept: one arm, or an older spectop (arms ran in parallel)"
-    )
+    schedule: Schedule | None = Field(None, description="None: alternate (kept: one arm)")
     schedule_reason: str | None = None
     slo: str | None = Field(None, description="--slo as given, e.g. ttft=500ms,tpot=40ms")
     percentiles: list[float] | None = None
@@ -221,9 +194,7 @@ class BurstSettingsRecord(BurstSettings):
 
     prompt_set: str
     prompt_set_digest: str
-    compared: Literal["before_after"] | None = Field(
-        None, description="before_after: two one-arm bursts compared (--compare), not an A/B burst"
-    )
+    compared: Literal["before_after"] | None = Field(None, description="two one-arm bursts (--compare)")
     stop_reason: str | None = Field(None, description="--until-significant: why no more rounds ran")
 
 
@@ -233,21 +204,15 @@ Ratio = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 class BurstVerdict(BaseModel):
     """B against A as the burst's verdict said when it was kept, for the history (no bootstrap again)."""
 
-    model_config = ConfigDict(extra="ignore")
-
     text: str = Field(max_length=2000, description="the verdict line")
     decode_tokens_per_s_ratio: Ratio | None = Field(None, description="pooled decode tokens/s, B / A")
     ci95: tuple[Ratio, Ratio] | None = Field(None, description="its bootstrap 95% interval")
 
 
 class BurstResult(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
     format: Literal["spectop-burst/1"] = "spectop-burst/1"
     started_at: datetime
-    clock_origin_s: float | None = Field(
-        None, description="time.perf_counter() at the burst start, to match same-host server records"
-    )
+    clock_origin_s: float | None = Field(None, description="perf_counter() at the start")
     duration_s: float
     settings: BurstSettingsRecord
     arms: list[ArmResult]

@@ -1,7 +1,4 @@
-"""What the server says about one request in its own response (reference `per-request.md`): vLLM's
-`metrics`, llama.cpp's `timings`, SGLang's native `meta_info`, any server's `usage` cached tokens.
-Everything is untrusted: a field of the wrong type, negative, not finite or a histogram that does not add
-up is dropped (None), never guessed; an absent figure stays None (not drafting is not 0 accepted)."""
+"""What the server says about one request in its response; untrusted: bad figures are dropped (None)."""
 
 from __future__ import annotations
 
@@ -9,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 Source = Literal["vllm", "llamacpp", "sglang"]
 MAX_HISTOGRAM = 65  # k + 1 buckets; no server drafts more than 64 tokens a step
@@ -64,11 +61,7 @@ Steps = Annotated[list[int] | None, BeforeValidator(lambda value: _counts(value,
 ByLength = Annotated[dict[int, list[int]] | None, BeforeValidator(_by_length)]
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class VllmSpecDecoding(_Lenient):
+class VllmSpecDecoding(BaseModel):
     mean_acceptance_length: Amount = None
     draft_acceptance_rate: Amount = None
     acceptance_histogram: Histogram = None
@@ -81,7 +74,7 @@ class VllmSpecDecoding(_Lenient):
     per_step_drafted: Steps = None
 
 
-class VllmMetrics(_Lenient):
+class VllmMetrics(BaseModel):
     """vLLM's per-request `metrics` (`--per-request-spec-decode-metrics`, `--enable-per-request-metrics`)."""
 
     time_to_first_token_ms: Amount = None
@@ -92,7 +85,7 @@ class VllmMetrics(_Lenient):
     speculative_decoding: VllmSpecDecoding | None = None
 
 
-class LlamaTimings(_Lenient):
+class LlamaTimings(BaseModel):
     cache_n: Count = None
     prompt_n: Count = None
     prompt_ms: Amount = None
@@ -103,7 +96,7 @@ class LlamaTimings(_Lenient):
     draft_n_accepted: Count = None
 
 
-class SglangMetaInfo(_Lenient):
+class SglangMetaInfo(BaseModel):
     prompt_tokens: Count = None
     completion_tokens: Count = None
     cached_tokens: Count = None
@@ -134,39 +127,25 @@ def mean_acceptance_length(accepted: int | None, steps: int | None) -> float | N
 class ServerFigures(BaseModel):
     """One request's figures as its server reported them (None: the server did not say)."""
 
-    model_config = ConfigDict(extra="ignore")
-
     source: Source | None = Field(None, description="which server's per-request fields these came from")
     drafted: int | None = Field(None, description="draft tokens proposed")
     accepted: int | None = Field(None, description="draft tokens accepted")
     spec_steps: int | None = Field(None, description="verification steps")
     spec_tokens: int | None = Field(None, description="configured draft length k")
-    acceptance_histogram: list[int] | None = Field(
-        None, description="index j = steps that accepted exactly j drafts (bonus excluded)"
-    )
-    histograms_by_length: dict[int, list[int]] | None = Field(
-        None,
-        description="draft length -> its steps' histogram (length + 1 buckets); None when the server "
-        "did not say how long each step's draft was and the lengths varied",
-    )
+    acceptance_histogram: list[int] | None = Field(None, description="j: steps accepting j drafts")
+    histograms_by_length: dict[int, list[int]] | None = Field(None, description="draft length -> histogram")
     figures_note: str | None = Field(None, description="why figures the server sent were dropped")
     cached_tokens: int | None = Field(None, description="prompt tokens served from the prefix cache")
     prompt_tokens: int | None = None
-    server_ttft_ms: float | None = Field(
-        None, description="server-side TTFT (vLLM from scheduling; llama.cpp prompt_ms)"
-    )
+    server_ttft_ms: float | None = Field(None, description="vLLM from scheduling; llama.cpp prompt_ms")
     queue_ms: float | None = None
     generation_ms: float | None = Field(None, description="first -> last token on the server")
     mean_itl_ms: float | None = None
     server_e2e_ms: float | None = None
-    tokens_per_second: float | None = Field(
-        None, description="the server's own rate (vLLM tokens_per_second; llama.cpp predicted_per_second)"
-    )
+    tokens_per_second: float | None = Field(None, description="the server's own rate")
 
     def decode_rate(self, output_tokens: int | None) -> float | None:
-        """The server's own decode pace of this request in tokens/s (None: it did not say): vLLM
-        (tokens - 1) / generation_time_ms, else 1 / mean_itl_ms, else tokens_per_second; llama.cpp
-        predicted_per_second, else predicted tokens / predicted_ms."""
+        """The server's own decode pace in tokens/s (None: it did not say)."""
         if self.source == "vllm":
             if self.generation_ms and output_tokens is not None and output_tokens >= 2:
                 return (output_tokens - 1) / (self.generation_ms / 1000.0)
@@ -211,10 +190,7 @@ def _plausible(accepted: int | None, drafted: int | None) -> tuple[int | None, i
 
 
 class FigureReader:
-    """Collects the per-request figures from the events of one response (stream chunks or one body).
-
-    Later objects replace earlier ones: llama.cpp with `timings_per_token` and SGLang send running
-    values on every chunk, and the last one holds the totals."""
+    """Collects one response's per-request figures; later objects replace earlier ones (running totals)."""
 
     def __init__(self) -> None:
         self.vllm: VllmMetrics | None = None
@@ -276,8 +252,7 @@ def _from_vllm(figures: ServerFigures, metrics: VllmMetrics) -> None:
 
 
 def _vllm_by_length(spec: VllmSpecDecoding, figures: ServerFigures) -> dict[int, list[int]] | None:
-    """Each draft length's histogram: vLLM's own split, else the `detailed` per-step arrays, else the
-    one histogram when every step drafted the configured k."""
+    """Each draft length's histogram: vLLM's split, else the per-step arrays, else a uniform k's."""
     steps = spec.num_spec_steps
     split = spec.acceptance_histogram_by_draft_length
     if split is not None and (steps is None or sum(sum(h) for h in split.values()) == steps):
@@ -360,8 +335,7 @@ def _from_sglang(figures: ServerFigures, meta: SglangMetaInfo) -> None:
 def _sglang_identities(
     histogram: list[int] | None, meta: SglangMetaInfo, correct: int | None, proposed: int | None
 ) -> tuple[list[int] | None, str | None]:
-    """The drafts histogram when it agrees with the counts (sgl PR #33518's identities: Σ buckets =
-    verify steps, Σ j·bucket j = correct drafts, at most block-size proposals a step), else None and why."""
+    """The drafts histogram when it agrees with the counts (sgl PR #33518), else None and why."""
     if histogram is None:
         return None, None
     steps = meta.spec_verify_ct
@@ -405,8 +379,7 @@ COUNTERS: dict[str, dict[str, str]] = {
 def counter_deltas(
     first: Sequence[Any] | None, last: Sequence[Any] | None, backend: str | None
 ) -> dict[str, float | None]:
-    """Increase of the draft counters between two scrapes' samples (None: not on the page, or it
-    went down, i.e. the server restarted or reset its counters in between)."""
+    """Increase of the draft counters between two scrapes (None: not on the page, or it went down)."""
     out: dict[str, float | None] = {}
     for quantity, names in COUNTERS.items():
         name = names.get(backend or "")

@@ -1,5 +1,4 @@
-"""One burst session: a typed request (from the CLI or the burst screen), validated once, then run,
-compared, kept and exported. An arm is a live endpoint or an arm of a kept burst (`PastArm`)."""
+"""One burst session: a typed request, validated once, then run, compared, kept and exported."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ class BurstCancelled(Exception):
 
 
 class EndpointArm(BaseModel):
-    """A live OpenAI-compatible server. `model` / `api_key_env` None: the request's, else the
-    client settings', else (model) the first from GET /v1/models."""
+    """A live server; `model` / `api_key_env` None: the request's, else the client settings'."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -100,8 +98,7 @@ Arm = Annotated[EndpointArm | PastArm, Field(discriminator="kind")]
 
 
 def _sequential(request: BurstRequest, arms: int) -> dict[str, Any]:
-    """--until-significant: a look after each round from the second on, each at the Bonferroni-split
-    level 1 - 0.05 / looks, so looking often cannot manufacture a difference."""
+    """--until-significant: a look per round from the second, at the Bonferroni-split level."""
     if not request.until_significant:
         return {}
     if arms < 2:
@@ -286,8 +283,7 @@ class GpuWatch(Protocol):
 
 
 def with_gpu(result: BurstResult, watch: GpuWatch) -> BurstResult:
-    """Each arm with its GPUs' energy and throttling over its measured time, and (alternate schedule) over
-    its own rounds, during which GPUs shared with the other arm are its alone."""
+    """Each arm with its GPUs' energy and throttling over its measured time (and its own rounds)."""
     origin = result.started_at.timestamp()
     arms = []
     for arm in result.arms:
@@ -354,8 +350,7 @@ class BurstSession:
     async def config(
         self, live: list[EndpointArm], past: BurstResult | None = None, sides: list[Side] | None = None
     ) -> BurstConfig:
-        """The engine's config for the live arms (on the past burst's prompts, when there is one);
-        `sides`: which of the request's arms each live one is (default a, b), for its own fields."""
+        """The engine's config for the live arms; `sides`: which of the request's arms each one is."""
         request, settings = self.request, self.settings
         spec = past.settings.prompt_set if past is not None else request.prompts
         try:  # SET@N sized by the live server's tokenizer (the first arm's: both get the same prompts)
@@ -391,8 +386,7 @@ class BurstSession:
     async def run(
         self, on_progress: ProgressCallback | None = None, cancel: asyncio.Event | None = None
     ) -> BurstOutcome:
-        """Run the burst (BurstRequestError, the engine's BurstConfigError / ArmUnreachable before
-        anything is sent; BurstCancelled once `cancel` is set). Nothing is kept until `save`."""
+        """Run the burst (BurstCancelled once `cancel` is set). Nothing is kept until `save`."""
         self.settings = await self._client_settings()
         arms: list[tuple[Side, EndpointArm | PastArm]] = [("a", self._arm_a())]
         if self.request.b is not None:

@@ -53,8 +53,7 @@ RateSample = tuple[float, float]
 
 
 def pooled_rate(samples: Sequence[RateSample]) -> float | None:
-    """Σ amount / Σ duration: each request weighs by its duration, so one stream whose
-    chunks the client happened to read all at once (tiny duration) cannot swing it."""
+    """Σ amount / Σ duration: one stream read all at once (tiny duration) cannot swing it."""
     duration = sum(d for _, d in samples)
     return sum(a for a, _ in samples) / duration if duration > 0 else None
 
@@ -64,15 +63,13 @@ def bootstrap_pooled_ratio_ci(
     b: Sequence[RateSample],
     *,
     paired: bool = False,
-    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float] | None:
-    """CI of pooled_rate(b) / pooled_rate(a) by the percentile bootstrap; `paired` resamples index pairs
-    together, removing the prompt-to-prompt spread both arms share."""
+    """CI of pooled_rate(b) / pooled_rate(a) by the percentile bootstrap (`paired`: index pairs)."""
     if len(a) < 2 or len(b) < 2 or (paired and len(a) != len(b)):
         return None
-    rng = random.Random(seed)
+    rng, resamples = random.Random(seed), DEFAULT_RESAMPLES
     ratios: list[float] = []
     n_a, n_b = len(a), len(b)
     for _ in range(resamples):

@@ -1,16 +1,25 @@
-"""An httpx transport that spreads requests over several small connection pools (httpcore re-scans one
-pool's waiting requests on every release: a new stream waits). The pools share one TLS context, made on
-the first https:// request for the dashboard (`tls_at_first_request`), at once for a burst."""
+"""An httpx transport over several small pools sharing one TLS context (httpcore rescans one pool)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 from collections.abc import AsyncIterator, Callable
 
 import httpx
 
 STREAMS_PER_SHARD = 16
+
+
+@contextlib.asynccontextmanager
+async def client_or_own(client: httpx.AsyncClient | None) -> AsyncIterator[httpx.AsyncClient]:
+    """`client` (the app's one client, left open), or a client of its own for this block."""
+    if client is not None:
+        yield client
+        return
+    async with httpx.AsyncClient(timeout=10.0) as own:
+        yield own
 
 
 class _CountedStream(httpx.AsyncByteStream):
@@ -55,8 +64,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         shard = self._plain[index]
         if shard is None:
             if self._no_tls is None:
-                # A pool for http:// never opens TLS. Its context trusts no CA at all (certificates and
-                # host names required): would it ever be used, it would fail closed, never verify nothing.
+                # http:// never opens TLS; this context trusts no CA, so any use of it fails closed.
                 self._no_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             shard = self._plain[index] = httpx.AsyncHTTPTransport(verify=self._no_tls, limits=self._limits)
         return shard

@@ -1,9 +1,4 @@
-"""How sure a tune is: speedup intervals that cover drift, tie sets, the recommendation. A value's speedup is
-its pooled decode rate over that of the baseline bursts that bracket it; its bootstrap resamples rounds, the
-bracketing baseline bursts, requests, and each value's bursts by the baseline's burst-to-burst spread (so
-drift between values measured minutes apart is not hidden). All values share the draws, so two values'
-replicates divide (`pair_interval`). The recommendation is the cheapest member of the tie set;
-`--until-separated` splits the level over its looks (Bonferroni)."""
+"""How sure a tune is: speedup intervals that cover drift, tie sets, the recommendation (cheapest tied)."""
 
 from __future__ import annotations
 
@@ -13,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from tui.bench.stats import RateSample, percentile_interval, pooled_rate
 
@@ -21,9 +16,9 @@ RESAMPLES = 2000
 ALPHA = 0.05
 
 
-def sequential_level(looks: int, alpha: float = ALPHA) -> float:
-    """The level of each look's interval so that `looks` looks together keep the error below `alpha`."""
-    return 1.0 - alpha / max(1, looks)
+def sequential_level(looks: int) -> float:
+    """The level of each look's interval so that `looks` looks together keep the error below ALPHA."""
+    return 1.0 - ALPHA / max(1, looks)
 
 
 @dataclass(frozen=True)
@@ -71,15 +66,16 @@ def _sums(samples: Sequence[RateSample]) -> tuple[float, float]:
 
 
 def _burst_spread(base_runs: Sequence[Run]) -> list[float]:
-    """|log ratio| / √2 of every two consecutive baseline bursts (in timeline order): one burst's
-    drift from the host's mean speed, as far as the baseline shows it (empty: fewer than two)."""
+    """|log ratio| / √2 of every two consecutive baseline bursts: one burst's drift."""
     rates = [pooled_rate(list(run.samples)) for run in base_runs]
     known = [rate for rate in rates if rate]
     return [abs(math.log(b / a)) / math.sqrt(2.0) for a, b in pairwise(known)]
 
 
-def speedups(runs: Sequence[Run], baseline: int, *, resamples: int = RESAMPLES, seed: int = 0) -> Speedups:
-    """The speedup of every value over `baseline` at one concurrency (see the module's docstring)."""
+def speedups(runs: Sequence[Run], baseline: int) -> Speedups:
+    """Each value's speedup over `baseline` at one concurrency: its pooled decode rate over that of the
+    baseline bursts that bracket it, bootstrapped over rounds, those bursts, requests and the baseline's
+    burst-to-burst drift; all values share the draws, so two values' replicates divide (`pair_interval`)."""
     result = Speedups(baseline=baseline)
     base_runs = {run.order: run for run in runs if run.value == baseline and run.samples}
     base_orders = sorted(base_runs)
@@ -95,7 +91,7 @@ def speedups(runs: Sequence[Run], baseline: int, *, resamples: int = RESAMPLES, 
         own[value] = placed
     if base_orders:
         result.point[baseline] = 1.0
-        result.replicates[baseline] = [1.0] * resamples
+        result.replicates[baseline] = [1.0] * RESAMPLES
     for value in values:
         placed = own[value]
         if not placed:
@@ -108,14 +104,14 @@ def speedups(runs: Sequence[Run], baseline: int, *, resamples: int = RESAMPLES, 
         result.replicates[value] = []
     if not base_orders:
         return result
-    rng = random.Random(seed)
+    rng = random.Random(0)
     rounds = sorted({run.round for placed in own.values() for run, _ in placed})
     every = {**base_runs, **{run.order: run for placed in own.values() for run, _ in placed}}
     spread = _burst_spread([base_runs[order] for order in base_orders])
     value_orders = [run.order for placed in own.values() for run, _ in placed]
-    for _ in range(resamples):
+    for _ in range(RESAMPLES):
         sums = {order: _sums(rng.choices(run.samples, k=len(run.samples))) for order, run in every.items()}
-        if spread:  # each value burst's own drift, borrowed from the baseline's (item 4 above)
+        if spread:  # each value burst's own drift, borrowed from the baseline's
             for order in value_orders:
                 a, d = sums[order]
                 sums[order] = (a * math.exp(rng.choice((-1.0, 1.0)) * rng.choice(spread)), d)
@@ -145,8 +141,6 @@ def speedups(runs: Sequence[Run], baseline: int, *, resamples: int = RESAMPLES, 
 
 class TuneDecision(BaseModel):
     """The recommendation at one concurrency with its uncertainty (`--json`'s `decisions`)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     concurrency: int
     best: int | None = Field(description="the recommendation: the cheapest value of the tie set")

@@ -1,7 +1,4 @@
-"""What a tune sweeps (the key, its values, the loads) and how one value becomes one edit of the file. Default
-keys: vLLM TOML `speculative.num_speculative_tokens` (0: `speculative.enabled = false`), SGLang
-`speculative_num_steps` (0: `speculative_algorithm = null`), else the key given. An SGLang file can be swept
-over a `--grid` of (steps, topk, draft tokens) points. Only the keys' lines change."""
+"""What a tune sweeps (the key, its values, the loads) and how one value becomes one edit of the file."""
 
 from __future__ import annotations
 
@@ -34,10 +31,7 @@ class TunePlanError(ValueError):
 def parse_int_list(text: str, name: str, *, minimum: int) -> tuple[int, ...]:
     """`0,1,2,4` -> (0, 1, 2, 4): distinct, in the order given; TunePlanError names `name`."""
     values: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
+    for part in filter(None, (item.strip() for item in text.split(","))):
         try:
             number = int(part)
         except ValueError:
@@ -153,8 +147,7 @@ def _applied(doc: ConfigDocument, edits: list[tuple[KeyPath, Any]], *, new_key: 
 
 
 def edited_table(doc: ConfigDocument, table: list[list[int]]) -> ConfigDocument:
-    """`doc` running `table` (vLLM's `num_speculative_tokens_per_batch_size`, validated like `spectop config
-    set`): num_speculative_tokens becomes the table's largest k (vLLM's maximum), speculation on."""
+    """`doc` running `table` (vLLM's `num_speculative_tokens_per_batch_size`); k becomes its largest."""
     edits: list[tuple[KeyPath, Any]] = [(VLLM_K, max(1, *(k for _lo, _hi, k in table))), (VLLM_TABLE, table)]
     if doc.has(VLLM_ENABLED) and doc.get(VLLM_ENABLED) is not True:
         edits.append((VLLM_ENABLED, True))
@@ -198,8 +191,7 @@ def parse_grid(words: Sequence[str] | str) -> dict[str, tuple[int, ...]]:
 
 
 def tree_candidates(steps: int, topk: int) -> int:
-    """Draft tokens an EAGLE tree of `steps` steps and `topk` branches can offer: topk at the first step,
-    topk² at each later one (SGLang keeps the best num_draft_tokens − 1 of them)."""
+    """Draft tokens an EAGLE tree of `steps` steps and `topk` branches can offer."""
     return topk + (steps - 1) * topk * topk
 
 
@@ -280,8 +272,7 @@ class GridKey(TuneKey):
 
 
 def grid_key(doc: ConfigDocument, words: Sequence[str] | str) -> GridKey:
-    """The `--grid` points for this SGLang file: valid ones numbered 1.. in grid order, the others skipped
-    with the reason, the file's own point (when not in the grid) numbered after them as a baseline."""
+    """The `--grid` points: valid ones numbered 1.., the others skipped, the file's own point after them."""
     if doc.kind != "sglang_json":
         raise TunePlanError(f"--grid sweeps SGLang's steps × topk × draft tokens: {doc.kind} is not SGLang")
     axes = parse_grid(words)

@@ -1,23 +1,21 @@
-"""A tune's result (the on-disk `spectop-tune/1` format), its analysis and its renderings. Per (value,
-concurrency) cell: the burst's figures and the speedup over the baseline; then the best value per load, the
-schedule it implies and the break-even load. A grid sweep's `value` n is `points` entry n (0: speculation
-off). A figure that could not be measured is None."""
+"""A tune's result (the on-disk `spectop-tune/1` format), its analysis and its renderings."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, Field, computed_field
 
 from tui.bench.burst_store import BurstFileError, kept_files, kept_name, load_kept, save_kept
+from tui.bench.report.export import write_export
 from tui.bench.report.summary import arm_summary, sequential_words
 from tui.bench.results import ArmResult
 from tui.bench.stats import percentile, pooled_rate
-from tui.configs.atomic import write_file
 from tui.configs.spec_table import table_from_steps, table_text
 from tui.format import UNKNOWN as DASH
 from tui.format import (
@@ -47,8 +45,6 @@ CSV_FIELDS = (
 class SweepPoint(BaseModel):
     """One point of a grid sweep: the SGLang steps, topk and draft tokens written for `value`."""
 
-    model_config = ConfigDict(extra="ignore")
-
     value: int
     steps: int
     topk: int
@@ -75,14 +71,10 @@ class SkippedPoint(BaseModel):
 class CellRun(BaseModel):
     """One burst of a cell: its round, its place on the timeline and its decode samples (to resample)."""
 
-    model_config = ConfigDict(extra="ignore")
-
     round: int
     order: int
     samples: list[tuple[float, float]] = Field(default_factory=list)
-    mean_acceptance_length: float | None = Field(
-        None, description="this burst's own (the cell's is the latest round's): for the step-cost fit"
-    )
+    mean_acceptance_length: float | None = Field(None, description="this burst's own, for the step-cost fit")
     client_ok: bool | None = Field(None, description="False: the measuring client fell behind")
     client_reason: str | None = None
     burst_file: str | None = None
@@ -90,8 +82,6 @@ class CellRun(BaseModel):
 
 class TuneCell(BaseModel):
     """One value at one concurrency: every round's burst pooled."""
-
-    model_config = ConfigDict(extra="ignore")
 
     value: int
     concurrency: int
@@ -123,8 +113,6 @@ class TuneCell(BaseModel):
 class ValueOutcome(BaseModel):
     """One swept value: did the server start with it (and why not), and its cells."""
 
-    model_config = ConfigDict(extra="ignore")
-
     value: int
     started: bool
     failure: str | None = None
@@ -145,9 +133,7 @@ class AppliedChange(BaseModel):
     value: int
     concurrency: int
     diff: str
-    table: list[list[int]] | None = Field(
-        None, description="vLLM's num_speculative_tokens_per_batch_size written instead of one k"
-    )
+    table: list[list[int]] | None = Field(None, description="vLLM's per-batch-size table instead of one k")
 
 
 class ContextDecision(TuneDecision):
@@ -168,8 +154,6 @@ class ContextStop(BaseModel):
 
 
 class TuneResult(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
     format: Literal["spectop-tune/1"] = "spectop-tune/1"
     started_at: datetime
     duration_s: float = 0.0
@@ -190,9 +174,7 @@ class TuneResult(BaseModel):
     outcomes: list[ValueOutcome] = Field(default_factory=list)
     best: dict[int, int | None] = Field(default_factory=dict, description="concurrency -> best value")
     schedule: list[ScheduleStep] = Field(default_factory=list)
-    break_even_concurrency: int | None = Field(
-        None, description="lowest measured concurrency where no value beats the baseline (speculation off)"
-    )
+    break_even_concurrency: int | None = Field(None, description="lowest load where speculation off wins")
     decisions: list[TuneDecision] = Field(default_factory=list)
     zero_is_off: bool = Field(True, description="value 0 is speculation off (not so for a plain key)")
     rounds: int = Field(1, description="rounds planned (each a pass over every value)")
@@ -205,9 +187,7 @@ class TuneResult(BaseModel):
     applied: AppliedChange | None = None
     restored: bool = False
     final_restart_ok: bool | None = None
-    final_restart_waited: bool = Field(
-        True, description="the server was waited for after the final restart (not after a signal)"
-    )
+    final_restart_waited: bool = Field(True, description="False: after a signal, not waited for")
     cancelled: bool = False
     notes: list[str] = Field(default_factory=list)
     prompt_tokens: list[int] = Field(default_factory=list, description="the context axis ([]: none)")
@@ -344,8 +324,7 @@ def _decision(result: TuneResult, concurrency: int) -> tuple[TuneDecision, Speed
 
 
 def analyse(result: TuneResult) -> TuneResult:
-    """Per concurrency: every value's speedup and interval (drift between rounds included), the tie set
-    and the recommendation (its cheapest value); the schedule and the break-even load from them."""
+    """Per concurrency: every value's speedup and interval, the tie set, the pick; schedule and break-even."""
     decisions: list[TuneDecision] = []
     outcomes = [outcome.model_copy(deep=True) for outcome in result.outcomes]
     updated = result.model_copy(update={"outcomes": outcomes})
@@ -393,8 +372,7 @@ def analyse(result: TuneResult) -> TuneResult:
     return updated.model_copy(update=update)
 
 
-# The context axis (`--prompt-tokens`): the best value per (concurrency, prompt length) and where
-# speculation stops paying; `--apply` writes only the per-concurrency answer, at the first prompt length.
+# The context axis (`--prompt-tokens`): `--apply` writes only the answer at the first prompt length.
 NOT_WRITTEN = (
     "the best value by context is not written: no engine takes a context-keyed setting yet (vLLM's "
     "RFC #48627 and PR #54801 are open)"
@@ -408,8 +386,7 @@ def analyse_all(result: TuneResult) -> TuneResult:
 
 
 def with_context_axis(result: TuneResult) -> TuneResult:
-    """`result` (analysed at its first prompt length) with every bucket's decision, the cells' speedups
-    at their own prompt length, and where speculation stops paying per concurrency."""
+    """`result` with every context bucket's decision and where speculation stops paying."""
     decisions: list[ContextDecision] = []
     cells = {
         outcome.value: [c for c in outcome.cells if c.prompt_tokens == result.primary_context]
@@ -444,8 +421,7 @@ def with_context_axis(result: TuneResult) -> TuneResult:
 
 
 def _stop(result: TuneResult, concurrency: int) -> ContextStop:
-    """The shortest measured prompt length from which speculation off is the pick at every longer one;
-    significant when, there, every draft value's interval lies below the baseline's."""
+    """The shortest prompt length from which off is the pick at every longer one."""
     if result.baseline_value != 0 or not result.zero_is_off:
         why = "the baseline is not speculation off"
         return ContextStop(concurrency=concurrency, prompt_tokens=None, reason=why)
@@ -477,8 +453,7 @@ def _stop(result: TuneResult, concurrency: int) -> ContextStop:
 
 
 def apply_decision(result: TuneResult, concurrency: int) -> tuple[int | None, str]:
-    """(the value `--apply` writes, or None to keep the file; why). It writes the recommendation only
-    when it is significantly faster than the file's own value at `concurrency`."""
+    """(the value `--apply` writes, or None; why): only when significantly faster than the file's own."""
     decision = result.decision(concurrency)
     if decision is None or decision.best is None:
         return None, f"nothing measured at concurrency {concurrency}: the file is kept"
@@ -517,8 +492,7 @@ def _faster_at(result: TuneResult, concurrency: int, value: int, other: int) -> 
 
 
 def table_decision(result: TuneResult, top: int) -> tuple[list[list[int]] | None, str]:
-    """(vLLM's `num_speculative_tokens_per_batch_size` for the schedule, or None; why): written only when, at
-    each boundary, each side's k is significantly faster than the other's at its own load."""
+    """(vLLM's k-by-batch-size table, or None; why): only when each boundary is significant."""
     if result.kind != "vllm_toml" or result.key != VLLM_TABLE_OWNER:
         return None, "only vLLM's num_speculative_tokens takes a table by batch size"
     steps = result.schedule
@@ -600,8 +574,7 @@ def break_even_text(result: TuneResult) -> str:
 
 
 def decision_lines(result: TuneResult, decision: TuneDecision) -> list[str]:
-    """ "best at concurrency 1: k=2, 1.52x (95% CI 1.40-1.66) over k=0", then (indented) "k=2 and k=3
-    are within noise; k=2 uses fewer draft tokens" and a loud line when the client fell behind."""
+    """ "best at concurrency 1: k=2, 1.52x (95% CI 1.40-1.66) over k=0" and its tie and client lines."""
     concurrency, value = decision.concurrency, decision.best
     if value is None:
         return [f"best at concurrency {concurrency}: {DASH} (nothing measured)"]
@@ -668,8 +641,7 @@ def rounds_text(result: TuneResult) -> str:
 
 
 def context_stop_line(stop: ContextStop) -> str:
-    """ "at concurrency 1 speculation stops paying at 16384 prompt tokens (it pays at 4096); every draft
-    value is significantly slower there" or why it does not or cannot be said."""
+    """Where speculation stops paying along the context axis, or why it cannot be said."""
     where = f"context at concurrency {stop.concurrency}"
     if stop.reason is not None:
         return f"{where}: speculation stops paying at {DASH} ({stop.reason})"
@@ -705,18 +677,13 @@ def context_table(result: TuneResult) -> Table:
 CellText = Callable[[ValueOutcome, TuneCell | None], str]
 
 
-def _rate_and_speedup(outcome: ValueOutcome, cell: TuneCell | None) -> str:
+def _rate_and_speedup(outcome: ValueOutcome, cell: TuneCell | None, markdown: bool = False) -> str:
     if not outcome.started:
         return "failed to start"
-    if cell is None or not cell.ok:
+    if cell is None or not (cell.ok or markdown):
         return "failed" if cell else DASH
-    return f"{fmt_tokens_per_s(cell.decode_tokens_per_s)} {_speedup(cell)}"
-
-
-def _rate_and_speedup_markdown(outcome: ValueOutcome, cell: TuneCell | None) -> str:
-    if not outcome.started:
-        return "failed to start"
-    return DASH if cell is None else f"{fmt_tokens_per_s(cell.decode_tokens_per_s)} ({_speedup(cell)})"
+    speedup = f"({_speedup(cell)})" if markdown else _speedup(cell)
+    return f"{fmt_tokens_per_s(cell.decode_tokens_per_s)} {speedup}"
 
 
 def _speedup_table(result: TuneResult, column: str, cell_text: CellText) -> Table:
@@ -764,7 +731,7 @@ def render_markdown(result: TuneResult) -> str:
     key, config_file = markdown_escape(result.key), markdown_escape(result.config_file)
     started = result.started_at.isoformat()
     lines = ["# spectop tune", "", f"`{key}` in `{config_file}` on {result.endpoint}, started {started}", ""]
-    lines += _speedup_table(result, "c={} decode tok/s", _rate_and_speedup_markdown).markdown()
+    lines += _speedup_table(result, "c={} decode tok/s", partial(_rate_and_speedup, markdown=True)).markdown()
     columns = ["value", "c", "acceptance", "mean length", "TTFT p50", "TTFT p95", "per position %"]
     rows = _acceptance_rows(result, lambda value: result.name(value) if result.points else str(value))
     lines += ["", *Table(columns, rows).markdown()]
@@ -814,10 +781,9 @@ def render_json(result: TuneResult) -> str:
 
 
 def export(result: TuneResult, kind: str, path: Path) -> Path:
-    renderers = {"json": render_json, "csv": render_csv, "markdown": render_markdown}
-    if kind not in renderers:
-        raise ValueError(f"unknown export kind {kind!r}")
-    return write_file(path, renderers[kind](result))
+    return write_export(
+        result, kind, path, {"json": render_json, "csv": render_csv, "markdown": render_markdown}
+    )
 
 
 def tune_file_name(result: TuneResult) -> str:

@@ -1,7 +1,4 @@
-"""Running a tune: for each value, change the file, restart, wait, measure every load; then restore. `Changer`
-(shared with the guard) writes, restarts and waits for /health and /metrics; a value the server cannot start
-with is a failed `ValueOutcome` and the sweep goes on. However `TuneRun.run` ends, `finish` puts the original
-bytes (or the applied value) back and restarts the server."""
+"""Running a tune: per value, change the file, restart, wait, measure every load; then restore."""
 
 from __future__ import annotations
 
@@ -9,7 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +19,7 @@ from tui.bench.context import counted_prompt_tokens, sized_for_server
 from tui.bench.engine import ArmUnreachable, BurstConfigError, BurstProgress
 from tui.bench.prompts import PromptSetError
 from tui.bench.session import BurstCancelled, BurstRequest, BurstRequestError, BurstSession, EndpointArm
+from tui.bench.transport import client_or_own
 from tui.configs.atomic import SaveError, atomic_write
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import ChangedOnDiskError, OpenedConfig, masked_diff, open_config_async, unified_diff
@@ -134,16 +132,6 @@ class TuneProgress:
     burst_fraction: float = 0.0
 
 
-@contextlib.asynccontextmanager
-async def client_or_own(client: httpx.AsyncClient | None) -> AsyncIterator[httpx.AsyncClient]:
-    """`client` (the app's one client, left open), or a client of its own for this block."""
-    if client is not None:
-        yield client
-        return
-    async with httpx.AsyncClient(timeout=10.0) as own:
-        yield own
-
-
 class Interrupted(Exception):
     """A wait ended because its event was set first (a signal, the screen's cancel)."""
 
@@ -203,8 +191,7 @@ class Changer:
     async def restart(
         self, cancel: asyncio.Event | None = None, kill: asyncio.Event | None = None
     ) -> ChangeOutcome:
-        """Restart, then wait for /health (from a new process) and /metrics; Interrupted when `cancel` is set
-        while waiting, or `kill` while the command runs."""
+        """Restart, then wait for /health and /metrics; Interrupted on `cancel` or `kill`."""
         log_start = _size(self.log_file)
         before = await until(cancel, read_identity(self.client, self.metrics_url))
         ran = await self.run_command(log_start, kill)
@@ -213,8 +200,7 @@ class Changer:
         return await until(cancel, self._wait_back(before, ran.output, log_start))
 
     async def run_command(self, log_start: int, kill: asyncio.Event | None = None) -> ChangeOutcome:
-        """Run the restart command (ok: exit 0); Interrupted when `kill` is set while it runs. `kill` is
-        cleared first: a signal stops the command under way, never the next one (the final restart)."""
+        """Run the restart command (ok: exit 0); `kill` is cleared first, then stops it (Interrupted)."""
         if kill is not None:
             kill.clear()
         output: list[str] = []
@@ -301,8 +287,7 @@ def _size(path: Path | None) -> int:
 
 
 async def preflight(options: TuneOptions) -> str | None:
-    """Why the tune cannot start (None: it can), asked before the file is changed: the restart command's
-    program must exist and be executable, and the server must answer /health now (one short request)."""
+    """Why the tune cannot start (None: it can): the restart program must exist, the server answer."""
     problem = restart_command_problem(options.restart_command)
     if problem is not None:
         return f"--restart-command: {problem}"
@@ -434,9 +419,7 @@ class TuneRun:
         wait_when_cancelled: bool = True,
         kill: asyncio.Event | None = None,
     ) -> TuneResult:
-        """Sweep every value (cancelled when `cancel` is set); however it ends, the file is restored (or the
-        best applied) and the server restarted, waited for after a cancel only with `wait_when_cancelled`.
-        `kill` kills the restart command under way."""
+        """Sweep every value; however it ends, the file is restored (or applied) and the server restarted."""
         if self.result is None:
             await self.prepare()
         assert self.result is not None
@@ -445,9 +428,7 @@ class TuneRun:
         async with client_or_own(client) as client:
             await self._say_sizing(client)
             changer = self.options.changer(client, self.on_line)
-            # The sweep watches `cancel` itself (between steps, inside each burst and each wait for the
-            # server); a restart command under way runs to its end unless `kill` is set, so the final
-            # restart does not race it.
+            # A restart command under way runs to its end unless `kill` is set: the final one never races it.
             sweep = asyncio.ensure_future(self._sweep(changer, cancel, kill))
             try:
                 await sweep
@@ -486,8 +467,7 @@ class TuneRun:
             self.result.notes.append(f"prompts at {tokens} tokens: {sized.sizing}")
 
     async def _sweep(self, changer: Changer, cancel: asyncio.Event, kill: asyncio.Event | None) -> None:
-        """Rounds over every value, the baseline at the start of each and once at the end; odd rounds run
-        backwards, so a steady drift weighs on every value alike."""
+        """Rounds over every value, the baseline at each end; odd rounds run backwards against drift."""
         assert self.result is not None
         baseline, others = self.order[0], self.order[1:]
         position = 0
@@ -730,8 +710,7 @@ class TuneRun:
         self._update()
 
     def _applied_bytes(self, result: TuneResult) -> bytes:
-        """What `--apply` writes: vLLM's k-by-batch-size table where the best k differs significantly between
-        loads (not with --apply-at), else the best value at the chosen load when it beats the file's own."""
+        """What `--apply` writes: vLLM's k-by-batch-size table, else the best value if it beats the file's."""
         concurrency = self.options.apply_at or self.options.concurrencies[0]
         assert self.opened is not None and self.opened.document is not None
         doc = self.opened.document

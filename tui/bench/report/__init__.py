@@ -1,2 +1,1 @@
-"""Burst reports: `models` (the typed summary), `summary` (its figures and the verdict),
-`text` (for a terminal), `export` (Markdown, CSV, JSON)."""
+"""Burst reports: the typed summary, its figures and verdict, text and the exports."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from tui.bench.report.models import BurstSummary
 from tui.bench.report.summary import burst_summary
@@ -20,6 +23,7 @@ from tui.sanitize import safe_line
 from tui.tables import Table, markdown_escape
 from tui.tables import render_json as json_text
 
+R = TypeVar("R")
 CSV_FIELDS = (
     "arm", "name", "index", "round", "prompt_id", "ok", "error_kind", "http_status", "attempts",
     "scheduled_s", "sent_s", "send_lag_s", "ttft_s", "e2e_s", "output_tokens", "usage_estimated",
@@ -56,8 +60,7 @@ def _csv_record(arm: ArmResult, r: RequestResult) -> dict[str, object]:
     return record
 
 
-# Every chunk's arrival, size and tokens: most of a burst's bytes (64 requests of 256 tokens are 1 MB of
-# them); in the JSON export only with `detail` (`spectop bench --json-detail`).
+# Most of a burst's bytes: in the JSON export only with `detail` (`spectop bench --json-detail`).
 CHUNK_FIELDS = ("chunk_times_s", "chunk_chars", "chunk_tokens")
 
 
@@ -112,14 +115,18 @@ def export_name(kind: str, when: datetime) -> str:
     return f"spectop-burst-{when.strftime('%Y%m%d-%H%M%S')}.{extension}"
 
 
-def export(result: BurstResult, kind: str, path: Path, *, detail: bool = False) -> Path:
-    """Write one export (json, csv or markdown; `detail`: the JSON with every chunk's timing)."""
-    if kind == "json":
-        text = render_json(result, detail=detail)
-    elif kind == "csv":
-        text = render_csv(result)
-    elif kind == "markdown":
-        text = render_markdown(burst_summary(result, with_detail=False))
-    else:
+def write_export(result: R, kind: str, path: Path, renderers: dict[str, Callable[[R], str]]) -> Path:
+    """Write `result` rendered as `kind` (json, csv or markdown) to `path`."""
+    if kind not in renderers:
         raise ValueError(f"unknown export kind {kind!r}")
-    return write_file(path, text)
+    return write_file(path, renderers[kind](result))
+
+
+def export(result: BurstResult, kind: str, path: Path, *, detail: bool = False) -> Path:
+    """Write one export (`detail`: the JSON with every chunk's timing)."""
+    renderers: dict[str, Callable[[BurstResult], str]] = {
+        "json": partial(render_json, detail=detail),
+        "csv": render_csv,
+        "markdown": lambda r: render_markdown(burst_summary(r, with_detail=False)),
+    }
+    return write_export(result, kind, path, renderers)

@@ -1,5 +1,4 @@
-"""The typed burst summary: one arm's figures, the comparison of two, the whole burst (the JSON
-export's head)."""
+"""The typed burst summary: one arm's figures, the comparison of two, the whole burst."""
 
 from __future__ import annotations
 
@@ -61,8 +60,7 @@ class ArmSummary(BaseModel):
     requests: int
     errors: int
     errors_by_kind: dict[str, int]
-    # Why requests failed, in the servers' or spectop's words (a redirect not followed, a Retry-After too
-    # long, an HTTP status with its body): each distinct reason once with its count, most frequent first.
+    # Why requests failed: each distinct reason once with its count, most frequent first.
     error_reasons: tuple[tuple[str, int], ...] = ()
     retries: int
     retried_requests: int
@@ -115,9 +113,7 @@ class Divergence(BaseModel):
     index: int
     prompt_id: str
     char_position: int = Field(description="first character that differs (0-based)")
-    token_position: int | None = Field(
-        None, description="tokens before the chunk holding that character (exact with one token per chunk)"
-    )
+    token_position: int | None = Field(None, description="tokens before the chunk holding it")
     a_snippet: str
     b_snippet: str
 

@@ -1,5 +1,4 @@
-"""A burst's summary: each arm's figures from its requests, B against A (the pooled decode-rate ratio,
-its interval, the warnings and the verdict line), greedy equivalence."""
+"""A burst's summary: each arm's figures, B against A (ratio, interval, verdict), greedy equivalence."""
 
 from __future__ import annotations
 
@@ -50,24 +49,15 @@ def tokens_per_chunk(arm: ArmResult) -> float | None:
 
 
 def request_figures(result: RequestResult) -> explain.RequestFigures:
-    server = result.server
-    return explain.RequestFigures(
+    server = dict(result.server) if result.server else {}
+    return explain.RequestFigures.model_construct(
+        **server | {"prompt_tokens": server.get("prompt_tokens") or result.prompt_tokens},
         ok=result.ok,
         round=result.round,
         prompt_id=result.prompt_id,
         category=result.category,
         snippet=result.prompt_snippet,
-        drafted=server.drafted if server else None,
-        accepted=server.accepted if server else None,
-        spec_steps=server.spec_steps if server else None,
-        spec_tokens=server.spec_tokens if server else None,
-        histogram=server.acceptance_histogram if server else None,
-        by_length=server.histograms_by_length if server else None,
-        cached_tokens=server.cached_tokens if server else None,
-        prompt_tokens=(server.prompt_tokens if server else None) or result.prompt_tokens,
         client_ttft_s=result.ttft_s,
-        server_ttft_ms=server.server_ttft_ms if server else None,
-        queue_ms=server.queue_ms if server else None,
         e2e_s=result.e2e_s,
         tpot_s=result.tpot_s,
         decode=result.decode_sample(),
@@ -220,8 +210,7 @@ def verdict_text(
     level_words: str = "95% CI",
     unreliable: str | None = None,
 ) -> str:
-    """ "B is 1.80x faster (95% CI 1.70-1.90), ..."; "no significant difference (1.02x, 95% CI
-    0.95-1.09)" when the interval spans 1; "UNRELIABLE (...): " first when the client fell behind."""
+    """ "B is 1.80x faster (95% CI 1.70-1.90), ..." or "no significant difference (...)"."""
     first, second = names
     flag = f"UNRELIABLE ({unreliable}): " if unreliable else ""
     if ratio is None:
@@ -270,15 +259,13 @@ def comparison(
     a: ArmResult,
     b: ArmResult,
     *,
-    seed: int = 0,
     settings: BurstSettingsRecord | None = None,
     level: float | None = None,
 ) -> Comparison:
     """`level`: the interval's level (default the settings' `ci_level`, else 95%)."""
     if level is None:
         level = settings.ci_level if settings is not None and settings.ci_level else 0.95
-    # Pooled decode rate, Σ(tokens - 1) / Σ(e2e - TTFT) per arm: a ratio of per-request means
-    # lets one stream read all at once (near-zero decode time) swing the verdict.
+    # Pooled: a ratio of per-request means lets one stream read all at once swing the verdict.
     a_samples = [sample for r in a.requests if (sample := r.decode_sample())]
     b_samples = [sample for r in b.requests if (sample := r.decode_sample())]
     ratio = ci = within = None
@@ -289,11 +276,11 @@ def comparison(
         ratio = b_rate / a_rate
         paired = _paired_samples(a, b)
         if paired is not None and len(paired[0]) >= 0.8 * min(len(a_samples), len(b_samples)):
-            within = bootstrap_pooled_ratio_ci(paired[0], paired[1], paired=True, seed=seed, level=level)
+            within = bootstrap_pooled_ratio_ci(paired[0], paired[1], paired=True, level=level)
         else:
-            within = bootstrap_pooled_ratio_ci(a_samples, b_samples, seed=seed, level=level)
+            within = bootstrap_pooled_ratio_ci(a_samples, b_samples, level=level)
         ci = within
-        rounds = explain.bootstrap_rounds(_round_samples(a), _round_samples(b), seed=seed, level=level)
+        rounds = explain.bootstrap_rounds(_round_samples(a), _round_samples(b), level=level)
         round_ratios = rounds.round_ratios
         if rounds.rounds >= 2 and rounds.interval is not None:
             ci = rounds.interval  # rounds resampled too: drift between rounds widens it

@@ -1,5 +1,4 @@
-"""The summary for a terminal: the table's rows ((figure, A, B) and per category), notes, explanation
-lines, the plain-text table (80 columns)."""
+"""The summary for a terminal: the table's rows, notes, explanation lines (80 columns)."""
 
 from __future__ import annotations
 
@@ -194,8 +193,7 @@ def explain_lines(summary: BurstSummary) -> list[str]:
 
 
 def acceptance_lines(name: str, acceptance: AcceptanceFigures) -> list[str]:
-    """The k in effect beside the configured one, and per-position acceptance (per draft length when
-    the steps drafted different lengths, or why it is unknown)."""
+    """The k in effect beside the configured one, and per-position acceptance (or why it is unknown)."""
     lines = []
     if acceptance.k_in_effect is not None:
         configured = f" (configured {acceptance.k_configured})" if acceptance.k_configured is not None else ""
