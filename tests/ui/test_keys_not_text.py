@@ -233,11 +233,7 @@ async def test_an_invalid_text_cancelled_leaves_no_error(config_toml: Path) -> N
     [("b", "BenchScreen", "requests", "32"), ("T", "TuneScreen", "values", "0,1,2,3,4")],
 )
 async def test_esc_restores_the_burst_and_tune_forms_fields(
-    live_app: SpectopApp,
-    key: str,
-    screen_name: str,
-    field_id: str,
-    value: str,
+    live_app: SpectopApp, key: str, screen_name: str, field_id: str, value: str
 ) -> None:
     async with live_app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, live_app, key, screen_name)

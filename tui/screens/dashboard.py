@@ -92,11 +92,7 @@ class DashboardScreen(EndpointScreen):
             "T", "tune", "Tune", show=False, tooltip="sweep k with restarts, recommend, apply (tune screen)"
         ),
         Binding(
-            "v",
-            "toggle_view",
-            "View",
-            show=False,
-            tooltip="table view ⇄ cards (alone when cards do not fit)",
+            "v", "toggle_view", "View", show=False, tooltip="table view ⇄ cards (alone when cards do not fit)"
         ),
         Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
         Binding("down", "move(1, 0)", "Next", show=False, tooltip="move between the cards"),

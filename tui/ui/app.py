@@ -79,10 +79,13 @@ PALETTE_COMMANDS = (
     ("Tune", "Sweep the endpoint's k with restarts, recommend and apply (tune screen)", "screen.tune"),
     ("Table view", "Switch between the table of endpoints and the cards", "screen.toggle_view"),
     ("Table columns", "Choose and order the table view's columns (remembered)", "table.choose_columns"),
-    ("Log viewer", "The focused endpoint's log full screen: search, errors, follow, wrap",
-     "screen.log_viewer"),
+    (
+        "Log viewer",
+        "The focused endpoint's log full screen: search, errors, follow, wrap",
+        "screen.log_viewer",
+    ),
     ("GPUs", "One row per GPU: memory, utilisation, power, temperature, clocks, processes", "screen.gpus"),
-)  # fmt: skip
+)
 
 
 def fit_parts(parts: list[str], width: int) -> list[str]:

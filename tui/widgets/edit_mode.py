@@ -200,7 +200,7 @@ class OnOff(Widget, can_focus=True):
     OnOff.-on:focus { text-style: bold reverse; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "flip", "Toggle", show=False, tooltip="turn the focused option on / off"),
+        Binding("space", "flip", "Toggle", show=False, tooltip="turn the focused option on / off")
     ]
 
     value: reactive[bool] = reactive(False)

@@ -149,10 +149,7 @@ def all_same_reason(views: Mapping[str, EndpointGpus]) -> str | None:
 
 
 def card_gpu_line(
-    view: EndpointGpus | None,
-    shared: frozenset[str],
-    views: Mapping[str, EndpointGpus],
-    width: int,
+    view: EndpointGpus | None, shared: frozenset[str], views: Mapping[str, EndpointGpus], width: int
 ) -> Content | None:
     """The card's GPU line, or why it has none; None when the strip says it or no poll happened yet."""
     if view is None or all_same_reason(views) is not None:
