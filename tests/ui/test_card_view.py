@@ -10,7 +10,7 @@ from typing import get_args
 import pytest
 from cut_figures import cut_words
 from textual.app import App, ComposeResult
-from ui_waiting import wait_for
+from ui_waiting import Replayed, wait_for
 
 from tui.advice.advisor import Advice
 from tui.configs.sglang_adaptive import candidate_steps
@@ -390,10 +390,8 @@ def _card_texts(app: SpectopApp) -> dict[str, str]:
     return {card.endpoint: card.render().plain for card in app.screen.query(EndpointCard)}
 
 
-async def test_dashboard_cards_carry_the_charts_at_200x50_and_120x36_not_at_80x24(replay_app) -> None:  # type: ignore[no-untyped-def]
-    app = replay_app()
-    async with app.run_test(size=(200, 50)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+async def test_dashboard_cards_carry_the_charts_at_200x50_and_120x36_not_at_80x24(replayed: Replayed) -> None:
+    async with replayed((200, 50)) as (pilot, app):
         await pilot.pause()
         await wait_for(pilot, lambda: all("-5 min" in text for text in _card_texts(app).values()))
         assert all("per pos" in text for text in _card_texts(app).values())

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from scripted_source import ScriptedSourceBase
 from textual.widgets import Static
-from ui_waiting import polling_fast, spectop, wait_for, wait_until_tailed
+from ui_waiting import Replayed, polling_fast, spectop, wait_for, wait_until_tailed
 
 import tui.screens.dashboard as dashboard
 from tests.telemetry.metrics_test_server import closed_port
@@ -101,7 +101,7 @@ async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServ
 
 
 async def test_record_then_replay_gives_the_same_figures(
-    sim: SimServer, tmp_path: Path, replay_app: Callable[..., SpectopApp]
+    sim: SimServer, tmp_path: Path, replayed: Replayed
 ) -> None:
     path = tmp_path / "session.jsonl"
     app = _app(sim, tmp_path, record_path=path)
@@ -111,11 +111,9 @@ async def test_record_then_replay_gives_the_same_figures(
     recorded = [record async for record in read_records(path) if isinstance(record, EndpointReading)]
     assert len(recorded) >= 5
     assert any(record.figures == seen_live for record in recorded)
-    replayed = replay_app(replay_path=path)
-    async with replayed.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: replayed.replay_done)
-        assert replayed.readings["sim"].figures == recorded[-1].figures
-        assert replayed.series.endpoint("sim").values("generation_tokens_per_s") == [
+    async with replayed(replay_path=path) as (_, again):
+        assert again.readings["sim"].figures == recorded[-1].figures
+        assert again.series.endpoint("sim").values("generation_tokens_per_s") == [
             record.figures.generation_tokens_per_s if record.up else None for record in recorded
         ]
 

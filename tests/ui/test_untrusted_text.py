@@ -189,10 +189,7 @@ async def test_restart_dialog_output_and_the_logs_last_errors(tmp_path: Path) ->
 # --- the fleet dashboard: Prometheus's labels and its own error text ---------------------------------------
 
 
-async def test_fleet_table_and_the_prometheus_down_alert(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))  # not the user's theme choice
+async def test_fleet_table_and_the_prometheus_down_alert() -> None:
     fleet = hostile_fleet(40)  # enough for the table (a few get cards)
     async with FakePrometheus(fleet.answer) as prometheus:
         app = fleet_app(fleet_settings(prometheus.url))

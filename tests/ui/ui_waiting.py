@@ -4,7 +4,7 @@ is a hang guard, never an assertion about speed); and keys sent as a terminal se
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from tui.settings import EndpointSettings
     from tui.ui.app import SpectopApp
 
+# The `replayed` fixture's (conftest.py): `async with replayed(size, **options) as (pilot, app)`.
+Replayed = Callable[..., AbstractAsyncContextManager[tuple[Pilot[Any], "SpectopApp"]]]
 STEP_S = 0.05
 HANG_GUARD_S = 60.0
 # The characters a terminal sends for these keys (None: an escape sequence, no character).
