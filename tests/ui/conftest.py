@@ -59,8 +59,7 @@ def replayed(replay_app: Callable[..., SpectopApp]) -> Replayed:
 
 @pytest.fixture
 def bench_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The burst history and the export files in the test's own folders (the cwd is tmp_path)."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    """The burst history (tests/conftest.py) and the export files in the test's own folders (the cwd)."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -83,9 +82,8 @@ def config_toml(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def live_app(tmp_path: Path, config_toml: Path, monkeypatch: pytest.MonkeyPatch) -> SpectopApp:
+def live_app(config_toml: Path) -> SpectopApp:
     """The dashboard on one endpoint where nothing listens, with the sample config as its file."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     endpoint = EndpointSettings(
         name="e", url="http://127.0.0.1:9", config_file=config_toml, restart_command=["true"]
     )  # nothing listens

@@ -68,16 +68,13 @@ def test_next_theme_wraps() -> None:
 
 def coloured(strips: list[Strip]) -> list[str]:
     """Every segment whose style carries a colour (anything but the terminal's default)."""
-    found = []
-    for strip in strips:
-        for segment in strip:
-            style = segment.style
-            if style is None:
-                continue
-            for color in (style.color, style.bgcolor):
-                if color is not None and color.type is not ColorType.DEFAULT:
-                    found.append(f"{segment.text!r} {color}")
-    return found
+    return [
+        f"{segment.text!r} {color}"
+        for strip in strips
+        for segment in strip
+        for color in ((segment.style.color, segment.style.bgcolor) if segment.style else ())
+        if color is not None and color.type is not ColorType.DEFAULT
+    ]
 
 
 def _screen_strips(app: App[Any]) -> list[Strip]:

@@ -422,9 +422,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.run_worker(self._export(self.outcome, kind, path), group="export", exit_on_error=False)
 
     def use_past_burst(self, path: str, side: str) -> None:
-        select = self.query_one(f"#{side}-select", Select)
-        value = PastArm(path=Path(path), arm="a")
-        select.value = value
+        self.query_one(f"#{side}-select", Select).value = PastArm(path=Path(path), arm="a")
         self.set_status(f"{side.upper()} is now the past burst {Path(path).name} (arm A of it)")
 
     # --- workers --------------------------------------------------------------------------------------
@@ -483,31 +481,25 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     def _finished(self, message: BurstFinished) -> None:
         if not isinstance(message.summary, BurstSummary) or not isinstance(message.result, BurstOutcome):
             return
-        self.summary = message.summary
+        self.summary = summary = message.summary
         self.outcome = message.result
         table = self.query_one("#results-table", DataTable)
         table.clear()
-        for figure, a_text, b_text in table_rows(message.summary):
+        for figure, a_text, b_text in table_rows(summary):
             table.add_row(figure, a_text, b_text)
-        comparison = message.summary.comparison
-        lines = []
-        late = [
+        checks = [
             line
-            for label, arm in message.summary.arms
+            for label, arm in summary.arms
             for line in client_check_lines(label.upper(), arm.client_check)
         ]
-        lines += [line for line in late if line.startswith("!!!")]  # first: the client was the bottleneck
-        if comparison is not None:
-            lines.append(comparison.verdict)
-        equivalence = equivalence_line(message.summary)
-        if equivalence:
-            lines.append(equivalence)
-        lines += [line for line in note_lines(message.summary) if line not in lines]
-        self.query_one("#verdict", Static).update(
-            Content(safe_text("\n".join(lines) or "one arm: no comparison"))
-        )
-        self.query_one("#verdict", Static).remove_class("hint")
-        explained = explain_block(message.summary)
+        late = [line for line in checks if line.startswith("!!!")]  # first: the client was the bottleneck
+        verdicts = (summary.comparison.verdict if summary.comparison else "", equivalence_line(summary))
+        lines = late + [line for line in verdicts if line]
+        lines += [line for line in note_lines(summary) if line not in lines]
+        verdict = self.query_one("#verdict", Static)
+        verdict.update(Content(safe_text("\n".join(lines) or "one arm: no comparison")))
+        verdict.remove_class("hint")
+        explained = explain_block(summary)
         self.query_one("#explain-text", Static).update(
             Content(safe_text("\n".join(explained) or "the servers sent no per-request figures"))
         )
@@ -517,7 +509,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         table.focus()  # so j / c / m export instead of typing into a field
         saved = " · kept in the history (h)" if message.saved_to else ""
         notes = "".join(f" · {note}" for note in message.result.notes)
-        if any(line.startswith("!!!") for line in late):
+        if late:
             self.set_status("THE CLIENT FELL BEHIND: the figures measure spectop, not the server", error=True)
             return
         self.set_status(f"j / c / m: export JSON / CSV / Markdown · e: explain{saved}{notes}")

@@ -205,10 +205,6 @@ class GpuStrip(Static):
         return len(lines)
 
 
-def _watts(value: float | None) -> str:
-    return _figure(value, " W")
-
-
 def _percent(value: float | None) -> str:
     """A percent of 100 (a GPU's utilisation) in the vocabulary of rates: "97%"."""
     return fmt_rate(None if value is None else value / 100)
@@ -217,7 +213,7 @@ def _percent(value: float | None) -> str:
 # (chart id, label, GpuSample figure, how several GPUs combine, formatter, style, low, high)
 CHARTS = (
     ("gpu-chart-memory", "GPU mem", "memory_fraction", "max", fmt_rate, "$warning", 0.0, 1.0),
-    ("gpu-chart-power", "GPU W", "power_w", "sum", _watts, "$error", 0.0, None),
+    ("gpu-chart-power", "GPU W", "power_w", "sum", lambda value: _figure(value, " W"), "$error", 0.0, None),
     ("gpu-chart-util", "GPU util", "utilization_pct", "mean", _percent, "$success", 0.0, 100.0),
 )
 
@@ -420,8 +416,7 @@ class GpuRowsPane(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(id="gpu-rows-lines")
 
-    def show(self, view: EndpointGpus | None, width: int, no_poll: str) -> list[Content]:
-        """Redraw with `view` at `width` columns; returns the lines drawn."""
-        lines = endpoint_lines(view, width, no_poll)
-        self.query_one("#gpu-rows-lines", Static).update(Content("\n").join(lines))
-        return lines
+    def show(self, view: EndpointGpus | None, width: int, no_poll: str) -> None:
+        self.query_one("#gpu-rows-lines", Static).update(
+            Content("\n").join(endpoint_lines(view, width, no_poll))
+        )
