@@ -165,9 +165,7 @@ class SpectopApp(SpectopBase[int]):
         self._subtitle_due = False  # alerts changed: the header's count is redrawn once they are all in
         self._heap_frozen = False  # fleet mode: gc.freeze() asked for
         self._gc_thresholds: tuple[int, int, int] | None = None  # the thresholds before, once frozen
-        self._theme_folders = theme_folders
         self._remember_theme_choice = remember_theme_choice
-        self.theme_names: list[str] = []
         self.bench_pair = bench_pair
         self._autopilot_limits = autopilot_limits or Limits()
         self._autopilot: Worker[None] | None = None  # `o`: one dry-run autopilot per endpoint
@@ -175,7 +173,7 @@ class SpectopApp(SpectopBase[int]):
         self._leaving = False  # quitting: the autopilot puts the configs back first
         self._unmounted = False
         # Before the app runs, so that the first CSS parse has the theme's colours.
-        self._theme_problems = self._load_themes()
+        self._theme_problems = self._load_themes(theme_folders)
 
     # --- what tests and scripts read ------------------------------------------------------------------------
 
@@ -618,13 +616,12 @@ class SpectopApp(SpectopBase[int]):
 
     # --- themes and header ----------------------------------------------------------------------------------
 
-    def _load_themes(self) -> list[str]:
+    def _load_themes(self, folders: list[Path] | None) -> list[str]:
         """Registers the theme files' themes, sets the remembered one; returns the problems."""
-        folders = self._theme_folders
-        loaded = load_themes(folders) if folders is not None else load_themes()
+        loaded = load_themes(folders)
         for theme in loaded.themes.values():
             self.register_theme(theme)
-        self.theme_names = sorted(loaded.themes)
+        self.theme_names: list[str] = sorted(loaded.themes)
         wanted = remembered_theme() if self._remember_theme_choice else None
         for choice in (wanted, DEFAULT_THEME):
             if choice and choice in self.available_themes:
