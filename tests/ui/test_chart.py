@@ -4,7 +4,6 @@ for restarts and config changes at the time they happened. Pure drawing function
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from ui_waiting import wait_for
 
@@ -105,7 +104,7 @@ def test_history_keeps_restart_and_config_markers_once() -> None:
     assert list(history.up) == [True, True, True, True, False]
 
 
-async def test_detail_screen_draws_axis_and_markers_of_a_config_change(tmp_path: Path) -> None:
+async def test_detail_screen_draws_axis_and_markers_of_a_config_change() -> None:
     from tui.screens.detail import DetailScreen
     from tui.settings import EndpointSettings, Settings
     from tui.ui.app import SpectopApp

@@ -125,9 +125,7 @@ async def test_dashboard_cards_table_detail_alerts_and_help(
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-async def test_editor_status_line_after_a_save(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
-) -> None:
+async def test_editor_status_line_after_a_save(tmp_path: Path, size: tuple[int, int]) -> None:
     folder = tmp_path / "a-folder-with-a-long-name-as-real-deployments-have" / "vllm-deepseek-v3-mtp"
     folder.mkdir(parents=True)
     target = folder / "config.toml"

@@ -240,14 +240,11 @@ class GpuCharts(Horizontal):
         self.display = view is not None  # no GPU poll yet (or a replay: GPUs are not recorded): nothing
         if view is None:
             return
+        self.set_class(not view.available, "absent")
         if not view.available:
-            reason = view.reason or "no GPU source"
-            self.add_class("absent")
-            self.query_one("#gpu-absent", Static).update(
-                Content(f"{UNKNOWN} no GPU charts: {safe_line(reason)}")
-            )
+            reason = safe_line(view.reason or "no GPU source")
+            self.query_one("#gpu-absent", Static).update(Content(f"{UNKNOWN} no GPU charts: {reason}"))
             return
-        self.remove_class("absent")
         for chart_id, _name, figure, how, *_rest in CHARTS:
             chart = self.query_one(f"#{chart_id}", Chart)
             times, values = combined_series(history, view.keys, figure, how, start)  # type: ignore[arg-type]
