@@ -190,12 +190,11 @@ class DashboardScreen(EndpointScreen):
 
     def _focus_view(self, keep: tuple[type, ...] = ()) -> None:
         """The table in the table view, else the first card shown; unless a `keep` widget has the focus."""
-        cards = self._visible_cards()
         if isinstance(self.focused, keep):
             return
         if self.view == "table":
             self._table().focus()
-        elif cards:
+        elif cards := self._visible_cards():
             cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:
