@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from recording_factory import STEPS
-from ui_waiting import Replayed, spectop, wait_for
+from ui_waiting import Replayed, card_texts, spectop, wait_for
 
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
@@ -22,11 +22,6 @@ from tui.telemetry.recording import check_recording, read_records
 from tui.ui.app import SpectopApp
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.log_pane import LogPane
-
-
-def _card_text(app: SpectopApp, name: str) -> str:
-    card = next(card for card in app.screen.query(EndpointCard) if card.endpoint == name)
-    return str(card.render())
 
 
 async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
@@ -41,8 +36,8 @@ async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
             if isinstance(record, EndpointReading):
                 last[record.name] = record
         expected = f"{last['mtp-on'].figures.generation_tokens_per_s:.1f}"
-        assert expected in _card_text(app, "mtp-on")
-        mtp_off = _card_text(app, "mtp-off")
+        assert expected in card_texts(app)["mtp-on"]
+        mtp_off = card_texts(app)["mtp-off"]
         assert "accept     –" in mtp_off  # no drafting: a dash, never 0
         assert len(app.series.endpoint("mtp-on")) == STEPS
         active = {(alert.endpoint, alert.kind) for alert in app.alerts.active()}
@@ -50,14 +45,14 @@ async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
         cleared = {(alert.endpoint, alert.kind) for alert in app.alerts.cleared}
         assert ("llama-draft", "down") in cleared  # went down at step 100, back at 110
         assert ("llama-draft", "oom") in cleared  # the restart cleared the OOM
-        assert "CRIT" in _card_text(app, "mtp-on")
+        assert "CRIT" in card_texts(app)["mtp-on"]
         # Three cards: 3 x 8 roomy rows + header + footer = 26 rows. 80x24 is too short for that,
         # so the cards stay compact (every card visible); 80x30 has room for the roomy layout.
         assert not any(card.roomy for card in cards)
-        assert "TTFT p50" not in _card_text(app, "mtp-on")  # compact: "TTFT p50/p95" on one line
+        assert "TTFT p50" not in card_texts(app)["mtp-on"]  # compact: "TTFT p50/p95" on one line
         await pilot.resize_terminal(80, 30)
         await wait_for(pilot, lambda: all(card.roomy for card in app.screen.query(EndpointCard)))
-        assert "TTFT p50" in _card_text(app, "mtp-on")
+        assert "TTFT p50" in card_texts(app)["mtp-on"]
 
 
 async def test_keys_move_between_cards_open_detail_and_come_back(

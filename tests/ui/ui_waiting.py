@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import events
+from textual.app import App
 from textual.pilot import Pilot
 
 if TYPE_CHECKING:
@@ -110,6 +111,11 @@ async def wait_for_dashboard(pilot: Pilot[Any]) -> None:
     await wait_for(
         pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
     )
+
+
+def card_texts(app: App[Any]) -> dict[str, str]:
+    """What each card on the screen shows, by its endpoint."""
+    return {card.endpoint: card.render().plain for card in app.screen.query("EndpointCard")}  # type: ignore[attr-defined]
 
 
 async def wait_for_exit(pilot: Pilot[Any]) -> None:
