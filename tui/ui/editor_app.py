@@ -29,12 +29,9 @@ class EditorApp(SpectopBase[None]):
 
     def on_mount(self) -> None:
         exit_on_signals(self)
-        options = {
-            "client": self.http_client,
-            "keep_recovery_note": self.keep_recovery_note,
-            **self.screen_options,
-        }
-        self.push_screen(EditorScreen(self.path, **options), lambda _result: self.exit())
+        options: dict[str, Any] = {"client": self.http_client, "keep_recovery_note": self.keep_recovery_note}
+        screen = EditorScreen(self.path, **options, **self.screen_options)
+        self.push_screen(screen, lambda _result: self.exit())
 
     async def on_unmount(self) -> None:
         restore_signals(self)
