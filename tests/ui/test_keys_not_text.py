@@ -25,12 +25,11 @@ SIZE = (80, 24)
 
 def field_values(screen: Screen[Any]) -> dict[str, object]:
     """Every field's value on the screen (inputs, selects, the raw text)."""
-    values: dict[str, object] = {}
-    for index, widget in enumerate(screen.query("Input, Select, TextArea")):
-        if isinstance(widget, Input | Select | TextArea):
-            key = f"{index}:{widget.id}"
-            values[key] = widget.text if isinstance(widget, TextArea) else widget.value
-    return values
+    return {
+        f"{index}:{widget.id}": widget.text if isinstance(widget, TextArea) else widget.value
+        for index, widget in enumerate(screen.query("Input, Select, TextArea"))
+        if isinstance(widget, Input | Select | TextArea)
+    }
 
 
 async def help_then_quit(pilot: Pilot[Any], screen: Screen[Any]) -> None:

@@ -31,10 +31,8 @@ async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
         await pilot.pause()
         cards = list(app.screen.query(EndpointCard))
         assert [card.endpoint for card in cards] == ["mtp-on", "mtp-off", "llama-draft"]
-        last = {}
-        async for record in read_records(recording):
-            if isinstance(record, EndpointReading):
-                last[record.name] = record
+        readings = read_records(recording)
+        last = {record.name: record async for record in readings if isinstance(record, EndpointReading)}
         expected = f"{last['mtp-on'].figures.generation_tokens_per_s:.1f}"
         assert expected in card_texts(app)["mtp-on"]
         mtp_off = card_texts(app)["mtp-off"]
