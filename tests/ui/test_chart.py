@@ -13,10 +13,11 @@ from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
 from tui.widgets.card_view import CardData, compact_lines, roomy_lines
 from tui.widgets.chart import (
+    ACCEPTANCE_CHART,
     GUTTER,
     SECONDS_FLOOR,
     SPARK_CHARS,
-    ChartSpec,
+    TTFT_CHART,
     bucketed,
     chart_lines,
     chart_rows,
@@ -26,8 +27,7 @@ from tui.widgets.chart import (
     time_axis,
 )
 
-TTFT = ChartSpec("ttft_p50_s", "$secondary", floor=0.001)
-ACCEPTANCE = ChartSpec("acceptance_rate", "$accent", low=0.0, high=1.0)
+TTFT, ACCEPTANCE = TTFT_CHART, ACCEPTANCE_CHART
 
 
 def test_sparkline_scales_between_low_and_high_and_leaves_gaps() -> None:
