@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_fixtures import mtp_burst, replaying
 from recording_factory import write_recording
 from textual.pilot import Pilot
-from ui_waiting import Replayed, wait_for
+from ui_waiting import Replayed, spectop, wait_for
 
 from tui.bench.results import BurstResult
 from tui.paths import sample_configs_dir, themes_dir
@@ -84,8 +84,5 @@ def config_toml(tmp_path: Path) -> Path:
 @pytest.fixture
 def live_app(config_toml: Path) -> SpectopApp:
     """The dashboard on one endpoint where nothing listens, with the sample config as its file."""
-    endpoint = EndpointSettings(
-        name="e", url="http://127.0.0.1:9", config_file=config_toml, restart_command=["true"]
-    )  # nothing listens
-    settings = Settings(poll_interval_s=60, endpoints=[endpoint])
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+    nowhere = "http://127.0.0.1:9"  # nothing listens
+    return spectop(EndpointSettings(name="e", url=nowhere, config_file=config_toml, restart_command=["true"]))
