@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,17 +15,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_fixtures import mtp_burst, replaying
 from recording_factory import write_recording
+from textual.pilot import Pilot
+from ui_waiting import Replayed, spectop, wait_for
 
 from tui.bench.results import BurstResult
 from tui.paths import sample_configs_dir, themes_dir
 from tui.settings import EndpointSettings, Settings
 from tui.ui.app import SpectopApp
-
-
-@pytest.fixture(autouse=True)
-def _private_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never read or write the real ~/.config/spectop from a test."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
 
 
 @pytest.fixture
@@ -33,17 +31,27 @@ def recording(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def replay_app(recording: Path) -> Callable[..., SpectopApp]:
-    def make(**kwargs: object) -> SpectopApp:
-        options: dict[str, object] = {
-            "replay_path": recording,
-            "replay_speed": 0.0,
-            "theme_folders": [themes_dir()],
-            "remember_theme_choice": False,
-        }
-        options.update(kwargs)
-        return SpectopApp(Settings(), **options)  # type: ignore[arg-type]
+    def make(**kwargs: Any) -> SpectopApp:
+        options = {"replay_path": recording, "replay_speed": 0.0, "theme_folders": [themes_dir()]}
+        return SpectopApp(Settings(), **{**options, "remember_theme_choice": False, **kwargs})
 
     return make
+
+
+@pytest.fixture
+def replayed(replay_app: Callable[..., SpectopApp]) -> Replayed:
+    """`async with replayed(size, **options) as (pilot, app)`: the replay app, once it has read it all."""
+
+    @asynccontextmanager
+    async def run(
+        size: tuple[int, int] = (80, 24), **options: Any
+    ) -> AsyncIterator[tuple[Pilot[Any], SpectopApp]]:
+        app = replay_app(**options)
+        async with app.run_test(size=size) as pilot:
+            await wait_for(pilot, lambda: app.replay_done, "the end of the replay")
+            yield pilot, app
+
+    return run
 
 
 # --- the burst screen (tests/ui/test_bench_screen*.py; helpers in bench_fixtures.py) -------------------
@@ -51,8 +59,7 @@ def replay_app(recording: Path) -> Callable[..., SpectopApp]:
 
 @pytest.fixture
 def bench_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The burst history and the export files in the test's own folders (the cwd is tmp_path)."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    """The burst history (tests/conftest.py) and the export files in the test's own folders (the cwd)."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -75,11 +82,7 @@ def config_toml(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def live_app(tmp_path: Path, config_toml: Path, monkeypatch: pytest.MonkeyPatch) -> SpectopApp:
+def live_app(config_toml: Path) -> SpectopApp:
     """The dashboard on one endpoint where nothing listens, with the sample config as its file."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    endpoint = EndpointSettings(
-        name="e", url="http://127.0.0.1:9", config_file=config_toml, restart_command=["true"]
-    )  # nothing listens
-    settings = Settings(poll_interval_s=60, endpoints=[endpoint])
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+    nowhere = "http://127.0.0.1:9"  # nothing listens
+    return spectop(EndpointSettings(name="e", url=nowhere, config_file=config_toml, restart_command=["true"]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
 from tui.telemetry.figures import Figures
@@ -56,6 +57,32 @@ def _mtp_off(step: int) -> Figures:
     )
 
 
+# name, URL, backend, and the model its readings name (in the order of their readings at each step)
+ENDPOINTS = (
+    ("mtp-on", "http://127.0.0.1:8000", "vllm", MODEL),
+    ("mtp-off", "http://127.0.0.1:8001", "vllm", MODEL),
+    ("llama-draft", "http://127.0.0.1:8080", "llamacpp", "qwen2.5-0.5b"),
+)
+LLAMA_DRAFT = Figures(
+    generation_tokens_per_s=52.0,
+    acceptance_rate=1.0,
+    mean_acceptance_length=9.0,
+    per_position_acceptance=[1.0] * 8,
+    tpot_mean_s=0.0042,
+    running=1,
+    waiting=0,
+)
+
+
+def _reading(index: int, now: float, figures: Figures, **fields: Any) -> str:
+    """Endpoint `index`'s reading of the step at `now`, a tenth of a second after the one before it."""
+    name, url, backend, model = ENDPOINTS[index]
+    fields = {"up": True, "backend": backend, "model": model, "window_s": 60.0, **fields}
+    return EndpointReading(
+        name=name, url=url, time=now + index / 10, figures=figures, **fields
+    ).model_dump_json()
+
+
 def recording_lines() -> list[str]:
     header = HeaderRecord(
         time=START,
@@ -74,55 +101,10 @@ def recording_lines() -> list[str]:
     lines = [header.model_dump_json()]
     for step in range(STEPS):
         now = START + step * STEP_S
-        lines.append(
-            EndpointReading(
-                name="mtp-on",
-                url="http://127.0.0.1:8000",
-                time=now,
-                up=True,
-                backend="vllm",
-                model=MODEL,
-                window_s=60.0,
-                figures=_mtp_on(step),
-            ).model_dump_json()
-        )
-        lines.append(
-            EndpointReading(
-                name="mtp-off",
-                url="http://127.0.0.1:8001",
-                time=now + 0.1,
-                up=True,
-                backend="vllm",
-                model=MODEL,
-                window_s=60.0,
-                figures=_mtp_off(step),
-            ).model_dump_json()
-        )
+        lines += [_reading(0, now, _mtp_on(step)), _reading(1, now, _mtp_off(step))]
         down = 100 <= step < 110
-        lines.append(
-            EndpointReading(
-                name="llama-draft",
-                url="http://127.0.0.1:8080",
-                time=now + 0.2,
-                up=not down,
-                error="connection refused" if down else None,
-                backend="llamacpp",
-                model="qwen2.5-0.5b",
-                window_s=60.0,
-                consecutive_failures=step - 99 if down else 0,
-                figures=Figures()
-                if down
-                else Figures(
-                    generation_tokens_per_s=52.0,
-                    acceptance_rate=1.0,
-                    mean_acceptance_length=9.0,
-                    per_position_acceptance=[1.0] * 8,
-                    tpot_mean_s=0.0042,
-                    running=1,
-                    waiting=0,
-                ),
-            ).model_dump_json()
-        )
+        failed = {"error": "connection refused", "consecutive_failures": step - 99} if down else {}
+        lines.append(_reading(2, now, Figures() if down else LLAMA_DRAFT, up=not down, **failed))
         if step % 5 == 0:
             rate = _mtp_on(step).acceptance_rate or 0.0
             event = SpecDecodeEvent(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -260,19 +261,19 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
     ]
 
 
-async def _opened_with_b(pilot: Pilot[None]) -> BenchScreen:
-    """The burst screen as a user opens it: b on the dashboard."""
-    app = pilot.app
-    await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
-    await pilot.press("b")
-    await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen))
-    return bench_screen(app)
+@asynccontextmanager
+async def _opened_with_b() -> AsyncIterator[tuple[Pilot[Any], BenchScreen]]:
+    """The burst screen as a user opens it: b on the dashboard (of an endpoint where nothing listens)."""
+    app = spectop(EndpointSettings(name="e", url="http://127.0.0.1:9"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen))
+        yield pilot, bench_screen(app)
 
 
 async def test_in_the_app_the_footer_keeps_the_keys_in_sight_at_80_and_b_opens_no_second_screen() -> None:
-    app = spectop(EndpointSettings(name="e", url="http://127.0.0.1:9"))  # nothing listens
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await _opened_with_b(pilot)
+    async with _opened_with_b() as (pilot, screen):
         screen.query_one("#results-table", DataTable).focus()
         footer = screen.query_one(Footer)
         await wait_for(
@@ -285,16 +286,14 @@ async def test_in_the_app_the_footer_keeps_the_keys_in_sight_at_80_and_b_opens_n
             assert shown in keys and keys[shown].width > 0 and keys[shown].right <= palette.x, shown
         await pilot.press("b")  # the app's key: a second burst screen on top of this one
         await pilot.pause()
-        assert app.screen is screen and "this is the burst screen" in text_of(screen, "#status")
+        assert pilot.app.screen is screen and "this is the burst screen" in text_of(screen, "#status")
 
 
 async def test_under_no_color_the_toggles_read_on_and_off_and_focus_shows_without_colour(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = spectop(EndpointSettings(name="e", url="http://127.0.0.1:9"))  # nothing listens
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await _opened_with_b(pilot)
+    async with _opened_with_b() as (pilot, screen):
         prime = screen.query_one("#prime-cache", OnOff)
         prime.focus()
         await pilot.press("space")

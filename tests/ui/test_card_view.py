@@ -10,7 +10,7 @@ from typing import get_args
 import pytest
 from cut_figures import cut_words
 from textual.app import App, ComposeResult
-from ui_waiting import wait_for
+from ui_waiting import Replayed, card_texts, wait_for
 
 from tui.advice.advisor import Advice
 from tui.configs.sglang_adaptive import candidate_steps
@@ -20,7 +20,6 @@ from tui.telemetry.alerts import Alert, AlertKind
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
-from tui.ui.app import SpectopApp
 from tui.widgets.card_view import (
     ALERT_LABEL,
     CARD_CHART_WINDOW_S,
@@ -386,22 +385,16 @@ def test_card_height_gives_charts_the_room_only_when_every_card_gets_enough() ->
     assert height(40, 50, 1) == ROOMY_CARD_ROWS  # tall but too narrow for charts
 
 
-def _card_texts(app: SpectopApp) -> dict[str, str]:
-    return {card.endpoint: card.render().plain for card in app.screen.query(EndpointCard)}
-
-
-async def test_dashboard_cards_carry_the_charts_at_200x50_and_120x36_not_at_80x24(replay_app) -> None:  # type: ignore[no-untyped-def]
-    app = replay_app()
-    async with app.run_test(size=(200, 50)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+async def test_dashboard_cards_carry_the_charts_at_200x50_and_120x36_not_at_80x24(replayed: Replayed) -> None:
+    async with replayed((200, 50)) as (pilot, app):
         await pilot.pause()
-        await wait_for(pilot, lambda: all("-5 min" in text for text in _card_texts(app).values()))
-        assert all("per pos" in text for text in _card_texts(app).values())
+        await wait_for(pilot, lambda: all("-5 min" in text for text in card_texts(app).values()))
+        assert all("per pos" in text for text in card_texts(app).values())
         await pilot.resize_terminal(120, 36)
-        await wait_for(pilot, lambda: all("-5 min" in text for text in _card_texts(app).values()))
+        await wait_for(pilot, lambda: all("-5 min" in text for text in card_texts(app).values()))
         await pilot.resize_terminal(80, 24)
-        await wait_for(pilot, lambda: not any("-5 min" in text for text in _card_texts(app).values()))
-        assert all("tok/s" in text for text in _card_texts(app).values())
+        await wait_for(pilot, lambda: not any("-5 min" in text for text in card_texts(app).values()))
+        assert all("tok/s" in text for text in card_texts(app).values())
 
 
 def test_the_badge_line_says_the_context_advice_without_a_step_cost_model() -> None:

@@ -4,7 +4,6 @@ for restarts and config changes at the time they happened. Pure drawing function
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from ui_waiting import wait_for
 
@@ -14,10 +13,11 @@ from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
 from tui.widgets.card_view import CardData, compact_lines, roomy_lines
 from tui.widgets.chart import (
+    ACCEPTANCE_CHART,
     GUTTER,
     SECONDS_FLOOR,
     SPARK_CHARS,
-    ChartSpec,
+    TTFT_CHART,
     bucketed,
     chart_lines,
     chart_rows,
@@ -27,8 +27,7 @@ from tui.widgets.chart import (
     time_axis,
 )
 
-TTFT = ChartSpec("ttft_p50_s", "$secondary", floor=0.001)
-ACCEPTANCE = ChartSpec("acceptance_rate", "$accent", low=0.0, high=1.0)
+TTFT, ACCEPTANCE = TTFT_CHART, ACCEPTANCE_CHART
 
 
 def test_sparkline_scales_between_low_and_high_and_leaves_gaps() -> None:
@@ -105,7 +104,7 @@ def test_history_keeps_restart_and_config_markers_once() -> None:
     assert list(history.up) == [True, True, True, True, False]
 
 
-async def test_detail_screen_draws_axis_and_markers_of_a_config_change(tmp_path: Path) -> None:
+async def test_detail_screen_draws_axis_and_markers_of_a_config_change() -> None:
     from tui.screens.detail import DetailScreen
     from tui.settings import EndpointSettings, Settings
     from tui.ui.app import SpectopApp

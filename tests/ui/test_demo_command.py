@@ -172,8 +172,7 @@ def test_only_folders_of_dead_demos_are_removed(tmp_path: Path) -> None:
     )
 
 
-async def test_the_demo_burst_is_mtp_off_against_mtp_on(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+async def test_the_demo_burst_is_mtp_off_against_mtp_on() -> None:
     endpoints = [
         EndpointSettings(name=name, url=f"http://127.0.0.1:{port}")
         for name, port in (("mtp-off", 9), ("mtp-on", 10))

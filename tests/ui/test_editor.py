@@ -362,8 +362,7 @@ async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml
 
 
 async def test_the_focused_field_is_marked_named_and_in_view(
-    config_toml: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NO_COLOR", "1")  # the mark is a shape, not a colour
     async with editing(config_toml) as (pilot, screen):
@@ -388,9 +387,7 @@ async def test_the_focused_field_is_marked_named_and_in_view(
         assert dotted(above.spec.path) in status_text(screen)
 
 
-async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(
-    config_toml: Path,
-) -> None:
+async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(config_toml: Path) -> None:
     async with editing(config_toml) as (pilot, screen):
         await wait_for(pilot, lambda: focused_row(screen) is not None, "a focused field")
         rows = {row.text: row.keys for row in key_rows(screen)}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
 
 import pytest
 from cut_figures import cut_figures, widget_lines
@@ -15,7 +14,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.command import CommandPalette
 from textual.widgets import DataTable
-from ui_waiting import spectop, wait_for, wait_for_dashboard
+from ui_waiting import Replayed, spectop, wait_for, wait_for_dashboard
 
 from tests.fleet.fake_fleet import scripted_app
 from tui.fleet.table_rows import FleetRow
@@ -80,10 +79,8 @@ def _column_texts(table: EndpointTable, column: str) -> list[str]:
     return [table.get_cell(name, column).plain.strip() for name in table.endpoints]
 
 
-async def test_table_view_sorts_and_opens_the_detail(replay_app: Callable[..., SpectopApp]) -> None:
-    app = replay_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+async def test_table_view_sorts_and_opens_the_detail(replayed: Replayed) -> None:
+    async with replayed() as (pilot, app):
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, DashboardScreen) and screen.view == "cards"
@@ -110,11 +107,9 @@ async def test_table_view_sorts_and_opens_the_detail(replay_app: Callable[..., S
 
 
 async def test_a_tick_redraws_only_the_cells_that_changed(
-    replay_app: Callable[..., SpectopApp], monkeypatch: pytest.MonkeyPatch
+    replayed: Replayed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = replay_app()
-    async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+    async with replayed((120, 36)) as (pilot, app):
         screen = app.screen
         assert isinstance(screen, DashboardScreen)
         await pilot.press("v")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cut_figures import cut_figures
 from textual.widgets import Static
-from ui_waiting import spectop, wait_for
+from ui_waiting import card_texts, spectop, wait_for
 
 from tests.telemetry.metrics_test_server import Reply, ReplyServer, sample_body
 from tui.format import LIFETIME_CAVEAT, LIFETIME_LEGEND, LIFETIME_MARK
@@ -104,10 +104,6 @@ def _app(url: str) -> SpectopApp:
     return spectop(EndpointSettings(name="mimo", url=url, backend="vllm"), poll_interval_s=3600.0)
 
 
-def _card_text(app: SpectopApp) -> str:
-    return str(app.screen.query_one(EndpointCard).render())
-
-
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])
 async def test_first_frame_shows_lifetime_figures_until_the_second_scrape_and_the_help_says_so(
     tmp_path: Path, size: tuple[int, int]
@@ -118,7 +114,7 @@ async def test_first_frame_shows_lifetime_figures_until_the_second_scrape_and_th
         async with app.run_test(size=size) as pilot:
             await wait_for(pilot, lambda: app.screen.query_one(EndpointCard).data.reading is not None)
             await pilot.pause()
-            text = _card_text(app)
+            (text,) = card_texts(app).values()
             assert LIFETIME_ACCEPTANCE in text
             assert f"2.40{LIFETIME_MARK}" in text  # mean length 1 + 1,430,743 / 1,020,665
             assert LIFETIME_CAVEAT in text
@@ -139,7 +135,7 @@ async def test_first_frame_shows_lifetime_figures_until_the_second_scrape_and_th
                 pilot, lambda: app.screen.query_one(EndpointCard).data.figures.acceptance_rate is not None
             )
             await pilot.pause()
-            text = _card_text(app)
+            (text,) = card_texts(app).values()
             assert LIFETIME_MARK not in text and LIFETIME_CAVEAT not in text
             assert "70%" in text  # 3,468 / 4,960 in the window (samples/vllm/README.md)
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from recording_factory import write_recording
-from ui_waiting import wait_for
+from ui_waiting import Replayed, wait_for
 
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text, table_rows
@@ -22,7 +21,6 @@ from tui.screens.detail import DetailScreen
 from tui.telemetry.figures import Figures
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
-from tui.ui.app import SpectopApp
 from tui.widgets.card_view import CardData, compact_lines, roomy_lines
 from tui.widgets.chart import TTFT_CHART, Chart, ChartSpec, chart_lines
 from tui.widgets.endpoint_card import EndpointCard
@@ -198,10 +196,9 @@ def bounded_recording(path: Path) -> Path:
     return path
 
 
-async def test_every_screen_says_the_bound(tmp_path: Path, replay_app: Callable[..., SpectopApp]) -> None:
-    app = replay_app(replay_path=bounded_recording(tmp_path / "recording.jsonl"))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+async def test_every_screen_says_the_bound(tmp_path: Path, replayed: Replayed) -> None:
+    recording = bounded_recording(tmp_path / "recording.jsonl")
+    async with replayed((120, 36), replay_path=recording) as (pilot, app):
         await pilot.pause()
         cards = {card.endpoint: card.render().plain for card in app.screen.query(EndpointCard)}
         assert "TTFT p95 < 100 ms" in cards["mtp-on"] and "TTFT p50  < 100 ms" in cards["mtp-on"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from textual.app import App
@@ -12,7 +11,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
-from ui_waiting import wait_for, wait_for_dashboard
+from ui_waiting import Replayed, wait_for, wait_for_dashboard
 
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
@@ -55,10 +54,8 @@ def _check_help(app: App[object], help_screen: HelpScreen, fits: bool = True) ->
     return listed
 
 
-async def test_each_dashboard_screen_has_its_own_help(replay_app: Callable[..., SpectopApp]) -> None:
-    app = replay_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+async def test_each_dashboard_screen_has_its_own_help(replayed: Replayed) -> None:
+    async with replayed(SIZE) as (pilot, app):
         seen: dict[type, set[str]] = {}
         for opener, screen_type in (("", DashboardScreen), ("enter", DetailScreen), ("a", AlertsScreen)):
             if opener:

@@ -25,12 +25,11 @@ SIZE = (80, 24)
 
 def field_values(screen: Screen[Any]) -> dict[str, object]:
     """Every field's value on the screen (inputs, selects, the raw text)."""
-    values: dict[str, object] = {}
-    for index, widget in enumerate(screen.query("Input, Select, TextArea")):
-        if isinstance(widget, Input | Select | TextArea):
-            key = f"{index}:{widget.id}"
-            values[key] = widget.text if isinstance(widget, TextArea) else widget.value
-    return values
+    return {
+        f"{index}:{widget.id}": widget.text if isinstance(widget, TextArea) else widget.value
+        for index, widget in enumerate(screen.query("Input, Select, TextArea"))
+        if isinstance(widget, Input | Select | TextArea)
+    }
 
 
 async def help_then_quit(pilot: Pilot[Any], screen: Screen[Any]) -> None:
@@ -233,11 +232,7 @@ async def test_an_invalid_text_cancelled_leaves_no_error(config_toml: Path) -> N
     [("b", "BenchScreen", "requests", "32"), ("T", "TuneScreen", "values", "0,1,2,3,4")],
 )
 async def test_esc_restores_the_burst_and_tune_forms_fields(
-    live_app: SpectopApp,
-    key: str,
-    screen_name: str,
-    field_id: str,
-    value: str,
+    live_app: SpectopApp, key: str, screen_name: str, field_id: str, value: str
 ) -> None:
     async with live_app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, live_app, key, screen_name)

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from scripted_source import ScriptedSourceBase
 from textual.widgets import Static
-from ui_waiting import polling_fast, spectop, wait_for, wait_until_tailed
+from ui_waiting import Replayed, polling_fast, spectop, wait_for, wait_until_tailed
 
 import tui.screens.dashboard as dashboard
 from tests.telemetry.metrics_test_server import closed_port
@@ -46,7 +46,7 @@ async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
         yield server
 
 
-def _app(sim: SimServer, tmp_path: Path, **kwargs: object) -> SpectopApp:
+def _app(sim: SimServer, **kwargs: object) -> SpectopApp:
     endpoint = EndpointSettings(
         name="sim", url=sim.base_url, backend="vllm", log_file=sim.log_path, config_file=sim.config_path
     )
@@ -57,10 +57,8 @@ def _card(app: SpectopApp) -> EndpointCard:
     return app.screen.query_one(EndpointCard)
 
 
-async def test_cards_appear_update_go_down_come_back_and_the_detail_tails_the_log(
-    sim: SimServer, tmp_path: Path
-) -> None:
-    app = _app(sim, tmp_path)
+async def test_cards_appear_update_go_down_come_back_and_the_detail_tails_the_log(sim: SimServer) -> None:
+    app = _app(sim)
     async with app.run_test(size=(80, 24)) as pilot:
         assert _card(app).endpoint == "sim"
         await wait_for(pilot, lambda: _card(app).data.figures.generation_tokens_per_s is not None)
@@ -86,8 +84,8 @@ async def test_cards_appear_update_go_down_come_back_and_the_detail_tails_the_lo
         await wait_for(pilot, lambda: any("SpecDecoding" in line.text for line in log.lines))
 
 
-async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServer, tmp_path: Path) -> None:
-    app = _app(sim, tmp_path)
+async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServer) -> None:
+    app = _app(sim)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: _card(app).data.figures.acceptance_rate is not None)
         sim.control(acceptance=[0.05, 0.05])
@@ -101,27 +99,25 @@ async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServ
 
 
 async def test_record_then_replay_gives_the_same_figures(
-    sim: SimServer, tmp_path: Path, replay_app: Callable[..., SpectopApp]
+    sim: SimServer, tmp_path: Path, replayed: Replayed
 ) -> None:
     path = tmp_path / "session.jsonl"
-    app = _app(sim, tmp_path, record_path=path)
+    app = _app(sim, record_path=path)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: len(app.series.endpoint("sim")) >= 5)
         seen_live = app.readings["sim"].figures
     recorded = [record async for record in read_records(path) if isinstance(record, EndpointReading)]
     assert len(recorded) >= 5
     assert any(record.figures == seen_live for record in recorded)
-    replayed = replay_app(replay_path=path)
-    async with replayed.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: replayed.replay_done)
-        assert replayed.readings["sim"].figures == recorded[-1].figures
-        assert replayed.series.endpoint("sim").values("generation_tokens_per_s") == [
+    async with replayed(replay_path=path) as (_, again):
+        assert again.readings["sim"].figures == recorded[-1].figures
+        assert again.series.endpoint("sim").values("generation_tokens_per_s") == [
             record.figures.generation_tokens_per_s if record.up else None for record in recorded
         ]
 
 
-async def test_a_garbage_metrics_page_is_shown_not_fatal(sim: SimServer, tmp_path: Path) -> None:
-    app = _app(sim, tmp_path)
+async def test_a_garbage_metrics_page_is_shown_not_fatal(sim: SimServer) -> None:
+    app = _app(sim)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: _card(app).data.status == "up")
         sim.control(garbage_metrics=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from terminal_bytes import OneScreenApp
 from textual.app import App
 from textual.widgets import Static
 from ui_waiting import spectop, wait_for
@@ -37,13 +38,8 @@ def write_log(path: Path, lines: int = 20_000) -> Path:
     return path
 
 
-class ViewerApp(App[None]):
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path
-
-    def on_mount(self) -> None:
-        self.push_screen(LogViewerScreen(self.path, f"test · {self.path.name}"))
+def viewer(path: Path) -> App[None]:
+    return OneScreenApp(LogViewerScreen(path, f"test · {path.name}"))
 
 
 def status(app: App[object]) -> str:
@@ -87,7 +83,7 @@ def test_wrapping_keeps_a_figure_with_its_unit() -> None:
 
 async def test_open_search_errors_follow_wrap_access(tmp_path: Path) -> None:
     path = write_log(tmp_path / "server.log")
-    app = ViewerApp(path)
+    app = viewer(path)
     async with app.run_test(size=(100, 30)) as pilot:
         view = await opened(pilot, app)
         assert "needle number 19995" in shown(app) or "19999.5 tokens/s" in shown(app)  # the tail

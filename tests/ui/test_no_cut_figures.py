@@ -18,7 +18,7 @@ from recording_factory import write_recording
 from terminal_bytes import OneScreenApp
 from test_editor import field_input, type_into
 from test_format import FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE, bounded_recording
-from test_log_viewer import ViewerApp, opened, write_log
+from test_log_viewer import opened, viewer, write_log
 from textual.app import App
 from ui_waiting import editing, wait_for
 
@@ -125,9 +125,7 @@ async def test_dashboard_cards_table_detail_alerts_and_help(
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-async def test_editor_status_line_after_a_save(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
-) -> None:
+async def test_editor_status_line_after_a_save(tmp_path: Path, size: tuple[int, int]) -> None:
     folder = tmp_path / "a-folder-with-a-long-name-as-real-deployments-have" / "vllm-deepseek-v3-mtp"
     folder.mkdir(parents=True)
     target = folder / "config.toml"
@@ -238,7 +236,7 @@ async def test_bench_after_a_burst(recorded_run: BurstResult, size: tuple[int, i
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 async def test_log_viewer_status_line(tmp_path: Path, size: tuple[int, int]) -> None:
-    app = ViewerApp(write_log(tmp_path / "server.log", lines=3000))
+    app = viewer(write_log(tmp_path / "server.log", lines=3000))
     async with app.run_test(size=size) as pilot:
         await opened(pilot, app)
         await pilot.press("slash", *"needle", "enter")

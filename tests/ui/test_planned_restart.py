@@ -20,10 +20,9 @@ from tui.widgets.endpoint_card import EndpointCard
 
 @pytest.fixture
 def sim_process(config_toml: Path) -> Iterator[tuple[int, str, Path]]:
-    config = config_toml
-    process, url = spawn_sim("--config", str(config))
+    process, url = spawn_sim("--config", str(config_toml))
     try:
-        yield process.pid, url, config
+        yield process.pid, url, config_toml
     finally:
         process.terminate()
         process.wait(timeout=5)

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 from recording_factory import STEPS
-from ui_waiting import spectop, wait_for
+from ui_waiting import Replayed, card_texts, spectop, wait_for
 
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
 from tui.sources import LiveSource, ReplaySource
+from tui.state import state_path
 from tui.telemetry.events import ErrorEvent
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import check_recording, read_records
@@ -23,27 +24,18 @@ from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.log_pane import LogPane
 
 
-def _card_text(app: SpectopApp, name: str) -> str:
-    card = next(card for card in app.screen.query(EndpointCard) if card.endpoint == name)
-    return str(card.render())
-
-
 async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
-    replay_app: Callable[..., SpectopApp], recording: Path
+    replayed: Replayed, recording: Path
 ) -> None:
-    app = replay_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+    async with replayed() as (pilot, app):
         await pilot.pause()
         cards = list(app.screen.query(EndpointCard))
         assert [card.endpoint for card in cards] == ["mtp-on", "mtp-off", "llama-draft"]
-        last = {}
-        async for record in read_records(recording):
-            if isinstance(record, EndpointReading):
-                last[record.name] = record
+        readings = read_records(recording)
+        last = {record.name: record async for record in readings if isinstance(record, EndpointReading)}
         expected = f"{last['mtp-on'].figures.generation_tokens_per_s:.1f}"
-        assert expected in _card_text(app, "mtp-on")
-        mtp_off = _card_text(app, "mtp-off")
+        assert expected in card_texts(app)["mtp-on"]
+        mtp_off = card_texts(app)["mtp-off"]
         assert "accept     –" in mtp_off  # no drafting: a dash, never 0
         assert len(app.series.endpoint("mtp-on")) == STEPS
         active = {(alert.endpoint, alert.kind) for alert in app.alerts.active()}
@@ -51,22 +43,20 @@ async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
         cleared = {(alert.endpoint, alert.kind) for alert in app.alerts.cleared}
         assert ("llama-draft", "down") in cleared  # went down at step 100, back at 110
         assert ("llama-draft", "oom") in cleared  # the restart cleared the OOM
-        assert "CRIT" in _card_text(app, "mtp-on")
+        assert "CRIT" in card_texts(app)["mtp-on"]
         # Three cards: 3 x 8 roomy rows + header + footer = 26 rows. 80x24 is too short for that,
         # so the cards stay compact (every card visible); 80x30 has room for the roomy layout.
         assert not any(card.roomy for card in cards)
-        assert "TTFT p50" not in _card_text(app, "mtp-on")  # compact: "TTFT p50/p95" on one line
+        assert "TTFT p50" not in card_texts(app)["mtp-on"]  # compact: "TTFT p50/p95" on one line
         await pilot.resize_terminal(80, 30)
         await wait_for(pilot, lambda: all(card.roomy for card in app.screen.query(EndpointCard)))
-        assert "TTFT p50" in _card_text(app, "mtp-on")
+        assert "TTFT p50" in card_texts(app)["mtp-on"]
 
 
 async def test_keys_move_between_cards_open_detail_and_come_back(
-    replay_app: Callable[..., SpectopApp],
+    replayed: Replayed,
 ) -> None:
-    app = replay_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+    async with replayed() as (pilot, app):
         assert isinstance(app.focused, EndpointCard) and app.focused.endpoint == "mtp-on"
         await pilot.press("down")
         assert app.focused.endpoint == "mtp-off"
@@ -118,12 +108,11 @@ async def test_pause_speed_and_filter(replay_app: Callable[..., SpectopApp]) -> 
 
 
 async def test_theme_cycles_and_is_remembered_but_starting_up_writes_no_state(
-    replay_app: Callable[..., SpectopApp], tmp_path: Path
+    replay_app: Callable[..., SpectopApp],
+    replayed: Replayed,
 ) -> None:
-    state = tmp_path / "config-home" / "spectop" / "state.json"
-    app = replay_app(remember_theme_choice=True)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+    state = state_path()
+    async with replayed(remember_theme_choice=True) as (pilot, app):
         await pilot.pause(0.2)
     assert not state.exists()  # nothing chosen: nothing written, starting or quitting
     app = replay_app(remember_theme_choice=True)
@@ -138,27 +127,21 @@ async def test_theme_cycles_and_is_remembered_but_starting_up_writes_no_state(
 
 
 async def test_screenshot_goes_into_the_current_folder(
-    replay_app: Callable[..., SpectopApp], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    replayed: Replayed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    app = replay_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+    async with replayed() as (pilot, _):
         await pilot.press("s")
         await wait_for(pilot, lambda: any(tmp_path.glob("spectop_screenshot_*.svg")))
     svg = next(tmp_path.glob("spectop_screenshot_*.svg")).read_text(encoding="utf-8")
     assert "mtp-on" in svg
 
 
-async def test_a_broken_recording_line_is_reported_not_fatal(
-    tmp_path: Path, replay_app: Callable[..., SpectopApp]
-) -> None:
+async def test_a_broken_recording_line_is_reported_not_fatal(tmp_path: Path, replayed: Replayed) -> None:
     path = tmp_path / "bad.jsonl"
     good = EndpointReading(name="x", time=1.0, up=True).model_dump_json()
     path.write_text(f"{good}\n{{oops\n{good}\n", encoding="utf-8")
-    app = replay_app(replay_path=path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+    async with replayed(replay_path=path) as (_, app):
         messages = [notification.message for notification in app._notifications]
         assert any("bad.jsonl:2: not JSON" in message for message in messages)
         assert [card.endpoint for card in app.screen.query(EndpointCard)] == ["x"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,10 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.strip import Strip
 from textual.widgets import Label, Static, Switch
-from ui_waiting import editing, wait_for
+from ui_waiting import Replayed, editing
 
 from tui.paths import themes_dir
 from tui.state import remember_theme, remembered_theme, state_path
-from tui.ui.app import SpectopApp
 from tui.ui.themes import load_themes, next_theme
 from tui.widgets.config_field import ConfigFieldRow
 from tui.widgets.endpoint_card import EndpointCard, Palette
@@ -70,16 +68,13 @@ def test_next_theme_wraps() -> None:
 
 def coloured(strips: list[Strip]) -> list[str]:
     """Every segment whose style carries a colour (anything but the terminal's default)."""
-    found = []
-    for strip in strips:
-        for segment in strip:
-            style = segment.style
-            if style is None:
-                continue
-            for color in (style.color, style.bgcolor):
-                if color is not None and color.type is not ColorType.DEFAULT:
-                    found.append(f"{segment.text!r} {color}")
-    return found
+    return [
+        f"{segment.text!r} {color}"
+        for strip in strips
+        for segment in strip
+        for color in ((segment.style.color, segment.style.bgcolor) if segment.style else ())
+        if color is not None and color.type is not ColorType.DEFAULT
+    ]
 
 
 def _screen_strips(app: App[Any]) -> list[Strip]:
@@ -95,12 +90,10 @@ def _set_no_color(monkeypatch: pytest.MonkeyPatch, no_color: bool) -> None:
 
 @pytest.mark.parametrize("no_color", [True, False])
 async def test_dashboard_and_detail_are_colourless_exactly_under_no_color(
-    monkeypatch: pytest.MonkeyPatch, replay_app: Callable[..., SpectopApp], no_color: bool
+    monkeypatch: pytest.MonkeyPatch, replayed: Replayed, no_color: bool
 ) -> None:
     _set_no_color(monkeypatch, no_color)
-    app = replay_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.replay_done)
+    async with replayed() as (pilot, app):
         await pilot.pause()
         assert (coloured(_screen_strips(app)) == []) is no_color
         card = app.screen.query(EndpointCard).first()

@@ -23,17 +23,16 @@ from terminal_bytes import (
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Header, OptionList, Static, TabbedContent, TextArea
 from textual.widgets._toast import Toast
-from ui_waiting import editing, wait_for
+from ui_waiting import editing, polling_fast, wait_for
 
 from tests.fleet.fake_fleet import fleet_app, fleet_settings
 from tests.fleet.fake_prometheus import FakePrometheus
 from tests.untrusted import HOSTILE, OOM_LINE, Reply, ReplyServer, hostile_config, hostile_fleet, hostile_page
-from tui.paths import themes_dir
 from tui.screens.alerts import AlertsScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.guard import GuardDialog
 from tui.screens.tune import TuneScreen
-from tui.settings import AlertSettings, EndpointSettings, Settings
+from tui.settings import EndpointSettings, Settings
 from tui.sources.fleet import SOURCE_NAME
 from tui.telemetry.alerts import AlertEngine
 from tui.telemetry.reading import EndpointReading
@@ -66,9 +65,7 @@ async def test_card_toast_detail_log_pane_and_alerts(server: ReplyServer, tmp_pa
     """One live app, once the hostile model name is on the card and the hostile OOM line raised its alert."""
     log = tmp_path / "server.log"  # appears once the app runs: the tailer then reads it from its start
     endpoint = EndpointSettings(name="x", url=server.url, backend="vllm", log_file=log)
-    settings = Settings(poll_interval_s=0.25, window_s=1.0, alerts=AlertSettings(sustained_s=0.5),
-                        endpoints=[endpoint])  # fmt: skip
-    app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
+    app = polling_fast(endpoint)
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
         card = app.screen.query_one(EndpointCard)
         await wait_for(pilot, lambda: "evil" in card.data.title())
@@ -189,10 +186,7 @@ async def test_restart_dialog_output_and_the_logs_last_errors(tmp_path: Path) ->
 # --- the fleet dashboard: Prometheus's labels and its own error text ---------------------------------------
 
 
-async def test_fleet_table_and_the_prometheus_down_alert(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))  # not the user's theme choice
+async def test_fleet_table_and_the_prometheus_down_alert() -> None:
     fleet = hostile_fleet(40)  # enough for the table (a few get cards)
     async with FakePrometheus(fleet.answer) as prometheus:
         app = fleet_app(fleet_settings(prometheus.url))

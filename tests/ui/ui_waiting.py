@@ -4,11 +4,12 @@ is a hang guard, never an assertion about speed); and keys sent as a terminal se
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import events
+from textual.app import App
 from textual.pilot import Pilot
 
 if TYPE_CHECKING:
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from tui.settings import EndpointSettings
     from tui.ui.app import SpectopApp
 
+# The `replayed` fixture's (conftest.py): `async with replayed(size, **options) as (pilot, app)`.
+Replayed = Callable[..., AbstractAsyncContextManager[tuple[Pilot[Any], "SpectopApp"]]]
 STEP_S = 0.05
 HANG_GUARD_S = 60.0
 # The characters a terminal sends for these keys (None: an escape sequence, no character).
@@ -108,6 +111,11 @@ async def wait_for_dashboard(pilot: Pilot[Any]) -> None:
     await wait_for(
         pilot, lambda: isinstance(app.screen, DashboardScreen) and bool(app.screen.query("EndpointCard"))
     )
+
+
+def card_texts(app: App[Any]) -> dict[str, str]:
+    """What each card on the screen shows, by its endpoint."""
+    return {card.endpoint: card.render().plain for card in app.screen.query("EndpointCard")}  # type: ignore[attr-defined]
 
 
 async def wait_for_exit(pilot: Pilot[Any]) -> None:

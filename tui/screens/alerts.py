@@ -9,7 +9,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.content import Content
 from textual.events import Resize
 from textual.screen import Screen
@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Header
 
 from tui.format import fmt_clock
 from tui.sanitize import safe_line
+from tui.screens.context import back_bindings
 from tui.screens.guard import GuardDialog
 from tui.telemetry.alerts import Alert, AlertEngine
 from tui.widgets.footer import Footer
@@ -31,10 +32,7 @@ class AlertsScreen(Screen[None]):
     DEFAULT_CSS = """
     AlertsScreen DataTable { height: 1fr; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back", tooltip="back to the screen before"),
-        Binding("a", "back", "Back", show=False, tooltip="back to the screen before"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = back_bindings("a")
 
     _shown_version = -1
 
@@ -110,6 +108,3 @@ class AlertsScreen(Screen[None]):
             self.app.push_screen(
                 GuardDialog.showing(alert.endpoint, alert.started_at, alert.message, alert.diff)
             )
-
-    def action_back(self) -> None:
-        self.app.pop_screen()

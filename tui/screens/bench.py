@@ -4,6 +4,7 @@ keep and export it; the form becomes a `tui.bench.session.BurstRequest`, the wor
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
@@ -91,6 +92,13 @@ SLO_FIELD = (
     "e.g. ttft=500ms, tpot=40ms",
     "SLOs: share of requests meeting all, and goodput",
 )
+CLIENT_SETTINGS_FIELD = (
+    "client settings",
+    "client-settings",
+    "client_settings",
+    "optional, e.g. settings.json",
+    "client settings.json: api_key_env, model, timeout, retries, extra_body",
+)
 SCHEDULES = (("alternate", "alternate"), ("parallel", "parallel"))
 BEFORE_A_BURST = "no burst yet: ctrl+r runs one; figures and verdict show here · h: past bursts"
 APIS = (("chat", "chat"), ("completions", "completions"), ("sglang", "sglang"))
@@ -99,6 +107,25 @@ TOGGLES = (
     ("prime", "prime-cache", "prime_cache", "each prompt once per arm first (left out): equal prefix caches"),
     ("flush", "flush-cache", "flush_cache", "POST /flush_cache (SGLang) or /reset_prefix_cache (vLLM) first"),
 )  # fmt: skip
+API_TOOLTIP = "chat / completions (OpenAI API), or sglang: SGLang's native /generate"
+SCHEDULE_TOOLTIP = "alternate: A's round, then B's (never overlapping); parallel: separate machines"
+
+
+def _choice(options: Any, value: Any, id: str, **kwargs: Any) -> Select[Any]:
+    """A compact choice that always has a value."""
+    return Select(options, value=value, allow_blank=False, id=id, compact=True, **kwargs)
+
+
+def _inputs(
+    fields: Iterable[tuple[str, str, str, str, str]], *, gap: bool = False, example: bool = False
+) -> ComposeResult:
+    """Each field's label and input; `gap`: before the first label too; `example`: the text is a
+    placeholder (an example), not a value."""
+    for index, (label, field_id, _, text, tooltip) in enumerate(fields):
+        yield Label(label, classes="gap" if gap or index else "")
+        yield FieldInput(
+            **{"placeholder" if example else "value": text}, id=field_id, compact=True, tooltip=tooltip
+        )
 
 
 def arm_line(label: str, arm: Any) -> str:
@@ -214,75 +241,34 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
                 b_default = EndpointArm.from_settings(others[0])
         with Horizontal(classes="form-row"):
             yield Label("A")
+            a_options = self._endpoint_options()
             yield Select(
-                self._endpoint_options(),
-                prompt="pick A",
-                value=a_default if a_default else Select.NULL,
-                id="a-select",
-                compact=True,
+                a_options, prompt="pick A", value=a_default or Select.NULL, id="a-select", compact=True
             )
             yield Label("B", classes="gap")
-            yield Select(
-                [("(none: one arm)", NO_B), *self._endpoint_options()],
-                prompt="pick B",
-                value=b_default or NO_B,
-                allow_blank=False,
-                id="b-select",
-                compact=True,
+            yield _choice(
+                [("(none: one arm)", NO_B), *a_options], b_default or NO_B, "b-select", prompt="pick B"
             )
         files = sorted(Path.cwd().glob("*.jsonl"))[:MAX_USER_PROMPT_FILES]
         prompt_files = [(safe_line(path.name), str(path)) for path in files]
         with Horizontal(classes="form-row"):
             yield Label("set")
-            yield Select(
-                [(name, name) for name in builtin_set_names()] + prompt_files,
-                value=DEFAULT_PROMPT_SET,
-                allow_blank=False,
-                id="prompts-select",
-                compact=True,
-            )
-            for label, field_id, _, value, tooltip in FORM_FIELDS:
-                yield Label(label, classes="gap")
-                yield FieldInput(value=value, id=field_id, compact=True, tooltip=tooltip)
+            sets = [(name, name) for name in builtin_set_names()] + prompt_files
+            yield _choice(sets, DEFAULT_PROMPT_SET, "prompts-select")
+            yield from _inputs(FORM_FIELDS, gap=True)
         with Horizontal(classes="form-row"):
-            for index, (label, field_id, _, value, tooltip) in enumerate(MORE_FIELDS):
-                yield Label(label, classes="gap" if index else "")
-                yield FieldInput(value=value, id=field_id, compact=True, tooltip=tooltip)
+            yield from _inputs(MORE_FIELDS)
             yield Label("api", classes="gap")
-            yield Select(
-                APIS,
-                value="chat",
-                allow_blank=False,
-                id="api-select",
-                compact=True,
-                tooltip="chat / completions (OpenAI API), or sglang: SGLang's native /generate",
-            )
+            yield _choice(APIS, "chat", "api-select", tooltip=API_TOOLTIP)
             for label, toggle_id, _, tooltip in TOGGLES:
                 toggle = OnOff(label, id=toggle_id)
                 toggle.tooltip = tooltip
                 yield toggle
         with Horizontal(classes="form-row"):
-            for index, (label, field_id, _, placeholder, tooltip) in enumerate(ARM_FIELDS):
-                yield Label(label, classes="gap" if index else "")
-                yield FieldInput(placeholder=placeholder, id=field_id, compact=True, tooltip=tooltip)
-            schedule = Select(
-                SCHEDULES, value="alternate", allow_blank=False, id="schedule-select", compact=True
-            )
-            schedule.tooltip = (
-                "alternate: A's round, then B's (never overlapping); parallel: separate machines"
-            )
-            yield schedule
+            yield from _inputs(ARM_FIELDS, example=True)
+            yield _choice(SCHEDULES, "alternate", "schedule-select", tooltip=SCHEDULE_TOOLTIP)
         with Horizontal(classes="form-row"):
-            label, field_id, _, placeholder, tooltip = SLO_FIELD
-            yield Label(label)
-            yield FieldInput(placeholder=placeholder, id=field_id, compact=True, tooltip=tooltip)
-            yield Label("client settings", classes="gap")
-            yield FieldInput(
-                placeholder="optional, e.g. settings.json",
-                id="client-settings",
-                compact=True,
-                tooltip="client settings.json: api_key_env, model, timeout, retries, extra_body",
-            )
+            yield from _inputs((SLO_FIELD, CLIENT_SETTINGS_FIELD), example=True)
         with Horizontal(id="progress-row"):
             yield ProgressBar(total=1, show_eta=False, id="progress")
             yield Static("ready", id="phase")
@@ -422,9 +408,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.run_worker(self._export(self.outcome, kind, path), group="export", exit_on_error=False)
 
     def use_past_burst(self, path: str, side: str) -> None:
-        select = self.query_one(f"#{side}-select", Select)
-        value = PastArm(path=Path(path), arm="a")
-        select.value = value
+        self.query_one(f"#{side}-select", Select).value = PastArm(path=Path(path), arm="a")
         self.set_status(f"{side.upper()} is now the past burst {Path(path).name} (arm A of it)")
 
     # --- workers --------------------------------------------------------------------------------------
@@ -483,31 +467,25 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
     def _finished(self, message: BurstFinished) -> None:
         if not isinstance(message.summary, BurstSummary) or not isinstance(message.result, BurstOutcome):
             return
-        self.summary = message.summary
+        self.summary = summary = message.summary
         self.outcome = message.result
         table = self.query_one("#results-table", DataTable)
         table.clear()
-        for figure, a_text, b_text in table_rows(message.summary):
+        for figure, a_text, b_text in table_rows(summary):
             table.add_row(figure, a_text, b_text)
-        comparison = message.summary.comparison
-        lines = []
-        late = [
+        checks = [
             line
-            for label, arm in message.summary.arms
+            for label, arm in summary.arms
             for line in client_check_lines(label.upper(), arm.client_check)
         ]
-        lines += [line for line in late if line.startswith("!!!")]  # first: the client was the bottleneck
-        if comparison is not None:
-            lines.append(comparison.verdict)
-        equivalence = equivalence_line(message.summary)
-        if equivalence:
-            lines.append(equivalence)
-        lines += [line for line in note_lines(message.summary) if line not in lines]
-        self.query_one("#verdict", Static).update(
-            Content(safe_text("\n".join(lines) or "one arm: no comparison"))
-        )
-        self.query_one("#verdict", Static).remove_class("hint")
-        explained = explain_block(message.summary)
+        late = [line for line in checks if line.startswith("!!!")]  # first: the client was the bottleneck
+        verdicts = (summary.comparison.verdict if summary.comparison else "", equivalence_line(summary))
+        lines = late + [line for line in verdicts if line]
+        lines += [line for line in note_lines(summary) if line not in lines]
+        verdict = self.query_one("#verdict", Static)
+        verdict.update(Content(safe_text("\n".join(lines) or "one arm: no comparison")))
+        verdict.remove_class("hint")
+        explained = explain_block(summary)
         self.query_one("#explain-text", Static).update(
             Content(safe_text("\n".join(explained) or "the servers sent no per-request figures"))
         )
@@ -517,7 +495,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         table.focus()  # so j / c / m export instead of typing into a field
         saved = " · kept in the history (h)" if message.saved_to else ""
         notes = "".join(f" · {note}" for note in message.result.notes)
-        if any(line.startswith("!!!") for line in late):
+        if late:
             self.set_status("THE CLIENT FELL BEHIND: the figures measure spectop, not the server", error=True)
             return
         self.set_status(f"j / c / m: export JSON / CSV / Markdown · e: explain{saved}{notes}")

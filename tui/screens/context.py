@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from tui.board import Board
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
 
 def _nothing(*_args: object) -> None:
     return None
+
+
+def back_bindings(key: str) -> list[BindingType]:
+    """Escape, and the key that opened the screen, go back to the screen before."""
+    return [
+        Binding(name, "app.pop_screen", "Back", show=name == "escape", tooltip="back to the screen before")
+        for name in ("escape", key)
+    ]
 
 
 @dataclass(frozen=True)
@@ -80,8 +89,7 @@ class ScreenContext:
 
         board, now = self.board, self.clock.time()
         result = []
-        for endpoint in board.endpoints:
-            name = endpoint.name
+        for name in (endpoint.name for endpoint in board.endpoints):
             reading = board.readings.get(name)
             status = reading_status(
                 reading, now, self.stale_after_s, restarting=board.alerts.restarting(name)

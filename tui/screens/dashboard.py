@@ -92,11 +92,7 @@ class DashboardScreen(EndpointScreen):
             "T", "tune", "Tune", show=False, tooltip="sweep k with restarts, recommend, apply (tune screen)"
         ),
         Binding(
-            "v",
-            "toggle_view",
-            "View",
-            show=False,
-            tooltip="table view ⇄ cards (alone when cards do not fit)",
+            "v", "toggle_view", "View", show=False, tooltip="table view ⇄ cards (alone when cards do not fit)"
         ),
         Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
         Binding("down", "move(1, 0)", "Next", show=False, tooltip="move between the cards"),
@@ -194,12 +190,11 @@ class DashboardScreen(EndpointScreen):
 
     def _focus_view(self, keep: tuple[type, ...] = ()) -> None:
         """The table in the table view, else the first card shown; unless a `keep` widget has the focus."""
-        cards = self._visible_cards()
         if isinstance(self.focused, keep):
             return
         if self.view == "table":
             self._table().focus()
-        elif cards:
+        elif cards := self._visible_cards():
             cards[0].focus()
 
     def on_endpoint_updated(self, message: EndpointUpdated) -> None:

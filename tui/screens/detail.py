@@ -16,7 +16,7 @@ from textual.widgets import Header, Input, Static
 from tui.fit_text import fit_items, subtitle_room
 from tui.format import UNKNOWN, fmt_setting
 from tui.sanitize import safe_line
-from tui.screens.context import EndpointScreen, ScreenContext
+from tui.screens.context import EndpointScreen, ScreenContext, back_bindings
 from tui.widgets.chart import ACCEPTANCE_CHART, TOKENS_CHART, TTFT_CHART, Chart, ChartSpec, TimeAxis
 from tui.widgets.figure_table import FigureTable
 from tui.widgets.footer import BottomInput, Footer
@@ -221,10 +221,7 @@ class GpuScreen(EndpointScreen):
     GpuScreen #gpu-rows { padding: 0 1; }
     GpuScreen #gpu-rows-text { width: 100%; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back", tooltip="back to the screen before"),
-        Binding("g", "back", "Back", show=False, tooltip="back to the screen before"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = back_bindings("g")
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -256,6 +253,3 @@ class GpuScreen(EndpointScreen):
 
     def _show(self) -> None:
         self.query_one("#gpu-rows-text", Static).update(Content("\n").join(self.lines()))
-
-    def action_back(self) -> None:
-        self.app.pop_screen()

@@ -195,8 +195,7 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
         if self.document is None:
             return
         try:
-            document = self.document
-            text = render_launch(document.kind, document.data, self.launch_format, multi_line=False)
+            text = render_launch(self.document.kind, self.document.data, self.launch_format, multi_line=False)
         except ConfigError as error:
             self.set_status(str(error), error=True)
             return

@@ -37,6 +37,7 @@ from tui.widgets.edit_mode import EDIT_HINT, EDITING_HINT, FieldInput
 from tui.widgets.messages import ConfigFieldEdited
 
 _SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "i"}
+TAB_FOCUS = {"form": "#form-fields", "raw-pane": "#raw", "lint": "#lint-list", "launch": "#launch-scroll"}
 FIELD_HINTS = {FieldInput: EDIT_HINT, Select: "enter opens the choices", Switch: "enter or space switches it"}
 
 
@@ -148,9 +149,8 @@ class EditorForm(Screen[None]):
         self._refresh_views()
 
     def _refresh_views(self) -> None:
-        modified = self.current_text() != self.saved_text
         kind_title = KIND_TITLES.get(self.kind or "", "")
-        marker = " · modified" if modified else ""
+        marker = " · modified" if self.current_text() != self.saved_text else ""
         self.query_one("#editor-title", Static).update(safe_line(f"{self.path} · {kind_title}{marker}"))
         lint_list = self.query_one("#lint-list", OptionList)
         lint_list.clear_options()
@@ -174,9 +174,8 @@ class EditorForm(Screen[None]):
         if not self.findings:
             lint_list.add_option(Option("no findings", disabled=True))
         errors = sum(finding.severity == "error" for finding in self.findings)
-        self.query_one(TabbedContent).get_tab("lint").label = f"Lint ({len(self.findings)})" + (
-            f" ✗{errors}" if errors else ""
-        )
+        label = f"Lint ({len(self.findings)})" + (f" ✗{errors}" if errors else "")
+        self.query_one(TabbedContent).get_tab("lint").label = label
         try:
             launch = render_launch(self.document.kind, self.document.data, self.launch_format)
         except ConfigError as error:
@@ -184,9 +183,7 @@ class EditorForm(Screen[None]):
         self.query_one("#launch-text", Static).update(safe_text(launch))
 
     def current_text(self) -> str:
-        if self.document is not None:
-            return self.document.text
-        return self.query_one("#raw", TextArea).text
+        return self.document.text if self.document is not None else self.query_one("#raw", TextArea).text
 
     def unsaved_text(self) -> str | None:
         """The text with the user's edits when it differs from the saved file, else None."""
@@ -235,17 +232,9 @@ class EditorForm(Screen[None]):
 
     def _tab_focus_target(self, tab_id: str) -> Widget:
         """What a tab focuses when shown: the form's first field (else the form), the raw text, the list."""
-        if tab_id == "form":
-            rows = list(self._rows.values())
-            if rows:
-                return rows[0].query_one("#value")
-        targets = {
-            "form": "#form-fields",
-            "raw-pane": "#raw",
-            "lint": "#lint-list",
-            "launch": "#launch-scroll",
-        }
-        return self.query_one(targets[tab_id])
+        if tab_id == "form" and self._rows:
+            return next(iter(self._rows.values())).query_one("#value")
+        return self.query_one(TAB_FOCUS[tab_id])
 
     def _row_of(self, widget: Widget) -> ConfigFieldRow | None:
         """The form row whose value `widget` is (None: another widget, a choice's open list)."""
@@ -318,7 +307,6 @@ class EditorForm(Screen[None]):
             return False
         spec = field_spec(self.kind, path)
         current = self._value(path)
-        message_path = path
         try:
             if value == "":
                 # Clearing an input while retyping must not move the key: it is kept until a value is typed.
@@ -332,15 +320,15 @@ class EditorForm(Screen[None]):
                 if spec is not None and spec.required:
                     row.set_error("required: this field cannot be empty")
                     return False
-                new_document = self.document.without(message_path)
+                new_document = self.document.without(path)
             else:
-                typed = typed_value(value, self.kind, message_path) if isinstance(value, str) else value
+                typed = typed_value(value, self.kind, path) if isinstance(value, str) else value
                 if current is not MISSING and typed == current and type(typed) is type(current):
                     row.set_error(None)
                     return True
-                new_document = set_value(self.document, message_path, typed)
+                new_document = set_value(self.document, path, typed)
         except ConfigError as error:
-            reason = str(error).split(" is invalid: ", 1)[-1].removeprefix(f"{dotted(message_path)}: ")
+            reason = str(error).split(" is invalid: ", 1)[-1].removeprefix(f"{dotted(path)}: ")
             row.set_error(reason)
             return False
         row.set_error(None)
@@ -370,10 +358,10 @@ class EditorForm(Screen[None]):
         self._raw_shown_text = text
         if self.document is not None and text == self.document.text:
             return
+        had_form = self.document is not None
         try:
             document = load_document(text, self.kind, self.path)
         except ConfigSyntaxError as error:
-            had_form = self.document is not None
             self.document = None
             self.syntax_error = error
             self._refresh_views()
@@ -381,7 +369,6 @@ class EditorForm(Screen[None]):
             if had_form:
                 self.run_worker(self._build_form(), group="editor-form", exit_on_error=False)
             return
-        had_form = self.document is not None
         unknown_before = unknown_keys(self.kind, self.document.data) if self.document is not None else None
         self._set_document(document, from_raw=True)
         self.set_status("raw text parses")

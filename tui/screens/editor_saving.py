@@ -122,15 +122,14 @@ class EditorSaving(EditorForm):
 
     def _blocking_issue(self) -> str | None:
         """Why the current text must not be saved (and where the cursor goes), or None."""
-        if self.document is not None:
-            invalid_field = self._commit_pending_fields()
-            if invalid_field is not None:
-                self.query_one(TabbedContent).active = "form"
-                self._rows[invalid_field].query_one("#value").focus()
-                return f"cannot save: {dotted(invalid_field)} holds an invalid value"
         if self.document is None:
             self._goto_syntax_error()
             return "cannot save: the file does not parse"
+        invalid_field = self._commit_pending_fields()
+        if invalid_field is not None:
+            self.query_one(TabbedContent).active = "form"
+            self._rows[invalid_field].query_one("#value").focus()
+            return f"cannot save: {dotted(invalid_field)} holds an invalid value"
         try:
             saved = load_document(self.saved_text, self.document.kind, self.path)
         except ConfigSyntaxError:
@@ -202,12 +201,10 @@ class EditorSaving(EditorForm):
         try:
             result = await asyncio.to_thread(save_text, self.path, text, self.kind, self.stamp, force=force)
             self.stamp = result.stamp
-        except ChangedOnDiskError as error:
-            self.set_status(f"not saved: {error}", error=True)
-            return False
         except (ConfigError, OSError) as error:
             self.set_status(f"not saved: {error}", error=True)
-            self.notify(safe_text(f"not saved: {error}"), severity="error", markup=False)  # its lines
+            if not isinstance(error, ChangedOnDiskError):  # a toast: all the lines of the error
+                self.notify(safe_text(f"not saved: {error}"), severity="error", markup=False)
             return False
         self.saved_text = text
         self._refresh_views()

@@ -85,12 +85,12 @@ def _focused_spectops(screen: Screen[Any]) -> list[tuple[str, DOMNode]]:
 
 def _declared_by_spectop(node: DOMNode) -> set[str]:
     """The actions of the bindings spectop's own classes declare for `node` (not Textual's)."""
-    actions: set[str] = set()
-    for cls in type(node).__mro__:
-        if cls.__module__.startswith("tui.") and "BINDINGS" in vars(cls):
-            for binding in Binding.make_bindings(vars(cls)["BINDINGS"]):
-                actions.add(binding.action)
-    return actions
+    return {
+        binding.action
+        for cls in type(node).__mro__
+        if cls.__module__.startswith("tui.") and "BINDINGS" in vars(cls)
+        for binding in Binding.make_bindings(vars(cls)["BINDINGS"])
+    }
 
 
 def key_rows(screen: Screen[Any]) -> list[KeyRow]:
@@ -139,9 +139,7 @@ def key_rows(screen: Screen[Any]) -> list[KeyRow]:
             unique.append(KeyRow(list(keys), text, "screen"))
     for row in unique:
         row.keys.sort(key=len)  # q before ^q
-    return [row for row in unique if row.section == "screen"] + [
-        row for row in unique if row.section == "app"
-    ]
+    return sorted(unique, key=lambda row: row.section == "app")  # the screen's rows first, in order
 
 
 def _column(title: str, rows: list[KeyRow]) -> Content:

@@ -64,10 +64,8 @@ def screen_words(text: str) -> str:
 
 def tune_rows(result: TuneResult) -> tuple[list[str], list[list[str]]]:
     """The tune table as text: a header and one row per value."""
-    header = ["value"]
-    for concurrency in result.concurrencies:
-        header += [f"c={concurrency} tok/s", "×base", "95% CI"]
-    header.append("accept")
+    per_load = [(f"c={concurrency} tok/s", "×base", "95% CI") for concurrency in result.concurrencies]
+    header = ["value", *(text for texts in per_load for text in texts), "accept"]
     rows = []
     for outcome in result.outcomes:
         row = [value_label(result, outcome.value)]
@@ -273,12 +271,9 @@ class TuneScreen(Screen[None]):
         values = sorted(o.value for o in result.outcomes)
         lines = [f"{'':8}{'tok/s by k ' + ' '.join(map(str, values)):<{SPARK_WIDTH + 14}}acceptance by k"]
         for concurrency in result.concurrencies:
-            rates, accepts = [], []
-            for value in values:
-                cell = result.cell(value, concurrency)
-                rates.append(cell.decode_tokens_per_s if cell else None)
-                accepts.append(cell.acceptance_rate if cell else None)
-            rate_line, _ = spark(rates, len(values))
+            cells = [result.cell(value, concurrency) for value in values]
+            rate_line, _ = spark([cell.decode_tokens_per_s if cell else None for cell in cells], len(values))
+            accepts = [cell.acceptance_rate if cell else None for cell in cells]
             accept_line, _ = spark(accepts, len(values), low=0.0, high=1.0)
             lines.append(f"c={concurrency:<6}{rate_line:<{SPARK_WIDTH + 14}}{accept_line}")
         return "\n".join(lines)

@@ -64,6 +64,30 @@ GUARD_AFTER_FIGURES_S = 2.0
 GUARD_AT_THE_LATEST_S = 5.0
 
 
+# The palette's commands (title, help, action); each shows where its screen has the action.
+PALETTE_COMMANDS = (
+    ("Pause / resume", "Stop or restart polling (or the replay)", "app.toggle_pause"),
+    ("Help", "The keys of this screen", "app.help"),
+    ("Alerts", "Active and past alerts with their times", "app.alerts"),
+    ("Next theme", "Cycle through the spectop themes (remembered)", "app.next_theme"),
+    ("Screenshot", "Save an SVG of the screen into the current folder", "app.screenshot"),
+    ("Bench", "A/B burst bench between two endpoints", "app.bench"),
+    ("Detail", "Open the focused endpoint's detail screen", "screen.open_detail"),
+    ("Demo hints", "What to try in the demo, with the guard's /sim/control URL", "screen.show_intro"),
+    ("Edit config", "Edit the focused endpoint's config file", "screen.edit"),
+    ("Filter", "Filter the cards (or the log on the detail screen)", "screen.filter"),
+    ("Tune", "Sweep the endpoint's k with restarts, recommend and apply (tune screen)", "screen.tune"),
+    ("Table view", "Switch between the table of endpoints and the cards", "screen.toggle_view"),
+    ("Table columns", "Choose and order the table view's columns (remembered)", "table.choose_columns"),
+    (
+        "Log viewer",
+        "The focused endpoint's log full screen: search, errors, follow, wrap",
+        "screen.log_viewer",
+    ),
+    ("GPUs", "One row per GPU: memory, utilisation, power, temperature, clocks, processes", "screen.gpus"),
+)
+
+
 def fit_parts(parts: list[str], width: int) -> list[str]:
     """The subtitle's parts that fit `width`, whole: the poll interval goes first, never the first or last."""
     kept = list(parts)
@@ -141,9 +165,7 @@ class SpectopApp(SpectopBase[int]):
         self._subtitle_due = False  # alerts changed: the header's count is redrawn once they are all in
         self._heap_frozen = False  # fleet mode: gc.freeze() asked for
         self._gc_thresholds: tuple[int, int, int] | None = None  # the thresholds before, once frozen
-        self._theme_folders = theme_folders
         self._remember_theme_choice = remember_theme_choice
-        self.theme_names: list[str] = []
         self.bench_pair = bench_pair
         self._autopilot_limits = autopilot_limits or Limits()
         self._autopilot: Worker[None] | None = None  # `o`: one dry-run autopilot per endpoint
@@ -151,7 +173,7 @@ class SpectopApp(SpectopBase[int]):
         self._leaving = False  # quitting: the autopilot puts the configs back first
         self._unmounted = False
         # Before the app runs, so that the first CSS parse has the theme's colours.
-        self._theme_problems = self._load_themes()
+        self._theme_problems = self._load_themes(theme_folders)
 
     # --- what tests and scripts read ------------------------------------------------------------------------
 
@@ -578,77 +600,28 @@ class SpectopApp(SpectopBase[int]):
         for command in super().get_system_commands(screen):
             if command.title != "Screenshot":  # ours (below) saves into the current folder
                 yield command
-        commands = [
-            ("Pause / resume", "Stop or restart polling (or the replay)", "app.toggle_pause"),
-            ("Help", "The keys of this screen", "app.help"),
-            ("Alerts", "Active and past alerts with their times", "app.alerts"),
-            ("Next theme", "Cycle through the spectop themes (remembered)", "app.next_theme"),
-            ("Screenshot", "Save an SVG of the screen into the current folder", "app.screenshot"),
-            ("Bench", "A/B burst bench between two endpoints", "app.bench"),
-            ("Detail", "Open the focused endpoint's detail screen", "screen.open_detail"),
-            ("Demo hints", "What to try in the demo, with the guard's /sim/control URL", "screen.show_intro"),
-            ("Edit config", "Edit the focused endpoint's config file", "screen.edit"),
-            ("Filter", "Filter the cards (or the log on the detail screen)", "screen.filter"),
-            (
-                "Tune",
-                "Sweep the endpoint's k with restarts, recommend and apply (tune screen)",
-                "screen.tune",
-            ),
-            ("Table view", "Switch between the table of endpoints and the cards", "screen.toggle_view"),
-            (
-                "Table columns",
-                "Choose and order the table view's columns (remembered)",
-                "table.choose_columns",
-            ),
-            (
-                "Log viewer",
-                "The focused endpoint's log full screen: search, errors, follow, wrap",
-                "screen.log_viewer",
-            ),
-            (
-                "GPUs",
-                "One row per GPU: memory, utilisation, power, temperature, clocks, processes",
-                "screen.gpus",
-            ),
-        ]
-        for title, help_text, action in commands:
-            if not self._palette_action_here(screen, action):
-                continue  # not an action of this screen (the bench from the editor, the log viewer elsewhere)
-            yield SystemCommand(title, help_text, partial(self._palette_run, screen, action))
+        for title, help_text, action in PALETTE_COMMANDS:
+            # Not where the screen lacks the action (the bench from the editor, the log viewer elsewhere).
+            target = self._palette_target(screen, action)
+            if target is not None and target[0].check_action(target[1], ()) is not False:
+                yield SystemCommand(title, help_text, partial(self.run_action, target[1], target[0]))
 
     def _palette_target(self, screen: Screen[Any], action: str) -> tuple[Any, str] | None:
+        """The node that runs `action` on `screen`, and the action's name; None when it has no such action."""
         namespace, _, name = action.rpartition(".")
-        if namespace == "app":
-            return self, name
+        node: Any = self if namespace == "app" else screen
         if namespace == "table":
-            tables = [table for table in screen.query("EndpointTable") if table.display]
-            return (tables[0], name) if tables else None
-        return screen, name
-
-    def _palette_action_here(self, screen: Screen[Any], action: str) -> bool:
-        target = self._palette_target(screen, action)
-        if target is None:
-            return False
-        node, name = target
-        if not callable(getattr(node, f"action_{name}", None)):
-            return False
-        return node.check_action(name, ()) is not False
-
-    async def _palette_run(self, screen: Screen[Any], action: str) -> None:
-        target = self._palette_target(screen, action)
-        if target is not None:
-            node, name = target
-            await self.run_action(name, node)
+            node = next((table for table in screen.query("EndpointTable") if table.display), None)
+        return (node, name) if callable(getattr(node, f"action_{name}", None)) else None
 
     # --- themes and header ----------------------------------------------------------------------------------
 
-    def _load_themes(self) -> list[str]:
+    def _load_themes(self, folders: list[Path] | None) -> list[str]:
         """Registers the theme files' themes, sets the remembered one; returns the problems."""
-        folders = self._theme_folders
-        loaded = load_themes(folders) if folders is not None else load_themes()
+        loaded = load_themes(folders)
         for theme in loaded.themes.values():
             self.register_theme(theme)
-        self.theme_names = sorted(loaded.themes)
+        self.theme_names: list[str] = sorted(loaded.themes)
         wanted = remembered_theme() if self._remember_theme_choice else None
         for choice in (wanted, DEFAULT_THEME):
             if choice and choice in self.available_themes:

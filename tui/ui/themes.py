@@ -60,10 +60,6 @@ class LoadedThemes:
     problems: list[str] = field(default_factory=list)
 
 
-def user_themes_dir() -> Path:
-    return user_config_dir() / "themes"
-
-
 def load_theme_file(path: Path) -> Theme:
     """One theme file → a Theme; ValueError naming the file and field when it is broken."""
     try:
@@ -85,7 +81,7 @@ def load_theme_file(path: Path) -> Theme:
 def load_themes(folders: list[Path] | None = None) -> LoadedThemes:
     """Every theme in the folders (shipped first, then the user's); problems are collected, not raised."""
     loaded = LoadedThemes()
-    for folder in folders if folders is not None else [themes_dir(), user_themes_dir()]:
+    for folder in folders if folders is not None else [themes_dir(), user_config_dir() / "themes"]:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.toml")):

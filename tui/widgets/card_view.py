@@ -29,14 +29,7 @@ from tui.telemetry.figures import Figures
 from tui.telemetry.plausible_figures import dropped_now, dropped_words
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.series import EndpointSeries
-from tui.widgets.chart import (
-    FIGURE_CHARTS,
-    TOKENS_PER_S_FLOOR,
-    ChartSpec,
-    chart_lines,
-    spark,
-    time_axis,
-)
+from tui.widgets.chart import FIGURE_CHARTS, TOKENS_PER_S_FLOOR, ChartSpec, chart_lines, spark, time_axis
 from tui.widgets.gpu_panel import card_gpu_line
 from tui.widgets.gpu_panel import render_key as gpu_render_key
 

@@ -337,13 +337,7 @@ class Chart(Widget):
     def __init__(self, spec: ChartSpec, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.spec = spec
-        self.times: list[float] = []
-        self.values: list[float | None] = []
-        self.markers: list[Marker] = []
-        self.start = 0.0
-        self.end = 0.0
-        self.value: tuple[str, str] | None = None
-        self.bound: tuple[float, float | None] | None = None
+        self.set_values([], [], 0.0, 0.0)
 
     def set_values(
         self,
@@ -357,7 +351,7 @@ class Chart(Widget):
         bound: tuple[float, float | None] | None = None,
     ) -> None:
         self.times, self.values, self.start, self.end = times, values, start, end
-        self.markers = list(markers)
+        self.markers: list[Marker] = list(markers)
         self.value, self.bound = value, bound
         self.refresh()
 
@@ -380,12 +374,11 @@ class TimeAxis(Widget):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.start = 0.0
-        self.end = 0.0
-        self.markers: list[Marker] = []
+        self.set_window(0.0, 0.0)
 
     def set_window(self, start: float, end: float, markers: Sequence[Marker] = ()) -> None:
-        self.start, self.end, self.markers = start, end, list(markers)
+        self.start, self.end = start, end
+        self.markers: list[Marker] = list(markers)
         self.refresh()
 
     def render(self) -> Content:

@@ -51,13 +51,12 @@ class ColumnChooser(ModalScreen[list[str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical() as frame:
             frame.border_title = "table columns"
-            yield OptionList(*(Option(Content(self._label(key)), id=key) for key in self.order), id="columns")
+            yield OptionList(id="columns")
             yield Static("space show/hide · shift+↑↓ or K/J move · enter apply · esc cancel", classes="keys")
 
     def on_mount(self) -> None:
-        options = self.query_one(OptionList)
-        options.highlighted = 0
-        options.focus()
+        self._refill(0)
+        self.query_one(OptionList).focus()
 
     def _refill(self, highlighted: int) -> None:
         options = self.query_one(OptionList)

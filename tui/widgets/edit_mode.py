@@ -187,11 +187,6 @@ class RawTextArea(TextArea):
         self.read_only = True
 
 
-def state_text(label: str, value: bool) -> str:
-    """The toggle's text, one width for both states (the row does not shift when it flips)."""
-    return f"{label} {'on ' if value else 'off'}"
-
-
 class OnOff(Widget, can_focus=True):
     DEFAULT_CSS = """
     OnOff { width: auto; height: 1; }
@@ -200,7 +195,7 @@ class OnOff(Widget, can_focus=True):
     OnOff.-on:focus { text-style: bold reverse; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "flip", "Toggle", show=False, tooltip="turn the focused option on / off"),
+        Binding("space", "flip", "Toggle", show=False, tooltip="turn the focused option on / off")
     ]
 
     value: reactive[bool] = reactive(False)
@@ -222,7 +217,7 @@ class OnOff(Widget, can_focus=True):
         self.set_class(value, "-on")
 
     def render(self) -> Content:
-        return Content(state_text(self.label, self.value))
+        return Content(f"{self.label} {'on ' if self.value else 'off'}")  # one width: the row never shifts
 
     def watch_value(self, value: bool) -> None:
         self.set_class(value, "-on")

@@ -59,10 +59,9 @@ _palettes: dict[str, Palette] = {}
 
 
 def palette_for(theme: str, variables: dict[str, str]) -> Palette:
-    palette = _palettes.get(theme)
-    if palette is None:
-        palette = _palettes[theme] = Palette(variables)
-    return palette
+    if theme not in _palettes:
+        _palettes[theme] = Palette(variables)
+    return _palettes[theme]
 
 
 class EndpointCard(Widget, can_focus=True):

@@ -149,10 +149,7 @@ def all_same_reason(views: Mapping[str, EndpointGpus]) -> str | None:
 
 
 def card_gpu_line(
-    view: EndpointGpus | None,
-    shared: frozenset[str],
-    views: Mapping[str, EndpointGpus],
-    width: int,
+    view: EndpointGpus | None, shared: frozenset[str], views: Mapping[str, EndpointGpus], width: int
 ) -> Content | None:
     """The card's GPU line, or why it has none; None when the strip says it or no poll happened yet."""
     if view is None or all_same_reason(views) is not None:
@@ -208,10 +205,6 @@ class GpuStrip(Static):
         return len(lines)
 
 
-def _watts(value: float | None) -> str:
-    return _figure(value, " W")
-
-
 def _percent(value: float | None) -> str:
     """A percent of 100 (a GPU's utilisation) in the vocabulary of rates: "97%"."""
     return fmt_rate(None if value is None else value / 100)
@@ -220,7 +213,7 @@ def _percent(value: float | None) -> str:
 # (chart id, label, GpuSample figure, how several GPUs combine, formatter, style, low, high)
 CHARTS = (
     ("gpu-chart-memory", "GPU mem", "memory_fraction", "max", fmt_rate, "$warning", 0.0, 1.0),
-    ("gpu-chart-power", "GPU W", "power_w", "sum", _watts, "$error", 0.0, None),
+    ("gpu-chart-power", "GPU W", "power_w", "sum", lambda value: _figure(value, " W"), "$error", 0.0, None),
     ("gpu-chart-util", "GPU util", "utilization_pct", "mean", _percent, "$success", 0.0, 100.0),
 )
 
@@ -247,14 +240,11 @@ class GpuCharts(Horizontal):
         self.display = view is not None  # no GPU poll yet (or a replay: GPUs are not recorded): nothing
         if view is None:
             return
+        self.set_class(not view.available, "absent")
         if not view.available:
-            reason = view.reason or "no GPU source"
-            self.add_class("absent")
-            self.query_one("#gpu-absent", Static).update(
-                Content(f"{UNKNOWN} no GPU charts: {safe_line(reason)}")
-            )
+            reason = safe_line(view.reason or "no GPU source")
+            self.query_one("#gpu-absent", Static).update(Content(f"{UNKNOWN} no GPU charts: {reason}"))
             return
-        self.remove_class("absent")
         for chart_id, _name, figure, how, *_rest in CHARTS:
             chart = self.query_one(f"#{chart_id}", Chart)
             times, values = combined_series(history, view.keys, figure, how, start)  # type: ignore[arg-type]
@@ -423,8 +413,7 @@ class GpuRowsPane(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(id="gpu-rows-lines")
 
-    def show(self, view: EndpointGpus | None, width: int, no_poll: str) -> list[Content]:
-        """Redraw with `view` at `width` columns; returns the lines drawn."""
-        lines = endpoint_lines(view, width, no_poll)
-        self.query_one("#gpu-rows-lines", Static).update(Content("\n").join(lines))
-        return lines
+    def show(self, view: EndpointGpus | None, width: int, no_poll: str) -> None:
+        self.query_one("#gpu-rows-lines", Static).update(
+            Content("\n").join(endpoint_lines(view, width, no_poll))
+        )

@@ -28,7 +28,7 @@ class LogPane(RichLog):
     LogPane:focus { border: round $accent; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("h", "toggle_access", "Access lines", tooltip="show / hide the HTTP access lines"),
+        Binding("h", "toggle_access", "Access lines", tooltip="show / hide the HTTP access lines")
     ]
 
     def __init__(self, *, id: str | None = None) -> None:

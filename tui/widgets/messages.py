@@ -77,12 +77,11 @@ class EndpointsUpdated(Message):
     immediate: bool = False
 
 
+@dataclass
 class AutopilotUpdated(Message):
     """The dashboard's autopilot: each endpoint's line (`PilotState.line()`); empty once it is turned off."""
 
-    def __init__(self, lines: dict[str, str]) -> None:
-        super().__init__()
-        self.lines = lines
+    lines: dict[str, str]
 
 
 # --- config editor ---------------------------------------------------------------------------------------
