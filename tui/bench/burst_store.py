@@ -10,11 +10,11 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from tui.bench.client_settings import read_bounded
 from tui.bench.report.export import export_name
 from tui.bench.report.models import Comparison
 from tui.bench.report.summary import comparison
 from tui.bench.results import ArmResult, BurstResult, BurstVerdict
+from tui.bounded_read import read_bounded
 from tui.configs.atomic import write_file
 from tui.fit_text import cut_left, short_url
 from tui.format import UNKNOWN as DASH

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tui.bounded_read import read_text
 from tui.configs.schemas import ClientConfig
 from tui.validators import field_path, friendly_message
 
@@ -58,27 +59,6 @@ def parse_client_settings(text: str, label: str = "<client settings>") -> Client
         raise ClientSettingsError("\n".join(problems))
     given = {key: value for key, value in config.model_dump().items() if value is not None}
     return ClientSettings(**given)
-
-
-def read_bounded(path: Path, limit: int, error: type[Exception], too_large: str = "") -> bytes:
-    """The file's bytes, or `error` saying why not (unreadable, or larger than `limit`)."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(limit + 1)
-    except OSError as failure:
-        raise error(f"{path}: cannot read: {failure.strerror or failure}") from failure
-    if len(raw) > limit:
-        raise error(f"{path}: larger than {limit} bytes{too_large}")
-    return raw
-
-
-def read_text(
-    path: Path, limit: int, error: type[Exception], too_large: str = "", encoding: str = "utf-8"
-) -> str:
-    try:
-        return read_bounded(path, limit, error, too_large).decode(encoding)
-    except UnicodeDecodeError as failure:
-        raise error(f"{path}: not UTF-8 text (byte {failure.start})") from failure
 
 
 def load_client_settings(path: str | Path) -> ClientSettings:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tui.bench.client_settings import read_text
+from tui.bounded_read import read_text
 from tui.format import fmt_rate, fmt_tokens
 
 PROMPT_SETS_DIR = Path(__file__).resolve().parent / "prompt_sets"
