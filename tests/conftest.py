@@ -1,6 +1,6 @@
 """The suite's shape: the real-server suites, marked `llamacpp` and `real_vllm` (`-m` runs or leaves out one),
 run in two lanes (xdist groups: one worker each, in order), the unit tests on the other workers beside them,
-those that measure sims last.
+those that measure sims last (in a unit-only run, the slowest first).
 Never more than two real-server tests at once; the tests that share real servers are in one lane, so their
 session fixture starts them once. llama-server's build and vLLM's install start in the background at
 collection, niced; the session fixtures wait on the same file locks.
@@ -74,8 +74,15 @@ def real_server_suite(path: Path) -> str | None:
     return "real_vllm" if path.name.startswith(VLLM_PREFIX) else "llamacpp"
 
 
+def unit_only(config: pytest.Config) -> bool:
+    """True when `-m` leaves out every real-server suite."""
+    markers = config.option.markexpr or ""
+    return all(f"not {suite}" in markers for suite in PREPARATION_SCRIPTS)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    lanes = not unit_only(config)
     for item in items:
         suite = real_server_suite(item.path)
         if suite is None:
@@ -85,16 +92,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         lane = "b" if item.path.name in LANE_B else "a"
         item.add_marker(pytest.mark.xdist_group(f"lane-{lane}"))
 
-    # Stable sort: the unit tests first (the slowest files first), then the real-server tests in each lane's
-    # order: the lane's first file (LANE_B's), the llama.cpp bed's own checks, that suite, then vLLM's, the
-    # tests on the shared vLLMs one after another (they are stopped after the last).
+    # Stable sort: the unit tests first (the slowest files first; those that measure sims after the others
+    # when the lanes run), then the real-server tests in each lane's order: the lane's first file
+    # (LANE_B's), the llama.cpp bed's own checks, that suite, then vLLM's, the tests on the shared vLLMs one
+    # after another (they are stopped after the last).
     def order(item: pytest.Item) -> tuple[bool, bool, bool, bool, bool, bool, int]:
         suite = real_server_suite(item.path)
         slow = [index for index, name in enumerate(SLOWEST_FIRST) if item.path.match(name)]
         return (
             suite is not None,
-            any(item.path.match(pattern) for pattern in MEASURING)
-            or "tune_sim" in getattr(item, "fixturenames", ()),
+            lanes
+            and (
+                any(item.path.match(pattern) for pattern in MEASURING)
+                or "tune_sim" in getattr(item, "fixturenames", ())
+            ),
             item.path.name != LANE_B[0],
             suite == "real_vllm",
             SHARED_VLLMS not in getattr(item, "fixturenames", ()),
@@ -110,9 +121,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     one for the unit tests; four made the unit tests that measure sims fail under load ~18); two per core
     for the unit tests alone, which wait on apps, local servers and subprocesses more than they compute."""
     cores = os.cpu_count() or 1
-    markers = config.option.markexpr or ""
-    unit_only = all(f"not {suite}" in markers for suite in PREPARATION_SCRIPTS)
-    return 2 * cores if unit_only else cores + 1
+    return 2 * cores if unit_only(config) else cores + 1
 
 
 _PREPARING: list[subprocess.Popen[bytes]] = []

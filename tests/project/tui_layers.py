@@ -8,7 +8,7 @@ CORE = (
     "tui.telemetry", "tui.configs", "tui.bench", "tui.sim", "tui.sources", "tui.gpu", "tui.fleet",
     "tui.tune", "tui.advice", "tui.autopilot", "tui.board", "tui.settings", "tui.paths", "tui.validators",
     "tui.format", "tui.auth", "tui.sanitize", "tui.fit_text", "tui.debug_log", "tui.safe_output",
-    "tui.state", "tui.tables",
+    "tui.state", "tui.tables", "tui.bounded_read",
 )  # fmt: skip
 UI = ("tui.ui", "tui.screens", "tui.widgets")
 ENTRY = ("tui.cli", "tui.cli_options", "tui.commands", "tui.__main__")
@@ -16,7 +16,9 @@ ENTRY = ("tui.cli", "tui.cli_options", "tui.commands", "tui.__main__")
 # The floors of tui's top-level folders and modules: each imports only from its own floor or below, counting
 # imports inside functions (a lazy import is still an arrow), and no two of them import each other.
 FLOORS = {
-    **dict.fromkeys(("format", "sanitize", "validators", "paths", "auth", "fit_text", "safe_output"), 1),
+    **dict.fromkeys(
+        ("format", "sanitize", "validators", "paths", "auth", "fit_text", "safe_output", "bounded_read"), 1
+    ),
     **dict.fromkeys(("debug_log", "tables"), 1),
     **dict.fromkeys(("telemetry", "configs", "sim", "gpu", "settings", "state"), 2),
     **dict.fromkeys(("tune", "bench", "fleet"), 3),
