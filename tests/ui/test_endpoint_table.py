@@ -13,7 +13,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.command import CommandPalette
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 from ui_waiting import Replayed, spectop, wait_for, wait_for_dashboard
 
 from tests.fleet.fake_fleet import scripted_app
@@ -29,6 +29,7 @@ from tui.widgets.column_chooser import ColumnChooser
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import Column, EndpointTable, single_line_cell
 from tui.widgets.fleet_table import FleetTable
+from tui.widgets.messages import AutopilotUpdated
 
 
 @pytest.mark.parametrize(
@@ -104,6 +105,34 @@ async def test_table_view_sorts_and_opens_the_detail(replayed: Replayed) -> None
         await pilot.press("escape", "v")
         await pilot.pause()
         assert screen.view == "cards" and isinstance(app.focused, EndpointCard)
+
+
+async def test_the_table_view_shows_the_autopilots_line_for_the_row_under_the_cursor(
+    replayed: Replayed,
+) -> None:
+    """A card shows its endpoint's autopilot line; a table row has no room: the line of the row under the
+    cursor shows above the table."""
+    async with replayed() as (pilot, app):
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        lines = {"mtp-on": "autopilot: watching · k=3 now", "mtp-off": "autopilot: canary k=2, 1 min"}
+        screen.post_message(AutopilotUpdated(lines))
+        await pilot.press("v")
+        line = screen.query_one("#group-advice", Static)
+
+        def shown() -> str:
+            return str(line.render()) if line.display else ""
+
+        table = screen.query_one(EndpointTable)
+        await wait_for(pilot, lambda: table.selected_endpoint in lines, "the cursor on a piloted row")
+        first = table.selected_endpoint
+        await wait_for(pilot, lambda: shown() == f"{first}: {lines[first]}", "the line of the first row")
+        while table.selected_endpoint in (first, "llama-draft"):
+            await pilot.press("down" if table.cursor_row < table.row_count - 1 else "home")
+        other = table.selected_endpoint
+        await wait_for(pilot, lambda: shown() == f"{other}: {lines[other]}", "the line of the next row")
+        await pilot.press("v")
+        await wait_for(pilot, lambda: not line.display, "no line above the cards")
 
 
 async def test_a_tick_redraws_only_the_cells_that_changed(

@@ -210,6 +210,10 @@ class DashboardScreen(EndpointScreen):
         self._autopilot = message.lines
         self._mark_dirty(changed, immediate=False)
 
+    def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
+        if self._autopilot:
+            self._refresh_group_advice()
+
     def _card_data(self, name: str) -> CardData:
         return replace(self.context.card_data(name), autopilot=self._autopilot.get(name))
 
@@ -273,14 +277,16 @@ class DashboardScreen(EndpointScreen):
             self._layout_for(self.size.width, self.size.height)
 
     def _refresh_group_advice(self, width: int | None = None) -> None:
-        """Fleet mode: the group advice after new readings (or at a new width), its lines wrapped whole; the
-        layout makes room."""
-        if self._fleet is None:
-            return
+        """Above the cards or the table, wrapped whole (the layout makes room): the fleet's group advice, and
+        in the table view the autopilot's line for the row under the cursor (a card shows its own)."""
         room = max(20, (width or self.size.width) - 2)
+        lines = list(self.context.group_advice_lines()) if self._fleet is not None else []
+        name = self.endpoint_in_view if self.view == "table" else None
+        if name is not None and name in self._autopilot:
+            lines.append((f"{name}: {self._autopilot[name]}", True))
         parts = [
             Content.styled(part, "$warning" if better else "$text-muted")
-            for line, better in self.context.group_advice_lines()
+            for line, better in lines
             for part in wrap_whole(line, room, "", "  ")
         ]
         text, rows = Content("\n").join(parts), len(parts)
@@ -383,6 +389,7 @@ class DashboardScreen(EndpointScreen):
             target = selected if selected in cards else (cards[0] if cards else None)
             if target is not None:
                 self.call_after_refresh(target.focus)  # a card made just now is mounted by then
+        self._refresh_group_advice()
 
     @on(DataTable.RowSelected, "#table, #fleet-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
