@@ -118,10 +118,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: with the real-server lanes, one worker per core and one more (on two cores: the lanes and
-    one for the unit tests; four made the unit tests that measure sims fail under load ~18); two per core
-    for the unit tests alone, which wait on apps, local servers and subprocesses more than they compute."""
+    one for the unit tests; four made the unit tests that measure sims fail under load ~18); three per core
+    for the unit tests alone, which wait on apps, local servers and subprocesses more than they compute
+    (their slowest tests take as long beside five other workers as beside three)."""
     cores = os.cpu_count() or 1
-    return 2 * cores if unit_only(config) else cores + 1
+    return 3 * cores if unit_only(config) else cores + 1
 
 
 _PREPARING: list[subprocess.Popen[bytes]] = []
