@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.advice.test_guard_control import PER_POSITION, _model
-from tests.autopilot.conftest import sim_config
+from tests.autopilot.conftest import ROOT, sim_config
 from tui.advice.live import KeptModels
 from tui.advice.stepcost import StepCostFile
 from tui.autopilot import audit
@@ -155,6 +155,28 @@ async def test_a_fleets_kept_table_is_promoted_to_the_other_replica(
     for name in REPLICAS:
         assert WRITTEN in run.pilot.targets[name].config.read_text()
         assert run.pilot.runs(name) == (1, TABLE)
+
+
+async def test_a_file_other_than_vllms_gets_no_table_and_says_why_once(
+    tmp_path: Path, client: httpx.AsyncClient
+) -> None:
+    run = Run(tmp_path, client, auto=True)
+    sglang = (ROOT / "sample_configs" / "sglang_settings.json").read_text(encoding="utf-8")
+    for key, value in (("speculative_num_steps", 3), ("speculative_num_draft_tokens", 4)):
+        sglang = sglang.replace(f'"{key}": {value}', f'"{key}": {value - 2}')  # k=1
+    config = run.pilot.targets[URL].config = tmp_path / "settings.json"
+    config.write_text(sglang, encoding="utf-8")
+    for _ in range(30):
+        await run.pilot.step(seen({URL: 50.0}))
+        run.now += 1
+    assert [line for line in run.lines if "batch size" in line] == [
+        f"{URL}: no k by batch size (1: k=1, 2-256: k=0) proposed: "
+        "only a vLLM config takes a k-by-batch-size table"
+    ]
+    assert not run.pilot.changes and not run.records("proposed")
+    assert run.pilot.states[URL].words.startswith("watching · k=1 now")
+    assert "batch size" not in run.pilot.states[URL].words
+    assert config.read_text(encoding="utf-8") == sglang
 
 
 def test_the_audit_line_says_the_table_and_an_old_record_still_reads(tmp_path: Path) -> None:
