@@ -266,7 +266,7 @@ class Autopilot:
                         outcome="proposed",
                         instance=canary,
                         trigger=trigger,
-                        from_k=advice.current_k,
+                        from_k=self.k.get(canary),
                         to_k=to_k,
                         to_table=to_table,
                         reason="dry run",
