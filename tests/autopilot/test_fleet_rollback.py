@@ -83,7 +83,7 @@ async def test_within_noise_nothing_changes_for_ten_minutes(sim_fleet: SimFleet,
         for _ in range(60):  # 600 s of the autopilot's clock
             seen = await pilot.eyes()
             await pilot.step(seen)
-            advice = pilot.advice(seen)
+            advice, _ = pilot.advice(seen) or (None, None)
             words.append(advice.line() if advice else "–")
             await pilot.sleep(limits.interval_s)
     print("\n".join(sim_fleet.lines), "\n", "\n".join(sorted(set(words))))

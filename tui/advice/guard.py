@@ -14,7 +14,7 @@ from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
-from tui.configs.spec_table import table_text
+from tui.configs.spec_table import normalized, table_or_none, table_text
 from tui.format import fmt_duration, fmt_rate
 from tui.settings import EndpointSettings
 from tui.tune.plan import VLLM_TABLE, TunePlanError, default_key, edited, edited_table
@@ -194,6 +194,12 @@ def file_k(doc: ConfigDocument) -> int | None:
         return None
 
 
+def file_table(doc: ConfigDocument) -> list[list[int]] | None:
+    """The file's k-by-batch-size table in vLLM's list form (None: none, or none that reads)."""
+    ranges = table_or_none(doc.get(VLLM_TABLE)) if doc.has(VLLM_TABLE) else None
+    return None if ranges is None else normalized(ranges)
+
+
 @dataclass(frozen=True)
 class Prepared:
     """What the config file says: its k (0: off; None: cannot tell) and the guard's change to it."""
@@ -222,7 +228,7 @@ async def prepare(
     if opened.document is None:
         return Prepared(problem=f"{endpoint.config_file} does not parse: {opened.syntax_error}")
     now = file_k(opened.document)
-    has_table = bool(table) and opened.document.has(VLLM_TABLE) and opened.document.get(VLLM_TABLE) == table
+    has_table = bool(table) and file_table(opened.document) == table
     try:
         text = guard_text(opened.document, k, table)
     except (ConfigError, TunePlanError) as error:

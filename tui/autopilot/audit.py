@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from tui.autopilot.policy import Table, proposal_words
 from tui.format import fmt_level, fmt_rate_delta, fmt_times
 from tui.sanitize import safe_line
 
@@ -35,6 +36,7 @@ class AuditRecord(BaseModel):
     trigger: str = ""  # the advice (or the failure) behind the decision
     from_k: int | None = None
     to_k: int | None = None
+    to_table: Table | None = None  # a k by batch size (to_k: the file's k with it)
     diff: str = ""  # masked: tui.configs.editing.unified_diff
     predicted: float | None = None  # the advisor's speedup (1.11: +11%)
     before: Figure = Field(default_factory=Figure)
@@ -46,9 +48,15 @@ class AuditRecord(BaseModel):
     sureness: float | None = None
     reason: str = ""
 
+    @property
+    def to(self) -> str:
+        """ "k=2", or the table: "batch 1: k=3, 2-256: k=1"."""
+        return proposal_words(self.to_table or self.to_k)
+
     def line(self) -> str:
         """One plain line: what, why, how sure."""
-        change = "" if None in (self.from_k, self.to_k) else f" k={self.from_k}->{self.to_k}"
+        to = self.to.removeprefix("k=")
+        change = "" if None in (self.from_k, self.to_k) else f" k={self.from_k}->{to}"
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.time))
         gain = "" if self.gain is None else f" {fmt_rate_delta(self.gain)}"
         if self.gain_low is not None and self.gain_high is not None:
@@ -98,8 +106,8 @@ def summary(records: list[AuditRecord]) -> str:
         gain *= 1.0 + (record.gain or 0.0)
         low *= 1.0 + (record.gain_low if record.gain_low is not None else record.gain or 0.0)
         high *= 1.0 + (record.gain_high if record.gain_high is not None else record.gain or 0.0)
-    first, last = kept[0].from_k, kept[-1].to_k
+    first, last = kept[0].from_k, kept[-1].to
     return (
-        f"{head}; k={first} -> k={last}: {fmt_rate_delta(gain - 1)} decode tokens/s per request against the "
+        f"{head}; k={first} -> {last}: {fmt_rate_delta(gain - 1)} decode tokens/s per request against the "
         f"starting config ({fmt_rate_delta(low - 1)} to {fmt_rate_delta(high - 1)})"
     )

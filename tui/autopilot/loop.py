@@ -1,12 +1,13 @@
 """The loop: watch, propose, and in --auto change one replica, test it, keep or roll back, promote.
 Each interval the eyes give every server's figures. While watching, the advisor (pooled over the
-replicas that run the same k) names a better k; held for `sustained_s` and allowed by the limits, it is
-proposed (dry run: said and recorded, nothing changed). In auto mode one canary gets it: after the quiet
-period each interval gives a sample of log(canary speed / the unchanged replicas' mean speed) (one
-server: / its speed before the change, at matched load), until the sequential test is clear or the time
-limit passes. Better: kept, then promoted one replica at a time, each tested as not worse than the
-changed ones. Anything else (down, OOM, worse, no difference, unclear, first tokens surely 25% slower,
-errors surely up): the exact bytes written back."""
+replicas that run the same file) names a better k, or where none is better but one k does not fit every
+calibrated load, a k by batch size for a vLLM file (`table_offer`); held for `sustained_s` and allowed
+by the limits, it is proposed (dry run: said and recorded, nothing changed). In auto mode one canary gets
+it: after the quiet period each interval gives a sample of log(canary speed / the unchanged replicas'
+mean speed) (one server: / its speed before the change, at matched load), until the sequential test is
+clear or the time limit passes. Better: kept, then promoted one replica at a time, each tested as not
+worse than the changed ones. Anything else (down, OOM, worse, no difference, unclear, first tokens surely
+25% slower, errors surely up): the exact bytes written back."""
 
 from __future__ import annotations
 
@@ -23,14 +24,27 @@ import httpx
 
 from tui.advice.advisor import Advice
 from tui.advice.fleet import calibrated_first, pooled_figures
-from tui.advice.live import KeptModels, advice_for
+from tui.advice.live import KeptModels, TableOffer, advice_for, table_offer
+from tui.advice.stepcost import find_model
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord, Figure
 from tui.autopilot.observe import Errors, Seen, ServerEyes, speed
-from tui.autopilot.policy import Limits, PilotState, Sustained, errors_rose, gate
+from tui.autopilot.policy import (
+    Limits,
+    PilotState,
+    Proposal,
+    Sustained,
+    Table,
+    errors_rose,
+    gate,
+    proposal_words,
+)
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target
+from tui.configs.errors import ConfigError
+from tui.configs.spec_table import k_for_batch
 from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
+from tui.tune.plan import TunePlanError, table_k
 
 if TYPE_CHECKING:
     from tui.settings import EndpointSettings
@@ -43,7 +57,7 @@ BEFORE_SAMPLES = 20  # one server: the intervals before a change, (speed, reques
 
 @dataclass
 class Trial:
-    """A change under test: which server, from and to which k, the bytes it replaced."""
+    """A change under test: which server, from and to which k (or table), the bytes it replaced."""
 
     target: Target
     from_k: int | None
@@ -54,6 +68,8 @@ class Trial:
     started: float
     promotion: bool = False
     predicted: float | None = None  # the advisor's speedup
+    from_table: Table | None = None
+    to_table: Table | None = None  # a k by batch size (to_k: the file's k with it)
     samples: list[float] = field(default_factory=list)
     mine: list[float] = field(default_factory=list)
     theirs: list[float] = field(default_factory=list)
@@ -61,6 +77,23 @@ class Trial:
     ttft: list[float] = field(default_factory=list)  # log(reference TTFT / changed TTFT) per interval
     failed: list[float] = field(default_factory=lambda: [0.0, 0.0])  # the changed one's (failed, answered)
     failed_reference: list[float] = field(default_factory=lambda: [0.0, 0.0])  # fleet: the others'
+
+    @property
+    def was(self) -> tuple[int | None, Table | None]:
+        return self.from_k, self.from_table
+
+    @property
+    def now(self) -> tuple[int | None, Table | None]:
+        return self.to_k, self.to_table
+
+    @property
+    def to(self) -> str:
+        return proposal_words(self.to_table or self.to_k)
+
+
+def split(proposal: Proposal) -> tuple[int, Table | None]:
+    """A proposal as the file's k and k by batch size."""
+    return (table_k(proposal), proposal) if isinstance(proposal, list) else (proposal, None)
 
 
 def figure(values: list[float]) -> Figure:
@@ -98,6 +131,7 @@ class Autopilot:
         self.make_target, self.clock, self.sleep, self.say = make_target, clock, sleep, say
         self.on_state = on_state  # after each interval: what a dashboard shows per instance
         self.k: dict[str, int | None] = {}
+        self.tables: dict[str, Table | None] = {}  # the k by batch size each file runs
         self.found: dict[str, bytes] = {}  # as the autopilot found them
         self.verified: dict[str, bytes] = {}  # the last verified state
         self.states: dict[str, PilotState] = {}
@@ -105,7 +139,7 @@ class Autopilot:
         self.sustained = Sustained(limits.sustained_s)
         self.trial: Trial | None = None
         self.queue: list[str] = []  # replicas still to promote
-        self.promoting = 0  # to the canary's verified k
+        self.promoting: Proposal = 0  # the canary's verified k or table
         # one server: (speed, load, TTFT, errors) of the intervals before a change
         self.before: deque[tuple[float, float, float | None, Errors | None]] = deque(maxlen=BEFORE_SAMPLES)
         self._said: set[str] = set()
@@ -138,7 +172,7 @@ class Autopilot:
             return
         self.targets[name] = target
         self.found[name] = self.verified[name] = found
-        self.k[name] = await target.k()
+        self.k[name], self.tables[name] = await target.running()
         self.states[name] = PilotState(name, k=self.k[name])
         self.record(AuditRecord(outcome="started", instance=name, from_k=self.k[name], reason="as found"))
 
@@ -164,14 +198,30 @@ class Autopilot:
 
     # --- watching -----------------------------------------------------------------------------------------
 
-    def advice(self, seen: dict[str, Seen]) -> Advice | None:
+    def runs(self, name: str) -> tuple[int | None, Table | None]:
+        """A server's file: its k and its k by batch size."""
+        return self.k.get(name), self.tables.get(name)
+
+    def advice(self, seen: dict[str, Seen]) -> tuple[Advice, TableOffer | None] | None:
+        """The advice for the up servers (all running the same file) and, where it names no better k, the
+        k by batch size they do not run yet that fits every calibrated load better than one k."""
         up = [name for name, what in seen.items() if what.up]
-        ks = {self.k.get(name) for name in up}
-        if not up or len(ks) != 1:
+        runs = [self.runs(name) for name in up]
+        if not up or runs.count(runs[0]) != len(runs):
             return None
         pooled, _ = pooled_figures([seen[name].figures for name in up])
         url, model = calibrated_first([(self.targets[name].url, seen[name].model) for name in up], self.kept)
-        return advice_for(pooled, url, model, self.kept, current_k=ks.pop(), margin=self.limits.margin)
+        k, table = runs[0]
+        if table and k is not None and pooled.running:  # compared with the k its table runs at this load
+            k = k_for_batch([(lo, hi, each) for lo, hi, each in table], max(1, round(pooled.running)), k)
+        advice = advice_for(pooled, url, model, self.kept, current_k=k, margin=self.limits.margin)
+        if advice.better_k is not None:
+            return advice, None
+        step_cost, _ = find_model(self.kept.models, url, model, None)
+        offer = table_offer(pooled.per_position_acceptance, k, step_cost, margin=self.limits.margin)
+        if offer is None or offer.table == table:
+            return advice, None
+        return replace(advice, table=offer.ranges), offer
 
     async def watch(self, seen: dict[str, Seen]) -> None:
         now = self.clock()
@@ -181,63 +231,76 @@ class Autopilot:
                 rate = what.figures.requests_per_s  # the load: running requests fall as a server speeds up
                 if what.up and value and rate is not None:
                     self.before.append((value, rate, what.figures.ttft_mean_s, what.errors))
-        advice = self.advice(seen)
-        better = None if advice is None else advice.better_k
-        held_for = self.sustained.observe(better, now)
+        advice, offer = self.advice(seen) or (None, None)
+        up = sorted(name for name, what in seen.items() if what.up)
+        if advice is not None and offer is not None:
+            try:
+                await self.targets[up[0]].edit(table=offer.table)
+            except (ConfigError, TunePlanError) as error:  # a table only where vLLM's file takes one
+                self.once(f"{up[0]}: no k by batch size ({offer.ranges}) proposed: {error}", "table refused")
+                advice, offer = replace(advice, table=None), None
+        proposal: Proposal | None = None if advice is None else advice.better_k
+        if proposal is None and offer is not None:
+            proposal = offer.table
+        held_for = self.sustained.observe(proposal, now)
         for state in self.states.values():
             state.words = "watching" if advice is None else f"watching · {advice.line()}"
-        if advice is None or better is None or held_for is None or not self.sustained.held(now):
+        if advice is None or proposal is None or held_for is None or not self.sustained.held(now):
             return
-        up = sorted(name for name, what in seen.items() if what.up)
+        canary = up[0]
+        trigger = advice.line() if offer is None else f"one k does not fit every load: {offer.words}"
         blocked = gate(self.limits, self.changes, now, len(up), len(self.targets))
         enough = BEFORE_SAMPLES // 2
         if self.single and blocked is None and len(self.before) < enough:
             blocked = f"too few intervals before the change to compare with: {len(self.before)} of {enough}"
-        canary = up[0]
-        held = fmt_duration(held_for)
-        words = f"set k={better} on {canary} (k={advice.current_k} now): {advice.line()}, for {held}"
+        held, setting = fmt_duration(held_for), proposal_words(proposal)
+        words = f"set {setting} on {canary} (k={advice.current_k} now): {trigger}, for {held}"
         if blocked is not None:
-            self.once(f"would {words}, but not now: {blocked}", f"blocked {better} {blocked.split(':')[0]}")
+            self.once(f"would {words}, but not now: {blocked}", f"blocked {setting} {blocked.split(':')[0]}")
             return
         if not self.auto:
-            if self.once(f"would {words} (dry run: {self.to_act})", f"propose {better}"):
+            if self.once(f"would {words} (dry run: {self.to_act})", f"propose {setting}"):
+                to_k, to_table = split(proposal)
                 self.record(
                     AuditRecord(
                         outcome="proposed",
                         instance=canary,
-                        trigger=advice.line(),
-                        from_k=advice.current_k,
-                        to_k=better,
+                        trigger=trigger,
+                        from_k=self.k.get(canary),
+                        to_k=to_k,
+                        to_table=to_table,
                         reason="dry run",
                     )
                 )
             return
-        predicted = advice.speedup_by_k.get(better)
-        await self.start_trial(canary, better, advice.line(), promotion=False, predicted=predicted)
+        predicted = advice.speedup_by_k.get(proposal) if isinstance(proposal, int) else None
+        await self.start_trial(canary, proposal, trigger, promotion=False, predicted=predicted)
 
     # --- changing and testing -----------------------------------------------------------------------------
 
     async def start_trial(
-        self, name: str, k: int, trigger: str, *, promotion: bool, predicted: float | None = None
+        self, name: str, proposal: Proposal, trigger: str, *, promotion: bool, predicted: float | None = None
     ) -> None:
         target, now = self.targets[name], self.clock()
+        (from_k, from_table), (k, table) = self.runs(name), split(proposal)
         old = await asyncio.to_thread(target.config.read_bytes)
-        self.say(f"{name}: setting k={k} (was {self.k.get(name)}): {trigger}")
-        from_k = self.k.get(name)
-        self.states[name].words = f"{'promoting' if promotion else 'canary'} k={k}: restarting"
+        trial = Trial(target, from_k, k, old, "", trigger, now, promotion, predicted, from_table, table)
+        self.say(f"{name}: setting {trial.to} (was {from_k}): {trigger}")
+        role = "promoting" if promotion else "canary"
+        self.states[name].words = f"{role} {trial.to}: restarting"
         self.tell()
         try:
-            change = await target.set_k(self.client, k)
+            change = await target.set_config(self.client, k, table)
         except asyncio.CancelledError:  # Ctrl-C during the restart: the file may have k already; `leave`
             # puts the bytes back (without this trial it took the new k for someone else's edit, left it)
-            self.trial = Trial(target, from_k, k, old, "", trigger, self.clock(), promotion, predicted)
+            self.trial = trial
             raise
         self.changes.append(now)
         self.sustained = Sustained(self.limits.sustained_s)  # after this trial, the advice must hold anew
-        trial = Trial(target, from_k, k, old, change.diff, trigger, self.clock(), promotion, predicted)
-        self.k[name] = k
+        trial.diff, trial.started = change.diff, self.clock()
+        self.k[name], self.tables[name] = k, table
         self.states[name].k = k
-        self.states[name].words = f"{'promoting' if promotion else 'canary'} k={k}: restarted, quiet period"
+        self.states[name].words = f"{role} {trial.to}: restarted, quiet period"
         self.trial = trial
         if not change.ok:
             await self.roll_back(f"did not come back: {change.reason}")
@@ -264,7 +327,7 @@ class Autopilot:
         state, role = self.states[name], "promoting" if trial.promotion else "canary"
         so_far = "no sample yet" if verdict.gain is None else f"{fmt_rate_delta(verdict.gain)} so far"
         state.words = (
-            f"{role} k={trial.to_k}, {fmt_duration(now - trial.started)}, {so_far} (not yet significant)"
+            f"{role} {trial.to}, {fmt_duration(now - trial.started)}, {so_far} (not yet significant)"
         )
         moved = self.load_moved(trial)
         if moved is not None and not over:
@@ -300,10 +363,10 @@ class Autopilot:
             base = sum(s for s, *_ in self.before) / len(self.before)
             ttfts = [t for _, _, t, _ in self.before if t is not None]
         else:
-            wanted = trial.to_k if trial.promotion else trial.from_k
+            wanted = trial.now if trial.promotion else trial.was
             others = [
                 value for other, what in seen.items()
-                if other != name and what.up and self.k.get(other) == wanted
+                if other != name and what.up and self.runs(other) == wanted
                 and (not trial.promotion or other not in self.queue)
                 and (value := speed(what.figures)) is not None
             ]  # fmt: skip
@@ -366,26 +429,24 @@ class Autopilot:
         self.verified[name] = await asyncio.to_thread(trial.target.config.read_bytes)
         self.trial = None
         outcome: audit.Outcome = "promoted" if trial.promotion else "kept"
-        self.states[name].last = f"{outcome} k={trial.to_k}: {verdict.words()}"
+        self.states[name].last = f"{outcome} {trial.to}: {verdict.words()}"
         self.record(self.trial_record(trial, outcome, verdict, "verified"))
         if not trial.promotion:
-            self.queue = sorted(n for n in self.found if n != name and self.k.get(n) == trial.from_k)
-            self.promoting = trial.to_k
+            self.queue = sorted(n for n in self.found if n != name and self.runs(n) == trial.was)
+            self.promoting = trial.to_table or trial.to_k
 
     async def roll_back(self, why: str, verdict: Judgement | None = None) -> None:
         trial = self.trial
         assert trial is not None
         name = trial.target.name
         words = why if verdict is None else f"{verdict.words()}: {why}"
-        self.say(f"{name}: rolling back to k={trial.from_k}: {words}")
+        back = proposal_words(trial.from_table or trial.from_k)
+        self.say(f"{name}: rolling back to {back}: {words}")
         restored = await trial.target.write(self.client, trial.old)
         if trial.promotion and self.queue:
-            why += f"; the promotion stops: {len(self.queue) + 1} replica(s) stay at k={trial.from_k}"
-        self.k[name], self.trial, self.queue = trial.from_k, None, []
-        self.states[name].k, self.states[name].last = (
-            trial.from_k,
-            f"rolled back to k={trial.from_k}: {words}",
-        )
+            why += f"; the promotion stops: {len(self.queue) + 1} replica(s) stay at {back}"
+        (self.k[name], self.tables[name]), self.trial, self.queue = trial.was, None, []
+        self.states[name].k, self.states[name].last = trial.from_k, f"rolled back to {back}: {words}"
         reason = why if restored.ok else f"{why}; the rollback's restart failed too: {restored.reason}"
         self.record(self.trial_record(trial, "rolled_back", verdict, reason))
 
@@ -395,7 +456,8 @@ class Autopilot:
         if blocked is not None:
             self.once(f"promotion waits: {blocked}", f"promotion {blocked.split(':')[0]}")
             return
-        await self.start_trial(self.queue.pop(0), self.promoting, "the verified canary's k", promotion=True)
+        trigger = f"the verified canary's {proposal_words(self.promoting)}"
+        await self.start_trial(self.queue.pop(0), self.promoting, trigger, promotion=True)
 
     # --- leaving, saying, recording -----------------------------------------------------------------------
 
@@ -410,14 +472,9 @@ class Autopilot:
             where = "as found" if now == self.found[name] else "at its last verified state"
             if now != self.verified[name]:
                 where = "CHANGED since the autopilot's last write (not by it): left as it is"
-            self.record(
-                AuditRecord(
-                    outcome="left",
-                    instance=name,
-                    to_k=self.k.get(name),
-                    reason=f"config left {where} (k={self.k.get(name)})",
-                )
-            )
+            k, table = self.runs(name)
+            reason = f"config left {where} ({proposal_words(table or k)})"
+            self.record(AuditRecord(outcome="left", instance=name, to_k=k, to_table=table, reason=reason))
 
     def trial_record(
         self, trial: Trial, outcome: audit.Outcome, verdict: Judgement | None, why: str
@@ -428,6 +485,7 @@ class Autopilot:
             trigger=trial.trigger,
             from_k=trial.from_k,
             to_k=trial.to_k,
+            to_table=trial.to_table,
             diff=trial.diff,
             predicted=trial.predicted,
             before=figure(trial.theirs),

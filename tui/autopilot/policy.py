@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tui.configs.spec_table import table_text
 from tui.format import fmt_duration, fmt_level, fmt_rate
 
 HOUR_S = 3600.0
@@ -12,6 +13,16 @@ ERRORS_SURE = 0.999  # an error-rate rise is acted on when this sure (one-sided 
 ERRORS_SURE_Z = 3.09
 ERRORS_MIN_RISE = 0.01  # and the share of failed answers rose by at least this much
 MIN_ANSWERS = 20  # on each side: fewer answers say too little
+
+Table = list[list[int]]  # vLLM's num_speculative_tokens_per_batch_size: [[lo, hi, k], ...]
+Proposal = int | Table  # a k for every load, or a k by batch size
+
+
+def proposal_words(proposal: Proposal | None) -> str:
+    """ "k=2", or a table as the guard says it: "batch 1: k=3, 2-256: k=1"."""
+    if isinstance(proposal, list):
+        return table_text([(lo, hi, k) for lo, hi, k in proposal])
+    return f"k={proposal}"
 
 
 @dataclass(frozen=True)
@@ -61,23 +72,23 @@ def errors_rose(mine: tuple[float, float], reference: tuple[float, float]) -> st
 
 @dataclass
 class Sustained:
-    """Since when the advisor has said the same better k."""
+    """Since when the advisor has proposed the same (by value) better k or table."""
 
     sustained_s: float
-    k: int | None = None
+    proposal: Proposal | None = None
     since: float = 0.0
 
-    def observe(self, k: int | None, now: float) -> float | None:
-        """How long `k` has been advised (None: no better k)."""
-        if k is None:
-            self.k = None
+    def observe(self, proposal: Proposal | None, now: float) -> float | None:
+        """How long `proposal` has been advised (None: nothing better)."""
+        if proposal is None:
+            self.proposal = None
             return None
-        if k != self.k:
-            self.k, self.since = k, now
+        if proposal != self.proposal:
+            self.proposal, self.since = proposal, now
         return now - self.since
 
     def held(self, now: float) -> bool:
-        return self.k is not None and now - self.since >= self.sustained_s
+        return self.proposal is not None and now - self.since >= self.sustained_s
 
 
 @dataclass

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import httpx
 
-from tui.advice.guard import file_k, guard_text
+from tui.advice.guard import file_k, file_table, guard_text
+from tui.autopilot.policy import Table
 from tui.configs.atomic import SaveError
 from tui.configs.editing import open_config_async, unified_diff
 from tui.configs.errors import ConfigError
@@ -47,24 +48,33 @@ class Target:
             health_timeout_s=self.health_timeout_s,
         )
 
-    async def k(self) -> int | None:
-        """The file's k (0: speculation off; None: it cannot tell)."""
+    async def running(self) -> tuple[int | None, Table | None]:
+        """The file's k (0: speculation off; None: it cannot tell) and its k by batch size (None: none)."""
         try:
             opened = await open_config_async(self.config)
         except ConfigError:
-            return None
-        return None if opened.document is None else file_k(opened.document)
+            return None, None
+        if opened.document is None:
+            return None, None
+        return file_k(opened.document), file_table(opened.document)
 
-    async def set_k(self, client: httpx.AsyncClient, k: int) -> Change:
-        """Write k, restart, wait until the server is back."""
+    async def edit(self, k: int | None = None, table: Table | None = None) -> tuple[str, str]:
+        """The file's text, and as the guard writes `k` (None, 0: speculation off) or `table`; raises
+        ConfigError or TunePlanError (a table on a file other than vLLM's) when that edit cannot be made."""
+        opened = await open_config_async(self.config)
+        if opened.document is None:
+            raise ConfigError(f"{self.config} does not parse: {opened.syntax_error}")
+        return opened.text, guard_text(opened.document, k, table)
+
+    async def set_config(
+        self, client: httpx.AsyncClient, k: int | None = None, table: Table | None = None
+    ) -> Change:
+        """Write k or the table, restart, wait until the server is back."""
         try:
-            opened = await open_config_async(self.config)
-            if opened.document is None:
-                return Change(False, f"{self.config} does not parse: {opened.syntax_error}")
-            text = guard_text(opened.document, k)
+            old, new = await self.edit(k, table)
         except (ConfigError, TunePlanError) as error:
             return Change(False, str(error))
-        return await self.write(client, text.encode("utf-8"), opened.text)
+        return await self.write(client, new.encode("utf-8"), old)
 
     async def write(self, client: httpx.AsyncClient, data: bytes, old_text: str | None = None) -> Change:
         """Write exactly `data` (a rollback: the bytes found), restart, wait until the server is back."""

@@ -146,9 +146,14 @@ def _applied(doc: ConfigDocument, edits: list[tuple[KeyPath, Any]], *, new_key: 
     return after
 
 
+def table_k(table: list[list[int]]) -> int:
+    """The k a file running `table` has: the largest (vLLM clamps each range's k to it)."""
+    return max(1, *(k for _lo, _hi, k in table))
+
+
 def edited_table(doc: ConfigDocument, table: list[list[int]]) -> ConfigDocument:
     """`doc` running `table` (vLLM's `num_speculative_tokens_per_batch_size`); k becomes its largest."""
-    edits: list[tuple[KeyPath, Any]] = [(VLLM_K, max(1, *(k for _lo, _hi, k in table))), (VLLM_TABLE, table)]
+    edits: list[tuple[KeyPath, Any]] = [(VLLM_K, table_k(table)), (VLLM_TABLE, table)]
     if doc.has(VLLM_ENABLED) and doc.get(VLLM_ENABLED) is not True:
         edits.append((VLLM_ENABLED, True))
     return _applied(doc, _needed(doc, edits), new_key=True)
