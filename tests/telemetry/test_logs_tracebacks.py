@@ -22,12 +22,9 @@ VLLM_OOM_TRACEBACK = [
     VLLM_PREFIX + "    return forward_call(*args, **kwargs)\r",
     VLLM_PREFIX + "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\r",
     VLLM_PREFIX
-    + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB. GPU 0 has a total "
-    "capacity of 23.56 GiB of which 21.75 MiB is free.",
+    + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB. GPU 0 has a total capacity of 23.56 GiB of which 21.75 MiB is free.",
     "(APIServer pid=1) ERROR 05-01 14:39:06 [async_llm.py:699] AsyncLLM output_handler failed.",
-    "(APIServer pid=1) INFO 05-01 14:39:07 [loggers.py:310] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
-    "Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, "
-    "Prefix cache hit rate: 0.0%",
+    "(APIServer pid=1) INFO 05-01 14:39:07 [loggers.py:310] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
 ]
 
 
@@ -131,8 +128,7 @@ def test_stats_line_closes_a_traceback() -> None:
     parser.feed('  File "x.py", line 1, in f')
     parser.feed("RuntimeError: boom")
     events = parser.feed(
-        "[2026-07-20 09:50:00 TP0] Decode batch, #running-req: 2, #token: 500, token usage: 0.01, accept len: 2.5, "
-        "cuda graph: True, gen throughput (token/s): 80.00, #queue-req: 0"
+        "[2026-07-20 09:50:00 TP0] Decode batch, #running-req: 2, #token: 500, token usage: 0.01, accept len: 2.5, cuda graph: True, gen throughput (token/s): 80.00, #queue-req: 0"
     )
     assert [e.kind for e in events] == ["error", "stats", "spec_decode"]
     assert events[0].message == "RuntimeError: boom"
@@ -154,8 +150,7 @@ def test_backend_is_remembered() -> None:
     parser = LogParser()
     assert parser.backend is None
     parser.feed(
-        "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 1.00000 (   56 accepted /    56 "
-        "generated), mean len =  9.00"
+        "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 1.00000 (   56 accepted /    56 generated), mean len =  9.00"
     )
     assert parser.backend == "llamacpp"
     events = parser.feed("RuntimeError: something broke")
