@@ -29,36 +29,14 @@ REAL_LINES = [
     "[gpu_id=0] #running-req: 1, #token: 100, token usage: 0.01, gen throughput (token/s): 50.00, #queue-req: 0",
     "INFO 10-16 19:06:01 metrics.py:361] Prefix cache hit rate: GPU: 94.35%, CPU: 0.00%",
 ]
-INTERESTING_TEXT = st.sampled_from(
-    [
-        ": ",
-        ", ",
-        "%",
-        "nan",
-        "inf",
-        "-1",
-        "1e309",
-        "(",
-        ")",
-        "[",
-        "]",
-        "\r",
-        "\n",
-        "\x1b[0m",
-        " batch",
-        "[1]",
-        "Traceback (most recent call last):",
-        "  File",
-        "draft acceptance = ",
-        "acc per pos = (",
-        "#acc tokens = ",
-        "Avg prompt throughput: ",
-        "SpecDecoding metrics: ",
-        "Per-position acceptance rate: ",
-        "\x00",
-        "\ufffd",
-    ]
-)
+# fmt: off
+INTERESTING_TEXT = st.sampled_from([
+    ": ", ", ", "%", "nan", "inf", "-1", "1e309", "(", ")", "[", "]", "\r", "\n", "\x1b[0m", " batch",
+    "[1]", "Traceback (most recent call last):", "  File", "draft acceptance = ", "acc per pos = (",
+    "#acc tokens = ", "Avg prompt throughput: ", "SpecDecoding metrics: ", "Per-position acceptance rate: ",
+    "\x00", "\ufffd",
+])
+# fmt: on
 
 
 def _assert_events_valid(events: Sequence[LogEvent]) -> None:

@@ -8,7 +8,7 @@ import random
 
 import httpx
 import pytest
-from llamacpp_fake_server import FakeLlamaServer
+from llamacpp_fake_server import BUSY, FakeLlamaServer
 from metrics_test_server import SAMPLES, Reply, ReplyServer, assert_rate, poll_clock, sample_body, spectop
 
 from tui.settings import EndpointSettings
@@ -45,10 +45,8 @@ async def _run(server: FakeLlamaServer, *, second_scraper: bool, rounds: int = 1
 
 
 async def test_second_scraper_never_gives_a_wrong_request_rate() -> None:
-    # Past 40k tokens the old tolerance grew with the counter and let every stolen gauge through.
-    async with FakeLlamaServer(
-        tokens=50_000, seconds=52.345, prompt_tokens=9000, prompt_seconds=3.1
-    ) as server:
+    # BUSY: past 40k tokens the old tolerance grew with the counter and let every stolen gauge through.
+    async with FakeLlamaServer(**BUSY) as server:
         results = await _run(server, second_scraper=True)
     for figures, requests, _ in results:
         assert figures.requests_per_s is None, (figures.requests_per_s, requests / 5.0)
@@ -58,9 +56,7 @@ async def test_second_scraper_never_gives_a_wrong_request_rate() -> None:
 
 
 async def test_only_spectop_scraping_counts_requests_exactly() -> None:
-    async with FakeLlamaServer(
-        tokens=50_000, seconds=52.345, prompt_tokens=9000, prompt_seconds=3.1
-    ) as server:
+    async with FakeLlamaServer(**BUSY) as server:
         results = await _run(server, second_scraper=False)
     for figures, requests, tpot in results:
         assert figures.requests_per_s == pytest.approx(requests / 5.0)

@@ -8,7 +8,7 @@ import time
 
 import httpx
 import pytest
-from llamacpp_fake_server import FakeLlamaServer
+from llamacpp_fake_server import BUSY, FakeLlamaServer
 from metrics_test_server import (
     Reply,
     ReplyServer,
@@ -213,8 +213,6 @@ def test_table_labels_say_prompt_includes_cached_and_show_quantile_bounds() -> N
 
 # --- a llama-server doing the bad thing during the window ---------------------------------------------------
 
-# Past 40k tokens (where it once went wrong): the old tolerance grew with this counter.
-BUSY = {"tokens": 50_000.0, "seconds": 52.345, "prompt_tokens": 9000.0, "prompt_seconds": 3.1}
 # Three requests of 64 tokens in the window, at different speeds (the gauge then depends on which ones
 # it covers): what a request rate over the window must be built from.
 REQUESTS = ((64, 0.041), (64, 0.087), (64, 0.063))
