@@ -59,9 +59,7 @@ def test_vllm_oom_traceback_is_one_traceback_event_plus_the_specific_errors() ->
 
 
 def test_stateless_parse_line_skips_frame_lines_and_flags_the_start() -> None:
-    assert parse_line(VLLM_OOM_TRACEBACK[2]) is None
-    assert parse_line(VLLM_OOM_TRACEBACK[3]) is None
-    assert parse_line(VLLM_OOM_TRACEBACK[6]) is None
+    assert [parse_line(VLLM_OOM_TRACEBACK[frame]) for frame in (2, 3, 6)] == [None] * 3
     start = parse_line(VLLM_OOM_TRACEBACK[1])
     assert start is not None and start.kind == "error" and start.category == "traceback"
 

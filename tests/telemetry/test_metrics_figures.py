@@ -106,19 +106,13 @@ def test_down_last_scrape_gives_no_figures() -> None:
 
 
 # (model, engine): counters at the first scrape (twice that at the second), then the gauges
+# fmt: off
 _ENGINES = {
     ("a", "0"): {"gen": 1000, "drafts": 400, "accepted": 600, "done": 10, "fast": 5, "running": 3, "kv": 0.2},
-    ("a", "1"): {
-        "gen": 3000,
-        "drafts": 1000,
-        "accepted": 1000,
-        "done": 30,
-        "fast": 30,
-        "running": 5,
-        "kv": 0.4,
-    },
+    ("a", "1"): {"gen": 3000, "drafts": 1000, "accepted": 1000, "done": 30, "fast": 30, "running": 5, "kv": 0.4},  # noqa: E501
     ("b", "0"): {"gen": 500, "drafts": 100, "accepted": 100, "done": 2, "fast": 0, "running": 1, "kv": 0.6},
 }
+# fmt: on
 
 
 def _vllm_engine_page(scale: float) -> str:

@@ -15,6 +15,7 @@ from metrics_test_server import (
     sglang_ttft_page,
     spectop,
     vllm_page,
+    window_figures,
 )
 
 from tui.settings import EndpointSettings
@@ -134,10 +135,9 @@ def test_duplicate_gauge_line_alone_is_found() -> None:
 
 def test_quantile_inside_the_first_bucket_is_a_bound() -> None:
     # Every TTFT fell in the first bucket (≤ 100 ms) with a mean of 6.5 ms: p50 "50 ms" says nothing.
-    window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(sglang_ttft_page([0] * 8, 0.0), 0.0))
-    window.add(scrape(sglang_ttft_page([40] * 8, 40 * 0.0065), 10.0))
-    f = window.figures()
+    f = window_figures(
+        scrape(sglang_ttft_page([0] * 8, 0.0), 0.0), scrape(sglang_ttft_page([40] * 8, 40 * 0.0065), 10.0)
+    )
     assert f.ttft_mean_s == pytest.approx(0.0065)
     assert f.quantile_bounds["ttft_p50_s"] == (0.0, 0.1)
     assert f.quantile_bounds["ttft_p95_s"] == (0.0, 0.1)
@@ -145,10 +145,10 @@ def test_quantile_inside_the_first_bucket_is_a_bound() -> None:
 
 
 def test_quantile_in_a_narrow_bucket_has_no_bound_and_the_inf_bucket_is_a_lower_bound() -> None:
-    window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(sglang_ttft_page([0] * 8, 0.0), 0.0))
-    window.add(scrape(sglang_ttft_page([0, 0, 0, 0, 10, 10, 10, 20], 30.0), 10.0))
-    f = window.figures()
+    f = window_figures(
+        scrape(sglang_ttft_page([0] * 8, 0.0), 0.0),
+        scrape(sglang_ttft_page([0, 0, 0, 0, 10, 10, 10, 20], 30.0), 10.0),
+    )
     assert f.ttft_p50_s == pytest.approx(0.8)
     assert "ttft_p50_s" not in f.quantile_bounds
     assert f.ttft_p95_s == pytest.approx(2.0) and f.quantile_bounds["ttft_p95_s"] == (2.0, None)
