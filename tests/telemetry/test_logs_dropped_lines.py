@@ -3,17 +3,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
-from test_tailer import _until
+from test_tailer import followed_events
 
 from tui.cli import main
 from tui.telemetry.events import SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import LogParser, llamacpp, parse_events
-from tui.telemetry.logs.follow import follow_events
 
 SAMPLES = Path(__file__).parent / "log_samples"
 
@@ -131,18 +129,6 @@ async def test_follow_events_counts_a_line_it_could_not_read_and_goes_on(
     log = tmp_path / "server.log"
     log.write_text(f"{BROKEN}\n{VLLM_STATS}\n")
     parser = LogParser()
-    received: list[tuple[str | None, list[object]]] = []
-
-    async def consume() -> None:
-        async for line, events in follow_events(log, parser, from_start=True, poll_interval_s=0.02):
-            received.append((line, list(events)))
-
-    task = asyncio.create_task(consume())
-    try:
-        await _until(lambda: len(received) >= 2, "both lines")
-    finally:
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+    received = await followed_events(log, parser, lambda received: len(received) >= 2)
     assert [(line, len(events)) for line, events in received[:2]] == [(BROKEN, 0), (VLLM_STATS, 1)]
     assert parser.failed_lines == 1

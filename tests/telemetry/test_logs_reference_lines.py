@@ -370,12 +370,9 @@ def _check(line: str, expected: Expected | list[Expected]) -> None:
             actual = getattr(event, name)
             if name == "extra" and value is not None:
                 assert actual is not None
-                for key, extra_value in value.items():
-                    assert (
-                        actual[key] == pytest.approx(extra_value)
-                        if not isinstance(extra_value, (bool, str))
-                        else (actual[key] == extra_value)
-                    ), (key, actual)
+                for key, extra in value.items():
+                    want = extra if isinstance(extra, bool | str) else pytest.approx(extra)
+                    assert actual[key] == want, key
             elif isinstance(value, float) or (isinstance(value, list) and value):
                 assert actual == pytest.approx(value), name
             else:

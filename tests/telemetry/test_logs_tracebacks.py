@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui.configs.restart import last_errors
-from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.events import ErrorEvent, LogEvent
 from tui.telemetry.logs import LogParser, parse_line
 from tui.telemetry.logs.tracebacks import MAX_HEAD_LINES, MAX_TAIL_LINES
 
@@ -28,9 +28,7 @@ VLLM_OOM_TRACEBACK = [
 ]
 
 
-def _feed_all(
-    lines: list[str], parser: LogParser | None = None
-) -> list[StatsEvent | SpecDecodeEvent | ErrorEvent]:
+def _feed_all(lines: list[str], parser: LogParser | None = None) -> list[LogEvent]:
     parser = parser or LogParser()
     events = []
     for line in lines:

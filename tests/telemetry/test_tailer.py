@@ -239,23 +239,33 @@ async def test_a_directory_at_the_path_is_polled_not_fatal(tmp_path: Path) -> No
         await follower.wait_for("now a file")
 
 
-async def test_follow_events_flushes_a_traceback_when_the_log_goes_quiet(log: Path) -> None:
-    log.write_text('Traceback (most recent call last):\n  File "x.py", line 1, in f\nRuntimeError: boom\n')
-    received: list[tuple[str | None, list[object]]] = []
+async def followed_events(
+    log: Path, parser: LogParser, enough: Callable[[list[tuple[str | None, list[Any]]]], bool], **options: Any
+) -> list[tuple[str | None, list[Any]]]:
+    """What `follow_events` yields for `log` read from its start, until `enough` of it came."""
+    received: list[tuple[str | None, list[Any]]] = []
 
     async def consume() -> None:
-        async for item in follow_events(
-            log, LogParser(), from_start=True, poll_interval_s=POLL_S, idle_flush_s=0.2
+        async for line, events in follow_events(
+            log, parser, from_start=True, poll_interval_s=POLL_S, **options
         ):
-            received.append(item)
+            received.append((line, list(events)))
 
     task = asyncio.create_task(consume())
     try:
-        await _until(lambda: any(line is None for line, _ in received), "the idle flush")
+        await _until(lambda: enough(received), "enough events")
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+    return received
+
+
+async def test_follow_events_flushes_a_traceback_when_the_log_goes_quiet(log: Path) -> None:
+    log.write_text('Traceback (most recent call last):\n  File "x.py", line 1, in f\nRuntimeError: boom\n')
+    received = await followed_events(
+        log, LogParser(), lambda received: any(line is None for line, _ in received), idle_flush_s=0.2
+    )
     assert [line for line, _ in received] == [
         "Traceback (most recent call last):",
         '  File "x.py", line 1, in f',

@@ -100,12 +100,10 @@ def test_draft_positions_changing_without_a_visible_restart_start_afresh() -> No
     assert "draft positions changed (k 2 → 4)" in window.figures().notes["per_position_acceptance"]
     window.add(scrape(page(1300, [1144, 845, 70, 25]), 30.0))
     assert window.figures().per_position_acceptance == pytest.approx([0.88, 0.65, 0.60, 0.20])
-    assert window.figures().covered_s == pytest.approx(10.0)
+    figures = window.figures()
+    assert figures.covered_s == pytest.approx(10.0)
     # The card is told the window is still short.
-    assert (
-        window.figures().window_short
-        and "window still short: 10 s of 1 min" in window.figures().notes["window"]
-    )
+    assert figures.window_short and "window still short: 10 s of 1 min" in figures.notes["window"]
 
 
 async def test_duplicate_series_make_the_page_inconsistent() -> None:
@@ -117,9 +115,8 @@ async def test_duplicate_series_make_the_page_inconsistent() -> None:
         await monitor.poll(client)
         reading = await monitor.poll(client)
     assert reading.up and reading.error is not None
-    assert (
-        reading.error.startswith("inconsistent page: the series vllm:") and "more than once" in reading.error
-    )
+    assert reading.error.startswith("inconsistent page: the series vllm:")
+    assert "more than once" in reading.error
     figures = reading.figures
     assert (figures.kv_cache_usage, figures.running, figures.generation_tokens_per_s) == (None, None, None)
     assert figures.notes["window"] == reading.error
