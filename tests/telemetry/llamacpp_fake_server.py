@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 
 from metrics_test_server import Reply, Request, answer_request
 
+# A busy server, past 40k tokens (where it once went wrong: the old tolerance grew with this counter).
+BUSY = {"tokens": 50_000.0, "seconds": 52.345, "prompt_tokens": 9000.0, "prompt_seconds": 3.1}
+
 
 def _printed(value: float) -> str:
     return f"{value:.6g}"

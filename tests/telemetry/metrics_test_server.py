@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from tui.telemetry.backends import detect_backend
+from tui.telemetry.figures import Figures
 from tui.telemetry.prometheus import parse_metrics_text
 from tui.telemetry.scraper import Scrape
+from tui.telemetry.window import ScrapeWindow
 
 # Copies of shared/reference/samples/*/metrics_t{0,1}.txt (see metrics_samples/README.md).
 SAMPLES = Path(__file__).parent / "metrics_samples"
@@ -132,6 +134,14 @@ def sample_scrapes(backend: str, seconds: float) -> tuple[Scrape, Scrape]:
         scrape(sample_body(backend, "metrics_t0.txt").decode(), 100.0),
         scrape(sample_body(backend, "metrics_t1.txt").decode(), 100.0 + seconds),
     )
+
+
+def window_figures(*scrapes: Scrape, window_s: float = 60.0) -> Figures:
+    """The figures of a window that has read `scrapes`."""
+    window = ScrapeWindow(window_s=window_s)
+    for each in scrapes:
+        window.add(each)
+    return window.figures()
 
 
 @dataclass

@@ -12,6 +12,15 @@ def _kinds(engine: AlertEngine, endpoint: str = "a") -> set[str]:
     return {alert.kind for alert in engine.active(endpoint)}
 
 
+def _sustained(
+    engine: AlertEngine, rate: float, times: tuple[float, ...] = (0.0, 10.0), **seen: float
+) -> AlertEngine:
+    """`rate` read at each of `times` (by default a sustained period apart): an alert's condition holds."""
+    for time in times:
+        engine.observe_reading("a", time, True, rate, **seen)
+    return engine
+
+
 def test_low_acceptance_fires_only_after_the_sustained_period_and_clears() -> None:
     engine = AlertEngine(RULES)
     assert engine.observe_reading("a", 100.0, True, 0.5) == []
@@ -51,9 +60,7 @@ def test_critical_acceptance_is_one_alert_at_the_worst_severity() -> None:
 
 
 def test_warning_escalates_to_critical_in_place() -> None:
-    engine = AlertEngine(RULES)
-    for time in (0.0, 10.0):
-        engine.observe_reading("a", time, True, 0.5)
+    engine = _sustained(AlertEngine(RULES), 0.5)
     (warning,) = engine.active("a")
     engine.observe_reading("a", 12.0, True, 0.2)
     assert [alert.severity for alert in engine.active("a")] == ["warning"]  # not sustained yet
@@ -65,9 +72,7 @@ def test_warning_escalates_to_critical_in_place() -> None:
 
 
 def test_the_text_follows_the_current_figure() -> None:
-    engine = AlertEngine(RULES)
-    for time in (0.0, 10.0):
-        engine.observe_reading("a", time, True, 0.54)
+    engine = _sustained(AlertEngine(RULES), 0.54)
     (alert,) = engine.active("a")
     assert alert.message.startswith("acceptance 54% below 60%")
     version = engine.version
@@ -81,9 +86,7 @@ def test_acceptance_text_gives_the_mean_length_and_the_k_change() -> None:
     engine = AlertEngine(RULES)
     engine.observe_reading("a", 0.0, True, 0.75, mean_length=2.53, k=2)  # fine at k=2
     engine.observe_reading("a", 5.0, False, None)  # the user raises k to 4 and restarts
-    for time in (10.0, 20.0):
-        engine.observe_reading("a", time, True, 0.54, mean_length=3.15, k=4)
-    (alert,) = engine.active("a")
+    (alert,) = _sustained(engine, 0.54, (10.0, 20.0), mean_length=3.15, k=4).active("a")
     assert alert.message == (
         "acceptance 54% below 60%; k 2→4: mean length 2.53→3.15, up (more tokens per step)"
     )
@@ -92,14 +95,11 @@ def test_acceptance_text_gives_the_mean_length_and_the_k_change() -> None:
 def test_critical_text_says_drafting_slows_only_when_the_mean_length_did_not_rise() -> None:
     engine = AlertEngine(RULES)
     engine.observe_reading("a", 0.0, True, 0.7, mean_length=2.4, k=3)
-    for time in (1.0, 11.0):
-        engine.observe_reading("a", time, True, 0.2, mean_length=1.6, k=3)
-    (alert,) = engine.active("a")
+    (alert,) = _sustained(engine, 0.2, (1.0, 11.0), mean_length=1.6, k=3).active("a")
     assert alert.message == "acceptance 20% below 30%: drafting slows; mean length 2.40→1.60, down"
     rising = AlertEngine(RULES)
     rising.observe_reading("a", 0.0, True, 0.7, mean_length=1.8, k=1)
-    for time in (1.0, 11.0):
-        rising.observe_reading("a", time, True, 0.25, mean_length=2.0, k=8)
+    _sustained(rising, 0.25, (1.0, 11.0), mean_length=2.0, k=8)
     assert "drafting slows" not in rising.active("a")[0].message
     assert "k 1→8" in rising.active("a")[0].message
 
@@ -188,9 +188,7 @@ def test_per_endpoint_threshold_from_its_config() -> None:
 
 
 def test_unknown_acceptance_ends_the_condition() -> None:
-    engine = AlertEngine(RULES)
-    engine.observe_reading("a", 0.0, True, 0.5)
-    engine.observe_reading("a", 10.0, True, 0.5)
+    engine = _sustained(AlertEngine(RULES), 0.5)
     assert _kinds(engine) == {"acceptance_low"}
     engine.observe_reading("a", 11.0, True, None)  # idle or spec decode switched off
     assert _kinds(engine) == set()
@@ -247,11 +245,8 @@ def test_all_alerts_lists_active_first_and_the_cleared_list_is_bounded() -> None
 def test_active_severities_follow_the_active_alerts_without_copies() -> None:
     engine = AlertEngine(RULES)
     assert engine.active_severities("a") == ()
-    engine.observe_reading("a", 0.0, True, 0.5)
-    engine.observe_reading("a", 10.0, True, 0.5)
-    assert engine.active_severities("a") == ("warning",)
-    engine.observe_reading("a", 12.0, True, 0.2)
-    engine.observe_reading("a", 22.0, True, 0.2)
+    assert _sustained(engine, 0.5).active_severities("a") == ("warning",)
+    _sustained(engine, 0.2, (12.0, 22.0))
     assert engine.active_severities("a") == tuple(alert.severity for alert in engine.active("a"))
     assert engine.active_severities("a") == ("critical",)
     engine.observe_reading("a", 30.0, True, 0.9)

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from metrics_test_server import sample_body, sample_scrapes, scrape
+from metrics_test_server import sample_body, sample_scrapes, scrape, window_figures
 
 from tui.format import LIFETIME_MARK, figure_text, lifetime_shown
-from tui.telemetry.window import LIFETIME_NOTE, NEEDS_TWO_SCRAPES, ScrapeWindow
+from tui.telemetry.figures import Figures
+from tui.telemetry.window import LIFETIME_NOTE, NEEDS_TWO_SCRAPES
 
 
-def first_reading(backend: str) -> ScrapeWindow:
-    window = ScrapeWindow(60.0)
-    window.add(sample_scrapes(backend, 10.0)[0])
-    return window
+def first_reading(backend: str) -> Figures:
+    return window_figures(sample_scrapes(backend, 10.0)[0])
 
 
 def test_vllm_first_reading_has_lifetime_figures_and_no_rates() -> None:
-    figures = first_reading("vllm").figures()
+    figures = first_reading("vllm")
     lifetime = figures.lifetime
     assert lifetime is not None
     # metrics_t0.txt: the counters since the server started
@@ -36,11 +35,7 @@ def test_vllm_first_reading_has_lifetime_figures_and_no_rates() -> None:
 
 
 def test_second_scrape_replaces_the_lifetime_figures() -> None:
-    window = ScrapeWindow(60.0)
-    first, last = sample_scrapes("vllm", 10.0)
-    window.add(first)
-    window.add(last)
-    figures = window.figures()
+    figures = window_figures(*sample_scrapes("vllm", 10.0))
     assert figures.lifetime is None
     assert figures.acceptance_rate == pytest.approx(3468 / 4960)  # the window's, samples/vllm/README.md
     assert figures.generation_tokens_per_s == pytest.approx(594.9)
@@ -49,7 +44,7 @@ def test_second_scrape_replaces_the_lifetime_figures() -> None:
 
 
 def test_lifetime_figures_read_with_the_mark() -> None:
-    figures = first_reading("vllm").figures()
+    figures = first_reading("vllm")
     assert lifetime_shown(figures, "acceptance_rate")
     assert figure_text(figures, "acceptance_rate") == f"70%{LIFETIME_MARK}"
     assert figure_text(figures, "mean_acceptance_length") == f"2.40{LIFETIME_MARK}"
@@ -60,7 +55,7 @@ def test_lifetime_figures_read_with_the_mark() -> None:
 
 
 def test_sglang_first_reading_mean_length_from_its_counters() -> None:
-    lifetime = first_reading("sglang").figures().lifetime
+    lifetime = first_reading("sglang").lifetime
     assert lifetime is not None
     assert lifetime.mean_acceptance_length == pytest.approx(4.790424e06 / 1.634194e06)
     assert lifetime.acceptance_rate == pytest.approx((4.790424e06 / 1.634194e06 - 1) / 3)
@@ -68,16 +63,14 @@ def test_sglang_first_reading_mean_length_from_its_counters() -> None:
 
 def test_llamacpp_before_any_draft_has_no_lifetime_acceptance() -> None:
     # metrics_t0.txt is a fresh server: every spec counter 0, no lifetime figure to make up.
-    figures = first_reading("llamacpp").figures()
+    figures = first_reading("llamacpp")
     assert figures.acceptance_rate is None
     assert figures.lifetime is None or figures.lifetime.acceptance_rate is None
     assert figure_text(figures, "acceptance_rate") == "–"
 
 
 def test_llamacpp_lifetime_acceptance_after_requests() -> None:
-    window = ScrapeWindow(60.0)
-    window.add(scrape(sample_body("llamacpp", "metrics_t1.txt").decode(), 5.0))
-    lifetime = window.figures().lifetime
+    lifetime = window_figures(scrape(sample_body("llamacpp", "metrics_t1.txt").decode(), 5.0)).lifetime
     assert lifetime is not None
     assert lifetime.acceptance_rate == 1.0  # the identical draft model
     assert lifetime.mean_acceptance_length == pytest.approx(9.0)
@@ -90,17 +83,13 @@ def test_impossible_lifetime_figure_is_dropped_and_said() -> None:
         "vllm:spec_decode_num_draft_tokens_total 20\n"
         "vllm:spec_decode_num_accepted_tokens_total 50\n"  # more accepted than drafted: a garbled page
     )
-    window = ScrapeWindow(60.0)
-    window.add(scrape(page, 1.0))
-    figures = window.figures()
+    figures = window_figures(scrape(page, 1.0))
     assert figure_text(figures, "acceptance_rate") == "–"
     assert "impossible value dropped" in figures.notes["acceptance_rate"]
 
 
 def test_server_without_speculation_has_no_lifetime_acceptance() -> None:
-    window = ScrapeWindow(60.0)
-    window.add(scrape("vllm:generation_tokens_total 500\nvllm:num_requests_running 1\n", 1.0))
-    figures = window.figures()
+    figures = window_figures(scrape("vllm:generation_tokens_total 500\nvllm:num_requests_running 1\n", 1.0))
     assert figures.lifetime is None
     assert figure_text(figures, "acceptance_rate") == "–"
     assert figures.notes["generation_tokens_per_s"] == NEEDS_TWO_SCRAPES

@@ -3,34 +3,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
-from test_tailer import _until
+from test_tailer import followed_events
 
 from tui.cli import main
 from tui.telemetry.events import SpecDecodeEvent, StatsEvent
 from tui.telemetry.logs import LogParser, llamacpp, parse_events
-from tui.telemetry.logs.follow import follow_events
 
 SAMPLES = Path(__file__).parent / "log_samples"
 
-VLLM_SPEC = (
-    "(APIServer pid=1) INFO 08-20 14:04:17 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.42, "
-    "Accepted throughput: 39.17 tokens/s, Drafted throughput: 55.20 tokens/s, Accepted: 1629 tokens, Drafted: "
-    "2296 tokens, Per-position acceptance rate: 0.807, 0.612, Avg Draft acceptance rate: 70.9%"
-)
-VLLM_STATS = (
-    "(APIServer pid=1) INFO 08-20 14:04:17 [loggers.py:310] Engine 000: Avg prompt throughput: 12.0 tokens/s, "
-    "Avg generation throughput: 277.9 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.7%, "
-    "Prefix cache hit rate: 34.6%"
-)
-SGLANG_DECODE = (
-    "[2026-07-20 09:50:00 TP0] Decode batch, #running-req: 3, #token: 512, token usage: 0.05, accept len: 2.53, "
-    "accept rate: 0.51, cuda graph: True, gen throughput (token/s): 187.20, #queue-req: 0"
-)
+VLLM_SPEC = "(APIServer pid=1) INFO 08-20 14:04:17 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.42, Accepted throughput: 39.17 tokens/s, Drafted throughput: 55.20 tokens/s, Accepted: 1629 tokens, Drafted: 2296 tokens, Per-position acceptance rate: 0.807, 0.612, Avg Draft acceptance rate: 70.9%"
+VLLM_STATS = "(APIServer pid=1) INFO 08-20 14:04:17 [loggers.py:310] Engine 000: Avg prompt throughput: 12.0 tokens/s, Avg generation throughput: 277.9 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.7%, Prefix cache hit rate: 34.6%"
+SGLANG_DECODE = "[2026-07-20 09:50:00 TP0] Decode batch, #running-req: 3, #token: 512, token usage: 0.05, accept len: 2.53, accept rate: 0.51, cuda graph: True, gen throughput (token/s): 187.20, #queue-req: 0"
 BROKEN = "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 0.50000 (   5 accepted /    10 generated)"
 LLAMACPP = "0.00.640.963 I slot print_timing: id  0 | task 2 | draft acceptance = 0.57576 (   19 accepted /    33 generated), mean len =  2.10"
 
@@ -142,18 +129,6 @@ async def test_follow_events_counts_a_line_it_could_not_read_and_goes_on(
     log = tmp_path / "server.log"
     log.write_text(f"{BROKEN}\n{VLLM_STATS}\n")
     parser = LogParser()
-    received: list[tuple[str | None, list[object]]] = []
-
-    async def consume() -> None:
-        async for line, events in follow_events(log, parser, from_start=True, poll_interval_s=0.02):
-            received.append((line, list(events)))
-
-    task = asyncio.create_task(consume())
-    try:
-        await _until(lambda: len(received) >= 2, "both lines")
-    finally:
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+    received = await followed_events(log, parser, lambda received: len(received) >= 2)
     assert [(line, len(events)) for line, events in received[:2]] == [(BROKEN, 0), (VLLM_STATS, 1)]
     assert parser.failed_lines == 1

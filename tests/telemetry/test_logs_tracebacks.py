@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui.configs.restart import last_errors
-from tui.telemetry.events import ErrorEvent, SpecDecodeEvent, StatsEvent
+from tui.telemetry.events import ErrorEvent, LogEvent
 from tui.telemetry.logs import LogParser, parse_line
 from tui.telemetry.logs.tracebacks import MAX_HEAD_LINES, MAX_TAIL_LINES
 
@@ -22,18 +22,13 @@ VLLM_OOM_TRACEBACK = [
     VLLM_PREFIX + "    return forward_call(*args, **kwargs)\r",
     VLLM_PREFIX + "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\r",
     VLLM_PREFIX
-    + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB. GPU 0 has a total "
-    "capacity of 23.56 GiB of which 21.75 MiB is free.",
+    + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB. GPU 0 has a total capacity of 23.56 GiB of which 21.75 MiB is free.",
     "(APIServer pid=1) ERROR 05-01 14:39:06 [async_llm.py:699] AsyncLLM output_handler failed.",
-    "(APIServer pid=1) INFO 05-01 14:39:07 [loggers.py:310] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
-    "Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, "
-    "Prefix cache hit rate: 0.0%",
+    "(APIServer pid=1) INFO 05-01 14:39:07 [loggers.py:310] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
 ]
 
 
-def _feed_all(
-    lines: list[str], parser: LogParser | None = None
-) -> list[StatsEvent | SpecDecodeEvent | ErrorEvent]:
+def _feed_all(lines: list[str], parser: LogParser | None = None) -> list[LogEvent]:
     parser = parser or LogParser()
     events = []
     for line in lines:
@@ -62,9 +57,7 @@ def test_vllm_oom_traceback_is_one_traceback_event_plus_the_specific_errors() ->
 
 
 def test_stateless_parse_line_skips_frame_lines_and_flags_the_start() -> None:
-    assert parse_line(VLLM_OOM_TRACEBACK[2]) is None
-    assert parse_line(VLLM_OOM_TRACEBACK[3]) is None
-    assert parse_line(VLLM_OOM_TRACEBACK[6]) is None
+    assert [parse_line(VLLM_OOM_TRACEBACK[frame]) for frame in (2, 3, 6)] == [None] * 3
     start = parse_line(VLLM_OOM_TRACEBACK[1])
     assert start is not None and start.kind == "error" and start.category == "traceback"
 
@@ -131,8 +124,7 @@ def test_stats_line_closes_a_traceback() -> None:
     parser.feed('  File "x.py", line 1, in f')
     parser.feed("RuntimeError: boom")
     events = parser.feed(
-        "[2026-07-20 09:50:00 TP0] Decode batch, #running-req: 2, #token: 500, token usage: 0.01, accept len: 2.5, "
-        "cuda graph: True, gen throughput (token/s): 80.00, #queue-req: 0"
+        "[2026-07-20 09:50:00 TP0] Decode batch, #running-req: 2, #token: 500, token usage: 0.01, accept len: 2.5, cuda graph: True, gen throughput (token/s): 80.00, #queue-req: 0"
     )
     assert [e.kind for e in events] == ["error", "stats", "spec_decode"]
     assert events[0].message == "RuntimeError: boom"
@@ -154,8 +146,7 @@ def test_backend_is_remembered() -> None:
     parser = LogParser()
     assert parser.backend is None
     parser.feed(
-        "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 1.00000 (   56 accepted /    56 "
-        "generated), mean len =  9.00"
+        "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 1.00000 (   56 accepted /    56 generated), mean len =  9.00"
     )
     assert parser.backend == "llamacpp"
     events = parser.feed("RuntimeError: something broke")

@@ -8,7 +8,7 @@ import random
 
 import httpx
 import pytest
-from llamacpp_fake_server import FakeLlamaServer
+from llamacpp_fake_server import BUSY, FakeLlamaServer
 from metrics_test_server import SAMPLES, Reply, ReplyServer, assert_rate, poll_clock, sample_body, spectop
 
 from tui.settings import EndpointSettings
@@ -45,10 +45,8 @@ async def _run(server: FakeLlamaServer, *, second_scraper: bool, rounds: int = 1
 
 
 async def test_second_scraper_never_gives_a_wrong_request_rate() -> None:
-    # Past 40k tokens the old tolerance grew with the counter and let every stolen gauge through.
-    async with FakeLlamaServer(
-        tokens=50_000, seconds=52.345, prompt_tokens=9000, prompt_seconds=3.1
-    ) as server:
+    # BUSY: past 40k tokens the old tolerance grew with the counter and let every stolen gauge through.
+    async with FakeLlamaServer(**BUSY) as server:
         results = await _run(server, second_scraper=True)
     for figures, requests, _ in results:
         assert figures.requests_per_s is None, (figures.requests_per_s, requests / 5.0)
@@ -58,9 +56,7 @@ async def test_second_scraper_never_gives_a_wrong_request_rate() -> None:
 
 
 async def test_only_spectop_scraping_counts_requests_exactly() -> None:
-    async with FakeLlamaServer(
-        tokens=50_000, seconds=52.345, prompt_tokens=9000, prompt_seconds=3.1
-    ) as server:
+    async with FakeLlamaServer(**BUSY) as server:
         results = await _run(server, second_scraper=False)
     for figures, requests, tpot in results:
         assert figures.requests_per_s == pytest.approx(requests / 5.0)
@@ -72,12 +68,11 @@ async def test_counters_too_coarse_to_count_requests_give_none() -> None:
     # 20,000 s of generation print as 20000.0: ±0.05 s, times ~1000 tok/s is ±50 tokens: no count.
     async with FakeLlamaServer(tokens=900_000, seconds=20_000.0) as server:
         results = await _run(server, second_scraper=False, rounds=3)
-    assert all(figures.requests_per_s is None for figures, _, _ in results)
     # Nobody else scrapes: the note names the printed digits, not another scraper.
     for figures, _, _ in results:
-        for name in ("requests_per_s", "tpot_mean_s"):
-            assert "6 significant digits" in figures.notes[name]
-            assert "another client" not in figures.notes[name]
+        assert figures.requests_per_s is None
+        for note in (figures.notes["requests_per_s"], figures.notes["tpot_mean_s"]):
+            assert "6 significant digits" in note and "another client" not in note
 
 
 async def test_slots_give_a_live_token_rate_during_a_long_generation(monkeypatch: pytest.MonkeyPatch) -> None:

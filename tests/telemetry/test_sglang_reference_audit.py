@@ -1,52 +1,11 @@
-"""SGLang variants from `shared/reference/sglang.md` that the line tables elsewhere do not cover."""
+"""SGLang metrics variants from `shared/reference/sglang.md` (log-line ones: test_logs_reference_lines)."""
 
 from __future__ import annotations
 
 import pytest
 from metrics_test_server import scrape
 
-from tui.telemetry.events import SpecDecodeEvent, StatsEvent
-from tui.telemetry.logs.dispatch import parse_events
 from tui.telemetry.window import figures_between
-
-# §2.3, row "2025-10-13 (b6fb5d766) → 2025-10-23": `…, accept len: x.xx, accept rate: x.xx, cuda graph: …,
-# gen throughput (token/s): …, #queue-req: N, ` with the period head and the trailing ", ". §5.1: in that
-# commit the rate was accepted_tokens_incl_bonus / (verify_steps · num_steps), "This could exceed 1"
-# (accept len 3.50 with num_steps 3 prints 1.17).
-B6FB5D766_DECODE = (
-    "[2025-10-13 10:00:00 TP0] Decode batch. #running-req: 4, #token: 900, token usage: 0.01, accept len: "
-    "3.50, accept rate: 1.17, cuda graph: True, gen throughput (token/s): 90.00, #queue-req: 0, "
-)
-
-
-def test_accept_rate_above_one_keeps_the_accept_length_and_drops_only_the_rate() -> None:
-    events = parse_events(B6FB5D766_DECODE)
-    assert [event.kind for event in events] == ["stats", "spec_decode"]
-    spec = events[1]
-    assert isinstance(spec, SpecDecodeEvent)
-    assert spec.mean_acceptance_length == pytest.approx(3.5)
-    assert spec.acceptance_rate is None  # that build's "rate" is no fraction: unknown, never clipped to 1
-
-
-# §0 / §2.3 last row: "version 00df707e inserts `#cached-token: N, ` right after `#running-req` in the
-# Decode line": `Decode batch, #running-req: N, #cached-token: N, #token: …`.
-DECODE_WITH_CACHED_TOKEN = (
-    "[2026-07-20 09:50:00 TP0] Decode batch, #running-req: 32, #cached-token: 1200, #token: 91874, token "
-    "usage: 0.16, accept len: 2.93, accept rate: 0.64, cuda graph: True, gen throughput (token/s): 2281.38, "
-    "#queue-req: 0"
-)
-
-
-def test_decode_cached_token_field_is_not_a_prefill_prefix_hit_count() -> None:
-    stats = parse_events(DECODE_WITH_CACHED_TOKEN)[0]
-    assert isinstance(stats, StatsEvent) and stats.phase == "decode"
-    assert (stats.running, stats.kv_cache_usage, stats.generation_tokens_per_s) == (32, 0.16, 2281.38)
-    # `cached_tokens` is the prefill batch's `#cached-token` (prefix hits); on a decode line the field
-    # means something else, so it is kept as an extra field, not mixed into the prefill counts.
-    assert stats.cached_tokens is None and stats.new_tokens is None
-    assert stats.prefix_cache_hit_rate is None
-    assert stats.extra is not None and stats.extra["#cached-token"] == 1200
-
 
 LABELS = 'engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"'
 TOKENIZER = 'engine_type="unified",model_name="m"'

@@ -37,7 +37,10 @@ async def _until(condition: Callable[[], bool], what: str) -> None:
 class Follower:
     """Runs `LogTailer.lines()` in a task and collects what it yields."""
 
-    def __init__(self, path: Path, *, default_poll: bool = False, **options: object) -> None:
+    def __init__(
+        self, path: Path, *, default_poll: bool = False, synced: bool = False, **options: object
+    ) -> None:
+        self.path, self.synced = path, synced  # synced: `sync` before the test's first write
         if not default_poll:  # else the tailer's own interval, the one the CLI and dashboard use
             options["poll_interval_s"] = POLL_S
         self.tailer = LogTailer(path, **options)  # type: ignore[arg-type]
@@ -50,6 +53,8 @@ class Follower:
                 self.lines.append(line)
 
         self.task = asyncio.create_task(run())
+        if self.synced:
+            await self.sync(self.path)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -88,18 +93,22 @@ def _append(path: Path, text: str | bytes) -> None:
         handle.write(data)
 
 
-async def test_starts_at_the_end_by_default(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    """The followed log, there and empty."""
+    (path := tmp_path / "server.log").write_text("")
+    return path
+
+
+async def test_starts_at_the_end_by_default(log: Path) -> None:
     log.write_text("old 1\nold 2\n")
-    async with Follower(log) as follower:
-        await follower.sync(log)
+    async with Follower(log, synced=True) as follower:
         _append(log, "new 1\nnew 2\n")
         await follower.wait_for("new 2")
     assert follower.payload() == ["new 1", "new 2"]
 
 
-async def test_from_start_reads_existing_lines_first(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
+async def test_from_start_reads_existing_lines_first(log: Path) -> None:
     log.write_text("old 1\nold 2\n")
     async with Follower(log, from_start=True) as follower:
         await follower.wait_for("old 2")
@@ -108,11 +117,8 @@ async def test_from_start_reads_existing_lines_first(tmp_path: Path) -> None:
     assert follower.payload() == ["old 1", "old 2", "new 1"]
 
 
-async def test_rotation_by_rename_then_new_file(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("")
-    async with Follower(log) as follower:
-        await follower.sync(log)
+async def test_rotation_by_rename_then_new_file(tmp_path: Path, log: Path) -> None:
+    async with Follower(log, synced=True) as follower:
         _append(log, "before rotation\n")
         _append(log, "last line of old file\n")
         os.rename(log, tmp_path / "server.log.1")
@@ -127,11 +133,9 @@ async def test_rotation_by_rename_then_new_file(tmp_path: Path) -> None:
     assert len(payload) in (4, 5)  # the post-rename write is read if it landed before the switch
 
 
-async def test_copytruncate(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
+async def test_copytruncate(tmp_path: Path, log: Path) -> None:
     log.write_text("x" * 5000 + "\n")
-    async with Follower(log) as follower:
-        await follower.sync(log)
+    async with Follower(log, synced=True) as follower:
         _append(log, "before truncate\n")
         await follower.wait_for("before truncate")
         shutil.copy(log, tmp_path / "server.log.1")
@@ -144,8 +148,7 @@ async def test_copytruncate(tmp_path: Path) -> None:
 
 # copytruncate beside a writer not in append mode: its next line lands at its old offset, after a hole of
 # NUL bytes; that line must be read, as `tail -F` shows it.
-async def test_the_first_line_after_a_nul_hole_is_kept(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
+async def test_the_first_line_after_a_nul_hole_is_kept(tmp_path: Path, log: Path) -> None:
     log.write_text("x" * 40_000 + "\n")  # the writer is far past the max line length
     writer = os.open(log, os.O_WRONLY)  # not O_APPEND: it writes at its own offset
     try:
@@ -165,11 +168,8 @@ async def test_the_first_line_after_a_nul_hole_is_kept(tmp_path: Path) -> None:
     assert follower.payload()[-2:] == ["first after the hole", "second after the hole"]
 
 
-async def test_deletion_then_recreation(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("")
-    async with Follower(log) as follower:
-        await follower.sync(log)
+async def test_deletion_then_recreation(log: Path) -> None:
+    async with Follower(log, synced=True) as follower:
         _append(log, "old file\n")
         await follower.wait_for("old file")
         log.unlink()
@@ -179,11 +179,8 @@ async def test_deletion_then_recreation(tmp_path: Path) -> None:
     assert follower.payload() == ["old file", "recreated 1", "recreated 2"]
 
 
-async def test_partial_line_is_held_until_complete(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("")
-    async with Follower(log) as follower:
-        await follower.sync(log)
+async def test_partial_line_is_held_until_complete(log: Path) -> None:
+    async with Follower(log, synced=True) as follower:
         _append(log, "Decode batch, #running")
         await asyncio.sleep(POLL_S * 5)  # several reads see the half line
         assert follower.payload() == []
@@ -192,11 +189,8 @@ async def test_partial_line_is_held_until_complete(tmp_path: Path) -> None:
     assert follower.payload() == ["Decode batch, #running-req: 3"]
 
 
-async def test_over_long_line_is_truncated_and_following_lines_survive(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("")
-    async with Follower(log, max_line_bytes=1000) as follower:
-        await follower.sync(log)
+async def test_over_long_line_is_truncated_and_following_lines_survive(log: Path) -> None:
+    async with Follower(log, max_line_bytes=1000, synced=True) as follower:
         for _ in range(30):  # 300 KB without a newline, in several writes
             _append(log, "y" * 10_000)
         _append(log, "\nnext line\n")
@@ -245,27 +239,33 @@ async def test_a_directory_at_the_path_is_polled_not_fatal(tmp_path: Path) -> No
         await follower.wait_for("now a file")
 
 
-async def test_follow_events_flushes_a_traceback_when_the_log_goes_quiet(tmp_path: Path) -> None:
-    from tui.telemetry.logs import LogParser
-    from tui.telemetry.logs.follow import follow_events
-
-    log = tmp_path / "server.log"
-    log.write_text('Traceback (most recent call last):\n  File "x.py", line 1, in f\nRuntimeError: boom\n')
-    received: list[tuple[str | None, list[object]]] = []
+async def followed_events(
+    log: Path, parser: LogParser, enough: Callable[[list[tuple[str | None, list[Any]]]], bool], **options: Any
+) -> list[tuple[str | None, list[Any]]]:
+    """What `follow_events` yields for `log` read from its start, until `enough` of it came."""
+    received: list[tuple[str | None, list[Any]]] = []
 
     async def consume() -> None:
-        async for item in follow_events(
-            log, LogParser(), from_start=True, poll_interval_s=POLL_S, idle_flush_s=0.2
+        async for line, events in follow_events(
+            log, parser, from_start=True, poll_interval_s=POLL_S, **options
         ):
-            received.append(item)
+            received.append((line, list(events)))
 
     task = asyncio.create_task(consume())
     try:
-        await _until(lambda: any(line is None for line, _ in received), "the idle flush")
+        await _until(lambda: enough(received), "enough events")
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+    return received
+
+
+async def test_follow_events_flushes_a_traceback_when_the_log_goes_quiet(log: Path) -> None:
+    log.write_text('Traceback (most recent call last):\n  File "x.py", line 1, in f\nRuntimeError: boom\n')
+    received = await followed_events(
+        log, LogParser(), lambda received: any(line is None for line, _ in received), idle_flush_s=0.2
+    )
     assert [line for line, _ in received] == [
         "Traceback (most recent call last):",
         '  File "x.py", line 1, in f',
@@ -402,8 +402,7 @@ async def test_rotated_files_present_before_the_start_are_not_replayed(tmp_path:
     _write_lines(tmp_path / "server.log.2", ["from an older rotation 2"])
     _write_lines(tmp_path / "server.log.1", ["from an older rotation 1"])
     log.write_text("")
-    async with Follower(log, default_poll=True) as follower:
-        await follower.sync(log)
+    async with Follower(log, default_poll=True, synced=True) as follower:
         _write_lines(log, ["before"])
         os.rename(tmp_path / "server.log.1", tmp_path / "server.log.2")
         os.rename(log, tmp_path / "server.log.1")
@@ -414,12 +413,9 @@ async def test_rotated_files_present_before_the_start_are_not_replayed(tmp_path:
     assert follower.payload() == ["before", "after", "later"]
 
 
-async def test_copytruncate_regrowing_past_the_old_offset_loses_nothing(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("")
+async def test_copytruncate_regrowing_past_the_old_offset_loses_nothing(tmp_path: Path, log: Path) -> None:
     before, after = _numbered("before", 100), _numbered("after", 400)
-    async with Follower(log, default_poll=True) as follower:
-        await follower.sync(log)
+    async with Follower(log, default_poll=True, synced=True) as follower:
         _write_lines(log, before)
         await follower.wait_for(before[-1])
         shutil.copy(log, tmp_path / "server.log.1")
@@ -435,8 +431,7 @@ async def test_copytruncate_with_the_same_first_bytes_is_still_seen(tmp_path: Pa
     banner = "=" * 100 + " server starting " + "=" * 100
     log.write_text(banner + "\n")
     before, after = _numbered("before", 50), _numbered("after", 200)
-    async with Follower(log, default_poll=True) as follower:
-        await follower.sync(log)
+    async with Follower(log, default_poll=True, synced=True) as follower:
         _write_lines(log, before)
         await follower.wait_for(before[-1])
         with open(log, "r+b") as handle:
@@ -463,13 +458,10 @@ async def test_a_missing_file_is_waited_for_and_the_wait_is_reported(tmp_path: P
     [(2, True), (3, True), (3, False)],  # False: the writer has not made the next file yet
 )
 async def test_rotations_between_polls_lose_nothing_and_keep_file_order(
-    tmp_path: Path, rotations: int, new_file_last: bool
+    log: Path, rotations: int, new_file_last: bool
 ) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("")
     batches = [_numbered(f"file{index}", 50) for index in range(rotations + int(new_file_last))]
-    async with Follower(log, default_poll=True) as follower:
-        await follower.sync(log)
+    async with Follower(log, default_poll=True, synced=True) as follower:
         for index, batch in enumerate(batches):
             _write_lines(log, batch)
             if index == rotations:
@@ -479,13 +471,9 @@ async def test_rotations_between_polls_lose_nothing_and_keep_file_order(
     assert follower.payload() == [line for batch in batches for line in batch]
 
 
-async def test_a_rotation_inside_a_look_loses_no_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_rotation_inside_a_look_loses_no_file(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The tailer lists the rotated files (file 1 is server.log.1), then logrotate renames before it has read
     # them: server.log.1 is now file 2, file 1 is server.log.2.
-    log = tmp_path / "server.log"
-    log.write_text("")
     listing, armed = tailer_module._Follower._siblings, [True]
 
     def listing_then_rotation(follower: tailer_module._Follower, exclude: set[tuple[int, int]]) -> Any:
@@ -494,8 +482,7 @@ async def test_a_rotation_inside_a_look_loses_no_file(
             _rotate(log, 2)
         return found
 
-    async with Follower(log, default_poll=True, watch=False) as follower:
-        await follower.sync(log)
+    async with Follower(log, default_poll=True, watch=False, synced=True) as follower:
         for index in range(2):
             _write_lines(log, [f"file {index}"])
             _rotate(log, index)
@@ -505,12 +492,10 @@ async def test_a_rotation_inside_a_look_loses_no_file(
     assert follower.payload() == ["file 0", "file 1", "file 2"]
 
 
-async def test_rotated_files_written_in_one_clock_tick_are_read_oldest_first(tmp_path: Path) -> None:
+async def test_rotated_files_written_in_one_clock_tick_are_read_oldest_first(log: Path) -> None:
     # A coarse file clock gives files written within one tick the same mtime: their numbers tell the order.
-    log = tmp_path / "server.log"
-    log.write_text("")
-    async with Follower(log, default_poll=True, watch=False) as follower:  # one look at all of it, mostly
-        await follower.sync(log)
+    # watch=False: one look at all of it, mostly
+    async with Follower(log, default_poll=True, watch=False, synced=True) as follower:
         for index in range(3):
             _write_lines(log, [f"file {index}"])
             _rotate(log, index)
@@ -521,8 +506,7 @@ async def test_rotated_files_written_in_one_clock_tick_are_read_oldest_first(tmp
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify wake-ups are Linux only")
-async def test_a_rotation_wakes_the_tailer_before_its_next_poll(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
+async def test_a_rotation_wakes_the_tailer_before_its_next_poll(tmp_path: Path, log: Path) -> None:
     log.write_text("old\n")
     async with Follower(log, from_start=True) as follower:
         follower.tailer.poll_interval_s = 60.0  # longer than the wait below: only inotify can wake it
@@ -534,11 +518,8 @@ async def test_a_rotation_wakes_the_tailer_before_its_next_poll(tmp_path: Path) 
     assert follower.lines == ["old", "new"]
 
 
-async def test_rotations_seen_one_by_one_read_each_file_once(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("")
-    async with Follower(log, default_poll=True) as follower:
-        await follower.sync(log)
+async def test_rotations_seen_one_by_one_read_each_file_once(log: Path) -> None:
+    async with Follower(log, default_poll=True, synced=True) as follower:
         for index in range(3):
             _write_lines(log, [f"file {index}"])
             await follower.wait_for(f"file {index}")
@@ -550,11 +531,8 @@ async def test_rotations_seen_one_by_one_read_each_file_once(tmp_path: Path) -> 
     assert follower.payload() == ["file 0", "file 1", "file 2", "last"]
 
 
-async def test_other_files_named_like_the_log_are_not_read(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("")
-    async with Follower(log, default_poll=True) as follower:
-        await follower.sync(log)
+async def test_other_files_named_like_the_log_are_not_read(tmp_path: Path, log: Path) -> None:
+    async with Follower(log, default_poll=True, synced=True) as follower:
         _write_lines(tmp_path / "server.log.lock", ["not a log"])
         _write_lines(tmp_path / "server.log_stderr", ["not this one either"])
         _write_lines(tmp_path / "server.log.1.gz", ["compressed"])
@@ -565,11 +543,10 @@ async def test_other_files_named_like_the_log_are_not_read(tmp_path: Path) -> No
     assert follower.payload() == ["before", "after"]
 
 
-async def test_lines_written_to_the_rotated_file_before_the_writer_reopens_are_read(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("")
-    async with Follower(log, default_poll=True) as follower:
-        await follower.sync(log)
+async def test_lines_written_to_the_rotated_file_before_the_writer_reopens_are_read(
+    tmp_path: Path, log: Path
+) -> None:
+    async with Follower(log, default_poll=True, synced=True) as follower:
         _write_lines(log, ["old 1"])
         os.rename(log, tmp_path / "server.log.1")  # logrotate: rename, create, then signal the server
         _write_lines(log, ["new 1"])
@@ -582,15 +559,12 @@ async def test_lines_written_to_the_rotated_file_before_the_writer_reopens_are_r
     assert sorted(follower.payload()) == sorted(["old 1", "new 1", late, "new 2"])
 
 
-async def test_files_rotated_while_the_path_is_empty_are_read(tmp_path: Path) -> None:
+async def test_files_rotated_while_the_path_is_empty_are_read(tmp_path: Path, log: Path) -> None:
     """A rotation storm whose writer creates the next file only later: each file is written, renamed over
     `.1` (the one before it is gone then) and the path stays empty until the next file. The tailer finds
     each rotated file while it is still at `.1`, without a new file at the path to tell it."""
-    log = tmp_path / "server.log"
-    log.write_text("")
     batches = [_numbered(f"file{index}", 100) for index in range(4)]
-    async with Follower(log, default_poll=True) as follower:
-        await follower.sync(log)
+    async with Follower(log, default_poll=True, synced=True) as follower:
         for batch in batches:
             _write_lines(log, batch)
             os.rename(log, tmp_path / "server.log.1")
@@ -609,10 +583,9 @@ def _held_by_this_process(inode: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify wake-ups are Linux only")
-async def test_files_rotated_while_the_reader_is_busy_are_held_and_read(tmp_path: Path) -> None:
+async def test_files_rotated_while_the_reader_is_busy_are_held_and_read(tmp_path: Path, log: Path) -> None:
     """A reader still busy with the lines already read (the dashboard parsing a burst of them) leaves the
     tailer no turn; the files made and renamed over meanwhile are taken hold of at once and read after."""
-    log = tmp_path / "server.log"
     log.write_text("first\n")
     lines = LogTailer(log, from_start=True).lines()
     assert await anext(lines) == "first"  # the reader now holds on to this line
@@ -641,8 +614,7 @@ async def test_a_file_on_the_inode_of_one_already_read_is_read(
     log = tmp_path / "server.log"
     first = _numbered("first", 50)
     log.write_text("")
-    async with Follower(log, default_poll=True, watch=False) as follower:
-        await follower.sync(log)
+    async with Follower(log, default_poll=True, watch=False, synced=True) as follower:
         _write_lines(log, first)
         os.rename(log, tmp_path / "server.log.1")
         _write_lines(log, ["second"])
@@ -661,13 +633,11 @@ async def test_a_file_on_the_inode_of_one_already_read_is_read(
         assert "third" in follower.lines
 
 
-async def test_copytruncate_seen_by_the_first_bytes_alone(tmp_path: Path) -> None:
+async def test_copytruncate_seen_by_the_first_bytes_alone(log: Path) -> None:
     """A copytruncate is seen by the first bytes' fingerprint when size and the bytes before the old offset
     say nothing: the new content is longer, and repeats the old content's last lines exactly at the old offset
     (a server that prints the same heartbeat line again and again). `tail -F` loses none of it; neither may
     we."""
-    log = tmp_path / "server.log"
-    log.write_text("")
     heartbeat = "INFO 05-01 14:39:05 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s"
     before = ["INFO 05-01 14:00:00 [api_server.py:1] vLLM API server version 0.11.0 (run 1)"] + [
         heartbeat
@@ -677,8 +647,7 @@ async def test_copytruncate_seen_by_the_first_bytes_alone(tmp_path: Path) -> Non
     ] * 20
     after = [*again, *(f"INFO after line {number:04d}" for number in range(50))]
     assert len(before[0]) == len(again[0])  # the old offset falls on the same heartbeat bytes
-    async with Follower(log, default_poll=True) as follower:
-        await follower.sync(log)
+    async with Follower(log, default_poll=True, synced=True) as follower:
         markers = log.read_text().splitlines()  # "sync-0": the new content starts as long, but differs
         _write_lines(log, before)
         await follower.wait_for(before[-1])

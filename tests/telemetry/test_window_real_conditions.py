@@ -15,6 +15,7 @@ from metrics_test_server import (
     sglang_ttft_page,
     spectop,
     vllm_page,
+    window_figures,
 )
 
 from tui.settings import EndpointSettings
@@ -99,12 +100,10 @@ def test_draft_positions_changing_without_a_visible_restart_start_afresh() -> No
     assert "draft positions changed (k 2 → 4)" in window.figures().notes["per_position_acceptance"]
     window.add(scrape(page(1300, [1144, 845, 70, 25]), 30.0))
     assert window.figures().per_position_acceptance == pytest.approx([0.88, 0.65, 0.60, 0.20])
-    assert window.figures().covered_s == pytest.approx(10.0)
+    figures = window.figures()
+    assert figures.covered_s == pytest.approx(10.0)
     # The card is told the window is still short.
-    assert (
-        window.figures().window_short
-        and "window still short: 10 s of 1 min" in window.figures().notes["window"]
-    )
+    assert figures.window_short and "window still short: 10 s of 1 min" in figures.notes["window"]
 
 
 async def test_duplicate_series_make_the_page_inconsistent() -> None:
@@ -116,9 +115,8 @@ async def test_duplicate_series_make_the_page_inconsistent() -> None:
         await monitor.poll(client)
         reading = await monitor.poll(client)
     assert reading.up and reading.error is not None
-    assert (
-        reading.error.startswith("inconsistent page: the series vllm:") and "more than once" in reading.error
-    )
+    assert reading.error.startswith("inconsistent page: the series vllm:")
+    assert "more than once" in reading.error
     figures = reading.figures
     assert (figures.kv_cache_usage, figures.running, figures.generation_tokens_per_s) == (None, None, None)
     assert figures.notes["window"] == reading.error
@@ -134,10 +132,9 @@ def test_duplicate_gauge_line_alone_is_found() -> None:
 
 def test_quantile_inside_the_first_bucket_is_a_bound() -> None:
     # Every TTFT fell in the first bucket (≤ 100 ms) with a mean of 6.5 ms: p50 "50 ms" says nothing.
-    window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(sglang_ttft_page([0] * 8, 0.0), 0.0))
-    window.add(scrape(sglang_ttft_page([40] * 8, 40 * 0.0065), 10.0))
-    f = window.figures()
+    f = window_figures(
+        scrape(sglang_ttft_page([0] * 8, 0.0), 0.0), scrape(sglang_ttft_page([40] * 8, 40 * 0.0065), 10.0)
+    )
     assert f.ttft_mean_s == pytest.approx(0.0065)
     assert f.quantile_bounds["ttft_p50_s"] == (0.0, 0.1)
     assert f.quantile_bounds["ttft_p95_s"] == (0.0, 0.1)
@@ -145,10 +142,10 @@ def test_quantile_inside_the_first_bucket_is_a_bound() -> None:
 
 
 def test_quantile_in_a_narrow_bucket_has_no_bound_and_the_inf_bucket_is_a_lower_bound() -> None:
-    window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(sglang_ttft_page([0] * 8, 0.0), 0.0))
-    window.add(scrape(sglang_ttft_page([0, 0, 0, 0, 10, 10, 10, 20], 30.0), 10.0))
-    f = window.figures()
+    f = window_figures(
+        scrape(sglang_ttft_page([0] * 8, 0.0), 0.0),
+        scrape(sglang_ttft_page([0, 0, 0, 0, 10, 10, 10, 20], 30.0), 10.0),
+    )
     assert f.ttft_p50_s == pytest.approx(0.8)
     assert "ttft_p50_s" not in f.quantile_bounds
     assert f.ttft_p95_s == pytest.approx(2.0) and f.quantile_bounds["ttft_p95_s"] == (2.0, None)

@@ -7,7 +7,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from metrics_test_server import EPOCH, VLLM_LABELS, sample_body, scrape, vllm_page
+from metrics_test_server import EPOCH, VLLM_LABELS, sample_body, scrape, vllm_page, window_figures
 
 from tui.telemetry.backends.base import Delta
 from tui.telemetry.figures import FIGURE_NAMES
@@ -79,10 +79,10 @@ def test_reset_right_after_the_first_scrape_is_not_negative_nor_a_spike() -> Non
 def test_restart_seen_by_created_timestamp_counts_from_it() -> None:
     # The restart 6.5 s before the last read said "restarted 0 s ago", and the new
     # process' tokens were divided by the whole window.
-    window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(page(100.0, created=EPOCH - 600), 0.0))
-    window.add(scrape(page(5000.0, 10, 15, created=EPOCH + 3.5), 10.0))  # restarted, already past 100
-    f = window.figures()
+    f = window_figures(
+        scrape(page(100.0, created=EPOCH - 600), 0.0),
+        scrape(page(5000.0, 10, 15, created=EPOCH + 3.5), 10.0),  # restarted, already past 100
+    )
     assert f.generation_tokens_per_s == pytest.approx(5000 / 6.5) and f.restarted_in_window
     assert f.restarted_s_ago == pytest.approx(6.5) and f.covered_s == pytest.approx(6.5)
     assert f.acceptance_rate == pytest.approx(15 / 20)
@@ -90,10 +90,10 @@ def test_restart_seen_by_created_timestamp_counts_from_it() -> None:
 
 
 def test_a_start_stamp_outside_the_readings_is_not_believed() -> None:
-    window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(page(100.0, created=EPOCH - 600), 0.0))
-    window.add(scrape(page(5000.0, created=EPOCH + 30), 10.0))  # the server's clock is ahead of ours
-    f = window.figures()
+    f = window_figures(
+        scrape(page(100.0, created=EPOCH - 600), 0.0),
+        scrape(page(5000.0, created=EPOCH + 30), 10.0),  # the server's clock is ahead of ours
+    )
     assert f.restarted_in_window and f.generation_tokens_per_s is None and f.restarted_s_ago is None
     assert "vllm:generation_tokens_created is not between the two readings" in f.notes["window"]
 
@@ -108,31 +108,21 @@ def llama(tokens: int, at: float, process_start: str) -> Scrape:
 
 def test_restart_seen_by_llamacpp_process_start_header_on_this_clock() -> None:
     # Process-Start-Time-Unix is llama.cpp's monotonic clock in µs: on this machine, the readings' clock.
-    window = ScrapeWindow(window_s=60.0)
-    window.add(llama(10, 100.0, "40000000"))
-    window.add(llama(900, 101.0, "100250000"))  # started at 100.25
-    f = window.figures()
+    f = window_figures(llama(10, 100.0, "40000000"), llama(900, 101.0, "100250000"))  # started at 100.25
     assert f.generation_tokens_per_s == pytest.approx(900 / 0.75) and f.restarted_in_window
     assert f.restarted_s_ago == pytest.approx(0.75)
     assert "by Process-Start-Time-Unix" in f.notes["window"]
 
 
 def test_llamacpp_process_start_of_another_machine_is_a_restart_at_an_unknown_time() -> None:
-    window = ScrapeWindow(window_s=60.0)
-    window.add(llama(10, 100.0, "1000"))
-    window.add(llama(900, 101.0, "2000"))
-    f = window.figures()
+    f = window_figures(llama(10, 100.0, "1000"), llama(900, 101.0, "2000"))
     assert f.restarted_in_window and f.generation_tokens_per_s is None and f.restarted_s_ago is None
     assert "the server runs on another machine" in f.notes["window"]
 
 
 def test_failed_scrapes_are_skipped() -> None:
-    window = ScrapeWindow(window_s=60.0)
-    window.add(scrape(page(0.0), 0.0))
-    window.add(down(2.0))
-    window.add(down(4.0))
-    window.add(scrape(page(600.0), 6.0))
-    assert window.figures().generation_tokens_per_s == pytest.approx(100.0)
+    f = window_figures(scrape(page(0.0), 0.0), down(2.0), down(4.0), scrape(page(600.0), 6.0))
+    assert f.generation_tokens_per_s == pytest.approx(100.0)
 
 
 def test_no_data_is_none_not_zero() -> None:
