@@ -86,20 +86,6 @@ def status_text(screen: EditorScreen) -> str:
     return str(screen.query_one("#editor-status", Static).render())
 
 
-async def test_the_opening_status_stays_until_the_focus_moves(config_toml: Path) -> None:
-    """The first field is focused on opening: its hint does not replace what was opened (as the user and
-    the snapshots see it); focusing another field shows its hint."""
-    async with editing(config_toml) as (pilot, screen):
-        first = field_input(screen, "model", "name")
-        await wait_for(pilot, lambda: pilot.app.focused is first, "the first field's focus")
-        await pilot.pause()
-        assert status_text(screen).startswith("opened config.toml"), status_text(screen)
-        field_input(screen, "speculative", "num_speculative_tokens").focus()
-        await wait_for(pilot, lambda: not status_text(screen).startswith("opened"), "the field's hint")
-        hint = "speculative.num_speculative_tokens: enter or i edits the field"
-        assert status_text(screen).startswith(hint)
-
-
 async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None:
     before = config_toml.read_text()
     async with editing(config_toml) as (pilot, screen):
@@ -361,17 +347,27 @@ async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml
         assert "+max_model_len = 4" in dialog.diff and "name =" not in dialog.diff
 
 
-async def test_the_focused_field_is_marked_named_and_in_view(
+async def test_the_focused_field_is_marked_named_and_in_view_and_the_help_says_how_focus_moves(
     config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The first field is focused on opening: its hint does not replace what was opened (as the user and
+    the snapshots see it); focusing another field marks it, names it and scrolls it into view."""
     monkeypatch.setenv("NO_COLOR", "1")  # the mark is a shape, not a colour
     async with editing(config_toml) as (pilot, screen):
         form = screen.query_one("#form-fields", VerticalScroll)
         await wait_for(pilot, lambda: marked_rows(screen) == [screen._rows[("model", "name")]], "name marked")
+        await wait_for(pilot, lambda: focused_row(screen) is screen._rows[("model", "name")], "its focus")
+        await pilot.pause()
+        assert status_text(screen).startswith("opened config.toml"), status_text(screen)
         assert "model.name" in status_text(screen)
+        rows = {row.text: row.keys for row in key_rows(screen)}  # the help: focus moves, editing starts
+        assert set(rows[FIELD_KEYS]) == {"↑", "↓"}
+        keys, text = HELP_ROW
+        assert set(keys) <= set(rows[text]) and "⏎ applies, esc cancels" in text and "0-9" in keys
         await pilot.press("down")
         dtype = screen.query_one("#field-model--dtype Select", Select)
         assert screen.focused is dtype and not dtype.expanded  # ↓ moves on; enter opens a choice
+        await wait_for(pilot, lambda: not status_text(screen).startswith("opened"), "the field's hint")
         target = ("speculative", "acceptance_threshold")
         row = screen._rows[target]
         await press_at_once(pilot, *["down"] * (list(screen._rows).index(target) - 1))  # at tmux speed
@@ -385,15 +381,6 @@ async def test_the_focused_field_is_marked_named_and_in_view(
         above = list(screen._rows.values())[list(screen._rows).index(target) - 1]
         await wait_for(pilot, lambda: marked_rows(screen) == [above], "the mark moved up")
         assert dotted(above.spec.path) in status_text(screen)
-
-
-async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(config_toml: Path) -> None:
-    async with editing(config_toml) as (pilot, screen):
-        await wait_for(pilot, lambda: focused_row(screen) is not None, "a focused field")
-        rows = {row.text: row.keys for row in key_rows(screen)}
-        assert set(rows[FIELD_KEYS]) == {"↑", "↓"}
-        keys, text = HELP_ROW
-        assert set(keys) <= set(rows[text]) and "⏎ applies, esc cancels" in text and "0-9" in keys
 
 
 async def test_page_keys_move_the_focus_a_page_of_fields(config_toml: Path) -> None:
