@@ -12,7 +12,7 @@ import httpx
 from scripted_source import ScriptedSourceBase
 from textual.app import App
 from textual.widgets import DataTable
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
 from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
 from tests.advice.test_guard_control import PER_POSITION, FakePorts, _board, _model, _reading
@@ -58,13 +58,10 @@ class ScriptedSource(ScriptedSourceBase):
 
 
 def _app(times: list[float], kept: KeptModels) -> SpectopApp:
-    settings = Settings(
-        alerts=AlertSettings(sustained_s=10.0), endpoints=[EndpointSettings(name="a", url=URL)]
-    )
     source = ScriptedSource(times)
-    return SpectopApp(
-        settings, source=source, step_costs=kept, clock=source.clock.time, remember_theme_choice=False
-    )
+    alerts = {"alerts": AlertSettings(sustained_s=10.0)}
+    endpoint = EndpointSettings(name="a", url=URL)
+    return spectop(endpoint, settings=alerts, source=source, step_costs=kept, clock=source.clock.time)
 
 
 async def test_the_card_and_the_detail_say_which_k_would_be_faster_and_the_alert_follows() -> None:

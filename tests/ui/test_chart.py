@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
 from tui.format import fmt_latency, fmt_rate
 from tui.telemetry.figures import Figures
@@ -106,13 +106,12 @@ def test_history_keeps_restart_and_config_markers_once() -> None:
 
 async def test_detail_screen_draws_axis_and_markers_of_a_config_change() -> None:
     from tui.screens.detail import DetailScreen
-    from tui.settings import EndpointSettings, Settings
-    from tui.ui.app import SpectopApp
+    from tui.settings import EndpointSettings
     from tui.widgets.chart import TimeAxis
     from tui.widgets.messages import RestartStarted
 
     endpoint = EndpointSettings(name="a", url="http://127.0.0.1:9")  # nothing listens: down, no network
-    app = SpectopApp(Settings(endpoints=[endpoint]), remember_theme_choice=False)
+    app = spectop(endpoint, poll_interval_s=2.0)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: len(app.series.endpoint("a")) > 0)
         app.post_message(RestartStarted(health_url="http://127.0.0.1:9/health"))
