@@ -29,7 +29,7 @@ from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Select
 from textual.widgets._footer import FooterKey
-from ui_waiting import spectop, wait_for
+from ui_waiting import press_into, spectop, wait_for
 
 from tests.bench.timed_server import Behaviour, TimedServer
 from tests.untrusted import HOSTILE, hostile_burst
@@ -266,8 +266,7 @@ async def _opened_with_b() -> AsyncIterator[tuple[Pilot[Any], BenchScreen]]:
     app = spectop(EndpointSettings(name="e", url="http://127.0.0.1:9"))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
-        await pilot.press("b")
-        await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen))
+        await press_into(pilot, BenchScreen, "b")
         yield pilot, bench_screen(app)
 
 

@@ -14,7 +14,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Static
-from ui_waiting import Replayed, spectop, wait_for, wait_for_dashboard
+from ui_waiting import Replayed, press_into, spectop, wait_for, wait_for_dashboard
 
 from tests.fleet.fake_fleet import scripted_app
 from tui.fleet.table_rows import FleetRow
@@ -257,15 +257,14 @@ async def test_choose_and_order_columns_or_escape_then_sort_only_by_visible_ones
         table = await _table_view(pilot, app)
         before = _headers(table)
         assert before[:3] == ["status ▲", "endpoint", "tok/s"]
-        await pilot.press("c", "space", "escape")  # escape leaves the columns as they were
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(
+            pilot, DashboardScreen, "c", "space", "escape"
+        )  # escape leaves the columns as they were
         assert _headers(table) == before
-        await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, ColumnChooser))
+        await press_into(pilot, ColumnChooser, "c")
         await pilot.press("space")  # status hidden
         await pilot.press("down", "down", "shift+up")  # tok/s before endpoint
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(pilot, DashboardScreen, "enter")
         headers = _headers(table)
         assert "status" not in " ".join(headers) and headers[:2] == ["▲tok/s", "endpoint"]  # sort moved
         assert table.sort_column == "tokens_per_s"
@@ -298,8 +297,7 @@ async def test_the_choice_is_remembered_for_the_next_run_and_the_palette_lists_t
         titles = {command.title for command in app.get_system_commands(app.screen)}  # the palette's actions
         assert {"Tune", "Table view", "Table columns", "Bench", "Help"} <= titles
         assert "Log viewer" in titles  # the dashboard opens the focused endpoint's log
-        await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await press_into(pilot, CommandPalette, "ctrl+p")
     assert json.loads(path.read_text())["theme"] == "spectop-dark"  # the other choices are kept
 
 

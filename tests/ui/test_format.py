@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from recording_factory import write_recording
-from ui_waiting import Replayed, wait_for
+from ui_waiting import Replayed, press_into
 
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text, table_rows
@@ -212,8 +212,7 @@ async def test_every_screen_says_the_bound(tmp_path: Path, replayed: Replayed) -
         assert "< 100 ms" in cells["mtp-on"] and "> 10 s" in cells["mtp-off"]
         await pilot.press("v")
         await pilot.pause()
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         figures = app.screen.query_one(FigureTable).render().plain
         assert "TTFT p50 < 100 ms" in " ".join(figures.split()) and "< 100 ms" in figures.split("TTFT p95")[1]

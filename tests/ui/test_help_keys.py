@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
-from ui_waiting import Replayed, wait_for, wait_for_dashboard
+from ui_waiting import Replayed, press_into, wait_for, wait_for_dashboard
 
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
@@ -143,15 +143,13 @@ async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp)
         await check_screen(pilot, "detail", seen)
         await pilot.press("tab")
         await check_screen(pilot, "detail, next focus", seen)
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(pilot, DashboardScreen, "escape")
         await pilot.press("a")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "AlertsScreen")
         await check_screen(pilot, "alerts", seen)
         # `a` says what it does here: back (the alerts screen), not the dashboard's "alerts"
         assert {row.text for row in key_rows(app.screen) if "a" in row.keys} == {"back to the screen before"}
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(pilot, DashboardScreen, "escape")
         await pilot.press("e")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded)  # type: ignore[attr-defined]
         for tab in ("f2", "f3", "f4", "f5"):
@@ -160,16 +158,14 @@ async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp)
             listed = await check_screen(pilot, f"editor {tab}", seen, fits=tab == "f2")
             assert {"f4", "f5", "^s", "^r"} <= listed
             assert _in_sight(app, "f4", "f5")  # with ^r save & restart
-        await pilot.press("f2", "escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(pilot, DashboardScreen, "f2", "escape")
         await pilot.press("b")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "BenchScreen")
         assert "^r" in await check_screen(pilot, "bench", seen, fits=True)  # start a burst
         await pilot.press("h")
         await pilot.pause()
         await check_screen(pilot, "bench history", seen)
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(pilot, DashboardScreen, "escape")
         await pilot.press("T")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "TuneScreen")
         await check_screen(pilot, "tune", seen)

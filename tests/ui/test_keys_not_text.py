@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Input, Select, Static, TextArea
-from ui_waiting import editing, press_at_once, wait_for, wait_for_dashboard
+from ui_waiting import editing, press_at_once, press_into, wait_for, wait_for_dashboard
 
 from tui.screens.help import HelpScreen
 from tui.ui.app import SpectopApp
@@ -36,8 +36,7 @@ async def help_then_quit(pilot: Pilot[Any], screen: Screen[Any]) -> None:
     app = pilot.app
     before = field_values(screen)
     assert isinstance(screen.focused, FieldInput | Select | TextArea), screen.focused
-    await pilot.press("question_mark")
-    await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+    await press_into(pilot, HelpScreen, "question_mark")
     await pilot.press("escape")
     await wait_for(pilot, lambda: app.screen is screen)
     assert field_values(screen) == before

@@ -20,7 +20,7 @@ from test_editor import field_input, type_into
 from test_format import FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE, bounded_recording
 from test_log_viewer import opened, viewer, write_log
 from textual.app import App
-from ui_waiting import editing, wait_for
+from ui_waiting import editing, press_into, wait_for
 
 from tests.fleet.fake_fleet import NOW, ScriptedPoller, fleet_app, fleet_settings, scripted_readings
 from tui.bench.results import BurstResult
@@ -100,15 +100,13 @@ async def test_dashboard_cards_table_detail_alerts_and_help(
         assert_whole(app)
         await pilot.press("v")
         await pilot.pause()
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         notes = tuple(f"TTFT p95: {note}" for note in (FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE))
         assert_whole(app, whole_or_absent=notes)
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, AlertsScreen))
+        await press_into(pilot, AlertsScreen, "a")
         await pilot.pause()
         assert_whole(app, messages)
         await pilot.press("escape")
@@ -118,8 +116,7 @@ async def test_dashboard_cards_table_detail_alerts_and_help(
         assert_whole(app)
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("g")  # one row per GPU
-        await wait_for(pilot, lambda: isinstance(app.screen, GpuScreen))
+        await press_into(pilot, GpuScreen, "g")  # one row per GPU
         await pilot.pause()
         assert_whole(app)
 
@@ -254,8 +251,7 @@ async def test_the_detail_title_keeps_whole_parts_at_80x24(
     app = replay_app(replay_path=recording)
     async with app.run_test(size=(80, 24)) as pilot:
         await settled_replay(pilot, gpus=False)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         assert str(app.screen.sub_title).startswith("mtp-node-7-rack-b-")
         assert_whole(app)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from ui_waiting import opened_editor, wait_for, wait_until_still
+from ui_waiting import opened_editor, press_into, wait_for, wait_until_still
 
 from tui.paths import sample_configs_dir
 from tui.screens.detail import DetailScreen
@@ -127,8 +127,7 @@ def test_help_at_each_size(
 ) -> None:
     async def open_help(pilot: Pilot[Any]) -> None:
         await _settled(pilot)
-        await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
+        await press_into(pilot, HelpScreen, "question_mark")
         await pilot.pause()
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=open_help)

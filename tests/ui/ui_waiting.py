@@ -144,3 +144,9 @@ async def press_at_once(pilot: Pilot[Any], *keys: str) -> None:
         name = "space" if key == " " else key
         pilot.app.post_message(events.Key(name, key if len(key) == 1 else CHARACTERS.get(key)))
     await pilot.pause()
+
+
+async def press_into(pilot: Pilot[Any], kind: type, *keys: str) -> None:
+    """Press `keys`, then wait for the screen `kind`."""
+    await pilot.press(*keys)
+    await wait_for_screen(pilot, kind)
