@@ -25,23 +25,13 @@ from tui.widgets.endpoint_table import EndpointTable
 TESTS = Path(__file__).resolve().parents[1]
 
 NOT_BEFORE_THE_FIRST_FRAME = (
-    "tui.advice.guard",
-    "tui.advice.guard_control",
-    "tui.screens.guard",
-    "tui.tune.runner",
-    "tui.sources.fleet",
-    "tui.fleet.poller",
-    "tui.configs.document",
-    "tomlkit",
-    "tui.telemetry.logs",
-    "tui.bench.engine",
-    "tui.sim",
-    "tui.screens.detail",
-    "tui.screens.editor",
+    "tui.advice.guard", "tui.advice.guard_control", "tui.screens.guard",  # the guard's: made in a thread
+    "tui.tune.runner", "tui.sources.fleet", "tui.fleet.poller", "tui.configs.document", "tomlkit",
+    "tui.telemetry.logs", "tui.bench.engine", "tui.sim", "tui.screens.detail", "tui.screens.editor",
     "rich._emoji_codes",  # markup parsed (the table's column headers)
     "click",  # httpx's command-line client (tui/__init__.py)
     "rich.progress",
-)
+)  # fmt: skip
 
 SCRIPT = f"""
 import asyncio, sys

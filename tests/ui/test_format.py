@@ -28,18 +28,10 @@ from tui.widgets.endpoint_table import EndpointTable
 from tui.widgets.figure_table import FigureTable, figure_rows
 
 FIGURES = Figures(
-    generation_tokens_per_s=2332.7,
-    acceptance_rate=0.7123,
-    mean_acceptance_length=2.4,
-    per_position_acceptance=[0.8, 0.6],
-    ttft_mean_s=0.0498,
-    ttft_p50_s=0.0514,
-    ttft_p95_s=0.0781,
-    tpot_mean_s=0.0065,
-    running=1.0,
-    waiting=0.0,
-    kv_cache_usage=0.25,
-)
+    generation_tokens_per_s=2332.7, acceptance_rate=0.7123, mean_acceptance_length=2.4,
+    per_position_acceptance=[0.8, 0.6], ttft_mean_s=0.0498, ttft_p50_s=0.0514, ttft_p95_s=0.0781,
+    tpot_mean_s=0.0065, running=1.0, waiting=0.0, kv_cache_usage=0.25,
+)  # fmt: skip
 VALUE = r"(?:[<>~] ?)?(?:-?[\d.]+(?: ms| s|%|k)?|–)"
 
 

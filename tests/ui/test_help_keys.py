@@ -128,6 +128,16 @@ def _in_sight(app: App[object], *shown: str) -> bool:
     return all(keys[key].region.width > 0 and keys[key].region.right <= keys["^p"].region.x for key in shown)
 
 
+def _dialogs(long: bool = False) -> tuple[Screen[Any], ...]:
+    """The dialogs that list their keys; `long`: with a question and a diff that fill the screen."""
+    question = "Close the editor?" + ("\n" + "line\n" * 12 if long else "")
+    return (
+        ConfirmDialog(question, {"s": "save", "d": "discard", "n": ""}),
+        DiffDialog("Save config.toml?", "-a = 1\n+a = 2\n" * (20 if long else 1)),
+        GuardDialog.offering("e", "acceptance 28% below 50% for 30 s", "-enabled = true\n+enabled = false\n"),
+    )
+
+
 async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp) -> None:
     app = live_app
     seen: dict[str, list[str]] = {}
@@ -170,13 +180,7 @@ async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp)
         await wait_for(pilot, lambda: type(app.screen).__name__ == "TuneScreen")
         await check_screen(pilot, "tune", seen)
         assert not any("alerts" in row.text for row in key_rows(app.screen) if "a" in row.keys)
-        for dialog in (
-            ConfirmDialog("Close the editor?", {"s": "save", "d": "discard", "n": ""}),
-            DiffDialog("Save config.toml?", "-a = 1\n+a = 2\n"),
-            GuardDialog.offering(
-                "e", "acceptance 28% below 50% for 30 s", "-enabled = true\n+enabled = false\n"
-            ),
-        ):
+        for dialog in _dialogs():
             await app.push_screen(dialog)
             await pilot.pause()
             await check_screen(pilot, type(dialog).__name__, seen)
@@ -189,13 +193,7 @@ async def test_a_toast_never_covers_a_dialogs_keys(live_app: SpectopApp) -> None
     app = live_app
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
-        for dialog in (
-            ConfirmDialog("Close the editor?\n" + "line\n" * 12, {"s": "save", "d": "discard", "n": ""}),
-            DiffDialog("Save config.toml?", "-a = 1\n+a = 2\n" * 20),
-            GuardDialog.offering(
-                "e", "acceptance 28% below 50% for 30 s", "-enabled = true\n+enabled = false\n"
-            ),
-        ):
+        for dialog in _dialogs(long=True):
             await app.push_screen(dialog)
             for index in range(3):
                 app.notify(f"a long notification number {index} " * 3, timeout=30)

@@ -46,21 +46,13 @@ def eight_gpus() -> tuple[GpuSample, ...]:
     """A busy 8-GPU node: 291 W each (2330 W summed), 43 °C, power capped."""
     return tuple(
         GpuSample(
-            index=i,
-            uuid=f"GPU-{i}",
-            name="NVIDIA H100 80GB HBM3",
-            memory_used_bytes=int(68.1 * GIB) + i * 2**20,
-            memory_total_bytes=int(79.6 * GIB),
-            utilization_pct=97.0 - i,
-            power_w=291.25,
-            energy_j=1e7,
-            temperature_c=43.0 + i % 2,
-            sm_clock_mhz=1755.0,
+            index=i, uuid=f"GPU-{i}", name="NVIDIA H100 80GB HBM3", memory_total_bytes=int(79.6 * GIB),
+            memory_used_bytes=int(68.1 * GIB) + i * 2**20, utilization_pct=97.0 - i, power_w=291.25,
+            energy_j=1e7, temperature_c=43.0 + i % 2, sm_clock_mhz=1755.0, dram_active=0.6,
             throttle_reasons=REASON_SW_POWER_CAP,
-            dram_active=0.6,
         )
         for i in range(8)
-    )
+    )  # fmt: skip
 
 
 async def settled_replay(pilot: Any, *, gpus: bool = True) -> SpectopApp:
@@ -213,19 +205,17 @@ async def test_fleet_table_figures_on_unit_edges(size: tuple[int, int]) -> None:
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 async def test_bench_after_a_burst(recorded_run: BurstResult, size: tuple[int, int]) -> None:
-    endpoints = [
-        EndpointSettings(name="mtp-off", url="http://127.0.0.1:9"),
-        EndpointSettings(name="mtp-on", url="http://127.0.0.1:10"),
-    ]
-    app = BenchTestApp(endpoints)
+    app = BenchTestApp(
+        [
+            EndpointSettings(name=f"mtp-{arm}", url=f"http://127.0.0.1:{port}")
+            for arm, port in (("off", 9), ("on", 10))
+        ]
+    )
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+r")
         await until(
-            pilot,
-            lambda: (
-                "faster" in text_of(app.screen, "#verdict") or "slower" in text_of(app.screen, "#verdict")
-            ),
+            pilot, lambda: any(word in text_of(app.screen, "#verdict") for word in ("faster", "slower"))
         )
         await pilot.pause()
         assert_whole(app)
