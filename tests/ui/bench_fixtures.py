@@ -97,43 +97,27 @@ def recorded_arm(
         times = [ttft + i * (gap_s + 0.0001 * index) for i in range(chunks)]
         requests.append(
             RequestResult(
-                arm=label,
-                index=index,
-                prompt_id=prompt.id,
-                scheduled_s=index * 0.5,
-                sent_s=index * 0.5 + 0.001,
-                ttft_s=ttft,
-                e2e_s=times[-1] + 0.001,
-                chunk_times_s=times,
-                chunk_chars=[5 * tokens_per_chunk] * chunks,
-                chunk_tokens=[tokens_per_chunk] * chunks,
-                output_tokens=60,
-                text="word " * 60,
-                finish_reason="length",
+                arm=label, index=index, prompt_id=prompt.id, scheduled_s=index * 0.5,
+                sent_s=index * 0.5 + 0.001, ttft_s=ttft, e2e_s=times[-1] + 0.001, chunk_times_s=times,
+                chunk_chars=[5 * tokens_per_chunk] * chunks, chunk_tokens=[tokens_per_chunk] * chunks,
+                output_tokens=60, text="word " * 60, finish_reason="length",
             )
-        )
+        )  # fmt: skip
+    server = ServerAcceptance(
+        acceptance_rate=acceptance, mean_acceptance_length=1 + 2 * acceptance if acceptance else None
+    )
+    active_s = sum(r.e2e_s or 0 for r in requests)
     return ArmResult(
-        label=label,
-        name=endpoint.name,
-        url=endpoint.url,
-        active_s=sum(r.e2e_s or 0 for r in requests),
-        requests=requests,
-        server=ServerAcceptance(
-            acceptance_rate=acceptance, mean_acceptance_length=1 + 2 * acceptance if acceptance else None
-        ),
+        label=label, name=endpoint.name, url=endpoint.url, active_s=active_s, requests=requests, server=server
     )
 
 
 def recorded_burst(arms: list[ArmResult], started_at: datetime = STARTED_AT) -> BurstResult:
     prompt_set = load_prompt_set("code-en")
     settings = BurstSettingsRecord(
-        prompt_set="code-en",
-        prompt_set_digest=prompt_set.digest,
-        requests=6,
-        concurrency=1,
-        max_tokens=60,
+        prompt_set="code-en", prompt_set_digest=prompt_set.digest, requests=6, concurrency=1, max_tokens=60,
         temperature=0.0,
-    )
+    )  # fmt: skip
     return BurstResult(started_at=started_at, duration_s=3.0, settings=settings, arms=arms)
 
 
@@ -156,15 +140,12 @@ def final_progress(result: BurstResult) -> BurstProgress:
         ]
         arms.append(
             ArmProgress(
-                label=arm.label,
-                name=arm.name,
-                done=len(arm.requests),
-                total=len(arm.requests),
+                label=arm.label, name=arm.name, done=len(arm.requests), total=len(arm.requests),
                 ttft_p50_s=ttfts[len(ttfts) // 2] if ttfts else None,
                 decode_tokens_per_s_pooled=sum(rates) / len(rates) if rates else None,
                 output_tokens=sum(r.output_tokens or 0 for r in arm.requests),
             )
-        )
+        )  # fmt: skip
     total = sum(arm.total for arm in arms)
     return BurstProgress(phase="done", done=total, total=total, elapsed_s=result.duration_s, arms=arms)
 

@@ -21,40 +21,22 @@ def _mtp_on(step: int) -> Figures:
     wave = math.sin(step / 6.0)
     acceptance = 0.72 + 0.08 * wave if step < 80 else 0.25 + 0.02 * wave  # drafting goes bad at step 80
     return Figures(
-        generation_tokens_per_s=600 + 120 * wave,
-        prompt_tokens_per_s=1500 + 200 * math.cos(step / 5.0),
-        requests_per_s=2.0,
-        acceptance_rate=acceptance,
-        mean_acceptance_length=1 + 2 * acceptance,
+        generation_tokens_per_s=600 + 120 * wave, prompt_tokens_per_s=1500 + 200 * math.cos(step / 5.0),
+        requests_per_s=2.0, acceptance_rate=acceptance, mean_acceptance_length=1 + 2 * acceptance,
         per_position_acceptance=[min(1.0, acceptance + 0.1), max(0.0, acceptance - 0.1)],
-        ttft_mean_s=0.055 + 0.01 * wave,
-        ttft_p50_s=0.051 + 0.01 * wave,
-        ttft_p95_s=0.120 + 0.02 * wave,
-        tpot_mean_s=0.0123 + 0.001 * wave,
-        e2e_mean_s=3.2,
-        running=3 + (step % 4),
-        waiting=step % 2,
-        kv_cache_usage=0.0057 + step / 10_000,
-        prefix_cache_hit_rate=0.475892,
-    )
+        ttft_mean_s=0.055 + 0.01 * wave, ttft_p50_s=0.051 + 0.01 * wave, ttft_p95_s=0.120 + 0.02 * wave,
+        tpot_mean_s=0.0123 + 0.001 * wave, e2e_mean_s=3.2, running=3 + (step % 4), waiting=step % 2,
+        kv_cache_usage=0.0057 + step / 10_000, prefix_cache_hit_rate=0.475892,
+    )  # fmt: skip
 
 
 def _mtp_off(step: int) -> Figures:
     wave = math.cos(step / 8.0)
     return Figures(
-        generation_tokens_per_s=410 + 40 * wave,
-        prompt_tokens_per_s=1450.0,
-        requests_per_s=1.9,
-        ttft_mean_s=0.06,
-        ttft_p50_s=0.058 + 0.005 * wave,
-        ttft_p95_s=0.131,
-        tpot_mean_s=0.0205,
-        e2e_mean_s=5.1,
-        running=4,
-        waiting=0,
-        kv_cache_usage=0.012,
-        prefix_cache_hit_rate=0.41,
-    )
+        generation_tokens_per_s=410 + 40 * wave, prompt_tokens_per_s=1450.0, requests_per_s=1.9,
+        ttft_mean_s=0.06, ttft_p50_s=0.058 + 0.005 * wave, ttft_p95_s=0.131, tpot_mean_s=0.0205,
+        e2e_mean_s=5.1, running=4, waiting=0, kv_cache_usage=0.012, prefix_cache_hit_rate=0.41,
+    )  # fmt: skip
 
 
 # name, URL, backend, and the model its readings name (in the order of their readings at each step)
@@ -64,14 +46,9 @@ ENDPOINTS = (
     ("llama-draft", "http://127.0.0.1:8080", "llamacpp", "qwen2.5-0.5b"),
 )
 LLAMA_DRAFT = Figures(
-    generation_tokens_per_s=52.0,
-    acceptance_rate=1.0,
-    mean_acceptance_length=9.0,
-    per_position_acceptance=[1.0] * 8,
-    tpot_mean_s=0.0042,
-    running=1,
-    waiting=0,
-)
+    generation_tokens_per_s=52.0, acceptance_rate=1.0, mean_acceptance_length=9.0,
+    per_position_acceptance=[1.0] * 8, tpot_mean_s=0.0042, running=1, waiting=0,
+)  # fmt: skip
 
 
 def _reading(index: int, now: float, figures: Figures, **fields: Any) -> str:
@@ -84,20 +61,12 @@ def _reading(index: int, now: float, figures: Figures, **fields: Any) -> str:
 
 
 def recording_lines() -> list[str]:
-    header = HeaderRecord(
-        time=START,
-        endpoints=[
-            RecordedEndpoint(
-                name="mtp-on",
-                url="http://127.0.0.1:8000",
-                backend="vllm",
-                model=MODEL,
-                acceptance_threshold=0.6,
-            ),
-            RecordedEndpoint(name="mtp-off", url="http://127.0.0.1:8001", backend="vllm", model=MODEL),
-            RecordedEndpoint(name="llama-draft", url="http://127.0.0.1:8080", backend="llamacpp"),
-        ],
-    )
+    endpoints = [
+        RecordedEndpoint(name=name, url=url, backend=backend, model=MODEL if backend == "vllm" else None,
+                         acceptance_threshold=0.6 if name == "mtp-on" else None)
+        for name, url, backend, _ in ENDPOINTS
+    ]  # fmt: skip
+    header = HeaderRecord(time=START, endpoints=endpoints)
     lines = [header.model_dump_json()]
     for step in range(STEPS):
         now = START + step * STEP_S
@@ -108,25 +77,18 @@ def recording_lines() -> list[str]:
         if step % 5 == 0:
             rate = _mtp_on(step).acceptance_rate or 0.0
             event = SpecDecodeEvent(
-                backend="vllm",
-                acceptance_rate=rate,
-                mean_acceptance_length=1 + 2 * rate,
+                backend="vllm", acceptance_rate=rate, mean_acceptance_length=1 + 2 * rate,
                 line=f"INFO SpecDecoding metrics: Mean acceptance length: {1 + 2 * rate:.2f}, "
                 f"Avg Draft acceptance rate: {rate * 100:.1f}%",
-            )
+            )  # fmt: skip
             lines.append(LogRecord(endpoint="mtp-on", time=now + 0.3, event=event).model_dump_json())
-            stats = StatsEvent(
-                backend="vllm",
-                generation_tokens_per_s=600.0,
-                line="INFO Avg generation throughput: 600.0 tokens/s, Running: 3 reqs",
-            )
+            line = "INFO Avg generation throughput: 600.0 tokens/s, Running: 3 reqs"
+            stats = StatsEvent(backend="vllm", generation_tokens_per_s=600.0, line=line)
             lines.append(LogRecord(endpoint="mtp-on", time=now + 0.4, event=stats).model_dump_json())
         if step == 95:
+            line = "E srv  load_model: failed to allocate KV cache (out of memory)"
             error = ErrorEvent(
-                backend="llamacpp",
-                category="oom",
-                message="failed to allocate KV cache",
-                line="E srv  load_model: failed to allocate KV cache (out of memory)",
+                backend="llamacpp", category="oom", message="failed to allocate KV cache", line=line
             )
             lines.append(LogRecord(endpoint="llama-draft", time=now + 0.5, event=error).model_dump_json())
     return lines

@@ -12,7 +12,7 @@ import httpx
 from scripted_source import ScriptedSourceBase
 from textual.app import App
 from textual.widgets import DataTable
-from ui_waiting import wait_for
+from ui_waiting import press_into, spectop, wait_for
 
 from tests.advice.test_advisor import CONDITIONAL, fitted, unconditional
 from tests.advice.test_guard_control import PER_POSITION, FakePorts, _board, _model, _reading
@@ -58,13 +58,10 @@ class ScriptedSource(ScriptedSourceBase):
 
 
 def _app(times: list[float], kept: KeptModels) -> SpectopApp:
-    settings = Settings(
-        alerts=AlertSettings(sustained_s=10.0), endpoints=[EndpointSettings(name="a", url=URL)]
-    )
     source = ScriptedSource(times)
-    return SpectopApp(
-        settings, source=source, step_costs=kept, clock=source.clock.time, remember_theme_choice=False
-    )
+    alerts = {"alerts": AlertSettings(sustained_s=10.0)}
+    endpoint = EndpointSettings(name="a", url=URL)
+    return spectop(endpoint, settings=alerts, source=source, step_costs=kept, clock=source.clock.time)
 
 
 async def test_the_card_and_the_detail_say_which_k_would_be_faster_and_the_alert_follows() -> None:
@@ -78,8 +75,7 @@ async def test_the_card_and_the_detail_say_which_k_would_be_faster_and_the_alert
         assert data.advice is not None and data.advice.better_k == 2
         quiet = CardData(**{**data.__dict__, "alerts": []})
         assert badge_line(quiet, 76).plain == "k=4 now · k=2 would be 1.28x"
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await press_into(pilot, DetailScreen, "enter")
         figures = app.screen.query_one(FigureTable)
         table = figures.render().plain
         assert "advice k=4 now · k=2 would be 1.28x" in table  # 80x24: no room left for its basis
@@ -97,8 +93,7 @@ async def test_without_a_model_the_detail_offers_the_calibration() -> None:
         data = app.card_data("a")
         assert data.advice is not None and data.advice.basis is None
         assert "k=4 now" not in badge_line(data, 116).plain  # the card says nothing without a model
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await press_into(pilot, DetailScreen, "enter")
         table = " ".join(app.screen.query_one(FigureTable).render().plain.split())
         assert "no step-cost model for this server: calibrate with spectop tune CONFIG" in table
         assert "(or in spectop: T, then c on the tune screen)" in table

@@ -14,7 +14,6 @@ import httpx
 import pytest
 from bench_fixtures import (
     MTP_OFF,
-    MTP_ON,
     bench_on,
     bench_screen,
     mtp_burst,
@@ -30,7 +29,7 @@ from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Select
 from textual.widgets._footer import FooterKey
-from ui_waiting import spectop, wait_for
+from ui_waiting import press_into, spectop, wait_for
 
 from tests.bench.timed_server import Behaviour, TimedServer
 from tests.untrusted import HOSTILE, hostile_burst
@@ -267,8 +266,7 @@ async def _opened_with_b() -> AsyncIterator[tuple[Pilot[Any], BenchScreen]]:
     app = spectop(EndpointSettings(name="e", url="http://127.0.0.1:9"))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
-        await pilot.press("b")
-        await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen))
+        await press_into(pilot, BenchScreen, "b")
         yield pilot, bench_screen(app)
 
 
@@ -289,9 +287,10 @@ async def test_in_the_app_the_footer_keeps_the_keys_in_sight_at_80_and_b_opens_n
         assert pilot.app.screen is screen and "this is the burst screen" in text_of(screen, "#status")
 
 
-async def test_under_no_color_the_toggles_read_on_and_off_and_focus_shows_without_colour(
+async def test_under_no_color_toggles_read_on_and_off_focus_shows_and_placeholders_say_e_g(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Placeholders say "e.g." in words, not by italics alone."""
     monkeypatch.setenv("NO_COLOR", "1")
     async with _opened_with_b() as (pilot, screen):
         prime = screen.query_one("#prime-cache", OnOff)
@@ -305,29 +304,11 @@ async def test_under_no_color_the_toggles_read_on_and_off_and_focus_shows_withou
         assert toggle.text == "prime on "
         assert all(s.style is not None and s.style.reverse for s in toggle)  # focus: reverse video
         assert coloured(strips) == []
-
-
-# --- placeholders say "e.g." in words, not by italics alone (NO_COLOR)
-
-
-async def test_every_empty_burst_field_says_its_placeholder_is_an_example(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("NO_COLOR", "1")
-    async with bench_on([MTP_OFF, MTP_ON]) as (pilot, screen):
-        await pilot.pause()
-        examples: dict[str, Any] = {
-            field.id: field.placeholder
-            for field in screen.query(Input)
-            if field.id in ("a-extra", "b-extra", "slo", "client-settings")
-        }
-        assert len(examples) == 4
-        for field_id, placeholder in examples.items():
-            assert "e.g. " in placeholder, field_id
-        # and on screen, at 80 columns, where the field is narrow: the words come first
-        a_extra = screen.query_one("#a-extra", Input)
-        row = screen._compositor.render_strips()[a_extra.region.y]
-        assert "e.g." in "".join(segment.text for segment in row)
+        fields = ("a-extra", "b-extra", "slo", "client-settings")
+        examples = {field.id: field.placeholder for field in screen.query(Input) if field.id in fields}
+        assert len(examples) == 4 and all("e.g. " in str(text) for text in examples.values()), examples
+        a_extra = screen.query_one("#a-extra", Input)  # on screen, at 80 columns where the field is narrow
+        assert "e.g." in strips[a_extra.region.y].text  # the words come first
 
 
 # --- per-request figures from a sim: one URL with two request bodies, SLOs, the explain view

@@ -37,13 +37,9 @@ from tui.widgets.figure_table import advice_lines, figure_rows, note_rows
 
 
 def _reading(time: float, up: bool = True, **figures: float) -> EndpointReading:
+    error = None if up else "connection refused"
     return EndpointReading(
-        name="a",
-        time=time,
-        up=up,
-        error=None if up else "connection refused",
-        backend="vllm",
-        figures=Figures(**figures),
+        name="a", time=time, up=up, error=error, backend="vllm", figures=Figures(**figures)
     )  # type: ignore[arg-type]
 
 
@@ -93,22 +89,15 @@ def test_badges_put_critical_first_with_its_message() -> None:
 
 def _qualified_figures() -> Figures:
     return Figures(
-        generation_tokens_per_s=120.0,
-        ttft_mean_s=0.0065,
-        ttft_p50_s=0.05,
-        ttft_p95_s=0.095,
+        generation_tokens_per_s=120.0, ttft_mean_s=0.0065, ttft_p50_s=0.05, ttft_p95_s=0.095,
         quantile_bounds={"ttft_p50_s": (0.0, 0.1), "ttft_p95_s": (0.0, 0.1)},
         notes={
             "ttft_p50_s": "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated",
             "window": "restarted during the window (12 s ago), counted from zero; "
             "window still short: 8 s of 60 s",
         },
-        covered_s=8.0,
-        window_short=True,
-        restarted_in_window=True,
-        restarted_s_ago=12.0,
-        running=1.0,
-    )
+        covered_s=8.0, window_short=True, restarted_in_window=True, restarted_s_ago=12.0, running=1.0,
+    )  # fmt: skip
 
 
 def test_card_and_detail_figures_show_quantile_bounds_notes_and_the_restart() -> None:
@@ -127,20 +116,24 @@ def test_card_and_detail_figures_show_quantile_bounds_notes_and_the_restart() ->
     assert "restarted 12 s ago" in (data.caveat() or "")
 
 
-def test_card_says_acceptance_comes_from_finished_requests_while_one_runs() -> None:
+@pytest.mark.parametrize(
+    ("note", "error", "shown"),
+    [
+        ("from finished requests only (llama.cpp counts a request when it ends)", None,
+         "acceptance from finished requests only"),
+        (None, "inconsistent page: the series vllm:num_requests_running{} appears more than once",
+         "inconsistent page"),
+    ],
+    ids=["acceptance-from-finished-requests-while-one-runs", "inconsistent-page-error-although-up"],
+)  # fmt: skip
+def test_the_badge_line_says_what_qualifies_an_up_reading(
+    note: str | None, error: str | None, shown: str
+) -> None:
     reading = _reading(1.0, running=1.0)
-    reading.figures.notes = {
-        "acceptance_rate": "from finished requests only (llama.cpp counts a request when it ends)"
-    }
-    assert (
-        "acceptance from finished requests only" in badge_line(CardData(name="a", reading=reading), 80).plain
-    )
-
-
-def test_inconsistent_page_error_shows_although_up() -> None:
-    reading = _reading(1.0)
-    reading.error = "inconsistent page: the series vllm:num_requests_running{} appears more than once"
-    assert "inconsistent page" in badge_line(CardData(name="a", reading=reading, now=1.0), 80).plain
+    reading.error = error
+    if note is not None:
+        reading.figures.notes = {"acceptance_rate": note}
+    assert shown in badge_line(CardData(name="a", reading=reading, now=1.0), 80).plain
 
 
 # --- down for how long and where, "scraped … ago", badges at 80 columns, model names ---------------------
@@ -355,18 +348,10 @@ def test_a_card_with_room_draws_the_detail_charts_from_its_own_history() -> None
         line.plain for line in compact_lines(data, width)
     ]
     assert not charts_fit(data, 30, 40)
-
-
-def test_a_down_card_with_charts_says_for_how_long_and_where_first() -> None:
-    now = 10_000.0
-    data = CardData(
-        name="a",
-        reading=_reading(now, up=False),
-        history=_ramp_history(now - 30.0),
-        now=now,
-        url="http://h:1",
-    )
-    lines = [line.plain for line in card_lines(data, 60, 20)]
+    # a down card with charts says for how long and where, first; why it is down, last
+    history = _ramp_history(now - 30.0)  # nothing for the last 30 s
+    down = CardData(name="a", reading=_reading(now, up=False), history=history, now=now, url="http://h:1")
+    lines = [line.plain for line in card_lines(down, 60, 20)]
     assert lines[0].startswith("down ") and "http://h:1" in lines[0]
     assert "connection refused" in lines[-1]
 

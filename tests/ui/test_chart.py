@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
 from tui.format import fmt_latency, fmt_rate
 from tui.telemetry.figures import Figures
@@ -106,13 +106,12 @@ def test_history_keeps_restart_and_config_markers_once() -> None:
 
 async def test_detail_screen_draws_axis_and_markers_of_a_config_change() -> None:
     from tui.screens.detail import DetailScreen
-    from tui.settings import EndpointSettings, Settings
-    from tui.ui.app import SpectopApp
+    from tui.settings import EndpointSettings
     from tui.widgets.chart import TimeAxis
     from tui.widgets.messages import RestartStarted
 
     endpoint = EndpointSettings(name="a", url="http://127.0.0.1:9")  # nothing listens: down, no network
-    app = SpectopApp(Settings(endpoints=[endpoint]), remember_theme_choice=False)
+    app = spectop(endpoint, poll_interval_s=2.0)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: len(app.series.endpoint("a")) > 0)
         app.post_message(RestartStarted(health_url="http://127.0.0.1:9/health"))
@@ -159,32 +158,26 @@ def _spark_of(line: str) -> str:
     return "".join(char for char in line if char in SPARK_CHARS)
 
 
-def test_an_idle_endpoint_is_drawn_at_the_bottom_not_mid_height() -> None:
-    data = _card([{"generation_tokens_per_s": 0.0}] * 30)
+def test_sparklines_draw_idle_at_the_bottom_noise_as_a_ripple_and_a_real_change_bottom_to_top() -> None:
+    data = _card([{"generation_tokens_per_s": 0.0}] * 30)  # idle: at the bottom, not mid-height
     compact = _spark_of(compact_lines(data, 80)[0].plain)
     assert compact and set(compact) == {BOTTOM}
     roomy = roomy_lines(data, 120)[0].plain
     assert set(_spark_of(roomy)) == {BOTTOM}
     assert "0.0–1.0" in roomy  # the range it is drawn on
-
-
-def test_a_fraction_of_a_millisecond_of_noise_is_not_a_cliff() -> None:
-    ttft = [0.0065 + (0.0001 if index % 2 else -0.0001) for index in range(30)]
+    ttft = [0.0065 + (0.0001 if index % 2 else -0.0001) for index in range(30)]  # a fraction of a ms of noise
     data = _card([{"ttft_p50_s": value, "generation_tokens_per_s": 50.0} for value in ttft])
     line = roomy_lines(data, 120)[1].plain
     drawn = _spark_of(line)
     assert len(drawn) >= 30
     levels = {SPARK_CHARS.index(char) for char in drawn}
-    assert max(levels) - min(levels) <= 2  # a ripple in the middle, not bottom-to-top
+    assert max(levels) - min(levels) <= 2  # a ripple in the middle, not a cliff from bottom to top
     scale = scale_for(ttft, SECONDS_FLOOR)
     assert scale is not None and scale.high - scale.low >= 0.2 * max(ttft)
     assert scale.text(fmt_latency) in line
-
-
-def test_a_real_change_still_spans_the_height() -> None:
     data = _card([{"generation_tokens_per_s": value} for value in [100.0] * 15 + [300.0] * 15])
     drawn = _spark_of(roomy_lines(data, 120)[0].plain)
-    assert BOTTOM in drawn and TOP in drawn
+    assert BOTTOM in drawn and TOP in drawn  # a real change still spans the height
 
 
 def test_scale_never_goes_below_zero_for_a_non_negative_series() -> None:

@@ -14,7 +14,7 @@ import httpx
 from textual.command import CommandPalette
 from textual.widgets import Static
 
-from tests.ui.ui_waiting import spectop, wait_for
+from tests.ui.ui_waiting import press_into, spectop, wait_for
 from tui.commands.demo import (
     DEMO_ENDPOINTS,
     DEMO_INTRO,
@@ -102,15 +102,13 @@ async def test_the_intro_shows_until_the_first_key_and_comes_back_from_the_palet
         assert GUARD_URL in str(intro.render()) and "? (help)" in str(intro.render())
         await pilot.press("down")  # the first key hides it
         await wait_for(pilot, lambda: not intro.display)
-        await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await press_into(pilot, HelpScreen, "question_mark")
         hints = " ".join(str(app.screen.query_one("#intro", Static).render()).split())
         assert f"curl -d '{GUARD_TRY}' {GUARD_URL}" in hints and "switch speculation off" in hints
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is dashboard)
         assert "Demo hints" in [command.title for command in app.get_system_commands(dashboard)]
-        await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await press_into(pilot, CommandPalette, "ctrl+p")
         await pilot.press(*"demo hints", "enter")
         await wait_for(pilot, lambda: app.screen is dashboard and intro.display)
         assert GUARD_URL in str(intro.render())
@@ -121,8 +119,7 @@ async def test_without_an_intro_there_are_no_demo_hints() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert "Demo hints" not in [command.title for command in app.get_system_commands(app.screen)]
-        await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await press_into(pilot, HelpScreen, "question_mark")
         assert not app.screen.query("#intro")
 
 
@@ -155,8 +152,7 @@ async def test_the_demo_guards_mtp_on_at_its_files_threshold_and_says_how_to_low
             await wait_for(pilot, lambda: app.alerts.threshold_source("mtp-on") == "config.toml")
             assert app.alerts.threshold("mtp-on") == in_the_file  # what the alerts and the guard compare with
             assert app.card_data("mtp-on").threshold == in_the_file  # the card's acceptance colour
-            await pilot.press("down", "enter")  # mtp-on's card, its detail
-            await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+            await press_into(pilot, DetailScreen, "down", "enter")  # mtp-on's card, its detail
             table = app.screen.query_one(FigureTable)
             await wait_for(pilot, lambda: "threshold" in table.render().plain)
             shown = " ".join(table.render().plain.split())

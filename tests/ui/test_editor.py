@@ -12,7 +12,7 @@ import pytest
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Log, OptionList, Select, Static, TabbedContent, TextArea
-from ui_waiting import editing, opened_editor, press_at_once, wait_for
+from ui_waiting import editing, opened_editor, press_at_once, press_into, wait_for, wait_for_screen
 
 from tui.configs.document import dotted
 from tui.configs.schemas import SCHEMAS, field_specs
@@ -44,7 +44,7 @@ async def type_into(pilot: Pilot, widget: Input, text: str, *, enter: bool = Tru
 async def save_to_the_diff(pilot: Pilot) -> DiffDialog:
     """ctrl+s: the diff dialog of the changes."""
     await pilot.press("ctrl+s")
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, DiffDialog), "the diff")
+    await wait_for_screen(pilot, DiffDialog)
     assert isinstance(pilot.app.screen, DiffDialog)
     return pilot.app.screen
 
@@ -55,7 +55,9 @@ def changed_lines(before: bytes, after: bytes) -> list[tuple[bytes, bytes]]:
     return [(a, b) for a, b in zip(old, new, strict=True) if a != b]
 
 
-async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) -> None:
+async def test_edit_a_field_see_the_diff_save_see_the_file_and_never_overwrite_an_external_change_unasked(
+    config_toml: Path,
+) -> None:
     before = config_toml.read_bytes()
     async with editing(config_toml) as (pilot, screen):
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "3")
@@ -63,7 +65,7 @@ async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) ->
         assert config_toml.read_bytes() == before  # nothing written before ctrl+s
         await save_to_the_diff(pilot)
         await pilot.press("escape")  # declined: nothing written
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen), "back in the editor")
+        await wait_for_screen(pilot, EditorScreen)
         assert config_toml.read_bytes() == before
         dialog = await save_to_the_diff(pilot)
         assert "-num_speculative_tokens = 2" in dialog.diff and "+num_speculative_tokens = 3" in dialog.diff
@@ -73,10 +75,24 @@ async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) ->
             (b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")
         ]
         assert (config_toml.parent / "config.toml.bak").read_bytes() == before
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen), "back in the editor")
+        await wait_for_screen(pilot, EditorScreen)
         title = screen.query_one("#editor-title", Static)
         await wait_for(pilot, lambda: "modified" not in str(title.render()), "the title without 'modified'")
         assert not screen.has_unsaved_changes()  # the field just typed counts as saved: esc closes at once
+        # a change made on disk meanwhile is not overwritten without asking
+        await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "16")
+        external = config_toml.read_text().replace("block_size = 16", "block_size = 32")
+        config_toml.write_text(external)
+        for answer in ("n", "o"):  # no: the file as changed on disk; o: overwritten
+            await save_to_the_diff(pilot)
+            await pilot.press("y")
+            await wait_for_screen(pilot, ConfirmDialog)
+            assert "changed on disk" in pilot.app.screen.question
+            await pilot.press(answer)
+            await wait_for_screen(pilot, EditorScreen)
+            assert config_toml.read_text() == external or answer == "o"
+        await wait_for(pilot, lambda: "max_num_seqs = 16" in config_toml.read_text(), "the overwrite")
+        await wait_for(pilot, lambda: not screen.has_unsaved_changes(), "saved")
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(pilot.app.screen, ConfirmDialog)
@@ -84,20 +100,6 @@ async def test_edit_a_field_see_the_diff_save_see_the_file(config_toml: Path) ->
 
 def status_text(screen: EditorScreen) -> str:
     return str(screen.query_one("#editor-status", Static).render())
-
-
-async def test_the_opening_status_stays_until_the_focus_moves(config_toml: Path) -> None:
-    """The first field is focused on opening: its hint does not replace what was opened (as the user and
-    the snapshots see it); focusing another field shows its hint."""
-    async with editing(config_toml) as (pilot, screen):
-        first = field_input(screen, "model", "name")
-        await wait_for(pilot, lambda: pilot.app.focused is first, "the first field's focus")
-        await pilot.pause()
-        assert status_text(screen).startswith("opened config.toml"), status_text(screen)
-        field_input(screen, "speculative", "num_speculative_tokens").focus()
-        await wait_for(pilot, lambda: not status_text(screen).startswith("opened"), "the field's hint")
-        hint = "speculative.num_speculative_tokens: enter or i edits the field"
-        assert status_text(screen).startswith(hint)
 
 
 async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None:
@@ -194,7 +196,7 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
         fixed = b'[model]\nname = "m"\n\n[speculative]\nnum_speculative_tokens = 2\n'
         assert broken.read_bytes() == fixed
         # A syntax error typed in the raw view blocks the save too, from the form: back to the raw view.
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen), "back in the editor")
+        await wait_for_screen(pilot, EditorScreen)
         await pilot.press("f3")
         raw.move_cursor((1, 0))
         await pilot.press("i", *"= [")
@@ -205,25 +207,6 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
         assert screen.query_one(TabbedContent).active == "raw-pane"
         assert screen.syntax_error is not None and raw.cursor_location[0] == screen.syntax_error.line - 1
         assert broken.read_bytes() == fixed
-
-
-async def test_external_change_is_not_overwritten_without_asking(config_toml: Path) -> None:
-    async with editing(config_toml) as (pilot, screen):
-        await type_into(pilot, field_input(screen, "scheduler", "max_num_seqs"), "16")
-        external = config_toml.read_text().replace("block_size = 16", "block_size = 32")
-        config_toml.write_text(external)
-        await save_to_the_diff(pilot)
-        await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog), "the overwrite question")
-        assert "changed on disk" in pilot.app.screen.question
-        await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditorScreen), "back in the editor")
-        assert config_toml.read_text() == external
-        await save_to_the_diff(pilot)
-        await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog), "the overwrite question")
-        await pilot.press("o")
-        await wait_for(pilot, lambda: "max_num_seqs = 16" in config_toml.read_text(), "the overwrite")
 
 
 async def test_lint_and_launch_views(tmp_path: Path) -> None:
@@ -264,16 +247,13 @@ async def test_save_and_restart_runs_the_command_and_waits_for_health(config_tom
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened_editor(pilot)
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "1")
-        await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffDialog), "the diff")
+        await press_into(pilot, DiffDialog, "ctrl+r")
         shown = _texts(app.screen)  # the dialogs ctrl+r opens say "save & restart", not "save" / "run"
         assert "Save & restart" in shown and "[y/enter] save & restart" in shown
-        await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the restart question")
+        await press_into(pilot, ConfirmDialog, "y")
         shown = _texts(app.screen)
         assert "Save & restart: run the restart command?" in shown and "[y] restart" in shown
-        await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, RestartDialog), "the restart dialog")
+        await press_into(pilot, RestartDialog, "y")
         dialog = app.screen
         assert isinstance(dialog, RestartDialog)
         await wait_for(pilot, lambda: dialog.finished, "the restart to finish")
@@ -281,8 +261,7 @@ async def test_save_and_restart_runs_the_command_and_waits_for_health(config_tom
         assert "restarting the server" in "\n".join(dialog.query_one(Log).lines)
         assert polls["count"] == 2
         assert "num_speculative_tokens = 1" in config_toml.read_text()
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, EditorScreen), "back in the editor")
+        await press_into(pilot, EditorScreen, "escape")
         await pilot.press("ctrl+s")  # a plain save says save
         await wait_for(pilot, lambda: "no changes" in _texts(app.screen))
 
@@ -361,17 +340,37 @@ async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml
         assert "+max_model_len = 4" in dialog.diff and "name =" not in dialog.diff
 
 
-async def test_the_focused_field_is_marked_named_and_in_view(
+async def test_the_focused_field_is_marked_named_and_in_view_the_help_says_how_focus_moves_and_pages_move_it(
     config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The first field is focused on opening: its hint does not replace what was opened (as the user and
+    the snapshots see it); focusing another field marks it, names it and scrolls it into view."""
     monkeypatch.setenv("NO_COLOR", "1")  # the mark is a shape, not a colour
     async with editing(config_toml) as (pilot, screen):
         form = screen.query_one("#form-fields", VerticalScroll)
         await wait_for(pilot, lambda: marked_rows(screen) == [screen._rows[("model", "name")]], "name marked")
+        await wait_for(pilot, lambda: focused_row(screen) is screen._rows[("model", "name")], "its focus")
+        await pilot.pause()
+        assert status_text(screen).startswith("opened config.toml"), status_text(screen)
         assert "model.name" in status_text(screen)
+        rows = {row.text: row.keys for row in key_rows(screen)}  # the help: focus moves, editing starts
+        assert set(rows[FIELD_KEYS]) == {"↑", "↓"}
+        keys, text = HELP_ROW
+        assert set(keys) <= set(rows[text]) and "⏎ applies, esc cancels" in text and "0-9" in keys
+        fields = list(screen._rows.values())  # page keys move the focus a page of fields
+        await pilot.press("pagedown")
+        reached = focused_row(screen)
+        assert reached is not None and fields.index(reached) > 1
+        await press_at_once(pilot, *["pagedown"] * len(fields))  # the focus never leaves the page in view
+        await wait_for(pilot, lambda: focused_row(screen) is fields[-1], "the last field")
+        await wait_for(pilot, lambda: form.content_region.contains_region(fields[-1].region), "in view")
+        await pilot.press("pageup")
+        assert focused_row(screen) not in (fields[-1], None)
+        field_input(screen, "model", "name").focus()  # ↓ from the first field
         await pilot.press("down")
         dtype = screen.query_one("#field-model--dtype Select", Select)
         assert screen.focused is dtype and not dtype.expanded  # ↓ moves on; enter opens a choice
+        await wait_for(pilot, lambda: not status_text(screen).startswith("opened"), "the field's hint")
         target = ("speculative", "acceptance_threshold")
         row = screen._rows[target]
         await press_at_once(pilot, *["down"] * (list(screen._rows).index(target) - 1))  # at tmux speed
@@ -385,27 +384,3 @@ async def test_the_focused_field_is_marked_named_and_in_view(
         above = list(screen._rows.values())[list(screen._rows).index(target) - 1]
         await wait_for(pilot, lambda: marked_rows(screen) == [above], "the mark moved up")
         assert dotted(above.spec.path) in status_text(screen)
-
-
-async def test_the_help_says_how_focus_moves_and_how_editing_starts_and_ends(config_toml: Path) -> None:
-    async with editing(config_toml) as (pilot, screen):
-        await wait_for(pilot, lambda: focused_row(screen) is not None, "a focused field")
-        rows = {row.text: row.keys for row in key_rows(screen)}
-        assert set(rows[FIELD_KEYS]) == {"↑", "↓"}
-        keys, text = HELP_ROW
-        assert set(keys) <= set(rows[text]) and "⏎ applies, esc cancels" in text and "0-9" in keys
-
-
-async def test_page_keys_move_the_focus_a_page_of_fields(config_toml: Path) -> None:
-    async with editing(config_toml) as (pilot, screen):
-        form = screen.query_one("#form-fields", VerticalScroll)
-        rows = list(screen._rows.values())
-        await wait_for(pilot, lambda: focused_row(screen) is rows[0], "the first field")
-        await pilot.press("pagedown")
-        reached = focused_row(screen)
-        assert reached is not None and rows.index(reached) > 1
-        await press_at_once(pilot, *["pagedown"] * len(rows))  # the focus never leaves the page in view
-        await wait_for(pilot, lambda: focused_row(screen) is rows[-1], "the last field")
-        await wait_for(pilot, lambda: form.content_region.contains_region(rows[-1].region), "in view")
-        await pilot.press("pageup")
-        assert focused_row(screen) not in (rows[-1], None)

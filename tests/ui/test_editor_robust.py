@@ -165,13 +165,6 @@ async def test_quitting_the_dashboard_with_the_editor_open_asks(config_toml: Pat
     assert "max_num_seqs = 12\n" in config_toml.read_text()
 
 
-async def test_ctrl_c_quits_the_dashboard_like_q() -> None:
-    app = spectop()
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("ctrl+c")
-        await wait_for_exit(pilot)
-
-
 def oom_log(tmp_path: Path) -> Path:
     """A real `spectop sim` start-up OOM (k=16 needs more than 1 - gpu_memory_utilization)."""
     config = tmp_path / "k16.toml"
@@ -197,14 +190,8 @@ async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
     copy = f"import shutil; shutil.copyfileobj(open({str(crash)!r}), open({str(log)!r}, 'a'))"
     restart = [sys.executable, "-c", copy]
     url = f"http://127.0.0.1:{closed_port()}/health"
-    async with editing(
-        config_toml,
-        restart_command=restart,
-        health_url=url,
-        log_file=log,
-        health_timeout_s=0.5,
-        size=(100, 30),
-    ) as (pilot, screen):
+    options = {"restart_command": restart, "health_url": url, "log_file": log, "health_timeout_s": 0.5}
+    async with editing(config_toml, size=(100, 30), **options) as (pilot, screen):
         await edit_a_field(pilot, screen, "8")
         await pilot.press("ctrl+r")
         await wait_for_screen(pilot, DiffDialog)
@@ -283,10 +270,8 @@ _SCRIPT = textwrap.dedent(
 def test_json_file_opens_and_renders_with_highlighting(tmp_path: Path) -> None:
     target = tmp_path / "settings.json"
     shutil.copy(sample_configs_dir() / "sglang_settings.json", target)
-    repo = Path(__file__).resolve().parents[2]
-    result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(target)], cwd=repo, capture_output=True, text=True, timeout=120
-    )
+    command = [sys.executable, "-c", _SCRIPT, str(target)]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     line = next(line for line in result.stdout.splitlines() if line.startswith("RENDERED"))
     _, language, length, styles = line.split()

@@ -14,7 +14,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Static
-from ui_waiting import Replayed, spectop, wait_for, wait_for_dashboard
+from ui_waiting import Replayed, press_into, spectop, wait_for, wait_for_dashboard
 
 from tests.fleet.fake_fleet import scripted_app
 from tui.fleet.table_rows import FleetRow
@@ -80,16 +80,28 @@ def _column_texts(table: EndpointTable, column: str) -> list[str]:
     return [table.get_cell(name, column).plain.strip() for name in table.endpoints]
 
 
-async def test_table_view_sorts_and_opens_the_detail(replayed: Replayed) -> None:
+async def test_table_view_sorts_opens_the_detail_and_shows_the_autopilots_line_of_the_cursors_row(
+    replayed: Replayed,
+) -> None:
+    """A card shows its endpoint's autopilot line; a table row has no room: the line of the row under the
+    cursor shows above the table."""
     async with replayed() as (pilot, app):
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, DashboardScreen) and screen.view == "cards"
+        lines = {"mtp-on": "autopilot: watching · k=3 now", "mtp-off": "autopilot: canary k=2, 1 min"}
+        screen.post_message(AutopilotUpdated(lines))
         await pilot.press("v")
         await pilot.pause()
         table = screen.query_one(EndpointTable)
         assert screen.view == "table" and table.has_focus and table.row_count == 3
         assert table.endpoints[0] == "mtp-on"  # the critical alert first (status sort)
+        line = screen.query_one("#group-advice", Static)
+
+        def shown() -> str:
+            return str(line.render()) if line.display else ""
+
+        await wait_for(pilot, lambda: shown() == f"mtp-on: {lines['mtp-on']}", "the line of the first row")
         await pilot.press(">", ">")  # status → name → tok/s (no model column at 80: it does not sort)
         await pilot.pause()
         assert table.sort_column == "tokens_per_s"
@@ -99,39 +111,14 @@ async def test_table_view_sorts_and_opens_the_detail(replayed: Replayed) -> None
         await pilot.pause()
         assert table.endpoints == ["mtp-on", "mtp-off", "llama-draft"]
         assert "▼" in str(table.columns["tokens_per_s"].label)  # type: ignore[index]
-        await pilot.press("down", "enter")
+        await pilot.press("down")
+        await wait_for(pilot, lambda: shown() == f"mtp-off: {lines['mtp-off']}", "the line of the next row")
+        await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen) and app.screen.endpoint == "mtp-off"
         await pilot.press("escape", "v")
         await pilot.pause()
         assert screen.view == "cards" and isinstance(app.focused, EndpointCard)
-
-
-async def test_the_table_view_shows_the_autopilots_line_for_the_row_under_the_cursor(
-    replayed: Replayed,
-) -> None:
-    """A card shows its endpoint's autopilot line; a table row has no room: the line of the row under the
-    cursor shows above the table."""
-    async with replayed() as (pilot, app):
-        screen = app.screen
-        assert isinstance(screen, DashboardScreen)
-        lines = {"mtp-on": "autopilot: watching · k=3 now", "mtp-off": "autopilot: canary k=2, 1 min"}
-        screen.post_message(AutopilotUpdated(lines))
-        await pilot.press("v")
-        line = screen.query_one("#group-advice", Static)
-
-        def shown() -> str:
-            return str(line.render()) if line.display else ""
-
-        table = screen.query_one(EndpointTable)
-        await wait_for(pilot, lambda: table.selected_endpoint in lines, "the cursor on a piloted row")
-        first = table.selected_endpoint
-        await wait_for(pilot, lambda: shown() == f"{first}: {lines[first]}", "the line of the first row")
-        while table.selected_endpoint in (first, "llama-draft"):
-            await pilot.press("down" if table.cursor_row < table.row_count - 1 else "home")
-        other = table.selected_endpoint
-        await wait_for(pilot, lambda: shown() == f"{other}: {lines[other]}", "the line of the next row")
-        await pilot.press("v")
         await wait_for(pilot, lambda: not line.display, "no line above the cards")
 
 
@@ -248,8 +235,8 @@ async def test_text_widths_are_at_least_the_cells_widths() -> None:
 # --- the table view's columns are the user's: chosen, ordered, sorted only by visible ones
 
 
-def _app(remember: bool = True) -> SpectopApp:
-    return spectop(*_nowhere(["e0", "e1", "e2"]), remember_theme_choice=remember)
+def _app() -> SpectopApp:
+    return spectop(*_nowhere(["e0", "e1", "e2"]), remember_theme_choice=True)
 
 
 def _headers(table: EndpointTable) -> list[str]:
@@ -270,15 +257,14 @@ async def test_choose_and_order_columns_or_escape_then_sort_only_by_visible_ones
         table = await _table_view(pilot, app)
         before = _headers(table)
         assert before[:3] == ["status ▲", "endpoint", "tok/s"]
-        await pilot.press("c", "space", "escape")  # escape leaves the columns as they were
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(
+            pilot, DashboardScreen, "c", "space", "escape"
+        )  # escape leaves the columns as they were
         assert _headers(table) == before
-        await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, ColumnChooser))
+        await press_into(pilot, ColumnChooser, "c")
         await pilot.press("space")  # status hidden
         await pilot.press("down", "down", "shift+up")  # tok/s before endpoint
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(pilot, DashboardScreen, "enter")
         headers = _headers(table)
         assert "status" not in " ".join(headers) and headers[:2] == ["▲tok/s", "endpoint"]  # sort moved
         assert table.sort_column == "tokens_per_s"
@@ -296,7 +282,7 @@ async def test_choose_and_order_columns_or_escape_then_sort_only_by_visible_ones
     assert "status" not in remembered.columns and remembered.reverse
 
 
-async def test_the_choice_is_remembered_for_the_next_run() -> None:
+async def test_the_choice_is_remembered_for_the_next_run_and_the_palette_lists_the_actions() -> None:
     path = state_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
@@ -308,18 +294,11 @@ async def test_the_choice_is_remembered_for_the_next_run() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         table = await _table_view(pilot, app)
         assert _headers(table) == ["endpoint", "▲KV"]
-    assert json.loads(path.read_text())["theme"] == "spectop-dark"  # the other choices are kept
-
-
-async def test_the_palette_lists_the_screens_actions() -> None:
-    app = _app(remember=False)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _table_view(pilot, app)
-        titles = {command.title for command in app.get_system_commands(app.screen)}
+        titles = {command.title for command in app.get_system_commands(app.screen)}  # the palette's actions
         assert {"Tune", "Table view", "Table columns", "Bench", "Help"} <= titles
         assert "Log viewer" in titles  # the dashboard opens the focused endpoint's log
-        await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await press_into(pilot, CommandPalette, "ctrl+p")
+    assert json.loads(path.read_text())["theme"] == "spectop-dark"  # the other choices are kept
 
 
 # --- one-line cells made directly (`single_line_cell`) are what DataTable's Rich path makes of them,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cut_figures import cut_figures
 from textual.widgets import Static
-from ui_waiting import card_texts, spectop, wait_for
+from ui_waiting import card_texts, press_into, spectop, wait_for
 
 from tests.telemetry.metrics_test_server import Reply, ReplyServer, sample_body
 from tui.format import LIFETIME_CAVEAT, LIFETIME_LEGEND, LIFETIME_MARK
@@ -25,23 +25,13 @@ from tui.widgets.endpoint_table import EndpointTable
 TESTS = Path(__file__).resolve().parents[1]
 
 NOT_BEFORE_THE_FIRST_FRAME = (
-    "tui.advice.guard",
-    "tui.advice.guard_control",
-    "tui.screens.guard",
-    "tui.tune.runner",
-    "tui.sources.fleet",
-    "tui.fleet.poller",
-    "tui.configs.document",
-    "tomlkit",
-    "tui.telemetry.logs",
-    "tui.bench.engine",
-    "tui.sim",
-    "tui.screens.detail",
-    "tui.screens.editor",
+    "tui.advice.guard", "tui.advice.guard_control", "tui.screens.guard",  # the guard's: made in a thread
+    "tui.tune.runner", "tui.sources.fleet", "tui.fleet.poller", "tui.configs.document", "tomlkit",
+    "tui.telemetry.logs", "tui.bench.engine", "tui.sim", "tui.screens.detail", "tui.screens.editor",
     "rich._emoji_codes",  # markup parsed (the table's column headers)
     "click",  # httpx's command-line client (tui/__init__.py)
     "rich.progress",
-)
+)  # fmt: skip
 
 SCRIPT = f"""
 import asyncio, sys
@@ -139,8 +129,7 @@ async def test_first_frame_shows_lifetime_figures_until_the_second_scrape_and_th
             assert LIFETIME_MARK not in text and LIFETIME_CAVEAT not in text
             assert "70%" in text  # 3,468 / 4,960 in the window (samples/vllm/README.md)
 
-            await pilot.press("question_mark")  # the help explains the mark
-            await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+            await press_into(pilot, HelpScreen, "question_mark")  # the help explains the mark
             assert LIFETIME_LEGEND in str(app.screen.query_one("#notes", Static).render())
             assert not cut_figures(app, given=[LIFETIME_LEGEND])
 

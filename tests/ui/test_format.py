@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from recording_factory import write_recording
-from ui_waiting import Replayed, wait_for
+from ui_waiting import Replayed, press_into
 
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text, table_rows
@@ -28,18 +28,10 @@ from tui.widgets.endpoint_table import EndpointTable
 from tui.widgets.figure_table import FigureTable, figure_rows
 
 FIGURES = Figures(
-    generation_tokens_per_s=2332.7,
-    acceptance_rate=0.7123,
-    mean_acceptance_length=2.4,
-    per_position_acceptance=[0.8, 0.6],
-    ttft_mean_s=0.0498,
-    ttft_p50_s=0.0514,
-    ttft_p95_s=0.0781,
-    tpot_mean_s=0.0065,
-    running=1.0,
-    waiting=0.0,
-    kv_cache_usage=0.25,
-)
+    generation_tokens_per_s=2332.7, acceptance_rate=0.7123, mean_acceptance_length=2.4,
+    per_position_acceptance=[0.8, 0.6], ttft_mean_s=0.0498, ttft_p50_s=0.0514, ttft_p95_s=0.0781,
+    tpot_mean_s=0.0065, running=1.0, waiting=0.0, kv_cache_usage=0.25,
+)  # fmt: skip
 VALUE = r"(?:[<>~] ?)?(?:-?[\d.]+(?: ms| s|%|k)?|–)"
 
 
@@ -212,8 +204,7 @@ async def test_every_screen_says_the_bound(tmp_path: Path, replayed: Replayed) -
         assert "< 100 ms" in cells["mtp-on"] and "> 10 s" in cells["mtp-off"]
         await pilot.press("v")
         await pilot.pause()
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         figures = app.screen.query_one(FigureTable).render().plain
         assert "TTFT p50 < 100 ms" in " ".join(figures.split()) and "< 100 ms" in figures.split("TTFT p95")[1]

@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
-from ui_waiting import Replayed, wait_for, wait_for_dashboard
+from ui_waiting import Replayed, press_into, wait_for, wait_for_dashboard
 
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
@@ -128,6 +128,16 @@ def _in_sight(app: App[object], *shown: str) -> bool:
     return all(keys[key].region.width > 0 and keys[key].region.right <= keys["^p"].region.x for key in shown)
 
 
+def _dialogs(long: bool = False) -> tuple[Screen[Any], ...]:
+    """The dialogs that list their keys; `long`: with a question and a diff that fill the screen."""
+    question = "Close the editor?" + ("\n" + "line\n" * 12 if long else "")
+    return (
+        ConfirmDialog(question, {"s": "save", "d": "discard", "n": ""}),
+        DiffDialog("Save config.toml?", "-a = 1\n+a = 2\n" * (20 if long else 1)),
+        GuardDialog.offering("e", "acceptance 28% below 50% for 30 s", "-enabled = true\n+enabled = false\n"),
+    )
+
+
 async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp) -> None:
     app = live_app
     seen: dict[str, list[str]] = {}
@@ -143,15 +153,13 @@ async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp)
         await check_screen(pilot, "detail", seen)
         await pilot.press("tab")
         await check_screen(pilot, "detail, next focus", seen)
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(pilot, DashboardScreen, "escape")
         await pilot.press("a")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "AlertsScreen")
         await check_screen(pilot, "alerts", seen)
         # `a` says what it does here: back (the alerts screen), not the dashboard's "alerts"
         assert {row.text for row in key_rows(app.screen) if "a" in row.keys} == {"back to the screen before"}
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(pilot, DashboardScreen, "escape")
         await pilot.press("e")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded)  # type: ignore[attr-defined]
         for tab in ("f2", "f3", "f4", "f5"):
@@ -160,27 +168,19 @@ async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp)
             listed = await check_screen(pilot, f"editor {tab}", seen, fits=tab == "f2")
             assert {"f4", "f5", "^s", "^r"} <= listed
             assert _in_sight(app, "f4", "f5")  # with ^r save & restart
-        await pilot.press("f2", "escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(pilot, DashboardScreen, "f2", "escape")
         await pilot.press("b")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "BenchScreen")
         assert "^r" in await check_screen(pilot, "bench", seen, fits=True)  # start a burst
         await pilot.press("h")
         await pilot.pause()
         await check_screen(pilot, "bench history", seen)
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await press_into(pilot, DashboardScreen, "escape")
         await pilot.press("T")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "TuneScreen")
         await check_screen(pilot, "tune", seen)
         assert not any("alerts" in row.text for row in key_rows(app.screen) if "a" in row.keys)
-        for dialog in (
-            ConfirmDialog("Close the editor?", {"s": "save", "d": "discard", "n": ""}),
-            DiffDialog("Save config.toml?", "-a = 1\n+a = 2\n"),
-            GuardDialog.offering(
-                "e", "acceptance 28% below 50% for 30 s", "-enabled = true\n+enabled = false\n"
-            ),
-        ):
+        for dialog in _dialogs():
             await app.push_screen(dialog)
             await pilot.pause()
             await check_screen(pilot, type(dialog).__name__, seen)
@@ -193,13 +193,7 @@ async def test_a_toast_never_covers_a_dialogs_keys(live_app: SpectopApp) -> None
     app = live_app
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
-        for dialog in (
-            ConfirmDialog("Close the editor?\n" + "line\n" * 12, {"s": "save", "d": "discard", "n": ""}),
-            DiffDialog("Save config.toml?", "-a = 1\n+a = 2\n" * 20),
-            GuardDialog.offering(
-                "e", "acceptance 28% below 50% for 30 s", "-enabled = true\n+enabled = false\n"
-            ),
-        ):
+        for dialog in _dialogs(long=True):
             await app.push_screen(dialog)
             for index in range(3):
                 app.notify(f"a long notification number {index} " * 3, timeout=30)

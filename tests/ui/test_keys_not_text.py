@@ -13,11 +13,10 @@ from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Input, Select, Static, TextArea
-from ui_waiting import editing, press_at_once, wait_for, wait_for_dashboard
+from ui_waiting import editing, press_at_once, press_into, wait_for, wait_for_dashboard
 
 from tui.screens.help import HelpScreen
 from tui.ui.app import SpectopApp
-from tui.ui.editor_app import EditorApp
 from tui.widgets.edit_mode import FieldInput
 
 SIZE = (80, 24)
@@ -37,8 +36,7 @@ async def help_then_quit(pilot: Pilot[Any], screen: Screen[Any]) -> None:
     app = pilot.app
     before = field_values(screen)
     assert isinstance(screen.focused, FieldInput | Select | TextArea), screen.focused
-    await pilot.press("question_mark")
-    await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+    await press_into(pilot, HelpScreen, "question_mark")
     await pilot.press("escape")
     await wait_for(pilot, lambda: app.screen is screen)
     assert field_values(screen) == before
@@ -74,14 +72,12 @@ async def test_question_mark_and_q_on_a_fresh_form_are_commands(
 
 
 async def test_q_in_the_raw_view_quits_and_types_nothing(config_toml: Path) -> None:
-    app = EditorApp(config_toml)
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: getattr(app.screen, "loaded", False))
+    async with editing(config_toml) as (pilot, screen):
         await pilot.press("f3")  # the raw view: read-only until i
-        raw = app.screen.query_one("#raw", TextArea)
+        raw = screen.query_one("#raw", TextArea)
         before = raw.text
         await pilot.press("q")
-        await wait_for(pilot, lambda: not app.is_running)
+        await wait_for(pilot, lambda: not pilot.app.is_running)
         assert raw.text == before
 
 
@@ -155,7 +151,7 @@ async def test_a_digit_bound_on_the_screen_stays_a_command() -> None:
 K = ("speculative", "num_speculative_tokens")
 
 
-async def test_i_backspace_digit_enter_at_once_applies_the_digit(config_toml: Path) -> None:
+async def test_keys_at_once_after_i_apply_in_order_in_a_field_and_in_the_raw_view(config_toml: Path) -> None:
     async with editing(config_toml) as (pilot, screen):
         field = field_input(screen, *K)
         field.focus()
@@ -164,19 +160,15 @@ async def test_i_backspace_digit_enter_at_once_applies_the_digit(config_toml: Pa
         assert screen.document is not None
         await wait_for(pilot, lambda: screen.document.get(K) == 5, "k = 5 applied")
         assert field.value == "5" and not field.editing
-
-
-async def test_raw_view_keys_at_once_edit_the_line(config_toml: Path) -> None:
-    async with editing(config_toml) as (pilot, screen):
         await pilot.press("f3")
         raw = screen.query_one("#raw", TextArea)
         await wait_for(pilot, lambda: screen.focused is raw, "the raw view")
-        row = raw.text.splitlines().index("num_speculative_tokens = 2")
+        row = raw.text.splitlines().index("num_speculative_tokens = 5")
         raw.move_cursor((row, 0))
-        await press_at_once(pilot, "i", "end", "backspace", "backspace", " ", "5")
-        edited = "num_speculative_tokens = 5"
+        await press_at_once(pilot, "i", "end", "backspace", "backspace", " ", "7")
+        edited = "num_speculative_tokens = 7"
         await wait_for(pilot, lambda: edited in raw.text.splitlines(), "the line edited")
-        assert screen.document is not None and screen.document.get(K) == 5
+        assert screen.document is not None and screen.document.get(K) == 7
 
 
 # --- in edit mode esc cancels: the text from before the edit, nothing applied
@@ -185,7 +177,7 @@ async def test_raw_view_keys_at_once_edit_the_line(config_toml: Path) -> None:
 TP = ("model", "tensor_parallel_size")
 
 
-async def test_esc_in_the_editor_restores_the_field_and_applies_nothing(config_toml: Path) -> None:
+async def test_in_the_editor_esc_cancels_an_edit_and_enter_applies_it(config_toml: Path) -> None:
     before = config_toml.read_text()
     async with editing(config_toml) as (pilot, screen):
         tp = field_input(screen, *TP)
@@ -202,29 +194,19 @@ async def test_esc_in_the_editor_restores_the_field_and_applies_nothing(config_t
         assert not screen.has_unsaved_changes() and not screen._rows[K].has_class("-invalid")
         await pilot.press("ctrl+z")
         assert status_text(screen) == "nothing to undo in the form"
-
-
-async def test_enter_applies_and_ctrl_z_undoes_it(config_toml: Path) -> None:
-    async with editing(config_toml) as (pilot, screen):
-        tp = field_input(screen, *TP)
-        tp.focus()
-        await pilot.press("4", "enter")
-        assert screen.document is not None and screen.document.get(TP) == 4
-        await pilot.press("i", "backspace", "2", "escape")  # a later edit cancelled: 4 stays applied
-        assert tp.value == "4" and screen.document.get(TP) == 4
-        await pilot.press("ctrl+z")
-        assert screen.document.get(TP) == 8 and tp.value == "8"
-
-
-async def test_an_invalid_text_cancelled_leaves_no_error(config_toml: Path) -> None:
-    async with editing(config_toml) as (pilot, screen):
-        field_input(screen, *TP).focus()
+        tp.focus()  # an invalid text cancelled leaves no error
         await pilot.press("0")  # below 1: shown as an error while typed
         row = screen._rows[TP]
         await wait_for(pilot, lambda: row.has_class("-invalid"), "the error")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not row.has_class("-invalid"), "the error gone")
         assert "model.tensor_parallel_size: edit cancelled" in status_text(screen)
+        await pilot.press("4", "enter")  # enter applies; ctrl+z undoes it
+        assert screen.document.get(TP) == 4
+        await pilot.press("i", "backspace", "2", "escape")  # a later edit cancelled: 4 stays applied
+        assert tp.value == "4" and screen.document.get(TP) == 4
+        await pilot.press("ctrl+z")
+        assert screen.document.get(TP) == 8 and tp.value == "8"
 
 
 @pytest.mark.parametrize(

@@ -57,7 +57,9 @@ def _card(app: SpectopApp) -> EndpointCard:
     return app.screen.query_one(EndpointCard)
 
 
-async def test_cards_appear_update_go_down_come_back_and_the_detail_tails_the_log(sim: SimServer) -> None:
+async def test_cards_appear_update_go_down_on_a_stop_or_garbage_come_back_and_the_detail_tails_the_log(
+    sim: SimServer,
+) -> None:
     app = _app(sim)
     async with app.run_test(size=(80, 24)) as pilot:
         assert _card(app).endpoint == "sim"
@@ -76,6 +78,13 @@ async def test_cards_appear_update_go_down_come_back_and_the_detail_tails_the_lo
         await sim.start()
         await wait_for(pilot, lambda: _card(app).data.status == "up", timeout_s=60)
         assert not any(alert.kind == "down" for alert in app.alerts.active("sim"))
+        sim.control(garbage_metrics=True)  # a garbage metrics page is shown, not fatal
+        await wait_for(pilot, lambda: _card(app).data.status == "down")
+        reading = app.readings["sim"]
+        assert reading.error  # the scrape's own explanation, shown on the card
+        await wait_for(pilot, lambda: reading.error[:20] in str(_card(app).render()))
+        sim.control(garbage_metrics=False)
+        await wait_for(pilot, lambda: _card(app).data.status == "up", timeout_s=60)
         await pilot.press("enter")  # the detail screen tails the log
         assert isinstance(app.screen, DetailScreen)
         log = app.screen.query_one(LogPane)
@@ -116,30 +125,17 @@ async def test_record_then_replay_gives_the_same_figures(
         ]
 
 
-async def test_a_garbage_metrics_page_is_shown_not_fatal(sim: SimServer) -> None:
-    app = _app(sim)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: _card(app).data.status == "up")
-        sim.control(garbage_metrics=True)
-        await wait_for(pilot, lambda: _card(app).data.status == "down")
-        reading = app.readings["sim"]
-        assert reading.error  # the scrape's own explanation, shown on the card
-        await wait_for(pilot, lambda: reading.error[:20] in str(_card(app).render()))
-        sim.control(garbage_metrics=False)
-        await wait_for(pilot, lambda: _card(app).data.status == "up", timeout_s=60)
-
-
-async def test_threshold_follows_the_config_file_after_another_screen(tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
-    sample = (sample_configs_dir() / "config.toml").read_text(encoding="utf-8")
-    config.write_text(sample, encoding="utf-8")
-    endpoint = EndpointSettings(name="e", url="http://127.0.0.1:9", config_file=config)  # nothing listens
-    app = spectop(endpoint)
+async def test_threshold_follows_the_config_file_after_another_screen(
+    live_app: SpectopApp, config_toml: Path
+) -> None:
+    app = live_app
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.readings.get("e") is not None)
         assert app.alerts.threshold("e") == 0.6
-        text = sample.replace("acceptance_threshold = 0.6", "acceptance_threshold = 0.45")
-        config.write_text(text, encoding="utf-8")
+        text = config_toml.read_text(encoding="utf-8")
+        config_toml.write_text(
+            text.replace("acceptance_threshold = 0.6", "acceptance_threshold = 0.45"), "utf-8"
+        )
         await pilot.press("question_mark")  # any other screen, e.g. the editor, then back
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.alerts.threshold("e") == 0.45)

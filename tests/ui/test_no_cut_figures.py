@@ -20,7 +20,7 @@ from test_editor import field_input, type_into
 from test_format import FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE, bounded_recording
 from test_log_viewer import opened, viewer, write_log
 from textual.app import App
-from ui_waiting import editing, wait_for
+from ui_waiting import editing, press_into, wait_for
 
 from tests.fleet.fake_fleet import NOW, ScriptedPoller, fleet_app, fleet_settings, scripted_readings
 from tui.bench.results import BurstResult
@@ -46,21 +46,13 @@ def eight_gpus() -> tuple[GpuSample, ...]:
     """A busy 8-GPU node: 291 W each (2330 W summed), 43 °C, power capped."""
     return tuple(
         GpuSample(
-            index=i,
-            uuid=f"GPU-{i}",
-            name="NVIDIA H100 80GB HBM3",
-            memory_used_bytes=int(68.1 * GIB) + i * 2**20,
-            memory_total_bytes=int(79.6 * GIB),
-            utilization_pct=97.0 - i,
-            power_w=291.25,
-            energy_j=1e7,
-            temperature_c=43.0 + i % 2,
-            sm_clock_mhz=1755.0,
+            index=i, uuid=f"GPU-{i}", name="NVIDIA H100 80GB HBM3", memory_total_bytes=int(79.6 * GIB),
+            memory_used_bytes=int(68.1 * GIB) + i * 2**20, utilization_pct=97.0 - i, power_w=291.25,
+            energy_j=1e7, temperature_c=43.0 + i % 2, sm_clock_mhz=1755.0, dram_active=0.6,
             throttle_reasons=REASON_SW_POWER_CAP,
-            dram_active=0.6,
         )
         for i in range(8)
-    )
+    )  # fmt: skip
 
 
 async def settled_replay(pilot: Any, *, gpus: bool = True) -> SpectopApp:
@@ -100,15 +92,13 @@ async def test_dashboard_cards_table_detail_alerts_and_help(
         assert_whole(app)
         await pilot.press("v")
         await pilot.pause()
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         notes = tuple(f"TTFT p95: {note}" for note in (FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE))
         assert_whole(app, whole_or_absent=notes)
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, AlertsScreen))
+        await press_into(pilot, AlertsScreen, "a")
         await pilot.pause()
         assert_whole(app, messages)
         await pilot.press("escape")
@@ -118,8 +108,7 @@ async def test_dashboard_cards_table_detail_alerts_and_help(
         assert_whole(app)
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("g")  # one row per GPU
-        await wait_for(pilot, lambda: isinstance(app.screen, GpuScreen))
+        await press_into(pilot, GpuScreen, "g")  # one row per GPU
         await pilot.pause()
         assert_whole(app)
 
@@ -216,19 +205,17 @@ async def test_fleet_table_figures_on_unit_edges(size: tuple[int, int]) -> None:
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 async def test_bench_after_a_burst(recorded_run: BurstResult, size: tuple[int, int]) -> None:
-    endpoints = [
-        EndpointSettings(name="mtp-off", url="http://127.0.0.1:9"),
-        EndpointSettings(name="mtp-on", url="http://127.0.0.1:10"),
-    ]
-    app = BenchTestApp(endpoints)
+    app = BenchTestApp(
+        [
+            EndpointSettings(name=f"mtp-{arm}", url=f"http://127.0.0.1:{port}")
+            for arm, port in (("off", 9), ("on", 10))
+        ]
+    )
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+r")
         await until(
-            pilot,
-            lambda: (
-                "faster" in text_of(app.screen, "#verdict") or "slower" in text_of(app.screen, "#verdict")
-            ),
+            pilot, lambda: any(word in text_of(app.screen, "#verdict") for word in ("faster", "slower"))
         )
         await pilot.pause()
         assert_whole(app)
@@ -254,8 +241,7 @@ async def test_the_detail_title_keeps_whole_parts_at_80x24(
     app = replay_app(replay_path=recording)
     async with app.run_test(size=(80, 24)) as pilot:
         await settled_replay(pilot, gpus=False)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         assert str(app.screen.sub_title).startswith("mtp-node-7-rack-b-")
         assert_whole(app)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from ui_waiting import opened_editor, polling_fast, wait_for
+from ui_waiting import opened_editor, polling_fast, press_into, wait_for
 
 from tests.sim.conftest import spawn_sim
 from tui.settings import EndpointSettings
@@ -44,10 +44,8 @@ def _signal_command(pid: int, signal_name: str, sleep_s: float, exit_code: int) 
 async def _save_and_restart(pilot: Pilot[object], app: SpectopApp) -> RestartDialog:
     app.open_editor("sim")
     await opened_editor(pilot)
-    await pilot.press("ctrl+r")
-    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
-    await pilot.press("y")
-    await wait_for(pilot, lambda: isinstance(app.screen, RestartDialog))
+    await press_into(pilot, ConfirmDialog, "ctrl+r")
+    await press_into(pilot, RestartDialog, "y")
     assert isinstance(app.screen, RestartDialog)
     return app.screen
 

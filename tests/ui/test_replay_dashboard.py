@@ -27,6 +27,7 @@ from tui.widgets.log_pane import LogPane
 async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
     replayed: Replayed, recording: Path
 ) -> None:
+    check_recording(recording)  # what `spectop replay` checks before it opens the dashboard: it passes
     async with replayed() as (pilot, app):
         await pilot.pause()
         cards = list(app.screen.query(EndpointCard))
@@ -53,9 +54,7 @@ async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
         assert "TTFT p50" in card_texts(app)["mtp-on"]
 
 
-async def test_keys_move_between_cards_open_detail_and_come_back(
-    replayed: Replayed,
-) -> None:
+async def test_keys_move_between_cards_open_detail_and_come_back(replayed: Replayed) -> None:
     async with replayed() as (pilot, app):
         assert isinstance(app.focused, EndpointCard) and app.focused.endpoint == "mtp-on"
         await pilot.press("down")
@@ -108,8 +107,7 @@ async def test_pause_speed_and_filter(replay_app: Callable[..., SpectopApp]) -> 
 
 
 async def test_theme_cycles_and_is_remembered_but_starting_up_writes_no_state(
-    replay_app: Callable[..., SpectopApp],
-    replayed: Replayed,
+    replay_app: Callable[..., SpectopApp], replayed: Replayed
 ) -> None:
     state = state_path()
     async with replayed(remember_theme_choice=True) as (pilot, app):
@@ -161,10 +159,6 @@ def test_replaying_a_file_that_is_not_a_recording_exits_2_before_any_screen(tmp_
     assert done.returncode == 2
     assert done.stderr.startswith(f"spectop replay: {config} is not a spectop recording (line 1: not JSON")
     assert done.stdout == ""  # no screen drawn
-
-
-def test_the_replay_command_accepts_a_real_recording(recording: Path) -> None:
-    check_recording(recording)  # what `spectop replay` checks before it opens the dashboard
 
 
 async def test_a_live_recording_rotated_at_its_cap_says_so(tmp_path: Path) -> None:

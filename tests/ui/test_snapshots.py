@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from ui_waiting import opened_editor, wait_for, wait_until_still
+from ui_waiting import card_texts, opened_editor, press_into, wait_for, wait_until_still
 
 from tui.paths import sample_configs_dir
 from tui.screens.detail import DetailScreen
@@ -70,10 +70,6 @@ each_size = pytest.mark.parametrize(
 )
 
 
-def _card_texts(app: Any) -> list[str]:
-    return [card.render().plain for card in app.screen.query(EndpointCard)]
-
-
 @each_size
 def test_dashboard_cards_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
@@ -84,7 +80,9 @@ def test_dashboard_cards_at_each_size(
     async def cards(pilot: Pilot[Any]) -> None:
         await _settled(pilot)
         charts = size != (80, 24)
-        await wait_for(pilot, lambda: all(("-5 min" in text) == charts for text in _card_texts(pilot.app)))
+        await wait_for(
+            pilot, lambda: all(("-5 min" in text) == charts for text in card_texts(pilot.app).values())
+        )
         await wait_until_still(pilot)
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=cards)
@@ -127,8 +125,7 @@ def test_help_at_each_size(
 ) -> None:
     async def open_help(pilot: Pilot[Any]) -> None:
         await _settled(pilot)
-        await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
+        await press_into(pilot, HelpScreen, "question_mark")
         await pilot.pause()
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=open_help)

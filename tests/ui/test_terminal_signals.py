@@ -84,15 +84,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_without_terminal(*args: str) -> subprocess.CompletedProcess[str]:
+    """stdout to a pipe, like `spectop >out`; no stdin."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "tui", *args]
     return subprocess.run(
-        [sys.executable, "-m", "tui", *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,  # stdout to a pipe, like `spectop >out`
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=60,
+        command, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=REPO, env=env, timeout=60
     )
 
 

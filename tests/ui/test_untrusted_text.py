@@ -23,7 +23,7 @@ from terminal_bytes import (
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Header, OptionList, Static, TabbedContent, TextArea
 from textual.widgets._toast import Toast
-from ui_waiting import editing, polling_fast, wait_for
+from ui_waiting import editing, polling_fast, press_into, wait_for
 
 from tests.fleet.fake_fleet import fleet_app, fleet_settings
 from tests.fleet.fake_prometheus import FakePrometheus
@@ -108,8 +108,7 @@ async def test_replayed_notes_on_the_detail_screen(
     app = replay_app(replay_path=recording)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.replay_done and bool(app.screen.query(EndpointCard)))
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await press_into(pilot, DetailScreen, "enter")
         table = app.screen.query_one(FigureTable)
         await wait_for(pilot, lambda: "evil" in region_text(app, table))
         assert_clean(region_text(app, table), terminal_output(app))
@@ -136,8 +135,7 @@ async def test_guard_past_action_from_the_alerts_list() -> None:
         await wait_for(pilot, lambda: bool(pilot.app.screen.query(DataTable)))
         table = pilot.app.screen.query_one(DataTable)
         await assert_nothing_injected(pilot, table, "switched speculation off: evil")
-        await pilot.press("enter")  # the guard action's diff
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, GuardDialog))
+        await press_into(pilot, GuardDialog, "enter")  # the guard action's diff
         dialog = pilot.app.screen
         await assert_nothing_injected(pilot, dialog.query_one(".figures"), "off: evil")
         await assert_nothing_injected(pilot, dialog.query_one("#guard-diff"), '-name = "evil')

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ui_waiting import wait_for
+from ui_waiting import spectop, wait_for
 
 from tui.ui.editor_app import EditorApp
 
@@ -13,9 +13,8 @@ from tui.ui.editor_app import EditorApp
 async def test_the_dashboard_reports_a_failing_poll_and_keeps_polling(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tui.settings import Settings, endpoint_from_url
+    from tui.settings import endpoint_from_url
     from tui.telemetry.monitor import EndpointMonitor
-    from tui.ui.app import SpectopApp
 
     calls = 0
 
@@ -25,8 +24,7 @@ async def test_the_dashboard_reports_a_failing_poll_and_keeps_polling(
         raise RuntimeError("monitor bug")
 
     monkeypatch.setattr(EndpointMonitor, "poll", broken_poll)
-    settings = Settings(poll_interval_s=0.05, endpoints=[endpoint_from_url("http://127.0.0.1:9")])
-    app = SpectopApp(settings, remember_theme_choice=False)
+    app = spectop(endpoint_from_url("http://127.0.0.1:9"), poll_interval_s=0.05)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: any("monitor bug" in n.message for n in app._notifications))
         polls_then = calls

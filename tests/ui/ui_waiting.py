@@ -82,25 +82,27 @@ async def editing(
         yield pilot, await opened_editor(pilot)
 
 
-def spectop(*endpoints: EndpointSettings, poll_interval_s: float = 60.0, **options: Any) -> SpectopApp:
-    """The dashboard on `endpoints` with the project's themes, remembering no choice of the user's."""
+def spectop(
+    *endpoints: EndpointSettings,
+    poll_interval_s: float = 60.0,
+    settings: dict[str, Any] | None = None,
+    **options: Any,
+) -> SpectopApp:
+    """The dashboard on `endpoints` (and other `settings`) with the project's themes, remembering nothing."""
     from tui.paths import themes_dir  # here: tests of the first frame import this module
     from tui.settings import Settings
     from tui.ui.app import SpectopApp
 
     options = {"theme_folders": [themes_dir()], "remember_theme_choice": False, **options}
-    return SpectopApp(Settings(poll_interval_s=poll_interval_s, endpoints=list(endpoints)), **options)
+    fields = {"poll_interval_s": poll_interval_s, "endpoints": list(endpoints), **(settings or {})}
+    return SpectopApp(Settings(**fields), **options)
 
 
 def polling_fast(endpoint: EndpointSettings, **options: Any) -> SpectopApp:
-    """The dashboard on `endpoint` polled four times a second, an alert after half a second."""
-    from tui.paths import themes_dir
-    from tui.settings import AlertSettings, Settings
-    from tui.ui.app import SpectopApp
+    from tui.settings import AlertSettings  # the dashboard on `endpoint`, polled four times a second
 
-    alerts = AlertSettings(sustained_s=0.5)
-    settings = Settings(poll_interval_s=0.25, window_s=1.0, alerts=alerts, endpoints=[endpoint])
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False, **options)
+    fast = {"window_s": 1.0, "alerts": AlertSettings(sustained_s=0.5)}  # an alert after half a second
+    return spectop(endpoint, poll_interval_s=0.25, settings=fast, **options)
 
 
 async def wait_for_dashboard(pilot: Pilot[Any]) -> None:
@@ -142,3 +144,9 @@ async def press_at_once(pilot: Pilot[Any], *keys: str) -> None:
         name = "space" if key == " " else key
         pilot.app.post_message(events.Key(name, key if len(key) == 1 else CHARACTERS.get(key)))
     await pilot.pause()
+
+
+async def press_into(pilot: Pilot[Any], kind: type, *keys: str) -> None:
+    """Press `keys`, then wait for the screen `kind`."""
+    await pilot.press(*keys)
+    await wait_for_screen(pilot, kind)
