@@ -97,7 +97,7 @@ def test_dashboard_table_at_each_size(
         await _settled(pilot)
         await pilot.press("v")
         await wait_for(pilot, lambda: app.screen.query_one("#table", EndpointTable).row_count == 3)
-        await pilot.pause()
+        await wait_until_still(pilot)
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=table)
 
@@ -114,7 +114,7 @@ def test_detail_at_each_size(
         await wait_for(pilot, lambda: isinstance(app.focused, EndpointCard) and app.focused.endpoint == first)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.endpoint == first)
-        await pilot.pause()
+        await wait_until_still(pilot)
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=open_detail)
 
@@ -126,7 +126,7 @@ def test_help_at_each_size(
     async def open_help(pilot: Pilot[Any]) -> None:
         await _settled(pilot)
         await press_into(pilot, HelpScreen, "question_mark")
-        await pilot.pause()
+        await wait_until_still(pilot)
 
     assert snap_compare(replay_app(), terminal_size=size, run_before=open_help)
 
