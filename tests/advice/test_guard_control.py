@@ -347,3 +347,21 @@ async def test_the_controller_offers_the_table_with_its_diff(tmp_path: Path) -> 
     assert [record.words() for record in ports.told] == [
         "offer of k by batch size declined (batch 1: k=1, 2-256: k=0)"
     ]
+
+
+async def test_a_file_running_the_table_is_advised_at_the_k_of_the_live_batch_and_not_offered_it_again(
+    tmp_path: Path,
+) -> None:
+    table = [[1, 1, 1], [2, 256, 0]]
+    board, endpoint = _board(
+        tmp_path, _model(8.0, 10.0), ConfigFacts(1, "s", "speculative.num_speculative_tokens", table=table)
+    )
+    assert board.advice is not None
+    for running, in_effect in ((1.0, 1), (8.0, 0)):
+        figures = Figures(per_position_acceptance=PER_POSITION, running=running, acceptance_rate=0.57)
+        board.add_reading(
+            EndpointReading(name="e", url=endpoint.url, time=100.0, up=True, model="m", figures=figures)
+        )
+        advice = board.advice.advice("e")
+        assert advice is not None and advice.current_k == in_effect and advice.better_k is None, advice
+        assert board.advice.table_offer("e", endpoint.url, "m", figures) is None  # it runs this table

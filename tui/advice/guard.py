@@ -14,10 +14,10 @@ from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
-from tui.configs.spec_table import normalized, table_or_none, table_text
+from tui.configs.spec_table import table_text
 from tui.format import fmt_duration, fmt_rate
 from tui.settings import EndpointSettings
-from tui.tune.plan import VLLM_TABLE, TunePlanError, default_key, edited, edited_table
+from tui.tune.plan import TunePlanError, default_key, edited, edited_table, file_table
 from tui.tune.runner import Changer
 
 GuardMode = Literal["off", "ask", "auto"]
@@ -192,12 +192,6 @@ def file_k(doc: ConfigDocument) -> int | None:
         return default_key(doc).current(doc)
     except (TunePlanError, ConfigError):
         return None
-
-
-def file_table(doc: ConfigDocument) -> list[list[int]] | None:
-    """The file's k-by-batch-size table in vLLM's list form (None: none, or none that reads)."""
-    ranges = table_or_none(doc.get(VLLM_TABLE)) if doc.has(VLLM_TABLE) else None
-    return None if ranges is None else normalized(ranges)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from tui.advice.stepcost import (
     load_models,
 )
 from tui.configs.errors import ConfigError
-from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS, table_from_steps, table_text
+from tui.configs.spec_table import VLLM_DEFAULT_MAX_NUM_SEQS, k_for_batch, table_from_steps, table_text
 from tui.format import fmt_count, fmt_times, fmt_tokens
 from tui.telemetry.figures import Figures
 
@@ -205,6 +205,18 @@ class ConfigFacts:
     settings: str | None
     key: str | None = None
     adaptive_steps: tuple[int, ...] | None = None  # SGLang's adaptive tiers (tui/configs/sglang_adaptive.py)
+    table: list[list[int]] | None = None  # vLLM's k by batch size
+
+    def k_at(self, running: float | None) -> int | None:
+        """The k in effect at this many running requests: the table's for that batch, else the file's."""
+        return k_in_effect(self.k, self.table, running)
+
+
+def k_in_effect(k: int | None, table: list[list[int]] | None, running: float | None) -> int | None:
+    """The k a file with `k` and `table` drafts at `running` requests (vLLM clamps each range's k to k)."""
+    if not table or k is None or not running:
+        return k
+    return k_for_batch([(lo, hi, each) for lo, hi, each in table], max(1, round(running)), k)
 
 
 async def read_config_facts(path: Path) -> ConfigFacts:
@@ -218,9 +230,10 @@ async def read_config_facts(path: Path) -> ConfigFacts:
     if opened.document is None:
         return ConfigFacts(None, None)
     from tui.configs.sglang_adaptive import candidate_steps
+    from tui.tune.plan import file_table
 
     k, digest, key = config_facts(opened.document)
-    return ConfigFacts(k, digest, key, candidate_steps(opened.document.data))
+    return ConfigFacts(k, digest, key, candidate_steps(opened.document.data), file_table(opened.document))
 
 
 @dataclass
@@ -255,7 +268,7 @@ class AdviceBook:
             model,
             self.kept,
             settings=settings,
-            current_k=facts.k if facts else None,
+            current_k=facts.k_at(figures.running) if facts else None,
             margin=self.margin,
         )
         if find_model(self.kept.models, url, model, settings)[0] is None:
@@ -279,7 +292,9 @@ class AdviceBook:
         if facts is None or facts.key != VLLM_KEY:
             return None
         model, _ = find_model(self.kept.models, url, model_name, facts.settings)
-        return table_offer(figures.per_position_acceptance, facts.k, model, margin=self.margin)
+        k = facts.k_at(figures.running)
+        offer = table_offer(figures.per_position_acceptance, k, model, margin=self.margin)
+        return None if offer is None or offer.table == facts.table else offer
 
     def adaptive_steps(self, name: str) -> tuple[int, ...] | None:
         """The endpoint's adaptive tiers from its config file (SGLang `speculative_adaptive`), or None."""

@@ -24,7 +24,7 @@ import httpx
 
 from tui.advice.advisor import Advice
 from tui.advice.fleet import calibrated_first, pooled_figures
-from tui.advice.live import KeptModels, TableOffer, advice_for, table_offer
+from tui.advice.live import KeptModels, TableOffer, advice_for, k_in_effect, table_offer
 from tui.advice.stepcost import find_model
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord, Figure
@@ -42,7 +42,6 @@ from tui.autopilot.policy import (
 from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target
 from tui.configs.errors import ConfigError
-from tui.configs.spec_table import k_for_batch
 from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
 from tui.tune.plan import TunePlanError, table_k
 
@@ -212,8 +211,7 @@ class Autopilot:
         pooled, _ = pooled_figures([seen[name].figures for name in up])
         url, model = calibrated_first([(self.targets[name].url, seen[name].model) for name in up], self.kept)
         k, table = runs[0]
-        if table and k is not None and pooled.running:  # compared with the k its table runs at this load
-            k = k_for_batch([(lo, hi, each) for lo, hi, each in table], max(1, round(pooled.running)), k)
+        k = k_in_effect(k, table, pooled.running)  # a table is compared at the k it runs at this load
         advice = advice_for(pooled, url, model, self.kept, current_k=k, margin=self.limits.margin)
         if advice.better_k is not None:
             return advice, None

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import httpx
 
-from tui.advice.guard import file_k, file_table, guard_text
+from tui.advice.guard import file_k, guard_text
 from tui.autopilot.policy import Table
 from tui.configs.atomic import SaveError
 from tui.configs.editing import open_config_async, unified_diff
 from tui.configs.errors import ConfigError
-from tui.tune.plan import TunePlanError
+from tui.tune.plan import TunePlanError, file_table
 from tui.tune.runner import Changer
 
 HEALTH_TIMEOUT_S = 120.0  # a server back after a restart within this (--health-timeout: a big model's load)

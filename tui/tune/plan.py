@@ -9,7 +9,7 @@ from typing import Any
 
 from tui.configs.document import ConfigDocument, KeyPath, dotted, parse_key_path
 from tui.configs.editing import set_value
-from tui.configs.spec_table import TABLE_KEY
+from tui.configs.spec_table import TABLE_KEY, normalized, table_or_none
 from tui.tune.result import SkippedPoint, SweepPoint
 
 VLLM_K: KeyPath = ("speculative", "num_speculative_tokens")
@@ -149,6 +149,12 @@ def _applied(doc: ConfigDocument, edits: list[tuple[KeyPath, Any]], *, new_key: 
 def table_k(table: list[list[int]]) -> int:
     """The k a file running `table` has: the largest (vLLM clamps each range's k to it)."""
     return max(1, *(k for _lo, _hi, k in table))
+
+
+def file_table(doc: ConfigDocument) -> list[list[int]] | None:
+    """The file's k-by-batch-size table in vLLM's list form (None: none, or none that reads)."""
+    ranges = table_or_none(doc.get(VLLM_TABLE)) if doc.has(VLLM_TABLE) else None
+    return None if ranges is None else normalized(ranges)
 
 
 def edited_table(doc: ConfigDocument, table: list[list[int]]) -> ConfigDocument:
