@@ -207,10 +207,6 @@ class ConfigFacts:
     adaptive_steps: tuple[int, ...] | None = None  # SGLang's adaptive tiers (tui/configs/sglang_adaptive.py)
     table: list[list[int]] | None = None  # vLLM's k by batch size
 
-    def k_at(self, running: float | None) -> int | None:
-        """The k in effect at this many running requests: the table's for that batch, else the file's."""
-        return k_in_effect(self.k, self.table, running)
-
 
 def k_in_effect(k: int | None, table: list[list[int]] | None, running: float | None) -> int | None:
     """The k a file with `k` and `table` drafts at `running` requests (vLLM clamps each range's k to k)."""
@@ -268,7 +264,7 @@ class AdviceBook:
             model,
             self.kept,
             settings=settings,
-            current_k=facts.k_at(figures.running) if facts else None,
+            current_k=k_in_effect(facts.k, facts.table, figures.running) if facts else None,
             margin=self.margin,
         )
         if find_model(self.kept.models, url, model, settings)[0] is None:
@@ -292,7 +288,7 @@ class AdviceBook:
         if facts is None or facts.key != VLLM_KEY:
             return None
         model, _ = find_model(self.kept.models, url, model_name, facts.settings)
-        k = facts.k_at(figures.running)
+        k = k_in_effect(facts.k, facts.table, figures.running)
         offer = table_offer(figures.per_position_acceptance, k, model, margin=self.margin)
         return None if offer is None or offer.table == facts.table else offer
 
