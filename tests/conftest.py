@@ -2,18 +2,22 @@
 run in two lanes (xdist groups: one worker each, in order), the unit tests on the other workers beside them,
 those that measure sims last (in a unit-only run, the slowest first).
 Never more than two real-server tests at once; the tests that share real servers are in one lane, so their
-session fixture starts them once. llama-server's build and vLLM's install start in the background at
-collection, niced; the session fixtures wait on the same file locks.
+session fixture starts them once. A test marked `quiet` (it measures a real server's speed to check a
+prediction) runs alone, last in its lane: it waits for the tests running to end, and no other starts until it
+has ended. llama-server's build and vLLM's install start in the background at collection, niced; the session
+fixtures wait on the same file locks.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,9 +27,9 @@ VLLM_PREFIX = "test_real_vllm_"
 BED_CHECKS = "test_llama_servers.py"  # the llama.cpp bed's own checks run first: a broken bed fails there
 # A hang guard, not a speed limit: it covers a session fixture's setup too (building llama-server).
 INTEGRATION_HANG_GUARD_S = 2400
-# The lanes, balanced by their durations on two cores (~20 minutes each): the advisor against a sweep (15
-# minutes of restarts alone, started first) and the vLLM tunes; every other real-server test.
-LANE_B = ("test_real_vllm_advisor.py", "test_real_vllm_tune.py")
+# The lanes, balanced by their durations on two cores (~12 minutes each besides the quiet tests): the vLLM
+# advisor, tunes and autopilot (each starts its own vLLMs); every other real-server test.
+LANE_B = ("test_real_vllm_advisor.py", "test_real_vllm_tune.py", "test_real_vllm_autopilot.py")
 SHARED_VLLMS = "vllm_servers"  # the session fixture of the four shared vLLMs (tests/integration/conftest.py)
 PREPARATION_SCRIPTS = {"llamacpp": "llama_build.py", "real_vllm": "vllm_install.py"}
 # The unit tests' longest files, started first so that their workers end together.
@@ -93,9 +97,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(f"lane-{lane}"))
 
     # Stable sort: the unit tests first (the slowest files first; those that measure sims after the others
-    # when the lanes run), then the real-server tests in each lane's order: the lane's first file
-    # (LANE_B's), the llama.cpp bed's own checks, that suite, then vLLM's, the tests on the shared vLLMs one
-    # after another (they are stopped after the last).
+    # when the lanes run), then the real-server tests in each lane's order: the quiet ones last, the llama.cpp
+    # bed's own checks first, that suite, then vLLM's, the tests on the shared vLLMs one after another (they
+    # are stopped after the last).
     def order(item: pytest.Item) -> tuple[bool, bool, bool, bool, bool, bool, int]:
         suite = real_server_suite(item.path)
         slow = [index for index, name in enumerate(SLOWEST_FIRST) if item.path.match(name)]
@@ -106,7 +110,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 any(item.path.match(pattern) for pattern in MEASURING)
                 or "tune_sim" in getattr(item, "fixturenames", ())
             ),
-            item.path.name != LANE_B[0],
+            item.get_closest_marker("quiet") is not None,
             suite == "real_vllm",
             SHARED_VLLMS not in getattr(item, "fixturenames", ()),
             item.path.name != BED_CHECKS,
@@ -114,6 +118,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
 
     items.sort(key=order)
+
+
+@contextlib.contextmanager
+def host_share(alone: bool) -> Iterator[None]:
+    """The host shared with the run's other tests (a shared lock), or alone (exclusive): two file locks, the
+    gate first, so that a test waiting to be alone stops new tests from starting while it waits."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
+    folder = Path(tempfile.gettempdir()) / f"spectop-host-{run}"
+    folder.mkdir(exist_ok=True)
+    with (folder / "gate").open("a") as gate, (folder / "running").open("a") as running:
+        fcntl.flock(gate, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        fcntl.flock(running, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield  # closing the files releases the locks
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outside pytest-timeout's: a test's wait is not its time
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    if unit_only(item.config):
+        return (yield)
+    with host_share(alone=item.get_closest_marker("quiet") is not None):
+        return (yield)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -216,6 +216,13 @@ def test_a_load_outside_the_calibration_is_noted() -> None:
     assert "far outside the calibrated 1-4" in advice.note
 
 
+@pytest.mark.parametrize(
+    ("load", "said"), [(0.0, "idle: figured at concurrency 1"), (0.8, "0.8 running on average: figured at")]
+)
+def test_a_load_below_one_request_is_figured_at_one_and_said_as_it_is(load: float, said: str) -> None:
+    assert said in advise(unconditional(CONDITIONAL[:4]), 4, load, fitted()).note
+
+
 def test_the_models_fit_error_raises_the_bar() -> None:
     model = fitted().model_copy(update={"residual": 0.5})
     advice = advise(unconditional(CONDITIONAL[:4]), 4, 1.0, model)

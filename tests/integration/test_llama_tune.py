@@ -156,6 +156,7 @@ def _tune(
     return done
 
 
+@pytest.mark.quiet
 def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
     tuned_server: tuple[Path, Path, str, list[str]], tmp_path: Path
 ) -> None:

@@ -60,6 +60,7 @@ def _meets(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
+@pytest.mark.quiet
 def test_the_advice_on_k_matches_a_sweep_of_the_same_vllm(managed: ManagedVllm, tmp_path: Path) -> None:
     original = managed.config.read_bytes()
     calibration_file = tmp_path / "calibration.json"

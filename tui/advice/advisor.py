@@ -188,8 +188,10 @@ def advise(
     notes = []
     if observed < current_k:
         notes.append(f"the server reports {observed} positions, the file says k={current_k}")
-    if load is None or load < 1:
+    if load is None or load <= 0:
         notes.append("idle: figured at concurrency 1")
+    elif load < 1:
+        notes.append(f"{fmt_count(round(load, 2))} running on average: figured at concurrency 1")
     if model.loads and not (0.5 * min(model.loads) <= concurrency <= 2 * max(model.loads)):
         notes.append(
             f"load {fmt_count(round(concurrency, 1))} far outside the calibrated "
