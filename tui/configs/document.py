@@ -71,10 +71,8 @@ def _skip(text: str, index: int) -> int:
 def _parse_value(text: str, index: int) -> JsonNode:
     index = _skip(text, index)
     char = text[index]
-    if char == "{":
-        return _parse_object(text, index)
-    if char == "[":
-        return _parse_array(text, index)
+    if char in "{[":
+        return _parse_container(text, index)
     if char == '"':
         value, end = scanstring(text, index + 1)
         return JsonNode(index, end, value)
@@ -87,27 +85,20 @@ def _parse_value(text: str, index: int) -> JsonNode:
     return JsonNode(index, match.end(), json.loads(match.group()))
 
 
-def _parse_object(text: str, index: int) -> JsonObject:
-    node = JsonObject(index, index, {})
+def _parse_container(text: str, index: int) -> JsonNode:
+    """An object (a `JsonObject`, its members' spans kept) or an array, from its `{` or `[` at `index`."""
+    is_object = text[index] == "{"
+    node = JsonObject(index, index, {}) if is_object else JsonNode(index, index, [])
     index = _skip(text, index + 1)
-    while text[index] != "}":
-        key, key_end = scanstring(text, index + 1)
-        child = _parse_value(text, _skip(text, key_end) + 1)  # past the colon
-        node.members.append(JsonMember(key, index, key_end, child))
-        node.value[key] = child.value
-        index = _skip(text, child.end)
-        if text[index] == ",":
-            index = _skip(text, index + 1)
-    node.end = index + 1
-    return node
-
-
-def _parse_array(text: str, index: int) -> JsonNode:
-    node = JsonNode(index, index, [])
-    index = _skip(text, index + 1)
-    while text[index] != "]":
-        child = _parse_value(text, index)
-        node.value.append(child.value)
+    while text[index] not in "}]":
+        if isinstance(node, JsonObject):
+            key, key_end = scanstring(text, index + 1)
+            child = _parse_value(text, _skip(text, key_end) + 1)  # past the colon
+            node.members.append(JsonMember(key, index, key_end, child))
+            node.value[key] = child.value
+        else:
+            child = _parse_value(text, index)
+            node.value.append(child.value)
         index = _skip(text, child.end)
         if text[index] == ",":
             index = _skip(text, index + 1)
