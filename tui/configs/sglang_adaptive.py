@@ -11,6 +11,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tui.bounded_read import read_bounded
+
 DEFAULT_CANDIDATE_STEPS = (1, 3, 7)
 KNOWN_KEYS = frozenset({"candidate_steps", "ema_alpha", "warmup_batches", "update_interval"})
 MAX_FILE_BYTES = 1 << 16
@@ -80,15 +82,12 @@ def problems(config: Any) -> list[str]:
 def read_config(path: Path) -> tuple[Any, str | None]:
     """The parsed adaptive config file, or None and why it could not be read."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        return None, f"cannot read {path}: {error.strerror or error}"
-    if len(raw) > MAX_FILE_BYTES:
-        return None, f"{path} is larger than {MAX_FILE_BYTES} bytes"
+        raw = read_bounded(path, MAX_FILE_BYTES, ValueError)
+    except ValueError as error:
+        return None, str(error)
     try:
         return json.loads(raw), None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except ValueError as error:  # a UnicodeDecodeError or a JSONDecodeError
         return None, f"{path} is not JSON: {error}"
 
 
