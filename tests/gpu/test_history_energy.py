@@ -95,7 +95,7 @@ def test_history_window_and_series() -> None:
     assert history.series("GPU-0", "memory_fraction", since=180) == [(180.0, 0.25), (190.0, 0.25)]
     assert history.series("GPU-0", "energy_j") == []  # unknown figures are gaps, not zeros
     history.add_sample(100.0, _gpu(power_w=1.0))  # out of order: ignored
-    assert history.latest("GPU-0") == points[-1][1]
+    assert history.points("GPU-0") == points
 
 
 def test_a_cached_exporter_sample_served_again_is_not_a_new_reading() -> None:

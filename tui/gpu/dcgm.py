@@ -161,8 +161,6 @@ def _to_sample(gpu: _Gpu) -> GpuSample:
         sm_clock_mhz=values.get(SM_CLOCK),
         throttle_reasons=None if reasons is None else int(reasons),
         dram_active=None if dram is None or dram > 1.0 else dram,
-        hostname=gpu.labels.get("Hostname") or None,
-        pci_bus_id=gpu.labels.get("pci_bus_id") or None,
         slices=tuple(part for part, _ in slices),
     )
 

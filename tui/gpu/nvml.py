@@ -101,7 +101,6 @@ class NvmlSource:
         utilization = get(lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
         power_mw = get(lambda: nvml.nvmlDeviceGetPowerUsage(handle))
         energy_mj = get(lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(handle))
-        pci = get(lambda: nvml.nvmlDeviceGetPciInfo(handle))
         reasons_call = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
             nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
         )
@@ -121,7 +120,6 @@ class NvmlSource:
             sm_clock_mhz=_number(get(lambda: nvml.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM))),
             throttle_reasons=_int(reasons),
             dram_active=None,  # NVML has no DRAM-active ratio (utilization.memory is another figure)
-            pci_bus_id=_text(getattr(pci, "busId", None)),
             processes=None if listed is None else tuple(_process(entry) for entry in listed[:MAX_PROCESSES]),
         )
 
