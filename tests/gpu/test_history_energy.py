@@ -69,7 +69,7 @@ def test_energy_of_several_gpus_is_summed_and_needs_all_of_them() -> None:
     history = GpuHistory()
     for time, (a, b) in [(0.0, (0.0, 0.0)), (10.0, (3000.0, 2000.0))]:
         gpus = (_gpu(0, energy_j=a), _gpu(1, energy_j=b))
-        history.add(GpuReading("dcgm", time, time, gpus, "http://x"))
+        history.add(GpuReading("dcgm", time, time, gpus))
     both = history.energy_between(0, 10)
     assert both is not None and both.joules == pytest.approx(5000.0)
     only = history.energy_between(0, 10, keys=["GPU-1"])

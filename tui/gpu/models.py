@@ -127,7 +127,6 @@ class GpuReading:
     time: float  # time.time() when read
     monotonic: float  # time.monotonic() at the same moment: use this for deltas
     gpus: tuple[GpuSample, ...]
-    where: str  # "NVML" or the exporter URL
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,4 +135,3 @@ class GpuUnavailable:
 
     source: GpuSourceKind
     reason: str
-    where: str = ""
