@@ -1,8 +1,7 @@
 """SGLang's adaptive speculative steps: `--speculative-adaptive` with `--speculative-adaptive-config FILE`
 (sgl PRs #21599, #23336, #24055; reference engines-2026-12.md §3, sglang-server-args.md).
-The file is JSON, either one set of keys or one per batch size (`{"<bs>": {...}}`): `candidate_steps`
-(default [1, 3, 7]; the server starts at the middle one), `ema_alpha`, `warmup_batches`,
-`update_interval`, and rise/drop thresholds of its EMA with hysteresis."""
+The file is JSON, one set of keys or one per batch size (`{"<bs>": {...}}`); the server starts at the
+middle candidate step and moves between them by an EMA of the acceptance, with hysteresis."""
 
 from __future__ import annotations
 
