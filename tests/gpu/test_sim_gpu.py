@@ -41,7 +41,7 @@ async def test_the_sim_page_read_by_the_dcgm_source(gpu_sim: str) -> None:
         await asyncio.sleep(1.5)
         second = await read_dcgm(client, gpu_sim + GPU_METRICS_PATH)
     assert list(text_string_to_metric_families(page))  # valid Prometheus text for prometheus_client too
-    assert isinstance(first, GpuReading) and isinstance(second, GpuReading)
+    assert isinstance(first, GpuReading) and isinstance(second, GpuReading) and first.source == "dcgm"
     (gpu,) = first.gpus  # tensor_parallel_size = 1: one GPU
     assert gpu.name == "NVIDIA H100 80GB HBM3" and gpu.uuid
     fraction = gpu.memory_fraction
