@@ -17,14 +17,12 @@ def _install(monkeypatch: pytest.MonkeyPatch, fake: FakeNvml) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", fake.module())
 
 
-async def test_bindings_not_installed_is_a_reason_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_no_bindings_no_driver_and_no_gpu_are_reasons_not_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)  # `import pynvml` raises ImportError
     result = await NvmlSource().read()
-    assert isinstance(result, GpuUnavailable)
-    assert "spectop[gpu]" in result.reason
-
-
-async def test_no_driver_and_no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert isinstance(result, GpuUnavailable) and "spectop[gpu]" in result.reason
     _install(monkeypatch, FakeNvml(init_error="NVML Shared Library Not Found"))
     result = await NvmlSource().read()
     assert isinstance(result, GpuUnavailable) and "NVML Shared Library Not Found" in result.reason
