@@ -108,7 +108,7 @@ def test_a_url_without_scheme_gets_http_and_says_so(tmp_path: Path) -> None:
     assert parse_settings('[[endpoints]]\nname = "a"\nurl = "https://h"\n', path).notes == []
 
 
-def test_lookup_order(tmp_path: Path) -> None:
+def test_lookup_order_and_urls_adding_to_an_explicit_file(tmp_path: Path) -> None:
     xdg_file = user_config_dir() / "spectop.toml"
     xdg_file.parent.mkdir(parents=True)
     xdg_file.write_text('[[endpoints]]\nname = "from-xdg"\nurl = "http://x"\n')
@@ -118,6 +118,7 @@ def test_lookup_order(tmp_path: Path) -> None:
     explicit = tmp_path / "other.toml"
     explicit.write_text('[[endpoints]]\nname = "explicit"\nurl = "http://x"\n')
     assert [e.name for e in load_settings(explicit).endpoints] == ["explicit"]
+    assert [e.name for e in load_settings(explicit, ["http://y:1"]).endpoints] == ["explicit", "y:1"]
     with pytest.raises(SettingsError, match="not found"):
         load_settings(tmp_path / "missing.toml")
 
@@ -128,13 +129,6 @@ def test_endpoint_urls_work_without_any_file() -> None:
     assert settings.endpoints[1].resolved_metrics_url == "http://127.0.0.1:30000/metrics"
     with pytest.raises(SettingsError, match="--endpoint ftp://x"):
         load_settings(endpoint_urls=["ftp://x"])
-
-
-def test_endpoint_urls_add_to_an_explicit_file(tmp_path: Path) -> None:
-    explicit = tmp_path / "s.toml"
-    explicit.write_text('[[endpoints]]\nname = "gpu1"\nurl = "http://x"\n')
-    settings = load_settings(explicit, ["http://y:1"])
-    assert [e.name for e in settings.endpoints] == ["gpu1", "y:1"]
 
 
 # --- fleet mode: the prometheus table, --prometheus / --match / --group-by, and the queries they select -----

@@ -257,34 +257,33 @@ def window_text(
     return " · ".join(parts) or None
 
 
-# --- the vocabulary: figure -> label, unit, formatter ---------------------------------------------------
+# --- the vocabulary: figure -> label, formatter --------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class FigureWord:
-    """How one figure of `Figures` reads: a short label, its unit (for headers), its formatter."""
+    """How one figure of `Figures` reads: a short label and its formatter."""
 
     label: str
-    unit: str
     format: Callable[[float | None], str]
 
 
 FIGURES: dict[str, FigureWord] = {
-    "generation_tokens_per_s": FigureWord("gen tok/s", "tok/s", fmt_tokens_per_s),
-    "prompt_tokens_per_s": FigureWord("prompt+cache", "tok/s", fmt_tokens_per_s),
-    "requests_per_s": FigureWord("req/s", "/s", fmt_per_s),
-    "acceptance_rate": FigureWord("acceptance", "%", fmt_rate),
-    "mean_acceptance_length": FigureWord("mean len", "tokens", fmt_length),
-    "per_position_acceptance": FigureWord("per pos", "%", fmt_rate),
-    "ttft_mean_s": FigureWord("TTFT mean", "ms", fmt_latency),
-    "ttft_p50_s": FigureWord("TTFT p50", "ms", fmt_latency),
-    "ttft_p95_s": FigureWord("TTFT p95", "ms", fmt_latency),
-    "tpot_mean_s": FigureWord("TPOT", "ms", fmt_latency),
-    "e2e_mean_s": FigureWord("e2e mean", "ms", fmt_latency),
-    "running": FigureWord("running", "", fmt_count),
-    "waiting": FigureWord("waiting", "", fmt_count),
-    "kv_cache_usage": FigureWord("KV cache", "%", fmt_rate),
-    "prefix_cache_hit_rate": FigureWord("prefix hit", "%", fmt_rate),
+    "generation_tokens_per_s": FigureWord("gen tok/s", fmt_tokens_per_s),
+    "prompt_tokens_per_s": FigureWord("prompt+cache", fmt_tokens_per_s),
+    "requests_per_s": FigureWord("req/s", fmt_per_s),
+    "acceptance_rate": FigureWord("acceptance", fmt_rate),
+    "mean_acceptance_length": FigureWord("mean len", fmt_length),
+    "per_position_acceptance": FigureWord("per pos", fmt_rate),
+    "ttft_mean_s": FigureWord("TTFT mean", fmt_latency),
+    "ttft_p50_s": FigureWord("TTFT p50", fmt_latency),
+    "ttft_p95_s": FigureWord("TTFT p95", fmt_latency),
+    "tpot_mean_s": FigureWord("TPOT", fmt_latency),
+    "e2e_mean_s": FigureWord("e2e mean", fmt_latency),
+    "running": FigureWord("running", fmt_count),
+    "waiting": FigureWord("waiting", fmt_count),
+    "kv_cache_usage": FigureWord("KV cache", fmt_rate),
+    "prefix_cache_hit_rate": FigureWord("prefix hit", fmt_rate),
 }
 NOTE_LABELS: dict[str, str] = {"window": "window", **{key: word.label for key, word in FIGURES.items()}}
 

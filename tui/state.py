@@ -1,6 +1,5 @@
 """spectop's remembered choices (`state.json`: the theme, the table's columns), this module its one owner:
-reading never raises, `remember` changes one key under a file lock, so choices made at once never
-lose one another."""
+reading never raises, `remember` changes one key under a file lock (choices made at once all land)."""
 
 from __future__ import annotations
 

@@ -31,12 +31,7 @@ def without_credentials(url: str) -> str:
     """`url` with any user and password before its host replaced by `****` (for error messages)."""
     if not has_credentials(url):
         return url
-    head, separator, rest = url.partition("://")
-    if not separator:
-        head, rest = "", url
-    cut = next((index for index, char in enumerate(rest) if char in "/?#"), len(rest))
-    authority, tail = rest[:cut], rest[cut:]
-    return f"{head}{separator}****@{authority.rsplit('@', 1)[1]}{tail}"
+    return re.sub(r"(?s)^(.*?://)?[^/?#]*@", r"\1****@", url, count=1)  # up to the authority's last @
 
 
 def normalize_http_url(value: str, *, allow_credentials: bool = False) -> str:

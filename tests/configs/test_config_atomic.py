@@ -17,7 +17,7 @@ import pytest
 from tui.configs import atomic
 from tui.configs.atomic import FileStamp, atomic_write, changed_on_disk, file_lock, lock_path
 from tui.configs.editing import ChangedOnDiskError, open_config, save_text
-from tui.configs.errors import UnreadableFileError
+from tui.configs.errors import ConfigSyntaxError, UnreadableFileError
 from tui.paths import sample_configs_dir
 
 OLD = b'[model]\nname = "old"\n' + b"# padding\n" * 2000
@@ -113,7 +113,7 @@ def test_permissions_and_backup_are_kept(tmp_path: Path) -> None:
     assert result.stamp == FileStamp.of_bytes(target, target.read_bytes()) and result.warnings == ()
 
 
-def test_external_change_is_detected(tmp_path: Path) -> None:
+def test_save_text_refuses_a_file_changed_on_disk_and_unparsable_text(tmp_path: Path) -> None:
     target = tmp_path / "config.toml"
     target.write_bytes(OLD)
     opened = open_config(target)
@@ -127,18 +127,11 @@ def test_external_change_is_detected(tmp_path: Path) -> None:
     assert target.read_bytes() == OLD.replace(b"old", b"odd")
     save_text(target, NEW.decode(), "vllm_toml", opened.stamp, force=True)
     assert target.read_bytes() == NEW
+    with pytest.raises(ConfigSyntaxError):
+        save_text(target, "[model\n", "vllm_toml", FileStamp.of_bytes(target, NEW))
+    assert target.read_bytes() == NEW
     target.unlink()
     assert changed_on_disk(target, FileStamp(1, 1, "x"))
-
-
-def test_save_text_refuses_unparsable_text(tmp_path: Path) -> None:
-    from tui.configs.errors import ConfigSyntaxError
-
-    target = tmp_path / "config.toml"
-    target.write_bytes(OLD)
-    with pytest.raises(ConfigSyntaxError):
-        save_text(target, "[model\n", "vllm_toml", FileStamp.of_bytes(target, OLD))
-    assert target.read_bytes() == OLD
 
 
 # --- two config sets of different keys at once both land; a FIFO or non-regular file is refused at once ---

@@ -21,8 +21,11 @@ def _data(path: Path) -> dict:
     return load_document(path.read_text(encoding="utf-8"), path=path).data
 
 
-def test_vllm_sample_command() -> None:
-    argv = vllm_cli(_data(sample_configs_dir() / "config.toml")).argv
+VLLM_SAMPLE = sample_configs_dir() / "config.toml"
+
+
+def test_vllm_sample_command_and_yaml() -> None:
+    argv = vllm_cli(_data(VLLM_SAMPLE)).argv
     assert argv[:3] == ["vllm", "serve", "deepseek-ai/DeepSeek-V3"]
     pairs = dict(itertools.pairwise(argv))
     assert pairs["--tensor-parallel-size"] == "8"
@@ -32,6 +35,13 @@ def test_vllm_sample_command() -> None:
     assert json.loads(pairs["--speculative-config"]) == {"method": "mtp", "num_speculative_tokens": 2}
     for spectop_only in ("--enabled", "--acceptance-threshold", "--chunked-prefill", "--name"):
         assert spectop_only not in argv
+    yaml = pytest.importorskip("yaml")
+    parsed = yaml.safe_load(render_launch("vllm_toml", _data(VLLM_SAMPLE), "yaml"))
+    assert parsed["model"] == "deepseek-ai/DeepSeek-V3"
+    assert parsed["tensor-parallel-size"] == 8
+    assert parsed["gpu-memory-utilization"] == 0.85
+    assert parsed["enable-chunked-prefill"] is True
+    assert parsed["speculative-config"] == {"method": "mtp", "num_speculative_tokens": 2}
 
 
 def test_seed_speculative_model_becomes_mtp() -> None:
@@ -48,27 +58,9 @@ def test_false_booleans_and_one_line_render_are_shell_safe() -> None:
         "scheduler": {"chunked_prefill": False},
     }
     line = render_launch("vllm_toml", data, multi_line=False)
-    assert shlex.split(line) == [
-        "vllm",
-        "serve",
-        "m",
-        "--no-enable-prefix-caching",
-        "--no-enable-chunked-prefill",
-    ]
-    multi = render_launch("vllm_toml", _data(sample_configs_dir() / "config.toml"))
-    assert (
-        shlex.split(multi.replace("\\\n", " ")) == vllm_cli(_data(sample_configs_dir() / "config.toml")).argv
-    )
-
-
-def test_vllm_yaml_matches_the_cli() -> None:
-    yaml = pytest.importorskip("yaml")
-    parsed = yaml.safe_load(render_launch("vllm_toml", _data(sample_configs_dir() / "config.toml"), "yaml"))
-    assert parsed["model"] == "deepseek-ai/DeepSeek-V3"
-    assert parsed["tensor-parallel-size"] == 8
-    assert parsed["gpu-memory-utilization"] == 0.85
-    assert parsed["enable-chunked-prefill"] is True
-    assert parsed["speculative-config"] == {"method": "mtp", "num_speculative_tokens": 2}
+    assert line == "vllm serve m --no-enable-prefix-caching --no-enable-chunked-prefill"
+    multi = render_launch("vllm_toml", _data(VLLM_SAMPLE))
+    assert shlex.split(multi.replace("\\\n", " ")) == vllm_cli(_data(VLLM_SAMPLE)).argv
 
 
 def test_sglang_sample_command_and_yaml() -> None:

@@ -30,7 +30,7 @@ async def check(dcgm_url: str | None, gap_s: float) -> int:
     await asyncio.sleep(gap_s)
     second = await read_once(dcgm_url)
     reading = second if isinstance(second, GpuReading) else first
-    print(f"GPUs from {reading.where}:")
+    print(f"GPUs from {dcgm_url or 'NVML'}:")
     for row in gpu_rows(reading.gpus, ROW_WIDTH):
         print(row.plain)
     if isinstance(second, GpuReading):

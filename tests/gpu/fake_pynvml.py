@@ -28,7 +28,6 @@ class FakeDevice:
     temperature: int = 55
     sm_clock: int = 1980
     reasons: int = 0
-    bus_id: str = "00000000:18:00.0"
     processes: list[tuple[int, int | None]] | None = None  # (pid, used bytes); None: not supported
 
 
@@ -90,7 +89,6 @@ class FakeNvml:
             "nvmlDeviceGetTotalEnergyConsumption": energy,
             "nvmlDeviceGetTemperature": lambda d, sensor: d.temperature if sensor == 0 else 0,
             "nvmlDeviceGetClockInfo": lambda d, clock: d.sm_clock if clock == 1 else 0,
-            "nvmlDeviceGetPciInfo": lambda d: types.SimpleNamespace(busId=d.bus_id),
             "nvmlDeviceGetCurrentClocksThrottleReasons": lambda d: d.reasons,
             "nvmlDeviceGetComputeRunningProcesses": processes,
         }

@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.telemetry.metrics_test_server import Reply, ReplyServer
 from tui.gpu.dcgm import DEFAULT_MAX_BYTES, parse_dcgm_page, read_dcgm
-from tui.gpu.models import REASON_SW_POWER_CAP, GpuReading, GpuUnavailable
+from tui.gpu.models import REASON_SW_POWER_CAP, GpuUnavailable
 from tui.telemetry.prometheus import MetricsFormatError
 
 SAMPLES = Path(__file__).parent / "samples"
@@ -46,8 +46,7 @@ def test_exporter_3x_page_two_gpus_with_every_label() -> None:
         assert gpu.sm_clock_mhz == reference[("DCGM_FI_DEV_SM_CLOCK", index)]
         assert gpu.temperature_c == reference[("DCGM_FI_DEV_GPU_TEMP", index)]
         assert gpu.dram_active == reference[("DCGM_FI_PROF_DRAM_ACTIVE", index)]
-        assert gpu.name == "NVIDIA H100 80GB HBM3" and gpu.hostname == "gpu-node-07"
-        assert gpu.uuid is not None and gpu.uuid.startswith("GPU-") and gpu.pci_bus_id
+        assert gpu.name == "NVIDIA H100 80GB HBM3" and gpu.uuid is not None and gpu.uuid.startswith("GPU-")
     assert gpus[0].throttling is False
     assert gpus[1].throttle_reasons == REASON_SW_POWER_CAP
     assert gpus[0].memory_fraction is not None and gpus[0].memory_fraction > 0.95
@@ -61,9 +60,9 @@ def test_exporter_2x_page_mig_lines_blank_sentinels_and_missing_fields() -> None
     assert gpu.memory_used_bytes == reference[("DCGM_FI_DEV_FB_USED", "0")] * MIB  # not the MIG slice's
     assert gpu.dram_active == reference[("DCGM_FI_PROF_DRAM_ACTIVE", "0")]
     assert gpu.utilization_pct is None  # 2147483632: DCGM's int32 blank
-    assert gpu.name is None and gpu.pci_bus_id is None  # 2.x has no modelName / pci_bus_id labels
+    assert gpu.name is None  # 2.x has no modelName label
     assert gpu.throttle_reasons is None and gpu.throttling is None  # not a default counter
-    assert gpu.hostname == "ub20-a100-k8s" and gpu.temperature_c == 61
+    assert gpu.temperature_c == 61
 
 
 def test_readme_layout_spaces_in_labels_and_nan() -> None:
@@ -90,14 +89,6 @@ def test_not_prometheus_text_raises_for_the_caller() -> None:
     with pytest.raises(MetricsFormatError):
         parse_dcgm_page("<html>login</html>\n")
     assert parse_dcgm_page("# nothing here\n") == []
-
-
-async def test_source_over_a_real_socket() -> None:
-    body = (SAMPLES / "dcgm_exporter_3.3_h100x2.prom").read_bytes()
-    async with ReplyServer([Reply(body)]) as server, httpx.AsyncClient() as client:
-        result = await read_dcgm(client, server.url + "/metrics", timeout_s=60.0)  # a hang guard
-    assert isinstance(result, GpuReading) and result.source == "dcgm"
-    assert [gpu.index for gpu in result.gpus] == [0, 1] and result.where.endswith("/metrics")
 
 
 @pytest.mark.parametrize(
@@ -151,7 +142,7 @@ def test_exporter_3x_mig_page_instances_are_slices_of_their_gpu() -> None:
     assert mig.temperature_c == 55 and mig.sm_clock_mhz == 1755 and mig.throttling is False
     assert mig.utilization_pct is None  # GPU_UTIL reads 0 per MIG instance: not supported, not 0
     assert mig.dram_active is None  # per-instance ratios are normalised to the instance
-    assert mig.name == "NVIDIA H100 80GB HBM3" and mig.pci_bus_id == "00000000:19:00.0"
+    assert mig.name == "NVIDIA H100 80GB HBM3"
     assert whole.utilization_pct == 98 and whole.dram_active is not None
 
 

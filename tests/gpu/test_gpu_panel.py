@@ -151,14 +151,11 @@ def _gpu(index: int, used: float = 71.2, power: float | None = 310.0, reasons: i
     )
 
 
-def test_one_gpu_is_one_line_within_80_columns() -> None:
+def test_one_gpu_is_one_line_within_80_columns_several_are_summed() -> None:
     view = EndpointGpus("a", "http://x/metrics", (_gpu(0),))
     line = card_gpu_line(view, frozenset(), {"a": view}, 76)
     assert line is not None
     assert line.plain == "GPU0 mem 71.2/80.0G ███████░ 89% util 89% 310W 62°C clk ok"
-
-
-def test_several_gpus_summed_unknown_power_and_throttling() -> None:
     gpus = (_gpu(0, reasons=REASON_SW_POWER_CAP), _gpu(1, power=None, reasons=REASON_GPU_IDLE))
     view = EndpointGpus("a", "NVML", gpus)
     line = card_gpu_line(view, frozenset(), {"a": view}, 76)

@@ -69,7 +69,7 @@ def test_energy_of_several_gpus_is_summed_and_needs_all_of_them() -> None:
     history = GpuHistory()
     for time, (a, b) in [(0.0, (0.0, 0.0)), (10.0, (3000.0, 2000.0))]:
         gpus = (_gpu(0, energy_j=a), _gpu(1, energy_j=b))
-        history.add(GpuReading("dcgm", time, time, gpus, "http://x"))
+        history.add(GpuReading("dcgm", time, time, gpus))
     both = history.energy_between(0, 10)
     assert both is not None and both.joules == pytest.approx(5000.0)
     only = history.energy_between(0, 10, keys=["GPU-1"])
@@ -95,7 +95,7 @@ def test_history_window_and_series() -> None:
     assert history.series("GPU-0", "memory_fraction", since=180) == [(180.0, 0.25), (190.0, 0.25)]
     assert history.series("GPU-0", "energy_j") == []  # unknown figures are gaps, not zeros
     history.add_sample(100.0, _gpu(power_w=1.0))  # out of order: ignored
-    assert history.latest("GPU-0") == points[-1][1]
+    assert history.points("GPU-0") == points
 
 
 def test_a_cached_exporter_sample_served_again_is_not_a_new_reading() -> None:

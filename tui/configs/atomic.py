@@ -59,8 +59,7 @@ def write_file(path: Path, data: bytes | str) -> Path:
 def replace_atomically(
     target: Path, data: bytes, mode: int, prepare: Callable[[int], None] | None = None
 ) -> None:
-    """Write `data` to a temp file beside `target` (`prepare` adjusts the open file), fsync it and rename it
-    over `target`; any failure removes the temp file and is raised."""
+    """Write `data` to a temp file beside `target` (`prepare` adjusts the open file), fsync, rename over."""
     fd, temp = _create_temp(target.parent, target.name)
     try:
         try:
@@ -361,9 +360,8 @@ def lock_path(path: Path) -> Path:
 
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive `flock` on the folder of the file's target while spectop reads, changes and
-    writes it back, so changes made at once (other processes, other threads) never lose one another
-    (re-entrant per thread). A folder that cannot be opened is not locked: the write there fails anyway."""
+    """An exclusive `flock` on the folder of the file's target while spectop reads, changes and writes it
+    back, so changes made at once (processes, threads) never lose one another (re-entrant per thread)."""
     lock = lock_path(path)
     depth = _held.depth
     if lock in depth:
@@ -375,7 +373,7 @@ def file_lock(path: Path) -> Iterator[None]:
         return
     try:
         fd = os.open(lock, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+    except OSError:  # a folder that cannot be opened is not locked: the write there fails anyway
         yield
         return
     try:

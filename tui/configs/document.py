@@ -15,7 +15,7 @@ from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
-from tomlkit.items import Item, String, StringType
+from tomlkit.items import String, StringType
 
 from tui.configs.errors import ConfigSyntaxError, KeyPathError
 from tui.configs.kinds import ConfigKind, detect_kind
@@ -71,10 +71,8 @@ def _skip(text: str, index: int) -> int:
 def _parse_value(text: str, index: int) -> JsonNode:
     index = _skip(text, index)
     char = text[index]
-    if char == "{":
-        return _parse_object(text, index)
-    if char == "[":
-        return _parse_array(text, index)
+    if char in "{[":
+        return _parse_container(text, index)
     if char == '"':
         value, end = scanstring(text, index + 1)
         return JsonNode(index, end, value)
@@ -87,27 +85,20 @@ def _parse_value(text: str, index: int) -> JsonNode:
     return JsonNode(index, match.end(), json.loads(match.group()))
 
 
-def _parse_object(text: str, index: int) -> JsonObject:
-    node = JsonObject(index, index, {})
+def _parse_container(text: str, index: int) -> JsonNode:
+    """An object (a `JsonObject`, its members' spans kept) or an array, from its `{` or `[` at `index`."""
+    is_object = text[index] == "{"
+    node = JsonObject(index, index, {}) if is_object else JsonNode(index, index, [])
     index = _skip(text, index + 1)
-    while text[index] != "}":
-        key, key_end = scanstring(text, index + 1)
-        child = _parse_value(text, _skip(text, key_end) + 1)  # past the colon
-        node.members.append(JsonMember(key, index, key_end, child))
-        node.value[key] = child.value
-        index = _skip(text, child.end)
-        if text[index] == ",":
-            index = _skip(text, index + 1)
-    node.end = index + 1
-    return node
-
-
-def _parse_array(text: str, index: int) -> JsonNode:
-    node = JsonNode(index, index, [])
-    index = _skip(text, index + 1)
-    while text[index] != "]":
-        child = _parse_value(text, index)
-        node.value.append(child.value)
+    while text[index] not in "}]":
+        if isinstance(node, JsonObject):
+            key, key_end = scanstring(text, index + 1)
+            child = _parse_value(text, _skip(text, key_end) + 1)  # past the colon
+            node.members.append(JsonMember(key, index, key_end, child))
+            node.value[key] = child.value
+        else:
+            child = _parse_value(text, index)
+            node.value.append(child.value)
         index = _skip(text, child.end)
         if text[index] == ",":
             index = _skip(text, index + 1)
@@ -294,12 +285,6 @@ class TomlDocument(ConfigDocument):
     def data(self) -> dict[str, Any]:
         return self._data
 
-    def _toml_item(self, value: Any) -> Item:
-        item = tomlkit.item(value)
-        if newline_of(self.text) == "\r\n":
-            item.trivia.trail = "\r\n"
-        return item
-
     def with_value(self, path: KeyPath, value: Any) -> TomlDocument:
         doc = tomlkit.parse(self.text)
         container: Any = doc
@@ -312,7 +297,10 @@ class TomlDocument(ConfigDocument):
         if path[-1] in container:
             container[path[-1]] = _same_string_style(container.get(path[-1]), value)
         else:
-            container[path[-1]] = self._toml_item(value)
+            item = tomlkit.item(value)
+            if newline_of(self.text) == "\r\n":
+                item.trivia.trail = "\r\n"  # the new line ends as the file's lines do
+            container[path[-1]] = item
         return TomlDocument(tomlkit.dumps(doc), self.kind)
 
     def without(self, path: KeyPath) -> TomlDocument:
@@ -345,11 +333,6 @@ class TomlDocument(ConfigDocument):
 # --- JSON --------------------------------------------------------------------------------------------------
 
 
-def _escape_line_breaks(literal: str) -> str:
-    """Escape characters some editors treat as line ends (they can only occur inside JSON strings)."""
-    return literal.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
 def _indent_unit(text: str) -> str:
     for line in text.splitlines():
         stripped = line.lstrip(" \t")
@@ -377,17 +360,17 @@ class JsonDocument(ConfigDocument):
         return self._data
 
     def _literal(self, value: Any, indent: str) -> str:
-        return _escape_line_breaks(self._layout_literal(value, indent))
-
-    def _layout_literal(self, value: Any, indent: str) -> str:
-        one_line_document = "\n" not in self.text.strip()
-        if isinstance(value, dict | list) and value and not one_line_document:
+        """`value` as JSON laid out as the document is (a nested value indented like its lines)."""
+        if isinstance(value, dict | list) and value and "\n" in self.text.strip():
             unit = _indent_unit(self.text)
-            rendered = json.dumps(value, ensure_ascii=False, indent=len(unit.expandtabs(4)))
+            literal = json.dumps(value, ensure_ascii=False, indent=len(unit.expandtabs(4)))
             if unit.startswith("\t"):
-                rendered = re.sub(r"(?m)^( {4})+", lambda m: "\t" * (len(m.group()) // 4), rendered)
-            return rendered.replace("\n", newline_of(self.text) + indent)
-        return json.dumps(value, ensure_ascii=False)
+                literal = re.sub(r"(?m)^( {4})+", lambda m: "\t" * (len(m.group()) // 4), literal)
+            literal = literal.replace("\n", newline_of(self.text) + indent)
+        else:
+            literal = json.dumps(value, ensure_ascii=False)
+        # Characters some editors treat as line ends (only possible inside JSON strings) are escaped.
+        return literal.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
     def _object_at(self, path: KeyPath) -> JsonObject:
         node = self._tree

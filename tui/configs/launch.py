@@ -204,6 +204,9 @@ _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
 
 
 def _yaml_scalar(value: Any) -> str:
+    """A scalar, or a nested list / mapping in flow style (JSON is valid YAML)."""
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -216,11 +219,6 @@ def _yaml_scalar(value: Any) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _yaml_item(item: Any) -> str:
-    """A list item: a scalar, or a nested list / mapping in flow style (JSON is valid YAML)."""
-    return json.dumps(item, ensure_ascii=False) if isinstance(item, list | dict) else _yaml_scalar(item)
-
-
 def _yaml_entry(key: str, value: Any, indent: str) -> str:
     if is_secret_key((key.replace("-", "_"),)) and isinstance(value, str):
         return f"{indent}# {key}: (a credential: pass --{key} {_env_reference(key)} on the command line)"
@@ -228,10 +226,8 @@ def _yaml_entry(key: str, value: Any, indent: str) -> str:
         inner = "\n".join(_yaml_entry(str(k), v, indent + "  ") for k, v in value.items())
         return f"{indent}{key}:\n{inner}"
     if isinstance(value, list) and value:
-        items = "\n".join(f"{indent}  - {_yaml_item(item)}" for item in value)
+        items = "\n".join(f"{indent}  - {_yaml_scalar(item)}" for item in value)
         return f"{indent}{key}:\n{items}"
-    if isinstance(value, dict | list):
-        return f"{indent}{key}: {'{}' if isinstance(value, dict) else '[]'}"
     return f"{indent}{key}: {_yaml_scalar(value)}"
 
 

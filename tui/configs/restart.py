@@ -159,16 +159,7 @@ class StartFailureWatch:
     def poll(self) -> str | None:
         """The reason when the server has certainly died since the restart, else None (blocking IO)."""
         try:
-            with self.path.open("rb") as file:
-                size = file.seek(0, 2)
-                if size < self.offset:
-                    self.offset = 0  # rotated or truncated
-                if size > self.offset:
-                    file.seek(max(self.offset, size - LOG_TAIL_BYTES))
-                    data = file.read()
-                    self.offset = size
-                else:
-                    data = b""
+            data, self.offset, _cut = _read_tail(self.path, self.offset)
         except OSError:
             return None
         now = self.clock()
@@ -236,20 +227,25 @@ async def wait_for_health(
         await asyncio.sleep(interval_s)
 
 
+def _read_tail(path: Path, start: int) -> tuple[bytes, int, bool]:
+    """The log's bytes from `start` (from 0 when it is shorter: rotated or truncated), at most the last
+    LOG_TAIL_BYTES of them; its size; whether the read began after `start` (mid-line). OSError."""
+    with path.open("rb") as file:
+        size = file.seek(0, 2)
+        start = 0 if start > size else start
+        offset = max(start, size - LOG_TAIL_BYTES)
+        file.seek(offset)
+        return file.read(), size, offset > start
+
+
 def last_errors(path: Path, count: int = 5, *, start: int = 0) -> list[str]:
     """The last `count` error messages of the log at `path` from byte `start` on ([] when none)."""
     try:
-        with path.open("rb") as file:
-            size = file.seek(0, 2)
-            if start > size:
-                start = 0  # the log was rotated or truncated since
-            offset = max(start, size - LOG_TAIL_BYTES)
-            file.seek(offset)
-            data = file.read()
+        data, _size, cut = _read_tail(path, start)
     except OSError:
         return []
     lines = data.decode("utf-8", "replace").splitlines()
-    if offset > start and lines:
+    if cut and lines:
         lines = lines[1:]  # the first line read is cut
     parser = LogParser()
     messages: list[str] = []

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 
@@ -247,24 +246,18 @@ def _bound(value: object) -> str:
 
 def _range_text(metadata: list[Any]) -> str:
     """The allowed values, said once (descriptions do not repeat them): `[1, 16]`, `(0, 1]`, `>= 1`."""
-    low = high = ""
-    low_open = high_open = False
-    for item in metadata:
-        if isinstance(item, annotated_types.Ge):
-            low = _bound(item.ge)
-        elif isinstance(item, annotated_types.Gt):
-            low, low_open = _bound(item.gt), True
-        elif isinstance(item, annotated_types.Le):
-            high = _bound(item.le)
-        elif isinstance(item, annotated_types.Lt):
-            high, high_open = _bound(item.lt), True
-    if not low and not high:
-        return ""
-    if low and not high:
+    bounds = {
+        type(item).__name__: _bound(getattr(item, type(item).__name__.lower(), None)) for item in metadata
+    }
+    low, high = bounds.get("Gt") or bounds.get("Ge"), bounds.get("Lt") or bounds.get("Le")
+    low_open, high_open = "Gt" in bounds, "Lt" in bounds
+    if low and high:
+        return f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    if low:
         return f"> {low}" if low_open else f">= {low}"
-    if high and not low:
+    if high:
         return f"< {high}" if high_open else f"<= {high}"
-    return f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    return ""
 
 
 LITERAL_FIELDS = {

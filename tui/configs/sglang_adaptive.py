@@ -1,8 +1,7 @@
 """SGLang's adaptive speculative steps: `--speculative-adaptive` with `--speculative-adaptive-config FILE`
 (sgl PRs #21599, #23336, #24055; reference engines-2026-12.md §3, sglang-server-args.md).
-The file is JSON, either one set of keys or one per batch size (`{"<bs>": {...}}`): `candidate_steps`
-(default [1, 3, 7]; the server starts at the middle one), `ema_alpha`, `warmup_batches`,
-`update_interval`, and rise/drop thresholds of its EMA with hysteresis."""
+The file is JSON, one set of keys or one per batch size (`{"<bs>": {...}}`); the server starts at the
+middle candidate step and moves between them by an EMA of the acceptance, with hysteresis."""
 
 from __future__ import annotations
 
@@ -10,6 +9,8 @@ import json
 import math
 from pathlib import Path
 from typing import Any
+
+from tui.bounded_read import read_bounded
 
 DEFAULT_CANDIDATE_STEPS = (1, 3, 7)
 KNOWN_KEYS = frozenset({"candidate_steps", "ema_alpha", "warmup_batches", "update_interval"})
@@ -80,15 +81,12 @@ def problems(config: Any) -> list[str]:
 def read_config(path: Path) -> tuple[Any, str | None]:
     """The parsed adaptive config file, or None and why it could not be read."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        return None, f"cannot read {path}: {error.strerror or error}"
-    if len(raw) > MAX_FILE_BYTES:
-        return None, f"{path} is larger than {MAX_FILE_BYTES} bytes"
+        raw = read_bounded(path, MAX_FILE_BYTES, ValueError)
+    except ValueError as error:
+        return None, str(error)
     try:
         return json.loads(raw), None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except ValueError as error:  # a UnicodeDecodeError or a JSONDecodeError
         return None, f"{path} is not JSON: {error}"
 
 

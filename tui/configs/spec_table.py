@@ -29,8 +29,7 @@ def _whole(value: Any) -> bool:
 
 
 def read_table(value: Any) -> list[Range]:
-    """The ranges of a table in either form, in the order written; TableError when the shape is wrong
-    (what vLLM refuses for one entry: not three whole numbers, lo or hi below 1, lo above hi, k below 0)."""
+    """The ranges of a table in either form, in the order written; TableError for an entry vLLM refuses."""
     entries: list[tuple[Any, Any, Any]] = []
     if isinstance(value, dict):
         for key, k in value.items():

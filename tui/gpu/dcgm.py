@@ -161,8 +161,6 @@ def _to_sample(gpu: _Gpu) -> GpuSample:
         sm_clock_mhz=values.get(SM_CLOCK),
         throttle_reasons=None if reasons is None else int(reasons),
         dram_active=None if dram is None or dram > 1.0 else dram,
-        hostname=gpu.labels.get("Hostname") or None,
-        pci_bus_id=gpu.labels.get("pci_bus_id") or None,
         slices=tuple(part for part, _ in slices),
     )
 
@@ -178,8 +176,8 @@ async def read_dcgm(
     """GET a dcgm-exporter page (timeout, size cap). Never raises: a failure is a `GpuUnavailable`."""
     scrape = await scrape_metrics(client, url, timeout_s=timeout_s, max_bytes=DEFAULT_MAX_BYTES)
     if scrape.samples is None:
-        return GpuUnavailable("dcgm", f"DCGM exporter {url}: {scrape.error}", url)
+        return GpuUnavailable("dcgm", f"DCGM exporter {url}: {scrape.error}")
     gpus = gpus_from_samples(scrape.samples)
     if not gpus:
-        return GpuUnavailable("dcgm", f"DCGM exporter {url}: no DCGM_FI_DEV_* GPU samples on the page", url)
-    return GpuReading("dcgm", scrape.time, scrape.monotonic, tuple(gpus), url)
+        return GpuUnavailable("dcgm", f"DCGM exporter {url}: no DCGM_FI_DEV_* GPU samples on the page")
+    return GpuReading("dcgm", scrape.time, scrape.monotonic, tuple(gpus))

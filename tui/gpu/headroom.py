@@ -25,8 +25,7 @@ LOWER_STEP = 0.05  # below that already: this much less than the value set
 
 
 def _lower_fraction(fraction: float) -> float:
-    """A fraction below `fraction` (never the value already set): 0.85, or 0.05 less when it is at or
-    below 0.85 already, rounded down to two decimals."""
+    """A fraction below `fraction`, never the value already set (0.85, or 0.05 less), rounded down."""
     wanted = LOWER_TO if fraction > LOWER_TO + 0.005 else fraction - LOWER_STEP
     return max(0.05, math.floor(round(wanted * 100, 6)) / 100)
 

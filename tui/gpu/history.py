@@ -55,10 +55,6 @@ class GpuHistory:
     def keys(self) -> list[str]:
         return list(self._points)
 
-    def latest(self, key: str) -> GpuSample | None:
-        points = self._points.get(key)
-        return points[-1][1] if points else None
-
     def points(self, key: str, since: float | None = None) -> list[tuple[float, GpuSample]]:
         points = self._points.get(key, ())
         return [point for point in points if since is None or point[0] >= since]

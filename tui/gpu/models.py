@@ -99,8 +99,6 @@ class GpuSample:
     sm_clock_mhz: float | None = None
     throttle_reasons: int | None = None  # clock event reasons bit mask; None when the source lacks it
     dram_active: float | None = None  # ratio 0..1 of cycles the memory interface is busy
-    hostname: str | None = None
-    pci_bus_id: str | None = None
     processes: tuple[GpuProcess, ...] | None = None  # None: the source cannot list them (dcgm-exporter)
     slices: tuple[GpuSlice, ...] = ()  # its MIG instances (dcgm-exporter), in instance id order
 
@@ -129,7 +127,6 @@ class GpuReading:
     time: float  # time.time() when read
     monotonic: float  # time.monotonic() at the same moment: use this for deltas
     gpus: tuple[GpuSample, ...]
-    where: str  # "NVML" or the exporter URL
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,4 +135,3 @@ class GpuUnavailable:
 
     source: GpuSourceKind
     reason: str
-    where: str = ""

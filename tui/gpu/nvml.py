@@ -49,7 +49,7 @@ class NvmlSource:
                 return self._read()
             except Exception as error:  # a reading that fails is data, not a crash
                 log.exception("reading NVML failed")
-                return GpuUnavailable("nvml", f"NVML: {_error_text(error)}", "NVML")
+                return GpuUnavailable("nvml", f"NVML: {_error_text(error)}")
 
     def close(self) -> None:
         with self._lock:
@@ -72,18 +72,18 @@ class NvmlSource:
     def _read(self) -> GpuReading | GpuUnavailable:
         nvml = self._load()
         if isinstance(nvml, str):
-            return GpuUnavailable("nvml", nvml, "NVML")
+            return GpuUnavailable("nvml", nvml)
         if not self._initialized:
             try:
                 nvml.nvmlInit()
             except Exception as error:  # NVMLError (no driver, no permission): said on the panel, every poll
-                return GpuUnavailable("nvml", f"NVML cannot start: {_error_text(error)}", "NVML")
+                return GpuUnavailable("nvml", f"NVML cannot start: {_error_text(error)}")
             self._initialized = True
         count = int(nvml.nvmlDeviceGetCount())
         if count <= 0:
-            return GpuUnavailable("nvml", "NVML sees no NVIDIA GPU", "NVML")
+            return GpuUnavailable("nvml", "NVML sees no NVIDIA GPU")
         gpus = tuple(self._device(nvml, index) for index in range(count))
-        return GpuReading("nvml", time.time(), time.monotonic(), gpus, "NVML")
+        return GpuReading("nvml", time.time(), time.monotonic(), gpus)
 
     def _device(self, nvml: Any, index: int) -> GpuSample:
         try:
@@ -101,7 +101,6 @@ class NvmlSource:
         utilization = get(lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
         power_mw = get(lambda: nvml.nvmlDeviceGetPowerUsage(handle))
         energy_mj = get(lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(handle))
-        pci = get(lambda: nvml.nvmlDeviceGetPciInfo(handle))
         reasons_call = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
             nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
         )
@@ -121,7 +120,6 @@ class NvmlSource:
             sm_clock_mhz=_number(get(lambda: nvml.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM))),
             throttle_reasons=_int(reasons),
             dram_active=None,  # NVML has no DRAM-active ratio (utilization.memory is another figure)
-            pci_bus_id=_text(getattr(pci, "busId", None)),
             processes=None if listed is None else tuple(_process(entry) for entry in listed[:MAX_PROCESSES]),
         )
 
