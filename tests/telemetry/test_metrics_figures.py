@@ -12,7 +12,7 @@ from metrics_test_server import sample_body, sample_scrapes, scrape, vllm_page
 
 from tui.format import MIXED, figure_text, fmt_k_in_effect
 from tui.telemetry.backends import detect_backend
-from tui.telemetry.backends.base import histogram_quantile
+from tui.telemetry.backends.base import quantile_in_bucket
 from tui.telemetry.figures import FIGURE_NAMES, Figures
 from tui.telemetry.prometheus import MetricsFormatError, Sample
 from tui.telemetry.scraper import Scrape
@@ -417,13 +417,14 @@ SAMPLE_TTFT = {0.02: 0.0, 0.04: 1.0, 0.06: 2.0, 0.08: 4.0, 0.1: 4.0, 0.25: 4.0, 
 def test_quantiles_as_prometheus_gives_them(
     q: float, buckets: dict[float, float], expected: float | None
 ) -> None:
-    assert histogram_quantile(q, buckets) == (None if expected is None else pytest.approx(expected))
+    found = quantile_in_bucket(q, buckets)
+    assert (found and found[0]) == (None if expected is None else pytest.approx(expected))
 
 
 def test_non_monotonic_counts_are_fixed_up() -> None:
     # A dip (float noise, merged series) must not produce a quantile outside the buckets.
-    value = histogram_quantile(0.5, {1.0: 4.0, 2.0: 3.9, 3.0: 8.0, INF: 8.0})
-    assert value is not None and 1.0 <= value <= 3.0
+    found = quantile_in_bucket(0.5, {1.0: 4.0, 2.0: 3.9, 3.0: 8.0, INF: 8.0})
+    assert found is not None and 1.0 <= found[0] <= 3.0
 
 
 @given(
@@ -438,6 +439,7 @@ def test_quantile_stays_within_the_bounds(bounds: list[float], counts: list[floa
     for bound, count in zip([*bounds, INF], counts, strict=False):
         cumulative += count
         buckets[bound] = cumulative
-    value = histogram_quantile(q, buckets)
-    if value is not None:
+    found = quantile_in_bucket(q, buckets)
+    if found is not None:
+        value = found[0]
         assert min(0.0, bounds[0]) <= value <= max(bounds[-1], 0.0) or value == bounds[-1]

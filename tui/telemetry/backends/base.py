@@ -6,19 +6,15 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from tui.format import fmt_bound
 from tui.telemetry.prometheus import Sample
 
 
-def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None:
-    """promql `bucketQuantile`; None where Prometheus gives NaN."""
-    result = quantile_in_bucket(q, buckets)
-    return None if result is None else result[0]
-
-
 def quantile_in_bucket(q: float, buckets: Mapping[float, float]) -> tuple[float, float, float] | None:
-    """(`histogram_quantile`, lower and upper bound of the bucket holding the rank), or None."""
+    """(promql `bucketQuantile`, lower and upper bound of the bucket holding the rank); None where
+    Prometheus gives NaN."""
     if math.isnan(q):
         return None
     if q < 0:
@@ -341,17 +337,24 @@ def mean(delta: Delta | None, quantity: str) -> float | None:
     return ratio(delta.total(f"{quantity}_sum"), delta.total(f"{quantity}_count"))
 
 
-def quantile_figure(
-    delta: Delta | None, quantity: str, q: float, figure: str, notes: dict[str, str], bounds: dict
-) -> float | None:
-    if delta is None:
-        return None
-    result = quantile_in_bucket(q, delta.buckets(f"{quantity}_bucket"))
-    if result is None or not math.isfinite(result[0]):
-        return None
-    value, lower, upper = result
-    note_bucket(figure, value, lower, upper, notes, bounds)
-    return value
+def histogram_figures(delta: Delta | None, last: PageSnapshot, notes: dict[str, str]) -> dict[str, Any]:
+    """The figures vLLM and SGLang read alike (TTFT, e2e and prompt-length histograms, queue gauges)."""
+    figures: dict[str, Any] = {
+        "ttft_mean_s": mean(delta, "ttft"),
+        "e2e_mean_s": mean(delta, "e2e"),
+        "running": last.gauges.get("running"),
+        "waiting": last.gauges.get("waiting"),
+        "prompt_tokens_mean": mean(delta, "prompt_len"),
+        "notes": notes,
+        "quantile_bounds": {},
+    }
+    for q, figure in ((0.5, "ttft_p50_s"), (0.95, "ttft_p95_s")):
+        found = quantile_in_bucket(q, delta.buckets("ttft_bucket")) if delta is not None else None
+        figures[figure] = None
+        if found is not None and math.isfinite(found[0]):
+            figures[figure] = found[0]
+            note_bucket(figure, *found, notes, figures["quantile_bounds"])
+    return figures
 
 
 def note_bucket(
