@@ -7,23 +7,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-FIGURE_NAMES: tuple[str, ...] = (
-    "generation_tokens_per_s",
-    "prompt_tokens_per_s",
-    "requests_per_s",
-    "acceptance_rate",
-    "mean_acceptance_length",
-    "per_position_acceptance",
-    "ttft_mean_s",
-    "ttft_p50_s",
-    "ttft_p95_s",
-    "tpot_mean_s",
-    "e2e_mean_s",
-    "running",
-    "waiting",
-    "kv_cache_usage",
-    "prefix_cache_hit_rate",
-)
 # Figures a single scrape gives over the server's lifetime (ratios of counters that start at 0, and
 # quantiles of histograms that do).
 LIFETIME_FIGURES: tuple[str, ...] = (
@@ -95,6 +78,8 @@ class Figures(BaseModel):
     )
 
 
+# The figures themselves, in JSON order: the fields before the draft length and the explanations.
+FIGURE_NAMES: tuple[str, ...] = tuple(Figures.model_fields)[: list(Figures.model_fields).index("k_in_effect")]
 # Why the figures are what they are: after the figures and before the error in a `snapshot --json` line.
 EXPLANATION_FIELDS = ("notes", "covered_s", "restarted_in_window", "restarted_s_ago", "quantile_bounds")
 
