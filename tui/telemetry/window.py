@@ -67,9 +67,7 @@ def _restarted(before: _Entry, after_page: PageSnapshot, after_start: str | None
     old, new = before.page.restart_marker, after_page.restart_marker
     if old is not None and new is not None and not math.isclose(old, new, rel_tol=0, abs_tol=1e-3):
         return True
-    if before.process_start is None or after_start is None:
-        return False
-    return before.process_start != after_start
+    return None not in (before.process_start, after_start) and before.process_start != after_start
 
 
 def _positions(counters: Mapping[CounterKey, float]) -> set[str]:
@@ -129,8 +127,7 @@ def _segment(
         return None, page.counters
     if _restarted(before, page, after.process_start):
         return _counted_from_zero(backend, before, page, after)
-    previous = before.counters
-    current = page.counters
+    previous, current = before.counters, page.counters
     zero_start: tuple[str, ...] = getattr(backend, "ZERO_START", ())
     running_max: tuple[str, ...] = getattr(backend, "RUNNING_MAX", ())
     increases: dict[CounterKey, float] = {}

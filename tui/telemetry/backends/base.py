@@ -202,12 +202,6 @@ class SeriesMemo:
         return self._plans
 
 
-def _planned(plans: dict[str, _Plan], metric: Metric, sample: Sample) -> _Plan:
-    if sample.series not in plans:
-        plans[sample.series] = _plan(metric, sample.labels)
-    return plans[sample.series]
-
-
 def extract(
     samples: Iterable[Sample],
     table: MetricTable,
@@ -240,20 +234,22 @@ def extract(
     isfinite = math.isfinite
     seen_gauges: set[str] = set()  # series texts
     duplicate: str | None = None
-    counter_samples = 0
     for sample, metric in selected:
         value = sample.value
         if not isfinite(value):
             continue
-        plan = _planned(plans, metric, sample)
+        if sample.series not in plans:
+            plans[sample.series] = _plan(metric, sample.labels)
+        plan = plans[sample.series]
         if plan is None:
             continue
         kind, target, model = plan
         if model is not None:
             models[model] = None
         if not isinstance(target, str):  # a counter or bucket: keyed per series
+            if target in counters:
+                duplicate = duplicate or _describe(sample)
             counters[target] = value
-            counter_samples += 1
         else:
             if sample.series in seen_gauges:
                 duplicate = duplicate or _describe(sample)
@@ -263,8 +259,6 @@ def extract(
             if model is not None:
                 per_model = model_gauge_values.setdefault(model, {})
                 per_model.setdefault(target, []).append(value)
-    if counter_samples != len(counters) and duplicate is None:
-        duplicate = _duplicate_counter(plans, selected)
     model_gauges: dict[str, Mapping[str, float]] = {}
     if len(models) > 1:
         model_gauges = {
@@ -279,18 +273,6 @@ def extract(
         model_gauges=model_gauges,
         duplicate=duplicate,
     )
-
-
-def _duplicate_counter(plans: dict[str, _Plan], selected: list[tuple[Sample, Metric]]) -> str | None:
-    seen: set[CounterKey] = set()
-    for sample, metric in selected:
-        plan = _planned(plans, metric, sample) if math.isfinite(sample.value) else None
-        if plan is None or isinstance(plan[1], str):  # gauges: counted in `extract`
-            continue
-        if plan[1] in seen:
-            return _describe(sample)
-        seen.add(plan[1])
-    return None
 
 
 def _describe(sample: Sample) -> str:
