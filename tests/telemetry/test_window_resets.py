@@ -25,22 +25,16 @@ def down(at: float) -> Scrape:
     return Scrape(time=at, monotonic=at, samples=None, error="connection refused", backend=None)
 
 
-def test_rate_over_the_window() -> None:
-    window = ScrapeWindow(window_s=60.0)
-    for second in range(0, 31, 2):
-        window.add(scrape(page(100.0 * second), float(second)))
-    assert window.figures().generation_tokens_per_s == pytest.approx(100.0)
-    assert window.covered_s == pytest.approx(30.0)
-
-
-def test_old_scrapes_leave_the_window() -> None:
-    window = ScrapeWindow(window_s=10.0)
-    for second in range(0, 21):
-        # 10 tok/s for the first 10 s, then 50 tok/s
-        generated = 10.0 * min(second, 10) + 50.0 * max(0, second - 10)
+def test_rate_over_the_window_and_old_scrapes_leave_it() -> None:
+    window = ScrapeWindow(window_s=30.0)
+    for second in range(0, 61, 2):
+        # 100 tok/s for the first 30 s, then 50 tok/s
+        generated = 100.0 * min(second, 30) + 50.0 * max(0, second - 30)
         window.add(scrape(page(generated), float(second)))
+        if second == 30:
+            assert window.figures().generation_tokens_per_s == pytest.approx(100.0)
     assert window.figures().generation_tokens_per_s == pytest.approx(50.0)
-    assert window.covered_s == pytest.approx(10.0)
+    assert window.covered_s == pytest.approx(30.0)
 
 
 def test_restart_at_an_unknown_time_has_no_rates_then_counts_from_its_first_reading() -> None:

@@ -13,8 +13,7 @@ from tui.telemetry.prometheus import Sample
 
 
 def quantile_in_bucket(q: float, buckets: Mapping[float, float]) -> tuple[float, float, float] | None:
-    """(promql `bucketQuantile`, lower and upper bound of the bucket holding the rank); None where
-    Prometheus gives NaN."""
+    """(promql bucketQuantile, the bounds of the bucket holding the rank); None where Prometheus gives NaN."""
     if math.isnan(q):
         return None
     if q < 0:
@@ -113,7 +112,7 @@ class Delta:
     counters: dict[CounterKey, float] = field(default_factory=dict)
     # Per-segment figures summed over the window (backend-specific, may be NaN = unusable).
     extras: dict[str, float] = field(default_factory=dict)
-    _totals: dict[str, float] | None = field(default=None, repr=False)
+    _totals: dict[str, float] | None = field(default=None, repr=False)  # +30% per window tick
     _totals_size: int = field(default=0, repr=False)
 
     def total(self, quantity: str) -> float | None:

@@ -108,8 +108,7 @@ _QUIET_LEVELS = ("INFO", "DEBUG", "WARNING")
 
 
 def has_quiet_level(line: str) -> bool:
-    """True when the line's own prefix says INFO, DEBUG or WARNING (vLLM, uvicorn, llama.cpp I/W/D):
-    never an error, whatever its words. No regex: the prefixes start with different characters."""
+    """True when the line's own prefix says INFO, DEBUG or WARNING (vLLM, uvicorn, llama.cpp I/W/D)."""
     first = line[:1]
     if first == "(":  # vLLM `(APIServer pid=1) INFO ...` or `(APIServer pid=1) INFO:     ...`
         close = line.find(") ", 0, 64)
