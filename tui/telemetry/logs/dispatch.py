@@ -99,15 +99,6 @@ def _listed(event: ParsedEvent | None) -> list[ParsedEvent]:
     return [event] if event is not None else []
 
 
-def error_event(line: str, backend: str | None) -> ErrorEvent | None:
-    """The error event of a cleaned line, or None."""
-    if errors.has_quiet_level(line) or not errors.passes_gate(line):
-        return None
-    prefix = split_prefix(line)
-    category = errors.classify(prefix.message, prefix.level)
-    return None if category is None else error_of(prefix, category, line, backend)
-
-
 def error_of(prefix: LinePrefix, category: ErrorCategory, line: str, backend: str | None) -> ErrorEvent:
     return ErrorEvent(
         time=prefix.time,
@@ -125,8 +116,11 @@ def parse_events(raw: str, backend: str | None = None) -> list[ParsedEvent]:
     events = grammar_events(line)
     if events:
         return [event for event in events if plausible(event)]
-    error = error_event(line, normalize_backend(backend))
-    return [error] if error is not None else []
+    if errors.has_quiet_level(line) or not errors.passes_gate(line):
+        return []
+    prefix = split_prefix(line)
+    category = errors.classify(prefix.message, prefix.level)
+    return [] if category is None else [error_of(prefix, category, line, normalize_backend(backend))]
 
 
 def parse_line(line: str, backend: str | None = None) -> ParsedEvent | None:
