@@ -246,12 +246,9 @@ def test_spectop_logs_gives_the_uptime_apart(tmp_path: Path, capsys: pytest.Capt
     assert "(up 6.16.143.218)" in line and "accept 58%" in line
 
 
-def test_errors_carry_the_uptime_too() -> None:
+def test_errors_carry_the_uptime_too_and_a_wrappers_wall_time_is_the_event_time() -> None:
     (event,) = LogParser().feed(OOM)
     assert event.kind == "error" and event.time is None and event.uptime == "6.16.150.001"
-
-
-def test_a_wrappers_wall_time_is_the_event_time() -> None:
     wrapped = "2026-07-20T09:50:00.123456789Z stderr F " + ACCEPTANCE
     (event,) = LogParser().feed(wrapped)
     assert event.time == "2026-07-20T09:50:00.123456789Z"
