@@ -71,7 +71,7 @@ def test_warning_escalates_to_critical_in_place() -> None:
     assert engine.active("a") == [escalated]
 
 
-def test_the_text_follows_the_current_figure() -> None:
+def test_the_text_follows_the_current_figure_and_an_unknown_one_ends_it() -> None:
     engine = _sustained(AlertEngine(RULES), 0.54)
     (alert,) = engine.active("a")
     assert alert.message.startswith("acceptance 54% below 60%")
@@ -80,6 +80,8 @@ def test_the_text_follows_the_current_figure() -> None:
     (alert,) = engine.active("a")
     assert alert.message.startswith("acceptance 41% below 60%")
     assert engine.version > version  # an alert screen knows to redraw
+    engine.observe_reading("a", 13.0, True, None)  # unknown (idle, spec decode off) ends the condition
+    assert _kinds(engine) == set()
 
 
 def test_acceptance_text_gives_the_mean_length_and_the_k_change() -> None:
@@ -187,13 +189,6 @@ def test_per_endpoint_threshold_from_its_config() -> None:
     assert engine.threshold("strict") == 0.6
 
 
-def test_unknown_acceptance_ends_the_condition() -> None:
-    engine = _sustained(AlertEngine(RULES), 0.5)
-    assert _kinds(engine) == {"acceptance_low"}
-    engine.observe_reading("a", 11.0, True, None)  # idle or spec decode switched off
-    assert _kinds(engine) == set()
-
-
 def test_down_fires_at_once_and_clears_on_the_next_good_scrape() -> None:
     engine = AlertEngine(RULES)
     started = engine.observe_reading("a", 5.0, False, None)
@@ -203,7 +198,7 @@ def test_down_fires_at_once_and_clears_on_the_next_good_scrape() -> None:
     assert cleared[0].kind == "down" and cleared[0].started_at == 5.0 and cleared[0].cleared_at == 9.0
 
 
-def test_oom_in_the_log_clears_after_a_restart() -> None:
+def test_log_alerts_clear_after_a_restart_or_the_hold_time_and_other_events_raise_nothing() -> None:
     engine = AlertEngine(RULES)
     oom = ErrorEvent(category="oom", message="CUDA out of memory")
     started = engine.observe_log_event("a", 3.0, oom)
@@ -213,21 +208,13 @@ def test_oom_in_the_log_clears_after_a_restart() -> None:
     engine.observe_reading("a", 5.0, False, None)
     engine.observe_reading("a", 8.0, True, 0.8)  # restarted
     assert _kinds(engine) == set()
-
-
-def test_log_alert_clears_after_the_hold_time_without_new_errors() -> None:
-    engine = AlertEngine(RULES)
-    engine.observe_log_event("a", 0.0, ErrorEvent(category="engine_dead"))
-    engine.observe_reading("a", 30.0, True, 0.8)
+    engine.observe_log_event("a", 10.0, ErrorEvent(category="engine_dead"))
+    engine.observe_reading("a", 40.0, True, 0.8)
     assert _kinds(engine) == {"engine_error"}
-    engine.observe_reading("a", 61.0, True, 0.8)
+    engine.observe_reading("a", 71.0, True, 0.8)  # the hold time passed without new errors
     assert _kinds(engine) == set()
-
-
-def test_other_events_raise_nothing() -> None:
-    engine = AlertEngine(RULES)
-    assert engine.observe_log_event("a", 0.0, SpecDecodeEvent(acceptance_rate=0.1)) == []
-    assert engine.observe_log_event("a", 0.0, ErrorEvent(category="other")) == []
+    assert engine.observe_log_event("a", 80.0, SpecDecodeEvent(acceptance_rate=0.1)) == []
+    assert engine.observe_log_event("a", 80.0, ErrorEvent(category="other")) == []
 
 
 def test_all_alerts_lists_active_first_and_the_cleared_list_is_bounded() -> None:

@@ -16,12 +16,14 @@ def _page(backend: str, name: str = "metrics_t0.txt") -> tuple[Sample, ...]:
     return tuple(MetricsParser().parse(sample_body(backend, name).decode()))
 
 
-def test_a_reading_is_the_same_with_and_without_a_memo() -> None:
+def test_a_reading_is_the_same_with_and_without_a_memo_and_a_new_server_starts_it_over() -> None:
     for module, backend in ((vllm, "vllm"), (sglang, "sglang")):
         memo = SeriesMemo()
         for name in ("metrics_t0.txt", "metrics_t1.txt", "metrics_t0.txt"):
             samples = _page(backend, name)
             assert module.extract(samples, memo) == module.extract(samples)
+    # another server behind the URL (SGLang after vLLM) starts the memo over
+    assert memo.plans(sglang.TABLE) and memo.plans(vllm.TABLE) == {}
 
 
 def test_each_window_keeps_its_own_memo() -> None:
@@ -38,13 +40,6 @@ def test_each_window_keeps_its_own_memo() -> None:
     assert not vllm_window._memo.identities  # vLLM merges no ranks
     # No process-global, id()-keyed caches left to share between endpoints.
     assert not hasattr(base, "_PLANS") and not hasattr(sglang, "_IDENTITIES")
-
-
-def test_another_server_behind_the_url_starts_the_memo_over() -> None:
-    memo = SeriesMemo()
-    vllm.extract(_page("vllm"), memo)
-    assert memo.plans(vllm.TABLE)
-    assert memo.plans(sglang.TABLE) == {}
 
 
 def test_the_memo_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

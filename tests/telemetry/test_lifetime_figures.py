@@ -14,7 +14,7 @@ def first_reading(backend: str) -> Figures:
     return window_figures(sample_scrapes(backend, 10.0)[0])
 
 
-def test_vllm_first_reading_has_lifetime_figures_and_no_rates() -> None:
+def test_vllm_first_reading_has_lifetime_figures_shown_with_the_mark_and_no_rates() -> None:
     figures = first_reading("vllm")
     lifetime = figures.lifetime
     assert lifetime is not None
@@ -32,6 +32,14 @@ def test_vllm_first_reading_has_lifetime_figures_and_no_rates() -> None:
         assert figures.notes[rate] == NEEDS_TWO_SCRAPES
     assert figures.notes["acceptance_rate"] == LIFETIME_NOTE
     assert figures.running == 3.0  # gauges are the window's from the first scrape on (t0: 3 running)
+    # shown with the mark
+    assert lifetime_shown(figures, "acceptance_rate")
+    assert figure_text(figures, "acceptance_rate") == f"70%{LIFETIME_MARK}"
+    assert figure_text(figures, "mean_acceptance_length") == f"2.40{LIFETIME_MARK}"
+    assert figure_text(figures, "per_position_acceptance").endswith(f"60%{LIFETIME_MARK}")
+    assert figure_text(figures, "ttft_p95_s").endswith(LIFETIME_MARK)
+    assert figure_text(figures, "generation_tokens_per_s") == "–"  # never a lifetime rate
+    assert not lifetime_shown(figures, "running")  # a gauge: the window's own
 
 
 def test_second_scrape_replaces_the_lifetime_figures() -> None:
@@ -43,17 +51,6 @@ def test_second_scrape_replaces_the_lifetime_figures() -> None:
     assert figure_text(figures, "acceptance_rate") == "70%"
 
 
-def test_lifetime_figures_read_with_the_mark() -> None:
-    figures = first_reading("vllm")
-    assert lifetime_shown(figures, "acceptance_rate")
-    assert figure_text(figures, "acceptance_rate") == f"70%{LIFETIME_MARK}"
-    assert figure_text(figures, "mean_acceptance_length") == f"2.40{LIFETIME_MARK}"
-    assert figure_text(figures, "per_position_acceptance").endswith(f"60%{LIFETIME_MARK}")
-    assert figure_text(figures, "ttft_p95_s").endswith(LIFETIME_MARK)
-    assert figure_text(figures, "generation_tokens_per_s") == "–"  # never a lifetime rate
-    assert not lifetime_shown(figures, "running")  # a gauge: the window's own
-
-
 def test_sglang_first_reading_mean_length_from_its_counters() -> None:
     lifetime = first_reading("sglang").lifetime
     assert lifetime is not None
@@ -61,15 +58,13 @@ def test_sglang_first_reading_mean_length_from_its_counters() -> None:
     assert lifetime.acceptance_rate == pytest.approx((4.790424e06 / 1.634194e06 - 1) / 3)
 
 
-def test_llamacpp_before_any_draft_has_no_lifetime_acceptance() -> None:
+def test_llamacpp_lifetime_acceptance_before_any_draft_and_after_requests() -> None:
     # metrics_t0.txt is a fresh server: every spec counter 0, no lifetime figure to make up.
     figures = first_reading("llamacpp")
     assert figures.acceptance_rate is None
     assert figures.lifetime is None or figures.lifetime.acceptance_rate is None
     assert figure_text(figures, "acceptance_rate") == "–"
-
-
-def test_llamacpp_lifetime_acceptance_after_requests() -> None:
+    # after requests (metrics_t1.txt)
     lifetime = window_figures(scrape(sample_body("llamacpp", "metrics_t1.txt").decode(), 5.0)).lifetime
     assert lifetime is not None
     assert lifetime.acceptance_rate == 1.0  # the identical draft model

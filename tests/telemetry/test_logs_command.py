@@ -48,29 +48,23 @@ def test_readable_output_of_the_vllm_sample(capsys: pytest.CaptureFixture[str]) 
     assert "1629/2296 tok" in lines[1]
 
 
-def test_json_errors_carry_category_message_and_line(
+def test_json_errors_carry_category_message_line_and_a_null_time_when_unknown(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "server.log"
     log.write_text(
+        "RuntimeError: Engine core initialization failed. See root cause above.\n"  # no time: null
         "(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131] Traceback (most recent call last):\n"
         '(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131]   File "x.py", line 1, in f\n'
         "(EngineCore pid=9) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory.\n"
     )
     assert main(["logs", str(log), "--json"]) == 0
-    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    unknown, *records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (unknown["kind"], unknown["time"], unknown["category"]) == ("error", None, "engine_dead")
     assert [(r["kind"], r["category"]) for r in records] == [("error", "oom"), ("error", "traceback")]
     assert records[0]["message"] == "torch.OutOfMemoryError: CUDA out of memory."
     assert records[1]["time"] == "05-01 14:39:06"
     assert records[1]["line"].count("\n") == 2
-
-
-def test_json_time_is_null_when_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("RuntimeError: Engine core initialization failed. See root cause above.\n")
-    main(["logs", str(log), "--json"])
-    record = json.loads(capsys.readouterr().out)
-    assert record["kind"] == "error" and record["time"] is None and record["category"] == "engine_dead"
 
 
 HANG_GUARD_S = 60.0  # a loaded machine is slow, not broken: never an assertion about speed
@@ -252,12 +246,9 @@ def test_spectop_logs_gives_the_uptime_apart(tmp_path: Path, capsys: pytest.Capt
     assert "(up 6.16.143.218)" in line and "accept 58%" in line
 
 
-def test_errors_carry_the_uptime_too() -> None:
+def test_errors_carry_the_uptime_too_and_a_wrappers_wall_time_is_the_event_time() -> None:
     (event,) = LogParser().feed(OOM)
     assert event.kind == "error" and event.time is None and event.uptime == "6.16.150.001"
-
-
-def test_a_wrappers_wall_time_is_the_event_time() -> None:
     wrapped = "2026-07-20T09:50:00.123456789Z stderr F " + ACCEPTANCE
     (event,) = LogParser().feed(wrapped)
     assert event.time == "2026-07-20T09:50:00.123456789Z"

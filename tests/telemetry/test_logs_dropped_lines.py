@@ -69,7 +69,7 @@ def test_real_lines_are_kept(line: str) -> None:
     assert parser.unread == 0
 
 
-def test_spectop_logs_json_leaves_them_out_and_reports_the_unread_count(
+def test_spectop_logs_json_and_text_leave_them_out_and_report_the_unread_count(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "server.log"
@@ -80,12 +80,7 @@ def test_spectop_logs_json_leaves_them_out_and_reports_the_unread_count(
     assert [record["kind"] for record in records] == ["spec_decode", "stats"]
     assert all(0.0 <= record.get("acceptance_rate", 0.0) <= 1.0 for record in records)
     assert "2 events unread" in captured.err
-
-
-def test_spectop_logs_text_never_shows_impossible_percentages(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    log = tmp_path / "server.log"
+    # the readable text never shows an impossible percentage
     log.write_text("\n".join(GARBLED) + "\n")
     assert main(["logs", str(log)]) == 0
     captured = capsys.readouterr()

@@ -106,7 +106,7 @@ def test_chained_plain_python_traceback_is_one_event() -> None:
     assert events[-1].backend == "sglang"  # from the hint: the lines themselves do not say
 
 
-def test_open_traceback_is_flushed_at_end() -> None:
+def test_open_traceback_is_flushed_at_end_or_closed_by_a_stats_line() -> None:
     parser = LogParser()
     assert parser.feed("Traceback (most recent call last):") == []
     assert parser.feed('  File "x.py", line 1, in f') == []
@@ -116,10 +116,6 @@ def test_open_traceback_is_flushed_at_end() -> None:
     assert events[0].message == "Traceback (most recent call last):"
     assert not parser.pending
     assert parser.flush() == []
-
-
-def test_stats_line_closes_a_traceback() -> None:
-    parser = LogParser()
     parser.feed("Traceback (most recent call last):")
     parser.feed('  File "x.py", line 1, in f')
     parser.feed("RuntimeError: boom")
@@ -142,7 +138,7 @@ def test_huge_traceback_stays_bounded() -> None:
     assert "lines omitted" in traceback.line
 
 
-def test_backend_is_remembered() -> None:
+def test_backend_is_remembered_or_given_as_a_hint() -> None:
     parser = LogParser()
     assert parser.backend is None
     parser.feed(
@@ -151,9 +147,7 @@ def test_backend_is_remembered() -> None:
     assert parser.backend == "llamacpp"
     events = parser.feed("RuntimeError: something broke")
     assert events[0].backend == "llamacpp"
-
-
-def test_backend_hint_auto_means_detect() -> None:
+    # a backend hint: "auto" means detect
     assert LogParser("auto").backend is None
     assert LogParser("vLLM").backend == "vllm"
     assert LogParser("llama.cpp").backend == "llamacpp"
@@ -219,8 +213,5 @@ def test_spec_line_without_its_stats_line_has_no_engine() -> None:
     assert _engines([STATS_2, SPEC, SPEC]) == [("stats", "2"), ("spec_decode", "2"), ("spec_decode", None)]
     later = SPEC.replace("18:11:49", "18:11:59")
     assert _engines([STATS_2, later]) == [("stats", "2"), ("spec_decode", None)]
-
-
-def test_stateless_parse_line_does_not_guess_the_engine() -> None:
-    event = parse_line(SPEC)
+    event = parse_line(SPEC)  # stateless: no guess
     assert event is not None and event.kind == "spec_decode" and event.engine is None

@@ -12,7 +12,7 @@ from metrics_test_server import sample_body, sample_scrapes, scrape, vllm_page
 
 from tui.format import MIXED, figure_text, fmt_k_in_effect
 from tui.telemetry.backends import detect_backend
-from tui.telemetry.backends.base import histogram_quantile
+from tui.telemetry.backends.base import quantile_in_bucket
 from tui.telemetry.figures import FIGURE_NAMES, Figures
 from tui.telemetry.prometheus import MetricsFormatError, Sample
 from tui.telemetry.scraper import Scrape
@@ -266,15 +266,12 @@ def test_v0_acceptance_gauge_when_no_counters() -> None:
     assert figures_between(scrape(page, 0.0), scrape(page, 1.0)).acceptance_rate == 0.8
 
 
-def test_unknown_page_gives_no_figures() -> None:
+def test_unknown_page_gives_no_figures_and_vllm_without_spec_decoding_no_acceptance() -> None:
     page = "process_cpu_seconds_total 12.5\n"
     first, last = scrape(page, 0.0), scrape(page, 1.0)
     assert last.backend is None
     assert figures_between(first, last) == Figures()
-
-
-def test_vllm_without_spec_decoding_has_no_acceptance() -> None:
-    page = 'vllm:generation_tokens_total{engine="0",model_name="m"} %s\n'
+    page = 'vllm:generation_tokens_total{engine="0",model_name="m"} %s\n'  # vLLM without spec decoding
     f = figures_between(scrape(page % 10, 0.0), scrape(page % 20, 1.0))
     assert f.generation_tokens_per_s == 10.0
     assert (f.acceptance_rate, f.per_position_acceptance, f.mean_acceptance_length) == (None, None, None)
@@ -359,20 +356,15 @@ def _vllm_page(drafts: float, draft_tokens: float, positions: tuple[float, ...])
     return vllm_page(None, drafts, sum(positions), draft_tokens=draft_tokens, positions=positions, running=4)
 
 
-def test_vllm_static_k_keeps_per_position_and_shows_the_k() -> None:
+def test_vllm_static_k_keeps_per_position_and_a_table_of_k_says_mixed() -> None:
     first = scrape(_vllm_page(0, 0, (0, 0, 0)), 0.0)
     last = scrape(_vllm_page(100, 300, (80, 50, 20)), 10.0)
     f = figures_between(first, last)
     assert (f.k_in_effect, f.k_configured, f.k_in_effect_derived) == (3.0, 3, True)
     assert f.per_position_acceptance == pytest.approx([0.8, 0.5, 0.2]) and not f.per_position_mixed
     assert fmt_k_in_effect(f) == "3 of 3 (derived)"
-
-
-def test_vllm_table_mixes_draft_lengths_per_position_says_mixed() -> None:
     # 100 steps, 180 draft tokens: some steps drafted 1 token, others 3 (a per-batch-size table).
-    first = scrape(_vllm_page(0, 0, (0, 0, 0)), 0.0)
-    last = scrape(_vllm_page(100, 180, (70, 30, 10)), 10.0)
-    f = figures_between(first, last)
+    f = figures_between(first, scrape(_vllm_page(100, 180, (70, 30, 10)), 10.0))
     assert f.k_in_effect == pytest.approx(1.8) and f.k_configured == 3
     assert f.per_position_acceptance is None and f.per_position_mixed
     assert figure_text(f, "per_position_acceptance") == MIXED
@@ -417,13 +409,14 @@ SAMPLE_TTFT = {0.02: 0.0, 0.04: 1.0, 0.06: 2.0, 0.08: 4.0, 0.1: 4.0, 0.25: 4.0, 
 def test_quantiles_as_prometheus_gives_them(
     q: float, buckets: dict[float, float], expected: float | None
 ) -> None:
-    assert histogram_quantile(q, buckets) == (None if expected is None else pytest.approx(expected))
+    found = quantile_in_bucket(q, buckets)
+    assert (found and found[0]) == (None if expected is None else pytest.approx(expected))
 
 
 def test_non_monotonic_counts_are_fixed_up() -> None:
     # A dip (float noise, merged series) must not produce a quantile outside the buckets.
-    value = histogram_quantile(0.5, {1.0: 4.0, 2.0: 3.9, 3.0: 8.0, INF: 8.0})
-    assert value is not None and 1.0 <= value <= 3.0
+    found = quantile_in_bucket(0.5, {1.0: 4.0, 2.0: 3.9, 3.0: 8.0, INF: 8.0})
+    assert found is not None and 1.0 <= found[0] <= 3.0
 
 
 @given(
@@ -438,6 +431,7 @@ def test_quantile_stays_within_the_bounds(bounds: list[float], counts: list[floa
     for bound, count in zip([*bounds, INF], counts, strict=False):
         cumulative += count
         buckets[bound] = cumulative
-    value = histogram_quantile(q, buckets)
-    if value is not None:
+    found = quantile_in_bucket(q, buckets)
+    if found is not None:
+        value = found[0]
         assert min(0.0, bounds[0]) <= value <= max(bounds[-1], 0.0) or value == bounds[-1]

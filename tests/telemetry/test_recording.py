@@ -60,8 +60,11 @@ async def test_record_then_read_gives_the_same_figures(tmp_path: Path) -> None:
     assert isinstance(records[3], LogRecord) and records[3].event == event
 
 
-async def test_appending_keeps_earlier_sessions(tmp_path: Path) -> None:
+async def test_appending_keeps_earlier_sessions_and_a_never_rotated_recording_is_one_part(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "r.jsonl"
+    (tmp_path / "r.jsonl.1").write_text(HeaderRecord(time=0.0).model_dump_json() + "\n", encoding="utf-8")
     for start in (1.0, 2.0):
         writer = RecordingWriter(path)
         await writer.open([], now=start)
@@ -69,6 +72,7 @@ async def test_appending_keeps_earlier_sessions(tmp_path: Path) -> None:
         await writer.close()
     headers = [record async for record in read_records(path) if isinstance(record, HeaderRecord)]
     assert [header.time for header in headers] == [1.0, 2.0]
+    assert recording_parts(path) == [path]  # a stale FILE.1 is not part of it: FILE does not continue it
 
 
 def test_bad_lines_name_file_line_and_field() -> None:
@@ -161,12 +165,12 @@ async def test_buffered_records_reach_the_disk_within_the_flush_interval(tmp_pat
     await writer.close()
 
 
-async def test_the_file_is_rotated_at_the_cap_and_says_so(tmp_path: Path) -> None:
+async def test_the_file_is_rotated_at_the_cap_says_so_and_replays_oldest_first(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     rotated: list[Path] = []
     cap = 20_000
     writer = RecordingWriter(path, max_bytes=cap, on_rotate=rotated.append)
-    await _write_events(writer, 600)  # ~200 KB: several rotations
+    await _write_events(writer, 1000)  # ~360 KB: several rotations
     assert sorted(file.name for file in tmp_path.iterdir()) == ["r.jsonl", "r.jsonl.1"]
     assert rotated and set(rotated) == {tmp_path / "r.jsonl.1"} and writer.rotations == len(rotated) >= 3
     for file in (path, tmp_path / "r.jsonl.1"):
@@ -175,26 +179,12 @@ async def test_the_file_is_rotated_at_the_cap_and_says_so(tmp_path: Path) -> Non
         assert isinstance(first, HeaderRecord) and first.endpoints == [RecordedEndpoint(name="a")]
     first_of_current = parse_record(path.read_text(encoding="utf-8").splitlines()[0])
     assert isinstance(first_of_current, HeaderRecord) and first_of_current.continues
-
-
-async def test_replay_plays_a_rotated_set_oldest_first(tmp_path: Path) -> None:
-    path = tmp_path / "r.jsonl"
-    await _write_events(RecordingWriter(path, max_bytes=20_000), 1000)
     assert recording_parts(path) == [tmp_path / "r.jsonl.1", path]
     played = [record async for record in replay(path, ReplayClock(speed=0)) if isinstance(record, LogRecord)]
     numbers = [record.event.accepted_tokens for record in played]  # type: ignore[union-attr]
     in_current = [record async for record in read_records(path) if isinstance(record, LogRecord)]
     assert len(numbers) > len(in_current)
     assert numbers == list(range(1000 - len(numbers), 1000))  # the newest, in order, none twice
-
-
-async def test_a_recording_that_was_never_rotated_is_one_part(tmp_path: Path) -> None:
-    path = tmp_path / "r.jsonl"
-    (tmp_path / "r.jsonl.1").write_text(HeaderRecord(time=0.0).model_dump_json() + "\n", encoding="utf-8")
-    writer = RecordingWriter(path)
-    await writer.open([], now=5.0)
-    await writer.close()
-    assert recording_parts(path) == [path]  # a stale FILE.1 is not part of it: FILE does not continue it
 
 
 def test_check_recording_names_the_first_bad_line(tmp_path: Path) -> None:

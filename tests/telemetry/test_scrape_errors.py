@@ -29,13 +29,6 @@ async def test_good_page() -> None:
     assert scrape.time > 1e9 and scrape.monotonic > 0
 
 
-async def test_connection_refused() -> None:
-    async with httpx.AsyncClient() as client:
-        scrape = await scrape_metrics(client, f"http://127.0.0.1:{closed_port()}/metrics")
-    assert not scrape.up and scrape.samples is None and scrape.backend is None
-    assert scrape.error == "connection refused"
-
-
 @pytest.mark.parametrize(
     ("reply", "options", "error"),
     [

@@ -118,7 +118,7 @@ async def test_bad_arguments_exit_2(args: list[str]) -> None:
     assert err.strip()
 
 
-def test_table_header_keeps_the_status_when_the_model_path_is_long() -> None:
+def test_table_header_keeps_the_status_when_the_model_path_is_long_and_labels_say_what_they_are() -> None:
     from tui.commands.snapshot import _Result, _table
     from tui.telemetry.figures import Figures
 
@@ -129,6 +129,18 @@ def test_table_header_keeps_the_status_when_the_model_path_is_long() -> None:
     assert len(header) <= 80
     assert header.startswith("http://127.0.0.1:8091 · up · llamacpp · 5 s window · /models/")
     assert header.endswith("…")
+    # labels: prompt includes the cached tokens, a quantile that is only a bound says so
+    result.backend = "sglang"
+    result.figures = Figures(
+        ttft_mean_s=0.0065,
+        ttft_p50_s=0.05,
+        quantile_bounds={"ttft_p50_s": (0.0, 0.1)},
+        notes={"ttft_p50_s": "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated"},
+    )
+    text = "\n".join(_table(result))
+    assert "prompt+cache" in text
+    assert "6.5 ms / < 100 ms / –" in text
+    assert "TTFT p50: inside the first bucket" in text
 
 
 def _vllm_counter_page(generated: float, started: float | None) -> bytes:
@@ -183,24 +195,6 @@ async def test_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 async def test_api_key_env_unset_or_not_a_name_exits_2(name: str) -> None:
     code, _, err = await spectop("snapshot", "http://127.0.0.1:1", "--api-key-env", name)
     assert code == 2 and "--api-key-env" in err
-
-
-def test_table_labels_say_prompt_includes_cached_and_show_quantile_bounds() -> None:
-    from tui.commands.snapshot import _Result, _table
-    from tui.telemetry.figures import Figures
-
-    result = _Result("http://127.0.0.1:8091", 5.0)
-    result.up, result.backend = True, "sglang"
-    result.figures = Figures(
-        ttft_mean_s=0.0065,
-        ttft_p50_s=0.05,
-        quantile_bounds={"ttft_p50_s": (0.0, 0.1)},
-        notes={"ttft_p50_s": "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated"},
-    )
-    text = "\n".join(_table(result))
-    assert "prompt+cache" in text
-    assert "6.5 ms / < 100 ms / –" in text
-    assert "TTFT p50: inside the first bucket" in text
 
 
 # --- a llama-server doing the bad thing during the window ---------------------------------------------------

@@ -216,14 +216,11 @@ async def test_undecodable_bytes_are_replaced_and_line_ends_dropped(
     assert follower.lines == lines
 
 
-async def test_read_all_reads_once_and_keeps_the_last_partial_line(tmp_path: Path) -> None:
+async def test_read_all_reads_once_keeps_a_partial_last_line_and_needs_a_file(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_bytes(b"one\ntwo\n" + b"z" * 50 + b"\nno newline at end")
     lines = [line async for line in LogTailer(log, max_line_bytes=20).read_all()]
     assert lines == ["one", "two", "z" * 20, "no newline at end"]
-
-
-async def test_read_all_missing_file_raises(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         async for _ in LogTailer(tmp_path / "nope.log").read_all():
             pass
@@ -306,7 +303,7 @@ def test_any_chunking_gives_the_same_lines(data: bytes, cuts: list[int], max_lin
     assert lines == _reference(data, max_line_bytes)
 
 
-def test_line_splitter_bounds_memory_on_a_newline_free_stream() -> None:
+def test_line_splitter_bounds_memory_on_a_newline_free_stream_and_drops_nul_runs() -> None:
     splitter = LineSplitter(max_line_bytes=64)
     emitted: list[str] = []
     for _ in range(1000):
@@ -315,10 +312,7 @@ def test_line_splitter_bounds_memory_on_a_newline_free_stream() -> None:
     emitted.extend(splitter.feed(b"\nb\n"))
     assert emitted == ["a" * 64, "b"]
     assert splitter.flush() is None
-
-
-def test_the_splitter_drops_nul_runs() -> None:
-    splitter = LineSplitter(max_line_bytes=64)
+    # NUL runs (a copytruncate's hole) are dropped
     assert splitter.feed(b"\0" * 1000) == []
     assert splitter.feed(b"\0" * 1000 + b"line\n") == ["line"]
 

@@ -130,22 +130,15 @@ def test_duplicate_gauge_line_alone_is_found() -> None:
     assert window.figures().kv_cache_usage is None
 
 
-def test_quantile_inside_the_first_bucket_is_a_bound() -> None:
+def test_quantile_bounds_first_bucket_narrow_bucket_and_inf_bucket() -> None:
+    empty = scrape(sglang_ttft_page([0] * 8, 0.0), 0.0)
     # Every TTFT fell in the first bucket (≤ 100 ms) with a mean of 6.5 ms: p50 "50 ms" says nothing.
-    f = window_figures(
-        scrape(sglang_ttft_page([0] * 8, 0.0), 0.0), scrape(sglang_ttft_page([40] * 8, 40 * 0.0065), 10.0)
-    )
+    f = window_figures(empty, scrape(sglang_ttft_page([40] * 8, 40 * 0.0065), 10.0))
     assert f.ttft_mean_s == pytest.approx(0.0065)
-    assert f.quantile_bounds["ttft_p50_s"] == (0.0, 0.1)
-    assert f.quantile_bounds["ttft_p95_s"] == (0.0, 0.1)
+    assert f.quantile_bounds["ttft_p50_s"] == f.quantile_bounds["ttft_p95_s"] == (0.0, 0.1)
     assert "first bucket" in f.notes["ttft_p50_s"]
-
-
-def test_quantile_in_a_narrow_bucket_has_no_bound_and_the_inf_bucket_is_a_lower_bound() -> None:
-    f = window_figures(
-        scrape(sglang_ttft_page([0] * 8, 0.0), 0.0),
-        scrape(sglang_ttft_page([0, 0, 0, 0, 10, 10, 10, 20], 30.0), 10.0),
-    )
+    # In a narrow bucket: no bound; in the +Inf bucket: a lower bound.
+    f = window_figures(empty, scrape(sglang_ttft_page([0, 0, 0, 0, 10, 10, 10, 20], 30.0), 10.0))
     assert f.ttft_p50_s == pytest.approx(0.8)
     assert "ttft_p50_s" not in f.quantile_bounds
     assert f.ttft_p95_s == pytest.approx(2.0) and f.quantile_bounds["ttft_p95_s"] == (2.0, None)

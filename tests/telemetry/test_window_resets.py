@@ -25,22 +25,16 @@ def down(at: float) -> Scrape:
     return Scrape(time=at, monotonic=at, samples=None, error="connection refused", backend=None)
 
 
-def test_rate_over_the_window() -> None:
-    window = ScrapeWindow(window_s=60.0)
-    for second in range(0, 31, 2):
-        window.add(scrape(page(100.0 * second), float(second)))
-    assert window.figures().generation_tokens_per_s == pytest.approx(100.0)
-    assert window.covered_s == pytest.approx(30.0)
-
-
-def test_old_scrapes_leave_the_window() -> None:
-    window = ScrapeWindow(window_s=10.0)
-    for second in range(0, 21):
-        # 10 tok/s for the first 10 s, then 50 tok/s
-        generated = 10.0 * min(second, 10) + 50.0 * max(0, second - 10)
+def test_rate_over_the_window_and_old_scrapes_leave_it() -> None:
+    window = ScrapeWindow(window_s=30.0)
+    for second in range(0, 61, 2):
+        # 100 tok/s for the first 30 s, then 50 tok/s
+        generated = 100.0 * min(second, 30) + 50.0 * max(0, second - 30)
         window.add(scrape(page(generated), float(second)))
+        if second == 30:
+            assert window.figures().generation_tokens_per_s == pytest.approx(100.0)
     assert window.figures().generation_tokens_per_s == pytest.approx(50.0)
-    assert window.covered_s == pytest.approx(10.0)
+    assert window.covered_s == pytest.approx(30.0)
 
 
 def test_restart_at_an_unknown_time_has_no_rates_then_counts_from_its_first_reading() -> None:
@@ -120,12 +114,9 @@ def test_llamacpp_process_start_of_another_machine_is_a_restart_at_an_unknown_ti
     assert "the server runs on another machine" in f.notes["window"]
 
 
-def test_failed_scrapes_are_skipped() -> None:
+def test_no_data_is_none_not_zero_and_failed_scrapes_are_skipped() -> None:
     f = window_figures(scrape(page(0.0), 0.0), down(2.0), down(4.0), scrape(page(600.0), 6.0))
     assert f.generation_tokens_per_s == pytest.approx(100.0)
-
-
-def test_no_data_is_none_not_zero() -> None:
     window = ScrapeWindow(window_s=60.0)
     assert all(getattr(window.figures(), name) is None for name in FIGURE_NAMES)
     window.add(down(0.0))
@@ -135,7 +126,7 @@ def test_no_data_is_none_not_zero() -> None:
     assert f.generation_tokens_per_s is None and f.running == 1.0
 
 
-def test_a_different_server_on_the_url_clears_the_window() -> None:
+def test_a_different_server_on_the_url_clears_the_window_and_a_forced_backend_is_used() -> None:
     window = ScrapeWindow(window_s=60.0)
     window.add(scrape(page(1e6), 0.0))
     llama = "llamacpp:tokens_predicted_total {}\n"
@@ -143,6 +134,10 @@ def test_a_different_server_on_the_url_clears_the_window() -> None:
     window.add(scrape(llama.format(30), 4.0))
     assert window.backend == "llamacpp"
     assert window.figures().generation_tokens_per_s == pytest.approx(10.0)
+    forced = ScrapeWindow(window_s=60.0, backend="vllm")  # a forced backend needs no detection
+    text = f"vllm:generation_tokens_total{{{VLLM_LABELS}}} 5\n"
+    forced.add(Scrape(0.0, 0.0, tuple(parse_metrics_text(text)), None, None))
+    assert forced.backend == "vllm"
 
 
 def test_memory_is_bounded() -> None:
@@ -151,13 +146,6 @@ def test_memory_is_bounded() -> None:
         window.add(scrape(page(10.0 * second), float(second)))
     assert len(window) == 50
     assert window.figures().generation_tokens_per_s == pytest.approx(10.0)
-
-
-def test_forced_backend_is_used() -> None:
-    window = ScrapeWindow(window_s=60.0, backend="vllm")
-    text = f"vllm:generation_tokens_total{{{VLLM_LABELS}}} 5\n"
-    window.add(Scrape(0.0, 0.0, tuple(parse_metrics_text(text)), None, None))
-    assert window.backend == "vllm"
 
 
 @settings(max_examples=200, deadline=None)

@@ -8,9 +8,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 ErrorCategory = Literal["oom", "engine_dead", "spec_config", "traceback", "other"]
+# What a spec_decode line's counts cover: the log interval (vLLM, SGLang), one finished request (llama.cpp
+# `draft acceptance`), or the server's lifetime (vLLM V0, llama.cpp `statistics`).
 SpecScope = Literal["interval", "request", "lifetime"]
-"""What a spec_decode line's counts cover: the log interval (vLLM, SGLang), one finished
-request (llama.cpp `draft acceptance`), or the server's lifetime (vLLM V0, llama.cpp `statistics`)."""
 
 
 class StatsEvent(BaseModel):

@@ -7,23 +7,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-FIGURE_NAMES: tuple[str, ...] = (
-    "generation_tokens_per_s",
-    "prompt_tokens_per_s",
-    "requests_per_s",
-    "acceptance_rate",
-    "mean_acceptance_length",
-    "per_position_acceptance",
-    "ttft_mean_s",
-    "ttft_p50_s",
-    "ttft_p95_s",
-    "tpot_mean_s",
-    "e2e_mean_s",
-    "running",
-    "waiting",
-    "kv_cache_usage",
-    "prefix_cache_hit_rate",
-)
 # Figures a single scrape gives over the server's lifetime (ratios of counters that start at 0, and
 # quantiles of histograms that do).
 LIFETIME_FIGURES: tuple[str, ...] = (
@@ -56,45 +39,26 @@ class Figures(BaseModel):
     kv_cache_usage: float | None = Field(None, description="0..1")
     prefix_cache_hit_rate: float | None = Field(None, description="0..1")
     # --- the draft length in effect (variable k: vLLM's per-batch-size table, SGLang's adaptive steps) ---
-    k_in_effect: float | None = Field(
-        None, description="draft tokens a verify step proposed over the window (a mean when k varied)"
-    )
-    k_in_effect_derived: bool = Field(
-        False, description="k_in_effect worked out from counters, not reported by the server as such"
-    )
+    k_in_effect: float | None = None  # draft tokens per verify step over the window (a mean when k varied)
+    k_in_effect_derived: bool = False  # worked out from counters, not reported by the server as such
     k_configured: int | None = Field(None, description="the largest k the server drafts (its configured k)")
-    per_position_mixed: bool = Field(
-        False, description="steps drafted different lengths: one per-position view would mix them"
-    )
-    prompt_tokens_mean: float | None = Field(
-        None,
-        description="mean prompt length of the requests finished in the window (the advisor reads it)",
-    )
+    per_position_mixed: bool = False  # steps drafted different lengths: a per-position view would mix them
+    prompt_tokens_mean: float | None = None  # mean prompt length of the window's finished requests (advisor)
     # --- why: reasons and qualifiers (all optional, so older recordings still load) ---
-    notes: dict[str, str] = Field(
-        default_factory=dict, description='figure name (or "window") -> why it is None, partial or a bound'
-    )
+    notes: dict[str, str] = Field(default_factory=dict)  # figure (or "window") -> why None, partial, a bound
     covered_s: float | None = Field(None, description="seconds of the window the figures cover")
     window_short: bool = Field(False, description="the figures cover less than half the configured window")
     restarted_in_window: bool = False
-    restarted_s_ago: float | None = Field(
-        None, description="seconds before the newest scrape (None: when the new process started is unknown)"
-    )
-    restart_seen_s_ago: float | None = Field(
-        None, description="seconds before the newest scrape of the new process' first reading"
-    )
-    quantile_bounds: dict[str, tuple[float, float | None]] = Field(
-        default_factory=dict,
-        description="quantile figure -> (lower, upper) bound of the bucket holding it, when the "
-        "interpolated value says little (first bucket, a bucket wider than the value, or +Inf: upper None)",
-    )
-    lifetime: Figures | None = Field(
-        None,
-        description="the first reading only (no window yet): LIFETIME_FIGURES since the server started, "
-        "from its counters alone",
-    )
+    restarted_s_ago: float | None = None  # before the newest scrape; None: the new process' start unknown
+    restart_seen_s_ago: float | None = None  # before the newest scrape, of the new process' first reading
+    # quantile figure -> (lower, upper) bound of its bucket when the interpolated value says little (the first
+    # bucket, one wider than the value, or +Inf: upper None)
+    quantile_bounds: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
+    lifetime: Figures | None = None  # first reading only (no window yet): LIFETIME_FIGURES since the start
 
 
+# The figures themselves, in JSON order: the fields before the draft length and the explanations.
+FIGURE_NAMES: tuple[str, ...] = tuple(Figures.model_fields)[: list(Figures.model_fields).index("k_in_effect")]
 # Why the figures are what they are: after the figures and before the error in a `snapshot --json` line.
 EXPLANATION_FIELDS = ("notes", "covered_s", "restarted_in_window", "restarted_s_ago", "quantile_bounds")
 

@@ -89,13 +89,10 @@ class EndpointMonitor:
             return True
         return now_monotonic - self._last_attempt >= backoff_s(self.consecutive_failures)
 
-    def _headers(self) -> dict[str, str]:
-        return endpoint_headers(self.endpoint)
-
     async def _list_model(self, client: httpx.AsyncClient) -> list[str] | str:
         """Ask /v1/models (once: for servers without a model label); the ids or why not."""
         self._models_asked = True
-        ids = await fetch_model_ids(client, self.endpoint.url, headers=self._headers())
+        ids = await fetch_model_ids(client, self.endpoint.url, headers=endpoint_headers(self.endpoint))
         if isinstance(ids, list) and ids:
             self._listed_model = ", ".join(ids[:3])
         return ids
@@ -109,7 +106,7 @@ class EndpointMonitor:
             self.endpoint.resolved_metrics_url,
             known_backend=self.window.backend,
             ask_slots=ask_slots,
-            headers=self._headers(),
+            headers=endpoint_headers(self.endpoint),
             parser=self._parser,
         )
         if slots_error is not None:
@@ -122,7 +119,7 @@ class EndpointMonitor:
 
     async def _scrape(self, client: httpx.AsyncClient) -> Scrape:
         try:
-            self._headers()
+            endpoint_headers(self.endpoint)
         except ApiKeyError as error:  # said instead of httpx's error, which would quote the key
             return failed(str(error))
         if self.endpoint.backend != "openai":

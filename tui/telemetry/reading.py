@@ -31,6 +31,5 @@ class EndpointReading(BaseModel):
 
     @property
     def source_failed(self) -> bool:
-        """True when what reads the endpoint failed, not the endpoint (fleet mode: Prometheus is down):
-        nothing is known of it then, not even that it is down."""
+        """True when what reads the endpoint failed, not the endpoint (fleet mode: Prometheus is down)."""
         return False

@@ -129,21 +129,12 @@ async def scrape_metrics(
     if isinstance(result, str):
         return failed(result)
     body, process_start = result
-    arrived = time.time()
-    arrived_monotonic = time.monotonic()
-    text = body.decode("utf-8", errors="replace")
+    arrived, arrived_monotonic = time.time(), time.monotonic()
     try:
-        samples = tuple(parse_metrics_text(text, parser))
+        samples = tuple(parse_metrics_text(body.decode("utf-8", errors="replace"), parser))
     except MetricsFormatError as error:
         return Scrape(arrived, arrived_monotonic, None, f"not Prometheus text: {error}", None)
-    return Scrape(
-        time=arrived,
-        monotonic=arrived_monotonic,
-        samples=samples,
-        error=None,
-        backend=detect_backend(samples),
-        process_start=process_start,
-    )
+    return Scrape(arrived, arrived_monotonic, samples, None, detect_backend(samples), process_start)
 
 
 _SLOTS_MAX_BYTES = 4 * 2**20

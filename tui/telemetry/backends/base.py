@@ -6,19 +6,14 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from tui.format import fmt_bound
 from tui.telemetry.prometheus import Sample
 
 
-def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None:
-    """promql `bucketQuantile`; None where Prometheus gives NaN."""
-    result = quantile_in_bucket(q, buckets)
-    return None if result is None else result[0]
-
-
 def quantile_in_bucket(q: float, buckets: Mapping[float, float]) -> tuple[float, float, float] | None:
-    """(`histogram_quantile`, lower and upper bound of the bucket holding the rank), or None."""
+    """(promql bucketQuantile, the bounds of the bucket holding the rank); None where Prometheus gives NaN."""
     if math.isnan(q):
         return None
     if q < 0:
@@ -117,7 +112,7 @@ class Delta:
     counters: dict[CounterKey, float] = field(default_factory=dict)
     # Per-segment figures summed over the window (backend-specific, may be NaN = unusable).
     extras: dict[str, float] = field(default_factory=dict)
-    _totals: dict[str, float] | None = field(default=None, repr=False)
+    _totals: dict[str, float] | None = field(default=None, repr=False)  # +30% per window tick
     _totals_size: int = field(default=0, repr=False)
 
     def total(self, quantity: str) -> float | None:
@@ -206,12 +201,6 @@ class SeriesMemo:
         return self._plans
 
 
-def _planned(plans: dict[str, _Plan], metric: Metric, sample: Sample) -> _Plan:
-    if sample.series not in plans:
-        plans[sample.series] = _plan(metric, sample.labels)
-    return plans[sample.series]
-
-
 def extract(
     samples: Iterable[Sample],
     table: MetricTable,
@@ -244,20 +233,22 @@ def extract(
     isfinite = math.isfinite
     seen_gauges: set[str] = set()  # series texts
     duplicate: str | None = None
-    counter_samples = 0
     for sample, metric in selected:
         value = sample.value
         if not isfinite(value):
             continue
-        plan = _planned(plans, metric, sample)
+        if sample.series not in plans:
+            plans[sample.series] = _plan(metric, sample.labels)
+        plan = plans[sample.series]
         if plan is None:
             continue
         kind, target, model = plan
         if model is not None:
             models[model] = None
         if not isinstance(target, str):  # a counter or bucket: keyed per series
+            if target in counters:
+                duplicate = duplicate or _describe(sample)
             counters[target] = value
-            counter_samples += 1
         else:
             if sample.series in seen_gauges:
                 duplicate = duplicate or _describe(sample)
@@ -267,8 +258,6 @@ def extract(
             if model is not None:
                 per_model = model_gauge_values.setdefault(model, {})
                 per_model.setdefault(target, []).append(value)
-    if counter_samples != len(counters) and duplicate is None:
-        duplicate = _duplicate_counter(plans, selected)
     model_gauges: dict[str, Mapping[str, float]] = {}
     if len(models) > 1:
         model_gauges = {
@@ -283,18 +272,6 @@ def extract(
         model_gauges=model_gauges,
         duplicate=duplicate,
     )
-
-
-def _duplicate_counter(plans: dict[str, _Plan], selected: list[tuple[Sample, Metric]]) -> str | None:
-    seen: set[CounterKey] = set()
-    for sample, metric in selected:
-        plan = _planned(plans, metric, sample) if math.isfinite(sample.value) else None
-        if plan is None or isinstance(plan[1], str):  # gauges: counted in `extract`
-            continue
-        if plan[1] in seen:
-            return _describe(sample)
-        seen.add(plan[1])
-    return None
 
 
 def _describe(sample: Sample) -> str:
@@ -341,17 +318,24 @@ def mean(delta: Delta | None, quantity: str) -> float | None:
     return ratio(delta.total(f"{quantity}_sum"), delta.total(f"{quantity}_count"))
 
 
-def quantile_figure(
-    delta: Delta | None, quantity: str, q: float, figure: str, notes: dict[str, str], bounds: dict
-) -> float | None:
-    if delta is None:
-        return None
-    result = quantile_in_bucket(q, delta.buckets(f"{quantity}_bucket"))
-    if result is None or not math.isfinite(result[0]):
-        return None
-    value, lower, upper = result
-    note_bucket(figure, value, lower, upper, notes, bounds)
-    return value
+def histogram_figures(delta: Delta | None, last: PageSnapshot, notes: dict[str, str]) -> dict[str, Any]:
+    """The figures vLLM and SGLang read alike (TTFT, e2e and prompt-length histograms, queue gauges)."""
+    figures: dict[str, Any] = {
+        "ttft_mean_s": mean(delta, "ttft"),
+        "e2e_mean_s": mean(delta, "e2e"),
+        "running": last.gauges.get("running"),
+        "waiting": last.gauges.get("waiting"),
+        "prompt_tokens_mean": mean(delta, "prompt_len"),
+        "notes": notes,
+        "quantile_bounds": {},
+    }
+    for q, figure in ((0.5, "ttft_p50_s"), (0.95, "ttft_p95_s")):
+        found = quantile_in_bucket(q, delta.buckets("ttft_bucket")) if delta is not None else None
+        figures[figure] = None
+        if found is not None and math.isfinite(found[0]):
+            figures[figure] = found[0]
+            note_bucket(figure, *found, notes, figures["quantile_bounds"])
+    return figures
 
 
 def note_bucket(

@@ -14,8 +14,8 @@ from tui.telemetry.backends.base import (
     PageSnapshot,
     SeriesMemo,
     histogram,
+    histogram_figures,
     mean,
-    quantile_figure,
     rate,
     ratio,
     speculation,
@@ -135,25 +135,16 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
         if prefix_hit_rate is not None:
             notes["prefix_cache_hit_rate"] = V0_GAUGE
     kv_cache_usage = last.gauges.get("kv_cache_usage", last.gauges.get("old_kv_cache_usage"))
-    bounds: dict[str, tuple[float, float | None]] = {}
     figures = Figures(
+        **histogram_figures(delta, last, notes),
         generation_tokens_per_s=rate(delta, "generation_tokens"),
         prompt_tokens_per_s=rate(delta, "prompt_tokens"),
         requests_per_s=rate(delta, "requests"),
         acceptance_rate=acceptance_rate,
         mean_acceptance_length=mean_length,
         per_position_acceptance=positions,
-        ttft_mean_s=mean(delta, "ttft"),
-        ttft_p50_s=quantile_figure(delta, "ttft", 0.5, "ttft_p50_s", notes, bounds),
-        ttft_p95_s=quantile_figure(delta, "ttft", 0.95, "ttft_p95_s", notes, bounds),
         tpot_mean_s=_tpot(delta),
-        e2e_mean_s=mean(delta, "e2e"),
-        running=last.gauges.get("running"),
-        waiting=last.gauges.get("waiting"),
         kv_cache_usage=kv_cache_usage,
         prefix_cache_hit_rate=prefix_hit_rate,
-        prompt_tokens_mean=mean(delta, "prompt_len"),
-        notes=notes,
-        quantile_bounds=bounds,
     )
     return _variable_k(figures, positions, delta)

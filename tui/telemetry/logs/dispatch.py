@@ -15,47 +15,39 @@ BACKENDS = frozenset({"vllm", "sglang", "llamacpp"})
 ParsedEvent = StatsEvent | SpecDecodeEvent | ErrorEvent
 
 
-_SPEC_COUNTS: tuple[str, ...] = ("accepted_tokens_per_s", "drafted_tokens_per_s", "num_drafts")
-_STATS_COUNTS = (
-    "generation_tokens_per_s",
-    "prompt_tokens_per_s",
-    "running",
-    "waiting",
-    "new_tokens",
-    "cached_tokens",
+# Per event kind: the fields within 0..1, and the fields never negative.
+_FRACTIONS = {"spec_decode": ("acceptance_rate",), "stats": ("kv_cache_usage", "prefix_cache_hit_rate")}
+_SPEC_COUNTS = (
+    "accepted_tokens",
+    "drafted_tokens",
+    "num_drafts",
+    "accepted_tokens_per_s",
+    "drafted_tokens_per_s",
 )
+_STATS_COUNTS = ("generation_tokens_per_s", "prompt_tokens_per_s", "running", "waiting")
+_COUNTS = {"spec_decode": _SPEC_COUNTS, "stats": (*_STATS_COUNTS, "new_tokens", "cached_tokens")}
 
 
 def plausible(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> bool:
     """False when the event holds a value no server prints (a garbled line): dropped, counted as unread."""
-    values = event.__dict__  # plain reads, no calls: this runs for every figure-carrying line
+    values = event.__dict__
     kind = values["kind"]
-    if kind == "spec_decode":
-        rate = values["acceptance_rate"]
-        if rate is not None and not 0.0 <= rate <= 1.0:
+    if kind == "error":
+        return True
+    for name in _FRACTIONS[kind]:
+        if values[name] is not None and not 0.0 <= values[name] <= 1.0:
             return False
-        mean = values["mean_acceptance_length"]
+    for name in _COUNTS[kind]:
+        if values[name] is not None and values[name] < 0:
+            return False
+    if kind == "spec_decode":
+        mean, positions = values["mean_acceptance_length"], values["per_position_acceptance"]
+        accepted, drafted = values["accepted_tokens"], values["drafted_tokens"]
         if mean is not None and mean < 1.0:
             return False
-        positions = values["per_position_acceptance"]
         if positions and (min(positions) < 0.0 or max(positions) > 1.0):
             return False
-        accepted, drafted = values["accepted_tokens"], values["drafted_tokens"]
-        if accepted is not None and (accepted < 0 or (drafted is not None and accepted > drafted)):
-            return False
-        if drafted is not None and drafted < 0:
-            return False
-        names = _SPEC_COUNTS
-    elif kind == "stats":
-        usage, hit = values["kv_cache_usage"], values["prefix_cache_hit_rate"]
-        if (usage is not None and not 0.0 <= usage <= 1.0) or (hit is not None and not 0.0 <= hit <= 1.0):
-            return False
-        names = _STATS_COUNTS
-    else:
-        return True
-    for name in names:  # never negative
-        value = values[name]
-        if value is not None and value < 0:
+        if accepted is not None and drafted is not None and accepted > drafted:
             return False
     return True
 
@@ -107,15 +99,6 @@ def _listed(event: ParsedEvent | None) -> list[ParsedEvent]:
     return [event] if event is not None else []
 
 
-def error_event(line: str, backend: str | None) -> ErrorEvent | None:
-    """The error event of a cleaned line, or None."""
-    if errors.has_quiet_level(line) or not errors.passes_gate(line):
-        return None
-    prefix = split_prefix(line)
-    category = errors.classify(prefix.message, prefix.level)
-    return None if category is None else error_of(prefix, category, line, backend)
-
-
 def error_of(prefix: LinePrefix, category: ErrorCategory, line: str, backend: str | None) -> ErrorEvent:
     return ErrorEvent(
         time=prefix.time,
@@ -133,8 +116,11 @@ def parse_events(raw: str, backend: str | None = None) -> list[ParsedEvent]:
     events = grammar_events(line)
     if events:
         return [event for event in events if plausible(event)]
-    error = error_event(line, normalize_backend(backend))
-    return [error] if error is not None else []
+    if errors.has_quiet_level(line) or not errors.passes_gate(line):
+        return []
+    prefix = split_prefix(line)
+    category = errors.classify(prefix.message, prefix.level)
+    return [] if category is None else [error_of(prefix, category, line, normalize_backend(backend))]
 
 
 def parse_line(line: str, backend: str | None = None) -> ParsedEvent | None:
@@ -202,10 +188,7 @@ class LogParser:
                 self.backend = first.backend
             if first.backend == "vllm":
                 self._attribute_engine(first)
-            if events:
-                events.extend(found)
-                return events
-            return found
+            return events + found
         if errors.has_quiet_level(line) or not errors.passes_gate(line):
             return events
         prefix = split_prefix(line)

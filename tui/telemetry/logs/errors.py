@@ -93,33 +93,22 @@ TRACEBACK_CONTINUATIONS = (
 _ERROR_LEVELS = frozenset({"ERROR", "CRITICAL"})
 
 
+# A line without one of these words cannot be an error.
+_GATE = re.compile(
+    "rror|RROR|xception|ailed|memory|alloc|Traceback|CRITICAL|OOM|"
+    "speculative|argument|sigquit|atchdog|died|onfig "
+)
+
+
 def passes_gate(line: str) -> bool:
-    """False for lines that cannot be errors (no error word at all); spelled out for speed."""
-    return (
-        "rror" in line
-        or "RROR" in line
-        or "xception" in line
-        or "ailed" in line
-        or "memory" in line
-        or "alloc" in line
-        or "Traceback" in line
-        or "CRITICAL" in line
-        or "OOM" in line
-        or "speculative" in line
-        or "argument" in line
-        or "sigquit" in line
-        or "atchdog" in line
-        or "died" in line
-        or "onfig " in line
-    )
+    return _GATE.search(line) is not None
 
 
 _QUIET_LEVELS = ("INFO", "DEBUG", "WARNING")
 
 
 def has_quiet_level(line: str) -> bool:
-    """True when the line's own prefix says INFO, DEBUG or WARNING (vLLM, uvicorn, llama.cpp I/W/D):
-    never an error, whatever its words. No regex: the prefixes start with different characters."""
+    """True when the line's own prefix says INFO, DEBUG or WARNING (vLLM, uvicorn, llama.cpp I/W/D)."""
     first = line[:1]
     if first == "(":  # vLLM `(APIServer pid=1) INFO ...` or `(APIServer pid=1) INFO:     ...`
         close = line.find(") ", 0, 64)

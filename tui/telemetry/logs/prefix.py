@@ -61,60 +61,41 @@ class LinePrefix:
 
 def split_prefix(line: str) -> LinePrefix:
     """Split a cleaned line into its logger prefix and message; unknown prefixes keep the whole line."""
-    if line.startswith("("):
+    first = line[:1]
+    if first in "(DIWEC":  # `(APIServer pid=1) INFO ...`; older vLLM without the process part
         match = _VLLM_PREFIX.match(line)
         if match:
-            return LinePrefix(
-                "vllm",
-                match["time"],
-                match["level"],
-                match["proc"],
-                line[match.end() :],
-                True,
-                match["origin"],
-            )
-        process = _VLLM_PROCESS_ONLY.match(line)
-        custom = process and _VLLM_RECORD_AFTER_CUSTOM.search(line, process.end() + 1, _WRAPPER_WINDOW)
-        if process and custom:
-            message = line[custom.end() :]
-            return LinePrefix(
-                "vllm", custom["time"], custom["level"], process["proc"], message, True, custom["origin"]
-            )
-        if process:  # raw stderr (uvicorn, tracebacks) relayed with the process prefix only
-            return LinePrefix(
-                "vllm",
-                None,
-                _uvicorn_level(line, process.end()),
-                process["proc"],
-                line[process.end() :],
-                True,
-            )
-    elif line.startswith("["):
-        match = _SGLANG_PREFIX.match(line)
+            return _vllm(match, match["proc"], line)
+        process = _VLLM_PROCESS_ONLY.match(line) if first == "(" else None
+        if process:
+            custom = _VLLM_RECORD_AFTER_CUSTOM.search(line, process.end() + 1, _WRAPPER_WINDOW)
+            if custom:
+                return _vllm(custom, process["proc"], line)
+            # raw stderr (uvicorn, tracebacks) relayed with the process prefix only
+            level = _uvicorn_level(line, process.end())
+            return LinePrefix("vllm", None, level, process["proc"], line[process.end() :], True)
+    elif first == "[":
+        match = _SGLANG_PREFIX.match(line) or _SGLANG_LEGACY_PREFIX.match(line)
         if match:
-            time = f"{match['date']}T{match['hms']}"
-            if match["ms"]:
-                time += "." + match["ms"][1:]
-            ranks = match["ranks"].strip() or None
+            parts = match.groupdict()
+            time = f"{parts['date']}T{parts['hms']}" if parts.get("date") else parts["hms"]
+            if parts.get("ms"):
+                time += "." + parts["ms"][1:]
             rest = line[match.end() :]
-            return LinePrefix("sglang", time, _uvicorn_level(rest, 0), ranks, rest, True)
-        legacy = _SGLANG_LEGACY_PREFIX.match(line)
-        if legacy:
-            ranks = legacy["ranks"].strip() or None
-            rest = line[legacy.end() :]
-            return LinePrefix("sglang", legacy["hms"], _uvicorn_level(rest, 0), ranks, rest, True)
-    elif line[:1].isdigit():
+            return LinePrefix(
+                "sglang", time, _uvicorn_level(rest, 0), parts["ranks"].strip() or None, rest, True
+            )
+    elif first.isdigit():
         match = _LLAMACPP_PREFIX.match(line)
         if match:
             level = _LLAMACPP_LEVELS[match["level"]]
             return LinePrefix("llamacpp", None, level, None, line[match.end() :], True, uptime=match["time"])
-    elif line[:1] in "DIWEC":
-        match = _VLLM_PREFIX.match(line)
-        if match:
-            return LinePrefix(
-                "vllm", match["time"], match["level"], None, line[match.end() :], True, match["origin"]
-            )
     return _wrapped(line) or LinePrefix(None, None, _uvicorn_level(line, 0), None, line, False)
+
+
+def _vllm(record: re.Match[str], source: str | None, line: str) -> LinePrefix:
+    message = line[record.end() :]
+    return LinePrefix("vllm", record["time"], record["level"], source, message, True, record["origin"])
 
 
 _WRAPPER_WINDOW = 160

@@ -20,6 +20,8 @@ _STATS_FIELDS = {
     "input throughput (token/s)": "prompt_tokens_per_s",
     "cache hit rate": "prefix_cache_hit_rate",
 }
+_COUNT_FIELDS = {"#new-token": "new_tokens", "#cached-token": "cached_tokens"}
+_SPEC_FIELDS = {"accept len": "mean_acceptance_length", "accept rate": "acceptance_rate"}
 
 
 def find_batch(line: str) -> tuple[str, int, int] | None:
@@ -47,36 +49,27 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[LogEvent]:
     """The stats event of a batch line, plus a spec_decode event when it carries `accept len/rate`."""
     phase, head_end, body_start = found
     prefix = split_prefix(line[:head_end])
-    engine = prefix.source
     values: dict[str, float | None] = {}
+    counts: dict[str, int | None] = {}
+    spec: dict[str, float | None] = {}
     extra: dict[str, bool | int | float | str] = {}
-    new_tokens: int | None = None
-    cached_tokens: int | None = None
-    accept_length: float | None = None
-    accept_rate: float | None = None
-    body = line[body_start:].rstrip().rstrip(",").rstrip()
-    for item in body.split(", "):
+    for item in line[body_start:].rstrip().rstrip(",").rstrip().split(", "):
         key, separator, raw_value = item.rpartition(": ")
         if not separator:
             continue
         field = _STATS_FIELDS.get(key)
         if field is not None:
-            if field not in values or values[field] is None:
+            if values.get(field) is None:
                 values[field] = parse_number(raw_value)
-        elif key == "#new-token":
-            new_tokens = parse_count(raw_value)
-        elif key == "#cached-token" and phase == "prefill":
+        elif key == "#new-token" or (key == "#cached-token" and phase == "prefill"):
             # Prefix hits of the batch. A decode line's `#cached-token` (an unreleased variant) is
             # another quantity: it stays in `extra`.
-            cached_tokens = parse_count(raw_value)
-        elif key == "accept len":
-            accept_length = parse_number(raw_value)
-        elif key == "accept rate":
-            accept_rate = parse_number(raw_value)
-        else:
-            value = parse_field_value(raw_value)
-            if value is not None:
-                extra[key] = value
+            counts[_COUNT_FIELDS[key]] = parse_count(raw_value)
+        elif key in _SPEC_FIELDS:
+            spec[_SPEC_FIELDS[key]] = parse_number(raw_value)
+        elif (value := parse_field_value(raw_value)) is not None:
+            extra[key] = value
+    new_tokens, cached_tokens = counts.get("new_tokens"), counts.get("cached_tokens")
     if not values and new_tokens is None:
         return []
     if (
@@ -88,29 +81,18 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[LogEvent]:
     ):
         # This batch's hit rate (the same figure as the `sglang:cache_hit_rate` gauge after a prefill).
         values["prefix_cache_hit_rate"] = cached_tokens / (new_tokens + cached_tokens)
-    events: list[LogEvent] = [
-        StatsEvent.model_validate(
-            {
-                "time": prefix.time,
-                "backend": "sglang",
-                "engine": engine,
-                "phase": phase,
-                "new_tokens": new_tokens,
-                "cached_tokens": cached_tokens,
-                "extra": extra or None,
-                "line": line,
-                **values,
-            }
-        )
-    ]
-    accept_rate = printed_accept_rate(accept_rate, accept_length)
-    if accept_length is not None or accept_rate is not None:
+    time, engine = prefix.time, prefix.source
+    stats = {"time": time, "backend": "sglang", "engine": engine, "phase": phase, "extra": extra or None}
+    events: list[LogEvent] = [StatsEvent.model_validate({**stats, "line": line, **counts, **values})]
+    length = spec.get("mean_acceptance_length")
+    rate = printed_accept_rate(spec.get("acceptance_rate"), length)
+    if length is not None or rate is not None:
         events.append(
             SpecDecodeEvent(
-                time=prefix.time,
+                time=time,
                 backend="sglang",
-                mean_acceptance_length=accept_length,
-                acceptance_rate=accept_rate,
+                mean_acceptance_length=length,
+                acceptance_rate=rate,
                 scope="interval",
                 engine=engine,
                 line=line,

@@ -35,15 +35,11 @@ _SPEC_FIELDS = {
 }
 _LIFETIME_KEYS = ("Number of emitted tokens", "System efficiency")
 _DEVICE_KV = " KV cache usage"
-_ENGINE_PREFIX = "Engine "
-_AGGREGATED_SUFFIX = " Engines Aggregated"
 
 
 def parse_stats(line: str, start: int) -> StatsEvent | None:
     """The stats line whose `Avg prompt throughput` segment begins at `start`."""
-    head = line[:start]
-    prefix = split_prefix(head)
-    engine = _engine_name(prefix.message)
+    prefix = split_prefix(line[:start])
     values: dict[str, float | None] = {}
     extra: dict[str, bool | int | float | str] = {}
     body = line[start:].rstrip().rstrip(".,").rstrip()
@@ -56,24 +52,15 @@ def parse_stats(line: str, start: int) -> StatsEvent | None:
             # The V1 engine names its KV device: "CPU KV cache usage" on the CPU build. V0 printed
             # "GPU KV cache usage" first and then a CPU (swap) one, which stays an extra.
             field = "kv_cache_usage"
-        if field is None:
-            value = parse_field_value(raw_value)
-            if value is not None:
-                extra[key] = value
-            continue
-        values[field] = parse_number(raw_value)
+        if field is not None:
+            values[field] = parse_number(raw_value)
+        elif (value := parse_field_value(raw_value)) is not None:
+            extra[key] = value
     if not values:
         return None
-    return StatsEvent.model_validate(
-        {
-            "time": prefix.time,
-            "backend": "vllm",
-            "engine": engine,
-            "extra": extra or None,
-            "line": line,
-            **values,
-        }
-    )
+    engine = _engine_name(prefix.message)
+    head = {"time": prefix.time, "backend": "vllm", "engine": engine, "extra": extra or None, "line": line}
+    return StatsEvent.model_validate(head | values)
 
 
 def parse_v0_prefix_hit(line: str, start: int) -> StatsEvent | None:
@@ -151,13 +138,7 @@ def _positions(body: str) -> list[float] | None:
 def _engine_name(message_head: str) -> str | None:
     """`Engine 002: ` -> '2'; `3 Engines Aggregated: ` -> 'aggregated'."""
     head = message_head.rstrip().rstrip(":")
-    if not head:
-        return None
-    if head.endswith(_AGGREGATED_SUFFIX):
+    if head.endswith(" Engines Aggregated"):
         return "aggregated"
-    position = head.rfind(_ENGINE_PREFIX)
-    if position >= 0:
-        number = head[position + len(_ENGINE_PREFIX) :]
-        if number.isdigit():
-            return str(int(number))
-    return None
+    _, found, number = head.rpartition("Engine ")
+    return str(int(number)) if found and number.isdigit() else None
