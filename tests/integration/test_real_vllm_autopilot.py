@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from llama_spectop import private_env, run_spectop, spectop_command
+from llama_spectop import run_spectop, start_spectop
 from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
 from vllm_server import START_TIMEOUT_S
@@ -131,10 +131,7 @@ def test_one_full_autopilot_cycle_on_two_real_vllms(
             "--health-timeout", str(START_TIMEOUT_S), "--auto", "--audit", str(trail), *LIMITS,
         ]  # fmt: skip
         with steady_load([server.url for server in replicas], concurrency=2, max_tokens=32) as loads:
-            process = subprocess.Popen(
-                [*spectop_command(), *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                env=private_env(home), stdin=subprocess.DEVNULL,
-            )  # fmt: skip
+            process = start_spectop(command, home)
             output = Output(process)
             try:
                 deadline = time.monotonic() + HANG_GUARD_S

@@ -9,13 +9,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from llama_spectop import dashboard
 from vllm_managed import make_managed
 from vllm_models import VllmModels
 from vllm_workload import served_k, steady_load
 
-from tui.paths import themes_dir
 from tui.screens.editor import EditorScreen
-from tui.ui.app import SpectopApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.edit_mode import FieldInput
 
@@ -27,8 +26,7 @@ async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
     try:
         await asyncio.to_thread(server.start)  # the CLI rendering of config.toml starts vLLM
         assert await asyncio.to_thread(served_k, server.url) == 2
-        settings = server.settings("edited", 8.0, 30.0)
-        app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)  # type: ignore[arg-type]
+        app = dashboard(server.settings("edited", 8.0, 30.0))
         with steady_load([server.url], concurrency=1):
             async with app.run_test(size=(100, 30)) as pilot:
 

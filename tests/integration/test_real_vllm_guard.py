@@ -8,13 +8,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from llama_spectop import dashboard
 from vllm_managed import make_managed
 from vllm_models import VllmModels
 from vllm_workload import completion, steady_load
 
 from tui.advice.guard import ACTION_WORDS
-from tui.paths import themes_dir
-from tui.ui.app import SpectopApp
 
 SWITCHED_OFF = f"guard {ACTION_WORDS['switched_off']}:"
 FAILED = f"guard {ACTION_WORDS['failed']}:"
@@ -27,12 +26,7 @@ async def test_auto_guard_switches_speculation_off_on_a_real_vllm(
     try:
         await asyncio.to_thread(server.start)
         settings = server.settings("guarded", 10.0, 3.0, acceptance_threshold=0.5, guard="auto")
-        app = SpectopApp(
-            settings,
-            record_path=tmp_path / "rec.jsonl",
-            theme_folders=[themes_dir()],  # type: ignore[arg-type]
-            remember_theme_choice=False,
-        )
+        app = dashboard(settings, record_path=tmp_path / "rec.jsonl")
         with steady_load([server.url], concurrency=1):
             async with app.run_test(size=(100, 30)) as pilot:
 
