@@ -10,17 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import math
 import os
-import pty
-import signal
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +23,8 @@ from urllib.parse import parse_qsl
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # tests.fleet's Prometheus helpers
+sys.path.insert(0, str(Path(__file__).parent))  # bench_common, when tests/fleet loads this file
+from bench_common import ROOT, cpu_seconds, print_figures, spectop_on_pty
 
 # A quarter of the fleet (every fourth target, at least one at any size) for the constant-queries check
 # (a regex on the names, `replica-0[0-N]`, selected nothing below 40 instances).
@@ -178,7 +173,6 @@ async def measure_poller(url: str, seconds: float, refresh_s: float) -> dict[str
     }
 
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 QUERY_PATHS = ("/api/v1/query",)
 
 
@@ -253,9 +247,9 @@ class Proxy:
 
 @dataclass
 class Terminal:
-    """spectop in a pseudo-terminal: its pid, and when it wrote how much."""
+    """spectop in a pseudo-terminal: its process, and when it wrote how much."""
 
-    pid: int
+    process: subprocess.Popen[bytes]
     fd: int
     writes: list[tuple[float, int]] = field(default_factory=list)
     tail: bytearray = field(default_factory=bytearray)
@@ -269,34 +263,6 @@ class Terminal:
         self.writes.append((time.monotonic(), len(data)))
         self.tail += data
         del self.tail[: max(0, len(self.tail) - (1 << 16))]
-
-
-def spawn_spectop(config: Path, home: Path, columns: int, rows: int, profile: str | None = None) -> Terminal:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "TERM": "xterm-256color",
-        "COLORTERM": "truecolor",
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "COLUMNS": str(columns),
-        "LINES": str(rows),
-    }
-    env.pop("NO_COLOR", None)
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: spectop, its terminal the pty
-        os.chdir(ROOT)
-        profiling = ["-m", "cProfile", "-o", profile] if profile else []
-        os.execvpe(sys.executable, [sys.executable, *profiling, "-m", "tui", "--config", str(config)], env)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-    os.kill(pid, signal.SIGWINCH)
-    return Terminal(pid, fd)
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of the process (every thread), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def rss_mib(pid: int) -> float:
@@ -344,7 +310,19 @@ async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Pat
     home = folder / "home"
     home.mkdir()
     columns, rows = (int(part) for part in args.size.split("x"))
-    terminal = spawn_spectop(config, home, columns, rows, args.profile)
+    profiling = ("-m", "cProfile", "-o", args.profile) if args.profile else ()
+    terminal = Terminal(
+        *spectop_on_pty(
+            ["--config", str(config)],
+            home,
+            columns,
+            rows,
+            profiling,
+            PYTHONPATH=str(ROOT),
+            COLORTERM="truecolor",
+        )
+    )
+    pid = terminal.process.pid
     loop = asyncio.get_running_loop()
     loop.add_reader(terminal.fd, terminal.read)
     try:
@@ -354,26 +332,26 @@ async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Pat
                 raise RuntimeError("spectop never refreshed three times in 180 s")
             await asyncio.sleep(0.5)
         await asyncio.sleep(args.warmup)
-        wall_start, cpu_start = time.monotonic(), cpu_seconds(terminal.pid)
+        wall_start, cpu_start = time.monotonic(), cpu_seconds(pid)
         slices = []
         slice_wall, slice_cpu = wall_start, cpu_start
         while (now := time.monotonic()) - wall_start < args.duration:
             await asyncio.sleep(min(30.0, args.duration - (now - wall_start)))
-            wall, cpu = time.monotonic(), cpu_seconds(terminal.pid)
+            wall, cpu = time.monotonic(), cpu_seconds(pid)
             slices.append((cpu - slice_cpu) / (wall - slice_wall))
             slice_wall, slice_cpu = wall, cpu
-        wall_end, cpu_end = time.monotonic(), cpu_seconds(terminal.pid)
-        rss = rss_mib(terminal.pid)
+        wall_end, cpu_end = time.monotonic(), cpu_seconds(pid)
+        rss = rss_mib(pid)
         screen = bytes(terminal.tail)
     finally:
         os.write(terminal.fd, b"q")  # quit as a user would (a profile is written on the way out)
         for _ in range(100):
-            if os.waitpid(terminal.pid, os.WNOHANG)[0]:
+            if terminal.process.poll() is not None:
                 break
             await asyncio.sleep(0.1)
         else:
-            os.kill(terminal.pid, signal.SIGKILL)
-            os.waitpid(terminal.pid, 0)
+            terminal.process.kill()
+            terminal.process.wait()
         loop.remove_reader(terminal.fd)
         os.close(terminal.fd)
         await proxy.stop()
@@ -413,11 +391,6 @@ async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Pat
         "table_view": b"instance" in screen,
         "load_average": " ".join(f"{value:.2f}" for value in os.getloadavg()),
     }
-
-
-def _print(result: dict[str, object]) -> None:
-    for key, value in result.items():
-        print(f"{key:>30}: {value:.3f}" if isinstance(value, float) else f"{key:>30}: {value}")
 
 
 def _verdicts_tui(args: argparse.Namespace, result: dict[str, object]) -> None:
@@ -494,7 +467,7 @@ def main() -> int:
     finally:
         exporter.terminate()
         exporter.wait()
-    _print(result)
+    print_figures(result, 30)
     (_verdicts_poller if args.poller_only else _verdicts_tui)(args, result)
     return 0
 
