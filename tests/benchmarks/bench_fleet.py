@@ -277,6 +277,13 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
 
 
+def _ms(values: list[float], share: float | None = None) -> float:
+    """The median of `values` (or their `share` percentile) in milliseconds; nan when there are none."""
+    if not values:
+        return math.nan
+    return (statistics.median(values) if share is None else percentile(values, share)) * 1000
+
+
 def refreshes(queries: list[Query], start: float, end: float) -> list[list[Query]]:
     """The instant queries grouped by their evaluation time (one group = one refresh), sent in [start, end)
     and answered by `end`."""
@@ -302,26 +309,15 @@ async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Pat
     proxy = Proxy(prometheus_url)
     port = await proxy.start()
     config = folder / "spectop.toml"
-    config.write_text(
-        f'poll_interval_s = {args.refresh:g}\n\n[prometheus]\nurl = "http://127.0.0.1:{port}"\n'
-        "timeout_s = 10\n",
-        encoding="utf-8",
-    )
+    prometheus = f'[prometheus]\nurl = "http://127.0.0.1:{port}"\ntimeout_s = 10\n'
+    config.write_text(f"poll_interval_s = {args.refresh:g}\n\n{prometheus}", encoding="utf-8")
     home = folder / "home"
     home.mkdir()
     columns, rows = (int(part) for part in args.size.split("x"))
     profiling = ("-m", "cProfile", "-o", args.profile) if args.profile else ()
-    terminal = Terminal(
-        *spectop_on_pty(
-            ["--config", str(config)],
-            home,
-            columns,
-            rows,
-            profiling,
-            PYTHONPATH=str(ROOT),
-            COLORTERM="truecolor",
-        )
-    )
+    spectop = ["--config", str(config)]
+    extra_env = {"PYTHONPATH": str(ROOT), "COLORTERM": "truecolor"}
+    terminal = Terminal(*spectop_on_pty(spectop, home, columns, rows, profiling, **extra_env))
     pid = terminal.process.pid
     loop = asyncio.get_running_loop()
     loop.add_reader(terminal.fd, terminal.read)
@@ -376,13 +372,11 @@ async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Pat
         "cpu_share_per_30s_slice": " ".join(f"{share:.1%}" for share in slices),
         "refreshes": len(groups),
         "queries_per_refresh": sorted({len(group) for group in groups}),
-        "refresh_answered_ms_p50": statistics.median(answered) * 1000 if answered else math.nan,
-        "refresh_answered_ms_p95": percentile(answered, 0.95) * 1000 if answered else math.nan,
-        "prometheus_ms_per_query_p50": statistics.median(q.upstream_s for g in groups for q in g) * 1000
-        if groups
-        else math.nan,
-        "refresh_drawn_ms_p50": statistics.median(on_screen) * 1000 if on_screen else math.nan,
-        "refresh_drawn_ms_p95": percentile(on_screen, 0.95) * 1000 if on_screen else math.nan,
+        "refresh_answered_ms_p50": _ms(answered),
+        "refresh_answered_ms_p95": _ms(answered, 0.95),
+        "prometheus_ms_per_query_p50": _ms([q.upstream_s for g in groups for q in g]),
+        "refresh_drawn_ms_p50": _ms(on_screen),
+        "refresh_drawn_ms_p95": _ms(on_screen, 0.95),
         "refreshes_not_drawn": len(groups) - len(on_screen),
         "terminal_bytes_per_s": sum(n for at, n in terminal.writes if wall_start <= at < wall_end)
         / (wall_end - wall_start),
@@ -419,12 +413,8 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--instances", type=int, default=200)
-    parser.add_argument(
-        "--duration",
-        type=float,
-        default=None,
-        help="measured seconds (120: the target's 2 min; poller: 40)",
-    )
+    duration = "measured seconds (120: the target's 2 min; poller: 40)"
+    parser.add_argument("--duration", type=float, default=None, help=duration)
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds after the third refresh")
     parser.add_argument("--scrape", type=float, default=5.0, help="Prometheus scrape interval, seconds")
     parser.add_argument("--refresh", type=float, default=2.0, help="spectop's poll_interval_s")

@@ -51,7 +51,6 @@ PROMPTS = (
 class AcceptanceLine:
     """One `draft acceptance = …` line from the server log."""
 
-    slot: int
     task: int
     rate: float
     accepted: int
@@ -63,14 +62,10 @@ def complete(
     url: str, prompt: str, max_tokens: int = 64, timeout_s: float = REQUEST_TIMEOUT_S
 ) -> dict[str, Any]:
     """A non-streamed greedy `/v1/completions` request; returns the response JSON (with `timings`)."""
-    response = httpx.post(
-        f"{url}/v1/completions",
-        json={"prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0},
-        timeout=timeout_s,
-    )
+    body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0}
+    response = httpx.post(f"{url}/v1/completions", json=body, timeout=timeout_s)
     response.raise_for_status()
-    body: dict[str, Any] = response.json()
-    return body
+    return dict(response.json())
 
 
 def answered(arm: dict[str, Any]) -> list[dict[str, Any]]:
@@ -107,9 +102,7 @@ def read_log(log_file: Path, offset: int = 0) -> str:
 
 def acceptance_lines(log_file: Path, offset: int = 0) -> list[AcceptanceLine]:
     return [
-        AcceptanceLine(
-            int(m["slot"]), int(m["task"]), float(m["rate"]), int(m["acc"]), int(m["gen"]), float(m["mal"])
-        )
+        AcceptanceLine(int(m["task"]), float(m["rate"]), int(m["acc"]), int(m["gen"]), float(m["mal"]))
         for m in ACCEPTANCE_LINE.finditer(read_log(log_file, offset))
     ]
 
@@ -148,8 +141,6 @@ class RequestTiming:
     """The `print_timing` lines of one finished request: prompt and generation time as the server saw them."""
 
     prompt_ms: float
-    eval_ms: float
-    eval_tokens: int
     eval_tokens_per_s: float
 
 
@@ -158,8 +149,8 @@ def request_timings(log_file: Path, offset: int = 0) -> list[RequestTiming]:
     prompts = PROMPT_TIME_LINE.findall(text)
     evals = EVAL_TIME_LINE.findall(text)
     return [
-        RequestTiming(float(p_ms), float(e_ms), int(e_n), float(rate))
-        for (p_ms, _p_n), (e_ms, e_n, rate) in zip(prompts, evals, strict=False)
+        RequestTiming(float(p_ms), float(rate))
+        for (p_ms, _p_n), (_e_ms, _e_n, rate) in zip(prompts, evals, strict=False)
     ]
 
 

@@ -10,6 +10,7 @@ import json
 import re
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,11 +47,10 @@ def delta(before: Page, after: Page, name: str, **labels: str) -> float:
 
 
 def buckets(page: Page, name: str) -> dict[float, float]:
-    out: dict[float, float] = {}
+    out: defaultdict[float, float] = defaultdict(float)
     for (sample, labels), value in page.items():
         if sample == f"{name}_bucket":
-            bound = float(dict(labels)["le"])
-            out[bound] = out.get(bound, 0.0) + value
+            out[float(dict(labels)["le"])] += value
     return out
 
 
@@ -189,11 +189,8 @@ def wait_until_quiet(path: Path, url: str) -> int:
 
 def spec_line_totals(text: str) -> tuple[int, int]:
     """Σ Accepted, Σ Drafted over the `SpecDecoding metrics:` lines of `text`."""
-    accepted = drafted = 0
-    for match in _SPEC_LINE.finditer(text):
-        accepted += int(match[1])
-        drafted += int(match[2])
-    return accepted, drafted
+    lines = _SPEC_LINE.findall(text)
+    return sum(int(accepted) for accepted, _ in lines), sum(int(drafted) for _, drafted in lines)
 
 
 def sse_objects(text: str) -> list[dict[str, Any]]:
