@@ -32,7 +32,7 @@ max = {ORIGINAL}   # --spec-draft-n-max
 
 WRAPPER = r'''
 """Restart llama-server with the draft max of launch.toml (the tune's restart command)."""
-import json, os, signal, subprocess, sys, time, tomllib, urllib.request
+import contextlib, json, os, signal, subprocess, sys, time, tomllib, urllib.request
 from pathlib import Path
 
 here = Path(__file__).parent
@@ -51,18 +51,14 @@ def down() -> bool:
 
 if pid_file.exists():
     pid = int(pid_file.read_text())
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     deadline = time.monotonic() + 10
     while not down() and time.monotonic() < deadline:
         time.sleep(0.1)
     if not down():
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         time.sleep(0.5)
 argv = [part.replace("{DRAFT_MAX}", str(draft_max)) for part in spec["argv"]]
 with open(here / "server.stderr", "ab") as err:
