@@ -123,10 +123,10 @@ def verification_steps(log_file: Path, offset: int = 0) -> list[VerificationStep
     ]
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float) -> None:
+def wait_until(condition: Callable[[], bool], timeout_s: float, step_s: float = 0.05) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(step_s)
 
 
 def wait_for_finished_requests(log_file: Path, offset: int, count: int, timeout_s: float = 10.0) -> str:

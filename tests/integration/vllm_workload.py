@@ -7,6 +7,7 @@ quantiles are computed here the way Prometheus computes them.
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from llama_workload import log_size, read_log
+from llama_workload import log_size, read_log, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 MODEL = "tiny"
@@ -163,11 +164,8 @@ _IDLE_LINE = re.compile(
 def wait_for_idle_line(path: Path, start: int) -> int:
     """Waits until the log prints an idle `Engine 000:` line after byte `start` (the stats logger has
     flushed every interval with traffic); returns the log's size then."""
-    while True:
-        text = read_log(path, start)
-        if _IDLE_LINE.search(text):
-            return log_size(path)
-        time.sleep(1.0)
+    wait_until(lambda: _IDLE_LINE.search(read_log(path, start)) is not None, math.inf, step_s=1.0)
+    return log_size(path)
 
 
 def wait_until_quiet(path: Path, url: str) -> int:
