@@ -34,17 +34,21 @@ def spectop_on_pty(
     with compiled modules cached as an install has them; the process and the terminal's leader fd."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-    environment = {
-        **os.environ, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(rows),
-        "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
-        "XDG_STATE_HOME": str(home / "state"), **env,
-    }  # fmt: skip
+    environment = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(rows)}
+    for folder in ("config", "data", "state"):
+        environment[f"XDG_{folder.upper()}_HOME"] = str(home / folder)
+    environment |= {"HOME": str(home), **env}
     environment.pop("NO_COLOR", None)
     environment.pop("PYTHONDONTWRITEBYTECODE", None)
     process = subprocess.Popen(
-        [sys.executable, *python, "-m", "tui", *args], stdin=follower, stdout=follower, stderr=follower,
-        cwd=ROOT, env=environment, start_new_session=True,
-    )  # fmt: skip
+        [sys.executable, *python, "-m", "tui", *args],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        cwd=ROOT,
+        env=environment,
+        start_new_session=True,
+    )
     os.close(follower)
     return process, leader
 

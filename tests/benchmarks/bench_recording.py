@@ -29,9 +29,15 @@ LINES = [
 def _reading(time: float) -> EndpointReading:
     figures = Figures(generation_tokens_per_s=277.9, acceptance_rate=0.709)
     return EndpointReading(
-        name="a", url="http://127.0.0.1:9", time=time, up=True, backend="vllm", model="m", window_s=60.0,
+        name="a",
+        url="http://127.0.0.1:9",
+        time=time,
+        up=True,
+        backend="vllm",
+        model="m",
+        window_s=60.0,
         figures=figures,
-    )  # fmt: skip
+    )
 
 
 async def _run(path: Path, count: int, max_mb: float | None) -> float:

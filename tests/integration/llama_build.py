@@ -116,9 +116,12 @@ def run_logged(cmd: list[str], log: Log, log_file: Path, niceness: int = 15, cwd
     with log_file.open("a") as out:
         try:
             done = subprocess.run(
-                ["nice", "-n", str(niceness), *cmd], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                ["nice", "-n", str(niceness), *cmd],
+                cwd=cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 timeout=SUBPROCESS_TIMEOUT_S,
-            )  # fmt: skip
+            )
         except subprocess.TimeoutExpired as exc:
             raise LlamaBuildError(
                 f"{cmd[0]} timed out after {SUBPROCESS_TIMEOUT_S} s; see {log_file}"

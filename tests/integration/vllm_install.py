@@ -42,8 +42,10 @@ def installed_version(python: Path) -> str | None:
     try:
         done = subprocess.run(
             [str(python), "-c", "import vllm, torch; print(vllm.__version__, torch.__version__)"],
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     words = done.stdout.split()
