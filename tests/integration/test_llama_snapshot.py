@@ -37,37 +37,42 @@ DRAFT_N_MAX = 8
 
 
 def _snapshot_around_workload(
-    servers: dict[str, LlamaServer], home: Path
+    servers: dict[str, LlamaServer],
+    home: Path,
+    window_s: float = WINDOW_S,
+    requests: int = REQUESTS,
+    max_tokens: int = MAX_TOKENS,
 ) -> tuple[
     dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]], dict[str, int], dict[str, RecordingTap]
 ]:
-    taps = {kind: RecordingTap(servers[kind].url) for kind in KINDS}
+    taps = {kind: RecordingTap(servers[kind].url) for kind in servers}
     with ExitStack() as stack:
         for tap in taps.values():
             stack.enter_context(tap)
-        offsets = {kind: log_size(servers[kind].log_file) for kind in KINDS}
-        urls = [f"{taps[kind].url}/metrics" for kind in KINDS]
-        with spectop_running(["snapshot", *urls, "--json", "--window", str(WINDOW_S)], home) as process:
+        offsets = {kind: log_size(servers[kind].log_file) for kind in servers}
+        urls = [f"{taps[kind].url}/metrics" for kind in servers]
+        with spectop_running(["snapshot", *urls, "--json", "--window", str(window_s)], home) as process:
             for kind, tap in taps.items():
                 # The first GET tells spectop it is llama.cpp; /slots and a second GET make the window's first
                 # reading (so a token decoded between /metrics and /slots is never taken from the window).
                 assert tap.wait_for_metrics_scrapes(2, timeout_s=60), f"spectop never scraped {kind}"
-            with ThreadPoolExecutor(max_workers=len(KINDS)) as pool:
+            with ThreadPoolExecutor(max_workers=len(servers)) as pool:
                 futures = {
-                    kind: pool.submit(run_requests, servers[kind].url, REQUESTS, MAX_TOKENS) for kind in KINDS
+                    kind: pool.submit(run_requests, servers[kind].url, requests, max_tokens)
+                    for kind in servers
                 }
-                responses = {kind: future.result(timeout=WINDOW_S) for kind, future in futures.items()}
-            for kind in KINDS:
-                wait_for_finished_requests(servers[kind].log_file, offsets[kind], REQUESTS)
+                responses = {kind: future.result(timeout=window_s) for kind, future in futures.items()}
+            for kind in servers:
+                wait_for_finished_requests(servers[kind].log_file, offsets[kind], requests)
             finished_at = time.monotonic()
-            stdout, stderr = process.communicate(timeout=WINDOW_S + 60)
+            stdout, stderr = process.communicate(timeout=window_s + 60)
     assert process.returncode == 0, stderr
     for kind, tap in taps.items():
         scrapes = tap.metrics_scrapes()
         assert len(scrapes) == 3, (kind, scrapes)
-        assert scrapes[2] > finished_at, f"{kind}: the workload outlasted the {WINDOW_S} s window"
+        assert scrapes[2] > finished_at, f"{kind}: the workload outlasted the {window_s} s window"
     records = {record["url"]: record for record in json_lines(stdout)}
-    by_kind = {kind: records[f"{taps[kind].url}/metrics"] for kind in KINDS}
+    by_kind = {kind: records[f"{taps[kind].url}/metrics"] for kind in servers}
     return by_kind, responses, offsets, taps
 
 
@@ -203,22 +208,12 @@ def test_a_second_scraper_never_makes_a_wrong_request_rate_or_tpot(
 ) -> None:
     """Every GET /metrics resets `predicted_tokens_seconds`: with a second scraper, spectop says the finished
     requests are unknown (None, with the reason), and what it does report matches the server's `timings`."""
-    server, window_s, requests = llama_servers["noisy"], 12.0, 5
-    offset = log_size(server.log_file)
-    with RecordingTap(server.url) as tap, SecondScraper(server.url) as other:
-        args = ["snapshot", f"{tap.url}/metrics", "--json", "--window", str(window_s)]
-        with spectop_running(args, tmp_path) as process:
-            # The first GET tells spectop it is llama.cpp; /slots and a second GET start the window.
-            assert tap.wait_for_metrics_scrapes(2, timeout_s=60), "spectop never scraped"
-            responses = run_requests(server.url, requests, 48)
-            wait_for_finished_requests(server.log_file, offset, requests)
-            finished_at = time.monotonic()
-            stdout, stderr = process.communicate(timeout=window_s + 60)
-        _, first, second = tap.metrics_scrapes()
-    assert process.returncode == 0, stderr
-    assert second > finished_at, "the workload outlasted the window"
+    server = llama_servers["noisy"]
+    with SecondScraper(server.url) as other:
+        records, by_kind, _, taps = _snapshot_around_workload({"noisy": server}, tmp_path, 12.0, 5, 48)
+    _, first, second = taps["noisy"].metrics_scrapes()
     assert other.count > 50, "the second scraper hardly ran"
-    [record] = json_lines(stdout)
+    record, responses = records["noisy"], by_kind["noisy"]
     print({name: record[name] for name in ("requests_per_s", "tpot_mean_s", "notes")})
     assert record["up"] is True and record["backend"] == "llamacpp", record
 
@@ -232,7 +227,7 @@ def test_a_second_scraper_never_makes_a_wrong_request_rate_or_tpot(
     # The request count needs the gauge the other scraper kept resetting: unknown, and said why.
     rate = record["requests_per_s"]
     if rate is not None:  # only if the other scraper happened not to steal any window (never, at 50 ms)
-        assert rate == pytest.approx(requests / seconds, rel=0.02), record
+        assert rate == pytest.approx(5 / seconds, rel=0.02), record
     else:
         assert record["notes"].get("requests_per_s"), record["notes"]
     # TPOT: the server's own decode time per token (n − 1 tokens per request), or unknown with the reason
