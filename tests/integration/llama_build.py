@@ -111,26 +111,21 @@ def cached_binary() -> Path | None:
 
 
 def run_logged(cmd: list[str], log: Log, log_file: Path, niceness: int = 15, cwd: Path | None = None) -> int:
-    """`cmd`, niced, its output appended to `log_file`; its exit code (LlamaBuildError on a timeout)."""
+    """`cmd`, niced, its output appended to `log_file`; its exit code (TimeoutExpired after an hour)."""
     log(f"$ {' '.join(cmd)}")
     with log_file.open("a") as out:
-        try:
-            done = subprocess.run(
-                ["nice", "-n", str(niceness), *cmd],
-                cwd=cwd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=SUBPROCESS_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise LlamaBuildError(
-                f"{cmd[0]} timed out after {SUBPROCESS_TIMEOUT_S} s; see {log_file}"
-            ) from exc
-    return done.returncode
+        niced = ["nice", "-n", str(niceness), *cmd]
+        return subprocess.run(
+            niced, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=SUBPROCESS_TIMEOUT_S
+        ).returncode
 
 
 def _run(cmd: list[str], cwd: Path, log: Log, log_file: Path) -> None:
-    if (code := run_logged(cmd, log, log_file, cwd=cwd)) != 0:
+    try:
+        code = run_logged(cmd, log, log_file, cwd=cwd)
+    except subprocess.TimeoutExpired as exc:
+        raise LlamaBuildError(f"{cmd[0]} timed out after {SUBPROCESS_TIMEOUT_S} s; see {log_file}") from exc
+    if code != 0:
         raise LlamaBuildError(
             f"{' '.join(cmd[:3])} … exited {code}; see {log_file}:\n{log_tail(log_file, 30)}"
         )
