@@ -101,17 +101,11 @@ def main() -> int:
             (Path(folder) / "warm-up").mkdir()
             _launch(url, Path(folder) / "warm-up")  # writes the compiled modules, as an install has them
             for run in range(args.runs):
-                started = time.perf_counter()
-                before = os.times()
+                started, before = time.perf_counter(), os.times()
                 subprocess.run([sys.executable, "-c", "import textual.app"], check=True, cwd=ROOT, timeout=60)
                 baselines.append(time.perf_counter() - started)
-                after = os.times()
-                baseline_cpus.append(
-                    after.children_user
-                    - before.children_user
-                    + after.children_system
-                    - before.children_system
-                )
+                after = os.times()  # the children's user + system time: the import's CPU
+                baseline_cpus.append(sum(after[2:4]) - sum(before[2:4]))
                 home = Path(folder) / f"home{run}"
                 home.mkdir()
                 painted, figures, lifetime, cpu = _launch(url, home)
