@@ -130,8 +130,6 @@ def ttft_overhead(quick: bool) -> None:
     for concurrency in (1, 64):
         requests = 16 if concurrency == 1 else (64 if quick else 128)
         for name in ("spectop", "spectop 1pool", "plain httpx"):
-            send_side: list[float] = []
-            read_side: list[float] = []
             with TimedServer(behaviour) as server:
                 if name.startswith("spectop"):
                     sharded = name == "spectop"  # after one warm-up request per slot
@@ -139,20 +137,16 @@ def ttft_overhead(quick: bool) -> None:
                         engine_run(server.base_url, concurrency, requests, sharded, warmup=concurrency)
                     )
                     truth = {r.headers["x-request-id"].rsplit("-", 1)[1]: r for r in server.records}
-                    for m in measured:
-                        record, sent = truth[f"a{m.index}"], origin + m.sent_s
-                        send_side.append(record.received_s - sent)
-                        read_side.append(sent + (m.ttft_s or 0) - record.writes_s[0])
+                    samples = [(origin + m.sent_s, m.ttft_s, truth[f"a{m.index}"]) for m in measured]
                     lags = [m.send_lag_s for m in measured]
                 else:
                     _, _, _, results = asyncio.run(
                         plain_httpx_run(server.base_url, concurrency, requests, warmup=concurrency)
                     )
                     truth = {r.headers["x-request-id"]: r for r in server.records}
-                    for sent, ttft, request_id in results:
-                        record = truth[request_id]
-                        send_side.append(record.received_s - sent)
-                        read_side.append(sent + (ttft or 0) - record.writes_s[0])
+                    samples = [(sent, ttft, truth[request_id]) for sent, ttft, request_id in results]
+            send_side = [record.received_s - sent for sent, _, record in samples]
+            read_side = [sent + (ttft or 0) - record.writes_s[0] for sent, ttft, record in samples]
             total = [a + b for a, b in zip(send_side, read_side, strict=True)]
             figures = [_ms(values, q) for values in (total, send_side, read_side) for q in (0.5, 0.9)]
             print(f"{name:12}{concurrency:>8}" + "".join(f"{f:>10.2f}" for f in figures))

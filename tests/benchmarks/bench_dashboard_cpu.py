@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from bench_common import ROOT, print_figures
 
 
 async def _farm(count: int, folder: Path, load_rps: float) -> None:
@@ -119,8 +119,7 @@ def main() -> int:
             farm.terminate()
             farm.wait(timeout=10)
     print(f"endpoints: {args.endpoints}, poll every 1 s, {args.seconds:.0f} s, 200x50 headless")
-    for key, value in result.items():
-        print(f"{key:>24}: {value:.3f}" if isinstance(value, float) else f"{key:>24}: {value}")
+    print_figures(result, 24)
     share = result["cpu_share_of_one_core"] * 100
     core = result["core_polling_share_without_ui"] * 100
     print(f"CPU share of one core: {share:.1f}% (target < 10%); the polling alone, without UI: {core:.1f}%")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pty
 import re
 import select
 import signal
@@ -17,60 +16,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from tui.format import LIFETIME_MARK
+from bench_common import ROOT, cpu_seconds, spectop_on_pty
 
-ROOT = Path(__file__).resolve().parents[2]
+from tui.format import LIFETIME_MARK
 
 _ESCAPES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 TIMEOUT_S = 60.0
 
 
-def _resize(fd: int, rows: int, columns: int) -> None:
-    import fcntl
-    import struct
-    import termios
-
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-
-
-def _cpu_s(pid: int) -> float | None:
-    """CPU seconds process `pid` used so far (user + system, /proc): the wall time an idle machine
-    would take for CPU-bound work, whatever the load of this one."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _launch(url: str, home: Path) -> tuple[float | None, float | None, float | None, float | None]:
     """Seconds to the painted card, to the first frame with figures, to a lifetime mark, and the CPU
     seconds the app used by its first frame with figures, of one launch."""
-    leader, follower = pty.openpty()
-    _resize(follower, 24, 80)
-    env = {
-        **os.environ,
-        "TERM": "xterm-256color",
-        "COLUMNS": "80",
-        "LINES": "24",
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / "config"),
-        "XDG_DATA_HOME": str(home / "data"),
-        "XDG_STATE_HOME": str(home / "state"),
-    }
-    env.pop("NO_COLOR", None)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: compiled modules cached (the warm-up run)
     started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tui", "--endpoint", url],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        cwd=ROOT,
-        env=env,
-        start_new_session=True,
-    )
-    os.close(follower)
+    process, leader = spectop_on_pty(["--endpoint", url], home, 80, 24)
     screen = b""
     painted = figures = lifetime = cpu = None
     mark = LIFETIME_MARK.encode()
@@ -91,7 +49,7 @@ def _launch(url: str, home: Path) -> tuple[float | None, float | None, float | N
                 painted = now
             if figures is None and b"scraped" in screen:
                 figures = now
-                cpu = _cpu_s(process.pid)
+                cpu = cpu_seconds(process.pid)
             if lifetime is None and b"scraped" in screen and mark in screen:
                 lifetime = now
     finally:
@@ -143,17 +101,11 @@ def main() -> int:
             (Path(folder) / "warm-up").mkdir()
             _launch(url, Path(folder) / "warm-up")  # writes the compiled modules, as an install has them
             for run in range(args.runs):
-                started = time.perf_counter()
-                before = os.times()
+                started, before = time.perf_counter(), os.times()
                 subprocess.run([sys.executable, "-c", "import textual.app"], check=True, cwd=ROOT, timeout=60)
                 baselines.append(time.perf_counter() - started)
-                after = os.times()
-                baseline_cpus.append(
-                    after.children_user
-                    - before.children_user
-                    + after.children_system
-                    - before.children_system
-                )
+                after = os.times()  # the children's user + system time: the import's CPU
+                baseline_cpus.append(sum(after[2:4]) - sum(before[2:4]))
                 home = Path(folder) / f"home{run}"
                 home.mkdir()
                 painted, figures, lifetime, cpu = _launch(url, home)

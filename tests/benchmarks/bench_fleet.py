@@ -10,17 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import math
 import os
-import pty
-import signal
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +23,8 @@ from urllib.parse import parse_qsl
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # tests.fleet's Prometheus helpers
+sys.path.insert(0, str(Path(__file__).parent))  # bench_common, when tests/fleet loads this file
+from bench_common import ROOT, cpu_seconds, print_figures, spectop_on_pty
 
 # A quarter of the fleet (every fourth target, at least one at any size) for the constant-queries check
 # (a regex on the names, `replica-0[0-N]`, selected nothing below 40 instances).
@@ -178,7 +173,6 @@ async def measure_poller(url: str, seconds: float, refresh_s: float) -> dict[str
     }
 
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 QUERY_PATHS = ("/api/v1/query",)
 
 
@@ -253,9 +247,9 @@ class Proxy:
 
 @dataclass
 class Terminal:
-    """spectop in a pseudo-terminal: its pid, and when it wrote how much."""
+    """spectop in a pseudo-terminal: its process, and when it wrote how much."""
 
-    pid: int
+    process: subprocess.Popen[bytes]
     fd: int
     writes: list[tuple[float, int]] = field(default_factory=list)
     tail: bytearray = field(default_factory=bytearray)
@@ -271,34 +265,6 @@ class Terminal:
         del self.tail[: max(0, len(self.tail) - (1 << 16))]
 
 
-def spawn_spectop(config: Path, home: Path, columns: int, rows: int, profile: str | None = None) -> Terminal:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "TERM": "xterm-256color",
-        "COLORTERM": "truecolor",
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "COLUMNS": str(columns),
-        "LINES": str(rows),
-    }
-    env.pop("NO_COLOR", None)
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: spectop, its terminal the pty
-        os.chdir(ROOT)
-        profiling = ["-m", "cProfile", "-o", profile] if profile else []
-        os.execvpe(sys.executable, [sys.executable, *profiling, "-m", "tui", "--config", str(config)], env)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-    os.kill(pid, signal.SIGWINCH)
-    return Terminal(pid, fd)
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of the process (every thread), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -309,6 +275,13 @@ def rss_mib(pid: int) -> float:
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
+
+
+def _ms(values: list[float], share: float | None = None) -> float:
+    """The median of `values` (or their `share` percentile) in milliseconds; nan when there are none."""
+    if not values:
+        return math.nan
+    return (statistics.median(values) if share is None else percentile(values, share)) * 1000
 
 
 def refreshes(queries: list[Query], start: float, end: float) -> list[list[Query]]:
@@ -336,15 +309,16 @@ async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Pat
     proxy = Proxy(prometheus_url)
     port = await proxy.start()
     config = folder / "spectop.toml"
-    config.write_text(
-        f'poll_interval_s = {args.refresh:g}\n\n[prometheus]\nurl = "http://127.0.0.1:{port}"\n'
-        "timeout_s = 10\n",
-        encoding="utf-8",
-    )
+    prometheus = f'[prometheus]\nurl = "http://127.0.0.1:{port}"\ntimeout_s = 10\n'
+    config.write_text(f"poll_interval_s = {args.refresh:g}\n\n{prometheus}", encoding="utf-8")
     home = folder / "home"
     home.mkdir()
     columns, rows = (int(part) for part in args.size.split("x"))
-    terminal = spawn_spectop(config, home, columns, rows, args.profile)
+    profiling = ("-m", "cProfile", "-o", args.profile) if args.profile else ()
+    spectop = ["--config", str(config)]
+    extra_env = {"PYTHONPATH": str(ROOT), "COLORTERM": "truecolor"}
+    terminal = Terminal(*spectop_on_pty(spectop, home, columns, rows, profiling, **extra_env))
+    pid = terminal.process.pid
     loop = asyncio.get_running_loop()
     loop.add_reader(terminal.fd, terminal.read)
     try:
@@ -354,26 +328,26 @@ async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Pat
                 raise RuntimeError("spectop never refreshed three times in 180 s")
             await asyncio.sleep(0.5)
         await asyncio.sleep(args.warmup)
-        wall_start, cpu_start = time.monotonic(), cpu_seconds(terminal.pid)
+        wall_start, cpu_start = time.monotonic(), cpu_seconds(pid)
         slices = []
         slice_wall, slice_cpu = wall_start, cpu_start
         while (now := time.monotonic()) - wall_start < args.duration:
             await asyncio.sleep(min(30.0, args.duration - (now - wall_start)))
-            wall, cpu = time.monotonic(), cpu_seconds(terminal.pid)
+            wall, cpu = time.monotonic(), cpu_seconds(pid)
             slices.append((cpu - slice_cpu) / (wall - slice_wall))
             slice_wall, slice_cpu = wall, cpu
-        wall_end, cpu_end = time.monotonic(), cpu_seconds(terminal.pid)
-        rss = rss_mib(terminal.pid)
+        wall_end, cpu_end = time.monotonic(), cpu_seconds(pid)
+        rss = rss_mib(pid)
         screen = bytes(terminal.tail)
     finally:
         os.write(terminal.fd, b"q")  # quit as a user would (a profile is written on the way out)
         for _ in range(100):
-            if os.waitpid(terminal.pid, os.WNOHANG)[0]:
+            if terminal.process.poll() is not None:
                 break
             await asyncio.sleep(0.1)
         else:
-            os.kill(terminal.pid, signal.SIGKILL)
-            os.waitpid(terminal.pid, 0)
+            terminal.process.kill()
+            terminal.process.wait()
         loop.remove_reader(terminal.fd)
         os.close(terminal.fd)
         await proxy.stop()
@@ -398,13 +372,11 @@ async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Pat
         "cpu_share_per_30s_slice": " ".join(f"{share:.1%}" for share in slices),
         "refreshes": len(groups),
         "queries_per_refresh": sorted({len(group) for group in groups}),
-        "refresh_answered_ms_p50": statistics.median(answered) * 1000 if answered else math.nan,
-        "refresh_answered_ms_p95": percentile(answered, 0.95) * 1000 if answered else math.nan,
-        "prometheus_ms_per_query_p50": statistics.median(q.upstream_s for g in groups for q in g) * 1000
-        if groups
-        else math.nan,
-        "refresh_drawn_ms_p50": statistics.median(on_screen) * 1000 if on_screen else math.nan,
-        "refresh_drawn_ms_p95": percentile(on_screen, 0.95) * 1000 if on_screen else math.nan,
+        "refresh_answered_ms_p50": _ms(answered),
+        "refresh_answered_ms_p95": _ms(answered, 0.95),
+        "prometheus_ms_per_query_p50": _ms([q.upstream_s for g in groups for q in g]),
+        "refresh_drawn_ms_p50": _ms(on_screen),
+        "refresh_drawn_ms_p95": _ms(on_screen, 0.95),
         "refreshes_not_drawn": len(groups) - len(on_screen),
         "terminal_bytes_per_s": sum(n for at, n in terminal.writes if wall_start <= at < wall_end)
         / (wall_end - wall_start),
@@ -413,11 +385,6 @@ async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Pat
         "table_view": b"instance" in screen,
         "load_average": " ".join(f"{value:.2f}" for value in os.getloadavg()),
     }
-
-
-def _print(result: dict[str, object]) -> None:
-    for key, value in result.items():
-        print(f"{key:>30}: {value:.3f}" if isinstance(value, float) else f"{key:>30}: {value}")
 
 
 def _verdicts_tui(args: argparse.Namespace, result: dict[str, object]) -> None:
@@ -446,12 +413,8 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--instances", type=int, default=200)
-    parser.add_argument(
-        "--duration",
-        type=float,
-        default=None,
-        help="measured seconds (120: the target's 2 min; poller: 40)",
-    )
+    duration = "measured seconds (120: the target's 2 min; poller: 40)"
+    parser.add_argument("--duration", type=float, default=None, help=duration)
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds after the third refresh")
     parser.add_argument("--scrape", type=float, default=5.0, help="Prometheus scrape interval, seconds")
     parser.add_argument("--refresh", type=float, default=2.0, help="spectop's poll_interval_s")
@@ -494,7 +457,7 @@ def main() -> int:
     finally:
         exporter.terminate()
         exporter.wait()
-    _print(result)
+    print_figures(result, 30)
     (_verdicts_poller if args.poller_only else _verdicts_tui)(args, result)
     return 0
 

@@ -7,19 +7,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from bench_common import print_figures
+from textual.widgets import DataTable
 
-from textual.widgets import DataTable  # noqa: E402
-
-from tests.fleet.fake_fleet import NOW, ScriptedPoller, fleet_app, fleet_settings, scripted_readings  # noqa: E402
-from tui.fleet.poller import FleetRefresh  # noqa: E402
-from tui.sources.fleet import FleetSource  # noqa: E402
+from tests.fleet.fake_fleet import NOW, ScriptedPoller, fleet_app, fleet_settings, scripted_readings
+from tui.fleet.poller import FleetRefresh
+from tui.sources.fleet import FleetSource
 
 
 class MovingPoller(ScriptedPoller):
@@ -80,8 +76,7 @@ def main() -> int:
     args = parser.parse_args()
     result = asyncio.run(measure(args.instances, args.refreshes))
     print(f"{args.instances} instances, 200x50, table view:")
-    for key, value in result.items():
-        print(f"{key:>28}: {value:.1f}")
+    print_figures(result, 28, digits=1)
     return 0
 
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -122,17 +122,21 @@ def time_grep(path: Path) -> tuple[float, float, int]:
     return wall, cpu, int(out.strip() or 0)
 
 
-def time_parser(path: Path) -> tuple[float, float, int, int]:
-    parser = LogParser()
-    events = 0
-    lines = 0
+def _timed(run: Callable[[], tuple[int, int]]) -> tuple[float, float, int, int]:
+    """Wall and CPU seconds of `run`, and the (lines, events) it counted."""
     start, start_cpu = time.perf_counter(), time.process_time()
+    lines, events = run()
+    return time.perf_counter() - start, time.process_time() - start_cpu, lines, events
+
+
+def _parse_file(path: Path) -> tuple[int, int]:
+    parser = LogParser()
+    lines = events = 0
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             lines += 1
             events += len(parser.feed(line))
-    events += len(parser.flush())
-    return time.perf_counter() - start, time.process_time() - start_cpu, lines, events
+    return lines, events + len(parser.flush())
 
 
 @contextmanager
@@ -176,12 +180,6 @@ async def _tailer_run(path: Path) -> tuple[int, int]:
     return lines, events + len(parser.flush())
 
 
-def time_tailer(path: Path) -> tuple[float, float, int, int]:
-    start, start_cpu = time.perf_counter(), time.process_time()
-    lines, events = asyncio.run(_tailer_run(path))
-    return time.perf_counter() - start, time.process_time() - start_cpu, lines, events
-
-
 def time_command(path: Path) -> tuple[float, float, int]:
     wall, cpu, out = _child([sys.executable, "-m", "tui", "logs", str(path), "--json"])
     return wall, cpu, out.count("\n")
@@ -201,14 +199,14 @@ def run_mix(folder: Path, name: str, templates: list[str], total: int, with_comm
     )
     wall, cpu, matches = time_grep(path)
     _row("grep -c 'SpecDecoding metrics'", total, wall, max(cpu, 1e-6), f"({matches:,} matches)")
-    wall, cpu, lines, events = time_parser(path)
+    wall, cpu, lines, events = _timed(lambda: _parse_file(path))
     _row("LogParser.feed", lines, wall, cpu, f"({events:,} events)")
     with_fast, without_fast, lines = time_fast_paths(path)
     print(
         f"  {'LogParser.feed, fast paths on/off':<34} {lines / with_fast:>11,.0f} / {lines / without_fast:,.0f} "
         f"lines/s CPU, best of 3: fast paths {without_fast / with_fast - 1:+.0%}"
     )
-    wall, cpu, lines, events = time_tailer(path)
+    wall, cpu, lines, events = _timed(lambda: asyncio.run(_tailer_run(path)))
     _row("LogTailer.read_all + LogParser", lines, wall, cpu, f"({events:,} events)")
     if with_command:
         wall, cpu, printed = time_command(path)

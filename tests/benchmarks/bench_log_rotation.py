@@ -26,30 +26,26 @@ def _line(file: int, number: int) -> str:
     )
 
 
-def _storm(
-    folder: Path, files: int, lines: int, interval: float, scheme: str, keep: int, create: bool
-) -> None:
+def _storm(folder: Path, options: argparse.Namespace) -> None:
     log = folder / "server.log"
-    for file in range(files):
+    for file in range(options.renames + 1):
         with open(log, "a") as handle:
-            for number in range(lines):
+            for number in range(options.lines):
                 handle.write(_line(file, number))
                 handle.flush()
-        if file == files - 1:
+        if file == options.renames:
             break
-        if scheme == "numbered":
-            (folder / f"server.log.{keep}").unlink(missing_ok=True)
-            for number in range(keep - 1, 0, -1):
+        if options.scheme == "numbered":
+            (folder / f"server.log.{options.keep}").unlink(missing_ok=True)
+            for number in range(options.keep - 1, 0, -1):
                 if (folder / f"server.log.{number}").exists():
                     os.rename(folder / f"server.log.{number}", folder / f"server.log.{number + 1}")
             os.rename(log, folder / "server.log.1")
-        elif scheme == "overwrite":
-            os.rename(log, folder / "server.log.1")
         else:
-            os.rename(log, folder / f"server.log.{file + 1}")
-        if create:
+            os.rename(log, folder / f"server.log.{1 if options.scheme == 'overwrite' else file + 1}")
+        if options.create:
             log.touch()
-        time.sleep(interval)
+        time.sleep(options.interval)
 
 
 def _key(line: str) -> int | None:
@@ -112,15 +108,7 @@ def _round(options: argparse.Namespace) -> tuple[int, int, int]:
         busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(options.busy)]
         try:
             time.sleep(0.5)
-            _storm(
-                folder,
-                options.renames + 1,
-                options.lines,
-                options.interval,
-                options.scheme,
-                options.keep,
-                options.create,
-            )
+            _storm(folder, options)
             last = _key(_line(options.renames, options.lines - 1))
             for reader in readers.values():
                 _until(lambda reader=reader: last in reader.seen(), options.settle)
@@ -147,11 +135,8 @@ def main() -> None:
     arguments.add_argument("--lines", type=int, default=100, help="lines per file (at most 100)")
     arguments.add_argument("--interval", type=float, default=0.05, help="seconds between renames")
     arguments.add_argument("--scheme", choices=("numbered", "overwrite", "unique"), default="numbered")
-    arguments.add_argument(
-        "--create",
-        action="store_true",
-        help="make the next file right after each rename (logrotate's create)",
-    )
+    create = "make the next file right after each rename (logrotate's create)"
+    arguments.add_argument("--create", action="store_true", help=create)
     arguments.add_argument("--keep", type=int, default=5, help="rotated files kept (numbered)")
     arguments.add_argument("--busy", type=int, default=2 * (os.cpu_count() or 1), help="busy-loop processes")
     arguments.add_argument("--rounds", type=int, default=3)

@@ -32,14 +32,8 @@ def write(path: Path, megabytes: int) -> None:
             written += len(block)
 
 
-class Viewer(App[None]):
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path
-
-
 async def first_frame(path: Path) -> float:
-    app = Viewer(path)
+    app: App[None] = App()
     async with app.run_test(size=(120, 36)) as pilot:
         started = time.perf_counter()
         await app.push_screen(LogViewerScreen(path, "bench"))

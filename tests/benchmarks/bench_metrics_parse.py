@@ -7,6 +7,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -41,6 +42,22 @@ def _time_ms(function: Callable[[], object], runs: int) -> tuple[float, float]:
     return statistics.fmean(durations), statistics.median(durations)
 
 
+def _derive(
+    text: str, first: Scrape, parser: MetricsParser | None, memo: SeriesMemo | None, all_new: bool = False
+) -> object:
+    """Parse a page and derive the figures since `first` (a new parser and memo when None)."""
+    parser = parser or MetricsParser()
+    if all_new:
+        parser._lines.clear()
+    samples = tuple(parser.parse(text))
+    last = Scrape(10.0, 10.0, samples, None, detect_backend(samples))
+    return figures_between(first, last, memo=memo or SeriesMemo())
+
+
+def _prometheus_client_parse(text: str) -> object:
+    return [family.samples for family in text_string_to_metric_families(text)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=300)
@@ -53,46 +70,18 @@ def main() -> None:
         first = Scrape(0.0, 0.0, first_samples, None, detect_backend(first_samples))
         body = last_text.split("\r\n\r\n", 1)[1] if last_text.startswith("HTTP/") else last_text
         # A live endpoint's state, as its monitor keeps it: its parser and its window's series memo.
-        endpoint_parser, endpoint_memo = MetricsParser(), SeriesMemo()
-
-        def parse_only(text: str = last_text, parser: MetricsParser = endpoint_parser) -> object:
-            return parser.parse(text)
-
-        def parse_and_derive(
-            text: str = last_text,
-            first: Scrape = first,
-            parser: MetricsParser = endpoint_parser,
-            memo: SeriesMemo = endpoint_memo,
-        ) -> object:
-            samples = tuple(parser.parse(text))
-            last = Scrape(10.0, 10.0, samples, None, detect_backend(samples))
-            return figures_between(first, last, memo=memo)
-
-        def parse_and_derive_new_values(
-            text: str = last_text, first: Scrape = first, parser: MetricsParser = endpoint_parser
-        ) -> object:
+        parser, memo = MetricsParser(), SeriesMemo()
+        cases = {
+            "spectop parse": partial(parser.parse, last_text),
+            "spectop parse + derive": partial(_derive, last_text, first, parser, memo),
             # Every value moved since the last scrape; label sets repeat, as on a live server.
-            parser._lines.clear()
-            return parse_and_derive(text, first)
-
-        def parse_and_derive_first(text: str = last_text, first: Scrape = first) -> object:
+            "spectop parse + derive, all values new": partial(_derive, last_text, first, parser, memo, True),
             # The first scrape of a server: nothing cached.
-            return parse_and_derive(text, first, MetricsParser(), SeriesMemo())
-
-        def prometheus_client_parse(text: str = body) -> object:
-            return [family.samples for family in text_string_to_metric_families(text)]
-
+            "spectop parse + derive, first scrape": partial(_derive, last_text, first, None, None),
+            "prometheus_client parse": partial(_prometheus_client_parse, body),
+        }
         samples = len(parse_metrics_text(last_text))
-        rows.append((backend, samples, "spectop parse", *_time_ms(parse_only, args.runs)))
-        rows.append((backend, samples, "spectop parse + derive", *_time_ms(parse_and_derive, args.runs)))
-        for what, function in (
-            ("spectop parse + derive, all values new", parse_and_derive_new_values),
-            ("spectop parse + derive, first scrape", parse_and_derive_first),
-        ):
-            rows.append((backend, samples, what, *_time_ms(function, args.runs)))
-        rows.append(
-            (backend, samples, "prometheus_client parse", *_time_ms(prometheus_client_parse, args.runs))
-        )
+        rows += [(backend, samples, what, *_time_ms(function, args.runs)) for what, function in cases.items()]
 
     # A 60 s window polled every 2 s: the cost of one dashboard refresh (add + figures).
     vllm_text = _page("vllm", "metrics_t1.txt")

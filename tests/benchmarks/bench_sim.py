@@ -44,10 +44,8 @@ async def main() -> None:
     print("simulated decode tokens/s (model time), k=2, default acceptance")
     for concurrency in (1, 8, 32, 64):
         requests = max(4, concurrency * 2)
-        rate_on, rate_off = (
-            await decode_rate(on, concurrency, requests),
-            await decode_rate(off, concurrency, requests),
-        )
+        rate_on = await decode_rate(on, concurrency, requests)
+        rate_off = await decode_rate(off, concurrency, requests)
         gain = rate_on / rate_off
         print(f"  concurrency {concurrency:3d}: on {rate_on:9.0f}  off {rate_off:9.0f}  gain {gain:.2f}x")
 

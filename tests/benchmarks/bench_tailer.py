@@ -9,6 +9,8 @@ import importlib.util
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,18 @@ def _writer(path: Path, rate: float, stop: threading.Event) -> None:
                 time.sleep(delay)
 
 
+@contextmanager
+def _writing(path: Path, rate: float) -> Iterator[None]:
+    stop = threading.Event()
+    thread = threading.Thread(target=_writer, args=(path, rate, stop), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 async def _follow(tailer_class: Any, path: Path, seconds: float, rate: float, **options: Any) -> tuple:
     seen = 0
 
@@ -40,14 +54,10 @@ async def _follow(tailer_class: Any, path: Path, seconds: float, rate: float, **
     cpu = time.process_time()
     await asyncio.sleep(seconds)
     idle_cpu = time.process_time() - cpu
-    stop = threading.Event()
-    thread = threading.Thread(target=_writer, args=(path, rate, stop), daemon=True)
     # the writer's own CPU is counted too: measure it alone below and subtract
     cpu = time.process_time()
-    thread.start()
-    await asyncio.sleep(seconds)
-    stop.set()
-    thread.join()
+    with _writing(path, rate):
+        await asyncio.sleep(seconds)
     busy_cpu = time.process_time() - cpu
     await asyncio.sleep(0.5)
     task.cancel()
@@ -56,13 +66,9 @@ async def _follow(tailer_class: Any, path: Path, seconds: float, rate: float, **
 
 
 def _writer_alone(path: Path, seconds: float, rate: float) -> float:
-    stop = threading.Event()
-    thread = threading.Thread(target=_writer, args=(path, rate, stop), daemon=True)
     cpu = time.process_time()
-    thread.start()
-    time.sleep(seconds)
-    stop.set()
-    thread.join()
+    with _writing(path, rate):
+        time.sleep(seconds)
     return (time.process_time() - cpu) / seconds
 
 

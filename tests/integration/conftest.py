@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -120,21 +121,10 @@ def vllm_servers(
 ) -> Iterator[dict[str, VllmServer]]:
     """Four vLLMs started at once: no draft, the target as its own draft, a noisy draft, a random one."""
     workdir = tmp_path_factory.mktemp("vllm-servers")
+    vllm = partial(VllmServer, python=vllm_python, model=vllm_models.target, workdir=workdir)
     with ExitStack() as running:
-        servers = running.enter_context(
-            all_running(
-                {
-                    kind: VllmServer(
-                        name=kind,
-                        python=vllm_python,
-                        model=vllm_models.target,
-                        draft=vllm_models.draft(kind),
-                        workdir=workdir,
-                    )
-                    for kind in SERVER_KINDS
-                }
-            )
-        )
+        servers = {kind: vllm(name=kind, draft=vllm_models.draft(kind)) for kind in SERVER_KINDS}
+        running.enter_context(all_running(servers))
         _STOP_SHARED_VLLMS.append(running.close)
         yield servers
 

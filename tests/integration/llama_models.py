@@ -101,16 +101,14 @@ def random_weights(shape: ModelShape, n_vocab: int, seed: int) -> dict[str, np.n
     # (llama.cpp ends generation on </s> and <|im_end|>) nor a byte token (partial UTF-8 would merge chunks).
     output[:FIRST_NORMAL_ID] = 0.0
     tensors["output.weight"] = output
+    e, norm = shape.n_embd, (0, 0)  # a norm: ones, not a matrix
     for i in range(shape.n_layer):
-        tensors[f"blk.{i}.attn_norm.weight"] = np.ones(shape.n_embd, dtype=np.float32)
-        tensors[f"blk.{i}.attn_q.weight"] = matrix(shape.n_embd, shape.n_embd)
-        tensors[f"blk.{i}.attn_k.weight"] = matrix(kv_dim, shape.n_embd)
-        tensors[f"blk.{i}.attn_v.weight"] = matrix(kv_dim, shape.n_embd)
-        tensors[f"blk.{i}.attn_output.weight"] = matrix(shape.n_embd, shape.n_embd)
-        tensors[f"blk.{i}.ffn_norm.weight"] = np.ones(shape.n_embd, dtype=np.float32)
-        tensors[f"blk.{i}.ffn_gate.weight"] = matrix(shape.n_ff, shape.n_embd)
-        tensors[f"blk.{i}.ffn_up.weight"] = matrix(shape.n_ff, shape.n_embd)
-        tensors[f"blk.{i}.ffn_down.weight"] = matrix(shape.n_embd, shape.n_ff)
+        for name, (rows, cols) in (
+            ("attn_norm", norm), ("attn_q", (e, e)), ("attn_k", (kv_dim, e)), ("attn_v", (kv_dim, e)),
+            ("attn_output", (e, e)), ("ffn_norm", norm), ("ffn_gate", (shape.n_ff, e)),
+            ("ffn_up", (shape.n_ff, e)), ("ffn_down", (e, shape.n_ff)),
+        ):  # fmt: skip
+            tensors[f"blk.{i}.{name}.weight"] = matrix(rows, cols) if rows else np.ones(e, dtype=np.float32)
     return tensors
 
 
@@ -174,12 +172,3 @@ def make_models(directory: Path, seed: int = 1234) -> ModelSet:
         directory / "draft_random.gguf", "spectop-draft-random", RANDOM_DRAFT_SHAPE, unrelated
     )
     return ModelSet(target=target, draft_same=draft_same, draft_noisy=draft_noisy, draft_random=draft_random)
-
-
-if __name__ == "__main__":
-    import sys
-
-    models = make_models(Path(sys.argv[1] if len(sys.argv) > 1 else "models"))
-    for field in ("target", "draft_same", "draft_noisy", "draft_random"):
-        model_path: Path = getattr(models, field)
-        print(f"{field}: {model_path} ({model_path.stat().st_size / 1e6:.1f} MB)")

@@ -126,9 +126,6 @@ class LoopbackServer:
     def environment(self) -> dict[str, str]:
         return dict(os.environ)
 
-    def is_running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
     def launch(self, port: int | None = None) -> None:
         """Start the process (on `port`, or the previous one, or a free one) without waiting: several
         servers start at once, then `wait_healthy` each."""
@@ -173,10 +170,6 @@ class LoopbackServer:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=self.stop_timeout_s)
 
-    def restart(self) -> None:
-        self.stop()
-        self.start(port=self.port)
-
 
 @dataclass(kw_only=True)
 class LlamaServer(LoopbackServer):
@@ -185,34 +178,26 @@ class LlamaServer(LoopbackServer):
     binary: Path
     model: Path
     draft: Path | None
-    # One thread: ggml's worker threads spin while they wait, so four servers with -t 2 on a shared 2-core
-    # machine starve each other (random draft: ~250 tok/s with -t 1, ~100 with -t 2 under load).
-    threads: int = 1
-    parallel: int = 2
-    context: int = 2048
-    # LLAMA_TRACE=1 logs every verification step (`accepted 8/ 8 draft tokens`): the tests' exact step count.
-    env: dict[str, str] = field(default_factory=lambda: {"LLAMA_TRACE": "1"})
-    extra_args: tuple[str, ...] = ()
 
     @property
     def output_file(self) -> Path:
         return self.workdir / f"{self.name}.stderr"
 
     def environment(self) -> dict[str, str]:
-        return {**os.environ, **self.env}
+        # LLAMA_TRACE=1 logs every verification step (`accepted 8/ 8 draft tokens`): the tests' step count.
+        return {**os.environ, "LLAMA_TRACE": "1"}
 
     def command(self) -> list[str]:
-        cmd = [str(self.binary), "-m", str(self.model)]
-        if self.draft is not None:
-            cmd += ["-md", str(self.draft), *DRAFT_FLAGS]
+        draft = ["-md", str(self.draft), *DRAFT_FLAGS] if self.draft is not None else []
+        # -t 1: ggml's worker threads spin while they wait, so four servers with -t 2 on a shared 2-core
+        # machine starve each other (random draft: ~250 tok/s with -t 1, ~100 with -t 2 under load).
         # -fa off: CPU flash attention accumulates V in f16 along a different path for a 1-token draft step
         # than for a 9-token verification batch; near-ties then flip, and an identical draft stops being 100%.
-        cmd += [
-            "--host", "127.0.0.1", "--port", str(self.port), "--metrics", "--slots", "-c", str(self.context),
-            "-np", str(self.parallel), "-t", str(self.threads), "-tb", str(self.threads), "-fa", "off",
-            "--log-file", str(self.log_file), *self.extra_args,
+        return [
+            str(self.binary), "-m", str(self.model), *draft, "--host", "127.0.0.1", "--port", str(self.port),
+            "--metrics", "--slots", "-c", "2048", "-np", "2", "-t", "1", "-tb", "1", "-fa", "off",
+            "--log-file", str(self.log_file),
         ]  # fmt: skip
-        return cmd
 
     def kill(self) -> None:
         """SIGKILL, as a crash would: no clean shutdown."""

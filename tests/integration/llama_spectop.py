@@ -1,4 +1,5 @@
-"""Run spectop as a user does: the installed `spectop` console script (or `python -m tui`) in a subprocess."""
+"""Run spectop as a user does: the installed `spectop` console script (or `python -m tui`) in a subprocess,
+or its dashboard app driven with Pilot."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tui.paths import themes_dir
+from tui.settings import Settings
+from tui.ui.app import SpectopApp
 
 
 def spectop_command() -> list[str]:
@@ -59,6 +64,21 @@ def spectop_running(args: list[str], home: Path) -> Iterator[subprocess.Popen[st
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+def bench_json(
+    args: list[str], home: Path, name: str = "bench", timeout_s: float = 300
+) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    """`spectop bench ARGS --no-history --json` and the report it wrote (which must be there)."""
+    report = home / f"{name}.json"
+    done = run_spectop(["bench", *args, "--no-history", "--json", str(report)], home, timeout_s)
+    assert report.is_file(), done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(report.read_text(encoding="utf-8")), done
+
+
+def dashboard(settings: Settings, **options: Any) -> SpectopApp:
+    """The dashboard app (to drive with Pilot) with the shipped themes, not remembering a theme choice."""
+    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False, **options)
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

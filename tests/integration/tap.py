@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
-from vllm_workload import Page, parse_page
+from vllm_workload import Page, parse_page, sse_objects
 
 
 class RecordingTap:
@@ -80,6 +80,10 @@ class RecordingTap:
     def pages(self) -> list[tuple[float, Page]]:
         with self._changed:
             return [(at, parse_page(body)) for at, path, body in self.seen if path.startswith("/metrics")]
+
+    def streams(self) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """Per streamed POST, in order: its request and the JSON objects of its answer."""
+        return [(request, sse_objects(text)) for request, text in self.posts if request.get("stream")]
 
     def metrics_scrapes(self) -> list[float]:
         """When each /metrics page was answered (monotonic time)."""

@@ -7,12 +7,12 @@ from collections.abc import Callable
 
 import pytest
 from llama_server import LlamaServer
+from llama_spectop import dashboard
 from llama_workload import acceptance_lines, log_size, traffic_request
 from vllm_workload import steady_load
 
 from tests.ui.ui_waiting import wait_for
 from tui.format import fmt_rate
-from tui.paths import themes_dir
 from tui.settings import AlertSettings, EndpointSettings, Settings
 from tui.ui.app import SpectopApp
 from tui.widgets.endpoint_card import EndpointCard
@@ -36,21 +36,9 @@ def dashboard_settings(servers: dict[str, LlamaServer], names: tuple[str, ...]) 
     )
 
 
-def make_app(settings: Settings) -> SpectopApp:
-    return SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)
-
-
-def card_of(app: SpectopApp, name: str) -> EndpointCard:
-    return next(card for card in app.screen.query(EndpointCard) if card.endpoint == name)
-
-
-def card_text(app: SpectopApp, name: str) -> str:
-    return str(card_of(app, name).render())
-
-
 def card_state(app: SpectopApp, name: str) -> tuple[str, float | None, set[str]]:
     """What one card shows, with the reading and alerts it was drawn from (the app may already hold newer)."""
-    card = card_of(app, name)
+    card = next(card for card in app.screen.query(EndpointCard) if card.endpoint == name)
     return str(card.render()), card.data.figures.acceptance_rate, {alert.kind for alert in card.data.alerts}
 
 
@@ -67,7 +55,7 @@ async def test_dashboard_shows_each_servers_acceptance_and_alerts_on_the_random_
     llama_servers: dict[str, LlamaServer],
 ) -> None:
     offsets = {kind: log_size(llama_servers[kind].log_file) for kind in KINDS}
-    app = make_app(dashboard_settings(llama_servers, KINDS))
+    app = dashboard(dashboard_settings(llama_servers, KINDS))
     async with app.run_test(size=(80, 24)) as pilot:
         with steady_load([llama_servers[kind].url for kind in KINDS], concurrency=1, send=traffic_request):
             await wait_for(
@@ -117,7 +105,7 @@ async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
     make_server: Callable[[str], LlamaServer],
 ) -> None:
     server = make_server("same")
-    app = make_app(dashboard_settings({"victim": server}, ("victim",)))
+    app = dashboard(dashboard_settings({"victim": server}, ("victim",)))
     async with app.run_test(size=(80, 24)) as pilot:
         with steady_load([server.url], concurrency=1, send=traffic_request):
             await wait_for(pilot, lambda: acceptance_of(app, "victim") == 1.0, "acceptance 1.00 while up")
@@ -127,11 +115,11 @@ async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
                 lambda: (
                     app.readings["victim"].up is False
                     and "down" in alert_kinds(app, "victim")
-                    and "CRIT" in card_text(app, "victim")
+                    and "CRIT" in card_state(app, "victim")[0]
                 ),
                 "the killed server reported down on its card",
             )
-            down_text = card_text(app, "victim")
+            down_text = card_state(app, "victim")[0]
             server.start(port=server.port)
             await wait_for(
                 pilot,
@@ -139,12 +127,14 @@ async def test_killed_server_shows_down_then_is_picked_up_again_after_restart(
                     app.readings["victim"].up
                     and acceptance_of(app, "victim") == 1.0
                     # The card's vocabulary (tui/format.py): "accept 100%" compact, "acceptance 100%" roomy.
-                    and re.search(rf"accept(ance)?\s+{re.escape(fmt_rate(1.0))}", card_text(app, "victim"))
-                    and "CRIT" not in card_text(app, "victim")
+                    and re.search(
+                        rf"accept(ance)?\s+{re.escape(fmt_rate(1.0))}", card_state(app, "victim")[0]
+                    )
+                    and "CRIT" not in card_state(app, "victim")[0]
                 ),
                 "the restarted server up again with its acceptance on the card",
             )
-            up_text = card_text(app, "victim")
+            up_text = card_state(app, "victim")[0]
             up_notes = app.readings["victim"].figures.notes
             rates_seen = app.series.endpoint("victim").values("generation_tokens_per_s")
     assert "CRIT" in down_text, down_text

@@ -1,18 +1,21 @@
-"""`spectop snapshot --json` on real llama-servers agrees with the servers' own record (log lines, `timings`).
-llama.cpp counts a request on /metrics when it finishes, so the requests run between spectop's first two
-scrapes, which a pass-through tap shows.
+"""`spectop snapshot` on real llama-servers agrees with the servers' own record (log lines, `timings`), also
+while a second scraper resets a gauge, and sees a restarted server again. llama.cpp counts a request on
+/metrics when it finishes, so the requests run between spectop's first two scrapes, which a tap shows.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from llama_server import LlamaServer
+from llama_server import LlamaServer, free_port
 from llama_spectop import json_lines, run_spectop, spectop_running
 from llama_workload import (
     acceptance_lines,
@@ -34,37 +37,42 @@ DRAFT_N_MAX = 8
 
 
 def _snapshot_around_workload(
-    servers: dict[str, LlamaServer], home: Path
+    servers: dict[str, LlamaServer],
+    home: Path,
+    window_s: float = WINDOW_S,
+    requests: int = REQUESTS,
+    max_tokens: int = MAX_TOKENS,
 ) -> tuple[
     dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]], dict[str, int], dict[str, RecordingTap]
 ]:
-    taps = {kind: RecordingTap(servers[kind].url) for kind in KINDS}
+    taps = {kind: RecordingTap(servers[kind].url) for kind in servers}
     with ExitStack() as stack:
         for tap in taps.values():
             stack.enter_context(tap)
-        offsets = {kind: log_size(servers[kind].log_file) for kind in KINDS}
-        urls = [f"{taps[kind].url}/metrics" for kind in KINDS]
-        with spectop_running(["snapshot", *urls, "--json", "--window", str(WINDOW_S)], home) as process:
+        offsets = {kind: log_size(servers[kind].log_file) for kind in servers}
+        urls = [f"{taps[kind].url}/metrics" for kind in servers]
+        with spectop_running(["snapshot", *urls, "--json", "--window", str(window_s)], home) as process:
             for kind, tap in taps.items():
                 # The first GET tells spectop it is llama.cpp; /slots and a second GET make the window's first
                 # reading (so a token decoded between /metrics and /slots is never taken from the window).
                 assert tap.wait_for_metrics_scrapes(2, timeout_s=60), f"spectop never scraped {kind}"
-            with ThreadPoolExecutor(max_workers=len(KINDS)) as pool:
+            with ThreadPoolExecutor(max_workers=len(servers)) as pool:
                 futures = {
-                    kind: pool.submit(run_requests, servers[kind].url, REQUESTS, MAX_TOKENS) for kind in KINDS
+                    kind: pool.submit(run_requests, servers[kind].url, requests, max_tokens)
+                    for kind in servers
                 }
-                responses = {kind: future.result(timeout=WINDOW_S) for kind, future in futures.items()}
-            for kind in KINDS:
-                wait_for_finished_requests(servers[kind].log_file, offsets[kind], REQUESTS)
+                responses = {kind: future.result(timeout=window_s) for kind, future in futures.items()}
+            for kind in servers:
+                wait_for_finished_requests(servers[kind].log_file, offsets[kind], requests)
             finished_at = time.monotonic()
-            stdout, stderr = process.communicate(timeout=WINDOW_S + 60)
+            stdout, stderr = process.communicate(timeout=window_s + 60)
     assert process.returncode == 0, stderr
     for kind, tap in taps.items():
         scrapes = tap.metrics_scrapes()
         assert len(scrapes) == 3, (kind, scrapes)
-        assert scrapes[2] > finished_at, f"{kind}: the workload outlasted the {WINDOW_S} s window"
+        assert scrapes[2] > finished_at, f"{kind}: the workload outlasted the {window_s} s window"
     records = {record["url"]: record for record in json_lines(stdout)}
-    by_kind = {kind: records[f"{taps[kind].url}/metrics"] for kind in KINDS}
+    by_kind = {kind: records[f"{taps[kind].url}/metrics"] for kind in servers}
     return by_kind, responses, offsets, taps
 
 
@@ -131,8 +139,6 @@ def test_snapshot_of_an_idle_server_reports_unknown_acceptance_not_zero(
 
 
 def test_snapshot_of_a_closed_port_says_down_and_exits_1(tmp_path: Path) -> None:
-    from llama_server import free_port
-
     url = f"http://127.0.0.1:{free_port()}"
     done = run_spectop(["snapshot", url, "--json", "--window", "1", "--timeout", "2"], tmp_path, 60)
     assert done.returncode == 1
@@ -154,3 +160,82 @@ def test_snapshot_table_fits_80_columns_and_shows_acceptance(
     # llama.cpp names the model by its -m path (long here): the status comes before it, never cut off.
     assert lines[0].startswith(f"{server.url} · up · llamacpp"), lines[0]
     assert any("acceptance" in line for line in lines), stdout
+
+
+def test_snapshot_sees_a_restarted_server_again(
+    make_server: Callable[[str], LlamaServer], tmp_path: Path
+) -> None:
+    server = make_server("same")
+    server.kill()
+    down = run_spectop(["snapshot", server.url, "--json", "--window", "1", "--timeout", "2"], tmp_path, 60)
+    assert down.returncode == 1
+    assert json_lines(down.stdout)[0]["up"] is False
+
+    server.start(port=server.port)
+    up = run_spectop(["snapshot", server.url, "--json", "--window", "1"], tmp_path, 60)
+    assert up.returncode == 0, up.stderr
+    [record] = json_lines(up.stdout)
+    assert record["up"] is True and record["backend"] == "llamacpp"
+
+
+class SecondScraper:
+    """Another client GETting /metrics every 50 ms (Prometheus at a short interval, or a second spectop)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = f"{url}/metrics"
+        self.count = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=5.0) as client:
+            while not self._stop.is_set():
+                client.get(self.url)
+                self.count += 1
+                self._stop.wait(0.05)
+
+    def __enter__(self) -> SecondScraper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def test_a_second_scraper_never_makes_a_wrong_request_rate_or_tpot(
+    llama_servers: dict[str, LlamaServer], tmp_path: Path
+) -> None:
+    """Every GET /metrics resets `predicted_tokens_seconds`: with a second scraper, spectop says the finished
+    requests are unknown (None, with the reason), and what it does report matches the server's `timings`."""
+    server = llama_servers["noisy"]
+    with SecondScraper(server.url) as other:
+        records, by_kind, _, taps = _snapshot_around_workload({"noisy": server}, tmp_path, 12.0, 5, 48)
+    _, first, second = taps["noisy"].metrics_scrapes()
+    assert other.count > 50, "the second scraper hardly ran"
+    record, responses = records["noisy"], by_kind["noisy"]
+    print({name: record[name] for name in ("requests_per_s", "tpot_mean_s", "notes")})
+    assert record["up"] is True and record["backend"] == "llamacpp", record
+
+    seconds = second - first
+    tokens = sum(response["usage"]["completion_tokens"] for response in responses)
+    assert record["generation_tokens_per_s"] == pytest.approx(tokens / seconds, rel=0.05)
+    # Counters are untouched by the other scraper: acceptance is exact.
+    accepted, drafted = timings_totals(responses)
+    assert record["acceptance_rate"] == pytest.approx(accepted / drafted, abs=1e-9)
+
+    # The request count needs the gauge the other scraper kept resetting: unknown, and said why.
+    rate = record["requests_per_s"]
+    if rate is not None:  # only if the other scraper happened not to steal any window (never, at 50 ms)
+        assert rate == pytest.approx(5 / seconds, rel=0.02), record
+    else:
+        assert record["notes"].get("requests_per_s"), record["notes"]
+    # TPOT: the server's own decode time per token (n − 1 tokens per request), or unknown with the reason
+    # when the request count is (never a guess).
+    true_tpot = sum(r["timings"]["predicted_ms"] for r in responses) / sum(
+        r["timings"]["predicted_n"] - 1 for r in responses
+    )
+    if record["tpot_mean_s"] is None:
+        assert rate is None and "another client" in record["notes"]["tpot_mean_s"], record["notes"]
+    else:
+        assert record["tpot_mean_s"] * 1000 == pytest.approx(true_tpot, rel=0.01), (record, true_tpot)

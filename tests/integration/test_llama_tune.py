@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -32,7 +33,8 @@ max = {ORIGINAL}   # --spec-draft-n-max
 
 WRAPPER = r'''
 """Restart llama-server with the draft max of launch.toml (the tune's restart command)."""
-import json, os, signal, subprocess, sys, time, tomllib, urllib.request
+import contextlib, json, os, signal, subprocess, sys, time, tomllib, urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 here = Path(__file__).parent
@@ -51,18 +53,14 @@ def down() -> bool:
 
 if pid_file.exists():
     pid = int(pid_file.read_text())
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     deadline = time.monotonic() + 10
     while not down() and time.monotonic() < deadline:
         time.sleep(0.1)
     if not down():
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         time.sleep(0.5)
 argv = [part.replace("{DRAFT_MAX}", str(draft_max)) for part in spec["argv"]]
 with open(here / "server.stderr", "ab") as err:
@@ -75,11 +73,33 @@ print(f"llama-server started as pid {process.pid} with draft max {draft_max}")
 '''
 
 
+@dataclass
+class TunedBed:
+    """The launch file, the server log, the base URL and the restart command of a wrapped llama-server."""
+
+    launch: Path
+    log_file: Path
+    url: str
+    restart: list[str]
+
+    def tune(self, home: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        """`spectop tune` of the launch file's draft max through the wrapper; it must succeed."""
+        done = run_spectop(
+            [
+                "tune", str(self.launch), "--endpoint", self.url, "--key", "draft.max", "--restart-command",
+                " ".join(self.restart), "--health-timeout", "90", "--log-file", str(self.log_file),
+                "--no-history", *extra,
+            ],
+            home,
+            timeout_s=1200,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done
+
+
 @pytest.fixture
-def tuned_server(
-    llama_server_binary: Path, gguf_models: ModelSet, tmp_path: Path
-) -> Iterator[tuple[Path, Path, str, list[str]]]:
-    """The launch file, the server log, the base URL and the restart command; the server is stopped after."""
+def bed(llama_server_binary: Path, gguf_models: ModelSet, tmp_path: Path) -> Iterator[TunedBed]:
+    """The wrapped noisy-draft server, started (the tune refuses one that does not answer); stopped after."""
     folder = tmp_path / "bed"
     folder.mkdir()
     server = LlamaServer(
@@ -97,10 +117,9 @@ def tuned_server(
     (folder / "wrapper.py").write_text(WRAPPER, encoding="utf-8")
     restart = [sys.executable, str(folder / "wrapper.py")]
     try:
-        # The tune refuses a server that does not answer before it changes anything: start it first.
         subprocess.run(restart, check=True, capture_output=True, timeout=60)
         server.wait_healthy()
-        yield folder / "launch.toml", server.log_file, server.url, restart
+        yield TunedBed(folder / "launch.toml", server.log_file, server.url, restart)
     finally:
         pid_file = folder / "server.pid"
         if pid_file.exists():
@@ -108,23 +127,22 @@ def tuned_server(
 
 
 def test_tune_sweeps_llama_draft_max_and_reports_acceptance_from_the_server(
-    tuned_server: tuple[Path, Path, str, list[str]], tmp_path: Path
+    bed: TunedBed, tmp_path: Path
 ) -> None:
     """The tune restarts through the wrapper for each value and reports acceptance per value from the
     server's own /metrics counters; the file is byte-identical afterwards."""
-    launch, log_file, url, restart = tuned_server
-    original = launch.read_bytes()
+    original = bed.launch.read_bytes()
     report = tmp_path / "tune.json"
     values = ",".join(map(str, VALUES))
-    done = _tune(
-        launch, url, restart, log_file, tmp_path, "--values", values, "--concurrency", "1,2",
+    done = bed.tune(
+        tmp_path, "--values", values, "--concurrency", "1,2",
         "--requests", "6", "--max-tokens", "64", "--json", str(report),
     )  # fmt: skip
     result = json.loads(report.read_text(encoding="utf-8"))
     assert result["key"] == "draft.max"
     assert result["baseline_value"] == ORIGINAL  # no 0 in the sweep: the file's own value
-    assert launch.read_bytes() == original
-    assert httpx.get(url + "/health", timeout=5).status_code == 200
+    assert bed.launch.read_bytes() == original
+    assert httpx.get(bed.url + "/health", timeout=5).status_code == 200
     for outcome in result["outcomes"]:
         assert outcome["started"], outcome["failure"]
         for cell in outcome["cells"]:
@@ -140,46 +158,27 @@ def test_tune_sweeps_llama_draft_max_and_reports_acceptance_from_the_server(
     assert "best at concurrency 1: k=" in done.stdout
 
 
-def _tune(
-    launch: Path, url: str, restart: list[str], log_file: Path, home: Path, *extra: str
-) -> subprocess.CompletedProcess[str]:
-    """`spectop tune` of the launch file's draft max through the wrapper; it must succeed."""
-    done = run_spectop(
-        [
-            "tune", str(launch), "--endpoint", url, "--key", "draft.max", "--restart-command",
-            " ".join(restart), "--health-timeout", "90", "--log-file", str(log_file), "--no-history", *extra,
-        ],
-        home,
-        timeout_s=1200,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
-
-
 @pytest.mark.quiet
-def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
-    tuned_server: tuple[Path, Path, str, list[str]], tmp_path: Path
-) -> None:
+def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(bed: TunedBed, tmp_path: Path) -> None:
     """`tune --calibrate` fits the step cost of the noisy-draft server; `snapshot` under steady traffic gives
     the advice; a three-round sweep (the file's draft max 4 as baseline) measures it: the prediction's
     interval meets the sweep's 95% interval, neither widened (a plain key: 0 is no speculation-off point,
     so the cost of switching speculation on is part of the model's base)."""
-    launch, log_file, url, restart = tuned_server
-    original = launch.read_bytes()
-    said = _tune(
-        launch, url, restart, log_file, tmp_path, "--calibrate", "--values", "1,2,3,4",
+    original = bed.launch.read_bytes()
+    said = bed.tune(
+        tmp_path, "--calibrate", "--values", "1,2,3,4",
         "--concurrency", "1,2", "--requests", "8", "--rounds", "3", "--max-tokens", "64",
     ).stderr  # fmt: skip
     assert "step-cost model kept" in said, said
-    assert launch.read_bytes() == original
-    with steady_load([url], concurrency=1, send=traffic_request):
-        snapshot = run_spectop(["snapshot", url, "--window", "20", "--json"], tmp_path, timeout_s=120)
+    assert bed.launch.read_bytes() == original
+    with steady_load([bed.url], concurrency=1, send=traffic_request):
+        snapshot = run_spectop(["snapshot", bed.url, "--window", "20", "--json"], tmp_path, timeout_s=120)
     assert snapshot.returncode == 0, snapshot.stderr
     advice = json_lines(snapshot.stdout)[0]["advice"]
     assert advice["current_k"] == ORIGINAL and str(advice["basis"]).startswith("tune "), advice
     report = tmp_path / "sweep.json"
-    _tune(
-        launch, url, restart, log_file, tmp_path, "--values", "1,2,4", "--concurrency", "1",
+    bed.tune(
+        tmp_path, "--values", "1,2,4", "--concurrency", "1",
         "--requests", "12", "--rounds", "3", "--max-tokens", "64", "--json", str(report),
     )  # fmt: skip
     cells = {o["value"]: o["cells"][0] for o in json.loads(report.read_text())["outcomes"]}
@@ -204,14 +203,12 @@ def test_the_advice_on_draft_max_matches_a_sweep_of_the_same_server(
 LENGTHS = (256, 768)  # + 32 generated tokens: within a slot's 1024
 
 
-def test_a_context_axis_on_a_real_llama_server(
-    tuned_server: tuple[Path, Path, str, list[str]], tmp_path: Path
-) -> None:
+def test_a_context_axis_on_a_real_llama_server(bed: TunedBed, tmp_path: Path) -> None:
     """Prompts sized by the server's own tokenizer (`POST /tokenize`: the tiny vocabulary spells most filler
     words out in pieces); bursts and the tune take the lengths, the server's counts match them, and the tune
     picks per (load, context) and, its baseline being the file's draft max (llama.cpp's 0 still drafts), says
     that where speculation stops paying cannot be known rather than guess."""
-    launch, log_file, url, restart = tuned_server
+    url = bed.url
     lengths = ",".join(map(str, LENGTHS))
     bench = run_spectop(
         ["bench", "--a", url, "--prompts", "chat", "--prompt-tokens", lengths, "--requests", "4",
@@ -227,8 +224,8 @@ def test_a_context_axis_on_a_real_llama_server(
         assert "the server counted" in line and "off, the context is not" not in line, line
 
     report = tmp_path / "tune.json"
-    tune = _tune(
-        launch, url, restart, log_file, tmp_path, "--values", "1,4", "--concurrency", "1", "--requests", "4",
+    tune = bed.tune(
+        tmp_path, "--values", "1,4", "--concurrency", "1", "--requests", "4",
         "--max-tokens", "32", "--prompts", "chat", "--prompt-tokens", lengths, "--json", str(report),
     )  # fmt: skip
     result = json.loads(report.read_text(encoding="utf-8"))

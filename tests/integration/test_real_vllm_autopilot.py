@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from llama_spectop import private_env, run_spectop, spectop_command
+from llama_spectop import run_spectop, spectop_running
 from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
 from vllm_server import START_TIMEOUT_S
@@ -130,24 +130,18 @@ def test_one_full_autopilot_cycle_on_two_real_vllms(
             "--restart-template", f"{sys.executable} {beds}/vllm-{{port}}/restart.py",
             "--health-timeout", str(START_TIMEOUT_S), "--auto", "--audit", str(trail), *LIMITS,
         ]  # fmt: skip
-        with steady_load([server.url for server in replicas], concurrency=2, max_tokens=32) as loads:
-            process = subprocess.Popen(
-                [*spectop_command(), *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                env=private_env(home), stdin=subprocess.DEVNULL,
-            )  # fmt: skip
+        with (
+            steady_load([server.url for server in replicas], concurrency=2, max_tokens=32) as loads,
+            spectop_running(command, home) as process,
+        ):
             output = Output(process)
-            try:
-                deadline = time.monotonic() + HANG_GUARD_S
-                while not any(r.outcome in END_OF_CYCLE for r in records_of(trail)):
-                    assert process.poll() is None, f"the autopilot stopped:\n{output.join()}"
-                    assert time.monotonic() < deadline, f"no full cycle (hang guard):\n{output.join()}"
-                    time.sleep(0.5)
-                process.send_signal(signal.SIGINT)  # the cycle is over: leave (each config as it is now)
-                code = process.wait(timeout=HANG_GUARD_S)
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+            deadline = time.monotonic() + HANG_GUARD_S
+            while not any(r.outcome in END_OF_CYCLE for r in records_of(trail)):
+                assert process.poll() is None, f"the autopilot stopped:\n{output.join()}"
+                assert time.monotonic() < deadline, f"no full cycle (hang guard):\n{output.join()}"
+                time.sleep(0.5)
+            process.send_signal(signal.SIGINT)  # the cycle is over: leave (each config as it is now)
+            code = process.wait(timeout=HANG_GUARD_S)
             said = output.join()
         assert code == 0, said
         assert sum(load.sent for load in loads) > 0

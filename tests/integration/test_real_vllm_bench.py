@@ -4,41 +4,38 @@ keeps the answers; `usage` is cumulative; at temperature 0 the texts with the dr
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from llama_spectop import run_spectop
+from llama_spectop import bench_json
 from tap import RecordingTap
 from vllm_server import VllmServer
-from vllm_workload import delta, read_page, sse_objects
+from vllm_workload import delta, read_page
 
 REQUESTS = 6  # per arm, over the rounds
 MAX_TOKENS = 32
 
 
-def _bench(a: str, b: str | None, home: Path, report: Path) -> dict[str, Any]:
-    args = ["bench", "--a", a, *(["--b", b] if b else []), "--requests", str(REQUESTS), "--rounds", "2"]
+def _bench(a: str, b: str | None, home: Path, name: str) -> dict[str, Any]:
+    args = ["--a", a, *(["--b", b] if b else []), "--requests", str(REQUESTS), "--rounds", "2"]
     args += ["--warmup", "0", "--max-tokens", str(MAX_TOKENS), "--temperature", "0", "--api", "completions"]
-    done = run_spectop([*args, "--no-history", "--json", str(report)], home, timeout_s=1800)
+    report, done = bench_json(args, home, name, timeout_s=1800)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return dict(json.loads(report.read_text()))
+    return report
 
 
 def _answers(tap: RecordingTap) -> list[dict[str, Any]]:
     """Per streamed answer: its text, final usage, metrics, and every chunk's usage."""
-    out = []
-    for request, text in tap.posts:
-        if not request.get("stream"):
-            continue
-        chunks = sse_objects(text)
-        usages = [chunk["usage"] for chunk in chunks if chunk.get("usage")]
-        metrics = [chunk["metrics"] for chunk in chunks if chunk.get("metrics")]
-        choices = [choice for chunk in chunks for choice in chunk.get("choices") or []]
-        pieces = "".join(choice.get("text") or "" for choice in choices)
-        out.append({"prompt": request.get("prompt"), "text": pieces, "usages": usages, "metrics": metrics})
-    return out
+    return [
+        {
+            "prompt": request.get("prompt"),
+            "text": "".join(c.get("text") or "" for chunk in chunks for c in chunk.get("choices") or []),
+            "usages": [chunk["usage"] for chunk in chunks if chunk.get("usage")],
+            "metrics": [chunk["metrics"] for chunk in chunks if chunk.get("metrics")],
+        }
+        for request, chunks in tap.streams()
+    ]
 
 
 def test_bench_keeps_each_requests_spec_figures_as_the_server_sent_them(
@@ -47,7 +44,7 @@ def test_bench_keeps_each_requests_spec_figures_as_the_server_sent_them(
     server = vllm_servers["noisy"]
     before = read_page(server.url)
     with RecordingTap(server.url) as tap:
-        report = _bench(tap.url, None, tmp_path, tmp_path / "bench.json")
+        report = _bench(tap.url, None, tmp_path, "bench")
     after = read_page(server.url)
     answers = _answers(tap)
     requests = [row for row in report["a"]["requests_detail"] if row["ok"]]
@@ -92,7 +89,7 @@ def test_greedy_output_is_identical_with_the_draft_on_and_off(
     vllm_servers: dict[str, VllmServer], tmp_path: Path
 ) -> None:
     with RecordingTap(vllm_servers["nodraft"].url) as off, RecordingTap(vllm_servers["noisy"].url) as on:
-        report = _bench(off.url, on.url, tmp_path, tmp_path / "ab.json")
+        report = _bench(off.url, on.url, tmp_path, "ab")
     texts_off = {answer["prompt"]: answer["text"] for answer in _answers(off)}
     texts_on = {answer["prompt"]: answer["text"] for answer in _answers(on)}
     assert texts_off and texts_off.keys() == texts_on.keys()

@@ -83,16 +83,8 @@ def test_fleet_figures_are_the_servers_own_counters(
             _wait_scraped(prometheus.url, instances[kind], drafts_total, total(after[kind], drafts_total))
         elapsed = time.monotonic() - started
         assert elapsed < WINDOW_S - 2 * SCRAPE_S, "the window would not cover the load"
-        args = [
-            "snapshot",
-            "--prometheus",
-            prometheus.url,
-            "--match",
-            '{job="vllm"}',
-            "--window",
-            str(WINDOW_S),
-        ]
-        done = run_spectop([*args, "--json"], tmp_path, timeout_s=600)
+        args = ["snapshot", "--prometheus", prometheus.url, "--match", '{job="vllm"}']
+        done = run_spectop([*args, "--window", str(WINDOW_S), "--json"], tmp_path, timeout_s=600)
     finally:
         prometheus.stop()
     assert done.returncode == 0, done.stdout + done.stderr

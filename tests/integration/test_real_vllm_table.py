@@ -9,6 +9,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -24,26 +25,22 @@ MAX_TOKENS = 32
 def _drafted(url: str, concurrency: int, requests: int, max_tokens: int) -> list[list[int]]:
     """`per_step_drafted` of each answer, `concurrency` requests at a time: each worker's client made
     first and the workers released together, so the requests overlap even on a fast server."""
-    answers: list[dict[str, Any]] = []
-    lock = threading.Lock()
     ready = threading.Barrier(concurrency)
 
-    def work(start: int) -> None:
+    def work(start: int) -> list[dict[str, Any]]:
         with httpx.Client(timeout=600) as client:
             ready.wait()
+            answers = []
             for index in range(start, requests, concurrency):
                 body = {"model": MODEL, "prompt": prompt(index), "max_tokens": max_tokens, "temperature": 0}
                 response = client.post(url + "/v1/completions", json={**body, "ignore_eos": True})
                 response.raise_for_status()
-                with lock:
-                    answers.append(response.json())
+                answers.append(response.json())
+            return answers
 
-    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(answers) == requests, "a request failed (see the thread's traceback above)"
+    with ThreadPoolExecutor(concurrency) as pool:
+        answers = [answer for some in pool.map(work, range(concurrency)) for answer in some]
+    assert len(answers) == requests
     return [answer["metrics"]["speculative_decoding"]["per_step_drafted"] for answer in answers]
 
 

@@ -17,7 +17,7 @@ from llama_spectop import run_spectop, spectop_running
 from tap import RecordingTap
 from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
-from vllm_workload import served_k, sse_objects
+from vllm_workload import served_k
 
 REQUESTS = 3
 MAX_TOKENS = 24
@@ -37,10 +37,8 @@ def _tune_args(server: ManagedVllm, tap: RecordingTap, values: str, report: Path
 def _bursts(tap: RecordingTap) -> list[tuple[int, dict[str, Any] | None]]:
     """Per streamed answer, in order: the k its server ran and its speculative figures."""
     out = []
-    for request, text in tap.posts:
-        if not request.get("stream"):
-            continue
-        metrics = [chunk["metrics"] for chunk in sse_objects(text) if chunk.get("metrics")]
+    for _, chunks in tap.streams():
+        metrics = [chunk["metrics"] for chunk in chunks if chunk.get("metrics")]
         spec = metrics[-1].get("speculative_decoding") if metrics else None
         out.append((spec["num_spec_tokens"] if spec else 0, spec))
     return out

@@ -58,8 +58,20 @@ enable_force_include_usage = true
 
 RESTART = r'''
 """Restart vLLM on config.toml: render it with spectop, SIGTERM the old server, start the new one detached."""
-import json, os, shlex, signal, subprocess, sys, time, tomllib
+import contextlib, json, os, shlex, signal, subprocess, sys, time, tomllib
 from pathlib import Path
+
+# The detached starter (below): vLLM starts only once the old one is gone. As systemd's TimeoutStopSec, an
+# old vLLM still draining a stream its dead engine never ends ("Waiting for application shutdown" for ever)
+# is killed after 30 s.
+if sys.argv[1:2] == ["--after"]:
+    old, deadline = int(sys.argv[2]), time.monotonic() + 30
+    while old and os.path.exists(f"/proc/{old}"):
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(old, signal.SIGKILL)
+        time.sleep(0.2)
+    os.execv(sys.argv[3], sys.argv[3:])
 
 here = Path(__file__).parent
 bed = json.loads((here / "bed.json").read_text())
@@ -86,29 +98,10 @@ if old:
         os.killpg(old, signal.SIGTERM)
     except ProcessLookupError:
         old = 0
-# As systemd's TimeoutStopSec: an old vLLM still draining a stream its dead engine never ends ("Waiting for
-# application shutdown" for ever) is killed after 30 s; the new one starts only once the old one is gone.
-starter = (
-    "import os, signal, sys, time\n"
-    "old = int(sys.argv[1])\n"
-    "deadline = time.monotonic() + 30\n"
-    "while old:\n"
-    "    try:\n"
-    "        os.kill(old, 0)\n"
-    "    except ProcessLookupError:\n"
-    "        break\n"
-    "    if time.monotonic() > deadline:\n"
-    "        try:\n"
-    "            os.killpg(old, signal.SIGKILL)\n"
-    "        except ProcessLookupError:\n"
-    "            pass\n"
-    "    time.sleep(0.2)\n"
-    "os.execv(sys.argv[2], sys.argv[2:])\n"
-)
 argv = [bed["python"], "-m", "vllm.entrypoints.openai.api_server", *args, *bed["extra_args"]]
 with open(here / "server.log", "ab") as log:
     process = subprocess.Popen(
-        [sys.executable, "-c", starter, str(old), *argv],
+        [sys.executable, __file__, "--after", str(old), *argv],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
         env={**os.environ, **bed["env"]}, cwd=here,
     )

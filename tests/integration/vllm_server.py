@@ -62,7 +62,6 @@ class VllmServer(LoopbackServer):
     model: Path
     draft: Path | None
     k: int = 3
-    extra_args: tuple[str, ...] = ()
     start_timeout_s: ClassVar[float] = START_TIMEOUT_S
     stop_timeout_s: ClassVar[float] = STOP_TIMEOUT_S
 
@@ -70,7 +69,7 @@ class VllmServer(LoopbackServer):
         return [
             str(self.python), "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1",
             "--port", str(self.port), "--model", str(self.model), *COMMON_ARGS,
-            *speculative_args(self.draft, self.k), *self.extra_args,
+            *speculative_args(self.draft, self.k),
         ]  # fmt: skip
 
     def environment(self) -> dict[str, str]:

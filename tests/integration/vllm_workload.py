@@ -7,9 +7,11 @@ quantiles are computed here the way Prometheus computes them.
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from llama_workload import log_size, read_log
+from llama_workload import log_size, read_log, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 MODEL = "tiny"
@@ -46,11 +48,10 @@ def delta(before: Page, after: Page, name: str, **labels: str) -> float:
 
 
 def buckets(page: Page, name: str) -> dict[float, float]:
-    out: dict[float, float] = {}
+    out: defaultdict[float, float] = defaultdict(float)
     for (sample, labels), value in page.items():
         if sample == f"{name}_bucket":
-            bound = float(dict(labels)["le"])
-            out[bound] = out.get(bound, 0.0) + value
+            out[float(dict(labels)["le"])] += value
     return out
 
 
@@ -163,11 +164,8 @@ _IDLE_LINE = re.compile(
 def wait_for_idle_line(path: Path, start: int) -> int:
     """Waits until the log prints an idle `Engine 000:` line after byte `start` (the stats logger has
     flushed every interval with traffic); returns the log's size then."""
-    while True:
-        text = read_log(path, start)
-        if _IDLE_LINE.search(text):
-            return log_size(path)
-        time.sleep(1.0)
+    wait_until(lambda: _IDLE_LINE.search(read_log(path, start)) is not None, math.inf, step_s=1.0)
+    return log_size(path)
 
 
 def wait_until_quiet(path: Path, url: str) -> int:
@@ -189,11 +187,8 @@ def wait_until_quiet(path: Path, url: str) -> int:
 
 def spec_line_totals(text: str) -> tuple[int, int]:
     """Σ Accepted, Σ Drafted over the `SpecDecoding metrics:` lines of `text`."""
-    accepted = drafted = 0
-    for match in _SPEC_LINE.finditer(text):
-        accepted += int(match[1])
-        drafted += int(match[2])
-    return accepted, drafted
+    lines = _SPEC_LINE.findall(text)
+    return sum(int(accepted) for accepted, _ in lines), sum(int(drafted) for _, drafted in lines)
 
 
 def sse_objects(text: str) -> list[dict[str, Any]]:

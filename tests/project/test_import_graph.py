@@ -23,13 +23,6 @@ def _modules() -> dict[str, Path]:
     return modules
 
 
-def _type_checking(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and (
-        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
-    )
-
-
 def _imports(
     name: str, path: Path, modules: dict[str, Path], *, type_only: bool = True, source: str | None = None
 ) -> set[str]:
@@ -37,8 +30,11 @@ def _imports(
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if not type_only and _type_checking(node):
-            assert isinstance(node, ast.If)
+        if (
+            not type_only
+            and isinstance(node, ast.If)
+            and ast.unparse(node.test).split(".")[-1] == "TYPE_CHECKING"
+        ):
             for child in node.orelse:
                 visit(child)
             return
@@ -67,10 +63,6 @@ def _imports(
 def _graph(*, type_only: bool = True) -> dict[str, set[str]]:
     modules = _modules()
     return {name: _imports(name, path, modules, type_only=type_only) for name, path in modules.items()}
-
-
-def _imports_of_source(name: str, path: Path, source: str) -> set[str]:
-    return _imports(name, path, _modules(), type_only=False, source=source)
 
 
 def _room(module: str) -> str:
@@ -189,7 +181,7 @@ def test_a_function_level_climb_is_caught() -> None:
     path = ROOT / "tune" / "plan.py"
     graph = {"tui.tune.plan": {"tui.format"}, "tui.board": {"tui.tune.plan"}}
     source = "def f():\n    from tui.board import Board\n"
-    graph["tui.tune.plan"] |= _imports_of_source("tui.tune.plan", path, source)
+    graph["tui.tune.plan"] |= _imports("tui.tune.plan", path, _modules(), type_only=False, source=source)
     assert _climbs(_folder_graph(graph)) == ["tune → board"]
     assert _cycle(_folder_graph(graph)) == ["board", "tune", "board"]
 
@@ -197,4 +189,4 @@ def test_a_function_level_climb_is_caught() -> None:
 def test_a_type_only_import_is_not_an_arrow_between_folders() -> None:
     path = ROOT / "tune" / "plan.py"
     source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tui.board import Board\n"
-    assert _imports_of_source("tui.tune.plan", path, source) == set()
+    assert _imports("tui.tune.plan", path, _modules(), type_only=False, source=source) == set()

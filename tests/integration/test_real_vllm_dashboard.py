@@ -1,7 +1,6 @@
-"""The config editor on a real vLLM: `config.toml` rendered as CLI flags (`spectop config launch`) starts
-vLLM; `e` on the card, k 2 → 1, ctrl+r saves and runs the restart script; the dashboard waits for the
-new process and then shows what the server reports for k = 1 (one draft position); the server's own
-answers say k = 1.
+"""The dashboard on a real vLLM run from its `config.toml` through the restart script: the fallback guard
+switches speculation off, and the config editor changes k and restarts it; each time the server's own
+answers say what it runs now.
 """
 
 from __future__ import annotations
@@ -9,26 +8,64 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from llama_spectop import dashboard
 from vllm_managed import make_managed
 from vllm_models import VllmModels
-from vllm_workload import served_k, steady_load
+from vllm_workload import completion, served_k, steady_load
 
-from tui.paths import themes_dir
+from tui.advice.guard import ACTION_WORDS
 from tui.screens.editor import EditorScreen
-from tui.ui.app import SpectopApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.edit_mode import FieldInput
+
+SWITCHED_OFF = f"guard {ACTION_WORDS['switched_off']}:"
+FAILED = f"guard {ACTION_WORDS['failed']}:"
+
+
+async def test_auto_guard_switches_speculation_off_on_a_real_vllm(
+    vllm_python: Path, vllm_models: VllmModels, tmp_path: Path
+) -> None:
+    """A random draft (acceptance near 0) under the guard `auto`: the sustained low-acceptance alert, the
+    edit (`enabled = false`), the restart, and the server then answering without speculation."""
+    server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=3, draft=vllm_models.random)
+    try:
+        await asyncio.to_thread(server.start)
+        settings = server.settings("guarded", 10.0, 3.0, acceptance_threshold=0.5, guard="auto")
+        app = dashboard(settings, record_path=tmp_path / "rec.jsonl")
+        with steady_load([server.url], concurrency=1):
+            async with app.run_test(size=(100, 30)) as pilot:
+
+                def guard_actions() -> list[str]:
+                    return [alert.message for alert in app.alerts.all_alerts() if alert.kind == "guard"]
+
+                await server.until_served(
+                    pilot,
+                    lambda: any(m.startswith((SWITCHED_OFF, FAILED)) for m in guard_actions()),
+                    "the guard's action",
+                )
+                actions = guard_actions()
+                assert any(message.startswith(SWITCHED_OFF) for message in actions), actions
+        text = server.config.read_text()
+        assert "enabled = false" in text
+        assert server.restarts() == [3, 0]
+        # The server's own answer: no speculative decoding any more (no per-request spec figures).
+        answer = await asyncio.to_thread(completion, server.url, "w5 w6 w7", 8)
+        assert (answer.get("metrics") or {}).get("speculative_decoding") is None, answer["metrics"]
+    finally:
+        server.stop()
 
 
 async def test_editor_save_and_restart_on_a_real_vllm_started_from_cli_flags(
     vllm_python: Path, vllm_models: VllmModels, tmp_path: Path
 ) -> None:
+    """`config.toml` rendered as CLI flags (`spectop config launch`) starts vLLM; `e` on the card, k 2 → 1,
+    ctrl+r saves and runs the restart script; the dashboard waits for the new process and then shows what
+    the server reports for k = 1 (one draft position); the server's own answers say k = 1."""
     server = make_managed(tmp_path / "bed", vllm_python, vllm_models, k=2, fmt="cli")
     try:
         await asyncio.to_thread(server.start)  # the CLI rendering of config.toml starts vLLM
         assert await asyncio.to_thread(served_k, server.url) == 2
-        settings = server.settings("edited", 8.0, 30.0)
-        app = SpectopApp(settings, theme_folders=[themes_dir()], remember_theme_choice=False)  # type: ignore[arg-type]
+        app = dashboard(server.settings("edited", 8.0, 30.0))
         with steady_load([server.url], concurrency=1):
             async with app.run_test(size=(100, 30)) as pilot:
 
