@@ -105,9 +105,7 @@ class AccessMiddleware:
         finally:
             length = dict(scope.get("headers") or []).get(b"content-length", b"0")
             request_bytes = int(length) if length.isdigit() else 0
-            handler = (
-                path if path in self.known_paths else "none"
-            )  # bounded label values, as the instrumentator
+            handler = path if path in self.known_paths else "none"  # bounded values, as the instrumentator
             elapsed = time.monotonic() - started
             self.context.recorder.http_request(method, handler, status, request_bytes, sent, elapsed)
 
@@ -175,27 +173,18 @@ async def version(context: AppContext, request: Request) -> Response:
 async def models(context: AppContext, request: Request) -> Response:
     if refused := _refused(context, request):
         return refused
-    created = int(time.time())
-    if context.flavor == "llamacpp":
-        card = {
-            "id": context.model,
-            "aliases": [context.model],
-            "tags": [],
-            "object": "model",
-            "created": created,
-            "owned_by": "llamacpp",
-            "meta": {"n_ctx": context.config.max_model_len // context.config.max_num_seqs},
-        }
+    config, model = context.config, context.model
+    card: dict[str, Any] = {
+        "id": model,
+        "object": "model",
+        "created": int(time.time()),
+        "owned_by": context.flavor,
+    }
+    if context.flavor == "llamacpp":  # its own fields, in its order
+        n_ctx = config.max_model_len // config.max_num_seqs
+        card = {"id": model, "aliases": [model], "tags": [], **card, "meta": {"n_ctx": n_ctx}}
     else:
-        card = {
-            "id": context.model,
-            "object": "model",
-            "created": created,
-            "owned_by": context.flavor,
-            "root": context.config.model,
-            "parent": None,
-            "max_model_len": context.config.max_model_len,
-        }
+        card |= {"root": config.model, "parent": None, "max_model_len": config.max_model_len}
     return JSONResponse({"object": "list", "data": [card]})
 
 

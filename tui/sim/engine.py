@@ -161,14 +161,11 @@ class StepReport:
 class EngineObserver:
     """Hooks the engine calls synchronously; subclasses override what they need."""
 
-    def request_scheduled(self, request: SimRequest) -> None:
-        return None
+    def request_scheduled(self, request: SimRequest) -> None: ...
 
-    def step_done(self, report: StepReport) -> None:
-        return None
+    def step_done(self, report: StepReport) -> None: ...
 
-    def request_finished(self, request: SimRequest) -> None:
-        return None
+    def request_finished(self, request: SimRequest) -> None: ...
 
     def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:
         """Between steps (e.g. an abort while idle), so gauges do not go stale."""
@@ -190,8 +187,7 @@ class MetricsRecorder(EngineObserver):
 
     def http_request(
         self, method: str, path: str, status: int, request_bytes: int, response_bytes: int, duration_s: float
-    ) -> None:
-        return None
+    ) -> None: ...
 
 
 @dataclass
