@@ -40,38 +40,20 @@ def make_recorder(flavor: str, config: SimConfig, started: float | None = None) 
     return (SglangRecorder if flavor == "sglang" else LlamacppRecorder)(config)
 
 
-PROMPT_MIX: tuple[tuple[str, int], ...] = (
-    (
-        "Implement a thread-safe LRU cache with expiry in Python.\n```python\nclass LRUCache:\n    def "
-        "__init__(self, capacity: int, ttl: float) -> None:\n        self.capacity = capacity\n",
-        192,
-    ),
-    (
-        "Explain how speculative decoding keeps the output of the target model unchanged while drafting "
-        "several tokens ahead, and why the acceptance rate matters for throughput.",
-        160,
-    ),
-    (
-        "Summarise the following meeting notes for a busy manager. The team discussed the launch date, the "
-        "budget, the hiring plan and the open risks around the data migration.",
-        128,
-    ),
-    (
-        "Repeat after me: the quick brown fox jumps over the lazy dog. the quick brown fox jumps over the "
-        "lazy dog. the quick brown fox jumps over the lazy dog.",
-        96,
-    ),
-    (
-        "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n"
-        "\n# Rewrite this function iteratively and add type hints.\n",
-        224,
-    ),
-    (
-        "Write a short story about a lighthouse keeper who discovers that the light has been signalling to "
-        "ships that do not exist.",
-        256,
-    ),
-)
+PROMPT_MIX: tuple[tuple[str, int], ...] = (  # (prompt, typical output tokens)
+    ("Implement a thread-safe LRU cache with expiry in Python.\n```python\nclass LRUCache:\n    def "
+     "__init__(self, capacity: int, ttl: float) -> None:\n        self.capacity = capacity\n", 192),
+    ("Explain how speculative decoding keeps the output of the target model unchanged while drafting "
+     "several tokens ahead, and why the acceptance rate matters for throughput.", 160),
+    ("Summarise the following meeting notes for a busy manager. The team discussed the launch date, the "
+     "budget, the hiring plan and the open risks around the data migration.", 128),
+    ("Repeat after me: the quick brown fox jumps over the lazy dog. the quick brown fox jumps over the "
+     "lazy dog. the quick brown fox jumps over the lazy dog.", 96),
+    ("def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n"
+     "\n# Rewrite this function iteratively and add type hints.\n", 224),
+    ("Write a short story about a lighthouse keeper who discovers that the light has been signalling to "
+     "ships that do not exist.", 256),
+)  # fmt: skip
 
 
 class _Uvicorn(uvicorn.Server):
