@@ -77,7 +77,6 @@ class SimRequest:
     request_id: str
     number: int
     endpoint: str
-    prompt_text: str
     prompt_tokens: int
     hashes: list[bytes]
     max_tokens: int
@@ -87,7 +86,6 @@ class SimRequest:
     stop_reason: str | None
     acceptance: list[float]
     rng: random.Random
-    temperature: float
     arrival: float
     not_before: float
     outbox: asyncio.Queue[Delivery] = field(default_factory=asyncio.Queue)
@@ -251,7 +249,6 @@ class SimEngine:
             request_id=f"{number:08x}{rng.getrandbits(64):016x}",
             number=number,
             endpoint=endpoint,
-            prompt_text=prompt_text,
             prompt_tokens=n_prompt,
             hashes=block_hashes(tokens, self.config.block_size) if self.config.enable_prefix_caching else [],
             max_tokens=limit,
@@ -261,7 +258,6 @@ class SimEngine:
             stop_reason=stop_reason,
             acceptance=self.behaviour.request_acceptance(prompt_text, temperature, n_prompt),
             rng=rng,
-            temperature=temperature,
             arrival=now,
             not_before=now + self.faults.slow_first_token_s,
             accepted_per_pos=[0] * self.behaviour.k,

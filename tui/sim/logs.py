@@ -9,7 +9,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
-from http import HTTPStatus
+from http.client import responses
 from pathlib import Path
 from typing import Any
 
@@ -102,14 +102,8 @@ class LogWriter(EngineObserver):
             self.uvicorn_line(text)
 
     def access(self, client: str, method: str, path: str, status: int) -> None:
-        self.uvicorn_line(f'{client} - "{method} {path} HTTP/1.1" {_status(status)}')
-
-
-def _status(status: int) -> str:
-    try:
-        return f"{status} {HTTPStatus(status).phrase}"
-    except ValueError:
-        return str(status)
+        phrase = f"{status} {responses[status]}" if status in responses else str(status)
+        self.uvicorn_line(f'{client} - "{method} {path} HTTP/1.1" {phrase}')
 
 
 class VllmLogWriter(LogWriter):
