@@ -128,9 +128,7 @@ class StepRecord:
 
 @dataclass
 class StepReport:
-    start: float
     end: float
-    model_s: float
     prefilled: list[SimRequest]
     records: list[StepRecord]
     running: int
@@ -429,9 +427,7 @@ class SimEngine:
         self.totals.busy_model_s += model_s
         self.totals.generated_tokens += sum(record.emitted for record in records)
         report = StepReport(
-            start=start,
             end=end,
-            model_s=model_s,
             prefilled=admitted,
             records=records,
             running=len(self.running),
