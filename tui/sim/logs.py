@@ -11,7 +11,6 @@ from collections import deque
 from collections.abc import Callable
 from http.client import responses
 from pathlib import Path
-from typing import Any
 
 import aiofiles
 
@@ -21,6 +20,8 @@ from tui.sim.metrics_sglang import DecodeWindow
 
 MAX_BUFFERED_LINES = 20_000
 LoadFn = Callable[[], tuple[int, int, float]]  # running, waiting, KV usage fraction
+VLLM_ROUTES = {"/v1/chat/completions": "POST", "/v1/completions": "POST", "/v1/models": "GET",
+               "/health": "GET", "/metrics": "GET", "/version": "GET"}  # fmt: skip
 VERSIONS = {"vllm": "0.28.0", "sglang": "0.5.15", "llamacpp": "b0-unknown"}
 
 
@@ -107,8 +108,10 @@ class LogWriter(EngineObserver):
 
 
 class VllmLogWriter(LogWriter):
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
+    def __init__(
+        self, path: Path | None, config: SimConfig, load: LoadFn, started: float, interval_s: float
+    ) -> None:
+        super().__init__(path, config, load, started, interval_s)
         self.engine_pid = self.pid + 1
         self._reset_interval(time.monotonic())
         self._spec_started = time.monotonic()
@@ -192,9 +195,8 @@ class VllmLogWriter(LogWriter):
         self.line("Supported tasks: ['generate']", "api_server.py:544")
         self.line(f"Starting vLLM server on http://{host}:{port}", "api_server.py:548")
         self.line("Available routes are:", "launcher.py:51")
-        for route in ("/v1/chat/completions POST", "/v1/completions POST", "/v1/models GET", "/health GET",
-                      "/metrics GET", "/version GET"):  # fmt: skip
-            self.line("Route: {}, Methods: {}".format(*route.split()), "launcher.py:60")
+        for route, methods in VLLM_ROUTES.items():
+            self.line(f"Route: {route}, Methods: {methods}", "launcher.py:60")
         self.uvicorn_started()
         now = time.monotonic()
         self._reset_interval(now)
@@ -277,8 +279,10 @@ class VllmLogWriter(LogWriter):
 
 
 class SglangLogWriter(LogWriter):
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
+    def __init__(
+        self, path: Path | None, config: SimConfig, load: LoadFn, started: float, interval_s: float
+    ) -> None:
+        super().__init__(path, config, load, started, interval_s)
         self.window = DecodeWindow()
         self.num_draft_tokens = self.config.num_draft_tokens or self.config.k + 1
         self._last_prefill = time.monotonic()
