@@ -318,15 +318,11 @@ async def _sglang_stream(
 
 async def server_info(sim: SimServer, request: Request) -> Response:
     config = sim.config
-    state: dict[str, Any] = {
-        "last_gen_throughput": 0.0,
-        "effective_max_running_requests_per_dp": config.max_num_seqs,
-    }
-    window = getattr(sim.recorder, "gauges", None)
-    if isinstance(window, dict):
-        state["last_gen_throughput"] = window.get("gen_throughput", 0.0)
-        if config.k and window.get("spec_accept_length"):
-            state["avg_spec_accept_length"] = window["spec_accept_length"]
+    gauges: dict[str, float] = getattr(sim.recorder, "gauges", {})  # SGLang's recorder's
+    state: dict[str, Any] = {"last_gen_throughput": gauges.get("gen_throughput", 0.0)}
+    state["effective_max_running_requests_per_dp"] = config.max_num_seqs
+    if config.k and gauges.get("spec_accept_length"):
+        state["avg_spec_accept_length"] = gauges["spec_accept_length"]
     return JSONResponse(
         {
             "model_path": config.model,
@@ -382,17 +378,13 @@ async def slots(sim: SimServer, request: Request) -> Response:
         }
         if slot in busy:
             running = busy[slot]
+            remain = running.target_tokens - running.generated
+            next_token = {"has_next_token": True, "n_remain": remain, "n_decoded": running.generated}
             entry.update(
                 id_task=running.number,
                 n_prompt_tokens=running.prompt_tokens + running.generated,
                 params={"speculative.types": types},
-                next_token=[
-                    {
-                        "has_next_token": True,
-                        "n_remain": running.target_tokens - running.generated,
-                        "n_decoded": running.generated,
-                    }
-                ],
+                next_token=[next_token],
             )
         body.append(entry)
     return JSONResponse(body)
