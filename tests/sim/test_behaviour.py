@@ -1,5 +1,6 @@
 """The behaviour model: speculation speeds decoding up at low load, less at high load; greedy output is
 identical with speculation on and off, and differs in lossy mode; content changes acceptance; queueing.
+The toy tokenizer covers the text, greedy generation is a function of the prompt, stop strings cut it.
 Context: acceptance falls with the prompt's length and every verified token attends to the context, so
 speculation's gain shrinks with context and, set so, turns into a loss."""
 
@@ -8,13 +9,17 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.sim.conftest import client_for, post_all, scrape, scrape_until, speedup, value, write_vllm_config
 from tui.bench.prompts import load_prompt_set
 from tui.sim.behaviour import Behaviour, expected_tokens_per_step
 from tui.sim.config import load_sim_config
+from tui.sim.engine import _apply_stop
 from tui.sim.faults import FaultSettings
 from tui.sim.server import SimServer
-from tui.sim.tokens import content_factor
+from tui.sim.tokens import content_factor, count_tokens, generate, tokenize
 
 PROMPTS = [
     "Implement a thread-safe LRU cache in Python with expiry.",
@@ -122,3 +127,36 @@ async def test_speculation_stops_paying_at_long_context_when_set_so(tmp_path: Pa
     )
     assert await speedup(on, off, short, max_tokens=64, concurrency=1, **STEEP) > 1.3
     assert await speedup(on, off, long, max_tokens=64, concurrency=1, **STEEP) < 0.9
+
+
+@given(st.text(max_size=300))
+def test_tokens_cover_the_text_exactly(text: str) -> None:
+    assert "".join(tokenize(text)) == text
+    assert count_tokens(text) == len(tokenize(text))
+
+
+@given(st.text(min_size=1, max_size=80), st.integers(min_value=1, max_value=300))
+@settings(max_examples=50)
+def test_greedy_generation_is_a_function_of_the_prompt(prompt: str, max_tokens: int) -> None:
+    first, natural = generate(prompt, max_tokens)
+    second, _ = generate(prompt, max_tokens)
+    assert first == second
+    assert len(first) <= max_tokens
+    assert natural == (len(first) < max_tokens)
+    longer, _ = generate(prompt, max_tokens + 50, ignore_eos=True)
+    assert longer[: len(first)] == first  # max_tokens only cuts, never changes, the text
+
+
+@given(
+    st.lists(st.sampled_from(["a", " b", " cd", "!", " ef"]), min_size=1, max_size=30),
+    st.sampled_from(["b", "cd", "!", "d!", "a b", " "]),
+)
+def test_stop_strings_cut_before_the_match(tokens: list[str], stop: str) -> None:
+    kept, reason = _apply_stop(list(tokens), [stop])
+    text = "".join(tokens)
+    if stop in text:
+        assert reason == stop
+        assert "".join(kept) == text[: text.index(stop)]
+        assert len(kept) <= len(tokens)
+    else:
+        assert (kept, reason) == (tokens, None)

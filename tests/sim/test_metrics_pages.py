@@ -29,33 +29,32 @@ def _bucket_bounds(text: str, name: str) -> list[str]:
     return first_series
 
 
-async def _traffic(sim: SimServer) -> None:
-    await post_all(sim.base_url, "/v1/chat/completions", chat_bodies(3, 30))
-
-
 async def _page(base_url: str) -> httpx.Response:
     async with httpx.AsyncClient(timeout=5.0) as client:
         return await client.get(base_url + "/metrics")
 
 
+async def _page_after_traffic(sim: SimServer) -> httpx.Response:
+    await post_all(sim.base_url, "/v1/chat/completions", chat_bodies(3, 30))
+    return await _page(sim.base_url)
+
+
+def _same_buckets(text: str, reference: str, *histograms: str) -> None:
+    for histogram in histograms:
+        assert _bucket_bounds(text, histogram) == _bucket_bounds(reference, histogram), histogram
+
+
 async def test_vllm_page_matches_reference_families() -> None:
     reference = (REFERENCE / "vllm" / "metrics_t1.txt").read_text()
     async with SimServer(flavor="vllm") as sim:
-        await _traffic(sim)
-        response = await _page(sim.base_url)
+        response = await _page_after_traffic(sim)
     text = response.text
     assert response.headers["content-type"].startswith("text/plain; version=")
     page = samples(text)  # parses
-    vllm_help = {line for line in _help_lines(reference) if "vllm:" in line}
-    missing = vllm_help - _help_lines(text)
+    missing = {line for line in _help_lines(reference) if "vllm:" in line} - _help_lines(text)
     assert not missing, f"HELP/TYPE lines differ from the reference: {sorted(missing)[:5]}"
-    for histogram in (
-        "vllm:time_to_first_token_seconds",
-        "vllm:inter_token_latency_seconds",
-        "vllm:e2e_request_latency_seconds",
-        "vllm:iteration_tokens_total",
-    ):
-        assert _bucket_bounds(text, histogram) == _bucket_bounds(reference, histogram), histogram
+    names = ("time_to_first_token_seconds", "inter_token_latency_seconds", "e2e_request_latency_seconds")
+    _same_buckets(text, reference, *(f"vllm:{name}" for name in (*names, "iteration_tokens_total")))
     labels = page["vllm:generation_tokens_total"][0][0]
     assert labels == {"engine": "0", "model_name": sim.model}
     assert value(page, "vllm:request_success_total", finished_reason="length") == 3
@@ -67,21 +66,13 @@ async def test_vllm_page_matches_reference_families() -> None:
 
 async def test_sglang_page_matches_reference_families() -> None:
     reference = (REFERENCE / "sglang" / "metrics_t1.txt").read_text()
-    config = Path("sample_configs/sglang_settings.json")
-    async with SimServer(flavor="sglang", config_path=config) as sim:
-        await _traffic(sim)
-        text = (await _page(sim.base_url)).text
+    async with SimServer(flavor="sglang", config_path=Path("sample_configs/sglang_settings.json")) as sim:
+        text = (await _page_after_traffic(sim)).text
     page = samples(text)
     assert _help_lines(reference) <= _help_lines(text)
-    for histogram in (
-        "sglang:time_to_first_token_seconds",
-        "sglang:inter_token_latency_seconds",
-        "sglang:e2e_request_latency_seconds",
-        "sglang:per_stage_req_latency_seconds",
-        "sglang:queue_time_seconds",
-        "sglang:prompt_tokens_histogram",
-    ):
-        assert _bucket_bounds(text, histogram) == _bucket_bounds(reference, histogram), histogram
+    names = ("time_to_first_token_seconds", "inter_token_latency_seconds", "e2e_request_latency_seconds")
+    names += ("per_stage_req_latency_seconds", "queue_time_seconds", "prompt_tokens_histogram")
+    _same_buckets(text, reference, *(f"sglang:{name}" for name in names))
     # multiprocess exposition: _sum before the buckets, no _created series
     sum_at = text.index("sglang:time_to_first_token_seconds_sum")
     assert sum_at < text.index("sglang:time_to_first_token_seconds_bucket")
@@ -99,8 +90,7 @@ async def test_llamacpp_page_is_exactly_the_real_format(tmp_path: Path) -> None:
     config = write_vllm_config(tmp_path / "config.toml", k=8, gpu_memory_utilization=0.8)
     async with SimServer(flavor="llamacpp", config_path=config) as sim:
         before = (await _page(sim.base_url)).text
-        await _traffic(sim)
-        response = await _page(sim.base_url)
+        response = await _page_after_traffic(sim)
     text = response.text
     assert response.headers["content-type"] == "text/plain; version=0.0.4"
     assert "Process-Start-Time-Unix" in response.headers

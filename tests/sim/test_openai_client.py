@@ -1,12 +1,16 @@
 """The official openai client talks to every flavour: chat and completions, streaming and not, usage exact;
-/health answers in each flavour's shape."""
+/health and the flavour-specific endpoints answer in the real servers' shapes."""
 
 from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.sim.conftest import client_for
+from tests.sim.conftest import client_for, post_all, until
 from tui.sim.server import SimServer
 from tui.sim.tokens import count_tokens
 
@@ -83,3 +87,28 @@ async def test_temperature_varies_with_seed_and_stop_strings() -> None:
         assert cut.choices[0].finish_reason == "stop"
         assert marker not in cut.choices[0].text
         assert full.startswith(cut.choices[0].text)
+
+
+async def test_llamacpp_slots_show_drafting_and_sglang_server_info() -> None:
+    async with SimServer(flavor="llamacpp") as sim, httpx.AsyncClient(base_url=sim.base_url) as client:
+        body = {"prompt": "x", "max_tokens": 400, "ignore_eos": True}
+        job = asyncio.create_task(post_all(sim.base_url, "/v1/completions", [body]))
+
+        async def busy_slots() -> list[dict[str, Any]] | None:
+            slots = (await client.get("/slots")).json()
+            return slots if any(slot["is_processing"] for slot in slots) or job.done() else None
+
+        slots = await until(busy_slots, "the request never went into a slot")
+        assert slots[0]["speculative"] is True
+        assert sum(slot["is_processing"] for slot in slots) == 1
+        props = (await client.get("/props")).json()
+        assert props["default_generation_settings"]["params"]["speculative.types"] == "none"
+        await job
+    config = Path("sample_configs/sglang_settings.json")
+    async with (
+        SimServer(flavor="sglang", config_path=config) as sim,
+        httpx.AsyncClient(base_url=sim.base_url) as client,
+    ):
+        info = (await client.get("/server_info")).json()
+        assert info["speculative_num_steps"] == 3 and info["speculative_num_draft_tokens"] == 4
+        assert info["tp_size"] == 8

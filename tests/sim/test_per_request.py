@@ -142,9 +142,9 @@ STEPS = [(1, 1), (2, 3), (0, 1), (3, 3)]  # (accepted, drafted) per verification
 
 def _request_and_log() -> tuple[SimRequest, StepLog]:
     request = SimRequest(
-        request_id="r", number=0, endpoint="chat", prompt_text="p", prompt_tokens=4, hashes=[],
+        request_id="r", number=0, endpoint="chat", prompt_tokens=4, hashes=[],
         max_tokens=16, max_tokens_given=True, output=[], natural_stop=False, stop_reason=None,
-        acceptance=[0.5] * 3, rng=random.Random(0), temperature=0.0, arrival=0.0, not_before=0.0,
+        acceptance=[0.5] * 3, rng=random.Random(0), arrival=0.0, not_before=0.0,
         accepted_per_pos=[0, 0, 0],
     )  # fmt: skip
     log = StepLog()

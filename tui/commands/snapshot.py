@@ -64,20 +64,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "was up, 1 when one was not, 2 on bad arguments.",
     )
     parser.add_argument("urls", metavar="URL", nargs="*", help="base URL or metrics URL")
-    parser.add_argument(
-        "--window",
-        type=_positive_seconds,
-        default=DEFAULT_WINDOW_S,
-        metavar="SECONDS",
-        help=f"seconds between the two scrapes (default {fmt_setting(DEFAULT_WINDOW_S)})",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"timeout of each scrape (default {fmt_setting(DEFAULT_TIMEOUT_S)})",
-    )
+    for flag, default, what in (
+        ("--window", DEFAULT_WINDOW_S, "seconds between the two scrapes"),
+        ("--timeout", DEFAULT_TIMEOUT_S, "timeout of each scrape"),
+    ):
+        help_text = f"{what} (default {fmt_setting(default)})"
+        parser.add_argument(flag, type=_positive_seconds, default=default, metavar="SECONDS", help=help_text)
     parser.add_argument("--json", action="store_true", help="one JSON object per endpoint per line")
     parser.add_argument(
         "--api-key-env",
@@ -110,12 +102,9 @@ class _Result:
 
 
 def _model_of(scrape: Scrape) -> str | None:
-    models: dict[str, None] = {}
-    for sample in scrape.samples or ():
-        model = sample.labels.get("model_name")
-        if model and ":" in sample.name:
-            models[model] = None
-    return ", ".join(models) or None
+    samples = scrape.samples or ()
+    models = dict.fromkeys(sample.labels.get("model_name") for sample in samples if ":" in sample.name)
+    return ", ".join(filter(None, models)) or None
 
 
 async def _measure(
@@ -126,14 +115,9 @@ async def _measure(
 
     async def scrape_one(client: httpx.AsyncClient, endpoint: EndpointSettings) -> Scrape:
         # llama.cpp: also the tokens of requests still running, from /slots (needs --slots).
-        url = endpoint.resolved_metrics_url
+        url, headers = endpoint.resolved_metrics_url, endpoint_headers(endpoint)
         scrape, _ = await scrape_with_slots(
-            client,
-            endpoint.url,
-            url,
-            known_backend=known.get(url),
-            timeout_s=timeout_s,
-            headers=endpoint_headers(endpoint),
+            client, endpoint.url, url, known_backend=known.get(url), timeout_s=timeout_s, headers=headers
         )
         if scrape.up:
             known[url] = scrape.backend
@@ -183,21 +167,22 @@ async def _measure(
 
 
 MAX_ERROR_LINES = 8
+TABLE_FIGURES = (  # two to a line, left then right
+    "generation_tokens_per_s", "acceptance_rate", "prompt_tokens_per_s", "mean_acceptance_length",
+    "requests_per_s", "tpot_mean_s", "running", "e2e_mean_s", "waiting", "kv_cache_usage",
+    "prefix_cache_hit_rate",
+)  # fmt: skip
 
 
 def _table(result: _Result) -> list[str]:
-    header = " · ".join(
-        part
-        for part in (
-            result.url,
-            "up" if result.up else "DOWN",
-            result.backend or ("unknown backend" if result.up else None),
-            f"{fmt_setting(result.window_s)} s window" if result.up else None,
-            result.model,  # last: a long model path is what gets cut at 80 columns
-        )
-        if part
+    parts = (
+        result.url,
+        "up" if result.up else "DOWN",
+        result.backend or ("unknown backend" if result.up else None),
+        f"{fmt_setting(result.window_s)} s window" if result.up else None,
+        result.model,  # last: a long model path is what gets cut at 80 columns
     )
-    header = safe_line(header)
+    header = safe_line(" · ".join(filter(None, parts)))
     lines = [header if len(header) <= WIDTH else header[: WIDTH - 1] + "…"]
     if not result.up or result.error:
         # A multi-line error (a server's error body, a traceback's last lines) as lines, never one line of ␊.
@@ -209,20 +194,7 @@ def _table(result: _Result) -> list[str]:
     f = result.figures
     assert f is not None
     ttft = " / ".join(figure_text(f, key) for key in ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s"))
-    keys = (
-        "generation_tokens_per_s",
-        "acceptance_rate",
-        "prompt_tokens_per_s",
-        "mean_acceptance_length",
-        "requests_per_s",
-        "tpot_mean_s",
-        "running",
-        "e2e_mean_s",
-        "waiting",
-        "kv_cache_usage",
-        "prefix_cache_hit_rate",
-    )
-    cells = [(FIGURES[key].label, figure_text(f, key)) for key in keys]
+    cells = [(FIGURES[key].label, figure_text(f, key)) for key in TABLE_FIGURES]
     for left, right in zip(cells[0::2], [*cells[1::2], None], strict=True):
         text = f"  {left[0]:<17}{left[1]:>19}"
         if right is not None:

@@ -219,7 +219,7 @@ async def _run(tune: Any) -> Any:
     the restart command run, /health not waited for), a second one kills a restart command under way."""
     loop = asyncio.get_running_loop()
     cancel, kill = asyncio.Event(), asyncio.Event()
-    signals: list[signal.Signals] = []
+    signals = (signal.SIGINT, signal.SIGTERM)
 
     def stop(number: signal.Signals) -> None:
         name = signal.Signals(number).name
@@ -237,9 +237,8 @@ async def _run(tune: Any) -> Any:
                 "the file is restored all the same"
             )
 
-    for number in (signal.SIGINT, signal.SIGTERM):
+    for number in signals:
         loop.add_signal_handler(number, stop, number)
-        signals.append(number)
     try:
         return await tune.run(cancel, wait_when_cancelled=False, kill=kill)
     finally:

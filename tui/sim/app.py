@@ -5,12 +5,10 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -19,15 +17,17 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tui.sim.config import SimConfig
 from tui.sim.control import control_error
-from tui.sim.engine import MetricsRecorder, SimEngine, SimRequest
-from tui.sim.faults import GARBAGE_METRICS, FaultSettings
+from tui.sim.engine import SimRequest
+from tui.sim.faults import GARBAGE_METRICS
 from tui.sim.gpu_page import CONTENT_TYPE as GPU_CONTENT_TYPE
-from tui.sim.gpu_page import GPU_METRICS_PATH, SimGpus
-from tui.sim.logs import VERSIONS, LogWriter
+from tui.sim.gpu_page import GPU_METRICS_PATH
+from tui.sim.logs import VERSIONS
 from tui.sim.openai_shapes import BODIES, ChunkMaker, GenerateBody, error_body
-from tui.sim.per_request import ResponseOptions, StepLog, decorate, sglang_meta_info
+from tui.sim.per_request import decorate, sglang_meta_info
+
+if TYPE_CHECKING:
+    from tui.sim.server import SimServer
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 DISCONNECT_AFTER_CHUNKS = 3
@@ -45,29 +45,6 @@ class _HideSimulatedDisconnects(logging.Filter):
 logging.getLogger("uvicorn.error").addFilter(_HideSimulatedDisconnects())
 
 
-@dataclass
-class AppContext:
-    """Everything the routes need; the server swaps `engine`/`recorder` on restart or counter reset."""
-
-    flavor: str
-    config: SimConfig
-    engine: SimEngine
-    recorder: MetricsRecorder
-    log: LogWriter
-    faults: FaultSettings
-    control: Callable[[dict[str, Any]], dict[str, Any]]
-    api_key: str | None = None
-    gpu: SimGpus | None = None  # `spectop sim --gpu`
-    accepting: bool = True
-    rng: random.Random = field(default_factory=random.Random)
-    responses: ResponseOptions = field(default_factory=ResponseOptions)  # per-request figures
-    step_log: StepLog | None = None
-
-    @property
-    def model(self) -> str:
-        return self.config.model_name
-
-
 def _error(status: int, message: str, param: str | None = None) -> JSONResponse:
     return JSONResponse(error_body(status, message, param), status_code=status)
 
@@ -75,9 +52,9 @@ def _error(status: int, message: str, param: str | None = None) -> JSONResponse:
 class AccessMiddleware:
     """Access log lines (when the response starts, as uvicorn logs them) and HTTP metrics (when it ends)."""
 
-    def __init__(self, app: ASGIApp, context: AppContext, known_paths: set[str]) -> None:
+    def __init__(self, app: ASGIApp, sim: SimServer, known_paths: set[str]) -> None:
         self.app = app
-        self.context = context
+        self.sim = sim
         self.known_paths = known_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -95,7 +72,7 @@ class AccessMiddleware:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 if not path.startswith("/sim/"):
-                    self.context.log.access(f"{client[0]}:{client[1]}", method, path, status)
+                    self.sim.log.access(f"{client[0]}:{client[1]}", method, path, status)
             elif message["type"] == "http.response.body":
                 sent += len(message.get("body", b""))
             await send(message)
@@ -105,24 +82,22 @@ class AccessMiddleware:
         finally:
             length = dict(scope.get("headers") or []).get(b"content-length", b"0")
             request_bytes = int(length) if length.isdigit() else 0
-            handler = (
-                path if path in self.known_paths else "none"
-            )  # bounded label values, as the instrumentator
+            handler = path if path in self.known_paths else "none"  # bounded values, as the instrumentator
             elapsed = time.monotonic() - started
-            self.context.recorder.http_request(method, handler, status, request_bytes, sent, elapsed)
+            self.sim.recorder.http_request(method, handler, status, request_bytes, sent, elapsed)
 
 
-Handler = Callable[[AppContext, Request], Awaitable[Response]]
+Handler = Callable[["SimServer", Request], Awaitable[Response]]
 Endpoint = tuple[str, str, Handler]  # (method, path, handler)
 
 
-def _refused(context: AppContext, request: Request) -> JSONResponse | None:
+def _refused(sim: SimServer, request: Request) -> JSONResponse | None:
     """401 when the sim has an API key and the request does not bear it."""
-    if context.api_key is None:
+    if sim.api_key is None:
         return None
     header = request.headers.get("authorization", "")
     token = header[7:] if header.lower().startswith("bearer ") else ""
-    if hmac.compare_digest(token.encode(), context.api_key.encode()):
+    if hmac.compare_digest(token.encode(), sim.api_key.encode()):
         return None
     return _error(401, "Unauthorized")
 
@@ -144,13 +119,13 @@ async def _read_json(request: Request) -> dict[str, Any] | JSONResponse:
     return data
 
 
-async def _until_finished(context: AppContext, sim_request: SimRequest) -> None:
+async def _until_finished(sim: SimServer, sim_request: SimRequest) -> None:
     """Wait for a non-streamed request's last token; abort it if the client went away first."""
     try:
         while not (await sim_request.outbox.get()).finished:
             pass
     finally:
-        context.engine.abort(sim_request)
+        sim.engine.abort(sim_request)
 
 
 def _event(obj: dict[str, Any]) -> str:
@@ -160,73 +135,64 @@ def _event(obj: dict[str, Any]) -> str:
 # ---- every flavour ---------------------------------------------------------------------------------
 
 
-async def health(context: AppContext, request: Request) -> Response:
-    if not context.accepting:
+async def health(sim: SimServer, request: Request) -> Response:
+    if not sim.accepting:
         return Response(status_code=503)
-    if context.flavor == "llamacpp":
+    if sim.flavor == "llamacpp":
         return JSONResponse({"status": "ok"})
     return Response(status_code=200)
 
 
-async def version(context: AppContext, request: Request) -> Response:
-    return JSONResponse({"version": VERSIONS[context.flavor]})
+async def version(sim: SimServer, request: Request) -> Response:
+    return JSONResponse({"version": VERSIONS[sim.flavor]})
 
 
-async def models(context: AppContext, request: Request) -> Response:
-    if refused := _refused(context, request):
+async def models(sim: SimServer, request: Request) -> Response:
+    if refused := _refused(sim, request):
         return refused
-    created = int(time.time())
-    if context.flavor == "llamacpp":
-        card = {
-            "id": context.model,
-            "aliases": [context.model],
-            "tags": [],
-            "object": "model",
-            "created": created,
-            "owned_by": "llamacpp",
-            "meta": {"n_ctx": context.config.max_model_len // context.config.max_num_seqs},
-        }
+    config, model = sim.config, sim.model
+    card: dict[str, Any] = {
+        "id": model,
+        "object": "model",
+        "created": int(time.time()),
+        "owned_by": sim.flavor,
+    }
+    if sim.flavor == "llamacpp":  # its own fields, in its order
+        n_ctx = config.max_model_len // config.max_num_seqs
+        card = {"id": model, "aliases": [model], "tags": [], **card, "meta": {"n_ctx": n_ctx}}
     else:
-        card = {
-            "id": context.model,
-            "object": "model",
-            "created": created,
-            "owned_by": context.flavor,
-            "root": context.config.model,
-            "parent": None,
-            "max_model_len": context.config.max_model_len,
-        }
+        card |= {"root": config.model, "parent": None, "max_model_len": config.max_model_len}
     return JSONResponse({"object": "list", "data": [card]})
 
 
-async def metrics(context: AppContext, request: Request) -> Response:
-    if context.faults.garbage_metrics:
+async def metrics(sim: SimServer, request: Request) -> Response:
+    if sim.faults.garbage_metrics:
         return Response(GARBAGE_METRICS, media_type="text/plain")
-    recorder = context.recorder
+    recorder = sim.recorder
     return Response(recorder.render(), headers={**recorder.headers(), "content-type": recorder.content_type})
 
 
-async def gpu_metrics(context: AppContext, request: Request) -> Response:
-    assert context.gpu is not None
-    return Response(context.gpu.render(), headers={"content-type": GPU_CONTENT_TYPE})
+async def gpu_metrics(sim: SimServer, request: Request) -> Response:
+    assert sim.gpu is not None
+    return Response(sim.gpu.render(), headers={"content-type": GPU_CONTENT_TYPE})
 
 
-async def control(context: AppContext, request: Request) -> Response:
+async def control(sim: SimServer, request: Request) -> Response:
     data = await _read_json(request)
     if isinstance(data, JSONResponse):
         return data
     try:
-        applied = context.control(data)
+        applied = sim.control(**data)
     except (ValidationError, ValueError, TypeError) as error:
         return _error(400, control_error(error))
     return JSONResponse({"ok": True, "applied": applied})
 
 
-async def generate(context: AppContext, request: Request, kind: str) -> Response:
+async def generate(sim: SimServer, request: Request, kind: str) -> Response:
     """`POST /v1/completions`, `/v1/chat/completions` and SGLang's native `/generate` (by `kind`)."""
-    if refused := _refused(context, request):
+    if refused := _refused(sim, request):
         return refused
-    if not context.accepting:
+    if not sim.accepting:
         return _error(503, "The server is shutting down.")
     data = await _read_json(request)
     if isinstance(data, JSONResponse):
@@ -240,14 +206,14 @@ async def generate(context: AppContext, request: Request, kind: str) -> Response
         return _error(400, f"{param}: {first['msg']}", None if kind == "generate" else param)
     except ValueError as error:
         return _error(400, str(error), "prompt")
-    flavor = context.flavor
+    flavor = sim.flavor
     # SGLang's native API names no model, and the error fault is the OpenAI API's.
     if not isinstance(body, GenerateBody):
-        if flavor != "llamacpp" and body.model not in (None, context.model):
+        if flavor != "llamacpp" and body.model not in (None, sim.model):
             return _error(404, f"The model `{body.model}` does not exist.", "model")
-        if context.faults.error_rate and context.rng.random() < context.faults.error_rate:
+        if sim.faults.error_rate and sim.rng.random() < sim.faults.error_rate:
             return _error(500, "Internal server error (simulated fault)")
-    engine = context.engine
+    engine = sim.engine
     sim_request = engine.new_request(
         endpoint=kind,
         prompt_text=prompt_text,
@@ -255,7 +221,7 @@ async def generate(context: AppContext, request: Request, kind: str) -> Response
         max_tokens=limit,
         **body.sampling.engine_args(),
     )
-    max_len, prompt = context.config.max_model_len, sim_request.prompt_tokens
+    max_len, prompt = sim.config.max_model_len, sim_request.prompt_tokens
     if prompt >= max_len:
         if isinstance(body, GenerateBody):
             return _error(400, f"The input ({prompt} tokens) is longer than the model's context length "
@@ -268,30 +234,28 @@ async def generate(context: AppContext, request: Request, kind: str) -> Response
         details = body.return_spec_tokens_details
         if body.stream:
             return StreamingResponse(
-                _sglang_stream(context, sim_request, rid, details), media_type="text/event-stream"
+                _sglang_stream(sim, sim_request, rid, details), media_type="text/event-stream"
             )
-        await _until_finished(context, sim_request)
+        await _until_finished(sim, sim_request)
         return JSONResponse(
             {"text": sim_request.text(), "meta_info": sglang_meta_info(sim_request, rid, details)}
         )
-    maker = ChunkMaker(flavor, kind, context.model, sim_request)
+    maker = ChunkMaker(flavor, kind, sim.model, sim_request)
     if body.stream:
-        drop = bool(context.faults.disconnect_rate) and context.rng.random() < context.faults.disconnect_rate
+        drop = bool(sim.faults.disconnect_rate) and sim.rng.random() < sim.faults.disconnect_rate
         return StreamingResponse(
-            _stream(context, sim_request, maker, body.include_usage, drop),
+            _stream(sim, sim_request, maker, body.include_usage, drop),
             media_type="text/event-stream",
             headers={"X-Accel-Buffering": "no"} if flavor == "llamacpp" else None,
         )
-    await _until_finished(context, sim_request)
-    return JSONResponse(
-        decorate(maker.full_response(), flavor, sim_request, context.responses, context.step_log)
-    )
+    await _until_finished(sim, sim_request)
+    return JSONResponse(decorate(maker.full_response(), flavor, sim_request, sim.responses, sim.step_log))
 
 
 async def _stream(
-    context: AppContext, sim_request: SimRequest, maker: ChunkMaker, include_usage: bool, drop: bool
+    sim: SimServer, sim_request: SimRequest, maker: ChunkMaker, include_usage: bool, drop: bool
 ) -> AsyncIterator[str]:
-    flavor = context.flavor
+    flavor = sim.flavor
     chunks = 0
     try:
         if maker.kind == "chat":
@@ -313,18 +277,18 @@ async def _stream(
                 break
         if include_usage:
             usage = maker.usage_chunk()
-            yield _event(decorate(usage, flavor, sim_request, context.responses, context.step_log))
+            yield _event(decorate(usage, flavor, sim_request, sim.responses, sim.step_log))
         yield "data: [DONE]\n\n"
     finally:
-        context.engine.abort(sim_request)
+        sim.engine.abort(sim_request)
 
 
-async def flush_cache(context: AppContext, request: Request) -> Response:
+async def flush_cache(sim: SimServer, request: Request) -> Response:
     """vLLM's `POST /reset_prefix_cache` (dev mode) or SGLang's `POST /flush_cache`: drop the prefix cache."""
-    if refused := _refused(context, request):
+    if refused := _refused(sim, request):
         return refused
-    context.engine.prefix_cache.clear()
-    if context.flavor == "sglang":
+    sim.engine.prefix_cache.clear()
+    if sim.flavor == "sglang":
         return Response("Cache flushed.\nPlease check backend logs for more details. ", status_code=200)
     return Response(status_code=200)
 
@@ -333,7 +297,7 @@ async def flush_cache(context: AppContext, request: Request) -> Response:
 
 
 async def _sglang_stream(
-    context: AppContext, sim_request: SimRequest, rid: str, details: bool
+    sim: SimServer, sim_request: SimRequest, rid: str, details: bool
 ) -> AsyncIterator[str]:
     try:
         while True:
@@ -349,24 +313,20 @@ async def _sglang_stream(
                 break
         yield "data: [DONE]\n\n"
     finally:
-        context.engine.abort(sim_request)
+        sim.engine.abort(sim_request)
 
 
-async def server_info(context: AppContext, request: Request) -> Response:
-    config = context.config
-    state: dict[str, Any] = {
-        "last_gen_throughput": 0.0,
-        "effective_max_running_requests_per_dp": config.max_num_seqs,
-    }
-    window = getattr(context.recorder, "gauges", None)
-    if isinstance(window, dict):
-        state["last_gen_throughput"] = window.get("gen_throughput", 0.0)
-        if config.k and window.get("spec_accept_length"):
-            state["avg_spec_accept_length"] = window["spec_accept_length"]
+async def server_info(sim: SimServer, request: Request) -> Response:
+    config = sim.config
+    gauges: dict[str, float] = getattr(sim.recorder, "gauges", {})  # SGLang's recorder's
+    state: dict[str, Any] = {"last_gen_throughput": gauges.get("gen_throughput", 0.0)}
+    state["effective_max_running_requests_per_dp"] = config.max_num_seqs
+    if config.k and gauges.get("spec_accept_length"):
+        state["avg_spec_accept_length"] = gauges["spec_accept_length"]
     return JSONResponse(
         {
             "model_path": config.model,
-            "served_model_name": context.model,
+            "served_model_name": sim.model,
             "tp_size": config.tensor_parallel_size,
             "mem_fraction_static": config.gpu_memory_utilization,
             "max_running_requests": config.max_num_seqs,
@@ -385,16 +345,16 @@ async def server_info(context: AppContext, request: Request) -> Response:
 # ---- llama.cpp -------------------------------------------------------------------------------------
 
 
-async def props(context: AppContext, request: Request) -> Response:
-    config = context.config
+async def props(sim: SimServer, request: Request) -> Response:
+    config = sim.config
     n_ctx = config.max_model_len // config.max_num_seqs
     types = "none"  # llama.cpp's quirk: /props says "none" even when drafting (see /slots)
     return JSONResponse(
         {
             "default_generation_settings": {"params": {"speculative.types": types}, "n_ctx": n_ctx},
             "total_slots": config.max_num_seqs,
-            "model_alias": context.model,
-            "model_path": context.model,
+            "model_alias": sim.model,
+            "model_path": sim.model,
             "build_info": VERSIONS["llamacpp"],
             "is_sleeping": False,
             "endpoint_slots": True,
@@ -404,9 +364,9 @@ async def props(context: AppContext, request: Request) -> Response:
     )
 
 
-async def slots(context: AppContext, request: Request) -> Response:
-    config = context.config
-    busy = {running.slot: running for running in context.engine.running}
+async def slots(sim: SimServer, request: Request) -> Response:
+    config = sim.config
+    busy = {running.slot: running for running in sim.engine.running}
     types = "none,draft-simple" if config.k else "none"
     body = []
     for slot in range(config.max_num_seqs):
@@ -418,17 +378,13 @@ async def slots(context: AppContext, request: Request) -> Response:
         }
         if slot in busy:
             running = busy[slot]
+            remain = running.target_tokens - running.generated
+            next_token = {"has_next_token": True, "n_remain": remain, "n_decoded": running.generated}
             entry.update(
                 id_task=running.number,
                 n_prompt_tokens=running.prompt_tokens + running.generated,
                 params={"speculative.types": types},
-                next_token=[
-                    {
-                        "has_next_token": True,
-                        "n_remain": running.target_tokens - running.generated,
-                        "n_decoded": running.generated,
-                    }
-                ],
+                next_token=[next_token],
             )
         body.append(entry)
     return JSONResponse(body)
@@ -460,11 +416,11 @@ FLAVOR_ROUTES: dict[str, list[Endpoint]] = {
 GPU_ROUTE: Endpoint = ("GET", GPU_METRICS_PATH, gpu_metrics)  # `spectop sim --gpu`
 
 
-def build_app(context: AppContext) -> ASGIApp:
+def build_app(sim: SimServer) -> ASGIApp:
     table = [
         *SHARED_ROUTES,
-        *FLAVOR_ROUTES[context.flavor],
-        *([GPU_ROUTE] if context.gpu is not None else []),
+        *FLAVOR_ROUTES[sim.flavor],
+        *([GPU_ROUTE] if sim.gpu is not None else []),
     ]
-    routes = [Route(path, partial(handler, context), methods=[method]) for method, path, handler in table]
-    return AccessMiddleware(Starlette(routes=routes), context, {path for _, path, _ in table})
+    routes = [Route(path, partial(handler, sim), methods=[method]) for method, path, handler in table]
+    return AccessMiddleware(Starlette(routes=routes), sim, {path for _, path, _ in table})

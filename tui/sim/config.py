@@ -134,11 +134,9 @@ def _expect(source: str, table: dict[str, Any], key: str, kind: type | tuple[typ
         return default
     value = table[key]
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        raise SimConfigError(f"{source}: field {key!r}: expected {kinds[0].__name__}, got {value!r}")
-    if not isinstance(value, kinds):
-        if float in kinds and isinstance(value, int):
-            return float(value)
+    if isinstance(value, int) and not isinstance(value, bool) and float in kinds:
+        return float(value)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         raise SimConfigError(f"{source}: field {key!r}: expected {kinds[0].__name__}, got {value!r}")
     return value
 
@@ -151,12 +149,11 @@ def _section(source: str, data: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _from_vllm_toml(source: str, data: dict[str, Any]) -> dict[str, Any]:
-    model = _section(source, data, "model")
-    spec = _section(source, data, "speculative")
-    cache = _section(source, data, "cache")
-    sched = _section(source, data, "scheduler")
+    model, spec, cache, sched = (
+        _section(source, data, name) for name in ("model", "speculative", "cache", "scheduler")
+    )
     table = _spec_table(source, spec)  # off with data parallel > 1, as vLLM does (ranks would diverge)
-    fields: dict[str, Any] = {
+    return {
         "model": _expect(source, model, "name", str, "deepseek-ai/DeepSeek-V3"),
         "served_model_name": _expect(source, model, "served_model_name", str, None),
         "tensor_parallel_size": _expect(source, model, "tensor_parallel_size", int, 1),
@@ -171,7 +168,6 @@ def _from_vllm_toml(source: str, data: dict[str, Any]) -> dict[str, Any]:
         "max_num_seqs": _expect(source, sched, "max_num_seqs", int, 256),
         "chunked_prefill": _expect(source, sched, "chunked_prefill", bool, True),
     }
-    return {key: value for key, value in fields.items() if value is not None}
 
 
 def _spec_table(source: str, spec: dict[str, Any]) -> list[Range] | None:
@@ -199,7 +195,7 @@ def _from_sglang_json(source: str, data: dict[str, Any]) -> dict[str, Any]:
         steps = max(tier for settings in adaptive.values() for tier in tiers(settings))
     if topk == 1:
         draft_tokens = steps + 1  # SGLang forces this (and warns) when topk == 1
-    fields: dict[str, Any] = {
+    return {
         "model": _expect(source, data, "model_path", str, "deepseek-ai/DeepSeek-V3"),
         "served_model_name": _expect(source, data, "served_model_name", str, None),
         "tensor_parallel_size": _expect(source, data, "tp_size", int, 1),
@@ -216,7 +212,6 @@ def _from_sglang_json(source: str, data: dict[str, Any]) -> dict[str, Any]:
         "block_size": _expect(source, data, "page_size", int, 1),
         "max_num_seqs": _expect(source, data, "max_running_requests", int, 48 if algorithm else 256),
     }
-    return {key: value for key, value in fields.items() if value is not None}
 
 
 def _adaptive_sections(source: str, data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
@@ -269,7 +264,7 @@ def load_sim_config(path: Path | None, overrides: dict[str, Any] | None = None) 
                 raise SimConfigError(f"{source}: invalid TOML: {error}") from None
             fields = _from_vllm_toml(source, data)
         sim_fields = dict(_section(source, data, "sim"))
-        fields["source"] = source
+        fields = {key: value for key, value in fields.items() if value is not None} | {"source": source}
     sim_fields.update({key: value for key, value in (overrides or {}).items() if value is not None})
     try:
         sim = SimSection(**sim_fields)

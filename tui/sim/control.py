@@ -116,23 +116,23 @@ class KeptControl:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
-        self.bodies: list[dict[str, Any]] = self._read() if path is not None else []
+        self.bodies: list[dict[str, Any]] = self._read(path) if path is not None else []
 
-    def _read(self) -> list[dict[str, Any]]:
-        assert self.path is not None
+    @staticmethod
+    def _read(path: Path) -> list[dict[str, Any]]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return []
         except (OSError, ValueError) as error:
-            raise ValueError(f"{self.path}: cannot read the kept /sim/control changes: {error}") from None
+            raise ValueError(f"{path}: cannot read the kept /sim/control changes: {error}") from None
         if not isinstance(data, list) or not all(isinstance(body, dict) for body in data):
-            raise ValueError(f"{self.path}: expected a JSON list of /sim/control bodies")
+            raise ValueError(f"{path}: expected a JSON list of /sim/control bodies")
         for body in data:
             try:
                 parse_changes(body)
             except ValidationError as error:
-                raise ValueError(f"{self.path}: {control_error(error)}") from None
+                raise ValueError(f"{path}: {control_error(error)}") from None
         return data
 
     def keep(self, body: dict[str, Any]) -> None:

@@ -77,7 +77,6 @@ class SimRequest:
     request_id: str
     number: int
     endpoint: str
-    prompt_text: str
     prompt_tokens: int
     hashes: list[bytes]
     max_tokens: int
@@ -87,7 +86,6 @@ class SimRequest:
     stop_reason: str | None
     acceptance: list[float]
     rng: random.Random
-    temperature: float
     arrival: float
     not_before: float
     outbox: asyncio.Queue[Delivery] = field(default_factory=asyncio.Queue)
@@ -130,9 +128,7 @@ class StepRecord:
 
 @dataclass
 class StepReport:
-    start: float
     end: float
-    model_s: float
     prefilled: list[SimRequest]
     records: list[StepRecord]
     running: int
@@ -161,14 +157,11 @@ class StepReport:
 class EngineObserver:
     """Hooks the engine calls synchronously; subclasses override what they need."""
 
-    def request_scheduled(self, request: SimRequest) -> None:
-        return None
+    def request_scheduled(self, request: SimRequest) -> None: ...
 
-    def step_done(self, report: StepReport) -> None:
-        return None
+    def step_done(self, report: StepReport) -> None: ...
 
-    def request_finished(self, request: SimRequest) -> None:
-        return None
+    def request_finished(self, request: SimRequest) -> None: ...
 
     def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:
         """Between steps (e.g. an abort while idle), so gauges do not go stale."""
@@ -190,8 +183,7 @@ class MetricsRecorder(EngineObserver):
 
     def http_request(
         self, method: str, path: str, status: int, request_bytes: int, response_bytes: int, duration_s: float
-    ) -> None:
-        return None
+    ) -> None: ...
 
 
 @dataclass
@@ -255,7 +247,6 @@ class SimEngine:
             request_id=f"{number:08x}{rng.getrandbits(64):016x}",
             number=number,
             endpoint=endpoint,
-            prompt_text=prompt_text,
             prompt_tokens=n_prompt,
             hashes=block_hashes(tokens, self.config.block_size) if self.config.enable_prefix_caching else [],
             max_tokens=limit,
@@ -265,7 +256,6 @@ class SimEngine:
             stop_reason=stop_reason,
             acceptance=self.behaviour.request_acceptance(prompt_text, temperature, n_prompt),
             rng=rng,
-            temperature=temperature,
             arrival=now,
             not_before=now + self.faults.slow_first_token_s,
             accepted_per_pos=[0] * self.behaviour.k,
@@ -437,9 +427,7 @@ class SimEngine:
         self.totals.busy_model_s += model_s
         self.totals.generated_tokens += sum(record.emitted for record in records)
         report = StepReport(
-            start=start,
             end=end,
-            model_s=model_s,
             prefilled=admitted,
             records=records,
             running=len(self.running),

@@ -144,8 +144,7 @@ class SimGpus:
         figures = self.tick(now)
         lines: list[str] = []
         for name, kind, help_text, value in _FIELDS:
-            lines.append(f"# HELP {name} {help_text}")
-            lines.append(f"# TYPE {name} {kind}")
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
             for index, gpu in enumerate(figures):
                 lines.append(f"{name}{{{self._labels(index)}}} {value(gpu, self._gpus[index])}")
         return "\n".join(lines) + "\n"
@@ -158,36 +157,20 @@ class SimGpus:
         )
 
 
-_FIELDS: tuple[tuple[str, str, str, Callable[[GpuFigures, _GpuState], str]], ...] = (
-    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", lambda f, _: str(f.sm_clock_mhz)),
-    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", lambda f, _: "2619"),
-    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", lambda _, s: str(round(s.temperature_c))),
+_FIELDS: tuple[tuple[str, str, str, Callable[[GpuFigures, _GpuState], object]], ...] = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", lambda f, _: f.sm_clock_mhz),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", lambda f, _: 2619),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", lambda _, s: round(s.temperature_c)),
     ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", lambda _, s: f"{s.power_w:.6f}"),
-    (
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-        "counter",
-        "Total energy consumption since boot (in mJ).",
-        lambda _, s: str(int(s.energy_mj)),
-    ),
-    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", lambda f, _: str(f.utilization_pct)),
-    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", lambda f, _: str(f.free_mib)),
-    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", lambda f, _: str(f.used_mib)),
-    (
-        "DCGM_FI_DEV_FB_RESERVED",
-        "gauge",
-        "Framebuffer memory reserved (in MiB).",
-        lambda f, _: str(RESERVED_MIB),
-    ),
-    (
-        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
-        "gauge",
-        "Current clock event reasons (bitmask).",
-        lambda f, _: str(f.reasons),
-    ),
-    (
-        "DCGM_FI_PROF_DRAM_ACTIVE",
-        "gauge",
-        "Ratio of cycles the device memory interface is active sending or receiving data.",
-        lambda f, _: f"{f.dram_active:.6f}",
-    ),
-)
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
+     lambda _, s: int(s.energy_mj)),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", lambda f, _: f.utilization_pct),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", lambda f, _: f.free_mib),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", lambda f, _: f.used_mib),
+    ("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", lambda f, _: RESERVED_MIB),
+    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Current clock event reasons (bitmask).",
+     lambda f, _: f.reasons),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+     "Ratio of cycles the device memory interface is active sending or receiving data.",
+     lambda f, _: f"{f.dram_active:.6f}"),
+)  # fmt: skip

@@ -9,7 +9,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
-from http import HTTPStatus
+from http.client import responses
 from pathlib import Path
 
 import aiofiles
@@ -20,17 +20,22 @@ from tui.sim.metrics_sglang import DecodeWindow
 
 MAX_BUFFERED_LINES = 20_000
 LoadFn = Callable[[], tuple[int, int, float]]  # running, waiting, KV usage fraction
+VLLM_ROUTES = {"/v1/chat/completions": "POST", "/v1/completions": "POST", "/v1/models": "GET",
+               "/health": "GET", "/metrics": "GET", "/version": "GET"}  # fmt: skip
 VERSIONS = {"vllm": "0.28.0", "sglang": "0.5.15", "llamacpp": "b0-unknown"}
 
 
 class LogWriter(EngineObserver):
     """Base: buffering and the async flush; flavours format the lines."""
 
-    def __init__(self, path: Path | None, config: SimConfig, load: LoadFn, started: float) -> None:
+    def __init__(
+        self, path: Path | None, config: SimConfig, load: LoadFn, started: float, interval_s: float
+    ) -> None:
         self.path = path
         self.config = config
         self.load = load
         self.started = started
+        self.interval_s = interval_s  # vLLM's stats log interval
         self.pid = os.getpid()
         self._buffer: deque[str] = deque(maxlen=MAX_BUFFERED_LINES)
         self._tasks: list[asyncio.Task[None]] = []
@@ -66,18 +71,14 @@ class LogWriter(EngineObserver):
             await self.flush()
 
     # ---- flavour hooks --------------------------------------------------------------------------
-    def startup(self, host: str, port: int) -> None:
-        raise NotImplementedError
+    def startup(self, host: str, port: int) -> None: ...
 
-    def ready(self, host: str, port: int) -> None:
-        raise NotImplementedError
+    def ready(self, host: str, port: int) -> None: ...
 
-    def oom(self) -> None:
-        raise NotImplementedError
+    def oom(self) -> None: ...
 
-    # vLLM and SGLang serve through uvicorn: its lines, in the flavour's log format
     def uvicorn_line(self, text: str) -> None:
-        raise NotImplementedError
+        """vLLM and SGLang serve through uvicorn: its lines, in the flavour's log format."""
 
     def uvicorn_started(self) -> None:
         for text in (
@@ -102,27 +103,20 @@ class LogWriter(EngineObserver):
             self.uvicorn_line(text)
 
     def access(self, client: str, method: str, path: str, status: int) -> None:
-        self.uvicorn_line(f'{client} - "{method} {path} HTTP/1.1" {_status(status)}')
-
-
-def _status(status: int) -> str:
-    try:
-        return f"{status} {HTTPStatus(status).phrase}"
-    except ValueError:
-        return str(status)
+        phrase = f"{status} {responses[status]}" if status in responses else str(status)
+        self.uvicorn_line(f'{client} - "{method} {path} HTTP/1.1" {phrase}')
 
 
 class VllmLogWriter(LogWriter):
     def __init__(
         self, path: Path | None, config: SimConfig, load: LoadFn, started: float, interval_s: float
     ) -> None:
-        super().__init__(path, config, load, started)
-        self.interval_s = interval_s
+        super().__init__(path, config, load, started, interval_s)
         self.engine_pid = self.pid + 1
         self._reset_interval(time.monotonic())
         self._spec_started = time.monotonic()
         self._spec = [0, 0, 0]  # drafts, drafted tokens, accepted
-        self._spec_pos = [0] * config.k
+        self._spec_pos = [0] * self.config.k
         self._prefix_window: deque[tuple[int, int]] = deque(maxlen=1000)
         self._previous_idle = True
 
@@ -132,19 +126,11 @@ class VllmLogWriter(LogWriter):
         self._generated = 0
 
     def line(
-        self,
-        message: str,
-        *,
-        level: str = "INFO",
-        where: str = "loggers.py:310",
-        proc: str = "APIServer",
-        pid: int | None = None,
+        self, message: str, where: str = "loggers.py:310", level: str = "INFO", engine: bool = False
     ) -> None:
-        stamp = time.strftime("%m-%d %H:%M:%S")
-        self.emit(f"({proc} pid={pid or self.pid}) {level} {stamp} [{where}] {message}")
-
-    def engine_line(self, message: str, where: str, level: str = "INFO") -> None:
-        self.line(message, level=level, where=where, proc="EngineCore", pid=self.engine_pid)
+        """A line of the API server's process, or (`engine`) of the engine core's."""
+        process = f"EngineCore pid={self.engine_pid}" if engine else f"APIServer pid={self.pid}"
+        self.emit(f"({process}) {level} {time.strftime('%m-%d %H:%M:%S')} [{where}] {message}")
 
     async def start(self) -> None:
         await super().start()
@@ -159,80 +145,58 @@ class VllmLogWriter(LogWriter):
             f" ▄▄ ▄█ █     █     █ ▀▄▀ █  version {VERSIONS['vllm']}",
             f"  █▄█▀ █     █     █     █  model   {c.model}",
             "   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀",
-            "",
         ]
-        for index, text in enumerate(logo):
-            stamp = time.strftime("%m-%d %H:%M:%S")
-            end = "" if index == len(logo) - 1 else "\r"
-            self.emit(f"(APIServer pid={self.pid}) INFO {stamp} [api_utils.py:333] {text}{end}")
-        args: dict[str, object] = {
-            "model_tag": c.model,
-            "host": host,
-            "port": port,
-            "model": c.model,
-            "max_model_len": c.max_model_len,
-        }
+        for text in [*(text + "\r" for text in logo), ""]:
+            self.line(text, "api_utils.py:333")
+        args: dict[str, object] = {"model_tag": c.model, "host": host, "port": port, "model": c.model}
+        args["max_model_len"] = c.max_model_len
         if c.served_model_name:
             args["served_model_name"] = [c.served_model_name]
         if c.k:
             args["speculative_config"] = {"method": c.spec_method, "num_speculative_tokens": c.k}
-        self.line(f"non-default args: {args}", where="api_utils.py:272")
-        self.line("Resolved architecture: DeepseekV3ForCausalLM", where="model.py:672")
-        self.line(f"Using max model len {c.max_model_len}", where="model.py:1971")
+        self.line(f"non-default args: {args}", "api_utils.py:272")
+        self.line("Resolved architecture: DeepseekV3ForCausalLM", "model.py:672")
+        self.line(f"Using max model len {c.max_model_len}", "model.py:1971")
         if c.k > 1:
             self.line(
                 "Enabling num_speculative_tokens > 1 will run multiple times of forward on same MTP "
                 "layer,which may result in lower acceptance rate",
+                "speculative.py:975",
                 level="WARNING",
-                where="speculative.py:975",
             )
         if c.chunked_prefill:
-            self.line(
-                "Chunked prefill is enabled with max_num_batched_tokens=8192.", where="scheduler.py:242"
-            )
-        spec = (
-            f"SpeculativeConfig(method='{c.spec_method}', model='{c.model}', num_spec_tokens={c.k})"
-            if c.k
-            else "None"
-        )
-        self.engine_line(
-            f"Initializing a V1 LLM engine (v{VERSIONS['vllm']}) with config: model='{c.model}', "
-            f"speculative_config={spec}, tokenizer='{c.model}', dtype=torch.bfloat16, "
-            f"max_seq_len={c.max_model_len}, tensor_parallel_size={c.tensor_parallel_size}, "
-            f"served_model_name={c.model_name}, "
-            f"enable_prefix_caching={c.enable_prefix_caching}, enable_chunked_prefill={c.chunked_prefill}",
-            "core.py:122",
-        )
-        self.engine_line(f"Starting to load model {c.model}...", "gpu_model_runner.py:5424")
-        if c.k:
-            self.engine_line("Loading drafter model...", "gpu_model_runner.py:5448")
-        self.engine_line(
-            f"Available KV cache memory: {c.kv_cache_tokens() / 7086:.2f} GiB", "gpu_worker.py:578"
-        )
+            self.line("Chunked prefill is enabled with max_num_batched_tokens=8192.", "scheduler.py:242")
+        spec = f"SpeculativeConfig(method='{c.spec_method}', model='{c.model}', num_spec_tokens={c.k})"
         tokens = c.kv_cache_tokens()
-        self.engine_line(
-            f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {c.max_model_len:,} tokens per "
-            f"request: {tokens / c.max_model_len:.2f}x",
-            "kv_cache_utils.py:1916",
-        )
+        engine = [
+            (
+                "core.py:122",
+                f"Initializing a V1 LLM engine (v{VERSIONS['vllm']}) with config: model='{c.model}', "
+                f"speculative_config={spec if c.k else None}, tokenizer='{c.model}', dtype=torch.bfloat16, "
+                f"max_seq_len={c.max_model_len}, tensor_parallel_size={c.tensor_parallel_size}, "
+                f"served_model_name={c.model_name}, enable_prefix_caching={c.enable_prefix_caching}, "
+                f"enable_chunked_prefill={c.chunked_prefill}",
+            ),
+            ("gpu_model_runner.py:5424", f"Starting to load model {c.model}..."),
+            *([("gpu_model_runner.py:5448", "Loading drafter model...")] if c.k else []),
+            ("gpu_worker.py:578", f"Available KV cache memory: {tokens / 7086:.2f} GiB"),
+            (
+                "kv_cache_utils.py:1916",
+                f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {c.max_model_len:,} tokens "
+                f"per request: {tokens / c.max_model_len:.2f}x",
+            ),
+        ]
+        for where, text in engine:
+            self.line(text, where, engine=True)
 
     def ready(self, host: str, port: int) -> None:
-        self.engine_line(
-            "init engine (profile, create kv cache, warmup model) took 1.02 s (compilation: 0.00 s)",
-            "core.py:347",
-        )
-        self.line("Supported tasks: ['generate']", where="api_server.py:544")
-        self.line(f"Starting vLLM server on http://{host}:{port}", where="api_server.py:548")
-        self.line("Available routes are:", where="launcher.py:51")
-        for route, methods in (
-            ("/v1/chat/completions", "POST"),
-            ("/v1/completions", "POST"),
-            ("/v1/models", "GET"),
-            ("/health", "GET"),
-            ("/metrics", "GET"),
-            ("/version", "GET"),
-        ):
-            self.line(f"Route: {route}, Methods: {methods}", where="launcher.py:60")
+        warmup = "init engine (profile, create kv cache, warmup model) took 1.02 s (compilation: 0.00 s)"
+        self.line(warmup, "core.py:347", engine=True)
+        self.line("Supported tasks: ['generate']", "api_server.py:544")
+        self.line(f"Starting vLLM server on http://{host}:{port}", "api_server.py:548")
+        self.line("Available routes are:", "launcher.py:51")
+        for route, methods in VLLM_ROUTES.items():
+            self.line(f"Route: {route}, Methods: {methods}", "launcher.py:60")
         self.uvicorn_started()
         now = time.monotonic()
         self._reset_interval(now)
@@ -244,9 +208,8 @@ class VllmLogWriter(LogWriter):
     def oom(self) -> None:
         c = self.config
         need, free = self.oom_gib()
-        where = "core.py:1346"
-        self.engine_line("EngineCore failed to start.", where, level="ERROR")
         for text in (
+            "EngineCore failed to start.",
             "Traceback (most recent call last):",
             '  File "/usr/local/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 1337, '
             "in run_engine_core",
@@ -256,7 +219,7 @@ class VllmLogWriter(LogWriter):
             f"this process has {139.80 - free:.2f} GiB memory in use. Of the allocated memory "
             f"{139.80 * c.gpu_memory_utilization:.2f} GiB is allocated by PyTorch.",
         ):
-            self.engine_line(text, where, level="ERROR")
+            self.line(text, "core.py:1346", "ERROR", engine=True)
         self.emit(
             f"(APIServer pid={self.pid}) RuntimeError: Engine core initialization failed. See root cause "
             "above. Failed core proc(s): {}"
@@ -316,12 +279,14 @@ class VllmLogWriter(LogWriter):
 
 
 class SglangLogWriter(LogWriter):
-    def __init__(self, path: Path | None, config: SimConfig, load: LoadFn, started: float) -> None:
-        super().__init__(path, config, load, started)
+    def __init__(
+        self, path: Path | None, config: SimConfig, load: LoadFn, started: float, interval_s: float
+    ) -> None:
+        super().__init__(path, config, load, started, interval_s)
         self.window = DecodeWindow()
-        self.num_draft_tokens = config.num_draft_tokens or config.k + 1
+        self.num_draft_tokens = self.config.num_draft_tokens or self.config.k + 1
         self._last_prefill = time.monotonic()
-        self._capacity = config.kv_cache_tokens()
+        self._capacity = self.config.kv_cache_tokens()
 
     def line(self, message: str, *, scheduler: bool = False) -> None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -526,6 +491,5 @@ class LlamacppLogWriter(LogWriter):
 def make_log_writer(
     flavor: str, path: Path | None, config: SimConfig, load: LoadFn, started: float, log_interval_s: float
 ) -> LogWriter:
-    if flavor == "vllm":
-        return VllmLogWriter(path, config, load, started, log_interval_s)
-    return (SglangLogWriter if flavor == "sglang" else LlamacppLogWriter)(path, config, load, started)
+    writer = {"vllm": VllmLogWriter, "sglang": SglangLogWriter, "llamacpp": LlamacppLogWriter}[flavor]
+    return writer(path, config, load, started, log_interval_s)

@@ -14,15 +14,13 @@ COUNTERS = (
     ("prompt_seconds_total", "Total time spent processing prompts"),
     ("tokens_predicted_total", "Number of generation tokens processed"),
     ("tokens_predicted_seconds_total", "Total time spent generating tokens"),
-    (
-        "n_decode_total",
-        "Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding",
-    ),
+    ("n_decode_total",
+     "Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding"),
     ("n_tokens_max", "Largest observed sequence length (prompt + generation)"),
     ("spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated"),
     ("spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted by the target model"),
     ("spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps"),
-)
+)  # fmt: skip
 GAUGES = (
     ("prompt_tokens_seconds", "Average prompt throughput in tokens/s"),
     ("predicted_tokens_seconds", "Average generation throughput in tokens/s"),
@@ -99,8 +97,7 @@ class LlamacppRecorder(MetricsRecorder):
             "requests_deferred": float(self.waiting),
             "n_busy_slots_per_decode": self.busy_slots / decodes if decodes else 0.0,
         }
-        self._window_prompt = [0.0, 0.0]
-        self._window_predicted = [0.0, 0.0]
+        self._window_prompt, self._window_predicted = [0.0, 0.0], [0.0, 0.0]
         lines: list[str] = []
         for table, kind, values in ((COUNTERS, "counter", self.values), (GAUGES, "gauge", gauges)):
             for name, documentation in table:

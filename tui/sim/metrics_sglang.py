@@ -112,9 +112,28 @@ CONSTANTS = (
     ("context_len", "Maximum context length."),
     ("startup_available_gpu_memory_gb", "Available GPU memory in GB at startup."),
 )
-COUNTERS: tuple[str, ...] = ("prompt_tokens", "generation_tokens", "spec_verify_calls", "cached_tokens")
-COUNTERS += ("num_requests", "decode_passes", "prefill_passes", "prefill_compute", "prefill_cache")
-COUNTERS += ("decode_tokens",)
+# The tokenizer manager's families, in SGLang's order: (name, HELP, buckets; None for a counter)
+TOKENIZER_FAMILIES: tuple[tuple[str, str, list[float] | None], ...] = (
+    ("prompt_tokens", "Number of prefill tokens processed.", None),
+    ("generation_tokens", "Number of generation tokens processed.", None),
+    ("spec_verify_calls", "Number of speculative decoding verification calls.", None),
+    ("prompt_tokens_histogram", "Histogram of prompt token length.", TOKEN_BUCKETS),
+    ("uncached_prompt_tokens_histogram", "Histogram of uncached (compute) prompt token length.",
+     TOKEN_BUCKETS),
+    ("generation_tokens_histogram", "Histogram of generation token length.", TOKEN_BUCKETS),
+    ("cached_tokens", "Number of cached prompt tokens by source (device/host/storage).", None),
+    ("num_requests", "Number of requests processed.", None),
+    ("time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS),
+    ("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS),
+    ("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", E2E_BUCKETS),
+)  # fmt: skip
+COUNTERS = [name for name, _, buckets in TOKENIZER_FAMILIES if buckets is None]
+COUNTERS += ["decode_passes", "prefill_passes", "prefill_compute", "prefill_cache", "decode_tokens"]
+REALTIME_MODES = (
+    ("prefill_compute", "prefill_compute"),
+    ("prefill_cache", "prefill_cache"),
+    ("decode", "decode_tokens"),
+)
 HTTP_ENDPOINTS_IGNORED = ("/sim/",)
 IDLE_REPUBLISH_S = 30.0
 
@@ -187,12 +206,8 @@ class SglangRecorder(MetricsRecorder, Collector):
         self.capacity = config.kv_cache_tokens()
         self.num_draft_tokens = config.num_draft_tokens or config.k + 1
         self.counters: dict[str, float] = dict.fromkeys(COUNTERS, 0.0)
-        self.prompt_hist, self.uncached_hist, self.generation_hist = (
-            BucketCounts(TOKEN_BUCKETS) for _ in range(3)
-        )
-        self.ttft = BucketCounts(TTFT_BUCKETS)
-        self.itl = BucketCounts(ITL_BUCKETS)
-        self.e2e = BucketCounts(E2E_BUCKETS)
+        self.hists = {name: BucketCounts(buckets) for name, _, buckets in TOKENIZER_FAMILIES if buckets}
+        self.ttft = self.hists["time_to_first_token_seconds"]
         self.queue_time = BucketCounts(QUEUE_BUCKETS)
         self.stages = {
             "prefill_forward": BucketCounts(STAGE_BUCKETS),
@@ -228,7 +243,9 @@ class SglangRecorder(MetricsRecorder, Collector):
             self.gauges["cache_hit_rate"] = cached / (cached + computed) if cached + computed else 0.0
         for record in report.decode_records:
             # SGLang's special ITL observe: the chunk's gap goes to the sum once, its k tokens to gap/k.
-            self.itl.observe(record.gap_s / record.emitted, weight=record.emitted, amount=record.gap_s)
+            self.hists["inter_token_latency_seconds"].observe(
+                record.gap_s / record.emitted, weight=record.emitted, amount=record.gap_s
+            )
         if self.window.add(report):
             self.counters["decode_passes"] += 1
             self.counters["decode_tokens"] += sum(record.emitted for record in report.decode_records)
@@ -291,10 +308,10 @@ class SglangRecorder(MetricsRecorder, Collector):
         self.counters["spec_verify_calls"] += request.verify_steps
         self.counters["cached_tokens"] += request.cached_tokens
         self.counters["num_requests"] += 1
-        self.prompt_hist.observe(request.prompt_tokens)
-        self.uncached_hist.observe(request.computed_prompt_tokens)
-        self.generation_hist.observe(request.generated)
-        self.e2e.observe(request.finished_at - request.arrival)
+        self.hists["prompt_tokens_histogram"].observe(request.prompt_tokens)
+        self.hists["uncached_prompt_tokens_histogram"].observe(request.computed_prompt_tokens)
+        self.hists["generation_tokens_histogram"].observe(request.generated)
+        self.hists["e2e_request_latency_seconds"].observe(request.finished_at - request.arrival)
 
     def http_request(
         self, method: str, path: str, status: int, request_bytes: int, response_bytes: int, duration_s: float
@@ -309,35 +326,13 @@ class SglangRecorder(MetricsRecorder, Collector):
         return generate_latest(self.registry)
 
     def collect(self) -> Iterator[Metric]:
-        tok, counters = self.tokenizer_labels, self.counters
-        for name, documentation in (
-            ("prompt_tokens", "Number of prefill tokens processed."),
-            ("generation_tokens", "Number of generation tokens processed."),
-            ("spec_verify_calls", "Number of speculative decoding verification calls."),
-        ):
-            yield _counter(name, documentation, [(tok, counters[name])])
-        for name, documentation, hist in (
-            ("prompt_tokens_histogram", "Histogram of prompt token length.", self.prompt_hist),
-            (
-                "uncached_prompt_tokens_histogram",
-                "Histogram of uncached (compute) prompt token length.",
-                self.uncached_hist,
-            ),
-            ("generation_tokens_histogram", "Histogram of generation token length.", self.generation_hist),
-        ):
-            yield _histogram(name, documentation, [(tok, hist)])
-        yield _counter(
-            "cached_tokens",
-            "Number of cached prompt tokens by source (device/host/storage).",
-            [({"cache_source": "device", **tok}, counters["cached_tokens"])],
-        )
-        yield _counter("num_requests", "Number of requests processed.", [(tok, counters["num_requests"])])
-        for name, documentation, hist in (
-            ("time_to_first_token_seconds", "Histogram of time to first token in seconds.", self.ttft),
-            ("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", self.itl),
-            ("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", self.e2e),
-        ):
-            yield _histogram(name, documentation, [(tok, hist)])
+        tok = self.tokenizer_labels
+        for name, documentation, buckets in TOKENIZER_FAMILIES:
+            if buckets:
+                yield _histogram(name, documentation, [(tok, self.hists[name])])
+            else:
+                labels = {"cache_source": "device", **tok} if name == "cached_tokens" else tok
+                yield _counter(name, documentation, [(labels, self.counters[name])])
         cpu = time.process_time()
         yield _counter(
             "process_cpu_seconds",
@@ -368,16 +363,12 @@ class SglangRecorder(MetricsRecorder, Collector):
             )
             yield _gauge(name, documentation, [(labels, self.gauges[name])])
             if name == "num_unique_running_routing_keys":
-                for routing in ("routing_key_running_req_count", "routing_key_all_req_count"):
-                    what = "running" if routing.startswith("routing_key_running") else "running+waiting"
-                    yield _gauge(
-                        routing,
-                        f"Distribution of routing keys by {what} request count (gt < count <= le).",
-                        [
-                            ({**rank0, "gt": gt, "le": le}, 0.0)
-                            for gt, le in itertools.pairwise(ROUTING_BOUNDS)
-                        ],
-                    )
+                ranges = [
+                    ({**rank0, "gt": gt, "le": le}, 0.0) for gt, le in itertools.pairwise(ROUTING_BOUNDS)
+                ]
+                for routing, what in (("running", "running"), ("all", "running+waiting")):
+                    doc = f"Distribution of routing keys by {what} request count (gt < count <= le)."
+                    yield _gauge(f"routing_key_{routing}_req_count", doc, ranges)
         passes = [
             ({**rank, "mode": "decode_cuda_graph"}, self.counters["decode_passes"]) for rank in self.ranks
         ]
@@ -389,11 +380,7 @@ class SglangRecorder(MetricsRecorder, Collector):
             "realtime_tokens",
             "Total number of tokens processed (updated on each log interval). mode: prefill_compute, "
             "prefill_cache, decode.",
-            [
-                ({**rank0, "mode": "prefill_compute"}, self.counters["prefill_compute"]),
-                ({**rank0, "mode": "prefill_cache"}, self.counters["prefill_cache"]),
-                ({**rank0, "mode": "decode"}, self.counters["decode_tokens"]),
-            ],
+            [({**rank0, "mode": mode}, self.counters[name]) for mode, name in REALTIME_MODES],
         )
         yield _histogram(
             "queue_time_seconds",

@@ -120,6 +120,30 @@ def _families(k: int) -> tuple[Family, ...]:
     return (spec if k else ()) + FAMILIES
 
 
+HEADER_ONLY = "Only value of header is respected. Otherwise ignored. No percentile calculated. "
+# cache_config_info's labels that the simulated config does not set
+CACHE_CONFIG_INFO = {
+    **dict.fromkeys(("cache_dtype", "mamba_cache_dtype", "mamba_ssm_cache_dtype"), "auto"),
+    **dict.fromkeys(
+        ("is_attention_free", "kv_sharing_fast_prefill", "use_kda_recoverssm", "use_replayssm",
+         "user_specified_block_size", "user_specified_mamba_block_size"),
+        "False",
+    ),
+    **dict.fromkeys(
+        ("kv_cache_memory_bytes", "kv_offloading_size", "mamba_block_size", "mamba_page_size_padded",
+         "num_cpu_blocks", "num_gpu_blocks_override", "prefix_match_unit", "skip_page_size_padded",
+         "sliding_window"),
+        "None",
+    ),
+    "_block_size_resolved": "True",
+    "engine": "0",
+    "kv_cache_dtype_skip_layers": "[]",
+    "kv_offloading_backend": "native",
+    "mamba_cache_mode": "none",
+    "prefix_cache_retention_interval": "0",
+    "prefix_caching_hash_algo": "sha256",
+    "replayssm_buffer_len": "16",
+}  # fmt: skip
 INSTRUMENTATOR_EXCLUDED = {"/metrics", "/health", "/load", "/ping", "/version", "/server_info"}
 LABELS = ["model_name", "engine"]
 
@@ -182,79 +206,44 @@ class VllmRecorder(MetricsRecorder):
 
     def _cache_config_info(self, config: SimConfig) -> None:
         blocks = config.kv_cache_tokens() // config.block_size
-        info = {
-            "_block_size_resolved": "True",
+        info = CACHE_CONFIG_INFO | {
             "block_size": str(config.block_size),
-            "cache_dtype": "auto",
             "enable_prefix_caching": str(config.enable_prefix_caching),
-            "engine": "0",
             "gpu_memory_utilization": str(config.gpu_memory_utilization),
-            "is_attention_free": "False",
-            "kv_cache_dtype_skip_layers": "[]",
             "kv_cache_max_concurrency": str(config.kv_cache_tokens() / config.max_model_len),
-            "kv_cache_memory_bytes": "None",
             "kv_cache_size_tokens": str(blocks * config.block_size),
-            "kv_offloading_backend": "native",
-            "kv_offloading_size": "None",
-            "kv_sharing_fast_prefill": "False",
-            "mamba_block_size": "None",
-            "mamba_cache_dtype": "auto",
-            "mamba_cache_mode": "none",
-            "mamba_page_size_padded": "None",
-            "mamba_ssm_cache_dtype": "auto",
-            "num_cpu_blocks": "None",
             "num_gpu_blocks": str(blocks),
-            "num_gpu_blocks_override": "None",
-            "prefix_cache_retention_interval": "0",
-            "prefix_caching_hash_algo": "sha256",
-            "prefix_match_unit": "None",
-            "replayssm_buffer_len": "16",
-            "skip_page_size_padded": "None",
-            "sliding_window": "None",
-            "use_kda_recoverssm": "False",
-            "use_replayssm": "False",
-            "user_specified_block_size": "False",
-            "user_specified_mamba_block_size": "False",
         }
-        Gauge(
-            "vllm:cache_config_info",
-            "Information of the LLMEngine CacheConfig",
-            list(info),
-            registry=self.registry,
-        ).labels(**info).set(1)
+        info = dict(sorted(info.items()))  # vLLM's label order
+        doc = "Information of the LLMEngine CacheConfig"
+        Gauge("vllm:cache_config_info", doc, list(info), registry=self.registry).labels(**info).set(1)
 
     def _http(self, registry: CollectorRegistry) -> None:
+        """prometheus-fastapi-instrumentator's families, which vLLM's API server registers."""
+        doc = "Total number of requests by method, status and handler."
         self.http_total = Counter(
-            "http_requests_total",
-            "Total number of requests by method, status and handler.",
-            ["method", "status", "handler"],
-            registry=registry,
+            "http_requests_total", doc, ["method", "status", "handler"], registry=registry
         )
-        self.http_request_size = Summary(
-            "http_request_size_bytes",
-            "Content length of incoming requests by handler. Only value of header is "
-            "respected. Otherwise ignored. No percentile calculated. ",
-            ["handler"],
-            registry=registry,
-        )
-        self.http_response_size = Summary(
-            "http_response_size_bytes",
-            "Content length of outgoing responses by handler. Only value of header is "
-            "respected. Otherwise ignored. No percentile calculated. ",
-            ["handler"],
-            registry=registry,
+        self.http_request_size, self.http_response_size = (
+            Summary(
+                f"http_{what}_size_bytes",
+                f"Content length of {words} by handler. {HEADER_ONLY}",
+                ["handler"],
+                registry=registry,
+            )
+            for what, words in (("request", "incoming requests"), ("response", "outgoing responses"))
         )
         self.http_highr = Histogram(
             "http_request_duration_highr_seconds",
-            "Latency with many buckets but no API specific labels. Made for "
-            "more accurate percentile calculations. ",
+            "Latency with many buckets but no API specific labels. Made for more accurate percentile "
+            "calculations. ",
             buckets=HTTP_HIGHR_BUCKETS,
             registry=registry,
         )
         self.http_duration = Histogram(
             "http_request_duration_seconds",
-            "Latency with only few buckets by handler. Made to be only used if "
-            "aggregation by handler is important. ",
+            "Latency with only few buckets by handler. Made to be only used if aggregation by handler is "
+            "important. ",
             ["handler", "method"],
             buckets=[0.1, 0.5, 1],
             registry=registry,

@@ -140,23 +140,13 @@ def new_id(flavor: str, kind: str) -> str:
     return prefix + secrets.token_hex(16)
 
 
+ERROR_TYPES = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError",
+               413: "BadRequestError", 503: "ServiceUnavailableError"}  # fmt: skip
+
+
 def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
-    kinds = {
-        400: "BadRequestError",
-        401: "AuthenticationError",
-        404: "NotFoundError",
-        413: "BadRequestError",
-        500: "InternalServerError",
-        503: "ServiceUnavailableError",
-    }
-    return {
-        "error": {
-            "message": message,
-            "type": kinds.get(status, "InternalServerError"),
-            "param": param,
-            "code": status,
-        }
-    }
+    kind = ERROR_TYPES.get(status, "InternalServerError")
+    return {"error": {"message": message, "type": kind, "param": param, "code": status}}
 
 
 def usage(flavor: str, request: SimRequest) -> dict[str, Any]:
@@ -183,9 +173,8 @@ def timings(request: SimRequest) -> dict[str, Any]:
     """llama.cpp's per-request `timings` object (first token free: per-token figures use n - 1)."""
     prompt_n = max(1, request.computed_prompt_tokens)
     prompt_ms = request.prefill_s * 1000.0
-    predicted_ms = (
-        (request.finished_at or request.last_token_at or 0.0) - (request.first_token_at or 0.0)
-    ) * 1000.0
+    predicted_s = (request.finished_at or request.last_token_at or 0.0) - (request.first_token_at or 0.0)
+    predicted_ms = predicted_s * 1000.0
     steps = max(1, request.generated - 1)
     body: dict[str, Any] = {
         "cache_n": request.cached_tokens,

@@ -75,21 +75,19 @@ def vllm_metrics(request: SimRequest, options: ResponseOptions, steps: StepLog |
     if options.timing_metrics:
         generation_ms = _ms(request.first_token_at, request.last_token_at)
         decode_tokens = max(0, request.generated - 1)
+        itl_ms = generation_ms / decode_tokens if generation_ms is not None and decode_tokens else None
         body.update(
             time_to_first_token_ms=_ms(request.scheduled_at, request.first_token_at),
             generation_time_ms=generation_ms,
             queue_time_ms=_ms(request.arrival, request.scheduled_at),
-            mean_itl_ms=generation_ms / decode_tokens
-            if generation_ms is not None and decode_tokens
-            else None,
+            mean_itl_ms=itl_ms,
             tokens_per_second=decode_tokens / generation_ms * 1000.0 if generation_ms else None,
         )
     if options.spec_metrics != "none" and k:
         histogram = acceptance_histogram(request)
+        mean_length = 1.0 + request.accepted / request.verify_steps if request.verify_steps else None
         spec: dict[str, Any] = {
-            "mean_acceptance_length": 1.0 + request.accepted / request.verify_steps
-            if request.verify_steps
-            else None,
+            "mean_acceptance_length": mean_length,
             "draft_acceptance_rate": _ratio(request.accepted, request.drafted),
             "acceptance_histogram": histogram,
             "acceptance_histogram_by_draft_length": {str(k): histogram},  # every step drafted k

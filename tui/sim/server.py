@@ -18,7 +18,7 @@ from typing import Any
 
 import uvicorn
 
-from tui.sim.app import AppContext, build_app
+from tui.sim.app import build_app
 from tui.sim.behaviour import Behaviour
 from tui.sim.config import SimConfig, SimConfigError, SimStartupError, load_sim_config
 from tui.sim.control import FAULT_NAMES, ControlChanges, KeptControl, parse_changes
@@ -40,38 +40,20 @@ def make_recorder(flavor: str, config: SimConfig, started: float | None = None) 
     return (SglangRecorder if flavor == "sglang" else LlamacppRecorder)(config)
 
 
-PROMPT_MIX: tuple[tuple[str, int], ...] = (
-    (
-        "Implement a thread-safe LRU cache with expiry in Python.\n```python\nclass LRUCache:\n    def "
-        "__init__(self, capacity: int, ttl: float) -> None:\n        self.capacity = capacity\n",
-        192,
-    ),
-    (
-        "Explain how speculative decoding keeps the output of the target model unchanged while drafting "
-        "several tokens ahead, and why the acceptance rate matters for throughput.",
-        160,
-    ),
-    (
-        "Summarise the following meeting notes for a busy manager. The team discussed the launch date, the "
-        "budget, the hiring plan and the open risks around the data migration.",
-        128,
-    ),
-    (
-        "Repeat after me: the quick brown fox jumps over the lazy dog. the quick brown fox jumps over the "
-        "lazy dog. the quick brown fox jumps over the lazy dog.",
-        96,
-    ),
-    (
-        "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n"
-        "\n# Rewrite this function iteratively and add type hints.\n",
-        224,
-    ),
-    (
-        "Write a short story about a lighthouse keeper who discovers that the light has been signalling to "
-        "ships that do not exist.",
-        256,
-    ),
-)
+PROMPT_MIX: tuple[tuple[str, int], ...] = (  # (prompt, typical output tokens)
+    ("Implement a thread-safe LRU cache with expiry in Python.\n```python\nclass LRUCache:\n    def "
+     "__init__(self, capacity: int, ttl: float) -> None:\n        self.capacity = capacity\n", 192),
+    ("Explain how speculative decoding keeps the output of the target model unchanged while drafting "
+     "several tokens ahead, and why the acceptance rate matters for throughput.", 160),
+    ("Summarise the following meeting notes for a busy manager. The team discussed the launch date, the "
+     "budget, the hiring plan and the open risks around the data migration.", 128),
+    ("Repeat after me: the quick brown fox jumps over the lazy dog. the quick brown fox jumps over the "
+     "lazy dog. the quick brown fox jumps over the lazy dog.", 96),
+    ("def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n"
+     "\n# Rewrite this function iteratively and add type hints.\n", 224),
+    ("Write a short story about a lighthouse keeper who discovers that the light has been signalling to "
+     "ships that do not exist.", 256),
+)  # fmt: skip
 
 
 class _Uvicorn(uvicorn.Server):
@@ -120,15 +102,25 @@ class SimServer:
         # `--gpu`: a DCGM exporter page at /sim/gpu/metrics (kept across restarts: the energy counter)
         self.gpu = SimGpus(self.config, self._load, seed=self.config.sim.seed) if gpu else None
         self.base_url = f"http://{host}:{port}"
-        self.engine: SimEngine | None = None
-        self.behaviour: Behaviour | None = None
-        self._context: AppContext | None = None
-        self._log: LogWriter | None = None
+        self.rng = random.Random()  # the faults' draws
+        self.accepting = False
+        self._process_started = time.monotonic()
+        self._assemble(self.config)
         self._uvicorn: _Uvicorn | None = None
         self._serve_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._process_started = time.monotonic()
         self.running = False
+
+    def _assemble(self, config: SimConfig) -> None:
+        """A run's behaviour, engine, log and recorder, made again from the config by every start."""
+        self.behaviour = Behaviour.from_config(config)
+        self.engine = SimEngine(config, self.behaviour, self.faults, seed=config.sim.seed)
+        self.log: LogWriter = make_log_writer(
+            self.flavor, self.log_path, config, self._load, self._process_started, config.sim.log_interval_s
+        )
+        self.recorder = make_recorder(self.flavor, config)
+        self.step_log = StepLog() if self.responses.spec_metrics != "none" else None
+        self.engine.observers[:] = [self.recorder, self.log, *([self.step_log] if self.step_log else [])]
 
     # ---- lifecycle ------------------------------------------------------------------------------
     async def __aenter__(self) -> SimServer:
@@ -148,11 +140,8 @@ class SimServer:
         sock = self._bind()
         self.port = sock.getsockname()[1]
         self.base_url = f"http://{self.host}:{self.port}"
-        behaviour = Behaviour.from_config(config)
-        engine = SimEngine(config, behaviour, self.faults, seed=config.sim.seed)
-        log = make_log_writer(
-            self.flavor, self.log_path, config, self._load, self._process_started, config.sim.log_interval_s
-        )
+        self._assemble(config)
+        engine, log = self.engine, self.log
         await log.start()
         log.startup(self.host, self.port)
         reason = config.oom_reason()
@@ -161,30 +150,14 @@ class SimServer:
             log.oom()
             await log.stop()
             raise SimStartupError(f"CUDA out of memory at start-up: {reason}")
-        recorder = make_recorder(self.flavor, config)
-        step_log = StepLog() if self.responses.spec_metrics != "none" else None
-        engine.observers[:] = [recorder, log, *([step_log] if step_log else [])]
-        self.engine, self.behaviour, self._log = engine, behaviour, log
-        self._context = AppContext(
-            flavor=self.flavor,
-            config=config,
-            engine=engine,
-            recorder=recorder,
-            log=log,
-            faults=self.faults,
-            control=lambda changes: self.control(**changes),
-            api_key=self.api_key,
-            gpu=self.gpu,
-            responses=self.responses,
-            step_log=step_log,
-        )
         for body in self.kept_control.bodies:  # the changes made before this restart
             self._apply(parse_changes(body))
         if self.gpu is not None:
             self.gpu.configure(config, self.port)
         engine.start()
+        self.accepting = True
         uv_config = uvicorn.Config(
-            build_app(self._context),
+            build_app(self),
             log_config=None,
             access_log=False,
             lifespan="off",
@@ -213,16 +186,13 @@ class SimServer:
         """Stop serving (connections are refused afterwards); in-flight requests end as aborted."""
         if not self.running:
             return
-        self.running = False
-        if self._context is not None:
-            self._context.accepting = False
+        self.running = self.accepting = False
         for task in self._tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
-        if self.engine is not None:
-            await self.engine.stop()
+        await self.engine.stop()
         if self._uvicorn is not None and self._serve_task is not None:
             self._uvicorn.should_exit = True
             try:
@@ -231,9 +201,8 @@ class SimServer:
                 self._uvicorn.force_exit = True
                 with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                     await asyncio.wait_for(self._serve_task, timeout=1.0)
-        if self._log is not None:
-            self._log.shutdown()
-            await self._log.stop()
+        self.log.shutdown()
+        await self.log.stop()
 
     async def restart(self, config_path: Path | None = None) -> None:
         """Down for `restart_down_s`, then back with counters reset and the (new) config read."""
@@ -275,19 +244,14 @@ class SimServer:
         fault_changes = faults.model_dump() if isinstance(faults, FaultSettings) else dict(faults or {})
         fault_changes |= {name: value for name in FAULT_NAMES if (value := getattr(parsed, name)) is not None}
         if fault_changes:
-            self.faults = self.faults.merged(fault_changes)
-            if self.engine is not None:
-                self.engine.faults = self.faults
-            if self._context is not None:
-                self._context.faults = self.faults
-        if self.behaviour is not None:
-            if parsed.acceptance is not None:
-                self.behaviour.set_acceptance(parsed.acceptance)
-            for name in ("speed", "content_effect", "context_half_tokens"):
-                if (value := getattr(parsed, name)) is not None:
-                    setattr(self.behaviour, name, value)
-            if parsed.context_ms_per_1k is not None:
-                self.behaviour.context_s_per_1k = parsed.context_ms_per_1k / 1000.0
+            self.faults = self.engine.faults = self.faults.merged(fault_changes)
+        if parsed.acceptance is not None:
+            self.behaviour.set_acceptance(parsed.acceptance)
+        for name in ("speed", "content_effect", "context_half_tokens"):
+            if (value := getattr(parsed, name)) is not None:
+                setattr(self.behaviour, name, value)
+        if parsed.context_ms_per_1k is not None:
+            self.behaviour.context_s_per_1k = parsed.context_ms_per_1k / 1000.0
         if parsed.background_load_rps is not None:
             self.background_load_rps = parsed.background_load_rps
         if parsed.reset_counters:
@@ -295,11 +259,8 @@ class SimServer:
 
     def reset_counters(self) -> None:
         """Every counter back to 0, as after a crash-restart the scraper did not notice."""
-        if self.engine is None or self._context is None or self._log is None:
-            return
-        recorder = make_recorder(self.flavor, self.config, getattr(self._context.recorder, "started", None))
-        self.engine.observers[:] = [recorder, self._log, *self.engine.observers[2:]]
-        self._context.recorder = recorder
+        self.recorder = make_recorder(self.flavor, self.config, getattr(self.recorder, "started", None))
+        self.engine.observers[0] = self.recorder
 
     async def _maintenance(self) -> None:
         """Once every half second: scheduled counter resets (fault) and idle gauge re-publishing."""
@@ -311,8 +272,7 @@ class SimServer:
             if every > 0 and now - last_reset >= every:
                 self.reset_counters()
                 last_reset = now
-            if self.engine is not None and self._context is not None:
-                self._context.recorder.idle_tick(now, len(self.engine.running), len(self.engine.waiting))
+            self.recorder.idle_tick(now, len(self.engine.running), len(self.engine.waiting))
             if self.gpu is not None:
                 self.gpu.tick(now)
 
@@ -325,28 +285,25 @@ class SimServer:
                 await asyncio.sleep(0.25)
                 continue
             await asyncio.sleep(min(30.0, rng.expovariate(self.background_load_rps)))
-            context = self._context
-            if self.background_load_rps <= 0 or context is None:
+            if self.background_load_rps <= 0:
                 continue
             prompt, typical = rng.choice(PROMPT_MIX)
-            request = context.engine.new_request(
+            request = self.engine.new_request(
                 endpoint="chat",
                 prompt_text=prompt,
                 max_tokens=max(16, int(rng.gauss(typical, typical / 4))),
                 temperature=0.0 if rng.random() < 0.5 else 0.7,
                 seed=rng.randrange(1 << 30),
             )
-            failed = bool(context.faults.error_rate) and context.rng.random() < context.faults.error_rate
+            failed = bool(self.faults.error_rate) and self.rng.random() < self.faults.error_rate
             status = 500 if failed else 200
-            context.recorder.http_request("POST", "/v1/chat/completions", status, 512, 0, 0.0)
-            context.log.access("127.0.0.1:40000", "POST", "/v1/chat/completions", status)
+            self.recorder.http_request("POST", "/v1/chat/completions", status, 512, 0, 0.0)
+            self.log.access("127.0.0.1:40000", "POST", "/v1/chat/completions", status)
             if not failed:
-                context.engine.submit(request)
+                self.engine.submit(request)
 
     def _load(self) -> tuple[int, int, float]:
         engine = self.engine
-        if engine is None:
-            return 0, 0, 0.0
         return len(engine.running), len(engine.waiting), engine.kv_used_tokens / engine.kv_capacity_tokens
 
     @property
