@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import accumulate
 from typing import Any, Literal
 
 import httpx
@@ -46,12 +47,8 @@ PROGRESS_INTERVAL_S = 0.1
 
 def arrival_offsets(count: int, rate: float, arrival: Arrival, rng: random.Random) -> list[float]:
     """Send offsets in seconds from the start for `count` requests at `rate` per second."""
-    offsets: list[float] = []
-    elapsed = 0.0
-    for _ in range(count):
-        offsets.append(elapsed)
-        elapsed += rng.expovariate(rate) if arrival == "poisson" else 1.0 / rate
-    return offsets
+    gaps = [rng.expovariate(rate) if arrival == "poisson" else 1.0 / rate for _ in range(count)]
+    return list(accumulate(gaps, initial=0.0))[:count]
 
 
 class BurstConfigError(Exception):
@@ -213,13 +210,13 @@ def build_body(
         body["messages"] = prompt.chat_messages()
     else:
         body["prompt"] = prompt.completion_text()
-    body["max_tokens"] = config.max_tokens
-    body["temperature"] = config.temperature
+    body |= {"max_tokens": config.max_tokens, "temperature": config.temperature}
     if config.seed is not None:
         body["seed"] = config.seed
-    body["stream"] = True
-    body["stream_options"] = {**dict(body.get("stream_options") or {}), "include_usage": True}
-    return body
+    return body | {
+        "stream": True,
+        "stream_options": {**dict(body.get("stream_options") or {}), "include_usage": True},
+    }
 
 
 async def _scrape(client: httpx.AsyncClient, target: ArmTarget, headers: dict[str, str]) -> Scrape | None:
@@ -318,20 +315,19 @@ class _Run:
         warmup = "w" if round_number < 0 else ""
         return f"spectop-{self.burst_id}-{warmup}{label}{index}"
 
+    async def request(self, spec: RequestSpec, scheduled: float, *, retries: bool = True) -> RequestResult:
+        """`spec` sent and timed, with the arm's retries (none: `retries` False)."""
+        budget = self.budgets[spec.arm] if retries else RetryBudget(0)
+        max_retries = self.config.max_retries if retries else 0
+        return await run_request(
+            self.client, spec, t0=self.t0, scheduled_s=scheduled, timeout_s=self.config.timeout_s,
+            max_retries=max_retries, budget=budget, rng=self.rng, secret=self.keys[spec.arm],
+        )  # fmt: skip
+
     async def send(self, label: str, target: ArmTarget, index: int, round_number: int, scheduled: float):
         spec = self.spec(label, target, index, round_number)
         try:
-            return await run_request(
-                self.client,
-                spec,
-                t0=self.t0,
-                scheduled_s=scheduled,
-                timeout_s=self.config.timeout_s,
-                max_retries=self.config.max_retries,
-                budget=self.budgets[label],
-                rng=self.rng,
-                secret=self.keys[label],
-            )
+            return await self.request(spec, scheduled)
         except Exception as error:  # a bug must not take the whole burst down
             log.exception("burst request %s #%d failed", label, index)
             return RequestResult(
@@ -498,11 +494,7 @@ class _Run:
                     spec.body = {**spec.body, **_one_token(self.config.api, spec.body)}
                     request_id = f"spectop-{self.burst_id}-p{label}{index}"
                     spec.headers = {**spec.headers, "X-Request-Id": request_id}
-                    timeout = self.config.timeout_s
-                    await run_request(
-                        self.client, spec, t0=self.t0, scheduled_s=self.now(), timeout_s=timeout,
-                        max_retries=0, budget=RetryBudget(0), rng=self.rng, secret=self.keys[label],
-                    )  # fmt: skip
+                    await self.request(spec, self.now(), retries=False)
 
             async with asyncio.TaskGroup() as group:
                 for index in range(count):

@@ -394,44 +394,32 @@ class BurstSession:
         past = [(side, arm) for side, arm in arms if isinstance(arm, PastArm)]
         live = [(side, arm) for side, arm in arms if isinstance(arm, EndpointArm)]
         if not live:
-            assert len(past) == 2
             outcome = await asyncio.to_thread(compare, past[0][1], past[1][1])
-            self.outcome = dataclasses.replace(outcome, notes=tuple(self._notes))
-            return self.outcome
-        kept: tuple[Side, BurstResult, str] | None = None
-        if past:
-            side, arm = past[0]
-            kept = (side, await asyncio.to_thread(_past, side, arm), arm.arm)
-        config = await self.config([arm for _, arm in live], kept[1] if kept else None, [s for s, _ in live])
-        labels = {"a": "b"} if kept and kept[0] == "a" else {}  # a live B runs as the engine's arm a
-        ran = await self._watched(config, _relabelled(on_progress, labels), cancel)
-        result = ran
-        if kept is not None:
-            before, after = ((kept[1], kept[2]), (ran, "a"))
-            if kept[0] == "b":
-                before, after = after, before
-            result = _combined(kept[0], before, after)
-        outcome = await asyncio.to_thread(_outcome, result, ran)  # the bootstrap: CPU
+        else:
+            kept: tuple[Side, BurstResult, str] | None = None
+            if past:
+                side, arm = past[0]
+                kept = (side, await asyncio.to_thread(_past, side, arm), arm.arm)
+            config = await self.config(
+                [arm for _, arm in live], kept[1] if kept else None, [s for s, _ in live]
+            )
+            labels = {"a": "b"} if kept and kept[0] == "a" else {}  # a live B runs as the engine's arm a
+            ran = result = await self._run(config, _relabelled(on_progress, labels), cancel)
+            if kept is not None:
+                pair = ((kept[1], kept[2]), (ran, "a"))  # before, after
+                result = _combined(kept[0], *(pair if kept[0] == "a" else pair[::-1]))
+            outcome = await asyncio.to_thread(_outcome, result, ran)  # the bootstrap: CPU
         self.outcome = dataclasses.replace(outcome, notes=tuple(self._notes))
         return self.outcome
-
-    async def _watched(
-        self, config: BurstConfig, on_progress: ProgressCallback | None, cancel: asyncio.Event | None
-    ) -> BurstResult:
-        """The burst, with the GPU watch (when there is one) read before, during and after it."""
-        if self.gpu is None:
-            return await self._run(config, on_progress, cancel)
-        await self.gpu.start()
-        try:
-            ran = await self._run(config, on_progress, cancel)
-        finally:
-            await self.gpu.stop()
-        return with_gpu(ran, self.gpu)
 
     async def _run(
         self, config: BurstConfig, on_progress: ProgressCallback | None, cancel: asyncio.Event | None
     ) -> BurstResult:
+        """The burst, with the GPU watch (when there is one) read before, during and after it."""
         async with contextlib.AsyncExitStack() as stack:
+            if self.gpu is not None:
+                await self.gpu.start()
+                stack.push_async_callback(self.gpu.stop)
             client = self.client
             if client is None:
                 connections = config.concurrency * len(config.arms()) + 8
@@ -439,21 +427,20 @@ class BurstSession:
                     burst_client(connections, timeout_s=config.timeout_s)
                 )
             burst = asyncio.ensure_future(run_burst(config, client, on_progress=on_progress))
-            if cancel is None:
-                return await burst
-            cancelled = asyncio.ensure_future(cancel.wait())
-            try:
-                await asyncio.wait((burst, cancelled), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                cancelled.cancel()
-                if not burst.done():
-                    burst.cancel()  # closes every request in flight
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await burst
-            if burst.cancelled():
-                raise BurstCancelled
-            return burst.result()
-        raise AssertionError("unreachable")  # for the type checker: the stack does not swallow
+            if cancel is not None:
+                cancelled = asyncio.ensure_future(cancel.wait())
+                try:
+                    await asyncio.wait((burst, cancelled), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    cancelled.cancel()
+                    if not burst.done():
+                        burst.cancel()  # closes every request in flight
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await burst
+                if burst.cancelled():
+                    raise BurstCancelled
+            ran = await burst
+        return ran if self.gpu is None else with_gpu(ran, self.gpu)
 
     def save(self) -> Path | None:
         """Keep the live burst in the burst files; None when nothing ran live."""

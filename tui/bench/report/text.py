@@ -94,17 +94,18 @@ def _empty(value: Any) -> bool:
     return value is None
 
 
+def _percentile(key: str, q: str) -> Callable[[ArmExplain], float | None]:
+    return lambda e: e.percentiles.get(key, {}).get(q)
+
+
 def _percentile_rows(summary: BurstSummary) -> tuple[Row, ...]:
     """Rows for --percentiles beyond the table's own p50 / p90 / p99."""
-    qs = [q for q in summary.settings.percentiles or () if q not in DEFAULT_QS]
-    rows: list[Row] = []
-
-    def getter(key: str, q: float) -> Callable[[ArmExplain], float | None]:
-        return lambda e: e.percentiles.get(key, {}).get(f"{q:g}")
-
-    for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("e2e", "e2e_s")):
-        rows += [(f"{name} p{q:g}", _x(getter(key, q)), fmt_latency) for q in qs]
-    return tuple(rows)
+    qs = [f"{q:g}" for q in summary.settings.percentiles or () if q not in DEFAULT_QS]
+    return tuple(
+        (f"{name} p{q}", _x(_percentile(key, q)), fmt_latency)
+        for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("e2e", "e2e_s"))
+        for q in qs
+    )
 
 
 def _gpu(spec: str, unit: str = "") -> Callable[[float | None], str]:
@@ -230,14 +231,14 @@ def client_check_lines(name: str, check: ClientCheck | None) -> list[str]:
     """Loud lines when the measuring client fell behind; a quiet note of coalesced streams otherwise."""
     if check is None:
         return []
-    if not check.ok:
-        return [
-            f"!!! {name}: THE CLIENT FELL BEHIND: {check.reason}",
-            f"!!! {name}: these figures measure spectop, not the server; remedy: {check.remedy}",
-        ] + ([coalesced_words(name, check)] if check.coalesced or check.left_out else [])
-    if check.coalesced:
-        return [coalesced_words(name, check)]
-    return []
+    coalesced = [coalesced_words(name, check)] if check.coalesced or (check.left_out and not check.ok) else []
+    if check.ok:
+        return coalesced
+    return [
+        f"!!! {name}: THE CLIENT FELL BEHIND: {check.reason}",
+        f"!!! {name}: these figures measure spectop, not the server; remedy: {check.remedy}",
+        *coalesced,
+    ]
 
 
 def equivalence_line(summary: BurstSummary) -> str | None:
