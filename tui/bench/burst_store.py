@@ -11,7 +11,6 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from tui.bench.report.export import export_name
 from tui.bench.report.models import Comparison
 from tui.bench.report.summary import comparison
 from tui.bench.results import ArmResult, BurstResult, BurstVerdict
@@ -135,9 +134,10 @@ def load_kept(model: type[Kept], path: Path) -> Kept:
         raise BurstFileError(f"{path}: not a spectop {what}: field {where}: {first['msg']}") from error
 
 
-def export_path(kind: str, when: datetime, base: Path | None = None) -> Path:
-    """Where the burst screen writes an export: `spectop-exports/` under `base` (the current folder)."""
-    return (base or Path.cwd()) / EXPORTS_FOLDER / export_name(kind, when)
+def export_path(kind: str, when: datetime) -> Path:
+    """Where the burst screen writes an export: `spectop-exports/` under the current folder."""
+    extension = {"json": "json", "csv": "csv", "markdown": "md"}[kind]
+    return Path.cwd() / EXPORTS_FOLDER / f"spectop-burst-{when:%Y%m%d-%H%M%S}.{extension}"
 
 
 def with_verdict(result: BurstResult, found: Comparison | None = None) -> BurstResult:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -103,11 +102,6 @@ def render_markdown(summary: BurstSummary) -> str:
                 f"A `{markdown_escape(item.a_snippet)}` / B `{markdown_escape(item.b_snippet)}`"
             )
     return "\n".join(safe_line(line) for line in lines) + "\n"
-
-
-def export_name(kind: str, when: datetime) -> str:
-    extension = {"json": "json", "csv": "csv", "markdown": "md"}[kind]
-    return f"spectop-burst-{when.strftime('%Y%m%d-%H%M%S')}.{extension}"
 
 
 def write_export(result: R, kind: str, path: Path, renderers: dict[str, Callable[[R], str]]) -> Path:
