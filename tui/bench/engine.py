@@ -292,17 +292,21 @@ class _Run:
     def now(self) -> float:
         return time.perf_counter() - self.t0
 
-    def spec(self, label: str, target: ArmTarget, index: int, round_number: int) -> RequestSpec:
+    def spec(
+        self, label: str, target: ArmTarget, index: int, round_number: int, tag: str = ""
+    ) -> RequestSpec:
+        """`tag` marks the request id of a priming request ("p"); round -1, a warm-up, is "w"."""
         prompts = self.config.prompt_set.prompts
         if round_number < 0:  # warm-up: not a measured prompt, so its prefix is not cached for them
             prompt = Prompt(f"warmup-{index}", (("user", f"Warm-up {index}: say hello in one sentence."),))
+            tag = "w"
         else:
             prompt = prompts[index % len(prompts)]
         return RequestSpec(
             url=endpoint_url(target.base_url, self.config.api),
             body=build_body(self.config, prompt, self.models[label], target.extra_body),
             # Unique per request, so server logs (vLLM uses X-Request-Id) can be matched to rows.
-            headers={**self.headers[label], "X-Request-Id": self.request_id(label, index, round_number)},
+            headers={**self.headers[label], "X-Request-Id": f"spectop-{self.burst_id}-{tag}{label}{index}"},
             arm=label,
             index=index,
             round=round_number,
@@ -310,10 +314,6 @@ class _Run:
             category=prompt.category,
             prompt_snippet=prompt.messages[-1][1][:80] if prompt.messages else "",
         )
-
-    def request_id(self, label: str, index: int, round_number: int) -> str:
-        warmup = "w" if round_number < 0 else ""
-        return f"spectop-{self.burst_id}-{warmup}{label}{index}"
 
     async def request(self, spec: RequestSpec, scheduled: float, *, retries: bool = True) -> RequestResult:
         """`spec` sent and timed, with the arm's retries (none: `retries` False)."""
@@ -490,10 +490,8 @@ class _Run:
 
             async def one(index: int) -> None:
                 async with gate:
-                    spec = self.spec(label, target, index, 0)
+                    spec = self.spec(label, target, index, 0, tag="p")
                     spec.body = {**spec.body, **_one_token(self.config.api, spec.body)}
-                    request_id = f"spectop-{self.burst_id}-p{label}{index}"
-                    spec.headers = {**spec.headers, "X-Request-Id": request_id}
                     await self.request(spec, self.now(), retries=False)
 
             async with asyncio.TaskGroup() as group:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from itertools import accumulate
 
 from tui.bench import explain
 from tui.bench.burst_options import arms_differ_by, parse_slo
@@ -353,14 +354,8 @@ def first_difference(a: str, b: str) -> int | None:
 def tokens_before(result: RequestResult, char_position: int) -> int | None:
     if result.chunk_tokens is None or len(result.chunk_tokens) != len(result.chunk_chars):
         return None
-    seen_chars = 0
-    tokens = 0
-    for chars, count in zip(result.chunk_chars, result.chunk_tokens, strict=True):
-        if seen_chars + chars > char_position:
-            return tokens
-        seen_chars += chars
-        tokens += count
-    return tokens
+    ends = accumulate(result.chunk_chars)  # where each chunk ends, in characters
+    return sum(count for end, count in zip(ends, result.chunk_tokens, strict=True) if end <= char_position)
 
 
 def _snippet(text: str, position: int) -> str:

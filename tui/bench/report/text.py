@@ -140,18 +140,16 @@ def category_table(summary: BurstSummary) -> Table | None:
     names = list(dict.fromkeys(name for table in tables for name in table))
     if len(names) < 2 and not any(row.acceptance is not None for t in tables for row in t.values()):
         return None
-    rows = []
-    for name in names:
-        cells: list[str] = [name]
-        for table in tables:
-            row = table.get(name)
-            cells += [
-                fmt_rate(row.acceptance if row else None),
-                fmt_tokens_per_s(row.decode_tokens_per_s if row else None),
-            ]
-        rows.append(cells)
-    columns = ["category"] + [
-        f"{arm.upper()} {what}" for arm, _ in summary.arms for what in ("accept", "tok/s")
+
+    def cells(row: explain.CategoryRow | None) -> tuple[str, str]:
+        if row is None:
+            return fmt_rate(None), fmt_tokens_per_s(None)
+        return fmt_rate(row.acceptance), fmt_tokens_per_s(row.decode_tokens_per_s)
+
+    rows = [[name, *(cell for table in tables for cell in cells(table.get(name)))] for name in names]
+    columns = [
+        "category",
+        *(f"{arm.upper()} {what}" for arm, _ in summary.arms for what in ("accept", "tok/s")),
     ]
     return Table(columns, rows)
 
