@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import random
 import statistics
 import time
 from dataclasses import replace
@@ -64,8 +65,6 @@ async def test_warmup_model_sampling_and_progress(client: httpx.AsyncClient) -> 
 
 
 def test_arrival_offsets() -> None:
-    import random
-
     constant = arrival_offsets(5, 10.0, "constant", random.Random(0))
     assert constant == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
     poisson = arrival_offsets(2000, 50.0, "poisson", random.Random(1))
@@ -94,14 +93,8 @@ async def test_cancel_stops_every_request_at_once_not_at_their_timeout(client: h
     stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
     progress: list[BurstProgress] = []
     with TimedServer(stalled) as server_a, TimedServer(stalled) as server_b:
-        config = burst_config(
-            server_a.base_url,
-            server_b.base_url,
-            requests=16,
-            rounds=1,
-            concurrency=8,
-            timeout_s=120.0,
-        )
+        urls = server_a.base_url, server_b.base_url
+        config = burst_config(*urls, requests=16, rounds=1, concurrency=8, timeout_s=120.0)
         task = asyncio.create_task(run_burst(config, client, on_progress=progress.append))
         # Concurrency 8: the first eight stall; the other eight would only start once a slot frees.
         while len(server_a.records) + len(server_b.records) < 8:

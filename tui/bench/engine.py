@@ -238,13 +238,11 @@ def _acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) ->
         reason = f": {error}" if error else ""
         return ServerAcceptance(note=f"no /metrics at {target.resolved_metrics_url()}{reason}")
     figures = figures_between(first, last)
-    note = None
-    if figures.acceptance_rate is None and figures.mean_acceptance_length is None:
-        note = "the server reports no speculative decoding"
+    drafting = figures.acceptance_rate is not None or figures.mean_acceptance_length is not None
     return ServerAcceptance(
         acceptance_rate=figures.acceptance_rate,
         mean_acceptance_length=figures.mean_acceptance_length,
-        note=note,
+        note=None if drafting else "the server reports no speculative decoding",
         per_position_acceptance=figures.per_position_acceptance,
         **counter_deltas(first.samples, last.samples, last.backend or first.backend),
     )

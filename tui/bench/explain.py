@@ -253,44 +253,35 @@ def reconcile(
 ) -> Reconciliation:
     """`shared_with`: the other arm's requests on one /metrics; `server_steps`: SGLang's verify steps."""
     mine = [*requests, *shared_with]
+    said: tuple[float | None, bool, str]
     if server_drafted is None and server_steps is not None:
         counted = [r.spec_steps for r in mine if r.spec_steps is not None]
         steps = sum(counted) if counted else None
-
-        def of_steps(share: float | None, exact: bool, message: str) -> Reconciliation:
-            return Reconciliation(None, None, None, None, share, exact, message)
-
         if steps is None:
-            return of_steps(None, False, "no per-request verification steps: nothing to reconcile")
-        if steps == round(server_steps):
-            return of_steps(0.0, True, f"Σ per-request = /metrics: {steps} verification steps")
-        if steps > server_steps:
-            said = (
-                f"per-request steps exceed /metrics ({steps} vs {fmt_count(server_steps)}): counters reset?"
-            )
-            return of_steps(None, False, said)
-        return of_steps(*_other_load(steps, server_steps, "verification steps", incomplete))
+            said = None, False, "no per-request verification steps: nothing to reconcile"
+        elif steps == round(server_steps):
+            said = 0.0, True, f"Σ per-request = /metrics: {steps} verification steps"
+        elif steps > server_steps:
+            exceed = f"per-request steps exceed /metrics ({steps} vs {fmt_count(server_steps)})"
+            said = None, False, f"{exceed}: counters reset?"
+        else:
+            said = _other_load(steps, server_steps, "verification steps", incomplete)
+        return Reconciliation(None, None, None, None, *said)
     ours = [r for r in mine if r.drafted is not None and r.accepted is not None]
     drafted = sum(r.drafted or 0 for r in ours) if ours else None
     accepted = sum(r.accepted or 0 for r in ours) if ours else None
-
-    def result(share: float | None, exact: bool, message: str) -> Reconciliation:
-        return Reconciliation(drafted, server_drafted, accepted, server_accepted, share, exact, message)
-
     if server_drafted is None or server_accepted is None:
-        return result(None, False, "no draft counters on /metrics: nothing to reconcile with")
-    if drafted is None or accepted is None:
-        return result(None, False, "no per-request draft figures: nothing to reconcile")
-    if drafted == round(server_drafted) and accepted == round(server_accepted):
-        return result(0.0, True, f"Σ per-request = /metrics: {drafted} drafted, {accepted} accepted")
-    if drafted > server_drafted or accepted > server_accepted:
-        return result(
-            None,
-            False,
-            f"per-request figures exceed /metrics ({drafted} vs {fmt_count(server_drafted)} drafted): "
-            "counters reset or another server answered",
-        )
-    return result(*_other_load(drafted, server_drafted, "drafts", incomplete))
+        said = None, False, "no draft counters on /metrics: nothing to reconcile with"
+    elif drafted is None or accepted is None:
+        said = None, False, "no per-request draft figures: nothing to reconcile"
+    elif drafted == round(server_drafted) and accepted == round(server_accepted):
+        said = 0.0, True, f"Σ per-request = /metrics: {drafted} drafted, {accepted} accepted"
+    elif drafted > server_drafted or accepted > server_accepted:
+        exceed = f"per-request figures exceed /metrics ({drafted} vs {fmt_count(server_drafted)} drafted)"
+        said = None, False, f"{exceed}: counters reset or another server answered"
+    else:
+        said = _other_load(drafted, server_drafted, "drafts", incomplete)
+    return Reconciliation(drafted, server_drafted, accepted, server_accepted, *said)
 
 
 def _other_load(

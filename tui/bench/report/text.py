@@ -142,9 +142,8 @@ def category_table(summary: BurstSummary) -> Table | None:
         return None
 
     def cells(row: explain.CategoryRow | None) -> tuple[str, str]:
-        if row is None:
-            return fmt_rate(None), fmt_tokens_per_s(None)
-        return fmt_rate(row.acceptance), fmt_tokens_per_s(row.decode_tokens_per_s)
+        acceptance, rate = (row.acceptance, row.decode_tokens_per_s) if row else (None, None)
+        return fmt_rate(acceptance), fmt_tokens_per_s(rate)
 
     rows = [[name, *(cell for table in tables for cell in cells(table.get(name)))] for name in names]
     columns = [
