@@ -19,7 +19,7 @@ from tui.bench import burst_store as store
 from tui.bench.engine import run_burst
 from tui.bench.report.summary import burst_summary
 from tui.bench.results import BurstResult, BurstVerdict, ServerAcceptance
-from tui.bench.session import PastArm, compare
+from tui.bench.session import BurstRequest, BurstSession, PastArm
 from tui.cli import main
 from tui.fit_text import short_url
 from tui.settings import EndpointSettings
@@ -148,7 +148,11 @@ async def test_before_after_comparison_from_history(client: httpx.AsyncClient) -
     assert [e.path for e in entries] == [second, first]  # newest first
     loaded = store.load_burst(first)
     assert loaded.arms[0].requests[0].ttft_s == before.arms[0].requests[0].ttft_s
-    summary = compare(PastArm(path=first), PastArm(path=second)).summary
+    # Two past arms: compared without a request sent (nothing runs, nothing new is kept).
+    session = BurstSession(BurstRequest(a=PastArm(path=first), b=PastArm(path=second)), client)
+    outcome = await session.run()
+    assert outcome.ran is None and session.save() is None
+    summary = outcome.summary
     comparison = summary.comparison
     assert comparison is not None and comparison.ci95 is not None
     # Before: 11 tokens after the first in 11 gaps; after: 11 in 5 gaps -> 11/5 = 2.2x (late sleeps on a
