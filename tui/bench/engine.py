@@ -368,9 +368,8 @@ class _Run:
 
     async def prepare(self) -> None:
         for label, target in self.config.arms():
-            key = _api_key(target)
-            self.keys[label] = key
-            self.headers[label] = bearer_headers(key)
+            self.keys[label] = _api_key(target)
+            self.headers[label] = bearer_headers(self.keys[label])
         limit = _pool_limit(self.client)
         needed = self.config.concurrency * len(self.config.arms())
         if limit is not None and limit < needed:

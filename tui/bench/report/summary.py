@@ -86,12 +86,8 @@ def arm_explain(
     qs = tuple(settings.percentiles or DEFAULT_QS)
     ok = [r for r in arm.requests if r.ok]
     percentiles = {
-        name: {f"{q:g}": percentile(known(values), q) for q in qs}
-        for name, values in (
-            ("ttft_s", [r.ttft_s for r in ok]),
-            ("tpot_s", [r.tpot_s for r in ok]),
-            ("e2e_s", [r.e2e_s for r in ok]),
-        )
+        name: {f"{q:g}": percentile(known([getattr(r, name) for r in ok]), q) for q in qs}
+        for name in ("ttft_s", "tpot_s", "e2e_s")
     }
     samples = [sample for r in ok if (sample := r.decode_sample())]
     return ArmExplain(
@@ -148,10 +144,7 @@ def arm_summary(
         chunk_gap_s=summarize([r.chunk_gap_s for r in ok]),
         e2e_s=summarize([r.e2e_s for r in ok]),
         decode_tokens_per_s=DecodeRate(
-            pooled=pooled_rate(samples),
-            p10=percentile(rates, 10),
-            p50=percentile(rates, 50),
-            p90=percentile(rates, 90),
+            pooled=pooled_rate(samples), **{f"p{q}": percentile(rates, q) for q in (10, 50, 90)}
         ),
         output_tokens_per_s=aggregate_tokens_per_s(arm),
         tokens_per_chunk=tokens_per_chunk(arm),
