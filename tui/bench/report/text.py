@@ -183,8 +183,7 @@ def explain_lines(summary: BurstSummary) -> list[str]:
             lines.append(
                 f"{name} SLO {extra.slo}: {extra.goodput.good}/{extra.goodput.requests} requests met all"
             )
-        for outlier in extra.outliers[:5]:
-            lines.append(f"{name} outlier {outlier.describe()}")
+        lines += [f"{name} outlier {outlier.describe()}" for outlier in extra.outliers[:5]]
         if len(extra.outliers) > 5:
             lines.append(f"{name}: {len(extra.outliers) - 5} more outliers (see the JSON export)")
     return lines
@@ -284,8 +283,7 @@ def render_text(summary: BurstSummary) -> str:
     lines = Table(columns, rows).text([22] + [16] * len(summary.arms))
     lines += note_lines(summary)
     if summary.comparison:
-        lines.append("")
-        lines.append(summary.comparison.verdict)
+        lines += ["", summary.comparison.verdict]
     equivalence = equivalence_line(summary)
     if equivalence:
         lines.append(equivalence)
