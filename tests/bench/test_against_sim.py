@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import httpx
-import pytest
 
 from tests.bench.bursts import burst_config, verdict_body
 from tui.bench.engine import ArmTarget, BurstConfig, run_burst
 from tui.bench.report.summary import burst_summary
 from tui.paths import sample_configs_dir
-
-sim_server = pytest.importorskip("tui.sim.server", reason="the simulator (tui.sim.server) is missing")
-faults_module = pytest.importorskip("tui.sim.faults", reason="the simulator's fault settings are missing")
-SimServer = sim_server.SimServer
-FaultSettings = faults_module.FaultSettings
+from tui.sim.faults import FaultSettings
+from tui.sim.server import SimServer
 
 MTP_ON = sample_configs_dir() / "config.toml"
 MTP_OFF = sample_configs_dir() / "config_mtp_off.toml"

@@ -15,21 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ui"))
 from bench_fixtures import MTP_OFF, MTP_ON, mtp_burst, recorded_arm, recorded_burst
 
 from tests.bench.bursts import burst_config, verdict_body
-from tui.bench.burst_store import (
-    BurstEntry,
-    BurstFileError,
-    bursts_dir,
-    combine_bursts,
-    history_lines,
-    history_rows,
-    list_bursts,
-    load_burst,
-    save_burst,
-)
+from tui.bench import burst_store as store
 from tui.bench.engine import run_burst
 from tui.bench.report.summary import burst_summary
 from tui.bench.results import BurstResult, BurstVerdict, ServerAcceptance
-from tui.bench.session import PastArm, compare
+from tui.bench.session import BurstRequest, BurstSession, PastArm
 from tui.cli import main
 from tui.fit_text import short_url
 from tui.settings import EndpointSettings
@@ -41,22 +31,22 @@ def test_an_ab_burst_is_kept_with_the_verdict_it_showed() -> None:
     result = mtp_burst()
     shown = burst_summary(result, with_detail=False).comparison
     assert shown is not None and shown.ci95 is not None
-    path = save_burst(result)
+    path = store.save_burst(result)
     kept = json.loads(path.read_text(encoding="utf-8"))["verdict"]
     assert kept["text"] == shown.verdict
     assert kept["decode_tokens_per_s_ratio"] == shown.decode_tokens_per_s_ratio
     assert tuple(kept["ci95"]) == shown.ci95
-    (entry,) = list_bursts()
+    (entry,) = store.list_bursts()
     assert entry.arm_urls == (MTP_OFF.url, MTP_ON.url)
     low, high = shown.ci95
     assert entry.short_verdict == f"B {shown.decode_tokens_per_s_ratio:.2f}x ({low:.2f}-{high:.2f})"
 
 
 def test_a_one_arm_burst_has_no_verdict_and_says_one_arm() -> None:
-    save_burst(recorded_burst([recorded_arm("a", MTP_OFF, 1, 0.01, None)]))
-    (entry,) = list_bursts()
+    store.save_burst(recorded_burst([recorded_arm("a", MTP_OFF, 1, 0.01, None)]))
+    (entry,) = store.list_bursts()
     assert entry.verdict is None and entry.short_verdict == "–"
-    (row,) = history_rows([entry], 80)
+    (row,) = store.history_rows([entry], 80)
     assert row[1:3] == ["10.0.0.7:8000", "one arm"] or row[1:3] == [MTP_OFF.url, "one arm"]
 
 
@@ -65,24 +55,24 @@ def test_a_file_of_an_older_spectop_loads_without_a_verdict(tmp_path: Path) -> N
     del document["verdict"]  # as an older spectop wrote it
     path = tmp_path / "burst-20261130-024000-000000.json"
     path.write_text(json.dumps(document), encoding="utf-8")
-    assert load_burst(path).verdict is None
-    (entry,) = list_bursts(tmp_path)
+    assert store.load_burst(path).verdict is None
+    (entry,) = store.list_bursts(tmp_path)
     assert entry.verdict is None and entry.short_verdict == "–"  # not guessed
     assert entry.arm_urls == (MTP_OFF.url, MTP_ON.url)
 
 
 def test_a_kept_verdict_that_is_not_a_ratio_is_refused(tmp_path: Path) -> None:
-    document = json.loads(save_burst(mtp_burst(), tmp_path).read_text(encoding="utf-8"))
+    document = json.loads(store.save_burst(mtp_burst(), tmp_path).read_text(encoding="utf-8"))
     for bad in (-1.0, 0.0, float("nan"), float("inf")):
         document["verdict"]["ci95"] = [bad, 2.0]
         (tmp_path / "burst-bad.json").write_text(json.dumps(document), encoding="utf-8")
-        with pytest.raises(BurstFileError, match=r"field verdict\.ci95"):
-            load_burst(tmp_path / "burst-bad.json")
+        with pytest.raises(store.BurstFileError, match=r"field verdict\.ci95"):
+            store.load_burst(tmp_path / "burst-bad.json")
 
 
-def _entry(ratio: float | None, ci: tuple[float, float] | None) -> BurstEntry:
+def _entry(ratio: float | None, ci: tuple[float, float] | None) -> store.BurstEntry:
     verdict = BurstVerdict(text="…", decode_tokens_per_s_ratio=ratio, ci95=ci)
-    return BurstEntry(
+    return store.BurstEntry(
         path=Path("x.json"), started_at=datetime(2026, 11, 30, tzinfo=UTC), prompt_set="mixed",
         prompt_set_digest="d", arm_names=("A", "B"), requests=12, temperature=0.0,
         arm_urls=("http://a:1", "http://b:2"), verdict=verdict,
@@ -106,16 +96,16 @@ def test_the_short_verdict_follows_the_verdict_lines_rules(
 
 
 def test_rows_fit_80_columns_keeping_host_and_port_and_show_more_when_wider() -> None:
-    save_burst(
+    store.save_burst(
         recorded_burst([recorded_arm("a", LONG, 1, 0.01, None), recorded_arm("b", MTP_ON, 2, 0.012, 0.7)])
     )
-    entries = list_bursts()
-    narrow = history_lines(entries, 80)
+    entries = store.list_bursts()
+    narrow = store.history_lines(entries, 80)
     assert all(len(line) <= 80 for line in narrow[::2])  # the rows (each file on the line after its row)
-    (row,) = history_rows(entries, 80)
+    (row,) = store.history_rows(entries, 80)
     assert row[1].startswith("…") and row[1].endswith(".com:8443") and row[2] == "10.0.0.8:8000"
     assert "  ".join(row[1:3]) in narrow[2]
-    wide = history_lines(entries, 200)
+    wide = store.history_lines(entries, 200)
     assert LONG.url in wide[2] and "2026-11-30 02:40" in wide[2]
 
 
@@ -132,7 +122,7 @@ def test_cli_history_lists_urls_verdict_and_prompt_set(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "80")
-    path = save_burst(mtp_burst())
+    path = store.save_burst(mtp_burst())
     shown = burst_summary(mtp_burst(), with_detail=False).comparison
     assert shown is not None and shown.ci95 is not None
     assert main(["bench", "--history"]) == 0
@@ -152,13 +142,17 @@ async def _burst(client: httpx.AsyncClient, behaviour: Behaviour, prompts: str =
 async def test_before_after_comparison_from_history(client: httpx.AsyncClient) -> None:
     before = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.02, chunks=12))
     after = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.02, chunks=6, tokens_per_chunk=2))
-    first, second = save_burst(before), save_burst(after)
-    assert first.parent == bursts_dir() and str(bursts_dir()).endswith("spectop/bursts")
-    entries = list_bursts()
+    first, second = store.save_burst(before), store.save_burst(after)
+    assert first.parent == store.bursts_dir() and str(store.bursts_dir()).endswith("spectop/bursts")
+    entries = store.list_bursts()
     assert [e.path for e in entries] == [second, first]  # newest first
-    loaded = load_burst(first)
+    loaded = store.load_burst(first)
     assert loaded.arms[0].requests[0].ttft_s == before.arms[0].requests[0].ttft_s
-    summary = compare(PastArm(path=first), PastArm(path=second)).summary
+    # Two past arms: compared without a request sent (nothing runs, nothing new is kept).
+    session = BurstSession(BurstRequest(a=PastArm(path=first), b=PastArm(path=second)), client)
+    outcome = await session.run()
+    assert outcome.ran is None and session.save() is None
+    summary = outcome.summary
     comparison = summary.comparison
     assert comparison is not None and comparison.ci95 is not None
     # Before: 11 tokens after the first in 11 gaps; after: 11 in 5 gaps -> 11/5 = 2.2x (late sleeps on a
@@ -175,18 +169,18 @@ async def test_before_after_comparison_from_history(client: httpx.AsyncClient) -
 async def test_different_prompt_sets_are_not_compared(client: httpx.AsyncClient) -> None:
     fast = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=3)
     one, two = await _burst(client, fast, "code-en"), await _burst(client, fast, "chat-en")
-    with pytest.raises(BurstFileError, match="different prompt sets"):
-        combine_bursts(one, two)
+    with pytest.raises(store.BurstFileError, match="different prompt sets"):
+        store.combine_bursts(one, two)
 
 
 def test_broken_files_are_skipped_in_the_list_and_named_on_load(tmp_path: Path) -> None:
-    folder = bursts_dir()
+    folder = store.bursts_dir()
     folder.mkdir(parents=True)
     bad = folder / "burst-20260101-000000-000000.json"
     bad.write_text('{"format": "spectop-burst/1"}', encoding="utf-8")
-    assert list_bursts() == []
-    with pytest.raises(BurstFileError, match="not a spectop burst"):
-        load_burst(bad)
+    assert store.list_bursts() == []
+    with pytest.raises(store.BurstFileError, match="not a spectop burst"):
+        store.load_burst(bad)
 
 
 def _with_acceptance(result: BurstResult, rate: float | None) -> BurstResult:
@@ -212,8 +206,8 @@ async def test_compare_verdict_names_the_acceptance_of_both_arms(
 ) -> None:
     before = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.01, chunks=8))
     after = await _burst(client, Behaviour(ttft_s=0.01, interval_s=0.01, chunks=4, tokens_per_chunk=2))
-    first = save_burst(_with_acceptance(before, before_rate))
-    second = save_burst(_with_acceptance(after, after_rate))
+    first = store.save_burst(_with_acceptance(before, before_rate))
+    second = store.save_burst(_with_acceptance(after, after_rate))
     capsys.readouterr()
     markdown = tmp_path / "compared.md"
     assert main(["bench", "--compare", str(first), str(second), "--markdown", str(markdown)]) == 0

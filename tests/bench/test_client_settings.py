@@ -10,11 +10,15 @@ from tui.bench.client_settings import ClientSettingsError, load_client_settings,
 from tui.paths import sample_configs_dir
 
 
-def test_sample_client_settings() -> None:
+def test_sample_client_settings_and_defaults() -> None:
     settings = load_client_settings(sample_configs_dir() / "client_settings.json")
     assert settings.api_key_env == "SPECTOP_API_KEY"
     assert settings.timeout == 120 and settings.max_retries == 2
     assert settings.extra_body == {"top_p": 0.95, "repetition_penalty": 1.05}
+    settings = parse_client_settings('{"base_url": "http://h:8000/v1", "temperature": 0.7}')
+    assert settings.temperature == 0.7  # what the file leaves out: the defaults
+    assert (settings.timeout, settings.max_retries) == (120.0, 2)
+    assert (settings.max_tokens, settings.stream) == (512, True)
 
 
 @pytest.mark.parametrize(
@@ -37,10 +41,3 @@ def test_bad_settings_name_the_field(text: str, expected: str) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ClientSettingsError, match="cannot read"):
         load_client_settings(tmp_path / "nope.json")
-
-
-def test_defaults_fill_what_the_file_leaves_out() -> None:
-    settings = parse_client_settings('{"base_url": "http://h:8000/v1", "temperature": 0.7}')
-    assert settings.temperature == 0.7
-    assert (settings.timeout, settings.max_retries) == (120.0, 2)
-    assert (settings.max_tokens, settings.stream) == (512, True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import random
 import statistics
 import time
 from dataclasses import replace
@@ -37,37 +38,33 @@ async def test_ab_same_prompts_same_order_interleaved_and_rounds_alternate(clien
         assert (a_sent < b_sent) == a_first, f"round of request {first_index}: wrong arm went first"
 
 
-async def test_warmup_requests_are_sent_but_left_out(client: httpx.AsyncClient) -> None:
-    with TimedServer(FAST) as server:
-        result = await run_burst(burst_config(server.base_url, requests=4, warmup=3), client)
-        assert len(server.records) == 7
-    assert [r.index for r in result.arms[0].requests] == [0, 1, 2, 3]
-
-
-async def test_model_from_v1_models_when_not_given(client: httpx.AsyncClient) -> None:
-    with TimedServer(FAST) as server:
-        config = burst_config(server.base_url, requests=1)
-        config.a.model = None
-        result = await run_burst(config, client)
-        assert server.records[0].body["model"] == "timed-model"
-    assert result.arms[0].model == "timed-model"
-
-
-async def test_body_passes_sampling_and_extra_body(client: httpx.AsyncClient) -> None:
+async def test_warmup_model_sampling_and_progress(client: httpx.AsyncClient) -> None:
+    seen: list[BurstProgress] = []
     with TimedServer(FAST) as server:
         config = burst_config(
-            server.base_url, requests=1, max_tokens=77, temperature=0.5, seed=9, extra_body={"top_p": 0.9}
+            server.base_url,
+            requests=4,
+            warmup=3,
+            max_tokens=77,
+            temperature=0.5,
+            seed=9,
+            extra_body={"top_p": 0.9},
         )
-        await run_burst(config, client)
-        body = server.records[0].body
+        config.a.model = None  # the first model from /v1/models
+        result = await run_burst(config, client, on_progress=seen.append)
+        records = server.records
+    assert len(records) == 7  # warm-up requests are sent but left out
+    assert [r.index for r in result.arms[0].requests] == [0, 1, 2, 3]
+    assert result.arms[0].model == "timed-model" and {r.body["model"] for r in records} == {"timed-model"}
+    body = records[-1].body
     assert body["max_tokens"] == 77 and body["temperature"] == 0.5 and body["seed"] == 9
     assert body["top_p"] == 0.9
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert seen[-1].phase == "done" and seen[-1].done == seen[-1].total == 4
+    assert seen[-1].arms[0].ttft_p50_s is not None
 
 
 def test_arrival_offsets() -> None:
-    import random
-
     constant = arrival_offsets(5, 10.0, "constant", random.Random(0))
     assert constant == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
     poisson = arrival_offsets(2000, 50.0, "poisson", random.Random(1))
@@ -96,14 +93,8 @@ async def test_cancel_stops_every_request_at_once_not_at_their_timeout(client: h
     stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
     progress: list[BurstProgress] = []
     with TimedServer(stalled) as server_a, TimedServer(stalled) as server_b:
-        config = burst_config(
-            server_a.base_url,
-            server_b.base_url,
-            requests=16,
-            rounds=1,
-            concurrency=8,
-            timeout_s=120.0,
-        )
+        urls = server_a.base_url, server_b.base_url
+        config = burst_config(*urls, requests=16, rounds=1, concurrency=8, timeout_s=120.0)
         task = asyncio.create_task(run_burst(config, client, on_progress=progress.append))
         # Concurrency 8: the first eight stall; the other eight would only start once a slot frees.
         while len(server_a.records) + len(server_b.records) < 8:
@@ -115,15 +106,6 @@ async def test_cancel_stops_every_request_at_once_not_at_their_timeout(client: h
         # Against the stalled streams' own timeout (a ratio, not a wall-clock limit): cancelled.
         assert time.perf_counter() - started < config.timeout_s / 10
     assert progress and progress[-1].phase == "running"
-
-
-async def test_progress_reports_live_figures(client: httpx.AsyncClient) -> None:
-    seen: list[BurstProgress] = []
-    with TimedServer(FAST) as server:
-        await run_burst(burst_config(server.base_url, requests=5), client, on_progress=seen.append)
-    assert seen[-1].phase == "done"
-    assert seen[-1].done == seen[-1].total == 5
-    assert seen[-1].arms[0].ttft_p50_s is not None
 
 
 async def test_api_key_from_env_is_sent_and_never_exported(

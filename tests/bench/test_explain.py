@@ -6,41 +6,21 @@ import random
 
 import pytest
 
-from tui.bench.burst_options import (
-    OptionError,
-    arms_differ_by,
-    choose_schedule,
-    parse_extra,
-    parse_percentiles,
-    parse_slo,
-)
-from tui.bench.explain import (
-    CacheFigures,
-    RequestFigures,
-    Slo,
-    acceptance,
-    bootstrap_rounds,
-    cache,
-    cache_warning,
-    categories,
-    goodput,
-    outliers,
-    reconcile,
-    request_throughput,
-    timing,
-)
+from tui.bench import burst_options as options
+from tui.bench import explain
+from tui.bench.burst_options import OptionError
 
 
 def _req(
     drafted: int | None, accepted: int | None, steps: int | None = None, **more: object
-) -> RequestFigures:
-    return RequestFigures(ok=True, drafted=drafted, accepted=accepted, spec_steps=steps, **more)  # type: ignore[arg-type]
+) -> explain.RequestFigures:
+    return explain.RequestFigures(ok=True, drafted=drafted, accepted=accepted, spec_steps=steps, **more)  # type: ignore[arg-type]
 
 
 def test_pooled_acceptance_and_its_distribution_over_requests() -> None:
     # One long request with high acceptance dominates the pooled figure; the median request is low.
     requests = [_req(10, 1, 5) for _ in range(9)] + [_req(1000, 900, 500)]
-    figures = acceptance(requests)
+    figures = explain.acceptance(requests)
     assert figures.pooled == pytest.approx(909 / 1090)
     assert figures.p50 == pytest.approx(0.1) and figures.p10 == pytest.approx(0.1)
     assert figures.p90 == pytest.approx(0.1 + 0.1 * (0.9 - 0.1))  # rank 8.1 of 0..9
@@ -52,18 +32,18 @@ def test_per_position_from_histograms_pooled_over_requests() -> None:
     # k = 2. Request 1: 4 steps accepting 0, 1, 2, 2; request 2: 2 steps accepting 2, 2.
     one = _req(8, 5, 4, acceptance_histogram=[1, 1, 2])
     two = _req(4, 4, 2, acceptance_histogram=[0, 0, 2])
-    figures = acceptance([one, two])
+    figures = explain.acceptance([one, two])
     assert figures.per_position == pytest.approx([5 / 6, 4 / 6])
-    assert acceptance([one, _req(4, 4, 2)]).per_position is None  # one request without a histogram
+    assert explain.acceptance([one, _req(4, 4, 2)]).per_position is None  # one request without a histogram
 
 
 def test_missing_figures_are_none_with_a_reason() -> None:
-    assert acceptance([_req(None, None)]).pooled is None
-    assert "no request carried" in (acceptance([_req(None, None)]).note or "")
-    partial = acceptance([_req(10, 5, 5), _req(None, None)])
+    assert explain.acceptance([_req(None, None)]).pooled is None
+    assert "no request carried" in (explain.acceptance([_req(None, None)]).note or "")
+    partial = explain.acceptance([_req(10, 5, 5), _req(None, None)])
     assert partial.pooled == 0.5 and partial.mean_length is not None
     assert partial.note == "1 of 2 requests carried draft figures"
-    assert acceptance([_req(10, 5, None)]).mean_length is None  # llama.cpp: no step count
+    assert explain.acceptance([_req(10, 5, None)]).mean_length is None  # llama.cpp: no step count
 
 
 def test_category_table() -> None:
@@ -72,7 +52,7 @@ def test_category_table() -> None:
         _req(10, 6, 5, category="code", decode=(100.0, 3.0)),
         _req(10, 2, 5, category="chat", decode=(50.0, 1.0)),
     ]
-    rows = {row.category: row for row in categories(requests)}
+    rows = {row.category: row for row in explain.categories(requests)}
     assert list(rows) == ["code", "chat"]
     assert rows["code"].acceptance == pytest.approx(0.7) and rows["code"].decode_tokens_per_s == 50.0
     assert rows["chat"].mean_length == pytest.approx(1.4) and rows["chat"].requests == 1
@@ -85,7 +65,7 @@ def test_outliers_flag_garbled_and_looping_requests_with_their_snippet() -> None
         _req(300, 150, 100, prompt_id="p3"),
         _req(3, 0, 1, prompt_id="p4"),  # too few drafts to say
     ]
-    found = outliers(requests)
+    found = explain.outliers(requests)
     assert [(o.prompt_id, o.kind) for o in found] == [("p1", "low"), ("p2", "high")]
     assert found[0].snippet == "Translate this odd text"
     assert len(found[1].snippet) == 60 and found[1].snippet.endswith("…")
@@ -98,7 +78,7 @@ def test_server_vs_client_ttft_and_queue() -> None:
         _req(None, None, client_ttft_s=0.120, server_ttft_ms=90.0, queue_ms=15.0),
         _req(None, None, client_ttft_s=0.300),  # no server figure: not in the difference
     ]
-    figures = timing(requests)
+    figures = explain.timing(requests)
     assert figures.requests == 2
     assert figures.overhead_mean_ms == pytest.approx(25.0)
     assert figures.queue_mean_ms == 10.0 and figures.server_ttft_p50_ms == 85.0
@@ -107,74 +87,76 @@ def test_server_vs_client_ttft_and_queue() -> None:
 
 def test_reconciliation() -> None:
     ours = [_req(100, 60), _req(190, 100)]
-    exact = reconcile(ours, 290.0, 160.0)
+    exact = explain.reconcile(ours, 290.0, 160.0)
     assert exact.exact and exact.other_share == 0.0 and "Σ per-request = /metrics" in exact.message
-    other = reconcile(ours, 500.0, 300.0)
+    other = explain.reconcile(ours, 500.0, 300.0)
     assert not other.exact and other.other_share == pytest.approx(0.42)
     assert other.message.startswith("42% of drafts were not ours") and "other load" in other.message
-    assert "exceed" in reconcile(ours, 100.0, 50.0).message
-    assert reconcile(ours, None, None).other_share is None
-    assert reconcile([_req(None, None)], 10.0, 5.0).message.startswith("no per-request")
+    assert "exceed" in explain.reconcile(ours, 100.0, 50.0).message
+    assert explain.reconcile(ours, None, None).other_share is None
+    assert explain.reconcile([_req(None, None)], 10.0, 5.0).message.startswith("no per-request")
     steps = [_req(None, None, 10), _req(None, None, 5)]
-    assert reconcile(steps, None, None, server_steps=15.0).exact
-    assert reconcile(steps, None, None, server_steps=30.0).other_share == pytest.approx(0.5)
+    assert explain.reconcile(steps, None, None, server_steps=15.0).exact
+    assert explain.reconcile(steps, None, None, server_steps=30.0).other_share == pytest.approx(0.5)
     # One URL for both arms: the other arm's requests are ours too.
-    assert reconcile(ours, 580.0, 320.0, shared_with=ours).exact
+    assert explain.reconcile(ours, 580.0, 320.0, shared_with=ours).exact
 
 
 def test_cache_report_and_warning() -> None:
-    a = cache([_req(None, None, cached_tokens=141, prompt_tokens=142)])
-    b = cache([_req(None, None, cached_tokens=18, prompt_tokens=142), RequestFigures(ok=False)])
+    a = explain.cache([_req(None, None, cached_tokens=141, prompt_tokens=142)])
+    b = explain.cache(
+        [_req(None, None, cached_tokens=18, prompt_tokens=142), explain.RequestFigures(ok=False)]
+    )
     assert a.share == pytest.approx(141 / 142) and b.requests == 1
-    warning = cache_warning(a, b)
+    warning = explain.cache_warning(a, b)
     assert warning is not None and "99%" in warning and "13%" in warning and "cache state" in warning
-    assert cache_warning(CacheFigures(1, 50, 100), CacheFigures(1, 59, 100)) is None
-    assert cache_warning(CacheFigures(), b) is None
+    assert explain.cache_warning(explain.CacheFigures(1, 50, 100), explain.CacheFigures(1, 59, 100)) is None
+    assert explain.cache_warning(explain.CacheFigures(), b) is None
 
 
 def test_slo_goodput_and_throughput() -> None:
-    slo = parse_slo("ttft=500ms,tpot=40ms,e2e=10s")
-    assert slo == Slo(ttft_s=0.5, tpot_s=0.04, e2e_s=10.0)
+    slo = options.parse_slo("ttft=500ms,tpot=40ms,e2e=10s")
+    assert slo == explain.Slo(ttft_s=0.5, tpot_s=0.04, e2e_s=10.0)
     requests = [
         _req(None, None, client_ttft_s=0.2, tpot_s=0.02, e2e_s=3.0),
         _req(None, None, client_ttft_s=0.7, tpot_s=0.02, e2e_s=3.0),  # TTFT missed
         _req(None, None, client_ttft_s=0.2, tpot_s=None, e2e_s=0.3),  # TPOT unknown: not good
-        RequestFigures(ok=False),
+        explain.RequestFigures(ok=False),
     ]
-    result = goodput(requests, slo, active_s=2.0)
+    result = explain.goodput(requests, slo, active_s=2.0)
     assert (result.good, result.requests, result.fraction, result.per_s) == (1, 4, 0.25, 0.5)
-    assert goodput(requests, parse_slo("e2e=5"), active_s=None).per_s is None
-    assert request_throughput(requests, 2.0) == 1.5
+    assert explain.goodput(requests, options.parse_slo("e2e=5"), active_s=None).per_s is None
+    assert explain.request_throughput(requests, 2.0) == 1.5
 
 
 @pytest.mark.parametrize("text", ["ttft", "ttft=fast", "speed=3ms", "ttft=0ms", "ttft=1ms,ttft=2ms", ""])
 def test_bad_slo(text: str) -> None:
     with pytest.raises(OptionError, match="--slo"):
-        parse_slo(text)
+        options.parse_slo(text)
 
 
 def test_percentiles_and_extra_fields() -> None:
-    assert parse_percentiles("99.9,50,90,99") == (50.0, 90.0, 99.0, 99.9)
+    assert options.parse_percentiles("99.9,50,90,99") == (50.0, 90.0, 99.0, 99.9)
     for bad in ("101", "x", ""):
         with pytest.raises(OptionError, match="--percentiles"):
-            parse_percentiles(bad)
-    assert parse_extra('{"enable_speculative": false}', "--b-extra") == {"enable_speculative": False}
+            options.parse_percentiles(bad)
+    assert options.parse_extra('{"enable_speculative": false}', "--b-extra") == {"enable_speculative": False}
     for bad in ("[1]", "{", '{"stream": false}'):
         with pytest.raises(OptionError, match="--a-extra"):
-            parse_extra(bad, "--a-extra")
+            options.parse_extra(bad, "--a-extra")
 
 
 def test_schedule_choice_says_why() -> None:
-    schedule, why = choose_schedule(None, "http://127.0.0.1:8000", "http://localhost:8001")
+    schedule, why = options.choose_schedule(None, "http://127.0.0.1:8000", "http://localhost:8001")
     assert schedule == "alternate" and "default" in why and "both arms on localhost" in why
-    schedule, why = choose_schedule("parallel", "http://gpu1:8000", "http://gpu1:8001")
+    schedule, why = options.choose_schedule("parallel", "http://gpu1:8000", "http://gpu1:8001")
     assert schedule == "parallel" and "compete" in why
-    assert choose_schedule(None, "http://gpu1:8000", "http://gpu2:8000")[0] == "alternate"
+    assert options.choose_schedule(None, "http://gpu1:8000", "http://gpu2:8000")[0] == "alternate"
     with pytest.raises(OptionError):
-        choose_schedule("sometimes", "http://a", "http://b")
-    said = arms_differ_by("http://h:1/v1", "http://h:1/v1/", {"enable_speculative": True}, {})
+        options.choose_schedule("sometimes", "http://a", "http://b")
+    said = options.arms_differ_by("http://h:1/v1", "http://h:1/v1/", {"enable_speculative": True}, {})
     assert said is not None and "enable_speculative" in said and "not by server" in said
-    assert arms_differ_by("http://h:1", "http://h:2", {}, {}) is None
+    assert options.arms_differ_by("http://h:1", "http://h:2", {}, {}) is None
 
 
 def _rounds(ratios: list[float], per_round: int = 12, seed: int = 1) -> tuple[list, list]:
@@ -190,7 +172,7 @@ def _rounds(ratios: list[float], per_round: int = 12, seed: int = 1) -> tuple[li
 
 def test_round_bootstrap_widens_and_warns_when_rounds_disagree() -> None:
     a, b = _rounds([0.55, 0.9, 0.6, 0.88])
-    result = bootstrap_rounds(a, b, resamples=400)
+    result = explain.bootstrap_rounds(a, b, resamples=400)
     assert result.interval is not None and result.within_burst is not None
     assert result.disagree and "rounds disagree" in (result.warning() or "")
     assert result.interval[1] - result.interval[0] > result.within_burst[1] - result.within_burst[0]
@@ -198,8 +180,8 @@ def test_round_bootstrap_widens_and_warns_when_rounds_disagree() -> None:
 
 def test_round_bootstrap_agrees_for_steady_rounds() -> None:
     a, b = _rounds([0.8, 0.8, 0.8, 0.8])
-    result = bootstrap_rounds(a, b, resamples=400)
+    result = explain.bootstrap_rounds(a, b, resamples=400)
     assert not result.disagree and result.warning() is None
     assert result.interval is not None and result.interval[0] < 0.8 < result.interval[1]
-    single = bootstrap_rounds(*_rounds([0.8]), resamples=200)
+    single = explain.bootstrap_rounds(*_rounds([0.8]), resamples=200)
     assert single.rounds == 1 and single.interval == single.within_burst

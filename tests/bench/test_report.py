@@ -126,13 +126,10 @@ def _greedy(arm: str, index: int, chunks: list[str], tokens: list[int] | None = 
     )
 
 
-def test_first_difference() -> None:
+def test_identical_and_divergent_pairs() -> None:
     assert first_difference("abc", "abc") is None
     assert first_difference("abc", "abd") == 2
     assert first_difference("ab", "abc") == 2  # one stops early
-
-
-def test_identical_and_divergent_pairs() -> None:
     a = [
         _greedy("a", 0, ["Hello", " world"], [1, 1]),
         _greedy("a", 1, ["The", " cat", " sat", " down"], [1, 1, 1, 1]),

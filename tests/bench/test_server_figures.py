@@ -51,10 +51,8 @@ def test_no_draft_fields_means_unknown_not_zero() -> None:
         {"timings": {"cache_n": 0, "prompt_n": 5, "predicted_n": 9, "predicted_ms": 3.0}}
     )
     assert figures.drafted is None and figures.accepted is None and figures.acceptance_rate is None
-    assert (
-        figures_from_body({"usage": {"prompt_tokens": 5, "prompt_tokens_details": None}}).cached_tokens
-        is None
-    )
+    usage = {"prompt_tokens": 5, "prompt_tokens_details": None}
+    assert figures_from_body({"usage": usage}).cached_tokens is None
 
 
 def test_sglang_meta_info_running_values_keep_the_last() -> None:

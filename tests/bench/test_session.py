@@ -106,20 +106,6 @@ async def test_a_live_b_against_a_past_a_runs_on_the_past_prompts_and_is_compare
     assert len(list_bursts()) == 2  # the live burst is kept as it ran, not the combination
 
 
-async def test_two_past_arms_are_compared_without_a_request(client: httpx.AsyncClient) -> None:
-    paths = []
-    for behaviour in (SLOW, FAST):
-        with TimedServer(behaviour) as server:
-            session = BurstSession(_request(a=_arm(server)), client)
-            await session.run()
-            paths.append(session.save())
-    request = _request(a=PastArm(path=paths[0]), b=PastArm(path=paths[1]))
-    session = BurstSession(request, httpx.AsyncClient(base_url="http://127.0.0.1:9"))
-    outcome = await session.run()
-    assert outcome.ran is None and session.save() is None  # nothing ran, nothing new to keep
-    assert outcome.summary.comparison is not None
-
-
 async def test_the_cancel_event_closes_every_request_and_keeps_nothing(client: httpx.AsyncClient) -> None:
     stalled = Behaviour(ttft_s=0.0, interval_s=0.0, chunks=10, stall_after_chunks=2)
     cancel = asyncio.Event()

@@ -14,14 +14,13 @@ from tui.bench.session import BurstRequest, _sequential
 
 async def _burst(interval_a: float, interval_b: float, max_rounds: int, spread: float = 0.0):  # type: ignore[no-untyped-def]
     request = BurstRequest(until_significant=True, max_rounds=max_rounds)
-    with (
-        TimedServer(
-            Behaviour(ttft_s=0.01, interval_s=interval_a, chunks=8, interval_spread=spread, spread_seed=1)
-        ) as a,
-        TimedServer(
-            Behaviour(ttft_s=0.01, interval_s=interval_b, chunks=8, interval_spread=spread, spread_seed=2)
-        ) as b,
-    ):
+
+    def paced(interval_s: float, seed: int) -> Behaviour:
+        return Behaviour(
+            ttft_s=0.01, interval_s=interval_s, chunks=8, interval_spread=spread, spread_seed=seed
+        )
+
+    with TimedServer(paced(interval_a, 1)) as a, TimedServer(paced(interval_b, 2)) as b:
         config = burst_config(
             a.base_url, b.base_url, requests=4, concurrency=2, max_tokens=16, **_sequential(request, 2)
         )

@@ -28,16 +28,15 @@ def _request(server: ServerFigures) -> RequestFigures:
     return RequestFigures(ok=True, **dict(server))
 
 
-def test_vllm_detailed_per_step_arrays_split_by_draft_length() -> None:
-    figures = _vllm({**SUMMARY, **PER_STEP})
+@pytest.mark.parametrize(
+    "split",
+    [PER_STEP, {"acceptance_histogram_by_draft_length": {"1": [1, 1, 0, 0], "3": [0, 0, 1, 1]}}],
+    ids=["detailed-per-step-arrays", "histogram-by-draft-length-padded-to-k+1"],
+)
+def test_vllm_split_by_draft_length(split: dict) -> None:
+    figures = _vllm({**SUMMARY, **split})
     assert figures.histograms_by_length == {1: [1, 1], 3: [0, 0, 1, 1]}
     assert figures.k_in_effect == 2.0 and figures.spec_tokens == 3
-
-
-def test_vllm_histogram_by_draft_length_is_taken_as_sent() -> None:
-    split = {"1": [1, 1, 0, 0], "3": [0, 0, 1, 1]}  # padded to k + 1 buckets
-    figures = _vllm({**SUMMARY, "acceptance_histogram_by_draft_length": split})
-    assert figures.histograms_by_length == {1: [1, 1], 3: [0, 0, 1, 1]}
 
 
 @pytest.mark.parametrize(

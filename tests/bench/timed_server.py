@@ -21,7 +21,6 @@ class Behaviour:
     tokens_per_chunk: int = 1
     chunks: int = 20
     status: int = 200
-    fail_first: int = 0  # answer 503 to this many requests first
     stall_after_chunks: int | None = None  # stop writing, keep the connection open
     break_after_chunks: int | None = None  # close the connection mid-stream
     error_in_stream_after: int | None = None  # send data: {"error": ...} after this many chunks
@@ -51,7 +50,6 @@ class _ServerCore:
         self.behaviour = behaviour
         self.records: list[Record] = []
         self.handlers: set[asyncio.Task[None]] = set()
-        self._served = 0
         self._seen_ids: set[str] = set()
         self._spread = random.Random(self.behaviour.spread_seed)
 
@@ -97,12 +95,9 @@ class _ServerCore:
         record = Record(path=path, headers=headers, body=body, received_s=time.perf_counter())
         request_id = headers.get("x-request-id", raw.decode(errors="replace"))
         self.records.append(record)
-        self._served += 1
         first_attempt = request_id not in self._seen_ids
         self._seen_ids.add(request_id)
         status = b.status
-        if self._served <= b.fail_first:
-            status = 503
         if first_attempt and b.first_attempt_status is not None:
             status = b.first_attempt_status
         if b.redirect_to is not None:

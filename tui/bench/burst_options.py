@@ -90,9 +90,8 @@ def choose_schedule(requested: str | None, url_a: str, url_b: str | None) -> tup
     same = _host(url_a) is not None and _host(url_a) == _host(url_b)
     where = f"both arms on {_host(url_a)}" if same else "arms on different hosts"
     if requested == "parallel":
-        if same:
-            return "parallel", f"parallel (asked for; {where}: they compete for the same hardware)"
-        return "parallel", f"parallel (asked for; {where})"
+        compete = ": they compete for the same hardware" if same else ""
+        return "parallel", f"parallel (asked for; {where}{compete})"
     if requested not in (None, "alternate"):
         raise OptionError(f"--schedule {requested!r}: expected alternate or parallel")
     if requested == "alternate":

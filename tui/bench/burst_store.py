@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -10,7 +11,6 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from tui.bench.report.export import export_name
 from tui.bench.report.models import Comparison
 from tui.bench.report.summary import comparison
 from tui.bench.results import ArmResult, BurstResult, BurstVerdict
@@ -66,9 +66,7 @@ class BurstEntry:
 HISTORY_COLUMNS = ("when", "A", "B", "faster (95% CI)", "set", "n")  # set: the prompt set
 
 
-def history_row(
-    entry: BurstEntry, *, url_width: int = 22, set_width: int = 12, year: bool = True
-) -> list[str]:
+def history_row(entry: BurstEntry, *, url_width: int, set_width: int, year: bool) -> list[str]:
     """One burst as the history shows it: both URLs cut to `url_width` keeping host:port, the verdict."""
     urls = [short_url(url, url_width) for url in entry.arm_urls[:2]] or [DASH]
     return [
@@ -84,15 +82,15 @@ def history_row(
 def history_rows(entries: list[BurstEntry], width: int, gap: int = 2) -> list[list[str]]:
     """The rows in `width` cells: the URLs share what the other columns leave (at least 13 cells each)."""
     year, set_width = width >= 100, 12 if width < 120 else 30
-    rows = [history_row(e, url_width=1000, set_width=set_width, year=year) for e in entries]
-    table = [list(HISTORY_COLUMNS), *rows]
 
-    def widest(column: int) -> int:
-        return max(len(row[column]) for row in table)
+    def rows(url_width: int) -> list[list[str]]:
+        return [history_row(e, url_width=url_width, set_width=set_width, year=year) for e in entries]
 
-    others = sum(widest(column) for column in (0, 3, 4, 5)) + gap * len(HISTORY_COLUMNS)
-    url_width = max(13, (width - others) // 2)
-    return [history_row(e, url_width=url_width, set_width=set_width, year=year) for e in entries]
+    table = [list(HISTORY_COLUMNS), *rows(1000)]
+    others = sum(max(len(row[column]) for row in table) for column in (0, 3, 4, 5)) + gap * len(
+        HISTORY_COLUMNS
+    )
+    return rows(max(13, (width - others) // 2))
 
 
 def history_lines(entries: list[BurstEntry], width: int = 80) -> list[str]:
@@ -136,9 +134,10 @@ def load_kept(model: type[Kept], path: Path) -> Kept:
         raise BurstFileError(f"{path}: not a spectop {what}: field {where}: {first['msg']}") from error
 
 
-def export_path(kind: str, when: datetime, base: Path | None = None) -> Path:
-    """Where the burst screen writes an export: `spectop-exports/` under `base` (the current folder)."""
-    return (base or Path.cwd()) / EXPORTS_FOLDER / export_name(kind, when)
+def export_path(kind: str, when: datetime) -> Path:
+    """Where the burst screen writes an export: `spectop-exports/` under the current folder."""
+    extension = {"json": "json", "csv": "csv", "markdown": "md"}[kind]
+    return Path.cwd() / EXPORTS_FOLDER / f"spectop-burst-{when:%Y%m%d-%H%M%S}.{extension}"
 
 
 def with_verdict(result: BurstResult, found: Comparison | None = None) -> BurstResult:
@@ -181,10 +180,8 @@ def list_bursts(folder: Path | None = None) -> list[BurstEntry]:
     """Newest first; unreadable files are skipped."""
     entries = []
     for path in kept_files("burst", folder):
-        try:
+        with contextlib.suppress(BurstFileError):
             entries.append(_entry(path, load_burst(path)))
-        except BurstFileError:
-            continue
     return entries
 
 
@@ -192,10 +189,9 @@ async def alist_bursts(folder: Path | None = None) -> list[BurstEntry]:
     return await asyncio.to_thread(list_bursts, folder)
 
 
-def pick_arm(result: BurstResult, label: str = "a") -> ArmResult:
-    for arm in result.arms:
-        if arm.label == label:
-            return arm
+def pick_arm(result: BurstResult, label: str) -> ArmResult:
+    if (arm := next((arm for arm in result.arms if arm.label == label), None)) is not None:
+        return arm
     raise BurstFileError(f"the burst of {result.started_at:%Y-%m-%d %H:%M:%S} has no arm {label!r}")
 
 

@@ -42,21 +42,16 @@ def context_table(rows: list[tuple[int, list[ArmResult], BurstSummary]]) -> list
     for tokens, arms, summary in rows:
         counted = sorted(n for arm in arms for n in counted_prompt_tokens(arm))
         middle = fmt_tokens(counted[len(counted) // 2]) if counted else UNKNOWN
-        b = summary.b.decode_tokens_per_s.pooled if summary.b else None
         ratio = UNKNOWN  # one arm
         if (comparison := summary.comparison) is not None:
             ratio = (
                 f"{fmt_times(comparison.decode_tokens_per_s_ratio)} ({fmt_times_interval(comparison.ci95)})"
             )
-        table.append(
-            [
-                f"{fmt_tokens(tokens)}",
-                middle,
-                fmt_tokens_per_s(summary.a.decode_tokens_per_s.pooled),
-                fmt_tokens_per_s(b),
-                ratio,
-            ]
-        )
+        rates = [
+            fmt_tokens_per_s(arm.decode_tokens_per_s.pooled if arm else None)
+            for arm in (summary.a, summary.b)
+        ]
+        table.append([fmt_tokens(tokens), middle, *rates, ratio])
     return ["by context length", *Table(columns, table).text(gap="  ")]
 
 

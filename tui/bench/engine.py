@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import accumulate
 from typing import Any, Literal
 
 import httpx
@@ -46,12 +47,8 @@ PROGRESS_INTERVAL_S = 0.1
 
 def arrival_offsets(count: int, rate: float, arrival: Arrival, rng: random.Random) -> list[float]:
     """Send offsets in seconds from the start for `count` requests at `rate` per second."""
-    offsets: list[float] = []
-    elapsed = 0.0
-    for _ in range(count):
-        offsets.append(elapsed)
-        elapsed += rng.expovariate(rate) if arrival == "poisson" else 1.0 / rate
-    return offsets
+    gaps = [rng.expovariate(rate) if arrival == "poisson" else 1.0 / rate for _ in range(count)]
+    return list(accumulate(gaps, initial=0.0))[:count]
 
 
 class BurstConfigError(Exception):
@@ -213,13 +210,13 @@ def build_body(
         body["messages"] = prompt.chat_messages()
     else:
         body["prompt"] = prompt.completion_text()
-    body["max_tokens"] = config.max_tokens
-    body["temperature"] = config.temperature
+    body |= {"max_tokens": config.max_tokens, "temperature": config.temperature}
     if config.seed is not None:
         body["seed"] = config.seed
-    body["stream"] = True
-    body["stream_options"] = {**dict(body.get("stream_options") or {}), "include_usage": True}
-    return body
+    return body | {
+        "stream": True,
+        "stream_options": {**dict(body.get("stream_options") or {}), "include_usage": True},
+    }
 
 
 async def _scrape(client: httpx.AsyncClient, target: ArmTarget, headers: dict[str, str]) -> Scrape | None:
@@ -241,13 +238,11 @@ def _acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) ->
         reason = f": {error}" if error else ""
         return ServerAcceptance(note=f"no /metrics at {target.resolved_metrics_url()}{reason}")
     figures = figures_between(first, last)
-    note = None
-    if figures.acceptance_rate is None and figures.mean_acceptance_length is None:
-        note = "the server reports no speculative decoding"
+    drafting = figures.acceptance_rate is not None or figures.mean_acceptance_length is not None
     return ServerAcceptance(
         acceptance_rate=figures.acceptance_rate,
         mean_acceptance_length=figures.mean_acceptance_length,
-        note=note,
+        note=None if drafting else "the server reports no speculative decoding",
         per_position_acceptance=figures.per_position_acceptance,
         **counter_deltas(first.samples, last.samples, last.backend or first.backend),
     )
@@ -295,17 +290,21 @@ class _Run:
     def now(self) -> float:
         return time.perf_counter() - self.t0
 
-    def spec(self, label: str, target: ArmTarget, index: int, round_number: int) -> RequestSpec:
+    def spec(
+        self, label: str, target: ArmTarget, index: int, round_number: int, tag: str = ""
+    ) -> RequestSpec:
+        """`tag` marks the request id of a priming request ("p"); round -1, a warm-up, is "w"."""
         prompts = self.config.prompt_set.prompts
         if round_number < 0:  # warm-up: not a measured prompt, so its prefix is not cached for them
             prompt = Prompt(f"warmup-{index}", (("user", f"Warm-up {index}: say hello in one sentence."),))
+            tag = "w"
         else:
             prompt = prompts[index % len(prompts)]
         return RequestSpec(
             url=endpoint_url(target.base_url, self.config.api),
             body=build_body(self.config, prompt, self.models[label], target.extra_body),
             # Unique per request, so server logs (vLLM uses X-Request-Id) can be matched to rows.
-            headers={**self.headers[label], "X-Request-Id": self.request_id(label, index, round_number)},
+            headers={**self.headers[label], "X-Request-Id": f"spectop-{self.burst_id}-{tag}{label}{index}"},
             arm=label,
             index=index,
             round=round_number,
@@ -314,24 +313,19 @@ class _Run:
             prompt_snippet=prompt.messages[-1][1][:80] if prompt.messages else "",
         )
 
-    def request_id(self, label: str, index: int, round_number: int) -> str:
-        warmup = "w" if round_number < 0 else ""
-        return f"spectop-{self.burst_id}-{warmup}{label}{index}"
+    async def request(self, spec: RequestSpec, scheduled: float, *, retries: bool = True) -> RequestResult:
+        """`spec` sent and timed, with the arm's retries (none: `retries` False)."""
+        budget = self.budgets[spec.arm] if retries else RetryBudget(0)
+        max_retries = self.config.max_retries if retries else 0
+        return await run_request(
+            self.client, spec, t0=self.t0, scheduled_s=scheduled, timeout_s=self.config.timeout_s,
+            max_retries=max_retries, budget=budget, rng=self.rng, secret=self.keys[spec.arm],
+        )  # fmt: skip
 
     async def send(self, label: str, target: ArmTarget, index: int, round_number: int, scheduled: float):
         spec = self.spec(label, target, index, round_number)
         try:
-            return await run_request(
-                self.client,
-                spec,
-                t0=self.t0,
-                scheduled_s=scheduled,
-                timeout_s=self.config.timeout_s,
-                max_retries=self.config.max_retries,
-                budget=self.budgets[label],
-                rng=self.rng,
-                secret=self.keys[label],
-            )
+            return await self.request(spec, scheduled)
         except Exception as error:  # a bug must not take the whole burst down
             log.exception("burst request %s #%d failed", label, index)
             return RequestResult(
@@ -374,9 +368,8 @@ class _Run:
 
     async def prepare(self) -> None:
         for label, target in self.config.arms():
-            key = _api_key(target)
-            self.keys[label] = key
-            self.headers[label] = bearer_headers(key)
+            self.keys[label] = _api_key(target)
+            self.headers[label] = bearer_headers(self.keys[label])
         limit = _pool_limit(self.client)
         needed = self.config.concurrency * len(self.config.arms())
         if limit is not None and limit < needed:
@@ -494,15 +487,9 @@ class _Run:
 
             async def one(index: int) -> None:
                 async with gate:
-                    spec = self.spec(label, target, index, 0)
+                    spec = self.spec(label, target, index, 0, tag="p")
                     spec.body = {**spec.body, **_one_token(self.config.api, spec.body)}
-                    request_id = f"spectop-{self.burst_id}-p{label}{index}"
-                    spec.headers = {**spec.headers, "X-Request-Id": request_id}
-                    timeout = self.config.timeout_s
-                    await run_request(
-                        self.client, spec, t0=self.t0, scheduled_s=self.now(), timeout_s=timeout,
-                        max_retries=0, budget=RetryBudget(0), rng=self.rng, secret=self.keys[label],
-                    )  # fmt: skip
+                    await self.request(spec, self.now(), retries=False)
 
             async with asyncio.TaskGroup() as group:
                 for index in range(count):

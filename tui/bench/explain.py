@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -62,15 +61,10 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
         return AcceptanceFigures(note=note)
     drafted = sum(r.drafted or 0 for r in counted)
     accepted = sum(r.accepted or 0 for r in counted)
-    rates = [r.acceptance_rate for r in counted]
-    with_steps = [r for r in counted if r.spec_steps is not None]
-    steps = sum(r.spec_steps or 0 for r in with_steps)
-    mean_length = None
-    if with_steps and len(with_steps) == len(counted):
-        mean_length = server_figures.mean_acceptance_length(accepted, steps)
-    partial: str | None = None
-    if len(counted) < sum(1 for r in requests if r.ok):
-        partial = f"{len(counted)} of {sum(1 for r in requests if r.ok)} requests carried draft figures"
+    rates = stats.known([r.acceptance_rate for r in counted])
+    all_steps = all(r.spec_steps is not None for r in counted)
+    steps = sum(r.spec_steps or 0 for r in counted) if all_steps else 0
+    ok = sum(1 for r in requests if r.ok)
     positions, by_length, positions_note = per_position_split(counted)
     configured = [r.spec_tokens for r in counted if r.spec_tokens is not None]
     return AcceptanceFigures(
@@ -78,13 +72,13 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
         drafted=drafted,
         accepted=accepted,
         pooled=server_figures.acceptance_rate(accepted, drafted),
-        p10=stats.percentile(stats.known(rates), 10),
-        p50=stats.percentile(stats.known(rates), 50),
-        p90=stats.percentile(stats.known(rates), 90),
-        mean_length=mean_length,
+        p10=stats.percentile(rates, 10),
+        p50=stats.percentile(rates, 50),
+        p90=stats.percentile(rates, 90),
+        mean_length=server_figures.mean_acceptance_length(accepted, steps) if all_steps else None,
         per_position=positions,
-        note=partial,
-        k_in_effect=drafted / steps if steps and len(with_steps) == len(counted) else None,
+        note=f"{len(counted)} of {ok} requests carried draft figures" if len(counted) < ok else None,
+        k_in_effect=drafted / steps if steps else None,
         k_configured=max(configured) if configured else None,
         per_position_by_length=by_length,
         per_position_note=positions_note,
@@ -163,15 +157,9 @@ def categories(requests: Sequence[RequestFigures]) -> list[CategoryRow]:
     rows = []
     for name, members in groups.items():
         figures = acceptance(members)
-        samples = [r.decode for r in members if r.ok and r.decode is not None]
+        rate = pooled_rate([r.decode for r in members if r.ok and r.decode is not None])
         rows.append(
-            CategoryRow(
-                category=name,
-                requests=sum(1 for r in members if r.ok),
-                acceptance=figures.pooled,
-                mean_length=figures.mean_length,
-                decode_tokens_per_s=pooled_rate(samples),
-            )
+            CategoryRow(name, sum(1 for r in members if r.ok), figures.pooled, figures.mean_length, rate)
         )
     return rows
 
@@ -194,23 +182,15 @@ class Outlier:
 def outliers(requests: Sequence[RequestFigures]) -> list[Outlier]:
     """Requests whose acceptance is near 0 (mean length ≈ 1.0) or near 1 (≈ k + 1)."""
     found = []
-    for request in requests:
-        rate = request.acceptance_rate
-        if not request.ok or rate is None or (request.drafted or 0) < MIN_OUTLIER_DRAFTS:
+    for r in requests:
+        rate = r.acceptance_rate
+        if not r.ok or rate is None or (r.drafted or 0) < MIN_OUTLIER_DRAFTS:
             continue
         kind = "low" if rate <= LOW_ACCEPTANCE else "high" if rate >= HIGH_ACCEPTANCE else None
-        if kind is None:
-            continue
-        found.append(
-            Outlier(
-                prompt_id=request.prompt_id,
-                round=request.round,
-                kind=kind,
-                acceptance=rate,
-                mean_length=request.mean_acceptance_length,
-                snippet=snippet(request.snippet),
+        if kind is not None:
+            found.append(
+                Outlier(r.prompt_id, r.round, kind, rate, r.mean_acceptance_length, snippet(r.snippet))
             )
-        )
     return found
 
 
@@ -273,44 +253,35 @@ def reconcile(
 ) -> Reconciliation:
     """`shared_with`: the other arm's requests on one /metrics; `server_steps`: SGLang's verify steps."""
     mine = [*requests, *shared_with]
+    said: tuple[float | None, bool, str]
     if server_drafted is None and server_steps is not None:
         counted = [r.spec_steps for r in mine if r.spec_steps is not None]
         steps = sum(counted) if counted else None
-
-        def of_steps(share: float | None, exact: bool, message: str) -> Reconciliation:
-            return Reconciliation(None, None, None, None, share, exact, message)
-
         if steps is None:
-            return of_steps(None, False, "no per-request verification steps: nothing to reconcile")
-        if steps == round(server_steps):
-            return of_steps(0.0, True, f"Σ per-request = /metrics: {steps} verification steps")
-        if steps > server_steps:
-            said = (
-                f"per-request steps exceed /metrics ({steps} vs {fmt_count(server_steps)}): counters reset?"
-            )
-            return of_steps(None, False, said)
-        return of_steps(*_other_load(steps, server_steps, "verification steps", incomplete))
+            said = None, False, "no per-request verification steps: nothing to reconcile"
+        elif steps == round(server_steps):
+            said = 0.0, True, f"Σ per-request = /metrics: {steps} verification steps"
+        elif steps > server_steps:
+            exceed = f"per-request steps exceed /metrics ({steps} vs {fmt_count(server_steps)})"
+            said = None, False, f"{exceed}: counters reset?"
+        else:
+            said = _other_load(steps, server_steps, "verification steps", incomplete)
+        return Reconciliation(None, None, None, None, *said)
     ours = [r for r in mine if r.drafted is not None and r.accepted is not None]
     drafted = sum(r.drafted or 0 for r in ours) if ours else None
     accepted = sum(r.accepted or 0 for r in ours) if ours else None
-
-    def result(share: float | None, exact: bool, message: str) -> Reconciliation:
-        return Reconciliation(drafted, server_drafted, accepted, server_accepted, share, exact, message)
-
     if server_drafted is None or server_accepted is None:
-        return result(None, False, "no draft counters on /metrics: nothing to reconcile with")
-    if drafted is None or accepted is None:
-        return result(None, False, "no per-request draft figures: nothing to reconcile")
-    if drafted == round(server_drafted) and accepted == round(server_accepted):
-        return result(0.0, True, f"Σ per-request = /metrics: {drafted} drafted, {accepted} accepted")
-    if drafted > server_drafted or accepted > server_accepted:
-        return result(
-            None,
-            False,
-            f"per-request figures exceed /metrics ({drafted} vs {fmt_count(server_drafted)} drafted): "
-            "counters reset or another server answered",
-        )
-    return result(*_other_load(drafted, server_drafted, "drafts", incomplete))
+        said = None, False, "no draft counters on /metrics: nothing to reconcile with"
+    elif drafted is None or accepted is None:
+        said = None, False, "no per-request draft figures: nothing to reconcile"
+    elif drafted == round(server_drafted) and accepted == round(server_accepted):
+        said = 0.0, True, f"Σ per-request = /metrics: {drafted} drafted, {accepted} accepted"
+    elif drafted > server_drafted or accepted > server_accepted:
+        exceed = f"per-request figures exceed /metrics ({drafted} vs {fmt_count(server_drafted)} drafted)"
+        said = None, False, f"{exceed}: counters reset or another server answered"
+    else:
+        said = _other_load(drafted, server_drafted, "drafts", incomplete)
+    return Reconciliation(drafted, server_drafted, accepted, server_accepted, *said)
 
 
 def _other_load(
@@ -445,7 +416,15 @@ def bootstrap_rounds(
         round_ratios.append(rate_b / rate_a if rate_a and rate_b is not None else None)
 
     def interval_of(resample_rounds: bool) -> tuple[float, float] | None:
-        return _two_stage(rounds_a, rounds_b, numbers, resample_rounds, resamples, seed, level)
+        return stats.grouped_ratio_ci(
+            rounds_a,
+            rounds_b,
+            numbers,
+            resample_groups=resample_rounds,
+            resamples=resamples,
+            seed=seed,
+            level=level,
+        )
 
     within = interval_of(False)
     interval = interval_of(True) if len(numbers) >= 2 else within
@@ -456,38 +435,3 @@ def bootstrap_rounds(
         spread = max(known) / min(known)  # rounds a few percent apart are not worth a warning
         disagree = inner > 0 and outer > ROUNDS_DISAGREE_WIDTH * inner and spread > ROUNDS_DISAGREE_SPREAD
     return RoundsInterval(len(numbers), interval, within, round_ratios, disagree)
-
-
-def _two_stage(
-    rounds_a: dict[int, list[RateSample]],
-    rounds_b: dict[int, list[RateSample]],
-    numbers: list[int],
-    resample_rounds: bool,
-    resamples: int,
-    seed: int,
-    level: float,
-) -> tuple[float, float] | None:
-    if (
-        not numbers
-        or sum(len(rounds_a[n]) for n in numbers) < 2
-        or sum(len(rounds_b[n]) for n in numbers) < 2
-    ):
-        return None
-    rng = random.Random(seed)
-    ratios: list[float] = []
-    for _ in range(resamples):
-        picked = [rng.choice(numbers) for _ in numbers] if resample_rounds else numbers
-        sample_a: list[RateSample] = []
-        sample_b: list[RateSample] = []
-        for number in picked:
-            group_a, group_b = rounds_a[number], rounds_b[number]
-            picks_a = [rng.randrange(len(group_a)) for _ in group_a]
-            # Same prompts in the same order on both arms: resample them as pairs.
-            paired = len(group_a) == len(group_b)
-            picks_b = picks_a if paired else [rng.randrange(len(group_b)) for _ in group_b]
-            sample_a += [group_a[i] for i in picks_a]
-            sample_b += [group_b[i] for i in picks_b]
-        rate_a, rate_b = pooled_rate(sample_a), pooled_rate(sample_b)
-        if rate_a and rate_b is not None:
-            ratios.append(rate_b / rate_a)
-    return stats.percentile_interval(ratios, resamples, level)

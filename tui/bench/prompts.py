@@ -105,10 +105,8 @@ class PromptSet:
 
 
 def builtin_set_names() -> list[str]:
-    names = [DEFAULT_PROMPT_SET, *[f"{DEFAULT_PROMPT_SET}-{lang}" for lang in LANGUAGES]]
-    for category in BUILTIN_CATEGORIES:
-        names += [category, *[f"{category}-{lang}" for lang in LANGUAGES]]
-    return names
+    suffixes = ("", *(f"-{lang}" for lang in LANGUAGES))
+    return [base + suffix for base in (DEFAULT_PROMPT_SET, *BUILTIN_CATEGORIES) for suffix in suffixes]
 
 
 def parse_prompt_lines(
@@ -150,15 +148,10 @@ def parse_prompt_lines(
 
 
 def _builtin(name: str) -> PromptSet | None:
+    if name not in builtin_set_names():
+        return None
     category, _, lang = name.partition("-")
-    if lang and lang not in LANGUAGES:
-        return None
-    if category == DEFAULT_PROMPT_SET:
-        categories: tuple[str, ...] = BUILTIN_CATEGORIES
-    elif category in BUILTIN_CATEGORIES:
-        categories = (category,)
-    else:
-        return None
+    categories = BUILTIN_CATEGORIES if category == DEFAULT_PROMPT_SET else (category,)
     per_category: list[list[Prompt]] = []
     for item in categories:
         path = PROMPT_SETS_DIR / f"{item}.jsonl"

@@ -263,13 +263,8 @@ async def _read_stream(response: httpx.Response, state: _StreamState) -> None:
     chunks = response.aiter_bytes()
     async for data in chunks:
         now = time.perf_counter()
-        buffer += data
-        while True:
-            newline = buffer.find(b"\n")
-            if newline < 0:
-                break
-            line = buffer[:newline].rstrip(b"\r")
-            buffer = buffer[newline + 1 :]
+        *lines, buffer = (buffer + data).split(b"\n")
+        for line in lines:
             if line.startswith(b"data:"):
                 _handle_event(state, line[5:].strip(), now)
                 if state.done:

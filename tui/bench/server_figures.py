@@ -290,9 +290,7 @@ def _uniform(
     """The histogram as the one draft length's, when every step drafted k tokens."""
     if histogram is None or drafted is None or not steps or not k or drafted != steps * k:
         return None
-    if len(histogram) != k + 1:
-        return None
-    return {k: histogram}
+    return {k: histogram} if len(histogram) == k + 1 else None
 
 
 def _from_llamacpp(figures: ServerFigures, timings: LlamaTimings) -> None:

@@ -290,9 +290,7 @@ def with_gpu(result: BurstResult, watch: GpuWatch) -> BurstResult:
         tokens = sum(r.output_tokens or 0 for r in arm.requests if r.ok)
         record = None
         if arm.started_s is not None and arm.finished_s is not None:
-            phases = None
-            if arm.phases_s:
-                phases = [(origin + first, origin + last) for first, last in arm.phases_s]
+            phases = [(origin + first, origin + last) for first, last in arm.phases_s or ()] or None
             record = watch.record(arm.url, origin + arm.started_s, origin + arm.finished_s, tokens, phases)
         arms.append(arm.model_copy(update={"gpu": record}))
     return result.model_copy(update={"arms": arms})
@@ -334,7 +332,7 @@ class BurstSession:
             )
         return EndpointArm(name="A", base_url=normalize_http_url(self.settings.base_url))
 
-    def _target(self, arm: EndpointArm, side: Side = "a") -> ArmTarget:
+    def _target(self, arm: EndpointArm, side: Side) -> ArmTarget:
         request, settings = self.request, self.settings
         extra = request.a_extra if side == "a" else request.b_extra
         return ArmTarget(
@@ -347,14 +345,12 @@ class BurstSession:
             scrape_metrics=request.scrape_metrics,
         )
 
-    async def config(
-        self, live: list[EndpointArm], past: BurstResult | None = None, sides: list[Side] | None = None
-    ) -> BurstConfig:
-        """The engine's config for the live arms; `sides`: which of the request's arms each one is."""
+    async def config(self, live: list[tuple[Side, EndpointArm]], past: BurstResult | None) -> BurstConfig:
+        """The engine's config for the live arms (each with the side of the request it is)."""
         request, settings = self.request, self.settings
         spec = past.settings.prompt_set if past is not None else request.prompts
         try:  # SET@N sized by the live server's tokenizer (the first arm's: both get the same prompts)
-            sized_by = live[0].base_url if past is None and live else None
+            sized_by = live[0][1].base_url if past is None and live else None
             prompt_set = await sized_for_server(spec, sized_by, self.client)
         except PromptSetError as error:
             raise BurstRequestError("prompts", str(error)) from None
@@ -362,9 +358,7 @@ class BurstSession:
             raise BurstRequestError(
                 "prompts", f"the prompt set {spec} changed since that burst: not comparable"
             )
-        both: list[Side] = ["a", "b"]
-        arm_sides = sides or both[: len(live)]
-        targets = [self._target(arm, side) for arm, side in zip(live, arm_sides, strict=True)]
+        targets = [self._target(arm, side) for side, arm in live]
         b_url = targets[1].base_url if len(targets) > 1 else None
         schedule, reason = choose_schedule(request.schedule, targets[0].base_url, b_url)
         return BurstConfig(
@@ -394,44 +388,30 @@ class BurstSession:
         past = [(side, arm) for side, arm in arms if isinstance(arm, PastArm)]
         live = [(side, arm) for side, arm in arms if isinstance(arm, EndpointArm)]
         if not live:
-            assert len(past) == 2
             outcome = await asyncio.to_thread(compare, past[0][1], past[1][1])
-            self.outcome = dataclasses.replace(outcome, notes=tuple(self._notes))
-            return self.outcome
-        kept: tuple[Side, BurstResult, str] | None = None
-        if past:
-            side, arm = past[0]
-            kept = (side, await asyncio.to_thread(_past, side, arm), arm.arm)
-        config = await self.config([arm for _, arm in live], kept[1] if kept else None, [s for s, _ in live])
-        labels = {"a": "b"} if kept and kept[0] == "a" else {}  # a live B runs as the engine's arm a
-        ran = await self._watched(config, _relabelled(on_progress, labels), cancel)
-        result = ran
-        if kept is not None:
-            before, after = ((kept[1], kept[2]), (ran, "a"))
-            if kept[0] == "b":
-                before, after = after, before
-            result = _combined(kept[0], before, after)
-        outcome = await asyncio.to_thread(_outcome, result, ran)  # the bootstrap: CPU
+        else:
+            kept: tuple[Side, BurstResult, str] | None = None
+            if past:
+                side, arm = past[0]
+                kept = (side, await asyncio.to_thread(_past, side, arm), arm.arm)
+            config = await self.config(live, kept[1] if kept else None)
+            labels = {"a": "b"} if kept and kept[0] == "a" else {}  # a live B runs as the engine's arm a
+            ran = result = await self._run(config, _relabelled(on_progress, labels), cancel)
+            if kept is not None:
+                pair = ((kept[1], kept[2]), (ran, "a"))  # before, after
+                result = _combined(kept[0], *(pair if kept[0] == "a" else pair[::-1]))
+            outcome = await asyncio.to_thread(_outcome, result, ran)  # the bootstrap: CPU
         self.outcome = dataclasses.replace(outcome, notes=tuple(self._notes))
         return self.outcome
-
-    async def _watched(
-        self, config: BurstConfig, on_progress: ProgressCallback | None, cancel: asyncio.Event | None
-    ) -> BurstResult:
-        """The burst, with the GPU watch (when there is one) read before, during and after it."""
-        if self.gpu is None:
-            return await self._run(config, on_progress, cancel)
-        await self.gpu.start()
-        try:
-            ran = await self._run(config, on_progress, cancel)
-        finally:
-            await self.gpu.stop()
-        return with_gpu(ran, self.gpu)
 
     async def _run(
         self, config: BurstConfig, on_progress: ProgressCallback | None, cancel: asyncio.Event | None
     ) -> BurstResult:
+        """The burst, with the GPU watch (when there is one) read before, during and after it."""
         async with contextlib.AsyncExitStack() as stack:
+            if self.gpu is not None:
+                await self.gpu.start()
+                stack.push_async_callback(self.gpu.stop)
             client = self.client
             if client is None:
                 connections = config.concurrency * len(config.arms()) + 8
@@ -439,21 +419,20 @@ class BurstSession:
                     burst_client(connections, timeout_s=config.timeout_s)
                 )
             burst = asyncio.ensure_future(run_burst(config, client, on_progress=on_progress))
-            if cancel is None:
-                return await burst
-            cancelled = asyncio.ensure_future(cancel.wait())
-            try:
-                await asyncio.wait((burst, cancelled), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                cancelled.cancel()
-                if not burst.done():
-                    burst.cancel()  # closes every request in flight
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await burst
-            if burst.cancelled():
-                raise BurstCancelled
-            return burst.result()
-        raise AssertionError("unreachable")  # for the type checker: the stack does not swallow
+            if cancel is not None:
+                cancelled = asyncio.ensure_future(cancel.wait())
+                try:
+                    await asyncio.wait((burst, cancelled), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    cancelled.cancel()
+                    if not burst.done():
+                        burst.cancel()  # closes every request in flight
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await burst
+                if burst.cancelled():
+                    raise BurstCancelled
+            ran = await burst
+        return ran if self.gpu is None else with_gpu(ran, self.gpu)
 
     def save(self) -> Path | None:
         """Keep the live burst in the burst files; None when nothing ran live."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 DEFAULT_RESAMPLES = 2000
@@ -67,16 +67,39 @@ def bootstrap_pooled_ratio_ci(
     level: float = 0.95,
 ) -> tuple[float, float] | None:
     """CI of pooled_rate(b) / pooled_rate(a) by the percentile bootstrap (`paired`: index pairs)."""
-    if len(a) < 2 or len(b) < 2 or (paired and len(a) != len(b)):
+    if paired and len(a) != len(b):
         return None
-    rng, resamples = random.Random(seed), DEFAULT_RESAMPLES
+    return grouped_ratio_ci({0: a}, {0: b}, [0], paired=paired, seed=seed, level=level)
+
+
+def grouped_ratio_ci(
+    groups_a: Mapping[int, Sequence[RateSample]],
+    groups_b: Mapping[int, Sequence[RateSample]],
+    numbers: Sequence[int],
+    *,
+    resample_groups: bool = False,
+    paired: bool | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
+    """The pooled-ratio CI resampling the `numbers` groups (`resample_groups`), then requests within each;
+    `paired` None: a group's requests are resampled as pairs when both arms have as many."""
+    if sum(len(groups_a[n]) for n in numbers) < 2 or sum(len(groups_b[n]) for n in numbers) < 2:
+        return None
+    rng = random.Random(seed)
     ratios: list[float] = []
-    n_a, n_b = len(a), len(b)
     for _ in range(resamples):
-        picks_a = [rng.randrange(n_a) for _ in range(n_a)]
-        picks_b = picks_a if paired else [rng.randrange(n_b) for _ in range(n_b)]
-        rate_a = pooled_rate([a[i] for i in picks_a])
-        rate_b = pooled_rate([b[i] for i in picks_b])
+        sample_a: list[RateSample] = []
+        sample_b: list[RateSample] = []
+        for number in [rng.choice(numbers) for _ in numbers] if resample_groups else numbers:
+            group_a, group_b = groups_a[number], groups_b[number]
+            picks_a = [rng.randrange(len(group_a)) for _ in group_a]
+            pairs = len(group_a) == len(group_b) if paired is None else paired
+            picks_b = picks_a if pairs else [rng.randrange(len(group_b)) for _ in group_b]
+            sample_a += [group_a[i] for i in picks_a]
+            sample_b += [group_b[i] for i in picks_b]
+        rate_a, rate_b = pooled_rate(sample_a), pooled_rate(sample_b)
         if rate_a and rate_b is not None:
             ratios.append(rate_b / rate_a)
     return percentile_interval(ratios, resamples, level)

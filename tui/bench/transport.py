@@ -60,26 +60,22 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         self._no_tls: ssl.SSLContext | None = None
         self.max_connections = per_shard * shards
 
-    def _plain_shard(self, index: int) -> httpx.AsyncHTTPTransport:
-        shard = self._plain[index]
-        if shard is None:
-            if self._no_tls is None:
-                # http:// never opens TLS; this context trusts no CA, so any use of it fails closed.
-                self._no_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            shard = self._plain[index] = httpx.AsyncHTTPTransport(verify=self._no_tls, limits=self._limits)
-        return shard
-
-    async def _shard(self, index: int) -> httpx.AsyncHTTPTransport:
-        shard = self._shards[index]
-        if shard is not None:
+    async def _shard(self, index: int, plain: bool) -> httpx.AsyncHTTPTransport:
+        shards = self._plain if plain else self._shards
+        if (shard := shards[index]) is not None:
             return shard
-        if self._tls is None:
-            if self._tls_made is None:  # one for every pool, however many requests wait for it
-                self._tls_made = asyncio.ensure_future(asyncio.to_thread(httpx.create_ssl_context))
-            self._tls = await asyncio.shield(self._tls_made)
-        shard = self._shards[index]
-        if shard is None:
-            shard = self._shards[index] = httpx.AsyncHTTPTransport(verify=self._tls, limits=self._limits)
+        if plain:
+            # http:// never opens TLS; this context trusts no CA, so any use of it fails closed.
+            self._no_tls = self._no_tls or ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context = self._no_tls
+        else:
+            if self._tls is None:
+                if self._tls_made is None:  # one for every pool, however many requests wait for it
+                    self._tls_made = asyncio.ensure_future(asyncio.to_thread(httpx.create_ssl_context))
+                self._tls = await asyncio.shield(self._tls_made)
+            context = self._tls
+        if (shard := shards[index]) is None:  # another request may have made it meanwhile
+            shard = shards[index] = httpx.AsyncHTTPTransport(verify=context, limits=self._limits)
         return shard
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -90,7 +86,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             self._busy[index] -= 1
 
         try:
-            shard = self._plain_shard(index) if request.url.scheme == "http" else await self._shard(index)
+            shard = await self._shard(index, plain=request.url.scheme == "http")
             response = await shard.handle_async_request(request)
         except BaseException:
             done()

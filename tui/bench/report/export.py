@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -24,13 +23,19 @@ from tui.tables import Table, markdown_escape
 from tui.tables import render_json as json_text
 
 R = TypeVar("R")
-CSV_FIELDS = (
+# The CSV columns: a request's own fields (`name` its arm's, `chunks` counted), then its server's figures.
+REQUEST_COLUMNS = (
     "arm", "name", "index", "round", "prompt_id", "ok", "error_kind", "http_status", "attempts",
     "scheduled_s", "sent_s", "send_lag_s", "ttft_s", "e2e_s", "output_tokens", "usage_estimated",
     "chunks", "tokens_per_chunk", "tpot_s", "chunk_gap_s", "decode_tokens_per_s", "finish_reason", "error",
-    "category", "server_drafted", "server_accepted", "server_acceptance", "server_mean_length",
-    "cached_tokens", "prompt_tokens", "server_ttft_ms", "queue_ms",
+    "category",
 )  # fmt: skip
+SERVER_COLUMNS = {  # column -> ServerFigures field
+    "server_drafted": "drafted", "server_accepted": "accepted", "server_acceptance": "acceptance_rate",
+    "server_mean_length": "mean_acceptance_length", "cached_tokens": "cached_tokens",
+    "prompt_tokens": "prompt_tokens", "server_ttft_ms": "server_ttft_ms", "queue_ms": "queue_ms",
+}  # fmt: skip
+CSV_FIELDS = (*REQUEST_COLUMNS, *SERVER_COLUMNS)
 
 
 def render_csv(result: BurstResult) -> str:
@@ -40,24 +45,13 @@ def render_csv(result: BurstResult) -> str:
 
 
 def _csv_record(arm: ArmResult, r: RequestResult) -> dict[str, object]:
-    record = {
-        "arm": r.arm, "name": arm.name, "index": r.index, "round": r.round, "prompt_id": r.prompt_id,
-        "ok": r.ok, "error_kind": r.error_kind, "http_status": r.http_status, "attempts": r.attempts,
-        "scheduled_s": r.scheduled_s, "sent_s": r.sent_s, "send_lag_s": r.send_lag_s, "ttft_s": r.ttft_s,
-        "e2e_s": r.e2e_s, "output_tokens": r.output_tokens, "usage_estimated": r.usage_estimated,
-        "chunks": len(r.chunk_times_s), "tokens_per_chunk": r.tokens_per_chunk, "tpot_s": r.tpot_s,
-        "chunk_gap_s": r.chunk_gap_s, "decode_tokens_per_s": r.decode_tokens_per_s,
-        "finish_reason": r.finish_reason, "error": r.error, "category": r.category,
-    }  # fmt: skip
     server = r.server
-    if server is not None:
-        record |= {
-            "server_drafted": server.drafted, "server_accepted": server.accepted,
-            "server_acceptance": server.acceptance_rate, "server_mean_length": server.mean_acceptance_length,
-            "cached_tokens": server.cached_tokens, "prompt_tokens": server.prompt_tokens,
-            "server_ttft_ms": server.server_ttft_ms, "queue_ms": server.queue_ms,
-        }  # fmt: skip
-    return record
+    return {
+        **{column: getattr(r, column, None) for column in REQUEST_COLUMNS},
+        "name": arm.name,
+        "chunks": len(r.chunk_times_s),
+        **{column: getattr(server, name) for column, name in SERVER_COLUMNS.items() if server is not None},
+    }
 
 
 # Most of a burst's bytes: in the JSON export only with `detail` (`spectop bench --json-detail`).
@@ -108,11 +102,6 @@ def render_markdown(summary: BurstSummary) -> str:
                 f"A `{markdown_escape(item.a_snippet)}` / B `{markdown_escape(item.b_snippet)}`"
             )
     return "\n".join(safe_line(line) for line in lines) + "\n"
-
-
-def export_name(kind: str, when: datetime) -> str:
-    extension = {"json": "json", "csv": "csv", "markdown": "md"}[kind]
-    return f"spectop-burst-{when.strftime('%Y%m%d-%H%M%S')}.{extension}"
 
 
 def write_export(result: R, kind: str, path: Path, renderers: dict[str, Callable[[R], str]]) -> Path:

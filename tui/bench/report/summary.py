@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from itertools import accumulate
 
 from tui.bench import explain
 from tui.bench.burst_options import arms_differ_by, parse_slo
@@ -27,7 +28,6 @@ from tui.bench.results import (
 from tui.bench.stats import bootstrap_pooled_ratio_ci, known, percentile, pooled_rate, summarize
 from tui.format import fmt_latency_delta, fmt_level, fmt_rate, fmt_times, fmt_times_interval
 from tui.gpu.history import energy_ratio_text
-from tui.gpu.records import ArmGpuRecord
 from tui.sanitize import safe_line
 
 DEFAULT_QS = (50.0, 90.0, 99.0)
@@ -86,12 +86,8 @@ def arm_explain(
     qs = tuple(settings.percentiles or DEFAULT_QS)
     ok = [r for r in arm.requests if r.ok]
     percentiles = {
-        name: {f"{q:g}": percentile(known(values), q) for q in qs}
-        for name, values in (
-            ("ttft_s", [r.ttft_s for r in ok]),
-            ("tpot_s", [r.tpot_s for r in ok]),
-            ("e2e_s", [r.e2e_s for r in ok]),
-        )
+        name: {f"{q:g}": percentile(known([getattr(r, name) for r in ok]), q) for q in qs}
+        for name in ("ttft_s", "tpot_s", "e2e_s")
     }
     samples = [sample for r in ok if (sample := r.decode_sample())]
     return ArmExplain(
@@ -112,20 +108,14 @@ def arm_explain(
 
 MAX_ERROR_REASONS = 3
 MAX_REASON_CHARS = 160
+GPU_FIELDS = {"energy_j", "energy_per_token_j", "tokens_per_joule", "throttled"}  # ArmSummary's copies
 
 
 def error_reasons(arm: ArmResult) -> tuple[tuple[str, int], ...]:
     """The distinct reasons the arm's requests failed, with counts (the most frequent MAX_ERROR_REASONS)."""
-    counts: dict[str, int] = {}
-    for request in arm.requests:
-        if request.ok:
-            continue
-        reason = safe_line(request.error or request.error_kind or "failed")
-        if len(reason) > MAX_REASON_CHARS:
-            reason = reason[: MAX_REASON_CHARS - 1] + "…"
-        counts[reason] = counts.get(reason, 0) + 1
-    ranked = sorted(counts.items(), key=lambda item: -item[1])
-    return tuple(ranked[:MAX_ERROR_REASONS])
+    reasons = (safe_line(r.error or r.error_kind or "failed") for r in arm.requests if not r.ok)
+    counts = Counter(r if len(r) <= MAX_REASON_CHARS else r[: MAX_REASON_CHARS - 1] + "…" for r in reasons)
+    return tuple(counts.most_common(MAX_ERROR_REASONS))
 
 
 def arm_summary(
@@ -154,10 +144,7 @@ def arm_summary(
         chunk_gap_s=summarize([r.chunk_gap_s for r in ok]),
         e2e_s=summarize([r.e2e_s for r in ok]),
         decode_tokens_per_s=DecodeRate(
-            pooled=pooled_rate(samples),
-            p10=percentile(rates, 10),
-            p50=percentile(rates, 50),
-            p90=percentile(rates, 90),
+            pooled=pooled_rate(samples), **{f"p{q}": percentile(rates, q) for q in (10, 50, 90)}
         ),
         output_tokens_per_s=aggregate_tokens_per_s(arm),
         tokens_per_chunk=tokens_per_chunk(arm),
@@ -167,22 +154,10 @@ def arm_summary(
         mean_acceptance_length=arm.server.mean_acceptance_length,
         acceptance_note=arm.server.note,
         explain=arm_explain(arm, settings, shared_with) if settings is not None else None,
-        **_gpu_fields(arm.gpu),
+        **({} if arm.gpu is None else arm.gpu.model_dump(include=GPU_FIELDS) | {"gpu": arm.gpu}),
         client_check=arm.client_check,
         requests_detail=tuple(arm.requests) if with_detail else None,
     )
-
-
-def _gpu_fields(gpu: ArmGpuRecord | None) -> dict[str, Any]:
-    if gpu is None:
-        return {}
-    return {
-        "energy_j": gpu.energy_j,
-        "energy_per_token_j": gpu.energy_per_token_j,
-        "tokens_per_joule": gpu.tokens_per_joule,
-        "throttled": gpu.throttled,
-        "gpu": gpu,
-    }
 
 
 def _paired_samples(
@@ -259,12 +234,11 @@ def comparison(
     a: ArmResult,
     b: ArmResult,
     *,
-    settings: BurstSettingsRecord | None = None,
+    settings: BurstSettingsRecord,
     level: float | None = None,
 ) -> Comparison:
     """`level`: the interval's level (default the settings' `ci_level`, else 95%)."""
-    if level is None:
-        level = settings.ci_level if settings is not None and settings.ci_level else 0.95
+    level = level or settings.ci_level or 0.95
     # Pooled: a ratio of per-request means lets one stream read all at once swing the verdict.
     a_samples = [sample for r in a.requests if (sample := r.decode_sample())]
     b_samples = [sample for r in b.requests if (sample := r.decode_sample())]
@@ -292,48 +266,43 @@ def comparison(
     caveat, cache_warning = _cache_caveat(a, b)
     if cache_warning:
         warnings.append(cache_warning)
-    reason = settings.schedule_reason if settings is not None else None
-    if settings is not None and settings.schedule == "parallel" and reason and "compete" in reason:
+    reason = settings.schedule_reason
+    if settings.schedule == "parallel" and reason and "compete" in reason:
         warnings.append(f"schedule {reason}")
-    before_after = settings is not None and settings.compared == "before_after"
-    differ: str | None
-    if before_after:
-        differ = "before / after: two one-arm bursts measured at different times, not side by side"
-    else:
-        differ = arms_differ_by(a.url, b.url, dict(a.extra_body), dict(b.extra_body))
+    before_after = settings.compared == "before_after"
+    differ = (
+        "before / after: two one-arm bursts measured at different times, not side by side"
+        if before_after
+        else arms_differ_by(a.url, b.url, dict(a.extra_body), dict(b.extra_body))
+    )
     late = [name for name, arm in (("A", a), ("B", b)) if arm.client_check and not arm.client_check.ok]
     unreliable = f"the measuring client fell behind in {' and '.join(late)}" if late else None
     for name, arm in (("A", a), ("B", b)):
         check = arm.client_check
         if check is not None and check.coalesced:
             warnings.append(coalesced_words(name, check))
-    looks = settings.looks if settings is not None and settings.looks else 1
-    words = sequential_words(level, looks)
+    words = sequential_words(level, settings.looks or 1)
     names = ("before", "after") if before_after else ("A", "B")
     a_throughput, b_throughput = aggregate_tokens_per_s(a), aggregate_tokens_per_s(b)
     throughput_ratio = b_throughput / a_throughput if a_throughput and b_throughput else None
-    a_ttft = summarize([r.ttft_s for r in a.requests if r.ok]).p50
-    b_ttft = summarize([r.ttft_s for r in b.requests if r.ok]).p50
+    a_ttft, b_ttft = (summarize([r.ttft_s for r in arm.requests if r.ok]).p50 for arm in (a, b))
     ttft_delta = b_ttft - a_ttft if a_ttft is not None and b_ttft is not None else None
+    verdict = verdict_text(
+        ratio,
+        ci,
+        ttft_delta,
+        _acceptance_words(a, b),
+        caveat,
+        names=names,
+        level_words=words,
+        unreliable=unreliable,
+    )
     return Comparison(
         decode_tokens_per_s_ratio=ratio,
         ci95=ci,
         throughput_ratio=throughput_ratio,
         ttft_p50_delta_s=ttft_delta,
-        verdict=_with_energy(
-            verdict_text(
-                ratio,
-                ci,
-                ttft_delta,
-                _acceptance_words(a, b),
-                caveat,
-                names=names,
-                level_words=words,
-                unreliable=unreliable,
-            ),
-            a,
-            b,
-        ),
+        verdict=_with_energy(verdict, a, b),
         ci95_within_burst=within,
         round_ratios=round_ratios,
         warnings=warnings,
@@ -378,14 +347,8 @@ def first_difference(a: str, b: str) -> int | None:
 def tokens_before(result: RequestResult, char_position: int) -> int | None:
     if result.chunk_tokens is None or len(result.chunk_tokens) != len(result.chunk_chars):
         return None
-    seen_chars = 0
-    tokens = 0
-    for chars, count in zip(result.chunk_chars, result.chunk_tokens, strict=True):
-        if seen_chars + chars > char_position:
-            return tokens
-        seen_chars += chars
-        tokens += count
-    return tokens
+    ends = accumulate(result.chunk_chars)  # where each chunk ends, in characters
+    return sum(count for end, count in zip(ends, result.chunk_tokens, strict=True) if end <= char_position)
 
 
 def _snippet(text: str, position: int) -> str:
@@ -424,21 +387,21 @@ def compare_outputs(a: Sequence[RequestResult], b: Sequence[RequestResult]) -> E
 
 
 def burst_summary(result: BurstResult, *, with_detail: bool = True) -> BurstSummary:
-    a = result.arms[0]
-    b = result.arms[1] if len(result.arms) > 1 else None
-    equivalence = None
-    if b is not None and result.settings.temperature == 0.0:
-        equivalence = compare_outputs(a.requests, b.requests)
-    shared = b is not None and a.metrics_url is not None and a.metrics_url == b.metrics_url
+    a, b = result.arms[0], result.arms[1] if len(result.arms) > 1 else None
     settings = result.settings
+    shared = b is not None and a.metrics_url is not None and a.metrics_url == b.metrics_url
+
+    def summary(arm: ArmResult, other: ArmResult | None) -> ArmSummary:
+        return arm_summary(
+            arm, with_detail=with_detail, settings=settings, shared_with=other if shared else None
+        )
+
     return BurstSummary(
-        a=arm_summary(a, with_detail=with_detail, settings=settings, shared_with=b if shared else None),
-        b=arm_summary(b, with_detail=with_detail, settings=settings, shared_with=a if shared else None)
-        if b
-        else None,
+        a=summary(a, b),
+        b=summary(b, a) if b else None,
         comparison=comparison(a, b, settings=settings) if b else None,
-        equivalence=equivalence,
-        settings=result.settings,
+        equivalence=compare_outputs(a.requests, b.requests) if b and settings.temperature == 0.0 else None,
+        settings=settings,
         started_at=result.started_at,
         duration_s=result.duration_s,
         cancelled=result.cancelled,

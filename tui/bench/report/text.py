@@ -94,17 +94,18 @@ def _empty(value: Any) -> bool:
     return value is None
 
 
+def _percentile(key: str, q: str) -> Callable[[ArmExplain], float | None]:
+    return lambda e: e.percentiles.get(key, {}).get(q)
+
+
 def _percentile_rows(summary: BurstSummary) -> tuple[Row, ...]:
     """Rows for --percentiles beyond the table's own p50 / p90 / p99."""
-    qs = [q for q in summary.settings.percentiles or () if q not in DEFAULT_QS]
-    rows: list[Row] = []
-
-    def getter(key: str, q: float) -> Callable[[ArmExplain], float | None]:
-        return lambda e: e.percentiles.get(key, {}).get(f"{q:g}")
-
-    for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("e2e", "e2e_s")):
-        rows += [(f"{name} p{q:g}", _x(getter(key, q)), fmt_latency) for q in qs]
-    return tuple(rows)
+    qs = [f"{q:g}" for q in summary.settings.percentiles or () if q not in DEFAULT_QS]
+    return tuple(
+        (f"{name} p{q}", _x(_percentile(key, q)), fmt_latency)
+        for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("e2e", "e2e_s"))
+        for q in qs
+    )
 
 
 def _gpu(spec: str, unit: str = "") -> Callable[[float | None], str]:
@@ -139,18 +140,15 @@ def category_table(summary: BurstSummary) -> Table | None:
     names = list(dict.fromkeys(name for table in tables for name in table))
     if len(names) < 2 and not any(row.acceptance is not None for t in tables for row in t.values()):
         return None
-    rows = []
-    for name in names:
-        cells: list[str] = [name]
-        for table in tables:
-            row = table.get(name)
-            cells += [
-                fmt_rate(row.acceptance if row else None),
-                fmt_tokens_per_s(row.decode_tokens_per_s if row else None),
-            ]
-        rows.append(cells)
-    columns = ["category"] + [
-        f"{arm.upper()} {what}" for arm, _ in summary.arms for what in ("accept", "tok/s")
+
+    def cells(row: explain.CategoryRow | None) -> tuple[str, str]:
+        acceptance, rate = (row.acceptance, row.decode_tokens_per_s) if row else (None, None)
+        return fmt_rate(acceptance), fmt_tokens_per_s(rate)
+
+    rows = [[name, *(cell for table in tables for cell in cells(table.get(name)))] for name in names]
+    columns = [
+        "category",
+        *(f"{arm.upper()} {what}" for arm, _ in summary.arms for what in ("accept", "tok/s")),
     ]
     return Table(columns, rows)
 
@@ -185,8 +183,7 @@ def explain_lines(summary: BurstSummary) -> list[str]:
             lines.append(
                 f"{name} SLO {extra.slo}: {extra.goodput.good}/{extra.goodput.requests} requests met all"
             )
-        for outlier in extra.outliers[:5]:
-            lines.append(f"{name} outlier {outlier.describe()}")
+        lines += [f"{name} outlier {outlier.describe()}" for outlier in extra.outliers[:5]]
         if len(extra.outliers) > 5:
             lines.append(f"{name}: {len(extra.outliers) - 5} more outliers (see the JSON export)")
     return lines
@@ -230,14 +227,14 @@ def client_check_lines(name: str, check: ClientCheck | None) -> list[str]:
     """Loud lines when the measuring client fell behind; a quiet note of coalesced streams otherwise."""
     if check is None:
         return []
-    if not check.ok:
-        return [
-            f"!!! {name}: THE CLIENT FELL BEHIND: {check.reason}",
-            f"!!! {name}: these figures measure spectop, not the server; remedy: {check.remedy}",
-        ] + ([coalesced_words(name, check)] if check.coalesced or check.left_out else [])
-    if check.coalesced:
-        return [coalesced_words(name, check)]
-    return []
+    coalesced = [coalesced_words(name, check)] if check.coalesced or (check.left_out and not check.ok) else []
+    if check.ok:
+        return coalesced
+    return [
+        f"!!! {name}: THE CLIENT FELL BEHIND: {check.reason}",
+        f"!!! {name}: these figures measure spectop, not the server; remedy: {check.remedy}",
+        *coalesced,
+    ]
 
 
 def equivalence_line(summary: BurstSummary) -> str | None:
@@ -286,8 +283,7 @@ def render_text(summary: BurstSummary) -> str:
     lines = Table(columns, rows).text([22] + [16] * len(summary.arms))
     lines += note_lines(summary)
     if summary.comparison:
-        lines.append("")
-        lines.append(summary.comparison.verdict)
+        lines += ["", summary.comparison.verdict]
     equivalence = equivalence_line(summary)
     if equivalence:
         lines.append(equivalence)
