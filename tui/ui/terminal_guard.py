@@ -65,10 +65,7 @@ _STATES: weakref.WeakKeyDictionary[App[Any], SignalState] = weakref.WeakKeyDicti
 
 def signal_state(app: App[Any]) -> SignalState:
     """The signal guard's state of `app` (made on first use)."""
-    state = _STATES.get(app)
-    if state is None:
-        state = _STATES[app] = SignalState()
-    return state
+    return _STATES.setdefault(app, SignalState())
 
 
 def _handler(app: App[Any]) -> Callable[[int, FrameType | None], None]:
@@ -126,29 +123,16 @@ def _on_exit_signal(app: App[Any], number: int) -> None:
     state.exit_signal = number
     notes = []
     for screen in list(app.screen_stack):
-        write = getattr(screen, "write_recovery_copy", None)
-        if write is None:
-            continue
         try:
-            note = write()
+            notes.append(screen.write_recovery_copy() if hasattr(screen, "write_recovery_copy") else None)
         except Exception as failure:  # the app is going down: report, never raise
-            note = f"spectop: could not write a recovery copy: {failure}"
-        if note:
-            notes.append(note)
-    state.notes = tuple(notes)
+            notes.append(f"spectop: could not write a recovery copy: {failure}")
+    state.notes = tuple(note for note in notes if note)
     leave = getattr(app, "leave", None)  # an App with work to undo first (an acting autopilot's change)
     if leave is None:
         app.exit(return_code=128 + number)
     else:
         app.call_later(leave, 128 + number)
-
-
-def release_input_thread(app: App[Any]) -> None:
-    """Stop Textual's input thread if `App.run` ended without stopping it (it keeps the process alive)."""
-    driver = getattr(app, "_driver", None)
-    event = getattr(driver, "exit_event", None)
-    if event is not None:
-        event.set()
 
 
 def run_app(app: App[Any]) -> None:
@@ -158,7 +142,10 @@ def run_app(app: App[Any]) -> None:
         app.run()
     finally:
         restore_signals(app)
-        release_input_thread(app)
+        # Textual's input thread, when `App.run` ended without stopping it, keeps the process alive.
+        event = getattr(getattr(app, "_driver", None), "exit_event", None)
+        if event is not None:
+            event.set()
     for note in signal_state(app).notes:
         with contextlib.suppress(OSError, ValueError):  # the terminal may be gone (a logout)
             print(safe_line(note), file=sys.stderr)
