@@ -135,6 +135,13 @@ def _on_exit_signal(app: App[Any], number: int) -> None:
         app.call_later(leave, 128 + number)
 
 
+def release_input_thread(app: App[Any]) -> None:
+    """Stop Textual's input thread if `App.run` ended without stopping it (it keeps the process alive)."""
+    event = getattr(getattr(app, "_driver", None), "exit_event", None)
+    if event is not None:
+        event.set()
+
+
 def run_app(app: App[Any]) -> None:
     """`app.run()` for the TUI commands: ended by a signal like by `q`, and never left holding a thread."""
     _install(app)  # from before Textual starts: a signal then is acted on once the app is mounted
@@ -142,10 +149,7 @@ def run_app(app: App[Any]) -> None:
         app.run()
     finally:
         restore_signals(app)
-        # Textual's input thread, when `App.run` ended without stopping it, keeps the process alive.
-        event = getattr(getattr(app, "_driver", None), "exit_event", None)
-        if event is not None:
-            event.set()
+        release_input_thread(app)
     for note in signal_state(app).notes:
         with contextlib.suppress(OSError, ValueError):  # the terminal may be gone (a logout)
             print(safe_line(note), file=sys.stderr)
