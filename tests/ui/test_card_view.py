@@ -74,16 +74,6 @@ def test_lines_fit_the_width_and_unknowns_are_dashes_never_old_figures() -> None
     assert "500" not in "\n".join(line.plain for line in compact_lines(down, 76))
 
 
-def test_badges_put_critical_first_with_its_message() -> None:
-    alerts = [
-        Alert("a", "acceptance_low", "warning", "acceptance 45% below 60%", 1.0),
-        Alert("a", "acceptance_critical", "critical", "acceptance 25% below 30%", 2.0),
-    ]
-    line = badge_line(CardData(name="a", alerts=alerts), 80).plain
-    assert line.index("CRIT") < line.index("WARN")
-    assert "below 30%" in line
-
-
 # --- why a figure is what it is: bounds, restarts, short windows, finished requests -------------------
 
 
@@ -177,7 +167,7 @@ def _alerts() -> list[Alert]:
     ]
 
 
-def test_badges_are_never_cut_and_those_that_do_not_fit_are_counted() -> None:
+def test_badges_critical_first_never_cut_those_that_do_not_fit_counted_and_every_kind_labelled() -> None:
     data = CardData(name="a", alerts=_alerts())
     for width in (76, 36, 20):  # an 80-column card, a half-width card, a tiny one
         line = badge_line(data, width).plain
@@ -189,6 +179,17 @@ def test_badges_are_never_cut_and_those_that_do_not_fit_are_counted() -> None:
         hidden = 4 - len(shown)
         assert (f"+{hidden}" in line) == bool(hidden)
         assert " WARN" not in line.replace(" WARN log ", "").replace(" WARN engine ", "")  # no half badge
+    alerts = [
+        Alert("a", "acceptance_low", "warning", "acceptance 45% below 60%", 1.0),
+        Alert("a", "acceptance_critical", "critical", "acceptance 25% below 30%", 2.0),
+    ]
+    line = badge_line(CardData(name="a", alerts=alerts), 80).plain
+    assert line.index("CRIT") < line.index("WARN") and "below 30%" in line  # the worst's message
+    kinds = get_args(AlertKind)  # every kind has its label
+    assert "imbalance" in kinds and set(ALERT_LABEL) == set(kinds)
+    for kind in kinds:
+        line = badge_line(CardData(name="a", alerts=[Alert("a", kind, "warning", "why", 1.0)]), 80).plain
+        assert line.startswith(f" WARN {ALERT_LABEL[kind]} ") and ALERT_LABEL[kind]
 
 
 SSL_ERROR = "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)"
@@ -235,7 +236,9 @@ class CardApp(App[None]):
         yield EndpointCard(self.data)
 
 
-def test_long_model_names_keep_their_tail_or_the_part_that_differs() -> None:
+async def test_long_model_names_keep_their_tail_or_the_part_that_differs_and_the_card_title_is_cut_left() -> (
+    None
+):
     assert short_model("deepseek-ai/DeepSeek-V3-0324", 40) == "deepseek-ai/DeepSeek-V3-0324"
     assert short_model("deepseek-ai/DeepSeek-V3-0324", 18) == "…DeepSeek-V3-0324"
     peers = ["meta-llama/Llama-3.1-8B-Instruct-FP8-dynamic"]
@@ -245,9 +248,6 @@ def test_long_model_names_keep_their_tail_or_the_part_that_differs() -> None:
     assert short.startswith("…70B") and len(short) == 12  # the differing part, even when cut
     assert short_model(seventy, 12) == "…FP8-dynamic"
     assert len(short_model("x" * 50, 1)) == 1
-
-
-async def test_card_title_shortens_the_model_from_the_left() -> None:
     model = "/models/huggingface/hub/deepseek-ai/DeepSeek-V3-0324-FP8-dynamic-quantized"
     app = CardApp(CardData(name="mtp-on", backend="vllm", model=model, reading=_reading(1.0), now=1.0))
     async with app.run_test(size=(80, 8)) as pilot:
@@ -258,15 +258,6 @@ async def test_card_title_shortens_the_model_from_the_left() -> None:
 
 
 # --- the detail's charts on a card that has the room; per position that fits; labels ---------------------
-
-
-def test_every_alert_kind_has_a_badge_label() -> None:
-    kinds = get_args(AlertKind)
-    assert "imbalance" in kinds
-    assert set(ALERT_LABEL) == set(kinds)
-    for kind in kinds:
-        line = badge_line(CardData(name="a", alerts=[Alert("a", kind, "warning", "why", 1.0)]), 80).plain
-        assert line.startswith(f" WARN {ALERT_LABEL[kind]} ") and ALERT_LABEL[kind]
 
 
 def _positions(line: str) -> list[str]:
