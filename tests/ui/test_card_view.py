@@ -195,7 +195,7 @@ def test_badges_critical_first_never_cut_those_that_do_not_fit_counted_and_every
 SSL_ERROR = "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)"
 
 
-def test_the_badge_line_shortens_an_error_an_alert_or_an_advice_by_whole_words() -> None:
+def test_the_badge_line_shortens_an_error_alert_or_advice_by_whole_words_and_says_a_context_advice() -> None:
     down = _reading(1.0, up=False)
     down.error = SSL_ERROR
     message = "acceptance 46% below 50%; mean length 2.40→1.60 since the draft model changed"
@@ -211,6 +211,12 @@ def test_the_badge_line_shortens_an_error_an_alert_or_an_advice_by_whole_words()
             assert len(line) <= width
             assert cut_words(text, [line]) is None, f"{width}: {line!r}"
             assert text in line or line.endswith("…")
+    words = "at this context (18,000 prompt tokens), k=0: speculation stops paying from 16,384 at c=1"
+    advice = Advice(2, context=words)  # no calibration (no basis): the context alone is worth saying
+    line = badge_line(CardData(name="a", reading=_reading(1.0), now=1.0, advice=advice), 200).plain
+    assert line.endswith(f"k=2 now · {words}")
+    bare = CardData(name="a", reading=_reading(1.0), now=1.0, advice=Advice(2))  # nothing to say
+    assert badge_line(bare, 200).plain.strip() == ""
 
 
 def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None:
@@ -371,17 +377,6 @@ async def test_dashboard_cards_carry_the_charts_at_200x50_and_120x36_not_at_80x2
         await pilot.resize_terminal(80, 24)
         await wait_for(pilot, lambda: not any("-5 min" in text for text in card_texts(app).values()))
         assert all("tok/s" in text for text in card_texts(app).values())
-
-
-def test_the_badge_line_says_the_context_advice_without_a_step_cost_model() -> None:
-    words = "at this context (18,000 prompt tokens), k=0: speculation stops paying from 16,384 at c=1"
-    advice = Advice(2, context=words)  # no calibration (no basis): the context alone is worth saying
-    line = badge_line(CardData(name="a", reading=_reading(1.0), now=1.0, advice=advice), 200).plain
-    assert line.endswith(f"k=2 now · {words}")
-    assert (
-        badge_line(CardData(name="a", reading=_reading(1.0), now=1.0, advice=Advice(2)), 200).plain.strip()
-        == ""
-    )
 
 
 # --- SGLang's adaptive steps: the tier in use beside the largest candidate, from `spec_num_steps`
