@@ -137,12 +137,10 @@ class Board:
 
     def apply(self, update: Update) -> Applied:
         """One update from a source (a notice changes nothing here)."""
-        if isinstance(update, ReadingArrived):
-            alerts = self.add_reading(update.reading)
-            return Applied(changed=(update.reading.name,), alerts=alerts)
-        if isinstance(update, ReadingsArrived):
-            alerts = [alert for reading in update.readings for alert in self.add_reading(reading)]
-            return Applied(changed=tuple(reading.name for reading in update.readings), alerts=alerts)
+        if isinstance(update, ReadingArrived | ReadingsArrived):
+            readings = (update.reading,) if isinstance(update, ReadingArrived) else update.readings
+            alerts = [alert for reading in readings for alert in self.add_reading(reading)]
+            return Applied(changed=tuple(reading.name for reading in readings), alerts=alerts)
         if isinstance(update, LogLineArrived):
             return self._apply_log(update)
         if isinstance(update, EndpointsNamed):
@@ -188,13 +186,15 @@ class Board:
     def _apply_log(self, update: LogLineArrived) -> Applied:
         name = update.endpoint
         new = self.ensure_endpoint(name)
+        log_line = None
         if update.line is None:  # events held back until the log went quiet: no new line to show
             alerts = self.add_log_events(name, update.time, update.events)
-            return Applied(changed=(name,) if alerts or new else (), alerts=alerts)
-        entry, alerts = self.add_log_line(
-            name, update.time, update.line, update.events, failed_lines=update.failed_lines
-        )
-        return Applied(changed=(name,) if alerts or new else (), log_line=(name, entry), alerts=alerts)
+        else:
+            entry, alerts = self.add_log_line(
+                name, update.time, update.line, update.events, update.failed_lines
+            )
+            log_line = (name, entry)
+        return Applied(changed=(name,) if alerts or new else (), log_line=log_line, alerts=alerts)
 
     def add_reading(self, reading: EndpointReading) -> list[Alert]:
         """Store one scrape; returns the alerts it started or cleared."""
@@ -221,11 +221,9 @@ class Board:
             changes += self.alerts.observe_condition(reading.name, "advice", reading.time, message)
         return changes
 
-    def enable_advice(self, kept: KeptModels, margin: float | None = None) -> None:
+    def enable_advice(self, kept: KeptModels) -> None:
         """The advisor on every reading from now on, with the step-cost models read at start."""
         self.advice = AdviceBook(kept, self.settings.alerts.sustained_s)
-        if margin is not None:
-            self.advice.margin = margin
 
     def group_advice(self) -> dict[str, Advice]:
         """Fleet mode: each group's advice from its members' pooled per-position rates."""
@@ -256,10 +254,7 @@ class Board:
     def add_log_events(self, name: str, time: float, events: Iterable[object]) -> list[Alert]:
         """Events without a line of their own (a traceback completed when the log went quiet)."""
         self.ensure_endpoint(name)
-        changes: list[Alert] = []
-        for event in events:
-            changes += self.alerts.observe_log_event(name, time, event)
-        return changes
+        return [alert for event in events for alert in self.alerts.observe_log_event(name, time, event)]
 
     def end_restart(self, name: str, time: float, ok: bool, detail: str) -> list[Alert]:
         """A planned restart is over; a failed one of an endpoint that is down raises "endpoint down"."""

@@ -171,14 +171,11 @@ def _advice_after_one_reading(per_draft_seq_ms: float) -> CardData:
     return CardData(name="e", reading=reading, now=100.0, advice=board.advice.advice("e"))
 
 
-def test_card_and_detail_show_the_table_offer() -> None:
+def test_card_and_detail_show_the_table_offer_and_one_k_for_every_load_keeps_the_usual_line() -> None:
     data = _advice_after_one_reading(10.0)  # k=1 wins alone, off wins at load 8 (test_guard_control)
     assert data.advice is not None and data.advice.table == "1: k=1, 2-256: k=0"
     assert badge_line(data, 120).plain == LINE
     assert " ".join(advice_lines(data.advice, 200, 3)).startswith(f"advice {LINE}")
-
-
-def test_one_k_for_every_load_keeps_the_usual_line() -> None:
-    data = _advice_after_one_reading(12.46)  # within the margin: no table
+    data = _advice_after_one_reading(12.46)  # within the margin: no table, one k for every load
     assert data.advice is not None and data.advice.table is None
     assert "batch size" not in badge_line(data, 120).plain

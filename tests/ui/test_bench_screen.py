@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -260,18 +259,18 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
     ]
 
 
-@asynccontextmanager
-async def _opened_with_b() -> AsyncIterator[tuple[Pilot[Any], BenchScreen]]:
-    """The burst screen as a user opens it: b on the dashboard (of an endpoint where nothing listens)."""
+async def test_in_the_app_under_no_color_the_footer_keeps_the_keys_in_sight_toggles_read_on_and_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The burst screen as a user opens it (b on the dashboard): at 80 columns the footer keeps its keys in
+    sight, b opens no second screen; toggles say on / off, focus shows by reverse video, placeholders say
+    "e.g." in words, not by italics alone."""
+    monkeypatch.setenv("NO_COLOR", "1")
     app = spectop(EndpointSettings(name="e", url="http://127.0.0.1:9"))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: bool(app.screen.query("EndpointCard")))
         await press_into(pilot, BenchScreen, "b")
-        yield pilot, bench_screen(app)
-
-
-async def test_in_the_app_the_footer_keeps_the_keys_in_sight_at_80_and_b_opens_no_second_screen() -> None:
-    async with _opened_with_b() as (pilot, screen):
+        screen = bench_screen(app)
         screen.query_one("#results-table", DataTable).focus()
         footer = screen.query_one(Footer)
         await wait_for(
@@ -285,14 +284,6 @@ async def test_in_the_app_the_footer_keeps_the_keys_in_sight_at_80_and_b_opens_n
         await pilot.press("b")  # the app's key: a second burst screen on top of this one
         await pilot.pause()
         assert pilot.app.screen is screen and "this is the burst screen" in text_of(screen, "#status")
-
-
-async def test_under_no_color_toggles_read_on_and_off_focus_shows_and_placeholders_say_e_g(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Placeholders say "e.g." in words, not by italics alone."""
-    monkeypatch.setenv("NO_COLOR", "1")
-    async with _opened_with_b() as (pilot, screen):
         prime = screen.query_one("#prime-cache", OnOff)
         prime.focus()
         await pilot.press("space")

@@ -74,16 +74,6 @@ def test_lines_fit_the_width_and_unknowns_are_dashes_never_old_figures() -> None
     assert "500" not in "\n".join(line.plain for line in compact_lines(down, 76))
 
 
-def test_badges_put_critical_first_with_its_message() -> None:
-    alerts = [
-        Alert("a", "acceptance_low", "warning", "acceptance 45% below 60%", 1.0),
-        Alert("a", "acceptance_critical", "critical", "acceptance 25% below 30%", 2.0),
-    ]
-    line = badge_line(CardData(name="a", alerts=alerts), 80).plain
-    assert line.index("CRIT") < line.index("WARN")
-    assert "below 30%" in line
-
-
 # --- why a figure is what it is: bounds, restarts, short windows, finished requests -------------------
 
 
@@ -177,7 +167,7 @@ def _alerts() -> list[Alert]:
     ]
 
 
-def test_badges_are_never_cut_and_those_that_do_not_fit_are_counted() -> None:
+def test_badges_critical_first_never_cut_those_that_do_not_fit_counted_and_every_kind_labelled() -> None:
     data = CardData(name="a", alerts=_alerts())
     for width in (76, 36, 20):  # an 80-column card, a half-width card, a tiny one
         line = badge_line(data, width).plain
@@ -189,12 +179,23 @@ def test_badges_are_never_cut_and_those_that_do_not_fit_are_counted() -> None:
         hidden = 4 - len(shown)
         assert (f"+{hidden}" in line) == bool(hidden)
         assert " WARN" not in line.replace(" WARN log ", "").replace(" WARN engine ", "")  # no half badge
+    alerts = [
+        Alert("a", "acceptance_low", "warning", "acceptance 45% below 60%", 1.0),
+        Alert("a", "acceptance_critical", "critical", "acceptance 25% below 30%", 2.0),
+    ]
+    line = badge_line(CardData(name="a", alerts=alerts), 80).plain
+    assert line.index("CRIT") < line.index("WARN") and "below 30%" in line  # the worst's message
+    kinds = get_args(AlertKind)  # every kind has its label
+    assert "imbalance" in kinds and set(ALERT_LABEL) == set(kinds)
+    for kind in kinds:
+        line = badge_line(CardData(name="a", alerts=[Alert("a", kind, "warning", "why", 1.0)]), 80).plain
+        assert line.startswith(f" WARN {ALERT_LABEL[kind]} ") and ALERT_LABEL[kind]
 
 
 SSL_ERROR = "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)"
 
 
-def test_the_badge_line_shortens_an_error_an_alert_or_an_advice_by_whole_words() -> None:
+def test_the_badge_line_shortens_an_error_alert_or_advice_by_whole_words_and_says_a_context_advice() -> None:
     down = _reading(1.0, up=False)
     down.error = SSL_ERROR
     message = "acceptance 46% below 50%; mean length 2.40→1.60 since the draft model changed"
@@ -210,6 +211,12 @@ def test_the_badge_line_shortens_an_error_an_alert_or_an_advice_by_whole_words()
             assert len(line) <= width
             assert cut_words(text, [line]) is None, f"{width}: {line!r}"
             assert text in line or line.endswith("…")
+    words = "at this context (18,000 prompt tokens), k=0: speculation stops paying from 16,384 at c=1"
+    advice = Advice(2, context=words)  # no calibration (no basis): the context alone is worth saying
+    line = badge_line(CardData(name="a", reading=_reading(1.0), now=1.0, advice=advice), 200).plain
+    assert line.endswith(f"k=2 now · {words}")
+    bare = CardData(name="a", reading=_reading(1.0), now=1.0, advice=Advice(2))  # nothing to say
+    assert badge_line(bare, 200).plain.strip() == ""
 
 
 def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None:
@@ -235,7 +242,9 @@ class CardApp(App[None]):
         yield EndpointCard(self.data)
 
 
-def test_long_model_names_keep_their_tail_or_the_part_that_differs() -> None:
+async def test_long_model_names_keep_their_tail_or_the_part_that_differs_and_the_card_title_is_cut_left() -> (
+    None
+):
     assert short_model("deepseek-ai/DeepSeek-V3-0324", 40) == "deepseek-ai/DeepSeek-V3-0324"
     assert short_model("deepseek-ai/DeepSeek-V3-0324", 18) == "…DeepSeek-V3-0324"
     peers = ["meta-llama/Llama-3.1-8B-Instruct-FP8-dynamic"]
@@ -245,9 +254,6 @@ def test_long_model_names_keep_their_tail_or_the_part_that_differs() -> None:
     assert short.startswith("…70B") and len(short) == 12  # the differing part, even when cut
     assert short_model(seventy, 12) == "…FP8-dynamic"
     assert len(short_model("x" * 50, 1)) == 1
-
-
-async def test_card_title_shortens_the_model_from_the_left() -> None:
     model = "/models/huggingface/hub/deepseek-ai/DeepSeek-V3-0324-FP8-dynamic-quantized"
     app = CardApp(CardData(name="mtp-on", backend="vllm", model=model, reading=_reading(1.0), now=1.0))
     async with app.run_test(size=(80, 8)) as pilot:
@@ -258,15 +264,6 @@ async def test_card_title_shortens_the_model_from_the_left() -> None:
 
 
 # --- the detail's charts on a card that has the room; per position that fits; labels ---------------------
-
-
-def test_every_alert_kind_has_a_badge_label() -> None:
-    kinds = get_args(AlertKind)
-    assert "imbalance" in kinds
-    assert set(ALERT_LABEL) == set(kinds)
-    for kind in kinds:
-        line = badge_line(CardData(name="a", alerts=[Alert("a", kind, "warning", "why", 1.0)]), 80).plain
-        assert line.startswith(f" WARN {ALERT_LABEL[kind]} ") and ALERT_LABEL[kind]
 
 
 def _positions(line: str) -> list[str]:
@@ -380,17 +377,6 @@ async def test_dashboard_cards_carry_the_charts_at_200x50_and_120x36_not_at_80x2
         await pilot.resize_terminal(80, 24)
         await wait_for(pilot, lambda: not any("-5 min" in text for text in card_texts(app).values()))
         assert all("tok/s" in text for text in card_texts(app).values())
-
-
-def test_the_badge_line_says_the_context_advice_without_a_step_cost_model() -> None:
-    words = "at this context (18,000 prompt tokens), k=0: speculation stops paying from 16,384 at c=1"
-    advice = Advice(2, context=words)  # no calibration (no basis): the context alone is worth saying
-    line = badge_line(CardData(name="a", reading=_reading(1.0), now=1.0, advice=advice), 200).plain
-    assert line.endswith(f"k=2 now · {words}")
-    assert (
-        badge_line(CardData(name="a", reading=_reading(1.0), now=1.0, advice=Advice(2)), 200).plain.strip()
-        == ""
-    )
 
 
 # --- SGLang's adaptive steps: the tier in use beside the largest candidate, from `spec_num_steps`

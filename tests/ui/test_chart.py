@@ -30,20 +30,14 @@ from tui.widgets.chart import (
 TTFT, ACCEPTANCE = TTFT_CHART, ACCEPTANCE_CHART
 
 
-def test_sparkline_scales_between_low_and_high_and_leaves_gaps() -> None:
+def test_sparklines_scale_with_gaps_chart_rows_stack_and_buckets_average_fill_and_keep_outages() -> None:
     assert sparkline([1.0, None, 2.0, 3.0], 6, 1.0, 3.0) == "  ▁ ▅█"
     assert sparkline([], 4, 0.0, 1.0) == "    "
     assert sparkline([5.0, 5.0], 2, 5.0, 5.0) == "▅▅"  # flat stays flat, mid-height
     assert sparkline([9.0, 1.0, 2.0], 2, 1.0, 2.0) == "▁█"  # the newest values only
-
-
-def test_chart_rows_stack_blocks_from_the_bottom() -> None:
-    rows = chart_rows([0.0, 1.0], 2, 2, 0.0, 1.0)
+    rows = chart_rows([0.0, 1.0], 2, 2, 0.0, 1.0)  # blocks stacked from the bottom
     assert rows[1][1] == "█" and rows[0][1] == "█" and rows[0][0] == " "
     assert chart_rows([None], 1, 2, 0.0, 1.0) == [" ", " "]
-
-
-def test_bucketed_averages_slices_fills_between_polls_and_keeps_outages() -> None:
     values: list[float | None] = [1.0, 3.0, None, 5.0, 7.0]
     assert bucketed([0.0, 1.0, 2.0, 6.0, 7.0], values, 0.0, 8.0, 4) == [2.0, None, None, 6.0]
     assert bucketed([0.0, 2.0], [1.0, 2.0], 0.0, 4.0, 4) == [1.0, 1.0, 2.0, 2.0]

@@ -102,29 +102,9 @@ def status_text(screen: EditorScreen) -> str:
     return str(screen.query_one("#editor-status", Static).render())
 
 
-async def test_invalid_value_is_shown_and_not_applied(config_toml: Path) -> None:
-    before = config_toml.read_text()
-    async with editing(config_toml) as (pilot, screen):
-        gpu = field_input(screen, "model", "gpu_memory_utilization")
-        await type_into(pilot, gpu, "1.5", enter=False)
-        row = screen._rows[("model", "gpu_memory_utilization")]
-        assert row.has_class("-invalid")
-        assert "must be at most 1" in str(row.query_one(".field-help", Static).render())
-        assert screen.document is not None and screen.document.text == before
-        await pilot.press("enter")  # an invalid value is not applied
-        assert screen.document.text == before
-        await pilot.press("ctrl+s")
-        await pilot.pause()
-        assert not isinstance(pilot.app.screen, DiffDialog)
-        status = str(screen.query_one("#editor-status", Static).render())
-        assert "cannot save: model.gpu_memory_utilization" in status
-        assert pilot.app.focused is gpu
-        await type_into(pilot, gpu, "0.8", enter=False)
-        dialog = await save_to_the_diff(pilot)  # a valid value still being typed is applied before the diff
-        assert "+gpu_memory_utilization = 0.8" in dialog.diff
-
-
-async def test_undo_reverts_the_last_field_change(config_toml: Path) -> None:
+async def test_undo_reverts_the_last_field_change_and_an_invalid_value_is_shown_and_not_applied(
+    config_toml: Path,
+) -> None:
     before = config_toml.read_text()
     async with editing(config_toml) as (pilot, screen):
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "4")
@@ -140,6 +120,22 @@ async def test_undo_reverts_the_last_field_change(config_toml: Path) -> None:
         await pilot.pause()
         assert screen.document.text == before
         assert screen.query_one("#raw", TextArea).text == before
+        gpu = field_input(screen, "model", "gpu_memory_utilization")
+        await type_into(pilot, gpu, "1.5", enter=False)
+        row = screen._rows[("model", "gpu_memory_utilization")]
+        assert row.has_class("-invalid")
+        assert "must be at most 1" in str(row.query_one(".field-help", Static).render())
+        assert screen.document.text == before
+        await pilot.press("enter")  # an invalid value is not applied
+        assert screen.document.text == before
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert not isinstance(pilot.app.screen, DiffDialog)
+        assert "cannot save: model.gpu_memory_utilization" in status_text(screen)
+        assert pilot.app.focused is gpu
+        await type_into(pilot, gpu, "0.8", enter=False)
+        dialog = await save_to_the_diff(pilot)  # a valid value still being typed is applied before the diff
+        assert "+gpu_memory_utilization = 0.8" in dialog.diff
 
 
 async def test_select_and_switch_fields_and_undo_of_a_removed_key(tmp_path: Path) -> None:

@@ -99,13 +99,6 @@ async def test_a_crash_in_the_editor_writes_a_recovery_copy_of_the_unsaved_text(
     assert any(str(recovered) in note for note in app.recovery_notes)
 
 
-async def test_opening_a_file_with_a_recovery_copy_says_so(config_toml: Path) -> None:
-    recovery_path(config_toml).write_text("left over", encoding="utf-8")
-    async with editing(config_toml) as (pilot, _):
-        await wait_for(pilot, lambda: any("spectop-recovery" in n.message for n in pilot.app._notifications))
-        assert any(str(recovery_path(config_toml)) in n.message for n in pilot.app._notifications)
-
-
 async def edit_a_field(pilot, screen: EditorScreen, value: str) -> None:  # type: ignore[no-untyped-def]
     field = screen.query_one("#field-scheduler--max_num_seqs Input", Input)
     field.focus()
@@ -138,8 +131,13 @@ async def test_quitting_spectop_edit_asks_and_saves(config_toml: Path, key: str)
     assert "max_num_seqs = 8\n" in config_toml.read_text()
 
 
-async def test_the_quit_action_and_escape_ask_too_and_d_discards(config_toml: Path) -> None:
+async def test_a_recovery_copy_is_said_on_opening_the_quit_action_and_escape_ask_too_and_d_discards(
+    config_toml: Path,
+) -> None:
+    recovery_path(config_toml).write_text("left over", encoding="utf-8")
     async with editing(config_toml) as (pilot, screen):
+        await wait_for(pilot, lambda: any("spectop-recovery" in n.message for n in pilot.app._notifications))
+        assert any(str(recovery_path(config_toml)) in n.message for n in pilot.app._notifications)
         await edit_a_field(pilot, screen, "8")
         await pilot.app.run_action("quit")  # the command palette's "Quit"
         await wait_for_screen(pilot, ConfirmDialog)

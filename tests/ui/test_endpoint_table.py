@@ -161,7 +161,7 @@ def _nowhere(names: list[str]) -> list[EndpointSettings]:
     return [EndpointSettings(name=name, url=f"http://127.0.0.1:{9 + i}") for i, name in enumerate(names)]
 
 
-async def test_the_table_comes_by_itself_when_cards_do_not_fit() -> None:
+async def test_the_table_comes_by_itself_when_cards_do_not_fit_its_text_widths_hold_the_cells() -> None:
     app = spectop(*_nowhere([f"node-{index:02}" for index in range(8)]))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -172,6 +172,21 @@ async def test_the_table_comes_by_itself_when_cards_do_not_fit() -> None:
         await pilot.resize_terminal(200, 50)
         await pilot.pause()
         assert screen.view == "cards"
+        # The text columns are sized from the rows' strings (not their cells, too slow for a fleet): never
+        # narrower than the cells themselves.
+        rows = [
+            EndpointRow(
+                "127.0.0.1:38531", "restarting", worst_alert="warning", model="deepseek-ai/DeepSeek-V3"
+            ),
+            EndpointRow("a", "down", worst_alert="critical", backend="vllm"),
+            EndpointRow("node-with-a-longer-name:8000", "no data"),
+        ]
+        table = screen.query_one(EndpointTable)
+        widths = table.text_widths(rows)
+        for column in endpoint_table.WIDE_COLUMNS:
+            if column.sort in widths:
+                cells = [table.cell(column, row, (), table._styles()).cell_len for row in rows]
+                assert widths[column.sort] >= max(cells), column.sort
 
 
 def _table_lines(app: SpectopApp) -> list[str]:
@@ -211,25 +226,6 @@ async def test_table_names_are_whole_with_a_gap_or_keep_their_port(
             assert shown is not None, f"no row shows port {port}:\n" + "\n".join(lines)
             assert shown == name or (shown.startswith("…") and name.endswith(shown[1:])), shown
         assert not cut_figures(app)
-
-
-async def test_text_widths_are_at_least_the_cells_widths() -> None:
-    """The table's text columns are sized from the rows' strings (not their cells, too slow for a fleet):
-    never narrower than the cells themselves."""
-    rows = [
-        EndpointRow("127.0.0.1:38531", "restarting", worst_alert="warning", model="deepseek-ai/DeepSeek-V3"),
-        EndpointRow("a", "down", worst_alert="critical", backend="vllm"),
-        EndpointRow("node-with-a-longer-name:8000", "no data"),
-    ]
-    app = spectop()
-    async with app.run_test(size=(200, 50)):
-        table = EndpointTable()
-        await app.screen.mount(table)
-        widths = table.text_widths(rows)
-        for column in endpoint_table.WIDE_COLUMNS:
-            if column.sort in widths:
-                cells = [table.cell(column, row, (), table._styles()).cell_len for row in rows]
-                assert widths[column.sort] >= max(cells), column.sort
 
 
 # --- the table view's columns are the user's: chosen, ordered, sorted only by visible ones

@@ -13,6 +13,7 @@ from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
 from ui_waiting import Replayed, press_into, wait_for, wait_for_dashboard
 
+from tui.advice.guard_control import GuardOffer
 from tui.screens.alerts import AlertsScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
@@ -134,7 +135,9 @@ def _dialogs(long: bool = False) -> tuple[Screen[Any], ...]:
     return (
         ConfirmDialog(question, {"s": "save", "d": "discard", "n": ""}),
         DiffDialog("Save config.toml?", "-a = 1\n+a = 2\n" * (20 if long else 1)),
-        GuardDialog.offering("e", "acceptance 28% below 50% for 30 s", "-enabled = true\n+enabled = false\n"),
+        GuardDialog.of(
+            GuardOffer("e", None, "acceptance 28% below 50% for 30 s", "-enabled = true\n+enabled = false\n")
+        ),
     )
 
 

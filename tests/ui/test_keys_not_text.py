@@ -145,39 +145,16 @@ async def test_a_digit_bound_on_the_screen_stays_a_command() -> None:
         assert field.value == "2" and field.editing  # "2" is no key here: a new value
 
 
-# --- keys after `i` / a digit land in order when they arrive together (tmux, a paste)
-
-
-K = ("speculative", "num_speculative_tokens")
-
-
-async def test_keys_at_once_after_i_apply_in_order_in_a_field_and_in_the_raw_view(config_toml: Path) -> None:
-    async with editing(config_toml) as (pilot, screen):
-        field = field_input(screen, *K)
-        field.focus()
-        await pilot.pause()
-        await press_at_once(pilot, "i", "backspace", "5", "enter")
-        assert screen.document is not None
-        await wait_for(pilot, lambda: screen.document.get(K) == 5, "k = 5 applied")
-        assert field.value == "5" and not field.editing
-        await pilot.press("f3")
-        raw = screen.query_one("#raw", TextArea)
-        await wait_for(pilot, lambda: screen.focused is raw, "the raw view")
-        row = raw.text.splitlines().index("num_speculative_tokens = 5")
-        raw.move_cursor((row, 0))
-        await press_at_once(pilot, "i", "end", "backspace", "backspace", " ", "7")
-        edited = "num_speculative_tokens = 7"
-        await wait_for(pilot, lambda: edited in raw.text.splitlines(), "the line edited")
-        assert screen.document is not None and screen.document.get(K) == 7
-
-
 # --- in edit mode esc cancels: the text from before the edit, nothing applied
 
 
 TP = ("model", "tensor_parallel_size")
+K = ("speculative", "num_speculative_tokens")
 
 
-async def test_in_the_editor_esc_cancels_an_edit_and_enter_applies_it(config_toml: Path) -> None:
+async def test_in_the_editor_esc_cancels_an_edit_enter_applies_it_and_keys_at_once_land_in_order(
+    config_toml: Path,
+) -> None:
     before = config_toml.read_text()
     async with editing(config_toml) as (pilot, screen):
         tp = field_input(screen, *TP)
@@ -207,6 +184,20 @@ async def test_in_the_editor_esc_cancels_an_edit_and_enter_applies_it(config_tom
         assert tp.value == "4" and screen.document.get(TP) == 4
         await pilot.press("ctrl+z")
         assert screen.document.get(TP) == 8 and tp.value == "8"
+        # keys after `i` / a digit land in order when they arrive together (tmux, a paste)
+        k.focus()
+        await pilot.pause()
+        await press_at_once(pilot, "i", "backspace", "5", "enter")
+        await wait_for(pilot, lambda: screen.document.get(K) == 5, "k = 5 applied")
+        assert k.value == "5" and not k.editing
+        await pilot.press("f3")
+        raw = screen.query_one("#raw", TextArea)
+        await wait_for(pilot, lambda: screen.focused is raw, "the raw view")
+        raw.move_cursor((raw.text.splitlines().index("num_speculative_tokens = 5"), 0))
+        await press_at_once(pilot, "i", "end", "backspace", "backspace", " ", "7")
+        edited = "num_speculative_tokens = 7"
+        await wait_for(pilot, lambda: edited in raw.text.splitlines(), "the line edited")
+        assert screen.document is not None and screen.document.get(K) == 7
 
 
 @pytest.mark.parametrize(

@@ -57,7 +57,7 @@ def _card(app: SpectopApp) -> EndpointCard:
     return app.screen.query_one(EndpointCard)
 
 
-async def test_cards_appear_update_go_down_on_a_stop_or_garbage_come_back_and_the_detail_tails_the_log(
+async def test_cards_appear_alert_on_low_acceptance_go_down_on_a_stop_or_garbage_and_the_detail_tails_the_log(
     sim: SimServer,
 ) -> None:
     app = _app(sim)
@@ -71,6 +71,14 @@ async def test_cards_appear_update_go_down_on_a_stop_or_garbage_come_back_and_th
         assert data.reading is not None and data.reading.backend == "vllm"
         assert "tok/s" in str(_card(app).render())
         assert app.alerts.threshold("sim") == 0.7  # from the endpoint's config file, not the settings
+        sim.control(acceptance=[0.05, 0.05])  # an alert on low acceptance, cleared on recovery
+        await wait_for(pilot, lambda: any(a.kind == "acceptance_critical" for a in app.alerts.active("sim")))
+        await wait_for(pilot, lambda: "CRIT" in str(_card(app).render()))
+        assert _card(app).has_class("alert-critical")
+        sim.control(acceptance=[0.95, 0.9])
+        await wait_for(pilot, lambda: not app.alerts.active("sim"))
+        cleared = [alert for alert in app.alerts.cleared if alert.worst == "critical"]
+        assert cleared and cleared[0].cleared_at is not None and cleared[0].cleared_at > cleared[0].started_at
         await sim.stop()
         await wait_for(pilot, lambda: _card(app).data.status == "down")
         assert "down" in str(_card(app).data.status_content())
@@ -93,20 +101,6 @@ async def test_cards_appear_update_go_down_on_a_stop_or_garbage_come_back_and_th
         await wait_for(pilot, lambda: any("SpecDecoding" in line.text for line in log.lines))
 
 
-async def test_alert_fires_on_low_acceptance_and_clears_on_recovery(sim: SimServer) -> None:
-    app = _app(sim)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: _card(app).data.figures.acceptance_rate is not None)
-        sim.control(acceptance=[0.05, 0.05])
-        await wait_for(pilot, lambda: any(a.kind == "acceptance_critical" for a in app.alerts.active("sim")))
-        await wait_for(pilot, lambda: "CRIT" in str(_card(app).render()))
-        assert _card(app).has_class("alert-critical")
-        sim.control(acceptance=[0.95, 0.9])
-        await wait_for(pilot, lambda: not app.alerts.active("sim"))
-        cleared = [alert for alert in app.alerts.cleared if alert.worst == "critical"]
-        assert cleared and cleared[0].cleared_at is not None and cleared[0].cleared_at > cleared[0].started_at
-
-
 async def test_record_then_replay_gives_the_same_figures(
     sim: SimServer, tmp_path: Path, replayed: Replayed
 ) -> None:
@@ -125,10 +119,15 @@ async def test_record_then_replay_gives_the_same_figures(
         ]
 
 
-async def test_threshold_follows_the_config_file_after_another_screen(
-    live_app: SpectopApp, config_toml: Path
+async def test_threshold_follows_the_config_file_after_another_screen_and_t_opens_the_tune_screen(
+    config_toml: Path,
 ) -> None:
-    app = live_app
+    from tui.screens.tune import TuneScreen
+
+    endpoint = EndpointSettings(
+        name="e", url="http://127.0.0.1:9", config_file=config_toml, restart_command=["true"]
+    )
+    app = spectop(endpoint, EndpointSettings(name="bare", url="http://127.0.0.1:9"))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.readings.get("e") is not None)
         assert app.alerts.threshold("e") == 0.6
@@ -140,6 +139,15 @@ async def test_threshold_follows_the_config_file_after_another_screen(
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.alerts.threshold("e") == 0.45)
         assert app.readings["e"].up is False
+        await pilot.press("T")  # the focused endpoint's tune screen
+        await pilot.pause()
+        assert isinstance(app.screen, TuneScreen) and app.screen.endpoint.name == "e"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, TuneScreen)
+        await pilot.press("down", "T")
+        await pilot.pause()
+        assert not isinstance(app.screen, TuneScreen)  # no config file nor restart command: said, not opened
 
 
 # A dying vLLM server: stats, then a traceback whose exception names no specific failure (so no line
@@ -187,31 +195,6 @@ async def test_the_dashboard_says_http_was_added_to_a_url_without_scheme(tmp_pat
             return any("using http://127.0.0.1:9" in note.message for note in app._notifications)
 
         await wait_for(pilot, said)
-
-
-# --- `T` opens the tune screen of the focused endpoint (or says what it needs)
-
-
-async def test_t_opens_the_tune_screen_of_the_focused_endpoint(config_toml: Path) -> None:
-    from tui.screens.tune import TuneScreen
-
-    endpoint = EndpointSettings(
-        name="gpu1", url="http://127.0.0.1:9", config_file=config_toml, restart_command=["true"]
-    )
-    bare = EndpointSettings(name="bare", url="http://127.0.0.1:9")
-    app = spectop(endpoint, bare)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        await pilot.press("T")
-        await pilot.pause()
-        assert isinstance(app.screen, TuneScreen)
-        assert app.screen.endpoint.name == "gpu1"
-        await pilot.press("escape")
-        await pilot.pause()
-        assert not isinstance(app.screen, TuneScreen)
-        await pilot.press("down", "T")
-        await pilot.pause()
-        assert not isinstance(app.screen, TuneScreen)  # no config file nor restart command: said, not opened
 
 
 # --- a log line the parser could not read is counted per endpoint

@@ -29,7 +29,7 @@ def _text(pane: LogPane) -> str:
     return "\n".join(strip.text for strip in pane.lines)
 
 
-async def test_stats_line_is_readable_at_80_columns_access_lines_hide_and_lines_rewrap() -> None:
+async def test_stats_readable_at_80_columns_access_lines_hide_lines_rewrap_and_figures_stand_out() -> None:
     app = PaneApp()
     async with app.run_test(size=(80, 24)) as pilot:
         pane = app.query_one(LogPane)
@@ -59,27 +59,17 @@ async def test_stats_line_is_readable_at_80_columns_access_lines_hide_and_lines_
         await pilot.resize_terminal(200, 24)  # the lines wrap again
         await pilot.pause()
         assert len(pane.lines) < narrow
-
-
-async def test_figures_are_highlighted_and_errors_stand_out() -> None:
-    app = PaneApp()
-    async with app.run_test(size=(100, 10)) as pilot:
-        pane = app.query_one(LogPane)
-        pane.show(
-            [
-                LogEntry(0.0, STATS, "stats"),
-                LogEntry(0.0, "ERROR 08-20 14:03:21 [core.py:1] CUDA out of memory", "error"),
-            ]
-        )
+        error = "ERROR 08-20 14:03:21 [core.py:1] CUDA out of memory"
+        pane.show([LogEntry(0.0, STATS, "stats"), LogEntry(0.0, error, "error")])  # figures bold, errors too
         await pilot.pause()
         stats = pane.lines[0]
         figure = [segment for segment in stats if segment.text == "112.0 tokens/s"]
         plain = [segment for segment in stats if "Engine 000" in segment.text]
         assert figure and figure[0].style is not None and figure[0].style.bold
         assert plain and not (plain[0].style and plain[0].style.bold)
-        error = next(strip for strip in pane.lines if "CUDA out of memory" in strip.text)
-        assert error.text.startswith("14:03:21 ERROR CUDA")
-        assert any(segment.style and segment.style.bold for segment in error if "CUDA" in segment.text)
+        error_line = next(strip for strip in pane.lines if "CUDA out of memory" in strip.text)
+        assert error_line.text.startswith("14:03:21 ERROR CUDA")
+        assert any(segment.style and segment.style.bold for segment in error_line if "CUDA" in segment.text)
 
 
 # --- the log pane's core: prefixes cut to HH:MM:SS, access lines told apart, figures found

@@ -24,12 +24,40 @@ from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.log_pane import LogPane
 
 
-async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
-    replayed: Replayed, recording: Path
+async def test_replay_shows_cards_their_last_figures_and_alerts_keys_move_and_s_saves_a_screenshot(
+    replayed: Replayed, recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     check_recording(recording)  # what `spectop replay` checks before it opens the dashboard: it passes
+    monkeypatch.chdir(tmp_path)
     async with replayed() as (pilot, app):
+        assert isinstance(app.focused, EndpointCard) and app.focused.endpoint == "mtp-on"
+        await pilot.press("down")
+        assert app.focused.endpoint == "mtp-off"
+        await pilot.press("down", "down")
+        assert app.focused.endpoint == "llama-draft"
+        await pilot.press("up", "enter")
+        assert isinstance(app.screen, DetailScreen) and app.screen.endpoint == "mtp-off"
+        await pilot.press("escape", "up", "enter")
+        detail = app.screen
+        assert isinstance(detail, DetailScreen) and detail.endpoint == "mtp-on"
+        log = detail.query_one(LogPane)
+        await wait_for(pilot, lambda: len(log.lines) > 0)
+        assert any("SpecDecoding" in line.text for line in log.lines)
+        await pilot.press("3")
+        assert detail.window_s == 1800.0
+        await pilot.press("f")
+        assert log.follow is False
+        await pilot.press("slash", *"throughput")
         await pilot.pause()
+        assert log.lines and all("throughput" in line.text for line in log.lines)
+        await pilot.press("escape")  # clears the filter
+        await pilot.pause()
+        assert any("SpecDecoding" in line.text for line in log.lines)
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+        await pilot.press("s")  # a screenshot, into the current folder
+        await wait_for(pilot, lambda: any(tmp_path.glob("spectop_screenshot_*.svg")))
+        assert "mtp-on" in next(tmp_path.glob("spectop_screenshot_*.svg")).read_text(encoding="utf-8")
         cards = list(app.screen.query(EndpointCard))
         assert [card.endpoint for card in cards] == ["mtp-on", "mtp-off", "llama-draft"]
         readings = read_records(recording)
@@ -52,37 +80,6 @@ async def test_replay_shows_a_card_per_endpoint_its_last_figures_and_alerts(
         await pilot.resize_terminal(80, 30)
         await wait_for(pilot, lambda: all(card.roomy for card in app.screen.query(EndpointCard)))
         assert "TTFT p50" in card_texts(app)["mtp-on"]
-
-
-async def test_keys_move_between_cards_open_detail_and_come_back(replayed: Replayed) -> None:
-    async with replayed() as (pilot, app):
-        assert isinstance(app.focused, EndpointCard) and app.focused.endpoint == "mtp-on"
-        await pilot.press("down")
-        assert app.focused.endpoint == "mtp-off"
-        await pilot.press("down", "down")
-        assert app.focused.endpoint == "llama-draft"
-        await pilot.press("up", "enter")
-        assert isinstance(app.screen, DetailScreen) and app.screen.endpoint == "mtp-off"
-        await pilot.press("escape")
-        await pilot.press("up", "enter")
-        detail = app.screen
-        assert isinstance(detail, DetailScreen) and detail.endpoint == "mtp-on"
-        log = detail.query_one(LogPane)
-        await wait_for(pilot, lambda: len(log.lines) > 0)
-        assert any("SpecDecoding" in line.text for line in log.lines)
-        await pilot.press("3")
-        assert detail.window_s == 1800.0
-        await pilot.press("f")
-        assert log.follow is False
-        await pilot.press("slash")
-        await pilot.press(*"throughput")
-        await pilot.pause()
-        assert log.lines and all("throughput" in line.text for line in log.lines)
-        await pilot.press("escape")  # clears the filter
-        await pilot.pause()
-        assert any("SpecDecoding" in line.text for line in log.lines)
-        await pilot.press("escape")
-        assert isinstance(app.screen, DashboardScreen)
 
 
 async def test_pause_speed_and_filter(replay_app: Callable[..., SpectopApp]) -> None:
@@ -122,17 +119,6 @@ async def test_theme_cycles_and_is_remembered_but_starting_up_writes_no_state(
     again = replay_app(remember_theme_choice=True)
     async with again.run_test(size=(80, 24)):
         assert again.theme == "spectop-high-contrast"
-
-
-async def test_screenshot_goes_into_the_current_folder(
-    replayed: Replayed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    async with replayed() as (pilot, _):
-        await pilot.press("s")
-        await wait_for(pilot, lambda: any(tmp_path.glob("spectop_screenshot_*.svg")))
-    svg = next(tmp_path.glob("spectop_screenshot_*.svg")).read_text(encoding="utf-8")
-    assert "mtp-on" in svg
 
 
 async def test_a_broken_recording_line_is_reported_not_fatal(tmp_path: Path, replayed: Replayed) -> None:

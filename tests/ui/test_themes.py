@@ -20,11 +20,17 @@ from tui.widgets.config_field import ConfigFieldRow
 from tui.widgets.endpoint_card import EndpointCard, Palette
 
 
-def test_shipped_themes_load() -> None:
+def test_shipped_themes_load_a_users_theme_replaces_one_of_the_same_name_and_next_wraps(
+    tmp_path: Path,
+) -> None:
     loaded = load_themes([themes_dir()])
     assert loaded.problems == []
     assert {"spectop-dark", "spectop-light", "spectop-high-contrast"} <= set(loaded.themes)
     assert loaded.themes["spectop-light"].dark is False
+    (tmp_path / "dark.toml").write_text('name = "spectop-dark"\nprimary = "#FF0000"\n', encoding="utf-8")
+    assert load_themes([themes_dir(), tmp_path]).themes["spectop-dark"].primary == "#FF0000"
+    assert next_theme("b", ["a", "b"]) == "a"
+    assert next_theme("zzz", ["a", "b"]) == "a"
 
 
 def test_broken_theme_is_reported_with_file_and_field_and_skipped(tmp_path: Path) -> None:
@@ -42,12 +48,6 @@ def test_broken_theme_is_reported_with_file_and_field_and_skipped(tmp_path: Path
     assert "extra.toml: field surprise" in problems
 
 
-def test_user_theme_replaces_a_shipped_one_of_the_same_name(tmp_path: Path) -> None:
-    (tmp_path / "dark.toml").write_text('name = "spectop-dark"\nprimary = "#FF0000"\n', encoding="utf-8")
-    loaded = load_themes([themes_dir(), tmp_path])
-    assert loaded.themes["spectop-dark"].primary == "#FF0000"
-
-
 def test_choice_is_remembered_under_xdg_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     assert remembered_theme() is None
@@ -56,11 +56,6 @@ def test_choice_is_remembered_under_xdg_config_home(tmp_path: Path, monkeypatch:
     assert remembered_theme() == "spectop-light"
     state_path().write_text("{broken", encoding="utf-8")
     assert remembered_theme() is None  # a broken state file is not fatal
-
-
-def test_next_theme_wraps() -> None:
-    assert next_theme("b", ["a", "b"]) == "a"
-    assert next_theme("zzz", ["a", "b"]) == "a"
 
 
 # --- NO_COLOR: no colour codes at all, focus visible without colour, switches say on / off

@@ -28,6 +28,7 @@ from ui_waiting import editing, polling_fast, press_into, wait_for
 from tests.fleet.fake_fleet import fleet_app, fleet_settings
 from tests.fleet.fake_prometheus import FakePrometheus
 from tests.untrusted import HOSTILE, OOM_LINE, Reply, ReplyServer, hostile_config, hostile_fleet, hostile_page
+from tui.advice.guard_control import GuardOffer
 from tui.screens.alerts import AlertsScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.guard import GuardDialog
@@ -118,7 +119,9 @@ async def test_replayed_notes_on_the_detail_screen(
 
 
 async def test_guard_offer_dialog() -> None:
-    dialog = GuardDialog.offering(f"x{HOSTILE}", f"acceptance 0.12 < 0.40 on {HOSTILE}", HOSTILE_DIFF)
+    dialog = GuardDialog.of(
+        GuardOffer(f"x{HOSTILE}", None, f"acceptance 0.12 < 0.40 on {HOSTILE}", HOSTILE_DIFF)
+    )
     async with OneScreenApp(dialog).run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: bool(pilot.app.screen.query("#guard-diff")))
         screen = pilot.app.screen

@@ -54,9 +54,7 @@ MAX_USER_PROMPT_FILES = 20
 
 
 class OneArm(Enum):
-    """B's value for a plain one-arm benchmark."""
-
-    NONE = "none"
+    NONE = "none"  # B's value for a plain one-arm benchmark
 
 
 NO_B = OneArm.NONE
@@ -85,20 +83,12 @@ ARM_FIELDS = (
     ("A+", "a-extra", "a_extra", 'e.g. {"enable_speculative": false}', "JSON request fields for A only"),
     ("B+", "b-extra", "b_extra", 'e.g. {"enable_speculative": true}', "JSON request fields for B only"),
 )
-SLO_FIELD = (
-    "SLO",
-    "slo",
-    "slo",
-    "e.g. ttft=500ms, tpot=40ms",
-    "SLOs: share of requests meeting all, and goodput",
-)
-CLIENT_SETTINGS_FIELD = (
-    "client settings",
-    "client-settings",
-    "client_settings",
-    "optional, e.g. settings.json",
-    "client settings.json: api_key_env, model, timeout, retries, extra_body",
-)
+# The SLOs (checked by BurstRequest) and the client settings file (read as a path).
+LAST_FIELDS = (
+    ("SLO", "slo", "slo", "e.g. ttft=500ms, tpot=40ms", "SLOs: share of requests meeting all, and goodput"),
+    ("client settings", "client-settings", "client_settings", "optional, e.g. settings.json",
+     "client settings.json: api_key_env, model, timeout, retries, extra_body"),
+)  # fmt: skip
 SCHEDULES = (("alternate", "alternate"), ("parallel", "parallel"))
 BEFORE_A_BURST = "no burst yet: ctrl+r runs one; figures and verdict show here · h: past bursts"
 APIS = (("chat", "chat"), ("completions", "completions"), ("sglang", "sglang"))
@@ -268,7 +258,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             yield from _inputs(ARM_FIELDS, example=True)
             yield _choice(SCHEDULES, "alternate", "schedule-select", tooltip=SCHEDULE_TOOLTIP)
         with Horizontal(classes="form-row"):
-            yield from _inputs((SLO_FIELD, CLIENT_SETTINGS_FIELD), example=True)
+            yield from _inputs(LAST_FIELDS, example=True)
         with Horizontal(id="progress-row"):
             yield ProgressBar(total=1, show_eta=False, id="progress")
             yield Static("ready", id="phase")
@@ -303,13 +293,11 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
 
     def clear_results(self) -> None:
         """Forget the shown burst, so a cancelled or failed one never leaves the previous table in view."""
-        self.outcome = None
-        self.summary = None
+        self.outcome = self.summary = None
         self.query_one("#results-table", DataTable).clear()
-        self.query_one("#verdict", Static).update("")
         self.query_one("#verdict", Static).remove_class("hint")
-        self.query_one("#explain-text", Static).update("")
-        self.query_one("#live", Static).update("")
+        for shown in ("#verdict", "#explain-text", "#live"):
+            self.query_one(shown, Static).update("")
 
     @property
     def running(self) -> bool:
@@ -326,7 +314,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
             "b": b if isinstance(b, EndpointArm | PastArm) else None,
             "prompts": self.query_one("#prompts-select", Select).value,
         }
-        for _, field_id, name, _, _ in (*FORM_FIELDS, *MORE_FIELDS, *ARM_FIELDS, SLO_FIELD):
+        for _, field_id, name, _, _ in (*FORM_FIELDS, *MORE_FIELDS, *ARM_FIELDS, *LAST_FIELDS[:1]):
             text = self.query_one(f"#{field_id}", Input).value.strip()
             if text:
                 values[name] = text  # converted (and checked) by BurstRequest
@@ -369,7 +357,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self.action_start()
 
     def action_cancel(self) -> None:
-        if self.running and self._worker is not None:
+        if self.running:
             self._cancel.set()
             self.set_status("cancelling: every request in flight is being closed")
         else:

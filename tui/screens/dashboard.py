@@ -163,10 +163,8 @@ class DashboardScreen(EndpointScreen):
 
     def _ensure_cards(self) -> None:
         """Every endpoint has its card; one that missed updates while hidden gets the latest data."""
-        for name in self._stale_cards:
-            card = self._cards.get(name)
-            if card is not None:
-                card.update_data(self._card_data(name))
+        for name in self._stale_cards & self._cards.keys():
+            self._cards[name].update_data(self._card_data(name))
         self._stale_cards = set()
         missing = [name for name in self._names if name not in self._cards]
         if not missing:
@@ -185,8 +183,10 @@ class DashboardScreen(EndpointScreen):
 
     def _focus_first_card(self) -> None:
         self._focus_pending = False
-        in_view = EndpointTable if self.view == "table" else EndpointCard  # the fleet's table too
-        self._focus_view(keep=(in_view, Input))
+        self._focus_view(keep=(self._view_widget(), Input))
+
+    def _view_widget(self) -> type[EndpointTable | EndpointCard]:
+        return EndpointTable if self.view == "table" else EndpointCard  # the fleet's table too
 
     def _focus_view(self, keep: tuple[type, ...] = ()) -> None:
         """The table in the table view, else the first card shown; unless a `keep` widget has the focus."""
@@ -197,13 +197,13 @@ class DashboardScreen(EndpointScreen):
         elif cards := self._visible_cards():
             cards[0].focus()
 
-    def on_endpoint_updated(self, message: EndpointUpdated) -> None:
-        """New figures, an alert, a new endpoint: one redraw `BATCH_DELAY_S` after the first covers a tick."""
-        self._mark_dirty((message.endpoint,), message.immediate)
-
-    def on_endpoints_updated(self, message: EndpointsUpdated) -> None:
-        """The readings of a poll, as `EndpointUpdated` for each; drawn now when the poll is whole."""
-        self._mark_dirty(message.endpoints, immediate=message.immediate)
+    @on(EndpointUpdated)
+    @on(EndpointsUpdated)
+    def _endpoints_updated(self, message: EndpointUpdated | EndpointsUpdated) -> None:
+        """New figures, an alert, a new endpoint: one redraw `BATCH_DELAY_S` after the first covers a tick;
+        a whole poll is drawn now."""
+        names = (message.endpoint,) if isinstance(message, EndpointUpdated) else message.endpoints
+        self._mark_dirty(names, message.immediate)
 
     def on_autopilot_updated(self, message: AutopilotUpdated) -> None:
         changed = (message.lines.keys() | self._autopilot.keys()) & self._known
@@ -242,8 +242,7 @@ class DashboardScreen(EndpointScreen):
         if self._added:
             self._added = False
             self._layout_for(self.size.width, self.size.height)  # the cards view makes their cards
-            in_view = EndpointTable if self.view == "table" else EndpointCard
-            if not self._focus_pending and not isinstance(self.focused, in_view | Input):
+            if not self._focus_pending and not isinstance(self.focused, self._view_widget() | Input):
                 self._focus_pending = True
                 self.call_after_refresh(self._focus_first_card)
         self._update(dirty)
@@ -252,16 +251,12 @@ class DashboardScreen(EndpointScreen):
 
     def _update(self, names: set[str] | list[str]) -> None:
         """New data for `names`, drawn by the view that shows (the other when it shows, `_show_view`)."""
-        if not names:
-            return
-        if self.view == "cards":
-            for name in names:
-                card = self._cards.get(name)
-                if card is not None:
-                    card.update_data(self._card_data(name))
-            return
-        self._stale_cards.update(name for name in names if name in self._cards)
-        self._set_rows(names)
+        if names and self.view == "cards":
+            for name in set(names) & self._cards.keys():
+                self._cards[name].update_data(self._card_data(name))
+        elif names:
+            self._stale_cards.update(name for name in names if name in self._cards)
+            self._set_rows(names)
 
     def _refresh_gpu(self) -> None:
         """The GPU strip at the top, and one more row per card when any card shows a GPU line."""
@@ -322,7 +317,7 @@ class DashboardScreen(EndpointScreen):
     def _intro_text(self) -> str:
         return f"{self.context.intro}\n{INTRO_BACK}" if self.context.intro else ""
 
-    def on_key(self, event: Key) -> None:
+    def on_key(self, _event: Key) -> None:
         """The intro (`spectop demo`) goes at the first key; the key does what it does anyway."""
         self._show_intro(False)
 
@@ -427,8 +422,7 @@ class DashboardScreen(EndpointScreen):
         focused = self.focused
         if isinstance(focused, EndpointTable):  # the fleet's table too
             return focused.selected_endpoint
-        card = self._focused_card()
-        return card.endpoint if card is not None else None
+        return self._card_endpoint()
 
     def _focused_card(self) -> EndpointCard | None:
         focused = self.focused
@@ -456,15 +450,17 @@ class DashboardScreen(EndpointScreen):
 
         self.app.push_screen(DetailScreen(self.context, name))
 
+    def _card_endpoint(self) -> str | None:
+        card = self._focused_card()
+        return card.endpoint if card is not None else None
+
     def action_gpus(self) -> None:
         from tui.screens.detail import GpuScreen
 
-        card = self._focused_card()
-        self.app.push_screen(GpuScreen(self.context, card.endpoint if card is not None else None))
+        self.app.push_screen(GpuScreen(self.context, self._card_endpoint()))
 
     def action_log_viewer(self) -> None:
-        card = self._focused_card()
-        self._open(self.context.open_log, card.endpoint if card is not None else None)
+        self._open(self.context.open_log, self._card_endpoint())
 
     def action_edit(self) -> None:
         self._open(self.context.open_editor, self.endpoint_in_view)

@@ -237,12 +237,11 @@ class GpuScreen(EndpointScreen):
     def on_resize(self, event: Resize) -> None:
         self._show()
 
-    def on_endpoint_updated(self, message: EndpointUpdated) -> None:
-        if message.log_line is None:
+    @on(EndpointUpdated)
+    @on(EndpointsUpdated)
+    def _endpoints_updated(self, message: EndpointUpdated | EndpointsUpdated) -> None:
+        if not isinstance(message, EndpointUpdated) or message.log_line is None:  # a log line: no GPU news
             self._show()
-
-    def on_endpoints_updated(self, message: EndpointsUpdated) -> None:
-        self._show()
 
     def lines(self) -> list[Content]:
         board = self.context.board

@@ -46,7 +46,7 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
     BINDINGS: ClassVar[list[BindingType]] = [
         # f4 / f5 come before the rest: the footer keeps them in sight at 80 columns (f2 / f3: ctrl+o).
         Binding("ctrl+s", "save", "save", priority=True),
-        Binding("ctrl+r", "save_restart", "save & restart", priority=True),
+        Binding("ctrl+r", "save(True)", "save & restart", priority=True),
         Binding("f4", "show_tab('lint')", "lint"),
         Binding("f5", "show_tab('launch')", "launch"),
         Binding("ctrl+z", "undo", "undo", priority=True),
@@ -137,7 +137,7 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "next_field":
             return self.focused is not None and self._row_of(self.focused) is not None
-        if action == "save_restart":
+        if action == "save" and parameters == (True,):  # save & restart
             return self.restart_command is not None
         if action in ("copy_launch", "toggle_launch_format"):
             return self.query_one(TabbedContent).active == "launch"

@@ -106,12 +106,6 @@ class EditorSaving(EditorForm):
             return True
         return await self._write(self.document.text)
 
-    def action_save(self) -> None:
-        self.save_flow(restart=False)
-
-    def action_save_restart(self) -> None:
-        self.save_flow(restart=True)
-
     def _refused(self) -> bool:
         """The current text must not be saved: said, and the cursor where it is wrong."""
         problem = self._blocking_issue()
@@ -149,7 +143,7 @@ class EditorSaving(EditorForm):
         return None
 
     @work(exclusive=True, group="editor-save", exit_on_error=False)
-    async def save_flow(self, restart: bool) -> None:
+    async def action_save(self, restart: bool = False) -> None:
         if self._refused():
             return
         assert self.document is not None and self.kind is not None

@@ -7,12 +7,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
 from textual.notifications import SeverityLevel
-from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from tui.advice.guard import GuardRecord
 from tui.advice.guard_control import GuardFacts, GuardOffer
@@ -20,10 +16,12 @@ from tui.format import fmt_clock
 from tui.sanitize import safe_line, safe_text
 from tui.settings import EndpointSettings
 from tui.telemetry.recording import GuardLogRecord, RecordingError
-from tui.widgets.config_dialogs import diff_text
+from tui.widgets.config_dialogs import DiffDialog
 
 
-class GuardDialog(ModalScreen[bool]):
+class GuardDialog(DiffDialog):
+    """The guard's offer (y / n), or a past action's diff (`offer` False)."""
+
     DEFAULT_CSS = """
     GuardDialog { align: center middle; }
     GuardDialog > Vertical { width: 100%; max-width: 100; height: 100%; max-height: 30;
@@ -33,9 +31,10 @@ class GuardDialog(ModalScreen[bool]):
     GuardDialog .keys { height: 1; color: $text-muted; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y,enter", "answer(True)", "switch off"),
-        Binding("n,escape", "answer(False)", "decline"),
+        Binding("y,enter", "decide(True)", "switch off"),
+        Binding("n,escape", "decide(False)", "decline"),
     ]
+    summary_class, diff_id = "figures", "guard-diff"
 
     def __init__(
         self,
@@ -47,18 +46,10 @@ class GuardDialog(ModalScreen[bool]):
         offer: bool = True,
         yes: str = "switch off",
     ) -> None:
-        super().__init__()
+        super().__init__(title, safe_text(diff), safe_line(figures), action=yes)
         self.endpoint = endpoint
-        self.title_text = title
         self.figures = figures
-        self.diff = diff
         self.offer = offer
-        self.yes = yes
-
-    @classmethod
-    def offering(cls, endpoint: str, reason: str, diff: str) -> GuardDialog:
-        """The offer to switch off: `reason` is the guard decision's (acceptance, threshold, how long)."""
-        return cls.of(GuardOffer(endpoint, None, reason, diff))
 
     @classmethod
     def of(cls, offer: GuardOffer) -> GuardDialog:
@@ -69,17 +60,15 @@ class GuardDialog(ModalScreen[bool]):
     def showing(cls, endpoint: str, time: float, message: str, diff: str) -> GuardDialog:
         return cls(endpoint, f"{endpoint} · {fmt_clock(time)}", message, diff, offer=False)
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(safe_line(self.title_text), markup=False)
-            yield Static(safe_line(self.figures), classes="figures", markup=False)
-            with VerticalScroll():
-                yield Static(diff_text(safe_text(self.diff)) if self.diff else "(no diff)", id="guard-diff")
-            keys = f"[y/enter] {self.yes} (save, restart, /health)   [n/esc] decline"
-            yield Static(keys if self.offer else "[esc] close", classes="keys", markup=False)
+    def keys(self) -> str:
+        return (
+            f"[y/enter] {self.action} (save, restart, /health)   [n/esc] decline"
+            if self.offer
+            else "[esc] close"
+        )
 
-    def action_answer(self, switch_off: bool) -> None:
-        self.dismiss(switch_off and self.offer)
+    def action_decide(self, save: bool) -> None:
+        self.dismiss(save and self.offer)
 
 
 @dataclass

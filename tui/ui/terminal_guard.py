@@ -65,10 +65,7 @@ _STATES: weakref.WeakKeyDictionary[App[Any], SignalState] = weakref.WeakKeyDicti
 
 def signal_state(app: App[Any]) -> SignalState:
     """The signal guard's state of `app` (made on first use)."""
-    state = _STATES.get(app)
-    if state is None:
-        state = _STATES[app] = SignalState()
-    return state
+    return _STATES.setdefault(app, SignalState())
 
 
 def _handler(app: App[Any]) -> Callable[[int, FrameType | None], None]:
@@ -126,16 +123,11 @@ def _on_exit_signal(app: App[Any], number: int) -> None:
     state.exit_signal = number
     notes = []
     for screen in list(app.screen_stack):
-        write = getattr(screen, "write_recovery_copy", None)
-        if write is None:
-            continue
         try:
-            note = write()
+            notes.append(screen.write_recovery_copy() if hasattr(screen, "write_recovery_copy") else None)
         except Exception as failure:  # the app is going down: report, never raise
-            note = f"spectop: could not write a recovery copy: {failure}"
-        if note:
-            notes.append(note)
-    state.notes = tuple(notes)
+            notes.append(f"spectop: could not write a recovery copy: {failure}")
+    state.notes = tuple(note for note in notes if note)
     leave = getattr(app, "leave", None)  # an App with work to undo first (an acting autopilot's change)
     if leave is None:
         app.exit(return_code=128 + number)
@@ -145,8 +137,7 @@ def _on_exit_signal(app: App[Any], number: int) -> None:
 
 def release_input_thread(app: App[Any]) -> None:
     """Stop Textual's input thread if `App.run` ended without stopping it (it keeps the process alive)."""
-    driver = getattr(app, "_driver", None)
-    event = getattr(driver, "exit_event", None)
+    event = getattr(getattr(app, "_driver", None), "exit_event", None)
     if event is not None:
         event.set()
 

@@ -238,11 +238,8 @@ class CardData:
             return LIFETIME_CAVEAT
         window_s = self.window_s if figures.window_short else None
         text = window_text(figures.covered_s, window_s, figures.restarted_s_ago, figures.restart_seen_s_ago)
-        if (
-            text is None
-            and figures.running
-            and "finished requests only" in figures.notes.get("acceptance_rate", "")
-        ):
+        finished_only = "finished requests only" in figures.notes.get("acceptance_rate", "")
+        if text is None and figures.running and finished_only:
             text = "acceptance from finished requests only"
         return text
 

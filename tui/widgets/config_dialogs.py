@@ -86,6 +86,7 @@ class DiffDialog(ModalScreen[bool]):
         Binding("y,enter", "decide(True)", "save"),
         Binding("n,escape", "decide(False)", "back"),
     ]
+    summary_class, diff_id = "summary", "diff"
 
     def __init__(self, title: str, diff: str, summary: str = "", *, action: str = "save") -> None:
         """`action`: what y does, in the words of the key that opened it ("save", "save & restart")."""
@@ -95,14 +96,17 @@ class DiffDialog(ModalScreen[bool]):
         self.summary = summary
         self.action = action
 
+    def keys(self) -> str:
+        return f"[y/enter] {self.action}   [n/esc] back"
+
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(safe_line(self.title_text), markup=False)
             if self.summary:
-                yield Static(safe_text(self.summary), classes="summary", markup=False)
+                yield Static(safe_text(self.summary), classes=self.summary_class, markup=False)
             with VerticalScroll():
-                yield Static(diff_text(self.diff), id="diff")
-            yield Static(f"[y/enter] {self.action}   [n/esc] back", classes="keys", markup=False)
+                yield Static(diff_text(self.diff) if self.diff else "(no diff)", id=self.diff_id)
+            yield Static(self.keys(), classes="keys", markup=False)
 
     def action_decide(self, save: bool) -> None:
         self.dismiss(save)

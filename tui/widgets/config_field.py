@@ -6,7 +6,7 @@ import contextlib
 import json
 from typing import Any
 
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widget import Widget
@@ -84,12 +84,8 @@ class ConfigFieldRow(Widget):
         mark = FOCUS_MARK if self.has_focus_within else " " * len(FOCUS_MARK)
         return mark + self.spec.path[-1] + (" *" if self.spec.required else "")
 
-    def _on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        self._show_focus()
-
-    def _on_descendant_blur(self, event: events.DescendantBlur) -> None:
-        self._show_focus()
-
+    @on(events.DescendantFocus)
+    @on(events.DescendantBlur)
     def _show_focus(self) -> None:
         # Focus and blur come from different widgets in no set order: the row asks where the focus is.
         key = self.query_one_optional(".field-key", Label)
@@ -125,9 +121,7 @@ class ConfigFieldRow(Widget):
             if widget.value != (value is True):
                 with widget.prevent(Switch.Changed):
                     widget.value = value is True
-            unset = self.query_one_optional("#unset", Label)
-            if unset is not None:
-                unset.update(switch_text(value))
+            self._say_unset(value)
         elif isinstance(widget, Select):
             target = value if isinstance(value, str) else Select.NULL
             if widget.value != target:
@@ -169,10 +163,13 @@ class ConfigFieldRow(Widget):
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()
+        self._say_unset(event.value)
+        self.post_message(ConfigFieldEdited(self.spec.path, event.value))
+
+    def _say_unset(self, value: Any) -> None:
         unset = self.query_one_optional("#unset", Label)
         if unset is not None:
-            unset.update(switch_text(event.value))
-        self.post_message(ConfigFieldEdited(self.spec.path, event.value))
+            unset.update(switch_text(value))
 
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()

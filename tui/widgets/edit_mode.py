@@ -200,16 +200,6 @@ class OnOff(Widget, can_focus=True):
 
     value: reactive[bool] = reactive(False)
 
-    class Changed(Message):
-        def __init__(self, toggle: OnOff, value: bool) -> None:
-            super().__init__()
-            self.toggle = toggle
-            self.value = value
-
-        @property
-        def control(self) -> OnOff:
-            return self.toggle
-
     def __init__(self, label: str, value: bool = False, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.label = label
@@ -221,7 +211,6 @@ class OnOff(Widget, can_focus=True):
 
     def watch_value(self, value: bool) -> None:
         self.set_class(value, "-on")
-        self.post_message(self.Changed(self, value))
 
     def action_flip(self) -> None:
         self.value = not self.value

@@ -47,6 +47,11 @@ class Column:
         return self.sort or self.header.strip()
 
 
+def _lifetime_marked(field: str, fmt: Callable[[float | None], str]) -> Callable[[EndpointRow], str]:
+    """A row's figure `field` as text, marked when it is a lifetime figure (since the server started)."""
+    return lambda row: marked(fmt(getattr(row, field)), field in row.lifetime)
+
+
 # The figure columns, tok/s to KV, in this order: (sort column, header, the figure as text).
 FIGURES: tuple[tuple[SortColumn, str, Callable[[EndpointRow], str]], ...] = (
     ("tokens_per_s", "tok/s", lambda row: fmt_tokens_per_s(row.tokens_per_s)),
@@ -55,16 +60,8 @@ FIGURES: tuple[tuple[SortColumn, str, Callable[[EndpointRow], str]], ...] = (
         "TTFT95",
         lambda row: marked(fmt_quantile(row.ttft_p95_s, row.ttft_p95_bounds), "ttft_p95_s" in row.lifetime),
     ),
-    (
-        "acceptance",
-        "accept",
-        lambda row: marked(fmt_rate(row.acceptance_rate), "acceptance_rate" in row.lifetime),
-    ),
-    (
-        "mean_length",
-        "len",
-        lambda row: marked(fmt_length(row.mean_acceptance_length), "mean_acceptance_length" in row.lifetime),
-    ),
+    ("acceptance", "accept", _lifetime_marked("acceptance_rate", fmt_rate)),
+    ("mean_length", "len", _lifetime_marked("mean_acceptance_length", fmt_length)),
     ("running", "run/wt", lambda row: f"{fmt_count(row.running)}/{fmt_count(row.waiting)}"),
     ("kv", "KV", lambda row: fmt_rate(row.kv_cache_usage)),
 )
@@ -269,10 +266,7 @@ class EndpointTable(DataTable[Text]):
     def _add_columns(self) -> None:
         """The layout's columns in their widths now, without rows."""
         self.clear(columns=True)
-        self._cells = {}
-        self._order = []
-        self._latest = {}
-        self._stale = set()
+        self._cells, self._order, self._latest, self._stale = {}, [], {}, set()
         for column in self.layout_columns:
             width = self._widths.get(column.key, column.width)
             self.add_column(Text(column.header), width=width, key=column.key)  # labelled below
@@ -531,13 +525,10 @@ class EndpointTable(DataTable[Text]):
                     self.update_cell(key, column.key, cell)
 
     def select(self, name: str) -> None:
-        """Put the cursor on `name`'s row (when it is shown)."""
-        if name in self._cells:
+        if name in self._cells:  # shown
             self.move_cursor(row=self.get_row_index(name), animate=False)
 
     def _cursor_key(self) -> str | None:
-        if not self.row_count:
-            return None
         try:
             key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
         except CellDoesNotExist:  # an empty or shrinking table has no cursor cell
@@ -565,10 +556,7 @@ class EndpointTable(DataTable[Text]):
         if column not in self.visible_sorts:
             self.app.bell()
             return
-        if column == self.sort_column:
-            self.sort_reverse = not self.sort_reverse
-        else:
-            self.sort_column, self.sort_reverse = column, False
+        self.sort_column, self.sort_reverse = column, column == self.sort_column and not self.sort_reverse
         self._sorted()
 
     def _sorted(self) -> None:

@@ -32,14 +32,7 @@ class LogPane(RichLog):
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(
-            max_lines=PANE_MAX_LINES,
-            wrap=True,
-            markup=False,
-            highlight=False,
-            min_width=MIN_WRAP_WIDTH,
-            id=id,
-        )
+        super().__init__(max_lines=PANE_MAX_LINES, wrap=True, markup=False, min_width=MIN_WRAP_WIDTH, id=id)
         self.filter_text = ""
         self.follow = True
         self.show_access = False
@@ -113,16 +106,14 @@ class LogPane(RichLog):
         return max(MIN_WRAP_WIDTH, self.scrollable_content_region.width)
 
     def _update_title(self) -> None:
-        if self.show_access:
-            self.border_subtitle = self._follow_text() + " · access lines shown (h hides)"
-        elif self.hidden_access:
-            self.border_subtitle = self._follow_text() + f" · {self.hidden_access} access lines hidden (h)"
-        else:
-            self.border_subtitle = self._follow_text()
-
-    def _follow_text(self) -> str:
         text = "following" if self.follow else "paused (f to follow)"
-        return f"filter: {self.filter_text} · {text}" if self.filter_text else text
+        if self.filter_text:
+            text = f"filter: {self.filter_text} · {text}"
+        if self.show_access:
+            text += " · access lines shown (h hides)"
+        elif self.hidden_access:
+            text += f" · {self.hidden_access} access lines hidden (h)"
+        self.border_subtitle = text
 
     def on_resize(self, event: Resize) -> None:
         super().on_resize(event)
