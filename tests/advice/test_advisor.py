@@ -82,13 +82,10 @@ def test_the_fit_recovers_the_simulators_step_cost_exactly() -> None:
             assert model.step_s(k, c) == pytest.approx(truth.decode_step_s(c, k), rel=1e-9)
 
 
-def test_one_load_fits_the_k_terms_only_and_says_so() -> None:
+def test_one_load_fits_the_k_terms_only_and_a_single_k_gives_no_model() -> None:
     cost, dependent, _ = fit(sim_points([2, 3, 4], [4]))
     assert not dependent
     assert cost.step_s(3, 4) == pytest.approx(behaviour().decode_step_s(4, 3))
-
-
-def test_a_single_k_gives_no_model() -> None:
     with pytest.raises(StepCostError, match="two values of k"):
         fit(sim_points([4], [1, 4]))
 
@@ -199,9 +196,10 @@ def test_without_a_model_the_advice_says_so_and_offers_the_calibration() -> None
     assert advice.as_json()["basis"] is None
 
 
-def test_no_positions_or_speculation_off() -> None:
+def test_no_positions_speculation_off_or_a_load_outside_the_calibration_is_noted() -> None:
     assert advise(None, 2, 1.0, fitted()).note == "no per-position acceptance in the window"
     assert advise([], 0, 1.0, fitted()).note == "speculation is off"
+    assert "far outside the calibrated 1-4" in advise(unconditional(CONDITIONAL[:4]), 4, 30.0, fitted()).note
 
 
 def test_fewer_positions_than_the_files_k_are_guesses_and_noted() -> None:
@@ -209,11 +207,6 @@ def test_fewer_positions_than_the_files_k_are_guesses_and_noted() -> None:
     assert advice.extrapolated == (3, 4, 5, 6)
     assert "the server reports 2 positions, the file says k=4" in advice.note
     assert advice.better_k is None or advice.better_k <= 2
-
-
-def test_a_load_outside_the_calibration_is_noted() -> None:
-    advice = advise(unconditional(CONDITIONAL[:4]), 4, 30.0, fitted())
-    assert "far outside the calibrated 1-4" in advice.note
 
 
 def test_the_models_fit_error_raises_the_bar() -> None:
@@ -305,16 +298,14 @@ def test_a_broken_file_is_reported_and_never_overwritten(tmp_path: Path) -> None
 def test_endpoint_keys_and_settings_digest() -> None:
     assert endpoint_key("http://LOCALHOST:8000/metrics") == "127.0.0.1:8000"
     assert endpoint_key("gpu1:9000") == "gpu1:9000"
+    # a label that is no URL is its own key
+    assert endpoint_key("10.1.0.1\x1b[31m:80x") == "10.1.0.1\x1b[31m:80x"
     text = '[model]\nname = "x"\n[speculative]\nenabled = true\nmethod = "mtp"\nnum_speculative_tokens = 4\n'
     k4, digest4, key = config_facts(load_document(text, "vllm_toml"))
     k2, digest2, _ = config_facts(load_document(text.replace("= 4", "= 2"), "vllm_toml"))
     _, other, _ = config_facts(load_document(text.replace('"x"', '"y"'), "vllm_toml"))
     assert (k4, k2, key) == (4, 2, "speculative.num_speculative_tokens")
     assert digest4 == digest2 != other
-
-
-def test_a_label_that_is_no_url_is_its_own_key() -> None:
-    assert endpoint_key("10.1.0.1\x1b[31m:80x") == "10.1.0.1\x1b[31m:80x"
 
 
 def test_a_faster_guess_is_shown_but_never_best_or_advised() -> None:

@@ -147,7 +147,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-def test_without_a_model_the_advice_is_worked_out_when_asked_and_once(counted: list[str]) -> None:
+def test_without_a_model_the_advice_is_worked_out_when_asked_once_of_the_newest_reading(
+    counted: list[str],
+) -> None:
     book = AdviceBook(KeptModels(), sustained_s=30.0)
     book.facts["e"] = ConfigFacts(4, "s")
     for step in range(100):
@@ -158,20 +160,16 @@ def test_without_a_model_the_advice_is_worked_out_when_asked_and_once(counted: l
     assert advice is not None and advice.length_by_k and advice.better_k is None
     assert book.advice("e") is advice and book.sustained_better("e", 100.0).now_k is None
     assert counted == [URL]
-
-
-def test_the_deferred_advice_is_of_the_newest_reading_and_gone_when_the_endpoint_is_down(
-    counted: list[str],
-) -> None:
-    book = AdviceBook(KeptModels(), sustained_s=30.0)
+    # the deferred advice is of the newest reading, and gone when the endpoint is down
+    del book.facts["e"]
     newer = Figures(per_position_acceptance=[0.9, 0.8], running=2.0)
-    book.observe("e", URL, "m", FIGURES, up=True, now=0.0)
-    book.observe("e", URL, "m", newer, up=True, now=2.0)
+    book.observe("e", URL, "m", FIGURES, up=True, now=200.0)
+    book.observe("e", URL, "m", newer, up=True, now=202.0)
     advice = book.advice("e")
     assert advice is not None and advice.current_k == 2 and advice.load == 2.0
-    book.observe("e", URL, "m", newer, up=False, now=4.0)
+    book.observe("e", URL, "m", newer, up=False, now=204.0)
     assert book.advice("e") is None
-    assert counted == [URL]
+    assert counted == [URL, URL]
 
 
 def test_with_a_model_the_advice_is_worked_out_at_each_reading_for_the_alert(counted: list[str]) -> None:
