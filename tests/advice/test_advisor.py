@@ -316,16 +316,14 @@ def test_a_faster_guess_is_shown_but_never_best_or_advised() -> None:
     assert "might be ~" in advice.line() and advice.line().endswith("(guess)")
 
 
-def test_the_runner_up_shown_plain_is_a_trusted_k_not_a_guess_within_the_threshold() -> None:
+def test_the_runner_up_is_shown_plain_when_trusted_and_marked_a_guess_when_only_guesses_are_left() -> None:
     """As on the real vLLM: an extrapolated k a little faster than the current one (within
     the threshold: no guess shown) was the runner-up "best (k=5 1.03x)", shown as if measured."""
     advice = advise(unconditional([0.9, 0.8, 0.95]), 3, 1.0, fitted())  # k=4, 5 extrapolated
     assert advice.best_k == 3 and advice.guess is None
     assert advice.speedup_by_k[5] > advice.speedup_by_k[4] > 1.0 > advice.speedup_by_k[2]
     assert advice.line() == f"k=3 now · best (k=2 {advice.speedup_by_k[2]:.2f}x)"
-
-
-def test_with_only_guesses_beside_the_current_k_the_runner_up_is_marked_a_guess() -> None:
+    # with only guesses beside the current k, the runner-up is marked a guess
     advice = Advice(2, best_k=2, speedup_by_k={2: 1.0, 3: 1.02}, extrapolated=(3,))
     assert advice.guess is None  # within the threshold
     assert advice.line() == "k=2 now · best (k=3 ~1.02x, guess)"

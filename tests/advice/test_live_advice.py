@@ -50,12 +50,21 @@ def member(
     )  # fmt: skip
 
 
-def test_an_instance_finds_its_model_by_its_label() -> None:
-    reading = member("127.0.0.1:8000", unconditional(CONDITIONAL[:4]), 100.0, 2.5)
-    advice = instance_advice(reading, KEPT)
+def test_an_instance_finds_its_model_by_its_label_and_the_snapshot_carries_instance_and_group_advice() -> (
+    None
+):
+    readings = [member("127.0.0.1:8000", unconditional(CONDITIONAL[:4]), 100.0, 2.5)]
+    advice = instance_advice(readings[0], KEPT)
     assert advice is not None and advice.best_k == 2 and advice.basis is not None
     other = instance_advice(member("10.0.0.9:8000", unconditional(CONDITIONAL[:4]), 100.0, 2.5), KEPT)
     assert other is not None and other.basis is None and "--calibrate" in other.note
+    groups = group_advices(readings, KEPT)
+    record = fleet_row(readings[0], advice, groups["vllm"])
+    assert record["advice"]["best_k"] == 2 and record["group"] == "vllm"
+    assert record["group_advice"]["best_k"] == 2
+    lines = advice_lines(groups, {"127.0.0.1:8000": advice})
+    assert lines[0].startswith("advice · group vllm: k=4 now · k=2 would be")
+    assert lines[1].startswith("advice · 127.0.0.1:8000: k=4 now")
 
 
 def test_a_group_pools_its_members_by_draft_steps() -> None:
@@ -68,18 +77,6 @@ def test_a_group_pools_its_members_by_draft_steps() -> None:
     assert advice.current_k == 2 and advice.basis is not None  # the first member's model
     mixed = member("10.0.0.3:8000", [0.9, 0.6, 0.3], 100.0, 2.8)
     assert group_advice([fast, mixed], KEPT).note == "the members run different k"
-
-
-def test_the_fleet_snapshot_carries_instance_and_group_advice() -> None:
-    readings = [member("127.0.0.1:8000", unconditional(CONDITIONAL[:4]), 100.0, 2.5)]
-    groups = group_advices(readings, KEPT)
-    advice = instance_advice(readings[0], KEPT)
-    record = fleet_row(readings[0], advice, groups["vllm"])
-    assert record["advice"]["best_k"] == 2 and record["group"] == "vllm"
-    assert record["group_advice"]["best_k"] == 2
-    lines = advice_lines(groups, {"127.0.0.1:8000": advice})
-    assert lines[0].startswith("advice · group vllm: k=4 now · k=2 would be")
-    assert lines[1].startswith("advice · 127.0.0.1:8000: k=4 now")
 
 
 def test_group_lines_put_the_groups_advising_another_k_first_and_cut_whole() -> None:
