@@ -62,11 +62,8 @@ def bucket_bounds(samples: Iterable[SampleJson]) -> Bounds:
     for sample in samples:
         metric = sample.get("metric", {})
         instance, histogram = metric.get("instance"), _BUCKETS.get(metric.get("__name__", ""))
-        try:
-            bound = float(metric.get("le", "nan"))
-        except ValueError:
-            continue
-        if instance is None or histogram is None or not math.isfinite(bound):
+        bound = number(metric.get("le", ""))  # +Inf and what is no number left out
+        if instance is None or histogram is None or bound is None:
             continue
         found.setdefault((instance, histogram), set()).add(bound)
     return {key: tuple(sorted(bounds)) for key, bounds in found.items()}
