@@ -82,13 +82,10 @@ def test_the_fit_recovers_the_simulators_step_cost_exactly() -> None:
             assert model.step_s(k, c) == pytest.approx(truth.decode_step_s(c, k), rel=1e-9)
 
 
-def test_one_load_fits_the_k_terms_only_and_says_so() -> None:
+def test_one_load_fits_the_k_terms_only_and_a_single_k_gives_no_model() -> None:
     cost, dependent, _ = fit(sim_points([2, 3, 4], [4]))
     assert not dependent
     assert cost.step_s(3, 4) == pytest.approx(behaviour().decode_step_s(4, 3))
-
-
-def test_a_single_k_gives_no_model() -> None:
     with pytest.raises(StepCostError, match="two values of k"):
         fit(sim_points([4], [1, 4]))
 
@@ -199,9 +196,10 @@ def test_without_a_model_the_advice_says_so_and_offers_the_calibration() -> None
     assert advice.as_json()["basis"] is None
 
 
-def test_no_positions_or_speculation_off() -> None:
+def test_no_positions_speculation_off_or_a_load_outside_the_calibration_is_noted() -> None:
     assert advise(None, 2, 1.0, fitted()).note == "no per-position acceptance in the window"
     assert advise([], 0, 1.0, fitted()).note == "speculation is off"
+    assert "far outside the calibrated 1-4" in advise(unconditional(CONDITIONAL[:4]), 4, 30.0, fitted()).note
 
 
 def test_fewer_positions_than_the_files_k_are_guesses_and_noted() -> None:
@@ -209,11 +207,6 @@ def test_fewer_positions_than_the_files_k_are_guesses_and_noted() -> None:
     assert advice.extrapolated == (3, 4, 5, 6)
     assert "the server reports 2 positions, the file says k=4" in advice.note
     assert advice.better_k is None or advice.better_k <= 2
-
-
-def test_a_load_outside_the_calibration_is_noted() -> None:
-    advice = advise(unconditional(CONDITIONAL[:4]), 4, 30.0, fitted())
-    assert "far outside the calibrated 1-4" in advice.note
 
 
 @pytest.mark.parametrize(
@@ -312,16 +305,14 @@ def test_a_broken_file_is_reported_and_never_overwritten(tmp_path: Path) -> None
 def test_endpoint_keys_and_settings_digest() -> None:
     assert endpoint_key("http://LOCALHOST:8000/metrics") == "127.0.0.1:8000"
     assert endpoint_key("gpu1:9000") == "gpu1:9000"
+    # a label that is no URL is its own key
+    assert endpoint_key("10.1.0.1\x1b[31m:80x") == "10.1.0.1\x1b[31m:80x"
     text = '[model]\nname = "x"\n[speculative]\nenabled = true\nmethod = "mtp"\nnum_speculative_tokens = 4\n'
     k4, digest4, key = config_facts(load_document(text, "vllm_toml"))
     k2, digest2, _ = config_facts(load_document(text.replace("= 4", "= 2"), "vllm_toml"))
     _, other, _ = config_facts(load_document(text.replace('"x"', '"y"'), "vllm_toml"))
     assert (k4, k2, key) == (4, 2, "speculative.num_speculative_tokens")
     assert digest4 == digest2 != other
-
-
-def test_a_label_that_is_no_url_is_its_own_key() -> None:
-    assert endpoint_key("10.1.0.1\x1b[31m:80x") == "10.1.0.1\x1b[31m:80x"
 
 
 def test_a_faster_guess_is_shown_but_never_best_or_advised() -> None:
@@ -332,16 +323,14 @@ def test_a_faster_guess_is_shown_but_never_best_or_advised() -> None:
     assert "might be ~" in advice.line() and advice.line().endswith("(guess)")
 
 
-def test_the_runner_up_shown_plain_is_a_trusted_k_not_a_guess_within_the_threshold() -> None:
+def test_the_runner_up_is_shown_plain_when_trusted_and_marked_a_guess_when_only_guesses_are_left() -> None:
     """As on the real vLLM: an extrapolated k a little faster than the current one (within
     the threshold: no guess shown) was the runner-up "best (k=5 1.03x)", shown as if measured."""
     advice = advise(unconditional([0.9, 0.8, 0.95]), 3, 1.0, fitted())  # k=4, 5 extrapolated
     assert advice.best_k == 3 and advice.guess is None
     assert advice.speedup_by_k[5] > advice.speedup_by_k[4] > 1.0 > advice.speedup_by_k[2]
     assert advice.line() == f"k=3 now · best (k=2 {advice.speedup_by_k[2]:.2f}x)"
-
-
-def test_with_only_guesses_beside_the_current_k_the_runner_up_is_marked_a_guess() -> None:
+    # with only guesses beside the current k, the runner-up is marked a guess
     advice = Advice(2, best_k=2, speedup_by_k={2: 1.0, 3: 1.02}, extrapolated=(3,))
     assert advice.guess is None  # within the threshold
     assert advice.line() == "k=2 now · best (k=3 ~1.02x, guess)"

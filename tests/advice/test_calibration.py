@@ -4,6 +4,7 @@ and its own uncertainty (bootstrap refits) raises the advisor's bar, so noisy po
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import random
 import statistics
@@ -219,7 +220,7 @@ def calibrated(drift: float, jitter: float, seed: int = 1) -> StepCostModel:
     return model_from_tune(calibration_result(drift, jitter, seed), calibration)
 
 
-def test_a_quiet_calibration_is_tight_and_its_advice_says_how_sure_it_is() -> None:
+def test_a_quiet_calibration_is_tight_its_advice_says_how_sure_and_the_fit_error_widens_other_ks() -> None:
     model = calibrated(drift=0.005, jitter=0.005)
     assert [(p.k, p.rounds) for p in model.points] == [(0, 3), (1, 2), (2, 2), (3, 2)]
     assert len(model.replicates) == 100
@@ -232,6 +233,12 @@ def test_a_quiet_calibration_is_tight_and_its_advice_says_how_sure_it_is() -> No
     assert low <= advice.speedup_by_k[2] <= high  # type: ignore[operator]
     assert advice.line() == f"k=3 now · k=2 would be {advice.speedup_by_k[2]:.2f}x ({low:.2f}-{high:.2f})"
     assert advice.as_json()["interval_by_k"]["2"] == [low, high]
+    # the fit error widens each k's interval but the current k's
+    exact = advise(LIVE, 3, 1.0, model.model_copy(update={"residual": 0.0}))
+    off = advise(LIVE, 3, 1.0, model.model_copy(update={"residual": 0.1}))
+    low, high = exact.interval_by_k[2]
+    assert off.interval_by_k[2] == pytest.approx((low / 1.1, high * 1.1))
+    assert off.interval_by_k[3] == exact.interval_by_k[3]
 
 
 @pytest.mark.parametrize(("seed", "said"), [(1, "k=2 unknown"), (3, "under the bar"), (5, "fit unknown")])
@@ -285,26 +292,17 @@ def test_the_burst_spread_is_the_pooled_spread_of_each_cells_bursts() -> None:
     assert [p.rounds for p in points] == [3, 2, 2, 2]
     replicates = replicate_points(points, spread, resamples=400, seed=3)
     assert all(p.mean_length == LENGTH[p.k] for points in replicates for p in points)  # lengths kept
-    logs = [
-        math.log(points[1].step_s / result_point.step_s)
-        for points in replicates
-        for result_point in [points_from_tune(result)[1]]
-    ]
-    sd = statistics.pstdev(logs)
+    sd = statistics.pstdev(math.log(replicate[1].step_s / points[1].step_s) for replicate in replicates)
     assert 0.9 * spread.sd / math.sqrt(2) < sd  # a t draw: at least the normal's spread
 
 
 def test_a_cell_without_bursts_gives_a_model_without_refits() -> None:
     """An older tune file (no per-burst samples): the model is fitted, its uncertainty unknown (None)."""
     result = calibration_result(0.0, 0.0)
-    bare = result.model_copy(
-        update={
-            "outcomes": [
-                o.model_copy(update={"cells": [c.model_copy(update={"runs": []}) for c in o.cells]})
-                for o in result.outcomes
-            ]
-        }
-    )
+    bare = result.model_copy(deep=True)
+    for outcome in bare.outcomes:
+        for cell in outcome.cells:
+            cell.runs = []
     model = model_from_tune(bare, Calibration("127.0.0.1:8000", "m", "s", "k", 3, 0.0, True))
     assert model.replicates == [] and model.spread is None
     advice = advise(LIVE, 3, 1.0, model)
@@ -350,22 +348,12 @@ def test_the_sims_step_pays_for_switching_speculation_on_and_its_model_says_so(t
     config = write_config(tmp_path / "config.toml")  # spec_on_cost_ms = 8
     behaviour = Behaviour.from_config(load_sim_config(config))
     steps = [behaviour.decode_step_s(2, k) for k in range(4)]
-    assert steps[1] - steps[0] > 2 * (steps[2] - steps[1]) > 0 and steps[3] - steps[2] == pytest.approx(
-        steps[2] - steps[1]
-    )
+    first, second, third = (b - a for a, b in itertools.pairwise(steps))
+    assert first > 2 * second > 0 and third == pytest.approx(second)
     model = sim_step_cost(config, "http://127.0.0.1:8000")
     assert model is not None and model.residual < 1e-9 and model.caveat is None
     on = (0.008 / behaviour.speed, 0.0004 / behaviour.speed)  # the sim runs faster than its model
     assert (model.cost.on_s, model.cost.on_seq_s) == pytest.approx(on, rel=1e-6)
-
-
-def test_the_fit_error_widens_each_ks_interval_but_the_current_ks() -> None:
-    model = calibrated(drift=0.005, jitter=0.005)
-    exact = advise(LIVE, 3, 1.0, model.model_copy(update={"residual": 0.0}))
-    off = advise(LIVE, 3, 1.0, model.model_copy(update={"residual": 0.1}))
-    low, high = exact.interval_by_k[2]
-    assert off.interval_by_k[2] == pytest.approx((low / 1.1, high * 1.1))
-    assert off.interval_by_k[3] == exact.interval_by_k[3]
 
 
 def test_the_kept_line_names_the_cost_of_switching_speculation_on(tmp_path: Path) -> None:

@@ -153,35 +153,6 @@ async def test_ask_offers_the_diff_and_a_yes_switches_speculation_off(
         assert "+enabled = false" in _guard_alerts(replay)[0].diff
 
 
-async def test_a_declined_offer_changes_nothing_and_is_not_offered_again_within_the_cool_down(
-    guard_sim: GuardSim, tmp_path: Path
-) -> None:
-    original = guard_sim.sim.config.read_bytes()
-    app = _app(guard_sim.endpoint("ask"), tmp_path / "rec.jsonl")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _acceptance_known(pilot, app)
-        guard_sim.lower_acceptance()
-        await wait_for(pilot, lambda: isinstance(app.screen, GuardDialog))
-        await pilot.press("n")
-        await wait_for(pilot, lambda: GUARD_DECLINED in _actions(app))
-        # The alert stays on for many more polls; the guard stays quiet (cool-down of 600 s). Counted in
-        # polls that read it on (a loaded machine's sim may idle a window: unknown acceptance ends it).
-        polls_with_the_alert: set[float] = set()
-        offered_again: list[GuardDialog] = []
-
-        def many_polls_with_the_alert() -> bool:
-            offered_again.extend(s for s in app.screen_stack if isinstance(s, GuardDialog))
-            if any(alert.kind in ACCEPTANCE_KINDS for alert in app.alerts.active("guarded")):
-                polls_with_the_alert.add(app.readings["guarded"].time)
-            return len(polls_with_the_alert) >= POLLS_WITH_THE_ALERT
-
-        await wait_for(pilot, many_polls_with_the_alert)
-        assert not offered_again and not isinstance(app.screen, GuardDialog)
-        assert _actions(app) == [GUARD_OFFERED, GUARD_DECLINED]
-    assert guard_sim.sim.config.read_bytes() == original
-    assert guard_sim.restarts() == 0
-
-
 async def test_auto_switches_without_a_dialog_and_records_it(guard_sim: GuardSim, tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
     before = guard_sim.sim.config.read_text(encoding="utf-8")
@@ -207,9 +178,10 @@ async def test_auto_switches_without_a_dialog_and_records_it(guard_sim: GuardSim
     assert [line["action"] for line in _recorded(record)] == ["switched_off"]
 
 
-async def test_the_guard_waits_while_the_user_edits_the_endpoint_config(
+async def test_the_guard_waits_while_the_user_edits_and_a_declined_offer_is_not_made_again_in_the_cool_down(
     guard_sim: GuardSim, tmp_path: Path
 ) -> None:
+    original = guard_sim.sim.config.read_bytes()
     app = _app(guard_sim.endpoint("ask"), tmp_path / "rec.jsonl")
     async with app.run_test(size=(80, 24)) as pilot:
         await _acceptance_known(pilot, app)
@@ -223,3 +195,21 @@ async def test_the_guard_waits_while_the_user_edits_the_endpoint_config(
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, GuardDialog))
         assert _actions(app) == [GUARD_OFFERED]
+        await pilot.press("n")
+        await wait_for(pilot, lambda: GUARD_DECLINED in _actions(app))
+        # The alert stays on for many more polls; the guard stays quiet (cool-down of 600 s). Counted in
+        # polls that read it on (a loaded machine's sim may idle a window: unknown acceptance ends it).
+        polls_with_the_alert: set[float] = set()
+        offered_again: list[GuardDialog] = []
+
+        def many_polls_with_the_alert() -> bool:
+            offered_again.extend(s for s in app.screen_stack if isinstance(s, GuardDialog))
+            if any(alert.kind in ACCEPTANCE_KINDS for alert in app.alerts.active("guarded")):
+                polls_with_the_alert.add(app.readings["guarded"].time)
+            return len(polls_with_the_alert) >= POLLS_WITH_THE_ALERT
+
+        await wait_for(pilot, many_polls_with_the_alert)
+        assert not offered_again and not isinstance(app.screen, GuardDialog)
+        assert _actions(app) == [GUARD_OFFERED, GUARD_DECLINED]
+    assert guard_sim.sim.config.read_bytes() == original
+    assert guard_sim.restarts() == 0

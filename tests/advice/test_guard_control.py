@@ -51,10 +51,8 @@ def test_ask_offers_the_advisors_k_once_it_has_held() -> None:
 
 def test_auto_never_changes_k_and_the_usual_holds_apply() -> None:
     assert decide(replace(BASE, mode="auto", advised=HELD)).action is None
-    assert (
-        decide(replace(BASE, advised=HELD, editing=True)).reason
-        == "the config is open in the editor or a tune"
-    )
+    editing = decide(replace(BASE, advised=HELD, editing=True))
+    assert editing.reason == "the config is open in the editor or a tune"
     assert decide(replace(BASE, advised=HELD, restarting=True)).action is None
     assert "cool-down" in decide(replace(BASE, advised=HELD, last_action_at=900.0)).reason
     assert decide(replace(BASE, advised=replace(HELD, current_k=2))).action is None  # already k=2
@@ -209,10 +207,8 @@ def test_the_input_comes_from_the_acceptance_alert(tmp_path: Path) -> None:
     assert state.acceptance_alert_active and state.low_since == 100.0 and state.threshold == 0.6
     assert state.can_change and state.cooldown_s == 30.0 and state.mode == "ask"
     assert state.acceptance is None  # no reading: unknown, never a guess
-    quiet = AlertEngine()
-    assert not guard_input(
-        _endpoint(tmp_path), quiet, None, now=1.0, restarting=False
-    ).acceptance_alert_active
+    quiet = guard_input(_endpoint(tmp_path), AlertEngine(), None, now=1.0, restarting=False)
+    assert not quiet.acceptance_alert_active
 
 
 def test_a_busy_endpoint_is_left_alone_and_an_answer_starts_the_cool_down(tmp_path: Path) -> None:
@@ -279,7 +275,7 @@ def _model(per_seq_ms: float, per_draft_seq_ms: float) -> StepCostModel:
     )  # fmt: skip
 
 
-def test_a_k_that_wins_alone_and_loses_busy_becomes_a_table() -> None:
+def test_a_k_that_wins_alone_and_loses_busy_becomes_a_table_and_one_k_for_every_load_none() -> None:
     # load 1: k=1 (1.8 tokens in 29 ms) beats off (1 in 18 ms); load 8: off (74 ms) beats k=1 (155 ms)
     offer = table_offer(PER_POSITION, 3, _model(8.0, 10.0), top=64)
     assert offer is not None
@@ -287,9 +283,6 @@ def test_a_k_that_wins_alone_and_loses_busy_becomes_a_table() -> None:
     assert (
         offer.words == "batch 1: k=1, 2-64: k=0 (k=1 1.12x over k=0 at load 1; k=0 1.16x over k=1 at load 8)"
     )
-
-
-def test_one_k_for_every_load_offers_no_table() -> None:
     assert table_offer(PER_POSITION, 3, _model(0.1, 0.1)) is None  # cheap verification: k=3 everywhere
     # k=1 is best alone by 1.03x only (within the 5% margin): off fits both loads
     assert table_offer(PER_POSITION, 3, _model(8.0, 12.46), top=64) is None
@@ -297,7 +290,7 @@ def test_one_k_for_every_load_offers_no_table() -> None:
     assert table_offer(None, 3, _model(8.0, 8.0)) is None
 
 
-def test_the_guard_offers_the_table_in_ask_mode_and_writes_it() -> None:
+def test_the_guard_offers_the_table_in_ask_mode_and_writes_it_the_settings_digest_kept() -> None:
     offer = table_offer(PER_POSITION, 3, _model(8.0, 10.0), top=64)
     state = GuardInput(
         mode="ask", now=1000.0, acceptance_alert_active=False, acceptance=0.6, threshold=0.5, low_since=None,
@@ -315,13 +308,8 @@ def test_the_guard_offers_the_table_in_ask_mode_and_writes_it() -> None:
     )
     record = GuardRecord("gpu-0", 1000.0, "offered", decision.reason, 0.6, 0.5, table=decision.table)
     assert record.line().startswith("guard offered k by batch size (batch 1: k=1, 2-64: k=0): one k does not")
-
-
-def test_a_table_leaves_the_settings_digest_as_it_was() -> None:
-    """The step-cost model of a server still applies once the guard or tune wrote a table into its file."""
-    doc = load_document('[model]\nname = "m"\n\n[speculative]\nnum_speculative_tokens = 3\n', "vllm_toml")
-    with_table = load_document(guard_text(doc, None, [[1, 1, 1], [2, 64, 0]]), "vllm_toml")
-    assert config_facts(with_table)[1] == config_facts(doc)[1]
+    # the step-cost model of a server still applies once the guard or tune wrote a table into its file
+    assert config_facts(load_document(text, "vllm_toml"))[1] == config_facts(doc)[1]
 
 
 async def test_the_controller_offers_the_table_with_its_diff(tmp_path: Path) -> None:

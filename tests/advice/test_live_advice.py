@@ -50,12 +50,21 @@ def member(
     )  # fmt: skip
 
 
-def test_an_instance_finds_its_model_by_its_label() -> None:
-    reading = member("127.0.0.1:8000", unconditional(CONDITIONAL[:4]), 100.0, 2.5)
-    advice = instance_advice(reading, KEPT)
+def test_an_instance_finds_its_model_by_its_label_and_the_snapshot_carries_instance_and_group_advice() -> (
+    None
+):
+    readings = [member("127.0.0.1:8000", unconditional(CONDITIONAL[:4]), 100.0, 2.5)]
+    advice = instance_advice(readings[0], KEPT)
     assert advice is not None and advice.best_k == 2 and advice.basis is not None
     other = instance_advice(member("10.0.0.9:8000", unconditional(CONDITIONAL[:4]), 100.0, 2.5), KEPT)
     assert other is not None and other.basis is None and "--calibrate" in other.note
+    groups = group_advices(readings, KEPT)
+    record = fleet_row(readings[0], advice, groups["vllm"])
+    assert record["advice"]["best_k"] == 2 and record["group"] == "vllm"
+    assert record["group_advice"]["best_k"] == 2
+    lines = advice_lines(groups, {"127.0.0.1:8000": advice})
+    assert lines[0].startswith("advice · group vllm: k=4 now · k=2 would be")
+    assert lines[1].startswith("advice · 127.0.0.1:8000: k=4 now")
 
 
 def test_a_group_pools_its_members_by_draft_steps() -> None:
@@ -68,18 +77,6 @@ def test_a_group_pools_its_members_by_draft_steps() -> None:
     assert advice.current_k == 2 and advice.basis is not None  # the first member's model
     mixed = member("10.0.0.3:8000", [0.9, 0.6, 0.3], 100.0, 2.8)
     assert group_advice([fast, mixed], KEPT).note == "the members run different k"
-
-
-def test_the_fleet_snapshot_carries_instance_and_group_advice() -> None:
-    readings = [member("127.0.0.1:8000", unconditional(CONDITIONAL[:4]), 100.0, 2.5)]
-    groups = group_advices(readings, KEPT)
-    advice = instance_advice(readings[0], KEPT)
-    record = fleet_row(readings[0], advice, groups["vllm"])
-    assert record["advice"]["best_k"] == 2 and record["group"] == "vllm"
-    assert record["group_advice"]["best_k"] == 2
-    lines = advice_lines(groups, {"127.0.0.1:8000": advice})
-    assert lines[0].startswith("advice · group vllm: k=4 now · k=2 would be")
-    assert lines[1].startswith("advice · 127.0.0.1:8000: k=4 now")
 
 
 def test_group_lines_put_the_groups_advising_another_k_first_and_cut_whole() -> None:
@@ -147,7 +144,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-def test_without_a_model_the_advice_is_worked_out_when_asked_and_once(counted: list[str]) -> None:
+def test_without_a_model_the_advice_is_worked_out_when_asked_once_of_the_newest_reading(
+    counted: list[str],
+) -> None:
     book = AdviceBook(KeptModels(), sustained_s=30.0)
     book.facts["e"] = ConfigFacts(4, "s")
     for step in range(100):
@@ -158,20 +157,16 @@ def test_without_a_model_the_advice_is_worked_out_when_asked_and_once(counted: l
     assert advice is not None and advice.length_by_k and advice.better_k is None
     assert book.advice("e") is advice and book.sustained_better("e", 100.0).now_k is None
     assert counted == [URL]
-
-
-def test_the_deferred_advice_is_of_the_newest_reading_and_gone_when_the_endpoint_is_down(
-    counted: list[str],
-) -> None:
-    book = AdviceBook(KeptModels(), sustained_s=30.0)
+    # the deferred advice is of the newest reading, and gone when the endpoint is down
+    del book.facts["e"]
     newer = Figures(per_position_acceptance=[0.9, 0.8], running=2.0)
-    book.observe("e", URL, "m", FIGURES, up=True, now=0.0)
-    book.observe("e", URL, "m", newer, up=True, now=2.0)
+    book.observe("e", URL, "m", FIGURES, up=True, now=200.0)
+    book.observe("e", URL, "m", newer, up=True, now=202.0)
     advice = book.advice("e")
     assert advice is not None and advice.current_k == 2 and advice.load == 2.0
-    book.observe("e", URL, "m", newer, up=False, now=4.0)
+    book.observe("e", URL, "m", newer, up=False, now=204.0)
     assert book.advice("e") is None
-    assert counted == [URL]
+    assert counted == [URL, URL]
 
 
 def test_with_a_model_the_advice_is_worked_out_at_each_reading_for_the_alert(counted: list[str]) -> None:

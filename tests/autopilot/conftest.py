@@ -82,12 +82,12 @@ class SimFleet:
 
 
 @contextmanager
-def decaying_sims(folder: Path, *names: str) -> Iterator[DemoSims]:
-    """Sims at k=4 whose drafts past the second are mostly rejected (k=2 is better)."""
+def decaying_sims(folder: Path, *names: str, acceptance: list[float] = DECAYING) -> Iterator[DemoSims]:
+    """Sims at k=4 whose drafts past the second are mostly rejected (k=2 is better), unless told otherwise."""
     sims = DemoSims(folder, background_load_rps=4.0)
     try:
         for name in names:
-            sim = DemoSim.in_folder(name, sim_config(folder / f"{name}.toml", 4, DECAYING), folder)
+            sim = DemoSim.in_folder(name, sim_config(folder / f"{name}.toml", 4, acceptance), folder)
             sims.sims.append(sim)
             sims.start(sim)
         sims.watch()
@@ -104,13 +104,7 @@ def one_sim(tmp_path: Path) -> Iterator[DemoSims]:
 
 @pytest.fixture
 def sim_fleet(tmp_path: Path) -> Iterator[SimFleet]:
-    sims = DemoSims(tmp_path, background_load_rps=4.0)
-    try:
-        for name in "abcd":
-            sim = DemoSim.in_folder(name, sim_config(tmp_path / f"{name}.toml", 4), tmp_path)
-            sims.sims.append(sim)
-            sims.start(sim)
-        sims.watch()
+    with decaying_sims(tmp_path, *"abcd", acceptance=DEEP) as sims:
         addresses = [sim.url.removeprefix("http://") for sim in sims.sims]
         prometheus = start_prometheus(
             write_config(tmp_path / "prometheus.yml", {"vllm": addresses}), tmp_path
@@ -120,8 +114,11 @@ def sim_fleet(tmp_path: Path) -> Iterator[SimFleet]:
             yield SimFleet(sims, prometheus, dict(zip(addresses, sims.sims, strict=True)))
         finally:
             prometheus.stop()
-    finally:
-        sims.stop()
+
+
+async def no_eyes() -> dict[str, Seen]:
+    """Eyes that see nothing: the test passes each interval's figures to `step` itself."""
+    return {}
 
 
 async def run_until(pilot: Autopilot, done: Callable[[], bool], rounds: int) -> None:

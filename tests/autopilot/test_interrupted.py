@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.autopilot.conftest import sim_config
+from tests.autopilot.conftest import no_eyes, sim_config
 from tui.advice.live import KeptModels
 from tui.advice.stepcost import CostPoint, StepCostFile, StepCostModel, fit
 from tui.autopilot import audit
@@ -26,10 +26,6 @@ SLOW_ON_K2 = (
     "import pathlib, sys, time; "
     "time.sleep(60 if 'num_speculative_tokens = 2' in pathlib.Path(sys.argv[1]).read_text() else 0)"
 )
-
-
-async def no_eyes() -> dict[str, Seen]:
-    return {}
 
 
 async def test_a_change_interrupted_during_its_restart_is_put_back(tmp_path: Path) -> None:

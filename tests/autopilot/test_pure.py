@@ -80,7 +80,5 @@ def test_the_trail_is_capped_and_summarised(tmp_path: Path) -> None:
     assert audit.summary([records[0], kept]).endswith(
         "k=4 -> k=2: +10% decode tokens/s per request against the starting config (+5% to +15%)"
     )
-    assert (
-        audit.summary([])
-        == "0 change(s) kept, 0 promotion(s), 0 rolled back; no gain against the starting config"
-    )
+    nothing = "0 change(s) kept, 0 promotion(s), 0 rolled back; no gain against the starting config"
+    assert audit.summary([]) == nothing

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.advice.test_guard_control import PER_POSITION, _model
-from tests.autopilot.conftest import ROOT, sim_config
+from tests.autopilot.conftest import ROOT, no_eyes, sim_config
 from tui.advice.live import KeptModels
 from tui.advice.stepcost import StepCostFile
 from tui.autopilot import audit
@@ -32,10 +32,6 @@ TABLE = [[1, 1, 1], [2, 256, 0]]
 WRITTEN = "num_speculative_tokens_per_batch_size = [[1, 1, 1], [2, 256, 0]]"
 LIMITS = Limits(sustained_s=5, quiet_s=1, interval_s=1, test_limit_s=60)
 GAINS = [0.1, 0.12, 0.09, 0.11, 0.1, 0.08, 0.1, 0.1]  # log(speed after / before), one per interval
-
-
-async def no_eyes() -> dict[str, Seen]:
-    return {}
 
 
 def seen(speeds: dict[str, float], running: float = 1.0) -> dict[str, Seen]:
@@ -102,9 +98,8 @@ async def test_a_dry_run_proposes_the_table_and_records_it(tmp_path: Path, clien
     assert any(
         line.startswith(f"would set batch 1: k=1, 2-256: k=0 on {URL} (k=1 now)") for line in run.lines
     )
-    assert (
-        run.pilot.states[URL].words == "watching · k=1 now · k by batch size 1: k=1, 2-256: k=0 (significant)"
-    )
+    words = run.pilot.states[URL].words
+    assert words == "watching · k=1 now · k by batch size 1: k=1, 2-256: k=0 (significant)"
     assert run.config.read_bytes() == run.found
 
 
@@ -126,9 +121,8 @@ async def test_auto_writes_the_table_and_keeps_it_when_better(
     assert len(run.pilot.changes) == 1 and run.pilot.trial is None, run.lines
     await run.pilot.leave()
     assert WRITTEN in run.config.read_text()
-    assert (
-        run.records("left")[-1].reason == "config left at its last verified state (batch 1: k=1, 2-256: k=0)"
-    )
+    left = run.records("left")[-1]
+    assert left.reason == "config left at its last verified state (batch 1: k=1, 2-256: k=0)"
 
 
 async def test_a_worse_table_goes_back_byte_for_byte(tmp_path: Path, client: httpx.AsyncClient) -> None:

@@ -182,11 +182,9 @@ def settings(url: str, **extra: Any) -> PrometheusSettings:
 
 async def refresh_with(answer: Callable[[str, dict[str, str]], Answer], **extra: Any) -> FleetRefresh:
     """One refresh of a FleetPoller against a fake Prometheus answering with `answer`."""
-    stale_after_s = extra.pop("stale_after_s", 60.0)
     async with FakePrometheus(answer) as fake:
         url = extra.pop("url_override", fake.url)
-        poller = FleetPoller(settings(url, **extra), WINDOW_S, stale_after_s=stale_after_s)
-        async with poller:
+        async with FleetPoller(settings(url, **extra), WINDOW_S) as poller:
             return await poller.refresh()
 
 

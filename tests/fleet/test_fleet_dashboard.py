@@ -43,7 +43,7 @@ def expected_order(fleet: Fleet40, group: str, figure: str, *, reverse: bool = F
     return [m.name for m in ordered + [m for m in members if not known(m)]]
 
 
-async def test_forty_instances_open_as_a_sorted_grouped_table_down_and_nan_unknown(
+async def test_forty_instances_open_as_a_sorted_grouped_filtered_table_down_and_nan_unknown(
     fleet40: Fleet40, fleet40_app: SpectopApp
 ) -> None:
     fleet, app = fleet40, fleet40_app
@@ -58,22 +58,43 @@ async def test_forty_instances_open_as_a_sorted_grouped_table_down_and_nan_unkno
         groups = [row.name for row in table.rows_shown if row.summary]
         assert groups == ["llama-8b", "qwen-7b"]
 
-        await pilot.press("T")  # tok/s, ascending
-        for group in groups:
-            got = [row.name for row in members(table, group)]
-            assert got == expected_order(fleet, group, "generation_tokens_per_s")
-        await pilot.press("T")  # again: the other way round
-        for group in groups:
-            got = [row.name for row in members(table, group)]
-            assert got == expected_order(fleet, group, "generation_tokens_per_s", reverse=True)
-
-        await pilot.press("A")  # acceptance: NaN (#39) and the down target (#40) last, not as 0
-        for group in groups:
-            got = [row.name for row in members(table, group)]
-            assert got == expected_order(fleet, group, "acceptance_rate")
+        # tok/s ascending, again: the other way round; acceptance: NaN (#39) and the down target (#40) last
+        for key, figure, reverse in (
+            ("T", "generation_tokens_per_s", False),
+            ("T", "generation_tokens_per_s", True),
+            ("A", "acceptance_rate", False),
+        ):
+            await pilot.press(key)
+            for group in groups:
+                got = [row.name for row in members(table, group)]
+                assert got == expected_order(fleet, group, figure, reverse=reverse)
         await pilot.press(">")  # the next column: mean length
         assert table.sort_column == "mean_length"
         assert table.columns["mean_length"].label.plain.strip().startswith("▲")  # type: ignore[index]
+        # the filter, and enter opens the detail screen
+        await pilot.press("slash", *"qwen")
+        await pilot.pause()
+        assert {row.group for row in table.rows_shown} == {"qwen-7b"}
+        assert len(table.endpoints) == len([m for m in fleet.members if m.model == "qwen-7b"])
+        await pilot.press("enter")  # keep the filter, back to the table
+        await pilot.press("escape")  # clears it
+        await pilot.pause()
+        assert len(table.endpoints) == 40
+        await pilot.press("slash", *"10.1.0.1")
+        await pilot.press("enter")
+        await pilot.pause()
+        want = sorted(m.name for m in fleet.members if "10.1.0.1" in m.name)
+        assert sorted(table.endpoints) == want
+        assert isinstance(app.focused, FleetTable)
+        await pilot.press("down")  # from the group's summary row to its first instance
+        selected = table.selected_endpoint
+        assert selected in want
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.endpoint == selected
+        title = str(app.screen.query_one(LogPane).border_title)
+        assert "fleet mode" in title and "metrics only" in title  # no log: Prometheus has none
+        assert "recording" not in title
 
 
 async def test_group_summary_rows_and_the_imbalance_marker(fleet40: Fleet40, fleet40_app: SpectopApp) -> None:
@@ -100,35 +121,6 @@ async def test_group_summary_rows_and_the_imbalance_marker(fleet40: Fleet40, fle
         kinds = {(alert.endpoint, alert.kind) for alert in app.alerts.active()}
         assert ("10.1.0.7:8000", "imbalance") in kinds
         await wait_for(pilot, lambda: table.wide)  # 200 columns: the model and trend columns too
-
-
-async def test_filter_and_enter_opens_the_detail_screen(fleet40: Fleet40, fleet40_app: SpectopApp) -> None:
-    fleet, app = fleet40, fleet40_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        table = await filled(pilot)
-        await pilot.press("slash", *"qwen")
-        await pilot.pause()
-        assert {row.group for row in table.rows_shown} == {"qwen-7b"}
-        assert len(table.endpoints) == len([m for m in fleet.members if m.model == "qwen-7b"])
-        await pilot.press("enter")  # keep the filter, back to the table
-        await pilot.press("escape")  # clears it
-        await pilot.pause()
-        assert len(table.endpoints) == 40
-        await pilot.press("slash", *"10.1.0.1")
-        await pilot.press("enter")
-        await pilot.pause()
-        want = sorted(m.name for m in fleet.members if "10.1.0.1" in m.name)
-        assert sorted(table.endpoints) == want
-        assert isinstance(app.focused, FleetTable)
-        await pilot.press("down")  # from the group's summary row to its first instance
-        selected = table.selected_endpoint
-        assert selected in want
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, DetailScreen) and app.screen.endpoint == selected
-        title = str(app.screen.query_one(LogPane).border_title)
-        assert "fleet mode" in title and "metrics only" in title  # no log: Prometheus has none
-        assert "recording" not in title
 
 
 @pytest.mark.parametrize(

@@ -112,7 +112,7 @@ async def test_target_down_and_stale_target() -> None:
     assert not readings[A].up and "target down" in (readings[A].error or "")
     assert readings[B].up
 
-    refresh = await refresh_with(healthy(scraped_age_s=300), stale_after_s=60)
+    refresh = await refresh_with(healthy(scraped_age_s=300))  # stale after 60 s
     for reading in refresh.readings:
         assert not reading.up  # about 300 s ago, read in the vocabulary's words (floored)
         assert re.match(r"stale: last scraped [45] min ago", reading.error or ""), reading.error

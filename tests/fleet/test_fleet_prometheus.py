@@ -62,16 +62,11 @@ async def test_discovers_every_backend_and_its_model_in_as_many_queries_for_any_
         refresh, one_refresh = await poller.refresh(), await one.refresh()
     assert refresh.error is None, refresh.error
     readings = {reading.instance: reading for reading in refresh.readings}
-    for name, backend in {
-        "vllm": "vllm",
-        "sglang": "sglang",
-        "llamacpp": "llamacpp",
-        "victim": "vllm",
-    }.items():
+    for name in (*BACKENDS, "victim"):
         reading = readings[fleet.instance(name)]
-        assert reading.backend == backend
+        assert reading.backend == ("vllm" if name == "victim" else name)
         assert reading.up, reading.error
-        assert reading.group == backend  # grouped by job
+        assert reading.group == reading.backend  # grouped by job
     assert readings[fleet.instance("vllm")].model == "deepseek-ai/DeepSeek-V3"
     assert readings[fleet.instance("sglang")].model == "deepseek-ai/DeepSeek-V3"
     assert readings[fleet.instance("llamacpp")].model is None  # llama.cpp has no model label
@@ -153,15 +148,9 @@ def snapshot(*args: str) -> tuple[int, list[dict[str, object]], str]:
 
 async def test_snapshot_through_prometheus(fleet: Fleet) -> None:
     await wait_for_data(fleet, 5.0)
+    match = '{job=~"sglang|llamacpp"}'
     code, rows, output = await asyncio.to_thread(
-        snapshot,
-        "--prometheus",
-        fleet.prometheus.url,
-        "--match",
-        '{job=~"sglang|llamacpp"}',
-        "--window",
-        "4",
-        "--json",
+        snapshot, "--prometheus", fleet.prometheus.url, "--match", match, "--window", "4", "--json"
     )
     assert code == 0, output
     assert [row["url"] for row in rows] == sorted([fleet.instance("sglang"), fleet.instance("llamacpp")])
@@ -325,10 +314,8 @@ async def test_only_instances_with_several_engines_answer(prometheus_url: str) -
                 break
             await asyncio.sleep(0.2)
         samples = await poller.client.query_vector(engine_queries("", 4.0)[1].expr)
-        assert sorted((s["metric"]["instance"], s["metric"]["engine"]) for s in samples) == [
-            ("two", "0"),
-            ("two", "1"),
-        ]
+        engines = sorted((s["metric"]["instance"], s["metric"]["engine"]) for s in samples)
+        assert engines == [("two", "0"), ("two", "1")]
         refresh = await poller.refresh()
     readings = {reading.instance: reading for reading in refresh.readings}
     assert readings["one"].engines == {}

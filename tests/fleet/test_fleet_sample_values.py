@@ -22,7 +22,7 @@ from tests.fleet.fake_prometheus import (
     vector,
 )
 from tui.fleet.client import SampleJson, number
-from tui.fleet.poller import FleetPoller, _by_instance, _instance_rows, _positions
+from tui.fleet.poller import FleetPoller, _instance_rows, _positions, by_instance
 
 TEXTS = ["1.5", "0", "-2", "1e3", "NaN", "+Inf", "-Inf", "inf", "nan", "", "x", "1_000", " 7 "]
 
@@ -38,11 +38,10 @@ def test_values_by_instance_follow_number_and_need_an_instance() -> None:
     samples = [_sample({"instance": f"i{index}"}, text) for index, text in enumerate(TEXTS)]
     samples += [_sample(None, "1"), _sample({}, "2"), _sample({"job": "x"}, "3")]  # for no instance
     expected = {f"i{index}": value for index, text in enumerate(TEXTS) if (value := number(text)) is not None}
-    assert _by_instance(samples) == expected
+    assert by_instance(samples) == expected
     assert "i4" not in expected and "i5" not in expected and expected["i0"] == 1.5
-    assert _positions([_sample(None, "0.5"), _sample({"instance": "a", "position": "1"}, "0.5")]) == {
-        "a": [0.0, 0.5]
-    }
+    by_position = _positions([_sample(None, "0.5"), _sample({"instance": "a", "position": "1"}, "0.5")])
+    assert by_position == {"a": [0.0, 0.5]}
 
 
 def test_discovery_reads_labels_without_copying_them_wrongly() -> None:
@@ -53,12 +52,8 @@ def test_discovery_reads_labels_without_copying_them_wrongly() -> None:
     ]
     rows = _instance_rows(samples, "team")
     assert list(rows) == ["a"]
-    assert (rows["a"].backend, rows["a"].model, rows["a"].job, rows["a"].group) == (
-        "vllm",
-        "m1, m2",
-        "j",
-        "t",
-    )
+    row = rows["a"]
+    assert (row.backend, row.model, row.job, row.group) == ("vllm", "m1, m2", "j", "t")
 
 
 NOT_THE_API = [

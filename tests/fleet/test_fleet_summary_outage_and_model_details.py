@@ -74,9 +74,8 @@ def test_group_rows_say_no_data_while_prometheus_is_down() -> None:
     assert [row.status for row in rows] == ["no data"] * 4
     assert rows[0].summary and rows[0].tokens_per_s is None  # "–", not 0
     one_up = [_reading(0), *readings[1:]]
-    assert (
-        fleet_rows([Instance(r.name, r, "up" if r.up else "no data") for r in one_up])[0].status == "1/3 up"
-    )
+    rows = fleet_rows([Instance(r.name, r, "up" if r.up else "no data") for r in one_up])
+    assert rows[0].status == "1/3 up"
 
 
 def test_the_model_column_of_a_llamacpp_instance_is_unknown_not_the_backend() -> None:

@@ -84,11 +84,7 @@ def test_every_valid_point_is_a_value_and_edits_only_its_lines() -> None:
         point = key.point(value)
         assert point is not None
         assert all(any(f'"{name}"' in line for name in KEYS) for line in lines)
-        assert (after.data[KEYS[0]], after.data[KEYS[1]], after.data[KEYS[2]]) == (
-            point.steps,
-            point.topk,
-            point.draft_tokens,
-        )
+        assert tuple(after.data[name] for name in KEYS) == (point.steps, point.topk, point.draft_tokens)
         assert key.current(after) == value
 
 
@@ -152,9 +148,8 @@ def test_rows_the_recommendation_and_every_export_carry_the_point() -> None:
     assert "steps 3 · topk 1 · draft 4 (file)" in text and "off (base)" in text
     assert "best at concurrency 1: steps 3 · topk 1 · draft 4" in text
     assert "schedule: steps 3 · topk 1 · draft 4 up to 1, off beyond" in text
-    assert "steps 3 · topk 1 · draft 9 skipped: with topk 1 SGLang forces draft tokens = steps + 1 = 4" in (
-        text
-    )
+    skipped = "steps 3 · topk 1 · draft 9 skipped: with topk 1 SGLang forces draft tokens = steps + 1 = 4"
+    assert skipped in text
     assert "k=" not in text
     markdown = render_markdown(result)
     assert "| steps 3 · topk 4 · draft 9 |" in markdown and "| steps 3 · topk 4 · draft 9 | 8 |" in markdown

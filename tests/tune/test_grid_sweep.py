@@ -126,9 +126,8 @@ def test_grid_sweep_finds_the_models_best_point_and_applies_only_its_lines(
             assert abs(cell["acceptance_rate"] - mean / behaviour.k) < tolerance, (value, cell)
     assert outcomes[0]["cells"][0]["acceptance_rate"] is None  # off: "–", never 0
     rows = list(csv.DictReader(Path(f"{out}.csv").read_text(encoding="utf-8").splitlines()))
-    assert {(r["label"], r["steps"], r["topk"], r["draft_tokens"]) for r in rows if r["value"] == "2"} == {
-        (labels[2], "3", "4", "9")
-    }
+    twos = {(r["label"], r["steps"], r["topk"], r["draft_tokens"]) for r in rows if r["value"] == "2"}
+    assert twos == {(labels[2], "3", "4", "9")}
     assert f"| {labels[1]} |" in Path(f"{out}.md").read_text(encoding="utf-8")
     # --apply at concurrency 1 wrote the chain: the topk and draft lines changed, nothing else.
     assert changed_lines(before, config.read_text(encoding="utf-8")) == [

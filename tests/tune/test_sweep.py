@@ -79,10 +79,8 @@ async def test_sweep_finds_the_models_best_k_and_restores_the_file(tune_sim: Tun
     assert tune_sim.config.read_bytes() == original
     assert health(tune_sim.url) == 200
     # The schedule and the break-even follow from the best values.
-    assert [(step.value, step.up_to_concurrency) for step in result.schedule] == [
-        (expected_best[1], 1),
-        (expected_best[8], None),
-    ]
+    schedule = [(step.value, step.up_to_concurrency) for step in result.schedule]
+    assert schedule == [(expected_best[1], 1), (expected_best[8], None)]
     assert result.break_even_concurrency == (8 if expected_best[8] == 0 else None)
     # Acceptance per k matches the model within sampling error.
     for k in (2, 4):

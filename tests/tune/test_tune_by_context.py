@@ -58,9 +58,8 @@ def test_tune_finds_where_speculation_stops_paying_along_the_context_axis(tmp_pa
     assert best == {256: 2, 512: 2, 2048: 0}
     [stop] = result["context_stops"]
     assert (stop["prompt_tokens"], stop["pays_up_to"], stop["significant"]) == (2048, 512, True)
-    assert (
-        "context at concurrency 1: speculation stops paying at 2,048 prompt tokens (it pays at 512)" in stdout
-    )
+    stop_line = "context at concurrency 1: speculation stops paying at 2,048 prompt tokens (it pays at 512)"
+    assert stop_line in stdout
     for cell in result["outcomes"][0]["cells"]:  # the length asked is the length the server counted
         assert abs(cell["prompt_tokens_counted"] - cell["prompt_tokens"]) < 0.1 * cell["prompt_tokens"]
     # the decisions per load are at the first length; nothing context-keyed is written, and it says so

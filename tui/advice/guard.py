@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import httpx
 
 from tui.advice.live import Advised, TableOffer  # made by the dashboard (must not import the guard early)
-from tui.configs.atomic import SaveError
 from tui.configs.document import ConfigDocument
 from tui.configs.editing import masked_diff, open_config_async, unified_diff
 from tui.configs.errors import ConfigError
@@ -278,11 +276,7 @@ async def switch_speculation_off(
         log_file=endpoint.log_file,
         health_timeout_s=endpoint.health_timeout_s or 60.0,
     )
-    try:
-        await asyncio.to_thread(changer.write, prepared.text.encode("utf-8"))
-    except (SaveError, OSError) as error:
-        return record("failed", f"cannot write {endpoint.config_file}: {error}")
-    change = await changer.restart()
+    change = await changer.write_and_restart(prepared.text.encode("utf-8"))
     if not change.ok:
         return record("failed", change.reason or "the server did not come back")
     if decision.table:

@@ -163,16 +163,9 @@ class GuardController:
         *,
         enabled: bool = True,
     ) -> None:
-        self.board = board
-        self.client = client
-        self.clock = clock
-        self.ports = ports
+        self.board, self.client, self.clock, self.ports = board, client, clock, ports
         self.enabled = enabled  # a replay: nothing to switch
         self.book = GuardBook()
-
-    def _better(self, name: str, now: float) -> Advised:
-        advice = self.board.advice
-        return advice.sustained_better(name, now) if advice is not None else Advised()
 
     def _table(self, endpoint: EndpointSettings) -> TableOffer | None:
         """A k by batch size where the advisor's model says one k does not fit every load (ask mode)."""
@@ -197,8 +190,7 @@ class GuardController:
 
     def _state(self, endpoint: EndpointSettings, speculation_on: bool | None = None) -> GuardInput:
         """The guard's input for `endpoint` now: the board's alerts, reading and advice, the app's facts."""
-        facts = self.ports.facts(endpoint)
-        now = self.clock()
+        facts, now, book = self.ports.facts(endpoint), self.clock(), self.board.advice
         return guard_input(
             endpoint,
             self.board.alerts,
@@ -208,7 +200,7 @@ class GuardController:
             speculation_on=speculation_on,
             last_action_at=self.book.last_action_at.get(endpoint.name),
             editing=facts.editing,
-            advised=self._better(endpoint.name, now),
+            advised=book.sustained_better(endpoint.name, now) if book is not None else None,
             table_offer=self._table(endpoint),
         )
 

@@ -274,13 +274,11 @@ class AdviceBook:
             self._deferred[name] = advise_now
             return self.tracker.observe(name, None, now)
         self._deferred.pop(name, None)
-        advice = self.latest[name] = self._with_table(advise_now(), name, url, model, figures)
+        advice, offer = advise_now(), self.table_offer(name, url, model, figures)
+        if offer is not None:  # one k does not fit every calibrated load
+            advice = replace(advice, table=offer.ranges)
+        self.latest[name] = advice
         return self.tracker.observe(name, advice, now)
-
-    def _with_table(self, advice: Advice, name: str, url: str, model: str | None, figures: Figures) -> Advice:
-        """The advice with the k by batch size, where one k does not fit every calibrated load."""
-        offer = self.table_offer(name, url, model, figures)
-        return advice if offer is None else replace(advice, table=offer.ranges)
 
     def table_offer(self, name: str, url: str, model_name: str | None, figures: Figures) -> TableOffer | None:
         """The k by batch size for one endpoint (vLLM files only: their config's key takes a table)."""

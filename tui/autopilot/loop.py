@@ -12,6 +12,7 @@ worse than the changed ones. Anything else (down, OOM, worse, no difference, unc
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import time
 from collections import deque
@@ -149,12 +150,10 @@ class Autopilot:
     async def run(self, rounds: int | None = None) -> None:
         """Watch (and act) every interval; on the way out leave each config as found or verified."""
         try:
-            done = 0
-            while rounds is None or done < rounds:
+            for _ in itertools.count() if rounds is None else range(rounds):
                 began = self.clock()
                 await self.step(await self.eyes())
                 await self.rest(began)
-                done += 1
         finally:
             await self.leave()
 
@@ -237,9 +236,8 @@ class Autopilot:
             except (ConfigError, TunePlanError) as error:  # a table only where vLLM's file takes one
                 self.once(f"{up[0]}: no k by batch size ({offer.ranges}) proposed: {error}", "table refused")
                 advice, offer = replace(advice, table=None), None
-        proposal: Proposal | None = None if advice is None else advice.better_k
-        if proposal is None and offer is not None:
-            proposal = offer.table
+        # `advice` offers a table only where it names no better k
+        proposal = offer.table if offer is not None else None if advice is None else advice.better_k
         held_for = self.sustained.observe(proposal, now)
         for state in self.states.values():
             state.words = "watching" if advice is None else f"watching · {advice.line()}"

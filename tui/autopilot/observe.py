@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from tui.fleet.client import PrometheusError, number
-from tui.fleet.poller import FleetPoller
+from tui.fleet.client import PrometheusError
+from tui.fleet.poller import FleetPoller, by_instance
 from tui.fleet.queries import selector
 from tui.telemetry.figures import Figures
 from tui.telemetry.prometheus import Sample
@@ -103,16 +103,8 @@ class FleetEyes:
             answers = await asyncio.gather(query(rate('status="5xx"')), query(rate()))
         except PrometheusError:
             return {}  # this interval's errors are unknown: the check waits for the next
-        found: dict[str, list[float | None]] = {}
-        for index, samples in enumerate(answers):
-            for sample in samples:
-                instance = sample.get("metric", {}).get("instance", "")
-                found.setdefault(instance, [0.0, None])[index] = number(sample["value"][1])
-        return {
-            instance: Errors(failed or 0.0, answered)
-            for instance, (failed, answered) in found.items()
-            if answered is not None
-        }
+        failed, answered = (by_instance(samples) for samples in answers)
+        return {instance: Errors(failed.get(instance, 0.0), count) for instance, count in answered.items()}
 
 
 class ServerEyes:

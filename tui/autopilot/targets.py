@@ -14,7 +14,6 @@ import httpx
 
 from tui.advice.guard import file_k, guard_text
 from tui.autopilot.policy import Table
-from tui.configs.atomic import SaveError
 from tui.configs.editing import open_config_async, unified_diff
 from tui.configs.errors import ConfigError
 from tui.tune.plan import TunePlanError, file_table
@@ -81,12 +80,7 @@ class Target:
         if old_text is None:
             old_text = (await asyncio.to_thread(self.config.read_bytes)).decode("utf-8", "replace")
         diff = unified_diff(old_text, data.decode("utf-8", "replace"), self.config.name)
-        changer = self.changer(client)
-        try:
-            await asyncio.to_thread(changer.write, data)
-        except (SaveError, OSError) as error:
-            return Change(False, f"cannot write {self.config}: {error}", diff)
-        outcome = await changer.restart()
+        outcome = await self.changer(client).write_and_restart(data)
         return Change(outcome.ok, outcome.reason or "", diff)
 
 
@@ -95,7 +89,6 @@ def from_templates(
     job: str | None,
     config_template: str,
     restart_template: str,
-    scheme: str = "http",
     health_timeout_s: float = HEALTH_TIMEOUT_S,
 ) -> Target:
     """An instance's target: {instance}, {host}, {port}, {job} filled in (shell-quoted in the command)."""
@@ -106,6 +99,6 @@ def from_templates(
         instance,
         Path(config_template.format(**values)),
         shlex.split(restart_template.format(**quoted)),
-        f"{scheme}://{instance}",
+        f"http://{instance}",
         health_timeout_s,
     )

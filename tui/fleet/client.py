@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from urllib.parse import urlencode
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from tui.auth import api_key_from_env, bearer_headers
@@ -31,7 +31,6 @@ class PrometheusError(Exception):
 class _Response(BaseModel):
     """The envelope of every /api/v1 answer."""
 
-    model_config = ConfigDict(extra="ignore")
     status: Literal["success", "error"]
     data: Any = None
     errorType: str | None = None
@@ -42,7 +41,6 @@ class _Response(BaseModel):
 class RangeSeries(BaseModel):
     """One series of a range vector (matrix)."""
 
-    model_config = ConfigDict(extra="ignore")
     metric: dict[str, str] = Field(default_factory=dict)
     values: list[tuple[float, str]] = Field(default_factory=list)
 
@@ -86,7 +84,6 @@ def _vector(data: _VectorJson | _ScalarJson) -> list[SampleJson]:
 
 
 class _Matrix(BaseModel):
-    model_config = ConfigDict(extra="ignore")
     resultType: Literal["matrix"]
     result: list[RangeSeries]
 

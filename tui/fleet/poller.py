@@ -62,11 +62,8 @@ def bucket_bounds(samples: Iterable[SampleJson]) -> Bounds:
     for sample in samples:
         metric = sample.get("metric", {})
         instance, histogram = metric.get("instance"), _BUCKETS.get(metric.get("__name__", ""))
-        try:
-            bound = float(metric.get("le", "nan"))
-        except ValueError:
-            continue
-        if instance is None or histogram is None or not math.isfinite(bound):
+        bound = number(metric.get("le", ""))  # +Inf and what is no number left out
+        if instance is None or histogram is None or bound is None:
             continue
         found.setdefault((instance, histogram), set()).add(bound)
     return {key: tuple(sorted(bounds)) for key, bounds in found.items()}
@@ -105,7 +102,7 @@ def quantile_notes(
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-DEFAULT_STALE_AFTER_S = 60.0
+STALE_AFTER_S = 60.0  # a target Prometheus has not scraped for this long is stale
 DISCOVERY_LOOKBACK_S = 300.0
 MAX_CONCURRENT_QUERIES = 4
 _MAX_POSITIONS = 64
@@ -151,7 +148,7 @@ class _Instance:
     impossible_figures: int = 0  # figures dropped as impossible so far (tui/telemetry/plausible_figures.py)
 
 
-def _by_instance(samples: Iterable[SampleJson]) -> dict[str, float]:
+def by_instance(samples: Iterable[SampleJson]) -> dict[str, float]:
     """Each instance's value (`number`'s rule: NaN, infinities and non-numbers left out)."""
     values: dict[str, float] = {}
     for sample in samples:
@@ -174,13 +171,10 @@ def _positions(samples: Iterable[SampleJson]) -> dict[str, list[float]]:
         if instance is None or value is None or not 0 <= position < _MAX_POSITIONS:
             continue
         found.setdefault(instance, {})[position] = value
-    result = {}
-    for instance, by_position in found.items():
-        values = [0.0] * (max(by_position) + 1)
-        for position, value in by_position.items():
-            values[position] = value
-        result[instance] = values
-    return result
+    return {
+        instance: [by_position.get(position, 0.0) for position in range(max(by_position) + 1)]
+        for instance, by_position in found.items()
+    }
 
 
 FigureAnswer = dict[str, float] | dict[str, list[float]]  # instance → value (per position: the list)
@@ -188,7 +182,7 @@ EngineAnswer = dict[str, dict[str, float]]  # instance → engine → value
 
 
 def _figure_reducer(query: FigureQuery) -> Callable[[list[SampleJson]], FigureAnswer]:
-    return _positions if query.by_position else _by_instance
+    return _positions if query.by_position else by_instance
 
 
 def _by_engine(samples: Iterable[SampleJson]) -> EngineAnswer:
@@ -235,22 +229,13 @@ def _instance_rows(samples: Iterable[SampleJson], group_label: str) -> dict[str,
 class FleetPoller:
     """Everything Prometheus knows about the fleet, one `refresh()` at a time. Never raises."""
 
-    def __init__(
-        self,
-        settings: PrometheusSettings,
-        window_s: float,
-        *,
-        client: PrometheusClient | None = None,
-        stale_after_s: float = DEFAULT_STALE_AFTER_S,
-    ) -> None:
+    def __init__(self, settings: PrometheusSettings, window_s: float) -> None:
         if window_s <= 0:
             raise ValueError("window_s must be positive")
         self.settings = settings
         self.window_s = window_s
-        self.stale_after_s = stale_after_s
         self.matchers = settings.match or ""
-        self.client = client or PrometheusClient(settings)
-        self._owns_client = client is None
+        self.client = PrometheusClient(settings)
         self._instances: dict[str, _Instance] = {}
         self._discovered_once = False
         self._queries = figure_queries(self.matchers, window_s)
@@ -267,8 +252,7 @@ class FleetPoller:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self.client.aclose()
+        await self.client.aclose()
 
     @property
     def queries_per_refresh(self) -> int:
@@ -311,8 +295,8 @@ class FleetPoller:
         bounds_asked = [ask(bucket_bounds_query(self.matchers), bucket_bounds)] if asking else []
         discovery, up, scraped_at, figure_list, engine_list, bounds_list = await asyncio.gather(
             ask(self._discovery(), instances),
-            ask(up_query(self.matchers), _by_instance),
-            ask(up_timestamp_query(self.matchers), _by_instance),
+            ask(up_query(self.matchers), by_instance),
+            ask(up_timestamp_query(self.matchers), by_instance),
             asyncio.gather(*(ask(query.expr, _figure_reducer(query)) for query in self._queries)),
             asyncio.gather(*(ask(query.expr, _by_engine) for query in self._engine_queries)),
             asyncio.gather(*bounds_asked),
@@ -375,16 +359,11 @@ class FleetPoller:
             time=at,
             up=up,
             error=error,
-            backend=known.backend,
-            model=known.model,
             window_s=self.window_s,
             figures=figures,
-            consecutive_failures=known.consecutive_failures,
-            impossible_figures=known.impossible_figures,
-            job=known.job,
-            group=known.group,
             last_scrape_age_s=age,
             prometheus_error=prometheus_error,
+            **vars(known),  # backend, model, job, group and the counts
         )
 
     def _readings(
@@ -417,7 +396,7 @@ class FleetPoller:
                 error: str | None = "no up series: Prometheus does not scrape this target now"
             elif up[instance] < 1:
                 error = "target down (up == 0): Prometheus cannot scrape it"
-            elif age is not None and age > self.stale_after_s:
+            elif age is not None and age > STALE_AFTER_S:
                 error = f"stale: last scraped {fmt_duration(age)} ago"
             else:
                 error = None
@@ -440,14 +419,12 @@ class FleetPoller:
             )
         return FleetRefresh(at, readings, figure_errors=figure_errors)
 
-    async def load_history(
-        self, history_s: float, step_s: float, *, names: tuple[str, ...] = SERIES_NAMES
-    ) -> dict[str, list[tuple[float, Figures]]]:
+    async def load_history(self, history_s: float, step_s: float) -> dict[str, list[tuple[float, Figures]]]:
         """Every instance's figures every `step_s` over the last `history_s` s (one range query a figure)."""
         end = time.time()
         step_s = max(step_s, history_s / _MAX_POINTS, 0.001)
         start = end - history_s
-        wanted = tuple(name for name in names if name in FLEET_FIGURES)
+        wanted = tuple(name for name in SERIES_NAMES if name in FLEET_FIGURES)
         queries = figure_queries(self.matchers, self.window_s, wanted)
 
         deadline = asyncio.get_running_loop().time() + self.client.timeout_s

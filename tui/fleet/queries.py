@@ -281,11 +281,9 @@ def engine_queries(matchers: str, window_s: float) -> list[FigureQuery]:
     by = "instance, engine"
     accepted = _sum(m.rate("spec_decode_num_accepted_tokens_total"), by)
     drafted = _sum(m.rate("spec_decode_num_draft_tokens_total"), by)
+    tokens = _sum(m.rate("generation_tokens_total"), by)
     engines = f"count by (instance) (count by ({by}) ({m.sel('generation_tokens_total')})) > 1"
     return [
         FigureQuery("acceptance_rate", f"({_ratio(accepted, drafted)}) and on (instance) ({engines})"),
-        FigureQuery(
-            "generation_tokens_per_s",
-            f"{_sum(m.rate('generation_tokens_total'), by)} and on (instance) ({engines})",
-        ),
+        FigureQuery("generation_tokens_per_s", f"{tokens} and on (instance) ({engines})"),
     ]

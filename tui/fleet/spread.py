@@ -83,13 +83,11 @@ def group_spreads(readings: Iterable[FleetReading]) -> list[Spread]:
 
 def _spreads(group: str, members: dict[str, Figures]) -> list[Spread]:
     """The spread of each figure of DEFAULT_LIMITS over the members' figures (a figure none knows: none)."""
-    spreads = []
-    for figure, figure_limits in DEFAULT_LIMITS.items():
-        values = {member: getattr(figures, figure) for member, figures in members.items()}
-        spread = spread_of(group, figure, values, figure_limits)
-        if spread is not None:
-            spreads.append(spread)
-    return spreads
+    spreads = (
+        spread_of(group, figure, {name: getattr(values, figure) for name, values in members.items()}, limits)
+        for figure, limits in DEFAULT_LIMITS.items()
+    )
+    return [spread for spread in spreads if spread is not None]
 
 
 def engine_spreads(reading: FleetReading) -> list[Spread]:

@@ -73,11 +73,10 @@ def instance_row(instance: Instance, marked: Mapping[str, str]) -> FleetRow:
     reading = instance.reading
     off = marked.get(instance.name, "")
     if not off and isinstance(reading, FleetReading) and reading.up and reading.engines:
-        for spread in engine_spreads(reading):
-            if spread.outliers:
-                engine = spread.outliers[0].member.rpartition("engine=")[2]
-                off = f"eng{engine} {SHORT_FIGURE.get(spread.figure, '')}".strip()
-                break
+        far = next((spread for spread in engine_spreads(reading) if spread.outliers), None)
+        if far is not None:
+            engine = far.outliers[0].member.rpartition("engine=")[2]
+            off = f"eng{engine} {SHORT_FIGURE.get(far.figure, '')}".strip()
     shared = row_fields(
         instance.name,
         reading,

@@ -80,15 +80,8 @@ def speedups(runs: Sequence[Run], baseline: int) -> Speedups:
     base_runs = {run.order: run for run in runs if run.value == baseline and run.samples}
     base_orders = sorted(base_runs)
     values = sorted({run.value for run in runs if run.value != baseline})
-    own: dict[int, list[tuple[Run, tuple[int, ...]]]] = {}
-    for value in values:
-        placed = []
-        for run in runs:
-            if run.value == value and run.samples:
-                brackets = _brackets(run.order, base_orders)
-                if brackets:
-                    placed.append((run, brackets))
-        own[value] = placed
+    bracketed = [(run, _brackets(run.order, base_orders)) for run in runs if run.samples]
+    own = {value: [(run, b) for run, b in bracketed if run.value == value and b] for value in values}
     if base_orders:
         result.point[baseline] = 1.0
         result.replicates[baseline] = [1.0] * RESAMPLES
@@ -158,13 +151,9 @@ def decide(found: Speedups, concurrency: int, cost: Callable[[int], float], leve
     if not measured:
         return TuneDecision(concurrency=concurrency, best=None)
     fastest = max(measured, key=lambda v: (found.point[v] or 0.0, -cost(v)))
-    tied = [fastest]
-    for value in measured:
-        if value == fastest:
-            continue
-        interval = found.pair_interval(value, fastest, level)
-        if interval is None or interval[1] >= 1.0:  # unknown counts as not separated
-            tied.append(value)
+    intervals = {value: found.pair_interval(value, fastest, level) for value in measured if value != fastest}
+    # unknown counts as not separated
+    tied = [fastest, *(value for value, ci in intervals.items() if ci is None or ci[1] >= 1.0)]
     tied.sort(key=lambda v: (cost(v), -(found.point[v] or 0.0)))
     best = tied[0]
     ci = found.interval(best, level) if best != found.baseline else None

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, computed_field
 
 from tui.bench.burst_store import BurstFileError, kept_files, kept_name, load_kept, save_kept
+from tui.bench.context import counted_prompt_tokens
 from tui.bench.report.export import write_export
 from tui.bench.report.summary import arm_summary, sequential_words
 from tui.bench.results import ArmResult
@@ -229,12 +230,8 @@ class TuneResult(BaseModel):
         return next((d for d in self.decisions if d.concurrency == concurrency), None)
 
     def context_decision(self, concurrency: int, prompt_tokens: int | None) -> TuneDecision | None:
-        found = (
-            d
-            for d in self.context_decisions
-            if (d.concurrency, d.prompt_tokens) == (concurrency, prompt_tokens)
-        )
-        return next(found, None)
+        here = (concurrency, prompt_tokens)
+        return next((d for d in self.context_decisions if (d.concurrency, d.prompt_tokens) == here), None)
 
     def name(self, value: int) -> str:
         """How a value reads in a sentence: "k=2", or a grid's "steps 3 · topk 1 · draft 4" / "off"."""
@@ -244,8 +241,10 @@ class TuneResult(BaseModel):
         return point.label if point is not None else "off" if value == 0 else f"point {value}"
 
 
-def cell_from_arm(value: int, concurrency: int, arm: ArmResult) -> TuneCell:
+def cell_from_arm(value: int, concurrency: int, arm: ArmResult, prompt_tokens: int | None) -> TuneCell:
+    """One burst's cell; acceptance and per position from the same scrapes: the engine's, around the burst."""
     summary = arm_summary(arm, with_detail=False)
+    counted = sorted(counted_prompt_tokens(arm))
     ok = [r for r in arm.requests if r.ok]
     ttfts = sorted(r.ttft_s for r in ok if r.ttft_s is not None)
     samples = [sample for r in arm.requests if (sample := r.decode_sample())]
@@ -263,6 +262,9 @@ def cell_from_arm(value: int, concurrency: int, arm: ArmResult) -> TuneCell:
         acceptance_rate=summary.acceptance_rate,
         mean_acceptance_length=summary.mean_acceptance_length,
         acceptance_note=summary.acceptance_note,
+        per_position_acceptance=arm.server.per_position_acceptance,
+        prompt_tokens=prompt_tokens,
+        prompt_tokens_counted=counted[len(counted) // 2] if counted else None,
     )
 
 
@@ -285,13 +287,12 @@ def merged_cell(earlier: TuneCell | None, cell: TuneCell, run: CellRun) -> TuneC
 
 
 def _runs_at(result: TuneResult, concurrency: int) -> list[Run]:
-    runs = []
-    for outcome in result.outcomes:
-        cell = result.cell(outcome.value, concurrency)
-        for run in cell.runs if cell else []:
-            samples = tuple((float(a), float(d)) for a, d in run.samples)
-            runs.append(Run(outcome.value, run.order, run.round, samples))
-    return runs
+    return [
+        Run(outcome.value, run.order, run.round, tuple((float(a), float(d)) for a, d in run.samples))
+        for outcome in result.outcomes
+        if (cell := result.cell(outcome.value, concurrency))
+        for run in cell.runs
+    ]
 
 
 def _decision(result: TuneResult, concurrency: int) -> tuple[TuneDecision, Speedups]:
@@ -313,14 +314,10 @@ def _decision(result: TuneResult, concurrency: int) -> tuple[TuneDecision, Speed
         point = found.point.get(fastest) if fastest is not None else None
         tied = [fastest] if fastest is not None else []
         made = TuneDecision(concurrency=concurrency, best=fastest, fastest=fastest, tied=tied, speedup=point)
-    cells = [result.cell(value, concurrency) for value in made.tied]
-    client_ok = (
-        None
-        if not any(c and c.client_ok is not None for c in cells)
-        else all(c.client_ok is not False for c in cells if c)
-    )
-    decision = made.model_copy(update={"client_ok": client_ok})
-    return decision, found
+    cells = [cell for value in made.tied if (cell := result.cell(value, concurrency))]
+    known = any(cell.client_ok is not None for cell in cells)
+    client_ok = all(cell.client_ok is not False for cell in cells) if known else None
+    return made.model_copy(update={"client_ok": client_ok}), found
 
 
 def analyse(result: TuneResult) -> TuneResult:
@@ -606,13 +603,9 @@ def decision_lines(result: TuneResult, decision: TuneDecision) -> list[str]:
 def summary_lines(result: TuneResult) -> list[str]:
     lines = []
     for concurrency in result.concurrencies:
-        decision = result.decision(concurrency)
-        if decision is None:
-            lines.append(f"best at concurrency {concurrency}: {DASH} (nothing measured)")
-        else:
-            lines += decision_lines(result, decision)
-    lines.append("schedule: " + schedule_text(result))
-    lines.append(break_even_text(result))
+        nothing = TuneDecision(concurrency=concurrency, best=None)  # "nothing measured"
+        lines += decision_lines(result, result.decision(concurrency) or nothing)
+    lines += ["schedule: " + schedule_text(result), break_even_text(result)]
     lines += [context_stop_line(stop) for stop in result.context_stops]
     lines += rounds_text(result).split("\n")
     if result.apply_note:
@@ -646,9 +639,8 @@ def context_stop_line(stop: ContextStop) -> str:
     if stop.reason is not None:
         return f"{where}: speculation stops paying at {DASH} ({stop.reason})"
     if stop.prompt_tokens is None:
-        return (
-            f"{where}: speculation pays at every measured prompt length (up to {fmt_tokens(stop.pays_up_to)})"
-        )
+        pays = fmt_tokens(stop.pays_up_to)
+        return f"{where}: speculation pays at every measured prompt length (up to {pays})"
     line = f"{where}: speculation stops paying at {fmt_tokens(stop.prompt_tokens)} prompt tokens"
     if stop.pays_up_to is not None:
         line += f" (it pays at {fmt_tokens(stop.pays_up_to)})"
@@ -665,12 +657,8 @@ def context_table(result: TuneResult) -> Table:
         if decision.best is not None and decision.best != result.baseline_value:
             pick += f" {fmt_times(decision.speedup)} ({fmt_times_interval(decision.ci)})"
             pick += "" if decision.significant else " tied"
-        counted = (
-            DASH
-            if decision.prompt_tokens_counted is None
-            else f"{fmt_tokens(decision.prompt_tokens_counted)}"
-        )
-        rows.append([str(decision.concurrency), f"{fmt_tokens(decision.prompt_tokens)}", counted, pick])
+        counted = fmt_tokens(decision.prompt_tokens_counted)
+        rows.append([str(decision.concurrency), fmt_tokens(decision.prompt_tokens), counted, pick])
     return Table(["c", "prompt tokens", "counted", "best (speedup, CI)"], rows)
 
 
@@ -817,11 +805,6 @@ def tune_history_lines(folder: Path | None = None, limit: int = 50) -> list[str]
             if d.best is not None
         )
         values = ",".join(str(value) for value in result.values)
-        lines.append(
-            safe_line(
-                f"tune {result.started_at:%Y-%m-%d %H:%M}  {result.key} {values}  "
-                f"{result.rounds_run} rounds  best {picks or DASH}"
-            )
-        )
-        lines.append(f"  {safe_line(str(path))}")
+        head = f"tune {result.started_at:%Y-%m-%d %H:%M}  {result.key} {values}  {result.rounds_run} rounds"
+        lines += [safe_line(f"{head}  best {picks or DASH}"), f"  {safe_line(str(path))}"]
     return ["tunes (each with its bursts inside)", *lines] if lines else []

@@ -15,7 +15,7 @@ from typing import TypeVar
 import httpx
 
 from tui.bench.burst_store import bursts_dir, save_burst
-from tui.bench.context import counted_prompt_tokens, sized_for_server
+from tui.bench.context import sized_for_server
 from tui.bench.engine import ArmUnreachable, BurstConfigError, BurstProgress
 from tui.bench.prompts import PromptSetError
 from tui.bench.session import BurstCancelled, BurstRequest, BurstRequestError, BurstSession, EndpointArm
@@ -188,6 +188,14 @@ class Changer:
         if self.path.read_bytes() != data:
             atomic_write(self.path, data, backup=False)
 
+    async def write_and_restart(self, data: bytes) -> ChangeOutcome:
+        """`write` off the loop, then `restart`: the outcome says why not when either fails."""
+        try:
+            await asyncio.to_thread(self.write, data)
+        except (SaveError, OSError) as error:
+            return ChangeOutcome(False, f"cannot write {self.path}: {error}")
+        return await self.restart()
+
     async def restart(
         self, cancel: asyncio.Event | None = None, kill: asyncio.Event | None = None
     ) -> ChangeOutcome:
@@ -218,13 +226,11 @@ class Changer:
         except OSError as error:
             return ChangeOutcome(False, f"the restart command cannot run: {error.strerror or error}", output)
         except TimeoutError:
-            return ChangeOutcome(
-                False, f"the restart command ran over {fmt_setting(self.restart_timeout_s)} s", output
-            )
+            why = f"the restart command ran over {fmt_setting(self.restart_timeout_s)} s"
+            return ChangeOutcome(False, why, output)
         if code != 0:
-            return ChangeOutcome(
-                False, self._why(f"the restart command exited with code {code}", output, log_start), output
-            )
+            why = self._why(f"the restart command exited with code {code}", output, log_start)
+            return ChangeOutcome(False, why, output)
         return ChangeOutcome(True, None, output)
 
     async def _wait_back(
@@ -335,6 +341,8 @@ class TuneRun:
         self._done_steps = 0
         self._touched = False  # the server was restarted on another text than the original
         self._written_stamp_bytes: bytes | None = None
+        self._cancel = asyncio.Event()  # run()'s: the sweep stops at its next step
+        self._kill: asyncio.Event | None = None  # run()'s: stops a restart command under way
 
     async def prepare(self) -> TuneResult:
         """Read the config and plan; TunePlanError / ConfigError when the sweep cannot be done."""
@@ -423,13 +431,14 @@ class TuneRun:
         if self.result is None:
             await self.prepare()
         assert self.result is not None
-        cancel = cancel or asyncio.Event()
+        cancel = self._cancel = cancel or asyncio.Event()
+        self._kill = kill
         self._started = time.monotonic()
         async with client_or_own(client) as client:
             await self._say_sizing(client)
             changer = self.options.changer(client, self.on_line)
             # A restart command under way runs to its end unless `kill` is set: the final one never races it.
-            sweep = asyncio.ensure_future(self._sweep(changer, cancel, kill))
+            sweep = asyncio.ensure_future(self._sweep(changer))
             try:
                 await sweep
             except TuneCancelled:
@@ -440,17 +449,10 @@ class TuneRun:
                 with contextlib.suppress(asyncio.CancelledError, TuneCancelled):
                     await sweep
             finally:
-                if cancel.is_set():
-                    self.result.cancelled = True
-                cancelled = cancel.is_set()
-                finish = self._finish(
-                    changer,
-                    apply=self.options.apply and not cancelled,
-                    wait=wait_when_cancelled or not cancelled,
-                    kill=kill,
-                )
+                cancelled = self.result.cancelled = cancel.is_set()
+                apply, wait = self.options.apply and not cancelled, wait_when_cancelled or not cancelled
                 # Shielded: a second Ctrl-C must not leave the file half-way.
-                await asyncio.shield(finish)
+                await asyncio.shield(self._finish(changer, apply=apply, wait=wait))
         return self.result
 
     async def _say_sizing(self, client: httpx.AsyncClient) -> None:
@@ -466,18 +468,18 @@ class TuneRun:
                 continue
             self.result.notes.append(f"prompts at {tokens} tokens: {sized.sizing}")
 
-    async def _sweep(self, changer: Changer, cancel: asyncio.Event, kill: asyncio.Event | None) -> None:
+    async def _sweep(self, changer: Changer) -> None:
         """Rounds over every value, the baseline at each end; odd rounds run backwards against drift."""
         assert self.result is not None
         baseline, others = self.order[0], self.order[1:]
         position = 0
-        if not await self._value_round(changer, cancel, kill, baseline, 0, position):
+        if not await self._value_round(changer, baseline, 0, position):
             return
         for number in itertools.count():
             visits = [(value, number) for value in (others if number % 2 == 0 else others[::-1])]
             for value, round_number in [*visits, (baseline, number + 1)]:
                 position += 1
-                if not await self._value_round(changer, cancel, kill, value, round_number, position):
+                if not await self._value_round(changer, value, round_number, position):
                     return
             self.result.rounds_run = number + 1
             self.result.stop_reason = self._stop_reason(number + 1)
@@ -505,18 +507,10 @@ class TuneRun:
             )
         return None
 
-    async def _value_round(
-        self,
-        changer: Changer,
-        cancel: asyncio.Event,
-        kill: asyncio.Event | None,
-        value: int,
-        number: int,
-        position: int,
-    ) -> bool:
+    async def _value_round(self, changer: Changer, value: int, number: int, position: int) -> bool:
         """Write `value`, restart, measure every load; False when the sweep must stop (cannot save)."""
         assert self.result is not None and self.key is not None
-        if cancel.is_set():
+        if self._cancel.is_set():
             raise TuneCancelled
         outcome = self.result.outcome(value)
         if outcome is None:
@@ -537,7 +531,7 @@ class TuneRun:
             return False
         self._touched = True
         try:
-            change = await changer.restart(cancel, kill)
+            change = await changer.restart(self._cancel, self._kill)
         except Interrupted:
             if not outcome.started:  # cancelled before it could start: not reached, rather than failed
                 self.result.outcomes.remove(outcome)
@@ -553,9 +547,9 @@ class TuneRun:
         outcome.started = True
         for concurrency in self.options.concurrencies:
             for tokens in self.options.prompt_tokens or (None,):
-                if cancel.is_set():
+                if self._cancel.is_set():
                     raise TuneCancelled
-                await self._measure(outcome, value, concurrency, cancel, number, position, tokens)
+                await self._measure(outcome, concurrency, number, position, tokens)
                 self._done_steps += 1
                 self._update()
         return True
@@ -573,17 +567,10 @@ class TuneRun:
         self._written_stamp_bytes = data
 
     async def _measure(
-        self,
-        outcome: ValueOutcome,
-        value: int,
-        concurrency: int,
-        cancel: asyncio.Event,
-        number: int,
-        position: int,
-        tokens: int | None = None,
+        self, outcome: ValueOutcome, concurrency: int, number: int, position: int, tokens: int | None
     ) -> None:
         assert self.result is not None and self.key is not None
-        options = self.options
+        options, value = self.options, outcome.value
         label = self.key.label(value)
         at = f" at {tokens} prompt tokens" if tokens is not None else ""
         request = BurstRequest.parse(
@@ -605,15 +592,14 @@ class TuneRun:
                 "api_key_env": options.api_key_env,
             }
         )
-        self._progress("burst", value, concurrency, f"{label} at concurrency {concurrency}{at}")
-        session = BurstSession(request)
+        where = f"{label} at concurrency {concurrency}{at}"
+        self._progress("burst", value, concurrency, where)
 
         def progress(burst: BurstProgress) -> None:
-            where = f"{label} at concurrency {concurrency}{at}"
             self._progress("burst", value, concurrency, where, burst.fraction)
 
         try:
-            ran = await session.run(on_progress=progress, cancel=cancel)
+            ran = await BurstSession(request).run(on_progress=progress, cancel=self._cancel)
         except BurstCancelled:
             raise TuneCancelled from None
         except (BurstRequestError, BurstConfigError, ArmUnreachable) as error:
@@ -626,16 +612,7 @@ class TuneRun:
             return
         assert ran.ran is not None
         arm = ran.ran.arms[0]
-        # acceptance and per position from the same scrapes: the engine's, right around the measured part
-        cell = cell_from_arm(value, concurrency, arm)
-        counted = sorted(counted_prompt_tokens(arm))
-        cell = cell.model_copy(
-            update={
-                "per_position_acceptance": arm.server.per_position_acceptance,
-                "prompt_tokens": tokens,
-                "prompt_tokens_counted": counted[len(counted) // 2] if counted else None,
-            }
-        )
+        cell = cell_from_arm(value, concurrency, arm, tokens)
         check = arm.client_check
         run = CellRun(
             round=number,
@@ -665,28 +642,19 @@ class TuneRun:
         base = self.options.history_dir or bursts_dir()
         return base / tune_file_name(self.result).removesuffix(".json")
 
-    async def _finish(
-        self, changer: Changer, *, apply: bool, wait: bool = True, kill: asyncio.Event | None = None
-    ) -> None:
+    async def _finish(self, changer: Changer, *, apply: bool, wait: bool = True) -> None:
         """Restore the original bytes (or apply the best value), restart on them, and (`wait`) wait for it."""
-        result = self.result
-        assert result is not None
-        self.result = result = analyse_all(result)
-        path = self.options.config_file
-        target = self.original_bytes
-        if apply:
-            target = self._applied_bytes(result)
+        assert self.result is not None
+        self.result = result = analyse_all(self.result)
+        path, stamp = self.options.config_file, self._written_stamp_bytes
+        target = self._applied_bytes(result) if apply else self.original_bytes
         self._progress("apply" if result.applied else "restore", None, None, "restoring the config file")
         try:
             on_disk = path.read_bytes()
         except OSError as error:
             on_disk = None
             result.notes.append(f"cannot read {path}: {error}")
-        if (
-            on_disk is not None
-            and self._written_stamp_bytes is not None
-            and on_disk != self._written_stamp_bytes
-        ):
+        if on_disk is not None and stamp is not None and on_disk != stamp:
             result.notes.append(f"{path} was changed by someone else during the tune: left as it is")
             target = on_disk
         try:
@@ -695,6 +663,7 @@ class TuneRun:
         except (SaveError, OSError) as error:
             result.notes.append(f"could not write {path}: {error}")
         if self._touched or result.applied:
+            kill = self._kill
             try:
                 change = await (
                     changer.restart(kill=kill) if wait else changer.run_command(_size(changer.log_file), kill)
