@@ -28,8 +28,9 @@ BED_CHECKS = "test_llama_servers.py"  # the llama.cpp bed's own checks run first
 # A hang guard, not a speed limit: it covers a session fixture's setup too (building llama-server).
 INTEGRATION_HANG_GUARD_S = 2400
 # The lanes, balanced by their durations on two cores (~12 minutes each besides the quiet tests): the vLLM
-# advisor, tunes and autopilot (each starts its own vLLMs); every other real-server test.
-LANE_B = ("test_real_vllm_advisor.py", "test_real_vllm_tune.py", "test_real_vllm_autopilot.py")
+# tunes, autopilot and advisor, in that order (each starts its own vLLMs; one vLLM at first, beside the unit
+# tests and the llama.cpp bed's start); every other real-server test.
+LANE_B = ("test_real_vllm_tune.py", "test_real_vllm_autopilot.py", "test_real_vllm_advisor.py")
 SHARED_VLLMS = "vllm_servers"  # the session fixture of the four shared vLLMs (tests/integration/conftest.py)
 PREPARATION_SCRIPTS = {"llamacpp": "llama_build.py", "real_vllm": "vllm_install.py"}
 # The unit tests' longest files, started first so that their workers end together.
@@ -56,6 +57,9 @@ MEASURING = (
     "autopilot/test_*.py",
     "bench/test_against_sim.py",
     "bench/test_until_significant.py",
+    "bench/test_client_check.py",  # these three check the measuring client keeps up: a loaded host fails them
+    "bench/test_burst_history.py",
+    "advice/test_guard_app.py",
 )
 
 # Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (as on the CI machines): else every pytest
@@ -100,7 +104,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # when the lanes run), then the real-server tests in each lane's order: the quiet ones last, the llama.cpp
     # bed's own checks first, that suite, then vLLM's, the tests on the shared vLLMs one after another (they
     # are stopped after the last).
-    def order(item: pytest.Item) -> tuple[bool, bool, bool, bool, bool, bool, int]:
+    def order(item: pytest.Item) -> tuple[bool, bool, bool, int, bool, bool, bool, int]:
         suite = real_server_suite(item.path)
         slow = [index for index, name in enumerate(SLOWEST_FIRST) if item.path.match(name)]
         return (
@@ -111,6 +115,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 or "tune_sim" in getattr(item, "fixturenames", ())
             ),
             item.get_closest_marker("quiet") is not None,
+            LANE_B.index(item.path.name) if item.path.name in LANE_B else -1,
             suite == "real_vllm",
             SHARED_VLLMS not in getattr(item, "fixturenames", ()),
             item.path.name != BED_CHECKS,
