@@ -29,8 +29,9 @@ from tui.sim.openai_shapes import BODIES, ChunkMaker, GenerateBody, error_body
 from tui.sim.per_request import ResponseOptions, StepLog, decorate, sglang_meta_info
 
 
-class SimServer(Protocol):
-    """What the routes read of the running server (tui.sim.server's, which builds this app: no cycle)."""
+class ServedSim(Protocol):
+    """What the routes read of the running server (tui.sim.server.SimServer, which builds this app: a
+    protocol, so that this module does not import that one back)."""
 
     flavor: str
     config: SimConfig
@@ -74,7 +75,7 @@ def _error(status: int, message: str, param: str | None = None) -> JSONResponse:
 class AccessMiddleware:
     """Access log lines (when the response starts, as uvicorn logs them) and HTTP metrics (when it ends)."""
 
-    def __init__(self, app: ASGIApp, sim: SimServer, known_paths: set[str]) -> None:
+    def __init__(self, app: ASGIApp, sim: ServedSim, known_paths: set[str]) -> None:
         self.app = app
         self.sim = sim
         self.known_paths = known_paths
@@ -109,11 +110,11 @@ class AccessMiddleware:
             self.sim.recorder.http_request(method, handler, status, request_bytes, sent, elapsed)
 
 
-Handler = Callable[[SimServer, Request], Awaitable[Response]]
+Handler = Callable[[ServedSim, Request], Awaitable[Response]]
 Endpoint = tuple[str, str, Handler]  # (method, path, handler)
 
 
-def _refused(sim: SimServer, request: Request) -> JSONResponse | None:
+def _refused(sim: ServedSim, request: Request) -> JSONResponse | None:
     """401 when the sim has an API key and the request does not bear it."""
     if sim.api_key is None:
         return None
@@ -141,7 +142,7 @@ async def _read_json(request: Request) -> dict[str, Any] | JSONResponse:
     return data
 
 
-async def _until_finished(sim: SimServer, sim_request: SimRequest) -> None:
+async def _until_finished(sim: ServedSim, sim_request: SimRequest) -> None:
     """Wait for a non-streamed request's last token; abort it if the client went away first."""
     try:
         while not (await sim_request.outbox.get()).finished:
@@ -157,7 +158,7 @@ def _event(obj: dict[str, Any]) -> str:
 # ---- every flavour ---------------------------------------------------------------------------------
 
 
-async def health(sim: SimServer, request: Request) -> Response:
+async def health(sim: ServedSim, request: Request) -> Response:
     if not sim.accepting:
         return Response(status_code=503)
     if sim.flavor == "llamacpp":
@@ -165,11 +166,11 @@ async def health(sim: SimServer, request: Request) -> Response:
     return Response(status_code=200)
 
 
-async def version(sim: SimServer, request: Request) -> Response:
+async def version(sim: ServedSim, request: Request) -> Response:
     return JSONResponse({"version": VERSIONS[sim.flavor]})
 
 
-async def models(sim: SimServer, request: Request) -> Response:
+async def models(sim: ServedSim, request: Request) -> Response:
     if refused := _refused(sim, request):
         return refused
     config, model = sim.config, sim.model
@@ -187,19 +188,19 @@ async def models(sim: SimServer, request: Request) -> Response:
     return JSONResponse({"object": "list", "data": [card]})
 
 
-async def metrics(sim: SimServer, request: Request) -> Response:
+async def metrics(sim: ServedSim, request: Request) -> Response:
     if sim.faults.garbage_metrics:
         return Response(GARBAGE_METRICS, media_type="text/plain")
     recorder = sim.recorder
     return Response(recorder.render(), headers={**recorder.headers(), "content-type": recorder.content_type})
 
 
-async def gpu_metrics(sim: SimServer, request: Request) -> Response:
+async def gpu_metrics(sim: ServedSim, request: Request) -> Response:
     assert sim.gpu is not None
     return Response(sim.gpu.render(), headers={"content-type": GPU_CONTENT_TYPE})
 
 
-async def control(sim: SimServer, request: Request) -> Response:
+async def control(sim: ServedSim, request: Request) -> Response:
     data = await _read_json(request)
     if isinstance(data, JSONResponse):
         return data
@@ -210,7 +211,7 @@ async def control(sim: SimServer, request: Request) -> Response:
     return JSONResponse({"ok": True, "applied": applied})
 
 
-async def generate(sim: SimServer, request: Request, kind: str) -> Response:
+async def generate(sim: ServedSim, request: Request, kind: str) -> Response:
     """`POST /v1/completions`, `/v1/chat/completions` and SGLang's native `/generate` (by `kind`)."""
     if refused := _refused(sim, request):
         return refused
@@ -275,7 +276,7 @@ async def generate(sim: SimServer, request: Request, kind: str) -> Response:
 
 
 async def _stream(
-    sim: SimServer, sim_request: SimRequest, maker: ChunkMaker, include_usage: bool, drop: bool
+    sim: ServedSim, sim_request: SimRequest, maker: ChunkMaker, include_usage: bool, drop: bool
 ) -> AsyncIterator[str]:
     flavor = sim.flavor
     chunks = 0
@@ -305,7 +306,7 @@ async def _stream(
         sim.engine.abort(sim_request)
 
 
-async def flush_cache(sim: SimServer, request: Request) -> Response:
+async def flush_cache(sim: ServedSim, request: Request) -> Response:
     """vLLM's `POST /reset_prefix_cache` (dev mode) or SGLang's `POST /flush_cache`: drop the prefix cache."""
     if refused := _refused(sim, request):
         return refused
@@ -319,7 +320,7 @@ async def flush_cache(sim: SimServer, request: Request) -> Response:
 
 
 async def _sglang_stream(
-    sim: SimServer, sim_request: SimRequest, rid: str, details: bool
+    sim: ServedSim, sim_request: SimRequest, rid: str, details: bool
 ) -> AsyncIterator[str]:
     try:
         while True:
@@ -338,7 +339,7 @@ async def _sglang_stream(
         sim.engine.abort(sim_request)
 
 
-async def server_info(sim: SimServer, request: Request) -> Response:
+async def server_info(sim: ServedSim, request: Request) -> Response:
     config = sim.config
     gauges: dict[str, float] = getattr(sim.recorder, "gauges", {})  # SGLang's recorder's
     state: dict[str, Any] = {"last_gen_throughput": gauges.get("gen_throughput", 0.0)}
@@ -367,7 +368,7 @@ async def server_info(sim: SimServer, request: Request) -> Response:
 # ---- llama.cpp -------------------------------------------------------------------------------------
 
 
-async def props(sim: SimServer, request: Request) -> Response:
+async def props(sim: ServedSim, request: Request) -> Response:
     config = sim.config
     n_ctx = config.max_model_len // config.max_num_seqs
     types = "none"  # llama.cpp's quirk: /props says "none" even when drafting (see /slots)
@@ -386,7 +387,7 @@ async def props(sim: SimServer, request: Request) -> Response:
     )
 
 
-async def slots(sim: SimServer, request: Request) -> Response:
+async def slots(sim: ServedSim, request: Request) -> Response:
     config = sim.config
     busy = {running.slot: running for running in sim.engine.running}
     types = "none,draft-simple" if config.k else "none"
@@ -438,7 +439,7 @@ FLAVOR_ROUTES: dict[str, list[Endpoint]] = {
 GPU_ROUTE: Endpoint = ("GET", GPU_METRICS_PATH, gpu_metrics)  # `spectop sim --gpu`
 
 
-def build_app(sim: SimServer) -> ASGIApp:
+def build_app(sim: ServedSim) -> ASGIApp:
     table = [
         *SHARED_ROUTES,
         *FLAVOR_ROUTES[sim.flavor],
