@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import tempfile
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from tui.telemetry.logs import LogParser
 from tui.telemetry.reading import EndpointReading
 from tui.telemetry.recording import RecordedEndpoint, RecordingWriter
 
+URL = "http://127.0.0.1:9"
 LINES = [
     "(APIServer pid=1) INFO 08-20 14:04:17 [loggers.py:310] Engine 000: Avg prompt throughput: 120.5 tokens/s, "
     "Avg generation throughput: 277.9 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.7%, "
@@ -26,33 +26,21 @@ LINES = [
 ]
 
 
-def _reading(time: float) -> EndpointReading:
-    figures = Figures(generation_tokens_per_s=277.9, acceptance_rate=0.709)
-    return EndpointReading(
-        name="a",
-        url="http://127.0.0.1:9",
-        time=time,
-        up=True,
-        backend="vllm",
-        model="m",
-        window_s=60.0,
-        figures=figures,
-    )
-
-
 async def _run(path: Path, count: int, max_mb: float | None) -> float:
     parser = LogParser("vllm")
     events = [event for line in LINES for event in parser.feed(line)]
-    options = {}
-    if max_mb is not None and "max_bytes" in inspect.signature(RecordingWriter).parameters:
-        options["max_bytes"] = int(max_mb * 1024 * 1024)
+    options = {} if max_mb is None else {"max_bytes": int(max_mb * 1024 * 1024)}
     writer = RecordingWriter(path, **options)
+    figures = Figures(generation_tokens_per_s=277.9, acceptance_rate=0.709)
+    reading = EndpointReading(
+        name="a", url=URL, time=0.0, up=True, backend="vllm", model="m", window_s=60.0, figures=figures
+    )
     started = time.perf_counter()
-    await writer.open([RecordedEndpoint(name="a", url="http://127.0.0.1:9")], now=0.0)
+    await writer.open([RecordedEndpoint(name="a", url=URL)], now=0.0)
     for number in range(count):
         await writer.write_log_event("a", float(number), events[number % len(events)])
         if number % 100 == 0:
-            await writer.write_reading(_reading(float(number)))
+            await writer.write_reading(reading.model_copy(update={"time": float(number)}))
     await writer.close()
     return time.perf_counter() - started
 
@@ -60,7 +48,7 @@ async def _run(path: Path, count: int, max_mb: float | None) -> float:
 def main() -> None:
     arguments = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     arguments.add_argument("--events", type=int, default=100_000)
-    arguments.add_argument("--max-mb", type=float, default=None, help="size cap (writers that have one)")
+    arguments.add_argument("--max-mb", type=float, default=None, help="size cap")
     options = arguments.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "recording.jsonl"

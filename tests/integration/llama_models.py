@@ -65,16 +65,14 @@ class ModelSet:
 
 def spm_vocabulary() -> tuple[list[str], list[float], list[int]]:
     """Tokens, scores and types of a small SentencePiece vocabulary with the 256 byte-fallback tokens."""
-    tokens: list[str] = list(SPECIAL_TOKENS)
-    types: list[int] = [gguf.TokenType.UNKNOWN] + [gguf.TokenType.CONTROL] * (len(SPECIAL_TOKENS) - 1)
-    for byte in range(256):
-        tokens.append(f"<0x{byte:02X}>")
-        types.append(gguf.TokenType.BYTE)
-    pieces = ["▁", *(c for c in string.ascii_letters + string.digits + string.punctuation)]
-    pieces += [f"▁{word}" for word in WORDS]
-    for piece in pieces:
-        tokens.append(piece)
-        types.append(gguf.TokenType.NORMAL)
+    pieces = ["▁", *(string.ascii_letters + string.digits + string.punctuation), *(f"▁{w}" for w in WORDS)]
+    tokens = [*SPECIAL_TOKENS, *(f"<0x{byte:02X}>" for byte in range(256)), *pieces]
+    types = [
+        gguf.TokenType.UNKNOWN,
+        *[gguf.TokenType.CONTROL] * (len(SPECIAL_TOKENS) - 1),
+        *[gguf.TokenType.BYTE] * 256,
+        *[gguf.TokenType.NORMAL] * len(pieces),
+    ]
     # SPM merges prefer higher scores: longer pieces score higher, so words are kept whole.
     scores = [
         float(len(token)) - 100.0 if kind == gguf.TokenType.NORMAL else 0.0
@@ -115,14 +113,12 @@ def random_weights(shape: ModelShape, n_vocab: int, seed: int) -> dict[str, np.n
 def add_noise(tensors: dict[str, np.ndarray], scale: float, seed: int) -> dict[str, np.ndarray]:
     """A copy with Gaussian noise of `scale` times each tensor's own standard deviation (norms left alone)."""
     rng = np.random.default_rng(seed)
-    noisy: dict[str, np.ndarray] = {}
-    for name, value in tensors.items():
-        if value.ndim == 1:
-            noisy[name] = value.copy()
-            continue
-        noise = rng.standard_normal(value.shape).astype(np.float32) * (scale * float(value.std()))
-        noisy[name] = value + noise
-    return noisy
+    return {
+        name: value.copy()
+        if value.ndim == 1
+        else value + rng.standard_normal(value.shape).astype(np.float32) * (scale * float(value.std()))
+        for name, value in tensors.items()
+    }
 
 
 def write_model(path: Path, name: str, shape: ModelShape, tensors: dict[str, np.ndarray]) -> Path:

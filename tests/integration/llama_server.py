@@ -116,8 +116,7 @@ class LoopbackServer:
         return self.workdir / f"{self.name}.log"
 
     @property
-    def output_file(self) -> Path:
-        """Where the process's stdout and stderr go."""
+    def output_file(self) -> Path:  # the process's stdout and stderr
         return self.log_file
 
     def command(self) -> list[str]:
@@ -160,10 +159,9 @@ class LoopbackServer:
 
     def stop(self) -> None:
         """SIGTERM the process group, SIGKILL it if it does not exit in time; then reap the process."""
-        if self.process is None:
-            return
-        kill_groups([self.process.pid], self.stop_timeout_s)
-        self.reap()
+        if self.process is not None:
+            kill_groups([self.process.pid], self.stop_timeout_s)
+            self.reap()
 
     def reap(self) -> None:
         if self.process is not None:

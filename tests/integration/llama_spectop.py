@@ -24,11 +24,10 @@ def spectop_command() -> list[str]:
 
 def private_env(home: Path) -> dict[str, str]:
     """The environment with spectop's config, data and state folders moved into `home` (a tmp dir)."""
-    env = dict(os.environ)
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
-        env[name] = str(home / name.lower())
-    env["NO_COLOR"] = "1"
-    return env
+    folders = {
+        name: str(home / name.lower()) for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+    }
+    return {**os.environ, **folders, "NO_COLOR": "1"}
 
 
 def run_spectop(args: list[str], home: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
@@ -43,8 +42,10 @@ def run_spectop(args: list[str], home: Path, timeout_s: float) -> subprocess.Com
     )
 
 
-def start_spectop(args: list[str], home: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+@contextmanager
+def spectop_running(args: list[str], home: Path) -> Iterator[subprocess.Popen[str]]:
+    """`spectop` started in the background; killed on the way out if the block left it running."""
+    process = subprocess.Popen(
         [*spectop_command(), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -52,12 +53,6 @@ def start_spectop(args: list[str], home: Path) -> subprocess.Popen[str]:
         env=private_env(home),
         stdin=subprocess.DEVNULL,
     )
-
-
-@contextmanager
-def spectop_running(args: list[str], home: Path) -> Iterator[subprocess.Popen[str]]:
-    """`spectop` started in the background; killed on the way out if the block left it running."""
-    process = start_spectop(args, home)
     try:
         yield process
     finally:

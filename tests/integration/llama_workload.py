@@ -48,9 +48,7 @@ PROMPTS = (
 
 
 @dataclass(frozen=True)
-class AcceptanceLine:
-    """One `draft acceptance = …` line from the server log."""
-
+class AcceptanceLine:  # one `draft acceptance = …` line of the server log
     task: int
     rate: float
     accepted: int
@@ -88,10 +86,7 @@ def run_requests(url: str, count: int, max_tokens: int = 64, concurrency: int = 
 
 
 def log_size(log_file: Path) -> int:
-    try:
-        return log_file.stat().st_size
-    except OSError:
-        return 0
+    return log_file.stat().st_size if log_file.exists() else 0
 
 
 def read_log(log_file: Path, offset: int = 0) -> str:
@@ -108,9 +103,7 @@ def acceptance_lines(log_file: Path, offset: int = 0) -> list[AcceptanceLine]:
 
 
 @dataclass(frozen=True)
-class VerificationStep:
-    """One `accepted N/M draft tokens` trace line: a verification step of one request (task)."""
-
+class VerificationStep:  # one `accepted N/M draft tokens` trace line: a verification step of one request
     task: int
     accepted: int
     drafted: int
@@ -137,9 +130,7 @@ def wait_for_finished_requests(log_file: Path, offset: int, count: int, timeout_
 
 
 @dataclass(frozen=True)
-class RequestTiming:
-    """The `print_timing` lines of one finished request: prompt and generation time as the server saw them."""
-
+class RequestTiming:  # the `print_timing` lines of one finished request, as the server saw it
     prompt_ms: float
     eval_tokens_per_s: float
 

@@ -37,21 +37,8 @@ MAX_TOKENS = 256
 def _bench(
     args: list[str], home: Path, name: str, max_tokens: int, warmup: int = 0
 ) -> tuple[dict[str, Any], Any]:
-    return bench_json(
-        [
-            *args,
-            "--warmup",
-            str(warmup),
-            "--temperature",
-            "0",
-            "--max-tokens",
-            str(max_tokens),
-            "--timeout",
-            "60",
-        ],
-        home,
-        name,
-    )
+    options = f"--warmup {warmup} --temperature 0 --max-tokens {max_tokens} --timeout 60"
+    return bench_json([*args, *options.split()], home, name)
 
 
 def test_bench_ab_no_draft_vs_identical_draft(llama_servers: dict[str, LlamaServer], tmp_path: Path) -> None:
@@ -71,8 +58,7 @@ def test_bench_ab_no_draft_vs_identical_draft(llama_servers: dict[str, LlamaServ
     assert equivalence["divergences"] == []
 
     server_logs = {
-        "a": request_timings(a.log_file, offsets["a"]),
-        "b": request_timings(b.log_file, offsets["b"]),
+        arm: request_timings(server.log_file, offsets[arm]) for arm, server in (("a", a), ("b", b))
     }
     for arm_name in ("a", "b"):
         arm = summary[arm_name]

@@ -5,7 +5,6 @@ while a second scraper resets a gauge, and sees a restarted server again. llama.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from llama_workload import (
     wait_for_finished_requests,
 )
 from tap import RecordingTap
+from vllm_workload import steady_load
 
 pytestmark = pytest.mark.llamacpp
 
@@ -178,29 +178,10 @@ def test_snapshot_sees_a_restarted_server_again(
     assert record["up"] is True and record["backend"] == "llamacpp"
 
 
-class SecondScraper:
+def scrape_metrics(url: str, index: int) -> None:
     """Another client GETting /metrics every 50 ms (Prometheus at a short interval, or a second spectop)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = f"{url}/metrics"
-        self.count = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        with httpx.Client(timeout=5.0) as client:
-            while not self._stop.is_set():
-                client.get(self.url)
-                self.count += 1
-                self._stop.wait(0.05)
-
-    def __enter__(self) -> SecondScraper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+    httpx.get(f"{url}/metrics", timeout=5.0)
+    time.sleep(0.05)
 
 
 def test_a_second_scraper_never_makes_a_wrong_request_rate_or_tpot(
@@ -209,10 +190,10 @@ def test_a_second_scraper_never_makes_a_wrong_request_rate_or_tpot(
     """Every GET /metrics resets `predicted_tokens_seconds`: with a second scraper, spectop says the finished
     requests are unknown (None, with the reason), and what it does report matches the server's `timings`."""
     server = llama_servers["noisy"]
-    with SecondScraper(server.url) as other:
+    with steady_load([server.url], concurrency=1, send=scrape_metrics) as (other,):
         records, by_kind, _, taps = _snapshot_around_workload({"noisy": server}, tmp_path, 12.0, 5, 48)
     _, first, second = taps["noisy"].metrics_scrapes()
-    assert other.count > 50, "the second scraper hardly ran"
+    assert other.sent > 50, "the second scraper hardly ran"
     record, responses = records["noisy"], by_kind["noisy"]
     print({name: record[name] for name in ("requests_per_s", "tpot_mean_s", "notes")})
     assert record["up"] is True and record["backend"] == "llamacpp", record
