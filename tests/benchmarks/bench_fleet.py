@@ -192,18 +192,15 @@ class Proxy:
     upstream: str
     queries: list[Query] = field(default_factory=list)
     errors: int = 0
-    client: httpx.AsyncClient | None = None
 
     async def start(self) -> int:
         self.client = httpx.AsyncClient(base_url=self.upstream, timeout=30.0)
-        server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
-        self._server = server
-        return int(server.sockets[0].getsockname()[1])
+        self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+        return int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
         self._server.close()
-        if self.client is not None:
-            await self.client.aclose()
+        await self.client.aclose()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -221,7 +218,6 @@ class Proxy:
                 params = dict(parse_qsl(query_string)) | dict(parse_qsl(body.decode("latin-1")))
                 entry = Query(path, params.get("time"), time.monotonic())
                 self.queries.append(entry)
-                assert self.client is not None
                 try:
                     response = await self.client.request(
                         method,
@@ -272,16 +268,13 @@ def rss_mib(pid: int) -> float:
     return math.nan
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
-
-
 def _ms(values: list[float], share: float | None = None) -> float:
     """The median of `values` (or their `share` percentile) in milliseconds; nan when there are none."""
     if not values:
         return math.nan
-    return (statistics.median(values) if share is None else percentile(values, share)) * 1000
+    ordered = sorted(values)
+    rank = min(len(ordered) - 1, math.ceil((share or 0) * len(ordered)) - 1)
+    return (statistics.median(values) if share is None else ordered[rank]) * 1000
 
 
 def refreshes(queries: list[Query], start: float, end: float) -> list[list[Query]]:
@@ -297,12 +290,6 @@ def refreshes(queries: list[Query], start: float, end: float) -> list[list[Query
         for group in ordered
         if start <= min(q.sent for q in group) and max(q.answered for q in group) < end
     ]
-
-
-def drawn_after(writes: list[tuple[float, int]], after: float, before: float) -> float | None:
-    """The last write to the terminal in [after, before): when the refresh was on the screen."""
-    times = [at for at, _ in writes if after <= at < before]
-    return max(times) if times else None
 
 
 async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Path) -> dict[str, object]:
@@ -354,14 +341,14 @@ async def measure_tui(args: argparse.Namespace, prometheus_url: str, folder: Pat
     groups = refreshes(proxy.queries, wall_start, wall_end)
     answered = [max(q.answered for q in group) - min(q.sent for q in group) for group in groups]
     starts = [min(q.sent for q in group) for group in groups]
-    on_screen = []
     answers = [max(q.answered for q in group) for group in groups]
-    for index, done in enumerate(answers):
-        # drawn before the next refresh's answers came (a slow refresh is followed at once by the next)
-        until = answers[index + 1] if index + 1 < len(groups) else wall_end
-        drawn = drawn_after(terminal.writes, done, until)
-        if drawn is not None:
-            on_screen.append(drawn - starts[index])
+    # When each refresh was on the screen: the last write to the terminal after its answers came and before
+    # the next refresh's (a slow refresh is followed at once by the next).
+    drawn = [
+        max((at for at, _ in terminal.writes if done <= at < until), default=None)
+        for done, until in zip(answers, [*answers[1:], wall_end], strict=True)
+    ]
+    on_screen = [at - start for at, start in zip(drawn, starts, strict=True) if at is not None]
     cpu_share = (cpu_end - cpu_start) / (wall_end - wall_start)
     return {
         "instances": args.instances,

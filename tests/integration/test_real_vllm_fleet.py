@@ -32,13 +32,10 @@ def _prometheus_value(url: str, query: str) -> dict[str, float]:
 def _wait_idle(url: str, name: str, quiet_s: float) -> None:
     """Until Σ `name` on the server stays the same for `quiet_s` (a request another test left in flight
     would otherwise land in Prometheus' first samples, before the test's `before`)."""
-    last = total(read_page(url), name)
-    while True:
+    last, now = None, total(read_page(url), name)
+    while now != last:
         time.sleep(quiet_s)
-        now = total(read_page(url), name)
-        if now == last:
-            return
-        last = now
+        last, now = now, total(read_page(url), name)
 
 
 def _wait_scraped(prometheus: str, instance: str, name: str, value: float) -> None:

@@ -66,9 +66,7 @@ def test_snapshot_figures_equal_the_servers_counters_over_the_same_pages(
             assert "acceptance_rate" in record["notes"]  # the reason for "–"
             continue
         drafts, drafted, accepted = (
-            d(f"{SPEC}_drafts_total"),
-            d(f"{SPEC}_draft_tokens_total"),
-            d(f"{SPEC}_accepted_tokens_total"),
+            d(f"{SPEC}_{name}_total") for name in ("drafts", "draft_tokens", "accepted_tokens")
         )
         assert drafts > 0, kind
         assert record["acceptance_rate"] == pytest.approx(accepted / drafted, rel=1e-9)

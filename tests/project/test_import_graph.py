@@ -14,13 +14,10 @@ ROOT = Path(tui.__file__).resolve().parent
 
 
 def _modules() -> dict[str, Path]:
-    modules = {}
-    for path in ROOT.rglob("*.py"):
-        parts = ("tui", *path.relative_to(ROOT).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        modules[".".join(parts)] = path
-    return modules
+    names = {
+        path: ".".join(("tui", *path.relative_to(ROOT).with_suffix("").parts)) for path in ROOT.rglob("*.py")
+    }
+    return {name.removesuffix(".__init__"): path for path, name in names.items()}
 
 
 def _imports(
