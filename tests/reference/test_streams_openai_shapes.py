@@ -49,15 +49,9 @@ async def test_llamacpp_stream_capture_without_usage() -> None:
 
 
 def _sglang_chunk(delta: dict[str, Any], finish: str | None = None, matched: Any = None) -> dict[str, Any]:
-    return {
-        "id": "0f3c2a9d41",
-        "object": "chat.completion.chunk",
-        "created": 1755702742,
-        "model": "deepseek-ai/DeepSeek-V3-0324",
-        "choices": [
-            {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, "matched_stop": matched}
-        ],
-    }
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, "matched_stop": matched}
+    envelope = {"id": "0f3c2a9d41", "object": "chat.completion.chunk", "created": 1755702742}
+    return {**envelope, "model": "deepseek-ai/DeepSeek-V3-0324", "choices": [choice]}
 
 
 @pytest.mark.parametrize("cache_report", [False, True], ids=["no-cache-report", "enable-cache-report"])

@@ -23,35 +23,22 @@ PROMPT_TOKENS = 142
 CACHED_TOKENS = 128
 
 
+def _chunk(
+    kind: str, choices: list[dict[str, Any]], chunk_id: str = "chatcmpl-8a1f0c2e9b", **extra: Any
+) -> dict[str, Any]:
+    return {"id": chunk_id, "object": kind, "created": CREATED, "model": MODEL, "choices": choices, **extra}
+
+
 def _chat_chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-8a1f0c2e9b",
-        "object": "chat.completion.chunk",
-        "created": CREATED,
-        "model": MODEL,
-        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-        **extra,
-    }
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+    return _chunk("chat.completion.chunk", [choice], **extra)
 
 
 def _completion_chunk(text: str, finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "cmpl-8a1f0c2e9b",
-        "object": "text_completion",
-        "created": CREATED,
-        "model": MODEL,
-        "choices": [
-            {
-                "index": 0,
-                "text": text,
-                "logprobs": None,
-                "finish_reason": finish,
-                "stop_reason": None,
-                "prompt_token_ids": None,
-                "token_ids": None,
-            }
-        ],
-    }
+    choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish, "stop_reason": None}
+    return _chunk(
+        "text_completion", [{**choice, "prompt_token_ids": None, "token_ids": None}], "cmpl-8a1f0c2e9b"
+    )
 
 
 def _usage(completion: int) -> dict[str, Any]:
@@ -64,18 +51,9 @@ def _usage(completion: int) -> dict[str, Any]:
 
 
 def _usage_chunk(object_name: str, metrics: Any = METRICS) -> dict[str, Any]:
-    chunk: dict[str, Any] = {
-        "id": "chatcmpl-8a1f0c2e9b",
-        "object": object_name,
-        "created": CREATED,
-        "model": MODEL,
-        "choices": [],
-        "usage": _usage(sum(CHUNK_TOKENS)),
-        "system_fingerprint": "vllm-0.28.0-tp1-3f9a2c1d",
-    }
-    if metrics is not ...:
-        chunk["metrics"] = metrics
-    return chunk
+    fingerprint = "vllm-0.28.0-tp1-3f9a2c1d"
+    chunk = _chunk(object_name, [], usage=_usage(sum(CHUNK_TOKENS)), system_fingerprint=fingerprint)
+    return chunk if metrics is ... else {**chunk, "metrics": metrics}
 
 
 def _chat_stream(*, usage: bool = True, continuous: bool = False, metrics: Any = METRICS) -> bytes:
@@ -109,12 +87,8 @@ async def test_chat_stream_counts_usage_not_chunks_and_reads_the_metrics_of_the_
     assert server.acceptance_histogram == [39, 1, 0, 3]
     assert server.acceptance_rate == pytest.approx(0.07751937984496124)
     assert server.mean_acceptance_length == pytest.approx(1.2325581395348837)
-    assert (server.server_ttft_ms, server.queue_ms, server.generation_ms, server.mean_itl_ms) == (
-        85.2,
-        12.3,
-        1240.5,
-        9.1,
-    )
+    timings = (server.server_ttft_ms, server.queue_ms, server.generation_ms, server.mean_itl_ms)
+    assert timings == (85.2, 12.3, 1240.5, 9.1)
     assert (server.cached_tokens, server.prompt_tokens) == (CACHED_TOKENS, PROMPT_TOKENS)
 
 
@@ -172,15 +146,9 @@ async def test_completions_stream_shape() -> None:
 
 
 async def test_error_inside_the_stream_then_done_is_a_broken_stream_with_the_message() -> None:
-    error = {
-        "error": {
-            "message": "The model `x` does not exist.",
-            "type": "NotFoundError",
-            "param": "model",
-            "code": 404,
-        }
-    }
+    message = "The model `x` does not exist."
+    error = {"error": {"message": message, "type": "NotFoundError", "param": "model", "code": 404}}
     body = sse([_chat_chunk({"role": "assistant", "content": ""}), _chat_chunk({"content": "a"}), error])
     result = await run_stream(body)
     assert result.error_kind == "broken_stream"
-    assert "The model `x` does not exist." in (result.error or "")
+    assert message in (result.error or "")
