@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from subprocess import DEVNULL, PIPE
 from typing import Any
 
 from tui.paths import themes_dir
@@ -37,7 +38,7 @@ def run_spectop(args: list[str], home: Path, timeout_s: float) -> subprocess.Com
         text=True,
         timeout=timeout_s,
         env=private_env(home),
-        stdin=subprocess.DEVNULL,
+        stdin=DEVNULL,
         check=False,
     )
 
@@ -46,12 +47,7 @@ def run_spectop(args: list[str], home: Path, timeout_s: float) -> subprocess.Com
 def spectop_running(args: list[str], home: Path) -> Iterator[subprocess.Popen[str]]:
     """`spectop` started in the background; killed on the way out if the block left it running."""
     process = subprocess.Popen(
-        [*spectop_command(), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=private_env(home),
-        stdin=subprocess.DEVNULL,
+        [*spectop_command(), *args], stdout=PIPE, stderr=PIPE, text=True, env=private_env(home), stdin=DEVNULL
     )
     try:
         yield process

@@ -23,16 +23,14 @@ KINDS = ("nodraft", "same", "noisy", "random")
 
 
 def dashboard_settings(servers: dict[str, LlamaServer], names: tuple[str, ...]) -> Settings:
+    endpoints = [
+        EndpointSettings(
+            name=name, url=servers[name].url, backend="llamacpp", log_file=servers[name].log_file
+        )
+        for name in names
+    ]
     return Settings(
-        poll_interval_s=0.5,
-        window_s=8.0,
-        alerts=AlertSettings(sustained_s=1.0),
-        endpoints=[
-            EndpointSettings(
-                name=name, url=servers[name].url, backend="llamacpp", log_file=servers[name].log_file
-            )
-            for name in names
-        ],
+        poll_interval_s=0.5, window_s=8.0, alerts=AlertSettings(sustained_s=1.0), endpoints=endpoints
     )
 
 

@@ -56,15 +56,8 @@ def test_bench_keeps_each_requests_spec_figures_as_the_server_sent_them(
         completion_tokens = [usage["completion_tokens"] for usage in answer["usages"]]
         assert completion_tokens == sorted(completion_tokens) and completion_tokens[-1] == MAX_TOKENS
     spec = [answer["metrics"][0]["speculative_decoding"] for answer in answers]
-    theirs = Counter(
-        (
-            s["num_draft_tokens"],
-            s["num_accepted_draft_tokens"],
-            s["num_spec_steps"],
-            tuple(s["acceptance_histogram"]),
-        )
-        for s in spec
-    )
+    counts = ("num_draft_tokens", "num_accepted_draft_tokens", "num_spec_steps")
+    theirs = Counter((*(s[name] for name in counts), tuple(s["acceptance_histogram"])) for s in spec)
     kept = [r["server"] for r in requests]
     ours = Counter(
         (k["drafted"], k["accepted"], k["spec_steps"], tuple(k["acceptance_histogram"])) for k in kept

@@ -194,11 +194,7 @@ def make_managed(
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config = CONFIG.format(
-        target=models.target,
-        draft=draft if draft is not None else models.noisy,
-        k=k,
-        enabled="true" if enabled else "false",
-        port=port,
+        target=models.target, draft=draft or models.noisy, k=k, enabled=str(enabled).lower(), port=port
     )
     (folder / "config.toml").write_text(config, encoding="utf-8")
     bed = {

@@ -26,15 +26,9 @@ def sse(events: list[dict[str, Any] | str]) -> bytes:
 async def run_stream(body: bytes, api: str = "chat") -> RequestResult:
     """`body` (SSE text) sent chunked to one `run_request`, as a server streaming it would."""
     async with ReplyServer([Reply(body, chunked=True)]) as server:
-        spec = RequestSpec(
-            url=endpoint_url(server.url, api),
-            body={"model": "m", "stream": True, "stream_options": {"include_usage": True}},
-            headers={},
-            arm="a",
-            index=0,
-            round=0,
-            prompt_id="p0",
-        )
+        body = {"model": "m", "stream": True, "stream_options": {"include_usage": True}}
+        url = endpoint_url(server.url, api)
+        spec = RequestSpec(url=url, body=body, headers={}, arm="a", index=0, round=0, prompt_id="p0")
         async with httpx.AsyncClient() as client:
             return await run_request(
                 client,

@@ -99,32 +99,22 @@ def test_raw_stderr_traceback_with_only_the_process_prefix() -> None:
     assert _feed(lines) == [("error", "engine_dead", exception), ("error", "traceback", exception)]
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        # Built from the --enable-logging-iteration-details format string (§2.2).
-        "(APIServer pid=1) INFO 08-20 14:05:00 [loggers.py:197] Engine 000: Iteration(120): 2 context requests, 2048 context tokens, 3 generation requests, 9 generation tokens, iteration elapsed time: 12.34 ms, GPU KV cache usage: 1.2%",
-        # Built from the DiffusionDecoding format string (§2.3): not speculative decoding.
-        "(APIServer pid=1) INFO 08-20 14:05:00 [metrics.py:160] DiffusionDecoding metrics: Committed token throughput: 12.00 tokens/s, Mean denoising steps per canvas: 3.00, Mean tokens committed per denoising step: 2.00, Committed: 120 tokens, Denoising steps: 60, Canvas positions evaluated: 240",
-        # The spec warnings of §2.5 are warnings, not errors.
-        "(APIServer pid=1) WARNING 08-20 14:02:14 [speculative.py:754] method `deepseek_mtp` is deprecated and replaced with mtp.",
-        "(APIServer pid=1) WARNING 08-20 14:05:00 [__init__.py:206] min_p and logit_bias parameters won't work with speculative decoding.",
-        # Start-up lines of §2.4 and uvicorn's own lines (samples/vllm/server.log lines 14, 27, 43, 45).
-        "(EngineCore pid=243) INFO 08-20 14:02:24 [core.py:122] Initializing a V1 LLM engine (v0.28.0) with config: model='XiaomiMiMo/MiMo-7B-RL', speculative_config=SpeculativeConfig(method='mtp', model='XiaomiMiMo/MiMo-7B-RL', num_spec_tokens=2)",
-        "(EngineCore pid=243) INFO 08-20 14:03:16 [gpu_worker.py:578] Available KV cache memory: 107.02 GiB",
-        "(APIServer pid=1) INFO:     Application startup complete.",
-        '(APIServer pid=1) INFO:     10.0.3.17:50118 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
-    ],
-    ids=[
-        "iteration",
-        "diffusion",
-        "deprecated-method",
-        "min_p-warning",
-        "engine-config",
-        "kv-memory",
-        "ready",
-        "access",
-    ],
-)
+NO_EVENT = {
+    # Built from the --enable-logging-iteration-details format string (§2.2).
+    "iteration": "(APIServer pid=1) INFO 08-20 14:05:00 [loggers.py:197] Engine 000: Iteration(120): 2 context requests, 2048 context tokens, 3 generation requests, 9 generation tokens, iteration elapsed time: 12.34 ms, GPU KV cache usage: 1.2%",
+    # Built from the DiffusionDecoding format string (§2.3): not speculative decoding.
+    "diffusion": "(APIServer pid=1) INFO 08-20 14:05:00 [metrics.py:160] DiffusionDecoding metrics: Committed token throughput: 12.00 tokens/s, Mean denoising steps per canvas: 3.00, Mean tokens committed per denoising step: 2.00, Committed: 120 tokens, Denoising steps: 60, Canvas positions evaluated: 240",
+    # The spec warnings of §2.5 are warnings, not errors.
+    "deprecated-method": "(APIServer pid=1) WARNING 08-20 14:02:14 [speculative.py:754] method `deepseek_mtp` is deprecated and replaced with mtp.",
+    "min_p-warning": "(APIServer pid=1) WARNING 08-20 14:05:00 [__init__.py:206] min_p and logit_bias parameters won't work with speculative decoding.",
+    # Start-up lines of §2.4 and uvicorn's own lines (samples/vllm/server.log lines 14, 27, 43, 45).
+    "engine-config": "(EngineCore pid=243) INFO 08-20 14:02:24 [core.py:122] Initializing a V1 LLM engine (v0.28.0) with config: model='XiaomiMiMo/MiMo-7B-RL', speculative_config=SpeculativeConfig(method='mtp', model='XiaomiMiMo/MiMo-7B-RL', num_spec_tokens=2)",
+    "kv-memory": "(EngineCore pid=243) INFO 08-20 14:03:16 [gpu_worker.py:578] Available KV cache memory: 107.02 GiB",
+    "ready": "(APIServer pid=1) INFO:     Application startup complete.",
+    "access": '(APIServer pid=1) INFO:     10.0.3.17:50118 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+}
+
+
+@pytest.mark.parametrize("line", NO_EVENT.values(), ids=NO_EVENT.keys())
 def test_lines_that_give_no_event(line: str) -> None:
     assert parse_events(line) == []
