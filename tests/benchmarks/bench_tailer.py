@@ -65,13 +65,6 @@ async def _follow(tailer_class: Any, path: Path, seconds: float, rate: float, **
     return idle_cpu / seconds, busy_cpu / seconds, seen
 
 
-def _writer_alone(path: Path, seconds: float, rate: float) -> float:
-    cpu = time.process_time()
-    with _writing(path, rate):
-        time.sleep(seconds)
-    return (time.process_time() - cpu) / seconds
-
-
 def main() -> None:
     arguments = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     arguments.add_argument("--seconds", type=float, default=5.0)
@@ -92,7 +85,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "server.log"
         path.write_text("")
-        writer_cpu = _writer_alone(path, options.seconds, options.rate)
+        cpu = time.process_time()
+        with _writing(path, options.rate):
+            time.sleep(options.seconds)
+        writer_cpu = (time.process_time() - cpu) / options.seconds
         print(f"writer alone: {writer_cpu * 100:.1f}% of a core at {options.rate:.0f} lines/s")
         for mode, extra in modes.items():
             path.write_text("")

@@ -16,7 +16,7 @@ from llama_spectop import json_lines, run_spectop
 from vllm_managed import ManagedVllm
 from vllm_workload import MODEL, steady_load
 
-from tui.advice.stepcost import StepCostModel, load_models
+from tui.advice.stepcost import load_models
 from tui.bench.prompts import load_prompt_set
 
 K = 2  # the file's
@@ -42,22 +42,12 @@ def _tune(server: ManagedVllm, home: Path, *extra: str) -> str:
     return done.stderr
 
 
-def _kept_model(home: Path) -> StepCostModel:
-    path = home / "xdg_data_home" / "spectop" / "stepcost.json"
-    (model,) = load_models(path).models
-    return model
-
-
 def sweep_request(url: str, index: int) -> None:
     """A chat request with the sweep's own prompts (built-in), in turn."""
     prompts = load_prompt_set("mixed").prompts
     messages = prompts[index % len(prompts)].chat_messages()
     body = {"model": MODEL, "messages": messages, "max_tokens": MAX_TOKENS, "temperature": 0}
     httpx.post(url + "/v1/chat/completions", json=body, timeout=600).raise_for_status()
-
-
-def _meets(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
 
 
 @pytest.mark.quiet
@@ -68,7 +58,7 @@ def test_the_advice_on_k_matches_a_sweep_of_the_same_vllm(managed: ManagedVllm, 
     assert "k=0,1,2,3 at concurrency 1, 3 rounds" in said, said  # spectop's own choice of values
     assert "step-cost model kept" in said, said
     assert managed.config.read_bytes() == original
-    model = _kept_model(tmp_path)
+    (model,) = load_models(tmp_path / "xdg_data_home" / "spectop" / "stepcost.json").models
     calibration = json.loads(calibration_file.read_text())
     assert calibration["rounds_run"] == 3 and calibration["baseline_value"] == 0, calibration["stop_reason"]
     assert model.k_range == (0, 3) and [p.k for p in model.points] == [0, 1, 2, 3]
@@ -119,7 +109,7 @@ def test_the_advice_on_k_matches_a_sweep_of_the_same_vllm(managed: ManagedVllm, 
     assert interval is not None, advice
     assert abs(predicted / measured - 1.0) <= 0.15, rows
     assert interval[1] / interval[0] <= 1.6, rows
-    assert _meets(tuple(interval), tuple(ci)), rows
+    assert interval[0] <= ci[1] and ci[0] <= interval[1], rows  # they meet
     better = advice["better_k"]
     if better == 0:  # speculation off: the calibration measured k=2 over it (its baseline)
         off = next(o["cells"][0] for o in calibration["outcomes"] if o["value"] == K)

@@ -99,12 +99,6 @@ def records_of(trail: Path) -> list[AuditRecord]:
     return audit.read(trail)[0] if trail.exists() else []
 
 
-def final_k(config: Path) -> int | None:
-    opened = open_config(config)
-    assert opened.document is not None, opened.syntax_error
-    return file_k(opened.document)
-
-
 @pytest.mark.skipif(prometheus_binary() is None, reason="needs the prometheus binary (Debian package)")
 def test_one_full_autopilot_cycle_on_two_real_vllms(
     vllm_python: Path, vllm_models: VllmModels, tmp_path: Path
@@ -200,7 +194,9 @@ def test_one_full_autopilot_cycle_on_two_real_vllms(
     for instance, server in by_instance.items():
         now = server.config.read_bytes()
         if instance in verified:
-            assert final_k(server.config) == to_k and now_k[instance] == to_k
+            opened = open_config(server.config)
+            assert opened.document is not None, opened.syntax_error
+            assert file_k(opened.document) == to_k and now_k[instance] == to_k
             old, new = found[instance].decode(), now.decode()
             assert unified_diff(old, new, server.config.name) == canary.diff
         else:

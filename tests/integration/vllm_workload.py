@@ -141,11 +141,8 @@ def steady_load(
     urls: list[str], concurrency: int = 2, max_tokens: int = 24, send: Send | None = None
 ) -> Iterator[list[SteadyLoad]]:
     """A steady load on each URL: completions of `prompt(index)` unless `send` makes the requests."""
-
-    def completions(url: str, index: int) -> None:
-        completion(url, prompt(index), max_tokens)
-
-    loads = [SteadyLoad(url, send or completions, concurrency).start() for url in urls]
+    send = send or (lambda url, index: completion(url, prompt(index), max_tokens))
+    loads = [SteadyLoad(url, send, concurrency).start() for url in urls]
     try:
         yield loads
     finally:
@@ -180,15 +177,9 @@ def wait_until_quiet(path: Path, url: str) -> int:
         engine_lines = [line for line in text.splitlines() if "Engine 000: " in line]
         idle = not engine_lines or _IDLE_LINE.search(engine_lines[-1]) is not None
         counted = total(read_page(url), "vllm:spec_decode_num_accepted_tokens_total")
-        if idle and spec_line_totals(text)[0] == counted:
+        if idle and sum(int(accepted) for accepted, _ in _SPEC_LINE.findall(text)) == counted:
             return size
         time.sleep(1.0)
-
-
-def spec_line_totals(text: str) -> tuple[int, int]:
-    """Σ Accepted, Σ Drafted over the `SpecDecoding metrics:` lines of `text`."""
-    lines = _SPEC_LINE.findall(text)
-    return sum(int(accepted) for accepted, _ in lines), sum(int(drafted) for _, drafted in lines)
 
 
 def sse_objects(text: str) -> list[dict[str, Any]]:
