@@ -24,8 +24,7 @@ from llama_workload import (
     verification_steps,
     wait_for_finished_requests,
 )
-from tap import RecordingTap
-from vllm_workload import steady_load
+from vllm_workload import RecordingTap, steady_load
 
 pytestmark = pytest.mark.llamacpp
 

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from llama_spectop import bench_json
-from tap import RecordingTap
 from vllm_server import VllmServer
-from vllm_workload import delta, read_page
+from vllm_workload import RecordingTap, delta, read_page
 
 REQUESTS = 6  # per arm, over the rounds
 MAX_TOKENS = 32

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 from llama_spectop import json_lines, run_spectop
-from tap import RecordingTap
 from vllm_server import VllmServer
-from vllm_workload import delta, histogram_quantile, steady_load
+from vllm_workload import RecordingTap, delta, histogram_quantile, steady_load
 
 KINDS = ("same", "noisy", "random", "nodraft")
 WINDOW_S = 12.0

@@ -14,10 +14,9 @@ from typing import Any
 import httpx
 import pytest
 from llama_spectop import run_spectop, spectop_running
-from tap import RecordingTap
 from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
-from vllm_workload import served_k
+from vllm_workload import RecordingTap, served_k
 
 REQUESTS = 3
 MAX_TOKENS = 24
