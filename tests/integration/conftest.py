@@ -14,10 +14,9 @@ from llama_build import LlamaBuildError, ensure_llama_server
 from llama_models import ModelSet, make_models
 from llama_server import LlamaServer, LoopbackServer, ServerError, kill_groups
 from vllm_install import VLLM_VERSION, VllmInstallImpossible, cache_dir, ensure_vllm
-from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
 from vllm_models import make_models as make_vllm_models
-from vllm_server import VllmServer
+from vllm_server import ManagedVllm, VllmServer, make_managed
 
 # The long-lived servers of each suite (vLLM's at k = 3 where there is a draft), shared by the whole session.
 SERVER_KINDS = ("nodraft", "same", "noisy", "random")

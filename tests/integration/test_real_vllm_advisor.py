@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from llama_spectop import json_lines, run_spectop
-from vllm_managed import ManagedVllm
+from vllm_server import ManagedVllm
 from vllm_workload import MODEL, steady_load
 
 from tui.advice.stepcost import load_models

@@ -2,7 +2,7 @@
 (CPU build) scraped by a real Prometheus, with the same steady load on both.
 
 Each replica runs from its own `config.toml` through the restart script of the other real-vLLM tests
-(`vllm_managed.py`), in a folder named by its port, so the fleet's templates name its file and its restart.
+(`vllm_server.py`), in a folder named by its port, so the fleet's templates name its file and its restart.
 The step-cost model is seeded (a calibration of a real vLLM is `test_real_vllm_advisor.py`'s proof, and
 it takes a quarter of an hour on this host): a draft token costs what the target's step does (draft and
 target are the same tiny architecture), so on the noisy draft's acceptance the advisor names a smaller k.
@@ -25,9 +25,8 @@ from pathlib import Path
 
 import pytest
 from llama_spectop import run_spectop, spectop_running
-from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
-from vllm_server import START_TIMEOUT_S
+from vllm_server import START_TIMEOUT_S, ManagedVllm, make_managed
 from vllm_workload import served_k, steady_load
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))

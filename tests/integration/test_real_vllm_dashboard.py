@@ -9,8 +9,8 @@ import asyncio
 from pathlib import Path
 
 from llama_spectop import dashboard
-from vllm_managed import make_managed
 from vllm_models import VllmModels
+from vllm_server import make_managed
 from vllm_workload import completion, served_k, steady_load
 
 from tui.advice.guard import ACTION_WORDS

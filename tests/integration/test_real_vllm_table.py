@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from llama_server import group_alive, log_tail
 from llama_spectop import spectop_command
-from vllm_managed import ManagedVllm
+from vllm_server import ManagedVllm
 from vllm_workload import MODEL, prompt
 
 TABLE = "[[1, 1, 2], [2, 8, 1]]"  # k=2 alone, k=1 from two requests at a time (max_num_seqs = 8)

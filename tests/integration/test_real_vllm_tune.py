@@ -1,5 +1,5 @@
 """`spectop tune` over `num_speculative_tokens` on a real vLLM whose restart script returns before the old
-server is gone (vllm_managed.py); a tap shows which k answered each burst (the restart race).
+server is gone (vllm_server.py); a tap shows which k answered each burst (the restart race).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 from llama_spectop import run_spectop, spectop_running
-from vllm_managed import ManagedVllm, make_managed
 from vllm_models import VllmModels
+from vllm_server import ManagedVllm, make_managed
 from vllm_workload import RecordingTap, served_k
 
 REQUESTS = 3
