@@ -88,12 +88,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    paints: list[float] = []
-    frames: list[float] = []
-    marks: list[float] = []
-    cpus: list[float] = []
-    baselines: list[float] = []
-    baseline_cpus: list[float] = []
+    seen: dict[str, list[float]] = {
+        name: [] for name in ("paint", "frame", "mark", "cpu", "baseline", "baseline cpu")
+    }
     with tempfile.TemporaryDirectory() as folder:
         sim, url = _start_sim(Path(folder))
         try:
@@ -103,31 +100,28 @@ def main() -> int:
             for run in range(args.runs):
                 started, before = time.perf_counter(), os.times()
                 subprocess.run([sys.executable, "-c", "import textual.app"], check=True, cwd=ROOT, timeout=60)
-                baselines.append(time.perf_counter() - started)
+                seen["baseline"].append(time.perf_counter() - started)
                 after = os.times()  # the children's user + system time: the import's CPU
-                baseline_cpus.append(sum(after[2:4]) - sum(before[2:4]))
+                seen["baseline cpu"].append(sum(after[2:4]) - sum(before[2:4]))
                 home = Path(folder) / f"home{run}"
                 home.mkdir()
                 painted, figures, lifetime, cpu = _launch(url, home)
                 if painted is None or figures is None:
                     raise SystemExit(f"run {run}: no frame with figures within {TIMEOUT_S:.0f} s")
-                paints.append(painted)
-                frames.append(figures)
-                if lifetime is not None:
-                    marks.append(lifetime)
-                if cpu is not None:
-                    cpus.append(cpu)
+                for name, value in (("paint", painted), ("frame", figures), ("mark", lifetime), ("cpu", cpu)):
+                    if value is not None:
+                        seen[name].append(value)
         finally:
             sim.terminate()
             sim.wait(timeout=10)
     print(f"runs: {args.runs} (launch → frame on a pty, 80x24, `python -m tui --endpoint URL`)")
     measured = [
-        ("first painted dashboard", paints),
-        ("first frame with figures", frames),
-        (f"first frame with lifetime figures ({LIFETIME_MARK})", marks),
-        ("baseline: python -c 'import textual.app'", baselines),
+        ("first painted dashboard", seen["paint"]),
+        ("first frame with figures", seen["frame"]),
+        (f"first frame with lifetime figures ({LIFETIME_MARK})", seen["mark"]),
+        ("baseline: python -c 'import textual.app'", seen["baseline"]),
     ]
-    baseline = statistics.median(baselines)
+    baseline = statistics.median(seen["baseline"])
     for label, times in measured:
         if not times:
             print(f"{label}: never seen")
@@ -137,10 +131,11 @@ def main() -> int:
             f"{label}: median {median:.3f} s (min {min(times):.3f}, max {max(times):.3f}; "
             f"{median / baseline:.2f}x the baseline)"
         )
-    if cpus:
+    if seen["cpu"]:
         print(
-            f"CPU used by the first frame with figures (≈ its wall time on an idle machine): median "
-            f"{statistics.median(cpus):.3f} s (baseline {statistics.median(baseline_cpus):.3f} s)"
+            "CPU used by the first frame with figures (≈ its wall time on an idle machine): median "
+            f"{statistics.median(seen['cpu']):.3f} s "
+            f"(baseline {statistics.median(seen['baseline cpu']):.3f} s)"
         )
     print("target: first frame with figures under 0.5 s")
     return 0
