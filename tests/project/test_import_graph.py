@@ -115,9 +115,12 @@ def test_the_graph_is_read() -> None:
     assert "tui.telemetry.recording" in graph["tui.sources.replay"]
 
 
-def test_no_import_cycle() -> None:
+def test_no_import_cycle_between_modules_or_folders() -> None:
     cycle = _cycle(_graph())
     assert cycle is None, "import cycle: " + " → ".join(cycle or [])
+    # Between folders, imports inside functions count; a type-only import under `if TYPE_CHECKING:` does not.
+    cycle = _cycle(_folder_graph(_graph(type_only=False)))
+    assert cycle is None, "import cycle between tui's folders: " + " → ".join(cycle or [])
 
 
 def test_a_cycle_is_found() -> None:
@@ -134,8 +137,9 @@ def _ui_imports_of_the_core(graph: dict[str, set[str]]) -> list[str]:
     ]
 
 
-def test_the_core_imports_nothing_from_the_ui() -> None:
+def test_the_core_imports_nothing_from_the_ui_and_no_folder_from_a_higher_floor() -> None:
     assert _ui_imports_of_the_core(_graph()) == []
+    assert _climbs(_folder_graph(_graph(type_only=False))) == []
 
 
 def test_a_core_module_importing_a_widget_is_caught() -> None:
@@ -150,28 +154,16 @@ def test_every_module_has_a_layer() -> None:
     assert [name for name in _graph() if name != "tui" and not within(name, placed)] == []
 
 
-def test_the_folder_says_the_layer() -> None:
+def test_the_folder_says_the_layer_and_every_folder_has_a_floor() -> None:
     """A module at the top of tui/ is core or an entry point; the UI lives in tui/ui, screens and widgets."""
-    top_level = [name for name in _graph() if name.count(".") == 1]
+    graph = _graph()
+    top_level = [name for name in graph if name.count(".") == 1]
     ui_on_top = [name for name in top_level if within(name, UI) and name not in UI]
     assert ui_on_top == []
     assert all(
         prefix.count(".") == 1 and prefix.split(".")[1] in {"ui", "screens", "widgets"} for prefix in UI
     )
-
-
-def test_every_folder_has_a_floor() -> None:
-    assert sorted(set(_folder_graph(_graph())) - set(FLOORS)) == []
-
-
-def test_no_import_cycle_between_folders() -> None:
-    """Imports inside functions count; a type-only import under `if TYPE_CHECKING:` does not."""
-    cycle = _cycle(_folder_graph(_graph(type_only=False)))
-    assert cycle is None, "import cycle between tui's folders: " + " → ".join(cycle or [])
-
-
-def test_no_folder_imports_from_a_higher_floor() -> None:
-    assert _climbs(_folder_graph(_graph(type_only=False))) == []
+    assert sorted(set(_folder_graph(graph)) - set(FLOORS)) == []
 
 
 def test_a_function_level_climb_is_caught() -> None:
