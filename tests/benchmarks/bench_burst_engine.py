@@ -21,10 +21,6 @@ from tui.bench.prompts import load_prompt_set
 from tui.bench.transport import burst_client
 
 
-def _engine_client(concurrency: int) -> httpx.AsyncClient:
-    return burst_client(concurrency + 8, timeout_s=60)  # what `spectop bench` uses: pools of 16
-
-
 def _client(concurrency: int) -> httpx.AsyncClient:
     limits = httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
     return httpx.AsyncClient(limits=limits, timeout=60)
@@ -34,7 +30,8 @@ async def engine_run(
     url: str, concurrency: int, requests: int, sharded: bool = True, warmup: int = 0
 ) -> tuple[float, float, int, float, list]:
     """Wall s, CPU s, chunks received, the engine's clock origin and its measured requests."""
-    async with (_engine_client if sharded else _client)(concurrency) as client:
+    # sharded: what `spectop bench` uses (pools of 16)
+    async with burst_client(concurrency + 8, timeout_s=60) if sharded else _client(concurrency) as client:
         config = BurstConfig(
             a=ArmTarget("bench", url, model="m", scrape_metrics=False),
             prompt_set=load_prompt_set("mixed"),
