@@ -1,9 +1,14 @@
 """No import cycle between spectop's modules, and the core imports nothing from the UI. The graph is read
-with `ast`, counting imports inside functions and under `if TYPE_CHECKING:` (where a cycle usually hides)."""
+with `ast`, counting imports inside functions and under `if TYPE_CHECKING:` (where a cycle usually hides);
+the core's modules are also imported in a fresh interpreter, which must never load textual."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
+import subprocess
+import sys
 from pathlib import Path
 
 from tui_layers import CORE, ENTRY, FLOORS, UI, within
@@ -179,3 +184,31 @@ def test_a_type_only_import_is_not_an_arrow_between_folders() -> None:
     path = ROOT / "tune" / "plan.py"
     source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tui.board import Board\n"
     assert _imports("tui.tune.plan", path, _modules(), type_only=False, source=source) == set()
+
+
+def _core_modules() -> list[str]:
+    names = []
+    for name in CORE:
+        module = importlib.import_module(name)
+        names.append(name)
+        if hasattr(module, "__path__"):
+            names += [info.name for info in pkgutil.walk_packages(module.__path__, prefix=f"{name}.")]
+    return names
+
+
+def test_core_modules_do_not_import_textual() -> None:
+    modules = _core_modules()
+    assert "tui.advice.guard" in modules and "tui.format" in modules
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "print(','.join(bad))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "", f"core imported textual: {result.stdout.strip()}"
+
+
+def test_package_has_version() -> None:
+    assert tui.__version__
