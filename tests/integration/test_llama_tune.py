@@ -32,36 +32,20 @@ max = {ORIGINAL}   # --spec-draft-n-max
 """
 
 WRAPPER = r'''
-"""Restart llama-server with the draft max of launch.toml (the tune's restart command)."""
-import contextlib, json, os, signal, subprocess, sys, time, tomllib, urllib.request
-from dataclasses import dataclass
+"""Restart llama-server with the draft max of launch.toml (the tune's restart command): the server it started
+before is stopped (SIGTERM, SIGKILL after 10 s) and started again."""
+import json, os, subprocess, sys, tomllib
 from pathlib import Path
 
 here = Path(__file__).parent
 spec = json.loads((here / "command.json").read_text())
+sys.path.insert(0, spec["helpers"])
+from llama_server import kill_groups
+
 draft_max = tomllib.loads((here / "launch.toml").read_text())["draft"]["max"]
 pid_file = here / "server.pid"
-
-
-def down() -> bool:
-    try:
-        urllib.request.urlopen(spec["health"], timeout=1)
-    except OSError:
-        return True
-    return False
-
-
 if pid_file.exists():
-    pid = int(pid_file.read_text())
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while not down() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if not down():
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        time.sleep(0.5)
+    kill_groups([int(pid_file.read_text())], 10)
 argv = [part.replace("{DRAFT_MAX}", str(draft_max)) for part in spec["argv"]]
 with open(here / "server.stderr", "ab") as err:
     process = subprocess.Popen(
@@ -112,7 +96,7 @@ def bed(llama_server_binary: Path, gguf_models: ModelSet, tmp_path: Path) -> Ite
     )
     argv = server.command()
     argv[argv.index("--spec-draft-n-max") + 1] = "{DRAFT_MAX}"
-    (folder / "command.json").write_text(json.dumps({"argv": argv, "health": server.url + "/health"}))
+    (folder / "command.json").write_text(json.dumps({"argv": argv, "helpers": str(Path(__file__).parent)}))
     (folder / "launch.toml").write_text(LAUNCH_FILE, encoding="utf-8")
     (folder / "wrapper.py").write_text(WRAPPER, encoding="utf-8")
     restart = [sys.executable, str(folder / "wrapper.py")]
