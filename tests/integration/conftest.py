@@ -36,10 +36,15 @@ def gguf_models(tmp_path_factory: pytest.TempPathFactory) -> ModelSet:
     return make_models(tmp_path_factory.mktemp("models"))
 
 
-def _llama(binary: Path, models: ModelSet, name: str, kind: str, workdir: Path) -> LlamaServer:
-    return LlamaServer(
-        name=name, binary=binary, model=models.target, draft=models.draft(kind), workdir=workdir
-    )
+@pytest.fixture(scope="session")
+def new_llama(llama_server_binary: Path, gguf_models: ModelSet) -> Callable[[str, str, Path], LlamaServer]:
+    """A llama-server (not started) by name, draft kind and work folder, serving the target model."""
+
+    def new(name: str, kind: str, workdir: Path) -> LlamaServer:
+        target, draft = gguf_models.target, gguf_models.draft(kind)
+        return LlamaServer(name=name, binary=llama_server_binary, model=target, draft=draft, workdir=workdir)
+
+    return new
 
 
 @contextmanager
@@ -65,25 +70,23 @@ def all_running(servers: dict[str, Server]) -> Iterator[dict[str, Server]]:
 
 @pytest.fixture(scope="session")
 def llama_servers(
-    llama_server_binary: Path, gguf_models: ModelSet, tmp_path_factory: pytest.TempPathFactory
+    new_llama: Callable[[str, str, Path], LlamaServer], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, LlamaServer]]:
     """The four long-lived servers: no draft, identical draft, noisy draft, random draft."""
     workdir = tmp_path_factory.mktemp("servers")
-    with all_running(
-        {kind: _llama(llama_server_binary, gguf_models, kind, kind, workdir) for kind in SERVER_KINDS}
-    ) as servers:
+    with all_running({kind: new_llama(kind, kind, workdir) for kind in SERVER_KINDS}) as servers:
         yield servers
 
 
 @pytest.fixture
 def make_server(
-    llama_server_binary: Path, gguf_models: ModelSet, tmp_path: Path
+    new_llama: Callable[[str, str, Path], LlamaServer], tmp_path: Path
 ) -> Iterator[Callable[[str], LlamaServer]]:
     """A factory of extra, test-owned servers (for tests that kill or restart one); all stopped afterwards."""
     started: list[LlamaServer] = []
 
     def factory(kind: str) -> LlamaServer:
-        server = _llama(llama_server_binary, gguf_models, f"own-{kind}-{len(started)}", kind, tmp_path)
+        server = new_llama(f"own-{kind}-{len(started)}", kind, tmp_path)
         started.append(server)
         server.start()
         return server

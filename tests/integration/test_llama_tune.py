@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-from llama_models import ModelSet
 from llama_server import LlamaServer, free_port, kill_groups
 from llama_spectop import json_lines, run_spectop
 from llama_workload import traffic_request
@@ -82,18 +81,12 @@ class TunedBed:
 
 
 @pytest.fixture
-def bed(llama_server_binary: Path, gguf_models: ModelSet, tmp_path: Path) -> Iterator[TunedBed]:
+def bed(new_llama: Callable[[str, str, Path], LlamaServer], tmp_path: Path) -> Iterator[TunedBed]:
     """The wrapped noisy-draft server, started (the tune refuses one that does not answer); stopped after."""
     folder = tmp_path / "bed"
     folder.mkdir()
-    server = LlamaServer(
-        name="tuned",
-        binary=llama_server_binary,
-        model=gguf_models.target,
-        draft=gguf_models.draft_noisy,
-        workdir=folder,
-        port=free_port(),
-    )
+    server = new_llama("tuned", "noisy", folder)
+    server.port = free_port()
     argv = server.command()
     argv[argv.index("--spec-draft-n-max") + 1] = "{DRAFT_MAX}"
     (folder / "command.json").write_text(json.dumps({"argv": argv, "helpers": str(Path(__file__).parent)}))
