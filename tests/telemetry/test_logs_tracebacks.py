@@ -8,7 +8,7 @@ from pathlib import Path
 from tui.configs.restart import last_errors
 from tui.telemetry.events import ErrorEvent, LogEvent
 from tui.telemetry.logs import LogParser, parse_line
-from tui.telemetry.logs.tracebacks import MAX_HEAD_LINES, MAX_TAIL_LINES
+from tui.telemetry.logs.dispatch import MAX_HEAD_LINES, MAX_TAIL_LINES
 
 VLLM_PREFIX = "(EngineCore pid=112) ERROR 05-01 14:39:06 [core.py:1131] "
 VLLM_OOM_TRACEBACK = [

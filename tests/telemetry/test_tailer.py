@@ -16,11 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tui.telemetry import tailer as tailer_module
-from tui.telemetry.dirwatch import open_watch
 from tui.telemetry.logs import LogParser
 from tui.telemetry.logs import follow as follow_module
 from tui.telemetry.logs.follow import follow_events
-from tui.telemetry.tailer import LineSplitter, LogTailer
+from tui.telemetry.tailer import LineSplitter, LogTailer, open_watch
 
 POLL_S = 0.02
 TIMEOUT_S = 20.0  # shorter than any poll interval a test sets to show a wake-up
