@@ -33,9 +33,7 @@ class _ModelCard(BaseModel):
     id: str
 
 
-class _ModelList(BaseModel):
-    """The body of GET /v1/models (OpenAI shape; llama.cpp adds fields we ignore)."""
-
+class _ModelList(BaseModel):  # the body of GET /v1/models (OpenAI shape; llama.cpp adds fields we ignore)
     model_config = ConfigDict(extra="ignore")
     data: list[_ModelCard]
 

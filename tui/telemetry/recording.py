@@ -49,9 +49,7 @@ class LogRecord(BaseModel):
     event: LogEvent
 
 
-class GuardLogRecord(BaseModel):
-    """One fallback-guard action (tui/advice/guard.py's `GuardRecord`)."""
-
+class GuardLogRecord(BaseModel):  # one fallback-guard action (tui/advice/guard.py's `GuardRecord`)
     kind: Literal["guard"] = "guard"
     endpoint: str
     time: float
@@ -175,6 +173,7 @@ class RecordingWriter:
     def _add(self, line: str, time: float) -> None:
         data = (line + "\n").encode("utf-8")
         self._buffer.append(data)
+
         self._buffered += len(data)
         self._last_time = time
 

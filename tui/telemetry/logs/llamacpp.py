@@ -7,8 +7,7 @@ import re
 from typing import Any, Literal
 
 from tui.telemetry.events import SpecDecodeEvent
-from tui.telemetry.logs.prefix import split_prefix
-from tui.telemetry.logs.values import parse_float_list, parse_number
+from tui.telemetry.logs.prefix import parse_float_list, parse_number, split_prefix
 
 ACCEPTANCE_MARKER = "draft acceptance"  # `draft acceptance = ...`; before 2025 `draft acceptance rate = ...`
 PER_POSITION_MARKER = "acc per pos = "

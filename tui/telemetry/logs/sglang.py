@@ -4,8 +4,7 @@ Find the head, split on `", "`, each item at its last `": "`; fields spectop has
 from __future__ import annotations
 
 from tui.telemetry.events import LogEvent, SpecDecodeEvent, StatsEvent
-from tui.telemetry.logs.prefix import split_prefix
-from tui.telemetry.logs.values import parse_count, parse_field_value, parse_number
+from tui.telemetry.logs.prefix import parse_count, parse_field_value, parse_number, split_prefix
 
 DECODE_MARKER = "Decode batch"
 PREFILL_MARKER = "Prefill batch"
