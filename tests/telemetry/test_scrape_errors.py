@@ -115,12 +115,18 @@ async def test_monitor_backs_off_while_down() -> None:
     assert [backoff_s(n) for n in range(7)] == [0.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
 
 
-async def test_monitor_sends_the_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_monitor_uses_the_configured_metrics_url_model_and_api_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("SPECTOP_TEST_KEY", "s3cret")
     async with ReplyServer([Reply(_counter_page(1))]) as server, httpx.AsyncClient() as client:
-        endpoint = EndpointSettings(name="k", url=server.url, api_key_env="SPECTOP_TEST_KEY")
+        metrics_url = f"{server.url}/custom"
+        endpoint = EndpointSettings(
+            name="k", url=server.url, metrics_url=metrics_url, model="mine", api_key_env="SPECTOP_TEST_KEY"
+        )
         reading = await EndpointMonitor(endpoint, window_s=60.0).poll(client)
     assert reading.up and reading.error is None and reading.figures_failed == 0
+    assert (server.requests[0].path, reading.model) == ("/custom", "mine")
     assert server.requests[0].headers["authorization"] == "Bearer s3cret"
     assert "s3cret" not in reading.model_dump_json()
 
@@ -141,16 +147,6 @@ async def test_monitor_asks_llamacpp_for_its_model_once() -> None:
     assert monitor.slots_error == "HTTP 501"
     assert first.model == second.model == "models/target.gguf"
     assert first.backend == "llamacpp"
-
-
-async def test_monitor_uses_the_configured_metrics_url_and_model() -> None:
-    async with ReplyServer([Reply(_counter_page(1))]) as server, httpx.AsyncClient() as client:
-        endpoint = EndpointSettings(
-            name="x", url=server.url, metrics_url=f"{server.url}/custom", model="mine"
-        )
-        reading = await EndpointMonitor(endpoint, window_s=60.0).poll(client)
-    assert server.requests[0].path == "/custom"
-    assert reading.model == "mine"
 
 
 async def test_openai_endpoint_is_probed_through_v1_models() -> None:

@@ -26,12 +26,9 @@ from tui.telemetry.window import RATE_FIGURES, figures_between
 LLAMACPP_MODELS = b'{"object":"list","data":[{"id":"models/target.gguf"}]}'
 
 
-def sample_replies(backend: str) -> list[Reply]:
-    return [Reply(sample_body(backend, "metrics_t0.txt")), Reply(sample_body(backend, "metrics_t1.txt"))]
-
-
-def sample_server(backend: str) -> ReplyServer:
-    return ReplyServer(sample_replies(backend))
+def sample_server(backend: str, routes: dict[str, Reply] | None = None) -> ReplyServer:
+    pages = [Reply(sample_body(backend, "metrics_t0.txt")), Reply(sample_body(backend, "metrics_t1.txt"))]
+    return ReplyServer(pages, routes)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +45,7 @@ async def test_each_sample_through_snapshot_gives_the_figures_of_its_pages(
     """The JSON record holds what the window derives from the two sample pages (test_metrics_figures
     checks those against the READMEs); the rates over the real time between the two scrapes."""
     routes = {"/slots": Reply(b"", status=501), "/v1/models": Reply(LLAMACPP_MODELS)}
-    async with ReplyServer(sample_replies(backend), routes=routes) as server:
+    async with sample_server(backend, routes) as server:
         code, out, err = await spectop("snapshot", server.url + path, "--window", str(window_s), "--json")
     assert code == 0, err
     (line,) = out.splitlines()
