@@ -106,16 +106,10 @@ class Spawned:
             lines.put(line)
 
     def json_line(self) -> dict[str, object]:
-        try:
-            return json.loads(self._lines.get(timeout=HANG_GUARD_S))
-        except queue.Empty:
-            raise AssertionError(f"spectop logs printed nothing within {HANG_GUARD_S:.0f} s") from None
+        return json.loads(_next(self._lines, "printed"))
 
     def stderr_line(self) -> str:
-        try:
-            return self._errors.get(timeout=HANG_GUARD_S)
-        except queue.Empty:
-            raise AssertionError(f"spectop logs said nothing within {HANG_GUARD_S:.0f} s") from None
+        return _next(self._errors, "said")
 
     def interrupt(self) -> tuple[int, str]:
         self.process.send_signal(signal.SIGINT)
@@ -137,6 +131,13 @@ class Spawned:
         for pump in self._pumps:
             pump.join(HANG_GUARD_S)
         return self.process.returncode, "".join(iter_queue(self._errors))
+
+
+def _next(lines: queue.Queue[str], did: str) -> str:
+    try:
+        return lines.get(timeout=HANG_GUARD_S)
+    except queue.Empty:
+        raise AssertionError(f"spectop logs {did} nothing within {HANG_GUARD_S:.0f} s") from None
 
 
 def iter_queue(lines: queue.Queue[str]) -> list[str]:

@@ -169,9 +169,7 @@ class EndpointMonitor:
             log.exception("%s: deriving the figures failed (%d times)", self.endpoint.name, figures_failed)
             figures, per_model = Figures(), {}
         backend = self.window.backend or scrape.backend
-        problem = scrape.error
-        if scrape.up and self.window.inconsistent:
-            problem = self.window.inconsistent
+        problem = self.window.inconsistent if scrape.up and self.window.inconsistent else scrape.error
         if figures_failed:  # every figure reads "–": say it is spectop's failure, not the server's silence
             problem = FIGURES_FAILED if problem is None else f"{FIGURES_FAILED} · {problem}"
         if backend == "llamacpp" and self.slots_error and "generation_tokens_per_s" in figures.notes:

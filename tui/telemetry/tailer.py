@@ -528,8 +528,7 @@ class LogTailer:
             while chunk := await handle.read(READ_ALL_CHUNK_BYTES):
                 for line in splitter.feed(chunk):
                     yield line
-        tail = splitter.flush()
-        if tail is not None:
+        if (tail := splitter.flush()) is not None:
             yield tail
 
     async def lines(self) -> AsyncIterator[str]:

@@ -48,11 +48,6 @@ def quantile_in_bucket(q: float, buckets: Mapping[float, float]) -> tuple[float,
     return start + (bounds[index] - start) * (rank / count), start, bounds[index]
 
 
-def is_vague(value: float, lower: float, upper: float) -> bool:
-    """True when the bucket (the first, the +Inf one, or one wider than the value) says more than it."""
-    return lower == 0 or math.isinf(upper) or (upper - lower) > abs(value)
-
-
 # (quantity, series id, bucket bound or None)
 CounterKey = tuple[str, tuple[tuple[str, str], ...], float | None]
 
@@ -327,8 +322,9 @@ def histogram_figures(delta: Delta | None, last: PageSnapshot, notes: dict[str, 
 def note_bucket(
     figure: str, value: float, lower: float, upper: float, notes: dict[str, str], bounds: dict
 ) -> None:
-    """When the bucket holding a quantile says more than its value: the bounds and why."""
-    if not is_vague(value, lower, upper):
+    """When the bucket holding a quantile (the first, the +Inf one, or one wider than the value) says more
+    than its value: the bounds and why."""
+    if not (lower == 0 or math.isinf(upper) or (upper - lower) > abs(value)):
         return
     bounds[figure] = (lower, None if math.isinf(upper) else upper)  # None: the +Inf bucket
     if math.isinf(upper):

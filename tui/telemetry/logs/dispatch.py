@@ -124,22 +124,19 @@ def plausible(event: StatsEvent | SpecDecodeEvent | ErrorEvent) -> bool:
     kind = values["kind"]
     if kind == "error":
         return True
-    for name in _FRACTIONS[kind]:
-        if values[name] is not None and not 0.0 <= values[name] <= 1.0:
-            return False
-    for name in _COUNTS[kind]:
-        if values[name] is not None and values[name] < 0:
-            return False
-    if kind == "spec_decode":
-        mean, positions = values["mean_acceptance_length"], values["per_position_acceptance"]
-        accepted, drafted = values["accepted_tokens"], values["drafted_tokens"]
-        if mean is not None and mean < 1.0:
-            return False
-        if positions and (min(positions) < 0.0 or max(positions) > 1.0):
-            return False
-        if accepted is not None and drafted is not None and accepted > drafted:
-            return False
-    return True
+    if any(values[name] is not None and not 0.0 <= values[name] <= 1.0 for name in _FRACTIONS[kind]):
+        return False
+    if any(values[name] is not None and values[name] < 0 for name in _COUNTS[kind]):
+        return False
+    if kind != "spec_decode":
+        return True
+    mean, positions = values["mean_acceptance_length"], values["per_position_acceptance"]
+    accepted, drafted = values["accepted_tokens"], values["drafted_tokens"]
+    return not (
+        (mean is not None and mean < 1.0)
+        or (positions and (min(positions) < 0.0 or max(positions) > 1.0))
+        or (accepted is not None and drafted is not None and accepted > drafted)
+    )
 
 
 def normalize_backend(backend: str | None) -> str | None:
