@@ -81,8 +81,7 @@ class EndpointMonitor:
         self._slots_failed_at: float | None = None
         self.figure_failures = 0  # polls whose figures could not be derived (a bug: see the debug log)
 
-    def due(self, now_monotonic: float) -> bool:
-        """False while backing off after failures."""
+    def due(self, now_monotonic: float) -> bool:  # False while backing off after failures
         if self._last_attempt is None or self.consecutive_failures == 0:
             return True
         return now_monotonic - self._last_attempt >= backoff_s(self.consecutive_failures)

@@ -118,9 +118,7 @@ class EndpointSeries:
         return len(self.times)
 
 
-class SeriesStore:
-    """The ring buffers of every endpoint, created on first use."""
-
+class SeriesStore:  # the ring buffers of every endpoint, created on first use
     def __init__(self, maxlen: int) -> None:
         self.maxlen = maxlen
         self._endpoints: dict[str, EndpointSeries] = {}

@@ -147,8 +147,7 @@ def normalize_backend(backend: str | None) -> str | None:
     return name if name in BACKENDS else None
 
 
-def prepare(raw: str) -> str:
-    """The cleaned, length-capped text of a raw line."""
+def prepare(raw: str) -> str:  # the cleaned, length-capped text of a raw line
     line = (raw if len(raw) <= MAX_LINE_CHARS else raw[:MAX_LINE_CHARS]).rstrip("\r\n")
     if "\x1b" in line or "\r" in line or "\n" in line:
         line = clean_line(line)
