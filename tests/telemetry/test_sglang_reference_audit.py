@@ -52,9 +52,7 @@ def _gauges_only(draft_tokens_gauge: bool) -> str:
 
 
 @pytest.mark.parametrize("draft_tokens_gauge", [False, True])
-def test_a_rate_gauge_older_than_its_current_definition_says_so(
-    draft_tokens_gauge: bool,
-) -> None:
+def test_a_rate_gauge_older_than_its_current_definition_says_so(draft_tokens_gauge: bool) -> None:
     # §5.1: the gauge was accept_len / num_draft_tokens (bonus counted) until 2026-04-28 and
     # (accept_len - 1) / (num_draft_tokens - 1) since; a page without spec_num_draft_tokens
     # (§1.5: "since 2026-06-01") cannot tell which one it prints.

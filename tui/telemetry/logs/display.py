@@ -62,10 +62,7 @@ def display_line(raw: str) -> DisplayLine:
     if not prefix.has_prefix and not uvicorn:
         return DisplayLine(None, None, line, is_access(line))
     return DisplayLine(
-        short_time(prefix.time),
-        None if level in (None, "INFO") else level,
-        message,
-        is_access(message),
+        short_time(prefix.time), None if level in (None, "INFO") else level, message, is_access(message)
     )
 
 
