@@ -76,7 +76,9 @@ SGLANG_DECODE = [
 ]
 
 
-def test_sglang_sample_decode_lines_match_the_readme_table() -> None:
+def test_sglang_sample_decode_lines_match_the_readme_table_and_prefill_lines_sum_to_the_token_deltas() -> (
+    None
+):
     events = _events("sglang")
     decode = [e for e in events if isinstance(e, StatsEvent) and e.phase == "decode"]
     spec = [e for e in events if isinstance(e, SpecDecodeEvent)]
@@ -91,10 +93,7 @@ def test_sglang_sample_decode_lines_match_the_readme_table() -> None:
         assert _fields(
             accept, "time engine mean_acceptance_length acceptance_rate per_position_acceptance"
         ) == (pytest.approx((time, "TP0", accept_len, accept_rate, None)))
-
-
-def test_sglang_sample_prefill_lines_sum_to_the_realtime_token_deltas() -> None:
-    events = _events("sglang")
+    # the prefill lines sum to the realtime token deltas
     prefill = [e for e in events if isinstance(e, StatsEvent) and e.phase == "prefill"]
     warmup, before_t0, window = prefill[0], prefill[1], prefill[2:]
     assert warmup.time == "2026-07-20T09:15:13"
