@@ -209,7 +209,6 @@ class AlertEngine:
             state.k = k
         if mean_length is not None:
             state.mean_length = mean_length
-
         changed += self._acceptance(state, endpoint, time, acceptance_rate)
         return changed
 

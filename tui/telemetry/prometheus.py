@@ -73,7 +73,6 @@ def _body_start(text: str) -> tuple[int, int]:
     if not text.startswith("HTTP/"):
         return 0, 0
     ends = [position + len(end) for end in ("\r\n\r\n", "\n\n") if (position := text.find(end)) != -1]
-
     if not ends:
         raise MetricsFormatError("line 1: HTTP response headers without a body (expected a blank line)")
     start = min(ends)

@@ -173,7 +173,6 @@ class RecordingWriter:
     def _add(self, line: str, time: float) -> None:
         data = (line + "\n").encode("utf-8")
         self._buffer.append(data)
-
         self._buffered += len(data)
         self._last_time = time
 

@@ -554,7 +554,6 @@ class LogTailer:
                             splitters[key] = LineSplitter(self.max_line_bytes)
                         for line in splitters[key].feed(data):
                             yield line
-
                     elif (
                         what == END and key in splitters and (tail := splitters.pop(key).flush()) is not None
                     ):

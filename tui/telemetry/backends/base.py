@@ -355,7 +355,6 @@ def per_position(delta: Delta | None, quantity: str, drafts: float | None) -> li
 
 
 def int_or_none(text: str) -> int | None:
-
     try:
         return int(text)
     except ValueError:
