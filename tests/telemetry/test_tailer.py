@@ -204,16 +204,6 @@ async def test_read_all_reads_once_keeps_a_partial_last_line_and_needs_a_file(tm
             pass
 
 
-async def test_a_directory_at_the_path_is_polled_not_fatal(log: Path) -> None:
-    log.unlink()
-    log.mkdir()
-    async with Follower(log) as follower:
-        await asyncio.sleep(POLL_S * 3)
-        log.rmdir()
-        log.write_text("now a file\n")
-        await follower.wait_for("now a file")
-
-
 async def followed_events(
     log: Path, parser: LogParser, enough: Callable[[list[tuple[str | None, list[Any]]]], bool], **options: Any
 ) -> list[tuple[str | None, list[Any]]]:
@@ -412,12 +402,19 @@ async def test_copytruncate_loses_nothing(
     assert follower.payload() == before + after
 
 
-async def test_a_missing_file_is_waited_for_and_the_wait_is_reported(tmp_path: Path) -> None:
+@pytest.mark.parametrize("directory", [False, True])
+async def test_a_missing_file_or_a_directory_at_the_path_is_waited_for_and_the_wait_is_reported(
+    tmp_path: Path, directory: bool
+) -> None:
     log = tmp_path / "later.log"
+    if directory:
+        log.mkdir()
     notices: list[str] = []
     async with Follower(log, on_notice=notices.append) as follower:
         await _until(lambda: bool(notices), "a notice")
         assert "waiting for" in notices[0] and "later.log" in notices[0]
+        if directory:
+            log.rmdir()
         log.write_text("first\n")
         await follower.wait_for("first")
     assert follower.lines == ["first"]

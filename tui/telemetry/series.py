@@ -108,11 +108,8 @@ class EndpointSeries:
         values = self.series[name]
         if count <= 0:
             return []
-        if count >= len(values):
-            return list(values)
-        newest = list(islice(reversed(values), count))  # not by index: a deque's is slow mid-way
-        newest.reverse()
-        return newest
+        # not by index: a deque's is slow mid-way
+        return list(values) if count >= len(values) else list(islice(reversed(values), count))[::-1]
 
     def __len__(self) -> int:
         return len(self.times)
