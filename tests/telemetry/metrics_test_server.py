@@ -110,7 +110,6 @@ def assert_rate(value: float | None, increase: float, window_s: float) -> None:
 
 
 def closed_port() -> int:
-    """A loopback port nothing listens on."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -137,7 +136,6 @@ def sample_scrapes(backend: str, seconds: float) -> tuple[Scrape, Scrape]:
 
 
 def window_figures(*scrapes: Scrape, window_s: float = 60.0) -> Figures:
-    """The figures of a window that has read `scrapes`."""
     window = ScrapeWindow(window_s=window_s)
     for each in scrapes:
         window.add(each)

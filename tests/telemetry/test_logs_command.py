@@ -106,16 +106,10 @@ class Spawned:
             lines.put(line)
 
     def json_line(self) -> dict[str, object]:
-        try:
-            return json.loads(self._lines.get(timeout=HANG_GUARD_S))
-        except queue.Empty:
-            raise AssertionError(f"spectop logs printed nothing within {HANG_GUARD_S:.0f} s") from None
+        return json.loads(_next(self._lines, "printed"))
 
     def stderr_line(self) -> str:
-        try:
-            return self._errors.get(timeout=HANG_GUARD_S)
-        except queue.Empty:
-            raise AssertionError(f"spectop logs said nothing within {HANG_GUARD_S:.0f} s") from None
+        return _next(self._errors, "said")
 
     def interrupt(self) -> tuple[int, str]:
         self.process.send_signal(signal.SIGINT)
@@ -137,6 +131,13 @@ class Spawned:
         for pump in self._pumps:
             pump.join(HANG_GUARD_S)
         return self.process.returncode, "".join(iter_queue(self._errors))
+
+
+def _next(lines: queue.Queue[str], did: str) -> str:
+    try:
+        return lines.get(timeout=HANG_GUARD_S)
+    except queue.Empty:
+        raise AssertionError(f"spectop logs {did} nothing within {HANG_GUARD_S:.0f} s") from None
 
 
 def iter_queue(lines: queue.Queue[str]) -> list[str]:
@@ -200,17 +201,11 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path: Path) -> None:
     assert process.stderr.read() == b""
 
 
-def _sample_events() -> list[StatsEvent | SpecDecodeEvent | ErrorEvent]:
-    return [
-        *(event for name in ("vllm", "sglang", "llamacpp") for event in _events(name)),
-        ErrorEvent(category="oom", message="torch.OutOfMemoryError: CUDA out of memory." * 5, line="x"),
-        StatsEvent(),
-        SpecDecodeEvent(per_position_acceptance=[0.5] * 15, scope="lifetime"),
-    ]
-
-
-def test_json_line_is_kind_time_and_the_known_fields() -> None:
-    for event in _sample_events():
+def test_json_line_is_kind_time_and_the_known_fields_and_text_fits_80_columns() -> None:
+    oom = ErrorEvent(category="oom", message="torch.OutOfMemoryError: CUDA out of memory." * 5, line="x")
+    lifetime = SpecDecodeEvent(per_position_acceptance=[0.5] * 15, scope="lifetime")
+    samples = [event for name in ("vllm", "sglang", "llamacpp") for event in _events(name)]
+    for event in [*samples, oom, StatsEvent(), lifetime]:
         text = event_json(event)
         assert "\n" not in text
         decoded = json.loads(text)
@@ -218,14 +213,10 @@ def test_json_line_is_kind_time_and_the_known_fields() -> None:
         assert decoded == {"time": None, **event.model_dump(exclude_none=True, exclude=exclude)}
         assert list(decoded)[:2] == ["kind", "time"]
         assert ("line" in decoded) == isinstance(event, ErrorEvent)
-    assert json.loads(event_json(StatsEvent(running=3))) == {"kind": "stats", "time": None, "running": 3.0}
-
-
-def test_text_fits_80_columns_and_shows_unknown_time_as_dash() -> None:
-    for event in _sample_events():
         assert len(event_text(event)) <= 80
-    assert event_text(StatsEvent(running=3)).startswith("–")
-    assert "ERROR oom: torch.OutOfMemoryError" in event_text(_sample_events()[-3])
+    assert json.loads(event_json(StatsEvent(running=3))) == {"kind": "stats", "time": None, "running": 3.0}
+    assert event_text(StatsEvent(running=3)).startswith("–")  # an unknown time
+    assert "ERROR oom: torch.OutOfMemoryError" in event_text(oom)
 
 
 ACCEPTANCE = "6.16.143.218 I slot print_timing: id  0 | task 2 | draft acceptance = 0.57576 (   19 accepted /    33 generated), mean len =  2.10\n"

@@ -113,11 +113,6 @@ def test_spectop_logs_reports_the_lines_it_could_not_read(
     assert "3 lines unreadable" in captured.err and "ZeroDivisionError: division by zero" in captured.err
 
 
-def test_spectop_logs_says_nothing_when_every_line_was_read(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["logs", str(SAMPLES / "llamacpp.server.log"), "--json"]) == 0
-    assert "unreadable" not in capsys.readouterr().err
-
-
 async def test_follow_events_counts_a_line_it_could_not_read_and_goes_on(
     broken_acceptance_grammar: None, tmp_path: Path
 ) -> None:

@@ -360,7 +360,21 @@ WRAPPED_CASES: list[tuple[str, str, Expected | list[Expected]]] = [
 # fmt: on
 
 
-def _check(line: str, expected: Expected | list[Expected]) -> None:
+# Wrapped and older prefixes (backend None): their cases say the backend where it is known.
+BACKEND_CASES = [
+    pytest.param(line, expected, backend, id=name)
+    for backend, cases in (
+        ("vllm", VLLM_CASES),
+        ("sglang", SGLANG_CASES),
+        ("llamacpp", LLAMACPP_CASES),
+        (None, WRAPPED_CASES),
+    )
+    for name, line, expected in cases
+]
+
+
+@pytest.mark.parametrize(("line", "expected", "backend"), BACKEND_CASES)
+def test_reference_lines(line: str, expected: Expected | list[Expected], backend: str | None) -> None:
     if isinstance(expected, tuple):
         expected = [expected]
     events = parse_events(line)
@@ -379,32 +393,14 @@ def _check(line: str, expected: Expected | list[Expected]) -> None:
                 assert actual == value, name
     first = parse_line(line)
     assert (first.kind if first else None) == (expected[0][0] if expected else None)
-
-
-# Wrapped and older prefixes (backend None): their cases say the backend where it is known.
-BACKEND_CASES = [
-    pytest.param(line, expected, backend, id=name)
-    for backend, cases in (
-        ("vllm", VLLM_CASES),
-        ("sglang", SGLANG_CASES),
-        ("llamacpp", LLAMACPP_CASES),
-        (None, WRAPPED_CASES),
-    )
-    for name, line, expected in cases
-]
-
-
-@pytest.mark.parametrize(("line", "expected", "backend"), BACKEND_CASES)
-def test_reference_lines(line: str, expected: Expected | list[Expected], backend: str | None) -> None:
-    _check(line, expected)
     if backend is not None:
-        assert {event.backend for event in parse_events(line)} <= {backend}
+        assert {event.backend for event in events} <= {backend}
 
 
 @pytest.mark.parametrize(
     ("line", "category", "message_start"),
-    VLLM_ERROR_CASES + SGLANG_ERROR_CASES + LLAMACPP_ERROR_CASES,
-    ids=[case[0][:60] for case in VLLM_ERROR_CASES + SGLANG_ERROR_CASES + LLAMACPP_ERROR_CASES],
+    ERROR_CASES := VLLM_ERROR_CASES + SGLANG_ERROR_CASES + LLAMACPP_ERROR_CASES,
+    ids=[case[0][:60] for case in ERROR_CASES],
 )
 def test_error_lines_are_classified(line: str, category: str, message_start: str) -> None:
     event = parse_line(line)

@@ -8,7 +8,7 @@ from pathlib import Path
 from tui.configs.restart import last_errors
 from tui.telemetry.events import ErrorEvent, LogEvent
 from tui.telemetry.logs import LogParser, parse_line
-from tui.telemetry.logs.tracebacks import MAX_HEAD_LINES, MAX_TAIL_LINES
+from tui.telemetry.logs.dispatch import MAX_HEAD_LINES, MAX_TAIL_LINES
 
 VLLM_PREFIX = "(EngineCore pid=112) ERROR 05-01 14:39:06 [core.py:1131] "
 VLLM_OOM_TRACEBACK = [
@@ -199,16 +199,9 @@ def _engines(lines: list[str]) -> list[tuple[str, str | None]]:
     return [(event.kind, getattr(event, "engine", None)) for line in lines for event in parser.feed(line)]
 
 
-def test_spec_line_takes_the_engine_of_the_stats_line_before_it() -> None:
-    assert _engines([STATS_2, SPEC, STATS_3, SPEC]) == [
-        ("stats", "2"),
-        ("spec_decode", "2"),
-        ("stats", "3"),
-        ("spec_decode", "3"),
-    ]
-
-
-def test_spec_line_without_its_stats_line_has_no_engine() -> None:
+def test_spec_line_takes_the_engine_of_the_stats_line_just_before_it_or_none() -> None:
+    stats_then_spec = [("stats", "2"), ("spec_decode", "2"), ("stats", "3"), ("spec_decode", "3")]
+    assert _engines([STATS_2, SPEC, STATS_3, SPEC]) == stats_then_spec
     assert _engines([SPEC]) == [("spec_decode", None)]
     assert _engines([STATS_2, SPEC, SPEC]) == [("stats", "2"), ("spec_decode", "2"), ("spec_decode", None)]
     later = SPEC.replace("18:11:49", "18:11:59")

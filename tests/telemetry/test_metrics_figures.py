@@ -62,36 +62,29 @@ def test_llamacpp_sample_figures_with_injected_delta_t() -> None:
     assert (f.running, f.waiting) == (0.0, 0.0)
     for name in ("ttft_mean_s", "ttft_p50_s", "ttft_p95_s", "e2e_mean_s", "kv_cache_usage"):
         assert getattr(f, name) is None, name
-
-
-def test_llamacpp_rates_scale_with_the_window() -> None:
-    f = figures_between(*sample_scrapes("llamacpp", 0.624915))
+    f = figures_between(*sample_scrapes("llamacpp", 0.624915))  # the rates scale with the window
     assert f.generation_tokens_per_s == pytest.approx(1126.6, abs=0.05)
 
 
-def test_llamacpp_gauge_stolen_by_another_scraper_falls_back() -> None:
+def test_llamacpp_gauge_stolen_by_another_scraper_falls_back_and_the_old_kv_gauge_is_used() -> None:
     first, _last = sample_scrapes("llamacpp", 1.0)
-    text = (
-        sample_body("llamacpp", "metrics_t1.txt")
-        .decode()
-        .replace("llamacpp:predicted_tokens_seconds 1038.16", "llamacpp:predicted_tokens_seconds 0")
-    )
-    f = figures_between(first, scrape(text, 101.0))
+    text = sample_body("llamacpp", "metrics_t1.txt").decode()
+    stolen = text.replace("llamacpp:predicted_tokens_seconds 1038.16", "llamacpp:predicted_tokens_seconds 0")
+    f = figures_between(first, scrape(stolen, 101.0))
     assert f.requests_per_s is None
     assert f.tpot_mean_s is None and "another client" in f.notes["tpot_mean_s"]  # no request count: unknown
+    old_kv = text + "llamacpp:kv_cache_usage_ratio 0.25\n"
+    assert figures_between(first, scrape(old_kv, 101.0)).kv_cache_usage == 0.25
 
 
-def test_llamacpp_old_kv_cache_gauge_is_used() -> None:
-    first, _ = sample_scrapes("llamacpp", 1.0)
-    text = sample_body("llamacpp", "metrics_t1.txt").decode() + "llamacpp:kv_cache_usage_ratio 0.25\n"
-    assert figures_between(first, scrape(text, 101.0)).kv_cache_usage == 0.25
-
-
-def test_single_scrape_has_gauges_but_no_rates() -> None:
+def test_single_scrape_has_gauges_but_no_rates_and_an_idle_window_zero_rate_but_no_ratios() -> None:
     _, last = sample_scrapes("vllm", 10.0)
     f = figures_between(last, last)
     assert f.generation_tokens_per_s is None and f.acceptance_rate is None and f.ttft_p50_s is None
     assert f.running == 2.0
+    f = figures_between(last, Scrape(0.0, 200.0, last.samples, None, "vllm"))
+    assert f.generation_tokens_per_s == 0.0
+    assert f.acceptance_rate is None and f.ttft_mean_s is None and f.ttft_p50_s is None
 
 
 def test_down_last_scrape_gives_no_figures() -> None:
@@ -248,7 +241,7 @@ def _old_vllm_page(step: float) -> str:
     )
 
 
-def test_old_vllm_names() -> None:
+def test_old_vllm_names_and_the_v0_acceptance_gauge() -> None:
     f = figures_between(scrape(_old_vllm_page(1), 0.0), scrape(_old_vllm_page(2), 10.0))
     assert f.kv_cache_usage == 0.42
     assert f.prefix_cache_hit_rate == pytest.approx(0.25)
@@ -256,14 +249,8 @@ def test_old_vllm_names() -> None:
     assert f.mean_acceptance_length is None  # V0 has no num_drafts counter
     # Per-step latency spread over the tokens those steps produced (300 − 10 first tokens).
     assert f.tpot_mean_s == pytest.approx(2.9 / 290)
-
-
-def test_v0_acceptance_gauge_when_no_counters() -> None:
-    page = (
-        'vllm:spec_decode_draft_acceptance_rate{model_name="v0"} 0.8\n'
-        'vllm:num_requests_running{model_name="v0"} 1\n'
-    )
-    assert figures_between(scrape(page, 0.0), scrape(page, 1.0)).acceptance_rate == 0.8
+    v0 = 'vllm:spec_decode_draft_acceptance_rate{model_name="v0"} 0.8\nvllm:num_requests_running 1\n'
+    assert figures_between(scrape(v0, 0.0), scrape(v0, 1.0)).acceptance_rate == 0.8  # no counters: the gauge
 
 
 def test_unknown_page_gives_no_figures_and_vllm_without_spec_decoding_no_acceptance() -> None:
@@ -275,13 +262,6 @@ def test_unknown_page_gives_no_figures_and_vllm_without_spec_decoding_no_accepta
     f = figures_between(scrape(page % 10, 0.0), scrape(page % 20, 1.0))
     assert f.generation_tokens_per_s == 10.0
     assert (f.acceptance_rate, f.per_position_acceptance, f.mean_acceptance_length) == (None, None, None)
-
-
-def test_idle_window_gives_zero_rate_but_no_ratios() -> None:
-    _, last = sample_scrapes("vllm", 10.0)
-    f = figures_between(last, Scrape(0.0, 200.0, last.samples, None, "vllm"))
-    assert f.generation_tokens_per_s == 0.0
-    assert f.acceptance_rate is None and f.ttft_mean_s is None and f.ttft_p50_s is None
 
 
 # --- never raise -------------------------------------------------------------------------------------------

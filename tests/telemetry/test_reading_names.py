@@ -12,7 +12,7 @@ TUI = Path(__file__).resolve().parents[2] / "tui"
 OTHER_DEVICES = {"gpu/models.py:GpuReading"}  # one GPU's sample: a reading of another device, named so
 
 
-def test_every_class_called_a_reading_is_an_endpoint_reading() -> None:
+def test_every_class_called_a_reading_is_an_endpoint_reading_and_a_page_snapshot_is_not_one() -> None:
     readings = {
         f"{path.relative_to(TUI)}:{node.name}": [ast.unparse(base) for base in node.bases]
         for path in sorted(TUI.rglob("*.py"))
@@ -22,8 +22,5 @@ def test_every_class_called_a_reading_is_an_endpoint_reading() -> None:
     assert readings.pop("telemetry/reading.py:EndpointReading") is not None
     others = {name: bases for name, bases in readings.items() if bases != ["EndpointReading"]}
     assert set(others) <= OTHER_DEVICES, others
-
-
-def test_a_page_snapshot_is_not_a_reading() -> None:
     assert not issubclass(PageSnapshot, EndpointReading)
     assert set(PageSnapshot.__dataclass_fields__) >= {"counters", "gauges", "models", "restart_marker"}

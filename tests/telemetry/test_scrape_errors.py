@@ -17,16 +17,18 @@ from tui.telemetry.scraper import scrape_metrics
 from tui.telemetry.window import ScrapeWindow
 
 
-async def test_good_page() -> None:
-    async with (
-        ReplyServer([Reply(sample_body("vllm", "metrics_t0.txt"))]) as server,
-        httpx.AsyncClient() as client,
-    ):
+async def test_good_page_after_a_redirect() -> None:
+    replies = [
+        Reply(b"", status=307, headers={"Location": "/metrics/"}),
+        Reply(sample_body("vllm", "metrics_t0.txt")),
+    ]
+    async with ReplyServer(replies) as server, httpx.AsyncClient() as client:
         scrape = await scrape_metrics(client, f"{server.url}/metrics")
     assert scrape.up and scrape.error is None
     assert scrape.backend == "vllm"
     assert scrape.samples is not None and len(scrape.samples) == 445
     assert scrape.time > 1e9 and scrape.monotonic > 0
+    assert [request.path for request in server.requests] == ["/metrics", "/metrics/"]
 
 
 @pytest.mark.parametrize(
@@ -115,12 +117,18 @@ async def test_monitor_backs_off_while_down() -> None:
     assert [backoff_s(n) for n in range(7)] == [0.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
 
 
-async def test_monitor_sends_the_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_monitor_uses_the_configured_metrics_url_model_and_api_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("SPECTOP_TEST_KEY", "s3cret")
     async with ReplyServer([Reply(_counter_page(1))]) as server, httpx.AsyncClient() as client:
-        endpoint = EndpointSettings(name="k", url=server.url, api_key_env="SPECTOP_TEST_KEY")
+        metrics_url = f"{server.url}/custom"
+        endpoint = EndpointSettings(
+            name="k", url=server.url, metrics_url=metrics_url, model="mine", api_key_env="SPECTOP_TEST_KEY"
+        )
         reading = await EndpointMonitor(endpoint, window_s=60.0).poll(client)
     assert reading.up and reading.error is None and reading.figures_failed == 0
+    assert (server.requests[0].path, reading.model) == ("/custom", "mine")
     assert server.requests[0].headers["authorization"] == "Bearer s3cret"
     assert "s3cret" not in reading.model_dump_json()
 
@@ -143,16 +151,6 @@ async def test_monitor_asks_llamacpp_for_its_model_once() -> None:
     assert first.backend == "llamacpp"
 
 
-async def test_monitor_uses_the_configured_metrics_url_and_model() -> None:
-    async with ReplyServer([Reply(_counter_page(1))]) as server, httpx.AsyncClient() as client:
-        endpoint = EndpointSettings(
-            name="x", url=server.url, metrics_url=f"{server.url}/custom", model="mine"
-        )
-        reading = await EndpointMonitor(endpoint, window_s=60.0).poll(client)
-    assert server.requests[0].path == "/custom"
-    assert reading.model == "mine"
-
-
 async def test_openai_endpoint_is_probed_through_v1_models() -> None:
     models = b'{"object":"list","data":[{"id":"gpt-x"}]}'
     async with ReplyServer([Reply(models)]) as server, httpx.AsyncClient() as client:
@@ -160,14 +158,6 @@ async def test_openai_endpoint_is_probed_through_v1_models() -> None:
         reading = await EndpointMonitor(endpoint, window_s=60.0).poll(client)
     assert server.requests[0].path == "/v1/models"
     assert (reading.up, reading.backend, reading.model) == (True, "openai", "gpt-x")
-
-
-async def test_redirect_is_followed() -> None:
-    replies = [Reply(b"", status=307, headers={"Location": "/metrics/"}), Reply(_counter_page(5))]
-    async with ReplyServer(replies) as server, httpx.AsyncClient() as client:
-        scrape = await scrape_metrics(client, f"{server.url}/metrics")
-    assert scrape.up and scrape.backend == "vllm"
-    assert [request.path for request in server.requests] == ["/metrics", "/metrics/"]
 
 
 @pytest.fixture

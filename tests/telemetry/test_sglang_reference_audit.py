@@ -20,27 +20,22 @@ def _before_realtime_counter(generated: float, prompt: float) -> str:
     )
 
 
-def test_without_realtime_counter_the_token_rates_say_they_count_finished_requests() -> None:
+@pytest.mark.parametrize("realtime", [False, True])
+def test_without_realtime_counter_the_token_rates_say_they_count_finished_requests(realtime: bool) -> None:
     # §1.3: generation_tokens_total "+ completion tokens at finish", prompt_tokens_total "+ prompt tokens at
     # request finish"; the cheat sheet: "moves only at request finish (lumpy)".
+    def page(decode: float, generated: float, prompt: float) -> str:
+        counter = f'sglang:realtime_tokens_total{{{LABELS},mode="decode"}} {decode}\n' if realtime else ""
+        return counter + _before_realtime_counter(generated, prompt)
+
     figures = figures_between(
-        scrape(_before_realtime_counter(1000.0, 500.0), 0.0),
-        scrape(_before_realtime_counter(3000.0, 1500.0), 10.0),
+        scrape(page(100.0, 1000.0, 500.0), 0.0), scrape(page(2100.0, 3000.0, 1500.0), 10.0)
     )
     assert figures.generation_tokens_per_s == pytest.approx(200.0)
-    assert figures.prompt_tokens_per_s == pytest.approx(100.0)
-    assert "finished" in figures.notes["generation_tokens_per_s"]
-    assert "finished" in figures.notes["prompt_tokens_per_s"]
-
-
-def test_with_realtime_counter_the_token_rates_carry_no_note() -> None:
-    page = 'sglang:realtime_tokens_total{{{labels},mode="decode"}} {value}\n'
-    figures = figures_between(
-        scrape(page.format(labels=LABELS, value=100.0) + _before_realtime_counter(1000.0, 500.0), 0.0),
-        scrape(page.format(labels=LABELS, value=2100.0) + _before_realtime_counter(3000.0, 1500.0), 10.0),
-    )
-    assert figures.generation_tokens_per_s == pytest.approx(200.0)
-    assert "generation_tokens_per_s" not in figures.notes
+    assert ("finished" in figures.notes.get("generation_tokens_per_s", "")) is not realtime
+    if not realtime:
+        assert figures.prompt_tokens_per_s == pytest.approx(100.0)
+        assert "finished" in figures.notes["prompt_tokens_per_s"]
 
 
 def _gauges_only(draft_tokens_gauge: bool) -> str:
@@ -57,9 +52,7 @@ def _gauges_only(draft_tokens_gauge: bool) -> str:
 
 
 @pytest.mark.parametrize("draft_tokens_gauge", [False, True])
-def test_a_rate_gauge_older_than_its_current_definition_says_so(
-    draft_tokens_gauge: bool,
-) -> None:
+def test_a_rate_gauge_older_than_its_current_definition_says_so(draft_tokens_gauge: bool) -> None:
     # §5.1: the gauge was accept_len / num_draft_tokens (bonus counted) until 2026-04-28 and
     # (accept_len - 1) / (num_draft_tokens - 1) since; a page without spec_num_draft_tokens
     # (§1.5: "since 2026-06-01") cannot tell which one it prints.

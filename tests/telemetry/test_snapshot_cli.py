@@ -26,12 +26,9 @@ from tui.telemetry.window import RATE_FIGURES, figures_between
 LLAMACPP_MODELS = b'{"object":"list","data":[{"id":"models/target.gguf"}]}'
 
 
-def sample_replies(backend: str) -> list[Reply]:
-    return [Reply(sample_body(backend, "metrics_t0.txt")), Reply(sample_body(backend, "metrics_t1.txt"))]
-
-
-def sample_server(backend: str) -> ReplyServer:
-    return ReplyServer(sample_replies(backend))
+def sample_server(backend: str, routes: dict[str, Reply] | None = None) -> ReplyServer:
+    pages = [Reply(sample_body(backend, "metrics_t0.txt")), Reply(sample_body(backend, "metrics_t1.txt"))]
+    return ReplyServer(pages, routes)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +45,7 @@ async def test_each_sample_through_snapshot_gives_the_figures_of_its_pages(
     """The JSON record holds what the window derives from the two sample pages (test_metrics_figures
     checks those against the READMEs); the rates over the real time between the two scrapes."""
     routes = {"/slots": Reply(b"", status=501), "/v1/models": Reply(LLAMACPP_MODELS)}
-    async with ReplyServer(sample_replies(backend), routes=routes) as server:
+    async with sample_server(backend, routes) as server:
         code, out, err = await spectop("snapshot", server.url + path, "--window", str(window_s), "--json")
     assert code == 0, err
     (line,) = out.splitlines()
@@ -67,12 +64,20 @@ async def test_each_sample_through_snapshot_gives_the_figures_of_its_pages(
     assert metrics == [f"{path or '/metrics'}"] * 2
 
 
-async def test_openai_style_base_url_is_accepted() -> None:
+async def test_openai_style_base_url_and_the_api_key_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SPECTOP_SNAPSHOT_KEY", "s3cret-key")
     async with sample_server("vllm") as server:
-        code, out, err = await spectop("snapshot", f"{server.url}/v1/", "--window", "0.2", "--json")
+        url = f"{server.url}/v1/"
+        code, out, err = await spectop(
+            "snapshot", url, "--window", "0.2", "--json", "--api-key-env", "SPECTOP_SNAPSHOT_KEY"
+        )
     assert code == 0, err
     assert json.loads(out)["backend"] == "vllm"
     assert [request.path for request in server.requests] == ["/metrics", "/metrics"]
+    assert [request.headers.get("authorization") for request in server.requests] == ["Bearer s3cret-key"] * 2
+    assert "s3cret-key" not in out + err
 
 
 async def test_one_endpoint_down_exits_1_and_table_fits_80_columns() -> None:
@@ -86,21 +91,16 @@ async def test_one_endpoint_down_exits_1_and_table_fits_80_columns() -> None:
     assert f"{down} · DOWN" in out and "connection refused" in out
 
 
-async def test_all_down_json_and_exit_1() -> None:
+async def test_all_down_json_and_exit_1_and_a_server_answering_garbage_is_down() -> None:
     down = f"http://127.0.0.1:{closed_port()}/metrics"
-    code, out, _ = await spectop("snapshot", down, "--json", "--window", "30")
+    async with ReplyServer([Reply(b"<html>hello</html>\n")]) as server:
+        code, out, _ = await spectop("snapshot", down, server.url, "--json", "--window", "30")
     assert code == 1
-    record = json.loads(out)
+    record, garbage = [json.loads(line) for line in out.splitlines()]
     assert (record["url"], record["up"], record["backend"]) == (down, False, None)
     assert record["error"] == "connection refused"
     assert all(record[name] is None for name in FIGURE_NAMES)
-
-
-async def test_server_answering_garbage_is_down() -> None:
-    async with ReplyServer([Reply(b"<html>hello</html>\n")]) as server:
-        code, out, _ = await spectop("snapshot", server.url, "--json", "--window", "0.2")
-    assert code == 1
-    assert json.loads(out)["error"].startswith("not Prometheus text: line 1")
+    assert garbage["error"].startswith("not Prometheus text: line 1")
 
 
 @pytest.mark.parametrize(
@@ -110,12 +110,14 @@ async def test_server_answering_garbage_is_down() -> None:
         ["snapshot", "http://127.0.0.1:1", "--window", "-1"],
         ["snapshot", "http://127.0.0.1:1", "--window", "soon"],
         ["snapshot", "ftp://example/metrics"],
+        ["snapshot", "http://127.0.0.1:1", "--api-key-env", "SPECTOP_UNSET_KEY_NAME"],  # unset
+        ["snapshot", "http://127.0.0.1:1", "--api-key-env", "sk-12 34"],  # not a name
     ],
 )
 async def test_bad_arguments_exit_2(args: list[str]) -> None:
     code, _, err = await spectop(*args)
-    assert code == 2
-    assert err.strip()
+    assert code == 2 and err.strip()
+    assert "--api-key-env" not in args or "--api-key-env" in err
 
 
 def test_table_header_keeps_the_status_when_the_model_path_is_long_and_labels_say_what_they_are() -> None:
@@ -178,23 +180,6 @@ async def test_duplicated_page_is_reported_inconsistent() -> None:
     assert code == 1 and record["up"] is True
     assert record["error"].startswith("inconsistent page")
     assert record["kv_cache_usage"] is None and record["running"] is None
-
-
-async def test_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SPECTOP_SNAPSHOT_KEY", "s3cret-key")
-    async with sample_server("vllm") as server:
-        code, out, err = await spectop(
-            "snapshot", server.url, "--window", "0.2", "--json", "--api-key-env", "SPECTOP_SNAPSHOT_KEY"
-        )
-    assert code == 0, err
-    assert [request.headers.get("authorization") for request in server.requests] == ["Bearer s3cret-key"] * 2
-    assert "s3cret-key" not in out + err
-
-
-@pytest.mark.parametrize("name", ["SPECTOP_UNSET_KEY_NAME", "sk-12 34"])
-async def test_api_key_env_unset_or_not_a_name_exits_2(name: str) -> None:
-    code, _, err = await spectop("snapshot", "http://127.0.0.1:1", "--api-key-env", name)
-    assert code == 2 and "--api-key-env" in err
 
 
 # --- a llama-server doing the bad thing during the window ---------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
@@ -16,11 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tui.telemetry import tailer as tailer_module
-from tui.telemetry.dirwatch import open_watch
 from tui.telemetry.logs import LogParser
 from tui.telemetry.logs import follow as follow_module
 from tui.telemetry.logs.follow import follow_events
-from tui.telemetry.tailer import LineSplitter, LogTailer
+from tui.telemetry.tailer import LineSplitter, LogTailer, open_watch
 
 POLL_S = 0.02
 TIMEOUT_S = 20.0  # shorter than any poll interval a test sets to show a wake-up
@@ -70,18 +70,13 @@ class Follower:
     async def sync(self, path: Path) -> None:
         """Append marker lines until the follower shows one: it is then positioned and reading."""
         for number in range(10_000):
-            marker = f"sync-{number}"
-            _append(path, marker + "\n")
-            try:
-                await asyncio.wait_for(self._wait_any_marker(), timeout=POLL_S * 10)
-                return
-            except TimeoutError:
-                continue
+            _append(path, f"sync-{number}\n")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(POLL_S * 10):
+                    while not any(line.startswith("sync-") for line in self.lines):
+                        await asyncio.sleep(0.005)
+                    return
         raise AssertionError("follower never started")
-
-    async def _wait_any_marker(self) -> None:
-        while not any(line.startswith("sync-") for line in self.lines):
-            await asyncio.sleep(0.005)
 
     def payload(self) -> list[str]:
         return [line for line in self.lines if not line.startswith("sync-")]
@@ -94,27 +89,24 @@ def _append(path: Path, text: str | bytes) -> None:
 
 
 @pytest.fixture
-def log(tmp_path: Path) -> Path:
-    """The followed log, there and empty."""
+def log(tmp_path: Path) -> Path:  # the followed log, there and empty
     (path := tmp_path / "server.log").write_text("")
     return path
 
 
-async def test_starts_at_the_end_by_default(log: Path) -> None:
+@pytest.mark.parametrize(
+    ("from_start", "read"), [(False, ["new 1", "new 2"]), (True, ["old 1", "old 2", "new 1", "new 2"])]
+)
+async def test_starts_at_the_end_by_default_or_reads_existing_lines_first(
+    log: Path, from_start: bool, read: list[str]
+) -> None:
     log.write_text("old 1\nold 2\n")
-    async with Follower(log, synced=True) as follower:
+    async with Follower(log, from_start=from_start, synced=not from_start) as follower:
+        if from_start:
+            await follower.wait_for("old 2")
         _append(log, "new 1\nnew 2\n")
         await follower.wait_for("new 2")
-    assert follower.payload() == ["new 1", "new 2"]
-
-
-async def test_from_start_reads_existing_lines_first(log: Path) -> None:
-    log.write_text("old 1\nold 2\n")
-    async with Follower(log, from_start=True) as follower:
-        await follower.wait_for("old 2")
-        _append(log, "new 1\n")
-        await follower.wait_for("new 1")
-    assert follower.payload() == ["old 1", "old 2", "new 1"]
+    assert follower.payload() == read
 
 
 async def test_rotation_by_rename_then_new_file(tmp_path: Path, log: Path) -> None:
@@ -131,19 +123,6 @@ async def test_rotation_by_rename_then_new_file(tmp_path: Path, log: Path) -> No
     assert payload[:2] == ["before rotation", "last line of old file"]
     assert payload[-2:] == ["first in new file", "second in new file"]
     assert len(payload) in (4, 5)  # the post-rename write is read if it landed before the switch
-
-
-async def test_copytruncate(tmp_path: Path, log: Path) -> None:
-    log.write_text("x" * 5000 + "\n")
-    async with Follower(log, synced=True) as follower:
-        _append(log, "before truncate\n")
-        await follower.wait_for("before truncate")
-        shutil.copy(log, tmp_path / "server.log.1")
-        with open(log, "r+b") as handle:
-            handle.truncate(0)
-        _append(log, "after truncate\n")
-        await follower.wait_for("after truncate")
-    assert follower.payload() == ["before truncate", "after truncate"]
 
 
 # copytruncate beside a writer not in append mode: its next line lands at its old offset, after a hole of
@@ -195,8 +174,7 @@ async def test_over_long_line_is_truncated_and_following_lines_survive(log: Path
             _append(log, "y" * 10_000)
         _append(log, "\nnext line\n")
         await follower.wait_for("next line")
-    payload = follower.payload()
-    assert payload == ["y" * 1000, "next line"]
+    assert follower.payload() == ["y" * 1000, "next line"]
 
 
 @pytest.mark.parametrize(
@@ -224,16 +202,6 @@ async def test_read_all_reads_once_keeps_a_partial_last_line_and_needs_a_file(tm
     with pytest.raises(FileNotFoundError):
         async for _ in LogTailer(tmp_path / "nope.log").read_all():
             pass
-
-
-async def test_a_directory_at_the_path_is_polled_not_fatal(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.mkdir()
-    async with Follower(log) as follower:
-        await asyncio.sleep(POLL_S * 3)
-        log.rmdir()
-        log.write_text("now a file\n")
-        await follower.wait_for("now a file")
 
 
 async def followed_events(
@@ -391,11 +359,9 @@ def _rotate(log: Path, rotated: int) -> None:
     os.rename(log, f"{log}.1")
 
 
-async def test_rotated_files_present_before_the_start_are_not_replayed(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
+async def test_rotated_files_present_before_the_start_are_not_replayed(tmp_path: Path, log: Path) -> None:
     _write_lines(tmp_path / "server.log.2", ["from an older rotation 2"])
     _write_lines(tmp_path / "server.log.1", ["from an older rotation 1"])
-    log.write_text("")
     async with Follower(log, default_poll=True, synced=True) as follower:
         _write_lines(log, ["before"])
         os.rename(tmp_path / "server.log.1", tmp_path / "server.log.2")
@@ -407,40 +373,48 @@ async def test_rotated_files_present_before_the_start_are_not_replayed(tmp_path:
     assert follower.payload() == ["before", "after", "later"]
 
 
-async def test_copytruncate_regrowing_past_the_old_offset_loses_nothing(tmp_path: Path, log: Path) -> None:
-    before, after = _numbered("before", 100), _numbered("after", 400)
-    async with Follower(log, default_poll=True, synced=True) as follower:
+BANNER = "=" * 100 + " server starting " + "=" * 100
+
+
+@pytest.mark.parametrize(
+    ("start", "before", "after", "default_poll"),
+    [
+        ("x" * 5000 + "\n", ["before truncate"], ["after truncate"], False),
+        # 4× the old size, before the tailer looks again
+        ("", _numbered("before", 100), _numbered("after", 400), True),
+        # starts like the old content, then differs
+        (BANNER + "\n", _numbered("before", 50), [BANNER, *_numbered("after", 200)], True),
+    ],
+    ids=["copytruncate", "regrowing-past-the-old-offset", "same-first-bytes"],
+)
+async def test_copytruncate_loses_nothing(
+    tmp_path: Path, log: Path, start: str, before: list[str], after: list[str], default_poll: bool
+) -> None:
+    log.write_text(start)
+    async with Follower(log, default_poll=default_poll, synced=True) as follower:
         _write_lines(log, before)
         await follower.wait_for(before[-1])
         shutil.copy(log, tmp_path / "server.log.1")
         with open(log, "r+b") as handle:
             handle.truncate(0)
-        _write_lines(log, after)  # 4× the old size, before the tailer looks again
+        _write_lines(log, after)
         await follower.wait_for(after[-1])
     assert follower.payload() == before + after
 
 
-async def test_copytruncate_with_the_same_first_bytes_is_still_seen(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    banner = "=" * 100 + " server starting " + "=" * 100
-    log.write_text(banner + "\n")
-    before, after = _numbered("before", 50), _numbered("after", 200)
-    async with Follower(log, default_poll=True, synced=True) as follower:
-        _write_lines(log, before)
-        await follower.wait_for(before[-1])
-        with open(log, "r+b") as handle:
-            handle.truncate(0)
-        _write_lines(log, [banner, *after])  # starts like the old content, then differs
-        await follower.wait_for(after[-1])
-    assert follower.payload() == [*before, banner, *after]
-
-
-async def test_a_missing_file_is_waited_for_and_the_wait_is_reported(tmp_path: Path) -> None:
+@pytest.mark.parametrize("directory", [False, True])
+async def test_a_missing_file_or_a_directory_at_the_path_is_waited_for_and_the_wait_is_reported(
+    tmp_path: Path, directory: bool
+) -> None:
     log = tmp_path / "later.log"
+    if directory:
+        log.mkdir()
     notices: list[str] = []
     async with Follower(log, on_notice=notices.append) as follower:
         await _until(lambda: bool(notices), "a notice")
         assert "waiting for" in notices[0] and "later.log" in notices[0]
+        if directory:
+            log.rmdir()
         log.write_text("first\n")
         await follower.wait_for("first")
     assert follower.lines == ["first"]
@@ -600,14 +574,12 @@ async def test_files_rotated_while_the_reader_is_busy_are_held_and_read(tmp_path
 
 
 async def test_a_file_on_the_inode_of_one_already_read_is_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In a rotation storm a file read and let go is deleted and its inode number given to the next file,
     whose first bytes (the same time stamp, the same logger) can be the same: it is still a new file."""
     monkeypatch.setattr(tailer_module, "LINGER_S", 0.0)  # a drained rotated file is let go at once
-    log = tmp_path / "server.log"
     first = _numbered("first", 50)
-    log.write_text("")
     async with Follower(log, default_poll=True, watch=False, synced=True) as follower:
         _write_lines(log, first)
         os.rename(log, tmp_path / "server.log.1")

@@ -106,9 +106,8 @@ class AlertEngine:
     def set_threshold(self, endpoint: str, threshold: float | None, source: str = "") -> None:
         state = self._state(endpoint)
         if threshold is None:
-            state.threshold, state.threshold_source = self.rules.acceptance_warning, self.rules.warning_source
-        else:
-            state.threshold, state.threshold_source = threshold, source
+            threshold, source = self.rules.acceptance_warning, self.rules.warning_source
+        state.threshold, state.threshold_source = threshold, source
 
     def threshold(self, endpoint: str) -> float:
         return self._state(endpoint).threshold
@@ -320,20 +319,15 @@ class AlertEngine:
         return [alert]
 
     def _clear(self, state: _EndpointState, kinds: tuple[AlertKind, ...], time: float) -> list[Alert]:
-        changed = []
-        for kind in kinds:
-            alert = state.active.pop(kind, None)
-            if alert is not None:
-                alert.cleared_at = time
-                self.cleared.append(alert)
-                changed.append(alert)
-                self.version += 1
+        changed = [alert for kind in kinds if (alert := state.active.pop(kind, None)) is not None]
+        for alert in changed:
+            alert.cleared_at = time
+        self.cleared.extend(changed)
+        self.version += len(changed)
         return changed
 
     def _state(self, endpoint: str) -> _EndpointState:
-        state = self._endpoints.get(endpoint)
-        if state is None:
-            state = self._endpoints[endpoint] = _EndpointState(
-                self.rules.acceptance_warning, self.rules.warning_source
-            )
-        return state
+        if endpoint not in self._endpoints:
+            rules = self.rules
+            self._endpoints[endpoint] = _EndpointState(rules.acceptance_warning, rules.warning_source)
+        return self._endpoints[endpoint]

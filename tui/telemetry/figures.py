@@ -75,8 +75,13 @@ def snapshot_record(
 ) -> dict[str, Any]:
     """One `spectop snapshot --json` line: the same fields for a scraped endpoint and a fleet instance."""
     dumped = (figures or Figures()).model_dump()
-    record: dict[str, Any] = {"url": url, "backend": backend, "up": up, "model": model, "window_s": window_s}
-    for name in (*FIGURE_NAMES, *EXPLANATION_FIELDS):
-        record[name] = dumped[name]
-    record["error"] = error
-    return record
+    shown = {name: dumped[name] for name in (*FIGURE_NAMES, *EXPLANATION_FIELDS)}
+    return {
+        "url": url,
+        "backend": backend,
+        "up": up,
+        "model": model,
+        "window_s": window_s,
+        **shown,
+        "error": error,
+    }

@@ -54,11 +54,9 @@ class LogWindow:
         try:
             with self.path.open("rb") as handle:
                 stat = os.fstat(handle.fileno())
-                self.inode = stat.st_ino
-                size = stat.st_size
-                start = max(0, size - PAGE_BYTES)
+                self.inode, start = stat.st_ino, max(0, stat.st_size - PAGE_BYTES)
                 handle.seek(start)
-                data = handle.read(size - start)
+                data = handle.read(stat.st_size - start)
         except OSError as error:
             self.error = f"{self.path}: {error.strerror or error}"
             self.start = self.end = 0
@@ -105,9 +103,8 @@ class LogWindow:
             self.error = f"{self.path}: {error.strerror or error}"
             return []
         if self.inode is None or stat.st_ino != self.inode or stat.st_size < self.end:
-            had = self.inode is not None
+            self.restarted += int(self.inode is not None)
             self.open()
-            self.restarted += int(had)
             return list(self.lines)
         if stat.st_size == self.end:
             return []
@@ -120,15 +117,14 @@ class LogWindow:
         complete = data.rfind(b"\n") + 1
         new = _split(data[:complete])
         self.end += complete
-        dropped = max(0, len(self.lines) + len(new) - MAX_LINES)
-        self.trimmed = self.trimmed or dropped > 0  # the oldest go: their offset is no longer known
+        # the oldest go: their offset is no longer known
+        self.trimmed = self.trimmed or len(self.lines) + len(new) > MAX_LINES
         self.lines.extend(new)
         return new
 
 
 def _split(data: bytes) -> list[str]:
-    text = data.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if not lines[-1]:
         lines.pop()
     return [line.rstrip("\r")[:MAX_LINE_CHARS] for line in lines]

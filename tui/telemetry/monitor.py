@@ -33,9 +33,7 @@ class _ModelCard(BaseModel):
     id: str
 
 
-class _ModelList(BaseModel):
-    """The body of GET /v1/models (OpenAI shape; llama.cpp adds fields we ignore)."""
-
+class _ModelList(BaseModel):  # the body of GET /v1/models (OpenAI shape; llama.cpp adds fields we ignore)
     model_config = ConfigDict(extra="ignore")
     data: list[_ModelCard]
 
@@ -83,8 +81,7 @@ class EndpointMonitor:
         self._slots_failed_at: float | None = None
         self.figure_failures = 0  # polls whose figures could not be derived (a bug: see the debug log)
 
-    def due(self, now_monotonic: float) -> bool:
-        """False while backing off after failures."""
+    def due(self, now_monotonic: float) -> bool:  # False while backing off after failures
         if self._last_attempt is None or self.consecutive_failures == 0:
             return True
         return now_monotonic - self._last_attempt >= backoff_s(self.consecutive_failures)
@@ -171,9 +168,7 @@ class EndpointMonitor:
             log.exception("%s: deriving the figures failed (%d times)", self.endpoint.name, figures_failed)
             figures, per_model = Figures(), {}
         backend = self.window.backend or scrape.backend
-        problem = scrape.error
-        if scrape.up and self.window.inconsistent:
-            problem = self.window.inconsistent
+        problem = self.window.inconsistent if scrape.up and self.window.inconsistent else scrape.error
         if figures_failed:  # every figure reads "–": say it is spectop's failure, not the server's silence
             problem = FIGURES_FAILED if problem is None else f"{FIGURES_FAILED} · {problem}"
         if backend == "llamacpp" and self.slots_error and "generation_tokens_per_s" in figures.notes:

@@ -44,8 +44,7 @@ _MAX_CACHED_LINE = 512
 
 
 def _unescape(match: re.Match[str]) -> str:
-    char = match.group(1)
-    return _ESCAPES.get(char, "\\" + char)
+    return _ESCAPES.get(match[1], "\\" + match[1])
 
 
 def _parse_labels(block: str) -> Mapping[str, str]:
@@ -66,20 +65,14 @@ def parse_value(text: str) -> float:
 
 
 def _quote(line: str) -> str:
-    if len(line) > _MAX_QUOTED_LINE:
-        line = line[:_MAX_QUOTED_LINE] + "…"
-    return repr(line)
+    return repr(line if len(line) <= _MAX_QUOTED_LINE else line[:_MAX_QUOTED_LINE] + "…")
 
 
 def _body_start(text: str) -> tuple[int, int]:
     """Offset of the body and the number of lines before it (an HTTP header block is skipped)."""
     if not text.startswith("HTTP/"):
         return 0, 0
-    ends = [
-        (position + len(separator))
-        for separator in ("\r\n\r\n", "\n\n")
-        if (position := text.find(separator)) != -1
-    ]
+    ends = [position + len(end) for end in ("\r\n\r\n", "\n\n") if (position := text.find(end)) != -1]
     if not ends:
         raise MetricsFormatError("line 1: HTTP response headers without a body (expected a blank line)")
     start = min(ends)

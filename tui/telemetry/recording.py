@@ -49,9 +49,7 @@ class LogRecord(BaseModel):
     event: LogEvent
 
 
-class GuardLogRecord(BaseModel):
-    """One fallback-guard action (tui/advice/guard.py's `GuardRecord`)."""
-
+class GuardLogRecord(BaseModel):  # one fallback-guard action (tui/advice/guard.py's `GuardRecord`)
     kind: Literal["guard"] = "guard"
     endpoint: str
     time: float

@@ -27,8 +27,6 @@ _ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
 
 @dataclass(frozen=True)
 class Scrape:
-    """One scrape of one endpoint."""
-
     time: float  # time.time() when the response arrived
     monotonic: float  # time.monotonic() at the same moment: use this for deltas
     samples: tuple[Sample, ...] | None  # None when the scrape failed
@@ -145,17 +143,14 @@ class _NextToken(BaseModel):
     n_decoded: int = Field(0, ge=0)
 
 
-class _Slot(BaseModel):
-    """One entry of llama-server's GET /slots (a never-used slot has no next_token)."""
-
+class _Slot(BaseModel):  # one entry of llama-server's GET /slots (a never-used slot has no next_token)
     model_config = ConfigDict(extra="ignore")
     is_processing: bool = False
     next_token: list[_NextToken] = Field(default_factory=list)
 
 
 @functools.cache
-def _slots_adapter() -> TypeAdapter[list[_Slot]]:
-    """Made on the first /slots answer (slow to build)."""
+def _slots_adapter() -> TypeAdapter[list[_Slot]]:  # made on the first /slots answer (slow to build)
     return TypeAdapter(list[_Slot])
 
 

@@ -108,19 +108,14 @@ class EndpointSeries:
         values = self.series[name]
         if count <= 0:
             return []
-        if count >= len(values):
-            return list(values)
-        newest = list(islice(reversed(values), count))  # not by index: a deque's is slow mid-way
-        newest.reverse()
-        return newest
+        # not by index: a deque's is slow mid-way
+        return list(values) if count >= len(values) else list(islice(reversed(values), count))[::-1]
 
     def __len__(self) -> int:
         return len(self.times)
 
 
-class SeriesStore:
-    """The ring buffers of every endpoint, created on first use."""
-
+class SeriesStore:  # the ring buffers of every endpoint, created on first use
     def __init__(self, maxlen: int) -> None:
         self.maxlen = maxlen
         self._endpoints: dict[str, EndpointSeries] = {}

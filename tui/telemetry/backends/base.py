@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import accumulate
 from typing import Any
 
 from tui.format import fmt_bound
@@ -23,14 +24,10 @@ def quantile_in_bucket(q: float, buckets: Mapping[float, float]) -> tuple[float,
     points = sorted((bound, count) for bound, count in buckets.items() if not math.isnan(bound))
     if len(points) < 2 or points[-1][0] != math.inf:
         return None
+    if any(math.isnan(count) for _, count in points):
+        return None
     bounds = [bound for bound, _ in points]
-    counts: list[float] = []
-    highest = 0.0
-    for _, count in points:
-        if math.isnan(count):
-            return None
-        highest = max(highest, count)
-        counts.append(highest)
+    counts = list(accumulate((count for _, count in points), max, initial=0.0))[1:]  # made monotonic
     total = counts[-1]
     if total <= 0:
         return None
@@ -49,11 +46,6 @@ def quantile_in_bucket(q: float, buckets: Mapping[float, float]) -> tuple[float,
     if count <= 0:
         return bounds[index], start, bounds[index]
     return start + (bounds[index] - start) * (rank / count), start, bounds[index]
-
-
-def is_vague(value: float, lower: float, upper: float) -> bool:
-    """True when the bucket (the first, the +Inf one, or one wider than the value) says more than it."""
-    return lower == 0 or math.isinf(upper) or (upper - lower) > abs(value)
 
 
 # (quantity, series id, bucket bound or None)
@@ -112,7 +104,7 @@ class Delta:
     counters: dict[CounterKey, float] = field(default_factory=dict)
     # Per-segment figures summed over the window (backend-specific, may be NaN = unusable).
     extras: dict[str, float] = field(default_factory=dict)
-    _totals: dict[str, float] | None = field(default=None, repr=False)  # +30% per window tick
+    _totals: dict[str, float] | None = field(default=None, repr=False)
     _totals_size: int = field(default=0, repr=False)
 
     def total(self, quantity: str) -> float | None:
@@ -228,7 +220,7 @@ def extract(
         selected = keep(selected, memo)
     counters: dict[CounterKey, float] = {}
     gauge_values: dict[str, list[float]] = {}
-    gauge_kinds: dict[str, Kind] = {}
+    kinds: dict[str, Kind] = {}
     model_gauge_values: dict[str, dict[str, list[float]]] = {}
     isfinite = math.isfinite
     seen_gauges: set[str] = set()  # series texts
@@ -239,8 +231,7 @@ def extract(
             continue
         if sample.series not in plans:
             plans[sample.series] = _plan(metric, sample.labels)
-        plan = plans[sample.series]
-        if plan is None:
+        if (plan := plans[sample.series]) is None:
             continue
         kind, target, model = plan
         if model is not None:
@@ -254,22 +245,18 @@ def extract(
                 duplicate = duplicate or _describe(sample)
             seen_gauges.add(sample.series)
             gauge_values.setdefault(target, []).append(value)
-            gauge_kinds[target] = kind
+            kinds[target] = kind
             if model is not None:
-                per_model = model_gauge_values.setdefault(model, {})
-                per_model.setdefault(target, []).append(value)
-    model_gauges: dict[str, Mapping[str, float]] = {}
-    if len(models) > 1:
-        model_gauges = {
-            model: _aggregate(values, gauge_kinds) for model, values in model_gauge_values.items()
-        }
+                model_gauge_values.setdefault(model, {}).setdefault(target, []).append(value)
     return PageSnapshot(
         counters=counters,
-        gauges=_aggregate(gauge_values, gauge_kinds),
+        gauges=_aggregate(gauge_values, kinds),
         models=tuple(models),
         restart_marker=restart_marker,
         restart_name=restart_name,
-        model_gauges=model_gauges,
+        model_gauges={model: _aggregate(values, kinds) for model, values in model_gauge_values.items()}
+        if len(models) > 1
+        else {},
         duplicate=duplicate,
     )
 
@@ -277,9 +264,7 @@ def extract(
 def _describe(sample: Sample) -> str:
     labels = ",".join(f'{key}="{value}"' for key, value in sample.labels.items())
     text = f"{sample.name}{{{labels}}}" if labels else sample.name
-    if len(text) > 100:
-        text = text[:99] + "…"
-    return f"the series {text} appears more than once"
+    return f"the series {text if len(text) <= 100 else text[:99] + '…'} appears more than once"
 
 
 def _aggregate(values: dict[str, list[float]], kinds: dict[str, Kind]) -> dict[str, float]:
@@ -306,16 +291,12 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 
 def rate(delta: Delta | None, quantity: str) -> float | None:
-    if delta is None:
-        return None
-    return ratio(delta.total(quantity), delta.seconds)
+    return None if delta is None else ratio(delta.total(quantity), delta.seconds)
 
 
 def mean(delta: Delta | None, quantity: str) -> float | None:
     """Δsum / Δcount of a histogram."""
-    if delta is None:
-        return None
-    return ratio(delta.total(f"{quantity}_sum"), delta.total(f"{quantity}_count"))
+    return None if delta is None else ratio(delta.total(f"{quantity}_sum"), delta.total(f"{quantity}_count"))
 
 
 def histogram_figures(delta: Delta | None, last: PageSnapshot, notes: dict[str, str]) -> dict[str, Any]:
@@ -341,8 +322,9 @@ def histogram_figures(delta: Delta | None, last: PageSnapshot, notes: dict[str, 
 def note_bucket(
     figure: str, value: float, lower: float, upper: float, notes: dict[str, str], bounds: dict
 ) -> None:
-    """When the bucket holding a quantile says more than its value: the bounds and why."""
-    if not is_vague(value, lower, upper):
+    """When the bucket holding a quantile (the first, the +Inf one, or one wider than the value) says more
+    than its value: the bounds and why."""
+    if not (lower == 0 or math.isinf(upper) or (upper - lower) > abs(value)):
         return
     bounds[figure] = (lower, None if math.isinf(upper) else upper)  # None: the +Inf bucket
     if math.isinf(upper):

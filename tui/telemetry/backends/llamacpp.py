@@ -172,17 +172,14 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
             requests_per_s = ratio(requests, delta.seconds)
         elif delta.total("tokens_predicted"):
             notes["requests_per_s"] = _unknown_count_note(delta)
-        seconds = delta.total("tokens_predicted_seconds")
         decode_tokens = delta.extras.get("decode_tokens", math.nan)
-        if math.isnan(decode_tokens):
+        if not math.isnan(decode_tokens):
+            tpot = ratio(delta.total("tokens_predicted_seconds"), decode_tokens)
+        elif delta.total("tokens_predicted"):
             # TPOT is generation time / (tokens - one first token per request): without the request
             # count it would be a guess (low by a token per request, a lot for short replies).
-            if delta.total("tokens_predicted"):
-                notes["tpot_mean_s"] = _unknown_count_note(delta)
-        else:
-            tpot = ratio(seconds, decode_tokens)
-        cached = delta.total("prompt_tokens_cached")
-        computed = delta.total("prompt_tokens")
+            notes["tpot_mean_s"] = _unknown_count_note(delta)
+        cached, computed = delta.total("prompt_tokens_cached"), delta.total("prompt_tokens")
         if cached is not None and computed is not None:
             prefix_hit_rate = ratio(cached, cached + computed)
         if computed is not None:
@@ -195,7 +192,11 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
             generation_rate = rate(delta, "tokens_predicted")
             notes["generation_tokens_per_s"] = FINISHED_ONLY + "; live with --slots"
     acceptance_rate, mean_length, positions = speculation(delta)
-    figures = Figures(
+    if delta is not None:
+        for name in _FINISHED_FIGURES:
+            notes.setdefault(name, FINISHED_ONLY)
+    notes["prompt_tokens_mean"] = NO_PROMPT_LENGTHS
+    return Figures(
         generation_tokens_per_s=generation_rate,
         prompt_tokens_per_s=prompt_rate,
         requests_per_s=requests_per_s,
@@ -207,10 +208,5 @@ def derive(delta: Delta | None, last: PageSnapshot) -> Figures:
         waiting=last.gauges.get("waiting"),
         kv_cache_usage=last.gauges.get("kv_cache_usage"),
         prefix_cache_hit_rate=prefix_hit_rate,
+        notes=notes,
     )
-    if delta is not None:
-        for name in _FINISHED_FIGURES:
-            notes.setdefault(name, FINISHED_ONLY)
-    notes["prompt_tokens_mean"] = NO_PROMPT_LENGTHS
-    figures.notes = notes
-    return figures

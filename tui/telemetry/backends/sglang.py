@@ -62,32 +62,23 @@ _Identity = tuple[str, tuple[tuple[str, str], ...]]
 
 
 def _identity(sample: Sample, rank_text: str, memo: SeriesMemo) -> tuple[_Identity, int]:
-    known = memo.identities.get(sample.series)  # +23% on an SGLang page's extract
-    if known is not None:
-        return known
-    identity = (
-        sample.name,
-        tuple(sorted(item for item in sample.labels.items() if item[0] not in _RANK_LABELS)),
-    )
-    rank = int_or_none(rank_text)
-    known = memo.identities[sample.series] = (identity, 1 << 30 if rank is None else rank)
+    if (known := memo.identities.get(sample.series)) is None:
+        labels = tuple(sorted(item for item in sample.labels.items() if item[0] not in _RANK_LABELS))
+        rank = int_or_none(rank_text)
+        known = memo.identities[sample.series] = ((sample.name, labels), 1 << 30 if rank is None else rank)
     return known
-
-
-def _drop_per_priority(selected: list[tuple[Sample, Metric]]) -> list[tuple[Sample, Metric]]:
-    with_total = {sample.name for sample, _ in selected if sample.labels.get("priority") == ""}
-    if not with_total:
-        return selected
-    return [
-        pair for pair in selected if pair[0].name not in with_total or not pair[0].labels.get("priority", "")
-    ]
 
 
 def keep_first_tp_rank(
     selected: list[tuple[Sample, Metric]], memo: SeriesMemo
 ) -> list[tuple[Sample, Metric]]:
     """Drop copies of a series from TP ranks other than the lowest (and per-priority parts)."""
-    selected = _drop_per_priority(selected)
+    if with_total := {sample.name for sample, _ in selected if sample.labels.get("priority") == ""}:
+        selected = [
+            pair
+            for pair in selected
+            if pair[0].name not in with_total or not pair[0].labels.get("priority", "")
+        ]
     lowest: dict[_Identity, int] = {}
     ranked: list[tuple[_Identity, int] | None] = []
     for sample, _ in selected:
@@ -153,25 +144,20 @@ def _prefix_hit_rate(delta: Delta | None) -> float | None:
     by_source = delta.split("cached")
     sources = {key: value for key, value in by_source.items() if key != "total"} or by_source
     hit_rate = ratio(sum(sources.values()), delta.total("prompt_tokens")) if sources else None
-    if hit_rate is None:
-        cache = delta.total("realtime:prefill_cache")
-        compute = delta.total("realtime:prefill_compute")
-        if cache is not None and compute is not None:
-            hit_rate = ratio(cache, cache + compute)
+    cache, compute = delta.total("realtime:prefill_cache"), delta.total("realtime:prefill_compute")
+    if hit_rate is None and cache is not None and compute is not None:
+        hit_rate = ratio(cache, cache + compute)
     return None if hit_rate is None else min(1.0, hit_rate)
 
 
+_POOLS = ("full_token_usage", "swa_token_usage", "mamba_usage")
+
+
 def _kv_cache_usage(last: PageSnapshot) -> float | None:
-    pools = [
-        last.gauges[name]
-        for name in ("full_token_usage", "swa_token_usage", "mamba_usage")
-        if name in last.gauges
-    ]
-    if pools:
+    gauges = last.gauges
+    if pools := [gauges[name] for name in _POOLS if name in gauges]:
         return max(pools)
-    if "token_usage" in last.gauges:
-        return last.gauges["token_usage"]
-    return ratio(last.gauges.get("kv_used_tokens"), last.gauges.get("max_total_num_tokens"))
+    return gauges.get("token_usage", ratio(gauges.get("kv_used_tokens"), gauges.get("max_total_num_tokens")))
 
 
 # Servers before realtime_tokens_total (2025-12-24) count tokens only when a request finishes.

@@ -98,16 +98,10 @@ MIXED = (
 )
 
 
-def k_in_effect(delta: Delta | None, positions: list[float] | None) -> tuple[float | None, int | None]:
-    """(draft tokens per verify step over the window, the configured k = the positions on the page)."""
-    configured = len(positions) if positions else None
-    if delta is None:
-        return None, configured
-    return ratio(delta.total("draft_tokens"), delta.total("drafts")), configured
-
-
 def _variable_k(figures: Figures, positions: list[float] | None, delta: Delta | None) -> Figures:
-    k, configured = k_in_effect(delta, positions)
+    """k in effect: draft tokens per verify step over the window; configured: the positions on the page."""
+    k = None if delta is None else ratio(delta.total("draft_tokens"), delta.total("drafts"))
+    configured = len(positions) if positions else None
     figures.k_in_effect, figures.k_configured = k, configured
     figures.k_in_effect_derived = k is not None
     if k is not None and configured is not None and abs(k - configured) > 0.005:

@@ -46,9 +46,7 @@ class DisplayLine:
 
 def short_time(time: str | None) -> str | None:
     """`08-20 14:02:24`, `2026-07-20T09:50:00.123`, `2026-07-20T09:50:00Z` → `14:02:24` / `09:50:00`."""
-    if not time:
-        return None
-    match = _CLOCK.search(time)
+    match = _CLOCK.search(time) if time else None
     return match[1] if match else None
 
 
@@ -56,23 +54,15 @@ def display_line(raw: str) -> DisplayLine:
     """The line without its logger prefix, its time as HH:MM:SS; unknown prefixes keep the whole line."""
     line = clean_line(raw)
     prefix = split_prefix(line)
-    message = prefix.message
-    level = prefix.level
-    uvicorn = _UVICORN_LEVEL.match(message)
-    if uvicorn:
-        level = uvicorn["level"]
-        message = message[uvicorn.end() :]
-    if prefix.backend == "llamacpp":
-        source = _LLAMACPP_SOURCE.match(message)
-        if source:
-            message = message[source.end() :]
+    message, level = prefix.message, prefix.level
+    if uvicorn := _UVICORN_LEVEL.match(message):
+        level, message = uvicorn["level"], message[uvicorn.end() :]
+    if prefix.backend == "llamacpp" and (source := _LLAMACPP_SOURCE.match(message)):
+        message = message[source.end() :]
     if not prefix.has_prefix and not uvicorn:
         return DisplayLine(None, None, line, is_access(line))
     return DisplayLine(
-        short_time(prefix.time),
-        None if level in (None, "INFO") else level,
-        message,
-        is_access(message),
+        short_time(prefix.time), None if level in (None, "INFO") else level, message, is_access(message)
     )
 
 
@@ -85,7 +75,7 @@ def is_access(message: str) -> bool:
 
 def figure_spans(text: str, *, named: bool = False) -> list[tuple[int, int]]:
     """Start/end of each figure in `text` (numbers with units); with `named`, also every `name: number`."""
-    spans = [(match.start(), match.end()) for match in _FIGURE_WITH_UNIT.finditer(text)]
+    spans = [match.span() for match in _FIGURE_WITH_UNIT.finditer(text)]
     if named:
         spans += [match.span("figure") for match in _NAMED_FIGURE.finditer(text)]
     spans.sort()

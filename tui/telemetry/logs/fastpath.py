@@ -1,5 +1,5 @@
 """One-regex fast paths for the current vLLM/SGLang stats lines, None on any other variant (a property test
-keeps them equal to the grammars): +42% lines/s typical mix, +55% dense (bench_log_parse.py)."""
+keeps them equal to the grammars; bench_log_parse.py shows what they pay)."""
 
 from __future__ import annotations
 
@@ -112,33 +112,20 @@ def sglang_decode(line: str) -> list[LogEvent] | None:
         return None
     date, hms, ms, engine, running, tokens, usage, length, rate, graph, graph_on, gen, queue = match.groups()
     time = _sglang_time(date, hms, ms)
-    events: list[LogEvent] = [
-        StatsEvent(
-            time=time,
-            backend="sglang",
-            engine=engine,
-            phase="decode",
-            extra={"#token": int(tokens), graph: graph_on == "True"},
-            line=line,
-            running=float(running),
-            kv_cache_usage=float(usage),
-            generation_tokens_per_s=float(gen),
-            waiting=float(queue),
-        )
-    ]
-    if length is not None:
-        events.append(
-            SpecDecodeEvent(
-                time=time,
-                backend="sglang",
-                mean_acceptance_length=float(length),
-                acceptance_rate=sglang.printed_accept_rate(float(rate), float(length)),
-                scope="interval",
-                engine=engine,
-                line=line,
-            )
-        )
-    return events
+    stats = StatsEvent(
+        time=time,
+        backend="sglang",
+        engine=engine,
+        phase="decode",
+        extra={"#token": int(tokens), graph: graph_on == "True"},
+        line=line,
+        running=float(running),
+        kv_cache_usage=float(usage),
+        generation_tokens_per_s=float(gen),
+        waiting=float(queue),
+    )
+    spec = None if length is None else sglang.spec_of(line, time, engine, float(length), float(rate))
+    return [stats] if spec is None else [stats, spec]
 
 
 def sglang_prefill(line: str) -> list[LogEvent] | None:

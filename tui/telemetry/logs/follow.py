@@ -25,12 +25,7 @@ async def follow_events(
 ) -> AsyncIterator[tuple[str | None, list[LogEvent]]]:
     """(line, its events) for every new line, (None, held-back events) after `idle_flush_s` of quiet;
     until cancelled. A line the parser raised on is counted (`feed_guarded`), not fatal."""
-    tailer = LogTailer(
-        path,
-        from_start=from_start,
-        poll_interval_s=poll_interval_s,
-        on_notice=on_notice,
-    )
+    tailer = LogTailer(path, from_start=from_start, poll_interval_s=poll_interval_s, on_notice=on_notice)
     queue: asyncio.Queue[str] = asyncio.Queue(maxsize=QUEUE_LINES)
 
     async def read() -> None:

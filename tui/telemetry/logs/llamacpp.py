@@ -4,10 +4,10 @@ the lifetime `statistics` line. Its `0.00.640.963` stamp is the time since start
 from __future__ import annotations
 
 import re
+from typing import Any, Literal
 
 from tui.telemetry.events import SpecDecodeEvent
-from tui.telemetry.logs.prefix import split_prefix
-from tui.telemetry.logs.values import parse_float_list, parse_number
+from tui.telemetry.logs.prefix import parse_float_list, parse_number, split_prefix
 
 ACCEPTANCE_MARKER = "draft acceptance"  # `draft acceptance = ...`; before 2025 `draft acceptance rate = ...`
 PER_POSITION_MARKER = "acc per pos = "
@@ -29,12 +29,14 @@ _STATISTICS_MEAN = re.compile(r"#mean acc len =\s*([\d.]+)")
 _STATISTICS_POSITIONS = re.compile(r"#acc rate/pos = \((?P<positions>[^)]*)\)")
 
 
-def _times(line: str, end: int) -> tuple[str | None, str | None]:
-    elapsed = _ELAPSED.match(line)  # +20% lines/s on `draft acceptance` lines (bench_log_parse.py mix)
-    if elapsed:
-        return None, elapsed[1]
-    prefix = split_prefix(line[:end])
-    return prefix.time, prefix.uptime
+def _event(line: str, end: int, scope: Literal["request", "lifetime"], **fields: Any) -> SpecDecodeEvent:
+    """The event, timed by the line's prefix (the elapsed stamp alone matched first: faster)."""
+    if elapsed := _ELAPSED.match(line):
+        time, uptime = None, elapsed[1]
+    else:
+        prefix = split_prefix(line[:end])
+        time, uptime = prefix.time, prefix.uptime
+    return SpecDecodeEvent(time=time, uptime=uptime, backend="llamacpp", scope=scope, line=line, **fields)
 
 
 def parse_acceptance(line: str, start: int) -> SpecDecodeEvent | None:
@@ -45,17 +47,14 @@ def parse_acceptance(line: str, start: int) -> SpecDecodeEvent | None:
     rate = parse_number(match["rate"])
     if rate is None and drafted:
         rate = accepted / drafted
-    time, uptime = _times(line, start)
-    return SpecDecodeEvent(
-        time=time,
-        uptime=uptime,
-        backend="llamacpp",
+    return _event(
+        line,
+        start,
+        "request",
         mean_acceptance_length=parse_number(match["mean"]) if match["mean"] else None,
         acceptance_rate=rate,
         accepted_tokens=accepted,
         drafted_tokens=drafted,
-        scope="request",
-        line=line,
     )
 
 
@@ -64,17 +63,7 @@ def parse_per_position(line: str, start: int) -> SpecDecodeEvent | None:
     if match is None:
         return None
     positions = parse_float_list(match["positions"])
-    if positions is None:
-        return None
-    time, uptime = _times(line, start)
-    return SpecDecodeEvent(
-        time=time,
-        uptime=uptime,
-        backend="llamacpp",
-        per_position_acceptance=positions,
-        scope="request",
-        line=line,
-    )
+    return None if positions is None else _event(line, start, "request", per_position_acceptance=positions)
 
 
 def parse_statistics(line: str) -> SpecDecodeEvent | None:
@@ -84,17 +73,14 @@ def parse_statistics(line: str) -> SpecDecodeEvent | None:
     mean = _STATISTICS_MEAN.search(line)
     positions = _STATISTICS_POSITIONS.search(line)
     accepted, drafted = counts["accepted"], counts["drafted"]
-    time, uptime = _times(line, len(line))
-    return SpecDecodeEvent(
-        time=time,
-        uptime=uptime,
-        backend="llamacpp",
+    return _event(
+        line,
+        len(line),
+        "lifetime",
         mean_acceptance_length=parse_number(mean[1]) if mean else None,
         acceptance_rate=accepted / drafted if drafted else None,
         per_position_acceptance=parse_float_list(positions["positions"]) if positions else None,
         accepted_tokens=accepted,
         drafted_tokens=drafted,
         num_drafts=counts.get("drafts"),
-        scope="lifetime",
-        line=line,
     )

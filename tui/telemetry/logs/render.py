@@ -39,8 +39,7 @@ def event_text(event: StatsEvent | SpecDecodeEvent | ErrorEvent, width: int = LI
         body = _spec_text(event)
     else:
         body = f"ERROR {event.category}: {event.message.splitlines()[0] if event.message else ''}"
-    uptime = getattr(event, "uptime", None)  # llama.cpp's time since start: shown apart from wall time
-    if uptime is not None:
+    if (uptime := getattr(event, "uptime", None)) is not None:  # llama.cpp's time since start, apart
         body += f"  (up {uptime})"
     text = safe_line(f"{time:<14} {body}")
     return text if len(text) <= width else text[: width - 1] + "…"

@@ -4,8 +4,7 @@ Find the head, split on `", "`, each item at its last `": "`; fields spectop has
 from __future__ import annotations
 
 from tui.telemetry.events import LogEvent, SpecDecodeEvent, StatsEvent
-from tui.telemetry.logs.prefix import split_prefix
-from tui.telemetry.logs.values import parse_count, parse_field_value, parse_number
+from tui.telemetry.logs.prefix import parse_count, parse_field_value, parse_number, split_prefix
 
 DECODE_MARKER = "Decode batch"
 PREFILL_MARKER = "Prefill batch"
@@ -84,27 +83,27 @@ def parse_batch(line: str, found: tuple[str, int, int]) -> list[LogEvent]:
     time, engine = prefix.time, prefix.source
     stats = {"time": time, "backend": "sglang", "engine": engine, "phase": phase, "extra": extra or None}
     events: list[LogEvent] = [StatsEvent.model_validate({**stats, "line": line, **counts, **values})]
-    length = spec.get("mean_acceptance_length")
-    rate = printed_accept_rate(spec.get("acceptance_rate"), length)
-    if length is not None or rate is not None:
-        events.append(
-            SpecDecodeEvent(
-                time=time,
-                backend="sglang",
-                mean_acceptance_length=length,
-                acceptance_rate=rate,
-                scope="interval",
-                engine=engine,
-                line=line,
-            )
-        )
-    return events
+    spec_event = spec_of(line, time, engine, spec.get("mean_acceptance_length"), spec.get("acceptance_rate"))
+    return events if spec_event is None else [*events, spec_event]
 
 
-def printed_accept_rate(rate: float | None, length: float | None) -> float | None:
-    """The `accept rate` of a batch line as a fraction. b6fb5d766 (2025-10-13) printed accept len /
-    num_steps (sglang.md §5.1), above 1 up to min(2, accept len): no fraction, so unknown (the line's
-    accept len is still good). Anything higher is impossible and left for the plausibility check to drop."""
-    if rate is None or rate <= 1.0:
-        return rate
-    return None if rate <= min(2.0, length if length is not None else 2.0) else rate
+def spec_of(
+    line: str, time: str | None, engine: str | None, length: float | None, rate: float | None
+) -> SpecDecodeEvent | None:
+    """The spec_decode event of a batch line with `accept len` / `accept rate`. The rate as a fraction:
+    b6fb5d766 (2025-10-13) printed accept len / num_steps (sglang.md §5.1), above 1 up to min(2, accept len):
+    no fraction, so unknown (the line's accept len is still good). Anything higher is impossible and left
+    for the plausibility check to drop."""
+    if rate is not None and 1.0 < rate <= min(2.0, length if length is not None else 2.0):
+        rate = None
+    if length is None and rate is None:
+        return None
+    return SpecDecodeEvent(
+        time=time,
+        backend="sglang",
+        mean_acceptance_length=length,
+        acceptance_rate=rate,
+        scope="interval",
+        engine=engine,
+        line=line,
+    )

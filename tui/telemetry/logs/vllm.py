@@ -4,8 +4,13 @@ variant (vllm.md §2.2, §2.3), keyed on message text only (file:line drifts bet
 from __future__ import annotations
 
 from tui.telemetry.events import SpecDecodeEvent, StatsEvent
-from tui.telemetry.logs.prefix import split_prefix
-from tui.telemetry.logs.values import parse_count, parse_field_value, parse_float_list, parse_number
+from tui.telemetry.logs.prefix import (
+    parse_count,
+    parse_field_value,
+    parse_float_list,
+    parse_number,
+    split_prefix,
+)
 
 STATS_MARKER = "Avg prompt throughput: "
 V0_PREFIX_HIT_MARKER = "Prefix cache hit rate: GPU: "
