@@ -127,9 +127,6 @@ def test_without_credentials() -> None:
     assert not has_credentials("http://h:1/path@x") and has_credentials("https://tok@h")
 
 
-# --- API keys (tui/auth.py): from the named variable only, one Bearer header --------------------------------
-
-
 TUI = Path(__file__).resolve().parents[1] / "tui"
 # A header written by hand: {"Authorization": ...} or headers["Authorization"] = ...
 HAND_MADE = re.compile(r"""["']Authorization["']\s*[:\]]""", re.IGNORECASE)
@@ -163,9 +160,6 @@ def test_the_authorization_header_is_built_in_tui_auth_only() -> None:
         if HAND_MADE.search(line)
     ]
     assert hand_made == []
-
-
-# --- a config file's credential never travels with a diff (guard, tune, stdout) -----------------------------
 
 
 SECRET = "sk-live-NEVER-IN-A-DIFF-42"

@@ -257,9 +257,6 @@ def window_text(
     return " · ".join(parts) or None
 
 
-# --- the vocabulary: figure -> label, formatter --------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class FigureWord:
     """How one figure of `Figures` reads: a short label and its formatter."""

@@ -192,9 +192,6 @@ def changed_on_disk(path: Path, stamp: FileStamp | None) -> bool:
     return hashlib.sha256(path.read_bytes()).hexdigest() != stamp.sha256
 
 
-# --- who may write ------------------------------------------------------------------------------------------
-
-
 def mode_allows_write(mode: int, file_uid: int, file_gid: int, uid: int, groups: Iterable[int]) -> bool:
     """Whether the mode bits let `uid` write: for root any write bit counts (0444 is read-only on purpose)."""
     if uid == 0:
@@ -213,9 +210,6 @@ def read_only_reason(path: Path, info: os.stat_result) -> str | None:
     ):
         return None
     return f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}, owner {_owner_text(info)})"
-
-
-# --- owner and group ----------------------------------------------------------------------------------------
 
 
 def _owner_text(info: os.stat_result) -> str:
@@ -338,9 +332,6 @@ def _write_backup(target: Path, original: os.stat_result, saving: Path) -> None:
         raise SaveError(f"{saving}: cannot read it for the backup: {_describe(error)}") from None
     # Owner warnings are reported once, for the file itself.
     _replace_with(backup, data, original, saving, f"writing the backup {backup.name}: ")
-
-
-# --- one writer at a time ---------------------------------------------------------------------------------
 
 
 class _Held(threading.local):

@@ -330,9 +330,6 @@ class TomlDocument(ConfigDocument):
         return None
 
 
-# --- JSON --------------------------------------------------------------------------------------------------
-
-
 def _indent_unit(text: str) -> str:
     for line in text.splitlines():
         stripped = line.lstrip(" \t")

@@ -85,9 +85,6 @@ def _add_flag(groups: list[list[str]], key: str, value: Any, optional_bools: set
         groups.append([f"--{name}", str(value)])
 
 
-# --- vLLM -----------------------------------------------------------------------------------------------
-
-
 def vllm_speculative_config(data: dict[str, Any]) -> dict[str, Any] | None:
     """The --speculative-config object, or None when speculation is off."""
     spec = data.get("speculative")
@@ -155,9 +152,6 @@ def vllm_cli(data: dict[str, Any]) -> LaunchCommand:
     return _cli(["vllm", "serve", model], options, _VLLM_OPTIONAL_BOOLS)
 
 
-# --- SGLang ---------------------------------------------------------------------------------------------
-
-
 def _sglang_options(data: dict[str, Any]) -> list[tuple[str, Any]]:
     if not data.get("model_path"):
         raise ConfigError("model_path is missing: sglang.launch_server needs --model-path")
@@ -166,9 +160,6 @@ def _sglang_options(data: dict[str, Any]) -> list[tuple[str, Any]]:
 
 def sglang_cli(data: dict[str, Any]) -> LaunchCommand:
     return _cli(["python", "-m", "sglang.launch_server"], _sglang_options(data), set())
-
-
-# --- client ---------------------------------------------------------------------------------------------
 
 
 def client_curl(data: dict[str, Any]) -> LaunchCommand:

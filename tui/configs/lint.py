@@ -143,9 +143,6 @@ def _schema_rules(lint: _Linter) -> None:
             )
 
 
-# --- vLLM config.toml -----------------------------------------------------------------------------------
-
-
 def _vllm_spec_on(lint: _Linter) -> bool:
     spec = lint.value(("speculative",))
     return isinstance(spec, dict) and spec.get("enabled", True) is not False
@@ -356,9 +353,6 @@ def _vllm_sampling_rules(lint: _Linter, spec_on: bool) -> None:
                 )
 
 
-# --- SGLang settings.json -------------------------------------------------------------------------------
-
-
 def _sglang_adaptive_rules(lint: _Linter, steps: Any, topk: Any) -> None:
     """`speculative_adaptive` and its config file (tui/configs/sglang_adaptive.py)."""
     adaptive = lint.value(("speculative_adaptive",))
@@ -507,9 +501,6 @@ def _sglang_rules(lint: _Linter) -> None:
         "SGLang's --config takes YAML with dashed keys, not this JSON",
         "run `spectop config launch FILE --format yaml` for a file SGLang accepts",
     )
-
-
-# --- client settings.json -------------------------------------------------------------------------------
 
 
 def _client_rules(lint: _Linter) -> None:
