@@ -196,7 +196,8 @@ def _model_at(location: tuple[int | str, ...]) -> type[BaseModel] | None:
     parent = location[:-1]
     if len(parent) == 2 and parent[0] == "endpoints":
         return EndpointSettings
-    return {(): Settings, ("alerts",): AlertSettings, ("prometheus",): PrometheusSettings}.get(parent)
+    sections: dict[object, type[BaseModel]] = {"alerts": AlertSettings, "prometheus": PrometheusSettings}
+    return Settings if not parent else sections.get(parent[0]) if len(parent) == 1 else None
 
 
 def _describe_problem(item: dict) -> str:
