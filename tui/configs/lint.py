@@ -12,7 +12,7 @@ from tui.configs import sglang_adaptive
 from tui.configs.document import ConfigDocument, KeyPath, dotted
 from tui.configs.schemas import did_you_mean, is_secret_key, unknown_keys, validate_data
 from tui.configs.spec_table import TABLE_KEY, table_or_none, table_problems
-from tui.gpu.headroom import headroom_problems
+from tui.gpu.alerts import headroom_problems
 from tui.gpu.models import GpuSample
 
 Severity = Literal["error", "warning", "info"]
