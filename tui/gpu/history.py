@@ -61,12 +61,8 @@ class GpuHistory:
 
     def series(self, key: str, figure: str, since: float | None = None) -> list[tuple[float, float]]:
         """(time, value) of one `GpuSample` field (or property such as memory_fraction); gaps left out."""
-        out = []
-        for time, gpu in self.points(key, since):
-            value = getattr(gpu, figure)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                out.append((time, float(value)))
-        return out
+        values = ((time, getattr(gpu, figure)) for time, gpu in self.points(key, since))
+        return [(time, float(value)) for time, value in values if type(value) in (int, float)]
 
     def samples_between(self, key: str, start: float, end: float) -> list[GpuSample]:
         return [gpu for time, gpu in self._points.get(key, ()) if start <= time <= end]
