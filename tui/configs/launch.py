@@ -100,10 +100,8 @@ def vllm_speculative_config(data: dict[str, Any]) -> dict[str, Any] | None:
         out["method"] = "mtp" if str(method).endswith("_mtp") else method
     if draft is not None and draft != target:
         out["model"] = draft
-    for key, value in spec.items():
-        if key in _SPECTOP_ONLY or key in _LEGACY_SPEC or key in ("method", "model") or value is None:
-            continue
-        out[key] = value
+    skipped = _SPECTOP_ONLY | _LEGACY_SPEC | {"method", "model"}
+    out.update({key: value for key, value in spec.items() if key not in skipped and value is not None})
     table = table_or_none(out.get(TABLE_KEY))
     if table is not None:  # the early dict form ({"1-16": 3}) as the list vLLM 0.32 takes
         out[TABLE_KEY] = normalized(table)
@@ -167,9 +165,9 @@ def client_curl(data: dict[str, Any]) -> LaunchCommand:
     if not base_url:
         raise ConfigError("base_url is missing")
     body: dict[str, Any] = {"model": data.get("model"), "messages": [{"role": "user", "content": "Hello"}]}
-    for key in ("stream", "temperature", "max_tokens"):
-        if data.get(key) is not None:
-            body[key] = data[key]
+    body.update(
+        {key: data[key] for key in ("stream", "temperature", "max_tokens") if data.get(key) is not None}
+    )
     if data.get("stream"):
         body["stream_options"] = {"include_usage": True}
     extra = data.get("extra_body")
