@@ -226,9 +226,7 @@ class Board:
         from tui.fleet.poller import FleetReading
 
         fleet = [reading for reading in self.readings.values() if isinstance(reading, FleetReading)]
-        if self.advice is None or not fleet:
-            return {}
-        return group_advices(fleet, self.advice.kept)
+        return {} if self.advice is None or not fleet else group_advices(fleet, self.advice.kept)
 
     def set_config_facts(self, name: str, facts: ConfigFacts) -> None:
         """What the endpoint's config file says now (its k, its settings digest), for the advisor."""

@@ -161,9 +161,7 @@ def fmt_quantile(value: float | None, bounds: tuple[float, float | None] | None 
     lower, upper = bounds
     if upper is None or math.isinf(upper):
         return f"> {fmt_bound(lower)}"
-    if lower == 0:
-        return f"< {fmt_bound(upper)}"
-    return f"~{fmt_latency(value)}"
+    return f"< {fmt_bound(upper)}" if lower == 0 else f"~{fmt_latency(value)}"
 
 
 @_figure

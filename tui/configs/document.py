@@ -439,6 +439,4 @@ class JsonDocument(ConfigDocument):
 def load_document(text: str, kind: ConfigKind | None = None, path: Path | None = None) -> ConfigDocument:
     """Parse a config text. Raises ConfigSyntaxError (with line/column) or KindError."""
     kind = kind or detect_kind(text, path)
-    if kind == "vllm_toml":
-        return TomlDocument(text, kind)
-    return JsonDocument(text, kind)
+    return TomlDocument(text, kind) if kind == "vllm_toml" else JsonDocument(text, kind)

@@ -110,9 +110,7 @@ def _span(points: list[tuple[float, float]], start: float, end: float) -> list[t
     """The points from the last one at or before `start` to the first one at or after `end`."""
     first = max((i for i, (t, _) in enumerate(points) if t <= start), default=None)
     last = min((i for i, (t, _) in enumerate(points) if t >= end), default=None)
-    if first is None or last is None:
-        return []
-    return points[first : last + 1]
+    return [] if first is None or last is None else points[first : last + 1]
 
 
 def _counter_energy(
