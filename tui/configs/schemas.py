@@ -279,15 +279,9 @@ def _specs(model: type[BaseModel], prefix: KeyPath) -> list[FieldSpec]:
             field_type, choices = "choice", tuple(str(arg) for arg in get_args(annotation))
         elif field_type == "str" and choices:
             field_type = "choice"
+        range_text = _range_text(info.metadata)
         specs.append(
-            FieldSpec(
-                path=path,
-                type=field_type,
-                help=info.description or "",
-                required=info.is_required(),
-                choices=choices,
-                range_text=_range_text(info.metadata),
-            )
+            FieldSpec(path, field_type, info.description or "", info.is_required(), choices, range_text)
         )
     return specs
 
