@@ -230,11 +230,9 @@ def _keep_owner(fd: int, original: os.stat_result) -> str | None:
     current = os.fstat(fd)
     if (current.st_uid, current.st_gid) == (original.st_uid, original.st_gid):
         return None
-    try:
+    with contextlib.suppress(PermissionError):
         os.fchown(fd, original.st_uid, original.st_gid)
         return None
-    except PermissionError:
-        pass
     with contextlib.suppress(PermissionError):
         os.fchown(fd, -1, original.st_gid)  # a group the user belongs to can still be kept
     now = os.fstat(fd)
@@ -245,9 +243,8 @@ def _keep_owner(fd: int, original: os.stat_result) -> str | None:
 
 
 def _describe(error: OSError) -> str:
-    if error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return "no space left on the device"
-    return error.strerror or str(error)
+    full = error.errno in (errno.ENOSPC, errno.EDQUOT)
+    return "no space left on the device" if full else error.strerror or str(error)
 
 
 def _keep_xattrs(fd: int, source: Path) -> str | None:
