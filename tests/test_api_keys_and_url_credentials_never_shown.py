@@ -127,9 +127,6 @@ def test_without_credentials() -> None:
     assert not has_credentials("http://h:1/path@x") and has_credentials("https://tok@h")
 
 
-# --- API keys (tui/auth.py): from the named variable only, one Bearer header --------------------------------
-
-
 TUI = Path(__file__).resolve().parents[1] / "tui"
 # A header written by hand: {"Authorization": ...} or headers["Authorization"] = ...
 HAND_MADE = re.compile(r"""["']Authorization["']\s*[:\]]""", re.IGNORECASE)
@@ -165,34 +162,21 @@ def test_the_authorization_header_is_built_in_tui_auth_only() -> None:
     assert hand_made == []
 
 
-# --- a config file's credential never travels with a diff (guard, tune, stdout) -----------------------------
-
-
 SECRET = "sk-live-NEVER-IN-A-DIFF-42"
 
 
-def config_with_a_key(path: Path) -> Path:
-    """tests/tune's config with the server's API key right above the speculative section and in the
-    section right below it: either is context of a diff of that section."""
-    write_config(path, k=1)
-    text = path.read_text(encoding="utf-8")
+async def test_the_guards_and_the_tunes_diffs_mask_the_key(tmp_path: Path) -> None:
+    # The server's API key right above the speculative section and in the section right below it: either
+    # is context of a diff of that section.
+    config = write_config(tmp_path / "config.toml", k=1)
+    text = config.read_text(encoding="utf-8")
     text = text.replace("\n[speculative]", f'api_key = "{SECRET}"\n\n[speculative]')
     text = text.replace("\n[scheduler]", f'[server]\napi_key = "{SECRET}"\n\n[scheduler]')
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-async def test_the_guards_diff_masks_the_key(tmp_path: Path) -> None:
-    config = config_with_a_key(tmp_path / "config.toml")
-    endpoint = EndpointSettings(name="x", url="http://127.0.0.1:1", config_file=config)
-    prepared = await prepare(endpoint)
+    config.write_text(text, encoding="utf-8")
+    prepared = await prepare(EndpointSettings(name="x", url="http://127.0.0.1:1", config_file=config))
     assert "-enabled = true" in prepared.diff and "+enabled = false" in prepared.diff
     assert SECRET not in prepared.diff
     assert "api_key = ****" in prepared.diff  # the context line is there, its value masked
-
-
-async def test_the_tunes_diffs_mask_the_key(tmp_path: Path) -> None:
-    config = config_with_a_key(tmp_path / "config.toml")
     tune = TuneRun(TuneOptions(config_file=config, endpoint="http://127.0.0.1:1", restart_command=["true"]))
     await tune.prepare()
     diff = tune.diff_for(3)

@@ -111,9 +111,6 @@ def test_threads_saving_step_cost_models_lose_none(tmp_path: Path) -> None:
     assert sorted(model.endpoint for model in load_models(path).models) == endpoints
 
 
-# --- the remembered choices (state.json): concurrent changes never lose one another -------------------------
-
-
 CHANGES = 40
 
 

@@ -10,30 +10,27 @@ ALERT = "acceptance 46% below 50%; mean length 2.40→1.60"
 
 
 @pytest.mark.parametrize(
-    ("width", "shown"),
+    ("text", "width", "shown"),
     [
-        (len(ALERT), ALERT),
-        (40, "acceptance 46% below 50%; mean length…"),
-        (33, "acceptance 46% below 50%; mean…"),
-        (30, "acceptance 46% below…"),  # "50%…" would read as a figure cut
-        (11, "acceptance…"),
-        (10, "…"),
-        (0, ""),
+        (ALERT, len(ALERT), ALERT),
+        (ALERT, 40, "acceptance 46% below 50%; mean length…"),
+        (ALERT, 33, "acceptance 46% below 50%; mean…"),
+        (ALERT, 30, "acceptance 46% below…"),  # "50%…" would read as a figure cut
+        (ALERT, 11, "acceptance…"),
+        (ALERT, 10, "…"),
+        (ALERT, 0, ""),
+        ("drafting slows; mean length", 15, "drafting slows…"),  # a word before its punctuation is whole
+        ("version 1.6 of it", 11, "version…"),  # "1." is not a word
+        (  # an error keeps its first whole words
+            "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)",
+            55,
+            "[SSL: WRONG_VERSION_NUMBER] wrong version number…",
+        ),
     ],
 )
-def test_words_are_kept_whole_and_an_ellipsis_says_more_followed(width: int, shown: str) -> None:
-    assert fit_words(ALERT, width) == shown
-    assert len(fit_words(ALERT, width)) <= width
-
-
-def test_a_word_before_its_punctuation_is_whole_and_the_mark_goes() -> None:
-    assert fit_words("drafting slows; mean length", 15) == "drafting slows…"
-    assert fit_words("version 1.6 of it", 11) == "version…"  # "1." is not a word
-
-
-def test_an_error_keeps_its_first_whole_words() -> None:
-    error = "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)"
-    assert fit_words(error, 55) == "[SSL: WRONG_VERSION_NUMBER] wrong version number…"
+def test_words_are_kept_whole_and_an_ellipsis_says_more_followed(text: str, width: int, shown: str) -> None:
+    assert fit_words(text, width) == shown
+    assert len(shown) <= width
 
 
 def test_items_are_kept_whole_from_the_first_the_rest_dropped() -> None:

@@ -131,9 +131,6 @@ def test_endpoint_urls_work_without_any_file() -> None:
         load_settings(endpoint_urls=["ftp://x"])
 
 
-# --- fleet mode: the prometheus table, --prometheus / --match / --group-by, and the queries they select -----
-
-
 FILE = """
 [prometheus]
 url = "prom.internal:9090/"

@@ -31,9 +31,7 @@ def _invalid_because(key: str) -> str | None:
             return f"it {where} {what}{hint}"
         if ord(char) > 0x7E:
             return f"it holds the non-ASCII character U+{ord(char):04X} at position {index + 1}"
-    if key != key.strip(" "):
-        return "it begins or ends with a space"
-    return None
+    return "it begins or ends with a space" if key != key.strip(" ") else None
 
 
 def api_key_from_env(name: str | None, environ: Mapping[str, str] | None = None) -> str | None:

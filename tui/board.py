@@ -144,11 +144,7 @@ class Board:
         if isinstance(update, LogLineArrived):
             return self._apply_log(update)
         if isinstance(update, EndpointsNamed):
-            added = [
-                recorded.name
-                for recorded in update.endpoints
-                if self.ensure_endpoint(recorded.name, recorded)
-            ]
+            added = [named.name for named in update.endpoints if self.ensure_endpoint(named.name, named)]
             return Applied(changed=tuple(added))
         if isinstance(update, ThresholdRead):
             name = update.endpoint
@@ -156,9 +152,8 @@ class Board:
             endpoint = self._by_name.get(name)
             source = endpoint.config_file.name if endpoint and endpoint.config_file else "config file"
             self.alerts.set_threshold(name, update.threshold, source)  # None: back to the settings' value
-            if (self.alerts.threshold(name), self.alerts.threshold_source(name)) == before:
-                return Applied()
-            return Applied(changed=(name,))
+            after = self.alerts.threshold(name), self.alerts.threshold_source(name)
+            return Applied(changed=() if after == before else (name,))
         if isinstance(update, Finished):
             return Applied(changed=tuple(endpoint.name for endpoint in self.endpoints))
         if isinstance(update, SeriesLoaded):
@@ -231,9 +226,7 @@ class Board:
         from tui.fleet.poller import FleetReading
 
         fleet = [reading for reading in self.readings.values() if isinstance(reading, FleetReading)]
-        if self.advice is None or not fleet:
-            return {}
-        return group_advices(fleet, self.advice.kept)
+        return {} if self.advice is None or not fleet else group_advices(fleet, self.advice.kept)
 
     def set_config_facts(self, name: str, facts: ConfigFacts) -> None:
         """What the endpoint's config file says now (its k, its settings digest), for the advisor."""
@@ -259,8 +252,6 @@ class Board:
     def end_restart(self, name: str, time: float, ok: bool, detail: str) -> list[Alert]:
         """A planned restart is over; a failed one of an endpoint that is down raises "endpoint down"."""
         return self.alerts.end_restart(name, time, ok, detail)
-
-    # --- GPUs --------------------------------------------------------------------------------------------
 
     def add_gpus(self, update: GpusPolled) -> Applied:
         """One GPU poll: each endpoint's GPUs and their series; the memory-with-speculation alert."""
@@ -288,11 +279,8 @@ class Board:
             self.drafting.pop(reading.name, None)  # a restart may change the config
             return
         figures = reading.figures
-        if (
-            figures.acceptance_rate is not None
-            or figures.mean_acceptance_length is not None
-            or figures.per_position_acceptance
-        ):
+        rates = (figures.acceptance_rate, figures.mean_acceptance_length)
+        if figures.per_position_acceptance or any(rate is not None for rate in rates):
             self.drafting[reading.name] = True
 
     def log_entries(self, name: str) -> list[LogEntry]:

@@ -70,6 +70,4 @@ def fit_items(items: Sequence[str], width: int, separator: str = " · ") -> list
             break
         kept.append(item)
         used += size
-    if not kept and items:
-        return [fit_words(items[0], width)]
-    return kept
+    return [fit_words(items[0], width)] if not kept and items else kept

@@ -45,9 +45,7 @@ def _figure(format_known: Callable[[float], str]) -> Callable[[float | None], st
 def fmt_rate(value: float) -> str:
     """A 0..1 rate or fraction as whole percent: "71%"; "<1%" when above 0 but below half a percent."""
     percent = value * 100
-    if 0 < percent < 0.5:
-        return "<1%"
-    return f"{percent:.0f}%"
+    return "<1%" if 0 < percent < 0.5 else f"{percent:.0f}%"
 
 
 @_figure
@@ -152,9 +150,7 @@ def fmt_eta(seconds: float | None) -> str:
 
 def fmt_bound(seconds: float) -> str:
     """A histogram bucket edge, exact as configured: "100 ms", "2.5 s", "10 s"."""
-    if seconds < 1:
-        return f"{seconds * 1000:g} ms"
-    return f"{seconds:g} s"
+    return f"{seconds * 1000:g} ms" if seconds < 1 else f"{seconds:g} s"
 
 
 def fmt_quantile(value: float | None, bounds: tuple[float, float | None] | None = None) -> str:
@@ -165,9 +161,7 @@ def fmt_quantile(value: float | None, bounds: tuple[float, float | None] | None 
     lower, upper = bounds
     if upper is None or math.isinf(upper):
         return f"> {fmt_bound(lower)}"
-    if lower == 0:
-        return f"< {fmt_bound(upper)}"
-    return f"~{fmt_latency(value)}"
+    return f"< {fmt_bound(upper)}" if lower == 0 else f"~{fmt_latency(value)}"
 
 
 @_figure
@@ -176,9 +170,8 @@ def fmt_tokens_per_s(value: float) -> str:
     size = abs(value)
     if size < 1000:
         return f"{value:.1f}"
-    thousands = value / 1000
     digits = 2 if size < 10_000 else 1 if size < 100_000 else 0
-    return f"{thousands:.{digits}f}k"
+    return f"{value / 1000:.{digits}f}k"
 
 
 @_figure
@@ -230,8 +223,7 @@ def position_bars(rates: Sequence[float] | None, limit: int = 4) -> str:
             continue
         index = round(min(1.0, max(0.0, rate)) * (len(BAR_CHARS) - 1))
         parts.append(f"{BAR_CHARS[index] if index else '▁'}{fmt_rate(rate)}")
-    more = "…" if len(rates) > limit else ""
-    return " ".join(parts) + more
+    return " ".join(parts) + ("…" if len(rates) > limit else "")
 
 
 def marked(text: str, lifetime: bool) -> str:
@@ -255,9 +247,6 @@ def window_text(
     if covered_s is not None and window_s is not None and covered_s < 0.5 * window_s:
         parts.append(f"window {fmt_duration(covered_s)} of {fmt_duration(window_s)}")
     return " · ".join(parts) or None
-
-
-# --- the vocabulary: figure -> label, formatter --------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -296,9 +285,7 @@ def lifetime_shown(figures: Figures, key: str) -> bool:
 
 def _has(figures: Figures, key: str) -> bool:
     value = getattr(figures, key)
-    if isinstance(value, list):
-        return bool(value)
-    return known(value)
+    return bool(value) if isinstance(value, list) else known(value)
 
 
 def shown_figures(figures: Figures, key: str) -> Figures:

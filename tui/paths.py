@@ -12,9 +12,7 @@ _REPO_DIR = _PACKAGE_DIR.parent
 
 def _data_dir(name: str) -> Path:
     installed = _PACKAGE_DIR / f"_{name}"  # the wheel carries it inside the package
-    if installed.is_dir():
-        return installed
-    return _REPO_DIR / name
+    return installed if installed.is_dir() else _REPO_DIR / name
 
 
 def themes_dir() -> Path:

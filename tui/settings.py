@@ -94,9 +94,7 @@ class EndpointSettings(BaseModel):
     @field_validator("restart_command", mode="before")
     @classmethod
     def _split_command(cls, value: object) -> object:
-        if isinstance(value, str):
-            return shlex.split(value)
-        return value
+        return shlex.split(value) if isinstance(value, str) else value
 
     @property
     def resolved_metrics_url(self) -> str:
@@ -146,11 +144,10 @@ class Settings(BaseModel):
 
     @model_validator(mode="after")
     def _unique_names(self) -> Settings:
-        seen: set[str] = set()
-        for endpoint in self.endpoints:
-            if endpoint.name in seen:
-                raise ValueError(f"endpoint name {endpoint.name!r} is used twice")
-            seen.add(endpoint.name)
+        names = [endpoint.name for endpoint in self.endpoints]
+        twice = next((name for index, name in enumerate(names) if name in names[:index]), None)
+        if twice is not None:
+            raise ValueError(f"endpoint name {twice!r} is used twice")
         return self
 
 
@@ -185,9 +182,8 @@ def _describe_location(data: dict, location: tuple[int | str, ...]) -> str:
     if len(location) >= 2 and location[0] == "endpoints" and isinstance(location[1], int):
         index = location[1]
         endpoints = data.get("endpoints") or []
-        name = None
-        if index < len(endpoints) and isinstance(endpoints[index], dict):
-            name = endpoints[index].get("name")
+        entry = endpoints[index] if index < len(endpoints) else None
+        name = entry.get("name") if isinstance(entry, dict) else None
         parts.append(f"endpoint {name!r}" if name else f"endpoint #{index + 1}")
         location = location[2:]
     if location:
@@ -200,12 +196,8 @@ def _model_at(location: tuple[int | str, ...]) -> type[BaseModel] | None:
     parent = location[:-1]
     if len(parent) == 2 and parent[0] == "endpoints":
         return EndpointSettings
-    models: dict[tuple[int | str, ...], type[BaseModel]] = {
-        (): Settings,
-        ("alerts",): AlertSettings,
-        ("prometheus",): PrometheusSettings,
-    }
-    return models.get(parent)
+    sections: dict[object, type[BaseModel]] = {"alerts": AlertSettings, "prometheus": PrometheusSettings}
+    return Settings if not parent else sections.get(parent[0]) if len(parent) == 1 else None
 
 
 def _describe_problem(item: dict) -> str:
@@ -243,10 +235,10 @@ def parse_settings(text: str, source: Path | None = None) -> Settings:
     try:
         settings = Settings.model_validate(data)
     except ValidationError as error:
-        problems = []
-        for item in error.errors():
-            where = _describe_location(data, tuple(item["loc"]))
-            problems.append(f"{label}: {where}: {_describe_problem(dict(item))}")
+        problems = [
+            f"{label}: {_describe_location(data, tuple(item['loc']))}: {_describe_problem(dict(item))}"
+            for item in error.errors()
+        ]
         raise SettingsError("\n".join(problems)) from error
     settings.source = source
     settings.notes = [f"{label}: {note}" for note in _url_notes(data, settings)]
@@ -278,12 +270,9 @@ def load_settings(
             if scheme_was_added(url, endpoint.url):
                 settings.notes.append(f"--endpoint {url}: no scheme given; using {endpoint.url}")
             extra.append(endpoint)
-        if config_path is None:
-            # URLs on the command line replace the endpoints of a file found by lookup,
-            # and add to those of a file named with --config.
-            settings.endpoints = extra
-        else:
-            settings.endpoints = [*settings.endpoints, *extra]
+        # URLs on the command line replace the endpoints of a file found by lookup, and add to those of a
+        # file named with --config.
+        settings.endpoints = extra if config_path is None else [*settings.endpoints, *extra]
     return settings
 
 

@@ -134,9 +134,6 @@ def test_save_text_refuses_a_file_changed_on_disk_and_unparsable_text(tmp_path: 
     assert changed_on_disk(target, FileStamp(1, 1, "x"))
 
 
-# --- two config sets of different keys at once both land; a FIFO or non-regular file is refused at once ---
-
-
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -138,10 +138,8 @@ def test_launch_command_outputs(capsys) -> None:
     out = capsys.readouterr().out
     assert out.startswith("vllm serve deepseek-ai/DeepSeek-V3 \\\n")
     assert """--speculative-config '{"method": "mtp", "num_speculative_tokens": 2}'""" in out
-    assert (
-        main(["config", "launch", "--format", "yaml", str(sample_configs_dir() / "client_settings.json")])
-        == 1
-    )
+    client = str(sample_configs_dir() / "client_settings.json")
+    assert main(["config", "launch", "--format", "yaml", client]) == 1
 
 
 def test_client_launch_never_prints_the_key(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -180,9 +178,6 @@ def _temps(folder: Path) -> list[str]:
     return sorted(name for name in os.listdir(folder) if name.endswith(".tmp"))
 
 
-# --- 2. a symlinked config stays a symlink ---------------------------------------------------------------
-
-
 def test_set_through_a_symlink_edits_the_target_and_keeps_the_link(tmp_path: Path, capsys) -> None:
     real_dir, link_dir = tmp_path / "etc", tmp_path / "deploy"
     real_dir.mkdir()
@@ -210,9 +205,6 @@ def test_a_chain_of_symlinks_is_followed_to_the_file(tmp_path: Path) -> None:
     assert result.written == target.resolve()
     assert (tmp_path / "config.toml").is_symlink() and (tmp_path / "middle.toml").is_symlink()
     assert _tokens(target) == 4
-
-
-# --- 3. owner, group and mode are kept -------------------------------------------------------------------
 
 
 @as_root
@@ -243,9 +235,6 @@ def test_owner_that_cannot_be_kept_is_reported(config_toml: Path, monkeypatch, c
     err = capsys.readouterr().err
     assert "warning:" in err and "owner nobody:nogroup not kept" in err and "now root:root" in err
     assert _tokens(config_toml) == 3 and stat.S_IMODE(config_toml.stat().st_mode) == 0o640
-
-
-# --- 4. a read-only file is refused unless --force -------------------------------------------------------
 
 
 def test_read_only_file_is_refused_and_force_overrides(config_toml: Path, capsys) -> None:
@@ -280,9 +269,6 @@ def test_mode_allows_write(
     mode: int, file_uid: int, file_gid: int, uid: int, groups: list[int], writable: bool
 ) -> None:
     assert atomic.mode_allows_write(mode, file_uid, file_gid, uid, groups) is writable
-
-
-# --- 5. clear errors, not tracebacks; no temp file left --------------------------------------------------
 
 
 def test_temp_file_that_cannot_be_created_is_a_one_line_error(config_toml: Path, monkeypatch, capsys) -> None:
@@ -367,9 +353,6 @@ def test_stale_temp_files_of_this_file_are_removed_by_the_next_save(config_toml:
     atomic.remove_stale_temps(folder / "missing-dir", "config.toml")  # never raises
 
 
-# --- 6. a misspelled key is refused with a suggestion ----------------------------------------------------
-
-
 def test_misspelled_key_is_refused_with_a_suggestion(config_toml: Path, capsys) -> None:
     before = config_toml.read_bytes()
     assert main(["config", "set", str(config_toml), "speculative.num_speculativ_tokens", "3"]) == 1
@@ -381,10 +364,8 @@ def test_misspelled_key_is_refused_with_a_suggestion(config_toml: Path, capsys) 
     assert config_toml.read_bytes() == before
     assert main(["config", "get", str(config_toml), "num_speculative_tokens"]) == 1
     err = capsys.readouterr().err
-    assert (
-        "no key 'num_speculative_tokens'" in err
-        and "did you mean 'speculative.num_speculative_tokens'?" in err
-    )
+    assert "no key 'num_speculative_tokens'" in err
+    assert "did you mean 'speculative.num_speculative_tokens'?" in err
 
 
 def test_new_key_adds_an_unknown_key_and_existing_unknown_keys_can_be_changed(config_toml: Path) -> None:
@@ -411,17 +392,11 @@ def test_lint_warns_about_unknown_keys_in_a_known_section() -> None:
     assert "'speculative_num_steps'" in by_key["speculative_num_step"].message
 
 
-# --- 14 (part). an unreadable file exits 2 ---------------------------------------------------------------
-
-
 @pytest.mark.parametrize("action", [["show"], ["get", KEY], ["set", KEY, "3"], ["lint"], ["launch"]])
 def test_missing_file_exits_2(tmp_path: Path, action: list[str], capsys) -> None:
     missing = str(tmp_path / "nonexistent.toml")
     assert main(["config", action[0], missing, *action[1:]]) == 2
     assert "No such file" in capsys.readouterr().err
-
-
-# --- what else a rename would drop ------------------------------------------------------------------------
 
 
 def test_extended_attributes_are_kept(config_toml: Path, monkeypatch, capsys) -> None:

@@ -137,9 +137,6 @@ def test_kind_detection() -> None:
         assert detect_kind(path.read_text(), path) == expected, path.name
 
 
-# --- property: splicing a value into any JSON layout changes that value and nothing else --------------------
-
-
 keys = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8)
 scalars = st.one_of(
     st.none(),

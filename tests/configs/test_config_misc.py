@@ -31,17 +31,15 @@ def test_schema_ranges_and_help() -> None:
     spec = field_spec("vllm_toml", ("speculative", "num_speculative_tokens"))
     assert spec is not None and spec.range_text == "[1, 16]" and spec.help
     assert field_spec("vllm_toml", ("model", "gpu_memory_utilization")).range_text == "(0, 1]"
-    assert all(
-        spec.help for kind in ("vllm_toml", "sglang_json", "client_json") for spec in field_specs(kind)
-    )
+    kinds = ("vllm_toml", "sglang_json", "client_json")
+    assert all(spec.help for kind in kinds for spec in field_specs(kind))
     ok = {"model": {"name": "m", "gpu_memory_utilization": 1.0}, "speculative": {"acceptance_threshold": 0}}
     assert validate_data("vllm_toml", ok) == []
     bad = validate_data("vllm_toml", {"model": {"name": "m", "gpu_memory_utilization": 0}})
     assert [issue.path for issue in bad] == [("model", "gpu_memory_utilization")]
     assert validate_data("vllm_toml", {"speculative": {}})[0].path == ("model",)
-    assert unknown_keys(
-        "client_json", {"base_url": "http://x", "extra_body": {"anything": 1}, "typo": 2}
-    ) == [("typo",)]
+    client = {"base_url": "http://x", "extra_body": {"anything": 1}, "typo": 2}
+    assert unknown_keys("client_json", client) == [("typo",)]
 
 
 def test_read_acceptance_threshold(tmp_path: Path) -> None:
@@ -61,11 +59,8 @@ def test_read_acceptance_threshold(tmp_path: Path) -> None:
 
 async def test_run_restart_streams_output_without_a_shell() -> None:
     lines: list[str] = []
-    code = await run_restart(
-        [sys.executable, "-c", "import sys; print('one'); print('two', file=sys.stderr); sys.exit(3)"],
-        lines.append,
-    )
-    assert code == 3
+    script = "import sys; print('one'); print('two', file=sys.stderr); sys.exit(3)"
+    assert await run_restart([sys.executable, "-c", script], lines.append) == 3
     assert sorted(lines) == ["one", "two"]
     lines.clear()
     assert await run_restart(["echo", "$HOME; rm -rf /"], lines.append) == 0
@@ -77,15 +72,13 @@ async def test_run_restart_streams_output_without_a_shell() -> None:
 
 
 async def test_wait_for_health_gives_up() -> None:
+    polls: list[bool] = []
+
+    def on_poll(ok: bool, *_: object) -> None:
+        polls.append(ok)
+
     async with httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(503))) as client:
-        polls: list[bool] = []
-        back = await wait_for_health(
-            client,
-            "http://127.0.0.1:1/health",
-            lambda ok, *_: polls.append(ok),
-            timeout_s=0.05,
-            interval_s=0.01,
-        )
+        back = await wait_for_health(client, "http://h:1/health", on_poll, timeout_s=0.05, interval_s=0.01)
     assert back is False
     assert polls and not any(polls)
 

@@ -75,9 +75,8 @@ def test_unreadable_file_and_unused_settings(tmp_path: Path) -> None:
     missing = _lint(speculative_adaptive=True, speculative_adaptive_config=str(tmp_path / "none.json"))
     assert "cannot read" in missing["sglang-adaptive-config"].message
     assert "sglang-adaptive-config-unused" in _lint(speculative_adaptive_config="a.json")
-    assert (
-        _lint(speculative_adaptive=True, speculative_eagle_topk=2)["sglang-adaptive-topk"].severity == "error"
-    )
+    topk = _lint(speculative_adaptive=True, speculative_eagle_topk=2)
+    assert topk["sglang-adaptive-topk"].severity == "error"
     off = {"model_path": "m", "speculative_adaptive": True}
     findings = lint_document(load_document(json.dumps(off), "sglang_json"))
     assert "sglang-adaptive-without-speculation" in {f.id for f in findings}

@@ -118,9 +118,6 @@ def test_launch_renders_the_table_as_vllm_takes_it(fmt: str) -> None:
         assert "  num_speculative_tokens_per_batch_size:\n    - [1, 4, 3]\n    - [5, 64, 0]\n" in text
 
 
-# --- dead and renamed settings -------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize(
     ("speculative", "finding", "severity", "words"),
     [

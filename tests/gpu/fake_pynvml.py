@@ -94,6 +94,5 @@ class FakeNvml:
         }
         if self.event_reasons_api:
             functions["nvmlDeviceGetCurrentClocksEventReasons"] = lambda d: d.reasons
-        for name, function in functions.items():
-            setattr(module, name, function)
+        vars(module).update(functions)
         return module

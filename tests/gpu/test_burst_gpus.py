@@ -64,27 +64,6 @@ async def test_a_power_capped_arm_is_throttled_with_a_warning() -> None:
     assert any(line.startswith("WARNING A GPU: clocks throttled") for line in _summary_notes(record))
 
 
-async def _shared_gpus_watched() -> tuple[BurstGpuWatch, float, float]:
-    """Arms A and B on the same GPUs (one exporter page), watched for a moment."""
-    async with ReplyServer(_pages(k=0, running=4)) as page, httpx.AsyncClient() as client:
-        url = page.url + "/metrics"
-        arms = [
-            EndpointSettings(name="A", url="http://10.1.2.3:8000", gpu_metrics_url=url),
-            EndpointSettings(name="B", url="http://10.1.2.3:8001", gpu_metrics_url=url),
-        ]
-        watch = BurstGpuWatch(arms, client, interval_s=0.05)
-        start, end = await _watched(watch)
-    return watch, start, end
-
-
-async def test_an_unthrottled_arm_is_not_and_shared_gpus_have_no_energy() -> None:
-    watch, start, end = await _shared_gpus_watched()
-    record = watch.record("http://10.1.2.3:8000", start, end, output_tokens=1000)
-    assert record is not None and record.throttled is False
-    assert record.energy_j is None and record.energy_per_token_j is None and record.tokens_per_joule is None
-    assert record.note is not None and "same GPUs" in record.note
-
-
 async def test_an_arm_without_gpu_source_says_why() -> None:
     async with httpx.AsyncClient() as client:
         arm = EndpointSettings(name="A", url="http://10.1.2.3:8000")  # another host, no exporter
@@ -96,9 +75,22 @@ async def test_an_arm_without_gpu_source_says_why() -> None:
     assert any("A GPU:" in line and "gpu_metrics_url" in line for line in _summary_notes(record))
 
 
-async def test_shared_gpus_under_the_alternate_schedule_have_energy_over_each_arms_own_rounds() -> None:
-    # "–" for both arms, though under the alternate schedule only one arm runs at a time.
-    watch, start, end = await _shared_gpus_watched()
+async def test_shared_gpus_have_energy_only_over_each_arms_own_rounds() -> None:
+    # Arms A and B on the same GPUs (one exporter page): "–" for both under the parallel schedule; under
+    # the alternate schedule only one arm runs at a time.
+    async with ReplyServer(_pages(k=0, running=4)) as page, httpx.AsyncClient() as client:
+        url = page.url + "/metrics"
+        arms = [
+            EndpointSettings(name="A", url="http://10.1.2.3:8000", gpu_metrics_url=url),
+            EndpointSettings(name="B", url="http://10.1.2.3:8001", gpu_metrics_url=url),
+        ]
+        watch = BurstGpuWatch(arms, client, interval_s=0.05)
+        start, end = await _watched(watch)
+    parallel = watch.record("http://10.1.2.3:8000", start, end, output_tokens=1000)
+    assert parallel is not None and parallel.throttled is False
+    assert parallel.energy_j is None and parallel.energy_per_token_j is None
+    assert parallel.tokens_per_joule is None
+    assert parallel.note is not None and "same GPUs" in parallel.note
     third = (end - start) / 3
     a_rounds = [(start, start + third), (start + 2 * third, end)]
     b_rounds = [(start + third, start + 2 * third)]
@@ -114,9 +106,6 @@ async def test_shared_gpus_under_the_alternate_schedule_have_energy_over_each_ar
     assert a.energy_j + b.energy_j == pytest.approx(whole.joules, rel=1e-6)  # the rounds, split: no guess
     assert a.energy_scope is not None and "own 2 rounds" in a.energy_scope
     assert any(line.startswith("A GPU energy: over its own 2 rounds") for line in _summary_notes(a))
-    # Without its rounds (parallel schedule) the shared GPUs' energy stays unknown.
-    parallel = watch.record("http://10.1.2.3:8000", start, end, output_tokens=1000)
-    assert parallel is not None and parallel.energy_j is None and "same GPUs" in (parallel.note or "")
 
 
 def test_with_gpu_gives_the_watch_each_arms_rounds_as_moments() -> None:
@@ -144,10 +133,9 @@ def test_with_gpu_gives_the_watch_each_arms_rounds_as_moments() -> None:
 
 def test_the_burst_screen_watches_the_arms_with_a_gpu_metrics_url() -> None:
     client = httpx.AsyncClient()
+    exporter = "http://10.9.9.9:9400/metrics"
     endpoints = [
-        EndpointSettings(
-            name="a", url="http://10.9.9.9:8000", gpu_metrics_url="http://10.9.9.9:9400/metrics"
-        ),
+        EndpointSettings(name="a", url="http://10.9.9.9:8000", gpu_metrics_url=exporter),
         EndpointSettings(name="b", url="http://10.9.9.9:8001"),
     ]
     watch = watch_for(["http://10.9.9.9:8000/", "http://10.9.9.9:8001"], endpoints, client)

@@ -192,9 +192,6 @@ def changed_on_disk(path: Path, stamp: FileStamp | None) -> bool:
     return hashlib.sha256(path.read_bytes()).hexdigest() != stamp.sha256
 
 
-# --- who may write ------------------------------------------------------------------------------------------
-
-
 def mode_allows_write(mode: int, file_uid: int, file_gid: int, uid: int, groups: Iterable[int]) -> bool:
     """Whether the mode bits let `uid` write: for root any write bit counts (0444 is read-only on purpose)."""
     if uid == 0:
@@ -215,9 +212,6 @@ def read_only_reason(path: Path, info: os.stat_result) -> str | None:
     return f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}, owner {_owner_text(info)})"
 
 
-# --- owner and group ----------------------------------------------------------------------------------------
-
-
 def _owner_text(info: os.stat_result) -> str:
     """`user:group` of a file, by name where the system knows the ids."""
     try:
@@ -236,11 +230,9 @@ def _keep_owner(fd: int, original: os.stat_result) -> str | None:
     current = os.fstat(fd)
     if (current.st_uid, current.st_gid) == (original.st_uid, original.st_gid):
         return None
-    try:
+    with contextlib.suppress(PermissionError):
         os.fchown(fd, original.st_uid, original.st_gid)
         return None
-    except PermissionError:
-        pass
     with contextlib.suppress(PermissionError):
         os.fchown(fd, -1, original.st_gid)  # a group the user belongs to can still be kept
     now = os.fstat(fd)
@@ -251,9 +243,8 @@ def _keep_owner(fd: int, original: os.stat_result) -> str | None:
 
 
 def _describe(error: OSError) -> str:
-    if error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return "no space left on the device"
-    return error.strerror or str(error)
+    full = error.errno in (errno.ENOSPC, errno.EDQUOT)
+    return "no space left on the device" if full else error.strerror or str(error)
 
 
 def _keep_xattrs(fd: int, source: Path) -> str | None:
@@ -338,9 +329,6 @@ def _write_backup(target: Path, original: os.stat_result, saving: Path) -> None:
         raise SaveError(f"{saving}: cannot read it for the backup: {_describe(error)}") from None
     # Owner warnings are reported once, for the file itself.
     _replace_with(backup, data, original, saving, f"writing the backup {backup.name}: ")
-
-
-# --- one writer at a time ---------------------------------------------------------------------------------
 
 
 class _Held(threading.local):

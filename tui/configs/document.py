@@ -156,16 +156,13 @@ def lookup(data: Any, path: KeyPath) -> Any:
 
 
 class ConfigDocument(ABC):
-    """One parsed config file. `text` is exactly what is (or will be) on disk."""
+    """One parsed config file. `text` is exactly what is (or will be) on disk; `data` the plain Python data
+    (dicts, lists, scalars) it holds."""
 
-    def __init__(self, text: str, kind: ConfigKind) -> None:
+    def __init__(self, text: str, kind: ConfigKind, data: dict[str, Any]) -> None:
         self.text = text
         self.kind = kind
-
-    @property
-    @abstractmethod
-    def data(self) -> dict[str, Any]:
-        """Plain Python data (dicts, lists, scalars)."""
+        self.data = data
 
     def get(self, path: KeyPath) -> Any:
         return lookup(self.data, path)
@@ -273,17 +270,12 @@ def _toml_syntax_error(text: str, error: Exception, line: int, column: int) -> t
 
 class TomlDocument(ConfigDocument):
     def __init__(self, text: str, kind: ConfigKind = "vllm_toml") -> None:
-        super().__init__(text, kind)
         try:
-            self._doc = tomlkit.parse(text)
+            parsed = tomlkit.parse(text)
         except tomlkit.exceptions.ParseError as error:
             # tomlkit counts columns from 0
             raise ConfigSyntaxError(*_toml_syntax_error(text, error, error.line, error.col + 1)) from None
-        self._data: dict[str, Any] = self._doc.unwrap()
-
-    @property
-    def data(self) -> dict[str, Any]:
-        return self._data
+        super().__init__(text, kind, parsed.unwrap())
 
     def with_value(self, path: KeyPath, value: Any) -> TomlDocument:
         doc = tomlkit.parse(self.text)
@@ -330,9 +322,6 @@ class TomlDocument(ConfigDocument):
         return None
 
 
-# --- JSON --------------------------------------------------------------------------------------------------
-
-
 def _indent_unit(text: str) -> str:
     for line in text.splitlines():
         stripped = line.lstrip(" \t")
@@ -342,22 +331,14 @@ def _indent_unit(text: str) -> str:
 
 
 def _line_indent(text: str, index: int) -> str:
-    start = text.rfind("\n", 0, index) + 1
-    end = start
-    while end < len(text) and text[end] in " \t":
-        end += 1
-    return text[start:end]
+    before = text[text.rfind("\n", 0, index) + 1 : index]
+    return before[: len(before) - len(before.lstrip(" \t"))]
 
 
 class JsonDocument(ConfigDocument):
     def __init__(self, text: str, kind: ConfigKind) -> None:
-        super().__init__(text, kind)
         self._tree = parse_json_tree(text)
-        self._data: dict[str, Any] = self._tree.value
-
-    @property
-    def data(self) -> dict[str, Any]:
-        return self._data
+        super().__init__(text, kind, self._tree.value)
 
     def _literal(self, value: Any, indent: str) -> str:
         """`value` as JSON laid out as the document is (a nested value indented like its lines)."""
@@ -458,6 +439,4 @@ class JsonDocument(ConfigDocument):
 def load_document(text: str, kind: ConfigKind | None = None, path: Path | None = None) -> ConfigDocument:
     """Parse a config text. Raises ConfigSyntaxError (with line/column) or KindError."""
     kind = kind or detect_kind(text, path)
-    if kind == "vllm_toml":
-        return TomlDocument(text, kind)
-    return JsonDocument(text, kind)
+    return TomlDocument(text, kind) if kind == "vllm_toml" else JsonDocument(text, kind)

@@ -85,9 +85,6 @@ def _add_flag(groups: list[list[str]], key: str, value: Any, optional_bools: set
         groups.append([f"--{name}", str(value)])
 
 
-# --- vLLM -----------------------------------------------------------------------------------------------
-
-
 def vllm_speculative_config(data: dict[str, Any]) -> dict[str, Any] | None:
     """The --speculative-config object, or None when speculation is off."""
     spec = data.get("speculative")
@@ -103,10 +100,8 @@ def vllm_speculative_config(data: dict[str, Any]) -> dict[str, Any] | None:
         out["method"] = "mtp" if str(method).endswith("_mtp") else method
     if draft is not None and draft != target:
         out["model"] = draft
-    for key, value in spec.items():
-        if key in _SPECTOP_ONLY or key in _LEGACY_SPEC or key in ("method", "model") or value is None:
-            continue
-        out[key] = value
+    skipped = _SPECTOP_ONLY | _LEGACY_SPEC | {"method", "model"}
+    out.update({key: value for key, value in spec.items() if key not in skipped and value is not None})
     table = table_or_none(out.get(TABLE_KEY))
     if table is not None:  # the early dict form ({"1-16": 3}) as the list vLLM 0.32 takes
         out[TABLE_KEY] = normalized(table)
@@ -155,9 +150,6 @@ def vllm_cli(data: dict[str, Any]) -> LaunchCommand:
     return _cli(["vllm", "serve", model], options, _VLLM_OPTIONAL_BOOLS)
 
 
-# --- SGLang ---------------------------------------------------------------------------------------------
-
-
 def _sglang_options(data: dict[str, Any]) -> list[tuple[str, Any]]:
     if not data.get("model_path"):
         raise ConfigError("model_path is missing: sglang.launch_server needs --model-path")
@@ -168,17 +160,14 @@ def sglang_cli(data: dict[str, Any]) -> LaunchCommand:
     return _cli(["python", "-m", "sglang.launch_server"], _sglang_options(data), set())
 
 
-# --- client ---------------------------------------------------------------------------------------------
-
-
 def client_curl(data: dict[str, Any]) -> LaunchCommand:
     base_url = str(data.get("base_url") or "").rstrip("/")
     if not base_url:
         raise ConfigError("base_url is missing")
     body: dict[str, Any] = {"model": data.get("model"), "messages": [{"role": "user", "content": "Hello"}]}
-    for key in ("stream", "temperature", "max_tokens"):
-        if data.get(key) is not None:
-            body[key] = data[key]
+    body.update(
+        {key: data[key] for key in ("stream", "temperature", "max_tokens") if data.get(key) is not None}
+    )
     if data.get("stream"):
         body["stream_options"] = {"include_usage": True}
     extra = data.get("extra_body")

@@ -12,7 +12,7 @@ from tui.configs import sglang_adaptive
 from tui.configs.document import ConfigDocument, KeyPath, dotted
 from tui.configs.schemas import did_you_mean, is_secret_key, unknown_keys, validate_data
 from tui.configs.spec_table import TABLE_KEY, table_or_none, table_problems
-from tui.gpu.headroom import headroom_problems
+from tui.gpu.alerts import headroom_problems
 from tui.gpu.models import GpuSample
 
 Severity = Literal["error", "warning", "info"]
@@ -141,9 +141,6 @@ def _schema_rules(lint: _Linter) -> None:
                 f"spectop does not know {dotted(path)!r}; kept as it is" + (f" ({hint})" if hint else ""),
                 "check the spelling; unknown keys are passed through untouched",
             )
-
-
-# --- vLLM config.toml -----------------------------------------------------------------------------------
 
 
 def _vllm_spec_on(lint: _Linter) -> bool:
@@ -356,9 +353,6 @@ def _vllm_sampling_rules(lint: _Linter, spec_on: bool) -> None:
                 )
 
 
-# --- SGLang settings.json -------------------------------------------------------------------------------
-
-
 def _sglang_adaptive_rules(lint: _Linter, steps: Any, topk: Any) -> None:
     """`speculative_adaptive` and its config file (tui/configs/sglang_adaptive.py)."""
     adaptive = lint.value(("speculative_adaptive",))
@@ -507,9 +501,6 @@ def _sglang_rules(lint: _Linter) -> None:
         "SGLang's --config takes YAML with dashed keys, not this JSON",
         "run `spectop config launch FILE --format yaml` for a file SGLang accepts",
     )
-
-
-# --- client settings.json -------------------------------------------------------------------------------
 
 
 def _client_rules(lint: _Linter) -> None:

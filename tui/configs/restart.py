@@ -11,7 +11,7 @@ import os
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import httpx
@@ -127,30 +127,26 @@ START_FAILURE_QUIET_S = 30.0
 _FATAL = ("oom", "engine_dead", "spec_config", "traceback")
 
 
+@dataclass
 class StartFailureWatch:
     """Tells a server that died while starting (a fatal log line after the new process's first line, then
     `quiet_s` of quiet while /health does not answer) from one still starting, so a failed start costs no
     health timeout. Errors before that first line are the old process's shutdown: they never count (a log
     with no line known to start a process falls back to the health timeout)."""
 
-    def __init__(
-        self,
-        path: Path,
-        start: int,
-        *,
-        quiet_s: float = START_FAILURE_QUIET_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.path = path
-        self.offset = start
-        self.quiet_s = quiet_s
-        self.clock = clock
-        self.grew_at = clock()
-        self.parser = LogParser()
-        self.errors: list[str] = []
-        self.started = False
-        self._partial = ""
-        self.reason: str | None = None
+    path: Path
+    offset: int  # where the restart found the log's end
+    _: KW_ONLY
+    quiet_s: float = START_FAILURE_QUIET_S
+    clock: Callable[[], float] = time.monotonic
+    parser: LogParser = field(default_factory=LogParser, init=False)
+    errors: list[str] = field(default_factory=list, init=False)
+    started: bool = field(default=False, init=False)
+    reason: str | None = field(default=None, init=False)
+    _partial: str = field(default="", init=False)
+
+    def __post_init__(self) -> None:
+        self.grew_at = self.clock()
 
     def _take(self, events: Sequence[object]) -> None:
         if self.started:

@@ -32,9 +32,6 @@ SGLANG_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH"
 _SECTION = ConfigDict(extra="allow", strict=True)
 
 
-# --- vLLM-style config.toml --------------------------------------------------------------------------------
-
-
 class VllmModelSection(BaseModel):
     model_config = _SECTION
     name: str = Field(min_length=1, description="target model: HF repo id or local path (vllm serve MODEL)")
@@ -113,9 +110,6 @@ class VllmConfig(BaseModel):
     sim: dict[str, Any] | None = Field(None, description="spectop simulator knobs (free-form)")
 
 
-# --- SGLang server settings.json ---------------------------------------------------------------------------
-
-
 class SglangConfig(BaseModel):
     model_config = _SECTION
     model_path: str = Field(min_length=1, description="target model: HF repo id or local path (--model-path)")
@@ -172,9 +166,6 @@ class SglangConfig(BaseModel):
             f"unknown speculative algorithm {value!r}: expected one of {', '.join(SGLANG_ALGORITHMS)}"
             + (hint if "MTP" in value.upper() else "")
         )
-
-
-# --- client settings.json ----------------------------------------------------------------------------------
 
 
 class ClientConfig(BaseModel):
@@ -288,15 +279,9 @@ def _specs(model: type[BaseModel], prefix: KeyPath) -> list[FieldSpec]:
             field_type, choices = "choice", tuple(str(arg) for arg in get_args(annotation))
         elif field_type == "str" and choices:
             field_type = "choice"
+        range_text = _range_text(info.metadata)
         specs.append(
-            FieldSpec(
-                path=path,
-                type=field_type,
-                help=info.description or "",
-                required=info.is_required(),
-                choices=choices,
-                range_text=_range_text(info.metadata),
-            )
+            FieldSpec(path, field_type, info.description or "", info.is_required(), choices, range_text)
         )
     return specs
 
@@ -406,9 +391,6 @@ def is_secret_key(path: KeyPath) -> bool:
 def shown_value(path: KeyPath, text: str) -> str:
     """`text` for display, masked when the key holds a credential."""
     return "****" if is_secret_key(path) else text
-
-
-# --- typed values from text (`spectop config set`, the form) ----------------------------------------------
 
 
 def parse_literal(raw: str, kind: ConfigKind) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from tui.bounded_read import read_bounded
 
@@ -30,12 +30,14 @@ def _whole(value: Any, low: int) -> bool:
     return not isinstance(value, bool) and isinstance(value, int) and value >= low
 
 
+def _steps(value: Any) -> TypeGuard[list[int]]:
+    return isinstance(value, list) and bool(value) and all(_whole(step, 0) for step in value)
+
+
 def tiers(settings: dict[str, Any]) -> list[int]:
     """The candidate steps of one set of settings (the default when absent)."""
     steps = settings.get("candidate_steps")
-    if isinstance(steps, list) and steps and all(_whole(step, 0) for step in steps):
-        return sorted(set(steps))
-    return list(DEFAULT_CANDIDATE_STEPS)
+    return sorted(set(steps)) if _steps(steps) else list(DEFAULT_CANDIDATE_STEPS)
 
 
 def sections(config: Any) -> dict[str, dict[str, Any]] | None:
@@ -43,9 +45,7 @@ def sections(config: Any) -> dict[str, dict[str, Any]] | None:
     if not isinstance(config, dict):
         return None
     if config and all(isinstance(key, str) and key.isdigit() for key in config):
-        if not all(isinstance(value, dict) for value in config.values()):
-            return None
-        return dict(config)
+        return dict(config) if all(isinstance(value, dict) for value in config.values()) else None
     return {"": config}
 
 
@@ -58,9 +58,7 @@ def problems(config: Any) -> list[str]:
     for batch, settings in found.items():
         where = f"batch size {batch}: " if batch else ""
         steps = settings.get("candidate_steps")
-        if steps is not None and not (
-            isinstance(steps, list) and steps and all(_whole(step, 0) for step in steps)
-        ):
+        if steps is not None and not _steps(steps):
             out.append(f"{where}candidate_steps must be a list of whole numbers >= 0, such as [1, 3, 7]")
         elif isinstance(steps, list) and steps != sorted(set(steps)):
             out.append(f"{where}candidate_steps {steps} should rise without repeats")

@@ -132,11 +132,7 @@ def k_for_batch(ranges: Sequence[Range], batch_size: int, max_k: int) -> int:
     ordered = sorted(ranges)
     if not ordered:
         return max_k
-    k = ordered[0][2]
-    for lo, _hi, range_k in ordered:
-        if lo > batch_size:
-            break
-        k = range_k
+    k = next((k for lo, _hi, k in reversed(ordered) if lo <= batch_size), ordered[0][2])
     return max(0, min(max_k, k))
 
 

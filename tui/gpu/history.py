@@ -61,12 +61,8 @@ class GpuHistory:
 
     def series(self, key: str, figure: str, since: float | None = None) -> list[tuple[float, float]]:
         """(time, value) of one `GpuSample` field (or property such as memory_fraction); gaps left out."""
-        out = []
-        for time, gpu in self.points(key, since):
-            value = getattr(gpu, figure)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                out.append((time, float(value)))
-        return out
+        values = ((time, getattr(gpu, figure)) for time, gpu in self.points(key, since))
+        return [(time, float(value)) for time, value in values if type(value) in (int, float)]
 
     def samples_between(self, key: str, start: float, end: float) -> list[GpuSample]:
         return [gpu for time, gpu in self._points.get(key, ()) if start <= time <= end]
@@ -114,9 +110,7 @@ def _span(points: list[tuple[float, float]], start: float, end: float) -> list[t
     """The points from the last one at or before `start` to the first one at or after `end`."""
     first = max((i for i, (t, _) in enumerate(points) if t <= start), default=None)
     last = min((i for i, (t, _) in enumerate(points) if t >= end), default=None)
-    if first is None or last is None:
-        return []
-    return points[first : last + 1]
+    return [] if first is None or last is None else points[first : last + 1]
 
 
 def _counter_energy(

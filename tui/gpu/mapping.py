@@ -36,10 +36,8 @@ def plan_for_endpoint(url: str, gpu_metrics_url: str | None, gpus: Sequence[GpuS
         return GpuPlan("dcgm", gpu_metrics_url)
     if gpus or _is_local(url):
         return GpuPlan("nvml")
-    return GpuPlan(
-        "none",
-        reason="the server is on another host: set gpu_metrics_url to its DCGM exporter to see its GPUs",
-    )
+    reason = "the server is on another host: set gpu_metrics_url to its DCGM exporter to see its GPUs"
+    return GpuPlan("none", reason=reason)
 
 
 def _matches(gpu: GpuSample, selector: GpuSelector) -> bool:
@@ -74,7 +72,5 @@ def select_gpus(gpus: Sequence[GpuSample], selectors: Sequence[GpuSelector] | No
 
 def shared_gpu_keys(selections: Mapping[str, Sequence[GpuSample]]) -> set[str]:
     """GPU keys (UUID, else index) that more than one endpoint shows (one GPU strip at the top)."""
-    counts: Counter[str] = Counter()
-    for gpus in selections.values():
-        counts.update({gpu.key for gpu in gpus})
+    counts = Counter(key for gpus in selections.values() for key in {gpu.key for gpu in gpus})
     return {key for key, count in counts.items() if count > 1}

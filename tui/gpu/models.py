@@ -46,9 +46,7 @@ def reason_names(mask: int) -> list[str]:
     """The names of the bits set in a clock event reasons mask, lowest bit first."""
     names = [name for bit, name in REASON_NAMES.items() if mask & bit]
     unknown = mask & ~sum(REASON_NAMES)
-    if unknown:
-        names.append(f"0x{unknown:x}")
-    return names
+    return [*names, f"0x{unknown:x}"] if unknown else names
 
 
 def _fraction(used: int | None, total: int | None) -> float | None:

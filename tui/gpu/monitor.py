@@ -94,12 +94,8 @@ class GpuMonitor:
         if not selection.gpus:
             have = ", ".join(gpu.label for gpu in result.gpus)
             wanted = ", ".join(selection.missing)
-            return EndpointGpus(
-                name,
-                source,
-                reason=f"gpus {wanted} not found on {source} (it has {have})",
-                missing=selection.missing,
-            )
+            reason = f"gpus {wanted} not found on {source} (it has {have})"
+            return EndpointGpus(name, source, reason=reason, missing=selection.missing)
         return EndpointGpus(name, source, selection.gpus, missing=selection.missing)
 
     def shared_keys(self) -> set[str]:

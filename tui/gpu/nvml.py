@@ -148,5 +148,4 @@ def _int(value: object) -> int | None:
 
 
 def _error_text(error: BaseException) -> str:
-    text = str(error).strip()
-    return text or type(error).__name__
+    return str(error).strip() or type(error).__name__

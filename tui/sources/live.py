@@ -265,9 +265,7 @@ class LiveSource(Source):
             return
         self._closed = True
         self._cancel_tasks()
-        tasks = list(self._tasks)
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.recorder is not None:
             recorder = self.recorder
             try:

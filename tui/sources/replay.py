@@ -114,13 +114,10 @@ class ReplaySource(Source):
         self.replay_clock.paused = value
 
     def change_speed(self, step: int) -> None:
-        speeds = list(REPLAY_SPEEDS)
-        current = min(speeds, key=lambda speed: abs(speed - self.replay_clock.speed))
-        index = max(0, min(len(speeds) - 1, speeds.index(current) + step))
-        self.replay_clock.speed = speeds[index]
+        current = min(REPLAY_SPEEDS, key=lambda speed: abs(speed - self.replay_clock.speed))
+        index = max(0, min(len(REPLAY_SPEEDS) - 1, REPLAY_SPEEDS.index(current) + step))
+        self.replay_clock.speed = REPLAY_SPEEDS[index]
 
     def status(self) -> list[str]:
-        parts = [f"replay {self.path.name} ×{fmt_setting(self.replay_clock.speed)}"]
-        if self.finished:
-            parts.append("ended")
-        return parts
+        speed = f"replay {self.path.name} ×{fmt_setting(self.replay_clock.speed)}"
+        return [speed, "ended"] if self.finished else [speed]
