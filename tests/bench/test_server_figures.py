@@ -83,19 +83,11 @@ def test_sglang_meta_info_running_values_keep_the_last() -> None:
 
 
 @pytest.mark.parametrize(
-    "spec",
-    [
-        {"num_draft_tokens": -3, "num_accepted_draft_tokens": 1, "num_spec_steps": 1},
-        {"num_draft_tokens": "9", "num_accepted_draft_tokens": 1, "num_spec_steps": 3},
-        {
-            "num_draft_tokens": 3,
-            "num_accepted_draft_tokens": 9,
-            "num_spec_steps": 1,
-        },  # more accepted than drafted
-        {"num_draft_tokens": True, "num_accepted_draft_tokens": 0, "num_spec_steps": 1},
-    ],
+    ("drafted", "accepted", "steps"),
+    [(-3, 1, 1), ("9", 1, 3), (3, 9, 1), (True, 0, 1)],  # (3, 9, 1): more accepted than drafted
 )
-def test_untrusted_counts_are_dropped_not_guessed(spec: dict) -> None:
+def test_untrusted_counts_are_dropped_not_guessed(drafted: object, accepted: int, steps: int) -> None:
+    spec = {"num_draft_tokens": drafted, "num_accepted_draft_tokens": accepted, "num_spec_steps": steps}
     figures = figures_from_body({"metrics": {"speculative_decoding": spec, "queue_time_ms": float("nan")}})
     assert figures.drafted is None and figures.acceptance_rate is None
     assert figures.queue_ms is None

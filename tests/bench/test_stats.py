@@ -77,9 +77,7 @@ def test_pooled_ratio_ignores_a_stream_read_all_at_once() -> None:
 
 def test_too_few_values_or_no_duration_are_unknown() -> None:
     assert bootstrap_pooled_ratio_ci(_per_request([1.0]), _per_request([2.0, 3.0])) is None
-    assert (
-        bootstrap_pooled_ratio_ci(_per_request([1.0, 2.0]), _per_request([2.0, 3.0, 4.0]), paired=True)
-        is None
-    )
+    unequal = _per_request([1.0, 2.0]), _per_request([2.0, 3.0, 4.0])
+    assert bootstrap_pooled_ratio_ci(*unequal, paired=True) is None
     assert pooled_rate([]) is None
     assert pooled_rate([(5.0, 0.0)]) is None

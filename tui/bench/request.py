@@ -45,10 +45,9 @@ class RetryBudget:
         return cls(cap, cap)
 
     def take(self) -> bool:
-        if self.remaining <= 0:
-            return False
-        self.remaining -= 1
-        return True
+        taken = self.remaining > 0
+        self.remaining -= taken
+        return taken
 
 
 @dataclass
@@ -170,14 +169,11 @@ def _error_message(raw: bytes) -> str:
     try:
         data = json.loads(text)
     except ValueError:
-        return " ".join(text.split())[:300]
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])[:300]
-        if isinstance(error, str):
-            return error[:300]
-    return " ".join(text.split())[:300]
+        data = None
+    error = data.get("error", data) if isinstance(data, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])[:300]
+    return error[:300] if isinstance(error, str) else " ".join(text.split())[:300]
 
 
 def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
@@ -229,10 +225,8 @@ def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
         if len(state.chunk_times) < MAX_CHUNKS:
             state.chunk_times.append(now)
             state.chunk_chars.append(len(text))
-            tokens = token_ids_count
-            if cumulative is not None:
-                tokens = cumulative - (state.usage_tokens or 0)
-            state.chunk_tokens.append(tokens)
+            counted = token_ids_count if cumulative is None else cumulative - (state.usage_tokens or 0)
+            state.chunk_tokens.append(counted)
         if state.text_chars < MAX_TEXT_CHARS:
             room = MAX_TEXT_CHARS - state.text_chars
             state.text_parts.append(text[:room])
@@ -343,8 +337,9 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
         raise _Failure("timeout", f"timed out waiting for the server ({type(error).__name__})") from error
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as error:
         # Closed before any response (a keep-alive connection just dropped): a retry is safe.
-        failure = _Failure("connect", f"connection closed before a response: {type(error).__name__}: {error}")
-        failure.retryable = True
+        failure = _Failure(
+            "connect", f"connection closed before a response: {type(error).__name__}: {error}", retryable=True
+        )
         failure.retry_after_s = STALE_RETRY_S
         raise failure from error
     except httpx.HTTPError as error:

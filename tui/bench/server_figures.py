@@ -62,8 +62,6 @@ ByLength = Annotated[dict[int, list[int]] | None, BeforeValidator(_by_length)]
 
 
 class VllmSpecDecoding(BaseModel):
-    mean_acceptance_length: Amount = None
-    draft_acceptance_rate: Amount = None
     acceptance_histogram: Histogram = None
     num_spec_steps: Count = None
     num_accepted_draft_tokens: Count = None
@@ -102,8 +100,6 @@ class SglangMetaInfo(BaseModel):
     cached_tokens: Count = None
     e2e_latency: Amount = None
     spec_verify_ct: Count = None
-    spec_accept_length: Amount = None
-    spec_accept_rate: Amount = None
     spec_num_correct_drafts: Count = None
     spec_num_proposed_drafts: Count = None
     spec_correct_drafts_histogram: Histogram = None

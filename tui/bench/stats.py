@@ -22,8 +22,6 @@ def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     """Linear interpolation between closest ranks; `q` in 0..100; None for no data."""
     if not sorted_values:
         return None
-    if len(sorted_values) == 1:
-        return float(sorted_values[0])
     position = (len(sorted_values) - 1) * q / 100.0
     low = math.floor(position)
     high = min(low + 1, len(sorted_values) - 1)
@@ -40,12 +38,7 @@ def summarize(values: Sequence[float | None]) -> Summary:
     ranked = known(values)
     if not ranked:
         return Summary()
-    return Summary(
-        mean=sum(ranked) / len(ranked),
-        p50=percentile(ranked, 50),
-        p90=percentile(ranked, 90),
-        p99=percentile(ranked, 99),
-    )
+    return Summary(sum(ranked) / len(ranked), *(percentile(ranked, q) for q in (50, 90, 99)))
 
 
 RateSample = tuple[float, float]
