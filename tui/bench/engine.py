@@ -344,10 +344,8 @@ class _Run:
         self.report(force=True)
 
     def report(self, force: bool = False) -> None:
-        if self.on_progress is None:
-            return
         now = time.perf_counter()
-        if not force and now - self.last_progress < PROGRESS_INTERVAL_S:
+        if self.on_progress is None or (not force and now - self.last_progress < PROGRESS_INTERVAL_S):
             return
         self.last_progress = now
         arms = list(self.progress.values())
@@ -385,8 +383,7 @@ class _Run:
         arms = self.config.arms()
         probes = [probe_arm(self.client, label, target, self.headers[label]) for label, target in arms]
         served = await asyncio.gather(*probes, return_exceptions=True)
-        unreachable = [str(error) for error in served if isinstance(error, ArmUnreachable)]
-        if unreachable:
+        if unreachable := [str(error) for error in served if isinstance(error, ArmUnreachable)]:
             raise ArmUnreachable("; ".join(unreachable))
         for (label, target), model in zip(arms, served, strict=True):
             if isinstance(model, BaseException):

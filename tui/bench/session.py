@@ -226,9 +226,7 @@ class BurstOutcome:
 
     @property
     def failed(self) -> bool:
-        """Any request of the live burst failed."""
-        ran = self.ran
-        return ran is not None and any(not r.ok for arm in ran.arms for r in arm.requests)
+        return self.ran is not None and any(not r.ok for arm in self.ran.arms for r in arm.requests)
 
     def export(self, kind: ExportKind | str, path: Path, *, detail: bool = False) -> Path:
         return export(self.result, kind, path, detail=detail)
