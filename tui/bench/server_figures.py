@@ -265,8 +265,8 @@ def _split_steps(
     pairs = [(a, d) for a, d in zip(accepted, drafted, strict=True) if d > 0]
     if any(a > d or d >= MAX_HISTOGRAM for a, d in pairs):
         return None
-    drafted, accepted = sum(d for _, d in pairs), sum(a for a, _ in pairs)
-    said = ((figures.spec_steps, len(pairs)), (figures.drafted, drafted), (figures.accepted, accepted))
+    proposed, taken = sum(d for _, d in pairs), sum(a for a, _ in pairs)
+    said = ((figures.spec_steps, len(pairs)), (figures.drafted, proposed), (figures.accepted, taken))
     if any(total is not None and total != ours for total, ours in said):
         return None
     out: dict[int, list[int]] = {}
