@@ -253,8 +253,6 @@ def _acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) ->
 
 
 class _Run:
-    """State of one burst while it runs."""
-
     def __init__(
         self, config: BurstConfig, client: httpx.AsyncClient, on_progress: ProgressCallback | None
     ) -> None:
@@ -314,7 +312,6 @@ class _Run:
         )
 
     async def request(self, spec: RequestSpec, scheduled: float, *, retries: bool = True) -> RequestResult:
-        """`spec` sent and timed, with the arm's retries (none: `retries` False)."""
         budget = self.budgets[spec.arm] if retries else RetryBudget(0)
         max_retries = self.config.max_retries if retries else 0
         return await run_request(
@@ -403,9 +400,7 @@ class _Run:
                     group.create_task(one(label, target, index))
 
     async def run_round(self, round_number: int, indices: list[int], offsets: list[float]) -> None:
-        arms = self.config.arms()
-        if round_number % 2 == 1:
-            arms = list(reversed(arms))
+        arms = self.config.arms()[:: -1 if round_number % 2 == 1 else 1]  # who goes first alternates
         base_offset = offsets[indices[0]] if offsets else 0.0
         first_send: dict[str, float] = {}
         last_done: dict[str, float] = {}
@@ -573,7 +568,7 @@ class _Run:
         arm_results = []
         for (label, target), first, last in zip(config.arms(), before, after, strict=True):
             requests = sorted(self.results[label], key=lambda r: r.index)
-            requests, check = check_requests(requests, self.monitor, closed_loop=not config.rate is not None)
+            requests, check = check_requests(requests, self.monitor, closed_loop=config.rate is None)
             arm_results.append(
                 ArmResult(
                     label=label,

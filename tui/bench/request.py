@@ -312,8 +312,7 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
                     status=response.status_code,
                     retryable=response.status_code in RETRYABLE_STATUS,
                 )
-                header = response.headers.get("retry-after")
-                retry_after = parse_retry_after(header) if header else None
+                retry_after = parse_retry_after(response.headers.get("retry-after", ""))
                 if failure.retryable and retry_after is not None:
                     if retry_after > MAX_RETRY_AFTER_S:
                         failure.retryable = False

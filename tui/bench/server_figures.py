@@ -338,7 +338,6 @@ def _sglang_identities(
 
 
 def figures_from_body(body: Any) -> ServerFigures:
-    """The figures of a non-streamed response body."""
     reader = FigureReader()
     if isinstance(body, dict):
         reader.feed(body)

@@ -327,7 +327,6 @@ def _with_energy(verdict: str, a: ArmResult, b: ArmResult) -> str:
 
 
 def first_difference(a: str, b: str) -> int | None:
-    """Index of the first differing character, or None when equal."""
     if a == b:
         return None
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
