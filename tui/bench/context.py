@@ -41,12 +41,11 @@ def context_table(rows: list[tuple[int, list[ArmResult], BurstSummary]]) -> list
     for tokens, arms, summary in rows:
         counted = sorted(n for arm in arms for n in counted_prompt_tokens(arm))
         middle = fmt_tokens(counted[len(counted) // 2]) if counted else UNKNOWN
-        found = summary.comparison  # None: one arm
-        ratio = (
-            f"{fmt_times(found.decode_tokens_per_s_ratio)} ({fmt_times_interval(found.ci95)})"
-            if found
-            else UNKNOWN
-        )
+        ratio = UNKNOWN  # one arm
+        if (comparison := summary.comparison) is not None:
+            ratio = (
+                f"{fmt_times(comparison.decode_tokens_per_s_ratio)} ({fmt_times_interval(comparison.ci95)})"
+            )
         rates = [
             fmt_tokens_per_s(arm.decode_tokens_per_s.pooled if arm else None)
             for arm in (summary.a, summary.b)

@@ -405,10 +405,8 @@ def bootstrap_rounds(
     """CI of pooled_rate(b) / pooled_rate(a), resampling rounds then requests within each."""
     rounds_a, rounds_b = _by_round(a), _by_round(b)
     numbers = sorted(set(rounds_a) & set(rounds_b))
-    round_ratios = []
-    for number in numbers:
-        rate_a, rate_b = pooled_rate(rounds_a[number]), pooled_rate(rounds_b[number])
-        round_ratios.append(rate_b / rate_a if rate_a and rate_b is not None else None)
+    rates = [(pooled_rate(rounds_a[number]), pooled_rate(rounds_b[number])) for number in numbers]
+    round_ratios = [rate_b / rate_a if rate_a and rate_b is not None else None for rate_a, rate_b in rates]
 
     interval_of = partial(
         stats.grouped_ratio_ci, rounds_a, rounds_b, numbers, resamples=resamples, seed=seed, level=level

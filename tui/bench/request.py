@@ -45,9 +45,10 @@ class RetryBudget:
         return cls(cap, cap)
 
     def take(self) -> bool:
-        taken = self.remaining > 0
-        self.remaining -= taken
-        return taken
+        if self.remaining <= 0:
+            return False
+        self.remaining -= 1
+        return True
 
 
 @dataclass
@@ -336,9 +337,8 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
         raise _Failure("timeout", f"timed out waiting for the server ({type(error).__name__})") from error
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as error:
         # Closed before any response (a keep-alive connection just dropped): a retry is safe.
-        failure = _Failure(
-            "connect", f"connection closed before a response: {type(error).__name__}: {error}", retryable=True
-        )
+        failure = _Failure("connect", f"connection closed before a response: {type(error).__name__}: {error}")
+        failure.retryable = True
         failure.retry_after_s = STALE_RETRY_S
         raise failure from error
     except httpx.HTTPError as error:

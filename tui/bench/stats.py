@@ -22,6 +22,8 @@ def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     """Linear interpolation between closest ranks; `q` in 0..100; None for no data."""
     if not sorted_values:
         return None
+    if len(sorted_values) == 1:
+        return float(sorted_values[0])
     position = (len(sorted_values) - 1) * q / 100.0
     low = math.floor(position)
     high = min(low + 1, len(sorted_values) - 1)

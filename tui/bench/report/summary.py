@@ -254,7 +254,9 @@ def comparison(
             ci = rounds.interval  # rounds resampled too: drift between rounds widens it
         elif within is not None:
             warnings.append("one round: the interval is within this burst only")
-        warnings += [warning] if (warning := rounds.warning()) else []
+        warning = rounds.warning()
+        if warning:
+            warnings.append(warning)
     caveat, cache_warning = _cache_caveat(a, b)
     warnings += [cache_warning] if cache_warning else []
     reason = settings.schedule_reason
