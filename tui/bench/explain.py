@@ -315,10 +315,7 @@ def cache(requests: Sequence[RequestFigures]) -> CacheFigures:
 
 def cache_warning(a: CacheFigures, b: CacheFigures) -> str | None:
     """A warning when the arms' cached prompt shares differ by more than CACHE_WARN_POINTS points."""
-    if a.share is None or b.share is None:
-        return None
-    points = abs(a.share - b.share) * 100.0
-    if points <= CACHE_WARN_POINTS:
+    if a.share is None or b.share is None or abs(a.share - b.share) * 100.0 <= CACHE_WARN_POINTS:
         return None
     return (
         f"prefix cache differs: A had {fmt_rate(a.share)} of prompt tokens cached "

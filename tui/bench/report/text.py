@@ -88,9 +88,7 @@ def _rows_for(
 
 
 def _empty(value: Any) -> bool:
-    if isinstance(value, tuple):
-        return all(item is None for item in value)
-    return value is None
+    return all(item is None for item in value) if isinstance(value, tuple) else value is None
 
 
 def _percentile(key: str, q: str) -> Callable[[ArmExplain], float | None]:
