@@ -74,8 +74,7 @@ def _entry(ratio: float | None, ci: tuple[float, float] | None) -> store.BurstEn
     verdict = BurstVerdict(text="…", decode_tokens_per_s_ratio=ratio, ci95=ci)
     return store.BurstEntry(
         path=Path("x.json"), started_at=datetime(2026, 11, 30, tzinfo=UTC), prompt_set="mixed",
-        prompt_set_digest="d", arm_names=("A", "B"), requests=12, temperature=0.0,
-        arm_urls=("http://a:1", "http://b:2"), verdict=verdict,
+        arm_names=("A", "B"), requests=12, arm_urls=("http://a:1", "http://b:2"), verdict=verdict,
     )  # fmt: skip
 
 

@@ -21,7 +21,7 @@ from tui.bench.prompts import (
 from tui.sim.tokens import count_tokens
 
 
-def test_every_builtin_set_loads_with_english_and_chinese() -> None:
+def test_every_builtin_set_loads_with_english_and_chinese_and_an_unknown_name_lists_them() -> None:
     for name in builtin_set_names():
         prompt_set = load_prompt_set(name)
         assert len(prompt_set.prompts) >= 8, name
@@ -31,6 +31,8 @@ def test_every_builtin_set_loads_with_english_and_chinese() -> None:
     assert all(p.messages[0][1].isascii() for p in english)
     mixed_ids = [p.id for p in load_prompt_set("mixed").prompts[:4]]
     assert [i.split("-")[0] for i in mixed_ids] == ["code", "chat", "math", "prose"]
+    with pytest.raises(PromptSetError, match="code-zh"):
+        load_prompt_set("no-such-set")
 
 
 def test_user_jsonl_prompts_and_messages(tmp_path: Path) -> None:
@@ -70,11 +72,6 @@ def test_bad_lines_name_file_line_and_field(tmp_path: Path, line: str, expected:
         load_prompt_set(str(path))
     assert str(path) in str(error.value)
     assert expected in str(error.value)
-
-
-def test_unknown_set_lists_the_builtins() -> None:
-    with pytest.raises(PromptSetError, match="code-zh"):
-        load_prompt_set("no-such-set")
 
 
 def test_a_set_at_a_length_is_padded_to_about_that_many_tokens_and_says_how() -> None:

@@ -126,7 +126,7 @@ def _greedy(arm: str, index: int, chunks: list[str], tokens: list[int] | None = 
     )
 
 
-def test_identical_and_divergent_pairs() -> None:
+def test_identical_and_divergent_pairs_and_failed_ones_not_compared() -> None:
     assert first_difference("abc", "abc") is None
     assert first_difference("abc", "abd") == 2
     assert first_difference("ab", "abc") == 2  # one stops early
@@ -135,10 +135,7 @@ def test_identical_and_divergent_pairs() -> None:
         _greedy("a", 1, ["The", " cat", " sat", " down"], [1, 1, 1, 1]),
         _greedy("a", 2, ["x"]),
     ]
-    b = [
-        _greedy("b", 0, ["Hello world"], [2]),
-        _greedy("b", 1, ["The cat", " ran", " off"], [2, 1, 1]),
-    ]
+    b = [_greedy("b", 0, ["Hello world"], [2]), _greedy("b", 1, ["The cat", " ran", " off"], [2, 1, 1])]
     outcome = compare_outputs(a, b)
     assert outcome.compared == 2  # index 2 has no B result
     assert outcome.identical == 1
@@ -148,8 +145,5 @@ def test_identical_and_divergent_pairs() -> None:
     assert divergence.token_position == 2  # "The", " cat" before the differing token
     assert divergence.a_snippet.endswith("sat down")
     assert divergence.b_snippet.endswith("ran off")
-
-
-def test_failed_requests_are_not_compared() -> None:
     failed = _greedy("b", 0, ["zzz"]).model_copy(update={"error_kind": "timeout"})
     assert compare_outputs([_greedy("a", 0, ["a"])], [failed]).compared == 0

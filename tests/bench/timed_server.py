@@ -97,9 +97,7 @@ class _ServerCore:
         self.records.append(record)
         first_attempt = request_id not in self._seen_ids
         self._seen_ids.add(request_id)
-        status = b.status
-        if first_attempt and b.first_attempt_status is not None:
-            status = b.first_attempt_status
+        status = b.first_attempt_status if first_attempt and b.first_attempt_status is not None else b.status
         if b.redirect_to is not None:
             return await _answer(
                 writer, f"{b.redirect_status} Redirect", headers=f"Location: {b.redirect_to}\r\n"
@@ -153,10 +151,8 @@ class _ServerCore:
                 await asyncio.sleep(delay)
             words = "".join(f"t{token + i} " for i in range(b.tokens_per_chunk))
             token += b.tokens_per_chunk
-            if chat:
-                event = {"choices": [{"index": 0, "delta": {"content": words}, "finish_reason": None}]}
-            else:
-                event = {"choices": [{"index": 0, "text": words, "finish_reason": None}]}
+            said = {"delta": {"content": words}} if chat else {"text": words}
+            event = {"choices": [{"index": 0, **said, "finish_reason": None}]}
             # Stamped before the write: a client cannot read the chunk earlier (after it, a descheduled
             # server process would stamp later than a client that already read it).
             record.writes_s.append(time.perf_counter())

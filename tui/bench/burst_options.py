@@ -78,9 +78,7 @@ def _host(url: str) -> str | None:
         host = urlsplit(url if "://" in url else f"http://{url}").hostname
     except ValueError:
         return None
-    if host in ("localhost", "::1", "0.0.0.0") or (host or "").startswith("127."):
-        return "localhost"
-    return host
+    return "localhost" if host in ("localhost", "::1", "0.0.0.0") or (host or "").startswith("127.") else host
 
 
 def choose_schedule(requested: str | None, url_a: str, url_b: str | None) -> tuple[Schedule, str]:

@@ -38,10 +38,8 @@ class BurstEntry:
     path: Path
     started_at: datetime
     prompt_set: str
-    prompt_set_digest: str
     arm_names: tuple[str, ...]
     requests: int
-    temperature: float
     arm_urls: tuple[str, ...] = ()  # safe_line'd, as the arms' names are not
     verdict: BurstVerdict | None = None
 
@@ -87,10 +85,8 @@ def history_rows(entries: list[BurstEntry], width: int, gap: int = 2) -> list[li
         return [history_row(e, url_width=url_width, set_width=set_width, year=year) for e in entries]
 
     table = [list(HISTORY_COLUMNS), *rows(1000)]
-    others = sum(max(len(row[column]) for row in table) for column in (0, 3, 4, 5)) + gap * len(
-        HISTORY_COLUMNS
-    )
-    return rows(max(13, (width - others) // 2))
+    others = sum(max(len(row[column]) for row in table) for column in (0, 3, 4, 5))
+    return rows(max(13, (width - others - gap * len(HISTORY_COLUMNS)) // 2))
 
 
 def history_lines(entries: list[BurstEntry], width: int = 80) -> list[str]:
@@ -167,10 +163,8 @@ def _entry(path: Path, result: BurstResult) -> BurstEntry:
         path=path,
         started_at=result.started_at,
         prompt_set=result.settings.prompt_set,
-        prompt_set_digest=result.settings.prompt_set_digest,
         arm_names=tuple(arm.name for arm in result.arms),
         requests=result.settings.requests,
-        temperature=result.settings.temperature,
         arm_urls=tuple(safe_line(arm.url) for arm in result.arms),
         verdict=result.verdict,
     )

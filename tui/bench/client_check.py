@@ -82,10 +82,8 @@ class LagMonitor:
         return max(window) if window else None
 
     def p99(self) -> float | None:
-        if not self.lags:
-            return None
         ordered = sorted(self.lags)
-        return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+        return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else None
 
 
 def is_coalesced(result: RequestResult) -> bool:

@@ -24,7 +24,6 @@ from tui.tables import Table
 
 
 def counted_prompt_tokens(arm: ArmResult) -> list[int]:
-    """The prompt tokens the server reported (`usage.prompt_tokens`) for each measured request."""
     return [r.prompt_tokens for r in arm.requests if r.ok and r.prompt_tokens is not None]
 
 

@@ -43,6 +43,7 @@ MODELS_TIMEOUT_S = 10.0
 PROBE_CONNECT_TIMEOUT_S = 5.0
 SCRAPE_TIMEOUT_S = 5.0
 PROGRESS_INTERVAL_S = 0.1
+Phase = Literal["warmup", "scrape", "running", "done"]
 
 
 def arrival_offsets(count: int, rate: float, arrival: Arrival, rng: random.Random) -> list[float]:
@@ -121,7 +122,7 @@ class ArmProgress:
 
 @dataclass
 class BurstProgress:
-    phase: Literal["warmup", "scrape", "running", "done"]
+    phase: Phase
     done: int
     total: int
     elapsed_s: float
@@ -130,6 +131,9 @@ class BurstProgress:
     @property
     def fraction(self) -> float:
         return self.done / self.total if self.total else 0.0
+
+
+ProgressCallback = Callable[[BurstProgress], None]
 
 
 def _api_key(target: ArmTarget) -> str | None:
@@ -249,13 +253,8 @@ def _acceptance(target: ArmTarget, first: Scrape | None, last: Scrape | None) ->
 
 
 class _Run:
-    """State of one burst while it runs."""
-
     def __init__(
-        self,
-        config: BurstConfig,
-        client: httpx.AsyncClient,
-        on_progress: Callable[[BurstProgress], None] | None,
+        self, config: BurstConfig, client: httpx.AsyncClient, on_progress: ProgressCallback | None
     ) -> None:
         self.config = config
         self.client = client
@@ -267,17 +266,16 @@ class _Run:
         self.keys: dict[str, str | None] = {}
         self.headers: dict[str, dict[str, str]] = {}
         self.models: dict[str, str | None] = {}
-        self.results: dict[str, list[RequestResult]] = {label: [] for label, _ in config.arms()}
-        self.active_s: dict[str, float] = {label: 0.0 for label, _ in config.arms()}
+        labels = [label for label, _ in config.arms()]
+        self.results: dict[str, list[RequestResult]] = {label: [] for label in labels}
+        self.active_s = dict.fromkeys(labels, 0.0)
         # Per arm: (first send, last done) of each round, from the start (alternate: no other arm in them).
-        self.phases: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in config.arms()}
+        self.phases: dict[str, list[tuple[float, float]]] = {label: [] for label in labels}
         # Per arm: a storm on one server must not leave the other arm without retries.
-        self.budgets = {
-            label: RetryBudget.for_requests(config.requests + config.warmup, config.max_retries)
-            for label, _ in config.arms()
-        }
-        self.arm_notes: dict[str, list[str]] = {label: [] for label, _ in config.arms()}
-        self.phase: Literal["warmup", "scrape", "running", "done"] = "warmup"
+        retries = config.requests + config.warmup
+        self.budgets = {label: RetryBudget.for_requests(retries, config.max_retries) for label in labels}
+        self.arm_notes: dict[str, list[str]] = {label: [] for label in labels}
+        self.phase: Phase = "warmup"
         self.last_progress = 0.0
         self.progress = {
             label: ArmProgress(label=label, name=target.name, total=config.requests)
@@ -314,7 +312,6 @@ class _Run:
         )
 
     async def request(self, spec: RequestSpec, scheduled: float, *, retries: bool = True) -> RequestResult:
-        """`spec` sent and timed, with the arm's retries (none: `retries` False)."""
         budget = self.budgets[spec.arm] if retries else RetryBudget(0)
         max_retries = self.config.max_retries if retries else 0
         return await run_request(
@@ -339,11 +336,13 @@ class _Run:
                 error=f"internal error: {type(error).__name__}: {error}",
             )
 
+    def enter(self, phase: Phase) -> None:
+        self.phase = phase
+        self.report(force=True)
+
     def report(self, force: bool = False) -> None:
-        if self.on_progress is None:
-            return
         now = time.perf_counter()
-        if not force and now - self.last_progress < PROGRESS_INTERVAL_S:
+        if self.on_progress is None or (not force and now - self.last_progress < PROGRESS_INTERVAL_S):
             return
         self.last_progress = now
         arms = list(self.progress.values())
@@ -381,8 +380,7 @@ class _Run:
         arms = self.config.arms()
         probes = [probe_arm(self.client, label, target, self.headers[label]) for label, target in arms]
         served = await asyncio.gather(*probes, return_exceptions=True)
-        unreachable = [str(error) for error in served if isinstance(error, ArmUnreachable)]
-        if unreachable:
+        if unreachable := [str(error) for error in served if isinstance(error, ArmUnreachable)]:
             raise ArmUnreachable("; ".join(unreachable))
         for (label, target), model in zip(arms, served, strict=True):
             if isinstance(model, BaseException):
@@ -390,10 +388,7 @@ class _Run:
             self.models[label] = target.model if target.model is not None else model
 
     async def warm_up(self) -> None:
-        if self.config.warmup <= 0:
-            return
-        concurrency = self.config.concurrency
-        semaphores = {label: asyncio.Semaphore(concurrency) for label, _ in self.config.arms()}
+        semaphores = {label: asyncio.Semaphore(self.config.concurrency) for label, _ in self.config.arms()}
 
         async def one(label: str, target: ArmTarget, index: int) -> None:
             async with semaphores[label]:
@@ -405,9 +400,7 @@ class _Run:
                     group.create_task(one(label, target, index))
 
     async def run_round(self, round_number: int, indices: list[int], offsets: list[float]) -> None:
-        arms = self.config.arms()
-        if round_number % 2 == 1:
-            arms = list(reversed(arms))
+        arms = self.config.arms()[:: -1 if round_number % 2 == 1 else 1]  # who goes first alternates
         base_offset = offsets[indices[0]] if offsets else 0.0
         first_send: dict[str, float] = {}
         last_done: dict[str, float] = {}
@@ -480,15 +473,18 @@ class _Run:
         """Each measured prompt once per arm (1 token, left out), so both prefix caches hold them."""
         prompts = self.config.prompt_set.prompts
         count = min(self.config.requests, len(prompts))
-        concurrency = self.config.concurrency
 
         async def arm(label: str, target: ArmTarget) -> None:
-            gate = asyncio.Semaphore(concurrency)
+            gate = asyncio.Semaphore(self.config.concurrency)
 
             async def one(index: int) -> None:
                 async with gate:
                     spec = self.spec(label, target, index, 0, tag="p")
-                    spec.body = {**spec.body, **_one_token(self.config.api, spec.body)}
+                    if self.config.api == "sglang":
+                        params = {**spec.body.get("sampling_params", {}), "max_new_tokens": 1}
+                        spec.body = {**spec.body, "sampling_params": params}
+                    else:
+                        spec.body = {**spec.body, "max_tokens": 1}
                     await self.request(spec, self.now(), retries=False)
 
             async with asyncio.TaskGroup() as group:
@@ -521,11 +517,9 @@ class _Run:
             await self.flush_caches()
         if self.config.prime_cache:
             await self.prime_caches()
-        self.phase = "scrape"
-        self.report(force=True)
+        self.enter("scrape")
         before = await self.scrape_all()
-        self.phase = "running"
-        self.report(force=True)
+        self.enter("running")
         config = self.config
         offsets: list[float] = []
         if config.rate is not None:
@@ -534,7 +528,7 @@ class _Run:
         first_send = self.now()
         self.monitor.start()  # the client checks itself while it measures
         try:
-            if self.config.until_significant:
+            if config.until_significant:
                 await self.rounds_until_significant(before, first_send, offsets)
             else:
                 for round_number, indices in enumerate(self.round_indices()):
@@ -542,12 +536,10 @@ class _Run:
         finally:
             await self.monitor.stop()
         last_done = self.now()
-        self.phase = "scrape"
-        self.report(force=True)
+        self.enter("scrape")
         after = await self.scrape_all()
         result = self.build(before, after, first_send, last_done)
-        self.phase = "done"
-        self.report(force=True)
+        self.enter("done")
         return result
 
     async def rounds_until_significant(
@@ -576,7 +568,7 @@ class _Run:
         arm_results = []
         for (label, target), first, last in zip(config.arms(), before, after, strict=True):
             requests = sorted(self.results[label], key=lambda r: r.index)
-            requests, check = check_requests(requests, self.monitor, closed_loop=not config.rate is not None)
+            requests, check = check_requests(requests, self.monitor, closed_loop=config.rate is None)
             arm_results.append(
                 ArmResult(
                     label=label,
@@ -604,17 +596,8 @@ class _Run:
         )
 
 
-def _one_token(api: str, body: dict[str, Any]) -> dict[str, Any]:
-    if api == "sglang":
-        return {"sampling_params": {**body.get("sampling_params", {}), "max_new_tokens": 1}}
-    return {"max_tokens": 1}
-
-
 async def run_burst(
-    config: BurstConfig,
-    client: httpx.AsyncClient,
-    *,
-    on_progress: Callable[[BurstProgress], None] | None = None,
+    config: BurstConfig, client: httpx.AsyncClient, *, on_progress: ProgressCallback | None = None
 ) -> BurstResult:
     """Run one burst. Raises BurstConfigError before sending anything if the burst cannot start."""
     return await _Run(config, client, on_progress).run()

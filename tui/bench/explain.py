@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import zip_longest
 
 from tui.bench import server_figures, stats
 from tui.bench.server_figures import ServerFigures
@@ -55,8 +57,8 @@ class AcceptanceFigures:
 
 def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
     counted = [r for r in requests if r.ok and r.drafted is not None and r.accepted is not None]
+    ok = sum(1 for r in requests if r.ok)
     if not counted:
-        ok = sum(1 for r in requests if r.ok)
         note = "no request carried per-request draft figures" if ok else "no request succeeded"
         return AcceptanceFigures(note=note)
     drafted = sum(r.drafted or 0 for r in counted)
@@ -64,7 +66,6 @@ def acceptance(requests: Sequence[RequestFigures]) -> AcceptanceFigures:
     rates = stats.known([r.acceptance_rate for r in counted])
     all_steps = all(r.spec_steps is not None for r in counted)
     steps = sum(r.spec_steps or 0 for r in counted) if all_steps else 0
-    ok = sum(1 for r in requests if r.ok)
     positions, by_length, positions_note = per_position_split(counted)
     configured = [r.spec_tokens for r in counted if r.spec_tokens is not None]
     return AcceptanceFigures(
@@ -96,13 +97,11 @@ def per_position_split(
         return per_position(requests), None, None
     if any(r.histograms_by_length is None for r in requests):
         return None, None, f"{MIXED}, and the server did not say which (per position unknown)"
-    pooled: dict[int, list[int]] = {}
+    grouped: dict[int, list[list[int]]] = {}
     for request in requests:
         for length, histogram in (request.histograms_by_length or {}).items():
-            totals = pooled.setdefault(length, [0] * (length + 1))
-            for index, count in enumerate(histogram[: length + 1]):
-                totals[index] += count
-    rates = {length: _positions(totals) for length, totals in sorted(pooled.items())}
+            grouped.setdefault(length, [[0] * (length + 1)]).append(histogram[: length + 1])
+    rates = {length: _positions(_pooled(histograms)) for length, histograms in sorted(grouped.items())}
     known = {length: positions for length, positions in rates.items() if positions is not None}
     if len(known) == 1:
         return next(iter(known.values())), None, None
@@ -121,6 +120,10 @@ def _varied(request: RequestFigures) -> bool:
     return request.drafted != request.spec_steps * request.spec_tokens
 
 
+def _pooled(histograms: Sequence[Sequence[int]]) -> list[int]:
+    return [sum(counts) for counts in zip_longest(*histograms, fillvalue=0)]
+
+
 def _positions(totals: list[int]) -> list[float] | None:
     steps = sum(totals)
     if steps <= 0 or len(totals) < 2:
@@ -133,11 +136,7 @@ def per_position(requests: Sequence[RequestFigures]) -> list[float] | None:
     histograms = [r.acceptance_histogram for r in requests if r.ok and r.drafted is not None]
     if not histograms or any(h is None for h in histograms):
         return None
-    totals = [0] * max(len(h or []) for h in histograms)
-    for histogram in histograms:
-        for index, count in enumerate(histogram or []):
-            totals[index] += count
-    return _positions(totals)
+    return _positions(_pooled([h or [] for h in histograms]))
 
 
 @dataclass(frozen=True)
@@ -316,10 +315,7 @@ def cache(requests: Sequence[RequestFigures]) -> CacheFigures:
 
 def cache_warning(a: CacheFigures, b: CacheFigures) -> str | None:
     """A warning when the arms' cached prompt shares differ by more than CACHE_WARN_POINTS points."""
-    if a.share is None or b.share is None:
-        return None
-    points = abs(a.share - b.share) * 100.0
-    if points <= CACHE_WARN_POINTS:
+    if a.share is None or b.share is None or abs(a.share - b.share) * 100.0 <= CACHE_WARN_POINTS:
         return None
     return (
         f"prefix cache differs: A had {fmt_rate(a.share)} of prompt tokens cached "
@@ -336,21 +332,19 @@ class Slo:
     e2e_s: float | None = None
 
     def describe(self) -> str:
-        parts = [
-            f"{name} ≤ {fmt_bound(value)}"
-            for name, value in (("TTFT", self.ttft_s), ("TPOT", self.tpot_s), ("e2e", self.e2e_s))
-            if value is not None
-        ]
-        return ", ".join(parts)
+        limits = (("TTFT", self.ttft_s), ("TPOT", self.tpot_s), ("e2e", self.e2e_s))
+        return ", ".join(f"{name} ≤ {fmt_bound(value)}" for name, value in limits if value is not None)
 
     def met(self, request: RequestFigures) -> bool:
         """Every given SLO met; a figure that is unknown (e.g. TPOT of a 1-token answer) does not meet it."""
-        if not request.ok:
-            return False
-        for limit, value in ((self.ttft_s, request.client_ttft_s), (self.tpot_s, request.tpot_s)):
-            if limit is not None and (value is None or value > limit):
-                return False
-        return not (self.e2e_s is not None and (request.e2e_s is None or request.e2e_s > self.e2e_s))
+        pairs = (
+            (self.ttft_s, request.client_ttft_s),
+            (self.tpot_s, request.tpot_s),
+            (self.e2e_s, request.e2e_s),
+        )
+        return request.ok and all(
+            limit is None or (value is not None and value <= limit) for limit, value in pairs
+        )
 
 
 @dataclass(frozen=True)
@@ -370,9 +364,7 @@ def goodput(requests: Sequence[RequestFigures], slo: Slo, active_s: float | None
 
 def request_throughput(requests: Sequence[RequestFigures], active_s: float | None) -> float | None:
     """Successful requests per second of the arm's active time."""
-    if not active_s or active_s <= 0:
-        return None
-    return sum(1 for r in requests if r.ok) / active_s
+    return sum(1 for r in requests if r.ok) / active_s if active_s and active_s > 0 else None
 
 
 @dataclass(frozen=True)
@@ -410,24 +402,14 @@ def bootstrap_rounds(
     """CI of pooled_rate(b) / pooled_rate(a), resampling rounds then requests within each."""
     rounds_a, rounds_b = _by_round(a), _by_round(b)
     numbers = sorted(set(rounds_a) & set(rounds_b))
-    round_ratios = []
-    for number in numbers:
-        rate_a, rate_b = pooled_rate(rounds_a[number]), pooled_rate(rounds_b[number])
-        round_ratios.append(rate_b / rate_a if rate_a and rate_b is not None else None)
+    rates = [(pooled_rate(rounds_a[number]), pooled_rate(rounds_b[number])) for number in numbers]
+    round_ratios = [rate_b / rate_a if rate_a and rate_b is not None else None for rate_a, rate_b in rates]
 
-    def interval_of(resample_rounds: bool) -> tuple[float, float] | None:
-        return stats.grouped_ratio_ci(
-            rounds_a,
-            rounds_b,
-            numbers,
-            resample_groups=resample_rounds,
-            resamples=resamples,
-            seed=seed,
-            level=level,
-        )
-
-    within = interval_of(False)
-    interval = interval_of(True) if len(numbers) >= 2 else within
+    interval_of = partial(
+        stats.grouped_ratio_ci, rounds_a, rounds_b, numbers, resamples=resamples, seed=seed, level=level
+    )
+    within = interval_of(resample_groups=False)
+    interval = interval_of(resample_groups=True) if len(numbers) >= 2 else within
     disagree = False
     known = [ratio for ratio in round_ratios if ratio]
     if interval is not None and within is not None and len(known) >= 2:

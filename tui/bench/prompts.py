@@ -133,13 +133,12 @@ def parse_prompt_lines(
             first = error.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "(line)"
             raise PromptSetError(f"{label}: line {number}: field {where}: {first['msg']}") from error
-        if item.messages is not None:
-            messages = tuple((m.role, m.content) for m in item.messages)
-        else:
-            messages = (("user", item.prompt or ""),)
-        prompts.append(
-            Prompt(id=item.id or f"line-{number}", messages=messages, category=item.category or category)
+        messages = (
+            tuple((m.role, m.content) for m in item.messages)
+            if item.messages
+            else (("user", item.prompt or ""),)
         )
+        prompts.append(Prompt(item.id or f"line-{number}", messages, item.category or category))
         if len(prompts) > MAX_PROMPTS:
             raise PromptSetError(f"{label}: more than {MAX_PROMPTS} prompts")
     if not prompts:
@@ -192,13 +191,9 @@ TokenCount = Callable[[str], int]  # the server's tokenizer, when it has one (se
 FILLER_SAMPLE_WORDS = 200
 
 
-def _estimate(text: str) -> int:
-    return -(-len(text) // CHARS_PER_TOKEN)
-
-
 def estimated_tokens(prompt: Prompt, count: TokenCount | None = None) -> int:
     """About how many tokens the server will count (its tokenizer's count, else 4 characters a token)."""
-    measure = count or _estimate
+    measure = count or (lambda text: -(-len(text) // CHARS_PER_TOKEN))
     return CHAT_TEMPLATE_TOKENS + sum(measure(content) for _role, content in prompt.messages)
 
 

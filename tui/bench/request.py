@@ -170,14 +170,11 @@ def _error_message(raw: bytes) -> str:
     try:
         data = json.loads(text)
     except ValueError:
-        return " ".join(text.split())[:300]
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])[:300]
-        if isinstance(error, str):
-            return error[:300]
-    return " ".join(text.split())[:300]
+        data = None
+    error = data.get("error", data) if isinstance(data, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])[:300]
+    return error[:300] if isinstance(error, str) else " ".join(text.split())[:300]
 
 
 def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
@@ -229,10 +226,8 @@ def _handle_event(state: _StreamState, payload: bytes, now: float) -> None:
         if len(state.chunk_times) < MAX_CHUNKS:
             state.chunk_times.append(now)
             state.chunk_chars.append(len(text))
-            tokens = token_ids_count
-            if cumulative is not None:
-                tokens = cumulative - (state.usage_tokens or 0)
-            state.chunk_tokens.append(tokens)
+            counted = token_ids_count if cumulative is None else cumulative - (state.usage_tokens or 0)
+            state.chunk_tokens.append(counted)
         if state.text_chars < MAX_TEXT_CHARS:
             room = MAX_TEXT_CHARS - state.text_chars
             state.text_parts.append(text[:room])
@@ -318,8 +313,7 @@ async def _attempt(client: httpx.AsyncClient, spec: RequestSpec, timeout: httpx.
                     status=response.status_code,
                     retryable=response.status_code in RETRYABLE_STATUS,
                 )
-                header = response.headers.get("retry-after")
-                retry_after = parse_retry_after(header) if header else None
+                retry_after = parse_retry_after(response.headers.get("retry-after", ""))
                 if failure.retryable and retry_after is not None:
                     if retry_after > MAX_RETRY_AFTER_S:
                         failure.retryable = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
@@ -62,8 +63,6 @@ ByLength = Annotated[dict[int, list[int]] | None, BeforeValidator(_by_length)]
 
 
 class VllmSpecDecoding(BaseModel):
-    mean_acceptance_length: Amount = None
-    draft_acceptance_rate: Amount = None
     acceptance_histogram: Histogram = None
     num_spec_steps: Count = None
     num_accepted_draft_tokens: Count = None
@@ -102,8 +101,6 @@ class SglangMetaInfo(BaseModel):
     cached_tokens: Count = None
     e2e_latency: Amount = None
     spec_verify_ct: Count = None
-    spec_accept_length: Amount = None
-    spec_accept_rate: Amount = None
     spec_num_correct_drafts: Count = None
     spec_num_proposed_drafts: Count = None
     spec_correct_drafts_histogram: Histogram = None
@@ -146,15 +143,11 @@ class ServerFigures(BaseModel):
 
     def decode_rate(self, output_tokens: int | None) -> float | None:
         """The server's own decode pace in tokens/s (None: it did not say)."""
-        if self.source == "vllm":
-            if self.generation_ms and output_tokens is not None and output_tokens >= 2:
-                return (output_tokens - 1) / (self.generation_ms / 1000.0)
-            if self.mean_itl_ms:
-                return 1000.0 / self.mean_itl_ms
-            return self.tokens_per_second or None
-        if self.source == "llamacpp":
-            return self.tokens_per_second or None
-        return None
+        if self.source == "vllm" and self.generation_ms and output_tokens is not None and output_tokens >= 2:
+            return (output_tokens - 1) / (self.generation_ms / 1000.0)
+        if self.source == "vllm" and self.mean_itl_ms:
+            return 1000.0 / self.mean_itl_ms
+        return (self.tokens_per_second or None) if self.source in ("vllm", "llamacpp") else None
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -189,15 +182,15 @@ def _plausible(accepted: int | None, drafted: int | None) -> tuple[int | None, i
     return accepted, drafted
 
 
+@dataclass
 class FigureReader:
     """Collects one response's per-request figures; later objects replace earlier ones (running totals)."""
 
-    def __init__(self) -> None:
-        self.vllm: VllmMetrics | None = None
-        self.timings: LlamaTimings | None = None
-        self.meta: SglangMetaInfo | None = None
-        self.cached_tokens: int | None = None
-        self.prompt_tokens: int | None = None
+    vllm: VllmMetrics | None = None
+    timings: LlamaTimings | None = None
+    meta: SglangMetaInfo | None = None
+    cached_tokens: int | None = None
+    prompt_tokens: int | None = None
 
     def feed(self, event: dict[str, Any]) -> None:
         usage = event.get("usage")
@@ -272,11 +265,9 @@ def _split_steps(
     pairs = [(a, d) for a, d in zip(accepted, drafted, strict=True) if d > 0]
     if any(a > d or d >= MAX_HISTOGRAM for a, d in pairs):
         return None
-    if figures.spec_steps is not None and len(pairs) != figures.spec_steps:
-        return None
-    if figures.drafted is not None and sum(d for _, d in pairs) != figures.drafted:
-        return None
-    if figures.accepted is not None and sum(a for a, _ in pairs) != figures.accepted:
+    proposed, taken = sum(d for _, d in pairs), sum(a for a, _ in pairs)
+    said = ((figures.spec_steps, len(pairs)), (figures.drafted, proposed), (figures.accepted, taken))
+    if any(total is not None and total != ours for total, ours in said):
         return None
     out: dict[int, list[int]] = {}
     for a, d in pairs:
@@ -326,8 +317,7 @@ def _from_sglang(figures: ServerFigures, meta: SglangMetaInfo) -> None:
         figures.cached_tokens = meta.cached_tokens
     if meta.prompt_tokens is not None:
         figures.prompt_tokens = meta.prompt_tokens
-    if meta.e2e_latency is not None:
-        figures.server_e2e_ms = meta.e2e_latency * 1000.0
+    figures.server_e2e_ms = None if meta.e2e_latency is None else meta.e2e_latency * 1000.0
 
 
 def _sglang_identities(
@@ -348,7 +338,6 @@ def _sglang_identities(
 
 
 def figures_from_body(body: Any) -> ServerFigures:
-    """The figures of a non-streamed response body."""
     reader = FigureReader()
     if isinstance(body, dict):
         reader.feed(body)

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
@@ -14,17 +14,11 @@ from typing import Annotated, Any, Literal, Protocol
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from tui.bench.burst_options import (
-    OptionError,
-    choose_schedule,
-    parse_extra,
-    parse_percentiles,
-    parse_slo,
-)
+from tui.bench.burst_options import OptionError, choose_schedule, parse_extra, parse_percentiles, parse_slo
 from tui.bench.burst_store import BurstFileError, combine_bursts, load_burst, save_burst
 from tui.bench.client_settings import ClientSettings, ClientSettingsError, load_client_settings
 from tui.bench.context import sized_for_server
-from tui.bench.engine import ArmTarget, BurstConfig, BurstProgress, run_burst
+from tui.bench.engine import ArmTarget, BurstConfig, BurstProgress, ProgressCallback, run_burst
 from tui.bench.prompts import DEFAULT_PROMPT_SET, PromptSetError
 from tui.bench.report.export import export
 from tui.bench.report.models import BurstSummary
@@ -232,9 +226,7 @@ class BurstOutcome:
 
     @property
     def failed(self) -> bool:
-        """Any request of the live burst failed."""
-        ran = self.ran
-        return ran is not None and any(not r.ok for arm in ran.arms for r in arm.requests)
+        return self.ran is not None and any(not r.ok for arm in self.ran.arms for r in arm.requests)
 
     def export(self, kind: ExportKind | str, path: Path, *, detail: bool = False) -> Path:
         return export(self.result, kind, path, detail=detail)
@@ -267,9 +259,6 @@ def compare(before: PastArm, after: PastArm) -> BurstOutcome:
 def open_burst(path: Path) -> BurstOutcome:
     """A kept burst as it ran (from async code, in a thread)."""
     return _outcome(_past("a", PastArm(path=path)), None)
-
-
-ProgressCallback = Callable[[BurstProgress], None]
 
 
 class GpuWatch(Protocol):

@@ -40,12 +40,7 @@ def summarize(values: Sequence[float | None]) -> Summary:
     ranked = known(values)
     if not ranked:
         return Summary()
-    return Summary(
-        mean=sum(ranked) / len(ranked),
-        p50=percentile(ranked, 50),
-        p90=percentile(ranked, 90),
-        p99=percentile(ranked, 99),
-    )
+    return Summary(sum(ranked) / len(ranked), *(percentile(ranked, q) for q in (50, 90, 99)))
 
 
 RateSample = tuple[float, float]

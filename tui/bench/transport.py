@@ -103,5 +103,4 @@ class ShardedTransport(httpx.AsyncBaseTransport):
 
 
 def burst_client(max_connections: int, *, timeout_s: float = 120.0) -> httpx.AsyncClient:
-    """An AsyncClient for bursts of up to `max_connections` concurrent streams."""
     return httpx.AsyncClient(transport=ShardedTransport(max_connections), timeout=timeout_s)

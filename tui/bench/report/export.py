@@ -105,7 +105,6 @@ def render_markdown(summary: BurstSummary) -> str:
 
 
 def write_export(result: R, kind: str, path: Path, renderers: dict[str, Callable[[R], str]]) -> Path:
-    """Write `result` rendered as `kind` (json, csv or markdown) to `path`."""
     if kind not in renderers:
         raise ValueError(f"unknown export kind {kind!r}")
     return write_file(path, renderers[kind](result))

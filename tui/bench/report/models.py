@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, FieldSerializationInfo, field_serializer
 
@@ -11,12 +11,6 @@ from tui.bench import explain
 from tui.bench.results import BurstSettingsRecord, ClientCheck, RequestResult
 from tui.bench.stats import Summary
 from tui.gpu.records import ArmGpuRecord
-
-
-def _request_detail(result: RequestResult, mode: Literal["json", "python"] | str) -> dict[str, Any]:
-    detail = result.model_dump(mode=mode, exclude={"text"})
-    detail["text_chars"] = len(result.text)
-    return detail
 
 
 class DecodeRate(BaseModel):
@@ -90,7 +84,11 @@ class ArmSummary(BaseModel):
     def _dump_detail(
         self, requests: tuple[RequestResult, ...] | None, info: FieldSerializationInfo
     ) -> list[dict[str, Any]] | None:
-        return None if requests is None else [_request_detail(r, info.mode) for r in requests]
+        if requests is None:
+            return None
+        return [
+            r.model_dump(mode=info.mode, exclude={"text"}) | {"text_chars": len(r.text)} for r in requests
+        ]
 
 
 class Comparison(BaseModel):

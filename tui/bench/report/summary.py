@@ -37,9 +37,7 @@ SNIPPET_AFTER = 40
 
 def aggregate_tokens_per_s(arm: ArmResult) -> float | None:
     tokens = sum(r.output_tokens or 0 for r in arm.requests if r.ok)
-    if not tokens or not arm.active_s:
-        return None
-    return tokens / arm.active_s
+    return tokens / arm.active_s if tokens and arm.active_s else None
 
 
 def tokens_per_chunk(arm: ArmResult) -> float | None:
@@ -231,11 +229,7 @@ def _cache_caveat(a: ArmResult, b: ArmResult) -> tuple[str | None, str | None]:
 
 
 def comparison(
-    a: ArmResult,
-    b: ArmResult,
-    *,
-    settings: BurstSettingsRecord,
-    level: float | None = None,
+    a: ArmResult, b: ArmResult, *, settings: BurstSettingsRecord, level: float | None = None
 ) -> Comparison:
     """`level`: the interval's level (default the settings' `ci_level`, else 95%)."""
     level = level or settings.ci_level or 0.95
@@ -264,8 +258,7 @@ def comparison(
         if warning:
             warnings.append(warning)
     caveat, cache_warning = _cache_caveat(a, b)
-    if cache_warning:
-        warnings.append(cache_warning)
+    warnings += [cache_warning] if cache_warning else []
     reason = settings.schedule_reason
     if settings.schedule == "parallel" and reason and "compete" in reason:
         warnings.append(f"schedule {reason}")
@@ -278,15 +271,14 @@ def comparison(
     late = [name for name, arm in (("A", a), ("B", b)) if arm.client_check and not arm.client_check.ok]
     unreliable = f"the measuring client fell behind in {' and '.join(late)}" if late else None
     for name, arm in (("A", a), ("B", b)):
-        check = arm.client_check
-        if check is not None and check.coalesced:
-            warnings.append(coalesced_words(name, check))
-    words = sequential_words(level, settings.looks or 1)
+        if arm.client_check is not None and arm.client_check.coalesced:
+            warnings.append(coalesced_words(name, arm.client_check))
     names = ("before", "after") if before_after else ("A", "B")
     a_throughput, b_throughput = aggregate_tokens_per_s(a), aggregate_tokens_per_s(b)
     throughput_ratio = b_throughput / a_throughput if a_throughput and b_throughput else None
     a_ttft, b_ttft = (summarize([r.ttft_s for r in arm.requests if r.ok]).p50 for arm in (a, b))
     ttft_delta = b_ttft - a_ttft if a_ttft is not None and b_ttft is not None else None
+    words = sequential_words(level, settings.looks or 1)
     verdict = verdict_text(
         ratio,
         ci,
@@ -317,17 +309,16 @@ def sequential_words(level: float, looks: int) -> str:
 
 
 def coalesced_words(name: str, check: ClientCheck) -> str:
-    causes = []
-    if check.coalesced_client:
-        causes.append(f"{check.coalesced_client} while the client was late")
-    if check.coalesced_server:
-        causes.append(f"{check.coalesced_server} buffered by the server")
-    used = f"{check.server_timed} use the server's own timing" if check.server_timed else ""
-    left = f"{check.left_out} left out of decode figures (no server timing)" if check.left_out else ""
-    tail = "; ".join(part for part in (used, left) if part)
-    return f"{name}: {check.coalesced} streams coalesced ({', '.join(causes)})" + (
-        f"; {tail}" if tail else ""
-    )
+    causes = [
+        f"{check.coalesced_client} while the client was late" if check.coalesced_client else "",
+        f"{check.coalesced_server} buffered by the server" if check.coalesced_server else "",
+    ]
+    tail = [
+        f"{check.server_timed} use the server's own timing" if check.server_timed else "",
+        f"{check.left_out} left out of decode figures (no server timing)" if check.left_out else "",
+    ]
+    said = f"{name}: {check.coalesced} streams coalesced ({', '.join(filter(None, causes))})"
+    return "; ".join(filter(None, [said, *tail]))
 
 
 def _with_energy(verdict: str, a: ArmResult, b: ArmResult) -> str:
@@ -338,7 +329,6 @@ def _with_energy(verdict: str, a: ArmResult, b: ArmResult) -> str:
 
 
 def first_difference(a: str, b: str) -> int | None:
-    """Index of the first differing character, or None when equal."""
     if a == b:
         return None
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
@@ -349,10 +339,6 @@ def tokens_before(result: RequestResult, char_position: int) -> int | None:
         return None
     ends = accumulate(result.chunk_chars)  # where each chunk ends, in characters
     return sum(count for end, count in zip(ends, result.chunk_tokens, strict=True) if end <= char_position)
-
-
-def _snippet(text: str, position: int) -> str:
-    return text[max(0, position - SNIPPET_BEFORE) : position + SNIPPET_AFTER]
 
 
 def compare_outputs(a: Sequence[RequestResult], b: Sequence[RequestResult]) -> Equivalence:
@@ -379,8 +365,8 @@ def compare_outputs(a: Sequence[RequestResult], b: Sequence[RequestResult]) -> E
                 prompt_id=left.prompt_id,
                 char_position=position,
                 token_position=max(bounds) if bounds else None,
-                a_snippet=_snippet(left.text, position),
-                b_snippet=_snippet(right.text, position),
+                a_snippet=left.text[max(0, position - SNIPPET_BEFORE) : position + SNIPPET_AFTER],
+                b_snippet=right.text[max(0, position - SNIPPET_BEFORE) : position + SNIPPET_AFTER],
             )
         )
     return outcome

@@ -55,7 +55,6 @@ def _goodput(value: explain.Goodput | None) -> str:
 
 
 def _milliseconds(value: float | None) -> str:
-    """A latency the server reports in ms, in the vocabulary's latency words."""
     return fmt_latency(None if value is None else value / 1000)
 
 
@@ -89,9 +88,7 @@ def _rows_for(
 
 
 def _empty(value: Any) -> bool:
-    if isinstance(value, tuple):
-        return all(item is None for item in value)
-    return value is None
+    return all(item is None for item in value) if isinstance(value, tuple) else value is None
 
 
 def _percentile(key: str, q: str) -> Callable[[ArmExplain], float | None]:
@@ -242,9 +239,8 @@ def equivalence_line(summary: BurstSummary) -> str | None:
     if not equivalence:
         return None
     line = f"greedy equivalence: {equivalence.identical}/{equivalence.compared} identical"
-    divergences = equivalence.divergences
-    if divergences:
-        first = divergences[0]
+    if equivalence.divergences:
+        first = equivalence.divergences[0]
         token = first.token_position
         where = f"char {first.char_position}" + (f", token {token}" if token is not None else "")
         line += f"; first divergence in {first.prompt_id} at {where}"
@@ -261,8 +257,7 @@ def note_lines(summary: BurstSummary) -> list[str]:
         if arm.errors_by_kind:
             kinds = ", ".join(f"{kind} {count}" for kind, count in arm.errors_by_kind.items())
             lines.append(f"{label.upper()} errors: {kinds}")
-            for reason, count in arm.error_reasons:
-                lines.append(f"  {fmt_count(count)}× {reason}")
+            lines += [f"  {fmt_count(count)}× {reason}" for reason, count in arm.error_reasons]
     for label, arm in arms:
         lines += client_check_lines(label.upper(), arm.client_check)
     for label, arm in arms:
@@ -287,10 +282,8 @@ def render_text(summary: BurstSummary) -> str:
     equivalence = equivalence_line(summary)
     if equivalence:
         lines.append(equivalence)
-    lines += category_text(summary)
-    explained = explain_lines(summary)
-    if explained:
-        lines += ["", *explained]
+    block = explain_block(summary)
+    lines += ["", *block] if block else []
     return "\n".join(safe_line(line) for line in lines)
 
 
