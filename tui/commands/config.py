@@ -95,9 +95,7 @@ def _error(message: str, code: int = 1) -> int:
 def _show_value(value: Any) -> str:
     if isinstance(value, str):
         return value
-    if isinstance(value, dict | list):
-        return json.dumps(value, indent=2, ensure_ascii=False)
-    return json.dumps(value)
+    return json.dumps(value, indent=2 if isinstance(value, dict | list) else None, ensure_ascii=False)
 
 
 def run(args: argparse.Namespace) -> int:

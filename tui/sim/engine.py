@@ -168,7 +168,7 @@ class EngineObserver:
 
 
 class MetricsRecorder(EngineObserver):
-    """Base class; one subclass per server flavour (`metrics_vllm`, `metrics_sglang`, `metrics_llamacpp`)."""
+    """One subclass per server flavour (`metrics_vllm`, `metrics_sglang`, `metrics_llamacpp`)."""
 
     content_type = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -356,9 +356,10 @@ class SimEngine:
         self.waiting = deque(request for request in self.waiting if not request.aborted)
         for request in dropped:
             self._finish(request, "abort", now)
-        running, waiting, used = len(self.running), len(self.waiting), self.kv_used_tokens
         for observer in self.observers:
-            observer.load_changed(running, waiting, used, self.kv_capacity_tokens)
+            observer.load_changed(
+                len(self.running), len(self.waiting), self.kv_used_tokens, self.kv_capacity_tokens
+            )
 
     def _admit(self, now: float) -> list[SimRequest]:
         admitted: list[SimRequest] = []
