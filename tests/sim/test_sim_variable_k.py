@@ -14,7 +14,7 @@ import pytest
 
 from tests.sim.conftest import chat_bodies, generate_body, grew, post_all, scrape, value, write_vllm_config
 from tui.bench.server_figures import figures_from_body
-from tui.sim.adaptive import AdaptiveSteps
+from tui.sim.behaviour import AdaptiveSteps
 from tui.sim.config import SimConfigError, load_sim_config
 from tui.sim.per_request import ResponseOptions
 from tui.sim.server import SimServer

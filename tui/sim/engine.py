@@ -12,8 +12,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-from tui.sim.adaptive import AdaptiveSteps
-from tui.sim.behaviour import Behaviour, draw_accepted
+from tui.sim.behaviour import AdaptiveSteps, Behaviour, draw_accepted
 from tui.sim.config import SimConfig
 from tui.sim.faults import FaultSettings
 from tui.sim.tokens import generate, tokenize, wrong_token

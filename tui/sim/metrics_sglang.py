@@ -16,7 +16,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from tui.sim.adaptive import AdaptiveSteps
+from tui.sim.behaviour import AdaptiveSteps
 from tui.sim.config import SimConfig
 from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 
