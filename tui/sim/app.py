@@ -17,14 +17,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tui.sim.control import control_error
 from tui.sim.engine import SimRequest
-from tui.sim.faults import GARBAGE_METRICS
+from tui.sim.faults import GARBAGE_METRICS, control_error
 from tui.sim.gpu_page import CONTENT_TYPE as GPU_CONTENT_TYPE
 from tui.sim.gpu_page import GPU_METRICS_PATH
 from tui.sim.logs import VERSIONS
-from tui.sim.openai_shapes import BODIES, ChunkMaker, GenerateBody, error_body
-from tui.sim.per_request import decorate, sglang_meta_info
+from tui.sim.per_request import BODIES, ChunkMaker, GenerateBody, decorate, error_body, sglang_meta_info
 
 if TYPE_CHECKING:  # the server builds this app: only the type is imported back
     from tui.sim.server import SimServer as ServedSim
@@ -92,7 +90,6 @@ Endpoint = tuple[str, str, Handler]  # (method, path, handler)
 
 
 def _refused(sim: ServedSim, request: Request) -> JSONResponse | None:
-    """401 when the sim has an API key and the request does not bear it."""
     if sim.api_key is None:
         return None
     header = request.headers.get("authorization", "")

@@ -55,8 +55,6 @@ class SimSection(BaseModel):
 
 
 class SimConfig(BaseModel):
-    """What the simulated server runs with, whatever file it came from."""
-
     model_config = ConfigDict(extra="forbid")
 
     source: str = "defaults"

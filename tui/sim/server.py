@@ -21,16 +21,14 @@ import uvicorn
 from tui.sim.app import build_app
 from tui.sim.behaviour import Behaviour
 from tui.sim.config import SimConfig, SimConfigError, SimStartupError, load_sim_config
-from tui.sim.control import FAULT_NAMES, ControlChanges, KeptControl, parse_changes
 from tui.sim.engine import MetricsRecorder, SimEngine
-from tui.sim.faults import FaultSettings
+from tui.sim.faults import FAULT_NAMES, ControlChanges, FaultSettings, KeptControl, parse_changes
 from tui.sim.gpu_page import SimGpus
 from tui.sim.logs import LogWriter, make_log_writer
 from tui.sim.metrics_llamacpp import LlamacppRecorder
 from tui.sim.metrics_sglang import SglangRecorder
 from tui.sim.metrics_vllm import VllmRecorder
-from tui.sim.openai_shapes import FLAVORS
-from tui.sim.per_request import ResponseOptions, StepLog
+from tui.sim.per_request import FLAVORS, ResponseOptions, StepLog
 
 
 def make_recorder(flavor: str, config: SimConfig, started: float | None = None) -> MetricsRecorder:
