@@ -58,9 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     set_parser.add_argument("value", metavar="VALUE", help='TOML/JSON literal (2, 0.85, true, "x") or text')
     set_parser.add_argument("--dry-run", action="store_true", help="print the diff, do not write")
     set_parser.add_argument(
-        "--new-key",
-        action="store_true",
-        help="add a key the schema does not know (else refused as a typo)",
+        "--new-key", action="store_true", help="add a key the schema does not know (else refused as a typo)"
     )
     set_parser.add_argument(
         "--force", action="store_true", help="replace the file even when its mode makes it read-only"

@@ -414,10 +414,6 @@ GPU_ROUTE: Endpoint = ("GET", GPU_METRICS_PATH, gpu_metrics)  # `spectop sim --g
 
 
 def build_app(sim: ServedSim) -> ASGIApp:
-    table = [
-        *SHARED_ROUTES,
-        *FLAVOR_ROUTES[sim.flavor],
-        *([GPU_ROUTE] if sim.gpu is not None else []),
-    ]
+    table = [*SHARED_ROUTES, *FLAVOR_ROUTES[sim.flavor], *([GPU_ROUTE] if sim.gpu is not None else [])]
     routes = [Route(path, partial(handler, sim), methods=[method]) for method, path, handler in table]
     return AccessMiddleware(Starlette(routes=routes), sim, {path for _, path, _ in table})

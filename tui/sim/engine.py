@@ -442,8 +442,7 @@ class SimEngine:
             done = request.generated >= request.target_tokens
             request.outbox.put_nowait(Delivery(request.generated - record.emitted, request.generated, done))
             if done:
-                reason = "stop" if request.natural_stop else "length"
-                self._finish(request, reason, end)
+                self._finish(request, "stop" if request.natural_stop else "length", end)
 
     def _finish(self, request: SimRequest, reason: str, now: float) -> None:
         request.finish_reason = reason

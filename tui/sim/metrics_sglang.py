@@ -278,7 +278,6 @@ class SglangRecorder(MetricsRecorder, Collector):
     def _set_usage(self, report: StepReport) -> None:
         used = float(report.kv_used_tokens)
         usage = used / self.capacity
-        evictable = 0.0
         self.gauges.update(
             num_running_reqs=report.running,
             num_queue_reqs=report.waiting,
@@ -287,8 +286,8 @@ class SglangRecorder(MetricsRecorder, Collector):
             full_token_usage=usage,
             num_used_tokens=used,
             kv_used_tokens=used,
-            kv_available_tokens=self.capacity - used - evictable,
-            kv_evictable_tokens=evictable,
+            kv_available_tokens=self.capacity - used,
+            kv_evictable_tokens=0.0,
         )
 
     def idle_tick(self, now: float, running: int, waiting: int) -> None:
