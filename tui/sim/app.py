@@ -300,11 +300,8 @@ async def _sglang_stream(
         while True:
             delivery = await sim_request.outbox.get()
             if delivery.end > delivery.start or delivery.finished:
-                chunk = {
-                    "text": sim_request.text(0, delivery.end),
-                    "meta_info": sglang_meta_info(sim_request, rid, details),
-                    "index": 0,
-                }
+                meta = sglang_meta_info(sim_request, rid, details)
+                chunk = {"text": sim_request.text(0, delivery.end), "meta_info": meta, "index": 0}
                 yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
             if delivery.finished:
                 break
@@ -365,14 +362,10 @@ async def slots(sim: ServedSim, request: Request) -> Response:
     config = sim.config
     busy = {running.slot: running for running in sim.engine.running}
     types = "none,draft-simple" if config.k else "none"
-    body = []
+    n_ctx, body = config.max_model_len // config.max_num_seqs, []
     for slot in range(config.max_num_seqs):
-        entry: dict[str, Any] = {
-            "id": slot,
-            "n_ctx": config.max_model_len // config.max_num_seqs,
-            "speculative": bool(config.k),
-            "is_processing": slot in busy,
-        }
+        entry: dict[str, Any] = {"id": slot, "n_ctx": n_ctx, "speculative": bool(config.k)}
+        entry["is_processing"] = slot in busy
         if slot in busy:
             running = busy[slot]
             remain = running.target_tokens - running.generated
