@@ -159,17 +159,13 @@ def _request_and_log() -> tuple[SimRequest, StepLog]:
     return request, log
 
 
-def test_vllm_histogram_per_draft_length_and_detailed_arrays() -> None:
+def test_vllm_histograms_per_draft_length_and_sglangs_proposed_drafts_follow_each_step() -> None:
     request, log = _request_and_log()
     spec = vllm_metrics(request, ResponseOptions(spec_metrics="detailed"), log)["speculative_decoding"]
     assert spec["acceptance_histogram_by_draft_length"] == {"1": [1, 1], "3": [0, 0, 1, 1]}
     assert spec["per_step_drafted"] == [1, 3, 1, 3] and spec["num_draft_tokens"] == 8
     figures = figures_from_body({"metrics": {"speculative_decoding": spec}})
     assert figures.histograms_by_length == {1: [1, 1], 3: [0, 0, 1, 1]} and figures.k_in_effect == 2.0
-
-
-def test_sglang_proposed_drafts_are_what_the_steps_proposed() -> None:
-    request, _ = _request_and_log()
     meta = sglang_meta_info(request, "r", details=True)
     assert (meta["spec_num_proposed_drafts"], meta["spec_num_correct_drafts"]) == (8, 6)
     figures = figures_from_body({"text": "x", "meta_info": meta})
