@@ -5,10 +5,11 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -17,15 +18,38 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tui.sim.engine import SimRequest
-from tui.sim.faults import GARBAGE_METRICS, control_error
+from tui.sim.config import SimConfig
+from tui.sim.engine import MetricsRecorder, SimEngine, SimRequest
+from tui.sim.faults import GARBAGE_METRICS, FaultSettings, control_error
 from tui.sim.gpu_page import CONTENT_TYPE as GPU_CONTENT_TYPE
-from tui.sim.gpu_page import GPU_METRICS_PATH
-from tui.sim.logs import VERSIONS
-from tui.sim.per_request import BODIES, ChunkMaker, GenerateBody, decorate, error_body, sglang_meta_info
+from tui.sim.gpu_page import GPU_METRICS_PATH, SimGpus
+from tui.sim.logs import VERSIONS, LogWriter
+from tui.sim.openai_shapes import BODIES, ChunkMaker, GenerateBody, error_body
+from tui.sim.per_request import ResponseOptions, StepLog, decorate, sglang_meta_info
 
-if TYPE_CHECKING:  # the server builds this app: only the type is imported back
-    from tui.sim.server import SimServer as ServedSim
+
+class ServedSim(Protocol):
+    """What the routes read of the running server (tui.sim.server.SimServer, which builds this app: a
+    protocol, so that this module does not import that one back)."""
+
+    flavor: str
+    config: SimConfig
+    engine: SimEngine
+    recorder: MetricsRecorder
+    log: LogWriter
+    faults: FaultSettings
+    api_key: str | None
+    gpu: SimGpus | None
+    accepting: bool
+    rng: random.Random
+    responses: ResponseOptions
+    step_log: StepLog | None
+
+    @property
+    def model(self) -> str: ...
+
+    def control(self, **changes: Any) -> dict[str, Any]: ...
+
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 DISCONNECT_AFTER_CHUNKS = 3
@@ -85,7 +109,7 @@ class AccessMiddleware:
             self.sim.recorder.http_request(method, handler, status, request_bytes, sent, elapsed)
 
 
-Handler = Callable[["ServedSim", Request], Awaitable[Response]]
+Handler = Callable[[ServedSim, Request], Awaitable[Response]]
 Endpoint = tuple[str, str, Handler]  # (method, path, handler)
 
 

@@ -28,7 +28,8 @@ from tui.sim.logs import LogWriter, make_log_writer
 from tui.sim.metrics_llamacpp import LlamacppRecorder
 from tui.sim.metrics_sglang import SglangRecorder
 from tui.sim.metrics_vllm import VllmRecorder
-from tui.sim.per_request import FLAVORS, ResponseOptions, StepLog
+from tui.sim.openai_shapes import FLAVORS
+from tui.sim.per_request import ResponseOptions, StepLog
 
 
 def make_recorder(flavor: str, config: SimConfig, started: float | None = None) -> MetricsRecorder:
