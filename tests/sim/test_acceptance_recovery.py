@@ -89,9 +89,8 @@ def _check_spectops_figures(flavor: str, first: Any, last: Any) -> None:
 
 @pytest.mark.parametrize("flavor", ["vllm", "sglang", "llamacpp"])
 async def test_configured_acceptance_comes_back_out(tmp_path: Path, flavor: str) -> None:
-    config = write_vllm_config(
-        tmp_path / "config.toml", k=3, sim="content_effect = 0.0\nspeed = 4.0\ndecode_log_interval = 20"
-    )
+    sim_section = "content_effect = 0.0\nspeed = 4.0\ndecode_log_interval = 20"
+    config = write_vllm_config(tmp_path / "config.toml", k=3, sim=sim_section)
     log = tmp_path / "server.log"
     async with (
         SimServer(
